@@ -1,0 +1,1 @@
+"""ridtrace.cli."""

@@ -1,0 +1,1 @@
+"""ridtrace.frontend_plugin."""

@@ -1,0 +1,37 @@
+"""ridtrace.tracing: server-minted request identity, spans and log context for ASGI apps.
+
+Importing this package must stay cheap: no pandas, no click, no FastAPI routing.
+"""
+
+from ridtrace.tracing.context import (
+    RequestContext,
+    annotate_request,
+    current_context,
+    current_request_id,
+    current_x_request_id,
+)
+from ridtrace.tracing.identity import uuid4_id, uuid7_id, validate_client_id
+from ridtrace.tracing.logs import LOG_SCHEMA, configure_logging
+from ridtrace.tracing.middleware import RequestTracingMiddleware
+from ridtrace.tracing.settings import DEFAULT_DEPRECATED_HEADERS, TracingSettings
+from ridtrace.tracing.spans import configure_tracing
+from ridtrace.tracing.traceparent import format_traceparent, parse_traceparent
+
+__all__ = [
+    "DEFAULT_DEPRECATED_HEADERS",
+    "LOG_SCHEMA",
+    "RequestContext",
+    "RequestTracingMiddleware",
+    "TracingSettings",
+    "annotate_request",
+    "configure_logging",
+    "configure_tracing",
+    "current_context",
+    "current_request_id",
+    "current_x_request_id",
+    "format_traceparent",
+    "parse_traceparent",
+    "uuid4_id",
+    "uuid7_id",
+    "validate_client_id",
+]

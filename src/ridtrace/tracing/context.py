@@ -1,0 +1,75 @@
+"""Per-request identity held in context variables.
+
+This module is ridtrace's only global state: one ContextVar holding the context of
+the request being handled. The middleware (and the gRPC interceptor) set it with a
+token and reset it in ``finally``, so nothing leaks into the next request on the same
+connection, while tasks spawned inside a request inherit a copy and keep the ids.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar, Token
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "RequestContext",
+    "annotate_request",
+    "current_context",
+    "current_request_id",
+    "current_x_request_id",
+]
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """Identity of one request, shared by every log line and span written for it.
+
+    Mutable on purpose: route handlers learn a client id from the body (native generate
+    routes) or attach fingerprints after the middleware created the context, and
+    streaming bodies run in child tasks that hold the same object.
+    """
+
+    request_id: str
+    trace_id: str
+    span_id: str
+    x_request_id: str | None = None
+    parent_span_id: str | None = None
+    annotations: dict[str, Any] = field(default_factory=dict)
+
+
+_current: ContextVar[RequestContext | None] = ContextVar("ridtrace_request", default=None)
+
+
+def current_context() -> RequestContext | None:
+    """The context of the request being handled, or ``None`` outside a request."""
+    return _current.get()
+
+
+def current_request_id() -> str | None:
+    """The server-minted ``request_id`` of the request being handled."""
+    ctx = _current.get()
+    return None if ctx is None else ctx.request_id
+
+
+def current_x_request_id() -> str | None:
+    """The client's validated correlation id (``x_request_id``), if it sent one."""
+    ctx = _current.get()
+    return None if ctx is None else ctx.x_request_id
+
+
+def annotate_request(**fields: Any) -> None:
+    """Attach fields to the current request's ``request.end`` event (no-op outside one)."""
+    ctx = _current.get()
+    if ctx is not None:
+        ctx.annotations.update(fields)
+
+
+def enter(ctx: RequestContext) -> Token[RequestContext | None]:
+    """Make ``ctx`` current; pass the returned token to :func:`leave` in ``finally``."""
+    return _current.set(ctx)
+
+
+def leave(token: Token[RequestContext | None]) -> None:
+    """Restore the context that was current before :func:`enter`."""
+    _current.reset(token)

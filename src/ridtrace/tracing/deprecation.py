@@ -1,0 +1,62 @@
+"""Policy for the deprecated request-id headers: ignore, warn once, record, advertise."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timezone
+from email.utils import format_datetime
+
+from loguru import logger
+
+__all__ = ["deprecation_response_headers", "warn_once"]
+
+# Process-wide on purpose: "one WARN per header name per process" must hold across
+# every middleware and interceptor instance, so this cannot live on an instance.
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_once(header: str) -> None:
+    """Log the deprecation WARN for ``header`` the first time this process sees it."""
+    if header in _warned:
+        return
+    with _warned_lock:
+        if header in _warned:
+            return
+        _warned.add(header)
+    logger.warning(
+        "ignoring deprecated client request id header",
+        event="deprecated_header",
+        header=header,
+    )
+
+
+def reset_warnings() -> None:
+    """Forget which headers were warned about (tests and long-lived embedders)."""
+    with _warned_lock:
+        _warned.clear()
+
+
+def deprecation_response_headers(
+    *,
+    deprecation_at: datetime | None,
+    sunset_at: datetime | None,
+    link: str | None,
+) -> list[tuple[bytes, bytes]]:
+    """Encode RFC 9745 ``Deprecation``, RFC 8594 ``Sunset`` and the deprecation ``Link``."""
+    headers: list[tuple[bytes, bytes]] = []
+    if deprecation_at is not None:
+        # RFC 9745: an RFC 9651 Date structured field, "@" + Unix seconds.
+        stamp = int(_as_utc(deprecation_at).timestamp())
+        headers.append((b"deprecation", f"@{stamp}".encode("ascii")))
+    if sunset_at is not None:
+        headers.append((b"sunset", format_datetime(_as_utc(sunset_at), usegmt=True).encode()))
+    if link:
+        headers.append((b"link", f'<{link}>; rel="deprecation"'.encode("latin-1")))
+    return headers
+
+
+def _as_utc(moment: datetime) -> datetime:
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)

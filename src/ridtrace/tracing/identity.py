@@ -1,0 +1,61 @@
+"""Minting server-side ids and vetting client-supplied ones."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+import uuid
+
+__all__ = ["mint_span_id", "mint_trace_id", "uuid4_id", "uuid7_id", "validate_client_id"]
+
+DEFAULT_MAX_CLIENT_ID_LENGTH = 128
+
+
+def uuid4_id() -> str:
+    """A random UUID4 string: the default ``request_id`` generator."""
+    return str(uuid.uuid4())
+
+
+def uuid7_id() -> str:
+    """A time-ordered UUIDv7 string (RFC 9562), sortable by creation time."""
+    millis = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (millis & 0xFFFF_FFFF_FFFF) << 80
+    value |= 0x7 << 76  # version
+    value |= ((rand >> 68) & 0x0FFF) << 64  # rand_a: 12 random bits
+    value |= 0b10 << 62  # RFC 4122 variant
+    value |= rand & 0x3FFF_FFFF_FFFF_FFFF
+    return str(uuid.UUID(int=value))
+
+
+def mint_trace_id() -> str:
+    """32 hex digits, used when no OpenTelemetry SDK provides a real trace id."""
+    return secrets.token_hex(16)
+
+
+def mint_span_id() -> str:
+    """16 hex digits: a per-request key that stays unique even when request ids collide."""
+    return secrets.token_hex(8)
+
+
+def validate_client_id(
+    raw: bytes | str, max_length: int = DEFAULT_MAX_CLIENT_ID_LENGTH
+) -> str | None:
+    """Return ``raw`` as text when it is a safe correlation id, else ``None``.
+
+    Safe means: 1 to ``max_length`` characters of printable ASCII (space included), so
+    the value can go into a log line or a response header without CR/LF or other
+    control characters and cannot overflow either.
+    """
+    if not raw or len(raw) > max_length:
+        return None
+    if isinstance(raw, bytes):
+        if not raw.isascii():
+            return None
+        text = raw.decode("ascii")
+    else:
+        if not raw.isascii():
+            return None
+        text = raw
+    return text if text.isprintable() else None

@@ -1,0 +1,89 @@
+"""Settings of the tracing layer: one frozen dataclass, environment read only in from_env()."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from opentelemetry.trace import TracerProvider
+
+from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH, uuid4_id, uuid7_id
+
+__all__ = ["DEFAULT_DEPRECATED_HEADERS", "TracingSettings"]
+
+DEFAULT_DEPRECATED_HEADERS: tuple[str, ...] = ("x-dynamo-request-id", "request-id")
+
+_GENERATORS: dict[str, Callable[[], str]] = {"uuid4": uuid4_id, "uuid7": uuid7_id}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TracingSettings:
+    """How the middleware mints, reads, echoes and records request identity.
+
+    Attributes:
+        span_name: name of the server span ridtrace opens when no other
+            instrumentation has opened one.
+        client_id_header: the client's correlation header (echoed back, logged as
+            ``x_request_id``).
+        response_id_header: response header that carries the server ``request_id``.
+        max_client_id_length: longest accepted client id; longer ones are dropped.
+        deprecated_headers: request headers that used to set the id; now ignored,
+            warned about once per name per process, and recorded per request.
+        id_generator: returns a fresh ``request_id``; UUID4 by default.
+        deprecation_at / sunset_at / deprecation_link: when set, responses to requests
+            that sent a deprecated header get RFC 9745 ``Deprecation``, RFC 8594
+            ``Sunset`` and ``Link: <...>; rel="deprecation"`` headers.
+        log_lifecycle: write ``request.start`` / ``request.end`` lines.
+        tracer_provider: provider for the server span; the global one by default.
+    """
+
+    span_name: str = "http-request"
+    client_id_header: str = "x-request-id"
+    response_id_header: str = "x-server-request-id"
+    max_client_id_length: int = DEFAULT_MAX_CLIENT_ID_LENGTH
+    deprecated_headers: tuple[str, ...] = DEFAULT_DEPRECATED_HEADERS
+    id_generator: Callable[[], str] = field(default=uuid4_id)
+    deprecation_at: datetime | None = None
+    sunset_at: datetime | None = None
+    deprecation_link: str | None = None
+    log_lifecycle: bool = True
+    tracer_provider: TracerProvider | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> TracingSettings:
+        """Build settings from ``RIDTRACE_*`` variables (unset ones keep their defaults).
+
+        ``RIDTRACE_SPAN_NAME``, ``RIDTRACE_CLIENT_ID_HEADER``, ``RIDTRACE_RESPONSE_ID_HEADER``,
+        ``RIDTRACE_MAX_CLIENT_ID_LENGTH``, ``RIDTRACE_DEPRECATED_HEADERS`` (comma list),
+        ``RIDTRACE_ID_GENERATOR`` (``uuid4`` or ``uuid7``), ``RIDTRACE_DEPRECATION_AT`` and
+        ``RIDTRACE_SUNSET_AT`` (ISO 8601), ``RIDTRACE_DEPRECATION_LINK``.
+        """
+        env = os.environ if environ is None else environ
+        kwargs: dict[str, object] = {}
+        for key, name in (
+            ("RIDTRACE_SPAN_NAME", "span_name"),
+            ("RIDTRACE_CLIENT_ID_HEADER", "client_id_header"),
+            ("RIDTRACE_RESPONSE_ID_HEADER", "response_id_header"),
+            ("RIDTRACE_DEPRECATION_LINK", "deprecation_link"),
+        ):
+            if env.get(key):
+                kwargs[name] = env[key]
+        if env.get("RIDTRACE_MAX_CLIENT_ID_LENGTH"):
+            kwargs["max_client_id_length"] = int(env["RIDTRACE_MAX_CLIENT_ID_LENGTH"])
+        if "RIDTRACE_DEPRECATED_HEADERS" in env:
+            names = env["RIDTRACE_DEPRECATED_HEADERS"].split(",")
+            kwargs["deprecated_headers"] = tuple(n.strip().lower() for n in names if n.strip())
+        if env.get("RIDTRACE_ID_GENERATOR"):
+            choice = env["RIDTRACE_ID_GENERATOR"].lower()
+            if choice not in _GENERATORS:
+                raise ValueError(f"RIDTRACE_ID_GENERATOR must be one of {sorted(_GENERATORS)}")
+            kwargs["id_generator"] = _GENERATORS[choice]
+        for key, name in (
+            ("RIDTRACE_DEPRECATION_AT", "deprecation_at"),
+            ("RIDTRACE_SUNSET_AT", "sunset_at"),
+        ):
+            if env.get(key):
+                kwargs[name] = datetime.fromisoformat(env[key])
+        return cls(**kwargs)  # type: ignore[arg-type]
