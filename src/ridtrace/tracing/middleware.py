@@ -19,9 +19,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ridtrace.tracing import context as request_context
 from ridtrace.tracing.context import RequestContext
 from ridtrace.tracing.deprecation import deprecation_response_headers, warn_once
-from ridtrace.tracing.identity import mint_span_id, mint_trace_id, validate_client_id
+from ridtrace.tracing.identity import validate_client_id
+from ridtrace.tracing.serverspan import active_server_span, request_context_for
 from ridtrace.tracing.settings import TracingSettings
-from ridtrace.tracing.traceparent import parse_traceparent
 
 __all__ = ["RequestTracingMiddleware"]
 
@@ -109,7 +109,7 @@ class RequestTracingMiddleware:
         method: str = scope.get("method", "")
         path: str = scope.get("path", "")
         span, owns_span = self._server_span(carrier, method)
-        ctx = _identity(span, carrier, request_id, x_request_id)
+        ctx = request_context_for(span, carrier, request_id, x_request_id)
         deprecated_text = ",".join(deprecated_sent) if deprecated_sent else None
         if span.is_recording():
             span.set_attribute("request_id", request_id)
@@ -211,8 +211,8 @@ class RequestTracingMiddleware:
 
     def _server_span(self, carrier: dict[str, str], method: str) -> tuple[trace.Span, bool]:
         """Reuse the server span another instrumentation opened, else open ours."""
-        current = trace.get_current_span()
-        if current.is_recording() and getattr(current, "kind", None) is SpanKind.SERVER:
+        current = active_server_span()
+        if current is not None:
             return current, False
         parent = propagate.extract(carrier, getter=_GETTER) if carrier else None
         span = self._tracer.start_span(
@@ -248,30 +248,6 @@ class _Exchange:
         self.response_started = False
         self.body_done = False
         self.disconnected = False
-
-
-def _identity(
-    span: trace.Span, carrier: dict[str, str], request_id: str, x_request_id: str | None
-) -> RequestContext:
-    """Ids for the log lines: the span's when real, minted ones when tracing is a no-op."""
-    span_context = span.get_span_context()
-    if span_context.is_valid:
-        parent = getattr(span, "parent", None)
-        return RequestContext(
-            request_id=request_id,
-            x_request_id=x_request_id,
-            trace_id=format(span_context.trace_id, "032x"),
-            span_id=format(span_context.span_id, "016x"),
-            parent_span_id=format(parent.span_id, "016x") if parent is not None else None,
-        )
-    remote = parse_traceparent(carrier.get("traceparent"))
-    return RequestContext(
-        request_id=request_id,
-        x_request_id=x_request_id,
-        trace_id=remote[0] if remote else mint_trace_id(),
-        span_id=mint_span_id(),
-        parent_span_id=remote[1] if remote else None,
-    )
 
 
 def _outcome(state: _Exchange, failure: BaseException | None, ctx: RequestContext) -> str:

@@ -1,0 +1,61 @@
+"""The one-server-span rule and the ids a request's log lines carry, shared by transports.
+
+The ASGI middleware and the gRPC interceptor must agree on both, or a request's log
+lines and its span would name different ids depending on how it arrived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind
+
+from ridtrace.tracing.context import RequestContext
+from ridtrace.tracing.identity import mint_span_id, mint_trace_id
+from ridtrace.tracing.traceparent import parse_traceparent
+
+__all__ = ["active_server_span", "request_context_for"]
+
+
+def active_server_span() -> trace.Span | None:
+    """The recording server span another instrumentation already opened, if any.
+
+    FastAPI's telemetry, opentelemetry-instrumentation-fastapi and
+    opentelemetry-instrumentation-grpc each open one; ridtrace enriches it instead of
+    adding a second server span beside it.
+    """
+    current = trace.get_current_span()
+    if current.is_recording() and getattr(current, "kind", None) is SpanKind.SERVER:
+        return current
+    return None
+
+
+def request_context_for(
+    span: trace.Span, carrier: Mapping[str, str], request_id: str, x_request_id: str | None
+) -> RequestContext:
+    """Ids for the log lines: the span's when it records, minted ones otherwise.
+
+    Minting keeps ``trace_id`` / ``span_id`` on every line even without an SDK, so the
+    span id stays a per-request key when request ids collide (docs/log-schema.md). A
+    non-recording span (no SDK, or sampled out) may carry the *caller's* span context,
+    whose span id is not this request's: keep the caller's trace and mint our own span.
+    """
+    span_context = span.get_span_context()
+    if span_context.is_valid and span.is_recording():
+        parent = getattr(span, "parent", None)
+        return RequestContext(
+            request_id=request_id,
+            x_request_id=x_request_id,
+            trace_id=format(span_context.trace_id, "032x"),
+            span_id=format(span_context.span_id, "016x"),
+            parent_span_id=format(parent.span_id, "016x") if parent is not None else None,
+        )
+    remote = parse_traceparent(carrier.get("traceparent"))
+    return RequestContext(
+        request_id=request_id,
+        x_request_id=x_request_id,
+        trace_id=remote[0] if remote else mint_trace_id(),
+        span_id=mint_span_id(),
+        parent_span_id=remote[1] if remote else None,
+    )
