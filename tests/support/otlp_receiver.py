@@ -1,0 +1,122 @@
+"""An OTLP/HTTP trace receiver on loopback that decodes the protobuf, for span tests."""
+
+from __future__ import annotations
+
+import gzip
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+__all__ = ["OtlpReceiver", "ReceivedSpan", "otlp_receiver"]
+
+
+@dataclass(frozen=True)
+class ReceivedSpan:
+    """One span as it arrived on the wire."""
+
+    name: str
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    kind: int
+    attributes: dict[str, Any]
+    service_name: str | None
+    status_code: int
+
+
+def _value(any_value: Any) -> Any:
+    kind = any_value.WhichOneof("value")
+    if kind == "array_value":
+        return [_value(v) for v in any_value.array_value.values]
+    return getattr(any_value, kind) if kind else None
+
+
+@dataclass
+class OtlpReceiver:
+    """Collects every span posted to ``endpoint + /v1/traces``."""
+
+    port: int
+    spans: list[ReceivedSpan] = field(default_factory=list)
+    requests: int = 0
+    _cond: threading.Condition = field(default_factory=threading.Condition)
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def add(self, request: ExportTraceServiceRequest) -> None:
+        with self._cond:
+            self.requests += 1
+            for resource_spans in request.resource_spans:
+                service = None
+                for attr in resource_spans.resource.attributes:
+                    if attr.key == "service.name":
+                        service = _value(attr.value)
+                for scope_spans in resource_spans.scope_spans:
+                    for span in scope_spans.spans:
+                        self.spans.append(
+                            ReceivedSpan(
+                                name=span.name,
+                                trace_id=span.trace_id.hex(),
+                                span_id=span.span_id.hex(),
+                                parent_span_id=span.parent_span_id.hex(),
+                                kind=span.kind,
+                                attributes={a.key: _value(a.value) for a in span.attributes},
+                                service_name=service,
+                                status_code=span.status.code,
+                            )
+                        )
+            self._cond.notify_all()
+
+    def wait_for(self, count: int, *, timeout: float = 30.0) -> list[ReceivedSpan]:
+        """Block until at least ``count`` spans arrived (the exporter batches)."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: len(self.spans) >= count, timeout=timeout):
+                raise TimeoutError(f"got {len(self.spans)} spans, expected {count}")
+            return list(self.spans)
+
+
+@contextmanager
+def otlp_receiver() -> Iterator[OtlpReceiver]:
+    """Run a receiver on a free loopback port for the duration of the block."""
+    receiver_ref: list[OtlpReceiver] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("content-length", "0")))
+            if self.headers.get("content-encoding") == "gzip":
+                body = gzip.decompress(body)
+            if self.path != "/v1/traces":
+                self.send_response(404)
+                self.end_headers()
+                return
+            request = ExportTraceServiceRequest()
+            request.ParseFromString(body)
+            receiver_ref[0].add(request)
+            payload = ExportTraceServiceResponse().SerializeToString()
+            self.send_response(200)
+            self.send_header("content-type", "application/x-protobuf")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    receiver_ref.append(OtlpReceiver(port=server.server_address[1]))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield receiver_ref[0]
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,52 @@
+"""Fixtures for the tracing tests: log capture and a real server under test."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from loguru import logger
+
+from ridtrace.tracing.deprecation import reset_warnings
+from ridtrace.tracing.logs import configure_logging
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    """Every line must be exactly one JSON object: that is the log contract."""
+    text = path.read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def wait_for_lines(
+    path: Path, predicate: Callable[[list[dict[str, Any]]], bool], *, timeout: float = 20.0
+) -> list[dict[str, Any]]:
+    """Poll the log until ``predicate`` holds (the server writes asynchronously to us)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = read_lines(path) if path.exists() else []
+        if predicate(lines):
+            return lines
+        if time.monotonic() > deadline:
+            raise AssertionError(f"log never satisfied the condition; {len(lines)} lines")
+        time.sleep(0.05)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_loguru() -> Iterator[None]:
+    reset_warnings()
+    logger.remove()
+    yield
+    logger.remove()
+
+
+@pytest.fixture
+def log_file(tmp_path: Path) -> Path:
+    path = tmp_path / "app.jsonl"
+    configure_logging(path, service="test", level="DEBUG", intercept_stdlib=False)
+    return path

@@ -1,0 +1,296 @@
+"""The middleware behind a real uvicorn server, with real spans sent over OTLP/HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.otlp_receiver import OtlpReceiver, otlp_receiver
+from tests.support.servers import RunningServer, free_port, run_server
+from tests.tracing.conftest import REPO_ROOT, read_lines, wait_for_lines
+
+SHARED_CLIENT_ID = "rollout-42-s7"
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[OtlpReceiver]:
+    with otlp_receiver() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, receiver: OtlpReceiver
+) -> Iterator[tuple[RunningServer, Path]]:
+    workdir = tmp_path_factory.mktemp("server")
+    log_path = workdir / "app.jsonl"
+    port = free_port()
+    env = {
+        "RIDTRACE_TEST_LOG": str(log_path),
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+        "OTEL_BSP_SCHEDULE_DELAY": "50",
+        "PYTHONPATH": str(REPO_ROOT),
+    }
+    argv = [
+        "-m", "uvicorn", "tests.tracing.app_under_test:create_app", "--factory",
+        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+    ]  # fmt: skip
+    with run_server(argv, port=port, workdir=workdir, env=env) as running:
+        yield running, log_path
+
+
+def _ended(request_id: str) -> Callable[[list[dict[str, Any]]], bool]:
+    """The log holds this request's ``request.end`` line."""
+    return lambda lines: any(
+        x.get("event") == "request.end" and x.get("request_id") == request_id for x in lines
+    )
+
+
+def _ended(request_id: str) -> Callable[[list[dict[str, Any]]], bool]:
+    """The log holds this request's ``request.end`` line."""
+    return lambda lines: any(
+        x.get("event") == "request.end" and x.get("request_id") == request_id for x in lines
+    )
+
+
+def _lines_of(lines: list[dict[str, Any]], request_id: str) -> list[dict[str, Any]]:
+    return [line for line in lines if line.get("request_id") == request_id]
+
+
+def test_concurrent_requests_sharing_a_client_id_get_distinct_ids_everywhere(
+    server: tuple[RunningServer, Path], receiver: OtlpReceiver
+) -> None:
+    running, log_path = server
+    count = 200
+
+    async def send_all() -> list[httpx.Response]:
+        limits = httpx.Limits(max_connections=count)
+        async with httpx.AsyncClient(base_url=running.url, limits=limits, timeout=30) as client:
+            return await asyncio.gather(
+                *(
+                    client.get("/ids", headers={"x-request-id": SHARED_CLIENT_ID})
+                    for _ in range(count)
+                )
+            )
+
+    responses = asyncio.run(send_all())
+    ids = []
+    for response in responses:
+        assert response.status_code == 200
+        body = response.json()
+        assert body["x_request_id"] == SHARED_CLIENT_ID
+        assert response.headers["x-server-request-id"] == body["request_id"]
+        assert response.headers.get_list("x-request-id") == [SHARED_CLIENT_ID]
+        uuid.UUID(body["request_id"])
+        ids.append(body["request_id"])
+    assert len(set(ids)) == count
+
+    lines = wait_for_lines(
+        log_path,
+        lambda ls: (
+            sum(
+                1 for x in ls if x.get("event") == "request.end" and x.get("request_id") in set(ids)
+            )
+            == count
+        ),
+    )
+    for request_id in ids:
+        mine = _lines_of(lines, request_id)
+        kinds = [line.get("event") or line["message"] for line in mine]
+        assert kinds == [
+            "request.start",
+            "handler ran",
+            "stdlib line inside the request",
+            "request.end",
+        ]
+        assert {line["x_request_id"] for line in mine} == {SHARED_CLIENT_ID}
+        assert len({(line["trace_id"], line["span_id"]) for line in mine}) == 1
+        assert mine[-1]["outcome"] == "ok" and mine[-1]["status"] == 200
+    assert len({_lines_of(lines, rid)[0]["span_id"] for rid in ids}) == count
+
+    spans = receiver.wait_for(count)
+    by_request: dict[str, list[Any]] = defaultdict(list)
+    for span in spans:
+        if span.attributes.get("request_id") in set(ids):
+            by_request[span.attributes["request_id"]].append(span)
+    assert set(by_request) == set(ids)
+    for request_id, request_spans in by_request.items():
+        assert len(request_spans) == 1, "exactly one server span per request"
+        span = request_spans[0]
+        assert span.name == "http-request"
+        assert span.attributes["x_request_id"] == SHARED_CLIENT_ID
+        assert span.attributes["http.route"] == "/ids"
+        assert span.attributes["http.response.status_code"] == 200
+        assert span.service_name == "app-under-test"
+        logged = _lines_of(lines, request_id)[0]
+        assert (span.trace_id, span.span_id) == (logged["trace_id"], logged["span_id"])
+
+
+def test_traceparent_continues_the_callers_trace(
+    server: tuple[RunningServer, Path], receiver: OtlpReceiver
+) -> None:
+    running, log_path = server
+    trace_id, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    response = httpx.get(
+        running.url + "/ids", headers={"traceparent": f"00-{trace_id}-{parent}-01"}
+    )
+    request_id = response.json()["request_id"]
+    lines = wait_for_lines(log_path, _ended(request_id))
+    start = _lines_of(lines, request_id)[0]
+    assert start["trace_id"] == trace_id and start["parent_span_id"] == parent
+    deadline_spans = receiver.wait_for(1)
+    while not any(s.attributes.get("request_id") == request_id for s in deadline_spans):
+        deadline_spans = receiver.wait_for(len(deadline_spans) + 1)
+    span = next(s for s in deadline_spans if s.attributes.get("request_id") == request_id)
+    assert span.trace_id == trace_id and span.parent_span_id == parent
+
+
+def test_streamed_response_keeps_ids_on_lines_logged_mid_stream(
+    server: tuple[RunningServer, Path],
+) -> None:
+    running, log_path = server
+    with httpx.stream(
+        "GET", running.url + "/stream?chunks=5&delay=0.01", headers={"x-request-id": "stream-1"}
+    ) as response:
+        request_id = response.headers["x-server-request-id"]
+        body = b"".join(response.iter_bytes())
+    assert body.count(request_id.encode()) == 5
+    lines = wait_for_lines(log_path, _ended(request_id))
+    chunks = [x for x in _lines_of(lines, request_id) if x["message"] == "chunk sent"]
+    assert [x["chunk"] for x in chunks] == [0, 1, 2, 3, 4]
+    assert all(x["x_request_id"] == "stream-1" for x in chunks)
+
+
+def test_client_disconnect_mid_stream_ends_with_outcome_cancelled(
+    server: tuple[RunningServer, Path],
+) -> None:
+    running, log_path = server
+    with (
+        httpx.Client(timeout=10) as client,
+        client.stream("GET", running.url + "/stream?chunks=1000&delay=0.01") as response,
+    ):
+        request_id = response.headers["x-server-request-id"]
+        next(response.iter_raw())  # one chunk arrived: the stream is live; now walk away
+    lines = wait_for_lines(log_path, _ended(request_id))
+    end = next(x for x in _lines_of(lines, request_id) if x.get("event") == "request.end")
+    assert end["outcome"] == "cancelled"
+    assert end["status"] == 200
+
+
+def test_next_request_on_the_same_connection_never_sees_the_old_client_id(
+    server: tuple[RunningServer, Path],
+) -> None:
+    running, _ = server
+    with httpx.Client(base_url=running.url) as client:
+        for _ in range(20):
+            first = client.get("/ids", headers={"x-request-id": "only-this-one"}).json()
+            second = client.get("/ids").json()
+            assert first["x_request_id"] == "only-this-one"
+            assert second["x_request_id"] is None
+            assert second["request_id"] != first["request_id"]
+
+
+def test_tasks_spawned_inside_a_request_keep_its_id(server: tuple[RunningServer, Path]) -> None:
+    running, _ = server
+    body = httpx.get(running.url + "/spawn").json()
+    assert body["child"] == body["request_id"]
+
+
+def test_unhandled_exception_500_still_carries_the_server_id(
+    server: tuple[RunningServer, Path],
+) -> None:
+    running, log_path = server
+    response = httpx.get(running.url + "/boom", headers={"x-request-id": "crash-1"})
+    assert response.status_code == 500
+    request_id = response.headers["x-server-request-id"]
+    assert response.headers["x-request-id"] == "crash-1"
+    lines = wait_for_lines(log_path, _ended(request_id))
+    end = next(x for x in _lines_of(lines, request_id) if x.get("event") == "request.end")
+    assert (end["outcome"], end["status"], end["level"]) == ("error", 500, "WARN")
+
+
+def _raw_request(port: int, header_lines: list[bytes]) -> bytes:
+    request = b"GET /ids HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+    request += b"".join(line + b"\r\n" for line in header_lines) + b"\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(request)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@pytest.mark.parametrize(
+    "header_lines",
+    [
+        [b"x-request-id: " + b"A" * 8000],
+        [b"x-request-id: caf\xc3\xa9-\xff\xfe"],
+        [b'x-request-id: "}{"level":"ERROR","request_id":"forged'],
+        [b"x-request-id: id-%d" % i for i in range(100)],
+    ],
+    ids=["oversized", "non-utf8", "json-shaped", "100-repeats"],
+)
+def test_hostile_client_ids_over_the_wire_are_answered_and_never_break_the_log(
+    server: tuple[RunningServer, Path], header_lines: list[bytes]
+) -> None:
+    running, log_path = server
+    raw = _raw_request(running.port, header_lines)
+    head, _, _ = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200")
+    request_id = next(
+        line.split(b":", 1)[1].strip().decode()
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"x-server-request-id:")
+    )
+    lines = wait_for_lines(log_path, _ended(request_id))
+    mine = _lines_of(lines, request_id)
+    start = mine[0]
+    if header_lines[0].endswith(b"id-0"):
+        assert start["x_request_id"] == "id-0", "the first valid repeated header wins"
+    elif b"forged" in header_lines[0]:
+        # Printable ASCII is accepted, but only ever as an escaped JSON string value.
+        assert start["x_request_id"].startswith('"}{"level"')
+        assert all(x["level"] != "ERROR" for x in mine)
+    else:
+        assert "x_request_id" not in start and start["x_request_id_rejected"] is True
+    read_lines(log_path)  # still exactly one JSON object per line
+
+
+def test_deprecated_headers_warn_once_per_name_and_every_request_records_them(
+    server: tuple[RunningServer, Path],
+) -> None:
+    running, log_path = server
+    sent = []
+    with httpx.Client(base_url=running.url) as client:
+        for index in range(30):
+            headers = {"x-dynamo-request-id": f"dyn-{index}"}
+            if index % 2:
+                headers["request-id"] = f"old-{index}"
+            body = client.get("/ids", headers=headers).json()
+            assert body["request_id"] not in (
+                headers.get("request-id"),
+                headers["x-dynamo-request-id"],
+            )
+            sent.append((body["request_id"], index % 2 == 1))
+    lines = wait_for_lines(
+        log_path,
+        lambda ls: (
+            sum(1 for x in ls if x.get("event") == "request.end" and x.get("deprecated_headers"))
+            >= 30
+        ),
+    )
+    warns = [x for x in lines if x.get("event") == "deprecated_header"]
+    assert sorted(x["header"] for x in warns) == ["request-id", "x-dynamo-request-id"]
+    assert all(x["level"] == "WARN" for x in warns)
+    for request_id, both in sent:
+        start = next(x for x in _lines_of(lines, request_id) if x.get("event") == "request.start")
+        expected = "x-dynamo-request-id,request-id" if both else "x-dynamo-request-id"
+        assert start["deprecated_headers"] == expected

@@ -1,0 +1,70 @@
+"""The JSON-lines sink: one valid object per line whatever the record holds."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from pathlib import Path
+
+from loguru import logger
+
+from ridtrace import configure_logging
+from ridtrace.tracing import context
+from ridtrace.tracing.context import RequestContext
+from tests.tracing.conftest import read_lines
+
+
+def test_nothing_is_added_to_loguru_at_import() -> None:
+    import importlib
+
+    import ridtrace.tracing.logs as logs_module
+
+    logger.remove()
+    importlib.reload(logs_module)
+    stream = io.StringIO()
+    probe = logger.add(stream, format="{message}")
+    logger.info("only mine")
+    logger.remove(probe)
+    assert stream.getvalue() == "only mine\n"
+
+
+def test_lines_carry_context_ids_and_escape_hostile_values(log_file: Path) -> None:
+    token = context.enter(
+        RequestContext(request_id="r-1", trace_id="a" * 32, span_id="b" * 16, x_request_id="c-1")
+    )
+    try:
+        logger.info("multi\nline \x00 message", note='"}{"level":"ERROR"', lone="\udcff")
+        logger.info("reserved keys stay ours", level="forged", time="forged")
+    finally:
+        context.leave(token)
+    logger.info("outside a request")
+    first, second, third = read_lines(log_file)
+    assert (first["request_id"], first["x_request_id"], first["trace_id"], first["span_id"]) == (
+        "r-1", "c-1", "a" * 32, "b" * 16,
+    )  # fmt: skip
+    assert first["message"] == "multi\nline \x00 message"
+    assert first["note"] == '"}{"level":"ERROR"'
+    assert second["level"] == "INFO" and second["_level"] == "forged"
+    assert "request_id" not in third
+    assert len(log_file.read_text().splitlines()) == 3
+
+
+def test_stdlib_logging_is_routed_with_the_same_shape(tmp_path: Path) -> None:
+    path = tmp_path / "std.jsonl"
+    configure_logging(path, service="svc", level="INFO")
+    try:
+        logging.getLogger("uvicorn.error").warning("from the standard library")
+    finally:
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+    (line,) = read_lines(path)
+    assert (line["logger"], line["level"], line["service"]) == ("uvicorn.error", "WARN", "svc")
+    assert line["schema"] == "ridtrace/1" and line["time"].endswith("Z")
+
+
+def test_time_is_utc_with_microseconds(log_file: Path) -> None:
+    logger.info("tick")
+    (line,) = read_lines(log_file)
+    stamp = line["time"]
+    assert stamp.endswith("Z") and len(stamp.split(".")[1]) == 7
+    json.dumps(line)

@@ -1,0 +1,261 @@
+"""In-process unit tests of the middleware: each test builds its own small app."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
+from starlette.types import Message, Receive, Scope, Send
+
+from ridtrace import RequestTracingMiddleware, TracingSettings, current_request_id, uuid7_id
+from tests.tracing.conftest import read_lines
+
+
+def _provider() -> tuple[TracerProvider, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+def _app(**fastapi_kwargs: Any) -> FastAPI:
+    try:
+        app = FastAPI(**fastapi_kwargs)
+    except TypeError:
+        pytest.skip("this FastAPI has no built-in telemetry")
+
+    @app.get("/ids")
+    async def ids() -> dict[str, str | None]:
+        return {"request_id": current_request_id()}
+
+    @app.get("/own-header")
+    async def own_header() -> JSONResponse:
+        return JSONResponse({}, headers={"x-request-id": "set-by-app", "x-server-request-id": "x"})
+
+    return app
+
+
+def _get(app: Any, path: str, headers: list[tuple[bytes, bytes]] | None = None) -> httpx.Response:
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            request = client.build_request("GET", path)
+            for name, value in headers or []:
+                # Raw pairs, bypassing httpx's validation: ASGI apps receive whatever
+                # bytes the server let through, and these tests want the worst of them.
+                request.headers._list.append((name, name, value))
+            return await client.send(request)
+
+    return asyncio.run(go())
+
+
+def test_opens_one_server_span_with_both_ids_when_nothing_else_traces() -> None:
+    provider, exporter = _provider()
+    app = _app(telemetry={"tracing": False}) if _has_native() else _app()
+    app.add_middleware(RequestTracingMiddleware, settings=TracingSettings(tracer_provider=provider))
+    response = _get(app, "/ids", [(b"x-request-id", b"abc")])
+    (span,) = exporter.get_finished_spans()
+    assert span.name == "http-request" and span.kind is SpanKind.SERVER
+    assert span.attributes is not None
+    assert span.attributes["request_id"] == response.json()["request_id"]
+    assert span.attributes["x_request_id"] == "abc"
+    assert span.attributes["http.route"] == "/ids"
+
+
+def _has_native() -> bool:
+    try:
+        FastAPI(telemetry={"tracing": False})
+    except TypeError:
+        return False
+    return True
+
+
+def test_enriches_fastapi_builtin_telemetry_span_instead_of_adding_one() -> None:
+    provider, exporter = _provider()
+    app = _app(telemetry={"tracer_provider": provider, "metrics": False, "logs": False})
+    app.add_middleware(RequestTracingMiddleware, settings=TracingSettings(tracer_provider=provider))
+    response = _get(app, "/ids", [(b"x-request-id", b"abc"), (b"request-id", b"old")])
+    server_spans = [s for s in exporter.get_finished_spans() if s.kind is SpanKind.SERVER]
+    assert len(server_spans) == 1
+    attributes = server_spans[0].attributes or {}
+    assert server_spans[0].name != "http-request"  # FastAPI's own span, enriched
+    assert attributes["request_id"] == response.json()["request_id"]
+    assert attributes["x_request_id"] == "abc"
+    assert attributes["deprecated_headers"] == "request-id"
+
+
+def test_enriches_contrib_fastapi_instrumentation_span_instead_of_adding_one() -> None:
+    provider, exporter = _provider()
+    app = _app(telemetry={"tracing": False}) if _has_native() else _app()
+    app.add_middleware(RequestTracingMiddleware, settings=TracingSettings(tracer_provider=provider))
+    FastAPIInstrumentor.instrument_app(app, tracer_provider=provider)
+    try:
+        response = _get(app, "/ids", [(b"x-request-id", b"abc")])
+    finally:
+        FastAPIInstrumentor.uninstrument_app(app)
+    server_spans = [s for s in exporter.get_finished_spans() if s.kind is SpanKind.SERVER]
+    assert len(server_spans) == 1
+    attributes = server_spans[0].attributes or {}
+    assert attributes["request_id"] == response.json()["request_id"]
+    assert attributes["x_request_id"] == "abc"
+
+
+def test_without_any_sdk_the_log_still_gets_trace_and_span_ids(log_file: Path) -> None:
+    app = _app(telemetry={"tracing": False}) if _has_native() else _app()
+    app.add_middleware(RequestTracingMiddleware)
+    parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    _get(app, "/ids", [(b"traceparent", parent.encode())])
+    _get(app, "/ids")
+    starts = [x for x in read_lines(log_file) if x.get("event") == "request.start"]
+    assert starts[0]["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert starts[0]["parent_span_id"] == "00f067aa0ba902b7"
+    assert len(starts[1]["trace_id"]) == 32 and len(starts[1]["span_id"]) == 16
+    assert starts[0]["span_id"] != starts[1]["span_id"]
+
+
+def test_echo_replaces_what_the_app_set_and_never_duplicates() -> None:
+    app = _app()
+    app.add_middleware(RequestTracingMiddleware)
+    response = _get(app, "/own-header", [(b"x-request-id", b"client-1")])
+    assert response.headers.get_list("x-request-id") == ["client-1"]
+    assert response.headers.get_list("x-server-request-id") != ["x"]
+    assert len(response.headers.get_list("x-server-request-id")) == 1
+
+
+@pytest.mark.parametrize(
+    "value",
+    [b"A" * 1_000_000, b"good\r\nx-injected: 1", b"tab\there", b"\x00nul", b"\xff\xfe", b"x" * 129],
+    ids=["1MB", "CRLF", "tab", "NUL", "non-utf8", "129-chars"],
+)
+def test_hostile_client_ids_are_rejected_and_the_request_served(
+    log_file: Path, value: bytes
+) -> None:
+    app = _app()
+    app.add_middleware(RequestTracingMiddleware)
+    response = _get(app, "/ids", [(b"x-request-id", value)])
+    assert response.status_code == 200
+    assert "x-request-id" not in response.headers
+    lines = read_lines(log_file)
+    start = next(x for x in lines if x.get("event") == "request.start")
+    assert "x_request_id" not in start and start["x_request_id_rejected"] is True
+
+
+def test_a_json_shaped_id_is_escaped_not_interpreted(log_file: Path) -> None:
+    app = _app()
+    app.add_middleware(RequestTracingMiddleware)
+    forged = b'"}{"level":"ERROR","request_id":"forged"}'
+    _get(app, "/ids", [(b"x-request-id", forged)])
+    raw = log_file.read_text().splitlines()
+    parsed = [json.loads(line) for line in raw]
+    assert all(x["level"] != "ERROR" for x in parsed)
+    assert all(x.get("request_id") != "forged" for x in parsed)
+    assert parsed[0]["x_request_id"] == forged.decode()
+
+
+def test_deprecation_and_sunset_headers_only_for_requests_that_used_a_deprecated_header() -> None:
+    app = _app()
+    app.add_middleware(
+        RequestTracingMiddleware,
+        settings=TracingSettings(
+            deprecation_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
+            sunset_at=datetime(2027, 1, 1, tzinfo=timezone.utc),
+            deprecation_link="https://example.test/migration",
+        ),
+    )
+    old = _get(app, "/ids", [(b"x-dynamo-request-id", b"legacy")])
+    assert old.headers["deprecation"] == "@1767225600"
+    assert old.headers["sunset"] == "Fri, 01 Jan 2027 00:00:00 GMT"
+    assert old.headers["link"] == '<https://example.test/migration>; rel="deprecation"'
+    assert old.json()["request_id"] != "legacy"
+    new = _get(app, "/ids")
+    assert "deprecation" not in new.headers and "sunset" not in new.headers
+
+
+def test_pluggable_generator_and_context_reset_after_the_request() -> None:
+    app = _app()
+    app.add_middleware(RequestTracingMiddleware, id_generator=uuid7_id)
+    first = _get(app, "/ids").json()["request_id"]
+    second = _get(app, "/ids").json()["request_id"]
+    assert first[14] == "7" and first < second  # version 7, time-ordered
+    assert current_request_id() is None
+
+
+def test_non_http_scopes_pass_straight_through() -> None:
+    seen: list[str] = []
+
+    async def inner(scope: Scope, receive: Receive, send: Send) -> None:
+        seen.append(scope["type"])
+        assert current_request_id() is None
+
+    middleware = RequestTracingMiddleware(inner)
+
+    async def receive() -> Message:
+        return {"type": "lifespan.startup"}
+
+    async def send(message: Message) -> None:
+        pass
+
+    asyncio.run(middleware({"type": "lifespan"}, receive, send))
+    assert seen == ["lifespan"]
+
+
+def test_app_exception_is_reraised_unchanged() -> None:
+    class Boom(Exception):
+        pass
+
+    async def inner(scope: Scope, receive: Receive, send: Send) -> None:
+        raise Boom("as is")
+
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b""}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": "/", "headers": []}
+    with pytest.raises(Boom, match="as is"):
+        asyncio.run(RequestTracingMiddleware(inner)(scope, receive, send))
+    assert sent[0]["status"] == 500
+    assert any(name == b"x-server-request-id" for name, _ in sent[0]["headers"])
+
+
+def test_settings_from_env() -> None:
+    settings = TracingSettings.from_env(
+        {
+            "RIDTRACE_ID_GENERATOR": "uuid7",
+            "RIDTRACE_DEPRECATED_HEADERS": "X-Old-Id, request-id",
+            "RIDTRACE_MAX_CLIENT_ID_LENGTH": "64",
+            "RIDTRACE_SUNSET_AT": "2027-01-01T00:00:00+00:00",
+        }
+    )
+    assert settings.id_generator is uuid7_id
+    assert settings.deprecated_headers == ("x-old-id", "request-id")
+    assert settings.max_client_id_length == 64
+    assert settings.sunset_at == datetime(2027, 1, 1, tzinfo=timezone.utc)
+    with pytest.raises(ValueError, match="RIDTRACE_ID_GENERATOR"):
+        TracingSettings.from_env({"RIDTRACE_ID_GENERATOR": "sequential"})
+
+
+def test_importing_tracing_stays_off_pandas_click_and_fastapi_routing() -> None:
+    code = (
+        "import sys, ridtrace.tracing;"
+        "print([m for m in ('pandas','click','fastapi','pyarrow') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
