@@ -1,0 +1,210 @@
+"""``grpc.aio`` server interceptor: the HTTP middleware's identity rules for gRPC calls.
+
+Install with the ``grpc`` extra (``pip install 'ridtrace[grpc]'``)::
+
+    from ridtrace.tracing.grpc import RequestTracingInterceptor
+
+    server = grpc.aio.server(interceptors=[RequestTracingInterceptor()])
+
+Only this module (and the ``grpc_*`` ones it imports) imports ``grpc``: importing
+``ridtrace`` or ``ridtrace.tracing`` stays free of it. See docs/grpc.md.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
+from typing import Any
+
+import grpc
+import grpc.aio
+
+from ridtrace.tracing.grpc_call import CallConfig, GrpcCall, MethodInfo
+from ridtrace.tracing.grpc_context import TracedServicerContext
+from ridtrace.tracing.settings import TracingSettings
+
+__all__ = ["RequestTracingInterceptor", "TracedServicerContext"]
+
+# Handlers are looked up per call; wrapping is cached per method. The cap only matters
+# for a generic handler that invents methods, which must not grow memory without bound.
+_CACHE_LIMIT = 4096
+
+Behavior = Callable[..., Any]
+
+
+class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Mints a ``request_id`` per gRPC call and makes it visible everywhere.
+
+    For every call to an ``async`` handler (unary-unary, unary-stream, stream-unary,
+    stream-stream): a fresh server ``request_id``; the client's validated
+    ``x-request-id`` metadata kept as ``x_request_id``; deprecated id keys ignored with
+    one WARN per name per process; one server span continuing the caller's W3C trace
+    context (or the span opentelemetry-instrumentation-grpc opened, enriched — list
+    that interceptor *before* this one); the request context current inside the
+    handler, streaming generators included; ``request.start`` / ``request.end`` lines;
+    the server id returned as ``x-server-request-id`` in initial and trailing metadata.
+
+    Handlers receive a :class:`~ridtrace.tracing.grpc_context.TracedServicerContext`
+    that delegates to gRPC's and keeps the id keys in whatever metadata they send.
+    Synchronous handlers (run in a thread pool by ``grpc.aio``) are passed through
+    untraced.
+
+    Args:
+        settings: the same :class:`TracingSettings` the HTTP middleware takes
+            (``span_name`` aside: gRPC spans are named ``pkg.Service/Method``).
+        initial_metadata: also send the ids as initial metadata, so a streaming client
+            can read them before the first message. Costs one extra metadata send on
+            calls whose handler sends none itself; trailing metadata always has them.
+        **overrides: individual settings fields, applied over ``settings``.
+    """
+
+    def __init__(
+        self,
+        *,
+        settings: TracingSettings | None = None,
+        initial_metadata: bool = True,
+        **overrides: Any,
+    ) -> None:
+        config = settings or TracingSettings()
+        if overrides:
+            config = replace(config, **overrides)
+        self.settings = config
+        self._config = CallConfig(config)
+        self._initial = initial_metadata
+        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        """Wrap the handler gRPC found for this call (``None``: unknown method, untouched)."""
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None
+        method: str = handler_call_details.method
+        cached = self._wrapped.get(method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        wrapped = self._wrap(handler, MethodInfo(method))
+        if len(self._wrapped) < _CACHE_LIMIT:
+            self._wrapped[method] = (handler, wrapped)
+        return wrapped
+
+    def _wrap(self, handler: grpc.RpcMethodHandler, info: MethodInfo) -> grpc.RpcMethodHandler:
+        if handler.request_streaming and handler.response_streaming:
+            behavior, factory = handler.stream_stream, grpc.stream_stream_rpc_method_handler
+        elif handler.request_streaming:
+            behavior, factory = handler.stream_unary, grpc.stream_unary_rpc_method_handler
+        elif handler.response_streaming:
+            behavior, factory = handler.unary_stream, grpc.unary_stream_rpc_method_handler
+        else:
+            behavior, factory = handler.unary_unary, grpc.unary_unary_rpc_method_handler
+        # grpc.aio picks how to drive a handler from its shape (coroutine function,
+        # async generator function, plain function), so the wrapper keeps the shape:
+        # that also keeps it composable with other interceptors that rely on it.
+        if inspect.isasyncgenfunction(behavior):
+            new = self._wrap_generator(behavior, info, handler.request_streaming)
+        elif inspect.iscoroutinefunction(behavior):
+            new = self._wrap_coroutine(
+                behavior, info, handler.request_streaming, handler.response_streaming
+            )
+        else:
+            return handler
+        return factory(
+            new,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+    def _wrap_coroutine(
+        self,
+        behavior: Behavior,
+        info: MethodInfo,
+        request_streaming: bool,
+        response_streaming: bool,
+    ) -> Behavior:
+        """Unary responses, and streaming ones written with ``context.write()``."""
+        config = self._config
+        send_initial = self._initial and not response_streaming
+
+        async def traced(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            call = GrpcCall(config, info, context)
+            traced_context = call.context
+            failure: BaseException | None = None
+            try:
+                if request_streaming:
+                    request = _CountingIterator(request, traced_context)
+                else:
+                    traced_context.messages_in = 1
+                result = await behavior(request, traced_context)
+                if not response_streaming:
+                    traced_context.messages_out = 1
+                    if send_initial:
+                        await traced_context.ensure_initial_metadata()
+                return result
+            except BaseException as exc:
+                failure = exc
+                raise
+            finally:
+                call.finish(failure)
+
+        return traced
+
+    def _wrap_generator(
+        self, behavior: Behavior, info: MethodInfo, request_streaming: bool
+    ) -> Behavior:
+        """Streaming responses written as an async generator."""
+        config = self._config
+        send_initial = self._initial
+
+        async def traced(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            call = GrpcCall(config, info, context)
+            traced_context = call.context
+            failure: BaseException | None = None
+            responses: Any = None
+            try:
+                if request_streaming:
+                    request = _CountingIterator(request, traced_context)
+                else:
+                    traced_context.messages_in = 1
+                responses = behavior(request, traced_context)
+                async for message in responses:
+                    if send_initial and not traced_context.initial_sent:
+                        await traced_context.ensure_initial_metadata()
+                    traced_context.messages_out += 1
+                    yield message
+            except BaseException as exc:
+                failure = exc
+                raise
+            finally:
+                try:
+                    # Close the handler's generator here, in this task, so its own
+                    # cleanup (an in-flight registry release) runs before request.end
+                    # instead of whenever the garbage collector gets to it.
+                    if responses is not None:
+                        await responses.aclose()
+                finally:
+                    call.finish(failure)
+
+        return traced
+
+
+class _CountingIterator:
+    """Counts request messages as the handler consumes them (class, not generator:
+    nothing to finalise if the handler stops early)."""
+
+    __slots__ = ("_context", "_source")
+
+    def __init__(self, source: Any, context: TracedServicerContext) -> None:
+        self._source = source.__aiter__()
+        self._context = context
+
+    def __aiter__(self) -> _CountingIterator:
+        return self
+
+    async def __anext__(self) -> Any:
+        message = await self._source.__anext__()
+        self._context.messages_in += 1
+        return message

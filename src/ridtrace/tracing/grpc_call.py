@@ -1,0 +1,278 @@
+"""One gRPC call's identity, span and lifecycle lines, from ``begin`` to ``finish``.
+
+The same rules as the ASGI middleware (docs/log-schema.md): a fresh server
+``request_id``, the client's validated ``x-request-id`` as ``x_request_id``, deprecated
+id keys ignored with one WARN per name per process, one server span (or the one
+opentelemetry-instrumentation-grpc opened, enriched), ``request.start`` /
+``request.end`` lines. The interceptor (``ridtrace.tracing.grpc``) decides *when*; this
+module decides *what*.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from contextvars import Token
+from typing import Any
+
+import grpc
+import grpc.aio
+from loguru import logger
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from ridtrace.tracing import context as request_context
+from ridtrace.tracing.context import RequestContext
+from ridtrace.tracing.deprecation import deprecation_response_headers, warn_once
+from ridtrace.tracing.grpc_context import Metadata, TracedServicerContext
+from ridtrace.tracing.identity import validate_client_id
+from ridtrace.tracing.serverspan import active_server_span, request_context_for
+from ridtrace.tracing.settings import TracingSettings
+
+__all__ = ["CallConfig", "GrpcCall", "MethodInfo"]
+
+_TRACE_KEYS = frozenset({"traceparent", "tracestate", "baggage"})
+# Codes that mean the server failed, as 5xx do over HTTP (OpenTelemetry's rpc semantic
+# conventions mark the same set as span errors); the others are the caller's problem.
+_SERVER_FAULTS = frozenset(
+    {
+        grpc.StatusCode.UNKNOWN,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.UNIMPLEMENTED,
+        grpc.StatusCode.INTERNAL,
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DATA_LOSS,
+    }
+)
+
+
+class MethodInfo:
+    """Names derived once per full method (``/pkg.Service/Method``)."""
+
+    __slots__ = ("full", "method", "service", "span_name")
+
+    def __init__(self, full: str) -> None:
+        self.full = full
+        service, _, method = full.lstrip("/").rpartition("/")
+        self.service = service
+        self.method = method
+        # OpenTelemetry's rpc conventions: span name "pkg.Service/Method".
+        self.span_name = full.lstrip("/")
+
+
+class CallConfig:
+    """Everything a call compares or needs, computed once per interceptor."""
+
+    __slots__ = (
+        "client_bin_key",
+        "client_key",
+        "deprecated",
+        "log_lifecycle",
+        "max_len",
+        "mint",
+        "notices",
+        "owned_keys",
+        "response_key",
+        "tracer",
+    )
+
+    def __init__(self, settings: TracingSettings) -> None:
+        # gRPC metadata keys are lower-case on the wire; compare lower-case str once.
+        self.client_key = settings.client_id_header.lower()
+        self.client_bin_key = self.client_key + "-bin"
+        self.response_key = settings.response_id_header.lower()
+        self.deprecated = frozenset(name.lower() for name in settings.deprecated_headers)
+        self.owned_keys = frozenset({self.client_key, self.response_key})
+        self.notices: Metadata = tuple(
+            (name.decode("latin-1"), value.decode("latin-1"))
+            for name, value in deprecation_response_headers(
+                deprecation_at=settings.deprecation_at,
+                sunset_at=settings.sunset_at,
+                link=settings.deprecation_link,
+            )
+        )
+        provider = settings.tracer_provider or trace.get_tracer_provider()
+        self.tracer = provider.get_tracer("ridtrace.tracing")
+        self.mint: Callable[[], str] = settings.id_generator
+        self.max_len = settings.max_client_id_length
+        self.log_lifecycle = settings.log_lifecycle
+
+
+class GrpcCall:
+    """State of one call; per-call, so nothing about a call ever lives on the interceptor."""
+
+    __slots__ = (
+        "_otel_token",
+        "_token",
+        "context",
+        "ctx",
+        "deprecated_text",
+        "info",
+        "log_lifecycle",
+        "owns_span",
+        "span",
+        "started",
+    )
+
+    def __init__(
+        self, config: CallConfig, info: MethodInfo, context: grpc.aio.ServicerContext
+    ) -> None:
+        """Read the call's metadata, mint its id, open or enrich its span, log the start.
+
+        The request context becomes current here; :meth:`finish` must follow in
+        ``finally`` in the same task.
+        """
+        self.started = time.perf_counter()
+        self.info = info
+        self.log_lifecycle = config.log_lifecycle
+        x_request_id: str | None = None
+        rejected = False
+        deprecated_sent: list[str] = []
+        carrier: dict[str, str] = {}
+        user_agent: str | None = None
+        for key, value in context.invocation_metadata() or ():
+            if key == config.client_key:
+                if x_request_id is None:
+                    x_request_id = validate_client_id(value, config.max_len)
+                    rejected = rejected or x_request_id is None
+            elif key in config.deprecated:
+                if key not in deprecated_sent:
+                    deprecated_sent.append(key)
+            elif key in _TRACE_KEYS:
+                if isinstance(value, str):
+                    carrier.setdefault(key, value)
+            elif key == config.client_bin_key:
+                # A binary client id cannot be shown safely; count it as a rejected one.
+                rejected = True
+            elif key == "user-agent":
+                user_agent = validate_client_id(value[:256], 256)
+        for name in deprecated_sent:
+            warn_once(name)
+
+        request_id = config.mint()
+        span = active_server_span()
+        self.owns_span = span is None
+        if span is None:
+            parent = propagate.extract(carrier) if carrier else None
+            span = config.tracer.start_span(
+                info.span_name,
+                context=parent,
+                kind=SpanKind.SERVER,
+                attributes={
+                    "rpc.system": "grpc",
+                    "rpc.service": info.service,
+                    "rpc.method": info.method,
+                },
+            )
+        self.span = span
+        self.ctx = ctx = request_context_for(span, carrier, request_id, x_request_id)
+        self.deprecated_text = ",".join(deprecated_sent) if deprecated_sent else None
+        if span.is_recording():
+            span.set_attribute("request_id", request_id)
+            if x_request_id is not None:
+                span.set_attribute("x_request_id", x_request_id)
+            if self.deprecated_text:
+                span.set_attribute("deprecated_headers", self.deprecated_text)
+
+        ours: Metadata = ((config.response_key, request_id),)
+        if x_request_id is not None:
+            ours += ((config.client_key, x_request_id),)
+        if deprecated_sent:
+            ours += config.notices
+        # Set now so an abort() without metadata, or a crash, still carries the id.
+        context.set_trailing_metadata(ours)
+        self.context = TracedServicerContext(context, ours, config.owned_keys)
+
+        self._token: Token[RequestContext | None] = request_context.enter(ctx)
+        self._otel_token: object | None = (
+            otel_context.attach(trace.set_span_in_context(span)) if self.owns_span else None
+        )
+        if self.log_lifecycle:
+            logger.info(
+                "request.start",
+                event="request.start",
+                rpc_method=info.full,
+                path=info.full,
+                client=_peer_text(context),
+                user_agent=user_agent,
+                deprecated_headers=self.deprecated_text,
+                x_request_id_rejected=rejected or None,
+            )
+
+    def finish(self, failure: BaseException | None) -> None:
+        """End the span, write ``request.end`` and restore the contexts (in ``finally``)."""
+        try:
+            code = _status_code(failure, self.context)
+            outcome = _outcome(code, failure, self.ctx)
+            span = self.span
+            if span.is_recording():
+                span.set_attribute("rpc.grpc.status_code", code.value[0])
+                if outcome == "error" and self.owns_span:
+                    span.set_status(Status(StatusCode.ERROR, code.name))
+                    if isinstance(failure, Exception) and not isinstance(
+                        failure, grpc.aio.AbortError
+                    ):
+                        span.record_exception(failure)
+            if self.log_lifecycle:
+                fields: dict[str, Any] = {
+                    "event": "request.end",
+                    "rpc_method": self.info.full,
+                    "path": self.info.full,
+                    "status": code.name,
+                    "outcome": outcome,
+                    "duration_ms": round((time.perf_counter() - self.started) * 1000, 3),
+                    "messages_in": self.context.messages_in,
+                    "messages_out": self.context.messages_out,
+                    "deprecated_headers": self.deprecated_text,
+                }
+                fields.update(self.ctx.annotations)
+                fields.pop("outcome_override", None)
+                log = logger.warning if outcome == "error" else logger.info
+                log("request.end", **fields)
+        finally:
+            if self.owns_span:
+                self.span.end()
+            self._restore()
+
+    def _restore(self) -> None:
+        # A streaming call that gRPC abandoned (the client left while a message was
+        # being sent) is finished by the generator's finaliser in another task, whose
+        # context never had ours: resetting there would raise, and that task's context
+        # dies with it anyway, so only reset where ours is the current one.
+        if request_context.current_context() is self.ctx:
+            if self._otel_token is not None and trace.get_current_span() is self.span:
+                otel_context.detach(self._otel_token)  # type: ignore[arg-type]
+            request_context.leave(self._token)
+
+
+def _status_code(failure: BaseException | None, context: TracedServicerContext) -> grpc.StatusCode:
+    if failure is None or isinstance(failure, grpc.aio.AbortError):
+        code = context.code()
+        return code if isinstance(code, grpc.StatusCode) else grpc.StatusCode.OK
+    if isinstance(failure, (asyncio.CancelledError, GeneratorExit)):
+        remaining = context.time_remaining()
+        if remaining is not None and remaining <= 0:
+            return grpc.StatusCode.DEADLINE_EXCEEDED
+        return grpc.StatusCode.CANCELLED
+    # What grpc.aio answers for an exception the handler let escape.
+    return grpc.StatusCode.UNKNOWN
+
+
+def _outcome(code: grpc.StatusCode, failure: BaseException | None, ctx: RequestContext) -> str:
+    override = ctx.annotations.get("outcome_override")
+    if isinstance(override, str):
+        return override
+    if isinstance(failure, (asyncio.CancelledError, GeneratorExit)):
+        return "cancelled"
+    return "error" if code in _SERVER_FAULTS else "ok"
+
+
+def _peer_text(context: grpc.aio.ServicerContext) -> str | None:
+    """``host:port`` like the HTTP ``client`` field (gRPC says ``ipv4:1.2.3.4:5``)."""
+    peer = context.peer()
+    if not isinstance(peer, str) or not peer:
+        return None
+    scheme, _, address = peer.partition(":")
+    return address if scheme in ("ipv4", "ipv6") else peer

@@ -1,0 +1,167 @@
+"""A ``grpc.aio.ServicerContext`` that keeps ridtrace's id metadata on every response.
+
+gRPC has no "add to the response metadata" call: a handler's ``send_initial_metadata``
+and ``set_trailing_metadata`` replace what was there. The interceptor hands handlers
+this proxy so the server ``request_id`` survives whatever the handler sends, without
+ever sending initial metadata twice (which gRPC refuses, failing the call).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NoReturn
+
+import grpc
+import grpc.aio
+
+__all__ = ["Metadata", "TracedServicerContext"]
+
+Metadata = tuple[tuple[str, str | bytes], ...]
+
+
+class _Status:
+    """A ``grpc.Status`` with ridtrace's trailing metadata merged in."""
+
+    __slots__ = ("code", "details", "trailing_metadata")
+
+    def __init__(self, code: grpc.StatusCode, details: str, trailing_metadata: Metadata) -> None:
+        self.code = code
+        self.details = details
+        self.trailing_metadata = trailing_metadata
+
+
+class TracedServicerContext(grpc.aio.ServicerContext):  # type: ignore[misc]
+    """Delegates to the real context; merges ``ours`` into the metadata it sends.
+
+    Args:
+        context: the context gRPC gave the interceptor.
+        ours: the id metadata (``x-server-request-id``, echoed ``x-request-id``, and
+            deprecation notices), sent in both initial and trailing metadata.
+        owned_keys: keys a handler may not set itself: its values are replaced, never
+            duplicated, like the HTTP middleware's response headers.
+    """
+
+    __slots__ = ("_context", "_ours", "_owned", "initial_sent", "messages_in", "messages_out")
+
+    def __init__(
+        self, context: grpc.aio.ServicerContext, ours: Metadata, owned_keys: frozenset[str]
+    ) -> None:
+        self._context = context
+        self._ours = ours
+        self._owned = owned_keys
+        self.initial_sent = False
+        self.messages_in = 0
+        self.messages_out = 0
+
+    def merged(self, metadata: Iterable[tuple[str, str | bytes]] | None) -> Metadata:
+        """``metadata`` without the keys ridtrace owns, followed by ridtrace's own."""
+        if not metadata:
+            return self._ours
+        return tuple((k, v) for k, v in metadata if k.lower() not in self._owned) + self._ours
+
+    async def ensure_initial_metadata(self) -> None:
+        """Send ridtrace's initial metadata unless the handler already sent some.
+
+        A failure (the call already ended) is swallowed: the response send that follows
+        fails the same way, so telemetry never becomes the reason a call failed.
+        """
+        if not self.initial_sent:
+            self.initial_sent = True
+            with contextlib.suppress(Exception):
+                await self._context.send_initial_metadata(self._ours)
+
+    # -- the calls whose metadata ridtrace merges --------------------------------------
+
+    async def send_initial_metadata(self, initial_metadata: Metadata) -> None:
+        self.initial_sent = True
+        await self._context.send_initial_metadata(self.merged(initial_metadata))
+
+    def set_trailing_metadata(self, trailing_metadata: Metadata) -> None:
+        self._context.set_trailing_metadata(self.merged(trailing_metadata))
+
+    async def abort(
+        self,
+        code: grpc.StatusCode,
+        details: str = "",
+        trailing_metadata: Metadata = (),
+    ) -> NoReturn:
+        # Empty means "keep what was set" to gRPC, and ours was set when the call began.
+        merged = self.merged(trailing_metadata) if trailing_metadata else ()
+        await self._context.abort(code, details, merged)
+        raise AssertionError("unreachable: abort raises")  # pragma: no cover
+
+    async def abort_with_status(self, status: grpc.Status) -> NoReturn:
+        trailing = getattr(status, "trailing_metadata", None) or ()
+        await self._context.abort_with_status(
+            _Status(status.code, status.details, self.merged(trailing))
+        )
+        raise AssertionError("unreachable: abort raises")  # pragma: no cover
+
+    async def write(self, message: Any) -> None:
+        self.messages_out += 1
+        await self.ensure_initial_metadata()
+        await self._context.write(message)
+
+    async def read(self) -> Any:
+        message = await self._context.read()
+        if message is not grpc.aio.EOF:
+            self.messages_in += 1
+        return message
+
+    # -- plain delegation --------------------------------------------------------------
+
+    def invocation_metadata(self) -> Metadata | None:
+        return self._context.invocation_metadata()  # type: ignore[no-any-return]
+
+    def set_code(self, code: grpc.StatusCode) -> None:
+        self._context.set_code(code)
+
+    def set_details(self, details: str) -> None:
+        self._context.set_details(details)
+
+    def set_compression(self, compression: grpc.Compression) -> None:
+        self._context.set_compression(compression)
+
+    def disable_next_message_compression(self) -> None:
+        self._context.disable_next_message_compression()
+
+    def peer(self) -> str:
+        return self._context.peer()  # type: ignore[no-any-return]
+
+    def peer_identities(self) -> Iterable[bytes] | None:
+        return self._context.peer_identities()  # type: ignore[no-any-return]
+
+    def peer_identity_key(self) -> str | None:
+        return self._context.peer_identity_key()  # type: ignore[no-any-return]
+
+    def auth_context(self) -> Mapping[str, Iterable[bytes]]:
+        return self._context.auth_context()  # type: ignore[no-any-return]
+
+    def time_remaining(self) -> float | None:
+        return self._context.time_remaining()  # type: ignore[no-any-return]
+
+    def trailing_metadata(self) -> Sequence[tuple[str, str | bytes]]:
+        return self._context.trailing_metadata()  # type: ignore[no-any-return]
+
+    def code(self) -> grpc.StatusCode | None:
+        return self._context.code()
+
+    def details(self) -> str | None:
+        return self._context.details()  # type: ignore[no-any-return]
+
+    def add_done_callback(self, callback: Any) -> None:
+        self._context.add_done_callback(callback)
+
+    def cancelled(self) -> bool:
+        return bool(self._context.cancelled())
+
+    def done(self) -> bool:
+        return bool(self._context.done())
+
+    def __getattr__(self, name: str) -> Any:
+        # Anything a newer grpcio adds reaches the real context unchanged. The guard
+        # stops a lookup before __init__ ran (copy, pickle) from recursing forever.
+        if name == "_context":
+            raise AttributeError(name)
+        return getattr(self._context, name)
