@@ -1,0 +1,240 @@
+"""Identity rules over a real grpc.aio server: minted ids, echo, metadata, log lines."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+from typing import Any
+
+import grpc
+import grpc.aio
+import pytest
+
+from ridtrace.tracing import current_context, current_request_id
+from ridtrace.tracing.grpc import RequestTracingInterceptor
+from tests.tracing.grpc.conftest import LogLines, Proto, metadata_dict, serving
+from tests.tracing.grpc.inference_service import build_servicer
+
+SHARED = "client-7"
+
+
+def _add(proto: Proto, servicer: Any) -> Any:
+    return lambda server: proto.pb2_grpc.add_InferenceServicer_to_server(servicer, server)
+
+
+def test_importing_ridtrace_does_not_import_grpc() -> None:
+    code = (
+        "import sys, ridtrace, ridtrace.tracing\n"
+        "assert 'grpc' not in sys.modules, 'grpc imported'\n"
+        "import ridtrace.tracing.grpc\n"
+        "assert 'grpc' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_unary_mints_an_id_echoes_the_client_id_and_returns_the_server_id(
+    proto: Proto, log_lines: LogLines
+) -> None:
+    async def go() -> None:
+        servicer = build_servicer(proto)
+        async with (
+            serving(_add(proto, servicer), interceptors=[RequestTracingInterceptor()]) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            stub = proto.pb2_grpc.InferenceStub(channel)
+            call = stub.Infer(
+                proto.pb2.InferRequest(id="kserve-1", prompt="hi there"),
+                metadata=(("x-request-id", SHARED),),
+            )
+            response = await call
+            initial = metadata_dict(await call.initial_metadata())
+            trailing = metadata_dict(await call.trailing_metadata())
+        assert response.text == "echo: hi there"
+        assert response.id == "kserve-1"  # the proto id, echoed verbatim
+        internal = response.internal_request_id
+        assert internal not in ("kserve-1", SHARED)
+        assert initial["x-server-request-id"] == [internal]
+        assert trailing["x-server-request-id"] == [internal]
+        assert initial["x-request-id"] == [SHARED]
+        assert current_context() is None  # nothing leaked into the test's own task
+
+        (start,) = log_lines.events("request.start")
+        (end,) = log_lines.events("request.end")
+        for line in (start, end):
+            assert line["request_id"] == internal
+            assert line["x_request_id"] == SHARED
+            assert line["path"] == line["rpc_method"] == "/ridtrace.inference.v1.Inference/Infer"
+            assert len(line["trace_id"]) == 32 and len(line["span_id"]) == 16
+        assert start["client"].startswith("127.0.0.1:")
+        assert "grpc-python" in start["user_agent"]
+        assert end["status"] == "OK" and end["outcome"] == "ok"
+        assert end["messages_in"] == 1 and end["messages_out"] == 1
+        assert end["duration_ms"] >= 0
+        assert "deprecated_headers" not in end
+
+    asyncio.run(go())
+
+
+def test_proto_id_is_the_correlation_id_when_metadata_has_none(
+    proto: Proto, log_lines: LogLines
+) -> None:
+    async def go() -> Any:
+        servicer = build_servicer(proto)
+        async with (
+            serving(_add(proto, servicer), interceptors=[RequestTracingInterceptor()]) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            stub = proto.pb2_grpc.InferenceStub(channel)
+            return await stub.Infer(proto.pb2.InferRequest(id="body-id", prompt="x"))
+
+    response = asyncio.run(go())
+    assert response.id == "body-id"
+    (end,) = log_lines.events("request.end")
+    assert end["x_request_id"] == "body-id"
+    assert end["request_id"] == response.internal_request_id != "body-id"
+
+
+def test_streaming_keeps_the_context_across_yields_and_echoes_every_chunk(
+    proto: Proto, log_lines: LogLines
+) -> None:
+    async def go() -> None:
+        servicer = build_servicer(proto)
+        async with (
+            serving(_add(proto, servicer), interceptors=[RequestTracingInterceptor()]) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            stub = proto.pb2_grpc.InferenceStub(channel)
+            call = stub.InferStream(
+                proto.pb2.InferRequest(id="s-1", prompt="a b c d"),
+                metadata=(("x-request-id", SHARED),),
+            )
+            initial = metadata_dict(await call.initial_metadata())
+            chunks = [chunk async for chunk in call]
+            trailing = metadata_dict(await call.trailing_metadata())
+        internal = initial["x-server-request-id"][0]
+        assert trailing["x-server-request-id"] == [internal]
+        assert "".join(c.text for c in chunks) == "echo: a b c d"
+        assert {c.id for c in chunks} == {"s-1"}
+        assert {c.internal_request_id for c in chunks} == {internal}
+        (end,) = log_lines.events("request.end")
+        assert end["messages_out"] == len(chunks) == 5
+        assert end["outcome"] == "ok" and end["request_id"] == internal
+
+    asyncio.run(go())
+
+
+def test_stream_unary_and_stream_stream(proto: Proto, log_lines: LogLines) -> None:
+    async def requests() -> Any:
+        for word in ("one", "two", "three"):
+            yield proto.pb2.InferRequest(id=f"id-{word}", prompt=word)
+
+    async def go() -> tuple[Any, list[Any], str]:
+        servicer = build_servicer(proto)
+        async with (
+            serving(_add(proto, servicer), interceptors=[RequestTracingInterceptor()]) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            stub = proto.pb2_grpc.InferenceStub(channel)
+            collected = await stub.InferCollect(requests())
+            chat = stub.InferChat(requests())
+            replies = [reply async for reply in chat]
+            chat_id = metadata_dict(await chat.initial_metadata())["x-server-request-id"][0]
+        return collected, replies, chat_id
+
+    collected, replies, chat_id = asyncio.run(go())
+    assert collected.text == "one | two | three" and collected.id == "id-three"
+    assert [r.text for r in replies] == ["echo: one", "echo: two", "echo: three"]
+    assert [r.id for r in replies] == ["id-one", "id-two", "id-three"]
+    assert {r.internal_request_id for r in replies} == {chat_id}
+    ends = {line["rpc_method"].rsplit("/", 1)[1]: line for line in log_lines.events("request.end")}
+    assert ends["InferCollect"]["messages_in"] == 3 and ends["InferCollect"]["messages_out"] == 1
+    assert ends["InferChat"]["messages_in"] == 3 and ends["InferChat"]["messages_out"] == 3
+    assert ends["InferChat"]["request_id"] == chat_id
+
+
+def test_handler_metadata_is_merged_never_duplicated(proto: Proto, log_lines: LogLines) -> None:
+    async def unary(request: bytes, context: Any) -> bytes:
+        await context.send_initial_metadata((("x-server-request-id", "forged"), ("mine", "1")))
+        context.set_trailing_metadata((("x-request-id", "forged"), ("t", "2")))
+        return request
+
+    async def aborts(request: bytes, context: Any) -> bytes:
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "no", (("why", "bad"),))
+        raise AssertionError  # pragma: no cover
+
+    async def crashes(request: bytes, context: Any) -> bytes:
+        raise RuntimeError("handler bug")
+
+    handlers = {
+        "Echo": grpc.unary_unary_rpc_method_handler(unary),
+        "Abort": grpc.unary_unary_rpc_method_handler(aborts),
+        "Crash": grpc.unary_unary_rpc_method_handler(crashes),
+    }
+
+    def add(server: grpc.aio.Server) -> None:
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("t.S", handlers),))
+
+    async def go() -> dict[str, Any]:
+        results: dict[str, Any] = {}
+        async with (
+            serving(add, interceptors=[RequestTracingInterceptor()]) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            for name in handlers:
+                call = channel.unary_unary(f"/t.S/{name}")(
+                    b"x", metadata=(("x-request-id", SHARED),)
+                )
+                with pytest.raises(grpc.aio.AioRpcError) if name != "Echo" else nullcontext():
+                    await call
+                results[name] = (
+                    await call.code(),
+                    metadata_dict(await call.initial_metadata()),
+                    metadata_dict(await call.trailing_metadata()),
+                )
+        return results
+
+    results = asyncio.run(go())
+    code, initial, trailing = results["Echo"]
+    assert code is grpc.StatusCode.OK
+    assert initial["mine"] == ["1"] and trailing["t"] == ["2"]
+    assert len(initial["x-server-request-id"]) == 1 and initial["x-server-request-id"] != ["forged"]
+    assert trailing["x-request-id"] == [SHARED]
+    for name, status, outcome in (
+        ("Abort", "INVALID_ARGUMENT", "ok"),
+        ("Crash", "UNKNOWN", "error"),
+    ):
+        code, _, trailing = results[name]
+        assert code.name == status
+        (end,) = log_lines.events("request.end", rpc_method=f"/t.S/{name}")
+        assert end["status"] == status and end["outcome"] == outcome
+        assert trailing["x-server-request-id"] == [end["request_id"]]
+    assert results["Abort"][2]["why"] == ["bad"]
+    (crash_end,) = log_lines.events("request.end", rpc_method="/t.S/Crash")
+    assert crash_end["level"] == "WARN"
+
+
+def test_sync_handlers_pass_through_untraced(proto: Proto, log_lines: LogLines) -> None:
+    def sync_unary(request: bytes, context: Any) -> bytes:
+        return (current_request_id() or "none").encode()
+
+    handlers = {"Sync": grpc.unary_unary_rpc_method_handler(sync_unary)}
+
+    def add(server: grpc.aio.Server) -> None:
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("t.S", handlers),))
+
+    async def go() -> bytes:
+        async with (
+            serving(
+                add,
+                interceptors=[RequestTracingInterceptor()],
+                migration_thread_pool=ThreadPoolExecutor(max_workers=1),
+            ) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            return bytes(await channel.unary_unary("/t.S/Sync")(b"x"))
+
+    assert asyncio.run(go()) == b"none"
+    assert log_lines.events("request.start") == []
