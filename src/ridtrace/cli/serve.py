@@ -1,0 +1,108 @@
+"""``ridtrace serve frontend|worker``: run the frontend plugin or an echo worker."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+__all__ = ["serve"]
+
+_POLICY = click.Choice(["safe", "legacy"])
+
+
+@click.group()
+def serve() -> None:
+    """Run an inference frontend or an echo worker (JSON-lines logs to --log-file)."""
+
+
+def _setup(log_file: Path, service: str, level: str) -> None:
+    # Imported here so `ridtrace analyze` and friends never pay for FastAPI/uvicorn.
+    from loguru import logger
+
+    from ridtrace.tracing import configure_logging, configure_tracing
+
+    logger.remove()  # loguru's default stderr handler would duplicate every line
+    configure_logging(log_file, service=service, level=level.upper())
+    configure_tracing(service)
+
+
+def _run(app: object, host: str, port: int) -> None:
+    import uvicorn
+
+    # log_config=None keeps the stdlib routing configure_logging installed; access
+    # lines would only repeat request.end.
+    uvicorn.run(
+        app,  # type: ignore[arg-type]
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=5,
+        backlog=4096,
+    )
+
+
+@serve.command("frontend")
+@click.option("--port", type=int, required=True, help="Port to listen on.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--worker", "workers", multiple=True, required=True, help="Worker base URL (repeat).")
+@click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--id-policy", type=_POLICY, default="safe", show_default=True,
+              help="'legacy' reproduces the pre-fix collisions: unsafe, for demos and tests.")
+@click.option("--first-byte-timeout", type=float, default=None, help="Seconds (default 30).")
+@click.option("--chunk-timeout", type=float, default=None, help="Seconds (default 30).")
+@click.option("--total-timeout", type=float, default=None, help="Seconds (default 300).")
+@click.option("--max-body-bytes", type=int, default=None, help="Bodies above get 413.")
+@click.option("--log-level", default="INFO", show_default=True)
+def frontend_command(
+    port: int, host: str, workers: tuple[str, ...], log_file: Path, id_policy: str,
+    first_byte_timeout: float | None, chunk_timeout: float | None,
+    total_timeout: float | None, max_body_bytes: int | None, log_level: str,
+) -> None:
+    """Serve the inference routes and dispatch to --worker URLs."""
+    from ridtrace.frontend_plugin import FrontendSettings, create_frontend_app
+
+    overrides: dict[str, object] = {"workers": workers, "id_policy": id_policy}
+    for name, value in (("first_byte_timeout", first_byte_timeout),
+                        ("chunk_timeout", chunk_timeout), ("total_timeout", total_timeout),
+                        ("max_body_bytes", max_body_bytes)):
+        if value is not None:
+            overrides[name] = value
+    settings = replace(FrontendSettings.from_env(), **overrides)  # type: ignore[arg-type]
+    _setup(log_file, "frontend", log_level)
+    _run(create_frontend_app(settings), host, port)
+
+
+@serve.command("worker")
+@click.option("--port", type=int, required=True, help="Port to listen on.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--id-policy", type=_POLICY, default="safe", show_default=True,
+              help="'legacy' accepts duplicate in-flight ids (pre-fix).")
+@click.option("--token-delay", type=float, default=0.0, show_default=True,
+              help="Seconds between tokens.")
+@click.option("--first-token-delay", type=float, default=0.0, show_default=True)
+@click.option("--gate", is_flag=True,
+              help="Test hook: hold first tokens until POST /debug/gate/open.")
+@click.option("--hang-after-tokens", type=int, default=None,
+              help="Test fault: stop producing after N tokens, keep the stream open.")
+@click.option("--foreign-chunk-after", type=int, default=None,
+              help="Test fault: label the chunk after N tokens with another request id.")
+@click.option("--log-level", default="INFO", show_default=True)
+def worker_command(
+    port: int, host: str, log_file: Path, id_policy: str, token_delay: float,
+    first_token_delay: float, gate: bool, hang_after_tokens: int | None,
+    foreign_chunk_after: int | None, log_level: str,
+) -> None:
+    """Serve the echo engine at POST /v1/work."""
+    from ridtrace.frontend_plugin import WorkerSettings, create_worker_app
+
+    settings = replace(
+        WorkerSettings.from_env(), id_policy=id_policy,  # type: ignore[arg-type]
+        token_delay=token_delay, first_token_delay=first_token_delay, gate=gate,
+        hang_after_tokens=hang_after_tokens, foreign_chunk_after=foreign_chunk_after,
+    )
+    _setup(log_file, f"worker-{port}", log_level)
+    _run(create_worker_app(settings), host, port)

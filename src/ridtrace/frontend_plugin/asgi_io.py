@@ -1,0 +1,79 @@
+"""Small HTTP helpers shared by the frontend routes and the worker app."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
+
+__all__ = ["GuardedStreamingResponse", "read_body", "wait_for_disconnect"]
+
+# A body over the cap is still read (and thrown away) up to this multiple of the cap,
+# so the client gets to read our 413 instead of a reset connection mid-upload.
+_DRAIN_FACTOR = 32
+
+
+async def read_body(request: Request, limit: int) -> bytes | None:
+    """The request body, or ``None`` when it is larger than ``limit`` bytes.
+
+    Counts what actually arrives rather than trusting ``content-length``.
+    """
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit * _DRAIN_FACTOR:
+        return None
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            parts.clear()
+            if size > limit * _DRAIN_FACTOR:
+                break
+        else:
+            parts.append(chunk)
+    return None if size > limit else b"".join(parts)
+
+
+async def wait_for_disconnect(receive: Receive) -> None:
+    """Return when the client goes away (call only after the body was read)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+class GuardedStreamingResponse(StreamingResponse):
+    """A streaming response whose cleanup runs however the exchange ends.
+
+    Starlette cancels the body iterator when the client disconnects but never closes
+    it, so a generator's ``finally`` could wait for garbage collection; and a response
+    that fails before its first chunk never starts the generator at all. This class
+    closes the iterator and runs ``cleanup`` in ``finally`` of the ASGI call.
+    """
+
+    def __init__(
+        self,
+        content: AsyncIterator[bytes],
+        *,
+        cleanup: Callable[[], None],
+        status_code: int = 200,
+        media_type: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(content, status_code=status_code, media_type=media_type, headers=headers)
+        self._iterator = content
+        self._cleanup = cleanup
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            aclose = getattr(self._iterator, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await aclose()
+            self._cleanup()

@@ -1,0 +1,177 @@
+"""Request-body validation and prompt normalisation shared by the inference routes.
+
+Every check raises :class:`InvalidRequest` naming the offending field, so a malformed
+body is answered with a 4xx before anything is registered or dispatched. Prompt text is
+normalised as docs/log-schema.md (Fingerprints) specifies, so the frontend's ``fp_in``
+and the worker's compare.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ridtrace.tracing import validate_client_id
+
+__all__ = [
+    "InvalidRequest",
+    "Parsed",
+    "body_client_id",
+    "chat_prompt",
+    "content_text",
+    "opt_bool",
+    "opt_str",
+    "require_object",
+    "token_limit",
+    "token_prompt",
+]
+
+
+class InvalidRequest(Exception):
+    """A client error in the body; ``param`` names the field when there is one."""
+
+    def __init__(self, message: str, *, param: str | None = None, status: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        self.status = status
+
+
+@dataclass(slots=True, kw_only=True)
+class Parsed:
+    """What a route needs from a valid body."""
+
+    model: str
+    prompt: str
+    max_tokens: int
+    stream: bool
+    body_client_id: str | None = None
+    session_id: str | None = None
+
+
+def require_object(raw: Any) -> dict[str, Any]:
+    """The body must be a JSON object."""
+    if not isinstance(raw, dict):
+        raise InvalidRequest(f"request body must be a JSON object, not {_kind(raw)}")
+    return raw
+
+
+def opt_str(body: dict[str, Any], name: str, default: str | None = None) -> str | None:
+    """An optional string field."""
+    value = body.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise InvalidRequest(f"'{name}' must be a string, not {_kind(value)}", param=name)
+    return value
+
+
+def opt_bool(body: dict[str, Any], name: str) -> bool:
+    """An optional boolean field (``false`` when absent)."""
+    value = body.get(name)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise InvalidRequest(f"'{name}' must be a boolean, not {_kind(value)}", param=name)
+    return value
+
+
+def token_limit(
+    value: Any, *, param: str, limit: int, default: int, required: bool = False
+) -> int:
+    """A token limit: an integer from 1 to ``limit``; ``default`` when absent."""
+    if value is None:
+        if required:
+            raise InvalidRequest(f"'{param}' is required", param=param)
+        return default
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidRequest(f"'{param}' must be an integer, not {_kind(value)}", param=param)
+    if not 1 <= value <= limit:
+        raise InvalidRequest(f"'{param}' must be between 1 and {limit}, got {value}", param=param)
+    return value
+
+
+def body_client_id(body: dict[str, Any], name: str) -> str | None:
+    """A client id from the body (``request_id`` / ``rid``), vetted like the header.
+
+    Unlike a bad header (dropped silently, the request still served), a bad body id is
+    the body's content and is refused: the route promises to return it verbatim.
+    """
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidRequest(f"'{name}' must be a string, not {_kind(value)}", param=name)
+    checked = validate_client_id(value)
+    if checked is None:
+        raise InvalidRequest(
+            f"'{name}' must be 1-128 printable ASCII characters (no control characters)",
+            param=name,
+        )
+    return checked
+
+
+def content_text(content: Any, param: str) -> str:
+    """Message content: a string, or a list of text parts (joined with newlines)."""
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        texts: list[str] = []
+        for index, part in enumerate(content):
+            if isinstance(part, str):
+                texts.append(part)
+                continue
+            text = part.get("text") if isinstance(part, dict) else None
+            if not isinstance(text, str):
+                raise InvalidRequest(
+                    f"'{param}[{index}]' must be a text part with a string 'text'",
+                    param=f"{param}[{index}]",
+                )
+            texts.append(text)
+        return "\n".join(texts)
+    raise InvalidRequest(f"'{param}' must be a string or a list of parts", param=param)
+
+
+def chat_prompt(messages: Any, param: str = "messages", system: str | None = None) -> str:
+    """``role: content`` per message, joined with ``\\n`` (a system text first)."""
+    if not isinstance(messages, list) or not messages:
+        raise InvalidRequest(f"'{param}' must be a non-empty list of messages", param=param)
+    lines = [f"system: {system}"] if system else []
+    for index, message in enumerate(messages):
+        where = f"{param}[{index}]"
+        if not isinstance(message, dict):
+            raise InvalidRequest(f"'{where}' must be an object", param=where)
+        role = message.get("role")
+        if not isinstance(role, str) or not role:
+            raise InvalidRequest(f"'{where}.role' must be a non-empty string", param=where)
+        lines.append(f"{role}: {content_text(message.get('content'), where + '.content')}")
+    return "\n".join(lines)
+
+
+def token_prompt(value: Any, param: str) -> str:
+    """A prompt given as a string or as token ids (ids joined with ``,``)."""
+    if isinstance(value, str):
+        return value
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(t, int) and not isinstance(t, bool) for t in value)
+    ):
+        return ",".join(str(t) for t in value)
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
+        return value[0]  # OpenAI's batch form with a single prompt
+    raise InvalidRequest(
+        f"'{param}' must be a string or a non-empty list of token ids", param=param
+    )
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return {dict: "object", list: "array", str: "string", int: "integer", float: "number"}.get(
+        type(value), type(value).__name__
+    )

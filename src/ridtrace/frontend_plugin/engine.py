@@ -1,0 +1,75 @@
+"""A deterministic echo engine: the reply contains the caller's prompt, token by token.
+
+The reply to ``prompt`` is ``"echo: " + prompt``, cut into whitespace-delimited tokens
+(each token carries the whitespace before it, so the tokens concatenate back to the
+exact reply). A prompt of *n* words is echoed in full when ``max_tokens >= n + 1``;
+a smaller limit cuts the reply and reports ``finish_reason == "length"``. Because the
+reply names its prompt, a caller can check that the output it got is its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator
+
+__all__ = ["EchoEngine", "echo_tokens"]
+
+_TOKEN = re.compile(r"\s*\S+")
+PREFIX = "echo: "
+
+
+def echo_tokens(prompt: str, max_tokens: int) -> tuple[list[str], str]:
+    """The tokens the engine streams for ``prompt`` and the finish reason."""
+    reply = PREFIX + prompt
+    tokens = _TOKEN.findall(reply)
+    tail = reply[sum(map(len, tokens)) :]
+    if tail:  # trailing whitespace: keep it so the reply is exact
+        tokens.append(tail)
+    if len(tokens) > max_tokens:
+        return tokens[:max_tokens], "length"
+    return tokens, "stop"
+
+
+class EchoEngine:
+    """Streams :func:`echo_tokens` with configurable pacing and test faults.
+
+    Args:
+        token_delay: seconds between tokens.
+        first_token_delay: seconds before the first token.
+        gate: when given, every stream waits for this event (at most ``gate_timeout``
+            seconds) before its first token.
+        hang_after_tokens: stop after this many tokens and wait forever (a hung engine).
+    """
+
+    def __init__(
+        self,
+        *,
+        token_delay: float = 0.0,
+        first_token_delay: float = 0.0,
+        gate: asyncio.Event | None = None,
+        gate_timeout: float = 60.0,
+        hang_after_tokens: int | None = None,
+    ) -> None:
+        self.token_delay = token_delay
+        self.first_token_delay = first_token_delay
+        self.gate = gate
+        self.gate_timeout = gate_timeout
+        self.hang_after_tokens = hang_after_tokens
+
+    async def stream(self, prompt: str, max_tokens: int) -> AsyncIterator[str]:
+        """Yield the reply's tokens; the finish reason is :func:`echo_tokens`'s."""
+        tokens, _ = echo_tokens(prompt, max_tokens)
+        if self.gate is not None and not self.gate.is_set():
+            # A timeout opens the way anyway: a forgotten gate must not hang forever.
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.gate.wait(), self.gate_timeout)
+        if self.first_token_delay > 0:
+            await asyncio.sleep(self.first_token_delay)
+        for index, token in enumerate(tokens):
+            if self.hang_after_tokens is not None and index >= self.hang_after_tokens:
+                await asyncio.Event().wait()  # never set: the fault being simulated
+            if index and self.token_delay > 0:
+                await asyncio.sleep(self.token_delay)
+            yield token

@@ -1,0 +1,144 @@
+"""Frontend state and one caller's in-flight call (register → pump → read → release)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from ridtrace.frontend_plugin.dispatch import Dispatcher
+from ridtrace.frontend_plugin.pump import Delta, Failed, Finished, Linked, pump
+from ridtrace.frontend_plugin.registry import Channel, Dropped, InflightRegistry
+from ridtrace.frontend_plugin.settings import FrontendSettings
+from ridtrace.frontend_plugin.wire import WorkRequest
+
+__all__ = ["Frontend", "InferenceCall", "Item"]
+
+Item = Delta | Finished | Failed | Dropped
+"""What a route handler reads from its call."""
+
+
+class Frontend:
+    """Everything one frontend shares across requests: settings, registry, dispatcher.
+
+    Args:
+        settings: frontend settings (workers, id policy, limits, timeouts).
+        registry: an in-flight registry to use (tests inject one); a new one by default.
+        dispatcher: a dispatcher to use; by default one over ``settings.workers``.
+    """
+
+    def __init__(
+        self,
+        settings: FrontendSettings | None = None,
+        *,
+        registry: InflightRegistry | None = None,
+        dispatcher: Dispatcher | None = None,
+    ) -> None:
+        self.settings = settings or FrontendSettings()
+        self.registry = registry or InflightRegistry(self.settings.id_policy)
+        self.dispatcher = dispatcher or Dispatcher(self.settings)
+        self.check_ids = self.settings.check_chunk_ids and self.registry.policy == "safe"
+        # Legacy pumps outlive their caller (that is the bug being reproduced); hold
+        # references so the event loop does not collect them mid-flight.
+        self._detached: set[asyncio.Task[None]] = set()
+
+    def snapshot(self) -> dict[str, object]:
+        """Registry size and counters plus worker health (``GET /debug/inflight``)."""
+        return {
+            "policy": self.registry.policy,
+            **self.registry.counters(),
+            "detached_pumps": len(self._detached),
+            **self.dispatcher.snapshot(),
+        }
+
+    def detach(self, task: asyncio.Task[None]) -> None:
+        """Keep a pump running after its caller left (legacy policy only)."""
+        self._detached.add(task)
+        task.add_done_callback(self._detached.discard)
+
+    async def aclose(self) -> None:
+        """Stop detached pumps and close the worker connection pool."""
+        for task in list(self._detached):
+            task.cancel()
+        if self._detached:
+            await asyncio.gather(*self._detached, return_exceptions=True)
+        await self.dispatcher.aclose()
+
+
+class InferenceCall:
+    """One caller's request from registration to release.
+
+    ``start`` registers the key (raising ``DuplicateRequestId`` under the safe policy)
+    and starts the pump; ``close`` must run in ``finally`` whatever happened — it frees
+    the key if it is still this caller's and stops the pump (safe policy).
+    """
+
+    __slots__ = ("_channel", "_closed", "_frontend", "_task", "_timer", "attempts", "deadline",
+                 "key", "traceparent", "work", "worker")
+
+    def __init__(
+        self, frontend: Frontend, *, key: str, work: WorkRequest, traceparent: str | None
+    ) -> None:
+        self._frontend = frontend
+        self.key = key
+        self.work = work
+        self.traceparent = traceparent
+        self.deadline = time.monotonic() + frontend.settings.total_timeout
+        self._channel: Channel = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._closed = False
+        self.worker: str | None = None
+        self.attempts = 0
+
+    def start(self) -> None:
+        """Register and dispatch; raises ``DuplicateRequestId`` with nothing started."""
+        fe = self._frontend
+        fe.registry.register(self.key, self._channel, owner_request_id=self.work.request_id)
+        self._task = asyncio.create_task(
+            pump(
+                dispatcher=fe.dispatcher,
+                registry=fe.registry,
+                key=self.key,
+                work=self.work,
+                channel=self._channel,
+                traceparent=self.traceparent,
+                deadline=self.deadline,
+                check_ids=fe.check_ids,
+            )
+        )
+        # A safety net one second after the pump's own deadline, as a single timer per
+        # call (not a wait_for per item): normally the pump reports the timeout itself;
+        # this only fires for a pump that can no longer reach this caller (legacy).
+        self._timer = asyncio.get_running_loop().call_later(
+            fe.settings.total_timeout + 1.0,
+            self._channel.put_nowait,
+            Failed("request timed out", 504, "timeout"),
+        )
+
+    async def next(self) -> Item:
+        """The next item for this caller; a ``Failed`` timeout once the deadline passes."""
+        while True:
+            item = await self._channel.get()
+            if isinstance(item, Linked):
+                self.worker, self.attempts = item.worker, item.attempts
+                continue
+            if isinstance(item, Failed) and item.attempts:
+                self.attempts = item.attempts
+            return item  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Release the key (if still ours) and stop or detach the pump. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        fe = self._frontend
+        fe.registry.release(self.key, self._channel)
+        if self._timer is not None:
+            self._timer.cancel()
+        task = self._task
+        if task is None or task.done():
+            return
+        if fe.registry.policy == "safe":
+            task.cancel()
+        else:
+            fe.detach(task)

@@ -1,0 +1,170 @@
+"""The response pump: carries one worker stream into the caller's channel.
+
+The pump links the worker's stream to a caller through ``registry.claim(key)``. Under
+the safe policy that is always the caller that started it; under the legacy policy it
+is whoever holds the key at that moment — the seed's crossed stream — or nobody, an
+unlinked response. With chunk checks on, a chunk naming another request is never
+forwarded: this caller's stream ends with an error and nobody else is touched.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import anyio
+from loguru import logger
+
+from ridtrace.frontend_plugin.dispatch import Dispatcher, DispatchError, WorkerStream
+from ridtrace.frontend_plugin.registry import Channel, InflightRegistry
+from ridtrace.frontend_plugin.wire import WorkRequest
+from ridtrace.tracing import validate_client_id
+
+__all__ = ["UNLINKED_REQUEST", "UNLINKED_RESPONSE", "Delta", "Failed", "Finished", "Linked", "pump"]
+
+UNLINKED_RESPONSE = "Unlinked response; response task was dropped or cancelled"
+UNLINKED_REQUEST = "Unlinked request; initiating request task was dropped or cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class Linked:
+    """The stream started on ``worker`` after ``attempts`` dispatch attempts."""
+
+    worker: str
+    attempts: int
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """A piece of generated text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The worker finished the reply."""
+
+    finish_reason: str
+    tokens: int
+    prompt_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The reply cannot be completed; ``status`` is for callers that got no bytes yet."""
+
+    message: str
+    status: int
+    reason: str
+    attempts: int = 0
+
+
+async def pump(
+    *,
+    dispatcher: Dispatcher,
+    registry: InflightRegistry,
+    key: str,
+    work: WorkRequest,
+    channel: Channel,
+    traceparent: str | None,
+    deadline: float,
+    check_ids: bool,
+) -> None:
+    """Dispatch ``work`` and deliver its stream to the caller that ``key`` links to."""
+    stream: WorkerStream | None = None
+    try:
+        try:
+            stream = await dispatcher.open(work, traceparent=traceparent, deadline=deadline)
+        except DispatchError as exc:
+            target = _link(registry, key, channel)
+            if target is not None:
+                target.put_nowait(Failed(str(exc), exc.status, exc.reason, exc.attempts))
+            return
+        target = _link(registry, key, channel)
+        if target is None:
+            return
+        target.put_nowait(Linked(stream.worker, stream.attempts))
+        await _forward(stream, target, work.request_id, deadline, check_ids, dispatcher)
+    finally:
+        if stream is not None:
+            with anyio.CancelScope(shield=True):
+                await stream.aclose()
+
+
+def _link(registry: InflightRegistry, key: str, channel: Channel) -> Channel | None:
+    entry = registry.claim(key)
+    if entry is None:
+        if registry.policy == "legacy":
+            logger.error(UNLINKED_RESPONSE, event="response.unlinked")
+        return None  # safe policy: the caller already left; nothing to deliver
+    if registry.policy == "safe" and entry.channel is not channel:
+        return None  # unreachable with unique keys; never deliver to a stranger
+    return entry.channel
+
+
+async def _forward(
+    stream: WorkerStream,
+    target: Channel,
+    request_id: str,
+    deadline: float,
+    check_ids: bool,
+    dispatcher: Dispatcher,
+) -> None:
+    chunk_timeout = dispatcher.settings.chunk_timeout
+    message: dict[str, object] | None = stream.first
+    while message is not None:
+        if check_ids and message.get("request_id") != request_id:
+            owner = message.get("request_id")
+            logger.error(
+                "stream.foreign_chunk", event="stream.foreign_chunk", worker=stream.worker,
+                chunk_request_id=validate_client_id(owner) if isinstance(owner, str) else None,
+            )
+            target.put_nowait(
+                Failed("worker sent a chunk for another request; stream stopped", 502,
+                       "foreign_chunk", stream.attempts)
+            )
+            return
+        text = message.get("text")
+        if isinstance(text, str):
+            target.put_nowait(Delta(text))
+        elif message.get("done") is True:
+            target.put_nowait(
+                Finished(
+                    finish_reason=str(message.get("finish_reason") or "stop"),
+                    tokens=_int(message.get("tokens")),
+                    prompt_tokens=_int(message.get("prompt_tokens")),
+                )
+            )
+            return
+        elif "error" in message:
+            target.put_nowait(
+                Failed(f"worker error: {str(message['error'])[:200]}", 502, "worker_error",
+                       stream.attempts)
+            )
+            return
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            target.put_nowait(Failed("request timed out", 504, "timeout", stream.attempts))
+            return
+        try:
+            message = await stream.next_message(min(chunk_timeout, remaining))
+        except TimeoutError:
+            target.put_nowait(
+                Failed(f"timeout: worker {stream.worker} sent nothing for "
+                       f"{min(chunk_timeout, remaining):.1f}s", 504, "timeout", stream.attempts)
+            )
+            return
+        except Exception as exc:  # connection lost, bad line: this caller's failure only
+            target.put_nowait(
+                Failed(f"worker {stream.worker} failed mid-stream: {type(exc).__name__}",
+                       502, "worker_lost", stream.attempts)
+            )
+            return
+    target.put_nowait(
+        Failed("worker stream ended without completion", 502, "worker_lost", stream.attempts)
+    )
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -1,0 +1,96 @@
+"""Anthropic-style ``/v1/messages``: the Messages API body, events and error shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ridtrace.frontend_plugin.bodies import (
+    Parsed,
+    chat_prompt,
+    content_text,
+    opt_bool,
+    opt_str,
+    token_limit,
+)
+from ridtrace.frontend_plugin.pump import Failed, Finished
+from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, sse
+from ridtrace.frontend_plugin.settings import FrontendSettings
+
+__all__ = ["MESSAGES"]
+
+_STOP = {"stop": "end_turn", "length": "max_tokens"}
+
+
+class _MessagesRenderer(Renderer):
+    def __init__(self, parsed: Parsed, ids: Ids) -> None:
+        super().__init__(parsed, ids)
+        self.msg_id = "msg_" + ids.hex
+        self.prompt_tokens = len(parsed.prompt.split())
+
+    def _message(self, content: list[dict[str, Any]], stop: str | None, out: int) -> dict[str, Any]:
+        return {
+            "id": self.msg_id, "type": "message", "role": "assistant",
+            "model": self.parsed.model, "content": content, "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": self.prompt_tokens, "output_tokens": out},
+        }
+
+    def start(self) -> bytes:
+        return (
+            sse({"type": "message_start", "message": self._message([], None, 0)},
+                "message_start")
+            + sse({"type": "content_block_start", "index": 0,
+                   "content_block": {"type": "text", "text": ""}}, "content_block_start")
+        )
+
+    def delta(self, text: str) -> bytes:
+        return sse({"type": "content_block_delta", "index": 0,
+                    "delta": {"type": "text_delta", "text": text}}, "content_block_delta")
+
+    def finish(self, finished: Finished, text: str) -> bytes:
+        return (
+            sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
+            + sse({"type": "message_delta",
+                   "delta": {"stop_reason": _STOP.get(finished.finish_reason, "end_turn"),
+                             "stop_sequence": None},
+                   "usage": {"output_tokens": finished.tokens}}, "message_delta")
+            + sse({"type": "message_stop"}, "message_stop")
+        )
+
+    def fail(self, failed: Failed) -> bytes:
+        return sse({"type": "error", "error": {"type": "api_error", "message": failed.message}},
+                   "error")
+
+    def body(self, text: str, finished: Finished) -> dict[str, Any]:
+        return self._message([{"type": "text", "text": text}],
+                             _STOP.get(finished.finish_reason, "end_turn"), finished.tokens)
+
+
+class _MessagesSpec(ApiSpec):
+    path = "/v1/messages"
+    endpoint = "messages"
+    legacy_id_headers = ("x-dynamo-request-id", "request-id", "x-request-id")
+
+    def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
+        system = body.get("system")
+        system_text = content_text(system, "system") if system is not None else None
+        return Parsed(
+            model=opt_str(body, "model", settings.model) or settings.model,
+            prompt=chat_prompt(body.get("messages"), "messages", system_text),
+            # Required by the Messages API, so required here too.
+            max_tokens=token_limit(body.get("max_tokens"), param="max_tokens",
+                                   limit=settings.max_tokens_limit,
+                                   default=settings.default_max_tokens, required=True),
+            stream=opt_bool(body, "stream"),
+        )
+
+    def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:
+        return _MessagesRenderer(parsed, ids)
+
+    def error_body(self, status: int, message: str, kind: str, param: str | None) -> dict[str, Any]:
+        kinds = {"invalid_request_error": "invalid_request_error", "conflict": "conflict_error"}
+        return {"type": "error", "error": {"type": kinds.get(kind, "api_error"),
+                                           "message": message}}
+
+
+MESSAGES = _MessagesSpec()

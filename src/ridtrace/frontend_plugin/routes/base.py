@@ -1,0 +1,113 @@
+"""What each inference API contributes: body parsing, id rules, error shape, rendering."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from starlette.responses import JSONResponse
+
+from ridtrace.frontend_plugin.bodies import Parsed
+from ridtrace.frontend_plugin.pump import Failed, Finished
+from ridtrace.frontend_plugin.settings import FrontendSettings
+
+__all__ = ["ApiSpec", "Ids", "Renderer", "sse"]
+
+
+def sse(data: dict[str, Any] | str, event: str | None = None) -> bytes:
+    """One server-sent event."""
+    payload = data.encode() if isinstance(data, str) else orjson.dumps(data)
+    if event is None:
+        return b"data: " + payload + b"\n\n"
+    return b"event: " + event.encode() + b"\ndata: " + payload + b"\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Ids:
+    """The ids a response may show.
+
+    ``request_id`` is the internal id (response ids derive from it); ``public_id`` is
+    the client's id where the route returns one (native generate routes), else the
+    internal id.
+    """
+
+    request_id: str
+    public_id: str
+
+    @property
+    def hex(self) -> str:
+        """The internal id without dashes, for ``msg_…`` / ``resp_…`` style ids."""
+        return self.request_id.replace("-", "")
+
+
+class Renderer:
+    """Turns one call's items into an API's SSE events or JSON body.
+
+    Subclasses override what their API needs; ``created`` is shared by all of them.
+    """
+
+    def __init__(self, parsed: Parsed, ids: Ids) -> None:
+        self.parsed = parsed
+        self.ids = ids
+        self.created = int(time.time())
+
+    def start(self) -> bytes:
+        """Events sent before the first piece of text."""
+        return b""
+
+    def delta(self, text: str) -> bytes:
+        """One piece of text."""
+        raise NotImplementedError
+
+    def finish(self, finished: Finished, text: str) -> bytes:
+        """Events that end a successful stream (``text`` is all that was sent)."""
+        raise NotImplementedError
+
+    def fail(self, failed: Failed) -> bytes:
+        """The event that ends a stream that cannot complete."""
+        raise NotImplementedError
+
+    def body(self, text: str, finished: Finished) -> dict[str, Any]:
+        """The non-streaming response body."""
+        raise NotImplementedError
+
+
+class ApiSpec:
+    """One inference route: path, endpoint name, id rules, parsing and shapes.
+
+    Attributes:
+        path: the route path.
+        endpoint: the ``endpoint`` value logged on ``request.end``.
+        body_id_field: body field carrying a client id (``request_id`` / ``rid``).
+        body_id_first: the body id wins over the ``x-request-id`` header.
+        legacy_id_headers: headers whose value became the in-flight key before the fix
+            (used only by the legacy policy, which reproduces that).
+    """
+
+    path = ""
+    endpoint = ""
+    body_id_field: str | None = None
+    body_id_first = False
+    legacy_id_headers: tuple[str, ...] = ("x-request-id",)
+
+    def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
+        """Validate ``body``; raises ``InvalidRequest``."""
+        raise NotImplementedError
+
+    def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:
+        """A renderer for one response."""
+        raise NotImplementedError
+
+    def error_body(self, status: int, message: str, kind: str, param: str | None) -> dict[str, Any]:
+        """The API's error JSON (OpenAI's shape unless overridden)."""
+        return {"error": {"message": message, "type": kind, "param": param, "code": None}}
+
+    def error(
+        self, status: int, message: str, *, kind: str | None = None, param: str | None = None
+    ) -> JSONResponse:
+        """An error response in this API's shape."""
+        if kind is None:
+            kind = "invalid_request_error" if status < 500 else "server_error"
+        return JSONResponse(self.error_body(status, message, kind, param), status_code=status)

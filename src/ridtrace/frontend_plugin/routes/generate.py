@@ -1,0 +1,157 @@
+"""Native ``/inference/v1/generate`` and SGLang-style ``/generate``.
+
+Both return the client's id in the body: ``/inference/v1/generate`` takes
+``x-request-id`` before the body's ``request_id``; ``/generate`` takes the body's
+``rid`` before the header and passes it to the worker as the SGLang session key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ridtrace.frontend_plugin.bodies import (
+    InvalidRequest,
+    Parsed,
+    body_client_id,
+    opt_bool,
+    opt_str,
+    token_limit,
+    token_prompt,
+)
+from ridtrace.frontend_plugin.pump import Failed, Finished
+from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, sse
+from ridtrace.frontend_plugin.settings import FrontendSettings
+
+__all__ = ["GENERATE", "SGLANG_GENERATE"]
+
+_DONE = b"data: [DONE]\n\n"
+
+
+def _params(body: dict[str, Any]) -> dict[str, Any]:
+    params = body.get("sampling_params")
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise InvalidRequest("'sampling_params' must be an object", param="sampling_params")
+    return params
+
+
+def _usage(finished: Finished) -> dict[str, int]:
+    return {"prompt_tokens": finished.prompt_tokens, "completion_tokens": finished.tokens}
+
+
+class _GenerateRenderer(Renderer):
+    def _chunk(self, text: str, finish_reason: str | None, **extra: Any) -> bytes:
+        return sse({"request_id": self.ids.public_id, "model": self.parsed.model, "text": text,
+                    "finish_reason": finish_reason, **extra})
+
+    def delta(self, text: str) -> bytes:
+        return self._chunk(text, None)
+
+    def finish(self, finished: Finished, text: str) -> bytes:
+        return self._chunk("", finished.finish_reason, usage=_usage(finished)) + _DONE
+
+    def fail(self, failed: Failed) -> bytes:
+        return sse({"request_id": self.ids.public_id,
+                    "error": {"message": failed.message, "type": "server_error",
+                              "code": failed.reason}})
+
+    def body(self, text: str, finished: Finished) -> dict[str, Any]:
+        return {"request_id": self.ids.public_id, "model": self.parsed.model, "text": text,
+                "finish_reason": finished.finish_reason, "usage": _usage(finished)}
+
+
+class _GenerateSpec(ApiSpec):
+    path = "/inference/v1/generate"
+    endpoint = "generate"
+    body_id_field = "request_id"
+    body_id_first = False
+
+    def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
+        if "token_ids" in body:
+            prompt = token_prompt(body["token_ids"], "token_ids")
+        elif "prompt" in body:
+            prompt = token_prompt(body["prompt"], "prompt")
+        else:
+            raise InvalidRequest("'prompt' or 'token_ids' is required", param="prompt")
+        params = _params(body)
+        name = "sampling_params.max_tokens" if "max_tokens" in params else "max_tokens"
+        value = params.get("max_tokens", body.get("max_tokens"))
+        return Parsed(
+            model=opt_str(body, "model", settings.model) or settings.model,
+            prompt=prompt,
+            max_tokens=token_limit(value, param=name, limit=settings.max_tokens_limit,
+                                   default=settings.default_max_tokens),
+            stream=opt_bool(body, "stream"),
+            body_client_id=body_client_id(body, "request_id"),
+        )
+
+    def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:
+        return _GenerateRenderer(parsed, ids)
+
+
+class _SglangRenderer(Renderer):
+    """SGLang streams the cumulative text so far in every event."""
+
+    def __init__(self, parsed: Parsed, ids: Ids) -> None:
+        super().__init__(parsed, ids)
+        self.text = ""
+
+    def _meta(self, finish: dict[str, str] | None, tokens: int) -> dict[str, Any]:
+        return {"id": self.ids.public_id, "finish_reason": finish,
+                "prompt_tokens": len(self.parsed.prompt.split()), "completion_tokens": tokens}
+
+    def delta(self, text: str) -> bytes:
+        self.text += text
+        return sse({"text": self.text, "rid": self.ids.public_id, "meta_info": self._meta(None, 0)})
+
+    def finish(self, finished: Finished, text: str) -> bytes:
+        meta = self._meta({"type": finished.finish_reason}, finished.tokens)
+        return sse({"text": text, "rid": self.ids.public_id, "meta_info": meta}) + _DONE
+
+    def fail(self, failed: Failed) -> bytes:
+        return sse({"rid": self.ids.public_id,
+                    "error": {"message": failed.message, "type": "server_error",
+                              "code": failed.reason}})
+
+    def body(self, text: str, finished: Finished) -> dict[str, Any]:
+        return {"text": text, "rid": self.ids.public_id,
+                "meta_info": self._meta({"type": finished.finish_reason}, finished.tokens)}
+
+
+class _SglangSpec(ApiSpec):
+    path = "/generate"
+    endpoint = "sglang_generate"
+    body_id_field = "rid"
+    body_id_first = True
+
+    def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
+        if "input_ids" in body:
+            prompt = token_prompt(body["input_ids"], "input_ids")
+        elif "text" in body:
+            if not isinstance(body["text"], str):
+                raise InvalidRequest("'text' must be a string (batches are not supported)",
+                                     param="text")
+            prompt = body["text"]
+        else:
+            raise InvalidRequest("'text' or 'input_ids' is required", param="text")
+        rid = body_client_id(body, "rid")
+        return Parsed(
+            model=opt_str(body, "model", settings.model) or settings.model,
+            prompt=prompt,
+            max_tokens=token_limit(_params(body).get("max_new_tokens"),
+                                   param="sampling_params.max_new_tokens",
+                                   limit=settings.max_tokens_limit,
+                                   default=settings.default_max_tokens),
+            stream=opt_bool(body, "stream"),
+            body_client_id=rid,
+            # SGLang uses a session request's rid as the session key: keep it for the worker.
+            session_id=rid,
+        )
+
+    def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:
+        return _SglangRenderer(parsed, ids)
+
+
+GENERATE = _GenerateSpec()
+SGLANG_GENERATE = _SglangSpec()

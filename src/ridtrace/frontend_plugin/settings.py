@@ -1,0 +1,158 @@
+"""Settings of the frontend and the worker: frozen dataclasses, environment only in from_env()."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ridtrace.frontend_plugin.registry import IdPolicy
+
+__all__ = ["FrontendSettings", "WorkerSettings"]
+
+_T = TypeVar("_T")
+
+
+def _policy(value: str) -> IdPolicy:
+    if value == "safe":
+        return "safe"
+    if value == "legacy":
+        return "legacy"
+    raise ValueError(f"id policy must be 'safe' or 'legacy', not {value!r}")
+
+
+def _optional_int(value: str) -> int | None:
+    return int(value) if value.strip() else None
+
+
+def _read(
+    environ: Mapping[str, str] | None,
+    prefix: str,
+    fields: Mapping[str, Callable[[str], Any]],
+) -> dict[str, Any]:
+    env = os.environ if environ is None else environ
+    out: dict[str, Any] = {}
+    for name, parse in fields.items():
+        raw = env.get(prefix + name.upper())
+        if raw is not None and raw != "":
+            out[name] = parse(raw)
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FrontendSettings:
+    """How the frontend validates, registers and dispatches inference requests.
+
+    Attributes:
+        workers: base URLs of the workers, used round-robin.
+        id_policy: ``safe`` (default) or ``legacy`` (pre-fix behaviour; unsafe, see
+            docs/frontend-plugin.md).
+        model: the model name listed by ``/v1/models`` and used when a body names none.
+        max_body_bytes: request bodies larger than this get HTTP 413.
+        max_tokens_limit: largest accepted ``max_tokens``; larger values get HTTP 400.
+        default_max_tokens: used when a body sets no limit (Anthropic requires one).
+        connect_timeout: seconds to connect to a worker before trying another.
+        first_byte_timeout: seconds to wait for a worker's response headers and for its
+            first chunk.
+        chunk_timeout: longest silence between two chunks of a running stream.
+        total_timeout: longest a caller waits for its whole answer.
+        max_attempts: dispatch attempts per request (Conflicts and failed workers).
+        down_cooldown: seconds a failed worker is skipped while others are healthy.
+        check_chunk_ids: refuse worker chunks naming another request (safe policy only;
+            the legacy policy never checks, as the pre-fix frontend did not).
+        debug_endpoints: serve ``GET /debug/inflight``.
+        max_connections: connection pool size towards the workers.
+    """
+
+    workers: tuple[str, ...] = ()
+    id_policy: IdPolicy = "safe"
+    model: str = "echo"
+    max_body_bytes: int = 1 << 20
+    max_tokens_limit: int = 8192
+    default_max_tokens: int = 256
+    connect_timeout: float = 2.0
+    first_byte_timeout: float = 30.0
+    chunk_timeout: float = 30.0
+    total_timeout: float = 300.0
+    max_attempts: int = 3
+    down_cooldown: float = 5.0
+    check_chunk_ids: bool = True
+    debug_endpoints: bool = True
+    max_connections: int = 1024
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> FrontendSettings:
+        """Build settings from ``RIDTRACE_FRONTEND_*`` variables (unset ones keep defaults).
+
+        ``..._WORKERS`` is a comma list of URLs; ``..._ID_POLICY`` is ``safe``/``legacy``;
+        the others are named after the attributes (``RIDTRACE_FRONTEND_TOTAL_TIMEOUT``).
+        """
+        fields: dict[str, Callable[[str], Any]] = {
+            "workers": lambda v: tuple(u.strip() for u in v.split(",") if u.strip()),
+            "id_policy": _policy,
+            "model": str,
+            "max_body_bytes": int,
+            "max_tokens_limit": int,
+            "default_max_tokens": int,
+            "connect_timeout": float,
+            "first_byte_timeout": float,
+            "chunk_timeout": float,
+            "total_timeout": float,
+            "max_attempts": int,
+            "down_cooldown": float,
+            "check_chunk_ids": lambda v: v.lower() in ("1", "true", "yes"),
+            "debug_endpoints": lambda v: v.lower() in ("1", "true", "yes"),
+            "max_connections": int,
+        }
+        return cls(**_read(environ, "RIDTRACE_FRONTEND_", fields))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkerSettings:
+    """How a worker runs the echo engine, plus fault-injection knobs for tests.
+
+    Attributes:
+        id_policy: ``safe`` refuses a ``request_id`` already in flight with HTTP 409;
+            ``legacy`` accepts duplicates (pre-fix).
+        model: the model name the worker reports.
+        token_delay: seconds between two tokens.
+        first_token_delay: seconds before the first token.
+        gate: hold every request before its first token until ``POST /debug/gate/open``
+            (or ``gate_timeout``) — lets tests make overlap certain instead of likely.
+        gate_timeout: longest a request waits at a closed gate.
+        hang_after_tokens: test fault: stop producing (but keep the stream open) after
+            this many tokens.
+        foreign_chunk_after: test fault: label the chunk after this many tokens with
+            another request's id, as a worker with crossed wires would.
+        max_body_bytes: largest accepted work envelope.
+        max_tokens_limit: largest accepted ``max_tokens``.
+    """
+
+    id_policy: IdPolicy = "safe"
+    model: str = "echo"
+    token_delay: float = 0.0
+    first_token_delay: float = 0.0
+    gate: bool = False
+    gate_timeout: float = 60.0
+    hang_after_tokens: int | None = None
+    foreign_chunk_after: int | None = None
+    max_body_bytes: int = 4 << 20
+    max_tokens_limit: int = 1 << 16
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> WorkerSettings:
+        """Build settings from ``RIDTRACE_WORKER_*`` variables (unset ones keep defaults)."""
+        fields: dict[str, Callable[[str], Any]] = {
+            "id_policy": _policy,
+            "model": str,
+            "token_delay": float,
+            "first_token_delay": float,
+            "gate": lambda v: v.lower() in ("1", "true", "yes"),
+            "gate_timeout": float,
+            "hang_after_tokens": _optional_int,
+            "foreign_chunk_after": _optional_int,
+            "max_body_bytes": int,
+            "max_tokens_limit": int,
+        }
+        return cls(**_read(environ, "RIDTRACE_WORKER_", fields))

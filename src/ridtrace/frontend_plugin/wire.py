@@ -1,0 +1,110 @@
+"""The frontend↔worker wire format: a JSON work envelope in, NDJSON chunks out.
+
+Every chunk names the ``request_id`` it was produced for, so the frontend can refuse a
+chunk that belongs to someone else (defense in depth behind the registry).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+__all__ = ["WORK_PATH", "WorkRequest", "chunk_line", "done_line", "error_line"]
+
+WORK_PATH = "/v1/work"
+"""Where workers accept work envelopes."""
+
+_STR_FIELDS = ("request_id", "endpoint", "model", "prompt")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkRequest:
+    """What the frontend asks a worker to do for one request.
+
+    Attributes:
+        request_id: the frontend's internal id (the in-flight key).
+        x_request_id: the client's correlation id, if any.
+        endpoint: the frontend route kind (``chat_completions``, ``generate`` …).
+        model: model name.
+        prompt: normalised prompt text (docs/log-schema.md, Fingerprints).
+        max_tokens: generation limit.
+        session_id: SGLang session key (the client's ``rid``), when given.
+    """
+
+    request_id: str
+    x_request_id: str | None
+    endpoint: str
+    model: str
+    prompt: str
+    max_tokens: int
+    session_id: str | None = None
+
+    def to_json(self) -> bytes:
+        """Serialise for the request body."""
+        return orjson.dumps(
+            {
+                "request_id": self.request_id,
+                "x_request_id": self.x_request_id,
+                "endpoint": self.endpoint,
+                "model": self.model,
+                "prompt": self.prompt,
+                "max_tokens": self.max_tokens,
+                "session_id": self.session_id,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, data: bytes) -> WorkRequest:
+        """Parse and check an envelope; raises ``ValueError`` naming the bad field."""
+        try:
+            raw: Any = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(f"invalid JSON: {exc}") from None
+        if not isinstance(raw, dict):
+            raise ValueError("envelope must be a JSON object")
+        for name in _STR_FIELDS:
+            if not isinstance(raw.get(name), str):
+                raise ValueError(f"{name} must be a string")
+        for name in ("x_request_id", "session_id"):
+            if raw.get(name) is not None and not isinstance(raw[name], str):
+                raise ValueError(f"{name} must be a string or null")
+        max_tokens = raw.get("max_tokens")
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+            raise ValueError("max_tokens must be a positive integer")
+        return cls(
+            request_id=raw["request_id"],
+            x_request_id=raw.get("x_request_id"),
+            endpoint=raw["endpoint"],
+            model=raw["model"],
+            prompt=raw["prompt"],
+            max_tokens=max_tokens,
+            session_id=raw.get("session_id"),
+        )
+
+
+def chunk_line(request_id: str, text: str) -> bytes:
+    """One generated token."""
+    return orjson.dumps({"request_id": request_id, "text": text}, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def done_line(request_id: str, *, finish_reason: str, tokens: int, prompt_tokens: int) -> bytes:
+    """The last line of a successful stream."""
+    return orjson.dumps(
+        {
+            "request_id": request_id,
+            "done": True,
+            "finish_reason": finish_reason,
+            "tokens": tokens,
+            "prompt_tokens": prompt_tokens,
+        },
+        option=orjson.OPT_APPEND_NEWLINE,
+    )
+
+
+def error_line(request_id: str, message: str) -> bytes:
+    """The last line of a stream the worker could not finish."""
+    return orjson.dumps(
+        {"request_id": request_id, "error": message}, option=orjson.OPT_APPEND_NEWLINE
+    )

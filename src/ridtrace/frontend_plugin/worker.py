@@ -1,0 +1,177 @@
+"""The worker: runs the echo engine for work envelopes and streams NDJSON back.
+
+A worker refuses a ``request_id`` it already has in flight with a typed Conflict (HTTP
+409), so a migrated or retried request can never be attached to another's stream;
+the frontend then retries elsewhere without marking this worker down. Worker log lines
+carry the frontend request's ids (``request_id``, ``x_request_id``, ``trace_id``) and
+``parent_span_id`` = the frontend span, taken from the envelope and ``traceparent``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+from loguru import logger
+from opentelemetry import trace
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from ridtrace.fingerprint import fingerprint
+from ridtrace.frontend_plugin.asgi_io import GuardedStreamingResponse, read_body
+from ridtrace.frontend_plugin.engine import EchoEngine, echo_tokens
+from ridtrace.frontend_plugin.registry import DuplicateRequestId, InflightRegistry
+from ridtrace.frontend_plugin.settings import WorkerSettings
+from ridtrace.frontend_plugin.wire import (
+    WORK_PATH,
+    WorkRequest,
+    chunk_line,
+    done_line,
+    error_line,
+)
+from ridtrace.tracing import (
+    RequestTracingMiddleware,
+    TracingSettings,
+    current_context,
+    validate_client_id,
+)
+
+__all__ = ["create_worker_app"]
+
+_NDJSON = "application/x-ndjson"
+
+
+def create_worker_app(
+    settings: WorkerSettings | None = None, *, tracing: TracingSettings | None = None
+) -> FastAPI:
+    """A ready worker app: ``POST /v1/work``, ``/health``, ``/debug/inflight``, gate hook.
+
+    The tracing middleware is added with lifecycle lines off: a worker's lifecycle is
+    ``worker.start`` / ``worker.end`` / ``worker.refused``, written under the frontend's
+    ``request_id`` rather than the one the middleware mints for the hop.
+    """
+    config = settings or WorkerSettings()
+    registry = InflightRegistry(config.id_policy)
+    gate = asyncio.Event() if config.gate else None
+    engine = EchoEngine(
+        token_delay=config.token_delay,
+        first_token_delay=config.first_token_delay,
+        gate=gate,
+        gate_timeout=config.gate_timeout,
+        hang_after_tokens=config.hang_after_tokens,
+    )
+    app = FastAPI(title="ridtrace echo worker", openapi_url=None, docs_url=None, redoc_url=None)
+    app.add_middleware(
+        RequestTracingMiddleware,  # type: ignore[arg-type]  # Starlette's factory typing
+        settings=tracing or TracingSettings(log_lifecycle=False),
+    )
+    app.state.registry = registry
+
+    @app.post(WORK_PATH)
+    async def work(request: Request) -> Response:
+        body = await read_body(request, config.max_body_bytes)
+        if body is None:
+            return _error(413, "work envelope too large")
+        try:
+            job = WorkRequest.from_json(body)
+        except ValueError as exc:
+            return _error(400, str(exc))
+        if job.max_tokens > config.max_tokens_limit:
+            return _error(400, f"max_tokens must be at most {config.max_tokens_limit}")
+        _adopt_identity(job)
+        channel: asyncio.Queue[object] = asyncio.Queue()
+        try:
+            registry.register(job.request_id, channel)
+        except DuplicateRequestId as exc:
+            logger.warning(
+                "worker.refused", event="worker.refused", outcome="conflict", status=409,
+                endpoint=job.endpoint,
+            )
+            return _error(409, str(exc), kind="conflict")
+        logger.info(
+            "worker.start", event="worker.start", endpoint=job.endpoint, model=job.model,
+            fp_in=fingerprint(job.prompt), session_id=job.session_id,
+        )
+        return GuardedStreamingResponse(
+            _produce(job, engine, config),
+            cleanup=lambda: _release(registry, job.request_id, channel),
+            media_type=_NDJSON,
+        )
+
+    @app.get("/health")
+    async def health() -> dict[str, object]:
+        return {"status": "ok", "inflight": len(registry)}
+
+    @app.get("/debug/inflight")
+    async def inflight() -> dict[str, object]:
+        return {"policy": registry.policy, **registry.counters()}
+
+    @app.post("/debug/gate/open")
+    async def open_gate() -> dict[str, object]:
+        if gate is None:
+            return {"gate": "none"}
+        gate.set()
+        return {"gate": "open"}
+
+    return app
+
+
+def _release(registry: InflightRegistry, key: str, channel: asyncio.Queue[object]) -> None:
+    registry.release(key, channel)
+
+
+def _adopt_identity(job: WorkRequest) -> None:
+    """Write this hop's lines under the frontend request's ids."""
+    ctx = current_context()
+    if ctx is None:
+        return
+    ctx.request_id = job.request_id
+    ctx.x_request_id = validate_client_id(job.x_request_id) if job.x_request_id else None
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.set_attribute("request_id", job.request_id)
+        if ctx.x_request_id is not None:
+            span.set_attribute("x_request_id", ctx.x_request_id)
+
+
+async def _produce(
+    job: WorkRequest, engine: EchoEngine, config: WorkerSettings
+) -> AsyncIterator[bytes]:
+    started = time.perf_counter()
+    produced: list[str] = []
+    outcome = "error"
+    _, finish_reason = echo_tokens(job.prompt, job.max_tokens)
+    foreign_after = config.foreign_chunk_after
+    try:
+        async for token in engine.stream(job.prompt, job.max_tokens):
+            owner = job.request_id
+            if foreign_after is not None and len(produced) == foreign_after:
+                owner = "foreign-" + job.request_id  # the injected fault: crossed wires
+            produced.append(token)
+            yield chunk_line(owner, token)
+        yield done_line(
+            job.request_id,
+            finish_reason=finish_reason,
+            tokens=len(produced),
+            prompt_tokens=len(job.prompt.split()),
+        )
+        outcome = "ok"
+    except (asyncio.CancelledError, GeneratorExit):
+        outcome = "cancelled"
+        raise
+    except Exception as exc:  # the engine failed: tell the frontend in-band
+        logger.exception("worker engine failed", event="worker.error")
+        yield error_line(job.request_id, f"engine error: {exc}")
+    finally:
+        text = "".join(produced)
+        logger.info(
+            "worker.end", event="worker.end", outcome=outcome,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            fp_out=fingerprint(text), tokens=len(produced), endpoint=job.endpoint,
+        )
+
+
+def _error(status: int, message: str, *, kind: str = "invalid_request") -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": kind}}, status_code=status)
