@@ -1,0 +1,163 @@
+"""Client-controlled metadata: deprecated keys, and values built to hurt."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timezone
+from typing import Any
+
+import grpc
+import grpc.aio
+import pytest
+
+from ridtrace.tracing.grpc import RequestTracingInterceptor
+from tests.tracing.grpc.conftest import LogLines, Proto, metadata_dict, serving
+from tests.tracing.grpc.inference_service import build_servicer
+from tests.tracing.grpc.raw_h2 import grpc_message, raw_unary_call
+
+INFER = "/ridtrace.inference.v1.Inference/Infer"
+
+
+def _add(proto: Proto, servicer: Any) -> Any:
+    return lambda server: proto.pb2_grpc.add_InferenceServicer_to_server(servicer, server)
+
+
+def test_deprecated_keys_are_ignored_warned_once_and_recorded_per_call(
+    proto: Proto, log_lines: LogLines
+) -> None:
+    interceptor = RequestTracingInterceptor(
+        sunset_at=datetime(2027, 1, 1, tzinfo=timezone.utc),
+        deprecation_link="https://example.test/ids",
+    )
+
+    async def go() -> list[tuple[Any, dict[str, list[Any]]]]:
+        out = []
+        async with (
+            serving(_add(proto, build_servicer(proto)), interceptors=[interceptor]) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            stub = proto.pb2_grpc.InferenceStub(channel)
+            for _ in range(3):
+                call = stub.Infer(
+                    proto.pb2.InferRequest(prompt="p"),
+                    metadata=(("x-dynamo-request-id", "legacy-1"), ("request-id", "legacy-2")),
+                )
+                out.append((await call, metadata_dict(await call.trailing_metadata())))
+            plain = await stub.Infer(proto.pb2.InferRequest(prompt="p"))
+            out.append((plain, {}))
+        return out
+
+    results = asyncio.run(go())
+    warnings = log_lines.events("deprecated_header")
+    assert sorted(w["header"] for w in warnings) == ["request-id", "x-dynamo-request-id"]
+    assert {w["level"] for w in warnings} == {"WARN"}
+    for response, trailing in results[:3]:
+        assert response.internal_request_id not in ("legacy-1", "legacy-2")
+        assert trailing["link"] == ['<https://example.test/ids>; rel="deprecation"']
+        assert "sunset" in trailing
+    for name in ("request.start", "request.end"):
+        lines = log_lines.events(name)
+        assert [x.get("deprecated_headers") for x in lines] == [
+            "x-dynamo-request-id,request-id"
+        ] * 3 + [None]
+        assert all("x_request_id" not in x for x in lines)
+
+
+def test_rejected_client_ids_are_flagged_and_the_call_is_served(
+    proto: Proto, log_lines: LogLines
+) -> None:
+    cases: dict[str, tuple[tuple[str, Any], ...]] = {
+        "too-long": (("x-request-id", "a" * 129),),
+        "binary": (("x-request-id-bin", b'\n\x00{"forged": 1}\r\n'),),
+        "first-valid-wins": (("x-request-id", "b" * 500), ("x-request-id", "good-one")),
+    }
+
+    async def go() -> dict[str, Any]:
+        out = {}
+        async with (
+            serving(
+                _add(proto, build_servicer(proto)), interceptors=[RequestTracingInterceptor()]
+            ) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            stub = proto.pb2_grpc.InferenceStub(channel)
+            for name, metadata in cases.items():
+                call = stub.Infer(proto.pb2.InferRequest(prompt=name), metadata=metadata)
+                out[name] = (await call, metadata_dict(await call.trailing_metadata()))
+        return out
+
+    results = asyncio.run(go())
+    starts = {x["request_id"]: x for x in log_lines.events("request.start")}
+    for name, (response, trailing) in results.items():
+        assert response.text == f"echo: {name}"
+        start = starts[response.internal_request_id]
+        assert start["x_request_id_rejected"] is True
+        if name == "first-valid-wins":
+            assert start["x_request_id"] == "good-one"
+            assert trailing["x-request-id"] == ["good-one"]
+        else:
+            assert "x_request_id" not in start and "x-request-id" not in trailing
+    assert all(b"forged" not in raw or b'\\"forged' in raw for raw in log_lines.raw_lines)
+
+
+def test_oversized_metadata_is_refused_by_grpc_and_the_server_keeps_serving(
+    proto: Proto, log_lines: LogLines
+) -> None:
+    async def go() -> tuple[grpc.StatusCode, Any]:
+        async with serving(
+            _add(proto, build_servicer(proto)), interceptors=[RequestTracingInterceptor()]
+        ) as target:
+            async with grpc.aio.insecure_channel(target) as channel:
+                stub = proto.pb2_grpc.InferenceStub(channel)
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await stub.Infer(
+                        proto.pb2.InferRequest(prompt="big"),
+                        metadata=(("x-request-id", "z" * (1 << 20)),),
+                    )
+            async with grpc.aio.insecure_channel(target) as channel:
+                stub = proto.pb2_grpc.InferenceStub(channel)
+                after = await stub.Infer(proto.pb2.InferRequest(prompt="after"))
+        return refused.value.code(), after
+
+    code, after = asyncio.run(go())
+    # gRPC's transport refuses it before any interceptor runs (8 KiB soft limit).
+    assert code is grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert after.text == "echo: after"
+    assert [x["path"] for x in log_lines.events("request.end")] == [INFER]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [b"evil\r\nx-injected: 1", b"tab\there", b"nul\x00byte", b"caf\xc3\xa9", b"\x1b[31mred"],
+    ids=["crlf", "tab", "nul", "utf8", "ansi"],
+)
+def test_control_characters_on_the_wire_never_reach_a_log_line(
+    proto: Proto, log_lines: LogLines, value: bytes
+) -> None:
+    """Bytes grpcio's client would refuse, sent raw. grpcio's server lets them through
+    to the interceptor (grpcio 1.85), so ridtrace's validation is all that stands
+    between them and a log line: the id is rejected and the call served."""
+
+    async def go() -> tuple[Any, Any]:
+        async with serving(
+            _add(proto, build_servicer(proto)), interceptors=[RequestTracingInterceptor()]
+        ) as target:
+            host, port = target.rsplit(":", 1)
+            request = proto.pb2.InferRequest(prompt="raw").SerializeToString()
+            reply = await raw_unary_call(
+                host, int(port), INFER, request, [(b"x-request-id", value)]
+            )
+            async with grpc.aio.insecure_channel(target) as channel:
+                after = await proto.pb2_grpc.InferenceStub(channel).Infer(
+                    proto.pb2.InferRequest(prompt="after")
+                )
+        return reply, after
+
+    reply, after = asyncio.run(go())
+    assert after.text == "echo: after"  # the server is alive either way
+    assert reply.ended and not reply.reset
+    assert proto.pb2.InferResponse.FromString(grpc_message(reply.data)).text == "echo: raw"
+    starts = log_lines.events("request.start")
+    assert [x.get("x_request_id_rejected") for x in starts] == [True, None]
+    assert all("x_request_id" not in x for x in starts)
+    assert all(value not in raw for raw in log_lines.raw_lines)
