@@ -1,0 +1,156 @@
+"""Spans as they arrive at an OTLP/HTTP receiver: one server span per call, the ids on
+it, the caller's trace continued, and opentelemetry-instrumentation-grpc's span enriched
+rather than doubled."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import grpc
+import grpc.aio
+import pytest
+from opentelemetry.instrumentation.grpc import aio_server_interceptor
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
+from opentelemetry.sdk.trace import TracerProvider
+
+from ridtrace.tracing import configure_tracing, format_traceparent
+from ridtrace.tracing.grpc import RequestTracingInterceptor
+from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan, otlp_receiver
+from tests.tracing.grpc.conftest import LogLines, Proto, metadata_dict, serving
+from tests.tracing.grpc.inference_service import build_servicer
+
+CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+CALLER_SPAN = "00f067aa0ba902b7"
+SERVER = ProtoSpan.SpanKind.SPAN_KIND_SERVER
+STATUS_ERROR = 2
+
+
+def _provider(receiver: OtlpReceiver) -> TracerProvider:
+    return configure_tracing(
+        "grpc-test",
+        environ={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint},
+        set_global=False,
+    )
+
+
+async def _calls(proto: Proto, interceptors: list[Any]) -> dict[str, str]:
+    """One unary call with a traceparent and one streaming call without; returns each
+    call's server request id."""
+    ids: dict[str, str] = {}
+    servicer = build_servicer(proto)
+    async with (
+        serving(
+            lambda s: proto.pb2_grpc.add_InferenceServicer_to_server(servicer, s),
+            interceptors=interceptors,
+        ) as target,
+        grpc.aio.insecure_channel(target) as channel,
+    ):
+        stub = proto.pb2_grpc.InferenceStub(channel)
+        call = stub.Infer(
+            proto.pb2.InferRequest(prompt="p"),
+            metadata=(
+                ("x-request-id", "corr-1"),
+                ("traceparent", format_traceparent(CALLER_TRACE, CALLER_SPAN)),
+            ),
+        )
+        await call
+        ids["unary"] = metadata_dict(await call.trailing_metadata())["x-server-request-id"][0]
+        stream = stub.InferStream(proto.pb2.InferRequest(prompt="a b"))
+        _ = [chunk async for chunk in stream]
+        ids["stream"] = metadata_dict(await stream.trailing_metadata())["x-server-request-id"][0]
+    return ids
+
+
+def _by_request_id(spans: list[ReceivedSpan]) -> dict[str, ReceivedSpan]:
+    return {str(s.attributes.get("request_id")): s for s in spans if s.kind == SERVER}
+
+
+def test_one_server_span_per_call_with_both_ids_and_the_callers_trace(
+    proto: Proto, log_lines: LogLines
+) -> None:
+    with otlp_receiver() as receiver:
+        provider = _provider(receiver)
+        ids = asyncio.run(_calls(proto, [RequestTracingInterceptor(tracer_provider=provider)]))
+        provider.force_flush()
+        spans = receiver.wait_for(2)
+        provider.shutdown()
+    server_spans = [s for s in spans if s.kind == SERVER]
+    by_id = _by_request_id(spans)
+    assert len(server_spans) == len(by_id)  # exactly one server span per call
+
+    unary = by_id[ids["unary"]]
+    assert unary.name == "ridtrace.inference.v1.Inference/Infer"
+    assert unary.attributes["rpc.system"] == "grpc"
+    assert unary.attributes["rpc.service"] == "ridtrace.inference.v1.Inference"
+    assert unary.attributes["rpc.method"] == "Infer"
+    assert unary.attributes["rpc.grpc.status_code"] == 0
+    assert unary.attributes["x_request_id"] == "corr-1"
+    assert unary.trace_id == CALLER_TRACE and unary.parent_span_id == CALLER_SPAN
+    assert unary.service_name == "grpc-test"
+
+    stream = by_id[ids["stream"]]
+    assert stream.name.endswith("/InferStream") and "x_request_id" not in stream.attributes
+    assert stream.trace_id != CALLER_TRACE and stream.parent_span_id == ""
+
+    # The log lines name the same span: forensics can join them to traces.
+    ends = {x["request_id"]: x for x in log_lines.events("request.end")}
+    for request_id in (ids["unary"], ids["stream"]):
+        assert ends[request_id]["span_id"] == by_id[request_id].span_id
+        assert ends[request_id]["trace_id"] == by_id[request_id].trace_id
+    assert ends[ids["unary"]]["parent_span_id"] == CALLER_SPAN
+
+
+def test_a_failing_call_marks_the_span_as_an_error(proto: Proto, log_lines: LogLines) -> None:
+    async def crashes(request: bytes, context: Any) -> bytes:
+        raise RuntimeError("boom")
+
+    handlers = {"Crash": grpc.unary_unary_rpc_method_handler(crashes)}
+    with otlp_receiver() as receiver:
+        provider = _provider(receiver)
+
+        async def go() -> None:
+            async with (
+                serving(
+                    lambda s: s.add_generic_rpc_handlers(
+                        (grpc.method_handlers_generic_handler("t.S", handlers),)
+                    ),
+                    interceptors=[RequestTracingInterceptor(tracer_provider=provider)],
+                ) as target,
+                grpc.aio.insecure_channel(target) as channel,
+            ):
+                with pytest.raises(grpc.aio.AioRpcError):
+                    await channel.unary_unary("/t.S/Crash")(b"")
+
+        asyncio.run(go())
+        provider.force_flush()
+        (span,) = receiver.wait_for(1)
+        provider.shutdown()
+    assert span.status_code == STATUS_ERROR
+    assert span.attributes["rpc.grpc.status_code"] == grpc.StatusCode.UNKNOWN.value[0]
+    (end,) = log_lines.events("request.end")
+    assert end["span_id"] == span.span_id and end["outcome"] == "error"
+
+
+def test_enriches_the_opentelemetry_grpc_server_span_instead_of_adding_one(
+    proto: Proto, log_lines: LogLines
+) -> None:
+    with otlp_receiver() as receiver:
+        provider = _provider(receiver)
+        otel = aio_server_interceptor(tracer_provider=provider)
+        ids = asyncio.run(
+            _calls(proto, [otel, RequestTracingInterceptor(tracer_provider=provider)])
+        )
+        provider.force_flush()
+        spans = receiver.wait_for(2)
+        provider.shutdown()
+    server_spans = [s for s in spans if s.kind == SERVER]
+    by_id = _by_request_id(spans)
+    # Every server span is the instrumentation's, carrying ridtrace's ids: none doubled.
+    assert set(by_id) >= {ids["unary"], ids["stream"]}
+    assert len(server_spans) == len(by_id)
+    unary = by_id[ids["unary"]]
+    assert unary.attributes["x_request_id"] == "corr-1"
+    assert unary.trace_id == CALLER_TRACE and unary.parent_span_id == CALLER_SPAN
+    ends = {x["request_id"]: x for x in log_lines.events("request.end")}
+    assert ends[ids["stream"]]["span_id"] == by_id[ids["stream"]].span_id
