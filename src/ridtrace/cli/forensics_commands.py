@@ -1,0 +1,125 @@
+"""``ridtrace audit``, ``ridtrace trace`` and ``ridtrace export jaeger``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ridtrace.cli.analyze import emit, load_logs, paths_argument, quiet_option
+
+_FORMAT = click.option(
+    "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
+    show_default=True, help="Output format.",
+)
+_OUTPUT = click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+    help="Write to FILE instead of stdout.",
+)
+
+
+@click.command("audit")
+@paths_argument
+@click.option(
+    "--by", type=click.Choice(["header", "client", "route", "day"]), default="header",
+    show_default=True, help="Group deprecated-header use by this key.",
+)
+@click.option(
+    "--plot", type=click.Path(dir_okay=False, path_type=Path),
+    help="Write a PNG of use per day per header (needs the `plot` extra).",
+)
+@_FORMAT
+@_OUTPUT
+@quiet_option
+def audit(
+    paths: tuple[str, ...], by: str, plot: Path | None, fmt: str, output: Path | None,
+    quiet: bool,
+) -> None:
+    """Deprecated request-id headers: requests, distinct clients, first/last seen, per day."""
+    from ridtrace.forensics.audit import audit as run_audit
+    from ridtrace.forensics.audit import daily_series, plot_usage
+    from ridtrace.forensics.requests import build_requests
+
+    logs = load_logs(paths, quiet=quiet)
+    requests = build_requests(logs.events)
+    table = run_audit(requests, by)
+    series = daily_series(requests)
+    if plot is not None:
+        try:
+            plot_usage(series, plot)
+        except ImportError as exc:
+            raise click.ClickException("--plot needs matplotlib: pip install 'ridtrace[plot]'") from exc
+    if fmt == "json":
+        doc = {
+            "by": by,
+            "rows": json.loads(table.to_json(orient="records", date_format="iso")),
+            "daily": {day: row.to_dict() for day, row in series.iterrows()},
+        }
+        emit(json.dumps(doc, indent=2), output)
+    elif fmt == "csv":
+        emit(table.to_csv(index=False), output)
+    else:
+        from ridtrace.cli.forensics_render import render_frame
+
+        title = f"deprecated headers by {by}" + ("" if len(table) else " (none seen)")
+        emit(render_frame(table, title=title, to_terminal=output is None), output)
+
+
+@click.command("trace")
+@click.argument("ident", metavar="ID")
+@paths_argument
+@_FORMAT
+@_OUTPUT
+@quiet_option
+def trace(
+    ident: str, paths: tuple[str, ...], fmt: str, output: Path | None, quiet: bool
+) -> None:
+    """One request's timeline across frontend and workers, by request_id or x_request_id.
+
+    Several callers can match (a client id reused, or a pre-fix id collision); each is
+    listed with its worker spans and the milliseconds between events.
+    """
+    from ridtrace.forensics.requests import build_requests
+    from ridtrace.forensics.timeline import match_requests, timeline
+
+    logs = load_logs(paths, quiet=quiet)
+    matched = match_requests(build_requests(logs.events), ident)
+    if matched.empty:
+        raise click.ClickException(f"no request with request_id or x_request_id {ident!r}")
+    rows = timeline(logs.events, matched)
+    if fmt == "json":
+        emit(rows.to_json(orient="records", date_format="iso", indent=2), output)
+    elif fmt == "csv":
+        emit(rows.to_csv(index=False), output)
+    else:
+        from ridtrace.cli.forensics_render import render_frame
+
+        callers = rows["request"].nunique()
+        shown = rows.drop(columns=["request_id", "x_request_id"])
+        title = f"{ident}: {callers} matching request(s)"
+        emit(render_frame(shown, title=title, to_terminal=output is None), output)
+
+
+@click.group("export")
+def export() -> None:
+    """Export joined requests to other tools."""
+
+
+@export.command("jaeger")
+@paths_argument
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+    help="Trace file to write (Jaeger UI → Search → Upload JSON File).",
+)
+@quiet_option
+def jaeger(paths: tuple[str, ...], output: Path, quiet: bool) -> None:
+    """Write the requests as a Jaeger JSON trace file: one trace per request."""
+    from ridtrace.forensics.jaeger import to_jaeger
+    from ridtrace.forensics.requests import build_requests
+
+    logs = load_logs(paths, quiet=quiet)
+    doc = to_jaeger(build_requests(logs.events), logs.events)
+    emit(json.dumps(doc), output)
+    if not quiet:
+        click.echo(f"wrote {len(doc['data'])} trace(s) to {output}", err=True)

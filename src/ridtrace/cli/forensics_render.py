@@ -1,0 +1,82 @@
+"""Rich tables for the forensics commands, rendered to text (stdout or ``-o FILE``)."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import sys
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ridtrace.forensics.analysis import Report
+
+MAX_ROWS = 50
+
+
+def _console(to_terminal: bool) -> tuple[Console, io.StringIO]:
+    buf = io.StringIO()
+    color = to_terminal and sys.stdout.isatty()
+    width = shutil.get_terminal_size((160, 24)).columns if color else 160
+    return Console(file=buf, width=width, force_terminal=color, no_color=not color), buf
+
+
+def _cell(value: Any) -> str:
+    if value is None or value != value:  # None or NaN/NaT
+        return ""
+    return str(value)
+
+
+def render_report(report: Report, *, to_terminal: bool) -> str:
+    """Summary table, then findings (errors first), capped at `MAX_ROWS` rows."""
+    from ridtrace.forensics.analysis import finding_records
+    from ridtrace.forensics.schema import SEVERITY
+
+    console, buf = _console(to_terminal)
+    summary = Table(title="ridtrace analyze", show_header=False)
+    summary.add_column("key")
+    summary.add_column("value", justify="right")
+    for key, value in report.summary.items():
+        if key in ("bad_line_samples", "skipped_files"):
+            continue
+        style = "bold red" if SEVERITY.get(key) == "error" and value else None
+        summary.add_row(key, str(value), style=style)
+    console.print(summary)
+    for sample in report.summary["bad_line_samples"]:
+        console.print(f"bad line {sample['file']}:{sample['line']}: {sample['reason']}")
+    if report.findings.empty:
+        console.print("No findings.")
+        return buf.getvalue()
+    table = Table(title="findings")
+    for col in ("kind", "severity", "time", "request_id", "x_request_id", "detail", "evidence"):
+        table.add_column(col, overflow="fold")
+    records = finding_records(report.findings.head(MAX_ROWS))
+    for rec in records:
+        evidence = ", ".join(f"{e['file']}:{e['line']}" for e in rec["evidence"][:4])
+        style = "red" if rec["severity"] == "error" else None
+        table.add_row(
+            rec["kind"], rec["severity"], _cell(rec["time"]), _cell(rec["request_id"]),
+            _cell(rec["x_request_id"]), _cell(rec["detail"]), evidence, style=style,
+        )
+    console.print(table)
+    if len(report.findings) > MAX_ROWS:
+        console.print(
+            f"… {len(report.findings) - MAX_ROWS} more findings; use --format json or csv."
+        )
+    return buf.getvalue()
+
+
+def render_frame(frame: pd.DataFrame, *, title: str, to_terminal: bool) -> str:
+    """Any DataFrame as a rich table (audit and trace output)."""
+    console, buf = _console(to_terminal)
+    table = Table(title=title)
+    for col in frame.columns:
+        table.add_column(str(col), overflow="fold")
+    for row in frame.itertuples(index=False):
+        table.add_row(*(_cell(v) for v in row))
+    console.print(table)
+    return buf.getvalue()

@@ -1,0 +1,142 @@
+"""Run every rule over loaded logs and assemble the report (summary + findings)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ridtrace.forensics.events import LoadedLogs
+from ridtrace.forensics.requests import build_requests, epoch_us
+from ridtrace.forensics.rules import client_id_reuse, deprecated_header, duplicate_in_flight
+from ridtrace.forensics.schema import FINDING_COLUMNS, FINDING_KINDS, FRONTEND, SEVERITY, WORKER
+from ridtrace.forensics.streams import crossed_stream, unlinked
+
+RULES = (crossed_stream, duplicate_in_flight, unlinked, client_id_reuse, deprecated_header)
+
+
+@dataclass
+class Report:
+    """What `ridtrace analyze` prints: counters and one row per finding."""
+
+    summary: dict[str, Any]
+    findings: pd.DataFrame
+    requests: pd.DataFrame = field(repr=False)
+
+    @property
+    def has_errors(self) -> bool:
+        """True when any finding has severity ``error`` (exit code 1)."""
+        return bool((self.findings["severity"] == "error").any())
+
+
+def parse_time(text: str | None) -> pd.Timestamp | None:
+    """Parse a --since/--until value (ISO 8601; naive means UTC)."""
+    if text is None:
+        return None
+    stamp = pd.Timestamp(text)
+    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+
+
+def window(
+    events: pd.DataFrame,
+    requests: pd.DataFrame,
+    since: pd.Timestamp | None,
+    until: pd.Timestamp | None,
+) -> tuple[pd.DataFrame, int]:
+    """Keep requests whose [start, end] meets [since, until); count lines in the window.
+
+    Whole requests are kept, not clipped, so evidence at either end stays intact.
+    """
+    if since is None and until is None:
+        return requests, len(events)
+    keep = np.ones(len(requests), dtype=bool)
+    times = epoch_us(events["time"])
+    in_window = np.ones(len(events), dtype=bool)
+    if since is not None:
+        keep &= (requests["end"] >= since).to_numpy()
+        in_window &= times >= since.value // 1000
+    if until is not None:
+        keep &= (requests["start"] < until).to_numpy()
+        in_window &= times < until.value // 1000
+    return requests[keep], int(in_window.sum())
+
+
+def count_requests(requests: pd.DataFrame) -> int:
+    """Frontend requests, plus callers seen only through worker spans."""
+    front = requests["side"] == FRONTEND
+    known = set(requests.loc[front, "span_id"].dropna())
+    workers = requests[requests["side"] == WORKER]
+    orphans = workers["parent_span_id"].fillna(workers["span_id"])
+    return int(front.sum()) + int(orphans[~orphans.isin(known)].nunique())
+
+
+def analyze(
+    logs: LoadedLogs, *, since: pd.Timestamp | None = None, until: pd.Timestamp | None = None
+) -> Report:
+    """All checks over loaded logs; findings sorted errors first, then by time."""
+    requests = build_requests(logs.events)
+    requests, lines = window(logs.events, requests, since, until)
+    frames = [rule(requests) for rule in RULES]
+    findings = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    if not findings.empty:
+        findings["time"] = pd.to_datetime(findings["time"], utc=True)
+        order = findings["severity"].map({"error": 0}).fillna(1)
+        findings = findings.assign(_o=order).sort_values(["_o", "time"], kind="stable")
+        findings = findings.drop(columns="_o").reset_index(drop=True)
+    stats = logs.stats
+    summary: dict[str, Any] = {
+        "files": stats.files,
+        "lines": lines if (since or until) else stats.lines,
+        "bad_lines": stats.bad_lines,
+        "requests": count_requests(requests),
+        "spans": len(requests),
+    }
+    counts = findings["kind"].value_counts() if not findings.empty else pd.Series(dtype=int)
+    for kind in FINDING_KINDS:
+        summary[kind] = int(counts.get(kind, 0))
+    summary["errors"] = sum(summary[k] for k in FINDING_KINDS if SEVERITY[k] == "error")
+    summary["bad_line_samples"] = [
+        {"file": s.file, "line": s.line, "reason": s.reason} for s in stats.samples
+    ]
+    summary["skipped_files"] = list(stats.skipped_files)
+    return Report(summary=summary, findings=findings, requests=requests)
+
+
+def _iso(value: Any) -> str | None:
+    if value is None or value is pd.NaT or (isinstance(value, float) and value != value):
+        return None
+    return pd.Timestamp(value).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _record(rec: tuple[Any, ...]) -> dict[str, Any]:
+    item = dict(zip(FINDING_COLUMNS, rec))
+    item["time"] = _iso(item["time"])
+    for key in ("request_id", "x_request_id", "span_id", "detail"):
+        if not isinstance(item[key], str):  # pandas turns a missing string into NaN
+            item[key] = None
+    return item
+
+
+def finding_records(findings: pd.DataFrame) -> list[dict[str, Any]]:
+    """Findings as plain JSON-ready dicts (ISO times, None for missing ids)."""
+    return [_record(rec) for rec in findings.itertuples(index=False)]
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    """The stable JSON document: ``{"summary": {...}, "findings": [...]}``."""
+    return {"summary": report.summary, "findings": finding_records(report.findings)}
+
+
+def report_csv(report: Report) -> str:
+    """Findings as CSV; evidence as ``file:line`` joined by ``;``."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(FINDING_COLUMNS)
+    for item in finding_records(report.findings):
+        item["evidence"] = ";".join(f"{e['file']}:{e['line']}" for e in item["evidence"])
+        writer.writerow([item[c] if item[c] is not None else "" for c in FINDING_COLUMNS])
+    return buf.getvalue()

@@ -1,0 +1,94 @@
+"""Export joined requests as a Jaeger UI "JSON File" (the format its Upload button opens)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ridtrace.forensics.requests import epoch_us
+from ridtrace.forensics.schema import WORKER
+
+_TAGS = ("request_id", "x_request_id", "side", "outcome", "status", "route", "fp_in", "fp_out",
+         "deprecated", "worker", "error")
+
+# Jaeger reserves the `error` tag for a boolean flag; the text goes beside it.
+_TAG_KEY = {"error": "error.message"}
+
+
+def _tag(key: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"key": key, "type": "bool", "value": value}
+    return {"key": key, "type": "string", "value": str(value)}
+
+
+def _present(value: Any) -> bool:
+    return value is not None and value is not pd.NA and value == value
+
+
+def _event_logs(events: pd.DataFrame | None) -> dict[str, list[dict[str, Any]]]:
+    """Lifecycle lines per span as Jaeger span logs (only lines with an ``event``)."""
+    if events is None or events.empty:
+        return {}
+    rows = events[events["event"].notna().to_numpy() & events["span_id"].notna().to_numpy()]
+    us = epoch_us(rows["time"])
+    logs: dict[str, list[dict[str, Any]]] = {}
+    for span, t, event, msg in zip(
+        rows["span_id"].astype("object"), us, rows["event"].astype("object"),
+        rows["message"].astype("object"),
+    ):
+        fields = [_tag("event", event)]
+        if _present(msg):
+            fields.append(_tag("message", msg))
+        logs.setdefault(span, []).append({"timestamp": int(t), "fields": fields})
+    return logs
+
+
+def _operation(r: Any) -> str:
+    route = r.route if _present(r.route) else "request"
+    method = f"{r.method} " if _present(r.method) else ""
+    return f"worker {route}" if r.side == WORKER else f"{method}{route}"
+
+
+def to_jaeger(requests: pd.DataFrame, events: pd.DataFrame | None = None) -> dict[str, Any]:
+    """``{"data": [trace, ...]}``: one trace per trace_id, worker spans CHILD_OF their caller.
+
+    Times are microseconds since the epoch, as Jaeger's JSON model wants; every span
+    carries ``request_id`` and (when the client sent one) ``x_request_id`` tags.
+    """
+    req = requests[requests["trace_id"].notna() & requests["span_id"].notna()]
+    starts = epoch_us(req["start"]) if len(req) else np.zeros(0, dtype=np.int64)
+    ends = epoch_us(req["end"]) if len(req) else np.zeros(0, dtype=np.int64)
+    logs = _event_logs(events)
+    traces: dict[str, dict[str, Any]] = {}
+    for r, start, end in zip(req.itertuples(index=False), starts, ends):
+        trace_id = str(r.trace_id)
+        trace = traces.setdefault(trace_id, {"traceID": trace_id, "spans": [], "processes": {}})
+        service = str(r.service) if _present(r.service) else str(r.side)
+        procs: dict[str, Any] = trace["processes"]
+        pid = next((k for k, v in procs.items() if v["serviceName"] == service), None)
+        if pid is None:
+            pid = f"p{len(procs) + 1}"
+            procs[pid] = {"serviceName": service, "tags": []}
+        refs = []
+        if _present(r.parent_span_id):
+            refs.append({"refType": "CHILD_OF", "traceID": trace_id, "spanID": str(r.parent_span_id)})
+        tags = [_tag(_TAG_KEY.get(k, k), getattr(r, k)) for k in _TAGS if _present(getattr(r, k))]
+        if r.outcome == "error":
+            tags.append(_tag("error", True))
+        trace["spans"].append(
+            {
+                "traceID": trace_id,
+                "spanID": str(r.span_id),
+                "operationName": _operation(r),
+                "references": refs,
+                "startTime": int(start),
+                "duration": int(end - start),
+                "tags": tags,
+                "logs": logs.get(str(r.span_id), []),
+                "processID": pid,
+                "warnings": None,
+            }
+        )
+    return {"data": list(traces.values()), "total": 0, "limit": 0, "offset": 0, "errors": None}

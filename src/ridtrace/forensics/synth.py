@@ -1,0 +1,304 @@
+"""Generate realistic frontend/worker log pairs in the ridtrace/1 schema, with known faults.
+
+Used by the tests (small, exact expectations) and by the benchmark (millions of lines).
+Every injected fault is recorded in `SynthTruth.expected` as ``(kind, key)`` so a test
+can assert that the analyzer finds all of them and invents none. Keys: the request's
+``span_id`` for ``crossed_stream``/``unlinked``/``deprecated_header``, the
+``request_id`` for ``duplicate_in_flight``, the ``x_request_id`` for ``client_id_reuse``.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from ridtrace.forensics.schema import UNLINKED_REQUEST, UNLINKED_RESPONSE
+
+_BASE = datetime(2026, 11, 29, 10, 0, 0, tzinfo=timezone.utc)
+_LINES_PER_REQUEST = 8.5  # average, with the default noise; used to size benchmarks
+_BATCH = 4096
+
+
+@dataclass(frozen=True)
+class SynthSpec:
+    """What to generate: volume, concurrency and how many faults of each kind."""
+
+    requests: int = 200
+    seed: int = 7
+    workers: int = 2
+    rate_per_s: float = 400.0
+    crossed: int = 1
+    collisions: int = 1
+    duplicates: int = 1
+    client_reuse: int = 1
+    deprecated_every: int = 40
+    near_misses: bool = True
+    noise_every: int = 2
+
+
+@dataclass
+class SynthTruth:
+    """The files written and the findings a correct analyzer must report."""
+
+    files: list[Path]
+    lines: int = 0
+    requests: int = 0
+    expected: set[tuple[str, str]] = field(default_factory=set)
+
+
+@dataclass
+class _Req:
+    t0: int
+    rid: str
+    xrid: str | None
+    trace: str
+    fspan: str
+    wspan: str
+    fp_in: str
+    w_out: str | None
+    delivered: str | None
+    dur: int
+    worker: int
+    f_outcome: str = "ok"
+    f_status: int = 200
+    w_outcome: str = "ok"
+    unlinked: str | None = None
+    deprecated: str | None = None
+    refused_span: str | None = None
+    policy: str = "safe"
+
+
+def requests_for_lines(lines: int) -> int:
+    """How many requests give about `lines` log lines in all (default noise)."""
+    return max(1, int(lines / _LINES_PER_REQUEST))
+
+
+class _Gen:
+    def __init__(self, spec: SynthSpec) -> None:
+        self.spec = spec
+        self.rng = random.Random(spec.seed)
+        self.truth_expected: set[tuple[str, str]] = set()
+        self.warned: set[tuple[str, str]] = set()
+        self._seconds: dict[int, str] = {}
+
+    def hex(self, digits: int) -> str:
+        return f"{self.rng.getrandbits(digits * 4):0{digits}x}"
+
+    def uuid(self) -> str:
+        h = self.hex(32)
+        return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:32]}"
+
+    def ts(self, us: int) -> str:
+        sec, frac = divmod(us, 1_000_000)
+        prefix = self._seconds.get(sec)
+        if prefix is None:
+            prefix = (_BASE + timedelta(seconds=sec)).strftime("%Y-%m-%dT%H:%M:%S")
+            self._seconds[sec] = prefix
+        return f"{prefix}.{frac:06d}Z"
+
+    def normal(self, i: int, t0: int) -> _Req:
+        rng = self.rng
+        out = self.hex(16)
+        xrid = f"rollout-{i}-s{rng.randrange(8)}" if rng.random() < 0.6 else None
+        every = self.spec.deprecated_every
+        dep = None
+        if every and i % every == every - 1:
+            dep = "x-dynamo-request-id" if i % (2 * every) < every else "request-id"
+        return _Req(
+            t0=t0, rid=self.uuid(), xrid=xrid, trace=self.hex(32), fspan=self.hex(16),
+            wspan=self.hex(16), fp_in=self.hex(16), w_out=out, delivered=out,
+            dur=int(rng.lognormvariate(12.0, 0.8)) + 2_000, worker=rng.randrange(self.spec.workers),
+            deprecated=dep,
+        )
+
+    def scenario(self, name: str, i: int, t0: int) -> list[_Req]:
+        a, b = self.normal(i, t0), self.normal(i + 1, t0 + 7_000)
+        a.deprecated = b.deprecated = None
+        a.dur = b.dur = 400_000
+        exp = self.truth_expected
+        if name in ("collision", "crossed", "duplicate", "sequential"):
+            shared = f"{i % 97}"  # legacy policy: the client's id became the internal id
+            for r in (a, b):
+                r.rid, r.xrid, r.policy = shared, shared, "legacy"
+            if name == "sequential":
+                b.t0 = a.t0 + a.dur + 20_000
+                return [a, b]
+            exp.add(("duplicate_in_flight", shared))
+        if name == "collision":
+            for r, msg in ((a, UNLINKED_REQUEST), (b, UNLINKED_RESPONSE)):
+                r.unlinked, r.delivered, r.f_outcome, r.f_status = msg, None, "error", 500
+                exp.add(("unlinked", r.fspan))
+        elif name == "crossed":
+            b.delivered = a.w_out
+            a.unlinked, a.delivered, a.f_outcome, a.f_status = UNLINKED_REQUEST, None, "error", 500
+            exp.update({("crossed_stream", b.fspan), ("unlinked", a.fspan), ("unlinked", b.wspan)})
+        elif name in ("client_reuse", "client_sequential"):
+            a.xrid = b.xrid = f"client-{i}"
+            if name == "client_sequential":
+                b.t0 = a.t0 + a.dur + 20_000
+            else:
+                exp.add(("client_id_reuse", a.xrid))
+        elif name == "same_prompt":
+            b.fp_in, b.w_out, b.delivered = a.fp_in, a.w_out, a.w_out
+        elif name == "cancelled":
+            a.f_outcome, a.f_status, a.delivered = "cancelled", 0, None
+            a.w_outcome, a.w_out = "cancelled", None
+            b.f_outcome, b.delivered = "cancelled", self.hex(16)  # left after the worker finished
+        elif name == "conflict_retry":
+            a.refused_span = self.hex(16)
+        return [a, b]
+
+    def plan(self) -> list[_Req]:
+        spec = self.spec
+        names: list[str] = (
+            ["crossed"] * spec.crossed
+            + ["collision"] * spec.collisions
+            + ["duplicate"] * spec.duplicates
+            + ["client_reuse"] * spec.client_reuse
+        )
+        if spec.near_misses:
+            names += ["sequential", "client_sequential", "same_prompt", "cancelled", "conflict_retry"]
+        n = spec.requests
+        slots = {int((k + 0.5) * n / (len(names) + 1)): name for k, name in enumerate(names)}
+        step = 1_000_000 / spec.rate_per_s
+        reqs: list[_Req] = []
+        i = 0
+        while i < n:
+            t0 = int(i * step + self.rng.random() * step)
+            if i in slots:
+                reqs.extend(self.scenario(slots[i], i, t0))
+                i += 2
+            else:
+                reqs.append(self.normal(i, t0))
+                i += 1
+        for r in reqs:
+            if r.deprecated:
+                self.truth_expected.add(("deprecated_header", r.fspan))
+        reqs.sort(key=lambda r: r.t0)
+        return reqs
+
+    def _ctx(self, r: _Req, span: str, parent: str | None) -> str:
+        x = f',"x_request_id":"{r.xrid}"' if r.xrid else ""
+        p = f',"parent_span_id":"{parent}"' if parent else ""
+        return f'"request_id":"{r.rid}"{x},"trace_id":"{r.trace}","span_id":"{span}"{p}'
+
+    def _head(self, us: int, level: str, msg: str, logger: str, service: str, pid: int) -> str:
+        return (
+            f'{{"time":"{self.ts(us)}","level":"{level}","message":"{msg}","logger":"{logger}",'
+            f'"schema":"ridtrace/1","service":"{service}","pid":{pid}'
+        )
+
+    def frontend_lines(self, r: _Req, url: list[str]) -> list[tuple[int, str]]:
+        head, ctx = self._head, self._ctx(r, r.fspan, None)
+        mw, fp = "ridtrace.tracing.middleware", "ridtrace.frontend_plugin.dispatch"
+        dep = f',"deprecated_headers":"{r.deprecated}"' if r.deprecated else ""
+        t, end = r.t0, r.t0 + r.dur + 900
+        out = [(t, head(t, "INFO", "request.start", mw, "frontend", 4242) + f',"event":"request.start",'
+                f'{ctx},"method":"POST","path":"/v1/chat/completions","client":"10.0.3.17:{40000 + r.t0 % 20000}",'
+                f'"user_agent":"openai-python/1.40.0"{dep}}}')]
+        if r.deprecated and ("frontend", r.deprecated) not in self.warned:
+            self.warned.add(("frontend", r.deprecated))
+            out.append((t + 40, head(t + 40, "WARN", "ignoring deprecated client request id header",
+                        "ridtrace.tracing.headers", "frontend", 4242)
+                        + f',"event":"deprecated_header","header":"{r.deprecated}",{ctx}}}'))
+        attempt = 1
+        if r.refused_span:
+            other = url[(r.worker + 1) % len(url)]
+            out.append((t + 200, head(t + 200, "DEBUG", "dispatch.attempt", fp, "frontend", 4242)
+                        + f',"event":"dispatch.attempt",{ctx},"worker":"{other}","attempt":1}}'))
+            out.append((t + 600, head(t + 600, "WARN", "dispatch.retry", fp, "frontend", 4242)
+                        + f',"event":"dispatch.retry",{ctx},"worker":"{other}","attempt":1,'
+                        '"reason":"conflict","marked_down":false}'))
+            attempt = 2
+        ta = t + 300 + 400 * (attempt - 1)
+        out.append((ta, head(ta, "DEBUG", "dispatch.attempt", fp, "frontend", 4242)
+                    + f',"event":"dispatch.attempt",{ctx},"worker":"{url[r.worker]}","attempt":{attempt}}}'))
+        if self.spec.noise_every and r.t0 % self.spec.noise_every == 0:
+            tn = t + 350
+            out.append((tn, head(tn, "DEBUG", "prompt tokenized", "ridtrace.frontend_plugin.routes",
+                        "frontend", 4242) + f',{ctx},"tokens":{r.t0 % 900 + 12}}}'))
+        if r.unlinked:
+            out.append((end - 5, head(end - 5, "ERROR", r.unlinked, fp, "frontend", 4242)
+                        + f',"event":"response.unlinked",{ctx}}}'))
+        level = "WARN" if r.f_outcome == "error" else "INFO"
+        fpo = f',"fp_out":"{r.delivered}"' if r.delivered else ""
+        err = f',"error":"{r.unlinked}"' if r.unlinked else ""
+        out.append((end, head(end, level, "request.end", mw, "frontend", 4242)
+                    + f',"event":"request.end",{ctx},"method":"POST","path":"/v1/chat/completions",'
+                    f'"route":"/v1/chat/completions","status":{r.f_status},"outcome":"{r.f_outcome}",'
+                    f'"duration_ms":{(end - t) / 1000:.3f},"bytes_in":{300 + r.t0 % 700},'
+                    f'"bytes_out":{0 if not r.delivered else 800 + r.t0 % 3000},'
+                    '"endpoint":"chat_completions","model":"Qwen/Qwen3-0.6B","stream":true,'
+                    f'"fp_in":"{r.fp_in}"{fpo},"worker":"{url[r.worker]}","attempts":{attempt},'
+                    f'"id_policy":"{r.policy}"{err}{dep}}}'))
+        return out
+
+    def worker_lines(self, r: _Req, w: int) -> list[tuple[int, str]]:
+        head, svc, pid = self._head, f"worker-{8101 + w}", 5000 + w
+        mw, wk = "ridtrace.tracing.middleware", "ridtrace.frontend_plugin.worker"
+        ctx = self._ctx(r, r.wspan, r.fspan)
+        t = r.t0 + 500 + (400 if r.refused_span else 0)
+        end = r.t0 + r.dur
+        fpo = f',"fp_out":"{r.w_out}"' if r.w_out else ""
+        code = 200 if r.w_outcome == "ok" else 0
+        return [
+            (t, head(t, "INFO", "request.start", mw, svc, pid) + f',"event":"request.start",{ctx},'
+             f'"method":"POST","path":"/worker/generate","client":"127.0.0.1:{30000 + r.t0 % 20000}"}}'),
+            (t + 80, head(t + 80, "INFO", "worker.start", wk, svc, pid) + f',"event":"worker.start",'
+             f'{ctx},"endpoint":"chat_completions","model":"Qwen/Qwen3-0.6B","fp_in":"{r.fp_in}"}}'),
+            (end - 300, head(end - 300, "INFO", "worker.end", wk, svc, pid) + f',"event":"worker.end",'
+             f'{ctx},"outcome":"{r.w_outcome}","duration_ms":{(end - t) / 1000:.3f}{fpo},'
+             f'"tokens":{r.t0 % 500 + 1}}}'),
+            (end - 100, head(end - 100, "INFO", "request.end", mw, svc, pid) + f',"event":"request.end",'
+             f'{ctx},"method":"POST","path":"/worker/generate","route":"/worker/generate",'
+             f'"status":{code},"outcome":"{r.w_outcome}","duration_ms":{(end - t) / 1000:.3f}}}'),
+        ]
+
+    def refused_lines(self, r: _Req, w: int) -> list[tuple[int, str]]:
+        svc, pid, t = f"worker-{8101 + w}", 5000 + w, r.t0 + 400
+        ctx = self._ctx(replace(r), r.refused_span or "", r.fspan)
+        return [(t, self._head(t, "WARN", "worker.refused", "ridtrace.frontend_plugin.worker", svc, pid)
+                 + f',"event":"worker.refused",{ctx},"outcome":"conflict","status":409}}')]
+
+
+def write_logs(out_dir: Path, spec: SynthSpec | None = None) -> SynthTruth:
+    """Write ``frontend.jsonl`` and ``worker-81NN.jsonl`` files under `out_dir`."""
+    spec = spec or SynthSpec()
+    gen = _Gen(spec)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / "frontend.jsonl"] + [
+        out_dir / f"worker-{8101 + w}.jsonl" for w in range(spec.workers)
+    ]
+    urls = [f"http://127.0.0.1:{8101 + w}" for w in range(spec.workers)]
+    truth = SynthTruth(files=paths)
+    plan = gen.plan()
+    truth.expected = set(gen.truth_expected)
+    truth.requests = len(plan)
+    handles = [p.open("w", encoding="utf-8") for p in paths]
+    pending: list[list[tuple[int, str]]] = [[] for _ in paths]
+    try:
+        for start in range(0, len(plan), _BATCH):
+            batch = plan[start : start + _BATCH]
+            for r in batch:
+                pending[0].extend(gen.frontend_lines(r, urls))
+                pending[1 + r.worker].extend(gen.worker_lines(r, r.worker))
+                if r.refused_span:
+                    other = (r.worker + 1) % spec.workers
+                    pending[1 + other].extend(gen.refused_lines(r, other))
+            nxt = start + _BATCH
+            # Lines after the next batch's first arrival wait for it: files stay time-sorted.
+            cutoff = plan[nxt].t0 if nxt < len(plan) else None
+            for k, handle in enumerate(handles):
+                lines = sorted(pending[k], key=lambda item: item[0])
+                keep = len(lines) if cutoff is None else next(
+                    (j for j, item in enumerate(lines) if item[0] >= cutoff), len(lines)
+                )
+                handle.write("".join(text + "\n" for _, text in lines[:keep]))
+                truth.lines += keep
+                pending[k] = lines[keep:]
+    finally:
+        for handle in handles:
+            handle.close()
+    return truth

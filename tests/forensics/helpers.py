@@ -1,0 +1,68 @@
+"""Builders for small hand-made log lines and request frames."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+
+from ridtrace.forensics.requests import REQUEST_COLUMNS
+
+T0 = pd.Timestamp("2026-11-29T10:00:00Z")
+
+
+def at(seconds: float) -> pd.Timestamp:
+    """T0 plus `seconds`."""
+    return T0 + pd.Timedelta(seconds=seconds)
+
+
+def requests_frame(*rows: dict[str, Any]) -> pd.DataFrame:
+    """A requests frame; each row gives what matters, times as seconds after T0."""
+    records = []
+    for i, row in enumerate(rows):
+        rec: dict[str, Any] = {col: None for col in REQUEST_COLUMNS}
+        rec.update(
+            trace_id=f"t{i}", span_id=f"s{i}", side="frontend", file="f.jsonl",
+            first_line=10 * i + 1, last_line=10 * i + 2, lines=2,
+        )
+        rec.update(row)
+        rec["start"] = at(rec["start"] or 0.0)
+        rec["end"] = at(rec["end"] if rec["end"] is not None else 1.0)
+        records.append(rec)
+    frame = pd.DataFrame.from_records(records, columns=list(REQUEST_COLUMNS))
+    for col in ("unlinked_line", "foreign_line", "deprecated_line"):
+        frame[col] = frame[col].astype("Int64")
+    return frame
+
+
+def rt(event: str | None = None, **fields: Any) -> str:
+    """One ridtrace/1 JSON line."""
+    line: dict[str, Any] = {
+        "time": "2026-11-29T10:00:00.000000Z", "level": "INFO", "message": event or "hello",
+        "logger": "test", "schema": "ridtrace/1", "service": "frontend", "pid": 1,
+    }
+    if event:
+        line["event"] = event
+    line.update(fields)
+    return json.dumps(line)
+
+
+def ts(seconds: float) -> str:
+    """RFC 3339 time `seconds` after T0, as the logs write it."""
+    return at(seconds).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def rt_request(
+    span: str, rid: str, start: float, end: float, *, trace: str | None = None,
+    xrid: str | None = None, **end_fields: Any,
+) -> list[str]:
+    """request.start + request.end lines of one frontend request."""
+    ctx: dict[str, Any] = {"request_id": rid, "trace_id": trace or f"{span:0>32}", "span_id": span}
+    if xrid:
+        ctx["x_request_id"] = xrid
+    return [
+        rt("request.start", time=ts(start), **ctx, method="POST", path="/v1/chat/completions",
+           client="10.0.0.1:5000"),
+        rt("request.end", time=ts(end), **ctx, status=200, outcome="ok", **end_fields),
+    ]

@@ -1,0 +1,186 @@
+"""Each rule on small hand-made request frames, with its near misses."""
+
+from __future__ import annotations
+
+from ridtrace.forensics.rules import client_id_reuse, deprecated_header, duplicate_in_flight
+from ridtrace.forensics.streams import crossed_stream, unlinked
+from tests.forensics.helpers import requests_frame
+
+
+def test_duplicate_in_flight_overlapping_same_request_id() -> None:
+    reqs = requests_frame(
+        {"request_id": "1", "start": 0.0, "end": 2.0},
+        {"request_id": "1", "start": 1.0, "end": 3.0},
+        {"request_id": "2", "start": 1.0, "end": 3.0},
+    )
+    found = duplicate_in_flight(reqs)
+    assert list(found["request_id"]) == ["1"]
+    assert found.loc[0, "severity"] == "error"
+    assert {e["line"] for e in found.loc[0, "evidence"]} == {1, 2, 11, 12}
+
+
+def test_sequential_reuse_is_not_a_duplicate() -> None:
+    reqs = requests_frame(
+        {"request_id": "1", "start": 0.0, "end": 1.0},
+        {"request_id": "1", "start": 1.0, "end": 2.0},  # starts exactly when the first ended
+        {"request_id": "1", "start": 5.0, "end": 6.0},
+    )
+    assert duplicate_in_flight(reqs).empty
+
+
+def test_duplicate_chain_is_one_finding() -> None:
+    reqs = requests_frame(
+        {"request_id": "1", "start": 0.0, "end": 2.0},
+        {"request_id": "1", "start": 1.0, "end": 4.0},
+        {"request_id": "1", "start": 3.0, "end": 5.0},
+    )
+    found = duplicate_in_flight(reqs)
+    assert len(found) == 1
+    assert "3 requests" in found.loc[0, "detail"]
+
+
+def test_worker_spans_of_one_caller_are_not_duplicates() -> None:
+    # A frontend request and its worker span share request_id and overlap by design.
+    reqs = requests_frame(
+        {"request_id": "1", "span_id": "f", "trace_id": "t", "start": 0.0, "end": 2.0},
+        {"request_id": "1", "span_id": "w", "trace_id": "t", "parent_span_id": "f",
+         "side": "worker", "start": 0.1, "end": 1.9},
+    )
+    assert duplicate_in_flight(reqs).empty
+
+
+def test_duplicate_seen_only_in_worker_logs() -> None:
+    reqs = requests_frame(
+        {"request_id": "1", "span_id": "w1", "parent_span_id": "fa", "side": "worker",
+         "start": 0.0, "end": 2.0},
+        {"request_id": "1", "span_id": "w2", "parent_span_id": "fb", "side": "worker",
+         "start": 1.0, "end": 2.5},
+        # a retry of the same caller on another worker is not a duplicate
+        {"request_id": "2", "span_id": "w3", "parent_span_id": "fc", "side": "worker",
+         "start": 0.0, "end": 2.0},
+        {"request_id": "2", "span_id": "w4", "parent_span_id": "fc", "side": "worker",
+         "start": 0.5, "end": 2.0},
+    )
+    assert list(duplicate_in_flight(reqs)["request_id"]) == ["1"]
+
+
+def test_client_id_reuse_needs_overlap_and_distinct_request_ids() -> None:
+    reqs = requests_frame(
+        {"request_id": "a", "x_request_id": "c1", "start": 0.0, "end": 2.0},
+        {"request_id": "b", "x_request_id": "c1", "start": 1.0, "end": 3.0},
+        {"request_id": "c", "x_request_id": "c2", "start": 0.0, "end": 1.0},
+        {"request_id": "d", "x_request_id": "c2", "start": 2.0, "end": 3.0},  # sequential
+        {"request_id": "e", "x_request_id": "c3", "start": 0.0, "end": 2.0},
+        {"request_id": "e", "x_request_id": "c3", "start": 1.0, "end": 3.0},  # same rid: a dup
+    )
+    found = client_id_reuse(reqs)
+    assert list(found["x_request_id"]) == ["c1"]
+    assert set(found["severity"]) == {"info"}
+
+
+def _work(span: str, parent: str, fp_in: str, fp_out: str | None, **kw: object) -> dict[str, object]:
+    row: dict[str, object] = {"span_id": span, "parent_span_id": parent, "side": "worker",
+                              "fp_in": fp_in, "fp_out": fp_out, "outcome": "ok",
+                              "trace_id": f"t-{parent}"}
+    row.update(kw)
+    return row
+
+
+def _caller(span: str, fp_in: str, fp_out: str | None, **kw: object) -> dict[str, object]:
+    row: dict[str, object] = {"span_id": span, "fp_in": fp_in, "fp_out": fp_out,
+                              "outcome": "ok", "trace_id": f"t-{span}", "request_id": f"r-{span}"}
+    row.update(kw)
+    return row
+
+
+def test_crossed_stream_found_even_when_ids_collide() -> None:
+    reqs = requests_frame(
+        _caller("A", "inA", None, request_id="1", outcome="error"),
+        _caller("B", "inB", "outA", request_id="1"),
+        _work("wA", "A", "inA", "outA", request_id="1"),
+        _work("wB", "B", "inB", "outB", request_id="1"),
+    )
+    found = crossed_stream(reqs)
+    assert list(found["span_id"]) == ["B"]
+    assert "wA" in found.loc[0, "detail"]
+
+
+def test_identical_prompts_are_not_crossed() -> None:
+    reqs = requests_frame(
+        _caller("A", "same", "out"), _caller("B", "same", "out"),
+        _work("wA", "A", "same", "out"), _work("wB", "B", "same", "out"),
+    )
+    assert crossed_stream(reqs).empty
+
+
+def test_cancelled_caller_without_output_is_not_crossed() -> None:
+    reqs = requests_frame(
+        _caller("A", "inA", None, outcome="cancelled"),
+        _work("wA", "A", "inA", None, outcome="cancelled"),
+        _caller("B", "inB", "outB"), _work("wB", "B", "inB", "outB"),
+    )
+    assert crossed_stream(reqs).empty
+    assert unlinked(reqs).empty
+
+
+def test_same_output_for_different_prompts_is_not_crossed_when_own_work_matches() -> None:
+    reqs = requests_frame(
+        _caller("A", "inA", "yes"), _caller("B", "inB", "yes"),
+        _work("wA", "A", "inA", "yes"), _work("wB", "B", "inB", "yes"),
+    )
+    assert crossed_stream(reqs).empty
+
+
+def test_unlinked_error_lines_and_foreign_chunks() -> None:
+    reqs = requests_frame(
+        {"span_id": "A", "unlinked": "Unlinked response; response task was dropped or cancelled",
+         "unlinked_line": 7},
+        {"span_id": "B", "foreign": "other-rid", "foreign_line": 20},
+        {"span_id": "C"},
+    )
+    found = unlinked(reqs)
+    assert sorted(found["span_id"]) == ["A", "B"]
+    a = found[found["span_id"] == "A"].iloc[0]
+    assert a["evidence"][0] == {"file": "f.jsonl", "line": 7}
+    assert "other-rid" in found[found["span_id"] == "B"].iloc[0]["detail"]
+
+
+def test_unlinked_worker_output_no_caller_received() -> None:
+    reqs = requests_frame(
+        _caller("A", "inA", "outA"), _work("wA", "A", "inA", "outA"),
+        _caller("B", "inB", "outA"), _work("wB", "B", "inB", "outB"),  # B got A's output
+    )
+    assert list(unlinked(reqs)["span_id"]) == ["wB"]
+
+
+def test_lost_output_merges_into_the_callers_unlinked_error() -> None:
+    reqs = requests_frame(
+        _caller("A", "inA", None, outcome="error", unlinked="Unlinked request; x",
+                unlinked_line=5),
+        _work("wA", "A", "inA", "outA"),
+    )
+    found = unlinked(reqs)
+    assert list(found["span_id"]) == ["A"]
+    # the Unlinked line, the caller's last line, the worker span's first and last lines
+    assert [e["line"] for e in found.loc[0, "evidence"]] == [5, 2, 11, 12]
+
+
+def test_lost_output_needs_frontend_logs_and_a_caller_that_stayed() -> None:
+    only_workers = requests_frame(_work("wA", "A", "inA", "outA"))
+    assert unlinked(only_workers).empty
+    caller_left = requests_frame(
+        _caller("A", "inA", "partial", outcome="cancelled"), _work("wA", "A", "inA", "outA"),
+    )
+    assert unlinked(caller_left).empty
+
+
+def test_deprecated_header_per_request() -> None:
+    reqs = requests_frame(
+        {"span_id": "A", "deprecated": "x-dynamo-request-id", "deprecated_line": 3},
+        {"span_id": "B"},
+        {"span_id": "W", "side": "worker", "deprecated": "request-id"},
+    )
+    found = deprecated_header(reqs)
+    assert list(found["span_id"]) == ["A"]
+    assert found.loc[0, "evidence"] == [{"file": "f.jsonl", "line": 3}]
+    assert found.loc[0, "severity"] == "info"
