@@ -15,7 +15,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 import grpc
 import grpc.aio
@@ -53,9 +53,14 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
     Args:
         settings: the same :class:`TracingSettings` the HTTP middleware takes
             (``span_name`` aside: gRPC spans are named ``pkg.Service/Method``).
-        initial_metadata: also send the ids as initial metadata, so a streaming client
-            can read them before the first message. Costs one extra metadata send on
-            calls whose handler sends none itself; trailing metadata always has them.
+        initial_metadata: when ridtrace sends the ids as initial metadata too:
+            ``"streaming"`` (default) on calls with a streaming response, so the client
+            can read them before the first message; ``"always"`` on unary responses
+            as well; ``"never"``. Trailing metadata always has them. A handler that
+            sends initial metadata itself always gets them merged in. On a unary call
+            ridtrace's own send is a second batch before the response, which measured
+            about +0.5 ms per call (docs/performance.md) for a value the trailing
+            metadata delivers in the same packet anyway.
         **overrides: individual settings fields, applied over ``settings``.
     """
 
@@ -63,7 +68,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
         self,
         *,
         settings: TracingSettings | None = None,
-        initial_metadata: bool = True,
+        initial_metadata: Literal["streaming", "always", "never"] = "streaming",
         **overrides: Any,
     ) -> None:
         config = settings or TracingSettings()
@@ -71,6 +76,10 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
             config = replace(config, **overrides)
         self.settings = config
         self._config = CallConfig(config)
+        if initial_metadata not in ("streaming", "always", "never"):
+            raise ValueError(
+                f"initial_metadata must be streaming, always or never: {initial_metadata!r}"
+            )
         self._initial = initial_metadata
         self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
@@ -127,11 +136,13 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
     ) -> Behavior:
         """Unary responses, and streaming ones written with ``context.write()``."""
         config = self._config
-        send_initial = self._initial and not response_streaming
+        send_initial = self._initial == "always" and not response_streaming
+        write_sends_initial = self._initial != "never"
 
         async def traced(request: Any, context: grpc.aio.ServicerContext) -> Any:
             call = GrpcCall(config, info, context)
             traced_context = call.context
+            traced_context.write_sends_initial = write_sends_initial
             failure: BaseException | None = None
             try:
                 if request_streaming:
@@ -157,7 +168,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
     ) -> Behavior:
         """Streaming responses written as an async generator."""
         config = self._config
-        send_initial = self._initial
+        send_initial = self._initial != "never"
 
         async def traced(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             call = GrpcCall(config, info, context)

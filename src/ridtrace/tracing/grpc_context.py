@@ -42,7 +42,15 @@ class TracedServicerContext(grpc.aio.ServicerContext):  # type: ignore[misc]
             duplicated, like the HTTP middleware's response headers.
     """
 
-    __slots__ = ("_context", "_ours", "_owned", "initial_sent", "messages_in", "messages_out")
+    __slots__ = (
+        "_context",
+        "_ours",
+        "_owned",
+        "initial_sent",
+        "messages_in",
+        "messages_out",
+        "write_sends_initial",
+    )
 
     def __init__(
         self, context: grpc.aio.ServicerContext, ours: Metadata, owned_keys: frozenset[str]
@@ -51,6 +59,8 @@ class TracedServicerContext(grpc.aio.ServicerContext):  # type: ignore[misc]
         self._ours = ours
         self._owned = owned_keys
         self.initial_sent = False
+        # Whether a handler's first write() carries ridtrace's initial metadata.
+        self.write_sends_initial = True
         self.messages_in = 0
         self.messages_out = 0
 
@@ -100,7 +110,8 @@ class TracedServicerContext(grpc.aio.ServicerContext):  # type: ignore[misc]
 
     async def write(self, message: Any) -> None:
         self.messages_out += 1
-        await self.ensure_initial_metadata()
+        if self.write_sends_initial:
+            await self.ensure_initial_metadata()
         await self._context.write(message)
 
     async def read(self) -> Any:

@@ -35,13 +35,16 @@ def test_importing_ridtrace_does_not_import_grpc() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
+@pytest.mark.parametrize("initial_metadata", ["streaming", "always"])
 def test_unary_mints_an_id_echoes_the_client_id_and_returns_the_server_id(
-    proto: Proto, log_lines: LogLines
+    proto: Proto, log_lines: LogLines, initial_metadata: Any
 ) -> None:
+    interceptor = RequestTracingInterceptor(initial_metadata=initial_metadata)
+
     async def go() -> None:
         servicer = build_servicer(proto)
         async with (
-            serving(_add(proto, servicer), interceptors=[RequestTracingInterceptor()]) as target,
+            serving(_add(proto, servicer), interceptors=[interceptor]) as target,
             grpc.aio.insecure_channel(target) as channel,
         ):
             stub = proto.pb2_grpc.InferenceStub(channel)
@@ -56,9 +59,13 @@ def test_unary_mints_an_id_echoes_the_client_id_and_returns_the_server_id(
         assert response.id == "kserve-1"  # the proto id, echoed verbatim
         internal = response.internal_request_id
         assert internal not in ("kserve-1", SHARED)
-        assert initial["x-server-request-id"] == [internal]
         assert trailing["x-server-request-id"] == [internal]
-        assert initial["x-request-id"] == [SHARED]
+        assert trailing["x-request-id"] == [SHARED]
+        if initial_metadata == "always":
+            assert initial["x-server-request-id"] == [internal]
+            assert initial["x-request-id"] == [SHARED]
+        else:  # unary: the trailers arrive with the response; no extra send by default
+            assert "x-server-request-id" not in initial
         assert current_context() is None  # nothing leaked into the test's own task
 
         (start,) = log_lines.events("request.start")
@@ -97,13 +104,16 @@ def test_proto_id_is_the_correlation_id_when_metadata_has_none(
     assert end["request_id"] == response.internal_request_id != "body-id"
 
 
+@pytest.mark.parametrize("initial_metadata", ["streaming", "never"])
 def test_streaming_keeps_the_context_across_yields_and_echoes_every_chunk(
-    proto: Proto, log_lines: LogLines
+    proto: Proto, log_lines: LogLines, initial_metadata: Any
 ) -> None:
+    interceptor = RequestTracingInterceptor(initial_metadata=initial_metadata)
+
     async def go() -> None:
         servicer = build_servicer(proto)
         async with (
-            serving(_add(proto, servicer), interceptors=[RequestTracingInterceptor()]) as target,
+            serving(_add(proto, servicer), interceptors=[interceptor]) as target,
             grpc.aio.insecure_channel(target) as channel,
         ):
             stub = proto.pb2_grpc.InferenceStub(channel)
@@ -114,8 +124,11 @@ def test_streaming_keeps_the_context_across_yields_and_echoes_every_chunk(
             initial = metadata_dict(await call.initial_metadata())
             chunks = [chunk async for chunk in call]
             trailing = metadata_dict(await call.trailing_metadata())
-        internal = initial["x-server-request-id"][0]
-        assert trailing["x-server-request-id"] == [internal]
+        (internal,) = trailing["x-server-request-id"]
+        if initial_metadata == "never":
+            assert "x-server-request-id" not in initial
+        else:  # the client can read the id before the first message
+            assert initial["x-server-request-id"] == [internal]
         assert "".join(c.text for c in chunks) == "echo: a b c d"
         assert {c.id for c in chunks} == {"s-1"}
         assert {c.internal_request_id for c in chunks} == {internal}
