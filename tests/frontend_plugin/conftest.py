@@ -1,0 +1,120 @@
+"""Real frontend and worker processes on loopback, started in parallel."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+
+from tests.support.servers import free_port, stop_process, wait_until_serving
+
+
+@dataclass
+class Proc:
+    """One `ridtrace serve ...` subprocess."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    log: Path
+    stderr: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def lines(self) -> list[dict[str, object]]:
+        """The JSON log lines written so far."""
+        if not self.log.exists():
+            return []
+        return [orjson.loads(x) for x in self.log.read_bytes().splitlines() if x.strip()]
+
+
+@dataclass
+class Stack:
+    """A frontend and its workers."""
+
+    frontend: Proc
+    workers: list[Proc] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return self.frontend.url
+
+    def inflight(self) -> dict[str, object]:
+        return dict(httpx.get(self.url + "/debug/inflight", timeout=5).json())
+
+    def open_gates(self) -> None:
+        for worker in self.workers:
+            httpx.post(worker.url + "/debug/gate/open", timeout=5).raise_for_status()
+
+    def wait_inflight(self, predicate: object, *, timeout: float = 30.0) -> dict[str, object]:
+        """Poll the debug endpoint until ``predicate(snapshot)`` holds (a condition, not a nap)."""
+        deadline = time.monotonic() + timeout
+        snap = self.inflight()
+        while not predicate(snap):  # type: ignore[operator]
+            if time.monotonic() > deadline:
+                raise AssertionError(f"condition not reached: {snap}")
+            time.sleep(0.02)
+            snap = self.inflight()
+        return snap
+
+
+def _spawn(args: list[str], workdir: Path, name: str) -> Proc:
+    port = free_port()
+    log = workdir / f"{name}.jsonl"
+    stderr = workdir / f"{name}.stderr"
+    with stderr.open("wb") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ridtrace", "serve", *args, "--port", str(port),
+             "--log-file", str(log)],
+            stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+            env={**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": ""},
+        )
+    return Proc(process, port, log, stderr)
+
+
+@contextlib.contextmanager
+def start_stack(
+    workdir: Path,
+    *,
+    workers: list[list[str]],
+    frontend: list[str] | None = None,
+) -> Iterator[Stack]:
+    """Start workers (each with its own extra flags) and a frontend, all in parallel."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    procs: list[Proc] = []
+    try:
+        ws = [_spawn(["worker", *flags], workdir, f"worker{i}") for i, flags in enumerate(workers)]
+        procs.extend(ws)
+        worker_args = [a for w in ws for a in ("--worker", w.url)]
+        fe = _spawn(["frontend", *worker_args, *(frontend or [])], workdir, "frontend")
+        procs.append(fe)
+        for proc in procs:
+            try:
+                wait_until_serving(proc.url, proc.process, timeout=60, path="/health")
+            except Exception as exc:
+                raise RuntimeError(f"{proc.stderr.read_text()}") from exc
+        yield Stack(fe, ws)
+    finally:
+        for proc in procs:
+            stop_process(proc.process, grace=5)
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """A general-purpose safe stack: two workers with a small token delay."""
+    workdir = tmp_path_factory.mktemp("stack")
+    with start_stack(
+        workdir, workers=[["--token-delay", "0.005"], ["--token-delay", "0.005"]],
+        frontend=["--chunk-timeout", "10"],
+    ) as running:
+        yield running

@@ -1,0 +1,110 @@
+"""The seed's reproduction, scaled: 300 concurrent requests on six routes sharing 3 ids.
+
+Workers start with a closed gate: every request waits before its first token until the
+test has seen all 300 registered in the frontend, so the overlap is certain rather than
+likely. Then the gates open and every answer is checked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.frontend_plugin.conftest import Stack, start_stack
+from tests.frontend_plugin.traffic import ROUTES, Result, call
+
+N = 300
+CLIENT_IDS = ("1", "shared-client-id", "7f3c2a9e-0000-4000-8000-000000000001")
+
+
+async def _fire(stack: Stack) -> list[Result]:
+    limits = httpx.Limits(max_connections=N + 10, max_keepalive_connections=N + 10)
+    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+        tasks = [
+            asyncio.create_task(
+                call(client, stack.url, ROUTES[i % 6], f"prompt-{i}-marker", CLIENT_IDS[i % 3],
+                     stream=(i // 6) % 2 == 0)
+            )
+            for i in range(N)
+        ]
+        # Every request is registered before any worker produces a token.
+        await asyncio.to_thread(
+            stack.wait_inflight, lambda s: s["registered"] >= N, timeout=60
+        )
+        snapshot = stack.inflight()
+        await asyncio.to_thread(stack.open_gates)
+        results = await asyncio.gather(*tasks)
+    results_snapshot.append(snapshot)
+    return list(results)
+
+
+results_snapshot: list[dict[str, object]] = []
+
+
+def _stack(tmp_path: Path, policy: str):  # type: ignore[no-untyped-def]
+    worker = ["--gate", "--token-delay", "0.002", "--id-policy", policy]
+    return start_stack(tmp_path, workers=[worker, worker], frontend=["--id-policy", policy])
+
+
+def test_safe_policy_every_caller_gets_its_own_output(tmp_path: Path) -> None:
+    with _stack(tmp_path, "safe") as stack:
+        results = asyncio.run(_fire(stack))
+        held = results_snapshot[-1]
+        assert held["inflight"] == N, held  # all 300 were in flight at the same time
+        for result in results:
+            assert result.own, result
+        assert {(r.route, r.stream) for r in results} == {(r, s) for r in ROUTES for s in (True, False)}
+        after = stack.wait_inflight(lambda s: s["inflight"] == 0, timeout=10)
+        assert after["registered"] == after["released"] == N
+        assert after["conflicts"] == after["replaced"] == 0
+
+        # Logs: every frontend request.end pairs with a worker.end by request_id, the
+        # worker lines carry the frontend's ids, and the fingerprints agree.
+        ends = {
+            line["request_id"]: line for line in stack.frontend.lines()
+            if line.get("event") == "request.end" and line.get("endpoint")
+        }
+        assert len(ends) == N
+        starts = {}
+        finished = {}
+        for worker in stack.workers:
+            for line in worker.lines():
+                if line.get("event") == "worker.start":
+                    starts[line["request_id"]] = line
+                elif line.get("event") == "worker.end":
+                    finished[line["request_id"]] = line
+        assert set(starts) == set(finished) == set(ends)
+        for rid, end in ends.items():
+            start, done = starts[rid], finished[rid]
+            assert end["outcome"] == "ok" and end["status"] == 200
+            assert start["trace_id"] == end["trace_id"]
+            assert start["parent_span_id"] == end["span_id"]
+            assert start["x_request_id"] == end["x_request_id"] in CLIENT_IDS
+            assert start["fp_in"] == end["fp_in"]
+            assert done["fp_out"] == end["fp_out"]
+            assert done["outcome"] == "ok"
+            assert end["id_policy"] == "safe" and end["attempts"] == 1
+
+
+def test_legacy_policy_reproduces_the_failure(tmp_path: Path) -> None:
+    with _stack(tmp_path, "legacy") as stack:
+        results = asyncio.run(_fire(stack))
+        held = results_snapshot[-1]
+        # Keyed by 3 client ids: 297 registrations displaced someone else's.
+        assert held["replaced"] == N - len(CLIENT_IDS), held
+        not_own = [r for r in results if not r.own]
+        unlinked = [r for r in not_own
+                    if r.status == 500 and "Unlinked request" in (r.error or "")]
+        assert len(unlinked) == N - len(CLIENT_IDS)
+        assert len(not_own) >= N - len(CLIENT_IDS)
+        stack.wait_inflight(lambda s: s["detached_pumps"] == 0, timeout=20)
+        messages = [line["message"] for line in stack.frontend.lines()]
+        assert "Unlinked response; response task was dropped or cancelled" in messages
+        assert "Unlinked request; initiating request task was dropped or cancelled" in messages
+
+
+if __name__ == "__main__":  # pragma: no cover
+    pytest.main([__file__, "-q"])

@@ -1,0 +1,118 @@
+"""Echo engine, fingerprints, prompt normalisation, body validation, settings."""
+
+from __future__ import annotations
+
+import asyncio
+from hashlib import blake2b
+
+import pytest
+
+from ridtrace.fingerprint import fingerprint
+from ridtrace.frontend_plugin import EchoEngine, FrontendSettings, WorkerSettings, echo_tokens
+from ridtrace.frontend_plugin.bodies import InvalidRequest, body_client_id, chat_prompt
+from ridtrace.frontend_plugin.routes import APIS
+from ridtrace.frontend_plugin.wire import WorkRequest
+
+SETTINGS = FrontendSettings()
+SPECS = {api.endpoint: api for api in APIS}
+
+
+def test_fingerprint_is_16_hex_of_blake2b_8() -> None:
+    assert fingerprint("héllo") == blake2b("héllo".encode(), digest_size=8).hexdigest()
+    assert len(fingerprint("")) == 16
+
+
+def test_echo_tokens_rebuild_the_reply_exactly() -> None:
+    tokens, reason = echo_tokens("a  b\nc ", 100)
+    assert "".join(tokens) == "echo: a  b\nc " and reason == "stop"
+    cut, reason = echo_tokens("one two three", 2)
+    assert "".join(cut) == "echo: one" and reason == "length"
+
+
+def test_engine_streams_with_a_gate() -> None:
+    async def main() -> list[str]:
+        gate = asyncio.Event()
+        engine = EchoEngine(token_delay=0.001, gate=gate)
+        task = asyncio.create_task(_collect(engine.stream("hi there", 10)))
+        await asyncio.sleep(0.01)
+        assert not task.done()  # held at the gate
+        gate.set()
+        return await task
+
+    assert "".join(asyncio.run(main())) == "echo: hi there"
+
+
+async def _collect(stream: object) -> list[str]:
+    return [t async for t in stream]  # type: ignore[attr-defined]
+
+
+def test_chat_prompt_normalisation() -> None:
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+    ]
+    assert chat_prompt(messages, system="be brief") == "system: be brief\nuser: hi\nassistant: a\nb"
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "body", "needle"),
+    [
+        ("chat_completions", {"messages": "hi"}, "messages"),
+        ("chat_completions", {"messages": [{"role": "user", "content": 3}]}, "content"),
+        ("chat_completions", {"messages": [{"role": "user", "content": "x"}], "max_tokens": 10**9},
+         "max_tokens"),
+        ("chat_completions", {"messages": [{"role": "user", "content": "x"}], "stream": "yes"},
+         "stream"),
+        ("completions", {"prompt": {"a": 1}}, "prompt"),
+        ("completions", {"prompt": "x", "max_tokens": 0}, "max_tokens"),
+        ("completions", {"prompt": "x", "max_tokens": True}, "max_tokens"),
+        ("responses", {"input": 5}, "input"),
+        ("messages", {"messages": [{"role": "user", "content": "x"}]}, "max_tokens"),
+        ("generate", {"prompt": "x", "request_id": "a\nb"}, "request_id"),
+        ("generate", {"prompt": "x", "sampling_params": {"max_tokens": -1}}, "max_tokens"),
+        ("generate", {}, "prompt"),
+        ("sglang_generate", {"text": "x", "rid": "bad\x01rid"}, "rid"),
+        ("sglang_generate", {"text": ["a", "b"]}, "text"),
+        ("sglang_generate", {"text": "x", "rid": 7}, "rid"),
+    ],
+)
+def test_invalid_bodies_name_the_problem(endpoint: str, body: dict[str, object], needle: str) -> None:
+    with pytest.raises(InvalidRequest) as info:
+        SPECS[endpoint].parse(body, SETTINGS)
+    assert needle in info.value.message
+
+
+def test_body_client_id_accepts_printable_ascii() -> None:
+    assert body_client_id({"rid": "abc-1"}, "rid") == "abc-1"
+    assert body_client_id({}, "rid") is None
+
+
+def test_token_id_prompts_join_with_commas() -> None:
+    parsed = SPECS["generate"].parse({"token_ids": [1, 2, 3]}, SETTINGS)
+    assert parsed.prompt == "1,2,3"
+    parsed = SPECS["sglang_generate"].parse({"input_ids": [4, 5], "rid": "s1"}, SETTINGS)
+    assert parsed.prompt == "4,5" and parsed.session_id == "s1"
+
+
+def test_work_envelope_round_trip_and_checks() -> None:
+    work = WorkRequest(request_id="r", x_request_id=None, endpoint="generate", model="m",
+                       prompt="p", max_tokens=3, session_id="s")
+    assert WorkRequest.from_json(work.to_json()) == work
+    for bad in (b"[]", b"{", b'{"request_id": 1}'):
+        with pytest.raises(ValueError):
+            WorkRequest.from_json(bad)
+
+
+def test_settings_from_env() -> None:
+    fe = FrontendSettings.from_env({
+        "RIDTRACE_FRONTEND_WORKERS": "http://a:1, http://b:2",
+        "RIDTRACE_FRONTEND_ID_POLICY": "legacy",
+        "RIDTRACE_FRONTEND_TOTAL_TIMEOUT": "9.5",
+    })
+    assert fe.workers == ("http://a:1", "http://b:2") and fe.id_policy == "legacy"
+    assert fe.total_timeout == 9.5
+    worker = WorkerSettings.from_env({"RIDTRACE_WORKER_HANG_AFTER_TOKENS": "3",
+                                      "RIDTRACE_WORKER_GATE": "true"})
+    assert worker.hang_after_tokens == 3 and worker.gate
+    with pytest.raises(ValueError):
+        FrontendSettings.from_env({"RIDTRACE_FRONTEND_ID_POLICY": "yolo"})
