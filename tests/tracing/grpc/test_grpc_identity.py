@@ -251,3 +251,49 @@ def test_sync_handlers_pass_through_untraced(proto: Proto, log_lines: LogLines) 
 
     assert asyncio.run(go()) == b"none"
     assert log_lines.events("request.start") == []
+
+
+def test_streams_written_with_context_write_are_traced_too(log_lines: LogLines) -> None:
+    async def writer(request: bytes, context: Any) -> None:
+        for _ in range(3):
+            await context.write((current_request_id() or "").encode())
+
+    async def status_abort(request: bytes, context: Any) -> bytes:
+        await context.abort_with_status(_Status())
+        raise AssertionError  # pragma: no cover
+
+    handlers = {
+        "Write": grpc.unary_stream_rpc_method_handler(writer),
+        "AbortStatus": grpc.unary_unary_rpc_method_handler(status_abort),
+    }
+
+    def add(server: grpc.aio.Server) -> None:
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("t.S", handlers),))
+
+    async def go() -> tuple[list[bytes], dict[str, list[Any]], Any]:
+        async with (
+            serving(add, interceptors=[RequestTracingInterceptor()]) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            call = channel.unary_stream("/t.S/Write")(b"")
+            initial = metadata_dict(await call.initial_metadata())
+            messages = [bytes(m) async for m in call]
+            aborted = channel.unary_unary("/t.S/AbortStatus")(b"")
+            with pytest.raises(grpc.aio.AioRpcError):
+                await aborted
+            return messages, initial, metadata_dict(await aborted.trailing_metadata())
+
+    messages, initial, aborted_trailing = asyncio.run(go())
+    (server_id,) = initial["x-server-request-id"]
+    assert messages == [server_id.encode()] * 3
+    write_end, abort_end = log_lines.events("request.end")
+    assert write_end["messages_out"] == 3 and write_end["outcome"] == "ok"
+    assert abort_end["status"] == "FAILED_PRECONDITION"
+    assert aborted_trailing["x-server-request-id"] == [abort_end["request_id"]]
+    assert aborted_trailing["reason"] == ["state"]
+
+
+class _Status:
+    code = grpc.StatusCode.FAILED_PRECONDITION
+    details = "not now"
+    trailing_metadata = (("reason", "state"),)
