@@ -1,0 +1,86 @@
+"""The official openai and anthropic clients against the real frontend."""
+
+from __future__ import annotations
+
+import anthropic
+import openai
+import pytest
+
+from tests.frontend_plugin.conftest import Stack
+
+
+@pytest.fixture
+def oai(stack: Stack) -> openai.OpenAI:
+    return openai.OpenAI(base_url=stack.url + "/v1", api_key="unused", max_retries=0)
+
+
+@pytest.fixture
+def claude(stack: Stack) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=stack.url, api_key="unused", max_retries=0)
+
+
+def test_openai_chat(oai: openai.OpenAI) -> None:
+    reply = oai.chat.completions.create(
+        model="echo", messages=[{"role": "user", "content": "chat sdk plain"}]
+    )
+    assert "chat sdk plain" in (reply.choices[0].message.content or "")
+    assert reply.id.startswith("chatcmpl-") and reply.choices[0].finish_reason == "stop"
+    stream = oai.chat.completions.create(
+        model="echo", messages=[{"role": "user", "content": "chat sdk stream"}], stream=True
+    )
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+    assert "chat sdk stream" in text
+
+
+def test_openai_completions(oai: openai.OpenAI) -> None:
+    reply = oai.completions.create(model="echo", prompt="completion sdk plain")
+    assert "completion sdk plain" in reply.choices[0].text
+    stream = oai.completions.create(model="echo", prompt="completion sdk stream", stream=True)
+    assert "completion sdk stream" in "".join(c.choices[0].text for c in stream)
+
+
+def test_openai_responses(oai: openai.OpenAI) -> None:
+    reply = oai.responses.create(model="echo", input="responses sdk plain")
+    assert "responses sdk plain" in reply.output_text
+    events = list(oai.responses.create(model="echo", input="responses sdk stream", stream=True))
+    kinds = [e.type for e in events]
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert "responses sdk stream" in deltas
+    with oai.responses.stream(model="echo", input="responses helper") as helper:
+        final = helper.get_final_response()
+    assert "responses helper" in final.output_text
+
+
+def test_openai_error_is_raised_as_bad_request(oai: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.completions.create(model="echo", prompt="x", max_tokens=10**9)
+    assert "max_tokens" in str(info.value)
+
+
+def test_anthropic_messages(claude: anthropic.Anthropic) -> None:
+    reply = claude.messages.create(
+        model="echo", max_tokens=64, messages=[{"role": "user", "content": "claude plain"}]
+    )
+    assert reply.id.startswith("msg_") and reply.stop_reason == "end_turn"
+    assert "claude plain" in reply.content[0].text  # type: ignore[union-attr]
+    raw = claude.messages.create(
+        model="echo", max_tokens=64, stream=True,
+        messages=[{"role": "user", "content": "claude raw stream"}],
+    )
+    kinds = [event.type for event in raw]
+    assert kinds[:2] == ["message_start", "content_block_start"]
+    assert kinds[-3:] == ["content_block_stop", "message_delta", "message_stop"]
+    with claude.messages.stream(
+        model="echo", max_tokens=64, system="be brief",
+        messages=[{"role": "user", "content": "claude helper stream"}],
+    ) as stream:
+        text = stream.get_final_text()
+    assert "claude helper stream" in text and "system: be brief" in text
+
+
+def test_anthropic_error_shape(claude: anthropic.Anthropic) -> None:
+    with pytest.raises(anthropic.BadRequestError) as info:
+        claude.messages.create(model="echo", max_tokens=0,
+                               messages=[{"role": "user", "content": "x"}])
+    assert "max_tokens" in str(info.value)
