@@ -181,3 +181,32 @@ class _ContextProbe(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )
+
+
+def test_a_passed_deadline_ends_the_call_as_cancelled_with_deadline_exceeded(
+    log_lines: LogLines,
+) -> None:
+    async def stuck(request: bytes, context: Any) -> bytes:
+        await asyncio.Event().wait()  # never set: only the deadline ends this call
+        raise AssertionError  # pragma: no cover
+
+    handlers = {"Stuck": grpc.unary_unary_rpc_method_handler(stuck)}
+
+    def add(server: grpc.aio.Server) -> None:
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("t.S", handlers),))
+
+    async def go() -> grpc.StatusCode:
+        async with (
+            serving(add, interceptors=[RequestTracingInterceptor()]) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            try:
+                await channel.unary_unary("/t.S/Stuck")(b"", timeout=0.2)
+            except grpc.aio.AioRpcError as exc:
+                code: grpc.StatusCode = exc.code()
+            await log_lines.wait_for(lambda lines: bool(lines.events("request.end")))
+            return code
+
+    assert asyncio.run(go()) is grpc.StatusCode.DEADLINE_EXCEEDED
+    (end,) = log_lines.events("request.end")
+    assert end["outcome"] == "cancelled" and end["status"] == "DEADLINE_EXCEEDED"
