@@ -21,3 +21,8 @@ main.add_command(analyze)
 main.add_command(audit)
 main.add_command(trace)
 main.add_command(export)
+
+# The main job (issue 5).
+from ridtrace.cli.demo import demo  # noqa: E402
+
+main.add_command(demo)

@@ -1,0 +1,58 @@
+"""``ridtrace demo``: the incident reproduced, the fix shown, both proven from the logs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+import click
+
+__all__ = ["demo"]
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    # SIGTERM takes the same path as Ctrl-C, so every child process is stopped.
+    raise KeyboardInterrupt
+
+
+@click.command()
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=Path("demo-out"), show_default=True, help="Where logs and reports go.")
+@click.option("--requests", "count", type=click.IntRange(12, 100_000), default=240,
+              show_default=True, help="Calls per policy run.")
+@click.option("--concurrency", type=click.IntRange(1, 2000), default=120, show_default=True,
+              help="Calls in flight at once.")
+@click.option("--token-delay", type=click.FloatRange(0, 1), default=0.01, show_default=True,
+              help="Seconds per generated token in the echo workers.")
+@click.option("--keep-running", is_flag=True,
+              help="After the safe run's traffic, keep its stack up until Ctrl-C.")
+def demo(
+    out_dir: Path, count: int, concurrency: int, token_delay: float, keep_running: bool
+) -> None:
+    """Reproduce the crossed-stream incident, show the fix, and prove both from the logs."""
+    from ridtrace.demo.main import run_demo
+
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        code = run_demo(
+            out_dir,
+            count=count,
+            concurrency=concurrency,
+            token_delay=token_delay,
+            keep_running=keep_running,
+            otlp_endpoint=os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        )
+    except KeyboardInterrupt:
+        click.echo("interrupted: every process the demo started has been stopped", err=True)
+        sys.exit(130)
+    sys.exit(code)
+
+
+def wait_for_interrupt(frontend_url: str) -> None:
+    """Block until Ctrl-C (used by --keep-running)."""
+    click.echo(f"stack kept running: frontend at {frontend_url} — Ctrl-C to stop")
+    threading.Event().wait()

@@ -1,0 +1,1 @@
+"""The demo: reproduce the incident under the legacy id policy, show the fix, prove both."""

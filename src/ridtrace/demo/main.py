@@ -1,0 +1,126 @@
+"""The demo from start to verdict: two runs, their proof, what to look at next."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from ridtrace.demo.plan import CallResult, make_plan
+from ridtrace.demo.proof import Detection, analyze_run, crossed_detection, write_audit, write_jaeger
+from ridtrace.demo.report import audit_table, before_after, findings_side_by_side
+from ridtrace.demo.run import POLICIES, PolicyRun, run_policy
+
+__all__ = ["run_demo"]
+
+
+def _verdict(legacy: PolicyRun, safe: PolicyRun, detection: Detection) -> list[str]:
+    """Why the demo failed, or nothing when it proved its point."""
+    problems = []
+    if safe.non_200 or safe.not_own_output or safe.report["summary"]["errors"]:
+        problems.append(
+            f"safe run not clean: {safe.non_200} non-200, {len(safe.not_own_output)} foreign "
+            f"outputs, {safe.report['summary']['errors']} error findings"
+        )
+    if safe.inflight_after not in (0, None):
+        problems.append(f"safe run left {safe.inflight_after} in-flight entries")
+    if detection.missed:
+        problems.append(f"{len(detection.missed)} crossed streams callers saw were not reported")
+    if detection.invented:
+        problems.append(f"{len(detection.invented)} crossed streams reported that no caller saw")
+    if legacy.non_200 and not legacy.findings("unlinked"):
+        problems.append("legacy run had failed calls but no unlinked finding")
+    if not (legacy.non_200 or legacy.not_own_output):
+        problems.append("legacy run did not reproduce the failure (raise --concurrency)")
+    return problems
+
+
+def run_demo(
+    out_dir: Path,
+    *,
+    count: int,
+    concurrency: int,
+    token_delay: float,
+    keep_running: bool = False,
+    otlp_endpoint: str | None = None,
+    console: Console | None = None,
+) -> int:
+    """Run the whole demo; return the process exit code (0 = point proven)."""
+    console = console or Console()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plan = make_plan(count)
+    runs: list[PolicyRun] = []
+    for policy in POLICIES:
+        hold: Callable[[str], None] | None = None
+        if keep_running and policy == "safe":
+            from ridtrace.cli.demo import wait_for_interrupt
+
+            hold = wait_for_interrupt
+        with Progress(
+            TextColumn(f"[bold]{policy:>6}[/] traffic"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), console=console, transient=not console.is_terminal,
+        ) as progress:
+            task = progress.add_task(policy, total=len(plan))
+
+            def advance(_: CallResult, task_id: TaskID = task) -> None:
+                progress.advance(task_id)
+
+            runs.append(
+                run_policy(policy, plan, out_dir, concurrency=concurrency,
+                           token_delay=token_delay, on_done=advance, keep_running=hold)
+            )
+    legacy, safe = runs
+    requests = {run.policy: analyze_run(run) for run in runs}
+    detections = [crossed_detection(run) for run in runs]
+    jaeger_path = write_jaeger(safe, requests["safe"])
+    audit, plot_path = write_audit(safe, requests["safe"])
+
+    before_after(console, runs)
+    findings_side_by_side(console, runs, detections)
+    audit_table(console, audit)
+    _next_steps(console, out_dir, safe, jaeger_path, plot_path, otlp_endpoint)
+    problems = _verdict(legacy, safe, detections[0])
+    for problem in problems:
+        console.print(f"[red]FAIL[/] {problem}")
+    if not problems:
+        console.print(
+            "[green]OK[/] the legacy policy crossed streams and the logs proved every one; "
+            "the safe policy served every caller its own output."
+        )
+    return 1 if problems else 0
+
+
+def _next_steps(
+    console: Console,
+    out_dir: Path,
+    safe: PolicyRun,
+    jaeger_path: Path,
+    plot_path: Path | None,
+    otlp_endpoint: str | None,
+) -> None:
+    example = next((r for r in safe.results if r.call.headers.get("x-request-id")), None)
+    console.print("\n[bold]Look further[/]")
+    console.print(f"  ridtrace analyze {out_dir / 'legacy' / 'logs'}")
+    console.print(f"  ridtrace analyze {out_dir / 'safe' / 'logs'} --format json")
+    if example is not None:
+        client_id = example.call.headers["x-request-id"]
+        console.print(f"  ridtrace trace {client_id} {out_dir / 'safe' / 'logs'}")
+    console.print(f"  ridtrace audit {out_dir / 'safe' / 'logs'} --by client")
+    console.print(f"  Jaeger UI → Search → JSON File → {jaeger_path}")
+    if plot_path is not None:
+        console.print(f"  deprecated-header plot: {plot_path}")
+    if otlp_endpoint and example is not None and example.server_request_id:
+        console.print(
+            f"  spans were exported to {otlp_endpoint}: in Jaeger search tags "
+            f"request_id={example.server_request_id} or "
+            f"x_request_id={example.call.headers['x-request-id']}"
+        )

@@ -1,0 +1,124 @@
+"""Starting and always stopping the demo's frontend and worker processes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+__all__ = ["Stack", "free_port", "start_stack"]
+
+
+def free_port() -> int:
+    """A loopback TCP port that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Stack:
+    """A running frontend with its workers."""
+
+    frontend_url: str
+    worker_urls: list[str]
+    log_dir: Path
+    processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+
+def _spawn(
+    argv: Sequence[str], stderr_path: Path, env: dict[str, str] | None
+) -> subprocess.Popen[bytes]:
+    with stderr_path.open("wb") as stderr:
+        # Own process group: Ctrl-C in the terminal reaches the demo, which then stops
+        # each group itself, so no child is left behind whichever way the demo ends.
+        return subprocess.Popen(
+            [sys.executable, "-m", "ridtrace", *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )
+
+
+def _wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{url}: process exited with {process.returncode} while starting")
+        try:
+            if httpx.get(url + "/health", timeout=1.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    raise TimeoutError(f"{url} did not become healthy within {timeout:.0f}s")
+
+
+def stop(processes: Sequence[subprocess.Popen[bytes]], *, grace: float = 5.0) -> None:
+    """SIGTERM every process group, then SIGKILL whatever is still there."""
+    for process in processes:
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for process in processes:
+        try:
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+@contextlib.contextmanager
+def start_stack(
+    log_dir: Path,
+    *,
+    id_policy: str,
+    workers: int = 2,
+    token_delay: float = 0.005,
+    env: dict[str, str] | None = None,
+) -> Iterator[Stack]:
+    """Start ``workers`` echo workers and a frontend in front of them; stop all on exit."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        worker_urls = []
+        for _ in range(workers):
+            port = free_port()
+            url = f"http://127.0.0.1:{port}"
+            processes.append(
+                _spawn(
+                    [
+                        "serve", "worker", "--port", str(port),
+                        "--log-file", str(log_dir / f"worker-{port}.jsonl"),
+                        "--token-delay", str(token_delay), "--id-policy", id_policy,
+                    ],
+                    log_dir / f"worker-{port}.stderr",
+                    env,
+                )
+            )
+            worker_urls.append(url)
+        port = free_port()
+        frontend_url = f"http://127.0.0.1:{port}"
+        argv = ["serve", "frontend", "--port", str(port), "--id-policy", id_policy]
+        argv += ["--log-file", str(log_dir / "frontend.jsonl")]
+        for url in worker_urls:
+            argv += ["--worker", url]
+        processes.append(_spawn(argv, log_dir / "frontend.stderr", env))
+        for url, process in zip([*worker_urls, frontend_url], processes, strict=True):
+            _wait_ready(url, process)
+        yield Stack(frontend_url, worker_urls, log_dir, processes)
+    finally:
+        stop(processes)

@@ -1,0 +1,75 @@
+"""Turning a run's logs into the proof: the analyze report, matched to what callers saw."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+import pandas as pd
+
+from ridtrace.demo.run import PolicyRun
+from ridtrace.forensics.analysis import analyze, report_json
+from ridtrace.forensics.audit import audit, daily_series, plot_usage
+from ridtrace.forensics.events import load_events
+from ridtrace.forensics.jaeger import to_jaeger
+
+__all__ = ["Detection", "analyze_run", "write_audit", "write_jaeger"]
+
+
+@dataclass(frozen=True)
+class Detection:
+    """Crossed streams the callers saw versus those the logs report."""
+
+    seen_by_callers: frozenset[str]
+    reported: frozenset[str]
+
+    @property
+    def missed(self) -> frozenset[str]:
+        return self.seen_by_callers - self.reported
+
+    @property
+    def invented(self) -> frozenset[str]:
+        return self.reported - self.seen_by_callers
+
+
+def analyze_run(run: PolicyRun) -> pd.DataFrame:
+    """Analyze the run's logs, keep the JSON report on the run, return the requests frame."""
+    report = analyze(load_events([str(run.log_dir)]))
+    run.report = report_json(report)
+    (run.log_dir.parent / "report.json").write_bytes(
+        orjson.dumps(run.report, option=orjson.OPT_INDENT_2)
+    )
+    requests = report.requests
+    known = requests["span_id"].notna() & requests["trace_id"].notna()
+    spans = requests.loc[known, "span_id"].astype(str)
+    run.trace_of_span = dict(zip(spans, requests.loc[known, "trace_id"].astype(str), strict=True))
+    return requests
+
+
+def crossed_detection(run: PolicyRun) -> Detection:
+    """Match ``crossed_stream`` findings to calls through the caller-chosen trace ids."""
+    seen = frozenset(r.call.trace_id for r in run.not_own_output if r.foreign_prompts)
+    reported = frozenset(
+        run.trace_of_span.get(str(f.get("span_id")), f"span:{f.get('span_id')}")
+        for f in run.findings("crossed_stream")
+    )
+    return Detection(seen, reported)
+
+
+def write_jaeger(run: PolicyRun, requests: pd.DataFrame) -> Path:
+    """The run as a Jaeger "JSON File" upload."""
+    path = run.log_dir.parent / "traces.json"
+    path.write_bytes(orjson.dumps(to_jaeger(requests)))
+    return path
+
+
+def write_audit(run: PolicyRun, requests: pd.DataFrame) -> tuple[pd.DataFrame, Path | None]:
+    """Deprecated-header audit of the run, and its plot when matplotlib is installed."""
+    table = audit(requests, by="header")
+    path = run.log_dir.parent / "deprecated-headers.png"
+    try:
+        plot_usage(daily_series(requests), path)
+    except ImportError:
+        return table, None
+    return table, path

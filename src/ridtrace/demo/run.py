@@ -1,0 +1,113 @@
+"""The demo's two runs: the same traffic under the legacy and the safe id policy."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+
+from ridtrace.demo.plan import CallResult, PlannedCall, is_own_output
+from ridtrace.demo.processes import start_stack
+from ridtrace.demo.traffic import send_traffic
+
+__all__ = ["PolicyRun", "run_policy"]
+
+POLICIES: tuple[str, ...] = ("legacy", "safe")
+
+
+@dataclass
+class PolicyRun:
+    """One policy's traffic, what the callers saw, and what the logs say."""
+
+    policy: str
+    log_dir: Path
+    results: list[CallResult]
+    inflight_after: int | None
+    report: dict[str, Any] = field(default_factory=dict)
+    trace_of_span: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def answered(self) -> list[CallResult]:
+        """Calls whose client waited for the whole answer (no deliberate hang-up)."""
+        return [r for r in self.results if not r.call.disconnect]
+
+    @property
+    def non_200(self) -> int:
+        return sum(1 for r in self.answered if r.status != 200)
+
+    @property
+    def not_own_output(self) -> list[CallResult]:
+        """200 answers that were not the caller's own output."""
+        return [r for r in self.answered if r.status == 200 and not is_own_output(r)]
+
+    @property
+    def other_errors(self) -> int:
+        return sum(1 for r in self.answered if r.status == 200 and r.error is not None)
+
+    def findings(self, kind: str) -> list[dict[str, Any]]:
+        return [f for f in self.report.get("findings", []) if f["kind"] == kind]
+
+
+def _inflight(frontend_url: str) -> int | None:
+    try:
+        body = httpx.get(frontend_url + "/debug/inflight", timeout=5).json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    size = body.get("size", body.get("inflight")) if isinstance(body, dict) else None
+    return size if isinstance(size, int) else None
+
+
+def run_policy(
+    policy: str,
+    plan: list[PlannedCall],
+    out_dir: Path,
+    *,
+    concurrency: int,
+    token_delay: float,
+    env: dict[str, str] | None = None,
+    on_done: Callable[[CallResult], None] | None = None,
+    keep_running: Callable[[str], None] | None = None,
+) -> PolicyRun:
+    """Start a stack with ``policy``, send ``plan``, stop it, and return what was seen.
+
+    ``keep_running`` is called with the frontend URL before the stack stops (the
+    ``--keep-running`` option waits there for Ctrl-C).
+    """
+    log_dir = out_dir / policy / "logs"
+    if log_dir.exists():
+        shutil.rmtree(log_dir)  # old logs would mix two runs into one report
+    run_env = {"OTEL_RESOURCE_ATTRIBUTES": f"ridtrace.demo.policy={policy}", **(env or {})}
+    with start_stack(log_dir, id_policy=policy, token_delay=token_delay, env=run_env) as stack:
+        results = send_traffic(stack.frontend_url, plan, concurrency=concurrency, on_done=on_done)
+        inflight = _inflight(stack.frontend_url)
+        if keep_running is not None:
+            keep_running(stack.frontend_url)
+    run = PolicyRun(policy, log_dir, results, inflight)
+    (out_dir / policy / "calls.json").write_bytes(
+        orjson.dumps([_call_record(r) for r in results], option=orjson.OPT_INDENT_2)
+    )
+    return run
+
+
+def _call_record(result: CallResult) -> dict[str, Any]:
+    call = result.call
+    return {
+        "index": call.index,
+        "route": call.route,
+        "stream": call.stream,
+        "prompt": call.prompt,
+        "trace_id": call.trace_id,
+        "headers": call.headers,
+        "body_client_id": call.body_client_id,
+        "disconnect": call.disconnect,
+        "status": result.status,
+        "server_request_id": result.server_request_id,
+        "own_output": is_own_output(result),
+        "foreign_prompts": result.foreign_prompts,
+        "error": result.error,
+    }

@@ -1,0 +1,94 @@
+"""The main job, run for real with small numbers: exit code, numbers, files, clean-up."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+
+def _demo_argv(out: Path, requests: int = 36) -> list[str]:
+    return [sys.executable, "-m", "ridtrace", "demo", "--out", str(out),
+            "--requests", str(requests), "--concurrency", str(requests)]
+
+
+def _processes_mentioning(marker: str) -> list[int]:
+    """Live processes whose command line names ``marker`` (the demo's unique out dir)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().split(")")[-1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = tmp_path_factory.mktemp("demo") / "out"
+    done = subprocess.run(_demo_argv(out), capture_output=True, text=True, timeout=300)
+    return done, out
+
+
+def test_demo_proves_the_point_and_exits_zero(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    done, _ = demo_run
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "What the callers saw" in done.stdout and "OK" in done.stdout
+
+
+def test_before_after_numbers(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    _, out = demo_run
+    legacy = json.loads((out / "legacy" / "calls.json").read_text())
+    safe = json.loads((out / "safe" / "calls.json").read_text())
+    assert len(legacy) == len(safe) == 36
+    answered_safe = [c for c in safe if not c["disconnect"]]
+    assert all(c["status"] == 200 and c["own_output"] for c in answered_safe)
+    answered_legacy = [c for c in legacy if not c["disconnect"]]
+    failures = [c for c in answered_legacy if c["status"] != 200 or not c["own_output"]]
+    assert failures, "the legacy policy must reproduce the incident"
+
+    safe_report = json.loads((out / "safe" / "report.json").read_text())
+    legacy_report = json.loads((out / "legacy" / "report.json").read_text())
+    assert safe_report["summary"]["errors"] == 0
+    assert legacy_report["summary"]["errors"] > 0
+    crossed_seen = sum(1 for c in answered_legacy if c["foreign_prompts"])
+    assert legacy_report["summary"]["crossed_stream"] >= crossed_seen
+
+
+def test_demo_leaves_logs_reports_traces_and_plot(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    _, out = demo_run
+    for policy in ("legacy", "safe"):
+        logs = out / policy / "logs"
+        assert (logs / "frontend.jsonl").stat().st_size > 0
+        assert len(list(logs.glob("worker-*.jsonl"))) == 2
+        assert (out / policy / "report.json").exists()
+    traces = json.loads((out / "safe" / "traces.json").read_text())
+    assert traces["data"] and all(t["spans"] for t in traces["data"])
+    assert (out / "safe" / "deprecated-headers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_ctrl_c_during_traffic_leaves_no_process_behind(tmp_path: Path) -> None:
+    out = tmp_path / "interrupted"
+    demo = subprocess.Popen(_demo_argv(out, requests=600), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    frontend_log = out / "legacy" / "logs" / "frontend.jsonl"
+    deadline = time.monotonic() + 120
+    while not (frontend_log.exists() and b"request.start" in frontend_log.read_bytes()):
+        assert demo.poll() is None, "demo ended before traffic started"
+        assert time.monotonic() < deadline, "traffic never started"
+        time.sleep(0.05)
+    assert len(_processes_mentioning(str(out))) >= 3  # frontend + 2 workers are up
+    demo.send_signal(signal.SIGINT)
+    assert demo.wait(timeout=60) == 130
+    assert _processes_mentioning(str(out)) == []
