@@ -36,15 +36,18 @@ def quiet_option(func: F) -> F:
     return click.option("-q", "--quiet", is_flag=True, help="No progress bar or warnings.")(func)
 
 
-def load_logs(paths: Sequence[str], *, quiet: bool) -> LoadedLogs:
-    """Load inputs with a progress bar on stderr (only on a terminal, never with --quiet)."""
+def load_logs(paths: Sequence[str], *, quiet: bool, lean: bool = False) -> LoadedLogs:
+    """Load inputs with a progress bar on stderr (only on a terminal, never with --quiet).
+
+    ``lean`` skips display-only fields (see `ridtrace.forensics.events.read_sources`).
+    """
     from ridtrace.forensics.events import read_sources
     from ridtrace.forensics.sources import ForensicsInputError, expand_inputs
 
     try:
         sources = expand_inputs(paths)
         if quiet or not sys.stderr.isatty():
-            logs = read_sources(sources)
+            logs = read_sources(sources, lean=lean)
         else:
             from rich.console import Console
             from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
@@ -55,7 +58,9 @@ def load_logs(paths: Sequence[str], *, quiet: bool) -> LoadedLogs:
                 TimeRemainingColumn(), console=Console(stderr=True), transient=True,
             ) as progress:
                 task = progress.add_task("reading logs", total=total)
-                logs = read_sources(sources, on_bytes=lambda n: progress.advance(task, n))
+                logs = read_sources(
+                    sources, lean=lean, on_bytes=lambda n: progress.advance(task, n)
+                )
     except ForensicsInputError as exc:
         raise InputError(str(exc)) from exc
     if not quiet:
@@ -134,7 +139,7 @@ def analyze(
 
     since_t = parse_time_option(since, "--since")
     until_t = parse_time_option(until, "--until")
-    logs = load_logs(paths, quiet=quiet)
+    logs = load_logs(paths, quiet=quiet, lean=True)
     report = run_analysis(logs, since=since_t, until=until_t)
     if fmt == "json":
         emit(json.dumps(report_json(report), indent=2), output)

@@ -49,7 +49,8 @@ def audit(
         try:
             plot_usage(series, plot)
         except ImportError as exc:
-            raise click.ClickException("--plot needs matplotlib: pip install 'ridtrace[plot]'") from exc
+            hint = "--plot needs matplotlib: pip install 'ridtrace[plot]'"
+            raise click.ClickException(hint) from exc
     if fmt == "json":
         doc = {
             "by": by,
@@ -88,8 +89,10 @@ def trace(
     if matched.empty:
         raise click.ClickException(f"no request with request_id or x_request_id {ident!r}")
     rows = timeline(logs.events, matched)
+    rows["time"] = rows["time"].dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     if fmt == "json":
-        emit(rows.to_json(orient="records", date_format="iso", indent=2), output)
+        records = rows.astype(object).where(rows.notna(), None).to_dict(orient="records")
+        emit(json.dumps(records, indent=2, default=str), output)
     elif fmt == "csv":
         emit(rows.to_csv(index=False), output)
     else:

@@ -38,7 +38,10 @@ def parse_time(text: str | None) -> pd.Timestamp | None:
     if text is None:
         return None
     stamp = pd.Timestamp(text)
-    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+    utc: pd.Timestamp = (
+        stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+    )
+    return utc
 
 
 def window(
@@ -67,11 +70,12 @@ def window(
 
 def count_requests(requests: pd.DataFrame) -> int:
     """Frontend requests, plus callers seen only through worker spans."""
-    front = requests["side"] == FRONTEND
-    known = set(requests.loc[front, "span_id"].dropna())
-    workers = requests[requests["side"] == WORKER]
+    side = requests["side"].to_numpy()
+    front = side == FRONTEND
+    workers = requests.loc[side == WORKER, ["parent_span_id", "span_id"]]
     orphans = workers["parent_span_id"].fillna(workers["span_id"])
-    return int(front.sum()) + int(orphans[~orphans.isin(known)].nunique())
+    orphans = orphans[~orphans.isin(requests.loc[front, "span_id"]).to_numpy()]
+    return int(front.sum()) + int(orphans.nunique())
 
 
 def analyze(
@@ -109,11 +113,11 @@ def analyze(
 def _iso(value: Any) -> str | None:
     if value is None or value is pd.NaT or (isinstance(value, float) and value != value):
         return None
-    return pd.Timestamp(value).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return str(pd.Timestamp(value).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
 
 
 def _record(rec: tuple[Any, ...]) -> dict[str, Any]:
-    item = dict(zip(FINDING_COLUMNS, rec))
+    item = dict(zip(FINDING_COLUMNS, rec, strict=True))
     item["time"] = _iso(item["time"])
     for key in ("request_id", "x_request_id", "span_id", "detail"):
         if not isinstance(item[key], str):  # pandas turns a missing string into NaN

@@ -7,7 +7,7 @@ and distinct clients, first and last seen, and use per day.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Final
+from typing import Final, cast
 
 import pandas as pd
 
@@ -21,10 +21,10 @@ def deprecated_usage(requests: pd.DataFrame) -> pd.DataFrame:
     """One row per (request, deprecated header it sent): header, time, day, client, route."""
     dep = requests[(requests["side"] == FRONTEND) & requests["deprecated"].notna()]
     if dep.empty:
-        return pd.DataFrame(
-            {c: pd.Series(dtype="object") for c in ("header", "client", "route", "span_id")}
-            | {"time": pd.Series(dtype="datetime64[us, UTC]"), "day": pd.Series(dtype="object")}
-        )
+        columns = {c: pd.Series(dtype="object") for c in ("header", "client", "route", "span_id")}
+        columns["time"] = pd.Series(dtype="datetime64[us, UTC]")
+        columns["day"] = pd.Series(dtype="object")
+        return pd.DataFrame(columns)  # type: ignore[no-any-return]
     headers = dep["deprecated"].astype(str).str.split(",")
     # Client ports change per connection; the host is what identifies a client.
     client = dep["client"].astype("object").where(dep["client"].notna(), None)
@@ -42,7 +42,7 @@ def deprecated_usage(requests: pd.DataFrame) -> pd.DataFrame:
     frame["header"] = frame["header"].str.strip()
     frame["time"] = pd.to_datetime(frame["time"], utc=True)
     frame["day"] = frame["time"].dt.strftime("%Y-%m-%d")
-    return frame.reset_index(drop=True)
+    return cast(pd.DataFrame, frame.reset_index(drop=True))
 
 
 def _distinct_clients(clients: pd.Series) -> int:
@@ -57,7 +57,7 @@ def audit(requests: pd.DataFrame, by: str = "header") -> pd.DataFrame:
     keys = ["header"] if by == "header" else (["day", "header"] if by == "day" else ["header", by])
     cols = ["requests", "clients", "first_seen", "last_seen"]
     if usage.empty:
-        return pd.DataFrame(columns=keys + cols)
+        return cast(pd.DataFrame, pd.DataFrame(columns=keys + cols))
     grouped = usage.groupby(keys, sort=True)
     out = grouped.agg(
         requests=("span_id", "size"),
@@ -66,19 +66,20 @@ def audit(requests: pd.DataFrame, by: str = "header") -> pd.DataFrame:
         last_seen=("time", "max"),
     ).reset_index()
     if by == "day":
-        return out
+        return cast(pd.DataFrame, out)
     order = [False] + [True] * len(keys)
-    return out.sort_values(["requests", *keys], ascending=order, ignore_index=True)
+    ranked = out.sort_values(["requests", *keys], ascending=order, ignore_index=True)
+    return cast(pd.DataFrame, ranked)
 
 
 def daily_series(requests: pd.DataFrame) -> pd.DataFrame:
     """Requests per day (rows) and header (columns); days without use are zero."""
     usage = deprecated_usage(requests)
     if usage.empty:
-        return pd.DataFrame()
+        return cast(pd.DataFrame, pd.DataFrame())
     table = usage.pivot_table(index="day", columns="header", values="span_id", aggfunc="size")
     days = pd.date_range(table.index.min(), table.index.max(), freq="D").strftime("%Y-%m-%d")
-    return table.reindex(days, fill_value=0).fillna(0).astype(int)
+    return cast(pd.DataFrame, table.reindex(days, fill_value=0).fillna(0).astype(int))
 
 
 def plot_usage(series: pd.DataFrame, path: Path) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
@@ -48,11 +50,12 @@ def _arrow_strings(typ: pa.DataType) -> pd.ArrowDtype | None:
 def events_frame(table: pa.Table, files: Sequence[str]) -> pd.DataFrame:
     """Arrow events table → pandas: ids as Arrow strings, the rest categorical/numpy."""
     df = table.to_pandas(types_mapper=_arrow_strings, self_destruct=True)
-    df["file"] = pd.Categorical.from_codes(df["file"].to_numpy(), categories=list(files))
+    codes = np.asarray(df["file"].to_numpy(), dtype=np.int32)
+    df["file"] = pd.Categorical.from_codes(codes, categories=pd.Index(list(files), dtype=object))
     for col in EVENT_CATEGORY_COLUMNS:
         if not isinstance(df[col].dtype, pd.CategoricalDtype):
             df[col] = df[col].astype("category")
-    return df
+    return cast(pd.DataFrame, df)
 
 
 def _read_one(

@@ -36,7 +36,7 @@ def _event_logs(events: pd.DataFrame | None) -> dict[str, list[dict[str, Any]]]:
     logs: dict[str, list[dict[str, Any]]] = {}
     for span, t, event, msg in zip(
         rows["span_id"].astype("object"), us, rows["event"].astype("object"),
-        rows["message"].astype("object"),
+        rows["message"].astype("object"), strict=True,
     ):
         fields = [_tag("event", event)]
         if _present(msg):
@@ -62,7 +62,7 @@ def to_jaeger(requests: pd.DataFrame, events: pd.DataFrame | None = None) -> dic
     ends = epoch_us(req["end"]) if len(req) else np.zeros(0, dtype=np.int64)
     logs = _event_logs(events)
     traces: dict[str, dict[str, Any]] = {}
-    for r, start, end in zip(req.itertuples(index=False), starts, ends):
+    for r, start, end in zip(req.itertuples(index=False), starts, ends, strict=True):
         trace_id = str(r.trace_id)
         trace = traces.setdefault(trace_id, {"traceID": trace_id, "spans": [], "processes": {}})
         service = str(r.service) if _present(r.service) else str(r.side)
@@ -73,7 +73,8 @@ def to_jaeger(requests: pd.DataFrame, events: pd.DataFrame | None = None) -> dic
             procs[pid] = {"serviceName": service, "tags": []}
         refs = []
         if _present(r.parent_span_id):
-            refs.append({"refType": "CHILD_OF", "traceID": trace_id, "spanID": str(r.parent_span_id)})
+            parent = str(r.parent_span_id)
+            refs.append({"refType": "CHILD_OF", "traceID": trace_id, "spanID": parent})
         tags = [_tag(_TAG_KEY.get(k, k), getattr(r, k)) for k in _TAGS if _present(getattr(r, k))]
         if r.outcome == "error":
             tags.append(_tag("error", True))

@@ -33,6 +33,10 @@ def _null(n: int) -> pa.Array:
     return pa.nulls(n, _STR)
 
 
+def _constant(n: int, value: str) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), [value])
+
+
 def _where(mask: Any, a: Any, b: Any) -> Any:
     return pc.if_else(pc.fill_null(mask, False), a, b)
 
@@ -42,7 +46,7 @@ def _ridtrace(t: pa.Table) -> dict[str, Any]:
     is_worker_event = pc.starts_with(event, "worker.")
     header = _where(pc.equal(event, "deprecated_header"), t["header"], _null(t.num_rows))
     return {
-        "format": pa.array(np.full(t.num_rows, "ridtrace", dtype=object), _STR),
+        "format": _constant(t.num_rows, "ridtrace"),
         "event": event,
         "side": _where(is_worker_event, pa.scalar(WORKER), _null(t.num_rows)),
         "status": t["status"],
@@ -94,7 +98,7 @@ def _dynamo(t: pa.Table) -> dict[str, Any]:
     side = _where(worker, pa.scalar(WORKER), _where(frontend, pa.scalar(FRONTEND), _null(n)))
     service = _where(worker, pa.scalar("dynamo-worker"), pa.scalar("dynamo-frontend"))
     return {
-        "format": pa.array(np.full(n, "dynamo", dtype=object), _STR),
+        "format": _constant(n, "dynamo"),
         "event": event,
         "side": side,
         "status": _where(sent, status, _null(n)),
@@ -111,7 +115,10 @@ def _dynamo(t: pa.Table) -> dict[str, Any]:
 
 
 def _combine(is_rt: Any, rt: dict[str, Any], dyn: dict[str, Any]) -> dict[str, Any]:
-    return {key: _where(is_rt, rt[key], dyn[key]) for key in rt}
+    def plain(arr: Any) -> Any:
+        return arr.cast(_STR) if pa.types.is_dictionary(arr.type) else arr
+
+    return {key: _where(is_rt, plain(rt[key]), plain(dyn[key])) for key in rt}
 
 
 def normalize(
@@ -160,7 +167,7 @@ def normalize(
         arr = cols[col]
         if isinstance(arr, pa.ChunkedArray):
             arr = arr.combine_chunks()
-        if col in EVENT_CATEGORY_COLUMNS:
+        if col in EVENT_CATEGORY_COLUMNS and not pa.types.is_dictionary(arr.type):
             arr = arr.cast(_STR).dictionary_encode()
         arrays.append(arr)
     return pa.Table.from_arrays(arrays, names=list(EVENT_COLUMNS))

@@ -61,7 +61,7 @@ class ReadStats:
             self.samples.append(BadLine(file, line, reason))
 
 
-_SLOW_SCHEMA = read_schema(time_as_string=True)
+_SLOW_SCHEMA = read_schema()
 _READ_OPTIONS = pj.ReadOptions(use_threads=True, block_size=ARROW_BLOCK_BYTES)
 
 
@@ -149,12 +149,11 @@ def iter_chunks(
             if carry:
                 yield carry, line_no, carry.count(b"\n") + 1
             return
-        buf = carry + data if carry else data
-        cut = buf.rfind(b"\n")
+        cut = data.rfind(b"\n")
         if cut < 0:
+            buf = carry + data
             if len(buf) > MAX_LINE_BYTES:
                 yield buf[:MAX_LINE_BYTES], line_no, 1
-                carry = b""
                 rest = b""
                 while b"\n" not in rest:  # skip the remainder of the monster line
                     rest = stream.read(CHUNK_BYTES)
@@ -165,7 +164,10 @@ def iter_chunks(
             else:
                 carry = buf
             continue
-        chunk, carry = buf[: cut + 1], buf[cut + 1 :]
+        # One copy at most: the carried partial line joined to the new whole lines.
+        whole = data if cut == len(data) - 1 else memoryview(data)[: cut + 1]
+        chunk = b"".join((carry, whole)) if carry else bytes(whole)
+        carry = data[cut + 1 :]
         count = chunk.count(b"\n")
         yield chunk, line_no, count
         line_no += count
@@ -237,7 +239,7 @@ def _leaf(
 ) -> tuple[pa.Table, list[int]] | None:
     rows: list[dict[str, object]] = []
     kept: list[int] = []
-    for text, number in zip(lines, numbers):
+    for text, number in zip(lines, numbers, strict=True):
         result = _leaf_row(text)
         if isinstance(result, str):
             stats.bad(name, number, result)
@@ -246,9 +248,7 @@ def _leaf(
             kept.append(number)
     if not rows:
         return None
-    table = pa.Table.from_pylist(rows, schema=_SLOW_SCHEMA)
-    idx = table.schema.get_field_index("time")
-    return table.set_column(idx, "time", table.column(idx).cast(TIME_TYPE)), kept
+    return pa.Table.from_pylist(rows, schema=_SLOW_SCHEMA), kept
 
 
 def _salvage(

@@ -6,7 +6,7 @@ collide, which is exactly the situation forensics has to untangle.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -139,4 +139,4 @@ def build_requests(events: pd.DataFrame) -> pd.DataFrame:
     dep_rows = _first_rows(codes, _notna(events["deprecated"]), n)
     out["deprecated"] = _take(events["deprecated"], dep_rows)
     out["deprecated_line"] = _lines_at(lines, dep_rows)
-    return pd.DataFrame({col: out[col] for col in REQUEST_COLUMNS})
+    return cast(pd.DataFrame, pd.DataFrame({col: out[col] for col in REQUEST_COLUMNS}))

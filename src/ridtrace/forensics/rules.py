@@ -7,7 +7,7 @@ A findings frame has the columns of `FINDING_COLUMNS`; ``evidence`` holds lists 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -45,7 +45,7 @@ def findings_frame(kind: str, rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
         for col in ("request_id", "x_request_id", "span_id"):
             rec[col] = _str(rec[col])
         records.append(rec)
-    return pd.DataFrame.from_records(records, columns=list(FINDING_COLUMNS))
+    return cast(pd.DataFrame, pd.DataFrame.from_records(records, columns=list(FINDING_COLUMNS)))
 
 
 def _overlap_clusters(df: pd.DataFrame, key: str) -> pd.DataFrame:
@@ -54,28 +54,41 @@ def _overlap_clusters(df: pd.DataFrame, key: str) -> pd.DataFrame:
     Sorted by start within each key, a row opens a new cluster when it starts at or
     after the latest end seen so far: back-to-back reuse is not an overlap.
     """
-    df = df[df[key].notna()]
-    df = df[df[key].duplicated(keep=False)]
+    keys = df[key]
+    df = df[(keys.notna() & keys.duplicated(keep=False)).to_numpy()]
     if df.empty:
-        return df.assign(cluster=pd.Series(dtype="int64"))
+        return cast(pd.DataFrame, df.assign(cluster=pd.Series(dtype="int64")))
     df = df.sort_values([key, "start"], kind="stable")
     prev_end = df.groupby(key, sort=False, observed=True)["end"].cummax()
     prev_end = prev_end.groupby(df[key], sort=False, observed=True).shift(1)
     new = prev_end.isna().to_numpy() | (df["start"] >= prev_end).fillna(True).to_numpy()
     df = df.assign(cluster=new.cumsum())
     size = df.groupby("cluster")["cluster"].transform("size")
-    return df[size.to_numpy() > 1]
+    return cast(pd.DataFrame, df[size.to_numpy() > 1])
+
+
+_CLUSTER_COLUMNS = [
+    "request_id", "x_request_id", "span_id", "parent_span_id", "side", "start", "end", "file",
+    "first_line", "last_line",
+]
 
 
 def _candidates(requests: pd.DataFrame) -> pd.DataFrame:
     """Frontend requests, plus worker spans of traces whose frontend logs are absent."""
-    front = requests["side"] == FRONTEND
-    fe_traces = requests.loc[front, "trace_id"]
-    orphan = (requests["side"] == WORKER) & ~requests["trace_id"].isin(fe_traces)
-    cand = requests[front | orphan]
+    side = requests["side"].to_numpy()
+    front = side == FRONTEND
+    worker = side == WORKER
+    orphan = worker.copy()
+    if worker.any() and front.any():
+        traces = requests["trace_id"]
+        orphan[worker] = ~traces[worker].isin(traces[front]).to_numpy()
+    # Only a request_id seen on two spans can be a duplicate: filter before copying columns.
+    rid = requests["request_id"]
+    maybe = (rid.notna() & rid.duplicated(keep=False)).to_numpy()
+    cand = requests.loc[(front | orphan) & maybe, _CLUSTER_COLUMNS]
     # A worker span stands for its caller: retries of one caller are one request.
     ident = cand["parent_span_id"].where(cand["side"] == WORKER, cand["span_id"])
-    return cand.assign(ident=ident.fillna(cand["span_id"]))
+    return cast(pd.DataFrame, cand.assign(ident=ident.fillna(cand["span_id"])))
 
 
 def _cluster_findings(
@@ -113,14 +126,19 @@ def duplicate_in_flight(requests: pd.DataFrame) -> pd.DataFrame:
 
 def client_id_reuse(requests: pd.DataFrame) -> pd.DataFrame:
     """Overlapping requests that shared a client x_request_id under distinct request_ids."""
-    front = requests[requests["side"] == FRONTEND]
+    xrid = requests["x_request_id"]
+    maybe = (xrid.notna() & xrid.duplicated(keep=False)).to_numpy()
+    front = requests.loc[(requests["side"].to_numpy() == FRONTEND) & maybe, _CLUSTER_COLUMNS]
     clusters = _overlap_clusters(front, "x_request_id")
     return _cluster_findings("client_id_reuse", clusters, "x_request_id", "request_id")
 
 
 def deprecated_header(requests: pd.DataFrame) -> pd.DataFrame:
     """One info finding per request that sent a deprecated id header."""
-    dep = requests[requests["deprecated"].notna() & (requests["side"] == FRONTEND)]
+    mask = requests["deprecated"].notna().to_numpy() & (requests["side"].to_numpy() == FRONTEND)
+    cols = ["request_id", "x_request_id", "span_id", "start", "deprecated", "file",
+            "deprecated_line"]
+    dep = requests.loc[mask, cols]
     rows = [
         {
             "request_id": r.request_id,

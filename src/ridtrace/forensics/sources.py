@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, cast
 
 STDIN_NAME = "<stdin>"
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -110,7 +110,9 @@ def open_source(src: Source) -> tuple[BinaryIO, BinaryIO]:
     """
     raw: BinaryIO
     if src.path is None:
-        raw = io.BufferedReader(sys.stdin.buffer.raw)  # type: ignore[attr-defined]
+        stdin: Any = sys.stdin.buffer
+        # peek() lets us sniff gzip without consuming bytes; wrap streams that lack it.
+        raw = stdin if hasattr(stdin, "peek") else io.BufferedReader(stdin)
         head = raw.peek(2)[:2]
     else:
         try:
@@ -120,7 +122,7 @@ def open_source(src: Source) -> tuple[BinaryIO, BinaryIO]:
         head = raw.read(2)
         raw.seek(0)
     if head == _GZIP_MAGIC:
-        return gzip.GzipFile(fileobj=raw, mode="rb"), raw
+        return cast(BinaryIO, gzip.GzipFile(fileobj=raw, mode="rb")), raw
     return raw, raw
 
 

@@ -6,20 +6,31 @@ hold when ids collide — the case where ids cannot be trusted.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
 from ridtrace.forensics.rules import Evidence, _ev, findings_frame, present
 from ridtrace.forensics.schema import FRONTEND, WORKER
 
+_COLUMNS = [
+    "trace_id", "span_id", "parent_span_id", "request_id", "x_request_id", "outcome", "fp_in",
+    "fp_out", "start", "end", "file", "first_line", "last_line",
+]
+
+
+def _side(requests: pd.DataFrame, side: str, *, with_output: bool) -> pd.DataFrame:
+    """One side's spans (narrow columns); with fp_in and fp_out if `with_output`."""
+    mask = requests["side"].to_numpy() == side
+    if with_output:
+        mask &= requests["fp_in"].notna().to_numpy() & requests["fp_out"].notna().to_numpy()
+    sub: pd.DataFrame = requests.loc[mask, _COLUMNS]
+    return sub
+
 
 def _works(requests: pd.DataFrame) -> pd.DataFrame:
     """Worker spans that produced output for a known input."""
-    w = requests[
-        (requests["side"] == WORKER) & requests["fp_in"].notna() & requests["fp_out"].notna()
-    ]
-    return w
+    return _side(requests, WORKER, with_output=True)
 
 
 def crossed_stream(requests: pd.DataFrame) -> pd.DataFrame:
@@ -30,14 +41,14 @@ def crossed_stream(requests: pd.DataFrame) -> pd.DataFrame:
     prompts have identical fp_in and are never flagged.
     """
     works = _works(requests)
-    front = requests[
-        (requests["side"] == FRONTEND) & requests["fp_in"].notna() & requests["fp_out"].notna()
-    ]
+    front = _side(requests, FRONTEND, with_output=True)
     if works.empty or front.empty:
         return findings_frame("crossed_stream", [])
-    pairs = pd.MultiIndex.from_arrays([works["fp_in"], works["fp_out"]])
-    own = pd.MultiIndex.from_arrays([front["fp_in"], front["fp_out"]]).isin(pairs)
-    suspects = front[~own & front["fp_out"].isin(works["fp_out"]).to_numpy()]
+    # Cheap first: only outputs some worker produced can be someone else's.
+    front = front[front["fp_out"].isin(works["fp_out"]).to_numpy()]
+    pair = "\x00"
+    own = (front["fp_in"] + pair + front["fp_out"]).isin(works["fp_in"] + pair + works["fp_out"])
+    suspects = front[~own.to_numpy()]
     if suspects.empty:
         return findings_frame("crossed_stream", [])
     producer = works.drop_duplicates("fp_out").set_index("fp_out")
@@ -68,19 +79,19 @@ def _lost_output(requests: pd.DataFrame) -> pd.DataFrame:
     Only judged where the frontend's logs for the trace are present (a worker log on
     its own proves nothing), and not when the caller itself went away.
     """
-    front = requests[requests["side"] == FRONTEND]
+    front = _side(requests, FRONTEND, with_output=False)
     works = _works(requests)
     works = works[(works["outcome"] == "ok").fillna(False).to_numpy()]
     works = works[works["trace_id"].isin(front["trace_id"]).to_numpy()]
     works = works[~works["fp_out"].isin(front["fp_out"].dropna()).to_numpy()]
     cancelled = front.loc[(front["outcome"] == "cancelled").fillna(False).to_numpy(), "span_id"]
-    return works[~works["parent_span_id"].isin(cancelled).to_numpy()]
+    return cast(pd.DataFrame, works[~works["parent_span_id"].isin(cancelled).to_numpy()])
 
 
 def unlinked(requests: pd.DataFrame) -> pd.DataFrame:
     """Responses that lost their caller: Unlinked errors, foreign chunks, lost output."""
     rows: dict[str, dict[str, Any]] = {}
-    flagged = requests[requests["unlinked"].notna() | requests["foreign"].notna()]
+    flagged = requests[(requests["unlinked"].notna() | requests["foreign"].notna()).to_numpy()]
     for r in flagged.itertuples(index=False):
         if present(r.unlinked):
             detail = str(r.unlinked)

@@ -10,14 +10,14 @@ can assert that the analyzer finds all of them and invents none. Keys: the reque
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from ridtrace.forensics.schema import UNLINKED_REQUEST, UNLINKED_RESPONSE
 
 _BASE = datetime(2026, 11, 29, 10, 0, 0, tzinfo=timezone.utc)
-_LINES_PER_REQUEST = 8.5  # average, with the default noise; used to size benchmarks
+_LINES_PER_REQUEST = 7.5  # average, with the default noise; used to size benchmarks
 _BATCH = 4096
 
 
@@ -119,7 +119,7 @@ class _Gen:
         a.dur = b.dur = 400_000
         exp = self.truth_expected
         if name in ("collision", "crossed", "duplicate", "sequential"):
-            shared = f"{i % 97}"  # legacy policy: the client's id became the internal id
+            shared = f"{i}"  # legacy policy: the client's id became the internal id
             for r in (a, b):
                 r.rid, r.xrid, r.policy = shared, shared, "legacy"
             if name == "sequential":
@@ -159,7 +159,8 @@ class _Gen:
             + ["client_reuse"] * spec.client_reuse
         )
         if spec.near_misses:
-            names += ["sequential", "client_sequential", "same_prompt", "cancelled", "conflict_retry"]
+            names += ["sequential", "client_sequential", "same_prompt", "cancelled"]
+            names += ["conflict_retry"]
         n = spec.requests
         slots = {int((k + 0.5) * n / (len(names) + 1)): name for k, name in enumerate(names)}
         step = 1_000_000 / spec.rate_per_s
@@ -195,9 +196,10 @@ class _Gen:
         mw, fp = "ridtrace.tracing.middleware", "ridtrace.frontend_plugin.dispatch"
         dep = f',"deprecated_headers":"{r.deprecated}"' if r.deprecated else ""
         t, end = r.t0, r.t0 + r.dur + 900
-        out = [(t, head(t, "INFO", "request.start", mw, "frontend", 4242) + f',"event":"request.start",'
-                f'{ctx},"method":"POST","path":"/v1/chat/completions","client":"10.0.3.17:{40000 + r.t0 % 20000}",'
-                f'"user_agent":"openai-python/1.40.0"{dep}}}')]
+        client = f"10.0.3.17:{40000 + r.t0 % 20000}"
+        out = [(t, head(t, "INFO", "request.start", mw, "frontend", 4242)
+                + f',"event":"request.start",{ctx},"method":"POST","path":"/v1/chat/completions",'
+                f'"client":"{client}","user_agent":"openai-python/1.40.0"{dep}}}')]
         if r.deprecated and ("frontend", r.deprecated) not in self.warned:
             self.warned.add(("frontend", r.deprecated))
             out.append((t + 40, head(t + 40, "WARN", "ignoring deprecated client request id header",
@@ -214,7 +216,8 @@ class _Gen:
             attempt = 2
         ta = t + 300 + 400 * (attempt - 1)
         out.append((ta, head(ta, "DEBUG", "dispatch.attempt", fp, "frontend", 4242)
-                    + f',"event":"dispatch.attempt",{ctx},"worker":"{url[r.worker]}","attempt":{attempt}}}'))
+                    + f',"event":"dispatch.attempt",{ctx},"worker":"{url[r.worker]}",'
+                    f'"attempt":{attempt}}}'))
         if self.spec.noise_every and r.t0 % self.spec.noise_every == 0:
             tn = t + 350
             out.append((tn, head(tn, "DEBUG", "prompt tokenized", "ridtrace.frontend_plugin.routes",
@@ -243,24 +246,28 @@ class _Gen:
         end = r.t0 + r.dur
         fpo = f',"fp_out":"{r.w_out}"' if r.w_out else ""
         code = 200 if r.w_outcome == "ok" else 0
+        port = 30000 + r.t0 % 20000
         return [
             (t, head(t, "INFO", "request.start", mw, svc, pid) + f',"event":"request.start",{ctx},'
-             f'"method":"POST","path":"/worker/generate","client":"127.0.0.1:{30000 + r.t0 % 20000}"}}'),
-            (t + 80, head(t + 80, "INFO", "worker.start", wk, svc, pid) + f',"event":"worker.start",'
-             f'{ctx},"endpoint":"chat_completions","model":"Qwen/Qwen3-0.6B","fp_in":"{r.fp_in}"}}'),
-            (end - 300, head(end - 300, "INFO", "worker.end", wk, svc, pid) + f',"event":"worker.end",'
-             f'{ctx},"outcome":"{r.w_outcome}","duration_ms":{(end - t) / 1000:.3f}{fpo},'
+             f'"method":"POST","path":"/worker/generate","client":"127.0.0.1:{port}"}}'),
+            (t + 80, head(t + 80, "INFO", "worker.start", wk, svc, pid)
+             + f',"event":"worker.start",{ctx},"endpoint":"chat_completions",'
+             f'"model":"Qwen/Qwen3-0.6B","fp_in":"{r.fp_in}"}}'),
+            (end - 300, head(end - 300, "INFO", "worker.end", wk, svc, pid)
+             + f',"event":"worker.end",{ctx},"outcome":"{r.w_outcome}",'
+             f'"duration_ms":{(end - t) / 1000:.3f}{fpo},'
              f'"tokens":{r.t0 % 500 + 1}}}'),
-            (end - 100, head(end - 100, "INFO", "request.end", mw, svc, pid) + f',"event":"request.end",'
-             f'{ctx},"method":"POST","path":"/worker/generate","route":"/worker/generate",'
+            (end - 100, head(end - 100, "INFO", "request.end", mw, svc, pid)
+             + f',"event":"request.end",{ctx},"method":"POST","path":"/worker/generate",'
+             '"route":"/worker/generate",'
              f'"status":{code},"outcome":"{r.w_outcome}","duration_ms":{(end - t) / 1000:.3f}}}'),
         ]
 
     def refused_lines(self, r: _Req, w: int) -> list[tuple[int, str]]:
         svc, pid, t = f"worker-{8101 + w}", 5000 + w, r.t0 + 400
-        ctx = self._ctx(replace(r), r.refused_span or "", r.fspan)
-        return [(t, self._head(t, "WARN", "worker.refused", "ridtrace.frontend_plugin.worker", svc, pid)
-                 + f',"event":"worker.refused",{ctx},"outcome":"conflict","status":409}}')]
+        ctx = self._ctx(r, r.refused_span or "", r.fspan)
+        head = self._head(t, "WARN", "worker.refused", "ridtrace.frontend_plugin.worker", svc, pid)
+        return [(t, head + f',"event":"worker.refused",{ctx},"outcome":"conflict","status":409}}')]
 
 
 def write_logs(out_dir: Path, spec: SynthSpec | None = None) -> SynthTruth:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 
@@ -48,17 +50,17 @@ def match_requests(requests: pd.DataFrame, ident: str) -> pd.DataFrame:
         out["side"] == FRONTEND, out["parent_span_id"].astype("object")
     )
     out["request"] = request.fillna(out["span_id"].astype("object"))
-    return out.sort_values(["start"], kind="stable")
+    return cast(pd.DataFrame, out.sort_values(["start"], kind="stable"))
 
 
 def timeline(events: pd.DataFrame, matched: pd.DataFrame) -> pd.DataFrame:
     """The matched spans' lines in time order per caller, with gaps in milliseconds."""
     if matched.empty:
-        return pd.DataFrame(columns=list(TIMELINE_COLUMNS))
-    owner = dict(zip(matched["span_id"].astype("object"), matched["request"]))
+        return cast(pd.DataFrame, pd.DataFrame(columns=list(TIMELINE_COLUMNS)))
+    owner = dict(zip(matched["span_id"].astype("object"), matched["request"], strict=True))
     rows = events[events["span_id"].isin(list(owner)).to_numpy()].copy()
     rows["request"] = rows["span_id"].astype("object").map(owner)
-    side = dict(zip(matched["span_id"].astype("object"), matched["side"]))
+    side = dict(zip(matched["span_id"].astype("object"), matched["side"], strict=True))
     rows["side"] = rows["span_id"].astype("object").map(side)
     first_seen = {r: i for i, r in enumerate(dict.fromkeys(matched["request"]))}
     rows["_order"] = rows["request"].map(first_seen)
@@ -70,4 +72,4 @@ def timeline(events: pd.DataFrame, matched: pd.DataFrame) -> pd.DataFrame:
     same = np.concatenate([[False], group[1:] == group[:-1]])
     rows["since_start_ms"] = (us - starts) / 1000.0
     rows["delta_ms"] = np.where(same, (us - prev) / 1000.0, 0.0)
-    return rows[list(TIMELINE_COLUMNS)].reset_index(drop=True)
+    return cast(pd.DataFrame, rows[list(TIMELINE_COLUMNS)].reset_index(drop=True))

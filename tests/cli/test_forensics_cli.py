@@ -1,0 +1,202 @@
+"""The command surface of analyze / audit / trace / export jaeger, through CliRunner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from ridtrace.forensics.synth import SynthSpec, SynthTruth, write_logs
+
+SAMPLE = Path("/work/shared/samples/dynamo-jsonl-sample.jsonl")
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SynthTruth]:
+    out = tmp_path_factory.mktemp("logs")
+    return out, write_logs(out, SynthSpec(requests=200, deprecated_every=20))
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("clean")
+    write_logs(out, SynthSpec(requests=100, crossed=0, collisions=0, duplicates=0,
+                              client_reuse=0, deprecated_every=0))
+    return out
+
+
+def run(*args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), input=stdin)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_analyze_json_shape_and_exit_1(logs: tuple[Path, SynthTruth]) -> None:
+    path, truth = logs
+    code, out, _ = run("analyze", str(path), "--format", "json")
+    assert code == 1
+    doc = json.loads(out)  # exactly one JSON document on stdout
+    assert set(doc) == {"summary", "findings"}
+    summary = doc["summary"]
+    for key in ("lines", "bad_lines", "requests", "crossed_stream", "duplicate_in_flight",
+                "unlinked", "client_id_reuse", "deprecated_header"):
+        assert isinstance(summary[key], int)
+    assert summary["lines"] == truth.lines
+    for finding in doc["findings"]:
+        assert {"kind", "severity", "request_id", "x_request_id", "time", "detail",
+                "evidence"} <= set(finding)
+        assert finding["severity"] in ("error", "info")
+        assert all(set(e) == {"file", "line"} for e in finding["evidence"])
+    severities = [f["severity"] for f in doc["findings"]]
+    assert severities == sorted(severities, key=lambda s: s != "error")
+
+
+def test_analyze_clean_logs_exit_0(clean: Path) -> None:
+    code, out, _ = run("analyze", str(clean), "--format", "json")
+    assert code == 0
+    assert json.loads(out)["findings"] == []
+
+
+def test_analyze_table_and_csv(logs: tuple[Path, SynthTruth]) -> None:
+    path, _ = logs
+    code, out, _ = run("analyze", str(path))
+    assert code == 1 and "crossed_stream" in out and "findings" in out
+    code, out, _ = run("analyze", str(path), "--format", "csv")
+    assert code == 1
+    header, *rows = out.strip().splitlines()
+    assert header.split(",")[:2] == ["kind", "severity"]
+    assert rows and ".jsonl:" in rows[0]
+
+
+def test_analyze_output_file(logs: tuple[Path, SynthTruth], tmp_path: Path) -> None:
+    path, _ = logs
+    target = tmp_path / "report.json"
+    code, out, _ = run("analyze", str(path), "--format", "json", "-o", str(target))
+    assert code == 1 and out == ""
+    assert json.loads(target.read_text())["summary"]["crossed_stream"] == 1
+
+
+def test_missing_file_exits_2() -> None:
+    code, out, err = run("analyze", "/nonexistent/frontend.jsonl")
+    assert code == 2
+    assert "no such file or directory: /nonexistent/frontend.jsonl" in err
+    assert out == ""
+
+
+def test_bad_usage_exits_2(clean: Path) -> None:
+    assert run("analyze")[0] == 2
+    assert run("analyze", str(clean), "--format", "xml")[0] == 2
+    code, _, err = run("analyze", str(clean), "--since", "not-a-time")
+    assert code == 2 and "--since" in err
+
+
+def test_stdin_and_bad_lines_warning() -> None:
+    data = SAMPLE.read_bytes() + b"garbage line\n"
+    code, out, err = run("analyze", "-", "--format", "json", stdin=data)
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["summary"]["bad_lines"] == 1
+    assert doc["summary"]["bad_line_samples"] == [
+        {"file": "<stdin>", "line": 10, "reason": "not JSON"}
+    ]
+    assert "<stdin>:10" in err
+    code, out, err = run("analyze", "-", "--format", "json", "--quiet", stdin=data)
+    assert err == ""
+
+
+def test_empty_input_exit_0(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    code, out, err = run("analyze", str(empty), "--format", "json")
+    assert code == 0
+    assert json.loads(out)["summary"]["lines"] == 0
+    assert "no log lines" in err
+
+
+def test_dynamo_sample_cli() -> None:
+    code, out, _ = run("analyze", str(SAMPLE), "--format", "json")
+    assert code == 1
+    summary = json.loads(out)["summary"]
+    assert (summary["unlinked"], summary["deprecated_header"]) == (1, 2)
+
+
+def test_audit(logs: tuple[Path, SynthTruth], tmp_path: Path) -> None:
+    path, truth = logs
+    expected = sum(1 for kind, _ in truth.expected if kind == "deprecated_header")
+    code, out, _ = run("audit", str(path), "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert sum(row["requests"] for row in doc["rows"]) == expected
+    assert {row["header"] for row in doc["rows"]} == {"x-dynamo-request-id", "request-id"}
+    assert all(row["clients"] == 1 for row in doc["rows"])
+    assert sum(sum(day.values()) for day in doc["daily"].values()) == expected
+    for by in ("client", "route", "day"):
+        code, out, _ = run("audit", str(path), "--by", by)
+        assert code == 0 and "deprecated headers by" in out
+    plot = tmp_path / "use.png"
+    code, _, _ = run("audit", str(path), "--plot", str(plot))
+    assert code == 0 and plot.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_audit_dynamo_sample() -> None:
+    code, out, _ = run("audit", str(SAMPLE), "--format", "csv")
+    assert code == 0
+    assert "x-dynamo-request-id,1" in out and "request-id,1" in out
+
+
+def test_trace_by_client_id_lists_both_callers() -> None:
+    code, out, _ = run("trace", "rollout-42-s7", str(SAMPLE), "--format", "json")
+    assert code == 0
+    rows = json.loads(out)
+    assert [r["line"] for r in rows] == [1, 2, 3, 4, 5, 6]
+    assert {r["side"] for r in rows} == {"frontend", "worker"}
+    assert rows[0]["delta_ms"] == 0.0 and rows[-1]["since_start_ms"] == pytest.approx(1843.091)
+    code, out, _ = run("trace", "rollout-42-s7", str(SAMPLE))
+    assert code == 0 and "1 matching request" in out
+
+
+def test_trace_collision(logs: tuple[Path, SynthTruth]) -> None:
+    path, truth = logs
+    rid = next(key for kind, key in sorted(truth.expected) if kind == "duplicate_in_flight")
+    code, out, _ = run("trace", rid, str(path), "--format", "json")
+    assert code == 0
+    rows = json.loads(out)
+    assert len({r["request"] for r in rows}) >= 2
+
+
+def test_trace_unknown_id(clean: Path) -> None:
+    code, _, err = run("trace", "no-such-id", str(clean))
+    assert code == 1 and "no request" in err
+
+
+def test_export_jaeger(logs: tuple[Path, SynthTruth], tmp_path: Path) -> None:
+    path, truth = logs
+    target = tmp_path / "traces.json"
+    code, _, err = run("export", "jaeger", str(path), "-o", str(target))
+    assert code == 0 and "trace(s)" in err
+    doc = json.loads(target.read_text())
+    assert len(doc["data"]) == truth.requests
+    for trace in doc["data"]:
+        assert set(trace) >= {"traceID", "spans", "processes"}
+        spans = {s["spanID"]: s for s in trace["spans"]}
+        for span in trace["spans"]:
+            assert span["traceID"] == trace["traceID"]
+            assert isinstance(span["startTime"], int) and isinstance(span["duration"], int)
+            assert span["startTime"] > 1_700_000_000_000_000 and span["duration"] >= 0
+            assert span["processID"] in trace["processes"]
+            tags = {t["key"]: t for t in span["tags"]}
+            assert tags["request_id"]["type"] == "string"
+            assert all(set(t) == {"key", "type", "value"} for t in span["tags"])
+            for log in span["logs"]:
+                assert isinstance(log["timestamp"], int) and log["fields"]
+            if any(t["value"] == "worker" for t in span["tags"] if t["key"] == "side"):
+                (ref,) = span["references"]
+                assert ref["refType"] == "CHILD_OF" and ref["spanID"] in spans
+        for proc in trace["processes"].values():
+            assert proc["serviceName"] and proc["tags"] == []
+
+
+def test_export_requires_output(clean: Path) -> None:
+    assert run("export", "jaeger", str(clean))[0] == 2

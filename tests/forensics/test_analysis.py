@@ -1,0 +1,121 @@
+"""End to end through the library: generated logs with known faults, and the Dynamo sample."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ridtrace.forensics.analysis import analyze, report_json
+from ridtrace.forensics.events import load_events
+from ridtrace.forensics.synth import SynthSpec, write_logs
+
+SAMPLE = Path("/work/shared/samples/dynamo-jsonl-sample.jsonl")
+_KEY = {
+    "crossed_stream": "span_id",
+    "unlinked": "span_id",
+    "deprecated_header": "span_id",
+    "duplicate_in_flight": "request_id",
+    "client_id_reuse": "x_request_id",
+}
+
+
+def _found(report_doc: dict[str, object]) -> set[tuple[str, str]]:
+    return {(f["kind"], f[_KEY[f["kind"]]]) for f in report_doc["findings"]}  # type: ignore[attr-defined,index]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        SynthSpec(requests=300),
+        SynthSpec(requests=500, seed=3, workers=3, crossed=3, collisions=2, duplicates=2,
+                  client_reuse=2, deprecated_every=25),
+    ],
+)
+def test_injected_faults_all_found_none_invented(tmp_path: Path, spec: SynthSpec) -> None:
+    truth = write_logs(tmp_path, spec)
+    report = analyze(load_events([str(tmp_path)], lean=True))
+    doc = report_json(report)
+    assert _found(doc) == truth.expected
+    assert doc["summary"]["lines"] == truth.lines
+    assert doc["summary"]["requests"] == truth.requests
+    assert doc["summary"]["bad_lines"] == 0
+    assert report.has_errors
+
+
+def test_clean_run_has_no_error_findings(tmp_path: Path) -> None:
+    spec = SynthSpec(requests=300, crossed=0, collisions=0, duplicates=0, client_reuse=0,
+                     deprecated_every=0)
+    truth = write_logs(tmp_path, spec)
+    report = analyze(load_events([str(tmp_path)]))
+    assert truth.expected == set()
+    assert report.findings.empty and not report.has_errors
+
+
+def test_only_worker_logs_invent_no_lost_output(tmp_path: Path) -> None:
+    truth = write_logs(tmp_path, SynthSpec(requests=200))
+    workers = [str(p) for p in truth.files[1:]]
+    doc = report_json(analyze(load_events(workers)))
+    kinds = {f["kind"] for f in doc["findings"]}
+    assert "unlinked" not in kinds and "crossed_stream" not in kinds
+    # the legacy duplicates are still visible from the workers' side
+    assert {k for k in truth.expected if k[0] == "duplicate_in_flight"} <= _found(doc)
+
+
+def test_dynamo_sample_findings() -> None:
+    doc = report_json(analyze(load_events([str(SAMPLE)])))
+    summary = doc["summary"]
+    assert summary["lines"] == 9 and summary["bad_lines"] == 0
+    assert summary["unlinked"] == 1 and summary["deprecated_header"] == 2
+    assert summary["crossed_stream"] == summary["duplicate_in_flight"] == 0
+    unlinked = [f for f in doc["findings"] if f["kind"] == "unlinked"]
+    assert unlinked[0]["request_id"] == "1"
+    assert unlinked[0]["evidence"] == [{"file": str(SAMPLE), "line": 7}]
+    details = {f["detail"] for f in doc["findings"] if f["kind"] == "deprecated_header"}
+    assert details == {
+        "sent deprecated header x-dynamo-request-id",
+        "sent deprecated header request-id",
+    }
+
+
+def _dyn(time: str, span: str, rid: str, msg: str, **kw: str) -> str:
+    import json
+
+    line = {"time": time, "level": "DEBUG", "target": "dynamo_llm::http::service::metrics",
+            "message": msg, "request_id": rid, "x_request_id": rid, "span_id": span,
+            "span_name": "generate", "trace_id": span * 2, "uri": "/inference/v1/generate"}
+    line.update(kw)
+    return json.dumps(line)
+
+
+def test_dynamo_prefix_duplicates_and_sequential_reuse(tmp_path: Path) -> None:
+    lines = [
+        _dyn("2026-10-02T14:05:00.000000Z", "a" * 16, "1", "request received"),
+        _dyn("2026-10-02T14:05:00.100000Z", "b" * 16, "1", "request received"),
+        _dyn("2026-10-02T14:05:02.000000Z", "a" * 16, "1", "request completed", status="success"),
+        _dyn("2026-10-02T14:05:02.110377Z", "b" * 16, "1", "engine generate call failed",
+             error="Unlinked request; initiating request task was dropped or cancelled"),
+        # the same id reused one after the other: not a duplicate
+        _dyn("2026-10-02T14:06:00.000000Z", "c" * 16, "1", "request received"),
+        _dyn("2026-10-02T14:06:01.000000Z", "c" * 16, "1", "request completed", status="success"),
+    ]
+    path = tmp_path / "dynamo.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    doc = report_json(analyze(load_events([str(path)])))
+    kinds = sorted(f["kind"] for f in doc["findings"])
+    assert kinds == ["duplicate_in_flight", "unlinked"]
+    dup = next(f for f in doc["findings"] if f["kind"] == "duplicate_in_flight")
+    assert {e["line"] for e in dup["evidence"]} == {1, 2, 3, 4}
+
+
+def test_since_until_window(tmp_path: Path) -> None:
+    from ridtrace.forensics.analysis import parse_time
+
+    write_logs(tmp_path, SynthSpec(requests=300))
+    logs = load_events([str(tmp_path)])
+    full = analyze(logs)
+    late = analyze(logs, since=parse_time("2026-11-29T10:00:00.5"))
+    assert late.summary["requests"] < full.summary["requests"]
+    assert late.summary["lines"] < full.summary["lines"]
+    none = analyze(logs, until=parse_time("2026-11-29T09:00"))
+    assert none.summary["requests"] == 0 and none.findings.empty

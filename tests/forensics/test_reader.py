@@ -1,0 +1,182 @@
+"""Parsing robustness: bad lines are counted with file:line samples, good lines kept."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from ridtrace.forensics import reader
+from ridtrace.forensics.events import load_events
+from ridtrace.forensics.sources import ForensicsInputError
+from tests.forensics.helpers import rt, rt_request
+
+SAMPLE = Path("/work/shared/samples/dynamo-jsonl-sample.jsonl")
+
+
+def _write(path: Path, lines: list[str | bytes]) -> Path:
+    data = b"".join((x if isinstance(x, bytes) else x.encode()) + b"\n" for x in lines)
+    path.write_bytes(data)
+    return path
+
+
+def _reasons(logs: object) -> dict[int, str]:
+    return {s.line: s.reason for s in logs.stats.samples}  # type: ignore[attr-defined]
+
+
+def test_clean_file_keeps_every_line_number(tmp_path: Path) -> None:
+    lines = rt_request("a" * 16, "r1", 0, 1) + rt_request("b" * 16, "r2", 0.5, 2)
+    logs = load_events([str(_write(tmp_path / "f.jsonl", lines))])
+    assert logs.stats.lines == 4 and logs.stats.bad_lines == 0
+    assert list(logs.events["line"]) == [1, 2, 3, 4]
+
+
+def test_bad_lines_are_counted_and_located(tmp_path: Path) -> None:
+    good = rt_request("a" * 16, "r1", 0, 1)
+    lines: list[str | bytes] = [
+        good[0],
+        "this is not json",
+        '{"time":"2026-11-29T10:00:00.000000Z","schema":"ridtrace/1","request_id":"x"',  # cut
+        b"\x00\x01\xfe\xff binary",
+        "",  # blank lines are not bad lines
+        rt("request.end", request_id={"nested": 1}),  # wrong type
+        json.dumps({"time": "2026-11-29T10:00:00Z", "msg": "no format marker"}),
+        rt(None, time="yesterday"),
+        json.dumps({"schema": "ridtrace/1", "message": "no time"}),
+        "[1, 2, 3]",
+        '{"a": 1}{"b": 2}',
+        good[1],
+    ]
+    logs = load_events([str(_write(tmp_path / "f.jsonl", lines))])
+    assert logs.stats.lines == 11
+    assert logs.stats.bad_lines == 9
+    assert list(logs.events["line"]) == [1, 12]
+    reasons = _reasons(logs)
+    assert reasons[2] == "not JSON"
+    assert reasons[3] == "truncated JSON"
+    assert reasons[4] == "binary data"
+    assert reasons[6] == "wrong type for request_id"
+    assert reasons[7] == "unknown format"
+    assert reasons[8] == "invalid time"
+    assert reasons[9] == "missing time"
+    assert all(s.file.endswith("f.jsonl") for s in logs.stats.samples)
+
+
+def test_numeric_and_string_ids_mix(tmp_path: Path) -> None:
+    lines = [
+        rt("request.start", request_id=1, x_request_id=7, span_id="a" * 16, trace_id="t" * 32),
+        rt("request.start", request_id="abc", span_id="b" * 16, trace_id="t" * 32),
+        rt("request.end", request_id=2.5, span_id="c" * 16, status="200"),
+    ]
+    logs = load_events([str(_write(tmp_path / "f.jsonl", lines))])
+    assert logs.stats.bad_lines == 0
+    assert list(logs.events["request_id"]) == ["1", "abc", "2.5"]
+    assert list(logs.events["x_request_id"].fillna("-")) == ["7", "-", "-"]
+
+
+def test_bad_line_in_a_big_chunk_is_isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reader, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(reader, "LEAF_LINES", 4)
+    lines: list[str | bytes] = []
+    for i in range(400):
+        lines += rt_request(f"{i:016x}", f"r{i}", i, i + 0.5)
+    lines[517] = '{"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1", "span_id": true}'
+    logs = load_events([str(_write(tmp_path / "f.jsonl", lines))])
+    assert logs.stats.bad_lines == 1
+    assert _reasons(logs) == {518: "wrong type for span_id"}
+    assert len(logs.events) == 799
+    assert 518 not in set(logs.events["line"]) and 519 in set(logs.events["line"])
+
+
+def test_long_lines_parse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reader, "ARROW_BLOCK_BYTES", 1024)
+    monkeypatch.setattr(reader, "_READ_OPTIONS", reader.pj.ReadOptions(block_size=1024))
+    lines = [rt("request.start", request_id="r", user_agent="x" * 50_000), rt("request.end")]
+    logs = load_events([str(_write(tmp_path / "f.jsonl", lines))])
+    assert logs.stats.bad_lines == 0 and len(logs.events) == 2
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(b"")
+    logs = load_events([str(path)])
+    assert logs.stats.lines == 0 and logs.events.empty
+
+
+def test_missing_file_and_empty_glob() -> None:
+    with pytest.raises(ForensicsInputError, match="no such file"):
+        load_events(["/nonexistent/frontend.jsonl"])
+    with pytest.raises(ForensicsInputError, match="no files match"):
+        load_events(["/nonexistent/*.jsonl"])
+
+
+def test_directory_of_mixed_files(tmp_path: Path) -> None:
+    logs_dir = tmp_path / "logs"
+    (logs_dir / "old").mkdir(parents=True)
+    _write(logs_dir / "frontend.jsonl", rt_request("a" * 16, "r1", 0, 1))
+    (logs_dir / "README.md").write_text("# notes\nnot a log\n")
+    (logs_dir / "core.bin").write_bytes(bytes(range(256)) * 8)
+    (logs_dir / "empty.log").write_bytes(b"")
+    with gzip.open(logs_dir / "old" / "frontend.jsonl.1.gz", "wt") as fh:
+        fh.write("\n".join(rt_request("b" * 16, "r2", 0, 1)) + "\n")
+    logs = load_events([str(logs_dir)])
+    assert len(logs.events) == 4
+    assert logs.stats.bad_lines == 0
+    assert sorted(Path(p).name for p in logs.stats.skipped_files) == ["README.md", "core.bin"]
+
+
+def test_globs_and_gzip(tmp_path: Path) -> None:
+    _write(tmp_path / "a.jsonl", rt_request("a" * 16, "r1", 0, 1))
+    (tmp_path / "b.jsonl.gz").write_bytes(
+        gzip.compress(("\n".join(rt_request("b" * 16, "r2", 0, 1)) + "\n").encode())
+    )
+    logs = load_events([str(tmp_path / "*.jsonl*")])
+    assert len(logs.events) == 4 and logs.stats.files == 2
+
+
+def test_corrupt_gzip_is_reported_not_fatal(tmp_path: Path) -> None:
+    data = gzip.compress(("\n".join(rt_request("a" * 16, "r1", 0, 1)) + "\n").encode())
+    (tmp_path / "cut.gz").write_bytes(data[: len(data) // 2])
+    _write(tmp_path / "ok.jsonl", rt_request("b" * 16, "r2", 0, 1))
+    logs = load_events([str(tmp_path / "cut.gz"), str(tmp_path / "ok.jsonl")])
+    assert logs.stats.bad_lines == 1
+    assert "unreadable" in logs.stats.samples[0].reason
+    assert len(logs.events) >= 2
+
+
+def test_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = ("\n".join(rt_request("a" * 16, "r1", 0, 1)) + "\n").encode()
+
+    class FakeStdin:
+        buffer = io.BufferedReader(io.BytesIO(data))  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sys, "stdin", FakeStdin)
+    logs = load_events(["-"])
+    assert len(logs.events) == 2
+    assert list(logs.events["file"]) == ["<stdin>", "<stdin>"]
+
+
+def test_dynamo_sample_normalised() -> None:
+    logs = load_events([str(SAMPLE)])
+    assert logs.stats.lines == 9 and logs.stats.bad_lines == 0
+    ev = logs.events.set_index("line")
+    assert ev.loc[1, "event"] == "deprecated_header"
+    assert ev.loc[1, "deprecated"] == "x-dynamo-request-id"
+    assert ev.loc[8, "deprecated"] == "request-id"
+    assert ev.loc[3, "event"] == "worker.start" and ev.loc[3, "side"] == "worker"
+    assert ev.loc[3, "parent_span_id"] == "a1b2c3d4e5f60718"
+    assert ev.loc[5, "outcome"] == "ok"
+    assert ev.loc[6, "status"] == "200"
+    assert ev.loc[7, "event"] == "response.unlinked"
+
+
+def test_lean_and_full_reads_agree_on_ids(tmp_path: Path) -> None:
+    lean = load_events([str(SAMPLE)], lean=True).events
+    full = load_events([str(SAMPLE)], lean=False).events
+    for col in ("request_id", "span_id", "event", "deprecated"):
+        assert list(lean[col].astype(object)) == list(full[col].astype(object))
+    assert full["method"].notna().any() and lean["method"].isna().all()
