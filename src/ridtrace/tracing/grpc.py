@@ -17,8 +17,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Literal
 
-import grpc
-import grpc.aio
+try:
+    import grpc
+    import grpc.aio
+except ImportError as exc:  # pragma: no cover - depends on what is installed
+    raise ImportError(
+        "ridtrace.tracing.grpc needs the grpc extra: pip install 'ridtrace[grpc]'"
+    ) from exc
 
 from ridtrace.tracing.grpc_call import CallConfig, GrpcCall, MethodInfo
 from ridtrace.tracing.grpc_context import TracedServicerContext
