@@ -41,6 +41,7 @@ import sys, time, duckdb
 t0 = time.perf_counter()
 files = sys.argv[1:]
 con = duckdb.connect()
+con.execute('SET enable_progress_bar = false')
 query = '''
 with l as (
   select * from read_json($files, format='newline_delimited', ignore_errors=true,
@@ -127,7 +128,7 @@ def bench(sizes: list[int], repeats: int) -> list[dict[str, object]]:
                 else:
                     wall, rss, out, code = timed([PYTHON, "-c", DUCKDB_SCRIPT, *files])
                     assert code == 0, code
-                    clusters = int(out.split()[0])
+                    clusters = int(out.split()[-2])
                     assert clusters == info["expected"]["duplicate_in_flight"], out  # type: ignore[index]
                 runs[name].append((wall, rss))
                 print(f"{size:>9} {name:<8} {wall:7.2f} s {rss:8.0f} MiB", flush=True)

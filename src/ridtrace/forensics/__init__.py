@@ -1,1 +1,45 @@
-"""ridtrace.forensics."""
+"""Log forensics: join frontend and worker logs, find who received whose output.
+
+Pure functions over pandas DataFrames (Arrow-backed); the ``ridtrace`` CLI is a thin
+layer over them. Importing this package imports pandas and pyarrow, which is why
+``ridtrace.tracing`` never imports it.
+"""
+
+from ridtrace.forensics.analysis import Report, analyze, report_csv, report_json
+from ridtrace.forensics.audit import audit, daily_series, deprecated_usage, plot_usage
+from ridtrace.forensics.events import LoadedLogs, load_events, read_sources
+from ridtrace.forensics.jaeger import to_jaeger
+from ridtrace.forensics.requests import build_requests
+from ridtrace.forensics.rules import client_id_reuse, deprecated_header, duplicate_in_flight
+from ridtrace.forensics.sources import ForensicsInputError, expand_inputs
+from ridtrace.forensics.streams import crossed_stream, unlinked
+from ridtrace.forensics.synth import SynthSpec, SynthTruth, write_logs
+from ridtrace.forensics.timeline import match_requests, timeline
+
+__all__ = [
+    "ForensicsInputError",
+    "LoadedLogs",
+    "Report",
+    "SynthSpec",
+    "SynthTruth",
+    "analyze",
+    "audit",
+    "build_requests",
+    "client_id_reuse",
+    "crossed_stream",
+    "daily_series",
+    "deprecated_header",
+    "deprecated_usage",
+    "duplicate_in_flight",
+    "expand_inputs",
+    "load_events",
+    "match_requests",
+    "plot_usage",
+    "read_sources",
+    "report_csv",
+    "report_json",
+    "timeline",
+    "to_jaeger",
+    "unlinked",
+    "write_logs",
+]
