@@ -6,16 +6,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-
-def _demo_argv(out: Path, requests: int = 36) -> list[str]:
-    return [sys.executable, "-m", "ridtrace", "demo", "--out", str(out),
-            "--requests", str(requests), "--concurrency", str(requests)]
+from tests.conftest import demo_argv
 
 
 def _processes_mentioning(marker: str) -> list[int]:
@@ -35,10 +31,10 @@ def _processes_mentioning(marker: str) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
-    out = tmp_path_factory.mktemp("demo") / "out"
-    done = subprocess.run(_demo_argv(out), capture_output=True, text=True, timeout=300)
-    return done, out
+def demo_run(
+    demo_completed: subprocess.CompletedProcess[str], demo_output: Path
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    return demo_completed, demo_output
 
 
 def test_demo_proves_the_point_and_exits_zero(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
@@ -80,7 +76,7 @@ def test_demo_leaves_logs_reports_traces_and_plot(demo_run: tuple[subprocess.Com
 
 def test_ctrl_c_during_traffic_leaves_no_process_behind(tmp_path: Path) -> None:
     out = tmp_path / "interrupted"
-    demo = subprocess.Popen(_demo_argv(out, requests=600), stdout=subprocess.DEVNULL,
+    demo = subprocess.Popen(demo_argv(out, requests=600), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     frontend_log = out / "legacy" / "logs" / "frontend.jsonl"
     deadline = time.monotonic() + 120
