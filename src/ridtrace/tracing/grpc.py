@@ -64,7 +64,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
             as well; ``"never"``. Trailing metadata always has them. A handler that
             sends initial metadata itself always gets them merged in. On a unary call
             ridtrace's own send is a second batch before the response, which measured
-            about +0.5 ms per call (docs/performance.md) for a value the trailing
+            about +0.2 ms per call (docs/performance.md) for a value the trailing
             metadata delivers in the same packet anyway.
         **overrides: individual settings fields, applied over ``settings``.
     """
