@@ -220,7 +220,9 @@ class GrpcCall:
                     "event": "request.end",
                     "rpc_method": self.info.full,
                     "path": self.info.full,
-                    "status": code.name,
+                    # Integer like HTTP's (the schema's type); the name for humans.
+                    "status": code.value[0],
+                    "grpc_status": code.name,
                     "outcome": outcome,
                     "duration_ms": round((time.perf_counter() - self.started) * 1000, 3),
                     "messages_in": self.context.messages_in,

@@ -142,7 +142,7 @@ def test_client_cancelling_mid_stream_is_cancelled_and_leaks_nothing(
     server_id, again = asyncio.run(go())
     (end, end_again) = log_lines.events("request.end")
     assert end["request_id"] == server_id
-    assert end["outcome"] == "cancelled" and end["status"] == "CANCELLED"
+    assert end["outcome"] == "cancelled" and end["grpc_status"] == "CANCELLED"
     assert end["messages_out"] == 2
     assert end["x_request_id"] == "leaver"
     assert len(servicer.registry) == 0 and servicer.registry.released == 2
@@ -209,4 +209,4 @@ def test_a_passed_deadline_ends_the_call_as_cancelled_with_deadline_exceeded(
 
     assert asyncio.run(go()) is grpc.StatusCode.DEADLINE_EXCEEDED
     (end,) = log_lines.events("request.end")
-    assert end["outcome"] == "cancelled" and end["status"] == "DEADLINE_EXCEEDED"
+    assert end["outcome"] == "cancelled" and end["grpc_status"] == "DEADLINE_EXCEEDED"

@@ -77,7 +77,8 @@ def test_unary_mints_an_id_echoes_the_client_id_and_returns_the_server_id(
             assert len(line["trace_id"]) == 32 and len(line["span_id"]) == 16
         assert start["client"].startswith("127.0.0.1:")
         assert "grpc-python" in start["user_agent"]
-        assert end["status"] == "OK" and end["outcome"] == "ok"
+        assert end["grpc_status"] == "OK" and end["outcome"] == "ok"
+        assert end["status"] == 0  # an integer, as the log schema types it
         assert end["messages_in"] == 1 and end["messages_out"] == 1
         assert end["duration_ms"] >= 0
         assert "deprecated_headers" not in end
@@ -222,7 +223,7 @@ def test_handler_metadata_is_merged_never_duplicated(proto: Proto, log_lines: Lo
         code, _, trailing = results[name]
         assert code.name == status
         (end,) = log_lines.events("request.end", rpc_method=f"/t.S/{name}")
-        assert end["status"] == status and end["outcome"] == outcome
+        assert end["grpc_status"] == status and end["outcome"] == outcome
         assert trailing["x-server-request-id"] == [end["request_id"]]
     assert results["Abort"][2]["why"] == ["bad"]
     (crash_end,) = log_lines.events("request.end", rpc_method="/t.S/Crash")
@@ -288,7 +289,7 @@ def test_streams_written_with_context_write_are_traced_too(log_lines: LogLines) 
     assert messages == [server_id.encode()] * 3
     write_end, abort_end = log_lines.events("request.end")
     assert write_end["messages_out"] == 3 and write_end["outcome"] == "ok"
-    assert abort_end["status"] == "FAILED_PRECONDITION"
+    assert abort_end["grpc_status"] == "FAILED_PRECONDITION"
     assert aborted_trailing["x-server-request-id"] == [abort_end["request_id"]]
     assert aborted_trailing["reason"] == ["state"]
 
