@@ -94,7 +94,7 @@ def analyze(
     stats = logs.stats
     summary: dict[str, Any] = {
         "files": stats.files,
-        "lines": lines if (since or until) else stats.lines,
+        "lines": stats.lines if since is None and until is None else lines,
         "bad_lines": stats.bad_lines,
         "requests": count_requests(requests),
         "spans": len(requests),
