@@ -119,3 +119,27 @@ def test_since_until_window(tmp_path: Path) -> None:
     assert late.summary["lines"] < full.summary["lines"]
     none = analyze(logs, until=parse_time("2026-11-29T09:00"))
     assert none.summary["requests"] == 0 and none.findings.empty
+
+
+def test_legacy_rekeyed_requests_are_duplicates(tmp_path: Path) -> None:
+    """Under the legacy id policy request.start logs a minted id, later lines the client's.
+
+    Found on a real legacy demo run: keying requests by their first request_id hid every
+    duplicate (and reported them as client_id_reuse instead).
+    """
+    from tests.forensics.helpers import rt, ts
+
+    lines = []
+    for span, minted, start in (("a" * 16, "uuid-a", 0.0), ("b" * 16, "uuid-b", 0.1)):
+        ctx = {"trace_id": span * 2, "span_id": span, "x_request_id": "rollout-7"}
+        lines += [
+            rt("request.start", time=ts(start), request_id=minted, **ctx),
+            rt("request.end", time=ts(start + 1), request_id="rollout-7", status=200,
+               outcome="ok", id_policy="legacy", **ctx),
+        ]
+    path = tmp_path / "frontend.jsonl"
+    path.write_text("\n".join(sorted(lines, key=lambda x: x[9:40])) + "\n")
+    doc = report_json(analyze(load_events([str(path)])))
+    assert [(f["kind"], f["request_id"]) for f in doc["findings"]] == [
+        ("duplicate_in_flight", "rollout-7")
+    ]

@@ -81,6 +81,16 @@ def _lines_at(lines: np.ndarray, rows: np.ndarray) -> pd.arrays.IntegerArray:
     return pd.arrays.IntegerArray(values.astype(np.int64), rows < 0)
 
 
+def _last_rows(codes: np.ndarray, mask: np.ndarray, n: int) -> np.ndarray:
+    """Row of the last line of each request where `mask` holds (-1 if none)."""
+    pos = np.flatnonzero(mask & (codes >= 0))[::-1]
+    out = np.full(n, -1, dtype=np.int64)
+    if len(pos):
+        uniq, first = np.unique(codes[pos], return_index=True)
+        out[uniq] = pos[first]
+    return out
+
+
 def _take(series: pd.Series, rows: np.ndarray) -> Any:
     return series.array.take(rows, allow_fill=True)
 
@@ -107,8 +117,16 @@ def build_requests(events: pd.DataFrame) -> pd.DataFrame:
     out: dict[str, Any] = {}
     for col in ("trace_id", "span_id"):
         out[col] = _take(events[col], first_row)
+    # The id a request *ends* with is the one it held in flight: under the legacy id
+    # policy the middleware logs a minted id at request.start, then the handler
+    # re-keys the request by the client's id — and that is the id that collides.
+    rid = events["request_id"]
+    rid_mask = _notna(rid)
+    last_row = agg["last"].to_numpy()
+    src = last_row if rid_mask[rows].all() else _last_rows(codes, rid_mask, n)
+    out["request_id"] = _take(rid, src)
     for col in (
-        "parent_span_id", "request_id", "x_request_id", "outcome", "status", "fp_in", "fp_out",
+        "parent_span_id", "x_request_id", "outcome", "status", "fp_in", "fp_out",
         "route", "client", "method", "service", "worker", "error",
     ):
         series = events[col]
