@@ -123,6 +123,19 @@ def test_cancelled_caller_without_output_is_not_crossed() -> None:
     assert unlinked(reqs).empty
 
 
+def test_cancelled_partial_outputs_sharing_a_prefix_are_not_crossed() -> None:
+    # Two callers hung up after the same first tokens ("echo: user:"): equal partial
+    # output is a shared prefix, not proof that either got the other's stream.
+    reqs = requests_frame(
+        _caller("A", "inA", "prefix", outcome="cancelled"),
+        _work("wA", "A", "inA", "prefix", outcome="cancelled"),
+        _caller("B", "inB", "prefix", outcome="cancelled"),
+        _work("wB", "B", "inB", "prefix", outcome="cancelled"),
+        _caller("C", "inC", "prefix", outcome="cancelled"),
+    )
+    assert crossed_stream(reqs).empty
+
+
 def test_same_output_for_different_prompts_is_not_crossed_when_own_work_matches() -> None:
     reqs = requests_frame(
         _caller("A", "inA", "yes"), _caller("B", "inB", "yes"),

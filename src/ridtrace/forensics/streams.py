@@ -42,16 +42,19 @@ def crossed_stream(requests: pd.DataFrame) -> pd.DataFrame:
     """
     works = _works(requests)
     front = _side(requests, FRONTEND, with_output=True)
-    if works.empty or front.empty:
+    # Only a worker's *finished* output identifies it: the first tokens of different
+    # replies can be equal, so partial output of a cancelled or failed stream is no proof.
+    finished = works[(works["outcome"] == "ok").to_numpy()]
+    if finished.empty or front.empty:
         return findings_frame("crossed_stream", [])
     # Cheap first: only outputs some worker produced can be someone else's.
-    front = front[front["fp_out"].isin(works["fp_out"]).to_numpy()]
+    front = front[front["fp_out"].isin(finished["fp_out"]).to_numpy()]
     pair = "\x00"
     own = (front["fp_in"] + pair + front["fp_out"]).isin(works["fp_in"] + pair + works["fp_out"])
     suspects = front[~own.to_numpy()]
     if suspects.empty:
         return findings_frame("crossed_stream", [])
-    producer = works.drop_duplicates("fp_out").set_index("fp_out")
+    producer = finished.drop_duplicates("fp_out").set_index("fp_out")
     rows = []
     for r in suspects.itertuples(index=False):
         w = producer.loc[r.fp_out]
