@@ -72,8 +72,9 @@ def generate(lines: int) -> tuple[Path, dict[str, object]]:
     if meta.exists():
         return target, json.loads(meta.read_text())
     spec = SynthSpec(
-        requests=requests_for_lines(lines), seed=lines % 1000, rate_per_s=1500.0, crossed=5,
-        collisions=5, duplicates=5, client_reuse=5, deprecated_every=200,
+        requests=requests_for_lines(lines, engine_noise=True), seed=lines % 1000,
+        rate_per_s=1500.0, crossed=5, collisions=5, duplicates=5, client_reuse=5,
+        deprecated_every=200, engine_noise=True,
     )
     t0 = time.perf_counter()
     truth = write_logs(target / "logs", spec)

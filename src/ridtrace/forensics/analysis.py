@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ridtrace.forensics.events import LoadedLogs
+from ridtrace.forensics.events import LoadedLogs, other_lines_in_window
 from ridtrace.forensics.requests import build_requests, epoch_us
 from ridtrace.forensics.rules import client_id_reuse, deprecated_header, duplicate_in_flight
 from ridtrace.forensics.schema import FINDING_COLUMNS, FINDING_KINDS, FRONTEND, SEVERITY, WORKER
@@ -84,6 +84,7 @@ def analyze(
     """All checks over loaded logs; findings sorted errors first, then by time."""
     requests = build_requests(logs.events)
     requests, lines = window(logs.events, requests, since, until)
+    lines += other_lines_in_window(logs, since, until)
     frames = [rule(requests) for rule in RULES]
     findings = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if not findings.empty:

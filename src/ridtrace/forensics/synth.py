@@ -18,6 +18,7 @@ from ridtrace.forensics.schema import UNLINKED_REQUEST, UNLINKED_RESPONSE
 
 _BASE = datetime(2026, 11, 29, 10, 0, 0, tzinfo=timezone.utc)
 _LINES_PER_REQUEST = 7.5  # average, with the default noise; used to size benchmarks
+_ENGINE_NOISE_LINES = 3.5  # extra lines per request with `SynthSpec.engine_noise`
 _BATCH = 4096
 
 
@@ -36,6 +37,11 @@ class SynthSpec:
     deprecated_every: int = 40
     near_misses: bool = True
     noise_every: int = 2
+    # Lines a real deployment interleaves that are no request lifecycle: uvicorn access
+    # lines (with request context) on both sides, and the engine's own scheduler lines
+    # (SGLang's "Prefill batch" per admitted request, "Decode batch" now and then)
+    # without request context.
+    engine_noise: bool = False
 
 
 @dataclass
@@ -70,9 +76,10 @@ class _Req:
     policy: str = "safe"
 
 
-def requests_for_lines(lines: int) -> int:
+def requests_for_lines(lines: int, *, engine_noise: bool = False) -> int:
     """How many requests give about `lines` log lines in all (default noise)."""
-    return max(1, int(lines / _LINES_PER_REQUEST))
+    per_request = _LINES_PER_REQUEST + (_ENGINE_NOISE_LINES if engine_noise else 0.0)
+    return max(1, int(lines / per_request))
 
 
 class _Gen:
@@ -222,6 +229,10 @@ class _Gen:
             tn = t + 350
             out.append((tn, head(tn, "DEBUG", "prompt tokenized", "ridtrace.frontend_plugin.routes",
                         "frontend", 4242) + f',{ctx},"tokens":{r.t0 % 900 + 12}}}'))
+        if self.spec.engine_noise:
+            ta = t + 800
+            out.append((ta, head(ta, "INFO", f'{client} - \\"POST /v1/chat/completions HTTP/1.1\\" '
+                        f"{r.f_status or 200}", "uvicorn.access", "frontend", 4242) + f",{ctx}}}"))
         if r.unlinked:
             out.append((end - 5, head(end - 5, "ERROR", r.unlinked, fp, "frontend", 4242)
                         + f',"event":"response.unlinked",{ctx}}}'))
@@ -247,7 +258,24 @@ class _Gen:
         fpo = f',"fp_out":"{r.w_out}"' if r.w_out else ""
         code = 200 if r.w_outcome == "ok" else 0
         port = 30000 + r.t0 % 20000
-        return [
+        noise: list[tuple[int, str]] = []
+        if self.spec.engine_noise:
+            sched = "sglang.srt.managers.scheduler"
+            running = r.t0 % 17 + 1
+            noise = [
+                (t + 100, head(t + 100, "INFO", f'127.0.0.1:{port} - \\"POST /worker/generate '
+                 f'HTTP/1.1\\" {code or 200}', "uvicorn.access", svc, pid) + f",{ctx}}}"),
+                (t + 120, head(t + 120, "INFO", f"Prefill batch. #new-seq: 1, #new-token: "
+                 f"{r.t0 % 900 + 12}, #cached-token: 0, token usage: 0.0{running % 10}, "
+                 f"#running-req: {running}, #queue-req: 0", sched, svc, pid) + "}"),
+            ]
+            if r.t0 % 2:
+                td = end - 200
+                noise.append((td, head(td, "INFO", f"Decode batch. #running-req: {running}, "
+                              f"#token: {r.t0 % 9000 + 300}, token usage: 0.0{running % 10}, "
+                              f"gen throughput (token/s): {400 + r.t0 % 500}.{r.t0 % 100:02d}, "
+                              "#queue-req: 0", sched, svc, pid) + "}"))
+        lifecycle = [
             (t, head(t, "INFO", "request.start", mw, svc, pid) + f',"event":"request.start",{ctx},'
              f'"method":"POST","path":"/worker/generate","client":"127.0.0.1:{port}"}}'),
             (t + 80, head(t + 80, "INFO", "worker.start", wk, svc, pid)
@@ -262,6 +290,7 @@ class _Gen:
              '"route":"/worker/generate",'
              f'"status":{code},"outcome":"{r.w_outcome}","duration_ms":{(end - t) / 1000:.3f}}}'),
         ]
+        return [*noise, *lifecycle]
 
     def refused_lines(self, r: _Req, w: int) -> list[tuple[int, str]]:
         svc, pid, t = f"worker-{8101 + w}", 5000 + w, r.t0 + 400
