@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 import numpy as np
@@ -12,7 +12,14 @@ import pandas as pd
 import pyarrow as pa
 
 from ridtrace.forensics.normalize import normalize
-from ridtrace.forensics.reader import ReadStats, iter_chunks, new_parser, parse_chunk
+from ridtrace.forensics.reader import (
+    EvidenceParser,
+    ReadStats,
+    iter_chunks,
+    new_parser,
+    parse_chunk,
+    parse_evidence,
+)
 from ridtrace.forensics.schema import EVENT_CATEGORY_COLUMNS, EVENT_COLUMNS, TIME_TYPE
 from ridtrace.forensics.sources import Source, expand_inputs, looks_like_log, open_source
 
@@ -24,6 +31,22 @@ class LoadedLogs:
     events: pd.DataFrame
     stats: ReadStats
     files: list[str]
+    # A lean read keeps only evidence lines in `events`; these are the times (epoch µs)
+    # of the other valid lines, so that windows still count every line.
+    other_times: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+
+
+def other_lines_in_window(
+    logs: LoadedLogs, since: pd.Timestamp | None, until: pd.Timestamp | None
+) -> int:
+    """Lines a lean read left out of `events` whose time is in [since, until)."""
+    times = logs.other_times
+    keep = np.ones(len(times), dtype=bool)
+    if since is not None:
+        keep &= times >= since.value // 1000
+    if until is not None:
+        keep &= times < until.value // 1000
+    return int(keep.sum())
 
 
 def _empty_table() -> pa.Table:
@@ -65,6 +88,7 @@ def _read_one(
     pieces: list[pa.Table],
     on_bytes: Callable[[int], None] | None,
     lean: bool,
+    other_times: list[np.ndarray] | None = None,
 ) -> None:
     stream, raw = open_source(src)
     position = 0
@@ -86,6 +110,14 @@ def _read_one(
             stats.skipped_files.append(src.name)
             return
         stats.files += 1
+        if lean and other_times is not None:
+            evidence = EvidenceParser()
+            for chunk, first_line, _ in iter_chunks(stream, progress):
+                found, times = parse_evidence(evidence, chunk, first_line, stats, src.name)
+                for table, lines in found:
+                    pieces.append(normalize(table, lines, file_id, stats, src.name))
+                other_times.append(times)
+            return
         parser = new_parser(lean=lean)
         for chunk, first_line, count in iter_chunks(stream, progress):
             for table, lines in parse_chunk(parser, chunk, first_line, count, stats, src.name):
@@ -106,17 +138,24 @@ def read_sources(
 ) -> LoadedLogs:
     """Read and normalise every source; bad lines are counted, never fatal.
 
-    ``lean=True`` skips display-only fields (level, client, route, …) for speed; the
-    findings of `ridtrace.forensics.analysis.analyze` do not need them.
+    ``lean=True`` is what `ridtrace.forensics.analysis.analyze` needs and no more:
+    display-only fields (level, client, route, …) stay null, and `events` holds only
+    the evidence lines (lifecycle events, fingerprints, deprecated headers, unlinked
+    errors; see `ridtrace.forensics.reader.parse_evidence`). The other lines are still
+    counted and checked, and their times kept in `LoadedLogs.other_times`.
     """
     stats = ReadStats()
     pieces: list[pa.Table] = []
+    other: list[np.ndarray] = []
     names = [src.name for src in sources]
     for file_id, src in enumerate(sources):
-        _read_one(src, file_id, stats, pieces, on_bytes, lean)
+        _read_one(src, file_id, stats, pieces, on_bytes, lean, other)
     table = pa.concat_tables(pieces) if pieces else _empty_table()
     del pieces
-    return LoadedLogs(events=events_frame(table, names), stats=stats, files=names)
+    times = np.concatenate(other) if other else np.empty(0, dtype=np.int64)
+    return LoadedLogs(
+        events=events_frame(table, names), stats=stats, files=names, other_times=times
+    )
 
 
 def load_events(
