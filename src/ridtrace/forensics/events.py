@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 import zlib
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -13,6 +16,7 @@ import pyarrow as pa
 
 from ridtrace.forensics.normalize import normalize
 from ridtrace.forensics.reader import (
+    MAX_SAMPLES,
     EvidenceParser,
     ReadStats,
     iter_chunks,
@@ -111,12 +115,8 @@ def _read_one(
             return
         stats.files += 1
         if lean and other_times is not None:
-            evidence = EvidenceParser()
-            for chunk, first_line, _ in iter_chunks(stream, progress):
-                found, times = parse_evidence(evidence, chunk, first_line, stats, src.name)
-                for table, lines in found:
-                    pieces.append(normalize(table, lines, file_id, stats, src.name))
-                other_times.append(times)
+            _read_evidence(iter_chunks(stream, progress), file_id, src.name, stats, pieces,
+                           other_times)
             return
         parser = new_parser(lean=lean)
         for chunk, first_line, count in iter_chunks(stream, progress):
@@ -128,6 +128,49 @@ def _read_one(
     finally:
         if src.path is not None:
             raw.close()
+
+
+_IN_FLIGHT = 3
+
+
+def _read_evidence(
+    chunks: Iterator[tuple[bytes, int, int]],
+    file_id: int,
+    name: str,
+    stats: ReadStats,
+    pieces: list[pa.Table],
+    other_times: list[np.ndarray],
+) -> None:
+    """Parse chunks on two threads (Arrow releases the GIL), merged back in file order."""
+    local = threading.local()
+
+    def work(chunk: bytes, first_line: int) -> tuple[ReadStats, list[pa.Table], np.ndarray]:
+        parser = getattr(local, "parser", None)
+        if parser is None:
+            parser = local.parser = EvidenceParser()
+        mine = ReadStats()
+        found, times = parse_evidence(parser, chunk, first_line, mine, name)
+        return mine, [normalize(t, lines, file_id, mine, name) for t, lines in found], times
+
+    def merge(job: Future[tuple[ReadStats, list[pa.Table], np.ndarray]]) -> None:
+        mine, tables, times = job.result()
+        stats.lines += mine.lines
+        stats.bad_lines += mine.bad_lines
+        room = MAX_SAMPLES - len(stats.samples)
+        stats.samples.extend(mine.samples[: max(room, 0)])
+        pieces.extend(tables)
+        other_times.append(times)
+
+    pending: deque[Future[tuple[ReadStats, list[pa.Table], np.ndarray]]] = deque()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        try:
+            for chunk, first_line, _ in chunks:
+                pending.append(pool.submit(work, chunk, first_line))
+                while len(pending) >= _IN_FLIGHT:
+                    merge(pending.popleft())
+        finally:  # an unreadable .gz stops the reading, not what was read before it
+            while pending:
+                merge(pending.popleft())
 
 
 def read_sources(
