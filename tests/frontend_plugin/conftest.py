@@ -68,7 +68,9 @@ class Stack:
         return snap
 
 
-def _spawn(args: list[str], workdir: Path, name: str) -> Proc:
+def _spawn(
+    args: list[str], workdir: Path, name: str, env: dict[str, str] | None = None
+) -> Proc:
     port = free_port()
     log = workdir / f"{name}.jsonl"
     stderr = workdir / f"{name}.stderr"
@@ -77,7 +79,7 @@ def _spawn(args: list[str], workdir: Path, name: str) -> Proc:
             [sys.executable, "-m", "ridtrace", "serve", *args, "--port", str(port),
              "--log-file", str(log)],
             stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
-            env={**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": ""},
+            env={**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": "", **(env or {})},
         )
     return Proc(process, port, log, stderr)
 
@@ -88,15 +90,19 @@ def start_stack(
     *,
     workers: list[list[str]],
     frontend: list[str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> Iterator[Stack]:
     """Start workers (each with its own extra flags) and a frontend, all in parallel."""
     workdir.mkdir(parents=True, exist_ok=True)
     procs: list[Proc] = []
     try:
-        ws = [_spawn(["worker", *flags], workdir, f"worker{i}") for i, flags in enumerate(workers)]
+        ws = [
+            _spawn(["worker", *flags], workdir, f"worker{i}", env)
+            for i, flags in enumerate(workers)
+        ]
         procs.extend(ws)
         worker_args = [a for w in ws for a in ("--worker", w.url)]
-        fe = _spawn(["frontend", *worker_args, *(frontend or [])], workdir, "frontend")
+        fe = _spawn(["frontend", *worker_args, *(frontend or [])], workdir, "frontend", env)
         procs.append(fe)
         for proc in procs:
             try:

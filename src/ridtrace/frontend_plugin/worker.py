@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 from loguru import logger
-from opentelemetry import trace
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -34,6 +33,7 @@ from ridtrace.frontend_plugin.wire import (
 from ridtrace.tracing import (
     RequestTracingMiddleware,
     TracingSettings,
+    annotate_span,
     current_context,
     validate_client_id,
 )
@@ -129,11 +129,9 @@ def _adopt_identity(job: WorkRequest) -> None:
         return
     ctx.request_id = job.request_id
     ctx.x_request_id = validate_client_id(job.x_request_id) if job.x_request_id else None
-    span = trace.get_current_span()
-    if span.is_recording():
-        span.set_attribute("request_id", job.request_id)
-        if ctx.x_request_id is not None:
-            span.set_attribute("x_request_id", ctx.x_request_id)
+    annotate_span(request_id=job.request_id)
+    if ctx.x_request_id is not None:
+        annotate_span(x_request_id=ctx.x_request_id)
 
 
 async def _produce(

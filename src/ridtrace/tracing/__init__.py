@@ -6,6 +6,7 @@ Importing this package must stay cheap: no pandas, no click, no FastAPI routing.
 from ridtrace.tracing.context import (
     RequestContext,
     annotate_request,
+    annotate_span,
     current_context,
     current_request_id,
     current_x_request_id,
@@ -24,6 +25,7 @@ __all__ = [
     "RequestTracingMiddleware",
     "TracingSettings",
     "annotate_request",
+    "annotate_span",
     "configure_logging",
     "configure_tracing",
     "current_context",

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 __all__ = [
     "RequestContext",
     "annotate_request",
+    "annotate_span",
     "current_context",
     "current_request_id",
     "current_x_request_id",
@@ -36,6 +40,10 @@ class RequestContext:
     x_request_id: str | None = None
     parent_span_id: str | None = None
     annotations: dict[str, Any] = field(default_factory=dict)
+    # The request's server span — ours, or the one FastAPI / an instrumentation opened.
+    # Handlers must not use trace.get_current_span() for request-level attributes: with
+    # FastAPI's telemetry that is an operation span ("fastapi.endpoint"), not the request.
+    server_span: Span | None = None
 
 
 _current: ContextVar[RequestContext | None] = ContextVar("ridtrace_request", default=None)
@@ -63,6 +71,13 @@ def annotate_request(**fields: Any) -> None:
     ctx = _current.get()
     if ctx is not None:
         ctx.annotations.update(fields)
+
+
+def annotate_span(**attributes: str | bool | int | float) -> None:
+    """Set attributes on the current request's server span (no-op when not recording)."""
+    ctx = _current.get()
+    if ctx is not None and ctx.server_span is not None and ctx.server_span.is_recording():
+        ctx.server_span.set_attributes(attributes)
 
 
 def enter(ctx: RequestContext) -> Token[RequestContext | None]:

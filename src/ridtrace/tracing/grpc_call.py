@@ -168,6 +168,7 @@ class GrpcCall:
             )
         self.span = span
         self.ctx = ctx = request_context_for(span, carrier, request_id, x_request_id)
+        ctx.server_span = span
         self.deprecated_text = ",".join(deprecated_sent) if deprecated_sent else None
         if span.is_recording():
             span.set_attribute("request_id", request_id)

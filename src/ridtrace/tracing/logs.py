@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import sys
-import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -51,12 +51,23 @@ def _patch_request_context(record: Record) -> None:
         extra.setdefault("parent_span_id", ctx.parent_span_id)
 
 
+# (whole UTC second, its "YYYY-MM-DDTHH:MM:SS" text): lines written within one second
+# share the prefix, so only the microseconds are formatted per line. Replaced as one
+# tuple, so concurrent writers never see a second paired with another's text.
+_stamp_cache: tuple[int, str] = (-1, "")
+
+
 def _utc_stamp(moment: datetime) -> str:
-    return (
-        datetime.fromtimestamp(moment.timestamp(), timezone.utc)
-        .isoformat(timespec="microseconds")
-        .replace("+00:00", "Z")
-    )
+    global _stamp_cache
+    # timestamp() is exact to well under a microsecond for current dates, so its floor
+    # is the UTC second and the microseconds are the record's own (offsets are whole
+    # seconds), matching fromtimestamp(...).isoformat(timespec="microseconds").
+    second = math.floor(moment.timestamp())
+    cached_second, prefix = _stamp_cache
+    if second != cached_second:
+        prefix = datetime.fromtimestamp(second, timezone.utc).isoformat()[:-6]
+        _stamp_cache = (second, prefix)
+    return f"{prefix}.{moment.microsecond:06d}Z"
 
 
 def format_record(record: Record, service: str) -> bytes:
@@ -86,18 +97,30 @@ def format_record(record: Record, service: str) -> bytes:
 
 
 class _JsonLinesSink:
-    """Writes each record as one JSON line and flushes it, so a crash loses nothing."""
+    """Writes each record as one JSON line and flushes it, so a crash loses nothing.
 
-    def __init__(self, stream: IO[bytes], service: str) -> None:
+    No lock of its own: loguru calls a handler's sink under that handler's lock, and
+    each sink belongs to exactly one handler.
+    """
+
+    def __init__(self, stream: IO[bytes], service: str, *, raw: bool = False) -> None:
         self._stream = stream
         self._service = service
-        self._lock = threading.Lock()
+        # A file configure_logging opened unbuffered takes each line in one write(2),
+        # without the copy into a buffer and the flush; a caller's stream gets both.
+        self._raw = raw
 
     def write(self, message: Message) -> None:
         data = format_record(message.record, self._service)
-        with self._lock:
-            self._stream.write(data)
-            self._stream.flush()
+        stream = self._stream
+        if self._raw:
+            written = stream.write(data)
+            while written < len(data):  # a short write must not leave half a line
+                data = data[written:]
+                written = stream.write(data)
+        else:
+            stream.write(data)
+            stream.flush()
 
     def close(self) -> None:
         if self._stream not in (sys.stdout.buffer, sys.stderr.buffer):
@@ -134,15 +157,16 @@ def configure_logging(
         intercept_stdlib: route the standard library's logging (uvicorn's included)
             into loguru so those lines get the same shape and request ids.
     """
+    raw = False
     if sink is None:
         stream: IO[bytes] = sys.stderr.buffer
     elif isinstance(sink, (str, os.PathLike)):
         path = Path(sink)
         path.parent.mkdir(parents=True, exist_ok=True)
-        stream = path.open("ab")
+        stream, raw = path.open("ab", buffering=0), True
     else:
         stream = sink
-    writer = _JsonLinesSink(stream, service)
+    writer = _JsonLinesSink(stream, service, raw=raw)
     logger.configure(patcher=_patch_request_context)
     handler_id = logger.add(writer.write, level=level, format="{message}", catch=True)
     if intercept_stdlib:

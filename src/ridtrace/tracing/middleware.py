@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import replace
@@ -19,7 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ridtrace.tracing import context as request_context
 from ridtrace.tracing.context import RequestContext
 from ridtrace.tracing.deprecation import deprecation_response_headers, warn_once
-from ridtrace.tracing.identity import validate_client_id
+from ridtrace.tracing.identity import uuid4_id, validate_client_id
 from ridtrace.tracing.serverspan import active_server_span, request_context_for
 from ridtrace.tracing.settings import TracingSettings
 
@@ -77,9 +78,10 @@ class RequestTracingMiddleware:
         )
         provider = config.tracer_provider or trace.get_tracer_provider()
         self._tracer = provider.get_tracer("ridtrace.tracing")
-        self._mint = config.id_generator
+        self._mint = _uuid4_text if config.id_generator is uuid4_id else config.id_generator
         self._max_len = config.max_client_id_length
         self._log_lifecycle = config.log_lifecycle
+        self._span_name = config.span_name
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -108,18 +110,29 @@ class RequestTracingMiddleware:
         request_id = self._mint()
         method: str = scope.get("method", "")
         path: str = scope.get("path", "")
-        span, owns_span = self._server_span(carrier, method)
+        current = trace.get_current_span()
+        span = active_server_span(current)
+        owns_span = span is None
+        if span is None:
+            parent = propagate.extract(carrier, getter=_GETTER) if carrier else None
+            span = self._tracer.start_span(self._span_name, parent, SpanKind.SERVER)
+        recording = span.is_recording()
         ctx = request_context_for(span, carrier, request_id, x_request_id)
+        ctx.server_span = span
         deprecated_text = ",".join(deprecated_sent) if deprecated_sent else None
-        if span.is_recording():
-            span.set_attribute("request_id", request_id)
+        if recording:
+            attributes: dict[str, str] = {"request_id": request_id}
             if x_request_id is not None:
-                span.set_attribute("x_request_id", x_request_id)
+                attributes["x_request_id"] = x_request_id
             if deprecated_text:
-                span.set_attribute("deprecated_headers", deprecated_text)
+                attributes["deprecated_headers"] = deprecated_text
             if owns_span:
-                span.set_attribute("http.request.method", method)
-                span.set_attribute("url.path", path)
+                attributes["http.request.method"] = method
+                attributes["url.path"] = path
+            span.set_attributes(attributes)  # one lock round-trip in the SDK, not five
+        # Byte counts, disconnects, outcome and route only feed the span and the
+        # lifecycle lines; with neither, the id-only path skips observing them.
+        observe = recording or self._log_lifecycle
 
         extra_headers = [(self._response_header, request_id.encode("latin-1"))]
         if deprecated_sent:
@@ -149,8 +162,12 @@ class RequestTracingMiddleware:
             await send(message)
 
         token = request_context.enter(ctx)
+        # A no-op tracer hands back the span that is already current; attaching it
+        # again would change nothing but cost a context copy.
         otel_token = (
-            otel_context.attach(trace.set_span_in_context(span)) if owns_span else None
+            otel_context.attach(trace.set_span_in_context(span))
+            if owns_span and span is not current
+            else None
         )
         failure: BaseException | None = None
         try:
@@ -165,7 +182,7 @@ class RequestTracingMiddleware:
                     deprecated_headers=deprecated_text,
                     x_request_id_rejected=rejected or None,
                 )
-            await self.app(scope, receive_counting, send_tagged)
+            await self.app(scope, receive_counting if observe else receive, send_tagged)
         except BaseException as exc:
             failure = exc
             if isinstance(exc, Exception) and not state.response_started:
@@ -176,49 +193,44 @@ class RequestTracingMiddleware:
                     await _send_internal_error(send_tagged)
             raise
         finally:
-            outcome = _outcome(state, failure, ctx)
-            route = _route_template(scope)
-            if span.is_recording():
-                span.set_attribute("http.response.status_code", state.status)
-                if route:
-                    span.set_attribute("http.route", route)
-                if outcome == "error" and owns_span:
-                    span.set_status(Status(StatusCode.ERROR))
-                    if failure is not None and isinstance(failure, Exception):
-                        span.record_exception(failure)
-            if self._log_lifecycle:
-                fields: dict[str, Any] = {
-                    "event": "request.end",
-                    "method": method,
-                    "path": path,
-                    "route": route,
-                    "status": state.status,
-                    "outcome": outcome,
-                    "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-                    "bytes_in": state.bytes_in,
-                    "bytes_out": state.bytes_out,
-                    "deprecated_headers": deprecated_text,
-                }
-                fields.update(ctx.annotations)
-                fields.pop("outcome_override", None)
-                log = logger.warning if outcome == "error" else logger.info
-                log("request.end", **fields)
+            if observe:
+                outcome = _outcome(state, failure, ctx)
+                route = _route_template(scope)
+                # FastAPI's telemetry ends its span as the last body byte goes out,
+                # before we get here: writing to an ended span only earns a warning.
+                if recording and span.is_recording():
+                    end_attributes: dict[str, str | int] = {
+                        "http.response.status_code": state.status
+                    }
+                    if route:
+                        end_attributes["http.route"] = route
+                    span.set_attributes(end_attributes)
+                    if outcome == "error" and owns_span:
+                        span.set_status(Status(StatusCode.ERROR))
+                        if failure is not None and isinstance(failure, Exception):
+                            span.record_exception(failure)
+                if self._log_lifecycle:
+                    fields: dict[str, Any] = {
+                        "event": "request.end",
+                        "method": method,
+                        "path": path,
+                        "route": route,
+                        "status": state.status,
+                        "outcome": outcome,
+                        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+                        "bytes_in": state.bytes_in,
+                        "bytes_out": state.bytes_out,
+                        "deprecated_headers": deprecated_text,
+                    }
+                    fields.update(ctx.annotations)
+                    fields.pop("outcome_override", None)
+                    log = logger.warning if outcome == "error" else logger.info
+                    log("request.end", **fields)
             if owns_span:
                 span.end()
             if otel_token is not None:
                 otel_context.detach(otel_token)
             request_context.leave(token)
-
-    def _server_span(self, carrier: dict[str, str], method: str) -> tuple[trace.Span, bool]:
-        """Reuse the server span another instrumentation opened, else open ours."""
-        current = active_server_span()
-        if current is not None:
-            return current, False
-        parent = propagate.extract(carrier, getter=_GETTER) if carrier else None
-        span = self._tracer.start_span(
-            self.settings.span_name, context=parent, kind=SpanKind.SERVER
-        )
-        return span, True
 
     def _response_headers(
         self,
@@ -234,6 +246,17 @@ class RequestTracingMiddleware:
             out.append((self._client_header, ctx.x_request_id.encode("latin-1")))
         out.extend(extra)
         return out
+
+
+def _uuid4_text() -> str:
+    """``str(uuid.uuid4())`` without building a ``UUID`` object, which was the single
+    largest cost of the id-only path: the same OS entropy, version and variant bits."""
+    h = os.urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_UUID4_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+
+
+# The variant nibble keeps its two low random bits and gets the RFC 4122 bits 10.
+_UUID4_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
 
 
 class _Exchange:

@@ -6,26 +6,29 @@ lines and its span would name different ids depending on how it arrived.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
 from ridtrace.tracing.context import RequestContext
-from ridtrace.tracing.identity import mint_span_id, mint_trace_id
+from ridtrace.tracing.identity import mint_span_id
 from ridtrace.tracing.traceparent import parse_traceparent
 
 __all__ = ["active_server_span", "request_context_for"]
 
 
-def active_server_span() -> trace.Span | None:
+def active_server_span(current: trace.Span | None = None) -> trace.Span | None:
     """The recording server span another instrumentation already opened, if any.
 
     FastAPI's telemetry, opentelemetry-instrumentation-fastapi and
     opentelemetry-instrumentation-grpc each open one; ridtrace enriches it instead of
-    adding a second server span beside it.
+    adding a second server span beside it. ``current`` saves the lookup for a caller
+    that already holds ``trace.get_current_span()``.
     """
-    current = trace.get_current_span()
+    if current is None:
+        current = trace.get_current_span()
     if current.is_recording() and getattr(current, "kind", None) is SpanKind.SERVER:
         return current
     return None
@@ -51,11 +54,20 @@ def request_context_for(
             span_id=format(span_context.span_id, "016x"),
             parent_span_id=format(parent.span_id, "016x") if parent is not None else None,
         )
-    remote = parse_traceparent(carrier.get("traceparent"))
+    traceparent = carrier.get("traceparent")
+    remote = parse_traceparent(traceparent) if traceparent else None
+    if remote:
+        trace_id, span_id, parent_span_id = remote[0], mint_span_id(), remote[1]
+    else:
+        # Like the SDK's own RandomIdGenerator: these ids must be unique, not secret,
+        # and this path runs on every request without an SDK, where two urandom
+        # syscalls per request were a visible share of the middleware's cost.
+        ids = f"{random.getrandbits(192):048x}"
+        trace_id, span_id, parent_span_id = ids[:32], ids[32:], None
     return RequestContext(
         request_id=request_id,
         x_request_id=x_request_id,
-        trace_id=remote[0] if remote else mint_trace_id(),
-        span_id=mint_span_id(),
-        parent_span_id=remote[1] if remote else None,
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=parent_span_id,
     )

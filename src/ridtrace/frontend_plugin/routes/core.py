@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 import orjson
 from loguru import logger
-from opentelemetry import trace
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive
@@ -34,6 +33,7 @@ from ridtrace.frontend_plugin.wire import WorkRequest
 from ridtrace.tracing import (
     RequestContext,
     annotate_request,
+    annotate_span,
     current_context,
     format_traceparent,
     uuid4_id,
@@ -71,6 +71,7 @@ async def serve(request: Request, fe: Frontend, api: ApiSpec) -> Response:
         request_id = key
         if ctx is not None:
             ctx.request_id = key
+            annotate_span(request_id=key)
     annotate_request(model=parsed.model, stream=parsed.stream, fp_in=fingerprint(parsed.prompt))
     work = WorkRequest(
         request_id=request_id, x_request_id=client_id, endpoint=api.endpoint,
@@ -120,9 +121,7 @@ def _client_id(ctx: RequestContext | None, api: ApiSpec, parsed: Parsed) -> str 
         return header
     if ctx is not None and body != header:
         ctx.x_request_id = body
-        span = trace.get_current_span()
-        if span.is_recording():
-            span.set_attribute("x_request_id", body)
+        annotate_span(x_request_id=body)
     return body
 
 

@@ -1,0 +1,44 @@
+"""Frontend and worker spans reach a real OTLP/HTTP receiver as one trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+
+from tests.frontend_plugin.conftest import start_stack
+from tests.support.otlp_receiver import ReceivedSpan, otlp_receiver
+
+
+SERVER = 2  # SpanKind.SERVER in OTLP's enum
+
+
+def _spans_for(spans: list[ReceivedSpan], request_id: str) -> list[ReceivedSpan]:
+    """The server spans that carry ``request_id`` (operation spans may carry it too)."""
+    return [s for s in spans if s.kind == SERVER and s.attributes.get("request_id") == request_id]
+
+
+def test_worker_span_is_a_child_of_the_frontend_span_with_the_same_ids(tmp_path: Path) -> None:
+    with otlp_receiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "50"}
+        with start_stack(tmp_path, workers=[[]], env=env) as stack:
+            response = httpx.post(
+                stack.url + "/v1/chat/completions",
+                json={"model": "echo", "messages": [{"role": "user", "content": "hi there"}]},
+                headers={"x-request-id": "span-check-1"},
+                timeout=30,
+            )
+            assert response.status_code == 200
+            request_id = response.headers["x-server-request-id"]
+            spans = receiver.wait_for(2)
+            while len(_spans_for(spans, request_id)) < 2:
+                spans = receiver.wait_for(len(spans) + 1)
+    mine = _spans_for(spans, request_id)
+    (frontend,) = [s for s in mine if s.service_name == "frontend"]
+    (worker,) = [s for s in mine if s.service_name and s.service_name.startswith("worker")]
+    assert frontend.attributes["x_request_id"] == worker.attributes["x_request_id"] == "span-check-1"
+    assert worker.trace_id == frontend.trace_id
+    assert worker.parent_span_id == frontend.span_id
+    assert frontend.attributes["http.route"] == "/v1/chat/completions"
+    for log in (tmp_path / "frontend.jsonl", tmp_path / "worker0.jsonl"):
+        assert b"ended span" not in log.read_bytes(), f"{log.name}: attributes written after the span ended"
