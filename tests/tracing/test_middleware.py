@@ -259,3 +259,15 @@ def test_importing_tracing_stays_off_pandas_click_and_fastapi_routing() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_default_ids_are_valid_uuid4() -> None:
+    import uuid
+
+    from ridtrace import uuid4_id
+
+    ids = {uuid4_id() for _ in range(2000)}
+    assert len(ids) == 2000
+    for text in list(ids)[:200]:
+        parsed = uuid.UUID(text)
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122 and str(parsed) == text

@@ -13,8 +13,18 @@ DEFAULT_MAX_CLIENT_ID_LENGTH = 128
 
 
 def uuid4_id() -> str:
-    """A random UUID4 string: the default ``request_id`` generator."""
-    return str(uuid.uuid4())
+    """A random UUID4 string: the default ``request_id`` generator.
+
+    Formatted straight from the OS entropy instead of ``str(uuid.uuid4())``: building
+    the ``UUID`` object was the largest single cost of the middleware's id-only path.
+    Same bits: 122 random, version 4, RFC 4122 variant.
+    """
+    h = os.urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_UUID4_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+
+
+# The variant nibble keeps its two low random bits and gets the RFC 4122 bits 10.
+_UUID4_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
 
 
 def uuid7_id() -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from collections.abc import Iterable
 from dataclasses import replace
@@ -20,7 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ridtrace.tracing import context as request_context
 from ridtrace.tracing.context import RequestContext
 from ridtrace.tracing.deprecation import deprecation_response_headers, warn_once
-from ridtrace.tracing.identity import uuid4_id, validate_client_id
+from ridtrace.tracing.identity import validate_client_id
 from ridtrace.tracing.serverspan import active_server_span, request_context_for
 from ridtrace.tracing.settings import TracingSettings
 
@@ -78,7 +77,7 @@ class RequestTracingMiddleware:
         )
         provider = config.tracer_provider or trace.get_tracer_provider()
         self._tracer = provider.get_tracer("ridtrace.tracing")
-        self._mint = _uuid4_text if config.id_generator is uuid4_id else config.id_generator
+        self._mint = config.id_generator
         self._max_len = config.max_client_id_length
         self._log_lifecycle = config.log_lifecycle
         self._span_name = config.span_name
@@ -246,17 +245,6 @@ class RequestTracingMiddleware:
             out.append((self._client_header, ctx.x_request_id.encode("latin-1")))
         out.extend(extra)
         return out
-
-
-def _uuid4_text() -> str:
-    """``str(uuid.uuid4())`` without building a ``UUID`` object, which was the single
-    largest cost of the id-only path: the same OS entropy, version and variant bits."""
-    h = os.urandom(16).hex()
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_UUID4_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
-
-
-# The variant nibble keeps its two low random bits and gets the RFC 4122 bits 10.
-_UUID4_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
 
 
 class _Exchange:
