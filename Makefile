@@ -25,8 +25,12 @@ lint: $(STAMP)
 test: $(STAMP) lint
 	$(BIN)/pytest -q
 
+# Each benchmark takes minutes and wants a quiet machine; see docs/performance.md.
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/bench_tracing.py
+	$(BIN)/python benchmarks/bench_frontend.py
+	$(BIN)/python benchmarks/bench_grpc.py
+	$(BIN)/python benchmarks/bench_forensics.py
 
 clean:
 	rm -rf $(VENV) demo-out
