@@ -14,8 +14,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ridtrace.cli.engine import dask_report, engine_choice, engine_options
+
 if TYPE_CHECKING:
     from ridtrace.forensics.events import LoadedLogs
+    from ridtrace.forensics.reader import ReadStats
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -70,7 +73,11 @@ def load_logs(paths: Sequence[str], *, quiet: bool, lean: bool = False) -> Loade
 
 def warn_bad_lines(logs: LoadedLogs) -> None:
     """One stderr line about bad lines and skipped files, with a few file:line samples."""
-    stats = logs.stats
+    warn_read_stats(logs.stats)
+
+
+def warn_read_stats(stats: ReadStats) -> None:
+    """`warn_bad_lines` from the read's counters alone (what the Dask engine returns)."""
     if stats.bad_lines:
         samples = ", ".join(f"{s.file}:{s.line} ({s.reason})" for s in stats.samples[:3])
         click.echo(f"ridtrace: skipped {stats.bad_lines} bad line(s), e.g. {samples}", err=True)
@@ -119,6 +126,7 @@ def emit(text: str, output: Path | None) -> None:
     help="Write the report to FILE instead of stdout.",
 )
 @quiet_option
+@engine_options
 @click.pass_context
 def analyze(
     ctx: click.Context,
@@ -128,6 +136,9 @@ def analyze(
     until: str | None,
     output: Path | None,
     quiet: bool,
+    engine: str,
+    scheduler: str | None,
+    partition_size: str | None,
 ) -> None:
     """Find crossed streams, duplicate in-flight ids, unlinked responses, client id
     reuse and deprecated headers in frontend and worker logs.
@@ -137,10 +148,14 @@ def analyze(
     from ridtrace.forensics.analysis import analyze as run_analysis
     from ridtrace.forensics.analysis import report_csv, report_json
 
+    choice = engine_choice(engine, scheduler, partition_size)
     since_t = parse_time_option(since, "--since")
     until_t = parse_time_option(until, "--until")
-    logs = load_logs(paths, quiet=quiet, lean=True)
-    report = run_analysis(logs, since=since_t, until=until_t)
+    if choice.dask:
+        report = dask_report(choice, paths, quiet=quiet, since=since_t, until=until_t)
+    else:
+        logs = load_logs(paths, quiet=quiet, lean=True)
+        report = run_analysis(logs, since=since_t, until=until_t)
     if fmt == "json":
         emit(json.dumps(report_json(report), indent=2), output)
     elif fmt == "csv":

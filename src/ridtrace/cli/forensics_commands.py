@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ridtrace.cli.analyze import emit, load_logs, paths_argument, quiet_option
+from ridtrace.cli.engine import dask_load, engine_choice, engine_options
 
 _FORMAT = click.option(
     "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
@@ -32,17 +33,21 @@ _OUTPUT = click.option(
 @_FORMAT
 @_OUTPUT
 @quiet_option
+@engine_options
 def audit(
     paths: tuple[str, ...], by: str, plot: Path | None, fmt: str, output: Path | None,
-    quiet: bool,
+    quiet: bool, engine: str, scheduler: str | None, partition_size: str | None,
 ) -> None:
     """Deprecated request-id headers: requests, distinct clients, first/last seen, per day."""
     from ridtrace.forensics.audit import audit as run_audit
     from ridtrace.forensics.audit import daily_series, plot_usage
     from ridtrace.forensics.requests import build_requests
 
-    logs = load_logs(paths, quiet=quiet)
-    requests = build_requests(logs.events)
+    choice = engine_choice(engine, scheduler, partition_size)
+    if choice.dask:
+        requests = dask_load(choice, paths, lean=False, quiet=quiet).requests
+    else:
+        requests = build_requests(load_logs(paths, quiet=quiet).events)
     table = run_audit(requests, by)
     series = daily_series(requests)
     if plot is not None:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ridtrace.forensics.events import LoadedLogs, other_lines_in_window
+from ridtrace.forensics.reader import ReadStats
 from ridtrace.forensics.requests import build_requests, epoch_us
 from ridtrace.forensics.rules import client_id_reuse, deprecated_header, duplicate_in_flight
 from ridtrace.forensics.schema import FINDING_COLUMNS, FINDING_KINDS, FRONTEND, SEVERITY, WORKER
@@ -44,6 +45,36 @@ def parse_time(text: str | None) -> pd.Timestamp | None:
     return utc
 
 
+def select_window(
+    requests: pd.DataFrame, since: pd.Timestamp | None, until: pd.Timestamp | None
+) -> pd.DataFrame:
+    """Keep requests whose [start, end] meets [since, until): whole, never clipped."""
+    if since is None and until is None:
+        return requests
+    keep = np.ones(len(requests), dtype=bool)
+    if since is not None:
+        keep &= (requests["end"] >= since).to_numpy()
+    if until is not None:
+        keep &= (requests["start"] < until).to_numpy()
+    kept: pd.DataFrame = requests[keep]
+    return kept
+
+
+def lines_in_window(
+    events: pd.DataFrame, since: pd.Timestamp | None, until: pd.Timestamp | None
+) -> int:
+    """Events (valid lines) whose time is in [since, until)."""
+    if since is None and until is None:
+        return len(events)
+    times = epoch_us(events["time"])
+    in_window = np.ones(len(events), dtype=bool)
+    if since is not None:
+        in_window &= times >= since.value // 1000
+    if until is not None:
+        in_window &= times < until.value // 1000
+    return int(in_window.sum())
+
+
 def window(
     events: pd.DataFrame,
     requests: pd.DataFrame,
@@ -54,18 +85,7 @@ def window(
 
     Whole requests are kept, not clipped, so evidence at either end stays intact.
     """
-    if since is None and until is None:
-        return requests, len(events)
-    keep = np.ones(len(requests), dtype=bool)
-    times = epoch_us(events["time"])
-    in_window = np.ones(len(events), dtype=bool)
-    if since is not None:
-        keep &= (requests["end"] >= since).to_numpy()
-        in_window &= times >= since.value // 1000
-    if until is not None:
-        keep &= (requests["start"] < until).to_numpy()
-        in_window &= times < until.value // 1000
-    return requests[keep], int(in_window.sum())
+    return select_window(requests, since, until), lines_in_window(events, since, until)
 
 
 def count_requests(requests: pd.DataFrame) -> int:
@@ -84,7 +104,17 @@ def analyze(
     """All checks over loaded logs; findings sorted errors first, then by time."""
     requests = build_requests(logs.events)
     requests, lines = window(logs.events, requests, since, until)
-    lines += other_lines_in_window(logs, since, until)
+    windowed = since is not None or until is not None
+    lines += other_lines_in_window(logs, since, until) if windowed else 0
+    return analyze_requests(requests, logs.stats, lines=lines if windowed else None)
+
+
+def analyze_requests(requests: pd.DataFrame, stats: ReadStats, *, lines: int | None) -> Report:
+    """All checks over a requests frame (already windowed) and the read's counters.
+
+    Every engine ends here: the rules run once, on one requests frame. ``lines`` is
+    the count of lines in a --since/--until window, None for all lines read.
+    """
     frames = [rule(requests) for rule in RULES]
     findings = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if not findings.empty:
@@ -92,10 +122,9 @@ def analyze(
         order = findings["severity"].map({"error": 0}).fillna(1)
         findings = findings.assign(_o=order).sort_values(["_o", "time"], kind="stable")
         findings = findings.drop(columns="_o").reset_index(drop=True)
-    stats = logs.stats
     summary: dict[str, Any] = {
         "files": stats.files,
-        "lines": stats.lines if since is None and until is None else lines,
+        "lines": stats.lines if lines is None else lines,
         "bad_lines": stats.bad_lines,
         "requests": count_requests(requests),
         "spans": len(requests),

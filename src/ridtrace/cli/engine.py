@@ -1,0 +1,132 @@
+"""``--engine pandas|dask``, ``--scheduler`` and ``--partition-size`` for analyze and audit.
+
+The pandas engine is the default and needs nothing more. ``--engine dask`` imports
+dask only then (the ``dask`` extra), runs the read and the per-request join on a Dask
+cluster — the one at ``--scheduler``, or a local one sized to the machine — and hands
+the requests frame to the same rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ridtrace.forensics.analysis import Report
+    from ridtrace.forensics.dask_engine import DaskLoad
+
+F = TypeVar("F", bound=Callable[..., Any])
+_EXTRA_HINT = "--engine dask needs the dask extra: pip install 'ridtrace[dask]'"
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """The engine options of one command line."""
+
+    engine: str
+    scheduler: str | None
+    partition_size: str | None
+
+    @property
+    def dask(self) -> bool:
+        """True for ``--engine dask``."""
+        return self.engine == "dask"
+
+
+def engine_options(func: F) -> F:
+    """Add ``--engine``, ``--scheduler`` and ``--partition-size`` to a command."""
+    options = [
+        click.option(
+            "--engine", type=click.Choice(["pandas", "dask"]), default="pandas",
+            show_default=True,
+            help="pandas: one process. dask: a Dask cluster (needs the `dask` extra); "
+            "PATHs may then also be fsspec URLs (s3://, file://, …).",
+        ),
+        click.option(
+            "--scheduler", metavar="ADDRESS",
+            help="Dask scheduler to use (tcp://host:8786); default: a local cluster.",
+        ),
+        click.option(
+            "--partition-size", metavar="SIZE",
+            help="Bytes of log per Dask partition (default 64MiB).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def engine_choice(engine: str, scheduler: str | None, partition_size: str | None) -> EngineChoice:
+    """Validate the combination: the Dask options mean nothing to the pandas engine."""
+    if engine != "dask":
+        for name, value in (("--scheduler", scheduler), ("--partition-size", partition_size)):
+            if value is not None:
+                raise click.UsageError(f"{name} needs --engine dask")
+    return EngineChoice(engine, scheduler, partition_size)
+
+
+def _block_bytes(partition_size: str | None, default: int) -> int:
+    if partition_size is None:
+        return default
+    from dask.utils import parse_bytes
+
+    try:
+        size = int(parse_bytes(partition_size))
+    except (ValueError, TypeError) as exc:
+        raise click.BadParameter(
+            f"not a size: {partition_size!r}", param_hint="--partition-size"
+        ) from exc
+    if size < 1 << 20:
+        raise click.BadParameter("at least 1MiB", param_hint="--partition-size")
+    return size
+
+
+def dask_load(
+    choice: EngineChoice,
+    paths: Sequence[str],
+    *,
+    lean: bool,
+    quiet: bool,
+    since: pd.Timestamp | None = None,
+    until: pd.Timestamp | None = None,
+) -> DaskLoad:
+    """Read `paths` on Dask into a requests frame; click errors for every user mistake."""
+    from ridtrace.cli.analyze import InputError, warn_read_stats
+
+    try:
+        from ridtrace.forensics import dask_engine
+    except ImportError as exc:
+        raise InputError(_EXTRA_HINT) from exc
+    from ridtrace.forensics.sources import ForensicsInputError
+
+    block_bytes = _block_bytes(choice.partition_size, dask_engine.DEFAULT_BLOCK_BYTES)
+    try:
+        with dask_engine.dask_client(choice.scheduler) as client:
+            load = dask_engine.load_requests(
+                client, paths, lean=lean, block_bytes=block_bytes, since=since, until=until
+            )
+    except (ForensicsInputError, dask_engine.DaskEngineError) as exc:
+        raise InputError(str(exc)) from exc
+    if not quiet:
+        warn_read_stats(load.stats)
+    return load
+
+
+def dask_report(
+    choice: EngineChoice,
+    paths: Sequence[str],
+    *,
+    quiet: bool,
+    since: pd.Timestamp | None,
+    until: pd.Timestamp | None,
+) -> Report:
+    """``ridtrace analyze`` on Dask: the report the pandas engine gives for the same input."""
+    load = dask_load(choice, paths, lean=True, quiet=quiet, since=since, until=until)
+    from ridtrace.forensics.dask_engine import analyze_load  # importable: dask_load checked
+
+    return analyze_load(load, since=since, until=until)

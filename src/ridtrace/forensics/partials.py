@@ -1,0 +1,152 @@
+"""Per-request rows built in pieces: partial requests per partition, then combined.
+
+`ridtrace.forensics.requests.build_requests` is already the per-partition step: run
+on the lines of one partition it gives, per span, the first non-null value of each
+field, the last ``request_id``, ``[start, end]``, the line count and evidence lines.
+Those are all decomposable, so partials of one span from several partitions combine
+exactly, given the partition order (``_part``) — partitions are consecutive ranges of
+the input in the order the pandas engine reads it. The pandas engine is the case of
+one partition, where `combine_requests` has nothing to do.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ridtrace.forensics.requests import REQUEST_COLUMNS
+from ridtrace.forensics.schema import WORKER
+
+PART, POS, KEY = "_part", "_pos", "_key"
+KEYS = ["trace_id", "span_id"]
+# Fields whose value is the first non-null one among a span's lines.
+_FIRST = (
+    "parent_span_id", "x_request_id", "outcome", "status", "fp_in", "fp_out", "route",
+    "client", "method", "service", "worker", "error",
+)
+# (value, line) pairs taken together from the first line that has the line.
+_PAIRS = (("unlinked", "unlinked_line"), ("foreign", "foreign_line"),
+          ("deprecated", "deprecated_line"))
+_STRING = pd.ArrowDtype(pa.string())
+
+
+def _is_text(dtype: Any) -> bool:
+    return isinstance(dtype, (pd.StringDtype, pd.ArrowDtype)) or dtype is np.dtype(object)
+
+
+def partial_requests(requests: pd.DataFrame, part: int) -> pd.DataFrame:
+    """Tag `build_requests` output of partition `part` for shuffling and combining.
+
+    Adds the partition number, the row's position (first-seen order inside the
+    partition) and a 64-bit hash of the span key to route it by. Categorical and
+    ``str`` columns become Arrow strings and ``file`` its integer code, so every
+    partition has the same dtypes whatever values it saw.
+    """
+    out = requests.copy()
+    for col in out.columns:
+        dtype = out[col].dtype
+        if col == "file":
+            out[col] = np.asarray(out[col].cat.codes.to_numpy(), dtype=np.int32)
+        elif isinstance(dtype, pd.CategoricalDtype) or _is_text(dtype):
+            out[col] = out[col].astype(_STRING)
+    out[PART] = np.full(len(out), part, dtype=np.int64)
+    out[POS] = np.arange(len(out), dtype=np.int64)
+    out[KEY] = pd.util.hash_pandas_object(out[KEYS], index=False).to_numpy()
+    return cast(pd.DataFrame, out)
+
+
+def _first_rows(codes: np.ndarray, mask: np.ndarray, n: int, *, last: bool = False) -> np.ndarray:
+    """Row of the first (or last) row of each group where `mask` holds; -1 if none."""
+    pos = np.flatnonzero(mask)
+    if last:
+        pos = pos[::-1]
+    out = np.full(n, -1, dtype=np.int64)
+    if len(pos):
+        uniq, first = np.unique(codes[pos], return_index=True)
+        out[uniq] = pos[first]
+    return out
+
+
+def _take(series: pd.Series, rows: np.ndarray) -> Any:
+    return series.array.take(rows, allow_fill=True)
+
+
+def _merge(parts: pd.DataFrame) -> pd.DataFrame:
+    """One row per span from several partials of it (sorted by partition)."""
+    codes = np.asarray(
+        parts.groupby(KEYS, sort=False, dropna=False).ngroup().to_numpy(), dtype=np.int64
+    )
+    n = int(codes.max()) + 1
+    every = np.ones(len(parts), dtype=bool)
+    first, last = _first_rows(codes, every, n), _first_rows(codes, every, n, last=True)
+    out: dict[str, Any] = {}
+    for col in (*KEYS, "file", "first_line", PART, POS):
+        out[col] = _take(parts[col], first)
+    notna = {col: np.asarray(parts[col].notna().to_numpy(), dtype=bool) for col in parts}
+    for col in _FIRST:
+        out[col] = _take(parts[col], _first_rows(codes, notna[col], n))
+    out["request_id"] = _take(parts["request_id"], _first_rows(codes, notna["request_id"], n,
+                                                               last=True))
+    out["last_line"] = _take(parts["last_line"], last)
+    for value, line in _PAIRS:
+        rows = _first_rows(codes, notna[line], n)
+        out[value], out[line] = _take(parts[value], rows), _take(parts[line], rows)
+    by = pd.DataFrame({"c": codes, "start": parts["start"].array, "end": parts["end"].array,
+                       "lines": parts["lines"].to_numpy()})
+    agg = by.groupby("c", sort=True).agg(start=("start", "min"), end=("end", "max"),
+                                         lines=("lines", "sum"))
+    out["start"], out["end"] = agg["start"].array, agg["end"].array
+    out["lines"] = agg["lines"].to_numpy()
+    is_worker = np.asarray((parts["side"] == WORKER).fillna(False).to_numpy(), dtype=bool)
+    side = np.where(_first_rows(codes, is_worker, n) >= 0, WORKER, "frontend")
+    out["side"] = pd.Series(side, dtype=_STRING).array
+    return cast(pd.DataFrame, pd.DataFrame({col: out[col] for col in parts.columns if col != KEY}))
+
+
+def combine_requests(parts: pd.DataFrame) -> pd.DataFrame:
+    """Combine partials of any set of spans (all partials of each span present).
+
+    Spans seen in one partition only — nearly all — pass through untouched; only the
+    ones cut by a partition boundary (or logged in several files) are merged.
+    """
+    if parts.empty:
+        return cast(pd.DataFrame, parts.drop(columns=KEY))
+    parts = parts.sort_values([PART, POS], kind="stable", ignore_index=True)
+    split = parts[KEY].duplicated(keep=False).to_numpy()
+    whole = cast(pd.DataFrame, parts.loc[~split].drop(columns=KEY))
+    if not split.any():
+        return whole
+    merged = _merge(parts.loc[split].reset_index(drop=True))
+    combined = pd.concat([whole, merged.astype(whole.dtypes.to_dict())], ignore_index=True)
+    return cast(pd.DataFrame, combined)
+
+
+def finish_requests(combined: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    """Combined partials → exactly what `build_requests` gives on the whole input.
+
+    Rows go back to first-seen order (partition, then position in it), which the
+    rules' tie-breaks depend on, and columns to `build_requests`' dtypes.
+    """
+    ordered = combined.sort_values([PART, POS], kind="stable", ignore_index=True)
+    out: dict[str, Any] = {}
+    for col in REQUEST_COLUMNS:
+        series = ordered[col]
+        if col == "file":
+            codes = np.asarray(series.to_numpy(), dtype=np.int32)
+            out[col] = pd.Categorical.from_codes(codes, categories=pd.Index(names, dtype=object))
+        elif col in _CATEGORIES:
+            out[col] = series.astype("category")
+        elif col == "side":
+            out[col] = np.asarray(series.to_numpy(dtype=object), dtype=str)
+        elif _is_text(series.dtype):  # Dask hands Arrow strings back as pandas' `str`
+            out[col] = series.astype(_STRING).array
+        else:
+            out[col] = series.array
+    return cast(pd.DataFrame, pd.DataFrame(out))
+
+
+# Columns `build_requests` returns as pandas categoricals (taken from categorical events).
+_CATEGORIES = ("outcome", "status", "route", "method", "service", "worker")

@@ -1,0 +1,86 @@
+"""PATH arguments for the Dask engine: local paths as the pandas engine reads them, or URLs.
+
+Local paths go through `ridtrace.forensics.sources.expand_inputs` (same files, same
+names in the evidence as the pandas engine). Anything with a ``scheme://`` is an fsspec
+URL — ``file://``, ``s3://`` (with ``s3fs``), ``gs://``, ``memory://`` … — expanded with
+the filesystem's own glob and directory walk, and read by the workers directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import fsspec
+
+from ridtrace.forensics.blocks import LogFile
+from ridtrace.forensics.sources import ForensicsInputError, expand_inputs
+
+
+def _is_url(raw: str) -> bool:
+    return "://" in raw
+
+
+def _has_glob(text: str) -> bool:
+    return any(ch in text for ch in "*?[")
+
+
+def _url_files(raw: str) -> list[LogFile]:
+    try:
+        fs, path = fsspec.core.url_to_fs(raw)
+    except (ImportError, ValueError) as exc:  # e.g. s3:// without s3fs installed
+        raise ForensicsInputError(f"cannot read {raw}: {exc}") from exc
+    try:
+        if fs.isdir(path):
+            found = [(p, True) for p in sorted(fs.find(path))]
+        elif fs.isfile(path):
+            found = [(path, False)]
+        elif _has_glob(path):
+            found = []
+            for match in sorted(fs.glob(path)):
+                if fs.isdir(match):
+                    found += [(p, True) for p in sorted(fs.find(match))]
+                else:
+                    found.append((match, False))
+            if not found:
+                raise ForensicsInputError(f"no files match {raw!r}")
+        else:
+            raise ForensicsInputError(f"no such file or directory: {raw}")
+        return [_log_file(fs, raw, p, from_dir) for p, from_dir in found]
+    except OSError as exc:
+        raise ForensicsInputError(f"cannot read {raw}: {exc}") from exc
+
+
+def _log_file(fs: Any, raw: str, path: str, from_directory: bool) -> LogFile:
+    url = fs.unstrip_protocol(path)
+    # A URL given as-is keeps its spelling in the evidence; expanded ones are canonical.
+    name = raw if not from_directory and not _has_glob(raw) else url
+    return LogFile(name=name, url=url, size=int(fs.size(path)), from_directory=from_directory)
+
+
+def expand_urls(inputs: Sequence[str]) -> list[LogFile]:
+    """Resolve PATH arguments (paths or URLs) to files, in the order given, each once.
+
+    Raises `ForensicsInputError` for a missing path, an empty glob, or ``-`` (standard
+    input cannot be split across workers).
+    """
+    if not inputs:
+        raise ForensicsInputError("no input paths given")
+    files: list[LogFile] = []
+    seen: set[str] = set()
+    for raw in inputs:
+        if raw == "-":
+            raise ForensicsInputError("--engine dask cannot read standard input; give paths")
+        if _is_url(raw):
+            found = _url_files(raw)
+        else:
+            found = [
+                LogFile(s.name, str(s.path.resolve()), s.size, s.from_directory)
+                for s in expand_inputs([raw])
+                if s.path is not None
+            ]
+        for f in found:
+            if f.url not in seen:
+                seen.add(f.url)
+                files.append(f)
+    return files

@@ -1,0 +1,108 @@
+"""``--engine dask`` and ``--scheduler`` on analyze and audit, through CliRunner."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from ridtrace.forensics.synth import SynthSpec, write_logs
+
+pytest.importorskip("dask.dataframe")
+pytest.importorskip("distributed")
+
+SAMPLE = Path(__file__).parents[1] / "forensics" / "data" / "dynamo-jsonl-sample.jsonl"
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("logs")
+    write_logs(out, SynthSpec(requests=200, deprecated_every=20))
+    return out
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    """A cluster the test owns; the CLI must send its work there."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as c:
+        yield c
+
+
+def test_scheduler_is_honoured_and_reports_match(logs: Path, cluster: Any) -> None:
+    code, want, _ = run("analyze", str(logs), "--format", "json")
+    before = dict(cluster.scheduler.task_prefixes)
+    code_d, got, err = run("analyze", str(logs), "--format", "json", "--engine", "dask",
+                           "--scheduler", cluster.scheduler_address, "--partition-size", "1MiB")
+    assert (code_d, json.loads(got)) == (code, json.loads(want)), err
+    assert code == 1
+    ran = cluster.scheduler.task_prefixes
+    assert "read_block" in ran and "read_block" not in before  # the blocks were read there
+
+
+def test_audit_on_dask_matches(logs: Path, cluster: Any) -> None:
+    for by in ("header", "day"):
+        want = run("audit", str(logs), "--by", by, "--format", "json")
+        got = run("audit", str(logs), "--by", by, "--format", "json", "--engine", "dask",
+                  "--scheduler", cluster.scheduler_address)
+        assert got[0] == want[0] == 0
+        assert json.loads(got[1]) == json.loads(want[1])
+
+
+def test_default_local_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ridtrace.forensics import dask_engine
+
+    # The CLI's own cluster, in threads: worker processes take ~10 s to start here.
+    monkeypatch.setitem(dask_engine.LOCAL_CLUSTER_OPTIONS, "processes", False)
+    code, out, err = run("analyze", str(SAMPLE), "--format", "json", "--engine", "dask")
+    assert code == 1, err
+    assert json.loads(out)["summary"]["unlinked"] == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler needs --engine dask"),
+        (["--partition-size", "64MiB"], "--partition-size needs --engine dask"),
+        (["--engine", "dask", "--partition-size", "lots"], "not a size"),
+    ],
+)
+def test_usage_errors_exit_2(args: list[str], message: str) -> None:
+    code, _, err = run("analyze", str(SAMPLE), *args)
+    assert code == 2 and message in err
+
+
+def test_stdin_is_refused_on_dask(cluster: Any) -> None:
+    code, _, err = run("analyze", "-", "--engine", "dask", "--scheduler",
+                       cluster.scheduler_address)
+    assert code == 2 and "standard input" in err
+
+
+def test_missing_path_exit_2(cluster: Any, tmp_path: Path) -> None:
+    code, _, err = run("audit", str(tmp_path / "nope.jsonl"), "--engine", "dask",
+                       "--scheduler", cluster.scheduler_address)
+    assert code == 2 and "no such file" in err
+
+
+def test_missing_extra_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    # As if `pip install ridtrace` without [dask]: the engine module cannot import.
+    import ridtrace.forensics
+
+    monkeypatch.delitem(sys.modules, "ridtrace.forensics.dask_engine", raising=False)
+    monkeypatch.delattr(ridtrace.forensics, "dask_engine", raising=False)
+    monkeypatch.setitem(sys.modules, "dask.dataframe", None)
+    code, _, err = run("analyze", str(SAMPLE), "--engine", "dask")
+    assert code == 2 and "pip install 'ridtrace[dask]'" in err

@@ -1,0 +1,187 @@
+"""The Dask engine reports exactly what the pandas engine reports, on the same inputs.
+
+One in-process `LocalCluster` with 2 workers serves the module (threads, no process
+start-up): that also lets the tests shrink the reader's chunk size, so that small files
+are split into many blocks cut exactly where the pandas engine cuts its chunks.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("dask.dataframe")
+pytest.importorskip("distributed")
+
+from ridtrace.forensics import reader
+from ridtrace.forensics.analysis import analyze, report_json
+from ridtrace.forensics.audit import audit, daily_series
+from ridtrace.forensics.blocks import LogFile, plan_blocks, read_block
+from ridtrace.forensics.dask_engine import (
+    analyze_dask,
+    dask_client,
+    load_requests,
+)
+from ridtrace.forensics.events import load_events
+from ridtrace.forensics.partials import (
+    combine_requests,
+    finish_requests,
+    partial_requests,
+)
+from ridtrace.forensics.requests import build_requests
+from ridtrace.forensics.synth import SynthSpec, write_logs
+
+DATA = Path(__file__).parent / "data"
+CHUNK = 64 << 10  # the pandas engine's read size in these tests
+BLOCK = 2 * CHUNK  # a multiple of it, as the default is of the real one
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    with dask_client(n_workers=2, threads_per_worker=1, processes=False) as c:
+        yield c
+
+
+@pytest.fixture
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reader, "CHUNK_BYTES", CHUNK)
+
+
+@pytest.fixture(scope="module")
+def faulty(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Synthetic logs with every fault kind, bad lines, a .gz and a non-log file."""
+    out = tmp_path_factory.mktemp("faulty")
+    write_logs(out, SynthSpec(requests=400, seed=3, workers=3, crossed=2, collisions=2,
+                              duplicates=2, client_reuse=2, deprecated_every=25))
+    front = out / "frontend.jsonl"
+    lines = front.read_text().splitlines(keepends=True)
+    # Bad lines of every kind, spread over many blocks, more than the samples kept.
+    for i, bad in enumerate(["garbage\n", '{"time": 5}\n', '{"truncated": \n',
+                             '{"schema":"ridtrace/1","level":"INFO"}\n', "\x00\x01\n"] * 3):
+        lines.insert(100 + i * 97, bad)
+    front.write_text("".join(lines))
+    worker = out / "worker-8103.jsonl"
+    (out / "worker-8103.jsonl.gz").write_bytes(gzip.compress(worker.read_bytes()))
+    worker.unlink()
+    (out / "README.md").write_text("not a log\n")
+    return out
+
+
+def _docs(client: Any, paths: list[str], **window: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    want = report_json(analyze(load_events(paths, lean=True), **window))
+    got = report_json(analyze_dask(client, paths, block_bytes=BLOCK, **window))
+    return want, got
+
+
+def test_synthetic_faults_same_report(client: Any, faulty: Path, small_chunks: None) -> None:
+    want, got = _docs(client, [str(faulty)])
+    assert got == want
+    summary = want["summary"]
+    assert summary["bad_lines"] == 15 and len(summary["bad_line_samples"]) == 10
+    assert summary["skipped_files"] == [str(faulty / "README.md")]
+    assert summary["errors"] > 0 and summary["files"] == 4
+    assert len(plan_blocks(_files(faulty), BLOCK)) >= 8  # really split
+
+
+def test_bad_line_numbers_exact_across_blocks(faulty: Path, small_chunks: None) -> None:
+    front = faulty / "frontend.jsonl"
+    text = front.read_bytes().split(b"\n")
+    want = {i + 1 for i, line in enumerate(text) if line.startswith((b"garbage", b"\x00"))}
+    files = [LogFile(str(front), str(front), front.stat().st_size)]
+    names = [str(front)]
+    seen: set[int] = set()
+    offset = 0
+    for block in plan_blocks(files, BLOCK):
+        result = read_block(block, names, lean=True)
+        seen |= {s.line + offset for s in result.stats.samples
+                 if s.reason in ("not JSON", "binary data")}
+        offset += result.lines
+    assert seen == want and offset == len(text) - 1
+
+
+def test_window_same_report(client: Any, faulty: Path, small_chunks: None) -> None:
+    since, until = pd.Timestamp("2026-11-29T10:00:00.5Z"), pd.Timestamp("2026-11-29T10:00:01.5Z")
+    want, got = _docs(client, [str(faulty)], since=since, until=until)
+    assert got == want and want["summary"]["lines"] > 0
+
+
+def test_requests_and_audit_same_frames(client: Any, faulty: Path, small_chunks: None) -> None:
+    want = build_requests(load_events([str(faulty)]).events)
+    got = load_requests(client, [str(faulty)], block_bytes=BLOCK).requests
+    pd.testing.assert_frame_equal(got, want, check_categorical=False)
+    for by in ("header", "client", "route", "day"):
+        pd.testing.assert_frame_equal(audit(got, by), audit(want, by), check_categorical=False)
+    pd.testing.assert_frame_equal(daily_series(got), daily_series(want))
+
+
+def _sample(tmp_path: Path) -> Path:
+    src = DATA / "dynamo-jsonl-sample.jsonl"
+    shared = Path(__file__).parents[2].parent / "shared" / "samples" / src.name
+    if not src.exists() and shared.exists():
+        src = shared
+    if not src.exists():
+        pytest.skip("Dynamo sample not available")
+    return Path(shutil.copy(src, tmp_path / src.name))
+
+
+def test_dynamo_sample_same_report(client: Any, tmp_path: Path) -> None:
+    sample = _sample(tmp_path)
+    want, got = _docs(client, [str(sample)])
+    assert got == want and want["summary"]["unlinked"] == 1
+
+
+def test_real_legacy_demo_run_same_report(client: Any, demo_output: Path) -> None:
+    logs = demo_output / "legacy" / "logs"
+    if not logs.is_dir():
+        pytest.skip("the demo did not run")
+    want, got = _docs(client, [str(logs)])
+    assert got == want
+    assert want["summary"]["errors"] > 0  # the legacy policy's collisions are there
+
+
+def test_file_and_memory_urls(client: Any, faulty: Path, tmp_path: Path) -> None:
+    import fsspec
+
+    sample = _sample(tmp_path)
+    want = report_json(analyze(load_events([str(sample)], lean=True)))
+    got = report_json(analyze_dask(client, [sample.as_uri()]))
+    assert _files_named(got, sample.name) == _files_named(want, sample.name)
+    assert got["findings"][0]["evidence"][0]["file"] == sample.as_uri()
+    mem = fsspec.filesystem("memory")
+    mem.pipe("/ridtrace-test/logs/dynamo.jsonl", sample.read_bytes())
+    try:
+        got = report_json(analyze_dask(client, ["memory://ridtrace-test/logs/"]))
+    finally:
+        mem.rm("/ridtrace-test", recursive=True)
+    assert got["findings"][0]["evidence"][0]["file"].startswith("memory://")
+    assert _files_named(got, sample.name) == _files_named(want, sample.name)
+
+
+def test_one_partition_combine_is_build_requests(faulty: Path) -> None:
+    logs = load_events([str(faulty)])
+    names = logs.files
+    want = build_requests(logs.events)
+    one = combine_requests(partial_requests(want, 0))
+    pd.testing.assert_frame_equal(finish_requests(one, names), want, check_categorical=False)
+
+
+def _files(folder: Path) -> list[LogFile]:
+    from ridtrace.forensics.urls import expand_urls
+
+    return expand_urls([str(folder)])
+
+
+def _files_named(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    """The document with every evidence file called `name` (URLs and paths differ)."""
+    out: dict[str, Any] = json.loads(json.dumps(doc))
+    for finding in out["findings"]:
+        for item in finding["evidence"]:
+            item["file"] = name
+    return out
