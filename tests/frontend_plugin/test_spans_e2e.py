@@ -9,7 +9,6 @@ import httpx
 from tests.frontend_plugin.conftest import start_stack
 from tests.support.otlp_receiver import ReceivedSpan, otlp_receiver
 
-
 SERVER = 2  # SpanKind.SERVER in OTLP's enum
 
 
