@@ -6,11 +6,11 @@ The pipeline, one pass over the input:
    byte range of one file → `parse_chunk` → `normalize` → `events_frame` →
    `build_requests` → partial requests (one row per span seen in the block), lines
    numbered from the block's start (`ridtrace.forensics.blocks`);
-2. **line numbers**: the client gathers each block's line count (a few integers) and
-   shifts every partial by the lines of the blocks before it in the same file;
-3. **per request** (shuffle on a hash of ``(trace_id, span_id)``): every partial of a
-   span lands in one partition, where `combine_requests` merges them
-   (`ridtrace.forensics.partials`);
+2. **per request** (shuffle on a hash of ``(trace_id, span_id)``): partials stream into
+   Dask's shuffle as blocks finish; every partial of a span lands in one partition,
+   where `combine_requests` merges them (`ridtrace.forensics.partials`);
+3. **line numbers**: evidence lines travel as (block, line in block); the client,
+   which by then has every block's line count, turns them into lines of the file;
 4. **rules**: the combined requests frame is collected and handed to
    `ridtrace.forensics.analysis.analyze_requests` — the very code the pandas engine runs.
 
@@ -33,6 +33,7 @@ from typing import Any
 import dask.dataframe as dd
 import distributed
 import pandas as pd
+from dask.delayed import delayed
 
 from ridtrace.forensics.analysis import Report, analyze_requests, select_window
 from ridtrace.forensics.blocks import Block, BlockResult, empty_partial, plan_blocks, read_block
@@ -42,7 +43,6 @@ from ridtrace.forensics.urls import expand_urls
 
 # A multiple of the reader's 16 MiB chunk, so blocks cut where the pandas engine does.
 DEFAULT_BLOCK_BYTES = 64 << 20
-_LINE_COLUMNS = ("first_line", "last_line", "unlinked_line", "foreign_line", "deprecated_line")
 _BLOCKS_PER_SHUFFLE_PARTITION = 4
 # What a local cluster gets on top of Dask's machine-sized defaults: quiet logs and a
 # dashboard on a free port (8787 is often taken by another cluster on the machine).
@@ -93,12 +93,8 @@ def _counters(result: BlockResult) -> tuple[ReadStats, int, int]:
     return result.stats, result.lines, result.in_window
 
 
-def _shift(result: BlockResult, offset: int) -> pd.DataFrame:
-    """The block's partial with file-absolute line numbers."""
-    partial = result.partial
-    if offset:
-        partial = partial.assign(**{col: partial[col] + offset for col in _LINE_COLUMNS})
-    return partial
+def _partial(result: BlockResult) -> pd.DataFrame:
+    return result.partial
 
 
 def _offsets(blocks: Sequence[Block], lines: Sequence[int]) -> list[int]:
@@ -151,24 +147,33 @@ def load_requests(
     meta = empty_partial(names)
     if not blocks:
         return DaskLoad(finish_requests(meta.drop(columns=KEY), names), ReadStats(), 0)
-    shared = client.scatter(names, broadcast=True)
-    results = client.map(
-        read_block, blocks, names=shared, lean=lean, since_us=_us(since), until_us=_us(until),
-        pure=False,
-    )
-    counters = client.gather(client.map(_counters, results, pure=False))
-    offsets = _offsets(blocks, [c[1] for c in counters])
-    parts = client.map(_shift, results, offsets, pure=False)
-    del results  # the shifted partials are all the shuffle needs
-    frame = dd.from_delayed(parts, meta=meta, verify_meta=False)
+    # One graph: each block's result feeds its counters (tiny, gathered) and its
+    # partial, which Dask's shuffle consumes and releases as soon as the block is read.
+    shared = delayed(names, traverse=False)
+    since_us, until_us = _us(since), _us(until)
+    reads = [
+        delayed(read_block, pure=False)(
+            block, shared, lean=lean, since_us=since_us, until_us=until_us
+        )
+        for block in blocks
+    ]
+    frame = dd.from_delayed([delayed(_partial)(r) for r in reads], meta=meta,
+                            verify_meta=False)
     npartitions = max(1, math.ceil(len(blocks) / _BLOCKS_PER_SHUFFLE_PARTITION))
     combined = frame.shuffle(KEY, npartitions=npartitions).map_partitions(
         combine_requests, meta=meta.drop(columns=KEY)
     )
     # Gathering the partitions and concatenating here is cheaper than Dask's own
     # final concatenation task, which first moves them all to one worker.
-    pieces = client.gather(client.compute(combined.to_delayed()))
-    requests = finish_requests(pd.concat(pieces, ignore_index=True), names)
+    pieces_d = combined.to_delayed()
+    futures = client.compute([*pieces_d, *(delayed(_counters)(r) for r in reads)])
+    gathered = client.gather(futures)
+    del futures
+    pieces, counters = gathered[: len(pieces_d)], gathered[len(pieces_d) :]
+    offsets = _offsets(blocks, [c[1] for c in counters])
+    combined_frame = pd.concat(pieces, ignore_index=True)
+    del pieces, gathered
+    requests = finish_requests(combined_frame, names, offsets)
     stats = merge_stats([c[0] for c in counters], offsets)
     return DaskLoad(requests, stats, sum(c[2] for c in counters))
 

@@ -11,6 +11,7 @@ one partition, where `combine_requests` has nothing to do.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -21,6 +22,12 @@ from ridtrace.forensics.requests import REQUEST_COLUMNS
 from ridtrace.forensics.schema import WORKER
 
 PART, POS, KEY = "_part", "_pos", "_key"
+# Evidence line columns. In a partial they hold ``part << 32 | line within the
+# partition``: combining carries each value with the row it came from, and the client
+# resolves them once every partition's line count is known — no barrier before the
+# shuffle, so partials stream into it instead of waiting in memory.
+LINE_COLUMNS = ("first_line", "last_line", "unlinked_line", "foreign_line", "deprecated_line")
+_LINE_BITS = 32
 KEYS = ["trace_id", "span_id"]
 # Fields whose value is the first non-null one among a span's lines.
 _FIRST = (
@@ -52,6 +59,8 @@ def partial_requests(requests: pd.DataFrame, part: int) -> pd.DataFrame:
             out[col] = np.asarray(out[col].cat.codes.to_numpy(), dtype=np.int32)
         elif isinstance(dtype, pd.CategoricalDtype) or _is_text(dtype):
             out[col] = out[col].astype(_STRING)
+    for col in LINE_COLUMNS:
+        out[col] = out[col] + (part << _LINE_BITS)
     out[PART] = np.full(len(out), part, dtype=np.int64)
     out[POS] = np.arange(len(out), dtype=np.int64)
     out[KEY] = pd.util.hash_pandas_object(out[KEYS], index=False).to_numpy()
@@ -124,17 +133,34 @@ def combine_requests(parts: pd.DataFrame) -> pd.DataFrame:
     return cast(pd.DataFrame, combined)
 
 
-def finish_requests(combined: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+def _resolve_lines(series: pd.Series, offsets: np.ndarray) -> Any:
+    """``part << 32 | line`` → the line in the file (partition's offset + line)."""
+    values = series.array
+    raw = np.asarray(values.to_numpy(dtype=np.int64, na_value=0), dtype=np.int64)
+    lines = (raw & ((1 << _LINE_BITS) - 1)) + offsets[raw >> _LINE_BITS]
+    mask = np.asarray(series.isna().to_numpy(), dtype=bool)
+    if isinstance(series.dtype, pd.Int64Dtype):
+        return pd.arrays.IntegerArray(lines, mask)
+    return lines
+
+
+def finish_requests(
+    combined: pd.DataFrame, names: list[str], offsets: Sequence[int] = (0,)
+) -> pd.DataFrame:
     """Combined partials → exactly what `build_requests` gives on the whole input.
 
-    Rows go back to first-seen order (partition, then position in it), which the
-    rules' tie-breaks depend on, and columns to `build_requests`' dtypes.
+    `offsets[part]` is the number of lines before partition `part` in its file. Rows
+    go back to first-seen order (partition, then position in it), which the rules'
+    tie-breaks depend on, and columns to `build_requests`' dtypes.
     """
     ordered = combined.sort_values([PART, POS], kind="stable", ignore_index=True)
+    shift = np.asarray(offsets, dtype=np.int64)
     out: dict[str, Any] = {}
     for col in REQUEST_COLUMNS:
         series = ordered[col]
-        if col == "file":
+        if col in LINE_COLUMNS:
+            out[col] = _resolve_lines(series, shift)
+        elif col == "file":
             codes = np.asarray(series.to_numpy(), dtype=np.int32)
             out[col] = pd.Categorical.from_codes(codes, categories=pd.Index(names, dtype=object))
         elif col in _CATEGORIES:
