@@ -23,6 +23,9 @@ class Detection:
 
     seen_by_callers: frozenset[str]
     reported: frozenset[str]
+    # Callers that hung up on purpose never read their whole answer: the server may
+    # have delivered someone else's stream to them, but they cannot confirm or deny it.
+    hung_up: frozenset[str] = frozenset()
 
     @property
     def missed(self) -> frozenset[str]:
@@ -30,7 +33,7 @@ class Detection:
 
     @property
     def invented(self) -> frozenset[str]:
-        return self.reported - self.seen_by_callers
+        return self.reported - self.seen_by_callers - self.hung_up
 
 
 def analyze_run(run: PolicyRun) -> pd.DataFrame:
@@ -54,7 +57,8 @@ def crossed_detection(run: PolicyRun) -> Detection:
         run.trace_of_span.get(str(f.get("span_id")), f"span:{f.get('span_id')}")
         for f in run.findings("crossed_stream")
     )
-    return Detection(seen, reported)
+    hung_up = frozenset(r.call.trace_id for r in run.results if r.call.disconnect)
+    return Detection(seen, reported, hung_up)
 
 
 def write_jaeger(run: PolicyRun, requests: pd.DataFrame) -> Path:
