@@ -121,6 +121,7 @@ def combine_requests(parts: pd.DataFrame) -> pd.DataFrame:
     Spans seen in one partition only — nearly all — pass through untouched; only the
     ones cut by a partition boundary (or logged in several files) are merged.
     """
+    parts = _arrow_text(parts)
     if parts.empty:
         return cast(pd.DataFrame, parts.drop(columns=KEY))
     parts = parts.sort_values([PART, POS], kind="stable", ignore_index=True)
@@ -131,6 +132,13 @@ def combine_requests(parts: pd.DataFrame) -> pd.DataFrame:
     merged = _merge(parts.loc[split].reset_index(drop=True))
     combined = pd.concat([whole, merged.astype(whole.dtypes.to_dict())], ignore_index=True)
     return cast(pd.DataFrame, combined)
+
+
+def _arrow_text(frame: pd.DataFrame) -> pd.DataFrame:
+    """Text columns back to Arrow strings: a shuffle can hand them over as Python
+    strings, five times the memory on the worker, on the wire and on the client."""
+    text = {c: _STRING for c, t in frame.dtypes.items() if _is_text(t) and t != _STRING}
+    return frame.astype(text) if text else frame
 
 
 def _resolve_lines(series: pd.Series, offsets: np.ndarray) -> Any:
