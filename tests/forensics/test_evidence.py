@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ridtrace.forensics import reader
+from ridtrace.forensics import evidence
 from ridtrace.forensics.analysis import analyze, parse_time, report_json
 from ridtrace.forensics.events import load_events
 from ridtrace.forensics.synth import SynthSpec, write_logs
@@ -63,6 +63,6 @@ def test_bad_noise_lines_are_counted_with_their_reasons(tmp_path: Path) -> None:
 
 def test_split_lines_keeps_newlines_and_a_missing_last_one() -> None:
     for buf in (b"a\nbb\n\nccc\n", b"a\nbb\n\nccc"):
-        lines = reader.split_lines(buf)
+        lines = evidence.split_lines(buf)
         assert b"".join(lines.to_pylist()) == buf
         assert [x.rstrip(b"\n") for x in lines.to_pylist()] == [b"a", b"bb", b"", b"ccc"]

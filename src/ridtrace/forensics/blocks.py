@@ -26,14 +26,13 @@ import pandas as pd
 import pyarrow as pa
 
 from ridtrace.forensics.events import events_frame
+from ridtrace.forensics.evidence import EvidenceParser, parse_evidence
 from ridtrace.forensics.normalize import normalize
 from ridtrace.forensics.reader import (
-    EvidenceParser,
     ReadStats,
     iter_chunks,
     new_parser,
     parse_chunk,
-    parse_evidence,
 )
 from ridtrace.forensics.requests import build_requests, epoch_us
 from ridtrace.forensics.schema import READ_FIELDS, read_schema

@@ -14,15 +14,14 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ridtrace.forensics.evidence import EvidenceParser, parse_evidence
 from ridtrace.forensics.normalize import normalize
 from ridtrace.forensics.reader import (
     MAX_SAMPLES,
-    EvidenceParser,
     ReadStats,
     iter_chunks,
     new_parser,
     parse_chunk,
-    parse_evidence,
 )
 from ridtrace.forensics.schema import EVENT_CATEGORY_COLUMNS, EVENT_COLUMNS, TIME_TYPE
 from ridtrace.forensics.sources import Source, expand_inputs, looks_like_log, open_source
