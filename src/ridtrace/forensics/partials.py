@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ridtrace.forensics.requests import REQUEST_COLUMNS
+from ridtrace.forensics.requests import REQUEST_COLUMNS, group_rows, take_rows
 from ridtrace.forensics.schema import WORKER
 
 PART, POS, KEY = "_part", "_pos", "_key"
@@ -67,22 +67,6 @@ def partial_requests(requests: pd.DataFrame, part: int) -> pd.DataFrame:
     return cast(pd.DataFrame, out)
 
 
-def _first_rows(codes: np.ndarray, mask: np.ndarray, n: int, *, last: bool = False) -> np.ndarray:
-    """Row of the first (or last) row of each group where `mask` holds; -1 if none."""
-    pos = np.flatnonzero(mask)
-    if last:
-        pos = pos[::-1]
-    out = np.full(n, -1, dtype=np.int64)
-    if len(pos):
-        uniq, first = np.unique(codes[pos], return_index=True)
-        out[uniq] = pos[first]
-    return out
-
-
-def _take(series: pd.Series, rows: np.ndarray) -> Any:
-    return series.array.take(rows, allow_fill=True)
-
-
 def _merge(parts: pd.DataFrame) -> pd.DataFrame:
     """One row per span from several partials of it (sorted by partition)."""
     codes = np.asarray(
@@ -90,19 +74,19 @@ def _merge(parts: pd.DataFrame) -> pd.DataFrame:
     )
     n = int(codes.max()) + 1
     every = np.ones(len(parts), dtype=bool)
-    first, last = _first_rows(codes, every, n), _first_rows(codes, every, n, last=True)
+    first, last = group_rows(codes, every, n), group_rows(codes, every, n, last=True)
     out: dict[str, Any] = {}
     for col in (*KEYS, "file", "first_line", PART, POS):
-        out[col] = _take(parts[col], first)
+        out[col] = take_rows(parts[col], first)
     notna = {col: np.asarray(parts[col].notna().to_numpy(), dtype=bool) for col in parts}
     for col in _FIRST:
-        out[col] = _take(parts[col], _first_rows(codes, notna[col], n))
-    out["request_id"] = _take(parts["request_id"], _first_rows(codes, notna["request_id"], n,
+        out[col] = take_rows(parts[col], group_rows(codes, notna[col], n))
+    out["request_id"] = take_rows(parts["request_id"], group_rows(codes, notna["request_id"], n,
                                                                last=True))
-    out["last_line"] = _take(parts["last_line"], last)
+    out["last_line"] = take_rows(parts["last_line"], last)
     for value, line in _PAIRS:
-        rows = _first_rows(codes, notna[line], n)
-        out[value], out[line] = _take(parts[value], rows), _take(parts[line], rows)
+        rows = group_rows(codes, notna[line], n)
+        out[value], out[line] = take_rows(parts[value], rows), take_rows(parts[line], rows)
     by = pd.DataFrame({"c": codes, "start": parts["start"].array, "end": parts["end"].array,
                        "lines": parts["lines"].to_numpy()})
     agg = by.groupby("c", sort=True).agg(start=("start", "min"), end=("end", "max"),
@@ -110,7 +94,7 @@ def _merge(parts: pd.DataFrame) -> pd.DataFrame:
     out["start"], out["end"] = agg["start"].array, agg["end"].array
     out["lines"] = agg["lines"].to_numpy()
     is_worker = np.asarray((parts["side"] == WORKER).fillna(False).to_numpy(), dtype=bool)
-    side = np.where(_first_rows(codes, is_worker, n) >= 0, WORKER, "frontend")
+    side = np.where(group_rows(codes, is_worker, n) >= 0, WORKER, "frontend")
     out["side"] = pd.Series(side, dtype=_STRING).array
     return cast(pd.DataFrame, pd.DataFrame({col: out[col] for col in parts.columns if col != KEY}))
 

@@ -58,9 +58,15 @@ def _line_codes(events: pd.DataFrame) -> tuple[np.ndarray, int]:
     return codes, len(uniq)
 
 
-def _first_rows(codes: np.ndarray, mask: np.ndarray, n: int) -> np.ndarray:
-    """Row of the first line of each request where `mask` holds (-1 if none)."""
+def group_rows(codes: np.ndarray, mask: np.ndarray, n: int, *, last: bool = False) -> np.ndarray:
+    """Row of the first (or last) line of each group where `mask` holds (-1 if none).
+
+    `codes` numbers the groups 0..n-1 (-1: in no group). Shared with the Dask engine's
+    merge of partial requests, so both engines pick the same lines.
+    """
     pos = np.flatnonzero(mask & (codes >= 0))
+    if last:
+        pos = pos[::-1]
     out = np.full(n, -1, dtype=np.int64)
     if len(pos):
         uniq, first = np.unique(codes[pos], return_index=True)
@@ -81,17 +87,8 @@ def _lines_at(lines: np.ndarray, rows: np.ndarray) -> pd.arrays.IntegerArray:
     return pd.arrays.IntegerArray(values.astype(np.int64), rows < 0)
 
 
-def _last_rows(codes: np.ndarray, mask: np.ndarray, n: int) -> np.ndarray:
-    """Row of the last line of each request where `mask` holds (-1 if none)."""
-    pos = np.flatnonzero(mask & (codes >= 0))[::-1]
-    out = np.full(n, -1, dtype=np.int64)
-    if len(pos):
-        uniq, first = np.unique(codes[pos], return_index=True)
-        out[uniq] = pos[first]
-    return out
-
-
-def _take(series: pd.Series, rows: np.ndarray) -> Any:
+def take_rows(series: pd.Series, rows: np.ndarray) -> Any:
+    """Values of `series` at `rows`; -1 gives a missing value."""
     return series.array.take(rows, allow_fill=True)
 
 
@@ -110,51 +107,51 @@ def build_requests(events: pd.DataFrame) -> pd.DataFrame:
     codes, n = _line_codes(events)
     spanned = codes >= 0
     rows = np.flatnonzero(spanned)
-    first_row = _first_rows(codes, spanned, n)
+    first_row = group_rows(codes, spanned, n)
     times = epoch_us(events["time"])
     grouped = pd.DataFrame({"t": times[rows], "r": rows}).groupby(codes[rows], sort=True)
     agg = grouped.agg(tmin=("t", "min"), tmax=("t", "max"), last=("r", "max"), count=("r", "size"))
     out: dict[str, Any] = {}
     for col in ("trace_id", "span_id"):
-        out[col] = _take(events[col], first_row)
+        out[col] = take_rows(events[col], first_row)
     # The id a request *ends* with is the one it held in flight: under the legacy id
     # policy the middleware logs a minted id at request.start, then the handler
     # re-keys the request by the client's id — and that is the id that collides.
     rid = events["request_id"]
     rid_mask = _notna(rid)
     last_row = agg["last"].to_numpy()
-    src = last_row if rid_mask[rows].all() else _last_rows(codes, rid_mask, n)
-    out["request_id"] = _take(rid, src)
+    src = last_row if rid_mask[rows].all() else group_rows(codes, rid_mask, n, last=True)
+    out["request_id"] = take_rows(rid, src)
     for col in (
         "parent_span_id", "x_request_id", "outcome", "status", "fp_in", "fp_out",
         "route", "client", "method", "service", "worker", "error",
     ):
         series = events[col]
         mask = _notna(series)
-        src = first_row if mask[rows].all() else _first_rows(codes, mask, n)
-        out[col] = _take(series, src)
+        src = first_row if mask[rows].all() else group_rows(codes, mask, n)
+        out[col] = take_rows(series, src)
     is_worker = np.asarray((events["side"] == WORKER).fillna(False).to_numpy(), dtype=bool)
-    worker_rows = _first_rows(codes, is_worker, n)
+    worker_rows = group_rows(codes, is_worker, n)
     out["side"] = np.where(worker_rows >= 0, WORKER, FRONTEND)
     out["start"] = pd.to_datetime(agg["tmin"].to_numpy(), unit="us", utc=True)
     out["end"] = pd.to_datetime(agg["tmax"].to_numpy(), unit="us", utc=True)
     files = events["file"]
     lines = events["line"].to_numpy()
-    out["file"] = _take(files, first_row)
+    out["file"] = take_rows(files, first_row)
     out["first_line"] = lines[first_row]
     out["last_line"] = lines[agg["last"].to_numpy()]
     out["lines"] = agg["count"].to_numpy()
     event = events["event"]
     for name, col in (("response.unlinked", "unlinked"), ("stream.foreign_chunk", "foreign")):
-        hit_rows = _first_rows(codes, np.asarray((event == name).fillna(False), dtype=bool), n)
+        hit_rows = group_rows(codes, np.asarray((event == name).fillna(False), dtype=bool), n)
         if col == "unlinked":  # Dynamo puts the text in `error`, ridtrace in `message`
-            text = _take(events["error"], hit_rows)
-            msg = _take(events["message"].astype(_STRING), hit_rows)
+            text = take_rows(events["error"], hit_rows)
+            msg = take_rows(events["message"].astype(_STRING), hit_rows)
             out[col] = pd.Series(text).fillna(pd.Series(msg)).array
         else:
-            out[col] = _take(events["chunk_request_id"], hit_rows)
+            out[col] = take_rows(events["chunk_request_id"], hit_rows)
         out[f"{col}_line"] = _lines_at(lines, hit_rows)
-    dep_rows = _first_rows(codes, _notna(events["deprecated"]), n)
-    out["deprecated"] = _take(events["deprecated"], dep_rows)
+    dep_rows = group_rows(codes, _notna(events["deprecated"]), n)
+    out["deprecated"] = take_rows(events["deprecated"], dep_rows)
     out["deprecated_line"] = _lines_at(lines, dep_rows)
     return cast(pd.DataFrame, pd.DataFrame({col: out[col] for col in REQUEST_COLUMNS}))
