@@ -31,6 +31,8 @@ def _setup(log_file: Path, service: str, level: str) -> None:
 def _run(app: object, host: str, port: int) -> None:
     import uvicorn
 
+    from ridtrace.frontend_plugin.wire import SERVER_KEEP_ALIVE_SECONDS
+
     # log_config=None keeps the stdlib routing configure_logging installed; access
     # lines would only repeat request.end.
     uvicorn.run(
@@ -40,6 +42,7 @@ def _run(app: object, host: str, port: int) -> None:
         log_config=None,
         access_log=False,
         timeout_graceful_shutdown=5,
+        timeout_keep_alive=SERVER_KEEP_ALIVE_SECONDS,
         backlog=4096,
     )
 

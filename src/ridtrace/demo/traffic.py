@@ -10,6 +10,7 @@ import httpx
 
 from ridtrace.demo.clients import read_answer, request_body
 from ridtrace.demo.plan import CallResult, PlannedCall, verdict
+from ridtrace.frontend_plugin.wire import CLIENT_KEEP_ALIVE_SECONDS
 
 __all__ = ["send_traffic"]
 
@@ -41,7 +42,11 @@ async def _run(
     on_done: Callable[[CallResult], None] | None,
 ) -> list[CallResult]:
     gate = asyncio.Semaphore(concurrency)
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    limits = httpx.Limits(
+        max_connections=concurrency,
+        max_keepalive_connections=concurrency,
+        keepalive_expiry=CLIENT_KEEP_ALIVE_SECONDS,
+    )
     timeout = httpx.Timeout(60.0, connect=10.0)
     async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=timeout) as client:
 

@@ -20,7 +20,7 @@ import orjson
 from loguru import logger
 
 from ridtrace.frontend_plugin.settings import FrontendSettings
-from ridtrace.frontend_plugin.wire import WORK_PATH, WorkRequest
+from ridtrace.frontend_plugin.wire import CLIENT_KEEP_ALIVE_SECONDS, WORK_PATH, WorkRequest
 
 __all__ = ["DispatchError", "Dispatcher", "WorkerPool", "WorkerStream"]
 
@@ -116,7 +116,9 @@ class Dispatcher:
                     connect=s.connect_timeout, read=None, write=s.connect_timeout, pool=None
                 ),
                 limits=httpx.Limits(
-                    max_connections=s.max_connections, max_keepalive_connections=s.max_connections
+                    max_connections=s.max_connections,
+                    max_keepalive_connections=s.max_connections,
+                    keepalive_expiry=CLIENT_KEEP_ALIVE_SECONDS,
                 ),
             )
         return self._client

@@ -11,10 +11,27 @@ from typing import Any
 
 import orjson
 
-__all__ = ["WORK_PATH", "WorkRequest", "chunk_line", "done_line", "error_line"]
+__all__ = [
+    "CLIENT_KEEP_ALIVE_SECONDS",
+    "SERVER_KEEP_ALIVE_SECONDS",
+    "WORK_PATH",
+    "WorkRequest",
+    "chunk_line",
+    "done_line",
+    "error_line",
+]
 
 WORK_PATH = "/v1/work"
 """Where workers accept work envelopes."""
+
+# A pooled connection the server closes for idleness just as the client reuses it
+# fails with a ReadError before any byte of the answer (seen on a fresh-clone demo run:
+# httpx and uvicorn both default to 5 s). Clients therefore drop idle connections well
+# before `ridtrace serve` would.
+SERVER_KEEP_ALIVE_SECONDS = 15
+"""How long `ridtrace serve` keeps an idle connection open."""
+CLIENT_KEEP_ALIVE_SECONDS = 2.0
+"""How long ridtrace's own HTTP clients keep an idle pooled connection."""
 
 _STR_FIELDS = ("request_id", "endpoint", "model", "prompt")
 

@@ -1,0 +1,39 @@
+"""Idle pooled connections must expire on the client before the server closes them.
+
+Otherwise a request sent on a connection the server is just closing fails with a
+ReadError before any byte of the answer (equal 5 s defaults in httpx and uvicorn made
+a fresh-clone demo run fail that way).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+
+import httpx
+
+from ridtrace.cli import serve
+from ridtrace.frontend_plugin import Dispatcher, FrontendSettings
+from ridtrace.frontend_plugin.wire import CLIENT_KEEP_ALIVE_SECONDS, SERVER_KEEP_ALIVE_SECONDS
+
+
+def _expiry(client: httpx.AsyncClient) -> float | None:
+    pool = client._transport._pool  # type: ignore[attr-defined]
+    return float(pool._keepalive_expiry)
+
+
+def test_client_expiry_is_well_below_the_servers_keep_alive() -> None:
+    assert CLIENT_KEEP_ALIVE_SECONDS * 2 <= SERVER_KEEP_ALIVE_SECONDS
+    assert "timeout_keep_alive=SERVER_KEEP_ALIVE_SECONDS" in inspect.getsource(serve._run)
+
+
+def test_dispatcher_pool_uses_the_short_expiry() -> None:
+    async def check() -> float | None:
+        dispatcher = Dispatcher(FrontendSettings(workers=("http://127.0.0.1:9",)))
+        client = dispatcher._http()
+        try:
+            return _expiry(client)
+        finally:
+            await client.aclose()
+
+    assert asyncio.run(check()) == CLIENT_KEEP_ALIVE_SECONDS
