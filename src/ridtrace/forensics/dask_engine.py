@@ -163,19 +163,40 @@ def load_requests(
     combined = frame.shuffle(KEY, npartitions=npartitions).map_partitions(
         combine_requests, meta=meta.drop(columns=KEY)
     )
-    # Gathering the partitions and concatenating here is cheaper than Dask's own
-    # final concatenation task, which first moves them all to one worker.
-    pieces_d = combined.to_delayed()
-    futures = client.compute([*pieces_d, *(delayed(_counters)(r) for r in reads)])
-    gathered = client.gather(futures)
+    # One compute, so each block is read once for both its counters and its partial.
+    pieces = combined.to_delayed()
+    futures = client.compute([*pieces, *(delayed(_counters)(r) for r in reads)])
+    counter_futures, piece_futures = futures[len(pieces) :], futures[: len(pieces)]
     del futures
-    pieces, counters = gathered[: len(pieces_d)], gathered[len(pieces_d) :]
+    combined_frame = _fetch_each(piece_futures)
+    counters = client.gather(counter_futures)
     offsets = _offsets(blocks, [c[1] for c in counters])
-    combined_frame = pd.concat(pieces, ignore_index=True)
-    del pieces, gathered
     requests = finish_requests(combined_frame, names, offsets)
     stats = merge_stats([c[0] for c in counters], offsets)
     return DaskLoad(requests, stats, sum(c[2] for c in counters))
+
+
+def _fetch_each(futures: list[Any]) -> pd.DataFrame:
+    """Fetch the combined partitions as they finish and concatenate them in order.
+
+    A worker frees a result once no client holds its future. One `gather` of them all
+    left every finished partition on the workers until the last one was done — the
+    whole requests frame spread over them: per-worker memory grew with the input.
+    Fetching in completion order and releasing each future at once bounds what waits
+    on a worker to the few partitions finished but not fetched yet. (Concatenating on
+    the client is also cheaper than Dask's own final concatenation task, which first
+    moves every partition to one worker.)
+
+    `futures` is emptied: the caller's list must not keep the futures alive either.
+    """
+    slot = {future.key: i for i, future in enumerate(futures)}
+    pending = _dist.as_completed(futures)  # drops each future as it yields it
+    futures.clear()
+    done: list[pd.DataFrame | None] = [None] * len(slot)
+    for future in pending:
+        done[slot[future.key]] = future.result()
+        future.release()
+    return pd.concat(done, ignore_index=True)
 
 
 def analyze_load(
