@@ -38,6 +38,11 @@ _FIRST = (
 _PAIRS = (("unlinked", "unlinked_line"), ("foreign", "foreign_line"),
           ("deprecated", "deprecated_line"))
 _STRING = pd.ArrowDtype(pa.string())
+# Text in the partials, which Dask shuffles: pandas' Arrow-backed string dtype. Dask's
+# p2p shuffle rebuilds its output partitions with it only when its frame has such a
+# column; `ArrowDtype` strings come back as Python `str` objects — 3–4× the Arrow data
+# on the worker at the peak of the shuffle, and `combine_requests` paid to undo it.
+SHUFFLE_STRING = pd.StringDtype("pyarrow")
 
 
 def _is_text(dtype: Any) -> bool:
@@ -49,7 +54,7 @@ def partial_requests(requests: pd.DataFrame, part: int) -> pd.DataFrame:
 
     Adds the partition number, the row's position (first-seen order inside the
     partition) and a 64-bit hash of the span key to route it by. Categorical and
-    ``str`` columns become Arrow strings and ``file`` its integer code, so every
+    text columns become `SHUFFLE_STRING` and ``file`` its integer code, so every
     partition has the same dtypes whatever values it saw.
     """
     out = requests.copy()
@@ -58,7 +63,7 @@ def partial_requests(requests: pd.DataFrame, part: int) -> pd.DataFrame:
         if col == "file":
             out[col] = np.asarray(out[col].cat.codes.to_numpy(), dtype=np.int32)
         elif isinstance(dtype, pd.CategoricalDtype) or _is_text(dtype):
-            out[col] = out[col].astype(_STRING)
+            out[col] = out[col].astype(SHUFFLE_STRING)
     for col in LINE_COLUMNS:
         out[col] = out[col] + (part << _LINE_BITS)
     out[PART] = np.full(len(out), part, dtype=np.int64)
@@ -119,8 +124,8 @@ def combine_requests(parts: pd.DataFrame) -> pd.DataFrame:
 
 
 def _arrow_text(frame: pd.DataFrame) -> pd.DataFrame:
-    """Text columns back to Arrow strings: a shuffle can hand them over as Python
-    strings, five times the memory on the worker, on the wire and on the client."""
+    """Text columns as the one Arrow string dtype `_merge` and the client work with
+    (partials arrive as `SHUFFLE_STRING`, or as Python strings from other shuffles)."""
     text = {c: _STRING for c, t in frame.dtypes.items() if _is_text(t) and t != _STRING}
     return frame.astype(text) if text else frame
 
