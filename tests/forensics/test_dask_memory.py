@@ -1,0 +1,88 @@
+"""What keeps the Dask engine's worker memory bounded by the partition, not the input.
+
+Two mechanisms, each checked where it can fail: the client fetches combined partitions
+one by one and lets the workers free each at once, and the shuffle hands text back as
+Arrow strings rather than as Python objects.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("dask.dataframe")
+pytest.importorskip("distributed")
+
+import dask.dataframe as dd
+import distributed
+
+from ridtrace.forensics.blocks import plan_blocks, read_block
+from ridtrace.forensics.dask_engine import _fetch_each, dask_client
+from ridtrace.forensics.partials import KEY, combine_requests
+from ridtrace.forensics.synth import SynthSpec, write_logs
+from ridtrace.forensics.urls import expand_urls
+
+_GATE = "ridtrace-test-last-partition"
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    with dask_client(n_workers=2, threads_per_worker=1, processes=False) as c:
+        yield c
+
+
+def _piece(i: int, gated: bool) -> pd.DataFrame:
+    if gated:
+        distributed.Event(_GATE).wait(30)
+    return pd.DataFrame({"i": [i]})
+
+
+def _held(client: Any, keys: list[Any]) -> list[Any]:
+    def on_scheduler(dask_scheduler: Any) -> list[Any]:
+        return [k for k in keys if k in dask_scheduler.tasks]
+
+    held: list[Any] = client.run_on_scheduler(on_scheduler)
+    return held
+
+
+def test_fetched_partitions_are_freed_before_the_last_is_done(client: Any) -> None:
+    # Partition 0 blocks one worker; 1–5 finish on the other, before the fetch starts.
+    slow, fast = sorted(client.scheduler_info()["workers"])
+    futures = [client.submit(_piece, 0, True, pure=False, workers=[slow])]
+    futures += [client.submit(_piece, i, False, pure=False, workers=[fast]) for i in range(1, 6)]
+    distributed.wait(futures[1:], timeout=20)
+    keys = [f.key for f in futures]
+    out: dict[str, pd.DataFrame] = {}
+    fetch = threading.Thread(target=lambda: out.update(frame=_fetch_each(futures)))
+    fetch.start()
+    try:
+        deadline = time.monotonic() + 10
+        while _held(client, keys[1:]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # Every finished partition is freed on the cluster while the first still runs.
+        assert _held(client, keys[1:]) == []
+        assert _held(client, keys[:1]) == keys[:1]
+    finally:
+        distributed.Event(_GATE).set()
+        fetch.join(30)
+    assert out["frame"]["i"].tolist() == list(range(6))  # in partition order
+    assert futures == []  # the caller's list no longer pins them
+
+
+def test_shuffle_hands_text_back_as_arrow_strings(client: Any, tmp_path: Path) -> None:
+    write_logs(tmp_path, SynthSpec(requests=200, seed=5))
+    files = expand_urls([str(tmp_path)])
+    names = [f.name for f in files]
+    partials = [read_block(b, names, lean=True).partial for b in plan_blocks(files, 1 << 20)]
+    frame = dd.from_pandas(pd.concat(partials, ignore_index=True), npartitions=2)
+    shuffled = frame.shuffle(KEY, npartitions=2)
+    out = pd.concat(client.gather(client.compute(shuffled.to_delayed())))
+    assert len(out) == sum(len(p) for p in partials)
+    assert [c for c, t in out.dtypes.items() if pd.api.types.is_object_dtype(t)] == []
+    assert combine_requests(out)["trace_id"].nunique() > 0
