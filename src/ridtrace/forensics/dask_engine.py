@@ -6,16 +6,19 @@ The pipeline, one pass over the input:
    byte range of one file → `parse_chunk` → `normalize` → `events_frame` →
    `build_requests` → partial requests (one row per span seen in the block), lines
    numbered from the block's start (`ridtrace.forensics.blocks`);
-2. **per request** (shuffle on a hash of ``(trace_id, span_id)``): partials stream into
-   Dask's shuffle as blocks finish; every partial of a span lands in one partition,
-   where `combine_requests` merges them (`ridtrace.forensics.partials`);
+2. **per request** (shuffle on a hash of ``(trace_id, span_id)``, one output partition
+   per block): partials stream into Dask's disk-backed p2p shuffle as blocks finish;
+   every partial of a span lands in one partition, where `combine_requests` merges
+   them (`ridtrace.forensics.partials`); the client fetches each combined partition as
+   it finishes and the worker frees it at once;
 3. **line numbers**: evidence lines travel as (block, line in block); the client,
    which by then has every block's line count, turns them into lines of the file;
 4. **rules**: the combined requests frame is collected and handed to
    `ridtrace.forensics.analysis.analyze_requests` — the very code the pandas engine runs.
 
 The requests frame (one row per span, a few hundred bytes each) is the only thing held
-whole, on the client; events never are.
+whole, on the client; events never are. A worker holds about one block's work at a
+time, whatever the size of the input.
 
 Importing this module imports dask and distributed; the CLI imports it only for
 ``--engine dask``.
