@@ -271,3 +271,52 @@ def test_default_ids_are_valid_uuid4() -> None:
     for text in list(ids)[:200]:
         parsed = uuid.UUID(text)
         assert parsed.version == 4 and parsed.variant == uuid.RFC_4122 and str(parsed) == text
+
+
+class _RecordingSampler:
+    """A sampler that keeps the attributes each span was started with."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+
+    def should_sample(self, parent_context: Any, trace_id: int, name: str, *args: Any,
+                      **kwargs: Any) -> Any:
+        from opentelemetry.sdk.trace.sampling import Decision, SamplingResult
+
+        attributes = kwargs.get("attributes", args[1] if len(args) > 1 else None)
+        self.seen.append(dict(attributes or {}))
+        return SamplingResult(Decision.RECORD_AND_SAMPLE, attributes)
+
+    def get_description(self) -> str:
+        return "recording"
+
+
+def test_a_sampler_sees_the_request_ids_when_the_span_starts() -> None:
+    # Attribute-based sampling (keep every request of one client, say) needs the ids
+    # at start_span time, not set afterwards.
+    sampler = _RecordingSampler()
+    provider = TracerProvider(sampler=sampler)  # type: ignore[arg-type]
+    app = _app(telemetry={"tracing": False}) if _has_native() else _app()
+    app.add_middleware(RequestTracingMiddleware, settings=TracingSettings(tracer_provider=provider))
+    response = _get(app, "/ids", [(b"x-request-id", b"client-7")])
+    (seen,) = sampler.seen
+    assert seen["request_id"] == response.json()["request_id"]
+    assert seen["x_request_id"] == "client-7"
+    assert seen["http.request.method"] == "GET"
+
+
+def test_noop_tracer_detection_follows_the_proxy_once_an_sdk_provider_arrives() -> None:
+    from opentelemetry import trace
+
+    from ridtrace.tracing.serverspan import is_noop_tracer
+
+    assert is_noop_tracer(trace.NoOpTracer())
+    assert not is_noop_tracer(TracerProvider().get_tracer("t"))
+    proxy = trace.ProxyTracer("t")
+    live = TracerProvider().get_tracer("t")
+    if trace.get_tracer_provider().__class__.__name__ == "ProxyTracerProvider":
+        assert is_noop_tracer(proxy)
+    # What the proxy does once trace.set_tracer_provider() ran: it hands out the real
+    # tracer, and the middleware must then start real spans again.
+    proxy._real_tracer = live
+    assert not is_noop_tracer(proxy)

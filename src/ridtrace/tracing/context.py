@@ -8,7 +8,7 @@ connection, while tasks spawned inside a request inherit a copy and keep the ids
 
 from __future__ import annotations
 
-from contextvars import ContextVar, Token
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -80,11 +80,8 @@ def annotate_span(**attributes: str | bool | int | float) -> None:
         ctx.server_span.set_attributes(attributes)
 
 
-def enter(ctx: RequestContext) -> Token[RequestContext | None]:
-    """Make ``ctx`` current; pass the returned token to :func:`leave` in ``finally``."""
-    return _current.set(ctx)
-
-
-def leave(token: Token[RequestContext | None]) -> None:
-    """Restore the context that was current before :func:`enter`."""
-    _current.reset(token)
+# enter(ctx) makes ``ctx`` current and returns a token; leave(token) restores what was
+# current before, in ``finally``. The ContextVar's own methods, not wrappers: they run
+# twice on every request.
+enter = _current.set
+leave = _current.reset

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import Iterable
@@ -13,20 +12,32 @@ from loguru import logger
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.propagators.textmap import Getter
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import NonRecordingSpan, SpanKind, Status, StatusCode
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ridtrace.tracing import context as request_context
 from ridtrace.tracing.context import RequestContext
 from ridtrace.tracing.deprecation import deprecation_response_headers, warn_once
+from ridtrace.tracing.exchange import (
+    Exchange,
+    end_fields,
+    outcome_of,
+    route_template,
+    send_internal_error,
+    start_attributes,
+    start_fields,
+)
 from ridtrace.tracing.identity import validate_client_id
-from ridtrace.tracing.serverspan import active_server_span, request_context_for
+from ridtrace.tracing.serverspan import (
+    active_server_span,
+    is_noop_tracer,
+    request_context_for,
+)
 from ridtrace.tracing.settings import TracingSettings
 
 __all__ = ["RequestTracingMiddleware"]
 
 _TRACE_HEADERS = frozenset({b"traceparent", b"tracestate", b"baggage"})
-_INTERNAL_ERROR_BODY = b"Internal Server Error"
 
 
 class _HeaderGetter(Getter[dict[str, str]]):
@@ -70,6 +81,10 @@ class RequestTracingMiddleware:
             name.lower().encode("latin-1"): name.lower() for name in config.deprecated_headers
         }
         self._stripped = {self._client_header, self._response_header}
+        # Every request header name __call__ acts on; all others are skipped at once.
+        self._watched = frozenset(
+            {self._client_header, b"user-agent", *self._deprecated, *_TRACE_HEADERS}
+        )
         self._deprecation_headers = deprecation_response_headers(
             deprecation_at=config.deprecation_at,
             sunset_at=config.sunset_at,
@@ -77,6 +92,9 @@ class RequestTracingMiddleware:
         )
         provider = config.tracer_provider or trace.get_tracer_provider()
         self._tracer = provider.get_tracer("ridtrace.tracing")
+        # Only the API's proxy or no-op tracer can be a no-op; an SDK tracer never is,
+        # so the per-request check is skipped for it.
+        self._maybe_noop = type(self._tracer) in (trace.ProxyTracer, trace.NoOpTracer)
         self._mint = config.id_generator
         self._max_len = config.max_client_id_length
         self._log_lifecycle = config.log_lifecycle
@@ -92,7 +110,11 @@ class RequestTracingMiddleware:
         rejected = False
         deprecated_sent: list[str] = []
         carrier: dict[str, str] = {}
+        user_agent: bytes | None = None
+        watched = self._watched
         for name, value in scope["headers"]:
+            if name not in watched:  # most headers: one set lookup and on
+                continue
             if name == self._client_header:
                 if x_request_id is None:
                     x_request_id = validate_client_id(value, self._max_len)
@@ -101,64 +123,89 @@ class RequestTracingMiddleware:
                 header = self._deprecated[name]
                 if header not in deprecated_sent:
                     deprecated_sent.append(header)
-            elif name in _TRACE_HEADERS:
+            elif name == b"user-agent":
+                if user_agent is None:
+                    user_agent = value
+            else:
                 carrier.setdefault(name.decode("latin-1"), value.decode("latin-1"))
         for header in deprecated_sent:
             warn_once(header)
+        deprecated_text = ",".join(deprecated_sent) if deprecated_sent else None
 
         request_id = self._mint()
-        method: str = scope.get("method", "")
-        path: str = scope.get("path", "")
         current = trace.get_current_span()
         span = active_server_span(current)
         owns_span = span is None
-        if span is None:
+        if span is not None:  # an instrumentation's server span, recording by construction
+            recording = True
+            span.set_attributes(start_attributes(request_id, x_request_id, deprecated_text))
+        elif (
+            self._maybe_noop and not carrier and type(current) is NonRecordingSpan
+            and is_noop_tracer(self._tracer)
+        ):
+            # What a no-op tracer's start_span would return, without the call.
+            span, recording = current, False
+        else:
             parent = propagate.extract(carrier, getter=_GETTER) if carrier else None
-            span = self._tracer.start_span(self._span_name, parent, SpanKind.SERVER)
-        recording = span.is_recording()
+            # Attributes go in with the span: samplers see them, and the SDK cleans
+            # them while it builds the span instead of in a second locked call.
+            span = self._tracer.start_span(
+                self._span_name,
+                parent,
+                SpanKind.SERVER,
+                start_attributes(
+                    request_id, x_request_id, deprecated_text,
+                    scope.get("method", ""), scope.get("path", ""),
+                ),
+            )
+            recording = span.is_recording()
         ctx = request_context_for(span, carrier, request_id, x_request_id)
         ctx.server_span = span
-        deprecated_text = ",".join(deprecated_sent) if deprecated_sent else None
-        if recording:
-            attributes: dict[str, str] = {"request_id": request_id}
-            if x_request_id is not None:
-                attributes["x_request_id"] = x_request_id
-            if deprecated_text:
-                attributes["deprecated_headers"] = deprecated_text
-            if owns_span:
-                attributes["http.request.method"] = method
-                attributes["url.path"] = path
-            span.set_attributes(attributes)  # one lock round-trip in the SDK, not five
-        # Byte counts, disconnects, outcome and route only feed the span and the
-        # lifecycle lines; with neither, the id-only path skips observing them.
-        observe = recording or self._log_lifecycle
 
         extra_headers = [(self._response_header, request_id.encode("latin-1"))]
         if deprecated_sent:
             extra_headers.extend(self._deprecation_headers)
-        state = _Exchange()
+        state = Exchange()
+        # Byte counts, disconnects, outcome and route only feed the span and the
+        # lifecycle lines; with neither (id-only), only the headers are touched.
+        observe = recording or self._log_lifecycle
+        if observe:
 
-        async def receive_counting() -> Message:
-            message = await receive()
-            if message["type"] == "http.request":
-                state.bytes_in += len(message.get("body", b""))
-            elif message["type"] == "http.disconnect":
-                state.disconnected = True
-            return message
+            async def receive_counting() -> Message:
+                message = await receive()
+                if message["type"] == "http.request":
+                    state.bytes_in += len(message.get("body", b""))
+                elif message["type"] == "http.disconnect":
+                    state.disconnected = True
+                return message
 
-        async def send_tagged(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                state.status = message["status"]
-                message = dict(message)
-                message["headers"] = self._response_headers(
-                    message.get("headers", ()), ctx, extra_headers
-                )
-                state.response_started = True
-            elif message["type"] == "http.response.body":
-                state.bytes_out += len(message.get("body", b""))
-                if not message.get("more_body", False):
-                    state.body_done = True
-            await send(message)
+            async def send_tagged(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    state.status = message["status"]
+                    message = dict(message)
+                    message["headers"] = self._response_headers(
+                        message.get("headers", ()), ctx, extra_headers
+                    )
+                    state.response_started = True
+                elif message["type"] == "http.response.body":
+                    state.bytes_out += len(message.get("body", b""))
+                    if not message.get("more_body", False):
+                        state.body_done = True
+                await send(message)
+
+            app_receive: Receive = receive_counting
+        else:
+
+            async def send_tagged(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    message = dict(message)
+                    message["headers"] = self._response_headers(
+                        message.get("headers", ()), ctx, extra_headers
+                    )
+                    state.response_started = True
+                await send(message)
+
+            app_receive = receive
 
         token = request_context.enter(ctx)
         # A no-op tracer hands back the span that is already current; attaching it
@@ -173,15 +220,11 @@ class RequestTracingMiddleware:
             if self._log_lifecycle:
                 logger.info(
                     "request.start",
-                    event="request.start",
-                    method=method,
-                    path=path,
-                    client=_client_text(scope),
-                    user_agent=_user_agent(scope["headers"], self._max_len),
-                    deprecated_headers=deprecated_text,
-                    x_request_id_rejected=rejected or None,
+                    **start_fields(
+                        scope, user_agent, self._max_len * 2, deprecated_text, rejected
+                    ),
                 )
-            await self.app(scope, receive_counting if observe else receive, send_tagged)
+            await self.app(scope, app_receive, send_tagged)
         except BaseException as exc:
             failure = exc
             if isinstance(exc, Exception) and not state.response_started:
@@ -189,12 +232,12 @@ class RequestTracingMiddleware:
                 # would send the 500 with the raw `send`, without our id header; send
                 # it here so even crashed requests can be found, then re-raise as is.
                 with contextlib.suppress(Exception):  # a gone client must not mask exc
-                    await _send_internal_error(send_tagged)
+                    await send_internal_error(send_tagged)
             raise
         finally:
             if observe:
-                outcome = _outcome(state, failure, ctx)
-                route = _route_template(scope)
+                outcome = outcome_of(state, failure, ctx)
+                route = route_template(scope)
                 # FastAPI's telemetry ends its span as the last body byte goes out,
                 # before we get here: writing to an ended span only earns a warning.
                 if recording and span.is_recording():
@@ -209,23 +252,13 @@ class RequestTracingMiddleware:
                         if failure is not None and isinstance(failure, Exception):
                             span.record_exception(failure)
                 if self._log_lifecycle:
-                    fields: dict[str, Any] = {
-                        "event": "request.end",
-                        "method": method,
-                        "path": path,
-                        "route": route,
-                        "status": state.status,
-                        "outcome": outcome,
-                        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-                        "bytes_in": state.bytes_in,
-                        "bytes_out": state.bytes_out,
-                        "deprecated_headers": deprecated_text,
-                    }
-                    fields.update(ctx.annotations)
-                    fields.pop("outcome_override", None)
+                    fields = end_fields(
+                        scope, state, outcome, route, time.perf_counter() - started,
+                        deprecated_text, ctx,
+                    )
                     log = logger.warning if outcome == "error" else logger.info
                     log("request.end", **fields)
-            if owns_span:
+            if owns_span and recording:  # a non-recording span has nothing to end
                 span.end()
             if otel_token is not None:
                 otel_context.detach(otel_token)
@@ -245,62 +278,3 @@ class RequestTracingMiddleware:
             out.append((self._client_header, ctx.x_request_id.encode("latin-1")))
         out.extend(extra)
         return out
-
-
-class _Exchange:
-    """What the middleware observed of one request/response exchange."""
-
-    __slots__ = ("body_done", "bytes_in", "bytes_out", "disconnected", "response_started", "status")
-
-    def __init__(self) -> None:
-        self.status = 0
-        self.bytes_in = 0
-        self.bytes_out = 0
-        self.response_started = False
-        self.body_done = False
-        self.disconnected = False
-
-
-def _outcome(state: _Exchange, failure: BaseException | None, ctx: RequestContext) -> str:
-    override = ctx.annotations.get("outcome_override")
-    if isinstance(override, str):
-        return override
-    if state.body_done:
-        return "error" if state.status >= 500 else "ok"
-    if state.disconnected or isinstance(failure, (asyncio.CancelledError, OSError)):
-        return "cancelled"
-    return "error"
-
-
-async def _send_internal_error(send: Send) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 500,
-            "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
-                (b"content-length", str(len(_INTERNAL_ERROR_BODY)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": _INTERNAL_ERROR_BODY})
-
-
-def _client_text(scope: Scope) -> str | None:
-    client = scope.get("client")
-    if not client:
-        return None
-    return f"{client[0]}:{client[1]}"
-
-
-def _user_agent(headers: Iterable[tuple[bytes, bytes]], max_len: int) -> str | None:
-    for name, value in headers:
-        if name == b"user-agent":
-            return validate_client_id(value[: max_len * 2], max_len * 2)
-    return None
-
-
-def _route_template(scope: Scope) -> str | None:
-    route = scope.get("route")
-    path = getattr(route, "path", None)
-    return path if isinstance(path, str) else None

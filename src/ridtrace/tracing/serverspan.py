@@ -16,7 +16,7 @@ from ridtrace.tracing.context import RequestContext
 from ridtrace.tracing.identity import mint_span_id
 from ridtrace.tracing.traceparent import parse_traceparent
 
-__all__ = ["active_server_span", "request_context_for"]
+__all__ = ["active_server_span", "is_noop_tracer", "request_context_for"]
 
 
 def active_server_span(current: trace.Span | None = None) -> trace.Span | None:
@@ -34,6 +34,21 @@ def active_server_span(current: trace.Span | None = None) -> trace.Span | None:
     return None
 
 
+def is_noop_tracer(tracer: trace.Tracer) -> bool:
+    """True while `tracer` cannot record: the API's no-op tracer, or the global proxy
+    before any SDK provider is set.
+
+    Asked per request, not once: `configure_tracing()` may run after the app is built,
+    and the proxy then starts handing out real spans. A no-op tracer's ``start_span``
+    only returns the current span, so callers skip it (a visible share of the id-only
+    path). ``_tracer`` is the proxy's resolving property; if a future API drops it, the
+    proxy is simply treated as live and spans are started as before.
+    """
+    if type(tracer) is trace.ProxyTracer:  # type(), not isinstance: these are ABCs
+        tracer = getattr(tracer, "_tracer", tracer)
+    return type(tracer) is trace.NoOpTracer
+
+
 def request_context_for(
     span: trace.Span, carrier: Mapping[str, str], request_id: str, x_request_id: str | None
 ) -> RequestContext:
@@ -44,15 +59,15 @@ def request_context_for(
     non-recording span (no SDK, or sampled out) may carry the *caller's* span context,
     whose span id is not this request's: keep the caller's trace and mint our own span.
     """
-    span_context = span.get_span_context()
-    if span_context.is_valid and span.is_recording():
+    span_context = span.get_span_context() if span.is_recording() else None
+    if span_context is not None and span_context.is_valid:
         parent = getattr(span, "parent", None)
-        return RequestContext(
-            request_id=request_id,
-            x_request_id=x_request_id,
-            trace_id=format(span_context.trace_id, "032x"),
-            span_id=format(span_context.span_id, "016x"),
-            parent_span_id=format(parent.span_id, "016x") if parent is not None else None,
+        return RequestContext(  # positional: this runs on every request
+            request_id,
+            format(span_context.trace_id, "032x"),
+            format(span_context.span_id, "016x"),
+            x_request_id,
+            format(parent.span_id, "016x") if parent is not None else None,
         )
     traceparent = carrier.get("traceparent")
     remote = parse_traceparent(traceparent) if traceparent else None
@@ -64,10 +79,4 @@ def request_context_for(
         # syscalls per request were a visible share of the middleware's cost.
         ids = f"{random.getrandbits(192):048x}"
         trace_id, span_id, parent_span_id = ids[:32], ids[32:], None
-    return RequestContext(
-        request_id=request_id,
-        x_request_id=x_request_id,
-        trace_id=trace_id,
-        span_id=span_id,
-        parent_span_id=parent_span_id,
-    )
+    return RequestContext(request_id, trace_id, span_id, x_request_id, parent_span_id)

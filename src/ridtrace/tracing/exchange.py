@@ -1,0 +1,158 @@
+"""What the ASGI middleware observes of one request/response exchange, and reports.
+
+Kept apart from the middleware so its hot path reads as one sequence: these are the
+pieces it calls — span attributes, lifecycle fields, the outcome rule and the 500 it
+sends for a crashed request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from starlette.types import Scope, Send
+
+from ridtrace.tracing.context import RequestContext
+from ridtrace.tracing.identity import validate_client_id
+
+__all__ = [
+    "Exchange",
+    "end_fields",
+    "outcome_of",
+    "route_template",
+    "send_internal_error",
+    "start_attributes",
+    "start_fields",
+]
+
+_INTERNAL_ERROR_BODY = b"Internal Server Error"
+_INTERNAL_ERROR_HEADERS = [
+    (b"content-type", b"text/plain; charset=utf-8"),
+    (b"content-length", str(len(_INTERNAL_ERROR_BODY)).encode()),
+]
+
+
+class Exchange:
+    """What the middleware observed of one request/response exchange.
+
+    Defaults are class attributes, so creating one per request costs no ``__init__``;
+    the middleware's writes land on the instance.
+    """
+
+    status = 0
+    bytes_in = 0
+    bytes_out = 0
+    response_started = False
+    body_done = False
+    disconnected = False
+
+
+def start_attributes(
+    request_id: str,
+    x_request_id: str | None,
+    deprecated: str | None,
+    method: str | None = None,
+    path: str | None = None,
+) -> dict[str, str]:
+    """The span attributes known when the request arrives.
+
+    ``method`` and ``path`` only for a span ridtrace opened: an instrumentation's own
+    server span already carries them under its own conventions.
+    """
+    attributes = {"request_id": request_id}
+    if x_request_id is not None:
+        attributes["x_request_id"] = x_request_id
+    if deprecated:
+        attributes["deprecated_headers"] = deprecated
+    if method is not None:
+        attributes["http.request.method"] = method
+    if path is not None:
+        attributes["url.path"] = path
+    return attributes
+
+
+def start_fields(
+    scope: Scope,
+    user_agent: bytes | None,
+    max_agent_length: int,
+    deprecated: str | None,
+    rejected: bool,
+) -> dict[str, Any]:
+    """``request.start``'s fields (docs/log-schema.md); absent ones are left out.
+
+    A null is never written anyway, and every extra key costs loguru and the sink a
+    little on each line.
+    """
+    fields: dict[str, Any] = {
+        "event": "request.start", "method": scope.get("method", ""), "path": scope.get("path", "")
+    }
+    client = scope.get("client")
+    if client:
+        fields["client"] = f"{client[0]}:{client[1]}"
+    if user_agent is not None:
+        agent = validate_client_id(user_agent[:max_agent_length], max_agent_length)
+        if agent is not None:
+            fields["user_agent"] = agent
+    if deprecated:
+        fields["deprecated_headers"] = deprecated
+    if rejected:
+        fields["x_request_id_rejected"] = True
+    return fields
+
+
+def end_fields(
+    scope: Scope,
+    state: Exchange,
+    outcome: str,
+    route: str | None,
+    duration_s: float,
+    deprecated: str | None,
+    ctx: RequestContext,
+) -> dict[str, Any]:
+    """``request.end``'s fields, with what handlers attached by ``annotate_request``."""
+    fields: dict[str, Any] = {
+        "event": "request.end",
+        "method": scope.get("method", ""),
+        "path": scope.get("path", ""),
+        "status": state.status,
+        "outcome": outcome,
+        "duration_ms": round(duration_s * 1000, 3),
+        "bytes_in": state.bytes_in,
+        "bytes_out": state.bytes_out,
+    }
+    if route:
+        fields["route"] = route
+    if deprecated:
+        fields["deprecated_headers"] = deprecated
+    if ctx.annotations:
+        fields.update(ctx.annotations)
+        fields.pop("outcome_override", None)
+    return fields
+
+
+def outcome_of(state: Exchange, failure: BaseException | None, ctx: RequestContext) -> str:
+    """ok / error / cancelled, unless a handler decided otherwise (``outcome_override``)."""
+    if ctx.annotations:
+        override = ctx.annotations.get("outcome_override")
+        if isinstance(override, str):
+            return override
+    if state.body_done:
+        return "error" if state.status >= 500 else "ok"
+    if state.disconnected or isinstance(failure, (asyncio.CancelledError, OSError)):
+        return "cancelled"
+    return "error"
+
+
+async def send_internal_error(send: Send) -> None:
+    """The plain 500 sent for an exception raised before the response started."""
+    await send(
+        {"type": "http.response.start", "status": 500, "headers": list(_INTERNAL_ERROR_HEADERS)}
+    )
+    await send({"type": "http.response.body", "body": _INTERNAL_ERROR_BODY})
+
+
+def route_template(scope: Scope) -> str | None:
+    """The matched route's path template (``/items/{id}``), when the router set one."""
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) else None
