@@ -28,6 +28,7 @@ test: $(STAMP) lint
 # Each benchmark takes minutes and wants a quiet machine; see docs/performance.md.
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_tracing.py
+	$(BIN)/python benchmarks/bench_tracing_instructions.py
 	$(BIN)/python benchmarks/bench_frontend.py
 	$(BIN)/python benchmarks/bench_grpc.py
 	$(BIN)/python benchmarks/bench_forensics.py

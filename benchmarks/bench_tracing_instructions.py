@@ -1,0 +1,136 @@
+"""Per-request cost of the tracing contenders in CPU instructions, under callgrind.
+
+Time on a shared 2-vCPU VM moves by ±10 µs from run to run, as much as the id-only
+overheads being compared. Instructions executed do not depend on the neighbours:
+callgrind counts them exactly, so this harness gives the load-independent side of
+`bench_tracing.py`'s comparison (same apps, same checks, same request).
+
+Each contender runs in its own process under ``valgrind --tool=callgrind``: build the
+app, 200 warm-up requests, then N requests; run once with N = 100 and once with
+N = 1,100, and the difference over 1,000 is the per-request count — start-up, imports
+and warm-up cancel out. Kernel work (syscalls such as ``getrandom`` and ``write``)
+is not counted; the time harness shows it. Expect about 30 s per contender; two run
+at a time.
+
+Usage: ``.venv/bin/python benchmarks/bench_tracing_instructions.py``; prints markdown.
+Needs valgrind (``apt-get install -y valgrind``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_tracing as bench  # a sibling script, not a package
+
+CONTENDERS = [
+    "starlette",
+    "starlette+asgi-correlation-id",
+    "starlette+ridtrace-id",
+    "fastapi",
+    "fastapi+asgi-correlation-id",
+    "fastapi+otel-fastapi",
+    "fastapi+ridtrace-id",
+    "fastapi+ridtrace-full",
+    "fastapi@noid",
+    "fastapi+asgi-correlation-id@noid",
+    "fastapi+ridtrace-id@noid",
+]
+WARM_UP, SHORT, LONG = 200, 100, 1100
+_COLLECTED = re.compile(r"Collected : (\d+)")
+
+
+def drive(name: str, requests: int) -> None:
+    """Subprocess entry point: build one contender, check it, warm it up, then serve."""
+    log_dir = Path(tempfile.mkdtemp(prefix="ridtrace-icount-"))
+    built = bench.build(name, log_dir)
+    headers = bench._HEADERS_NOID if name.endswith("@noid") else bench._HEADERS
+
+    async def run(count: int) -> None:
+        for _ in range(count):
+            await built.app(bench._scope(headers), bench._receive, bench._send)
+
+    async def main() -> None:
+        await bench._check(name, built)
+        await run(WARM_UP)
+        await run(requests)
+
+    asyncio.run(main())
+
+
+def count(name: str, requests: int) -> int:
+    """Instructions of one whole process driving `requests` requests through `name`."""
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    proc = subprocess.run(
+        [
+            "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+            sys.executable, __file__, "--drive", name, "--requests", str(requests),
+        ],
+        capture_output=True, text=True, env=env, check=False,
+    )
+    found = _COLLECTED.search(proc.stderr)
+    if proc.returncode != 0 or found is None:
+        raise SystemExit(f"{name}: callgrind run failed:\n{proc.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def per_request(name: str) -> float:
+    return (count(name, LONG) - count(name, SHORT)) / (LONG - SHORT)
+
+
+def report(instructions: dict[str, float]) -> list[str]:
+    lines = [
+        "### Instructions per request (callgrind, load-independent)",
+        "",
+        "| contender | instructions/request | overhead | × bare |",
+        "|---|---:|---:|---:|",
+    ]
+    overhead: dict[str, float] = {}
+    for name, value in instructions.items():
+        bare = instructions[bench._bare_of(name)]
+        overhead[name] = value - bare
+        over = "—" if name == bench._bare_of(name) else f"{overhead[name] / 1000:+,.1f} k"
+        lines.append(
+            f"| {bench.LABELS[name]} | {value / 1000:,.1f} k | {over} | {value / bare:.2f} |"
+        )
+    lines += ["", *(f"- {t}" for t in bench._targets(overhead, "fastapi"))]
+    pairs = [("starlette", "(Starlette)"), ("fastapi@noid", "(no client x-request-id)")]
+    for prefix, label in pairs:
+        suffix = "@noid" if prefix.endswith("@noid") else ""
+        base = prefix.split("@")[0]
+        ids = overhead.get(f"{base}+ridtrace-id{suffix}")
+        acid = overhead.get(f"{base}+asgi-correlation-id{suffix}")
+        if ids is not None and acid:
+            lines.append(f"- {label} ridtrace id-only / asgi-correlation-id = {ids / acid:.2f}×")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--contenders", help="comma-separated subset")
+    parser.add_argument("--drive", help=argparse.SUPPRESS)
+    parser.add_argument("--requests", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.drive:
+        drive(args.drive, args.requests)
+        return 0
+    if not shutil.which("valgrind"):
+        raise SystemExit("valgrind is not installed: `sudo apt-get install -y valgrind`")
+    names = args.contenders.split(",") if args.contenders else CONTENDERS
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = dict(zip(names, pool.map(per_request, names), strict=True))
+    print("\n".join(report(results)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
