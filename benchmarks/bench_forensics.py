@@ -207,7 +207,7 @@ def table(rows: list[dict[str, object]], repeats: int) -> str:
         "| CPU-s analyze / DuckDB | analyze peak RSS | peak / input | DuckDB peak RSS "
         "| analyze µs per line | pyarrow.json read only (median) | read only / DuckDB "
         "| CPU-s read only / DuckDB | load avg |\n"
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     )
     body = "".join(
         f"| {r['lines']:,} | {r['input_mib']:,.0f} MiB | {r['analyze_s']:.2f} s "
