@@ -579,18 +579,20 @@ def report_inprocess(
             f"| {LABELS[name]} | {_med(cpu):.1f} | {over} | {_med(cpu) / _med(bare_cpu):.2f} | "
             f"{_med(wall):.1f} | {wall_over} |"
         )
-    lines += ["", *(f"- {t}" for t in _targets(overhead, "fastapi"))]
-    if "starlette+ridtrace-id" in overhead and "starlette+asgi-correlation-id" in overhead:
-        ids = overhead["starlette+ridtrace-id"]
-        acid = overhead["starlette+asgi-correlation-id"]
-        lines.append(f"- (Starlette) ridtrace id-only / asgi-correlation-id = {_ratio(ids, acid)}")
-    if "fastapi+ridtrace-id@noid" in overhead:
-        ids = overhead["fastapi+ridtrace-id@noid"]
-        acid = overhead["fastapi+asgi-correlation-id@noid"]
-        lines.append(
-            f"- (no client x-request-id) ridtrace id-only / asgi-correlation-id = {_ratio(ids, acid)}"
-        )
-    return lines
+    return [*lines, "", *(f"- {t}" for t in _targets(overhead, "fastapi")), *side_ratios(overhead)]
+
+
+def side_ratios(overhead: dict[str, float]) -> list[str]:
+    """Id-only vs asgi-correlation-id on Starlette and without a client id, when measured."""
+    out = []
+    for ids, acid, label in (
+        ("starlette+ridtrace-id", "starlette+asgi-correlation-id", "(Starlette)"),
+        ("fastapi+ridtrace-id@noid", "fastapi+asgi-correlation-id@noid", "(no client x-request-id)"),
+    ):
+        if ids in overhead and acid in overhead:
+            ratio = _ratio(overhead[ids], overhead[acid])
+            out.append(f"- {label} ridtrace id-only / asgi-correlation-id = {ratio}")
+    return out
 
 
 def report_served(

@@ -92,16 +92,10 @@ def report(instructions: dict[str, float]) -> list[str]:
         lines.append(
             f"| {bench.LABELS[name]} | {value / 1000:,.1f} k | {over} | {value / bare:.2f} |"
         )
-    lines += ["", *(f"- {t}" for t in bench._targets(overhead, "fastapi"))]
-    pairs = [("starlette", "(Starlette)"), ("fastapi@noid", "(no client x-request-id)")]
-    for prefix, label in pairs:
-        suffix = "@noid" if prefix.endswith("@noid") else ""
-        base = prefix.split("@")[0]
-        ids = overhead.get(f"{base}+ridtrace-id{suffix}")
-        acid = overhead.get(f"{base}+asgi-correlation-id{suffix}")
-        if ids is not None and acid:
-            lines.append(f"- {label} ridtrace id-only / asgi-correlation-id = {ids / acid:.2f}×")
-    return lines
+    return [
+        *lines, "", *(f"- {t}" for t in bench._targets(overhead, "fastapi")),
+        *bench.side_ratios(overhead),
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
