@@ -15,7 +15,7 @@ __all__ = ["demo"]
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    # SIGTERM takes the same path as Ctrl-C, so every child process is stopped.
+    # SIGTERM and SIGINT take one path, so every child process is stopped.
     raise KeyboardInterrupt
 
 
@@ -37,6 +37,12 @@ def demo(
     from ridtrace.demo.main import run_demo
 
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    # Ctrl-C too, though Python's default handler raises the same: asyncio.run() swaps
+    # the *default* handler for one that only cancels its main task, and a cancellation
+    # that lands inside httpx's own cancel scopes can be absorbed — the traffic then
+    # runs to the end and the demo exits 0 as if never interrupted. A handler of our own
+    # is left in place, so Ctrl-C always unwinds (and stops every child process).
+    signal.signal(signal.SIGINT, _raise_interrupt)
     try:
         code = run_demo(
             out_dir,
