@@ -12,7 +12,12 @@ and warm-up cancel out. Kernel work (syscalls such as ``getrandom`` and ``write`
 is not counted; the time harness shows it. Expect about 30 s per contender; two run
 at a time.
 
-Usage: ``.venv/bin/python benchmarks/bench_tracing_instructions.py``; prints markdown.
+``--cache-sim`` runs ``valgrind --tool=cachegrind --cache-sim=yes`` instead and also
+reports simulated first-level instruction and data cache misses per request (about
+twice as slow): where time and instructions disagree, misses are the next suspect.
+
+Usage: ``.venv/bin/python benchmarks/bench_tracing_instructions.py [--cache-sim]``;
+prints markdown.
 Needs valgrind (``apt-get install -y valgrind``).
 """
 
@@ -57,27 +62,59 @@ def drive(name: str, requests: int) -> None:
     asyncio.run(main())
 
 
-def count(name: str, requests: int) -> int:
-    """Instructions of one whole process driving `requests` requests through `name`."""
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
-    proc = subprocess.run(
-        [
-            "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-            sys.executable, __file__, "--drive", name, "--requests", str(requests),
-        ],
-        capture_output=True, text=True, env=env, check=False,
+_CACHEGRIND = {
+    "instructions": re.compile(r"I\s+refs:\s+([\d,]+)"),
+    "I1 misses": re.compile(r"I1\s+misses:\s+([\d,]+)"),
+    "D1 misses": re.compile(r"D1\s+misses:\s+([\d,]+)"),
+}
+
+
+def count(name: str, requests: int, cache_sim: bool) -> dict[str, int]:
+    """Totals of one whole process driving `requests` requests through `name`."""
+    tool = (
+        ["--tool=cachegrind", "--cache-sim=yes", "--cachegrind-out-file=/dev/null"]
+        if cache_sim else ["--tool=callgrind", "--callgrind-out-file=/dev/null"]
     )
-    found = _COLLECTED.search(proc.stderr)
-    if proc.returncode != 0 or found is None:
-        raise SystemExit(f"{name}: callgrind run failed:\n{proc.stderr[-2000:]}")
-    return int(found.group(1))
+    proc = subprocess.run(
+        ["valgrind", *tool, sys.executable, __file__, "--drive", name,
+         "--requests", str(requests)],
+        capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"}, check=False,
+    )
+    patterns = _CACHEGRIND if cache_sim else {"instructions": _COLLECTED}
+    found = {key: pattern.search(proc.stderr) for key, pattern in patterns.items()}
+    if proc.returncode != 0 or not all(found.values()):
+        raise SystemExit(f"{name}: valgrind run failed:\n{proc.stderr[-2000:]}")
+    return {key: int(match.group(1).replace(",", "")) for key, match in found.items() if match}
 
 
-def per_request(name: str) -> float:
-    return (count(name, LONG) - count(name, SHORT)) / (LONG - SHORT)
+def per_request(name: str, cache_sim: bool = False) -> dict[str, float]:
+    short, long = count(name, SHORT, cache_sim), count(name, LONG, cache_sim)
+    return {key: (long[key] - short[key]) / (LONG - SHORT) for key in long}
+
+
+def misses_report(results: dict[str, dict[str, float]]) -> list[str]:
+    """Simulated cache misses per request over bare, and the targets' ratios in misses."""
+    lines = [
+        "### Simulated L1 cache misses per request (cachegrind)",
+        "",
+        "| contender | I1 misses over bare | D1 misses over bare |",
+        "|---|---:|---:|",
+    ]
+    over: dict[str, dict[str, float]] = {}
+    for name, values in results.items():
+        bare = results[bench._bare_of(name)]
+        over[name] = {key: values[key] - bare[key] for key in values}
+        if name != bench._bare_of(name):
+            lines.append(f"| {bench.LABELS[name]} | {over[name]['I1 misses']:+,.0f} "
+                         f"| {over[name]['D1 misses']:+,.0f} |")
+    for key in ("I1 misses", "D1 misses"):
+        lines += ["", f"{key}:", *(f"- {t}" for t in bench._targets(
+            {name: values[key] for name, values in over.items()}, "fastapi"))]
+    return lines
 
 
 def report(instructions: dict[str, float]) -> list[str]:
+    """Instructions per request, overhead over bare, and the targets' ratios."""
     lines = [
         "### Instructions per request (callgrind, load-independent)",
         "",
@@ -101,6 +138,8 @@ def report(instructions: dict[str, float]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--contenders", help="comma-separated subset")
+    parser.add_argument("--cache-sim", action="store_true",
+                        help="cachegrind with simulated caches: misses as well (slower)")
     parser.add_argument("--drive", help=argparse.SUPPRESS)
     parser.add_argument("--requests", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -111,8 +150,11 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("valgrind is not installed: `sudo apt-get install -y valgrind`")
     names = args.contenders.split(",") if args.contenders else CONTENDERS
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = dict(zip(names, pool.map(per_request, names), strict=True))
-    print("\n".join(report(results)))
+        measured = list(pool.map(lambda name: per_request(name, args.cache_sim), names))
+    results = dict(zip(names, measured, strict=True))
+    print("\n".join(report({name: r["instructions"] for name, r in results.items()})))
+    if args.cache_sim:
+        print("\n" + "\n".join(misses_report(results)))
     return 0
 
 
