@@ -399,14 +399,7 @@ def _wrk(url: str, seconds: float, connections: int) -> dict[str, float]:
         f"x-request-id: {CLIENT_ID}",
         url,
     ]
-    out = subprocess.run(
-        cmd,
-        capture_output=True,
-        text=True,
-        timeout=seconds + 30,
-        check=True,
-        preexec_fn=_pin(LOADGEN_CPU),
-    ).stdout
+    out = _run_loadgen(cmd, seconds)
     if "Non-2xx" in out:
         raise SystemExit(f"wrk saw error responses from {url}:\n{out}")
     errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
@@ -421,7 +414,12 @@ def _wrk(url: str, seconds: float, connections: int) -> dict[str, float]:
 def _pyload(url: str, seconds: float, connections: int) -> dict[str, float]:
     cmd = [sys.executable, __file__, "--load", url, "--seconds", str(seconds)]
     cmd += ["--connections", str(connections)]
-    out = subprocess.run(
+    return dict(json.loads(_run_loadgen(cmd, seconds)))
+
+
+def _run_loadgen(cmd: list[str], seconds: float) -> str:
+    """Run a load generator pinned to its CPU; its standard output."""
+    return subprocess.run(
         cmd,
         capture_output=True,
         text=True,
@@ -429,7 +427,6 @@ def _pyload(url: str, seconds: float, connections: int) -> dict[str, float]:
         check=True,
         preexec_fn=_pin(LOADGEN_CPU),
     ).stdout
-    return dict(json.loads(out))
 
 
 def pyload(url: str, seconds: float, connections: int) -> None:

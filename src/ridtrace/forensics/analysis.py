@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ridtrace.forensics.events import LoadedLogs, other_lines_in_window
+from ridtrace.forensics.events import LoadedLogs, count_in_window, other_lines_in_window
 from ridtrace.forensics.reader import ReadStats
 from ridtrace.forensics.requests import build_requests, epoch_us
 from ridtrace.forensics.rules import client_id_reuse, deprecated_header, duplicate_in_flight
@@ -66,13 +66,7 @@ def lines_in_window(
     """Events (valid lines) whose time is in [since, until)."""
     if since is None and until is None:
         return len(events)
-    times = epoch_us(events["time"])
-    in_window = np.ones(len(events), dtype=bool)
-    if since is not None:
-        in_window &= times >= since.value // 1000
-    if until is not None:
-        in_window &= times < until.value // 1000
-    return int(in_window.sum())
+    return count_in_window(epoch_us(events["time"]), since, until)
 
 
 def window(

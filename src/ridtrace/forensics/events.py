@@ -43,12 +43,18 @@ def other_lines_in_window(
     logs: LoadedLogs, since: pd.Timestamp | None, until: pd.Timestamp | None
 ) -> int:
     """Lines a lean read left out of `events` whose time is in [since, until)."""
-    times = logs.other_times
-    keep = np.ones(len(times), dtype=bool)
+    return count_in_window(logs.other_times, since, until)
+
+
+def count_in_window(
+    times_us: np.ndarray, since: pd.Timestamp | None, until: pd.Timestamp | None
+) -> int:
+    """How many epoch-µs times fall in [since, until)."""
+    keep = np.ones(len(times_us), dtype=bool)
     if since is not None:
-        keep &= times >= since.value // 1000
+        keep &= times_us >= since.value // 1000
     if until is not None:
-        keep &= times < until.value // 1000
+        keep &= times_us < until.value // 1000
     return int(keep.sum())
 
 
