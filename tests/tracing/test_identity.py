@@ -1,0 +1,79 @@
+"""Minting server ids: OS entropy fetched in batches, never the same id twice."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import uuid
+
+import pytest
+
+from ridtrace.tracing import identity
+from ridtrace.tracing.identity import uuid4_id, uuid7_id
+
+
+def test_ids_come_from_the_os_in_batches_not_one_syscall_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[int] = []
+    real_urandom = os.urandom
+
+    def counting_urandom(size: int) -> bytes:
+        calls.append(size)
+        return real_urandom(size)
+
+    monkeypatch.setattr(identity.os, "urandom", counting_urandom)
+    identity._entropy_pool.clear()
+    ids = [uuid4_id() for _ in range(1000)] + [uuid7_id() for _ in range(1000)]
+    assert len(set(ids)) == 2000
+    # 2,000 ids from 256-id batches: 8 fetches, not 2,000.
+    assert len(calls) == -(-2000 // identity._ENTROPY_BATCH)
+    for text in ids[:1000]:
+        parsed = uuid.UUID(text)
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+
+
+def test_threads_minting_at_once_never_share_an_id() -> None:
+    identity._entropy_pool.clear()
+    per_thread = 5000
+    results: list[list[str]] = [[] for _ in range(8)]
+    barrier = threading.Barrier(len(results))
+
+    def mint(out: list[str]) -> None:
+        barrier.wait()
+        out.extend(uuid4_id() for _ in range(per_thread))
+
+    threads = [threading.Thread(target=mint, args=(out,)) for out in results]
+    # A tiny switch interval makes threads interleave inside the refill.
+    old_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(old_interval)
+    every_id = [text for out in results for text in out]
+    assert all(len(out) == per_thread for out in results)
+    assert len(set(every_id)) == len(every_id)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_does_not_mint_its_parents_next_ids() -> None:
+    identity._entropy_pool.clear()
+    uuid4_id()  # the pool now holds 255 unused chunks the child would inherit
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: report the ids it mints, then leave without cleanup
+        os.close(read_end)
+        os.write(write_end, "\n".join(uuid4_id() for _ in range(100)).encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        child_ids = set(pipe.read().decode().split("\n"))
+    os.waitpid(pid, 0)
+    parent_ids = {uuid4_id() for _ in range(100)}
+    assert len(child_ids) == 100
+    assert not child_ids & parent_ids
