@@ -17,12 +17,14 @@ from typing import Any
 import anyio
 import httpx
 import orjson
-from loguru import logger
 
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.wire import CLIENT_KEEP_ALIVE_SECONDS, WORK_PATH, WorkRequest
+from ridtrace.tracing.eventlog import EventLog
 
 __all__ = ["DispatchError", "Dispatcher", "WorkerPool", "WorkerStream"]
+
+events = EventLog(__name__)
 
 
 class DispatchError(Exception):
@@ -143,7 +145,7 @@ class Dispatcher:
         reason, message = "no_worker", "no worker available"
         attempt = 0
         for attempt, worker in enumerate(candidates[: max(s.max_attempts, 1)], start=1):
-            logger.debug(
+            events.debug(
                 "dispatch.attempt", event="dispatch.attempt", worker=worker, attempt=attempt
             )
             budget = min(s.first_byte_timeout, end - time.monotonic())
@@ -157,7 +159,7 @@ class Dispatcher:
                 marked_down = refusal.reason != "conflict"
                 if marked_down:
                     self.pool.mark_down(worker)
-                logger.warning(
+                events.warning(
                     "dispatch.retry", event="dispatch.retry", worker=worker, attempt=attempt,
                     reason=reason, marked_down=marked_down, error=message,
                 )

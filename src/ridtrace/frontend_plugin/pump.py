@@ -13,14 +13,16 @@ import time
 from dataclasses import dataclass
 
 import anyio
-from loguru import logger
 
 from ridtrace.frontend_plugin.dispatch import Dispatcher, DispatchError, WorkerStream
 from ridtrace.frontend_plugin.registry import Channel, InflightRegistry
 from ridtrace.frontend_plugin.wire import WorkRequest
 from ridtrace.tracing import validate_client_id
+from ridtrace.tracing.eventlog import EventLog
 
 __all__ = ["UNLINKED_REQUEST", "UNLINKED_RESPONSE", "Delta", "Failed", "Finished", "Linked", "pump"]
+
+events = EventLog(__name__)
 
 UNLINKED_RESPONSE = "Unlinked response; response task was dropped or cancelled"
 UNLINKED_REQUEST = "Unlinked request; initiating request task was dropped or cancelled"
@@ -96,7 +98,7 @@ def _link(registry: InflightRegistry, key: str, channel: Channel) -> Channel | N
     entry = registry.claim(key)
     if entry is None:
         if registry.policy == "legacy":
-            logger.error(UNLINKED_RESPONSE, event="response.unlinked")
+            events.error(UNLINKED_RESPONSE, event="response.unlinked")
         return None  # safe policy: the caller already left; nothing to deliver
     if registry.policy == "safe" and entry.channel is not channel:
         return None  # unreachable with unique keys; never deliver to a stranger
@@ -116,7 +118,7 @@ async def _forward(
     while message is not None:
         if check_ids and message.get("request_id") != request_id:
             owner = message.get("request_id")
-            logger.error(
+            events.error(
                 "stream.foreign_chunk", event="stream.foreign_chunk", worker=stream.worker,
                 chunk_request_id=validate_client_id(owner) if isinstance(owner, str) else None,
             )

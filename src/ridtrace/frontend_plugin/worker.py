@@ -37,8 +37,11 @@ from ridtrace.tracing import (
     current_context,
     validate_client_id,
 )
+from ridtrace.tracing.eventlog import EventLog
 
 __all__ = ["create_worker_app"]
+
+events = EventLog(__name__)
 
 _NDJSON = "application/x-ndjson"
 
@@ -85,12 +88,12 @@ def create_worker_app(
         try:
             registry.register(job.request_id, channel)
         except DuplicateRequestId as exc:
-            logger.warning(
+            events.warning(
                 "worker.refused", event="worker.refused", outcome="conflict", status=409,
                 endpoint=job.endpoint,
             )
             return _error(409, str(exc), kind="conflict")
-        logger.info(
+        events.info(
             "worker.start", event="worker.start", endpoint=job.endpoint, model=job.model,
             fp_in=fingerprint(job.prompt), session_id=job.session_id,
         )
@@ -164,7 +167,7 @@ async def _produce(
         yield error_line(job.request_id, f"engine error: {exc}")
     finally:
         text = "".join(produced)
-        logger.info(
+        events.info(
             "worker.end", event="worker.end", outcome=outcome,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
             fp_out=fingerprint(text), tokens=len(produced), endpoint=job.endpoint,

@@ -6,9 +6,11 @@ import threading
 from datetime import datetime, timezone
 from email.utils import format_datetime
 
-from loguru import logger
+from ridtrace.tracing.eventlog import EventLog
 
 __all__ = ["deprecation_response_headers", "warn_once"]
+
+events = EventLog(__name__)
 
 # Process-wide on purpose: "one WARN per header name per process" must hold across
 # every middleware and interceptor instance, so this cannot live on an instance.
@@ -24,7 +26,7 @@ def warn_once(header: str) -> None:
         if header in _warned:
             return
         _warned.add(header)
-    logger.warning(
+    events.warning(
         "ignoring deprecated client request id header",
         event="deprecated_header",
         header=header,

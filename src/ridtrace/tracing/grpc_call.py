@@ -18,7 +18,6 @@ from typing import Any
 
 import grpc
 import grpc.aio
-from loguru import logger
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
@@ -26,12 +25,15 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from ridtrace.tracing import context as request_context
 from ridtrace.tracing.context import RequestContext
 from ridtrace.tracing.deprecation import deprecation_response_headers, warn_once
+from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.grpc_context import Metadata, TracedServicerContext
 from ridtrace.tracing.identity import validate_client_id
 from ridtrace.tracing.serverspan import active_server_span, request_context_for
 from ridtrace.tracing.settings import TracingSettings
 
 __all__ = ["CallConfig", "GrpcCall", "MethodInfo"]
+
+events = EventLog(__name__)
 
 _TRACE_KEYS = frozenset({"traceparent", "tracestate", "baggage"})
 # Codes that mean the server failed, as 5xx do over HTTP (OpenTelemetry's rpc semantic
@@ -191,7 +193,7 @@ class GrpcCall:
             otel_context.attach(trace.set_span_in_context(span)) if self.owns_span else None
         )
         if self.log_lifecycle:
-            logger.info(
+            events.info(
                 "request.start",
                 event="request.start",
                 rpc_method=info.full,
@@ -232,7 +234,7 @@ class GrpcCall:
                 }
                 fields.update(self.ctx.annotations)
                 fields.pop("outcome_override", None)
-                log = logger.warning if outcome == "error" else logger.info
+                log = events.warning if outcome == "error" else events.info
                 log("request.end", **fields)
         finally:
             if self.owns_span:

@@ -3,6 +3,11 @@
 Nothing here runs at import. :func:`configure_logging` adds one sink and one patcher
 to loguru and, optionally, routes the standard library's logging (uvicorn, httpx,
 libraries) into the same sink, so every line has the same shape (docs/log-schema.md).
+
+ridtrace's own events (``request.start`` / ``request.end`` and the like, written with
+:class:`ridtrace.tracing.eventlog.EventLog`) reach these sinks directly, as the same
+lines: building a loguru record per event was most of what the lifecycle lines cost a
+request. ``configure_logging(events_via_loguru=True)`` sends them through loguru instead.
 """
 
 from __future__ import annotations
@@ -12,6 +17,9 @@ import logging
 import math
 import os
 import sys
+import threading
+import time
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -57,17 +65,53 @@ def _patch_request_context(record: Record) -> None:
 _stamp_cache: tuple[int, str] = (-1, "")
 
 
-def _utc_stamp(moment: datetime) -> str:
+def _stamp(second: int, microsecond: int) -> str:
     global _stamp_cache
-    # timestamp() is exact to well under a microsecond for current dates, so its floor
-    # is the UTC second and the microseconds are the record's own (offsets are whole
-    # seconds), matching fromtimestamp(...).isoformat(timespec="microseconds").
-    second = math.floor(moment.timestamp())
     cached_second, prefix = _stamp_cache
     if second != cached_second:
         prefix = datetime.fromtimestamp(second, timezone.utc).isoformat()[:-6]
         _stamp_cache = (second, prefix)
-    return f"{prefix}.{moment.microsecond:06d}Z"
+    return f"{prefix}.{microsecond:06d}Z"
+
+
+def _utc_stamp(moment: datetime) -> str:
+    # timestamp() is exact to well under a microsecond for current dates, so its floor
+    # is the UTC second and the microseconds are the record's own (offsets are whole
+    # seconds), matching fromtimestamp(...).isoformat(timespec="microseconds").
+    return _stamp(math.floor(moment.timestamp()), moment.microsecond)
+
+
+def _utc_now() -> str:
+    second, microsecond = divmod(time.time_ns() // 1000, 1_000_000)
+    return _stamp(second, microsecond)
+
+
+# getpid() is a real syscall in current glibc; the id only changes in a forked child.
+_pid = os.getpid()
+
+
+def _refresh_pid() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_refresh_pid)
+
+
+def _add_fields(line: dict[str, Any], fields: Mapping[str, Any]) -> None:
+    for key, value in fields.items():
+        if value is not None:  # absent, not null: keeps lines short and columns sparse
+            line["_" + key if key in _RESERVED else key] = value
+
+
+def _dumps(line: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(line, default=str, option=orjson.OPT_APPEND_NEWLINE)
+    except (TypeError, orjson.JSONEncodeError):
+        # Lone surrogates (undecodable bytes smuggled into str) and other values orjson
+        # refuses: fall back to the stdlib's ASCII-escaping encoder rather than lose the line.
+        return (json.dumps(line, default=str, ensure_ascii=True) + "\n").encode("ascii")
 
 
 def format_record(record: Record, service: str) -> bytes:
@@ -82,49 +126,119 @@ def format_record(record: Record, service: str) -> bytes:
         "service": service,
         "pid": record["process"].id,
     }
-    for key, value in record["extra"].items():
-        if value is not None:  # absent, not null: keeps lines short and columns sparse
-            line["_" + key if key in _RESERVED else key] = value
+    _add_fields(line, record["extra"])
     if record["exception"] is not None:
         exc = record["exception"]
         line["exception"] = f"{exc.type.__name__ if exc.type else 'Exception'}: {exc.value}"
-    try:
-        return orjson.dumps(line, default=str, option=orjson.OPT_APPEND_NEWLINE)
-    except (TypeError, orjson.JSONEncodeError):
-        # Lone surrogates (undecodable bytes smuggled into str) and other values orjson
-        # refuses: fall back to the stdlib's ASCII-escaping encoder rather than lose the line.
-        return (json.dumps(line, default=str, ensure_ascii=True) + "\n").encode("ascii")
+    return _dumps(line)
+
+
+def event_line(source: str, level: str, message: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The line an event would become through loguru and the patcher, without loguru.
+
+    ``service`` is a placeholder each sink fills in: sinks may name different services.
+    """
+    line: dict[str, Any] = {
+        "time": _utc_now(),
+        "level": _LEVEL_NAMES.get(level, level),
+        "message": message,
+        "logger": source,
+        "schema": LOG_SCHEMA,
+        "service": "",
+        "pid": _pid,
+    }
+    ctx = current_context()
+    if ctx is not None and fields.keys().isdisjoint(_CONTEXT_KEYS):
+        line["request_id"] = ctx.request_id
+        if ctx.x_request_id is not None:
+            line["x_request_id"] = ctx.x_request_id
+        line["trace_id"] = ctx.trace_id
+        line["span_id"] = ctx.span_id
+        if ctx.parent_span_id is not None:
+            line["parent_span_id"] = ctx.parent_span_id
+        _add_fields(line, fields)
+    else:  # rare: the patcher's rule, an id the caller passed wins over the context's
+        extra = dict(fields)
+        if ctx is not None:
+            for key in _CONTEXT_KEYS:
+                value = getattr(ctx, key)
+                if value is not None:
+                    extra.setdefault(key, value)
+        _add_fields(line, extra)
+    return line
 
 
 class _JsonLinesSink:
     """Writes each record as one JSON line and flushes it, so a crash loses nothing.
 
-    No lock of its own: loguru calls a handler's sink under that handler's lock, and
-    each sink belongs to exactly one handler.
+    Loguru hands it records (``write``); ridtrace's event writer hands it ready lines
+    (``write_event``) without holding loguru's handler lock, hence a lock of its own.
+    Loguru calls ``stop`` when the handler is removed: the sink then leaves the event
+    writer's list and closes the file it opened.
     """
 
-    def __init__(self, stream: IO[bytes], service: str, *, raw: bool = False) -> None:
+    def __init__(
+        self, stream: IO[bytes], service: str, *, raw: bool = False, levelno: int = 0
+    ) -> None:
         self._stream = stream
         self._service = service
         # A file configure_logging opened unbuffered takes each line in one write(2),
         # without the copy into a buffer and the flush; a caller's stream gets both.
         self._raw = raw
+        self.levelno = levelno
+        self._lock = threading.Lock()
+        self._stopped = False
 
     def write(self, message: Message) -> None:
-        data = format_record(message.record, self._service)
-        stream = self._stream
-        if self._raw:
-            written = stream.write(data)
-            while written < len(data):  # a short write must not leave half a line
-                data = data[written:]
-                written = stream.write(data)
-        else:
-            stream.write(data)
-            stream.flush()
+        self._write(format_record(message.record, self._service))
 
-    def close(self) -> None:
-        if self._stream not in (sys.stdout.buffer, sys.stderr.buffer):
-            self._stream.close()
+    def write_event(self, line: dict[str, Any]) -> None:
+        line["service"] = self._service
+        self._write(_dumps(line))
+
+    def _write(self, data: bytes) -> None:
+        stream = self._stream
+        with self._lock:
+            if self._stopped:
+                return
+            if self._raw:
+                written = stream.write(data)
+                while written is not None and written < len(data):  # never half a line
+                    data = data[written:]
+                    written = stream.write(data)
+            else:
+                stream.write(data)
+                stream.flush()
+
+    def stop(self) -> None:
+        _unregister_event_sink(self)
+        with self._lock:
+            self._stopped = True
+            if self._raw:  # only the files configure_logging opened; streams are the caller's
+                self._stream.close()
+
+
+# The sinks ridtrace's events are written to directly; replaced as a whole tuple, so a
+# writer iterating it never sees it change.
+_event_sinks: tuple[_JsonLinesSink, ...] = ()
+_event_sinks_lock = threading.Lock()
+
+
+def event_sinks() -> tuple[_JsonLinesSink, ...]:
+    """The sinks that take ridtrace's events directly (empty: send them through loguru)."""
+    return _event_sinks
+
+
+def _register_event_sink(sink: _JsonLinesSink) -> None:
+    global _event_sinks
+    with _event_sinks_lock:
+        _event_sinks = (*_event_sinks, sink)
+
+
+def _unregister_event_sink(sink: _JsonLinesSink) -> None:
+    global _event_sinks
+    with _event_sinks_lock:
+        _event_sinks = tuple(s for s in _event_sinks if s is not sink)
 
 
 class _InterceptHandler(logging.Handler):
@@ -146,6 +260,7 @@ def configure_logging(
     service: str = "app",
     level: str | int = "INFO",
     intercept_stdlib: bool = True,
+    events_via_loguru: bool = False,
 ) -> int:
     """Add a JSON-lines sink to loguru and return its handler id.
 
@@ -156,6 +271,16 @@ def configure_logging(
         level: lowest level written.
         intercept_stdlib: route the standard library's logging (uvicorn's included)
             into loguru so those lines get the same shape and request ids.
+        events_via_loguru: ridtrace's own events (``request.start``, ``request.end``,
+            dispatch, worker and deprecation events) are written straight to this
+            sink by default, the same lines at a fraction of the cost, and other
+            loguru handlers do not see them. ``True`` leaves this sink out of that
+            path: while no sink takes events directly, they go through loguru, so
+            every handler, filter, patcher and ``logger.contextualize()`` value
+            applies to them. Pass the same value on every call.
+
+    ``logger.remove(handler_id)`` (or ``logger.remove()``) removes the sink from both
+    paths and closes the file it opened.
     """
     raw = False
     if sink is None:
@@ -166,9 +291,13 @@ def configure_logging(
         stream, raw = path.open("ab", buffering=0), True
     else:
         stream = sink
-    writer = _JsonLinesSink(stream, service, raw=raw)
+    levelno = level if isinstance(level, int) else logger.level(level).no
+    writer = _JsonLinesSink(stream, service, raw=raw, levelno=levelno)
     logger.configure(patcher=_patch_request_context)
-    handler_id = logger.add(writer.write, level=level, format="{message}", catch=True)
+    # The sink object itself (not its bound write), so loguru calls its stop() on removal.
+    handler_id = logger.add(writer, level=level, format="{message}", catch=True)
+    if not events_via_loguru:
+        _register_event_sink(writer)
     if intercept_stdlib:
         _route_stdlib_logging(level)
     return handler_id

@@ -8,7 +8,6 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from loguru import logger
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.propagators.textmap import Getter
@@ -18,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ridtrace.tracing import context as request_context
 from ridtrace.tracing.context import RequestContext
 from ridtrace.tracing.deprecation import deprecation_response_headers, warn_once
+from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.exchange import (
     Exchange,
     end_fields,
@@ -36,6 +36,8 @@ from ridtrace.tracing.serverspan import (
 from ridtrace.tracing.settings import TracingSettings
 
 __all__ = ["RequestTracingMiddleware"]
+
+events = EventLog(__name__)
 
 _TRACE_HEADERS = frozenset({b"traceparent", b"tracestate", b"baggage"})
 
@@ -218,7 +220,7 @@ class RequestTracingMiddleware:
         failure: BaseException | None = None
         try:
             if self._log_lifecycle:
-                logger.info(
+                events.info(
                     "request.start",
                     **start_fields(
                         scope, user_agent, self._max_len * 2, deprecated_text, rejected
@@ -256,7 +258,7 @@ class RequestTracingMiddleware:
                         scope, state, outcome, route, time.perf_counter() - started,
                         deprecated_text, ctx,
                     )
-                    log = logger.warning if outcome == "error" else logger.info
+                    log = events.warning if outcome == "error" else events.info
                     log("request.end", **fields)
             if owns_span and recording:  # a non-recording span has nothing to end
                 span.end()

@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator, Coroutine
 from typing import Any, TypeVar
 
 import orjson
-from loguru import logger
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive
@@ -39,8 +38,11 @@ from ridtrace.tracing import (
     uuid4_id,
     validate_client_id,
 )
+from ridtrace.tracing.eventlog import EventLog
 
 __all__ = ["serve"]
+
+events = EventLog(__name__)
 
 _T = TypeVar("_T")
 _SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
@@ -186,7 +188,7 @@ async def _events(call: InferenceCall, renderer: Renderer, first: Item) -> Async
 
 def _as_failed(item: Failed | Dropped) -> Failed:
     if isinstance(item, Dropped):
-        logger.error(UNLINKED_REQUEST, event="response.unlinked")
+        events.error(UNLINKED_REQUEST, event="response.unlinked")
         return Failed(UNLINKED_REQUEST, 500, "unlinked")
     return item
 

@@ -1,0 +1,73 @@
+"""Writing ridtrace's own events: ``request.start``, ``request.end``, dispatch, worker.
+
+An event is one log line with an ``event`` key and flat fields. When
+:func:`ridtrace.configure_logging` has set up sinks that take events directly (its
+default), the line is rendered once and written to them, the same JSON a loguru
+record would have become there but without building that record: the lifecycle lines
+were the largest cost ridtrace added to a request. With no such sink, the event is
+logged through loguru like any other message, so an application that only uses its
+own loguru handlers still sees every event.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Any
+
+from loguru import logger
+
+from ridtrace.tracing.logs import event_line, event_sinks
+
+__all__ = ["EventLog"]
+
+_LEVEL_NUMBERS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40}
+
+
+class EventLog:
+    """The events of one module: ``events = EventLog(__name__)``, then
+    ``events.info("request.start", event="request.start", method="GET")``.
+
+    ``__name__`` becomes the line's ``logger``, as loguru would have named it.
+    """
+
+    __slots__ = ("source",)
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def debug(self, message: str, **fields: Any) -> None:
+        self._emit("DEBUG", message, fields)
+
+    def info(self, message: str, **fields: Any) -> None:
+        self._emit("INFO", message, fields)
+
+    def warning(self, message: str, **fields: Any) -> None:
+        self._emit("WARNING", message, fields)
+
+    def error(self, message: str, **fields: Any) -> None:
+        self._emit("ERROR", message, fields)
+
+    def _emit(self, level: str, message: str, fields: dict[str, Any]) -> None:
+        sinks = event_sinks()
+        if not sinks:
+            # depth=2: loguru names the line after the module that called info() & co.
+            logger.opt(depth=2).log(level, message, **fields)
+            return
+        levelno = _LEVEL_NUMBERS[level]
+        line: dict[str, Any] | None = None
+        for sink in sinks:
+            if levelno < sink.levelno:
+                continue
+            try:
+                if line is None:
+                    line = event_line(self.source, level, message, fields)
+                sink.write_event(line)
+            except Exception as exc:  # telemetry never changes a request's outcome
+                _report_write_error(exc)
+
+
+def _report_write_error(exc: Exception) -> None:
+    # What loguru's catch=True does for a failing sink: say so on stderr and go on.
+    with contextlib.suppress(Exception):  # nowhere left to report to
+        sys.stderr.write(f"ridtrace: could not write an event line: {exc!r}\n")

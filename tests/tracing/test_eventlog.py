@@ -1,0 +1,154 @@
+"""ridtrace's events: written straight to configure_logging's sinks, same lines as loguru."""
+
+from __future__ import annotations
+
+import io
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from loguru import logger
+
+from ridtrace import configure_logging
+from ridtrace.tracing import context
+from ridtrace.tracing.context import RequestContext
+from ridtrace.tracing.eventlog import EventLog
+from tests.tracing.conftest import read_lines
+
+events = EventLog(__name__)
+
+
+def _emit_sample() -> None:
+    token = context.enter(
+        RequestContext("r-1", "a" * 32, "b" * 16, "c-1", parent_span_id="d" * 16)
+    )
+    try:
+        events.info(
+            "request.start", event="request.start", method="GET", absent=None,
+            level="forged", note='"}{"level":"ERROR"', count=3, ratio=0.5, flag=True,
+        )
+        events.warning("request.end", event="request.end", request_id="explicit-wins")
+    finally:
+        context.leave(token)
+    events.error("outside", event="response.unlinked")
+
+
+def _without_time(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in line.items() if k != "time"} for line in lines]
+
+
+def test_direct_lines_equal_the_lines_written_through_loguru(tmp_path: Path) -> None:
+    direct, via_loguru = tmp_path / "direct.jsonl", tmp_path / "loguru.jsonl"
+    handler = configure_logging(direct, service="svc", intercept_stdlib=False)
+    _emit_sample()
+    logger.remove(handler)
+    configure_logging(via_loguru, service="svc", intercept_stdlib=False, events_via_loguru=True)
+    _emit_sample()
+
+    direct_lines, loguru_lines = read_lines(direct), read_lines(via_loguru)
+    assert _without_time(direct_lines) == _without_time(loguru_lines)
+    start, end, outside = direct_lines
+    assert start["logger"] == __name__ and start["level"] == "INFO"
+    assert (start["request_id"], start["x_request_id"], start["parent_span_id"]) == (
+        "r-1", "c-1", "d" * 16,
+    )  # fmt: skip
+    assert start["_level"] == "forged" and "absent" not in start
+    assert end["level"] == "WARN" and end["request_id"] == "explicit-wins"
+    assert end["span_id"] == "b" * 16
+    assert "request_id" not in outside and outside["level"] == "ERROR"
+    for line in direct_lines:
+        assert line["time"].endswith("Z") and len(line["time"].split(".")[1]) == 7
+
+
+def test_other_handlers_see_events_only_when_they_go_through_loguru(tmp_path: Path) -> None:
+    seen: list[str] = []
+    logger.add(lambda message: seen.append(message.record["message"]), level="DEBUG")
+    handler = configure_logging(tmp_path / "a.jsonl", intercept_stdlib=False)
+    events.info("direct only", event="x")
+    assert seen == [] and len(read_lines(tmp_path / "a.jsonl")) == 1
+
+    logger.remove(handler)
+    configure_logging(tmp_path / "b.jsonl", intercept_stdlib=False, events_via_loguru=True)
+    events.info("through loguru", event="x")
+    assert seen == ["through loguru"] and len(read_lines(tmp_path / "b.jsonl")) == 1
+
+
+def test_without_configure_logging_events_reach_plain_loguru_handlers() -> None:
+    records: list[dict[str, Any]] = []
+    logger.add(lambda message: records.append(message.record), level="DEBUG")
+    events.debug("dispatch.attempt", event="dispatch.attempt", attempt=1)
+    (record,) = records
+    assert record["name"] == __name__ and record["level"].name == "DEBUG"
+    assert record["extra"] == {"event": "dispatch.attempt", "attempt": 1}
+
+
+def test_removing_the_handler_stops_events_and_closes_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "app.jsonl"
+    handler = configure_logging(path, intercept_stdlib=False)
+    events.info("kept", event="x")
+    logger.remove(handler)
+    events.info("dropped", event="x")  # no sink left: loguru, which has no handler
+    assert [line["message"] for line in read_lines(path)] == ["kept"]
+
+    configure_logging(path, intercept_stdlib=False)
+    logger.remove()  # removing every handler counts too
+    events.info("dropped too", event="x")
+    assert [line["message"] for line in read_lines(path)] == ["kept"]
+
+
+def test_the_sink_level_applies_to_events(tmp_path: Path) -> None:
+    path = tmp_path / "app.jsonl"
+    configure_logging(path, level="WARNING", intercept_stdlib=False)
+    events.info("request.start", event="request.start")
+    events.warning("request.end", event="request.end")
+    assert [line["message"] for line in read_lines(path)] == ["request.end"]
+
+
+def test_every_sink_gets_its_own_service(tmp_path: Path) -> None:
+    configure_logging(tmp_path / "a.jsonl", service="a", intercept_stdlib=False)
+    stream = io.BytesIO()
+    configure_logging(stream, service="b", intercept_stdlib=False)
+    events.info("both", event="x")
+    (line_a,) = read_lines(tmp_path / "a.jsonl")
+    assert line_a["service"] == "a"
+    assert b'"service":"b"' in stream.getvalue() and stream.getvalue().count(b"\n") == 1
+
+
+class _BrokenStream(io.RawIOBase):
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        raise OSError("disk full")
+
+
+def test_a_failing_sink_never_reaches_the_caller(capsys: pytest.CaptureFixture[str]) -> None:
+    configure_logging(_BrokenStream(), intercept_stdlib=False)  # type: ignore[arg-type]
+    events.info("request.end", event="request.end")  # must not raise
+    assert "disk full" in capsys.readouterr().err
+
+
+def test_events_and_loguru_records_from_many_threads_never_share_a_line(tmp_path: Path) -> None:
+    path = tmp_path / "app.jsonl"
+    configure_logging(path, intercept_stdlib=False)
+    per_thread, threads = 300, 8
+    barrier = threading.Barrier(threads)
+
+    def write(index: int) -> None:
+        barrier.wait()
+        for n in range(per_thread):
+            if n % 2:
+                events.info("event", event="x", thread=index, n=n, pad="p" * 3000)
+            else:
+                logger.info("record", thread=index, n=n, pad="p" * 3000)
+
+    workers = [threading.Thread(target=write, args=(i,)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    lines = read_lines(path)  # raises if any line is not exactly one JSON object
+    assert sorted((line["thread"], line["n"]) for line in lines) == sorted(
+        (i, n) for i in range(threads) for n in range(per_thread)
+    )
