@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from ridtrace.tracing import identity
-from ridtrace.tracing.identity import uuid4_id, uuid7_id
+from ridtrace.tracing.identity import mint_trace_span_ids, uuid4_id, uuid7_id
 
 
 def test_ids_come_from_the_os_in_batches_not_one_syscall_each(
@@ -24,18 +24,24 @@ def test_ids_come_from_the_os_in_batches_not_one_syscall_each(
         return real_urandom(size)
 
     monkeypatch.setattr(identity.os, "urandom", counting_urandom)
-    identity._entropy_pool.clear()
+    identity._forget_pools()
     ids = [uuid4_id() for _ in range(1000)] + [uuid7_id() for _ in range(1000)]
-    assert len(set(ids)) == 2000
-    # 2,000 ids from 256-id batches: 8 fetches, not 2,000.
-    assert len(calls) == -(-2000 // identity._ENTROPY_BATCH)
+    pairs = [mint_trace_span_ids() for _ in range(1000)]
+    assert len(set(ids)) == 2000 and len(set(pairs)) == 1000
+    # 1,000 of each kind from 256-id batches: 4 fetches per kind, not 3,000 in all.
+    assert len(calls) == 3 * -(-1000 // identity._BATCH)
     for text in ids[:1000]:
         parsed = uuid.UUID(text)
-        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122 and str(parsed) == text
+    for text in ids[1000:]:
+        assert uuid.UUID(text).version == 7
+    for trace_id, span_id in pairs:
+        assert len(trace_id) == 32 and len(span_id) == 16
+        assert int(trace_id, 16) and int(span_id, 16)
 
 
 def test_threads_minting_at_once_never_share_an_id() -> None:
-    identity._entropy_pool.clear()
+    identity._forget_pools()
     per_thread = 5000
     results: list[list[str]] = [[] for _ in range(8)]
     barrier = threading.Barrier(len(results))
@@ -62,7 +68,7 @@ def test_threads_minting_at_once_never_share_an_id() -> None:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_does_not_mint_its_parents_next_ids() -> None:
-    identity._entropy_pool.clear()
+    identity._forget_pools()
     uuid4_id()  # the pool now holds 255 unused chunks the child would inherit
     read_end, write_end = os.pipe()
     pid = os.fork()

@@ -8,6 +8,7 @@ sends for a crashed request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from starlette.types import Scope, Send
@@ -144,11 +145,18 @@ def outcome_of(state: Exchange, failure: BaseException | None, ctx: RequestConte
 
 
 async def send_internal_error(send: Send) -> None:
-    """The plain 500 sent for an exception raised before the response started."""
-    await send(
-        {"type": "http.response.start", "status": 500, "headers": list(_INTERNAL_ERROR_HEADERS)}
-    )
-    await send({"type": "http.response.body", "body": _INTERNAL_ERROR_BODY})
+    """The plain 500 sent for an exception raised before the response started.
+
+    Outer error handlers (Starlette's ServerErrorMiddleware, the server) would send
+    their 500 with the raw ``send``, without ridtrace's id header; the middleware sends
+    this one so even crashed requests can be found. It never raises: the caller
+    re-raises the app's exception, which a gone client must not mask.
+    """
+    with contextlib.suppress(Exception):
+        await send(
+            {"type": "http.response.start", "status": 500, "headers": list(_INTERNAL_ERROR_HEADERS)}
+        )
+        await send({"type": "http.response.body", "body": _INTERNAL_ERROR_BODY})
 
 
 def route_template(scope: Scope) -> str | None:

@@ -3,39 +3,75 @@
 from __future__ import annotations
 
 import os
-import secrets
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-__all__ = ["mint_span_id", "mint_trace_id", "uuid4_id", "uuid7_id", "validate_client_id"]
+__all__ = [
+    "mint_span_id",
+    "mint_trace_span_ids",
+    "uuid4_id",
+    "uuid7_id",
+    "validate_client_id",
+]
 
 DEFAULT_MAX_CLIENT_ID_LENGTH = 128
 
-# OS entropy fetched 4 KiB at a time and handed out 16 bytes per id. One getrandom(2)
-# per id was a visible share of the id-only path's time: a syscall costs more than
-# everything else minting does. The bytes are the same CSPRNG output os.urandom gives.
-# No lock: deque.popleft() and deque.extend(list) are atomic, so two threads never
-# get the same chunk, and two threads refilling at once only add more fresh chunks.
-_ENTROPY_CHUNK = 16
-_ENTROPY_BATCH = 256
-_entropy_pool: deque[bytes] = deque()
+# Ids are made from OS entropy in batches of 256 and handed out one per call. One
+# getrandom(2) per id was a visible share of the id-only path's time, and formatting
+# 256 ids in one loop costs each id less than formatting it alone. The bytes are the
+# same CSPRNG output os.urandom gives. No lock: deque.popleft() and deque.extend(list)
+# are atomic, so two threads never get the same id, and two threads refilling at once
+# only add more fresh ones.
+_BATCH = 256
+_T = TypeVar("_T")
 
 
-def _entropy16() -> bytes:
-    try:
-        return _entropy_pool.popleft()
-    except IndexError:
-        size = _ENTROPY_CHUNK
-        block = os.urandom(size * _ENTROPY_BATCH)
-        _entropy_pool.extend([block[i : i + size] for i in range(size, len(block), size)])
-        return block[:size]
+def _refill(pool: deque[_T], make: Callable[[int], list[_T]]) -> _T:
+    batch = make(_BATCH)
+    pool.extend(batch[1:])
+    return batch[0]
 
 
-# A forked child inherits the pool; without this, parent and child would mint the
-# same ids from it.
+def _uuid4_batch(count: int) -> list[str]:
+    digits = os.urandom(16 * count).hex()
+    variant = _UUID4_VARIANT
+    return [
+        f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{variant[h[16]]}{h[17:20]}-{h[20:]}"
+        for h in (digits[i : i + 32] for i in range(0, len(digits), 32))
+    ]
+
+
+def _chunk_batch(count: int) -> list[bytes]:
+    block = os.urandom(16 * count)
+    return [block[i : i + 16] for i in range(0, len(block), 16)]
+
+
+def _trace_span_batch(count: int) -> list[tuple[str, str]]:
+    digits = os.urandom(24 * count).hex()
+    pairs = [(digits[i : i + 32], digits[i + 32 : i + 48]) for i in range(0, len(digits), 48)]
+    # All-zero ids are invalid in W3C trace context (odds 2**-64; the SDK checks too).
+    return [pair for pair in pairs if pair[0] != _ZERO_TRACE_ID and pair[1] != _ZERO_SPAN_ID]
+
+
+_ZERO_TRACE_ID, _ZERO_SPAN_ID = "0" * 32, "0" * 16
+_uuid4_ids: deque[str] = deque()
+_entropy_chunks: deque[bytes] = deque()
+_trace_span_ids: deque[tuple[str, str]] = deque()
+_POOLS: tuple[deque[Any], ...] = (_uuid4_ids, _entropy_chunks, _trace_span_ids)
+
+
+def _forget_pools() -> None:
+    for pool in _POOLS:
+        pool.clear()
+
+
+# A forked child inherits the pools; without this, parent and child would hand out the
+# same ids from them.
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_entropy_pool.clear)
+    os.register_at_fork(after_in_child=_forget_pools)
 
 
 def uuid4_id() -> str:
@@ -45,8 +81,10 @@ def uuid4_id() -> str:
     the ``UUID`` object was the largest single cost of the middleware's id-only path.
     Same bits: 122 random, version 4, RFC 4122 variant.
     """
-    h = _entropy16().hex()
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_UUID4_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+    try:
+        return _uuid4_ids.popleft()
+    except IndexError:
+        return _refill(_uuid4_ids, _uuid4_batch)
 
 
 # The variant nibble keeps its two low random bits and gets the RFC 4122 bits 10.
@@ -56,7 +94,11 @@ _UUID4_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcd
 def uuid7_id() -> str:
     """A time-ordered UUIDv7 string (RFC 9562), sortable by creation time."""
     millis = time.time_ns() // 1_000_000
-    rand = int.from_bytes(_entropy16()[:10], "big")
+    try:
+        chunk = _entropy_chunks.popleft()
+    except IndexError:
+        chunk = _refill(_entropy_chunks, _chunk_batch)
+    rand = int.from_bytes(chunk[:10], "big")
     value = (millis & 0xFFFF_FFFF_FFFF) << 80
     value |= 0x7 << 76  # version
     value |= ((rand >> 68) & 0x0FFF) << 64  # rand_a: 12 random bits
@@ -65,14 +107,21 @@ def uuid7_id() -> str:
     return str(uuid.UUID(int=value))
 
 
-def mint_trace_id() -> str:
-    """32 hex digits, used when no OpenTelemetry SDK provides a real trace id."""
-    return secrets.token_hex(16)
+def mint_trace_span_ids() -> tuple[str, str]:
+    """A fresh (trace id, span id): 32 and 16 lower-case hex digits, never all zeros.
+
+    Used when no OpenTelemetry SDK span provides them, so every log line still has a
+    trace id and a span id that is unique per request.
+    """
+    try:
+        return _trace_span_ids.popleft()
+    except IndexError:
+        return _refill(_trace_span_ids, _trace_span_batch)
 
 
 def mint_span_id() -> str:
     """16 hex digits: a per-request key that stays unique even when request ids collide."""
-    return secrets.token_hex(8)
+    return mint_trace_span_ids()[1]
 
 
 def validate_client_id(

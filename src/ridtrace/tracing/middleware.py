@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -31,6 +29,7 @@ from ridtrace.tracing.identity import validate_client_id
 from ridtrace.tracing.serverspan import (
     active_server_span,
     is_noop_tracer,
+    minted_context,
     request_context_for,
 )
 from ridtrace.tracing.settings import TracingSettings
@@ -110,8 +109,8 @@ class RequestTracingMiddleware:
         started = time.perf_counter()
         x_request_id: str | None = None
         rejected = False
-        deprecated_sent: list[str] = []
-        carrier: dict[str, str] = {}
+        deprecated_sent: list[str] | None = None  # allocated only when one is sent
+        carrier: dict[str, str] | None = None  # W3C trace headers, when sent
         user_agent: bytes | None = None
         watched = self._watched
         for name, value in scope["headers"]:
@@ -123,28 +122,44 @@ class RequestTracingMiddleware:
                     rejected = rejected or x_request_id is None
             elif name in self._deprecated:
                 header = self._deprecated[name]
-                if header not in deprecated_sent:
+                if deprecated_sent is None:
+                    deprecated_sent = [header]
+                elif header not in deprecated_sent:
                     deprecated_sent.append(header)
             elif name == b"user-agent":
                 if user_agent is None:
                     user_agent = value
             else:
+                if carrier is None:
+                    carrier = {}
                 carrier.setdefault(name.decode("latin-1"), value.decode("latin-1"))
-        for header in deprecated_sent:
-            warn_once(header)
-        deprecated_text = ",".join(deprecated_sent) if deprecated_sent else None
-
         request_id = self._mint()
+        extra_headers = [(self._response_header, request_id.encode("latin-1"))]
+        deprecated_text: str | None = None
+        if deprecated_sent:
+            for header in deprecated_sent:
+                warn_once(header)
+            deprecated_text = ",".join(deprecated_sent)
+            extra_headers.extend(self._deprecation_headers)
+
         current = trace.get_current_span()
+        # No instrumentation span, no caller's trace, no SDK: no span can record.
+        untraced = (
+            carrier is None and type(current) is NonRecordingSpan
+            and self._maybe_noop and is_noop_tracer(self._tracer)
+        )
+        if untraced and not self._log_lifecycle:
+            # Nothing records and nothing is logged: the id-only path, ids and headers.
+            ctx = minted_context(request_id, x_request_id)
+            await self._serve_identity_only(scope, receive, send, ctx, extra_headers)
+            return
+
         span = active_server_span(current)
         owns_span = span is None
         if span is not None:  # an instrumentation's server span, recording by construction
             recording = True
             span.set_attributes(start_attributes(request_id, x_request_id, deprecated_text))
-        elif (
-            self._maybe_noop and not carrier and type(current) is NonRecordingSpan
-            and is_noop_tracer(self._tracer)
-        ):
+        elif untraced:
             # What a no-op tracer's start_span would return, without the call.
             span, recording = current, False
         else:
@@ -161,53 +176,28 @@ class RequestTracingMiddleware:
                 ),
             )
             recording = span.is_recording()
-        ctx = request_context_for(span, carrier, request_id, x_request_id)
+        ctx = request_context_for(span, carrier or {}, request_id, x_request_id)
         ctx.server_span = span
-
-        extra_headers = [(self._response_header, request_id.encode("latin-1"))]
-        if deprecated_sent:
-            extra_headers.extend(self._deprecation_headers)
         state = Exchange()
-        # Byte counts, disconnects, outcome and route only feed the span and the
-        # lifecycle lines; with neither (id-only), only the headers are touched.
-        observe = recording or self._log_lifecycle
-        if observe:
 
-            async def receive_counting() -> Message:
-                message = await receive()
-                if message["type"] == "http.request":
-                    state.bytes_in += len(message.get("body", b""))
-                elif message["type"] == "http.disconnect":
-                    state.disconnected = True
-                return message
+        async def receive_counting() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                state.bytes_in += len(message.get("body", b""))
+            elif message["type"] == "http.disconnect":
+                state.disconnected = True
+            return message
 
-            async def send_tagged(message: Message) -> None:
-                if message["type"] == "http.response.start":
-                    state.status = message["status"]
-                    message = dict(message)
-                    message["headers"] = self._response_headers(
-                        message.get("headers", ()), ctx, extra_headers
-                    )
-                    state.response_started = True
-                elif message["type"] == "http.response.body":
-                    state.bytes_out += len(message.get("body", b""))
-                    if not message.get("more_body", False):
-                        state.body_done = True
-                await send(message)
-
-            app_receive: Receive = receive_counting
-        else:
-
-            async def send_tagged(message: Message) -> None:
-                if message["type"] == "http.response.start":
-                    message = dict(message)
-                    message["headers"] = self._response_headers(
-                        message.get("headers", ()), ctx, extra_headers
-                    )
-                    state.response_started = True
-                await send(message)
-
-            app_receive = receive
+        async def send_tagged(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                state.status = message["status"]
+                message = self._with_id_headers(message, ctx, extra_headers)
+                state.response_started = True
+            elif message["type"] == "http.response.body":
+                state.bytes_out += len(message.get("body", b""))
+                if not message.get("more_body", False):
+                    state.body_done = True
+            await send(message)
 
         token = request_context.enter(ctx)
         # A no-op tracer hands back the span that is already current; attaching it
@@ -226,57 +216,79 @@ class RequestTracingMiddleware:
                         scope, user_agent, self._max_len * 2, deprecated_text, rejected
                     ),
                 )
-            await self.app(scope, app_receive, send_tagged)
+            await self.app(scope, receive_counting, send_tagged)
         except BaseException as exc:
             failure = exc
             if isinstance(exc, Exception) and not state.response_started:
-                # Outer error handlers (Starlette's ServerErrorMiddleware, the server)
-                # would send the 500 with the raw `send`, without our id header; send
-                # it here so even crashed requests can be found, then re-raise as is.
-                with contextlib.suppress(Exception):  # a gone client must not mask exc
-                    await send_internal_error(send_tagged)
+                await send_internal_error(send_tagged)
             raise
         finally:
-            if observe:
-                outcome = outcome_of(state, failure, ctx)
-                route = route_template(scope)
-                # FastAPI's telemetry ends its span as the last body byte goes out,
-                # before we get here: writing to an ended span only earns a warning.
-                if recording and span.is_recording():
-                    end_attributes: dict[str, str | int] = {
-                        "http.response.status_code": state.status
-                    }
-                    if route:
-                        end_attributes["http.route"] = route
-                    span.set_attributes(end_attributes)
-                    if outcome == "error" and owns_span:
-                        span.set_status(Status(StatusCode.ERROR))
-                        if failure is not None and isinstance(failure, Exception):
-                            span.record_exception(failure)
-                if self._log_lifecycle:
-                    fields = end_fields(
-                        scope, state, outcome, route, time.perf_counter() - started,
-                        deprecated_text, ctx,
-                    )
-                    log = events.warning if outcome == "error" else events.info
-                    log("request.end", **fields)
+            outcome = outcome_of(state, failure, ctx)
+            route = route_template(scope)
+            # FastAPI's telemetry ends its span as the last body byte goes out,
+            # before we get here: writing to an ended span only earns a warning.
+            if recording and span.is_recording():
+                end_attributes: dict[str, str | int] = {"http.response.status_code": state.status}
+                if route:
+                    end_attributes["http.route"] = route
+                span.set_attributes(end_attributes)
+                if outcome == "error" and owns_span:
+                    span.set_status(Status(StatusCode.ERROR))
+                    if failure is not None and isinstance(failure, Exception):
+                        span.record_exception(failure)
+            if self._log_lifecycle:
+                fields = end_fields(
+                    scope, state, outcome, route, time.perf_counter() - started,
+                    deprecated_text, ctx,
+                )
+                log = events.warning if outcome == "error" else events.info
+                log("request.end", **fields)
             if owns_span and recording:  # a non-recording span has nothing to end
                 span.end()
             if otel_token is not None:
                 otel_context.detach(otel_token)
             request_context.leave(token)
 
-    def _response_headers(
+    async def _serve_identity_only(
         self,
-        headers: Iterable[tuple[bytes, bytes]],
+        scope: Scope,
+        receive: Receive,
+        send: Send,
         ctx: RequestContext,
-        extra: list[tuple[bytes, bytes]],
-    ) -> list[tuple[bytes, bytes]]:
+        extra_headers: list[tuple[bytes, bytes]],
+    ) -> None:
+        """Serve with ids, headers and context only: no span records, no line is written,
+        so nothing observes bytes, disconnects or the outcome."""
+        response_started = False
+
+        async def send_with_ids(message: Message) -> None:
+            nonlocal response_started
+            if message["type"] == "http.response.start":
+                message = self._with_id_headers(message, ctx, extra_headers)
+                response_started = True
+            await send(message)
+
+        token = request_context.enter(ctx)
+        try:
+            await self.app(scope, receive, send_with_ids)
+        except Exception:
+            if not response_started:
+                await send_internal_error(send_with_ids)
+            raise
+        finally:
+            request_context.leave(token)
+
+    def _with_id_headers(
+        self, message: Message, ctx: RequestContext, extra: list[tuple[bytes, bytes]]
+    ) -> Message:
+        """A copy of a response start with the id headers: an app may send the same
+        message again, and must not find our headers already in it."""
         # Replace, never duplicate: drop whatever the app set for the id headers.
-        out = [(k, v) for k, v in headers if k.lower() not in self._stripped]
+        stripped = self._stripped
+        headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() not in stripped]
         # The echoed client id is the validated one: printable ASCII, capped, so it
-        # cannot split the header block.
+        # cannot split the header block. Read now: a route may have learnt it from the body.
         if ctx.x_request_id is not None:
-            out.append((self._client_header, ctx.x_request_id.encode("latin-1")))
-        out.extend(extra)
-        return out
+            headers.append((self._client_header, ctx.x_request_id.encode("latin-1")))
+        headers += extra
+        return {**message, "headers": headers}

@@ -6,17 +6,16 @@ lines and its span would name different ids depending on how it arrived.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping
 
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
 from ridtrace.tracing.context import RequestContext
-from ridtrace.tracing.identity import mint_span_id
+from ridtrace.tracing.identity import mint_span_id, mint_trace_span_ids
 from ridtrace.tracing.traceparent import parse_traceparent
 
-__all__ = ["active_server_span", "is_noop_tracer", "request_context_for"]
+__all__ = ["active_server_span", "is_noop_tracer", "minted_context", "request_context_for"]
 
 
 def active_server_span(current: trace.Span | None = None) -> trace.Span | None:
@@ -72,11 +71,11 @@ def request_context_for(
     traceparent = carrier.get("traceparent")
     remote = parse_traceparent(traceparent) if traceparent else None
     if remote:
-        trace_id, span_id, parent_span_id = remote[0], mint_span_id(), remote[1]
-    else:
-        # Like the SDK's own RandomIdGenerator: these ids must be unique, not secret,
-        # and this path runs on every request without an SDK, where two urandom
-        # syscalls per request were a visible share of the middleware's cost.
-        ids = random.getrandbits(192).to_bytes(24, "big").hex()  # cheaper than format()
-        trace_id, span_id, parent_span_id = ids[:32], ids[32:], None
-    return RequestContext(request_id, trace_id, span_id, x_request_id, parent_span_id)
+        return RequestContext(request_id, remote[0], mint_span_id(), x_request_id, remote[1])
+    return minted_context(request_id, x_request_id)
+
+
+def minted_context(request_id: str, x_request_id: str | None) -> RequestContext:
+    """A context with a fresh trace id and span id, for a request no span records."""
+    trace_id, span_id = mint_trace_span_ids()
+    return RequestContext(request_id, trace_id, span_id, x_request_id)
