@@ -136,6 +136,30 @@ def test_echo_replaces_what_the_app_set_and_never_duplicates() -> None:
     assert len(response.headers.get_list("x-server-request-id")) == 1
 
 
+@pytest.mark.parametrize("log_lifecycle", [True, False], ids=["observed", "id-only"])
+def test_a_raw_app_reusing_its_message_gets_the_headers_once_per_response(
+    log_lifecycle: bool,
+) -> None:
+    # One module-level message dict, sent on every request, with non-lowercase names
+    # and list-shaped pairs: the middleware must copy it and still replace, not add.
+    start = {
+        "type": "http.response.start",
+        "status": 200,
+        "headers": [[b"X-Request-ID", b"set-by-app"], (b"content-length", b"2")],
+    }
+
+    async def raw_app(scope: Any, receive: Any, send: Any) -> None:
+        await send(start)
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    app = RequestTracingMiddleware(raw_app, log_lifecycle=log_lifecycle)
+    for client_id in (b"first", b"second"):
+        response = _get(app, "/", [(b"x-request-id", client_id)])
+        assert response.headers.get_list("x-request-id") == [client_id.decode()]
+        assert len(response.headers.get_list("x-server-request-id")) == 1
+    assert start["headers"] == [[b"X-Request-ID", b"set-by-app"], (b"content-length", b"2")]
+
+
 @pytest.mark.parametrize(
     "value",
     [b"A" * 1_000_000, b"good\r\nx-injected: 1", b"tab\there", b"\x00nul", b"\xff\xfe", b"x" * 129],

@@ -7,6 +7,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
+from itertools import repeat
 from typing import Any, TypeVar
 
 __all__ = [
@@ -36,12 +37,17 @@ def _refill(pool: deque[_T], make: Callable[[int], list[_T]]) -> _T:
 
 
 def _uuid4_batch(count: int) -> list[str]:
-    digits = os.urandom(16 * count).hex()
-    variant = _UUID4_VARIANT
-    return [
-        f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{variant[h[16]]}{h[17:20]}-{h[20:]}"
-        for h in (digits[i : i + 32] for i in range(0, len(digits), 32))
-    ]
+    block = bytearray(os.urandom(16 * count))
+    block[6::16] = block[6::16].translate(_VERSION_4)  # byte 6: version nibble 4
+    block[8::16] = block[8::16].translate(_RFC_4122_VARIANT)  # byte 8: variant bits 10
+    # Hex in 4-digit groups, then each id is 8 groups joined as 8-4-4-4-12: every step
+    # runs in C, which made minting a third cheaper than slicing each id in Python.
+    g, dash = iter(block.hex("-", 2).split("-")), repeat("-")
+    return list(map("".join, zip(g, g, dash, g, dash, g, dash, g, dash, g, g, g, strict=False)))
+
+
+_VERSION_4 = bytes((byte & 0x0F) | 0x40 for byte in range(256))
+_RFC_4122_VARIANT = bytes((byte & 0x3F) | 0x80 for byte in range(256))
 
 
 def _chunk_batch(count: int) -> list[bytes]:
@@ -50,8 +56,9 @@ def _chunk_batch(count: int) -> list[bytes]:
 
 
 def _trace_span_batch(count: int) -> list[tuple[str, str]]:
-    digits = os.urandom(24 * count).hex()
-    pairs = [(digits[i : i + 32], digits[i + 32 : i + 48]) for i in range(0, len(digits), 48)]
+    # 16-digit groups: a trace id is two, its span id the next one.
+    g = iter(os.urandom(24 * count).hex("-", 8).split("-"))
+    pairs = zip(map("".join, zip(g, g, strict=False)), g, strict=False)
     # All-zero ids are invalid in W3C trace context (odds 2**-64; the SDK checks too).
     return [pair for pair in pairs if pair[0] != _ZERO_TRACE_ID and pair[1] != _ZERO_SPAN_ID]
 
@@ -85,10 +92,6 @@ def uuid4_id() -> str:
         return _uuid4_ids.popleft()
     except IndexError:
         return _refill(_uuid4_ids, _uuid4_batch)
-
-
-# The variant nibble keeps its two low random bits and gets the RFC 4122 bits 10.
-_UUID4_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
 
 
 def uuid7_id() -> str:

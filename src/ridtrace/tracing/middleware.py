@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from operator import itemgetter, methodcaller
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -39,6 +40,7 @@ __all__ = ["RequestTracingMiddleware"]
 events = EventLog(__name__)
 
 _TRACE_HEADERS = frozenset({b"traceparent", b"tracestate", b"baggage"})
+_NAME, _LOWER = itemgetter(0), methodcaller("lower")
 
 
 class _HeaderGetter(Getter[dict[str, str]]):
@@ -283,9 +285,12 @@ class RequestTracingMiddleware:
     ) -> Message:
         """A copy of a response start with the id headers: an app may send the same
         message again, and must not find our headers already in it."""
-        # Replace, never duplicate: drop whatever the app set for the id headers.
+        headers = list(message.get("headers", ()))
         stripped = self._stripped
-        headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() not in stripped]
+        # Usually none of them is ours: one C-level pass to find out, no Python loop.
+        if not stripped.isdisjoint(map(_LOWER, map(_NAME, headers))):
+            # Replace, never duplicate: drop whatever the app set for the id headers.
+            headers = [header for header in headers if header[0].lower() not in stripped]
         # The echoed client id is the validated one: printable ASCII, capped, so it
         # cannot split the header block. Read now: a route may have learnt it from the body.
         if ctx.x_request_id is not None:
