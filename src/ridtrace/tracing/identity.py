@@ -136,14 +136,7 @@ def validate_client_id(
     the value can go into a log line or a response header without CR/LF or other
     control characters and cannot overflow either.
     """
-    if not raw or len(raw) > max_length:
+    if not raw or len(raw) > max_length or not raw.isascii():
         return None
-    if isinstance(raw, bytes):
-        if not raw.isascii():
-            return None
-        text = raw.decode("ascii")
-    else:
-        if not raw.isascii():
-            return None
-        text = raw
+    text = raw.decode("ascii") if isinstance(raw, bytes) else raw
     return text if text.isprintable() else None
