@@ -68,3 +68,21 @@ def test_time_is_utc_with_microseconds(log_file: Path) -> None:
     stamp = line["time"]
     assert stamp.endswith("Z") and len(stamp.split(".")[1]) == 7
     json.dumps(line)
+
+
+class _NoEquality:
+    """A value like a NumPy array: comparing it raises."""
+
+    def __eq__(self, other: object) -> bool:
+        raise ValueError("truth value is ambiguous")
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __str__(self) -> str:
+        return "no-equality"
+
+
+def test_values_that_refuse_comparison_are_still_written(log_file: Path) -> None:
+    logger.info("odd values", odd=_NoEquality(), absent=None)
+    (line,) = read_lines(log_file)
+    assert line["odd"] == "no-equality" and "absent" not in line

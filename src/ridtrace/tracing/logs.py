@@ -41,6 +41,7 @@ LOG_SCHEMA = "ridtrace/1"
 _RESERVED = frozenset({"time", "level", "message", "logger", "schema", "service", "pid"})
 _CONTEXT_KEYS = ("request_id", "x_request_id", "trace_id", "span_id", "parent_span_id")
 _LEVEL_NAMES = {"WARNING": "WARN", "SUCCESS": "INFO"}
+_NONE_ID = id(None)
 
 
 def _patch_request_context(record: Record) -> None:
@@ -100,6 +101,11 @@ if hasattr(os, "register_at_fork"):
 
 
 def _add_fields(line: dict[str, Any], fields: Mapping[str, Any]) -> None:
+    # The usual case, no reserved key and no None, in one C-level update. None is
+    # found by identity: a value's own __eq__ (an array's, say) must never run here.
+    if _RESERVED.isdisjoint(fields) and _NONE_ID not in map(id, fields.values()):
+        line.update(fields)
+        return
     for key, value in fields.items():
         if value is not None:  # absent, not null: keeps lines short and columns sparse
             line["_" + key if key in _RESERVED else key] = value
