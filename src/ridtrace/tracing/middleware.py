@@ -10,7 +10,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.propagators.textmap import Getter
-from opentelemetry.trace import NonRecordingSpan, SpanKind, Status, StatusCode
+from opentelemetry.trace import NonRecordingSpan, Span, SpanKind, Status, StatusCode
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ridtrace.tracing import context as request_context
@@ -156,6 +156,30 @@ class RequestTracingMiddleware:
             await self._serve_identity_only(scope, receive, send, ctx, extra_headers)
             return
 
+        await self._serve_observed(
+            scope, receive, send, started, request_id, x_request_id, extra_headers,
+            deprecated_text, rejected, carrier, user_agent, current, untraced,
+        )
+
+    async def _serve_observed(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        started: float,
+        request_id: str,
+        x_request_id: str | None,
+        extra_headers: list[tuple[bytes, bytes]],
+        deprecated_text: str | None,
+        rejected: bool,
+        carrier: dict[str, str] | None,
+        user_agent: bytes | None,
+        current: Span,
+        untraced: bool,
+    ) -> None:
+        """Serve with a span and/or lifecycle lines: bytes, disconnects, status, route
+        and outcome are observed for them. A method of its own so that ``__call__``'s
+        coroutine stays small enough for Python's small-object allocator."""
         span = active_server_span(current)
         owns_span = span is None
         if span is not None:  # an instrumentation's server span, recording by construction
