@@ -27,7 +27,7 @@ from typing import IO, TYPE_CHECKING, Any
 import orjson
 from loguru import logger
 
-from ridtrace.tracing.context import current_context
+from ridtrace.tracing.context import RequestContext, current_context
 
 if TYPE_CHECKING:
     from loguru import Message, Record
@@ -48,16 +48,17 @@ def _patch_request_context(record: Record) -> None:
     """Copy the current request's ids into ``extra`` (a patcher, not contextualize:
     contextualize breaks in async generators cancelled by a client disconnect)."""
     ctx = current_context()
-    if ctx is None:
-        return
-    extra = record["extra"]
-    extra.setdefault("request_id", ctx.request_id)
-    if ctx.x_request_id is not None:
-        extra.setdefault("x_request_id", ctx.x_request_id)
-    extra.setdefault("trace_id", ctx.trace_id)
-    extra.setdefault("span_id", ctx.span_id)
-    if ctx.parent_span_id is not None:
-        extra.setdefault("parent_span_id", ctx.parent_span_id)
+    if ctx is not None:
+        _add_context_ids(record["extra"], ctx)
+
+
+def _add_context_ids(extra: dict[str, Any], ctx: RequestContext) -> None:
+    """The request's ids, except where the line already names one: an id the caller
+    passed wins over the context's."""
+    for key in _CONTEXT_KEYS:
+        value = getattr(ctx, key)
+        if value is not None:
+            extra.setdefault(key, value)
 
 
 # (whole UTC second, its "YYYY-MM-DDTHH:MM:SS" text): lines written within one second
@@ -154,23 +155,13 @@ def event_line(source: str, level: str, message: str, fields: Mapping[str, Any])
         "pid": _pid,
     }
     ctx = current_context()
-    if ctx is not None and fields.keys().isdisjoint(_CONTEXT_KEYS):
-        line["request_id"] = ctx.request_id
-        if ctx.x_request_id is not None:
-            line["x_request_id"] = ctx.x_request_id
-        line["trace_id"] = ctx.trace_id
-        line["span_id"] = ctx.span_id
-        if ctx.parent_span_id is not None:
-            line["parent_span_id"] = ctx.parent_span_id
-        _add_fields(line, fields)
-    else:  # rare: the patcher's rule, an id the caller passed wins over the context's
-        extra = dict(fields)
-        if ctx is not None:
-            for key in _CONTEXT_KEYS:
-                value = getattr(ctx, key)
-                if value is not None:
-                    extra.setdefault(key, value)
-        _add_fields(line, extra)
+    if ctx is not None:
+        if fields.keys().isdisjoint(_CONTEXT_KEYS):
+            _add_context_ids(line, ctx)
+        else:  # rare: keep the caller's id, as the patcher does
+            fields = {**fields}
+            _add_context_ids(fields, ctx)
+    _add_fields(line, fields)
     return line
 
 

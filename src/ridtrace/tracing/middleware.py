@@ -202,7 +202,7 @@ class RequestTracingMiddleware:
                 ),
             )
             recording = span.is_recording()
-        ctx = request_context_for(span, carrier or {}, request_id, x_request_id)
+        ctx = request_context_for(span, carrier, request_id, x_request_id)
         ctx.server_span = span
         state = Exchange()
 

@@ -49,7 +49,10 @@ def is_noop_tracer(tracer: trace.Tracer) -> bool:
 
 
 def request_context_for(
-    span: trace.Span, carrier: Mapping[str, str], request_id: str, x_request_id: str | None
+    span: trace.Span,
+    carrier: Mapping[str, str] | None,
+    request_id: str,
+    x_request_id: str | None,
 ) -> RequestContext:
     """Ids for the log lines: the span's when it records, minted ones otherwise.
 
@@ -68,7 +71,7 @@ def request_context_for(
             x_request_id,
             format(parent.span_id, "016x") if parent is not None else None,
         )
-    traceparent = carrier.get("traceparent")
+    traceparent = carrier.get("traceparent") if carrier else None
     remote = parse_traceparent(traceparent) if traceparent else None
     if remote:
         return RequestContext(request_id, remote[0], mint_span_id(), x_request_id, remote[1])
