@@ -152,3 +152,13 @@ def test_events_and_loguru_records_from_many_threads_never_share_a_line(tmp_path
     assert sorted((line["thread"], line["n"]) for line in lines) == sorted(
         (i, n) for i in range(threads) for n in range(per_thread)
     )
+
+
+def test_an_event_carrying_undecodable_or_hostile_text_stays_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "app.jsonl"
+    configure_logging(path, intercept_stdlib=False)
+    events.info("request.end", event="request.end", lone="\udcff", forged='"}\n{"level":"ERROR"')
+    events.info("next", event="x")
+    (line, following) = read_lines(path)
+    assert line["lone"] == "\udcff" and line["forged"] == '"}\n{"level":"ERROR"'
+    assert following["message"] == "next"
