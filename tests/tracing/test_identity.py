@@ -83,3 +83,19 @@ def test_a_forked_child_does_not_mint_its_parents_next_ids() -> None:
     parent_ids = {uuid4_id() for _ in range(100)}
     assert len(child_ids) == 100
     assert not child_ids & parent_ids
+
+
+def test_all_zero_trace_or_span_ids_are_never_handed_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    count = identity._BATCH
+    entropy = bytearray(os.urandom(24 * count))
+    entropy[0:16] = bytes(16)  # the first trace id: all zeros
+    entropy[16 * count + 8 : 16 * count + 16] = bytes(8)  # the second span id: all zeros
+    monkeypatch.setattr(identity.os, "urandom", lambda size: bytes(entropy[:size]))
+    identity._forget_pools()
+    pairs = [mint_trace_span_ids() for _ in range(count - 2)]
+    expected = [
+        (entropy[16 * i : 16 * i + 16].hex(), entropy[16 * count + 8 * i :][:8].hex())
+        for i in range(2, count)
+    ]
+    assert pairs == expected
+    identity._forget_pools()

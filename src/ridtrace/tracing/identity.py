@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import binascii
 import os
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from itertools import repeat
 from typing import Any, TypeVar
 
 __all__ = [
@@ -40,14 +40,21 @@ def _uuid4_batch(count: int) -> list[str]:
     block = bytearray(os.urandom(16 * count))
     block[6::16] = block[6::16].translate(_VERSION_4)  # byte 6: version nibble 4
     block[8::16] = block[8::16].translate(_RFC_4122_VARIANT)  # byte 8: variant bits 10
-    # Hex in 4-digit groups, then each id is 8 groups joined as 8-4-4-4-12: every step
-    # runs in C, which made minting a third cheaper than slicing each id in Python.
-    g, dash = iter(block.hex("-", 2).split("-")), repeat("-")
-    return list(map("".join, zip(g, g, dash, g, dash, g, dash, g, dash, g, g, g, strict=False)))
+    digits = binascii.hexlify(block)
+    # Lay all ids out as text at once: one strided copy per hex digit puts that digit
+    # of every id in its column (8-4-4-4-12, then a space), all in C. Half the cost of
+    # splitting the hex into groups and joining each id from them.
+    text = bytearray(b"-" * (_UUID_TEXT_STRIDE * count))
+    for digit, column in enumerate(_UUID_DIGIT_COLUMNS):
+        text[column::_UUID_TEXT_STRIDE] = digits[digit::32]
+    text[_UUID_TEXT_STRIDE - 1 :: _UUID_TEXT_STRIDE] = b" " * count
+    return text.decode("ascii").split()
 
 
 _VERSION_4 = bytes((byte & 0x0F) | 0x40 for byte in range(256))
 _RFC_4122_VARIANT = bytes((byte & 0x3F) | 0x80 for byte in range(256))
+_UUID_TEXT_STRIDE = 37  # 36 characters and a separating space
+_UUID_DIGIT_COLUMNS = [column for column in range(36) if column not in (8, 13, 18, 23)]
 
 
 def _chunk_batch(count: int) -> list[bytes]:
@@ -56,11 +63,17 @@ def _chunk_batch(count: int) -> list[bytes]:
 
 
 def _trace_span_batch(count: int) -> list[tuple[str, str]]:
-    # 16-digit groups: a trace id is two, its span id the next one.
-    g = iter(os.urandom(24 * count).hex("-", 8).split("-"))
-    pairs = zip(map("".join, zip(g, g, strict=False)), g, strict=False)
+    entropy = os.urandom(24 * count)
+    # hex() puts a separator between every 16 (then 8) bytes: split() is then the ids.
+    trace_ids = entropy[: 16 * count].hex(" ", 16).split()
+    span_ids = entropy[16 * count :].hex(" ", 8).split()
     # All-zero ids are invalid in W3C trace context (odds 2**-64; the SDK checks too).
-    return [pair for pair in pairs if pair[0] != _ZERO_TRACE_ID and pair[1] != _ZERO_SPAN_ID]
+    if _ZERO_TRACE_ID in trace_ids or _ZERO_SPAN_ID in span_ids:
+        return [
+            pair for pair in zip(trace_ids, span_ids, strict=True)
+            if pair[0] != _ZERO_TRACE_ID and pair[1] != _ZERO_SPAN_ID
+        ]
+    return list(zip(trace_ids, span_ids, strict=True))
 
 
 _ZERO_TRACE_ID, _ZERO_SPAN_ID = "0" * 32, "0" * 16
