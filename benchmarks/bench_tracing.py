@@ -316,7 +316,7 @@ def run_inprocess(
     async def main() -> None:
         for name in names:
             await _check(name, built[name])
-            await _batch(built[name].app, per_batch, headers[name])  # warm-up
+            await _batch(built[name].app, 500, headers[name])  # warm-up
         for r in range(rounds):
             shift = r % len(names)
             for name in names[shift:] + names[:shift]:
@@ -706,8 +706,11 @@ def main(argv: list[str] | None = None) -> int:
         pyload(args.load, args.seconds, args.connections)
         return 0
 
-    # Many short rounds: a neighbour's burst spoils one short round, not a long one.
-    in_rounds, per_batch = (5, 500) if args.quick else (100, 500)
+    # Many short rounds. On a shared machine a core's speed changes by up to 2x in
+    # phases of about a second; a round must be much shorter than that, or the bare
+    # app and a contender of the same round run at different speeds and their
+    # difference is noise (12 contenders x 500 requests took about a second a round).
+    in_rounds, per_batch = (10, 100) if args.quick else (500, 100)
     up_rounds, seconds = (2, 1.0) if args.quick else (12, 3.0)
     if args.rounds:
         in_rounds = up_rounds = args.rounds
