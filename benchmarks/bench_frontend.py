@@ -170,6 +170,12 @@ def registry_ops(n: int = 200_000) -> float:
     return statistics.median(asyncio.run(run()) for _ in range(5))
 
 
+def _paired(rps: list[float], anchor: list[dict[str, float]]) -> str:
+    """Median of per-round relative differences, with their spread across rounds."""
+    changes = sorted(r / a["rps"] - 1 for r, a in zip(rps, anchor, strict=True))
+    return f"{statistics.median(changes):+.1%} ({changes[0]:+.0%}…{changes[-1]:+.0%})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
@@ -214,18 +220,19 @@ def main() -> None:
             proc.terminate()
         for proc in procs:
             proc.wait(10)
-    base = statistics.median(r["rps"] for r in results["bare proxy"])
-    traced = statistics.median(r["rps"] for r in results["bare proxy + tracing"])
     print(f"{args.rounds} interleaved rounds x {args.seconds:g}s, wrk -c{args.connections}, "
           f"body {len(BODY)} B, reply 10 tokens\n")
+    # Ratios are taken per round, then the median: contenders of one round ran minutes
+    # apart at most, while the machine's speed drifts between rounds.
     print("| contender | requests/s | vs bare proxy | vs bare proxy + tracing | p50 ms | p99 ms |")
     print("|---|---:|---:|---:|---:|---:|")
     for name in CONTENDERS:
-        rps = statistics.median(r["rps"] for r in results[name])
+        rps = [r["rps"] for r in results[name]]
         p50 = statistics.median(r["p50"] for r in results[name])
         p99 = statistics.median(r["p99"] for r in results[name])
-        print(f"| {name} | {rps:,.0f} | {rps / base - 1:+.1%} | {rps / traced - 1:+.1%} "
-              f"| {p50:.2f} | {p99:.2f} |")
+        print(f"| {name} | {statistics.median(rps):,.0f} "
+              f"| {_paired(rps, results['bare proxy'])} "
+              f"| {_paired(rps, results['bare proxy + tracing'])} | {p50:.2f} | {p99:.2f} |")
     ops = registry_ops()
     print(f"\nregistry register+release: {ops:,.0f} pairs/s "
           f"({1e6 / ops:.2f} µs per pair, in process)")
