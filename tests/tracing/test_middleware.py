@@ -21,7 +21,13 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 from starlette.types import Message, Receive, Scope, Send
 
-from ridtrace import RequestTracingMiddleware, TracingSettings, current_request_id, uuid7_id
+from ridtrace import (
+    RequestTracingMiddleware,
+    TracingSettings,
+    current_request_id,
+    current_x_request_id,
+    uuid7_id,
+)
 from tests.tracing.conftest import read_lines
 
 
@@ -40,7 +46,7 @@ def _app(**fastapi_kwargs: Any) -> FastAPI:
 
     @app.get("/ids")
     async def ids() -> dict[str, str | None]:
-        return {"request_id": current_request_id()}
+        return {"request_id": current_request_id(), "x_request_id": current_x_request_id()}
 
     @app.get("/own-header")
     async def own_header() -> JSONResponse:
@@ -176,6 +182,25 @@ def test_hostile_client_ids_are_rejected_and_the_request_served(
     lines = read_lines(log_file)
     start = next(x for x in lines if x.get("event") == "request.start")
     assert "x_request_id" not in start and start["x_request_id_rejected"] is True
+
+
+@pytest.mark.parametrize(
+    "value",
+    [b"A" * 1_000_000, b"good\r\nx-injected: 1", b"tab\there", b"\x00nul", b"\xff\xfe", b"x" * 129],
+    ids=["1MB", "CRLF", "tab", "NUL", "non-utf8", "129-chars"],
+)
+def test_hostile_client_ids_on_the_id_only_path_are_not_echoed_and_the_request_served(
+    value: bytes,
+) -> None:
+    # No span can record and no line is written: the middleware takes its lean path,
+    # which must vet the client's id exactly as the observed path does.
+    app = _app()
+    app.add_middleware(RequestTracingMiddleware, log_lifecycle=False)
+    response = _get(app, "/ids", [(b"x-request-id", value)])
+    assert response.status_code == 200
+    assert "x-request-id" not in response.headers
+    assert response.headers["x-server-request-id"] == response.json()["request_id"]
+    assert response.json()["x_request_id"] is None
 
 
 def test_a_json_shaped_id_is_escaped_not_interpreted(log_file: Path) -> None:
