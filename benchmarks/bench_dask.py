@@ -13,7 +13,7 @@ their sum. The two JSON reports must be identical, or the run fails.
 
 Data (``benchmarks/out/dask/``, gitignored): 1M and 5M are copies of the issue-4
 benchmark logs (``benchmarks/out/forensics/``, generated with
-``ridtrace.forensics.synth`` when absent); 20M is four copies of 5M whose ids and
+``ridtrace.testing.synth`` when absent); 20M is four copies of 5M whose ids and
 fingerprints get a per-copy prefix (``"span_id":"c1…``), so requests stay distinct and
 the findings are 4× those of 5M.
 
@@ -48,7 +48,7 @@ MIB = 1 << 20
 
 
 def _generate(n: int, logs: Path) -> None:
-    from ridtrace.forensics.synth import SynthSpec, requests_for_lines, write_logs
+    from ridtrace.testing.synth import SynthSpec, requests_for_lines, write_logs
 
     write_logs(logs, SynthSpec(requests=requests_for_lines(n)))
 

@@ -100,7 +100,7 @@ print(rows, time.perf_counter() - t0)
 
 def generate(lines: int) -> tuple[Path, dict[str, object]]:
     """The log set for `lines` lines, generated once and cached with its truth."""
-    from ridtrace.forensics.synth import SynthSpec, requests_for_lines, write_logs
+    from ridtrace.testing.synth import SynthSpec, requests_for_lines, write_logs
 
     target = OUT / f"lines-{lines}"
     meta = target / "truth.json"
@@ -264,7 +264,7 @@ def section(rows: list[dict[str, object]], result: str, args: argparse.Namespace
         "`ridtrace analyze` (all five checks, JSON report written) run end to end as a\n"
         "subprocess, against DuckDB reading the same files in a subprocess and running the\n"
         "equivalent duplicate-in-flight query (six columns, spans → frontend requests →\n"
-        "overlapping clusters). Logs: `ridtrace.forensics.synth` with `engine_noise`, one\n"
+        "overlapping clusters). Logs: `ridtrace.testing.synth` with `engine_noise`, one\n"
         "frontend and two workers, ridtrace/1 schema, ~430 bytes and ~11 lines per request:\n"
         "frontend `request.start`, `request.end`, `dispatch.attempt`, a handler line every\n"
         "other request and a uvicorn access line; per worker `request.start`, `worker.start`,\n"

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
-from ridtrace.forensics.synth import SynthSpec, write_logs
+from ridtrace.testing.synth import SynthSpec, write_logs
 
 pytest.importorskip("dask.dataframe")
 pytest.importorskip("distributed")
@@ -63,7 +63,7 @@ def test_audit_on_dask_matches(logs: Path, cluster: Any) -> None:
 
 
 def test_default_local_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ridtrace.forensics import dask_engine
+    from ridtrace.forensics.dask_engine import engine as dask_engine
 
     # The CLI's own cluster, in threads: worker processes take ~10 s to start here.
     monkeypatch.setitem(dask_engine.LOCAL_CLUSTER_OPTIONS, "processes", False)
@@ -99,10 +99,10 @@ def test_missing_path_exit_2(cluster: Any, tmp_path: Path) -> None:
 
 def test_missing_extra_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     # As if `pip install ridtrace` without [dask]: the engine module cannot import.
-    import ridtrace.forensics
+    import ridtrace.forensics.dask_engine
 
-    monkeypatch.delitem(sys.modules, "ridtrace.forensics.dask_engine", raising=False)
-    monkeypatch.delattr(ridtrace.forensics, "dask_engine", raising=False)
+    monkeypatch.delitem(sys.modules, "ridtrace.forensics.dask_engine.engine", raising=False)
+    monkeypatch.delattr(ridtrace.forensics.dask_engine, "engine", raising=False)
     monkeypatch.setitem(sys.modules, "dask.dataframe", None)
     code, _, err = run("analyze", str(SAMPLE), "--engine", "dask")
     assert code == 2 and "pip install 'ridtrace[dask]'" in err

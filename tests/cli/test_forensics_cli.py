@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
-from ridtrace.forensics.synth import SynthSpec, SynthTruth, write_logs
+from ridtrace.testing.synth import SynthSpec, SynthTruth, write_logs
 
 SAMPLE = Path("/work/shared/samples/dynamo-jsonl-sample.jsonl")
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ridtrace.forensics.analysis import analyze, report_json
-from ridtrace.forensics.events import load_events
-from ridtrace.forensics.synth import SynthSpec, write_logs
+from ridtrace.forensics.reading.events import load_events
+from ridtrace.forensics.rules.report import analyze, report_json
+from ridtrace.testing.synth import SynthSpec, write_logs
 
 SAMPLE = Path("/work/shared/samples/dynamo-jsonl-sample.jsonl")
 _KEY = {
@@ -109,7 +109,7 @@ def test_dynamo_prefix_duplicates_and_sequential_reuse(tmp_path: Path) -> None:
 
 
 def test_since_until_window(tmp_path: Path) -> None:
-    from ridtrace.forensics.analysis import parse_time
+    from ridtrace.forensics.rules.report import parse_time
 
     write_logs(tmp_path, SynthSpec(requests=300))
     logs = load_events([str(tmp_path)])

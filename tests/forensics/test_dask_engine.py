@@ -20,23 +20,23 @@ import pytest
 pytest.importorskip("dask.dataframe")
 pytest.importorskip("distributed")
 
-from ridtrace.forensics import reader
-from ridtrace.forensics.analysis import analyze, report_json
-from ridtrace.forensics.audit import audit, daily_series
-from ridtrace.forensics.blocks import LogFile, plan_blocks, read_block
-from ridtrace.forensics.dask_engine import (
+from ridtrace.forensics.dask_engine.blocks import LogFile, plan_blocks, read_block
+from ridtrace.forensics.dask_engine.engine import (
     analyze_dask,
     dask_client,
     load_requests,
 )
-from ridtrace.forensics.events import load_events
-from ridtrace.forensics.partials import (
+from ridtrace.forensics.dask_engine.partials import (
     combine_requests,
     finish_requests,
     partial_requests,
 )
-from ridtrace.forensics.requests import build_requests
-from ridtrace.forensics.synth import SynthSpec, write_logs
+from ridtrace.forensics.reading import reader
+from ridtrace.forensics.reading.events import load_events
+from ridtrace.forensics.rules.report import analyze, report_json
+from ridtrace.forensics.rules.requests import build_requests
+from ridtrace.forensics.views.audit import audit, daily_series
+from ridtrace.testing.synth import SynthSpec, write_logs
 
 DATA = Path(__file__).parent / "data"
 CHUNK = 64 << 10  # the pandas engine's read size in these tests
@@ -173,7 +173,7 @@ def test_one_partition_combine_is_build_requests(faulty: Path) -> None:
 
 
 def _files(folder: Path) -> list[LogFile]:
-    from ridtrace.forensics.urls import expand_urls
+    from ridtrace.forensics.dask_engine.urls import expand_urls
 
     return expand_urls([str(folder)])
 

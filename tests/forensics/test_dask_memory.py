@@ -22,11 +22,11 @@ pytest.importorskip("distributed")
 import dask.dataframe as dd
 import distributed
 
-from ridtrace.forensics.blocks import plan_blocks, read_block
-from ridtrace.forensics.dask_engine import _fetch_each, dask_client
-from ridtrace.forensics.partials import KEY, combine_requests
-from ridtrace.forensics.synth import SynthSpec, write_logs
-from ridtrace.forensics.urls import expand_urls
+from ridtrace.forensics.dask_engine.blocks import plan_blocks, read_block
+from ridtrace.forensics.dask_engine.engine import _fetch_each, dask_client
+from ridtrace.forensics.dask_engine.partials import KEY, combine_requests
+from ridtrace.forensics.dask_engine.urls import expand_urls
+from ridtrace.testing.synth import SynthSpec, write_logs
 
 _GATE = "ridtrace-test-last-partition"
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from ridtrace.forensics import evidence
-from ridtrace.forensics.analysis import analyze, parse_time, report_json
-from ridtrace.forensics.events import load_events
-from ridtrace.forensics.synth import SynthSpec, write_logs
+from ridtrace.forensics.reading import evidence
+from ridtrace.forensics.reading.events import load_events
+from ridtrace.forensics.rules.report import analyze, parse_time, report_json
+from ridtrace.testing.synth import SynthSpec, write_logs
 from tests.forensics.helpers import rt
 
 

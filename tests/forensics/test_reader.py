@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ridtrace.forensics import reader
-from ridtrace.forensics.events import load_events
-from ridtrace.forensics.sources import ForensicsInputError
+from ridtrace.forensics.reading import reader
+from ridtrace.forensics.reading.events import load_events
+from ridtrace.forensics.reading.inputs import ForensicsInputError
 from tests.forensics.helpers import rt, rt_request
 
 SAMPLE = Path("/work/shared/samples/dynamo-jsonl-sample.jsonl")

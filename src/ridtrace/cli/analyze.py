@@ -17,8 +17,8 @@ import click
 from ridtrace.cli.engine import dask_report, engine_choice, engine_options
 
 if TYPE_CHECKING:
-    from ridtrace.forensics.events import LoadedLogs
-    from ridtrace.forensics.reader import ReadStats
+    from ridtrace.forensics.reading.events import LoadedLogs
+    from ridtrace.forensics.reading.reader import ReadStats
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -42,10 +42,10 @@ def quiet_option(func: F) -> F:
 def load_logs(paths: Sequence[str], *, quiet: bool, lean: bool = False) -> LoadedLogs:
     """Load inputs with a progress bar on stderr (only on a terminal, never with --quiet).
 
-    ``lean`` skips display-only fields (see `ridtrace.forensics.events.read_sources`).
+    ``lean`` skips display-only fields (see `ridtrace.forensics.reading.events.read_sources`).
     """
-    from ridtrace.forensics.events import read_sources
-    from ridtrace.forensics.sources import ForensicsInputError, expand_inputs
+    from ridtrace.forensics.reading.events import read_sources
+    from ridtrace.forensics.reading.inputs import ForensicsInputError, expand_inputs
 
     try:
         sources = expand_inputs(paths)
@@ -94,7 +94,7 @@ def parse_time_option(value: str | None, name: str) -> Any:
     """--since/--until → UTC Timestamp, or a usage error (exit 2)."""
     if value is None:
         return None
-    from ridtrace.forensics.analysis import parse_time
+    from ridtrace.forensics.rules.report import parse_time
 
     try:
         return parse_time(value)
@@ -145,8 +145,8 @@ def analyze(
 
     Exit status: 0 no error finding, 1 at least one, 2 bad usage or unreadable input.
     """
-    from ridtrace.forensics.analysis import analyze as run_analysis
-    from ridtrace.forensics.analysis import report_csv, report_json
+    from ridtrace.forensics.rules.report import analyze as run_analysis
+    from ridtrace.forensics.rules.report import report_csv, report_json
 
     choice = engine_choice(engine, scheduler, partition_size)
     since_t = parse_time_option(since, "--since")

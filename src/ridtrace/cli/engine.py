@@ -17,8 +17,8 @@ import click
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ridtrace.forensics.analysis import Report
-    from ridtrace.forensics.dask_engine import DaskLoad
+    from ridtrace.forensics.dask_engine.engine import DaskLoad
+    from ridtrace.forensics.rules.report import Report
 
 F = TypeVar("F", bound=Callable[..., Any])
 _EXTRA_HINT = "--engine dask needs the dask extra: pip install 'ridtrace[dask]'"
@@ -99,10 +99,10 @@ def dask_load(
     from ridtrace.cli.analyze import InputError, warn_read_stats
 
     try:
-        from ridtrace.forensics import dask_engine
+        from ridtrace.forensics.dask_engine import engine as dask_engine
     except ImportError as exc:
         raise InputError(_EXTRA_HINT) from exc
-    from ridtrace.forensics.sources import ForensicsInputError
+    from ridtrace.forensics.reading.inputs import ForensicsInputError
 
     block_bytes = _block_bytes(choice.partition_size, dask_engine.DEFAULT_BLOCK_BYTES)
     try:
@@ -127,6 +127,6 @@ def dask_report(
 ) -> Report:
     """``ridtrace analyze`` on Dask: the report the pandas engine gives for the same input."""
     load = dask_load(choice, paths, lean=True, quiet=quiet, since=since, until=until)
-    from ridtrace.forensics.dask_engine import analyze_load  # importable: dask_load checked
+    from ridtrace.forensics.dask_engine.engine import analyze_load  # importable: dask_load checked
 
     return analyze_load(load, since=since, until=until)

@@ -39,9 +39,9 @@ def audit(
     quiet: bool, engine: str, scheduler: str | None, partition_size: str | None,
 ) -> None:
     """Deprecated request-id headers: requests, distinct clients, first/last seen, per day."""
-    from ridtrace.forensics.audit import audit as run_audit
-    from ridtrace.forensics.audit import daily_series, plot_usage
-    from ridtrace.forensics.requests import build_requests
+    from ridtrace.forensics.rules.requests import build_requests
+    from ridtrace.forensics.views.audit import audit as run_audit
+    from ridtrace.forensics.views.audit import daily_series, plot_usage
 
     choice = engine_choice(engine, scheduler, partition_size)
     if choice.dask:
@@ -86,8 +86,8 @@ def trace(
     Several callers can match (a client id reused, or a pre-fix id collision); each is
     listed with its worker spans and the milliseconds between events.
     """
-    from ridtrace.forensics.requests import build_requests
-    from ridtrace.forensics.timeline import match_requests, timeline
+    from ridtrace.forensics.rules.requests import build_requests
+    from ridtrace.forensics.views.timeline import match_requests, timeline
 
     logs = load_logs(paths, quiet=quiet)
     matched = match_requests(build_requests(logs.events), ident)
@@ -123,8 +123,8 @@ def export() -> None:
 @quiet_option
 def jaeger(paths: tuple[str, ...], output: Path, quiet: bool) -> None:
     """Write the requests as a Jaeger JSON trace file: one trace per request."""
-    from ridtrace.forensics.jaeger import to_jaeger
-    from ridtrace.forensics.requests import build_requests
+    from ridtrace.forensics.rules.requests import build_requests
+    from ridtrace.forensics.views.jaeger import to_jaeger
 
     logs = load_logs(paths, quiet=quiet)
     doc = to_jaeger(build_requests(logs.events), logs.events)

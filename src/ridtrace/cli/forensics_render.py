@@ -13,7 +13,7 @@ from rich.table import Table
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ridtrace.forensics.analysis import Report
+    from ridtrace.forensics.rules.report import Report
 
 MAX_ROWS = 50
 
@@ -33,8 +33,8 @@ def _cell(value: Any) -> str:
 
 def render_report(report: Report, *, to_terminal: bool) -> str:
     """Summary table, then findings (errors first), capped at `MAX_ROWS` rows."""
-    from ridtrace.forensics.analysis import finding_records
-    from ridtrace.forensics.schema import SEVERITY
+    from ridtrace.forensics.reading.schema import SEVERITY
+    from ridtrace.forensics.rules.report import finding_records
 
     console, buf = _console(to_terminal)
     summary = Table(title="ridtrace analyze", show_header=False)

@@ -9,10 +9,10 @@ import orjson
 import pandas as pd
 
 from ridtrace.demo.run import PolicyRun
-from ridtrace.forensics.analysis import analyze, report_json
-from ridtrace.forensics.audit import audit, daily_series, plot_usage
-from ridtrace.forensics.events import load_events
-from ridtrace.forensics.jaeger import to_jaeger
+from ridtrace.forensics.reading.events import load_events
+from ridtrace.forensics.rules.report import analyze, report_json
+from ridtrace.forensics.views.audit import audit, daily_series, plot_usage
+from ridtrace.forensics.views.jaeger import to_jaeger
 
 __all__ = ["Detection", "analyze_run", "write_audit", "write_jaeger"]
 

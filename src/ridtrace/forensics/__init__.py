@@ -5,23 +5,20 @@ layer over them. Importing this package imports pandas and pyarrow, which is why
 ``ridtrace.tracing`` never imports it.
 """
 
-from ridtrace.forensics.analysis import Report, analyze, report_csv, report_json
-from ridtrace.forensics.audit import audit, daily_series, deprecated_usage, plot_usage
-from ridtrace.forensics.events import LoadedLogs, load_events, read_sources
-from ridtrace.forensics.jaeger import to_jaeger
-from ridtrace.forensics.requests import build_requests
-from ridtrace.forensics.rules import client_id_reuse, deprecated_header, duplicate_in_flight
-from ridtrace.forensics.sources import ForensicsInputError, expand_inputs
-from ridtrace.forensics.streams import crossed_stream, unlinked
-from ridtrace.forensics.synth import SynthSpec, SynthTruth, write_logs
-from ridtrace.forensics.timeline import match_requests, timeline
+from ridtrace.forensics.reading.events import LoadedLogs, load_events, read_sources
+from ridtrace.forensics.reading.inputs import ForensicsInputError, expand_inputs
+from ridtrace.forensics.rules.overlap import client_id_reuse, deprecated_header, duplicate_in_flight
+from ridtrace.forensics.rules.report import Report, analyze, report_csv, report_json
+from ridtrace.forensics.rules.requests import build_requests
+from ridtrace.forensics.rules.streams import crossed_stream, unlinked
+from ridtrace.forensics.views.audit import audit, daily_series, deprecated_usage, plot_usage
+from ridtrace.forensics.views.jaeger import to_jaeger
+from ridtrace.forensics.views.timeline import match_requests, timeline
 
 __all__ = [
     "ForensicsInputError",
     "LoadedLogs",
     "Report",
-    "SynthSpec",
-    "SynthTruth",
     "analyze",
     "audit",
     "build_requests",
@@ -41,5 +38,4 @@ __all__ = [
     "timeline",
     "to_jaeger",
     "unlinked",
-    "write_logs",
 ]

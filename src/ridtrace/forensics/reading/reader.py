@@ -6,7 +6,7 @@ garbage, an id logged as a number) is split in halves until the bad lines are
 isolated; only those small leaves are parsed line by line in Python, so good lines
 keep their exact line numbers and the bad ones become counted samples.
 
-`ridtrace.forensics.evidence` builds `analyze`'s faster read on these parsers.
+`ridtrace.forensics.reading.evidence` builds `analyze`'s faster read on these parsers.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from ridtrace.forensics.schema import (
+from ridtrace.forensics.reading.schema import (
     FIELD_SETS,
     READ_FIELDS,
     RIDTRACE_SCHEMA,

@@ -13,8 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ridtrace.forensics.reader import ReadStats
-from ridtrace.forensics.schema import (
+from ridtrace.forensics.reading.reader import ReadStats
+from ridtrace.forensics.reading.schema import (
     EVENT_CATEGORY_COLUMNS,
     EVENT_COLUMNS,
     FRONTEND,

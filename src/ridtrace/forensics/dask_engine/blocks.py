@@ -7,7 +7,7 @@ chunked reader cuts by, so with a block size that is a multiple of its chunk siz
 engines parse exactly the same chunks (and keep bad-line samples in the same order).
 
 Line numbers inside a block are counted from 1; the block reports how many lines it
-holds, and `ridtrace.forensics.dask_engine` shifts them by the lines of the blocks
+holds, and `ridtrace.forensics.dask_engine.engine` shifts them by the lines of the blocks
 before it in the same file. One pass over the data, exact ``file:line`` evidence.
 """
 
@@ -25,18 +25,18 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ridtrace.forensics.events import events_frame
-from ridtrace.forensics.evidence import EvidenceParser, parse_evidence
-from ridtrace.forensics.normalize import normalize
-from ridtrace.forensics.reader import (
+from ridtrace.forensics.reading.events import events_frame
+from ridtrace.forensics.reading.evidence import EvidenceParser, parse_evidence
+from ridtrace.forensics.reading.inputs import looks_like_log
+from ridtrace.forensics.reading.normalize import normalize
+from ridtrace.forensics.reading.reader import (
     ReadStats,
     iter_chunks,
     new_parser,
     parse_chunk,
 )
-from ridtrace.forensics.requests import build_requests, epoch_us
-from ridtrace.forensics.schema import READ_FIELDS, read_schema
-from ridtrace.forensics.sources import looks_like_log
+from ridtrace.forensics.reading.schema import READ_FIELDS, read_schema
+from ridtrace.forensics.rules.requests import build_requests, epoch_us
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _SCAN_STEP = 1 << 20
@@ -153,7 +153,7 @@ def _empty_raw() -> pa.Table:
 
 def empty_partial(names: Sequence[str]) -> pd.DataFrame:
     """The partial-requests frame of no lines: the dtypes every block produces."""
-    from ridtrace.forensics.partials import partial_requests
+    from ridtrace.forensics.dask_engine.partials import partial_requests
 
     stats = ReadStats()
     table = normalize(_empty_raw(), np.zeros(0, dtype=np.int64), 0, stats, "")
@@ -181,7 +181,7 @@ class _Parsed:
 
 
 def _parse(stream: BinaryIO, block: Block, stats: ReadStats, lean: bool, out: _Parsed) -> None:
-    """The pandas engine's per-file loop (`ridtrace.forensics.events`), on one block.
+    """The pandas engine's per-file loop (`ridtrace.forensics.reading.events`), on one block.
 
     Lean reads keep only evidence lines as events (plus the other lines' times, for
     window counts), exactly as `read_sources` does, so both engines see the same lines.
@@ -213,7 +213,7 @@ def read_block(
     Memory is bounded by the block: its events frame is dropped once its requests
     (one row per span seen in the block) are built.
     """
-    from ridtrace.forensics.partials import partial_requests
+    from ridtrace.forensics.dask_engine.partials import partial_requests
 
     stats = ReadStats()
     parsed = _Parsed([], [])

@@ -1,6 +1,6 @@
 """Per-request rows built in pieces: partial requests per partition, then combined.
 
-`ridtrace.forensics.requests.build_requests` is already the per-partition step: run
+`ridtrace.forensics.rules.requests.build_requests` is already the per-partition step: run
 on the lines of one partition it gives, per span, the first non-null value of each
 field, the last ``request_id``, ``[start, end]``, the line count and evidence lines.
 Those are all decomposable, so partials of one span from several partitions combine
@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ridtrace.forensics.requests import REQUEST_COLUMNS, group_rows, take_rows
-from ridtrace.forensics.schema import WORKER
+from ridtrace.forensics.reading.schema import WORKER
+from ridtrace.forensics.rules.requests import REQUEST_COLUMNS, group_rows, take_rows
 
 PART, POS, KEY = "_part", "_pos", "_key"
 # Evidence line columns. In a partial they hold ``part << 32 | line within the

@@ -1,6 +1,6 @@
 """PATH arguments for the Dask engine: local paths as the pandas engine reads them, or URLs.
 
-Local paths go through `ridtrace.forensics.sources.expand_inputs` (same files, same
+Local paths go through `ridtrace.forensics.reading.inputs.expand_inputs` (same files, same
 names in the evidence as the pandas engine). Anything with a ``scheme://`` is an fsspec
 URL — ``file://``, ``s3://`` (with ``s3fs``), ``gs://``, ``memory://`` … — expanded with
 the filesystem's own glob and directory walk, and read by the workers directly.
@@ -13,8 +13,8 @@ from typing import Any
 
 import fsspec
 
-from ridtrace.forensics.blocks import LogFile
-from ridtrace.forensics.sources import ForensicsInputError, expand_inputs
+from ridtrace.forensics.dask_engine.blocks import LogFile
+from ridtrace.forensics.reading.inputs import ForensicsInputError, expand_inputs
 
 
 def _is_url(raw: str) -> bool:

@@ -10,8 +10,8 @@ from typing import Any, cast
 
 import pandas as pd
 
-from ridtrace.forensics.rules import Evidence, _ev, findings_frame, present
-from ridtrace.forensics.schema import FRONTEND, WORKER
+from ridtrace.forensics.reading.schema import FRONTEND, WORKER
+from ridtrace.forensics.rules.overlap import Evidence, _ev, findings_frame, present
 
 _COLUMNS = [
     "trace_id", "span_id", "parent_span_id", "request_id", "x_request_id", "outcome", "fp_in",

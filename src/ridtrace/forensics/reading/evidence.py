@@ -13,8 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ridtrace.forensics.reader import ReadStats, _ChunkParser, _salvage_lines
-from ridtrace.forensics.schema import RIDTRACE_SCHEMA
+from ridtrace.forensics.reading.reader import ReadStats, _ChunkParser, _salvage_lines
+from ridtrace.forensics.reading.schema import RIDTRACE_SCHEMA
 
 __all__ = ["EVIDENCE_PATTERN", "NOISE_FIELDS", "EvidenceParser", "parse_evidence", "split_lines"]
 

@@ -10,12 +10,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ridtrace.forensics.events import LoadedLogs, count_in_window, other_lines_in_window
-from ridtrace.forensics.reader import ReadStats
-from ridtrace.forensics.requests import build_requests, epoch_us
-from ridtrace.forensics.rules import client_id_reuse, deprecated_header, duplicate_in_flight
-from ridtrace.forensics.schema import FINDING_COLUMNS, FINDING_KINDS, FRONTEND, SEVERITY, WORKER
-from ridtrace.forensics.streams import crossed_stream, unlinked
+from ridtrace.forensics.reading.events import LoadedLogs, count_in_window, other_lines_in_window
+from ridtrace.forensics.reading.reader import ReadStats
+from ridtrace.forensics.reading.schema import (
+    FINDING_COLUMNS,
+    FINDING_KINDS,
+    FRONTEND,
+    SEVERITY,
+    WORKER,
+)
+from ridtrace.forensics.rules.overlap import client_id_reuse, deprecated_header, duplicate_in_flight
+from ridtrace.forensics.rules.requests import build_requests, epoch_us
+from ridtrace.forensics.rules.streams import crossed_stream, unlinked
 
 RULES = (crossed_stream, duplicate_in_flight, unlinked, client_id_reuse, deprecated_header)
 

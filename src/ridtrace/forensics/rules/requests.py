@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ridtrace.forensics.schema import FRONTEND, WORKER
+from ridtrace.forensics.reading.schema import FRONTEND, WORKER
 
 REQUEST_COLUMNS = (
     "trace_id",

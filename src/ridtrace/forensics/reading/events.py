@@ -14,17 +14,17 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ridtrace.forensics.evidence import EvidenceParser, parse_evidence
-from ridtrace.forensics.normalize import normalize
-from ridtrace.forensics.reader import (
+from ridtrace.forensics.reading.evidence import EvidenceParser, parse_evidence
+from ridtrace.forensics.reading.inputs import Source, expand_inputs, looks_like_log, open_source
+from ridtrace.forensics.reading.normalize import normalize
+from ridtrace.forensics.reading.reader import (
     MAX_SAMPLES,
     ReadStats,
     iter_chunks,
     new_parser,
     parse_chunk,
 )
-from ridtrace.forensics.schema import EVENT_CATEGORY_COLUMNS, EVENT_COLUMNS, TIME_TYPE
-from ridtrace.forensics.sources import Source, expand_inputs, looks_like_log, open_source
+from ridtrace.forensics.reading.schema import EVENT_CATEGORY_COLUMNS, EVENT_COLUMNS, TIME_TYPE
 
 
 @dataclass
@@ -186,10 +186,10 @@ def read_sources(
 ) -> LoadedLogs:
     """Read and normalise every source; bad lines are counted, never fatal.
 
-    ``lean=True`` is what `ridtrace.forensics.analysis.analyze` needs and no more:
+    ``lean=True`` is what `ridtrace.forensics.rules.report.analyze` needs and no more:
     display-only fields (level, client, route, …) stay null, and `events` holds only
     the evidence lines (lifecycle events, fingerprints, deprecated headers, unlinked
-    errors; see `ridtrace.forensics.reader.parse_evidence`). The other lines are still
+    errors; see `ridtrace.forensics.reading.reader.parse_evidence`). The other lines are still
     counted and checked, and their times kept in `LoadedLogs.other_times`.
     """
     stats = ReadStats()
@@ -214,6 +214,6 @@ def load_events(
 ) -> LoadedLogs:
     """Expand PATH arguments (files, dirs, globs, ``-``) and load them.
 
-    Raises `ridtrace.forensics.sources.ForensicsInputError` for a missing path.
+    Raises `ridtrace.forensics.reading.inputs.ForensicsInputError` for a missing path.
     """
     return read_sources(expand_inputs(inputs), on_bytes=on_bytes, lean=lean)

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import pandas as pd
 
-from ridtrace.forensics.schema import FINDING_COLUMNS, FRONTEND, SEVERITY, WORKER
+from ridtrace.forensics.reading.schema import FINDING_COLUMNS, FRONTEND, SEVERITY, WORKER
 
 Evidence = list[dict[str, Any]]
 

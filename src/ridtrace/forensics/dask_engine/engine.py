@@ -5,16 +5,16 @@ The pipeline, one pass over the input:
 1. **per block** (a worker task, memory bounded by the block): read a newline-aligned
    byte range of one file → `parse_chunk` → `normalize` → `events_frame` →
    `build_requests` → partial requests (one row per span seen in the block), lines
-   numbered from the block's start (`ridtrace.forensics.blocks`);
+   numbered from the block's start (`ridtrace.forensics.dask_engine.blocks`);
 2. **per request** (shuffle on a hash of ``(trace_id, span_id)``, one output partition
    per block): partials stream into Dask's disk-backed p2p shuffle as blocks finish;
    every partial of a span lands in one partition, where `combine_requests` merges
-   them (`ridtrace.forensics.partials`); the client fetches each combined partition as
+   them (`ridtrace.forensics.dask_engine.partials`); the client fetches each combined partition as
    it finishes and the worker frees it at once;
 3. **line numbers**: evidence lines travel as (block, line in block); the client,
    which by then has every block's line count, turns them into lines of the file;
 4. **rules**: the combined requests frame is collected and handed to
-   `ridtrace.forensics.analysis.analyze_requests` — the very code the pandas engine runs.
+   `ridtrace.forensics.rules.report.analyze_requests` — the very code the pandas engine runs.
 
 The requests frame (one row per span, a few hundred bytes each) is the only thing held
 whole, on the client; events never are. A worker holds about one block's work at a
@@ -37,11 +37,17 @@ import distributed
 import pandas as pd
 from dask.delayed import delayed
 
-from ridtrace.forensics.analysis import Report, analyze_requests, select_window
-from ridtrace.forensics.blocks import Block, BlockResult, empty_partial, plan_blocks, read_block
-from ridtrace.forensics.partials import KEY, combine_requests, finish_requests
-from ridtrace.forensics.reader import MAX_SAMPLES, BadLine, ReadStats
-from ridtrace.forensics.urls import expand_urls
+from ridtrace.forensics.dask_engine.blocks import (
+    Block,
+    BlockResult,
+    empty_partial,
+    plan_blocks,
+    read_block,
+)
+from ridtrace.forensics.dask_engine.partials import KEY, combine_requests, finish_requests
+from ridtrace.forensics.dask_engine.urls import expand_urls
+from ridtrace.forensics.reading.reader import MAX_SAMPLES, BadLine, ReadStats
+from ridtrace.forensics.rules.report import Report, analyze_requests, select_window
 
 # A multiple of the reader's 16 MiB chunk, so blocks cut where the pandas engine does.
 DEFAULT_BLOCK_BYTES = 64 << 20
@@ -219,7 +225,7 @@ def analyze_dask(
     since: pd.Timestamp | None = None,
     until: pd.Timestamp | None = None,
 ) -> Report:
-    """`ridtrace.forensics.analysis.analyze` on a Dask cluster: the same report."""
+    """`ridtrace.forensics.rules.report.analyze` on a Dask cluster: the same report."""
     load = load_requests(
         client, inputs, lean=True, block_bytes=block_bytes, since=since, until=until
     )

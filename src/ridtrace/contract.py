@@ -1,0 +1,69 @@
+"""The log contract's names, owned here and imported by every writer and reader.
+
+docs/log-schema.md describes the contract; this module is its single spelling in code.
+Writers (`ridtrace.tracing`, `ridtrace.frontend_plugin`) and readers
+(`ridtrace.forensics`, `ridtrace.testing`) import these names instead of retyping them,
+so a rename is one edit and a drift is an import error, not a silent miss.
+
+Pure constants: importing it costs nothing on the hot path.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+LOG_SCHEMA: Final = "ridtrace/1"
+
+# Lifecycle and incident events (the ``event`` field).
+REQUEST_START: Final = "request.start"
+REQUEST_END: Final = "request.end"
+WORKER_START: Final = "worker.start"
+WORKER_END: Final = "worker.end"
+WORKER_ERROR: Final = "worker.error"
+WORKER_REFUSED: Final = "worker.refused"
+DISPATCH_ATTEMPT: Final = "dispatch.attempt"
+DISPATCH_RETRY: Final = "dispatch.retry"
+RESPONSE_UNLINKED: Final = "response.unlinked"
+RESPONSE_SENT: Final = "response.sent"
+FOREIGN_CHUNK: Final = "stream.foreign_chunk"
+DEPRECATED_HEADER: Final = "deprecated_header"
+SPAN_CLOSED: Final = "span.closed"
+
+# Events whose lines are no part of a request's lifecycle but of its evidence.
+WORKER_EVENT_PREFIX: Final = "worker."
+
+# Outcomes (the ``outcome`` field of ``request.end`` / ``worker.end``).
+OUTCOME_OK: Final = "ok"
+OUTCOME_ERROR: Final = "error"
+OUTCOME_CANCELLED: Final = "cancelled"
+OUTCOME_CONFLICT: Final = "conflict"
+OUTCOME_UNLINKED: Final = "unlinked"
+
+# The two errors the seed's frontend raised when its in-flight table lost a request.
+UNLINKED_RESPONSE: Final = "Unlinked response; response task was dropped or cancelled"
+UNLINKED_REQUEST: Final = "Unlinked request; initiating request task was dropped or cancelled"
+
+# Sides of a request span.
+FRONTEND: Final = "frontend"
+WORKER: Final = "worker"
+
+# Dynamo's JSONL spells its lifecycle in messages and span names.
+DYNAMO_RECEIVED: Final = "request received"
+DYNAMO_COMPLETED: Final = "request completed"
+DYNAMO_RESPONSE_SENT: Final = "http response sent"
+DYNAMO_GENERATE_FAILED: Final = "engine generate call failed"
+DYNAMO_SPAN_CLOSED: Final = "SPAN_CLOSED"
+DYNAMO_WORKER_SPANS: Final[tuple[str, ...]] = ("handle_payload",)
+DYNAMO_FRONTEND_SPANS: Final[tuple[str, ...]] = ("http-request", "generate")
+# "x-dynamo-request-id header is deprecated (DEP #7812); ..." in older Dynamo releases.
+DYNAMO_DEPRECATED_PATTERN: Final = r"^(?P<header>[A-Za-z0-9-]+) header is deprecated"
+
+# Finding kinds and their severities: the JSON contract of `ridtrace analyze`.
+SEVERITY: Final[dict[str, str]] = {
+    "crossed_stream": "error",
+    "duplicate_in_flight": "error",
+    "unlinked": "error",
+    "client_id_reuse": "info",
+    "deprecated_header": "info",
+}
+FINDING_KINDS: Final[tuple[str, ...]] = tuple(SEVERITY)
