@@ -1,0 +1,78 @@
+"""Clock skew between log files, bounded from both sides by the spans that link them.
+
+Every process stamps its lines with its own clock. A worker's span lies inside its
+caller's request: it starts after the caller started and ends before the caller
+ended. Each worker span linked to a caller in another file therefore bounds that
+file's offset from below (``caller.start - span.start``) and from above
+(``caller.end - span.end``), as Jaeger's clock-skew adjuster does for one span. The
+offset of a file is the value inside all its bounds closest to zero: no correction
+when the clocks already agree. Frontend files are the reference; a file with no link
+keeps its own clock.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import numpy as np
+import pandas as pd
+
+from ridtrace.contract import FRONTEND, WORKER
+
+# Callers and workers in one file share a clock: only links across files say anything.
+_NS_PER_US = 1000
+
+
+def clock_offsets(requests: pd.DataFrame) -> dict[str, int]:
+    """Offset in microseconds to add to each worker file's times (only files that need one).
+
+    A file whose bounds contradict each other (a span longer than its caller, which no
+    clock offset explains) gets the middle of its bounds, the least wrong correction.
+    """
+    side = requests["side"].to_numpy()
+    callers = requests.loc[side == FRONTEND, ["span_id", "start", "end", "file"]]
+    workers = requests.loc[side == WORKER, ["parent_span_id", "start", "end", "file"]]
+    if callers.empty or workers.empty:
+        return {}
+    callers = callers.drop_duplicates("span_id").rename(
+        columns={"span_id": "parent_span_id", "start": "c_start", "end": "c_end", "file": "c_file"}
+    )
+    links = workers.merge(callers, on="parent_span_id", how="inner")
+    links = links[links["file"].astype(str).to_numpy() != links["c_file"].astype(str).to_numpy()]
+    if links.empty:
+        return {}
+    lo = _us(links["c_start"]) - _us(links["start"])
+    hi = _us(links["c_end"]) - _us(links["end"])
+    bounds = pd.DataFrame({"file": links["file"].astype(str).to_numpy(), "lo": lo, "hi": hi})
+    per_file = bounds.groupby("file", sort=True).agg(lo=("lo", "max"), hi=("hi", "min"))
+    offsets: dict[str, int] = {}
+    for name, low, high in zip(
+        per_file.index, per_file["lo"].to_numpy(), per_file["hi"].to_numpy(), strict=True
+    ):
+        contradicted = low > high
+        offset = (int(low) + int(high)) // 2 if contradicted else int(np.clip(0, low, high))
+        if offset:
+            offsets[str(name)] = offset
+    return offsets
+
+
+def _us(times: pd.Series) -> np.ndarray:
+    return np.asarray(times.dt.as_unit("us").astype("int64").to_numpy(), dtype=np.int64)
+
+
+def apply_offsets(requests: pd.DataFrame, offsets: dict[str, int]) -> pd.DataFrame:
+    """`requests` with every span of an offset file moved onto the reference clock."""
+    if not offsets:
+        return requests
+    shift_us = requests["file"].astype(str).map(offsets).fillna(0).to_numpy(dtype=np.int64)
+    shift = pd.to_timedelta(shift_us * _NS_PER_US, unit="ns")
+    return cast(
+        pd.DataFrame,
+        requests.assign(start=requests["start"] + shift, end=requests["end"] + shift),
+    )
+
+
+def correct_skew(requests: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Estimate the offsets and apply them: the requests on one clock, and the offsets."""
+    offsets = clock_offsets(requests)
+    return apply_offsets(requests, offsets), offsets
