@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from ridtrace.forensics.rules.requests import REQUEST_COLUMNS
+from ridtrace.forensics.records.requests import REQUEST_COLUMNS
 
 T0 = pd.Timestamp("2026-11-29T10:00:00Z")
 

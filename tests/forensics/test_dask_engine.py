@@ -26,15 +26,15 @@ from ridtrace.forensics.dask_engine.engine import (
     dask_client,
     load_requests,
 )
-from ridtrace.forensics.dask_engine.partials import (
+from ridtrace.forensics.reading import reader
+from ridtrace.forensics.reading.events import load_events
+from ridtrace.forensics.records.partials import (
     combine_requests,
     finish_requests,
     partial_requests,
 )
-from ridtrace.forensics.reading import reader
-from ridtrace.forensics.reading.events import load_events
 from ridtrace.forensics.rules.report import analyze, report_json
-from ridtrace.forensics.rules.requests import build_requests
+from ridtrace.forensics.records.spans import build_requests
 from ridtrace.forensics.views.audit import audit, daily_series
 from ridtrace.testing.synth import SynthSpec, write_logs
 

@@ -24,8 +24,8 @@ import distributed
 
 from ridtrace.forensics.dask_engine.blocks import plan_blocks, read_block
 from ridtrace.forensics.dask_engine.engine import _fetch_each, dask_client
-from ridtrace.forensics.dask_engine.partials import KEY, combine_requests
 from ridtrace.forensics.dask_engine.urls import expand_urls
+from ridtrace.forensics.records.partials import KEY, combine_requests
 from ridtrace.testing.synth import SynthSpec, write_logs
 
 _GATE = "ridtrace-test-last-partition"

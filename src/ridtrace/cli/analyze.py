@@ -18,9 +18,12 @@ from ridtrace.cli.engine import dask_report, engine_choice, engine_options
 
 if TYPE_CHECKING:
     from ridtrace.forensics.reading.events import LoadedLogs
-    from ridtrace.forensics.reading.reader import ReadStats
+    from ridtrace.forensics.reading.stats import ReadStats
+    from ridtrace.forensics.records.read import LoadedRequests
+    from ridtrace.forensics.rules.report import Report
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 
 class InputError(click.ClickException):
@@ -39,8 +42,26 @@ def quiet_option(func: F) -> F:
     return click.option("-q", "--quiet", is_flag=True, help="No progress bar or warnings.")(func)
 
 
+def _with_progress(
+    sources: Sequence[Any], quiet: bool, read: Callable[[Callable[[int], None] | None], T]
+) -> T:
+    """Run `read` with a progress bar on stderr (only on a terminal, never with --quiet)."""
+    if quiet or not sys.stderr.isatty():
+        return read(None)
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    total = sum(s.size for s in sources) or None
+    with Progress(
+        "[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+        TimeRemainingColumn(), console=Console(stderr=True), transient=True,
+    ) as progress:
+        task = progress.add_task("reading logs", total=total)
+        return read(lambda n: progress.advance(task, n))
+
+
 def load_logs(paths: Sequence[str], *, quiet: bool, lean: bool = False) -> LoadedLogs:
-    """Load inputs with a progress bar on stderr (only on a terminal, never with --quiet).
+    """Load inputs' events, with a progress bar and warnings on stderr.
 
     ``lean`` skips display-only fields (see `ridtrace.forensics.reading.events.read_sources`).
     """
@@ -49,45 +70,60 @@ def load_logs(paths: Sequence[str], *, quiet: bool, lean: bool = False) -> Loade
 
     try:
         sources = expand_inputs(paths)
-        if quiet or not sys.stderr.isatty():
-            logs = read_sources(sources, lean=lean)
-        else:
-            from rich.console import Console
-            from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
-
-            total = sum(s.size for s in sources) or None
-            with Progress(
-                "[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                TimeRemainingColumn(), console=Console(stderr=True), transient=True,
-            ) as progress:
-                task = progress.add_task("reading logs", total=total)
-                logs = read_sources(
-                    sources, lean=lean, on_bytes=lambda n: progress.advance(task, n)
-                )
     except ForensicsInputError as exc:
         raise InputError(str(exc)) from exc
+    logs = _with_progress(
+        sources, quiet, lambda on_bytes: read_sources(sources, lean=lean, on_bytes=on_bytes)
+    )
     if not quiet:
-        warn_bad_lines(logs)
+        warn_read_stats(logs.stats)
     return logs
 
 
-def warn_bad_lines(logs: LoadedLogs) -> None:
-    """One stderr line about bad lines and skipped files, with a few file:line samples."""
-    warn_read_stats(logs.stats)
+def read_for_analysis(
+    paths: Sequence[str], *, quiet: bool, since: Any = None, until: Any = None
+) -> LoadedRequests:
+    """`analyze`'s read: per-span partials of every input, warnings on stderr."""
+    from ridtrace.forensics.reading.inputs import ForensicsInputError, expand_inputs
+    from ridtrace.forensics.records.read import read_partials
+
+    try:
+        sources = expand_inputs(paths)
+    except ForensicsInputError as exc:
+        raise InputError(str(exc)) from exc
+    read = _with_progress(
+        sources, quiet,
+        lambda on_bytes: read_partials(sources, on_bytes=on_bytes, since=since, until=until),
+    )
+    if not quiet:
+        warn_read_stats(read.stats)
+    return read
 
 
 def warn_read_stats(stats: ReadStats) -> None:
-    """`warn_bad_lines` from the read's counters alone (what the Dask engine returns)."""
+    """Stderr lines about bad lines, ignored and unreadable files, with file:line samples.
+
+    Files that could not be read are named even with --quiet's silence about the rest:
+    the caller's `exit_code` turns them into exit 3.
+    """
     if stats.bad_lines:
         samples = ", ".join(f"{s.file}:{s.line} ({s.reason})" for s in stats.samples[:3])
         click.echo(f"ridtrace: skipped {stats.bad_lines} bad line(s), e.g. {samples}", err=True)
-    if stats.skipped_files:
-        names = ", ".join(stats.skipped_files[:3])
-        click.echo(
-            f"ridtrace: ignored {len(stats.skipped_files)} non-log file(s): {names}", err=True
-        )
+    for note in stats.ignored_files:
+        click.echo(f"ridtrace: ignored {note.file}: {note.reason}", err=True)
+    for note in stats.unreadable_files:
+        click.echo(f"ridtrace: could not read all of {note.file}: {note.reason}", err=True)
     if stats.lines == 0:
         click.echo("ridtrace: no log lines found", err=True)
+
+
+def exit_code(report: Report, *, allow_incomplete: bool) -> int:
+    """1 on an error finding; 3 when the input was incomplete (unless allowed); else 0."""
+    if report.has_errors:
+        return 1
+    if report.summary.get("incomplete") and not allow_incomplete:
+        return 3
+    return 0
 
 
 def parse_time_option(value: str | None, name: str) -> Any:
@@ -125,6 +161,10 @@ def emit(text: str, output: Path | None) -> None:
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
     help="Write the report to FILE instead of stdout.",
 )
+@click.option(
+    "--allow-incomplete", is_flag=True,
+    help="Exit 0, not 3, when some input could not be read (the report still says so).",
+)
 @quiet_option
 @engine_options
 @click.pass_context
@@ -135,6 +175,7 @@ def analyze(
     since: str | None,
     until: str | None,
     output: Path | None,
+    allow_incomplete: bool,
     quiet: bool,
     engine: str,
     scheduler: str | None,
@@ -143,10 +184,10 @@ def analyze(
     """Find crossed streams, duplicate in-flight ids, unlinked responses, client id
     reuse and deprecated headers in frontend and worker logs.
 
-    Exit status: 0 no error finding, 1 at least one, 2 bad usage or unreadable input.
+    Exit status: 0 no error finding, 1 at least one, 2 bad usage or a missing path,
+    3 no error finding but the input was incomplete (incidents may be missing).
     """
-    from ridtrace.forensics.rules.report import analyze as run_analysis
-    from ridtrace.forensics.rules.report import report_csv, report_json
+    from ridtrace.forensics.rules.report import analyze_read, report_csv, report_json
 
     choice = engine_choice(engine, scheduler, partition_size)
     since_t = parse_time_option(since, "--since")
@@ -154,8 +195,8 @@ def analyze(
     if choice.dask:
         report = dask_report(choice, paths, quiet=quiet, since=since_t, until=until_t)
     else:
-        logs = load_logs(paths, quiet=quiet, lean=True)
-        report = run_analysis(logs, since=since_t, until=until_t)
+        read = read_for_analysis(paths, quiet=quiet, since=since_t, until=until_t)
+        report = analyze_read(read, since=since_t, until=until_t)
     if fmt == "json":
         emit(json.dumps(report_json(report), indent=2), output)
     elif fmt == "csv":
@@ -164,4 +205,8 @@ def analyze(
         from ridtrace.cli.forensics_render import render_report
 
         emit(render_report(report, to_terminal=output is None), output)
-    ctx.exit(1 if report.has_errors else 0)
+    code = exit_code(report, allow_incomplete=allow_incomplete)
+    if code == 3 and not quiet:
+        reasons = "; ".join(report.summary["incomplete_reasons"][:3])
+        click.echo(f"ridtrace: input incomplete, incidents may be missing: {reasons}", err=True)
+    ctx.exit(code)

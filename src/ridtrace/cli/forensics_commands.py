@@ -39,7 +39,7 @@ def audit(
     quiet: bool, engine: str, scheduler: str | None, partition_size: str | None,
 ) -> None:
     """Deprecated request-id headers: requests, distinct clients, first/last seen, per day."""
-    from ridtrace.forensics.rules.requests import build_requests
+    from ridtrace.forensics.records.spans import build_requests
     from ridtrace.forensics.views.audit import audit as run_audit
     from ridtrace.forensics.views.audit import daily_series, plot_usage
 
@@ -86,7 +86,7 @@ def trace(
     Several callers can match (a client id reused, or a pre-fix id collision); each is
     listed with its worker spans and the milliseconds between events.
     """
-    from ridtrace.forensics.rules.requests import build_requests
+    from ridtrace.forensics.records.spans import build_requests
     from ridtrace.forensics.views.timeline import match_requests, timeline
 
     logs = load_logs(paths, quiet=quiet)
@@ -123,7 +123,7 @@ def export() -> None:
 @quiet_option
 def jaeger(paths: tuple[str, ...], output: Path, quiet: bool) -> None:
     """Write the requests as a Jaeger JSON trace file: one trace per request."""
-    from ridtrace.forensics.rules.requests import build_requests
+    from ridtrace.forensics.records.spans import build_requests
     from ridtrace.forensics.views.jaeger import to_jaeger
 
     logs = load_logs(paths, quiet=quiet)

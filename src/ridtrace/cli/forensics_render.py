@@ -33,7 +33,7 @@ def _cell(value: Any) -> str:
 
 def render_report(report: Report, *, to_terminal: bool) -> str:
     """Summary table, then findings (errors first), capped at `MAX_ROWS` rows."""
-    from ridtrace.forensics.reading.schema import SEVERITY
+    from ridtrace.contract import SEVERITY
     from ridtrace.forensics.rules.report import finding_records
 
     console, buf = _console(to_terminal)
@@ -41,7 +41,7 @@ def render_report(report: Report, *, to_terminal: bool) -> str:
     summary.add_column("key")
     summary.add_column("value", justify="right")
     for key, value in report.summary.items():
-        if key in ("bad_line_samples", "skipped_files"):
+        if key in ("bad_line_samples", "ignored_files", "unreadable_files", "incomplete_reasons"):
             continue
         style = "bold red" if SEVERITY.get(key) == "error" and value else None
         summary.add_row(key, str(value), style=style)

@@ -7,9 +7,9 @@ layer over them. Importing this package imports pandas and pyarrow, which is why
 
 from ridtrace.forensics.reading.events import LoadedLogs, load_events, read_sources
 from ridtrace.forensics.reading.inputs import ForensicsInputError, expand_inputs
+from ridtrace.forensics.records.spans import build_requests
 from ridtrace.forensics.rules.overlap import client_id_reuse, deprecated_header, duplicate_in_flight
 from ridtrace.forensics.rules.report import Report, analyze, report_csv, report_json
-from ridtrace.forensics.rules.requests import build_requests
 from ridtrace.forensics.rules.streams import crossed_stream, unlinked
 from ridtrace.forensics.views.audit import audit, daily_series, deprecated_usage, plot_usage
 from ridtrace.forensics.views.jaeger import to_jaeger

@@ -147,7 +147,8 @@ def write_dynamo_logs(out_dir: Path, spec: DynamoSpec | None = None) -> DynamoTr
                 + fctx + http + "}"))
             if loses or i in cancel_at:
                 error = UNLINKED_RESPONSE if loses else UNLINKED_REQUEST
-                gctx = _ctx(rid_c, xrid_c, gen.hex(16), "generate", trace)
+                gspan = gen.hex(16)
+                gctx = _ctx(rid_c, xrid_c, gspan, "generate", trace)
                 front.append((t0 + 900, _FRONT_HEAD.format(
                     t=gen.ts(t0 + 900), level="ERROR", src="generate.rs", line=712,
                     mod="generate", msg="engine generate call failed",
@@ -158,7 +159,7 @@ def write_dynamo_logs(out_dir: Path, spec: DynamoSpec | None = None) -> DynamoTr
                     t=gen.ts(t0 + 1200), level="INFO", src="service_v2.rs", line=1187,
                     mod="service_v2", msg="http response sent",
                 ) + ',"latency_ms":"1","status":"500"' + fctx + http + "}"))
-                truth.expected.add(("unlinked", fspan))
+                truth.expected.add(("unlinked", gspan))  # the span that logged the error
                 continue
             w = rng.randrange(spec.workers)
             wspan = gen.hex(16)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from ridtrace.forensics.reading.schema import UNLINKED_REQUEST, UNLINKED_RESPONSE
+from ridtrace.contract import UNLINKED_REQUEST, UNLINKED_RESPONSE
 
 _BASE = datetime(2026, 11, 29, 10, 0, 0, tzinfo=timezone.utc)
 _LINES_PER_REQUEST = 7.5  # average, with the default noise; used to size benchmarks

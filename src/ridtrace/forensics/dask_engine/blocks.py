@@ -13,34 +13,24 @@ before it in the same file. One pass over the data, exact ``file:line`` evidence
 
 from __future__ import annotations
 
-import gzip
-import io
-import zlib
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO, cast
+from pathlib import Path
+from typing import Any, cast
 
 import fsspec
-import numpy as np
 import pandas as pd
-import pyarrow as pa
 
-from ridtrace.forensics.reading.events import events_frame
-from ridtrace.forensics.reading.evidence import EvidenceParser, parse_evidence
-from ridtrace.forensics.reading.inputs import looks_like_log
-from ridtrace.forensics.reading.normalize import normalize
-from ridtrace.forensics.reading.reader import (
-    ReadStats,
-    iter_chunks,
-    new_parser,
-    parse_chunk,
-)
-from ridtrace.forensics.reading.schema import READ_FIELDS, read_schema
-from ridtrace.forensics.rules.requests import build_requests, epoch_us
+from ridtrace.forensics.reading.files import parse, stage
+from ridtrace.forensics.reading.inputs import SNIFF_BYTES, DecodedStream, ignore_reason
+from ridtrace.forensics.reading.stats import FileNote, ReadStats
+from ridtrace.forensics.reading.table import connect
+from ridtrace.forensics.records.read import partial_of
+from ridtrace.forensics.records.spans import empty_partial as _empty
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _SCAN_STEP = 1 << 20
-_SNIFF_BYTES = 4096
 
 
 @dataclass(frozen=True)
@@ -100,7 +90,7 @@ def _whole_file(f: LogFile) -> bool:
         if cast(bytes, stream.read(2)) == _GZIP_MAGIC:
             return True
         stream.seek(0)
-        return f.from_directory and not _looks_like_log(stream)
+        return f.from_directory
 
 
 def _line_start(fh: Any, pos: int, block_bytes: int) -> int:
@@ -147,57 +137,10 @@ class _Range:
         return data
 
 
-def _empty_raw() -> pa.Table:
-    return read_schema(READ_FIELDS).empty_table()
-
-
 def empty_partial(names: Sequence[str]) -> pd.DataFrame:
     """The partial-requests frame of no lines: the dtypes every block produces."""
-    from ridtrace.forensics.dask_engine.partials import partial_requests
-
-    stats = ReadStats()
-    table = normalize(_empty_raw(), np.zeros(0, dtype=np.int64), 0, stats, "")
-    return partial_requests(build_requests(events_frame(table, names)), 0)
-
-
-def _window_count(times: np.ndarray, since_us: int | None, until_us: int | None) -> int:
-    if since_us is None and until_us is None:
-        return 0
-    keep = np.ones(len(times), dtype=bool)
-    if since_us is not None:
-        keep &= times >= since_us
-    if until_us is not None:
-        keep &= times < until_us
-    return int(keep.sum())
-
-
-@dataclass
-class _Parsed:
-    """What a block's read produced so far (kept when a .gz turns out truncated)."""
-
-    pieces: list[pa.Table]
-    other: list[np.ndarray]
-    last_line: int = 0
-
-
-def _parse(stream: BinaryIO, block: Block, stats: ReadStats, lean: bool, out: _Parsed) -> None:
-    """The pandas engine's per-file loop (`ridtrace.forensics.reading.events`), on one block.
-
-    Lean reads keep only evidence lines as events (plus the other lines' times, for
-    window counts), exactly as `read_sources` does, so both engines see the same lines.
-    """
-    name = block.file.name
-    evidence = EvidenceParser() if lean else None
-    parser = new_parser(lean=lean)
-    for chunk, first_line, count in iter_chunks(stream):
-        out.last_line = first_line + count - 1
-        if evidence is not None:
-            found, times = parse_evidence(evidence, chunk, first_line, stats, name)
-            out.other.append(times)
-        else:
-            found = parse_chunk(parser, chunk, first_line, count, stats, name)
-        for table, lines in found:
-            out.pieces.append(normalize(table, lines, block.file_id, stats, name))
+    del names  # file names travel as codes in partials
+    return _empty()
 
 
 def read_block(
@@ -208,54 +151,51 @@ def read_block(
     since_us: int | None = None,
     until_us: int | None = None,
 ) -> BlockResult:
-    """Read, parse and normalise one block, then collapse it to partial requests.
+    """Read one block through the local engine's stages into partial requests.
 
-    Memory is bounded by the block: its events frame is dropped once its requests
-    (one row per span seen in the block) are built.
+    The block's bytes (gunzipped when the file is compressed) are staged to a local
+    file, numbered, parsed by DuckDB and aggregated per span, exactly as a whole file
+    is; memory is bounded by the block.
     """
-    from ridtrace.forensics.dask_engine.partials import partial_requests
-
+    del names
     stats = ReadStats()
-    parsed = _Parsed([], [])
+    window = None if since_us is None and until_us is None else (since_us, until_us)
     with fsspec.open(block.file.url, "rb") as raw:
         fh = cast(Any, raw)
-        head = cast(bytes, fh.read(2))
-        fh.seek(0)
         stream: Any = fh
-        if head == _GZIP_MAGIC and block.whole:
-            stream = gzip.GzipFile(fileobj=fh, mode="rb")
-        if block.first and block.file.from_directory and not _looks_like_log(stream):
-            stats.skipped_files.append(block.file.name)
-            return BlockResult(empty_partial(names), stats)
+        if block.whole:
+            stream = DecodedStream(fh)
+        elif block.index == 0 and cast(bytes, fh.read(3)) == b"\xef\xbb\xbf":
+            pass  # a BOM at the start of a split file: the range below starts past it
+        else:
+            fh.seek(0)
+        head = b""
         if block.first:
+            head = stream.read(SNIFF_BYTES)
+            if block.file.from_directory:
+                reason = ignore_reason(block.file.name, head, whole=len(head) < SNIFF_BYTES)
+                if reason is not None:
+                    stats.ignored_files.append(FileNote(block.file.name, reason))
+                    return BlockResult(_empty(), stats)
             stats.files += 1
+        if not block.whole:
+            start = _line_start(fh, block.index * block.block_bytes, block.block_bytes)
+            if block.index == 0:
+                start = max(start, fh.tell() - len(head))
+            stop = min(block.file.size, (block.index + 1) * block.block_bytes)
+            end = _line_start(fh, stop, block.block_bytes) if stop < block.file.size else stop
+            head = b""
+            stream = _Range(fh, start, end)
+        con = connect()
         try:
-            if not block.whole:
-                start = _line_start(fh, block.index * block.block_bytes, block.block_bytes)
-                stop = min(block.file.size, (block.index + 1) * block.block_bytes)
-                end = _line_start(fh, stop, block.block_bytes) if stop < block.file.size else stop
-                stream = _Range(fh, start, end)
-            _parse(stream, block, stats, lean, parsed)
-        except (OSError, EOFError, zlib.error) as exc:
-            # A corrupt or truncated .gz: keep what was read, report the file, go on.
-            stats.bad(block.file.name, 0, f"unreadable: {exc}")
-    table = pa.concat_tables(parsed.pieces) if parsed.pieces else normalize(
-        _empty_raw(), np.zeros(0, dtype=np.int64), block.file_id, stats, block.file.name
-    )
-    parsed.pieces.clear()
-    events = events_frame(table, names)
-    del table
-    times = np.concatenate([epoch_us(events["time"]), *parsed.other])
-    return BlockResult(
-        partial_requests(build_requests(events), block.part),
-        stats,
-        lines=parsed.last_line,
-        in_window=_window_count(times, since_us, until_us),
-    )
-
-
-def _looks_like_log(stream: Any) -> bool:
-    """The pandas engine's sniff for files found in a directory, on any seekable stream."""
-    head = cast(bytes, stream.read(_SNIFF_BYTES))
-    stream.seek(0)
-    return looks_like_log(cast(BinaryIO, io.BufferedReader(cast(Any, io.BytesIO(head)))))
+            with tempfile.TemporaryDirectory(prefix="ridtrace-block-") as tmp:
+                staged = Path(tmp) / "block.jsonl"
+                with open(staged, "wb") as out:
+                    line_map = stage(head, stream, out, block.file.name, stats)
+                table = parse(con, staged, line_map, block.file.name, stats, lean,
+                              window)
+                partial = partial_of(table, block.file_id, block.part)
+                in_window = table.window_lines
+        finally:
+            con.close()
+    return BlockResult(partial, stats, lines=line_map.lines, in_window=in_window)

@@ -9,7 +9,7 @@ The pipeline, one pass over the input:
 2. **per request** (shuffle on a hash of ``(trace_id, span_id)``, one output partition
    per block): partials stream into Dask's disk-backed p2p shuffle as blocks finish;
    every partial of a span lands in one partition, where `combine_requests` merges
-   them (`ridtrace.forensics.dask_engine.partials`); the client fetches each combined partition as
+   them (`ridtrace.forensics.records.partials`); the client fetches each combined partition as
    it finishes and the worker frees it at once;
 3. **line numbers**: evidence lines travel as (block, line in block); the client,
    which by then has every block's line count, turns them into lines of the file;
@@ -44,12 +44,12 @@ from ridtrace.forensics.dask_engine.blocks import (
     plan_blocks,
     read_block,
 )
-from ridtrace.forensics.dask_engine.partials import KEY, combine_requests, finish_requests
 from ridtrace.forensics.dask_engine.urls import expand_urls
-from ridtrace.forensics.reading.reader import MAX_SAMPLES, BadLine, ReadStats
+from ridtrace.forensics.reading.stats import MAX_SAMPLES, BadLine, ReadStats
+from ridtrace.forensics.records.partials import KEY, combine_requests, finish_requests
 from ridtrace.forensics.rules.report import Report, analyze_requests, select_window
 
-# A multiple of the reader's 16 MiB chunk, so blocks cut where the pandas engine does.
+# Bytes of log per block: each is staged, parsed and aggregated like a whole file.
 DEFAULT_BLOCK_BYTES = 64 << 20
 # What a local cluster gets on top of Dask's machine-sized defaults: quiet logs and a
 # dashboard on a free port (8787 is often taken by another cluster on the machine).
@@ -126,7 +126,8 @@ def merge_stats(counters: Sequence[ReadStats], offsets: Sequence[int]) -> ReadSt
         total.lines += stats.lines
         total.bad_lines += stats.bad_lines
         total.files += stats.files
-        total.skipped_files += stats.skipped_files
+        total.ignored_files += stats.ignored_files
+        total.unreadable_files += stats.unreadable_files
         for s in stats.samples:
             if len(total.samples) < MAX_SAMPLES:
                 line = s.line + offset if s.line else 0

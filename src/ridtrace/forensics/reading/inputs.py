@@ -1,24 +1,32 @@
-"""Turn the user's PATH arguments into readable log sources.
+"""Turn the user's PATH arguments into log sources, and decode a source's bytes.
 
-Accepts files, directories (walked recursively), glob patterns, gzip files (detected
-by their magic bytes, whatever the name) and ``-`` for standard input.
+Accepts files, directories (walked recursively), glob patterns, gzip (by its magic
+bytes, whatever the name) and ``-`` for standard input. A file the user names is
+always read. A file found by walking a directory is read when it is named like a log
+or its first lines hold a JSON object; the others (READMEs, images, JSON documents)
+are ignored with a reason that the report lists.
 """
 
 from __future__ import annotations
 
 import glob
-import gzip
 import io
 import os
+import re
 import sys
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO
 
 STDIN_NAME = "<stdin>"
-_GZIP_MAGIC = b"\x1f\x8b"
-_SNIFF_BYTES = 4096
+GZIP_MAGIC = b"\x1f\x8b"
+BOM = b"\xef\xbb\xbf"
+SNIFF_BYTES = 64 << 10
+_READ_BYTES = 1 << 20
+# .jsonl .ndjson .json .log, rotated (.1, .log.2, .jsonl.3.gz) or compressed (.gz).
+_LOG_NAME = re.compile(r"\.(?:jsonl|ndjson|json|log)(?:\.\d+)?(?:\.gz)?$|\.\d+(?:\.gz)?$|\.gz$")
 
 
 class ForensicsInputError(ValueError):
@@ -74,15 +82,18 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
             seen.add(key)
             sources.append(src)
 
+    def add_tree(root: Path) -> None:
+        for child in _walk(root):
+            if child.is_file():
+                add(_file_source(child, from_directory=True))
+
     for raw in inputs:
         if raw == "-":
             add(Source(name=STDIN_NAME, path=None, size=0))
             continue
         path = Path(raw)
         if path.is_dir():
-            for child in _walk(path):
-                if child.is_file():
-                    add(_file_source(child, from_directory=True))
+            add_tree(path)
         elif path.exists():
             add(_file_source(path, from_directory=False))
         elif _has_glob(raw):
@@ -92,9 +103,7 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
             for match in matches:
                 mpath = Path(match)
                 if mpath.is_dir():
-                    for child in _walk(mpath):
-                        if child.is_file():
-                            add(_file_source(child, from_directory=True))
+                    add_tree(mpath)
                 elif mpath.is_file():
                     add(_file_source(mpath, from_directory=False))
         else:
@@ -102,40 +111,127 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
     return sources
 
 
-def open_source(src: Source) -> tuple[BinaryIO, BinaryIO]:
-    """Open a source for reading; returns (decoded stream, raw stream for progress).
+def _json_object_line(line: bytes) -> bool:
+    text = line.strip()
+    return text[:1] == b"{" and text[-1:] == b"}"
 
-    Gzip is recognised by its magic bytes so ``.log.1`` rotated-and-compressed files
-    and piped ``zcat``-less input work too.
+
+def ignore_reason(name: str, head: bytes, *, whole: bool) -> str | None:
+    """Why a file found in a directory walk is plainly not a log, or None to read it.
+
+    `head` is the start of the decoded file (`whole` when it is all of it). A file
+    with a JSON object among its first lines is a log, banners and all; a log-named
+    file is read too, unless it holds one JSON document (a report, a manifest).
     """
-    raw: BinaryIO
+    lines = head.split(b"\n")
+    if not whole and len(lines) > 1:
+        lines.pop()  # cut by the sniff
+    if any(_json_object_line(line) for line in lines[:200]):
+        return None
+    stripped = head.strip()
+    if not stripped:
+        return None  # an empty log is still a log: it holds nothing, and says so
+    if stripped[:1] in (b"{", b"[") and b"\n" in stripped:
+        return "a JSON document, not JSON lines"
+    if _LOG_NAME.search(name.lower()):
+        return None
+    if b"\x00" in head:
+        return "binary data, no JSON lines"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if whole or exc.start < len(head) - 4:
+            return "binary data, no JSON lines"
+    return "no JSON lines in its first lines"
+
+
+class DecodedStream(io.RawIOBase):
+    """A source's text bytes: gunzipped when compressed, without a UTF-8 BOM.
+
+    A truncated or corrupt gzip does not raise: the stream ends where the data ends,
+    and `tear` says why, so every line before the tear is still read.
+    """
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        head = self._peek(raw, 3)
+        self.gzip = head[:2] == GZIP_MAGIC
+        self.tear: str | None = None
+        self._inflate: Any = zlib.decompressobj(wbits=31) if self.gzip else None
+        self._pending = b""
+        self._started = False
+
+    @staticmethod
+    def _peek(raw: BinaryIO, n: int) -> bytes:
+        peek = getattr(raw, "peek", None)
+        if peek is not None:
+            return bytes(peek(n)[:n])
+        data = raw.read(n)
+        raw.seek(0)
+        return data
+
+    def readable(self) -> bool:
+        return True
+
+    def _next_bytes(self) -> bytes:
+        if self._inflate is None:
+            return self._raw.read(_READ_BYTES)
+        while True:
+            if self._inflate.eof:
+                rest = self._inflate.unused_data
+                if not rest:
+                    rest = self._raw.read(_READ_BYTES)
+                    if not rest:
+                        return b""
+                self._inflate = zlib.decompressobj(wbits=31)  # the next gzip member
+                feed = rest
+            else:
+                feed = self._inflate.unconsumed_tail or self._raw.read(_READ_BYTES)
+                if not feed:
+                    self.tear = "gzip stream truncated"
+                    return b""
+            try:
+                out: bytes = self._inflate.decompress(feed, _READ_BYTES)
+            except zlib.error as exc:
+                self.tear = f"corrupt gzip data ({exc})"
+                return b""
+            if out:
+                return out
+
+    def read(self, size: int = -1) -> bytes:
+        """Read up to `size` decoded bytes (all when negative)."""
+        chunks = [self._pending]
+        have = len(self._pending)
+        while size < 0 or have < size:
+            data = self._next_bytes()
+            if not data:
+                break
+            chunks.append(data)
+            have += len(data)
+        data = b"".join(chunks)
+        if not self._started:
+            self._started = True
+            if data.startswith(BOM):
+                data = data[len(BOM) :]
+        if size >= 0 and len(data) > size:
+            data, self._pending = data[:size], data[size:]
+        else:
+            self._pending = b""
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        """`io.RawIOBase` plumbing over `read`."""
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def open_raw(src: Source) -> BinaryIO:
+    """The source's bytes as stored (the caller closes a file)."""
     if src.path is None:
         stdin: Any = sys.stdin.buffer
-        # peek() lets us sniff gzip without consuming bytes; wrap streams that lack it.
-        raw = stdin if hasattr(stdin, "peek") else io.BufferedReader(stdin)
-        head = raw.peek(2)[:2]
-    else:
-        try:
-            raw = open(src.path, "rb")  # noqa: SIM115 - closed by the caller
-        except OSError as exc:
-            raise ForensicsInputError(f"cannot read {src.name}: {exc.strerror}") from exc
-        head = raw.read(2)
-        raw.seek(0)
-    if head == _GZIP_MAGIC:
-        return cast(BinaryIO, gzip.GzipFile(fileobj=raw, mode="rb")), raw
-    return raw, raw
-
-
-def looks_like_log(stream: BinaryIO) -> bool:
-    """Cheap sniff used for files found by walking a directory: JSON lines or nothing.
-
-    A directory of logs often also holds READMEs, images and core dumps; reading
-    those line by line would only bury the report under bad-line counts.
-    """
-    peek = getattr(stream, "peek", None)
-    head = peek(_SNIFF_BYTES)[:_SNIFF_BYTES] if peek is not None else b""
-    if not head:
-        return True
-    if b"\x00" in head:
-        return False
-    return head.lstrip()[:1] in (b"{", b"")
+        return stdin if hasattr(stdin, "peek") else io.BufferedReader(stdin)
+    try:
+        return open(src.path, "rb")
+    except OSError as exc:
+        raise ForensicsInputError(f"cannot read {src.name}: {exc.strerror}") from exc

@@ -1,51 +1,29 @@
-"""The five findings, each a pure function: requests DataFrame in, findings DataFrame out.
+"""Findings about ids held at overlapping times: duplicate in flight, client id reuse,
+and the info finding for deprecated id headers.
 
-A findings frame has the columns of `FINDING_COLUMNS`; ``evidence`` holds lists of
-``{"file", "line"}`` dicts, the lines an operator opens to check the claim.
+Each rule is a pure function, requests DataFrame in, findings DataFrame out, working
+on whole columns: its cost follows the number of requests, not of findings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, cast
+from typing import cast
 
+import numpy as np
 import pandas as pd
 
-from ridtrace.forensics.reading.schema import FINDING_COLUMNS, FRONTEND, SEVERITY, WORKER
+from ridtrace.contract import FRONTEND, WORKER
+from ridtrace.forensics.rules.findings import (
+    evidence,
+    findings_frame,
+    line_numbers,
+    texts,
+)
 
-Evidence = list[dict[str, Any]]
-
-
-def present(value: Any) -> bool:
-    """Not None, NA or NaN (pandas spells a missing value in several ways)."""
-    return value is not None and value is not pd.NA and value == value
-
-
-def _ev(file: Any, *lines: Any) -> Evidence:
-    seen: list[dict[str, Any]] = []
-    for line in lines:
-        if not present(line):
-            continue
-        item = {"file": str(file), "line": int(line)}
-        if item not in seen:
-            seen.append(item)
-    return seen
-
-
-def _str(value: Any) -> str | None:
-    return str(value) if present(value) else None
-
-
-def findings_frame(kind: str, rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """Build a findings frame of one kind from dicts (missing keys become null)."""
-    records = []
-    for row in rows:
-        rec = {col: row.get(col) for col in FINDING_COLUMNS}
-        rec["kind"], rec["severity"] = kind, SEVERITY[kind]
-        for col in ("request_id", "x_request_id", "span_id"):
-            rec[col] = _str(rec[col])
-        records.append(rec)
-    return cast(pd.DataFrame, pd.DataFrame.from_records(records, columns=list(FINDING_COLUMNS)))
+_CLUSTER_COLUMNS = [
+    "request_id", "x_request_id", "span_id", "parent_span_id", "side", "start", "end", "file",
+    "first_line", "last_line",
+]
 
 
 def _overlap_clusters(df: pd.DataFrame, key: str) -> pd.DataFrame:
@@ -67,12 +45,6 @@ def _overlap_clusters(df: pd.DataFrame, key: str) -> pd.DataFrame:
     return cast(pd.DataFrame, df[size.to_numpy() > 1])
 
 
-_CLUSTER_COLUMNS = [
-    "request_id", "x_request_id", "span_id", "parent_span_id", "side", "start", "end", "file",
-    "first_line", "last_line",
-]
-
-
 def _candidates(requests: pd.DataFrame) -> pd.DataFrame:
     """Frontend requests, plus worker spans of traces whose frontend logs are absent."""
     side = requests["side"].to_numpy()
@@ -85,37 +57,65 @@ def _candidates(requests: pd.DataFrame) -> pd.DataFrame:
     # Only a request_id seen on two spans can be a duplicate: filter before copying columns.
     rid = requests["request_id"]
     maybe = (rid.notna() & rid.duplicated(keep=False)).to_numpy()
-    cand = requests.loc[(front | orphan) & maybe, _CLUSTER_COLUMNS]
+    keep = (front | orphan) & maybe
+    cand = requests.loc[keep, _CLUSTER_COLUMNS]
     # A worker span stands for its caller: retries of one caller are one request.
-    ident = cand["parent_span_id"].where(cand["side"] == WORKER, cand["span_id"])
-    return cast(pd.DataFrame, cand.assign(ident=ident.fillna(cand["span_id"])))
+    return cast(pd.DataFrame, cand.assign(ident=caller_of(requests)[keep].to_numpy()))
+
+
+def caller_of(requests: pd.DataFrame) -> pd.Series:
+    """The span id of the caller each span works for.
+
+    A worker span works for its parent; so does a frontend span nested in another
+    frontend span (Dynamo's ``generate`` inside ``http-request``). Any other span is
+    its own caller.
+    """
+    span = requests["span_id"].astype(object)
+    parent = requests["parent_span_id"].astype(object)
+    side = requests["side"].to_numpy()
+    fronts = span[side == FRONTEND]
+    nested = (side == FRONTEND) & parent.isin(fronts).to_numpy()
+    up = ((side == WORKER) | nested) & parent.notna().to_numpy()
+    return cast(pd.Series, span.where(~up, parent))
 
 
 def _cluster_findings(
     kind: str, clusters: pd.DataFrame, key: str, min_distinct: str
 ) -> pd.DataFrame:
-    rows = []
-    for _, grp in clusters.groupby("cluster", sort=True):
-        if grp[min_distinct].nunique() < 2:
-            continue
-        first = grp.iloc[0]
-        spans = ", ".join(str(s) for s in grp["span_id"])
-        evidence: Evidence = []
-        for rec in grp.itertuples(index=False):
-            evidence += _ev(rec.file, rec.first_line, rec.last_line)
-        what = "request_id" if key == "request_id" else "client x_request_id"
-        rows.append(
-            {
-                "request_id": first["request_id"],
-                "x_request_id": first["x_request_id"],
-                "span_id": first["span_id"],
-                "time": first["start"],
-                "detail": f"{len(grp)} requests held {what} {first[key]!s} at overlapping "
-                f"times (spans {spans})",
-                "evidence": evidence,
-            }
+    """One finding per cluster holding at least two distinct `min_distinct` values."""
+    if clusters.empty:
+        return findings_frame(kind)
+    by = clusters.groupby("cluster", sort=True)
+    distinct = by[min_distinct].transform("nunique").to_numpy()
+    rows = clusters[distinct >= 2]
+    if rows.empty:
+        return findings_frame(kind)
+    cluster = rows["cluster"].to_numpy()
+    starts = np.flatnonzero(np.r_[True, cluster[1:] != cluster[:-1]])
+    ends = np.r_[starts[1:], len(cluster)]
+    spans = texts(rows["span_id"])
+    files = texts(rows["file"])
+    items = evidence(
+        [f or "" for f in files], line_numbers(rows["first_line"]), line_numbers(rows["last_line"])
+    )
+    key_text = texts(rows[key])
+    what = "request_id" if key == "request_id" else "client x_request_id"
+    details, proof = [], []
+    for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
+        names = ", ".join(str(s) for s in spans[lo:hi])
+        details.append(
+            f"{hi - lo} requests held {what} {key_text[lo]} at overlapping times (spans {names})"
         )
-    return findings_frame(kind, rows)
+        proof.append([item for per_row in items[lo:hi] for item in per_row])
+    first = rows.iloc[starts]
+    return findings_frame(kind, {
+        "request_id": texts(first["request_id"]),
+        "x_request_id": texts(first["x_request_id"]),
+        "span_id": texts(first["span_id"]),
+        "time": list(first["start"]),
+        "detail": details,
+        "evidence": proof,
+    })
 
 
 def duplicate_in_flight(requests: pd.DataFrame) -> pd.DataFrame:
@@ -136,18 +136,13 @@ def client_id_reuse(requests: pd.DataFrame) -> pd.DataFrame:
 def deprecated_header(requests: pd.DataFrame) -> pd.DataFrame:
     """One info finding per request that sent a deprecated id header."""
     mask = requests["deprecated"].notna().to_numpy() & (requests["side"].to_numpy() == FRONTEND)
-    cols = ["request_id", "x_request_id", "span_id", "start", "deprecated", "file",
-            "deprecated_line"]
-    dep = requests.loc[mask, cols]
-    rows = [
-        {
-            "request_id": r.request_id,
-            "x_request_id": r.x_request_id,
-            "span_id": r.span_id,
-            "time": r.start,
-            "detail": f"sent deprecated header {r.deprecated}",
-            "evidence": _ev(r.file, r.deprecated_line),
-        }
-        for r in dep.itertuples(index=False)
-    ]
-    return findings_frame("deprecated_header", rows)
+    dep = requests.loc[mask]
+    files = [f or "" for f in texts(dep["file"])]
+    return findings_frame("deprecated_header", {
+        "request_id": texts(dep["request_id"]),
+        "x_request_id": texts(dep["x_request_id"]),
+        "span_id": texts(dep["span_id"]),
+        "time": list(dep["start"]),
+        "detail": [f"sent deprecated header {h}" for h in texts(dep["deprecated"])],
+        "evidence": evidence(files, line_numbers(dep["deprecated_line"])),
+    })

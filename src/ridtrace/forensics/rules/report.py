@@ -10,17 +10,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ridtrace.forensics.reading.events import LoadedLogs, count_in_window, other_lines_in_window
-from ridtrace.forensics.reading.reader import ReadStats
-from ridtrace.forensics.reading.schema import (
-    FINDING_COLUMNS,
-    FINDING_KINDS,
-    FRONTEND,
-    SEVERITY,
-    WORKER,
+from ridtrace.contract import FINDING_KINDS, SEVERITY
+from ridtrace.forensics.reading.events import LoadedLogs
+from ridtrace.forensics.reading.schema import FINDING_COLUMNS
+from ridtrace.forensics.reading.stats import ReadStats, incomplete_reasons
+from ridtrace.forensics.records.read import LoadedRequests
+from ridtrace.forensics.records.spans import build_requests, requests_from_partials
+from ridtrace.forensics.rules.overlap import (
+    caller_of,
+    client_id_reuse,
+    deprecated_header,
+    duplicate_in_flight,
 )
-from ridtrace.forensics.rules.overlap import client_id_reuse, deprecated_header, duplicate_in_flight
-from ridtrace.forensics.rules.requests import build_requests, epoch_us
+from ridtrace.forensics.rules.skew import correct_skew
 from ridtrace.forensics.rules.streams import crossed_stream, unlinked
 
 RULES = (crossed_stream, duplicate_in_flight, unlinked, client_id_reuse, deprecated_header)
@@ -66,67 +68,65 @@ def select_window(
     return kept
 
 
-def lines_in_window(
-    events: pd.DataFrame, since: pd.Timestamp | None, until: pd.Timestamp | None
-) -> int:
-    """Events (valid lines) whose time is in [since, until)."""
-    if since is None and until is None:
-        return len(events)
-    return count_in_window(epoch_us(events["time"]), since, until)
-
-
-def window(
-    events: pd.DataFrame,
-    requests: pd.DataFrame,
-    since: pd.Timestamp | None,
-    until: pd.Timestamp | None,
-) -> tuple[pd.DataFrame, int]:
-    """Keep requests whose [start, end] meets [since, until); count lines in the window.
-
-    Whole requests are kept, not clipped, so evidence at either end stays intact.
-    """
-    return select_window(requests, since, until), lines_in_window(events, since, until)
-
-
 def count_requests(requests: pd.DataFrame) -> int:
-    """Frontend requests, plus callers seen only through worker spans."""
-    side = requests["side"].to_numpy()
-    front = side == FRONTEND
-    workers = requests.loc[side == WORKER, ["parent_span_id", "span_id"]]
-    orphans = workers["parent_span_id"].fillna(workers["span_id"])
-    orphans = orphans[~orphans.isin(requests.loc[front, "span_id"]).to_numpy()]
-    return int(front.sum()) + int(orphans.nunique())
+    """Callers: frontend requests, plus callers seen only through worker spans."""
+    return int(caller_of(requests).nunique())
 
 
 def analyze(
     logs: LoadedLogs, *, since: pd.Timestamp | None = None, until: pd.Timestamp | None = None
 ) -> Report:
-    """All checks over loaded logs; findings sorted errors first, then by time."""
-    requests = build_requests(logs.events)
-    requests, lines = window(logs.events, requests, since, until)
-    windowed = since is not None or until is not None
-    lines += other_lines_in_window(logs, since, until) if windowed else 0
-    return analyze_requests(requests, logs.stats, lines=lines if windowed else None)
+    """All checks over loaded logs; findings sorted errors first, then by time.
+
+    With `since`/`until`, pass the same window to the read
+    (`ridtrace.forensics.reading.events.read_sources`) so that lines are counted in it.
+    """
+    requests = select_window(build_requests(logs.events), since, until)
+    lines = logs.window_lines
+    if lines is None and (since is not None or until is not None):
+        # Read without the window: every valid line is an event unless the read was lean.
+        times = logs.events["time"]
+        keep = np.ones(len(times), dtype=bool)
+        if since is not None:
+            keep &= (times >= since).to_numpy()
+        if until is not None:
+            keep &= (times < until).to_numpy()
+        lines = int(keep.sum())
+    return analyze_requests(requests, logs.stats, lines=lines)
+
+
+def analyze_read(
+    read: LoadedRequests,
+    *,
+    since: pd.Timestamp | None = None,
+    until: pd.Timestamp | None = None,
+) -> Report:
+    """All checks over a read's per-span partials (what `ridtrace analyze` runs)."""
+    requests = select_window(requests_from_partials(read.partials, read.files), since, until)
+    return analyze_requests(requests, read.stats, lines=read.window_lines)
 
 
 def analyze_requests(requests: pd.DataFrame, stats: ReadStats, *, lines: int | None) -> Report:
     """All checks over a requests frame (already windowed) and the read's counters.
 
-    Every engine ends here: the rules run once, on one requests frame. ``lines`` is
-    the count of lines in a --since/--until window, None for all lines read.
+    Every engine ends here: clock skew is corrected, then the rules run once, on one
+    requests frame. ``lines`` is the count of lines in a --since/--until window, None
+    for all lines read.
     """
+    requests, offsets = correct_skew(requests)
     frames = [rule(requests) for rule in RULES]
-    findings = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    findings = pd.concat(frames, ignore_index=True)
     if not findings.empty:
         findings["time"] = pd.to_datetime(findings["time"], utc=True)
         order = findings["severity"].map({"error": 0}).fillna(1)
         findings = findings.assign(_o=order).sort_values(["_o", "time"], kind="stable")
         findings = findings.drop(columns="_o").reset_index(drop=True)
+    n_requests = count_requests(requests)
     summary: dict[str, Any] = {
         "files": stats.files,
         "lines": stats.lines if lines is None else lines,
         "bad_lines": stats.bad_lines,
-        "requests": count_requests(requests),
+        "requests": n_requests,
         "spans": len(requests),
     }
     counts = findings["kind"].value_counts() if not findings.empty else pd.Series(dtype=int)
@@ -136,7 +136,14 @@ def analyze_requests(requests: pd.DataFrame, stats: ReadStats, *, lines: int | N
     summary["bad_line_samples"] = [
         {"file": s.file, "line": s.line, "reason": s.reason} for s in stats.samples
     ]
-    summary["skipped_files"] = list(stats.skipped_files)
+    summary["ignored_files"] = [{"file": n.file, "reason": n.reason} for n in stats.ignored_files]
+    summary["unreadable_files"] = [
+        {"file": n.file, "reason": n.reason} for n in stats.unreadable_files
+    ]
+    summary["clock_offsets_ms"] = {name: us / 1000.0 for name, us in sorted(offsets.items())}
+    reasons = incomplete_reasons(stats, requests=len(requests))
+    summary["incomplete"] = bool(reasons)
+    summary["incomplete_reasons"] = reasons
     return Report(summary=summary, findings=findings, requests=requests)
 
 

@@ -24,11 +24,7 @@ _NS_PER_US = 1000
 
 
 def clock_offsets(requests: pd.DataFrame) -> dict[str, int]:
-    """Offset in microseconds to add to each worker file's times (only files that need one).
-
-    A file whose bounds contradict each other (a span longer than its caller, which no
-    clock offset explains) gets the middle of its bounds, the least wrong correction.
-    """
+    """Offset in microseconds to add to each worker file's times (only files that need one)."""
     side = requests["side"].to_numpy()
     callers = requests.loc[side == FRONTEND, ["span_id", "start", "end", "file"]]
     workers = requests.loc[side == WORKER, ["parent_span_id", "start", "end", "file"]]
@@ -43,17 +39,38 @@ def clock_offsets(requests: pd.DataFrame) -> dict[str, int]:
         return {}
     lo = _us(links["c_start"]) - _us(links["start"])
     hi = _us(links["c_end"]) - _us(links["end"])
-    bounds = pd.DataFrame({"file": links["file"].astype(str).to_numpy(), "lo": lo, "hi": hi})
-    per_file = bounds.groupby("file", sort=True).agg(lo=("lo", "max"), hi=("hi", "min"))
+    files = links["file"].astype(str).to_numpy()
     offsets: dict[str, int] = {}
-    for name, low, high in zip(
-        per_file.index, per_file["lo"].to_numpy(), per_file["hi"].to_numpy(), strict=True
-    ):
-        contradicted = low > high
-        offset = (int(low) + int(high)) // 2 if contradicted else int(np.clip(0, low, high))
+    for name in np.unique(files):
+        mine = files == name
+        offset = _best_offset(lo[mine], hi[mine])
         if offset:
             offsets[str(name)] = offset
     return offsets
+
+
+def _best_offset(lo: np.ndarray, hi: np.ndarray) -> int:
+    """The offset inside the most link intervals ``[lo, hi]``, the one closest to zero.
+
+    When every link agrees this is the value closest to zero inside all bounds. A link
+    whose caller lost a line (a torn write, a rotated file) bounds wrongly; it is
+    outvoted instead of dragging the file's clock.
+    """
+    valid = lo <= hi
+    if not valid.any():  # no span fits its caller: the middle of the tightest bounds
+        return (int(lo.max()) + int(hi.min())) // 2
+    lo, hi = lo[valid], hi[valid]
+    points = np.concatenate([lo, hi])
+    # At equal points an interval's start counts before another's end: bounds are closed.
+    steps = np.concatenate([np.ones(len(lo), dtype=np.int64), -np.ones(len(hi), dtype=np.int64)])
+    order = np.lexsort((-steps, points))
+    points, coverage = points[order], np.cumsum(steps[order])
+    best = coverage.max()
+    starts = np.flatnonzero(coverage == best)
+    ends = starts + 1  # the next point closes the segment of best coverage
+    low, high = points[starts], points[np.minimum(ends, len(points) - 1)]
+    candidates = np.clip(0, low, high)
+    return int(candidates[np.argmin(np.abs(candidates))])
 
 
 def _us(times: pd.Series) -> np.ndarray:

@@ -11,7 +11,7 @@ from typing import Final, cast
 
 import pandas as pd
 
-from ridtrace.forensics.reading.schema import FRONTEND
+from ridtrace.contract import FRONTEND
 
 AUDIT_BY: Final = ("header", "client", "route", "day")
 _UNKNOWN = "(unknown)"

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ridtrace.forensics.reading.schema import WORKER
-from ridtrace.forensics.rules.requests import epoch_us
+from ridtrace.contract import WORKER
+from ridtrace.forensics.records.requests import epoch_us
 
 _TAGS = ("request_id", "x_request_id", "side", "outcome", "status", "route", "fp_in", "fp_out",
          "deprecated", "worker", "error")

@@ -7,8 +7,8 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from ridtrace.forensics.reading.schema import FRONTEND, WORKER
-from ridtrace.forensics.rules.requests import epoch_us
+from ridtrace.contract import FRONTEND, WORKER
+from ridtrace.forensics.records.requests import epoch_us
 
 TIMELINE_COLUMNS = (
     "request",

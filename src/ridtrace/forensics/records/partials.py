@@ -1,12 +1,11 @@
-"""Per-request rows built in pieces: partial requests per partition, then combined.
+"""Per-request rows built in pieces: partial requests per part, then combined.
 
-`ridtrace.forensics.rules.requests.build_requests` is already the per-partition step: run
-on the lines of one partition it gives, per span, the first non-null value of each
-field, the last ``request_id``, ``[start, end]``, the line count and evidence lines.
-Those are all decomposable, so partials of one span from several partitions combine
-exactly, given the partition order (``_part``) — partitions are consecutive ranges of
-the input in the order the pandas engine reads it. The pandas engine is the case of
-one partition, where `combine_requests` has nothing to do.
+A part is one file (the local engine) or one block of a file (the Dask engine). Its
+per-span rows (`ridtrace.forensics.reading.sql.SPANS`) hold, per span, the first
+non-null value of each field, the last ``request_id``, ``[start, end]``, the line
+count and evidence lines. Those are all decomposable, so partials of one span from
+several parts combine exactly, given the part order (``_part``): parts are consecutive
+ranges of the input in the order it is read. Both engines end in `finish_requests`.
 """
 
 from __future__ import annotations
@@ -18,8 +17,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ridtrace.forensics.reading.schema import WORKER
-from ridtrace.forensics.rules.requests import REQUEST_COLUMNS, group_rows, take_rows
+from ridtrace.contract import WORKER
+from ridtrace.forensics.records.requests import REQUEST_COLUMNS, group_rows, take_rows
 
 PART, POS, KEY = "_part", "_pos", "_key"
 # Evidence line columns. In a partial they hold ``part << 32 | line within the
@@ -47,6 +46,43 @@ SHUFFLE_STRING = pd.StringDtype("pyarrow")
 
 def _is_text(dtype: Any) -> bool:
     return isinstance(dtype, (pd.StringDtype, pd.ArrowDtype)) or dtype is np.dtype(object)
+
+
+def partial_frame(
+    spans: pa.Table, lines: dict[str, np.ndarray], *, file_id: int | np.ndarray, part: int
+) -> pd.DataFrame:
+    """A part's per-span rows (`LogTable.spans`) as the partial frame combining takes.
+
+    `lines` holds each evidence line column (-1: none); `file_id` the file code of the
+    part, or one per row.
+    """
+    n = spans.num_rows
+    out: dict[str, Any] = {}
+    frame = spans.to_pandas(types_mapper=_shuffle_text)
+    for col in REQUEST_COLUMNS:
+        if col in LINE_COLUMNS:
+            values = lines[col]
+            if col in ("first_line", "last_line"):
+                out[col] = values + (part << _LINE_BITS)
+            else:
+                missing = values < 0
+                shifted = np.where(missing, 0, values + (part << _LINE_BITS))
+                out[col] = pd.arrays.IntegerArray(shifted.astype(np.int64), missing)
+        elif col == "file":
+            out[col] = np.broadcast_to(np.asarray(file_id, dtype=np.int32), (n,)).copy()
+        elif col == "lines":
+            out[col] = np.asarray(frame[col].to_numpy(), dtype=np.int64)
+        else:
+            out[col] = frame[col].array
+    result = pd.DataFrame(out)
+    result[PART] = np.full(n, part, dtype=np.int64)
+    result[POS] = np.arange(n, dtype=np.int64)
+    result[KEY] = pd.util.hash_pandas_object(result[KEYS], index=False).to_numpy()
+    return cast(pd.DataFrame, result)
+
+
+def _shuffle_text(typ: pa.DataType) -> Any:
+    return SHUFFLE_STRING if typ in (pa.string(), pa.large_string()) else None
 
 
 def partial_requests(requests: pd.DataFrame, part: int) -> pd.DataFrame:

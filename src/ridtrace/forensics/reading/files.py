@@ -1,0 +1,182 @@
+"""One log source from bytes to typed rows: sniff, decode, number the lines, parse.
+
+A plain file on disk is parsed in place while its lines are numbered on another
+thread (DuckDB releases the GIL). Anything else (gzip, a UTF-8 BOM, standard input,
+a byte range of a bigger file) is first decoded to a temporary plain file, numbered
+on the way, so every source takes the same parse.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO, TypeVar
+
+import duckdb
+
+from ridtrace.forensics.reading.inputs import (
+    BOM,
+    SNIFF_BYTES,
+    DecodedStream,
+    Source,
+    ignore_reason,
+    open_raw,
+)
+from ridtrace.forensics.reading.lines import (
+    LineMap,
+    Readable,
+    fetch_lines,
+    map_blocks,
+    newline_chunks,
+)
+from ridtrace.forensics.reading.stats import FileNote, ReadStats
+from ridtrace.forensics.reading.table import LogTable, Window
+
+Progress = Callable[[int], None]
+T = TypeVar("T")
+
+
+def _counted(chunks: Iterable[bytes], on_bytes: Progress | None) -> Iterator[bytes]:
+    for chunk in chunks:
+        if on_bytes is not None:
+            on_bytes(len(chunk))
+        yield chunk
+
+
+def _map_in_thread(path: Path, on_bytes: Progress | None) -> Callable[[], LineMap]:
+    """Number the lines of `path` on a thread; the returned call waits for the map."""
+    result: list[LineMap] = []
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            with open(path, "rb") as fh:
+                result.append(map_blocks(_counted(newline_chunks(fh), on_bytes)))
+        except BaseException as exc:  # re-raised in the caller's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=work, name="ridtrace-line-map", daemon=True)
+    thread.start()
+
+    def wait() -> LineMap:
+        thread.join()
+        if failure:
+            raise failure[0]
+        return result[0]
+
+    return wait
+
+
+def stage(
+    head: bytes, stream: Readable, out: BinaryIO, name: str, stats: ReadStats,
+    on_bytes: Progress | None = None,
+) -> LineMap:
+    """Copy `head` and the rest of `stream` to `out`, numbering the lines on the way.
+
+    When `stream` is a `DecodedStream` whose gzip tore, the torn last line is one bad
+    line and the file is recorded as read only up to the tear.
+    """
+    tear = getattr(stream, "tear", None)
+
+    def chunks() -> Iterator[bytes]:
+        for chunk in newline_chunks(_Prefixed(head, stream)):
+            if on_bytes is not None:
+                on_bytes(len(chunk))
+            if getattr(stream, "tear", None) is not None and not chunk.endswith(b"\n"):
+                cut = chunk.rfind(b"\n") + 1
+                chunk, torn[0] = chunk[:cut], chunk[cut:]
+            out.write(chunk)
+            yield chunk
+
+    torn = [b""]
+    line_map = map_blocks(chunks())
+    tear = getattr(stream, "tear", None)
+    if tear is not None:
+        where = f"after line {line_map.lines}"
+        stats.unreadable_files.append(FileNote(name, f"{tear} {where}; read up to the tear"))
+        if torn[0].strip():
+            stats.bad(name, line_map.lines + 1, f"torn last line ({tear})")
+    return line_map
+
+
+class _Prefixed:
+    """`head` then the rest of `stream`, as one readable stream."""
+
+    def __init__(self, head: bytes, stream: Readable) -> None:
+        self._head, self._stream = head, stream
+
+    def read(self, size: int = -1) -> bytes:
+        if self._head:
+            data, self._head = self._head, b""
+            return data
+        return self._stream.read(size)
+
+
+def read_source(
+    con: duckdb.DuckDBPyConnection,
+    src: Source,
+    use: Callable[[LogTable], T],
+    *,
+    stats: ReadStats,
+    lean: bool,
+    window: Window | None = None,
+    on_bytes: Progress | None = None,
+) -> T | None:
+    """`use` applied to the source parsed by DuckDB; None when it is ignored or unreadable."""
+    try:
+        raw = open_raw(src)
+    except OSError as exc:
+        stats.unreadable_files.append(FileNote(src.name, f"cannot open: {exc}"))
+        return None
+    try:
+        decoded = DecodedStream(raw)
+        head = decoded.read(SNIFF_BYTES)
+        if src.from_directory:
+            reason = ignore_reason(src.name, head, whole=len(head) < SNIFF_BYTES)
+            if reason is not None:
+                stats.ignored_files.append(FileNote(src.name, reason))
+                return None
+        stats.files += 1
+        in_place = src.path is not None and not decoded.gzip and not _had_bom(src.path)
+        if in_place and src.path is not None:
+            wait = _map_in_thread(src.path, on_bytes)
+            return use(parse(con, src.path, wait, src.name, stats, lean, window))
+        with tempfile.TemporaryDirectory(prefix="ridtrace-") as tmp:
+            staged = Path(tmp) / "decoded.jsonl"
+            with open(staged, "wb") as out:
+                line_map = stage(head, decoded, out, src.name, stats, on_bytes)
+            return use(parse(con, staged, line_map, src.name, stats, lean, window))
+    except OSError as exc:
+        stats.unreadable_files.append(FileNote(src.name, f"read failed: {exc}"))
+        return None
+    finally:
+        if src.path is not None:
+            raw.close()
+
+
+def _had_bom(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(len(BOM)) == BOM
+
+
+def parse(
+    con: duckdb.DuckDBPyConnection, path: Path, line_map: LineMap | Callable[[], LineMap],
+    name: str, stats: ReadStats, lean: bool, window: Window | None,
+) -> LogTable:
+    """A `LogTable` over the plain file at `path` (its queries run when asked)."""
+    def fetch(numbers: Iterable[int]) -> dict[int, bytes]:
+        with open(path, "rb") as fh:
+            return fetch_lines(fh, resolved(), numbers)
+
+    cache: list[LineMap] = []
+
+    def resolved() -> LineMap:
+        if not cache:
+            cache.append(line_map() if callable(line_map) else line_map)
+        return cache[0]
+
+    return LogTable(
+        con, str(path), resolved, fetch, name=name, stats=stats, lean=lean, window=window
+    )

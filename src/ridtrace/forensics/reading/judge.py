@@ -1,0 +1,70 @@
+"""One line judged in Python: the few lines DuckDB's reader could not explain.
+
+DuckDB's JSON parser rejects some valid JSON (a lone surrogate escape such as
+``"\\udc80"``, which RFC 8259 allows), and a rejected line only shows up as an empty
+row. Those lines, and only those, are parsed here with the standard library, which
+follows the RFC: a valid line becomes a row, anything else a bad line with a reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+_DECODE = json.JSONDecoder()
+
+
+def parse_time(value: str) -> datetime | None:
+    """An ISO 8601 time as a UTC datetime (naive means UTC), or None."""
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        return parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc)
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return str(value)
+
+
+def _malformed(text: bytes) -> str:
+    if b"\x00" in text:
+        return "binary data"
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        return "invalid UTF-8"
+    stripped = text.strip()
+    if stripped[:1] == b"{" and stripped[-1:] != b"}":
+        return "truncated JSON"
+    return "not JSON"
+
+
+def judge_line(text: bytes, fields: Sequence[str]) -> dict[str, Any] | str:
+    """The line's fields (strings, ``time`` a datetime), or the reason it is bad."""
+    try:
+        decoded = text.decode("utf-8", errors="strict")
+        obj = _DECODE.decode(decoded.strip())
+    except (UnicodeDecodeError, ValueError):
+        return _malformed(text)
+    if not isinstance(obj, dict):
+        return "not a JSON object"
+    row: dict[str, Any] = {name: _text(obj.get(name)) for name in fields}
+    time = row.get("time")
+    if time is None:
+        return "missing time"
+    parsed = parse_time(time)
+    if parsed is None:
+        return "invalid time"
+    row["time"] = parsed
+    return row

@@ -1,0 +1,167 @@
+"""Where each line of a plain (decoded) log file starts, found without parsing it.
+
+The JSON reader yields one row per non-blank line, in file order. Counting newlines
+per block (a C-level ``bytes.count``) is enough to number those rows while a file has
+no blank line; a block that may hold one is scanned exactly with numpy. The same
+blocks serve to fetch the text of the few lines a row cannot explain (bad lines).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import BinaryIO, Protocol
+
+import numpy as np
+
+BLOCK_BYTES = 16 << 20
+
+
+class Readable(Protocol):
+    """Anything with ``read(size)``: files, decoders, chained streams."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+_NEWLINE = 10
+# A line that is empty or starts with white space may be blank; JSON lines never do.
+_MAYBE_BLANK = (b"\n\n", b"\n ", b"\n\t", b"\n\r")
+_WHITESPACE = b" \t\r\n\x0b\x0c"
+
+
+@dataclass(frozen=True)
+class Block:
+    """Bytes ``[offset, offset + size)`` hold ``newlines`` lines from ``first_line`` on."""
+
+    offset: int
+    size: int
+    first_line: int
+    newlines: int
+
+
+@dataclass
+class LineMap:
+    """The line structure of one plain file: blocks, line count, blank lines."""
+
+    blocks: list[Block] = field(default_factory=list)
+    lines: int = 0
+    blank: list[np.ndarray] = field(default_factory=list)
+    ends_with_newline: bool = True
+
+    @property
+    def blank_lines(self) -> np.ndarray:
+        """Sorted 1-based numbers of the blank (empty or white-space only) lines."""
+        if not self.blank:
+            return np.empty(0, dtype=np.int64)
+        return np.concatenate(self.blank)
+
+    @property
+    def nonblank(self) -> int:
+        """How many rows the JSON reader yields: one per non-blank line."""
+        return self.lines - sum(len(b) for b in self.blank)
+
+    def row_lines(self, rows: np.ndarray) -> np.ndarray:
+        """1-based line numbers of 1-based reader rows."""
+        blank = self.blank_lines
+        if not len(blank):
+            return rows.astype(np.int64, copy=False)
+        # Row r is the r-th line not in `blank`: shift it past every blank line before it.
+        keep = np.ones(self.lines + 1, dtype=bool)
+        keep[0] = False
+        keep[blank] = False
+        numbers: np.ndarray = np.flatnonzero(keep)[rows - 1]
+        return numbers
+
+
+def _line_starts(data: bytes) -> np.ndarray:
+    """Byte offset of every line start in `data` (a whole number of lines)."""
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == _NEWLINE)
+    starts = np.empty(len(ends) + 1, dtype=np.int64)
+    starts[0] = 0
+    starts[1:] = ends + 1
+    return starts
+
+
+def _blank_in(data: bytes, first_line: int) -> np.ndarray:
+    """Numbers of the blank lines of `data` (exact numpy scan; called only when likely)."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    starts = _line_starts(data)
+    if starts[-1] == len(data):
+        starts = starts[:-1]
+    ends = np.append(starts[1:], len(data))
+    first = arr[starts]
+    maybe = (ends - starts <= 2) | np.isin(first, np.frombuffer(_WHITESPACE, dtype=np.uint8))
+    out = [
+        first_line + int(i)
+        for i in np.flatnonzero(maybe)
+        if not data[starts[i] : ends[i]].strip(_WHITESPACE)
+    ]
+    return np.asarray(out, dtype=np.int64)
+
+
+def _maybe_blank(data: bytes) -> bool:
+    # Chunks are newline-aligned, so each one starts a line.
+    return data[:1] in (b"\n", b" ", b"\t", b"\r") or any(p in data for p in _MAYBE_BLANK)
+
+
+def map_blocks(chunks: Iterable[bytes]) -> LineMap:
+    """Build the map of a file from its bytes, given in newline-aligned chunks."""
+    line_map = LineMap()
+    offset = 0
+    line = 1
+    last = b""
+    for data in chunks:
+        if not data:
+            continue
+        count = data.count(b"\n")
+        if _maybe_blank(data):
+            blank = _blank_in(data, line)
+            if len(blank):
+                line_map.blank.append(blank)
+        line_map.blocks.append(Block(offset, len(data), line, count))
+        offset += len(data)
+        line += count
+        last = data[-1:]
+    line_map.ends_with_newline = last in (b"\n", b"")
+    line_map.lines = line - 1 if line_map.ends_with_newline else line
+    return line_map
+
+
+def newline_chunks(stream: Readable, size: int = BLOCK_BYTES) -> Iterable[bytes]:
+    """Newline-aligned chunks of about `size` bytes (a longer line is one chunk)."""
+    carry = b""
+    while True:
+        data = stream.read(size)
+        if not data:
+            if carry:
+                yield carry
+            return
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            carry += data
+            continue
+        yield carry + data[: cut + 1] if carry else data[: cut + 1]
+        carry = data[cut + 1 :]
+
+
+def fetch_lines(stream: BinaryIO, line_map: LineMap, numbers: Iterable[int]) -> dict[int, bytes]:
+    """The text of the given lines (without their newline), read block by block."""
+    wanted = sorted(set(numbers))
+    out: dict[int, bytes] = {}
+    i = 0
+    for n, block in enumerate(line_map.blocks):
+        unterminated = n == len(line_map.blocks) - 1 and not line_map.ends_with_newline
+        last_line = block.first_line + block.newlines - (0 if unterminated else 1)
+        if i >= len(wanted):
+            break
+        if wanted[i] > last_line:
+            continue
+        stream.seek(block.offset)
+        data = stream.read(block.size)
+        starts = _line_starts(data)
+        while i < len(wanted) and wanted[i] <= last_line:
+            k = wanted[i] - block.first_line
+            if 0 <= k < len(starts):
+                hi = int(starts[k + 1]) - 1 if k + 1 < len(starts) else len(data)
+                out[wanted[i]] = data[int(starts[k]) : hi]
+            i += 1
+    return out

@@ -1,0 +1,184 @@
+"""The two SQL stages of the read, run by DuckDB: one event vocabulary, one row per span.
+
+`NORMALIZED` maps ridtrace/1 and Dynamo JSONL lines onto one event vocabulary. Dynamo
+has no ``event`` key; its lifecycle is spelled in messages and span names, so those
+are translated to the ridtrace names (``request.start``, ``worker.end``, …) and every
+rule downstream deals with one format only.
+
+`SPANS` collapses events into one row per request span, keyed by (trace_id, span_id):
+the span id is unique per request even when request ids collide, which is exactly the
+situation forensics has to untangle. Every column is decomposable (first non-null by
+line, last request id, min/max time, counts), so spans cut by a file or partition
+boundary combine exactly (`ridtrace.forensics.records.partials`).
+"""
+
+from __future__ import annotations
+
+from ridtrace.contract import (
+    DEPRECATED_HEADER,
+    DYNAMO_COMPLETED,
+    DYNAMO_DEPRECATED_PATTERN,
+    DYNAMO_FRONTEND_SPANS,
+    DYNAMO_GENERATE_FAILED,
+    DYNAMO_RECEIVED,
+    DYNAMO_RESPONSE_SENT,
+    DYNAMO_SPAN_CLOSED,
+    DYNAMO_WORKER_SPANS,
+    FOREIGN_CHUNK,
+    FRONTEND,
+    LOG_SCHEMA,
+    OUTCOME_ERROR,
+    OUTCOME_OK,
+    REQUEST_END,
+    REQUEST_START,
+    RESPONSE_SENT,
+    RESPONSE_UNLINKED,
+    SPAN_CLOSED,
+    WORKER,
+    WORKER_END,
+    WORKER_EVENT_PREFIX,
+    WORKER_START,
+)
+
+# Dynamo's messages that are evidence on their own.
+DYNAMO_EVIDENCE_MESSAGES = (
+    DYNAMO_RECEIVED, DYNAMO_COMPLETED, DYNAMO_RESPONSE_SENT, DYNAMO_GENERATE_FAILED,
+    DYNAMO_SPAN_CLOSED,
+)
+
+
+def literal(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _in(values: tuple[str, ...]) -> str:
+    return "(" + ", ".join(literal(v) for v in values) + ")"
+
+
+_RT = f"(schema = {literal(LOG_SCHEMA)})"
+_DYN_WORKER = f"(span_name IN {_in(DYNAMO_WORKER_SPANS)})"
+_DYN_FRONT = f"(span_name IN {_in(DYNAMO_FRONTEND_SPANS)})"
+_RECEIVED = f"(message = {literal(DYNAMO_RECEIVED)})"
+_COMPLETED = f"(message = {literal(DYNAMO_COMPLETED)})"
+_SENT = f"(message = {literal(DYNAMO_RESPONSE_SENT)})"
+_UNLINKED = "(contains(error, 'Unlinked response') OR contains(error, 'Unlinked request'))"
+_OLD_HEADER = f"nullif(regexp_extract(message, {literal(DYNAMO_DEPRECATED_PATTERN)}, 1), '')"
+_DYN_DEPRECATED = f"coalesce(header, {_OLD_HEADER})"
+# Later rows of the translation table win, as a line can match several.
+_DYN_EVENT = f"""CASE
+    WHEN message = {literal(DYNAMO_SPAN_CLOSED)} THEN {literal(SPAN_CLOSED)}
+    WHEN {_UNLINKED} THEN {literal(RESPONSE_UNLINKED)}
+    WHEN {_DYN_DEPRECATED} IS NOT NULL THEN {literal(DEPRECATED_HEADER)}
+    WHEN {_SENT} THEN {literal(RESPONSE_SENT)}
+    WHEN {_COMPLETED} AND {_DYN_FRONT} THEN {literal(REQUEST_END)}
+    WHEN {_COMPLETED} AND {_DYN_WORKER} THEN {literal(WORKER_END)}
+    WHEN {_RECEIVED} AND {_DYN_FRONT} THEN {literal(REQUEST_START)}
+    WHEN {_RECEIVED} AND {_DYN_WORKER} THEN {literal(WORKER_START)}
+END"""
+# Dynamo's metrics line says "success"; the HTTP code is on "http response sent".
+_DYN_OUTCOME = f"""CASE
+    WHEN message = {literal(DYNAMO_GENERATE_FAILED)} THEN {literal(OUTCOME_ERROR)}
+    WHEN {_COMPLETED} AND {_DYN_FRONT}
+        THEN CASE WHEN status = 'success' THEN {literal(OUTCOME_OK)} ELSE status END
+END"""
+
+
+def _pick(ridtrace: str, dynamo: str) -> str:
+    return f"CASE WHEN {_RT} THEN {ridtrace} ELSE {dynamo} END"
+
+
+_RT_DEPRECATED = (
+    f"coalesce(deprecated_headers, CASE WHEN event = {literal(DEPRECATED_HEADER)} THEN header END)"
+)
+# Column name → expression over the raw fields, in the events frame's column order.
+NORMALIZED: dict[str, str] = {
+    "time": "_t",
+    "format": _pick("'ridtrace'", "'dynamo'"),
+    "level": "CASE WHEN level = 'WARNING' THEN 'WARN' ELSE level END",
+    "event": _pick("event", _DYN_EVENT),
+    "side": _pick(
+        f"CASE WHEN starts_with(event, {literal(WORKER_EVENT_PREFIX)}) THEN {literal(WORKER)} END",
+        f"CASE WHEN {_DYN_WORKER} THEN {literal(WORKER)} "
+        f"WHEN {_DYN_FRONT} THEN {literal(FRONTEND)} END",
+    ),
+    "status": _pick("status", f"CASE WHEN {_SENT} THEN status END"),
+    "outcome": _pick("outcome", _DYN_OUTCOME),
+    "route": _pick("coalesce(route, path)", "uri"),
+    "method": "method",
+    "service": _pick(
+        "service", f"CASE WHEN {_DYN_WORKER} THEN 'dynamo-worker' ELSE 'dynamo-frontend' END"
+    ),
+    "worker": _pick("worker", "NULL"),
+    "message": "message",
+    "request_id": "request_id",
+    "x_request_id": "x_request_id",
+    "trace_id": "trace_id",
+    "span_id": "span_id",
+    "parent_span_id": _pick("parent_span_id", "parent_id"),
+    "fp_in": _pick("fp_in", "NULL"),
+    "fp_out": _pick("fp_out", "NULL"),
+    "deprecated": _pick(
+        _RT_DEPRECATED,
+        f"CASE WHEN ({_DYN_EVENT}) = {literal(DEPRECATED_HEADER)} THEN {_DYN_DEPRECATED} END",
+    ),
+    "client": "client",
+    "error": "error",
+    "chunk_request_id": _pick("chunk_request_id", "NULL"),
+}
+
+
+def normalized_select(source: str, *, keep: tuple[str, ...] = ()) -> str:
+    """Events (``rn`` first, then `keep`) from a relation of raw fields with ``rn`` and ``_t``."""
+    cols = ",\n    ".join(f"({expr})::VARCHAR AS {name}" if name != "time" else f"{expr} AS time"
+                         for name, expr in NORMALIZED.items())
+    extra = "".join(f"{k}, " for k in keep)
+    return f"SELECT rn, {extra}\n    {cols}\nFROM {source}"
+
+
+def _first(col: str) -> str:
+    return f"arg_min({col}, rn) FILTER (WHERE {col} IS NOT NULL) AS {col}"
+
+
+# Fields whose value is the first non-null one among a span's lines.
+FIRST_FIELDS = (
+    "parent_span_id", "x_request_id", "outcome", "status", "fp_in", "fp_out", "route",
+    "client", "method", "service", "worker", "error",
+)
+
+
+def span_aggregates() -> str:
+    """The per-span aggregate columns over normalised events with ``rn``.
+
+    Lines are row numbers (``*_rn``): the caller turns them into file lines.
+    The id a request *ends* with is the one it held in flight: under the legacy id
+    policy the middleware logs a minted id at request.start, then the handler re-keys
+    the request by the client's id, and that is the id that collides.
+    """
+    first = ",\n    ".join(_first(c) for c in FIRST_FIELDS)
+    unlinked = f"event = {literal(RESPONSE_UNLINKED)}"
+    foreign = f"event = {literal(FOREIGN_CHUNK)}"
+    return f"""arg_max(request_id, rn) FILTER (WHERE request_id IS NOT NULL) AS request_id,
+    {first},
+    CASE WHEN bool_or(side = {literal(WORKER)}) THEN {literal(WORKER)}
+         ELSE {literal(FRONTEND)} END AS side,
+    min(time) AS start, max(time) AS "end",
+    min(rn) AS first_rn, max(rn) AS last_rn, count(*) AS lines,
+    arg_min(coalesce(error, message), rn) FILTER (WHERE {unlinked}) AS unlinked,
+    min(rn) FILTER (WHERE {unlinked}) AS unlinked_rn,
+    arg_min(chunk_request_id, rn) FILTER (WHERE {foreign}) AS "foreign",
+    min(rn) FILTER (WHERE {foreign}) AS foreign_rn,
+    arg_min(deprecated, rn) FILTER (WHERE deprecated IS NOT NULL) AS deprecated,
+    min(rn) FILTER (WHERE deprecated IS NOT NULL) AS deprecated_rn"""
+
+
+def spans_select(events: str) -> str:
+    """One row per span of `events` (normalised, with ``rn``), in first-seen order."""
+    return f"""
+SELECT trace_id, span_id,
+    {span_aggregates()}
+FROM {events}
+WHERE span_id IS NOT NULL
+GROUP BY trace_id, span_id
+ORDER BY first_rn
+"""

@@ -1,0 +1,71 @@
+"""What a read counted: lines, bad lines (with file:line samples) and files it could not use.
+
+Nothing the reader drops goes unrecorded: a bad line is counted and, while there is
+room, kept as a sample; a file is either read, ignored as plainly not a log (with the
+reason), or recorded as unreadable in whole or in part. `incomplete_reasons` turns
+those records into the verdict `ridtrace analyze` exits 3 on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MAX_SAMPLES = 10
+# Above this share of bad lines a report may miss incidents: docs/cli.md, exit code 3.
+BAD_LINE_SHARE = 0.01
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """One rejected line: where it is and why."""
+
+    file: str
+    line: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class FileNote:
+    """A file that was ignored or could not be read (whole or in part), and why."""
+
+    file: str
+    reason: str
+
+
+@dataclass
+class ReadStats:
+    """Counters of one read; bad lines are counted, a few kept as samples."""
+
+    lines: int = 0
+    bad_lines: int = 0
+    files: int = 0
+    samples: list[BadLine] = field(default_factory=list)
+    ignored_files: list[FileNote] = field(default_factory=list)
+    unreadable_files: list[FileNote] = field(default_factory=list)
+
+    def bad(self, file: str, line: int, reason: str) -> None:
+        """Count a bad line and keep it as a sample while there is room."""
+        self.bad_lines += 1
+        if len(self.samples) < MAX_SAMPLES:
+            self.samples.append(BadLine(file, line, reason))
+
+    def merge(self, other: ReadStats) -> None:
+        """Add `other`'s counters (samples in order, while there is room)."""
+        self.lines += other.lines
+        self.bad_lines += other.bad_lines
+        self.files += other.files
+        room = MAX_SAMPLES - len(self.samples)
+        self.samples.extend(other.samples[: max(room, 0)])
+        self.ignored_files.extend(other.ignored_files)
+        self.unreadable_files.extend(other.unreadable_files)
+
+
+def incomplete_reasons(stats: ReadStats, *, requests: int) -> list[str]:
+    """Why a report over this read may miss incidents; empty when the read was whole."""
+    reasons = [f"{note.file}: {note.reason}" for note in stats.unreadable_files]
+    if stats.lines and stats.bad_lines > BAD_LINE_SHARE * stats.lines:
+        share = 100.0 * stats.bad_lines / stats.lines
+        reasons.append(f"{stats.bad_lines} bad lines ({share:.1f}% of {stats.lines}, over 1%)")
+    if stats.lines and not requests:
+        reasons.append(f"{stats.lines} lines read but no request found in them")
+    return reasons

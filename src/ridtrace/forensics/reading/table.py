@@ -1,0 +1,292 @@
+"""One log file parsed into DuckDB: its kept lines, then events or per-span records.
+
+DuckDB's reader yields exactly one row per non-blank line, in file order, and an
+empty row for a line it cannot parse; `ridtrace.forensics.reading.lines` turns row
+numbers (``rn``) into file lines. The kept lines are held in a temporary table: the
+lines a finding can use ("evidence": lifecycle events, Dynamo's request messages,
+fingerprints, deprecated headers, Unlinked errors), every line that is no valid log
+record (judged in Python: the reason of a bad line, or the row of valid JSON that
+DuckDB rejected) and, for a --since/--until window, the lines in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ridtrace.contract import DEPRECATED_HEADER, LOG_SCHEMA
+from ridtrace.forensics.reading.judge import judge_line
+from ridtrace.forensics.reading.lines import LineMap
+from ridtrace.forensics.reading.schema import READ_FIELDS, TIME_TYPE
+from ridtrace.forensics.reading.sql import (
+    DYNAMO_EVIDENCE_MESSAGES,
+    literal,
+    normalized_select,
+    span_aggregates,
+    spans_select,
+)
+from ridtrace.forensics.reading.stats import ReadStats
+
+# What `analyze` needs; display-only fields (level, route, client, …) stay null.
+LEAN_FIELDS: tuple[str, ...] = (
+    "time", "schema", "target", "event", "message", "request_id", "x_request_id",
+    "trace_id", "span_id", "parent_span_id", "parent_id", "span_name", "status", "outcome",
+    "fp_in", "fp_out", "deprecated_headers", "header", "error", "chunk_request_id",
+)
+MAX_OBJECT_BYTES = 256 << 20
+
+Window = tuple[int | None, int | None]  # [since, until) in epoch µs
+
+# The SQL twin of the lines a rule can use; everything else only needs counting.
+_EVIDENCE = f"""(
+    starts_with(event, 'request.') OR starts_with(event, 'worker.')
+    OR starts_with(event, 'response.') OR starts_with(event, 'stream.')
+    OR event = {literal(DEPRECATED_HEADER)}
+    OR message IN ({", ".join(literal(m) for m in DYNAMO_EVIDENCE_MESSAGES)})
+    OR fp_in IS NOT NULL OR fp_out IS NOT NULL OR deprecated_headers IS NOT NULL
+    OR header IS NOT NULL OR chunk_request_id IS NOT NULL
+    OR contains(error, 'Unlinked re') OR contains(message, 'header is deprecated')
+)"""
+_KNOWN = f"(schema = {literal(LOG_SCHEMA)} OR (schema IS NULL AND target IS NOT NULL))"
+
+
+def connect() -> duckdb.DuckDBPyConnection:
+    """A connection set up for reading logs: UTC times, no progress bar."""
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET enable_progress_bar = false")
+    return con
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _window_sql(window: Window) -> str:
+    since, until = window
+    span = ["TRUE"]
+    if since is not None:
+        span.append(f"_t >= make_timestamptz({int(since)}::BIGINT)")
+    if until is not None:
+        span.append(f"_t < make_timestamptz({int(until)}::BIGINT)")
+    return "(" + " AND ".join(span) + ")"
+
+
+def _source_sql(path: str, *, lean: bool, window: Window | None) -> str:
+    """Kept lines of the file: ``rn``, ``_t``, every raw field (null where not read), flags."""
+    fields = LEAN_FIELDS if lean else READ_FIELDS
+    columns = ", ".join(f"{literal(f)}: 'VARCHAR'" for f in fields)
+    raw = ", ".join(
+        (_quote(f) if f in fields else f"NULL::VARCHAR AS {_quote(f)}")
+        for f in READ_FIELDS if f != "time"
+    )
+    empty = " AND ".join(f"{_quote(f)} IS NULL" for f in fields)
+    keep = "TRUE"
+    if lean:
+        keep = "_ev OR _suspect"
+        if window is not None:
+            keep += f" OR {_window_sql(window)}"
+    evidence = _EVIDENCE if lean else "TRUE"
+    in_window = _window_sql(window) if window is not None else "FALSE"
+    return f"""
+SELECT *, {in_window} AND NOT _suspect AS _in_window FROM (
+    SELECT *, (_t IS NULL OR NOT _known OR _empty) AS _suspect FROM (
+        SELECT row_number() OVER () AS rn, TRY_CAST("time" AS TIMESTAMPTZ) AS _t,
+            "time" AS _time_text, {raw},
+            {_KNOWN} IS TRUE AS _known, ({empty}) AS _empty, {evidence} IS TRUE AS _ev
+        FROM read_json({literal(path)}, format = 'newline_delimited', ignore_errors = true,
+                       maximum_object_size = {MAX_OBJECT_BYTES}, columns = {{{columns}}})
+    )
+) WHERE {keep}
+"""
+
+
+_FLAGS = ("_suspect", "_ev", "_in_window", "_empty", "_time_text")
+
+
+def _spans_sql(source: str) -> str:
+    """Per-span rows of `source`'s evidence; each suspect line its own row; window count."""
+    events = normalized_select(f"({source})", keep=_FLAGS)
+    return f"""
+SELECT _kind, _g1 AS trace_id, _g2 AS span_id,
+    {span_aggregates()},
+    bool_or(_empty) AS _empty, bool_or(_time_text IS NOT NULL) AS _timed,
+    bool_or(time IS NULL) AS _untimed, count(*) FILTER (WHERE _in_window) AS _window
+FROM (
+    SELECT *,
+        CASE WHEN _kind = 'span' THEN trace_id END AS _g1,
+        CASE WHEN _kind = 'span' THEN span_id WHEN _kind = 'bad' THEN rn::VARCHAR END AS _g2
+    FROM (
+        SELECT *, CASE WHEN _suspect THEN 'bad' WHEN NOT _ev THEN 'window'
+                       WHEN span_id IS NULL THEN 'none' ELSE 'span' END AS _kind
+        FROM ({events})
+    )
+)
+GROUP BY _kind, _g1, _g2
+"""
+
+
+def _known(row: dict[str, Any]) -> bool:
+    return row.get("schema") == LOG_SCHEMA or (
+        row.get("schema") is None and row.get("target") is not None
+    )
+
+
+class LogTable:
+    """One plain log file read by DuckDB: as per-span rows or as ordered events.
+
+    Each is one streaming pass over the file; the few suspect lines come out with
+    their flags and are judged in Python (`ridtrace.forensics.reading.judge`).
+    """
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        path: str,
+        line_map_of: Callable[[], LineMap],
+        fetch: Callable[[Iterable[int]], dict[int, bytes]],
+        *,
+        name: str,
+        stats: ReadStats,
+        lean: bool,
+        window: Window | None = None,
+    ) -> None:
+        self.con, self.path, self.name, self.lean = con, path, name, lean
+        self._line_map_of, self._fetch, self.stats, self.window = line_map_of, fetch, stats, window
+        self.fields = LEAN_FIELDS if lean else READ_FIELDS
+        self.window_lines = 0
+        self._line_map: LineMap | None = None
+
+    @property
+    def line_map(self) -> LineMap:
+        """The file's line structure (numbered on another thread while DuckDB parsed)."""
+        if self._line_map is None:
+            self._line_map = self._line_map_of()
+            self.stats.lines += self._line_map.nonblank
+        return self._line_map
+
+    def _source(self) -> str:
+        return _source_sql(self.path, lean=self.lean, window=self.window)
+
+    def _judge(self, rn: np.ndarray, empty: np.ndarray, timed: np.ndarray,
+               untimed: np.ndarray) -> list[dict[str, Any]]:
+        """Bad lines into the stats; valid JSON that DuckDB rejected comes back as rows."""
+        lines = self.line_map.row_lines(rn.astype(np.int64))
+        # DuckDB gave no row, or took no time Python's ISO parser may take: judge it whole.
+        whole = empty | (untimed & timed)
+        texts = self._fetch(int(x) for x in lines[whole])
+        rescued: list[dict[str, Any]] = []
+        for i, line in enumerate(lines.tolist()):
+            if not whole[i]:
+                reason = "missing time" if untimed[i] else "unknown format"
+                self.stats.bad(self.name, line, reason)
+                continue
+            verdict = judge_line(texts.get(line, b""), self.fields)
+            if isinstance(verdict, str):
+                self.stats.bad(self.name, line, verdict)
+            elif not _known(verdict):
+                self.stats.bad(self.name, line, "unknown format")
+            else:
+                verdict["rn"] = int(rn[i])
+                verdict["_t"] = verdict.pop("time")
+                rescued.append(verdict)
+        return rescued
+
+    def spans(self) -> tuple[pa.Table, dict[str, np.ndarray]]:
+        """One row per span (first-seen order), and its evidence lines by column."""
+        got = self.con.sql(_spans_sql(self._source())).to_arrow_table()
+        # First-seen order: sorting the few span rows here beats an ORDER BY in the plan.
+        got = got.take(pa.array(np.argsort(got["first_rn"].to_numpy(), kind="stable")))
+        kind = got["_kind"].to_numpy(zero_copy_only=False)
+        self.window_lines = int(pc.sum(got["_window"]).as_py() or 0)
+        bad = kind == "bad"
+        rescued: list[dict[str, Any]] = []
+        if bad.any():
+            flags = got.filter(pa.array(bad))
+            rescued = self._judge(
+                flags["first_rn"].to_numpy(), *(
+                    flags[c].to_numpy(zero_copy_only=False)
+                    for c in ("_empty", "_timed", "_untimed")
+                ),
+            )
+        if rescued:  # rare: rebuild from ordered events, the rescued rows in their place
+            events = self._events_with(rescued)
+            self.con.register("ridtrace_events", events)
+            try:
+                got = self.con.sql(spans_select("ridtrace_events")).to_arrow_table()
+            finally:
+                self.con.unregister("ridtrace_events")
+        else:
+            got = got.filter(pa.array(kind == "span"))
+        lines = {f"{c}_line": self._lines_of(got[f"{c}_rn"]) for c in _LINE_KINDS}
+        keep = [c for c in got.column_names if not c.endswith("_rn") and not c.startswith("_")]
+        return got.select(keep), lines
+
+    def _ordered_events(self) -> pa.Table:
+        sql = normalized_select(f"({self._source()})", keep=_FLAGS)
+        return self.con.sql(sql + " ORDER BY rn").to_arrow_table()
+
+    def _events_with(self, rescued: list[dict[str, Any]]) -> pa.Table:
+        got = self._ordered_events()
+        good = got.filter(pc.invert(got["_suspect"]))
+        if self.lean:
+            good = good.filter(good["_ev"])
+        extra = self._normalize_rows(rescued)
+        merged = pa.concat_tables([good.select(extra.column_names), extra])
+        return merged.sort_by("rn")
+
+    def _normalize_rows(self, rows: list[dict[str, Any]]) -> pa.Table:
+        schema = pa.schema(
+            [pa.field("rn", pa.int64()), pa.field("_t", TIME_TYPE)]
+            + [pa.field(f, pa.string()) for f in READ_FIELDS if f != "time"]
+        )
+        table = pa.Table.from_pylist(rows, schema=schema)
+        self.con.register("ridtrace_rescued", table)
+        try:
+            return self.con.sql(normalized_select("ridtrace_rescued")).to_arrow_table()
+        finally:
+            self.con.unregister("ridtrace_rescued")
+
+    def events(self) -> tuple[pa.Table, np.ndarray]:
+        """Normalised event rows in file order, and their line numbers."""
+        got = self._ordered_events()
+        self.window_lines = int(pc.sum(got["_in_window"]).as_py() or 0)
+        suspect = got["_suspect"].to_numpy(zero_copy_only=False)
+        rescued: list[dict[str, Any]] = []
+        if suspect.any():
+            flags = got.filter(got["_suspect"])
+            rescued = self._judge(
+                flags["rn"].to_numpy(),
+                flags["_empty"].to_numpy(zero_copy_only=False),
+                pc.is_valid(flags["_time_text"]).to_numpy(zero_copy_only=False),
+                pc.is_null(flags["time"]).to_numpy(zero_copy_only=False),
+            )
+        good = got.filter(pc.invert(got["_suspect"]))
+        if self.lean:
+            good = good.filter(good["_ev"])
+        if rescued:
+            extra = self._normalize_rows(rescued)
+            good = pa.concat_tables([good.select(extra.column_names), extra]).sort_by("rn")
+        lines = self.line_map.row_lines(good["rn"].to_numpy())
+        drop = [c for c in good.column_names if c == "rn" or c.startswith("_")]
+        return good.drop_columns(drop), lines
+
+    def _lines_of(self, rn: pa.ChunkedArray) -> np.ndarray:
+        values = rn.to_numpy(zero_copy_only=False)
+        if rn.null_count == 0:
+            return self.line_map.row_lines(values.astype(np.int64))
+        present = ~np.isnan(values)
+        out = np.full(len(values), -1, dtype=np.int64)
+        out[present] = self.line_map.row_lines(values[present].astype(np.int64))
+        return out
+
+    def close(self) -> None:
+        """Nothing is held between queries; kept for symmetry with the callers' cleanup."""
+
+
+_LINE_KINDS = ("first", "last", "unlinked", "foreign", "deprecated")

@@ -1,0 +1,73 @@
+"""The requests frame's columns and the array helpers shared by its builders.
+
+One row per request span, keyed by (trace_id, span_id); built by
+`ridtrace.forensics.records.spans` from per-span rows that DuckDB aggregates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+REQUEST_COLUMNS = (
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "request_id",
+    "x_request_id",
+    "side",
+    "start",
+    "end",
+    "outcome",
+    "status",
+    "fp_in",
+    "fp_out",
+    "deprecated",
+    "route",
+    "client",
+    "method",
+    "service",
+    "worker",
+    "error",
+    "file",
+    "first_line",
+    "last_line",
+    "lines",
+    "unlinked",
+    "unlinked_line",
+    "foreign",
+    "foreign_line",
+    "deprecated_line",
+)
+
+
+def group_rows(codes: np.ndarray, mask: np.ndarray, n: int, *, last: bool = False) -> np.ndarray:
+    """Row of the first (or last) line of each group where `mask` holds (-1 if none).
+
+    `codes` numbers the groups 0..n-1 (-1: in no group). Shared with the Dask engine's
+    merge of partial requests, so both engines pick the same lines.
+    """
+    pos = np.flatnonzero(mask & (codes >= 0))
+    if last:
+        pos = pos[::-1]
+    out = np.full(n, -1, dtype=np.int64)
+    if len(pos):
+        uniq, first = np.unique(codes[pos], return_index=True)
+        out[uniq] = pos[first]
+    return out
+
+
+_STRING = pd.ArrowDtype(pa.string())
+
+
+def epoch_us(times: pd.Series) -> np.ndarray:
+    """Microseconds since the epoch of a tz-aware datetime Series (no copy of the data)."""
+    return np.asarray(times.dt.as_unit("us").astype("int64").to_numpy(), dtype=np.int64)
+
+
+def take_rows(series: pd.Series, rows: np.ndarray) -> Any:
+    """Values of `series` at `rows`; -1 gives a missing value."""
+    return series.array.take(rows, allow_fill=True)

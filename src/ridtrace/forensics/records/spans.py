@@ -1,0 +1,99 @@
+"""Per-span records: one row per request span, from a read's parts or from an events frame.
+
+Both engines and every view build requests here, from the one SQL aggregation in
+`ridtrace.forensics.reading.sql`, so a span has the same fields whichever way it was
+read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ridtrace.forensics.reading.sql import spans_select
+from ridtrace.forensics.reading.table import connect
+from ridtrace.forensics.records.partials import (
+    LINE_COLUMNS,
+    combine_requests,
+    finish_requests,
+    partial_frame,
+)
+
+
+def requests_from_partials(
+    partials: Sequence[pd.DataFrame], names: list[str], offsets: Sequence[int] | None = None
+) -> pd.DataFrame:
+    """Combine the parts' partial frames into the requests frame.
+
+    `offsets[part]` is the number of lines before part `part` in its file (all zero
+    when each part is a whole file).
+    """
+    if not partials:
+        partials = [empty_partial()]
+    combined = combine_requests(pd.concat(partials, ignore_index=True))
+    parts = int(max((int(p["_part"].max()) for p in partials if len(p)), default=0)) + 1
+    shift = list(offsets) if offsets is not None else [0] * parts
+    return finish_requests(combined, names, shift)
+
+
+def empty_partial() -> pd.DataFrame:
+    """The partial frame of no spans, with the dtypes every part produces."""
+    events = _empty_events()
+    return _partial_of_events(events)
+
+
+def _empty_events() -> pa.Table:
+    from ridtrace.forensics.reading.events import empty_events_table
+
+    return empty_events_table()
+
+
+def _partial_of_events(table: pa.Table) -> pd.DataFrame:
+    files = table["file"].to_numpy(zero_copy_only=False)
+    lines = table["line"].to_numpy(zero_copy_only=False)
+    rows = table.drop_columns(["file", "line"]).append_column(
+        "rn", pa.array(np.arange(table.num_rows, dtype=np.int64))
+    )
+    con = connect()
+    try:
+        con.register("ridtrace_events", rows)
+        spans = con.sql(spans_select("ridtrace_events")).to_arrow_table()
+    finally:
+        con.close()
+    out: dict[str, np.ndarray] = {}
+    for col in LINE_COLUMNS:
+        rn = spans[col.replace("_line", "_rn")].to_numpy(zero_copy_only=False)
+        if spans[col.replace("_line", "_rn")].null_count:
+            missing = np.isnan(rn)
+            picked = np.where(missing, 0, rn).astype(np.int64)
+            out[col] = np.where(missing, -1, lines[picked] if len(lines) else 0)
+        else:
+            out[col] = lines[rn.astype(np.int64)] if len(lines) else rn.astype(np.int64)
+    first = spans["first_rn"].to_numpy(zero_copy_only=False).astype(np.int64)
+    file_ids = files[first] if len(files) else np.zeros(0, dtype=np.int32)
+    spans = spans.drop_columns([c for c in spans.column_names if c.endswith("_rn")])
+    return partial_frame(spans, out, file_id=file_ids, part=0)
+
+
+def build_requests(events: pd.DataFrame) -> pd.DataFrame:
+    """One row per request span of an events frame (first-seen order).
+
+    `side` is ``worker`` for a span with any worker lifecycle line (or Dynamo's
+    ``handle_payload`` span), otherwise ``frontend``. Scalar fields take the first
+    non-null value among the span's lines; ``request_id`` the last.
+    """
+    names = [str(c) for c in events["file"].cat.categories]
+    frame = events.assign(file=events["file"].cat.codes.astype(np.int32))
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    return requests_from_partials([_partial_of_events(_plain_text(table))], names)
+
+
+def _plain_text(table: pa.Table) -> pa.Table:
+    """Dictionary columns as plain strings: the SQL compares them as text."""
+    cols = []
+    for col in table.columns:
+        cols.append(col.cast(pa.string()) if pa.types.is_dictionary(col.type) else col)
+    return pa.Table.from_arrays(cols, names=table.column_names)
