@@ -1,8 +1,8 @@
 """The Dask engine reports exactly what the pandas engine reports, on the same inputs.
 
 One in-process `LocalCluster` with 2 workers serves the module (threads, no process
-start-up): that also lets the tests shrink the reader's chunk size, so that small files
-are split into many blocks cut exactly where the pandas engine cuts its chunks.
+start-up). Small blocks split the test files into many parts, each read through the
+same stages as a whole file.
 """
 
 from __future__ import annotations
@@ -26,32 +26,27 @@ from ridtrace.forensics.dask_engine.engine import (
     dask_client,
     load_requests,
 )
-from ridtrace.forensics.reading import reader
 from ridtrace.forensics.reading.events import load_events
+from ridtrace.forensics.reading.inputs import expand_inputs
 from ridtrace.forensics.records.partials import (
     combine_requests,
     finish_requests,
     partial_requests,
 )
-from ridtrace.forensics.rules.report import analyze, report_json
+from ridtrace.forensics.records.read import read_partials
 from ridtrace.forensics.records.spans import build_requests
+from ridtrace.forensics.rules.report import analyze_read, report_json
 from ridtrace.forensics.views.audit import audit, daily_series
 from ridtrace.testing.synth import SynthSpec, write_logs
 
 DATA = Path(__file__).parent / "data"
-CHUNK = 64 << 10  # the pandas engine's read size in these tests
-BLOCK = 2 * CHUNK  # a multiple of it, as the default is of the real one
+BLOCK = 128 << 10  # small enough to split the test files into many blocks
 
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
     with dask_client(n_workers=2, threads_per_worker=1, processes=False) as c:
         yield c
-
-
-@pytest.fixture
-def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(reader, "CHUNK_BYTES", CHUNK)
 
 
 @pytest.fixture(scope="module")
@@ -75,22 +70,22 @@ def faulty(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _docs(client: Any, paths: list[str], **window: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    want = report_json(analyze(load_events(paths, lean=True), **window))
+    want = report_json(analyze_read(read_partials(expand_inputs(paths), **window), **window))
     got = report_json(analyze_dask(client, paths, block_bytes=BLOCK, **window))
     return want, got
 
 
-def test_synthetic_faults_same_report(client: Any, faulty: Path, small_chunks: None) -> None:
+def test_synthetic_faults_same_report(client: Any, faulty: Path) -> None:
     want, got = _docs(client, [str(faulty)])
     assert got == want
     summary = want["summary"]
     assert summary["bad_lines"] == 15 and len(summary["bad_line_samples"]) == 10
-    assert summary["skipped_files"] == [str(faulty / "README.md")]
+    assert [n["file"] for n in summary["ignored_files"]] == [str(faulty / "README.md")]
     assert summary["errors"] > 0 and summary["files"] == 4
     assert len(plan_blocks(_files(faulty), BLOCK)) >= 8  # really split
 
 
-def test_bad_line_numbers_exact_across_blocks(faulty: Path, small_chunks: None) -> None:
+def test_bad_line_numbers_exact_across_blocks(faulty: Path) -> None:
     front = faulty / "frontend.jsonl"
     text = front.read_bytes().split(b"\n")
     want = {i + 1 for i, line in enumerate(text) if line.startswith((b"garbage", b"\x00"))}
@@ -106,13 +101,13 @@ def test_bad_line_numbers_exact_across_blocks(faulty: Path, small_chunks: None) 
     assert seen == want and offset == len(text) - 1
 
 
-def test_window_same_report(client: Any, faulty: Path, small_chunks: None) -> None:
+def test_window_same_report(client: Any, faulty: Path) -> None:
     since, until = pd.Timestamp("2026-11-29T10:00:00.5Z"), pd.Timestamp("2026-11-29T10:00:01.5Z")
     want, got = _docs(client, [str(faulty)], since=since, until=until)
     assert got == want and want["summary"]["lines"] > 0
 
 
-def test_requests_and_audit_same_frames(client: Any, faulty: Path, small_chunks: None) -> None:
+def test_requests_and_audit_same_frames(client: Any, faulty: Path) -> None:
     want = build_requests(load_events([str(faulty)]).events)
     got = load_requests(client, [str(faulty)], block_bytes=BLOCK).requests
     pd.testing.assert_frame_equal(got, want, check_categorical=False)
@@ -150,7 +145,7 @@ def test_file_and_memory_urls(client: Any, faulty: Path, tmp_path: Path) -> None
     import fsspec
 
     sample = _sample(tmp_path)
-    want = report_json(analyze(load_events([str(sample)], lean=True)))
+    want = report_json(analyze_read(read_partials(expand_inputs([str(sample)]))))
     got = report_json(analyze_dask(client, [sample.as_uri()]))
     assert _files_named(got, sample.name) == _files_named(want, sample.name)
     assert got["findings"][0]["evidence"][0]["file"] == sample.as_uri()
@@ -170,6 +165,17 @@ def test_one_partition_combine_is_build_requests(faulty: Path) -> None:
     want = build_requests(logs.events)
     one = combine_requests(partial_requests(want, 0))
     pd.testing.assert_frame_equal(finish_requests(one, names), want, check_categorical=False)
+
+
+def test_events_and_partials_give_the_same_requests(faulty: Path) -> None:
+    # Views build requests from exported events, analyze from per-file partials.
+    paths = [str(faulty)]
+    read = read_partials(expand_inputs(paths))
+    a = analyze_read(read)
+    from ridtrace.forensics.rules.report import analyze
+
+    b = analyze(load_events(paths, lean=True))
+    assert report_json(a)["findings"] == report_json(b)["findings"]
 
 
 def _files(folder: Path) -> list[LogFile]:

@@ -87,10 +87,12 @@ def plan_blocks(files: Sequence[LogFile], block_bytes: int) -> list[Block]:
 def _whole_file(f: LogFile) -> bool:
     with fsspec.open(f.url, "rb") as fh:
         stream = cast(Any, fh)
-        if cast(bytes, stream.read(2)) == _GZIP_MAGIC:
+        head = cast(bytes, stream.read(SNIFF_BYTES))
+        if head[:2] == _GZIP_MAGIC:
             return True
-        stream.seek(0)
-        return f.from_directory
+        # A file its first block will ignore is one block, so no other block reads it.
+        whole = len(head) < SNIFF_BYTES
+        return f.from_directory and ignore_reason(f.name, head, whole=whole) is not None
 
 
 def _line_start(fh: Any, pos: int, block_bytes: int) -> int:
