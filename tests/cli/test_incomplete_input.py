@@ -1,0 +1,228 @@
+"""Never a silent false clean: every input `ridtrace analyze` could not use shows up.
+
+Each case is one a user met on real logs: banners before the JSON logger starts, a
+UTF-8 BOM, a report lying beside the logs, torn rotated archives, lone surrogates a
+client can send, and worker clocks that disagree.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from ridtrace.testing.dynamo import DynamoSpec, DynamoTruth, write_dynamo_logs
+from tests.forensics.helpers import rt
+
+DUPLICATES = 4
+
+
+def run(*args: str) -> tuple[int, dict[str, object], str]:
+    result = CliRunner().invoke(main, ["analyze", *args, "--format", "json", "-q"])
+    doc = json.loads(result.stdout) if result.stdout.strip() else {}
+    return result.exit_code, doc, result.stderr
+
+
+@pytest.fixture(scope="module")
+def incident(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, DynamoTruth]:
+    """Dynamo logs (banner first, torn lines inside) with a truth.json beside them."""
+    out = tmp_path_factory.mktemp("incident")
+    truth = write_dynamo_logs(out, DynamoSpec(requests=400, duplicates=DUPLICATES))
+    (out / "truth.json").write_text(json.dumps({"expected": sorted(truth.expected)}, indent=2))
+    (out / "README.md").write_text("# incident 42\nlogs copied from the pods\n")
+    return out, truth
+
+
+def _found(doc: dict[str, object], kind: str) -> int:
+    return sum(1 for f in doc["findings"] if f["kind"] == kind)  # type: ignore[attr-defined]
+
+
+def test_banner_lines_do_not_hide_a_directory_of_logs(incident: tuple[Path, DynamoTruth]) -> None:
+    folder, truth = incident
+    code, doc, _ = run(str(folder))
+    summary = doc["summary"]
+    assert code == 1
+    assert _found(doc, "duplicate_in_flight") == DUPLICATES
+    ignored = {Path(n["file"]).name: n["reason"] for n in summary["ignored_files"]}  # type: ignore[index]
+    assert ignored == {
+        "truth.json": "a JSON document, not JSON lines",
+        "README.md": "no JSON lines in its first lines",
+    }
+    assert summary["files"] == len(truth.files)  # type: ignore[index]
+    # The banner and the torn lines are counted, with their file:line.
+    assert summary["bad_lines"] == truth.bad_lines  # type: ignore[index]
+    first = summary["bad_line_samples"][0]  # type: ignore[index]
+    assert first["line"] == 1 and first["reason"] == "not JSON"
+
+
+def test_bom_is_stripped(tmp_path: Path) -> None:
+    line = rt("request.start", request_id="r1", span_id="a" * 16, trace_id="t" * 32)
+    end = rt("request.end", request_id="r1", span_id="a" * 16, trace_id="t" * 32,
+             outcome="ok", status=200)
+    path = tmp_path / "frontend.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + f"{line}\n{end}\n".encode())
+    code, doc, _ = run(str(tmp_path))
+    assert code == 0
+    assert doc["summary"]["bad_lines"] == 0 and doc["summary"]["requests"] == 1  # type: ignore[index]
+
+
+def _gzip_of(path: Path) -> bytes:
+    return gzip.compress(path.read_bytes())
+
+
+def _without_trailer(data: bytes) -> bytes:
+    return data[:-8]
+
+
+def test_truncated_gzip_keeps_every_line_before_the_tear(
+    incident: tuple[Path, DynamoTruth], tmp_path: Path
+) -> None:
+    folder, _ = incident
+    for name in ("frontend.jsonl", "worker-0.jsonl", "worker-1.jsonl", "worker-2.jsonl"):
+        (tmp_path / name).write_bytes((folder / name).read_bytes())
+    whole = (folder / "frontend.jsonl").read_bytes()
+    packed = gzip.compress(whole)
+    (tmp_path / "frontend.jsonl").unlink()
+    (tmp_path / "frontend.jsonl.1.gz").write_bytes(packed[: int(len(packed) * 0.97)])
+    code, doc, _ = run(str(tmp_path))
+    summary = doc["summary"]
+    unreadable = summary["unreadable_files"]  # type: ignore[index]
+    assert [Path(n["file"]).name for n in unreadable] == ["frontend.jsonl.1.gz"]
+    assert "gzip stream truncated" in unreadable[0]["reason"]
+    assert summary["incomplete"] is True  # type: ignore[index]
+    # Lines before the tear are all read: the duplicates in the first 90% are found.
+    assert _found(doc, "duplicate_in_flight") >= DUPLICATES - 1
+    torn = [s for s in summary["bad_line_samples"] if "torn last line" in s["reason"]]  # type: ignore[index]
+    assert code == 1 and len(torn) <= 1
+
+
+def test_gzip_without_its_trailer_loses_no_line(
+    incident: tuple[Path, DynamoTruth], tmp_path: Path
+) -> None:
+    folder, _ = incident
+    whole = (folder / "frontend.jsonl").read_bytes()
+    (tmp_path / "frontend.jsonl.gz").write_bytes(_without_trailer(_gzip_of(folder / "frontend.jsonl")))
+    code, doc, _ = run(str(tmp_path / "frontend.jsonl.gz"))
+    plain = tmp_path / "plain" / "frontend.jsonl"
+    plain.parent.mkdir()
+    plain.write_bytes(whole)
+    _, want, _ = run(str(plain))
+    assert doc["summary"]["lines"] == want["summary"]["lines"]  # type: ignore[index]
+    assert doc["findings"] == [  # type: ignore[index]
+        {**f, "evidence": [{**e, "file": str(tmp_path / "frontend.jsonl.gz")} for e in f["evidence"]]}
+        for f in want["findings"]  # type: ignore[union-attr]
+    ]
+    assert doc["summary"]["incomplete"] is True and code == 1  # type: ignore[index]
+
+
+def test_corrupt_gzip_data_is_reported(tmp_path: Path) -> None:
+    line = rt("request.start", request_id="r1", span_id="a" * 16, trace_id="t" * 32) + "\n"
+    packed = bytearray(gzip.compress((line * 2000).encode()))
+    packed[len(packed) // 2 : len(packed) // 2 + 16] = b"\xff" * 16
+    (tmp_path / "x.log.gz").write_bytes(bytes(packed))
+    code, doc, _ = run(str(tmp_path))
+    assert code == 3
+    note = doc["summary"]["unreadable_files"][0]  # type: ignore[index]
+    assert "gzip" in note["reason"]
+    err = CliRunner().invoke(main, ["analyze", str(tmp_path)]).stderr
+    assert "could not read all of" in err and "incidents may be missing" in err
+
+
+def test_lone_surrogate_from_a_client_is_valid_json(tmp_path: Path) -> None:
+    span, trace = "a" * 16, "t" * 32
+    start = rt("request.start", request_id="r1", span_id=span, trace_id=trace)
+    # json.dumps keeps the escape as written: "\udc80" is valid per RFC 8259.
+    end = rt("request.end", request_id="r1", span_id=span, trace_id=trace, outcome="ok",
+             status=200, model="\udc80")
+    assert "\\udc80" in end
+    (tmp_path / "frontend.jsonl").write_text(f"{start}\n{end}\n")
+    code, doc, _ = run(str(tmp_path / "frontend.jsonl"))
+    assert code == 0, doc
+    assert doc["summary"]["bad_lines"] == 0 and doc["summary"]["unlinked"] == 0  # type: ignore[index]
+    assert doc["summary"]["requests"] == 1  # type: ignore[index]
+
+
+def test_skew_only_overlap_is_not_a_duplicate(tmp_path: Path) -> None:
+    # Worker-0's clock runs 400 ms ahead; the other requests link each worker file to
+    # the frontend, which is how the offsets are known. Two sequential requests with
+    # one id reach the workers only (their frontend lines were rotated away): A on
+    # worker-0 at true time t for 100 ms, B on worker-1 at t + 350 ms. Stamped, A
+    # seems to run from t + 400 ms: it overlaps B only because of the skew.
+    spec = DynamoSpec(requests=300, duplicates=0, cancelled=0, worker_skew_us=(400_000, 0, 0))
+    truth = write_dynamo_logs(tmp_path, spec)
+
+    def template(name: str) -> dict[str, object]:
+        rows = (tmp_path / name).read_text().splitlines()
+        return dict(json.loads(next(r for r in reversed(rows) if "handle_payload" in r)))
+
+    t = seconds(str(template("worker-1.jsonl")["time"])) + 1.0
+    for name, stamped, span in (("worker-0.jsonl", t + 0.4, "a"), ("worker-1.jsonl", t + 0.35, "b")):
+        base = template(name)
+        with (tmp_path / name).open("a") as fh:
+            for message, at in (("request received", stamped), ("request completed", stamped + 0.1)):
+                row = dict(base, message=message, time=iso(at), request_id="seq-1",
+                           x_request_id="seq-1", span_id=span * 16, parent_id=span.upper() * 16,
+                           trace_id=span * 32)
+                fh.write(json.dumps(row) + "\n")
+    paths = [str(p) for p in truth.files]
+    code, doc, _ = run(*paths)
+    offsets = doc["summary"]["clock_offsets_ms"]  # type: ignore[index]
+    assert offsets[str(tmp_path / "worker-0.jsonl")] == pytest.approx(-400.0, abs=5.0)
+    assert _found(doc, "duplicate_in_flight") == 0 and code == 0
+    # Without the correction the two overlap: the skew, not the ids, made them collide.
+    from ridtrace.forensics.reading.inputs import expand_inputs
+    from ridtrace.forensics.records.read import read_partials
+    from ridtrace.forensics.records.spans import requests_from_partials
+    from ridtrace.forensics.rules.overlap import duplicate_in_flight
+
+    read = read_partials(expand_inputs(paths))
+    assert len(duplicate_in_flight(requests_from_partials(read.partials, read.files))) == 1
+
+
+def seconds(text: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def iso(seconds: float) -> str:
+    from datetime import datetime, timezone
+
+    stamp = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@pytest.mark.parametrize("case", ["bad share", "no request", "unreadable"])
+def test_exit_3_when_incomplete_and_allow_incomplete(tmp_path: Path, case: str) -> None:
+    good = [
+        rt("request.start", request_id=f"r{i}", span_id=f"{i:016x}", trace_id="t" * 32)
+        for i in range(50)
+    ]
+    if case == "bad share":
+        lines = [*good, "not json at all", "nor this"]
+    elif case == "no request":
+        lines = [json.dumps({"time": "2026-11-29T10:00:00Z", "target": "x", "message": "hi"})]
+    else:
+        lines = good
+        packed = gzip.compress(("\n".join(good) + "\n").encode())
+        (tmp_path / "old.jsonl.gz").write_bytes(packed[: len(packed) // 2])
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    code, doc, _ = run(str(tmp_path))
+    assert code == 3, doc["summary"]
+    assert doc["summary"]["incomplete"] is True and doc["summary"]["incomplete_reasons"]  # type: ignore[index]
+    code, _, _ = run(str(tmp_path), "--allow-incomplete")
+    assert code == 0
+
+
+def test_one_banner_in_200_lines_is_complete(tmp_path: Path) -> None:
+    good = [
+        rt("request.start", request_id=f"r{i}", span_id=f"{i:016x}", trace_id="t" * 32)
+        for i in range(200)
+    ]
+    (tmp_path / "frontend.jsonl").write_text("\n".join([*good, "one banner"]) + "\n")
+    code, doc, _ = run(str(tmp_path))
+    assert code == 0 and doc["summary"]["incomplete"] is False  # type: ignore[index]
