@@ -41,7 +41,7 @@ def audit(
     """Deprecated request-id headers: requests, distinct clients, first/last seen, per day."""
     from ridtrace.forensics.records.spans import build_requests
     from ridtrace.forensics.views.audit import audit as run_audit
-    from ridtrace.forensics.views.audit import daily_series, plot_usage
+    from ridtrace.forensics.views.audit import daily_series, plot_usage, usage_series
 
     choice = engine_choice(engine, scheduler, partition_size)
     if choice.dask:
@@ -52,7 +52,7 @@ def audit(
     series = daily_series(requests)
     if plot is not None:
         try:
-            plot_usage(series, plot)
+            plot_usage(usage_series(requests), plot)
         except ImportError as exc:
             hint = "--plot needs matplotlib: pip install 'ridtrace[plot]'"
             raise click.ClickException(hint) from exc
@@ -120,14 +120,18 @@ def export() -> None:
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
     help="Trace file to write (Jaeger UI → Search → Upload JSON File).",
 )
+@click.option(
+    "--include-health", is_flag=True,
+    help="Keep health and readiness probes (/health, /readyz, /metrics, …), left out by default.",
+)
 @quiet_option
-def jaeger(paths: tuple[str, ...], output: Path, quiet: bool) -> None:
+def jaeger(paths: tuple[str, ...], output: Path, include_health: bool, quiet: bool) -> None:
     """Write the requests as a Jaeger JSON trace file: one trace per request."""
     from ridtrace.forensics.records.spans import build_requests
     from ridtrace.forensics.views.jaeger import to_jaeger
 
     logs = load_logs(paths, quiet=quiet)
-    doc = to_jaeger(build_requests(logs.events), logs.events)
+    doc = to_jaeger(build_requests(logs.events), logs.events, health=include_health)
     emit(json.dumps(doc), output)
     if not quiet:
         click.echo(f"wrote {len(doc['data'])} trace(s) to {output}", err=True)

@@ -11,7 +11,7 @@ import pandas as pd
 from ridtrace.demo.run import PolicyRun
 from ridtrace.forensics.reading.events import load_events
 from ridtrace.forensics.rules.report import analyze, report_json
-from ridtrace.forensics.views.audit import audit, daily_series, plot_usage
+from ridtrace.forensics.views.audit import audit, plot_usage, usage_series
 from ridtrace.forensics.views.jaeger import to_jaeger
 
 __all__ = ["Detection", "analyze_run", "write_audit", "write_jaeger"]
@@ -73,7 +73,7 @@ def write_audit(run: PolicyRun, requests: pd.DataFrame) -> tuple[pd.DataFrame, P
     table = audit(requests, by="header")
     path = run.log_dir.parent / "deprecated-headers.png"
     try:
-        plot_usage(daily_series(requests), path)
+        plot_usage(usage_series(requests), path)
     except ImportError:
         return table, None
     return table, path

@@ -74,31 +74,74 @@ def audit(requests: pd.DataFrame, by: str = "header") -> pd.DataFrame:
 
 def daily_series(requests: pd.DataFrame) -> pd.DataFrame:
     """Requests per day (rows) and header (columns); days without use are zero."""
+    return usage_series(requests, bucket="day")
+
+
+# Buckets a plot can use, the longest time span each suits, and pandas' frequency.
+BUCKETS: Final = (("minute", pd.Timedelta(hours=3), "min"), ("hour", pd.Timedelta(days=4), "h"),
+                  ("day", None, "D"))
+
+
+def pick_bucket(span: pd.Timedelta) -> str:
+    """The bucket that shows a time span of `span` in tens to a few hundred points."""
+    for name, longest, _ in BUCKETS:
+        if longest is None or span <= longest:
+            return name
+    return "day"
+
+
+def usage_series(requests: pd.DataFrame, *, bucket: str | None = None) -> pd.DataFrame:
+    """Requests per bucket (rows: bucket starts) and header (columns); empty buckets are 0.
+
+    `bucket` is ``minute``, ``hour`` or ``day``; by default the one that suits the time
+    span of the use (`pick_bucket`).
+    """
     usage = deprecated_usage(requests)
     if usage.empty:
         return cast(pd.DataFrame, pd.DataFrame())
-    table = usage.pivot_table(index="day", columns="header", values="span_id", aggfunc="size")
-    days = pd.date_range(table.index.min(), table.index.max(), freq="D").strftime("%Y-%m-%d")
-    return cast(pd.DataFrame, table.reindex(days, fill_value=0).fillna(0).astype(int))
+    times = usage["time"]
+    name = bucket or pick_bucket(times.max() - times.min())
+    freq = {n: f for n, _, f in BUCKETS}[name]
+    stamps = times.dt.tz_convert("UTC").dt.floor(freq)
+    usage = usage.assign(bucket=stamps)
+    table = usage.pivot_table(index="bucket", columns="header", values="span_id", aggfunc="size")
+    full = pd.date_range(table.index.min(), table.index.max(), freq=freq)
+    table = table.reindex(full, fill_value=0).fillna(0).astype(int)
+    table.index.name = name
+    if name == "day":
+        table.index = table.index.strftime("%Y-%m-%d")
+    return cast(pd.DataFrame, table)
 
 
 def plot_usage(series: pd.DataFrame, path: Path) -> None:
-    """Write a PNG of use per day per header (matplotlib, imported only here)."""
+    """Write a PNG of use per bucket per header (matplotlib, imported only here).
+
+    The y axis starts at zero, so a drop to few requests looks like one.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    bucket = str(series.index.name or "day")
     fig, ax = plt.subplots(figsize=(8, 4))
     try:
         if series.empty:
             ax.text(0.5, 0.5, "no deprecated headers seen", ha="center", va="center")
         else:
+            x = pd.to_datetime(series.index)
             for header in series.columns:
-                ax.plot(pd.to_datetime(series.index), series[header], marker="o", label=header)
+                ax.plot(x, series[header], marker="o" if len(x) <= 60 else None, label=header)
             ax.legend()
-        ax.set_title("Deprecated request-id headers: requests per day")
+            ax.set_ylim(bottom=0)
+            if len(x) == 1:  # one bucket: frame it instead of a zero-width axis
+                step = {"minute": pd.Timedelta(minutes=1), "hour": pd.Timedelta(hours=1)}.get(
+                    bucket, pd.Timedelta(days=1)
+                )
+                ax.set_xlim(x[0] - step, x[0] + step)
+        ax.set_title(f"Deprecated request-id headers: requests per {bucket}")
         ax.set_ylabel("requests")
+        ax.set_xlabel(f"time (UTC), per {bucket}")
         fig.autofmt_xdate()
         fig.tight_layout()
         fig.savefig(path)

@@ -15,6 +15,19 @@ _TAGS = ("request_id", "x_request_id", "side", "outcome", "status", "route", "fp
 
 # Jaeger reserves the `error` tag for a boolean flag; the text goes beside it.
 _TAG_KEY = {"error": "error.message"}
+# Liveness, readiness and scrape endpoints: thousands of spans that hide the requests.
+HEALTH_ROUTES = frozenset(
+    {"/health", "/healthz", "/livez", "/readyz", "/ready", "/ping", "/metrics", "/v1/health"}
+)
+
+
+def _health_probes(requests: pd.DataFrame) -> np.ndarray:
+    """Spans of health probes, and the spans under them."""
+    route = requests["route"].astype("object")
+    probe = route.map(lambda r: isinstance(r, str) and r.rstrip("/") in HEALTH_ROUTES)
+    probe_ids = set(requests["span_id"][probe.to_numpy(dtype=bool)].astype("object"))
+    child = requests["parent_span_id"].astype("object").isin(probe_ids).to_numpy()
+    return np.asarray(probe.to_numpy(dtype=bool) | child, dtype=bool)
 
 
 def _tag(key: str, value: Any) -> dict[str, Any]:
@@ -51,13 +64,23 @@ def _operation(r: Any) -> str:
     return f"worker {route}" if r.side == WORKER else f"{method}{route}"
 
 
-def to_jaeger(requests: pd.DataFrame, events: pd.DataFrame | None = None) -> dict[str, Any]:
+def to_jaeger(
+    requests: pd.DataFrame, events: pd.DataFrame | None = None, *, health: bool = False
+) -> dict[str, Any]:
     """``{"data": [trace, ...]}``: one trace per trace_id, worker spans CHILD_OF their caller.
 
     Times are microseconds since the epoch, as Jaeger's JSON model wants; every span
-    carries ``request_id`` and (when the client sent one) ``x_request_id`` tags.
+    carries ``request_id`` and (when the client sent one) ``x_request_id`` tags. Health
+    probes are left out unless `health`. A span whose parent is not in the file (the
+    caller's own tracer, or logs not given) keeps the parent's id as a tag, not as a
+    reference Jaeger could not resolve.
     """
-    req = requests[requests["trace_id"].notna() & requests["span_id"].notna()]
+    keep = np.array((requests["trace_id"].notna() & requests["span_id"].notna()).to_numpy())
+    if not health and len(requests):
+        keep &= ~_health_probes(requests)
+    req = requests[keep]
+    exported = set(zip(req["trace_id"].astype("object"), req["span_id"].astype("object"),
+                       strict=True))
     starts = epoch_us(req["start"]) if len(req) else np.zeros(0, dtype=np.int64)
     ends = epoch_us(req["end"]) if len(req) else np.zeros(0, dtype=np.int64)
     logs = _event_logs(events)
@@ -72,10 +95,13 @@ def to_jaeger(requests: pd.DataFrame, events: pd.DataFrame | None = None) -> dic
             pid = f"p{len(procs) + 1}"
             procs[pid] = {"serviceName": service, "tags": []}
         refs = []
+        tags = [_tag(_TAG_KEY.get(k, k), getattr(r, k)) for k in _TAGS if _present(getattr(r, k))]
         if _present(r.parent_span_id):
             parent = str(r.parent_span_id)
-            refs.append({"refType": "CHILD_OF", "traceID": trace_id, "spanID": parent})
-        tags = [_tag(_TAG_KEY.get(k, k), getattr(r, k)) for k in _TAGS if _present(getattr(r, k))]
+            if (trace_id, parent) in exported:
+                refs.append({"refType": "CHILD_OF", "traceID": trace_id, "spanID": parent})
+            else:
+                tags.append(_tag("parent_span_id", parent))
         if r.outcome == "error":
             tags.append(_tag("error", True))
         trace["spans"].append(

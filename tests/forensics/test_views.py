@@ -1,0 +1,76 @@
+"""Views that people read: the audit plot's axis and the Jaeger export's contents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ridtrace.forensics.views.audit import pick_bucket, plot_usage, usage_series
+from ridtrace.forensics.views.jaeger import to_jaeger
+from tests.forensics.helpers import requests_frame
+
+
+def _dep(*starts: float) -> pd.DataFrame:
+    return requests_frame(*(
+        {"start": t, "end": t + 0.5, "deprecated": "request-id", "client": "10.0.0.1:5"}
+        for t in starts
+    ))
+
+
+@pytest.mark.parametrize(("span", "bucket"), [
+    (pd.Timedelta(seconds=40), "minute"), (pd.Timedelta(hours=2), "minute"),
+    (pd.Timedelta(hours=20), "hour"), (pd.Timedelta(days=3), "hour"),
+    (pd.Timedelta(days=30), "day"), (pd.Timedelta(days=4 * 365), "day"),
+])
+def test_bucket_follows_the_time_span(span: pd.Timedelta, bucket: str) -> None:
+    assert pick_bucket(span) == bucket
+
+
+def test_a_few_minutes_of_use_are_plotted_per_minute_with_zeros(tmp_path: Path) -> None:
+    series = usage_series(_dep(0, 10, 200))  # two uses in minute 0, one in minute 3
+    assert series.index.name == "minute"
+    assert list(series["request-id"]) == [2, 0, 0, 1]
+
+
+def test_plot_y_axis_starts_at_zero(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import matplotlib.axes
+
+    seen: list[tuple[float, float]] = []
+    original = matplotlib.axes.Axes.get_ylim
+
+    def spy_savefig(self: object, *args: object, **kwargs: object) -> None:
+        seen.append(original(self.axes[0]))  # type: ignore[attr-defined]
+
+    import matplotlib.figure
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", spy_savefig)
+    plot_usage(usage_series(_dep(*[i * 60.0 for i in range(10)] * 50)), tmp_path / "p.png")
+    assert seen and seen[0][0] == 0
+
+
+def test_jaeger_leaves_out_health_probes_unless_asked() -> None:
+    frame = requests_frame(
+        {"route": "/v1/chat/completions", "request_id": "r1"},
+        {"route": "/health", "request_id": "h1"},
+        {"route": "/readyz/", "request_id": "h2"},
+    )
+    routes = [s["tags"] for t in to_jaeger(frame)["data"] for s in t["spans"]]
+    assert len(routes) == 1
+    assert len([s for t in to_jaeger(frame, health=True)["data"] for s in t["spans"]]) == 3
+
+
+def test_jaeger_references_only_spans_in_the_file() -> None:
+    frame = requests_frame(
+        {"trace_id": "t", "span_id": "caller", "parent_span_id": "client-side-span"},
+        {"trace_id": "t", "span_id": "work", "parent_span_id": "caller", "side": "worker"},
+    )
+    spans = {s["spanID"]: s for t in to_jaeger(frame)["data"] for s in t["spans"]}
+    assert spans["work"]["references"] == [
+        {"refType": "CHILD_OF", "traceID": "t", "spanID": "caller"}
+    ]
+    assert spans["caller"]["references"] == []
+    assert {"key": "parent_span_id", "type": "string", "value": "client-side-span"} in (
+        spans["caller"]["tags"]
+    )
