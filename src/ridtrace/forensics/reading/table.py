@@ -109,12 +109,12 @@ SELECT *, {in_window} AND NOT _suspect AS _in_window FROM (
 _FLAGS = ("_suspect", "_ev", "_in_window", "_empty", "_time_text")
 
 
-def _spans_sql(source: str) -> str:
+def _spans_sql(source: str, *, lean: bool) -> str:
     """Per-span rows of `source`'s evidence; each suspect line its own row; window count."""
     events = normalized_select(f"({source})", keep=_FLAGS)
     return f"""
 SELECT _kind, _g1 AS trace_id, _g2 AS span_id,
-    {span_aggregates()},
+    {span_aggregates(lean=lean)},
     bool_or(_empty) AS _empty, bool_or(_time_text IS NOT NULL) AS _timed,
     bool_or(time IS NULL) AS _untimed, count(*) FILTER (WHERE _in_window) AS _window
 FROM (
@@ -199,7 +199,7 @@ class LogTable:
 
     def spans(self) -> tuple[pa.Table, dict[str, np.ndarray]]:
         """One row per span (first-seen order), and its evidence lines by column."""
-        got = self.con.sql(_spans_sql(self._source())).to_arrow_table()
+        got = self.con.sql(_spans_sql(self._source(), lean=self.lean)).to_arrow_table()
         # First-seen order: sorting the few span rows here beats an ORDER BY in the plan.
         got = got.take(pa.array(np.argsort(got["first_rn"].to_numpy(), kind="stable")))
         kind = got["_kind"].to_numpy(zero_copy_only=False)
