@@ -14,9 +14,30 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from ridtrace.contract import UNLINKED_REQUEST, UNLINKED_RESPONSE
+from ridtrace.contract import (
+    DEPRECATED_HEADER,
+    DISPATCH_ATTEMPT,
+    DISPATCH_RETRY,
+    LOG_SCHEMA,
+    REQUEST_END,
+    REQUEST_START,
+    RESPONSE_UNLINKED,
+    UNLINKED_REQUEST,
+    UNLINKED_RESPONSE,
+    WORKER_END,
+    WORKER_REFUSED,
+    WORKER_START,
+)
+from ridtrace.frontend_plugin import dispatch, routes, worker
+from ridtrace.tracing import deprecation, middleware
 
 _BASE = datetime(2026, 11, 29, 10, 0, 0, tzinfo=timezone.utc)
+# The loggers that write these lines, by the modules' own names: a rename shows here.
+_MIDDLEWARE = middleware.__name__
+_DEPRECATION = deprecation.__name__
+_DISPATCH = dispatch.__name__
+_WORKER = worker.__name__
+_ROUTES = routes.__name__
 _LINES_PER_REQUEST = 7.5  # average, with the default noise; used to size benchmarks
 _ENGINE_NOISE_LINES = 3.5  # extra lines per request with `SynthSpec.engine_noise`
 _BATCH = 4096
@@ -195,39 +216,39 @@ class _Gen:
     def _head(self, us: int, level: str, msg: str, logger: str, service: str, pid: int) -> str:
         return (
             f'{{"time":"{self.ts(us)}","level":"{level}","message":"{msg}","logger":"{logger}",'
-            f'"schema":"ridtrace/1","service":"{service}","pid":{pid}'
+            f'"schema":"{LOG_SCHEMA}","service":"{service}","pid":{pid}'
         )
 
     def frontend_lines(self, r: _Req, url: list[str]) -> list[tuple[int, str]]:
         head, ctx = self._head, self._ctx(r, r.fspan, None)
-        mw, fp = "ridtrace.tracing.middleware", "ridtrace.frontend_plugin.dispatch"
+        mw, fp = _MIDDLEWARE, _DISPATCH
         dep = f',"deprecated_headers":"{r.deprecated}"' if r.deprecated else ""
         t, end = r.t0, r.t0 + r.dur + 900
         client = f"10.0.3.17:{40000 + r.t0 % 20000}"
-        out = [(t, head(t, "INFO", "request.start", mw, "frontend", 4242)
-                + f',"event":"request.start",{ctx},"method":"POST","path":"/v1/chat/completions",'
+        out = [(t, head(t, "INFO", REQUEST_START, mw, "frontend", 4242)
+                + f',"event":"{REQUEST_START}",{ctx},"method":"POST","path":"/v1/chat/completions",'
                 f'"client":"{client}","user_agent":"openai-python/1.40.0"{dep}}}')]
         if r.deprecated and ("frontend", r.deprecated) not in self.warned:
             self.warned.add(("frontend", r.deprecated))
             out.append((t + 40, head(t + 40, "WARN", "ignoring deprecated client request id header",
-                        "ridtrace.tracing.headers", "frontend", 4242)
-                        + f',"event":"deprecated_header","header":"{r.deprecated}",{ctx}}}'))
+                        _DEPRECATION, "frontend", 4242)
+                        + f',"event":"{DEPRECATED_HEADER}","header":"{r.deprecated}",{ctx}}}'))
         attempt = 1
         if r.refused_span:
             other = url[(r.worker + 1) % len(url)]
-            out.append((t + 200, head(t + 200, "DEBUG", "dispatch.attempt", fp, "frontend", 4242)
-                        + f',"event":"dispatch.attempt",{ctx},"worker":"{other}","attempt":1}}'))
-            out.append((t + 600, head(t + 600, "WARN", "dispatch.retry", fp, "frontend", 4242)
-                        + f',"event":"dispatch.retry",{ctx},"worker":"{other}","attempt":1,'
+            out.append((t + 200, head(t + 200, "DEBUG", DISPATCH_ATTEMPT, fp, "frontend", 4242)
+                        + f',"event":"{DISPATCH_ATTEMPT}",{ctx},"worker":"{other}","attempt":1}}'))
+            out.append((t + 600, head(t + 600, "WARN", DISPATCH_RETRY, fp, "frontend", 4242)
+                        + f',"event":"{DISPATCH_RETRY}",{ctx},"worker":"{other}","attempt":1,'
                         '"reason":"conflict","marked_down":false}'))
             attempt = 2
         ta = t + 300 + 400 * (attempt - 1)
-        out.append((ta, head(ta, "DEBUG", "dispatch.attempt", fp, "frontend", 4242)
-                    + f',"event":"dispatch.attempt",{ctx},"worker":"{url[r.worker]}",'
+        out.append((ta, head(ta, "DEBUG", DISPATCH_ATTEMPT, fp, "frontend", 4242)
+                    + f',"event":"{DISPATCH_ATTEMPT}",{ctx},"worker":"{url[r.worker]}",'
                     f'"attempt":{attempt}}}'))
         if self.spec.noise_every and r.t0 % self.spec.noise_every == 0:
             tn = t + 350
-            out.append((tn, head(tn, "DEBUG", "prompt tokenized", "ridtrace.frontend_plugin.routes",
+            out.append((tn, head(tn, "DEBUG", "prompt tokenized", _ROUTES,
                         "frontend", 4242) + f',{ctx},"tokens":{r.t0 % 900 + 12}}}'))
         if self.spec.engine_noise:
             ta = t + 800
@@ -235,12 +256,13 @@ class _Gen:
                         f"{r.f_status or 200}", "uvicorn.access", "frontend", 4242) + f",{ctx}}}"))
         if r.unlinked:
             out.append((end - 5, head(end - 5, "ERROR", r.unlinked, fp, "frontend", 4242)
-                        + f',"event":"response.unlinked",{ctx}}}'))
+                        + f',"event":"{RESPONSE_UNLINKED}",{ctx}}}'))
         level = "WARN" if r.f_outcome == "error" else "INFO"
         fpo = f',"fp_out":"{r.delivered}"' if r.delivered else ""
         err = f',"error":"{r.unlinked}"' if r.unlinked else ""
-        out.append((end, head(end, level, "request.end", mw, "frontend", 4242)
-                    + f',"event":"request.end",{ctx},"method":"POST","path":"/v1/chat/completions",'
+        out.append((end, head(end, level, REQUEST_END, mw, "frontend", 4242)
+                    + f',"event":"{REQUEST_END}",{ctx},"method":"POST",'
+                    f'"path":"/v1/chat/completions",'
                     f'"route":"/v1/chat/completions","status":{r.f_status},"outcome":"{r.f_outcome}",'
                     f'"duration_ms":{(end - t) / 1000:.3f},"bytes_in":{300 + r.t0 % 700},'
                     f'"bytes_out":{0 if not r.delivered else 800 + r.t0 % 3000},'
@@ -251,7 +273,7 @@ class _Gen:
 
     def worker_lines(self, r: _Req, w: int) -> list[tuple[int, str]]:
         head, svc, pid = self._head, f"worker-{8101 + w}", 5000 + w
-        mw, wk = "ridtrace.tracing.middleware", "ridtrace.frontend_plugin.worker"
+        mw, wk = _MIDDLEWARE, _WORKER
         ctx = self._ctx(r, r.wspan, r.fspan)
         t = r.t0 + 500 + (400 if r.refused_span else 0)
         end = r.t0 + r.dur
@@ -276,17 +298,17 @@ class _Gen:
                               f"gen throughput (token/s): {400 + r.t0 % 500}.{r.t0 % 100:02d}, "
                               "#queue-req: 0", sched, svc, pid) + "}"))
         lifecycle = [
-            (t, head(t, "INFO", "request.start", mw, svc, pid) + f',"event":"request.start",{ctx},'
+            (t, head(t, "INFO", REQUEST_START, mw, svc, pid) + f',"event":"{REQUEST_START}",{ctx},'
              f'"method":"POST","path":"/worker/generate","client":"127.0.0.1:{port}"}}'),
-            (t + 80, head(t + 80, "INFO", "worker.start", wk, svc, pid)
-             + f',"event":"worker.start",{ctx},"endpoint":"chat_completions",'
+            (t + 80, head(t + 80, "INFO", WORKER_START, wk, svc, pid)
+             + f',"event":"{WORKER_START}",{ctx},"endpoint":"chat_completions",'
              f'"model":"Qwen/Qwen3-0.6B","fp_in":"{r.fp_in}"}}'),
-            (end - 300, head(end - 300, "INFO", "worker.end", wk, svc, pid)
-             + f',"event":"worker.end",{ctx},"outcome":"{r.w_outcome}",'
+            (end - 300, head(end - 300, "INFO", WORKER_END, wk, svc, pid)
+             + f',"event":"{WORKER_END}",{ctx},"outcome":"{r.w_outcome}",'
              f'"duration_ms":{(end - t) / 1000:.3f}{fpo},'
              f'"tokens":{r.t0 % 500 + 1}}}'),
-            (end - 100, head(end - 100, "INFO", "request.end", mw, svc, pid)
-             + f',"event":"request.end",{ctx},"method":"POST","path":"/worker/generate",'
+            (end - 100, head(end - 100, "INFO", REQUEST_END, mw, svc, pid)
+             + f',"event":"{REQUEST_END}",{ctx},"method":"POST","path":"/worker/generate",'
              '"route":"/worker/generate",'
              f'"status":{code},"outcome":"{r.w_outcome}","duration_ms":{(end - t) / 1000:.3f}}}'),
         ]
@@ -295,8 +317,9 @@ class _Gen:
     def refused_lines(self, r: _Req, w: int) -> list[tuple[int, str]]:
         svc, pid, t = f"worker-{8101 + w}", 5000 + w, r.t0 + 400
         ctx = self._ctx(r, r.refused_span or "", r.fspan)
-        head = self._head(t, "WARN", "worker.refused", "ridtrace.frontend_plugin.worker", svc, pid)
-        return [(t, head + f',"event":"worker.refused",{ctx},"outcome":"conflict","status":409}}')]
+        head = self._head(t, "WARN", WORKER_REFUSED, _WORKER, svc, pid)
+        fields = f',"event":"{WORKER_REFUSED}",{ctx},"outcome":"conflict","status":409}}'
+        return [(t, head + fields)]
 
 
 def write_logs(out_dir: Path, spec: SynthSpec | None = None) -> SynthTruth:
