@@ -7,8 +7,12 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from ridtrace import RequestTracingMiddleware, configure_metrics, configure_tracing
-from ridtrace import telemetry_lifespan
+from ridtrace import (
+    RequestTracingMiddleware,
+    configure_metrics,
+    configure_tracing,
+    telemetry_lifespan,
+)
 
 
 def create_app() -> FastAPI:

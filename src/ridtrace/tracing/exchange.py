@@ -74,7 +74,7 @@ def start_attributes(
 
 def start_fields(
     scope: Scope,
-    user_agent: bytes | None,
+    user_agent: str | bytes | None,
     max_agent_length: int,
     deprecated: str | None,
     rejected: bool,

@@ -56,7 +56,8 @@ class InboundRules(Generic[K]):
         self.deprecated: dict[K, str] = {key(n): n.lower() for n in deprecated_headers}
         self.user_agent: K = key("user-agent")
         self.max_len = max_length
-        watched = {self.client, self.user_agent, *self.deprecated}
+        watched: set[K] = {self.client, self.user_agent}
+        watched.update(self.deprecated.keys())
         watched.update(key(name) for name in TRACE_HEADERS)
         if self.client_bin is not None:
             watched.add(self.client_bin)

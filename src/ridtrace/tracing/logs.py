@@ -257,7 +257,7 @@ class _InterceptHandler(logging.Handler):
             if ctx is not None:
                 _add_context_ids(r["extra"], ctx)
 
-        logger.patch(patch).opt(  # type: ignore[arg-type]
+        logger.patch(patch).opt(
             exception=record.exc_info, depth=0
         ).log(level, record.getMessage())
 

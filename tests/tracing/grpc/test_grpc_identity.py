@@ -173,7 +173,7 @@ def test_stream_unary_and_stream_stream(proto: Proto, log_lines: LogLines) -> No
     assert ends["InferChat"]["stream_requests"] == 3
     items = log_lines.events("request.end", stream_request_id=chat_id)
     assert [(i["request_id"], i["x_request_id"], i["stream_index"]) for i in items] == [
-        (rid, f"id-{word}", n) for n, (rid, word) in enumerate(zip(item_ids, ("one", "two", "three")))
+        (rid, f"id-{word}", n) for n, (rid, word) in enumerate(zip(item_ids, ("one", "two", "three"), strict=True))
     ]
     assert all(i["outcome"] == "ok" for i in items)
 

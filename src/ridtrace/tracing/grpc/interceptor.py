@@ -14,9 +14,9 @@ from typing import Any, Literal
 import grpc
 import grpc.aio
 
+from ridtrace.tracing import metrics
 from ridtrace.tracing.grpc.call import CallConfig, GrpcCall, MethodInfo
 from ridtrace.tracing.grpc.context import TracedServicerContext
-from ridtrace.tracing import metrics
 from ridtrace.tracing.settings import TracingSettings
 
 __all__ = ["RequestTracingInterceptor", "TracedServicerContext"]

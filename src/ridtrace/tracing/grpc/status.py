@@ -28,7 +28,10 @@ SERVER_FAULTS = frozenset(
 CANCELLED = (asyncio.CancelledError, GeneratorExit)
 
 
-def status_code_of(failure: BaseException | None, context: TracedServicerContext) -> grpc.StatusCode:
+def status_code_of(
+    failure: BaseException | None, context: TracedServicerContext
+) -> grpc.StatusCode:
+    """The code the call ended with (what grpc.aio answers for an escaped exception)."""
     if failure is None or isinstance(failure, grpc.aio.AbortError):
         code = context.code()
         return code if isinstance(code, grpc.StatusCode) else grpc.StatusCode.OK
