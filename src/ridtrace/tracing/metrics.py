@@ -11,13 +11,15 @@ set up itself.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 
 from opentelemetry import metrics
-from opentelemetry.metrics import Counter, Meter, MeterProvider, UpDownCounter
+from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
 
 __all__ = [
     "INSTRUMENT_NAMES",
     "Instruments",
+    "Tally",
     "adopt_global_meter_provider",
     "bind_meter_provider",
     "client_id_rejected",
@@ -48,8 +50,39 @@ REASON_NOT_PRINTABLE_ASCII = "not_printable_ascii"
 REASON_BINARY = "binary"
 
 
+class Tally:
+    """Counts per attribute values, kept in plain Python and read by the SDK at collection.
+
+    ridtrace's instruments are the asynchronous kind (observable counter, observable
+    up-down counter) over these tallies rather than synchronous ones: an SDK
+    ``Counter.add`` with two attributes measured about 30 µs on this project's machine
+    (attribute cleaning, hashing, a measurement object per call), a tally's ``add``
+    well under 1 µs, and the exported data (a cumulative sum, monotonic or not) is the
+    same. The lock keeps counts exact when several threads serve requests.
+    """
+
+    __slots__ = ("_lock", "_names", "_values")
+
+    def __init__(self, *names: str) -> None:
+        self._names = names
+        self._values: dict[tuple[str, ...], int] = {}
+        self._lock = threading.Lock()
+
+    def add(self, amount: int, *key: str) -> None:
+        """Add ``amount`` to the series of these attribute values (in ``names`` order)."""
+        with self._lock:
+            self._values[key] = self._values.get(key, 0) + amount
+
+    def observe(self, options: CallbackOptions) -> Iterable[Observation]:
+        """The SDK's callback: one observation per series."""
+        with self._lock:
+            items = list(self._values.items())
+        names = self._names
+        return [Observation(value, dict(zip(names, key, strict=True))) for key, value in items]
+
+
 class Instruments:
-    """The seven instruments, created once per bound meter."""
+    """The seven instruments of one bound meter, with the tallies they report."""
 
     __slots__ = (
         "client_id_rejected",
@@ -62,33 +95,33 @@ class Instruments:
     )
 
     def __init__(self, meter: Meter) -> None:
-        self.requests: Counter = meter.create_counter(
-            REQUESTS, unit="{request}",
-            description="Requests served, by route template and outcome.",
-        )
-        self.inflight: UpDownCounter = meter.create_up_down_counter(
-            INFLIGHT, unit="{request}",
+        self.requests = Tally("route", "outcome")
+        self.inflight = Tally("side")
+        self.duplicate_refused = Tally("side")
+        self.conflict_retries = Tally()
+        self.foreign_chunks_refused = Tally()
+        self.deprecated_header_requests = Tally("header")
+        self.client_id_rejected = Tally("reason")
+        for name, tally, unit, description in (
+            (REQUESTS, self.requests, "{request}",
+             "Requests served, by route template and outcome."),
+            (DUPLICATE_REFUSED, self.duplicate_refused, "{request}",
+             "Requests refused because their id was already in flight."),
+            (CONFLICT_RETRIES, self.conflict_retries, "{attempt}",
+             "Dispatch attempts a worker refused with Conflict (409)."),
+            (FOREIGN_CHUNKS_REFUSED, self.foreign_chunks_refused, "{chunk}",
+             "Worker chunks labelled with another request's id, not forwarded."),
+            (DEPRECATED_HEADER_REQUESTS, self.deprecated_header_requests, "{request}",
+             "Requests that sent a deprecated request-id header, by header."),
+            (CLIENT_ID_REJECTED, self.client_id_rejected, "{request}",
+             "Client correlation ids not used, by reason."),
+        ):
+            meter.create_observable_counter(
+                name, callbacks=[tally.observe], unit=unit, description=description
+            )
+        meter.create_observable_up_down_counter(
+            INFLIGHT, callbacks=[self.inflight.observe], unit="{request}",
             description="Entries in the in-flight table, by side (frontend / worker).",
-        )
-        self.duplicate_refused: Counter = meter.create_counter(
-            DUPLICATE_REFUSED, unit="{request}",
-            description="Requests refused because their id was already in flight.",
-        )
-        self.conflict_retries: Counter = meter.create_counter(
-            CONFLICT_RETRIES, unit="{attempt}",
-            description="Dispatch attempts a worker refused with Conflict (409).",
-        )
-        self.foreign_chunks_refused: Counter = meter.create_counter(
-            FOREIGN_CHUNKS_REFUSED, unit="{chunk}",
-            description="Worker chunks labelled with another request's id, not forwarded.",
-        )
-        self.deprecated_header_requests: Counter = meter.create_counter(
-            DEPRECATED_HEADER_REQUESTS, unit="{request}",
-            description="Requests that sent a deprecated request-id header, by header.",
-        )
-        self.client_id_rejected: Counter = meter.create_counter(
-            CLIENT_ID_REJECTED, unit="{request}",
-            description="Client correlation ids not used, by reason.",
         )
 
 
@@ -133,21 +166,21 @@ def request_finished(route: str, outcome: str) -> None:
     """One request ended (HTTP route template or gRPC full method)."""
     active = _active
     if active is not None:
-        active.requests.add(1, {"route": route, "outcome": outcome})
+        active.requests.add(1, route, outcome)
 
 
 def inflight_changed(side: str, delta: int) -> None:
     """An in-flight table gained (+1) or lost (-1) an entry."""
     active = _active
     if active is not None:
-        active.inflight.add(delta, {"side": side})
+        active.inflight.add(delta, side)
 
 
 def duplicate_refused(side: str) -> None:
     """An in-flight table refused an id it already held."""
     active = _active
     if active is not None:
-        active.duplicate_refused.add(1, {"side": side})
+        active.duplicate_refused.add(1, side)
 
 
 def conflict_retry() -> None:
@@ -168,14 +201,14 @@ def deprecated_header_sent(header: str) -> None:
     """A request sent the deprecated id header ``header``."""
     active = _active
     if active is not None:
-        active.deprecated_header_requests.add(1, {"header": header})
+        active.deprecated_header_requests.add(1, header)
 
 
 def client_id_rejected(reason: str) -> None:
     """A client correlation id was not used (see :func:`rejection_reason`)."""
     active = _active
     if active is not None:
-        active.client_id_rejected.add(1, {"reason": reason})
+        active.client_id_rejected.add(1, reason)
 
 
 def rejection_reason(raw: bytes | str, max_length: int) -> str:
