@@ -17,6 +17,10 @@ Contenders, all serving the same one-route app (``GET /`` -> small JSON body):
 * ``+ridtrace full``: the same middleware with the SDK provider above passed as
   ``tracer_provider=`` and ``ridtrace.configure_logging`` writing both lifecycle
   lines of every request to a JSON-lines file.
+* ``... + metrics`` (in process only): the same two with ridtrace's instruments bound
+  to an SDK ``MeterProvider`` (an in-memory reader, never collected during the run), so
+  every request also counts ``ridtrace.requests``. Every other contender runs with no
+  meter provider, which is what the plain rows measure.
 
 Every request sends a valid UUID4 ``x-request-id`` (asgi-correlation-id keeps it,
 ridtrace validates and echoes it and mints its own id).
@@ -32,7 +36,8 @@ Two harnesses, contenders interleaved round-robin within one run, medians report
   process's CPU time per request (from /proc), which other tenants of a shared
   machine disturb far less than requests/s.
 
-Usage: ``.venv/bin/python benchmarks/bench_tracing.py [--quick]``; prints markdown.
+Usage: ``.venv/bin/python benchmarks/bench_tracing.py [--quick] [--contenders a,b]``;
+prints markdown.
 """
 
 from __future__ import annotations
@@ -125,6 +130,7 @@ class Built:
     spans_per_request: int = 0
     lines_per_request: int = 0
     expect_headers: tuple[bytes, ...] = ()
+    instruments: Any = None  # ridtrace's metrics, bound only while this contender runs
 
 
 _LOGGING_TO: set[Path] = set()
@@ -133,6 +139,10 @@ _LOGGING_TO: set[Path] = set()
 def build(name: str, log_dir: Path) -> Built:
     """Build one contender; ``log_dir`` receives ridtrace-full's JSON lines."""
     framework, _, variant = name.partition("@")[0].partition("+")
+    if variant.endswith("+metrics"):
+        built = build(name.replace("+metrics", ""), log_dir)
+        built.instruments = _instruments()
+        return built
     app = _starlette_app() if framework == "starlette" else _fastapi_app()
     if not variant:
         return Built(app)
@@ -177,6 +187,27 @@ def build(name: str, log_dir: Path) -> Built:
     raise SystemExit(f"unknown contender {name!r}")
 
 
+def _instruments() -> Any:
+    """ridtrace's instruments on an SDK meter provider, to bind per batch (below)."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from ridtrace.tracing import metrics
+
+    return metrics.Instruments(
+        MeterProvider(metric_readers=[InMemoryMetricReader()]).get_meter("ridtrace")
+    )
+
+
+def _bind(instruments: Any) -> None:
+    # The module global the call sites read (what bind_meter_provider sets): swapped per
+    # batch so the plain contenders of the same run keep measuring "no meter provider".
+    if instruments is not None or "ridtrace.tracing.metrics" in sys.modules:
+        from ridtrace.tracing import metrics
+
+        metrics._active = instruments
+
+
 INPROC = [
     "starlette",
     "starlette+asgi-correlation-id",
@@ -187,6 +218,8 @@ INPROC = [
     "fastapi+otel-fastapi",
     "fastapi+ridtrace-id",
     "fastapi+ridtrace-full",
+    "fastapi+ridtrace-id+metrics",
+    "fastapi+ridtrace-full+metrics",
     # "@noid": the client sends no x-request-id, so asgi-correlation-id mints one too
     "fastapi@noid",
     "fastapi+asgi-correlation-id@noid",
@@ -210,6 +243,8 @@ LABELS = {
     "fastapi+otel-fastapi": "FastAPI + otel-instrumentation-fastapi",
     "fastapi+ridtrace-id": "FastAPI + ridtrace id-only",
     "fastapi+ridtrace-full": "FastAPI + ridtrace full",
+    "fastapi+ridtrace-id+metrics": "FastAPI + ridtrace id-only + metrics (SDK meter provider)",
+    "fastapi+ridtrace-full+metrics": "FastAPI + ridtrace full + metrics (SDK meter provider)",
     "fastapi@noid": "FastAPI, bare — no client x-request-id",
     "fastapi+asgi-correlation-id@noid": "FastAPI + asgi-correlation-id — no client x-request-id",
     "fastapi+ridtrace-id@noid": "FastAPI + ridtrace id-only — no client x-request-id",
@@ -275,7 +310,11 @@ async def _check(name: str, built: Built) -> None:
 
     spans_before = built.exporter.count if built.exporter else 0
     lines_before = _line_count(built.log_path)
-    await built.app(_scope(), _receive, send)
+    _bind(built.instruments)
+    try:
+        await built.app(_scope(), _receive, send)
+    finally:
+        _bind(None)
     start = sent[0]
     headers = {k for k, _ in start["headers"]}
     problems = []
@@ -294,14 +333,21 @@ def _line_count(path: Path | None) -> int:
     return path.read_bytes().count(b"\n") if path and path.exists() else 0
 
 
-async def _batch(app: ASGIApp, n: int, headers: list[tuple[bytes, bytes]]) -> tuple[float, float]:
+async def _batch(
+    app: ASGIApp, n: int, headers: list[tuple[bytes, bytes]], instruments: Any = None
+) -> tuple[float, float]:
     """(CPU, wall) microseconds per request. CPU time is the headline: on a shared
     machine it does not count the time this thread waited for a core."""
     gc.collect()
-    cpu, wall = time.thread_time_ns(), time.perf_counter_ns()
-    for _ in range(n):
-        await app(_scope(headers), _receive, _send)
-    return (time.thread_time_ns() - cpu) / n / 1000, (time.perf_counter_ns() - wall) / n / 1000
+    _bind(instruments)
+    try:
+        cpu, wall = time.thread_time_ns(), time.perf_counter_ns()
+        for _ in range(n):
+            await app(_scope(headers), _receive, _send)
+        cpu, wall = time.thread_time_ns() - cpu, time.perf_counter_ns() - wall
+    finally:
+        _bind(None)
+    return cpu / n / 1000, wall / n / 1000
 
 
 def run_inprocess(
@@ -316,11 +362,13 @@ def run_inprocess(
     async def main() -> None:
         for name in names:
             await _check(name, built[name])
-            await _batch(built[name].app, 500, headers[name])  # warm-up
+            await _batch(built[name].app, 500, headers[name], built[name].instruments)  # warm-up
         for r in range(rounds):
             shift = r % len(names)
             for name in names[shift:] + names[:shift]:
-                samples[name].append(await _batch(built[name].app, per_batch, headers[name]))
+                samples[name].append(
+                    await _batch(built[name].app, per_batch, headers[name], built[name].instruments)
+                )
             _progress(f"in-process round {r + 1}/{rounds}")
 
     pin = _pin(SERVER_CPU)  # one core throughout, as the served contenders get
@@ -551,6 +599,9 @@ def _ratio(numerator: float, denominator: float) -> str:
 
 
 def _targets(overhead: dict[str, float], prefix: str) -> list[str]:
+    names = ("+ridtrace-full", "+otel-fastapi", "+ridtrace-id", "+asgi-correlation-id")
+    if any(prefix + n not in overhead for n in names):
+        return []  # a subset of contenders was measured
     full, otel = overhead[f"{prefix}+ridtrace-full"], overhead[f"{prefix}+otel-fastapi"]
     ids, acid = overhead[f"{prefix}+ridtrace-id"], overhead[f"{prefix}+asgi-correlation-id"]
     return [
@@ -683,6 +734,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="few short rounds (smoke run)")
     parser.add_argument("--rounds", type=int, help="rounds per harness")
     parser.add_argument("--skip-inprocess", action="store_true")
+    parser.add_argument(
+        "--contenders", help="comma-separated in-process contenders (default: all)"
+    )
     parser.add_argument("--skip-uvicorn", action="store_true")
     parser.add_argument(
         "--load-generator",
@@ -740,7 +794,8 @@ def main(argv: list[str] | None = None) -> int:
             pin = _pin(SERVER_CPU)
             if pin:
                 pin()
-            samples = run_inprocess(INPROC, in_rounds, per_batch, log_dir)
+            names = args.contenders.split(",") if args.contenders else INPROC
+            samples = run_inprocess(names, in_rounds, per_batch, log_dir)
             if pin:
                 os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
             out += [*report_inprocess(samples, in_rounds, per_batch), ""]

@@ -27,7 +27,8 @@ _SYNOPSIS = re.compile(r"\b(PATH|ID|FILE)\.\.\.|\bID PATH\b|\[-")
 # Covered elsewhere: the mounting example has its own test against a real worker
 # (tests/frontend_plugin/test_docs_example.py); gRPC blocks need generated stubs
 # (tests/tracing/grpc); `make` and docker lines are not ridtrace's commands.
-_OWN_TEST_MARKERS = ("# example: mount", "ridtrace_inference_pb2", "aio_server_interceptor")
+_OWN_TEST_MARKERS = ("# example: mount", "ridtrace_inference_pb2", "aio_server_interceptor",
+                     "# triton_stream_example.py")
 
 
 def _blocks(kind: str) -> list[tuple[str, str]]:

@@ -1,4 +1,4 @@
-"""An OTLP/HTTP trace receiver on loopback that decodes the protobuf, for span tests."""
+"""An OTLP/HTTP receiver on loopback that decodes the protobuf: traces and metrics."""
 
 from __future__ import annotations
 
@@ -10,6 +10,10 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -32,6 +36,17 @@ class ReceivedSpan:
     status_code: int
 
 
+MetricKey = tuple[str | None, str, frozenset[tuple[str, Any]]]
+"""(service.name, metric name, data point attributes)."""
+
+
+def _service_of(resource: Any) -> str | None:
+    for attr in resource.attributes:
+        if attr.key == "service.name":
+            return _value(attr.value)  # type: ignore[no-any-return]
+    return None
+
+
 def _value(any_value: Any) -> Any:
     kind = any_value.WhichOneof("value")
     if kind == "array_value":
@@ -41,10 +56,14 @@ def _value(any_value: Any) -> Any:
 
 @dataclass
 class OtlpReceiver:
-    """Collects every span posted to ``endpoint + /v1/traces``."""
+    """Collects every span posted to ``endpoint + /v1/traces`` and every metric data
+    point posted to ``endpoint + /v1/metrics``."""
 
     port: int
     spans: list[ReceivedSpan] = field(default_factory=list)
+    # Latest value per series: the SDK exports cumulative sums, so the last one counts.
+    metrics: dict[MetricKey, float] = field(default_factory=dict)
+    metric_exports: int = 0
     requests: int = 0
     _cond: threading.Condition = field(default_factory=threading.Condition)
 
@@ -76,6 +95,42 @@ class OtlpReceiver:
                         )
             self._cond.notify_all()
 
+    def add_metrics(self, request: ExportMetricsServiceRequest) -> None:
+        with self._cond:
+            self.metric_exports += 1
+            for resource_metrics in request.resource_metrics:
+                service = _service_of(resource_metrics.resource)
+                for scope_metrics in resource_metrics.scope_metrics:
+                    for metric in scope_metrics.metrics:
+                        kind = metric.WhichOneof("data")
+                        if kind not in ("sum", "gauge"):
+                            continue
+                        for point in getattr(metric, kind).data_points:
+                            attrs = frozenset(
+                                (a.key, _value(a.value)) for a in point.attributes
+                            )
+                            number = point.WhichOneof("value")
+                            value = getattr(point, number) if number else 0
+                            self.metrics[(service, metric.name, attrs)] = float(value)
+            self._cond.notify_all()
+
+    def metric(self, name: str, service: str | None = None, **attributes: Any) -> float:
+        """Sum of the latest values of ``name``'s series whose attributes include these."""
+        with self._cond:
+            return sum(
+                value
+                for (svc, metric, attrs), value in self.metrics.items()
+                if metric == name
+                and (service is None or svc == service)
+                and set(attributes.items()) <= set(attrs)
+            )
+
+    def wait_for_metric_exports(self, count: int, *, timeout: float = 30.0) -> None:
+        """Block until ``count`` metric export requests arrived."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: self.metric_exports >= count, timeout=timeout):
+                raise TimeoutError(f"got {self.metric_exports} metric exports, expected {count}")
+
     def wait_for(self, count: int, *, timeout: float = 30.0) -> list[ReceivedSpan]:
         """Block until at least ``count`` spans arrived (the exporter batches)."""
         with self._cond:
@@ -94,14 +149,20 @@ def otlp_receiver() -> Iterator[OtlpReceiver]:
             body = self.rfile.read(int(self.headers.get("content-length", "0")))
             if self.headers.get("content-encoding") == "gzip":
                 body = gzip.decompress(body)
-            if self.path != "/v1/traces":
+            if self.path == "/v1/traces":
+                request = ExportTraceServiceRequest()
+                request.ParseFromString(body)
+                receiver_ref[0].add(request)
+                payload = ExportTraceServiceResponse().SerializeToString()
+            elif self.path == "/v1/metrics":
+                metrics_request = ExportMetricsServiceRequest()
+                metrics_request.ParseFromString(body)
+                receiver_ref[0].add_metrics(metrics_request)
+                payload = ExportMetricsServiceResponse().SerializeToString()
+            else:
                 self.send_response(404)
                 self.end_headers()
                 return
-            request = ExportTraceServiceRequest()
-            request.ParseFromString(body)
-            receiver_ref[0].add(request)
-            payload = ExportTraceServiceResponse().SerializeToString()
             self.send_response(200)
             self.send_header("content-type", "application/x-protobuf")
             self.send_header("content-length", str(len(payload)))

@@ -290,6 +290,11 @@ def test_deprecated_headers_warn_once_per_name_and_every_request_records_them(
     warns = [x for x in lines if x.get("event") == "deprecated_header"]
     assert sorted(x["header"] for x in warns) == ["request-id", "x-dynamo-request-id"]
     assert all(x["level"] == "WARN" for x in warns)
+    # Written inside the request that sent the header first: the WARN joins to it.
+    for warn in warns:
+        (start,) = [x for x in _lines_of(lines, warn["request_id"]) if x.get("event") == "request.start"]
+        assert warn["header"] in start["deprecated_headers"].split(",")
+        assert warn["trace_id"] == start["trace_id"]
     for request_id, both in sent:
         start = next(x for x in _lines_of(lines, request_id) if x.get("event") == "request.start")
         expected = "x-dynamo-request-id,request-id" if both else "x-dynamo-request-id"

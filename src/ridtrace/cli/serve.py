@@ -21,11 +21,13 @@ def _setup(log_file: Path, service: str, level: str) -> None:
     # Imported here so `ridtrace analyze` and friends never pay for FastAPI/uvicorn.
     from loguru import logger
 
-    from ridtrace.tracing import configure_logging, configure_tracing
+    from ridtrace.tracing import configure_logging, configure_metrics, configure_tracing
 
     logger.remove()  # loguru's default stderr handler would duplicate every line
     configure_logging(log_file, service=service, level=level.upper())
+    # The service name is a default: OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES win.
     configure_tracing(service)
+    configure_metrics(service)
 
 
 def _run(app: object, host: str, port: int) -> None:

@@ -10,7 +10,8 @@ from fastapi import FastAPI
 from ridtrace.frontend_plugin.frontend import Frontend
 from ridtrace.frontend_plugin.routes import create_router
 from ridtrace.frontend_plugin.settings import FrontendSettings
-from ridtrace.tracing import RequestTracingMiddleware, TracingSettings
+from ridtrace.tracing import RequestTracingMiddleware, TracingSettings, telemetry_lifespan
+from ridtrace.tracing.meters import METRICS_PATH, metrics_endpoint
 
 __all__ = ["create_frontend_app"]
 
@@ -24,18 +25,24 @@ def create_frontend_app(
     """A FastAPI app serving the inference routes with request tracing.
 
     ``app.state.frontend`` is the :class:`Frontend` (registry, dispatcher); its worker
-    connections are closed when the app shuts down.
+    connections are closed when the app shuts down, and the tracer and meter providers
+    ridtrace configured are flushed and shut down after them. ``GET /metrics`` serves
+    the Prometheus text.
     """
     fe = frontend or Frontend(settings)
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
-        await fe.aclose()
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with telemetry_lifespan(app):
+            try:
+                yield
+            finally:
+                await fe.aclose()
 
     app = FastAPI(title="ridtrace frontend", lifespan=lifespan)
     app.state.frontend = fe
     app.include_router(create_router(frontend=fe))
+    app.add_route(METRICS_PATH, metrics_endpoint, methods=["GET"], include_in_schema=False)
     app.add_middleware(
         RequestTracingMiddleware,  # type: ignore[arg-type]  # Starlette's factory typing
         settings=tracing or TracingSettings(),

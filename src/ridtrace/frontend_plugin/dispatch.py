@@ -20,6 +20,7 @@ import orjson
 
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.wire import CLIENT_KEEP_ALIVE_SECONDS, WORK_PATH, WorkRequest
+from ridtrace.tracing import metrics
 from ridtrace.tracing.eventlog import EventLog
 
 __all__ = ["DispatchError", "Dispatcher", "WorkerPool", "WorkerStream"]
@@ -157,6 +158,8 @@ class Dispatcher:
             except _Refused as refusal:
                 reason, message = refusal.reason, refusal.message
                 marked_down = refusal.reason != "conflict"
+                if not marked_down:
+                    metrics.conflict_retry()
                 if marked_down:
                     self.pool.mark_down(worker)
                 events.warning(

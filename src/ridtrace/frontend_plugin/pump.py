@@ -17,7 +17,7 @@ import anyio
 from ridtrace.frontend_plugin.dispatch import Dispatcher, DispatchError, WorkerStream
 from ridtrace.frontend_plugin.registry import Channel, InflightRegistry
 from ridtrace.frontend_plugin.wire import WorkRequest
-from ridtrace.tracing import validate_client_id
+from ridtrace.tracing import metrics, validate_client_id
 from ridtrace.tracing.eventlog import EventLog
 
 __all__ = ["UNLINKED_REQUEST", "UNLINKED_RESPONSE", "Delta", "Failed", "Finished", "Linked", "pump"]
@@ -118,6 +118,7 @@ async def _forward(
     while message is not None:
         if check_ids and message.get("request_id") != request_id:
             owner = message.get("request_id")
+            metrics.foreign_chunk_refused()
             events.error(
                 "stream.foreign_chunk", event="stream.foreign_chunk", worker=stream.worker,
                 chunk_request_id=validate_client_id(owner) if isinstance(owner, str) else None,

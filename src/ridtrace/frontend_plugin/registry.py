@@ -17,6 +17,8 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ridtrace.tracing import metrics
+
 __all__ = [
     "DROPPED",
     "Channel",
@@ -70,15 +72,18 @@ class InflightRegistry:
         policy: ``"safe"`` (refuse duplicates, the default) or ``"legacy"`` (replace on
             collision and let responses take whichever caller holds the key — unsafe,
             exists to reproduce the seed's failure).
+        side: ``"frontend"`` or ``"worker"``: the ``side`` of the ``ridtrace.inflight``
+            and ``ridtrace.duplicate_refused`` metrics.
     """
 
     __slots__ = ("_entries", "_legacy", "claimed", "conflicts", "policy", "registered",
-                 "released", "replaced", "unlinked")
+                 "released", "replaced", "side", "unlinked")
 
-    def __init__(self, policy: IdPolicy = "safe") -> None:
+    def __init__(self, policy: IdPolicy = "safe", *, side: str = "frontend") -> None:
         if policy not in ("safe", "legacy"):
             raise ValueError(f"unknown id policy {policy!r}")
         self.policy: IdPolicy = policy
+        self.side = side
         self._legacy = policy == "legacy"
         self._entries: dict[str, Entry] = {}
         self.registered = 0
@@ -100,10 +105,13 @@ class InflightRegistry:
         if previous is not None:
             if not self._legacy:
                 self.conflicts += 1
+                metrics.duplicate_refused(self.side)
                 raise DuplicateRequestId(key)
             # The pre-fix bug: the first caller silently loses its entry.
             self.replaced += 1
             previous.channel.put_nowait(DROPPED)
+        else:
+            metrics.inflight_changed(self.side, 1)
         entry = Entry(key, channel, owner_request_id or key)
         entries[key] = entry
         self.registered += 1
@@ -121,6 +129,8 @@ class InflightRegistry:
             self.unlinked += 1
         else:
             self.claimed += 1
+            if self._legacy:
+                metrics.inflight_changed(self.side, -1)
         return entry
 
     def release(self, key: str, channel: Channel) -> bool:
@@ -134,6 +144,7 @@ class InflightRegistry:
             return False
         del self._entries[key]
         self.released += 1
+        metrics.inflight_changed(self.side, -1)
         return True
 
     def __len__(self) -> int:

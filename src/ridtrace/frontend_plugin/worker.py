@@ -38,6 +38,8 @@ from ridtrace.tracing import (
     validate_client_id,
 )
 from ridtrace.tracing.eventlog import EventLog
+from ridtrace.tracing.lifecycle import telemetry_lifespan
+from ridtrace.tracing.meters import METRICS_PATH, metrics_endpoint
 
 __all__ = ["create_worker_app"]
 
@@ -51,12 +53,14 @@ def create_worker_app(
 ) -> FastAPI:
     """A ready worker app: ``POST /v1/work``, ``/health``, ``/debug/inflight``, gate hook.
 
-    The tracing middleware is added with lifecycle lines off: a worker's lifecycle is
+    ``GET /metrics`` serves the Prometheus text; the tracer and meter providers ridtrace
+    configured are flushed and shut down when the app stops. The tracing middleware is
+    added with lifecycle lines off: a worker's lifecycle is
     ``worker.start`` / ``worker.end`` / ``worker.refused``, written under the frontend's
     ``request_id`` rather than the one the middleware mints for the hop.
     """
     config = settings or WorkerSettings()
-    registry = InflightRegistry(config.id_policy)
+    registry = InflightRegistry(config.id_policy, side="worker")
     gate = asyncio.Event() if config.gate else None
     engine = EchoEngine(
         token_delay=config.token_delay,
@@ -65,7 +69,11 @@ def create_worker_app(
         gate_timeout=config.gate_timeout,
         hang_after_tokens=config.hang_after_tokens,
     )
-    app = FastAPI(title="ridtrace echo worker", openapi_url=None, docs_url=None, redoc_url=None)
+    app = FastAPI(
+        title="ridtrace echo worker", openapi_url=None, docs_url=None, redoc_url=None,
+        lifespan=telemetry_lifespan,
+    )
+    app.add_route(METRICS_PATH, metrics_endpoint, methods=["GET"], include_in_schema=False)
     app.add_middleware(
         RequestTracingMiddleware,  # type: ignore[arg-type]  # Starlette's factory typing
         settings=tracing or TracingSettings(log_lifecycle=False),

@@ -12,7 +12,9 @@ from ridtrace.tracing.context import (
     current_x_request_id,
 )
 from ridtrace.tracing.identity import uuid4_id, uuid7_id, validate_client_id
+from ridtrace.tracing.lifecycle import shutdown_telemetry, telemetry_lifespan
 from ridtrace.tracing.logs import LOG_SCHEMA, configure_logging
+from ridtrace.tracing.meters import configure_metrics
 from ridtrace.tracing.middleware import RequestTracingMiddleware
 from ridtrace.tracing.settings import DEFAULT_DEPRECATED_HEADERS, TracingSettings
 from ridtrace.tracing.spans import configure_tracing
@@ -27,12 +29,15 @@ __all__ = [
     "annotate_request",
     "annotate_span",
     "configure_logging",
+    "configure_metrics",
     "configure_tracing",
     "current_context",
     "current_request_id",
     "current_x_request_id",
     "format_traceparent",
     "parse_traceparent",
+    "shutdown_telemetry",
+    "telemetry_lifespan",
     "uuid4_id",
     "uuid7_id",
     "validate_client_id",

@@ -8,6 +8,7 @@ connection, while tasks spawned inside a request inherit a copy and keep the ids
 
 from __future__ import annotations
 
+import contextlib
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -85,3 +86,21 @@ def annotate_span(**attributes: str | bool | int | float) -> None:
 # twice on every request.
 enter = _current.set
 leave = _current.reset
+
+_EXCEPTION_ATTRIBUTE = "__ridtrace_context__"
+
+
+def remember_on_exception(exc: BaseException, ctx: RequestContext) -> None:
+    """Attach ``ctx`` to an exception that escapes the request.
+
+    A server (grpc.aio) logs such an exception after the request's context is gone;
+    the log handler then takes the ids from the exception (:func:`context_of_exception`).
+    """
+    with contextlib.suppress(AttributeError, TypeError):
+        setattr(exc, _EXCEPTION_ATTRIBUTE, ctx)
+
+
+def context_of_exception(exc: BaseException | None) -> RequestContext | None:
+    """The context :func:`remember_on_exception` attached to ``exc``, if any."""
+    ctx = getattr(exc, _EXCEPTION_ATTRIBUTE, None)
+    return ctx if isinstance(ctx, RequestContext) else None

@@ -7,7 +7,6 @@ sends for a crashed request.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from typing import Any
 
@@ -15,6 +14,7 @@ from starlette.types import Scope, Send
 
 from ridtrace.tracing.context import RequestContext
 from ridtrace.tracing.identity import validate_client_id
+from ridtrace.tracing.inbound import decide_outcome
 
 __all__ = [
     "Exchange",
@@ -74,7 +74,7 @@ def start_attributes(
 
 def start_fields(
     scope: Scope,
-    user_agent: bytes | None,
+    user_agent: str | bytes | None,
     max_agent_length: int,
     deprecated: str | None,
     rejected: bool,
@@ -132,16 +132,11 @@ def end_fields(
 
 
 def outcome_of(state: Exchange, failure: BaseException | None, ctx: RequestContext) -> str:
-    """ok / error / cancelled, unless a handler decided otherwise (``outcome_override``)."""
-    if ctx.annotations:
-        override = ctx.annotations.get("outcome_override")
-        if isinstance(override, str):
-            return override
-    if state.body_done:
-        return "error" if state.status >= 500 else "ok"
-    if state.disconnected or isinstance(failure, (asyncio.CancelledError, OSError)):
-        return "cancelled"
-    return "error"
+    """ok / error / cancelled by the rules every transport shares (``decide_outcome``)."""
+    return decide_outcome(
+        ctx, failure, finished=state.body_done, server_fault=state.status >= 500,
+        gone=state.disconnected,
+    )
 
 
 async def send_internal_error(send: Send) -> None:

@@ -27,7 +27,7 @@ from typing import IO, TYPE_CHECKING, Any
 import orjson
 from loguru import logger
 
-from ridtrace.tracing.context import RequestContext, current_context
+from ridtrace.tracing.context import RequestContext, context_of_exception, current_context
 
 if TYPE_CHECKING:
     from loguru import Message, Record
@@ -246,7 +246,18 @@ class _InterceptHandler(logging.Handler):
             level: str | int = logger.level(record.levelname).name
         except ValueError:
             level = record.levelno
-        logger.patch(lambda r: r.update({"name": record.name})).opt(
+        # A server that logs a request's escaped exception after the request's context
+        # is gone (grpc.aio does): the ids travel on the exception.
+        ctx = None
+        if record.exc_info and current_context() is None:
+            ctx = context_of_exception(record.exc_info[1])
+
+        def patch(r: Record) -> None:
+            r["name"] = record.name
+            if ctx is not None:
+                _add_context_ids(r["extra"], ctx)
+
+        logger.patch(patch).opt(
             exception=record.exc_info, depth=0
         ).log(level, record.getMessage())
 

@@ -13,8 +13,9 @@ from opentelemetry.trace import NonRecordingSpan, Span, SpanKind, Status, Status
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ridtrace.tracing import context as request_context
+from ridtrace.tracing import metrics
 from ridtrace.tracing.context import RequestContext
-from ridtrace.tracing.deprecation import deprecation_response_headers, warn_once
+from ridtrace.tracing.deprecation import deprecation_response_headers
 from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.exchange import (
     Exchange,
@@ -25,7 +26,7 @@ from ridtrace.tracing.exchange import (
     start_attributes,
     start_fields,
 )
-from ridtrace.tracing.identity import validate_client_id
+from ridtrace.tracing.inbound import InboundRules, note_inbound, read_inbound
 from ridtrace.tracing.serverspan import (
     active_server_span,
     is_noop_tracer,
@@ -38,7 +39,9 @@ __all__ = ["RequestTracingMiddleware"]
 
 events = EventLog(__name__)
 
-_TRACE_HEADERS = frozenset({b"traceparent", b"tracestate", b"baggage"})
+# ``route`` of ridtrace.requests for a request no route matched: the raw path would let
+# any client grow the metric's cardinality without bound.
+UNMATCHED_ROUTE = "unmatched"
 
 
 class _HeaderGetter(Getter[dict[str, str]]):
@@ -78,13 +81,13 @@ class RequestTracingMiddleware:
         # Everything __call__ compares is precomputed here, as bytes, once.
         self._client_header = config.client_id_header.lower().encode("latin-1")
         self._response_header = config.response_id_header.lower().encode("latin-1")
-        self._deprecated = {
-            name.lower().encode("latin-1"): name.lower() for name in config.deprecated_headers
-        }
         self._stripped = {self._client_header, self._response_header}
-        # Every request header name __call__ acts on; all others are skipped at once.
-        self._watched = frozenset(
-            {self._client_header, b"user-agent", *self._deprecated, *_TRACE_HEADERS}
+        # The header walk the gRPC interceptor shares, with names as bytes.
+        self._rules: InboundRules[bytes] = InboundRules(
+            client_header=config.client_id_header,
+            deprecated_headers=config.deprecated_headers,
+            max_length=config.max_client_id_length,
+            as_bytes=True,
         )
         self._deprecation_headers = deprecation_response_headers(
             deprecation_at=config.deprecation_at,
@@ -100,6 +103,7 @@ class RequestTracingMiddleware:
         self._max_len = config.max_client_id_length
         self._log_lifecycle = config.log_lifecycle
         self._span_name = config.span_name
+        metrics.adopt_global_meter_provider()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -107,38 +111,13 @@ class RequestTracingMiddleware:
             return
 
         started = time.perf_counter()
-        x_request_id: str | None = None
-        rejected = False
-        deprecated_sent: list[str] | None = None  # allocated only when one is sent
-        carrier: dict[str, str] | None = None  # W3C trace headers, when sent
-        user_agent: bytes | None = None
-        watched = self._watched
-        for name, value in scope["headers"]:
-            if name not in watched:  # most headers: one set lookup and on
-                continue
-            if name == self._client_header:
-                if x_request_id is None:
-                    x_request_id = validate_client_id(value, self._max_len)
-                    rejected = rejected or x_request_id is None
-            elif name in self._deprecated:
-                header = self._deprecated[name]
-                if deprecated_sent is None:
-                    deprecated_sent = [header]
-                elif header not in deprecated_sent:
-                    deprecated_sent.append(header)
-            elif name == b"user-agent":
-                if user_agent is None:
-                    user_agent = value
-            else:
-                if carrier is None:
-                    carrier = {}
-                carrier.setdefault(name.decode("latin-1"), value.decode("latin-1"))
+        x_request_id, rejected, deprecated_sent, carrier, user_agent = read_inbound(
+            self._rules, scope["headers"]
+        )
         request_id = self._mint()
         extra_headers = [(self._response_header, request_id.encode("latin-1"))]
         deprecated_text: str | None = None
         if deprecated_sent:
-            for header in deprecated_sent:
-                warn_once(header)
             deprecated_text = ",".join(deprecated_sent)
             extra_headers.extend(self._deprecation_headers)
 
@@ -148,10 +127,12 @@ class RequestTracingMiddleware:
             carrier is None and type(current) is NonRecordingSpan
             and self._maybe_noop and is_noop_tracer(self._tracer)
         )
-        if untraced and not self._log_lifecycle:
-            # Nothing records and nothing is logged: the id-only path, ids and headers.
+        if untraced and not self._log_lifecycle and metrics._active is None:
+            # Nothing records, nothing is logged or counted: the id-only path.
             ctx = minted_context(request_id, x_request_id)
-            await self._serve_identity_only(scope, receive, send, ctx, extra_headers)
+            await self._serve_identity_only(
+                scope, receive, send, ctx, extra_headers, deprecated_sent, rejected
+            )
             return
 
         await self._serve_observed(
@@ -169,9 +150,9 @@ class RequestTracingMiddleware:
         x_request_id: str | None,
         extra_headers: list[tuple[bytes, bytes]],
         deprecated_text: str | None,
-        rejected: bool,
+        rejected: str | None,
         carrier: dict[str, str] | None,
-        user_agent: bytes | None,
+        user_agent: str | bytes | None,
         current: Span,
         untraced: bool,
     ) -> None:
@@ -233,11 +214,14 @@ class RequestTracingMiddleware:
         )
         failure: BaseException | None = None
         try:
+            if deprecated_text or rejected:
+                note_inbound(deprecated_text.split(",") if deprecated_text else None, rejected)
             if self._log_lifecycle:
                 events.info(
                     "request.start",
                     **start_fields(
-                        scope, user_agent, self._max_len * 2, deprecated_text, rejected
+                        scope, user_agent, self._max_len * 2, deprecated_text,
+                        rejected is not None,
                     ),
                 )
             await self.app(scope, receive_counting, send_tagged)
@@ -249,6 +233,7 @@ class RequestTracingMiddleware:
         finally:
             outcome = outcome_of(state, failure, ctx)
             route = route_template(scope)
+            metrics.request_finished(route or UNMATCHED_ROUTE, outcome)
             # FastAPI's telemetry ends its span as the last body byte goes out,
             # before we get here: writing to an ended span only earns a warning.
             if recording and span.is_recording():
@@ -280,6 +265,8 @@ class RequestTracingMiddleware:
         send: Send,
         ctx: RequestContext,
         extra_headers: list[tuple[bytes, bytes]],
+        deprecated_sent: list[str] | None,
+        rejected: str | None,
     ) -> None:
         """Serve with ids, headers and context only: no span records, no line is written,
         so nothing observes bytes, disconnects or the outcome."""
@@ -294,6 +281,8 @@ class RequestTracingMiddleware:
 
         token = request_context.enter(ctx)
         try:
+            if deprecated_sent or rejected:
+                note_inbound(deprecated_sent, rejected)
             await self.app(scope, receive, send_with_ids)
         except Exception:
             if not response_started:

@@ -4,13 +4,36 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from urllib.parse import unquote
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_OFF,
+    ALWAYS_ON,
+    DEFAULT_OFF,
+    DEFAULT_ON,
+    ParentBasedTraceIdRatio,
+    Sampler,
+    TraceIdRatioBased,
+)
 
-__all__ = ["configure_tracing"]
+from ridtrace.tracing import lifecycle
+
+__all__ = ["configure_tracing", "otlp_endpoint", "sdk_disabled", "service_resource"]
+
+_FIXED_SAMPLERS: dict[str, Sampler] = {
+    "always_on": ALWAYS_ON,
+    "always_off": ALWAYS_OFF,
+    "parentbased_always_on": DEFAULT_ON,
+    "parentbased_always_off": DEFAULT_OFF,
+}
+_RATIO_SAMPLERS = {
+    "traceidratio": TraceIdRatioBased,
+    "parentbased_traceidratio": ParentBasedTraceIdRatio,
+}
 
 
 def configure_tracing(
@@ -21,30 +44,71 @@ def configure_tracing(
 ) -> TracerProvider:
     """Build an SDK tracer provider that exports over OTLP/HTTP when an endpoint is set.
 
-    Reads ``OTEL_SERVICE_NAME`` (``service_name`` wins when given),
-    ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` and the
-    exporter's other standard variables (headers, timeout). Without an endpoint the
-    provider still mints real trace and span ids but exports nothing, so a service
-    with no collector runs unchanged. ``OTEL_SDK_DISABLED=true`` returns a provider
-    with no processor and leaves the global one alone.
+    OpenTelemetry's environment conventions apply, and the environment wins over the
+    code: ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES`` over ``service_name``
+    (a default, used only when neither names the service), ``OTEL_TRACES_SAMPLER`` /
+    ``OTEL_TRACES_SAMPLER_ARG``, ``OTEL_EXPORTER_OTLP_ENDPOINT`` /
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` and the exporter's and batch processor's
+    other standard variables. Without an endpoint the provider still mints real trace
+    and span ids but exports nothing, so a service with no collector runs unchanged.
+    ``OTEL_SDK_DISABLED=true`` returns a provider with no processor and leaves the
+    global one alone.
+
+    The provider is shut down (its batch flushed) by :func:`shutdown_telemetry`, which
+    ridtrace's apps and :func:`telemetry_lifespan` call before the process exits.
     """
     env = os.environ if environ is None else environ
-    name = service_name or env.get("OTEL_SERVICE_NAME") or "ridtrace"
-    provider = TracerProvider(resource=Resource.create({"service.name": name}))
-    if env.get("OTEL_SDK_DISABLED", "").lower() == "true":
-        return provider
-    endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get(
-        "OTEL_EXPORTER_OTLP_ENDPOINT"
+    provider = TracerProvider(
+        resource=service_resource(service_name, env), sampler=_sampler(env)
     )
+    if sdk_disabled(env):
+        return provider
+    endpoint = otlp_endpoint(env, "traces")
     if endpoint:
         # Imported here: the exporter pulls in requests/protobuf, which services that
         # export nothing should not pay for.
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        traces_endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or (
-            endpoint.rstrip("/") + "/v1/traces"
-        )
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=traces_endpoint)))
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    lifecycle.own(provider)
     if set_global:
         trace.set_tracer_provider(provider)
     return provider
+
+
+def sdk_disabled(env: Mapping[str, str]) -> bool:
+    """``OTEL_SDK_DISABLED=true``: telemetry off, as the specification says."""
+    return env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
+
+
+def otlp_endpoint(env: Mapping[str, str], signal: str) -> str | None:
+    """The OTLP/HTTP URL for ``signal`` (``traces``, ``metrics``), or ``None``."""
+    specific = env.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT")
+    if specific:
+        return specific
+    base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    return f"{base.rstrip('/')}/v1/{signal}" if base else None
+
+
+def service_resource(default_service: str | None, env: Mapping[str, str]) -> Resource:
+    """The resource: ``OTEL_RESOURCE_ATTRIBUTES`` and ``OTEL_SERVICE_NAME`` over ridtrace's
+    default name (the SDK's own merge would let the code win)."""
+    attributes: dict[str, str] = {"service.name": default_service or "ridtrace"}
+    for item in env.get("OTEL_RESOURCE_ATTRIBUTES", "").split(","):
+        key, sep, value = item.partition("=")
+        if sep and key.strip():
+            attributes[key.strip()] = unquote(value.strip())
+    if env.get("OTEL_SERVICE_NAME"):
+        attributes["service.name"] = env["OTEL_SERVICE_NAME"]
+    return Resource.create(attributes)
+
+
+def _sampler(env: Mapping[str, str]) -> Sampler:
+    name = env.get("OTEL_TRACES_SAMPLER", "parentbased_always_on").strip().lower()
+    if name in _RATIO_SAMPLERS:
+        try:
+            rate = float(env.get("OTEL_TRACES_SAMPLER_ARG", "1.0"))
+        except ValueError:
+            rate = 1.0
+        return _RATIO_SAMPLERS[name](min(max(rate, 0.0), 1.0))
+    return _FIXED_SAMPLERS.get(name, DEFAULT_ON)

@@ -162,11 +162,20 @@ def test_stream_unary_and_stream_stream(proto: Proto, log_lines: LogLines) -> No
     assert collected.text == "one | two | three" and collected.id == "id-three"
     assert [r.text for r in replies] == ["echo: one", "echo: two", "echo: three"]
     assert [r.id for r in replies] == ["id-one", "id-two", "id-three"]
-    assert {r.internal_request_id for r in replies} == {chat_id}
-    ends = {line["rpc_method"].rsplit("/", 1)[1]: line for line in log_lines.events("request.end")}
+    # A bidirectional stream: each request message is a request of its own.
+    item_ids = [r.internal_request_id for r in replies]
+    assert len(set(item_ids)) == 3 and chat_id not in item_ids
+    calls = [line for line in log_lines.events("request.end") if "stream_request_id" not in line]
+    ends = {line["rpc_method"].rsplit("/", 1)[1]: line for line in calls}
     assert ends["InferCollect"]["messages_in"] == 3 and ends["InferCollect"]["messages_out"] == 1
     assert ends["InferChat"]["messages_in"] == 3 and ends["InferChat"]["messages_out"] == 3
     assert ends["InferChat"]["request_id"] == chat_id
+    assert ends["InferChat"]["stream_requests"] == 3
+    items = log_lines.events("request.end", stream_request_id=chat_id)
+    assert [(i["request_id"], i["x_request_id"], i["stream_index"]) for i in items] == [
+        (rid, f"id-{word}", n) for n, (rid, word) in enumerate(zip(item_ids, ("one", "two", "three"), strict=True))
+    ]
+    assert all(i["outcome"] == "ok" for i in items)
 
 
 def test_handler_metadata_is_merged_never_duplicated(proto: Proto, log_lines: LogLines) -> None:

@@ -1,16 +1,15 @@
 """One gRPC call's identity, span and lifecycle lines, from ``begin`` to ``finish``.
 
-The same rules as the ASGI middleware (docs/log-schema.md): a fresh server
-``request_id``, the client's validated ``x-request-id`` as ``x_request_id``, deprecated
-id keys ignored with one WARN per name per process, one server span (or the one
-opentelemetry-instrumentation-grpc opened, enriched), ``request.start`` /
-``request.end`` lines. The interceptor (``ridtrace.tracing.grpc``) decides *when*; this
-module decides *what*.
+The same rules as the ASGI middleware, from the same code (``ridtrace.tracing.inbound``:
+the metadata walk, the outcome rule, the deprecation WARN and the metrics): a fresh
+server ``request_id``, the client's validated ``x-request-id`` as ``x_request_id``,
+deprecated id keys ignored with one WARN per name per process, one server span (or the
+one opentelemetry-instrumentation-grpc opened, enriched), ``request.start`` /
+``request.end`` lines. The interceptor decides *when*; this module decides *what*.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from contextvars import Token
@@ -23,11 +22,15 @@ from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from ridtrace.tracing import context as request_context
-from ridtrace.tracing.context import RequestContext
-from ridtrace.tracing.deprecation import deprecation_response_headers, warn_once
+from ridtrace.tracing import metrics
+from ridtrace.tracing.context import RequestContext, remember_on_exception
+from ridtrace.tracing.deprecation import deprecation_response_headers
 from ridtrace.tracing.eventlog import EventLog
-from ridtrace.tracing.grpc_context import Metadata, TracedServicerContext
+from ridtrace.tracing.grpc.context import Metadata, TracedServicerContext
+from ridtrace.tracing.grpc.status import CANCELLED, outcome_of, status_code_of
+from ridtrace.tracing.grpc.stream import StreamItem
 from ridtrace.tracing.identity import validate_client_id
+from ridtrace.tracing.inbound import InboundRules, note_inbound, read_inbound
 from ridtrace.tracing.serverspan import active_server_span, request_context_for
 from ridtrace.tracing.settings import TracingSettings
 
@@ -35,19 +38,6 @@ __all__ = ["CallConfig", "GrpcCall", "MethodInfo"]
 
 events = EventLog(__name__)
 
-_TRACE_KEYS = frozenset({"traceparent", "tracestate", "baggage"})
-# Codes that mean the server failed, as 5xx do over HTTP (OpenTelemetry's rpc semantic
-# conventions mark the same set as span errors); the others are the caller's problem.
-_SERVER_FAULTS = frozenset(
-    {
-        grpc.StatusCode.UNKNOWN,
-        grpc.StatusCode.DEADLINE_EXCEEDED,
-        grpc.StatusCode.UNIMPLEMENTED,
-        grpc.StatusCode.INTERNAL,
-        grpc.StatusCode.UNAVAILABLE,
-        grpc.StatusCode.DATA_LOSS,
-    }
-)
 
 
 class MethodInfo:
@@ -68,24 +58,28 @@ class CallConfig:
     """Everything a call compares or needs, computed once per interceptor."""
 
     __slots__ = (
-        "client_bin_key",
+        "body_id_field",
         "client_key",
-        "deprecated",
         "log_lifecycle",
         "max_len",
         "mint",
         "notices",
         "owned_keys",
         "response_key",
+        "rules",
         "tracer",
     )
 
-    def __init__(self, settings: TracingSettings) -> None:
+    def __init__(self, settings: TracingSettings, *, body_id_field: str = "id") -> None:
         # gRPC metadata keys are lower-case on the wire; compare lower-case str once.
         self.client_key = settings.client_id_header.lower()
-        self.client_bin_key = self.client_key + "-bin"
         self.response_key = settings.response_id_header.lower()
-        self.deprecated = frozenset(name.lower() for name in settings.deprecated_headers)
+        self.rules: InboundRules[str] = InboundRules(
+            client_header=settings.client_id_header,
+            deprecated_headers=settings.deprecated_headers,
+            max_length=settings.max_client_id_length,
+            as_bytes=False,
+        )
         self.owned_keys = frozenset({self.client_key, self.response_key})
         self.notices: Metadata = tuple(
             (name.decode("latin-1"), value.decode("latin-1"))
@@ -100,6 +94,7 @@ class CallConfig:
         self.mint: Callable[[], str] = settings.id_generator
         self.max_len = settings.max_client_id_length
         self.log_lifecycle = settings.log_lifecycle
+        self.body_id_field = body_id_field
 
 
 class GrpcCall:
@@ -108,11 +103,13 @@ class GrpcCall:
     __slots__ = (
         "_otel_token",
         "_token",
+        "config",
         "context",
         "ctx",
         "deprecated_text",
         "info",
-        "log_lifecycle",
+        "item",
+        "items",
         "owns_span",
         "span",
         "started",
@@ -128,31 +125,12 @@ class GrpcCall:
         """
         self.started = time.perf_counter()
         self.info = info
-        self.log_lifecycle = config.log_lifecycle
-        x_request_id: str | None = None
-        rejected = False
-        deprecated_sent: list[str] = []
-        carrier: dict[str, str] = {}
-        user_agent: str | None = None
-        for key, value in context.invocation_metadata() or ():
-            if key == config.client_key:
-                if x_request_id is None:
-                    x_request_id = validate_client_id(value, config.max_len)
-                    rejected = rejected or x_request_id is None
-            elif key in config.deprecated:
-                if key not in deprecated_sent:
-                    deprecated_sent.append(key)
-            elif key in _TRACE_KEYS:
-                if isinstance(value, str):
-                    carrier.setdefault(key, value)
-            elif key == config.client_bin_key:
-                # A binary client id cannot be shown safely; count it as a rejected one.
-                rejected = True
-            elif key == "user-agent":
-                user_agent = validate_client_id(value[:256], 256)
-        for name in deprecated_sent:
-            warn_once(name)
-
+        self.config = config
+        self.item: StreamItem | None = None
+        self.items = 0
+        x_request_id, rejected, deprecated_sent, carrier, user_agent = read_inbound(
+            config.rules, context.invocation_metadata() or ()
+        )
         request_id = config.mint()
         span = active_server_span()
         self.owns_span = span is None
@@ -192,23 +170,41 @@ class GrpcCall:
         self._otel_token: object | None = (
             otel_context.attach(trace.set_span_in_context(span)) if self.owns_span else None
         )
-        if self.log_lifecycle:
+        note_inbound(deprecated_sent, rejected)  # in the context: the WARN has the ids
+        if config.log_lifecycle:
+            agent = validate_client_id(user_agent[:256], 256) if user_agent else None
             events.info(
                 "request.start",
                 event="request.start",
                 rpc_method=info.full,
                 path=info.full,
                 client=_peer_text(context),
-                user_agent=user_agent,
+                user_agent=agent,
                 deprecated_headers=self.deprecated_text,
-                x_request_id_rejected=rejected or None,
+                x_request_id_rejected=(rejected is not None) or None,
             )
+
+    def next_item(self, message: Any) -> None:
+        """A request message of a bidirectional stream arrived: it becomes the request
+        in scope until the next one (or the end of the stream)."""
+        if self.item is not None:
+            self.item.finish(None)
+        self.item = StreamItem(self, message, self.items)
+        self.items += 1
 
     def finish(self, failure: BaseException | None) -> None:
         """End the span, write ``request.end`` and restore the contexts (in ``finally``)."""
         try:
-            code = _status_code(failure, self.context)
-            outcome = _outcome(code, failure, self.ctx)
+            if self.item is not None:
+                self.item.finish(failure)
+                self.item = None
+            code = status_code_of(failure, self.context)
+            outcome = outcome_of(code, failure, self.ctx)
+            metrics.request_finished(self.info.full, outcome)
+            if failure is not None and not isinstance(failure, CANCELLED):
+                # gRPC logs an escaped exception after the call's context is gone; the
+                # log handler finds the ids on the exception instead.
+                remember_on_exception(failure, self.ctx)
             span = self.span
             if span.is_recording():
                 span.set_attribute("rpc.grpc.status_code", code.value[0])
@@ -218,7 +214,7 @@ class GrpcCall:
                         failure, grpc.aio.AbortError
                     ):
                         span.record_exception(failure)
-            if self.log_lifecycle:
+            if self.config.log_lifecycle:
                 fields: dict[str, Any] = {
                     "event": "request.end",
                     "rpc_method": self.info.full,
@@ -232,6 +228,8 @@ class GrpcCall:
                     "messages_out": self.context.messages_out,
                     "deprecated_headers": self.deprecated_text,
                 }
+                if self.items:
+                    fields["stream_requests"] = self.items
                 fields.update(self.ctx.annotations)
                 fields.pop("outcome_override", None)
                 log = events.warning if outcome == "error" else events.info
@@ -250,28 +248,6 @@ class GrpcCall:
             if self._otel_token is not None and trace.get_current_span() is self.span:
                 otel_context.detach(self._otel_token)  # type: ignore[arg-type]
             request_context.leave(self._token)
-
-
-def _status_code(failure: BaseException | None, context: TracedServicerContext) -> grpc.StatusCode:
-    if failure is None or isinstance(failure, grpc.aio.AbortError):
-        code = context.code()
-        return code if isinstance(code, grpc.StatusCode) else grpc.StatusCode.OK
-    if isinstance(failure, (asyncio.CancelledError, GeneratorExit)):
-        remaining = context.time_remaining()
-        if remaining is not None and remaining <= 0:
-            return grpc.StatusCode.DEADLINE_EXCEEDED
-        return grpc.StatusCode.CANCELLED
-    # What grpc.aio answers for an exception the handler let escape.
-    return grpc.StatusCode.UNKNOWN
-
-
-def _outcome(code: grpc.StatusCode, failure: BaseException | None, ctx: RequestContext) -> str:
-    override = ctx.annotations.get("outcome_override")
-    if isinstance(override, str):
-        return override
-    if isinstance(failure, (asyncio.CancelledError, GeneratorExit)):
-        return "cancelled"
-    return "error" if code in _SERVER_FAULTS else "ok"
 
 
 def _peer_text(context: grpc.aio.ServicerContext) -> str | None:

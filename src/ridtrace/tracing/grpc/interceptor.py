@@ -1,13 +1,7 @@
 """``grpc.aio`` server interceptor: the HTTP middleware's identity rules for gRPC calls.
 
-Install with the ``grpc`` extra (``pip install 'ridtrace[grpc]'``)::
-
-    from ridtrace.tracing.grpc import RequestTracingInterceptor
-
-    server = grpc.aio.server(interceptors=[RequestTracingInterceptor()])
-
-Only this module (and the ``grpc_*`` ones it imports) imports ``grpc``: importing
-``ridtrace`` or ``ridtrace.tracing`` stays free of it. See docs/grpc.md.
+The interceptor decides *when* (per call, and per request message of a bidirectional
+stream); :mod:`ridtrace.tracing.grpc.call` decides *what*. See docs/grpc.md.
 """
 
 from __future__ import annotations
@@ -17,16 +11,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Literal
 
-try:
-    import grpc
-    import grpc.aio
-except ImportError as exc:  # pragma: no cover - depends on what is installed
-    raise ImportError(
-        "ridtrace.tracing.grpc needs the grpc extra: pip install 'ridtrace[grpc]'"
-    ) from exc
+import grpc
+import grpc.aio
 
-from ridtrace.tracing.grpc_call import CallConfig, GrpcCall, MethodInfo
-from ridtrace.tracing.grpc_context import TracedServicerContext
+from ridtrace.tracing import metrics
+from ridtrace.tracing.grpc.call import CallConfig, GrpcCall, MethodInfo
+from ridtrace.tracing.grpc.context import TracedServicerContext
 from ridtrace.tracing.settings import TracingSettings
 
 __all__ = ["RequestTracingInterceptor", "TracedServicerContext"]
@@ -50,7 +40,12 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
     handler, streaming generators included; ``request.start`` / ``request.end`` lines;
     the server id returned as ``x-server-request-id`` in initial and trailing metadata.
 
-    Handlers receive a :class:`~ridtrace.tracing.grpc_context.TracedServicerContext`
+    In a bidirectional stream (KServe's ``ModelStreamInfer``) each request message is a
+    request of its own: when the handler reads it, it gets its own ``request_id``, its
+    own ``x_request_id`` from its body id, its own span (a child of the stream's) and
+    its own ``request.start`` / ``request.end`` lines, until the handler reads the next.
+
+    Handlers receive a :class:`~ridtrace.tracing.grpc.TracedServicerContext`
     that delegates to gRPC's and keeps the id keys in whatever metadata they send.
     Synchronous handlers (run in a thread pool by ``grpc.aio``) are passed through
     untraced.
@@ -66,6 +61,10 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
             ridtrace's own send is a second batch before the response, which measured
             about +0.2 ms per call (docs/performance.md) for a value the trailing
             metadata delivers in the same packet anyway.
+        stream_requests: ``"bidi"`` (default): every message of a bidirectional stream
+            is a request of its own (see above); ``"never"``: one identity per call.
+        body_id_field: the request message field holding the client's id (KServe:
+            ``id``), read for each request of a bidirectional stream.
         **overrides: individual settings fields, applied over ``settings``.
     """
 
@@ -74,13 +73,19 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
         *,
         settings: TracingSettings | None = None,
         initial_metadata: Literal["streaming", "always", "never"] = "streaming",
+        stream_requests: Literal["bidi", "never"] = "bidi",
+        body_id_field: str = "id",
         **overrides: Any,
     ) -> None:
         config = settings or TracingSettings()
         if overrides:
             config = replace(config, **overrides)
         self.settings = config
-        self._config = CallConfig(config)
+        self._config = CallConfig(config, body_id_field=body_id_field)
+        if stream_requests not in ("bidi", "never"):
+            raise ValueError(f"stream_requests must be bidi or never: {stream_requests!r}")
+        self._per_message = stream_requests == "bidi"
+        metrics.adopt_global_meter_provider()
         if initial_metadata not in ("streaming", "always", "never"):
             raise ValueError(
                 f"initial_metadata must be streaming, always or never: {initial_metadata!r}"
@@ -118,11 +123,15 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
         # grpc.aio picks how to drive a handler from its shape (coroutine function,
         # async generator function, plain function), so the wrapper keeps the shape:
         # that also keeps it composable with other interceptors that rely on it.
+        per_message = (
+            self._per_message and handler.request_streaming and handler.response_streaming
+        )
         if inspect.isasyncgenfunction(behavior):
-            new = self._wrap_generator(behavior, info, handler.request_streaming)
+            new = self._wrap_generator(behavior, info, handler.request_streaming, per_message)
         elif inspect.iscoroutinefunction(behavior):
             new = self._wrap_coroutine(
-                behavior, info, handler.request_streaming, handler.response_streaming
+                behavior, info, handler.request_streaming, handler.response_streaming,
+                per_message,
             )
         else:
             return handler
@@ -138,6 +147,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
         info: MethodInfo,
         request_streaming: bool,
         response_streaming: bool,
+        per_message: bool,
     ) -> Behavior:
         """Unary responses, and streaming ones written with ``context.write()``."""
         config = self._config
@@ -150,6 +160,8 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
             traced_context.write_sends_initial = write_sends_initial
             failure: BaseException | None = None
             try:
+                if per_message:
+                    traced_context.on_message = call.next_item
                 if request_streaming:
                     request = _CountingIterator(request, traced_context)
                 else:
@@ -169,7 +181,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
         return traced
 
     def _wrap_generator(
-        self, behavior: Behavior, info: MethodInfo, request_streaming: bool
+        self, behavior: Behavior, info: MethodInfo, request_streaming: bool, per_message: bool
     ) -> Behavior:
         """Streaming responses written as an async generator."""
         config = self._config
@@ -181,6 +193,8 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
             failure: BaseException | None = None
             responses: Any = None
             try:
+                if per_message:
+                    traced_context.on_message = call.next_item
                 if request_streaming:
                     request = _CountingIterator(request, traced_context)
                 else:
@@ -222,5 +236,8 @@ class _CountingIterator:
 
     async def __anext__(self) -> Any:
         message = await self._source.__anext__()
-        self._context.messages_in += 1
+        context = self._context
+        context.messages_in += 1
+        if context.on_message is not None:
+            context.on_message(message)
         return message

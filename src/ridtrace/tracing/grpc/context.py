@@ -9,7 +9,7 @@ ever sending initial metadata twice (which gRPC refuses, failing the call).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
 import grpc
@@ -49,6 +49,7 @@ class TracedServicerContext(grpc.aio.ServicerContext):  # type: ignore[misc]
         "initial_sent",
         "messages_in",
         "messages_out",
+        "on_message",
         "write_sends_initial",
     )
 
@@ -63,6 +64,8 @@ class TracedServicerContext(grpc.aio.ServicerContext):  # type: ignore[misc]
         self.write_sends_initial = True
         self.messages_in = 0
         self.messages_out = 0
+        # Called with each request message read (a bidirectional stream's requests).
+        self.on_message: Callable[[Any], None] | None = None
 
     def merged(self, metadata: Iterable[tuple[str, str | bytes]] | None) -> Metadata:
         """``metadata`` without the keys ridtrace owns, followed by ridtrace's own."""
@@ -118,6 +121,8 @@ class TracedServicerContext(grpc.aio.ServicerContext):  # type: ignore[misc]
         message = await self._context.read()
         if message is not grpc.aio.EOF:
             self.messages_in += 1
+            if self.on_message is not None:
+                self.on_message(message)
         return message
 
     # -- plain delegation --------------------------------------------------------------

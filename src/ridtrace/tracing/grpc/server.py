@@ -1,0 +1,49 @@
+"""Run a ``grpc.aio`` server until SIGTERM / SIGINT, then flush telemetry before exiting."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+
+import grpc.aio
+
+from ridtrace.tracing.lifecycle import shutdown_telemetry_async
+
+__all__ = ["serve_until_signalled"]
+
+
+async def serve_until_signalled(
+    server: grpc.aio.Server,
+    *,
+    grace: float | None = 5.0,
+    signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT),
+) -> None:
+    """Start ``server``, wait for one of ``signals``, stop it gracefully, flush telemetry.
+
+    The stop lets calls in progress finish for up to ``grace`` seconds; then the tracer
+    and meter providers ridtrace configured are shut down, so the spans and metrics of
+    the last calls reach the collector before the process exits (a plain
+    ``await server.wait_for_termination()`` ends on the signal's default action, and
+    the batch still queued is lost). Also returns, the same way, if the server stops
+    by itself.
+    """
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    installed: list[signal.Signals] = []
+    for signum in signals:
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # not main thread
+            loop.add_signal_handler(signum, stop.set)
+            installed.append(signum)
+    await server.start()
+    terminated = asyncio.ensure_future(server.wait_for_termination())
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({terminated, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        await server.stop(grace)
+    finally:
+        stopping.cancel()
+        terminated.cancel()
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+        await shutdown_telemetry_async()

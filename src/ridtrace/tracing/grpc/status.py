@@ -1,0 +1,51 @@
+"""A gRPC call's status code and outcome, from how its handler ended."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import grpc.aio
+
+from ridtrace.tracing.context import RequestContext
+from ridtrace.tracing.grpc.context import TracedServicerContext
+from ridtrace.tracing.inbound import decide_outcome
+
+__all__ = ["CANCELLED", "SERVER_FAULTS", "outcome_of", "status_code_of"]
+
+# Codes that mean the server failed, as 5xx do over HTTP (OpenTelemetry's rpc semantic
+# conventions mark the same set as span errors); the others are the caller's problem.
+SERVER_FAULTS = frozenset(
+    {
+        grpc.StatusCode.UNKNOWN,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.UNIMPLEMENTED,
+        grpc.StatusCode.INTERNAL,
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DATA_LOSS,
+    }
+)
+CANCELLED = (asyncio.CancelledError, GeneratorExit)
+
+
+def status_code_of(
+    failure: BaseException | None, context: TracedServicerContext
+) -> grpc.StatusCode:
+    """The code the call ended with (what grpc.aio answers for an escaped exception)."""
+    if failure is None or isinstance(failure, grpc.aio.AbortError):
+        code = context.code()
+        return code if isinstance(code, grpc.StatusCode) else grpc.StatusCode.OK
+    if isinstance(failure, CANCELLED):
+        remaining = context.time_remaining()
+        if remaining is not None and remaining <= 0:
+            return grpc.StatusCode.DEADLINE_EXCEEDED
+        return grpc.StatusCode.CANCELLED
+    # What grpc.aio answers for an exception the handler let escape.
+    return grpc.StatusCode.UNKNOWN
+
+
+def outcome_of(code: grpc.StatusCode, failure: BaseException | None, ctx: RequestContext) -> str:
+    return decide_outcome(
+        ctx, failure, finished=not isinstance(failure, CANCELLED),
+        server_fault=code in SERVER_FAULTS,
+    )

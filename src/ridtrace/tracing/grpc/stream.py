@@ -1,0 +1,132 @@
+"""One request of a bidirectional stream: identity, span and lines of its own."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from ridtrace.tracing import context as request_context
+from ridtrace.tracing import metrics
+from ridtrace.tracing.eventlog import EventLog
+from ridtrace.tracing.grpc.status import outcome_of, status_code_of
+from ridtrace.tracing.identity import validate_client_id
+from ridtrace.tracing.inbound import decide_outcome
+from ridtrace.tracing.serverspan import request_context_for
+
+if TYPE_CHECKING:
+    from ridtrace.tracing.grpc.call import GrpcCall
+
+__all__ = ["StreamItem"]
+
+events = EventLog("ridtrace.tracing.grpc.call")
+
+
+class StreamItem:
+    """One request message of a bidirectional stream (KServe's ``ModelStreamInfer``):
+    its own ``request_id``, its own ``x_request_id`` from its body id, its own span (a
+    child of the stream's) and its own ``request.start`` / ``request.end`` lines.
+
+    It is made current in the stream's context when the handler reads the message,
+    and replaced when it reads the next: the handler's log lines, and the tasks it
+    starts meanwhile, belong to that request.
+    """
+
+    __slots__ = ("_otel_token", "call", "ctx", "index", "owns_span", "span", "started")
+
+    def __init__(self, call: GrpcCall, message: Any, index: int) -> None:
+        self.started = time.perf_counter()
+        self.call = call
+        self.index = index
+        config = call.config
+        stream = call.ctx
+        raw = getattr(message, config.body_id_field, None) if config.body_id_field else None
+        x_request_id = stream.x_request_id
+        rejected: str | None = None
+        if isinstance(raw, (str, bytes)) and raw:
+            valid = validate_client_id(raw, config.max_len)
+            if valid is None:
+                rejected = metrics.rejection_reason(raw, config.max_len)
+            else:
+                x_request_id = valid
+        request_id = config.mint()
+        parent = trace.set_span_in_context(call.span)
+        span: Span = config.tracer.start_span(
+            call.info.span_name,
+            context=parent,
+            kind=SpanKind.SERVER,
+            attributes={
+                "rpc.system": "grpc",
+                "rpc.service": call.info.service,
+                "rpc.method": call.info.method,
+                "request_id": request_id,
+                "stream_request_id": stream.request_id,
+                "stream_index": index,
+                **({"x_request_id": x_request_id} if x_request_id is not None else {}),
+            },
+        )
+        self.span = span
+        self.owns_span = span.is_recording()
+        if self.owns_span:
+            self.ctx = request_context_for(span, None, request_id, x_request_id)
+        else:  # nothing records: keep the stream's trace, mint this request's span id
+            self.ctx = request_context_for(
+                span, {"traceparent": f"00-{stream.trace_id}-{stream.span_id}-01"},
+                request_id, x_request_id,
+            )
+        self.ctx.server_span = span
+        # Replaces the stream's context in this task until finish(); the call's own
+        # finish() then restores what was there before the call by its own token.
+        request_context.enter(self.ctx)
+        self._otel_token: object | None = (
+            otel_context.attach(trace.set_span_in_context(span)) if self.owns_span else None
+        )
+        if rejected is not None:
+            metrics.client_id_rejected(rejected)
+        if config.log_lifecycle:
+            events.info(
+                "request.start",
+                event="request.start",
+                rpc_method=call.info.full,
+                path=call.info.full,
+                stream_request_id=stream.request_id,
+                stream_index=index,
+                x_request_id_rejected=(rejected is not None) or None,
+            )
+
+    def finish(self, failure: BaseException | None) -> None:
+        """End this request's span and write its ``request.end``."""
+        if failure is None:
+            outcome = decide_outcome(self.ctx, None, finished=True, server_fault=False)
+        else:
+            code = status_code_of(failure, self.call.context)
+            outcome = outcome_of(code, failure, self.ctx)
+        if self.call.config.log_lifecycle:
+            fields: dict[str, Any] = {
+                "event": "request.end",
+                "rpc_method": self.call.info.full,
+                "path": self.call.info.full,
+                "outcome": outcome,
+                "duration_ms": round((time.perf_counter() - self.started) * 1000, 3),
+                "stream_request_id": self.call.ctx.request_id,
+                "stream_index": self.index,
+            }
+            fields.update(self.ctx.annotations)
+            fields.pop("outcome_override", None)
+            log = events.warning if outcome == "error" else events.info
+            log("request.end", **fields)
+        if self.owns_span:
+            if outcome == "error":
+                self.span.set_status(Status(StatusCode.ERROR))
+            self.span.end()
+        # Only where this request is current: a finaliser in another task has nothing
+        # of ours to restore.
+        if request_context.current_context() is self.ctx:
+            if self._otel_token is not None and trace.get_current_span() is self.span:
+                with contextlib.suppress(ValueError):
+                    otel_context.detach(self._otel_token)  # type: ignore[arg-type]
+            request_context.enter(self.call.ctx)

@@ -1,0 +1,145 @@
+"""What every transport reads from a request's headers, and how every call's outcome is named.
+
+One implementation for the ASGI middleware (header names and values are ``bytes``) and
+the gRPC interceptor (metadata keys are ``str``; values ``str``, or ``bytes`` for
+``-bin`` keys): the rules are built once, in the transport's key type, and the walk
+compares keys of that type only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Generic, TypeVar
+
+from ridtrace.tracing import metrics
+from ridtrace.tracing.context import RequestContext
+from ridtrace.tracing.deprecation import warn_once
+from ridtrace.tracing.identity import validate_client_id
+
+__all__ = ["Inbound", "InboundRules", "decide_outcome", "note_inbound", "read_inbound"]
+
+K = TypeVar("K", str, bytes)
+
+TRACE_HEADERS = ("traceparent", "tracestate", "baggage")
+# A client that went away: its call did not fail, it was abandoned.
+_GONE = (asyncio.CancelledError, GeneratorExit, OSError)
+
+Inbound = tuple[
+    "str | None",  # x_request_id: the first valid client id
+    "str | None",  # why a client id was not used (metrics reason), None if none was refused
+    "list[str] | None",  # deprecated id headers sent, in order, each once
+    "dict[str, str] | None",  # W3C trace context headers
+    "str | bytes | None",  # user agent, raw
+]
+
+
+class InboundRules(Generic[K]):
+    """Header (or metadata key) names a transport acts on, in its own key type."""
+
+    __slots__ = ("client", "client_bin", "deprecated", "max_len", "user_agent", "watched")
+
+    def __init__(
+        self,
+        *,
+        client_header: str,
+        deprecated_headers: Iterable[str],
+        max_length: int,
+        as_bytes: bool,
+    ) -> None:
+        def key(name: str) -> K:
+            return name.lower().encode("latin-1") if as_bytes else name.lower()  # type: ignore[return-value]
+
+        self.client: K = key(client_header)
+        # gRPC's binary variant of the client key: never shown, counted as rejected.
+        self.client_bin: K | None = None if as_bytes else key(client_header + "-bin")
+        self.deprecated: dict[K, str] = {key(n): n.lower() for n in deprecated_headers}
+        self.user_agent: K = key("user-agent")
+        self.max_len = max_length
+        watched: set[K] = {self.client, self.user_agent}
+        watched.update(self.deprecated.keys())
+        watched.update(key(name) for name in TRACE_HEADERS)
+        if self.client_bin is not None:
+            watched.add(self.client_bin)
+        self.watched: frozenset[K] = frozenset(watched)
+
+
+def read_inbound(rules: InboundRules[K], pairs: Iterable[tuple[K, str | bytes]]) -> Inbound:
+    """One pass over the request's headers: the values identity and tracing need.
+
+    Most headers cost one set lookup; lists are allocated only when something is sent.
+    """
+    x_request_id: str | None = None
+    rejected: str | None = None
+    deprecated_sent: list[str] | None = None
+    carrier: dict[str, str] | None = None
+    user_agent: str | bytes | None = None
+    watched = rules.watched
+    for name, value in pairs:
+        if name not in watched:
+            continue
+        if name == rules.client:
+            if x_request_id is None:
+                x_request_id = validate_client_id(value, rules.max_len)
+                if x_request_id is None and rejected is None:
+                    rejected = metrics.rejection_reason(value, rules.max_len)
+        elif name in rules.deprecated:
+            header = rules.deprecated[name]
+            if deprecated_sent is None:
+                deprecated_sent = [header]
+            elif header not in deprecated_sent:
+                deprecated_sent.append(header)
+        elif name == rules.user_agent:
+            if user_agent is None:
+                user_agent = value
+        elif name == rules.client_bin:
+            rejected = rejected or metrics.REASON_BINARY
+        elif isinstance(value, (str, bytes)):
+            if carrier is None:
+                carrier = {}
+            carrier.setdefault(
+                name.decode("latin-1") if isinstance(name, bytes) else name,
+                value.decode("latin-1") if isinstance(value, bytes) else value,
+            )
+    return x_request_id, rejected, deprecated_sent, carrier, user_agent
+
+
+def note_inbound(deprecated_sent: list[str] | None, rejected: str | None) -> None:
+    """The deprecation WARN (once per header per process) and the metrics of what was sent.
+
+    Called with the request's context current, so the WARN carries its ids.
+    """
+    if deprecated_sent:
+        for header in deprecated_sent:
+            warn_once(header)
+            metrics.deprecated_header_sent(header)
+    if rejected is not None:
+        metrics.client_id_rejected(rejected)
+
+
+def decide_outcome(
+    ctx: RequestContext,
+    failure: BaseException | None,
+    *,
+    finished: bool,
+    server_fault: bool,
+    gone: bool = False,
+) -> str:
+    """ok / error / cancelled, unless a handler decided otherwise (``outcome_override``).
+
+    Args:
+        finished: the response went out whole (HTTP: last body byte; gRPC: the call
+            ended with a status rather than being cancelled).
+        server_fault: the status says the server failed (HTTP 5xx; gRPC's server-fault
+            codes).
+        gone: the transport saw the client leave.
+    """
+    if ctx.annotations:
+        override = ctx.annotations.get("outcome_override")
+        if isinstance(override, str):
+            return override
+    if finished:
+        return "error" if server_fault else "ok"
+    if gone or isinstance(failure, _GONE):
+        return "cancelled"
+    return "error"

@@ -1,0 +1,76 @@
+"""Nothing flushed late: the providers ridtrace built are shut down before the process exits.
+
+``atexit`` is not enough. After its graceful shutdown uvicorn re-raises the signal it
+caught under the default handler, so the process dies before ``atexit`` hooks run and
+whatever a batch span processor or a periodic metric reader still holds is lost. The
+shutdown therefore runs in the application's lifespan (:func:`telemetry_lifespan`,
+built into ridtrace's own apps) and in the gRPC server helper, while the process is
+still alive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, Protocol
+
+__all__ = ["own", "shutdown_telemetry", "shutdown_telemetry_async", "telemetry_lifespan"]
+
+
+class _Provider(Protocol):
+    def shutdown(self) -> Any: ...
+
+
+_owned: list[_Provider] = []
+_lock = threading.Lock()
+
+
+def own(provider: _Provider) -> None:
+    """Register a provider ridtrace built, to be shut down by :func:`shutdown_telemetry`."""
+    with _lock:
+        _owned.append(provider)
+
+
+def shutdown_telemetry() -> int:
+    """Flush and shut down every tracer and meter provider ridtrace configured.
+
+    Spans still in a batch and metrics not yet exported are sent now. Idempotent: a
+    provider is shut down once and then forgotten. Returns how many were shut down.
+    Providers an application built itself are its own to shut down.
+    """
+    with _lock:
+        providers = list(_owned)
+        _owned.clear()
+    # Meter providers last: shutting a tracer provider down may still end spans that
+    # nothing counts, but a metric recorded during the tracer's flush should not be lost.
+    providers.sort(key=lambda p: type(p).__name__ == "MeterProvider")
+    for provider in providers:
+        provider.shutdown()
+    if providers:
+        from ridtrace.tracing import metrics
+
+        if metrics.instruments() is not None and any(
+            type(p).__name__ == "MeterProvider" for p in providers
+        ):
+            metrics.bind_meter_provider(None)
+    return len(providers)
+
+
+async def shutdown_telemetry_async() -> int:
+    """:func:`shutdown_telemetry` in a thread: exports block, the event loop must not."""
+    return await asyncio.to_thread(shutdown_telemetry)
+
+
+@asynccontextmanager
+async def telemetry_lifespan(app: object = None) -> AsyncIterator[None]:
+    """A Starlette / FastAPI lifespan that shuts telemetry down when the server stops.
+
+    One line in a user's app: ``FastAPI(lifespan=telemetry_lifespan)``. Inside a
+    lifespan of its own: ``async with telemetry_lifespan(app): yield``.
+    """
+    try:
+        yield
+    finally:
+        await shutdown_telemetry_async()

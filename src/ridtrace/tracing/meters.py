@@ -1,0 +1,72 @@
+"""Meter-provider setup: OTLP when an endpoint is set, Prometheus text for ``GET /metrics``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from opentelemetry import metrics as otel_metrics
+
+from ridtrace.tracing import lifecycle, metrics
+from ridtrace.tracing.spans import otlp_endpoint, sdk_disabled, service_resource
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics import MeterProvider
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+__all__ = ["METRICS_PATH", "configure_metrics", "metrics_endpoint"]
+
+METRICS_PATH = "/metrics"
+
+
+def configure_metrics(
+    service_name: str | None = None,
+    *,
+    prometheus: bool = True,
+    environ: Mapping[str, str] | None = None,
+    set_global: bool = True,
+) -> MeterProvider | None:
+    """Build an SDK meter provider and record ridtrace's instruments on it.
+
+    Exports over OTLP/HTTP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or
+    ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``) is set, every
+    ``OTEL_METRIC_EXPORT_INTERVAL`` milliseconds and once more at shutdown; with
+    ``prometheus`` it also feeds :func:`metrics_endpoint`. The resource follows the
+    same environment rules as :func:`~ridtrace.tracing.configure_tracing`.
+    ``OTEL_SDK_DISABLED=true`` returns ``None`` and records nothing.
+    """
+    env = os.environ if environ is None else environ
+    if sdk_disabled(env):
+        return None
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import MetricReader
+
+    readers: list[MetricReader] = []
+    endpoint = otlp_endpoint(env, "metrics")
+    if endpoint:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+        readers.append(PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=endpoint)))
+    if prometheus:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+
+        readers.append(PrometheusMetricReader())
+    provider = MeterProvider(
+        metric_readers=readers, resource=service_resource(service_name, env)
+    )
+    lifecycle.own(provider)
+    if set_global:
+        otel_metrics.set_meter_provider(provider)
+    metrics.bind_meter_provider(provider)
+    return provider
+
+
+async def metrics_endpoint(request: Request) -> Response:
+    """``GET /metrics``: Prometheus text exposition of the process's registry."""
+    from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+    from starlette.responses import Response
+
+    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,63 @@
+"""A gRPC server stopped by SIGTERM still delivers its spans and metrics (serve_until_signalled)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+
+from tests.support.otlp_receiver import otlp_receiver
+from tests.support.servers import free_port
+
+METHOD = "/demo.Greeter/Hello"
+
+
+def _call_until_serving(target: str, process: subprocess.Popen[bytes], ids: list[str]) -> None:
+    deadline = time.monotonic() + 30
+    with grpc.insecure_channel(target) as channel:
+        while True:
+            assert process.poll() is None, "server exited before serving"
+            try:
+                grpc.channel_ready_future(channel).result(timeout=0.5)
+                break
+            except grpc.FutureTimeoutError:
+                assert time.monotonic() < deadline, "server never became ready"
+        call = channel.unary_unary(METHOD)
+        for client_id in ids:
+            assert call(b"", metadata=(("x-request-id", client_id),), timeout=10) == b"hello"
+
+
+def test_sigterm_flushes_spans_and_metrics(tmp_path: Path) -> None:
+    ids = [f"g-{i}" for i in range(5)]
+    with otlp_receiver() as receiver:
+        port = free_port()
+        env = {
+            **os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+            "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000",
+            "OTEL_SERVICE_NAME": "grpc-from-env",
+        }
+        stderr = (tmp_path / "server.stderr").open("wb")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.tracing.grpc.signalled_server", str(port)],
+            env=env, stdout=subprocess.DEVNULL, stderr=stderr,
+        )
+        try:
+            _call_until_serving(f"127.0.0.1:{port}", process, ids)
+            assert receiver.spans == [] and receiver.metric_exports == 0
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=30) == 0, (tmp_path / "server.stderr").read_text()
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            stderr.close()
+        spans = receiver.wait_for(len(ids), timeout=10)
+        assert sorted(s.attributes["x_request_id"] for s in spans) == ids
+        assert {s.service_name for s in spans} == {"grpc-from-env"}
+        receiver.wait_for_metric_exports(1, timeout=10)
+        assert receiver.metric("ridtrace.requests", "grpc-from-env", route=METHOD, outcome="ok") == 5

@@ -1,0 +1,35 @@
+"""A user's app under a real uvicorn, stopped by SIGTERM: ``telemetry_lifespan`` delivers
+what the batch processor and the metric reader held (uvicorn re-raises the signal after
+its graceful shutdown, so ``atexit`` never would)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+
+from tests.support.otlp_receiver import otlp_receiver
+from tests.support.servers import free_port, run_server
+
+
+def test_sigterm_flushes_a_users_app(tmp_path: Path) -> None:
+    with otlp_receiver() as receiver:
+        port = free_port()
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+            "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000",
+        }
+        argv = ["-m", "uvicorn", "tests.tracing.lifespan_app:create_app", "--factory",
+                "--host", "127.0.0.1", "--port", str(port)]
+        with run_server(argv, port=port, workdir=tmp_path, env=env, ready_path="/items/ready") as server:
+            for i in range(4):
+                response = httpx.get(f"{server.url}/items/{i}", headers={"x-request-id": f"u-{i}"})
+                assert response.status_code == 200
+            assert receiver.spans == [] and receiver.metric_exports == 0
+        assert server.process.returncode is not None
+        spans = receiver.wait_for(5, timeout=10)
+        ours = sorted(s.attributes["x_request_id"] for s in spans if "x_request_id" in s.attributes)
+        assert ours == ["u-0", "u-1", "u-2", "u-3"]
+        assert {s.service_name for s in spans} == {"users-app"}
+        receiver.wait_for_metric_exports(1, timeout=10)
+        assert receiver.metric("ridtrace.requests", "users-app", route="/items/{item}", outcome="ok") == 5

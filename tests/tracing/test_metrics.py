@@ -1,0 +1,112 @@
+"""The instruments of docs/metrics.md, recorded by the middleware and the in-flight table."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+
+from ridtrace.frontend_plugin.registry import DuplicateRequestId, InflightRegistry
+from ridtrace.tracing import RequestTracingMiddleware, TracingSettings, metrics
+from ridtrace.tracing.middleware import UNMATCHED_ROUTE
+
+
+@pytest.fixture
+def reader() -> Iterator[InMemoryMetricReader]:
+    reader = InMemoryMetricReader()
+    metrics.bind_meter_provider(MeterProvider(metric_readers=[reader]))
+    yield reader
+    metrics.bind_meter_provider(None)
+
+
+def _points(reader: InMemoryMetricReader) -> dict[tuple[str, frozenset[tuple[str, Any]]], float]:
+    data = reader.get_metrics_data()
+    out: dict[tuple[str, frozenset[tuple[str, Any]]], float] = {}
+    for resource in data.resource_metrics if data else ():
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                for point in metric.data.data_points:
+                    out[(metric.name, frozenset(point.attributes.items()))] = point.value
+    return out
+
+
+def _app(**settings: Any) -> Any:
+    async def item(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    async def boom(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("no", status_code=503)
+
+    app = Starlette(routes=[Route("/items/{id}", item), Route("/boom", boom)])
+    return RequestTracingMiddleware(app, settings=TracingSettings(**settings))
+
+
+async def _send(app: Any, requests: list[tuple[str, list[tuple[bytes, bytes]]]]) -> None:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        for path, headers in requests:
+            await client.get(path, headers=headers)
+
+
+@pytest.mark.parametrize("log_lifecycle", [True, False])
+def test_middleware_counts_requests_deprecated_headers_and_rejected_ids(
+    reader: InMemoryMetricReader, log_lifecycle: bool
+) -> None:
+    # log_lifecycle=False with no SDK tracer: the id-only path, unless metrics are on.
+    asyncio.run(_send(_app(log_lifecycle=log_lifecycle), [
+        ("/items/1", [(b"x-dynamo-request-id", b"a")]),
+        ("/items/2", [(b"x-dynamo-request-id", b"b"), (b"request-id", b"c")]),
+        ("/items/3", [(b"x-request-id", b"x" * 200)]),
+        ("/items/4", [(b"x-request-id", b"caf\xe9")]),
+        ("/boom", []),
+        ("/nowhere/5", []),
+    ]))
+    points = _points(reader)
+    assert points[("ridtrace.requests", frozenset({("route", "/items/{id}"), ("outcome", "ok")}))] == 4
+    assert points[("ridtrace.requests", frozenset({("route", "/boom"), ("outcome", "error")}))] == 1
+    assert points[("ridtrace.requests", frozenset({("route", UNMATCHED_ROUTE), ("outcome", "ok")}))] == 1
+    assert points[("ridtrace.deprecated_header.requests", frozenset({("header", "x-dynamo-request-id")}))] == 2
+    assert points[("ridtrace.deprecated_header.requests", frozenset({("header", "request-id")}))] == 1
+    assert points[("ridtrace.client_id_rejected", frozenset({("reason", "too_long")}))] == 1
+    assert points[("ridtrace.client_id_rejected", frozenset({("reason", "not_printable_ascii")}))] == 1
+
+
+def test_nothing_is_recorded_without_a_meter_provider() -> None:
+    assert metrics.instruments() is None
+    asyncio.run(_send(_app(), [("/items/1", [(b"x-dynamo-request-id", b"a")])]))
+    assert metrics.instruments() is None  # the API's proxy provider was not adopted
+
+
+def test_registry_counts_inflight_and_refusals(reader: InMemoryMetricReader) -> None:
+    safe = InflightRegistry("safe", side="worker")
+    first: asyncio.Queue[object] = asyncio.Queue()
+    safe.register("k", first)
+    with pytest.raises(DuplicateRequestId):
+        safe.register("k", asyncio.Queue())
+    points = _points(reader)
+    assert points[("ridtrace.inflight", frozenset({("side", "worker")}))] == 1
+    assert points[("ridtrace.duplicate_refused", frozenset({("side", "worker")}))] == 1
+    safe.release("k", first)
+    legacy = InflightRegistry("legacy")
+    legacy.register("k", asyncio.Queue())
+    legacy.register("k", asyncio.Queue())  # replaces: still one entry
+    assert _points(reader)[("ridtrace.inflight", frozenset({("side", "frontend")}))] == 1
+    assert legacy.claim("k") is not None  # legacy claim removes the entry
+    points = _points(reader)
+    assert points[("ridtrace.inflight", frozenset({("side", "frontend")}))] == 0
+    assert points[("ridtrace.inflight", frozenset({("side", "worker")}))] == 0
+
+
+def test_rejection_reasons() -> None:
+    assert metrics.rejection_reason(b"", 10) == "empty"
+    assert metrics.rejection_reason("x" * 11, 10) == "too_long"
+    assert metrics.rejection_reason("a\r\nb", 10) == "not_printable_ascii"
