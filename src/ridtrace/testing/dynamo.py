@@ -113,6 +113,7 @@ def write_dynamo_logs(out_dir: Path, spec: DynamoSpec | None = None) -> DynamoTr
     # Colliding pairs and cancellations are spread evenly through the run.
     dup_at = {int((k + 0.5) * n / (spec.duplicates + 1)) for k in range(spec.duplicates)}
     cancel_at = {int((k + 0.7) * n / (spec.cancelled + 1)) for k in range(spec.cancelled)}
+    cancel_at -= dup_at  # a colliding pair's first request is served, not cancelled
     instances = [str(rng.getrandbits(63)) for _ in range(spec.workers)]
     skews = list(spec.worker_skew_us) + [0] * spec.workers
     t = 0
