@@ -160,11 +160,14 @@ def fetch_lines(stream: BinaryIO, line_map: LineMap, numbers: Iterable[int]) -> 
             continue
         stream.seek(block.offset)
         data = stream.read(block.size)
-        starts = _line_starts(data)
+        # Walk newline to newline up to each wanted line: bad lines are few, and a
+        # C-level find per line beats numbering every line of the block.
+        line, pos = block.first_line, 0
         while i < len(wanted) and wanted[i] <= last_line:
-            k = wanted[i] - block.first_line
-            if 0 <= k < len(starts):
-                hi = int(starts[k + 1]) - 1 if k + 1 < len(starts) else len(data)
-                out[wanted[i]] = data[int(starts[k]) : hi]
+            while line < wanted[i]:
+                pos = data.index(b"\n", pos) + 1
+                line += 1
+            end = data.find(b"\n", pos)
+            out[line] = data[pos : end if end >= 0 else len(data)]
             i += 1
     return out

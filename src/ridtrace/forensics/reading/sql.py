@@ -183,7 +183,7 @@ def span_aggregates(*, lean: bool = False) -> str:
 def spans_select(events: str) -> str:
     """One row per span of `events` (normalised, with ``rn``), in first-seen order."""
     return f"""
-SELECT trace_id, span_id,
+SELECT trace_id, span_id, hash(trace_id, span_id) AS span_key,
     {span_aggregates()}
 FROM {events}
 WHERE span_id IS NOT NULL

@@ -113,7 +113,7 @@ def _spans_sql(source: str, *, lean: bool) -> str:
     """Per-span rows of `source`'s evidence; each suspect line its own row; window count."""
     events = normalized_select(f"({source})", keep=_FLAGS)
     return f"""
-SELECT _kind, _g1 AS trace_id, _g2 AS span_id,
+SELECT _kind, _g1 AS trace_id, _g2 AS span_id, hash(_g1, _g2) AS span_key,
     {span_aggregates(lean=lean)},
     bool_or(_empty) AS _empty, bool_or(_time_text IS NOT NULL) AS _timed,
     bool_or(time IS NULL) AS _untimed, count(*) FILTER (WHERE _in_window) AS _window

@@ -17,7 +17,7 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
-from ridtrace.contract import FRONTEND, WORKER
+from ridtrace.contract import FRONTEND, OUTCOME_OK, WORKER
 
 # Callers and workers in one file share a clock: only links across files say anything.
 _NS_PER_US = 1000
@@ -26,7 +26,10 @@ _NS_PER_US = 1000
 def clock_offsets(requests: pd.DataFrame) -> dict[str, int]:
     """Offset in microseconds to add to each worker file's times (only files that need one)."""
     side = requests["side"].to_numpy()
-    callers = requests.loc[side == FRONTEND, ["span_id", "start", "end", "file"]]
+    # Only a caller that finished well waited for its worker: a failed one (an Unlinked
+    # error, a client gone) may end while its worker still runs.
+    served = (requests["outcome"] == OUTCOME_OK).fillna(False).to_numpy()
+    callers = requests.loc[(side == FRONTEND) & served, ["span_id", "start", "end", "file"]]
     workers = requests.loc[side == WORKER, ["parent_span_id", "start", "end", "file"]]
     if callers.empty or workers.empty:
         return {}
