@@ -75,10 +75,10 @@ def header_lines(block: RequestBlock, number: int, numbers: dict[str, int]) -> l
     if producer is not None:
         verdict.append(f" — got output of {_whose(block, numbers)}", style="bold red")
         lines.append(verdict)
-        whose = f"  that caller: request {producer.request_id or '-'}"
+        # Two lines: both ids at full length would not fit in 100 columns on one.
+        lines.append(Text(f"  that caller: request {producer.request_id or '-'}", style="red"))
         if producer.x_request_id is not None:
-            whose += f"  x-request-id {producer.x_request_id}"
-        lines.append(Text(whose, style="red"))
+            lines.append(Text(f"{'':15}x-request-id {producer.x_request_id}", style="red"))
         verdict = Text("")
     if block.findings:
         kinds = []
