@@ -108,7 +108,8 @@ def _owners(requests: pd.DataFrame) -> pd.Series:
     owner = span.where(~sub, parent)
     worker_owner = parent.map(lambda p: top.get(p, p) if present(p) else None)
     owner = owner.where(is_front, worker_owner)
-    return owner.fillna(span)
+    filled: pd.Series = owner.fillna(span)
+    return filled
 
 
 def worker_sides(requests: pd.DataFrame) -> dict[tuple[str, str], str]:
@@ -129,7 +130,7 @@ def _shift_events(events: pd.DataFrame, offsets: dict[str, int]) -> pd.Series:
 
 
 def _ms(t: Any, t0: pd.Timestamp) -> float:
-    return round((pd.Timestamp(t) - t0).total_seconds() * 1000.0, 3)
+    return round(float((pd.Timestamp(t) - t0).total_seconds()) * 1000.0, 3)
 
 
 def _overlapping(root: Any, callers: pd.DataFrame) -> tuple[str, ...]:
@@ -198,7 +199,7 @@ def _block(
     spans = spans.sort_values("start", kind="stable")
     is_root = (spans["span_id"] == root_id).to_numpy() & (spans["side"] == FRONTEND).to_numpy()
     caller = spans[is_root]
-    root = next((caller if len(caller) else spans).itertuples(index=False))
+    root: Any = next((caller if len(caller) else spans).itertuples(index=False))
     verdict = index.verdict(root.fp_in, root.fp_out) if len(caller) else Verdict(NO_CALLER)
     overlaps = _overlapping(root, callers) if len(caller) else ()
     kinds = {
@@ -206,7 +207,7 @@ def _block(
         DUPLICATE_IN_FLIGHT: bool(overlaps),
         UNLINKED: root_id in lost,
     }
-    t0 = root.start
+    t0 = pd.Timestamp(root.start)
     return RequestBlock(
         span_id=root_id,
         request_id=text(root.request_id),
