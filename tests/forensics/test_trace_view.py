@@ -140,3 +140,12 @@ def test_skew_corrected_and_events_shifted_alike(tmp_path: Path) -> None:
     bar = block.spans[1]
     assert bar.start_ms >= 0.0 and bar.end_ms <= block.duration_ms  # inside its caller now
     assert view_of(write_incident(tmp_path / "same"), XRID_B).offsets_ms == {}
+
+
+def test_worker_spans_without_their_caller(tmp_path: Path) -> None:
+    paths = write_incident(tmp_path)
+    view = view_of(paths[1:], RID)  # the worker file alone
+    assert view.matched == 2
+    assert {b.verdict.label for b in view.blocks} == {"no caller in logs"}
+    assert {b.span_id for b in view.blocks} == {SPAN_A, SPAN_B}  # grouped by their caller
+    assert all(b.spans[0].side == "worker-0" and b.duration_ms == 800.0 for b in view.blocks)

@@ -22,7 +22,6 @@ from ridtrace.forensics.views.verdicts import (
     NO_CALLER,
     OutputIndex,
     Verdict,
-    present,
     text,
 )
 
@@ -106,7 +105,8 @@ def _owners(requests: pd.DataFrame) -> pd.Series:
     sub = is_front & parent.isin(front_ids).to_numpy()
     top = dict(zip(span[sub], parent[sub], strict=True))
     owner = span.where(~sub, parent)
-    worker_owner = parent.map(lambda p: top.get(p, p) if present(p) else None)
+    worker_owner = parent.map(top)
+    worker_owner = worker_owner.where(worker_owner.notna(), parent)
     owner = owner.where(is_front, worker_owner)
     filled: pd.Series = owner.fillna(span)
     return filled
@@ -114,7 +114,8 @@ def _owners(requests: pd.DataFrame) -> pd.Series:
 
 def worker_sides(requests: pd.DataFrame) -> dict[tuple[str, str], str]:
     """``worker-N`` per (file, service) of worker spans, numbered in sorted order."""
-    workers = requests[(requests["side"] == WORKER).to_numpy()]
+    workers = requests.loc[(requests["side"] == WORKER).to_numpy(), ["file", "service"]]
+    workers = workers.drop_duplicates()
     keys = sorted(
         {(str(f), text(s) or "") for f, s in zip(workers["file"], workers["service"], strict=True)}
     )
@@ -161,15 +162,17 @@ def build_trace(
     ).to_numpy()
     roots = set(owner[hit])
     mine = requests[owner.isin(roots).to_numpy()].assign(_owner=owner[owner.isin(roots)])
-    index = OutputIndex(requests)
+    is_root = (mine["side"] == FRONTEND).to_numpy() & (mine["span_id"] == mine["_owner"]).to_numpy()
+    verdicts = OutputIndex(requests).verdicts(mine[is_root])
     sides = worker_sides(requests)
     is_top = (requests["side"] == FRONTEND).to_numpy() & (owner == requests["span_id"]).to_numpy()
     callers = requests[is_top & requests["request_id"].isin(mine["request_id"].dropna()).to_numpy()]
-    lost = {str(owner.get(i)) for i in requests.index[requests["span_id"].isin(
-        unlinked(requests)["span_id"]).to_numpy()]}
+    # An unlinked finding may name a worker span (output no caller got): its caller's.
+    flagged = requests["span_id"].isin(unlinked(requests)["span_id"]).to_numpy()
+    lost = set(owner[flagged].astype(str))
     blocks = []
     for root_id, spans in mine.groupby("_owner", sort=False):
-        blocks.append(_block(str(root_id), spans, index, sides, callers, lost))
+        blocks.append(_block(str(root_id), spans, verdicts, sides, callers, lost))
     blocks.sort(key=lambda b: (not b.findings, b.start))
     shown = blocks if limit is None else blocks[:limit]
     _attach_events(shown, events, mine, offsets, sides)
@@ -191,7 +194,7 @@ def _side(span: Any, sides: dict[tuple[str, str], str]) -> str:
 def _block(
     root_id: str,
     spans: pd.DataFrame,
-    index: OutputIndex,
+    verdicts: dict[str, Verdict],
     sides: dict[tuple[str, str], str],
     callers: pd.DataFrame,
     lost: set[str],
@@ -200,7 +203,7 @@ def _block(
     is_root = (spans["span_id"] == root_id).to_numpy() & (spans["side"] == FRONTEND).to_numpy()
     caller = spans[is_root]
     root: Any = next((caller if len(caller) else spans).itertuples(index=False))
-    verdict = index.verdict(root.fp_in, root.fp_out) if len(caller) else Verdict(NO_CALLER)
+    verdict = verdicts[root_id] if len(caller) else Verdict(NO_CALLER)
     overlaps = _overlapping(root, callers) if len(caller) else ()
     kinds = {
         CROSSED_STREAM: verdict.label == CROSSED,
