@@ -85,8 +85,8 @@ def test_each_crossed_caller_names_whose_output_it_got(
         # By the shared request_id both callers show, and the table says who got whose.
         code, out, _ = run("trace", req["request_id"], str(path))
         assert code == 0
-        assert f"✗ #2 got output of span {whose} (#1)" in out  # the earlier caller is #1
-        assert f"verdict: crossed — got output of span {whose} (#1)" in out
+        assert f"✗ #1 got output of span {whose} (#2)" in out  # the crossed caller is #1
+        assert f"verdict: crossed — got output of span {whose} (#2)" in out
 
 
 def test_json_shape_on_dynamo_sample() -> None:

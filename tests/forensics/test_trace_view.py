@@ -121,7 +121,7 @@ def test_error_findings_first_then_time_and_limit(tmp_path: Path) -> None:
     assert view.blocks[0].findings and not view.blocks[1].findings
     both = view_of(paths, RID, limit=1)
     assert both.matched == 2 and both.more == 1 and len(both.blocks) == 1
-    assert both.blocks[0].span_id == SPAN_A  # both are in findings: the earlier first
+    assert both.blocks[0].span_id == SPAN_B  # the crossed caller first, though it came later
 
 
 def test_limit_none_keeps_all(tmp_path: Path) -> None:

@@ -43,13 +43,14 @@ def test_fits_100_columns_with_36_character_ids_whole(tmp_path: Path) -> None:
 
 def test_header_line_per_request(tmp_path: Path) -> None:
     lines = rendered(view_of(write_incident(tmp_path), RID))
-    first = lines.index(f"#1 request {RID}  x-request-id {XRID_A}")
-    second = lines.index(f"#2 request {RID}  x-request-id {XRID_B}")
+    # The crossed caller B is the most relevant, though A came first.
+    first = lines.index(f"#1 request {RID}  x-request-id {XRID_B}")
+    second = lines.index(f"#2 request {RID}  x-request-id {XRID_A}")
     assert first < second
-    assert lines[second + 1] == (
+    assert lines[first + 1] == (
         f"/v1/chat/completions  200  ok  1000.0 ms  2026-11-29T10:00:00.200000Z  span {SPAN_B}"
     )
-    assert lines[first + 2] == "verdict: no output  errors: duplicate_in_flight with #2"
+    assert lines[second + 2] == "verdict: no output  errors: duplicate_in_flight with #1"
     # The absolute time is in the header only: event lines carry ms since the start.
     assert sum("2026-11-29T" in line for line in lines[first:]) == 2
 
@@ -67,11 +68,11 @@ def test_event_lines_in_order_with_side_and_location(tmp_path: Path) -> None:
 
 def test_crossed_stream_names_whose_output(tmp_path: Path) -> None:
     lines = rendered(view_of(write_incident(tmp_path), RID))
-    assert f"verdict: crossed — got output of span {SPAN_A} (#1)" in lines
+    assert f"verdict: crossed — got output of span {SPAN_A} (#2)" in lines
     at = lines.index(f"  that caller: request {RID}")
     assert lines[at + 1] == f"{'':15}x-request-id {XRID_A}"
-    assert f"  ✗ #2 got output of span {SPAN_A} (#1)" in lines  # on the waterfall too
-    mark = next(i for i, line in enumerate(lines) if line.startswith("│#2 frontend ✗"))
+    assert f"  ✗ #1 got output of span {SPAN_A} (#2)" in lines  # on the waterfall too
+    mark = next(i for i, line in enumerate(lines) if line.startswith("│#1 frontend ✗"))
     assert "█" in lines[mark]
 
 
@@ -79,7 +80,7 @@ def test_waterfall_stacks_the_collision_on_one_axis(tmp_path: Path) -> None:
     lines = rendered(view_of(write_incident(tmp_path), RID))
     rows = [line for line in lines if "█" in line]
     assert [row[:15].rstrip() for row in rows] == [
-        "┌#1 frontend", "│   worker-0", "│#2 frontend ✗", "└   worker-0"]
+        "┌#2 frontend", "│   worker-0", "│#1 frontend ✗", "└   worker-0"]  # time order
     # B started 200 ms after A on a 1200 ms axis: its bar starts further right.
     starts = [row.index("█") for row in rows]
     assert starts[0] < starts[1] and starts[0] < starts[2]

@@ -151,7 +151,8 @@ def build_trace(
 
     `requests` is `build_requests(events)` over the whole logs: verdicts and findings
     need every worker's output, not only the matching ones. Blocks come most relevant
-    first (part of an error finding, then by time); `limit` None keeps them all.
+    first: crossed callers, then requests in a duplicate_in_flight, then in an unlinked
+    finding, then the others, each by time; `limit` None keeps them all.
     """
     requests, offsets = correct_skew(requests)
     owner = _owners(requests)
@@ -173,7 +174,9 @@ def build_trace(
     blocks = []
     for root_id, spans in mine.groupby("_owner", sort=False):
         blocks.append(_block(str(root_id), spans, verdicts, sides, callers, lost))
-    blocks.sort(key=lambda b: (not b.findings, b.start))
+    # A crossed stream is the answer the operator came for: it is never cut by --limit
+    # while a mere duplicate or unlinked request is shown.
+    blocks.sort(key=lambda b: (min(map(ERROR_KINDS.index, b.findings), default=3), b.start))
     shown = blocks if limit is None else blocks[:limit]
     _attach_events(shown, events, mine, offsets, sides)
     return TraceView(

@@ -171,7 +171,7 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
                 if producer is not None:
                     lines.append(Text(f"    request {producer.request_id or '-'}", style="red"))
         if stacked:
-            ids = " ".join(f"#{numbers[b.span_id]}" for b in group)
+            ids = " ".join(f"#{n}" for n in sorted(numbers[b.span_id] for b in group))
             lines.append(Text(f"  ↕ {ids} held request {group[0].request_id} at the same time",
                               style="yellow"))
     axis = Text(" " * _LABEL + "0 ms")
