@@ -178,7 +178,7 @@ def build_trace(
     # while a mere duplicate or unlinked request is shown.
     blocks.sort(key=lambda b: (min(map(ERROR_KINDS.index, b.findings), default=3), b.start))
     shown = blocks if limit is None else blocks[:limit]
-    _attach_events(shown, events, mine, offsets, sides)
+    _attach_events(shown, events, offsets)
     return TraceView(
         ident=ident,
         blocks=shown,
@@ -236,11 +236,7 @@ def _block(
 
 
 def _attach_events(
-    blocks: list[RequestBlock],
-    events: pd.DataFrame,
-    spans: pd.DataFrame,
-    offsets: dict[str, int],
-    sides: dict[tuple[str, str], str],
+    blocks: list[RequestBlock], events: pd.DataFrame, offsets: dict[str, int]
 ) -> None:
     """Fill each shown block's events: its spans' lines on the corrected clock, in time order."""
     wanted = {bar.span_id: block for block in blocks for bar in block.spans}
