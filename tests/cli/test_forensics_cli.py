@@ -146,26 +146,6 @@ def test_audit_dynamo_sample() -> None:
     assert "x-dynamo-request-id,1" in out and "request-id,1" in out
 
 
-def test_trace_by_client_id_lists_both_callers() -> None:
-    code, out, _ = run("trace", "rollout-42-s7", str(SAMPLE), "--format", "json")
-    assert code == 0
-    rows = json.loads(out)
-    assert [r["line"] for r in rows] == [1, 2, 3, 4, 5, 6]
-    assert {r["side"] for r in rows} == {"frontend", "worker"}
-    assert rows[0]["delta_ms"] == 0.0 and rows[-1]["since_start_ms"] == pytest.approx(1843.091)
-    code, out, _ = run("trace", "rollout-42-s7", str(SAMPLE))
-    assert code == 0 and "1 matching request" in out
-
-
-def test_trace_collision(logs: tuple[Path, SynthTruth]) -> None:
-    path, truth = logs
-    rid = next(key for kind, key in sorted(truth.expected) if kind == "duplicate_in_flight")
-    code, out, _ = run("trace", rid, str(path), "--format", "json")
-    assert code == 0
-    rows = json.loads(out)
-    assert len({r["request"] for r in rows}) >= 2
-
-
 def test_trace_unknown_id(clean: Path) -> None:
     code, _, err = run("trace", "no-such-id", str(clean))
     assert code == 1 and "no request" in err

@@ -76,37 +76,42 @@ def audit(
 @click.argument("ident", metavar="ID")
 @paths_argument
 @_FORMAT
+@click.option(
+    "--limit", type=click.IntRange(min=0), default=10, show_default=True,
+    help="Requests to show, most relevant first (0: all).",
+)
 @_OUTPUT
 @quiet_option
 def trace(
-    ident: str, paths: tuple[str, ...], fmt: str, output: Path | None, quiet: bool
+    ident: str, paths: tuple[str, ...], fmt: str, limit: int, output: Path | None, quiet: bool
 ) -> None:
-    """One request's timeline across frontend and workers, by request_id or x_request_id.
+    """Who got whose output: the requests matching ID, as a waterfall and a timeline each.
 
-    Several callers can match (a client id reused, or a pre-fix id collision); each is
-    listed with its worker spans and the milliseconds between events.
+    ID is matched against request_id, x_request_id and span_id. Several callers can
+    match (a client id reused, or a pre-fix id collision): overlapping ones are
+    stacked, and a caller delivered another caller's output is marked with whose.
+    Requests in error findings come first, then by time.
     """
     from ridtrace.forensics.records.spans import build_requests
-    from ridtrace.forensics.views.timeline import match_requests, timeline
+    from ridtrace.forensics.views.trace_export import trace_csv, trace_document
+    from ridtrace.forensics.views.trace_model import build_trace
 
     logs = load_logs(paths, quiet=quiet)
-    matched = match_requests(build_requests(logs.events), ident)
-    if matched.empty:
-        raise click.ClickException(f"no request with request_id or x_request_id {ident!r}")
-    rows = timeline(logs.events, matched)
-    rows["time"] = rows["time"].dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    view = build_trace(
+        logs.events, build_requests(logs.events), ident, limit=limit or None
+    )
+    if not view.matched:
+        raise click.ClickException(
+            f"no request with request_id, x_request_id or span_id {ident!r}"
+        )
     if fmt == "json":
-        records = rows.astype(object).where(rows.notna(), None).to_dict(orient="records")
-        emit(json.dumps(records, indent=2, default=str), output)
+        emit(json.dumps(trace_document(view), indent=2), output)
     elif fmt == "csv":
-        emit(rows.to_csv(index=False), output)
+        emit(trace_csv(view), output)
     else:
-        from ridtrace.cli.forensics_render import render_frame
+        from ridtrace.cli.forensics_render import render_trace
 
-        callers = rows["request"].nunique()
-        shown = rows.drop(columns=["request_id", "x_request_id"])
-        title = f"{ident}: {callers} matching request(s)"
-        emit(render_frame(shown, title=title, to_terminal=output is None), output)
+        emit(render_trace(view, to_terminal=output is None), output)
 
 
 @click.group("export")

@@ -14,8 +14,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ridtrace.forensics.rules.report import Report
+    from ridtrace.forensics.views.trace_model import TraceView
 
 MAX_ROWS = 50
+# `ridtrace trace` is laid out for this width, so a file or a pipe gets the same lines.
+TRACE_WIDTH = 100
 
 
 def _console(to_terminal: bool) -> tuple[Console, io.StringIO]:
@@ -79,4 +82,19 @@ def render_frame(frame: pd.DataFrame, *, title: str, to_terminal: bool) -> str:
     for row in frame.itertuples(index=False):
         table.add_row(*(_cell(v) for v in row))
     console.print(table)
+    return buf.getvalue()
+
+
+def render_trace(view: TraceView, *, to_terminal: bool) -> str:
+    """`ridtrace trace`'s waterfall and blocks, at least `TRACE_WIDTH` columns wide."""
+    from ridtrace.forensics.views.trace_text import print_trace
+
+    buf = io.StringIO()
+    color = to_terminal and sys.stdout.isatty()
+    width = max(TRACE_WIDTH, shutil.get_terminal_size((TRACE_WIDTH, 24)).columns)
+    console = Console(
+        file=buf, width=width if color else TRACE_WIDTH, force_terminal=color,
+        no_color=not color, highlight=False,
+    )
+    print_trace(view, console)
     return buf.getvalue()

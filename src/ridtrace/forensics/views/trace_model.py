@@ -1,0 +1,260 @@
+"""What `ridtrace trace` shows: the requests matching an id, each with its spans and events.
+
+One block per caller (a frontend request): its header facts, the fingerprints'
+verdict, the error findings it is part of, its spans and its log lines, with times in
+milliseconds since the caller started — on one clock, after the worker files' clock
+offsets are corrected (`ridtrace.forensics.rules.skew`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ridtrace.contract import FRONTEND, WORKER
+from ridtrace.forensics.rules.skew import correct_skew
+from ridtrace.forensics.rules.streams import unlinked
+from ridtrace.forensics.views.verdicts import (
+    CROSSED,
+    NO_CALLER,
+    OutputIndex,
+    Verdict,
+    text,
+)
+
+# Error findings a block can be part of, in the order that makes it relevant.
+CROSSED_STREAM = "crossed_stream"
+DUPLICATE_IN_FLIGHT = "duplicate_in_flight"
+UNLINKED = "unlinked"
+ERROR_KINDS = (CROSSED_STREAM, DUPLICATE_IN_FLIGHT, UNLINKED)
+
+
+@dataclass(frozen=True)
+class SpanBar:
+    """One span of a request on the block's clock (ms since the caller's start)."""
+
+    side: str
+    span_id: str
+    start_ms: float
+    end_ms: float
+    outcome: str | None
+    file: str
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """One log line of a request: when, where, what."""
+
+    ms: float
+    side: str
+    span_id: str
+    event: str
+    outcome: str | None
+    level: str | None
+    file: str
+    line: int
+
+
+@dataclass
+class RequestBlock:
+    """One caller with everything it did, and what the fingerprints say it received."""
+
+    span_id: str
+    request_id: str | None
+    x_request_id: str | None
+    trace_id: str | None
+    route: str | None
+    status: str | None
+    outcome: str | None
+    start: pd.Timestamp
+    duration_ms: float
+    verdict: Verdict
+    findings: tuple[str, ...] = ()
+    overlaps: tuple[str, ...] = ()  # other callers that held this request_id at once
+    spans: list[SpanBar] = field(default_factory=list)
+    events: list[EventRow] = field(default_factory=list)
+
+
+@dataclass
+class TraceView:
+    """The blocks to show (most relevant first) and what was left out."""
+
+    ident: str
+    blocks: list[RequestBlock]
+    matched: int
+    offsets_ms: dict[str, float]
+    sides: dict[str, str]  # worker-N -> the file (and service) it names
+
+    @property
+    def more(self) -> int:
+        """Matching requests not shown (beyond --limit)."""
+        return self.matched - len(self.blocks)
+
+
+def _owners(requests: pd.DataFrame) -> pd.Series:
+    """The caller span each span belongs to: itself, its frontend parent, or its worker's."""
+    span = requests["span_id"].astype(object)
+    parent = requests["parent_span_id"].astype(object)
+    is_front = (requests["side"] == FRONTEND).to_numpy()
+    front_ids = set(span[is_front].dropna())
+    # A frontend span under another frontend span (Dynamo's `generate` under its
+    # `http-request`) is a step of that caller, not a caller of its own.
+    sub = is_front & parent.isin(front_ids).to_numpy()
+    top = dict(zip(span[sub], parent[sub], strict=True))
+    owner = span.where(~sub, parent)
+    worker_owner = parent.map(top)
+    worker_owner = worker_owner.where(worker_owner.notna(), parent)
+    owner = owner.where(is_front, worker_owner)
+    filled: pd.Series = owner.fillna(span)
+    return filled
+
+
+def worker_sides(requests: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """``worker-N`` per (file, service) of worker spans, numbered in sorted order."""
+    workers = requests.loc[(requests["side"] == WORKER).to_numpy(), ["file", "service"]]
+    workers = workers.drop_duplicates()
+    keys = sorted(
+        {(str(f), text(s) or "") for f, s in zip(workers["file"], workers["service"], strict=True)}
+    )
+    return {key: f"worker-{i}" for i, key in enumerate(keys)}
+
+
+def _shift_events(events: pd.DataFrame, offsets: dict[str, int]) -> pd.Series:
+    times = events["time"]
+    if not offsets:
+        return times
+    shift = events["file"].astype(str).map(offsets).fillna(0).to_numpy(dtype=np.int64)
+    return times + pd.to_timedelta(shift * 1000, unit="ns")
+
+
+def _ms(t: Any, t0: pd.Timestamp) -> float:
+    return round(float((pd.Timestamp(t) - t0).total_seconds()) * 1000.0, 3)
+
+
+def _overlapping(root: Any, callers: pd.DataFrame) -> tuple[str, ...]:
+    same = callers[(callers["request_id"] == root.request_id).fillna(False).to_numpy()]
+    hit = same[
+        (same["span_id"] != root.span_id).to_numpy()
+        & (same["start"] < root.end).to_numpy()
+        & (root.start < same["end"]).to_numpy()
+    ]
+    return tuple(str(s) for s in hit["span_id"])
+
+
+def build_trace(
+    events: pd.DataFrame, requests: pd.DataFrame, ident: str, *, limit: int | None = 10
+) -> TraceView:
+    """The requests matching `ident` (request_id, x_request_id or span_id), ready to show.
+
+    `requests` is `build_requests(events)` over the whole logs: verdicts and findings
+    need every worker's output, not only the matching ones. Blocks come most relevant
+    first: crossed callers, then requests in a duplicate_in_flight, then in an unlinked
+    finding, then the others, each by time; `limit` None keeps them all.
+    """
+    requests, offsets = correct_skew(requests)
+    owner = _owners(requests)
+    hit = (
+        (requests["request_id"] == ident).fillna(False)
+        | (requests["x_request_id"] == ident).fillna(False)
+        | (requests["span_id"] == ident).fillna(False)
+    ).to_numpy()
+    roots = set(owner[hit])
+    mine = requests[owner.isin(roots).to_numpy()].assign(_owner=owner[owner.isin(roots)])
+    is_root = (mine["side"] == FRONTEND).to_numpy() & (mine["span_id"] == mine["_owner"]).to_numpy()
+    verdicts = OutputIndex(requests).verdicts(mine[is_root])
+    sides = worker_sides(requests)
+    is_top = (requests["side"] == FRONTEND).to_numpy() & (owner == requests["span_id"]).to_numpy()
+    callers = requests[is_top & requests["request_id"].isin(mine["request_id"].dropna()).to_numpy()]
+    # An unlinked finding may name a worker span (output no caller got): its caller's.
+    flagged = requests["span_id"].isin(unlinked(requests)["span_id"]).to_numpy()
+    lost = set(owner[flagged].astype(str))
+    blocks = []
+    for root_id, spans in mine.groupby("_owner", sort=False):
+        blocks.append(_block(str(root_id), spans, verdicts, sides, callers, lost))
+    # A crossed stream is the answer the operator came for: it is never cut by --limit
+    # while a mere duplicate or unlinked request is shown.
+    blocks.sort(key=lambda b: (min(map(ERROR_KINDS.index, b.findings), default=3), b.start))
+    shown = blocks if limit is None else blocks[:limit]
+    _attach_events(shown, events, offsets)
+    return TraceView(
+        ident=ident,
+        blocks=shown,
+        matched=len(blocks),
+        offsets_ms={name: us / 1000.0 for name, us in sorted(offsets.items())},
+        sides={label: f"{f} ({s})" if s else f for (f, s), label in sides.items()},
+    )
+
+
+def _side(span: Any, sides: dict[tuple[str, str], str]) -> str:
+    if span.side != WORKER:
+        return FRONTEND
+    return sides.get((str(span.file), text(span.service) or ""), WORKER)
+
+
+def _block(
+    root_id: str,
+    spans: pd.DataFrame,
+    verdicts: dict[str, Verdict],
+    sides: dict[tuple[str, str], str],
+    callers: pd.DataFrame,
+    lost: set[str],
+) -> RequestBlock:
+    spans = spans.sort_values("start", kind="stable")
+    is_root = (spans["span_id"] == root_id).to_numpy() & (spans["side"] == FRONTEND).to_numpy()
+    caller = spans[is_root]
+    root: Any = next((caller if len(caller) else spans).itertuples(index=False))
+    verdict = verdicts[root_id] if len(caller) else Verdict(NO_CALLER)
+    overlaps = _overlapping(root, callers) if len(caller) else ()
+    kinds = {
+        CROSSED_STREAM: verdict.label == CROSSED,
+        DUPLICATE_IN_FLIGHT: bool(overlaps),
+        UNLINKED: root_id in lost,
+    }
+    t0 = pd.Timestamp(root.start)
+    return RequestBlock(
+        span_id=root_id,
+        request_id=text(root.request_id),
+        x_request_id=text(root.x_request_id),
+        trace_id=text(root.trace_id),
+        route=text(root.route),
+        status=text(root.status),
+        outcome=text(root.outcome),
+        start=t0,
+        duration_ms=_ms(spans["end"].max() if not len(caller) else root.end, t0),
+        verdict=verdict,
+        findings=tuple(k for k in ERROR_KINDS if kinds[k]),
+        overlaps=overlaps,
+        spans=[
+            SpanBar(_side(s, sides), str(s.span_id), _ms(s.start, t0), _ms(s.end, t0),
+                    text(s.outcome), str(s.file))
+            for s in spans.itertuples(index=False)
+        ],
+    )
+
+
+def _attach_events(
+    blocks: list[RequestBlock], events: pd.DataFrame, offsets: dict[str, int]
+) -> None:
+    """Fill each shown block's events: its spans' lines on the corrected clock, in time order."""
+    wanted = {bar.span_id: block for block in blocks for bar in block.spans}
+    label = {bar.span_id: bar.side for block in blocks for bar in block.spans}
+    rows = events[events["span_id"].isin(list(wanted)).to_numpy()]
+    rows = rows.assign(shifted_time=_shift_events(rows, offsets))
+    rows = rows.sort_values(["shifted_time", "file", "line"], kind="stable")
+    for r in rows.itertuples(index=False):
+        block = wanted[str(r.span_id)]
+        block.events.append(
+            EventRow(
+                ms=_ms(r.shifted_time, block.start),
+                side=label[str(r.span_id)],
+                span_id=str(r.span_id),
+                event=text(r.event) or text(r.message) or "",
+                outcome=text(r.outcome),
+                level=text(r.level),
+                file=str(r.file),
+                line=int(r.line),
+            )
+        )

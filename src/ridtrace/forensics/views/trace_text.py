@@ -1,0 +1,218 @@
+"""`ridtrace trace` for people: a waterfall, then one compact block per request.
+
+Laid out for a 100-column terminal: every line is built so that ids of up to 36
+characters (a UUID) stay whole on one line; nothing is a table cell that could wrap.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable
+
+from rich.console import Console
+from rich.text import Text
+
+from ridtrace.contract import FRONTEND
+from ridtrace.forensics.views.trace_model import DUPLICATE_IN_FLIGHT, RequestBlock, TraceView
+from ridtrace.forensics.views.verdicts import CROSSED, OWN_OUTPUT
+
+_LABEL = 15  # "┌#10 worker-12"
+_DURATION = 11
+_EVENT = 28
+_STYLE = {OWN_OUTPUT: "green", CROSSED: "bold red"}
+
+
+def _iso(block: RequestBlock) -> str:
+    return str(block.start.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+
+
+def _number(view: TraceView) -> dict[str, int]:
+    return {block.span_id: i for i, block in enumerate(view.blocks, 1)}
+
+
+def _base_dir(view: TraceView) -> str:
+    """The directory all files share, so lines show short ``file:line`` locations."""
+    files = {bar.file for block in view.blocks for bar in block.spans}
+    files |= set(view.offsets_ms)
+    dirs = {os.path.dirname(f) for f in files}
+    if not dirs or "" in dirs:
+        return ""
+    try:
+        return os.path.commonpath(sorted(dirs))
+    except ValueError:  # absolute and relative paths mixed
+        return ""
+
+
+def _short(path: str, base: str) -> str:
+    return os.path.relpath(path, base) if base else path
+
+
+def _whose(block: RequestBlock, numbers: dict[str, int]) -> str:
+    producer = block.verdict.got_output_of
+    if producer is None:
+        return ""
+    ref = f" (#{numbers[producer.span_id]})" if producer.span_id in numbers else ""
+    return f"span {producer.span_id or '?'}{ref}"
+
+
+def header_lines(block: RequestBlock, number: int, numbers: dict[str, int]) -> list[Text]:
+    """The block's header: ids; route, status, outcome, duration, start; verdict; findings."""
+    ids = Text(f"#{number} ", style="bold")
+    ids.append(f"request {block.request_id or '-'}", style="bold cyan")
+    if block.x_request_id is not None:
+        ids.append(f"  x-request-id {block.x_request_id}", style="cyan")
+    facts = "  ".join(
+        part for part in (
+            block.route or "-", block.status or "-", block.outcome or "-",
+            f"{block.duration_ms:.1f} ms", _iso(block), f"span {block.span_id}",
+        )
+    )
+    lines = [ids, Text(facts)]
+    verdict = Text("verdict: ")
+    verdict.append(block.verdict.label, style=_STYLE.get(block.verdict.label, "yellow"))
+    producer = block.verdict.got_output_of
+    if producer is not None:
+        verdict.append(f" — got output of {_whose(block, numbers)}", style="bold red")
+        lines.append(verdict)
+        # Two lines: both ids at full length would not fit in 100 columns on one.
+        lines.append(Text(f"  that caller: request {producer.request_id or '-'}", style="red"))
+        if producer.x_request_id is not None:
+            lines.append(Text(f"{'':15}x-request-id {producer.x_request_id}", style="red"))
+        verdict = Text("")
+    if block.findings:
+        kinds = []
+        for kind in block.findings:
+            with_ = [f"#{numbers[s]}" for s in block.overlaps if s in numbers]
+            both = kind == DUPLICATE_IN_FLIGHT and with_
+            kinds.append(f"{kind} with {' '.join(with_)}" if both else kind)
+        verdict.append(("  " if verdict.plain else "") + "errors: ")
+        verdict.append(", ".join(kinds), style="red")
+    if verdict.plain:
+        lines.append(verdict)
+    return lines
+
+
+def event_lines(block: RequestBlock, base: str) -> list[Text]:
+    """One line per log line: ms since the request's start, side, event, outcome, file:line."""
+    out = []
+    for ev in block.events:
+        event = ev.event if len(ev.event) <= _EVENT else ev.event[: _EVENT - 1] + "…"
+        line = Text(f"  {ev.ms:>+10.3f}  {ev.side:<9} {event:<{_EVENT}} {ev.outcome or '':<9} ")
+        line.append(f"{_short(ev.file, base)}:{ev.line}", style="dim")
+        if ev.level == "ERROR":
+            line.stylize("red")
+        out.append(line)
+    return out
+
+
+def _collision_order(blocks: list[RequestBlock]) -> list[list[RequestBlock]]:
+    """Blocks in time order, requests that overlapped under one id kept together."""
+    groups: list[list[RequestBlock]] = []
+    placed: dict[str, list[RequestBlock]] = {}
+    for block in sorted(blocks, key=lambda b: b.start):
+        group = next((placed[s] for s in block.overlaps if s in placed), None)
+        if group is None:
+            group = []
+            groups.append(group)
+        group.append(block)
+        placed[block.span_id] = group
+    return groups
+
+
+def _bar(start: float, end: float, lo: float, scale: float, width: int) -> tuple[int, int]:
+    left = min(width - 1, max(0, math.floor((start - lo) * scale)))
+    right = min(width, max(left + 1, math.ceil((end - lo) * scale)))
+    return left, right
+
+
+def waterfall_lines(view: TraceView, width: int) -> list[Text]:
+    """Each request's spans as bars on one time axis, collisions stacked, crossings marked."""
+    if not view.blocks:
+        return []
+    numbers = _number(view)
+    bar_width = max(20, width - _LABEL - _DURATION - 2)
+    t0 = min(b.start for b in view.blocks)
+
+    def at(block: RequestBlock, ms: float) -> float:
+        return (block.start - t0).total_seconds() * 1000.0 + ms
+
+    lo = 0.0
+    hi = max(at(b, bar.end_ms) for b in view.blocks for bar in b.spans)
+    scale = bar_width / max(hi - lo, 1e-3)
+    lines = [Text(f"waterfall from {t0.strftime('%Y-%m-%dT%H:%M:%S.%fZ')} (0 ms); "
+                  "right: each span's ms", style="bold")]
+    for group in _collision_order(view.blocks):
+        stacked = len(group) > 1
+        for k, block in enumerate(group):
+            crossed = block.verdict.label == CROSSED
+            for j, bar in enumerate(block.spans):
+                mark = " "
+                if stacked:
+                    mark = "┌" if k == 0 and j == 0 else ("└" if k == len(group) - 1 and
+                                                         j == len(block.spans) - 1 else "│")
+                name = f"#{numbers[block.span_id]} {bar.side}" if j == 0 else f"   {bar.side}"
+                label = f"{mark}{name}"[: _LABEL - 2] + (" ✗" if crossed and j == 0 else "")
+                left, right = _bar(at(block, bar.start_ms), at(block, bar.end_ms), lo, scale,
+                                   bar_width)
+                style = "cyan" if bar.side == FRONTEND else "green"
+                if bar.outcome not in (None, "ok") or (crossed and j == 0):
+                    style = "red"
+                row = Text(f"{label:<{_LABEL}}")
+                row.append(" " * left)
+                row.append("█" * (right - left), style=style)
+                row.append(" " * (bar_width - right))
+                row.append(f"{bar.end_ms - bar.start_ms:>{_DURATION}.1f}", style="dim")
+                lines.append(row)
+            if crossed:
+                lines.append(Text(f"  ✗ #{numbers[block.span_id]} got output of "
+                                  f"{_whose(block, numbers)}", style="bold red"))
+                producer = block.verdict.got_output_of
+                if producer is not None:
+                    lines.append(Text(f"    request {producer.request_id or '-'}", style="red"))
+        if stacked:
+            ids = " ".join(f"#{n}" for n in sorted(numbers[b.span_id] for b in group))
+            lines.append(Text(f"  ↕ {ids} held request {group[0].request_id} at the same time",
+                              style="yellow"))
+    axis = Text(" " * _LABEL + "0 ms")
+    end = f"{hi:.1f} ms"
+    axis.append(" " * max(1, bar_width - 4 - len(end)) + end)
+    lines.append(axis)
+    return lines
+
+
+def trace_lines(view: TraceView, width: int = 100) -> Iterable[Text]:
+    """Everything `ridtrace trace` prints for people, line by line."""
+    shown = len(view.blocks)
+    yield Text(f"{view.ident}: {view.matched} matching request(s), {shown} shown, "
+               "most relevant first", style="bold")
+    base = _base_dir(view)
+    if base:
+        yield Text(f"files under {base}{os.sep}", style="dim")
+    if any(view.offsets_ms.values()):
+        parts = [f"{_short(f, base)} {ms:+.1f} ms" for f, ms in view.offsets_ms.items() if ms]
+        line = f"clock offsets corrected: {', '.join(parts)}"
+        if len(line) <= width:
+            yield Text(line, style="yellow")
+        else:  # one file a line rather than a file name broken across two
+            yield Text("clock offsets corrected:", style="yellow")
+            yield from (Text(f"  {part}", style="yellow") for part in parts)
+    yield from waterfall_lines(view, width)
+    numbers = _number(view)
+    yield Text("")
+    yield Text(f"  {'ms':>10}  {'side':<9} {'event':<{_EVENT}} {'outcome':<9} file:line",
+               style="dim")
+    for number, block in enumerate(view.blocks, 1):
+        yield Text("")
+        yield from header_lines(block, number, numbers)
+        yield from event_lines(block, base)
+    if view.more:
+        yield Text("")
+        yield Text(f"… {view.more} more matching request(s); --limit 0 shows all",
+                   style="bold")
+
+
+def print_trace(view: TraceView, console: Console) -> None:
+    """Print `trace_lines` on `console`, never wrapping a line mid-id."""
+    for line in trace_lines(view, console.width):
+        console.print(line, overflow="fold", crop=False)

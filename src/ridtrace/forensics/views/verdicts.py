@@ -1,0 +1,112 @@
+"""Whose output did a caller receive? The fingerprints' verdict for one caller.
+
+The same logic as `ridtrace.forensics.rules.streams.crossed_stream`, asked per caller
+instead of listing only the crossed ones: a caller whose (fp_in, fp_out) pair matches
+some worker's own work got its own output; a caller delivered the *finished* output a
+worker produced for a different input got a crossed stream, and the producing worker
+names whose output it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ridtrace.contract import FRONTEND, OUTCOME_OK, WORKER
+
+# Verdicts printed by `ridtrace trace` (and in its JSON): the first three are the
+# answers the fingerprints give; the others say why there is no answer.
+OWN_OUTPUT = "own output"
+CROSSED = "crossed"
+NO_OUTPUT = "no output"
+UNMATCHED = "unmatched output"  # an fp_out no worker in these logs produced
+NO_FINGERPRINTS = "no fingerprints"  # Dynamo's logs carry none
+NO_CALLER = "no caller in logs"  # only worker spans of this request were read
+
+
+_PAIR = "\x00"
+
+
+def present(value: Any) -> bool:
+    """Not None, NA or NaN."""
+    return value is not None and value is not pd.NA and value == value
+
+
+def text(value: Any) -> str | None:
+    """A log value as text, None when missing."""
+    return str(value) if present(value) else None
+
+
+@dataclass(frozen=True)
+class Producer:
+    """The caller whose output a crossed caller received, and the worker span that made it."""
+
+    request_id: str | None
+    x_request_id: str | None
+    span_id: str | None
+    worker_span_id: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the fingerprints say about one caller's delivered output."""
+
+    label: str
+    got_output_of: Producer | None = None
+
+
+class OutputIndex:
+    """Every worker's work in the logs, indexed to judge a few callers.
+
+    Built with vectorised pandas only: a trace over a fleet's logs judges a handful of
+    callers, so nothing here walks all the spans in Python.
+    """
+
+    def __init__(self, requests: pd.DataFrame) -> None:
+        side = requests["side"].to_numpy()
+        works = requests[
+            (side == WORKER)
+            & requests["fp_in"].notna().to_numpy()
+            & requests["fp_out"].notna().to_numpy()
+        ]
+        self._pairs = works["fp_in"].astype(str) + _PAIR + works["fp_out"].astype(str)
+        # Only finished output identifies its producer (first tokens of replies can agree);
+        # the first producer of an output is the one the crossed_stream rule names.
+        finished = works[(works["outcome"] == OUTCOME_OK).fillna(False).to_numpy()]
+        self._finished = finished.drop_duplicates("fp_out")
+        self._callers = requests[side == FRONTEND]
+
+    def verdicts(self, callers: pd.DataFrame) -> dict[str, Verdict]:
+        """The verdict of each caller in `callers` (frontend spans), by span id."""
+        has_in = callers["fp_in"].notna().to_numpy()
+        has_out = callers["fp_out"].notna().to_numpy()
+        pair = callers["fp_in"].astype(str) + _PAIR + callers["fp_out"].astype(str)
+        # Big.isin(small): Arrow strings' isin walks its *argument* in Python.
+        known = set(self._pairs[self._pairs.isin(pair).to_numpy()])
+        own = has_in & has_out & pair.isin(known).to_numpy()
+        made = self._finished[self._finished["fp_out"].isin(callers["fp_out"]).to_numpy()]
+        parents = self._callers[self._callers["span_id"].isin(made["parent_span_id"]).to_numpy()]
+        ids = {str(p.span_id): (text(p.request_id), text(p.x_request_id))
+               for p in parents.itertuples(index=False)}
+        producer = {
+            str(w.fp_out): Producer(
+                *ids.get(str(w.parent_span_id), (text(w.request_id), text(w.x_request_id))),
+                span_id=text(w.parent_span_id), worker_span_id=str(w.span_id),
+            )
+            for w in made.itertuples(index=False)
+        }
+        out: dict[str, Verdict] = {}
+        for c, got_in, got_out, is_own in zip(
+            callers.itertuples(index=False), has_in, has_out, own, strict=True
+        ):
+            if not got_out:
+                out[str(c.span_id)] = Verdict(NO_OUTPUT if got_in else NO_FINGERPRINTS)
+            elif is_own:
+                out[str(c.span_id)] = Verdict(OWN_OUTPUT)
+            elif got_in and str(c.fp_out) in producer:
+                out[str(c.span_id)] = Verdict(CROSSED, producer[str(c.fp_out)])
+            else:
+                out[str(c.span_id)] = Verdict(UNMATCHED)
+        return out

@@ -1,0 +1,168 @@
+"""`ridtrace trace` through the CLI: JSON shape, limit, CSV, crossed streams, Dynamo, skew."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from ridtrace.testing.dynamo import DynamoSpec, write_dynamo_logs
+from ridtrace.testing.synth import SynthSpec, SynthTruth, write_logs
+from tests.forensics.helpers import rt_request
+
+SAMPLE = Path("/work/shared/samples/dynamo-jsonl-sample.jsonl")
+
+# The documented shape (docs/cli.md, `ridtrace trace`).
+DOC_KEYS = {"id", "matched", "shown", "more", "clock_offsets_ms", "workers", "requests"}
+REQUEST_KEYS = {
+    "request_id", "x_request_id", "span_id", "trace_id", "route", "status", "outcome", "start",
+    "duration_ms", "verdict", "got_output_of", "findings", "overlaps", "spans", "events",
+}
+PRODUCER_KEYS = {"request_id", "x_request_id", "span_id", "worker_span_id"}
+SPAN_KEYS = {"side", "span_id", "start_ms", "end_ms", "outcome", "file"}
+EVENT_KEYS = {"ms", "side", "span_id", "event", "outcome", "level", "file", "line"}
+VERDICTS = {"own output", "crossed", "no output", "unmatched output", "no fingerprints",
+            "no caller in logs"}
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def crossed_logs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SynthTruth]:
+    out = tmp_path_factory.mktemp("crossed")
+    return out, write_logs(out, SynthSpec(requests=300, crossed=3, deprecated_every=0))
+
+
+def check_shape(doc: dict[str, Any]) -> None:
+    assert set(doc) == DOC_KEYS
+    assert doc["shown"] == len(doc["requests"]) and doc["more"] == doc["matched"] - doc["shown"]
+    assert all(isinstance(v, float) for v in doc["clock_offsets_ms"].values())
+    assert all(k.startswith("worker-") for k in doc["workers"])
+    for req in doc["requests"]:
+        assert set(req) == REQUEST_KEYS
+        assert req["verdict"] in VERDICTS
+        assert req["start"].endswith("Z") and isinstance(req["duration_ms"], float)
+        producer = req["got_output_of"]
+        assert (producer is None) == (req["verdict"] != "crossed")
+        assert producer is None or set(producer) == PRODUCER_KEYS
+        assert set(req["findings"]) <= {"crossed_stream", "duplicate_in_flight", "unlinked"}
+        assert all(set(s) == SPAN_KEYS for s in req["spans"])
+        assert all(set(e) == EVENT_KEYS for e in req["events"])
+        assert [e["ms"] for e in req["events"]] == sorted(e["ms"] for e in req["events"])
+
+
+def producer_of(logs: Path, caller_span: str) -> str:
+    """The caller whose worker produced what `caller_span` was delivered, read by hand."""
+    lines = [json.loads(x) for f in sorted(logs.glob("*.jsonl")) for x in f.open()]
+    delivered = next(x["fp_out"] for x in lines
+                     if x.get("event") == "request.end" and x["span_id"] == caller_span)
+    return next(str(x["parent_span_id"]) for x in lines
+                if x.get("event") == "worker.end" and x.get("fp_out") == delivered)
+
+
+def test_each_crossed_caller_names_whose_output_it_got(
+    crossed_logs: tuple[Path, SynthTruth],
+) -> None:
+    path, truth = crossed_logs
+    crossed = sorted(key for kind, key in truth.expected if kind == "crossed_stream")
+    assert len(crossed) == 3
+    for span in crossed:
+        whose = producer_of(path, span)
+        assert whose != span
+        code, out, _ = run("trace", span, str(path), "--format", "json")
+        assert code == 0
+        doc = json.loads(out)
+        check_shape(doc)
+        (req,) = doc["requests"]
+        assert req["verdict"] == "crossed" and req["got_output_of"]["span_id"] == whose
+        # By the shared request_id both callers show, and the table says who got whose.
+        code, out, _ = run("trace", req["request_id"], str(path))
+        assert code == 0
+        assert f"✗ #1 got output of span {whose} (#2)" in out  # the crossed caller is #1
+        assert f"verdict: crossed — got output of span {whose} (#2)" in out
+
+
+def test_json_shape_on_dynamo_sample() -> None:
+    code, out, _ = run("trace", "rollout-42-s7", str(SAMPLE), "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    check_shape(doc)
+    assert (doc["matched"], doc["shown"], doc["more"]) == (1, 1, 0)
+    (req,) = doc["requests"]
+    assert req["verdict"] == "no fingerprints"  # Dynamo logs carry none
+    assert [e["line"] for e in req["events"]] == [1, 2, 3, 4, 5, 6]
+    assert {e["side"] for e in req["events"]} == {"frontend", "worker-0"}
+    assert req["events"][-1]["ms"] == pytest.approx(1843.091)
+
+
+def test_synth_collision_lists_both_callers(crossed_logs: tuple[Path, SynthTruth]) -> None:
+    path, truth = crossed_logs
+    for rid in sorted(key for kind, key in truth.expected if kind == "duplicate_in_flight"):
+        code, out, _ = run("trace", rid, str(path), "--format", "json")
+        assert code == 0
+        reqs = json.loads(out)["requests"]
+        assert len(reqs) == 2 and {r["request_id"] for r in reqs} == {rid}
+        assert all("duplicate_in_flight" in r["findings"] for r in reqs)
+        assert reqs[0]["overlaps"] == [reqs[1]["span_id"]]
+
+
+def test_limit_and_how_many_more(tmp_path: Path) -> None:
+    lines = [line for i in range(12)
+             for line in rt_request(f"{i:016x}", f"r{i}", 2.0 * i, 2.0 * i + 1, xrid="shared")]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    code, out, _ = run("trace", "shared", str(tmp_path))
+    assert code == 0
+    assert "shared: 12 matching request(s), 10 shown" in out
+    assert "… 2 more matching request(s); --limit 0 shows all" in out
+    code, out, _ = run("trace", "shared", str(tmp_path), "--limit", "0", "--format", "json")
+    doc = json.loads(out)
+    assert (doc["matched"], doc["shown"], doc["more"]) == (12, 12, 0)
+    assert [r["request_id"] for r in doc["requests"]] == [f"r{i}" for i in range(12)]
+    code, out, _ = run("trace", "shared", str(tmp_path), "--limit", "3", "--format", "json")
+    assert json.loads(out)["more"] == 9
+
+
+def test_csv_one_row_per_event(crossed_logs: tuple[Path, SynthTruth]) -> None:
+    path, truth = crossed_logs
+    span = min(key for kind, key in truth.expected if kind == "crossed_stream")
+    code, out, _ = run("trace", span, str(path), "--format", "csv")
+    assert code == 0
+    rows = out.splitlines()
+    assert rows[0].startswith("request_span_id,request_id,x_request_id,verdict,")
+    assert len(rows) > 4 and all(row.startswith(f"{span},") for row in rows[1:])
+    assert all(",crossed," in row for row in rows[1:])
+
+
+def test_dynamo_collision_with_skewed_worker_clocks(tmp_path: Path) -> None:
+    truth = write_dynamo_logs(tmp_path, DynamoSpec(
+        requests=60, duplicates=1, cancelled=0, bad_lines=0, workers=2,
+        worker_skew_us=(-397_000, 250_000)))
+    rid = next(key for kind, key in truth.expected if kind == "duplicate_in_flight")
+    files = [str(f) for f in truth.files]
+    code, out, _ = run("trace", rid, *files, "--format", "json", "-q")
+    assert code == 0
+    doc = json.loads(out)
+    check_shape(doc)
+    assert doc["matched"] == 2
+    assert all("duplicate_in_flight" in r["findings"] for r in doc["requests"])
+    offsets = doc["clock_offsets_ms"]
+    assert offsets and all(v != 0 for v in offsets.values())
+    for req in doc["requests"]:  # on one clock, every worker span lies inside its caller
+        for bar in req["spans"][1:]:
+            assert bar["start_ms"] >= 0 and bar["end_ms"] <= req["duration_ms"]
+    code, out, _ = run("trace", rid, *files, "-q")
+    assert code == 0 and "clock offsets corrected: worker-" in out
+    assert f"held request {rid} at the same time" in out
+
+
+def test_unknown_id_exit_1(tmp_path: Path) -> None:
+    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a" * 16, "r", 0, 1)) + "\n")
+    code, _, err = run("trace", "no-such-id", str(tmp_path))
+    assert code == 1 and "no request" in err

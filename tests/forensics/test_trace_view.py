@@ -1,0 +1,151 @@
+"""`ridtrace trace`'s model on tiny hand-made logs: verdicts, order, limit, skew, sides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ridtrace.contract import WORKER_END, WORKER_START
+from ridtrace.forensics.reading.events import load_events
+from ridtrace.forensics.records.spans import build_requests
+from ridtrace.forensics.views.trace_model import TraceView, build_trace
+from ridtrace.forensics.views.verdicts import CROSSED, NO_OUTPUT, OWN_OUTPUT
+from tests.forensics.helpers import rt, rt_request, ts
+
+# Ids as long as the contract lets them be shown whole (a UUID is 36 characters).
+RID = "0b1c2d3e-4f50-4a61-b728-394a5b6c7d8e"
+XRID_A = "client-a-" + "a" * 27
+XRID_B = "client-b-" + "b" * 27
+XRID_C = "client-c-" + "c" * 27
+SPAN_A, SPAN_B, SPAN_C = "a" * 16, "b" * 16, "c" * 16
+WORK_A, WORK_B, WORK_C = "1a" * 8, "1b" * 8, "1c" * 8
+
+
+def worker_lines(
+    span: str, parent: str, rid: str, start: float, end: float, *, fp_in: str,
+    fp_out: str | None, skew: float = 0.0, service: str = "worker-8101",
+) -> list[str]:
+    """worker.start + worker.end of one worker span (its file's clock `skew` s off)."""
+    ctx: dict[str, Any] = {"request_id": rid, "trace_id": f"{parent:0>32}", "span_id": span,
+                           "parent_span_id": parent, "service": service}
+    end_fields: dict[str, Any] = {"fp_out": fp_out} if fp_out else {}
+    return [
+        rt(WORKER_START, time=ts(start + skew), **ctx, fp_in=fp_in),
+        rt(WORKER_END, time=ts(end + skew), **ctx, outcome="ok", **end_fields),
+    ]
+
+
+def write_incident(out: Path, *, skew: float = 0.0) -> list[str]:
+    """Three callers: A and B hold one request_id at once and B got A's output; C is fine.
+
+    A failed (no output), B was delivered A's worker output, C (later, another id) got
+    its own. The worker file's clock is `skew` seconds ahead of the frontend's.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    front = [
+        *rt_request(SPAN_A, RID, 0.0, 1.0, xrid=XRID_A, fp_in="in-a"),
+        *rt_request(SPAN_B, RID, 0.2, 1.2, xrid=XRID_B, fp_in="in-b", fp_out="out-a"),
+        *rt_request(SPAN_C, "other-id", 5.0, 5.5, xrid=XRID_C, fp_in="in-c", fp_out="out-c"),
+    ]
+    work = [
+        *worker_lines(WORK_A, SPAN_A, RID, 0.1, 0.9, fp_in="in-a", fp_out="out-a", skew=skew),
+        *worker_lines(WORK_B, SPAN_B, RID, 0.3, 1.1, fp_in="in-b", fp_out="out-b", skew=skew),
+        *worker_lines(WORK_C, SPAN_C, "other-id", 5.1, 5.4, fp_in="in-c", fp_out="out-c",
+                      skew=skew, service="worker-8102"),
+    ]
+    (out / "frontend.jsonl").write_text("\n".join(front) + "\n")
+    (out / "worker.jsonl").write_text("\n".join(sorted(work, key=lambda s: s[9:40])) + "\n")
+    return [str(out / "frontend.jsonl"), str(out / "worker.jsonl")]
+
+
+def view_of(paths: list[str], ident: str, limit: int | None = 10) -> TraceView:
+    events = load_events(paths).events
+    return build_trace(events, build_requests(events), ident, limit=limit)
+
+
+def test_verdicts_from_fingerprints(tmp_path: Path) -> None:
+    view = view_of(write_incident(tmp_path), RID)
+    by_span = {b.span_id: b for b in view.blocks}
+    assert by_span[SPAN_A].verdict.label == NO_OUTPUT
+    crossed = by_span[SPAN_B].verdict
+    assert crossed.label == CROSSED
+    assert crossed.got_output_of is not None
+    assert (crossed.got_output_of.span_id, crossed.got_output_of.request_id,
+            crossed.got_output_of.x_request_id, crossed.got_output_of.worker_span_id) == (
+        SPAN_A, RID, XRID_A, WORK_A)
+    own = view_of(write_incident(tmp_path), XRID_C).blocks
+    assert [b.verdict.label for b in own] == [OWN_OUTPUT]
+
+
+def test_header_facts_and_findings(tmp_path: Path) -> None:
+    view = view_of(write_incident(tmp_path), RID)
+    assert view.matched == 2 and view.more == 0
+    b = next(b for b in view.blocks if b.span_id == SPAN_B)
+    assert (b.request_id, b.x_request_id, b.route, b.status, b.outcome) == (
+        RID, XRID_B, "/v1/chat/completions", "200", "ok")
+    assert b.duration_ms == 1000.0
+    # B's own worker output reached nobody: the unlinked rule's "lost output" is B's too.
+    assert b.findings == ("crossed_stream", "duplicate_in_flight", "unlinked")
+    assert b.overlaps == (SPAN_A,)
+
+
+def test_events_in_time_order_relative_to_request_start(tmp_path: Path) -> None:
+    view = view_of(write_incident(tmp_path), XRID_B)
+    (block,) = view.blocks
+    assert [(e.ms, e.side, e.event) for e in block.events] == [
+        (0.0, "frontend", "request.start"),
+        (100.0, "worker-0", "worker.start"),
+        (900.0, "worker-0", "worker.end"),
+        (1000.0, "frontend", "request.end"),
+    ]
+    assert [e.line for e in block.events] == [3, 2, 4, 4]  # worker lines sorted by time
+    assert [(s.side, s.span_id) for s in block.spans] == [("frontend", SPAN_B),
+                                                         ("worker-0", WORK_B)]
+
+
+def test_workers_numbered_by_file_and_service_in_sorted_order(tmp_path: Path) -> None:
+    view = view_of(write_incident(tmp_path), XRID_C)
+    assert [s.side for s in view.blocks[0].spans] == ["frontend", "worker-1"]
+    assert set(view.sides) == {"worker-0", "worker-1"}
+    assert view.sides["worker-1"].endswith("worker.jsonl (worker-8102)")
+
+
+def test_error_findings_first_then_time_and_limit(tmp_path: Path) -> None:
+    paths = write_incident(tmp_path)
+    front = Path(paths[0])
+    # A clean caller that reused B's client id a few seconds *before* the incident.
+    early = rt_request("d" * 16, "fresh", -3.0, -2.5, xrid=XRID_B, fp_in="in-d")
+    front.write_text("\n".join(early) + "\n" + front.read_text())
+    view = view_of(paths, XRID_B)
+    assert [b.span_id for b in view.blocks] == [SPAN_B, "d" * 16]
+    assert view.blocks[0].findings and not view.blocks[1].findings
+    both = view_of(paths, RID, limit=1)
+    assert both.matched == 2 and both.more == 1 and len(both.blocks) == 1
+    assert both.blocks[0].span_id == SPAN_B  # the crossed caller first, though it came later
+
+
+def test_limit_none_keeps_all(tmp_path: Path) -> None:
+    view = view_of(write_incident(tmp_path), RID, limit=None)
+    assert view.matched == len(view.blocks) == 2 and view.more == 0
+
+
+def test_skew_corrected_and_events_shifted_alike(tmp_path: Path) -> None:
+    paths = write_incident(tmp_path, skew=0.5)
+    view = view_of(paths, XRID_B)
+    offset = view.offsets_ms[paths[1]]
+    assert offset < 0  # the worker clock ran ahead
+    (block,) = view.blocks
+    worker = [e for e in block.events if e.side != "frontend"]
+    assert [e.ms for e in worker] == [100.0 + 500.0 + offset, 900.0 + 500.0 + offset]
+    bar = block.spans[1]
+    assert bar.start_ms >= 0.0 and bar.end_ms <= block.duration_ms  # inside its caller now
+    assert view_of(write_incident(tmp_path / "same"), XRID_B).offsets_ms == {}
+
+
+def test_worker_spans_without_their_caller(tmp_path: Path) -> None:
+    paths = write_incident(tmp_path)
+    view = view_of(paths[1:], RID)  # the worker file alone
+    assert view.matched == 2
+    assert {b.verdict.label for b in view.blocks} == {"no caller in logs"}
+    assert {b.span_id for b in view.blocks} == {SPAN_A, SPAN_B}  # grouped by their caller
+    assert all(b.spans[0].side == "worker-0" and b.duration_ms == 800.0 for b in view.blocks)

@@ -1,0 +1,103 @@
+"""`ridtrace trace` as printed: 100 columns, ids whole, header, order, crossed mark, skew."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from rich.console import Console
+
+from ridtrace.forensics.views.trace_model import TraceView
+from ridtrace.forensics.views.trace_text import print_trace, trace_lines
+from tests.forensics.test_trace_view import (
+    RID,
+    SPAN_A,
+    SPAN_B,
+    WORK_A,
+    WORK_B,
+    XRID_A,
+    XRID_B,
+    view_of,
+    write_incident,
+)
+
+
+def rendered(view: TraceView, width: int = 100) -> list[str]:
+    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    print_trace(view, console)
+    return [line.rstrip() for line in console.export_text().splitlines()]
+
+
+def test_fits_100_columns_with_36_character_ids_whole(tmp_path: Path) -> None:
+    assert len(RID) == len(XRID_A) == len(XRID_B) == 36
+    view = view_of(write_incident(tmp_path, skew=0.5), RID)
+    lines = rendered(view)
+    assert max(len(line) for line in lines) <= 100
+    assert len(lines) == len(list(trace_lines(view, 100)))  # no line was wrapped
+    whole = "\n".join(lines)
+    glued = "".join(lines)  # an id broken across two lines shows up only here
+    for ident in (RID, XRID_A, XRID_B, SPAN_A, SPAN_B):
+        assert ident in whole
+        assert whole.count(ident) == glued.count(ident), ident
+
+
+def test_header_line_per_request(tmp_path: Path) -> None:
+    lines = rendered(view_of(write_incident(tmp_path), RID))
+    # The crossed caller B is the most relevant, though A came first.
+    first = lines.index(f"#1 request {RID}  x-request-id {XRID_B}")
+    second = lines.index(f"#2 request {RID}  x-request-id {XRID_A}")
+    assert first < second
+    assert lines[first + 1] == (
+        f"/v1/chat/completions  200  ok  1000.0 ms  2026-11-29T10:00:00.200000Z  span {SPAN_B}"
+    )
+    assert lines[second + 2] == "verdict: no output  errors: duplicate_in_flight with #1"
+    # The absolute time is in the header only: event lines carry ms since the start.
+    assert sum("2026-11-29T" in line for line in lines[first:]) == 2
+
+
+def test_event_lines_in_order_with_side_and_location(tmp_path: Path) -> None:
+    lines = rendered(view_of(write_incident(tmp_path), XRID_B))
+    events = [line.split() for line in lines if line.startswith("  ") and "jsonl:" in line]
+    assert events == [
+        ["+0.000", "frontend", "request.start", "frontend.jsonl:3"],
+        ["+100.000", "worker-0", "worker.start", "worker.jsonl:2"],
+        ["+900.000", "worker-0", "worker.end", "ok", "worker.jsonl:4"],
+        ["+1000.000", "frontend", "request.end", "ok", "frontend.jsonl:4"],
+    ]
+
+
+def test_crossed_stream_names_whose_output(tmp_path: Path) -> None:
+    lines = rendered(view_of(write_incident(tmp_path), RID))
+    assert f"verdict: crossed — got output of span {SPAN_A} (#2)" in lines
+    at = lines.index(f"  that caller: request {RID}")
+    assert lines[at + 1] == f"{'':15}x-request-id {XRID_A}"
+    assert f"  ✗ #1 got output of span {SPAN_A} (#2)" in lines  # on the waterfall too
+    mark = next(i for i, line in enumerate(lines) if line.startswith("│#1 frontend ✗"))
+    assert "█" in lines[mark]
+
+
+def test_waterfall_stacks_the_collision_on_one_axis(tmp_path: Path) -> None:
+    lines = rendered(view_of(write_incident(tmp_path), RID))
+    rows = [line for line in lines if "█" in line]
+    assert [row[:15].rstrip() for row in rows] == [
+        "┌#2 frontend", "│   worker-0", "│#1 frontend ✗", "└   worker-0"]  # time order
+    # B started 200 ms after A on a 1200 ms axis: its bar starts further right.
+    starts = [row.index("█") for row in rows]
+    assert starts[0] < starts[1] and starts[0] < starts[2]
+    assert f"  ↕ #1 #2 held request {RID} at the same time" in lines
+    assert WORK_A not in "\n".join(rows) and WORK_B not in "\n".join(rows)
+
+
+def test_says_when_clocks_were_corrected(tmp_path: Path) -> None:
+    view = view_of(write_incident(tmp_path, skew=0.5), XRID_B)
+    offset = view.offsets_ms[str(tmp_path / "worker.jsonl")]
+    lines = rendered(view)
+    assert f"clock offsets corrected: worker.jsonl {offset:+.1f} ms" in lines
+    plain = rendered(view_of(write_incident(tmp_path / "same"), XRID_B))
+    assert not any("clock offsets" in line for line in plain)
+
+
+def test_says_how_many_more(tmp_path: Path) -> None:
+    lines = rendered(view_of(write_incident(tmp_path), RID, limit=1))
+    assert lines[0].startswith(f"{RID}: 2 matching request(s), 1 shown")
+    assert lines[-1] == "… 1 more matching request(s); --limit 0 shows all"
