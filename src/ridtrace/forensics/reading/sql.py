@@ -147,8 +147,9 @@ FIRST_FIELDS = (
 )
 
 
-# Display-only fields: a lean read (what `analyze` runs) leaves them null.
-DISPLAY_FIELDS = ("route", "client", "method", "service", "worker")
+# Display-only fields: no rule reads them, so a lean read (what `analyze` runs)
+# leaves them null and spends no aggregate on them.
+DISPLAY_FIELDS = ("route", "client", "method", "service", "worker", "status", "error")
 
 
 def span_aggregates(*, lean: bool = False) -> str:

@@ -11,6 +11,8 @@ from typing import cast
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ridtrace.contract import FRONTEND, WORKER
 from ridtrace.forensics.rules.findings import (
@@ -64,19 +66,26 @@ def _candidates(requests: pd.DataFrame) -> pd.DataFrame:
 
 
 def caller_of(requests: pd.DataFrame) -> pd.Series:
-    """The span id of the caller each span works for.
+    """The span id of the caller each span works for (column ``caller`` when present).
 
     A worker span works for its parent; so does a frontend span nested in another
     frontend span (Dynamo's ``generate`` inside ``http-request``). Any other span is
     its own caller.
     """
-    span = requests["span_id"].astype(object)
-    parent = requests["parent_span_id"].astype(object)
+    if "caller" in requests.columns:
+        return requests["caller"]
+    span = pa.array(requests["span_id"], type=pa.string())
+    parent = pa.array(requests["parent_span_id"], type=pa.string())
     side = requests["side"].to_numpy()
-    fronts = span[side == FRONTEND]
-    nested = (side == FRONTEND) & parent.isin(fronts).to_numpy()
-    up = ((side == WORKER) | nested) & parent.notna().to_numpy()
-    return cast(pd.Series, span.where(~up, parent))
+    front = side == FRONTEND
+    fronts = span.filter(pa.array(front))
+    nested = front & pc.fill_null(pc.is_in(parent, value_set=fronts), False).to_numpy(
+        zero_copy_only=False
+    )
+    up = ((side == WORKER) | nested) & pc.is_valid(parent).to_numpy(zero_copy_only=False)
+    caller = pc.if_else(pa.array(up), parent, span)
+    out: pd.Series = pd.Series(caller, index=requests.index, dtype=pd.ArrowDtype(pa.string()))
+    return out
 
 
 def _cluster_findings(

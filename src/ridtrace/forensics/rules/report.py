@@ -114,6 +114,8 @@ def analyze_requests(requests: pd.DataFrame, stats: ReadStats, *, lines: int | N
     for all lines read.
     """
     requests, offsets = correct_skew(requests)
+    # Who each span works for, once for every rule that asks.
+    requests = requests.assign(caller=caller_of(requests))
     frames = [rule(requests) for rule in RULES]
     findings = pd.concat(frames, ignore_index=True)
     if not findings.empty:
