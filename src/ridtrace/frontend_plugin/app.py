@@ -7,12 +7,17 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from ridtrace.frontend_plugin.auth import SharedSecretMiddleware, anthropic_error
 from ridtrace.frontend_plugin.frontend import Frontend
 from ridtrace.frontend_plugin.routes import create_router
+from ridtrace.frontend_plugin.routes.anthropic import MESSAGES
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.tracing import RequestTracingMiddleware, TracingSettings
 
-__all__ = ["create_frontend_app"]
+__all__ = ["METRICS_PATH", "create_frontend_app"]
+
+METRICS_PATH = "/metrics"
+"""Prometheus scrape path: open without a key unless ``metrics_require_key``."""
 
 
 def create_frontend_app(
@@ -24,7 +29,8 @@ def create_frontend_app(
     """A FastAPI app serving the inference routes with request tracing.
 
     ``app.state.frontend`` is the :class:`Frontend` (registry, dispatcher); its worker
-    connections are closed when the app shuts down.
+    connections are closed when the app shuts down. With ``settings.api_keys`` every
+    route but ``/health`` (and ``/metrics`` unless ``metrics_require_key``) needs a key.
     """
     fe = frontend or Frontend(settings)
 
@@ -36,6 +42,16 @@ def create_frontend_app(
     app = FastAPI(title="ridtrace frontend", lifespan=lifespan)
     app.state.frontend = fe
     app.include_router(create_router(frontend=fe))
+    config = fe.settings
+    # Added first, so it runs inside the tracing middleware: a refusal has its ids and
+    # its request.end line like any other answer.
+    app.add_middleware(
+        SharedSecretMiddleware,
+        secrets=config.api_keys,
+        open_paths=("/health",) if config.metrics_require_key else ("/health", METRICS_PATH),
+        error_bodies={MESSAGES.path: anthropic_error},
+        hint=": send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'",
+    )
     app.add_middleware(
         RequestTracingMiddleware,  # type: ignore[arg-type]  # Starlette's factory typing
         settings=tracing or TracingSettings(),

@@ -83,8 +83,11 @@ class RequestTracingMiddleware:
         }
         self._stripped = {self._client_header, self._response_header}
         # Every request header name __call__ acts on; all others are skipped at once.
+        # The configured propagators' headers too (b3 …), so that they are extracted.
+        propagated = {f.lower().encode("latin-1") for f in propagate.get_global_textmap().fields}
         self._watched = frozenset(
-            {self._client_header, b"user-agent", *self._deprecated, *_TRACE_HEADERS}
+            {self._client_header, b"user-agent", *self._deprecated, *_TRACE_HEADERS,
+             *propagated}
         )
         self._deprecation_headers = deprecation_response_headers(
             deprecation_at=config.deprecation_at,
@@ -180,6 +183,7 @@ class RequestTracingMiddleware:
         coroutine stays small enough for Python's small-object allocator."""
         span = active_server_span(current)
         owns_span = span is None
+        parent: otel_context.Context | None = None
         if span is not None:  # an instrumentation's server span, recording by construction
             recording = True
             span.set_attributes(start_attributes(request_id, x_request_id, deprecated_text))
@@ -226,8 +230,10 @@ class RequestTracingMiddleware:
         token = request_context.enter(ctx)
         # A no-op tracer hands back the span that is already current; attaching it
         # again would change nothing but cost a context copy.
+        # The extracted context as the base keeps the caller's baggage current, so a
+        # hop onward (or any instrumentation) can carry it on.
         otel_token = (
-            otel_context.attach(trace.set_span_in_context(span))
+            otel_context.attach(trace.set_span_in_context(span, parent))
             if owns_span and span is not current
             else None
         )
