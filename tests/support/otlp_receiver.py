@@ -30,6 +30,7 @@ class ReceivedSpan:
     attributes: dict[str, Any]
     service_name: str | None
     status_code: int
+    trace_state: str = ""
 
 
 def _value(any_value: Any) -> Any:
@@ -72,6 +73,7 @@ class OtlpReceiver:
                                 attributes={a.key: _value(a.value) for a in span.attributes},
                                 service_name=service,
                                 status_code=span.status.code,
+                                trace_state=span.trace_state,
                             )
                         )
             self._cond.notify_all()
