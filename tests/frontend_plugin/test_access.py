@@ -53,9 +53,13 @@ def test_metrics_is_open_by_default_and_keyed_with_the_flag() -> None:
     assert asyncio.run(_status(_metrics_app(True), "/metrics", {"x-api-key": "k"})) == 200
 
 
-def test_no_keys_means_no_check_and_empty_keys_are_ignored() -> None:
-    open_app = create_frontend_app(FrontendSettings(api_keys=("",)))
-    assert asyncio.run(_status(open_app, "/v1/models")) == 200
+def test_no_keys_means_no_check_and_an_empty_secret_is_refused() -> None:
+    assert asyncio.run(_status(create_frontend_app(FrontendSettings()), "/v1/models")) == 200
+    for bad in ({"api_keys": ("k", "")}, {"worker_token": ""}):
+        with pytest.raises(ValueError, match="must not be empty"):
+            FrontendSettings(**bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="must not be empty"):
+        WorkerSettings(worker_token="")
 
 
 @pytest.mark.parametrize("header", [
@@ -102,3 +106,15 @@ def test_with_a_recording_span_the_propagators_write_tracestate_and_baggage() ->
     assert headers["traceparent"] == f"00-{'c' * 32}-{ctx.span_id}-01"
     assert headers["tracestate"] == "vendor=v1"
     assert headers["baggage"] == "tenant=acme"
+
+
+def test_the_cli_refuses_an_empty_secret_as_a_usage_error(tmp_path: object) -> None:
+    from click.testing import CliRunner
+
+    from ridtrace.cli.main import main
+
+    for argv in (["frontend", "--worker", "http://w", "--api-key", ""],
+                 ["worker", "--worker-token", ""]):
+        result = CliRunner().invoke(main, ["serve", *argv, "--port", "1", "--log-file",
+                                           f"{tmp_path}/x.jsonl"])
+        assert result.exit_code == 1 and "must not be empty" in result.output, result.output

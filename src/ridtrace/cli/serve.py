@@ -102,7 +102,10 @@ def frontend_command(
                         ("worker_token", worker_token), ("debug_endpoints", debug_endpoints)):
         if value is not None:
             overrides[name] = value
-    settings = replace(FrontendSettings.from_env(), **overrides)  # type: ignore[arg-type]
+    try:
+        settings = replace(FrontendSettings.from_env(), **overrides)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
     _setup(log_file, "frontend", log_level)
     _run(create_frontend_app(settings), host, port)
 
@@ -141,11 +144,14 @@ def worker_command(
                         ("baggage_attributes", baggage_attributes or None)):
         if value is not None:
             overrides[name] = value
-    settings = replace(
-        WorkerSettings.from_env(), id_policy=id_policy,  # type: ignore[arg-type]
-        token_delay=token_delay, first_token_delay=first_token_delay, gate=gate,
-        hang_after_tokens=hang_after_tokens, foreign_chunk_after=foreign_chunk_after,
-        **overrides,  # type: ignore[arg-type]
-    )
+    try:
+        settings = replace(
+            WorkerSettings.from_env(), id_policy=id_policy,  # type: ignore[arg-type]
+            token_delay=token_delay, first_token_delay=first_token_delay, gate=gate,
+            hang_after_tokens=hang_after_tokens, foreign_chunk_after=foreign_chunk_after,
+            **overrides,  # type: ignore[arg-type]
+        )
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
     _setup(log_file, f"worker-{port}", log_level)
     _run(create_worker_app(settings), host, port)

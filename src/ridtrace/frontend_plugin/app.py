@@ -44,14 +44,16 @@ def create_frontend_app(
     app.include_router(create_router(frontend=fe))
     config = fe.settings
     # Added first, so it runs inside the tracing middleware: a refusal has its ids and
-    # its request.end line like any other answer.
-    app.add_middleware(
-        SharedSecretMiddleware,
-        secrets=config.api_keys,
-        open_paths=("/health",) if config.metrics_require_key else ("/health", METRICS_PATH),
-        error_bodies={MESSAGES.path: anthropic_error},
-        hint=": send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'",
-    )
+    # its request.end line like any other answer. Not added at all without keys: an
+    # open frontend pays nothing for the check.
+    if config.api_keys:
+        app.add_middleware(
+            SharedSecretMiddleware,
+            secrets=config.api_keys,
+            open_paths=("/health",) if config.metrics_require_key else ("/health", METRICS_PATH),
+            error_bodies={MESSAGES.path: anthropic_error},
+            hint=": send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'",
+        )
     app.add_middleware(
         RequestTracingMiddleware,  # type: ignore[arg-type]  # Starlette's factory typing
         settings=tracing or TracingSettings(),

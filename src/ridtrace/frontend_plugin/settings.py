@@ -109,6 +109,11 @@ class FrontendSettings:
     metrics_require_key: bool = False
     worker_token: str | None = field(default=None, repr=False)
 
+    def __post_init__(self) -> None:
+        # An empty secret would look configured and leave the door open.
+        if any(not key for key in self.api_keys) or self.worker_token == "":
+            raise ValueError("API keys and the worker token must not be empty")
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> FrontendSettings:
         """Build settings from ``RIDTRACE_FRONTEND_*`` variables (unset ones keep defaults).
@@ -181,6 +186,10 @@ class WorkerSettings:
     debug_endpoints: bool = False
     worker_token: str | None = field(default=None, repr=False)
     baggage_attributes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.worker_token == "":
+            raise ValueError("the worker token must not be empty")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> WorkerSettings:

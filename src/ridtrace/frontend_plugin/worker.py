@@ -72,14 +72,15 @@ def create_worker_app(
         hang_after_tokens=config.hang_after_tokens,
     )
     app = FastAPI(title="ridtrace echo worker", openapi_url=None, docs_url=None, redoc_url=None)
-    app.add_middleware(
-        SharedSecretMiddleware,
-        secrets=(config.worker_token,) if config.worker_token else (),
-        open_paths=("/health", "/metrics"),
-        accept_x_api_key=False,
-        hint=": this worker needs the frontend's --worker-token",
-        on_refused=_log_unauthorized,
-    )
+    if config.worker_token:
+        app.add_middleware(
+            SharedSecretMiddleware,
+            secrets=(config.worker_token,),
+            open_paths=("/health", "/metrics"),
+            accept_x_api_key=False,
+            hint=": this worker needs the frontend's --worker-token",
+            on_refused=_log_unauthorized,
+        )
     app.add_middleware(
         RequestTracingMiddleware,  # type: ignore[arg-type]  # Starlette's factory typing
         settings=tracing or TracingSettings(log_lifecycle=False),
