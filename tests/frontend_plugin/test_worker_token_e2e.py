@@ -16,7 +16,8 @@ ENVELOPE = orjson.dumps({"request_id": "direct-1", "x_request_id": None, "endpoi
 
 
 def test_token_on_both_sides_serves_and_workers_refuse_work_without_it(tmp_path: Path) -> None:
-    with start_stack(tmp_path, workers=[[]], env={"RIDTRACE_WORKER_TOKEN": TOKEN}) as stack:
+    env = {"RIDTRACE_WORKER_TOKEN": TOKEN}
+    with start_stack(tmp_path, workers=[["--debug-endpoints"]], env=env) as stack:
         reply = httpx.post(stack.url + "/v1/chat/completions", json=CHAT, timeout=30)
         assert reply.status_code == 200 and "token check" in reply.text
         worker = stack.workers[0].url
@@ -28,11 +29,15 @@ def test_token_on_both_sides_serves_and_workers_refuse_work_without_it(tmp_path:
                                 headers={"authorization": f"Bearer {TOKEN}"})
             api_key_header = client.post("/v1/work", content=ENVELOPE, headers={"x-api-key": TOKEN})
             health = client.get("/health")
+            debug_refused = client.get("/debug/inflight")
+            debug = client.get("/debug/inflight", headers={"authorization": f"Bearer {TOKEN}"})
     assert refused.status_code == wrong.status_code == api_key_header.status_code == 401
     assert right.status_code == 200 and b'"done":true' in right.content
     assert health.status_code == 200
+    assert debug_refused.status_code == 401  # turned on, still behind the token
+    assert debug.status_code == 200 and debug.json()["policy"] == "safe"
     refusals = [x for x in stack.workers[0].lines() if x.get("event") == "worker.refused"]
-    assert [x["outcome"] for x in refusals] == ["unauthorized"] * 3
+    assert [x["outcome"] for x in refusals] == ["unauthorized"] * 4
     assert TOKEN.encode() not in b"".join(p.read_bytes() for p in tmp_path.glob("*.jsonl"))
 
 
