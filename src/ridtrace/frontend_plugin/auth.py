@@ -90,14 +90,16 @@ class SharedSecretMiddleware:
         if scope["type"] != "http" or not self._secrets or scope["path"] in self._open:
             await self.app(scope, receive, send)
             return
-        presented: list[bytes] = []
+        presented = matched = False
         for name, value in scope["headers"]:
             if name in self._headers:
-                presented.append(_bearer(value) if name == b"authorization" else value.strip())
-        if any(self._matches(candidate) for candidate in presented):
+                presented = True
+                candidate = _bearer(value) if name == b"authorization" else value.strip()
+                matched |= self._matches(candidate)
+        if matched:
             await self.app(scope, receive, send)
             return
-        await self._refuse(scope, send, "missing API key" if not presented else "invalid API key")
+        await self._refuse(scope, send, "invalid API key" if presented else "missing API key")
 
     def _matches(self, candidate: bytes) -> bool:
         # Every secret is compared, match or not: the loop's time does not depend on
@@ -129,5 +131,5 @@ class SharedSecretMiddleware:
 
 def _bearer(value: bytes) -> bytes:
     """The token of ``Bearer TOKEN`` (scheme case-insensitive), else the empty string."""
-    scheme, _, token = value.strip().partition(b" ")
-    return token.strip() if scheme.lower() == b"bearer" else b""
+    value = value.strip()
+    return value[7:].strip() if value[:7].lower() == b"bearer " else b""
