@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_frontend.py
 	$(BIN)/python benchmarks/bench_grpc.py
 	$(BIN)/python benchmarks/bench_forensics.py
+	$(BIN)/python benchmarks/bench_access.py
 
 clean:
 	rm -rf $(VENV) demo-out

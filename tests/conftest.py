@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 DEMO_REQUESTS = 36
+
+# Property tests run a bounded number of examples in the suite ("ci", the default) so
+# the whole hypothesis suite stays within a minute on a shared 2-core machine;
+# HYPOTHESIS_PROFILE=deep explores far more when hunting bugs. No deadline: a loaded
+# machine makes single examples slow without anything being wrong.
+settings.register_profile(
+    "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("deep", max_examples=2000, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def demo_argv(out: Path, requests: int = DEMO_REQUESTS) -> list[str]:

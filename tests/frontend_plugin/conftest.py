@@ -91,8 +91,13 @@ def start_stack(
     workers: list[list[str]],
     frontend: list[str] | None = None,
     env: dict[str, str] | None = None,
+    debug_endpoints: bool = True,
 ) -> Iterator[Stack]:
-    """Start workers (each with its own extra flags) and a frontend, all in parallel."""
+    """Start workers (each with its own extra flags) and a frontend, all in parallel.
+
+    The frontend serves ``/debug/inflight`` (off by default in ``ridtrace serve``) unless
+    ``debug_endpoints`` is false: these tests poll it for their conditions.
+    """
     workdir.mkdir(parents=True, exist_ok=True)
     procs: list[Proc] = []
     try:
@@ -102,7 +107,8 @@ def start_stack(
         ]
         procs.extend(ws)
         worker_args = [a for w in ws for a in ("--worker", w.url)]
-        fe = _spawn(["frontend", *worker_args, *(frontend or [])], workdir, "frontend", env)
+        debug = ["--debug-endpoints"] if debug_endpoints else []
+        fe = _spawn(["frontend", *worker_args, *debug, *(frontend or [])], workdir, "frontend", env)
         procs.append(fe)
         for proc in procs:
             try:

@@ -34,6 +34,7 @@ class ReceivedSpan:
     attributes: dict[str, Any]
     service_name: str | None
     status_code: int
+    trace_state: str = ""
 
 
 MetricKey = tuple[str | None, str, frozenset[tuple[str, Any]]]
@@ -91,6 +92,7 @@ class OtlpReceiver:
                                 attributes={a.key: _value(a.value) for a in span.attributes},
                                 service_name=service,
                                 status_code=span.status.code,
+                                trace_state=span.trace_state,
                             )
                         )
             self._cond.notify_all()

@@ -369,3 +369,19 @@ def test_noop_tracer_detection_follows_the_proxy_once_an_sdk_provider_arrives() 
     # tracer, and the middleware must then start real spans again.
     proxy._real_tracer = live
     assert not is_noop_tracer(proxy)
+
+
+def test_the_callers_baggage_is_current_while_the_request_is_handled(log_file: Path) -> None:
+    from opentelemetry import baggage
+
+    provider, _ = _provider()
+    app = FastAPI()
+
+    @app.get("/baggage")
+    async def read_baggage() -> dict[str, object]:
+        return {"tenant": baggage.get_baggage("tenant")}
+
+    app.add_middleware(RequestTracingMiddleware, settings=TracingSettings(tracer_provider=provider))
+    parent = b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    response = _get(app, "/baggage", [(b"traceparent", parent), (b"baggage", b"tenant=acme")])
+    assert response.json() == {"tenant": "acme"}

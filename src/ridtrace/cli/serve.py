@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -10,6 +11,21 @@ import click
 __all__ = ["serve"]
 
 _POLICY = click.Choice(["safe", "legacy"])
+
+
+def _debug_option(func: Callable[..., None]) -> Callable[..., None]:
+    return click.option(
+        "--debug-endpoints", is_flag=True, default=None,
+        help="Serve GET /debug/inflight (internal state; off by default).",
+    )(func)
+
+
+def _worker_token_option(func: Callable[..., None]) -> Callable[..., None]:
+    return click.option(
+        "--worker-token", default=None, metavar="TOKEN",
+        help="Shared secret between the frontend and its workers "
+             "(or RIDTRACE_WORKER_TOKEN); workers refuse work without it.",
+    )(func)
 
 
 @click.group()
@@ -61,21 +77,37 @@ def _run(app: object, host: str, port: int) -> None:
 @click.option("--total-timeout", type=float, default=None, help="Seconds (default 300).")
 @click.option("--max-body-bytes", type=int, default=None, help="Bodies above get 413.")
 @click.option("--log-level", default="INFO", show_default=True)
+@click.option("--api-key", "api_keys", multiple=True, metavar="KEY",
+              help="Require this key (repeat for several; or RIDTRACE_API_KEYS, comma list) "
+                   "as 'Authorization: Bearer KEY' or 'x-api-key: KEY'.")
+@click.option("--metrics-require-key", is_flag=True, default=None,
+              help="/metrics needs an API key too (open by default).")
+@_worker_token_option
+@_debug_option
 def frontend_command(
     port: int, host: str, workers: tuple[str, ...], log_file: Path, id_policy: str,
     first_byte_timeout: float | None, chunk_timeout: float | None,
     total_timeout: float | None, max_body_bytes: int | None, log_level: str,
+    api_keys: tuple[str, ...], metrics_require_key: bool | None, worker_token: str | None,
+    debug_endpoints: bool | None,
 ) -> None:
     """Serve the inference routes and dispatch to --worker URLs."""
     from ridtrace.frontend_plugin import FrontendSettings, create_frontend_app
 
     overrides: dict[str, object] = {"workers": workers, "id_policy": id_policy}
+    if api_keys:
+        overrides["api_keys"] = api_keys
     for name, value in (("first_byte_timeout", first_byte_timeout),
                         ("chunk_timeout", chunk_timeout), ("total_timeout", total_timeout),
-                        ("max_body_bytes", max_body_bytes)):
+                        ("max_body_bytes", max_body_bytes),
+                        ("metrics_require_key", metrics_require_key),
+                        ("worker_token", worker_token), ("debug_endpoints", debug_endpoints)):
         if value is not None:
             overrides[name] = value
-    settings = replace(FrontendSettings.from_env(), **overrides)  # type: ignore[arg-type]
+    try:
+        settings = replace(FrontendSettings.from_env(), **overrides)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
     _setup(log_file, "frontend", log_level)
     _run(create_frontend_app(settings), host, port)
 
@@ -96,18 +128,32 @@ def frontend_command(
 @click.option("--foreign-chunk-after", type=int, default=None,
               help="Test fault: label the chunk after N tokens with another request id.")
 @click.option("--log-level", default="INFO", show_default=True)
+@click.option("--baggage-attribute", "baggage_attributes", multiple=True, metavar="NAME",
+              help="Copy this W3C baggage entry onto the worker span as baggage.NAME (repeat).")
+@_worker_token_option
+@_debug_option
 def worker_command(
     port: int, host: str, log_file: Path, id_policy: str, token_delay: float,
     first_token_delay: float, gate: bool, hang_after_tokens: int | None,
-    foreign_chunk_after: int | None, log_level: str,
+    foreign_chunk_after: int | None, log_level: str, baggage_attributes: tuple[str, ...],
+    worker_token: str | None, debug_endpoints: bool | None,
 ) -> None:
     """Serve the echo engine at POST /v1/work."""
     from ridtrace.frontend_plugin import WorkerSettings, create_worker_app
 
-    settings = replace(
-        WorkerSettings.from_env(), id_policy=id_policy,  # type: ignore[arg-type]
-        token_delay=token_delay, first_token_delay=first_token_delay, gate=gate,
-        hang_after_tokens=hang_after_tokens, foreign_chunk_after=foreign_chunk_after,
-    )
+    overrides: dict[str, object] = {}
+    for name, value in (("worker_token", worker_token), ("debug_endpoints", debug_endpoints),
+                        ("baggage_attributes", baggage_attributes or None)):
+        if value is not None:
+            overrides[name] = value
+    try:
+        settings = replace(
+            WorkerSettings.from_env(), id_policy=id_policy,  # type: ignore[arg-type]
+            token_delay=token_delay, first_token_delay=first_token_delay, gate=gate,
+            hang_after_tokens=hang_after_tokens, foreign_chunk_after=foreign_chunk_after,
+            **overrides,  # type: ignore[arg-type]
+        )
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
     _setup(log_file, f"worker-{port}", log_level)
     _run(create_worker_app(settings), host, port)

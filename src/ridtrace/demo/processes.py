@@ -112,7 +112,9 @@ def start_stack(
             worker_urls.append(url)
         port = free_port()
         frontend_url = f"http://127.0.0.1:{port}"
-        argv = ["serve", "frontend", "--port", str(port), "--id-policy", id_policy]
+        # The demo reads the registry size from /debug/inflight, which is off by default.
+        argv = ["serve", "frontend", "--port", str(port), "--id-policy", id_policy,
+                "--debug-endpoints"]
         argv += ["--log-file", str(log_dir / "frontend.jsonl")]
         for url in worker_urls:
             argv += ["--worker", url]

@@ -9,6 +9,7 @@ retry; the worker app; and a deterministic echo engine. See docs/frontend-plugin
 
 from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin.app import create_frontend_app
+from ridtrace.frontend_plugin.auth import SharedSecretMiddleware
 from ridtrace.frontend_plugin.dispatch import Dispatcher, DispatchError, WorkerPool
 from ridtrace.frontend_plugin.engine import EchoEngine, echo_tokens
 from ridtrace.frontend_plugin.frontend import Frontend, InferenceCall
@@ -34,6 +35,7 @@ __all__ = [
     "IdPolicy",
     "InferenceCall",
     "InflightRegistry",
+    "SharedSecretMiddleware",
     "WorkRequest",
     "WorkerPool",
     "WorkerSettings",

@@ -7,13 +7,16 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from ridtrace.frontend_plugin.auth import SharedSecretMiddleware, anthropic_error
 from ridtrace.frontend_plugin.frontend import Frontend
 from ridtrace.frontend_plugin.routes import create_router
+from ridtrace.frontend_plugin.routes.anthropic import MESSAGES
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.tracing import RequestTracingMiddleware, TracingSettings, telemetry_lifespan
 from ridtrace.tracing.meters import METRICS_PATH, metrics_endpoint
 
-__all__ = ["create_frontend_app"]
+__all__ = ["METRICS_PATH", "create_frontend_app"]
+
 
 
 def create_frontend_app(
@@ -27,7 +30,8 @@ def create_frontend_app(
     ``app.state.frontend`` is the :class:`Frontend` (registry, dispatcher); its worker
     connections are closed when the app shuts down, and the tracer and meter providers
     ridtrace configured are flushed and shut down after them. ``GET /metrics`` serves
-    the Prometheus text.
+    the Prometheus text. With ``settings.api_keys`` every route but ``/health`` (and
+    ``/metrics`` unless ``metrics_require_key``) needs a key.
     """
     fe = frontend or Frontend(settings)
 
@@ -43,6 +47,18 @@ def create_frontend_app(
     app.state.frontend = fe
     app.include_router(create_router(frontend=fe))
     app.add_route(METRICS_PATH, metrics_endpoint, methods=["GET"], include_in_schema=False)
+    config = fe.settings
+    # Added first, so it runs inside the tracing middleware: a refusal has its ids and
+    # its request.end line like any other answer. Not added at all without keys: an
+    # open frontend pays nothing for the check.
+    if config.api_keys:
+        app.add_middleware(
+            SharedSecretMiddleware,
+            secrets=config.api_keys,
+            open_paths=("/health",) if config.metrics_require_key else ("/health", METRICS_PATH),
+            error_bodies={MESSAGES.path: anthropic_error},
+            hint=": send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'",
+        )
     app.add_middleware(
         RequestTracingMiddleware,  # type: ignore[arg-type]  # Starlette's factory typing
         settings=tracing or TracingSettings(),

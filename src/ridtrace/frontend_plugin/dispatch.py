@@ -23,9 +23,12 @@ from ridtrace.frontend_plugin.wire import CLIENT_KEEP_ALIVE_SECONDS, WORK_PATH, 
 from ridtrace.tracing import metrics
 from ridtrace.tracing.eventlog import EventLog
 
-__all__ = ["DispatchError", "Dispatcher", "WorkerPool", "WorkerStream"]
+__all__ = ["WORKER_UNAUTHORIZED", "DispatchError", "Dispatcher", "WorkerPool", "WorkerStream"]
 
 events = EventLog(__name__)
+
+WORKER_UNAUTHORIZED = "worker_unauthorized"
+"""Dispatch failure reason: a worker answered 401/403 to the frontend's worker token."""
 
 
 class DispatchError(Exception):
@@ -109,6 +112,9 @@ class Dispatcher:
         self.pool = WorkerPool(settings.workers, cooldown=settings.down_cooldown)
         self._client = client
         self._owns_client = client is None
+        self._fixed_headers = {"content-type": "application/json"}
+        if settings.worker_token:
+            self._fixed_headers["authorization"] = "Bearer " + settings.worker_token
 
     def _http(self) -> httpx.AsyncClient:
         # Created lazily so it binds to the serving event loop, not the importing one.
@@ -127,18 +133,23 @@ class Dispatcher:
         return self._client
 
     async def open(
-        self, work: WorkRequest, *, traceparent: str | None = None, deadline: float | None = None
+        self,
+        work: WorkRequest,
+        *,
+        trace_headers: dict[str, str] | None = None,
+        deadline: float | None = None,
     ) -> WorkerStream:
         """Start ``work`` on some worker; retries per the module's rules.
+
+        ``trace_headers`` (``traceparent`` and whatever else the propagators wrote) go
+        with the envelope.
 
         Raises:
             DispatchError: every attempt failed (``reason`` of the last failure).
         """
         s = self.settings
         body = work.to_json()
-        headers = {"content-type": "application/json"}
-        if traceparent:
-            headers["traceparent"] = traceparent
+        headers = {**(trace_headers or {}), **self._fixed_headers}
         end = deadline if deadline is not None else time.monotonic() + s.total_timeout
         candidates = self.pool.order()
         if not candidates:
@@ -190,6 +201,15 @@ class Dispatcher:
                     await response.aclose()
                     if status == 409:
                         raise _Refused("conflict", f"worker refused duplicate id: {detail}")
+                    if status in (401, 403):
+                        # A token mismatch is configuration, not load: fail the request
+                        # clearly instead of trying it on every worker.
+                        raise _Refused(
+                            WORKER_UNAUTHORIZED,
+                            f"a worker refused the frontend's worker token (HTTP {status}); "
+                            "check --worker-token on the frontend and its workers",
+                            fatal=True,
+                        )
                     if status >= 500:
                         raise _Refused("status_5xx", f"worker answered {status}")
                     raise _Refused("status_4xx", f"worker answered {status}: {detail}", fatal=True)

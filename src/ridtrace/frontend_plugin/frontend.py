@@ -73,15 +73,20 @@ class InferenceCall:
     """
 
     __slots__ = ("_channel", "_closed", "_frontend", "_task", "_timer", "attempts", "deadline",
-                 "key", "traceparent", "work", "worker")
+                 "key", "trace_headers", "work", "worker")
 
     def __init__(
-        self, frontend: Frontend, *, key: str, work: WorkRequest, traceparent: str | None
+        self,
+        frontend: Frontend,
+        *,
+        key: str,
+        work: WorkRequest,
+        trace_headers: dict[str, str] | None = None,
     ) -> None:
         self._frontend = frontend
         self.key = key
         self.work = work
-        self.traceparent = traceparent
+        self.trace_headers = trace_headers or {}
         self.deadline = time.monotonic() + frontend.settings.total_timeout
         self._channel: Channel = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
@@ -101,7 +106,7 @@ class InferenceCall:
                 key=self.key,
                 work=self.work,
                 channel=self._channel,
-                traceparent=self.traceparent,
+                trace_headers=self.trace_headers,
                 deadline=self.deadline,
                 check_ids=fe.check_ids,
             )

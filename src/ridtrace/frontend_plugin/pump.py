@@ -69,7 +69,7 @@ async def pump(
     key: str,
     work: WorkRequest,
     channel: Channel,
-    traceparent: str | None,
+    trace_headers: dict[str, str],
     deadline: float,
     check_ids: bool,
 ) -> None:
@@ -77,7 +77,7 @@ async def pump(
     stream: WorkerStream | None = None
     try:
         try:
-            stream = await dispatcher.open(work, traceparent=traceparent, deadline=deadline)
+            stream = await dispatcher.open(work, trace_headers=trace_headers, deadline=deadline)
         except DispatchError as exc:
             target = _link(registry, key, channel)
             if target is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ridtrace.frontend_plugin.registry import IdPolicy
@@ -24,6 +24,23 @@ def _policy(value: str) -> IdPolicy:
 
 def _optional_int(value: str) -> int | None:
     return int(value) if value.strip() else None
+
+
+def _flag(value: str) -> bool:
+    return value.lower() in ("1", "true", "yes")
+
+
+def _comma_list(value: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
+def _secrets(environ: Mapping[str, str] | None) -> dict[str, Any]:
+    """The shared secrets, from their own unprefixed variables (one name for both sides)."""
+    env = os.environ if environ is None else environ
+    out: dict[str, Any] = {}
+    if env.get("RIDTRACE_WORKER_TOKEN"):
+        out["worker_token"] = env["RIDTRACE_WORKER_TOKEN"]
+    return out
 
 
 def _read(
@@ -61,8 +78,15 @@ class FrontendSettings:
         down_cooldown: seconds a failed worker is skipped while others are healthy.
         check_chunk_ids: refuse worker chunks naming another request (safe policy only;
             the legacy policy never checks, as the pre-fix frontend did not).
-        debug_endpoints: serve ``GET /debug/inflight``.
+        debug_endpoints: serve ``GET /debug/inflight`` (off by default: it shows the
+            worker topology and lifetime counters to anyone who can reach the port).
         max_connections: connection pool size towards the workers.
+        api_keys: when non-empty, every route but ``/health`` (and ``/metrics`` unless
+            ``metrics_require_key``) needs one of these keys, as ``Authorization:
+            Bearer KEY`` or ``x-api-key: KEY``; a missing or wrong key gets 401.
+        metrics_require_key: ``/metrics`` needs a key too (when ``api_keys`` is set).
+        worker_token: shared secret sent to the workers as ``Authorization: Bearer``;
+            must match the workers' ``worker_token``.
     """
 
     workers: tuple[str, ...] = ()
@@ -78,8 +102,17 @@ class FrontendSettings:
     max_attempts: int = 3
     down_cooldown: float = 5.0
     check_chunk_ids: bool = True
-    debug_endpoints: bool = True
+    debug_endpoints: bool = False
     max_connections: int = 1024
+    # repr=False: settings get printed and logged; secrets must not go with them.
+    api_keys: tuple[str, ...] = field(default=(), repr=False)
+    metrics_require_key: bool = False
+    worker_token: str | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        # An empty secret would look configured and leave the door open.
+        if any(not key for key in self.api_keys) or self.worker_token == "":
+            raise ValueError("API keys and the worker token must not be empty")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> FrontendSettings:
@@ -87,9 +120,11 @@ class FrontendSettings:
 
         ``..._WORKERS`` is a comma list of URLs; ``..._ID_POLICY`` is ``safe``/``legacy``;
         the others are named after the attributes (``RIDTRACE_FRONTEND_TOTAL_TIMEOUT``).
+        The secrets have their own names: ``RIDTRACE_API_KEYS`` (comma list) and
+        ``RIDTRACE_WORKER_TOKEN`` (shared with ``WorkerSettings.from_env``).
         """
         fields: dict[str, Callable[[str], Any]] = {
-            "workers": lambda v: tuple(u.strip() for u in v.split(",") if u.strip()),
+            "workers": _comma_list,
             "id_policy": _policy,
             "model": str,
             "max_body_bytes": int,
@@ -101,11 +136,14 @@ class FrontendSettings:
             "total_timeout": float,
             "max_attempts": int,
             "down_cooldown": float,
-            "check_chunk_ids": lambda v: v.lower() in ("1", "true", "yes"),
-            "debug_endpoints": lambda v: v.lower() in ("1", "true", "yes"),
+            "check_chunk_ids": _flag,
+            "debug_endpoints": _flag,
             "max_connections": int,
+            "metrics_require_key": _flag,
         }
-        return cls(**_read(environ, "RIDTRACE_FRONTEND_", fields))
+        values = _read(environ, "RIDTRACE_FRONTEND_", fields) | _secrets(environ)
+        keys = _read(environ, "RIDTRACE_", {"api_keys": _comma_list})
+        return cls(**values, **keys)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,6 +165,12 @@ class WorkerSettings:
             another request's id, as a worker with crossed wires would.
         max_body_bytes: largest accepted work envelope.
         max_tokens_limit: largest accepted ``max_tokens``.
+        debug_endpoints: serve ``GET /debug/inflight`` (off by default).
+        worker_token: when set, every route but ``/health`` (and ``/metrics``) needs
+            ``Authorization: Bearer <worker_token>``; others get 401.
+        baggage_attributes: W3C baggage entries copied onto the worker's span as
+            ``baggage.<name>`` attributes (only these names; values vetted like client
+            ids), so what a caller put in baggage can be seen on the worker.
     """
 
     id_policy: IdPolicy = "safe"
@@ -139,20 +183,33 @@ class WorkerSettings:
     foreign_chunk_after: int | None = None
     max_body_bytes: int = 4 << 20
     max_tokens_limit: int = 1 << 16
+    debug_endpoints: bool = False
+    worker_token: str | None = field(default=None, repr=False)
+    baggage_attributes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.worker_token == "":
+            raise ValueError("the worker token must not be empty")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> WorkerSettings:
-        """Build settings from ``RIDTRACE_WORKER_*`` variables (unset ones keep defaults)."""
+        """Build settings from ``RIDTRACE_WORKER_*`` variables (unset ones keep defaults).
+
+        ``RIDTRACE_WORKER_TOKEN`` is the shared token (the frontend reads the same name);
+        ``RIDTRACE_WORKER_BAGGAGE_ATTRIBUTES`` is a comma list.
+        """
         fields: dict[str, Callable[[str], Any]] = {
             "id_policy": _policy,
             "model": str,
             "token_delay": float,
             "first_token_delay": float,
-            "gate": lambda v: v.lower() in ("1", "true", "yes"),
+            "gate": _flag,
             "gate_timeout": float,
             "hang_after_tokens": _optional_int,
             "foreign_chunk_after": _optional_int,
             "max_body_bytes": int,
             "max_tokens_limit": int,
+            "debug_endpoints": _flag,
+            "baggage_attributes": _comma_list,
         }
-        return cls(**_read(environ, "RIDTRACE_WORKER_", fields))
+        return cls(**_read(environ, "RIDTRACE_WORKER_", fields) | _secrets(environ))

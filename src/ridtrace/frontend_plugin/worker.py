@@ -15,11 +15,13 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 from loguru import logger
+from opentelemetry import baggage
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin.asgi_io import GuardedStreamingResponse, read_body
+from ridtrace.frontend_plugin.auth import UNAUTHORIZED, SharedSecretMiddleware
 from ridtrace.frontend_plugin.engine import EchoEngine, echo_tokens
 from ridtrace.frontend_plugin.registry import DuplicateRequestId, InflightRegistry
 from ridtrace.frontend_plugin.settings import WorkerSettings
@@ -51,11 +53,14 @@ _NDJSON = "application/x-ndjson"
 def create_worker_app(
     settings: WorkerSettings | None = None, *, tracing: TracingSettings | None = None
 ) -> FastAPI:
-    """A ready worker app: ``POST /v1/work``, ``/health``, ``/debug/inflight``, gate hook.
+    """A ready worker app: ``POST /v1/work`` and ``/health``; ``/debug/inflight`` with
+    ``debug_endpoints``; ``POST /debug/gate/open`` with ``gate``.
 
     ``GET /metrics`` serves the Prometheus text; the tracer and meter providers ridtrace
-    configured are flushed and shut down when the app stops. The tracing middleware is
-    added with lifecycle lines off: a worker's lifecycle is
+    configured are flushed and shut down when the app stops. With ``worker_token`` set,
+    everything but ``/health`` and ``/metrics`` needs ``Authorization: Bearer <token>``
+    (401 otherwise, logged as ``worker.refused`` with outcome ``unauthorized``). The
+    tracing middleware is added with lifecycle lines off: a worker's lifecycle is
     ``worker.start`` / ``worker.end`` / ``worker.refused``, written under the frontend's
     ``request_id`` rather than the one the middleware mints for the hop.
     """
@@ -74,6 +79,15 @@ def create_worker_app(
         lifespan=telemetry_lifespan,
     )
     app.add_route(METRICS_PATH, metrics_endpoint, methods=["GET"], include_in_schema=False)
+    if config.worker_token:
+        app.add_middleware(
+            SharedSecretMiddleware,
+            secrets=(config.worker_token,),
+            open_paths=("/health", "/metrics"),
+            accept_x_api_key=False,
+            hint=": this worker needs the frontend's --worker-token",
+            on_refused=_log_unauthorized,
+        )
     app.add_middleware(
         RequestTracingMiddleware,  # type: ignore[arg-type]  # Starlette's factory typing
         settings=tracing or TracingSettings(log_lifecycle=False),
@@ -91,7 +105,7 @@ def create_worker_app(
             return _error(400, str(exc))
         if job.max_tokens > config.max_tokens_limit:
             return _error(400, f"max_tokens must be at most {config.max_tokens_limit}")
-        _adopt_identity(job)
+        _adopt_identity(job, config.baggage_attributes)
         channel: asyncio.Queue[object] = asyncio.Queue()
         try:
             registry.register(job.request_id, channel)
@@ -115,25 +129,33 @@ def create_worker_app(
     async def health() -> dict[str, object]:
         return {"status": "ok", "inflight": len(registry)}
 
-    @app.get("/debug/inflight")
-    async def inflight() -> dict[str, object]:
-        return {"policy": registry.policy, **registry.counters()}
+    if config.debug_endpoints:
 
-    @app.post("/debug/gate/open")
-    async def open_gate() -> dict[str, object]:
-        if gate is None:
-            return {"gate": "none"}
-        gate.set()
-        return {"gate": "open"}
+        @app.get("/debug/inflight")
+        async def inflight() -> dict[str, object]:
+            return {"policy": registry.policy, **registry.counters()}
+
+    if gate is not None:  # a test hook: absent unless the worker was started with --gate
+
+        @app.post("/debug/gate/open")
+        async def open_gate() -> dict[str, object]:
+            gate.set()
+            return {"gate": "open"}
 
     return app
+
+
+def _log_unauthorized(path: str) -> None:
+    events.warning(
+        "worker.refused", event="worker.refused", outcome=UNAUTHORIZED, status=401, path=path
+    )
 
 
 def _release(registry: InflightRegistry, key: str, channel: asyncio.Queue[object]) -> None:
     registry.release(key, channel)
 
 
-def _adopt_identity(job: WorkRequest) -> None:
+def _adopt_identity(job: WorkRequest, baggage_names: tuple[str, ...]) -> None:
     """Write this hop's lines under the frontend request's ids."""
     ctx = current_context()
     if ctx is None:
@@ -143,6 +165,12 @@ def _adopt_identity(job: WorkRequest) -> None:
     annotate_span(request_id=job.request_id)
     if ctx.x_request_id is not None:
         annotate_span(x_request_id=ctx.x_request_id)
+    for name in baggage_names:
+        # Baggage is the caller's text: vetted like a client id before it goes on a span.
+        value = baggage.get_baggage(name)
+        checked = validate_client_id(value) if isinstance(value, str) else None
+        if checked is not None:
+            annotate_span(**{"baggage." + name: checked})
 
 
 async def _produce(

@@ -46,6 +46,7 @@ class InboundRules(Generic[K]):
         deprecated_headers: Iterable[str],
         max_length: int,
         as_bytes: bool,
+        trace_headers: Iterable[str] = TRACE_HEADERS,
     ) -> None:
         def key(name: str) -> K:
             return name.lower().encode("latin-1") if as_bytes else name.lower()  # type: ignore[return-value]
@@ -58,7 +59,7 @@ class InboundRules(Generic[K]):
         self.max_len = max_length
         watched: set[K] = {self.client, self.user_agent}
         watched.update(self.deprecated.keys())
-        watched.update(key(name) for name in TRACE_HEADERS)
+        watched.update(key(name) for name in trace_headers)
         if self.client_bin is not None:
             watched.add(self.client_bin)
         self.watched: frozenset[K] = frozenset(watched)

@@ -26,7 +26,7 @@ from ridtrace.tracing.exchange import (
     start_attributes,
     start_fields,
 )
-from ridtrace.tracing.inbound import InboundRules, note_inbound, read_inbound
+from ridtrace.tracing.inbound import TRACE_HEADERS, InboundRules, note_inbound, read_inbound
 from ridtrace.tracing.serverspan import (
     active_server_span,
     is_noop_tracer,
@@ -82,12 +82,14 @@ class RequestTracingMiddleware:
         self._client_header = config.client_id_header.lower().encode("latin-1")
         self._response_header = config.response_id_header.lower().encode("latin-1")
         self._stripped = {self._client_header, self._response_header}
-        # The header walk the gRPC interceptor shares, with names as bytes.
+        # The header walk the gRPC interceptor shares, with names as bytes. The
+        # configured propagators' headers too (b3 …), so that they are extracted.
         self._rules: InboundRules[bytes] = InboundRules(
             client_header=config.client_id_header,
             deprecated_headers=config.deprecated_headers,
             max_length=config.max_client_id_length,
             as_bytes=True,
+            trace_headers=(*TRACE_HEADERS, *propagate.get_global_textmap().fields),
         )
         self._deprecation_headers = deprecation_response_headers(
             deprecation_at=config.deprecation_at,
@@ -161,6 +163,7 @@ class RequestTracingMiddleware:
         coroutine stays small enough for Python's small-object allocator."""
         span = active_server_span(current)
         owns_span = span is None
+        parent: otel_context.Context | None = None
         if span is not None:  # an instrumentation's server span, recording by construction
             recording = True
             span.set_attributes(start_attributes(request_id, x_request_id, deprecated_text))
@@ -207,8 +210,10 @@ class RequestTracingMiddleware:
         token = request_context.enter(ctx)
         # A no-op tracer hands back the span that is already current; attaching it
         # again would change nothing but cost a context copy.
+        # The extracted context as the base keeps the caller's baggage current, so a
+        # hop onward (or any instrumentation) can carry it on.
         otel_token = (
-            otel_context.attach(trace.set_span_in_context(span))
+            otel_context.attach(trace.set_span_in_context(span, parent))
             if owns_span and span is not current
             else None
         )

@@ -1,4 +1,9 @@
-"""W3C ``traceparent`` parsing and formatting, for propagation without an SDK."""
+"""W3C ``traceparent`` parsing and formatting, for propagation without an SDK.
+
+The parser accepts exactly what OpenTelemetry's W3C propagator accepts (lower-case hex,
+version ``ff`` and all-zero ids refused, a suffix only after a version above ``00``), so
+a request's log lines continue the caller's trace with or without an SDK installed.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +11,27 @@ import re
 
 __all__ = ["format_traceparent", "parse_traceparent"]
 
-_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
+_TRACEPARENT = re.compile(
+    r"^[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}(?:(-.*)|[ \t]*)$"
+)
+_MAX_LENGTH = 512  # as OpenTelemetry's propagator
 _ZERO_TRACE = "0" * 32
 _ZERO_SPAN = "0" * 16
 
 
 def parse_traceparent(value: str | None) -> tuple[str, str] | None:
     """Return ``(trace_id, parent_span_id)`` of a valid header, else ``None``."""
-    if not value or len(value) > 128:
+    if not value or len(value) > _MAX_LENGTH:
         return None
-    match = _TRACEPARENT.match(value.strip().lower())
-    if match is None or match.group(1) == _ZERO_TRACE or match.group(2) == _ZERO_SPAN:
+    match = _TRACEPARENT.search(value)
+    if match is None:
         return None
-    return match.group(1), match.group(2)
+    version, trace_id, span_id, suffix = match.groups()
+    if version == "ff" or (version == "00" and suffix):
+        return None
+    if trace_id == _ZERO_TRACE or span_id == _ZERO_SPAN:
+        return None
+    return trace_id, span_id
 
 
 def format_traceparent(trace_id: str, span_id: str, *, sampled: bool = True) -> str:

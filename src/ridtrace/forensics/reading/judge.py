@@ -9,6 +9,7 @@ follows the RFC: a valid line becomes a row, anything else a bad line with a rea
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -27,13 +28,22 @@ def parse_time(value: str) -> datetime | None:
     return parsed.astimezone(timezone.utc)
 
 
+# A lone surrogate is valid JSON but no Unicode scalar value: Arrow strings are UTF-8,
+# so it is kept as U+FFFD, the replacement character, like any undecodable text.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _text(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (dict, list)):
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        return _SURROGATE.sub(
+            "\ufffd", json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        )
     return str(value)
 
 

@@ -25,6 +25,7 @@ from ridtrace.frontend_plugin.asgi_io import (
 )
 from ridtrace.frontend_plugin.bodies import InvalidRequest, Parsed, require_object
 from ridtrace.frontend_plugin.frontend import Frontend, InferenceCall, Item
+from ridtrace.frontend_plugin.hop import worker_hop_headers
 from ridtrace.frontend_plugin.pump import UNLINKED_REQUEST, Delta, Failed, Finished
 from ridtrace.frontend_plugin.registry import Dropped, DuplicateRequestId
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer
@@ -34,7 +35,6 @@ from ridtrace.tracing import (
     annotate_request,
     annotate_span,
     current_context,
-    format_traceparent,
     uuid4_id,
     validate_client_id,
 )
@@ -80,8 +80,7 @@ async def serve(request: Request, fe: Frontend, api: ApiSpec) -> Response:
         model=parsed.model, prompt=parsed.prompt, max_tokens=parsed.max_tokens,
         session_id=parsed.session_id,
     )
-    traceparent = format_traceparent(ctx.trace_id, ctx.span_id) if ctx is not None else None
-    call = InferenceCall(fe, key=key, work=work, traceparent=traceparent)
+    call = InferenceCall(fe, key=key, work=work, trace_headers=worker_hop_headers(ctx))
     try:
         call.start()
     except DuplicateRequestId as exc:

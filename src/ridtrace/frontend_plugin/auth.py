@@ -1,0 +1,135 @@
+"""Shared-secret access control as a pure ASGI middleware: API keys and the worker token.
+
+It sits inside :class:`ridtrace.RequestTracingMiddleware`, so a refused request still
+gets its ``request_id``, its span and its ``request.end`` line (outcome
+``unauthorized``), and anything that counts ``request.end`` counts refusals too. The
+presented secret is compared with every configured one with ``hmac.compare_digest``
+(no early exit on a match, so the time taken does not tell which key was close), and
+is never logged, echoed or put on a span.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable, Iterable
+
+import orjson
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ridtrace.tracing import annotate_request
+
+__all__ = [
+    "UNAUTHORIZED",
+    "SharedSecretMiddleware",
+    "anthropic_error",
+    "openai_error",
+]
+
+UNAUTHORIZED = "unauthorized"
+"""The ``request.end`` outcome of a request refused for a missing or wrong secret."""
+
+ErrorBody = Callable[[str], dict[str, object]]
+"""Builds the JSON error body for a refusal from its message."""
+
+
+def openai_error(message: str) -> dict[str, object]:
+    """OpenAI's 401 shape: the official SDK raises ``openai.AuthenticationError``."""
+    return {"error": {"message": message, "type": "invalid_request_error", "param": None,
+                      "code": "invalid_api_key"}}
+
+
+def anthropic_error(message: str) -> dict[str, object]:
+    """Anthropic's 401 shape: the official SDK raises ``anthropic.AuthenticationError``."""
+    return {"type": "error", "error": {"type": "authentication_error", "message": message}}
+
+
+class SharedSecretMiddleware:
+    """Refuses HTTP requests that do not present one of ``secrets``, with a 401.
+
+    Accepted as ``Authorization: Bearer SECRET`` or (``accept_x_api_key``) as
+    ``x-api-key: SECRET``, the headers the OpenAI and Anthropic SDKs send. Paths in
+    ``open_paths`` are served without a secret. With no secrets configured the
+    middleware passes everything through (add it unconditionally).
+
+    Args:
+        app: the wrapped ASGI app.
+        secrets: the accepted secrets; empty turns the check off.
+        open_paths: exact paths that need no secret (``/health``).
+        error_bodies: path prefix → error body builder; the longest matching prefix wins,
+            ``default_error`` otherwise.
+        default_error: error body builder for paths no prefix matches.
+        accept_x_api_key: also accept the ``x-api-key`` header.
+        hint: appended to the refusal message (how to send the secret).
+        on_refused: called (with the path) for every refusal, inside the request's
+            context, e.g. to write a lifecycle line of the app's own.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        secrets: Iterable[str],
+        open_paths: Iterable[str] = ("/health",),
+        error_bodies: dict[str, ErrorBody] | None = None,
+        default_error: ErrorBody = openai_error,
+        accept_x_api_key: bool = True,
+        hint: str = "",
+        on_refused: Callable[[str], None] | None = None,
+    ) -> None:
+        self.app = app
+        self._secrets = tuple(s.encode("utf-8") for s in secrets if s)
+        self._open = frozenset(open_paths)
+        # Longest prefix first, so "/v1/messages" wins over "/v1".
+        self._errors = sorted((error_bodies or {}).items(), key=lambda kv: -len(kv[0]))
+        self._default_error = default_error
+        self._headers = {b"authorization"} | ({b"x-api-key"} if accept_x_api_key else set())
+        self._on_refused = on_refused
+        self._hint = hint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self._secrets or scope["path"] in self._open:
+            await self.app(scope, receive, send)
+            return
+        presented = matched = False
+        for name, value in scope["headers"]:
+            if name in self._headers:
+                presented = True
+                candidate = _bearer(value) if name == b"authorization" else value.strip()
+                matched |= self._matches(candidate)
+        if matched:
+            await self.app(scope, receive, send)
+            return
+        await self._refuse(scope, send, "invalid API key" if presented else "missing API key")
+
+    def _matches(self, candidate: bytes) -> bool:
+        # Every secret is compared, match or not: the loop's time does not depend on
+        # which secret (if any) the candidate matches.
+        matched = False
+        for secret in self._secrets:
+            matched |= hmac.compare_digest(candidate, secret)
+        return matched
+
+    async def _refuse(self, scope: Scope, send: Send, reason: str) -> None:
+        path: str = scope["path"]
+        annotate_request(outcome_override=UNAUTHORIZED, error=reason)
+        if self._on_refused is not None:
+            self._on_refused(path)
+        build = next((b for prefix, b in self._errors if path.startswith(prefix)),
+                     self._default_error)
+        body = orjson.dumps(build(reason + self._hint))
+        await send({
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b'Bearer realm="ridtrace"'),
+            ],
+        })
+        await send({"type": "http.response.body", "body": body})
+
+
+def _bearer(value: bytes) -> bytes:
+    """The token of ``Bearer TOKEN`` (scheme case-insensitive), else the empty string."""
+    value = value.strip()
+    return value[7:].strip() if value[:7].lower() == b"bearer " else b""

@@ -1,0 +1,120 @@
+"""In-process checks of access settings: keys from the environment, /metrics, secrets in repr,
+and the worker-hop headers with and without an SDK span."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from opentelemetry import baggage, trace
+from opentelemetry import context as otel_context
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
+
+from ridtrace.frontend_plugin import FrontendSettings, WorkerSettings, create_frontend_app
+from ridtrace.frontend_plugin.auth import SharedSecretMiddleware
+from ridtrace.frontend_plugin.hop import worker_hop_headers
+from ridtrace.tracing import RequestContext
+
+
+def test_keys_and_token_come_from_their_variables_and_stay_out_of_repr() -> None:
+    env = {"RIDTRACE_API_KEYS": " key-one , key-two,, ", "RIDTRACE_WORKER_TOKEN": "secret-token",
+           "RIDTRACE_FRONTEND_METRICS_REQUIRE_KEY": "true",
+           "RIDTRACE_WORKER_BAGGAGE_ATTRIBUTES": "tenant,user"}
+    frontend = FrontendSettings.from_env(env)
+    worker = WorkerSettings.from_env(env)
+    assert frontend.api_keys == ("key-one", "key-two") and frontend.worker_token == "secret-token"
+    assert frontend.metrics_require_key is True
+    assert worker.worker_token == "secret-token" and worker.baggage_attributes == ("tenant", "user")
+    assert FrontendSettings.from_env({}).api_keys == ()
+    assert not FrontendSettings().debug_endpoints and not WorkerSettings().debug_endpoints
+    for text in (repr(frontend), repr(worker)):
+        assert "key-one" not in text and "secret-token" not in text
+
+
+async def _status(app: FastAPI, path: str, headers: dict[str, str] | None = None) -> int:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        return (await client.get(path, headers=headers)).status_code
+
+
+def _metrics_app(require: bool) -> FastAPI:
+    app = create_frontend_app(FrontendSettings(api_keys=("k",), metrics_require_key=require))
+    # Stands in for the Prometheus route: whatever serves /metrics sits behind the check.
+    app.add_api_route("/metrics", lambda: {"ok": True}, methods=["GET"])
+    return app
+
+
+def test_metrics_is_open_by_default_and_keyed_with_the_flag() -> None:
+    assert asyncio.run(_status(_metrics_app(False), "/metrics")) == 200
+    assert asyncio.run(_status(_metrics_app(True), "/metrics")) == 401
+    assert asyncio.run(_status(_metrics_app(True), "/metrics", {"x-api-key": "k"})) == 200
+
+
+def test_no_keys_means_no_check_and_an_empty_secret_is_refused() -> None:
+    assert asyncio.run(_status(create_frontend_app(FrontendSettings()), "/v1/models")) == 200
+    for bad in ({"api_keys": ("k", "")}, {"worker_token": ""}):
+        with pytest.raises(ValueError, match="must not be empty"):
+            FrontendSettings(**bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="must not be empty"):
+        WorkerSettings(worker_token="")
+
+
+@pytest.mark.parametrize("header", [
+    {"authorization": "Basic azE6"}, {"authorization": "Bearer"}, {"authorization": "k"},
+    {"x-api-key": "k "}, {"x-api-key": "K"},
+])
+def test_only_the_exact_key_in_a_known_header_is_accepted(header: dict[str, str]) -> None:
+    app = create_frontend_app(FrontendSettings(api_keys=("k",)))
+    expected = 200 if header == {"x-api-key": "k "} else 401  # surrounding blanks trimmed
+    assert asyncio.run(_status(app, "/v1/models", header)) == expected
+
+
+def test_x_api_key_can_be_refused() -> None:
+    async def ok(scope: object, receive: object, send: object) -> None:
+        raise AssertionError("reached the app")
+
+    app = SharedSecretMiddleware(ok, secrets=["s"], accept_x_api_key=False)  # type: ignore[arg-type]
+    outer = FastAPI()
+    outer.mount("/", app)  # type: ignore[arg-type]
+    assert asyncio.run(_status(outer, "/x", {"x-api-key": "s"})) == 401
+
+
+def test_without_a_recording_span_the_hop_sends_the_minimal_traceparent() -> None:
+    ctx = RequestContext("r", "a" * 32, "b" * 16)
+    assert worker_hop_headers(ctx) == {"traceparent": f"00-{'a' * 32}-{'b' * 16}-01"}
+    assert worker_hop_headers(None) == {}
+
+
+def test_with_a_recording_span_the_propagators_write_tracestate_and_baggage() -> None:
+    tracer = TracerProvider().get_tracer("t")
+    caller = SpanContext(int("c" * 32, 16), int("d" * 16, 16), is_remote=True,
+                         trace_flags=TraceFlags(1), trace_state=TraceState([("vendor", "v1")]))
+    parent = baggage.set_baggage("tenant", "acme",
+                                 trace.set_span_in_context(NonRecordingSpan(caller)))
+    token = otel_context.attach(parent)
+    try:
+        span = tracer.start_span("server", parent)
+        ctx = RequestContext("r", "c" * 32, format(span.get_span_context().span_id, "016x"))
+        ctx.server_span = span
+        headers = worker_hop_headers(ctx)
+        span.end()
+    finally:
+        otel_context.detach(token)
+    assert headers["traceparent"] == f"00-{'c' * 32}-{ctx.span_id}-01"
+    assert headers["tracestate"] == "vendor=v1"
+    assert headers["baggage"] == "tenant=acme"
+
+
+def test_the_cli_refuses_an_empty_secret_as_a_usage_error(tmp_path: object) -> None:
+    from click.testing import CliRunner
+
+    from ridtrace.cli.main import main
+
+    for argv in (["frontend", "--worker", "http://w", "--api-key", ""],
+                 ["worker", "--worker-token", ""]):
+        result = CliRunner().invoke(main, ["serve", *argv, "--port", "1", "--log-file",
+                                           f"{tmp_path}/x.jsonl"])
+        assert result.exit_code == 1 and "must not be empty" in result.output, result.output

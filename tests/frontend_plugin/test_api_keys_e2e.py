@@ -1,0 +1,163 @@
+"""API keys on a real `ridtrace serve frontend`: the official SDKs, error shapes, logs, spans."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+import pytest
+
+from tests.frontend_plugin.conftest import Stack, start_stack
+from tests.support.otlp_receiver import OtlpReceiver, otlp_receiver
+
+KEY = "sk-ridtrace-test-key-7f3a9c"
+OTHER_KEY = "sk-second-key-41d2"
+WRONG = "sk-wrong-key-000"
+ENV_ONLY = "sk-from-the-environment"
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[OtlpReceiver]:
+    with otlp_receiver() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory: pytest.TempPathFactory, receiver: OtlpReceiver) -> Iterator[Stack]:
+    """A frontend with two --api-key keys (which replace RIDTRACE_API_KEYS's), debug
+    endpoints left at their default (off), spans exported to ``receiver``."""
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "50",
+           "RIDTRACE_API_KEYS": ENV_ONLY}
+    with start_stack(
+        tmp_path_factory.mktemp("keyed"), workers=[[]],
+        frontend=["--api-key", KEY, "--api-key", OTHER_KEY],
+        env=env, debug_endpoints=False,
+    ) as stack:
+        yield stack
+
+
+def _oai(stack: Stack, key: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=stack.url + "/v1", api_key=key, max_retries=0)
+
+
+def _claude(stack: Stack, key: str) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=stack.url, api_key=key, max_retries=0)
+
+
+def _openai_calls(client: openai.OpenAI) -> list[tuple[str, Any]]:
+    messages: Any = [{"role": "user", "content": "keyed"}]
+    return [
+        ("chat", lambda: client.chat.completions.create(model="echo", messages=messages)),
+        ("chat stream", lambda: "".join(
+            c.choices[0].delta.content or "" for c in client.chat.completions.create(
+                model="echo", messages=messages, stream=True) if c.choices)),
+        ("completions", lambda: client.completions.create(model="echo", prompt="keyed")),
+        ("completions stream", lambda: "".join(
+            c.choices[0].text for c in client.completions.create(
+                model="echo", prompt="keyed", stream=True))),
+        ("responses", lambda: client.responses.create(model="echo", input="keyed")),
+        ("responses stream", lambda: list(
+            client.responses.create(model="echo", input="keyed", stream=True))),
+    ]
+
+
+def _anthropic_calls(client: anthropic.Anthropic) -> list[tuple[str, Any]]:
+    messages: Any = [{"role": "user", "content": "keyed"}]
+    return [
+        ("messages", lambda: client.messages.create(model="echo", max_tokens=32, messages=messages)),
+        ("messages stream", lambda: list(client.messages.create(
+            model="echo", max_tokens=32, messages=messages, stream=True))),
+    ]
+
+
+@pytest.mark.parametrize("key", [WRONG, ENV_ONLY])
+def test_openai_sdk_raises_authentication_error_with_a_wrong_key(keyed: Stack, key: str) -> None:
+    # The SDKs refuse to send a request with no key at all; a missing key is checked
+    # with plain HTTP below. The environment's key is replaced by the command line's.
+    client = _oai(keyed, key)
+    for name, call in _openai_calls(client):
+        with pytest.raises(openai.AuthenticationError) as info:
+            call()
+        assert info.value.status_code == 401, name
+        assert info.value.code == "invalid_api_key", name
+
+
+def test_anthropic_sdk_raises_authentication_error_with_a_wrong_key(keyed: Stack) -> None:
+    client = _claude(keyed, WRONG)
+    for name, call in _anthropic_calls(client):
+        with pytest.raises(anthropic.AuthenticationError) as info:
+            call()
+        assert info.value.status_code == 401, name
+        assert info.value.body["error"]["type"] == "authentication_error", name  # type: ignore[index]
+
+
+@pytest.mark.parametrize("key", [KEY, OTHER_KEY])
+def test_both_sdks_work_with_either_configured_key(keyed: Stack, key: str) -> None:
+    for name, call in _openai_calls(_oai(keyed, key)):
+        assert call(), name  # OpenAI's SDK sends Authorization: Bearer
+    for name, call in _anthropic_calls(_claude(keyed, key)):
+        assert call(), name  # Anthropic's sends x-api-key
+    reply = _oai(keyed, key).chat.completions.create(
+        model="echo", messages=[{"role": "user", "content": "keyed text"}])
+    assert "keyed text" in (reply.choices[0].message.content or "")
+
+
+def test_error_shapes_without_a_key_and_open_health(keyed: Stack) -> None:
+    with httpx.Client(base_url=keyed.url, timeout=30) as client:
+        chat = client.post("/v1/chat/completions", json={"messages": []})
+        assert chat.status_code == 401
+        assert chat.json() == {"error": {
+            "message": chat.json()["error"]["message"], "type": "invalid_request_error",
+            "param": None, "code": "invalid_api_key"}}
+        assert chat.headers["www-authenticate"].startswith("Bearer")
+        messages = client.post("/v1/messages", json={}, headers={"x-api-key": WRONG})
+        assert messages.status_code == 401
+        assert messages.json()["type"] == "error"
+        assert messages.json()["error"]["type"] == "authentication_error"
+        for path in ("/generate", "/inference/v1/generate"):
+            assert client.post(path, json={}).json()["error"]["code"] == "invalid_api_key"
+        assert client.get("/v1/models").status_code == 401
+        assert client.get("/health").status_code == 200
+        bearer_any_case = {"authorization": f"bearer {KEY}"}
+        assert client.get("/v1/models", headers=bearer_any_case).status_code == 200
+
+
+def test_debug_endpoint_is_off_by_default(keyed: Stack) -> None:
+    auth = {"authorization": f"Bearer {KEY}"}
+    assert httpx.get(keyed.url + "/debug/inflight", headers=auth, timeout=10).status_code == 404
+    worker = keyed.workers[0].url
+    assert httpx.get(worker + "/debug/inflight", timeout=10).status_code == 404
+    assert httpx.post(worker + "/debug/gate/open", timeout=10).status_code == 404  # no --gate
+
+
+def test_refusal_has_a_request_id_and_a_request_end_and_no_key_anywhere(
+    keyed: Stack, receiver: OtlpReceiver,
+) -> None:
+    response = httpx.post(
+        keyed.url + "/v1/chat/completions", headers={"authorization": f"Bearer {WRONG}",
+                                                     "x-api-key": WRONG, "x-request-id": "refused-1"},
+        json={"messages": [{"role": "user", "content": "x"}]}, timeout=30,
+    )
+    assert response.status_code == 401
+    request_id = response.headers["x-server-request-id"]
+    assert response.headers["x-request-id"] == "refused-1"
+    ok = httpx.post(keyed.url + "/v1/chat/completions", headers={"x-api-key": KEY},
+                    json={"messages": [{"role": "user", "content": "x"}]}, timeout=30)
+    assert ok.status_code == 200
+    spans = receiver.wait_for(1)
+    while not any(s.attributes.get("request_id") == request_id for s in spans):
+        spans = receiver.wait_for(len(spans) + 1)
+    ends = [line for line in keyed.frontend.lines()
+            if line.get("event") == "request.end" and line.get("request_id") == request_id]
+    assert len(ends) == 1
+    assert ends[0]["outcome"] == "unauthorized" and ends[0]["status"] == 401
+    assert ends[0]["x_request_id"] == "refused-1"
+    logs = b"".join(p.read_bytes() for p in Path(keyed.frontend.log).parent.glob("*.jsonl"))
+    for secret in (KEY, OTHER_KEY, WRONG):
+        assert secret.encode() not in logs
+        for span in receiver.spans:
+            assert secret not in repr(span), span

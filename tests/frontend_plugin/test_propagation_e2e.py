@@ -1,0 +1,49 @@
+"""The caller's whole trace context (tracestate, baggage) reaches the worker, on real processes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+
+from tests.frontend_plugin.conftest import start_stack
+from tests.support.otlp_receiver import ReceivedSpan, otlp_receiver
+
+SERVER = 2  # SpanKind.SERVER in OTLP's enum
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+CALLER_SPAN = "00f067aa0ba902b7"
+
+
+def _server_spans(spans: list[ReceivedSpan], request_id: str) -> dict[str, ReceivedSpan]:
+    mine = [s for s in spans if s.kind == SERVER and s.attributes.get("request_id") == request_id]
+    return {("frontend" if s.service_name == "frontend" else "worker"): s for s in mine}
+
+
+def test_tracestate_and_baggage_reach_the_worker(tmp_path: Path) -> None:
+    with otlp_receiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "50"}
+        with start_stack(
+            tmp_path, workers=[["--baggage-attribute", "tenant"]], env=env
+        ) as stack:
+            response = httpx.post(
+                stack.url + "/v1/chat/completions",
+                json={"model": "echo", "messages": [{"role": "user", "content": "carry it"}]},
+                headers={
+                    "traceparent": f"00-{TRACE_ID}-{CALLER_SPAN}-01",
+                    "tracestate": "vendor=opaque-7,other=x",
+                    "baggage": "tenant=acme-corp,session=s1",
+                },
+                timeout=30,
+            )
+            assert response.status_code == 200
+            request_id = response.headers["x-server-request-id"]
+            spans = receiver.wait_for(2)
+            while len(_server_spans(spans, request_id)) < 2:
+                spans = receiver.wait_for(len(spans) + 1)
+    found = _server_spans(spans, request_id)
+    frontend, worker = found["frontend"], found["worker"]
+    assert frontend.trace_id == worker.trace_id == TRACE_ID
+    assert frontend.parent_span_id == CALLER_SPAN and worker.parent_span_id == frontend.span_id
+    assert worker.trace_state == frontend.trace_state == "vendor=opaque-7,other=x"
+    assert worker.attributes["baggage.tenant"] == "acme-corp"
+    assert "baggage.session" not in worker.attributes  # only the names asked for

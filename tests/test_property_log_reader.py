@@ -1,0 +1,94 @@
+"""Property tests of the log reader, through the public forensics API only.
+
+Whatever bytes a log file holds, reading it never raises; every non-blank line is either
+read or counted as bad; and every valid ridtrace line is read, with its own line number.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from datetime import datetime
+from pathlib import Path
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ridtrace.forensics import LoadedLogs, load_events
+
+_ID = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=1, max_size=40)
+_TIMES = st.datetimes(min_value=datetime(2020, 1, 1), max_value=datetime(2035, 1, 1))
+
+
+@st.composite
+def valid_lines(draw: st.DrawFn) -> tuple[bytes, str]:
+    """A line as `configure_logging` writes it, with any text in the free-form fields."""
+    request_id = draw(_ID)
+    line = {
+        "time": draw(_TIMES).isoformat(timespec="microseconds") + "Z",
+        "level": draw(st.sampled_from(["DEBUG", "INFO", "WARN", "ERROR"])),
+        "message": draw(st.text(max_size=60)),
+        "logger": "ridtrace.tracing.middleware",
+        "schema": "ridtrace/1",
+        "service": draw(st.sampled_from(["frontend", "worker-8101"])),
+        "pid": draw(st.integers(1, 1 << 22)),
+        "request_id": request_id,
+        "event": draw(st.sampled_from(["request.start", "request.end", "dispatch.attempt"])),
+        "extra": draw(st.text(max_size=30)),
+    }
+    return orjson.dumps(line), request_id
+
+
+# Bytes that can never be a JSON object line: no newline, not blank, and not starting
+# with "{" once surrounding whitespace is stripped.
+_GARBAGE = st.binary(min_size=1, max_size=80).filter(
+    lambda b: b"\n" not in b and b.strip() != b"" and not b.strip().startswith(b"{")
+)
+
+
+def _load(data: bytes) -> LoadedLogs:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "service.jsonl"
+        path.write_bytes(data)
+        return load_events([str(path)])
+
+
+def _read(data: bytes) -> tuple[int, int, int, list[tuple[int, str]]]:
+    logs = _load(data)
+    rows = sorted(zip(logs.events["line"].tolist(), logs.events["request_id"].tolist(),
+                      strict=True))
+    return logs.stats.lines, logs.stats.bad_lines, len(logs.events), rows
+
+
+@given(st.binary(max_size=600))
+def test_any_bytes_are_read_or_counted_never_raised(data: bytes) -> None:
+    if data.startswith(b"\x1f\x8b"):  # read as gzip: an undecodable one is reported unreadable
+        logs = _load(data)
+        assert logs.stats.unreadable_files or logs.stats.lines == 0
+        return
+    lines, bad, rows, _ = _read(data)
+    nonblank = sum(1 for part in data.split(b"\n") if part.strip())
+    assert lines == nonblank
+    assert rows + bad == lines
+
+
+@given(st.lists(st.one_of(valid_lines(), _GARBAGE), max_size=12), st.booleans())
+def test_every_valid_line_is_read_and_every_bad_line_counted(
+    items: list[tuple[bytes, str] | bytes], final_newline: bool,
+) -> None:
+    texts = [item[0] if isinstance(item, tuple) else item for item in items]
+    data = b"\n".join(texts) + (b"\n" if final_newline and texts else b"")
+    lines, bad, _, read = _read(data)
+    expected = [(number, item[1]) for number, item in enumerate(items, start=1)
+                if isinstance(item, tuple)]
+    assert read == expected
+    assert bad == len(items) - len(expected)
+    assert lines == len(items)
+
+
+def test_a_lone_surrogate_escape_is_a_valid_line() -> None:
+    line = (b'{"time":"2026-01-01T00:00:00.000000Z","level":"INFO","message":"m \\ud800",'
+            b'"logger":"l","schema":"ridtrace/1","service":"frontend","pid":1,'
+            b'"request_id":"a","event":"request.end"}\n')
+    _, bad, rows, _ = _read(line)
+    assert (bad, rows) == (0, 1)
