@@ -6,6 +6,7 @@ import threading
 from datetime import datetime, timezone
 from email.utils import format_datetime
 
+from ridtrace.contract import DEPRECATED_HEADER
 from ridtrace.tracing.eventlog import EventLog
 
 __all__ = ["deprecation_response_headers", "warn_once"]
@@ -28,7 +29,7 @@ def warn_once(header: str) -> None:
         _warned.add(header)
     events.warning(
         "ignoring deprecated client request id header",
-        event="deprecated_header",
+        event=DEPRECATED_HEADER,
         header=header,
     )
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from starlette.types import Scope, Send
 
+from ridtrace.contract import REQUEST_END, REQUEST_START
 from ridtrace.tracing.context import RequestContext
 from ridtrace.tracing.identity import validate_client_id
 from ridtrace.tracing.inbound import decide_outcome
@@ -85,7 +86,7 @@ def start_fields(
     little on each line.
     """
     fields: dict[str, Any] = {
-        "event": "request.start", "method": scope.get("method", ""), "path": scope.get("path", "")
+        "event": REQUEST_START, "method": scope.get("method", ""), "path": scope.get("path", "")
     }
     client = scope.get("client")
     if client:
@@ -112,7 +113,7 @@ def end_fields(
 ) -> dict[str, Any]:
     """``request.end``'s fields, with what handlers attached by ``annotate_request``."""
     fields: dict[str, Any] = {
-        "event": "request.end",
+        "event": REQUEST_END,
         "method": scope.get("method", ""),
         "path": scope.get("path", ""),
         "status": state.status,

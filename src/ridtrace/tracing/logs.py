@@ -27,14 +27,13 @@ from typing import IO, TYPE_CHECKING, Any
 import orjson
 from loguru import logger
 
+from ridtrace.contract import LOG_SCHEMA
 from ridtrace.tracing.context import RequestContext, context_of_exception, current_context
 
 if TYPE_CHECKING:
     from loguru import Message, Record
 
 __all__ = ["LOG_SCHEMA", "configure_logging"]
-
-LOG_SCHEMA = "ridtrace/1"
 
 # Keys the formatter owns; an extra with one of these names is written with a
 # leading underscore instead of overwriting the real value.

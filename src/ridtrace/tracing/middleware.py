@@ -12,6 +12,7 @@ from opentelemetry.propagators.textmap import Getter
 from opentelemetry.trace import NonRecordingSpan, Span, SpanKind, Status, StatusCode
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ridtrace.contract import REQUEST_END, REQUEST_START
 from ridtrace.tracing import context as request_context
 from ridtrace.tracing import metrics
 from ridtrace.tracing.context import RequestContext
@@ -223,7 +224,7 @@ class RequestTracingMiddleware:
                 note_inbound(deprecated_text.split(",") if deprecated_text else None, rejected)
             if self._log_lifecycle:
                 events.info(
-                    "request.start",
+                    REQUEST_START,
                     **start_fields(
                         scope, user_agent, self._max_len * 2, deprecated_text,
                         rejected is not None,
@@ -256,7 +257,7 @@ class RequestTracingMiddleware:
                     deprecated_text, ctx,
                 )
                 log = events.warning if outcome == "error" else events.info
-                log("request.end", **fields)
+                log(REQUEST_END, **fields)
             if owns_span and recording:  # a non-recording span has nothing to end
                 span.end()
             if otel_token is not None:

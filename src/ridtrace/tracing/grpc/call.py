@@ -21,6 +21,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from ridtrace.contract import REQUEST_END, REQUEST_START
 from ridtrace.tracing import context as request_context
 from ridtrace.tracing import metrics
 from ridtrace.tracing.context import RequestContext, remember_on_exception
@@ -174,8 +175,8 @@ class GrpcCall:
         if config.log_lifecycle:
             agent = validate_client_id(user_agent[:256], 256) if user_agent else None
             events.info(
-                "request.start",
-                event="request.start",
+                REQUEST_START,
+                event=REQUEST_START,
                 rpc_method=info.full,
                 path=info.full,
                 client=_peer_text(context),
@@ -216,7 +217,7 @@ class GrpcCall:
                         span.record_exception(failure)
             if self.config.log_lifecycle:
                 fields: dict[str, Any] = {
-                    "event": "request.end",
+                    "event": REQUEST_END,
                     "rpc_method": self.info.full,
                     "path": self.info.full,
                     # Integer like HTTP's (the schema's type); the name for humans.
@@ -233,7 +234,7 @@ class GrpcCall:
                 fields.update(self.ctx.annotations)
                 fields.pop("outcome_override", None)
                 log = events.warning if outcome == "error" else events.info
-                log("request.end", **fields)
+                log(REQUEST_END, **fields)
         finally:
             if self.owns_span:
                 self.span.end()

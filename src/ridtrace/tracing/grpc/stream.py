@@ -10,6 +10,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from ridtrace.contract import REQUEST_END, REQUEST_START
 from ridtrace.tracing import context as request_context
 from ridtrace.tracing import metrics
 from ridtrace.tracing.eventlog import EventLog
@@ -89,8 +90,8 @@ class StreamItem:
             metrics.client_id_rejected(rejected)
         if config.log_lifecycle:
             events.info(
-                "request.start",
-                event="request.start",
+                REQUEST_START,
+                event=REQUEST_START,
                 rpc_method=call.info.full,
                 path=call.info.full,
                 stream_request_id=stream.request_id,
@@ -107,7 +108,7 @@ class StreamItem:
             outcome = outcome_of(code, failure, self.ctx)
         if self.call.config.log_lifecycle:
             fields: dict[str, Any] = {
-                "event": "request.end",
+                "event": REQUEST_END,
                 "rpc_method": self.call.info.full,
                 "path": self.call.info.full,
                 "outcome": outcome,
@@ -118,7 +119,7 @@ class StreamItem:
             fields.update(self.ctx.annotations)
             fields.pop("outcome_override", None)
             log = events.warning if outcome == "error" else events.info
-            log("request.end", **fields)
+            log(REQUEST_END, **fields)
         if self.owns_span:
             if outcome == "error":
                 self.span.set_status(Status(StatusCode.ERROR))
