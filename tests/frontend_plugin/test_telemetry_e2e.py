@@ -146,7 +146,7 @@ def _wait_worker_inflight(worker: Proc, count: int) -> None:
 def test_metrics_endpoint_counts_what_was_sent(tmp_path: Path) -> None:
     """A legacy frontend (the pre-fix keying) forwards the duplicate id; the safe worker
     refuses it and the frontend's retry finds no other worker."""
-    worker = _spawn(["worker", "--gate"], tmp_path, "worker")
+    worker = _spawn(["worker", "--gate", "--debug-endpoints"], tmp_path, "worker")
     frontend = _spawn(["frontend", "--worker", worker.url, "--id-policy", "legacy"],
                       tmp_path, "frontend")
     try:
