@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from ridtrace.frontend_plugin.asgi_io import fastapi_app
 from ridtrace.frontend_plugin.frontend import Frontend
 from ridtrace.frontend_plugin.routes import create_router
 from ridtrace.frontend_plugin.settings import FrontendSettings
@@ -33,7 +34,7 @@ def create_frontend_app(
         yield
         await fe.aclose()
 
-    app = FastAPI(title="ridtrace frontend", lifespan=lifespan)
+    app = fastapi_app(title="ridtrace frontend", lifespan=lifespan)
     app.state.frontend = fe
     app.include_router(create_router(frontend=fe))
     app.add_middleware(

@@ -5,16 +5,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
+from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["GuardedStreamingResponse", "read_body", "wait_for_disconnect"]
+__all__ = ["GuardedStreamingResponse", "fastapi_app", "read_body", "wait_for_disconnect"]
 
 # A body over the cap is still read (and thrown away) up to this multiple of the cap,
 # so the client gets to read our 413 instead of a reset connection mid-upload.
 _DRAIN_FACTOR = 32
+
+
+def fastapi_app(**options: Any) -> FastAPI:
+    """A FastAPI app for ridtrace's own servers: FastAPI's native telemetry off.
+
+    ridtrace's middleware opens the one server span per request (docs/tracing.md). In
+    FastAPI releases with built-in telemetry that layer switches itself on once a
+    tracer provider is set and then wraps every request a second time; in ridtrace's
+    own apps it only cost CPU (issue 15). Apps built around ``create_router`` keep
+    FastAPI's telemetry if they want it, and ridtrace enriches its span instead.
+    """
+    try:
+        from fastapi.telemetry import TelemetryConfig
+    except ImportError:  # FastAPI before built-in telemetry: nothing to turn off
+        return FastAPI(**options)
+    off = TelemetryConfig(tracing=False, metrics=False, logs=False)
+    return FastAPI(telemetry=off, **options)
 
 
 async def read_body(request: Request, limit: int) -> bytes | None:

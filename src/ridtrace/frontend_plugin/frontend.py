@@ -118,13 +118,26 @@ class InferenceCall:
     async def next(self) -> Item:
         """The next item for this caller; a ``Failed`` timeout once the deadline passes."""
         while True:
-            item = await self._channel.get()
-            if isinstance(item, Linked):
-                self.worker, self.attempts = item.worker, item.attempts
-                continue
-            if isinstance(item, Failed) and item.attempts:
-                self.attempts = item.attempts
-            return item  # type: ignore[no-any-return]
+            item = self._accept(await self._channel.get())
+            if item is not None:
+                return item
+
+    def next_nowait(self) -> Item | None:
+        """The next item if one is already waiting, else ``None`` (batches one write)."""
+        channel = self._channel
+        while not channel.empty():
+            item = self._accept(channel.get_nowait())
+            if item is not None:
+                return item
+        return None
+
+    def _accept(self, item: object) -> Item | None:
+        if isinstance(item, Linked):
+            self.worker, self.attempts = item.worker, item.attempts
+            return None
+        if isinstance(item, Failed) and item.attempts:
+            self.attempts = item.attempts
+        return item  # type: ignore[return-value]
 
     def close(self) -> None:
         """Release the key (if still ours) and stop or detach the pump. Idempotent."""

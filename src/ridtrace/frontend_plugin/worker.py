@@ -19,12 +19,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ridtrace.fingerprint import fingerprint
-from ridtrace.frontend_plugin.asgi_io import GuardedStreamingResponse, read_body
+from ridtrace.frontend_plugin.asgi_io import GuardedStreamingResponse, fastapi_app, read_body
 from ridtrace.frontend_plugin.engine import EchoEngine, echo_tokens
 from ridtrace.frontend_plugin.registry import DuplicateRequestId, InflightRegistry
 from ridtrace.frontend_plugin.settings import WorkerSettings
 from ridtrace.frontend_plugin.wire import (
     WORK_PATH,
+    ChunkEncoder,
     WorkRequest,
     chunk_line,
     done_line,
@@ -65,14 +66,15 @@ def create_worker_app(
         gate_timeout=config.gate_timeout,
         hang_after_tokens=config.hang_after_tokens,
     )
-    app = FastAPI(title="ridtrace echo worker", openapi_url=None, docs_url=None, redoc_url=None)
+    app = fastapi_app(
+        title="ridtrace echo worker", openapi_url=None, docs_url=None, redoc_url=None
+    )
     app.add_middleware(
         RequestTracingMiddleware,  # type: ignore[arg-type]  # Starlette's factory typing
         settings=tracing or TracingSettings(log_lifecycle=False),
     )
     app.state.registry = registry
 
-    @app.post(WORK_PATH)
     async def work(request: Request) -> Response:
         body = await read_body(request, config.max_body_bytes)
         if body is None:
@@ -102,6 +104,9 @@ def create_worker_app(
             cleanup=lambda: _release(registry, job.request_id, channel),
             media_type=_NDJSON,
         )
+
+    # A plain Starlette route: no FastAPI dependency solving per request (issue 15).
+    app.add_route(WORK_PATH, work, methods=["POST"])
 
     @app.get("/health")
     async def health() -> dict[str, object]:
@@ -145,13 +150,16 @@ async def _produce(
     outcome = "error"
     _, finish_reason = echo_tokens(job.prompt, job.max_tokens)
     foreign_after = config.foreign_chunk_after
+    encode = ChunkEncoder(job.request_id)
     try:
         async for token in engine.stream(job.prompt, job.max_tokens):
-            owner = job.request_id
             if foreign_after is not None and len(produced) == foreign_after:
-                owner = "foreign-" + job.request_id  # the injected fault: crossed wires
+                # The injected fault: crossed wires.
+                produced.append(token)
+                yield chunk_line("foreign-" + job.request_id, token)
+                continue
             produced.append(token)
-            yield chunk_line(owner, token)
+            yield encode(token)
         yield done_line(
             job.request_id,
             finish_reason=finish_reason,

@@ -162,22 +162,29 @@ async def _unless_disconnected(work: Coroutine[Any, Any, _T], receive: Receive) 
 
 async def _events(call: InferenceCall, renderer: Renderer, first: Item) -> AsyncIterator[bytes]:
     sent: list[str] = []
-    item = first
+    item: Item | None = first
+    out = [renderer.start()]
     try:
-        yield renderer.start()
         while True:
-            if isinstance(item, Delta):
-                sent.append(item.text)
-                yield renderer.delta(item.text)
-            elif isinstance(item, Finished):
-                yield renderer.finish(item, "".join(sent))
-                return
-            else:
-                failed = _as_failed(item)
-                # The status line already said 200; the stream says otherwise.
-                annotate_request(outcome_override="error", error=failed.message)
-                yield renderer.fail(failed)
-                return
+            # Everything already waiting goes out in one write, not one per token.
+            while item is not None:
+                if isinstance(item, Delta):
+                    sent.append(item.text)
+                    out.append(renderer.delta(item.text))
+                elif isinstance(item, Finished):
+                    out.append(renderer.finish(item, "".join(sent)))
+                    yield b"".join(out)
+                    return
+                else:
+                    failed = _as_failed(item)
+                    # The status line already said 200; the stream says otherwise.
+                    annotate_request(outcome_override="error", error=failed.message)
+                    out.append(renderer.fail(failed))
+                    yield b"".join(out)
+                    return
+                item = call.next_nowait()
+            yield b"".join(out)
+            out = []
             item = await call.next()
     finally:
         if sent:
