@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI
 from starlette.requests import Request
-from starlette.responses import StreamingResponse
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["GuardedStreamingResponse", "fastapi_app", "read_body", "wait_for_disconnect"]
+__all__ = [
+    "GuardedStreamingResponse",
+    "fastapi_app",
+    "plain_route",
+    "read_body",
+    "wait_for_disconnect",
+]
 
 # A body over the cap is still read (and thrown away) up to this multiple of the cap,
 # so the client gets to read our 413 instead of a reset connection mid-upload.
@@ -34,6 +41,26 @@ def fastapi_app(**options: Any) -> FastAPI:
         return FastAPI(**options)
     off = TelemetryConfig(tracing=False, metrics=False, logs=False)
     return FastAPI(telemetry=off, **options)
+
+
+def plain_route(path: str, endpoint: Callable[[Request], Awaitable[Response]]) -> Route:
+    """A ``POST`` Starlette route that names itself in ``scope["route"]``.
+
+    The inference handlers read the body themselves, so FastAPI's dependency solving
+    and route contexts were pure per-request cost (issue 15). FastAPI sets
+    ``scope["route"]`` only for its own routes, and the tracing middleware reads the
+    route template (``http.route``, the ``route`` log field) from there; FastAPI may
+    rebuild an included route, so the endpoint, not the route class, records it.
+    """
+
+    async def named(request: Request) -> Response:
+        request.scope["route"] = route
+        return await endpoint(request)
+
+    named.__name__ = endpoint.__name__
+    named.__doc__ = endpoint.__doc__
+    route = Route(path, named, methods=["POST"])
+    return route
 
 
 async def read_body(request: Request, limit: int) -> bytes | None:

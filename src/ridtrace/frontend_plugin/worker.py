@@ -19,7 +19,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ridtrace.fingerprint import fingerprint
-from ridtrace.frontend_plugin.asgi_io import GuardedStreamingResponse, fastapi_app, read_body
+from ridtrace.frontend_plugin.asgi_io import (
+    GuardedStreamingResponse,
+    fastapi_app,
+    plain_route,
+    read_body,
+)
 from ridtrace.frontend_plugin.engine import EchoEngine, echo_tokens
 from ridtrace.frontend_plugin.registry import DuplicateRequestId, InflightRegistry
 from ridtrace.frontend_plugin.settings import WorkerSettings
@@ -106,7 +111,7 @@ def create_worker_app(
         )
 
     # A plain Starlette route: no FastAPI dependency solving per request (issue 15).
-    app.add_route(WORK_PATH, work, methods=["POST"])
+    app.router.routes.append(plain_route(WORK_PATH, work))
 
     @app.get("/health")
     async def health() -> dict[str, object]:
