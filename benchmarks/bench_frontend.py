@@ -58,13 +58,14 @@ def _envelope(words: int) -> str:
 
 def _lua(body: str, *, unique_ids: bool = False) -> str:
     # The worker refuses a request_id already in flight, so direct work envelopes get
-    # a fresh id per request.
+    # a fresh id per request: a per-run nonce (wrk's argument) and a counter.
     if unique_ids:
         head, tail = body.split("bench-RID")
         return (f"wrk.method = 'POST'\nwrk.headers['Content-Type'] = 'application/json'\n"
-                f"counter = 0\nrequest = function()\n  counter = counter + 1\n"
-                f"  return wrk.format(nil, nil, nil, [[{head}]] .. 'bench-' .. counter .. "
-                f"'-' .. math.random(1e9) .. [[{tail}]])\nend\n")
+                f"counter = 0\nnonce = ''\ninit = function(args) nonce = args[1] end\n"
+                f"request = function()\n  counter = counter + 1\n"
+                f"  return wrk.format(nil, nil, nil, [[{head}]] .. 'bench-' .. nonce .. '-' "
+                f".. counter .. [[{tail}]])\nend\n")
     return (f"wrk.method = 'POST'\nwrk.body = [[{body}]]\n"
             f"wrk.headers['Content-Type'] = 'application/json'\n")
 
@@ -231,7 +232,7 @@ def _wrk(url: str, seconds: float, connections: int, script: Path, pid: int,
     before = _cpu_seconds(pid)
     out = subprocess.run(
         [*_pin(1), "wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "--timeout", "60s",
-         "-s", str(script), url],
+         "-s", str(script), url, "--", uuid.uuid4().hex],
         capture_output=True, text=True, check=True,
     ).stdout
     cpu = _cpu_seconds(pid) - before
