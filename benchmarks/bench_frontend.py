@@ -143,11 +143,12 @@ def minimal_worker() -> Any:
         tokens, reason = echo_tokens(job["prompt"], job["max_tokens"])
         out = web.StreamResponse(headers={"content-type": "application/x-ndjson"})
         await out.prepare(request)
-        for token in tokens:
-            await out.write(orjson.dumps({"request_id": rid, "text": token},
-                                         option=orjson.OPT_APPEND_NEWLINE))
-        await out.write(orjson.dumps({"request_id": rid, "done": True, "finish_reason": reason,
-                                      "tokens": len(tokens)}, option=orjson.OPT_APPEND_NEWLINE))
+        # All tokens are ready at once (no token delay): one write, as ridtrace's worker.
+        lines = [orjson.dumps({"request_id": rid, "text": token},
+                              option=orjson.OPT_APPEND_NEWLINE) for token in tokens]
+        lines.append(orjson.dumps({"request_id": rid, "done": True, "finish_reason": reason,
+                                   "tokens": len(tokens)}, option=orjson.OPT_APPEND_NEWLINE))
+        await out.write(b"".join(lines))
         await out.write_eof()
         return out
 

@@ -116,3 +116,26 @@ def test_settings_from_env() -> None:
     assert worker.hang_after_tokens == 3 and worker.gate
     with pytest.raises(ValueError):
         FrontendSettings.from_env({"RIDTRACE_FRONTEND_ID_POLICY": "yolo"})
+
+
+def test_engine_batches_tokens_that_are_ready_together() -> None:
+    async def collect(engine: EchoEngine) -> list[list[str]]:
+        return [batch async for batch in engine.batches("a b c", 10)]
+
+    together = asyncio.run(collect(EchoEngine()))
+    assert together == [["echo:", " a", " b", " c"]]  # one write for the whole reply
+    paced = asyncio.run(collect(EchoEngine(token_delay=0.001)))
+    assert paced == [["echo:"], [" a"], [" b"], [" c"]]
+
+
+def test_engine_batches_stop_at_a_hang() -> None:
+    async def first_two(engine: EchoEngine) -> list[list[str]]:
+        out: list[list[str]] = []
+        agen = engine.batches("a b c", 10)
+        out.append(await anext(agen))
+        out.append(await anext(agen))
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(anext(agen), 0.2)  # the simulated hang
+        return out
+
+    assert asyncio.run(first_two(EchoEngine(hang_after_tokens=2))) == [["echo:"], [" a"]]

@@ -156,16 +156,23 @@ async def _produce(
     _, finish_reason = echo_tokens(job.prompt, job.max_tokens)
     foreign_after = config.foreign_chunk_after
     encode = ChunkEncoder(job.request_id)
+    # Each batch is held until the next one exists, so the last goes out in the same
+    # write as the done line.
+    held = b""
     try:
-        async for token in engine.stream(job.prompt, job.max_tokens):
-            if foreign_after is not None and len(produced) == foreign_after:
-                # The injected fault: crossed wires.
+        async for batch in engine.batches(job.prompt, job.max_tokens):
+            if held:
+                yield held
+            lines: list[bytes] = []
+            for token in batch:
+                if foreign_after is not None and len(produced) == foreign_after:
+                    # The injected fault: crossed wires.
+                    lines.append(chunk_line("foreign-" + job.request_id, token))
+                else:
+                    lines.append(encode(token))
                 produced.append(token)
-                yield chunk_line("foreign-" + job.request_id, token)
-                continue
-            produced.append(token)
-            yield encode(token)
-        yield done_line(
+            held = b"".join(lines)
+        yield held + done_line(
             job.request_id,
             finish_reason=finish_reason,
             tokens=len(produced),
