@@ -15,6 +15,9 @@ when ``taskset`` exists):
   tracing configured, lifecycle lines on).
 * ``worker alone``: ``POST /v1/work`` straight to ``ridtrace serve worker``.
 * ``minimal worker``: an aiohttp echo worker streaming the same NDJSON lines.
+* ``frontend, no telemetry`` / ``worker, no telemetry``: ridtrace's apps on the same
+  server with no log sink, no tracer provider and no lifecycle lines: the path without
+  the telemetry the log contract asks for.
 
 Phases: ``short`` (10-token reply, non-streaming; CPU per request) and ``stream``
 (1,000-token SSE stream; CPU per streamed token). Rounds interleave every contender of
@@ -164,8 +167,38 @@ async def _ok() -> Any:
     return web.json_response({"status": "ok"})
 
 
+def serve_untraced(name: str, port: int, worker: str) -> None:
+    """Child process: ridtrace's app with no log sink, no tracer provider, no lifecycle lines.
+
+    The same app and server as ``ridtrace serve``; what is left is the path itself
+    (routing, registry, dispatch, pump, chunk checks), so the gap to ``ridtrace serve``
+    is the telemetry the log contract asks for.
+    """
+    from loguru import logger
+
+    from ridtrace.cli.serve import _run
+    from ridtrace.frontend_plugin import (
+        FrontendSettings,
+        WorkerSettings,
+        create_frontend_app,
+        create_worker_app,
+    )
+    from ridtrace.tracing import TracingSettings
+
+    logger.remove()
+    quiet = TracingSettings(log_lifecycle=False)
+    if name.startswith("frontend"):
+        app = create_frontend_app(FrontendSettings(workers=(worker,)), tracing=quiet)
+    else:
+        app = create_worker_app(WorkerSettings(), tracing=quiet)
+    _run(app, "127.0.0.1", port)
+
+
 def serve_anchor(name: str, port: int, worker: str) -> None:
     """Child process: run an aiohttp anchor on the loop uvicorn would pick."""
+    if "no telemetry" in name:
+        serve_untraced(name, port, worker)
+        return
     from aiohttp import web
 
     app = minimal_proxy(worker) if name == "minimal proxy" else minimal_worker()
@@ -289,10 +322,15 @@ def main() -> None:
         launch("minimal proxy", [*_pin(0), *me, "--serve", "minimal proxy", "--worker", worker])
         launch("frontend", [*_pin(0), *serve_cmd, "frontend", "--worker", worker,
                             "--log-file", str(tmp / "fe.jsonl")])
+        for name in ("frontend, no telemetry", "worker, no telemetry"):
+            launch(name, [*_pin(0 if name.startswith("frontend") else 1), *me, "--serve", name,
+                          "--worker", worker])
+        proxies = ("minimal proxy", "frontend", "frontend, no telemetry")
         phases = {
-            "short": (("minimal proxy", "frontend"), "/v1/completions", args.connections),
-            "stream": (("minimal proxy", "frontend"), "/v1/completions", args.stream_connections),
-            "work": (("minimal worker", "worker alone"), "/v1/work", args.connections),
+            "short": (proxies, "/v1/completions", args.connections),
+            "stream": (proxies, "/v1/completions", args.stream_connections),
+            "work": (("minimal worker", "worker alone", "worker, no telemetry"), "/v1/work",
+                     args.connections),
         }
         stream_body = _completion_body(STREAM_TOKENS - 1, stream=True)
         sizes = {name: _response_bytes(f"http://127.0.0.1:{ports[name]}/v1/completions",
@@ -304,7 +342,8 @@ def main() -> None:
                      procs[name].pid)
         for round_no in range(args.rounds):
             for phase, (names, path, conns) in phases.items():
-                order = names if round_no % 2 == 0 else names[::-1]
+                shift = round_no % len(names)
+                order = names[shift:] + names[:shift]
                 for name in order:
                     results.setdefault((phase, name), []).append(
                         _wrk(f"http://127.0.0.1:{ports[name]}{path}", args.seconds, conns,
