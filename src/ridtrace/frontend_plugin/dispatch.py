@@ -15,10 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 import aiohttp
-import anyio
 
 from ridtrace.frontend_plugin.ndjson import BadLine, NdjsonReader
 from ridtrace.frontend_plugin.settings import FrontendSettings
+from ridtrace.frontend_plugin.timers import Deadline
 from ridtrace.frontend_plugin.wire import CLIENT_KEEP_ALIVE_SECONDS, WORK_PATH, WorkRequest
 from ridtrace.tracing.eventlog import EventLog
 
@@ -98,7 +98,7 @@ class WorkerStream:
         """
         if timeout is None:
             return await self._reader.next()
-        with anyio.fail_after(max(timeout, 0.0)):
+        with Deadline(timeout):
             return await self._reader.next()
 
     async def drain(self) -> bool:
@@ -217,7 +217,7 @@ class Dispatcher:
         session = self._http()
         response: aiohttp.ClientResponse | None = None
         try:
-            with anyio.fail_after(budget):
+            with Deadline(budget):
                 response = await session.post(worker + WORK_PATH, data=body, headers=headers)
                 status = response.status
                 if status != 200:

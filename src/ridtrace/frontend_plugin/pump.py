@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ridtrace.frontend_plugin.dispatch import Dispatcher, DispatchError, WorkerStream
 from ridtrace.frontend_plugin.registry import Channel, InflightRegistry
+from ridtrace.frontend_plugin.timers import Watchdog
 from ridtrace.frontend_plugin.wire import WorkRequest
 from ridtrace.tracing import validate_client_id
 from ridtrace.tracing.eventlog import EventLog
@@ -104,45 +105,6 @@ def _link(registry: InflightRegistry, key: str, channel: Channel) -> Channel | N
     return entry.channel
 
 
-class _Watchdog:
-    """The chunk and total timeouts of one stream, as one timer per call.
-
-    A timer per chunk (``wait_for``, ``fail_after``) cost more than the chunk itself;
-    here each chunk only records the loop time, and the timer, when it fires, either
-    re-arms for the next possible expiry or cancels the pump task.
-    """
-
-    __slots__ = ("_chunk", "_deadline", "_handle", "_loop", "_task", "expired", "last")
-
-    def __init__(self, chunk_timeout: float, deadline: float) -> None:
-        self._loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None  # the pump always runs as a task
-        self._task = task
-        self._chunk = chunk_timeout
-        now = self._loop.time()
-        # `deadline` is on time.monotonic(); the loop's clock may have another origin.
-        self._deadline = now + (deadline - time.monotonic())
-        self.last = now
-        self.expired: str | None = None  # "chunk" or "total" once it fired
-        self._handle = self._loop.call_at(self._due(), self._check)
-
-    def _due(self) -> float:
-        return min(self.last + self._chunk, self._deadline)
-
-    def _check(self) -> None:
-        now = self._loop.time()
-        if now < self._due():
-            self._handle = self._loop.call_at(self._due(), self._check)
-            return
-        self.expired = "total" if now >= self._deadline else "chunk"
-        self._task.cancel()
-
-    def stop(self) -> None:
-        """Disarm (the stream ended)."""
-        self._handle.cancel()
-
-
 async def _forward(
     stream: WorkerStream,
     target: Channel,
@@ -155,13 +117,14 @@ async def _forward(
     if deadline <= time.monotonic():
         target.put_nowait(Failed("request timed out", 504, "timeout", stream.attempts))
         return
-    watchdog = _Watchdog(chunk_timeout, deadline)
+    watchdog = Watchdog(chunk_timeout, deadline)
     try:
         await _relay(stream, target, request_id, check_ids, watchdog)
     except asyncio.CancelledError:
         if watchdog.expired is None:
             raise  # the caller left: nothing to report to anyone
         # Our own timer: the cancellation ends here and the caller gets the timeout.
+        watchdog.absorb()
         if watchdog.expired == "total":
             failed = Failed("request timed out", 504, "timeout", stream.attempts)
         else:
@@ -174,7 +137,7 @@ async def _forward(
 
 async def _relay(
     stream: WorkerStream, target: Channel, request_id: str, check_ids: bool,
-    watchdog: _Watchdog,
+    watchdog: Watchdog,
 ) -> None:
     loop_time = asyncio.get_running_loop().time
     put = target.put_nowait
