@@ -280,6 +280,33 @@ def _wrk(url: str, seconds: float, connections: int, script: Path, pid: int,
     return {"requests": done, "rps": done / seconds, "cpu_ms": cpu * 1000 / max(done, 1)}
 
 
+def own_work_us(tokens: int, n: int = 20_000) -> float:
+    """The plugin's own work per request, in process: mint an id, register, claim,
+    check ``tokens`` chunk ids, release — µs per request (median of 5 runs)."""
+    import asyncio
+
+    from ridtrace.frontend_plugin import InflightRegistry
+    from ridtrace.tracing import uuid4_id
+
+    def run() -> float:
+        registry = InflightRegistry()
+        channel: asyncio.Queue[object] = asyncio.Queue()
+        chunk = {"request_id": "", "text": "tok"}
+        start = time.perf_counter()
+        for _ in range(n):
+            rid = uuid4_id()
+            chunk["request_id"] = rid
+            registry.register(rid, channel, owner_request_id=rid)
+            registry.claim(rid)
+            for _ in range(tokens):
+                if chunk.get("request_id") != rid:
+                    raise AssertionError
+            registry.release(rid, channel)
+        return (time.perf_counter() - start) / n * 1e6
+
+    return statistics.median(run() for _ in range(5))
+
+
 def _spread(values: list[float]) -> str:
     return f"{statistics.median(values):.3g} ({min(values):.3g}…{max(values):.3g})"
 
@@ -370,6 +397,12 @@ def main() -> None:
             ratios = [r["cpu_ms"] / a["cpu_ms"] for r, a in zip(rows, anchor, strict=True)]
             print(f"| {phase} | {name} | {statistics.median(r['rps'] for r in rows):,.0f} "
                   f"| {_spread(cpu)} | {_spread(token_us)} | {_spread(ratios)}× |")
+    lean = {p: statistics.median(r["cpu_ms"] for r in results[(p, "minimal proxy")]) * 1000
+            for p in ("short", "stream")}
+    for phase in ("short", "stream"):
+        own = own_work_us(per_token[phase])
+        print(f"\nplugin's own work ({phase}: id, registry, {per_token[phase]} chunk checks): "
+              f"{own:.1f} µs per request, {own / lean[phase]:.2%} of the minimal proxy's CPU")
 
 
 if __name__ == "__main__":
