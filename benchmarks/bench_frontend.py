@@ -1,31 +1,35 @@
-"""Frontend plugin throughput against a bare FastAPI+httpx proxy to the same worker (issue 3).
+"""CPU per request of the frontend and the worker against minimal aiohttp anchors (issue 15).
 
-Contenders, each a uvicorn subprocess (1 process, access log off) in front of the same
-echo worker (token delay 0), all serving ``POST /v1/completions`` (non-streaming; the
-reply is collected from the worker's NDJSON stream):
+Requests/s says little here: the shared echo worker bounds every proxy's throughput.
+What a proxy costs is the CPU time its own process burns per request, read from
+``/proc/PID/stat`` (utime + stime) before and after each load phase.
 
-* ``bare proxy``: FastAPI route that builds the work envelope, streams it from the
-  worker with httpx and returns a completions body. No middleware, no logging.
-* ``bare proxy + tracing``: the same plus ``RequestTracingMiddleware`` and
-  ``configure_logging`` writing the two lifecycle lines of every request to a file —
-  what the tracing layer alone costs (issue 2 measures that part).
-* ``plugin, no logs``: ``create_frontend_app`` with lifecycle lines off and no sink:
-  identity minting, validation, registry, dispatcher, pump, chunk-id checks.
-* ``plugin``: ``create_frontend_app`` as ``ridtrace serve frontend`` runs it, lifecycle
-  lines and annotations written to a JSON-lines file.
+Contenders (each its own process; proxies pinned to CPU 0, workers and ``wrk`` to CPU 1
+when ``taskset`` exists):
 
-Proxy servers are pinned to CPU 0, the worker and ``wrk`` to CPU 1 (when ``taskset``
-exists); rounds are interleaved (every contender once per round, order rotated) and
-medians reported. A second table times ``InflightRegistry.register``/``release``.
+* ``minimal proxy``: an aiohttp server + aiohttp client, about 50 lines. For
+  ``POST /v1/completions`` it mints an id, forwards the work envelope to the worker,
+  relays the NDJSON chunks (checking each chunk's ``request_id``) and answers a
+  completions body, or SSE chunks when ``stream`` is true. The anchor of issue 15.
+* ``frontend``: ``ridtrace serve frontend`` as a user runs it (JSON-lines log file,
+  tracing configured, lifecycle lines on).
+* ``worker alone``: ``POST /v1/work`` straight to ``ridtrace serve worker``.
+* ``minimal worker``: an aiohttp echo worker streaming the same NDJSON lines.
+* ``frontend, no telemetry`` / ``worker, no telemetry``: ridtrace's apps on the same
+  server with no log sink, no tracer provider and no lifecycle lines: the path without
+  the telemetry the log contract asks for.
+
+Phases: ``short`` (10-token reply, non-streaming; CPU per request) and ``stream``
+(1,000-token SSE stream; CPU per streamed token). Rounds interleave every contender of
+a phase, order rotated; the tables report medians, min…max across rounds, and ratios
+taken per round. The same event loop runs every contender (uvloop when uvicorn uses it).
 
 Usage: ``.venv/bin/python benchmarks/bench_frontend.py [--rounds 5] [--seconds 3]``
 """
 
+from __future__ import annotations
 
-# No `from __future__ import annotations`: FastAPI must resolve the route's `Request`
-# annotation, which is imported inside bare_app so the parent never loads FastAPI.
 import argparse
-import asyncio
 import os
 import re
 import shutil
@@ -35,80 +39,180 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
-BODY = '{"prompt": "the quick brown fox jumps over the lazy dog", "max_tokens": 64}'
-CONTENDERS = ("bare proxy", "bare proxy + tracing", "plugin, no logs", "plugin")
-LUA = f"""
-wrk.method = "POST"
-wrk.body = '{BODY}'
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["x-request-id"] = "bench-client-1"
-"""
+SHORT_WORDS = 9  # + "echo:" = a 10-token reply
+STREAM_TOKENS = 1000
+TICK = os.sysconf("SC_CLK_TCK")
 
 
-def bare_app(worker: str, *, traced: bool) -> Any:
-    """The anchor: the least a FastAPI proxy to this worker has to do."""
-    import httpx
+def _completion_body(words: int, *, stream: bool) -> str:
+    prompt = " ".join(["fox"] * words)
+    return f'{{"prompt": "{prompt}", "max_tokens": {words + 1}, "stream": {str(stream).lower()}}}'
+
+
+def _envelope(words: int) -> str:
+    prompt = " ".join(["fox"] * words)
+    return (f'{{"request_id": "bench-RID", "x_request_id": null, "endpoint": "completions", '
+            f'"model": "echo", "prompt": "{prompt}", "max_tokens": {words + 1}}}')
+
+
+def _lua(body: str, *, unique_ids: bool = False) -> str:
+    # The worker refuses a request_id already in flight, so direct work envelopes get
+    # a fresh id per request: a per-run nonce (wrk's argument) and a counter.
+    if unique_ids:
+        head, tail = body.split("bench-RID")
+        return (f"wrk.method = 'POST'\nwrk.headers['Content-Type'] = 'application/json'\n"
+                f"counter = 0\nnonce = ''\ninit = function(args) nonce = args[1] end\n"
+                f"request = function()\n  counter = counter + 1\n"
+                f"  return wrk.format(nil, nil, nil, [[{head}]] .. 'bench-' .. nonce .. '-' "
+                f".. counter .. [[{tail}]])\nend\n")
+    return (f"wrk.method = 'POST'\nwrk.body = [[{body}]]\n"
+            f"wrk.headers['Content-Type'] = 'application/json'\n")
+
+
+# --- the anchors ----------------------------------------------------------------------
+
+
+def minimal_proxy(worker: str) -> Any:
+    """aiohttp pass-through doing the frontend's /v1/completions job, nothing more."""
+    import aiohttp
     import orjson
-    from fastapi import FastAPI
-    from starlette.requests import Request
-    from starlette.responses import Response
+    from aiohttp import web
 
-    from ridtrace.tracing import RequestTracingMiddleware, uuid4_id
-
-    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
-    state: dict[str, httpx.AsyncClient] = {}
-
-    @app.post("/v1/completions")
-    async def completions(request: Request) -> Response:
-        client = state.get("client")
-        if client is None:
-            limits = httpx.Limits(max_connections=1024, max_keepalive_connections=1024)
-            client = state["client"] = httpx.AsyncClient(limits=limits, timeout=30)
-        body = orjson.loads(await request.body())
-        rid = uuid4_id()
+    async def completions(request: web.Request) -> web.StreamResponse:
+        session: aiohttp.ClientSession = request.app["session"]
+        body = orjson.loads(await request.read())
+        rid = str(uuid.uuid4())
         envelope = orjson.dumps({
             "request_id": rid, "x_request_id": None, "endpoint": "completions",
-            "model": "echo", "prompt": body["prompt"], "max_tokens": body.get("max_tokens", 256),
+            "model": "echo", "prompt": body["prompt"], "max_tokens": body["max_tokens"],
         })
-        parts: list[str] = []
-        async with client.stream("POST", worker + "/v1/work", content=envelope,
-                                 headers={"content-type": "application/json"}) as resp:
-            async for line in resp.aiter_lines():
-                if line:
-                    message = orjson.loads(line)
-                    if "text" in message:
-                        parts.append(message["text"])
-        return Response(orjson.dumps({
+        stream = bool(body.get("stream"))
+        async with session.post(worker + "/v1/work", data=envelope,
+                                headers={"content-type": "application/json"}) as upstream:
+            out: web.StreamResponse | None = None
+            parts: list[str] = []
+            async for line in upstream.content:
+                message = orjson.loads(line)
+                if message["request_id"] != rid:
+                    raise web.HTTPBadGateway(text="foreign chunk")
+                text = message.get("text")
+                if text is None:
+                    continue  # the done line; reading on to EOF keeps the connection
+                if not stream:
+                    parts.append(text)
+                    continue
+                if out is None:
+                    out = web.StreamResponse(headers={"content-type": "text/event-stream"})
+                    await out.prepare(request)
+                await out.write(b"data: " + orjson.dumps({
+                    "id": "cmpl-" + rid, "object": "text_completion", "model": "echo",
+                    "choices": [{"index": 0, "text": text, "finish_reason": None}],
+                }) + b"\n\n")
+        if out is not None:
+            await out.write(b"data: [DONE]\n\n")
+            await out.write_eof()
+            return out
+        return web.Response(body=orjson.dumps({
             "id": "cmpl-" + rid, "object": "text_completion", "model": "echo",
             "choices": [{"index": 0, "text": "".join(parts), "finish_reason": "stop"}],
-        }), media_type="application/json")
+        }), content_type="application/json")
 
-    if traced:
-        app.add_middleware(RequestTracingMiddleware)
+    async def session_ctx(app: web.Application) -> Any:
+        app["session"] = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1024))
+        yield
+        await app["session"].close()
+
+    app = web.Application()
+    app.router.add_post("/v1/completions", completions)
+    app.router.add_get("/health", lambda _: _ok())
+    app.cleanup_ctx.append(session_ctx)
     return app
 
 
-def serve(name: str, port: int, worker: str, log_dir: Path) -> None:
-    """Child process: run one contender."""
-    import uvicorn
+def minimal_worker() -> Any:
+    """aiohttp echo worker: parse the envelope, stream one NDJSON line per token."""
+    import orjson
+    from aiohttp import web
+
+    from ridtrace.frontend_plugin.engine import echo_tokens
+
+    async def work(request: web.Request) -> web.StreamResponse:
+        job = orjson.loads(await request.read())
+        rid = job["request_id"]
+        tokens, reason = echo_tokens(job["prompt"], job["max_tokens"])
+        out = web.StreamResponse(headers={"content-type": "application/x-ndjson"})
+        await out.prepare(request)
+        # All tokens are ready at once (no token delay): one write, as ridtrace's worker.
+        lines = [orjson.dumps({"request_id": rid, "text": token},
+                              option=orjson.OPT_APPEND_NEWLINE) for token in tokens]
+        lines.append(orjson.dumps({"request_id": rid, "done": True, "finish_reason": reason,
+                                   "tokens": len(tokens)}, option=orjson.OPT_APPEND_NEWLINE))
+        await out.write(b"".join(lines))
+        await out.write_eof()
+        return out
+
+    app = web.Application()
+    app.router.add_post("/v1/work", work)
+    app.router.add_get("/health", lambda _: _ok())
+    return app
+
+
+async def _ok() -> Any:
+    from aiohttp import web
+
+    return web.json_response({"status": "ok"})
+
+
+def serve_untraced(name: str, port: int, worker: str) -> None:
+    """Child process: ridtrace's app with no log sink, no tracer provider, no lifecycle lines.
+
+    The same app and server as ``ridtrace serve``; what is left is the path itself
+    (routing, registry, dispatch, pump, chunk checks), so the gap to ``ridtrace serve``
+    is the telemetry the log contract asks for.
+    """
     from loguru import logger
 
-    from ridtrace.frontend_plugin import FrontendSettings, create_frontend_app
-    from ridtrace.tracing import TracingSettings, configure_logging
+    from ridtrace.cli.serve import _run
+    from ridtrace.frontend_plugin import (
+        FrontendSettings,
+        WorkerSettings,
+        create_frontend_app,
+        create_worker_app,
+    )
+    from ridtrace.tracing import TracingSettings
 
     logger.remove()
-    slug = re.sub(r"\W+", "-", name)
-    if name in ("bare proxy + tracing", "plugin"):
-        configure_logging(log_dir / f"{slug}.jsonl", service=slug)
-    if name.startswith("bare"):
-        app = bare_app(worker, traced=name.endswith("tracing"))
+    quiet = TracingSettings(log_lifecycle=False)
+    if name.startswith("frontend"):
+        app = create_frontend_app(FrontendSettings(workers=(worker,)), tracing=quiet)
     else:
-        tracing = TracingSettings(log_lifecycle=name == "plugin")
-        app = create_frontend_app(FrontendSettings(workers=(worker,)), tracing=tracing)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
+        app = create_worker_app(WorkerSettings(), tracing=quiet)
+    _run(app, "127.0.0.1", port)
+
+
+def serve_anchor(name: str, port: int, worker: str) -> None:
+    """Child process: run an aiohttp anchor on the loop uvicorn would pick."""
+    if "no telemetry" in name:
+        serve_untraced(name, port, worker)
+        return
+    from aiohttp import web
+
+    app = minimal_proxy(worker) if name == "minimal proxy" else minimal_worker()
+    loop = None
+    try:
+        import uvloop
+
+        loop = uvloop.new_event_loop()
+    except ImportError:
+        pass
+    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None, loop=loop)
+
+
+# --- the harness ----------------------------------------------------------------------
 
 
 def _free_port() -> int:
@@ -118,7 +222,7 @@ def _free_port() -> int:
 
 
 def _pin(cpu: int) -> list[str]:
-    return ["taskset", "-c", str(cpu)] if shutil.which("taskset") and os.cpu_count() else []
+    return ["taskset", "-c", str(cpu)] if shutil.which("taskset") else []
 
 
 def _start(argv: list[str], port: int) -> subprocess.Popen[bytes]:
@@ -136,106 +240,169 @@ def _start(argv: list[str], port: int) -> subprocess.Popen[bytes]:
     raise SystemExit(f"{argv} did not start")
 
 
-def _wrk(url: str, seconds: float, connections: int, script: Path) -> dict[str, float]:
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+
+
+def _response_bytes(url: str, body: str) -> int:
+    """Bytes of one whole response (status line and headers included, as wrk counts)."""
+    import httpx
+
+    response = httpx.post(url, content=body, headers={"content-type": "application/json"},
+                          timeout=60)
+    response.raise_for_status()
+    head = 17 + sum(len(k) + len(v) + 4 for k, v in response.headers.raw) + 2
+    return head + len(response.content)
+
+
+def _wrk(url: str, seconds: float, connections: int, script: Path, pid: int,
+         per_response: int | None = None) -> dict[str, float]:
+    """One load phase; CPU per request of ``pid``.
+
+    With ``per_response`` (long streams) requests are counted as bytes read / bytes per
+    response, so streams still open when the phase ends count for what they delivered.
+    """
+    before = _cpu_seconds(pid)
     out = subprocess.run(
-        [*_pin(1), "wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "--latency",
-         "-s", str(script), url],
+        [*_pin(1), "wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "--timeout", "60s",
+         "-s", str(script), url, "--", uuid.uuid4().hex],
         capture_output=True, text=True, check=True,
     ).stdout
-    if "Non-2xx" in out or ("Socket errors" in out and "timeout" in out):
+    cpu = _cpu_seconds(pid) - before
+    if "Non-2xx" in out or "Socket errors" in out:
         raise SystemExit(f"errors from {url}:\n{out}")
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    return {"rps": rps, "p50": _ms(out, "50%"), "p99": _ms(out, "99%")}
+    done: float = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    if per_response:
+        value, unit = re.search(r"requests in [\d.]+\w+, ([\d.]+)(\w+) read", out).groups()  # type: ignore[union-attr]
+        scale = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3}[unit]
+        done = float(value) * scale / per_response
+    return {"requests": done, "rps": done / seconds, "cpu_ms": cpu * 1000 / max(done, 1)}
 
 
-def _ms(out: str, label: str) -> float:
-    value, unit = re.search(rf"{label}\s+([\d.]+)(us|ms|s)", out).groups()  # type: ignore[union-attr]
-    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+def own_work_us(tokens: int, n: int = 20_000) -> float:
+    """The plugin's own work per request, in process: mint an id, register, claim,
+    check ``tokens`` chunk ids, release — µs per request (median of 5 runs)."""
+    import asyncio
 
-
-def registry_ops(n: int = 200_000) -> float:
-    """register+release pairs per second, in process."""
     from ridtrace.frontend_plugin import InflightRegistry
+    from ridtrace.tracing import uuid4_id
 
-    async def run() -> float:
+    def run() -> float:
         registry = InflightRegistry()
         channel: asyncio.Queue[object] = asyncio.Queue()
-        keys = [f"k{i}" for i in range(n)]
+        chunk = {"request_id": "", "text": "tok"}
         start = time.perf_counter()
-        for key in keys:
-            registry.register(key, channel)
-            registry.release(key, channel)
-        return n / (time.perf_counter() - start)
+        for _ in range(n):
+            rid = uuid4_id()
+            chunk["request_id"] = rid
+            registry.register(rid, channel, owner_request_id=rid)
+            registry.claim(rid)
+            for _ in range(tokens):
+                if chunk.get("request_id") != rid:
+                    raise AssertionError
+            registry.release(rid, channel)
+        return (time.perf_counter() - start) / n * 1e6
 
-    return statistics.median(asyncio.run(run()) for _ in range(5))
+    return statistics.median(run() for _ in range(5))
 
 
-def _paired(rps: list[float], anchor: list[dict[str, float]]) -> str:
-    """Median of per-round relative differences, with their spread across rounds."""
-    changes = sorted(r / a["rps"] - 1 for r, a in zip(rps, anchor, strict=True))
-    return f"{statistics.median(changes):+.1%} ({changes[0]:+.0%}…{changes[-1]:+.0%})"
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.3g} ({min(values):.3g}…{max(values):.3g})"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--stream-connections", type=int, default=4)
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
-    parser.add_argument("--log-dir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(args.serve, args.port, args.worker, args.log_dir)
+        serve_anchor(args.serve, args.port, args.worker)
         return
     if not shutil.which("wrk"):
         raise SystemExit("wrk is required (apt-get install wrk)")
-    log_dir = Path(tempfile.mkdtemp(prefix="ridtrace-bench-frontend-"))
-    script = log_dir / "post.lua"
-    script.write_text(LUA)
-    procs: list[subprocess.Popen[bytes]] = []
+    tmp = Path(tempfile.mkdtemp(prefix="ridtrace-bench-frontend-"))
+    scripts = {
+        "short": tmp / "short.lua", "stream": tmp / "stream.lua", "work": tmp / "work.lua",
+    }
+    scripts["short"].write_text(_lua(_completion_body(SHORT_WORDS, stream=False)))
+    scripts["stream"].write_text(_lua(_completion_body(STREAM_TOKENS - 1, stream=True)))
+    scripts["work"].write_text(_lua(_envelope(SHORT_WORDS), unique_ids=True))
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    ports: dict[str, int] = {}
+    me = [sys.executable, __file__]
+
+    def launch(name: str, argv: list[str]) -> None:
+        ports[name] = _free_port()
+        procs[name] = _start([*argv, "--port", str(ports[name])], ports[name])
+
     try:
-        wport = _free_port()
-        procs.append(_start([*_pin(1), sys.executable, "-m", "ridtrace", "serve", "worker",
-                             "--port", str(wport), "--log-file", str(log_dir / "worker.jsonl")],
-                            wport))
-        worker = f"http://127.0.0.1:{wport}"
-        ports: dict[str, int] = {}
-        for name in CONTENDERS:
-            ports[name] = _free_port()
-            procs.append(_start([*_pin(0), sys.executable, __file__, "--serve", name, "--port",
-                                 str(ports[name]), "--worker", worker, "--log-dir",
-                                 str(log_dir)], ports[name]))
-        results: dict[str, list[dict[str, float]]] = {n: [] for n in CONTENDERS}
-        for name in CONTENDERS:  # warm-up
-            _wrk(f"http://127.0.0.1:{ports[name]}/v1/completions", 1, args.connections, script)
+        serve_cmd = [sys.executable, "-m", "ridtrace", "serve"]
+        launch("worker alone", [*_pin(1), *serve_cmd, "worker", "--log-file", str(tmp / "w.jsonl")])
+        worker = f"http://127.0.0.1:{ports['worker alone']}"
+        launch("minimal worker", [*_pin(1), *me, "--serve", "minimal worker", "--worker", "-"])
+        launch("minimal proxy", [*_pin(0), *me, "--serve", "minimal proxy", "--worker", worker])
+        launch("frontend", [*_pin(0), *serve_cmd, "frontend", "--worker", worker,
+                            "--log-file", str(tmp / "fe.jsonl")])
+        for name in ("frontend, no telemetry", "worker, no telemetry"):
+            launch(name, [*_pin(0 if name.startswith("frontend") else 1), *me, "--serve", name,
+                          "--worker", worker])
+        proxies = ("minimal proxy", "frontend", "frontend, no telemetry")
+        phases = {
+            "short": (proxies, "/v1/completions", args.connections),
+            "stream": (proxies, "/v1/completions", args.stream_connections),
+            "work": (("minimal worker", "worker alone", "worker, no telemetry"), "/v1/work",
+                     args.connections),
+        }
+        stream_body = _completion_body(STREAM_TOKENS - 1, stream=True)
+        sizes = {name: _response_bytes(f"http://127.0.0.1:{ports[name]}/v1/completions",
+                                       stream_body) for name in phases["stream"][0]}
+        results: dict[tuple[str, str], list[dict[str, float]]] = {}
+        for phase, (names, path, conns) in phases.items():  # warm-up
+            for name in names:
+                _wrk(f"http://127.0.0.1:{ports[name]}{path}", 1, conns, scripts[phase],
+                     procs[name].pid)
         for round_no in range(args.rounds):
-            order = CONTENDERS[round_no % 4:] + CONTENDERS[: round_no % 4]
-            for name in order:
-                url = f"http://127.0.0.1:{ports[name]}/v1/completions"
-                results[name].append(_wrk(url, args.seconds, args.connections, script))
+            for phase, (names, path, conns) in phases.items():
+                shift = round_no % len(names)
+                order = names[shift:] + names[:shift]
+                for name in order:
+                    results.setdefault((phase, name), []).append(
+                        _wrk(f"http://127.0.0.1:{ports[name]}{path}", args.seconds, conns,
+                             scripts[phase], procs[name].pid,
+                             sizes[name] if phase == "stream" else None))
     finally:
-        for proc in procs:
+        for proc in procs.values():
             proc.terminate()
-        for proc in procs:
+        for proc in procs.values():
             proc.wait(10)
-    print(f"{args.rounds} interleaved rounds x {args.seconds:g}s, wrk -c{args.connections}, "
-          f"body {len(BODY)} B, reply 10 tokens\n")
-    # Ratios are taken per round, then the median: contenders of one round ran minutes
-    # apart at most, while the machine's speed drifts between rounds.
-    print("| contender | requests/s | vs bare proxy | vs bare proxy + tracing | p50 ms | p99 ms |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for name in CONTENDERS:
-        rps = [r["rps"] for r in results[name]]
-        p50 = statistics.median(r["p50"] for r in results[name])
-        p99 = statistics.median(r["p99"] for r in results[name])
-        print(f"| {name} | {statistics.median(rps):,.0f} "
-              f"| {_paired(rps, results['bare proxy'])} "
-              f"| {_paired(rps, results['bare proxy + tracing'])} | {p50:.2f} | {p99:.2f} |")
-    ops = registry_ops()
-    print(f"\nregistry register+release: {ops:,.0f} pairs/s "
-          f"({1e6 / ops:.2f} µs per pair, in process)")
+    print(f"{args.rounds} interleaved rounds x {args.seconds:g}s; wrk -c{args.connections} "
+          f"(streams -c{args.stream_connections}); CPU of the server process from /proc\n")
+    print("| phase | contender | requests/s | CPU per request, ms | CPU per token, µs "
+          "| vs anchor (per round) |")
+    print("|---|---|---:|---:|---:|---:|")
+    anchors = {"short": "minimal proxy", "stream": "minimal proxy", "work": "minimal worker"}
+    per_token = {"short": SHORT_WORDS + 1, "stream": STREAM_TOKENS, "work": SHORT_WORDS + 1}
+    for phase, (names, _, _) in phases.items():
+        for name in names:
+            rows = results[(phase, name)]
+            cpu = [r["cpu_ms"] for r in rows]
+            token_us = [c * 1000 / per_token[phase] for c in cpu]
+            anchor = results[(phase, anchors[phase])]
+            ratios = [r["cpu_ms"] / a["cpu_ms"] for r, a in zip(rows, anchor, strict=True)]
+            print(f"| {phase} | {name} | {statistics.median(r['rps'] for r in rows):,.0f} "
+                  f"| {_spread(cpu)} | {_spread(token_us)} | {_spread(ratios)}× |")
+    lean = {p: statistics.median(r["cpu_ms"] for r in results[(p, "minimal proxy")]) * 1000
+            for p in ("short", "stream")}
+    for phase in ("short", "stream"):
+        own = own_work_us(per_token[phase])
+        print(f"\nplugin's own work ({phase}: id, registry, {per_token[phase]} chunk checks): "
+              f"{own:.1f} µs per request, {own / lean[phase]:.2%} of the minimal proxy's CPU")
 
 
 if __name__ == "__main__":

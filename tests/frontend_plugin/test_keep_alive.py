@@ -10,16 +10,15 @@ from __future__ import annotations
 import asyncio
 import inspect
 
-import httpx
+import aiohttp
 
 from ridtrace.cli import serve
 from ridtrace.frontend_plugin import Dispatcher, FrontendSettings
 from ridtrace.frontend_plugin.wire import CLIENT_KEEP_ALIVE_SECONDS, SERVER_KEEP_ALIVE_SECONDS
 
 
-def _expiry(client: httpx.AsyncClient) -> float | None:
-    pool = client._transport._pool  # type: ignore[attr-defined]
-    return float(pool._keepalive_expiry)
+def _expiry(session: aiohttp.ClientSession) -> float | None:
+    return float(session.connector._keepalive_timeout)  # type: ignore[union-attr]
 
 
 def test_client_expiry_is_well_below_the_servers_keep_alive() -> None:
@@ -30,10 +29,10 @@ def test_client_expiry_is_well_below_the_servers_keep_alive() -> None:
 def test_dispatcher_pool_uses_the_short_expiry() -> None:
     async def check() -> float | None:
         dispatcher = Dispatcher(FrontendSettings(workers=("http://127.0.0.1:9",)))
-        client = dispatcher._http()
+        session = dispatcher._http()
         try:
-            return _expiry(client)
+            return _expiry(session)
         finally:
-            await client.aclose()
+            await dispatcher.aclose()
 
     assert asyncio.run(check()) == CLIENT_KEEP_ALIVE_SECONDS

@@ -39,5 +39,10 @@ def test_worker_span_is_a_child_of_the_frontend_span_with_the_same_ids(tmp_path:
     assert worker.trace_id == frontend.trace_id
     assert worker.parent_span_id == frontend.span_id
     assert frontend.attributes["http.route"] == "/v1/chat/completions"
+    # One telemetry layer per request in ridtrace's own apps: the server span is
+    # ridtrace's, and FastAPI's native telemetry adds no span of its own (issue 15).
+    assert frontend.name == worker.name == "http-request"
+    same_trace = [s for s in spans if s.trace_id == frontend.trace_id]
+    assert sorted(s.span_id for s in same_trace) == sorted([frontend.span_id, worker.span_id])
     for log in (tmp_path / "frontend.jsonl", tmp_path / "worker0.jsonl"):
         assert b"ended span" not in log.read_bytes(), f"{log.name}: attributes written after the span ended"

@@ -116,3 +116,65 @@ def test_settings_from_env() -> None:
     assert worker.hang_after_tokens == 3 and worker.gate
     with pytest.raises(ValueError):
         FrontendSettings.from_env({"RIDTRACE_FRONTEND_ID_POLICY": "yolo"})
+
+
+def test_engine_batches_tokens_that_are_ready_together() -> None:
+    async def collect(engine: EchoEngine) -> list[list[str]]:
+        return [batch async for batch in engine.batches("a b c", 10)]
+
+    together = asyncio.run(collect(EchoEngine()))
+    assert together == [["echo:", " a", " b", " c"]]  # one write for the whole reply
+    paced = asyncio.run(collect(EchoEngine(token_delay=0.001)))
+    assert paced == [["echo:"], [" a"], [" b"], [" c"]]
+
+
+def test_engine_batches_stop_at_a_hang() -> None:
+    async def first_two(engine: EchoEngine) -> list[list[str]]:
+        out: list[list[str]] = []
+        agen = engine.batches("a b c", 10)
+        out.append(await anext(agen))
+        out.append(await anext(agen))
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(anext(agen), 0.2)  # the simulated hang
+        return out
+
+    assert asyncio.run(first_two(EchoEngine(hang_after_tokens=2))) == [["echo:"], [" a"]]
+
+
+def test_deadline_turns_its_own_expiry_into_timeout_error() -> None:
+    from ridtrace.frontend_plugin.timers import Deadline
+
+    async def run() -> tuple[bool, str]:
+        with pytest.raises(TimeoutError), Deadline(0.01):
+            await asyncio.sleep(5)
+        with Deadline(5):
+            await asyncio.sleep(0)
+        await asyncio.sleep(0.02)  # no stray cancellation is left behind
+        task = asyncio.current_task()
+        return task is not None and task.cancelling() == 0, "ok"
+
+    assert asyncio.run(run()) == (True, "ok")
+
+
+def test_watchdog_cancels_after_a_silence_but_not_while_chunks_flow() -> None:
+    import time
+
+    from ridtrace.frontend_plugin.timers import Watchdog
+
+    async def run() -> tuple[str | None, int]:
+        loop = asyncio.get_running_loop()
+        dog = Watchdog(0.05, time.monotonic() + 10)
+        chunks = 0
+        try:
+            for _ in range(6):  # 6 x 20 ms: longer than the timeout in all, never silent
+                await asyncio.sleep(0.02)
+                dog.last = loop.time()
+                chunks += 1
+            await asyncio.sleep(5)  # silence
+        except asyncio.CancelledError:
+            dog.absorb()
+        finally:
+            dog.stop()
+        return dog.expired, chunks
+
+    assert asyncio.run(run()) == ("chunk", 6)

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from ridtrace.frontend_plugin.asgi_io import fastapi_app
 from ridtrace.frontend_plugin.auth import SharedSecretMiddleware, anthropic_error
 from ridtrace.frontend_plugin.frontend import Frontend
 from ridtrace.frontend_plugin.routes import create_router
@@ -43,7 +44,7 @@ def create_frontend_app(
             finally:
                 await fe.aclose()
 
-    app = FastAPI(title="ridtrace frontend", lifespan=lifespan)
+    app = fastapi_app(title="ridtrace frontend", lifespan=lifespan)
     app.state.frontend = fe
     app.include_router(create_router(frontend=fe))
     app.add_route(METRICS_PATH, metrics_endpoint, methods=["GET"], include_in_schema=False)

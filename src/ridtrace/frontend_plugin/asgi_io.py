@@ -4,17 +4,63 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
+from fastapi import FastAPI
 from starlette.requests import Request
-from starlette.responses import StreamingResponse
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["GuardedStreamingResponse", "read_body", "wait_for_disconnect"]
+__all__ = [
+    "GuardedStreamingResponse",
+    "fastapi_app",
+    "plain_route",
+    "read_body",
+    "wait_for_disconnect",
+]
 
 # A body over the cap is still read (and thrown away) up to this multiple of the cap,
 # so the client gets to read our 413 instead of a reset connection mid-upload.
 _DRAIN_FACTOR = 32
+
+
+def fastapi_app(**options: Any) -> FastAPI:
+    """A FastAPI app for ridtrace's own servers: FastAPI's native telemetry off.
+
+    ridtrace's middleware opens the one server span per request (docs/tracing.md). In
+    FastAPI releases with built-in telemetry that layer switches itself on once a
+    tracer provider is set and then wraps every request a second time; in ridtrace's
+    own apps it only cost CPU (issue 15). Apps built around ``create_router`` keep
+    FastAPI's telemetry if they want it, and ridtrace enriches its span instead.
+    """
+    try:
+        from fastapi.telemetry import TelemetryConfig
+    except ImportError:  # FastAPI before built-in telemetry: nothing to turn off
+        return FastAPI(**options)
+    off = TelemetryConfig(tracing=False, metrics=False, logs=False)
+    return FastAPI(telemetry=off, **options)
+
+
+def plain_route(path: str, endpoint: Callable[[Request], Awaitable[Response]]) -> Route:
+    """A ``POST`` Starlette route that names itself in ``scope["route"]``.
+
+    The inference handlers read the body themselves, so FastAPI's dependency solving
+    and route contexts were pure per-request cost (issue 15). FastAPI sets
+    ``scope["route"]`` only for its own routes, and the tracing middleware reads the
+    route template (``http.route``, the ``route`` log field) from there; FastAPI may
+    rebuild an included route, so the endpoint, not the route class, records it.
+    """
+
+    async def named(request: Request) -> Response:
+        request.scope["route"] = route
+        return await endpoint(request)
+
+    named.__name__ = endpoint.__name__
+    named.__doc__ = endpoint.__doc__
+    route = Route(path, named, methods=["POST"])
+    return route
 
 
 async def read_body(request: Request, limit: int) -> bytes | None:
@@ -53,6 +99,11 @@ class GuardedStreamingResponse(StreamingResponse):
     it, so a generator's ``finally`` could wait for garbage collection; and a response
     that fails before its first chunk never starts the generator at all. This class
     closes the iterator and runs ``cleanup`` in ``finally`` of the ASGI call.
+
+    It also streams with one plain watcher task for the disconnect instead of
+    Starlette's anyio task group per response, which cost about a tenth of a worker's
+    CPU per request (issue 15): when the client leaves, the watcher cancels the
+    streaming task, and that cancellation ends here.
     """
 
     def __init__(
@@ -69,11 +120,35 @@ class GuardedStreamingResponse(StreamingResponse):
         self._cleanup = cleanup
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        task = asyncio.current_task()
+        assert task is not None  # ASGI apps run in a task
+        gone = asyncio.Event()
+        watcher = asyncio.ensure_future(_cancel_on_disconnect(receive, task, gone))
         try:
-            await super().__call__(scope, receive, send)
+            await send({"type": "http.response.start", "status": self.status_code,
+                        "headers": self.raw_headers})
+            async for chunk in self._iterator:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except asyncio.CancelledError:
+            if not gone.is_set():
+                raise
+            # Our watcher's cancellation: the client left, which ends the exchange.
+            uncancel = getattr(task, "uncancel", None)
+            if uncancel is not None:
+                uncancel()
         finally:
+            watcher.cancel()
             aclose = getattr(self._iterator, "aclose", None)
             if aclose is not None:
                 with contextlib.suppress(Exception, asyncio.CancelledError):
                     await aclose()
             self._cleanup()
+
+
+async def _cancel_on_disconnect(
+    receive: Receive, task: asyncio.Task[Any], gone: asyncio.Event
+) -> None:
+    await wait_for_disconnect(receive)
+    gone.set()
+    task.cancel()

@@ -60,6 +60,17 @@ class EchoEngine:
 
     async def stream(self, prompt: str, max_tokens: int) -> AsyncIterator[str]:
         """Yield the reply's tokens; the finish reason is :func:`echo_tokens`'s."""
+        async for batch in self.batches(prompt, max_tokens):
+            for token in batch:
+                yield token
+
+    async def batches(self, prompt: str, max_tokens: int) -> AsyncIterator[list[str]]:
+        """Yield the reply's tokens in batches of those ready at the same time.
+
+        Without a token delay every token is ready at once, as a batch step of a real
+        engine would be; the worker then writes them in one go instead of one write
+        per token (issue 15). With a delay (or a hang), one token per batch.
+        """
         tokens, _ = echo_tokens(prompt, max_tokens)
         if self.gate is not None and not self.gate.is_set():
             # A timeout opens the way anyway: a forgotten gate must not hang forever.
@@ -67,9 +78,14 @@ class EchoEngine:
                 await asyncio.wait_for(self.gate.wait(), self.gate_timeout)
         if self.first_token_delay > 0:
             await asyncio.sleep(self.first_token_delay)
+        hang = self.hang_after_tokens
+        if self.token_delay <= 0 and (hang is None or hang >= len(tokens)):
+            if tokens:
+                yield tokens
+            return
         for index, token in enumerate(tokens):
-            if self.hang_after_tokens is not None and index >= self.hang_after_tokens:
+            if hang is not None and index >= hang:
                 await asyncio.Event().wait()  # never set: the fault being simulated
             if index and self.token_delay > 0:
                 await asyncio.sleep(self.token_delay)
-            yield token
+            yield [token]

@@ -9,13 +9,14 @@ forwarded: this caller's stream ends with an error and nobody else is touched.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from dataclasses import dataclass
 
-import anyio
-
 from ridtrace.frontend_plugin.dispatch import Dispatcher, DispatchError, WorkerStream
 from ridtrace.frontend_plugin.registry import Channel, InflightRegistry
+from ridtrace.frontend_plugin.timers import Watchdog
 from ridtrace.frontend_plugin.wire import WorkRequest
 from ridtrace.tracing import metrics, validate_client_id
 from ridtrace.tracing.eventlog import EventLog
@@ -90,8 +91,7 @@ async def pump(
         await _forward(stream, target, work.request_id, deadline, check_ids, dispatcher)
     finally:
         if stream is not None:
-            with anyio.CancelScope(shield=True):
-                await stream.aclose()
+            stream.close()  # synchronous: nothing a cancellation could interrupt
 
 
 def _link(registry: InflightRegistry, key: str, channel: Channel) -> Channel | None:
@@ -114,6 +114,33 @@ async def _forward(
     dispatcher: Dispatcher,
 ) -> None:
     chunk_timeout = dispatcher.settings.chunk_timeout
+    if deadline <= time.monotonic():
+        target.put_nowait(Failed("request timed out", 504, "timeout", stream.attempts))
+        return
+    watchdog = Watchdog(chunk_timeout, deadline)
+    try:
+        await _relay(stream, target, request_id, check_ids, watchdog)
+    except asyncio.CancelledError:
+        if watchdog.expired is None:
+            raise  # the caller left: nothing to report to anyone
+        # Our own timer: the cancellation ends here and the caller gets the timeout.
+        watchdog.absorb()
+        if watchdog.expired == "total":
+            failed = Failed("request timed out", 504, "timeout", stream.attempts)
+        else:
+            failed = Failed(f"timeout: worker {stream.worker} sent nothing for "
+                            f"{chunk_timeout:.1f}s", 504, "timeout", stream.attempts)
+        target.put_nowait(failed)
+    finally:
+        watchdog.stop()
+
+
+async def _relay(
+    stream: WorkerStream, target: Channel, request_id: str, check_ids: bool,
+    watchdog: Watchdog,
+) -> None:
+    loop_time = asyncio.get_running_loop().time
+    put = target.put_nowait
     message: dict[str, object] | None = stream.first
     while message is not None:
         if check_ids and message.get("request_id") != request_id:
@@ -123,50 +150,41 @@ async def _forward(
                 "stream.foreign_chunk", event="stream.foreign_chunk", worker=stream.worker,
                 chunk_request_id=validate_client_id(owner) if isinstance(owner, str) else None,
             )
-            target.put_nowait(
-                Failed("worker sent a chunk for another request; stream stopped", 502,
-                       "foreign_chunk", stream.attempts)
-            )
+            put(Failed("worker sent a chunk for another request; stream stopped", 502,
+                       "foreign_chunk", stream.attempts))
             return
         text = message.get("text")
         if isinstance(text, str):
-            target.put_nowait(Delta(text))
+            put(Delta(text))
         elif message.get("done") is True:
-            target.put_nowait(
-                Finished(
-                    finish_reason=str(message.get("finish_reason") or "stop"),
-                    tokens=_int(message.get("tokens")),
-                    prompt_tokens=_int(message.get("prompt_tokens")),
-                )
+            finished = Finished(
+                finish_reason=str(message.get("finish_reason") or "stop"),
+                tokens=_int(message.get("tokens")),
+                prompt_tokens=_int(message.get("prompt_tokens")),
             )
+            put(finished)
+            # Reading the body's end hands the connection back to the pool; the end
+            # nearly always came with the done line, so this rarely waits.
+            await _drain(stream)
             return
         elif "error" in message:
-            target.put_nowait(
-                Failed(f"worker error: {str(message['error'])[:200]}", 502, "worker_error",
-                       stream.attempts)
-            )
-            return
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            target.put_nowait(Failed("request timed out", 504, "timeout", stream.attempts))
+            put(Failed(f"worker error: {str(message['error'])[:200]}", 502, "worker_error",
+                       stream.attempts))
             return
         try:
-            message = await stream.next_message(min(chunk_timeout, remaining))
-        except TimeoutError:
-            target.put_nowait(
-                Failed(f"timeout: worker {stream.worker} sent nothing for "
-                       f"{min(chunk_timeout, remaining):.1f}s", 504, "timeout", stream.attempts)
-            )
-            return
+            message = await stream.next_message()
         except Exception as exc:  # connection lost, bad line: this caller's failure only
-            target.put_nowait(
-                Failed(f"worker {stream.worker} failed mid-stream: {type(exc).__name__}",
-                       502, "worker_lost", stream.attempts)
-            )
+            put(Failed(f"worker {stream.worker} failed mid-stream: {type(exc).__name__}",
+                       502, "worker_lost", stream.attempts))
             return
-    target.put_nowait(
-        Failed("worker stream ended without completion", 502, "worker_lost", stream.attempts)
-    )
+        watchdog.last = loop_time()
+    put(Failed("worker stream ended without completion", 502, "worker_lost", stream.attempts))
+
+
+async def _drain(stream: WorkerStream) -> None:
+    # Anything after the done line is a protocol slip: the connection is then dropped.
+    with contextlib.suppress(Exception):
+        await stream.drain()
 
 
 def _int(value: object) -> int:

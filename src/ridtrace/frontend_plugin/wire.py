@@ -15,6 +15,7 @@ __all__ = [
     "CLIENT_KEEP_ALIVE_SECONDS",
     "SERVER_KEEP_ALIVE_SECONDS",
     "WORK_PATH",
+    "ChunkEncoder",
     "WorkRequest",
     "chunk_line",
     "done_line",
@@ -99,6 +100,19 @@ class WorkRequest:
             max_tokens=max_tokens,
             session_id=raw.get("session_id"),
         )
+
+
+class ChunkEncoder:
+    """:func:`chunk_line` for one request, encoding only the token per call."""
+
+    __slots__ = ("_prefix",)
+
+    def __init__(self, request_id: str) -> None:
+        self._prefix = b'{"request_id":' + orjson.dumps(request_id) + b',"text":'
+
+    def __call__(self, text: str) -> bytes:
+        """The same bytes as ``chunk_line(request_id, text)``."""
+        return self._prefix + orjson.dumps(text) + b"}\n"
 
 
 def chunk_line(request_id: str, text: str) -> bytes:

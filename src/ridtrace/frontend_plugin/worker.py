@@ -20,13 +20,19 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ridtrace.fingerprint import fingerprint
-from ridtrace.frontend_plugin.asgi_io import GuardedStreamingResponse, read_body
+from ridtrace.frontend_plugin.asgi_io import (
+    GuardedStreamingResponse,
+    fastapi_app,
+    plain_route,
+    read_body,
+)
 from ridtrace.frontend_plugin.auth import UNAUTHORIZED, SharedSecretMiddleware
 from ridtrace.frontend_plugin.engine import EchoEngine, echo_tokens
 from ridtrace.frontend_plugin.registry import DuplicateRequestId, InflightRegistry
 from ridtrace.frontend_plugin.settings import WorkerSettings
 from ridtrace.frontend_plugin.wire import (
     WORK_PATH,
+    ChunkEncoder,
     WorkRequest,
     chunk_line,
     done_line,
@@ -74,7 +80,7 @@ def create_worker_app(
         gate_timeout=config.gate_timeout,
         hang_after_tokens=config.hang_after_tokens,
     )
-    app = FastAPI(
+    app = fastapi_app(
         title="ridtrace echo worker", openapi_url=None, docs_url=None, redoc_url=None,
         lifespan=telemetry_lifespan,
     )
@@ -94,7 +100,6 @@ def create_worker_app(
     )
     app.state.registry = registry
 
-    @app.post(WORK_PATH)
     async def work(request: Request) -> Response:
         body = await read_body(request, config.max_body_bytes)
         if body is None:
@@ -124,6 +129,9 @@ def create_worker_app(
             cleanup=lambda: _release(registry, job.request_id, channel),
             media_type=_NDJSON,
         )
+
+    # A plain Starlette route: no FastAPI dependency solving per request (issue 15).
+    app.router.routes.append(plain_route(WORK_PATH, work))
 
     @app.get("/health")
     async def health() -> dict[str, object]:
@@ -181,14 +189,24 @@ async def _produce(
     outcome = "error"
     _, finish_reason = echo_tokens(job.prompt, job.max_tokens)
     foreign_after = config.foreign_chunk_after
+    encode = ChunkEncoder(job.request_id)
+    # Each batch is held until the next one exists, so the last goes out in the same
+    # write as the done line.
+    held = b""
     try:
-        async for token in engine.stream(job.prompt, job.max_tokens):
-            owner = job.request_id
-            if foreign_after is not None and len(produced) == foreign_after:
-                owner = "foreign-" + job.request_id  # the injected fault: crossed wires
-            produced.append(token)
-            yield chunk_line(owner, token)
-        yield done_line(
+        async for batch in engine.batches(job.prompt, job.max_tokens):
+            if held:
+                yield held
+            lines: list[bytes] = []
+            for token in batch:
+                if foreign_after is not None and len(produced) == foreign_after:
+                    # The injected fault: crossed wires.
+                    lines.append(chunk_line("foreign-" + job.request_id, token))
+                else:
+                    lines.append(encode(token))
+                produced.append(token)
+            held = b"".join(lines)
+        yield held + done_line(
             job.request_id,
             finish_reason=finish_reason,
             tokens=len(produced),

@@ -8,6 +8,7 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ridtrace.frontend_plugin.asgi_io import plain_route
 from ridtrace.frontend_plugin.frontend import Frontend
 from ridtrace.frontend_plugin.routes.anthropic import MESSAGES
 from ridtrace.frontend_plugin.routes.base import ApiSpec
@@ -45,7 +46,7 @@ def create_router(
     fe = frontend or Frontend(settings)
     router = APIRouter()
     for api in APIS:
-        router.add_api_route(api.path, _endpoint(fe, api), methods=["POST"])
+        router.routes.append(plain_route(api.path, _endpoint(fe, api)))
 
     @router.get("/v1/models")
     async def models() -> dict[str, object]:

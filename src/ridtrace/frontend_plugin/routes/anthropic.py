@@ -13,7 +13,7 @@ from ridtrace.frontend_plugin.bodies import (
     token_limit,
 )
 from ridtrace.frontend_plugin.pump import Failed, Finished
-from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, sse
+from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse
 from ridtrace.frontend_plugin.settings import FrontendSettings
 
 __all__ = ["MESSAGES"]
@@ -26,6 +26,9 @@ class _MessagesRenderer(Renderer):
         super().__init__(parsed, ids)
         self.msg_id = "msg_" + ids.hex
         self.prompt_tokens = len(parsed.prompt.split())
+        self._delta = SseTemplate({"type": "content_block_delta", "index": 0,
+                                   "delta": {"type": "text_delta", "text": SseTemplate.HOLE}},
+                                  "content_block_delta")
 
     def _message(self, content: list[dict[str, Any]], stop: str | None, out: int) -> dict[str, Any]:
         return {
@@ -44,8 +47,7 @@ class _MessagesRenderer(Renderer):
         )
 
     def delta(self, text: str) -> bytes:
-        return sse({"type": "content_block_delta", "index": 0,
-                    "delta": {"type": "text_delta", "text": text}}, "content_block_delta")
+        return self._delta.render(text)
 
     def finish(self, finished: Finished, text: str) -> bytes:
         return (

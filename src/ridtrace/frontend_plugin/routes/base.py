@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +14,7 @@ from ridtrace.frontend_plugin.bodies import Parsed
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.settings import FrontendSettings
 
-__all__ = ["ApiSpec", "Ids", "Renderer", "sse"]
+__all__ = ["ApiSpec", "Ids", "Renderer", "SseTemplate", "sse"]
 
 
 def sse(data: dict[str, Any] | str, event: str | None = None) -> bytes:
@@ -22,6 +23,33 @@ def sse(data: dict[str, Any] | str, event: str | None = None) -> bytes:
     if event is None:
         return b"data: " + payload + b"\n\n"
     return b"event: " + event.encode() + b"\ndata: " + payload + b"\n\n"
+
+
+# Unguessable per process, so no client-chosen string (a model name) can fake it.
+_HOLE = "\x00" + uuid.uuid4().hex
+
+
+class SseTemplate:
+    """An SSE event whose only per-chunk part is one string value, encoded once.
+
+    ``render(text)`` returns exactly ``sse(data with text in place)`` — orjson keeps key
+    order and writes no spaces — but encodes only ``text`` per chunk instead of the whole
+    event (issue 15: per-token work).
+
+    Args:
+        data: the event, with :attr:`HOLE` as the value that changes per chunk.
+        event: the SSE event name, if any.
+    """
+
+    HOLE = _HOLE
+    __slots__ = ("_prefix", "_suffix")
+
+    def __init__(self, data: dict[str, Any], event: str | None = None) -> None:
+        self._prefix, _, self._suffix = sse(data, event).rpartition(orjson.dumps(_HOLE))
+
+    def render(self, text: str) -> bytes:
+        """The event with ``text`` in the hole."""
+        return self._prefix + orjson.dumps(text) + self._suffix
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,8 @@ closed in ``finally`` so the key is freed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Coroutine
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 
 import orjson
 from starlette.requests import Request
@@ -24,7 +24,7 @@ from ridtrace.frontend_plugin.asgi_io import (
     wait_for_disconnect,
 )
 from ridtrace.frontend_plugin.bodies import InvalidRequest, Parsed, require_object
-from ridtrace.frontend_plugin.frontend import Frontend, InferenceCall, Item
+from ridtrace.frontend_plugin.frontend import CallerLeft, Frontend, InferenceCall, Item
 from ridtrace.frontend_plugin.hop import worker_hop_headers
 from ridtrace.frontend_plugin.pump import UNLINKED_REQUEST, Delta, Failed, Finished
 from ridtrace.frontend_plugin.registry import Dropped, DuplicateRequestId
@@ -44,7 +44,6 @@ __all__ = ["serve"]
 
 events = EventLog(__name__)
 
-_T = TypeVar("_T")
 _SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 
@@ -88,10 +87,14 @@ async def serve(request: Request, fe: Frontend, api: ApiSpec) -> Response:
         return api.error(409, str(exc), kind="conflict")
     renderer = api.renderer(parsed, Ids(request_id, client_id or request_id))
     streaming = False
+    # Until the response starts, only this task notices a client leaving; once it
+    # streams, Starlette's response listens for the disconnect itself.
+    watcher = asyncio.ensure_future(_interrupt_on_disconnect(call, request.receive))
     try:
         if parsed.stream:
-            first = await _unless_disconnected(call.next(), request.receive)
-            if first is None:
+            first = await call.next()
+            watcher.cancel()
+            if isinstance(first, CallerLeft):
                 return _client_gone()
             if isinstance(first, (Failed, Dropped)):
                 return _failure(api, first)
@@ -100,15 +103,15 @@ async def serve(request: Request, fe: Frontend, api: ApiSpec) -> Response:
                 _events(call, renderer, first), cleanup=call.close,
                 media_type="text/event-stream", headers=_SSE_HEADERS,
             )
-        result = await _unless_disconnected(_collect(call), request.receive)
-        if result is None:
+        text, end = await _collect(call)
+        if isinstance(end, CallerLeft):
             return _client_gone()
-        text, end = result
         if isinstance(end, Finished):
             annotate_request(fp_out=fingerprint(text))
-            return JSONResponse(renderer.body(text, end))
+            return _json(renderer.body(text, end))
         return _failure(api, end)
     finally:
+        watcher.cancel()
         annotate_request(worker=call.worker, attempts=call.attempts)
         if not streaming:
             call.close()
@@ -137,7 +140,7 @@ def _legacy_key(request: Request, api: ApiSpec, client_id: str | None) -> str | 
     return None
 
 
-async def _collect(call: InferenceCall) -> tuple[str, Finished | Failed | Dropped]:
+async def _collect(call: InferenceCall) -> tuple[str, Finished | Failed | Dropped | CallerLeft]:
     parts: list[str] = []
     while True:
         item = await call.next()
@@ -147,36 +150,43 @@ async def _collect(call: InferenceCall) -> tuple[str, Finished | Failed | Droppe
             return "".join(parts), item
 
 
-async def _unless_disconnected(work: Coroutine[Any, Any, _T], receive: Receive) -> _T | None:
-    """Run ``work`` but give up (``None``) if the client disconnects first."""
-    task = asyncio.ensure_future(work)
-    watcher = asyncio.ensure_future(wait_for_disconnect(receive))
-    try:
-        await asyncio.wait((task, watcher), return_when=asyncio.FIRST_COMPLETED)
-        return task.result() if task.done() else None
-    finally:
-        task.cancel()
-        watcher.cancel()
+async def _interrupt_on_disconnect(call: InferenceCall, receive: Receive) -> None:
+    await wait_for_disconnect(receive)
+    call.interrupt()
+
+
+def _json(body: dict[str, Any]) -> Response:
+    # orjson: Starlette's JSONResponse renders with the stdlib encoder.
+    return Response(orjson.dumps(body), media_type="application/json")
 
 
 async def _events(call: InferenceCall, renderer: Renderer, first: Item) -> AsyncIterator[bytes]:
     sent: list[str] = []
-    item = first
+    item: Item | None = first
+    out = [renderer.start()]
     try:
-        yield renderer.start()
         while True:
-            if isinstance(item, Delta):
-                sent.append(item.text)
-                yield renderer.delta(item.text)
-            elif isinstance(item, Finished):
-                yield renderer.finish(item, "".join(sent))
-                return
-            else:
-                failed = _as_failed(item)
-                # The status line already said 200; the stream says otherwise.
-                annotate_request(outcome_override="error", error=failed.message)
-                yield renderer.fail(failed)
-                return
+            # Everything already waiting goes out in one write, not one per token.
+            while item is not None:
+                if isinstance(item, Delta):
+                    sent.append(item.text)
+                    out.append(renderer.delta(item.text))
+                elif isinstance(item, Finished):
+                    out.append(renderer.finish(item, "".join(sent)))
+                    yield b"".join(out)
+                    return
+                elif isinstance(item, CallerLeft):
+                    return  # nobody is reading any more
+                else:
+                    failed = _as_failed(item)
+                    # The status line already said 200; the stream says otherwise.
+                    annotate_request(outcome_override="error", error=failed.message)
+                    out.append(renderer.fail(failed))
+                    yield b"".join(out)
+                    return
+                item = call.next_nowait()
+            yield b"".join(out)
+            out = []
             item = await call.next()
     finally:
         if sent:

@@ -19,7 +19,7 @@ from ridtrace.frontend_plugin.bodies import (
     token_prompt,
 )
 from ridtrace.frontend_plugin.pump import Failed, Finished
-from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, sse
+from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse
 from ridtrace.frontend_plugin.settings import FrontendSettings
 
 __all__ = ["GENERATE", "SGLANG_GENERATE"]
@@ -41,12 +41,20 @@ def _usage(finished: Finished) -> dict[str, int]:
 
 
 class _GenerateRenderer(Renderer):
+    def __init__(self, parsed: Parsed, ids: Ids) -> None:
+        super().__init__(parsed, ids)
+        self._delta: SseTemplate | None = None
+
     def _chunk(self, text: str, finish_reason: str | None, **extra: Any) -> bytes:
         return sse({"request_id": self.ids.public_id, "model": self.parsed.model, "text": text,
                     "finish_reason": finish_reason, **extra})
 
     def delta(self, text: str) -> bytes:
-        return self._chunk(text, None)
+        if self._delta is None:
+            self._delta = SseTemplate({"request_id": self.ids.public_id,
+                                       "model": self.parsed.model, "text": SseTemplate.HOLE,
+                                       "finish_reason": None})
+        return self._delta.render(text)
 
     def finish(self, finished: Finished, text: str) -> bytes:
         return self._chunk("", finished.finish_reason, usage=_usage(finished)) + _DONE

@@ -14,7 +14,7 @@ from ridtrace.frontend_plugin.bodies import (
     token_prompt,
 )
 from ridtrace.frontend_plugin.pump import Failed, Finished
-from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, sse
+from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse
 from ridtrace.frontend_plugin.settings import FrontendSettings
 
 __all__ = ["CHAT", "COMPLETIONS", "RESPONSES"]
@@ -49,21 +49,28 @@ def _stream_error(failed: Failed) -> bytes:
 
 
 class _ChatRenderer(Renderer):
+    def __init__(self, parsed: Parsed, ids: Ids) -> None:
+        super().__init__(parsed, ids)
+        self._delta = SseTemplate(self._event({"content": SseTemplate.HOLE}, None))
+
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None) -> bytes:
-        return sse({
+        return sse(self._event(delta, finish_reason))
+
+    def _event(self, delta: dict[str, Any], finish_reason: str | None) -> dict[str, Any]:
+        return {
             "id": "chatcmpl-" + self.ids.request_id,
             "object": "chat.completion.chunk",
             "created": self.created,
             "model": self.parsed.model,
             "choices": [{"index": 0, "delta": delta, "logprobs": None,
                          "finish_reason": finish_reason}],
-        })
+        }
 
     def start(self) -> bytes:
         return self._chunk({"role": "assistant", "content": ""}, None)
 
     def delta(self, text: str) -> bytes:
-        return self._chunk({"content": text}, None)
+        return self._delta.render(text)
 
     def finish(self, finished: Finished, text: str) -> bytes:
         return self._chunk({}, finished.finish_reason) + _DONE
@@ -105,18 +112,25 @@ class _ChatSpec(ApiSpec):
 
 
 class _CompletionRenderer(Renderer):
+    def __init__(self, parsed: Parsed, ids: Ids) -> None:
+        super().__init__(parsed, ids)
+        self._delta = SseTemplate(self._event(SseTemplate.HOLE, None))
+
     def _chunk(self, text: str, finish_reason: str | None) -> bytes:
-        return sse({
+        return sse(self._event(text, finish_reason))
+
+    def _event(self, text: str, finish_reason: str | None) -> dict[str, Any]:
+        return {
             "id": "cmpl-" + self.ids.request_id,
             "object": "text_completion",
             "created": self.created,
             "model": self.parsed.model,
             "choices": [{"index": 0, "text": text, "logprobs": None,
                          "finish_reason": finish_reason}],
-        })
+        }
 
     def delta(self, text: str) -> bytes:
-        return self._chunk(text, None)
+        return self._delta.render(text)
 
     def finish(self, finished: Finished, text: str) -> bytes:
         return self._chunk("", finished.finish_reason) + _DONE
