@@ -38,6 +38,7 @@ OUTCOME_ERROR: Final = "error"
 OUTCOME_CANCELLED: Final = "cancelled"
 OUTCOME_CONFLICT: Final = "conflict"
 OUTCOME_UNLINKED: Final = "unlinked"
+OUTCOME_UNAUTHORIZED: Final = "unauthorized"  # refused for a missing or wrong key / token
 
 # The two errors the seed's frontend raised when its in-flight table lost a request.
 UNLINKED_RESPONSE: Final = "Unlinked response; response task was dropped or cancelled"

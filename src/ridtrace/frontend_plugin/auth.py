@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ridtrace.contract import OUTCOME_UNAUTHORIZED
 from ridtrace.tracing import annotate_request
 
 __all__ = [
@@ -25,7 +26,7 @@ __all__ = [
     "openai_error",
 ]
 
-UNAUTHORIZED = "unauthorized"
+UNAUTHORIZED = OUTCOME_UNAUTHORIZED
 """The ``request.end`` outcome of a request refused for a missing or wrong secret."""
 
 ErrorBody = Callable[[str], dict[str, object]]

@@ -16,6 +16,7 @@ from typing import Any
 
 import aiohttp
 
+from ridtrace.contract import DISPATCH_ATTEMPT, DISPATCH_RETRY
 from ridtrace.frontend_plugin.ndjson import BadLine, NdjsonReader
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.timers import Deadline
@@ -208,7 +209,7 @@ class Dispatcher:
         attempt = 0
         for attempt, worker in enumerate(candidates[: max(s.max_attempts, 1)], start=1):
             events.debug(
-                "dispatch.attempt", event="dispatch.attempt", worker=worker, attempt=attempt
+                DISPATCH_ATTEMPT, event=DISPATCH_ATTEMPT, worker=worker, attempt=attempt
             )
             budget = min(s.first_byte_timeout, end - time.monotonic())
             if budget <= 0:
@@ -224,7 +225,7 @@ class Dispatcher:
                 if marked_down:
                     self.pool.mark_down(worker)
                 events.warning(
-                    "dispatch.retry", event="dispatch.retry", worker=worker, attempt=attempt,
+                    DISPATCH_RETRY, event=DISPATCH_RETRY, worker=worker, attempt=attempt,
                     reason=reason, marked_down=marked_down, error=message,
                 )
                 if refusal.fatal:

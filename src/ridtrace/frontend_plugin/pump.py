@@ -14,6 +14,7 @@ import contextlib
 import time
 from dataclasses import dataclass
 
+from ridtrace.contract import FOREIGN_CHUNK, RESPONSE_UNLINKED, UNLINKED_REQUEST, UNLINKED_RESPONSE
 from ridtrace.frontend_plugin.dispatch import Dispatcher, DispatchError, WorkerStream
 from ridtrace.frontend_plugin.registry import Channel, InflightRegistry
 from ridtrace.frontend_plugin.timers import Watchdog
@@ -25,8 +26,6 @@ __all__ = ["UNLINKED_REQUEST", "UNLINKED_RESPONSE", "Delta", "Failed", "Finished
 
 events = EventLog(__name__)
 
-UNLINKED_RESPONSE = "Unlinked response; response task was dropped or cancelled"
-UNLINKED_REQUEST = "Unlinked request; initiating request task was dropped or cancelled"
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +97,7 @@ def _link(registry: InflightRegistry, key: str, channel: Channel) -> Channel | N
     entry = registry.claim(key)
     if entry is None:
         if registry.policy == "legacy":
-            events.error(UNLINKED_RESPONSE, event="response.unlinked")
+            events.error(UNLINKED_RESPONSE, event=RESPONSE_UNLINKED)
         return None  # safe policy: the caller already left; nothing to deliver
     if registry.policy == "safe" and entry.channel is not channel:
         return None  # unreachable with unique keys; never deliver to a stranger
@@ -147,7 +146,7 @@ async def _relay(
             owner = message.get("request_id")
             metrics.foreign_chunk_refused()
             events.error(
-                "stream.foreign_chunk", event="stream.foreign_chunk", worker=stream.worker,
+                FOREIGN_CHUNK, event=FOREIGN_CHUNK, worker=stream.worker,
                 chunk_request_id=validate_client_id(owner) if isinstance(owner, str) else None,
             )
             put(Failed("worker sent a chunk for another request; stream stopped", 502,

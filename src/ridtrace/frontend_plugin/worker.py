@@ -19,6 +19,7 @@ from opentelemetry import baggage
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from ridtrace.contract import WORKER_END, WORKER_ERROR, WORKER_REFUSED, WORKER_START
 from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin.asgi_io import (
     GuardedStreamingResponse,
@@ -116,12 +117,12 @@ def create_worker_app(
             registry.register(job.request_id, channel)
         except DuplicateRequestId as exc:
             events.warning(
-                "worker.refused", event="worker.refused", outcome="conflict", status=409,
+                WORKER_REFUSED, event=WORKER_REFUSED, outcome="conflict", status=409,
                 endpoint=job.endpoint,
             )
             return _error(409, str(exc), kind="conflict")
         events.info(
-            "worker.start", event="worker.start", endpoint=job.endpoint, model=job.model,
+            WORKER_START, event=WORKER_START, endpoint=job.endpoint, model=job.model,
             fp_in=fingerprint(job.prompt), session_id=job.session_id,
         )
         return GuardedStreamingResponse(
@@ -155,7 +156,7 @@ def create_worker_app(
 
 def _log_unauthorized(path: str) -> None:
     events.warning(
-        "worker.refused", event="worker.refused", outcome=UNAUTHORIZED, status=401, path=path
+        WORKER_REFUSED, event=WORKER_REFUSED, outcome=UNAUTHORIZED, status=401, path=path
     )
 
 
@@ -217,12 +218,12 @@ async def _produce(
         outcome = "cancelled"
         raise
     except Exception as exc:  # the engine failed: tell the frontend in-band
-        logger.exception("worker engine failed", event="worker.error")
+        logger.exception("worker engine failed", event=WORKER_ERROR)
         yield error_line(job.request_id, f"engine error: {exc}")
     finally:
         text = "".join(produced)
         events.info(
-            "worker.end", event="worker.end", outcome=outcome,
+            WORKER_END, event=WORKER_END, outcome=outcome,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
             fp_out=fingerprint(text), tokens=len(produced), endpoint=job.endpoint,
         )

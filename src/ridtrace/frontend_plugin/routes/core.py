@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive
 
+from ridtrace.contract import RESPONSE_UNLINKED
 from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin.asgi_io import (
     GuardedStreamingResponse,
@@ -197,7 +198,7 @@ async def _events(call: InferenceCall, renderer: Renderer, first: Item) -> Async
 
 def _as_failed(item: Failed | Dropped) -> Failed:
     if isinstance(item, Dropped):
-        events.error(UNLINKED_REQUEST, event="response.unlinked")
+        events.error(UNLINKED_REQUEST, event=RESPONSE_UNLINKED)
         return Failed(UNLINKED_REQUEST, 500, "unlinked")
     return item
 
