@@ -38,7 +38,7 @@ LEAN_FIELDS: tuple[str, ...] = (
     "trace_id", "span_id", "parent_span_id", "parent_id", "span_name", "status", "outcome",
     "fp_in", "fp_out", "deprecated_headers", "header", "error", "chunk_request_id",
 )
-MAX_OBJECT_BYTES = 256 << 20
+MAX_OBJECT_BYTES = 16 << 20
 
 Window = tuple[int | None, int | None]  # [since, until) in epoch µs
 
