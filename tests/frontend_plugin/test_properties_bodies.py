@@ -2,8 +2,9 @@
 the answer is a success or a 4xx in that API's own error shape — never a 5xx, never an
 exception, never a registry entry left behind.
 
-In process (ASGITransport) with a stand-in worker on httpx's MockTransport: this is about
-parsing, not transport, so no process is needed.
+The frontend runs in process (ASGITransport): this is about parsing, not transport. Its
+worker is one real `ridtrace serve worker` for the module, reached over loopback by the
+frontend's own HTTP client.
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from loguru import logger
 
-from ridtrace.frontend_plugin import Dispatcher, Frontend, FrontendSettings, create_frontend_app
-from ridtrace.frontend_plugin.engine import echo_tokens
+from ridtrace.frontend_plugin import Frontend, FrontendSettings, create_frontend_app
 from ridtrace.frontend_plugin.routes import APIS
-from ridtrace.frontend_plugin.wire import WorkRequest, chunk_line, done_line
 from ridtrace.tracing import TracingSettings
+from tests.frontend_plugin.conftest import _spawn
+from tests.support.servers import stop_process, wait_until_serving
 
 FIELDS = ["model", "messages", "prompt", "max_tokens", "stream", "input", "instructions",
           "system", "text", "rid", "request_id", "sampling_params", "token_ids", "input_ids",
@@ -63,22 +64,16 @@ BODIES = st.one_of(
 )
 
 
-async def _worker(request: httpx.Request) -> httpx.Response:
-    job = WorkRequest.from_json(request.content)
-    tokens, reason = echo_tokens(job.prompt, job.max_tokens)
-    lines = [chunk_line(job.request_id, t) for t in tokens]
-    lines.append(done_line(job.request_id, finish_reason=reason, tokens=len(tokens),
-                           prompt_tokens=len(job.prompt.split())))
-    return httpx.Response(200, content=b"".join(lines))
-
-
 @pytest.fixture(scope="module")
-def frontend() -> Iterator[Frontend]:
-    logger.remove()  # thousands of requests: keep their lines out of the captured output
-    settings_ = FrontendSettings(workers=("http://worker",), max_body_bytes=4096)
-    client = httpx.AsyncClient(transport=httpx.MockTransport(_worker))
-    yield Frontend(settings_, dispatcher=Dispatcher(settings_, client=client))
-    logger.add(sys.stderr)
+def settings_(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrontendSettings]:
+    worker = _spawn(["worker"], tmp_path_factory.mktemp("property-worker"), "worker")
+    try:
+        wait_until_serving(worker.url, worker.process, timeout=60, path="/health")
+        logger.remove()  # thousands of requests: keep their lines out of the captured output
+        yield FrontendSettings(workers=(worker.url,), max_body_bytes=4096)
+    finally:
+        logger.add(sys.stderr)
+        stop_process(worker.process, grace=5)
 
 
 def _error_shape_ok(path: str, body: Any) -> bool:
@@ -93,15 +88,20 @@ def _error_shape_ok(path: str, body: Any) -> bool:
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(body=BODIES)
 def test_any_body_gets_a_success_or_a_4xx_in_the_apis_shape(
-    frontend: Frontend, api: Any, body: bytes
+    settings_: FrontendSettings, api: Any, body: bytes
 ) -> None:
+    # One frontend per example: its worker connections belong to the example's event loop.
+    frontend = Frontend(settings_)
     app = create_frontend_app(tracing=TracingSettings(log_lifecycle=False), frontend=frontend)
 
     async def post() -> httpx.Response:
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://fe") as client:
-            return await client.post(api.path, content=body,
-                                     headers={"content-type": "application/json"})
+        try:
+            async with httpx.AsyncClient(transport=transport, base_url="http://fe") as client:
+                return await client.post(api.path, content=body,
+                                         headers={"content-type": "application/json"})
+        finally:
+            await frontend.aclose()
 
     response = asyncio.run(post())
     event(f"status {response.status_code}")
