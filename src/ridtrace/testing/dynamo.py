@@ -13,12 +13,12 @@ starts), and a few torn lines are mixed in, as real incident logs have them.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 from ridtrace.contract import UNLINKED_REQUEST, UNLINKED_RESPONSE
+from ridtrace.testing.ids import IdMaker
 
 _BASE = datetime(2026, 10, 2, 14, 0, 0, tzinfo=timezone.utc)
 _LINES_PER_REQUEST = 9.0  # average, used to size benchmarks
@@ -72,26 +72,10 @@ _ENGINE = (
 )
 
 
-class _Gen:
+class _Gen(IdMaker):
     def __init__(self, spec: DynamoSpec) -> None:
+        super().__init__(spec.seed, _BASE)
         self.spec = spec
-        self.rng = random.Random(spec.seed)
-        self._seconds: dict[int, str] = {}
-
-    def hex(self, digits: int) -> str:
-        return f"{self.rng.getrandbits(digits * 4):0{digits}x}"
-
-    def uuid(self) -> str:
-        h = self.hex(32)
-        return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:32]}"
-
-    def ts(self, us: int) -> str:
-        sec, frac = divmod(us, 1_000_000)
-        prefix = self._seconds.get(sec)
-        if prefix is None:
-            prefix = (_BASE + timedelta(seconds=sec)).strftime("%Y-%m-%dT%H:%M:%S")
-            self._seconds[sec] = prefix
-        return f"{prefix}.{frac:06d}Z"
 
 
 def _ctx(rid: str, xrid: str | None, span: str, name: str, trace: str) -> str:

@@ -9,9 +9,8 @@ can assert that the analyzer finds all of them and invents none. Keys: the reque
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 from ridtrace.contract import (
@@ -29,6 +28,7 @@ from ridtrace.contract import (
     WORKER_START,
 )
 from ridtrace.frontend_plugin import dispatch, routes, worker
+from ridtrace.testing.ids import IdMaker
 from ridtrace.tracing import deprecation, middleware
 
 _BASE = datetime(2026, 11, 29, 10, 0, 0, tzinfo=timezone.utc)
@@ -103,28 +103,12 @@ def requests_for_lines(lines: int, *, engine_noise: bool = False) -> int:
     return max(1, int(lines / per_request))
 
 
-class _Gen:
+class _Gen(IdMaker):
     def __init__(self, spec: SynthSpec) -> None:
+        super().__init__(spec.seed, _BASE)
         self.spec = spec
-        self.rng = random.Random(spec.seed)
         self.truth_expected: set[tuple[str, str]] = set()
         self.warned: set[tuple[str, str]] = set()
-        self._seconds: dict[int, str] = {}
-
-    def hex(self, digits: int) -> str:
-        return f"{self.rng.getrandbits(digits * 4):0{digits}x}"
-
-    def uuid(self) -> str:
-        h = self.hex(32)
-        return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-a{h[17:20]}-{h[20:32]}"
-
-    def ts(self, us: int) -> str:
-        sec, frac = divmod(us, 1_000_000)
-        prefix = self._seconds.get(sec)
-        if prefix is None:
-            prefix = (_BASE + timedelta(seconds=sec)).strftime("%Y-%m-%dT%H:%M:%S")
-            self._seconds[sec] = prefix
-        return f"{prefix}.{frac:06d}Z"
 
     def normal(self, i: int, t0: int) -> _Req:
         rng = self.rng

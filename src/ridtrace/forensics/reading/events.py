@@ -8,18 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from typing import cast
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ridtrace.forensics.reading.files import read_source
+from ridtrace.forensics.reading.files import read_all
 from ridtrace.forensics.reading.inputs import Source, expand_inputs
 from ridtrace.forensics.reading.schema import EVENT_CATEGORY_COLUMNS, EVENT_COLUMNS, TIME_TYPE
 from ridtrace.forensics.reading.stats import ReadStats
-from ridtrace.forensics.reading.table import LogTable, Window, connect
+from ridtrace.forensics.reading.table import LogTable, Window
 
 Progress = Callable[[int], None]
 
@@ -88,10 +87,6 @@ def _events_table(table: LogTable, file_id: int) -> pa.Table:
     return pa.Table.from_arrays(arrays, names=list(EVENT_COLUMNS))
 
 
-def _events_of(table: LogTable, *, file_id: int) -> tuple[pa.Table, int]:
-    return _events_table(table, file_id), table.window_lines
-
-
 def read_sources(
     sources: Sequence[Source],
     *,
@@ -107,27 +102,13 @@ def read_sources(
     client, route, …). The other lines are still counted and checked. With
     `since`/`until`, `LoadedLogs.window_lines` counts the valid lines in that window.
     """
-    stats = ReadStats()
-    window = to_window(since, until)
-    pieces: list[pa.Table] = []
-    in_window = 0
-    con = connect()
-    try:
-        for file_id, src in enumerate(sources):
-            got = read_source(
-                con, src, partial(_events_of, file_id=file_id),
-                stats=stats, lean=lean, window=window, on_bytes=on_bytes,
-            )
-            if got is not None:
-                pieces.append(got[0])
-                in_window += got[1]
-    finally:
-        con.close()
+    read = read_all(sources, _events_table, lean=lean, window=to_window(since, until),
+                    on_bytes=on_bytes)
     names = [src.name for src in sources]
-    events = pa.concat_tables(pieces) if pieces else empty_events_table()
+    events = pa.concat_tables(read.results) if read.results else empty_events_table()
     return LoadedLogs(
-        events=events_frame(events, names), stats=stats, files=names,
-        window_lines=in_window if window is not None else None,
+        events=events_frame(events, names), stats=read.stats, files=names,
+        window_lines=read.window_lines,
     )
 
 

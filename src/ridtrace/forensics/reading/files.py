@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, TypeVar
+from typing import BinaryIO, Generic, TypeVar
 
 import duckdb
 
@@ -32,7 +33,7 @@ from ridtrace.forensics.reading.lines import (
     newline_chunks,
 )
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
-from ridtrace.forensics.reading.table import LogTable, Window
+from ridtrace.forensics.reading.table import LogTable, Window, connect
 
 Progress = Callable[[int], None]
 T = TypeVar("T")
@@ -180,3 +181,44 @@ def parse(
     return LogTable(
         con, str(path), resolved, fetch, name=name, stats=stats, lean=lean, window=window
     )
+
+
+@dataclass
+class ReadAll(Generic[T]):
+    """What `read_all` collected: one result per source read, the counters, the window."""
+
+    results: list[T]
+    stats: ReadStats
+    window_lines: int | None
+
+
+def read_all(
+    sources: Sequence[Source],
+    use: Callable[[LogTable, int], T],
+    *,
+    lean: bool,
+    window: Window | None = None,
+    on_bytes: Progress | None = None,
+) -> ReadAll[T]:
+    """`use(table, file_id)` for every source read, on one DuckDB connection.
+
+    Ignored and unreadable sources give no result; they are in the counters.
+    """
+    stats = ReadStats()
+    results: list[T] = []
+    in_window = 0
+    con = connect()
+    try:
+        for file_id, src in enumerate(sources):
+
+            def apply(table: LogTable, file_id: int = file_id) -> tuple[T, int]:
+                return use(table, file_id), table.window_lines
+
+            got = read_source(con, src, apply, stats=stats, lean=lean, window=window,
+                              on_bytes=on_bytes)
+            if got is not None:
+                results.append(got[0])
+                in_window += got[1]
+    finally:
+        con.close()
+    return ReadAll(results, stats, in_window if window is not None else None)

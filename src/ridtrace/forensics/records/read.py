@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 
 import pandas as pd
 
 from ridtrace.forensics.reading.events import to_window
-from ridtrace.forensics.reading.files import read_source
+from ridtrace.forensics.reading.files import read_all
 from ridtrace.forensics.reading.inputs import Source
 from ridtrace.forensics.reading.stats import ReadStats
-from ridtrace.forensics.reading.table import LogTable, connect
+from ridtrace.forensics.reading.table import LogTable
 from ridtrace.forensics.records.partials import partial_frame
 
 Progress = Callable[[int], None]
@@ -47,27 +46,7 @@ def read_partials(
     until: pd.Timestamp | None = None,
 ) -> LoadedRequests:
     """What `analyze` reads: per-span rows of every source's evidence lines."""
-    stats = ReadStats()
-    window = to_window(since, until)
-    partials: list[pd.DataFrame] = []
-    in_window = 0
-    con = connect()
-    try:
-        for file_id, src in enumerate(sources):
-            got = read_source(
-                con, src, partial(_spans_of, file_id=file_id),
-                stats=stats, lean=True, window=window, on_bytes=on_bytes,
-            )
-            if got is not None:
-                partials.append(got[0])
-                in_window += got[1]
-    finally:
-        con.close()
-    return LoadedRequests(
-        partials, stats, [src.name for src in sources],
-        window_lines=in_window if window is not None else None,
-    )
-
-
-def _spans_of(table: LogTable, *, file_id: int) -> tuple[pd.DataFrame, int]:
-    return partial_of(table, file_id, file_id), table.window_lines
+    read = read_all(sources, lambda table, file_id: partial_of(table, file_id, file_id),
+                    lean=True, window=to_window(since, until), on_bytes=on_bytes)
+    return LoadedRequests(read.results, read.stats, [src.name for src in sources],
+                          window_lines=read.window_lines)
