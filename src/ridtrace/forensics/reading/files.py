@@ -8,9 +8,11 @@ on the way, so every source takes the same parse.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Generic, TypeVar
@@ -200,25 +202,44 @@ def read_all(
     window: Window | None = None,
     on_bytes: Progress | None = None,
 ) -> ReadAll[T]:
-    """`use(table, file_id)` for every source read, on one DuckDB connection.
+    """`use(table, file_id)` for every source read; sources are read side by side.
 
+    DuckDB numbers a file's rows in order, which keeps one file's scan on one thread;
+    reading several files at once, each on its own cursor, uses the other cores. Counters
+    merge in source order, so samples come out as a one-by-one read gives them.
     Ignored and unreadable sources give no result; they are in the counters.
     """
-    stats = ReadStats()
+    con = connect()
+
+    def one(file_id: int, src: Source) -> tuple[tuple[T, int] | None, ReadStats]:
+        stats = ReadStats()
+        cursor = con.cursor()
+        try:
+            got = read_source(
+                cursor, src, lambda table: (use(table, file_id), table.window_lines),
+                stats=stats, lean=lean, window=window, on_bytes=on_bytes,
+            )
+        finally:
+            cursor.close()
+        return got, stats
+
+    total = ReadStats()
     results: list[T] = []
     in_window = 0
-    con = connect()
     try:
-        for file_id, src in enumerate(sources):
-
-            def apply(table: LogTable, file_id: int = file_id) -> tuple[T, int]:
-                return use(table, file_id), table.window_lines
-
-            got = read_source(con, src, apply, stats=stats, lean=lean, window=window,
-                              on_bytes=on_bytes)
-            if got is not None:
-                results.append(got[0])
-                in_window += got[1]
+        width = max(1, min(len(sources), os.cpu_count() or 1, _PARALLEL_FILES))
+        with ThreadPoolExecutor(max_workers=width, thread_name_prefix="ridtrace-read") as pool:
+            jobs = [pool.submit(one, file_id, src) for file_id, src in enumerate(sources)]
+            for job in jobs:
+                got, stats = job.result()
+                total.merge(stats)
+                if got is not None:
+                    results.append(got[0])
+                    in_window += got[1]
     finally:
         con.close()
-    return ReadAll(results, stats, in_window if window is not None else None)
+    return ReadAll(results, total, in_window if window is not None else None)
+
+
+# Files read at once: enough to fill this machine's cores, few enough to bound memory.
+_PARALLEL_FILES = 4
