@@ -11,7 +11,7 @@ import re
 import signal
 from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -85,6 +85,46 @@ class _StopFlag:
 
     def __call__(self) -> bool:
         return self.stopped
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def follow_options(func: F) -> F:
+    """--follow and the options that only mean something with it."""
+    options = (
+        click.option("--follow", is_flag=True,
+                     help="Watch the inputs grow; print each error finding as it is proven."),
+        click.option("--from-start", is_flag=True,
+                     help="With --follow: read the existing lines first (default: the end)."),
+        click.option("--window", metavar="DURATION",
+                     help="With --follow: log time a request is held, e.g. 10m (default)."),
+        click.option("--poll-interval", metavar="DURATION",
+                     help="With --follow: pause between polls when idle (default 0.25s)."),
+        click.option("--fail-fast", is_flag=True,
+                     help="With --follow: exit 1 at the first error finding."),
+    )
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def follow_command(
+    paths: tuple[str, ...], *, follow: bool, fmt: str, output: Any, since: Any, until: Any,
+    engine: str, from_start: bool, window: str | None, interval: str | None, fail_fast: bool,
+    allow_incomplete: bool, quiet: bool,
+) -> int:
+    """Check the --follow options (usage errors exit 2), then follow."""
+    if not follow:
+        raise click.UsageError(
+            "--from-start, --window, --poll-interval and --fail-fast need --follow"
+        )
+    check_follow_options(fmt=fmt, output=output, since=since, until=until, engine=engine)
+    return run_follow(
+        paths, fmt=fmt, from_start=from_start, window=window or "10m",
+        interval=interval or "0.25s", fail_fast=fail_fast,
+        allow_incomplete=allow_incomplete, quiet=quiet,
+    )
 
 
 def run_follow(

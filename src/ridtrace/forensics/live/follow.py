@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ridtrace.contract import FINDING_KINDS, SEVERITY
-from ridtrace.forensics.live.parse import EventBatch, parse_chunk, to_batch
+from ridtrace.forensics.live.parse import parse_chunk, span_rows
 from ridtrace.forensics.live.rules import Finding, LiveRules
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.stats import ReadStats, incomplete_reasons
@@ -57,7 +57,7 @@ class Follower:
             (chunk.name, *parse_chunk(self._con, chunk, self.stats, self._staged))
             for chunk in chunks
         ]
-        batch: EventBatch = to_batch(parts)
+        batch = span_rows(self._con, parts)
         self.polls += 1
         return self.rules.feed(batch), more
 
@@ -68,12 +68,19 @@ class Follower:
         stop: Callable[[], bool],
         sleep: Callable[[float], Any] = time.sleep,
     ) -> None:
-        """Poll until `stop()` or until `on_finding` returns False (e.g. --fail-fast)."""
-        while not stop():
+        """Poll until `stop()` or until `on_finding` returns False (e.g. --fail-fast).
+
+        After `stop()` turns true one more round reads what is already written, so a
+        summary taken after a signal covers every line written before it.
+        """
+        while True:
+            stopping = stop()  # the round after a signal drains what is already written
             findings, more = self.poll()
             for finding in findings:
                 if not on_finding(finding):
                     return
+            if stopping:
+                return
             if not more and not stop():
                 sleep(self.settings.interval)
 

@@ -12,36 +12,23 @@ Each finding is emitted once, when the logs make it certain:
 - ``unlinked``: a ``response.unlinked`` event (Dynamo's Unlinked errors included) or a
   ``stream.foreign_chunk``, when seen.
 
-Evaluation runs once per batch, after all its events: a span's side or parent seen
+A batch's events arrive collapsed to one row per span (`parse.span_rows`), and the
+rules are evaluated once per batch, after all its rows: a span's side or parent seen
 later in the same batch is known before it is judged.
 """
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
 
-from ridtrace.contract import (
-    FOREIGN_CHUNK,
-    OUTCOME_OK,
-    REQUEST_END,
-    REQUEST_START,
-    RESPONSE_UNLINKED,
-    SEVERITY,
-    SPAN_CLOSED,
-    WORKER,
-    WORKER_END,
-    WORKER_ERROR,
-    WORKER_REFUSED,
-    WORKER_START,
-)
-from ridtrace.forensics.live.parse import COLUMNS, EventBatch
+from ridtrace.contract import OUTCOME_OK, RESPONSE_UNLINKED, SEVERITY, WORKER
+from ridtrace.forensics.live.parse import COLUMNS, SpanRows
 from ridtrace.forensics.live.spans import Cluster, Span, WindowState
 
 Finding = dict[str, Any]
-_CLOSING = frozenset({REQUEST_END, SPAN_CLOSED, WORKER_END, WORKER_ERROR, WORKER_REFUSED})
-_STARTING = frozenset({REQUEST_START, WORKER_START})
 
 
 def iso_us(us: int) -> str:
@@ -72,56 +59,63 @@ class LiveRules:
         self.spans_seen = 0
         self.callers_seen = 0
 
-    def feed(self, batch: EventBatch) -> list[Finding]:
-        """Take a batch of events (time order); return the findings it made certain."""
+    def feed(self, batch: SpanRows) -> list[Finding]:
+        """Take a batch (per-span rows in first-line order); return what it made certain."""
+        # The window holds up to millions of small objects: a cyclic GC pass per few
+        # hundred new spans would walk them all (it cost 10× the rules themselves).
+        # Eviction breaks every cycle the state makes, so reference counting frees it.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._feed(batch)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _feed(self, batch: SpanRows) -> list[Finding]:
         state, spans = self.state, self.state.spans
         found: list[Finding] = []
         clusters: list[Cluster] = []
         fronts: list[Span] = []
-        times, lines, files = batch.time.tolist(), batch.line.tolist(), batch.file
         rows = zip(*(batch.columns[c] for c in COLUMNS), strict=True)
-        for i, (event, side, rid, xrid, trace, span_id, parent, outcome, fp_in, fp_out,
-                error, message, chunk_rid) in enumerate(rows):
-            if span_id is None:
-                continue
-            t, line = times[i], lines[i]
+        for (trace, span_id, file, first_line, last_line, t0, t1, rid, xrid, parent, fp_in,
+             fp_out, outcome, worker, closing, request_end, worker_end, flag_event,
+             flag_text, flag_chunk, flag_line) in rows:
             key = (trace, span_id)
             span = spans.get(key)
             if span is None:
-                span = self._new_span(key, files[i], line, t, parent)
+                span = self._new_span(key, file, first_line, t0, parent)
             else:
                 spans.move_to_end(key)
-                span.last_line = line
-                if t > span.last:
-                    span.last = t
-            if side == WORKER:
+            span.last_line = last_line
+            if t1 > span.last:
+                span.last = t1
+            if worker:
                 span.side = WORKER
-            if xrid is not None and span.x_request_id is None:
+            if span.x_request_id is None:
                 span.x_request_id = xrid
-            if fp_in is not None and span.fp_in is None:
+            if span.fp_in is None:
                 span.fp_in = fp_in
-            if fp_out is not None and span.fp_out is None:
+            if span.fp_out is None:
                 span.fp_out = fp_out
-            if outcome is not None and span.outcome is None:
+            if span.outcome is None:
                 span.outcome = outcome
             if rid is not None and rid != span.request_id:
                 clusters.append(state.join(span, rid))
             elif span.cluster is not None and span.last > span.cluster.max_end:
                 span.cluster.max_end = span.last
-            if event is None or event in _STARTING:
-                continue
-            if event == RESPONSE_UNLINKED or event == FOREIGN_CHUNK:
-                found.extend(self._unlinked(span, event, error, message, chunk_rid, line))
-            if event == WORKER_END:
+            if flag_event is not None:
+                found.extend(self._unlinked(span, flag_event, flag_text, flag_chunk, flag_line))
+            if worker_end:
                 self._worker_output(span, fronts)
-            if event in _CLOSING:
+            if closing:
                 self._close(span, fronts)
-                if event == REQUEST_END and span.side != WORKER:
+                if request_end and span.side != WORKER:
                     fronts.append(span)
         found.extend(self._duplicates(clusters))
         found.extend(self._crossed(fronts))
-        if len(batch):
-            state.watermark = max(state.watermark, int(batch.time[-1]))
+        if batch.rows:
+            state.watermark = max(state.watermark, batch.watermark)
             state.evict()
         for item in found:
             self.counts[item["kind"]] += 1
@@ -162,13 +156,13 @@ class LiveRules:
                 front.waiting = False
                 fronts.append(front)
 
-    def _unlinked(self, span: Span, event: str, error: str | None, message: str | None,
-                  chunk_rid: str | None, line: int) -> list[Finding]:
+    def _unlinked(self, span: Span, event: str, text: str | None, chunk_rid: str | None,
+                  line: int) -> list[Finding]:
         if span.unlinked_done:
             return []
         span.unlinked_done = True
         if event == RESPONSE_UNLINKED:
-            detail = error or message or event
+            detail = text or event
         else:
             detail = (f"a worker chunk for request {chunk_rid} reached this caller's stream; "
                       "it was not forwarded and the stream ended with an error")
@@ -176,13 +170,13 @@ class LiveRules:
 
     def _duplicates(self, clusters: list[Cluster]) -> list[Finding]:
         found: list[Finding] = []
-        for cluster in clusters:
+        for cluster in dict.fromkeys(clusters):
             if cluster.reported or len(cluster.members) < 2:
                 continue
+            if len({m.caller() for m in cluster.members}) < 2:
+                continue  # one caller: its worker spans and retries
             members = sorted(cluster.members, key=lambda m: m.start)
             callers = list(dict.fromkeys(m.caller() for m in members))
-            if len(callers) < 2:
-                continue
             cluster.reported = True
             first = members[0]
             detail = (f"{len(callers)} requests held request_id {cluster.request_id} at "
