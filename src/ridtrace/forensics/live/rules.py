@@ -102,8 +102,9 @@ class LiveRules:
                 span.outcome = outcome
             if rid is not None and rid != span.request_id:
                 clusters.append(state.join(span, rid))
-            elif span.cluster is not None and span.last > span.cluster.max_end:
-                span.cluster.max_end = span.last
+            for cluster in span.clusters:
+                if span.last > cluster.max_end:
+                    cluster.max_end = span.last
             if flag_event is not None:
                 found.extend(self._unlinked(span, flag_event, flag_text, flag_chunk, flag_line))
             if worker_end:

@@ -47,7 +47,9 @@ class Span:
     outcome: str | None = None
     closed: bool = False
     open_children: int = 0
-    cluster: Cluster | None = None
+    # Every cluster it belongs to: a span that moves to another id (the legacy policy
+    # re-keys a request) still held the old one in flight, so it stays a member there.
+    clusters: list[Cluster] = field(default_factory=list)
     paired: bool = False
     waiting: bool = False
     crossed_done: bool = False
@@ -81,22 +83,22 @@ class WindowState:
     open_at_edge: int = 0
 
     def join(self, span: Span, request_id: str) -> Cluster:
-        """Move `span` to `request_id`'s cluster (a new one if it overlaps nothing held)."""
-        old = span.cluster
-        if old is not None:
-            old.members.remove(span)
-            if not old.members and self.clusters.get(old.request_id) is old:
-                del self.clusters[old.request_id]
+        """Add `span` to `request_id`'s cluster (a new one if it overlaps nothing held)."""
         span.request_id = request_id
         cluster = self.clusters.get(request_id)
+        if cluster is not None and cluster in span.clusters:
+            return cluster  # back to an id it held: already counted there
+        # Overlap as the batch rule sees it, plus: a caller's worker span belongs with
+        # its caller, even when it outlives every span of the cluster (a detached pump).
         if cluster is None or not (
-            span.start < cluster.max_end or any(not m.closed for m in cluster.members)
+            span.start < cluster.max_end
+            or any(not m.closed or m.caller() == span.caller() for m in cluster.members)
         ):
             cluster = Cluster(request_id, max_end=span.last)
             self.clusters[request_id] = cluster
         cluster.members.append(span)
         cluster.max_end = max(cluster.max_end, span.last)
-        span.cluster = cluster
+        span.clusters.append(cluster)
         return cluster
 
     def add_pair(self, span: Span) -> None:
@@ -127,8 +129,7 @@ class WindowState:
     def _forget(self, span: Span) -> None:
         if not span.closed:
             self.open_at_edge += 1  # still open at the window's edge: counted, not judged
-        cluster = span.cluster
-        if cluster is not None:
+        for cluster in span.clusters:
             cluster.members.remove(span)
             if not cluster.members and self.clusters.get(cluster.request_id) is cluster:
                 del self.clusters[cluster.request_id]
@@ -145,7 +146,8 @@ class WindowState:
                 fronts.remove(span)
             if not fronts:
                 self.waiting.pop(span.fp_out, None)
-        span.parent_span = span.cluster = None
+        span.parent_span = None
+        span.clusters = []
 
     def size(self) -> int:
         """Entries held: spans plus index entries (what memory follows)."""

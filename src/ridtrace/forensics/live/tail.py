@@ -68,9 +68,9 @@ class Identities:
         for known in self._known:
             if _stem(known.path) != stem or known.path == path:
                 continue
-            if head.startswith(known.head) or known.head.startswith(head):
-                if best is None or len(known.head) > len(best.head):
-                    best = known
+            same = head.startswith(known.head) or known.head.startswith(head)
+            if same and (best is None or len(known.head) > len(best.head)):
+                best = known
         if best is not None:
             return best
         fresh = Identity(head=head, path=path)
