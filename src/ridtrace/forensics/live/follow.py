@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from ridtrace.contract import FINDING_KINDS, SEVERITY
 from ridtrace.forensics.live.parse import parse_chunk, span_rows
 from ridtrace.forensics.live.rules import Finding, LiveRules
@@ -48,18 +51,27 @@ class Follower:
         self._tmp = tempfile.TemporaryDirectory(prefix="ridtrace-follow-")
         self._staged = Path(self._tmp.name) / "chunk.jsonl"
         self.polls = 0
+        self._latest: dict[str, int] = {}
 
     def poll(self) -> tuple[list[Finding], bool]:
         """One round: the findings it made certain, and whether data is still pending."""
         self.watch.discover()
         chunks, more = self.watch.read(self.settings.max_bytes)
-        parts = [
-            (chunk.name, *parse_chunk(self._con, chunk, self.stats, self._staged))
-            for chunk in chunks
-        ]
+        parts = []
+        for chunk in chunks:
+            rows, lines = parse_chunk(self._con, chunk, self.stats, self._staged)
+            if rows.num_rows:
+                latest = pc.max(rows["time"]).cast(pa.int64()).as_py()
+                self._latest[chunk.name] = max(self._latest.get(chunk.name, 0), latest or 0)
+            parts.append((chunk.name, rows, lines))
         batch = span_rows(self._con, parts)
+        # Files with more to read are only known up to their latest line so far.
+        marks = {
+            tail.name: self._latest.get(tail.name, 0)
+            for tail in self.watch.tails.values() if not tail.at_eof
+        }
         self.polls += 1
-        return self.rules.feed(batch), more
+        return self.rules.feed(batch, marks), more
 
     def run(
         self,

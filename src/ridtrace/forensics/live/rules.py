@@ -59,8 +59,14 @@ class LiveRules:
         self.spans_seen = 0
         self.callers_seen = 0
 
-    def feed(self, batch: SpanRows) -> list[Finding]:
-        """Take a batch (per-span rows in first-line order); return what it made certain."""
+    def feed(self, batch: SpanRows, file_marks: dict[str, int] | None = None) -> list[Finding]:
+        """Take a batch (per-span rows in first-line order); return what it made certain.
+
+        `file_marks` gives, for each file not read to its end, the log time it has been
+        read up to; judgements that a lagging file could still change wait for it.
+        """
+        if file_marks is not None:
+            self.state.file_marks = file_marks
         # The window holds up to millions of small objects: a cyclic GC pass per few
         # hundred new spans would walk them all (it cost 10× the rules themselves).
         # Eviction breaks every cycle the state makes, so reference counting frees it.
@@ -113,10 +119,11 @@ class LiveRules:
                 self._close(span, fronts)
                 if request_end and span.side != WORKER:
                     fronts.append(span)
+        if batch.rows:
+            state.watermark = max(state.watermark, batch.watermark)
         found.extend(self._duplicates(clusters))
         found.extend(self._crossed(fronts))
         if batch.rows:
-            state.watermark = max(state.watermark, batch.watermark)
             state.evict()
         for item in found:
             self.counts[item["kind"]] += 1
@@ -170,15 +177,24 @@ class LiveRules:
         return [_finding("unlinked", span, span.start, detail, [(span.file, line)])]
 
     def _duplicates(self, clusters: list[Cluster]) -> list[Finding]:
+        state = self.state
         found: list[Finding] = []
-        for cluster in dict.fromkeys(clusters):
+        todo = dict.fromkeys(state.pending_clusters + clusters)
+        state.pending_clusters = []
+        for cluster in todo:
             if cluster.reported or len(cluster.members) < 2:
                 continue
             if len({m.caller() for m in cluster.members}) < 2:
                 continue  # one caller: its worker spans and retries
             members = sorted(cluster.members, key=lambda m: m.start)
-            callers = list(dict.fromkeys(m.caller() for m in members))
+            verdict = self._overlapping_callers(members)
+            if verdict is None:
+                state.pending_clusters.append(cluster)  # a lagging file may still end one
+                continue
+            if not verdict:
+                continue
             cluster.reported = True
+            callers = list(dict.fromkeys(m.caller() for m in members))
             first = members[0]
             detail = (f"{len(callers)} requests held request_id {cluster.request_id} at "
                       f"overlapping times (callers {', '.join(callers)})")
@@ -189,10 +205,26 @@ class LiveRules:
             found.append(item)
         return found
 
+    def _overlapping_callers(self, members: list[Span]) -> bool | None:
+        """Two distinct callers certainly in flight together (None: not known yet)."""
+        unknown = False
+        for j, second in enumerate(members):
+            for first in members[:j]:
+                if first.caller() == second.caller():
+                    continue
+                overlap = self.state.overlap(first, second)
+                if overlap:
+                    return True
+                unknown = unknown or overlap is None
+        return None if unknown else False
+
     def _crossed(self, fronts: list[Span]) -> list[Finding]:
         state = self.state
         found: list[Finding] = []
-        for front in dict.fromkeys(fronts):
+        todo = dict.fromkeys(state.pending_fronts + fronts)
+        state.pending_fronts = []
+        caught_up = state.caught_up_to()
+        for front in todo:
             if (front.crossed_done or front.side == WORKER or not front.closed
                     or front.fp_in is None or front.fp_out is None):
                 continue
@@ -205,6 +237,9 @@ class LiveRules:
                 continue
             if front.open_children > 0:
                 continue  # its own worker may still show the same pair
+            if caught_up < front.last:
+                state.pending_fronts.append(front)  # a lagging file may hold its own work
+                continue
             front.crossed_done = True
             detail = (
                 f"caller span {front.span_id} (fp_in {front.fp_in}) was delivered fp_out "

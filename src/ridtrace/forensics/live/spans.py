@@ -81,6 +81,28 @@ class WindowState:
     waiting: dict[str, list[Span]] = field(default_factory=dict)
     watermark: int = 0
     open_at_edge: int = 0
+    # Per file: the log time it has been read up to (absent: read to its end). A span
+    # is certainly still open at time t only if its file was read past t without its end.
+    file_marks: dict[str, int] = field(default_factory=dict)
+    # Judgements the files read so far cannot settle yet: tried again every batch.
+    pending_clusters: list[Cluster] = field(default_factory=list)
+    pending_fronts: list[Span] = field(default_factory=list)
+
+    def read_up_to(self, file: str) -> int:
+        """The log time `file` is known up to (the latest time seen when it is caught up)."""
+        return self.file_marks.get(file, self.watermark)
+
+    def caught_up_to(self) -> int:
+        """The log time every file has been read up to."""
+        return min(self.file_marks.values(), default=self.watermark)
+
+    def overlap(self, first: Span, second: Span) -> bool | None:
+        """Did `first` (started no later) still run when `second` started? None: not known yet."""
+        if first.last > second.start:
+            return True
+        if first.closed:
+            return False
+        return True if self.read_up_to(first.file) >= second.start else None
 
     def join(self, span: Span, request_id: str) -> Cluster:
         """Add `span` to `request_id`'s cluster (a new one if it overlaps nothing held)."""
@@ -140,6 +162,7 @@ class WindowState:
                 del self.pairs[pair]
         if span.fp_out is not None and self.produced.get(span.fp_out) is span:
             del self.produced[span.fp_out]
+        span.closed = span.crossed_done = True  # gone: nothing pending waits for it
         if span.waiting and span.fp_out is not None:
             fronts = self.waiting.get(span.fp_out, [])
             if span in fronts:

@@ -106,6 +106,7 @@ class FileTail:
         self.gzip = self._fh.read(2) == GZIP_MAGIC
         self._fh.seek(0)
         self.done = False
+        self.at_eof = False  # the last read reached the end of what is written
         self._decoded: DecodedStream | None = None
         self._gzip_size = -1
         self.tear: str | None = None
@@ -158,6 +159,8 @@ class FileTail:
         data = self._held + data
         cut = data.rfind(b"\n") + 1
         whole, self._held = data[:cut], data[cut:]
+        # A held piece of a line is more to come, at a time not known yet.
+        self.at_eof = self.at_eof and not self._held
         if not whole:
             return None
         first = self.line + 1
@@ -188,9 +191,11 @@ class FileTail:
             self.offset, self.line, self._held, self.identity = 0, 0, b"", None
             self._claim_head()
         if size == self.offset:
+            self.at_eof = not self._held
             return b""
         data = os.pread(self._fh.fileno(), min(max_bytes, size - self.offset), self.offset)
         self.offset += len(data)
+        self.at_eof = self.offset >= size
         return data
 
     def _read_gzip(self, max_bytes: int) -> bytes:
@@ -199,7 +204,8 @@ class FileTail:
             self._fh.seek(0)
             self._decoded = DecodedStream(self._fh)
         data = self._decoded.read(max_bytes)
-        if len(data) >= max_bytes:
+        self.at_eof = len(data) < max_bytes
+        if not self.at_eof:
             return data
         size = os.fstat(self._fh.fileno()).st_size
         if self._decoded.tear is not None and size != self._gzip_size:
