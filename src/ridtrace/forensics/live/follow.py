@@ -82,16 +82,16 @@ class Follower:
     ) -> None:
         """Poll until `stop()` or until `on_finding` returns False (e.g. --fail-fast).
 
-        After `stop()` turns true one more round reads what is already written, so a
-        summary taken after a signal covers every line written before it.
+        After `stop()` turns true, rounds go on until what was already written is read,
+        so a summary taken after a signal covers every line written before it.
         """
         while True:
-            stopping = stop()  # the round after a signal drains what is already written
+            stopping = stop()  # rounds after a signal drain what is already written
             findings, more = self.poll()
             for finding in findings:
                 if not on_finding(finding):
                     return
-            if stopping:
+            if stopping and not more:
                 return
             if not more and not stop():
                 sleep(self.settings.interval)
