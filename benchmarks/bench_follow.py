@@ -59,7 +59,7 @@ def _start_follower(dst: Path, *extra: str) -> tuple[subprocess.Popen[bytes], li
         [sys.executable, "-m", "ridtrace", "analyze", str(dst), "--follow", "--format", "json",
          "--poll-interval", "0.25s", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),  # noqa: PLW1509 (one core)
+        preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
     )
     printed: list[tuple[float, bytes]] = []
 
@@ -79,7 +79,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> tuple[float, float, dict[str, object
     import json
 
     os.kill(proc.pid, signal.SIGTERM)
-    _, status, usage = os.wait4(proc.pid, 0)
+    _, _, usage = os.wait4(proc.pid, 0)
     ended = time.monotonic()
     assert proc.stderr is not None
     summary = json.loads(proc.stderr.read().strip().splitlines()[-1])
@@ -200,7 +200,7 @@ def bench_memory(minutes: float, rate: float) -> None:
     _replay(names, merged, dst, rate)
     done.set()
     sampler.join()
-    _, cpu, summary = _stop(proc)
+    summary = _stop(proc)[2]
     n = len(samples)
     picks = [samples[min(n - 1, int(f * n))] for f in (0.1, 0.25, 0.5, 0.75, 0.9)] + [samples[-1]]
     print(f"memory: {len(merged)} lines, {minutes:g} min of log time replayed in "

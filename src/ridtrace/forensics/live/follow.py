@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,7 @@ class Follower:
         self._tmp = tempfile.TemporaryDirectory(prefix="ridtrace-follow-")
         self._staged = Path(self._tmp.name) / "chunk.jsonl"
         self.polls = 0
+        self.reported: Counter[str] = Counter()  # findings handed to `run`'s caller
         self._latest: dict[str, int] = {}
 
     def poll(self) -> tuple[list[Finding], bool]:
@@ -89,6 +91,7 @@ class Follower:
             stopping = stop()  # rounds after a signal drain what is already written
             findings, more = self.poll()
             for finding in findings:
+                self.reported[finding["kind"]] += 1
                 if not on_finding(finding):
                     return
             if stopping and not more:
@@ -104,8 +107,8 @@ class Follower:
             "requests": rules.callers_seen, "spans": rules.spans_seen,
         }
         for kind in ERROR_KINDS:
-            out[kind] = rules.counts[kind]
-        out["errors"] = sum(rules.counts[k] for k in ERROR_KINDS)
+            out[kind] = self.reported[kind]
+        out["errors"] = sum(self.reported[k] for k in ERROR_KINDS)
         out["open_at_window_edge"] = rules.state.open_at_edge
         out["open_at_exit"] = rules.open_spans()
         out["window_s"] = self.settings.window_s

@@ -20,7 +20,6 @@ later in the same batch is known before it is judged.
 from __future__ import annotations
 
 import gc
-from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
 
@@ -55,7 +54,6 @@ class LiveRules:
 
     def __init__(self, *, window_s: float) -> None:
         self.state = WindowState(window_us=int(window_s * 1e6))
-        self.counts: Counter[str] = Counter()
         self.spans_seen = 0
         self.callers_seen = 0
 
@@ -125,8 +123,6 @@ class LiveRules:
         found.extend(self._crossed(fronts))
         if batch.rows:
             state.evict()
-        for item in found:
-            self.counts[item["kind"]] += 1
         return found
 
     def _new_span(self, key: tuple[str | None, str], file: str, line: int, t: int,
