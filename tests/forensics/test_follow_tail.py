@@ -87,6 +87,18 @@ def test_gzip_copy_of_a_followed_file_is_not_read_again(tmp_path: Path) -> None:
     assert _lines(watch) == []
 
 
+def test_truncated_and_rewritten_past_the_old_size_between_polls(tmp_path: Path) -> None:
+    log = tmp_path / "app.jsonl"
+    log.write_bytes(b"")
+    watch = Watch([str(tmp_path)], ReadStats())
+    watch.discover()
+    log.write_bytes(b'{"old": 1}\n')
+    assert len(_lines(watch)) == 1
+    # Truncated, then more written than was there before, all between two polls.
+    log.write_bytes(b'{"new": 1}\n{"new": 2}\n')
+    assert _lines(watch) == [("app.jsonl", 1, b'{"new": 1}'), ("app.jsonl", 2, b'{"new": 2}')]
+
+
 def test_an_unrelated_gzip_is_read_once(tmp_path: Path) -> None:
     watch = Watch([str(tmp_path)], ReadStats())
     watch.discover()

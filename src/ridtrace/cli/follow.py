@@ -11,9 +11,12 @@ import re
 import signal
 from collections.abc import Callable
 from types import FrameType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from ridtrace.forensics.live.follow import Follower, FollowSettings
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
@@ -167,14 +170,14 @@ def run_follow(
     return 3 if summary["incomplete"] and not allow_incomplete else 0
 
 
-def _announce(follower: Any, settings: Any, *, quiet: bool) -> None:
-    follower.watch.discover()
+def _announce(follower: Follower, settings: FollowSettings, *, quiet: bool) -> None:
+    files, missing = follower.start()
     if quiet:
         return
     where = "from the start" if settings.from_start else "from the end"
     click.echo(
-        f"ridtrace: following {len(follower.watch.tails)} file(s) {where}, window "
+        f"ridtrace: following {files} file(s) {where}, window "
         f"{settings.window_s:g}s; Ctrl-C prints the summary", err=True,
     )
-    for raw in sorted(follower.watch.missing):
+    for raw in missing:
         click.echo(f"ridtrace: waiting for {raw} to appear", err=True)

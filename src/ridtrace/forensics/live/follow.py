@@ -55,6 +55,12 @@ class Follower:
         self.reported: Counter[str] = Counter()  # findings handed to `run`'s caller
         self._latest: dict[str, int] = {}
 
+    def start(self) -> tuple[int, list[str]]:
+        """Look at the inputs once: files followed (from their end unless `from_start`),
+        and the inputs that do not exist yet (waited for)."""
+        self.watch.discover()
+        return len(self.watch.tails), sorted(self.watch.missing)
+
     def poll(self) -> tuple[list[Finding], bool]:
         """One round: the findings it made certain, and whether data is still pending."""
         self.watch.discover()

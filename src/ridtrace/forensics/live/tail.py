@@ -187,7 +187,7 @@ class FileTail:
 
     def _read_plain(self, max_bytes: int) -> bytes:
         size = os.fstat(self._fh.fileno()).st_size
-        if size < self.offset:  # copy-and-truncate: the content starts over
+        if size < self.offset or self._replaced():  # copy-and-truncate: content starts over
             self.offset, self.line, self._held, self.identity = 0, 0, b"", None
             self._claim_head()
         if size == self.offset:
@@ -197,6 +197,15 @@ class FileTail:
         self.offset += len(data)
         self.at_eof = self.offset >= size
         return data
+
+    def _replaced(self) -> bool:
+        """The first lines are no longer those the content was recognised by: truncated,
+        then written past the old size before this poll (a busy copy-and-truncate)."""
+        ident = self.identity
+        if ident is None or self.offset == 0:
+            return False
+        now = os.pread(self._fh.fileno(), len(ident.head), 0)
+        return not (ident.head.startswith(now) or now.startswith(ident.head))
 
     def _read_gzip(self, max_bytes: int) -> bytes:
         """A rotated, compressed file is read once: to its end, then it is done."""
