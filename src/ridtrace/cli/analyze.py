@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ridtrace.cli.engine import dask_report, engine_choice, engine_options
+from ridtrace.cli.follow import follow_command, follow_options
 
 if TYPE_CHECKING:
     from ridtrace.forensics.reading.events import LoadedLogs
@@ -167,6 +168,7 @@ def emit(text: str, output: Path | None) -> None:
 )
 @quiet_option
 @engine_options
+@follow_options
 @click.pass_context
 def analyze(
     ctx: click.Context,
@@ -180,13 +182,27 @@ def analyze(
     engine: str,
     scheduler: str | None,
     partition_size: str | None,
+    follow: bool,
+    from_start: bool,
+    window: str | None,
+    poll_interval: str | None,
+    fail_fast: bool,
 ) -> None:
     """Find crossed streams, duplicate in-flight ids, unlinked responses, client id
     reuse and deprecated headers in frontend and worker logs.
 
     Exit status: 0 no error finding, 1 at least one, 2 bad usage or a missing path,
     3 no error finding but the input was incomplete (incidents may be missing).
+
+    With --follow, watch the logs grow and print each error finding as soon as the
+    logs prove it, one per line, until Ctrl-C or SIGTERM (which print the summary).
     """
+    if follow or from_start or fail_fast or window or poll_interval:
+        ctx.exit(follow_command(
+            paths, follow=follow, fmt=fmt, output=output, since=since, until=until,
+            engine=engine, from_start=from_start, window=window, interval=poll_interval,
+            fail_fast=fail_fast, allow_incomplete=allow_incomplete, quiet=quiet,
+        ))
     from ridtrace.forensics.rules.report import analyze_read, report_csv, report_json
 
     choice = engine_choice(engine, scheduler, partition_size)

@@ -58,6 +58,10 @@ def run_demo(
     console = console or Console()
     out_dir.mkdir(parents=True, exist_ok=True)
     plan = make_plan(count)
+    console.print(
+        "Watch the legacy run live from a second terminal (it waits for the logs):\n"
+        f"  ridtrace analyze {out_dir / 'legacy' / 'logs'} --follow"
+    )
     runs: list[PolicyRun] = []
     for policy in POLICIES:
         hold: Callable[[str], None] | None = None

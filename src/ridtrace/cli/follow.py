@@ -1,0 +1,183 @@
+"""``ridtrace analyze --follow``: live detection, rendered one finding per line.
+
+Thin: check the options, run `ridtrace.forensics.live.follow.Follower`, print each
+finding as it comes, print the summary on SIGINT/SIGTERM (or at --fail-fast).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+from collections.abc import Callable
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from ridtrace.forensics.live.follow import Follower, FollowSettings
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_duration(value: str, name: str) -> float:
+    """``10m``, ``90s``, ``1h``, ``250ms`` or plain seconds → seconds (usage error if bad)."""
+    match = _DURATION.match(value)
+    seconds = float(match.group(1)) * _UNIT_S[match.group(2)] if match else 0.0
+    if seconds <= 0:
+        raise click.BadParameter(f"not a positive duration: {value!r}", param_hint=name)
+    return seconds
+
+
+def check_follow_options(*, fmt: str, output: Any, since: Any, until: Any, engine: str) -> None:
+    """Options that mean nothing for a live run are usage errors (exit 2), not ignored."""
+    if fmt == "csv":
+        raise click.UsageError("--follow prints table or json lines, not csv")
+    for given, name in ((output, "-o/--output"), (since, "--since"), (until, "--until")):
+        if given is not None:
+            raise click.UsageError(f"{name} cannot be used with --follow")
+    if engine != "pandas":
+        raise click.UsageError("--follow runs on one machine: drop --engine dask")
+
+
+def table_line(finding: dict[str, Any]) -> str:
+    """One terminal line: time, kind, request ids, evidence file:line."""
+    evidence = " ".join(f"{e['file']}:{e['line']}" for e in finding["evidence"])
+    return (f"{finding['time']}  {finding['kind']:<19}  request_id={finding['request_id']} "
+            f"x_request_id={finding['x_request_id']}  {evidence}")
+
+
+def summary_text(summary: dict[str, Any]) -> str:
+    """The final table of a followed run."""
+    rows = [
+        ("files", summary["files"]), ("lines", summary["lines"]),
+        ("bad lines", summary["bad_lines"]), ("requests", summary["requests"]),
+        ("spans", summary["spans"]), ("crossed_stream", summary["crossed_stream"]),
+        ("duplicate_in_flight", summary["duplicate_in_flight"]),
+        ("unlinked", summary["unlinked"]), ("errors", summary["errors"]),
+        ("open at window edge", summary["open_at_window_edge"]),
+        ("open at exit", summary["open_at_exit"]),
+    ]
+    width = max(len(name) for name, _ in rows)
+    lines = ["", "summary"] + [f"  {name:<{width}}  {value}" for name, value in rows]
+    for reason in summary["incomplete_reasons"]:
+        lines.append(f"  incomplete: {reason}")
+    return "\n".join(lines)
+
+
+class _StopFlag:
+    """SIGINT and SIGTERM end the loop between polls instead of killing it mid-read."""
+
+    def __init__(self) -> None:
+        self.stopped = False
+        self._old: dict[int, Any] = {}
+
+    def __enter__(self) -> _StopFlag:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.stopped = True
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._old.items():
+            signal.signal(sig, handler)
+
+    def __call__(self) -> bool:
+        return self.stopped
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def follow_options(func: F) -> F:
+    """--follow and the options that only mean something with it."""
+    options = (
+        click.option("--follow", is_flag=True,
+                     help="Watch the inputs grow; print each error finding as it is proven."),
+        click.option("--from-start", is_flag=True,
+                     help="With --follow: read the existing lines first (default: the end)."),
+        click.option("--window", metavar="DURATION",
+                     help="With --follow: log time a request is held, e.g. 10m (default)."),
+        click.option("--poll-interval", metavar="DURATION",
+                     help="With --follow: pause between polls when idle (default 0.25s)."),
+        click.option("--fail-fast", is_flag=True,
+                     help="With --follow: exit 1 at the first error finding."),
+    )
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def follow_command(
+    paths: tuple[str, ...], *, follow: bool, fmt: str, output: Any, since: Any, until: Any,
+    engine: str, from_start: bool, window: str | None, interval: str | None, fail_fast: bool,
+    allow_incomplete: bool, quiet: bool,
+) -> int:
+    """Check the --follow options (usage errors exit 2), then follow."""
+    if not follow:
+        raise click.UsageError(
+            "--from-start, --window, --poll-interval and --fail-fast need --follow"
+        )
+    check_follow_options(fmt=fmt, output=output, since=since, until=until, engine=engine)
+    return run_follow(
+        paths, fmt=fmt, from_start=from_start, window=window or "10m",
+        interval=interval or "0.25s", fail_fast=fail_fast,
+        allow_incomplete=allow_incomplete, quiet=quiet,
+    )
+
+
+def run_follow(
+    paths: tuple[str, ...], *, fmt: str, from_start: bool, window: str, interval: str,
+    fail_fast: bool, allow_incomplete: bool, quiet: bool,
+) -> int:
+    """Follow `paths` until a signal (or the first error with `fail_fast`); the exit code."""
+    from ridtrace.forensics.live.follow import Follower, FollowSettings
+
+    settings = FollowSettings(
+        from_start=from_start, window_s=parse_duration(window, "--window"),
+        interval=parse_duration(interval, "--poll-interval"),
+    )
+    follower = Follower(paths, settings)
+    failed = [False]
+    render: Callable[[dict[str, Any]], str] = (
+        (lambda f: json.dumps(f, separators=(",", ":"))) if fmt == "json" else table_line
+    )
+
+    def on_finding(finding: dict[str, Any]) -> bool:
+        click.echo(render(finding))
+        if finding["severity"] == "error":
+            failed[0] = True
+            return not fail_fast
+        return True
+
+    try:
+        with _StopFlag() as stop:
+            _announce(follower, settings, quiet=quiet)
+            follower.run(on_finding, stop=stop)
+        summary = follower.summary()
+    finally:
+        follower.close()
+    if fmt == "json":
+        click.echo(json.dumps(summary), err=True)
+    else:
+        click.echo(summary_text(summary))
+    if failed[0]:
+        return 1
+    return 3 if summary["incomplete"] and not allow_incomplete else 0
+
+
+def _announce(follower: Follower, settings: FollowSettings, *, quiet: bool) -> None:
+    files, missing = follower.start()
+    if quiet:
+        return
+    where = "from the start" if settings.from_start else "from the end"
+    click.echo(
+        f"ridtrace: following {files} file(s) {where}, window "
+        f"{settings.window_s:g}s; Ctrl-C prints the summary", err=True,
+    )
+    for raw in missing:
+        click.echo(f"ridtrace: waiting for {raw} to appear", err=True)

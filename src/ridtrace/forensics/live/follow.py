@@ -1,0 +1,138 @@
+"""`ridtrace analyze --follow`: poll the inputs, parse what is new, run the live rules.
+
+One poll: find new files, read every followed file's new whole lines, parse each
+file's chunk through the batch read path, put the events of all files in time order
+and feed them to `LiveRules`. Under load a poll reads more per file (up to
+`FollowSettings.max_bytes`) and the next one starts at once; when idle, the loop
+sleeps `interval` seconds between polls.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ridtrace.contract import FINDING_KINDS, SEVERITY
+from ridtrace.forensics.live.parse import parse_chunk, span_rows
+from ridtrace.forensics.live.rules import Finding, LiveRules
+from ridtrace.forensics.live.watch import Watch
+from ridtrace.forensics.reading.stats import ReadStats, incomplete_reasons
+from ridtrace.forensics.reading.table import connect
+
+ERROR_KINDS = tuple(k for k in FINDING_KINDS if SEVERITY[k] == "error")
+
+
+@dataclass(frozen=True)
+class FollowSettings:
+    """How to follow: where to start, the window, the poll interval, the batch size."""
+
+    from_start: bool = False
+    window_s: float = 600.0
+    interval: float = 0.25
+    max_bytes: int = 32 << 20
+
+
+class Follower:
+    """Follows log inputs and yields findings as the logs make them certain."""
+
+    def __init__(self, inputs: Sequence[str], settings: FollowSettings | None = None) -> None:
+        self.settings = settings or FollowSettings()
+        self.stats = ReadStats()
+        self.watch = Watch(inputs, self.stats, from_start=self.settings.from_start)
+        self.rules = LiveRules(window_s=self.settings.window_s)
+        self._con = connect()
+        self._tmp = tempfile.TemporaryDirectory(prefix="ridtrace-follow-")
+        self._staged = Path(self._tmp.name) / "chunk.jsonl"
+        self.polls = 0
+        self.reported: Counter[str] = Counter()  # findings handed to `run`'s caller
+        self._latest: dict[str, int] = {}
+
+    def start(self) -> tuple[int, list[str]]:
+        """Look at the inputs once: files followed (from their end unless `from_start`),
+        and the inputs that do not exist yet (waited for)."""
+        self.watch.discover()
+        return len(self.watch.tails), sorted(self.watch.missing)
+
+    def poll(self) -> tuple[list[Finding], bool]:
+        """One round: the findings it made certain, and whether data is still pending."""
+        self.watch.discover()
+        chunks, more = self.watch.read(self.settings.max_bytes)
+        parts = []
+        for chunk in chunks:
+            rows, lines = parse_chunk(self._con, chunk, self.stats, self._staged)
+            if rows.num_rows:
+                latest = pc.max(rows["time"]).cast(pa.int64()).as_py()
+                self._latest[chunk.name] = max(self._latest.get(chunk.name, 0), latest or 0)
+            parts.append((chunk.name, rows, lines))
+        batch = span_rows(self._con, parts)
+        # Files with more to read are only known up to their latest line so far.
+        marks = {
+            tail.name: self._latest.get(tail.name, 0)
+            for tail in self.watch.tails.values() if not tail.at_eof
+        }
+        self.polls += 1
+        return self.rules.feed(batch, marks), more
+
+    def run(
+        self,
+        on_finding: Callable[[Finding], bool],
+        *,
+        stop: Callable[[], bool],
+        sleep: Callable[[float], Any] = time.sleep,
+    ) -> None:
+        """Poll until `stop()` or until `on_finding` returns False (e.g. --fail-fast).
+
+        After `stop()` turns true, rounds go on until what was already written is read,
+        so a summary taken after a signal covers every line written before it.
+        """
+        while True:
+            stopping = stop()  # rounds after a signal drain what is already written
+            findings, more = self.poll()
+            for finding in findings:
+                self.reported[finding["kind"]] += 1
+                if not on_finding(finding):
+                    return
+            if stopping and not more:
+                return
+            if not more and not stop():
+                sleep(self.settings.interval)
+
+    def summary(self) -> dict[str, Any]:
+        """Counters so far, in the shape of the analyze report's summary where they agree."""
+        stats, rules = self.stats, self.rules
+        out: dict[str, Any] = {
+            "files": stats.files, "lines": stats.lines, "bad_lines": stats.bad_lines,
+            "requests": rules.callers_seen, "spans": rules.spans_seen,
+        }
+        for kind in ERROR_KINDS:
+            out[kind] = self.reported[kind]
+        out["errors"] = sum(self.reported[k] for k in ERROR_KINDS)
+        out["open_at_window_edge"] = rules.state.open_at_edge
+        out["open_at_exit"] = rules.open_spans()
+        out["window_s"] = self.settings.window_s
+        out["bad_line_samples"] = [
+            {"file": s.file, "line": s.line, "reason": s.reason} for s in stats.samples
+        ]
+        out["ignored_files"] = [{"file": n.file, "reason": n.reason} for n in stats.ignored_files]
+        out["unreadable_files"] = [
+            {"file": n.file, "reason": n.reason} for n in stats.unreadable_files
+        ]
+        out["missing_inputs"] = sorted(self.watch.missing)
+        reasons = incomplete_reasons(stats, requests=rules.spans_seen)
+        out["incomplete"] = bool(reasons)
+        out["incomplete_reasons"] = reasons
+        return out
+
+    def close(self) -> None:
+        """Release files, the DuckDB connection and the staging directory."""
+        self.watch.close()
+        self._con.close()
+        self._tmp.cleanup()

@@ -1,0 +1,252 @@
+"""The error rules of `ridtrace.forensics.rules`, evaluated as events arrive.
+
+Each finding is emitted once, when the logs make it certain:
+
+- ``duplicate_in_flight``: a span takes a request_id another caller's span holds while
+  that one is still open (or ended after this one started). As in
+  `rules.overlap.duplicate_in_flight`, callers must be distinct: a worker span, or a
+  span nested in a known one, stands for its caller, so retries are one request.
+- ``crossed_stream``: a caller's ``request.end`` fingerprints and a finished worker
+  output are both in, the caller's (fp_in, fp_out) pair is no worker's own work, and
+  the caller's own worker spans are all closed (`rules.streams.crossed_stream`).
+- ``unlinked``: a ``response.unlinked`` event (Dynamo's Unlinked errors included) or a
+  ``stream.foreign_chunk``, when seen.
+
+A batch's events arrive collapsed to one row per span (`parse.span_rows`), and the
+rules are evaluated once per batch, after all its rows: a span's side or parent seen
+later in the same batch is known before it is judged.
+"""
+
+from __future__ import annotations
+
+import gc
+from datetime import datetime, timezone
+from typing import Any
+
+from ridtrace.contract import OUTCOME_OK, RESPONSE_UNLINKED, SEVERITY, WORKER
+from ridtrace.forensics.live.parse import COLUMNS, SpanRows
+from ridtrace.forensics.live.spans import Cluster, Span, WindowState
+
+Finding = dict[str, Any]
+
+
+def iso_us(us: int) -> str:
+    """Epoch µs as RFC 3339 UTC, as the analyze report writes times."""
+    return datetime.fromtimestamp(us / 1e6, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _finding(kind: str, span: Span, time: int, detail: str,
+             evidence: list[tuple[str, int]], request_id: str | None = None) -> Finding:
+    seen: list[tuple[str, int]] = []
+    for item in evidence:
+        if item[1] >= 0 and item not in seen:
+            seen.append(item)
+    return {
+        "kind": kind, "severity": SEVERITY[kind],
+        "request_id": request_id if request_id is not None else span.request_id,
+        "x_request_id": span.x_request_id, "span_id": span.span_id, "time": iso_us(time),
+        "detail": detail, "evidence": [{"file": f, "line": n} for f, n in seen],
+    }
+
+
+class LiveRules:
+    """Incremental rules over a sliding window of log time."""
+
+    def __init__(self, *, window_s: float) -> None:
+        self.state = WindowState(window_us=int(window_s * 1e6))
+        self.spans_seen = 0
+        self.callers_seen = 0
+
+    def feed(self, batch: SpanRows, file_marks: dict[str, int] | None = None) -> list[Finding]:
+        """Take a batch (per-span rows in first-line order); return what it made certain.
+
+        `file_marks` gives, for each file not read to its end, the log time it has been
+        read up to; judgements that a lagging file could still change wait for it.
+        """
+        if file_marks is not None:
+            self.state.file_marks = file_marks
+        # The window holds up to millions of small objects: a cyclic GC pass per few
+        # hundred new spans would walk them all (it cost 10× the rules themselves).
+        # Eviction breaks every cycle the state makes, so reference counting frees it.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._feed(batch)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _feed(self, batch: SpanRows) -> list[Finding]:
+        state, spans = self.state, self.state.spans
+        found: list[Finding] = []
+        clusters: list[Cluster] = []
+        fronts: list[Span] = []
+        rows = zip(*(batch.columns[c] for c in COLUMNS), strict=True)
+        for (trace, span_id, file, first_line, last_line, t0, t1, rid, xrid, parent, fp_in,
+             fp_out, outcome, worker, closing, request_end, worker_end, flag_event,
+             flag_text, flag_chunk, flag_line) in rows:
+            key = (trace, span_id)
+            span = spans.get(key)
+            if span is None:
+                span = self._new_span(key, file, first_line, t0, parent)
+            else:
+                spans.move_to_end(key)
+            span.last_line = last_line
+            if t1 > span.last:
+                span.last = t1
+            if worker:
+                span.side = WORKER
+            if span.x_request_id is None:
+                span.x_request_id = xrid
+            if span.fp_in is None:
+                span.fp_in = fp_in
+            if span.fp_out is None:
+                span.fp_out = fp_out
+            if span.outcome is None:
+                span.outcome = outcome
+            if rid is not None and rid != span.request_id:
+                clusters.append(state.join(span, rid))
+            for cluster in span.clusters:
+                if span.last > cluster.max_end:
+                    cluster.max_end = span.last
+            if flag_event is not None:
+                found.extend(self._unlinked(span, flag_event, flag_text, flag_chunk, flag_line))
+            if worker_end:
+                self._worker_output(span, fronts)
+            if closing:
+                self._close(span, fronts)
+                if request_end and span.side != WORKER:
+                    fronts.append(span)
+        if batch.rows:
+            state.watermark = max(state.watermark, batch.watermark)
+        found.extend(self._duplicates(clusters))
+        found.extend(self._crossed(fronts))
+        if batch.rows:
+            state.evict()
+        return found
+
+    def _new_span(self, key: tuple[str | None, str], file: str, line: int, t: int,
+                  parent: str | None) -> Span:
+        span = Span(key[0], key[1], file, line, line, t, t, parent=parent)
+        self.state.spans[key] = span
+        self.spans_seen += 1
+        up = self.state.spans.get((key[0], parent)) if parent is not None else None
+        if up is not None:
+            span.parent_span = up
+            up.open_children += 1
+        else:
+            self.callers_seen += 1
+        return span
+
+    def _close(self, span: Span, fronts: list[Span]) -> None:
+        if span.closed:
+            return
+        span.closed = True
+        up = span.parent_span
+        if up is not None:
+            up.open_children -= 1
+            if up.closed and up.open_children <= 0:
+                fronts.append(up)  # its own work is all in: judge it again
+
+    def _worker_output(self, span: Span, fronts: list[Span]) -> None:
+        state = self.state
+        state.add_pair(span)
+        fp_out = span.fp_out
+        if span.outcome != OUTCOME_OK or fp_out is None or span.fp_in is None:
+            return
+        if fp_out not in state.produced:
+            state.produced[fp_out] = span
+            for front in state.waiting.pop(fp_out, []):
+                front.waiting = False
+                fronts.append(front)
+
+    def _unlinked(self, span: Span, event: str, text: str | None, chunk_rid: str | None,
+                  line: int) -> list[Finding]:
+        if span.unlinked_done:
+            return []
+        span.unlinked_done = True
+        if event == RESPONSE_UNLINKED:
+            detail = text or event
+        else:
+            detail = (f"a worker chunk for request {chunk_rid} reached this caller's stream; "
+                      "it was not forwarded and the stream ended with an error")
+        return [_finding("unlinked", span, span.start, detail, [(span.file, line)])]
+
+    def _duplicates(self, clusters: list[Cluster]) -> list[Finding]:
+        state = self.state
+        found: list[Finding] = []
+        todo = dict.fromkeys(state.pending_clusters + clusters)
+        state.pending_clusters = []
+        for cluster in todo:
+            if cluster.reported or len(cluster.members) < 2:
+                continue
+            if len({m.caller() for m in cluster.members}) < 2:
+                continue  # one caller: its worker spans and retries
+            members = sorted(cluster.members, key=lambda m: m.start)
+            verdict = self._overlapping_callers(members)
+            if verdict is None:
+                state.pending_clusters.append(cluster)  # a lagging file may still end one
+                continue
+            if not verdict:
+                continue
+            cluster.reported = True
+            callers = list(dict.fromkeys(m.caller() for m in members))
+            first = members[0]
+            detail = (f"{len(callers)} requests held request_id {cluster.request_id} at "
+                      f"overlapping times (callers {', '.join(callers)})")
+            proof = [(m.file, n) for m in members for n in (m.first_line, m.last_line)]
+            item = _finding("duplicate_in_flight", first, first.start, detail, proof,
+                            request_id=cluster.request_id)
+            item["span_id"] = first.caller()
+            found.append(item)
+        return found
+
+    def _overlapping_callers(self, members: list[Span]) -> bool | None:
+        """Two distinct callers certainly in flight together (None: not known yet)."""
+        unknown = False
+        for j, second in enumerate(members):
+            for first in members[:j]:
+                if first.caller() == second.caller():
+                    continue
+                overlap = self.state.overlap(first, second)
+                if overlap:
+                    return True
+                unknown = unknown or overlap is None
+        return None if unknown else False
+
+    def _crossed(self, fronts: list[Span]) -> list[Finding]:
+        state = self.state
+        found: list[Finding] = []
+        todo = dict.fromkeys(state.pending_fronts + fronts)
+        state.pending_fronts = []
+        caught_up = state.caught_up_to()
+        for front in todo:
+            if (front.crossed_done or front.side == WORKER or not front.closed
+                    or front.fp_in is None or front.fp_out is None):
+                continue
+            if state.pairs.get((front.fp_in, front.fp_out)):
+                front.crossed_done = True  # its own work: not crossed, whatever comes later
+                continue
+            work = state.produced.get(front.fp_out)
+            if work is None:
+                state.wait(front)
+                continue
+            if front.open_children > 0:
+                continue  # its own worker may still show the same pair
+            if caught_up < front.last:
+                state.pending_fronts.append(front)  # a lagging file may hold its own work
+                continue
+            front.crossed_done = True
+            detail = (
+                f"caller span {front.span_id} (fp_in {front.fp_in}) was delivered fp_out "
+                f"{front.fp_out}, produced by worker span {work.span_id} for fp_in "
+                f"{work.fp_in} (request_id {work.request_id}, x_request_id {work.x_request_id})"
+            )
+            proof = [(front.file, front.first_line), (front.file, front.last_line),
+                     (work.file, work.first_line), (work.file, work.last_line)]
+            found.append(_finding("crossed_stream", front, front.last, detail, proof))
+        return found
+
+    def open_spans(self) -> int:
+        """Spans in the window that have not ended (open at exit, not findings)."""
+        return sum(1 for span in self.state.spans.values() if not span.closed)

@@ -1,0 +1,179 @@
+"""The live state: request spans still inside the window, and what they are waiting for.
+
+A span is keyed by (trace_id, span_id), unique per request even when request ids
+collide, as in the batch read. Spans live in an ordered dict sorted by their last
+line's arrival, so the window's edge is always at its front: evicting is popping
+from the front, and the state holds what the window holds, not what was ever read.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+
+from ridtrace.contract import WORKER
+
+SpanKey = tuple[str | None, str]
+
+
+@dataclass(slots=True, eq=False)
+class Cluster:
+    """Spans that held one request_id at overlapping times (reported at most once)."""
+
+    request_id: str
+    members: list[Span] = field(default_factory=list)
+    max_end: int = 0
+    reported: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class Span:
+    """What the rules know of one request span so far (times in epoch µs)."""
+
+    trace_id: str | None
+    span_id: str
+    file: str
+    first_line: int
+    last_line: int
+    start: int
+    last: int
+    parent: str | None = None
+    parent_span: Span | None = None
+    request_id: str | None = None
+    x_request_id: str | None = None
+    side: str | None = None
+    fp_in: str | None = None
+    fp_out: str | None = None
+    outcome: str | None = None
+    closed: bool = False
+    open_children: int = 0
+    # Every cluster it belongs to: a span that moves to another id (the legacy policy
+    # re-keys a request) still held the old one in flight, so it stays a member there.
+    clusters: list[Cluster] = field(default_factory=list)
+    paired: bool = False
+    waiting: bool = False
+    crossed_done: bool = False
+    unlinked_done: bool = False
+
+    def caller(self) -> str:
+        """The span id of the caller it works for (`rules.overlap.caller_of`, live).
+
+        A worker span works for its parent, and so does a span nested in a known span
+        (Dynamo's ``generate`` inside ``http-request``); any other span is its own caller.
+        """
+        if self.parent is not None and (self.side == WORKER or self.parent_span is not None):
+            return self.parent
+        return self.span_id
+
+
+@dataclass
+class WindowState:
+    """Spans inside the window and the indexes the rules look them up by."""
+
+    window_us: int
+    spans: OrderedDict[SpanKey, Span] = field(default_factory=OrderedDict)
+    clusters: dict[str, Cluster] = field(default_factory=dict)
+    # (fp_in, fp_out) of every worker span with both: a caller's own work.
+    pairs: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # fp_out → the first worker span that finished with it.
+    produced: dict[str, Span] = field(default_factory=dict)
+    # fp_out → callers delivered it, waiting for the worker that produced it.
+    waiting: dict[str, list[Span]] = field(default_factory=dict)
+    watermark: int = 0
+    open_at_edge: int = 0
+    # Per file: the log time it has been read up to (absent: read to its end). A span
+    # is certainly still open at time t only if its file was read past t without its end.
+    file_marks: dict[str, int] = field(default_factory=dict)
+    # Judgements the files read so far cannot settle yet: tried again every batch.
+    pending_clusters: list[Cluster] = field(default_factory=list)
+    pending_fronts: list[Span] = field(default_factory=list)
+
+    def read_up_to(self, file: str) -> int:
+        """The log time `file` is known up to (the latest time seen when it is caught up)."""
+        return self.file_marks.get(file, self.watermark)
+
+    def caught_up_to(self) -> int:
+        """The log time every file has been read up to."""
+        return min(self.file_marks.values(), default=self.watermark)
+
+    def overlap(self, first: Span, second: Span) -> bool | None:
+        """Did `first` (started no later) still run when `second` started? None: not known yet."""
+        if first.last > second.start:
+            return True
+        if first.closed:
+            return False
+        return True if self.read_up_to(first.file) >= second.start else None
+
+    def join(self, span: Span, request_id: str) -> Cluster:
+        """Add `span` to `request_id`'s cluster (a new one if it overlaps nothing held)."""
+        span.request_id = request_id
+        cluster = self.clusters.get(request_id)
+        if cluster is not None and cluster in span.clusters:
+            return cluster  # back to an id it held: already counted there
+        # Overlap as the batch rule sees it, plus: a caller's worker span belongs with
+        # its caller, even when it outlives every span of the cluster (a detached pump).
+        if cluster is None or not (
+            span.start < cluster.max_end
+            or any(not m.closed or m.caller() == span.caller() for m in cluster.members)
+        ):
+            cluster = Cluster(request_id, max_end=span.last)
+            self.clusters[request_id] = cluster
+        cluster.members.append(span)
+        cluster.max_end = max(cluster.max_end, span.last)
+        span.clusters.append(cluster)
+        return cluster
+
+    def add_pair(self, span: Span) -> None:
+        """Count a worker span's (fp_in, fp_out) once, when both are known."""
+        if not span.paired and span.fp_in is not None and span.fp_out is not None:
+            span.paired = True
+            self.pairs[(span.fp_in, span.fp_out)] += 1
+
+    def wait(self, front: Span) -> None:
+        """Park a caller until a worker's output for its fp_out is seen."""
+        if not front.waiting and front.fp_out is not None:
+            front.waiting = True
+            self.waiting.setdefault(front.fp_out, []).append(front)
+
+    def evict(self) -> int:
+        """Drop spans with no line inside the window; returns how many were dropped."""
+        cutoff = self.watermark - self.window_us
+        dropped = 0
+        while self.spans:
+            span = next(iter(self.spans.values()))
+            if span.last >= cutoff:
+                break
+            self.spans.popitem(last=False)
+            self._forget(span)
+            dropped += 1
+        return dropped
+
+    def _forget(self, span: Span) -> None:
+        if not span.closed:
+            self.open_at_edge += 1  # still open at the window's edge: counted, not judged
+        for cluster in span.clusters:
+            cluster.members.remove(span)
+            if not cluster.members and self.clusters.get(cluster.request_id) is cluster:
+                del self.clusters[cluster.request_id]
+        if span.paired and span.fp_in is not None and span.fp_out is not None:
+            pair = (span.fp_in, span.fp_out)
+            self.pairs[pair] -= 1
+            if self.pairs[pair] <= 0:
+                del self.pairs[pair]
+        if span.fp_out is not None and self.produced.get(span.fp_out) is span:
+            del self.produced[span.fp_out]
+        span.closed = span.crossed_done = True  # gone: nothing pending waits for it
+        if span.waiting and span.fp_out is not None:
+            fronts = self.waiting.get(span.fp_out, [])
+            if span in fronts:
+                fronts.remove(span)
+            if not fronts:
+                self.waiting.pop(span.fp_out, None)
+        span.parent_span = None
+        span.clusters = []
+
+    def size(self) -> int:
+        """Entries held: spans plus index entries (what memory follows)."""
+        return len(self.spans) + len(self.clusters) + len(self.pairs) + len(
+            self.produced
+        ) + sum(len(v) for v in self.waiting.values())

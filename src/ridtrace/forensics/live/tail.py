@@ -1,0 +1,236 @@
+"""Follow one log file by its open descriptor: whole new lines, each handed out once.
+
+A tail reads what was appended since its last read and hands out only complete lines;
+an incomplete last line is held until its newline arrives, so a line written in two
+pieces is read once, whole. It follows the file itself (its inode), not its name: a
+file renamed by a rotation is read to its end under its new name.
+
+Content is recognised by its first bytes (`Identity`), so a copy of a file already
+read — a copy-and-truncate rotation's ``app.jsonl.1``, or its gzip — continues after
+the lines already read instead of reading them again. That is also what makes a
+copy-and-truncate lose nothing: lines written between the last poll and the copy are
+read from the copy.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from ridtrace.forensics.reading.inputs import GZIP_MAGIC, DecodedStream
+
+# How many first bytes (whole lines) identify a file's content.
+HEAD_BYTES = 4096
+_COUNT_BYTES = 16 << 20
+
+
+@dataclass
+class Identity:
+    """One content stream: its first lines, and how many of its lines were read."""
+
+    head: bytes
+    path: Path
+    lines: int = 0
+
+
+def _stem(path: Path) -> tuple[Path, str]:
+    # app.jsonl, app.jsonl.1, app.jsonl.2.gz, app.1.jsonl: one log, one stem.
+    return path.parent, path.name.split(".", 1)[0]
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Whole lines of one file: ``data`` holds lines ``first_line`` onwards."""
+
+    name: str
+    first_line: int
+    data: bytes
+
+
+class Identities:
+    """The content streams seen so far (a bounded list: the most recent ones)."""
+
+    def __init__(self, keep: int = 256) -> None:
+        self._known: list[Identity] = []
+        self._keep = keep
+
+    def claim(self, head: bytes, path: Path) -> Identity:
+        """The stream `path` is a copy of, or a new one.
+
+        A copy is named after its original (same directory and stem: ``app.jsonl.1``,
+        ``app.jsonl.2.gz``) and starts with the same lines. Both are required: two
+        workers' logs may open with the same banner line.
+        """
+        best: Identity | None = None
+        stem = _stem(path)
+        for known in self._known:
+            if _stem(known.path) != stem or known.path == path:
+                continue
+            same = head.startswith(known.head) or known.head.startswith(head)
+            if same and (best is None or len(known.head) > len(best.head)):
+                best = known
+        if best is not None:
+            return best
+        fresh = Identity(head=head, path=path)
+        self._known.append(fresh)
+        del self._known[: -self._keep]
+        return fresh
+
+
+def first_lines(data: bytes) -> bytes:
+    """The whole lines among the first `HEAD_BYTES` of `data` (at least one line)."""
+    head = data[:HEAD_BYTES]
+    cut = head.rfind(b"\n")
+    if cut >= 0:
+        return head[: cut + 1]
+    end = data.find(b"\n")
+    return data[: end + 1] if end >= 0 else b""
+
+
+class FileTail:
+    """A followed file: reads appended whole lines from its descriptor."""
+
+    def __init__(self, path: Path, identities: Identities, *, from_end: bool) -> None:
+        self.path = path
+        self.name = str(path)
+        self._fh: BinaryIO = open(path, "rb")  # noqa: SIM115 (held across polls)
+        st = os.fstat(self._fh.fileno())
+        self.dev_ino = (st.st_dev, st.st_ino)
+        self._identities = identities
+        self.identity: Identity | None = None
+        self.offset = 0  # bytes of the file consumed (the held tail included)
+        self.line = 0  # complete lines consumed
+        self._held = b""
+        self.gzip = self._fh.read(2) == GZIP_MAGIC
+        self._fh.seek(0)
+        self.done = False
+        self.at_eof = False  # the last read reached the end of what is written
+        self._decoded: DecodedStream | None = None
+        self._gzip_size = -1
+        self.tear: str | None = None
+        self._claim_head()
+        if from_end:
+            self._skip_to_end(st.st_size)
+
+    def _claim_head(self) -> None:
+        """Recognise the content by its first whole lines, once there are some."""
+        if self.identity is not None:
+            return
+        if self.gzip:
+            with open(self.path, "rb") as raw:
+                head = first_lines(DecodedStream(raw).read(HEAD_BYTES + 1))
+        else:
+            head = first_lines(os.pread(self._fh.fileno(), HEAD_BYTES + 1, 0))
+        if head:
+            self.identity = self._identities.claim(head, self.path)
+
+    def _skip_to_end(self, size: int) -> None:
+        """Start after the last whole line: count the lines before it, read none."""
+        if self.gzip:
+            self.done = True
+            return
+        lines, pos, last_newline = 0, 0, 0
+        while pos < size:
+            block = os.pread(self._fh.fileno(), min(_COUNT_BYTES, size - pos), pos)
+            if not block:
+                break
+            lines += block.count(b"\n")
+            cut = block.rfind(b"\n")
+            if cut >= 0:
+                last_newline = pos + cut + 1
+            pos += len(block)
+        self.offset, self.line = last_newline, lines
+        if self.identity is not None:
+            self.identity.lines = max(self.identity.lines, lines)
+
+    def deleted(self) -> bool:
+        """True when the file has no name left (removed, or its inode reused)."""
+        return os.fstat(self._fh.fileno()).st_nlink == 0
+
+    def read(self, max_bytes: int) -> Chunk | None:
+        """The whole lines appended since the last read (at most about `max_bytes`)."""
+        if self.done:
+            return None
+        data = self._read_gzip(max_bytes) if self.gzip else self._read_plain(max_bytes)
+        if not data:
+            return None
+        data = self._held + data
+        cut = data.rfind(b"\n") + 1
+        whole, self._held = data[:cut], data[cut:]
+        # A held piece of a line is more to come, at a time not known yet.
+        self.at_eof = self.at_eof and not self._held
+        if not whole:
+            return None
+        first = self.line + 1
+        self.line += whole.count(b"\n")
+        self._claim_head()
+        return self._unread(first, whole)
+
+    def _unread(self, first: int, whole: bytes) -> Chunk | None:
+        """Drop the lines a copy of this content already handed out."""
+        ident = self.identity
+        if ident is None:
+            return Chunk(self.name, first, whole)
+        skip = ident.lines - first + 1
+        ident.lines = max(ident.lines, self.line)
+        if skip <= 0:
+            return Chunk(self.name, first, whole)
+        pos = 0
+        for _ in range(skip):
+            pos = whole.find(b"\n", pos) + 1
+            if pos == 0:
+                return None
+        rest = whole[pos:]
+        return Chunk(self.name, first + skip, rest) if rest else None
+
+    def _read_plain(self, max_bytes: int) -> bytes:
+        size = os.fstat(self._fh.fileno()).st_size
+        if size < self.offset or self._replaced():  # copy-and-truncate: content starts over
+            self.offset, self.line, self._held, self.identity = 0, 0, b"", None
+            self._claim_head()
+        if size == self.offset:
+            self.at_eof = not self._held
+            return b""
+        data = os.pread(self._fh.fileno(), min(max_bytes, size - self.offset), self.offset)
+        self.offset += len(data)
+        self.at_eof = self.offset >= size
+        return data
+
+    def _replaced(self) -> bool:
+        """The first lines are no longer those the content was recognised by: truncated,
+        then written past the old size before this poll (a busy copy-and-truncate)."""
+        ident = self.identity
+        if ident is None or self.offset == 0:
+            return False
+        now = os.pread(self._fh.fileno(), len(ident.head), 0)
+        return not (ident.head.startswith(now) or now.startswith(ident.head))
+
+    def _read_gzip(self, max_bytes: int) -> bytes:
+        """A rotated, compressed file is read once: to its end, then it is done."""
+        if self._decoded is None:
+            self._fh.seek(0)
+            self._decoded = DecodedStream(self._fh)
+        data = self._decoded.read(max_bytes)
+        self.at_eof = len(data) < max_bytes
+        if not self.at_eof:
+            return data
+        size = os.fstat(self._fh.fileno()).st_size
+        if self._decoded.tear is not None and size != self._gzip_size:
+            # Still being compressed: read it again from the top next time; the lines
+            # handed out already are skipped by the identity.
+            self._gzip_size, self._decoded = size, None
+            self.line, self._held = 0, b""
+            return b""
+        self.done = True
+        self.tear = self._decoded.tear
+        return data
+
+    def torn_tail(self) -> bytes:
+        """The held bytes of a finished file (a last line that never got its newline)."""
+        return self._held if self.done else b""
+
+    def close(self) -> None:
+        """Release the descriptor."""
+        self._fh.close()

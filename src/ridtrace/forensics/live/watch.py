@@ -1,0 +1,155 @@
+"""Which files to follow: the named ones, everything under named directories, globs.
+
+Every poll walks the inputs again, so files that appear are picked up, and checks each
+followed file: a file renamed by a rotation is followed under its new name to its end;
+a file whose name now holds another file (rename-and-create) is drained, then the new
+one is read from its first line; a file that lost every name is drained and closed.
+Files found by walking a directory are judged like `ridtrace analyze` judges them
+(`ignore_reason`): plainly not logs are listed as ignored once.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ridtrace.forensics.live.tail import Chunk, FileTail, Identities
+from ridtrace.forensics.reading.inputs import SNIFF_BYTES, DecodedStream, ignore_reason
+from ridtrace.forensics.reading.stats import FileNote, ReadStats
+
+DevIno = tuple[int, int]
+
+
+@dataclass
+class Watch:
+    """The followed files of one `ridtrace analyze --follow` run."""
+
+    inputs: Sequence[str]
+    stats: ReadStats
+    from_start: bool = False
+    tails: dict[DevIno, FileTail] = field(default_factory=dict)
+    identities: Identities = field(default_factory=Identities)
+    # Files judged not to be logs, and gzip files read to their end: never read again.
+    settled: set[DevIno] = field(default_factory=set)
+    missing: set[str] = field(default_factory=set)
+    _started: bool = False
+
+    def _candidates(self) -> Iterator[tuple[Path, bool]]:
+        """(path, found by a directory walk) for every file the inputs name now."""
+        for raw in self.inputs:
+            path = Path(raw)
+            if path.is_dir():
+                for dirpath, dirnames, filenames in os.walk(path):
+                    dirnames.sort()
+                    for name in sorted(filenames):
+                        yield Path(dirpath) / name, True
+            elif path.is_file():
+                yield path, False
+            elif any(ch in raw for ch in "*?["):
+                for match in sorted(glob.glob(raw, recursive=True)):
+                    if Path(match).is_file():
+                        yield Path(match), False
+            else:
+                self.missing.add(raw)
+                continue
+            self.missing.discard(raw)
+
+    def discover(self) -> None:
+        """Start following every file that appeared since the last poll."""
+        seen: dict[DevIno, Path] = {}
+        for path, walked in self._candidates():
+            try:
+                st = path.stat()
+            except OSError:
+                continue  # gone between the walk and the stat
+            key = (st.st_dev, st.st_ino)
+            seen[key] = path
+            if key in self.tails or key in self.settled:
+                continue
+            if walked and not self._looks_like_log(path, key, st.st_size):
+                continue
+            try:
+                tail = FileTail(path, self.identities, from_end=not self._started and
+                                not self.from_start)
+            except OSError as exc:
+                self.stats.unreadable_files.append(FileNote(str(path), f"cannot open: {exc}"))
+                self.settled.add(key)
+                continue
+            self.tails[key] = tail
+            self.stats.files += 1
+        self._started = True
+        for key, tail in self.tails.items():
+            if key in seen and seen[key] != tail.path:  # renamed: evidence names the new file
+                tail.path, tail.name = seen[key], str(seen[key])
+        # A settled file that disappeared frees its inode number for a new file.
+        self.settled &= set(seen)
+
+    def _looks_like_log(self, path: Path, key: DevIno, size: int) -> bool:
+        """Judge a walked file once it has a whole line (an empty file may become a log)."""
+        try:
+            with open(path, "rb") as raw:
+                head = DecodedStream(raw).read(SNIFF_BYTES)
+        except OSError:
+            return False
+        if b"\n" not in head and size < SNIFF_BYTES:
+            return False  # nothing to judge yet: look again next poll
+        reason = ignore_reason(path.name, head, whole=len(head) < SNIFF_BYTES)
+        if reason is not None:
+            self.stats.ignored_files.append(FileNote(str(path), reason))
+            self.settled.add(key)
+            return False
+        return True
+
+    def read(self, max_bytes: int) -> tuple[list[Chunk], bool]:
+        """New whole lines of every followed file; True when some file had more to give."""
+        chunks: list[Chunk] = []
+        more = False
+        for key, tail in list(self.tails.items()):
+            try:
+                chunk = tail.read(max_bytes)
+                if chunk is None:
+                    self._maybe_close(key, tail)
+                    continue
+            except OSError as exc:
+                self.stats.unreadable_files.append(FileNote(tail.name, f"read failed: {exc}"))
+                self._close(key, tail)
+                continue
+            chunks.append(chunk)
+            more = more or len(chunk.data) >= max_bytes // 2
+        return chunks, more
+
+    def _maybe_close(self, key: DevIno, tail: FileTail) -> None:
+        """Nothing new: close a finished gzip, or a file no name points to any more."""
+        if tail.done:
+            if tail.tear is not None:
+                where = f"after line {tail.line}"
+                self.stats.unreadable_files.append(
+                    FileNote(tail.name, f"{tail.tear} {where}; read up to the tear")
+                )
+                if tail.torn_tail().strip():
+                    self.stats.bad(tail.name, tail.line + 1, f"torn last line ({tail.tear})")
+            self.settled.add(key)
+            self._close(key, tail)
+        elif tail.deleted() or not self._named(tail, key):
+            self._close(key, tail)
+
+    @staticmethod
+    def _named(tail: FileTail, key: DevIno) -> bool:
+        try:
+            st = tail.path.stat()
+        except OSError:
+            return False
+        return (st.st_dev, st.st_ino) == key
+
+    def _close(self, key: DevIno, tail: FileTail) -> None:
+        tail.close()
+        del self.tails[key]
+
+    def close(self) -> None:
+        """Release every descriptor."""
+        for tail in self.tails.values():
+            tail.close()
+        self.tails.clear()

@@ -1,0 +1,67 @@
+"""`ridtrace analyze --follow` options, output and exit codes, as a real subprocess."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ridtrace.testing.synth import SynthSpec, write_logs
+from tests.support.follower import start_follower
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ridtrace", "analyze", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("args", [
+    ["--from-start"], ["--fail-fast"], ["--window", "5m"],
+    ["--follow", "--format", "csv"], ["--follow", "--since", "2026-01-01"],
+    ["--follow", "--window", "soon"], ["--follow", "--window", "0s"],
+])
+def test_usage_errors_exit_2(tmp_path: Path, args: list[str]) -> None:
+    done = _run(str(tmp_path), *args)
+    assert done.returncode == 2, done.stderr
+
+
+def test_fail_fast_exits_1_at_the_first_error_finding(tmp_path: Path) -> None:
+    write_logs(tmp_path, SynthSpec(requests=400))
+    done = _run(str(tmp_path), "--follow", "--from-start", "--fail-fast", "--format", "json",
+                "-q")
+    assert done.returncode == 1, done.stderr
+    findings = [line for line in done.stdout.splitlines() if line]
+    assert len(findings) == 1 and '"severity":"error"' in findings[0]
+    assert '"errors": 1' in done.stderr.splitlines()[-1]  # the summary so far
+
+
+def test_sigint_prints_the_final_table(tmp_path: Path) -> None:
+    write_logs(tmp_path, SynthSpec(requests=400))
+    follower = start_follower([str(tmp_path)], "--from-start", fmt="table")
+    follower.wait_for(lambda: any("crossed_stream" in p.text for p in follower.stdout),
+                      timeout=60, what="a crossed stream line")
+    code = follower.stop(signal.SIGINT)
+    text = [p.text for p in follower.stdout]
+    assert code == 1
+    assert "summary" in text
+    assert any(line.split() == ["crossed_stream", "1"] for line in text), text
+    line = next(t for t in text if "  crossed_stream  " in t)
+    assert "request_id=" in line and "frontend.jsonl:" in line and "worker-" in line
+
+
+def test_clean_logs_exit_0_and_too_many_bad_lines_exit_3(tmp_path: Path) -> None:
+    log = tmp_path / "frontend.jsonl"
+    write_logs(tmp_path, SynthSpec(requests=100, crossed=0, collisions=0, duplicates=0))
+    follower = start_follower([str(tmp_path)], "--from-start")
+    assert follower.stop() == 0
+    assert follower.summary()["errors"] == 0
+    with open(log, "a") as fh:
+        fh.write("not json\n" * 50)
+    follower = start_follower([str(tmp_path)], "--from-start")
+    assert follower.stop() == 3
+    assert follower.summary()["incomplete"] is True
+    follower = start_follower([str(tmp_path)], "--from-start", "--allow-incomplete")
+    assert follower.stop() == 0

@@ -1,0 +1,136 @@
+"""`ridtrace analyze --follow` watching a real frontend and real workers as they log.
+
+Workers start gated: every request is held before its first token until the test has
+seen them all in flight, so the colliding ids overlap for certain. The follower is a
+real subprocess started before the traffic (it reads from the end of the logs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.frontend_plugin.conftest import Stack, start_stack
+from tests.frontend_plugin.traffic import ROUTES, Result, call
+from tests.support.follower import FollowProcess, start_follower
+
+N = 60
+CLIENT_IDS = ("1", "shared-client-id", "7f3c2a9e-0000-4000-8000-000000000001")
+LATENCY_S = 2.0
+
+
+def _stack(tmp_path: Path, policy: str):  # type: ignore[no-untyped-def]
+    worker = ["--gate", "--token-delay", "0.002", "--id-policy", policy]
+    return start_stack(tmp_path, workers=[worker, worker], frontend=["--id-policy", policy])
+
+
+def _worker_starts(stack: Stack) -> int:
+    return sum(
+        1 for worker in stack.workers for line in worker.lines()
+        if line.get("event") == "worker.start"
+    )
+
+
+async def _fire(stack: Stack, follower: FollowProcess, seen: dict[str, float]) -> list[Result]:
+    limits = httpx.Limits(max_connections=N + 10, max_keepalive_connections=N + 10)
+    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+        tasks = [
+            asyncio.create_task(
+                call(client, stack.url, ROUTES[i % 6], f"prompt-{i}-marker", CLIENT_IDS[i % 3],
+                     stream=(i // 6) % 2 == 0)
+            )
+            for i in range(N)
+        ]
+        await asyncio.to_thread(stack.wait_inflight, lambda s: s["registered"] >= N, timeout=60)
+        # The lines that prove the duplicates: every worker has logged its start.
+        deadline = time.monotonic() + 30
+        while _worker_starts(stack) < N and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        seen["starts_written"] = time.monotonic()
+        await asyncio.to_thread(stack.open_gates)
+        results = await asyncio.gather(*tasks)
+        seen["responses_done"] = time.monotonic()
+    return list(results)
+
+
+def _batch_findings(log_dir: Path) -> list[dict[str, object]]:
+    done = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "analyze", str(log_dir), "--format", "json", "-q"],
+        capture_output=True, text=True, timeout=120,
+    )
+    return list(json.loads(done.stdout)["findings"])
+
+
+def test_legacy_collisions_reported_live_within_the_latency_bound(tmp_path: Path) -> None:
+    with _stack(tmp_path, "legacy") as stack:
+        follower = start_follower([str(tmp_path)])
+        try:
+            seen: dict[str, float] = {}
+            results = asyncio.run(_fire(stack, follower, seen))
+            assert [r for r in results if not r.own], "legacy policy must cross or fail streams"
+            # Pumps detached from their caller finish (and log their worker's end) later.
+            stack.wait_inflight(lambda s: s["detached_pumps"] == 0, timeout=20)
+            seen["quiet"] = time.monotonic()
+
+            # Duplicates are proven once the second worker start is written.
+            def duplicates() -> set[str]:
+                return {str(p.json()["request_id"]) for p in follower.findings()
+                        if p.json()["kind"] == "duplicate_in_flight"}
+
+            follower.wait_for(lambda: duplicates() == set(CLIENT_IDS), timeout=30,
+                              what="a duplicate finding per client id")
+            truth = _batch_findings(tmp_path)
+            crossed = {f["span_id"] for f in truth if f["kind"] == "crossed_stream"}
+
+            def live_crossed() -> set[object]:
+                return {p.json()["span_id"] for p in follower.findings()
+                        if p.json()["kind"] == "crossed_stream"}
+
+            follower.wait_for(lambda: live_crossed() >= crossed, timeout=30,
+                              what="every crossed stream the batch report finds")
+        finally:
+            code = follower.stop()
+    printed = follower.findings()
+    at = {(p.json()["kind"], p.json()["span_id"], p.json()["request_id"]): p.at for p in printed}
+    assert len(at) == len(printed), [p.text for p in printed]  # none printed twice
+    assert live_crossed() == crossed  # none invented
+    dup_times = [t for (kind, _, _), t in at.items() if kind == "duplicate_in_flight"]
+    assert max(dup_times) - seen["starts_written"] <= LATENCY_S, dup_times
+    crossed_times = [t for (kind, _, _), t in at.items() if kind == "crossed_stream"]
+    if crossed_times:
+        assert max(crossed_times) - seen["quiet"] <= LATENCY_S, crossed_times
+    # The batch report proves the same incidents: every duplicate id, every unlinked caller.
+    assert {f["request_id"] for f in truth if f["kind"] == "duplicate_in_flight"} == set(
+        CLIENT_IDS
+    )
+    live_unlinked = {p.json()["span_id"] for p in printed if p.json()["kind"] == "unlinked"}
+    batch_unlinked = {f["span_id"] for f in truth if f["kind"] == "unlinked"}
+    assert live_unlinked and live_unlinked <= batch_unlinked
+    assert code == 1  # error findings were printed
+    summary = follower.summary()
+    assert summary["errors"] == len(printed)
+
+
+def test_safe_policy_nothing_reported(tmp_path: Path) -> None:
+    with _stack(tmp_path, "safe") as stack:
+        follower = start_follower([str(tmp_path)])
+        try:
+            seen: dict[str, float] = {}
+            results = asyncio.run(_fire(stack, follower, seen))
+            assert all(r.own for r in results), [r for r in results if not r.own]
+            stack.wait_inflight(lambda s: s["inflight"] == 0, timeout=10)
+        finally:
+            # The round after the signal reads everything already written.
+            code = follower.stop()
+    summary = follower.summary()
+    assert follower.findings() == []
+    assert code == 0
+    assert summary["errors"] == 0
+    # Every request was read: a frontend span and a worker span each.
+    assert summary["spans"] >= 2 * N

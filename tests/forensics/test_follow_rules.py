@@ -1,0 +1,137 @@
+"""The live rules: findings once, when certain; state bounded by the window."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ridtrace.forensics.live.follow import Follower, FollowSettings
+from ridtrace.forensics.live.parse import COLUMNS, SpanRows
+from ridtrace.forensics.live.rules import LiveRules
+from tests.forensics.helpers import rt, ts
+
+S = 1_000_000  # µs
+
+
+def _rows(*rows: dict[str, Any]) -> SpanRows:
+    base = {c: None for c in COLUMNS}
+    base.update(worker=False, closing=False, request_end=False, worker_end=False,
+                file="f.jsonl", trace_id="t")
+    full = []
+    for i, row in enumerate(rows):
+        item = {**base, "first_line": i + 1, "last_line": i + 1, **row}
+        if item["t1"] is None:
+            item["t1"] = item["t0"]
+        full.append(item)
+    columns = {c: [r[c] for r in full] for c in COLUMNS}
+    return SpanRows(columns, len(full), max((r["t1"] for r in full), default=0))
+
+
+def _front(span: str, rid: str, t0: int, **more: Any) -> dict[str, Any]:
+    return {"span_id": span, "request_id": rid, "x_request_id": rid, "t0": t0, **more}
+
+
+def _end(span: str, rid: str, t: int, **more: Any) -> dict[str, Any]:
+    return _front(span, rid, t, closing=True, request_end=True, outcome="ok", **more)
+
+
+def test_duplicate_reported_when_the_second_start_is_seen_while_the_first_is_open() -> None:
+    rules = LiveRules(window_s=600)
+    assert rules.feed(_rows(_front("a", "7", 0))) == []
+    found = rules.feed(_rows(_front("b", "7", 1 * S)))
+    assert [(f["kind"], f["request_id"], f["span_id"]) for f in found] == [
+        ("duplicate_in_flight", "7", "a")
+    ]
+    # Once per overlap: a third caller joining adds no second finding.
+    assert rules.feed(_rows(_front("c", "7", 2 * S))) == []
+
+
+def test_back_to_back_reuse_and_a_callers_own_worker_are_no_duplicate() -> None:
+    rules = LiveRules(window_s=600)
+    rules.feed(_rows(_front("a", "7", 0), _end("a", "7", 1 * S)))
+    assert rules.feed(_rows(_front("b", "7", 2 * S))) == []
+    worker = {"span_id": "w", "request_id": "7", "t0": 2 * S, "parent_span_id": "b",
+              "worker": True}
+    assert rules.feed(_rows(worker)) == []
+
+
+def test_an_open_span_in_a_lagging_file_waits_for_that_file() -> None:
+    rules = LiveRules(window_s=600)
+    rules.feed(_rows(_front("a", "7", 0, file="w.jsonl")), {"w.jsonl": 0})
+    # w.jsonl is only read up to t=0: a may have ended before b started.
+    assert rules.feed(_rows(_front("b", "7", 5 * S)), {"w.jsonl": 0}) == []
+    found = rules.feed(_rows(_end("a", "7", 4 * S, file="w.jsonl")), {})
+    assert found == []  # a ended before b started: back to back
+    rules.feed(_rows(_front("c", "9", 10 * S, file="w.jsonl")), {"w.jsonl": 10 * S})
+    found = rules.feed(_rows(_front("d", "9", 11 * S)), {"w.jsonl": 10 * S})
+    assert found == []
+    found = rules.feed(_rows(), {"w.jsonl": 12 * S})  # read past d's start: c still open
+    assert [f["request_id"] for f in found] == ["9"]
+
+
+def _work(span: str, parent: str, fp_in: str, fp_out: str, t: int) -> dict[str, Any]:
+    return {"span_id": span, "parent_span_id": parent, "request_id": span, "t0": t,
+            "worker": True, "closing": True, "worker_end": True, "outcome": "ok",
+            "fp_in": fp_in, "fp_out": fp_out}
+
+
+def test_crossed_stream_once_both_sides_are_in_and_its_own_work_is_done() -> None:
+    rules = LiveRules(window_s=600)
+    rules.feed(_rows(_front("a", "1", 0), _front("b", "2", 0)))
+    own = {"span_id": "wb", "parent_span_id": "b", "request_id": "2", "t0": 1, "worker": True}
+    rules.feed(_rows(own))
+    # b is delivered a's output before a's worker reported it: nothing certain yet.
+    assert rules.feed(_rows(_end("b", "2", 3 * S, fp_in="B", fp_out="A-out"))) == []
+    assert rules.feed(_rows(_work("wa", "a", "A", "A-out", 2 * S))) == []  # wb still open
+    found = rules.feed(_rows(_work("wb", "b", "B", "B-out", 4 * S)))
+    assert [(f["kind"], f["span_id"]) for f in found] == [("crossed_stream", "b")]
+    assert rules.feed(_rows(_end("a", "1", 5 * S, fp_in="A", fp_out="A-out"))) == []
+
+
+def test_same_output_for_its_own_prompt_is_not_crossed() -> None:
+    rules = LiveRules(window_s=600)
+    rules.feed(_rows(_work("w1", "x", "P", "OUT", 0), _work("w2", "b", "Q", "OUT", 0)))
+    assert rules.feed(_rows(_end("b", "2", S, fp_in="Q", fp_out="OUT"))) == []
+
+
+def test_state_is_bounded_by_the_window_and_open_requests_are_counted_not_reported() -> None:
+    rules = LiveRules(window_s=10)
+    sizes = []
+    for second in range(300):
+        rows = []
+        for k in range(50):
+            span, t = f"s{second}-{k}", second * S + k * 1000
+            rows.append(_front(span, f"r{second}-{k}", t))
+            if k:  # one request a second never ends
+                rows.append(_end(span, f"r{second}-{k}", t + S // 2, fp_in=span, fp_out=span))
+        assert rules.feed(_rows(*rows)) == []
+        sizes.append(rules.state.size())
+    # 10 s of log time at 50 requests/s: about 500 spans, each with a cluster and a
+    # caller waiting for the worker output it was delivered.
+    assert max(sizes) <= 3 * 11 * 50, max(sizes)
+    assert max(sizes[-100:]) <= max(sizes[50:150])  # flat, not growing with lines
+    assert rules.state.open_at_edge >= 280
+    assert rules.spans_seen == 300 * 50
+
+
+def test_unlinked_events_reported_when_seen(tmp_path: Path) -> None:
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("")
+    follower = Follower([str(tmp_path)], FollowSettings())
+    try:
+        follower.poll()
+        ctx = {"request_id": "5", "trace_id": "t" * 32, "span_id": "f1"}
+        log.write_text("\n".join([
+            rt("request.start", time=ts(0), **ctx),
+            rt("response.unlinked", time=ts(0.5), **ctx,
+               error="Unlinked response; response task was dropped or cancelled"),
+            rt("stream.foreign_chunk", time=ts(0.6), **{**ctx, "span_id": "f2", "request_id": "6"},
+               chunk_request_id="9"),
+        ]) + "\n")
+        found, _ = follower.poll()
+    finally:
+        follower.close()
+    assert [(f["kind"], f["span_id"], f["evidence"][0]["line"]) for f in found] == [
+        ("unlinked", "f1", 2), ("unlinked", "f2", 3)
+    ]
+    assert found[0]["detail"].startswith("Unlinked response")

@@ -1,0 +1,135 @@
+"""Following files in process: held partial lines, starting at the end, gzip, bad lines."""
+
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+
+from ridtrace.forensics.live.follow import Follower, FollowSettings
+from ridtrace.forensics.live.tail import Identities
+from ridtrace.forensics.live.watch import Watch
+from ridtrace.forensics.reading.stats import ReadStats
+from tests.forensics.helpers import rt, rt_request
+
+
+def _lines(watch: Watch) -> list[tuple[str, int, bytes]]:
+    """(file, line, text) of every whole line the watch hands out this poll."""
+    watch.discover()
+    chunks, _ = watch.read(1 << 20)
+    out = []
+    for chunk in chunks:
+        for k, text in enumerate(chunk.data.splitlines()):
+            out.append((Path(chunk.name).name, chunk.first_line + k, text))
+    return out
+
+
+def test_a_partial_last_line_is_held_until_its_newline(tmp_path: Path) -> None:
+    log = tmp_path / "app.jsonl"
+    log.write_bytes(b"")
+    watch = Watch([str(tmp_path)], ReadStats())
+    watch.discover()
+    line = rt("request.start", request_id="r1", span_id="s1", trace_id="t1").encode()
+    with open(log, "ab") as fh:
+        fh.write(line[:25])
+    assert _lines(watch) == []
+    with open(log, "ab") as fh:
+        fh.write(line[25:] + b"\n" + line[:10])
+    assert _lines(watch) == [("app.jsonl", 1, line)]
+    with open(log, "ab") as fh:
+        fh.write(line[10:] + b"\n")
+    assert _lines(watch) == [("app.jsonl", 2, line)]
+    assert _lines(watch) == []
+
+
+def test_existing_lines_are_skipped_from_the_end_but_keep_their_numbers(tmp_path: Path) -> None:
+    log = tmp_path / "app.jsonl"
+    log.write_bytes(b"old 1\nold 2\nold 3\npartial")
+    watch = Watch([str(log)], ReadStats())
+    assert _lines(watch) == []
+    with open(log, "ab") as fh:
+        fh.write(b" now whole\nnew 5\n")
+    assert _lines(watch) == [("app.jsonl", 4, b"partial now whole"), ("app.jsonl", 5, b"new 5")]
+
+
+def test_from_start_reads_existing_lines(tmp_path: Path) -> None:
+    (tmp_path / "app.jsonl").write_bytes(b"a\nb\n")
+    watch = Watch([str(tmp_path)], ReadStats(), from_start=True)
+    assert [n for _, n, _ in _lines(watch)] == [1, 2]
+
+
+def test_a_new_file_is_read_from_its_first_line_and_a_readme_is_ignored(tmp_path: Path) -> None:
+    stats = ReadStats()
+    watch = Watch([str(tmp_path)], stats)
+    watch.discover()
+    (tmp_path / "README.md").write_text("# notes\nnot a log\n")
+    (tmp_path / "worker.jsonl").write_bytes(b'{"a": 1}\n')
+    assert _lines(watch) == [("worker.jsonl", 1, b'{"a": 1}')]
+    assert [Path(n.file).name for n in stats.ignored_files] == ["README.md"]
+
+
+def test_gzip_copy_of_a_followed_file_is_not_read_again(tmp_path: Path) -> None:
+    log = tmp_path / "app.jsonl"
+    log.write_bytes(b"")
+    watch = Watch([str(tmp_path)], ReadStats())
+    watch.discover()
+    log.write_bytes(b'{"n": 1}\n{"n": 2}\n')
+    assert len(_lines(watch)) == 2
+    with open(log, "ab") as fh:
+        fh.write(b'{"n": 3}\n')  # written after the last poll, then rotated away
+    (tmp_path / "app.jsonl.1.gz").write_bytes(gzip.compress(log.read_bytes()))
+    os.truncate(log, 0)
+    # Only the line the follower had not read yet comes from the copy.
+    assert _lines(watch) == [("app.jsonl.1.gz", 3, b'{"n": 3}')]
+    with open(log, "ab") as fh:
+        fh.write(b'{"n": 4}\n')
+    assert _lines(watch) == [("app.jsonl", 1, b'{"n": 4}')]
+    assert _lines(watch) == []
+
+
+def test_truncated_and_rewritten_past_the_old_size_between_polls(tmp_path: Path) -> None:
+    log = tmp_path / "app.jsonl"
+    log.write_bytes(b"")
+    watch = Watch([str(tmp_path)], ReadStats())
+    watch.discover()
+    log.write_bytes(b'{"old": 1}\n')
+    assert len(_lines(watch)) == 1
+    # Truncated, then more written than was there before, all between two polls.
+    log.write_bytes(b'{"new": 1}\n{"new": 2}\n')
+    assert _lines(watch) == [("app.jsonl", 1, b'{"new": 1}'), ("app.jsonl", 2, b'{"new": 2}')]
+
+
+def test_an_unrelated_gzip_is_read_once(tmp_path: Path) -> None:
+    watch = Watch([str(tmp_path)], ReadStats())
+    watch.discover()
+    (tmp_path / "other.jsonl.2.gz").write_bytes(gzip.compress(b'{"n": 1}\n{"n": 2}\n'))
+    assert [n for _, n, _ in _lines(watch)] == [1, 2]
+    assert _lines(watch) == []
+
+
+def test_same_first_line_in_two_workers_logs_is_not_a_copy(tmp_path: Path) -> None:
+    identities = Identities()
+    banner = b"starting worker\n"
+    first = identities.claim(banner, tmp_path / "worker-1.jsonl")
+    second = identities.claim(banner, tmp_path / "worker-2.jsonl")
+    assert first is not second
+    assert identities.claim(banner + b"more\n", tmp_path / "worker-1.jsonl.1") is first
+
+
+def test_bad_lines_are_counted_with_their_line_in_the_file(tmp_path: Path) -> None:
+    log = tmp_path / "frontend.jsonl"
+    log.write_bytes(b"")
+    follower = Follower([str(tmp_path)], FollowSettings())
+    try:
+        follower.poll()
+        good = rt_request("s1", "r1", 0.0, 1.0, fp_in="a", fp_out="b")
+        log.write_text("\n".join([*good, "{not json", *good]) + "\n")
+        follower.poll()
+        with open(log, "a") as fh:
+            fh.write('{"time": "x"}\n')
+        follower.poll()
+    finally:
+        follower.close()
+    samples = [(s.line, s.reason) for s in follower.stats.samples]
+    assert [line for line, _ in samples] == [3, 6]
+    assert follower.stats.lines == 6 and follower.stats.bad_lines == 2
