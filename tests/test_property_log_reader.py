@@ -67,7 +67,8 @@ def test_any_bytes_are_read_or_counted_never_raised(data: bytes) -> None:
         assert logs.stats.unreadable_files or logs.stats.lines == 0
         return
     lines, bad, rows, _ = _read(data)
-    nonblank = sum(1 for part in data.split(b"\n") if part.strip())
+    text = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 BOM opening the file is dropped
+    nonblank = sum(1 for part in text.split(b"\n") if part.strip())
     assert lines == nonblank
     assert rows + bad == lines
 
@@ -78,6 +79,8 @@ def test_every_valid_line_is_read_and_every_bad_line_counted(
 ) -> None:
     texts = [item[0] if isinstance(item, tuple) else item for item in items]
     data = b"\n".join(texts) + (b"\n" if final_newline and texts else b"")
+    if data.startswith((b"\x1f\x8b", b"\xef\xbb\xbf")):
+        return  # read as gzip, or a BOM: `test_any_bytes_are_read_or_counted_never_raised`
     lines, bad, _, read = _read(data)
     expected = [(number, item[1]) for number, item in enumerate(items, start=1)
                 if isinstance(item, tuple)]

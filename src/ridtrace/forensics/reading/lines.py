@@ -25,7 +25,8 @@ class Readable(Protocol):
 
 _NEWLINE = 10
 # A line that is empty or starts with white space may be blank; JSON lines never do.
-_MAYBE_BLANK = re.compile(rb"\n[\n \t\r]")
+# White space as DuckDB's reader skips it: vertical tab and form feed too.
+_MAYBE_BLANK = re.compile(rb"\n[\n \t\r\x0b\x0c]")
 _WHITESPACE = b" \t\r\n\x0b\x0c"
 
 
@@ -102,7 +103,8 @@ def _blank_in(data: bytes, first_line: int) -> np.ndarray:
 def _maybe_blank(data: bytes) -> bool:
     # Chunks are newline-aligned, so each one starts a line. One regex pass: four
     # substring searches cost four passes over the chunk.
-    return data[:1] in (b"\n", b" ", b"\t", b"\r") or _MAYBE_BLANK.search(data) is not None
+    return (data[:1] in (b"\n", b" ", b"\t", b"\r", b"\x0b", b"\x0c")
+            or _MAYBE_BLANK.search(data) is not None)
 
 
 def map_blocks(chunks: Iterable[bytes]) -> LineMap:
