@@ -117,12 +117,7 @@ def _line_start(fh: Any, pos: int, block_bytes: int) -> int:
 
 
 class _Range:
-    """A read-only view of ``[start, end)`` whose reads stop at multiples of their size.
-
-    The pandas engine reads a file in fixed-size reads from offset 0; aligning reads to
-    the same absolute offsets makes `iter_chunks` cut this block exactly where it cuts
-    the whole file.
-    """
+    """A read-only view of ``[start, end)`` of a file, for staging one block."""
 
     def __init__(self, fh: Any, start: int, end: int) -> None:
         self._fh, self._pos, self._end = fh, start, end

@@ -2,10 +2,11 @@
 
 The pipeline, one pass over the input:
 
-1. **per block** (a worker task, memory bounded by the block): read a newline-aligned
-   byte range of one file → `parse_chunk` → `normalize` → `events_frame` →
-   `build_requests` → partial requests (one row per span seen in the block), lines
-   numbered from the block's start (`ridtrace.forensics.dask_engine.blocks`);
+1. **per block** (a worker task, memory bounded by the block): a newline-aligned byte
+   range of one file is staged, numbered and read by DuckDB through the local engine's
+   stages (`ridtrace.forensics.reading`) into partial requests (one row per span seen
+   in the block), lines numbered from the block's start
+   (`ridtrace.forensics.dask_engine.blocks`);
 2. **per request** (shuffle on a hash of ``(trace_id, span_id)``, one output partition
    per block): partials stream into Dask's disk-backed p2p shuffle as blocks finish;
    every partial of a span lands in one partition, where `combine_requests` merges
@@ -14,7 +15,7 @@ The pipeline, one pass over the input:
 3. **line numbers**: evidence lines travel as (block, line in block); the client,
    which by then has every block's line count, turns them into lines of the file;
 4. **rules**: the combined requests frame is collected and handed to
-   `ridtrace.forensics.rules.report.analyze_requests` — the very code the pandas engine runs.
+   `ridtrace.forensics.rules.report.analyze_requests` — the very code the local engine runs.
 
 The requests frame (one row per span, a few hundred bytes each) is the only thing held
 whole, on the client; events never are. A worker holds about one block's work at a
