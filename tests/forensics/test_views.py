@@ -20,12 +20,19 @@ def _dep(*starts: float) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize(("span", "bucket"), [
-    (pd.Timedelta(seconds=40), "minute"), (pd.Timedelta(hours=2), "minute"),
+    (pd.Timedelta(seconds=3), "second"), (pd.Timedelta(minutes=2), "second"),
+    (pd.Timedelta(minutes=40), "minute"), (pd.Timedelta(hours=2), "minute"),
     (pd.Timedelta(hours=20), "hour"), (pd.Timedelta(days=3), "hour"),
     (pd.Timedelta(days=30), "day"), (pd.Timedelta(days=4 * 365), "day"),
 ])
 def test_bucket_follows_the_time_span(span: pd.Timedelta, bucket: str) -> None:
     assert pick_bucket(span) == bucket
+
+
+def test_a_few_seconds_of_use_are_plotted_per_second_with_zeros(tmp_path: Path) -> None:
+    series = usage_series(_dep(0, 0.2, 3))  # two uses in second 0, one in second 3
+    assert series.index.name == "second"
+    assert list(series["request-id"]) == [2, 0, 0, 1]
 
 
 def test_a_few_minutes_of_use_are_plotted_per_minute_with_zeros(tmp_path: Path) -> None:

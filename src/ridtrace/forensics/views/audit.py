@@ -78,8 +78,10 @@ def daily_series(requests: pd.DataFrame) -> pd.DataFrame:
 
 
 # Buckets a plot can use, the longest time span each suits, and pandas' frequency.
-BUCKETS: Final = (("minute", pd.Timedelta(hours=3), "min"), ("hour", pd.Timedelta(days=4), "h"),
-                  ("day", None, "D"))
+BUCKETS: Final = (
+    ("second", pd.Timedelta(minutes=3), "s"), ("minute", pd.Timedelta(hours=3), "min"),
+    ("hour", pd.Timedelta(days=4), "h"), ("day", None, "D"),
+)
 
 
 def pick_bucket(span: pd.Timedelta) -> str:
@@ -93,7 +95,7 @@ def pick_bucket(span: pd.Timedelta) -> str:
 def usage_series(requests: pd.DataFrame, *, bucket: str | None = None) -> pd.DataFrame:
     """Requests per bucket (rows: bucket starts) and header (columns); empty buckets are 0.
 
-    `bucket` is ``minute``, ``hour`` or ``day``; by default the one that suits the time
+    `bucket` is ``second``, ``minute``, ``hour`` or ``day``; by default the one that suits the time
     span of the use (`pick_bucket`).
     """
     usage = deprecated_usage(requests)
@@ -113,6 +115,9 @@ def usage_series(requests: pd.DataFrame, *, bucket: str | None = None) -> pd.Dat
     return cast(pd.DataFrame, table)
 
 
+_TICKS: Final = {"second": "%H:%M:%S", "minute": "%H:%M", "hour": "%m-%d %H:00"}
+
+
 def plot_usage(series: pd.DataFrame, path: Path) -> None:
     """Write a PNG of use per bucket per header (matplotlib, imported only here).
 
@@ -121,7 +126,9 @@ def plot_usage(series: pd.DataFrame, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     bucket = str(series.index.name or "day")
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -134,10 +141,15 @@ def plot_usage(series: pd.DataFrame, path: Path) -> None:
                 ax.plot(x, series[header], marker="o" if len(x) <= 60 else None, label=header)
             ax.legend()
             ax.set_ylim(bottom=0)
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # requests are counts
+            ticks = mdates.DateFormatter(_TICKS.get(bucket, "%Y-%m-%d"))  # type: ignore[no-untyped-call]
+            ax.xaxis.set_major_formatter(ticks)
+            if len(x) <= 12:  # one tick per bucket: no label repeated within a bucket
+                ax.set_xticks(mdates.date2num(x.to_pydatetime()))  # type: ignore[no-untyped-call]
             if len(x) == 1:  # one bucket: frame it instead of a zero-width axis
-                step = {"minute": pd.Timedelta(minutes=1), "hour": pd.Timedelta(hours=1)}.get(
-                    bucket, pd.Timedelta(days=1)
-                )
+                steps = {"second": pd.Timedelta(seconds=1), "minute": pd.Timedelta(minutes=1),
+                         "hour": pd.Timedelta(hours=1)}
+                step = steps.get(bucket, pd.Timedelta(days=1))
                 ax.set_xlim(x[0] - step, x[0] + step)
         ax.set_title(f"Deprecated request-id headers: requests per {bucket}")
         ax.set_ylabel("requests")
