@@ -1,12 +1,12 @@
-"""One log file parsed into DuckDB: its kept lines, then events or per-span records.
+"""One log file read by DuckDB in one streaming pass: events, or per-span records.
 
 DuckDB's reader yields exactly one row per non-blank line, in file order, and an
 empty row for a line it cannot parse; `ridtrace.forensics.reading.lines` turns row
-numbers (``rn``) into file lines. The kept lines are held in a temporary table: the
-lines a finding can use ("evidence": lifecycle events, Dynamo's request messages,
-fingerprints, deprecated headers, Unlinked errors), every line that is no valid log
-record (judged in Python: the reason of a bad line, or the row of valid JSON that
-DuckDB rejected) and, for a --since/--until window, the lines in it.
+numbers (``rn``) into file lines. A pass keeps the lines a finding can use
+("evidence": lifecycle events, Dynamo's request messages, fingerprints, deprecated
+headers, Unlinked errors), every line that is no valid log record (judged in Python:
+the reason of a bad line, or the row of valid JSON that DuckDB rejected) and, for a
+--since/--until window, the lines in it.
 """
 
 from __future__ import annotations
@@ -284,9 +284,6 @@ class LogTable:
         out = np.full(len(values), -1, dtype=np.int64)
         out[present] = self.line_map.row_lines(values[present].astype(np.int64))
         return out
-
-    def close(self) -> None:
-        """Nothing is held between queries; kept for symmetry with the callers' cleanup."""
 
 
 _LINE_KINDS = ("first", "last", "unlinked", "foreign", "deprecated")
