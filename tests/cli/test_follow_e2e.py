@@ -17,11 +17,15 @@ from pathlib import Path
 import httpx
 
 from tests.frontend_plugin.conftest import Stack, start_stack
-from tests.frontend_plugin.traffic import ROUTES, Result, call
+from tests.frontend_plugin.traffic import (
+    COLLIDING_CLIENT_IDS,
+    Result,
+    start_colliding_calls,
+)
 from tests.support.follower import FollowProcess, start_follower
 
 N = 60
-CLIENT_IDS = ("1", "shared-client-id", "7f3c2a9e-0000-4000-8000-000000000001")
+CLIENT_IDS = COLLIDING_CLIENT_IDS
 LATENCY_S = 2.0
 
 
@@ -40,13 +44,7 @@ def _worker_starts(stack: Stack) -> int:
 async def _fire(stack: Stack, follower: FollowProcess, seen: dict[str, float]) -> list[Result]:
     limits = httpx.Limits(max_connections=N + 10, max_keepalive_connections=N + 10)
     async with httpx.AsyncClient(limits=limits, timeout=60) as client:
-        tasks = [
-            asyncio.create_task(
-                call(client, stack.url, ROUTES[i % 6], f"prompt-{i}-marker", CLIENT_IDS[i % 3],
-                     stream=(i // 6) % 2 == 0)
-            )
-            for i in range(N)
-        ]
+        tasks = start_colliding_calls(client, stack.url, N)
         await asyncio.to_thread(stack.wait_inflight, lambda s: s["registered"] >= N, timeout=60)
         # The lines that prove the duplicates: every worker has logged its start.
         deadline = time.monotonic() + 30

@@ -14,22 +14,21 @@ import httpx
 import pytest
 
 from tests.frontend_plugin.conftest import Stack, start_stack
-from tests.frontend_plugin.traffic import ROUTES, Result, call
+from tests.frontend_plugin.traffic import (
+    COLLIDING_CLIENT_IDS,
+    ROUTES,
+    Result,
+    start_colliding_calls,
+)
 
 N = 300
-CLIENT_IDS = ("1", "shared-client-id", "7f3c2a9e-0000-4000-8000-000000000001")
+CLIENT_IDS = COLLIDING_CLIENT_IDS
 
 
 async def _fire(stack: Stack) -> list[Result]:
     limits = httpx.Limits(max_connections=N + 10, max_keepalive_connections=N + 10)
     async with httpx.AsyncClient(limits=limits, timeout=60) as client:
-        tasks = [
-            asyncio.create_task(
-                call(client, stack.url, ROUTES[i % 6], f"prompt-{i}-marker", CLIENT_IDS[i % 3],
-                     stream=(i // 6) % 2 == 0)
-            )
-            for i in range(N)
-        ]
+        tasks = start_colliding_calls(client, stack.url, N)
         # Every request is registered before any worker produces a token.
         await asyncio.to_thread(
             stack.wait_inflight, lambda s: s["registered"] >= N, timeout=60

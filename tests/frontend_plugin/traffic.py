@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,3 +136,17 @@ async def call(
         return Result(route, stream, marker, response.status_code, "", error or "?", parsed)
     text, error, parsed = extract(route, stream, response.content)
     return Result(route, stream, marker, 200, text, error, parsed)
+
+
+COLLIDING_CLIENT_IDS = ("1", "shared-client-id", "7f3c2a9e-0000-4000-8000-000000000001")
+
+
+def start_colliding_calls(client: Any, url: str, n: int) -> list[asyncio.Task[Result]]:
+    """`n` calls over every route, streaming and not, three client ids shared by all."""
+    return [
+        asyncio.create_task(
+            call(client, url, ROUTES[i % 6], f"prompt-{i}-marker", COLLIDING_CLIENT_IDS[i % 3],
+                 stream=(i // 6) % 2 == 0)
+        )
+        for i in range(n)
+    ]

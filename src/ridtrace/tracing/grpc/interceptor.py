@@ -160,12 +160,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
             traced_context.write_sends_initial = write_sends_initial
             failure: BaseException | None = None
             try:
-                if per_message:
-                    traced_context.on_message = call.next_item
-                if request_streaming:
-                    request = _CountingIterator(request, traced_context)
-                else:
-                    traced_context.messages_in = 1
+                request = _count_requests(call, request, request_streaming, per_message)
                 result = await behavior(request, traced_context)
                 if not response_streaming:
                     traced_context.messages_out = 1
@@ -193,12 +188,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
             failure: BaseException | None = None
             responses: Any = None
             try:
-                if per_message:
-                    traced_context.on_message = call.next_item
-                if request_streaming:
-                    request = _CountingIterator(request, traced_context)
-                else:
-                    traced_context.messages_in = 1
+                request = _count_requests(call, request, request_streaming, per_message)
                 responses = behavior(request, traced_context)
                 async for message in responses:
                     if send_initial and not traced_context.initial_sent:
@@ -219,6 +209,17 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
                     call.finish(failure)
 
         return traced
+
+
+def _count_requests(call: GrpcCall, request: Any, streaming: bool, per_message: bool) -> Any:
+    """The request as the handler sees it: streams counted (and, per message, identified)."""
+    context = call.context
+    if per_message:
+        context.on_message = call.next_item
+    if streaming:
+        return _CountingIterator(request, context)
+    context.messages_in = 1
+    return request
 
 
 class _CountingIterator:
