@@ -32,6 +32,7 @@ from ridtrace.forensics.reading.lines import (
     Readable,
     fetch_lines,
     map_blocks,
+    map_file,
     newline_chunks,
 )
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
@@ -56,7 +57,7 @@ def _map_in_thread(path: Path, on_bytes: Progress | None) -> Callable[[], LineMa
     def work() -> None:
         try:
             with open(path, "rb") as fh:
-                result.append(map_blocks(_counted(newline_chunks(fh), on_bytes)))
+                result.append(map_file(fh, on_bytes))
         except BaseException as exc:  # re-raised in the caller's thread
             failure.append(exc)
 

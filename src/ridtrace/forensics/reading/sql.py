@@ -147,24 +147,20 @@ FIRST_FIELDS = (
 )
 
 
-# Display-only fields: no rule reads them, so a lean read (what `analyze` runs)
-# leaves them null and spends no aggregate on them.
+# Display-only fields: no rule reads them, so the lean pass (`reading.lean`, what
+# `analyze` runs) leaves them null and spends no aggregate on them.
 DISPLAY_FIELDS = ("route", "client", "method", "service", "worker", "status", "error")
 
 
-def span_aggregates(*, lean: bool = False) -> str:
+def span_aggregates() -> str:
     """The per-span aggregate columns over normalised events with ``rn``.
 
-    Lines are row numbers (``*_rn``): the caller turns them into file lines. `lean`
-    leaves the display-only fields null, as a lean read does.
+    Lines are row numbers (``*_rn``): the caller turns them into file lines.
     The id a request *ends* with is the one it held in flight: under the legacy id
     policy the middleware logs a minted id at request.start, then the handler re-keys
     the request by the client's id, and that is the id that collides.
     """
-    first = ",\n    ".join(
-        f"NULL::VARCHAR AS {c}" if lean and c in DISPLAY_FIELDS else _first(c)
-        for c in FIRST_FIELDS
-    )
+    first = ",\n    ".join(_first(c) for c in FIRST_FIELDS)
     unlinked = f"event = {literal(RESPONSE_UNLINKED)}"
     foreign = f"event = {literal(FOREIGN_CHUNK)}"
     return f"""arg_max(request_id, rn) FILTER (WHERE request_id IS NOT NULL) AS request_id,

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from ridtrace.contract import DEPRECATED_HEADER, LOG_SCHEMA
 from ridtrace.forensics.reading.judge import judge_line
+from ridtrace.forensics.reading.lean import OTHER, SPAN, SUSPECT, lean_spans_sql
 from ridtrace.forensics.reading.lines import LineMap
 from ridtrace.forensics.reading.schema import READ_FIELDS, TIME_TYPE
 from ridtrace.forensics.reading.sql import (
@@ -109,21 +110,24 @@ SELECT *, {in_window} AND NOT _suspect AS _in_window FROM (
 _FLAGS = ("_suspect", "_ev", "_in_window", "_empty", "_time_text")
 
 
-def _spans_sql(source: str, *, lean: bool) -> str:
-    """Per-span rows of `source`'s evidence; each suspect line its own row; window count."""
+def _spans_sql(source: str) -> str:
+    """Per-span rows of every line of `source` (a full read: display fields too).
+
+    Kinds numbered as `lean.lean_spans_sql` numbers them; each suspect line its own row.
+    """
     events = normalized_select(f"({source})", keep=_FLAGS)
     return f"""
 SELECT _kind, _g1 AS trace_id, _g2 AS span_id, hash(_g1, _g2) AS span_key,
-    {span_aggregates(lean=lean)},
+    {span_aggregates()},
     bool_or(_empty) AS _empty, bool_or(_time_text IS NOT NULL) AS _timed,
     bool_or(time IS NULL) AS _untimed, count(*) FILTER (WHERE _in_window) AS _window
 FROM (
     SELECT *,
-        CASE WHEN _kind = 'span' THEN trace_id END AS _g1,
-        CASE WHEN _kind = 'span' THEN span_id WHEN _kind = 'bad' THEN rn::VARCHAR END AS _g2
+        CASE WHEN _kind = {SPAN} THEN trace_id END AS _g1,
+        CASE WHEN _kind = {SPAN} THEN span_id WHEN _kind = {SUSPECT} THEN rn::VARCHAR END AS _g2
     FROM (
-        SELECT *, CASE WHEN _suspect THEN 'bad' WHEN NOT _ev THEN 'window'
-                       WHEN span_id IS NULL THEN 'none' ELSE 'span' END AS _kind
+        SELECT *, CASE WHEN _suspect THEN {SUSPECT} WHEN NOT _ev OR span_id IS NULL
+                       THEN {OTHER} ELSE {SPAN} END::TINYINT AS _kind
         FROM ({events})
     )
 )
@@ -199,12 +203,14 @@ class LogTable:
 
     def spans(self) -> tuple[pa.Table, dict[str, np.ndarray]]:
         """One row per span (first-seen order), and its evidence lines by column."""
-        got = self.con.sql(_spans_sql(self._source(), lean=self.lean)).to_arrow_table()
+        source = self._source()
+        sql = lean_spans_sql(source) if self.lean else _spans_sql(source)
+        got = self.con.sql(sql).to_arrow_table()
         # First-seen order: sorting the few span rows here beats an ORDER BY in the plan.
         got = got.take(pa.array(np.argsort(got["first_rn"].to_numpy(), kind="stable")))
-        kind = got["_kind"].to_numpy(zero_copy_only=False)
+        kind = got["_kind"].to_numpy()
         self.window_lines = int(pc.sum(got["_window"]).as_py() or 0)
-        bad = kind == "bad"
+        bad = kind == SUSPECT
         rescued: list[dict[str, Any]] = []
         if bad.any():
             flags = got.filter(pa.array(bad))
@@ -222,7 +228,7 @@ class LogTable:
             finally:
                 self.con.unregister("ridtrace_events")
         else:
-            got = got.filter(pa.array(kind == "span"))
+            got = got.filter(pa.array(kind == SPAN))
         lines = {f"{c}_line": self._lines_of(got[f"{c}_rn"]) for c in _LINE_KINDS}
         keep = [c for c in got.column_names if not c.endswith("_rn") and not c.startswith("_")]
         return got.select(keep), lines

@@ -1,0 +1,80 @@
+"""The lean per-span pass (`reading.lean`) picks what the full event path picks.
+
+`ridtrace analyze` builds requests from raw fields in one DuckDB pass; the event views
+build them from normalised events (`reading.sql.NORMALIZED`, then `spans_select`).
+Over the same lines (a lean read keeps the evidence lines) both must give the same
+request rows, but for the display-only fields the lean pass leaves null, on every
+shape of line the two formats have.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from ridtrace.forensics.reading.events import load_events
+from ridtrace.forensics.reading.inputs import expand_inputs
+from ridtrace.forensics.reading.sql import DISPLAY_FIELDS
+from ridtrace.forensics.records.read import read_partials
+from ridtrace.forensics.records.spans import build_requests, requests_from_partials
+from ridtrace.testing.dynamo import DynamoSpec, write_dynamo_logs
+from ridtrace.testing.synth import SynthSpec, write_logs
+
+SAMPLE = Path(__file__).parent / "data" / "dynamo-jsonl-sample.jsonl"
+
+
+def _both(paths: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    read = read_partials(expand_inputs(paths))
+    lean = requests_from_partials(read.partials, read.files)
+    full = build_requests(load_events(paths, lean=True).events)
+    return lean, full
+
+
+def _assert_same(lean: pd.DataFrame, full: pd.DataFrame) -> None:
+    assert len(lean) == len(full) > 0
+    for col in full.columns:
+        if col in DISPLAY_FIELDS:
+            assert lean[col].isna().all(), col
+            continue
+        got = lean[col].astype(object).where(lean[col].notna(), None).tolist()
+        want = full[col].astype(object).where(full[col].notna(), None).tolist()
+        assert got == want, col
+
+
+def test_dynamo_lines_of_every_kind(tmp_path: Path) -> None:
+    logs = write_dynamo_logs(
+        tmp_path / "dyn", DynamoSpec(requests=400, duplicates=4, cancelled=3, deprecated_every=7)
+    )
+    shutil.copy(SAMPLE, tmp_path / "dyn" / "sample.jsonl")
+    # A SPAN_CLOSED line naming an Unlinked error and a header is neither finding's
+    # evidence; an Unlinked error with a deprecated-header message is only Unlinked.
+    extra = [
+        {"time": "2026-10-02T14:03:12.000000Z", "target": "x", "message": "SPAN_CLOSED",
+         "error": "Unlinked response", "header": "request-id", "span_id": "s1",
+         "trace_id": "t1"},
+        {"time": "2026-10-02T14:03:12.100000Z", "target": "x",
+         "message": "request-id header is deprecated", "error": "Unlinked request x",
+         "span_id": "s1", "trace_id": "t1", "span_name": "handle_payload"},
+        {"time": "2026-10-02T14:03:12.200000Z", "target": "x",
+         "message": "x-dynamo-request-id header is deprecated", "span_id": "s2",
+         "trace_id": "t2", "span_name": "http-request", "parent_id": "p2"},
+    ]
+    (tmp_path / "dyn" / "extra.jsonl").write_text("".join(json.dumps(e) + "\n" for e in extra))
+    lean, full = _both([str(p) for p in sorted((tmp_path / "dyn").iterdir())])
+    assert logs.files and (lean["unlinked"].notna().sum() > 0)
+    assert lean["deprecated"].notna().sum() > 0
+    _assert_same(lean, full)
+
+
+def test_ridtrace_lines_of_every_kind(tmp_path: Path) -> None:
+    truth = write_logs(
+        tmp_path / "rt",
+        SynthSpec(requests=300, crossed=2, collisions=2, duplicates=2, client_reuse=2,
+                  deprecated_every=9, engine_noise=True),
+    )
+    lean, full = _both([str(p) for p in truth.files])
+    assert lean["fp_out"].notna().any() and (lean["side"] == "worker").any()
+    _assert_same(lean, full)
