@@ -13,11 +13,15 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from ridtrace.forensics.reading.events import load_events
+from ridtrace.forensics.reading.files import read_all
 from ridtrace.forensics.reading.inputs import expand_inputs
-from ridtrace.forensics.reading.sql import DISPLAY_FIELDS
+from ridtrace.forensics.reading.sql import DISPLAY_FIELDS, spans_select
+from ridtrace.forensics.reading.table import LogTable, connect
 from ridtrace.forensics.records.read import read_partials
 from ridtrace.forensics.records.spans import build_requests, requests_from_partials
 from ridtrace.testing.dynamo import DynamoSpec, write_dynamo_logs
@@ -78,3 +82,44 @@ def test_ridtrace_lines_of_every_kind(tmp_path: Path) -> None:
     lean, full = _both([str(p) for p in truth.files])
     assert lean["fp_out"].notna().any() and (lean["side"] == "worker").any()
     _assert_same(lean, full)
+
+
+def _ends(paths: list[str]) -> tuple[dict[tuple[str, str], tuple[bool, ...]], ...]:
+    """Per span (closing, request_end, worker_end): lean pass, then the event path."""
+    sources = expand_inputs(paths)
+    cols = ("closing", "request_end", "worker_end")
+
+    def lean(table: LogTable, _: int) -> list[dict[str, object]]:
+        return table.spans()[0].select(["trace_id", "span_id", *cols]).to_pylist()
+
+    def full(table: LogTable, _: int) -> list[dict[str, object]]:
+        events = table.events()[0]
+        events = events.append_column("rn", pa.array(np.arange(events.num_rows)))
+        con = connect()
+        con.register("ridtrace_events", events)
+        try:
+            spans = con.sql(spans_select("ridtrace_events")).to_arrow_table()
+        finally:
+            con.close()
+        return spans.select(["trace_id", "span_id", *cols]).to_pylist()
+
+    out = []
+    for use in (lean, full):
+        rows = [r for part in read_all(sources, use, lean=True).results for r in part]
+        out.append({(r["trace_id"], r["span_id"]): tuple(r[c] for c in cols) for r in rows})
+    return out[0], out[1]
+
+
+def test_span_ends_for_the_live_rules(tmp_path: Path) -> None:
+    write_dynamo_logs(tmp_path / "dyn", DynamoSpec(requests=200, duplicates=2, cancelled=2,
+                                                   deprecated_every=5))
+    shutil.copy(SAMPLE, tmp_path / "dyn" / "sample.jsonl")
+    truth = write_logs(tmp_path / "rt", SynthSpec(requests=200, crossed=2, collisions=2))
+    paths = [str(p) for p in sorted((tmp_path / "dyn").iterdir())] + [
+        str(p) for p in truth.files
+    ]
+    lean, full = _ends(paths)
+    assert lean == full
+    values = list(lean.values())
+    assert any(v[1] for v in values) and any(v[2] for v in values)
+    assert any(v[0] and not (v[1] or v[2]) for v in values)  # span.closed / SPAN_CLOSED

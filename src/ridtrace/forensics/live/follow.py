@@ -1,8 +1,8 @@
 """`ridtrace analyze --follow`: poll the inputs, parse what is new, run the live rules.
 
 One poll: find new files, read every followed file's new whole lines, parse each
-file's chunk through the batch read path, put the events of all files in time order
-and feed them to `LiveRules`. Under load a poll reads more per file (up to
+file's chunk through the batch read path into per-span rows, put the rows of all
+files in time order and feed them to `LiveRules`. Under load a poll reads more per file (up to
 `FollowSettings.max_bytes`) and the next one starts at once; when idle, the loop
 sleeps `interval` seconds between polls.
 """
@@ -16,9 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from ridtrace.contract import FINDING_KINDS, SEVERITY
 from ridtrace.forensics.live.parse import parse_chunk, span_rows
@@ -67,12 +64,12 @@ class Follower:
         chunks, more = self.watch.read(self.settings.max_bytes)
         parts = []
         for chunk in chunks:
-            rows, lines = parse_chunk(self._con, chunk, self.stats, self._staged)
-            if rows.num_rows:
-                latest = pc.max(rows["time"]).cast(pa.int64()).as_py()
-                self._latest[chunk.name] = max(self._latest.get(chunk.name, 0), latest or 0)
-            parts.append((chunk.name, rows, lines))
-        batch = span_rows(self._con, parts)
+            part = parse_chunk(self._con, chunk, self.stats, self._staged)
+            latest = part.latest
+            if latest is not None:
+                self._latest[chunk.name] = max(self._latest.get(chunk.name, 0), latest)
+            parts.append(part)
+        batch = span_rows(parts)
         # Files with more to read are only known up to their latest line so far.
         marks = {
             tail.name: self._latest.get(tail.name, 0)

@@ -49,6 +49,11 @@ def _finding(kind: str, span: Span, time: int, detail: str,
     }
 
 
+def _one_caller(members: list[Span]) -> bool:
+    first = members[0].caller()
+    return all(m.caller() == first for m in members[1:])
+
+
 class LiveRules:
     """Incremental rules over a sliding window of log time."""
 
@@ -105,7 +110,9 @@ class LiveRules:
             if span.outcome is None:
                 span.outcome = outcome
             if rid is not None and rid != span.request_id:
-                clusters.append(state.join(span, rid))
+                cluster = state.join(span, rid)
+                if len(cluster.members) > 1:  # one span alone holds no duplicate
+                    clusters.append(cluster)
             for cluster in span.clusters:
                 if span.last > cluster.max_end:
                     cluster.max_end = span.last
@@ -180,7 +187,7 @@ class LiveRules:
         for cluster in todo:
             if cluster.reported or len(cluster.members) < 2:
                 continue
-            if len({m.caller() for m in cluster.members}) < 2:
+            if _one_caller(cluster.members):
                 continue  # one caller: its worker spans and retries
             members = sorted(cluster.members, key=lambda m: m.start)
             verdict = self._overlapping_callers(members)

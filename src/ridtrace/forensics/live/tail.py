@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ridtrace.forensics.reading.inputs import GZIP_MAGIC, DecodedStream
+from ridtrace.forensics.reading.lines import count_newlines
 
 # How many first bytes (whole lines) identify a file's content.
 HEAD_BYTES = 4096
@@ -156,7 +157,8 @@ class FileTail:
         data = self._read_gzip(max_bytes) if self.gzip else self._read_plain(max_bytes)
         if not data:
             return None
-        data = self._held + data
+        if self._held:
+            data = self._held + data
         cut = data.rfind(b"\n") + 1
         whole, self._held = data[:cut], data[cut:]
         # A held piece of a line is more to come, at a time not known yet.
@@ -164,7 +166,7 @@ class FileTail:
         if not whole:
             return None
         first = self.line + 1
-        self.line += whole.count(b"\n")
+        self.line += count_newlines(whole)
         self._claim_head()
         return self._unread(first, whole)
 

@@ -19,15 +19,21 @@ from ridtrace.contract import (
     DYNAMO_DEPRECATED_PATTERN,
     DYNAMO_FRONTEND_SPANS,
     DYNAMO_GENERATE_FAILED,
+    DYNAMO_RESPONSE_SENT,
     DYNAMO_SPAN_CLOSED,
     DYNAMO_WORKER_SPANS,
     FOREIGN_CHUNK,
     LOG_SCHEMA,
     OUTCOME_ERROR,
     OUTCOME_OK,
+    REQUEST_END,
     RESPONSE_UNLINKED,
+    SPAN_CLOSED,
     WORKER,
+    WORKER_END,
+    WORKER_ERROR,
     WORKER_EVENT_PREFIX,
+    WORKER_REFUSED,
 )
 from ridtrace.forensics.reading.sql import DISPLAY_FIELDS, literal
 
@@ -57,6 +63,16 @@ _DYN_DEPRECATED = (
     f"CASE WHEN {_DYN_CLOSED} OR {_DYN_UNLINKED} THEN NULL "
     f"ELSE coalesce(header, {_DYN_OLD_HEADER}) END"
 )
+_DYN_COMPLETED = f"message = {literal(DYNAMO_COMPLETED)}"
+# How a line ends its span (``_end``): 1 request.end, 2 worker.end, 3 any other close.
+_RT_END = f"""CASE event WHEN {literal(REQUEST_END)} THEN 1 WHEN {literal(WORKER_END)} THEN 2
+    WHEN {literal(SPAN_CLOSED)} THEN 3 WHEN {literal(WORKER_ERROR)} THEN 3
+    WHEN {literal(WORKER_REFUSED)} THEN 3 ELSE 0 END"""
+_DYN_END = f"""CASE WHEN {_DYN_CLOSED} THEN 3 WHEN {_DYN_UNLINKED} THEN 0
+    WHEN coalesce(header, {_DYN_OLD_HEADER}) IS NOT NULL THEN 0
+    WHEN message = {literal(DYNAMO_RESPONSE_SENT)} THEN 0
+    WHEN {_DYN_COMPLETED} AND span_name IN {_in(DYNAMO_FRONTEND_SPANS)} THEN 1
+    WHEN {_DYN_COMPLETED} AND span_name IN {_in(DYNAMO_WORKER_SPANS)} THEN 2 ELSE 0 END"""
 _DYN_OUTCOME = f"""CASE
     WHEN message = {literal(DYNAMO_GENERATE_FAILED)} THEN {literal(OUTCOME_ERROR)}
     WHEN message = {literal(DYNAMO_COMPLETED)} AND span_name IN {_in(DYNAMO_FRONTEND_SPANS)}
@@ -81,6 +97,7 @@ _LINE = f"""
     _rt AND event = {literal(FOREIGN_CHUNK)} AS _foreign,
     CASE WHEN _rt THEN {_RT_DEPRECATED} ELSE {_DYN_DEPRECATED} END AS deprecated,
     coalesce(error, message) AS _text, chunk_request_id,
+    (CASE WHEN _rt THEN {_RT_END} ELSE {_DYN_END} END)::TINYINT AS _end,
     trace_id, span_id, _suspect, _empty, _time_text, _in_window,
     CASE WHEN _suspect THEN {SUSPECT} WHEN _ev AND span_id IS NOT NULL THEN {SPAN}
          ELSE {OTHER} END::TINYINT AS _kind
@@ -112,6 +129,8 @@ SELECT _kind, _trace AS trace_id, _span AS span_id, hash(_trace, _span) AS span_
     min(rn) FILTER (WHERE _foreign) AS foreign_rn,
     arg_min(deprecated, rn) FILTER (WHERE deprecated IS NOT NULL) AS deprecated,
     min(rn) FILTER (WHERE deprecated IS NOT NULL) AS deprecated_rn,
+    bool_or(_end > 0) AS closing, bool_or(_end = 1) AS request_end,
+    bool_or(_end = 2) AS worker_end,
     bool_or(_empty) AS _empty, bool_or(_time_text IS NOT NULL) AS _timed,
     bool_or(time IS NULL) AS _untimed, count(*) FILTER (WHERE _in_window) AS _window
 FROM (

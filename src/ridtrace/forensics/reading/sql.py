@@ -36,10 +36,14 @@ from ridtrace.contract import (
     SPAN_CLOSED,
     WORKER,
     WORKER_END,
+    WORKER_ERROR,
     WORKER_EVENT_PREFIX,
+    WORKER_REFUSED,
     WORKER_START,
 )
 
+# Events that end a span: the live rules judge a span once it has one.
+CLOSING_EVENTS = (REQUEST_END, SPAN_CLOSED, WORKER_END, WORKER_ERROR, WORKER_REFUSED)
 # Dynamo's messages that are evidence on their own.
 DYNAMO_EVIDENCE_MESSAGES = (
     DYNAMO_RECEIVED, DYNAMO_COMPLETED, DYNAMO_RESPONSE_SENT, DYNAMO_GENERATE_FAILED,
@@ -174,7 +178,10 @@ def span_aggregates() -> str:
     arg_min(chunk_request_id, rn) FILTER (WHERE {foreign}) AS "foreign",
     min(rn) FILTER (WHERE {foreign}) AS foreign_rn,
     arg_min(deprecated, rn) FILTER (WHERE deprecated IS NOT NULL) AS deprecated,
-    min(rn) FILTER (WHERE deprecated IS NOT NULL) AS deprecated_rn"""
+    min(rn) FILTER (WHERE deprecated IS NOT NULL) AS deprecated_rn,
+    bool_or(event IN {_in(CLOSING_EVENTS)}) IS TRUE AS closing,
+    bool_or(event = {literal(REQUEST_END)}) IS TRUE AS request_end,
+    bool_or(event = {literal(WORKER_END)}) IS TRUE AS worker_end"""
 
 
 def spans_select(events: str) -> str:

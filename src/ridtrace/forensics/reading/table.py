@@ -11,6 +11,7 @@ the reason of a bad line, or the row of valid JSON that DuckDB rejected) and, fo
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -57,11 +58,25 @@ _KNOWN = f"(schema = {literal(LOG_SCHEMA)} OR (schema IS NULL AND target IS NOT 
 
 
 def connect() -> duckdb.DuckDBPyConnection:
-    """A connection set up for reading logs: UTC times, no progress bar."""
+    """A connection set up for reading logs: UTC times, no progress bar, and as many
+    threads as the CPUs this process may run on."""
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")
+    con.execute(f"SET threads = {usable_cpus()}")
     return con
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on: its affinity (taskset, a container's cpuset).
+
+    DuckDB starts one thread per CPU of the machine; a process pinned to fewer CPUs
+    (a follower given one core, a container) would time-slice its own threads.
+    """
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity API on this platform
+        return max(1, os.cpu_count() or 1)
 
 
 def _quote(name: str) -> str:
