@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from ridtrace.frontend_plugin.asgi_io import fastapi_app
 from ridtrace.frontend_plugin.auth import SharedSecretMiddleware, anthropic_error
 from ridtrace.frontend_plugin.frontend import Frontend
-from ridtrace.frontend_plugin.routes import create_router
+from ridtrace.frontend_plugin.routes import InferenceFastPath, create_router
 from ridtrace.frontend_plugin.routes.anthropic import MESSAGES
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.tracing import RequestTracingMiddleware, TracingSettings, telemetry_lifespan
@@ -52,10 +52,14 @@ def create_frontend_app(
 
     app = fastapi_app(title="ridtrace frontend", lifespan=lifespan)
     app.state.frontend = fe
-    app.include_router(create_router(frontend=fe))
+    router = create_router(frontend=fe)
+    app.include_router(router)
     app.add_route(METRICS_PATH, metrics_endpoint, methods=["GET"], include_in_schema=False)
     config = fe.settings
-    # Added first, so it runs inside the tracing middleware: a refusal has its ids and
+    # Innermost: inference requests leave FastAPI's stack here, after the tracing
+    # middleware and the key check have run.
+    app.add_middleware(InferenceFastPath, routes=router.routes)
+    # Added before the tracing middleware, so it runs inside it: a refusal has its ids and
     # its request.end line like any other answer. Not added at all without keys: an
     # open frontend pays nothing for the check.
     if config.api_keys:

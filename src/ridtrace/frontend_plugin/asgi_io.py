@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
@@ -18,6 +18,7 @@ __all__ = [
     "fastapi_app",
     "plain_route",
     "read_body",
+    "receive_body",
     "wait_for_disconnect",
 ]
 
@@ -81,6 +82,40 @@ async def read_body(request: Request, limit: int) -> bytes | None:
                 break
         else:
             parts.append(chunk)
+    return None if size > limit else b"".join(parts)
+
+
+async def receive_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
+    """:func:`read_body` for plain ASGI apps: the body, or ``None`` when over ``limit``.
+
+    Raises ``starlette.requests.ClientDisconnect`` if the client leaves mid-body, as
+    ``Request.stream`` does. A body that came in one message is returned as it is.
+    """
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            if value.isdigit() and int(value) > limit * _DRAIN_FACTOR:
+                return None
+            break
+    message = await receive()
+    if message["type"] == "http.request" and not message.get("more_body", False):
+        body: bytes = message.get("body", b"")
+        return body if len(body) <= limit else None
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            parts.clear()
+            if size > limit * _DRAIN_FACTOR:
+                break
+        else:
+            parts.append(chunk)
+        if not message.get("more_body", False):
+            break
+        message = await receive()
     return None if size > limit else b"".join(parts)
 
 

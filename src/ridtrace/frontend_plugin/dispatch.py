@@ -10,6 +10,7 @@ After the first line a failure is the caller's alone (see ``pump``).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
@@ -112,6 +113,15 @@ class WorkerStream:
             return await self._reader.next()
         with Deadline(timeout):
             return await self._reader.next()
+
+    @property
+    def ready(self) -> bool:
+        """Whether the next message already arrived (:meth:`next_ready` will not wait)."""
+        return self._reader.ready
+
+    def next_ready(self) -> dict[str, Any]:
+        """The next message that already arrived; raises ``BadLine`` (check :attr:`ready`)."""
+        return self._reader.next_ready()
 
     async def drain(self) -> bool:
         """Read to the end of the body after the last message; ``True`` if nothing was left.
@@ -277,6 +287,12 @@ class Dispatcher:
             raise _Refused(
                 "timeout", f"no first chunk from {worker} within {budget:.1f}s"
             ) from None
+        except asyncio.CancelledError:
+            # The caller left mid-dispatch: drop the connection (the worker sees it go)
+            # instead of leaving an unread response to the garbage collector.
+            if response is not None:
+                response.close()
+            raise
         if first is None:
             response.close()
             raise _Refused("status_5xx", "worker closed the stream before the first chunk")

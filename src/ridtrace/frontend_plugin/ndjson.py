@@ -46,6 +46,15 @@ class NdjsonReader:
             lines.extend(part for part in parts if part and not part.isspace())
         return decode(lines.popleft())
 
+    @property
+    def ready(self) -> bool:
+        """Whether a message is already buffered, so :meth:`next_ready` can be called."""
+        return bool(self._lines)
+
+    def next_ready(self) -> dict[str, Any]:
+        """The next buffered message, without waiting (check :attr:`ready` first)."""
+        return decode(self._lines.popleft())
+
 
 def decode(line: bytes) -> dict[str, Any]:
     """One line as a JSON object; raises :class:`BadLine`."""
