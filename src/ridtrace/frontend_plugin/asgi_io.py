@@ -27,7 +27,7 @@ __all__ = [
 _DRAIN_FACTOR = 32
 
 
-def fastapi_app(**options: Any) -> FastAPI:
+def fastapi_app(*, app_class: type[FastAPI] = FastAPI, **options: Any) -> FastAPI:
     """A FastAPI app for ridtrace's own servers: FastAPI's native telemetry off.
 
     ridtrace's middleware opens the one server span per request (docs/tracing.md). In
@@ -35,13 +35,14 @@ def fastapi_app(**options: Any) -> FastAPI:
     tracer provider is set and then wraps every request a second time; in ridtrace's
     own apps it only cost CPU (issue 15). Apps built around ``create_router`` keep
     FastAPI's telemetry if they want it, and ridtrace enriches its span instead.
+    ``app_class`` is a ``FastAPI`` subclass to build instead.
     """
     try:
         from fastapi.telemetry import TelemetryConfig
     except ImportError:  # FastAPI before built-in telemetry: nothing to turn off
-        return FastAPI(**options)
+        return app_class(**options)
     off = TelemetryConfig(tracing=False, metrics=False, logs=False)
-    return FastAPI(telemetry=off, **options)
+    return app_class(telemetry=off, **options)
 
 
 def plain_route(path: str, endpoint: Callable[[Request], Awaitable[Response]]) -> Route:
