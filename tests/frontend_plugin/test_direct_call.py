@@ -80,7 +80,7 @@ def _call(stream: ScriptedStream, **settings: Any) -> tuple[Frontend, DirectCall
 def test_the_safe_policy_reads_in_the_callers_task_and_the_legacy_one_keeps_its_pump() -> None:
     async def main() -> None:
         stream = ScriptedStream(_chunk("a"), [_chunk("b"), DONE])
-        fe, call = _call(stream)
+        _, call = _call(stream)
         before = asyncio.all_tasks()
         call.start()
         assert await call.next() == Delta("a")
