@@ -24,7 +24,7 @@ Phases: ``short`` (10-token reply, non-streaming; CPU per request) and ``stream`
 a phase, order rotated; the tables report medians, min…max across rounds, and ratios
 taken per round. The same event loop runs every contender (uvloop when uvicorn uses it).
 
-Usage: ``.venv/bin/python benchmarks/bench_frontend.py [--rounds 5] [--seconds 3]``
+Usage: ``.venv/bin/python benchmarks/bench_frontend.py [--rounds 5] [--seconds 3] [--phases short,stream,work]``
 """
 
 from __future__ import annotations
