@@ -24,7 +24,7 @@ Phases: ``short`` (10-token reply, non-streaming; CPU per request) and ``stream`
 a phase, order rotated; the tables report medians, min…max across rounds, and ratios
 taken per round. The same event loop runs every contender (uvloop when uvicorn uses it).
 
-Usage: ``.venv/bin/python benchmarks/bench_frontend.py [--rounds 5] [--seconds 3]``
+Usage: ``.venv/bin/python benchmarks/bench_frontend.py [--rounds 5] [--seconds 3] [--phases short,stream,work]``
 """
 
 from __future__ import annotations
@@ -317,6 +317,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--stream-connections", type=int, default=4)
+    parser.add_argument("--phases", default="short,stream,work",
+                        help="comma-separated subset of short,stream,work")
     parser.add_argument("--serve", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -359,9 +361,11 @@ def main() -> None:
             "work": (("minimal worker", "worker alone", "worker, no telemetry"), "/v1/work",
                      args.connections),
         }
+        chosen = args.phases.split(",")
+        phases = {phase: spec for phase, spec in phases.items() if phase in chosen}
         stream_body = _completion_body(STREAM_TOKENS - 1, stream=True)
         sizes = {name: _response_bytes(f"http://127.0.0.1:{ports[name]}/v1/completions",
-                                       stream_body) for name in phases["stream"][0]}
+                                       stream_body) for name in proxies}
         results: dict[tuple[str, str], list[dict[str, float]]] = {}
         for phase, (names, path, conns) in phases.items():  # warm-up
             for name in names:
@@ -398,8 +402,8 @@ def main() -> None:
             print(f"| {phase} | {name} | {statistics.median(r['rps'] for r in rows):,.0f} "
                   f"| {_spread(cpu)} | {_spread(token_us)} | {_spread(ratios)}× |")
     lean = {p: statistics.median(r["cpu_ms"] for r in results[(p, "minimal proxy")]) * 1000
-            for p in ("short", "stream")}
-    for phase in ("short", "stream"):
+            for p in ("short", "stream") if p in phases}
+    for phase in (p for p in ("short", "stream") if p in phases):
         own = own_work_us(per_token[phase])
         print(f"\nplugin's own work ({phase}: id, registry, {per_token[phase]} chunk checks): "
               f"{own:.1f} µs per request, {own / lean[phase]:.2%} of the minimal proxy's CPU")

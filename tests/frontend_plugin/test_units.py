@@ -163,10 +163,12 @@ def test_watchdog_cancels_after_a_silence_but_not_while_chunks_flow() -> None:
 
     async def run() -> tuple[str | None, int]:
         loop = asyncio.get_running_loop()
-        dog = Watchdog(0.05, time.monotonic() + 10)
+        # A timeout 12 ticks long: a loaded machine (2 cores, 3 test runs) once stretched
+        # a 20 ms sleep past a 50 ms timeout.
+        dog = Watchdog(0.25, time.monotonic() + 10)
         chunks = 0
         try:
-            for _ in range(6):  # 6 x 20 ms: longer than the timeout in all, never silent
+            for _ in range(16):  # 16 x 20 ms: longer than the timeout in all, never silent
                 await asyncio.sleep(0.02)
                 dog.last = loop.time()
                 chunks += 1
@@ -177,4 +179,4 @@ def test_watchdog_cancels_after_a_silence_but_not_while_chunks_flow() -> None:
             dog.stop()
         return dog.expired, chunks
 
-    assert asyncio.run(run()) == ("chunk", 6)
+    assert asyncio.run(run()) == ("chunk", 16)

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
@@ -18,6 +18,7 @@ __all__ = [
     "fastapi_app",
     "plain_route",
     "read_body",
+    "receive_body",
     "wait_for_disconnect",
 ]
 
@@ -26,7 +27,7 @@ __all__ = [
 _DRAIN_FACTOR = 32
 
 
-def fastapi_app(**options: Any) -> FastAPI:
+def fastapi_app(*, app_class: type[FastAPI] = FastAPI, **options: Any) -> FastAPI:
     """A FastAPI app for ridtrace's own servers: FastAPI's native telemetry off.
 
     ridtrace's middleware opens the one server span per request (docs/tracing.md). In
@@ -34,13 +35,14 @@ def fastapi_app(**options: Any) -> FastAPI:
     tracer provider is set and then wraps every request a second time; in ridtrace's
     own apps it only cost CPU (issue 15). Apps built around ``create_router`` keep
     FastAPI's telemetry if they want it, and ridtrace enriches its span instead.
+    ``app_class`` is a ``FastAPI`` subclass to build instead.
     """
     try:
         from fastapi.telemetry import TelemetryConfig
     except ImportError:  # FastAPI before built-in telemetry: nothing to turn off
-        return FastAPI(**options)
+        return app_class(**options)
     off = TelemetryConfig(tracing=False, metrics=False, logs=False)
-    return FastAPI(telemetry=off, **options)
+    return app_class(telemetry=off, **options)
 
 
 def plain_route(path: str, endpoint: Callable[[Request], Awaitable[Response]]) -> Route:
@@ -81,6 +83,40 @@ async def read_body(request: Request, limit: int) -> bytes | None:
                 break
         else:
             parts.append(chunk)
+    return None if size > limit else b"".join(parts)
+
+
+async def receive_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
+    """:func:`read_body` for plain ASGI apps: the body, or ``None`` when over ``limit``.
+
+    Raises ``starlette.requests.ClientDisconnect`` if the client leaves mid-body, as
+    ``Request.stream`` does. A body that came in one message is returned as it is.
+    """
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            if value.isdigit() and int(value) > limit * _DRAIN_FACTOR:
+                return None
+            break
+    message = await receive()
+    if message["type"] == "http.request" and not message.get("more_body", False):
+        body: bytes = message.get("body", b"")
+        return body if len(body) <= limit else None
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            parts.clear()
+            if size > limit * _DRAIN_FACTOR:
+                break
+        else:
+            parts.append(chunk)
+        if not message.get("more_body", False):
+            break
+        message = await receive()
     return None if size > limit else b"".join(parts)
 
 

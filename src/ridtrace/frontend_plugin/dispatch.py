@@ -10,17 +10,17 @@ After the first line a failure is the caller's alone (see ``pump``).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import Any
-
-import aiohttp
 
 from ridtrace.contract import DISPATCH_ATTEMPT, DISPATCH_RETRY
 from ridtrace.frontend_plugin.ndjson import BadLine, NdjsonReader
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.timers import Deadline
-from ridtrace.frontend_plugin.wire import CLIENT_KEEP_ALIVE_SECONDS, WORK_PATH, WorkRequest
+from ridtrace.frontend_plugin.wire import WORK_PATH, WorkRequest
+from ridtrace.frontend_plugin.worker_http import ConnectionPool, WorkerHttpError, WorkerResponse
 from ridtrace.tracing import metrics
 from ridtrace.tracing.eventlog import EventLog
 
@@ -93,7 +93,7 @@ class WorkerStream:
     __slots__ = ("_reader", "_response", "attempts", "first", "worker")
 
     def __init__(
-        self, *, worker: str, attempts: int, response: aiohttp.ClientResponse,
+        self, *, worker: str, attempts: int, response: WorkerResponse,
         reader: NdjsonReader, first: dict[str, Any],
     ) -> None:
         self.worker = worker
@@ -112,6 +112,15 @@ class WorkerStream:
             return await self._reader.next()
         with Deadline(timeout):
             return await self._reader.next()
+
+    @property
+    def ready(self) -> bool:
+        """Whether the next message already arrived (:meth:`next_ready` will not wait)."""
+        return self._reader.ready
+
+    def next_ready(self) -> dict[str, Any]:
+        """The next message that already arrived; raises ``BadLine`` (check :attr:`ready`)."""
+        return self._reader.next_ready()
 
     async def drain(self) -> bool:
         """Read to the end of the body after the last message; ``True`` if nothing was left.
@@ -152,36 +161,26 @@ def worker_headers(trace_headers: dict[str, str] | None, *, token: str | None) -
 class Dispatcher:
     """Sends work envelopes to workers and returns the first stream that starts.
 
-    The HTTP client is aiohttp (C-accelerated response parsing): the httpx client it
-    replaced spent about a third of the frontend's CPU in its send path (issue 15). One
-    pooled connection per concurrent request; idle ones are dropped after
+    The HTTP client is :mod:`ridtrace.frontend_plugin.worker_http`: pooled keep-alive
+    connections, requests written as one buffer, answers parsed by httptools. httpx's
+    send path, then aiohttp's request machinery, were the largest part of the
+    frontend's CPU per request (issue 15). Idle connections are dropped after
     ``CLIENT_KEEP_ALIVE_SECONDS``, well before ``ridtrace serve`` would close them.
     """
 
-    def __init__(
-        self, settings: FrontendSettings, *, session: aiohttp.ClientSession | None = None
-    ) -> None:
+    def __init__(self, settings: FrontendSettings) -> None:
         self.settings = settings
         self.pool = WorkerPool(settings.workers, cooldown=settings.down_cooldown)
-        self._session = session
-        self._owns_session = session is None
+        self._connections: ConnectionPool | None = None
 
-    def _http(self) -> aiohttp.ClientSession:
-        # Created lazily so it binds to the serving event loop, not the importing one.
-        if self._session is None:
+    def connections(self) -> ConnectionPool:
+        """The connection pool (created on first use, on the serving event loop)."""
+        if self._connections is None:
             s = self.settings
-            connector = aiohttp.TCPConnector(
-                limit=s.max_connections,
-                limit_per_host=0,
-                keepalive_timeout=CLIENT_KEEP_ALIVE_SECONDS,
+            self._connections = ConnectionPool(
+                limit=s.max_connections, connect_timeout=s.connect_timeout
             )
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=s.connect_timeout),
-                auto_decompress=False,
-                skip_auto_headers=("User-Agent", "Accept-Encoding"),
-            )
-        return self._session
+        return self._connections
 
     async def open(
         self,
@@ -240,11 +239,11 @@ class Dispatcher:
     async def _try(
         self, worker: str, attempt: int, body: bytes, headers: dict[str, str], budget: float
     ) -> WorkerStream:
-        session = self._http()
-        response: aiohttp.ClientResponse | None = None
+        connections = self.connections()
+        response: WorkerResponse | None = None
         try:
             with Deadline(budget):
-                response = await session.post(worker + WORK_PATH, data=body, headers=headers)
+                response = await connections.post(worker, WORK_PATH, body, headers)
                 status = response.status
                 if status != 200:
                     # Read in full, so the connection goes back to the pool.
@@ -264,10 +263,9 @@ class Dispatcher:
                     if status >= 500:
                         raise _Refused("status_5xx", f"worker answered {status}")
                     raise _Refused("status_4xx", f"worker answered {status}: {detail}", fatal=True)
-                reader = NdjsonReader(response.content)
+                reader = NdjsonReader(response)
                 first = await reader.next()
-        except (aiohttp.ClientError, BadLine) as exc:
-            # Before TimeoutError: aiohttp's connect timeout is a ClientError too.
+        except (WorkerHttpError, BadLine) as exc:
             if response is not None:
                 response.close()
             raise _Refused("connect", f"{type(exc).__name__}: {exc}") from None
@@ -277,6 +275,12 @@ class Dispatcher:
             raise _Refused(
                 "timeout", f"no first chunk from {worker} within {budget:.1f}s"
             ) from None
+        except asyncio.CancelledError:
+            # The caller left mid-dispatch: drop the connection (the worker sees it go)
+            # instead of leaving an unread response behind.
+            if response is not None:
+                response.close()
+            raise
         if first is None:
             response.close()
             raise _Refused("status_5xx", "worker closed the stream before the first chunk")
@@ -289,10 +293,10 @@ class Dispatcher:
         return {"workers": self.pool.snapshot()}
 
     async def aclose(self) -> None:
-        """Close the connection pool (only if this dispatcher created it)."""
-        if self._session is not None and self._owns_session:
-            await self._session.close()
-            self._session = None
+        """Close the pooled worker connections."""
+        if self._connections is not None:
+            await self._connections.aclose()
+            self._connections = None
 
 
 class _Refused(Exception):

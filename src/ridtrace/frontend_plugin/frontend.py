@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from ridtrace.frontend_plugin.dispatch import Dispatcher
 from ridtrace.frontend_plugin.pump import Delta, Failed, Finished, Linked, pump
-from ridtrace.frontend_plugin.registry import Channel, Dropped, InflightRegistry
+from ridtrace.frontend_plugin.registry import Dropped, InflightRegistry
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.wire import WorkRequest
 
@@ -74,7 +75,10 @@ class Frontend:
 
 
 class InferenceCall:
-    """One caller's request from registration to release.
+    """One caller's request from registration to release, fed by a pump task.
+
+    What the legacy policy needs: its pump outlives the caller and links to whoever
+    holds the key (the seed's bug). The safe policy uses ``direct.DirectCall``.
 
     ``start`` registers the key (raising ``DuplicateRequestId`` under the safe policy)
     and starts the pump; ``close`` must run in ``finally`` whatever happened — it frees
@@ -97,7 +101,7 @@ class InferenceCall:
         self.work = work
         self.trace_headers = trace_headers or {}
         self.deadline = time.monotonic() + frontend.settings.total_timeout
-        self._channel: Channel = asyncio.Queue()
+        self._channel: asyncio.Queue[Any] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._closed = False

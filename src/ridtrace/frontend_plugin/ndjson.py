@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import Any, Protocol
 
-import aiohttp
 import orjson
 
-__all__ = ["BadLine", "NdjsonReader"]
+__all__ = ["BadLine", "ByteSource", "NdjsonReader"]
+
+
+class ByteSource(Protocol):
+    """A body read as it arrives (``WorkerResponse``; aiohttp's ``StreamReader`` too)."""
+
+    async def readany(self) -> bytes:
+        """What arrived since the last read; ``b""`` at the end."""
 
 
 class BadLine(Exception):
@@ -16,7 +22,7 @@ class BadLine(Exception):
 
 
 class NdjsonReader:
-    """Decodes messages from an aiohttp body, one network read at a time.
+    """Decodes messages from a response body, one network read at a time.
 
     A read usually carries several lines; they are split at once and handed out without
     another await, which beats a ``readline`` per message.
@@ -24,7 +30,7 @@ class NdjsonReader:
 
     __slots__ = ("_content", "_lines", "_tail", "eof")
 
-    def __init__(self, content: aiohttp.StreamReader) -> None:
+    def __init__(self, content: ByteSource) -> None:
         self._content = content
         self._lines: deque[bytes] = deque()
         self._tail = b""
@@ -45,6 +51,15 @@ class NdjsonReader:
             self._tail = parts.pop()
             lines.extend(part for part in parts if part and not part.isspace())
         return decode(lines.popleft())
+
+    @property
+    def ready(self) -> bool:
+        """Whether a message is already buffered, so :meth:`next_ready` can be called."""
+        return bool(self._lines)
+
+    def next_ready(self) -> dict[str, Any]:
+        """The next buffered message, without waiting (check :attr:`ready` first)."""
+        return decode(self._lines.popleft())
 
 
 def decode(line: bytes) -> dict[str, Any]:

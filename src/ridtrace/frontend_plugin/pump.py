@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from ridtrace.contract import FOREIGN_CHUNK, RESPONSE_UNLINKED, UNLINKED_REQUEST, UNLINKED_RESPONSE
 from ridtrace.frontend_plugin.dispatch import Dispatcher, DispatchError, WorkerStream
@@ -22,7 +23,19 @@ from ridtrace.frontend_plugin.wire import WorkRequest
 from ridtrace.tracing import metrics, validate_client_id
 from ridtrace.tracing.eventlog import EventLog
 
-__all__ = ["UNLINKED_REQUEST", "UNLINKED_RESPONSE", "Delta", "Failed", "Finished", "Linked", "pump"]
+__all__ = [
+    "ENDED",
+    "UNLINKED_REQUEST",
+    "UNLINKED_RESPONSE",
+    "Delta",
+    "Failed",
+    "Finished",
+    "Linked",
+    "drain",
+    "lost",
+    "message_item",
+    "pump",
+]
 
 events = EventLog(__name__)
 
@@ -134,53 +147,78 @@ async def _forward(
         watchdog.stop()
 
 
+def message_item(
+    message: dict[str, Any], *, request_id: str, check_ids: bool, worker: str, attempts: int
+) -> Delta | Finished | Failed | None:
+    """What one worker message means for its caller; ``None`` for one that carries nothing.
+
+    The per-chunk check lives here, for the pump and for callers that read their worker
+    themselves (``direct``): a chunk naming another request is never forwarded.
+    """
+    if check_ids and message.get("request_id") != request_id:
+        owner = message.get("request_id")
+        metrics.foreign_chunk_refused()
+        events.error(
+            FOREIGN_CHUNK, event=FOREIGN_CHUNK, worker=worker,
+            chunk_request_id=validate_client_id(owner) if isinstance(owner, str) else None,
+        )
+        return Failed("worker sent a chunk for another request; stream stopped", 502,
+                      "foreign_chunk", attempts)
+    text = message.get("text")
+    if isinstance(text, str):
+        return Delta(text)
+    if message.get("done") is True:
+        return Finished(
+            finish_reason=str(message.get("finish_reason") or "stop"),
+            tokens=_int(message.get("tokens")),
+            prompt_tokens=_int(message.get("prompt_tokens")),
+        )
+    if "error" in message:
+        return Failed(f"worker error: {str(message['error'])[:200]}", 502, "worker_error",
+                      attempts)
+    return None
+
+
+def lost(worker: str, exc: BaseException, attempts: int) -> Failed:
+    """The failure of a stream whose worker connection broke after the first chunk."""
+    return Failed(f"worker {worker} failed mid-stream: {type(exc).__name__}", 502, "worker_lost",
+                  attempts)
+
+
+ENDED = "worker stream ended without completion"
+"""The failure message of a stream that ended before its done line."""
+
+
 async def _relay(
     stream: WorkerStream, target: Channel, request_id: str, check_ids: bool,
     watchdog: Watchdog,
 ) -> None:
     loop_time = asyncio.get_running_loop().time
     put = target.put_nowait
-    message: dict[str, object] | None = stream.first
+    message: dict[str, Any] | None = stream.first
     while message is not None:
-        if check_ids and message.get("request_id") != request_id:
-            owner = message.get("request_id")
-            metrics.foreign_chunk_refused()
-            events.error(
-                FOREIGN_CHUNK, event=FOREIGN_CHUNK, worker=stream.worker,
-                chunk_request_id=validate_client_id(owner) if isinstance(owner, str) else None,
-            )
-            put(Failed("worker sent a chunk for another request; stream stopped", 502,
-                       "foreign_chunk", stream.attempts))
-            return
-        text = message.get("text")
-        if isinstance(text, str):
-            put(Delta(text))
-        elif message.get("done") is True:
-            finished = Finished(
-                finish_reason=str(message.get("finish_reason") or "stop"),
-                tokens=_int(message.get("tokens")),
-                prompt_tokens=_int(message.get("prompt_tokens")),
-            )
-            put(finished)
-            # Reading the body's end hands the connection back to the pool; the end
-            # nearly always came with the done line, so this rarely waits.
-            await _drain(stream)
-            return
-        elif "error" in message:
-            put(Failed(f"worker error: {str(message['error'])[:200]}", 502, "worker_error",
-                       stream.attempts))
-            return
+        item = message_item(message, request_id=request_id, check_ids=check_ids,
+                            worker=stream.worker, attempts=stream.attempts)
+        if item is not None:
+            put(item)
+            if isinstance(item, Finished):
+                # Reading the body's end hands the connection back to the pool; the end
+                # nearly always came with the done line, so this rarely waits.
+                await drain(stream)
+                return
+            if isinstance(item, Failed):
+                return
         try:
             message = await stream.next_message()
         except Exception as exc:  # connection lost, bad line: this caller's failure only
-            put(Failed(f"worker {stream.worker} failed mid-stream: {type(exc).__name__}",
-                       502, "worker_lost", stream.attempts))
+            put(lost(stream.worker, exc, stream.attempts))
             return
         watchdog.last = loop_time()
-    put(Failed("worker stream ended without completion", 502, "worker_lost", stream.attempts))
+    put(Failed(ENDED, 502, "worker_lost", stream.attempts))
 
 
-async def _drain(stream: WorkerStream) -> None:
+async def drain(stream: WorkerStream) -> None:
+    """Read past the done line to the body's end; a failure only costs the connection."""
     # Anything after the done line is a protocol slip: the connection is then dropped.
     with contextlib.suppress(Exception):
         await stream.drain()

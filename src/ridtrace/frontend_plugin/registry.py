@@ -13,9 +13,8 @@ that depends on it, so no lock is needed.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from ridtrace.tracing import metrics
 
@@ -30,8 +29,18 @@ __all__ = [
 ]
 
 IdPolicy = Literal["safe", "legacy"]
-Channel = asyncio.Queue[Any]
-"""A caller's inbox: the response pump puts items in, the route handler takes them out."""
+
+
+class Channel(Protocol):
+    """A caller's inbox: what the registry hands a response stream to reach its caller.
+
+    An ``asyncio.Queue`` when a pump task feeds the caller (the legacy policy); under the
+    safe policy the caller reads its worker itself and its call object stands in, so no
+    queue is built per request (issue 15).
+    """
+
+    def put_nowait(self, item: Any, /) -> None:
+        """Deliver ``item`` to the caller without waiting."""
 
 
 class Dropped:

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from starlette.responses import JSONResponse
 
 from ridtrace.frontend_plugin.bodies import Parsed
 from ridtrace.frontend_plugin.pump import Failed, Finished
@@ -132,10 +131,10 @@ class ApiSpec:
         """The API's error JSON (OpenAI's shape unless overridden)."""
         return {"error": {"message": message, "type": kind, "param": param, "code": None}}
 
-    def error(
-        self, status: int, message: str, *, kind: str | None = None, param: str | None = None
-    ) -> JSONResponse:
-        """An error response in this API's shape."""
+    def error_payload(
+        self, status: int, message: str, kind: str | None = None, param: str | None = None
+    ) -> dict[str, Any]:
+        """:meth:`error_body` with the default ``kind`` for ``status``."""
         if kind is None:
             kind = "invalid_request_error" if status < 500 else "server_error"
-        return JSONResponse(self.error_body(status, message, kind, param), status_code=status)
+        return self.error_body(status, message, kind, param)

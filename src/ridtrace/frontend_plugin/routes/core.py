@@ -9,23 +9,16 @@ closed in ``finally`` so the key is freed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import Any
 
 import orjson
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.types import Receive
+from starlette.types import Receive, Scope, Send
 
 from ridtrace.contract import RESPONSE_UNLINKED
 from ridtrace.fingerprint import fingerprint
-from ridtrace.frontend_plugin.asgi_io import (
-    GuardedStreamingResponse,
-    read_body,
-    wait_for_disconnect,
-)
+from ridtrace.frontend_plugin.asgi_io import receive_body, wait_for_disconnect
 from ridtrace.frontend_plugin.bodies import InvalidRequest, Parsed, require_object
-from ridtrace.frontend_plugin.frontend import CallerLeft, Frontend, InferenceCall, Item
+from ridtrace.frontend_plugin.direct import Call, new_call
+from ridtrace.frontend_plugin.frontend import CallerLeft, Frontend, Item
 from ridtrace.frontend_plugin.hop import worker_hop_headers
 from ridtrace.frontend_plugin.pump import UNLINKED_REQUEST, Delta, Failed, Finished
 from ridtrace.frontend_plugin.registry import Dropped, DuplicateRequestId
@@ -45,22 +38,35 @@ __all__ = ["serve"]
 
 events = EventLog(__name__)
 
-_SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+]
 
 
-async def serve(request: Request, fe: Frontend, api: ApiSpec) -> Response:
-    """Handle one inference request for ``api``."""
+async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: ApiSpec) -> None:
+    """Handle one inference request for ``api`` as a plain ASGI exchange.
+
+    No Starlette request or response objects: the body is read from ``receive`` and the
+    answer written to ``send`` directly, and ``/v1/*`` requests reach this from the
+    frontend app's fast path without FastAPI's middleware stack and router (issue 15).
+    """
     settings = fe.settings
     annotate_request(endpoint=api.endpoint, id_policy=fe.registry.policy)
-    body = await read_body(request, settings.max_body_bytes)
+    body = await receive_body(scope, receive, settings.max_body_bytes)
     if body is None:
-        return _reject(api, 413, f"request body exceeds {settings.max_body_bytes} bytes", None)
+        await _reject(send, api, 413, f"request body exceeds {settings.max_body_bytes} bytes",
+                      None)
+        return
     try:
         parsed = api.parse(require_object(orjson.loads(body)), settings)
     except orjson.JSONDecodeError as exc:
-        return _reject(api, 400, f"invalid JSON body: {exc}", None)
+        await _reject(send, api, 400, f"invalid JSON body: {exc}", None)
+        return
     except InvalidRequest as exc:
-        return _reject(api, exc.status, exc.message, exc.param)
+        await _reject(send, api, exc.status, exc.message, exc.param)
+        return
 
     ctx = current_context()
     client_id = _client_id(ctx, api, parsed)
@@ -69,7 +75,7 @@ async def serve(request: Request, fe: Frontend, api: ApiSpec) -> Response:
     if fe.registry.policy == "legacy":
         # Pre-fix behaviour, on purpose: the client's id becomes the in-flight key and
         # the request's id, so two callers sharing it collide.
-        key = _legacy_key(request, api, client_id) or request_id
+        key = _legacy_key(scope, api, client_id) or request_id
         request_id = key
         if ctx is not None:
             ctx.request_id = key
@@ -80,42 +86,38 @@ async def serve(request: Request, fe: Frontend, api: ApiSpec) -> Response:
         model=parsed.model, prompt=parsed.prompt, max_tokens=parsed.max_tokens,
         session_id=parsed.session_id,
     )
-    call = InferenceCall(fe, key=key, work=work, trace_headers=worker_hop_headers(ctx))
+    call = new_call(fe, key=key, work=work, trace_headers=worker_hop_headers(ctx))
     try:
         call.start()
     except DuplicateRequestId as exc:
         annotate_request(outcome_override="conflict", error=str(exc))
-        return api.error(409, str(exc), kind="conflict")
+        await _send_error(send, api, 409, str(exc), kind="conflict")
+        return
     renderer = api.renderer(parsed, Ids(request_id, client_id or request_id))
-    streaming = False
-    # Until the response starts, only this task notices a client leaving; once it
-    # streams, Starlette's response listens for the disconnect itself.
-    watcher = asyncio.ensure_future(_interrupt_on_disconnect(call, request.receive))
+    # The one task that notices the client leaving, for the whole exchange.
+    watcher = asyncio.ensure_future(_interrupt_on_disconnect(call, receive))
     try:
         if parsed.stream:
             first = await call.next()
-            watcher.cancel()
             if isinstance(first, CallerLeft):
-                return _client_gone()
-            if isinstance(first, (Failed, Dropped)):
-                return _failure(api, first)
-            streaming = True
-            return GuardedStreamingResponse(
-                _events(call, renderer, first), cleanup=call.close,
-                media_type="text/event-stream", headers=_SSE_HEADERS,
-            )
+                await _client_gone(send)
+            elif isinstance(first, (Failed, Dropped)):
+                await _failure(send, api, first)
+            else:
+                await _stream_events(send, call, renderer, first)
+            return
         text, end = await _collect(call)
         if isinstance(end, CallerLeft):
-            return _client_gone()
-        if isinstance(end, Finished):
+            await _client_gone(send)
+        elif isinstance(end, Finished):
             annotate_request(fp_out=fingerprint(text))
-            return _json(renderer.body(text, end))
-        return _failure(api, end)
+            await _send_json(send, 200, orjson.dumps(renderer.body(text, end)))
+        else:
+            await _failure(send, api, end)
     finally:
         watcher.cancel()
         annotate_request(worker=call.worker, attempts=call.attempts)
-        if not streaming:
-            call.close()
+        call.close()
 
 
 def _client_id(ctx: RequestContext | None, api: ApiSpec, parsed: Parsed) -> str | None:
@@ -130,41 +132,48 @@ def _client_id(ctx: RequestContext | None, api: ApiSpec, parsed: Parsed) -> str 
     return body
 
 
-def _legacy_key(request: Request, api: ApiSpec, client_id: str | None) -> str | None:
+def _legacy_key(scope: Scope, api: ApiSpec, client_id: str | None) -> str | None:
     if api.body_id_field is not None:
         return client_id  # generate routes: header/body precedence as above
+    headers = {name: value for name, value in scope["headers"]}
     for name in api.legacy_id_headers:
-        raw = request.headers.get(name)
-        value = validate_client_id(raw) if raw else None
+        raw = headers.get(name.encode("latin-1"))
+        value = validate_client_id(raw.decode("latin-1")) if raw else None
         if value is not None:
             return value
     return None
 
 
-async def _collect(call: InferenceCall) -> tuple[str, Finished | Failed | Dropped | CallerLeft]:
+async def _collect(call: Call) -> tuple[str, Finished | Failed | Dropped | CallerLeft]:
     parts: list[str] = []
     while True:
-        item = await call.next()
+        item = call.next_nowait() or await call.next()
         if isinstance(item, Delta):
             parts.append(item.text)
         else:
             return "".join(parts), item
 
 
-async def _interrupt_on_disconnect(call: InferenceCall, receive: Receive) -> None:
+async def _interrupt_on_disconnect(call: Call, receive: Receive) -> None:
     await wait_for_disconnect(receive)
     call.interrupt()
 
 
-def _json(body: dict[str, Any]) -> Response:
-    # orjson: Starlette's JSONResponse renders with the stdlib encoder.
-    return Response(orjson.dumps(body), media_type="application/json")
+async def _send_json(send: Send, status: int, body: bytes) -> None:
+    # orjson-encoded, as Starlette's Response would frame it, without building one.
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-length", str(len(body)).encode("latin-1")),
+        (b"content-type", b"application/json"),
+    ]})
+    await send({"type": "http.response.body", "body": body})
 
 
-async def _events(call: InferenceCall, renderer: Renderer, first: Item) -> AsyncIterator[bytes]:
+async def _stream_events(send: Send, call: Call, renderer: Renderer, first: Item) -> None:
+    """Write the SSE stream; the call is closed by the caller's ``finally``."""
     sent: list[str] = []
     item: Item | None = first
     out = [renderer.start()]
+    await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
     try:
         while True:
             # Everything already waiting goes out in one write, not one per token.
@@ -174,7 +183,7 @@ async def _events(call: InferenceCall, renderer: Renderer, first: Item) -> Async
                     out.append(renderer.delta(item.text))
                 elif isinstance(item, Finished):
                     out.append(renderer.finish(item, "".join(sent)))
-                    yield b"".join(out)
+                    await send({"type": "http.response.body", "body": b"".join(out)})
                     return
                 elif isinstance(item, CallerLeft):
                     return  # nobody is reading any more
@@ -183,17 +192,15 @@ async def _events(call: InferenceCall, renderer: Renderer, first: Item) -> Async
                     # The status line already said 200; the stream says otherwise.
                     annotate_request(outcome_override="error", error=failed.message)
                     out.append(renderer.fail(failed))
-                    yield b"".join(out)
+                    await send({"type": "http.response.body", "body": b"".join(out)})
                     return
                 item = call.next_nowait()
-            yield b"".join(out)
+            await send({"type": "http.response.body", "body": b"".join(out), "more_body": True})
             out = []
             item = await call.next()
     finally:
         if sent:
             annotate_request(fp_out=fingerprint("".join(sent)))
-        annotate_request(worker=call.worker, attempts=call.attempts)
-        call.close()
 
 
 def _as_failed(item: Failed | Dropped) -> Failed:
@@ -203,19 +210,28 @@ def _as_failed(item: Failed | Dropped) -> Failed:
     return item
 
 
-def _failure(api: ApiSpec, item: Failed | Dropped) -> JSONResponse:
+async def _send_error(
+    send: Send, api: ApiSpec, status: int, message: str, *, kind: str | None = None,
+    param: str | None = None,
+) -> None:
+    await _send_json(send, status, orjson.dumps(api.error_payload(status, message, kind, param)))
+
+
+async def _failure(send: Send, api: ApiSpec, item: Failed | Dropped) -> None:
     failed = _as_failed(item)
     annotate_request(error=failed.message)
     kind = "timeout" if failed.reason == "timeout" else None
-    return api.error(failed.status, failed.message, kind=kind)
+    await _send_error(send, api, failed.status, failed.message, kind=kind)
 
 
-def _reject(api: ApiSpec, status: int, message: str, param: str | None) -> JSONResponse:
+async def _reject(send: Send, api: ApiSpec, status: int, message: str, param: str | None) -> None:
     annotate_request(error=message)
-    return api.error(status, message, param=param)
+    await _send_error(send, api, status, message, param=param)
 
 
-def _client_gone() -> Response:
+async def _client_gone(send: Send) -> None:
     # Nobody will read this; the override makes request.end say what happened.
     annotate_request(outcome_override="cancelled")
-    return Response(status_code=499)
+    await send({"type": "http.response.start", "status": 499, "headers": [
+        (b"content-length", b"0")]})
+    await send({"type": "http.response.body", "body": b""})
