@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from ridtrace.contract import FOREIGN_CHUNK, RESPONSE_UNLINKED, WORKER
 from ridtrace.forensics.live.tail import Chunk
 from ridtrace.forensics.reading.files import parse
-from ridtrace.forensics.reading.lines import map_blocks
+from ridtrace.forensics.reading.lines import map_chunk
 from ridtrace.forensics.reading.stats import BadLine, ReadStats
 
 # Per span and batch: what the incremental rules read, one row per span of a chunk.
@@ -67,7 +67,7 @@ def parse_chunk(
     local = ReadStats()
     with open(staged, "wb") as out:
         out.write(chunk.data)
-    line_map = map_blocks([chunk.data])
+    line_map = map_chunk(chunk.data, chunk.newlines)
     table = parse(con, staged, line_map, chunk.name, local, lean=True, window=None)
     spans, lines = table.spans()
     shift = chunk.first_line - 1

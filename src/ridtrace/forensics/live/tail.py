@@ -43,11 +43,12 @@ def _stem(path: Path) -> tuple[Path, str]:
 
 @dataclass(frozen=True)
 class Chunk:
-    """Whole lines of one file: ``data`` holds lines ``first_line`` onwards."""
+    """Whole lines of one file: ``data`` holds `newlines` lines from ``first_line`` on."""
 
     name: str
     first_line: int
     data: bytes
+    newlines: int
 
 
 class Identities:
@@ -166,26 +167,27 @@ class FileTail:
         if not whole:
             return None
         first = self.line + 1
-        self.line += count_newlines(whole)
+        newlines = count_newlines(whole)
+        self.line += newlines
         self._claim_head()
-        return self._unread(first, whole)
+        return self._unread(first, whole, newlines)
 
-    def _unread(self, first: int, whole: bytes) -> Chunk | None:
+    def _unread(self, first: int, whole: bytes, newlines: int) -> Chunk | None:
         """Drop the lines a copy of this content already handed out."""
         ident = self.identity
         if ident is None:
-            return Chunk(self.name, first, whole)
+            return Chunk(self.name, first, whole, newlines)
         skip = ident.lines - first + 1
         ident.lines = max(ident.lines, self.line)
         if skip <= 0:
-            return Chunk(self.name, first, whole)
+            return Chunk(self.name, first, whole, newlines)
         pos = 0
         for _ in range(skip):
             pos = whole.find(b"\n", pos) + 1
             if pos == 0:
                 return None
         rest = whole[pos:]
-        return Chunk(self.name, first + skip, rest) if rest else None
+        return Chunk(self.name, first + skip, rest, newlines - skip) if rest else None
 
     def _read_plain(self, max_bytes: int) -> bytes:
         size = os.fstat(self._fh.fileno()).st_size

@@ -130,11 +130,14 @@ class _MapBuilder:
         self.map = LineMap()
         self._offset, self._line, self._last = 0, 1, b""
 
-    def add(self, data: bytes | bytearray, end: int) -> None:
-        """Add ``data[:end]``, whole lines (the file's last one may lack its newline)."""
+    def add(self, data: bytes | bytearray, end: int, newlines: int | None = None) -> None:
+        """Add ``data[:end]``, whole lines (the file's last one may lack its newline).
+
+        `newlines`: their count, when the caller has it already.
+        """
         if not end:
             return
-        count = count_newlines(data, end)
+        count = count_newlines(data, end) if newlines is None else newlines
         if _maybe_blank(data, end):
             blank = _blank_in(bytes(data[:end]), self._line)
             if len(blank):
@@ -156,6 +159,13 @@ def map_blocks(chunks: Iterable[bytes]) -> LineMap:
     builder = _MapBuilder()
     for data in chunks:
         builder.add(data, len(data))
+    return builder.finish()
+
+
+def map_chunk(data: bytes, newlines: int) -> LineMap:
+    """The map of `data`, whole lines whose newlines were counted already."""
+    builder = _MapBuilder()
+    builder.add(data, len(data), newlines)
     return builder.finish()
 
 
