@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import bench_frontend as harness  # noqa: E402  (a sibling script, not a package)
+import bench_frontend as harness  # a sibling script, not a package
 
 CONTENDERS = ("minimal worker", "worker alone", "worker, no telemetry")
 
