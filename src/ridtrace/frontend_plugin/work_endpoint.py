@@ -52,6 +52,7 @@ from ridtrace.tracing.eventlog import EventLog
 
 __all__ = ["RouteName", "WorkEndpoint", "WorkRoute"]
 
+# The worker's lines keep the logger name they had when this code lived in worker.py.
 events = EventLog("ridtrace.frontend_plugin.worker")
 
 _NDJSON = "application/x-ndjson"
