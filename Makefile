@@ -30,6 +30,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_tracing.py
 	$(BIN)/python benchmarks/bench_tracing_instructions.py
 	$(BIN)/python benchmarks/bench_frontend.py
+	$(BIN)/python benchmarks/bench_worker.py --in-process
 	$(BIN)/python benchmarks/bench_grpc.py
 	$(BIN)/python benchmarks/bench_forensics.py
 	$(BIN)/python benchmarks/bench_access.py

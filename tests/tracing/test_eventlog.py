@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import threading
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 from loguru import logger
 
-from ridtrace import configure_logging
+from ridtrace import configure_logging, shutdown_telemetry
 from ridtrace.tracing import context
 from ridtrace.tracing.context import RequestContext
 from ridtrace.tracing.eventlog import EventLog
@@ -162,3 +163,84 @@ def test_an_event_carrying_undecodable_or_hostile_text_stays_one_line(tmp_path: 
     (line, following) = read_lines(path)
     assert line["lone"] == "\udcff" and line["forged"] == '"}\n{"level":"ERROR"'
     assert following["message"] == "next"
+
+
+class _CountingStream(io.BytesIO):
+    """A caller's stream that counts the writes it gets."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes = 0
+
+    def write(self, data: Any) -> int:
+        self.writes += 1
+        return super().write(data)
+
+
+def test_events_of_one_loop_turn_go_out_together_at_the_next_turn() -> None:
+    stream = _CountingStream()
+    configure_logging(stream, intercept_stdlib=False)
+    seen: list[tuple[int, int]] = []
+
+    async def serve() -> None:
+        for n in range(3):
+            events.info("request.end", event="request.end", n=n)
+        seen.append((stream.writes, len(stream.getvalue())))  # still gathered
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        seen.append((stream.writes, stream.getvalue().count(b"\n")))
+
+    asyncio.run(serve())
+    assert seen == [(0, 0), (1, 3)]  # one write for the turn's three lines
+
+
+def test_a_loguru_record_is_written_at_once_after_the_gathered_events(tmp_path: Path) -> None:
+    path = tmp_path / "app.jsonl"
+    configure_logging(path, intercept_stdlib=False)
+    lines: list[list[str]] = []
+
+    async def serve() -> None:
+        events.info("first", event="x")
+        logger.info("second")  # an application's line is never held back
+        lines.append([line["message"] for line in read_lines(path)])
+        events.info("third", event="x")
+
+    asyncio.run(serve())
+    assert lines == [["first", "second"]]
+    assert [line["message"] for line in read_lines(path)] == ["first", "second", "third"]
+
+
+def test_shutdown_telemetry_writes_gathered_events_before_the_loop_turns(tmp_path: Path) -> None:
+    # uvicorn re-raises SIGTERM right after the lifespan's shutdown: the loop may never
+    # turn again, so the lifespan (shutdown_telemetry) must write what is gathered.
+    path = tmp_path / "app.jsonl"
+    configure_logging(path, intercept_stdlib=False)
+    counts: list[int] = []
+
+    async def stop() -> None:
+        events.info("request.end", event="request.end")
+        counts.append(len(read_lines(path)))
+        shutdown_telemetry()
+        counts.append(len(read_lines(path)))
+
+    asyncio.run(stop())
+    assert counts == [0, 1]
+
+
+def test_events_from_another_thread_are_written_at_once_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "app.jsonl"
+    configure_logging(path, intercept_stdlib=False)
+    lines: list[list[str]] = []
+
+    async def serve() -> None:
+        events.info("on the loop", event="x")  # gathered for the next turn
+        # The loop does not turn while the thread writes: its line goes out at once,
+        # after the gathered one.
+        thread = threading.Thread(target=events.info, args=("from a thread",),
+                                  kwargs={"event": "x"})
+        thread.start()
+        thread.join()
+        lines.append([line["message"] for line in read_lines(path)])
+
+    asyncio.run(serve())
+    assert lines == [["on the loop", "from a thread"]]

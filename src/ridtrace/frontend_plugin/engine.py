@@ -64,6 +64,17 @@ class EchoEngine:
             for token in batch:
                 yield token
 
+    def ready_now(self) -> bool:
+        """True when a reply is ready the moment it is asked for: no gate to wait at,
+        no delay, no hang. The worker then writes the whole reply at once, with no
+        generator, task or disconnect watcher (issue 15)."""
+        return (
+            (self.gate is None or self.gate.is_set())
+            and self.first_token_delay <= 0
+            and self.token_delay <= 0
+            and self.hang_after_tokens is None
+        )
+
     async def batches(self, prompt: str, max_tokens: int) -> AsyncIterator[list[str]]:
         """Yield the reply's tokens in batches of those ready at the same time.
 

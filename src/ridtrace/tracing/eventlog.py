@@ -11,13 +11,13 @@ own loguru handlers still sees every event.
 
 from __future__ import annotations
 
-import contextlib
-import sys
 from typing import Any
 
 from loguru import logger
 
-from ridtrace.tracing.logs import event_line, event_sinks
+from ridtrace.tracing.context import current_context
+from ridtrace.tracing.jsonline import event_tail, utc_now
+from ridtrace.tracing.sinks import event_sinks, report_write_error
 
 __all__ = ["EventLog"]
 
@@ -55,19 +55,15 @@ class EventLog:
             logger.opt(depth=2).log(level, message, **fields)
             return
         levelno = _LEVEL_NUMBERS[level]
-        line: dict[str, Any] | None = None
+        stamp = ""
+        tail: bytes | None = None
         for sink in sinks:
             if levelno < sink.levelno:
                 continue
             try:
-                if line is None:
-                    line = event_line(self.source, level, message, fields)
-                sink.write_event(line)
+                if tail is None:  # ids and fields encoded once, for every sink
+                    stamp = utc_now()
+                    tail = event_tail(fields, current_context())
+                sink.write_event(stamp, level, message, self.source, tail)
             except Exception as exc:  # telemetry never changes a request's outcome
-                _report_write_error(exc)
-
-
-def _report_write_error(exc: Exception) -> None:
-    # What loguru's catch=True does for a failing sink: say so on stderr and go on.
-    with contextlib.suppress(Exception):  # nowhere left to report to
-        sys.stderr.write(f"ridtrace: could not write an event line: {exc!r}\n")
+                report_write_error(exc)

@@ -34,12 +34,18 @@ def own(provider: _Provider) -> None:
 
 
 def shutdown_telemetry() -> int:
-    """Flush and shut down every tracer and meter provider ridtrace configured.
+    """Flush and shut down every tracer and meter provider ridtrace configured, and
+    write the event lines its log sinks still hold.
 
     Spans still in a batch and metrics not yet exported are sent now. Idempotent: a
     provider is shut down once and then forgotten. Returns how many were shut down.
     Providers an application built itself are its own to shut down.
     """
+    from ridtrace.tracing.sinks import flush_sinks
+
+    # Event lines gathered for the loop's next turn first: the process may die right
+    # after this (uvicorn re-raises the signal it caught).
+    flush_sinks()
     with _lock:
         providers = list(_owned)
         _owned.clear()

@@ -30,8 +30,8 @@ from ridtrace.tracing.exchange import (
 from ridtrace.tracing.inbound import TRACE_HEADERS, InboundRules, note_inbound, read_inbound
 from ridtrace.tracing.serverspan import (
     active_server_span,
-    is_noop_tracer,
     minted_context,
+    records_nothing,
     request_context_for,
 )
 from ridtrace.tracing.settings import TracingSettings
@@ -99,9 +99,6 @@ class RequestTracingMiddleware:
         )
         provider = config.tracer_provider or trace.get_tracer_provider()
         self._tracer = provider.get_tracer("ridtrace.tracing")
-        # Only the API's proxy or no-op tracer can be a no-op; an SDK tracer never is,
-        # so the per-request check is skipped for it.
-        self._maybe_noop = type(self._tracer) in (trace.ProxyTracer, trace.NoOpTracer)
         self._mint = config.id_generator
         self._max_len = config.max_client_id_length
         self._log_lifecycle = config.log_lifecycle
@@ -125,12 +122,13 @@ class RequestTracingMiddleware:
             extra_headers.extend(self._deprecation_headers)
 
         current = trace.get_current_span()
-        # No instrumentation span, no caller's trace, no SDK: no span can record.
-        untraced = (
-            carrier is None and type(current) is NonRecordingSpan
-            and self._maybe_noop and is_noop_tracer(self._tracer)
-        )
-        if untraced and not self._log_lifecycle and metrics._active is None:
+        # No instrumentation span and no span of ours would reach anyone (no SDK, or an
+        # SDK with no processor): pay only for the ids the log lines carry.
+        quiet = type(current) is NonRecordingSpan and records_nothing(self._tracer)
+        if (
+            quiet and carrier is None and not self._log_lifecycle
+            and metrics._active is None
+        ):
             # Nothing records, nothing is logged or counted: the id-only path.
             ctx = minted_context(request_id, x_request_id)
             await self._serve_identity_only(
@@ -140,7 +138,7 @@ class RequestTracingMiddleware:
 
         await self._serve_observed(
             scope, receive, send, started, request_id, x_request_id, extra_headers,
-            deprecated_text, rejected, carrier, user_agent, current, untraced,
+            deprecated_text, rejected, carrier, user_agent, current, quiet,
         )
 
     async def _serve_observed(
@@ -157,7 +155,7 @@ class RequestTracingMiddleware:
         carrier: dict[str, str] | None,
         user_agent: str | bytes | None,
         current: Span,
-        untraced: bool,
+        quiet: bool,
     ) -> None:
         """Serve with a span and/or lifecycle lines: bytes, disconnects, status, route
         and outcome are observed for them. A method of its own so that ``__call__``'s
@@ -168,9 +166,16 @@ class RequestTracingMiddleware:
         if span is not None:  # an instrumentation's server span, recording by construction
             recording = True
             span.set_attributes(start_attributes(request_id, x_request_id, deprecated_text))
-        elif untraced:
-            # What a no-op tracer's start_span would return, without the call.
-            span, recording = current, False
+        elif quiet:
+            # What a no-op tracer's start_span would return, without the call: the
+            # caller's span context, or the current (invalid) span. The caller's context
+            # still becomes current below, so its baggage stays visible to the app.
+            if carrier:
+                parent = propagate.extract(carrier, getter=_GETTER)
+                span = trace.get_current_span(parent)
+            else:
+                span = current
+            recording = False
         else:
             parent = propagate.extract(carrier, getter=_GETTER) if carrier else None
             # Attributes go in with the span: samplers see them, and the SDK cleans

@@ -15,7 +15,13 @@ from ridtrace.tracing.context import RequestContext
 from ridtrace.tracing.identity import mint_span_id, mint_trace_span_ids
 from ridtrace.tracing.traceparent import parse_traceparent
 
-__all__ = ["active_server_span", "is_noop_tracer", "minted_context", "request_context_for"]
+__all__ = [
+    "active_server_span",
+    "is_noop_tracer",
+    "minted_context",
+    "records_nothing",
+    "request_context_for",
+]
 
 
 def active_server_span(current: trace.Span | None = None) -> trace.Span | None:
@@ -46,6 +52,27 @@ def is_noop_tracer(tracer: trace.Tracer) -> bool:
     if type(tracer) is trace.ProxyTracer:  # type(), not isinstance: these are ABCs
         tracer = getattr(tracer, "_tracer", tracer)
     return type(tracer) is trace.NoOpTracer
+
+
+def records_nothing(tracer: trace.Tracer) -> bool:
+    """True while no span `tracer` starts can reach anyone: a no-op tracer (see
+    :func:`is_noop_tracer`), or an SDK tracer whose provider has no span processor.
+
+    The second is what ``configure_tracing()`` builds when no OTLP endpoint is set, so
+    ``ridtrace serve`` without a collector: an SDK span there was the largest single
+    cost of a request's telemetry (about 40 µs to build, attribute and end, issue 15)
+    for a span nothing exports. Callers then treat the tracer as a no-op one and mint
+    the ids the log lines carry. Asked per request: a processor may be added to the
+    provider at any time, and the next request records again. ``span_processor`` is
+    the SDK tracer's multi-processor; if a future SDK drops ``_span_processors``, the
+    tracer is treated as recording, as before.
+    """
+    if type(tracer) is trace.ProxyTracer:  # type(), not isinstance: these are ABCs
+        tracer = getattr(tracer, "_tracer", tracer)
+    if type(tracer) is trace.NoOpTracer:
+        return True
+    processors = getattr(getattr(tracer, "span_processor", None), "_span_processors", None)
+    return processors is not None and len(processors) == 0
 
 
 def request_context_for(

@@ -1,0 +1,303 @@
+"""``POST /v1/work`` as plain ASGI: the worker's hot path, below the tracing middleware.
+
+FastAPI's and Starlette's per-request machinery (exception middleware, exit stack,
+router, ``Request``, a streaming response with a generator and a disconnect watcher)
+was most of a worker's CPU per request once its own work was cheap (issue 15). This
+endpoint reads the envelope straight from ``receive`` and, when the engine has the
+whole reply ready at once (no pacing, gate or fault), writes it as one body with its
+length: two ``send`` calls, no task, no generator. A paced reply streams one write per
+ready batch, with a disconnect watcher, as before. Everything else a worker serves
+(``/health``, ``/metrics``, debug routes, the lifespan) stays on the FastAPI app
+behind it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from loguru import logger
+from opentelemetry import baggage
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ridtrace.contract import (
+    OUTCOME_CANCELLED,
+    OUTCOME_CONFLICT,
+    OUTCOME_ERROR,
+    OUTCOME_OK,
+    WORKER_END,
+    WORKER_ERROR,
+    WORKER_REFUSED,
+    WORKER_START,
+)
+from ridtrace.fingerprint import fingerprint
+from ridtrace.frontend_plugin.asgi_io import GuardedStreamingResponse
+from ridtrace.frontend_plugin.engine import EchoEngine, echo_tokens
+from ridtrace.frontend_plugin.registry import DuplicateRequestId, InflightRegistry
+from ridtrace.frontend_plugin.settings import WorkerSettings
+from ridtrace.frontend_plugin.wire import (
+    WORK_PATH,
+    ChunkEncoder,
+    WorkRequest,
+    chunk_line,
+    done_line,
+    error_line,
+)
+from ridtrace.tracing import current_context, validate_client_id
+from ridtrace.tracing.eventlog import EventLog
+
+__all__ = ["RouteName", "WorkEndpoint", "WorkRoute"]
+
+# The worker's lines keep the logger name they had when this code lived in worker.py.
+events = EventLog("ridtrace.frontend_plugin.worker")
+
+_NDJSON = "application/x-ndjson"
+_NDJSON_HEADER = (b"content-type", _NDJSON.encode("latin-1"))
+_JSON_HEADER = (b"content-type", b"application/json")
+# A body over the cap is still read (and thrown away) up to this multiple of the cap,
+# so the client gets to read our 413 instead of a reset connection mid-upload.
+_DRAIN_FACTOR = 32
+
+
+@dataclass(frozen=True, slots=True)
+class RouteName:
+    """What ``scope["route"]`` holds for a route served outside a router: its template,
+    read by the tracing middleware for ``http.route`` and the ``route`` log field."""
+
+    path: str
+
+
+_WORK_ROUTE = RouteName(WORK_PATH)
+
+
+class _ClientGone(Exception):
+    """The client disconnected before its envelope arrived in full."""
+
+
+class WorkRoute:
+    """Serves ``POST /v1/work`` with ``endpoint``; every other request goes to ``app``."""
+
+    def __init__(self, app: ASGIApp, *, endpoint: WorkEndpoint) -> None:
+        self.app = app
+        self.endpoint = endpoint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == WORK_PATH:
+            scope["route"] = _WORK_ROUTE
+            if scope["method"] == "POST":
+                await self.endpoint(scope, receive, send)
+            else:
+                await _send_json(send, 405, {"detail": "Method Not Allowed"},
+                                 extra=((b"allow", b"POST"),))
+            return
+        await self.app(scope, receive, send)
+
+
+class WorkEndpoint:
+    """Runs one work envelope: checks, Conflict refusal of a held id, the reply.
+
+    Args:
+        config: the worker's settings (limits, faults, baggage names).
+        registry: the worker's in-flight table; a held ``request_id`` gets a 409.
+        engine: produces the tokens.
+    """
+
+    def __init__(
+        self, config: WorkerSettings, registry: InflightRegistry, engine: EchoEngine
+    ) -> None:
+        self.config = config
+        self.registry = registry
+        self.engine = engine
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        config = self.config
+        try:
+            body = await _read_body(scope, receive, config.max_body_bytes)
+        except _ClientGone:
+            return  # nobody to answer; the middleware records the disconnect
+        if body is None:
+            await _send_error(send, 413, "work envelope too large")
+            return
+        try:
+            job = WorkRequest.from_json(body)
+        except ValueError as exc:
+            await _send_error(send, 400, str(exc))
+            return
+        if job.max_tokens > config.max_tokens_limit:
+            await _send_error(send, 400, f"max_tokens must be at most {config.max_tokens_limit}")
+            return
+        _adopt_identity(job, config.baggage_attributes)
+        # The channel is this request's identity in the table: release() frees the id
+        # only while it is still ours.
+        channel: asyncio.Queue[object] = asyncio.Queue()
+        registry = self.registry
+        try:
+            registry.register(job.request_id, channel)
+        except DuplicateRequestId as exc:
+            events.warning(
+                WORKER_REFUSED, event=WORKER_REFUSED, outcome=OUTCOME_CONFLICT, status=409,
+                endpoint=job.endpoint,
+            )
+            await _send_error(send, 409, str(exc), kind="conflict")
+            return
+        events.info(
+            WORKER_START, event=WORKER_START, endpoint=job.endpoint, model=job.model,
+            fp_in=fingerprint(job.prompt), session_id=job.session_id,
+        )
+        if not self.engine.ready_now():
+
+            def release() -> None:
+                registry.release(job.request_id, channel)
+
+            await GuardedStreamingResponse(
+                _produce(job, self.engine, config), cleanup=release, media_type=_NDJSON
+            )(scope, receive, send)
+            return
+        started = time.perf_counter()
+        outcome = OUTCOME_ERROR
+        tokens, finish_reason = echo_tokens(job.prompt, job.max_tokens)
+        try:
+            reply = _encode(job, tokens, 0, config.foreign_chunk_after) + done_line(
+                job.request_id, finish_reason=finish_reason, tokens=len(tokens),
+                prompt_tokens=len(job.prompt.split()),
+            )
+            await send({
+                "type": "http.response.start", "status": 200,
+                "headers": [_NDJSON_HEADER, (b"content-length", b"%d" % len(reply))],
+            })
+            await send({"type": "http.response.body", "body": reply})
+            outcome = OUTCOME_OK
+        except asyncio.CancelledError:
+            outcome = OUTCOME_CANCELLED
+            raise
+        finally:
+            registry.release(job.request_id, channel)
+            _log_end(job, outcome, started, "".join(tokens), len(tokens))
+
+
+def _encode(job: WorkRequest, batch: list[str], done: int, foreign_after: int | None) -> bytes:
+    """The NDJSON lines of ``batch``, tokens ``done`` onwards of the reply."""
+    encode = ChunkEncoder(job.request_id)
+    if foreign_after is None or not done <= foreign_after < done + len(batch):
+        return b"".join(map(encode, batch))
+    # The injected fault: crossed wires, one chunk labelled with another request's id.
+    lines = [encode(token) for token in batch]
+    at = foreign_after - done
+    lines[at] = chunk_line("foreign-" + job.request_id, batch[at])
+    return b"".join(lines)
+
+
+def _log_end(job: WorkRequest, outcome: str, started: float, text: str, tokens: int) -> None:
+    events.info(
+        WORKER_END, event=WORKER_END, outcome=outcome,
+        duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        fp_out=fingerprint(text), tokens=tokens, endpoint=job.endpoint,
+    )
+
+
+async def _produce(
+    job: WorkRequest, engine: EchoEngine, config: WorkerSettings
+) -> AsyncIterator[bytes]:
+    """A paced reply: one write per batch of ready tokens, the done line with the last."""
+    started = time.perf_counter()
+    produced: list[str] = []
+    outcome = OUTCOME_ERROR
+    _, finish_reason = echo_tokens(job.prompt, job.max_tokens)
+    # Each batch is held until the next one exists, so the last goes out in the same
+    # write as the done line.
+    held = b""
+    try:
+        async for batch in engine.batches(job.prompt, job.max_tokens):
+            if held:
+                yield held
+            held = _encode(job, batch, len(produced), config.foreign_chunk_after)
+            produced.extend(batch)
+        yield held + done_line(
+            job.request_id, finish_reason=finish_reason, tokens=len(produced),
+            prompt_tokens=len(job.prompt.split()),
+        )
+        outcome = OUTCOME_OK
+    except (asyncio.CancelledError, GeneratorExit):
+        outcome = OUTCOME_CANCELLED
+        raise
+    except Exception as exc:  # the engine failed: tell the frontend in-band
+        logger.exception("worker engine failed", event=WORKER_ERROR)
+        yield error_line(job.request_id, f"engine error: {exc}")
+    finally:
+        _log_end(job, outcome, started, "".join(produced), len(produced))
+
+
+def _adopt_identity(job: WorkRequest, baggage_names: tuple[str, ...]) -> None:
+    """Write this hop's lines, and name its span, under the frontend request's ids."""
+    ctx = current_context()
+    if ctx is None:
+        return
+    ctx.request_id = job.request_id
+    ctx.x_request_id = validate_client_id(job.x_request_id) if job.x_request_id else None
+    span = ctx.server_span
+    if span is None or not span.is_recording():
+        return
+    attributes: dict[str, str] = {"request_id": job.request_id}
+    if ctx.x_request_id is not None:
+        attributes["x_request_id"] = ctx.x_request_id
+    for name in baggage_names:
+        # Baggage is the caller's text: vetted like a client id before it goes on a span.
+        value = baggage.get_baggage(name)
+        checked = validate_client_id(value) if isinstance(value, str) else None
+        if checked is not None:
+            attributes["baggage." + name] = checked
+    span.set_attributes(attributes)  # one call: the SDK takes its lock once
+
+
+async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
+    """The request body, or ``None`` when it is larger than ``limit`` bytes.
+
+    Counts what actually arrives rather than trusting ``content-length``; a declared
+    length far over the cap is refused without reading.
+    """
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            if value.isdigit() and int(value) > limit * _DRAIN_FACTOR:
+                return None
+            break
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            raise _ClientGone
+        chunk: bytes = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            parts.clear()
+            if size > limit * _DRAIN_FACTOR:
+                return None
+        elif chunk:
+            parts.append(chunk)
+        if not message.get("more_body", False):
+            break
+    if size > limit:
+        return None
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+async def _send_error(
+    send: Send, status: int, message: str, *, kind: str = "invalid_request"
+) -> None:
+    await _send_json(send, status, {"error": {"message": message, "type": kind}})
+
+
+async def _send_json(
+    send: Send, status: int, content: Any, *, extra: tuple[tuple[bytes, bytes], ...] = ()
+) -> None:
+    body = orjson.dumps(content)
+    await send({
+        "type": "http.response.start", "status": status,
+        "headers": [_JSON_HEADER, (b"content-length", b"%d" % len(body)), *extra],
+    })
+    await send({"type": "http.response.body", "body": body})
+

@@ -1,0 +1,187 @@
+"""One log line as JSON: the shape every ridtrace line has (docs/log-schema.md).
+
+``time``, ``level``, ``message``, ``logger``, ``schema``, ``service``, ``pid``, then the
+request's ids, then the line's own fields; flat, UTC, newline-terminated. Loguru
+records (:func:`ridtrace.tracing.logs.format_record`) and ridtrace's own events are
+rendered by the same rules here. An event is rendered as bytes in two parts: a head
+that only depends on the level, message, logger and the sink's service (built once
+and kept by the sink), and a tail of ids and fields, encoded once for every sink.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+
+from ridtrace.contract import LOG_SCHEMA
+from ridtrace.tracing.context import RequestContext
+
+__all__ = [
+    "CONTEXT_KEYS",
+    "LEVEL_NAMES",
+    "add_context_ids",
+    "add_fields",
+    "dumps",
+    "event_head",
+    "event_line",
+    "event_tail",
+    "pid",
+    "utc_now",
+    "utc_stamp",
+]
+
+# Keys the formatter owns; an extra with one of these names is written with a
+# leading underscore instead of overwriting the real value.
+_RESERVED = frozenset({"time", "level", "message", "logger", "schema", "service", "pid"})
+CONTEXT_KEYS = ("request_id", "x_request_id", "trace_id", "span_id", "parent_span_id")
+LEVEL_NAMES = {"WARNING": "WARN", "SUCCESS": "INFO"}
+_NONE_ID = id(None)
+
+
+def add_context_ids(extra: dict[str, Any], ctx: RequestContext) -> None:
+    """The request's ids, except where the line already names one: an id the caller
+    passed wins over the context's."""
+    for key in CONTEXT_KEYS:
+        value = getattr(ctx, key)
+        if value is not None:
+            extra.setdefault(key, value)
+
+
+# (whole UTC second, its "YYYY-MM-DDTHH:MM:SS" text): lines written within one second
+# share the prefix, so only the microseconds are formatted per line. Replaced as one
+# tuple, so concurrent writers never see a second paired with another's text.
+_stamp_cache: tuple[int, str] = (-1, "")
+
+
+def _stamp(second: int, microsecond: int) -> str:
+    global _stamp_cache
+    cached_second, prefix = _stamp_cache
+    if second != cached_second:
+        prefix = datetime.fromtimestamp(second, timezone.utc).isoformat()[:-6]
+        _stamp_cache = (second, prefix)
+    return f"{prefix}.{microsecond:06d}Z"
+
+
+def utc_stamp(moment: datetime) -> str:
+    """``moment`` as the lines' ``time``: ISO 8601, UTC, microseconds, ``Z``."""
+    # timestamp() is exact to well under a microsecond for current dates, so its floor
+    # is the UTC second and the microseconds are the record's own (offsets are whole
+    # seconds), matching fromtimestamp(...).isoformat(timespec="microseconds").
+    return _stamp(math.floor(moment.timestamp()), moment.microsecond)
+
+
+def utc_now() -> str:
+    """Now, as :func:`utc_stamp` writes it."""
+    second, microsecond = divmod(time.time_ns() // 1000, 1_000_000)
+    return _stamp(second, microsecond)
+
+
+# getpid() is a real syscall in current glibc; the id only changes in a forked child.
+_pid = os.getpid()
+
+
+def pid() -> int:
+    """This process's id, refreshed in a forked child."""
+    return _pid
+
+
+def _refresh_pid() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_refresh_pid)
+
+
+def add_fields(line: dict[str, Any], fields: Mapping[str, Any]) -> None:
+    """Copy ``fields`` into ``line``: ``None`` left out, reserved names prefixed ``_``."""
+    # The usual case, no reserved key and no None, in one C-level update. None is
+    # found by identity: a value's own __eq__ (an array's, say) must never run here.
+    if _RESERVED.isdisjoint(fields) and _NONE_ID not in map(id, fields.values()):
+        line.update(fields)
+        return
+    for key, value in fields.items():
+        if value is not None:  # absent, not null: keeps lines short and columns sparse
+            line["_" + key if key in _RESERVED else key] = value
+
+
+def dumps(line: Any) -> bytes:
+    """``line`` as newline-terminated JSON; never fails on a string's content."""
+    try:
+        return orjson.dumps(line, default=str, option=orjson.OPT_APPEND_NEWLINE)
+    except (TypeError, orjson.JSONEncodeError):
+        # Lone surrogates (undecodable bytes smuggled into str) and other values orjson
+        # refuses: fall back to the stdlib's ASCII-escaping encoder rather than lose the line.
+        return (json.dumps(line, default=str, ensure_ascii=True) + "\n").encode("ascii")
+
+
+def event_line(
+    source: str, level: str, message: str, fields: Mapping[str, Any], ctx: RequestContext | None
+) -> dict[str, Any]:
+    """The line an event would become through loguru and the patcher, as a dict.
+
+    ``service`` is a placeholder each sink fills in: sinks may name different services.
+    """
+    line: dict[str, Any] = {
+        "time": utc_now(),
+        "level": LEVEL_NAMES.get(level, level),
+        "message": message,
+        "logger": source,
+        "schema": LOG_SCHEMA,
+        "service": "",
+        "pid": _pid,
+    }
+    line.update(_ids_and_fields(fields, ctx))
+    return line
+
+
+def _ids_and_fields(fields: Mapping[str, Any], ctx: RequestContext | None) -> dict[str, Any]:
+    if ctx is None:
+        rest: dict[str, Any] = {}
+    elif fields.keys().isdisjoint(CONTEXT_KEYS):
+        # add_context_ids spelt out: this runs for every event of every request.
+        rest = {"request_id": ctx.request_id}
+        if ctx.x_request_id is not None:
+            rest["x_request_id"] = ctx.x_request_id
+        rest["trace_id"] = ctx.trace_id
+        rest["span_id"] = ctx.span_id
+        if ctx.parent_span_id is not None:
+            rest["parent_span_id"] = ctx.parent_span_id
+    else:  # rare: keep the caller's id (or its None: no id), as the patcher does
+        rest = {}
+        fields = {**fields}
+        add_context_ids(fields, ctx)
+    add_fields(rest, fields)
+    return rest
+
+
+def event_head(level: str, message: str, source: str, service: str) -> bytes:
+    """What follows the time stamp, up to ``pid``: ``","level":…,"pid":N``."""
+    return b"".join((
+        b'","level":', _value(LEVEL_NAMES.get(level, level)),
+        b',"message":', _value(message),
+        b',"logger":', _value(source),
+        b',"schema":', _value(LOG_SCHEMA),
+        b',"service":', _value(service),
+        b',"pid":', b"%d" % _pid,
+    ))
+
+
+def event_tail(fields: Mapping[str, Any], ctx: RequestContext | None) -> bytes:
+    """The ids and fields after ``pid``, with the closing brace and newline."""
+    rest = _ids_and_fields(fields, ctx)
+    if not rest:
+        return b"}\n"
+    return b"," + dumps(rest)[1:]
+
+
+def _value(value: str) -> bytes:
+    return dumps(value)[:-1]

@@ -1,0 +1,211 @@
+"""The JSON-lines sink :func:`ridtrace.configure_logging` adds, and the event writer's list.
+
+One sink takes loguru records (``write``) and ridtrace's own events (``write_event``,
+without a loguru record) and writes both to one stream, in the order they were
+written. Events written on an event loop's thread are gathered and written together at
+the next turn of the loop: one ``write(2)`` for all the events of that turn instead of
+one per line (a request's lifecycle lines are two or more). Loguru records, and events
+anywhere else (another thread, no loop), are written at once, after whatever was
+gathered: an application's own lines, and a server's last words before it re-raises a
+signal, are never held. Gathered events are also written when the sink is removed,
+when :func:`ridtrace.shutdown_telemetry` runs (the apps' lifespan) and at interpreter
+exit, so a stopped server loses none of them (issue 14).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import os
+import sys
+import threading
+import weakref
+from typing import IO, TYPE_CHECKING
+
+from ridtrace.tracing.jsonline import event_head, pid
+
+if TYPE_CHECKING:
+    from loguru import Message
+
+__all__ = [
+    "JsonLinesSink",
+    "event_sinks",
+    "flush_sinks",
+    "register_event_sink",
+    "unregister_event_sink",
+]
+
+# An event's head is cached per (level, message, logger, pid); messages are the log
+# contract's few names, but a caller could vary them, so the cache stops growing here.
+_MAX_HEADS = 512
+
+
+class JsonLinesSink:
+    """Writes JSON lines to a stream, gathered per turn of the event loop.
+
+    Args:
+        stream: where lines go.
+        service: the ``service`` of every line.
+        raw: ``stream`` is an unbuffered file the sink opened and owns: each write goes
+            straight to ``write(2)`` and the sink closes it on ``stop``. Otherwise each
+            write is followed by a flush, and the stream stays the caller's.
+        levelno: the lowest level of events written (loguru filters its own records).
+    """
+
+    def __init__(
+        self, stream: IO[bytes], service: str, *, raw: bool = False, levelno: int = 0
+    ) -> None:
+        self._stream = stream
+        self._service = service
+        self._raw = raw
+        self.levelno = levelno
+        self._heads: dict[tuple[str, str, str, int], bytes] = {}
+        self._pending: list[bytes] = []
+        # The loop a flush of _pending is scheduled on, if any.
+        self._flush_loop: asyncio.AbstractEventLoop | None = None
+        # Loguru's handler lock does not cover write_event: the sink needs its own.
+        self._lock = threading.Lock()
+        self._stopped = False
+        _all_sinks.add(self)
+        _flush_at_exit()
+
+    def write(self, message: Message) -> None:
+        """Loguru's entry point: one formatted record."""
+        from ridtrace.tracing.logs import format_record  # logs imports this module
+
+        self._write(format_record(message.record, self._service), gather=False)
+
+    def write_event(self, stamp: str, level: str, message: str, source: str, tail: bytes) -> None:
+        """One event line: its time stamp, the head's parts and the encoded tail
+        (:func:`ridtrace.tracing.jsonline.event_tail`)."""
+        key = (level, message, source, pid())
+        head = self._heads.get(key)
+        if head is None:
+            head = event_head(level, message, source, self._service)
+            if len(self._heads) < _MAX_HEADS:
+                self._heads[key] = head
+        self._write(b'{"time":"' + stamp.encode("ascii") + head + tail, gather=True)
+
+    def _write(self, data: bytes, *, gather: bool) -> None:
+        loop = asyncio._get_running_loop() if gather else None
+        with self._lock:
+            if self._stopped:
+                return
+            if loop is not None and self._flush_loop in (None, loop):
+                self._pending.append(data)
+                if self._flush_loop is None:
+                    self._flush_loop = loop
+                    loop.call_soon(self._flush_soon)
+                return
+            # Whatever was gathered goes first: lines stay in the order they were written.
+            if self._pending:
+                data = b"".join((*self._pending, data))
+                self._pending.clear()
+            self._write_out(data)
+
+    def _flush_soon(self) -> None:
+        try:
+            self.drain()
+        except Exception as exc:  # a loop callback: nobody to raise to
+            report_write_error(exc)
+
+    def drain(self) -> None:
+        """Write the gathered event lines now (not named flush: loguru would call that
+        after each of its records)."""
+        with self._lock:
+            self._flush_loop = None
+            if not self._pending or self._stopped:
+                return
+            data = b"".join(self._pending)
+            self._pending.clear()
+            self._write_out(data)
+
+    def _write_out(self, data: bytes) -> None:  # under self._lock
+        stream = self._stream
+        if self._raw:
+            written = stream.write(data)
+            while written is not None and written < len(data):  # never half a line
+                data = data[written:]
+                written = stream.write(data)
+        else:
+            stream.write(data)
+            stream.flush()
+
+    def stop(self) -> None:
+        """Loguru calls this when the handler is removed: flush, leave the event
+        writer's list, close the file the sink opened."""
+        unregister_event_sink(self)
+        with contextlib.suppress(Exception):
+            self.drain()
+        with self._lock:
+            self._stopped = True
+            if self._raw:  # only the files configure_logging opened; streams are the caller's
+                self._stream.close()
+
+    def _forget_pending(self) -> None:
+        # In a forked child: the parent writes its own gathered lines.
+        self._pending.clear()
+        self._flush_loop = None
+        self._lock = threading.Lock()
+
+
+_all_sinks: weakref.WeakSet[JsonLinesSink] = weakref.WeakSet()
+
+# The sinks ridtrace's events are written to directly; replaced as a whole tuple, so a
+# writer iterating it never sees it change.
+_event_sinks: tuple[JsonLinesSink, ...] = ()
+_event_sinks_lock = threading.Lock()
+
+
+def event_sinks() -> tuple[JsonLinesSink, ...]:
+    """The sinks that take ridtrace's events directly (empty: send them through loguru)."""
+    return _event_sinks
+
+
+def register_event_sink(sink: JsonLinesSink) -> None:
+    """Send ridtrace's events to ``sink`` directly."""
+    global _event_sinks
+    with _event_sinks_lock:
+        _event_sinks = (*_event_sinks, sink)
+
+
+def unregister_event_sink(sink: JsonLinesSink) -> None:
+    """Stop sending events to ``sink``."""
+    global _event_sinks
+    with _event_sinks_lock:
+        _event_sinks = tuple(s for s in _event_sinks if s is not sink)
+
+
+def flush_sinks() -> None:
+    """Write every sink's gathered lines now (shutdown, interpreter exit)."""
+    for sink in list(_all_sinks):
+        try:
+            sink.drain()
+        except Exception as exc:  # one failing sink must not keep the others' lines
+            report_write_error(exc)
+
+
+def report_write_error(exc: Exception) -> None:
+    """What loguru's ``catch=True`` does for a failing sink: say so on stderr, go on."""
+    with contextlib.suppress(Exception):  # nowhere left to report to
+        sys.stderr.write(f"ridtrace: could not write an event line: {exc!r}\n")
+
+
+def _forget_pending_in_child() -> None:
+    for sink in list(_all_sinks):
+        sink._forget_pending()
+
+
+_exit_hooks_installed = False
+
+
+def _flush_at_exit() -> None:
+    # Installed with the first sink, not at import: importing ridtrace changes nothing.
+    global _exit_hooks_installed
+    if _exit_hooks_installed:
+        return
+    _exit_hooks_installed = True
+    atexit.register(flush_sinks)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_forget_pending_in_child)

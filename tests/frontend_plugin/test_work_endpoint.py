@@ -1,0 +1,158 @@
+"""``POST /v1/work`` as plain ASGI (issue 15), in process: the messages it sends.
+
+Message-level assertions need a recording ``send``; everything a client sees over a
+real socket (409 for a held id, the token, streaming with a gate, faults) is covered
+by the end-to-end tests on real worker processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from loguru import logger
+
+from ridtrace import configure_logging
+from ridtrace.frontend_plugin import WorkerSettings, create_worker_app
+from ridtrace.frontend_plugin.wire import WorkRequest
+
+
+def _envelope(request_id: str, prompt: str = "one two three", max_tokens: int = 10) -> bytes:
+    return WorkRequest(
+        request_id=request_id, x_request_id="client-1", endpoint="completions",
+        model="echo", prompt=prompt, max_tokens=max_tokens,
+    ).to_json()
+
+
+def _scope(method: str = "POST", path: str = "/v1/work") -> dict[str, Any]:
+    return {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
+        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"",
+        "root_path": "", "headers": [(b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000),
+    }
+
+
+def _call(app: Any, scope: dict[str, Any], parts: list[bytes]) -> list[dict[str, Any]]:
+    sent: list[dict[str, Any]] = []
+    incoming = [
+        {"type": "http.request", "body": part, "more_body": index < len(parts) - 1}
+        for index, part in enumerate(parts)
+    ]
+
+    async def receive() -> dict[str, Any]:
+        if incoming:
+            return incoming.pop(0)
+        await asyncio.Event().wait()  # nothing more: a client that stays
+        raise AssertionError
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    return sent
+
+
+@pytest.fixture(autouse=True)
+def _quiet_loguru() -> Any:
+    logger.remove()
+    yield
+    logger.remove()
+
+
+def test_a_ready_reply_is_one_body_with_its_length(tmp_path: Path) -> None:
+    log = tmp_path / "worker.jsonl"
+    configure_logging(log, service="worker", intercept_stdlib=False)
+    app = create_worker_app(WorkerSettings())
+    body = _envelope("rid-1")
+    start, reply = _call(app, _scope(), [body[:10], body[10:]])  # exactly two messages
+    assert start["type"] == "http.response.start" and start["status"] == 200
+    headers = dict(start["headers"])
+    assert headers[b"content-type"] == b"application/x-ndjson"
+    assert int(headers[b"content-length"]) == len(reply["body"])
+    assert b"x-server-request-id" in headers  # the tracing middleware is around it
+    assert reply["type"] == "http.response.body" and not reply.get("more_body", False)
+    lines = [orjson.loads(line) for line in reply["body"].splitlines()]
+    assert "".join(line.get("text", "") for line in lines) == "echo: one two three"
+    assert {line["request_id"] for line in lines} == {"rid-1"}
+    assert lines[-1]["done"] is True and lines[-1]["finish_reason"] == "stop"
+    logger.remove()
+    events = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+    start_line, end_line = (e for e in events if e.get("event", "").startswith("worker."))
+    assert start_line["event"] == "worker.start" and end_line["event"] == "worker.end"
+    assert end_line["outcome"] == "ok" and end_line["tokens"] == 4
+    assert start_line["request_id"] == end_line["request_id"] == "rid-1"
+    assert end_line["x_request_id"] == "client-1"
+
+
+def test_the_foreign_chunk_fault_labels_exactly_one_chunk() -> None:
+    app = create_worker_app(WorkerSettings(foreign_chunk_after=2))
+    _, reply = _call(app, _scope(), [_envelope("rid-f")])
+    ids = [orjson.loads(line)["request_id"] for line in reply["body"].splitlines()]
+    assert ids == ["rid-f", "rid-f", "foreign-rid-f", "rid-f", "rid-f"]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "needle"),
+    [
+        (b"{not json", 400, "invalid JSON"),
+        (b'{"request_id": 1}', 400, "request_id must be a string"),
+        (b"x" * 2048, 413, "too large"),
+    ],
+)
+def test_bad_envelopes_are_refused_with_a_json_error(body: bytes, status: int, needle: str) -> None:
+    app = create_worker_app(WorkerSettings(max_body_bytes=1024))
+    start, reply = _call(app, _scope(), [body])
+    assert start["status"] == status
+    assert dict(start["headers"])[b"content-type"] == b"application/json"
+    assert needle in orjson.loads(reply["body"])["error"]["message"]
+
+
+def test_max_tokens_over_the_limit_is_refused() -> None:
+    app = create_worker_app(WorkerSettings(max_tokens_limit=5))
+    start, reply = _call(app, _scope(), [_envelope("rid-2", max_tokens=6)])
+    assert start["status"] == 400 and b"at most 5" in reply["body"]
+
+
+def test_other_methods_on_the_work_path_get_405_and_other_paths_reach_fastapi() -> None:
+    app = create_worker_app(WorkerSettings())
+    (start, _) = _call(app, _scope("GET"), [b""])
+    assert start["status"] == 405 and dict(start["headers"])[b"allow"] == b"POST"
+
+    async def get(path: str) -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://w") as client:
+            return await client.get(path)
+
+    health = asyncio.run(get("/health"))
+    assert health.status_code == 200 and health.json() == {"status": "ok", "inflight": 0}
+    assert asyncio.run(get("/nowhere")).status_code == 404
+
+
+def test_a_client_gone_before_its_envelope_gets_no_answer_and_holds_no_id() -> None:
+    settings = WorkerSettings(debug_endpoints=True)
+    app = create_worker_app(settings)
+    sent: list[dict[str, Any]] = []
+    messages = [{"type": "http.request", "body": b'{"request_id":', "more_body": True},
+                {"type": "http.disconnect"}]
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop(0)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(app(_scope(), receive, send))
+    assert sent == []
+
+    async def counters() -> dict[str, Any]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://w") as client:
+            response = await client.get("/debug/inflight")
+            return dict(response.json())
+
+    assert asyncio.run(counters())["registered"] == 0
