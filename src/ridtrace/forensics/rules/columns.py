@@ -1,0 +1,208 @@
+"""The requests frame as plain arrays, converted once for every rule.
+
+The rules compare ids, fingerprints and times across ~10⁵–10⁶ spans. On pandas
+columns of Arrow strings each ``isin``, ``duplicated`` or ``merge`` hashes the strings
+again and builds new frames; here every id column is hashed once into integer codes
+(`SpanColumns`), and the rules join and group on those codes with numpy lookups. Text
+is only taken back, with Arrow's ``take``, for the rows that become findings.
+
+Columns that are compared with each other share one code space: span and parent ids,
+and the input and output fingerprints. Codes number values in order of first
+appearance; where an order by text matters (clusters are listed by id, as pandas'
+``sort_values`` listed them), only the few codes involved are ranked (`ranked`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ridtrace.contract import FRONTEND, OUTCOME_CANCELLED, OUTCOME_OK, WORKER
+
+# The string columns whose text can end up in a finding.
+_TEXT = ("span_id", "parent_span_id", "request_id", "x_request_id", "fp_in", "fp_out",
+         "unlinked", "foreign", "deprecated")
+_LINES = ("first_line", "last_line", "unlinked_line", "foreign_line", "deprecated_line")
+
+
+@dataclass(frozen=True)
+class SpanColumns:
+    """One requests frame as arrays of one length: codes (-1 for missing) and flags."""
+
+    front: np.ndarray
+    worker: np.ndarray
+    ok: np.ndarray
+    cancelled: np.ndarray
+    span: np.ndarray
+    parent: np.ndarray
+    span_codes: int
+    trace: np.ndarray
+    request_id: np.ndarray
+    x_request_id: np.ndarray
+    dictionary: dict[str, pa.Array]
+    fp_in: np.ndarray
+    fp_out: np.ndarray
+    fp_codes: int
+    start: np.ndarray
+    end: np.ndarray
+    file: np.ndarray
+    file_names: list[str]
+    lines: dict[str, np.ndarray]
+    text: dict[str, pa.Array]
+
+    def __len__(self) -> int:
+        return len(self.front)
+
+    def texts(self, column: str, rows: np.ndarray) -> list[str | None]:
+        """The text of `column` at `rows`, None where missing."""
+        at = pa.array(rows, type=pa.int64())
+        picked: list[str | None] = self.text[column].take(at).to_pylist()
+        return picked
+
+    def files(self, rows: np.ndarray) -> list[str]:
+        """File names at `rows` ("" where unknown)."""
+        names = self.file_names
+        return [names[code] if code >= 0 else "" for code in self.file[rows].tolist()]
+
+    def caller(self) -> np.ndarray:
+        """Span code of the caller each span works for (see `rules.overlap.caller_of`)."""
+        is_front_span = lookup(self.span_codes, self.span[self.front])
+        has_parent = self.parent >= 0
+        nested = self.front & has_parent & is_front_span[np.maximum(self.parent, 0)]
+        up = (self.worker | nested) & has_parent
+        return np.where(up, self.parent, self.span)
+
+
+def lookup(size: int, codes: np.ndarray) -> np.ndarray:
+    """A boolean table over a code space, True at `codes` (missing ones ignored)."""
+    table = np.zeros(max(size, 1), dtype=bool)
+    table[codes[codes >= 0]] = True
+    return table
+
+
+def isin(codes: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """Whether each code is among `members` (one code space).
+
+    A missing code counts as a member only when `members` holds a missing one too, as
+    pandas' ``isin`` matches missing with missing.
+    """
+    size = int(max(codes.max(initial=-1), members.max(initial=-1))) + 1
+    out = lookup(size, members)[np.maximum(codes, 0)] & (codes >= 0)
+    if (members < 0).any():
+        out |= codes < 0
+    return np.asarray(out)
+
+
+def span_columns(requests: pd.DataFrame) -> SpanColumns:
+    """Convert a requests frame (`records.requests.REQUEST_COLUMNS`) for the rules."""
+    text = {col: arrow_text(requests[col]) for col in _TEXT}
+    (span, parent), _ = shared_codes(text["span_id"], text["parent_span_id"])
+    (fp_in, fp_out), _ = shared_codes(text["fp_in"], text["fp_out"])
+    side = arrow_text(requests["side"])
+    outcome = arrow_text(requests["outcome"])
+    (file,), file_names = shared_codes(arrow_text(requests["file"]))
+    (request_id,), request_ids = shared_codes(text["request_id"])
+    (x_request_id,), x_request_ids = shared_codes(text["x_request_id"])
+    return SpanColumns(
+        front=_equals(side, FRONTEND),
+        worker=_equals(side, WORKER),
+        ok=_equals(outcome, OUTCOME_OK),
+        cancelled=_equals(outcome, OUTCOME_CANCELLED),
+        span=span,
+        parent=parent,
+        span_codes=_size(span, parent),
+        trace=shared_codes(arrow_text(requests["trace_id"]))[0][0],
+        request_id=request_id,
+        x_request_id=x_request_id,
+        dictionary={"request_id": request_ids, "x_request_id": x_request_ids},
+        fp_in=fp_in,
+        fp_out=fp_out,
+        fp_codes=_size(fp_in, fp_out),
+        start=epoch_us(requests["start"]),
+        end=epoch_us(requests["end"]),
+        file=file,
+        file_names=[str(name) for name in file_names.to_pylist()],
+        lines={col: line_numbers(requests[col]) for col in _LINES},
+        text=text,
+    )
+
+
+def arrow_text(series: pd.Series) -> pa.Array:
+    """A column as one Arrow string array (no copy for Arrow-backed strings)."""
+    try:
+        arr: Any = pa.array(series, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed Python objects: ids as text
+        arr = pa.array([_as_text(v) for v in series.tolist()], type=pa.string())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    if arr.type != pa.string():
+        arr = arr.cast(pa.string())
+    return arr
+
+
+def _as_text(value: Any) -> str | None:
+    if value is None or value is pd.NA or value is pd.NaT or value != value:
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def shared_codes(*columns: pa.Array) -> tuple[list[np.ndarray], pa.Array]:
+    """Integer codes of the columns' values in one shared space, and that space's text.
+
+    Codes follow first appearance, not text order: `ranked` orders the few that need it.
+    """
+    joined = pa.concat_arrays(list(columns)) if len(columns) > 1 else columns[0]
+    encoded = pc.dictionary_encode(joined)
+    codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    bounds = np.cumsum([len(c) for c in columns])[:-1]
+    return [np.asarray(part) for part in np.split(codes, bounds)], encoded.dictionary
+
+
+def ranked(codes: np.ndarray, dictionary: pa.Array) -> np.ndarray:
+    """`codes` (none missing) replaced by their rank in byte order of their text."""
+    uniq, inverse = np.unique(codes, return_inverse=True)
+    order = pc.sort_indices(dictionary.take(pa.array(uniq))).to_numpy()
+    rank = np.empty(len(uniq), dtype=np.int64)
+    rank[order] = np.arange(len(uniq))
+    return np.asarray(rank[inverse.reshape(-1)])
+
+
+def _size(*codes: np.ndarray) -> int:
+    return int(max((int(c.max()) for c in codes if len(c)), default=-1)) + 1
+
+
+def _equals(column: pa.Array, value: str) -> np.ndarray:
+    return np.asarray(pc.fill_null(pc.equal(column, value), False).to_numpy(zero_copy_only=False))
+
+
+def epoch_us(times: pd.Series) -> np.ndarray:
+    """Microseconds since the epoch of a datetime column (NaT: the int64 minimum)."""
+    if isinstance(times.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(times):
+        values = times.to_numpy(dtype="datetime64[us]")
+    else:
+        values = pd.to_datetime(times, utc=True).to_numpy(dtype="datetime64[us]")
+    return np.asarray(values.view(np.int64))
+
+
+def line_numbers(series: pd.Series) -> np.ndarray:
+    """A line column as int64, -1 where missing."""
+    if series.dtype == np.int64:
+        return np.asarray(series.to_numpy())
+    return np.asarray(series.astype("Int64").to_numpy(dtype=np.int64, na_value=-1))
+
+
+def first_rows(codes: np.ndarray, size: int, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+    """For each code, the first of `rows` (in order) holding it; -1 where none does."""
+    rows = np.asarray(rows, dtype=np.int64)
+    table = np.full(max(size, 1), -1, dtype=np.int64)
+    picked = codes[rows]
+    present = picked >= 0
+    # Assigning in reverse leaves the first row for each code.
+    table[picked[present][::-1]] = rows[present][::-1]
+    return table
