@@ -26,8 +26,8 @@ import pyarrow.compute as pc
 from ridtrace.contract import FRONTEND, OUTCOME_CANCELLED, OUTCOME_OK, WORKER
 
 # The string columns whose text can end up in a finding.
-_TEXT = ("span_id", "parent_span_id", "request_id", "x_request_id", "fp_in", "fp_out",
-         "unlinked", "foreign", "deprecated")
+_TEXT = ("trace_id", "span_id", "parent_span_id", "request_id", "x_request_id", "fp_in",
+         "fp_out", "unlinked", "foreign", "deprecated")
 _LINES = ("first_line", "last_line", "unlinked_line", "foreign_line", "deprecated_line")
 
 
@@ -42,7 +42,6 @@ class SpanColumns:
     span: np.ndarray
     parent: np.ndarray
     span_codes: int
-    trace: np.ndarray
     request_id: np.ndarray
     x_request_id: np.ndarray
     dictionary: dict[str, pa.Array]
@@ -67,8 +66,21 @@ class SpanColumns:
 
     def files(self, rows: np.ndarray) -> list[str]:
         """File names at `rows` ("" where unknown)."""
-        names = self.file_names
-        return [names[code] if code >= 0 else "" for code in self.file[rows].tolist()]
+        names = np.array([*self.file_names, ""], dtype=object)  # code -1: the last, ""
+        picked: list[str] = names[self.file[rows]].tolist()
+        return picked
+
+    def trace_in_front(self, rows: np.ndarray) -> np.ndarray:
+        """Whether the trace of each of `rows` has a frontend span (its frontend logs are here).
+
+        Hashed on demand for the rows asked about: most rules ask about few rows.
+        """
+        traces = self.text["trace_id"]
+        fronts = traces.filter(pa.array(self.front))
+        asked = traces.take(pa.array(rows, type=pa.int64()))
+        # Missing matches missing, as pandas' isin does.
+        found = pc.is_in(asked, value_set=fronts, skip_nulls=False)
+        return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
 
     def caller(self) -> np.ndarray:
         """Span code of the caller each span works for (see `rules.overlap.caller_of`)."""
@@ -104,20 +116,23 @@ def span_columns(requests: pd.DataFrame) -> SpanColumns:
     text = {col: arrow_text(requests[col]) for col in _TEXT}
     (span, parent), _ = shared_codes(text["span_id"], text["parent_span_id"])
     (fp_in, fp_out), _ = shared_codes(text["fp_in"], text["fp_out"])
-    side = arrow_text(requests["side"])
-    outcome = arrow_text(requests["outcome"])
-    (file,), file_names = shared_codes(arrow_text(requests["file"]))
+    side = arrow_column(requests["side"])
+    outcome = arrow_column(requests["outcome"])
+    (file,), file_names = shared_codes(arrow_column(requests["file"]))
     (request_id,), request_ids = shared_codes(text["request_id"])
-    (x_request_id,), x_request_ids = shared_codes(text["x_request_id"])
+    front = _equals(side, FRONTEND)
+    # Client ids only matter on frontend spans (client_id_reuse): hash only those.
+    (front_xrid,), x_request_ids = shared_codes(text["x_request_id"].filter(pa.array(front)))
+    x_request_id = np.full(len(front), -1, dtype=np.int64)
+    x_request_id[front] = front_xrid
     return SpanColumns(
-        front=_equals(side, FRONTEND),
+        front=front,
         worker=_equals(side, WORKER),
         ok=_equals(outcome, OUTCOME_OK),
         cancelled=_equals(outcome, OUTCOME_CANCELLED),
         span=span,
         parent=parent,
         span_codes=_size(span, parent),
-        trace=shared_codes(arrow_text(requests["trace_id"]))[0][0],
         request_id=request_id,
         x_request_id=x_request_id,
         dictionary={"request_id": request_ids, "x_request_id": x_request_ids},
@@ -135,15 +150,26 @@ def span_columns(requests: pd.DataFrame) -> SpanColumns:
 
 def arrow_text(series: pd.Series) -> pa.Array:
     """A column as one Arrow string array (no copy for Arrow-backed strings)."""
+    arr = arrow_column(series)
+    return arr.cast(pa.string()) if arr.type != pa.string() else arr
+
+
+def arrow_column(series: pd.Series) -> pa.Array:
+    """A column as one Arrow array: strings, or a dictionary of strings for a categorical."""
     try:
         arr: Any = pa.array(series, from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed Python objects: ids as text
         arr = pa.array([_as_text(v) for v in series.tolist()], type=pa.string())
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-    if arr.type != pa.string():
-        arr = arr.cast(pa.string())
-    return arr
+    if isinstance(arr, pa.DictionaryArray) and _unique(arr.dictionary):
+        return pa.DictionaryArray.from_arrays(arr.indices, arr.dictionary.cast(pa.string()))
+    return arr.cast(pa.string()) if arr.type != pa.string() else arr
+
+
+def _unique(values: pa.Array) -> bool:
+    # pandas' categories are unique; a dictionary with repeats would split equal values.
+    return len(pc.unique(values)) == len(values)
 
 
 def _as_text(value: Any) -> str | None:
@@ -156,7 +182,12 @@ def shared_codes(*columns: pa.Array) -> tuple[list[np.ndarray], pa.Array]:
     """Integer codes of the columns' values in one shared space, and that space's text.
 
     Codes follow first appearance, not text order: `ranked` orders the few that need it.
+    A single dictionary column keeps its dictionary's codes.
     """
+    if len(columns) == 1 and isinstance(columns[0], pa.DictionaryArray):
+        dictionary = columns[0]
+        codes = pc.fill_null(dictionary.indices, -1).to_numpy(zero_copy_only=False)
+        return [np.asarray(codes, dtype=np.int64)], dictionary.dictionary
     joined = pa.concat_arrays(list(columns)) if len(columns) > 1 else columns[0]
     encoded = pc.dictionary_encode(joined)
     codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -178,6 +209,10 @@ def _size(*codes: np.ndarray) -> int:
 
 
 def _equals(column: pa.Array, value: str) -> np.ndarray:
+    if isinstance(column, pa.DictionaryArray):
+        (codes,), dictionary = shared_codes(column)
+        hit = pc.fill_null(pc.equal(dictionary, value), False).to_numpy(zero_copy_only=False)
+        return np.asarray(np.r_[hit, False][codes])  # code -1 (missing) reads the False
     return np.asarray(pc.fill_null(pc.equal(column, value), False).to_numpy(zero_copy_only=False))
 
 

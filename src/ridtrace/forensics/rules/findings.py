@@ -105,28 +105,18 @@ def concat(parts: Sequence[FindingColumns]) -> FindingColumns:
 
 
 def evidence(spans: SpanColumns, rows: np.ndarray, *line_columns: np.ndarray) -> list[Evidence]:
-    """Per row, the ``{"file", "line"}`` items of its present lines, without repeats.
-
-    `line_columns` are already taken at `rows`.
-    """
+    """Per row, the ``{"file", "line"}`` items of its present lines (one or two columns,
+    already taken at `rows`), a line given twice only once."""
     files = spans.files(rows)
-    out: list[Evidence] = []
-    for i, seen in enumerate(_distinct_lines(line_columns, len(rows))):
-        out.append([{"file": files[i], "line": line} for line in seen])
-    return out
-
-
-def _distinct_lines(columns: Sequence[np.ndarray], n: int) -> list[list[int]]:
-    lists = [c.tolist() for c in columns]
-    out: list[list[int]] = []
-    for i in range(n):
-        seen: list[int] = []
-        for column in lists:
-            line = column[i]
-            if line >= 0 and line not in seen:
-                seen.append(line)
-        out.append(seen)
-    return out
+    if len(line_columns) == 1:
+        return [[{"file": f, "line": x}] if x >= 0 else []
+                for f, x in zip(files, line_columns[0].tolist(), strict=True)]
+    first, second = line_columns
+    return [
+        ([{"file": f, "line": x}] if x >= 0 else [])
+        + ([{"file": f, "line": y}] if y >= 0 and y != x else [])
+        for f, x, y in zip(files, first.tolist(), second.tolist(), strict=True)
+    ]
 
 
 def findings_frame(findings: FindingColumns) -> pd.DataFrame:

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ridtrace.contract import FRONTEND, WORKER
-from ridtrace.forensics.rules.columns import SpanColumns, isin, ranked, span_columns
+from ridtrace.forensics.rules.columns import SpanColumns, ranked, span_columns
 from ridtrace.forensics.rules.findings import (
     FindingColumns,
     evidence,
@@ -110,12 +110,17 @@ def _cluster_findings(
 
 def find_duplicate_in_flight(spans: SpanColumns) -> FindingColumns:
     """`duplicate_in_flight` on converted columns."""
-    # Frontend requests, plus worker spans of traces whose frontend logs are absent.
-    orphan = spans.worker & ~isin(spans.trace, spans.trace[spans.front])
-    rows = np.flatnonzero(spans.front | orphan)
+    # Frontend requests, plus worker spans of traces whose frontend logs are absent;
+    # only a worker span whose request_id repeats can matter, so only those are looked up.
+    rid = spans.request_id
+    counts = np.bincount(rid[rid >= 0]) if (rid >= 0).any() else np.zeros(1, dtype=np.int64)
+    repeated = (rid >= 0) & (counts[np.maximum(rid, 0)] > 1)
+    workers = np.flatnonzero(spans.worker & repeated)
+    candidate = spans.front.copy()
+    candidate[workers[~spans.trace_in_front(workers)]] = True
     # A worker span stands for its caller: retries of one caller are one request.
     return _cluster_findings(
-        "duplicate_in_flight", spans, rows, spans.caller(),
+        "duplicate_in_flight", spans, np.flatnonzero(candidate), spans.caller(),
         key_column="request_id", what="request_id",
     )
 

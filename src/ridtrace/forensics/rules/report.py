@@ -8,7 +8,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import orjson
@@ -57,12 +57,20 @@ class Report:
     """What `ridtrace analyze` prints: counters and one row per finding.
 
     ``found`` holds the findings column-wise, sorted (errors first, then by time);
-    ``findings`` is the same as a DataFrame (`FINDING_COLUMNS`), built on first use.
+    ``findings`` is the same as a DataFrame (`FINDING_COLUMNS`) and ``requests`` the
+    requests on one clock, both built on first use: the CLI needs neither.
     """
 
     summary: dict[str, Any]
     found: FindingColumns
-    requests: pd.DataFrame = field(repr=False)
+    source: pd.DataFrame = field(repr=False)
+    offsets_us: dict[str, int] = field(default_factory=dict)
+
+    @cached_property
+    def requests(self) -> pd.DataFrame:
+        """The requests the rules saw: skew corrected, with each span's ``caller``."""
+        corrected = apply_offsets(self.source, self.offsets_us)
+        return cast(pd.DataFrame, corrected.assign(caller=caller_of(self.source)))
 
     @cached_property
     def findings(self) -> pd.DataFrame:
@@ -149,8 +157,6 @@ def analyze_requests(requests: pd.DataFrame, stats: ReadStats, *, lines: int | N
     spans = span_columns(requests)
     offsets = span_offsets(spans)
     spans = shift_spans(spans, offsets)
-    # Who each span works for, kept on the report's requests for the views.
-    requests = apply_offsets(requests, offsets).assign(caller=caller_of(requests))
     found = concat([find(spans) for find in _FIND])
     errors_first = np.array([SEVERITY[k] != "error" for k in found.kind], dtype=bool)
     time_key = np.where(found.time_us == np.iinfo(np.int64).min, _LAST, found.time_us)
@@ -178,7 +184,7 @@ def analyze_requests(requests: pd.DataFrame, stats: ReadStats, *, lines: int | N
     reasons = incomplete_reasons(stats, requests=len(requests))
     summary["incomplete"] = bool(reasons)
     summary["incomplete_reasons"] = reasons
-    return Report(summary=summary, found=found, requests=requests)
+    return Report(summary=summary, found=found, source=requests, offsets_us=offsets)
 
 
 def finding_records(findings: pd.DataFrame) -> list[dict[str, Any]]:
@@ -223,7 +229,16 @@ def report_csv(report: Report) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(FINDING_COLUMNS)
-    for item in finding_dicts(report.found):
-        item["evidence"] = ";".join(f"{e['file']}:{e['line']}" for e in item["evidence"])
-        writer.writerow([item[c] if item[c] is not None else "" for c in FINDING_COLUMNS])
+    found = report.found
+    writer.writerows(zip(
+        found.kind, [SEVERITY[k] for k in found.kind], _blank(found.request_id),
+        _blank(found.x_request_id), _blank(found.span_id), _blank(found.iso_times()),
+        found.detail, [";".join(f"{e['file']}:{e['line']}" for e in items)
+                       for items in found.evidence],
+        strict=True,
+    ))
     return buf.getvalue()
+
+
+def _blank(values: list[str | None]) -> list[str]:
+    return ["" if v is None else v for v in values]

@@ -43,7 +43,8 @@ def find_crossed_stream(spans: SpanColumns) -> FindingColumns:
     front &= isin(spans.fp_out, spans.fp_out[finished])
     width = np.int64(max(spans.fp_codes, 1))
     pair = spans.fp_in * width + spans.fp_out
-    own = np.isin(pair[front], pair[works])
+    # pandas hashes int64 (numpy's isin sorts or builds a table of the whole range).
+    own = pd.Series(pair[front]).isin(pair[works]).to_numpy()
     suspects = np.flatnonzero(front)[~own]
     if not len(suspects):
         return of_rows("crossed_stream", spans, empty, empty, [], [])
@@ -86,11 +87,11 @@ def _lost_output(spans: SpanColumns) -> np.ndarray:
     """
     front = spans.front
     works = spans.worker & _with_output(spans) & spans.ok
-    works &= isin(spans.trace, spans.trace[front])
     delivered = spans.fp_out[front]
     works &= ~isin(spans.fp_out, delivered[delivered >= 0])
     works &= ~isin(spans.parent, spans.span[front & spans.cancelled])
-    return np.flatnonzero(works)
+    rows = np.flatnonzero(works)
+    return np.asarray(rows[spans.trace_in_front(rows)])
 
 
 def find_unlinked(spans: SpanColumns) -> FindingColumns:
