@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ridtrace.contract import FRONTEND, OUTCOME_CANCELLED, OUTCOME_OK, WORKER
+from ridtrace.forensics.rules.codes import shared_codes
 
 # The string columns whose text can end up in a finding.
 _TEXT = ("trace_id", "span_id", "parent_span_id", "request_id", "x_request_id", "fp_in",
@@ -176,32 +177,6 @@ def _as_text(value: Any) -> str | None:
     if value is None or value is pd.NA or value is pd.NaT or value != value:
         return None
     return value if isinstance(value, str) else str(value)
-
-
-def shared_codes(*columns: pa.Array) -> tuple[list[np.ndarray], pa.Array]:
-    """Integer codes of the columns' values in one shared space, and that space's text.
-
-    Codes follow first appearance, not text order: `ranked` orders the few that need it.
-    A single dictionary column keeps its dictionary's codes.
-    """
-    if len(columns) == 1 and isinstance(columns[0], pa.DictionaryArray):
-        dictionary = columns[0]
-        codes = pc.fill_null(dictionary.indices, -1).to_numpy(zero_copy_only=False)
-        return [np.asarray(codes, dtype=np.int64)], dictionary.dictionary
-    joined = pa.concat_arrays(list(columns)) if len(columns) > 1 else columns[0]
-    encoded = pc.dictionary_encode(joined)
-    codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
-    bounds = np.cumsum([len(c) for c in columns])[:-1]
-    return [np.asarray(part) for part in np.split(codes, bounds)], encoded.dictionary
-
-
-def ranked(codes: np.ndarray, dictionary: pa.Array) -> np.ndarray:
-    """`codes` (none missing) replaced by their rank in byte order of their text."""
-    uniq, inverse = np.unique(codes, return_inverse=True)
-    order = pc.sort_indices(dictionary.take(pa.array(uniq))).to_numpy()
-    rank = np.empty(len(uniq), dtype=np.int64)
-    rank[order] = np.arange(len(uniq))
-    return np.asarray(rank[inverse.reshape(-1)])
 
 
 def _size(*codes: np.ndarray) -> int:
