@@ -11,16 +11,20 @@ takes Arrow's path). Codes are exact either way.
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+# A column as pandas hands it over: one array, or chunks (one per file or part).
+Arrow: TypeAlias = pa.Array | pa.ChunkedArray
 _PRIME = np.uint64(0x100000001B3)  # FNV-1a's 64-bit prime: spreads each word's bits
 _LONGEST = 256  # longer fixed-width values are rare; Arrow's hashing is fine for them
 
 
-def shared_codes(*columns: pa.Array) -> tuple[list[np.ndarray], pa.Array]:
+def shared_codes(*columns: Arrow) -> tuple[list[np.ndarray], pa.Array]:
     """Integer codes of the columns' values in one shared space, and that space's text.
 
     Missing values get -1. Codes follow first appearance, not text order (`ranked`
@@ -31,7 +35,11 @@ def shared_codes(*columns: pa.Array) -> tuple[list[np.ndarray], pa.Array]:
         dictionary = columns[0]
         codes = pc.fill_null(dictionary.indices, -1).to_numpy(zero_copy_only=False)
         return [np.asarray(codes, dtype=np.int64)], dictionary.dictionary
-    joined = pa.concat_arrays(list(columns)) if len(columns) > 1 else columns[0]
+    chunks = [c for col in columns for c in (col.chunks if isinstance(col, pa.ChunkedArray)
+                                             else [col])]
+    if not chunks:
+        return [np.zeros(0, dtype=np.int64) for _ in columns], pa.array([], pa.string())
+    joined = pa.concat_arrays(chunks) if len(chunks) > 1 else chunks[0]
     fast = _fixed_width_codes(joined)
     if fast is not None:
         codes, uniques = fast
@@ -43,7 +51,7 @@ def shared_codes(*columns: pa.Array) -> tuple[list[np.ndarray], pa.Array]:
     return [np.asarray(part) for part in np.split(codes, bounds)], uniques
 
 
-def ranked(codes: np.ndarray, dictionary: pa.Array) -> np.ndarray:
+def ranked(codes: np.ndarray, dictionary: Arrow) -> np.ndarray:
     """`codes` (none missing) replaced by their rank in byte order of their text."""
     uniq, inverse = np.unique(codes, return_inverse=True)
     order = pc.sort_indices(dictionary.take(pa.array(uniq))).to_numpy()

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ridtrace.contract import FRONTEND, OUTCOME_CANCELLED, OUTCOME_OK, WORKER
-from ridtrace.forensics.rules.codes import shared_codes
+from ridtrace.forensics.rules.codes import Arrow, shared_codes
 
 # The string columns whose text can end up in a finding.
 _TEXT = ("trace_id", "span_id", "parent_span_id", "request_id", "x_request_id", "fp_in",
@@ -45,7 +45,7 @@ class SpanColumns:
     span_codes: int
     request_id: np.ndarray
     x_request_id: np.ndarray
-    dictionary: dict[str, pa.Array]
+    dictionary: dict[str, Arrow]
     fp_in: np.ndarray
     fp_out: np.ndarray
     fp_codes: int
@@ -54,7 +54,7 @@ class SpanColumns:
     file: np.ndarray
     file_names: list[str]
     lines: dict[str, np.ndarray]
-    text: dict[str, pa.Array]
+    text: dict[str, Arrow]
 
     def __len__(self) -> int:
         return len(self.front)
@@ -149,22 +149,27 @@ def span_columns(requests: pd.DataFrame) -> SpanColumns:
     )
 
 
-def arrow_text(series: pd.Series) -> pa.Array:
-    """A column as one Arrow string array (no copy for Arrow-backed strings)."""
+def arrow_text(series: pd.Series) -> Arrow:
+    """A column as Arrow strings, chunked as pandas holds them (no copy when Arrow-backed)."""
     arr = arrow_column(series)
     return arr.cast(pa.string()) if arr.type != pa.string() else arr
 
 
-def arrow_column(series: pd.Series) -> pa.Array:
-    """A column as one Arrow array: strings, or a dictionary of strings for a categorical."""
+def arrow_column(series: pd.Series) -> Arrow:
+    """A column as Arrow strings, or one dictionary array of strings for a categorical.
+
+    Chunks are kept: the rules only take a few rows from most columns, and the columns
+    they hash are copied into one array there anyway (`codes.shared_codes`).
+    """
     try:
         arr: Any = pa.array(series, from_pandas=True)
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed Python objects: ids as text
         arr = pa.array([_as_text(v) for v in series.tolist()], type=pa.string())
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-    if isinstance(arr, pa.DictionaryArray) and _unique(arr.dictionary):
-        return pa.DictionaryArray.from_arrays(arr.indices, arr.dictionary.cast(pa.string()))
+    if pa.types.is_dictionary(arr.type):
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+        if _unique(arr.dictionary):
+            return pa.DictionaryArray.from_arrays(arr.indices, arr.dictionary.cast(pa.string()))
     return arr.cast(pa.string()) if arr.type != pa.string() else arr
 
 
