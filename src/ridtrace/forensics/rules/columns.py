@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from ridtrace.contract import FRONTEND, OUTCOME_CANCELLED, OUTCOME_OK, WORKER
 from ridtrace.forensics.rules.codes import Arrow, shared_codes
 
-# The string columns whose text can end up in a finding.
+# The string columns the rules hash, look up or quote in a finding.
 _TEXT = ("trace_id", "span_id", "parent_span_id", "request_id", "x_request_id", "fp_in",
          "fp_out", "unlinked", "foreign", "deprecated")
 _LINES = ("first_line", "last_line", "unlinked_line", "foreign_line", "deprecated_line")
