@@ -51,7 +51,7 @@ def caller_of(requests: pd.DataFrame) -> pd.Series:
 def _clusters(
     spans: SpanColumns, key_column: str, rows: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of `rows` in clusters of overlapping spans sharing `key`, and cluster numbers.
+    """Rows of `rows` in clusters of overlapping spans sharing `key_column`, and cluster numbers.
 
     Sorted by key, then start (ties keep frame order), a row opens a new cluster when it
     starts at or after the latest end seen so far under its key: back-to-back reuse is
