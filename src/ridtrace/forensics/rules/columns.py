@@ -74,13 +74,39 @@ class SpanColumns:
     def trace_in_front(self, rows: np.ndarray) -> np.ndarray:
         """Whether the trace of each of `rows` has a frontend span (its frontend logs are here).
 
-        Hashed on demand for the rows asked about: most rules ask about few rows.
+        Most rows asked about are worker spans whose parent is a frontend span of the
+        same trace: that is answered by span codes and one text comparison per row.
+        Only the rest are hashed.
         """
+        out = np.zeros(len(rows), dtype=bool)
+        if not len(rows):
+            return out
         traces = self.text["trace_id"]
-        fronts = traces.filter(pa.array(self.front))
-        asked = traces.take(pa.array(rows, type=pa.int64()))
-        # Missing matches missing, as pandas' isin does.
-        found = pc.is_in(asked, value_set=fronts, skip_nulls=False)
+        parent = self.parent[rows]
+        front_row = first_rows(self.span, self.span_codes, np.flatnonzero(self.front))
+        caller = np.where(parent >= 0, front_row[np.maximum(parent, 0)], -1)
+        linked = np.flatnonzero(caller >= 0)
+        if len(linked):
+            same = pc.equal(traces.take(pa.array(rows[linked])),
+                            traces.take(pa.array(caller[linked])))
+            out[linked] = pc.fill_null(same, False).to_numpy(zero_copy_only=False)
+        rest = np.flatnonzero(~out)
+        if len(rest):
+            out[rest] = self._traces_hashed_in_front(rows[rest])
+        return out
+
+    def _traces_hashed_in_front(self, rows: np.ndarray) -> np.ndarray:
+        traces = self.text["trace_id"]
+        fronts = _one_array(traces.filter(pa.array(self.front)))
+        asked = _one_array(traces.take(pa.array(rows, type=pa.int64())))
+        # Missing matches missing, as pandas' isin does (skip_nulls=False).
+        if len(asked) < len(fronts) // 4:
+            # Hash the few traces asked about and probe the frontend's against them,
+            # rather than hash every frontend trace for a handful of questions.
+            seen = fronts.filter(pc.is_in(fronts, value_set=asked, skip_nulls=False))
+            found = pc.is_in(asked, value_set=seen, skip_nulls=False)
+        else:
+            found = pc.is_in(asked, value_set=fronts, skip_nulls=False)
         return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
 
     def caller(self) -> np.ndarray:
@@ -90,6 +116,12 @@ class SpanColumns:
         nested = self.front & has_parent & is_front_span[np.maximum(self.parent, 0)]
         up = (self.worker | nested) & has_parent
         return np.where(up, self.parent, self.span)
+
+
+def _one_array(values: Arrow) -> pa.Array:
+    if isinstance(values, pa.ChunkedArray):
+        return values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    return values
 
 
 def lookup(size: int, codes: np.ndarray) -> np.ndarray:
