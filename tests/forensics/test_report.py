@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import gc
 import json
 
 import pandas as pd
 import pyarrow as pa
+import pytest
 
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
+from ridtrace.forensics.rules.findings import paused_gc
 from ridtrace.forensics.rules.overlap import client_id_reuse
-from ridtrace.forensics.rules.report import analyze_requests, report_json, report_json_text
+from ridtrace.forensics.rules.report import (
+    analyze_requests,
+    report_csv,
+    report_json,
+    report_json_text,
+)
 from tests.forensics.helpers import at, requests_frame
 
 _TEXT_COLUMNS = ("trace_id", "span_id", "parent_span_id", "request_id", "x_request_id",
@@ -101,3 +109,39 @@ def test_missing_ids_in_findings_are_none() -> None:
     assert found["span_id"].tolist() == ["s0"]
     assert found["evidence"].tolist() == [[{"file": "f.jsonl", "line": n} for n in (1, 2, 11, 12)]]
     assert "(spans s0, None)" in found.loc[0, "detail"]
+
+
+def test_thousands_of_findings_are_built_without_garbage_collection_passes() -> None:
+    # Their dicts and lists hold no cycles: each collection would only walk the heap.
+    frame = requests_frame(*({"span_id": f"s{i}", "deprecated": "request-id",
+                              "deprecated_line": i} for i in range(3000)))
+    collections: list[str] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(phase)
+
+    gc.callbacks.append(count)
+    try:
+        report = analyze_requests(frame, _stats(), lines=None)
+        text = report_json_text(report)
+        csv_text = report_csv(report)
+    finally:
+        gc.callbacks.remove(count)
+    assert len(collections) <= 3, collections  # at most one as each pause ends
+    assert len(json.loads(text)["findings"]) == 3000 and csv_text.count("\n") == 3001
+    assert gc.isenabled()
+
+
+def test_paused_gc_restores_the_collectors_state() -> None:
+    with pytest.raises(RuntimeError), paused_gc():
+        assert not gc.isenabled()
+        raise RuntimeError
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused_gc():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -9,7 +9,9 @@ small evidence lists. `findings_frame` turns the columns into the public DataFra
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import gc
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -21,6 +23,23 @@ from ridtrace.forensics.reading.schema import FINDING_COLUMNS
 from ridtrace.forensics.rules.columns import SpanColumns
 
 Evidence = list[dict[str, Any]]
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """No cyclic garbage collection inside the block (restored after, also on error).
+
+    Findings are tens of thousands of small dicts, lists and strings, none in a cycle:
+    each collection their allocations trigger only walks the heap again. On 16,093
+    findings that was ~90 collections, ~0.1 CPU-s in the rules and ~0.1 in the JSON.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @dataclass

@@ -26,6 +26,7 @@ from ridtrace.forensics.rules.findings import (
     concat,
     finding_dicts,
     findings_frame,
+    paused_gc,
 )
 from ridtrace.forensics.rules.overlap import (
     caller_of,
@@ -154,13 +155,14 @@ def analyze_requests(requests: pd.DataFrame, stats: ReadStats, *, lines: int | N
     corrected, then the rules run once each. ``lines`` is the count of lines in a
     --since/--until window, None for all lines read.
     """
-    spans = span_columns(requests)
-    offsets = span_offsets(spans)
-    spans = shift_spans(spans, offsets)
-    found = concat([find(spans) for find in _FIND])
-    errors_first = np.array([SEVERITY[k] != "error" for k in found.kind], dtype=bool)
-    time_key = np.where(found.time_us == np.iinfo(np.int64).min, _LAST, found.time_us)
-    found = found.take(np.lexsort((time_key, errors_first)))
+    with paused_gc():
+        spans = span_columns(requests)
+        offsets = span_offsets(spans)
+        spans = shift_spans(spans, offsets)
+        found = concat([find(spans) for find in _FIND])
+        errors_first = np.array([SEVERITY[k] != "error" for k in found.kind], dtype=bool)
+        time_key = np.where(found.time_us == np.iinfo(np.int64).min, _LAST, found.time_us)
+        found = found.take(np.lexsort((time_key, errors_first)))
     caller = spans.caller()
     counts = Counter(found.kind)
     summary: dict[str, Any] = {
@@ -217,11 +219,12 @@ def report_json_text(report: Report) -> str:
     A lone surrogate (valid in a JSON log line, not in UTF-8) falls back to the
     standard library, which escapes it.
     """
-    doc = report_json(report)
-    try:
-        return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
-    except TypeError:
-        return json.dumps(doc, indent=2)
+    with paused_gc():
+        doc = report_json(report)
+        try:
+            return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+        except TypeError:
+            return json.dumps(doc, indent=2)
 
 
 def report_csv(report: Report) -> str:
@@ -230,13 +233,14 @@ def report_csv(report: Report) -> str:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(FINDING_COLUMNS)
     found = report.found
-    writer.writerows(zip(
-        found.kind, [SEVERITY[k] for k in found.kind], _blank(found.request_id),
-        _blank(found.x_request_id), _blank(found.span_id), _blank(found.iso_times()),
-        found.detail, [";".join(f"{e['file']}:{e['line']}" for e in items)
-                       for items in found.evidence],
-        strict=True,
-    ))
+    with paused_gc():
+        writer.writerows(zip(
+            found.kind, [SEVERITY[k] for k in found.kind], _blank(found.request_id),
+            _blank(found.x_request_id), _blank(found.span_id), _blank(found.iso_times()),
+            found.detail, [";".join(f"{e['file']}:{e['line']}" for e in items)
+                           for items in found.evidence],
+            strict=True,
+        ))
     return buf.getvalue()
 
 
