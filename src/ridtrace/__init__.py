@@ -1,27 +1,35 @@
 """ridtrace: server-minted request identity, traces and log forensics.
 
-The tracing layer is re-exported eagerly (it is light); nothing here imports pandas,
-click or the frontend plugin's FastAPI routes.
+The tracing layer is the flat public API, but it is imported on first use (PEP 562):
+``import ridtrace.cli`` or ``ridtrace.forensics`` must not pay for loguru, OpenTelemetry
+and asyncio, which `ridtrace analyze` never uses. Nothing here imports pandas, click or
+the frontend plugin's FastAPI routes.
 """
 
-from ridtrace.tracing import (
-    DEFAULT_DEPRECATED_HEADERS,
-    LOG_SCHEMA,
-    RequestContext,
-    RequestTracingMiddleware,
-    TracingSettings,
-    annotate_request,
-    configure_logging,
-    configure_metrics,
-    configure_tracing,
-    current_context,
-    current_request_id,
-    current_x_request_id,
-    shutdown_telemetry,
-    telemetry_lifespan,
-    uuid4_id,
-    uuid7_id,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ridtrace.tracing import (
+        DEFAULT_DEPRECATED_HEADERS,
+        LOG_SCHEMA,
+        RequestContext,
+        RequestTracingMiddleware,
+        TracingSettings,
+        annotate_request,
+        configure_logging,
+        configure_metrics,
+        configure_tracing,
+        current_context,
+        current_request_id,
+        current_x_request_id,
+        shutdown_telemetry,
+        telemetry_lifespan,
+        uuid4_id,
+        uuid7_id,
+    )
 
 __version__ = "0.1.0"
 
@@ -44,3 +52,18 @@ __all__ = [
     "uuid4_id",
     "uuid7_id",
 ]
+
+_FROM_TRACING = frozenset(__all__) - {"__version__"}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the tracing layer when one of its names is first asked for."""
+    if name in _FROM_TRACING:
+        value = getattr(importlib.import_module("ridtrace.tracing"), name)
+        globals()[name] = value  # later lookups skip this hook
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _FROM_TRACING)

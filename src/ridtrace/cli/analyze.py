@@ -6,7 +6,6 @@ pyarrow are imported inside the command so ``ridtrace --help`` stays instant.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -203,7 +202,7 @@ def analyze(
             engine=engine, from_start=from_start, window=window, interval=poll_interval,
             fail_fast=fail_fast, allow_incomplete=allow_incomplete, quiet=quiet,
         ))
-    from ridtrace.forensics.rules.report import analyze_read, report_csv, report_json
+    from ridtrace.forensics.rules.report import analyze_read, report_csv, report_json_text
 
     choice = engine_choice(engine, scheduler, partition_size)
     since_t = parse_time_option(since, "--since")
@@ -214,7 +213,7 @@ def analyze(
         read = read_for_analysis(paths, quiet=quiet, since=since_t, until=until_t)
         report = analyze_read(read, since=since_t, until=until_t)
     if fmt == "json":
-        emit(json.dumps(report_json(report), indent=2), output)
+        emit(report_json_text(report), output)
     elif fmt == "csv":
         emit(report_csv(report), output)
     else:

@@ -37,7 +37,7 @@ def _cell(value: Any) -> str:
 def render_report(report: Report, *, to_terminal: bool) -> str:
     """Summary table, then findings (errors first), capped at `MAX_ROWS` rows."""
     from ridtrace.contract import SEVERITY
-    from ridtrace.forensics.rules.report import finding_records
+    from ridtrace.forensics.rules.findings import finding_dicts
 
     console, buf = _console(to_terminal)
     summary = Table(title="ridtrace analyze", show_header=False)
@@ -51,13 +51,14 @@ def render_report(report: Report, *, to_terminal: bool) -> str:
     console.print(summary)
     for sample in report.summary["bad_line_samples"]:
         console.print(f"bad line {sample['file']}:{sample['line']}: {sample['reason']}")
-    if report.findings.empty:
+    found = report.found
+    if not len(found):
         console.print("No findings.")
         return buf.getvalue()
     table = Table(title="findings")
     for col in ("kind", "severity", "time", "request_id", "x_request_id", "detail", "evidence"):
         table.add_column(col, overflow="fold")
-    records = finding_records(report.findings.head(MAX_ROWS))
+    records = finding_dicts(found.head(MAX_ROWS))
     for rec in records:
         evidence = ", ".join(f"{e['file']}:{e['line']}" for e in rec["evidence"][:4])
         style = "red" if rec["severity"] == "error" else None
@@ -66,9 +67,9 @@ def render_report(report: Report, *, to_terminal: bool) -> str:
             _cell(rec["x_request_id"]), _cell(rec["detail"]), evidence, style=style,
         )
     console.print(table)
-    if len(report.findings) > MAX_ROWS:
+    if len(found) > MAX_ROWS:
         console.print(
-            f"… {len(report.findings) - MAX_ROWS} more findings; use --format json or csv."
+            f"… {len(found) - MAX_ROWS} more findings; use --format json or csv."
         )
     return buf.getvalue()
 

@@ -1,13 +1,13 @@
 """Findings about ids held at overlapping times: duplicate in flight, client id reuse,
 and the info finding for deprecated id headers.
 
-Each rule is a pure function, requests DataFrame in, findings DataFrame out, working
-on whole columns: its cost follows the number of requests, not of findings.
+Each rule is a pure function, requests DataFrame in, findings DataFrame out; the
+``find_*`` forms work on `SpanColumns` (integer codes) and return `FindingColumns`, so
+`rules.report` converts the frame once for every rule. Their cost follows the number
+of requests, not of findings.
 """
 
 from __future__ import annotations
-
-from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -15,54 +15,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ridtrace.contract import FRONTEND, WORKER
+from ridtrace.forensics.rules.codes import ranked
+from ridtrace.forensics.rules.columns import SpanColumns, span_columns
 from ridtrace.forensics.rules.findings import (
+    FindingColumns,
     evidence,
     findings_frame,
-    line_numbers,
-    texts,
+    of_rows,
 )
-
-_CLUSTER_COLUMNS = [
-    "request_id", "x_request_id", "span_id", "parent_span_id", "side", "start", "end", "file",
-    "first_line", "last_line",
-]
-
-
-def _overlap_clusters(df: pd.DataFrame, key: str) -> pd.DataFrame:
-    """Tag rows whose [start, end] overlaps an earlier row with the same `key`.
-
-    Sorted by start within each key, a row opens a new cluster when it starts at or
-    after the latest end seen so far: back-to-back reuse is not an overlap.
-    """
-    keys = df[key]
-    df = df[(keys.notna() & keys.duplicated(keep=False)).to_numpy()]
-    if df.empty:
-        return cast(pd.DataFrame, df.assign(cluster=pd.Series(dtype="int64")))
-    df = df.sort_values([key, "start"], kind="stable")
-    prev_end = df.groupby(key, sort=False, observed=True)["end"].cummax()
-    prev_end = prev_end.groupby(df[key], sort=False, observed=True).shift(1)
-    new = prev_end.isna().to_numpy() | (df["start"] >= prev_end).fillna(True).to_numpy()
-    df = df.assign(cluster=new.cumsum())
-    size = df.groupby("cluster")["cluster"].transform("size")
-    return cast(pd.DataFrame, df[size.to_numpy() > 1])
-
-
-def _candidates(requests: pd.DataFrame) -> pd.DataFrame:
-    """Frontend requests, plus worker spans of traces whose frontend logs are absent."""
-    side = requests["side"].to_numpy()
-    front = side == FRONTEND
-    worker = side == WORKER
-    orphan = worker.copy()
-    if worker.any() and front.any():
-        traces = requests["trace_id"]
-        orphan[worker] = ~traces[worker].isin(traces[front]).to_numpy()
-    # Only a request_id seen on two spans can be a duplicate: filter before copying columns.
-    rid = requests["request_id"]
-    maybe = (rid.notna() & rid.duplicated(keep=False)).to_numpy()
-    keep = (front | orphan) & maybe
-    cand = requests.loc[keep, _CLUSTER_COLUMNS]
-    # A worker span stands for its caller: retries of one caller are one request.
-    return cast(pd.DataFrame, cand.assign(ident=caller_of(requests)[keep].to_numpy()))
 
 
 def caller_of(requests: pd.DataFrame) -> pd.Series:
@@ -88,70 +48,114 @@ def caller_of(requests: pd.DataFrame) -> pd.Series:
     return out
 
 
+def _clusters(
+    spans: SpanColumns, key_column: str, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of `rows` in clusters of overlapping spans sharing `key_column`, and cluster numbers.
+
+    Sorted by key, then start (ties keep frame order), a row opens a new cluster when it
+    starts at or after the latest end seen so far under its key: back-to-back reuse is
+    not an overlap. Only clusters of two rows or more are returned.
+    """
+    key: np.ndarray = getattr(spans, key_column)
+    k = key[rows]
+    counts = np.bincount(k[k >= 0]) if (k >= 0).any() else np.zeros(1, dtype=np.int64)
+    rows = rows[(k >= 0) & (counts[np.maximum(k, 0)] > 1)]
+    if not len(rows):
+        return rows, rows
+    k = ranked(key[rows], spans.dictionary[key_column])
+    order = np.lexsort((spans.start[rows], k))
+    rows, k = rows[order], k[order]
+    start, end = spans.start[rows], spans.end[rows]
+    group_start = np.r_[True, k[1:] != k[:-1]]
+    latest_end = pd.Series(end).groupby(np.cumsum(group_start)).cummax().to_numpy()
+    new = group_start.copy()
+    new[1:] |= start[1:] >= latest_end[:-1]
+    cluster = np.cumsum(new)
+    size = np.bincount(cluster)
+    keep = size[cluster] > 1
+    return rows[keep], cluster[keep]
+
+
 def _cluster_findings(
-    kind: str, clusters: pd.DataFrame, key: str, min_distinct: str
-) -> pd.DataFrame:
-    """One finding per cluster holding at least two distinct `min_distinct` values."""
-    if clusters.empty:
-        return findings_frame(kind)
-    by = clusters.groupby("cluster", sort=True)
-    distinct = by[min_distinct].transform("nunique").to_numpy()
-    rows = clusters[distinct >= 2]
-    if rows.empty:
-        return findings_frame(kind)
-    cluster = rows["cluster"].to_numpy()
+    kind: str, spans: SpanColumns, rows: np.ndarray, distinct: np.ndarray,
+    *, key_column: str, what: str,
+) -> FindingColumns:
+    """One finding per cluster holding at least two distinct `distinct` codes."""
+    rows, cluster = _clusters(spans, key_column, rows)
+    if len(rows):
+        ident = distinct[rows]
+        known = ident >= 0
+        width = int(ident.max()) + 1
+        pairs = np.unique(cluster[known] * width + ident[known])
+        many = np.bincount(pairs // width, minlength=int(cluster.max()) + 1) >= 2
+        rows, cluster = rows[many[cluster]], cluster[many[cluster]]
+    if not len(rows):
+        return of_rows(kind, spans, rows, rows, [], [])
     starts = np.flatnonzero(np.r_[True, cluster[1:] != cluster[:-1]])
-    ends = np.r_[starts[1:], len(cluster)]
-    spans = texts(rows["span_id"])
-    files = texts(rows["file"])
-    items = evidence(
-        [f or "" for f in files], line_numbers(rows["first_line"]), line_numbers(rows["last_line"])
-    )
-    key_text = texts(rows[key])
-    what = "request_id" if key == "request_id" else "client x_request_id"
+    ends = np.r_[starts[1:], len(rows)]
+    lines = spans.lines
+    items = evidence(spans, rows, lines["first_line"][rows], lines["last_line"][rows])
+    names = [str(s) for s in spans.texts("span_id", rows)]
+    key_text = spans.texts(key_column, rows[starts])
     details, proof = [], []
-    for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
-        names = ", ".join(str(s) for s in spans[lo:hi])
+    for lo, hi, held in zip(starts.tolist(), ends.tolist(), key_text, strict=True):
         details.append(
-            f"{hi - lo} requests held {what} {key_text[lo]} at overlapping times (spans {names})"
+            f"{hi - lo} requests held {what} {held} at overlapping times "
+            f"(spans {', '.join(names[lo:hi])})"
         )
         proof.append([item for per_row in items[lo:hi] for item in per_row])
-    first = rows.iloc[starts]
-    return findings_frame(kind, {
-        "request_id": texts(first["request_id"]),
-        "x_request_id": texts(first["x_request_id"]),
-        "span_id": texts(first["span_id"]),
-        "time": list(first["start"]),
-        "detail": details,
-        "evidence": proof,
-    })
+    first = rows[starts]
+    return of_rows(kind, spans, first, spans.start[first], details, proof)
+
+
+def find_duplicate_in_flight(spans: SpanColumns) -> FindingColumns:
+    """`duplicate_in_flight` on converted columns."""
+    # Frontend requests, plus worker spans of traces whose frontend logs are absent;
+    # only a worker span whose request_id repeats can matter, so only those are looked up.
+    rid = spans.request_id
+    counts = np.bincount(rid[rid >= 0]) if (rid >= 0).any() else np.zeros(1, dtype=np.int64)
+    repeated = (rid >= 0) & (counts[np.maximum(rid, 0)] > 1)
+    workers = np.flatnonzero(spans.worker & repeated)
+    candidate = spans.front.copy()
+    candidate[workers[~spans.trace_in_front(workers)]] = True
+    # A worker span stands for its caller: retries of one caller are one request.
+    return _cluster_findings(
+        "duplicate_in_flight", spans, np.flatnonzero(candidate), spans.caller(),
+        key_column="request_id", what="request_id",
+    )
 
 
 def duplicate_in_flight(requests: pd.DataFrame) -> pd.DataFrame:
     """Distinct requests (different span) that held the same request_id at overlapping times."""
-    clusters = _overlap_clusters(_candidates(requests), "request_id")
-    return _cluster_findings("duplicate_in_flight", clusters, "request_id", "ident")
+    return findings_frame(find_duplicate_in_flight(span_columns(requests)))
+
+
+def find_client_id_reuse(spans: SpanColumns) -> FindingColumns:
+    """`client_id_reuse` on converted columns."""
+    return _cluster_findings(
+        "client_id_reuse", spans, np.flatnonzero(spans.front),
+        spans.request_id, key_column="x_request_id", what="client x_request_id",
+    )
 
 
 def client_id_reuse(requests: pd.DataFrame) -> pd.DataFrame:
     """Overlapping requests that shared a client x_request_id under distinct request_ids."""
-    xrid = requests["x_request_id"]
-    maybe = (xrid.notna() & xrid.duplicated(keep=False)).to_numpy()
-    front = requests.loc[(requests["side"].to_numpy() == FRONTEND) & maybe, _CLUSTER_COLUMNS]
-    clusters = _overlap_clusters(front, "x_request_id")
-    return _cluster_findings("client_id_reuse", clusters, "x_request_id", "request_id")
+    return findings_frame(find_client_id_reuse(span_columns(requests)))
+
+
+def find_deprecated_header(spans: SpanColumns) -> FindingColumns:
+    """`deprecated_header` on converted columns."""
+    header = spans.text["deprecated"]
+    rows = np.flatnonzero(
+        pc.is_valid(header).to_numpy(zero_copy_only=False) & spans.front
+    )
+    detail = [f"sent deprecated header {h}" for h in spans.texts("deprecated", rows)]
+    proof = evidence(spans, rows, spans.lines["deprecated_line"][rows])
+    return of_rows("deprecated_header", spans, rows, spans.start[rows], detail, proof)
 
 
 def deprecated_header(requests: pd.DataFrame) -> pd.DataFrame:
     """One info finding per request that sent a deprecated id header."""
-    mask = requests["deprecated"].notna().to_numpy() & (requests["side"].to_numpy() == FRONTEND)
-    dep = requests.loc[mask]
-    files = [f or "" for f in texts(dep["file"])]
-    return findings_frame("deprecated_header", {
-        "request_id": texts(dep["request_id"]),
-        "x_request_id": texts(dep["x_request_id"]),
-        "span_id": texts(dep["span_id"]),
-        "time": list(dep["start"]),
-        "detail": [f"sent deprecated header {h}" for h in texts(dep["deprecated"])],
-        "evidence": evidence(files, line_numbers(dep["deprecated_line"])),
-    })
+    return findings_frame(find_deprecated_header(span_columns(requests)))
+

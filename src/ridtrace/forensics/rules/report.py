@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import Any, cast
 
 import numpy as np
+import orjson
 import pandas as pd
 
 from ridtrace.contract import FINDING_KINDS, SEVERITY
@@ -16,30 +20,68 @@ from ridtrace.forensics.reading.schema import FINDING_COLUMNS
 from ridtrace.forensics.reading.stats import ReadStats, incomplete_reasons
 from ridtrace.forensics.records.read import LoadedRequests
 from ridtrace.forensics.records.spans import build_requests, requests_from_partials
+from ridtrace.forensics.rules.columns import epoch_us, lookup, span_columns
+from ridtrace.forensics.rules.findings import (
+    FindingColumns,
+    concat,
+    finding_dicts,
+    findings_frame,
+    paused_gc,
+)
 from ridtrace.forensics.rules.overlap import (
     caller_of,
     client_id_reuse,
     deprecated_header,
     duplicate_in_flight,
+    find_client_id_reuse,
+    find_deprecated_header,
+    find_duplicate_in_flight,
 )
-from ridtrace.forensics.rules.skew import correct_skew
-from ridtrace.forensics.rules.streams import crossed_stream, unlinked
+from ridtrace.forensics.rules.skew import apply_offsets, shift_spans, span_offsets
+from ridtrace.forensics.rules.streams import (
+    crossed_stream,
+    find_crossed_stream,
+    find_unlinked,
+    unlinked,
+)
 
+# The rules, requests frame in, findings frame out; and the same rules on converted
+# columns, in the same order, as `analyze_requests` runs them.
 RULES = (crossed_stream, duplicate_in_flight, unlinked, client_id_reuse, deprecated_header)
+_FIND = (find_crossed_stream, find_duplicate_in_flight, find_unlinked, find_client_id_reuse,
+         find_deprecated_header)
+_LAST = np.iinfo(np.int64).max
 
 
 @dataclass
 class Report:
-    """What `ridtrace analyze` prints: counters and one row per finding."""
+    """What `ridtrace analyze` prints: counters and one row per finding.
+
+    ``found`` holds the findings column-wise, sorted (errors first, then by time);
+    ``findings`` is the same as a DataFrame (`FINDING_COLUMNS`) and ``requests`` the
+    requests on one clock, both built on first use: the CLI needs neither.
+    """
 
     summary: dict[str, Any]
-    findings: pd.DataFrame
-    requests: pd.DataFrame = field(repr=False)
+    found: FindingColumns
+    source: pd.DataFrame = field(repr=False)
+    offsets_us: dict[str, int] = field(default_factory=dict)
+
+    @cached_property
+    def requests(self) -> pd.DataFrame:
+        """The requests the rules saw: skew corrected, with each span's ``caller``."""
+        corrected = apply_offsets(self.source, self.offsets_us)
+        return cast(pd.DataFrame, corrected.assign(caller=caller_of(self.source)))
+
+    @cached_property
+    def findings(self) -> pd.DataFrame:
+        """The findings as a DataFrame with the columns of `FINDING_COLUMNS`."""
+        return findings_frame(self.found)
 
     @property
     def has_errors(self) -> bool:
         """True when any finding has severity ``error`` (exit code 1)."""
-        return bool((self.findings["severity"] == "error").any())
+        return any(SEVERITY[kind] == "error" for kind in set(self.found.kind))
 
 
 def parse_time(text: str | None) -> pd.Timestamp | None:
@@ -109,31 +151,29 @@ def analyze_read(
 def analyze_requests(requests: pd.DataFrame, stats: ReadStats, *, lines: int | None) -> Report:
     """All checks over a requests frame (already windowed) and the read's counters.
 
-    Every engine ends here: clock skew is corrected, then the rules run once, on one
-    requests frame. ``lines`` is the count of lines in a --since/--until window, None
-    for all lines read.
+    Every engine ends here: the frame is converted to codes once, clock skew is
+    corrected, then the rules run once each. ``lines`` is the count of lines in a
+    --since/--until window, None for all lines read.
     """
-    requests, offsets = correct_skew(requests)
-    # Who each span works for, once for every rule that asks.
-    requests = requests.assign(caller=caller_of(requests))
-    frames = [rule(requests) for rule in RULES]
-    findings = pd.concat(frames, ignore_index=True)
-    if not findings.empty:
-        findings["time"] = pd.to_datetime(findings["time"], utc=True)
-        order = findings["severity"].map({"error": 0}).fillna(1)
-        findings = findings.assign(_o=order).sort_values(["_o", "time"], kind="stable")
-        findings = findings.drop(columns="_o").reset_index(drop=True)
-    n_requests = count_requests(requests)
+    with paused_gc():
+        spans = span_columns(requests)
+        offsets = span_offsets(spans)
+        spans = shift_spans(spans, offsets)
+        found = concat([find(spans) for find in _FIND])
+        errors_first = np.array([SEVERITY[k] != "error" for k in found.kind], dtype=bool)
+        time_key = np.where(found.time_us == np.iinfo(np.int64).min, _LAST, found.time_us)
+        found = found.take(np.lexsort((time_key, errors_first)))
+    caller = spans.caller()
+    counts = Counter(found.kind)
     summary: dict[str, Any] = {
         "files": stats.files,
         "lines": stats.lines if lines is None else lines,
         "bad_lines": stats.bad_lines,
-        "requests": n_requests,
+        "requests": int(lookup(spans.span_codes, caller).sum()),
         "spans": len(requests),
     }
-    counts = findings["kind"].value_counts() if not findings.empty else pd.Series(dtype=int)
     for kind in FINDING_KINDS:
-        summary[kind] = int(counts.get(kind, 0))
+        summary[kind] = counts.get(kind, 0)
     summary["errors"] = sum(summary[k] for k in FINDING_KINDS if SEVERITY[k] == "error")
     summary["bad_line_samples"] = [
         {"file": s.file, "line": s.line, "reason": s.reason} for s in stats.samples
@@ -146,32 +186,45 @@ def analyze_requests(requests: pd.DataFrame, stats: ReadStats, *, lines: int | N
     reasons = incomplete_reasons(stats, requests=len(requests))
     summary["incomplete"] = bool(reasons)
     summary["incomplete_reasons"] = reasons
-    return Report(summary=summary, findings=findings, requests=requests)
-
-
-def _iso(value: Any) -> str | None:
-    if value is None or value is pd.NaT or (isinstance(value, float) and value != value):
-        return None
-    return str(pd.Timestamp(value).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
-
-
-def _record(rec: tuple[Any, ...]) -> dict[str, Any]:
-    item = dict(zip(FINDING_COLUMNS, rec, strict=True))
-    item["time"] = _iso(item["time"])
-    for key in ("request_id", "x_request_id", "span_id", "detail"):
-        if not isinstance(item[key], str):  # pandas turns a missing string into NaN
-            item[key] = None
-    return item
+    return Report(summary=summary, found=found, source=requests, offsets_us=offsets)
 
 
 def finding_records(findings: pd.DataFrame) -> list[dict[str, Any]]:
-    """Findings as plain JSON-ready dicts (ISO times, None for missing ids)."""
-    return [_record(rec) for rec in findings.itertuples(index=False)]
+    """A findings DataFrame as plain JSON-ready dicts (ISO times, None for missing ids)."""
+    columns = FindingColumns(
+        kind=[str(k) for k in findings["kind"].tolist()],
+        request_id=_texts(findings["request_id"]),
+        x_request_id=_texts(findings["x_request_id"]),
+        span_id=_texts(findings["span_id"]),
+        time_us=epoch_us(findings["time"]) if len(findings) else np.zeros(0, dtype=np.int64),
+        detail=_texts(findings["detail"]),  # type: ignore[arg-type]
+        evidence=findings["evidence"].tolist(),
+    )
+    return finding_dicts(columns)
+
+
+def _texts(column: pd.Series) -> list[str | None]:
+    # pandas turns a missing string into NaN
+    return [v if isinstance(v, str) else None for v in column.tolist()]
 
 
 def report_json(report: Report) -> dict[str, Any]:
     """The stable JSON document: ``{"summary": {...}, "findings": [...]}``."""
-    return {"summary": report.summary, "findings": finding_records(report.findings)}
+    return {"summary": report.summary, "findings": finding_dicts(report.found)}
+
+
+def report_json_text(report: Report) -> str:
+    """`report_json` as indented JSON text, written by orjson.
+
+    A lone surrogate (valid in a JSON log line, not in UTF-8) falls back to the
+    standard library, which escapes it.
+    """
+    with paused_gc():
+        doc = report_json(report)
+        try:
+            return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+        except TypeError:
+            return json.dumps(doc, indent=2)
 
 
 def report_csv(report: Report) -> str:
@@ -179,7 +232,17 @@ def report_csv(report: Report) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(FINDING_COLUMNS)
-    for item in finding_records(report.findings):
-        item["evidence"] = ";".join(f"{e['file']}:{e['line']}" for e in item["evidence"])
-        writer.writerow([item[c] if item[c] is not None else "" for c in FINDING_COLUMNS])
+    found = report.found
+    with paused_gc():
+        writer.writerows(zip(
+            found.kind, [SEVERITY[k] for k in found.kind], _blank(found.request_id),
+            _blank(found.x_request_id), _blank(found.span_id), _blank(found.iso_times()),
+            found.detail, [";".join(f"{e['file']}:{e['line']}" for e in items)
+                           for items in found.evidence],
+            strict=True,
+        ))
     return buf.getvalue()
+
+
+def _blank(values: list[str | None]) -> list[str]:
+    return ["" if v is None else v for v in values]

@@ -12,43 +12,47 @@ keeps its own clock.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import cast
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from ridtrace.contract import FRONTEND, OUTCOME_OK, WORKER
-
-# Callers and workers in one file share a clock: only links across files say anything.
-_NS_PER_US = 1000
+from ridtrace.forensics.rules.columns import SpanColumns, arrow_text, first_rows, span_columns
 
 
 def clock_offsets(requests: pd.DataFrame) -> dict[str, int]:
     """Offset in microseconds to add to each worker file's times (only files that need one)."""
-    side = requests["side"].to_numpy()
+    return span_offsets(span_columns(requests))
+
+
+def span_offsets(spans: SpanColumns) -> dict[str, int]:
+    """`clock_offsets` on converted columns."""
     # Only a caller that finished well waited for its worker: a failed one (an Unlinked
     # error, a client gone) may end while its worker still runs.
-    served = (requests["outcome"] == OUTCOME_OK).fillna(False).to_numpy()
-    callers = requests.loc[(side == FRONTEND) & served, ["span_id", "start", "end", "file"]]
-    workers = requests.loc[side == WORKER, ["parent_span_id", "start", "end", "file"]]
-    if callers.empty or workers.empty:
+    callers = np.flatnonzero(spans.front & spans.ok)
+    workers = np.flatnonzero(spans.worker & (spans.parent >= 0))
+    if not len(callers) or not len(workers):
         return {}
-    callers = callers.drop_duplicates("span_id").rename(
-        columns={"span_id": "parent_span_id", "start": "c_start", "end": "c_end", "file": "c_file"}
-    )
-    links = workers.merge(callers, on="parent_span_id", how="inner")
-    links = links[links["file"].astype(str).to_numpy() != links["c_file"].astype(str).to_numpy()]
-    if links.empty:
+    caller = first_rows(spans.span, spans.span_codes, callers)[spans.parent[workers]]
+    linked = caller >= 0
+    workers, caller = workers[linked], caller[linked]
+    # Callers and workers in one file share a clock: only links across files say anything.
+    across = spans.file[workers] != spans.file[caller]
+    workers, caller = workers[across], caller[across]
+    if not len(workers):
         return {}
-    lo = _us(links["c_start"]) - _us(links["start"])
-    hi = _us(links["c_end"]) - _us(links["end"])
-    files = links["file"].astype(str).to_numpy()
+    lo = spans.start[caller] - spans.start[workers]
+    hi = spans.end[caller] - spans.end[workers]
+    files = spans.file[workers]
     offsets: dict[str, int] = {}
-    for name in np.unique(files):
-        mine = files == name
+    for code in np.unique(files).tolist():
+        mine = files == code
         offset = _best_offset(lo[mine], hi[mine])
         if offset:
-            offsets[str(name)] = offset
+            offsets[spans.file_names[code] if code >= 0 else "nan"] = offset
     return offsets
 
 
@@ -76,16 +80,27 @@ def _best_offset(lo: np.ndarray, hi: np.ndarray) -> int:
     return int(candidates[np.argmin(np.abs(candidates))])
 
 
-def _us(times: pd.Series) -> np.ndarray:
-    return np.asarray(times.dt.as_unit("us").astype("int64").to_numpy(), dtype=np.int64)
+def shift_spans(spans: SpanColumns, offsets: dict[str, int]) -> SpanColumns:
+    """`spans` with every span of an offset file moved onto the reference clock."""
+    if not offsets:
+        return spans
+    by_code = np.zeros(max(len(spans.file_names), 1), dtype=np.int64)
+    for code, name in enumerate(spans.file_names):
+        by_code[code] = offsets.get(name, 0)
+    shift = np.where(spans.file >= 0, by_code[np.maximum(spans.file, 0)], 0)
+    return replace(spans, start=spans.start + shift, end=spans.end + shift)
 
 
 def apply_offsets(requests: pd.DataFrame, offsets: dict[str, int]) -> pd.DataFrame:
     """`requests` with every span of an offset file moved onto the reference clock."""
     if not offsets:
         return requests
-    shift_us = requests["file"].astype(str).map(offsets).fillna(0).to_numpy(dtype=np.int64)
-    shift = pd.to_timedelta(shift_us * _NS_PER_US, unit="ns")
+    names = pa.array(list(offsets), type=pa.string())
+    at = pc.index_in(arrow_text(requests["file"]), value_set=names)
+    index = pc.fill_null(at, -1).to_numpy(zero_copy_only=False)
+    values = np.array(list(offsets.values()), dtype=np.int64)
+    shift_us = np.where(index >= 0, values[np.maximum(index, 0)], 0)
+    shift = pd.to_timedelta(shift_us, unit="us")
     return cast(
         pd.DataFrame,
         requests.assign(start=requests["start"] + shift, end=requests["end"] + shift),

@@ -1,0 +1,255 @@
+"""The requests frame as plain arrays, converted once for every rule.
+
+The rules compare ids, fingerprints and times across ~10⁵–10⁶ spans. On pandas
+columns of Arrow strings each ``isin``, ``duplicated`` or ``merge`` hashes the strings
+again and builds new frames; here every id column is hashed once into integer codes
+(`SpanColumns`), and the rules join and group on those codes with numpy lookups. Text
+is only taken back, with Arrow's ``take``, for the rows that become findings.
+
+Columns that are compared with each other share one code space: span and parent ids,
+and the input and output fingerprints. Codes number values in order of first
+appearance; where an order by text matters (clusters are listed by id, as pandas'
+``sort_values`` listed them), only the few codes involved are ranked (`ranked`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ridtrace.contract import FRONTEND, OUTCOME_CANCELLED, OUTCOME_OK, WORKER
+from ridtrace.forensics.rules.codes import Arrow, shared_codes
+
+# The string columns the rules hash, look up or quote in a finding.
+_TEXT = ("trace_id", "span_id", "parent_span_id", "request_id", "x_request_id", "fp_in",
+         "fp_out", "unlinked", "foreign", "deprecated")
+_LINES = ("first_line", "last_line", "unlinked_line", "foreign_line", "deprecated_line")
+
+
+@dataclass(frozen=True)
+class SpanColumns:
+    """One requests frame as arrays of one length: codes (-1 for missing) and flags."""
+
+    front: np.ndarray
+    worker: np.ndarray
+    ok: np.ndarray
+    cancelled: np.ndarray
+    span: np.ndarray
+    parent: np.ndarray
+    span_codes: int
+    request_id: np.ndarray
+    x_request_id: np.ndarray
+    dictionary: dict[str, Arrow]
+    fp_in: np.ndarray
+    fp_out: np.ndarray
+    fp_codes: int
+    start: np.ndarray
+    end: np.ndarray
+    file: np.ndarray
+    file_names: list[str]
+    lines: dict[str, np.ndarray]
+    text: dict[str, Arrow]
+
+    def __len__(self) -> int:
+        return len(self.front)
+
+    def texts(self, column: str, rows: np.ndarray) -> list[str | None]:
+        """The text of `column` at `rows`, None where missing."""
+        at = pa.array(rows, type=pa.int64())
+        picked: list[str | None] = self.text[column].take(at).to_pylist()
+        return picked
+
+    def files(self, rows: np.ndarray) -> list[str]:
+        """File names at `rows` ("" where unknown)."""
+        names = np.array([*self.file_names, ""], dtype=object)  # code -1: the last, ""
+        picked: list[str] = names[self.file[rows]].tolist()
+        return picked
+
+    def trace_in_front(self, rows: np.ndarray) -> np.ndarray:
+        """Whether the trace of each of `rows` has a frontend span (its frontend logs are here).
+
+        Most rows asked about are worker spans whose parent is a frontend span of the
+        same trace: that is answered by span codes and one text comparison per row.
+        Only the rest are hashed.
+        """
+        out = np.zeros(len(rows), dtype=bool)
+        if not len(rows):
+            return out
+        traces = self.text["trace_id"]
+        parent = self.parent[rows]
+        front_row = first_rows(self.span, self.span_codes, np.flatnonzero(self.front))
+        caller = np.where(parent >= 0, front_row[np.maximum(parent, 0)], -1)
+        linked = np.flatnonzero(caller >= 0)
+        if len(linked):
+            same = pc.equal(traces.take(pa.array(rows[linked])),
+                            traces.take(pa.array(caller[linked])))
+            out[linked] = pc.fill_null(same, False).to_numpy(zero_copy_only=False)
+        rest = np.flatnonzero(~out)
+        if len(rest):
+            out[rest] = self._traces_hashed_in_front(rows[rest])
+        return out
+
+    def _traces_hashed_in_front(self, rows: np.ndarray) -> np.ndarray:
+        traces = self.text["trace_id"]
+        fronts = _one_array(traces.filter(pa.array(self.front)))
+        asked = _one_array(traces.take(pa.array(rows, type=pa.int64())))
+        # Missing matches missing, as pandas' isin does (skip_nulls=False).
+        if len(asked) < len(fronts) // 4:
+            # Hash the few traces asked about and probe the frontend's against them,
+            # rather than hash every frontend trace for a handful of questions.
+            seen = fronts.filter(pc.is_in(fronts, value_set=asked, skip_nulls=False))
+            found = pc.is_in(asked, value_set=seen, skip_nulls=False)
+        else:
+            found = pc.is_in(asked, value_set=fronts, skip_nulls=False)
+        return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
+
+    def caller(self) -> np.ndarray:
+        """Span code of the caller each span works for (see `rules.overlap.caller_of`)."""
+        is_front_span = lookup(self.span_codes, self.span[self.front])
+        has_parent = self.parent >= 0
+        nested = self.front & has_parent & is_front_span[np.maximum(self.parent, 0)]
+        up = (self.worker | nested) & has_parent
+        return np.where(up, self.parent, self.span)
+
+
+def _one_array(values: Arrow) -> pa.Array:
+    if isinstance(values, pa.ChunkedArray):
+        return values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    return values
+
+
+def lookup(size: int, codes: np.ndarray) -> np.ndarray:
+    """A boolean table over a code space, True at `codes` (missing ones ignored)."""
+    table = np.zeros(max(size, 1), dtype=bool)
+    table[codes[codes >= 0]] = True
+    return table
+
+
+def isin(codes: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """Whether each code is among `members` (one code space).
+
+    A missing code counts as a member only when `members` holds a missing one too, as
+    pandas' ``isin`` matches missing with missing.
+    """
+    size = int(max(codes.max(initial=-1), members.max(initial=-1))) + 1
+    out = lookup(size, members)[np.maximum(codes, 0)] & (codes >= 0)
+    if (members < 0).any():
+        out |= codes < 0
+    return np.asarray(out)
+
+
+def span_columns(requests: pd.DataFrame) -> SpanColumns:
+    """Convert a requests frame (`records.requests.REQUEST_COLUMNS`) for the rules."""
+    text = {col: arrow_text(requests[col]) for col in _TEXT}
+    (span, parent), _ = shared_codes(text["span_id"], text["parent_span_id"])
+    (fp_in, fp_out), _ = shared_codes(text["fp_in"], text["fp_out"])
+    side = arrow_column(requests["side"])
+    outcome = arrow_column(requests["outcome"])
+    (file,), file_names = shared_codes(arrow_column(requests["file"]))
+    (request_id,), request_ids = shared_codes(text["request_id"])
+    front = _equals(side, FRONTEND)
+    # Client ids only matter on frontend spans (client_id_reuse): hash only those.
+    (front_xrid,), x_request_ids = shared_codes(text["x_request_id"].filter(pa.array(front)))
+    x_request_id = np.full(len(front), -1, dtype=np.int64)
+    x_request_id[front] = front_xrid
+    return SpanColumns(
+        front=front,
+        worker=_equals(side, WORKER),
+        ok=_equals(outcome, OUTCOME_OK),
+        cancelled=_equals(outcome, OUTCOME_CANCELLED),
+        span=span,
+        parent=parent,
+        span_codes=_size(span, parent),
+        request_id=request_id,
+        x_request_id=x_request_id,
+        dictionary={"request_id": request_ids, "x_request_id": x_request_ids},
+        fp_in=fp_in,
+        fp_out=fp_out,
+        fp_codes=_size(fp_in, fp_out),
+        start=epoch_us(requests["start"]),
+        end=epoch_us(requests["end"]),
+        file=file,
+        file_names=[str(name) for name in file_names.to_pylist()],
+        lines={col: line_numbers(requests[col]) for col in _LINES},
+        text=text,
+    )
+
+
+def arrow_text(series: pd.Series) -> Arrow:
+    """A column as Arrow strings, chunked as pandas holds them (no copy when Arrow-backed)."""
+    arr = arrow_column(series)
+    return arr.cast(pa.string()) if arr.type != pa.string() else arr
+
+
+def arrow_column(series: pd.Series) -> Arrow:
+    """A column as Arrow strings, or one dictionary array of strings for a categorical.
+
+    Chunks are kept: the rules only take a few rows from most columns, and the columns
+    they hash are copied into one array there anyway (`codes.shared_codes`).
+    """
+    try:
+        arr: Any = pa.array(series, from_pandas=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed Python objects: ids as text
+        arr = pa.array([_as_text(v) for v in series.tolist()], type=pa.string())
+    if pa.types.is_dictionary(arr.type):
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+        if _unique(arr.dictionary):
+            return pa.DictionaryArray.from_arrays(arr.indices, arr.dictionary.cast(pa.string()))
+    return arr.cast(pa.string()) if arr.type != pa.string() else arr
+
+
+def _unique(values: pa.Array) -> bool:
+    # pandas' categories are unique; a dictionary with repeats would split equal values.
+    return len(pc.unique(values)) == len(values)
+
+
+def _as_text(value: Any) -> str | None:
+    if value is None or value is pd.NA or value is pd.NaT or value != value:
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def _size(*codes: np.ndarray) -> int:
+    return int(max((int(c.max()) for c in codes if len(c)), default=-1)) + 1
+
+
+def _equals(column: pa.Array, value: str) -> np.ndarray:
+    if isinstance(column, pa.DictionaryArray):
+        (codes,), dictionary = shared_codes(column)
+        hit = pc.fill_null(pc.equal(dictionary, value), False).to_numpy(zero_copy_only=False)
+        return np.asarray(np.r_[hit, False][codes])  # code -1 (missing) reads the False
+    return np.asarray(pc.fill_null(pc.equal(column, value), False).to_numpy(zero_copy_only=False))
+
+
+def epoch_us(times: pd.Series) -> np.ndarray:
+    """Microseconds since the epoch of a datetime column (NaT: the int64 minimum)."""
+    if isinstance(times.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(times):
+        values = times.to_numpy(dtype="datetime64[us]")
+    else:
+        values = pd.to_datetime(times, utc=True).to_numpy(dtype="datetime64[us]")
+    return np.asarray(values.view(np.int64))
+
+
+def line_numbers(series: pd.Series) -> np.ndarray:
+    """A line column as int64, -1 where missing."""
+    if series.dtype == np.int64:
+        return np.asarray(series.to_numpy())
+    return np.asarray(series.astype("Int64").to_numpy(dtype=np.int64, na_value=-1))
+
+
+def first_rows(codes: np.ndarray, size: int, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+    """For each code, the first of `rows` (in order) holding it; -1 where none does."""
+    rows = np.asarray(rows, dtype=np.int64)
+    table = np.full(max(size, 1), -1, dtype=np.int64)
+    picked = codes[rows]
+    present = picked >= 0
+    # Assigning in reverse leaves the first row for each code.
+    table[picked[present][::-1]] = rows[present][::-1]
+    return table
