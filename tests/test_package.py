@@ -36,3 +36,23 @@ def test_public_names_import_the_tracing_layer_on_first_use() -> None:
     assert ridtrace.__all__ == sorted(ridtrace.__all__)
     with pytest.raises(AttributeError, match="no_such_name"):
         ridtrace.no_such_name  # noqa: B018
+
+
+def test_the_live_follower_does_not_import_pandas() -> None:
+    # `ridtrace analyze --follow` reads through DuckDB and Arrow only: pandas was ~0.5 s
+    # of CPU at every start, a tenth of a million-line follow's budget.
+    probe = "import ridtrace.forensics.live.follow, sys; print('pandas' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_forensics_names_resolve_on_first_use() -> None:
+    import ridtrace.forensics as forensics
+    from ridtrace.forensics.rules.report import analyze
+    from ridtrace.forensics.views.jaeger import to_jaeger
+
+    assert forensics.analyze is analyze and forensics.to_jaeger is to_jaeger
+    assert all(getattr(forensics, name) is not None for name in forensics.__all__)
+    assert set(forensics.__all__) <= set(dir(forensics))
+    with pytest.raises(AttributeError, match="no_such_name"):
+        forensics.no_such_name  # noqa: B018

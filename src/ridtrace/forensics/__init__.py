@@ -5,33 +5,45 @@ normalised columns, by DuckDB), ``records`` (one row per request span), ``rules`
 (the findings, clock skew, the report), ``views`` (audit, Jaeger export, the trace
 view) and ``dask_engine`` (the same stages on a Dask cluster). Pure functions over
 Arrow tables and pandas DataFrames; the ``ridtrace`` CLI is a thin layer over them.
-Importing this package imports pandas, pyarrow and duckdb, which is why
-``ridtrace.tracing`` never imports it.
+Its public names are imported on first use (PEP 562): a stage imports only what it
+needs, so the live follower (``ridtrace analyze --follow``) never loads pandas. Using
+any of them imports pandas, pyarrow and duckdb, which is why ``ridtrace.tracing``
+never imports this package.
 """
 
-from ridtrace.forensics.reading.events import LoadedLogs, load_events, read_sources
-from ridtrace.forensics.reading.inputs import ForensicsInputError, expand_inputs
-from ridtrace.forensics.records.read import LoadedRequests, read_partials
-from ridtrace.forensics.records.spans import build_requests, requests_from_partials
-from ridtrace.forensics.rules.overlap import client_id_reuse, deprecated_header, duplicate_in_flight
-from ridtrace.forensics.rules.report import (
-    Report,
-    analyze,
-    analyze_read,
-    report_csv,
-    report_json,
-)
-from ridtrace.forensics.rules.skew import clock_offsets, correct_skew
-from ridtrace.forensics.rules.streams import crossed_stream, unlinked
-from ridtrace.forensics.views.audit import (
-    audit,
-    daily_series,
-    deprecated_usage,
-    plot_usage,
-    usage_series,
-)
-from ridtrace.forensics.views.jaeger import to_jaeger
-from ridtrace.forensics.views.trace_model import build_trace
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ridtrace.forensics.reading.events import LoadedLogs, load_events, read_sources
+    from ridtrace.forensics.reading.inputs import ForensicsInputError, expand_inputs
+    from ridtrace.forensics.records.read import LoadedRequests, read_partials
+    from ridtrace.forensics.records.spans import build_requests, requests_from_partials
+    from ridtrace.forensics.rules.overlap import (
+        client_id_reuse,
+        deprecated_header,
+        duplicate_in_flight,
+    )
+    from ridtrace.forensics.rules.report import (
+        Report,
+        analyze,
+        analyze_read,
+        report_csv,
+        report_json,
+    )
+    from ridtrace.forensics.rules.skew import clock_offsets, correct_skew
+    from ridtrace.forensics.rules.streams import crossed_stream, unlinked
+    from ridtrace.forensics.views.audit import (
+        audit,
+        daily_series,
+        deprecated_usage,
+        plot_usage,
+        usage_series,
+    )
+    from ridtrace.forensics.views.jaeger import to_jaeger
+    from ridtrace.forensics.views.trace_model import build_trace
 
 __all__ = [
     "ForensicsInputError",
@@ -63,3 +75,49 @@ __all__ = [
     "unlinked",
     "usage_series",
 ]
+
+# Where each public name lives.
+_HOME = {
+    "ForensicsInputError": "ridtrace.forensics.reading.inputs",
+    "LoadedLogs": "ridtrace.forensics.reading.events",
+    "LoadedRequests": "ridtrace.forensics.records.read",
+    "Report": "ridtrace.forensics.rules.report",
+    "analyze": "ridtrace.forensics.rules.report",
+    "analyze_read": "ridtrace.forensics.rules.report",
+    "audit": "ridtrace.forensics.views.audit",
+    "build_requests": "ridtrace.forensics.records.spans",
+    "build_trace": "ridtrace.forensics.views.trace_model",
+    "client_id_reuse": "ridtrace.forensics.rules.overlap",
+    "clock_offsets": "ridtrace.forensics.rules.skew",
+    "correct_skew": "ridtrace.forensics.rules.skew",
+    "crossed_stream": "ridtrace.forensics.rules.streams",
+    "daily_series": "ridtrace.forensics.views.audit",
+    "deprecated_header": "ridtrace.forensics.rules.overlap",
+    "deprecated_usage": "ridtrace.forensics.views.audit",
+    "duplicate_in_flight": "ridtrace.forensics.rules.overlap",
+    "expand_inputs": "ridtrace.forensics.reading.inputs",
+    "load_events": "ridtrace.forensics.reading.events",
+    "plot_usage": "ridtrace.forensics.views.audit",
+    "read_partials": "ridtrace.forensics.records.read",
+    "read_sources": "ridtrace.forensics.reading.events",
+    "report_csv": "ridtrace.forensics.rules.report",
+    "report_json": "ridtrace.forensics.rules.report",
+    "requests_from_partials": "ridtrace.forensics.records.spans",
+    "to_jaeger": "ridtrace.forensics.views.jaeger",
+    "unlinked": "ridtrace.forensics.rules.streams",
+    "usage_series": "ridtrace.forensics.views.audit",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a stage's module when one of its names is first asked for."""
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
