@@ -73,17 +73,11 @@ async def read_body(request: Request, limit: int) -> bytes | None:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit * _DRAIN_FACTOR:
         return None
-    parts: list[bytes] = []
-    size = 0
+    body = _CappedBody(limit)
     async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            parts.clear()
-            if size > limit * _DRAIN_FACTOR:
-                break
-        else:
-            parts.append(chunk)
-    return None if size > limit else b"".join(parts)
+        if not body.add(chunk):
+            break
+    return body.result()
 
 
 async def receive_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
@@ -99,25 +93,40 @@ async def receive_body(scope: Scope, receive: Receive, limit: int) -> bytes | No
             break
     message = await receive()
     if message["type"] == "http.request" and not message.get("more_body", False):
-        body: bytes = message.get("body", b"")
-        return body if len(body) <= limit else None
-    parts: list[bytes] = []
-    size = 0
+        whole: bytes = message.get("body", b"")
+        return whole if len(whole) <= limit else None
+    body = _CappedBody(limit)
     while True:
         if message["type"] == "http.disconnect":
             raise ClientDisconnect()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            parts.clear()
-            if size > limit * _DRAIN_FACTOR:
-                break
-        else:
-            parts.append(chunk)
-        if not message.get("more_body", False):
+        if not body.add(message.get("body", b"")) or not message.get("more_body", False):
             break
         message = await receive()
-    return None if size > limit else b"".join(parts)
+    return body.result()
+
+
+class _CappedBody:
+    """A body read chunk by chunk, kept up to `limit` bytes, counted up to the drain cap."""
+
+    __slots__ = ("_limit", "_parts", "_size")
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._parts: list[bytes] = []
+        self._size = 0
+
+    def add(self, chunk: bytes) -> bool:
+        """Take one chunk; False once past the drain cap (stop reading)."""
+        self._size += len(chunk)
+        if self._size <= self._limit:
+            self._parts.append(chunk)
+            return True
+        self._parts.clear()
+        return self._size <= self._limit * _DRAIN_FACTOR
+
+    def result(self) -> bytes | None:
+        """The body, or None when it was over the limit."""
+        return None if self._size > self._limit else b"".join(self._parts)
 
 
 async def wait_for_disconnect(receive: Receive) -> None:

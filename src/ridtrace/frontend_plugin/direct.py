@@ -19,7 +19,13 @@ import time
 from typing import Any, Protocol
 
 from ridtrace.frontend_plugin.dispatch import DispatchError, WorkerStream
-from ridtrace.frontend_plugin.frontend import CALLER_LEFT, Frontend, InferenceCall, Item
+from ridtrace.frontend_plugin.frontend import (
+    CALLER_LEFT,
+    CallState,
+    Frontend,
+    InferenceCall,
+    Item,
+)
 from ridtrace.frontend_plugin.pump import (
     ENDED,
     Failed,
@@ -68,34 +74,26 @@ def new_call(
     return InferenceCall(frontend, key=key, work=work, trace_headers=trace_headers)
 
 
-class DirectCall:
+class DirectCall(CallState):
     """One caller's request under the safe policy, read by the caller's own task.
 
     The call is its own registry channel: nothing is ever delivered to it under the
     safe policy, but whatever is (``put_nowait``) is handed out before anything else.
     """
 
-    __slots__ = ("_closed", "_frontend", "_held", "_inbox", "_interrupted", "_left", "_stream",
-                 "_waiting", "attempts", "deadline", "key", "trace_headers", "work", "worker")
+    __slots__ = ("_held", "_inbox", "_interrupted", "_left", "_stream", "_waiting")
 
     def __init__(
         self, frontend: Frontend, *, key: str, work: WorkRequest,
         trace_headers: dict[str, str] | None = None,
     ) -> None:
-        self._frontend = frontend
-        self.key = key
-        self.work = work
-        self.trace_headers = trace_headers or {}
-        self.deadline = time.monotonic() + frontend.settings.total_timeout
-        self.worker: str | None = None
-        self.attempts = 0
+        super().__init__(frontend, key=key, work=work, trace_headers=trace_headers)
         self._stream: WorkerStream | None = None
         self._held: dict[str, Any] | None = None  # a done line seen by next_nowait
         self._inbox: list[Item] = []
         self._waiting: asyncio.Task[Any] | None = None  # our task, while it waits on I/O
         self._left = False
         self._interrupted = False
-        self._closed = False
 
     def put_nowait(self, item: Any, /) -> None:
         """The registry's channel protocol (see the class docstring)."""

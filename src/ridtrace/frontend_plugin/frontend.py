@@ -74,7 +74,27 @@ class Frontend:
         await self.dispatcher.aclose()
 
 
-class InferenceCall:
+class CallState:
+    """What every call kind knows of its request: key, envelope, deadline, worker, tries."""
+
+    __slots__ = ("_closed", "_frontend", "attempts", "deadline", "key", "trace_headers",
+                 "work", "worker")
+
+    def __init__(
+        self, frontend: Frontend, *, key: str, work: WorkRequest,
+        trace_headers: dict[str, str] | None = None,
+    ) -> None:
+        self._frontend = frontend
+        self.key = key
+        self.work = work
+        self.trace_headers = trace_headers or {}
+        self.deadline = time.monotonic() + frontend.settings.total_timeout
+        self.worker: str | None = None
+        self.attempts = 0
+        self._closed = False
+
+
+class InferenceCall(CallState):
     """One caller's request from registration to release, fed by a pump task.
 
     What the legacy policy needs: its pump outlives the caller and links to whoever
@@ -85,8 +105,7 @@ class InferenceCall:
     the key if it is still this caller's and stops the pump (safe policy).
     """
 
-    __slots__ = ("_channel", "_closed", "_frontend", "_task", "_timer", "attempts", "deadline",
-                 "key", "trace_headers", "work", "worker")
+    __slots__ = ("_channel", "_task", "_timer")
 
     def __init__(
         self,
@@ -96,17 +115,10 @@ class InferenceCall:
         work: WorkRequest,
         trace_headers: dict[str, str] | None = None,
     ) -> None:
-        self._frontend = frontend
-        self.key = key
-        self.work = work
-        self.trace_headers = trace_headers or {}
-        self.deadline = time.monotonic() + frontend.settings.total_timeout
+        super().__init__(frontend, key=key, work=work, trace_headers=trace_headers)
         self._channel: asyncio.Queue[Any] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
-        self._closed = False
-        self.worker: str | None = None
-        self.attempts = 0
 
     def start(self) -> None:
         """Register and dispatch; raises ``DuplicateRequestId`` with nothing started."""
