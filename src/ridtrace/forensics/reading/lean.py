@@ -1,11 +1,12 @@
-"""The lean per-span pass `ridtrace analyze` runs: raw fields straight to one row per span.
+"""The lean per-span pass: raw fields straight to one row per span.
 
-`sql.NORMALIZED` spells every event of both formats in one vocabulary, which the event
-views need. The rules need far less of it: per span the first parent, client id,
-outcome and fingerprints, the last request id, whether any line is a worker's, and the
-first Unlinked, foreign-chunk and deprecated-header line. This pass computes just those
-from the raw fields, with the same picks as `sql.span_aggregates`, the display-only fields left
-null, so a lean read's rows equal the full path's (``tests/forensics/test_reader.py`` checks it).
+`ridtrace analyze` and the live follower read through it. `sql.NORMALIZED` spells every
+event of both formats in one vocabulary, which the event views need; the rules need
+far less: per span the first parent, client id, outcome and fingerprints, the last
+request id, whether any line is a worker's, the first Unlinked, foreign-chunk and
+deprecated-header line, and how the span ended. This pass computes just those from the
+raw fields, with the same picks as `sql.span_aggregates` (display-only fields left
+null), so its rows equal the full path's (``tests/forensics/test_lean_spans.py``).
 
 A span's lines group on (trace_id, span_id); a suspect line is a row of its own, keyed
 by its row number, to be judged in Python.
@@ -23,6 +24,7 @@ from ridtrace.contract import (
     DYNAMO_SPAN_CLOSED,
     DYNAMO_WORKER_SPANS,
     FOREIGN_CHUNK,
+    FRONTEND,
     LOG_SCHEMA,
     OUTCOME_ERROR,
     OUTCOME_OK,
@@ -120,7 +122,7 @@ SELECT _kind, _trace AS trace_id, _span AS span_id, hash(_trace, _span) AS span_
     arg_max(request_id, rn) FILTER (WHERE request_id IS NOT NULL) AS request_id,
     {_first("parent_span_id")}, {_first("x_request_id")}, {_first("outcome")},
     {_first("fp_in")}, {_first("fp_out")}, {display},
-    CASE WHEN bool_or(_worker) THEN {literal(WORKER)} ELSE 'frontend' END AS side,
+    CASE WHEN bool_or(_worker) THEN {literal(WORKER)} ELSE {literal(FRONTEND)} END AS side,
     min(time) AS start, max(time) AS "end",
     min(rn) AS first_rn, max(rn) AS last_rn, count(*) AS lines,
     arg_min(_text, rn) FILTER (WHERE _unlinked) AS unlinked,
