@@ -42,13 +42,6 @@ Progress = Callable[[int], None]
 T = TypeVar("T")
 
 
-def _counted(chunks: Iterable[bytes], on_bytes: Progress | None) -> Iterator[bytes]:
-    for chunk in chunks:
-        if on_bytes is not None:
-            on_bytes(len(chunk))
-        yield chunk
-
-
 def _map_in_thread(path: Path, on_bytes: Progress | None) -> Callable[[], LineMap]:
     """Number the lines of `path` on a thread; the returned call waits for the map."""
     result: list[LineMap] = []
