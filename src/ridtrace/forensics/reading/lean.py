@@ -106,8 +106,27 @@ _LINE = f"""
 """
 
 
-def _first(col: str) -> str:
-    return f"arg_min({col}, rn) FILTER (WHERE {col} IS NOT NULL) AS {col}"
+# Per line, one small integer of flags, so the span row takes them in one aggregate.
+_WORKER_BIT, _CLOSING_BIT, _REQUEST_END_BIT, _WORKER_END_BIT = 1, 2, 4, 8
+_EMPTY_BIT, _TIMED_BIT, _UNTIMED_BIT = 16, 32, 64
+_BITS = f"""(CASE WHEN _worker THEN {_WORKER_BIT} ELSE 0 END
+    + CASE _end WHEN 0 THEN 0 WHEN 1 THEN {_CLOSING_BIT | _REQUEST_END_BIT}
+           WHEN 2 THEN {_CLOSING_BIT | _WORKER_END_BIT} ELSE {_CLOSING_BIT} END
+    + CASE WHEN _suspect THEN (CASE WHEN _empty THEN {_EMPTY_BIT} ELSE 0 END
+        + CASE WHEN _time_text IS NOT NULL THEN {_TIMED_BIT} ELSE 0 END
+        + CASE WHEN time IS NULL THEN {_UNTIMED_BIT} ELSE 0 END) ELSE 0 END)::UTINYINT"""
+
+
+def _has(bit: int) -> str:
+    return f"(bit_or(_bits) & {bit}) <> 0"
+
+
+def _first_where(flag: str, value: str, name: str, row: str) -> str:
+    """The value on the span's first line where `flag` holds, and that line's row."""
+    # arg_min skips null values: a CASE feeds it only the flagged lines, which costs
+    # less than a FILTER clause per aggregate.
+    return (f"arg_min(CASE WHEN {flag} THEN {value} END, rn) AS {name}, "
+            f"min(CASE WHEN {flag} THEN rn END) AS {row}")
 
 
 def lean_spans_sql(source: str) -> str:
@@ -117,29 +136,32 @@ def lean_spans_sql(source: str) -> str:
     ``span_key`` and the flags `LogTable.spans` judges suspect lines by.
     """
     display = ", ".join(f"NULL::VARCHAR AS {c}" for c in DISPLAY_FIELDS)
+    # First non-null by line: arg_min skips the lines where the value is null.
+    first = ", ".join(
+        f"arg_min({c}, rn) AS {c}"
+        for c in ("parent_span_id", "x_request_id", "outcome", "fp_in", "fp_out")
+    )
     return f"""
-SELECT _kind, _trace AS trace_id, _span AS span_id, hash(_trace, _span) AS span_key,
-    arg_max(request_id, rn) FILTER (WHERE request_id IS NOT NULL) AS request_id,
-    {_first("parent_span_id")}, {_first("x_request_id")}, {_first("outcome")},
-    {_first("fp_in")}, {_first("fp_out")}, {display},
-    CASE WHEN bool_or(_worker) THEN {literal(WORKER)} ELSE {literal(FRONTEND)} END AS side,
+SELECT CASE WHEN _row IS NOT NULL THEN {SUSPECT} WHEN _span IS NOT NULL THEN {SPAN}
+            ELSE {OTHER} END::TINYINT AS _kind,
+    _trace AS trace_id, _span AS span_id, hash(_trace, _span) AS span_key,
+    arg_max(request_id, rn) AS request_id, {first}, {display},
+    CASE WHEN {_has(_WORKER_BIT)} THEN {literal(WORKER)} ELSE {literal(FRONTEND)} END AS side,
     min(time) AS start, max(time) AS "end",
     min(rn) AS first_rn, max(rn) AS last_rn, count(*) AS lines,
-    arg_min(_text, rn) FILTER (WHERE _unlinked) AS unlinked,
-    min(rn) FILTER (WHERE _unlinked) AS unlinked_rn,
-    arg_min(chunk_request_id, rn) FILTER (WHERE _foreign) AS "foreign",
-    min(rn) FILTER (WHERE _foreign) AS foreign_rn,
-    arg_min(deprecated, rn) FILTER (WHERE deprecated IS NOT NULL) AS deprecated,
-    min(rn) FILTER (WHERE deprecated IS NOT NULL) AS deprecated_rn,
-    bool_or(_end > 0) AS closing, bool_or(_end = 1) AS request_end,
-    bool_or(_end = 2) AS worker_end,
-    bool_or(_empty) AS _empty, bool_or(_time_text IS NOT NULL) AS _timed,
-    bool_or(time IS NULL) AS _untimed, count(*) FILTER (WHERE _in_window) AS _window
+    {_first_where("_unlinked", "_text", "unlinked", "unlinked_rn")},
+    {_first_where("_foreign", "chunk_request_id", '"foreign"', "foreign_rn")},
+    {_first_where("deprecated IS NOT NULL", "deprecated", "deprecated", "deprecated_rn")},
+    {_has(_CLOSING_BIT)} AS closing, {_has(_REQUEST_END_BIT)} AS request_end,
+    {_has(_WORKER_END_BIT)} AS worker_end,
+    {_has(_EMPTY_BIT)} AS _empty, {_has(_TIMED_BIT)} AS _timed,
+    {_has(_UNTIMED_BIT)} AS _untimed, count(*) FILTER (WHERE _in_window) AS _window
 FROM (
-    SELECT *, CASE _kind WHEN {SUSPECT} THEN rn END AS _row,
+    SELECT *, {_BITS} AS _bits,
+        CASE _kind WHEN {SUSPECT} THEN rn END AS _row,
         CASE _kind WHEN {SPAN} THEN trace_id END AS _trace,
         CASE _kind WHEN {SPAN} THEN span_id END AS _span
     FROM (SELECT {_LINE} FROM (SELECT *, {_RT} AS _rt FROM ({source})))
 )
-GROUP BY _kind, _row, _trace, _span
+GROUP BY _row, _trace, _span
 """
