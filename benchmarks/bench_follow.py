@@ -37,6 +37,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from bench_forensics import FLOOR, timed
+
+from ridtrace.forensics.reading.table import LEAN_FIELDS
 from ridtrace.testing.synth import SynthSpec, requests_for_lines, write_logs
 
 OUT = Path(__file__).parent / "out" / "follow"
@@ -167,6 +170,18 @@ def bench_ingest(n_lines: int, rounds: int) -> None:
               f"→ {results[-1][0]:,.0f} lines/s wall, {results[-1][1]:,.0f} lines/CPU-s")
     print(f"ingest median: {statistics.median(r[0] for r in results):,.0f} lines/s wall, "
           f"{statistics.median(r[1] for r in results):,.0f} lines per CPU-second")
+    # The floor: DuckDB only numbering and extracting the columns the follower reads,
+    # over the same lines on the same one CPU — no per-span pick, line check or rule.
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    files = [str(p) for p in sorted(src.iterdir()) if p.suffix == ".jsonl"]
+    floors = []
+    for _ in range(rounds):
+        _, floor_cpu, _, out, code = timed(
+            ["taskset", "-c", str(cpu), sys.executable, "-c", FLOOR, ",".join(LEAN_FIELDS), *files])
+        assert code == 0 and int(out) == len(merged), (code, out)
+        floors.append(len(merged) / floor_cpu)
+    print(f"floor (DuckDB's scan of the same lines alone, one CPU): "
+          f"{statistics.median(floors):,.0f} lines per CPU-second")
 
 
 def _rss_kib(pid: int) -> int:

@@ -18,6 +18,11 @@ Contenders, run as subprocesses, interleaved in rounds (the order rotates per ro
   issue's anchor answers: duplicate-in-flight ids (spans → frontend requests →
   overlapping clusters), Unlinked ids and the deprecated-header count.
 
+* ``floor``: only the scan under analyze's read: DuckDB numbering and extracting the
+  columns analyze reads (`reading.table.LEAN_FIELDS`), one file per cursor, two at a
+  time, as `reading.files.read_all` does, and nothing else — no per-span pick, line
+  check, rule or report. What analyze would cost if all of those were free.
+
 Wall time, CPU time (user + system) and peak RSS of each child (``os.wait4``); medians
 and the ratio analyze / DuckDB per round (min…max). Answers are checked against the
 generator's truth. ``--readers`` adds the reader comparison (DuckDB, polars, pyarrow
@@ -89,6 +94,31 @@ select (select count(*) from (select rid, cl from c group by rid, cl having coun
        (select count(*) from l where deprecated_headers is not null)
 '''
 print(*con.execute(query, {"files": files}).fetchone())
+"""
+
+
+FLOOR = r"""
+import os, sys, duckdb
+from concurrent.futures import ThreadPoolExecutor
+fields, files = sys.argv[1].split(","), sys.argv[2:]
+cpus = len(os.sched_getaffinity(0))  # as analyze's connect() sets it
+con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
+con.execute(f"SET threads = {cpus}")
+columns = "{" + ", ".join(f"'{f}': 'VARCHAR'" for f in fields) + "}"
+counts = ", ".join(f"count({f})" for f in fields)  # every column extracted, none kept
+
+def scan(path):
+    cur = con.cursor()
+    literal = "'" + path.replace("'", "''") + "'"
+    return cur.execute(
+        f"SELECT count(*), max(rn), {counts} FROM (SELECT row_number() OVER () AS rn, * "
+        f"FROM read_json({literal}, format = 'newline_delimited', ignore_errors = true, "
+        f"columns = {columns}))").fetchone()[0]
+
+files.sort(key=os.path.getsize, reverse=True)
+with ThreadPoolExecutor(min(2, cpus)) as pool:
+    print(sum(pool.map(scan, files)))
 """
 
 
@@ -184,7 +214,8 @@ def bench(names: list[str], rounds: int) -> list[dict[str, Any]]:
     for rnd in range(rounds):
         for name in names:
             target, info = data[name]
-            order = ["analyze", "duckdb"] if rnd % 2 == 0 else ["duckdb", "analyze"]
+            order = ["analyze", "duckdb", "floor"]
+            order = order[rnd % 3:] + order[:rnd % 3]
             for who in order:
                 if who == "analyze":
                     report = target / "report.json"
@@ -193,10 +224,16 @@ def bench(names: list[str], rounds: int) -> list[dict[str, Any]]:
                     wall, cpu, rss, _, code = timed(argv)
                     assert code in (0, 1), code
                     _check_analyze(json.loads(report.read_text()), info)
-                else:
+                elif who == "duckdb":
                     wall, cpu, rss, out, code = timed([PYTHON, "-c", SETS[name][1], *info["files"]])
                     assert code == 0, code
                     _check_duckdb(out, info)
+                else:
+                    from ridtrace.forensics.reading.table import LEAN_FIELDS
+
+                    argv = [PYTHON, "-c", FLOOR, ",".join(LEAN_FIELDS), *info["files"]]
+                    wall, cpu, rss, out, code = timed(argv)
+                    assert code == 0, code
                 runs.setdefault((name, who), []).append((wall, cpu, rss))
                 loads[name].append(os.getloadavg()[0])
                 print(f"round {rnd} {name:<16} {who:<8} {wall:6.2f} s {cpu:6.2f} CPU-s "
@@ -204,7 +241,7 @@ def bench(names: list[str], rounds: int) -> list[dict[str, Any]]:
     rows = []
     for name in names:
         _, info = data[name]
-        a, d = runs[(name, "analyze")], runs[(name, "duckdb")]
+        a, d, f = runs[(name, "analyze")], runs[(name, "duckdb")], runs[(name, "floor")]
         wall_ratios = [x[0] / y[0] for x, y in zip(a, d, strict=True)]
         cpu_ratios = [x[1] / y[1] for x, y in zip(a, d, strict=True)]
         rows.append({
@@ -218,6 +255,9 @@ def bench(names: list[str], rounds: int) -> list[dict[str, Any]]:
             "ratio_lo": min(wall_ratios), "ratio_hi": max(wall_ratios),
             "cpu_ratio": statistics.median(cpu_ratios),
             "analyze_mib": max(x[2] for x in a), "duckdb_mib": max(x[2] for x in d),
+            "floor_s": statistics.median(x[0] for x in f),
+            "floor_cpu": statistics.median(x[1] for x in f),
+            "floor_ratio": statistics.median(x[0] / y[0] for x, y in zip(f, d, strict=True)),
             "load_lo": min(loads[name]), "load_hi": max(loads[name]),
         })
     return rows
@@ -293,8 +333,9 @@ def table(rows: list[dict[str, Any]]) -> str:
     """Markdown table of the medians."""
     head = (
         "| data set | lines | input | findings | analyze | DuckDB | analyze / DuckDB (min…max) "
-        "| CPU-s analyze / DuckDB | analyze peak RSS | peak / input | load |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        "| CPU-s analyze / DuckDB | analyze peak RSS | peak / input "
+        "| floor (scan only) | floor / DuckDB | load |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     )
     body = "".join(
         f"| {r['set']} | {r['lines']:,} | {r['input_mib']:,.0f} MiB | {r['findings']:,} "
@@ -302,6 +343,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         f"| **{r['ratio']:.2f}×** ({r['ratio_lo']:.2f}…{r['ratio_hi']:.2f}) "
         f"| {r['analyze_cpu']:.1f} / {r['duckdb_cpu']:.1f} = {r['cpu_ratio']:.2f}× "
         f"| {r['analyze_mib']:,.0f} MiB | {r['analyze_mib'] / r['input_mib']:.2f}× "
+        f"| {r['floor_s']:.2f} s, {r['floor_cpu']:.1f} CPU-s | {r['floor_ratio']:.2f}× "
         f"| {r['load_lo']:.1f}–{r['load_hi']:.1f} |\n"
         for r in rows
     )
