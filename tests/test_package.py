@@ -38,12 +38,28 @@ def test_public_names_import_the_tracing_layer_on_first_use() -> None:
         ridtrace.no_such_name  # noqa: B018
 
 
-def test_the_live_follower_does_not_import_pandas() -> None:
-    # `ridtrace analyze --follow` reads through DuckDB and Arrow only: pandas was ~0.5 s
-    # of CPU at every start, a tenth of a million-line follow's budget.
-    probe = "import ridtrace.forensics.live.follow, sys; print('pandas' in sys.modules)"
+@pytest.mark.parametrize("module", [
+    # `ridtrace analyze --follow` needs no pandas module of its own.
+    "ridtrace.forensics.live.follow",
+    # `ridtrace analyze`'s read starts before pandas is loaded: pandas and the rules
+    # (most of a second on one core) are imported beside it (`cli.analyze.import_beside`).
+    "ridtrace.forensics.records.read",
+])
+def test_the_read_paths_start_without_pandas(module: str) -> None:
+    probe = f"import {module}, sys; print('pandas' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_analyze_imports_the_rules_beside_the_read() -> None:
+    from ridtrace.cli.analyze import import_beside
+
+    thread = import_beside("ridtrace.forensics.rules.report")
+    thread.join(timeout=60)
+    assert not thread.is_alive() and "ridtrace.forensics.rules.report" in sys.modules
+    # A module that fails to import is left for the caller's own import to raise.
+    import_beside("ridtrace.no_such_module").join(timeout=60)
+    assert "ridtrace.no_such_module" not in sys.modules
 
 
 def test_forensics_names_resolve_on_first_use() -> None:

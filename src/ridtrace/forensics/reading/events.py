@@ -18,7 +18,7 @@ from ridtrace.forensics.reading.files import read_all
 from ridtrace.forensics.reading.inputs import Source, expand_inputs
 from ridtrace.forensics.reading.schema import EVENT_CATEGORY_COLUMNS, EVENT_COLUMNS, TIME_TYPE
 from ridtrace.forensics.reading.stats import ReadStats
-from ridtrace.forensics.reading.table import LogTable, Window
+from ridtrace.forensics.reading.table import LogTable, to_window
 
 Progress = Callable[[int], None]
 
@@ -32,16 +32,6 @@ class LoadedLogs:
     files: list[str]
     # Valid lines whose time is in the read's window; None when no window was asked.
     window_lines: int | None = None
-
-
-def to_window(since: pd.Timestamp | None, until: pd.Timestamp | None) -> Window | None:
-    """A --since/--until pair as epoch µs bounds (None when neither is set)."""
-    if since is None and until is None:
-        return None
-    return (
-        None if since is None else since.value // 1000,
-        None if until is None else until.value // 1000,
-    )
 
 
 def empty_events_table() -> pa.Table:

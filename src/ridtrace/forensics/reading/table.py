@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 import duckdb
 import numpy as np
@@ -43,6 +43,26 @@ LEAN_FIELDS: tuple[str, ...] = (
 MAX_OBJECT_BYTES = 16 << 20
 
 Window = tuple[int | None, int | None]  # [since, until) in epoch µs
+
+
+class Instant(Protocol):
+    """A point in time with ``value`` in epoch nanoseconds (`pandas.Timestamp`)."""
+
+    @property
+    def value(self) -> int: ...
+
+
+def to_window(since: Instant | None, until: Instant | None) -> Window | None:
+    """A --since/--until pair as epoch µs bounds (None when neither is set).
+
+    Typed by what it reads, so the read path imports no pandas (see `records.read`).
+    """
+    if since is None and until is None:
+        return None
+    return (
+        None if since is None else since.value // 1000,
+        None if until is None else until.value // 1000,
+    )
 
 # The SQL twin of the lines a rule can use; everything else only needs counting.
 _EVIDENCE = f"""(

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from ridtrace.forensics.reading.events import to_window
 from ridtrace.forensics.reading.files import read_all
 from ridtrace.forensics.reading.inputs import Source
 from ridtrace.forensics.reading.stats import ReadStats
-from ridtrace.forensics.reading.table import LogTable
-from ridtrace.forensics.records.partials import partial_frame
+from ridtrace.forensics.reading.table import Instant, LogTable, to_window
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Progress = Callable[[int], None]
 
@@ -25,6 +25,9 @@ Progress = Callable[[int], None]
 def partial_of(table: LogTable, file_id: int, part: int) -> pd.DataFrame:
     """A parsed file's (or block's) per-span rows as a partial frame of part `part`."""
     spans, lines = table.spans()
+    # Imported once the first file is parsed: the read starts without waiting for pandas.
+    from ridtrace.forensics.records.partials import partial_frame
+
     return partial_frame(spans, lines, file_id=file_id, part=part)
 
 
@@ -42,8 +45,8 @@ def read_partials(
     sources: Sequence[Source],
     *,
     on_bytes: Progress | None = None,
-    since: pd.Timestamp | None = None,
-    until: pd.Timestamp | None = None,
+    since: Instant | None = None,
+    until: Instant | None = None,
 ) -> LoadedRequests:
     """What `analyze` reads: per-span rows of every source's evidence lines."""
     read = read_all(sources, lambda table, file_id: partial_of(table, file_id, file_id),
