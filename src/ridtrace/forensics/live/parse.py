@@ -67,7 +67,7 @@ def parse_chunk(
     local = ReadStats()
     with open(staged, "wb") as out:
         out.write(chunk.data)
-    line_map = map_chunk(chunk.data, chunk.newlines)
+    line_map = map_chunk(chunk.data, chunk.scan)
     table = parse(con, staged, line_map, chunk.name, local, lean=True, window=None)
     spans, lines = table.spans()
     shift = chunk.first_line - 1

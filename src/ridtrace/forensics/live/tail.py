@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ridtrace.forensics.reading.inputs import GZIP_MAGIC, DecodedStream
-from ridtrace.forensics.reading.lines import count_newlines
+from ridtrace.forensics.reading.lines import LineScan, scan_lines
 
 # How many first bytes (whole lines) identify a file's content.
 HEAD_BYTES = 4096
@@ -43,12 +43,18 @@ def _stem(path: Path) -> tuple[Path, str]:
 
 @dataclass(frozen=True)
 class Chunk:
-    """Whole lines of one file: ``data`` holds `newlines` lines from ``first_line`` on."""
+    """Whole lines of one file: ``data`` holds ``scan.newlines`` lines from
+    ``first_line`` on (`scan`: what the tail's one pass over them found)."""
 
     name: str
     first_line: int
     data: bytes
-    newlines: int
+    scan: LineScan
+
+    @property
+    def newlines(self) -> int:
+        """How many lines ``data`` holds."""
+        return self.scan.newlines
 
 
 class Identities:
@@ -167,27 +173,29 @@ class FileTail:
         if not whole:
             return None
         first = self.line + 1
-        newlines = count_newlines(whole)
-        self.line += newlines
+        scan = scan_lines(whole)
+        self.line += scan.newlines
         self._claim_head()
-        return self._unread(first, whole, newlines)
+        return self._unread(first, whole, scan)
 
-    def _unread(self, first: int, whole: bytes, newlines: int) -> Chunk | None:
+    def _unread(self, first: int, whole: bytes, scan: LineScan) -> Chunk | None:
         """Drop the lines a copy of this content already handed out."""
         ident = self.identity
         if ident is None:
-            return Chunk(self.name, first, whole, newlines)
+            return Chunk(self.name, first, whole, scan)
         skip = ident.lines - first + 1
         ident.lines = max(ident.lines, self.line)
         if skip <= 0:
-            return Chunk(self.name, first, whole, newlines)
+            return Chunk(self.name, first, whole, scan)
         pos = 0
         for _ in range(skip):
             pos = whole.find(b"\n", pos) + 1
             if pos == 0:
                 return None
         rest = whole[pos:]
-        return Chunk(self.name, first + skip, rest, newlines - skip) if rest else None
+        # Fewer lines; "may be blank" stays as the whole chunk's (a superset).
+        left = LineScan(scan.newlines - skip, scan.maybe_blank)
+        return Chunk(self.name, first + skip, rest, left) if rest else None
 
     def _read_plain(self, max_bytes: int) -> bytes:
         size = os.fstat(self._fh.fileno()).st_size

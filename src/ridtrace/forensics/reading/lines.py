@@ -1,14 +1,13 @@
 """Where each line of a plain (decoded) log file starts, found without parsing it.
 
 The JSON reader yields one row per non-blank line, in file order. Counting newlines
-per block (a C-level ``bytes.count``) is enough to number those rows while a file has
-no blank line; a block that may hold one is scanned exactly with numpy. The same
+per block is enough to number those rows while a file has no blank line; the same
+numpy pass tells whether a block may hold one, and only then is it scanned exactly. The same
 blocks serve to fetch the text of the few lines a row cannot explain (bad lines).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from io import BufferedReader
@@ -27,8 +26,9 @@ class Readable(Protocol):
 _NEWLINE = 10
 # A line that is empty or starts with white space may be blank; JSON lines never do.
 # White space as DuckDB's reader skips it: vertical tab and form feed too.
-_MAYBE_BLANK = re.compile(rb"\n[\n \t\r\x0b\x0c]")
 _WHITESPACE = b" \t\r\n\x0b\x0c"
+_IS_SPACE = np.zeros(256, dtype=bool)
+_IS_SPACE[list(_WHITESPACE)] = True
 
 
 @dataclass(frozen=True)
@@ -101,26 +101,40 @@ def _blank_in(data: bytes, first_line: int) -> np.ndarray:
     return np.asarray(out, dtype=np.int64)
 
 
-def _maybe_blank(data: bytes | bytearray, end: int) -> bool:
-    # Chunks are newline-aligned, so each one starts a line. One regex pass: four
-    # substring searches cost four passes over the chunk.
-    return (data[:1] in (b"\n", b" ", b"\t", b"\r", b"\x0b", b"\x0c")
-            or _MAYBE_BLANK.search(data, 0, end) is not None)
-
-
 # numpy compares a slice this size in cache; the whole block at once spills it.
 _COUNT_SLICE = 1 << 20
 
 
-def count_newlines(data: bytes | bytearray, end: int | None = None) -> int:
-    """Newlines in ``data[:end]``: numpy over cache-sized slices, about three times
-    the speed of ``bytes.count`` on log-sized blocks. Every byte read is counted (the
-    line map beside DuckDB's parse; a follower's tail and its chunk's map)."""
-    arr = np.frombuffer(data, dtype=np.uint8, count=len(data) if end is None else end)
-    return sum(
-        int(np.count_nonzero(arr[i : i + _COUNT_SLICE] == _NEWLINE))
-        for i in range(0, len(arr), _COUNT_SLICE)
-    )
+@dataclass(frozen=True)
+class LineScan:
+    """What one pass over whole lines finds: how many newlines, and whether any line
+    may be blank (empty, or starting with white space), to be checked exactly."""
+
+    newlines: int
+    maybe_blank: bool
+
+
+def scan_lines(data: bytes | bytearray, end: int | None = None) -> LineScan:
+    """Newlines in ``data[:end]`` (whole lines) and whether a line there may be blank.
+
+    One numpy pass over cache-sized slices: the newlines' positions give both their
+    count and the first byte of every next line (a regular expression looking for a
+    newline before white space cost a second, slower pass). Every byte read is
+    scanned: the line map beside DuckDB's parse, a follower's tail.
+    """
+    stop = len(data) if end is None else end
+    arr = np.frombuffer(data, dtype=np.uint8, count=stop)
+    newlines = 0
+    maybe_blank = bool(stop) and bool(_IS_SPACE[arr[0]])
+    for i in range(0, stop, _COUNT_SLICE):
+        at = np.flatnonzero(arr[i : i + _COUNT_SLICE] == _NEWLINE)
+        newlines += len(at)
+        if not maybe_blank and len(at):
+            after = at + (i + 1)
+            if after[-1] >= stop:  # the newline that ends the data starts no line
+                after = after[:-1]
+            maybe_blank = bool(_IS_SPACE[arr[after]].any())
+    return LineScan(newlines, maybe_blank)
 
 
 class _MapBuilder:
@@ -130,21 +144,22 @@ class _MapBuilder:
         self.map = LineMap()
         self._offset, self._line, self._last = 0, 1, b""
 
-    def add(self, data: bytes | bytearray, end: int, newlines: int | None = None) -> None:
+    def add(self, data: bytes | bytearray, end: int, scan: LineScan | None = None) -> None:
         """Add ``data[:end]``, whole lines (the file's last one may lack its newline).
 
-        `newlines`: their count, when the caller has it already.
+        `scan`: `scan_lines` of them, when the caller has it already.
         """
         if not end:
             return
-        count = count_newlines(data, end) if newlines is None else newlines
-        if _maybe_blank(data, end):
+        if scan is None:
+            scan = scan_lines(data, end)
+        if scan.maybe_blank:
             blank = _blank_in(bytes(data[:end]), self._line)
             if len(blank):
                 self.map.blank.append(blank)
-        self.map.blocks.append(Block(self._offset, end, self._line, count))
+        self.map.blocks.append(Block(self._offset, end, self._line, scan.newlines))
         self._offset += end
-        self._line += count
+        self._line += scan.newlines
         self._last = bytes(data[end - 1 : end])
 
     def finish(self) -> LineMap:
@@ -162,10 +177,10 @@ def map_blocks(chunks: Iterable[bytes]) -> LineMap:
     return builder.finish()
 
 
-def map_chunk(data: bytes, newlines: int) -> LineMap:
-    """The map of `data`, whole lines whose newlines were counted already."""
+def map_chunk(data: bytes, scan: LineScan) -> LineMap:
+    """The map of `data`, whole lines already scanned (`scan_lines`)."""
     builder = _MapBuilder()
-    builder.add(data, len(data), newlines)
+    builder.add(data, len(data), scan)
     return builder.finish()
 
 

@@ -1,0 +1,53 @@
+"""Numbering lines beside the parse: one numpy pass finds the newlines and the lines
+that may be blank, across the slices it reads in, so a reader row maps to its line."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+from ridtrace.forensics.reading.lines import _COUNT_SLICE, map_blocks, map_file, scan_lines
+
+LINE = b'{"time":"2026-11-30T10:00:00Z","schema":"ridtrace/1","event":"request.start"}\n'
+
+
+def _lines_until(size: int) -> bytes:
+    return LINE * (size // len(LINE) + 1)
+
+
+@pytest.mark.parametrize("blank", [b"\n", b"   \n", b"\t\n", b"\r\n", b"\x0b\x0c\n"])
+@pytest.mark.parametrize("where", ["start", "slice edge", "after edge", "end"])
+def test_a_blank_line_anywhere_is_found(blank: bytes, where: str) -> None:
+    body = _lines_until(_COUNT_SLICE)
+    cut = {
+        "start": 0,
+        # The blank line starts right after the slice's last newline, or one slice on.
+        "slice edge": body.rfind(b"\n", 0, _COUNT_SLICE) + 1,
+        "after edge": body.find(b"\n", _COUNT_SLICE) + 1,
+        "end": len(body),
+    }[where]
+    data = body[:cut] + blank + body[cut:]
+    scan = scan_lines(data)
+    assert scan.newlines == data.count(b"\n") and scan.maybe_blank
+    line_map = map_file(io.BufferedReader(io.BytesIO(data)))  # type: ignore[arg-type]
+    blank_line = data[:cut].count(b"\n") + 1
+    assert line_map.blank_lines.tolist() == [blank_line]
+    rows = np.arange(1, line_map.nonblank + 1)
+    assert blank_line not in line_map.row_lines(rows).tolist()
+
+
+def test_json_lines_alone_are_not_scanned_for_blanks() -> None:
+    data = _lines_until(3 * _COUNT_SLICE)
+    scan = scan_lines(data)
+    assert scan.newlines == data.count(b"\n") and not scan.maybe_blank
+    # The newline that ends the data starts no line: nothing after it may be blank.
+    assert not scan_lines(data, len(data)).maybe_blank
+    assert map_blocks([data]).blank_lines.tolist() == []
+
+
+def test_a_line_starting_with_white_space_may_be_blank_and_is_checked_exactly() -> None:
+    data = LINE + b'  {"time":"2026-11-30T10:00:01Z"}\n' + LINE
+    assert scan_lines(data).maybe_blank
+    assert map_blocks([data]).blank_lines.tolist() == []  # indented JSON is no blank line
