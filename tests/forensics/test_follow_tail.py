@@ -19,7 +19,7 @@ def _lines(watch: Watch) -> list[tuple[str, int, bytes]]:
     chunks, _ = watch.read(1 << 20)
     out = []
     for chunk in chunks:
-        for k, text in enumerate(chunk.data.splitlines()):
+        for k, text in enumerate(chunk.data.tobytes().splitlines()):
             out.append((Path(chunk.name).name, chunk.first_line + k, text))
     return out
 

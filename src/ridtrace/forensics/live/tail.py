@@ -48,7 +48,7 @@ class Chunk:
 
     name: str
     first_line: int
-    data: bytes
+    data: memoryview
     scan: LineScan
 
     @property
@@ -161,13 +161,19 @@ class FileTail:
         """The whole lines appended since the last read (at most about `max_bytes`)."""
         if self.done:
             return None
-        data = self._read_gzip(max_bytes) if self.gzip else self._read_plain(max_bytes)
+        data: bytes | bytearray
+        if self.gzip:
+            data = self._read_gzip(max_bytes)
+            if data and self._held:
+                data = self._held + data
+        else:
+            data = self._read_plain(max_bytes)
         if not data:
             return None
-        if self._held:
-            data = self._held + data
         cut = data.rfind(b"\n") + 1
-        whole, self._held = data[:cut], data[cut:]
+        # The chunk is a view of the read buffer: slicing a copy of tens of MiB per
+        # chunk (and joining the held piece to it) cost twice the read itself.
+        whole, self._held = memoryview(data)[:cut], bytes(data[cut:])
         # A held piece of a line is more to come, at a time not known yet.
         self.at_eof = self.at_eof and not self._held
         if not whole:
@@ -178,7 +184,7 @@ class FileTail:
         self._claim_head()
         return self._unread(first, whole, scan)
 
-    def _unread(self, first: int, whole: bytes, scan: LineScan) -> Chunk | None:
+    def _unread(self, first: int, whole: memoryview, scan: LineScan) -> Chunk | None:
         """Drop the lines a copy of this content already handed out."""
         ident = self.identity
         if ident is None:
@@ -187,28 +193,34 @@ class FileTail:
         ident.lines = max(ident.lines, self.line)
         if skip <= 0:
             return Chunk(self.name, first, whole, scan)
-        pos = 0
+        text, pos = whole.tobytes(), 0
         for _ in range(skip):
-            pos = whole.find(b"\n", pos) + 1
+            pos = text.find(b"\n", pos) + 1
             if pos == 0:
                 return None
-        rest = whole[pos:]
+        rest = whole[pos:]  # a view: no copy
         # Fewer lines; "may be blank" stays as the whole chunk's (a superset).
         left = LineScan(scan.newlines - skip, scan.maybe_blank)
         return Chunk(self.name, first + skip, rest, left) if rest else None
 
-    def _read_plain(self, max_bytes: int) -> bytes:
+    def _read_plain(self, max_bytes: int) -> bytearray:
+        """The held piece of a line, then what was appended after it (up to `max_bytes`),
+        read into one buffer."""
         size = os.fstat(self._fh.fileno()).st_size
         if size < self.offset or self._replaced():  # copy-and-truncate: content starts over
             self.offset, self.line, self._held, self.identity = 0, 0, b"", None
             self._claim_head()
         if size == self.offset:
             self.at_eof = not self._held
-            return b""
-        data = os.pread(self._fh.fileno(), min(max_bytes, size - self.offset), self.offset)
-        self.offset += len(data)
+            return bytearray()
+        held = len(self._held)
+        buf = bytearray(held + min(max_bytes, size - self.offset))
+        buf[:held] = self._held
+        got = os.preadv(self._fh.fileno(), [memoryview(buf)[held:]], self.offset)
+        del buf[held + got :]  # the file shrank while being read: a copy-and-truncate
+        self.offset += got
         self.at_eof = self.offset >= size
-        return data
+        return buf
 
     def _replaced(self) -> bool:
         """The first lines are no longer those the content was recognised by: truncated,

@@ -114,7 +114,7 @@ class LineScan:
     maybe_blank: bool
 
 
-def scan_lines(data: bytes | bytearray, end: int | None = None) -> LineScan:
+def scan_lines(data: bytes | bytearray | memoryview, end: int | None = None) -> LineScan:
     """Newlines in ``data[:end]`` (whole lines) and whether a line there may be blank.
 
     One numpy pass over cache-sized slices: the newlines' positions give both their
@@ -144,7 +144,9 @@ class _MapBuilder:
         self.map = LineMap()
         self._offset, self._line, self._last = 0, 1, b""
 
-    def add(self, data: bytes | bytearray, end: int, scan: LineScan | None = None) -> None:
+    def add(
+        self, data: bytes | bytearray | memoryview, end: int, scan: LineScan | None = None
+    ) -> None:
         """Add ``data[:end]``, whole lines (the file's last one may lack its newline).
 
         `scan`: `scan_lines` of them, when the caller has it already.
@@ -177,7 +179,7 @@ def map_blocks(chunks: Iterable[bytes]) -> LineMap:
     return builder.finish()
 
 
-def map_chunk(data: bytes, scan: LineScan) -> LineMap:
+def map_chunk(data: bytes | memoryview, scan: LineScan) -> LineMap:
     """The map of `data`, whole lines already scanned (`scan_lines`)."""
     builder = _MapBuilder()
     builder.add(data, len(data), scan)
