@@ -118,6 +118,24 @@ class LiveRules:
                         span.request_id = rid
                         cluster = by_id[rid] = Cluster(rid, [span], span.last)
                         span.clusters = [cluster]
+                    elif span.start < cluster.max_end:  # overlaps: joins (`WindowState.join`)
+                        span.request_id = rid
+                        members = cluster.members
+                        # A caller and its worker span, alone in the cluster (either may
+                        # come first): one caller, whose id neither can change, so no
+                        # duplicate now or later in this batch unless a third span joins.
+                        held = members[0]
+                        alone = len(members) == 1 and (
+                            (worker and held.parent is None and held.span_id == parent)
+                            or (parent is None and held.side == WORKER
+                                and held.parent == span_id)
+                        )
+                        members.append(span)
+                        if span.last > cluster.max_end:
+                            cluster.max_end = span.last
+                        span.clusters = [cluster]
+                        if not alone:
+                            clusters.append(cluster)
                     else:
                         cluster = state.join(span, rid)
                         if len(cluster.members) > 1:
