@@ -136,7 +136,7 @@ def _span_rows(parts: list[ChunkSpans]) -> SpanRows:
 
 def _shared(column: pa.ChunkedArray) -> list[str | None]:
     encoded = column.combine_chunks().dictionary_encode()
-    values = np.array(encoded.dictionary.to_pylist() + [None], dtype=object)
+    values = np.array([*encoded.dictionary.to_pylist(), None], dtype=object)
     codes = encoded.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False)
     return list(values[codes].tolist())
 

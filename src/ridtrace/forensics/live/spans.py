@@ -19,7 +19,7 @@ SpanKey = tuple[str | None, str]
 class Cluster:
     """Spans that held one request_id at overlapping times (reported at most once)."""
 
-    __slots__ = ("request_id", "members", "max_end", "reported")
+    __slots__ = ("max_end", "members", "reported", "request_id")
 
     def __init__(self, request_id: str, members: list[Span], max_end: int = 0) -> None:
         self.request_id = request_id
@@ -36,11 +36,12 @@ class Span:
     cost more than the rest of a common span's handling.
     """
 
+    # __weakref__: tests watch evicted spans being freed.
     __slots__ = (
-        "span_id", "file", "first_line", "last_line", "start", "last", "parent",
-        "parent_span", "request_id", "x_request_id", "side", "fp_in", "fp_out", "outcome",
-        "closed", "open_children", "clusters", "paired", "waiting", "crossed_done",
-        "unlinked_done",
+        "__weakref__", "closed", "clusters", "crossed_done", "file", "first_line", "fp_in",
+        "fp_out", "last", "last_line", "open_children", "outcome", "paired", "parent",
+        "parent_span", "request_id", "side", "span_id", "start", "unlinked_done", "waiting",
+        "x_request_id",
     )
 
     def __init__(self, span_id: str, file: str, first_line: int, last_line: int, start: int,
