@@ -188,7 +188,13 @@ class LiveRules:
                         if up.closed and up.open_children <= 0:
                             fronts.append(up)  # its own work is all in: judge it again
                 if request_end and span.side != WORKER:
-                    fronts.append(span)
+                    if (not span.crossed_done and span.fp_in is not None
+                            and span.fp_out is not None and (span.fp_in, span.fp_out) in pairs):
+                        # Its own worker's pair is in (its worker read first): not crossed,
+                        # as `_crossed` would find after the batch, whatever comes later.
+                        span.crossed_done = True
+                    else:
+                        fronts.append(span)
         self.spans_seen += new_spans
         self.callers_seen += new_callers
         if batch.rows:

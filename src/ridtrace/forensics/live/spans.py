@@ -161,13 +161,15 @@ class WindowState:
     def evict(self) -> int:
         """Drop spans with no line inside the window; returns how many were dropped."""
         cutoff = self.watermark - self.window_us
+        spans, forget = self.spans, self._forget
         dropped = 0
-        while self.spans:
-            span = next(iter(self.spans.values()))
-            if span.last >= cutoff:
+        while spans:
+            key, span = spans.popitem(last=False)
+            if span.last >= cutoff:  # inside the window: back to the front, and done
+                spans[key] = span
+                spans.move_to_end(key, last=False)
                 break
-            self.spans.popitem(last=False)
-            self._forget(span)
+            forget(span)
             dropped += 1
         return dropped
 
