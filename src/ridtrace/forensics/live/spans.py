@@ -159,9 +159,13 @@ class WindowState:
             self.waiting.setdefault(front.fp_out, []).append(front)
 
     def evict(self) -> int:
-        """Drop spans with no line inside the window; returns how many were dropped."""
+        """Drop spans with no line inside the window; returns how many were dropped.
+
+        Every span read is dropped here once: the forgetting is inline, with the indexes
+        in locals, as it costs as much per span as taking the span in.
+        """
         cutoff = self.watermark - self.window_us
-        spans, forget = self.spans, self._forget
+        spans, by_id, pairs, produced = self.spans, self.clusters, self.pairs, self.produced
         dropped = 0
         while spans:
             key, span = spans.popitem(last=False)
@@ -169,33 +173,37 @@ class WindowState:
                 spans[key] = span
                 spans.move_to_end(key, last=False)
                 break
-            forget(span)
             dropped += 1
+            if not span.closed:
+                self.open_at_edge += 1  # still open at the window's edge: counted, not judged
+            for cluster in span.clusters:
+                members = cluster.members
+                members.remove(span)
+                if not members and by_id.get(cluster.request_id) is cluster:
+                    del by_id[cluster.request_id]
+            fp_out = span.fp_out
+            if fp_out is not None:
+                if span.paired and span.fp_in is not None:
+                    pair = (span.fp_in, fp_out)
+                    if pairs[pair] > 1:
+                        pairs[pair] -= 1
+                    else:
+                        del pairs[pair]
+                if produced.get(fp_out) is span:
+                    del produced[fp_out]
+                if span.waiting:
+                    self._unwait(span, fp_out)
+            span.closed = span.crossed_done = True  # gone: nothing pending waits for it
+            span.parent_span = None
+            span.clusters = ()
         return dropped
 
-    def _forget(self, span: Span) -> None:
-        if not span.closed:
-            self.open_at_edge += 1  # still open at the window's edge: counted, not judged
-        for cluster in span.clusters:
-            cluster.members.remove(span)
-            if not cluster.members and self.clusters.get(cluster.request_id) is cluster:
-                del self.clusters[cluster.request_id]
-        if span.paired and span.fp_in is not None and span.fp_out is not None:
-            pair = (span.fp_in, span.fp_out)
-            self.pairs[pair] -= 1
-            if self.pairs[pair] <= 0:
-                del self.pairs[pair]
-        if span.fp_out is not None and self.produced.get(span.fp_out) is span:
-            del self.produced[span.fp_out]
-        span.closed = span.crossed_done = True  # gone: nothing pending waits for it
-        if span.waiting and span.fp_out is not None:
-            fronts = self.waiting.get(span.fp_out, [])
-            if span in fronts:
-                fronts.remove(span)
-            if not fronts:
-                self.waiting.pop(span.fp_out, None)
-        span.parent_span = None
-        span.clusters = ()
+    def _unwait(self, span: Span, fp_out: str) -> None:
+        fronts = self.waiting.get(fp_out, [])
+        if span in fronts:
+            fronts.remove(span)
+        if not fronts:
+            self.waiting.pop(fp_out, None)
 
     def size(self) -> int:
         """Entries held: spans plus index entries (what memory follows)."""
