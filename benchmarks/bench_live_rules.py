@@ -116,8 +116,19 @@ def _round(store: Path, window_s: float) -> dict[str, Any]:
         found.extend(rules.feed(batch, marks))
         feed_cpu += time.process_time() - c1
         rows_cpu += c1 - c0
-    return {"rows": rows_cpu, "feed": feed_cpu, "spans": rules.spans_seen,
-            "lines": saved["lines"], "findings": len(found), "digest": _digest(found)}
+    # What the window holds after the last batch: RSS with the state, then without it.
+    held_mib = _rss_mib()
+    spans = rules.spans_seen
+    del rules
+    gc.collect()
+    return {"rows": rows_cpu, "feed": feed_cpu, "spans": spans, "lines": saved["lines"],
+            "findings": len(found), "digest": _digest(found),
+            "state_mib": held_mib - _rss_mib()}
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
 
 
 def _export(rev: str, into: Path) -> Path:
@@ -176,8 +187,8 @@ def main() -> None:
         if args.against:
             trees = {args.against: _export(args.against, Path(tmp)), **trees}
         print("| code | round | span_rows CPU-s | feed CPU-s | CPU-s per 1M lines "
-              "| spans/CPU-s | findings | digest |")
-        print("|---|---:|---:|---:|---:|---:|---:|---|")
+              "| spans/CPU-s | window state MiB | findings | digest |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
         per: dict[str, list[float]] = {name: [] for name in trees}
         rates: dict[str, list[float]] = {name: [] for name in trees}
         for k in range(args.rounds):
@@ -188,7 +199,8 @@ def main() -> None:
                 per[name].append(cpu * per_m)
                 rates[name].append(r["spans"] / cpu)
                 print(f"| {name} | {k + 1} | {r['rows'] * per_m:.3f} | {r['feed'] * per_m:.3f} "
-                      f"| {cpu * per_m:.3f} | {rates[name][-1]:,.0f} | {r['findings']} "
+                      f"| {cpu * per_m:.3f} | {rates[name][-1]:,.0f} | {r['state_mib']:.0f} "
+                      f"| {r['findings']} "
                       f"| {r['digest']} |", flush=True)
         for name in trees:
             print(f"median {name}: {statistics.median(per[name]):.3f} CPU-s per 1M lines, "
