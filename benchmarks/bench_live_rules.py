@@ -10,9 +10,12 @@ read and the DuckDB pass taken out so their noise does not hide the rules' cost.
    ``benchmarks/out/live-rules/<src name>.pkl``, with the findings the follower printed.
 2. Replay (``--rounds`` times): every poll's parts go through ``span_rows`` then
    ``LiveRules.feed`` in a fresh `LiveRules`, timed with ``time.process_time``, on one
-   core (``sched_setaffinity``). Prints per round the CPU seconds, spans per CPU-second,
-   the findings count and a hash of the findings (kind, span id, request id, time,
-   evidence, in order), then the medians.
+   core (``sched_setaffinity``), after one untimed ``span_rows`` (a process's first
+   Arrow-to-Python conversion imports pandas). Prints per round the CPU seconds, spans
+   per CPU-second, the RSS the window state holds after the last batch, the findings
+   count and a hash of the findings (kind, span id, request id, time, detail, evidence,
+   in order: equal hashes, identical findings), then the medians. ``--window-s 60``
+   makes the window evict (the 1M-line set spans ~5 minutes of log time).
 
 With ``--against REV`` the rounds alternate between this tree's code and REV's
 (``git archive REV src`` unpacked to a temporary directory), each round in a fresh
@@ -22,7 +25,7 @@ medians and their ratio. The capture holds only names, Arrow tables and numpy ar
 no rules objects, so both read the same input.
 
 Usage: ``.venv/bin/python benchmarks/bench_live_rules.py [--src /tmp/follow-src]
-[--rounds 5] [--against main] [--recapture]``. Make the source with
+[--rounds 5] [--window-s 600] [--against main] [--recapture]``. Make the source with
 ``ridtrace.testing.synth.write_logs(src, replace(SynthSpec(), requests=requests_for_lines(1_000_000),
 crossed=20, collisions=20, duplicates=20))`` (what ``--make-src`` does when it is missing).
 """
@@ -191,19 +194,23 @@ def main() -> None:
         print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
         per: dict[str, list[float]] = {name: [] for name in trees}
         rates: dict[str, list[float]] = {name: [] for name in trees}
+        stages: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
         for k in range(args.rounds):
             for name, tree in trees.items():
                 r = _run_round(tree, store, args.window_s)
                 per_m = 1e6 / r["lines"]
                 cpu = r["rows"] + r["feed"]
                 per[name].append(cpu * per_m)
+                stages[name].append((r["rows"] * per_m, r["feed"] * per_m))
                 rates[name].append(r["spans"] / cpu)
                 print(f"| {name} | {k + 1} | {r['rows'] * per_m:.3f} | {r['feed'] * per_m:.3f} "
                       f"| {cpu * per_m:.3f} | {rates[name][-1]:,.0f} | {r['state_mib']:.0f} "
                       f"| {r['findings']} "
                       f"| {r['digest']} |", flush=True)
         for name in trees:
-            print(f"median {name}: {statistics.median(per[name]):.3f} CPU-s per 1M lines, "
+            rows, feed = (statistics.median(x) for x in zip(*stages[name], strict=True))
+            print(f"median {name}: {statistics.median(per[name]):.3f} CPU-s per 1M lines "
+                  f"(span_rows {rows:.3f}, feed {feed:.3f}), "
                   f"{statistics.median(rates[name]):,.0f} spans/CPU-s")
         if args.against:
             ratio = statistics.median(per[args.against]) / statistics.median(per["this tree"])
