@@ -12,7 +12,8 @@ read and the DuckDB pass taken out so their noise does not hide the rules' cost.
    ``LiveRules.feed`` in a fresh `LiveRules`, timed with ``time.process_time``, on one
    core (``sched_setaffinity``), after one untimed ``span_rows`` (a process's first
    Arrow-to-Python conversion imports pandas). Prints per round the CPU seconds, spans
-   per CPU-second, the RSS the window state holds after the last batch, the findings
+   per CPU-second, the entries and Span/Cluster objects the window holds after the last
+   batch (the memory bound: equal counts, equal state), the findings
    count and a hash of the findings (kind, span id, request id, time, detail, evidence,
    in order: equal hashes, identical findings), then the medians. ``--window-s 60``
    makes the window evict (the 1M-line set spans ~5 minutes of log time).
@@ -44,6 +45,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -119,19 +121,12 @@ def _round(store: Path, window_s: float) -> dict[str, Any]:
         found.extend(rules.feed(batch, marks))
         feed_cpu += time.process_time() - c1
         rows_cpu += c1 - c0
-    # What the window holds after the last batch: RSS with the state, then without it.
-    held_mib = _rss_mib()
-    spans = rules.spans_seen
-    del rules
-    gc.collect()
-    return {"rows": rows_cpu, "feed": feed_cpu, "spans": spans, "lines": saved["lines"],
-            "findings": len(found), "digest": _digest(found),
-            "state_mib": held_mib - _rss_mib()}
-
-
-def _rss_mib() -> float:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / (1 << 20)
+    # What the window holds after the last batch: index entries and live state objects
+    # (exact; an RSS difference would measure the allocator's arenas as much).
+    live = Counter(type(o).__name__ for o in gc.get_objects())
+    return {"rows": rows_cpu, "feed": feed_cpu, "spans": rules.spans_seen,
+            "lines": saved["lines"], "findings": len(found), "digest": _digest(found),
+            "held": rules.state.size(), "objects": live["Span"] + live["Cluster"]}
 
 
 def _export(rev: str, into: Path) -> Path:
@@ -190,8 +185,8 @@ def main() -> None:
         if args.against:
             trees = {args.against: _export(args.against, Path(tmp)), **trees}
         print("| code | round | span_rows CPU-s | feed CPU-s | CPU-s per 1M lines "
-              "| spans/CPU-s | window state MiB | findings | digest |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+              "| spans/CPU-s | entries held | Span+Cluster objects | findings | digest |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         per: dict[str, list[float]] = {name: [] for name in trees}
         rates: dict[str, list[float]] = {name: [] for name in trees}
         stages: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
@@ -204,7 +199,8 @@ def main() -> None:
                 stages[name].append((r["rows"] * per_m, r["feed"] * per_m))
                 rates[name].append(r["spans"] / cpu)
                 print(f"| {name} | {k + 1} | {r['rows'] * per_m:.3f} | {r['feed'] * per_m:.3f} "
-                      f"| {cpu * per_m:.3f} | {rates[name][-1]:,.0f} | {r['state_mib']:.0f} "
+                      f"| {cpu * per_m:.3f} | {rates[name][-1]:,.0f} | {r['held']:,} "
+                      f"| {r['objects']:,} "
                       f"| {r['findings']} "
                       f"| {r['digest']} |", flush=True)
         for name in trees:
