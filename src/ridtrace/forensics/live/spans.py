@@ -145,13 +145,6 @@ class WindowState:
             span.clusters = [cluster]
         return cluster
 
-    def add_pair(self, span: Span) -> None:
-        """Count a worker span's (fp_in, fp_out) once, when both are known."""
-        if not span.paired and span.fp_in is not None and span.fp_out is not None:
-            span.paired = True
-            pair = (span.fp_in, span.fp_out)
-            self.pairs[pair] = self.pairs.get(pair, 0) + 1
-
     def wait(self, front: Span) -> None:
         """Park a caller until a worker's output for its fp_out is seen."""
         if not front.waiting and front.fp_out is not None:
