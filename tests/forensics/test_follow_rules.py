@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +137,53 @@ def test_unlinked_events_reported_when_seen(tmp_path: Path) -> None:
         ("unlinked", "f1", 2), ("unlinked", "f2", 3)
     ]
     assert found[0]["detail"].startswith("Unlinked response")
+
+
+def _worker(span: str, parent: str, rid: str, t0: int, **more: Any) -> dict[str, Any]:
+    return {"span_id": span, "parent_span_id": parent, "request_id": rid, "t0": t0,
+            "worker": True, **more}
+
+
+def test_a_worker_read_before_its_caller_is_one_caller_with_it_and_none_other() -> None:
+    rules = LiveRules(window_s=600)
+    # The workers' file runs ahead: their spans are in before their callers'.
+    assert rules.feed(_rows(_worker("w", "a", "7", 1, t1=2 * S, closing=True),
+                            _worker("v", "c", "8", 1, t1=2 * S))) == []
+    assert rules.feed(_rows(_front("a", "7", 0, t1=3 * S))) == []  # its own caller
+    found = rules.feed(_rows(_front("d", "8", 1 * S)))  # not v's caller: a second one
+    assert [(f["kind"], f["request_id"], f["span_id"]) for f in found] == [
+        ("duplicate_in_flight", "8", "c")
+    ]
+    assert "callers c, d" in found[0]["detail"]
+    found = rules.feed(_rows(_front("b", "7", 1 * S)))
+    assert [(f["kind"], f["request_id"], f["span_id"]) for f in found] == [
+        ("duplicate_in_flight", "7", "a")
+    ]
+
+
+def test_a_third_span_joining_a_caller_and_its_worker_in_one_batch_is_judged() -> None:
+    rules = LiveRules(window_s=600)
+    found = rules.feed(_rows(_front("a", "7", 0, t1=3 * S), _worker("w", "a", "7", 1),
+                             _front("b", "7", 2 * S)))
+    assert [(f["kind"], f["request_id"], f["span_id"]) for f in found] == [
+        ("duplicate_in_flight", "7", "a")
+    ]
+    proof = [(e["line"]) for e in found[0]["evidence"]]
+    assert proof == [1, 2, 3]  # the worker span is part of the cluster's proof
+
+
+def test_evicted_spans_are_freed_without_the_cycle_collector() -> None:
+    rules = LiveRules(window_s=10)
+    rules.feed(_rows(_front("a", "1", 0), _worker("w", "a", "1", 1, closing=True,
+                                                  worker_end=True, outcome="ok",
+                                                  fp_in="P", fp_out="O"),
+                     _end("a", "1", S, fp_in="P", fp_out="O")))
+    held = [weakref.ref(span) for span in rules.state.spans.values()]
+    assert len(held) == 2
+    gc.disable()
+    try:
+        rules.feed(_rows(_front("z", "9", 60 * S)))  # a and w fall out of the window
+        assert [ref() for ref in held] == [None, None]
+    finally:
+        gc.enable()
+    assert rules.state.size() == 2  # z and its id

@@ -9,7 +9,8 @@ chunks of a poll then go to the rules in time order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import gc
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,19 +29,36 @@ from ridtrace.forensics.reading.stats import BadLine, ReadStats
 COLUMNS = (
     "trace_id", "span_id", "file", "first_line", "last_line", "t0", "t1", "request_id",
     "x_request_id", "parent_span_id", "fp_in", "fp_out", "outcome", "worker", "closing",
-    "request_end", "worker_end", "flag_event", "flag_text", "flag_chunk", "flag_line",
+    "request_end", "worker_end",
 )
 _AS_IS = ("trace_id", "span_id", "request_id", "x_request_id", "parent_span_id", "fp_in",
-          "fp_out", "outcome", "closing", "request_end", "worker_end")
+          "fp_out")
+_FLAGS = ("closing", "request_end", "worker_end")
+_READ = ("outcome", "side", *_FLAGS, "unlinked", "foreign")
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A span's first Unlinked or foreign-chunk line: its event, text, foreign id, line."""
+
+    event: str
+    text: str | None
+    chunk_request_id: str | None
+    line: int
 
 
 @dataclass
 class SpanRows:
-    """One batch as per-span rows (plain Python columns), and its latest log time."""
+    """One batch as per-span rows (plain Python columns), and its latest log time.
+
+    `flags` holds, by row number, the few spans with an Unlinked or foreign-chunk line,
+    so the many without one carry no column for it.
+    """
 
     columns: dict[str, list[Any]]
     rows: int
     watermark: int
+    flags: dict[int, Flag] = field(default_factory=dict)
 
 
 @dataclass
@@ -83,37 +101,67 @@ def span_rows(parts: list[ChunkSpans]) -> SpanRows:
     parts = [p for p in parts if p.spans.num_rows]
     if not parts:
         return SpanRows({c: [] for c in COLUMNS}, 0, 0)
+    # Hundreds of thousands of new strings and no cycle: a collection here would walk
+    # the rules' whole window state again, for nothing.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _span_rows(parts)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _span_rows(parts: list[ChunkSpans]) -> SpanRows:
     table = pa.concat_tables([p.spans for p in parts])
     lines = {k: np.concatenate([p.lines[k] for p in parts]) for k in parts[0].lines}
     t0 = table["start"].cast(pa.int64()).fill_null(0).to_numpy()
     t1 = table["end"].cast(pa.int64()).fill_null(0).to_numpy()
     part = np.repeat(np.arange(len(parts)), [p.spans.num_rows for p in parts])
     order = np.lexsort((lines["first_line"], part, t0))
-    table = table.take(pa.array(order))
+    # Only the columns the rules read are put in order (the spans table has ~25).
+    table = table.select([*_AS_IS, *_READ]).take(pa.array(order))
     out: dict[str, list[Any]] = {c: table[c].to_pylist() for c in _AS_IS}
     names = [p.name for p in parts]
     out["file"] = [names[i] for i in part[order].tolist()]
     out["first_line"] = lines["first_line"][order].tolist()
     out["last_line"] = lines["last_line"][order].tolist()
     out["t0"], out["t1"] = t0[order].tolist(), t1[order].tolist()
-    out["worker"] = [side == WORKER for side in table["side"].to_pylist()]
-    _flags(out, table, lines["unlinked_line"][order], lines["foreign_line"][order])
-    return SpanRows(out, table.num_rows, int(t1.max()))
+    # Few distinct values: one str object each instead of one per row.
+    out["outcome"] = _shared(table["outcome"])
+    out["worker"] = _bools(pc.equal(table["side"], WORKER))
+    for name in _FLAGS:
+        out[name] = _bools(table[name])
+    flags = _flags(table, lines["unlinked_line"][order], lines["foreign_line"][order])
+    return SpanRows(out, table.num_rows, int(t1.max()), flags)
 
 
-def _flags(out: dict[str, list[Any]], table: pa.Table, unlinked: np.ndarray,
-           foreign: np.ndarray) -> None:
-    """The first Unlinked or foreign-chunk line of each span: its event, text, line."""
+def _shared(column: pa.ChunkedArray) -> list[str | None]:
+    encoded = column.combine_chunks().dictionary_encode()
+    values = np.array([*encoded.dictionary.to_pylist(), None], dtype=object)
+    codes = encoded.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False)
+    return list(values[codes].tolist())
+
+
+def _bools(column: pa.ChunkedArray | pa.Array) -> list[bool]:
+    return list(pc.fill_null(column, False).to_numpy(zero_copy_only=False).tolist())
+
+
+def _flags(table: pa.Table, unlinked: np.ndarray, foreign: np.ndarray) -> dict[int, Flag]:
+    """The first Unlinked or foreign-chunk line of each span that has one, by row."""
     # -1: none. A span's first flag line wins, as the rules report a span once.
     pick_foreign = (foreign >= 0) & ((unlinked < 0) | (foreign < unlinked))
     pick_unlinked = (unlinked >= 0) & ~pick_foreign
-    texts, chunks = table["unlinked"].to_pylist(), table["foreign"].to_pylist()
-    events: list[str | None] = []
-    text_col: list[str | None] = []
-    chunk_col: list[str | None] = []
-    for i, (u, f) in enumerate(zip(pick_unlinked.tolist(), pick_foreign.tolist(), strict=True)):
-        events.append(RESPONSE_UNLINKED if u else FOREIGN_CHUNK if f else None)
-        text_col.append(texts[i] if u else None)
-        chunk_col.append(chunks[i] if f else None)
-    out["flag_event"], out["flag_text"], out["flag_chunk"] = events, text_col, chunk_col
-    out["flag_line"] = np.where(pick_foreign, foreign, unlinked).tolist()
+    rows = np.flatnonzero(pick_unlinked | pick_foreign).tolist()
+    if not rows:
+        return {}
+    at = pa.array(rows, pa.int64())
+    texts = table["unlinked"].take(at).to_pylist()
+    chunks = table["foreign"].take(at).to_pylist()
+    flags = {}
+    for row, text, chunk in zip(rows, texts, chunks, strict=True):
+        if pick_foreign[row]:
+            flags[row] = Flag(FOREIGN_CHUNK, None, chunk, int(foreign[row]))
+        else:
+            flags[row] = Flag(RESPONSE_UNLINKED, text, None, int(unlinked[row]))
+    return flags

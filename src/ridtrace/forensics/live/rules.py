@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ridtrace.contract import OUTCOME_OK, RESPONSE_UNLINKED, SEVERITY, WORKER
-from ridtrace.forensics.live.parse import COLUMNS, SpanRows
+from ridtrace.forensics.live.parse import COLUMNS, Flag, SpanRows
 from ridtrace.forensics.live.spans import Cluster, Span, WindowState
 
 Finding = dict[str, Any]
@@ -82,48 +82,121 @@ class LiveRules:
                 gc.enable()
 
     def _feed(self, batch: SpanRows) -> list[Finding]:
-        state, spans = self.state, self.state.spans
+        # One pass over the rows with the common case inline (a new span, a fresh id,
+        # no flag): a method call, a dataclass or a Counter miss per span cost more than
+        # the rest of its handling. Each row's steps, in this order, are the rule.
+        state = self.state
+        spans = state.spans
+        get, move = spans.get, spans.move_to_end
+        by_id, produced, pairs, waiting = state.clusters, state.produced, state.pairs, state.waiting
         found: list[Finding] = []
         clusters: list[Cluster] = []
         fronts: list[Span] = []
-        rows = zip(*(batch.columns[c] for c in COLUMNS), strict=True)
+        new_spans = new_callers = 0
+        flags: list[Flag | None] = [None] * batch.rows
+        for row, flag in batch.flags.items():
+            flags[row] = flag
+        rows = zip(*(batch.columns[c] for c in COLUMNS), flags, strict=True)
         for (trace, span_id, file, first_line, last_line, t0, t1, rid, xrid, parent, fp_in,
-             fp_out, outcome, worker, closing, request_end, worker_end, flag_event,
-             flag_text, flag_chunk, flag_line) in rows:
+             fp_out, outcome, worker, closing, request_end, worker_end, flag) in rows:
             key = (trace, span_id)
-            span = spans.get(key)
+            span = get(key)
             if span is None:
-                span = self._new_span(key, file, first_line, t0, parent)
+                span = Span(span_id, file, first_line, last_line, t0, t1 if t1 > t0 else t0,
+                            parent, WORKER if worker else None, xrid, fp_in, fp_out, outcome)
+                spans[key] = span
+                new_spans += 1
+                up = get((trace, parent)) if parent is not None else None
+                if up is not None:
+                    span.parent_span = up
+                    up.open_children += 1
+                else:
+                    new_callers += 1
+                if rid is not None:
+                    cluster = by_id.get(rid)
+                    if cluster is None:  # a fresh id: a cluster of one, nothing to judge
+                        span.request_id = rid
+                        cluster = by_id[rid] = Cluster(rid, [span], span.last)
+                        span.clusters = [cluster]
+                    elif span.start < cluster.max_end:  # overlaps: joins (`WindowState.join`)
+                        span.request_id = rid
+                        members = cluster.members
+                        # A caller and its worker span, alone in the cluster (either may
+                        # come first): one caller, whose id neither can change, so no
+                        # duplicate now or later in this batch unless a third span joins.
+                        held = members[0]
+                        alone = len(members) == 1 and (
+                            (worker and held.parent is None and held.span_id == parent)
+                            or (parent is None and held.side == WORKER
+                                and held.parent == span_id)
+                        )
+                        members.append(span)
+                        if span.last > cluster.max_end:
+                            cluster.max_end = span.last
+                        span.clusters = [cluster]
+                        if not alone:
+                            clusters.append(cluster)
+                    else:
+                        cluster = state.join(span, rid)
+                        if len(cluster.members) > 1:
+                            clusters.append(cluster)
             else:
-                spans.move_to_end(key)
-            span.last_line = last_line
-            if t1 > span.last:
-                span.last = t1
-            if worker:
-                span.side = WORKER
-            if span.x_request_id is None:
-                span.x_request_id = xrid
-            if span.fp_in is None:
-                span.fp_in = fp_in
-            if span.fp_out is None:
-                span.fp_out = fp_out
-            if span.outcome is None:
-                span.outcome = outcome
-            if rid is not None and rid != span.request_id:
-                cluster = state.join(span, rid)
-                if len(cluster.members) > 1:  # one span alone holds no duplicate
-                    clusters.append(cluster)
-            for cluster in span.clusters:
-                if span.last > cluster.max_end:
-                    cluster.max_end = span.last
-            if flag_event is not None:
-                found.extend(self._unlinked(span, flag_event, flag_text, flag_chunk, flag_line))
+                move(key)
+                span.last_line = last_line
+                if t1 > span.last:
+                    span.last = t1
+                if worker:
+                    span.side = WORKER
+                if span.x_request_id is None:
+                    span.x_request_id = xrid
+                if span.fp_in is None:
+                    span.fp_in = fp_in
+                if span.fp_out is None:
+                    span.fp_out = fp_out
+                if span.outcome is None:
+                    span.outcome = outcome
+                if rid is not None and rid != span.request_id:
+                    cluster = state.join(span, rid)
+                    if len(cluster.members) > 1:  # one span alone holds no duplicate
+                        clusters.append(cluster)
+                for cluster in span.clusters:
+                    if span.last > cluster.max_end:
+                        cluster.max_end = span.last
+            if flag is not None:
+                found.extend(self._unlinked(span, flag))
             if worker_end:
-                self._worker_output(span, fronts)
+                # A worker's (fp_in, fp_out) is its caller's own work; its first ok output
+                # is what a crossed caller was delivered.
+                fp_in, fp_out = span.fp_in, span.fp_out
+                if fp_in is not None and fp_out is not None:
+                    if not span.paired:
+                        span.paired = True
+                        pair = (fp_in, fp_out)
+                        pairs[pair] = pairs.get(pair, 0) + 1
+                    if span.outcome == OUTCOME_OK and fp_out not in produced:
+                        produced[fp_out] = span
+                        if fp_out in waiting:
+                            for front in waiting.pop(fp_out):
+                                front.waiting = False
+                                fronts.append(front)
             if closing:
-                self._close(span, fronts)
+                if not span.closed:
+                    span.closed = True
+                    up = span.parent_span
+                    if up is not None:
+                        up.open_children -= 1
+                        if up.closed and up.open_children <= 0:
+                            fronts.append(up)  # its own work is all in: judge it again
                 if request_end and span.side != WORKER:
-                    fronts.append(span)
+                    if (not span.crossed_done and span.fp_in is not None
+                            and span.fp_out is not None and (span.fp_in, span.fp_out) in pairs):
+                        # Its own worker's pair is in (its worker read first): not crossed,
+                        # as `_crossed` would find after the batch, whatever comes later.
+                        span.crossed_done = True
+                    else:
+                        fronts.append(span)
+        self.spans_seen += new_spans
+        self.callers_seen += new_callers
         if batch.rows:
             state.watermark = max(state.watermark, batch.watermark)
         found.extend(self._duplicates(clusters))
@@ -132,52 +205,16 @@ class LiveRules:
             state.evict()
         return found
 
-    def _new_span(self, key: tuple[str | None, str], file: str, line: int, t: int,
-                  parent: str | None) -> Span:
-        span = Span(key[0], key[1], file, line, line, t, t, parent=parent)
-        self.state.spans[key] = span
-        self.spans_seen += 1
-        up = self.state.spans.get((key[0], parent)) if parent is not None else None
-        if up is not None:
-            span.parent_span = up
-            up.open_children += 1
-        else:
-            self.callers_seen += 1
-        return span
-
-    def _close(self, span: Span, fronts: list[Span]) -> None:
-        if span.closed:
-            return
-        span.closed = True
-        up = span.parent_span
-        if up is not None:
-            up.open_children -= 1
-            if up.closed and up.open_children <= 0:
-                fronts.append(up)  # its own work is all in: judge it again
-
-    def _worker_output(self, span: Span, fronts: list[Span]) -> None:
-        state = self.state
-        state.add_pair(span)
-        fp_out = span.fp_out
-        if span.outcome != OUTCOME_OK or fp_out is None or span.fp_in is None:
-            return
-        if fp_out not in state.produced:
-            state.produced[fp_out] = span
-            for front in state.waiting.pop(fp_out, []):
-                front.waiting = False
-                fronts.append(front)
-
-    def _unlinked(self, span: Span, event: str, text: str | None, chunk_rid: str | None,
-                  line: int) -> list[Finding]:
+    def _unlinked(self, span: Span, flag: Flag) -> list[Finding]:
         if span.unlinked_done:
             return []
         span.unlinked_done = True
-        if event == RESPONSE_UNLINKED:
-            detail = text or event
+        if flag.event == RESPONSE_UNLINKED:
+            detail = flag.text or flag.event
         else:
-            detail = (f"a worker chunk for request {chunk_rid} reached this caller's stream; "
-                      "it was not forwarded and the stream ended with an error")
-        return [_finding("unlinked", span, span.start, detail, [(span.file, line)])]
+            detail = (f"a worker chunk for request {flag.chunk_request_id} reached this "
+                      "caller's stream; it was not forwarded and the stream ended with an error")
+        return [_finding("unlinked", span, span.start, detail, [(span.file, flag.line)])]
 
     def _duplicates(self, clusters: list[Cluster]) -> list[Finding]:
         state = self.state

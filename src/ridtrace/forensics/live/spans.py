@@ -8,7 +8,7 @@ from the front, and the state holds what the window holds, not what was ever rea
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from ridtrace.contract import WORKER
@@ -16,44 +16,61 @@ from ridtrace.contract import WORKER
 SpanKey = tuple[str | None, str]
 
 
-@dataclass(slots=True, eq=False)
 class Cluster:
     """Spans that held one request_id at overlapping times (reported at most once)."""
 
-    request_id: str
-    members: list[Span] = field(default_factory=list)
-    max_end: int = 0
-    reported: bool = False
+    __slots__ = ("max_end", "members", "reported", "request_id")
+
+    def __init__(self, request_id: str, members: list[Span], max_end: int = 0) -> None:
+        self.request_id = request_id
+        self.members = members
+        self.max_end = max_end
+        self.reported = False
 
 
-@dataclass(slots=True, eq=False)
 class Span:
-    """What the rules know of one request span so far (times in epoch µs)."""
+    """What the rules know of one request span so far (times in epoch µs).
 
-    trace_id: str | None
-    span_id: str
-    file: str
-    first_line: int
-    last_line: int
-    start: int
-    last: int
-    parent: str | None = None
-    parent_span: Span | None = None
-    request_id: str | None = None
-    x_request_id: str | None = None
-    side: str | None = None
-    fp_in: str | None = None
-    fp_out: str | None = None
-    outcome: str | None = None
-    closed: bool = False
-    open_children: int = 0
-    # Every cluster it belongs to: a span that moves to another id (the legacy policy
-    # re-keys a request) still held the old one in flight, so it stays a member there.
-    clusters: list[Cluster] = field(default_factory=list)
-    paired: bool = False
-    waiting: bool = False
-    crossed_done: bool = False
-    unlinked_done: bool = False
+    A plain slotted class with one positional constructor: the rules make one per span
+    of the window (hundreds of thousands), and a dataclass's defaults and factories
+    cost more than the rest of a common span's handling.
+    """
+
+    # __weakref__: tests watch evicted spans being freed.
+    __slots__ = (
+        "__weakref__", "closed", "clusters", "crossed_done", "file", "first_line", "fp_in",
+        "fp_out", "last", "last_line", "open_children", "outcome", "paired", "parent",
+        "parent_span", "request_id", "side", "span_id", "start", "unlinked_done", "waiting",
+        "x_request_id",
+    )
+
+    def __init__(self, span_id: str, file: str, first_line: int, last_line: int, start: int,
+                 last: int, parent: str | None, side: str | None, x_request_id: str | None,
+                 fp_in: str | None, fp_out: str | None, outcome: str | None) -> None:
+        self.span_id = span_id
+        self.file = file
+        self.first_line = first_line
+        self.last_line = last_line
+        self.start = start
+        self.last = last
+        self.parent = parent
+        self.parent_span: Span | None = None
+        self.request_id: str | None = None
+        self.x_request_id = x_request_id
+        self.side = side
+        self.fp_in = fp_in
+        self.fp_out = fp_out
+        self.outcome = outcome
+        self.closed = False
+        self.open_children = 0
+        # Every cluster it belongs to: a span that moves to another id (the legacy policy
+        # re-keys a request) still held the old one in flight, so it stays a member there.
+        # A shared empty tuple until it joins one: most spans join exactly one.
+        self.clusters: list[Cluster] | tuple[()] = ()
+        self.paired = False
+        self.waiting = False
+        self.crossed_done = False
+        self.unlinked_done = False
 
     def caller(self) -> str:
         """The span id of the caller it works for (`rules.overlap.caller_of`, live).
@@ -74,7 +91,7 @@ class WindowState:
     spans: OrderedDict[SpanKey, Span] = field(default_factory=OrderedDict)
     clusters: dict[str, Cluster] = field(default_factory=dict)
     # (fp_in, fp_out) of every worker span with both: a caller's own work.
-    pairs: Counter[tuple[str, str]] = field(default_factory=Counter)
+    pairs: dict[tuple[str, str], int] = field(default_factory=dict)
     # fp_out → the first worker span that finished with it.
     produced: dict[str, Span] = field(default_factory=dict)
     # fp_out → callers delivered it, waiting for the worker that produced it.
@@ -116,18 +133,17 @@ class WindowState:
             span.start < cluster.max_end
             or any(not m.closed or m.caller() == span.caller() for m in cluster.members)
         ):
-            cluster = Cluster(request_id, max_end=span.last)
+            cluster = Cluster(request_id, [span], span.last)
             self.clusters[request_id] = cluster
-        cluster.members.append(span)
-        cluster.max_end = max(cluster.max_end, span.last)
-        span.clusters.append(cluster)
+        else:
+            cluster.members.append(span)
+            if span.last > cluster.max_end:
+                cluster.max_end = span.last
+        if span.clusters:
+            span.clusters.append(cluster)
+        else:
+            span.clusters = [cluster]
         return cluster
-
-    def add_pair(self, span: Span) -> None:
-        """Count a worker span's (fp_in, fp_out) once, when both are known."""
-        if not span.paired and span.fp_in is not None and span.fp_out is not None:
-            span.paired = True
-            self.pairs[(span.fp_in, span.fp_out)] += 1
 
     def wait(self, front: Span) -> None:
         """Park a caller until a worker's output for its fp_out is seen."""
@@ -136,41 +152,51 @@ class WindowState:
             self.waiting.setdefault(front.fp_out, []).append(front)
 
     def evict(self) -> int:
-        """Drop spans with no line inside the window; returns how many were dropped."""
+        """Drop spans with no line inside the window; returns how many were dropped.
+
+        Every span read is dropped here once: the forgetting is inline, with the indexes
+        in locals, as it costs as much per span as taking the span in.
+        """
         cutoff = self.watermark - self.window_us
+        spans, by_id, pairs, produced = self.spans, self.clusters, self.pairs, self.produced
         dropped = 0
-        while self.spans:
-            span = next(iter(self.spans.values()))
-            if span.last >= cutoff:
+        while spans:
+            key, span = spans.popitem(last=False)
+            if span.last >= cutoff:  # inside the window: back to the front, and done
+                spans[key] = span
+                spans.move_to_end(key, last=False)
                 break
-            self.spans.popitem(last=False)
-            self._forget(span)
             dropped += 1
+            if not span.closed:
+                self.open_at_edge += 1  # still open at the window's edge: counted, not judged
+            for cluster in span.clusters:
+                members = cluster.members
+                members.remove(span)
+                if not members and by_id.get(cluster.request_id) is cluster:
+                    del by_id[cluster.request_id]
+            fp_out = span.fp_out
+            if fp_out is not None:
+                if span.paired and span.fp_in is not None:
+                    pair = (span.fp_in, fp_out)
+                    if pairs[pair] > 1:
+                        pairs[pair] -= 1
+                    else:
+                        del pairs[pair]
+                if produced.get(fp_out) is span:
+                    del produced[fp_out]
+                if span.waiting:
+                    self._unwait(span, fp_out)
+            span.closed = span.crossed_done = True  # gone: nothing pending waits for it
+            span.parent_span = None
+            span.clusters = ()
         return dropped
 
-    def _forget(self, span: Span) -> None:
-        if not span.closed:
-            self.open_at_edge += 1  # still open at the window's edge: counted, not judged
-        for cluster in span.clusters:
-            cluster.members.remove(span)
-            if not cluster.members and self.clusters.get(cluster.request_id) is cluster:
-                del self.clusters[cluster.request_id]
-        if span.paired and span.fp_in is not None and span.fp_out is not None:
-            pair = (span.fp_in, span.fp_out)
-            self.pairs[pair] -= 1
-            if self.pairs[pair] <= 0:
-                del self.pairs[pair]
-        if span.fp_out is not None and self.produced.get(span.fp_out) is span:
-            del self.produced[span.fp_out]
-        span.closed = span.crossed_done = True  # gone: nothing pending waits for it
-        if span.waiting and span.fp_out is not None:
-            fronts = self.waiting.get(span.fp_out, [])
-            if span in fronts:
-                fronts.remove(span)
-            if not fronts:
-                self.waiting.pop(span.fp_out, None)
-        span.parent_span = None
-        span.clusters = []
+    def _unwait(self, span: Span, fp_out: str) -> None:
+        fronts = self.waiting.get(fp_out, [])
+        if span in fronts:
+            fronts.remove(span)
+        if not fronts:
+            self.waiting.pop(fp_out, None)
 
     def size(self) -> int:
         """Entries held: spans plus index entries (what memory follows)."""
