@@ -64,6 +64,7 @@ def to_window(since: Instant | None, until: Instant | None) -> Window | None:
         None if until is None else until.value // 1000,
     )
 
+
 # The SQL twin of the lines a rule can use; everything else only needs counting.
 _EVIDENCE = f"""(
     starts_with(event, 'request.') OR starts_with(event, 'worker.')
