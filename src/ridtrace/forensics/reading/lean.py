@@ -15,19 +15,15 @@ by its row number, to be judged in Python.
 from __future__ import annotations
 
 from ridtrace.contract import (
-    DEPRECATED_HEADER,
     DYNAMO_COMPLETED,
     DYNAMO_DEPRECATED_PATTERN,
     DYNAMO_FRONTEND_SPANS,
-    DYNAMO_GENERATE_FAILED,
     DYNAMO_RESPONSE_SENT,
     DYNAMO_SPAN_CLOSED,
     DYNAMO_WORKER_SPANS,
     FOREIGN_CHUNK,
     FRONTEND,
     LOG_SCHEMA,
-    OUTCOME_ERROR,
-    OUTCOME_OK,
     REQUEST_END,
     RESPONSE_UNLINKED,
     SPAN_CLOSED,
@@ -37,16 +33,18 @@ from ridtrace.contract import (
     WORKER_EVENT_PREFIX,
     WORKER_REFUSED,
 )
-from ridtrace.forensics.reading.sql import DISPLAY_FIELDS, literal
+from ridtrace.forensics.reading.sql import (
+    DISPLAY_FIELDS,
+    DYNAMO_OUTCOME,
+    RIDTRACE_DEPRECATED,
+    literal,
+    literal_list,
+)
 
 # Kinds of grouped row, in the ``_kind`` column.
 SUSPECT, OTHER, SPAN = 0, 1, 2
 
 _RT = f"(schema = {literal(LOG_SCHEMA)}) IS TRUE"
-
-
-def _in(values: tuple[str, ...]) -> str:
-    return "(" + ", ".join(literal(v) for v in values) + ")"
 
 
 # Dynamo's translation (`sql._DYN_EVENT`) for just the three events a span row keeps:
@@ -73,31 +71,21 @@ _RT_END = f"""CASE event WHEN {literal(REQUEST_END)} THEN 1 WHEN {literal(WORKER
 _DYN_END = f"""CASE WHEN {_DYN_CLOSED} THEN 3 WHEN {_DYN_UNLINKED} THEN 0
     WHEN coalesce(header, {_DYN_OLD_HEADER}) IS NOT NULL THEN 0
     WHEN message = {literal(DYNAMO_RESPONSE_SENT)} THEN 0
-    WHEN {_DYN_COMPLETED} AND span_name IN {_in(DYNAMO_FRONTEND_SPANS)} THEN 1
-    WHEN {_DYN_COMPLETED} AND span_name IN {_in(DYNAMO_WORKER_SPANS)} THEN 2 ELSE 0 END"""
-_DYN_OUTCOME = f"""CASE
-    WHEN message = {literal(DYNAMO_GENERATE_FAILED)} THEN {literal(OUTCOME_ERROR)}
-    WHEN message = {literal(DYNAMO_COMPLETED)} AND span_name IN {_in(DYNAMO_FRONTEND_SPANS)}
-        THEN CASE WHEN status = 'success' THEN {literal(OUTCOME_OK)} ELSE status END
-END"""
-_RT_DEPRECATED = (
-    f"coalesce(deprecated_headers, "
-    f"CASE WHEN event = {literal(DEPRECATED_HEADER)} THEN header END)"
-)
-
+    WHEN {_DYN_COMPLETED} AND span_name IN {literal_list(DYNAMO_FRONTEND_SPANS)} THEN 1
+    WHEN {_DYN_COMPLETED} AND span_name IN {literal_list(DYNAMO_WORKER_SPANS)} THEN 2 ELSE 0 END"""
 # Per line: the fields the aggregates read, each format's spelling resolved.
 _LINE = f"""
     rn, _t AS time, request_id, x_request_id,
     CASE WHEN _rt THEN parent_span_id ELSE parent_id END AS parent_span_id,
-    CASE WHEN _rt THEN outcome ELSE {_DYN_OUTCOME} END AS outcome,
+    CASE WHEN _rt THEN outcome ELSE {DYNAMO_OUTCOME} END AS outcome,
     CASE WHEN _rt THEN fp_in END AS fp_in,
     CASE WHEN _rt THEN fp_out END AS fp_out,
     CASE WHEN _rt THEN starts_with(event, {literal(WORKER_EVENT_PREFIX)})
-         ELSE span_name IN {_in(DYNAMO_WORKER_SPANS)} END AS _worker,
+         ELSE span_name IN {literal_list(DYNAMO_WORKER_SPANS)} END AS _worker,
     CASE WHEN _rt THEN event = {literal(RESPONSE_UNLINKED)} ELSE {_DYN_UNLINKED} END
         AS _unlinked,
     _rt AND event = {literal(FOREIGN_CHUNK)} AS _foreign,
-    CASE WHEN _rt THEN {_RT_DEPRECATED} ELSE {_DYN_DEPRECATED} END AS deprecated,
+    CASE WHEN _rt THEN {RIDTRACE_DEPRECATED} ELSE {_DYN_DEPRECATED} END AS deprecated,
     coalesce(error, message) AS _text, chunk_request_id,
     (CASE WHEN _rt THEN {_RT_END} ELSE {_DYN_END} END)::TINYINT AS _end,
     trace_id, span_id, _suspect, _empty, _time_text, _in_window,

@@ -56,13 +56,14 @@ def literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _in(values: tuple[str, ...]) -> str:
+def literal_list(values: tuple[str, ...]) -> str:
+    """A parenthesised list of SQL string literals, for ``IN``."""
     return "(" + ", ".join(literal(v) for v in values) + ")"
 
 
 _RT = f"(schema = {literal(LOG_SCHEMA)})"
-_DYN_WORKER = f"(span_name IN {_in(DYNAMO_WORKER_SPANS)})"
-_DYN_FRONT = f"(span_name IN {_in(DYNAMO_FRONTEND_SPANS)})"
+_DYN_WORKER = f"(span_name IN {literal_list(DYNAMO_WORKER_SPANS)})"
+_DYN_FRONT = f"(span_name IN {literal_list(DYNAMO_FRONTEND_SPANS)})"
 _RECEIVED = f"(message = {literal(DYNAMO_RECEIVED)})"
 _COMPLETED = f"(message = {literal(DYNAMO_COMPLETED)})"
 _SENT = f"(message = {literal(DYNAMO_RESPONSE_SENT)})"
@@ -81,7 +82,7 @@ _DYN_EVENT = f"""CASE
     WHEN {_RECEIVED} AND {_DYN_WORKER} THEN {literal(WORKER_START)}
 END"""
 # Dynamo's metrics line says "success"; the HTTP code is on "http response sent".
-_DYN_OUTCOME = f"""CASE
+DYNAMO_OUTCOME = f"""CASE
     WHEN message = {literal(DYNAMO_GENERATE_FAILED)} THEN {literal(OUTCOME_ERROR)}
     WHEN {_COMPLETED} AND {_DYN_FRONT}
         THEN CASE WHEN status = 'success' THEN {literal(OUTCOME_OK)} ELSE status END
@@ -92,7 +93,7 @@ def _pick(ridtrace: str, dynamo: str) -> str:
     return f"CASE WHEN {_RT} THEN {ridtrace} ELSE {dynamo} END"
 
 
-_RT_DEPRECATED = (
+RIDTRACE_DEPRECATED = (
     f"coalesce(deprecated_headers, CASE WHEN event = {literal(DEPRECATED_HEADER)} THEN header END)"
 )
 # Column name → expression over the raw fields, in the events frame's column order.
@@ -107,7 +108,7 @@ NORMALIZED: dict[str, str] = {
         f"WHEN {_DYN_FRONT} THEN {literal(FRONTEND)} END",
     ),
     "status": _pick("status", f"CASE WHEN {_SENT} THEN status END"),
-    "outcome": _pick("outcome", _DYN_OUTCOME),
+    "outcome": _pick("outcome", DYNAMO_OUTCOME),
     "route": _pick("coalesce(route, path)", "uri"),
     "method": "method",
     "service": _pick(
@@ -123,7 +124,7 @@ NORMALIZED: dict[str, str] = {
     "fp_in": _pick("fp_in", "NULL"),
     "fp_out": _pick("fp_out", "NULL"),
     "deprecated": _pick(
-        _RT_DEPRECATED,
+        RIDTRACE_DEPRECATED,
         f"CASE WHEN ({_DYN_EVENT}) = {literal(DEPRECATED_HEADER)} THEN {_DYN_DEPRECATED} END",
     ),
     "client": "client",
@@ -179,7 +180,7 @@ def span_aggregates() -> str:
     min(rn) FILTER (WHERE {foreign}) AS foreign_rn,
     arg_min(deprecated, rn) FILTER (WHERE deprecated IS NOT NULL) AS deprecated,
     min(rn) FILTER (WHERE deprecated IS NOT NULL) AS deprecated_rn,
-    bool_or(event IN {_in(CLOSING_EVENTS)}) IS TRUE AS closing,
+    bool_or(event IN {literal_list(CLOSING_EVENTS)}) IS TRUE AS closing,
     bool_or(event = {literal(REQUEST_END)}) IS TRUE AS request_end,
     bool_or(event = {literal(WORKER_END)}) IS TRUE AS worker_end"""
 
