@@ -10,7 +10,7 @@ from typing import Any
 from ridtrace.forensics.live.follow import Follower, FollowSettings
 from ridtrace.forensics.live.parse import COLUMNS, SpanRows
 from ridtrace.forensics.live.rules import LiveRules
-from tests.forensics.helpers import rt, ts
+from tests.forensics.helpers import rt, rt_request, ts
 
 S = 1_000_000  # µs
 
@@ -187,3 +187,21 @@ def test_evicted_spans_are_freed_without_the_cycle_collector() -> None:
     finally:
         gc.enable()
     assert rules.state.size() == 2  # z and its id
+
+
+def test_a_closed_follower_frees_its_window_without_the_cycle_collector(tmp_path: Path) -> None:
+    # One request_id held by ten requests in turn: a cluster per request, each in a
+    # cycle with its span, only one of them still the id's current cluster.
+    lines = [line for k in range(10) for line in rt_request(f"s{k}", "7", 2 * k, 2 * k + 1)]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
+    follower.start()
+    follower.poll()
+    held = [weakref.ref(span) for span in follower.rules.state.spans.values()]
+    assert len(held) == 10
+    gc.disable()
+    try:
+        follower.close()
+        assert [ref() for ref in held] == [None] * len(held)
+    finally:
+        gc.enable()

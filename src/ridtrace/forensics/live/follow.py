@@ -129,7 +129,8 @@ class Follower:
         return out
 
     def close(self) -> None:
-        """Release files, the DuckDB connection and the staging directory."""
+        """Release the window, files, the DuckDB connection and the staging directory."""
+        self.rules.state.release()
         self.watch.close()
         self._con.close()
         self._tmp.cleanup()
