@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ridtrace.contract import FINDING_KINDS, SEVERITY
+from ridtrace.forensics.live.collector import PollCollector
 from ridtrace.forensics.live.parse import parse_chunk, span_rows
 from ridtrace.forensics.live.rules import Finding, LiveRules
 from ridtrace.forensics.live.watch import Watch
@@ -90,17 +91,19 @@ class Follower:
         After `stop()` turns true, rounds go on until what was already written is read,
         so a summary taken after a signal covers every line written before it.
         """
-        while True:
-            stopping = stop()  # rounds after a signal drain what is already written
-            findings, more = self.poll()
-            for finding in findings:
-                self.reported[finding["kind"]] += 1
-                if not on_finding(finding):
+        with PollCollector() as collector:
+            while True:
+                stopping = stop()  # rounds after a signal drain what is already written
+                findings, more = self.poll()
+                collector.after_poll()
+                for finding in findings:
+                    self.reported[finding["kind"]] += 1
+                    if not on_finding(finding):
+                        return
+                if stopping and not more:
                     return
-            if stopping and not more:
-                return
-            if not more and not stop():
-                sleep(self.settings.interval)
+                if not more and not stop():
+                    sleep(self.settings.interval)
 
     def summary(self) -> dict[str, Any]:
         """Counters so far, in the shape of the analyze report's summary where they agree."""
