@@ -226,3 +226,29 @@ def test_one_banner_in_200_lines_is_complete(tmp_path: Path) -> None:
     (tmp_path / "frontend.jsonl").write_text("\n".join([*good, "one banner"]) + "\n")
     code, doc, _ = run(str(tmp_path))
     assert code == 0 and doc["summary"]["incomplete"] is False  # type: ignore[index]
+
+
+def test_a_file_duckdb_has_no_memory_for_is_named_and_makes_the_result_incomplete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ridtrace.forensics.reading.files as files
+
+    lines = [rt("request.start", request_id="1", span_id="a", trace_id="t"),
+             rt("request.end", request_id="1", span_id="a", trace_id="t")]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    real_connect = files.connect
+
+    def starved() -> object:
+        con = real_connect()
+        con.execute("SET memory_limit = '1MB'")  # less than the JSON reader's first buffer
+        return con
+
+    monkeypatch.setattr(files, "connect", starved)
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path), "--format", "json"])
+    assert result.exit_code == 3, result.output
+    summary = json.loads(result.stdout)["summary"]
+    [note] = summary["unreadable_files"]
+    assert Path(note["file"]).name == "frontend.jsonl"
+    assert note["reason"].startswith("out of memory while reading it (")
+    assert "--engine dask" in note["reason"]
+    assert "frontend.jsonl: out of memory" in result.stderr

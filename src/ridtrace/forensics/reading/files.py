@@ -148,6 +148,15 @@ def read_source(
     except OSError as exc:
         stats.unreadable_files.append(FileNote(src.name, f"read failed: {exc}"))
         return None
+    except duckdb.OutOfMemoryException as exc:
+        # DuckDB's per-span aggregate did not fit its memory limit: this file is lost to
+        # the report (exit 3), the others are still read.
+        limit = str(exc).partition("\n")[0]
+        stats.unreadable_files.append(FileNote(
+            src.name, f"out of memory while reading it ({limit}); --engine dask reads a "
+            "big input in partitions",
+        ))
+        return None
     finally:
         if src.path is not None:
             raw.close()
