@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,7 +20,7 @@ from click.testing import CliRunner
 
 from ridtrace.cli.main import main
 from ridtrace.testing.dynamo import DynamoSpec, DynamoTruth, write_dynamo_logs
-from tests.forensics.helpers import rt
+from tests.forensics.helpers import rt, rt_request
 
 DUPLICATES = 4
 
@@ -252,3 +256,48 @@ def test_a_file_duckdb_has_no_memory_for_is_named_and_makes_the_result_incomplet
     assert note["reason"].startswith("out of memory while reading it (")
     assert "--engine dask" in note["reason"]
     assert "frontend.jsonl: out of memory" in result.stderr
+
+
+def test_a_named_pipe_is_read_whole_as_a_stream(tmp_path: Path) -> None:
+    # `ridtrace analyze <(zcat app.jsonl.gz)` hands over a pipe: DuckDB and the line
+    # numbering must not each open it (the second reader saw nothing: "0 lines", exit 0).
+    pipe = tmp_path / "frontend.jsonl"
+    os.mkfifo(pipe)
+    lines = rt_request("a", "7", 0, 3) + rt_request("b", "7", 1, 2)
+    text = "\n".join(sorted(lines, key=lambda x: json.loads(x)["time"])) + "\n"
+
+    def write() -> None:
+        with open(pipe, "w") as out:  # blocks until the reader opens it
+            out.write(text)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    # A real process, so that a read that waits on the pipe fails the test, not the run.
+    done = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "analyze", str(pipe), "--format", "json", "-q"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    writer.join(timeout=30)
+    assert not writer.is_alive()
+    doc = json.loads(done.stdout)
+    assert doc["summary"]["lines"] == 4
+    assert _found(doc, "duplicate_in_flight") == 1
+    assert done.returncode == 1
+
+
+def test_a_walk_names_the_pipes_it_leaves_and_the_broken_links_it_cannot_read(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
+    os.mkfifo(tmp_path / "stream.jsonl")  # nobody writes: opening it would wait forever
+    (tmp_path / "worker.jsonl").symlink_to(tmp_path / "rotated-away.jsonl")
+    (tmp_path / "NOTES").symlink_to(tmp_path / "gone")
+    code, doc, _ = run(str(tmp_path))
+    summary = doc["summary"]
+    ignored = {Path(n["file"]).name: n["reason"] for n in summary["ignored_files"]}  # type: ignore[index]
+    unreadable = {Path(n["file"]).name: n["reason"] for n in summary["unreadable_files"]}  # type: ignore[index]
+    assert ignored == {"stream.jsonl": "not a regular file (a pipe, socket or device)",
+                       "NOTES": "a broken symbolic link"}
+    assert unreadable == {"worker.jsonl": "a broken symbolic link"}
+    assert summary["files"] == 1 and summary["requests"] == 1  # type: ignore[index]
+    assert code == 3  # a log-named file could not be read: incidents may be missing

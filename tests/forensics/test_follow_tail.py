@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import threading
 from pathlib import Path
 
 from ridtrace.forensics.live.follow import Follower, FollowSettings
@@ -133,3 +134,19 @@ def test_bad_lines_are_counted_with_their_line_in_the_file(tmp_path: Path) -> No
     samples = [(s.line, s.reason) for s in follower.stats.samples]
     assert [line for line, _ in samples] == [3, 6]
     assert follower.stats.lines == 6 and follower.stats.bad_lines == 2
+
+
+def test_a_pipe_in_a_followed_directory_is_set_aside_not_opened(tmp_path: Path) -> None:
+    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
+    os.mkfifo(tmp_path / "stream.jsonl")  # nobody writes: opening it would wait forever
+    stats = ReadStats()
+    watch = Watch([str(tmp_path)], stats, from_start=True)
+    # On a thread: a watch that opens the pipe blocks for good, and fails here.
+    looked = threading.Thread(target=lambda: (watch.discover(), watch.discover()), daemon=True)
+    looked.start()
+    looked.join(timeout=30)
+    assert not looked.is_alive()
+    assert [t.name for t in watch.tails.values()] == [str(tmp_path / "frontend.jsonl")]
+    assert [(Path(n.file).name, n.reason) for n in stats.ignored_files] == [
+        ("stream.jsonl", "not a regular file (a pipe, socket or device)")
+    ]  # named once, though looked at twice

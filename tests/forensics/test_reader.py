@@ -66,6 +66,17 @@ def test_bad_lines_are_counted_and_located(tmp_path: Path) -> None:
     assert all(s.file.endswith("f.jsonl") for s in logs.stats.samples)
 
 
+def test_json_nested_beyond_the_parsers_limit_is_a_bad_line_not_a_crash(tmp_path: Path) -> None:
+    good = rt_request("a" * 16, "r1", 0, 1)
+    lines: list[str | bytes] = [
+        good[0], "[" * 100_000 + "]" * 100_000, '{"a":' * 5_000 + "1" + "}" * 5_000, good[1],
+    ]
+    logs = load_events([str(_write(tmp_path / "f.jsonl", lines))])
+    assert logs.stats.lines == 4 and logs.stats.bad_lines == 2
+    assert list(logs.events["line"]) == [1, 4]
+    assert _reasons(logs) == {2: "JSON nested too deeply", 3: "JSON nested too deeply"}
+
+
 def test_numeric_and_string_ids_mix(tmp_path: Path) -> None:
     lines = [
         rt("request.start", request_id=1, x_request_id=7, span_id="a" * 16, trace_id="t" * 32),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +47,7 @@ class Watch:
                     dirnames.sort()
                     for name in sorted(filenames):
                         yield Path(dirpath) / name, True
-            elif path.is_file():
+            elif path.exists():  # a file, or a pipe or device `discover` sets aside
                 yield path, False
             elif any(ch in raw for ch in "*?["):
                 for match in sorted(glob.glob(raw, recursive=True)):
@@ -68,6 +69,13 @@ class Watch:
             key = (st.st_dev, st.st_ino)
             seen[key] = path
             if key in self.tails or key in self.settled:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                # A pipe has no end to start from and no rotation to follow; opening one
+                # with no writer would block every poll.
+                self.stats.ignored_files.append(
+                    FileNote(str(path), "not a regular file (a pipe, socket or device)"))
+                self.settled.add(key)
                 continue
             if walked and not self._looks_like_log(path, key, st.st_size):
                 continue

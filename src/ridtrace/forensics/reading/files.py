@@ -25,6 +25,7 @@ from ridtrace.forensics.reading.inputs import (
     DecodedStream,
     Source,
     ignore_reason,
+    not_regular_reason,
     open_raw,
 )
 from ridtrace.forensics.reading.lines import (
@@ -122,6 +123,11 @@ def read_source(
     on_bytes: Progress | None = None,
 ) -> T | None:
     """`use` applied to the source parsed by DuckDB; None when it is ignored or unreadable."""
+    if src.from_directory and not src.regular and src.path is not None:
+        why, loses_a_log = not_regular_reason(src.path)
+        notes = stats.unreadable_files if loses_a_log else stats.ignored_files
+        notes.append(FileNote(src.name, why))
+        return None
     try:
         raw = open_raw(src)
     except OSError as exc:
@@ -136,7 +142,9 @@ def read_source(
                 stats.ignored_files.append(FileNote(src.name, reason))
                 return None
         stats.files += 1
-        in_place = src.path is not None and not decoded.gzip and not _had_bom(src.path)
+        # A pipe is read once, as a stream: DuckDB and the line map cannot both open it.
+        in_place = (src.path is not None and src.regular and not decoded.gzip
+                    and not _had_bom(src.path))
         if in_place and src.path is not None:
             wait = _map_in_thread(src.path, on_bytes)
             return use(parse(con, src.path, wait, src.name, stats, lean, window))

@@ -13,6 +13,7 @@ import glob
 import io
 import os
 import re
+import stat
 import sys
 import zlib
 from collections.abc import Sequence
@@ -41,6 +42,9 @@ class Source:
     path: Path | None
     size: int
     from_directory: bool = False
+    # False for a pipe (``<(zcat app.log.gz)``), a device, or a walk's broken link: such
+    # a path can be read once only, as a stream, or not at all.
+    regular: bool = True
 
 
 def _has_glob(text: str) -> bool:
@@ -57,12 +61,30 @@ def _walk(root: Path) -> list[Path]:
 
 def _file_source(path: Path, *, from_directory: bool) -> Source:
     try:
-        size = path.stat().st_size
+        info = path.stat()
     except OSError as exc:
         raise ForensicsInputError(f"cannot read {path}: {exc.strerror}") from exc
     if not os.access(path, os.R_OK):
         raise ForensicsInputError(f"cannot read {path}: permission denied")
-    return Source(name=str(path), path=path, size=size, from_directory=from_directory)
+    return Source(name=str(path), path=path, size=info.st_size, from_directory=from_directory,
+                  regular=stat.S_ISREG(info.st_mode))
+
+
+def _walked_entry(path: Path) -> Source:
+    """A directory walk's entry that is no regular file: `read_source` says why it is
+    not read (`not_regular_reason`)."""
+    return Source(name=str(path), path=path, size=0, from_directory=True, regular=False)
+
+
+def not_regular_reason(path: Path) -> tuple[str, bool]:
+    """Why a walk's entry that is no regular file is not read, and whether a log may be
+    lost with it (a broken link named like a log: the result is then incomplete).
+
+    A pipe found by walking is left alone: reading it would wait for a writer forever.
+    """
+    if path.is_symlink() and not path.exists():
+        return "a broken symbolic link", bool(_LOG_NAME.search(path.name.lower()))
+    return "not a regular file (a pipe, socket or device)", False
 
 
 def expand_inputs(inputs: Sequence[str]) -> list[Source]:
@@ -86,6 +108,8 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
         for child in _walk(root):
             if child.is_file():
                 add(_file_source(child, from_directory=True))
+            else:
+                add(_walked_entry(child))
 
     for raw in inputs:
         if raw == "-":

@@ -67,6 +67,10 @@ def judge_line(text: bytes, fields: Sequence[str]) -> dict[str, Any] | str:
         obj = _DECODE.decode(decoded.strip())
     except (UnicodeDecodeError, ValueError):
         return _malformed(text)
+    except RecursionError:
+        # RFC 8259 lets a parser limit nesting; the standard library's is the
+        # interpreter's recursion limit (about a thousand levels), DuckDB's lower still.
+        return "JSON nested too deeply"
     if not isinstance(obj, dict):
         return "not a JSON object"
     row: dict[str, Any] = {name: _text(obj.get(name)) for name in fields}
