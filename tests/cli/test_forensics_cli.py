@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from ridtrace.cli.main import main
 from ridtrace.testing.synth import SynthSpec, SynthTruth, write_logs
+from tests.forensics.helpers import rt_request
 
 SAMPLE = Path("/work/shared/samples/dynamo-jsonl-sample.jsonl")
 
@@ -176,6 +177,23 @@ def test_export_jaeger(logs: tuple[Path, SynthTruth], tmp_path: Path) -> None:
                 assert ref["refType"] == "CHILD_OF" and ref["spanID"] in spans
         for proc in trace["processes"].values():
             assert proc["serviceName"] and proc["tags"] == []
+
+
+def test_export_jaeger_takes_requests_whose_end_names_no_outcome(tmp_path: Path) -> None:
+    # Another system's logs: a request.end with no outcome field, beside one that failed.
+    quiet = rt_request("a", "1", 0, 1)
+    quiet[1] = json.dumps({k: v for k, v in json.loads(quiet[1]).items() if k != "outcome"})
+    failed = rt_request("b", "2", 2, 3)
+    failed[1] = json.dumps({**json.loads(failed[1]), "outcome": "error", "status": 500})
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(quiet + failed) + "\n")
+    target = tmp_path / "traces.json"
+    code, _, err = run("export", "jaeger", str(log), "-o", str(target))
+    assert code == 0, err
+    spans = {s["spanID"]: s for t in json.loads(target.read_text())["data"] for s in t["spans"]}
+    assert set(spans) == {"a", "b"}
+    assert not any(t["key"] == "error" for t in spans["a"]["tags"])
+    assert {"key": "error", "type": "bool", "value": True} in spans["b"]["tags"]
 
 
 def test_export_requires_output(clean: Path) -> None:

@@ -102,7 +102,7 @@ def to_jaeger(
                 refs.append({"refType": "CHILD_OF", "traceID": trace_id, "spanID": parent})
             else:
                 tags.append(_tag("parent_span_id", parent))
-        if r.outcome == "error":
+        if _present(r.outcome) and r.outcome == "error":
             tags.append(_tag("error", True))
         trace["spans"].append(
             {
