@@ -196,5 +196,17 @@ def test_export_jaeger_takes_requests_whose_end_names_no_outcome(tmp_path: Path)
     assert {"key": "error", "type": "bool", "value": True} in spans["b"]["tags"]
 
 
+def test_the_table_shows_ids_that_look_like_markup_as_text(tmp_path: Path) -> None:
+    # Request ids are the client's: "[/bold]" made rich raise MarkupError, no report.
+    rid, xrid = "[/b]7", "[red]y[/red]"  # short: no column folds them
+    lines = rt_request("a", rid, 0, 3, xrid=xrid) + rt_request("b", rid, 1, 2)
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(sorted(lines, key=lambda x: json.loads(x)["time"])) + "\n")
+    code, out, err = run("analyze", str(log))
+    assert code == 1, err
+    assert "duplicate_in_flight" in out
+    assert f"│ {rid} " in out and f"│ {xrid} " in out
+
+
 def test_export_requires_output(clean: Path) -> None:
     assert run("export", "jaeger", str(clean))[0] == 2

@@ -25,7 +25,10 @@ def _console(to_terminal: bool) -> tuple[Console, io.StringIO]:
     buf = io.StringIO()
     color = to_terminal and sys.stdout.isatty()
     width = shutil.get_terminal_size((160, 24)).columns if color else 160
-    return Console(file=buf, width=width, force_terminal=color, no_color=not color), buf
+    # No markup: request ids, client ids and file names come from the logs, and a
+    # client's "[/bold]" would be a style tag (or a MarkupError that loses the report).
+    console = Console(file=buf, width=width, force_terminal=color, no_color=not color, markup=False)
+    return console, buf
 
 
 def _cell(value: Any) -> str:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ridtrace.demo.proof import Detection
@@ -62,7 +63,7 @@ def findings_side_by_side(
 def _cell(value: object) -> str:
     if isinstance(value, pd.Timestamp):
         return value.strftime("%Y-%m-%d %H:%M:%SZ")
-    return str(value)
+    return escape(str(value))  # client ids come from the logs: text, not markup
 
 
 def audit_table(console: Console, audit: pd.DataFrame) -> None:
