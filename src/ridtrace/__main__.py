@@ -1,5 +1,5 @@
 """``python -m ridtrace`` runs the CLI (no console script on PATH needed)."""
 
-from ridtrace.cli.main import main
+from ridtrace.cli.main import run
 
-main()
+run()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -210,3 +212,27 @@ def test_the_table_shows_ids_that_look_like_markup_as_text(tmp_path: Path) -> No
 
 def test_export_requires_output(clean: Path) -> None:
     assert run("export", "jaeger", str(clean))[0] == 2
+
+
+def test_analyze_leaves_without_teardown_only_from_the_console_entry(tmp_path: Path) -> None:
+    lines = rt_request("a", "7", 0, 3) + rt_request("b", "7", 1, 2)
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(sorted(lines, key=lambda x: json.loads(x)["time"])) + "\n")
+    report = tmp_path / "report.json"
+    # An atexit hook stands for the interpreter's teardown: skipped, the report whole.
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: sys.stderr.write('torn down\\n'))\n"
+        "from ridtrace.cli.main import run\n"
+        f"sys.argv = ['ridtrace', 'analyze', {str(log)!r}, '--format', 'json', '-q',"
+        f" '-o', {str(report)!r}]\n"
+        "run()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 1, done.stderr
+    assert "torn down" not in done.stderr
+    assert json.loads(report.read_text())["summary"]["duplicate_in_flight"] == 1
+    # In process (CliRunner, an embedding program) the command returns as usual.
+    code, _, _ = run("analyze", str(log), "--format", "json", "-q", "-o", str(report))
+    assert code == 1

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ridtrace.cli import quick_exit
 from ridtrace.cli.engine import dask_report, engine_choice, engine_options
 from ridtrace.cli.follow import follow_command, follow_options
 
@@ -248,4 +249,6 @@ def analyze(
     if code == 3 and not quiet:
         reasons = "; ".join(report.summary["incomplete_reasons"][:3])
         click.echo(f"ridtrace: input incomplete, incidents may be missing: {reasons}", err=True)
+    if not choice.dask:  # a Dask cluster is shut down in order, not dropped
+        quick_exit.request()  # everything is written; the rest would be freeing memory
     ctx.exit(code)

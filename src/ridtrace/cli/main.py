@@ -2,10 +2,23 @@
 
 import click
 
+from ridtrace.cli import quick_exit
+
 
 @click.group()
 def main() -> None:
     """ridtrace: request identity, tracing and log forensics."""
+
+
+def run() -> None:
+    """The ``ridtrace`` console script and ``python -m ridtrace``: `main`, ending the
+    process at once when the command asked for it (`ridtrace.cli.quick_exit`)."""
+    try:
+        main()
+    except SystemExit as done:
+        if quick_exit.requested() and (done.code is None or isinstance(done.code, int)):
+            quick_exit.leave(done.code or 0)
+        raise
 
 
 from ridtrace.cli.serve import serve  # noqa: E402  (frontend plugin commands)
