@@ -34,6 +34,16 @@ def test_clean_file_keeps_every_line_number(tmp_path: Path) -> None:
     assert list(logs.events["line"]) == [1, 2, 3, 4]
 
 
+@pytest.mark.parametrize("stamp", [
+    "2026-11-29T10:00:01.5Z", "2026-11-29t10:00:01.5z", "2026-11-29T11:00:01.5+01:00",
+    "2026-11-29 10:00:01.5+00:00", "2026-11-29T10:00:01.500000000Z",
+])
+def test_rfc3339_times_in_any_allowed_spelling_are_read(tmp_path: Path, stamp: str) -> None:
+    logs = load_events([str(_write(tmp_path / "f.jsonl", [rt("request.start", time=stamp)]))])
+    assert logs.stats.bad_lines == 0, _reasons(logs)
+    assert [t.isoformat() for t in logs.events["time"]] == ["2026-11-29T10:00:01.500000+00:00"]
+
+
 def test_bad_lines_are_counted_and_located(tmp_path: Path) -> None:
     good = rt_request("a" * 16, "r1", 0, 1)
     lines: list[str | bytes] = [

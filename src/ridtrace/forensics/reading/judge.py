@@ -19,6 +19,11 @@ _DECODE = json.JSONDecoder()
 
 def parse_time(value: str) -> datetime | None:
     """An ISO 8601 time as a UTC datetime (naive means UTC), or None."""
+    # RFC 3339 allows a lower-case "t" and "z" (§5.6); fromisoformat and DuckDB do not.
+    if value[10:11] == "t":
+        value = value[:10] + "T" + value[11:]
+    if value.endswith("z"):
+        value = value[:-1] + "Z"
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
