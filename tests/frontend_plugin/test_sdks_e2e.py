@@ -39,6 +39,36 @@ def test_openai_completions(oai: openai.OpenAI) -> None:
     assert "completion sdk stream" in "".join(c.choices[0].text for c in stream)
 
 
+def test_openai_streams_end_with_the_usage_when_asked(oai: openai.OpenAI) -> None:
+    chunks = list(oai.chat.completions.create(
+        model="echo", messages=[{"role": "user", "content": "usage please"}], stream=True,
+        stream_options={"include_usage": True},
+    ))
+    *text_chunks, last = chunks
+    assert last.choices == [] and last.usage is not None
+    assert last.usage.completion_tokens > 0
+    assert last.usage.total_tokens == last.usage.prompt_tokens + last.usage.completion_tokens
+    assert all(c.usage is None and len(c.choices) == 1 for c in text_chunks)
+    assert text_chunks[-1].choices[0].finish_reason == "stop"
+    done = list(oai.completions.create(model="echo", prompt="usage too", stream=True,
+                                       stream_options={"include_usage": True}))
+    assert done[-1].choices == [] and done[-1].usage is not None
+    plain = list(oai.completions.create(model="echo", prompt="no usage", stream=True))
+    assert all(c.usage is None and c.choices for c in plain)
+
+
+def test_openai_asks_for_one_choice_or_is_told_why_not(oai: openai.OpenAI) -> None:
+    reply = oai.chat.completions.create(
+        model="echo", messages=[{"role": "user", "content": "one"}], n=1
+    )
+    assert len(reply.choices) == 1
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.chat.completions.create(model="echo", messages=[{"role": "user", "content": "x"}], n=2)
+    assert "'n' must be 1" in str(info.value)
+    with pytest.raises(openai.BadRequestError):
+        oai.completions.create(model="echo", prompt="x", n=3)
+
+
 def test_openai_responses(oai: openai.OpenAI) -> None:
     reply = oai.responses.create(model="echo", input="responses sdk plain")
     assert "responses sdk plain" in reply.output_text

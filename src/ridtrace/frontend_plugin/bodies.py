@@ -47,6 +47,8 @@ class Parsed:
     stream: bool
     body_client_id: str | None = None
     session_id: str | None = None
+    # OpenAI's ``stream_options.include_usage``: a last chunk with the usage, no choices.
+    include_usage: bool = False
 
 
 def require_object(raw: Any) -> dict[str, Any]:
@@ -74,6 +76,33 @@ def opt_bool(body: dict[str, Any], name: str) -> bool:
     if not isinstance(value, bool):
         raise InvalidRequest(f"'{name}' must be a boolean, not {_kind(value)}", param=name)
     return value
+
+
+def stream_usage(body: dict[str, Any]) -> bool:
+    """OpenAI's ``stream_options.include_usage`` (``false`` when absent)."""
+    options = body.get("stream_options")
+    if options is None:
+        return False
+    if not isinstance(options, dict):
+        raise InvalidRequest(
+            f"'stream_options' must be an object, not {_kind(options)}", param="stream_options"
+        )
+    value = options.get("include_usage")
+    if value is not None and not isinstance(value, bool):
+        raise InvalidRequest(
+            f"'stream_options.include_usage' must be a boolean, not {_kind(value)}",
+            param="stream_options",
+        )
+    return bool(value)
+
+
+def single_choice(body: dict[str, Any]) -> None:
+    """OpenAI's ``n``: one choice per request is what the engines produce."""
+    value = body.get("n")
+    if value is None or (value == 1 and isinstance(value, int) and not isinstance(value, bool)):
+        return
+    raise InvalidRequest(f"'n' must be 1: one choice per request is supported, got {value!r}",
+                         param="n")
 
 
 def token_limit(

@@ -10,6 +10,8 @@ from ridtrace.frontend_plugin.bodies import (
     chat_prompt,
     opt_bool,
     opt_str,
+    single_choice,
+    stream_usage,
     token_limit,
     token_prompt,
 )
@@ -40,6 +42,11 @@ def _usage(finished: Finished, tokens: int) -> dict[str, int]:
         "completion_tokens": tokens,
         "total_tokens": finished.prompt_tokens + tokens,
     }
+
+
+def _usage_chunk(event: dict[str, Any], finished: Finished) -> bytes:
+    """The last chunk ``stream_options.include_usage`` asks for: no choices, the usage."""
+    return sse({**event, "choices": [], "usage": _usage(finished, finished.tokens)})
 
 
 def _stream_error(failed: Failed) -> bytes:
@@ -73,7 +80,10 @@ class _ChatRenderer(Renderer):
         return self._delta.render(text)
 
     def finish(self, finished: Finished, text: str) -> bytes:
-        return self._chunk({}, finished.finish_reason) + _DONE
+        last = self._chunk({}, finished.finish_reason)
+        if self.parsed.include_usage:
+            last += _usage_chunk(self._event({}, None), finished)
+        return last + _DONE
 
     def fail(self, failed: Failed) -> bytes:
         return _stream_error(failed)
@@ -100,11 +110,13 @@ class _ChatSpec(ApiSpec):
     legacy_id_headers = _LEGACY_HEADERS
 
     def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
+        single_choice(body)
         return Parsed(
             model=opt_str(body, "model", settings.model) or settings.model,
             prompt=chat_prompt(body.get("messages")),
             max_tokens=_limit(body, settings, "max_completion_tokens", "max_tokens"),
             stream=opt_bool(body, "stream"),
+            include_usage=stream_usage(body),
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:
@@ -133,7 +145,10 @@ class _CompletionRenderer(Renderer):
         return self._delta.render(text)
 
     def finish(self, finished: Finished, text: str) -> bytes:
-        return self._chunk("", finished.finish_reason) + _DONE
+        last = self._chunk("", finished.finish_reason)
+        if self.parsed.include_usage:
+            last += _usage_chunk(self._event("", None), finished)
+        return last + _DONE
 
     def fail(self, failed: Failed) -> bytes:
         return _stream_error(failed)
@@ -158,11 +173,13 @@ class _CompletionSpec(ApiSpec):
     def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
         if "prompt" not in body:
             raise InvalidRequest("'prompt' is required", param="prompt")
+        single_choice(body)
         return Parsed(
             model=opt_str(body, "model", settings.model) or settings.model,
             prompt=token_prompt(body["prompt"], "prompt"),
             max_tokens=_limit(body, settings, "max_tokens"),
             stream=opt_bool(body, "stream"),
+            include_usage=stream_usage(body),
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:
