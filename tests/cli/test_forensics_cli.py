@@ -210,6 +210,22 @@ def test_the_table_shows_ids_that_look_like_markup_as_text(tmp_path: Path) -> No
     assert f"│ {rid} " in out and f"│ {xrid} " in out
 
 
+def test_csv_cells_a_spreadsheet_would_run_are_kept_as_text(tmp_path: Path) -> None:
+    import csv
+    import io
+
+    # A client picks its x-request-id: "=HYPERLINK(...)" must not become a formula.
+    rid, xrid = "-7", '=HYPERLINK("http://example.invalid")'
+    lines = rt_request("a", rid, 0, 3, xrid=xrid) + rt_request("b", rid, 1, 2)
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(sorted(lines, key=lambda x: json.loads(x)["time"])) + "\n")
+    code, out, err = run("analyze", str(log), "--format", "csv")
+    assert code == 1, err
+    [row] = list(csv.DictReader(io.StringIO(out)))
+    assert row["request_id"] == "'-7" and row["x_request_id"] == "'" + xrid
+    assert row["kind"] == "duplicate_in_flight" and row["evidence"].startswith(str(log))
+
+
 def test_export_requires_output(clean: Path) -> None:
     assert run("export", "jaeger", str(clean))[0] == 2
 

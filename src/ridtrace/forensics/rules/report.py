@@ -235,10 +235,11 @@ def report_csv(report: Report) -> str:
     found = report.found
     with paused_gc():
         writer.writerows(zip(
-            found.kind, [SEVERITY[k] for k in found.kind], _blank(found.request_id),
-            _blank(found.x_request_id), _blank(found.span_id), _blank(found.iso_times()),
-            found.detail, [";".join(f"{e['file']}:{e['line']}" for e in items)
-                           for items in found.evidence],
+            found.kind, [SEVERITY[k] for k in found.kind], _inert(_blank(found.request_id)),
+            _inert(_blank(found.x_request_id)), _inert(_blank(found.span_id)),
+            _blank(found.iso_times()), _inert(found.detail),
+            _inert([";".join(f"{e['file']}:{e['line']}" for e in items)
+                    for items in found.evidence]),
             strict=True,
         ))
     return buf.getvalue()
@@ -246,3 +247,13 @@ def report_csv(report: Report) -> str:
 
 def _blank(values: list[str | None]) -> list[str]:
     return ["" if v is None else v for v in values]
+
+
+# What a spreadsheet runs as a formula when a CSV cell starts with it (OWASP's "CSV
+# injection"). Request ids, and the details that quote them, are the clients' text.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _inert(values: list[str]) -> list[str]:
+    """Cells that would start a formula, behind a leading apostrophe (shown as text)."""
+    return ["'" + v if v.startswith(_FORMULA_START) else v for v in values]
