@@ -135,8 +135,10 @@ def bench_latency(seconds: float, rate: float) -> None:
     dst = _fresh("latency")
     proc, printed = _start_follower(dst)
     stamps: dict[tuple[str, int], float] = {}
+    started_cpu, began = _cpu_seconds(proc.pid), time.monotonic()
     _replay(names, merged, dst, rate, stamps)
     time.sleep(1.0)
+    share = (_cpu_seconds(proc.pid) - started_cpu) / (time.monotonic() - began)
     _, _, summary = _stop(proc)
     latencies = []
     for at, text in printed:
@@ -146,7 +148,8 @@ def bench_latency(seconds: float, rate: float) -> None:
     latencies.sort()
     print(f"latency: {len(merged)} lines at {rate:.0f} lines/s, {len(latencies)} findings "
           f"({summary['errors']} errors): median {statistics.median(latencies):.3f} s, "
-          f"p95 {latencies[int(0.95 * (len(latencies) - 1))]:.3f} s, max {latencies[-1]:.3f} s")
+          f"p95 {latencies[int(0.95 * (len(latencies) - 1))]:.3f} s, max {latencies[-1]:.3f} s; "
+          f"the follower used {share:.1%} of a core meanwhile")
 
 
 def bench_ingest(n_lines: int, rounds: int) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from ridtrace.contract import FINDING_KINDS, SEVERITY
 from ridtrace.forensics.live.collector import PollCollector
-from ridtrace.forensics.live.parse import parse_chunk, span_rows
+from ridtrace.forensics.live.parse import PreparedQueries, parse_chunk, span_rows
 from ridtrace.forensics.live.rules import Finding, LiveRules
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.stats import ReadStats, incomplete_reasons
@@ -47,6 +47,7 @@ class Follower:
         self.watch = Watch(inputs, self.stats, from_start=self.settings.from_start)
         self.rules = LiveRules(window_s=self.settings.window_s)
         self._con = connect()
+        self._queries = PreparedQueries(self._con)
         self._tmp = tempfile.TemporaryDirectory(prefix="ridtrace-follow-")
         self._staged = Path(self._tmp.name) / "chunk.jsonl"
         self.polls = 0
@@ -65,7 +66,7 @@ class Follower:
         chunks, more = self.watch.read(self.settings.max_bytes)
         parts = []
         for chunk in chunks:
-            part = parse_chunk(self._con, chunk, self.stats, self._staged)
+            part = parse_chunk(self._con, chunk, self.stats, self._staged, self._queries)
             latest = part.latest
             if latest is not None:
                 self._latest[chunk.name] = max(self._latest.get(chunk.name, 0), latest)

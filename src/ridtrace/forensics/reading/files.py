@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import BinaryIO, Generic, TypeVar
 
 import duckdb
+import pyarrow as pa
 
 from ridtrace.forensics.reading.inputs import (
     BOM,
@@ -178,8 +179,10 @@ def _had_bom(path: Path) -> bool:
 def parse(
     con: duckdb.DuckDBPyConnection, path: Path, line_map: LineMap | Callable[[], LineMap],
     name: str, stats: ReadStats, lean: bool, window: Window | None,
+    run: Callable[[str], pa.Table] | None = None,
 ) -> LogTable:
-    """A `LogTable` over the plain file at `path` (its queries run when asked)."""
+    """A `LogTable` over the plain file at `path` (its queries run when asked, by `run`
+    when given)."""
     def fetch(numbers: Iterable[int]) -> dict[int, bytes]:
         with open(path, "rb") as fh:
             return fetch_lines(fh, resolved(), numbers)
@@ -192,7 +195,8 @@ def parse(
         return cache[0]
 
     return LogTable(
-        con, str(path), resolved, fetch, name=name, stats=stats, lean=lean, window=window
+        con, str(path), resolved, fetch, name=name, stats=stats, lean=lean, window=window,
+        run=run,
     )
 
 

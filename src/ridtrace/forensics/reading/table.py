@@ -195,9 +195,13 @@ class LogTable:
         stats: ReadStats,
         lean: bool,
         window: Window | None = None,
+        run: Callable[[str], pa.Table] | None = None,
     ) -> None:
         self.con, self.path, self.name, self.lean = con, path, name, lean
         self._line_map_of, self._fetch, self.stats, self.window = line_map_of, fetch, stats, window
+        # How the per-span query runs: as given, or prepared once by a caller that runs
+        # the same text again and again (`live.parse.PreparedQueries`).
+        self._run = run or (lambda sql: self.con.sql(sql).to_arrow_table())
         self.fields = LEAN_FIELDS if lean else READ_FIELDS
         self.window_lines = 0
         self._line_map: LineMap | None = None
@@ -241,7 +245,7 @@ class LogTable:
         """One row per span (first-seen order), and its evidence lines by column."""
         source = self._source()
         sql = lean_spans_sql(source) if self.lean else _spans_sql(source)
-        got = self.con.sql(sql).to_arrow_table()
+        got = self._run(sql)
         # First-seen order: sorting the few span rows here beats an ORDER BY in the plan.
         got = got.take(pa.array(np.argsort(got["first_rn"].to_numpy(), kind="stable")))
         kind = got["_kind"].to_numpy()
