@@ -99,3 +99,22 @@ def test_all_zero_trace_or_span_ids_are_never_handed_out(monkeypatch: pytest.Mon
     ]
     assert pairs == expected
     identity._forget_pools()
+
+
+def test_uuid7_ids_of_one_process_sort_in_the_order_they_were_made() -> None:
+    # Thousands per millisecond: random low bits alone put half of each pair out of order.
+    ids = [uuid7_id() for _ in range(20_000)]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    for text in ids[::997]:
+        parsed = uuid.UUID(text)
+        assert parsed.version == 7 and parsed.variant == uuid.RFC_4122
+
+
+def test_the_uuid7_after_a_full_counter_carries_into_the_clock_bits_only() -> None:
+    millis = 0x0190_0000_0000
+    full = millis << 80 | 0x7 << 76 | 0x0FFF << 64 | 0b10 << 62 | identity._RAND_B
+    nxt = uuid.UUID(int=identity._after(full))
+    assert nxt.version == 7 and nxt.variant == uuid.RFC_4122
+    assert nxt.int >> 80 == millis + 1 and nxt.int > full
+    half = millis << 80 | 0x7 << 76 | 0x0123 << 64 | 0b10 << 62 | identity._RAND_B
+    assert identity._after(half) == millis << 80 | 0x7 << 76 | 0x0124 << 64 | 0b10 << 62

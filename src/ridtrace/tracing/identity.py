@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import binascii
 import os
+import threading
 import time
 import uuid
 from collections import deque
@@ -107,20 +108,46 @@ def uuid4_id() -> str:
         return _refill(_uuid4_ids, _uuid4_batch)
 
 
+_RAND_B = 0x3FFF_FFFF_FFFF_FFFF  # the 62 random bits after the variant
+_RAND_A = 0x0FFF << 64  # the 12 bits after the version
+_last_uuid7 = [0]
+_uuid7_lock = threading.Lock()
+
+
 def uuid7_id() -> str:
-    """A time-ordered UUIDv7 string (RFC 9562), sortable by creation time."""
-    millis = time.time_ns() // 1_000_000
+    """A time-ordered UUIDv7 string (RFC 9562), sortable by creation time.
+
+    ``rand_a`` holds the sub-millisecond part of the clock (RFC 9562 §6.2, method 3),
+    and an id made in the same 244 ns slice as the one before, or after the clock
+    stepped back, is that id plus one (method 1): ids of one process sort in the order
+    they were made, which random low bits alone do not give within a millisecond.
+    """
+    millis, sub = divmod(time.time_ns(), 1_000_000)
     try:
         chunk = _entropy_chunks.popleft()
     except IndexError:
         chunk = _refill(_entropy_chunks, _chunk_batch)
-    rand = int.from_bytes(chunk[:10], "big")
+    rand = int.from_bytes(chunk[:8], "big")
     value = (millis & 0xFFFF_FFFF_FFFF) << 80
     value |= 0x7 << 76  # version
-    value |= ((rand >> 68) & 0x0FFF) << 64  # rand_a: 12 random bits
+    value |= (sub * 4096 // 1_000_000) << 64  # rand_a: the fraction of the millisecond
     value |= 0b10 << 62  # RFC 4122 variant
-    value |= rand & 0x3FFF_FFFF_FFFF_FFFF
+    value |= rand & _RAND_B
+    with _uuid7_lock:
+        if value <= _last_uuid7[0]:
+            value = _after(_last_uuid7[0])
+        _last_uuid7[0] = value
     return str(uuid.UUID(int=value))
+
+
+def _after(last: int) -> int:
+    """The next UUIDv7 after `last`: its random bits plus one, carried into rand_a and
+    then the millisecond, never into the version or variant bits."""
+    if last & _RAND_B != _RAND_B:
+        return last + 1
+    if last & _RAND_A != _RAND_A:
+        return (last & ~_RAND_B) + (1 << 64)
+    return ((last >> 80) + 1) << 80 | 0x7 << 76 | 0b10 << 62
 
 
 def mint_trace_span_ids() -> tuple[str, str]:
