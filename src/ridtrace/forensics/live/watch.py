@@ -18,7 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ridtrace.forensics.live.tail import Chunk, FileTail, Identities
-from ridtrace.forensics.reading.inputs import SNIFF_BYTES, DecodedStream, ignore_reason
+from ridtrace.forensics.reading.inputs import (
+    NOT_REGULAR,
+    SNIFF_BYTES,
+    DecodedStream,
+    ignore_reason,
+)
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 
 DevIno = tuple[int, int]
@@ -73,8 +78,7 @@ class Watch:
             if not stat.S_ISREG(st.st_mode):
                 # A pipe has no end to start from and no rotation to follow; opening one
                 # with no writer would block every poll.
-                self.stats.ignored_files.append(
-                    FileNote(str(path), "not a regular file (a pipe, socket or device)"))
+                self.stats.ignored_files.append(FileNote(str(path), NOT_REGULAR))
                 self.settled.add(key)
                 continue
             if walked and not self._looks_like_log(path, key, st.st_size):

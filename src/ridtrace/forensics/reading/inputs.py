@@ -76,6 +76,10 @@ def _walked_entry(path: Path) -> Source:
     return Source(name=str(path), path=path, size=0, from_directory=True, regular=False)
 
 
+# Why a pipe, socket or device is not read where it was only found, not named.
+NOT_REGULAR = "not a regular file (a pipe, socket or device)"
+
+
 def not_regular_reason(path: Path) -> tuple[str, bool]:
     """Why a walk's entry that is no regular file is not read, and whether a log may be
     lost with it (a broken link named like a log: the result is then incomplete).
@@ -84,7 +88,7 @@ def not_regular_reason(path: Path) -> tuple[str, bool]:
     """
     if path.is_symlink() and not path.exists():
         return "a broken symbolic link", bool(_LOG_NAME.search(path.name.lower()))
-    return "not a regular file (a pipe, socket or device)", False
+    return NOT_REGULAR, False
 
 
 def expand_inputs(inputs: Sequence[str]) -> list[Source]:
