@@ -8,7 +8,14 @@ import io
 import numpy as np
 import pytest
 
-from ridtrace.forensics.reading.lines import _COUNT_SLICE, map_blocks, map_file, scan_lines
+from ridtrace.forensics.reading.lines import (
+    _COUNT_SLICE,
+    BLOCK_BYTES,
+    fetch_lines,
+    map_blocks,
+    map_file,
+    scan_lines,
+)
 
 LINE = b'{"time":"2026-11-30T10:00:00Z","schema":"ridtrace/1","event":"request.start"}\n'
 
@@ -51,3 +58,43 @@ def test_a_line_starting_with_white_space_may_be_blank_and_is_checked_exactly() 
     data = LINE + b'  {"time":"2026-11-30T10:00:01Z"}\n' + LINE
     assert scan_lines(data).maybe_blank
     assert map_blocks([data]).blank_lines.tolist() == []  # indented JSON is no blank line
+
+
+class _CountingReader(io.BytesIO):
+    """A file that counts the bytes read from it."""
+
+    read_bytes = 0
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        data = super().read(size)
+        self.read_bytes += len(data)
+        return data
+
+
+def test_fetching_a_bad_line_reads_its_slice_not_its_whole_block() -> None:
+    # A bad line's text is read back for its reason: with thousands of them, reading a
+    # 16 MiB block and walking its lines per bad line cost more than the parse.
+    lines = [b'{"n":%d,"pad":"%s"}\n' % (i, b"x" * (i % 97)) for i in range(400_000)]
+    data = b"".join(lines)
+    assert len(data) > BLOCK_BYTES + 4 * _COUNT_SLICE
+    line_map = map_file(io.BufferedReader(io.BytesIO(data)))  # type: ignore[arg-type]
+    wanted = [1, 123_457, 250_000, 400_000]
+    stream = _CountingReader(data)
+    got = fetch_lines(stream, line_map, wanted)
+    assert got == {n: lines[n - 1].rstrip(b"\n") for n in wanted}
+    assert stream.read_bytes <= len(wanted) * (_COUNT_SLICE + 64 * 1024)
+    # Every line is found from its slice, the first and last of each included.
+    edges = sorted({b.first_line for b in line_map.blocks}
+                   | {b.first_line + b.newlines - 1 for b in line_map.blocks})
+    assert fetch_lines(io.BytesIO(data), line_map, edges) == {
+        n: lines[n - 1].rstrip(b"\n") for n in edges
+    }
+
+
+def test_a_last_line_without_newline_is_fetched_from_its_own_block() -> None:
+    data = _lines_until(3 * _COUNT_SLICE) + b"torn"
+    line_map = map_blocks([data])
+    assert not line_map.ends_with_newline and line_map.lines == data.count(b"\n") + 1
+    assert fetch_lines(io.BytesIO(data), line_map, [line_map.lines, 1]) == {
+        line_map.lines: b"torn", 1: LINE.rstrip(b"\n"),
+    }

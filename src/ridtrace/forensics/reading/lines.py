@@ -107,34 +107,41 @@ _COUNT_SLICE = 1 << 20
 
 @dataclass(frozen=True)
 class LineScan:
-    """What one pass over whole lines finds: how many newlines, and whether any line
-    may be blank (empty, or starting with white space), to be checked exactly."""
+    """What one pass over whole lines finds: how many newlines, whether any line may be
+    blank (empty, or starting with white space, to be checked exactly), and where each
+    scanned slice's last line ends (``cuts``: byte offset after that newline, newlines
+    up to it), so a bad line's text is later read from its slice, not its whole block."""
 
     newlines: int
     maybe_blank: bool
+    cuts: tuple[tuple[int, int], ...] = ()
 
 
 def scan_lines(data: bytes | bytearray | memoryview, end: int | None = None) -> LineScan:
     """Newlines in ``data[:end]`` (whole lines) and whether a line there may be blank.
 
-    One numpy pass over cache-sized slices: the newlines' positions give both their
-    count and the first byte of every next line (a regular expression looking for a
-    newline before white space cost a second, slower pass). Every byte read is
-    scanned: the line map beside DuckDB's parse, a follower's tail.
+    One numpy pass over cache-sized slices: the newlines' positions give their count,
+    the first byte of every next line (a regular expression looking for a newline
+    before white space cost a second, slower pass) and the slice's last line end.
+    Every byte read is scanned: the line map beside DuckDB's parse, a follower's tail.
     """
     stop = len(data) if end is None else end
     arr = np.frombuffer(data, dtype=np.uint8, count=stop)
     newlines = 0
+    cuts: list[tuple[int, int]] = []
     maybe_blank = bool(stop) and bool(_IS_SPACE[arr[0]])
     for i in range(0, stop, _COUNT_SLICE):
         at = np.flatnonzero(arr[i : i + _COUNT_SLICE] == _NEWLINE)
+        if not len(at):
+            continue
         newlines += len(at)
-        if not maybe_blank and len(at):
+        cuts.append((i + int(at[-1]) + 1, newlines))
+        if not maybe_blank:
             after = at + (i + 1)
             if after[-1] >= stop:  # the newline that ends the data starts no line
                 after = after[:-1]
             maybe_blank = bool(_IS_SPACE[arr[after]].any())
-    return LineScan(newlines, maybe_blank)
+    return LineScan(newlines, maybe_blank, tuple(cuts))
 
 
 class _MapBuilder:
@@ -159,7 +166,19 @@ class _MapBuilder:
             blank = _blank_in(bytes(data[:end]), self._line)
             if len(blank):
                 self.map.blank.append(blank)
-        self.map.blocks.append(Block(self._offset, end, self._line, scan.newlines))
+        # One block per scanned slice (whole lines each): fetching a line reads ~1 MiB.
+        start, before = 0, 0
+        for cut, newlines in scan.cuts:
+            if cut > end:  # a scan of more than `end` (never from this module's callers)
+                break
+            self.map.blocks.append(
+                Block(self._offset + start, cut - start, self._line + before, newlines - before)
+            )
+            start, before = cut, newlines
+        if start < end:  # the lines the cuts do not cover (all of them when none are given)
+            self.map.blocks.append(Block(
+                self._offset + start, end - start, self._line + before, scan.newlines - before
+            ))
         self._offset += end
         self._line += scan.newlines
         self._last = bytes(data[end - 1 : end])
