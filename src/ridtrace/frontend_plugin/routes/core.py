@@ -82,7 +82,8 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
             annotate_span(request_id=key)
     annotate_request(model=parsed.model, stream=parsed.stream, fp_in=fingerprint(parsed.prompt))
     work = WorkRequest(
-        request_id=request_id, x_request_id=client_id, endpoint=api.endpoint,
+        request_id=request_id, x_request_id=ctx.x_request_id if ctx is not None else client_id,
+        endpoint=api.endpoint,
         model=parsed.model, prompt=parsed.prompt, max_tokens=parsed.max_tokens,
         session_id=parsed.session_id,
     )
@@ -121,15 +122,24 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
 
 
 def _client_id(ctx: RequestContext | None, api: ApiSpec, parsed: Parsed) -> str | None:
-    """The client's correlation id under this route's precedence rules."""
+    """The client's id under this route's precedence rules: returned in the body, and
+    the in-flight key under the legacy policy.
+
+    The correlation id (``x_request_id`` on every line, the span, the echoed header) is
+    the header as sent: `request.start` logged it before the body was read, so a body id
+    that differs must not replace it part-way through the request. Without a header, the
+    body id fills it in.
+    """
     header = ctx.x_request_id if ctx is not None else None
     body = parsed.body_client_id
-    if body is None or (header is not None and not api.body_id_first):
+    if body is None:
         return header
-    if ctx is not None and body != header:
-        ctx.x_request_id = body
-        annotate_span(x_request_id=body)
-    return body
+    if header is None:
+        if ctx is not None:
+            ctx.x_request_id = body
+            annotate_span(x_request_id=body)
+        return body
+    return body if api.body_id_first else header
 
 
 def _legacy_key(scope: Scope, api: ApiSpec, client_id: str | None) -> str | None:
