@@ -11,7 +11,11 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
 from ridtrace.frontend_plugin.asgi_io import fastapi_app
-from ridtrace.frontend_plugin.auth import SharedSecretMiddleware, anthropic_error
+from ridtrace.frontend_plugin.auth import (
+    SharedSecretMiddleware,
+    anthropic_error,
+    matching_route,
+)
 from ridtrace.frontend_plugin.frontend import Frontend
 from ridtrace.frontend_plugin.routes import InferenceFastPath, create_router
 from ridtrace.frontend_plugin.routes.anthropic import MESSAGES
@@ -83,7 +87,8 @@ def create_frontend_app(
     app.include_router(router)
     assert isinstance(app, _FrontendApp)
     app.fast_routes = router.routes
-    app.add_route(METRICS_PATH, metrics_endpoint, methods=["GET"], include_in_schema=False)
+    # An API route, not a plain one: the router labels the scrape with its template.
+    app.add_api_route(METRICS_PATH, metrics_endpoint, methods=["GET"], include_in_schema=False)
     config = fe.settings
     # Added before the tracing middleware, so it runs inside it: a refusal has its ids and
     # its request.end line like any other answer. Not added at all without keys: an
@@ -95,6 +100,7 @@ def create_frontend_app(
             open_paths=("/health",) if config.metrics_require_key else ("/health", METRICS_PATH),
             error_bodies={MESSAGES.path: anthropic_error},
             hint=": send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'",
+            route_of=matching_route([*router.routes, *app.router.routes]),
         )
     app.add_middleware(
         RequestTracingMiddleware,  # type: ignore[arg-type]  # Starlette's factory typing

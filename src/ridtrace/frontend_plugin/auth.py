@@ -11,9 +11,11 @@ is never logged, echoed or put on a span.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import orjson
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ridtrace.contract import OUTCOME_UNAUTHORIZED
@@ -23,6 +25,7 @@ __all__ = [
     "UNAUTHORIZED",
     "SharedSecretMiddleware",
     "anthropic_error",
+    "matching_route",
     "openai_error",
 ]
 
@@ -63,6 +66,10 @@ class SharedSecretMiddleware:
         hint: appended to the refusal message (how to send the secret).
         on_refused: called (with the path) for every refusal, inside the request's
             context, e.g. to write a lifecycle line of the app's own.
+        route_of: the route a request was meant for (anything with a ``path``
+            template, see `matching_route`): a refusal is labelled with it
+            (``http.route``, the ``route`` of ``ridtrace.requests``), as the router
+            never saw the request.
     """
 
     def __init__(
@@ -76,8 +83,10 @@ class SharedSecretMiddleware:
         accept_x_api_key: bool = True,
         hint: str = "",
         on_refused: Callable[[str], None] | None = None,
+        route_of: Callable[[Scope], Any] | None = None,
     ) -> None:
         self.app = app
+        self._route_of = route_of
         self._secrets = tuple(s.encode("utf-8") for s in secrets if s)
         self._open = frozenset(open_paths)
         # Longest prefix first, so "/v1/messages" wins over "/v1".
@@ -113,6 +122,10 @@ class SharedSecretMiddleware:
     async def _refuse(self, scope: Scope, send: Send, reason: str) -> None:
         path: str = scope["path"]
         annotate_request(outcome_override=UNAUTHORIZED, error=reason)
+        # Refusals are rare: matching the routes here costs the served requests nothing.
+        route = self._route_of(scope) if self._route_of is not None else None
+        if route is not None:
+            scope["route"] = route
         if self._on_refused is not None:
             self._on_refused(path)
         build = next((b for prefix, b in self._errors if path.startswith(prefix)),
@@ -128,6 +141,20 @@ class SharedSecretMiddleware:
             ],
         })
         await send({"type": "http.response.body", "body": body})
+
+
+def matching_route(routes: Sequence[BaseRoute]) -> Callable[[Scope], BaseRoute | None]:
+    """`route_of` for a router's routes: the first that matches the path (any method).
+
+    Only routes with a path template count: an included router (FastAPI keeps one
+    as a route of its own) matches the path but has no template to label it with.
+    """
+
+    def route_of(scope: Scope) -> BaseRoute | None:
+        return next((r for r in routes if isinstance(getattr(r, "path", None), str)
+                     and r.matches(scope)[0] != Match.NONE), None)
+
+    return route_of
 
 
 def _bearer(value: bytes) -> bytes:

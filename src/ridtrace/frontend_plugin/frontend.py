@@ -12,6 +12,7 @@ from ridtrace.frontend_plugin.pump import Delta, Failed, Finished, Linked, pump
 from ridtrace.frontend_plugin.registry import Dropped, InflightRegistry
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.wire import WorkRequest
+from ridtrace.tracing import metrics
 
 __all__ = ["CallerLeft", "Frontend", "InferenceCall", "Item"]
 
@@ -47,6 +48,8 @@ class Frontend:
         self.registry = registry or InflightRegistry(self.settings.id_policy)
         self.dispatcher = dispatcher or Dispatcher(self.settings)
         self.check_ids = self.settings.check_chunk_ids and self.registry.policy == "safe"
+        metrics.declare_series("conflict_retries")
+        metrics.declare_series("foreign_chunks_refused")
         # Legacy pumps outlive their caller (that is the bug being reproduced); hold
         # references so the event loop does not collect them mid-flight.
         self._detached: set[asyncio.Task[None]] = set()

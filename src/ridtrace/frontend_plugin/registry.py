@@ -93,6 +93,8 @@ class InflightRegistry:
             raise ValueError(f"unknown id policy {policy!r}")
         self.policy: IdPolicy = policy
         self.side = side
+        metrics.declare_series("inflight", side)
+        metrics.declare_series("duplicate_refused", side)
         self._legacy = policy == "legacy"
         self._entries: dict[str, Entry] = {}
         self.registered = 0

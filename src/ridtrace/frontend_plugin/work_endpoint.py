@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +76,16 @@ _WORK_ROUTE = RouteName(WORK_PATH)
 
 class _ClientGone(Exception):
     """The client disconnected before its envelope arrived in full."""
+
+
+def work_route_of(others: Callable[[Scope], Any]) -> Callable[[Scope], Any]:
+    """The route a request was meant for: the work route, else what `others` finds
+    (a refusal's label, `SharedSecretMiddleware`'s ``route_of``)."""
+
+    def route_of(scope: Scope) -> Any:
+        return _WORK_ROUTE if scope["path"] == WORK_PATH else others(scope)
+
+    return route_of
 
 
 class WorkRoute:

@@ -15,11 +15,11 @@ from starlette.types import ASGIApp
 
 from ridtrace.contract import WORKER_REFUSED
 from ridtrace.frontend_plugin.asgi_io import fastapi_app
-from ridtrace.frontend_plugin.auth import UNAUTHORIZED, SharedSecretMiddleware
+from ridtrace.frontend_plugin.auth import UNAUTHORIZED, SharedSecretMiddleware, matching_route
 from ridtrace.frontend_plugin.engine import EchoEngine
 from ridtrace.frontend_plugin.registry import InflightRegistry
 from ridtrace.frontend_plugin.settings import WorkerSettings
-from ridtrace.frontend_plugin.work_endpoint import WorkEndpoint, WorkRoute
+from ridtrace.frontend_plugin.work_endpoint import WorkEndpoint, WorkRoute, work_route_of
 from ridtrace.tracing import RequestTracingMiddleware, TracingSettings
 from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.lifecycle import telemetry_lifespan
@@ -61,7 +61,8 @@ def create_worker_app(
         title="ridtrace echo worker", openapi_url=None, docs_url=None, redoc_url=None,
         lifespan=telemetry_lifespan,
     )
-    api.add_route(METRICS_PATH, metrics_endpoint, methods=["GET"], include_in_schema=False)
+    # An API route, not a plain one: the router labels the scrape with its template.
+    api.add_api_route(METRICS_PATH, metrics_endpoint, methods=["GET"], include_in_schema=False)
     api.state.registry = registry
 
     @api.get("/health")
@@ -90,6 +91,7 @@ def create_worker_app(
             accept_x_api_key=False,
             hint=": this worker needs the frontend's --worker-token",
             on_refused=_log_unauthorized,
+            route_of=work_route_of(matching_route(api.router.routes)),
         )
     return RequestTracingMiddleware(app, settings=tracing or TracingSettings(log_lifecycle=False))
 

@@ -63,6 +63,12 @@ class InboundRules(Generic[K]):
         if self.client_bin is not None:
             watched.add(self.client_bin)
         self.watched: frozenset[K] = frozenset(watched)
+        # What this transport can count, reported at 0 from the start (`declare_series`).
+        for header in self.deprecated.values():
+            metrics.declare_series("deprecated_header_requests", header)
+        reasons = metrics.TEXT_REASONS + (() if as_bytes else (metrics.REASON_BINARY,))
+        for reason in reasons:
+            metrics.declare_series("client_id_rejected", reason)
 
 
 def read_inbound(rules: InboundRules[K], pairs: Iterable[tuple[K, str | bytes]]) -> Inbound:

@@ -7,14 +7,14 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from opentelemetry import metrics as otel_metrics
+from starlette.requests import Request
+from starlette.responses import Response
 
 from ridtrace.tracing import lifecycle, metrics
 from ridtrace.tracing.spans import otlp_endpoint, sdk_disabled, service_resource
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics import MeterProvider
-    from starlette.requests import Request
-    from starlette.responses import Response
 
 __all__ = ["METRICS_PATH", "configure_metrics", "metrics_endpoint"]
 
@@ -65,8 +65,11 @@ def configure_metrics(
 
 
 async def metrics_endpoint(request: Request) -> Response:
-    """``GET /metrics``: Prometheus text exposition of the process's registry."""
+    """``GET /metrics``: Prometheus text exposition of the process's registry.
+
+    Its types are imported at run time: FastAPI reads them to serve it as an API route
+    (``app.add_api_route``), which labels the scrape with its route template.
+    """
     from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
-    from starlette.responses import Response
 
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

@@ -24,6 +24,7 @@ __all__ = [
     "bind_meter_provider",
     "client_id_rejected",
     "conflict_retry",
+    "declare_series",
     "deprecated_header_sent",
     "duplicate_refused",
     "foreign_chunk_refused",
@@ -48,6 +49,8 @@ REASON_EMPTY = "empty"
 REASON_TOO_LONG = "too_long"
 REASON_NOT_PRINTABLE_ASCII = "not_printable_ascii"
 REASON_BINARY = "binary"
+# The reasons an HTTP header or a body id is refused for (gRPC adds REASON_BINARY).
+TEXT_REASONS = (REASON_EMPTY, REASON_TOO_LONG, REASON_NOT_PRINTABLE_ASCII)
 
 
 class Tally:
@@ -95,6 +98,14 @@ class Instruments:
     )
 
     def __init__(self, meter: Meter) -> None:
+        self._make_tallies()
+        for slot, keys in _declared.items():
+            tally: Tally = getattr(self, slot)
+            for key in keys:
+                tally.add(0, *key)
+        self._register(meter)
+
+    def _make_tallies(self) -> None:
         self.requests = Tally("route", "outcome")
         self.inflight = Tally("side")
         self.duplicate_refused = Tally("side")
@@ -102,6 +113,8 @@ class Instruments:
         self.foreign_chunks_refused = Tally()
         self.deprecated_header_requests = Tally("header")
         self.client_id_rejected = Tally("reason")
+
+    def _register(self, meter: Meter) -> None:
         for name, tally, unit, description in (
             (REQUESTS, self.requests, "{request}",
              "Requests served, by route template and outcome."),
@@ -128,6 +141,21 @@ class Instruments:
 _active: Instruments | None = None
 _bound_to: MeterProvider | None = None
 _lock = threading.Lock()
+# Series reported from start-up at 0, by `Instruments` slot. A counter that first
+# appears at 1 has no increase to show: `increase(x[5m]) > 0` would stay silent on the
+# first refused duplicate or foreign chunk after every restart.
+_declared: dict[str, set[tuple[str, ...]]] = {}
+
+
+def declare_series(slot: str, *key: str) -> None:
+    """Report the series ``key`` of the instrument in ``slot`` from now on, at 0 until
+    counted: called by what will count it (a registry for its side, a middleware for
+    its deprecated headers and refusal reasons, a frontend for its retries)."""
+    with _lock:
+        _declared.setdefault(slot, set()).add(key)
+        active = _active
+    if active is not None:
+        getattr(active, slot).add(0, *key)
 
 
 def instruments() -> Instruments | None:

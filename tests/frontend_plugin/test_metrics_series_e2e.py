@@ -1,0 +1,84 @@
+"""Prometheus series an alert can rely on, scraped from real `ridtrace serve` processes.
+
+A counter that first appears at 1 shows no increase: `increase(x[5m]) > 0` stayed
+silent on the first refused duplicate or foreign chunk after every restart. And every
+request is counted under the route it was for: a key refusal never reached the
+router, a scrape was served by a plain route, and both were counted as "unmatched".
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.frontend_plugin.conftest import start_stack
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+KEY = "sk-series"
+
+
+def _scrape(url: str) -> Samples:
+    text = httpx.get(url + "/metrics", timeout=10).text
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def _series(samples: Samples, name: str) -> dict[frozenset[tuple[str, str]], float]:
+    """``name``'s samples by their own labels (not the exporter's job, instance, scope)."""
+    return {
+        frozenset((k, v) for k, v in labels if k not in ("job", "instance")
+                  and not k.startswith("otel_scope_")): value
+        for (n, labels), value in samples.items() if n == name
+    }
+
+
+def test_counters_are_reported_at_zero_before_anything_happens(tmp_path: Path) -> None:
+    with start_stack(
+        tmp_path, workers=[["--worker-token", "wt"]],
+        frontend=["--api-key", KEY, "--worker-token", "wt"], debug_endpoints=False,
+    ) as stack:
+        front, back = _scrape(stack.url), _scrape(stack.workers[0].url)
+    side = {"frontend": frozenset({("side", "frontend")}),
+            "worker": frozenset({("side", "worker")})}
+    assert _series(front, "ridtrace_duplicate_refused_total") == {side["frontend"]: 0}
+    assert _series(front, "ridtrace_inflight") == {side["frontend"]: 0}
+    assert _series(front, "ridtrace_conflict_retries_total") == {frozenset(): 0}
+    assert _series(front, "ridtrace_foreign_chunks_refused_total") == {frozenset(): 0}
+    assert _series(front, "ridtrace_deprecated_header_requests_total") == {
+        frozenset({("header", "x-dynamo-request-id")}): 0,
+        frozenset({("header", "request-id")}): 0,
+    }
+    assert _series(front, "ridtrace_client_id_rejected_total") == {
+        frozenset({("reason", r)}): 0 for r in ("empty", "too_long", "not_printable_ascii")
+    }
+    assert _series(back, "ridtrace_duplicate_refused_total") == {side["worker"]: 0}
+    assert _series(back, "ridtrace_inflight") == {side["worker"]: 0}
+
+
+def test_refusals_and_scrapes_are_counted_under_their_route(tmp_path: Path) -> None:
+    with start_stack(
+        tmp_path, workers=[["--worker-token", "wt"]],
+        frontend=["--api-key", KEY, "--worker-token", "wt"], debug_endpoints=False,
+    ) as stack:
+        worker = stack.workers[0].url
+        refused = httpx.post(stack.url + "/v1/chat/completions", json={}, timeout=10)
+        assert refused.status_code == 401
+        assert httpx.post(worker + "/v1/work", content=b"{}", timeout=10).status_code == 401
+        scrape = frozenset({("route", "/metrics"), ("outcome", "ok")})
+        deadline = time.monotonic() + 10
+        # A scrape is counted once it has ended: the first shows in a later one.
+        while scrape not in _series(front := _scrape(stack.url), "ridtrace_requests_total"):
+            assert time.monotonic() < deadline, "scrapes never counted"
+        back = _scrape(worker)
+    requests = _series(front, "ridtrace_requests_total")
+    chat = frozenset({("route", "/v1/chat/completions"), ("outcome", "unauthorized")})
+    assert requests[chat] == 1
+    assert not [labels for labels in requests if ("route", "unmatched") in labels]
+    work = frozenset({("route", "/v1/work"), ("outcome", "unauthorized")})
+    assert _series(back, "ridtrace_requests_total")[work] == 1
