@@ -104,12 +104,15 @@ def frontend_command(
                         ("worker_token", worker_token), ("debug_endpoints", debug_endpoints)):
         if value is not None:
             overrides[name] = value
+    from ridtrace.tracing import TracingSettings
+
     try:
         settings = replace(FrontendSettings.from_env(), **overrides)  # type: ignore[arg-type]
+        tracing = TracingSettings.from_env()  # RIDTRACE_ID_GENERATOR, deprecation dates, …
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     _setup(log_file, "frontend", log_level)
-    _run(create_frontend_app(settings), host, port)
+    _run(create_frontend_app(settings, tracing=tracing), host, port)
 
 
 @serve.command("worker")
@@ -140,6 +143,7 @@ def worker_command(
 ) -> None:
     """Serve the echo engine at POST /v1/work."""
     from ridtrace.frontend_plugin import WorkerSettings, create_worker_app
+    from ridtrace.tracing import TracingSettings
 
     overrides: dict[str, object] = {}
     for name, value in (("worker_token", worker_token), ("debug_endpoints", debug_endpoints),
@@ -153,7 +157,9 @@ def worker_command(
             hang_after_tokens=hang_after_tokens, foreign_chunk_after=foreign_chunk_after,
             **overrides,  # type: ignore[arg-type]
         )
+        # The frontend writes the lifecycle lines; the worker writes worker.* events.
+        tracing = replace(TracingSettings.from_env(), log_lifecycle=False)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     _setup(log_file, f"worker-{port}", log_level)
-    _run(create_worker_app(settings), host, port)
+    _run(create_worker_app(settings, tracing=tracing), host, port)

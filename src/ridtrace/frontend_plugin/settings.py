@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,6 +21,20 @@ def _policy(value: str) -> IdPolicy:
     if value == "legacy":
         return "legacy"
     raise ValueError(f"id policy must be 'safe' or 'legacy', not {value!r}")
+
+
+def _require_numbers(
+    settings: object, *, positive: tuple[str, ...] = (), non_negative: tuple[str, ...] = ()
+) -> None:
+    """Refuse at start-up what would fail every request later: a negative or zero
+    body limit answered every request 413, a negative timeout every request 504."""
+    for names, least in ((positive, "positive"), (non_negative, "non-negative")):
+        for name in names:
+            value = getattr(settings, name)
+            if value is None:
+                continue
+            if not math.isfinite(value) or value < 0 or (value == 0 and least == "positive"):
+                raise ValueError(f"{name} must be a {least} number, not {value!r}")
 
 
 def _optional_int(value: str) -> int | None:
@@ -113,6 +128,16 @@ class FrontendSettings:
         # An empty secret would look configured and leave the door open.
         if any(not key for key in self.api_keys) or self.worker_token == "":
             raise ValueError("API keys and the worker token must not be empty")
+        _require_numbers(self, positive=(
+            "max_body_bytes", "max_tokens_limit", "default_max_tokens", "connect_timeout",
+            "first_byte_timeout", "chunk_timeout", "total_timeout", "max_attempts",
+            "max_connections",
+        ), non_negative=("down_cooldown",))
+        if self.default_max_tokens > self.max_tokens_limit:
+            raise ValueError(
+                f"default_max_tokens ({self.default_max_tokens}) exceeds max_tokens_limit "
+                f"({self.max_tokens_limit})"
+            )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> FrontendSettings:
@@ -190,6 +215,11 @@ class WorkerSettings:
     def __post_init__(self) -> None:
         if self.worker_token == "":
             raise ValueError("the worker token must not be empty")
+        _require_numbers(
+            self, positive=("gate_timeout", "max_body_bytes", "max_tokens_limit"),
+            non_negative=("token_delay", "first_token_delay", "hang_after_tokens",
+                          "foreign_chunk_after"),
+        )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> WorkerSettings:

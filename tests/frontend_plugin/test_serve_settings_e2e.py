@@ -1,0 +1,65 @@
+"""`ridtrace serve` configured as the docs say: RIDTRACE_* tracing variables honoured,
+settings that would fail every request refused at start-up."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.frontend_plugin.conftest import start_stack
+
+DEPRECATION_ENV = {
+    "RIDTRACE_DEPRECATION_AT": "2026-10-01T00:00:00+00:00",
+    "RIDTRACE_SUNSET_AT": "2027-04-01T00:00:00+00:00",
+    "RIDTRACE_DEPRECATION_LINK": "https://example.com/docs/request-ids",
+    "RIDTRACE_ID_GENERATOR": "uuid7",
+}
+
+
+def test_serve_reads_the_tracing_variables(tmp_path: Path) -> None:
+    with start_stack(tmp_path, workers=[[]], env=DEPRECATION_ENV) as stack:
+        response = httpx.post(
+            stack.url + "/v1/chat/completions",
+            json={"model": "echo", "messages": [{"role": "user", "content": "old client"}]},
+            headers={"x-dynamo-request-id": "legacy-1"}, timeout=30,
+        )
+    assert response.status_code == 200, response.text
+    assert response.headers["deprecation"] == "@1790812800"  # RFC 9745
+    assert response.headers["sunset"] == "Thu, 01 Apr 2027 00:00:00 GMT"  # RFC 8594
+    assert 'rel="deprecation"' in response.headers["link"]
+    assert uuid.UUID(response.headers["x-server-request-id"]).version == 7
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--max-body-bytes", "-1"], "max_body_bytes"),
+        (["--max-body-bytes", "0"], "max_body_bytes"),
+        (["--first-byte-timeout", "-5"], "first_byte_timeout"),
+        (["--total-timeout", "nan"], "total_timeout"),
+        (["--chunk-timeout", "inf"], "chunk_timeout"),
+    ],
+)
+def test_a_frontend_setting_that_would_fail_every_request_is_refused(
+    tmp_path: Path, flags: list[str], named: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "serve", "frontend", "--port", "1",
+         "--worker", "http://127.0.0.1:9", "--log-file", str(tmp_path / "f.jsonl"), *flags],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 1 and named in done.stderr, done.stderr
+
+
+def test_a_worker_delay_must_not_be_negative(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "serve", "worker", "--port", "1",
+         "--log-file", str(tmp_path / "w.jsonl"), "--token-delay", "-0.5"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 1 and "token_delay" in done.stderr, done.stderr
