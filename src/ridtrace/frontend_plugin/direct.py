@@ -34,6 +34,7 @@ from ridtrace.frontend_plugin.pump import (
     lost,
     message_item,
 )
+from ridtrace.frontend_plugin.redaction import redacted_url
 from ridtrace.frontend_plugin.timers import Deadline
 from ridtrace.frontend_plugin.wire import WorkRequest
 
@@ -194,7 +195,7 @@ class DirectCall(CallState):
                         return CALLER_LEFT
                     if remaining <= chunk:
                         return Failed(_TIMED_OUT, 504, "timeout", self.attempts)
-                    return Failed(f"timeout: worker {stream.worker} sent nothing for "
+                    return Failed(f"timeout: worker {redacted_url(stream.worker)} sent nothing for "
                                   f"{chunk:.1f}s", 504, "timeout", self.attempts)
                 except Exception as exc:  # connection lost, bad line: this caller's alone
                     return lost(stream.worker, exc, self.attempts)

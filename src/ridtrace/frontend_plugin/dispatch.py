@@ -17,6 +17,7 @@ from typing import Any
 
 from ridtrace.contract import DISPATCH_ATTEMPT, DISPATCH_RETRY
 from ridtrace.frontend_plugin.ndjson import BadLine, NdjsonReader
+from ridtrace.frontend_plugin.redaction import redacted_url
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.timers import Deadline
 from ridtrace.frontend_plugin.wire import WORK_PATH, WorkRequest
@@ -84,7 +85,7 @@ class WorkerPool:
 
     def snapshot(self) -> list[dict[str, object]]:
         """Per-worker health, for the debug endpoint."""
-        return [{"url": u, "up": self.is_up(u)} for u in self.urls]
+        return [{"url": redacted_url(u), "up": self.is_up(u)} for u in self.urls]
 
 
 class WorkerStream:
@@ -208,7 +209,8 @@ class Dispatcher:
         attempt = 0
         for attempt, worker in enumerate(candidates[: max(s.max_attempts, 1)], start=1):
             events.debug(
-                DISPATCH_ATTEMPT, event=DISPATCH_ATTEMPT, worker=worker, attempt=attempt
+                DISPATCH_ATTEMPT, event=DISPATCH_ATTEMPT, worker=redacted_url(worker),
+                attempt=attempt,
             )
             budget = min(s.first_byte_timeout, end - time.monotonic())
             if budget <= 0:
@@ -224,7 +226,8 @@ class Dispatcher:
                 if marked_down:
                     self.pool.mark_down(worker)
                 events.warning(
-                    DISPATCH_RETRY, event=DISPATCH_RETRY, worker=worker, attempt=attempt,
+                    DISPATCH_RETRY, event=DISPATCH_RETRY, worker=redacted_url(worker),
+                    attempt=attempt,
                     reason=reason, marked_down=marked_down, error=message,
                 )
                 if refusal.fatal:
@@ -273,7 +276,7 @@ class Dispatcher:
             if response is not None:
                 response.close()
             raise _Refused(
-                "timeout", f"no first chunk from {worker} within {budget:.1f}s"
+                "timeout", f"no first chunk from {redacted_url(worker)} within {budget:.1f}s"
             ) from None
         except asyncio.CancelledError:
             # The caller left mid-dispatch: drop the connection (the worker sees it go)

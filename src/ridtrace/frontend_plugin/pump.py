@@ -17,6 +17,7 @@ from typing import Any
 
 from ridtrace.contract import FOREIGN_CHUNK, RESPONSE_UNLINKED, UNLINKED_REQUEST, UNLINKED_RESPONSE
 from ridtrace.frontend_plugin.dispatch import Dispatcher, DispatchError, WorkerStream
+from ridtrace.frontend_plugin.redaction import redacted_url
 from ridtrace.frontend_plugin.registry import Channel, InflightRegistry
 from ridtrace.frontend_plugin.timers import Watchdog
 from ridtrace.frontend_plugin.wire import WorkRequest
@@ -140,7 +141,7 @@ async def _forward(
         if watchdog.expired == "total":
             failed = Failed("request timed out", 504, "timeout", stream.attempts)
         else:
-            failed = Failed(f"timeout: worker {stream.worker} sent nothing for "
+            failed = Failed(f"timeout: worker {redacted_url(stream.worker)} sent nothing for "
                             f"{chunk_timeout:.1f}s", 504, "timeout", stream.attempts)
         target.put_nowait(failed)
     finally:
@@ -159,7 +160,7 @@ def message_item(
         owner = message.get("request_id")
         metrics.foreign_chunk_refused()
         events.error(
-            FOREIGN_CHUNK, event=FOREIGN_CHUNK, worker=worker,
+            FOREIGN_CHUNK, event=FOREIGN_CHUNK, worker=redacted_url(worker),
             chunk_request_id=validate_client_id(owner) if isinstance(owner, str) else None,
         )
         return Failed("worker sent a chunk for another request; stream stopped", 502,
@@ -181,8 +182,8 @@ def message_item(
 
 def lost(worker: str, exc: BaseException, attempts: int) -> Failed:
     """The failure of a stream whose worker connection broke after the first chunk."""
-    return Failed(f"worker {worker} failed mid-stream: {type(exc).__name__}", 502, "worker_lost",
-                  attempts)
+    return Failed(f"worker {redacted_url(worker)} failed mid-stream: {type(exc).__name__}",
+                  502, "worker_lost", attempts)
 
 
 ENDED = "worker stream ended without completion"

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import httptools
 
+from ridtrace.frontend_plugin.redaction import redacted_url
 from ridtrace.frontend_plugin.timers import Deadline
 from ridtrace.frontend_plugin.wire import CLIENT_KEEP_ALIVE_SECONDS
 
@@ -45,7 +46,9 @@ class _Origin:
     def __init__(self, url: str, path: str) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"worker URL must be http(s)://host[:port]: {url!r}")
+            raise ValueError(
+                f"worker URL must be http(s)://host[:port]: {redacted_url(url)!r}"
+            )
         self.ssl = parts.scheme == "https"
         self.host = parts.hostname
         self.port = parts.port or (443 if self.ssl else 80)

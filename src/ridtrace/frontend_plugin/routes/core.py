@@ -21,6 +21,7 @@ from ridtrace.frontend_plugin.direct import Call, new_call
 from ridtrace.frontend_plugin.frontend import CallerLeft, Frontend, Item
 from ridtrace.frontend_plugin.hop import worker_hop_headers
 from ridtrace.frontend_plugin.pump import UNLINKED_REQUEST, Delta, Failed, Finished
+from ridtrace.frontend_plugin.redaction import redacted_url
 from ridtrace.frontend_plugin.registry import Dropped, DuplicateRequestId
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer
 from ridtrace.frontend_plugin.wire import WorkRequest
@@ -117,7 +118,8 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
             await _failure(send, api, end)
     finally:
         watcher.cancel()
-        annotate_request(worker=call.worker, attempts=call.attempts)
+        worker = call.worker
+        annotate_request(worker=redacted_url(worker) if worker else None, attempts=call.attempts)
         call.close()
 
 
