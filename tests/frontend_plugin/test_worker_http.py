@@ -94,6 +94,22 @@ def test_answers_read_to_the_end_reuse_one_connection_and_the_request_is_one_buf
     asyncio.run(main())
 
 
+def test_credentials_in_the_worker_url_stay_out_of_the_host_header() -> None:
+    async def main() -> None:
+        server = ScriptedServer(_answer(_chunked(b'{"a":1}\n')))
+        async with server as url:
+            pool = ConnectionPool(limit=1, connect_timeout=2)
+            port = url.rpartition(":")[2]
+            with_credentials = url.replace("http://", "http://user:secretpw@")
+            assert await _get(pool, with_credentials) == (200, b'{"a":1}\n')
+            head = server.requests[0].split(b"\r\n")
+            assert head[1] == b"Host: 127.0.0.1:" + port.encode()
+            assert b"secretpw" not in server.requests[0]
+            await pool.aclose()
+
+    asyncio.run(main())
+
+
 @pytest.mark.parametrize("why", ["connection close", "idle too long", "server closed it"])
 def test_a_connection_is_not_handed_out_again_when_it_may_be_closing(why: str) -> None:
     async def main() -> None:

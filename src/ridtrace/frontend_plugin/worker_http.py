@@ -53,7 +53,10 @@ class _Origin:
         self.host = parts.hostname
         self.port = parts.port or (443 if self.ssl else 80)
         target = parts.path.rstrip("/") + path
-        self.head = f"POST {target} HTTP/1.1\r\nHost: {parts.netloc}\r\n".encode("latin-1")
+        # Host is host[:port] only (RFC 9110 7.2): userinfo in it would hand the URL's
+        # credentials to the worker and anything that logs its headers.
+        host = parts.netloc.rpartition("@")[2]
+        self.head = f"POST {target} HTTP/1.1\r\nHost: {host}\r\n".encode("latin-1")
 
 
 class _Connection(asyncio.Protocol):
