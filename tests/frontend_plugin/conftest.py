@@ -92,11 +92,13 @@ def start_stack(
     frontend: list[str] | None = None,
     env: dict[str, str] | None = None,
     debug_endpoints: bool = True,
+    worker_userinfo: str | None = None,
 ) -> Iterator[Stack]:
     """Start workers (each with its own extra flags) and a frontend, all in parallel.
 
     The frontend serves ``/debug/inflight`` (off by default in ``ridtrace serve``) unless
-    ``debug_endpoints`` is false: these tests poll it for their conditions.
+    ``debug_endpoints`` is false: these tests poll it for their conditions. With
+    ``worker_userinfo`` (``user:password``) the frontend gets the worker URLs with it.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     procs: list[Proc] = []
@@ -106,7 +108,8 @@ def start_stack(
             for i, flags in enumerate(workers)
         ]
         procs.extend(ws)
-        worker_args = [a for w in ws for a in ("--worker", w.url)]
+        prefix = f"http://{worker_userinfo}@" if worker_userinfo else "http://"
+        worker_args = [a for w in ws for a in ("--worker", w.url.replace("http://", prefix))]
         debug = ["--debug-endpoints"] if debug_endpoints else []
         fe = _spawn(["frontend", *worker_args, *debug, *(frontend or [])], workdir, "frontend", env)
         procs.append(fe)

@@ -13,8 +13,9 @@ from typing import Any
 
 from ridtrace.frontend_plugin import Frontend, FrontendSettings, InferenceCall, WorkRequest
 from ridtrace.frontend_plugin.direct import DirectCall, new_call
+from ridtrace.frontend_plugin.failures import WORKER_TIMED_OUT, Failed
 from ridtrace.frontend_plugin.frontend import CallerLeft
-from ridtrace.frontend_plugin.pump import Delta, Failed, Finished
+from ridtrace.frontend_plugin.pump import Delta, Finished
 
 RID = "rid-1"
 
@@ -139,7 +140,9 @@ def test_a_silent_worker_times_out_with_a_504() -> None:
         await call.next()
         failed = await asyncio.wait_for(call.next(), 5)
         assert isinstance(failed, Failed) and failed.status == 504
-        assert "sent nothing" in failed.message
+        # The caller is told the kind of failure; which worker and how long, the log.
+        assert failed.message == WORKER_TIMED_OUT
+        assert "sent nothing" in failed.detail and failed.logged == failed.detail
         call.close()
 
     asyncio.run(main())

@@ -19,6 +19,7 @@ import time
 from typing import Any, Protocol
 
 from ridtrace.frontend_plugin.dispatch import DispatchError, WorkerStream
+from ridtrace.frontend_plugin.failures import REQUEST_TIMED_OUT, Failed
 from ridtrace.frontend_plugin.frontend import (
     CALLER_LEFT,
     CallState,
@@ -27,20 +28,17 @@ from ridtrace.frontend_plugin.frontend import (
     Item,
 )
 from ridtrace.frontend_plugin.pump import (
-    ENDED,
-    Failed,
     Finished,
     drain,
+    ended,
     lost,
     message_item,
+    silent,
 )
-from ridtrace.frontend_plugin.redaction import redacted_url
 from ridtrace.frontend_plugin.timers import Deadline
 from ridtrace.frontend_plugin.wire import WorkRequest
 
 __all__ = ["Call", "DirectCall", "new_call"]
-
-_TIMED_OUT = "request timed out"
 
 
 class Call(Protocol):
@@ -160,12 +158,12 @@ class DirectCall(CallState):
             )
         except DispatchError as exc:
             self.attempts = exc.attempts
-            return Failed(str(exc), exc.status, exc.reason, exc.attempts)
+            return Failed(str(exc), exc.status, exc.reason, exc.attempts, exc.detail)
         self._stream = stream
         self.worker, self.attempts = stream.worker, stream.attempts
         fe.registry.claim(self.key)  # the link, counted as the pump counts it
         if self.deadline <= time.monotonic():
-            return Failed(_TIMED_OUT, 504, "timeout", self.attempts)
+            return Failed(REQUEST_TIMED_OUT, 504, "timeout", self.attempts)
         item = await self._item(stream, stream.first)
         return item if item is not None else await self._read(stream)
 
@@ -183,7 +181,7 @@ class DirectCall(CallState):
             else:
                 remaining = self.deadline - time.monotonic()
                 if remaining <= 0:
-                    return Failed(_TIMED_OUT, 504, "timeout", self.attempts)
+                    return Failed(REQUEST_TIMED_OUT, 504, "timeout", self.attempts)
                 chunk = settings.chunk_timeout
                 try:
                     with Deadline(min(chunk, remaining)):
@@ -194,13 +192,12 @@ class DirectCall(CallState):
                             _uncancel(self._waiting)
                         return CALLER_LEFT
                     if remaining <= chunk:
-                        return Failed(_TIMED_OUT, 504, "timeout", self.attempts)
-                    return Failed(f"timeout: worker {redacted_url(stream.worker)} sent nothing for "
-                                  f"{chunk:.1f}s", 504, "timeout", self.attempts)
+                        return Failed(REQUEST_TIMED_OUT, 504, "timeout", self.attempts)
+                    return silent(stream.worker, chunk, self.attempts)
                 except Exception as exc:  # connection lost, bad line: this caller's alone
                     return lost(stream.worker, exc, self.attempts)
                 if message is None:
-                    return Failed(ENDED, 502, "worker_lost", self.attempts)
+                    return ended(stream.worker, self.attempts)
             item = await self._item(stream, message)
             if item is not None:
                 return item

@@ -16,6 +16,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ridtrace.contract import DISPATCH_ATTEMPT, DISPATCH_RETRY
+from ridtrace.frontend_plugin.failures import (
+    REQUEST_TIMED_OUT,
+    WORKER_TOKEN_REFUSED,
+    WORKER_UNAUTHORIZED,
+    WORKER_UNAVAILABLE,
+    dispatch_message,
+)
 from ridtrace.frontend_plugin.ndjson import BadLine, NdjsonReader
 from ridtrace.frontend_plugin.redaction import redacted_url
 from ridtrace.frontend_plugin.settings import FrontendSettings
@@ -36,18 +43,22 @@ __all__ = [
 
 events = EventLog(__name__)
 
-WORKER_UNAUTHORIZED = "worker_unauthorized"
-"""Dispatch failure reason: a worker answered 401/403 to the frontend's worker token."""
-
 
 class DispatchError(Exception):
-    """No worker produced a first chunk; ``status`` is what the caller should get."""
+    """No worker produced a first chunk; ``status`` is what the caller should get.
 
-    def __init__(self, message: str, *, reason: str, status: int, attempts: int) -> None:
+    The message is for the caller (one of :mod:`~ridtrace.frontend_plugin.failures`'
+    phrases); ``detail`` names the last worker tried and what it did, for the log.
+    """
+
+    def __init__(
+        self, message: str, *, reason: str, status: int, attempts: int, detail: str = ""
+    ) -> None:
         super().__init__(message)
         self.reason = reason
         self.status = status
         self.attempts = attempts
+        self.detail = detail or message
 
 
 class WorkerPool:
@@ -204,8 +215,10 @@ class Dispatcher:
         end = deadline if deadline is not None else time.monotonic() + s.total_timeout
         candidates = self.pool.order()
         if not candidates:
-            raise DispatchError("no workers configured", reason="no_worker", status=503, attempts=0)
-        reason, message = "no_worker", "no worker available"
+            raise DispatchError(WORKER_UNAVAILABLE, reason="no_worker", status=503, attempts=0,
+                                detail="no workers configured")
+        reason, detail = "no_worker", "no worker available"
+        caller_message = WORKER_UNAVAILABLE
         attempt = 0
         for attempt, worker in enumerate(candidates[: max(s.max_attempts, 1)], start=1):
             events.debug(
@@ -214,12 +227,15 @@ class Dispatcher:
             )
             budget = min(s.first_byte_timeout, end - time.monotonic())
             if budget <= 0:
-                reason, message = "timeout", "request deadline passed before a worker answered"
+                reason, detail = "timeout", "request deadline passed before a worker answered"
+                caller_message = REQUEST_TIMED_OUT
                 break
             try:
                 stream = await self._try(worker, attempt, body, headers, budget)
             except _Refused as refusal:
                 reason, message = refusal.reason, refusal.message
+                detail = f"worker {redacted_url(worker)}: {message}"
+                caller_message = dispatch_message(reason)
                 marked_down = refusal.reason != "conflict"
                 if not marked_down:
                     metrics.conflict_retry()
@@ -232,12 +248,14 @@ class Dispatcher:
                 )
                 if refusal.fatal:
                     raise DispatchError(
-                        message, reason=reason, status=502, attempts=attempt
+                        caller_message, reason=reason, status=502, attempts=attempt,
+                        detail=detail,
                     ) from None
                 continue
             return stream
         status = {"timeout": 504, "conflict": 503}.get(reason, 502)
-        raise DispatchError(message, reason=reason, status=status, attempts=attempt)
+        raise DispatchError(caller_message, reason=reason, status=status, attempts=attempt,
+                            detail=detail)
 
     async def _try(
         self, worker: str, attempt: int, body: bytes, headers: dict[str, str], budget: float
@@ -258,9 +276,7 @@ class Dispatcher:
                         # A token mismatch is configuration, not load: fail the request
                         # clearly instead of trying it on every worker.
                         raise _Refused(
-                            WORKER_UNAUTHORIZED,
-                            f"a worker refused the frontend's worker token (HTTP {status}); "
-                            "check --worker-token on the frontend and its workers",
+                            WORKER_UNAUTHORIZED, f"{WORKER_TOKEN_REFUSED} (HTTP {status})",
                             fatal=True,
                         )
                     if status >= 500:
@@ -276,7 +292,7 @@ class Dispatcher:
             if response is not None:
                 response.close()
             raise _Refused(
-                "timeout", f"no first chunk from {redacted_url(worker)} within {budget:.1f}s"
+                "timeout", f"no first chunk within {budget:.1f}s"
             ) from None
         except asyncio.CancelledError:
             # The caller left mid-dispatch: drop the connection (the worker sees it go)

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ridtrace.frontend_plugin.dispatch import Dispatcher
-from ridtrace.frontend_plugin.pump import Delta, Failed, Finished, Linked, pump
+from ridtrace.frontend_plugin.failures import REQUEST_TIMED_OUT, Failed
+from ridtrace.frontend_plugin.pump import Delta, Finished, Linked, pump
 from ridtrace.frontend_plugin.registry import Dropped, InflightRegistry
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.wire import WorkRequest
@@ -145,7 +146,7 @@ class InferenceCall(CallState):
         self._timer = asyncio.get_running_loop().call_later(
             fe.settings.total_timeout + 1.0,
             self._channel.put_nowait,
-            Failed("request timed out", 504, "timeout"),
+            Failed(REQUEST_TIMED_OUT, 504, "timeout"),
         )
 
     async def next(self) -> Item:

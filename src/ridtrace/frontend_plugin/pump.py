@@ -17,6 +17,14 @@ from typing import Any
 
 from ridtrace.contract import FOREIGN_CHUNK, RESPONSE_UNLINKED, UNLINKED_REQUEST, UNLINKED_RESPONSE
 from ridtrace.frontend_plugin.dispatch import Dispatcher, DispatchError, WorkerStream
+from ridtrace.frontend_plugin.failures import (
+    FOREIGN_CHUNK_STOPPED,
+    REQUEST_TIMED_OUT,
+    WORKER_CONNECTION_LOST,
+    WORKER_ERROR,
+    WORKER_TIMED_OUT,
+    Failed,
+)
 from ridtrace.frontend_plugin.redaction import redacted_url
 from ridtrace.frontend_plugin.registry import Channel, InflightRegistry
 from ridtrace.frontend_plugin.timers import Watchdog
@@ -33,9 +41,11 @@ __all__ = [
     "Finished",
     "Linked",
     "drain",
+    "ended",
     "lost",
     "message_item",
     "pump",
+    "silent",
 ]
 
 events = EventLog(__name__)
@@ -66,16 +76,6 @@ class Finished:
     prompt_tokens: int
 
 
-@dataclass(frozen=True, slots=True)
-class Failed:
-    """The reply cannot be completed; ``status`` is for callers that got no bytes yet."""
-
-    message: str
-    status: int
-    reason: str
-    attempts: int = 0
-
-
 async def pump(
     *,
     dispatcher: Dispatcher,
@@ -95,7 +95,8 @@ async def pump(
         except DispatchError as exc:
             target = _link(registry, key, channel)
             if target is not None:
-                target.put_nowait(Failed(str(exc), exc.status, exc.reason, exc.attempts))
+                target.put_nowait(Failed(str(exc), exc.status, exc.reason, exc.attempts,
+                                         exc.detail))
             return
         target = _link(registry, key, channel)
         if target is None:
@@ -128,7 +129,7 @@ async def _forward(
 ) -> None:
     chunk_timeout = dispatcher.settings.chunk_timeout
     if deadline <= time.monotonic():
-        target.put_nowait(Failed("request timed out", 504, "timeout", stream.attempts))
+        target.put_nowait(Failed(REQUEST_TIMED_OUT, 504, "timeout", stream.attempts))
         return
     watchdog = Watchdog(chunk_timeout, deadline)
     try:
@@ -139,10 +140,9 @@ async def _forward(
         # Our own timer: the cancellation ends here and the caller gets the timeout.
         watchdog.absorb()
         if watchdog.expired == "total":
-            failed = Failed("request timed out", 504, "timeout", stream.attempts)
+            failed = Failed(REQUEST_TIMED_OUT, 504, "timeout", stream.attempts)
         else:
-            failed = Failed(f"timeout: worker {redacted_url(stream.worker)} sent nothing for "
-                            f"{chunk_timeout:.1f}s", 504, "timeout", stream.attempts)
+            failed = silent(stream.worker, chunk_timeout, stream.attempts)
         target.put_nowait(failed)
     finally:
         watchdog.stop()
@@ -163,8 +163,8 @@ def message_item(
             FOREIGN_CHUNK, event=FOREIGN_CHUNK, worker=redacted_url(worker),
             chunk_request_id=validate_client_id(owner) if isinstance(owner, str) else None,
         )
-        return Failed("worker sent a chunk for another request; stream stopped", 502,
-                      "foreign_chunk", attempts)
+        return Failed(FOREIGN_CHUNK_STOPPED, 502, "foreign_chunk", attempts,
+                      f"worker {redacted_url(worker)} sent a chunk for another request")
     text = message.get("text")
     if isinstance(text, str):
         return Delta(text)
@@ -175,19 +175,32 @@ def message_item(
             prompt_tokens=_int(message.get("prompt_tokens")),
         )
     if "error" in message:
-        return Failed(f"worker error: {str(message['error'])[:200]}", 502, "worker_error",
-                      attempts)
+        return Failed(WORKER_ERROR, 502, "worker_error", attempts,
+                      f"worker {redacted_url(worker)} error: {str(message['error'])[:200]}")
     return None
 
 
 def lost(worker: str, exc: BaseException, attempts: int) -> Failed:
     """The failure of a stream whose worker connection broke after the first chunk."""
-    return Failed(f"worker {redacted_url(worker)} failed mid-stream: {type(exc).__name__}",
-                  502, "worker_lost", attempts)
+    return Failed(WORKER_CONNECTION_LOST, 502, "worker_lost", attempts,
+                  f"worker {redacted_url(worker)} failed mid-stream: "
+                  f"{type(exc).__name__}: {exc}")
+
+
+def ended(worker: str, attempts: int) -> Failed:
+    """The failure of a stream that ended before its done line."""
+    return Failed(WORKER_CONNECTION_LOST, 502, "worker_lost", attempts,
+                  f"worker {redacted_url(worker)}: {ENDED}")
+
+
+def silent(worker: str, seconds: float, attempts: int) -> Failed:
+    """The failure of a stream whose worker sent nothing for ``seconds`` (chunk timeout)."""
+    return Failed(WORKER_TIMED_OUT, 504, "timeout", attempts,
+                  f"worker {redacted_url(worker)} sent nothing for {seconds:.1f}s")
 
 
 ENDED = "worker stream ended without completion"
-"""The failure message of a stream that ended before its done line."""
+"""What the log records for a stream that ended before its done line."""
 
 
 async def _relay(
@@ -215,7 +228,7 @@ async def _relay(
             put(lost(stream.worker, exc, stream.attempts))
             return
         watchdog.last = loop_time()
-    put(Failed(ENDED, 502, "worker_lost", stream.attempts))
+    put(ended(stream.worker, stream.attempts))
 
 
 async def drain(stream: WorkerStream) -> None:

@@ -202,7 +202,7 @@ async def _stream_events(send: Send, call: Call, renderer: Renderer, first: Item
                 else:
                     failed = _as_failed(item)
                     # The status line already said 200; the stream says otherwise.
-                    annotate_request(outcome_override="error", error=failed.message)
+                    annotate_request(outcome_override="error", error=failed.logged)
                     out.append(renderer.fail(failed))
                     await send({"type": "http.response.body", "body": b"".join(out)})
                     return
@@ -231,7 +231,7 @@ async def _send_error(
 
 async def _failure(send: Send, api: ApiSpec, item: Failed | Dropped) -> None:
     failed = _as_failed(item)
-    annotate_request(error=failed.message)
+    annotate_request(error=failed.logged)
     kind = "timeout" if failed.reason == "timeout" else None
     await _send_error(send, api, failed.status, failed.message, kind=kind)
 

@@ -1,0 +1,85 @@
+"""What a caller is told when its reply cannot be completed, and what the log keeps.
+
+A failure has two texts. ``message`` reaches the caller, in the API's error body or its
+in-band stream error event, and is one of the fixed phrases below: a caller cannot act
+on a worker's address, port or exception class, and those describe the deployment to
+anyone who can reach the frontend. ``detail`` (which worker, what broke) goes to the
+``error`` field of the request's own ``request.end`` line, found by the
+``x-server-request-id`` the caller got back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "DUPLICATE_EVERYWHERE",
+    "FOREIGN_CHUNK_STOPPED",
+    "REQUEST_TIMED_OUT",
+    "WORKER_CONNECTION_LOST",
+    "WORKER_ERROR",
+    "WORKER_REJECTED",
+    "WORKER_TIMED_OUT",
+    "WORKER_TOKEN_REFUSED",
+    "WORKER_UNAUTHORIZED",
+    "WORKER_UNAVAILABLE",
+    "Failed",
+    "dispatch_message",
+]
+
+WORKER_UNAVAILABLE = "worker unavailable"
+"""No worker could be reached or every one tried failed before its first chunk."""
+WORKER_TIMED_OUT = "worker timed out"
+"""A worker sent nothing for ``first_byte_timeout`` (per attempt) or ``chunk_timeout``."""
+REQUEST_TIMED_OUT = "request timed out"
+"""The request's ``total_timeout`` ran out."""
+WORKER_CONNECTION_LOST = "worker connection lost"
+"""The worker's stream broke or ended before its done line."""
+WORKER_ERROR = "worker error"
+"""The worker reported an error in its stream."""
+WORKER_REJECTED = "worker rejected the request"
+"""A worker answered a 4xx other than Conflict or a token refusal."""
+DUPLICATE_EVERYWHERE = "every worker tried already had this request id in flight"
+"""Each attempt was refused with Conflict (HTTP 503)."""
+FOREIGN_CHUNK_STOPPED = "worker sent a chunk for another request; stream stopped"
+"""A chunk named another request (the chunk check)."""
+WORKER_TOKEN_REFUSED = (
+    "a worker refused the frontend's worker token; check --worker-token on the frontend "
+    "and its workers"
+)
+"""A worker answered 401/403: configuration the operator must fix, so it is named."""
+
+WORKER_UNAUTHORIZED = "worker_unauthorized"
+"""Dispatch failure reason: a worker answered 401/403 to the frontend's worker token."""
+
+_DISPATCH_MESSAGES = {
+    "conflict": DUPLICATE_EVERYWHERE,
+    "timeout": WORKER_TIMED_OUT,
+    "status_4xx": WORKER_REJECTED,
+    WORKER_UNAUTHORIZED: WORKER_TOKEN_REFUSED,
+}
+
+
+def dispatch_message(reason: str) -> str:
+    """What the caller is told when a dispatch attempt failed for ``reason``
+    (``connect``, ``status_5xx`` and anything else: :data:`WORKER_UNAVAILABLE`)."""
+    return _DISPATCH_MESSAGES.get(reason, WORKER_UNAVAILABLE)
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The reply cannot be completed; ``status`` is for callers that got no bytes yet.
+
+    ``message`` is shown to the caller; ``detail`` is logged (``message`` when empty).
+    """
+
+    message: str
+    status: int
+    reason: str
+    attempts: int = 0
+    detail: str = ""
+
+    @property
+    def logged(self) -> str:
+        """What the request's ``request.end`` line records as its ``error``."""
+        return self.detail or self.message

@@ -1,0 +1,103 @@
+"""What callers and probes never see: worker addresses, credentials, exception classes.
+
+A frontend whose ``--worker`` URL carries ``user:password@`` is run for real: callers get
+the API's error with a fixed phrase, the frontend's log keeps the detail (under the
+request's id) without the password, and ``/health`` shows no worker URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import orjson
+
+from tests.frontend_plugin.conftest import Proc, start_stack
+from tests.frontend_plugin.traffic import ROUTES, build, extract
+from tests.support.servers import free_port
+
+KEY = "sk-internals-test"
+PASSWORD = "secretpw-4c1e"
+USERINFO = f"user:{PASSWORD}"
+AUTH = {"authorization": f"Bearer {KEY}"}
+
+
+def _calls(url: str, marker: str) -> list[tuple[str, bool, httpx.Response]]:
+    """Every route, streaming and not, at once."""
+
+    async def one(client: httpx.AsyncClient, route: str, stream: bool) -> tuple[
+            str, bool, httpx.Response]:
+        path, headers, body = build(route, marker, None, stream)
+        return route, stream, await client.post(url + path, headers={**headers, **AUTH},
+                                                json=body)
+
+    async def main() -> list[tuple[str, bool, httpx.Response]]:
+        async with httpx.AsyncClient(timeout=60) as client:
+            return list(await asyncio.gather(
+                *(one(client, r, s) for r in ROUTES for s in (False, True))))
+
+    return asyncio.run(main())
+
+
+def _assert_nothing_internal(text: str, port: int) -> None:
+    for secret in (PASSWORD, "user:", "127.0.0.1", str(port), "Error:", "Errno", "http://"):
+        assert secret not in text, (secret, text)
+
+
+def _ends(frontend: Proc) -> dict[str, dict[str, object]]:
+    return {str(x["request_id"]): x for x in frontend.lines()
+            if x.get("event") == "request.end" and x.get("endpoint")}
+
+
+def test_a_dead_worker_is_worker_unavailable_to_callers_and_detailed_in_the_log(
+    tmp_path: Path,
+) -> None:
+    dead = free_port()  # nothing listens there: every connect is refused
+    frontend = ["--api-key", KEY, "--worker", f"http://{USERINFO}@127.0.0.1:{dead}"]
+    with start_stack(tmp_path, workers=[], frontend=frontend, debug_endpoints=False) as stack:
+        answers = _calls(stack.url, "dead worker")
+        ends = _ends(stack.frontend)
+        log = stack.frontend.log.read_bytes()
+    for route, stream, response in answers:
+        # A failure before the first chunk: the API's JSON error, streaming or not.
+        assert response.status_code == 502, (route, stream, response.text)
+        _, error, body = extract(route, False, response.content)
+        assert error == "worker unavailable", (route, stream, body)
+        kind = body["error"]["type"]
+        assert kind == ("api_error" if route == "messages" else "server_error"), body
+        _assert_nothing_internal(response.text, dead)
+        # The detail is in this request's own request.end line.
+        end = ends[response.headers["x-server-request-id"]]
+        assert end["status"] == 502
+        assert f"127.0.0.1:{dead}" in str(end["error"]), end
+        assert "Connection refused" in str(end["error"]) or "connect" in str(end["error"]), end
+    retries = [orjson.loads(x) for x in log.splitlines() if b'"dispatch.retry"' in x]
+    assert retries and {r["worker"] for r in retries} == {f"http://***@127.0.0.1:{dead}"}
+    assert PASSWORD.encode() not in log
+    assert PASSWORD.encode() not in stack.frontend.stderr.read_bytes()
+
+
+def test_a_silent_worker_is_worker_timed_out_in_bodies_and_in_stream_errors(
+    tmp_path: Path,
+) -> None:
+    # Two tokens, then silence: every stream has started when the chunk timeout ends it.
+    with start_stack(
+        tmp_path, workers=[["--hang-after-tokens", "2"]], frontend=["--api-key", KEY,
+                                                                     "--chunk-timeout", "1"],
+        debug_endpoints=False, worker_userinfo=USERINFO,
+    ) as stack:
+        answers = _calls(stack.url, "silent worker a b c d e f")
+        ends = _ends(stack.frontend)
+        log = stack.frontend.log.read_bytes()
+    port = stack.workers[0].port
+    for route, stream, response in answers:
+        _, error, _ = extract(route, stream, response.content)
+        # Status codes as before: the stream already said 200, a plain answer is a 504.
+        assert response.status_code == (200 if stream else 504), (route, stream)
+        assert error == "worker timed out", (route, stream, response.text)
+        _assert_nothing_internal(response.text, port)
+        end = ends[response.headers["x-server-request-id"]]
+        assert end["error"] == f"worker http://***@127.0.0.1:{port} sent nothing for 1.0s", end
+        assert end["worker"] == f"http://***@127.0.0.1:{port}", end
+    assert PASSWORD.encode() not in log
