@@ -8,6 +8,7 @@ request's id) without the password, and ``/health`` shows no worker URL.
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import httpx
@@ -45,9 +46,27 @@ def _assert_nothing_internal(text: str, port: int) -> None:
         assert secret not in text, (secret, text)
 
 
-def _ends(frontend: Proc) -> dict[str, dict[str, object]]:
-    return {str(x["request_id"]): x for x in frontend.lines()
-            if x.get("event") == "request.end" and x.get("endpoint")}
+def _ends(frontend: Proc, answers: list[tuple[str, bool, httpx.Response]]
+          ) -> dict[str, dict[str, object]]:
+    """The request.end line of each answer, by request id.
+
+    A line is written once its response went out, so the caller may be done first:
+    wait for the lines themselves (a condition, not a nap).
+    """
+    wanted = {response.headers["x-server-request-id"] for _, _, response in answers}
+    deadline = time.monotonic() + 20
+    while True:
+        ends = {str(x["request_id"]): x for x in frontend.lines()
+                if x.get("event") == "request.end" and x.get("endpoint")}
+        if wanted <= ends.keys() or time.monotonic() > deadline:
+            return ends
+        time.sleep(0.02)
+
+
+def _probe(url: str) -> tuple[httpx.Response, httpx.Response]:
+    """GET and HEAD /health the way a load balancer does: no key."""
+    with httpx.Client(base_url=url, timeout=10) as client:
+        return client.get("/health"), client.head("/health")
 
 
 def test_a_dead_worker_is_worker_unavailable_to_callers_and_detailed_in_the_log(
@@ -55,10 +74,26 @@ def test_a_dead_worker_is_worker_unavailable_to_callers_and_detailed_in_the_log(
 ) -> None:
     dead = free_port()  # nothing listens there: every connect is refused
     frontend = ["--api-key", KEY, "--worker", f"http://{USERINFO}@127.0.0.1:{dead}"]
-    with start_stack(tmp_path, workers=[], frontend=frontend, debug_endpoints=False) as stack:
+    # A cooldown far longer than the test: the worker stays marked down for the probe
+    # after the failures, whatever the machine's speed.
+    env = {"RIDTRACE_FRONTEND_DOWN_COOLDOWN": "600"}
+    with start_stack(
+        tmp_path, workers=[], frontend=frontend, debug_endpoints=False, env=env,
+    ) as stack:
+        before = _probe(stack.url)
         answers = _calls(stack.url, "dead worker")
-        ends = _ends(stack.frontend)
+        after = _probe(stack.url)
+        ends = _ends(stack.frontend, answers)
         log = stack.frontend.log.read_bytes()
+    # Nothing failed yet, so nothing is marked down: the frontend is serving.
+    assert before[0].status_code == before[1].status_code == 200
+    assert before[0].json() == {"status": "ok", "workers": {"total": 1, "up": 1}}
+    assert before[1].content == b""
+    # Its only worker failed and is marked down: a balancer should go elsewhere.
+    assert after[0].status_code == after[1].status_code == 503
+    assert after[0].json() == {"status": "unavailable", "workers": {"total": 1, "up": 0}}
+    for response in (*before, *after):
+        _assert_nothing_internal(response.text, dead)
     for route, stream, response in answers:
         # A failure before the first chunk: the API's JSON error, streaming or not.
         assert response.status_code == 502, (route, stream, response.text)
@@ -88,7 +123,7 @@ def test_a_silent_worker_is_worker_timed_out_in_bodies_and_in_stream_errors(
         debug_endpoints=False, worker_userinfo=USERINFO,
     ) as stack:
         answers = _calls(stack.url, "silent worker a b c d e f")
-        ends = _ends(stack.frontend)
+        ends = _ends(stack.frontend, answers)
         log = stack.frontend.log.read_bytes()
     port = stack.workers[0].port
     for route, stream, response in answers:

@@ -123,13 +123,14 @@ def test_other_methods_on_the_work_path_get_405_and_other_paths_reach_fastapi() 
     (start, _) = _call(app, _scope("GET"), [b""])
     assert start["status"] == 405 and dict(start["headers"])[b"allow"] == b"POST"
 
-    async def get(path: str) -> httpx.Response:
+    async def get(path: str, method: str = "GET") -> httpx.Response:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://w") as client:
-            return await client.get(path)
+            return await client.request(method, path)
 
     health = asyncio.run(get("/health"))
     assert health.status_code == 200 and health.json() == {"status": "ok", "inflight": 0}
+    assert asyncio.run(get("/health", "HEAD")).status_code == 200  # what some probes send
     assert asyncio.run(get("/nowhere")).status_code == 404
 
 

@@ -94,6 +94,11 @@ class WorkerPool:
         """Whether ``url`` is in rotation now."""
         return self._down_until.get(url, 0.0) <= self._clock()
 
+    def up_count(self) -> int:
+        """How many workers are in rotation now (none marked down within the cooldown)."""
+        now = self._clock()
+        return sum(1 for u in self.urls if self._down_until.get(u, 0.0) <= now)
+
     def snapshot(self) -> list[dict[str, object]]:
         """Per-worker health, for the debug endpoint."""
         return [{"url": redacted_url(u), "up": self.is_up(u)} for u in self.urls]

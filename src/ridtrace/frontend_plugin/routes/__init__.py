@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fastapi import APIRouter
+from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -101,9 +102,17 @@ def create_router(
             {"id": fe.settings.model, "object": "model", "created": 0, "owned_by": "ridtrace"}
         ]}
 
-    @router.get("/health")
-    async def health() -> dict[str, object]:
-        return {"status": "ok", "inflight": len(fe.registry), **fe.dispatcher.snapshot()}
+    # For load balancers and probes, so open even with API keys: it shows counts only,
+    # never a worker URL (that is /debug/inflight's, off by default). HEAD is what
+    # some balancers send.
+    @router.api_route("/health", methods=["GET", "HEAD"])
+    async def health() -> JSONResponse:
+        pool = fe.dispatcher.pool
+        up = pool.up_count()
+        workers = {"total": len(pool.urls), "up": up}
+        if up == 0:
+            return JSONResponse({"status": "unavailable", "workers": workers}, status_code=503)
+        return JSONResponse({"status": "ok", "workers": workers})
 
     if fe.settings.debug_endpoints:
 
