@@ -28,6 +28,8 @@ RESPONSE_SENT: Final = "response.sent"
 FOREIGN_CHUNK: Final = "stream.foreign_chunk"
 DEPRECATED_HEADER: Final = "deprecated_header"
 SPAN_CLOSED: Final = "span.closed"
+SHUTDOWN_DRAIN: Final = "shutdown.drain"
+SHUTDOWN_STOP: Final = "shutdown.stop"
 
 # Events whose lines are no part of a request's lifecycle but of its evidence.
 WORKER_EVENT_PREFIX: Final = "worker."
@@ -43,6 +45,10 @@ OUTCOME_UNAUTHORIZED: Final = "unauthorized"  # refused for a missing or wrong k
 # The two errors the seed's frontend raised when its in-flight table lost a request.
 UNLINKED_RESPONSE: Final = "Unlinked response; response task was dropped or cancelled"
 UNLINKED_REQUEST: Final = "Unlinked request; initiating request task was dropped or cancelled"
+
+# The error of a request the server ended because it was stopping (SIGTERM / SIGINT
+# and the graceful-shutdown period nearly over).
+SHUTTING_DOWN: Final = "server shutting down"
 
 # Sides of a request span.
 FRONTEND: Final = "frontend"

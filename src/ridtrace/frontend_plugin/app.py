@@ -16,6 +16,7 @@ from ridtrace.frontend_plugin.auth import (
     anthropic_error,
     matching_route,
 )
+from ridtrace.frontend_plugin.drain import Drain
 from ridtrace.frontend_plugin.frontend import Frontend
 from ridtrace.frontend_plugin.routes import InferenceFastPath, create_router
 from ridtrace.frontend_plugin.routes.anthropic import MESSAGES
@@ -57,6 +58,7 @@ def create_frontend_app(
     *,
     tracing: TracingSettings | None = None,
     frontend: Frontend | None = None,
+    drain: Drain | None = None,
 ) -> FastAPI:
     """A FastAPI app serving the inference routes with request tracing.
 
@@ -64,9 +66,12 @@ def create_frontend_app(
     connections are closed when the app shuts down, and the tracer and meter providers
     ridtrace configured are flushed and shut down after them. ``GET /metrics`` serves
     the Prometheus text. With ``settings.api_keys`` every route but ``/health`` (and
-    ``/metrics`` unless ``metrics_require_key``) needs a key.
+    ``/metrics`` unless ``metrics_require_key``) needs a key. ``drain.stop_all()`` ends
+    the requests still in flight with a 503 or an in-band error event (``ridtrace
+    serve`` calls it shortly before its graceful-shutdown timeout); it is ignored when
+    ``frontend`` is given (that one has its own ``frontend.drain``).
     """
-    fe = frontend or Frontend(settings)
+    fe = frontend or Frontend(settings, drain=drain)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -22,6 +22,7 @@ from ridtrace.frontend_plugin.dispatch import DispatchError, WorkerStream
 from ridtrace.frontend_plugin.failures import REQUEST_TIMED_OUT, Failed
 from ridtrace.frontend_plugin.frontend import (
     CALLER_LEFT,
+    SHUTDOWN,
     CallState,
     Frontend,
     InferenceCall,
@@ -59,6 +60,9 @@ class Call(Protocol):
     def interrupt(self) -> None:
         """The caller's client disconnected."""
 
+    def stop(self, message: str) -> None:
+        """The server is stopping: end the call with a 503 ``message``."""
+
     def close(self) -> None:
         """Release the key and the worker stream; idempotent."""
 
@@ -80,7 +84,7 @@ class DirectCall(CallState):
     safe policy, but whatever is (``put_nowait``) is handed out before anything else.
     """
 
-    __slots__ = ("_held", "_inbox", "_interrupted", "_left", "_stream", "_waiting")
+    __slots__ = ("_ended", "_held", "_inbox", "_interrupted", "_stream", "_waiting")
 
     def __init__(
         self, frontend: Frontend, *, key: str, work: WorkRequest,
@@ -91,7 +95,8 @@ class DirectCall(CallState):
         self._held: dict[str, Any] | None = None  # a done line seen by next_nowait
         self._inbox: list[Item] = []
         self._waiting: asyncio.Task[Any] | None = None  # our task, while it waits on I/O
-        self._left = False
+        # What ends the call early: CALLER_LEFT, or the Failed of a server shutdown.
+        self._ended: Item | None = None
         self._interrupted = False
 
     def put_nowait(self, item: Any, /) -> None:
@@ -104,7 +109,17 @@ class DirectCall(CallState):
 
     def interrupt(self) -> None:
         """The client left: a read in progress ends now, and every later one at once."""
-        self._left = True
+        self._end(CALLER_LEFT)
+
+    def stop(self, message: str) -> None:
+        """The server is stopping: a read in progress, or the next one, returns a 503
+        ``Failed``, which the route reports in its API's shape."""
+        self._end(Failed(message, 503, SHUTDOWN, self.attempts))
+
+    def _end(self, item: Item) -> None:
+        if self._ended is not None:
+            return  # the first reason wins
+        self._ended = item
         task = self._waiting
         if task is not None and not self._interrupted:
             self._interrupted = True
@@ -114,8 +129,8 @@ class DirectCall(CallState):
         """The next item: dispatches first, then reads the worker's stream."""
         if self._inbox:
             return self._inbox.pop(0)
-        if self._left:
-            return CALLER_LEFT
+        if self._ended is not None:
+            return self._ended
         self._waiting = asyncio.current_task()
         try:
             if self._stream is None:
@@ -124,16 +139,17 @@ class DirectCall(CallState):
         except asyncio.CancelledError:
             if not self._interrupted:
                 raise
-            # Our interrupt's cancellation ends here: the caller left.
+            # Our interrupt's cancellation ends here: the caller left, or the server stops.
             _uncancel(self._waiting)
-            return CALLER_LEFT
+            assert self._ended is not None  # set before the cancellation
+            return self._ended
         finally:
             self._waiting = None
 
     def next_nowait(self) -> Item | None:
         """The next item if it already arrived (several tokens go out in one write)."""
-        if self._inbox or self._left:
-            return self._inbox.pop(0) if self._inbox else CALLER_LEFT
+        if self._inbox or self._ended is not None:
+            return self._inbox.pop(0) if self._inbox else self._ended
         stream = self._stream
         while stream is not None and self._held is None and stream.ready:
             try:
@@ -187,10 +203,10 @@ class DirectCall(CallState):
                     with Deadline(min(chunk, remaining)):
                         message = await stream.next_message()
                 except TimeoutError:
-                    if self._left:  # both fired: the interrupt's cancellation ends here too
-                        if self._interrupted:
+                    if self._ended is not None:  # both fired: the interrupt's
+                        if self._interrupted:     # cancellation ends here too
                             _uncancel(self._waiting)
-                        return CALLER_LEFT
+                        return self._ended
                     if remaining <= chunk:
                         return Failed(REQUEST_TIMED_OUT, 504, "timeout", self.attempts)
                     return silent(stream.worker, chunk, self.attempts)

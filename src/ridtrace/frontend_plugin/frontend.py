@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ridtrace.frontend_plugin.dispatch import Dispatcher
+from ridtrace.frontend_plugin.drain import Drain
 from ridtrace.frontend_plugin.failures import REQUEST_TIMED_OUT, Failed
 from ridtrace.frontend_plugin.pump import Delta, Finished, Linked, pump
 from ridtrace.frontend_plugin.registry import Dropped, InflightRegistry
@@ -15,7 +16,10 @@ from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.wire import WorkRequest
 from ridtrace.tracing import metrics
 
-__all__ = ["CallerLeft", "Frontend", "InferenceCall", "Item"]
+__all__ = ["SHUTDOWN", "CallerLeft", "Frontend", "InferenceCall", "Item"]
+
+SHUTDOWN = "shutdown"
+"""The ``Failed.reason`` of a call the server ended because it was stopping."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +40,8 @@ class Frontend:
         settings: frontend settings (workers, id policy, limits, timeouts).
         registry: an in-flight registry to use (tests inject one); a new one by default.
         dispatcher: a dispatcher to use; by default one over ``settings.workers``.
+        drain: where in-flight calls are held so a shutdown can end them cleanly
+            (``ridtrace serve`` passes the one its server stops); a new one by default.
     """
 
     def __init__(
@@ -44,8 +50,10 @@ class Frontend:
         *,
         registry: InflightRegistry | None = None,
         dispatcher: Dispatcher | None = None,
+        drain: Drain | None = None,
     ) -> None:
         self.settings = settings or FrontendSettings()
+        self.drain = drain if drain is not None else Drain()  # an empty one is falsy
         self.registry = registry or InflightRegistry(self.settings.id_policy)
         self.dispatcher = dispatcher or Dispatcher(self.settings)
         self.check_ids = self.settings.check_chunk_ids and self.registry.policy == "safe"
@@ -163,6 +171,10 @@ class InferenceCall(CallState):
         the disconnect in two extra tasks (issue 15).
         """
         self._channel.put_nowait(CALLER_LEFT)
+
+    def stop(self, message: str) -> None:
+        """End the call with a 503 ``message`` (the server is stopping)."""
+        self._channel.put_nowait(Failed(message, 503, SHUTDOWN, self.attempts))
 
     def next_nowait(self) -> Item | None:
         """The next item if one is already waiting, else ``None`` (batches one write)."""

@@ -13,7 +13,7 @@ import asyncio
 import orjson
 from starlette.types import Receive, Scope, Send
 
-from ridtrace.contract import RESPONSE_UNLINKED
+from ridtrace.contract import RESPONSE_UNLINKED, SHUTTING_DOWN
 from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin.asgi_io import receive_body, wait_for_disconnect
 from ridtrace.frontend_plugin.bodies import InvalidRequest, Parsed, require_object
@@ -39,6 +39,10 @@ __all__ = ["serve"]
 
 events = EventLog(__name__)
 
+# A refusal because this process is stopping: retry (elsewhere) at once, on a new
+# connection.
+_GO_ELSEWHERE = ((b"retry-after", b"0"), (b"connection", b"close"))
+
 _SSE_HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
     (b"cache-control", b"no-cache"),
@@ -55,6 +59,12 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
     """
     settings = fe.settings
     annotate_request(endpoint=api.endpoint, id_policy=fe.registry.policy)
+    if fe.drain.stopping:
+        # In-flight calls are being ended; one starting now could not finish. Only a
+        # request already on an open connection gets here (the listener is closed).
+        annotate_request(error=SHUTTING_DOWN)
+        await _send_error(send, api, 503, SHUTTING_DOWN, headers=_GO_ELSEWHERE)
+        return
     body = await receive_body(scope, receive, settings.max_body_bytes)
     if body is None:
         await _reject(send, api, 413, f"request body exceeds {settings.max_body_bytes} bytes",
@@ -98,6 +108,7 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
     renderer = api.renderer(parsed, Ids(request_id, client_id or request_id))
     # The one task that notices the client leaving, for the whole exchange.
     watcher = asyncio.ensure_future(_interrupt_on_disconnect(call, receive))
+    fe.drain.hold(call)  # a shutdown ends the call through the error paths below
     try:
         if parsed.stream:
             first = await call.next()
@@ -118,6 +129,7 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
             await _failure(send, api, end)
     finally:
         watcher.cancel()
+        fe.drain.release(call)
         worker = call.worker
         annotate_request(worker=redacted_url(worker) if worker else None, attempts=call.attempts)
         call.close()
@@ -171,11 +183,14 @@ async def _interrupt_on_disconnect(call: Call, receive: Receive) -> None:
     call.interrupt()
 
 
-async def _send_json(send: Send, status: int, body: bytes) -> None:
+async def _send_json(
+    send: Send, status: int, body: bytes, headers: tuple[tuple[bytes, bytes], ...] = ()
+) -> None:
     # orjson-encoded, as Starlette's Response would frame it, without building one.
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-length", str(len(body)).encode("latin-1")),
         (b"content-type", b"application/json"),
+        *headers,
     ]})
     await send({"type": "http.response.body", "body": body})
 
@@ -224,9 +239,10 @@ def _as_failed(item: Failed | Dropped) -> Failed:
 
 async def _send_error(
     send: Send, api: ApiSpec, status: int, message: str, *, kind: str | None = None,
-    param: str | None = None,
+    param: str | None = None, headers: tuple[tuple[bytes, bytes], ...] = (),
 ) -> None:
-    await _send_json(send, status, orjson.dumps(api.error_payload(status, message, kind, param)))
+    payload = orjson.dumps(api.error_payload(status, message, kind, param))
+    await _send_json(send, status, payload, headers)
 
 
 async def _failure(send: Send, api: ApiSpec, item: Failed | Dropped) -> None:
