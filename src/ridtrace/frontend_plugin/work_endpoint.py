@@ -36,6 +36,7 @@ from ridtrace.contract import (
 )
 from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin.asgi_io import GuardedStreamingResponse
+from ridtrace.frontend_plugin.drain import Drain, StopOnDrain, Stopped
 from ridtrace.frontend_plugin.engine import EchoEngine, echo_tokens
 from ridtrace.frontend_plugin.registry import DuplicateRequestId, InflightRegistry
 from ridtrace.frontend_plugin.settings import WorkerSettings
@@ -114,14 +115,18 @@ class WorkEndpoint:
         config: the worker's settings (limits, faults, baggage names).
         registry: the worker's in-flight table; a held ``request_id`` gets a 409.
         engine: produces the tokens.
+        drain: where paced replies are held so a shutdown can end them with an error
+            line; a new one by default.
     """
 
     def __init__(
-        self, config: WorkerSettings, registry: InflightRegistry, engine: EchoEngine
+        self, config: WorkerSettings, registry: InflightRegistry, engine: EchoEngine,
+        drain: Drain | None = None,
     ) -> None:
         self.config = config
         self.registry = registry
         self.engine = engine
+        self.drain = drain if drain is not None else Drain()  # an empty one is falsy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         config = self.config
@@ -164,7 +169,8 @@ class WorkEndpoint:
                 registry.release(job.request_id, channel)
 
             await GuardedStreamingResponse(
-                _produce(job, self.engine, config), cleanup=release, media_type=_NDJSON
+                _produce(job, self.engine, config, self.drain), cleanup=release,
+                media_type=_NDJSON,
             )(scope, receive, send)
             return
         started = time.perf_counter()
@@ -201,27 +207,38 @@ def _encode(job: WorkRequest, batch: list[str], done: int, foreign_after: int | 
     return b"".join(lines)
 
 
-def _log_end(job: WorkRequest, outcome: str, started: float, text: str, tokens: int) -> None:
+def _log_end(
+    job: WorkRequest, outcome: str, started: float, text: str, tokens: int,
+    error: str | None = None,
+) -> None:
     events.info(
         WORKER_END, event=WORKER_END, outcome=outcome,
         duration_ms=round((time.perf_counter() - started) * 1000, 3),
-        fp_out=fingerprint(text), tokens=tokens, endpoint=job.endpoint,
+        fp_out=fingerprint(text), tokens=tokens, endpoint=job.endpoint, error=error,
     )
 
 
 async def _produce(
-    job: WorkRequest, engine: EchoEngine, config: WorkerSettings
+    job: WorkRequest, engine: EchoEngine, config: WorkerSettings, drain: Drain
 ) -> AsyncIterator[bytes]:
     """A paced reply: one write per batch of ready tokens, the done line with the last."""
     started = time.perf_counter()
     produced: list[str] = []
     outcome = OUTCOME_ERROR
+    error: str | None = None
     _, finish_reason = echo_tokens(job.prompt, job.max_tokens)
     # Each batch is held until the next one exists, so the last goes out in the same
     # write as the done line.
     held = b""
+    stop = StopOnDrain()
+    drain.hold(stop)
     try:
-        async for batch in engine.batches(job.prompt, job.max_tokens):
+        batches = aiter(engine.batches(job.prompt, job.max_tokens))
+        while True:
+            try:
+                batch = await stop.wait(anext(batches))
+            except StopAsyncIteration:
+                break
             if held:
                 yield held
             held = _encode(job, batch, len(produced), config.foreign_chunk_after)
@@ -231,6 +248,11 @@ async def _produce(
             prompt_tokens=len(job.prompt.split()),
         )
         outcome = OUTCOME_OK
+    except Stopped as exc:
+        # The server is stopping: the frontend gets an error line it reports as a worker
+        # failure, not a body cut short when uvicorn's shutdown timeout cancels us.
+        error = str(exc)
+        yield held + error_line(job.request_id, error)
     except (asyncio.CancelledError, GeneratorExit):
         outcome = OUTCOME_CANCELLED
         raise
@@ -238,7 +260,8 @@ async def _produce(
         logger.exception("worker engine failed", event=WORKER_ERROR)
         yield error_line(job.request_id, f"engine error: {exc}")
     finally:
-        _log_end(job, outcome, started, "".join(produced), len(produced))
+        drain.release(stop)
+        _log_end(job, outcome, started, "".join(produced), len(produced), error)
 
 
 def _adopt_identity(job: WorkRequest, baggage_names: tuple[str, ...]) -> None:

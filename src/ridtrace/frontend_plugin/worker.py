@@ -16,6 +16,7 @@ from starlette.types import ASGIApp
 from ridtrace.contract import WORKER_REFUSED
 from ridtrace.frontend_plugin.asgi_io import fastapi_app
 from ridtrace.frontend_plugin.auth import UNAUTHORIZED, SharedSecretMiddleware, matching_route
+from ridtrace.frontend_plugin.drain import Drain
 from ridtrace.frontend_plugin.engine import EchoEngine
 from ridtrace.frontend_plugin.registry import InflightRegistry
 from ridtrace.frontend_plugin.settings import WorkerSettings
@@ -31,7 +32,8 @@ events = EventLog(__name__)
 
 
 def create_worker_app(
-    settings: WorkerSettings | None = None, *, tracing: TracingSettings | None = None
+    settings: WorkerSettings | None = None, *, tracing: TracingSettings | None = None,
+    drain: Drain | None = None,
 ) -> ASGIApp:
     """A ready worker (an ASGI app): ``POST /v1/work`` and ``/health``;
     ``/debug/inflight`` with ``debug_endpoints``; ``POST /debug/gate/open`` with ``gate``.
@@ -46,6 +48,8 @@ def create_worker_app(
 
     ``POST /v1/work`` is served as plain ASGI right below the tracing middleware (and
     the token check); the other routes and the lifespan by a FastAPI app behind it.
+    ``drain.stop_all()`` ends the replies still streaming with an in-band error line
+    (``ridtrace serve`` calls it shortly before its graceful-shutdown timeout).
     """
     config = settings or WorkerSettings()
     registry = InflightRegistry(config.id_policy, side="worker")
@@ -82,7 +86,7 @@ def create_worker_app(
             gate.set()
             return {"gate": "open"}
 
-    app: ASGIApp = WorkRoute(api, endpoint=WorkEndpoint(config, registry, engine))
+    app: ASGIApp = WorkRoute(api, endpoint=WorkEndpoint(config, registry, engine, drain))
     if config.worker_token:
         app = SharedSecretMiddleware(
             app,
