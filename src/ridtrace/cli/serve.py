@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from ridtrace.frontend_plugin.drain import Drain
 
 __all__ = ["serve"]
 
 _POLICY = click.Choice(["safe", "legacy"])
+
+DEFAULT_GRACEFUL_TIMEOUT = 25.0
+"""Seconds: a few under Kubernetes' default terminationGracePeriodSeconds (30), so the
+telemetry flush after the drain still happens before the SIGKILL."""
+
+
+def _graceful_option(func: Callable[..., None]) -> Callable[..., None]:
+    return click.option(
+        "--graceful-timeout", type=click.FloatRange(min=0, min_open=True),
+        default=DEFAULT_GRACEFUL_TIMEOUT, show_default=True, metavar="SECONDS",
+        help="On SIGTERM/SIGINT, how long in-flight requests may take to finish; those "
+             "still running near the end are answered with an error (503 / an in-band "
+             "error event). Keep it under the orchestrator's kill timeout.",
+    )(func)
 
 
 def _debug_option(func: Callable[..., None]) -> Callable[..., None]:
@@ -46,23 +65,30 @@ def _setup(log_file: Path, service: str, level: str) -> None:
     configure_metrics(service)
 
 
-def _run(app: object, host: str, port: int) -> None:
+def _run(app: object, host: str, port: int, *, drain: Drain, graceful_timeout: float) -> None:
     import uvicorn
+    from uvicorn.config import STARTUP_FAILURE
 
+    from ridtrace.cli.graceful import DrainingServer
     from ridtrace.frontend_plugin.wire import SERVER_KEEP_ALIVE_SECONDS
 
     # log_config=None keeps the stdlib routing configure_logging installed; access
     # lines would only repeat request.end.
-    uvicorn.run(
+    config = uvicorn.Config(
         app,  # type: ignore[arg-type]
         host=host,
         port=port,
         log_config=None,
         access_log=False,
-        timeout_graceful_shutdown=5,
+        # uvicorn's hint says int; it is only ever a wait_for timeout.
+        timeout_graceful_shutdown=graceful_timeout,  # type: ignore[arg-type]
         timeout_keep_alive=SERVER_KEEP_ALIVE_SECONDS,
         backlog=4096,
     )
+    server = DrainingServer(config, drain=drain)
+    server.run()
+    if not server.started:  # as uvicorn.run: the port was taken, the lifespan failed
+        sys.exit(STARTUP_FAILURE)
 
 
 @serve.command("frontend")
@@ -84,15 +110,17 @@ def _run(app: object, host: str, port: int) -> None:
               help="/metrics needs an API key too (open by default).")
 @_worker_token_option
 @_debug_option
+@_graceful_option
 def frontend_command(
     port: int, host: str, workers: tuple[str, ...], log_file: Path, id_policy: str,
     first_byte_timeout: float | None, chunk_timeout: float | None,
     total_timeout: float | None, max_body_bytes: int | None, log_level: str,
     api_keys: tuple[str, ...], metrics_require_key: bool | None, worker_token: str | None,
-    debug_endpoints: bool | None,
+    debug_endpoints: bool | None, graceful_timeout: float,
 ) -> None:
     """Serve the inference routes and dispatch to --worker URLs."""
     from ridtrace.frontend_plugin import FrontendSettings, create_frontend_app
+    from ridtrace.frontend_plugin.drain import Drain
 
     overrides: dict[str, object] = {"workers": workers, "id_policy": id_policy}
     if api_keys:
@@ -112,7 +140,9 @@ def frontend_command(
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     _setup(log_file, "frontend", log_level)
-    _run(create_frontend_app(settings, tracing=tracing), host, port)
+    drain = Drain()
+    _run(create_frontend_app(settings, tracing=tracing, drain=drain), host, port, drain=drain,
+         graceful_timeout=graceful_timeout)
 
 
 @serve.command("worker")
@@ -135,14 +165,16 @@ def frontend_command(
               help="Copy this W3C baggage entry onto the worker span as baggage.NAME (repeat).")
 @_worker_token_option
 @_debug_option
+@_graceful_option
 def worker_command(
     port: int, host: str, log_file: Path, id_policy: str, token_delay: float,
     first_token_delay: float, gate: bool, hang_after_tokens: int | None,
     foreign_chunk_after: int | None, log_level: str, baggage_attributes: tuple[str, ...],
-    worker_token: str | None, debug_endpoints: bool | None,
+    worker_token: str | None, debug_endpoints: bool | None, graceful_timeout: float,
 ) -> None:
     """Serve the echo engine at POST /v1/work."""
     from ridtrace.frontend_plugin import WorkerSettings, create_worker_app
+    from ridtrace.frontend_plugin.drain import Drain
     from ridtrace.tracing import TracingSettings
 
     overrides: dict[str, object] = {}
@@ -162,4 +194,6 @@ def worker_command(
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     _setup(log_file, f"worker-{port}", log_level)
-    _run(create_worker_app(settings, tracing=tracing), host, port)
+    drain = Drain()
+    _run(create_worker_app(settings, tracing=tracing, drain=drain), host, port, drain=drain,
+         graceful_timeout=graceful_timeout)

@@ -1,0 +1,74 @@
+"""uvicorn with a shutdown that ends the requests it cannot wait for through the app.
+
+On SIGTERM or SIGINT uvicorn closes its listener, closes idle keep-alive connections,
+tells busy ones to close after their response, and waits up to its graceful-shutdown
+timeout for in-flight requests. Whatever is still running then is cancelled, which
+looks to a client like a crash (plain 500, or a stream cut mid-chunk) and to the logs
+like a client that left. :class:`DrainingServer` asks the app's :class:`Drain` to end
+those requests itself a little before the timeout, so every caller gets an answer in
+its API's shape and every ``request.end`` says ``error``, and it exits 0 once done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from types import FrameType
+
+import uvicorn
+
+from ridtrace.contract import SHUTDOWN_DRAIN, SHUTDOWN_STOP
+from ridtrace.frontend_plugin.drain import Drain
+from ridtrace.tracing.eventlog import EventLog
+
+__all__ = ["DrainingServer", "stop_margin"]
+
+events = EventLog(__name__)
+
+
+def stop_margin(graceful_timeout: float) -> float:
+    """How long before the end of the grace period in-flight requests are ended.
+
+    Enough for the app to write its error answers and for uvicorn (which polls every
+    0.1 s) to see the connections close; a fifth of a short grace period, so a test's
+    two seconds still leave most of the time for requests to finish on their own.
+    """
+    return min(2.0, graceful_timeout / 5)
+
+
+class DrainingServer(uvicorn.Server):
+    """A uvicorn server that calls ``drain.stop_all()`` shortly before its
+    ``timeout_graceful_shutdown`` runs out (see the module docstring)."""
+
+    def __init__(self, config: uvicorn.Config, *, drain: Drain) -> None:
+        super().__init__(config)
+        self.drain = drain
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        grace = self.config.timeout_graceful_shutdown
+        timer: asyncio.TimerHandle | None = None
+        if grace is not None:
+            events.info(
+                SHUTDOWN_DRAIN, event=SHUTDOWN_DRAIN, inflight=len(self.drain),
+                graceful_timeout=grace,
+            )
+            timer = asyncio.get_running_loop().call_later(
+                grace - stop_margin(grace), self._stop_inflight
+            )
+        try:
+            await super().shutdown(sockets)
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+    def _stop_inflight(self) -> None:
+        count = self.drain.stop_all()
+        if count:
+            events.warning(SHUTDOWN_STOP, event=SHUTDOWN_STOP, requests=count)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        # uvicorn re-raises the caught signal after its shutdown, so the process dies of
+        # it (status -15). Here the signal asked for exactly the stop that happened, and
+        # everything was answered and flushed: exit 0 like any finished run.
+        self._captured_signals.clear()

@@ -1,0 +1,258 @@
+"""SIGTERM with requests in flight: `ridtrace serve` processes drain, then answer the rest.
+
+Real processes and real sockets: what a caller sees when uvicorn's shutdown timeout runs
+out (a plain 500, a stream cut mid-chunk) only shows on the wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+
+from tests.frontend_plugin.conftest import Proc, start_stack
+from tests.frontend_plugin.traffic import ROUTES, build, extract
+
+SHUTTING_DOWN = "server shutting down"
+
+
+def wait_for_line(
+    proc: Proc, predicate: Callable[[dict[str, Any]], bool], *, timeout: float = 30.0
+) -> dict[str, Any]:
+    """The first log line of ``proc`` that satisfies ``predicate`` (polls the file)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for line in proc.lines():
+            if predicate(line):
+                return line
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no such line in {proc.log}; stderr: {proc.stderr.read_text()}")
+        time.sleep(0.02)
+
+
+def request_ends(proc: Proc) -> list[dict[str, Any]]:
+    return [x for x in proc.lines() if x.get("event") == "request.end" and x.get("endpoint")]
+
+
+class Outcome:
+    """What one caller received."""
+
+    def __init__(self, route: str, stream: bool) -> None:
+        self.route = route
+        self.stream = stream
+        self.status = 0
+        self.headers: httpx.Headers = httpx.Headers()
+        self.raw = b""
+        self.transport_error: str | None = None
+
+    @property
+    def text_and_error(self) -> tuple[str, str | None]:
+        text, error, _ = extract(self.route, self.stream and self.status == 200, self.raw)
+        return text, error
+
+
+async def send(
+    client: httpx.AsyncClient, url: str, route: str, stream: bool, marker: str,
+    first_text: asyncio.Queue[str],
+) -> Outcome:
+    """One request; a streaming one reports its first text on ``first_text``."""
+    outcome = Outcome(route, stream)
+    path, headers, body = build(route, marker, f"client-{route}-{int(stream)}", stream)
+    try:
+        async with client.stream("POST", url + path, headers=headers, json=body) as response:
+            outcome.status, outcome.headers = response.status_code, response.headers
+            async for data in response.aiter_bytes():
+                if stream and b"echo" in data and b"echo" not in outcome.raw:
+                    first_text.put_nowait(route)
+                outcome.raw += data
+    except httpx.TransportError as exc:
+        outcome.transport_error = f"{type(exc).__name__}: {exc}"
+    return outcome
+
+
+def _error_body_message(route: str, body: dict[str, Any]) -> str:
+    if route == "messages":  # Anthropic's shape
+        assert body["type"] == "error" and body["error"]["type"] == "api_error", body
+        return str(body["error"]["message"])
+    assert body["error"]["type"] == "server_error", body  # OpenAI's shape, and generate's
+    return str(body["error"]["message"])
+
+
+def test_requests_still_running_near_the_deadline_get_an_answer_from_the_app(
+    tmp_path: Path,
+) -> None:
+    # The worker stops after two tokens and keeps the stream open: nothing finishes on
+    # its own, so every request is still running when the grace period ends.
+    with start_stack(
+        tmp_path, workers=[["--hang-after-tokens", "2"]], frontend=["--graceful-timeout", "2"]
+    ) as stack:
+        frontend = stack.frontend
+
+        async def main() -> tuple[list[Outcome], float]:
+            first_text: asyncio.Queue[str] = asyncio.Queue()
+            async with httpx.AsyncClient(timeout=30) as client:
+                tasks = [
+                    asyncio.create_task(send(client, stack.url, route, stream,
+                                             f"m-{route}-{stream} w1 w2 w3", first_text))
+                    for route in ROUTES for stream in (False, True)
+                ]
+                for _ in ROUTES:  # every stream delivered text: its exchange is under way
+                    await first_text.get()
+                await asyncio.to_thread(stack.wait_inflight, lambda s: s["inflight"] == 12)
+                os.kill(frontend.process.pid, signal.SIGTERM)
+                signalled = time.monotonic()
+                outcomes = await asyncio.gather(*tasks)
+                exit_code = await asyncio.to_thread(frontend.process.wait, 10)
+                assert exit_code == 0, frontend.stderr.read_text()
+                return outcomes, time.monotonic() - signalled
+
+        outcomes, stopped_after = asyncio.run(main())
+        assert stopped_after < 2 + 3, stopped_after  # the grace period, plus the flush
+
+        for outcome in outcomes:
+            assert outcome.transport_error is None, (outcome.route, outcome.transport_error)
+            assert outcome.headers.get("x-server-request-id"), outcome.headers
+            assert outcome.headers["x-request-id"] == f"client-{outcome.route}-{int(outcome.stream)}"
+            if outcome.stream:
+                # A 200 stream that says why it ends, and then ends: no body cut mid-chunk.
+                assert outcome.status == 200
+                text, error = outcome.text_and_error
+                assert error == SHUTTING_DOWN, (outcome.route, outcome.raw[-300:])
+                assert text.startswith("echo:"), text
+                assert outcome.raw.endswith(b"\n\n"), outcome.raw[-100:]
+            else:
+                assert outcome.status == 503, (outcome.route, outcome.raw)
+                assert outcome.headers["content-type"] == "application/json"
+                message = _error_body_message(outcome.route, orjson.loads(outcome.raw))
+                assert message == SHUTTING_DOWN
+
+        ends = request_ends(frontend)
+        assert len(ends) == 12
+        for end in ends:
+            assert end["outcome"] == "error", end  # the client did not go away
+            assert end["error"] == SHUTTING_DOWN
+            assert end["status"] == (200 if end["stream"] else 503)
+        stop = wait_for_line(frontend, lambda x: x.get("event") == "shutdown.stop", timeout=0)
+        assert stop["requests"] == 12
+        assert not any("graceful shutdown exceeded" in str(x.get("message")) for x in frontend.lines())
+
+
+def test_requests_that_finish_within_the_grace_period_complete_normally(tmp_path: Path) -> None:
+    # The gate holds every reply until the test opens it, after SIGTERM.
+    with start_stack(
+        tmp_path, workers=[["--gate", "--token-delay", "0.01"]],
+        frontend=["--graceful-timeout", "30"],
+    ) as stack:
+        frontend = stack.frontend
+        marker = "finish " + " ".join(f"w{i}" for i in range(20))
+
+        async def main() -> tuple[list[Outcome], float]:
+            unused: asyncio.Queue[str] = asyncio.Queue()
+            async with httpx.AsyncClient(timeout=60) as client:
+                tasks = [
+                    asyncio.create_task(send(client, stack.url, "chat", stream, marker, unused))
+                    for stream in (False, True)
+                ]
+                await asyncio.to_thread(stack.wait_inflight, lambda s: s["inflight"] == 2)
+                os.kill(frontend.process.pid, signal.SIGTERM)
+                signalled = time.monotonic()
+                await asyncio.to_thread(
+                    wait_for_line, frontend, lambda x: x.get("event") == "shutdown.drain")
+                stack.open_gates()  # the listener is closed by now; the requests go on
+                outcomes = await asyncio.gather(*tasks)
+                exit_code = await asyncio.to_thread(frontend.process.wait, 20)
+                assert exit_code == 0, frontend.stderr.read_text()
+                return outcomes, time.monotonic() - signalled
+
+        outcomes, stopped_after = asyncio.run(main())
+        assert stopped_after < 15, stopped_after  # it did not sit out the 30 s
+        for outcome in outcomes:
+            assert outcome.transport_error is None, outcome.transport_error
+            assert outcome.status == 200
+            text, error = outcome.text_and_error
+            assert error is None and text == "echo: user: " + marker, (text, error)
+        drain = wait_for_line(frontend, lambda x: x.get("event") == "shutdown.drain", timeout=0)
+        assert drain["inflight"] == 2 and drain["graceful_timeout"] == 30
+        assert [end["outcome"] for end in request_ends(frontend)] == ["ok", "ok"]
+        assert not any(x.get("event") == "shutdown.stop" for x in frontend.lines())
+
+
+def test_a_stopping_worker_ends_its_streams_with_an_error_the_frontend_reports(
+    tmp_path: Path,
+) -> None:
+    with start_stack(
+        tmp_path, workers=[["--hang-after-tokens", "2", "--graceful-timeout", "2"]],
+    ) as stack:
+        worker = stack.workers[0]
+
+        async def main() -> list[Outcome]:
+            first_text: asyncio.Queue[str] = asyncio.Queue()
+            async with httpx.AsyncClient(timeout=30) as client:
+                tasks = [
+                    asyncio.create_task(send(client, stack.url, "chat", stream, f"w-{stream}",
+                                             first_text))
+                    for stream in (False, True)
+                ]
+                await first_text.get()
+                await asyncio.to_thread(stack.wait_inflight, lambda s: s["inflight"] == 2)
+                os.kill(worker.process.pid, signal.SIGTERM)
+                outcomes = await asyncio.gather(*tasks)
+                assert await asyncio.to_thread(worker.process.wait, 10) == 0
+                return outcomes
+
+        plain, streamed = asyncio.run(main())
+        worker_error = "worker error: " + SHUTTING_DOWN
+        assert plain.status == 502
+        assert orjson.loads(plain.raw)["error"]["message"] == worker_error
+        assert streamed.status == 200 and streamed.transport_error is None
+        assert streamed.text_and_error[1] == worker_error
+        ends = [x for x in worker.lines() if x.get("event") == "worker.end"]
+        assert [(x["outcome"], x["error"]) for x in ends] == [("error", SHUTTING_DOWN)] * 2
+        assert {x["outcome"] for x in request_ends(stack.frontend)} == {"error"}
+
+
+def test_an_idle_keep_alive_connection_is_closed_at_once_not_left_hanging(
+    tmp_path: Path,
+) -> None:
+    """uvicorn's own part of the drain, which the above relies on: idle keep-alive
+    connections are closed when the drain starts and the listener with them, so a new
+    request fails at once with a connection error (a client or balancer retries it
+    elsewhere) instead of waiting for an answer that never comes."""
+    with start_stack(
+        tmp_path, workers=[["--hang-after-tokens", "2"]], frontend=["--graceful-timeout", "3"]
+    ) as stack:
+        frontend = stack.frontend
+
+        async def main() -> tuple[Outcome, BaseException | None, float]:
+            first_text: asyncio.Queue[str] = asyncio.Queue()
+            limits = httpx.Limits(max_connections=1)
+            async with httpx.AsyncClient(timeout=30) as busy, \
+                    httpx.AsyncClient(timeout=10, limits=limits) as idle:
+                assert (await idle.get(stack.url + "/health")).status_code == 200
+                held = asyncio.create_task(
+                    send(busy, stack.url, "chat", True, "keep w1", first_text))
+                await first_text.get()
+                os.kill(frontend.process.pid, signal.SIGTERM)
+                await asyncio.to_thread(
+                    wait_for_line, frontend, lambda x: x.get("event") == "shutdown.drain")
+                started = time.monotonic()
+                failure: BaseException | None = None
+                try:
+                    await idle.get(stack.url + "/health")
+                except httpx.TransportError as exc:
+                    failure = exc
+                took = time.monotonic() - started
+                return await held, failure, took
+
+        streamed, failure, took = asyncio.run(main())
+        assert isinstance(failure, httpx.ConnectError), failure
+        assert took < 2, took
+        # The drained request still got its clean end.
+        assert streamed.status == 200 and streamed.text_and_error[1] == SHUTTING_DOWN
