@@ -69,7 +69,7 @@ def create_worker_app(
     api.add_api_route(METRICS_PATH, metrics_endpoint, methods=["GET"], include_in_schema=False)
     api.state.registry = registry
 
-    @api.api_route("/health", methods=["GET", "HEAD"])
+    @api.api_route("/health", methods=["GET", "HEAD"], include_in_schema=False)
     async def health() -> dict[str, object]:
         return {"status": "ok", "inflight": len(registry)}
 

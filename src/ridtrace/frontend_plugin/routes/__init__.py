@@ -105,7 +105,8 @@ def create_router(
     # For load balancers and probes, so open even with API keys: it shows counts only,
     # never a worker URL (that is /debug/inflight's, off by default). HEAD is what
     # some balancers send.
-    @router.api_route("/health", methods=["GET", "HEAD"])
+    # Out of the schema: a probe for load balancers, and one id per method would clash.
+    @router.api_route("/health", methods=["GET", "HEAD"], include_in_schema=False)
     async def health() -> JSONResponse:
         pool = fe.dispatcher.pool
         up = pool.up_count()
