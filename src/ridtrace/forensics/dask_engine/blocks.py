@@ -23,13 +23,17 @@ import fsspec
 import pandas as pd
 
 from ridtrace.forensics.reading.files import parse, stage
-from ridtrace.forensics.reading.inputs import SNIFF_BYTES, DecodedStream, ignore_reason
+from ridtrace.forensics.reading.inputs import (
+    SNIFF_BYTES,
+    DecodedStream,
+    compression_of,
+    ignore_reason,
+)
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 from ridtrace.forensics.reading.table import connect
 from ridtrace.forensics.records.read import partial_of
 from ridtrace.forensics.records.spans import empty_partial as _empty
 
-_GZIP_MAGIC = b"\x1f\x8b"
 _SCAN_STEP = 1 << 20
 
 
@@ -41,6 +45,9 @@ class LogFile:
     url: str
     size: int
     from_directory: bool = False
+    # Why a walk's entry is not read (a pipe, a broken link, a file it may not open),
+    # and whether a log may be lost with it (then it is listed as unreadable).
+    skip: tuple[str, bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -76,7 +83,7 @@ def plan_blocks(files: Sequence[LogFile], block_bytes: int) -> list[Block]:
     for file_id, f in enumerate(files):
         # A file too big for one block is checked here, once: gzip cannot be split, and
         # a non-log file from a directory walk must be skipped by all its blocks at once.
-        if f.size <= block_bytes or _whole_file(f):
+        if f.skip is not None or f.size <= block_bytes or _whole_file(f):
             blocks.append(Block(len(blocks), file_id, f, 0, block_bytes, whole=True))
             continue
         for index in range(-(-f.size // block_bytes)):
@@ -88,7 +95,7 @@ def _whole_file(f: LogFile) -> bool:
     with fsspec.open(f.url, "rb") as fh:
         stream = cast(Any, fh)
         head = cast(bytes, stream.read(SNIFF_BYTES))
-        if head[:2] == _GZIP_MAGIC:
+        if compression_of(head) is not None:  # a compressed file cannot be split
             return True
         # A file its first block will ignore is one block, so no other block reads it.
         whole = len(head) < SNIFF_BYTES
@@ -157,11 +164,19 @@ def read_block(
     del names
     stats = ReadStats()
     window = None if since_us is None and until_us is None else (since_us, until_us)
+    if block.file.skip is not None:
+        reason, loses_a_log = block.file.skip
+        notes = stats.unreadable_files if loses_a_log else stats.ignored_files
+        notes.append(FileNote(block.file.name, reason))
+        return BlockResult(_empty(), stats)
     with fsspec.open(block.file.url, "rb") as raw:
         fh = cast(Any, raw)
         stream: Any = fh
         if block.whole:
             stream = DecodedStream(fh)
+            if stream.unsupported is not None:
+                stats.unreadable_files.append(FileNote(block.file.name, stream.unsupported))
+                return BlockResult(_empty(), stats)
         elif block.index == 0 and cast(bytes, fh.read(3)) == b"\xef\xbb\xbf":
             pass  # a BOM at the start of a split file: the range below starts past it
         else:
@@ -170,9 +185,9 @@ def read_block(
         if block.first:
             head = stream.read(SNIFF_BYTES)
             if block.file.from_directory:
-                reason = ignore_reason(block.file.name, head, whole=len(head) < SNIFF_BYTES)
-                if reason is not None:
-                    stats.ignored_files.append(FileNote(block.file.name, reason))
+                ignored = ignore_reason(block.file.name, head, whole=len(head) < SNIFF_BYTES)
+                if ignored is not None:
+                    stats.ignored_files.append(FileNote(block.file.name, ignored))
                     return BlockResult(_empty(), stats)
             stats.files += 1
         if not block.whole:

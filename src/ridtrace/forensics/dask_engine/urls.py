@@ -8,13 +8,19 @@ the filesystem's own glob and directory walk, and read by the workers directly.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
 import fsspec
 
 from ridtrace.forensics.dask_engine.blocks import LogFile
-from ridtrace.forensics.reading.inputs import ForensicsInputError, expand_inputs
+from ridtrace.forensics.reading.inputs import (
+    ForensicsInputError,
+    Source,
+    expand_inputs,
+    not_regular_reason,
+)
 
 
 def _is_url(raw: str) -> bool:
@@ -58,6 +64,19 @@ def _log_file(fs: Any, raw: str, path: str, from_directory: bool) -> LogFile:
     return LogFile(name=name, url=url, size=int(fs.size(path)), from_directory=from_directory)
 
 
+def _local_file(src: Source) -> LogFile:
+    """A local source as the engine's file, with why it is not read when it is not
+    (as the local engine's `read_source` decides)."""
+    assert src.path is not None
+    skip: tuple[str, bool] | None = None
+    if src.unreadable is not None:
+        skip = (src.unreadable, True)
+    elif src.from_directory and not src.regular:
+        skip = not_regular_reason(src.path)
+    url = str(src.path.resolve()) if skip is None else os.path.abspath(src.path)
+    return LogFile(src.name, url, src.size, src.from_directory, skip)
+
+
 def expand_urls(inputs: Sequence[str]) -> list[LogFile]:
     """Resolve PATH arguments (paths or URLs) to files, in the order given, each once.
 
@@ -74,11 +93,7 @@ def expand_urls(inputs: Sequence[str]) -> list[LogFile]:
         if _is_url(raw):
             found = _url_files(raw)
         else:
-            found = [
-                LogFile(s.name, str(s.path.resolve()), s.size, s.from_directory)
-                for s in expand_inputs([raw])
-                if s.path is not None
-            ]
+            found = [_local_file(s) for s in expand_inputs([raw]) if s.path is not None]
         for f in found:
             if f.url not in seen:
                 seen.add(f.url)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ridtrace.forensics.reading.inputs import GZIP_MAGIC, DecodedStream
+from ridtrace.forensics.reading.inputs import MAGIC_BYTES, DecodedStream, compression_of
 from ridtrace.forensics.reading.lines import LineScan, scan_lines
 
 # How many first bytes (whole lines) identify a file's content.
@@ -111,7 +111,8 @@ class FileTail:
         self.offset = 0  # bytes of the file consumed (the held tail included)
         self.line = 0  # complete lines consumed
         self._held = b""
-        self.gzip = self._fh.read(2) == GZIP_MAGIC
+        # Compressed (gzip, bzip2, xz, zstd): a rotated file, read once to its end.
+        self.gzip = compression_of(self._fh.read(MAGIC_BYTES)) is not None
         self._fh.seek(0)
         self.done = False
         self.at_eof = False  # the last read reached the end of what is written
@@ -248,7 +249,7 @@ class FileTail:
             self.line, self._held = 0, b""
             return b""
         self.done = True
-        self.tear = self._decoded.tear
+        self.tear = self._decoded.tear or self._decoded.unsupported
         return data
 
     def torn_tail(self) -> bytes:

@@ -74,7 +74,7 @@ def stage(
 ) -> LineMap:
     """Copy `head` and the rest of `stream` to `out`, numbering the lines on the way.
 
-    When `stream` is a `DecodedStream` whose gzip tore, the torn last line is one bad
+    When `stream` is a `DecodedStream` whose compressed data tore, the torn last line is one bad
     line and the file is recorded as read only up to the tear.
     """
     tear = getattr(stream, "tear", None)
@@ -124,6 +124,9 @@ def read_source(
     on_bytes: Progress | None = None,
 ) -> T | None:
     """`use` applied to the source parsed by DuckDB; None when it is ignored or unreadable."""
+    if src.unreadable is not None:
+        stats.unreadable_files.append(FileNote(src.name, src.unreadable))
+        return None
     if src.from_directory and not src.regular and src.path is not None:
         why, loses_a_log = not_regular_reason(src.path)
         notes = stats.unreadable_files if loses_a_log else stats.ignored_files
@@ -136,6 +139,9 @@ def read_source(
         return None
     try:
         decoded = DecodedStream(raw)
+        if decoded.unsupported is not None:
+            stats.unreadable_files.append(FileNote(src.name, decoded.unsupported))
+            return None
         head = decoded.read(SNIFF_BYTES)
         if src.from_directory:
             reason = ignore_reason(src.name, head, whole=len(head) < SNIFF_BYTES)
@@ -144,7 +150,7 @@ def read_source(
                 return None
         stats.files += 1
         # A pipe is read once, as a stream: DuckDB and the line map cannot both open it.
-        in_place = (src.path is not None and src.regular and not decoded.gzip
+        in_place = (src.path is not None and src.regular and decoded.compression is None
                     and not _had_bom(src.path))
         if in_place and src.path is not None:
             wait = _map_in_thread(src.path, on_bytes)

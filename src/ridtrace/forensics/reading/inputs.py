@@ -9,8 +9,10 @@ are ignored with a reason that the report lists.
 
 from __future__ import annotations
 
+import bz2
 import glob
 import io
+import lzma
 import os
 import re
 import stat
@@ -26,8 +28,22 @@ GZIP_MAGIC = b"\x1f\x8b"
 BOM = b"\xef\xbb\xbf"
 SNIFF_BYTES = 64 << 10
 _READ_BYTES = 1 << 20
-# .jsonl .ndjson .json .log, rotated (.1, .log.2, .jsonl.3.gz) or compressed (.gz).
-_LOG_NAME = re.compile(r"\.(?:jsonl|ndjson|json|log)(?:\.\d+)?(?:\.gz)?$|\.\d+(?:\.gz)?$|\.gz$")
+# Compressed rotations, known by their first bytes whatever their name.
+COMPRESSIONS = (
+    (GZIP_MAGIC, "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+)
+MAGIC_BYTES = 6
+_PACKED = r"(?:\.(?:gz|bz2|xz|zst))?"
+# A rotation: numbered (.1) or dated (logrotate's -20261130, Python's .2026-11-30_10-00).
+_ROTATED = r"(?:\.\d+|[.-]\d{4}-?\d{2}-?\d{2}(?:[._-]?\d{2}(?:-?\d{2}){0,2})?)"
+# .jsonl .ndjson .json .log, rotated (.1, .log.2, .jsonl-20261130) or compressed (.gz …).
+_LOG_NAME = re.compile(
+    rf"\.(?:jsonl|ndjson|json|log){_ROTATED}?{_PACKED}$|{_ROTATED}{_PACKED}$|\.(?:gz|bz2|xz|zst)$"
+)
+# Names that promise JSON lines: always read, whatever their first lines hold (.json is
+# also a document's name, so it is not one of them).
+_LINES_NAME = re.compile(rf"\.(?:jsonl|ndjson|log){_ROTATED}?{_PACKED}$")
 
 
 class ForensicsInputError(ValueError):
@@ -45,29 +61,74 @@ class Source:
     # False for a pipe (``<(zcat app.log.gz)``), a device, or a walk's broken link: such
     # a path can be read once only, as a stream, or not at all.
     regular: bool = True
+    # Why a walk's entry cannot be read at all (a directory it cannot list, a file it may
+    # not open): listed as unreadable, which makes the result incomplete.
+    unreadable: str | None = None
 
 
 def _has_glob(text: str) -> bool:
     return any(ch in text for ch in "*?[")
 
 
-def _walk(root: Path) -> list[Path]:
+def _walk(root: Path) -> tuple[list[Path], list[Source]]:
+    """Files under `root` in name order, and the directories that could not be listed.
+
+    Linked directories are walked like the others (logs are often a link to a volume),
+    each directory once: a link back up the tree ends there.
+    """
     found: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
+    unlisted: list[Source] = []
+    visited: set[tuple[int, int]] = set()
+
+    def unlistable(exc: OSError) -> None:
+        where = Path(exc.filename) if exc.filename else root
+        unlisted.append(Source(name=str(where), path=where, size=0, from_directory=True,
+                               regular=False, unreadable=f"cannot list it: {exc.strerror}"))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unlistable, followlinks=True):
+        try:
+            info = os.stat(dirpath)
+        except OSError as exc:
+            unlistable(exc)
+            dirnames.clear()
+            continue
+        if (info.st_dev, info.st_ino) in visited:
+            dirnames.clear()
+            continue
+        visited.add((info.st_dev, info.st_ino))
         dirnames.sort()
         found.extend(Path(dirpath) / name for name in sorted(filenames))
-    return found
+    return found, unlisted
 
 
 def _file_source(path: Path, *, from_directory: bool) -> Source:
+    """A file as a source; one the user named and cannot be read stops the run (exit 2),
+    one a walk found is listed as unreadable and the others are read."""
+    problem: str | None = None
+    size, regular = 0, True
     try:
         info = path.stat()
+        size, regular = info.st_size, stat.S_ISREG(info.st_mode)
+        if not os.access(path, os.R_OK):
+            problem = "permission denied"
     except OSError as exc:
-        raise ForensicsInputError(f"cannot read {path}: {exc.strerror}") from exc
-    if not os.access(path, os.R_OK):
-        raise ForensicsInputError(f"cannot read {path}: permission denied")
-    return Source(name=str(path), path=path, size=info.st_size, from_directory=from_directory,
-                  regular=stat.S_ISREG(info.st_mode))
+        problem = exc.strerror or str(exc)
+    if problem is not None and not from_directory:
+        raise ForensicsInputError(f"cannot read {path}: {problem}")
+    return Source(name=str(path), path=path, size=size, from_directory=from_directory,
+                  regular=regular,
+                  unreadable=None if problem is None else f"cannot read it: {problem}")
+
+
+def _identity(src: Source) -> str:
+    """What makes two sources the same input: the file a path leads to, when it leads
+    to one (two broken links, or a link loop, are each their own input)."""
+    if src.path is None:
+        return src.name
+    try:
+        return str(src.path.resolve(strict=True))
+    except (OSError, RuntimeError):  # broken link, link loop
+        return os.path.abspath(src.path)
 
 
 def _walked_entry(path: Path) -> Source:
@@ -103,17 +164,20 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
     seen: set[str] = set()
 
     def add(src: Source) -> None:
-        key = src.name if src.path is None else str(src.path.resolve())
+        key = _identity(src)
         if key not in seen:
             seen.add(key)
             sources.append(src)
 
     def add_tree(root: Path) -> None:
-        for child in _walk(root):
+        files, unlisted = _walk(root)
+        for child in files:
             if child.is_file():
                 add(_file_source(child, from_directory=True))
             else:
                 add(_walked_entry(child))
+        for entry in unlisted:
+            add(entry)
 
     for raw in inputs:
         if raw == "-":
@@ -148,9 +212,12 @@ def ignore_reason(name: str, head: bytes, *, whole: bool) -> str | None:
     """Why a file found in a directory walk is plainly not a log, or None to read it.
 
     `head` is the start of the decoded file (`whole` when it is all of it). A file
-    with a JSON object among its first lines is a log, banners and all; a log-named
-    file is read too, unless it holds one JSON document (a report, a manifest).
+    named for JSON lines (.jsonl, .ndjson, .log, rotated or compressed) is always read;
+    so is a file with a JSON object among its first lines, banners and all; a .json or
+    rotation-named file is read too, unless it holds one JSON document (a report).
     """
+    if _LINES_NAME.search(name.lower()):
+        return None  # pretty-printed records, a config dump: bad lines, not a skipped file
     lines = head.split(b"\n")
     if not whole and len(lines) > 1:
         lines.pop()  # cut by the sniff
@@ -173,19 +240,47 @@ def ignore_reason(name: str, head: bytes, *, whole: bool) -> str | None:
     return "no JSON lines in its first lines"
 
 
-class DecodedStream(io.RawIOBase):
-    """A source's text bytes: gunzipped when compressed, without a UTF-8 BOM.
+def compression_of(head: bytes) -> str | None:
+    """The compression a file's first bytes announce (gzip, bzip2, xz, zstd), or None."""
+    return next((name for magic, name in COMPRESSIONS if head.startswith(magic)), None)
 
-    A truncated or corrupt gzip does not raise: the stream ends where the data ends,
-    and `tear` says why, so every line before the tear is still read.
+
+def _decompressor(kind: str) -> Any:
+    """A streaming decompressor of `kind`, or None when this Python has none for it."""
+    if kind == "gzip":
+        return zlib.decompressobj(wbits=31)
+    if kind == "bzip2":
+        return bz2.BZ2Decompressor()
+    if kind == "xz":
+        return lzma.LZMADecompressor()
+    try:  # zstd: in the standard library from Python 3.14, else the zstandard package
+        from compression import zstd  # type: ignore[import-not-found]
+
+        return zstd.ZstdDecompressor()
+    except ImportError:
+        return None
+
+
+class DecodedStream(io.RawIOBase):
+    """A source's text bytes: decompressed when compressed, without a UTF-8 BOM.
+
+    A truncated or corrupt compressed file does not raise: the stream ends where the
+    data ends, and `tear` says why, so every line before the tear is still read. A
+    compression this Python cannot decode is named in `unsupported`; nothing is read.
     """
 
     def __init__(self, raw: BinaryIO) -> None:
         self._raw = raw
-        head = self._peek(raw, 3)
-        self.gzip = head[:2] == GZIP_MAGIC
+        self.compression = compression_of(self._peek(raw, MAGIC_BYTES))
+        self.gzip = self.compression == "gzip"
         self.tear: str | None = None
-        self._inflate: Any = zlib.decompressobj(wbits=31) if self.gzip else None
+        self.unsupported: str | None = None
+        self._inflate: Any = None
+        if self.compression is not None:
+            self._inflate = _decompressor(self.compression)
+            if self._inflate is None:
+                self.unsupported = (f"{self.compression}-compressed, and this Python cannot "
+                                    "decompress it (Python 3.14, or decompress it first)")
         self._pending = b""
         self._started = False
 
@@ -202,8 +297,12 @@ class DecodedStream(io.RawIOBase):
         return True
 
     def _next_bytes(self) -> bytes:
+        if self.unsupported is not None:
+            return b""
         if self._inflate is None:
             return self._raw.read(_READ_BYTES)
+        if not self.gzip:
+            return self._next_unpacked()
         while True:
             if self._inflate.eof:
                 rest = self._inflate.unused_data
@@ -222,6 +321,31 @@ class DecodedStream(io.RawIOBase):
                 out: bytes = self._inflate.decompress(feed, _READ_BYTES)
             except zlib.error as exc:
                 self.tear = f"corrupt gzip data ({exc})"
+                return b""
+            if out:
+                return out
+
+    def _next_unpacked(self) -> bytes:
+        """The next bytes of a bzip2, xz or zstd stream (their decompressors keep the
+        input they have not used; several streams one after the other are read on)."""
+        assert self.compression is not None
+        while True:
+            if self._inflate.eof:
+                feed = self._inflate.unused_data or self._raw.read(_READ_BYTES)
+                if not feed:
+                    return b""
+                self._inflate = _decompressor(self.compression)  # the next stream
+            elif self._inflate.needs_input:
+                feed = self._raw.read(_READ_BYTES)
+                if not feed:
+                    self.tear = f"{self.compression} stream truncated"
+                    return b""
+            else:
+                feed = b""
+            try:
+                out: bytes = self._inflate.decompress(feed, _READ_BYTES)
+            except (OSError, EOFError, ValueError, lzma.LZMAError) as exc:
+                self.tear = f"corrupt {self.compression} data ({exc})"
                 return b""
             if out:
                 return out

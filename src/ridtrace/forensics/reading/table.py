@@ -115,7 +115,12 @@ def _window_sql(window: Window) -> str:
 
 
 def _source_sql(path: str, *, lean: bool, window: Window | None) -> str:
-    """Kept lines of the file: ``rn``, ``_t``, every raw field (null where not read), flags."""
+    """Kept lines of the file: ``rn``, ``_t``, every raw field (null where not read), flags.
+
+    The file is plain text by now (`reading.files` decodes every compression itself):
+    ``compression = 'none'`` keeps DuckDB from guessing one from the name, as it did for
+    plain text named ``.gz``.
+    """
     fields = LEAN_FIELDS if lean else READ_FIELDS
     columns = ", ".join(f"{literal(f)}: 'VARCHAR'" for f in fields)
     raw = ", ".join(
@@ -137,7 +142,8 @@ SELECT *, {in_window} AND NOT _suspect AS _in_window FROM (
             "time" AS _time_text, {raw},
             {_KNOWN} IS TRUE AS _known, ({empty}) AS _empty, {evidence} IS TRUE AS _ev
         FROM read_json({literal(path)}, format = 'newline_delimited', ignore_errors = true,
-                       maximum_object_size = {MAX_OBJECT_BYTES}, columns = {{{columns}}})
+                       compression = 'none', maximum_object_size = {MAX_OBJECT_BYTES},
+                       columns = {{{columns}}})
     )
 ) WHERE {keep}
 """

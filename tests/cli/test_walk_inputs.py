@@ -1,0 +1,168 @@
+"""What a directory walk reads, and what it says it could not: never a silent clean.
+
+Each case hid an incident from `ridtrace analyze DIR` (exit 0) or crashed it: a linked
+subdirectory, one it may not list, a file it may not open, broken links to one place,
+a link loop, pretty-printed records in a .jsonl, bzip2/xz rotations, plain text named
+.gz, and a compression this Python cannot decode.
+"""
+
+from __future__ import annotations
+
+import bz2
+import json
+import lzma
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from ridtrace.testing.dynamo import DynamoSpec, DynamoTruth, write_dynamo_logs
+from tests.forensics.helpers import rt_request
+
+DUPLICATES = 3
+
+
+def run(*args: str) -> tuple[int, dict[str, Any]]:
+    result = CliRunner().invoke(main, ["analyze", *args, "--format", "json", "-q"])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def duplicates(doc: dict[str, Any]) -> int:
+    return sum(1 for f in doc["findings"] if f["kind"] == "duplicate_in_flight")
+
+
+def notes(doc: dict[str, Any], kind: str) -> dict[str, str]:
+    return {Path(n["file"]).name: n["reason"] for n in doc["summary"][kind]}
+
+
+@pytest.fixture(scope="module")
+def incident(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, DynamoTruth]]:
+    out = tmp_path_factory.mktemp("walk-incident")
+    yield out, write_dynamo_logs(out, DynamoSpec(requests=300, duplicates=DUPLICATES))
+
+
+def copy_logs(incident: tuple[Path, DynamoTruth], to: Path) -> Path:
+    to.mkdir(parents=True, exist_ok=True)
+    for path in incident[1].files:
+        shutil.copy(path, to / path.name)
+    return to
+
+
+def test_a_linked_subdirectory_is_walked(incident: tuple[Path, DynamoTruth], tmp_path: Path) -> None:
+    real = copy_logs(incident, tmp_path / "volume")
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "pods").symlink_to(real)
+    (tmp_path / "logs" / "again").symlink_to(tmp_path / "logs")  # a loop back up the tree
+    code, doc = run(str(tmp_path / "logs"))
+    assert code == 1 and duplicates(doc) == DUPLICATES
+    assert doc["summary"]["files"] == len(incident[1].files)
+
+
+def test_a_directory_the_walk_cannot_list_makes_the_result_incomplete(
+    incident: tuple[Path, DynamoTruth], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    copy_logs(incident, tmp_path / "logs")
+    locked = tmp_path / "logs" / "locked"
+    locked.mkdir()
+    real_scandir = os.scandir
+
+    def scandir(path: Any = ".") -> Any:  # root can list anything: refuse as a user is refused
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    code, doc = run(str(tmp_path / "logs"))
+    assert notes(doc, "unreadable_files") == {"locked": "cannot list it: Permission denied"}
+    assert doc["summary"]["incomplete"] is True
+    assert code == 1 and duplicates(doc) == DUPLICATES  # the rest is still read
+
+
+def test_a_file_the_walk_may_not_open_is_listed_and_the_others_read(
+    incident: tuple[Path, DynamoTruth], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    logs = copy_logs(incident, tmp_path / "logs")
+    (logs / "other.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: Path(p).name != "other.jsonl"
+                        and real_access(p, mode))
+    code, doc = run(str(logs))
+    assert notes(doc, "unreadable_files") == {"other.jsonl": "cannot read it: permission denied"}
+    assert code == 1 and duplicates(doc) == DUPLICATES
+
+
+def test_broken_links_and_link_loops_are_each_listed_not_merged_or_fatal(tmp_path: Path) -> None:
+    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
+    (tmp_path / "worker-0.jsonl").symlink_to("/gone/away.jsonl")
+    (tmp_path / "worker-1.jsonl").symlink_to("/gone/away.jsonl")
+    (tmp_path / "a.jsonl").symlink_to(tmp_path / "b.jsonl")
+    (tmp_path / "b.jsonl").symlink_to(tmp_path / "a.jsonl")
+    code, doc = run(str(tmp_path))
+    assert set(notes(doc, "unreadable_files")) == {
+        "worker-0.jsonl", "worker-1.jsonl", "a.jsonl", "b.jsonl"}
+    assert doc["summary"]["requests"] == 1 and code == 3
+
+
+def test_pretty_printed_records_in_a_jsonl_are_bad_lines_not_a_skipped_file(
+    tmp_path: Path,
+) -> None:
+    records = [json.loads(line) for line in rt_request("a", "1", 0, 1)]
+    (tmp_path / "frontend.jsonl").write_text("".join(json.dumps(r, indent=2) + "\n" for r in records))
+    (tmp_path / "report.json").write_text(json.dumps({"findings": []}, indent=2))
+    code, doc = run(str(tmp_path))
+    assert notes(doc, "ignored_files") == {"report.json": "a JSON document, not JSON lines"}
+    assert doc["summary"]["files"] == 1 and doc["summary"]["bad_lines"] > 0
+    assert code == 3
+
+
+@pytest.mark.parametrize(("suffix", "pack"), [(".bz2", bz2.compress), (".xz", lzma.compress)])
+def test_bzip2_and_xz_rotations_are_read_like_gzip(
+    incident: tuple[Path, DynamoTruth], tmp_path: Path, suffix: str, pack: Any,
+) -> None:
+    logs = copy_logs(incident, tmp_path / "logs")
+    front = logs / "frontend.jsonl"
+    (logs / f"frontend.jsonl.1{suffix}").write_bytes(pack(front.read_bytes()))
+    front.unlink()
+    code, doc = run(str(logs))
+    assert code == 1 and duplicates(doc) == DUPLICATES
+    assert doc["summary"]["lines"] == incident[1].lines
+    assert not doc["summary"]["unreadable_files"] and not doc["summary"]["ignored_files"]
+
+
+def test_a_torn_xz_keeps_the_lines_before_the_tear(
+    incident: tuple[Path, DynamoTruth], tmp_path: Path,
+) -> None:
+    logs = copy_logs(incident, tmp_path / "logs")
+    front = logs / "frontend.jsonl"
+    packed = lzma.compress(front.read_bytes())
+    (logs / "frontend.jsonl.1.xz").write_bytes(packed[: len(packed) * 9 // 10])
+    front.unlink()
+    code, doc = run(str(logs))
+    assert "xz stream truncated" in notes(doc, "unreadable_files")["frontend.jsonl.1.xz"]
+    assert code in (1, 3) and doc["summary"]["lines"] > incident[1].lines // 2
+
+
+def test_plain_text_named_gz_is_read_as_text(
+    incident: tuple[Path, DynamoTruth], tmp_path: Path,
+) -> None:
+    logs = copy_logs(incident, tmp_path / "logs")
+    (logs / "frontend.jsonl").rename(logs / "frontend.jsonl.gz")
+    code, doc = run(str(logs))
+    assert code == 1 and duplicates(doc) == DUPLICATES
+    assert doc["summary"]["lines"] == incident[1].lines
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 14), reason="Python 3.14 decodes zstd")
+def test_a_compression_this_python_cannot_decode_is_named_unreadable(tmp_path: Path) -> None:
+    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
+    (tmp_path / "frontend.jsonl.1.zst").write_bytes(b"\x28\xb5\x2f\xfd" + os.urandom(64))
+    code, doc = run(str(tmp_path))
+    assert "zstd-compressed" in notes(doc, "unreadable_files")["frontend.jsonl.1.zst"]
+    assert code == 3
