@@ -166,3 +166,21 @@ def test_a_compression_this_python_cannot_decode_is_named_unreadable(tmp_path: P
     code, doc = run(str(tmp_path))
     assert "zstd-compressed" in notes(doc, "unreadable_files")["frontend.jsonl.1.zst"]
     assert code == 3
+
+
+def test_a_file_where_no_line_is_a_log_record_makes_the_result_incomplete(
+    incident: tuple[Path, DynamoTruth], tmp_path: Path,
+) -> None:
+    # A replica's logs in the container runtime's wrapper: every line is bad, and the
+    # other files keep the share of bad lines far under 1 %.
+    logs = copy_logs(incident, tmp_path / "logs")
+    wrapped = "".join(f"2026-11-30T10:00:00Z stdout F {line}\n"
+                      for line in rt_request("x", "7", 0, 1) * 4)
+    (logs / "replica-2.log").write_text(wrapped)
+    code, doc = run(str(logs))
+    summary = doc["summary"]
+    assert summary["bad_lines"] < 0.01 * summary["lines"]
+    assert any("replica-2.log: none of its 8 lines is a log record" in r
+               for r in summary["incomplete_reasons"])
+    assert summary["incomplete"] is True
+    assert code == 1  # the duplicates found still say 1; without them it would be 3

@@ -124,11 +124,7 @@ def merge_stats(counters: Sequence[ReadStats], offsets: Sequence[int]) -> ReadSt
     """
     total = ReadStats()
     for stats, offset in zip(counters, offsets, strict=True):
-        total.lines += stats.lines
-        total.bad_lines += stats.bad_lines
-        total.files += stats.files
-        total.ignored_files += stats.ignored_files
-        total.unreadable_files += stats.unreadable_files
+        total.merge_counts(stats)
         for s in stats.samples:
             if len(total.samples) < MAX_SAMPLES:
                 line = s.line + offset if s.line else 0

@@ -142,6 +142,7 @@ class Watch:
                     FileNote(tail.name, f"{tail.tear} {where}; read up to the tear")
                 )
                 if tail.torn_tail().strip():
+                    self.stats.count_lines(tail.name, 1)  # as the batch read counts it
                     self.stats.bad(tail.name, tail.line + 1, f"torn last line ({tail.tear})")
             self.settled.add(key)
             self._close(key, tail)

@@ -96,6 +96,8 @@ def stage(
         where = f"after line {line_map.lines}"
         stats.unreadable_files.append(FileNote(name, f"{tear} {where}; read up to the tear"))
         if torn[0].strip():
+            # A line of the file, though not in the map DuckDB reads: counted as both.
+            stats.count_lines(name, 1)
             stats.bad(name, line_map.lines + 1, f"torn last line ({tear})")
     return line_map
 

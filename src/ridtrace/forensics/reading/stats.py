@@ -42,27 +42,50 @@ class ReadStats:
     samples: list[BadLine] = field(default_factory=list)
     ignored_files: list[FileNote] = field(default_factory=list)
     unreadable_files: list[FileNote] = field(default_factory=list)
+    # Per file, so a file where no line is a log record is noticed even when the other
+    # files keep the share of bad lines under 1 %.
+    lines_by_file: dict[str, int] = field(default_factory=dict)
+    bad_by_file: dict[str, int] = field(default_factory=dict)
+
+    def count_lines(self, file: str, lines: int) -> None:
+        """Count `lines` read (non-blank) from `file`."""
+        self.lines += lines
+        self.lines_by_file[file] = self.lines_by_file.get(file, 0) + lines
 
     def bad(self, file: str, line: int, reason: str) -> None:
         """Count a bad line and keep it as a sample while there is room."""
         self.bad_lines += 1
+        self.bad_by_file[file] = self.bad_by_file.get(file, 0) + 1
         if len(self.samples) < MAX_SAMPLES:
             self.samples.append(BadLine(file, line, reason))
 
-    def merge(self, other: ReadStats) -> None:
-        """Add `other`'s counters (samples in order, while there is room)."""
+    def merge_counts(self, other: ReadStats) -> None:
+        """Add `other`'s counters and file notes (not its samples)."""
         self.lines += other.lines
         self.bad_lines += other.bad_lines
         self.files += other.files
-        room = MAX_SAMPLES - len(self.samples)
-        self.samples.extend(other.samples[: max(room, 0)])
         self.ignored_files.extend(other.ignored_files)
         self.unreadable_files.extend(other.unreadable_files)
+        for mine, theirs in ((self.lines_by_file, other.lines_by_file),
+                             (self.bad_by_file, other.bad_by_file)):
+            for file, count in theirs.items():
+                mine[file] = mine.get(file, 0) + count
+
+    def merge(self, other: ReadStats) -> None:
+        """Add `other`'s counters (samples in order, while there is room)."""
+        self.merge_counts(other)
+        room = MAX_SAMPLES - len(self.samples)
+        self.samples.extend(other.samples[: max(room, 0)])
 
 
 def incomplete_reasons(stats: ReadStats, *, requests: int) -> list[str]:
     """Why a report over this read may miss incidents; empty when the read was whole."""
     reasons = [f"{note.file}: {note.reason}" for note in stats.unreadable_files]
+    reasons += [
+        f"{file}: none of its {lines} lines is a log record"
+        for file, lines in stats.lines_by_file.items()
+        if lines and stats.bad_by_file.get(file, 0) >= lines
+    ]
     if stats.lines and stats.bad_lines > BAD_LINE_SHARE * stats.lines:
         share = 100.0 * stats.bad_lines / stats.lines
         reasons.append(f"{stats.bad_lines} bad lines ({share:.1f}% of {stats.lines}, over 1%)")

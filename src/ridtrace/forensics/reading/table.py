@@ -217,7 +217,7 @@ class LogTable:
         """The file's line structure (numbered on another thread while DuckDB parsed)."""
         if self._line_map is None:
             self._line_map = self._line_map_of()
-            self.stats.lines += self._line_map.nonblank
+            self.stats.count_lines(self.name, self._line_map.nonblank)
         return self._line_map
 
     def _source(self) -> str:
