@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ridtrace.forensics.printable import visible
+
 if TYPE_CHECKING:
     from ridtrace.forensics.live.follow import Follower, FollowSettings
 
@@ -45,8 +47,8 @@ def check_follow_options(*, fmt: str, output: Any, since: Any, until: Any, engin
 def table_line(finding: dict[str, Any]) -> str:
     """One terminal line: time, kind, request ids, evidence file:line."""
     evidence = " ".join(f"{e['file']}:{e['line']}" for e in finding["evidence"])
-    return (f"{finding['time']}  {finding['kind']:<19}  request_id={finding['request_id']} "
-            f"x_request_id={finding['x_request_id']}  {evidence}")
+    return visible(f"{finding['time']}  {finding['kind']:<19}  request_id={finding['request_id']} "
+                   f"x_request_id={finding['x_request_id']}  {evidence}")
 
 
 def summary_text(summary: dict[str, Any]) -> str:

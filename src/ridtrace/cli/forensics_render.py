@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
+from ridtrace.forensics.printable import visible
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -34,7 +36,7 @@ def _console(to_terminal: bool) -> tuple[Console, io.StringIO]:
 def _cell(value: Any) -> str:
     if value is None or value != value:  # None or NaN/NaT
         return ""
-    return str(value)
+    return visible(str(value))
 
 
 def render_report(report: Report, *, to_terminal: bool) -> str:
@@ -50,10 +52,10 @@ def render_report(report: Report, *, to_terminal: bool) -> str:
         if key in ("bad_line_samples", "ignored_files", "unreadable_files", "incomplete_reasons"):
             continue
         style = "bold red" if SEVERITY.get(key) == "error" and value else None
-        summary.add_row(key, str(value), style=style)
+        summary.add_row(key, _cell(value), style=style)
     console.print(summary)
     for sample in report.summary["bad_line_samples"]:
-        console.print(f"bad line {sample['file']}:{sample['line']}: {sample['reason']}")
+        console.print(visible(f"bad line {sample['file']}:{sample['line']}: {sample['reason']}"))
     found = report.found
     if not len(found):
         console.print("No findings.")
@@ -63,7 +65,7 @@ def render_report(report: Report, *, to_terminal: bool) -> str:
         table.add_column(col, overflow="fold")
     records = finding_dicts(found.head(MAX_ROWS))
     for rec in records:
-        evidence = ", ".join(f"{e['file']}:{e['line']}" for e in rec["evidence"][:4])
+        evidence = _cell(", ".join(f"{e['file']}:{e['line']}" for e in rec["evidence"][:4]))
         style = "red" if rec["severity"] == "error" else None
         table.add_row(
             rec["kind"], rec["severity"], _cell(rec["time"]), _cell(rec["request_id"]),

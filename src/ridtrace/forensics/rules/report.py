@@ -15,6 +15,7 @@ import orjson
 import pandas as pd
 
 from ridtrace.contract import FINDING_KINDS, SEVERITY
+from ridtrace.forensics.printable import visible
 from ridtrace.forensics.reading.events import LoadedLogs
 from ridtrace.forensics.reading.schema import FINDING_COLUMNS
 from ridtrace.forensics.reading.stats import ReadStats, incomplete_reasons
@@ -255,5 +256,6 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _inert(values: list[str]) -> list[str]:
-    """Cells that would start a formula, behind a leading apostrophe (shown as text)."""
-    return ["'" + v if v.startswith(_FORMULA_START) else v for v in values]
+    """Cells that would start a formula, behind a leading apostrophe (shown as text), and
+    control characters shown, not obeyed (`visible`), on a terminal as in a file."""
+    return [visible("'" + v if v.startswith(_FORMULA_START) else v) for v in values]

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ridtrace.contract import FRONTEND
+from ridtrace.forensics.printable import visible
 from ridtrace.forensics.views.trace_model import DUPLICATE_IN_FLIGHT, RequestBlock, TraceView
 from ridtrace.forensics.views.verdicts import CROSSED, OWN_OUTPUT
 
@@ -215,4 +216,6 @@ def trace_lines(view: TraceView, width: int = 100) -> Iterable[Text]:
 def print_trace(view: TraceView, console: Console) -> None:
     """Print `trace_lines` on `console`, never wrapping a line mid-id."""
     for line in trace_lines(view, console.width):
-        console.print(line, overflow="fold", crop=False)
+        shown = line.copy()
+        shown.plain = visible(line.plain)  # same length: the styles stay on their text
+        console.print(shown, overflow="fold", crop=False)

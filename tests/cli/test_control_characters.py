@@ -1,0 +1,58 @@
+"""A client's id with terminal control sequences is shown, never obeyed.
+
+An ESC sequence recolours or clears the reader's terminal, an OSC one retitles its
+window, a CR or newline rewrites the report's lines: ids are the clients' text.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ridtrace.cli.follow import table_line
+from ridtrace.cli.main import main
+from tests.forensics.helpers import rt_request
+
+HOSTILE = "\x1b[31mRED\x1b[0m\x1b]0;pwned\x07\rover\nline\x9b"
+CONTROLS = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if chr(c) != "\n"]
+
+
+def _logs(tmp_path: Path) -> Path:
+    lines = rt_request("a" * 16, HOSTILE, 0, 2) + rt_request("b" * 16, HOSTILE, 1, 3)
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    return tmp_path / "frontend.jsonl"
+
+
+def _no_controls(text: str) -> None:
+    assert not [c for c in text if c in CONTROLS], repr(text)
+    assert "pwned" in text  # the id is still there to read
+
+
+def test_analyze_table_and_csv_show_control_characters(tmp_path: Path) -> None:
+    log = _logs(tmp_path)
+    table = CliRunner().invoke(main, ["analyze", str(log)])
+    assert table.exit_code == 1
+    _no_controls(table.stdout)
+    assert "RED" in table.stdout and "pwned" in table.stdout
+    out = tmp_path / "report.csv"
+    to_file = CliRunner().invoke(main, ["analyze", str(log), "--format", "csv", "-o", str(out)])
+    to_stdout = CliRunner().invoke(main, ["analyze", str(log), "--format", "csv"])
+    assert to_file.exit_code == to_stdout.exit_code == 1
+    assert out.read_text() == to_stdout.stdout  # the same bytes wherever it goes
+    _no_controls(out.read_text().replace("\n", ""))
+    # JSON keeps the id as logged: JSON escapes control characters itself.
+    doc = json.loads(CliRunner().invoke(main, ["analyze", str(log), "--format", "json"]).stdout)
+    assert {f["request_id"] for f in doc["findings"]} == {HOSTILE}
+
+
+def test_trace_and_follow_lines_show_control_characters(tmp_path: Path) -> None:
+    log = _logs(tmp_path)
+    trace = CliRunner().invoke(main, ["trace", HOSTILE, str(log)])
+    assert "matching request" in trace.stdout, trace.output
+    _no_controls(trace.stdout)
+    line = table_line({"time": "t", "kind": "duplicate_in_flight", "request_id": HOSTILE,
+                       "x_request_id": None, "evidence": [{"file": "f\x1b", "line": 1}]})
+    _no_controls(line)
+    assert "\n" not in line
