@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -66,3 +67,27 @@ def rt_request(
            client="10.0.0.1:5000"),
         rt("request.end", time=ts(end), **ctx, status=200, outcome="ok", **end_fields),
     ]
+
+
+def legacy_rotated(directory: Path) -> tuple[Path, Path]:
+    """Two callers that held client id ``7`` at once, their log rotated mid-incident.
+
+    Under the legacy id policy `request.start` logs a minted id and the later lines the
+    client's, the id that collided. logrotate moved the starts to ``frontend.jsonl.1``;
+    the ends are in the live ``frontend.jsonl``. Returns (rotated part, live file).
+    """
+    starts, ends = [], []
+    for span, minted, start, end in (("a1", "11111111-1111-4111-8111-111111111111", 0.0, 1.0),
+                                     ("b2", "22222222-2222-4222-8222-222222222222", 0.2, 1.2)):
+        ctx = {"trace_id": f"{span:0>32}", "span_id": span, "x_request_id": "7"}
+        starts.append((start, rt("request.start", time=ts(start), request_id=minted,
+                                 method="POST", path="/v1/chat/completions", **ctx)))
+        ends.append((start + 0.1, rt("dispatch.attempt", time=ts(start + 0.1), request_id="7",
+                                     **ctx)))
+        ends.append((end, rt("request.end", time=ts(end), request_id="7", status=200,
+                             outcome="ok", **ctx)))
+    directory.mkdir(parents=True, exist_ok=True)
+    rotated, live = directory / "frontend.jsonl.1", directory / "frontend.jsonl"
+    rotated.write_text("".join(line + "\n" for _, line in sorted(starts)))
+    live.write_text("".join(line + "\n" for _, line in sorted(ends)))
+    return rotated, live

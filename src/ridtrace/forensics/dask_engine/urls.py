@@ -21,6 +21,7 @@ from ridtrace.forensics.reading.inputs import (
     expand_inputs,
     not_regular_reason,
 )
+from ridtrace.forensics.reading.rotation import absolute_path, oldest_first
 
 
 def _is_url(raw: str) -> bool:
@@ -78,7 +79,8 @@ def _local_file(src: Source) -> LogFile:
 
 
 def expand_urls(inputs: Sequence[str]) -> list[LogFile]:
-    """Resolve PATH arguments (paths or URLs) to files, in the order given, each once.
+    """Resolve PATH arguments (paths or URLs) to files, in the order given, each once;
+    the parts of a rotated log oldest first, as `expand_inputs` orders them.
 
     Raises `ForensicsInputError` for a missing path, an empty glob, or ``-`` (standard
     input cannot be split across workers).
@@ -98,4 +100,10 @@ def expand_urls(inputs: Sequence[str]) -> list[LogFile]:
             if f.url not in seen:
                 seen.add(f.url)
                 files.append(f)
-    return files
+    return oldest_first(files, _file_path)
+
+
+def _file_path(f: LogFile) -> str:
+    # By the name the evidence shows, as the local engine orders: a symbolic link named
+    # like the live file is the live file, whatever it points at.
+    return f.name if _is_url(f.name) else absolute_path(f.name)

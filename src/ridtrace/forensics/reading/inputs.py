@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ridtrace.forensics.reading.rotation import absolute_path, oldest_first
+
 STDIN_NAME = "<stdin>"
 GZIP_MAGIC = b"\x1f\x8b"
 BOM = b"\xef\xbb\xbf"
@@ -153,7 +155,8 @@ def not_regular_reason(path: Path) -> tuple[str, bool]:
 
 
 def expand_inputs(inputs: Sequence[str]) -> list[Source]:
-    """Resolve PATH arguments to sources, in the order given, each file once.
+    """Resolve PATH arguments to sources, in the order given, each file once; the parts
+    of a rotated log oldest first, wherever they came from (`reading.rotation`).
 
     Raises `ForensicsInputError` for a path that does not exist or a glob that matches
     nothing: a typo must not look like a clean bill of health.
@@ -200,7 +203,11 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
                     add(_file_source(mpath, from_directory=False))
         else:
             raise ForensicsInputError(f"no such file or directory: {raw}")
-    return sources
+    return oldest_first(sources, _source_path)
+
+
+def _source_path(src: Source) -> str | None:
+    return None if src.path is None else absolute_path(src.path)
 
 
 def _json_object_line(line: bytes) -> bool:
