@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
+from ridtrace.testing.synth import SynthSpec, write_logs
 from tests.forensics.helpers import legacy_rotated
 
 
-def _analyze(*args: str) -> tuple[int, dict[str, object]]:
+def _analyze(*args: str) -> tuple[int, dict[str, Any]]:
     result = CliRunner().invoke(main, ["analyze", *args, "--format", "json", "-q"])
     return result.exit_code, json.loads(result.stdout)
 
@@ -28,6 +30,61 @@ def test_legacy_duplicate_across_a_rotation_is_found(tmp_path: Path, order: str)
         "glob": [str(tmp_path / "rot" / "frontend.jsonl*")],
     }[order]
     code, doc = _analyze(*args)
-    found = [(f["kind"], f["request_id"]) for f in doc["findings"]]  # type: ignore[index]
+    found = [(f["kind"], f["request_id"]) for f in doc["findings"]]
     assert ("duplicate_in_flight", "7") in found
     assert code == 1
+
+
+ROTATED_AT = 300  # the frontend log's line where logrotate cut it
+
+
+@pytest.fixture(scope="module")
+def unrotated_and_rotated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Synthetic logs with every fault, and the same logs with the frontend's rotated."""
+    whole, rotated = tmp_path_factory.mktemp("whole"), tmp_path_factory.mktemp("rotated")
+    write_logs(whole, SynthSpec(requests=200))
+    for path in whole.iterdir():
+        (rotated / path.name).write_bytes(path.read_bytes())
+    lines = (whole / "frontend.jsonl").read_text().splitlines(keepends=True)
+    (rotated / "frontend.jsonl.1").write_text("".join(lines[:ROTATED_AT]))
+    (rotated / "frontend.jsonl").write_text("".join(lines[ROTATED_AT:]))
+    return whole, rotated
+
+
+def _where_rotated(whole: Path, rotated: Path, file: str, line: int) -> dict[str, object]:
+    """Where line `line` of `file` under `whole` is once the frontend log is rotated."""
+    name = Path(file).name
+    if name == "frontend.jsonl" and line <= ROTATED_AT:
+        return {"file": str(rotated / "frontend.jsonl.1"), "line": line}
+    if name == "frontend.jsonl":
+        return {"file": str(rotated / name), "line": line - ROTATED_AT}
+    return {"file": str(rotated / name), "line": line}
+
+
+def _rotated_findings(whole: Path, rotated: Path) -> list[dict[str, Any]]:
+    """The unrotated logs' findings, their evidence moved to where rotation put it."""
+    code, doc = _analyze(str(whole))
+    assert code == 1 and doc["summary"]["crossed_stream"] == 1
+    findings: list[dict[str, Any]] = doc["findings"]
+    for finding in findings:
+        finding["evidence"] = [_where_rotated(whole, rotated, e["file"], e["line"])
+                               for e in finding["evidence"]]
+    return findings
+
+
+def test_evidence_names_the_file_each_line_is_in(
+    unrotated_and_rotated: tuple[Path, Path],
+) -> None:
+    whole, rotated = unrotated_and_rotated
+    code, doc = _analyze(str(rotated))
+    assert code == 1
+    assert doc["findings"] == _rotated_findings(whole, rotated)
+
+
+def test_csv_evidence_names_the_file_each_line_is_in(
+    unrotated_and_rotated: tuple[Path, Path],
+) -> None:
+    whole, rotated = unrotated_and_rotated
+    out = CliRunner().invoke(main, ["analyze", str(rotated), "--format", "csv", "-q"]).stdout
+    for finding in _rotated_findings(whole, rotated):
+        assert ";".join(f"{e['file']}:{e['line']}" for e in finding["evidence"]) in out

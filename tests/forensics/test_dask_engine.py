@@ -38,6 +38,7 @@ from ridtrace.forensics.records.spans import build_requests
 from ridtrace.forensics.rules.report import analyze_read, report_json
 from ridtrace.forensics.views.audit import audit, daily_series
 from ridtrace.testing.synth import SynthSpec, write_logs
+from tests.forensics.helpers import legacy_rotated
 
 DATA = Path(__file__).parent / "data"
 BLOCK = 128 << 10  # small enough to split the test files into many blocks
@@ -191,3 +192,21 @@ def _files_named(doc: dict[str, Any], name: str) -> dict[str, Any]:
         for item in finding["evidence"]:
             item["file"] = name
     return out
+
+
+def test_rotated_logs_same_report(client: Any, tmp_path: Path) -> None:
+    """Spans cut by a rotation, each part cut again into blocks: one report, the files
+    of every evidence line included, whatever order the parts are named in."""
+    write_logs(tmp_path, SynthSpec(requests=400, seed=3, crossed=2, collisions=2))
+    live = tmp_path / "frontend.jsonl"
+    lines = live.read_text().splitlines(keepends=True)
+    cut = len(lines) // 2
+    (tmp_path / "frontend.jsonl.1").write_text("".join(lines[:cut]))
+    live.write_text("".join(lines[cut:]))
+    rotated, legacy_live = legacy_rotated(tmp_path / "legacy")
+    want, got = _docs(client, [str(tmp_path)])
+    assert got == want
+    cited = {e["file"] for f in want["findings"] for e in f["evidence"]}
+    assert {str(tmp_path / "frontend.jsonl.1"), str(live), str(rotated), str(legacy_live)} <= cited
+    paths = [str(legacy_live), str(live), str(rotated), str(tmp_path / "frontend.jsonl.1")]
+    assert _docs(client, paths) == _docs(client, paths[::-1])

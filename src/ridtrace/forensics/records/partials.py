@@ -3,7 +3,7 @@
 A part is one file (the local engine) or one block of a file (the Dask engine). Its
 per-span rows (`ridtrace.forensics.reading.sql.SPANS`) hold, per span, the first
 non-null value of each field, the last ``request_id``, ``[start, end]``, the line
-count and evidence lines. Those are all decomposable, so partials of one span from
+count and evidence lines, each with the file it is in. Those are all decomposable, so partials of one span from
 several parts combine exactly, given the part order (``_part``): parts are consecutive
 ranges of the input in the order it is read. Both engines end in `finish_requests`.
 """
@@ -18,14 +18,22 @@ import pandas as pd
 import pyarrow as pa
 
 from ridtrace.contract import WORKER
-from ridtrace.forensics.records.requests import REQUEST_COLUMNS, group_rows, take_rows
+from ridtrace.forensics.records.requests import (
+    LINE_FILES,
+    REQUEST_COLUMNS,
+    group_rows,
+    take_rows,
+)
 
 PART, POS, KEY = "_part", "_pos", "_key"
 # Evidence line columns. In a partial they hold ``part << 32 | line within the
 # partition``: combining carries each value with the row it came from, and the client
 # resolves them once every partition's line count is known — no barrier before the
 # shuffle, so partials stream into it instead of waiting in memory.
-LINE_COLUMNS = ("first_line", "last_line", "unlinked_line", "foreign_line", "deprecated_line")
+LINE_COLUMNS = tuple(LINE_FILES)
+# The file of each evidence line, as a file code (-1 where the line is missing): a
+# span's lines can lie in several files, and a line number means nothing without it.
+FILE_COLUMNS = tuple(LINE_FILES.values())
 _LINE_BITS = 32
 KEYS = ["trace_id", "span_id"]
 # Fields whose value is the first non-null one among a span's lines.
@@ -49,17 +57,21 @@ def _is_text(dtype: Any) -> bool:
 
 
 def partial_frame(
-    spans: pa.Table, lines: dict[str, np.ndarray], *, file_id: int | np.ndarray, part: int
+    spans: pa.Table, lines: dict[str, np.ndarray], *, file_id: int, part: int
 ) -> pd.DataFrame:
     """A part's per-span rows (`LogTable.spans`) as the partial frame combining takes.
 
     `lines` holds each evidence line column (-1: none); `file_id` the file code of the
-    part, or one per row.
+    part (every line of a part is in one file).
     """
     n = spans.num_rows
     out: dict[str, Any] = {}
     frame = spans.to_pandas(types_mapper=_shuffle_text)
+    for line_col, file_col in LINE_FILES.items():
+        out[file_col] = np.where(lines[line_col] < 0, -1, file_id).astype(np.int32)
     for col in REQUEST_COLUMNS:
+        if col in FILE_COLUMNS:
+            continue
         if col in LINE_COLUMNS:
             values = lines[col]
             if col in ("first_line", "last_line"):
@@ -68,13 +80,11 @@ def partial_frame(
                 missing = values < 0
                 shifted = np.where(missing, 0, values + (part << _LINE_BITS))
                 out[col] = pd.arrays.IntegerArray(shifted.astype(np.int64), missing)
-        elif col == "file":
-            out[col] = np.broadcast_to(np.asarray(file_id, dtype=np.int32), (n,)).copy()
         elif col == "lines":
             out[col] = np.asarray(frame[col].to_numpy(), dtype=np.int64)
         else:
             out[col] = frame[col].array
-    result = pd.DataFrame(out)
+    result = pd.DataFrame({col: out[col] for col in REQUEST_COLUMNS})
     result[PART] = np.full(n, part, dtype=np.int64)
     result[POS] = np.arange(n, dtype=np.int64)
     # DuckDB hashed the key while aggregating; hashing Arrow strings in pandas cost more.
@@ -91,13 +101,13 @@ def partial_requests(requests: pd.DataFrame, part: int) -> pd.DataFrame:
 
     Adds the partition number, the row's position (first-seen order inside the
     partition) and a 64-bit hash of the span key to route it by. Categorical and
-    text columns become `SHUFFLE_STRING` and ``file`` its integer code, so every
-    partition has the same dtypes whatever values it saw.
+    text columns become `SHUFFLE_STRING` and the file columns their integer codes,
+    so every partition has the same dtypes whatever values it saw.
     """
     out = requests.copy()
     for col in out.columns:
         dtype = out[col].dtype
-        if col == "file":
+        if col in FILE_COLUMNS:
             out[col] = np.asarray(out[col].cat.codes.to_numpy(), dtype=np.int32)
         elif isinstance(dtype, pd.CategoricalDtype) or _is_text(dtype):
             out[col] = out[col].astype(SHUFFLE_STRING)
@@ -125,10 +135,13 @@ def _merge(parts: pd.DataFrame) -> pd.DataFrame:
         out[col] = take_rows(parts[col], group_rows(codes, notna[col], n))
     out["request_id"] = take_rows(parts["request_id"], group_rows(codes, notna["request_id"], n,
                                                                last=True))
-    out["last_line"] = take_rows(parts["last_line"], last)
+    # A line and the file it is in come from the same partial.
+    for col in ("last_line", "last_file"):
+        out[col] = take_rows(parts[col], last)
     for value, line in _PAIRS:
         rows = group_rows(codes, notna[line], n)
         out[value], out[line] = take_rows(parts[value], rows), take_rows(parts[line], rows)
+        out[LINE_FILES[line]] = _take_codes(parts[LINE_FILES[line]], rows)
     by = pd.DataFrame({"c": codes, "start": parts["start"].array, "end": parts["end"].array,
                        "lines": parts["lines"].to_numpy()})
     agg = by.groupby("c", sort=True).agg(start=("start", "min"), end=("end", "max"),
@@ -139,6 +152,12 @@ def _merge(parts: pd.DataFrame) -> pd.DataFrame:
     side = np.where(group_rows(codes, is_worker, n) >= 0, WORKER, "frontend")
     out["side"] = pd.Series(side, dtype=_STRING).array
     return cast(pd.DataFrame, pd.DataFrame({col: out[col] for col in parts.columns if col != KEY}))
+
+
+def _take_codes(codes: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """File codes at `rows`; -1 (no file) where a row is -1 (no line)."""
+    values = np.asarray(codes.to_numpy(), dtype=np.int32)
+    return np.where(rows >= 0, values[np.maximum(rows, 0)], -1).astype(np.int32)
 
 
 def combine_requests(parts: pd.DataFrame) -> pd.DataFrame:
@@ -194,7 +213,7 @@ def finish_requests(
         series = ordered[col]
         if col in LINE_COLUMNS:
             out[col] = _resolve_lines(series, shift)
-        elif col == "file":
+        elif col in FILE_COLUMNS:
             codes = np.asarray(series.to_numpy(), dtype=np.int32)
             out[col] = pd.Categorical.from_codes(codes, categories=pd.Index(names, dtype=object))
         elif col in _CATEGORIES:

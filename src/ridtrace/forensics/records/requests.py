@@ -35,13 +35,27 @@ REQUEST_COLUMNS = (
     "file",
     "first_line",
     "last_line",
+    "last_file",
     "lines",
     "unlinked",
     "unlinked_line",
+    "unlinked_file",
     "foreign",
     "foreign_line",
+    "foreign_file",
     "deprecated_line",
+    "deprecated_file",
 )
+# Each evidence line column and the column naming the file it is a line of. A span
+# logged across files (a rotation in flight: its start in ``app.jsonl.1``, its end in
+# ``app.jsonl``) has lines in several. ``file`` is the file of ``first_line``.
+LINE_FILES = {
+    "first_line": "file",
+    "last_line": "last_file",
+    "unlinked_line": "unlinked_file",
+    "foreign_line": "foreign_file",
+    "deprecated_line": "deprecated_file",
+}
 
 
 def group_rows(codes: np.ndarray, mask: np.ndarray, n: int, *, last: bool = False) -> np.ndarray:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import duckdb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -41,8 +42,7 @@ def requests_from_partials(
 
 def empty_partial() -> pd.DataFrame:
     """The partial frame of no spans, with the dtypes every part produces."""
-    events = _empty_events()
-    return _partial_of_events(events)
+    return _partials_of_events(_empty_events())[0]
 
 
 def _empty_events() -> pa.Table:
@@ -51,18 +51,26 @@ def _empty_events() -> pa.Table:
     return empty_events_table()
 
 
-def _partial_of_events(table: pa.Table) -> pd.DataFrame:
+def _partials_of_events(table: pa.Table) -> list[pd.DataFrame]:
+    """One partial per file of an events table, as `analyze` reads one part per file, so
+    a span logged in several files is combined by the same rule on either path."""
     files = table["file"].to_numpy(zero_copy_only=False)
     lines = table["line"].to_numpy(zero_copy_only=False)
-    rows = table.drop_columns(["file", "line"]).append_column(
+    rows = table.drop_columns(["line"]).append_column(
         "rn", pa.array(np.arange(table.num_rows, dtype=np.int64))
     )
     con = connect()
     try:
         con.register("ridtrace_events", rows)
-        spans = con.sql(spans_select("ridtrace_events")).to_arrow_table()
+        file_ids = np.unique(files).tolist() if len(files) else [0]
+        return [_file_partial(con, lines, int(file_id)) for file_id in file_ids]
     finally:
         con.close()
+
+
+def _file_partial(con: duckdb.DuckDBPyConnection, lines: np.ndarray, file_id: int) -> pd.DataFrame:
+    events = f"(SELECT * FROM ridtrace_events WHERE file = {file_id})"
+    spans = con.sql(spans_select(events)).to_arrow_table()
     out: dict[str, np.ndarray] = {}
     for col in LINE_COLUMNS:
         rn = spans[col.replace("_line", "_rn")].to_numpy(zero_copy_only=False)
@@ -72,10 +80,8 @@ def _partial_of_events(table: pa.Table) -> pd.DataFrame:
             out[col] = np.where(missing, -1, lines[picked] if len(lines) else 0)
         else:
             out[col] = lines[rn.astype(np.int64)] if len(lines) else rn.astype(np.int64)
-    first = spans["first_rn"].to_numpy(zero_copy_only=False).astype(np.int64)
-    file_ids = files[first] if len(files) else np.zeros(0, dtype=np.int32)
     spans = spans.drop_columns([c for c in spans.column_names if c.endswith("_rn")])
-    return partial_frame(spans, out, file_id=file_ids, part=0)
+    return partial_frame(spans, out, file_id=file_id, part=file_id)
 
 
 def build_requests(events: pd.DataFrame) -> pd.DataFrame:
@@ -88,7 +94,7 @@ def build_requests(events: pd.DataFrame) -> pd.DataFrame:
     names = [str(c) for c in events["file"].cat.categories]
     frame = events.assign(file=events["file"].cat.codes.astype(np.int32))
     table = pa.Table.from_pandas(frame, preserve_index=False)
-    return requests_from_partials([_partial_of_events(_plain_text(table))], names)
+    return requests_from_partials(_partials_of_events(_plain_text(table)), names)
 
 
 def _plain_text(table: pa.Table) -> pa.Table:

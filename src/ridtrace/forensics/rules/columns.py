@@ -24,12 +24,26 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ridtrace.contract import FRONTEND, OUTCOME_CANCELLED, OUTCOME_OK, WORKER
+from ridtrace.forensics.records.requests import LINE_FILES
 from ridtrace.forensics.rules.codes import Arrow, shared_codes
 
 # The string columns the rules hash, look up or quote in a finding.
 _TEXT = ("trace_id", "span_id", "parent_span_id", "request_id", "x_request_id", "fp_in",
          "fp_out", "unlinked", "foreign", "deprecated")
-_LINES = ("first_line", "last_line", "unlinked_line", "foreign_line", "deprecated_line")
+
+
+@dataclass(frozen=True)
+class LinesAt:
+    """Evidence lines of some rows: line numbers (-1: none) and the files they are in."""
+
+    lines: np.ndarray
+    files: np.ndarray  # names, as objects
+
+    def or_else(self, other: LinesAt) -> LinesAt:
+        """These lines, and `other`'s where these are missing."""
+        have = self.lines >= 0
+        return LinesAt(np.where(have, self.lines, other.lines),
+                       np.where(have, self.files, other.files))
 
 
 @dataclass(frozen=True)
@@ -54,6 +68,8 @@ class SpanColumns:
     file: np.ndarray
     file_names: list[str]
     lines: dict[str, np.ndarray]
+    # Per line column, the file that line is in (`records.requests.LINE_FILES`).
+    line_files: dict[str, Arrow]
     text: dict[str, Arrow]
 
     def __len__(self) -> int:
@@ -70,6 +86,20 @@ class SpanColumns:
         names = np.array([*self.file_names, ""], dtype=object)  # code -1: the last, ""
         picked: list[str] = names[self.file[rows]].tolist()
         return picked
+
+    def lines_at(self, column: str, rows: np.ndarray) -> LinesAt:
+        """The lines of evidence column `column` at `rows`, each with the file it is in.
+
+        A frame that does not say which file a line is in (built by hand) means the
+        span's ``file``.
+        """
+        at = pa.array(rows, type=pa.int64())
+        files = np.asarray(self.line_files[column].take(at).to_numpy(zero_copy_only=False),
+                           dtype=object)
+        unnamed = pd.isna(files)
+        if unnamed.any():
+            files[unnamed] = np.asarray(self.files(rows[unnamed]), dtype=object)
+        return LinesAt(self.lines[column][rows], files)
 
     def trace_in_front(self, rows: np.ndarray) -> np.ndarray:
         """Whether the trace of each of `rows` has a frontend span (its frontend logs are here).
@@ -176,7 +206,8 @@ def span_columns(requests: pd.DataFrame) -> SpanColumns:
         end=epoch_us(requests["end"]),
         file=file,
         file_names=[str(name) for name in file_names.to_pylist()],
-        lines={col: line_numbers(requests[col]) for col in _LINES},
+        lines={col: line_numbers(requests[col]) for col in LINE_FILES},
+        line_files={col: arrow_column(requests[file]) for col, file in LINE_FILES.items()},
         text=text,
     )
 

@@ -20,7 +20,7 @@ import pandas as pd
 
 from ridtrace.contract import SEVERITY
 from ridtrace.forensics.reading.schema import FINDING_COLUMNS
-from ridtrace.forensics.rules.columns import SpanColumns
+from ridtrace.forensics.rules.columns import LinesAt, SpanColumns
 
 Evidence = list[dict[str, Any]]
 
@@ -123,18 +123,17 @@ def concat(parts: Sequence[FindingColumns]) -> FindingColumns:
     return out
 
 
-def evidence(spans: SpanColumns, rows: np.ndarray, *line_columns: np.ndarray) -> list[Evidence]:
-    """Per row, the ``{"file", "line"}`` items of its present lines (one or two columns,
-    already taken at `rows`), a line given twice only once."""
-    files = spans.files(rows)
-    if len(line_columns) == 1:
+def evidence(first: LinesAt, second: LinesAt | None = None) -> list[Evidence]:
+    """Per row, the ``{"file", "line"}`` items of its present lines (of one or two
+    columns, taken at the finding's rows), a line given twice only once."""
+    if second is None:
         return [[{"file": f, "line": x}] if x >= 0 else []
-                for f, x in zip(files, line_columns[0].tolist(), strict=True)]
-    first, second = line_columns
+                for f, x in zip(first.files.tolist(), first.lines.tolist(), strict=True)]
     return [
         ([{"file": f, "line": x}] if x >= 0 else [])
-        + ([{"file": f, "line": y}] if y >= 0 and y != x else [])
-        for f, x, y in zip(files, first.tolist(), second.tolist(), strict=True)
+        + ([{"file": g, "line": y}] if y >= 0 and (g, y) != (f, x) else [])
+        for f, x, g, y in zip(first.files.tolist(), first.lines.tolist(),
+                              second.files.tolist(), second.lines.tolist(), strict=True)
     ]
 
 

@@ -94,8 +94,7 @@ def _cluster_findings(
         return of_rows(kind, spans, rows, rows, [], [])
     starts = np.flatnonzero(np.r_[True, cluster[1:] != cluster[:-1]])
     ends = np.r_[starts[1:], len(rows)]
-    lines = spans.lines
-    items = evidence(spans, rows, lines["first_line"][rows], lines["last_line"][rows])
+    items = evidence(spans.lines_at("first_line", rows), spans.lines_at("last_line", rows))
     names = [str(s) for s in spans.texts("span_id", rows)]
     key_text = spans.texts(key_column, rows[starts])
     details, proof = [], []
@@ -151,7 +150,7 @@ def find_deprecated_header(spans: SpanColumns) -> FindingColumns:
         pc.is_valid(header).to_numpy(zero_copy_only=False) & spans.front
     )
     detail = [f"sent deprecated header {h}" for h in spans.texts("deprecated", rows)]
-    proof = evidence(spans, rows, spans.lines["deprecated_line"][rows])
+    proof = evidence(spans.lines_at("deprecated_line", rows))
     return of_rows("deprecated_header", spans, rows, spans.start[rows], detail, proof)
 
 

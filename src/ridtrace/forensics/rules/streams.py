@@ -25,8 +25,7 @@ def _with_output(spans: SpanColumns) -> np.ndarray:
 
 
 def _row_evidence(spans: SpanColumns, rows: np.ndarray) -> list[list[dict[str, object]]]:
-    lines = spans.lines
-    return evidence(spans, rows, lines["first_line"][rows], lines["last_line"][rows])
+    return evidence(spans.lines_at("first_line", rows), spans.lines_at("last_line", rows))
 
 
 def find_crossed_stream(spans: SpanColumns) -> FindingColumns:
@@ -96,7 +95,6 @@ def _lost_output(spans: SpanColumns) -> np.ndarray:
 
 def find_unlinked(spans: SpanColumns) -> FindingColumns:
     """`unlinked` on converted columns."""
-    lines = spans.lines
     flagged = np.flatnonzero(_valid(spans, "unlinked") | _valid(spans, "foreign"))
     error_text = spans.texts("unlinked", flagged)
     details = [
@@ -106,9 +104,9 @@ def find_unlinked(spans: SpanColumns) -> FindingColumns:
         )
         for text, foreign in zip(error_text, spans.texts("foreign", flagged), strict=True)
     ]
-    unlinked_line = lines["unlinked_line"][flagged]
-    line = np.where(unlinked_line >= 0, unlinked_line, lines["foreign_line"][flagged])
-    proof = evidence(spans, flagged, line, lines["last_line"][flagged])
+    line = spans.lines_at("unlinked_line", flagged).or_else(
+        spans.lines_at("foreign_line", flagged))
+    proof = evidence(line, spans.lines_at("last_line", flagged))
     lost = _lost_output(spans)
     # The same incident seen from the worker's side joins its caller's finding (the
     # last flagged row of that span, as a dict keyed by span would keep).
