@@ -88,3 +88,15 @@ def test_csv_evidence_names_the_file_each_line_is_in(
     out = CliRunner().invoke(main, ["analyze", str(rotated), "--format", "csv", "-q"]).stdout
     for finding in _rotated_findings(whole, rotated):
         assert ";".join(f"{e['file']}:{e['line']}" for e in finding["evidence"]) in out
+
+
+def test_parts_named_in_no_rotation_scheme_go_by_time(tmp_path: Path) -> None:
+    # A copy saved under a name of one's own, listed before the older part: the span's
+    # lines in each file are taken in the order of its first time there.
+    rotated, live = legacy_rotated(tmp_path / "rot")
+    live.rename(tmp_path / "rot" / "after.jsonl")
+    rotated.rename(tmp_path / "rot" / "before.jsonl")
+    code, doc = _analyze(str(tmp_path / "rot"))
+    assert [(f["kind"], f["request_id"]) for f in doc["findings"]] == [
+        ("duplicate_in_flight", "7")]
+    assert code == 1

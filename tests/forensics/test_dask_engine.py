@@ -204,8 +204,15 @@ def test_rotated_logs_same_report(client: Any, tmp_path: Path) -> None:
     (tmp_path / "frontend.jsonl.1").write_text("".join(lines[:cut]))
     live.write_text("".join(lines[cut:]))
     rotated, legacy_live = legacy_rotated(tmp_path / "legacy")
+    # Parts named in no rotation scheme, the newer one first by name: picks go by time.
+    copies = legacy_rotated(tmp_path / "copies", spans=("c3", "d4"))
+    for part, name in zip(copies, ("b.jsonl", "a.jsonl"), strict=True):
+        part.rename(part.with_name(name))
     want, got = _docs(client, [str(tmp_path)])
     assert got == want
+    held_7 = [f["detail"] for f in want["findings"]
+              if f["kind"] == "duplicate_in_flight" and f["request_id"] == "7"]
+    assert len(held_7) == 1 and held_7[0].startswith("4 requests held request_id 7")
     cited = {e["file"] for f in want["findings"] for e in f["evidence"]}
     assert {str(tmp_path / "frontend.jsonl.1"), str(live), str(rotated), str(legacy_live)} <= cited
     paths = [str(legacy_live), str(live), str(rotated), str(tmp_path / "frontend.jsonl.1")]

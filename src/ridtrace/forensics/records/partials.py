@@ -3,9 +3,11 @@
 A part is one file (the local engine) or one block of a file (the Dask engine). Its
 per-span rows (`ridtrace.forensics.reading.sql.SPANS`) hold, per span, the first
 non-null value of each field, the last ``request_id``, ``[start, end]``, the line
-count and evidence lines, each with the file it is in. Those are all decomposable, so partials of one span from
-several parts combine exactly, given the part order (``_part``): parts are consecutive
-ranges of the input in the order it is read. Both engines end in `finish_requests`.
+count and evidence lines, each with the file it is in. Those are all decomposable, so
+partials of one span from several parts combine exactly, given their order: within a
+file, the part order (``_part``: parts are consecutive ranges of the input in the
+order it is read); across files, time (`_in_time_order`). Both engines end in
+`finish_requests`.
 """
 
 from __future__ import annotations
@@ -120,7 +122,7 @@ def partial_requests(requests: pd.DataFrame, part: int) -> pd.DataFrame:
 
 
 def _merge(parts: pd.DataFrame) -> pd.DataFrame:
-    """One row per span from several partials of it (sorted by partition)."""
+    """One row per span from several partials of it (in `_in_time_order`)."""
     codes = np.asarray(
         parts.groupby(KEYS, sort=False, dropna=False).ngroup().to_numpy(), dtype=np.int64
     )
@@ -174,9 +176,26 @@ def combine_requests(parts: pd.DataFrame) -> pd.DataFrame:
     whole = cast(pd.DataFrame, parts.loc[~split].drop(columns=KEY))
     if not split.any():
         return whole
-    merged = _merge(parts.loc[split].reset_index(drop=True))
+    merged = _merge(_in_time_order(parts.loc[split].reset_index(drop=True)))
     combined = pd.concat([whole, merged.astype(whole.dtypes.to_dict())], ignore_index=True)
     return cast(pd.DataFrame, combined)
+
+
+def _in_time_order(parts: pd.DataFrame) -> pd.DataFrame:
+    """Each span's partials file by file, earliest first, and in part order within a file.
+
+    A span's lines are in several files when its log rotated while it was in flight
+    (or was copied under another name). The file where the span's first line is earlier
+    holds its earlier lines, whatever order the files were given in; files whose first
+    lines of the span have the same time keep input order, where the parts of a rotated
+    log are oldest first (`reading.rotation`). Within one file lines keep file order,
+    not time: a file cut into blocks combines exactly as it is read whole.
+    """
+    first_in_file = parts.groupby([*KEYS, "file"], sort=False, dropna=False)["start"]
+    by_time = parts.assign(_first_in_file=first_in_file.transform("min"))
+    ordered = by_time.sort_values(["_first_in_file", PART, POS], kind="stable",
+                                  na_position="last", ignore_index=True)
+    return cast(pd.DataFrame, ordered.drop(columns="_first_in_file"))
 
 
 def _arrow_text(frame: pd.DataFrame) -> pd.DataFrame:
