@@ -11,8 +11,12 @@ the reason of a bad line, or the row of valid JSON that DuckDB rejected) and, fo
 
 from __future__ import annotations
 
+import heapq
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any, Protocol
 
 import duckdb
@@ -24,6 +28,14 @@ from ridtrace.contract import DEPRECATED_HEADER, LOG_SCHEMA
 from ridtrace.forensics.reading.judge import judge_line
 from ridtrace.forensics.reading.lean import OTHER, SPAN, SUSPECT, lean_spans_sql
 from ridtrace.forensics.reading.lines import LineMap
+from ridtrace.forensics.reading.overlong import (
+    LONG_LINE_REASON,
+    MAX_LINE_BYTES,
+    copy_without,
+    is_object_size_error,
+    long_lines,
+    without_long_lines,
+)
 from ridtrace.forensics.reading.schema import READ_FIELDS, TIME_TYPE
 from ridtrace.forensics.reading.sql import (
     DYNAMO_EVIDENCE_MESSAGES,
@@ -40,7 +52,8 @@ LEAN_FIELDS: tuple[str, ...] = (
     "trace_id", "span_id", "parent_span_id", "parent_id", "span_name", "status", "outcome",
     "fp_in", "fp_out", "deprecated_headers", "header", "error", "chunk_request_id",
 )
-MAX_OBJECT_BYTES = 16 << 20
+# DuckDB reads every line up to this size; a longer one is a bad line (`reading.overlong`).
+MAX_OBJECT_BYTES = MAX_LINE_BYTES
 
 Window = tuple[int | None, int | None]  # [since, until) in epoch µs
 
@@ -187,7 +200,9 @@ class LogTable:
     """One plain log file read by DuckDB: as per-span rows or as ordered events.
 
     Each is one streaming pass over the file; the few suspect lines come out with
-    their flags and are judged in Python (`ridtrace.forensics.reading.judge`).
+    their flags and are judged in Python (`ridtrace.forensics.reading.judge`). A file
+    with a line too long for DuckDB is read from a copy without it
+    (`ridtrace.forensics.reading.overlong`), that line counted as bad.
     """
 
     def __init__(
@@ -207,10 +222,14 @@ class LogTable:
         self._line_map_of, self._fetch, self.stats, self.window = line_map_of, fetch, stats, window
         # How the per-span query runs: as given, or prepared once by a caller that runs
         # the same text again and again (`live.parse.PreparedQueries`).
-        self._run = run or (lambda sql: self.con.sql(sql).to_arrow_table())
+        self._run = run or self._sql
         self.fields = LEAN_FIELDS if lean else READ_FIELDS
         self.window_lines = 0
         self._line_map: LineMap | None = None
+        # While a query method runs on a file with over-long lines: the copy DuckDB reads
+        # instead, and those lines, counted as bad in file order with the judged ones.
+        self._copy: Path | None = None
+        self._long_bad: list[tuple[int, str]] = []
 
     @property
     def line_map(self) -> LineMap:
@@ -220,52 +239,104 @@ class LogTable:
             self.stats.count_lines(self.name, self._line_map.nonblank)
         return self._line_map
 
-    def _source(self) -> str:
-        return _source_sql(self.path, lean=self.lean, window=self.window)
+    def _sql(self, sql: str) -> pa.Table:
+        return self.con.sql(sql).to_arrow_table()
+
+    def _source(self, path: str) -> str:
+        return _source_sql(path, lean=self.lean, window=self.window)
+
+    def _read(self, query: Callable[[str], str], run: Callable[[str], pa.Table]) -> pa.Table:
+        """`query` over the kept lines of the file, or of a copy without its over-long lines.
+
+        The check after a read that worked costs a look at the line map's block sizes:
+        DuckDB may read a line over its limit at one offset and fail on it at another.
+        """
+        if self._copy is not None:
+            return self._sql(query(self._source(str(self._copy))))
+        failure: duckdb.Error | None = None
+        got: pa.Table | None = None
+        try:
+            got = run(query(self._source(self.path)))
+        except duckdb.InvalidInputException as exc:
+            if not is_object_size_error(exc):
+                raise
+            failure = exc
+        long = long_lines(self.path, self.line_map)
+        if not long:
+            if failure is not None:  # not a line over the limit after all: DuckDB's error
+                raise failure
+            assert got is not None
+            return got
+        copy = Path(tempfile.mkdtemp(prefix="ridtrace-long-lines-")) / "copy.jsonl"
+        with open(copy, "wb") as out:
+            copy_without(self.path, out, long)
+        self._copy = copy
+        # The map counted the lines already (they are lines read); now they are blank rows.
+        self._line_map = without_long_lines(self.line_map, long)
+        self._long_bad = [(x.line, LONG_LINE_REASON) for x in long]
+        # Not prepared: the copy's path is new, the prepared text would not be run again.
+        return self._sql(query(self._source(str(copy))))
+
+    def _drop_copy(self) -> None:
+        if self._copy is not None:
+            shutil.rmtree(self._copy.parent, ignore_errors=True)
+            self._copy = None
+
+    def _count_bad(self, judged: list[tuple[int, str]]) -> None:
+        """Bad lines into the stats, in file order: those judged and the over-long ones."""
+        for line, reason in heapq.merge(judged, self._long_bad):
+            self.stats.bad(self.name, line, reason)
+        self._long_bad = []
 
     def _judge(self, rn: np.ndarray, empty: np.ndarray, timed: np.ndarray,
-               untimed: np.ndarray) -> list[dict[str, Any]]:
-        """Bad lines into the stats; valid JSON that DuckDB rejected comes back as rows."""
+               untimed: np.ndarray) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
+        """Valid JSON that DuckDB rejected, as rows; and the bad lines with their reasons."""
         lines = self.line_map.row_lines(rn.astype(np.int64))
         # DuckDB gave no row, or took no time Python's ISO parser may take: judge it whole.
         whole = empty | (untimed & timed)
         texts = self._fetch(int(x) for x in lines[whole])
         rescued: list[dict[str, Any]] = []
+        bad: list[tuple[int, str]] = []
         for i, line in enumerate(lines.tolist()):
             if not whole[i]:
-                reason = "missing time" if untimed[i] else "unknown format"
-                self.stats.bad(self.name, line, reason)
+                bad.append((line, "missing time" if untimed[i] else "unknown format"))
                 continue
             verdict = judge_line(texts.get(line, b""), self.fields)
             if isinstance(verdict, str):
-                self.stats.bad(self.name, line, verdict)
+                bad.append((line, verdict))
             elif not _known(verdict):
-                self.stats.bad(self.name, line, "unknown format")
+                bad.append((line, "unknown format"))
             else:
                 verdict["rn"] = int(rn[i])
                 verdict["_t"] = verdict.pop("time")
                 rescued.append(verdict)
-        return rescued
+        return rescued, bad
 
     def spans(self) -> tuple[pa.Table, dict[str, np.ndarray]]:
         """One row per span (first-seen order), and its evidence lines by column."""
-        source = self._source()
-        sql = lean_spans_sql(source) if self.lean else _spans_sql(source)
-        got = self._run(sql)
+        try:
+            return self._spans()
+        finally:
+            self._drop_copy()
+
+    def _spans(self) -> tuple[pa.Table, dict[str, np.ndarray]]:
+        got = self._read(lean_spans_sql if self.lean else _spans_sql, self._run)
         # First-seen order: sorting the few span rows here beats an ORDER BY in the plan.
         got = got.take(pa.array(np.argsort(got["first_rn"].to_numpy(), kind="stable")))
         kind = got["_kind"].to_numpy()
         self.window_lines = int(pc.sum(got["_window"]).as_py() or 0)
         bad = kind == SUSPECT
         rescued: list[dict[str, Any]] = []
+        judged: list[tuple[int, str]] = []
         if bad.any():
             flags = got.filter(pa.array(bad))
-            rescued = self._judge(
+            rescued, judged = self._judge(
                 flags["first_rn"].to_numpy(), *(
                     flags[c].to_numpy(zero_copy_only=False)
                     for c in ("_empty", "_timed", "_untimed")
                 ),
             )
+        self._count_bad(judged)
         if rescued:  # rare: rebuild from ordered events, the rescued rows in their place
             events = self._events_with(rescued)
             self.con.register("ridtrace_events", events)
@@ -280,8 +351,10 @@ class LogTable:
         return got.select(keep), lines
 
     def _ordered_events(self) -> pa.Table:
-        sql = normalized_select(f"({self._source()})", keep=_FLAGS)
-        return self.con.sql(sql + " ORDER BY rn").to_arrow_table()
+        return self._read(
+            lambda source: normalized_select(f"({source})", keep=_FLAGS) + " ORDER BY rn",
+            self._sql,
+        )
 
     def _events_with(self, rescued: list[dict[str, Any]]) -> pa.Table:
         got = self._ordered_events()
@@ -306,18 +379,26 @@ class LogTable:
 
     def events(self) -> tuple[pa.Table, np.ndarray]:
         """Normalised event rows in file order, and their line numbers."""
+        try:
+            return self._events()
+        finally:
+            self._drop_copy()
+
+    def _events(self) -> tuple[pa.Table, np.ndarray]:
         got = self._ordered_events()
         self.window_lines = int(pc.sum(got["_in_window"]).as_py() or 0)
         suspect = got["_suspect"].to_numpy(zero_copy_only=False)
         rescued: list[dict[str, Any]] = []
+        judged: list[tuple[int, str]] = []
         if suspect.any():
             flags = got.filter(got["_suspect"])
-            rescued = self._judge(
+            rescued, judged = self._judge(
                 flags["rn"].to_numpy(),
                 flags["_empty"].to_numpy(zero_copy_only=False),
                 pc.is_valid(flags["_time_text"]).to_numpy(zero_copy_only=False),
                 pc.is_null(flags["time"]).to_numpy(zero_copy_only=False),
             )
+        self._count_bad(judged)
         good = got.filter(pc.invert(got["_suspect"]))
         if self.lean:
             good = good.filter(good["_ev"])

@@ -1,0 +1,118 @@
+"""Lines too long for DuckDB's JSON reader: found from the line map, left out of a copy.
+
+DuckDB reads a line of up to ``maximum_object_size`` bytes (`MAX_LINE_BYTES`) whatever
+its place in the file. A longer one it reads or fails the whole query on ("maximum_object_size
+… exceeded"), depending on where the line falls in its buffers: a 20 MiB line was read
+at one offset and failed at another, so the same file split into other blocks
+(``--engine dask``) or other chunks (``--follow``) would give another report. A line
+longer than the limit is therefore always a bad line.
+
+Finding them costs nothing on a file without one: the line map cuts a block at least
+every MiB that holds a newline, so only a block longer than the limit can hold such a
+line, and only such a block is read again. A file with one is read by DuckDB from a
+temporary copy in which that line is empty (its newline kept, so line numbers do not
+move and the empty line yields no row): the rare file pays for the copy, not every read.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import BinaryIO
+
+import duckdb
+import numpy as np
+
+from ridtrace.forensics.reading.lines import BLOCK_BYTES, Block, LineMap
+
+MAX_LINE_BYTES = 16 << 20
+LONG_LINE_REASON = f"line longer than {MAX_LINE_BYTES >> 20} MiB"
+
+_NEWLINE = 10
+
+
+@dataclass(frozen=True)
+class LongLine:
+    """Line `line` of a file: bytes ``[start, end)``, ``end`` its newline (or the file's end)."""
+
+    line: int
+    start: int
+    end: int
+
+
+def is_object_size_error(exc: duckdb.Error) -> bool:
+    """True for DuckDB's "maximum_object_size … exceeded" (a line too long to read)."""
+    return isinstance(exc, duckdb.InvalidInputException) and "maximum_object_size" in str(exc)
+
+
+def long_lines(
+    path: str | Path, line_map: LineMap, limit: int = MAX_LINE_BYTES
+) -> list[LongLine]:
+    """The lines of `path` longer than `limit` bytes (newline not counted), in file order.
+
+    Only blocks longer than `limit` are read; on a file without such a line, none is.
+    """
+    blocks = [b for b in line_map.blocks if b.size > limit]
+    if not blocks:
+        return []
+    found: list[LongLine] = []
+    with open(path, "rb") as fh:
+        for block in blocks:
+            found.extend(_long_in_block(fh, block, limit))
+    return found
+
+
+def _long_in_block(fh: BinaryIO, block: Block, limit: int) -> list[LongLine]:
+    """Lines of `block` longer than `limit`, read in pieces of at most `BLOCK_BYTES`."""
+    stop = block.offset + block.size
+    start, line, pos = block.offset, block.first_line, block.offset
+    found: list[LongLine] = []
+    fh.seek(pos)
+    while pos < stop:
+        data = fh.read(min(BLOCK_BYTES, stop - pos))
+        if not data:
+            break
+        ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == _NEWLINE) + pos
+        if len(ends):
+            starts = np.concatenate(([start], ends[:-1] + 1))
+            for i in np.flatnonzero(ends - starts > limit).tolist():
+                found.append(LongLine(line + i, int(starts[i]), int(ends[i])))
+            line += len(ends)
+            start = int(ends[-1]) + 1
+        pos += len(data)
+    if stop - start > limit:  # the file's last line, with no newline after it
+        found.append(LongLine(line, start, stop))
+    return found
+
+
+def copy_without(path: str | Path, out: BinaryIO, lines: Sequence[LongLine]) -> None:
+    """Copy `path` to `out` with each of `lines` (in file order) emptied, newline kept."""
+    with open(path, "rb") as src:
+        pos = 0
+        for long in lines:
+            _copy_range(src, out, pos, long.start)
+            pos = long.end
+        src.seek(pos)
+        shutil.copyfileobj(src, out, BLOCK_BYTES)
+
+
+def _copy_range(src: BinaryIO, out: BinaryIO, start: int, stop: int) -> None:
+    src.seek(start)
+    left = stop - start
+    while left > 0:
+        data = src.read(min(BLOCK_BYTES, left))
+        if not data:
+            return
+        out.write(data)
+        left -= len(data)
+
+
+def without_long_lines(line_map: LineMap, lines: Sequence[LongLine]) -> LineMap:
+    """`line_map` numbering the copy's rows: the emptied lines are blank there.
+
+    Its blocks still describe the original file, where a bad line's text is read.
+    """
+    blank = np.union1d(line_map.blank_lines, np.array([x.line for x in lines], dtype=np.int64))
+    return replace(line_map, blank=[blank.astype(np.int64)])

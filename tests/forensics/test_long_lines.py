@@ -1,0 +1,90 @@
+"""Lines over DuckDB's object limit: found from the line map, always bad, never a crash."""
+
+from __future__ import annotations
+
+import io
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from ridtrace.forensics.reading.files import parse
+from ridtrace.forensics.reading.lines import map_blocks, map_file
+from ridtrace.forensics.reading.overlong import (
+    LONG_LINE_REASON,
+    MAX_LINE_BYTES,
+    LongLine,
+    copy_without,
+    long_lines,
+    without_long_lines,
+)
+from ridtrace.forensics.reading.stats import BadLine, ReadStats
+from ridtrace.forensics.reading.table import connect
+from tests.forensics.helpers import rt_request
+
+LIMIT = 100
+
+
+def _text(size: int) -> bytes:
+    return b"x" * size
+
+
+@pytest.mark.parametrize("terminated", [True, False])
+def test_only_lines_over_the_limit_are_found(tmp_path: Path, terminated: bool) -> None:
+    lines = [b"a", _text(LIMIT), _text(LIMIT + 1), b"", b"b", _text(3 * LIMIT)]
+    data = b"\n".join(lines) + (b"\n" if terminated else b"")
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(data)
+    found = long_lines(path, map_blocks([data]), LIMIT)
+    assert [x.line for x in found] == [3, 6]  # a line of exactly LIMIT bytes is kept
+    for x in found:
+        assert data[x.start : x.end] == lines[x.line - 1]
+
+
+def test_a_file_without_a_long_line_is_not_read_again(tmp_path: Path) -> None:
+    # Blocks are cut at least every MiB: none is over the limit, so no byte is read.
+    data = b"\n".join(_text(1000) for _ in range(40_000)) + b"\n"
+    line_map = map_file(io.BufferedReader(io.BytesIO(data)))  # type: ignore[arg-type]
+    assert max(b.size for b in line_map.blocks) < MAX_LINE_BYTES
+    assert long_lines(tmp_path / "never-opened.jsonl", line_map) == []
+
+
+def test_the_copy_keeps_line_numbers(tmp_path: Path) -> None:
+    data = b"a\n" + _text(LIMIT + 5) + b"\nb\n" + _text(LIMIT + 1)
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(data)
+    line_map = map_blocks([data])
+    found = long_lines(path, line_map, LIMIT)
+    assert found == [LongLine(2, 2, 2 + LIMIT + 5), LongLine(4, len(data) - LIMIT - 1, len(data))]
+    out = io.BytesIO()
+    copy_without(path, out, found)
+    assert out.getvalue() == b"a\n\nb\n"
+    numbered = without_long_lines(line_map, found)
+    assert numbered.lines == line_map.lines == 4
+    assert numbered.blank_lines.tolist() == [2, 4]
+
+
+def test_a_line_duckdb_happens_to_read_is_still_bad(tmp_path: Path) -> None:
+    # 20 MiB at the start of a file fits DuckDB's buffers; further in it fails the
+    # query. Either way it is one bad line, so every split of the file agrees.
+    long = b'{"time":"2026-11-29T10:00:00Z","schema":"ridtrace/1","message":"'
+    long += b"a" * (20 << 20) + b'"}'
+    after = rt_request("0000000000000001", "r1", 0.0, 0.1)
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(long + b"\n" + "\n".join(after).encode() + b"\n")
+    with open(path, "rb") as fh:
+        line_map = map_file(fh)
+    copies = set(Path(tempfile.gettempdir()).glob("ridtrace-long-lines-*"))
+    stats = ReadStats()
+    con = connect()
+    try:
+        table = parse(con, path, line_map, "x.jsonl", stats, lean=True, window=None)
+        spans, lines = table.spans()
+    finally:
+        con.close()
+    assert stats.samples == [BadLine("x.jsonl", 1, LONG_LINE_REASON)]
+    assert (stats.lines, stats.bad_lines) == (3, 1)
+    assert spans["request_id"].to_pylist() == ["r1"]
+    assert lines["first_line"].tolist() == [2] and lines["last_line"].tolist() == [3]
+    # The copy DuckDB read is gone once the rows are out.
+    assert set(Path(tempfile.gettempdir()).glob("ridtrace-long-lines-*")) == copies
