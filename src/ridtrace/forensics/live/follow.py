@@ -22,7 +22,7 @@ from ridtrace.forensics.live.collector import PollCollector
 from ridtrace.forensics.live.parse import PreparedQueries, parse_chunk, span_rows
 from ridtrace.forensics.live.rules import Finding, LiveRules
 from ridtrace.forensics.live.watch import Watch
-from ridtrace.forensics.reading.stats import ReadStats, incomplete_reasons
+from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
 from ridtrace.forensics.reading.table import connect
 
 ERROR_KINDS = tuple(k for k in FINDING_KINDS if SEVERITY[k] == "error")
@@ -119,17 +119,9 @@ class Follower:
         out["open_at_window_edge"] = rules.state.open_at_edge
         out["open_at_exit"] = rules.open_spans()
         out["window_s"] = self.settings.window_s
-        out["bad_line_samples"] = [
-            {"file": s.file, "line": s.line, "reason": s.reason} for s in stats.samples
-        ]
-        out["ignored_files"] = [{"file": n.file, "reason": n.reason} for n in stats.ignored_files]
-        out["unreadable_files"] = [
-            {"file": n.file, "reason": n.reason} for n in stats.unreadable_files
-        ]
+        out.update(read_notes(stats))
         out["missing_inputs"] = sorted(self.watch.missing)
-        reasons = incomplete_reasons(stats, requests=rules.spans_seen)
-        out["incomplete"] = bool(reasons)
-        out["incomplete_reasons"] = reasons
+        out.update(completeness(stats, requests=rules.spans_seen))
         return out
 
     def close(self) -> None:

@@ -3,12 +3,13 @@
 Nothing the reader drops goes unrecorded: a bad line is counted and, while there is
 room, kept as a sample; a file is either read, ignored as plainly not a log (with the
 reason), or recorded as unreadable in whole or in part. `incomplete_reasons` turns
-those records into the verdict `ridtrace analyze` exits 3 on.
+those records into the verdict `ridtrace analyze` and `ridtrace audit` exit 3 on.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 MAX_SAMPLES = 10
 # Above this share of bad lines a report may miss incidents: docs/cli.md, exit code 3.
@@ -92,3 +93,22 @@ def incomplete_reasons(stats: ReadStats, *, requests: int) -> list[str]:
     if stats.lines and not requests:
         reasons.append(f"{stats.lines} lines read but no request found in them")
     return reasons
+
+
+def read_notes(stats: ReadStats) -> dict[str, list[dict[str, Any]]]:
+    """The bad-line samples and the ignored and unreadable files, as a summary lists them."""
+    return {
+        "bad_line_samples": [
+            {"file": s.file, "line": s.line, "reason": s.reason} for s in stats.samples
+        ],
+        "ignored_files": [{"file": n.file, "reason": n.reason} for n in stats.ignored_files],
+        "unreadable_files": [
+            {"file": n.file, "reason": n.reason} for n in stats.unreadable_files
+        ],
+    }
+
+
+def completeness(stats: ReadStats, *, requests: int) -> dict[str, Any]:
+    """``incomplete`` and ``incomplete_reasons``, as a summary lists them."""
+    reasons = incomplete_reasons(stats, requests=requests)
+    return {"incomplete": bool(reasons), "incomplete_reasons": reasons}

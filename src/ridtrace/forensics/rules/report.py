@@ -18,7 +18,7 @@ from ridtrace.contract import FINDING_KINDS, SEVERITY
 from ridtrace.forensics.printable import visible
 from ridtrace.forensics.reading.events import LoadedLogs
 from ridtrace.forensics.reading.schema import FINDING_COLUMNS
-from ridtrace.forensics.reading.stats import ReadStats, incomplete_reasons
+from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
 from ridtrace.forensics.records.read import LoadedRequests
 from ridtrace.forensics.records.spans import build_requests, requests_from_partials
 from ridtrace.forensics.rules.columns import epoch_us, lookup, span_columns
@@ -176,17 +176,9 @@ def analyze_requests(requests: pd.DataFrame, stats: ReadStats, *, lines: int | N
     for kind in FINDING_KINDS:
         summary[kind] = counts.get(kind, 0)
     summary["errors"] = sum(summary[k] for k in FINDING_KINDS if SEVERITY[k] == "error")
-    summary["bad_line_samples"] = [
-        {"file": s.file, "line": s.line, "reason": s.reason} for s in stats.samples
-    ]
-    summary["ignored_files"] = [{"file": n.file, "reason": n.reason} for n in stats.ignored_files]
-    summary["unreadable_files"] = [
-        {"file": n.file, "reason": n.reason} for n in stats.unreadable_files
-    ]
+    summary.update(read_notes(stats))
     summary["clock_offsets_ms"] = {name: us / 1000.0 for name, us in sorted(offsets.items())}
-    reasons = incomplete_reasons(stats, requests=len(requests))
-    summary["incomplete"] = bool(reasons)
-    summary["incomplete_reasons"] = reasons
+    summary.update(completeness(stats, requests=len(requests)))
     return Report(summary=summary, found=found, source=requests, offsets_us=offsets)
 
 
