@@ -62,6 +62,17 @@ def test_audit_on_dask_matches(logs: Path, cluster: Any) -> None:
         assert json.loads(got[1]) == json.loads(want[1])
 
 
+def test_audit_on_dask_reports_incomplete_input_alike(cluster: Any, tmp_path: Path) -> None:
+    log = tmp_path / "app.log"  # a pino line: JSON, but no format audit reads
+    log.write_text('{"level":30,"time":1764590000000,"msg":"incoming request"}\n' * 20)
+    want = run("audit", str(log), "--format", "json")
+    got = run("audit", str(log), "--format", "json", "--engine", "dask",
+              "--scheduler", cluster.scheduler_address)
+    assert got[0] == want[0] == 3
+    assert json.loads(got[1]) == json.loads(want[1])
+    assert json.loads(got[1])["summary"]["incomplete"] is True
+
+
 def test_default_local_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
     from ridtrace.forensics.dask_engine import engine as dask_engine
 

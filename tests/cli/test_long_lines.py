@@ -104,10 +104,14 @@ def test_trace_shows_the_lines_after_the_long_one(logs: Path) -> None:
 
 
 def test_audit_counts_the_header_sent_after_the_long_line(logs: Path) -> None:
-    code, out, err = run("audit", str(logs / "frontend.jsonl"), "--format", "json")
-    assert code == 0, err
-    rows = json.loads(out)["rows"]
-    assert [(r["header"], r["requests"]) for r in rows] == [("x-dynamo-request-id", 1)]
+    path = str(logs / "frontend.jsonl")
+    code, out, err = run("audit", path, "--format", "json")
+    assert code == 3, err
+    doc = json.loads(out)
+    assert [(r["header"], r["requests"]) for r in doc["rows"]] == [("x-dynamo-request-id", 1)]
+    assert doc["summary"]["bad_line_samples"] == [
+        {"file": path, "line": LONG_LINE, "reason": LONG_REASON}
+    ]
 
 
 def test_dask_engine_gives_the_same_report(

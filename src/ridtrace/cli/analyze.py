@@ -46,6 +46,14 @@ def quiet_option(func: F) -> F:
     return click.option("-q", "--quiet", is_flag=True, help="No progress bar or warnings.")(func)
 
 
+def allow_incomplete_option(func: F) -> F:
+    """``--allow-incomplete``: exit 0 instead of 3 on input read only in part."""
+    return click.option(
+        "--allow-incomplete", is_flag=True,
+        help="Exit 0, not 3, when some input could not be read (the report still says so).",
+    )(func)
+
+
 def _with_progress(
     sources: Sequence[Any], quiet: bool, read: Callable[[Callable[[int], None] | None], T]
 ) -> T:
@@ -182,10 +190,7 @@ def emit(text: str, output: Path | None) -> None:
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
     help="Write the report to FILE instead of stdout.",
 )
-@click.option(
-    "--allow-incomplete", is_flag=True,
-    help="Exit 0, not 3, when some input could not be read (the report still says so).",
-)
+@allow_incomplete_option
 @quiet_option
 @engine_options
 @follow_options

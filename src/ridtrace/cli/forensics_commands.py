@@ -7,7 +7,14 @@ from pathlib import Path
 
 import click
 
-from ridtrace.cli.analyze import emit, load_logs, paths_argument, quiet_option
+from ridtrace.cli.analyze import (
+    InputError,
+    allow_incomplete_option,
+    emit,
+    load_logs,
+    paths_argument,
+    quiet_option,
+)
 from ridtrace.cli.engine import dask_load, engine_choice, engine_options
 
 _FORMAT = click.option(
@@ -32,32 +39,47 @@ _OUTPUT = click.option(
 )
 @_FORMAT
 @_OUTPUT
+@allow_incomplete_option
 @quiet_option
 @engine_options
+@click.pass_context
 def audit(
-    paths: tuple[str, ...], by: str, plot: Path | None, fmt: str, output: Path | None,
-    quiet: bool, engine: str, scheduler: str | None, partition_size: str | None,
+    ctx: click.Context, paths: tuple[str, ...], by: str, plot: Path | None, fmt: str,
+    output: Path | None, allow_incomplete: bool, quiet: bool, engine: str,
+    scheduler: str | None, partition_size: str | None,
 ) -> None:
-    """Deprecated request-id headers: requests, distinct clients, first/last seen, per day."""
+    """Deprecated request-id headers: requests, distinct clients, first/last seen, per day.
+
+    Exit status: 0 the input was read whole, 2 bad usage or a missing path, 3 the input
+    was incomplete (use of the headers may be missing; --allow-incomplete: 0).
+    """
     from ridtrace.forensics.records.spans import build_requests
     from ridtrace.forensics.views.audit import audit as run_audit
-    from ridtrace.forensics.views.audit import daily_series, plot_usage, usage_series
+    from ridtrace.forensics.views.audit import (
+        audit_summary,
+        daily_series,
+        plot_usage,
+        usage_series,
+    )
 
     choice = engine_choice(engine, scheduler, partition_size)
     if choice.dask:
-        requests = dask_load(choice, paths, lean=False, quiet=quiet).requests
+        load = dask_load(choice, paths, lean=False, quiet=quiet)
+        requests, stats = load.requests, load.stats
     else:
-        requests = build_requests(load_logs(paths, quiet=quiet).events)
+        logs = load_logs(paths, quiet=quiet)
+        requests, stats = build_requests(logs.events), logs.stats
+    summary = audit_summary(requests, stats)
     table = run_audit(requests, by)
     series = daily_series(requests)
     if plot is not None:
         try:
             plot_usage(usage_series(requests), plot)
-        except ImportError as exc:
-            hint = "--plot needs matplotlib: pip install 'ridtrace[plot]'"
-            raise click.ClickException(hint) from exc
+        except ImportError as exc:  # a missing extra, like --engine dask's: exit 2
+            raise InputError("--plot needs matplotlib: pip install 'ridtrace[plot]'") from exc
     if fmt == "json":
         doc = {
+            "summary": summary,
             "by": by,
             "rows": json.loads(table.to_json(orient="records", date_format="iso")),
             "daily": {day: row.to_dict() for day, row in series.iterrows()},
@@ -66,10 +88,17 @@ def audit(
     elif fmt == "csv":
         emit(table.to_csv(index=False), output)
     else:
-        from ridtrace.cli.forensics_render import render_frame
+        from ridtrace.cli.forensics_render import render_audit
 
-        title = f"deprecated headers by {by}" + ("" if len(table) else " (none seen)")
-        emit(render_frame(table, title=title, to_terminal=output is None), output)
+        emit(render_audit(table, summary, by=by, to_terminal=output is None), output)
+    if summary["incomplete"] and not allow_incomplete:
+        if not quiet:
+            reasons = "; ".join(summary["incomplete_reasons"][:3])
+            click.echo(
+                f"ridtrace: input incomplete, deprecated-header use may be missing: {reasons}",
+                err=True,
+            )
+        ctx.exit(3)
 
 
 @click.command("trace")

@@ -91,6 +91,29 @@ def render_frame(frame: pd.DataFrame, *, title: str, to_terminal: bool) -> str:
     return buf.getvalue()
 
 
+def render_audit(
+    table: pd.DataFrame, summary: dict[str, Any], *, by: str, to_terminal: bool
+) -> str:
+    """The audit's rows, then what was read: an empty table over an unread input says so."""
+    title = f"deprecated headers by {by}" + ("" if len(table) else " (none seen)")
+    console, buf = _console(to_terminal)
+    console.print(render_frame(table, title=title, to_terminal=to_terminal), end="")
+    console.print(
+        f"read {summary['files']} file(s): {summary['lines']} line(s), "
+        f"{summary['bad_lines']} bad, {summary['requests']} request(s)"
+    )
+    for sample in summary["bad_line_samples"]:
+        console.print(f"bad line {sample['file']}:{sample['line']}: {sample['reason']}")
+    for note in summary["unreadable_files"]:
+        console.print(f"could not read all of {note['file']}: {note['reason']}")
+    if summary["incomplete"]:
+        console.print("INCOMPLETE: use of the deprecated headers may be missing:",
+                      style="bold red")
+        for reason in summary["incomplete_reasons"]:
+            console.print(f"  {reason}")
+    return buf.getvalue()
+
+
 def render_trace(view: TraceView, *, to_terminal: bool) -> str:
     """`ridtrace trace`'s waterfall and blocks, at least `TRACE_WIDTH` columns wide."""
     from ridtrace.forensics.views.trace_text import print_trace

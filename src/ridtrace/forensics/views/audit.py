@@ -1,17 +1,21 @@
 """Deprecated-header audit: who still sends ``x-dynamo-request-id`` / ``request-id``, and when.
 
 An API owner reads this to decide when support can go: per header, how many requests
-and distinct clients, first and last seen, and use per day.
+and distinct clients, first and last seen, and use per day. "None seen" is that
+decision's trigger, so the audit says how much of the input it could read
+(`audit_summary`): an empty table over logs it did not understand is no evidence.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Final, cast
+from typing import Any, Final, cast
 
 import pandas as pd
 
 from ridtrace.contract import FRONTEND
+from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
+from ridtrace.forensics.rules.report import count_requests
 
 AUDIT_BY: Final = ("header", "client", "route", "day")
 _UNKNOWN = "(unknown)"
@@ -43,6 +47,17 @@ def deprecated_usage(requests: pd.DataFrame) -> pd.DataFrame:
     frame["time"] = pd.to_datetime(frame["time"], utc=True)
     frame["day"] = frame["time"].dt.strftime("%Y-%m-%d")
     return cast(pd.DataFrame, frame.reset_index(drop=True))
+
+
+def audit_summary(requests: pd.DataFrame, stats: ReadStats) -> dict[str, Any]:
+    """What the audit read, as `ridtrace analyze`'s summary counts it, and whether the
+    input was incomplete (then use of the headers may be missing from the rows)."""
+    return {
+        "files": stats.files, "lines": stats.lines, "bad_lines": stats.bad_lines,
+        "requests": count_requests(requests),
+        **read_notes(stats),
+        **completeness(stats, requests=len(requests)),
+    }
 
 
 def _distinct_clients(clients: pd.Series) -> int:

@@ -1,0 +1,118 @@
+"""`ridtrace audit` says how much it read: "nobody sends the header any more" is only
+evidence when the logs were understood.
+
+On logs in a format it does not read (a Node service's pino lines), audit printed an
+empty table and exited 0, which reads as "support can be removed". It now carries
+`analyze`'s read summary and exit code 3 for incomplete input.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from ridtrace.testing.synth import SynthSpec, write_logs
+
+# The read counters audit and analyze must agree on for the same input.
+READ_KEYS = ("files", "lines", "bad_lines", "requests", "bad_line_samples", "ignored_files",
+             "unreadable_files", "incomplete", "incomplete_reasons")
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _json(*args: str) -> tuple[int, dict[str, Any]]:
+    code, out, err = run(*args, "--format", "json")
+    assert out.strip(), err
+    return code, json.loads(out)
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("logs")
+    write_logs(out, SynthSpec(requests=100, deprecated_every=10))
+    (out / "README.md").write_text("# the service's logs\n")
+    return out
+
+
+@pytest.fixture(scope="module")
+def pino(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Node service's pino log: JSON lines, epoch-millisecond times, no known schema."""
+    out = tmp_path_factory.mktemp("pino") / "app.log"
+    lines = [
+        json.dumps({
+            "level": 30, "time": 1764590000000 + i, "pid": 7, "hostname": "api-0",
+            "reqId": f"req-{i}", "msg": "incoming request",
+            "req": {"method": "POST", "url": "/v1/chat/completions",
+                    "headers": {"x-dynamo-request-id": f"c-{i}"}},
+        })
+        for i in range(40)
+    ]
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def test_logs_it_cannot_read_exit_3_not_an_empty_all_clear(pino: Path) -> None:
+    code, doc = _json("audit", str(pino))
+    assert code == 3
+    assert doc["rows"] == []
+    summary = doc["summary"]
+    assert (summary["files"], summary["lines"], summary["bad_lines"]) == (1, 40, 40)
+    assert summary["requests"] == 0 and summary["incomplete"] is True
+    assert summary["incomplete_reasons"] == [
+        "40 bad lines (100.0% of 40, over 1%)", "40 lines read but no request found in them",
+    ]
+    assert summary["bad_line_samples"][0] == {"file": str(pino), "line": 1,
+                                              "reason": "invalid time"}
+
+
+def test_the_table_says_the_input_was_incomplete(pino: Path) -> None:
+    code, out, err = run("audit", str(pino))
+    assert code == 3
+    assert "(none seen)" in out
+    assert "read 1 file(s): 40 line(s), 40 bad, 0 request(s)" in out
+    assert "INCOMPLETE" in out and "40 lines read but no request found in them" in out
+    assert "input incomplete, deprecated-header use may be missing" in err
+
+
+def test_allow_incomplete_exits_0_and_still_says_so(pino: Path) -> None:
+    code, doc = _json("audit", str(pino), "--allow-incomplete")
+    assert code == 0 and doc["summary"]["incomplete"] is True
+    code, _, _ = run("audit", str(pino), "--allow-incomplete", "--format", "csv")
+    assert code == 0
+
+
+def test_whole_input_exits_0_with_analyzes_read_summary(logs: Path) -> None:
+    code, doc = _json("audit", str(logs))
+    assert code == 0 and doc["rows"]
+    _, report = _json("analyze", str(logs), "--allow-incomplete")
+    assert {k: doc["summary"][k] for k in READ_KEYS} == {
+        k: report["summary"][k] for k in READ_KEYS
+    }
+    assert doc["summary"]["incomplete"] is False
+    assert [n["file"] for n in doc["summary"]["ignored_files"]] == [str(logs / "README.md")]
+    code, out, _ = run("audit", str(logs))
+    assert code == 0 and "INCOMPLETE" not in out
+    assert f"read {report['summary']['files']} file(s)" in out
+
+
+def test_a_torn_archive_makes_the_audit_incomplete(logs: Path, tmp_path: Path) -> None:
+    packed = gzip.compress((logs / "frontend.jsonl").read_bytes())
+    (tmp_path / "frontend.jsonl.1.gz").write_bytes(packed[: len(packed) // 2])
+    code, doc = _json("audit", str(tmp_path))
+    assert code == 3
+    (note,) = doc["summary"]["unreadable_files"]
+    assert note["file"].endswith("frontend.jsonl.1.gz") and "truncated" in note["reason"]
+
+
+def test_missing_input_is_exit_2(tmp_path: Path) -> None:
+    code, _, err = run("audit", str(tmp_path / "nope.jsonl"))
+    assert code == 2, err
