@@ -253,29 +253,26 @@ class LogTable:
         """
         if self._copy is not None:
             return self._sql(query(self._source(str(self._copy))))
-        failure: duckdb.Error | None = None
-        got: pa.Table | None = None
         try:
             got = run(query(self._source(self.path)))
         except duckdb.InvalidInputException as exc:
             if not is_object_size_error(exc):
                 raise
-            failure = exc
-        long = long_lines(self.path, self.line_map)
-        if not long:
-            if failure is not None:  # not a line over the limit after all: DuckDB's error
-                raise failure
-            assert got is not None
-            return got
-        copy = Path(tempfile.mkdtemp(prefix="ridtrace-long-lines-")) / "copy.jsonl"
-        with open(copy, "wb") as out:
+            long = long_lines(self.path, self.line_map)
+            if not long:  # no line over the limit after all: DuckDB's error stands
+                raise
+        else:
+            long = long_lines(self.path, self.line_map)
+            if not long:
+                return got
+        self._copy = Path(tempfile.mkdtemp(prefix="ridtrace-long-lines-")) / "copy.jsonl"
+        with open(self._copy, "wb") as out:
             copy_without(self.path, out, long)
-        self._copy = copy
         # The map counted the lines already (they are lines read); now they are blank rows.
         self._line_map = without_long_lines(self.line_map, long)
         self._long_bad = [(x.line, LONG_LINE_REASON) for x in long]
         # Not prepared: the copy's path is new, the prepared text would not be run again.
-        return self._sql(query(self._source(str(copy))))
+        return self._sql(query(self._source(str(self._copy))))
 
     def _drop_copy(self) -> None:
         if self._copy is not None:
