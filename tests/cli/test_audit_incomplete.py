@@ -68,6 +68,7 @@ def test_logs_it_cannot_read_exit_3_not_an_empty_all_clear(pino: Path) -> None:
     assert (summary["files"], summary["lines"], summary["bad_lines"]) == (1, 40, 40)
     assert summary["requests"] == 0 and summary["incomplete"] is True
     assert summary["incomplete_reasons"] == [
+        f"{pino}: none of its 40 lines is a log record",
         "40 bad lines (100.0% of 40, over 1%)", "40 lines read but no request found in them",
     ]
     assert summary["bad_line_samples"][0] == {"file": str(pino), "line": 1,
