@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -168,9 +169,18 @@ def parse_time_option(value: str | None, name: str) -> Any:
 
 
 def emit(text: str, output: Path | None) -> None:
-    """Write the report to `output`, or to stdout."""
+    """Write the report to `output`, or to stdout; a report that cannot be written is an
+    error (exit 2), never a traceback or an exit code that reads as findings."""
     if output is None:
-        click.echo(text, nl=not text.endswith("\n"))
+        try:
+            click.echo(text, nl=not text.endswith("\n"))
+            sys.stdout.flush()  # a full disk or a closed pipe shows here, not at exit
+        except OSError as exc:
+            # Nothing more can reach stdout: point it at /dev/null so the exit's flush
+            # does not fail again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise InputError(f"cannot write the report to standard output: "
+                             f"{exc.strerror or exc}") from None
         return
     try:
         output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
@@ -231,6 +241,8 @@ def analyze(
     choice = engine_choice(engine, scheduler, partition_size)
     since_t = parse_time_option(since, "--since")
     until_t = parse_time_option(until, "--until")
+    if since_t is not None and until_t is not None and since_t >= until_t:
+        raise click.BadParameter("--since must be before --until", param_hint="--since")
     if choice.dask:
         report = dask_report(choice, paths, quiet=quiet, since=since_t, until=until_t)
     else:

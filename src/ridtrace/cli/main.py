@@ -1,5 +1,8 @@
 """Entry point of the ``ridtrace`` command."""
 
+import sys
+import traceback
+
 import click
 
 from ridtrace.cli import quick_exit
@@ -10,15 +13,25 @@ def main() -> None:
     """ridtrace: request identity, tracing and log forensics."""
 
 
+# A failure of ridtrace itself: not 1, which a CI gate reads as "error findings".
+EXIT_INTERNAL_ERROR = 4
+
+
 def run() -> None:
     """The ``ridtrace`` console script and ``python -m ridtrace``: `main`, ending the
-    process at once when the command asked for it (`ridtrace.cli.quick_exit`)."""
+    process at once when the command asked for it (`ridtrace.cli.quick_exit`), and
+    with exit 4 and the traceback when ridtrace itself failed."""
     try:
         main()
     except SystemExit as done:
         if quick_exit.requested() and (done.code is None or isinstance(done.code, int)):
             quick_exit.leave(done.code or 0)
         raise
+    except Exception:
+        traceback.print_exc()
+        print("ridtrace: internal error (exit 4); please report it with the traceback above",
+              file=sys.stderr)
+        sys.exit(EXIT_INTERNAL_ERROR)
 
 
 from ridtrace.cli.serve import serve  # noqa: E402  (frontend plugin commands)

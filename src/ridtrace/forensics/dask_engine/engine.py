@@ -212,7 +212,8 @@ def analyze_load(
     """The rules over what `load_requests` collected, windowed as `analyze` windows."""
     windowed = since is not None or until is not None
     requests = select_window(load.requests, since, until)
-    return analyze_requests(requests, load.stats, lines=load.lines_in_window if windowed else None)
+    return analyze_requests(requests, load.stats, lines=load.lines_in_window if windowed else None,
+                            read_spans=len(load.requests))
 
 
 def analyze_dask(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import bz2
 import glob
 import io
+import json
 import lzma
 import os
 import re
@@ -215,6 +216,19 @@ def _json_object_line(line: bytes) -> bool:
     return text[:1] == b"{" and text[-1:] == b"}"
 
 
+def _one_line_document(name: str, data: bytes) -> bool:
+    """A whole .json file that is one line of JSON without a log record's ``time``: a
+    report or a trace export (``export jaeger -o logs/traces.json``), not one log line."""
+    text = data.strip()
+    if not name.lower().endswith(".json") or not text or b"\n" in text:
+        return False
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    return not (isinstance(value, dict) and "time" in value)
+
+
 def ignore_reason(name: str, head: bytes, *, whole: bool) -> str | None:
     """Why a file found in a directory walk is plainly not a log, or None to read it.
 
@@ -225,6 +239,8 @@ def ignore_reason(name: str, head: bytes, *, whole: bool) -> str | None:
     """
     if _LINES_NAME.search(name.lower()):
         return None  # pretty-printed records, a config dump: bad lines, not a skipped file
+    if whole and _one_line_document(name, head):
+        return "a JSON document, not JSON lines"
     lines = head.split(b"\n")
     if not whole and len(lines) > 1:
         lines.pop()  # cut by the sniff

@@ -124,7 +124,8 @@ def analyze(
     With `since`/`until`, pass the same window to the read
     (`ridtrace.forensics.reading.events.read_sources`) so that lines are counted in it.
     """
-    requests = select_window(build_requests(logs.events), since, until)
+    every = build_requests(logs.events)
+    requests = select_window(every, since, until)
     lines = logs.window_lines
     if lines is None and (since is not None or until is not None):
         # Read without the window: every valid line is an event unless the read was lean.
@@ -135,7 +136,7 @@ def analyze(
         if until is not None:
             keep &= (times < until).to_numpy()
         lines = int(keep.sum())
-    return analyze_requests(requests, logs.stats, lines=lines)
+    return analyze_requests(requests, logs.stats, lines=lines, read_spans=len(every))
 
 
 def analyze_read(
@@ -145,16 +146,20 @@ def analyze_read(
     until: pd.Timestamp | None = None,
 ) -> Report:
     """All checks over a read's per-span partials (what `ridtrace analyze` runs)."""
-    requests = select_window(requests_from_partials(read.partials, read.files), since, until)
-    return analyze_requests(requests, read.stats, lines=read.window_lines)
+    every = requests_from_partials(read.partials, read.files)
+    requests = select_window(every, since, until)
+    return analyze_requests(requests, read.stats, lines=read.window_lines, read_spans=len(every))
 
 
-def analyze_requests(requests: pd.DataFrame, stats: ReadStats, *, lines: int | None) -> Report:
+def analyze_requests(
+    requests: pd.DataFrame, stats: ReadStats, *, lines: int | None, read_spans: int | None = None
+) -> Report:
     """All checks over a requests frame (already windowed) and the read's counters.
 
     Every engine ends here: the frame is converted to codes once, clock skew is
     corrected, then the rules run once each. ``lines`` is the count of lines in a
-    --since/--until window, None for all lines read.
+    --since/--until window, None for all lines read; ``read_spans`` the spans of the
+    whole read (a window with no request in it is an answer, not an incomplete read).
     """
     with paused_gc():
         spans = span_columns(requests)
@@ -178,7 +183,8 @@ def analyze_requests(requests: pd.DataFrame, stats: ReadStats, *, lines: int | N
     summary["errors"] = sum(summary[k] for k in FINDING_KINDS if SEVERITY[k] == "error")
     summary.update(read_notes(stats))
     summary["clock_offsets_ms"] = {name: us / 1000.0 for name, us in sorted(offsets.items())}
-    summary.update(completeness(stats, requests=len(requests)))
+    read_all = len(requests) if read_spans is None else read_spans
+    summary.update(completeness(stats, requests=read_all))
     return Report(summary=summary, found=found, source=requests, offsets_us=offsets)
 
 

@@ -1,0 +1,76 @@
+"""How `ridtrace` ends when the run itself goes wrong: a clear message and an exit
+code a CI gate can tell from findings (1) or incomplete input (3)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli import main as cli_main
+from ridtrace.cli.main import EXIT_INTERNAL_ERROR, main
+from tests.forensics.helpers import rt_request, ts
+
+
+def _logs(tmp_path: Path) -> Path:
+    lines = rt_request("a" * 16, "r1", 0, 2) + rt_request("b" * 16, "r1", 1, 3)
+    log = tmp_path / "logs" / "frontend.jsonl"
+    log.parent.mkdir()
+    log.write_text("\n".join(lines) + "\n")
+    return log
+
+
+def test_a_full_disk_on_stdout_is_exit_2_with_a_message(tmp_path: Path) -> None:
+    log = _logs(tmp_path)
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "ridtrace", "analyze", str(log)],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "cannot write the report to standard output" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_failure_of_ridtrace_itself_is_exit_4_not_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    def broken() -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(cli_main, "main", broken)
+    with pytest.raises(SystemExit) as done:
+        cli_main.run()
+    assert done.value.code == EXIT_INTERNAL_ERROR == 4
+    err = capsys.readouterr().err
+    assert "RuntimeError: a bug" in err and "internal error" in err
+
+
+def test_since_must_come_before_until(tmp_path: Path) -> None:
+    log = _logs(tmp_path)
+    result = CliRunner().invoke(main, ["analyze", str(log), "--since", ts(5), "--until", ts(1)])
+    assert result.exit_code == 2 and "--since must be before --until" in result.stderr
+
+
+def test_a_window_with_no_request_is_an_answer_not_an_incomplete_read(tmp_path: Path) -> None:
+    log = _logs(tmp_path)
+    result = CliRunner().invoke(main, ["analyze", str(log), "--format", "json",
+                                       "--since", ts(100), "--until", ts(200)])
+    summary = json.loads(result.stdout)["summary"]
+    assert (summary["lines"], summary["requests"], summary["incomplete"]) == (0, 0, False)
+    assert result.exit_code == 0
+
+
+def test_our_own_trace_export_beside_the_logs_is_not_a_bad_line(tmp_path: Path) -> None:
+    log = _logs(tmp_path)
+    export = log.parent / "traces.json"
+    assert CliRunner().invoke(main, ["export", "jaeger", str(log), "-o", str(export)]).exit_code == 0
+    assert b"\n" not in export.read_bytes().strip()  # one line of JSON
+    result = CliRunner().invoke(main, ["analyze", str(log.parent), "--format", "json"])
+    summary = json.loads(result.stdout)["summary"]
+    assert summary["bad_lines"] == 0
+    assert summary["ignored_files"] == [
+        {"file": str(export), "reason": "a JSON document, not JSON lines"}]
+    assert result.exit_code == 1  # the duplicate in flight, nothing incomplete
