@@ -184,3 +184,20 @@ def test_a_file_where_no_line_is_a_log_record_makes_the_result_incomplete(
                for r in summary["incomplete_reasons"])
     assert summary["incomplete"] is True
     assert code == 1  # the duplicates found still say 1; without them it would be 3
+
+
+def test_a_gzip_with_a_wrong_checksum_keeps_every_line(
+    incident: tuple[Path, DynamoTruth], tmp_path: Path,
+) -> None:
+    import gzip
+
+    logs = copy_logs(incident, tmp_path / "logs")
+    front = logs / "frontend.jsonl"
+    packed = bytearray(gzip.compress(front.read_bytes()))
+    packed[-8:-4] = bytes(b ^ 0xFF for b in packed[-8:-4])  # the trailer's CRC-32
+    (logs / "frontend.jsonl.1.gz").write_bytes(bytes(packed))
+    front.unlink()
+    code, doc = run(str(logs))
+    assert "incorrect data check" in notes(doc, "unreadable_files")["frontend.jsonl.1.gz"]
+    assert doc["summary"]["lines"] == incident[1].lines  # every line decoded is read
+    assert code == 1 and duplicates(doc) == DUPLICATES

@@ -284,6 +284,27 @@ def _decompressor(kind: str) -> Any:
         return None
 
 
+_SALVAGE_STEP = 4096
+
+
+def _salvage(inflate: Any, feed: bytes) -> bytes:
+    """What `inflate` decodes from `feed` before its first corrupt byte: in steps, and
+    the step that fails again byte by byte."""
+    out: list[bytes] = []
+    for at in range(0, len(feed), _SALVAGE_STEP):
+        before = inflate.copy()
+        try:
+            out.append(inflate.decompress(feed[at : at + _SALVAGE_STEP]))
+        except zlib.error:
+            for byte in range(at, min(at + _SALVAGE_STEP, len(feed))):
+                try:
+                    out.append(before.decompress(feed[byte : byte + 1]))
+                except zlib.error:
+                    break
+            break
+    return b"".join(out)
+
+
 class DecodedStream(io.RawIOBase):
     """A source's text bytes: decompressed when compressed, without a UTF-8 BOM.
 
@@ -298,6 +319,7 @@ class DecodedStream(io.RawIOBase):
         self.gzip = self.compression == "gzip"
         self.tear: str | None = None
         self.unsupported: str | None = None
+        self._stopped = False
         self._inflate: Any = None
         if self.compression is not None:
             self._inflate = _decompressor(self.compression)
@@ -320,7 +342,7 @@ class DecodedStream(io.RawIOBase):
         return True
 
     def _next_bytes(self) -> bytes:
-        if self.unsupported is not None:
+        if self.unsupported is not None or self._stopped:
             return b""
         if self._inflate is None:
             return self._raw.read(_READ_BYTES)
@@ -340,11 +362,16 @@ class DecodedStream(io.RawIOBase):
                 if not feed:
                     self.tear = "gzip stream truncated"
                     return b""
+            before = self._inflate.copy()
             try:
                 out: bytes = self._inflate.decompress(feed, _READ_BYTES)
             except zlib.error as exc:
                 self.tear = f"corrupt gzip data ({exc})"
-                return b""
+                self._stopped = True  # nothing more is read from this stream
+                # The failed call's output is lost: decode its input again in small
+                # steps, keeping what comes before the damage (all of it when only the
+                # trailer's checksum is wrong).
+                return _salvage(before, feed)
             if out:
                 return out
 
