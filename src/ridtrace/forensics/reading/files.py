@@ -38,7 +38,7 @@ from ridtrace.forensics.reading.lines import (
     newline_chunks,
 )
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
-from ridtrace.forensics.reading.table import LogTable, Window, connect
+from ridtrace.forensics.reading.table import LogTable, PreparedReads, Window, connect
 
 Progress = Callable[[int], None]
 T = TypeVar("T")
@@ -124,8 +124,13 @@ def read_source(
     lean: bool,
     window: Window | None = None,
     on_bytes: Progress | None = None,
+    prepared: PreparedReads | None = None,
 ) -> T | None:
-    """`use` applied to the source parsed by DuckDB; None when it is ignored or unreadable."""
+    """`use` applied to the source parsed by DuckDB; None when it is ignored or unreadable.
+
+    `prepared`: the reading thread's prepared queries (`read_all`), else each query is
+    parsed anew.
+    """
     if src.unreadable is not None:
         stats.unreadable_files.append(FileNote(src.name, src.unreadable))
         return None
@@ -156,12 +161,14 @@ def read_source(
                     and not _had_bom(src.path))
         if in_place and src.path is not None:
             wait = _map_in_thread(src.path, on_bytes)
-            return use(parse(con, src.path, wait, src.name, stats, lean, window))
+            return use(parse(con, src.path, wait, src.name, stats, lean, window,
+                             run=_runner(prepared, src.path)))
         with tempfile.TemporaryDirectory(prefix="ridtrace-") as tmp:
             staged = Path(tmp) / "decoded.jsonl"
             with open(staged, "wb") as out:
                 line_map = stage(head, decoded, out, src.name, stats, on_bytes)
-            return use(parse(con, staged, line_map, src.name, stats, lean, window))
+            return use(parse(con, staged, line_map, src.name, stats, lean, window,
+                             run=_runner(prepared, staged)))
     except OSError as exc:
         stats.unreadable_files.append(FileNote(src.name, f"read failed: {exc}"))
         return None
@@ -177,6 +184,12 @@ def read_source(
     finally:
         if src.path is not None:
             raw.close()
+
+
+def _runner(prepared: PreparedReads | None, path: Path) -> Callable[[str], pa.Table] | None:
+    if prepared is None:
+        return None
+    return lambda sql: prepared.arrow(sql, str(path))
 
 
 def _had_bom(path: Path) -> bool:
@@ -233,17 +246,26 @@ def read_all(
     Ignored and unreadable sources give no result; they are in the counters.
     """
     con = connect()
+    # One cursor per reading thread, kept across its files with its prepared queries.
+    local = threading.local()
+    cursors: list[duckdb.DuckDBPyConnection] = []
+    opened = threading.Lock()
+
+    def reader() -> tuple[duckdb.DuckDBPyConnection, PreparedReads]:
+        if not hasattr(local, "cursor"):
+            local.cursor = con.cursor()
+            local.prepared = PreparedReads(local.cursor)
+            with opened:
+                cursors.append(local.cursor)
+        return local.cursor, local.prepared
 
     def one(file_id: int, src: Source) -> tuple[tuple[T, int] | None, ReadStats]:
         stats = ReadStats()
-        cursor = con.cursor()
-        try:
-            got = read_source(
-                cursor, src, lambda table: (use(table, file_id), table.window_lines),
-                stats=stats, lean=lean, window=window, on_bytes=on_bytes,
-            )
-        finally:
-            cursor.close()
+        cursor, prepared = reader()
+        got = read_source(
+            cursor, src, lambda table: (use(table, file_id), table.window_lines),
+            stats=stats, lean=lean, window=window, on_bytes=on_bytes, prepared=prepared,
+        )
         return got, stats
 
     total = ReadStats()
@@ -260,6 +282,8 @@ def read_all(
                     results.append(got[0])
                     in_window += got[1]
     finally:
+        for cursor in cursors:
+            cursor.close()
         con.close()
     return ReadAll(results, total, in_window if window is not None else None)
 

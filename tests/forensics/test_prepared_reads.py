@@ -1,0 +1,45 @@
+"""Per-file queries prepared once per reading thread, the file a parameter: a directory
+of thousands of small pod logs spent half of each file's read in DuckDB's parser."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ridtrace.forensics.reading.lean import lean_spans_sql
+from ridtrace.forensics.reading.table import PreparedReads, _source_sql, connect
+from tests.forensics.helpers import rt_request
+
+
+def _query(path: Path) -> str:
+    return lean_spans_sql(_source_sql(str(path), lean=True, window=None))
+
+
+def test_one_prepared_text_reads_every_file_as_a_plain_query_does(tmp_path: Path) -> None:
+    files = []
+    for i in range(3):
+        path = tmp_path / f"pod-{i}'s log.jsonl"  # a quote in the name, as literal() escapes
+        path.write_text("\n".join(rt_request(f"{i:016x}", f"r{i}", 0, 1 + i)) + "\n")
+        files.append(path)
+    con = connect()
+    try:
+        prepared = PreparedReads(con)
+        for path in files:
+            got = prepared.arrow(_query(path), str(path))
+            want = con.sql(_query(path)).to_arrow_table()
+            assert got.to_pylist() == want.to_pylist()
+        assert len(prepared._names) == 1  # one text, three files
+    finally:
+        con.close()
+
+
+def test_a_query_that_does_not_read_the_file_once_runs_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_text("\n".join(rt_request("a" * 16, "r", 0, 1)) + "\n")
+    con = connect()
+    try:
+        prepared = PreparedReads(con)
+        sql = f"SELECT count(*) AS n FROM ({_query(path)}) UNION ALL SELECT 1"
+        assert prepared.arrow(sql, str(tmp_path / "other.jsonl"))["n"].to_pylist() == [1, 1]
+        assert prepared._names == {}
+    finally:
+        con.close()
