@@ -74,3 +74,21 @@ def test_our_own_trace_export_beside_the_logs_is_not_a_bad_line(tmp_path: Path) 
     assert summary["ignored_files"] == [
         {"file": str(export), "reason": "a JSON document, not JSON lines"}]
     assert result.exit_code == 1  # the duplicate in flight, nothing incomplete
+
+
+def test_audit_plot_draws_a_time_at_year_1(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from tests.forensics.helpers import rt
+
+    lines = [rt("request.start", time=ts(i), request_id=f"r{i}", span_id=f"{i:016x}",
+                trace_id=f"{i:032x}", deprecated_headers="x-dynamo-request-id")
+             for i in range(3)]
+    # Go's zero time, as a service with an unset clock field logs it.
+    lines.append(rt("request.start", time="0001-01-01T00:00:00Z", request_id="rz",
+                    span_id="9" * 16, trace_id="9" * 32, deprecated_headers="x-dynamo-request-id"))
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    plot = tmp_path / "use.png"
+    result = CliRunner().invoke(main, ["audit", str(log), "--plot", str(plot)])
+    assert result.exit_code == 0, result.output
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -76,6 +76,14 @@ def test_bad_lines_are_counted_and_located(tmp_path: Path) -> None:
     assert all(s.file.endswith("f.jsonl") for s in logs.stats.samples)
 
 
+def test_a_leap_second_is_read_as_the_next_second(tmp_path: Path) -> None:
+    # RFC 3339 allows second 60 (§5.7); POSIX time counts it as the next second.
+    logs = load_events([str(_write(tmp_path / "f.jsonl", [
+        rt("request.start", time="2016-12-31T23:59:60.5Z")]))])
+    assert logs.stats.bad_lines == 0, _reasons(logs)
+    assert [t.isoformat() for t in logs.events["time"]] == ["2017-01-01T00:00:00.500000+00:00"]
+
+
 def test_json_nested_beyond_the_parsers_limit_is_a_bad_line_not_a_crash(tmp_path: Path) -> None:
     good = rt_request("a" * 16, "r1", 0, 1)
     lines: list[str | bytes] = [

@@ -11,10 +11,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 _DECODE = json.JSONDecoder()
+
+
+_LEAP_SECOND = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:60")
 
 
 def parse_time(value: str) -> datetime | None:
@@ -24,10 +27,17 @@ def parse_time(value: str) -> datetime | None:
         value = value[:10] + "T" + value[11:]
     if value.endswith("z"):
         value = value[:-1] + "Z"
+    # A leap second (RFC 3339 allows :60) is read as the next second, as POSIX time
+    # counts it; neither fromisoformat nor DuckDB takes it.
+    leap = _LEAP_SECOND.match(value) is not None
+    if leap:
+        value = value[:17] + "59" + value[19:]
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         return None
+    if leap:
+        parsed += timedelta(seconds=1)
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=timezone.utc)
     return parsed.astimezone(timezone.utc)

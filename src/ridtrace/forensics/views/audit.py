@@ -151,10 +151,13 @@ def plot_usage(series: pd.DataFrame, path: Path) -> None:
         if series.empty:
             ax.text(0.5, 0.5, "no deprecated headers seen", ha="center", va="center")
         else:
-            x = pd.to_datetime(series.index)
+            x = pd.to_datetime(series.index, format="ISO8601")
             for header in series.columns:
                 ax.plot(x, series[header], marker="o" if len(x) <= 60 else None, label=header)
             ax.legend()
+            # No padding beyond the data: a time logged at year 1 (Go's zero time) padded
+            # below it is outside the dates matplotlib can draw.
+            ax.margins(x=0)
             ax.set_ylim(bottom=0)
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # requests are counts
             ticks = mdates.DateFormatter(_TICKS.get(bucket, "%Y-%m-%d"))  # type: ignore[no-untyped-call]
