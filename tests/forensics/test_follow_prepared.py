@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ridtrace.forensics.live.follow import Follower, FollowSettings
-from ridtrace.forensics.live.parse import PreparedQueries
-from ridtrace.forensics.reading.table import connect
+from ridtrace.forensics.reading.table import PreparedReads, connect
 from tests.forensics.helpers import rt_request
 
 
@@ -14,14 +13,14 @@ def test_a_query_run_again_is_prepared_once_and_reads_the_file_as_it_is_now(
     tmp_path: Path,
 ) -> None:
     con = connect()
-    queries = PreparedQueries(con)
+    queries = PreparedReads(con)
     staged = tmp_path / "chunk.jsonl"
     sql = (f"SELECT count(*) AS n, sum(a) AS total FROM read_json('{staged}', "
            "format = 'newline_delimited', columns = {a: 'INTEGER'})")
     staged.write_text('{"a": 1}\n')
-    assert queries.arrow(sql).to_pylist() == [{"n": 1, "total": 1}]
+    assert queries.arrow(sql, str(staged)).to_pylist() == [{"n": 1, "total": 1}]
     staged.write_text('{"a": 2}\n{"a": 5}\n')
-    assert queries.arrow(sql).to_pylist() == [{"n": 2, "total": 7}]
+    assert queries.arrow(sql, str(staged)).to_pylist() == [{"n": 2, "total": 7}]
     assert con.sql("SELECT count(*) FROM duckdb_prepared_statements()").fetchall() == [(1,)]
 
 

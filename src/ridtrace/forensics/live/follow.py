@@ -19,11 +19,11 @@ from typing import Any
 
 from ridtrace.contract import FINDING_KINDS, SEVERITY
 from ridtrace.forensics.live.collector import PollCollector
-from ridtrace.forensics.live.parse import PreparedQueries, parse_chunk, span_rows
+from ridtrace.forensics.live.parse import parse_chunk, span_rows
 from ridtrace.forensics.live.rules import Finding, LiveRules
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
-from ridtrace.forensics.reading.table import connect
+from ridtrace.forensics.reading.table import PreparedReads, connect
 
 ERROR_KINDS = tuple(k for k in FINDING_KINDS if SEVERITY[k] == "error")
 
@@ -47,7 +47,7 @@ class Follower:
         self.watch = Watch(inputs, self.stats, from_start=self.settings.from_start)
         self.rules = LiveRules(window_s=self.settings.window_s)
         self._con = connect()
-        self._queries = PreparedQueries(self._con)
+        self._queries = PreparedReads(self._con)
         self._tmp = tempfile.TemporaryDirectory(prefix="ridtrace-follow-")
         self._staged = Path(self._tmp.name) / "chunk.jsonl"
         self.polls = 0

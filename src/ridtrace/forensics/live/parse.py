@@ -10,6 +10,7 @@ chunks of a poll then go to the rules in time order.
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from ridtrace.forensics.live.tail import Chunk
 from ridtrace.forensics.reading.files import parse
 from ridtrace.forensics.reading.lines import map_chunk
 from ridtrace.forensics.reading.stats import BadLine, ReadStats
+from ridtrace.forensics.reading.table import PreparedReads
 
 # Per span and batch: what the incremental rules read, one row per span of a chunk.
 COLUMNS = (
@@ -78,37 +80,19 @@ class ChunkSpans:
         return int(value) if value is not None else None
 
 
-class PreparedQueries:
-    """Each query text prepared once on `con`, then executed by name.
-
-    Every chunk is staged to the same file, so its per-span query is the same text poll
-    after poll, and DuckDB's parser took ~5 of the ~11 ms a small chunk's query cost
-    (0.15 CPU-s per second for a follower of three files at 4 polls a second).
-    Executing the prepared statement reads the file as it is now.
-    """
-
-    # Texts prepared at most: a follower has one; any more run unprepared.
-    MAX_PREPARED = 8
-
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self._con = con
-        self._names: dict[str, str] = {}
-
-    def arrow(self, sql: str) -> pa.Table:
-        """The result of `sql` as an Arrow table."""
-        name = self._names.get(sql)
-        if name is None:
-            if len(self._names) >= self.MAX_PREPARED:
-                return self._con.sql(sql).to_arrow_table()
-            name = f"ridtrace_prepared_{len(self._names)}"
-            self._con.execute(f"PREPARE {name} AS {sql}")
-            self._names[sql] = name
-        return self._con.sql(f"EXECUTE {name}").to_arrow_table()
+def _prepared_run(
+    queries: PreparedReads | None, staged: Path
+) -> Callable[[str], pa.Table] | None:
+    # Every chunk is staged to the same file: its query is prepared once (the parser
+    # took ~5 of the ~11 ms a small chunk's query cost) and reads the file as it is now.
+    if queries is None:
+        return None
+    return lambda sql: queries.arrow(sql, str(staged))
 
 
 def parse_chunk(
     con: duckdb.DuckDBPyConnection, chunk: Chunk, stats: ReadStats, staged: Path,
-    queries: PreparedQueries | None = None,
+    queries: PreparedReads | None = None,
 ) -> ChunkSpans:
     """The chunk's per-span rows, its bad lines counted in `stats`."""
     local = ReadStats()
@@ -116,7 +100,7 @@ def parse_chunk(
         out.write(chunk.data)
     line_map = map_chunk(chunk.data, chunk.scan)
     table = parse(con, staged, line_map, chunk.name, local, lean=True, window=None,
-                  run=queries.arrow if queries is not None else None)
+                  run=_prepared_run(queries, staged))
     spans, lines = table.spans()
     shift = chunk.first_line - 1
     local.samples = [BadLine(s.file, s.line + shift, s.reason) for s in local.samples]

@@ -253,7 +253,7 @@ class LogTable:
         self.con, self.path, self.name, self.lean = con, path, name, lean
         self._line_map_of, self._fetch, self.stats, self.window = line_map_of, fetch, stats, window
         # How the per-span query runs: as given, or prepared once by a caller that runs
-        # the same text again and again (`live.parse.PreparedQueries`).
+        # the same text again and again (`PreparedReads`).
         self._run = run or self._sql
         self.fields = LEAN_FIELDS if lean else READ_FIELDS
         self.window_lines = 0
