@@ -10,7 +10,7 @@ user's typing can give any order.
 A rotated part is named after its live file plus a mark (the live file, unmarked, is
 the newest):
 
-- ``NAME.N`` / ``NAME.N.gz`` (logrotate, Python's `RotatingFileHandler`): a higher N
+- ``NAME.N`` / ``NAME.N.gz`` (or .bz2, .xz, .zst; logrotate, Python's `RotatingFileHandler`): a higher N
   is older;
 - ``NAME-YYYYMMDD…`` (logrotate's ``dateext``) and ``NAME.YYYY-MM-DD…`` (Python's
   `TimedRotatingFileHandler`, loguru): an earlier date is older;
@@ -34,7 +34,7 @@ _MARK = re.compile(
     r"^(?P<stem>.+?)"
     r"(?:\.(?P<number>\d+)|(?P<date>-\d{8}[\d_-]*|\.\d{4}-\d{2}-\d{2}[\d_-]*))"
     r"(?P<ext>\.(?:jsonl|ndjson|json|log|txt))?"
-    r"(?:\.gz)?$"
+    r"(?:\.(?:gz|bz2|xz|zst))?$"
 )
 # Sort classes within one log: dated parts, then numbered ones, then the live file.
 _DATED, _NUMBERED, _LIVE = 0, 1, 2
