@@ -26,13 +26,14 @@ from typing import Any
 from ridtrace.contract import OUTCOME_OK, RESPONSE_UNLINKED, SEVERITY, WORKER
 from ridtrace.forensics.live.parse import COLUMNS, Flag, SpanRows
 from ridtrace.forensics.live.spans import Cluster, Span, WindowState
+from ridtrace.forensics.rfc3339 import rfc3339_us
 
 Finding = dict[str, Any]
 
 
 def iso_us(us: int) -> str:
     """Epoch µs as RFC 3339 UTC, as the analyze report writes times."""
-    return datetime.fromtimestamp(us / 1e6, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return rfc3339_us(datetime.fromtimestamp(us / 1e6, tz=timezone.utc))
 
 
 def _finding(kind: str, span: Span, time: int, detail: str,

@@ -10,8 +10,8 @@ user's typing can give any order.
 A rotated part is named after its live file plus a mark (the live file, unmarked, is
 the newest):
 
-- ``NAME.N`` / ``NAME.N.gz`` (or .bz2, .xz, .zst; logrotate, Python's `RotatingFileHandler`): a higher N
-  is older;
+- ``NAME.N`` / ``NAME.N.gz`` (or ``.bz2``, ``.xz``, ``.zst``; logrotate, Python's
+  `RotatingFileHandler`): a higher N is older;
 - ``NAME-YYYYMMDD…`` (logrotate's ``dateext``) and ``NAME.YYYY-MM-DD…`` (Python's
   `TimedRotatingFileHandler`, loguru): an earlier date is older;
 - the mark before the extension (``app.1.jsonl``, ``app-20261130.jsonl.gz``: logrotate's

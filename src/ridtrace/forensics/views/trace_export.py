@@ -10,11 +10,12 @@ import io
 from dataclasses import asdict
 from typing import Any
 
+from ridtrace.forensics.rfc3339 import rfc3339_us
 from ridtrace.forensics.views.trace_model import RequestBlock, TraceView
 
 
 def _iso(block: RequestBlock) -> str:
-    return str(block.start.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+    return rfc3339_us(block.start)
 
 
 def block_record(block: RequestBlock) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from ridtrace.contract import FRONTEND
 from ridtrace.forensics.printable import visible
+from ridtrace.forensics.rfc3339 import rfc3339_us
 from ridtrace.forensics.views.trace_model import DUPLICATE_IN_FLIGHT, RequestBlock, TraceView
 from ridtrace.forensics.views.verdicts import CROSSED, OWN_OUTPUT
 
@@ -25,7 +26,7 @@ _STYLE = {OWN_OUTPUT: "green", CROSSED: "bold red"}
 
 
 def _iso(block: RequestBlock) -> str:
-    return str(block.start.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+    return rfc3339_us(block.start)
 
 
 def _number(view: TraceView) -> dict[str, int]:
