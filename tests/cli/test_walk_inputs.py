@@ -201,3 +201,21 @@ def test_a_gzip_with_a_wrong_checksum_keeps_every_line(
     assert "incorrect data check" in notes(doc, "unreadable_files")["frontend.jsonl.1.gz"]
     assert doc["summary"]["lines"] == incident[1].lines  # every line decoded is read
     assert code == 1 and duplicates(doc) == DUPLICATES
+
+
+def test_a_follower_walks_a_linked_subdirectory_too(
+    incident: tuple[Path, DynamoTruth], tmp_path: Path,
+) -> None:
+    from ridtrace.forensics.live.follow import Follower, FollowSettings
+
+    real = copy_logs(incident, tmp_path / "volume")
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "pods").symlink_to(real)
+    (tmp_path / "logs" / "again").symlink_to(tmp_path / "logs")
+    follower = Follower([str(tmp_path / "logs")], FollowSettings(from_start=True))
+    try:
+        follower.start()
+        follower.poll()
+        assert follower.stats.files == len(incident[1].files)
+    finally:
+        follower.close()

@@ -11,7 +11,6 @@ Files found by walking a directory are judged like `ridtrace analyze` judges the
 from __future__ import annotations
 
 import glob
-import os
 import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from ridtrace.forensics.reading.inputs import (
     SNIFF_BYTES,
     DecodedStream,
     ignore_reason,
+    walk_tree,
 )
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 
@@ -41,6 +41,7 @@ class Watch:
     # Files judged not to be logs, and gzip files read to their end: never read again.
     settled: set[DevIno] = field(default_factory=set)
     missing: set[str] = field(default_factory=set)
+    unlisted: set[str] = field(default_factory=set)  # directories noted as unreadable
     _started: bool = False
 
     def _candidates(self) -> Iterator[tuple[Path, bool]]:
@@ -48,10 +49,14 @@ class Watch:
         for raw in self.inputs:
             path = Path(raw)
             if path.is_dir():
-                for dirpath, dirnames, filenames in os.walk(path):
-                    dirnames.sort()
-                    for name in sorted(filenames):
-                        yield Path(dirpath) / name, True
+                # As `ridtrace analyze` walks: linked directories too, each once.
+                files, unlisted = walk_tree(path)
+                for entry in unlisted:
+                    if entry.name not in self.unlisted:
+                        self.unlisted.add(entry.name)
+                        self.stats.unreadable_files.append(
+                            FileNote(entry.name, entry.unreadable or "cannot list it"))
+                yield from ((file, True) for file in files)
             elif path.exists():  # a file, or a pipe or device `discover` sets aside
                 yield path, False
             elif any(ch in raw for ch in "*?["):

@@ -73,7 +73,7 @@ def _has_glob(text: str) -> bool:
     return any(ch in text for ch in "*?[")
 
 
-def _walk(root: Path) -> tuple[list[Path], list[Source]]:
+def walk_tree(root: Path) -> tuple[list[Path], list[Source]]:
     """Files under `root` in name order, and the directories that could not be listed.
 
     Linked directories are walked like the others (logs are often a link to a volume),
@@ -174,7 +174,7 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
             sources.append(src)
 
     def add_tree(root: Path) -> None:
-        files, unlisted = _walk(root)
+        files, unlisted = walk_tree(root)
         for child in files:
             if child.is_file():
                 add(_file_source(child, from_directory=True))
