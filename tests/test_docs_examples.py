@@ -116,6 +116,15 @@ async def _check():
         assert response.status_code == 200, response.text
         assert response.json()["request_id"] == response.headers["x-server-request-id"]
         print("checked /hello")
+    # An example that configures telemetry must flush it when the server stops: under
+    # uvicorn atexit never runs on SIGTERM, so without telemetry_lifespan (or a lifespan
+    # nesting it) the last spans and metrics are lost (docs/tracing.md).
+    from ridtrace.tracing import lifecycle
+    if lifecycle._owned and hasattr(app, "router"):
+        async with app.router.lifespan_context(app):
+            pass
+        assert not lifecycle._owned, "configures telemetry but its lifespan never shuts it down"
+        print("checked the lifespan flushes telemetry")
 asyncio.run(_check())
 """
 
