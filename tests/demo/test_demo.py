@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from ridtrace.demo.main import ridtrace_command
 from tests.conftest import demo_argv
 
 
@@ -72,6 +76,33 @@ def test_demo_leaves_logs_reports_traces_and_plot(demo_run: tuple[subprocess.Com
     traces = json.loads((out / "safe" / "traces.json").read_text())
     assert traces["data"] and all(t["spans"] for t in traces["data"])
     assert (out / "safe" / "deprecated-headers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_printed_commands_run_as_printed(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    # `make demo` runs .venv/bin/ridtrace with the environment not activated: hints
+    # printed as a bare `ridtrace` were "command not found" for a user copying them.
+    done, _ = demo_run
+    commands = [line.strip() for line in done.stdout.splitlines()
+                if re.match(r"\s+\S*ridtrace( -m ridtrace)? (analyze|trace|audit) ", line)]
+    assert len(commands) >= 5, done.stdout
+    for command in commands:
+        if "--follow" in command:  # runs until Ctrl-C; same program as the others
+            assert command.split(" analyze ")[0] == commands[-1].split(" audit ")[0]
+            continue
+        ran = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
+        assert ran.returncode in (0, 1), f"{command}\n{ran.stderr[-2000:]}"
+
+
+def test_ridtrace_command_works_without_the_environment_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = str(Path(sys.executable).parent)
+    monkeypatch.setenv("PATH", os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if p != bin_dir))
+    command = ridtrace_command()
+    assert command != "ridtrace"
+    ran = subprocess.run([*shlex.split(command), "--help"], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    monkeypatch.setenv("PATH", bin_dir + os.pathsep + os.environ["PATH"])
+    assert ridtrace_command() == "ridtrace"
 
 
 def test_ctrl_c_during_traffic_leaves_no_process_behind(tmp_path: Path) -> None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,13 +18,43 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
+from rich.text import Text
 
 from ridtrace.demo.plan import CallResult, make_plan
 from ridtrace.demo.proof import Detection, analyze_run, crossed_detection, write_audit, write_jaeger
 from ridtrace.demo.report import audit_table, before_after, findings_side_by_side
 from ridtrace.demo.run import POLICIES, PolicyRun, run_policy
 
-__all__ = ["run_demo"]
+__all__ = ["ridtrace_command", "run_demo"]
+
+
+def ridtrace_command() -> str:
+    """How to run this very ``ridtrace`` from the current directory, as a user types it.
+
+    ``make demo`` runs ``.venv/bin/ridtrace`` without activating the environment, so a
+    bare ``ridtrace`` in the hints the demo prints would be "command not found". The
+    bare name is used only when the shell would find this installation under it.
+    """
+    script = Path(sys.executable).parent / "ridtrace"
+    if not script.is_file():
+        # Running from a source tree without the console script installed.
+        return f"{shlex.quote(sys.executable)} -m ridtrace"
+    found = shutil.which("ridtrace")
+    if found is not None and Path(found).resolve() == script.resolve():
+        return "ridtrace"
+    # Relative when under the current directory (".venv/bin/ridtrace" after make demo);
+    # it always holds a "/", so the shell runs it rather than searching PATH.
+    try:
+        shown = os.path.relpath(script)
+    except ValueError:  # another drive (Windows)
+        shown = str(script)
+    return shlex.quote(str(script) if shown.startswith("..") else shown)
+
+
+def _hint(console: Console, command: str) -> None:
+    # Text, not markup: a path may hold "[" (rich markup); no wrap, so a long path
+    # can still be copied and run as printed.
+    console.print(Text("  " + command), soft_wrap=True)
 
 
 def _verdict(legacy: PolicyRun, safe: PolicyRun, detection: Detection) -> list[str]:
@@ -58,10 +92,9 @@ def run_demo(
     console = console or Console()
     out_dir.mkdir(parents=True, exist_ok=True)
     plan = make_plan(count)
-    console.print(
-        "Watch the legacy run live from a second terminal (it waits for the logs):\n"
-        f"  ridtrace analyze {out_dir / 'legacy' / 'logs'} --follow"
-    )
+    ridtrace = ridtrace_command()
+    console.print("Watch the legacy run live from a second terminal (it waits for the logs):")
+    _hint(console, f"{ridtrace} analyze {_path(out_dir / 'legacy' / 'logs')} --follow")
     runs: list[PolicyRun] = []
     for policy in POLICIES:
         hold: Callable[[str], None] | None = None
@@ -112,13 +145,15 @@ def _next_steps(
     otlp_endpoint: str | None,
 ) -> None:
     example = next((r for r in safe.results if r.call.headers.get("x-request-id")), None)
+    ridtrace = ridtrace_command()
+    legacy_logs, safe_logs = _path(out_dir / "legacy" / "logs"), _path(out_dir / "safe" / "logs")
     console.print("\n[bold]Look further[/]")
-    console.print(f"  ridtrace analyze {out_dir / 'legacy' / 'logs'}")
-    console.print(f"  ridtrace analyze {out_dir / 'safe' / 'logs'} --format json")
+    _hint(console, f"{ridtrace} analyze {legacy_logs}")
+    _hint(console, f"{ridtrace} analyze {safe_logs} --format json")
     if example is not None:
         client_id = example.call.headers["x-request-id"]
-        console.print(f"  ridtrace trace {client_id} {out_dir / 'safe' / 'logs'}")
-    console.print(f"  ridtrace audit {out_dir / 'safe' / 'logs'} --by client")
+        _hint(console, f"{ridtrace} trace {shlex.quote(client_id)} {safe_logs}")
+    _hint(console, f"{ridtrace} audit {safe_logs} --by client")
     console.print(f"  Jaeger UI → Search → JSON File → {jaeger_path}")
     if plot_path is not None:
         console.print(f"  deprecated-header plot: {plot_path}")
@@ -128,3 +163,7 @@ def _next_steps(
             f"request_id={example.server_request_id} or "
             f"x_request_id={example.call.headers['x-request-id']}"
         )
+
+
+def _path(path: Path) -> str:
+    return shlex.quote(str(path))
