@@ -24,10 +24,10 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 _SYNOPSIS = re.compile(r"\b(PATH|ID|FILE)\.\.\.|\bID PATH\b|\[-")
-# Covered elsewhere: the mounting example has its own test against a real worker
-# (tests/frontend_plugin/test_docs_example.py); gRPC blocks need generated stubs
+# Covered elsewhere: the mounting and traffic examples have their own tests against a
+# real stack (tests/frontend_plugin/test_docs_example.py); gRPC blocks need generated stubs
 # (tests/tracing/grpc); `make` and docker lines are not ridtrace's commands.
-_OWN_TEST_MARKERS = ("# example: mount", "ridtrace_inference_pb2", "aio_server_interceptor",
+_OWN_TEST_MARKERS = ("# example: mount", "# example: send traffic", "ridtrace_inference_pb2", "aio_server_interceptor",
                      "# triton_stream_example.py")
 
 

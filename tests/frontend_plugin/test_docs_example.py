@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -38,3 +41,36 @@ def test_mount_example(stack: Stack, monkeypatch: Any) -> None:
     assert reply.status_code == 200
     assert reply.json()["request_id"] == "doc-1" and "mounted" in reply.json()["text"]
     assert reply.headers["x-server-request-id"] != "doc-1"
+
+
+def _traffic_blocks(lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n# example: send traffic\n(.*?)```", DOC.read_text(), re.S)
+
+
+def test_send_traffic_examples(stack: Stack, tmp_path: Path) -> None:
+    # No page showed how to talk to the frontend; these are the ones that do, run as
+    # written against a real stack (only the address changes).
+    [shell] = _traffic_blocks("shell")
+    [python] = _traffic_blocks("python")
+    lines = [line for line in shell.splitlines() if line.startswith("curl ")]
+    assert len(lines) == 4
+    if shutil.which("curl"):
+        for line in lines:
+            done = subprocess.run(["bash", "-c", line.replace("http://127.0.0.1:8000", stack.url)],
+                                  capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, f"{line}\n{done.stderr}"
+            assert "echo:" in done.stdout or '"echo' in done.stdout, done.stdout
+    script = tmp_path / "sdk_example.py"
+    script.write_text(python.replace("http://127.0.0.1:8000", stack.url))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout.splitlines()
+    assert out.count("echo: user: hello there") == 2 and out.count("echo: user: stream it") == 2, out
+    assert len(out[1]) == 36  # the x-server-request-id printed on the second line
+
+
+def test_serve_says_where_it_listens_and_logs(stack: Stack) -> None:
+    # Every other line goes to --log-file: this one is all a terminal shows.
+    for proc, name in ((stack.frontend, "frontend"), (stack.workers[0], "worker")):
+        assert (f"ridtrace serve {name}: listening on {proc.url}, logging to {proc.log}"
+                in proc.stderr.read_text()), proc.stderr.read_text()

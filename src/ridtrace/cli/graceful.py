@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Callable
 from types import FrameType
 
 import uvicorn
@@ -40,9 +41,24 @@ class DrainingServer(uvicorn.Server):
     """A uvicorn server that calls ``drain.stop_all()`` shortly before its
     ``timeout_graceful_shutdown`` runs out (see the module docstring)."""
 
-    def __init__(self, config: uvicorn.Config, *, drain: Drain) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        *,
+        drain: Drain,
+        on_started: Callable[[list[tuple[str, int]]], None] | None = None,
+    ) -> None:
         super().__init__(config)
         self.drain = drain
+        self.on_started = on_started
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started and self.on_started is not None:
+            # The addresses actually bound (port 0 picks one), once the app is ready.
+            self.on_started(
+                [s.getsockname()[:2] for server in self.servers for s in server.sockets]
+            )
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         grace = self.config.timeout_graceful_shutdown

@@ -65,7 +65,10 @@ def _setup(log_file: Path, service: str, level: str) -> None:
     configure_metrics(service)
 
 
-def _run(app: object, host: str, port: int, *, drain: Drain, graceful_timeout: float) -> None:
+def _run(
+    app: object, host: str, port: int, *, drain: Drain, graceful_timeout: float, name: str,
+    log_file: Path,
+) -> None:
     import uvicorn
     from uvicorn.config import STARTUP_FAILURE
 
@@ -85,9 +88,23 @@ def _run(app: object, host: str, port: int, *, drain: Drain, graceful_timeout: f
         timeout_keep_alive=SERVER_KEEP_ALIVE_SECONDS,
         backlog=4096,
     )
-    server = DrainingServer(config, drain=drain)
-    server.run()
-    if not server.started:  # as uvicorn.run: the port was taken, the lifespan failed
+    def started(addresses: list[tuple[str, int]]) -> None:
+        # Every other line goes to the log file, so without this one a terminal shows
+        # nothing at all: not whether the server is up, nor where to look.
+        urls = ", ".join(
+            f"http://[{h}]:{p}" if ":" in h else f"http://{h}:{p}" for h, p in addresses
+        )
+        click.echo(f"ridtrace serve {name}: listening on {urls}, logging to {log_file}",
+                   err=True)
+
+    server = DrainingServer(config, drain=drain, on_started=started)
+    try:
+        server.run()  # uvicorn itself exits with STARTUP_FAILURE when it cannot bind
+    finally:
+        if not server.started:
+            click.echo(f"ridtrace serve {name}: could not start (address in use, or the "
+                       f"app failed at startup); the reason is in {log_file}", err=True)
+    if not server.started:  # as uvicorn.run: the lifespan failed
         sys.exit(STARTUP_FAILURE)
 
 
@@ -142,7 +159,7 @@ def frontend_command(
     _setup(log_file, "frontend", log_level)
     drain = Drain()
     _run(create_frontend_app(settings, tracing=tracing, drain=drain), host, port, drain=drain,
-         graceful_timeout=graceful_timeout)
+         graceful_timeout=graceful_timeout, name="frontend", log_file=log_file)
 
 
 @serve.command("worker")
@@ -196,4 +213,4 @@ def worker_command(
     _setup(log_file, f"worker-{port}", log_level)
     drain = Drain()
     _run(create_worker_app(settings, tracing=tracing, drain=drain), host, port, drain=drain,
-         graceful_timeout=graceful_timeout)
+         graceful_timeout=graceful_timeout, name="worker", log_file=log_file)
