@@ -81,3 +81,16 @@ def test_jaeger_references_only_spans_in_the_file() -> None:
     assert {"key": "parent_span_id", "type": "string", "value": "client-side-span"} in (
         spans["caller"]["tags"]
     )
+
+
+def test_jaeger_names_worker_spans_after_what_they_did() -> None:
+    # Real worker logs carry no route: every worker span was "worker request".
+    frame = requests_frame(
+        {"trace_id": "t", "span_id": "caller", "route": "/v1/messages", "method": "POST"},
+        {"trace_id": "t", "span_id": "work", "parent_span_id": "caller", "side": "worker"},
+        {"trace_id": "u", "span_id": "orphan", "parent_span_id": "gone", "side": "worker"},
+        {"trace_id": "v", "span_id": "own", "side": "worker", "route": "/worker/generate"},
+    )
+    names = {s["spanID"]: s["operationName"] for t in to_jaeger(frame)["data"] for s in t["spans"]}
+    assert names == {"caller": "POST /v1/messages", "work": "worker /v1/messages",
+                     "orphan": "worker request", "own": "worker /worker/generate"}

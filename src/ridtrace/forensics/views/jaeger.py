@@ -58,10 +58,17 @@ def _event_logs(events: pd.DataFrame | None) -> dict[str, list[dict[str, Any]]]:
     return logs
 
 
-def _operation(r: Any) -> str:
+def _operation(r: Any, caller_route: Any = None) -> str:
+    if r.side == WORKER:
+        # ridtrace's workers log no route (the frontend writes the request lifecycle),
+        # so "worker request" was every worker span's name: the caller's route says
+        # which API the work was for, and Jaeger's operation list can tell them apart.
+        if _present(r.route):
+            return f"worker {r.route}"
+        return f"worker {caller_route}" if _present(caller_route) else "worker request"
     route = r.route if _present(r.route) else "request"
     method = f"{r.method} " if _present(r.method) else ""
-    return f"worker {route}" if r.side == WORKER else f"{method}{route}"
+    return f"{method}{route}"
 
 
 def to_jaeger(
@@ -79,8 +86,9 @@ def to_jaeger(
     if not health and len(requests):
         keep &= ~_health_probes(requests)
     req = requests[keep]
-    exported = set(zip(req["trace_id"].astype("object"), req["span_id"].astype("object"),
-                       strict=True))
+    routes = dict(zip(zip(req["trace_id"].astype("object"), req["span_id"].astype("object"),
+                          strict=True), req["route"].astype("object"), strict=True))
+    exported = set(routes)
     starts = epoch_us(req["start"]) if len(req) else np.zeros(0, dtype=np.int64)
     ends = epoch_us(req["end"]) if len(req) else np.zeros(0, dtype=np.int64)
     logs = _event_logs(events)
@@ -95,11 +103,13 @@ def to_jaeger(
             pid = f"p{len(procs) + 1}"
             procs[pid] = {"serviceName": service, "tags": []}
         refs = []
+        caller_route = None
         tags = [_tag(_TAG_KEY.get(k, k), getattr(r, k)) for k in _TAGS if _present(getattr(r, k))]
         if _present(r.parent_span_id):
             parent = str(r.parent_span_id)
             if (trace_id, parent) in exported:
                 refs.append({"refType": "CHILD_OF", "traceID": trace_id, "spanID": parent})
+                caller_route = routes[(trace_id, parent)]
             else:
                 tags.append(_tag("parent_span_id", parent))
         if _present(r.outcome) and r.outcome == "error":
@@ -108,7 +118,7 @@ def to_jaeger(
             {
                 "traceID": trace_id,
                 "spanID": str(r.span_id),
-                "operationName": _operation(r),
+                "operationName": _operation(r, caller_route),
                 "references": refs,
                 "startTime": int(start),
                 "duration": int(end - start),
