@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -252,3 +253,13 @@ def test_analyze_leaves_without_teardown_only_from_the_console_entry(tmp_path: P
     # In process (CliRunner, an embedding program) the command returns as usual.
     code, _, _ = run("analyze", str(log), "--format", "json", "-q", "-o", str(report))
     assert code == 1
+
+
+def test_audit_prints_times_as_rfc3339_like_the_other_commands(logs: tuple[Path, SynthTruth]) -> None:
+    # The table and CSV showed pandas' "2026-11-29 10:00:00.1+00:00", JSON cut to ms.
+    path, _ = logs
+    stamp = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+    for fmt in ("table", "csv", "json"):
+        code, out, _ = run("audit", str(path), "--format", fmt)
+        assert code == 0 and len(stamp.findall(out)) >= 4, out
+        assert "+00:00" not in out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +17,9 @@ from ridtrace.cli.analyze import (
     quiet_option,
 )
 from ridtrace.cli.engine import dask_load, engine_choice, engine_options
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _FORMAT = click.option(
     "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
@@ -35,7 +39,8 @@ _OUTPUT = click.option(
 )
 @click.option(
     "--plot", type=click.Path(dir_okay=False, path_type=Path),
-    help="Write a PNG of use per day per header (needs the `plot` extra).",
+    help="Write a PNG of requests per header over time, per second, minute, hour or day "
+         "as the time span of the use needs (needs the `plot` extra).",
 )
 @_FORMAT
 @_OUTPUT
@@ -70,7 +75,7 @@ def audit(
         logs = load_logs(paths, quiet=quiet)
         requests, stats = build_requests(logs.events), logs.stats
     summary = audit_summary(requests, stats)
-    table = run_audit(requests, by)
+    table = _rfc3339(run_audit(requests, by), "first_seen", "last_seen")
     series = daily_series(requests)
     if plot is not None:
         try:
@@ -99,6 +104,20 @@ def audit(
                 err=True,
             )
         ctx.exit(3)
+
+
+def _rfc3339(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
+    # The times every other command prints (2026-12-01T15:40:29.665502Z), in all three
+    # formats: pandas would print "2026-12-01 15:40:29.665502+00:00" in the table and
+    # CSV, and cut JSON to milliseconds.
+    import pandas as pd
+
+    out: pd.DataFrame = frame.copy()
+    for column in columns:
+        if column in out and len(out):
+            stamps = pd.to_datetime(out[column], utc=True)
+            out[column] = stamps.dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return out
 
 
 @click.command("trace")
