@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ridtrace.cli.follow import table_line
 from ridtrace.testing.synth import SynthSpec, write_logs
 from tests.support.follower import start_follower
 
@@ -65,3 +66,15 @@ def test_clean_logs_exit_0_and_too_many_bad_lines_exit_3(tmp_path: Path) -> None
     assert follower.summary()["incomplete"] is True
     follower = start_follower([str(tmp_path)], "--from-start", "--allow-incomplete")
     assert follower.stop() == 0
+
+
+def test_a_table_line_caps_the_evidence_json_keeps_it_all() -> None:
+    # A duplicate held by ten callers cited twenty lines on one ~2000-column line.
+    evidence = [{"file": "logs/frontend.jsonl", "line": n} for n in range(1, 21)]
+    finding = {"time": "2026-12-01T16:15:25.908838Z", "kind": "duplicate_in_flight",
+               "request_id": "r", "x_request_id": "r", "evidence": evidence}
+    line = table_line(finding)
+    assert line.endswith("logs/frontend.jsonl:1 logs/frontend.jsonl:2 logs/frontend.jsonl:3 "
+                         "logs/frontend.jsonl:4 … +16 more")
+    finding["evidence"] = evidence[:4]
+    assert table_line(finding).endswith("logs/frontend.jsonl:4")

@@ -44,9 +44,19 @@ def check_follow_options(*, fmt: str, output: Any, since: Any, until: Any, engin
         raise click.UsageError("--follow runs on one machine: drop --engine dask")
 
 
+TABLE_EVIDENCE = 4
+"""Evidence lines a table line shows: a crossed stream's four (caller start and end, the
+worker's start and end) whole. A duplicate held by ten callers cites twenty lines, a
+line of about two thousand characters that no terminal shows usefully; the rest are
+counted, and ``--format json`` (and the batch report) lists them all."""
+
+
 def table_line(finding: dict[str, Any]) -> str:
-    """One terminal line: time, kind, request ids, evidence file:line."""
-    evidence = " ".join(f"{e['file']}:{e['line']}" for e in finding["evidence"])
+    """One terminal line: time, kind, request ids, evidence file:line (capped)."""
+    cited = finding["evidence"]
+    evidence = " ".join(f"{e['file']}:{e['line']}" for e in cited[:TABLE_EVIDENCE])
+    if len(cited) > TABLE_EVIDENCE:
+        evidence += f" … +{len(cited) - TABLE_EVIDENCE} more"
     return visible(f"{finding['time']}  {finding['kind']:<19}  request_id={finding['request_id']} "
                    f"x_request_id={finding['x_request_id']}  {evidence}")
 
