@@ -6,6 +6,7 @@ import os
 import signal
 import sys
 import threading
+import warnings
 from pathlib import Path
 from types import FrameType
 
@@ -53,6 +54,9 @@ def demo(
             otlp_endpoint=os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
         )
     except KeyboardInterrupt:
+        # Coroutines the interrupt left unstarted would each print a RuntimeWarning at
+        # exit: noise after a stop the user asked for, and reported on the next line.
+        warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
         click.echo("interrupted: every process the demo started has been stopped", err=True)
         sys.exit(130)
     sys.exit(code)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 
@@ -35,12 +36,31 @@ async def _one(client: httpx.AsyncClient, call: PlannedCall) -> CallResult:
     return result
 
 
+def _is_interrupt(exc: BaseException | None) -> bool:
+    """KeyboardInterrupt, also when anyio's task group (inside httpx) wrapped it."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    inner = getattr(exc, "exceptions", None)  # BaseExceptionGroup (3.11+ or backport)
+    return bool(inner) and all(_is_interrupt(e) for e in inner)  # type: ignore[union-attr]
+
+
+def _quiet_interrupt(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    # Ctrl-C raises KeyboardInterrupt inside whichever task runs (the demo's own signal
+    # handler, see ridtrace.cli.demo); asyncio then logs "Task exception was never
+    # retrieved" with ~80 lines of traceback when the task is collected. The interrupt
+    # is reported once, by the CLI; anything else keeps asyncio's default report.
+    if _is_interrupt(context.get("exception")):
+        return
+    loop.default_exception_handler(context)
+
+
 async def _run(
     base_url: str,
     plan: list[PlannedCall],
     concurrency: int,
     on_done: Callable[[CallResult], None] | None,
 ) -> list[CallResult]:
+    asyncio.get_running_loop().set_exception_handler(_quiet_interrupt)
     gate = asyncio.Semaphore(concurrency)
     limits = httpx.Limits(
         max_connections=concurrency,
@@ -69,6 +89,13 @@ def send_traffic(
     on_done: Callable[[CallResult], None] | None = None,
 ) -> list[CallResult]:
     """Send every planned call (at most ``concurrency`` at once) and judge the answers."""
-    results = asyncio.run(_run(base_url, plan, concurrency, on_done))
+    try:
+        results = asyncio.run(_run(base_url, plan, concurrency, on_done))
+    except BaseException as exc:
+        # A Ctrl-C that landed in httpx's connect arrives as a BaseExceptionGroup, which
+        # `except KeyboardInterrupt` upstream would not catch: one type for callers.
+        if _is_interrupt(exc) and not isinstance(exc, KeyboardInterrupt):
+            raise KeyboardInterrupt from None
+        raise
     verdict(results)
     return results
