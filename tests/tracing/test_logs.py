@@ -86,3 +86,27 @@ def test_values_that_refuse_comparison_are_still_written(log_file: Path) -> None
     logger.info("odd values", odd=_NoEquality(), absent=None)
     (line,) = read_lines(log_file)
     assert line["odd"] == "no-equality" and "absent" not in line
+
+
+def test_a_text_stream_is_a_sink_too() -> None:
+    # sys.stdout and io.StringIO used to be accepted, then every write failed with
+    # TypeError (bytes to a text stream) and loguru reported each failure.
+    from ridtrace.tracing.eventlog import EventLog
+
+    stream = io.StringIO()
+    handler = configure_logging(stream, service="txt", intercept_stdlib=False)
+    logger.info("café")
+    EventLog("tests").info("request.start", event="request.start")
+    logger.remove(handler)
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [(x["message"], x["service"]) for x in lines] == [("café", "txt"), ("request.start", "txt")]
+
+
+def test_a_sink_that_is_no_path_or_stream_is_refused_at_once() -> None:
+    for wrong in (42, b"app.jsonl", object(), print):
+        try:
+            configure_logging(wrong, intercept_stdlib=False)  # type: ignore[arg-type]
+        except TypeError as exc:
+            assert "file path" in str(exc) and type(wrong).__name__ in str(exc)
+        else:
+            raise AssertionError(f"{wrong!r} accepted")

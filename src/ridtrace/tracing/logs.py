@@ -14,11 +14,12 @@ Line rendering lives in :mod:`ridtrace.tracing.jsonline`, the sink in
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import sys
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from loguru import logger
 
@@ -89,8 +90,36 @@ class _InterceptHandler(logging.Handler):
         ).log(level, record.getMessage())
 
 
+class _TextStream:
+    """A text stream (``sys.stdout``, ``io.StringIO``) behind the bytes the sink writes."""
+
+    def __init__(self, stream: io.TextIOBase) -> None:
+        self._stream = stream
+
+    def write(self, data: bytes) -> int:
+        self._stream.write(data.decode("utf-8"))
+        return len(data)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+
+def _stream_of(sink: object) -> IO[bytes]:
+    # Checked here, once: a wrong sink otherwise failed on every write, each failure a
+    # loguru error report, far from the call that caused it.
+    if isinstance(sink, io.TextIOBase):
+        return cast("IO[bytes]", _TextStream(sink))
+    if isinstance(sink, (bytes, bytearray)) or not callable(getattr(sink, "write", None)):
+        raise TypeError(
+            "configure_logging(sink=...) takes a file path (str or os.PathLike), a stream "
+            "with write() (binary, or text such as sys.stdout / io.StringIO), or None for "
+            f"standard error; got {type(sink).__name__}"
+        )
+    return cast("IO[bytes]", sink)
+
+
 def configure_logging(
-    sink: str | os.PathLike[str] | IO[bytes] | None = None,
+    sink: str | os.PathLike[str] | IO[bytes] | IO[str] | None = None,
     *,
     service: str = "app",
     level: str | int = "INFO",
@@ -100,8 +129,10 @@ def configure_logging(
     """Add a JSON-lines sink to loguru and return its handler id.
 
     Args:
-        sink: a file path (appended to; parent folders are created), a binary stream,
-            or ``None`` for standard error.
+        sink: a file path (appended to; parent folders are created), a binary stream
+            (``open(path, "ab")``, ``sys.stderr.buffer``, ``io.BytesIO``), a text
+            stream (``sys.stdout``, ``io.StringIO``; written as UTF-8 text), or
+            ``None`` for standard error. Anything else raises ``TypeError``.
         service: written as ``service`` on every line (``frontend``, ``worker-8101``).
         level: lowest level written.
         intercept_stdlib: route the standard library's logging (uvicorn's included)
@@ -125,7 +156,7 @@ def configure_logging(
         path.parent.mkdir(parents=True, exist_ok=True)
         stream, raw = path.open("ab", buffering=0), True
     else:
-        stream = sink
+        stream = _stream_of(sink)
     levelno = level if isinstance(level, int) else logger.level(level).no
     writer = JsonLinesSink(stream, service, raw=raw, levelno=levelno)
     logger.configure(patcher=_patch_request_context)
