@@ -33,6 +33,53 @@ def test_a_request_arriving_after_the_stop_is_sent_elsewhere_with_its_ids() -> N
         "type": "error", "error": {"type": "api_error", "message": SHUTTING_DOWN}}
 
 
+def test_a_body_that_finishes_arriving_after_the_stop_is_sent_elsewhere() -> None:
+    # The request was on its way in (headers read, body still coming) when in-flight
+    # calls were ended: not held yet, so nothing stopped it; uvicorn then cancelled it.
+    drain = Drain()
+    app = create_frontend_app(FrontendSettings(workers=("http://127.0.0.1:9",)), drain=drain)
+    body = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "slow"}]})
+    sent: list[dict[str, object]] = []
+
+    async def main() -> None:
+        parts = [body[:10], body[10:]]
+
+        async def receive() -> dict[str, object]:
+            if len(parts) == 1:
+                drain.stop_all()  # the stop lands while the body's second half is awaited
+            return {"type": "http.request", "body": parts.pop(0), "more_body": bool(parts)}
+
+        async def send(message: dict[str, object]) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions",
+                 "raw_path": b"/v1/chat/completions", "query_string": b"", "root_path": "",
+                 "headers": [(b"content-type", b"application/json"),
+                             (b"content-length", str(len(body)).encode())],
+                 "http_version": "1.1", "scheme": "http", "server": ("t", 80),
+                 "client": ("127.0.0.1", 1)}
+        await app(scope, receive, send)
+
+    asyncio.run(main())
+    start = sent[0]
+    assert start["type"] == "http.response.start" and start["status"] == 503
+    assert (b"retry-after", b"0") in start["headers"]  # type: ignore[operator]
+    assert orjson.loads(sent[1]["body"])["error"]["message"] == SHUTTING_DOWN  # type: ignore[arg-type]
+
+
+def test_a_request_held_after_the_stop_is_stopped_at_once() -> None:
+    drain = Drain()
+    drain.stop_all()
+    stopped: list[str] = []
+
+    class Request:
+        def stop(self, message: str) -> None:
+            stopped.append(message)
+
+    drain.hold(Request())
+    assert stopped == [SHUTTING_DOWN]
+
+
 def test_stop_cuts_a_wait_short_but_never_a_write() -> None:
     async def main() -> tuple[str, str]:
         drain = Drain()

@@ -47,8 +47,11 @@ class Drain:
         return len(self._held)
 
     def hold(self, request: Stoppable) -> None:
-        """Track ``request`` until :meth:`release`."""
+        """Track ``request`` until :meth:`release`; one held after :meth:`stop_all` ran
+        is stopped at once (it could not finish)."""
         self._held.add(request)
+        if self.stopping:
+            request.stop(SHUTTING_DOWN)
 
     def release(self, request: Stoppable) -> None:
         """Stop tracking ``request`` (it ended on its own)."""

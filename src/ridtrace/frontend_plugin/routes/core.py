@@ -59,13 +59,12 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
     """
     settings = fe.settings
     annotate_request(endpoint=api.endpoint, id_policy=fe.registry.policy)
-    if fe.drain.stopping:
-        # In-flight calls are being ended; one starting now could not finish. Only a
-        # request already on an open connection gets here (the listener is closed).
-        annotate_request(error=SHUTTING_DOWN)
-        await _send_error(send, api, 503, SHUTTING_DOWN, headers=_GO_ELSEWHERE)
+    if await _refused_while_stopping(fe, send, api):
         return
     body = await receive_body(scope, receive, settings.max_body_bytes)
+    # A slow body may finish arriving after in-flight calls were ended: refuse it too.
+    if await _refused_while_stopping(fe, send, api):
+        return
     if body is None:
         await _reject(send, api, 413, f"request body exceeds {settings.max_body_bytes} bytes",
                       None)
@@ -133,6 +132,17 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
         worker = call.worker
         annotate_request(worker=redacted_url(worker) if worker else None, attempts=call.attempts)
         call.close()
+
+
+async def _refused_while_stopping(fe: Frontend, send: Send, api: ApiSpec) -> bool:
+    """Answer 503 (go elsewhere) when in-flight calls are being ended: a call starting
+    now could not finish. Only a request already on an open connection gets here (the
+    listener is closed)."""
+    if not fe.drain.stopping:
+        return False
+    annotate_request(error=SHUTTING_DOWN)
+    await _send_error(send, api, 503, SHUTTING_DOWN, headers=_GO_ELSEWHERE)
+    return True
 
 
 def _client_id(ctx: RequestContext | None, api: ApiSpec, parsed: Parsed) -> str | None:
