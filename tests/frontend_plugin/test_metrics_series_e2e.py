@@ -82,3 +82,34 @@ def test_refusals_and_scrapes_are_counted_under_their_route(tmp_path: Path) -> N
     assert not [labels for labels in requests if ("route", "unmatched") in labels]
     work = frozenset({("route", "/v1/work"), ("outcome", "unauthorized")})
     assert _series(back, "ridtrace_requests_total")[work] == 1
+
+
+def test_a_workers_refusals_and_failed_replies_count_as_they_are_logged(tmp_path: Path) -> None:
+    # A Conflict (409) and a reply that ended with an in-band error (a 200) were both
+    # counted outcome="ok" in the worker's ridtrace_requests_total.
+    import asyncio
+
+    import orjson
+
+    envelope = {"request_id": "held-1", "x_request_id": None, "endpoint": "generate",
+                "model": "echo", "prompt": "one two three", "max_tokens": 3}
+    with start_stack(tmp_path, workers=[["--gate", "--debug-endpoints"]],
+                     debug_endpoints=False) as stack:
+        worker = stack.workers[0].url
+
+        async def main() -> tuple[int, int]:
+            async with httpx.AsyncClient(base_url=worker, timeout=30) as client:
+                first = asyncio.create_task(client.post("/v1/work", content=orjson.dumps(envelope)))
+                while (await client.get("/debug/inflight")).json()["inflight"] < 1:
+                    await asyncio.sleep(0.01)  # polling a condition: the first is held
+                second = await client.post("/v1/work", content=orjson.dumps(envelope))
+                await client.post("/debug/gate/open")
+                return (await first).status_code, second.status_code
+
+        assert asyncio.run(main()) == (200, 409)
+        back = _scrape(worker)
+    requests = _series(back, "ridtrace_requests_total")
+    assert requests[frozenset({("route", "/v1/work"), ("outcome", "conflict")})] == 1
+    assert requests[frozenset({("route", "/v1/work"), ("outcome", "ok")})] == 1
+    refused = [x for x in stack.workers[0].lines() if x.get("event") == "worker.refused"]
+    assert [x["outcome"] for x in refused] == ["conflict"]

@@ -48,7 +48,7 @@ from ridtrace.frontend_plugin.wire import (
     done_line,
     error_line,
 )
-from ridtrace.tracing import current_context, validate_client_id
+from ridtrace.tracing import annotate_request, current_context, validate_client_id
 from ridtrace.tracing.eventlog import EventLog
 
 __all__ = ["RouteName", "WorkEndpoint", "WorkRoute"]
@@ -157,6 +157,7 @@ class WorkEndpoint:
                 WORKER_REFUSED, event=WORKER_REFUSED, outcome=OUTCOME_CONFLICT, status=409,
                 endpoint=job.endpoint,
             )
+            annotate_request(outcome_override=OUTCOME_CONFLICT)  # the requests metric too
             await _send_error(send, 409, str(exc), kind="conflict")
             return
         events.info(
@@ -211,6 +212,10 @@ def _log_end(
     job: WorkRequest, outcome: str, started: float, text: str, tokens: int,
     error: str | None = None,
 ) -> None:
+    if outcome == OUTCOME_ERROR:
+        # A reply that ended with an in-band error went out as a 200: without this the
+        # requests metric would count it ok, unlike worker.end.
+        annotate_request(outcome_override=outcome)
     events.info(
         WORKER_END, event=WORKER_END, outcome=outcome,
         duration_ms=round((time.perf_counter() - started) * 1000, 3),
