@@ -3,6 +3,7 @@ settings that would fail every request refused at start-up."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import uuid
@@ -63,3 +64,40 @@ def test_a_worker_delay_must_not_be_negative(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60,
     )
     assert done.returncode == 1 and "token_delay" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "env", "code", "says"),
+    [
+        (["--worker", "http://alice:pw/s3cret@127.0.0.1:1"], {}, 1, "percent-encode"),
+        (["--worker", "http://127.0.0.1:notaport"], {}, 1, "the port must be"),
+        (["--worker", "ftp://127.0.0.1:21"], {}, 1, "http(s)://host"),
+        (["--graceful-timeout", "nan"], {}, 2, "not a finite number"),
+        ([], {"RIDTRACE_RESPONSE_ID_HEADER": "bad header"}, 1, "not an HTTP header name"),
+        ([], {"RIDTRACE_MAX_CLIENT_ID_LENGTH": "0"}, 1, "max_client_id_length"),
+        ([], {"RIDTRACE_MAX_CLIENT_ID_LENGTH": "abc"}, 1, "RIDTRACE_MAX_CLIENT_ID_LENGTH"),
+        ([], {"RIDTRACE_FRONTEND_MAX_BODY_BYTES": "abc"}, 1, "RIDTRACE_FRONTEND_MAX_BODY_BYTES"),
+    ],
+)
+def test_settings_that_would_break_serving_are_refused_naming_what_is_wrong(
+    tmp_path: Path, flags: list[str], env: dict[str, str], code: int, says: str,
+) -> None:
+    worker = [] if any(f == "--worker" for f in flags) else ["--worker", "http://127.0.0.1:9"]
+    done = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "serve", "frontend", "--port", "1", *worker,
+         "--log-file", str(tmp_path / "f.jsonl"), *flags],
+        capture_output=True, text=True, timeout=60, env={**os.environ, **env},
+    )
+    assert done.returncode == code and says in done.stderr, done.stderr
+    assert "s3cret" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_an_unwritable_log_file_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")  # a file where the log's directory should be
+    done = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "serve", "worker", "--port", "1",
+         "--log-file", str(tmp_path / "a-file" / "w.jsonl")],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 2 and "--log-file" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -22,9 +23,17 @@ DEFAULT_GRACEFUL_TIMEOUT = 25.0
 telemetry flush after the drain still happens before the SIGKILL."""
 
 
+def _finite_seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    # FloatRange lets nan through, which then failed the shutdown itself.
+    if not math.isfinite(value):
+        raise click.BadParameter(f"not a finite number of seconds: {value}")
+    return value
+
+
 def _graceful_option(func: Callable[..., None]) -> Callable[..., None]:
     return click.option(
         "--graceful-timeout", type=click.FloatRange(min=0, min_open=True),
+        callback=_finite_seconds,
         default=DEFAULT_GRACEFUL_TIMEOUT, show_default=True, metavar="SECONDS",
         help="On SIGTERM/SIGINT, how long in-flight requests may take to finish; those "
              "still running near the end are answered with an error (503 / an in-band "
@@ -59,7 +68,11 @@ def _setup(log_file: Path, service: str, level: str) -> None:
     from ridtrace.tracing import configure_logging, configure_metrics, configure_tracing
 
     logger.remove()  # loguru's default stderr handler would duplicate every line
-    configure_logging(log_file, service=service, level=level.upper())
+    try:
+        configure_logging(log_file, service=service, level=level.upper())
+    except OSError as exc:
+        raise click.BadParameter(f"cannot write {log_file}: {exc.strerror or exc}",
+                                 param_hint="--log-file") from None
     # The service name is a default: OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES win.
     configure_tracing(service)
     configure_metrics(service)

@@ -1,14 +1,17 @@
-"""Worker URLs as they may be shown: in log lines, span attributes, errors, endpoints.
+"""Worker URLs: checked once at start-up, and shown only redacted.
 
 A worker URL may carry credentials (``http://user:password@host:port``) for a proxy in
 front of the worker. The frontend connects with the full URL; everything it writes
 down or shows goes through :func:`redacted_url`, the one place that decides what of a
-URL is safe to show.
+URL is safe to show. :func:`checked_worker_url` refuses, when the settings are made,
+a URL the connection would fail on or read differently from the redaction.
 """
 
 from __future__ import annotations
 
-__all__ = ["REDACTED_USERINFO", "redacted_url"]
+from urllib.parse import SplitResult, urlsplit
+
+__all__ = ["REDACTED_USERINFO", "checked_worker_url", "redacted_url"]
 
 REDACTED_USERINFO = "***"
 """What stands in for a URL's ``user:password`` part."""
@@ -27,3 +30,28 @@ def redacted_url(url: str) -> str:
         return url
     scheme, sep, _ = head.partition("://")
     return (scheme + sep if sep else "") + REDACTED_USERINFO + "@" + tail
+
+
+def checked_worker_url(url: str) -> SplitResult:
+    """``url`` split, or ValueError naming it redacted: http(s), a host, a valid port,
+    and no unencoded ``/``, ``?`` or ``#`` in its credentials.
+
+    Such a character ends the authority for the URL parser (RFC 3986), so the frontend
+    would connect to a host taken from the password, and an error would quote the
+    password's start, while the redaction hides it all.
+    """
+    parts = urlsplit(url)
+    shown = redacted_url(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"worker URL must be http(s)://host[:port]: {shown!r}")
+    if "@" in url.partition("://")[2] and "@" not in parts.netloc:
+        raise ValueError(f"worker URL {shown!r}: percent-encode '/', '?' and '#' in its "
+                         "user and password")
+    try:
+        parts.port  # noqa: B018  (raises on a port that is not a number in range)
+    except ValueError:
+        raise ValueError(f"worker URL {shown!r}: the port must be a number from 1 to "
+                         "65535") from None
+    if parts.port == 0:
+        raise ValueError(f"worker URL {shown!r}: the port must be a number from 1 to 65535")
+    return parts

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ridtrace.frontend_plugin.redaction import checked_worker_url
 from ridtrace.frontend_plugin.registry import IdPolicy
 
 __all__ = ["FrontendSettings", "WorkerSettings"]
@@ -68,7 +69,10 @@ def _read(
     for name, parse in fields.items():
         raw = env.get(prefix + name.upper())
         if raw is not None and raw != "":
-            out[name] = parse(raw)
+            try:
+                out[name] = parse(raw)
+            except ValueError as exc:  # "invalid literal for int()" alone names nothing
+                raise ValueError(f"{prefix}{name.upper()}={raw!r}: {exc}") from None
     return out
 
 
@@ -133,6 +137,8 @@ class FrontendSettings:
             "first_byte_timeout", "chunk_timeout", "total_timeout", "max_attempts",
             "max_connections",
         ), non_negative=("down_cooldown",))
+        for url in self.workers:
+            checked_worker_url(url)  # a bad URL fails here, not as every request's 500
         if self.default_max_tokens > self.max_tokens_limit:
             raise ValueError(
                 f"default_max_tokens ({self.default_max_tokens}) exceeds max_tokens_limit "

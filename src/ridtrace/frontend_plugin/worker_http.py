@@ -19,11 +19,10 @@ import asyncio
 import time
 from collections import deque
 from typing import cast
-from urllib.parse import urlsplit
 
 import httptools
 
-from ridtrace.frontend_plugin.redaction import redacted_url
+from ridtrace.frontend_plugin.redaction import checked_worker_url
 from ridtrace.frontend_plugin.timers import Deadline
 from ridtrace.frontend_plugin.wire import CLIENT_KEEP_ALIVE_SECONDS
 
@@ -44,11 +43,8 @@ class _Origin:
     __slots__ = ("head", "host", "port", "ssl")
 
     def __init__(self, url: str, path: str) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(
-                f"worker URL must be http(s)://host[:port]: {redacted_url(url)!r}"
-            )
+        parts = checked_worker_url(url)
+        assert parts.hostname is not None  # checked
         self.ssl = parts.scheme == "https"
         self.host = parts.hostname
         self.port = parts.port or (443 if self.ssl else 80)

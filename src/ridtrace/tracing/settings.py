@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 from opentelemetry.trace import TracerProvider
 
@@ -16,6 +18,18 @@ __all__ = ["DEFAULT_DEPRECATED_HEADERS", "TracingSettings"]
 DEFAULT_DEPRECATED_HEADERS: tuple[str, ...] = ("x-dynamo-request-id", "request-id")
 
 _GENERATORS: dict[str, Callable[[], str]] = {"uuid4": uuid4_id, "uuid7": uuid7_id}
+
+
+# RFC 9110 §5.1: a field name is a token.
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_T = TypeVar("_T")
+
+
+def _parsed(env: Mapping[str, str], key: str, parse: Callable[[str], _T]) -> _T:
+    try:
+        return parse(env[key])
+    except ValueError as exc:  # "invalid literal for int()" alone names no variable
+        raise ValueError(f"{key}={env[key]!r}: {exc}") from None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,6 +65,16 @@ class TracingSettings:
     log_lifecycle: bool = True
     tracer_provider: TracerProvider | None = None
 
+    def __post_init__(self) -> None:
+        # Refused when built, not on every request: a header name with a space made
+        # every response fail, a length of 0 dropped every client id.
+        for name in (self.client_id_header, self.response_id_header, *self.deprecated_headers):
+            if not _HEADER_NAME.fullmatch(name):
+                raise ValueError(f"not an HTTP header name: {name!r}")
+        if self.max_client_id_length < 1:
+            raise ValueError(
+                f"max_client_id_length must be at least 1, not {self.max_client_id_length}")
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> TracingSettings:
         """Build settings from ``RIDTRACE_*`` variables (unset ones keep their defaults).
@@ -71,7 +95,7 @@ class TracingSettings:
             if env.get(key):
                 kwargs[name] = env[key]
         if env.get("RIDTRACE_MAX_CLIENT_ID_LENGTH"):
-            kwargs["max_client_id_length"] = int(env["RIDTRACE_MAX_CLIENT_ID_LENGTH"])
+            kwargs["max_client_id_length"] = _parsed(env, "RIDTRACE_MAX_CLIENT_ID_LENGTH", int)
         if "RIDTRACE_DEPRECATED_HEADERS" in env:
             names = env["RIDTRACE_DEPRECATED_HEADERS"].split(",")
             kwargs["deprecated_headers"] = tuple(n.strip().lower() for n in names if n.strip())
@@ -85,5 +109,5 @@ class TracingSettings:
             ("RIDTRACE_SUNSET_AT", "sunset_at"),
         ):
             if env.get(key):
-                kwargs[name] = datetime.fromisoformat(env[key])
+                kwargs[name] = _parsed(env, key, datetime.fromisoformat)
         return cls(**kwargs)  # type: ignore[arg-type]
