@@ -92,3 +92,18 @@ def test_audit_plot_draws_a_time_at_year_1(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["audit", str(log), "--plot", str(plot)])
     assert result.exit_code == 0, result.output
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_times_at_the_edges_of_the_calendar_are_answers_not_crashes(tmp_path: Path) -> None:
+    from tests.forensics.helpers import rt
+
+    log = _logs(tmp_path)
+    with log.open("a") as out:  # the last second of year 9999, as a leap second
+        out.write(rt("request.start", time="9999-12-31T23:59:60Z", request_id="z",
+                     span_id="c" * 16, trace_id="c" * 32) + "\n")
+    for window, requests in ((["--since", "0001-01-01"], 2), (["--until", "9999-12-31"], 2),
+                             (["--since", "9999-01-01"], 0), (["--until", "0001-01-02"], 0)):
+        result = CliRunner().invoke(main, ["analyze", str(log), "--format", "json", *window])
+        assert result.exception is None or isinstance(result.exception, SystemExit), window
+        summary = json.loads(result.stdout)["summary"]
+        assert summary["requests"] == requests and summary["bad_lines"] == 1, (window, summary)

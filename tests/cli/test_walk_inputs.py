@@ -219,3 +219,51 @@ def test_a_follower_walks_a_linked_subdirectory_too(
         assert follower.stats.files == len(incident[1].files)
     finally:
         follower.close()
+
+
+def _deny_search(monkeypatch: pytest.MonkeyPatch, denied: Path) -> None:
+    """Stat of anything under `denied` fails as for a directory without search (x)
+    permission, which root never meets."""
+    real_stat = Path.stat
+
+    def stat(self: Path, *, follow_symlinks: bool = True) -> Any:
+        if denied in self.parents:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_stat(self, follow_symlinks=follow_symlinks)
+
+    monkeypatch.setattr(Path, "stat", stat)
+
+
+def test_a_directory_it_may_list_but_not_search_is_unreadable_not_a_crash(
+    incident: tuple[Path, DynamoTruth], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    logs = copy_logs(incident, tmp_path / "logs")
+    locked = logs / "locked"
+    locked.mkdir()
+    (locked / "worker-9.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
+    _deny_search(monkeypatch, locked)
+    code, doc = run(str(logs))
+    assert notes(doc, "unreadable_files") == {"worker-9.jsonl": "cannot read it: Permission denied"}
+    assert code == 1 and duplicates(doc) == DUPLICATES
+    named = CliRunner().invoke(main, ["analyze", str(locked / "worker-9.jsonl")])
+    assert named.exit_code == 2 and "Permission denied" in named.stderr
+
+
+def test_a_follower_names_what_it_may_not_search(
+    incident: tuple[Path, DynamoTruth], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ridtrace.forensics.live.follow import Follower, FollowSettings
+
+    logs = copy_logs(incident, tmp_path / "logs")
+    locked = logs / "locked"
+    locked.mkdir()
+    (locked / "worker-9.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
+    _deny_search(monkeypatch, locked)
+    follower = Follower([str(logs)], FollowSettings(from_start=True))
+    try:
+        follower.start()
+        follower.poll()
+        follower.poll()
+        assert [Path(n.file).name for n in follower.stats.unreadable_files] == ["worker-9.jsonl"]
+    finally:
+        follower.close()

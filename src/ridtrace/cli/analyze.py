@@ -163,8 +163,8 @@ def parse_time_option(value: str | None, name: str) -> Any:
     from ridtrace.forensics.rules.report import parse_time
 
     try:
-        return parse_time(value)
-    except ValueError as exc:
+        return parse_time(value, bound=name.lstrip("-"))
+    except (ValueError, OverflowError) as exc:
         raise click.BadParameter(f"not an ISO 8601 time: {value!r}", param_hint=name) from exc
 
 

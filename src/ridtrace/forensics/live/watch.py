@@ -41,21 +41,23 @@ class Watch:
     # Files judged not to be logs, and gzip files read to their end: never read again.
     settled: set[DevIno] = field(default_factory=set)
     missing: set[str] = field(default_factory=set)
-    unlisted: set[str] = field(default_factory=set)  # directories noted as unreadable
+    unlisted: set[str] = field(default_factory=set)  # inputs noted as unreadable
     _started: bool = False
 
     def _candidates(self) -> Iterator[tuple[Path, bool]]:
         """(path, found by a directory walk) for every file the inputs name now."""
         for raw in self.inputs:
             path = Path(raw)
-            if path.is_dir():
+            try:
+                is_dir = path.is_dir()  # raises on Python 3.11 where it may not search
+            except PermissionError as exc:
+                self._note_unreadable(raw, f"cannot read it: {exc.strerror}")
+                continue
+            if is_dir:
                 # As `ridtrace analyze` walks: linked directories too, each once.
                 files, unlisted = walk_tree(path)
                 for entry in unlisted:
-                    if entry.name not in self.unlisted:
-                        self.unlisted.add(entry.name)
-                        self.stats.unreadable_files.append(
-                            FileNote(entry.name, entry.unreadable or "cannot list it"))
+                    self._note_unreadable(entry.name, entry.unreadable or "cannot list it")
                 yield from ((file, True) for file in files)
             elif path.exists():  # a file, or a pipe or device `discover` sets aside
                 yield path, False
@@ -68,12 +70,21 @@ class Watch:
                 continue
             self.missing.discard(raw)
 
+    def _note_unreadable(self, name: str, reason: str) -> None:
+        """List `name` as unreadable, once however many polls see it."""
+        if name not in self.unlisted:
+            self.unlisted.add(name)
+            self.stats.unreadable_files.append(FileNote(name, reason))
+
     def discover(self) -> None:
         """Start following every file that appeared since the last poll."""
         seen: dict[DevIno, Path] = {}
         for path, walked in self._candidates():
             try:
                 st = path.stat()
+            except PermissionError as exc:  # listed, but its directory may not be searched
+                self._note_unreadable(str(path), f"cannot read it: {exc.strerror}")
+                continue
             except OSError:
                 continue  # gone between the walk and the stat
             key = (st.st_dev, st.st_ino)

@@ -123,6 +123,21 @@ def _file_source(path: Path, *, from_directory: bool) -> Source:
                   unreadable=None if problem is None else f"cannot read it: {problem}")
 
 
+def _kind(path: Path) -> str:
+    """``dir``, ``file``, ``other`` (a pipe, socket or device) or ``missing`` (a broken
+    link or a link loop too). PermissionError propagates: unlike ``Path.is_dir``, which
+    raises it on Python 3.11 from inside a walk, the callers decide what it means."""
+    try:
+        info = path.stat()
+    except PermissionError:
+        raise
+    except (OSError, ValueError):
+        return "missing"
+    if stat.S_ISDIR(info.st_mode):
+        return "dir"
+    return "file" if stat.S_ISREG(info.st_mode) else "other"
+
+
 def _identity(src: Source) -> str:
     """What makes two sources the same input: the file a path leads to, when it leads
     to one (two broken links, or a link loop, are each their own input)."""
@@ -176,21 +191,32 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
     def add_tree(root: Path) -> None:
         files, unlisted = walk_tree(root)
         for child in files:
-            if child.is_file():
-                add(_file_source(child, from_directory=True))
-            else:
-                add(_walked_entry(child))
+            try:
+                kind = _kind(child)
+            except PermissionError as exc:  # listed, but its directory may not be searched
+                add(Source(name=str(child), path=child, size=0, from_directory=True,
+                           regular=False, unreadable=f"cannot read it: {exc.strerror}"))
+                continue
+            add(_file_source(child, from_directory=True) if kind == "file"
+                else _walked_entry(child))
         for entry in unlisted:
             add(entry)
+
+    def named_kind(path: Path) -> str:
+        try:
+            return _kind(path)
+        except PermissionError as exc:
+            raise ForensicsInputError(f"cannot read {path}: {exc.strerror}") from None
 
     for raw in inputs:
         if raw == "-":
             add(Source(name=STDIN_NAME, path=None, size=0))
             continue
         path = Path(raw)
-        if path.is_dir():
+        kind = named_kind(path)
+        if kind == "dir":
             add_tree(path)
-        elif path.exists():
+        elif kind != "missing":
             add(_file_source(path, from_directory=False))
         elif _has_glob(raw):
             matches = sorted(glob.glob(raw, recursive=True))
@@ -198,9 +224,10 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
                 raise ForensicsInputError(f"no files match {raw!r}")
             for match in matches:
                 mpath = Path(match)
-                if mpath.is_dir():
+                found = named_kind(mpath)
+                if found == "dir":
                     add_tree(mpath)
-                elif mpath.is_file():
+                elif found == "file":
                     add(_file_source(mpath, from_directory=False))
         else:
             raise ForensicsInputError(f"no such file or directory: {raw}")

@@ -37,7 +37,10 @@ def parse_time(value: str) -> datetime | None:
     except ValueError:
         return None
     if leap:
-        parsed += timedelta(seconds=1)
+        try:
+            parsed += timedelta(seconds=1)
+        except OverflowError:  # the last second of year 9999 has no next one
+            return None
     if parsed.tzinfo is None:
         return parsed.replace(tzinfo=timezone.utc)
     return parsed.astimezone(timezone.utc)

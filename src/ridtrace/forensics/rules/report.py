@@ -85,14 +85,25 @@ class Report:
         return any(SEVERITY[kind] == "error" for kind in set(self.found.kind))
 
 
-def parse_time(text: str | None) -> pd.Timestamp | None:
-    """Parse a --since/--until value (ISO 8601; naive means UTC)."""
+def parse_time(text: str | None, *, bound: str | None = None) -> pd.Timestamp | None:
+    """Parse a --since/--until value (ISO 8601; naive means UTC).
+
+    `bound` (``since`` / ``until``): a time beyond the nanosecond timestamps the read
+    compares in (years 1677–2262) bounds nothing on its open side (``--since
+    0001-01-01``: all) and is clamped to the range on the other (``--since 9999``: none).
+    """
     if text is None:
         return None
     stamp = pd.Timestamp(text)
     utc: pd.Timestamp = (
         stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
     )
+    lowest: pd.Timestamp = pd.Timestamp.min.tz_localize("UTC")
+    highest: pd.Timestamp = pd.Timestamp.max.tz_localize("UTC")
+    if bound is not None and not lowest <= utc <= highest:
+        if (utc < lowest) == (bound == "since"):
+            return None
+        return lowest if utc < lowest else highest
     return utc
 
 
