@@ -107,3 +107,24 @@ def test_times_at_the_edges_of_the_calendar_are_answers_not_crashes(tmp_path: Pa
         assert result.exception is None or isinstance(result.exception, SystemExit), window
         summary = json.loads(result.stdout)["summary"]
         assert summary["requests"] == requests and summary["bad_lines"] == 1, (window, summary)
+
+
+def test_a_follower_that_cannot_write_its_findings_is_exit_2(tmp_path: Path) -> None:
+    log = _logs(tmp_path)
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "ridtrace", "analyze", str(log.parent), "--follow",
+             "--from-start"],
+            stdout=full, stderr=subprocess.PIPE, text=True, timeout=120,
+        )
+    assert done.returncode == 2, done.stderr
+    assert "cannot write findings to standard output" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_dash_as_output_is_standard_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    log = _logs(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["analyze", str(log), "--format", "json", "-o", "-"])
+    assert json.loads(result.stdout)["summary"]["requests"] == 2
+    assert not (tmp_path / "-").exists()

@@ -15,8 +15,8 @@ from ridtrace.cli.follow import table_line
 from ridtrace.cli.main import main
 from tests.forensics.helpers import rt_request
 
-HOSTILE = "\x1b[31mRED\x1b[0m\x1b]0;pwned\x07\rover\nline\x9b"
-CONTROLS = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if chr(c) != "\n"]
+HOSTILE = "\x1b[31mRED\x1b[0m\x1b]0;pwned\x07\rover\nline\x9b\u202egnp.exe"
+CONTROLS = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0), 0x202E) if chr(c) != "\n"]
 
 
 def _logs(tmp_path: Path) -> Path:

@@ -267,3 +267,22 @@ def test_a_follower_names_what_it_may_not_search(
         assert [Path(n.file).name for n in follower.stats.unreadable_files] == ["worker-9.jsonl"]
     finally:
         follower.close()
+
+
+def test_corrupt_xz_keeps_the_lines_before_the_damage(
+    incident: tuple[Path, DynamoTruth], tmp_path: Path,
+) -> None:
+    logs = copy_logs(incident, tmp_path / "logs")
+    front = logs / "frontend.jsonl"
+    packed = bytearray(lzma.compress(front.read_bytes()))
+    middle = len(packed) // 2
+    packed[middle : middle + 20] = bytes(b ^ 0xFF for b in packed[middle : middle + 20])
+    (logs / "frontend.jsonl.1.xz").write_bytes(bytes(packed))
+    front.unlink()
+    code, doc = run(str(logs))
+    assert "corrupt xz data" in notes(doc, "unreadable_files")["frontend.jsonl.1.xz"]
+    workers = sum(p.read_bytes().count(b"\n") for p in logs.glob("worker-*.jsonl"))
+    # Lines before the damage are read (all were lost); how many depends on where the
+    # decoder notices it, past the damaged bytes.
+    assert doc["summary"]["lines"] - workers > 0.2 * (incident[1].lines - workers)
+    assert code in (1, 3)

@@ -168,19 +168,25 @@ def parse_time_option(value: str | None, name: str) -> Any:
         raise click.BadParameter(f"not an ISO 8601 time: {value!r}", param_hint=name) from exc
 
 
+def echo_out(text: str, *, nl: bool = True, what: str) -> None:
+    """`text` on stdout, flushed; a full disk or a closed pipe is exit 2 with a message
+    naming `what` could not be written, never a traceback."""
+    try:
+        click.echo(text, nl=nl)
+        sys.stdout.flush()  # the failure shows here, not at exit
+    except OSError as exc:
+        # Nothing more can reach stdout: point it at /dev/null so the exit's flush
+        # does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise InputError(f"cannot write {what} to standard output: "
+                         f"{exc.strerror or exc}") from None
+
+
 def emit(text: str, output: Path | None) -> None:
     """Write the report to `output`, or to stdout; a report that cannot be written is an
     error (exit 2), never a traceback or an exit code that reads as findings."""
-    if output is None:
-        try:
-            click.echo(text, nl=not text.endswith("\n"))
-            sys.stdout.flush()  # a full disk or a closed pipe shows here, not at exit
-        except OSError as exc:
-            # Nothing more can reach stdout: point it at /dev/null so the exit's flush
-            # does not fail again.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            raise InputError(f"cannot write the report to standard output: "
-                             f"{exc.strerror or exc}") from None
+    if output is None or str(output) == "-":  # -o - is stdout, as - is stdin for inputs
+        echo_out(text, nl=not text.endswith("\n"), what="the report")
         return
     try:
         output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")

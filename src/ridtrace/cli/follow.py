@@ -159,8 +159,10 @@ def run_follow(
         (lambda f: json.dumps(f, separators=(",", ":"))) if fmt == "json" else table_line
     )
 
+    from ridtrace.cli.analyze import echo_out
+
     def on_finding(finding: dict[str, Any]) -> bool:
-        click.echo(render(finding))
+        echo_out(render(finding), what="findings")
         if finding["severity"] == "error":
             failed[0] = True
             return not fail_fast

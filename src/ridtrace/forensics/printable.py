@@ -4,7 +4,8 @@ Request ids, client ids, messages and file names come from the logs, and a clien
 chooses its ids. Printed as they are, an ESC sequence recolours or clears a terminal
 and an OSC one retitles its window; a CR or newline rewrites a line of the report.
 Each control character is replaced by one visible character (C0 and DEL by their
-Unicode control pictures, C1 by U+FFFD), so a styled line keeps its spans in place.
+Unicode control pictures, C1 and the bidirectional controls by U+FFFD), so a styled
+line keeps its spans in place.
 JSON output needs none of this: JSON escapes them itself.
 """
 
@@ -13,6 +14,10 @@ from __future__ import annotations
 _SHOWN = {code: 0x2400 + code for code in range(0x20)}
 _SHOWN[0x7F] = 0x2421
 _SHOWN.update({code: 0xFFFD for code in range(0x80, 0xA0)})
+# Bidirectional controls reorder what a terminal shows ("Trojan Source"): an id could
+# display as another one.
+_BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_SHOWN.update({code: 0xFFFD for code in _BIDI})
 
 
 def visible(text: str) -> str:

@@ -312,6 +312,10 @@ def _decompressor(kind: str) -> Any:
 
 
 _SALVAGE_STEP = 4096
+# Compressed bytes given to a bzip2/xz/zstd decompressor at once. Those cannot be copied
+# to decode a failing piece again (as gzip's can, `_salvage`): damage loses only the
+# output of this much input, not of a whole read.
+_UNPACKED_FEED = 4096
 
 
 def _salvage(inflate: Any, feed: bytes) -> bytes:
@@ -408,12 +412,12 @@ class DecodedStream(io.RawIOBase):
         assert self.compression is not None
         while True:
             if self._inflate.eof:
-                feed = self._inflate.unused_data or self._raw.read(_READ_BYTES)
+                feed = self._inflate.unused_data or self._raw.read(_UNPACKED_FEED)
                 if not feed:
                     return b""
                 self._inflate = _decompressor(self.compression)  # the next stream
             elif self._inflate.needs_input:
-                feed = self._raw.read(_READ_BYTES)
+                feed = self._raw.read(_UNPACKED_FEED)
                 if not feed:
                     self.tear = f"{self.compression} stream truncated"
                     return b""
@@ -423,6 +427,7 @@ class DecodedStream(io.RawIOBase):
                 out: bytes = self._inflate.decompress(feed, _READ_BYTES)
             except (OSError, EOFError, ValueError, lzma.LZMAError) as exc:
                 self.tear = f"corrupt {self.compression} data ({exc})"
+                self._stopped = True
                 return b""
             if out:
                 return out
