@@ -136,3 +136,27 @@ def test_a_silent_worker_is_worker_timed_out_in_bodies_and_in_stream_errors(
         assert end["error"] == f"worker http://***@127.0.0.1:{port} sent nothing for 1.0s", end
         assert end["worker"] == f"http://***@127.0.0.1:{port}", end
     assert PASSWORD.encode() not in log
+
+
+def test_the_total_timeout_is_request_timed_out_with_the_limit_in_the_log(
+    tmp_path: Path,
+) -> None:
+    # Tokens keep coming, slower than the whole request may take: the total timeout ends
+    # it, and the log says which limit ran out and on which worker.
+    with start_stack(
+        tmp_path, workers=[["--token-delay", "0.4"]],
+        frontend=["--api-key", KEY, "--total-timeout", "1", "--chunk-timeout", "10"],
+        debug_endpoints=False, worker_userinfo=USERINFO,
+    ) as stack:
+        answers = _calls(stack.url, "slow worker a b c d e f g h")
+        ends = _ends(stack.frontend, answers)
+    port = stack.workers[0].port
+    for route, stream, response in answers:
+        _, error, _ = extract(route, stream, response.content)
+        assert response.status_code == (200 if stream else 504), (route, stream)
+        assert error == "request timed out", (route, stream, response.text)
+        # (the echoed prompt says "user:", so not `_assert_nothing_internal`)
+        assert PASSWORD not in response.text and "127.0.0.1" not in response.text
+        end = ends[response.headers["x-server-request-id"]]
+        assert end["error"] == ("no complete answer within the total timeout of 1s "
+                                f"(worker http://***@127.0.0.1:{port})"), end

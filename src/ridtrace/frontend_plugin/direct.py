@@ -19,7 +19,7 @@ import time
 from typing import Any, Protocol
 
 from ridtrace.frontend_plugin.dispatch import DispatchError, WorkerStream
-from ridtrace.frontend_plugin.failures import REQUEST_TIMED_OUT, Failed
+from ridtrace.frontend_plugin.failures import Failed
 from ridtrace.frontend_plugin.frontend import (
     CALLER_LEFT,
     SHUTDOWN,
@@ -34,6 +34,7 @@ from ridtrace.frontend_plugin.pump import (
     ended,
     lost,
     message_item,
+    overdue,
     silent,
 )
 from ridtrace.frontend_plugin.timers import Deadline
@@ -179,7 +180,7 @@ class DirectCall(CallState):
         self.worker, self.attempts = stream.worker, stream.attempts
         fe.registry.claim(self.key)  # the link, counted as the pump counts it
         if self.deadline <= time.monotonic():
-            return Failed(REQUEST_TIMED_OUT, 504, "timeout", self.attempts)
+            return overdue(stream.worker, fe.settings.total_timeout, self.attempts)
         item = await self._item(stream, stream.first)
         return item if item is not None else await self._read(stream)
 
@@ -197,7 +198,7 @@ class DirectCall(CallState):
             else:
                 remaining = self.deadline - time.monotonic()
                 if remaining <= 0:
-                    return Failed(REQUEST_TIMED_OUT, 504, "timeout", self.attempts)
+                    return overdue(stream.worker, settings.total_timeout, self.attempts)
                 chunk = settings.chunk_timeout
                 try:
                     with Deadline(min(chunk, remaining)):
@@ -208,7 +209,7 @@ class DirectCall(CallState):
                             _uncancel(self._waiting)
                         return self._ended
                     if remaining <= chunk:
-                        return Failed(REQUEST_TIMED_OUT, 504, "timeout", self.attempts)
+                        return overdue(stream.worker, settings.total_timeout, self.attempts)
                     return silent(stream.worker, chunk, self.attempts)
                 except Exception as exc:  # connection lost, bad line: this caller's alone
                     return lost(stream.worker, exc, self.attempts)

@@ -9,8 +9,8 @@ from typing import Any
 
 from ridtrace.frontend_plugin.dispatch import Dispatcher
 from ridtrace.frontend_plugin.drain import Drain
-from ridtrace.frontend_plugin.failures import REQUEST_TIMED_OUT, Failed
-from ridtrace.frontend_plugin.pump import Delta, Finished, Linked, pump
+from ridtrace.frontend_plugin.failures import Failed
+from ridtrace.frontend_plugin.pump import Delta, Finished, Linked, overdue, pump
 from ridtrace.frontend_plugin.registry import Dropped, InflightRegistry
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.wire import WorkRequest
@@ -154,7 +154,7 @@ class InferenceCall(CallState):
         self._timer = asyncio.get_running_loop().call_later(
             fe.settings.total_timeout + 1.0,
             self._channel.put_nowait,
-            Failed(REQUEST_TIMED_OUT, 504, "timeout"),
+            overdue(None, fe.settings.total_timeout, 0),
         )
 
     async def next(self) -> Item:

@@ -129,7 +129,8 @@ async def _forward(
 ) -> None:
     chunk_timeout = dispatcher.settings.chunk_timeout
     if deadline <= time.monotonic():
-        target.put_nowait(Failed(REQUEST_TIMED_OUT, 504, "timeout", stream.attempts))
+        total = dispatcher.settings.total_timeout
+        target.put_nowait(overdue(stream.worker, total, stream.attempts))
         return
     watchdog = Watchdog(chunk_timeout, deadline)
     try:
@@ -140,7 +141,7 @@ async def _forward(
         # Our own timer: the cancellation ends here and the caller gets the timeout.
         watchdog.absorb()
         if watchdog.expired == "total":
-            failed = Failed(REQUEST_TIMED_OUT, 504, "timeout", stream.attempts)
+            failed = overdue(stream.worker, dispatcher.settings.total_timeout, stream.attempts)
         else:
             failed = silent(stream.worker, chunk_timeout, stream.attempts)
         target.put_nowait(failed)
@@ -197,6 +198,13 @@ def silent(worker: str, seconds: float, attempts: int) -> Failed:
     """The failure of a stream whose worker sent nothing for ``seconds`` (chunk timeout)."""
     return Failed(WORKER_TIMED_OUT, 504, "timeout", attempts,
                   f"worker {redacted_url(worker)} sent nothing for {seconds:.1f}s")
+
+
+def overdue(worker: str | None, seconds: float, attempts: int) -> Failed:
+    """The failure of a request with no complete answer within the total timeout."""
+    where = f" (worker {redacted_url(worker)})" if worker else ""
+    return Failed(REQUEST_TIMED_OUT, 504, "timeout", attempts,
+                  f"no complete answer within the total timeout of {seconds:g}s{where}")
 
 
 ENDED = "worker stream ended without completion"
