@@ -14,7 +14,7 @@ import lzma
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,29 @@ def copy_logs(incident: tuple[Path, DynamoTruth], to: Path) -> Path:
     for path in incident[1].files:
         shutil.copy(path, to / path.name)
     return to
+
+
+def run_with_packed_frontend(
+    incident: tuple[Path, DynamoTruth], tmp_path: Path, suffix: str,
+    pack: Callable[[bytes], bytes], damage: Callable[[bytearray], None] = lambda _: None,
+) -> tuple[int, dict[str, Any], Path]:
+    """`analyze` over the logs with the frontend's log rotated to
+    ``frontend.jsonl.1<suffix>``, packed by `pack`, then damaged by `damage`."""
+    logs = copy_logs(incident, tmp_path / "logs")
+    front = logs / "frontend.jsonl"
+    packed = bytearray(pack(front.read_bytes()))
+    damage(packed)
+    (logs / f"frontend.jsonl.1{suffix}").write_bytes(bytes(packed))
+    front.unlink()
+    code, doc = run(str(logs))
+    return code, doc, logs
+
+
+def _flip(start: int, stop: int) -> Callable[[bytearray], None]:
+    def flip(data: bytearray) -> None:
+        data[start:stop] = bytes(b ^ 0xFF for b in data[start:stop])
+
+    return flip
 
 
 def test_a_linked_subdirectory_is_walked(incident: tuple[Path, DynamoTruth], tmp_path: Path) -> None:
@@ -126,11 +149,7 @@ def test_pretty_printed_records_in_a_jsonl_are_bad_lines_not_a_skipped_file(
 def test_bzip2_and_xz_rotations_are_read_like_gzip(
     incident: tuple[Path, DynamoTruth], tmp_path: Path, suffix: str, pack: Any,
 ) -> None:
-    logs = copy_logs(incident, tmp_path / "logs")
-    front = logs / "frontend.jsonl"
-    (logs / f"frontend.jsonl.1{suffix}").write_bytes(pack(front.read_bytes()))
-    front.unlink()
-    code, doc = run(str(logs))
+    code, doc, _ = run_with_packed_frontend(incident, tmp_path, suffix, pack)
     assert code == 1 and duplicates(doc) == DUPLICATES
     assert doc["summary"]["lines"] == incident[1].lines
     assert not doc["summary"]["unreadable_files"] and not doc["summary"]["ignored_files"]
@@ -139,12 +158,11 @@ def test_bzip2_and_xz_rotations_are_read_like_gzip(
 def test_a_torn_xz_keeps_the_lines_before_the_tear(
     incident: tuple[Path, DynamoTruth], tmp_path: Path,
 ) -> None:
-    logs = copy_logs(incident, tmp_path / "logs")
-    front = logs / "frontend.jsonl"
-    packed = lzma.compress(front.read_bytes())
-    (logs / "frontend.jsonl.1.xz").write_bytes(packed[: len(packed) * 9 // 10])
-    front.unlink()
-    code, doc = run(str(logs))
+    def torn(data: bytes) -> bytes:
+        packed = lzma.compress(data)
+        return packed[: len(packed) * 9 // 10]
+
+    code, doc, _ = run_with_packed_frontend(incident, tmp_path, ".xz", torn)
     assert "xz stream truncated" in notes(doc, "unreadable_files")["frontend.jsonl.1.xz"]
     assert code in (1, 3) and doc["summary"]["lines"] > incident[1].lines // 2
 
@@ -191,13 +209,9 @@ def test_a_gzip_with_a_wrong_checksum_keeps_every_line(
 ) -> None:
     import gzip
 
-    logs = copy_logs(incident, tmp_path / "logs")
-    front = logs / "frontend.jsonl"
-    packed = bytearray(gzip.compress(front.read_bytes()))
-    packed[-8:-4] = bytes(b ^ 0xFF for b in packed[-8:-4])  # the trailer's CRC-32
-    (logs / "frontend.jsonl.1.gz").write_bytes(bytes(packed))
-    front.unlink()
-    code, doc = run(str(logs))
+    # The trailer's CRC-32 is the last 8 bytes' first half.
+    code, doc, _ = run_with_packed_frontend(incident, tmp_path, ".gz", gzip.compress,
+                                            lambda data: _flip(len(data) - 8, len(data) - 4)(data))
     assert "incorrect data check" in notes(doc, "unreadable_files")["frontend.jsonl.1.gz"]
     assert doc["summary"]["lines"] == incident[1].lines  # every line decoded is read
     assert code == 1 and duplicates(doc) == DUPLICATES
@@ -234,14 +248,23 @@ def _deny_search(monkeypatch: pytest.MonkeyPatch, denied: Path) -> None:
     monkeypatch.setattr(Path, "stat", stat)
 
 
-def test_a_directory_it_may_list_but_not_search_is_unreadable_not_a_crash(
+def _logs_with_a_locked_directory(
     incident: tuple[Path, DynamoTruth], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-) -> None:
+) -> tuple[Path, Path]:
+    """The incident's logs and, under them, ``locked/worker-9.jsonl`` that may be listed
+    but not searched."""
     logs = copy_logs(incident, tmp_path / "logs")
     locked = logs / "locked"
     locked.mkdir()
     (locked / "worker-9.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
     _deny_search(monkeypatch, locked)
+    return logs, locked
+
+
+def test_a_directory_it_may_list_but_not_search_is_unreadable_not_a_crash(
+    incident: tuple[Path, DynamoTruth], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    logs, locked = _logs_with_a_locked_directory(incident, tmp_path, monkeypatch)
     code, doc = run(str(logs))
     assert notes(doc, "unreadable_files") == {"worker-9.jsonl": "cannot read it: Permission denied"}
     assert code == 1 and duplicates(doc) == DUPLICATES
@@ -254,11 +277,7 @@ def test_a_follower_names_what_it_may_not_search(
 ) -> None:
     from ridtrace.forensics.live.follow import Follower, FollowSettings
 
-    logs = copy_logs(incident, tmp_path / "logs")
-    locked = logs / "locked"
-    locked.mkdir()
-    (locked / "worker-9.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
-    _deny_search(monkeypatch, locked)
+    logs, _ = _logs_with_a_locked_directory(incident, tmp_path, monkeypatch)
     follower = Follower([str(logs)], FollowSettings(from_start=True))
     try:
         follower.start()
@@ -272,14 +291,9 @@ def test_a_follower_names_what_it_may_not_search(
 def test_corrupt_xz_keeps_the_lines_before_the_damage(
     incident: tuple[Path, DynamoTruth], tmp_path: Path,
 ) -> None:
-    logs = copy_logs(incident, tmp_path / "logs")
-    front = logs / "frontend.jsonl"
-    packed = bytearray(lzma.compress(front.read_bytes()))
-    middle = len(packed) // 2
-    packed[middle : middle + 20] = bytes(b ^ 0xFF for b in packed[middle : middle + 20])
-    (logs / "frontend.jsonl.1.xz").write_bytes(bytes(packed))
-    front.unlink()
-    code, doc = run(str(logs))
+    code, doc, logs = run_with_packed_frontend(
+        incident, tmp_path, ".xz", lzma.compress,
+        lambda data: _flip(len(data) // 2, len(data) // 2 + 20)(data))
     assert "corrupt xz data" in notes(doc, "unreadable_files")["frontend.jsonl.1.xz"]
     workers = sum(p.read_bytes().count(b"\n") for p in logs.glob("worker-*.jsonl"))
     # Lines before the damage are read (all were lost); how many depends on where the
