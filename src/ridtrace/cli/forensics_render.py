@@ -103,14 +103,14 @@ def render_audit(
         f"{summary['bad_lines']} bad, {summary['requests']} request(s)"
     )
     for sample in summary["bad_line_samples"]:
-        console.print(f"bad line {sample['file']}:{sample['line']}: {sample['reason']}")
+        console.print(visible(f"bad line {sample['file']}:{sample['line']}: {sample['reason']}"))
     for note in summary["unreadable_files"]:
-        console.print(f"could not read all of {note['file']}: {note['reason']}")
+        console.print(visible(f"could not read all of {note['file']}: {note['reason']}"))
     if summary["incomplete"]:
         console.print("INCOMPLETE: use of the deprecated headers may be missing:",
                       style="bold red")
         for reason in summary["incomplete_reasons"]:
-            console.print(f"  {reason}")
+            console.print(visible(f"  {reason}"))
     return buf.getvalue()
 
 
