@@ -136,13 +136,17 @@ def warn_read_stats(stats: ReadStats) -> None:
     Files that could not be read are named even with --quiet's silence about the rest:
     the caller's `exit_code` turns them into exit 3.
     """
+    from ridtrace.forensics.printable import visible  # file names are anyone's text
+
     if stats.bad_lines:
         samples = ", ".join(f"{s.file}:{s.line} ({s.reason})" for s in stats.samples[:3])
-        click.echo(f"ridtrace: skipped {stats.bad_lines} bad line(s), e.g. {samples}", err=True)
+        click.echo(visible(f"ridtrace: skipped {stats.bad_lines} bad line(s), e.g. {samples}"),
+                   err=True)
     for note in stats.ignored_files:
-        click.echo(f"ridtrace: ignored {note.file}: {note.reason}", err=True)
+        click.echo(visible(f"ridtrace: ignored {note.file}: {note.reason}"), err=True)
     for note in stats.unreadable_files:
-        click.echo(f"ridtrace: could not read all of {note.file}: {note.reason}", err=True)
+        click.echo(visible(f"ridtrace: could not read all of {note.file}: {note.reason}"),
+                   err=True)
     if stats.lines == 0:
         click.echo("ridtrace: no log lines found", err=True)
 
