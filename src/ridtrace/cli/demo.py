@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -57,6 +58,9 @@ def demo(
         # Coroutines the interrupt left unstarted would each print a RuntimeWarning at
         # exit: noise after a stop the user asked for, and reported on the next line.
         warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
+        # So would a traffic task the interrupt left pending when it is collected
+        # ("Task was destroyed but it is pending!", through asyncio's logger).
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
         click.echo("interrupted: every process the demo started has been stopped", err=True)
         sys.exit(130)
     sys.exit(code)
