@@ -193,10 +193,8 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
         for child in files:
             try:
                 kind = _kind(child)
-            except PermissionError as exc:  # listed, but its directory may not be searched
-                add(Source(name=str(child), path=child, size=0, from_directory=True,
-                           regular=False, unreadable=f"cannot read it: {exc.strerror}"))
-                continue
+            except PermissionError:  # listed, but its directory may not be searched:
+                kind = "file"  # `_file_source` lists it as unreadable, with the reason
             add(_file_source(child, from_directory=True) if kind == "file"
                 else _walked_entry(child))
         for entry in unlisted:
