@@ -9,6 +9,7 @@ a URL the connection would fail on or read differently from the redaction.
 
 from __future__ import annotations
 
+import functools
 from urllib.parse import SplitResult, urlsplit
 
 __all__ = ["REDACTED_USERINFO", "checked_worker_url", "redacted_url"]
@@ -17,6 +18,7 @@ REDACTED_USERINFO = "***"
 """What stands in for a URL's ``user:password`` part."""
 
 
+@functools.lru_cache(maxsize=256)  # the few worker URLs, shown on every request's lines
 def redacted_url(url: str) -> str:
     """``url`` with any userinfo replaced: ``http://***@host:port/path``.
 
