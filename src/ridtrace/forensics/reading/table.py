@@ -351,14 +351,15 @@ class LogTable:
     def _spans(self) -> tuple[pa.Table, dict[str, np.ndarray]]:
         got = self._read(lean_spans_sql if self.lean else _spans_sql, self._run)
         # First-seen order: sorting the few span rows here beats an ORDER BY in the plan.
-        got = got.take(pa.array(np.argsort(got["first_rn"].to_numpy(), kind="stable")))
-        kind = got["_kind"].to_numpy()
+        # The order is applied once, by the one `take` that also keeps the span rows.
+        order = np.argsort(got["first_rn"].to_numpy(), kind="stable")
+        kind = got["_kind"].to_numpy()[order]
         self.window_lines = int(pc.sum(got["_window"]).as_py() or 0)
         bad = kind == SUSPECT
         rescued: list[dict[str, Any]] = []
         judged: list[tuple[int, str]] = []
         if bad.any():
-            flags = got.filter(pa.array(bad))
+            flags = got.take(pa.array(order[bad]))
             rescued, judged = self._judge(
                 flags["first_rn"].to_numpy(), *(
                     flags[c].to_numpy(zero_copy_only=False)
@@ -374,10 +375,10 @@ class LogTable:
             finally:
                 self.con.unregister("ridtrace_events")
         else:
-            got = got.filter(pa.array(kind == SPAN))
+            rows = [f"{c}_rn" for c in _LINE_KINDS]
+            got = got.select([*_span_fields(got), *rows]).take(pa.array(order[kind == SPAN]))
         lines = {f"{c}_line": self._lines_of(got[f"{c}_rn"]) for c in _LINE_KINDS}
-        keep = [c for c in got.column_names if not c.endswith("_rn") and not c.startswith("_")]
-        return got.select(keep), lines
+        return got.select(_span_fields(got)), lines
 
     def _ordered_events(self) -> pa.Table:
         return self._read(
@@ -449,3 +450,8 @@ class LogTable:
 
 
 _LINE_KINDS = ("first", "last", "unlinked", "foreign", "deprecated")
+
+
+def _span_fields(spans: pa.Table) -> list[str]:
+    """The columns a span row keeps: not its row numbers, not the read's own flags."""
+    return [c for c in spans.column_names if not c.endswith("_rn") and not c.startswith("_")]
