@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from ridtrace.forensics.reading.files import read_all
+from ridtrace.forensics.reading.inputs import expand_inputs
 from ridtrace.forensics.reading.lean import lean_spans_sql
-from ridtrace.forensics.reading.table import PreparedReads, _source_sql, connect
+from ridtrace.forensics.reading.table import LogTable, PreparedReads, _source_sql, connect
 from tests.forensics.helpers import rt_request
 
 
@@ -43,3 +47,27 @@ def test_a_query_that_does_not_read_the_file_once_runs_as_it_is(tmp_path: Path) 
         assert prepared._names == {}
     finally:
         con.close()
+
+
+def test_files_read_side_by_side_never_run_more_duckdb_threads_than_cpus(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each file's numbered scan runs on its reading thread; DuckDB workers on top of
+    # those only crowded the cores (more page faults and system time, no less wall).
+    import ridtrace.forensics.reading.files as files_module
+    import ridtrace.forensics.reading.table as table_module
+
+    for module in (files_module, table_module):
+        monkeypatch.setattr(module, "usable_cpus", lambda: 4)
+    sources = []
+    for i in range(2):
+        path = tmp_path / f"pod-{i}.jsonl"
+        path.write_text("\n".join(rt_request(f"{i:016x}", f"r{i}", 0, 1)) + "\n")
+        sources.append(path)
+
+    def threads(table: LogTable, file_id: int) -> int:
+        return int(table.con.sql("SELECT current_setting('threads')").fetchall()[0][0])
+
+    got = read_all(expand_inputs([str(p) for p in sources]), threads, lean=True)
+    # Two files on four CPUs: two reading threads, two DuckDB threads each at most.
+    assert got.results == [2, 2]
