@@ -56,3 +56,40 @@ def test_ten_megabyte_bodies_get_413(stack: Stack, chunked: bool) -> None:
         assert response.status_code == 413
         assert "exceeds" in response.json()["error"]["message"]
         assert client.get(stack.url + "/health").json()["status"] == "ok"
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+
+
+def test_client_chosen_strings_reach_no_log_line_unchecked(stack: Stack) -> None:
+    """A model name, an ``n`` and a path are the client's: no log line (frontend or
+    worker) carries one uncapped or with its control characters."""
+    tag = "hostile-strings"
+    chat = {"messages": [{"role": "user", "content": "x"}]}
+    with httpx.Client(base_url=stack.url, timeout=30, headers={"x-request-id": tag}) as client:
+        for path, body, param in [
+            ("/v1/chat/completions", {**chat, "model": "m" * 100_000}, "model"),
+            ("/v1/chat/completions", {**chat, "model": "a\nb\x1b[31m"}, "model"),
+            ("/v1/messages", {**chat, "max_tokens": 5, "model": "\u202eevil"}, None),
+            ("/inference/v1/generate", {"prompt": "x", "model": "z" * 300}, "model"),
+            ("/v1/chat/completions", {**chat, "n": "N" * 200_000}, "n"),
+        ]:
+            response = client.post(path, json=body)
+            assert response.status_code == 400, (path, response.text[:200])
+            error = response.json()["error"]
+            if param is not None:
+                assert error["param"] == param and len(error["message"]) < 200
+        assert client.post("/v1/%0A%01%1B[31m" + "p" * 20_000, json=chat).status_code == 404
+        ok = client.post("/v1/chat/completions", json={**chat, "model": "my-model \u00e9"})
+        assert ok.status_code == 200 and ok.json()["model"] == "my-model \u00e9"
+    lines = [line for proc in (stack.frontend, *stack.workers) for line in proc.lines()
+             if line.get("x_request_id") == tag]
+    assert len(lines) >= 12
+    for line in lines:
+        for text in _strings(line):
+            assert len(text) <= 2048 and text.isprintable(), (line.get("event"), text[:80])

@@ -118,3 +118,10 @@ def test_the_uuid7_after_a_full_counter_carries_into_the_clock_bits_only() -> No
     assert nxt.int >> 80 == millis + 1 and nxt.int > full
     half = millis << 80 | 0x7 << 76 | 0x0123 << 64 | 0b10 << 62 | identity._RAND_B
     assert identity._after(half) == millis << 80 | 0x7 << 76 | 0x0124 << 64 | 0b10 << 62
+
+
+def test_shown_text_caps_and_escapes_what_is_not_printable() -> None:
+    assert identity.shown_text("/v1/chat/completions", 64) == "/v1/chat/completions"
+    assert identity.shown_text("/v1/\n\x01\x1b[31m\u202e", 64) == "/v1/\\n\\x01\\x1b[31m\\u202e"
+    assert identity.shown_text("/" + "p" * 99, 10) == "/ppppppppp...[100 chars]"
+    assert identity.shown_text("caf\u00e9", 8) == "caf\u00e9"  # printable non-ASCII stays

@@ -27,6 +27,8 @@ from ridtrace.tracing import (
     validate_client_id,
 )
 from ridtrace.tracing.deprecation import reset_warnings
+from ridtrace.tracing.exchange import MAX_SHOWN_PATH
+from ridtrace.tracing.identity import shown_text
 from ridtrace.tracing.logs import configure_logging
 
 PRINTABLE = re.compile(rb"^[\x20-\x7e]{1,128}$")
@@ -61,7 +63,7 @@ async def _app(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b"ok"})
 
 
-def _call(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+def _call(headers: list[tuple[bytes, bytes]], path: str = "/p") -> list[tuple[bytes, bytes]]:
     """One request through the middleware; the response headers."""
     middleware = RequestTracingMiddleware(_app)
     sent: list[dict[str, Any]] = []
@@ -72,7 +74,7 @@ def _call(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "method": "GET", "path": "/p", "headers": headers,
+    scope = {"type": "http", "method": "GET", "path": path, "headers": headers,
              "client": ("127.0.0.1", 1), "query_string": b"", "asgi": {"version": "3.0"}}
     asyncio.run(middleware(scope, receive, send))  # type: ignore[arg-type]
     return list(sent[0]["headers"])
@@ -112,6 +114,32 @@ def test_no_control_character_reaches_a_header_or_a_log_line(
             assert line["x_request_id"].encode() == valid[0]
         if "user_agent" in line:
             assert PRINTABLE.match(line["user_agent"].encode())
+
+
+# Any text a server may hand over as the percent-decoded path (/%0A%1B → "/\n\x1b"),
+# sometimes far longer than any route.
+_PATHS = st.one_of(
+    st.text(max_size=200).map(lambda t: "/" + t),
+    st.tuples(st.text(max_size=3), st.integers(1000, 20_000)).map(lambda p: "/" + p[0] * p[1]),
+)
+
+
+@SHARED_LOG
+@given(_PATHS)
+def test_the_path_reaches_a_log_line_capped_and_with_its_controls_escaped(
+    shared_log: Path, path: str
+) -> None:
+    offset = shared_log.stat().st_size
+    _call([], path)
+    written, _ = _new_lines(shared_log, offset)
+    assert not CONTROL.search(written)
+    lines = [orjson.loads(line) for line in written.splitlines()]
+    logged = [x["path"] for x in lines if x.get("event", "").startswith("request.")]
+    assert len(logged) == 2 and logged[0] == logged[1]
+    assert logged[0] == shown_text(path, MAX_SHOWN_PATH)
+    assert logged[0].isprintable() and len(logged[0]) <= 10 * MAX_SHOWN_PATH + 32
+    if path.isprintable() and len(path) <= MAX_SHOWN_PATH:
+        assert logged[0] == path  # a clean path is logged as sent
 
 
 @SHARED_LOG

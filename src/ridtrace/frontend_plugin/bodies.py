@@ -19,6 +19,7 @@ __all__ = [
     "body_client_id",
     "chat_prompt",
     "content_text",
+    "model_name",
     "opt_bool",
     "opt_str",
     "require_object",
@@ -68,6 +69,26 @@ def opt_str(body: dict[str, Any], name: str, default: str | None = None) -> str 
     return value
 
 
+MAX_MODEL_LENGTH = 256
+"""Longest model name accepted: the name is echoed in every chunk and written on the
+request's log lines, so it is held to a cap like any client-chosen string."""
+
+
+def model_name(body: dict[str, Any], default: str) -> str:
+    """The ``model`` field: ``default`` when absent or empty; otherwise printable text
+    of at most :data:`MAX_MODEL_LENGTH` characters (no control characters)."""
+    value = opt_str(body, "model")
+    if not value:
+        return default
+    if len(value) > MAX_MODEL_LENGTH or not value.isprintable():
+        raise InvalidRequest(
+            f"'model' must be at most {MAX_MODEL_LENGTH} printable characters "
+            "(no control characters)",
+            param="model",
+        )
+    return value
+
+
 def opt_bool(body: dict[str, Any], name: str) -> bool:
     """An optional boolean field (``false`` when absent)."""
     value = body.get(name)
@@ -101,7 +122,9 @@ def single_choice(body: dict[str, Any]) -> None:
     value = body.get("n")
     if value is None or (value == 1 and isinstance(value, int) and not isinstance(value, bool)):
         return
-    raise InvalidRequest(f"'n' must be 1: one choice per request is supported, got {value!r}",
+    # The value is the client's: shown only when it is short (the message is logged).
+    shown = repr(value) if isinstance(value, (int, float)) else _kind(value)
+    raise InvalidRequest(f"'n' must be 1: one choice per request is supported, got {shown}",
                          param="n")
 
 

@@ -23,6 +23,8 @@ from ridtrace.frontend_plugin.settings import WorkerSettings
 from ridtrace.frontend_plugin.work_endpoint import WorkEndpoint, WorkRoute, work_route_of
 from ridtrace.tracing import RequestTracingMiddleware, TracingSettings
 from ridtrace.tracing.eventlog import EventLog
+from ridtrace.tracing.exchange import MAX_SHOWN_PATH
+from ridtrace.tracing.identity import shown_text
 from ridtrace.tracing.lifecycle import telemetry_lifespan
 from ridtrace.tracing.meters import METRICS_PATH, metrics_endpoint
 
@@ -102,5 +104,6 @@ def create_worker_app(
 
 def _log_unauthorized(path: str) -> None:
     events.warning(
-        WORKER_REFUSED, event=WORKER_REFUSED, outcome=UNAUTHORIZED, status=401, path=path
+        WORKER_REFUSED, event=WORKER_REFUSED, outcome=UNAUTHORIZED, status=401,
+        path=shown_text(path, MAX_SHOWN_PATH),  # whoever calls without the token chose it
     )

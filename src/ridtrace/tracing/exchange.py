@@ -14,10 +14,11 @@ from starlette.types import Scope, Send
 
 from ridtrace.contract import REQUEST_END, REQUEST_START
 from ridtrace.tracing.context import RequestContext
-from ridtrace.tracing.identity import validate_client_id
+from ridtrace.tracing.identity import shown_text, validate_client_id
 from ridtrace.tracing.inbound import decide_outcome
 
 __all__ = [
+    "MAX_SHOWN_PATH",
     "Exchange",
     "end_fields",
     "outcome_of",
@@ -26,6 +27,10 @@ __all__ = [
     "start_attributes",
     "start_fields",
 ]
+
+# The path is the client's (percent-decoded, so %0A is a line feed): capped and its
+# control characters escaped before a log line or span attribute carries it.
+MAX_SHOWN_PATH = 1024
 
 _INTERNAL_ERROR_BODY = b"Internal Server Error"
 _INTERNAL_ERROR_HEADERS = [
@@ -69,7 +74,7 @@ def start_attributes(
     if method is not None:
         attributes["http.request.method"] = method
     if path is not None:
-        attributes["url.path"] = path
+        attributes["url.path"] = shown_text(path, MAX_SHOWN_PATH)
     return attributes
 
 
@@ -86,7 +91,9 @@ def start_fields(
     little on each line.
     """
     fields: dict[str, Any] = {
-        "event": REQUEST_START, "method": scope.get("method", ""), "path": scope.get("path", "")
+        "event": REQUEST_START,
+        "method": scope.get("method", ""),
+        "path": shown_text(scope.get("path", ""), MAX_SHOWN_PATH),
     }
     client = scope.get("client")
     if client:
@@ -115,7 +122,7 @@ def end_fields(
     fields: dict[str, Any] = {
         "event": REQUEST_END,
         "method": scope.get("method", ""),
-        "path": scope.get("path", ""),
+        "path": shown_text(scope.get("path", ""), MAX_SHOWN_PATH),
         "status": state.status,
         "outcome": outcome,
         "duration_ms": round(duration_s * 1000, 3),

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 __all__ = [
     "mint_span_id",
     "mint_trace_span_ids",
+    "shown_text",
     "uuid4_id",
     "uuid7_id",
     "validate_client_id",
@@ -180,3 +181,24 @@ def validate_client_id(
         return None
     text = raw.decode("ascii") if isinstance(raw, bytes) else raw
     return text if text.isprintable() else None
+
+
+def shown_text(text: str, max_length: int) -> str:
+    """``text`` as a log line or span attribute may carry it: capped, nothing hidden.
+
+    For client-controlled strings that are kept even when they are not clean ids (a
+    request's percent-decoded path): the first ``max_length`` characters, each
+    character that is not printable (control characters, CR/LF, bidirectional
+    controls) written as its escape (``\\n``, ``\\x01``, ``\\u202e``), and a note of
+    the full length when it was cut. Clean text is returned as it is.
+    """
+    if len(text) <= max_length and text.isprintable():
+        return text
+    head = text[:max_length]
+    if not head.isprintable():
+        head = "".join(
+            c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in head
+        )
+    if len(text) > max_length:
+        head += f"...[{len(text)} chars]"
+    return head

@@ -8,8 +8,8 @@ from ridtrace.frontend_plugin.bodies import (
     Parsed,
     chat_prompt,
     content_text,
+    model_name,
     opt_bool,
-    opt_str,
     token_limit,
 )
 from ridtrace.frontend_plugin.pump import Failed, Finished
@@ -77,7 +77,7 @@ class _MessagesSpec(ApiSpec):
         system = body.get("system")
         system_text = content_text(system, "system") if system is not None else None
         return Parsed(
-            model=opt_str(body, "model", settings.model) or settings.model,
+            model=model_name(body, settings.model),
             prompt=chat_prompt(body.get("messages"), "messages", system_text),
             # Required by the Messages API, so required here too.
             max_tokens=token_limit(body.get("max_tokens"), param="max_tokens",

@@ -13,8 +13,8 @@ from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
     Parsed,
     body_client_id,
+    model_name,
     opt_bool,
-    opt_str,
     token_limit,
     token_prompt,
 )
@@ -86,7 +86,7 @@ class _GenerateSpec(ApiSpec):
         name = "sampling_params.max_tokens" if "max_tokens" in params else "max_tokens"
         value = params.get("max_tokens", body.get("max_tokens"))
         return Parsed(
-            model=opt_str(body, "model", settings.model) or settings.model,
+            model=model_name(body, settings.model),
             prompt=prompt,
             max_tokens=token_limit(value, param=name, limit=settings.max_tokens_limit,
                                    default=settings.default_max_tokens),
@@ -145,7 +145,7 @@ class _SglangSpec(ApiSpec):
             raise InvalidRequest("'text' or 'input_ids' is required", param="text")
         rid = body_client_id(body, "rid")
         return Parsed(
-            model=opt_str(body, "model", settings.model) or settings.model,
+            model=model_name(body, settings.model),
             prompt=prompt,
             max_tokens=token_limit(_params(body).get("max_new_tokens"),
                                    param="sampling_params.max_new_tokens",

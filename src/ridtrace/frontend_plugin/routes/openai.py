@@ -8,6 +8,7 @@ from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
     Parsed,
     chat_prompt,
+    model_name,
     opt_bool,
     opt_str,
     single_choice,
@@ -112,7 +113,7 @@ class _ChatSpec(ApiSpec):
     def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
         single_choice(body)
         return Parsed(
-            model=opt_str(body, "model", settings.model) or settings.model,
+            model=model_name(body, settings.model),
             prompt=chat_prompt(body.get("messages")),
             max_tokens=_limit(body, settings, "max_completion_tokens", "max_tokens"),
             stream=opt_bool(body, "stream"),
@@ -175,7 +176,7 @@ class _CompletionSpec(ApiSpec):
             raise InvalidRequest("'prompt' is required", param="prompt")
         single_choice(body)
         return Parsed(
-            model=opt_str(body, "model", settings.model) or settings.model,
+            model=model_name(body, settings.model),
             prompt=token_prompt(body["prompt"], "prompt"),
             max_tokens=_limit(body, settings, "max_tokens"),
             stream=opt_bool(body, "stream"),
@@ -285,7 +286,7 @@ class _ResponsesSpec(ApiSpec):
         else:
             raise InvalidRequest("'input' must be a string or a list of messages", param="input")
         return Parsed(
-            model=opt_str(body, "model", settings.model) or settings.model,
+            model=model_name(body, settings.model),
             prompt=prompt,
             max_tokens=_limit(body, settings, "max_output_tokens"),
             stream=opt_bool(body, "stream"),
