@@ -93,3 +93,28 @@ def test_client_chosen_strings_reach_no_log_line_unchecked(stack: Stack) -> None
     for line in lines:
         for text in _strings(line):
             assert len(text) <= 2048 and text.isprintable(), (line.get("event"), text[:80])
+
+
+@pytest.mark.parametrize("headers", [
+    {"content-type": "text/plain"},  # what a web page may POST cross-site without a preflight
+    {"content-type": "application/x-www-form-urlencoded"},
+    {"content-type": "multipart/form-data; boundary=b"},
+    {"content-type": "application/json", "content-encoding": "gzip"},
+])
+def test_bodies_that_are_not_plain_json_get_415_in_the_routes_shape(
+    stack: Stack, headers: dict[str, str]
+) -> None:
+    before = stack.inflight()["registered"]
+    body = b'{"messages": [{"role": "user", "content": "x"}], "max_tokens": 5, "prompt": "x"}'
+    with httpx.Client(base_url=stack.url, timeout=30) as client:
+        for path in ("/v1/chat/completions", "/v1/messages", "/generate"):
+            response = client.post(path, content=body * 2000, headers=headers)
+            assert response.status_code == 415, (path, response.text)
+            assert "content-" in response.json()["error"]["message"]
+            if path == "/v1/messages":
+                assert response.json()["type"] == "error"
+        # The same connection, JSON as it is meant to be sent (and with no content-type).
+        for extra in ({"content-type": "application/json; charset=utf-8"}, {}):
+            ok = client.post("/v1/completions", content=b'{"prompt": "json"}', headers=extra)
+            assert ok.status_code == 200 and "json" in ok.json()["choices"][0]["text"]
+    assert stack.inflight()["registered"] == before + 2

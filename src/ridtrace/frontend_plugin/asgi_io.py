@@ -16,6 +16,7 @@ from starlette.types import Receive, Scope, Send
 __all__ = [
     "GuardedStreamingResponse",
     "fastapi_app",
+    "json_body_refusal",
     "plain_route",
     "read_body",
     "receive_body",
@@ -25,6 +26,31 @@ __all__ = [
 # A body over the cap is still read (and thrown away) up to this multiple of the cap,
 # so the client gets to read our 413 instead of a reset connection mid-upload.
 _DRAIN_FACTOR = 32
+
+
+def json_body_refusal(scope: Scope) -> str | None:
+    """Why a request's body cannot be read as JSON from its headers, or ``None``.
+
+    The body is JSON when ``content-type`` is absent (curl with ``--data-binary``,
+    clients that send none) or names JSON (``application/json``,
+    ``application/*+json``), as FastAPI decides for its own body parameters, and it
+    is not compressed. Parsing a ``text/plain``, form or multipart body as JSON
+    anyway would let any web page make a visitor's browser call the routes (those
+    types are sent cross-site without a preflight), and a gzip body failed with a
+    confusing "not valid UTF-8".
+    """
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            media = value.split(b";", 1)[0].strip().lower()
+            main, _, sub = media.partition(b"/")
+            if main != b"application" or not (sub == b"json" or sub.endswith(b"+json")):
+                shown = media.decode("latin-1")[:64]
+                if not shown.isprintable():
+                    shown = "?"
+                return f"unsupported content-type '{shown}': send 'application/json'"
+        elif name == b"content-encoding" and value.strip().lower() not in (b"", b"identity"):
+            return "unsupported content-encoding: send the JSON body uncompressed"
+    return None
 
 
 def fastapi_app(*, app_class: type[FastAPI] = FastAPI, **options: Any) -> FastAPI:

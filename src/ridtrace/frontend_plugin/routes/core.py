@@ -15,7 +15,11 @@ from starlette.types import Receive, Scope, Send
 
 from ridtrace.contract import RESPONSE_UNLINKED, SHUTTING_DOWN
 from ridtrace.fingerprint import fingerprint
-from ridtrace.frontend_plugin.asgi_io import receive_body, wait_for_disconnect
+from ridtrace.frontend_plugin.asgi_io import (
+    json_body_refusal,
+    receive_body,
+    wait_for_disconnect,
+)
 from ridtrace.frontend_plugin.bodies import InvalidRequest, Parsed, require_object
 from ridtrace.frontend_plugin.direct import Call, new_call
 from ridtrace.frontend_plugin.frontend import CallerLeft, Frontend, Item
@@ -60,6 +64,10 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
     settings = fe.settings
     annotate_request(endpoint=api.endpoint, id_policy=fe.registry.policy)
     if await _refused_while_stopping(fe, send, api):
+        return
+    refusal = json_body_refusal(scope)
+    if refusal is not None:
+        await _reject(send, api, 415, refusal, None)
         return
     body = await receive_body(scope, receive, settings.max_body_bytes)
     # A slow body may finish arriving after in-flight calls were ended: refuse it too.
