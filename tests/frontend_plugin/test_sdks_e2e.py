@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import anthropic
+import httpx
 import openai
 import pytest
 
@@ -114,3 +115,24 @@ def test_anthropic_error_shape(claude: anthropic.Anthropic) -> None:
         claude.messages.create(model="echo", max_tokens=0,
                                messages=[{"role": "user", "content": "x"}])
     assert "max_tokens" in str(info.value)
+
+
+def test_unknown_routes_and_methods_are_errors_the_sdks_can_read(
+    oai: openai.OpenAI, claude: anthropic.Anthropic, stack: Stack
+) -> None:
+    # FastAPI's {"detail": "Not Found"} is neither API's shape: the OpenAI SDK's
+    # error then said only "Error code: 404".
+    with pytest.raises(openai.NotFoundError) as found:
+        oai.models.retrieve("echo")
+    assert found.value.message.endswith("Not Found: GET /v1/models/echo")
+    assert found.value.type == "invalid_request_error"
+    with pytest.raises(anthropic.NotFoundError) as missing:
+        claude.messages.count_tokens(model="echo", messages=[{"role": "user", "content": "x"}])
+    assert missing.value.body == {"type": "error", "error": {
+        "type": "not_found_error", "message": "Not Found: POST /v1/messages/count_tokens"}}
+    wrong = httpx.get(stack.url + "/v1/chat/completions", headers={"x-request-id": "m-405"})
+    assert wrong.status_code == 405 and wrong.headers["allow"] == "POST"
+    assert wrong.headers["x-request-id"] == "m-405" and "x-server-request-id" in wrong.headers
+    assert wrong.json()["error"]["message"] == "Method Not Allowed: GET /v1/chat/completions"
+    put = httpx.put(stack.url + "/v1/messages")
+    assert put.status_code == 405 and put.json()["type"] == "error"

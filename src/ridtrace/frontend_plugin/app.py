@@ -6,7 +6,11 @@ import gc
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
+import orjson
 from fastapi import FastAPI
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp
 
@@ -20,12 +24,29 @@ from ridtrace.frontend_plugin.drain import Drain
 from ridtrace.frontend_plugin.frontend import Frontend
 from ridtrace.frontend_plugin.routes import InferenceFastPath, create_router
 from ridtrace.frontend_plugin.routes.anthropic import MESSAGES
+from ridtrace.frontend_plugin.routes.openai import CHAT
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.tracing import RequestTracingMiddleware, TracingSettings, telemetry_lifespan
+from ridtrace.tracing.identity import shown_text
 from ridtrace.tracing.meters import METRICS_PATH, metrics_endpoint
 
 __all__ = ["METRICS_PATH", "create_frontend_app"]
 
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """A path no route serves (404) or a method it does not take (405), in the API's
+    error shape: FastAPI's ``{"detail": ...}`` left the OpenAI SDK's error without a
+    message and is neither API's shape."""
+    assert isinstance(exc, HTTPException)
+    path = request.url.path
+    message = f"{exc.detail}: {request.method} {shown_text(path, 256)}"
+    if path.startswith(MESSAGES.path):
+        kind = "not_found_error" if exc.status_code == 404 else None
+        payload = MESSAGES.error_payload(exc.status_code, message, kind)
+    else:
+        payload = CHAT.error_payload(exc.status_code, message)
+    return Response(orjson.dumps(payload), exc.status_code, headers=exc.headers,
+                    media_type="application/json")
 
 
 class _FrontendApp(FastAPI):
@@ -86,7 +107,8 @@ def create_frontend_app(
             finally:
                 await fe.aclose()
 
-    app = fastapi_app(app_class=_FrontendApp, title="ridtrace frontend", lifespan=lifespan)
+    app = fastapi_app(app_class=_FrontendApp, title="ridtrace frontend", lifespan=lifespan,
+                      exception_handlers={HTTPException: _http_error})
     app.state.frontend = fe
     router = create_router(frontend=fe)
     app.include_router(router)

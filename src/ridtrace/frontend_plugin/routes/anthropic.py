@@ -90,7 +90,8 @@ class _MessagesSpec(ApiSpec):
         return _MessagesRenderer(parsed, ids)
 
     def error_body(self, status: int, message: str, kind: str, param: str | None) -> dict[str, Any]:
-        kinds = {"invalid_request_error": "invalid_request_error", "conflict": "conflict_error"}
+        kinds = {"invalid_request_error": "invalid_request_error", "conflict": "conflict_error",
+                 "not_found_error": "not_found_error"}
         return {"type": "error", "error": {"type": kinds.get(kind, "api_error"),
                                            "message": message}}
 
