@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 
 import httpx
@@ -118,3 +119,24 @@ def test_bodies_that_are_not_plain_json_get_415_in_the_routes_shape(
             ok = client.post("/v1/completions", content=b'{"prompt": "json"}', headers=extra)
             assert ok.status_code == 200 and "json" in ok.json()["choices"][0]["text"]
     assert stack.inflight()["registered"] == before + 2
+
+
+def test_whitespace_around_the_client_id_is_not_part_of_it(stack: Stack) -> None:
+    """Raw bytes, as httpx would not send them: uvicorn's httptools parser keeps the
+    trailing whitespace of a value, which is not part of it (RFC 9110)."""
+    body = b'{"prompt": "padded id"}'
+    request = (
+        b"POST /v1/completions HTTP/1.1\r\nhost: x\r\nconnection: close\r\n"
+        b"content-type: application/json\r\nx-request-id: \t padded-id \t \r\n"
+        b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
+    with socket.create_connection(("127.0.0.1", stack.frontend.port), timeout=30) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head = answer.split(b"\r\n\r\n", 1)[0].lower()
+    assert head.startswith(b"http/1.1 200") and b"\r\nx-request-id: padded-id\r\n" in head
+    ends = [line for line in stack.frontend.lines() if line.get("event") == "request.end"
+            and str(line.get("x_request_id", "")).strip() == "padded-id"]
+    assert [line["x_request_id"] for line in ends] == ["padded-id"]
