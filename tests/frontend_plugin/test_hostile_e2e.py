@@ -140,3 +140,15 @@ def test_whitespace_around_the_client_id_is_not_part_of_it(stack: Stack) -> None
     ends = [line for line in stack.frontend.lines() if line.get("event") == "request.end"
             and str(line.get("x_request_id", "")).strip() == "padded-id"]
     assert [line["x_request_id"] for line in ends] == ["padded-id"]
+
+
+def test_a_too_large_messages_body_gets_anthropics_413_type(stack: Stack) -> None:
+    # Anthropic's API calls a 413 'request_too_large'; a caller's code and logs read it.
+    size = 10 * 1024 * 1024
+    with httpx.Client(timeout=30) as client:
+        response = client.post(stack.url + "/v1/messages", content=b"{" + b" " * size + b"}")
+        assert response.status_code == 413
+        error = response.json()
+        assert error["type"] == "error"
+        assert error["error"]["type"] == "request_too_large"
+        assert "exceeds" in error["error"]["message"]

@@ -92,8 +92,16 @@ class _MessagesSpec(ApiSpec):
     def error_body(self, status: int, message: str, kind: str, param: str | None) -> dict[str, Any]:
         kinds = {"invalid_request_error": "invalid_request_error", "conflict": "conflict_error",
                  "not_found_error": "not_found_error"}
-        return {"type": "error", "error": {"type": kinds.get(kind, "api_error"),
-                                           "message": message}}
+        name = _TYPE_OF_STATUS.get(status) or kinds.get(kind, "api_error")
+        return {"type": "error", "error": {"type": name, "message": message}}
+
+
+# The error types Anthropic's API documents for these statuses (its SDK picks the error
+# class by status; the type is what a caller's code and logs read).
+_TYPE_OF_STATUS = {
+    401: "authentication_error", 403: "permission_error", 404: "not_found_error",
+    413: "request_too_large", 429: "rate_limit_error", 529: "overloaded_error",
+}
 
 
 MESSAGES = _MessagesSpec()
