@@ -84,6 +84,19 @@ def test_a_leap_second_is_read_as_the_next_second(tmp_path: Path) -> None:
     assert [t.isoformat() for t in logs.events["time"]] == ["2017-01-01T00:00:00.500000+00:00"]
 
 
+@pytest.mark.parametrize("stamp", ["9999-12-31T23:00:00-05:00", "0001-01-01T00:00:00+01:00"])
+def test_a_time_with_no_utc_datetime_is_a_bad_line_when_python_judges_it(
+    tmp_path: Path, stamp: str
+) -> None:
+    # The lone surrogate sends the line to the standard library's parser; its UTC time
+    # would fall in year 10000 or year 0, which a datetime cannot hold (OverflowError).
+    good = rt_request("a" * 16, "r1", 0, 1)
+    odd = rt("request.start", time=stamp, request_id="\udc80", span_id="b" * 16)
+    logs = load_events([str(_write(tmp_path / "f.jsonl", [good[0], odd, good[1]]))])
+    assert _reasons(logs) == {2: "invalid time"}
+    assert list(logs.events["line"]) == [1, 3]
+
+
 def test_json_nested_beyond_the_parsers_limit_is_a_bad_line_not_a_crash(tmp_path: Path) -> None:
     good = rt_request("a" * 16, "r1", 0, 1)
     lines: list[str | bytes] = [

@@ -36,14 +36,16 @@ def parse_time(value: str) -> datetime | None:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         return None
-    if leap:
-        try:
+    try:
+        if leap:
             parsed += timedelta(seconds=1)
-        except OverflowError:  # the last second of year 9999 has no next one
-            return None
-    if parsed.tzinfo is None:
-        return parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc)
+        if parsed.tzinfo is None:
+            return parsed.replace(tzinfo=timezone.utc)
+        return parsed.astimezone(timezone.utc)
+    except OverflowError:
+        # Past the years a datetime holds (1-9999): the last second of year 9999 has
+        # no next one, and 9999-12-31T23:00-05:00 or 0001-01-01T00:00+01:00 has no UTC.
+        return None
 
 
 # A lone surrogate is valid JSON but no Unicode scalar value: Arrow strings are UTF-8,
