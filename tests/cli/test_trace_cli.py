@@ -162,6 +162,27 @@ def test_dynamo_collision_with_skewed_worker_clocks(tmp_path: Path) -> None:
     assert f"held request {rid} at the same time" in out
 
 
+@pytest.mark.parametrize("stamp", ["0001-01-01T00:00:00Z", "0000-06-01T00:00:00Z"])
+def test_a_time_outside_pandas_nanoseconds_is_shown_not_a_crash(
+    tmp_path: Path, stamp: str
+) -> None:
+    # Go's zero time (an unset clock field) is read, as DuckDB reads year 0 too; with
+    # worker clocks corrected, the shift must stay in microseconds (1677-2262 in ns).
+    truth = write_dynamo_logs(tmp_path, DynamoSpec(
+        requests=20, duplicates=1, cancelled=0, bad_lines=0, workers=2,
+        worker_skew_us=(-397_000, 250_000)))
+    rid = next(key for kind, key in truth.expected if kind == "duplicate_in_flight")
+    front = tmp_path / "frontend.jsonl"
+    first = next(json.loads(x) for x in front.read_text().splitlines()[1:] if rid in x)
+    with front.open("a") as fh:
+        fh.write(json.dumps({**first, "time": stamp, "message": "clock unset"}) + "\n")
+    for fmt in ("json", "table", "csv"):
+        code, out, err = run("trace", rid, str(tmp_path), "--format", fmt, "-q")
+        assert code == 0, err
+    code, out, _ = run("trace", rid, str(tmp_path), "-q")
+    assert f"waterfall from {stamp[:19]}.000000Z" in out
+
+
 def test_unknown_id_exit_1(tmp_path: Path) -> None:
     (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a" * 16, "r", 0, 1)) + "\n")
     code, _, err = run("trace", "no-such-id", str(tmp_path))

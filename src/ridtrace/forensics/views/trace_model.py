@@ -127,7 +127,9 @@ def _shift_events(events: pd.DataFrame, offsets: dict[str, int]) -> pd.Series:
     if not offsets:
         return times
     shift = events["file"].astype(str).map(offsets).fillna(0).to_numpy(dtype=np.int64)
-    return times + pd.to_timedelta(shift * 1000, unit="ns")
+    # In microseconds, the times' own unit: nanoseconds would cast the times to a
+    # range of 1677-2262 and fail on a Go zero time (0001-01-01) in the logs.
+    return times + shift.astype("timedelta64[us]")
 
 
 def _ms(t: Any, t0: pd.Timestamp) -> float:

@@ -142,7 +142,7 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
     lo = 0.0
     hi = max(at(b, bar.end_ms) for b in view.blocks for bar in b.spans)
     scale = bar_width / max(hi - lo, 1e-3)
-    lines = [Text(f"waterfall from {t0.strftime('%Y-%m-%dT%H:%M:%S.%fZ')} (0 ms); "
+    lines = [Text(f"waterfall from {rfc3339_us(t0)} (0 ms); "
                   "right: each span's ms", style="bold")]
     for group in _collision_order(view.blocks):
         stacked = len(group) > 1
