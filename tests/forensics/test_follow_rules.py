@@ -48,6 +48,18 @@ def test_duplicate_reported_when_the_second_start_is_seen_while_the_first_is_ope
     assert rules.feed(_rows(_front("c", "7", 2 * S))) == []
 
 
+def test_a_finding_at_a_time_no_datetime_holds_is_written_as_the_batch_report_does() -> None:
+    # DuckDB reads year 0 and years past 9999; datetime.fromtimestamp raised ValueError
+    # and ended the follow with exit 4.
+    year0 = -62_154_086_400 * S  # 0000-06-01T00:00:00Z
+    far = 253_402_300_800 * S + 1  # 10000-01-01T00:00:00.000001Z
+    for t, text in ((year0, "0000-06-01T00:00:00.000000Z"), (far, "10000-01-01T00:00:00.000001Z"),
+                    (1_790_949_791_482_913, "2026-10-02T14:03:11.482913Z")):
+        rules = LiveRules(window_s=600)
+        found = rules.feed(_rows(_front("a", "7", t), _front("b", "7", t + 1)))
+        assert [(f["kind"], f["time"]) for f in found] == [("duplicate_in_flight", text)]
+
+
 def test_back_to_back_reuse_and_a_callers_own_worker_are_no_duplicate() -> None:
     rules = LiveRules(window_s=600)
     rules.feed(_rows(_front("a", "7", 0), _end("a", "7", 1 * S)))

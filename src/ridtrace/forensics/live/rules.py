@@ -20,20 +20,22 @@ later in the same batch is known before it is judged.
 from __future__ import annotations
 
 import gc
-from datetime import datetime, timezone
 from typing import Any
+
+import numpy as np
 
 from ridtrace.contract import OUTCOME_OK, RESPONSE_UNLINKED, SEVERITY, WORKER
 from ridtrace.forensics.live.parse import COLUMNS, Flag, SpanRows
 from ridtrace.forensics.live.spans import Cluster, Span, WindowState
-from ridtrace.forensics.rfc3339 import rfc3339_us
 
 Finding = dict[str, Any]
 
 
 def iso_us(us: int) -> str:
     """Epoch µs as RFC 3339 UTC, as the analyze report writes times."""
-    return rfc3339_us(datetime.fromtimestamp(us / 1e6, tz=timezone.utc))
+    # numpy, not datetime: DuckDB reads year 0 and years past 9999, which a datetime
+    # cannot hold; numpy writes every year as the batch report's rfc3339_us does.
+    return f"{np.datetime64(us, 'us')}Z"
 
 
 def _finding(kind: str, span: Span, time: int, detail: str,
