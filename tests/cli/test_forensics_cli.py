@@ -227,6 +227,31 @@ def test_csv_cells_a_spreadsheet_would_run_are_kept_as_text(tmp_path: Path) -> N
     assert row["kind"] == "duplicate_in_flight" and row["evidence"].startswith(str(log))
 
 
+def test_trace_and_audit_csv_keep_would_be_formulas_as_text(tmp_path: Path) -> None:
+    import csv
+    import io
+
+    # The same client text as analyze's CSV: ids, and a client host and path in audit.
+    rid, xrid = "=1+1", "@SUM(A1)"
+    lines = rt_request("a", rid, 0, 3, xrid=xrid, deprecated_headers="request-id")
+    start = json.loads(lines[0])
+    lines[0] = json.dumps({**start, "client": "=cmd|' /C calc'!A0:5000", "path": "+cmd"})
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    code, out, err = run("trace", rid, str(log), "--format", "csv")
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert rows and all(r["request_id"] == "'" + rid for r in rows)
+    assert all(r["x_request_id"] == "'" + xrid for r in rows)
+    code, out, err = run("audit", str(log), "--format", "csv", "--by", "client")
+    assert code == 0, err
+    [row] = list(csv.DictReader(io.StringIO(out)))
+    assert row["client"] == "'=cmd|' /C calc'!A0" and row["requests"] == "1"
+    code, out, err = run("audit", str(log), "--format", "csv", "--by", "route")
+    [row] = list(csv.DictReader(io.StringIO(out)))
+    assert row["route"] == "'+cmd"
+
+
 def test_export_requires_output(clean: Path) -> None:
     assert run("export", "jaeger", str(clean))[0] == 2
 

@@ -91,7 +91,7 @@ def audit(
         }
         emit(json.dumps(doc, indent=2), output)
     elif fmt == "csv":
-        emit(table.to_csv(index=False), output)
+        emit(_csv_cells(table).to_csv(index=False), output)
     else:
         from ridtrace.cli.forensics_render import render_audit
 
@@ -104,6 +104,17 @@ def audit(
                 err=True,
             )
         ctx.exit(3)
+
+
+def _csv_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    # Client hosts and routes (a path, when no route matched) are the clients' text, as
+    # analyze's request ids are: no cell may start a spreadsheet formula.
+    from ridtrace.forensics.printable import csv_cell
+
+    out: pd.DataFrame = frame.copy()
+    for column in out.columns:
+        out[column] = out[column].map(lambda v: csv_cell(v) if isinstance(v, str) else v)
+    return out
 
 
 def _rfc3339(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:

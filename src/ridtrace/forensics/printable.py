@@ -23,3 +23,14 @@ _SHOWN.update({code: 0xFFFD for code in _BIDI})
 def visible(text: str) -> str:
     """`text` with every control character replaced by a visible one of the same length."""
     return text.translate(_SHOWN)
+
+
+# What a spreadsheet runs as a formula when a CSV cell starts with it (OWASP's "CSV
+# injection"). Request ids, client ids, routes and messages are the clients' text.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(text: str) -> str:
+    """`text` for a CSV cell: a would-be formula behind a leading apostrophe (which
+    spreadsheets show as text), and control characters shown, not obeyed (`visible`)."""
+    return visible("'" + text if text.startswith(_FORMULA_START) else text)

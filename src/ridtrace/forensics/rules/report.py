@@ -15,7 +15,7 @@ import orjson
 import pandas as pd
 
 from ridtrace.contract import FINDING_KINDS, SEVERITY
-from ridtrace.forensics.printable import visible
+from ridtrace.forensics.printable import csv_cell
 from ridtrace.forensics.reading.events import LoadedLogs
 from ridtrace.forensics.reading.schema import FINDING_COLUMNS
 from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
@@ -259,12 +259,6 @@ def _blank(values: list[str | None]) -> list[str]:
     return ["" if v is None else v for v in values]
 
 
-# What a spreadsheet runs as a formula when a CSV cell starts with it (OWASP's "CSV
-# injection"). Request ids, and the details that quote them, are the clients' text.
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
 def _inert(values: list[str]) -> list[str]:
-    """Cells that would start a formula, behind a leading apostrophe (shown as text), and
-    control characters shown, not obeyed (`visible`), on a terminal as in a file."""
-    return [visible("'" + v if v.startswith(_FORMULA_START) else v) for v in values]
+    """Request ids, and the details that quote them, are the clients' text (`csv_cell`)."""
+    return [csv_cell(v) for v in values]

@@ -10,6 +10,7 @@ import io
 from dataclasses import asdict
 from typing import Any
 
+from ridtrace.forensics.printable import csv_cell
 from ridtrace.forensics.rfc3339 import rfc3339_us
 from ridtrace.forensics.views.trace_model import RequestBlock, TraceView
 
@@ -66,11 +67,13 @@ def trace_csv(view: TraceView) -> str:
     writer.writerow(CSV_COLUMNS)
     for block in view.blocks:
         producer = block.verdict.got_output_of
-        head = [
+        # Every text cell is the logs' text, and the ids and messages the clients'.
+        head = [csv_cell(t) for t in (
             block.span_id, block.request_id or "", block.x_request_id or "",
             block.verdict.label, (producer.span_id or "") if producer else "",
-        ]
+        )]
         for ev in block.events:
-            writer.writerow([*head, ev.ms, ev.side, ev.span_id, ev.event, ev.outcome or "",
-                             ev.level or "", ev.file, ev.line])
+            writer.writerow([*head, ev.ms, *map(csv_cell, (
+                ev.side, ev.span_id, ev.event, ev.outcome or "", ev.level or "", ev.file,
+            )), ev.line])
     return buf.getvalue()
