@@ -43,6 +43,38 @@ def test_a_partial_last_line_is_held_until_its_newline(tmp_path: Path) -> None:
     assert _lines(watch) == []
 
 
+def test_a_last_line_without_newline_is_read_when_the_follow_ends(tmp_path: Path) -> None:
+    # The Unlinked error is the file's last line, and no newline ever follows it (a
+    # writer killed mid-line, a CR-only file): held for good, it was never reported.
+    lines = [*rt_request("a", "7", 0, 2), rt("response.unlinked", request_id="7", span_id="a",
+                                              trace_id="a" * 32)]
+    front, cr_only = tmp_path / "frontend.jsonl", tmp_path / "worker.jsonl"
+    front.write_text("\n".join(lines))
+    cr_only.write_bytes(b"\r".join(x.encode() for x in lines) + b"\r")
+    follower = Follower([str(front), str(cr_only)], FollowSettings(from_start=True))
+    follower.start()
+    found: list[dict[str, object]] = []
+    try:
+        follower.run(lambda f: found.append(f) is None, stop=lambda: True)
+    finally:
+        follower.close()
+    assert [(f["kind"], f["evidence"]) for f in found] == [
+        ("unlinked", [{"file": str(front), "line": 3}])]
+    summary = follower.summary()
+    assert summary["lines"] == 4 and summary["bad_lines"] == 1  # the CR-only file: one line
+    assert summary["incomplete"]
+
+
+def test_a_removed_files_last_line_without_newline_is_handed_out(tmp_path: Path) -> None:
+    log = tmp_path / "app.jsonl"
+    log.write_bytes(b"first\nlast, no newline")
+    watch = Watch([str(tmp_path)], ReadStats(), from_start=True)
+    assert _lines(watch) == [("app.jsonl", 1, b"first")]
+    log.unlink()  # no newline can come now: the file is closed, its last line read
+    assert _lines(watch) == [("app.jsonl", 2, b"last, no newline")]
+    assert not watch.tails
+
+
 def test_existing_lines_are_skipped_from_the_end_but_keep_their_numbers(tmp_path: Path) -> None:
     log = tmp_path / "app.jsonl"
     log.write_bytes(b"old 1\nold 2\nold 3\npartial")

@@ -21,6 +21,7 @@ from ridtrace.contract import FINDING_KINDS, SEVERITY
 from ridtrace.forensics.live.collector import PollCollector
 from ridtrace.forensics.live.parse import parse_chunk, span_rows
 from ridtrace.forensics.live.rules import Finding, LiveRules
+from ridtrace.forensics.live.tail import Chunk
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
 from ridtrace.forensics.reading.table import PreparedReads, connect
@@ -64,6 +65,16 @@ class Follower:
         """One round: the findings it made certain, and whether data is still pending."""
         self.watch.discover()
         chunks, more = self.watch.read(self.settings.max_bytes)
+        self.polls += 1
+        return self._feed(chunks), more
+
+    def finish(self) -> list[Finding]:
+        """The findings of the last lines that never got their newline, read as lines
+        now that the follow ends, as the batch read reads a file's last line: held
+        back for good, an error on such a line was never reported."""
+        return self._feed(self.watch.flush_held())
+
+    def _feed(self, chunks: list[Chunk]) -> list[Finding]:
         parts = []
         for chunk in chunks:
             part = parse_chunk(self._con, chunk, self.stats, self._staged, self._queries)
@@ -77,8 +88,7 @@ class Follower:
             tail.name: self._latest.get(tail.name, 0)
             for tail in self.watch.tails.values() if not tail.at_eof
         }
-        self.polls += 1
-        return self.rules.feed(batch, marks), more
+        return self.rules.feed(batch, marks)
 
     def run(
         self,
@@ -102,6 +112,10 @@ class Follower:
                     if not on_finding(finding):
                         return
                 if stopping and not more:
+                    for finding in self.finish():
+                        self.reported[finding["kind"]] += 1
+                        if not on_finding(finding):
+                            return
                     return
                 if not more and not stop():
                     sleep(self.settings.interval)

@@ -252,6 +252,20 @@ class FileTail:
         self.tear = self._decoded.tear or self._decoded.unsupported
         return data
 
+    def flush_held(self) -> Chunk | None:
+        """The held piece of a last line as a line of its own: the follow ends (or the
+        file lost its name), so no newline will come, and the batch read reads such a
+        last line too. None when nothing but blanks is held."""
+        held, self._held = self._held, b""
+        self.at_eof = True
+        if self.done or not held.strip():
+            return None
+        data = memoryview(held + b"\n")
+        scan = scan_lines(data)
+        first = self.line + 1
+        self.line += scan.newlines
+        return self._unread(first, data, scan)
+
     def torn_tail(self) -> bytes:
         """The held bytes of a finished file (a last line that never got its newline)."""
         return self._held if self.done else b""

@@ -139,7 +139,7 @@ class Watch:
             try:
                 chunk = tail.read(max_bytes)
                 if chunk is None:
-                    self._maybe_close(key, tail)
+                    self._maybe_close(key, tail, chunks)
                     continue
             except OSError as exc:
                 self.stats.unreadable_files.append(FileNote(tail.name, f"read failed: {exc}"))
@@ -149,8 +149,13 @@ class Watch:
             more = more or len(chunk.data) >= max_bytes // 2
         return chunks, more
 
-    def _maybe_close(self, key: DevIno, tail: FileTail) -> None:
-        """Nothing new: close a finished gzip, or a file no name points to any more."""
+    def flush_held(self) -> list[Chunk]:
+        """Every followed file's last line that never got its newline, as a line."""
+        return [chunk for tail in self.tails.values() if (chunk := tail.flush_held())]
+
+    def _maybe_close(self, key: DevIno, tail: FileTail, chunks: list[Chunk]) -> None:
+        """Nothing new: close a finished gzip, or a file no name points to any more (its
+        last line, if it never got a newline, goes into `chunks` first)."""
         if tail.done:
             if tail.tear is not None:
                 where = f"after line {tail.line}"
@@ -163,6 +168,9 @@ class Watch:
             self.settled.add(key)
             self._close(key, tail)
         elif tail.deleted() or not self._named(tail, key):
+            last = tail.flush_held()
+            if last is not None:
+                chunks.append(last)
             self._close(key, tail)
 
     @staticmethod
