@@ -22,6 +22,7 @@ from ridtrace.forensics.reading.inputs import (
     SNIFF_BYTES,
     DecodedStream,
     ignore_reason,
+    named_for_lines,
     walk_tree,
 )
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
@@ -122,8 +123,10 @@ class Watch:
                 head = DecodedStream(raw).read(SNIFF_BYTES)
         except OSError:
             return False
-        if b"\n" not in head and size < SNIFF_BYTES:
-            return False  # nothing to judge yet: look again next poll
+        if b"\n" not in head and size < SNIFF_BYTES and not named_for_lines(path.name):
+            # Nothing to judge yet: look again next poll. A file named for JSON lines is
+            # read whatever it holds, its lines held until their newline comes.
+            return False
         reason = ignore_reason(path.name, head, whole=len(head) < SNIFF_BYTES)
         if reason is not None:
             self.stats.ignored_files.append(FileNote(str(path), reason))

@@ -254,6 +254,12 @@ def _one_line_document(name: str, data: bytes) -> bool:
     return not (isinstance(value, dict) and "time" in value)
 
 
+def named_for_lines(name: str) -> bool:
+    """True for a name of JSON lines (.jsonl, .ndjson, .log, rotated or compressed):
+    such a file is read whatever it holds."""
+    return _LINES_NAME.search(name.lower()) is not None
+
+
 def ignore_reason(name: str, head: bytes, *, whole: bool) -> str | None:
     """Why a file found in a directory walk is plainly not a log, or None to read it.
 
@@ -262,7 +268,7 @@ def ignore_reason(name: str, head: bytes, *, whole: bool) -> str | None:
     so is a file with a JSON object among its first lines, banners and all; a .json or
     rotation-named file is read too, unless it holds one JSON document (a report).
     """
-    if _LINES_NAME.search(name.lower()):
+    if named_for_lines(name):
         return None  # pretty-printed records, a config dump: bad lines, not a skipped file
     if whole and _one_line_document(name, head):
         return "a JSON document, not JSON lines"
