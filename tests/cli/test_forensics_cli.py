@@ -199,6 +199,26 @@ def test_export_jaeger_takes_requests_whose_end_names_no_outcome(tmp_path: Path)
     assert {"key": "error", "type": "bool", "value": True} in spans["b"]["tags"]
 
 
+def test_export_jaeger_keeps_each_traces_logs_and_no_self_reference(tmp_path: Path) -> None:
+    # One span id in two traces (requests are keyed by both): each span got both
+    # requests' lines. A span logged as its own parent made a reference loop.
+    first = rt_request("a" * 16, "1", 0, 1, trace="1" * 32)
+    again = rt_request("a" * 16, "2", 2, 3, trace="2" * 32, parent_span_id="a" * 16)
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(first + again) + "\n")
+    target = tmp_path / "traces.json"
+    code, _, err = run("export", "jaeger", str(log), "-o", str(target))
+    assert code == 0, err
+    traces = {t["traceID"]: t for t in json.loads(target.read_text())["data"]}
+    for trace_id in ("1" * 32, "2" * 32):
+        [span] = traces[trace_id]["spans"]
+        assert len(span["logs"]) == 2
+        assert span["logs"][0]["timestamp"] == span["startTime"]
+        assert span["startTime"] % 10**6 == 0 and span["references"] == []
+    [span] = traces["2" * 32]["spans"]
+    assert {"key": "parent_span_id", "type": "string", "value": "a" * 16} in span["tags"]
+
+
 def test_the_table_shows_ids_that_look_like_markup_as_text(tmp_path: Path) -> None:
     # Request ids are the client's: "[/bold]" made rich raise MarkupError, no report.
     rid, xrid = "[/b]7", "[red]y[/red]"  # short: no column folds them

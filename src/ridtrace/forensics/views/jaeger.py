@@ -40,21 +40,24 @@ def _present(value: Any) -> bool:
     return value is not None and value is not pd.NA and value == value
 
 
-def _event_logs(events: pd.DataFrame | None) -> dict[str, list[dict[str, Any]]]:
-    """Lifecycle lines per span as Jaeger span logs (only lines with an ``event``)."""
+def _event_logs(events: pd.DataFrame | None) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """Lifecycle lines per (trace, span) as Jaeger span logs (only lines with an
+    ``event``): a span id says which span only within its trace, as requests are keyed."""
     if events is None or events.empty:
         return {}
     rows = events[events["event"].notna().to_numpy() & events["span_id"].notna().to_numpy()]
     us = epoch_us(rows["time"])
-    logs: dict[str, list[dict[str, Any]]] = {}
-    for span, t, event, msg in zip(
-        rows["span_id"].astype("object"), us, rows["event"].astype("object"),
-        rows["message"].astype("object"), strict=True,
+    logs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for trace, span, t, event, msg in zip(
+        rows["trace_id"].astype("object"), rows["span_id"].astype("object"), us,
+        rows["event"].astype("object"), rows["message"].astype("object"), strict=True,
     ):
         fields = [_tag("event", event)]
         if _present(msg):
             fields.append(_tag("message", msg))
-        logs.setdefault(span, []).append({"timestamp": int(t), "fields": fields})
+        logs.setdefault((str(trace), str(span)), []).append(
+            {"timestamp": int(t), "fields": fields}
+        )
     return logs
 
 
@@ -107,7 +110,8 @@ def to_jaeger(
         tags = [_tag(_TAG_KEY.get(k, k), getattr(r, k)) for k in _TAGS if _present(getattr(r, k))]
         if _present(r.parent_span_id):
             parent = str(r.parent_span_id)
-            if (trace_id, parent) in exported:
+            # A span is not its own parent: Jaeger's tree would loop on the reference.
+            if (trace_id, parent) in exported and parent != str(r.span_id):
                 refs.append({"refType": "CHILD_OF", "traceID": trace_id, "spanID": parent})
                 caller_route = routes[(trace_id, parent)]
             else:
@@ -123,7 +127,7 @@ def to_jaeger(
                 "startTime": int(start),
                 "duration": int(end - start),
                 "tags": tags,
-                "logs": logs.get(str(r.span_id), []),
+                "logs": logs.get((trace_id, str(r.span_id)), []),
                 "processID": pid,
                 "warnings": None,
             }
