@@ -129,7 +129,8 @@ def _shift_events(events: pd.DataFrame, offsets: dict[str, int]) -> pd.Series:
     shift = events["file"].astype(str).map(offsets).fillna(0).to_numpy(dtype=np.int64)
     # In microseconds, the times' own unit: nanoseconds would cast the times to a
     # range of 1677-2262 and fail on a Go zero time (0001-01-01) in the logs.
-    return times + shift.astype("timedelta64[us]")
+    shifted: pd.Series = times + shift.astype("timedelta64[us]")
+    return shifted
 
 
 def _ms(t: Any, t0: pd.Timestamp) -> float:
