@@ -24,6 +24,7 @@ def _dep(*starts: float) -> pd.DataFrame:
     (pd.Timedelta(minutes=40), "minute"), (pd.Timedelta(hours=2), "minute"),
     (pd.Timedelta(hours=20), "hour"), (pd.Timedelta(days=3), "hour"),
     (pd.Timedelta(days=30), "day"), (pd.Timedelta(days=4 * 365), "day"),
+    (pd.Timedelta(days=20 * 365), "month"), (pd.Timedelta(days=2025 * 365), "year"),
 ])
 def test_bucket_follows_the_time_span(span: pd.Timedelta, bucket: str) -> None:
     assert pick_bucket(span) == bucket
@@ -39,6 +40,15 @@ def test_a_few_minutes_of_use_are_plotted_per_minute_with_zeros(tmp_path: Path) 
     series = usage_series(_dep(0, 10, 200))  # two uses in minute 0, one in minute 3
     assert series.index.name == "minute"
     assert list(series["request-id"]) == [2, 0, 0, 1]
+
+
+def test_use_over_years_is_counted_per_month_from_the_first_of_each(tmp_path: Path) -> None:
+    year = 365.25 * 86400
+    series = usage_series(_dep(0, 86400, 20 * year))  # two in this month, one 20 years on
+    assert series.index.name == "month"
+    assert series.index[0] == "2026-11-01" and series.index[-1] == "2046-11-01"
+    assert len(series) == 20 * 12 + 1 and series["request-id"].sum() == 3
+    assert list(series["request-id"][:2]) == [2, 0]
 
 
 def test_plot_y_axis_starts_at_zero(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

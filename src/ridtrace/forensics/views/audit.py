@@ -87,16 +87,25 @@ def audit(requests: pd.DataFrame, by: str = "header") -> pd.DataFrame:
     return cast(pd.DataFrame, ranked)
 
 
+# Days `daily_series` zero-fills at most: one line logged with a clock that was never set
+# (Go's zero time, year 1) zero-filled 739,000 days, 60 MB of JSON from a 9-line log.
+MAX_FILLED_DAYS: Final = 3660
+
+
 def daily_series(requests: pd.DataFrame) -> pd.DataFrame:
-    """Requests per day (rows) and header (columns); days without use are zero."""
-    return usage_series(requests, bucket="day")
+    """Requests per day (rows) and header (columns); days without use are zero while the
+    use spans at most `MAX_FILLED_DAYS` days, and left out beyond that."""
+    return usage_series(requests, bucket="day", max_filled=MAX_FILLED_DAYS)
 
 
-# Buckets a plot can use, the longest time span each suits, and pandas' frequency.
+# Buckets a plot can use, the longest time span each suits, and pandas' frequency (a
+# month or a year has no fixed length: those buckets start at calendar periods).
 BUCKETS: Final = (
     ("second", pd.Timedelta(minutes=3), "s"), ("minute", pd.Timedelta(hours=3), "min"),
-    ("hour", pd.Timedelta(days=4), "h"), ("day", None, "D"),
+    ("hour", pd.Timedelta(days=4), "h"), ("day", pd.Timedelta(days=5 * 366), "D"),
+    ("month", pd.Timedelta(days=100 * 366), "MS"), ("year", None, "YS"),
 )
+_PERIODS: Final = {"MS": "M", "YS": "Y"}
 
 
 def pick_bucket(span: pd.Timedelta) -> str:
@@ -104,14 +113,25 @@ def pick_bucket(span: pd.Timedelta) -> str:
     for name, longest, _ in BUCKETS:
         if longest is None or span <= longest:
             return name
-    return "day"
+    return "year"
 
 
-def usage_series(requests: pd.DataFrame, *, bucket: str | None = None) -> pd.DataFrame:
+def _bucket_starts(times: pd.Series, freq: str) -> pd.Series:
+    utc = times.dt.tz_convert("UTC")
+    if freq not in _PERIODS:
+        return cast(pd.Series, utc.dt.floor(freq))
+    starts = utc.dt.tz_localize(None).dt.to_period(_PERIODS[freq]).dt.start_time
+    return cast(pd.Series, starts.dt.tz_localize("UTC"))
+
+
+def usage_series(
+    requests: pd.DataFrame, *, bucket: str | None = None, max_filled: int | None = None
+) -> pd.DataFrame:
     """Requests per bucket (rows: bucket starts) and header (columns); empty buckets are 0.
 
-    `bucket` is ``second``, ``minute``, ``hour`` or ``day``; by default the one that suits the time
-    span of the use (`pick_bucket`).
+    `bucket` is ``second`` … ``day``, ``month`` or ``year``; by default the one that suits
+    the time span of the use (`pick_bucket`). With `max_filled`, a span of more buckets
+    than that keeps only the buckets with use.
     """
     usage = deprecated_usage(requests)
     if usage.empty:
@@ -119,18 +139,26 @@ def usage_series(requests: pd.DataFrame, *, bucket: str | None = None) -> pd.Dat
     times = usage["time"]
     name = bucket or pick_bucket(times.max() - times.min())
     freq = {n: f for n, _, f in BUCKETS}[name]
-    stamps = times.dt.tz_convert("UTC").dt.floor(freq)
-    usage = usage.assign(bucket=stamps)
+    usage = usage.assign(bucket=_bucket_starts(times, freq))
     table = usage.pivot_table(index="bucket", columns="header", values="span_id", aggfunc="size")
-    full = pd.date_range(table.index.min(), table.index.max(), freq=freq)
-    table = table.reindex(full, fill_value=0).fillna(0).astype(int)
+    full = pd.date_range(table.index.min(), table.index.max(), freq=freq, unit="us")
+    if max_filled is None or len(full) <= max_filled:
+        table = table.reindex(full, fill_value=0)
+    table = table.fillna(0).astype(int)
     table.index.name = name
-    if name == "day":
-        table.index = table.index.strftime("%Y-%m-%d")
+    if name in ("day", "month", "year"):
+        table.index = [_date_text(stamp) for stamp in table.index]
+        table.index.name = name
     return cast(pd.DataFrame, table)
 
 
-_TICKS: Final = {"second": "%H:%M:%S", "minute": "%H:%M", "hour": "%m-%d %H:00"}
+def _date_text(stamp: pd.Timestamp) -> str:
+    # strftime writes year 1 as '1' on some platforms; a report keeps four digits.
+    return f"{stamp.year:04d}-{stamp.month:02d}-{stamp.day:02d}"
+
+
+_TICKS: Final = {"second": "%H:%M:%S", "minute": "%H:%M", "hour": "%m-%d %H:00",
+                  "month": "%Y-%m", "year": "%Y"}
 
 
 def plot_usage(series: pd.DataFrame, path: Path) -> None:
