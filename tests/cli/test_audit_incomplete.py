@@ -3,7 +3,9 @@ evidence when the logs were understood.
 
 On logs in a format it does not read (a Node service's pino lines), audit printed an
 empty table and exited 0, which reads as "support can be removed". It now carries
-`analyze`'s read summary and exit code 3 for incomplete input.
+`analyze`'s read summary and exit code 3 for incomplete input; so does `export jaeger`
+(an empty trace file and exit 0), and `trace` when nothing matched ("no request with
+that id" is no answer when the request may be in what was not read).
 """
 
 from __future__ import annotations
@@ -117,3 +119,41 @@ def test_a_torn_archive_makes_the_audit_incomplete(logs: Path, tmp_path: Path) -
 def test_missing_input_is_exit_2(tmp_path: Path) -> None:
     code, _, err = run("audit", str(tmp_path / "nope.jsonl"))
     assert code == 2, err
+
+
+def test_trace_on_logs_it_cannot_read_is_exit_3_not_no_such_request(pino: Path) -> None:
+    # "no request with that id" is no answer when the request may be in what was not read.
+    code, _, err = run("trace", "req-3", str(pino))
+    assert code == 3
+    assert "in the input that could be read" in err
+    code, _, _ = run("trace", "req-3", str(pino), "--allow-incomplete")
+    assert code == 1
+
+
+def test_trace_shows_what_it_found_and_says_what_may_be_missing(
+    logs: Path, tmp_path: Path
+) -> None:
+    frontend = next(p for p in sorted(logs.iterdir()) if p.name.startswith("frontend"))
+    ident = json.loads(next(
+        line for line in frontend.read_text().splitlines() if '"request_id"' in line
+    ))["request_id"]
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "frontend.jsonl").write_text(frontend.read_text())
+    (mixed / "app.log.gz").write_bytes(gzip.compress(b'{"time": 1}\n' * 50)[:-12])  # torn
+    code, out, err = run("trace", ident, str(mixed), "--format", "json")
+    assert code == 0 and json.loads(out)["matched"]
+    assert "input incomplete, lines of these requests may be missing" in err
+    code, out, err = run("trace", ident, str(frontend), "--format", "json")
+    assert code == 0 and "incomplete" not in err
+
+
+def test_export_jaeger_of_logs_it_cannot_read_is_exit_3_not_an_empty_success(
+    pino: Path, logs: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "traces.json"
+    code, _, err = run("export", "jaeger", str(pino), "-o", str(out))
+    assert code == 3 and json.loads(out.read_text())["data"] == []
+    assert "traces may be missing" in err
+    assert run("export", "jaeger", str(pino), "-o", str(out), "--allow-incomplete")[0] == 0
+    assert run("export", "jaeger", str(logs), "-o", str(out))[0] == 0

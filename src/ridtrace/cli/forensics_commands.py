@@ -17,6 +17,7 @@ from ridtrace.cli.analyze import (
     quiet_option,
 )
 from ridtrace.cli.engine import dask_load, engine_choice, engine_options
+from ridtrace.forensics.reading.stats import incomplete_reasons
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -96,13 +97,17 @@ def audit(
         from ridtrace.cli.forensics_render import render_audit
 
         emit(render_audit(table, summary, by=by, to_terminal=output is None), output)
-    if summary["incomplete"] and not allow_incomplete:
+    _exit_if_incomplete(ctx, summary["incomplete_reasons"], "deprecated-header use",
+                        allow_incomplete=allow_incomplete, quiet=quiet)
+
+
+def _exit_if_incomplete(ctx: click.Context, reasons: list[str], what: str, *,
+                        allow_incomplete: bool, quiet: bool) -> None:
+    """Exit 3 (unless allowed) when the input was read only in part: `what` may be missing."""
+    if reasons and not allow_incomplete:
         if not quiet:
-            reasons = "; ".join(summary["incomplete_reasons"][:3])
-            click.echo(
-                f"ridtrace: input incomplete, deprecated-header use may be missing: {reasons}",
-                err=True,
-            )
+            click.echo(f"ridtrace: input incomplete, {what} may be missing: "
+                       f"{'; '.join(reasons[:3])}", err=True)
         ctx.exit(3)
 
 
@@ -131,6 +136,12 @@ def _rfc3339(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
     return out
 
 
+class _MaybeUnread(click.ClickException):
+    """Nothing matched, but part of the input could not be read: exit 3, not 1."""
+
+    exit_code = 3
+
+
 @click.command("trace")
 @click.argument("ident", metavar="ID")
 @paths_argument
@@ -140,9 +151,11 @@ def _rfc3339(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
     help="Requests to show, most relevant first (0: all).",
 )
 @_OUTPUT
+@allow_incomplete_option
 @quiet_option
 def trace(
-    ident: str, paths: tuple[str, ...], fmt: str, limit: int, output: Path | None, quiet: bool
+    ident: str, paths: tuple[str, ...], fmt: str, limit: int, output: Path | None,
+    allow_incomplete: bool, quiet: bool,
 ) -> None:
     """Who got whose output: the requests matching ID, as a waterfall and a timeline each.
 
@@ -150,19 +163,24 @@ def trace(
     match (a client id reused, or a pre-fix id collision): overlapping ones are
     stacked, and a caller delivered another caller's output is marked with whose.
     Requests in error findings come first, then by time.
+
+    Exit status: 0 shown, 1 no request matches, 2 bad usage or a missing path, 3 none
+    matches but part of the input could not be read (--allow-incomplete: 1).
     """
     from ridtrace.forensics.records.spans import build_requests
     from ridtrace.forensics.views.trace_export import trace_csv, trace_document
     from ridtrace.forensics.views.trace_model import build_trace
 
     logs = load_logs(paths, quiet=quiet)
-    view = build_trace(
-        logs.events, build_requests(logs.events), ident, limit=limit or None
-    )
+    requests = build_requests(logs.events)
+    reasons = incomplete_reasons(logs.stats, requests=len(requests))
+    view = build_trace(logs.events, requests, ident, limit=limit or None)
     if not view.matched:
-        raise click.ClickException(
-            f"no request with request_id, x_request_id or span_id {ident!r}"
-        )
+        message = f"no request with request_id, x_request_id or span_id {ident!r}"
+        if not reasons:
+            raise click.ClickException(message)
+        message += " in the input that could be read"
+        raise (click.ClickException if allow_incomplete else _MaybeUnread)(message)
     if fmt == "json":
         emit(json.dumps(trace_document(view), indent=2), output)
     elif fmt == "csv":
@@ -171,6 +189,9 @@ def trace(
         from ridtrace.cli.forensics_render import render_trace
 
         emit(render_trace(view, to_terminal=output is None), output)
+    if reasons and not quiet:  # what was found is shown; a note says what may be missing
+        click.echo(f"ridtrace: input incomplete, lines of these requests may be missing: "
+                   f"{'; '.join(reasons[:3])}", err=True)
 
 
 @click.group("export")
@@ -188,14 +209,24 @@ def export() -> None:
     "--include-health", is_flag=True,
     help="Keep health and readiness probes (/health, /readyz, /metrics, …), left out by default.",
 )
+@allow_incomplete_option
 @quiet_option
-def jaeger(paths: tuple[str, ...], output: Path, include_health: bool, quiet: bool) -> None:
-    """Write the requests as a Jaeger JSON trace file: one trace per request."""
+@click.pass_context
+def jaeger(ctx: click.Context, paths: tuple[str, ...], output: Path, include_health: bool,
+           allow_incomplete: bool, quiet: bool) -> None:
+    """Write the requests as a Jaeger JSON trace file: one trace per request.
+
+    Exit status: 0 the input was read whole, 2 bad usage or a missing path, 3 the input
+    was incomplete (traces may be missing; --allow-incomplete: 0).
+    """
     from ridtrace.forensics.records.spans import build_requests
     from ridtrace.forensics.views.jaeger import to_jaeger
 
     logs = load_logs(paths, quiet=quiet)
-    doc = to_jaeger(build_requests(logs.events), logs.events, health=include_health)
+    requests = build_requests(logs.events)
+    doc = to_jaeger(requests, logs.events, health=include_health)
     emit(json.dumps(doc), output)
     if not quiet:
         click.echo(f"wrote {len(doc['data'])} trace(s) to {output}", err=True)
+    _exit_if_incomplete(ctx, incomplete_reasons(logs.stats, requests=len(requests)),
+                        "traces", allow_incomplete=allow_incomplete, quiet=quiet)
