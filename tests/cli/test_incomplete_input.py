@@ -74,6 +74,37 @@ def test_bom_is_stripped(tmp_path: Path) -> None:
     assert doc["summary"]["bad_lines"] == 0 and doc["summary"]["requests"] == 1  # type: ignore[index]
 
 
+def test_a_bom_where_cat_joined_two_files_is_stripped_too(tmp_path: Path) -> None:
+    # `cat a.jsonl b.jsonl` of two files a Windows tool wrote: the second BOM opens a line.
+    parts = []
+    for i in range(2):
+        span, trace = f"{i}" * 16, f"{i}" * 32
+        start = rt("request.start", request_id=f"r{i}", span_id=span, trace_id=trace)
+        end = rt("request.end", request_id=f"r{i}", span_id=span, trace_id=trace,
+                 outcome="ok", status=200)
+        parts.append(b"\xef\xbb\xbf" + f"{start}\n{end}\n".encode())
+    (tmp_path / "frontend.jsonl").write_bytes(b"".join(parts))
+    code, doc, _ = run(str(tmp_path))
+    assert code == 0, doc
+    assert doc["summary"]["bad_lines"] == 0 and doc["summary"]["requests"] == 2  # type: ignore[index]
+
+
+def test_a_key_given_twice_means_its_first_value_whichever_parser_reads_the_line(
+    tmp_path: Path,
+) -> None:
+    # DuckDB keeps the first value of a repeated key; a line it rejects (a lone
+    # surrogate in it) is read by the standard library, which kept the last.
+    span, trace = "a" * 16, "t" * 32
+    start = rt("request.start", request_id="r1", span_id=span, trace_id=trace)
+    end = rt("request.end", request_id="r1", span_id=span, trace_id=trace, outcome="ok",
+             status=200, model="\udc80")
+    doubled = end[:-1] + ', "event": "response.unlinked"}'  # the first "event" is request.end
+    (tmp_path / "frontend.jsonl").write_text(f"{start}\n{doubled}\n")
+    code, doc, _ = run(str(tmp_path / "frontend.jsonl"))
+    assert code == 0, doc
+    assert doc["summary"]["unlinked"] == 0 and doc["summary"]["bad_lines"] == 0  # type: ignore[index]
+
+
 def _gzip_of(path: Path) -> bytes:
     return gzip.compress(path.read_bytes())
 

@@ -14,7 +14,20 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-_DECODE = json.JSONDecoder()
+
+def _first_of_each_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # A key given twice keeps its first value, as DuckDB's reader keeps it: the same line
+    # means the same thing whichever parser reads it.
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        obj.setdefault(key, value)
+    return obj
+
+
+_DECODE = json.JSONDecoder(object_pairs_hook=_first_of_each_key)
+# A byte order mark opens each file written by some Windows tools; in the middle of a
+# file it is where `cat` joined two of them. It is no part of the line's JSON.
+_BOM = "\ufeff"
 
 
 _LEAP_SECOND = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:60")
@@ -84,7 +97,7 @@ def judge_line(text: bytes, fields: Sequence[str]) -> dict[str, Any] | str:
     """The line's fields (strings, ``time`` a datetime), or the reason it is bad."""
     try:
         decoded = text.decode("utf-8", errors="strict")
-        obj = _DECODE.decode(decoded.strip())
+        obj = _DECODE.decode(decoded.strip().removeprefix(_BOM).strip())
     except (UnicodeDecodeError, ValueError):
         return _malformed(text)
     except RecursionError:
