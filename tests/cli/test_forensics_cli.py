@@ -219,6 +219,26 @@ def test_export_jaeger_keeps_each_traces_logs_and_no_self_reference(tmp_path: Pa
     assert {"key": "parent_span_id", "type": "string", "value": "a" * 16} in span["tags"]
 
 
+def test_export_jaeger_makes_no_reference_loop_between_two_spans(tmp_path: Path) -> None:
+    # Two spans of one trace logged as each other's parent (a broken tracer): each
+    # reference closes the loop, so both stay roots with the parent's id as a tag; a
+    # third span under one of them keeps its reference.
+    trace = "3" * 32
+    lines = (rt_request("a" * 16, "1", 0, 3, trace=trace, parent_span_id="b" * 16)
+             + rt_request("b" * 16, "2", 1, 2, trace=trace, parent_span_id="a" * 16)
+             + rt_request("c" * 16, "3", 1, 2, trace=trace, parent_span_id="a" * 16))
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(sorted(lines, key=lambda x: json.loads(x)["time"])) + "\n")
+    target = tmp_path / "traces.json"
+    code, _, err = run("export", "jaeger", str(log), "-o", str(target))
+    assert code == 0, err
+    [doc] = json.loads(target.read_text())["data"]
+    spans = {s["spanID"]: s for s in doc["spans"]}
+    assert spans["a" * 16]["references"] == [] and spans["b" * 16]["references"] == []
+    assert {"key": "parent_span_id", "type": "string", "value": "b" * 16} in spans["a" * 16]["tags"]
+    assert [r["spanID"] for r in spans["c" * 16]["references"]] == ["a" * 16]
+
+
 def test_the_table_shows_ids_that_look_like_markup_as_text(tmp_path: Path) -> None:
     # Request ids are the client's: "[/bold]" made rich raise MarkupError, no report.
     rid, xrid = "[/b]7", "[red]y[/red]"  # short: no column folds them

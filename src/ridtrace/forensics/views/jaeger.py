@@ -74,6 +74,24 @@ def _operation(r: Any, caller_route: Any = None) -> str:
     return f"{method}{route}"
 
 
+def _in_loops(parents: dict[tuple[str, str], tuple[str, str]]) -> set[tuple[str, str]]:
+    """The spans on a loop of parent references (each span's chain walked once)."""
+    looped: set[tuple[str, str]] = set()
+    walked: set[tuple[str, str]] = set()
+    for start in parents:
+        path: list[tuple[str, str]] = []
+        at: dict[tuple[str, str], int] = {}
+        node = start
+        while node in parents and node not in walked and node not in at:
+            at[node] = len(path)
+            path.append(node)
+            node = parents[node]
+        if node in at:
+            looped.update(path[at[node]:])
+        walked.update(path)
+    return looped
+
+
 def to_jaeger(
     requests: pd.DataFrame, events: pd.DataFrame | None = None, *, health: bool = False
 ) -> dict[str, Any]:
@@ -92,6 +110,13 @@ def to_jaeger(
     routes = dict(zip(zip(req["trace_id"].astype("object"), req["span_id"].astype("object"),
                           strict=True), req["route"].astype("object"), strict=True))
     exported = set(routes)
+    parents = {
+        (str(t), str(s)): (str(t), str(p))
+        for t, s, p in zip(req["trace_id"].astype("object"), req["span_id"].astype("object"),
+                           req["parent_span_id"].astype("object"), strict=True)
+        if _present(p) and (t, p) in exported
+    }
+    looped = _in_loops(parents)
     starts = epoch_us(req["start"]) if len(req) else np.zeros(0, dtype=np.int64)
     ends = epoch_us(req["end"]) if len(req) else np.zeros(0, dtype=np.int64)
     logs = _event_logs(events)
@@ -110,8 +135,9 @@ def to_jaeger(
         tags = [_tag(_TAG_KEY.get(k, k), getattr(r, k)) for k in _TAGS if _present(getattr(r, k))]
         if _present(r.parent_span_id):
             parent = str(r.parent_span_id)
-            # A span is not its own parent: Jaeger's tree would loop on the reference.
-            if (trace_id, parent) in exported and parent != str(r.span_id):
+            # No reference closes a loop (a span its own parent, or two each other's):
+            # Jaeger's trace tree would loop on it.
+            if (trace_id, parent) in exported and (trace_id, str(r.span_id)) not in looped:
                 refs.append({"refType": "CHILD_OF", "traceID": trace_id, "spanID": parent})
                 caller_route = routes[(trace_id, parent)]
             else:
