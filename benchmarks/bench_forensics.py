@@ -28,8 +28,12 @@ and the ratio analyze / DuckDB per round (min…max). Answers are checked agains
 generator's truth. ``--readers`` adds the reader comparison (DuckDB, polars, pyarrow
 reading the same 20 columns in process).
 
+``--baseline SRC`` adds another checkout's ``analyze`` (``git archive REV src | tar -x
+-C /tmp/base``, then ``--baseline /tmp/base/src``) to every round, for a before/after
+ratio measured in the same minutes: this machine's speed drifts by ~10 % between hours.
+
 Usage: ``.venv/bin/python benchmarks/bench_forensics.py [--rounds 3] [--sets a,b]
-[--readers]`` (``--readers`` needs polars: ``pip install 'ridtrace[bench]'``).
+[--readers] [--baseline SRC]`` (``--readers`` needs polars: ``pip install 'ridtrace[bench]'``).
 """
 
 from __future__ import annotations
@@ -181,10 +185,11 @@ def generate(name: str) -> tuple[Path, dict[str, Any]]:
     return target, info
 
 
-def timed(argv: list[str]) -> tuple[float, float, float, str, int]:
+def timed(argv: list[str], env: dict[str, str] | None = None
+          ) -> tuple[float, float, float, str, int]:
     """Run `argv`; wall time, that child's CPU seconds and peak RSS (MiB) via os.wait4."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     assert proc.stdout is not None
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -206,22 +211,36 @@ def _check_duckdb(out: str, info: dict[str, Any]) -> None:
     assert dup == info["expected"].get("duplicate_in_flight", 0), (out, info["expected"])
 
 
-def bench(names: list[str], rounds: int) -> list[dict[str, Any]]:
-    """Interleaved rounds over every set and contender; medians and per-round ratios."""
+# `analyze` from another checkout's ``src`` (``--baseline``): the same CLI, run by this
+# interpreter with that tree first on the path.
+_BASELINE_CLI = "import sys; from ridtrace.cli.main import run; sys.argv[0] = 'ridtrace'; run()"
+
+
+def _analyze_argv(target: Path, report: Path, baseline: str | None) -> list[str]:
+    tail = ["analyze", str(target / "logs"), "--format", "json", "-q", "-o", str(report)]
+    return [PYTHON, "-c", _BASELINE_CLI, *tail] if baseline else [RIDTRACE, *tail]
+
+
+def bench(names: list[str], rounds: int, baseline: str | None = None) -> list[dict[str, Any]]:
+    """Interleaved rounds over every set and contender; medians and per-round ratios.
+
+    With `baseline` (another checkout's ``src``), its ``analyze`` runs in every round too,
+    so a before/after comparison shares the machine's state of the moment.
+    """
     data = {name: generate(name) for name in names}
     runs: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
     loads: dict[str, list[float]] = {name: [] for name in names}
     for rnd in range(rounds):
         for name in names:
             target, info = data[name]
-            order = ["analyze", "duckdb", "floor"]
-            order = order[rnd % 3:] + order[:rnd % 3]
+            order = ["analyze", "duckdb", "floor"] + (["baseline"] if baseline else [])
+            order = order[rnd % len(order):] + order[:rnd % len(order)]
             for who in order:
-                if who == "analyze":
+                if who in ("analyze", "baseline"):
                     report = target / "report.json"
-                    argv = [RIDTRACE, "analyze", str(target / "logs"), "--format", "json",
-                            "-q", "-o", str(report)]
-                    wall, cpu, rss, _, code = timed(argv)
+                    src = baseline if who == "baseline" else None
+                    env = {**os.environ, "PYTHONPATH": src} if src else None
+                    wall, cpu, rss, _, code = timed(_analyze_argv(target, report, src), env)
                     assert code in (0, 1), code
                     _check_analyze(json.loads(report.read_text()), info)
                 elif who == "duckdb":
@@ -260,6 +279,16 @@ def bench(names: list[str], rounds: int) -> list[dict[str, Any]]:
             "floor_ratio": statistics.median(x[0] / y[0] for x, y in zip(f, d, strict=True)),
             "load_lo": min(loads[name]), "load_hi": max(loads[name]),
         })
+        if baseline:
+            b = runs[(name, "baseline")]
+            rows[-1].update({
+                "baseline_s": statistics.median(x[0] for x in b),
+                "baseline_cpu": statistics.median(x[1] for x in b),
+                "baseline_mib": max(x[2] for x in b),
+                "vs_baseline": statistics.median(x[0] / y[0] for x, y in zip(a, b, strict=True)),
+                "cpu_vs_baseline": statistics.median(
+                    x[1] / y[1] for x, y in zip(a, b, strict=True)),
+            })
     return rows
 
 
@@ -350,6 +379,19 @@ def table(rows: list[dict[str, Any]]) -> str:
     return head + body
 
 
+def baseline_table(rows: list[dict[str, Any]]) -> str:
+    """Markdown table of this checkout's analyze against the baseline's, same rounds."""
+    head = ("| data set | analyze | baseline | wall this / baseline | CPU-s this / baseline "
+            "| peak RSS this / baseline |\n|---|---:|---:|---:|---:|---:|\n")
+    return head + "".join(
+        f"| {r['set']} | {r['analyze_s']:.2f} s | {r['baseline_s']:.2f} s "
+        f"| **{r['vs_baseline']:.2f}×** "
+        f"| {r['analyze_cpu']:.2f} / {r['baseline_cpu']:.2f} = {r['cpu_vs_baseline']:.2f}× "
+        f"| {r['analyze_mib']:,.0f} / {r['baseline_mib']:,.0f} MiB |\n"
+        for r in rows
+    )
+
+
 def readers_table(rows: list[dict[str, Any]]) -> str:
     """Markdown table of the reader comparison."""
     duck = next((r for r in rows if r["reader"] == "duckdb"), None)
@@ -367,10 +409,13 @@ def main() -> None:
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--readers", action="store_true")
+    parser.add_argument("--baseline", help="another checkout's src directory, run interleaved")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
-    rows = bench([s for s in args.sets.split(",") if s], args.rounds)
+    rows = bench([s for s in args.sets.split(",") if s], args.rounds, args.baseline)
     print(table(rows))
+    if args.baseline:
+        print(baseline_table(rows))
     results: dict[str, Any] = {"analyze": rows}
     if args.readers:
         got = readers(args.rounds)
