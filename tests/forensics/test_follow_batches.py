@@ -18,6 +18,7 @@ import pytest
 from ridtrace.forensics.live.follow import Follower, FollowSettings
 from ridtrace.forensics.reading.events import load_events
 from ridtrace.forensics.rules.report import analyze, report_json
+from ridtrace.testing.dynamo import DynamoSpec, write_dynamo_logs
 from ridtrace.testing.synth import SynthSpec, write_logs
 
 Key = tuple[str, str, str]
@@ -61,3 +62,25 @@ def test_live_findings_are_the_batch_reports_error_findings(tmp_path: Path,
     assert len(found) == len(set(found))  # each reported once
     assert sorted(found) == expected
     assert polls > (20 if max_bytes < 1 << 20 else 0)  # small polls did cut the run
+
+
+@pytest.mark.parametrize("skew_us", [(), (-30_000, 40_000, 15_000)])
+def test_dynamo_logs_with_skewed_workers_give_the_batch_reports_counts(
+    tmp_path: Path, skew_us: tuple[int, ...]
+) -> None:
+    # A worker clock behind puts its spans before their callers' in a poll; a torn
+    # first line puts a caller after its worker. Each such caller was counted twice
+    # (303 requests read as 404 with these skews).
+    write_dynamo_logs(tmp_path, DynamoSpec(requests=300, worker_skew_us=skew_us))
+    doc = report_json(analyze(load_events([str(tmp_path)], lean=True)))
+    expected = sorted(_key(f) for f in doc["findings"] if f["severity"] == "error")
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, max_bytes=24 << 10))
+    found: list[Key] = []
+    try:
+        follower.run(lambda f: found.append(_key(f)) or True, stop=lambda: True)
+        summary = follower.summary()
+    finally:
+        follower.close()
+    assert sorted(found) == expected
+    for name in ("requests", "spans", "lines", "bad_lines", "errors"):
+        assert summary[name] == doc["summary"][name], name

@@ -217,3 +217,43 @@ def test_a_closed_follower_frees_its_window_without_the_cycle_collector(tmp_path
         assert [ref() for ref in held] == [None] * len(held)
     finally:
         gc.enable()
+
+
+def test_a_nested_span_read_before_its_parent_is_the_same_request() -> None:
+    # Dynamo's `generate` span inside `http-request`: when the request's first line is
+    # torn, its span starts after `generate` and is read after it. The batch rule makes
+    # `generate` work for its parent; live, it stayed a caller of its own, and the two
+    # holding one request_id were reported as a duplicate in flight.
+    rules = LiveRules(window_s=600)
+    nested = _front("g", "7", 1 * S, parent_span_id="h")  # its one line: no end seen
+    assert rules.feed(_rows(nested, _end("h", "7", 3 * S))) == []
+    assert rules.callers_seen == 1
+    rules = LiveRules(window_s=600)  # the same, the parent in a later poll
+    assert rules.feed(_rows(nested)) == []
+    assert rules.feed(_rows(_front("h", "7", 3 * S, t1=4 * S))) == []
+    assert rules.callers_seen == 1
+    assert rules.state.orphans == {}
+
+
+def test_a_worker_read_before_its_caller_is_counted_once_and_awaited() -> None:
+    # A worker file ahead of its caller's (a worker clock behind, or flushed first):
+    # its caller was counted twice (batch `requests` counts it once), and the caller's
+    # crossed-stream check did not wait for that worker, still open, to end.
+    rules = LiveRules(window_s=600)
+    rules.feed(_rows(_worker("w1", "a", "1", 0), _worker("w2", "a", "1", 1)))
+    rules.feed(_rows(_front("a", "1", 2)))
+    # Another prompt's worker produced the same text a was delivered ...
+    rules.feed(_rows(_work("v", "b", "B", "OUT", 3)))
+    assert rules.feed(_rows(_end("a", "1", 4 * S, fp_in="A", fp_out="OUT"))) == []
+    rules.feed(_rows(_work("w1", "a", "A", "OTHER", 5 * S)))
+    # ... and so did a's own worker, for a's prompt: its own output, never crossed.
+    assert rules.feed(_rows(_work("w2", "a", "A", "OUT", 6 * S))) == []
+    assert rules.callers_seen == 2  # a and b (whose worker alone is in)
+
+
+def test_spans_waiting_for_their_parent_leave_with_the_window() -> None:
+    rules = LiveRules(window_s=10)
+    rules.feed(_rows(_worker("w", "gone", "1", 0, closing=True)))
+    assert list(rules.state.orphans) == [("t", "gone")]
+    rules.feed(_rows(_front("z", "9", 60 * S)))
+    assert rules.state.orphans == {}

@@ -92,6 +92,7 @@ class LiveRules:
         spans = state.spans
         get, move = spans.get, spans.move_to_end
         by_id, produced, pairs, waiting = state.clusters, state.produced, state.pairs, state.waiting
+        orphans = state.orphans
         found: list[Finding] = []
         clusters: list[Cluster] = []
         fronts: list[Span] = []
@@ -114,7 +115,9 @@ class LiveRules:
                     span.parent_span = up
                     up.open_children += 1
                 else:
-                    new_callers += 1
+                    new_callers += state.park(trace, span)
+                if orphans and key in orphans:  # read after spans that work for it
+                    new_callers -= state.adopt(key, span)
                 if rid is not None:
                     cluster = by_id.get(rid)
                     if cluster is None:  # a fresh id: a cluster of one, nothing to judge

@@ -101,6 +101,10 @@ class WindowState:
     # Per file: the log time it has been read up to (absent: read to its end). A span
     # is certainly still open at time t only if its file was read past t without its end.
     file_marks: dict[str, int] = field(default_factory=dict)
+    # (trace_id, parent span id) → spans read before the span they name as parent: a
+    # worker file ahead of its caller's (clock skew, flushing), a caller whose first line
+    # was torn. They are linked to it when it comes, so it is one request with them.
+    orphans: dict[SpanKey, list[Span]] = field(default_factory=dict)
     # Judgements the files read so far cannot settle yet: tried again every batch.
     pending_clusters: list[Cluster] = field(default_factory=list)
     pending_fronts: list[Span] = field(default_factory=list)
@@ -145,6 +149,32 @@ class WindowState:
             span.clusters = [cluster]
         return cluster
 
+    def park(self, trace: str | None, span: Span) -> int:
+        """Hold a span whose parent is not read (yet); 1 if it is a caller not counted yet.
+
+        A worker span works for its parent, counted once for all its siblings; any other
+        span is its own caller until its parent comes.
+        """
+        if span.parent is None:
+            return 1
+        kin = self.orphans.setdefault((trace, span.parent), [])
+        counted = span.side == WORKER and any(k.side == WORKER for k in kin)
+        kin.append(span)
+        return 0 if counted else 1
+
+    def adopt(self, key: SpanKey, span: Span) -> int:
+        """Link the spans read before `span`, their parent; the callers that were double
+        counted (`park` counted them as callers of their own or of a span not yet read).
+        """
+        kids = self.orphans.pop(key)
+        counted = sum(1 for k in kids if k.side != WORKER) + any(k.side == WORKER for k in kids)
+        for kid in kids:
+            kid.parent_span = span
+            if not kid.closed:
+                span.open_children += 1
+        # The kids now work for `span`: one caller, already counted if `span` is its own.
+        return counted if span.caller() == span.span_id else counted - 1
+
     def wait(self, front: Span) -> None:
         """Park a caller until a worker's output for its fp_out is seen."""
         if not front.waiting and front.fp_out is not None:
@@ -186,6 +216,8 @@ class WindowState:
                     del produced[fp_out]
                 if span.waiting:
                     self._unwait(span, fp_out)
+            if span.parent_span is None and span.parent is not None:
+                self._unpark((key[0], span.parent), span)
             span.closed = span.crossed_done = True  # gone: nothing pending waits for it
             span.parent_span = None
             span.clusters = ()
@@ -208,8 +240,16 @@ class WindowState:
         self.pairs.clear()
         self.produced.clear()
         self.waiting.clear()
+        self.orphans.clear()
         self.pending_clusters = []
         self.pending_fronts = []
+
+    def _unpark(self, parent: SpanKey, span: Span) -> None:
+        kin = self.orphans.get(parent)
+        if kin is not None and span in kin:
+            kin.remove(span)
+            if not kin:
+                del self.orphans[parent]
 
     def _unwait(self, span: Span, fp_out: str) -> None:
         fronts = self.waiting.get(fp_out, [])
@@ -222,4 +262,4 @@ class WindowState:
         """Entries held: spans plus index entries (what memory follows)."""
         return len(self.spans) + len(self.clusters) + len(self.pairs) + len(
             self.produced
-        ) + sum(len(v) for v in self.waiting.values())
+        ) + sum(len(v) for v in self.waiting.values()) + len(self.orphans)
