@@ -7,6 +7,8 @@ import os
 import threading
 from pathlib import Path
 
+import pytest
+
 from ridtrace.forensics.live.follow import Follower, FollowSettings
 from ridtrace.forensics.live.tail import Identities
 from ridtrace.forensics.live.watch import Watch
@@ -64,6 +66,30 @@ def test_a_last_line_without_newline_is_read_when_the_follow_ends(tmp_path: Path
     summary = follower.summary()
     assert summary["lines"] == 4 and summary["bad_lines"] == 1  # the CR-only file: one line
     assert summary["incomplete"]
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_a_compressed_files_last_line_without_newline_is_read(tmp_path: Path,
+                                                             exact: bool) -> None:
+    # A rotated log compressed after a writer died mid-line (or a copy taken mid-line):
+    # the batch read reads its last line; the follower held it and dropped it with the
+    # file, so an Unlinked error on it was never reported (exit 0).
+    lines = [*rt_request("a", "7", 0, 2), rt("response.unlinked", request_id="7", span_id="a",
+                                              trace_id="a" * 32)]
+    text = "\n".join(lines).encode()
+    (tmp_path / "frontend.jsonl.1.gz").write_bytes(gzip.compress(text))
+    # exact: the first read fills its buffer, the last line is held; the next one is empty.
+    max_bytes = len(text) if exact else 1 << 20
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, max_bytes=max_bytes))
+    follower.start()
+    found: list[dict[str, object]] = []
+    try:
+        follower.run(lambda f: found.append(f) is None, stop=lambda: True)
+    finally:
+        follower.close()
+    assert [(f["kind"], f["evidence"]) for f in found] == [
+        ("unlinked", [{"file": str(tmp_path / "frontend.jsonl.1.gz"), "line": 3}])]
+    assert follower.summary()["lines"] == 3
 
 
 def test_a_removed_files_last_line_without_newline_is_handed_out(tmp_path: Path) -> None:

@@ -165,8 +165,14 @@ class FileTail:
         data: bytes | bytearray
         if self.gzip:
             data = self._read_gzip(max_bytes)
-            if data and self._held:
+            if self._held and (data or self.done):
                 data = self._held + data
+            if self.done and self.tear is None:
+                # Read whole: a last line without its newline is a line, as the batch
+                # read reads it (an Unlinked error on it was dropped, exit 0).
+                last = data[data.rfind(b"\n") + 1 :]
+                if last.strip():
+                    data += b"\n"
         else:
             data = self._read_plain(max_bytes)
         if not data:
