@@ -209,3 +209,36 @@ def test_a_pipe_in_a_followed_directory_is_set_aside_not_opened(tmp_path: Path) 
     assert [(Path(n.file).name, n.reason) for n in stats.ignored_files] == [
         ("stream.jsonl", "not a regular file (a pipe, socket or device)")
     ]  # named once, though looked at twice
+
+
+def test_a_named_file_renamed_by_a_rotation_is_read_while_its_writer_still_writes(
+    tmp_path: Path,
+) -> None:
+    # logrotate's `create`: the log is renamed and a new one created, and the service
+    # writes to the renamed file until its postrotate signal makes it reopen. A followed
+    # file named on the command line was closed at the first poll that found nothing
+    # new in it, so the lines written in between were lost, and evidence named the new
+    # file for lines of the renamed one.
+    log = tmp_path / "frontend.jsonl"
+    unlinked = rt("response.unlinked", request_id="7", span_id="b", trace_id="b" * 32)
+    with open(log, "a") as old:
+        old.write("\n".join(rt_request("a", "1", 0, 1)) + "\n")
+        old.flush()
+        follower = Follower([str(log)], FollowSettings(from_start=True))
+        follower.start()
+        found: list[dict[str, object]] = []
+        try:
+            found += follower.poll()[0]
+            os.rename(log, tmp_path / "frontend.jsonl.1")
+            log.touch()
+            found += follower.poll()[0]  # nothing new anywhere
+            old.write(unlinked + "\n")  # before the service reopens its log
+            old.flush()
+            found += follower.poll()[0]
+            found += follower.finish()
+            summary = follower.summary()
+        finally:
+            follower.close()
+    assert [(f["kind"], f["evidence"]) for f in found] == [
+        ("unlinked", [{"file": str(tmp_path / "frontend.jsonl.1"), "line": 3}])]
+    assert summary["lines"] == 3

@@ -10,7 +10,9 @@ Files found by walking a directory are judged like `ridtrace analyze` judges the
 
 from __future__ import annotations
 
+import contextlib
 import glob
+import os
 import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -25,9 +27,39 @@ from ridtrace.forensics.reading.inputs import (
     named_for_lines,
     walk_tree,
 )
+from ridtrace.forensics.reading.rotation import rotation_place
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 
 DevIno = tuple[int, int]
+
+
+def _rotated_name(path: Path, key: DevIno) -> Path | None:
+    """The name a rotation gave the file that was at `path` (``app.jsonl.1``), when
+    `path` now holds another file or none and no input names the file any more.
+
+    A named file (or a glob's match) renamed by logrotate's ``create`` is still written
+    until the service reopens its log (``postrotate``): closed at once, those lines were
+    lost. Only the names of the same log (`rotation_place`) are looked at.
+    """
+    try:
+        st = path.stat()
+        if (st.st_dev, st.st_ino) == key:
+            return None
+    except OSError:
+        pass
+    log = rotation_place(str(path))[0]
+    try:
+        with os.scandir(path.parent) as entries:
+            for entry in entries:
+                name = path.parent / entry.name  # spelled as `path` is: ./app.jsonl is app.jsonl
+                if name != path and rotation_place(str(name))[0] == log:
+                    with contextlib.suppress(OSError):
+                        st = entry.stat()
+                        if (st.st_dev, st.st_ino) == key:
+                            return name
+    except OSError:
+        pass
+    return None
 
 
 @dataclass
@@ -111,8 +143,9 @@ class Watch:
             self.stats.files += 1
         self._started = True
         for key, tail in self.tails.items():
-            if key in seen and seen[key] != tail.path:  # renamed: evidence names the new file
-                tail.path, tail.name = seen[key], str(seen[key])
+            moved = seen.get(key) or (None if tail.done else _rotated_name(tail.path, key))
+            if moved is not None and moved != tail.path:  # renamed: evidence names it
+                tail.path, tail.name = moved, str(moved)
         # A settled file that disappeared frees its inode number for a new file.
         self.settled &= set(seen)
 
