@@ -242,3 +242,47 @@ def test_a_named_file_renamed_by_a_rotation_is_read_while_its_writer_still_write
     assert [(f["kind"], f["evidence"]) for f in found] == [
         ("unlinked", [{"file": str(tmp_path / "frontend.jsonl.1"), "line": 3}])]
     assert summary["lines"] == 3
+
+
+@pytest.mark.parametrize("rotate", ["copytruncate", "rename"])
+def test_a_line_torn_by_a_rotation_is_a_bad_line_not_a_file_of_no_records(
+    tmp_path: Path, rotate: str
+) -> None:
+    # The writer had written half a line when the log rotated; the rest went to the
+    # new file. The batch read sees app.jsonl.1 with 301 lines, its last one torn (2
+    # bad lines in 602: whole). The follower had read the 300 under app.jsonl, so the
+    # torn piece was all it counted under app.jsonl.1: "none of its 1 lines is a log
+    # record", incomplete, exit 3.
+    log = tmp_path / "app.jsonl"
+
+    def requests(first: int, last: int) -> str:
+        return "".join(line + "\n" for k in range(first, last)
+                       for line in rt_request(f"s{k}", f"r{k}", k, k + 0.5))
+
+    torn = rt_request("x", "rx", 400, 401)[0]
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
+    writer = open(log, "a")  # noqa: SIM115 (reopened by the rotation)
+    try:
+        writer.write(requests(0, 150))
+        writer.flush()
+        follower.start()
+        follower.poll()
+        writer.write(torn[:40])
+        writer.flush()
+        follower.poll()
+        if rotate == "copytruncate":
+            (tmp_path / "app.jsonl.1").write_bytes(log.read_bytes())
+            os.truncate(log, 0)
+        else:
+            writer.close()
+            os.rename(log, tmp_path / "app.jsonl.1")
+            writer = open(log, "a")  # noqa: SIM115
+        writer.write(torn[40:] + "\n" + requests(150, 300))
+        writer.flush()
+        follower.run(lambda f: True, stop=lambda: True)
+        summary = follower.summary()
+    finally:
+        writer.close()
+        follower.close()
+    assert (summary["lines"], summary["bad_lines"]) == (602, 2)
+    assert summary["incomplete_reasons"] == []

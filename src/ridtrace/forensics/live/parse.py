@@ -105,6 +105,10 @@ def parse_chunk(
     shift = chunk.first_line - 1
     local.samples = [BadLine(s.file, s.line + shift, s.reason) for s in local.samples]
     local.files = 0
+    if chunk.stream != chunk.name:
+        for counts in (local.lines_by_file, local.bad_by_file):
+            if chunk.name in counts:
+                counts[chunk.stream] = counts.get(chunk.stream, 0) + counts.pop(chunk.name)
     stats.merge(local)
     shifted = {k: np.where(v >= 0, v + shift, -1) for k, v in lines.items()}
     return ChunkSpans(chunk.name, spans, shifted)

@@ -34,6 +34,9 @@ class Identity:
     head: bytes
     path: Path
     lines: int = 0
+    # The stream's name in the per-file counters: its first file's name (``#2`` on for
+    # later streams under that name), whatever names its lines are read under since.
+    label: str = ""
 
 
 def _stem(path: Path) -> tuple[Path, str]:
@@ -50,6 +53,10 @@ class Chunk:
     first_line: int
     data: memoryview
     scan: LineScan
+    # The content stream (`Identity.label`): a rotated copy's or a renamed file's lines
+    # count with the lines read before, so a line torn by the rotation is not a file of
+    # its own with no log record in it.
+    stream: str
 
     @property
     def newlines(self) -> int:
@@ -63,6 +70,7 @@ class Identities:
     def __init__(self, keep: int = 256) -> None:
         self._known: list[Identity] = []
         self._keep = keep
+        self._labels: dict[str, int] = {}
 
     def claim(self, head: bytes, path: Path) -> Identity:
         """The stream `path` is a copy of, or a new one.
@@ -81,7 +89,9 @@ class Identities:
                 best = known
         if best is not None:
             return best
-        fresh = Identity(head=head, path=path)
+        taken = self._labels[str(path)] = self._labels.get(str(path), 0) + 1
+        label = str(path) if taken == 1 else f"{path}#{taken}"
+        fresh = Identity(head=head, path=path, label=label)
         self._known.append(fresh)
         del self._known[: -self._keep]
         return fresh
@@ -154,6 +164,11 @@ class FileTail:
         if self.identity is not None:
             self.identity.lines = max(self.identity.lines, lines)
 
+    @property
+    def stream(self) -> str:
+        """The content stream the lines read now belong to (`Chunk.stream`)."""
+        return self.identity.label if self.identity is not None else self.name
+
     def deleted(self) -> bool:
         """True when the file has no name left (removed, or its inode reused)."""
         return os.fstat(self._fh.fileno()).st_nlink == 0
@@ -195,11 +210,11 @@ class FileTail:
         """Drop the lines a copy of this content already handed out."""
         ident = self.identity
         if ident is None:
-            return Chunk(self.name, first, whole, scan)
+            return Chunk(self.name, first, whole, scan, self.stream)
         skip = ident.lines - first + 1
         ident.lines = max(ident.lines, self.line)
         if skip <= 0:
-            return Chunk(self.name, first, whole, scan)
+            return Chunk(self.name, first, whole, scan, self.stream)
         text, pos = whole.tobytes(), 0
         for _ in range(skip):
             pos = text.find(b"\n", pos) + 1
@@ -208,7 +223,7 @@ class FileTail:
         rest = whole[pos:]  # a view: no copy
         # Fewer lines; "may be blank" stays as the whole chunk's (a superset).
         left = LineScan(scan.newlines - skip, scan.maybe_blank)
-        return Chunk(self.name, first + skip, rest, left) if rest else None
+        return Chunk(self.name, first + skip, rest, left, ident.label) if rest else None
 
     def _read_plain(self, max_bytes: int) -> bytearray:
         """The held piece of a line, then what was appended after it (up to `max_bytes`),
