@@ -8,6 +8,7 @@ findings a one-shot read of the original files gives, each once.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from ridtrace.forensics.live.follow import Follower, FollowSettings
+from ridtrace.testing.dynamo import DynamoSpec, write_dynamo_logs
 from ridtrace.testing.synth import SynthSpec, SynthTruth, write_logs
 from tests.support.follower import start_follower
 
@@ -88,3 +90,39 @@ def test_line_written_in_two_pieces_is_read_once_whole(tmp_path: Path) -> None:
     assert summary["lines"] == truth.lines
     assert summary["bad_lines"] == 0, summary["bad_line_samples"]
     assert sorted(_key(p.json()) for p in follower.findings()) == expected
+
+
+_COUNTS = ("lines", "bad_lines", "requests", "spans", "crossed_stream", "duplicate_in_flight",
+           "unlinked", "errors", "incomplete", "incomplete_reasons")
+
+
+@pytest.mark.parametrize("mode", ["none", "rename", "copytruncate-gzip"])
+def test_followed_dynamo_logs_end_as_analyze_reads_the_final_files(
+    tmp_path: Path, mode: str
+) -> None:
+    # Dynamo logs (banners, torn lines) with worker clocks off by -30, +40 and +15 ms,
+    # written interleaved across files, lines split across writes, rotated halfway.
+    # Once the writer is done, the follower's findings, counters and exit code are
+    # those of `ridtrace analyze` on the files left behind. ("files" differs by design:
+    # the follower counts the files it opened, a rotated file compressed and removed
+    # among them.)
+    src = tmp_path / "src"
+    write_dynamo_logs(src, DynamoSpec(requests=300, worker_skew_us=(-30_000, 40_000, 15_000)))
+    dst = tmp_path / "dst"
+    dst.mkdir()
+    follower = start_follower([str(dst)])
+    try:
+        _replay(src, dst, "--rate", "3000", "--rotate", mode, "--split-every", "300",
+                "--pause", "0.3")
+    finally:
+        code = follower.stop()
+    batch = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "analyze", str(dst), "--format", "json", "-q"],
+        capture_output=True, text=True, timeout=120,
+    )
+    report = json.loads(batch.stdout)
+    expected = sorted(_key(f) for f in report["findings"] if f["severity"] == "error")
+    assert sorted(_key(p.json()) for p in follower.findings()) == expected
+    summary = follower.summary()
+    assert {k: summary[k] for k in _COUNTS} == {k: report["summary"][k] for k in _COUNTS}
+    assert code == batch.returncode == 1
