@@ -217,6 +217,29 @@ def test_unhandled_exception_500_still_carries_the_server_id(
     assert (end["outcome"], end["status"], end["level"]) == ("error", 500, "WARN")
 
 
+def test_the_servers_crash_line_for_a_request_carries_its_ids(
+    server: tuple[RunningServer, Path],
+) -> None:
+    # uvicorn logs "Exception in ASGI application" (ERROR, the traceback's only line)
+    # after the middleware has left the request's context: without the ids a crash
+    # cannot be joined to its request.
+    running, log_path = server
+    response = httpx.get(running.url + "/boom", headers={"x-request-id": "crash-2"})
+    request_id = response.headers["x-server-request-id"]
+    lines = wait_for_lines(
+        log_path,
+        lambda ls: any(
+            x.get("logger") == "uvicorn.error" and x.get("level") == "ERROR"
+            and x.get("request_id") == request_id for x in ls
+        ),
+    )
+    crash = next(x for x in _lines_of(lines, request_id) if x.get("level") == "ERROR")
+    end = next(x for x in _lines_of(lines, request_id) if x.get("event") == "request.end")
+    assert crash["x_request_id"] == "crash-2"
+    assert (crash["trace_id"], crash["span_id"]) == (end["trace_id"], end["span_id"])
+    assert crash["exception"] == "RuntimeError: boom"
+
+
 def _raw_request(port: int, header_lines: list[bytes]) -> bytes:
     request = b"GET /ids HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
     request += b"".join(line + b"\r\n" for line in header_lines) + b"\r\n"

@@ -406,3 +406,39 @@ def test_the_callers_baggage_is_current_while_the_request_is_handled(log_file: P
     parent = b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
     response = _get(app, "/baggage", [(b"traceparent", parent), (b"baggage", b"tenant=acme")])
     assert response.json() == {"tenant": "acme"}
+
+
+@pytest.mark.parametrize("log_lifecycle", [True, False], ids=["observed", "identity-only"])
+def test_an_escaped_exception_carries_the_request_ids_to_the_servers_error_line(
+    log_file: Path, log_lifecycle: bool
+) -> None:
+    # uvicorn logs "Exception in ASGI application" through the standard library once
+    # the exception has left the middleware, so after the request's context is reset.
+    import logging
+
+    from ridtrace.tracing.logs import _InterceptHandler
+
+    async def crash(scope: Scope, receive: Receive, send: Send) -> None:
+        raise RuntimeError("kaboom")
+
+    app = RequestTracingMiddleware(crash, log_lifecycle=log_lifecycle)
+
+    async def go() -> BaseException:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            with pytest.raises(RuntimeError) as caught:
+                await client.get("/", headers={"x-request-id": "crash-1"})
+        return caught.value
+
+    exc = asyncio.run(go())
+    assert current_request_id() is None
+    server_log = logging.getLogger("probe.server")
+    server_log.addHandler(_InterceptHandler())
+    try:
+        server_log.error("Exception in ASGI application\n", exc_info=exc)
+    finally:
+        server_log.handlers.clear()
+    (crash_line,) = [x for x in read_lines(log_file) if x["level"] == "ERROR"]
+    assert crash_line["x_request_id"] == "crash-1"
+    assert len(crash_line["request_id"]) == 36 and len(crash_line["span_id"]) == 16
+    assert crash_line["exception"] == "RuntimeError: kaboom"

@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ridtrace.contract import REQUEST_END, REQUEST_START
 from ridtrace.tracing import context as request_context
 from ridtrace.tracing import metrics
-from ridtrace.tracing.context import RequestContext
+from ridtrace.tracing.context import RequestContext, remember_on_exception
 from ridtrace.tracing.deprecation import deprecation_response_headers
 from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.exchange import (
@@ -238,8 +238,12 @@ class RequestTracingMiddleware:
             await self.app(scope, receive_counting, send_tagged)
         except BaseException as exc:
             failure = exc
-            if isinstance(exc, Exception) and not state.response_started:
-                await send_internal_error(send_tagged)
+            if isinstance(exc, Exception):
+                # The server logs the escaped exception ("Exception in ASGI
+                # application") after our context is reset: the ids travel with it.
+                remember_on_exception(exc, ctx)
+                if not state.response_started:
+                    await send_internal_error(send_tagged)
             raise
         finally:
             outcome = outcome_of(state, failure, ctx)
@@ -295,7 +299,8 @@ class RequestTracingMiddleware:
             if deprecated_sent or rejected:
                 note_inbound(deprecated_sent, rejected)
             await self.app(scope, receive, send_with_ids)
-        except Exception:
+        except Exception as exc:
+            remember_on_exception(exc, ctx)
             if not response_started:
                 await send_internal_error(send_with_ids)
             raise
