@@ -442,3 +442,48 @@ def test_an_escaped_exception_carries_the_request_ids_to_the_servers_error_line(
     assert crash_line["x_request_id"] == "crash-1"
     assert len(crash_line["request_id"]) == 36 and len(crash_line["span_id"]) == 16
     assert crash_line["exception"] == "RuntimeError: kaboom"
+
+
+def test_a_route_in_a_mounted_sub_app_is_named_with_its_mounts(log_file: Path) -> None:
+    # The inner router overwrites scope["route"] with a route that knows only its own
+    # part of the path: two sub-apps' "/items/{item_id}" were one route on request.end,
+    # on the span and in ridtrace.requests.
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Mount, Route
+
+    async def item(request: Any) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    async def raw(scope: Scope, receive: Receive, send: Send) -> None:
+        await PlainTextResponse("raw")(scope, receive, send)
+
+    api = FastAPI()
+
+    @api.get("/items/{item_id}")
+    async def api_item(item_id: int) -> dict[str, int]:
+        return {"item_id": item_id}
+
+    tenant = Starlette(routes=[Route("/items/{item_id}", item), Mount("/v2", routes=[
+        Route("/items/{item_id}", item)])])
+    app = Starlette(routes=[
+        Route("/items/{item_id}", item),
+        Mount("/api", app=api),
+        Mount("/t/{tenant}", app=tenant),
+        Mount("/raw", app=raw),
+    ])
+    provider, exporter = _provider()
+    traced = RequestTracingMiddleware(app, tracer_provider=provider)
+    expected = {
+        "/items/1": "/items/{item_id}",
+        "/api/items/1": "/api/items/{item_id}",
+        "/t/acme/items/1": "/t/{tenant}/items/{item_id}",
+        "/t/acme/v2/items/1": "/t/{tenant}/v2/items/{item_id}",
+        "/raw/anything": "/raw",
+    }
+    for path in expected:
+        assert _get(traced, path).status_code == 200
+    ends = [x for x in read_lines(log_file) if x.get("event") == "request.end"]
+    assert {x["path"]: x["route"] for x in ends} == expected
+    spans = exporter.get_finished_spans()
+    assert {s.attributes["url.path"]: s.attributes["http.route"] for s in spans} == expected

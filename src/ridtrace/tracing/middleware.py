@@ -162,6 +162,9 @@ class RequestTracingMiddleware:
         coroutine stays small enough for Python's small-object allocator."""
         span = active_server_span(current)
         owns_span = span is None
+        # A Mount lengthens root_path in place: what it was tells route_template which
+        # part of the path the mounts took.
+        root_path = scope.get("root_path", "")
         parent: otel_context.Context | None = None
         if span is not None:  # an instrumentation's server span, recording by construction
             recording = True
@@ -247,7 +250,7 @@ class RequestTracingMiddleware:
             raise
         finally:
             outcome = outcome_of(state, failure, ctx)
-            route = route_template(scope)
+            route = route_template(scope, root_path)
             metrics.request_finished(route or UNMATCHED_ROUTE, outcome)
             # FastAPI's telemetry ends its span as the last body byte goes out,
             # before we get here: writing to an ended span only earns a warning.
