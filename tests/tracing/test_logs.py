@@ -110,3 +110,29 @@ def test_a_sink_that_is_no_path_or_stream_is_refused_at_once() -> None:
             assert "file path" in str(exc) and type(wrong).__name__ in str(exc)
         else:
             raise AssertionError(f"{wrong!r} accepted")
+
+
+def test_each_sink_gets_the_standard_librarys_lines_down_to_its_own_level() -> None:
+    # The root logger is shared: it was set to the last call's level, so a DEBUG file
+    # lost every standard-library DEBUG and INFO line once a WARNING console was added,
+    # and level="TRACE" (not a standard-library name) let only INFO and above through.
+    verbose, quiet, trace = io.StringIO(), io.StringIO(), io.StringIO()
+    try:
+        configure_logging(verbose, service="s", level="DEBUG")
+        configure_logging(quiet, service="s", level="WARNING")
+        library = logging.getLogger("some.library")
+        library.debug("debug")
+        library.info("info")
+        library.warning("warning")
+        logger.remove()
+        configure_logging(trace, service="s", level="TRACE")
+        library.debug("debug under trace")
+    finally:
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+
+    def messages(stream: io.StringIO) -> list[str]:
+        return [json.loads(line)["message"] for line in stream.getvalue().splitlines()]
+
+    assert messages(verbose) == ["debug", "info", "warning"]
+    assert messages(quiet) == ["warning"]
+    assert messages(trace) == ["debug under trace"]

@@ -32,7 +32,7 @@ from ridtrace.tracing.jsonline import (
     dumps,
     utc_stamp,
 )
-from ridtrace.tracing.sinks import JsonLinesSink, register_event_sink
+from ridtrace.tracing.sinks import JsonLinesSink, lowest_level, register_event_sink
 
 if TYPE_CHECKING:
     from loguru import Record
@@ -165,14 +165,15 @@ def configure_logging(
     if not events_via_loguru:
         register_event_sink(writer)
     if intercept_stdlib:
-        _route_stdlib_logging(level)
+        # Every sink gets the standard library's records through one root logger: it
+        # lets through what the most verbose sink wants (not the last call's level,
+        # which starved a DEBUG file of them once a WARNING console was added). By
+        # number, as loguru counts: TRACE (5) lets the standard library's DEBUG in.
+        _route_stdlib_logging(lowest_level() or levelno)
     return handler_id
 
 
-def _route_stdlib_logging(level: str | int) -> None:
-    numeric = logging.getLevelName(level) if isinstance(level, str) else level
-    if not isinstance(numeric, int):
-        numeric = logging.INFO
+def _route_stdlib_logging(numeric: int) -> None:
     handler = _InterceptHandler()
     logging.basicConfig(handlers=[handler], level=numeric, force=True)
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "httpx", "httpcore"):

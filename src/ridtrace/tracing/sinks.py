@@ -32,6 +32,7 @@ __all__ = [
     "JsonLinesSink",
     "event_sinks",
     "flush_sinks",
+    "lowest_level",
     "register_event_sink",
     "unregister_event_sink",
 ]
@@ -175,6 +176,12 @@ def unregister_event_sink(sink: JsonLinesSink) -> None:
     global _event_sinks
     with _event_sinks_lock:
         _event_sinks = tuple(s for s in _event_sinks if s is not sink)
+
+
+def lowest_level() -> int | None:
+    """The lowest ``levelno`` of the sinks not yet removed, or ``None`` without any."""
+    levels = [sink.levelno for sink in list(_all_sinks) if not sink._stopped]
+    return min(levels) if levels else None
 
 
 def flush_sinks() -> None:
