@@ -19,7 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-__all__ = ["OtlpReceiver", "ReceivedSpan", "otlp_receiver"]
+__all__ = ["OtlpReceiver", "ReceivedSpan", "otlp_grpc_receiver", "otlp_receiver"]
 
 
 @dataclass(frozen=True)
@@ -183,3 +183,36 @@ def otlp_receiver() -> Iterator[OtlpReceiver]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def otlp_grpc_receiver() -> Iterator[OtlpReceiver]:
+    """The same receiver behind OTLP/gRPC (a collector's port 4317) on a free loopback
+    port; ``endpoint`` is ``http://127.0.0.1:PORT``, as exporters are given it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import grpc
+    from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+
+    server = grpc.server(ThreadPoolExecutor(max_workers=2))
+    port = server.add_insecure_port("127.0.0.1:0")
+    receiver = OtlpReceiver(port=port)
+
+    class Traces(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
+        def Export(self, request: Any, context: Any) -> ExportTraceServiceResponse:
+            receiver.add(request)
+            return ExportTraceServiceResponse()
+
+    class Metrics(metrics_service_pb2_grpc.MetricsServiceServicer):  # type: ignore[misc]
+        def Export(self, request: Any, context: Any) -> ExportMetricsServiceResponse:
+            receiver.add_metrics(request)
+            return ExportMetricsServiceResponse()
+
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), server)
+    metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(Metrics(), server)
+    server.start()
+    try:
+        yield receiver
+    finally:
+        server.stop(None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace.sampling import (
@@ -92,3 +93,69 @@ def test_shutdown_is_idempotent_and_unbinds_metrics() -> None:
     assert shutdown_telemetry() == 2
     assert metrics.instruments() is None
     assert shutdown_telemetry() == 0
+
+
+def _one_traced_request(provider: object) -> str:
+    import asyncio
+
+    import httpx
+
+    from ridtrace import RequestTracingMiddleware
+
+    async def ok(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    app = RequestTracingMiddleware(ok, tracer_provider=provider, log_lifecycle=False)
+
+    async def go() -> str:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            response = await client.get("/", headers={"x-request-id": "otlp-grpc-1"})
+            return response.headers["x-server-request-id"]
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("variable", ["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"])
+def test_spans_and_metrics_go_over_grpc_when_the_protocol_says_so(variable: str) -> None:
+    # The protocol variable was ignored: spans went as HTTP to the collector's gRPC
+    # port (4317), which answers nothing an HTTP exporter sends, and all were lost.
+    from tests.support.otlp_receiver import otlp_grpc_receiver
+
+    with otlp_grpc_receiver() as receiver:
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+            variable: "grpc",
+            "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "grpc",
+        }
+        provider = configure_tracing("over-grpc", environ=env, set_global=False)
+        meters = configure_metrics("over-grpc", environ=env, set_global=False, prometheus=False)
+        request_id = _one_traced_request(provider)
+        assert shutdown_telemetry() == 2  # flushes both over gRPC
+        (span,) = receiver.wait_for(1, timeout=10)
+        assert meters is not None and receiver.metric_exports >= 1
+    assert span.service_name == "over-grpc"
+    assert (span.attributes["request_id"], span.attributes["x_request_id"]) == (
+        request_id, "otlp-grpc-1",
+    )  # fmt: skip
+    assert receiver.metric("ridtrace.requests", outcome="ok") == 1
+
+
+def test_the_otlp_protocol_picks_the_endpoint_shape_and_refuses_unknown_values() -> None:
+    from ridtrace.tracing.spans import otlp_endpoint
+
+    base = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317/"}
+    assert otlp_endpoint(base, "traces") == "http://collector:4317/v1/traces"
+    assert otlp_endpoint({**base, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, "traces") == (
+        "http://collector:4317/v1/traces"
+    )
+    assert otlp_endpoint({**base, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "traces") == (
+        "http://collector:4317/"
+    )
+    mixed = {**base, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+             "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "http/protobuf"}  # fmt: skip
+    assert otlp_endpoint(mixed, "metrics") == "http://collector:4317/v1/metrics"
+    with pytest.raises(ValueError, match="OTEL_EXPORTER_OTLP_PROTOCOL='thrift'"):
+        configure_tracing("x", environ={**base, "OTEL_EXPORTER_OTLP_PROTOCOL": "thrift"},
+                          set_global=False)  # fmt: skip

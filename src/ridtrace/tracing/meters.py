@@ -11,7 +11,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ridtrace.tracing import lifecycle, metrics
-from ridtrace.tracing.spans import otlp_endpoint, sdk_disabled, service_resource
+from ridtrace.tracing.spans import (
+    _grpc_exporter,
+    otlp_endpoint,
+    otlp_protocol,
+    sdk_disabled,
+    service_resource,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics import MeterProvider
@@ -30,8 +36,9 @@ def configure_metrics(
 ) -> MeterProvider | None:
     """Build an SDK meter provider and record ridtrace's instruments on it.
 
-    Exports over OTLP/HTTP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or
-    ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``) is set, every
+    Exports over OTLP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or
+    ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``) is set — http/protobuf, or grpc when
+    ``OTEL_EXPORTER_OTLP_[METRICS_]PROTOCOL`` says so — every
     ``OTEL_METRIC_EXPORT_INTERVAL`` milliseconds and once more at shutdown; with
     ``prometheus`` it also feeds :func:`metrics_endpoint`. The resource follows the
     same environment rules as :func:`~ridtrace.tracing.configure_tracing`.
@@ -46,10 +53,15 @@ def configure_metrics(
     readers: list[MetricReader] = []
     endpoint = otlp_endpoint(env, "metrics")
     if endpoint:
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
-        readers.append(PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=endpoint)))
+        if otlp_protocol(env, "metrics") == "grpc":
+            exporter_module = _grpc_exporter("metric_exporter")
+        else:
+            from opentelemetry.exporter.otlp.proto.http import metric_exporter as exporter_module
+        readers.append(
+            PeriodicExportingMetricReader(exporter_module.OTLPMetricExporter(endpoint=endpoint))
+        )
     if prometheus:
         from opentelemetry.exporter.prometheus import PrometheusMetricReader
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
+from typing import Any
 from urllib.parse import unquote
 
 from opentelemetry import trace
@@ -22,7 +24,13 @@ from opentelemetry.sdk.trace.sampling import (
 
 from ridtrace.tracing import lifecycle
 
-__all__ = ["configure_tracing", "otlp_endpoint", "sdk_disabled", "service_resource"]
+__all__ = [
+    "configure_tracing",
+    "otlp_endpoint",
+    "otlp_protocol",
+    "sdk_disabled",
+    "service_resource",
+]
 
 _FIXED_SAMPLERS: dict[str, Sampler] = {
     "always_on": ALWAYS_ON,
@@ -42,13 +50,15 @@ def configure_tracing(
     environ: Mapping[str, str] | None = None,
     set_global: bool = True,
 ) -> TracerProvider:
-    """Build an SDK tracer provider that exports over OTLP/HTTP when an endpoint is set.
+    """Build an SDK tracer provider that exports over OTLP when an endpoint is set.
 
     OpenTelemetry's environment conventions apply, and the environment wins over the
     code: ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES`` over ``service_name``
     (a default, used only when neither names the service), ``OTEL_TRACES_SAMPLER`` /
     ``OTEL_TRACES_SAMPLER_ARG``, ``OTEL_EXPORTER_OTLP_ENDPOINT`` /
-    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` and the exporter's and batch processor's
+    ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, ``OTEL_EXPORTER_OTLP_PROTOCOL`` /
+    ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` (``grpc`` needs the ``grpc`` extra) and the
+    exporter's and batch processor's
     other standard variables. Without an endpoint the provider still mints real trace
     and span ids but exports nothing, so a service with no collector runs unchanged.
     ``OTEL_SDK_DISABLED=true`` returns a provider with no processor and leaves the
@@ -65,11 +75,15 @@ def configure_tracing(
         return provider
     endpoint = otlp_endpoint(env, "traces")
     if endpoint:
-        # Imported here: the exporter pulls in requests/protobuf, which services that
-        # export nothing should not pay for.
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+        # Imported here: the exporter pulls in requests/protobuf (or grpcio), which
+        # services that export nothing should not pay for.
+        if otlp_protocol(env, "traces") == "grpc":
+            exporter_module = _grpc_exporter("trace_exporter")
+        else:
+            from opentelemetry.exporter.otlp.proto.http import trace_exporter as exporter_module
+        provider.add_span_processor(
+            BatchSpanProcessor(exporter_module.OTLPSpanExporter(endpoint=endpoint))
+        )
     lifecycle.own(provider)
     if set_global:
         trace.set_tracer_provider(provider)
@@ -81,13 +95,54 @@ def sdk_disabled(env: Mapping[str, str]) -> bool:
     return env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
 
 
+def otlp_protocol(env: Mapping[str, str], signal: str) -> str:
+    """``OTEL_EXPORTER_OTLP_{SIGNAL}_PROTOCOL`` or ``OTEL_EXPORTER_OTLP_PROTOCOL``:
+    ``grpc``, or ``http/protobuf`` (the default). ``http/json`` is sent as
+    http/protobuf, which every OTLP/HTTP receiver also takes on the same URL.
+
+    Read, not assumed: a collector's gRPC port (4317) answers nothing an HTTP
+    exporter sends, and every span was lost with only the exporter's retries to show.
+    """
+    for key in (f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
+        value = env.get(key, "").strip().lower()
+        if not value:
+            continue
+        if value in ("http/protobuf", "http/json"):
+            return "http/protobuf"
+        if value == "grpc":
+            return "grpc"
+        raise ValueError(f"{key}={env[key]!r}: OTLP protocols are grpc, http/protobuf, http/json")
+    return "http/protobuf"
+
+
 def otlp_endpoint(env: Mapping[str, str], signal: str) -> str | None:
-    """The OTLP/HTTP URL for ``signal`` (``traces``, ``metrics``), or ``None``."""
+    """The OTLP URL for ``signal`` (``traces``, ``metrics``), or ``None``.
+
+    Over http/protobuf the base endpoint gets the signal's path (``/v1/traces``); over
+    grpc it is used as it is, as the specification says. A signal's own endpoint is
+    always used as it is.
+    """
     specific = env.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT")
     if specific:
         return specific
     base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-    return f"{base.rstrip('/')}/v1/{signal}" if base else None
+    if not base:
+        return None
+    if otlp_protocol(env, signal) == "grpc":
+        return base
+    return f"{base.rstrip('/')}/v1/{signal}"
+
+
+def _grpc_exporter(module: str) -> Any:
+    """``opentelemetry.exporter.otlp.proto.grpc.<module>``, or an error that says what to
+    install: the gRPC exporter comes with the ``grpc`` extra, not with the core."""
+    try:
+        return importlib.import_module(f"opentelemetry.exporter.otlp.proto.grpc.{module}")
+    except ImportError as exc:
+        raise ImportError(
+            "OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs opentelemetry-exporter-otlp-proto-grpc: "
+            "pip install 'ridtrace[grpc]'"
+        ) from exc
 
 
 def service_resource(default_service: str | None, env: Mapping[str, str]) -> Resource:
