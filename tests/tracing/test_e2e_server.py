@@ -322,3 +322,47 @@ def test_deprecated_headers_warn_once_per_name_and_every_request_records_them(
         start = next(x for x in _lines_of(lines, request_id) if x.get("event") == "request.start")
         expected = "x-dynamo-request-id,request-id" if both else "x-dynamo-request-id"
         assert start["deprecated_headers"] == expected
+
+
+_SCRIPT_APP = '''
+import sys
+
+import uvicorn
+from fastapi import FastAPI
+
+from ridtrace import RequestTracingMiddleware, configure_logging, telemetry_lifespan
+
+configure_logging(sys.argv[2], service="script")
+app = FastAPI(lifespan=telemetry_lifespan)
+app.add_middleware(RequestTracingMiddleware)
+
+
+@app.get("/")
+async def root() -> dict[str, str]:
+    return {}
+
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_config=None)
+'''
+
+
+def test_uvicorn_run_with_the_app_object_logs_uvicorns_lines_as_the_docs_say(
+    tmp_path: Path,
+) -> None:
+    # docs/tracing.md: uvicorn.run(app) builds uvicorn's logging after configure_logging
+    # ran; with log_config=None its lines (the access line with the ids) are JSON too.
+    script = tmp_path / "my_api.py"
+    script.write_text(_SCRIPT_APP)
+    log_path = tmp_path / "script.jsonl"
+    port = free_port()
+    env = {"PYTHONPATH": str(REPO_ROOT)}
+    with run_server([str(script), str(port), str(log_path)], port=port, workdir=tmp_path,
+                    env=env) as running:  # fmt: skip
+        request_id = httpx.get(running.url + "/").headers["x-server-request-id"]
+        lines = wait_for_lines(
+            log_path,
+            lambda ls: any(
+                x.get("logger") == "uvicorn.access" and x.get("request_id") == request_id
+                for x in ls
+            ),
+        )
+    assert any(x.get("logger") == "uvicorn.error" for x in lines)  # startup lines too
