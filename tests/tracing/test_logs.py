@@ -12,6 +12,7 @@ from loguru import logger
 from ridtrace import configure_logging
 from ridtrace.tracing import context
 from ridtrace.tracing.context import RequestContext
+from ridtrace.tracing.logs import _patch_request_context
 from tests.tracing.conftest import read_lines
 
 
@@ -136,3 +137,23 @@ def test_each_sink_gets_the_standard_librarys_lines_down_to_its_own_level() -> N
     assert messages(verbose) == ["debug", "info", "warning"]
     assert messages(quiet) == ["warning"]
     assert messages(trace) == ["debug under trace"]
+
+
+def test_a_patcher_the_application_set_is_kept() -> None:
+    # loguru holds one patcher and configure() replaces it: configure_logging dropped
+    # the application's own (here, a host name) from every line, silently.
+    stream = io.StringIO()
+    logger.configure(patcher=lambda record: record["extra"].update(host="h-1"))
+    try:
+        configure_logging(stream, service="s", intercept_stdlib=False)
+        configure_logging(io.StringIO(), service="s", intercept_stdlib=False)  # twice
+        token = context.enter(RequestContext(request_id="r-1", trace_id="a" * 32,
+                                             span_id="b" * 16))  # fmt: skip
+        try:
+            logger.info("patched")
+        finally:
+            context.leave(token)
+    finally:
+        logger.configure(patcher=_patch_request_context)
+    (line,) = [json.loads(x) for x in stream.getvalue().splitlines()]
+    assert (line["host"], line["request_id"]) == ("h-1", "r-1")

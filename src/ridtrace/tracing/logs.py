@@ -47,6 +47,26 @@ def _patch_request_context(record: Record) -> None:
         add_context_ids(record["extra"], ctx)
 
 
+def _install_patcher() -> None:
+    """Make :func:`_patch_request_context` loguru's patcher, keeping one the application
+    already set with ``logger.configure(patcher=...)``: loguru holds a single patcher
+    and ``configure`` replaces it, so the application's (a hostname, a tenant) was
+    silently dropped from every line."""
+    previous = getattr(getattr(logger, "_core", None), "patcher", None)
+    if previous is _patch_request_context or getattr(previous, "_ridtrace_chained", False):
+        return  # a second configure_logging call: ours is in place already
+    if previous is None:
+        logger.configure(patcher=_patch_request_context)
+        return
+
+    def patch_both(record: Record) -> None:
+        previous(record)
+        _patch_request_context(record)
+
+    patch_both._ridtrace_chained = True  # type: ignore[attr-defined]
+    logger.configure(patcher=patch_both)
+
+
 def format_record(record: Record, service: str) -> bytes:
     """Render one loguru record as a JSON line (bytes, newline-terminated)."""
     level = record["level"].name
@@ -159,7 +179,7 @@ def configure_logging(
         stream = _stream_of(sink)
     levelno = level if isinstance(level, int) else logger.level(level).no
     writer = JsonLinesSink(stream, service, raw=raw, levelno=levelno)
-    logger.configure(patcher=_patch_request_context)
+    _install_patcher()
     # The sink object itself (not its bound write), so loguru calls its stop() on removal.
     handler_id = logger.add(writer, level=level, format="{message}", catch=True)
     if not events_via_loguru:
