@@ -101,3 +101,13 @@ def test_an_unwritable_log_file_is_a_usage_error(tmp_path: Path) -> None:
     )
     assert done.returncode == 2 and "--log-file" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_an_unknown_log_level_is_a_usage_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "serve", "worker", "--port", "1",
+         "--log-file", str(tmp_path / "w.jsonl"), "--log-level", "verbose"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 2 and "--log-level" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr

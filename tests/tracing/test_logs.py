@@ -7,6 +7,7 @@ import json
 import logging
 from pathlib import Path
 
+import pytest
 from loguru import logger
 
 from ridtrace import configure_logging
@@ -157,3 +158,17 @@ def test_a_patcher_the_application_set_is_kept() -> None:
         logger.configure(patcher=_patch_request_context)
     (line,) = [json.loads(x) for x in stream.getvalue().splitlines()]
     assert (line["host"], line["request_id"]) == ("h-1", "r-1")
+
+
+@pytest.mark.parametrize("level", ["WARN", "warn", "warning", "Warning"])
+def test_warn_is_the_warning_level_in_any_case(level: str) -> None:
+    # WARN is how the log schema (and Dynamo) spell the level; loguru only knew WARNING.
+    out = io.StringIO()
+    try:
+        configure_logging(out, service="s", level=level)
+        logger.info("not written")
+        logger.warning("written")
+    finally:
+        logger.remove()
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+    assert [json.loads(x)["message"] for x in out.getvalue().splitlines()] == ["written"]

@@ -69,10 +69,14 @@ def _setup(log_file: Path, service: str, level: str) -> None:
 
     logger.remove()  # loguru's default stderr handler would duplicate every line
     try:
-        configure_logging(log_file, service=service, level=level.upper())
+        configure_logging(log_file, service=service, level=level)
     except OSError as exc:
         raise click.BadParameter(f"cannot write {log_file}: {exc.strerror or exc}",
                                  param_hint="--log-file") from None
+    except ValueError:
+        raise click.BadParameter(
+            f"{level!r} is not a level: TRACE, DEBUG, INFO, WARN(ING), ERROR or CRITICAL",
+            param_hint="--log-level") from None
     # The service name is a default: OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES win.
     configure_tracing(service)
     configure_metrics(service)

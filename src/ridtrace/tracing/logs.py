@@ -154,7 +154,9 @@ def configure_logging(
             stream (``sys.stdout``, ``io.StringIO``; written as UTF-8 text), or
             ``None`` for standard error. Anything else raises ``TypeError``.
         service: written as ``service`` on every line (``frontend``, ``worker-8101``).
-        level: lowest level written.
+        level: lowest level written: a loguru level name in any case (``WARN`` is
+            ``WARNING``, as the log schema spells it) or number. An unknown name raises
+            ``ValueError``.
         intercept_stdlib: route the standard library's logging (uvicorn's included)
             into loguru so those lines get the same shape and request ids.
         events_via_loguru: ridtrace's own events (``request.start``, ``request.end``,
@@ -177,6 +179,8 @@ def configure_logging(
         stream, raw = path.open("ab", buffering=0), True
     else:
         stream = _stream_of(sink)
+    if isinstance(level, str):
+        level = _loguru_level(level)
     levelno = level if isinstance(level, int) else logger.level(level).no
     writer = JsonLinesSink(stream, service, raw=raw, levelno=levelno)
     _install_patcher()
@@ -191,6 +195,19 @@ def configure_logging(
         # number, as loguru counts: TRACE (5) lets the standard library's DEBUG in.
         _route_stdlib_logging(lowest_level() or levelno)
     return handler_id
+
+
+_LOGURU_LEVELS = ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL")
+
+
+def _loguru_level(name: str) -> str:
+    """A level name as loguru knows it: any case, and ``WARN`` (the log schema's own
+    spelling, and the standard library's alias) for ``WARNING``. A custom level's name
+    is kept as given."""
+    upper = name.upper()
+    if upper == "WARN":
+        return "WARNING"
+    return upper if upper in _LOGURU_LEVELS else name
 
 
 def _route_stdlib_logging(numeric: int) -> None:
