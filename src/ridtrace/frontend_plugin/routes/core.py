@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 
 import orjson
+from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
 from ridtrace.contract import RESPONSE_UNLINKED, SHUTTING_DOWN
@@ -69,7 +70,13 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
     if refusal is not None:
         await _reject(send, api, 415, refusal, None)
         return
-    body = await receive_body(scope, receive, settings.max_body_bytes)
+    try:
+        body = await receive_body(scope, receive, settings.max_body_bytes)
+    except ClientDisconnect:
+        # The client left mid-upload: nothing was registered and nobody is there to
+        # answer. Returning (not raising) makes request.end say status 0, cancelled;
+        # the exception became a 500, an 'error' outcome and a traceback per upload.
+        return
     # A slow body may finish arriving after in-flight calls were ended: refuse it too.
     if await _refused_while_stopping(fe, send, api):
         return

@@ -1,0 +1,79 @@
+"""Callers that go away at every stage of a request, on a real frontend and workers.
+
+Each stage is reached on an observable condition (a log line, the registry's counters),
+never after a nap: the client leaves while the frontend is certainly where the test
+says it is.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+from tests.frontend_plugin.conftest import Proc, Stack, start_stack
+from tests.frontend_plugin.traffic import PATHS, ROUTES
+
+
+def _wait_lines(
+    proc: Proc, predicate: Callable[[list[dict[str, object]]], bool], *, timeout: float = 30.0
+) -> list[dict[str, object]]:
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = proc.lines()
+        if predicate(lines):
+            return lines
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not reached in {proc.log}")
+        time.sleep(0.02)
+
+
+def _ends_for(lines: list[dict[str, object]], client_id: str) -> list[dict[str, object]]:
+    return [x for x in lines if x.get("event") == "request.end" and x.get("x_request_id") == client_id]
+
+
+def _leave_mid_upload(stack: Stack, path: str, client_id: str) -> None:
+    """Send the head and part of the body, wait until the frontend started the
+    request (``request.start`` is written before the body is read), then hang up."""
+    with socket.create_connection(("127.0.0.1", stack.frontend.port), timeout=10) as sock:
+        sock.sendall(
+            f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            f"x-request-id: {client_id}\r\ncontent-length: 4096\r\n\r\n"
+            '{"model": "echo", "stream": tr'.encode()
+        )
+        _wait_lines(stack.frontend, lambda lines: any(
+            x.get("event") == "request.start" and x.get("x_request_id") == client_id
+            for x in lines))
+
+
+def test_a_client_leaving_mid_upload_is_cancelled_not_a_server_error(tmp_path: Path) -> None:
+    # Before the fix the half-read body raised ClientDisconnect out of the route: the
+    # middleware answered 500, request.end said outcome 'error' and uvicorn logged
+    # 'Exception in ASGI application' for every client that gave up mid-upload.
+    with start_stack(tmp_path, workers=[[]]) as stack:
+        ids = {route: f"upload-gone-{route}" for route in ROUTES}
+        for route in ROUTES:
+            _leave_mid_upload(stack, PATHS[route], ids[route])
+        lines = _wait_lines(stack.frontend, lambda lines: all(
+            _ends_for(lines, client_id) for client_id in ids.values()))
+        for route, client_id in ids.items():
+            (end,) = _ends_for(lines, client_id)
+            assert (end["status"], end["outcome"]) == (0, "cancelled"), (route, end)
+        assert not [x for x in lines if x.get("level") == "ERROR"], "no traceback, no error line"
+        snap = stack.inflight()
+        assert snap["registered"] == snap["inflight"] == 0, snap  # nothing was registered
+        metrics = httpx.get(stack.url + "/metrics", timeout=5).text
+        for route in ROUTES:
+            assert f'outcome="error",route="{PATHS[route]}"' not in metrics
+            assert f'outcome="cancelled",route="{PATHS[route]}"' in metrics
+        # The frontend still serves every route afterwards.
+        for route in ROUTES:
+            answer = httpx.post(stack.url + PATHS[route], timeout=10, json={
+                "model": "echo", "max_tokens": 16,
+                "messages": [{"role": "user", "content": "still here"}],
+                "prompt": "still here", "input": "still here", "text": "still here",
+            })
+            assert answer.status_code == 200, (route, answer.text)
