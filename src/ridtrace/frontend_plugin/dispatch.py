@@ -241,8 +241,11 @@ class Dispatcher:
                 reason, message = refusal.reason, refusal.message
                 detail = f"worker {redacted_url(worker)}: {message}"
                 caller_message = dispatch_message(reason)
-                marked_down = refusal.reason != "conflict"
-                if not marked_down:
+                # A Conflict or another 4xx is about this request, not the worker's
+                # health: marking it down would let one bad request take a healthy
+                # worker (with one worker, the frontend's /health) out of rotation.
+                marked_down = refusal.reason not in _HEALTHY_REFUSALS
+                if refusal.reason == "conflict":
                     metrics.conflict_retry()
                 if marked_down:
                     self.pool.mark_down(worker)
@@ -321,6 +324,10 @@ class Dispatcher:
         if self._connections is not None:
             await self._connections.aclose()
             self._connections = None
+
+
+# Refusals that say nothing about the worker's health: it stays in rotation.
+_HEALTHY_REFUSALS = frozenset({"conflict", "status_4xx"})
 
 
 class _Refused(Exception):

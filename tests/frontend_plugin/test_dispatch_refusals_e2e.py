@@ -1,0 +1,41 @@
+"""What a worker's refusal of one request does to the frontend's view of that worker.
+
+Only failures that say something about the worker (no connection, 5xx, no first chunk
+in time, a refused worker token) take it out of rotation; a refusal of the request
+itself (Conflict, another 4xx) must not, or one bad request empties the pool.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+
+from tests.frontend_plugin.conftest import start_stack
+
+
+def test_a_request_a_worker_rejects_does_not_mark_the_worker_down(tmp_path: Path) -> None:
+    # A worker that accepts fewer max_tokens than the frontend: its 400 is about this
+    # request. Before the fix the worker was marked down for it, so with one worker the
+    # frontend's /health said 503 'unavailable' after a single oversized request.
+    env = {"RIDTRACE_WORKER_MAX_TOKENS_LIMIT": "8"}
+    with start_stack(tmp_path, workers=[[]], env=env) as stack:
+        body = {"model": "echo", "messages": [{"role": "user", "content": "hi"}]}
+        rejected = httpx.post(stack.url + "/v1/chat/completions", timeout=10,
+                              json={**body, "max_tokens": 64})
+        assert rejected.status_code == 502, rejected.text
+        assert rejected.json()["error"]["message"] == "worker rejected the request"
+
+        health = httpx.get(stack.url + "/health", timeout=5)
+        assert (health.status_code, health.json()["workers"]) == (200, {"total": 1, "up": 1})
+        assert all(w["up"] for w in stack.inflight()["workers"])  # type: ignore[union-attr]
+        (retry,) = [x for x in stack.frontend.lines() if x.get("event") == "dispatch.retry"]
+        assert (retry["reason"], retry["marked_down"]) == ("status_4xx", False), retry
+
+        served = httpx.post(stack.url + "/v1/chat/completions", timeout=10,
+                            json={**body, "max_tokens": 4})
+        assert served.status_code == 200, served.text
+        metrics = httpx.get(stack.url + "/metrics", timeout=5).text
+        assert "ridtrace_conflict_retries_total" in metrics
+        assert not any(line.startswith("ridtrace_conflict_retries_total{") and
+                       not line.endswith(" 0.0") for line in metrics.splitlines())
