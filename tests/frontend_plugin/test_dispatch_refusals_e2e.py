@@ -7,11 +7,13 @@ itself (Conflict, another 4xx) must not, or one bad request empties the pool.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import httpx
 
 from tests.frontend_plugin.conftest import start_stack
+from tests.frontend_plugin.traffic import Result, call
 
 
 def test_a_request_a_worker_rejects_does_not_mark_the_worker_down(tmp_path: Path) -> None:
@@ -39,3 +41,32 @@ def test_a_request_a_worker_rejects_does_not_mark_the_worker_down(tmp_path: Path
         assert "ridtrace_conflict_retries_total" in metrics
         assert not any(line.startswith("ridtrace_conflict_retries_total{") and
                        not line.endswith(" 0.0") for line in metrics.splitlines())
+
+
+def test_a_full_connection_pool_queues_without_marking_workers_down(tmp_path: Path) -> None:
+    # Four streams over a pool of two connections: two wait for a connection while the
+    # first two stream for about 3 s, far past the 1 s first-byte timeout. Before the
+    # fix that wait counted as the worker's first byte: each waiting request marked the
+    # (unasked) worker down, retried, marked the other down too and failed with 504
+    # 'worker timed out', leaving /health at 503 with two healthy workers.
+    slow = ["--token-delay", "0.4"]
+    with start_stack(
+        tmp_path, workers=[slow, slow], frontend=["--first-byte-timeout", "1"],
+        env={"RIDTRACE_FRONTEND_MAX_CONNECTIONS": "2"},
+    ) as stack:
+
+        async def main() -> list[Result]:
+            async with httpx.AsyncClient(timeout=60) as client:
+                return list(await asyncio.gather(*(
+                    call(client, stack.url, "chat", f"queued-{i} a b c d e f", None, True)
+                    for i in range(4)
+                )))
+
+        results = asyncio.run(main())
+        for result in results:
+            assert result.own, result
+        snap = stack.inflight()
+        assert snap["inflight"] == 0 and snap["claimed"] == 4, snap
+        assert all(w["up"] for w in snap["workers"])  # type: ignore[attr-defined]
+        assert httpx.get(stack.url + "/health", timeout=5).status_code == 200
+        assert not [x for x in stack.frontend.lines() if x.get("event") == "dispatch.retry"]

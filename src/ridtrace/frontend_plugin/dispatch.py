@@ -236,7 +236,12 @@ class Dispatcher:
                 caller_message = REQUEST_TIMED_OUT
                 break
             try:
-                stream = await self._try(worker, attempt, body, headers, budget)
+                stream = await self._try(worker, attempt, body, headers, budget, end)
+            except _Queued:
+                reason = "timeout"
+                detail = "request deadline passed while waiting for a connection to a worker"
+                caller_message = REQUEST_TIMED_OUT
+                break
             except _Refused as refusal:
                 reason, message = refusal.reason, refusal.message
                 detail = f"worker {redacted_url(worker)}: {message}"
@@ -266,13 +271,28 @@ class Dispatcher:
                             detail=detail)
 
     async def _try(
-        self, worker: str, attempt: int, body: bytes, headers: dict[str, str], budget: float
+        self, worker: str, attempt: int, body: bytes, headers: dict[str, str], budget: float,
+        end: float,
     ) -> WorkerStream:
         connections = self.connections()
+        # A full pool is the frontend's own queue: waiting for a connection is bounded
+        # by the request's deadline, not by the worker's first-byte budget, so it never
+        # marks a worker down that was not even asked (a burst over max_connections
+        # took every healthy worker out of rotation).
+        try:
+            with Deadline(end - time.monotonic()):
+                await connections.reserve()
+        except TimeoutError:
+            raise _Queued from None
+        budget = min(budget, end - time.monotonic())  # the wait took from the deadline
+        if budget <= 0:
+            connections.unreserve()
+            raise _Queued
         response: WorkerResponse | None = None
         try:
             with Deadline(budget):
-                response = await connections.post(worker, WORK_PATH, body, headers)
+                response = await connections.post(worker, WORK_PATH, body, headers,
+                                                   reserved=True)
                 status = response.status
                 if status != 200:
                     # Read in full, so the connection goes back to the pool.
@@ -324,6 +344,10 @@ class Dispatcher:
         if self._connections is not None:
             await self._connections.aclose()
             self._connections = None
+
+
+class _Queued(Exception):
+    """The request's deadline passed while it waited for a connection to a worker."""
 
 
 # Refusals that say nothing about the worker's health: it stays in rotation.

@@ -224,25 +224,47 @@ class ConnectionPool:
         self.opened = 0
         """Connections opened so far (for tests and the debug endpoint)."""
 
+    async def reserve(self) -> None:
+        """Wait for one of the ``limit`` connections; pass it on with ``post(reserved=True)``.
+
+        Waiting here is the frontend's own queue, not a worker being slow: a caller that
+        bounds the worker's answer with a timeout reserves first, outside that timeout.
+        """
+        await self._slots.acquire()
+
+    def unreserve(self) -> None:
+        """Give back a slot from :meth:`reserve` that no :meth:`post` will use."""
+        self._slots.release()
+
     async def post(
-        self, url: str, path: str, body: bytes, headers: dict[str, str]
+        self, url: str, path: str, body: bytes, headers: dict[str, str], *,
+        reserved: bool = False,
     ) -> WorkerResponse:
         """Send ``POST url+path`` and return once the answer's head arrived.
+
+        ``reserved``: the caller already holds a slot from :meth:`reserve`; it is
+        handed back with the response (or here, on any failure).
 
         Raises:
             WorkerHttpError: the connection failed or the answer was not HTTP.
         """
-        origin = self._origins.get(url)
-        if origin is None:
-            origin = self._origins[url] = _Origin(url, path)
-        request = [origin.head]
-        for name, value in headers.items():
-            if "\r" in value or "\n" in value:
-                raise ValueError(f"header {name!r} holds a line break")
-            request.append(f"{name}: {value}\r\n".encode("latin-1"))
-        request.append(b"content-length: %d\r\n\r\n" % len(body))
-        request.append(body)
-        await self._slots.acquire()
+        try:
+            origin = self._origins.get(url)
+            if origin is None:
+                origin = self._origins[url] = _Origin(url, path)
+            request = [origin.head]
+            for name, value in headers.items():
+                if "\r" in value or "\n" in value:
+                    raise ValueError(f"header {name!r} holds a line break")
+                request.append(f"{name}: {value}\r\n".encode("latin-1"))
+            request.append(b"content-length: %d\r\n\r\n" % len(body))
+            request.append(body)
+        except BaseException:
+            if reserved:
+                self._slots.release()
+            raise
+        if not reserved:
+            await self._slots.acquire()
         response: WorkerResponse | None = None
         try:
             conn = self._reuse(origin) or await self._connect(origin)
