@@ -70,3 +70,27 @@ def test_a_full_connection_pool_queues_without_marking_workers_down(tmp_path: Pa
         assert all(w["up"] for w in snap["workers"])  # type: ignore[attr-defined]
         assert httpx.get(stack.url + "/health", timeout=5).status_code == 200
         assert not [x for x in stack.frontend.lines() if x.get("event") == "dispatch.retry"]
+
+
+def test_a_total_timeout_before_the_first_byte_is_the_requests_not_the_workers(
+    tmp_path: Path,
+) -> None:
+    # total_timeout (1 s) runs out long before first_byte_timeout (30 s by default).
+    # Before the fix the caller was told 'worker timed out' (the phrase for a worker
+    # silent past first_byte_timeout) and the worker, with 29 s of first-byte time left,
+    # was marked down: with one worker /health answered 503.
+    with start_stack(tmp_path, workers=[["--first-token-delay", "30"]],
+                     frontend=["--total-timeout", "1"]) as stack:
+        for stream in (False, True):
+            answer = httpx.post(stack.url + "/v1/chat/completions", timeout=30, json={
+                "model": "echo", "stream": stream,
+                "messages": [{"role": "user", "content": "hi"}]})
+            assert answer.status_code == 504, answer.text
+            assert answer.json()["error"] == {
+                "message": "request timed out", "type": "timeout", "param": None, "code": None}
+        assert httpx.get(stack.url + "/health", timeout=5).status_code == 200
+        assert all(w["up"] for w in stack.inflight()["workers"])  # type: ignore[union-attr]
+        ends = [x for x in stack.frontend.lines()
+                if x.get("event") == "request.end" and x.get("status") == 504]
+        assert len(ends) == 2
+        assert all("total timeout" in str(x["error"]) for x in ends), ends

@@ -237,9 +237,10 @@ class Dispatcher:
                 break
             try:
                 stream = await self._try(worker, attempt, body, headers, budget, end)
-            except _Queued:
-                reason = "timeout"
-                detail = "request deadline passed while waiting for a connection to a worker"
+            except _Overdue as overdue:
+                # The request's own deadline, not this worker's slowness: the caller is
+                # told 'request timed out' and the worker stays in rotation.
+                reason, detail = "timeout", str(overdue)
                 caller_message = REQUEST_TIMED_OUT
                 break
             except _Refused as refusal:
@@ -283,11 +284,14 @@ class Dispatcher:
             with Deadline(end - time.monotonic()):
                 await connections.reserve()
         except TimeoutError:
-            raise _Queued from None
+            raise _Overdue(_QUEUED) from None
         budget = min(budget, end - time.monotonic())  # the wait took from the deadline
         if budget <= 0:
             connections.unreserve()
-            raise _Queued
+            raise _Overdue(_QUEUED)
+        # A budget cut short by the request's deadline that runs out is that deadline's
+        # doing: the worker still had first-byte time left, so it is not marked down.
+        clipped = budget < self.settings.first_byte_timeout
         response: WorkerResponse | None = None
         try:
             with Deadline(budget):
@@ -319,6 +323,11 @@ class Dispatcher:
         except TimeoutError:
             if response is not None:
                 response.close()
+            if clipped:
+                raise _Overdue(
+                    f"worker {redacted_url(worker)}: no first chunk before the request's "
+                    f"total timeout ({budget:.1f}s left)"
+                ) from None
             raise _Refused(
                 "timeout", f"no first chunk within {budget:.1f}s"
             ) from None
@@ -346,8 +355,12 @@ class Dispatcher:
             self._connections = None
 
 
-class _Queued(Exception):
-    """The request's deadline passed while it waited for a connection to a worker."""
+class _Overdue(Exception):
+    """The request's deadline passed before a worker could answer (not the worker's
+    fault: it waited for a connection, or had first-byte time left)."""
+
+
+_QUEUED = "request deadline passed while waiting for a connection to a worker"
 
 
 # Refusals that say nothing about the worker's health: it stays in rotation.
