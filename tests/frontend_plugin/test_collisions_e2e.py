@@ -8,6 +8,9 @@ likely. Then the gates open and every answer is checked.
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -41,6 +44,15 @@ async def _fire(stack: Stack) -> list[Result]:
 
 
 results_snapshot: list[dict[str, object]] = []
+
+
+def _analyze(logs: Path) -> tuple[int, dict[str, object]]:
+    """`ridtrace analyze` on the stack's log files, as an operator would run it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "analyze", *sorted(map(str, logs.glob("*.jsonl"))),
+         "--format", "json"], capture_output=True, text=True, timeout=300, check=False,
+    )
+    return done.returncode, json.loads(done.stdout)["summary"]
 
 
 def _stack(tmp_path: Path, policy: str):  # type: ignore[no-untyped-def]
@@ -86,6 +98,11 @@ def test_safe_policy_every_caller_gets_its_own_output(tmp_path: Path) -> None:
             assert done["fp_out"] == end["fp_out"]
             assert done["outcome"] == "ok"
             assert end["id_policy"] == "safe" and end["attempts"] == 1
+    # The logs alone prove it: no crossed stream, no duplicate in flight, nothing unlinked.
+    code, summary = _analyze(tmp_path)
+    assert code == 0, summary
+    assert summary["crossed_stream"] == summary["duplicate_in_flight"] == summary["unlinked"] == 0
+    assert summary["incomplete"] is False
 
 
 def test_legacy_policy_reproduces_the_failure(tmp_path: Path) -> None:
@@ -103,6 +120,10 @@ def test_legacy_policy_reproduces_the_failure(tmp_path: Path) -> None:
         messages = [line["message"] for line in stack.frontend.lines()]
         assert "Unlinked response; response task was dropped or cancelled" in messages
         assert "Unlinked request; initiating request task was dropped or cancelled" in messages
+    # ... and analyze finds the incident in those logs (exit 1).
+    code, summary = _analyze(tmp_path)
+    assert code == 1, summary
+    assert summary["unlinked"] and summary["duplicate_in_flight"], summary
 
 
 if __name__ == "__main__":  # pragma: no cover
