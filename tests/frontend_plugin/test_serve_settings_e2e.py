@@ -72,6 +72,9 @@ def test_a_worker_delay_must_not_be_negative(tmp_path: Path) -> None:
         (["--worker", "http://alice:pw/s3cret@127.0.0.1:1"], {}, 1, "percent-encode"),
         (["--worker", "http://127.0.0.1:notaport"], {}, 1, "the port must be"),
         (["--worker", "ftp://127.0.0.1:21"], {}, 1, "http(s)://host"),
+        # One worker twice: a retry would reach the worker that just refused the id.
+        (["--worker", "http://127.0.0.1:8101", "--worker", "http://u:s3cret@127.0.0.1:8101/"],
+         {}, 1, "listed twice"),
         (["--graceful-timeout", "nan"], {}, 2, "not a finite number"),
         ([], {"RIDTRACE_RESPONSE_ID_HEADER": "bad header"}, 1, "not an HTTP header name"),
         ([], {"RIDTRACE_MAX_CLIENT_ID_LENGTH": "0"}, 1, "max_client_id_length"),

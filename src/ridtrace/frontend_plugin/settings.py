@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ridtrace.frontend_plugin.redaction import checked_worker_url
+from ridtrace.frontend_plugin.redaction import checked_worker_url, redacted_url
 from ridtrace.frontend_plugin.registry import IdPolicy
 
 __all__ = ["FrontendSettings", "WorkerSettings"]
@@ -137,8 +137,18 @@ class FrontendSettings:
             "first_byte_timeout", "chunk_timeout", "total_timeout", "max_attempts",
             "max_connections",
         ), non_negative=("down_cooldown",))
+        seen: dict[tuple[str, str, int, str], str] = {}
         for url in self.workers:
-            checked_worker_url(url)  # a bad URL fails here, not as every request's 500
+            parts = checked_worker_url(url)  # a bad URL fails here, not as every request's 500
+            # One worker listed twice (``http://w:8101`` and ``http://w:8101/``) would
+            # be retried after refusing an id it already holds, and refuse it again.
+            place = (parts.scheme, parts.hostname or "",
+                     parts.port or (443 if parts.scheme == "https" else 80),
+                     parts.path.rstrip("/"))
+            if place in seen:
+                raise ValueError(f"worker {redacted_url(url)!r} is listed twice "
+                                 f"(also as {redacted_url(seen[place])!r})")
+            seen[place] = url
         if self.default_max_tokens > self.max_tokens_limit:
             raise ValueError(
                 f"default_max_tokens ({self.default_max_tokens}) exceeds max_tokens_limit "
