@@ -8,12 +8,15 @@ itself (Conflict, another 4xx) must not, or one bad request empties the pool.
 from __future__ import annotations
 
 import asyncio
+import http.server
+import threading
 from pathlib import Path
 
 import httpx
 
-from tests.frontend_plugin.conftest import start_stack
+from tests.frontend_plugin.conftest import _spawn, start_stack
 from tests.frontend_plugin.traffic import Result, call
+from tests.support.servers import stop_process, wait_until_serving
 
 
 def test_a_request_a_worker_rejects_does_not_mark_the_worker_down(tmp_path: Path) -> None:
@@ -94,3 +97,39 @@ def test_a_total_timeout_before_the_first_byte_is_the_requests_not_the_workers(
                 if x.get("event") == "request.end" and x.get("status") == 504]
         assert len(ends) == 2
         assert all("total timeout" in str(x["error"]) for x in ends), ends
+
+
+class _EmptyReplies(http.server.BaseHTTPRequestHandler):
+    """A worker that answers every call 200 and ends the body before any line."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(200)
+        self.send_header("content-type", "application/x-ndjson")
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_reply_that_ends_before_its_first_line_is_named_for_what_it_is(
+    tmp_path: Path,
+) -> None:
+    # A 200 whose body ends at once was logged as reason 'status_5xx': a forensic
+    # reader looked for a 5xx the worker never sent.
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EmptyReplies)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    fe = _spawn(["frontend", "--worker", f"http://127.0.0.1:{server.server_address[1]}"],
+                tmp_path, "frontend")
+    try:
+        wait_until_serving(fe.url, fe.process, timeout=60, path="/health")
+        body = {"model": "echo", "messages": [{"role": "user", "content": "hi"}]}
+        reply = httpx.post(fe.url + "/v1/chat/completions", json=body, timeout=10)
+        assert reply.status_code == 502, reply.text
+        retries = [x for x in fe.lines() if x.get("event") == "dispatch.retry"]
+        assert retries and {x["reason"] for x in retries} == {"closed_early"}, retries
+        assert all(x["marked_down"] for x in retries)  # a worker that answers nothing
+    finally:
+        stop_process(fe.process, grace=5)
+        server.shutdown()

@@ -339,7 +339,8 @@ class Dispatcher:
             raise
         if first is None:
             response.close()
-            raise _Refused("status_5xx", "worker closed the stream before the first chunk")
+            # A 200 that ends before its first line: no 5xx, yet as unhealthy a reply.
+            raise _Refused("closed_early", "worker closed the stream before the first chunk")
         return WorkerStream(
             worker=worker, attempts=attempt, response=response, reader=reader, first=first
         )
