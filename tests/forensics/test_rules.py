@@ -28,6 +28,29 @@ def test_sequential_reuse_is_not_a_duplicate() -> None:
     assert duplicate_in_flight(reqs).empty
 
 
+def test_zero_duration_request_inside_another_is_a_duplicate_in_any_line_order() -> None:
+    # Both start at the same microsecond; the zero-duration one held the id while the
+    # other did. The verdict was the order of the lines: a duplicate when the longer
+    # request came first in the frame, none when the zero-duration one did.
+    long_ = {"request_id": "1", "x_request_id": "c", "span_id": "long", "start": 0.0, "end": 1.0}
+    zero = {"request_id": "1", "x_request_id": "c", "span_id": "zero", "start": 0.0, "end": 0.0}
+    for rows in ((long_, zero), (zero, long_)):
+        found = duplicate_in_flight(requests_frame(*rows))
+        assert list(found["request_id"]) == ["1"], rows
+        assert found.loc[0, "span_id"] == "long"
+    for rows in ((long_, zero), (zero, long_)):
+        reuse = [dict(r, request_id=r["span_id"]) for r in rows]
+        assert list(client_id_reuse(requests_frame(*reuse))["x_request_id"]) == ["c"], rows
+
+
+def test_two_zero_duration_requests_at_one_microsecond_are_back_to_back() -> None:
+    reqs = requests_frame(
+        {"request_id": "1", "span_id": "a", "start": 0.5, "end": 0.5},
+        {"request_id": "1", "span_id": "b", "start": 0.5, "end": 0.5},
+    )
+    assert duplicate_in_flight(reqs).empty
+
+
 def test_duplicate_chain_is_one_finding() -> None:
     reqs = requests_frame(
         {"request_id": "1", "start": 0.0, "end": 2.0},

@@ -53,9 +53,11 @@ def _clusters(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rows of `rows` in clusters of overlapping spans sharing `key_column`, and cluster numbers.
 
-    Sorted by key, then start (ties keep frame order), a row opens a new cluster when it
-    starts at or after the latest end seen so far under its key: back-to-back reuse is
-    not an overlap. Only clusters of two rows or more are returned.
+    Sorted by key, then start, a row opens a new cluster when it starts at or after the
+    latest end seen so far under its key: back-to-back reuse is not an overlap. Rows that
+    start at the same microsecond go longest first, so a zero-duration request inside
+    another's span overlaps it whatever order the lines came in. Only clusters of two
+    rows or more are returned.
     """
     key: np.ndarray = getattr(spans, key_column)
     k = key[rows]
@@ -64,7 +66,7 @@ def _clusters(
     if not len(rows):
         return rows, rows
     k = ranked(key[rows], spans.dictionary[key_column])
-    order = np.lexsort((spans.start[rows], k))
+    order = np.lexsort((-spans.end[rows], spans.start[rows], k))
     rows, k = rows[order], k[order]
     start, end = spans.start[rows], spans.end[rows]
     group_start = np.r_[True, k[1:] != k[:-1]]
