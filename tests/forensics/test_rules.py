@@ -62,6 +62,22 @@ def test_duplicate_chain_is_one_finding() -> None:
     assert "3 requests" in found.loc[0, "detail"]
 
 
+def test_duplicate_counts_callers_not_spans() -> None:
+    # Dynamo: the losing caller's `generate` span (the Unlinked error) is nested in its
+    # `http-request` span. Two callers held the id; the detail said "3 requests".
+    reqs = requests_frame(
+        {"request_id": "r", "span_id": "f1", "start": 0.0, "end": 2.0},
+        {"request_id": "r", "span_id": "f2", "start": 0.5, "end": 0.7},
+        {"request_id": "r", "span_id": "g2", "parent_span_id": "f2", "start": 0.6, "end": 0.6},
+    )
+    found = duplicate_in_flight(reqs)
+    assert len(found) == 1
+    assert found.loc[0, "detail"] == (
+        "2 requests held request_id r at overlapping times (spans f1, f2)"
+    )
+    assert len(found.loc[0, "evidence"]) == 6  # the nested span's line is still cited
+
+
 def test_worker_spans_of_one_caller_are_not_duplicates() -> None:
     # A frontend request and its worker span share request_id and overlap by design.
     reqs = requests_frame(

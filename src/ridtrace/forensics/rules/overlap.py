@@ -98,12 +98,21 @@ def _cluster_findings(
     ends = np.r_[starts[1:], len(rows)]
     items = evidence(spans.lines_at("first_line", rows), spans.lines_at("last_line", rows))
     names = [str(s) for s in spans.texts("span_id", rows)]
+    # A request is its caller: Dynamo's `generate` span inside its `http-request` span
+    # (or a caller's retries) adds evidence lines, not a request to the count.
+    callers = spans.caller()[rows].tolist()
     key_text = spans.texts(key_column, rows[starts])
     details, proof = [], []
     for lo, hi, held in zip(starts.tolist(), ends.tolist(), key_text, strict=True):
+        seen: set[int] = set()
+        shown = []
+        for i in range(lo, hi):
+            if callers[i] not in seen:
+                seen.add(callers[i])
+                shown.append(names[i])
         details.append(
-            f"{hi - lo} requests held {what} {held} at overlapping times "
-            f"(spans {', '.join(names[lo:hi])})"
+            f"{len(shown)} requests held {what} {held} at overlapping times "
+            f"(spans {', '.join(shown)})"
         )
         proof.append([item for per_row in items[lo:hi] for item in per_row])
     first = rows[starts]
