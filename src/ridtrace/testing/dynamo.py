@@ -83,6 +83,16 @@ def _ctx(rid: str, xrid: str | None, span: str, name: str, trace: str) -> str:
     return f',"request_id":"{rid}","span_id":"{span}","span_name":"{name}","trace_id":"{trace}"{x}'
 
 
+def _proves(line: str) -> bool:
+    """Whether tearing `line` would lose a finding of the truth: a deprecated-header WARN,
+    an Unlinked error, or a frontend span's first line (a duplicate's overlap)."""
+    return (
+        '"header":"' in line
+        or '"message":"engine generate call failed"' in line
+        or ('"message":"request received"' in line and '"span_name":"http-request"' in line)
+    )
+
+
 def write_dynamo_logs(out_dir: Path, spec: DynamoSpec | None = None) -> DynamoTruth:
     """Write ``frontend.jsonl`` and ``worker-N.jsonl`` under `out_dir`; return the truth."""
     spec = spec or DynamoSpec()
@@ -183,11 +193,18 @@ def write_dynamo_logs(out_dir: Path, spec: DynamoSpec | None = None) -> DynamoTr
     for name, rows in zip(names, [front, *workers], strict=True):
         rows.sort(key=lambda row: row[0])
         text = [row[1] for row in rows]
-        # Torn writes: a line cut short mid-object, at evenly spread places.
+        # Torn writes: a line cut short mid-object, at evenly spread places. A line that
+        # alone proves a finding in the truth, or starts a caller's span, is left whole
+        # (the next one is torn instead): the truth must stay what the logs can prove.
+        torn: set[int] = set()
         for k in range(min(spec.bad_lines, len(text))):
             at = (k + 1) * len(text) // (spec.bad_lines + 1)
-            text[at] = text[at][: len(text[at]) // 2]
-        truth.bad_lines += min(spec.bad_lines, len(text)) + 1
+            while at < len(text) and (at in torn or _proves(text[at])):
+                at += 1
+            if at < len(text):
+                torn.add(at)
+                text[at] = text[at][: len(text[at]) // 2]
+        truth.bad_lines += len(torn) + 1
         banner = f"{name}: starting dynamo {name.split('-')[0]} (pid {4000 + len(name)})"
         path = out_dir / f"{name}.jsonl"
         with path.open("w", encoding="utf-8") as fh:
