@@ -257,3 +257,22 @@ def test_spans_waiting_for_their_parent_leave_with_the_window() -> None:
     assert list(rules.state.orphans) == [("t", "gone")]
     rules.feed(_rows(_front("z", "9", 60 * S)))
     assert rules.state.orphans == {}
+
+
+def test_zero_duration_request_starting_with_another_is_a_duplicate_in_any_order() -> None:
+    # As the batch rule: a request that began and ended in the microsecond another one
+    # began held the id while that one did. Whether it was reported went by which of
+    # the two came first in the lines.
+    zero = [_front("z", "7", 0), _end("z", "7", 0)]
+    long_ = [_front("l", "7", 0)]
+    for batches in ([long_, zero], [zero, long_], [zero + long_], [long_ + zero]):
+        rules = LiveRules(window_s=600)
+        found = [f for rows in batches for f in rules.feed(_rows(*rows))]
+        found += rules.feed(_rows(_end("l", "7", S)))
+        assert [(f["kind"], f["span_id"]) for f in found] == [("duplicate_in_flight", "l")]
+    # Two that both began and ended in one microsecond are back to back, as in batch.
+    rules = LiveRules(window_s=600)
+    found = rules.feed(_rows(_front("a", "7", S), _end("a", "7", S)))
+    found += rules.feed(_rows(_front("b", "7", S), _end("b", "7", S)))
+    found += rules.feed(_rows(_front("c", "8", 3 * S), _end("c", "8", 3 * S)))
+    assert found == []

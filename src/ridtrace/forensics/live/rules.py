@@ -232,7 +232,7 @@ class LiveRules:
                 continue
             if _one_caller(cluster.members):
                 continue  # one caller: its worker spans and retries
-            members = sorted(cluster.members, key=lambda m: m.start)
+            members = sorted(cluster.members, key=lambda m: (m.start, -m.last))  # longest first
             verdict = self._overlapping_callers(members)
             if verdict is None:
                 state.pending_clusters.append(cluster)  # a lagging file may still end one

@@ -118,12 +118,28 @@ class WindowState:
         return min(self.file_marks.values(), default=self.watermark)
 
     def overlap(self, first: Span, second: Span) -> bool | None:
-        """Did `first` (started no later) still run when `second` started? None: not known yet."""
+        """Did `first` (started no later) still run when `second` started? None: not known yet.
+
+        Two spans that start in the same microsecond overlap when either lasts longer
+        than that microsecond, as in the batch rule: which came first in the lines does
+        not decide it.
+        """
         if first.last > second.start:
             return True
+        if first.start == second.start:
+            either = (self._lasts(first), self._lasts(second))
+            return True if True in either else None if None in either else False
         if first.closed:
             return False
         return True if self.read_up_to(first.file) >= second.start else None
+
+    def _lasts(self, span: Span) -> bool | None:
+        """Did `span` run past its first microsecond? None: not known yet."""
+        if span.last > span.start:
+            return True
+        if span.closed:
+            return False
+        return True if self.read_up_to(span.file) > span.start else None
 
     def join(self, span: Span, request_id: str) -> Cluster:
         """Add `span` to `request_id`'s cluster (a new one if it overlaps nothing held)."""
@@ -135,7 +151,8 @@ class WindowState:
         # its caller, even when it outlives every span of the cluster (a detached pump).
         if cluster is None or not (
             span.start < cluster.max_end
-            or any(not m.closed or m.caller() == span.caller() for m in cluster.members)
+            or any(not m.closed or m.caller() == span.caller() or m.start == span.start
+                   for m in cluster.members)
         ):
             cluster = Cluster(request_id, [span], span.last)
             self.clusters[request_id] = cluster
