@@ -7,8 +7,25 @@ import click
 
 from ridtrace.cli import quick_exit
 
+# Ctrl-C: the shell's convention (128 + SIGINT), not click's "Aborted!" and exit 1, which
+# a CI gate reads as error findings.
+EXIT_INTERRUPTED = 130
 
-@click.group()
+
+class _Main(click.Group):
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("\nridtrace: interrupted", err=True)
+            # Leave at once (from the console entry): a reading thread blocked on a pipe
+            # would hold the interpreter's exit, which joins every thread, forever.
+            quick_exit.request()
+            ctx.exit(EXIT_INTERRUPTED)
+
+
+@click.group(cls=_Main)
+@click.version_option(package_name="ridtrace", message="ridtrace %(version)s")
 def main() -> None:
     """ridtrace: request identity, tracing and log forensics."""
 

@@ -8,6 +8,7 @@ on the way, so every source takes the same parse.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -281,19 +282,29 @@ def read_all(
     total = ReadStats()
     results: list[T] = []
     in_window = 0
+    pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="ridtrace-read")
     try:
-        with ThreadPoolExecutor(max_workers=width, thread_name_prefix="ridtrace-read") as pool:
-            jobs = [pool.submit(one, file_id, src) for file_id, src in enumerate(sources)]
-            for job in jobs:
-                got, stats = job.result()
-                total.merge(stats)
-                if got is not None:
-                    results.append(got[0])
-                    in_window += got[1]
-    finally:
+        jobs = [pool.submit(one, file_id, src) for file_id, src in enumerate(sources)]
+        for job in jobs:
+            got, stats = job.result()
+            total.merge(stats)
+            if got is not None:
+                results.append(got[0])
+                in_window += got[1]
+    except BaseException:
+        # Ctrl-C (or a failed file): stop now. Waiting for the pool, as its `with` did,
+        # read every file not started yet first, and never ended while a reading thread
+        # was blocked on a pipe whose writer stays open. The threads' queries are
+        # interrupted; the cursors are theirs until they return, so they stay open.
+        pool.shutdown(wait=False, cancel_futures=True)
         for cursor in cursors:
-            cursor.close()
-        con.close()
+            with contextlib.suppress(Exception):
+                cursor.interrupt()
+        raise
+    pool.shutdown()
+    for cursor in cursors:
+        cursor.close()
+    con.close()
     return ReadAll(results, total, in_window if window is not None else None)
 
 
