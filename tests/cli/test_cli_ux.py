@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import os
+import re
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
@@ -39,3 +42,32 @@ def test_ctrl_c_during_analyze_exits_130_without_a_traceback(tmp_path: Path) -> 
 def test_version() -> None:
     result = CliRunner().invoke(main, ["--version"])
     assert result.exit_code == 0 and result.stdout.startswith("ridtrace ")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def test_audit_on_a_terminal_prints_its_table_not_escape_codes_as_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pandas as pd
+
+    from ridtrace.cli import forensics_render
+
+    monkeypatch.setattr(forensics_render.sys, "stdout", _Terminal())
+    rows = pd.DataFrame({"header": ["request-id"], "requests": [16], "clients": [1],
+                         "first_seen": ["2026-12-01T18:44:17Z"], "last_seen": ["2026-12-01T18:44:19Z"]})
+    summary = {"files": 3, "lines": 993, "bad_lines": 0, "requests": 242,
+               "bad_line_samples": [], "unreadable_files": [], "incomplete": False}
+    text = forensics_render.render_audit(rows, summary, by="header", to_terminal=True)
+    plain = _ANSI.sub("", text)
+    assert "\x1b" not in plain, plain  # every escape is a whole code, none printed as text
+    assert "[3m" not in plain and "[0m" not in plain
+    assert "request-id" in plain and "2026-12-01T18:44:17Z" in plain
+    # The counts line is the logs' numbers, not a highlighter's colours.
+    assert "read 3 file(s): 993 line(s), 0 bad, 242 request(s)\n" in text

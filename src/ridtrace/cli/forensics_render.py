@@ -29,7 +29,9 @@ def _console(to_terminal: bool) -> tuple[Console, io.StringIO]:
     width = shutil.get_terminal_size((160, 24)).columns if color else 160
     # No markup: request ids, client ids and file names come from the logs, and a
     # client's "[/bold]" would be a style tag (or a MarkupError that loses the report).
-    console = Console(file=buf, width=width, force_terminal=color, no_color=not color, markup=False)
+    # No highlighting either: it would colour numbers and dates inside the logs' text.
+    console = Console(file=buf, width=width, force_terminal=color, no_color=not color,
+                      markup=False, highlight=False)
     return console, buf
 
 
@@ -79,15 +81,19 @@ def render_report(report: Report, *, to_terminal: bool) -> str:
     return buf.getvalue()
 
 
-def render_frame(frame: pd.DataFrame, *, title: str, to_terminal: bool) -> str:
-    """Any DataFrame as a rich table (audit and trace output)."""
-    console, buf = _console(to_terminal)
+def _frame_table(frame: pd.DataFrame, *, title: str) -> Table:
     table = Table(title=title)
     for col in frame.columns:
         table.add_column(str(col), overflow="fold")
     for row in frame.itertuples(index=False):
         table.add_row(*(_cell(v) for v in row))
-    console.print(table)
+    return table
+
+
+def render_frame(frame: pd.DataFrame, *, title: str, to_terminal: bool) -> str:
+    """Any DataFrame as a rich table (audit and trace output)."""
+    console, buf = _console(to_terminal)
+    console.print(_frame_table(frame, title=title))
     return buf.getvalue()
 
 
@@ -97,7 +103,9 @@ def render_audit(
     """The audit's rows, then what was read: an empty table over an unread input says so."""
     title = f"deprecated headers by {by}" + ("" if len(table) else " (none seen)")
     console, buf = _console(to_terminal)
-    console.print(render_frame(table, title=title, to_terminal=to_terminal), end="")
+    # The table itself, not its rendered text: on a terminal that text holds escape
+    # codes, which a second console prints as visible garbage.
+    console.print(_frame_table(table, title=title))
     console.print(
         f"read {summary['files']} file(s): {summary['lines']} line(s), "
         f"{summary['bad_lines']} bad, {summary['requests']} request(s)"
