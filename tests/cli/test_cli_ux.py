@@ -71,3 +71,14 @@ def test_audit_on_a_terminal_prints_its_table_not_escape_codes_as_text(
     assert "request-id" in plain and "2026-12-01T18:44:17Z" in plain
     # The counts line is the logs' numbers, not a highlighter's colours.
     assert "read 3 file(s): 993 line(s), 0 bad, 242 request(s)\n" in text
+
+
+def test_each_commands_allow_incomplete_help_names_its_own_exit_codes() -> None:
+    # trace's 3 becomes 1 ("no match"), not 0: the shared help text said 0.
+    def option_help(*command: str) -> str:
+        out = CliRunner().invoke(main, [*command, "--help"], terminal_width=200).stdout
+        return next(line for line in out.splitlines() if line.strip().startswith("--allow-incomplete"))
+
+    assert "Exit 1, not 3" in option_help("trace")
+    for command in (["analyze"], ["audit"], ["export", "jaeger"]):
+        assert "Exit 0, not 3" in option_help(*command)

@@ -151,7 +151,10 @@ class _MaybeUnread(click.ClickException):
     help="Requests to show, most relevant first (0: all).",
 )
 @_OUTPUT
-@allow_incomplete_option
+@click.option(
+    "--allow-incomplete", is_flag=True,
+    help="Exit 1, not 3, when no request matches and some input could not be read.",
+)
 @quiet_option
 def trace(
     ident: str, paths: tuple[str, ...], fmt: str, limit: int, output: Path | None,
