@@ -147,6 +147,30 @@ def test_gzip_copy_of_a_followed_file_is_not_read_again(tmp_path: Path) -> None:
     assert _lines(watch) == []
 
 
+@pytest.mark.parametrize("written", [b"", gzip.compress(b"x")[:3]])
+def test_a_compressed_rotation_seen_while_gzip_writes_it_is_read_as_gzip(
+    tmp_path: Path, written: bytes
+) -> None:
+    # `gzip app.jsonl.1` creates app.jsonl.1.gz empty, then writes its header: a poll
+    # that opened it then read its compressed bytes as plain text, bad lines (the
+    # follower counted 241 of them in a rotation test under load).
+    log = tmp_path / "app.jsonl"
+    log.write_bytes(b"")
+    watch = Watch([str(tmp_path)], ReadStats())
+    watch.discover()
+    log.write_bytes(b'{"n": 1}\n{"n": 2}\n')
+    assert len(_lines(watch)) == 2
+    with open(log, "ab") as fh:
+        fh.write(b'{"n": 3}\n')  # written after the last poll, then rotated away
+    packed = tmp_path / "app.jsonl.1.gz"
+    packed.write_bytes(written)  # gzip has only begun
+    os.truncate(log, 0)
+    assert _lines(watch) == []
+    packed.write_bytes(gzip.compress(b'{"n": 1}\n{"n": 2}\n{"n": 3}\n'))
+    assert _lines(watch) == [("app.jsonl.1.gz", 3, b'{"n": 3}')]
+    assert watch.stats.bad_lines == 0
+
+
 def test_truncated_and_rewritten_past_the_old_size_between_polls(tmp_path: Path) -> None:
     log = tmp_path / "app.jsonl"
     log.write_bytes(b"")
