@@ -134,3 +134,25 @@ def test_dash_as_output_is_standard_output(tmp_path: Path, monkeypatch: pytest.M
     result = CliRunner().invoke(main, ["analyze", str(log), "--format", "json", "-o", "-"])
     assert json.loads(result.stdout)["summary"]["requests"] == 2
     assert not (tmp_path / "-").exists()
+
+
+def test_a_trace_export_past_the_sniff_beside_the_logs_is_not_a_log(tmp_path: Path) -> None:
+    # The demo's own traces.json is ~200 KiB, one line: past the 64 KiB sniff it was read
+    # as a log whose one line is no record, and `analyze demo-out/safe` exited 3.
+    from tests.forensics.helpers import rt_request
+
+    lines = [line for i in range(400)
+             for line in rt_request(f"{i:016x}", f"r{i}", 2 * i, 2 * i + 1)]
+    run = tmp_path / "run"
+    (run / "logs").mkdir(parents=True)
+    (run / "logs" / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    export = run / "traces.json"
+    done = CliRunner().invoke(main, ["export", "jaeger", str(run / "logs"), "-o", str(export)])
+    assert done.exit_code == 0, done.output
+    assert export.stat().st_size > 64 * 1024
+    result = CliRunner().invoke(main, ["analyze", str(run), "--format", "json"])
+    summary = json.loads(result.stdout)["summary"]
+    assert summary["ignored_files"] == [
+        {"file": str(export), "reason": "a Jaeger trace file, not JSON lines"}]
+    assert summary["bad_lines"] == 0 and not summary["incomplete"], summary
+    assert result.exit_code == 0

@@ -254,6 +254,10 @@ def _one_line_document(name: str, data: bytes) -> bool:
     return not (isinstance(value, dict) and "time" in value)
 
 
+# The start of the trace file `ridtrace export jaeger` writes (Jaeger's upload format).
+_JAEGER_EXPORT = re.compile(rb'\s*\{\s*"data"\s*:\s*\[\s*(?:\{\s*"traceID"\s*:|\])')
+
+
 def named_for_lines(name: str) -> bool:
     """True for a name of JSON lines (.jsonl, .ndjson, .log, rotated or compressed):
     such a file is read whatever it holds."""
@@ -272,6 +276,10 @@ def ignore_reason(name: str, head: bytes, *, whole: bool) -> str | None:
         return None  # pretty-printed records, a config dump: bad lines, not a skipped file
     if whole and _one_line_document(name, head):
         return "a JSON document, not JSON lines"
+    if not whole and _JAEGER_EXPORT.match(head) and b"\n" not in head:
+        # Past the sniff, so not judged whole above: a trace file of more than 64 KiB
+        # (`export jaeger -o run/traces.json`) made a walk of `run/` incomplete.
+        return "a Jaeger trace file, not JSON lines"
     lines = head.split(b"\n")
     if not whole and len(lines) > 1:
         lines.pop()  # cut by the sniff
