@@ -187,3 +187,16 @@ def test_unknown_id_exit_1(tmp_path: Path) -> None:
     (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a" * 16, "r", 0, 1)) + "\n")
     code, _, err = run("trace", "no-such-id", str(tmp_path))
     assert code == 1 and "no request" in err
+
+
+def test_the_analyze_table_lists_clock_offsets_one_file_a_line(tmp_path: Path) -> None:
+    # The summary table showed the offsets as a Python dict: {'…/worker-0.jsonl': -397.0}.
+    truth = write_dynamo_logs(tmp_path, DynamoSpec(
+        requests=60, duplicates=1, cancelled=0, bad_lines=0, workers=2,
+        worker_skew_us=(-397_000, 250_000)))
+    _, out, _ = run("analyze", *[str(f) for f in truth.files], "-q")
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if "clock_offsets_ms" in line)
+    rows = [line.split("│")[2].strip() for line in lines[at:at + 2]]
+    assert [row.split(": ")[0] for row in rows] == [str(f) for f in truth.files[1:]], rows
+    assert all(abs(float(row.split(": ")[1])) > 100 for row in rows)

@@ -133,8 +133,8 @@ def read_for_analysis(
 def warn_read_stats(stats: ReadStats) -> None:
     """Stderr lines about bad lines, ignored and unreadable files, with file:line samples.
 
-    Files that could not be read are named even with --quiet's silence about the rest:
-    the caller's `exit_code` turns them into exit 3.
+    Not called under --quiet: then the exit code (3 for input read only in part) and the
+    report's summary (``unreadable_files``, ``incomplete_reasons``) say it.
     """
     from ridtrace.forensics.printable import visible  # file names are anyone's text
 

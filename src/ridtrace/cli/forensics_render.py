@@ -54,7 +54,10 @@ def render_report(report: Report, *, to_terminal: bool) -> str:
         if key in ("bad_line_samples", "ignored_files", "unreadable_files", "incomplete_reasons"):
             continue
         style = "bold red" if SEVERITY.get(key) == "error" and value else None
-        summary.add_row(key, _cell(value), style=style)
+        # clock_offsets_ms: one "file: ms" line per worker file, not a Python dict.
+        shown = ("\n".join(_cell(f"{name}: {ms}") for name, ms in value.items())
+                 if isinstance(value, dict) else _cell(value))
+        summary.add_row(key, shown, style=style)
     console.print(summary)
     for sample in report.summary["bad_line_samples"]:
         console.print(visible(f"bad line {sample['file']}:{sample['line']}: {sample['reason']}"))
