@@ -72,6 +72,8 @@ def test_demo_leaves_logs_reports_traces_and_plot(demo_run: tuple[subprocess.Com
         logs = out / policy / "logs"
         assert (logs / "frontend.jsonl").stat().st_size > 0
         assert len(list(logs.glob("worker-*.jsonl"))) == 2
+        assert {p.suffix for p in logs.iterdir()} == {".jsonl"}
+        assert (out / policy / "stderr" / "frontend.stderr").exists()
         assert (out / policy / "report.json").exists()
     traces = json.loads((out / "safe" / "traces.json").read_text())
     assert traces["data"] and all(t["spans"] for t in traces["data"])
@@ -91,6 +93,9 @@ def test_printed_commands_run_as_printed(demo_run: tuple[subprocess.CompletedPro
             continue
         ran = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
         assert ran.returncode in (0, 1), f"{command}\n{ran.stderr[-2000:]}"
+        # The logs directory holds logs only: the processes' stderr files were named
+        # as ignored by every command run on it.
+        assert "ignored" not in ran.stderr, f"{command}\n{ran.stderr[-2000:]}"
 
 
 def test_ridtrace_command_works_without_the_environment_on_path(monkeypatch: pytest.MonkeyPatch) -> None:

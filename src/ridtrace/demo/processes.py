@@ -92,6 +92,10 @@ def start_stack(
 ) -> Iterator[Stack]:
     """Start ``workers`` echo workers and a frontend in front of them; stop all on exit."""
     log_dir.mkdir(parents=True, exist_ok=True)
+    # The processes' own stderr beside the logs, not among them: every command run on
+    # the logs named each .stderr file as ignored.
+    stderr_dir = log_dir.parent / "stderr"
+    stderr_dir.mkdir(exist_ok=True)
     processes: list[subprocess.Popen[bytes]] = []
     try:
         worker_urls = []
@@ -105,7 +109,7 @@ def start_stack(
                         "--log-file", str(log_dir / f"worker-{port}.jsonl"),
                         "--token-delay", str(token_delay), "--id-policy", id_policy,
                     ],
-                    log_dir / f"worker-{port}.stderr",
+                    stderr_dir / f"worker-{port}.stderr",
                     env,
                 )
             )
@@ -118,7 +122,7 @@ def start_stack(
         argv += ["--log-file", str(log_dir / "frontend.jsonl")]
         for url in worker_urls:
             argv += ["--worker", url]
-        processes.append(_spawn(argv, log_dir / "frontend.stderr", env))
+        processes.append(_spawn(argv, stderr_dir / "frontend.stderr", env))
         for url, process in zip([*worker_urls, frontend_url], processes, strict=True):
             _wait_ready(url, process)
         yield Stack(frontend_url, worker_urls, log_dir, processes)
