@@ -217,3 +217,28 @@ def test_rotated_logs_same_report(client: Any, tmp_path: Path) -> None:
     assert {str(tmp_path / "frontend.jsonl.1"), str(live), str(rotated), str(legacy_live)} <= cited
     paths = [str(legacy_live), str(live), str(rotated), str(tmp_path / "frontend.jsonl.1")]
     assert _docs(client, paths) == _docs(client, paths[::-1])
+
+
+@pytest.mark.timeout(60)
+def test_file_url_directory_lists_pipes_and_broken_links_as_a_walk_does(
+    client: Any, tmp_path: Path
+) -> None:
+    """A file:// directory is walked as the local path is: a broken link named like a
+    log is unreadable (exit 3), a pipe is ignored and never opened (a worker opening it
+    would wait for a writer forever), a glob leaves both out; the reports agree."""
+    import os
+
+    write_logs(tmp_path, SynthSpec(requests=20, seed=5))
+    os.symlink(tmp_path / "gone.jsonl", tmp_path / "broken.jsonl")
+    os.symlink(tmp_path / "gone", tmp_path / "broken-notes")
+    os.mkfifo(tmp_path / "pipe.jsonl")
+    want = report_json(analyze_read(read_partials(expand_inputs([str(tmp_path)]))))
+    got = report_json(analyze_dask(client, [tmp_path.as_uri()], block_bytes=BLOCK))
+    assert json.loads(json.dumps(got).replace("file://", "")) == want
+    summary = want["summary"]
+    assert [n["file"] for n in summary["unreadable_files"]] == [str(tmp_path / "broken.jsonl")]
+    assert {n["file"] for n in summary["ignored_files"]} == {
+        str(tmp_path / "broken-notes"), str(tmp_path / "pipe.jsonl")}
+    globbed = report_json(analyze_dask(client, [tmp_path.as_uri() + "/*.jsonl"]))
+    assert globbed["summary"]["ignored_files"] == globbed["summary"]["unreadable_files"] == []
+    assert globbed["summary"]["files"] == summary["files"]

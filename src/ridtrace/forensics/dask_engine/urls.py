@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import fsspec
+from fsspec.implementations.local import LocalFileSystem
 
 from ridtrace.forensics.dask_engine.blocks import LogFile
 from ridtrace.forensics.reading.inputs import (
+    NOT_REGULAR,
     ForensicsInputError,
     Source,
     expand_inputs,
@@ -39,23 +42,38 @@ def _url_files(raw: str) -> list[LogFile]:
         raise ForensicsInputError(f"cannot read {raw}: {exc}") from exc
     try:
         if fs.isdir(path):
-            found = [(p, True) for p in sorted(fs.find(path))]
-        elif fs.isfile(path):
-            found = [(path, False)]
-        elif _has_glob(path):
-            found = []
+            return _walk(fs, raw, path)
+        if fs.isfile(path):
+            return [_log_file(fs, raw, path, from_directory=False)]
+        if _has_glob(path):
+            found: list[LogFile] = []
             for match in sorted(fs.glob(path)):
                 if fs.isdir(match):
-                    found += [(p, True) for p in sorted(fs.find(match))]
-                else:
-                    found.append((match, False))
+                    found += _walk(fs, raw, match)
+                elif fs.isfile(match):  # as a local glob: a match that is no file is left out
+                    found.append(_log_file(fs, raw, match, from_directory=False))
             if not found:
                 raise ForensicsInputError(f"no files match {raw!r}")
-        else:
-            raise ForensicsInputError(f"no such file or directory: {raw}")
-        return [_log_file(fs, raw, p, from_dir) for p, from_dir in found]
+            return found
+        raise ForensicsInputError(f"no such file or directory: {raw}")
     except OSError as exc:
         raise ForensicsInputError(f"cannot read {raw}: {exc}") from exc
+
+
+def _walk(fs: Any, raw: str, root: str) -> list[LogFile]:
+    """The files under `root`, in name order. An entry that is no regular file (a pipe,
+    a broken link) is listed with why it is not read, as a local walk lists it, and never
+    opened: a worker reading a pipe would wait for a writer forever."""
+    found: list[LogFile] = []
+    for path, info in sorted(fs.find(root, detail=True).items()):
+        if info.get("type") == "file":
+            found.append(_log_file(fs, raw, path, from_directory=True))
+            continue
+        url = fs.unstrip_protocol(path)
+        local = isinstance(fs, LocalFileSystem)
+        skip = not_regular_reason(Path(path)) if local else (NOT_REGULAR, False)
+        found.append(LogFile(name=url, url=url, size=0, from_directory=True, skip=skip))
+    return found
 
 
 def _log_file(fs: Any, raw: str, path: str, from_directory: bool) -> LogFile:
