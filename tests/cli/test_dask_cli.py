@@ -89,11 +89,26 @@ def test_default_local_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
         (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler needs --engine dask"),
         (["--partition-size", "64MiB"], "--partition-size needs --engine dask"),
         (["--engine", "dask", "--partition-size", "lots"], "not a size"),
+        # Addresses distributed refuses before connecting: a usage error, not a crash.
+        (["--engine", "dask", "--scheduler", "sched"], "not a usable Dask scheduler address"),
+        (["--engine", "dask", "--scheduler", "http://127.0.0.1:1"], "unknown address scheme"),
+        (["--engine", "dask", "--scheduler", "tls://127.0.0.1:1"], "TLS"),
     ],
 )
 def test_usage_errors_exit_2(args: list[str], message: str) -> None:
     code, _, err = run("analyze", str(SAMPLE), *args)
-    assert code == 2 and message in err
+    assert code == 2 and message in err, err
+
+
+def test_bad_scheduler_address_leaves_the_process_able_to_connect(cluster: Any) -> None:
+    # A client distributed refused to build used to leave its event loop behind: the
+    # next client of the same process (a notebook, a test run) then failed to start.
+    code, _, err = run("analyze", str(SAMPLE), "--engine", "dask", "--scheduler", "sched:")
+    assert code == 2 and "not a usable Dask scheduler address" in err
+    code, out, err = run("analyze", str(SAMPLE), "--format", "json", "--engine", "dask",
+                         "--scheduler", cluster.scheduler_address)
+    assert code == 1, err
+    assert json.loads(out)["summary"]["unlinked"] == 1
 
 
 def test_stdin_is_refused_on_dask(cluster: Any) -> None:

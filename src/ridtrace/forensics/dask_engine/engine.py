@@ -82,15 +82,36 @@ def dask_client(scheduler: str | None = None, **cluster_options: Any) -> Iterato
     """
     if scheduler is not None:
         try:
+            _check_address(scheduler)
             client = _dist.Client(scheduler, timeout="10s")
         except (OSError, TimeoutError) as exc:
             raise DaskEngineError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from exc
+        except (ValueError, TypeError) as exc:  # the user's mistake, not a crash of ridtrace
+            raise DaskEngineError(
+                f"not a usable Dask scheduler address {scheduler!r}: {exc}"
+                " (expected e.g. tcp://host:8786)"
+            ) from exc
         with client:
             yield client
         return
     options = {**LOCAL_CLUSTER_OPTIONS, **cluster_options}
     with _dist.LocalCluster(**options) as cluster, _dist.Client(cluster) as client:
         yield client
+
+
+def _check_address(scheduler: str) -> None:
+    """Refuse an address distributed cannot use, before a client exists for it.
+
+    A client that distributed refuses to build (no port, an unknown scheme, ``tls://``
+    without Dask's TLS configuration) leaves its event loop behind, and the next client
+    of the same process then fails to start.
+    """
+    _dist.comm.resolve_address(scheduler)  # ValueError for the address, OSError for DNS
+    scheme, _ = _dist.comm.parse_address(scheduler)
+    tls = _dist.Security().get_connection_args("client").get("ssl_context")
+    if scheme in ("tls", "wss") and tls is None:
+        raise ValueError(f"{scheme}:// needs Dask's TLS configuration "
+                         "(distributed.comm.tls.* or DASK_DISTRIBUTED__COMM__TLS__*)")
 
 
 def _us(stamp: pd.Timestamp | None) -> int | None:
