@@ -48,6 +48,19 @@ def test_a_failure_of_ridtrace_itself_is_exit_4_not_1(
     assert "RuntimeError: a bug" in err and "internal error" in err
 
 
+def test_ctrl_c_is_exit_130_not_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    # click turns Ctrl-C into "Aborted!" and exit 1: a CI gate would read error findings.
+    import click
+
+    @click.command()
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(main.commands, "interrupted", interrupted)
+    result = CliRunner().invoke(main, ["interrupted"])
+    assert result.exit_code == 130 and "interrupted" in result.stderr
+
+
 def test_since_must_come_before_until(tmp_path: Path) -> None:
     log = _logs(tmp_path)
     result = CliRunner().invoke(main, ["analyze", str(log), "--since", ts(5), "--until", ts(1)])
