@@ -12,6 +12,15 @@ from ridtrace.forensics.records.requests import REQUEST_COLUMNS
 
 T0 = pd.Timestamp("2026-11-29T10:00:00Z")
 
+# The field that names each kind of finding's subject, as generators' truths key them.
+FINDING_KEY = {
+    "crossed_stream": "span_id",
+    "unlinked": "span_id",
+    "deprecated_header": "span_id",
+    "duplicate_in_flight": "request_id",
+    "client_id_reuse": "x_request_id",
+}
+
 
 def at(seconds: float) -> pd.Timestamp:
     """T0 plus `seconds`."""

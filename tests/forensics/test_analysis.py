@@ -9,19 +9,13 @@ import pytest
 from ridtrace.forensics.reading.events import load_events
 from ridtrace.forensics.rules.report import analyze, report_json
 from ridtrace.testing.synth import SynthSpec, write_logs
+from tests.forensics.helpers import FINDING_KEY
 
 SAMPLE = Path("/work/shared/samples/dynamo-jsonl-sample.jsonl")
-_KEY = {
-    "crossed_stream": "span_id",
-    "unlinked": "span_id",
-    "deprecated_header": "span_id",
-    "duplicate_in_flight": "request_id",
-    "client_id_reuse": "x_request_id",
-}
 
 
 def _found(report_doc: dict[str, object]) -> set[tuple[str, str]]:
-    return {(f["kind"], f[_KEY[f["kind"]]]) for f in report_doc["findings"]}  # type: ignore[attr-defined,index]
+    return {(f["kind"], f[FINDING_KEY[f["kind"]]]) for f in report_doc["findings"]}  # type: ignore[attr-defined,index]
 
 
 @pytest.mark.parametrize(

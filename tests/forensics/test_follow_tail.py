@@ -45,6 +45,20 @@ def test_a_partial_last_line_is_held_until_its_newline(tmp_path: Path) -> None:
     assert _lines(watch) == []
 
 
+def _follow_to_the_end(
+    folder: Path, settings: FollowSettings
+) -> tuple[Follower, list[dict[str, object]]]:
+    """Follow `folder` until what is written is read, as a stop signal ends a follow."""
+    follower = Follower([str(folder)], settings)
+    follower.start()
+    found: list[dict[str, object]] = []
+    try:
+        follower.run(lambda f: found.append(f) is None, stop=lambda: True)
+    finally:
+        follower.close()
+    return follower, found
+
+
 def test_a_last_line_without_newline_is_read_when_the_follow_ends(tmp_path: Path) -> None:
     # The Unlinked error is the file's last line, and no newline ever follows it (a
     # writer killed mid-line, a CR-only file): held for good, it was never reported.
@@ -54,13 +68,7 @@ def test_a_last_line_without_newline_is_read_when_the_follow_ends(tmp_path: Path
     front.write_text("\n".join(lines))
     cr_only.write_bytes(b"\r".join(x.encode() for x in lines) + b"\r")
     # Walked, not named: a .jsonl file is followed before its first newline comes.
-    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
-    follower.start()
-    found: list[dict[str, object]] = []
-    try:
-        follower.run(lambda f: found.append(f) is None, stop=lambda: True)
-    finally:
-        follower.close()
+    follower, found = _follow_to_the_end(tmp_path, FollowSettings(from_start=True))
     assert [(f["kind"], f["evidence"]) for f in found] == [
         ("unlinked", [{"file": str(front), "line": 3}])]
     summary = follower.summary()
@@ -80,13 +88,8 @@ def test_a_compressed_files_last_line_without_newline_is_read(tmp_path: Path,
     (tmp_path / "frontend.jsonl.1.gz").write_bytes(gzip.compress(text))
     # exact: the first read fills its buffer, the last line is held; the next one is empty.
     max_bytes = len(text) if exact else 1 << 20
-    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, max_bytes=max_bytes))
-    follower.start()
-    found: list[dict[str, object]] = []
-    try:
-        follower.run(lambda f: found.append(f) is None, stop=lambda: True)
-    finally:
-        follower.close()
+    follower, found = _follow_to_the_end(
+        tmp_path, FollowSettings(from_start=True, max_bytes=max_bytes))
     assert [(f["kind"], f["evidence"]) for f in found] == [
         ("unlinked", [{"file": str(tmp_path / "frontend.jsonl.1.gz"), "line": 3}])]
     assert follower.summary()["lines"] == 3
@@ -128,7 +131,8 @@ def test_a_new_file_is_read_from_its_first_line_and_a_readme_is_ignored(tmp_path
     assert [Path(n.file).name for n in stats.ignored_files] == ["README.md"]
 
 
-def test_gzip_copy_of_a_followed_file_is_not_read_again(tmp_path: Path) -> None:
+def _two_lines_read_and_a_third_written(tmp_path: Path) -> tuple[Watch, Path]:
+    """A followed app.jsonl: two lines read, a third written after the last poll."""
     log = tmp_path / "app.jsonl"
     log.write_bytes(b"")
     watch = Watch([str(tmp_path)], ReadStats())
@@ -136,7 +140,13 @@ def test_gzip_copy_of_a_followed_file_is_not_read_again(tmp_path: Path) -> None:
     log.write_bytes(b'{"n": 1}\n{"n": 2}\n')
     assert len(_lines(watch)) == 2
     with open(log, "ab") as fh:
-        fh.write(b'{"n": 3}\n')  # written after the last poll, then rotated away
+        fh.write(b'{"n": 3}\n')
+    return watch, log
+
+
+def test_gzip_copy_of_a_followed_file_is_not_read_again(tmp_path: Path) -> None:
+    watch, log = _two_lines_read_and_a_third_written(tmp_path)
+    # Rotated away: compressed to a copy, the log truncated.
     (tmp_path / "app.jsonl.1.gz").write_bytes(gzip.compress(log.read_bytes()))
     os.truncate(log, 0)
     # Only the line the follower had not read yet comes from the copy.
@@ -154,14 +164,7 @@ def test_a_compressed_rotation_seen_while_gzip_writes_it_is_read_as_gzip(
     # `gzip app.jsonl.1` creates app.jsonl.1.gz empty, then writes its header: a poll
     # that opened it then read its compressed bytes as plain text, bad lines (the
     # follower counted 241 of them in a rotation test under load).
-    log = tmp_path / "app.jsonl"
-    log.write_bytes(b"")
-    watch = Watch([str(tmp_path)], ReadStats())
-    watch.discover()
-    log.write_bytes(b'{"n": 1}\n{"n": 2}\n')
-    assert len(_lines(watch)) == 2
-    with open(log, "ab") as fh:
-        fh.write(b'{"n": 3}\n')  # written after the last poll, then rotated away
+    watch, log = _two_lines_read_and_a_third_written(tmp_path)
     packed = tmp_path / "app.jsonl.1.gz"
     packed.write_bytes(written)  # gzip has only begun
     os.truncate(log, 0)

@@ -57,12 +57,17 @@ def test_a_frontend_setting_that_would_fail_every_request_is_refused(
     assert done.returncode == 1 and named in done.stderr, done.stderr
 
 
-def test_a_worker_delay_must_not_be_negative(tmp_path: Path) -> None:
-    done = subprocess.run(
+def _serve_worker(log_file: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    """`ridtrace serve worker` with `flags`, expected to refuse them and exit."""
+    return subprocess.run(
         [sys.executable, "-m", "ridtrace", "serve", "worker", "--port", "1",
-         "--log-file", str(tmp_path / "w.jsonl"), "--token-delay", "-0.5"],
+         "--log-file", str(log_file), *flags],
         capture_output=True, text=True, timeout=60,
     )
+
+
+def test_a_worker_delay_must_not_be_negative(tmp_path: Path) -> None:
+    done = _serve_worker(tmp_path / "w.jsonl", "--token-delay", "-0.5")
     assert done.returncode == 1 and "token_delay" in done.stderr, done.stderr
 
 
@@ -97,20 +102,12 @@ def test_settings_that_would_break_serving_are_refused_naming_what_is_wrong(
 
 def test_an_unwritable_log_file_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "a-file").write_text("")  # a file where the log's directory should be
-    done = subprocess.run(
-        [sys.executable, "-m", "ridtrace", "serve", "worker", "--port", "1",
-         "--log-file", str(tmp_path / "a-file" / "w.jsonl")],
-        capture_output=True, text=True, timeout=60,
-    )
+    done = _serve_worker(tmp_path / "a-file" / "w.jsonl")
     assert done.returncode == 2 and "--log-file" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
 
 
 def test_an_unknown_log_level_is_a_usage_error(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "ridtrace", "serve", "worker", "--port", "1",
-         "--log-file", str(tmp_path / "w.jsonl"), "--log-level", "verbose"],
-        capture_output=True, text=True, timeout=60,
-    )
+    done = _serve_worker(tmp_path / "w.jsonl", "--log-level", "verbose")
     assert done.returncode == 2 and "--log-level" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr

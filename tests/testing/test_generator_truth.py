@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +20,7 @@ from ridtrace.forensics.reading.inputs import expand_inputs
 from ridtrace.forensics.records.read import read_partials
 from ridtrace.forensics.rules.report import analyze_read, report_json
 from ridtrace.testing import DynamoSpec, SynthSpec, write_dynamo_logs, write_logs
-
-_KEY = {
-    "crossed_stream": "span_id",
-    "unlinked": "span_id",
-    "deprecated_header": "span_id",
-    "duplicate_in_flight": "request_id",
-    "client_id_reuse": "x_request_id",
-}
+from tests.forensics.helpers import FINDING_KEY
 
 
 def _report(path: Path) -> dict[str, Any]:
@@ -34,7 +28,7 @@ def _report(path: Path) -> dict[str, Any]:
 
 
 def _found(doc: dict[str, Any]) -> set[tuple[str, str]]:
-    return {(f["kind"], f[_KEY[f["kind"]]]) for f in doc["findings"]}
+    return {(f["kind"], f[FINDING_KEY[f["kind"]]]) for f in doc["findings"]}
 
 
 def _cited_lines_name_the_finding(doc: dict[str, Any]) -> None:
@@ -52,6 +46,18 @@ def _cited_lines_name_the_finding(doc: dict[str, Any]) -> None:
                 spans = {line.get(k) for k in ("span_id", "parent_span_id", "parent_id")}
                 spans.discard(None)
                 assert f["span_id"] in spans or any(s in f["detail"] for s in spans), (f, line)
+
+
+def _truth_and_report(write: Callable[[Path, Any], Any], spec: Any) -> tuple[Any, dict[str, Any]]:
+    """Logs written from `spec`, and analyze's report on them: the findings are the
+    truth's, the request count too, and every cited line is about its finding."""
+    with tempfile.TemporaryDirectory() as tmp:
+        truth = write(Path(tmp), spec)
+        doc = _report(Path(tmp))
+        assert _found(doc) == truth.expected
+        assert doc["summary"]["requests"] == truth.requests
+        _cited_lines_name_the_finding(doc)
+    return truth, doc
 
 
 def test_dynamo_torn_lines_spare_the_lines_that_prove_a_fault(tmp_path: Path) -> None:
@@ -85,13 +91,8 @@ def test_synth_truth_found_exactly(
                      crossed=faults[0], collisions=faults[1], duplicates=faults[2],
                      client_reuse=faults[3], deprecated_every=deprecated_every,
                      engine_noise=noise)
-    with tempfile.TemporaryDirectory() as tmp:
-        truth = write_logs(Path(tmp), spec)
-        doc = _report(Path(tmp))
-        assert _found(doc) == truth.expected
-        assert doc["summary"]["requests"] == truth.requests
-        assert doc["summary"]["lines"] == truth.lines
-        _cited_lines_name_the_finding(doc)
+    truth, doc = _truth_and_report(write_logs, spec)
+    assert doc["summary"]["lines"] == truth.lines
 
 
 @settings(max_examples=8, deadline=None)
@@ -109,10 +110,5 @@ def test_dynamo_truth_found_exactly(
     spec = DynamoSpec(requests=requests, seed=seed, workers=workers, duplicates=duplicates,
                       cancelled=cancelled, deprecated_every=deprecated_every,
                       bad_lines=bad_lines, worker_skew_us=tuple(skew[:workers]))
-    with tempfile.TemporaryDirectory() as tmp:
-        truth = write_dynamo_logs(Path(tmp), spec)
-        doc = _report(Path(tmp))
-        assert _found(doc) == truth.expected
-        assert doc["summary"]["requests"] == truth.requests
-        assert doc["summary"]["bad_lines"] == truth.bad_lines
-        _cited_lines_name_the_finding(doc)
+    truth, doc = _truth_and_report(write_dynamo_logs, spec)
+    assert doc["summary"]["bad_lines"] == truth.bad_lines
