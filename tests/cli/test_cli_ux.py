@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,36 @@ def test_ctrl_c_during_analyze_exits_130_without_a_traceback(tmp_path: Path) -> 
     assert process.returncode == 130, err  # not 1, which a CI gate reads as findings
     assert "Traceback" not in err and "Aborted" not in err
     assert err.strip() == "ridtrace: interrupted"
+
+
+def test_ctrl_c_leaves_no_staged_copy_behind(tmp_path: Path) -> None:
+    # A pipe (like an archive) is read through a decoded copy in the temp directory. The
+    # interrupted run leaves at once, before the reading thread's cleanup: the copy, as
+    # large as the log, stayed behind.
+    fifo, temp = tmp_path / "frontend.jsonl", tmp_path / "tmp"
+    os.mkfifo(fifo)
+    temp.mkdir()
+    process = subprocess.Popen([sys.executable, "-m", "ridtrace", "analyze", str(fifo)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "TMPDIR": str(temp)})
+    try:
+        with open(fifo, "w") as writer:
+            # More than the read takes from a pipe (1 MiB) before it starts the copy.
+            for i in range(3000):
+                writer.write("\n".join(rt_request(f"{i:016x}", f"r{i}", i, i + 1)) + "\n")
+            writer.flush()
+            deadline = time.monotonic() + 60
+            while not list(temp.glob("ridtrace-*")):  # the copy is being written
+                assert time.monotonic() < deadline and process.poll() is None
+                time.sleep(0.01)
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, err
+    assert list(temp.iterdir()) == []
 
 
 def test_version() -> None:

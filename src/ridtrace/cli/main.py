@@ -18,6 +18,11 @@ class _Main(click.Group):
             return super().invoke(ctx)
         except KeyboardInterrupt:
             click.echo("\nridtrace: interrupted", err=True)
+            # The reading threads never reach their cleanup now: their decoded copies
+            # (as large as the logs) go first. Imported only if a read began.
+            staging = sys.modules.get("ridtrace.forensics.reading.staging")
+            if staging is not None:
+                staging.remove_all()
             # Leave at once (from the console entry): a reading thread blocked on a pipe
             # would hold the interpreter's exit, which joins every thread, forever.
             quick_exit.request()

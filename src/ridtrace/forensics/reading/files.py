@@ -9,7 +9,6 @@ on the way, so every source takes the same parse.
 from __future__ import annotations
 
 import contextlib
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +36,7 @@ from ridtrace.forensics.reading.lines import (
     map_file,
     newline_chunks,
 )
+from ridtrace.forensics.reading.staging import staging_dir
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 from ridtrace.forensics.reading.table import (
     LogTable,
@@ -169,8 +169,8 @@ def read_source(
             wait = _map_in_thread(src.path, on_bytes)
             return use(parse(con, src.path, wait, src.name, stats, lean, window,
                              run=_runner(prepared, src.path)))
-        with tempfile.TemporaryDirectory(prefix="ridtrace-") as tmp:
-            staged = Path(tmp) / "decoded.jsonl"
+        with staging_dir("ridtrace-") as tmp:
+            staged = tmp / "decoded.jsonl"
             with open(staged, "wb") as out:
                 line_map = stage(head, decoded, out, src.name, stats, on_bytes)
             return use(parse(con, staged, line_map, src.name, stats, lean, window,

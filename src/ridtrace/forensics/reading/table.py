@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import heapq
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
@@ -44,6 +42,7 @@ from ridtrace.forensics.reading.sql import (
     span_aggregates,
     spans_select,
 )
+from ridtrace.forensics.reading.staging import make_dir, release
 from ridtrace.forensics.reading.stats import ReadStats
 
 # What `analyze` needs; display-only fields (level, route, client, …) stay null.
@@ -297,7 +296,7 @@ class LogTable:
             long = long_lines(self.path, self.line_map)
             if not long:
                 return got
-        self._copy = Path(tempfile.mkdtemp(prefix="ridtrace-long-lines-")) / "copy.jsonl"
+        self._copy = make_dir("ridtrace-long-lines-") / "copy.jsonl"
         with open(self._copy, "wb") as out:
             copy_without(self.path, out, long)
         # The map counted the lines already (they are lines read); now they are blank rows.
@@ -308,7 +307,7 @@ class LogTable:
 
     def _drop_copy(self) -> None:
         if self._copy is not None:
-            shutil.rmtree(self._copy.parent, ignore_errors=True)
+            release(self._copy.parent)
             self._copy = None
 
     def _count_bad(self, judged: list[tuple[int, str]]) -> None:
