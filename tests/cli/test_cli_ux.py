@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,46 +19,27 @@ from ridtrace.cli.main import main
 from tests.forensics.helpers import rt_request
 
 
-def test_ctrl_c_during_analyze_exits_130_without_a_traceback(tmp_path: Path) -> None:
-    # A named pipe holds the read open for as long as the test likes: once the test's
-    # open for writing returns, ridtrace is reading it, so the signal lands mid-read.
-    fifo = tmp_path / "frontend.jsonl"
-    os.mkfifo(fifo)
-    process = subprocess.Popen([sys.executable, "-m", "ridtrace", "analyze", str(fifo)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        with open(fifo, "w") as writer:
-            writer.write("\n".join(rt_request("a" * 16, "r1", 0, 2)) + "\n")
-            writer.flush()
-            process.send_signal(signal.SIGINT)
-            _, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    assert process.returncode == 130, err  # not 1, which a CI gate reads as findings
-    assert "Traceback" not in err and "Aborted" not in err
-    assert err.strip() == "ridtrace: interrupted"
+def _interrupt_analyze_of_a_pipe(
+    fifo: Path, requests: int, *, env: dict[str, str] | None = None,
+    when: Callable[[], bool] = lambda: True,
+) -> tuple[int, str]:
+    """`ridtrace analyze FIFO`, Ctrl-C once `requests` requests are written and `when`
+    holds, the writer still open: its exit code and stderr.
 
-
-def test_ctrl_c_leaves_no_staged_copy_behind(tmp_path: Path) -> None:
-    # A pipe (like an archive) is read through a decoded copy in the temp directory. The
-    # interrupted run leaves at once, before the reading thread's cleanup: the copy, as
-    # large as the log, stayed behind.
-    fifo, temp = tmp_path / "frontend.jsonl", tmp_path / "tmp"
+    A named pipe holds the read open for as long as the test likes, so the signal lands
+    mid-read.
+    """
     os.mkfifo(fifo)
-    temp.mkdir()
     process = subprocess.Popen([sys.executable, "-m", "ridtrace", "analyze", str(fifo)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "TMPDIR": str(temp)})
+                               env={**os.environ, **(env or {})})
     try:
         with open(fifo, "w") as writer:
-            # More than the read takes from a pipe (1 MiB) before it starts the copy.
-            for i in range(3000):
+            for i in range(requests):
                 writer.write("\n".join(rt_request(f"{i:016x}", f"r{i}", i, i + 1)) + "\n")
             writer.flush()
             deadline = time.monotonic() + 60
-            while not list(temp.glob("ridtrace-*")):  # the copy is being written
+            while not when():
                 assert time.monotonic() < deadline and process.poll() is None
                 time.sleep(0.01)
             process.send_signal(signal.SIGINT)
@@ -66,7 +48,28 @@ def test_ctrl_c_leaves_no_staged_copy_behind(tmp_path: Path) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
-    assert process.returncode == 130, err
+    return process.returncode, err
+
+
+def test_ctrl_c_during_analyze_exits_130_without_a_traceback(tmp_path: Path) -> None:
+    code, err = _interrupt_analyze_of_a_pipe(tmp_path / "frontend.jsonl", 1)
+    assert code == 130, err  # not 1, which a CI gate reads as findings
+    assert "Traceback" not in err and "Aborted" not in err
+    assert err.strip() == "ridtrace: interrupted"
+
+
+def test_ctrl_c_leaves_no_staged_copy_behind(tmp_path: Path) -> None:
+    # A pipe (like an archive) is read through a decoded copy in the temp directory. The
+    # interrupted run leaves at once, before the reading thread's cleanup: the copy, as
+    # large as the log, stayed behind.
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    # More than the read takes from a pipe (1 MiB) before it starts the copy.
+    code, err = _interrupt_analyze_of_a_pipe(
+        tmp_path / "frontend.jsonl", 3000, env={"TMPDIR": str(temp)},
+        when=lambda: bool(list(temp.glob("ridtrace-*"))),  # the copy is being written
+    )
+    assert code == 130, err
     assert list(temp.iterdir()) == []
 
 
