@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
-import re
 import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -25,8 +24,8 @@ from ridtrace.forensics.reading.inputs import (
     NOT_REGULAR,
     SNIFF_BYTES,
     DecodedStream,
-    compression_of,
     ignore_reason,
+    named_compressed,
     named_for_lines,
     walk_tree,
 )
@@ -65,16 +64,12 @@ def _rotated_name(path: Path, key: DevIno) -> Path | None:
     return None
 
 
-def _plain_lines_file(path: Path, magic: bytes) -> bool:
+def _plain_lines_file(path: Path, plain: bool) -> bool:
     """A file named for JSON lines whose first bytes are known to start no compressed
-    stream: followed before its first newline. A compressed rotation being written
-    (``gzip app.jsonl.1``) is empty or a bare header at first: opened then, it was read
-    as plain text, its compressed bytes as bad lines."""
-    return (named_for_lines(path.name) and not _PACKED_NAME.search(path.name)
-            and len(magic) == MAGIC_BYTES and compression_of(magic) is None)
-
-
-_PACKED_NAME = re.compile(r"\.(?:gz|bz2|xz|zst)$", re.IGNORECASE)
+    stream (`plain`): followed before its first newline. A compressed rotation being
+    written (``gzip app.jsonl.1``) is empty or a bare header at first: opened then, it
+    was read as plain text, its compressed bytes as bad lines."""
+    return plain and named_for_lines(path.name) and not named_compressed(path.name)
 
 
 @dataclass
@@ -168,12 +163,12 @@ class Watch:
         """Judge a walked file once it has a whole line (an empty file may become a log)."""
         try:
             with open(path, "rb") as raw:
-                magic = raw.read(MAGIC_BYTES)
-                raw.seek(0)
-                head = DecodedStream(raw).read(SNIFF_BYTES)
+                decoded = DecodedStream(raw)
+                head = decoded.read(SNIFF_BYTES)
         except OSError:
             return False
-        if b"\n" not in head and size < SNIFF_BYTES and not _plain_lines_file(path, magic):
+        plain = size >= MAGIC_BYTES and decoded.compression is None
+        if b"\n" not in head and size < SNIFF_BYTES and not _plain_lines_file(path, plain):
             # Nothing to judge yet: look again next poll. A plain file named for JSON
             # lines is read whatever it holds, its lines held until their newline comes.
             return False

@@ -37,16 +37,18 @@ COMPRESSIONS = (
     (b"\x28\xb5\x2f\xfd", "zstd"),
 )
 MAGIC_BYTES = 6
-_PACKED = r"(?:\.(?:gz|bz2|xz|zst))?"
+_PACKED_SUFFIX = r"\.(?:gz|bz2|xz|zst)"
+_PACKED = rf"(?:{_PACKED_SUFFIX})?"
 # A rotation: numbered (.1) or dated (logrotate's -20261130, Python's .2026-11-30_10-00).
 _ROTATED = r"(?:\.\d+|[.-]\d{4}-?\d{2}-?\d{2}(?:[._-]?\d{2}(?:-?\d{2}){0,2})?)"
 # .jsonl .ndjson .json .log, rotated (.1, .log.2, .jsonl-20261130) or compressed (.gz …).
 _LOG_NAME = re.compile(
-    rf"\.(?:jsonl|ndjson|json|log){_ROTATED}?{_PACKED}$|{_ROTATED}{_PACKED}$|\.(?:gz|bz2|xz|zst)$"
+    rf"\.(?:jsonl|ndjson|json|log){_ROTATED}?{_PACKED}$|{_ROTATED}{_PACKED}$|{_PACKED_SUFFIX}$"
 )
 # Names that promise JSON lines: always read, whatever their first lines hold (.json is
 # also a document's name, so it is not one of them).
 _LINES_NAME = re.compile(rf"\.(?:jsonl|ndjson|log){_ROTATED}?{_PACKED}$")
+_PACKED_NAME = re.compile(rf"{_PACKED_SUFFIX}$")
 
 
 class ForensicsInputError(ValueError):
@@ -262,6 +264,11 @@ def named_for_lines(name: str) -> bool:
     """True for a name of JSON lines (.jsonl, .ndjson, .log, rotated or compressed):
     such a file is read whatever it holds."""
     return _LINES_NAME.search(name.lower()) is not None
+
+
+def named_compressed(name: str) -> bool:
+    """True for a compressed file's name (.gz, .bz2, .xz, .zst)."""
+    return _PACKED_NAME.search(name.lower()) is not None
 
 
 def ignore_reason(name: str, head: bytes, *, whole: bool) -> str | None:
