@@ -21,16 +21,17 @@ from tests.forensics.helpers import rt_request
 
 def _interrupt_analyze_of_a_pipe(
     fifo: Path, requests: int, *, env: dict[str, str] | None = None,
-    when: Callable[[], bool] = lambda: True,
+    when: Callable[[], bool] = lambda: True, stop: signal.Signals = signal.SIGINT,
+    options: tuple[str, ...] = (),
 ) -> tuple[int, str]:
-    """`ridtrace analyze FIFO`, Ctrl-C once `requests` requests are written and `when`
-    holds, the writer still open: its exit code and stderr.
+    """`ridtrace analyze FIFO`, Ctrl-C (or `stop`) once `requests` requests are written
+    and `when` holds, the writer still open: its exit code and stderr.
 
     A named pipe holds the read open for as long as the test likes, so the signal lands
     mid-read.
     """
     os.mkfifo(fifo)
-    process = subprocess.Popen([sys.executable, "-m", "ridtrace", "analyze", str(fifo)],
+    process = subprocess.Popen([sys.executable, "-m", "ridtrace", "analyze", *options, str(fifo)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, **(env or {})})
     try:
@@ -42,7 +43,7 @@ def _interrupt_analyze_of_a_pipe(
             while not when():
                 assert time.monotonic() < deadline and process.poll() is None
                 time.sleep(0.01)
-            process.send_signal(signal.SIGINT)
+            process.send_signal(stop)
             _, err = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
@@ -58,19 +59,44 @@ def test_ctrl_c_during_analyze_exits_130_without_a_traceback(tmp_path: Path) -> 
     assert err.strip() == "ridtrace: interrupted"
 
 
-def test_ctrl_c_leaves_no_staged_copy_behind(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("stop", "code", "said"), [
+    (signal.SIGINT, 130, "interrupted"),
+    # A CI job's timeout, `timeout`, a container stop: SIGTERM killed the process where
+    # it stood, the staged copy with it left behind.
+    (signal.SIGTERM, 143, "terminated"),
+])
+def test_a_stopped_analyze_leaves_no_staged_copy_behind(
+    tmp_path: Path, stop: signal.Signals, code: int, said: str
+) -> None:
     # A pipe (like an archive) is read through a decoded copy in the temp directory. The
     # interrupted run leaves at once, before the reading thread's cleanup: the copy, as
     # large as the log, stayed behind.
     temp = tmp_path / "tmp"
     temp.mkdir()
     # More than the read takes from a pipe (1 MiB) before it starts the copy.
-    code, err = _interrupt_analyze_of_a_pipe(
+    exit_code, err = _interrupt_analyze_of_a_pipe(
         tmp_path / "frontend.jsonl", 3000, env={"TMPDIR": str(temp)},
         when=lambda: bool(list(temp.glob("ridtrace-*"))),  # the copy is being written
+        stop=stop,
     )
-    assert code == 130, err
+    assert exit_code == code, err
+    assert err.strip() == f"ridtrace: {said}"
     assert list(temp.iterdir()) == []
+
+
+def test_sigterm_on_a_dask_run_shuts_its_cluster_down(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    scratch = temp / "dask-scratch-space"  # where Dask's local cluster keeps its files
+    code, err = _interrupt_analyze_of_a_pipe(
+        tmp_path / "frontend.jsonl", 1, env={"TMPDIR": str(temp)},
+        when=lambda: bool(list(scratch.glob("worker-*"))), stop=signal.SIGTERM,
+        options=("--engine", "dask"),
+    )
+    assert code == 143, err
+    # A cluster shut down in order removes its scheduler's and workers' directories.
+    assert sorted(p.name for p in scratch.iterdir()) == ["global.lock", "purge.lock"], err
 
 
 def test_version() -> None:

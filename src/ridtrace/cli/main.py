@@ -1,7 +1,12 @@
 """Entry point of the ``ridtrace`` command."""
 
+import contextlib
+import signal
 import sys
+import threading
 import traceback
+from collections.abc import Iterator
+from types import FrameType
 
 import click
 
@@ -10,14 +15,44 @@ from ridtrace.cli import quick_exit
 # Ctrl-C: the shell's convention (128 + SIGINT), not click's "Aborted!" and exit 1, which
 # a CI gate reads as error findings.
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, taken down the path of Ctrl-C so a stopped command cleans up the same."""
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises `Terminated` while a command runs (commands that stop their own
+    way — serve, demo, --follow — install their own handlers over this one).
+
+    Without it SIGTERM (a CI job's timeout, `timeout`, a container stop) killed the
+    process where it stood: a read's decoded copies, as large as the logs, stayed in the
+    temp directory, and a Dask run left its cluster's scratch files behind.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers (an embedding program's thread)
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class _Main(click.Group):
     def invoke(self, ctx: click.Context) -> object:
         try:
-            return super().invoke(ctx)
-        except KeyboardInterrupt:
-            click.echo("\nridtrace: interrupted", err=True)
+            with _sigterm_as_interrupt():
+                return super().invoke(ctx)
+        except KeyboardInterrupt as stop:
+            terminated = isinstance(stop, Terminated)
+            click.echo(f"\nridtrace: {'terminated' if terminated else 'interrupted'}", err=True)
             # The reading threads never reach their cleanup now: their decoded copies
             # (as large as the logs) go first. Imported only if a read began.
             staging = sys.modules.get("ridtrace.forensics.reading.staging")
@@ -26,7 +61,7 @@ class _Main(click.Group):
             # Leave at once (from the console entry): a reading thread blocked on a pipe
             # would hold the interpreter's exit, which joins every thread, forever.
             quick_exit.request()
-            ctx.exit(EXIT_INTERRUPTED)
+            ctx.exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
 
 
 @click.group(cls=_Main)
