@@ -39,7 +39,7 @@ from pathlib import Path
 
 from bench_forensics import FLOOR, timed
 
-from ridtrace.forensics.reading.table import LEAN_FIELDS
+from ridtrace.forensics.reading.scan import LEAN_FIELDS
 from ridtrace.testing.synth import SynthSpec, requests_for_lines, write_logs
 
 OUT = Path(__file__).parent / "out" / "follow"

@@ -19,7 +19,7 @@ Contenders, run as subprocesses, interleaved in rounds (the order rotates per ro
   overlapping clusters), Unlinked ids and the deprecated-header count.
 
 * ``floor``: only the scan under analyze's read: DuckDB numbering and extracting the
-  columns analyze reads (`reading.table.LEAN_FIELDS`), one file per cursor, two at a
+  columns analyze reads (`reading.scan.LEAN_FIELDS`), one file per cursor, two at a
   time, as `reading.files.read_all` does, and nothing else — no per-span pick, line
   check, rule or report. What analyze would cost if all of those were free.
 
@@ -248,7 +248,7 @@ def bench(names: list[str], rounds: int, baseline: str | None = None) -> list[di
                     assert code == 0, code
                     _check_duckdb(out, info)
                 else:
-                    from ridtrace.forensics.reading.table import LEAN_FIELDS
+                    from ridtrace.forensics.reading.scan import LEAN_FIELDS
 
                     argv = [PYTHON, "-c", FLOOR, ",".join(LEAN_FIELDS), *info["files"]]
                     wall, cpu, rss, out, code = timed(argv)

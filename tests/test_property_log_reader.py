@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ridtrace.forensics import LoadedLogs, load_events
-from ridtrace.forensics.reading.inputs import compression_of
+from ridtrace.forensics.reading.decoding import compression_of
 
 _ID = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=1, max_size=40)
 _TIMES = st.datetimes(min_value=datetime(2020, 1, 1), max_value=datetime(2035, 1, 1))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ridtrace.forensics.live.follow import Follower, FollowSettings
-from ridtrace.forensics.reading.table import PreparedReads, connect
+from ridtrace.forensics.reading.connection import PreparedReads, connect
 from tests.forensics.helpers import rt_request
 
 

@@ -17,11 +17,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ridtrace.forensics.reading.connection import connect
 from ridtrace.forensics.reading.events import load_events
 from ridtrace.forensics.reading.files import read_all
 from ridtrace.forensics.reading.inputs import expand_inputs
 from ridtrace.forensics.reading.sql import DISPLAY_FIELDS, spans_select
-from ridtrace.forensics.reading.table import LogTable, connect
+from ridtrace.forensics.reading.table import LogTable
 from ridtrace.forensics.records.read import read_partials
 from ridtrace.forensics.records.spans import build_requests, requests_from_partials
 from ridtrace.testing.dynamo import DynamoSpec, write_dynamo_logs

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ridtrace.forensics.reading.connection import connect
 from ridtrace.forensics.reading.files import parse
 from ridtrace.forensics.reading.lines import map_blocks, map_file
 from ridtrace.forensics.reading.overlong import (
@@ -19,7 +20,6 @@ from ridtrace.forensics.reading.overlong import (
     without_long_lines,
 )
 from ridtrace.forensics.reading.stats import BadLine, ReadStats
-from ridtrace.forensics.reading.table import connect
 from tests.forensics.helpers import rt_request
 
 LIMIT = 100

@@ -7,15 +7,17 @@ from pathlib import Path
 
 import pytest
 
+from ridtrace.forensics.reading.connection import PreparedReads, connect
 from ridtrace.forensics.reading.files import read_all
 from ridtrace.forensics.reading.inputs import expand_inputs
 from ridtrace.forensics.reading.lean import lean_spans_sql
-from ridtrace.forensics.reading.table import LogTable, PreparedReads, _source_sql, connect
+from ridtrace.forensics.reading.scan import source_sql
+from ridtrace.forensics.reading.table import LogTable
 from tests.forensics.helpers import rt_request
 
 
 def _query(path: Path) -> str:
-    return lean_spans_sql(_source_sql(str(path), lean=True, window=None))
+    return lean_spans_sql(source_sql(str(path), lean=True, window=None))
 
 
 def test_one_prepared_text_reads_every_file_as_a_plain_query_does(tmp_path: Path) -> None:
@@ -54,10 +56,10 @@ def test_files_read_side_by_side_never_run_more_duckdb_threads_than_cpus(
 ) -> None:
     # Each file's numbered scan runs on its reading thread; DuckDB workers on top of
     # those only crowded the cores (more page faults and system time, no less wall).
+    import ridtrace.forensics.reading.connection as connection_module
     import ridtrace.forensics.reading.files as files_module
-    import ridtrace.forensics.reading.table as table_module
 
-    for module in (files_module, table_module):
+    for module in (files_module, connection_module):
         monkeypatch.setattr(module, "usable_cpus", lambda: 4)
     sources = []
     for i in range(2):

@@ -22,15 +22,11 @@ from typing import Any, cast
 import fsspec
 import pandas as pd
 
+from ridtrace.forensics.reading.connection import connect
+from ridtrace.forensics.reading.decoding import DecodedStream, compression_of
 from ridtrace.forensics.reading.files import parse, stage
-from ridtrace.forensics.reading.inputs import (
-    SNIFF_BYTES,
-    DecodedStream,
-    compression_of,
-    ignore_reason,
-)
+from ridtrace.forensics.reading.inputs import SNIFF_BYTES, ignore_reason
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
-from ridtrace.forensics.reading.table import connect
 from ridtrace.forensics.records.read import partial_of
 from ridtrace.forensics.records.spans import empty_partial as _empty
 

@@ -23,8 +23,8 @@ from ridtrace.forensics.live.parse import parse_chunk, span_rows
 from ridtrace.forensics.live.rules import Finding, LiveRules
 from ridtrace.forensics.live.tail import Chunk
 from ridtrace.forensics.live.watch import Watch
+from ridtrace.forensics.reading.connection import PreparedReads, connect
 from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
-from ridtrace.forensics.reading.table import PreparedReads, connect
 
 ERROR_KINDS = tuple(k for k in FINDING_KINDS if SEVERITY[k] == "error")
 

@@ -22,10 +22,10 @@ import pyarrow.compute as pc
 
 from ridtrace.contract import FOREIGN_CHUNK, RESPONSE_UNLINKED, WORKER
 from ridtrace.forensics.live.tail import Chunk
+from ridtrace.forensics.reading.connection import PreparedReads
 from ridtrace.forensics.reading.files import parse
 from ridtrace.forensics.reading.lines import map_chunk
 from ridtrace.forensics.reading.stats import BadLine, ReadStats
-from ridtrace.forensics.reading.table import PreparedReads
 
 # Per span and batch: what the incremental rules read, one row per span of a chunk.
 COLUMNS = (

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ridtrace.forensics.reading.inputs import MAGIC_BYTES, DecodedStream, compression_of
+from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream, compression_of
 from ridtrace.forensics.reading.lines import LineScan, scan_lines
 
 # How many first bytes (whole lines) identify a file's content.

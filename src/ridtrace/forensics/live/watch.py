@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ridtrace.forensics.live.tail import Chunk, FileTail, Identities
+from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream
 from ridtrace.forensics.reading.inputs import (
-    MAGIC_BYTES,
     NOT_REGULAR,
     SNIFF_BYTES,
-    DecodedStream,
     ignore_reason,
     named_compressed,
     named_for_lines,

@@ -16,9 +16,10 @@ import pyarrow as pa
 
 from ridtrace.forensics.reading.files import read_all
 from ridtrace.forensics.reading.inputs import Source, expand_inputs
+from ridtrace.forensics.reading.scan import to_window
 from ridtrace.forensics.reading.schema import EVENT_CATEGORY_COLUMNS, EVENT_COLUMNS, TIME_TYPE
 from ridtrace.forensics.reading.stats import ReadStats
-from ridtrace.forensics.reading.table import LogTable, to_window
+from ridtrace.forensics.reading.table import LogTable
 
 Progress = Callable[[int], None]
 

@@ -19,10 +19,10 @@ from typing import BinaryIO, Generic, TypeVar
 import duckdb
 import pyarrow as pa
 
+from ridtrace.forensics.reading.connection import PreparedReads, connect, usable_cpus
+from ridtrace.forensics.reading.decoding import BOM, DecodedStream
 from ridtrace.forensics.reading.inputs import (
-    BOM,
     SNIFF_BYTES,
-    DecodedStream,
     Source,
     ignore_reason,
     not_regular_reason,
@@ -36,15 +36,10 @@ from ridtrace.forensics.reading.lines import (
     map_file,
     newline_chunks,
 )
+from ridtrace.forensics.reading.scan import Window
 from ridtrace.forensics.reading.staging import staging_dir
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
-from ridtrace.forensics.reading.table import (
-    LogTable,
-    PreparedReads,
-    Window,
-    connect,
-    usable_cpus,
-)
+from ridtrace.forensics.reading.table import LogTable
 
 Progress = Callable[[int], None]
 T = TypeVar("T")

@@ -118,7 +118,7 @@ def _first_where(flag: str, value: str, name: str, row: str) -> str:
 
 
 def lean_spans_sql(source: str) -> str:
-    """Per-span rows of `source` (`table._source_sql`, lean), one row per suspect line.
+    """Per-span rows of `source` (`scan.source_sql`, lean), one row per suspect line.
 
     Columns as `sql.span_aggregates` gives them (display fields null), plus ``_kind``,
     ``span_key`` and the flags `LogTable.spans` judges suspect lines by.

@@ -1,230 +1,45 @@
 """One log file read by DuckDB in one streaming pass: events, or per-span records.
 
-DuckDB's reader yields exactly one row per non-blank line, in file order, and an
-empty row for a line it cannot parse; `ridtrace.forensics.reading.lines` turns row
-numbers (``rn``) into file lines. A pass keeps the lines a finding can use
-("evidence": lifecycle events, Dynamo's request messages, fingerprints, deprecated
-headers, Unlinked errors), every line that is no valid log record (judged in Python:
-the reason of a bad line, or the row of valid JSON that DuckDB rejected) and, for a
---since/--until window, the lines in it.
+The pass is `reading.scan`'s, numbered lines and their flags; `reading.lines` turns row
+numbers (``rn``) into file lines. The few lines that are no valid log record are judged
+in Python (`reading.judge`): the reason of a bad line, or the row of valid JSON that
+DuckDB rejected.
 """
 
 from __future__ import annotations
 
 import heapq
-import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ridtrace.contract import DEPRECATED_HEADER, LOG_SCHEMA
 from ridtrace.forensics.reading.judge import judge_line
-from ridtrace.forensics.reading.lean import OTHER, SPAN, SUSPECT, lean_spans_sql
+from ridtrace.forensics.reading.lean import SPAN, SUSPECT, lean_spans_sql
 from ridtrace.forensics.reading.lines import LineMap
 from ridtrace.forensics.reading.overlong import (
     LONG_LINE_REASON,
-    MAX_LINE_BYTES,
     copy_without,
     is_object_size_error,
     long_lines,
     without_long_lines,
 )
-from ridtrace.forensics.reading.schema import READ_FIELDS, TIME_TYPE
-from ridtrace.forensics.reading.sql import (
-    DYNAMO_EVIDENCE_MESSAGES,
-    literal,
-    normalized_select,
-    span_aggregates,
-    spans_select,
+from ridtrace.forensics.reading.scan import (
+    FLAGS,
+    LEAN_FIELDS,
+    Window,
+    full_spans_sql,
+    known_record,
+    source_sql,
 )
+from ridtrace.forensics.reading.schema import READ_FIELDS, TIME_TYPE
+from ridtrace.forensics.reading.sql import normalized_select, spans_select
 from ridtrace.forensics.reading.staging import make_dir, release
 from ridtrace.forensics.reading.stats import ReadStats
-
-# What `analyze` needs; display-only fields (level, route, client, …) stay null.
-LEAN_FIELDS: tuple[str, ...] = (
-    "time", "schema", "target", "event", "message", "request_id", "x_request_id",
-    "trace_id", "span_id", "parent_span_id", "parent_id", "span_name", "status", "outcome",
-    "fp_in", "fp_out", "deprecated_headers", "header", "error", "chunk_request_id",
-)
-# DuckDB reads every line up to this size; a longer one is a bad line (`reading.overlong`).
-MAX_OBJECT_BYTES = MAX_LINE_BYTES
-
-Window = tuple[int | None, int | None]  # [since, until) in epoch µs
-
-
-class Instant(Protocol):
-    """A point in time with ``value`` in epoch nanoseconds (`pandas.Timestamp`)."""
-
-    @property
-    def value(self) -> int: ...
-
-
-def to_window(since: Instant | None, until: Instant | None) -> Window | None:
-    """A --since/--until pair as epoch µs bounds (None when neither is set).
-
-    Typed by what it reads, so the read path imports no pandas (see `records.read`).
-    """
-    if since is None and until is None:
-        return None
-    return (
-        None if since is None else since.value // 1000,
-        None if until is None else until.value // 1000,
-    )
-
-
-# The SQL twin of the lines a rule can use; everything else only needs counting.
-_EVIDENCE = f"""(
-    starts_with(event, 'request.') OR starts_with(event, 'worker.')
-    OR starts_with(event, 'response.') OR starts_with(event, 'stream.')
-    OR event = {literal(DEPRECATED_HEADER)}
-    OR message IN ({", ".join(literal(m) for m in DYNAMO_EVIDENCE_MESSAGES)})
-    OR fp_in IS NOT NULL OR fp_out IS NOT NULL OR deprecated_headers IS NOT NULL
-    OR header IS NOT NULL OR chunk_request_id IS NOT NULL
-    OR contains(error, 'Unlinked re') OR contains(message, 'header is deprecated')
-)"""
-_KNOWN = f"(schema = {literal(LOG_SCHEMA)} OR (schema IS NULL AND target IS NOT NULL))"
-
-
-def connect() -> duckdb.DuckDBPyConnection:
-    """A connection set up for reading logs: UTC times, no progress bar, and as many
-    threads as the CPUs this process may run on."""
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute("SET enable_progress_bar = false")
-    con.execute(f"SET threads = {usable_cpus()}")
-    return con
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on: its affinity (taskset, a container's cpuset).
-
-    DuckDB starts one thread per CPU of the machine; a process pinned to fewer CPUs
-    (a follower given one core, a container) would time-slice its own threads.
-    """
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # no affinity API on this platform
-        return max(1, os.cpu_count() or 1)
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _window_sql(window: Window) -> str:
-    since, until = window
-    span = ["TRUE"]
-    if since is not None:
-        span.append(f"_t >= make_timestamptz({int(since)}::BIGINT)")
-    if until is not None:
-        span.append(f"_t < make_timestamptz({int(until)}::BIGINT)")
-    return "(" + " AND ".join(span) + ")"
-
-
-class PreparedReads:
-    """Per-file queries prepared once on a cursor, the file a parameter.
-
-    A file's query differs from the next file's only by its path, and DuckDB's parser
-    took about half of a small file's 12 ms read (a directory of thousands of small
-    pod logs). Prepared with the path as ``$path``, each file costs its bind and its run.
-    A cursor runs one query at a time: one of these per reading thread.
-    """
-
-    # Texts prepared at most (lean, full, a window each): any more run unprepared.
-    MAX_PREPARED = 8
-
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self._con = con
-        self._names: dict[str, str] = {}
-
-    def arrow(self, sql: str, path: str) -> pa.Table:
-        """`sql` (which reads `path` once, through ``read_json``) as an Arrow table."""
-        marker = f"read_json({literal(path)}, "
-        if sql.count(marker) != 1:
-            return self._con.sql(sql).to_arrow_table()
-        text = sql.replace(marker, "read_json($path, ")
-        name = self._names.get(text)
-        if name is None:
-            if len(self._names) >= self.MAX_PREPARED:
-                return self._con.sql(sql).to_arrow_table()
-            name = f"ridtrace_read_{len(self._names)}"
-            self._con.execute(f"PREPARE {name} AS {text}")
-            self._names[text] = name
-        return self._con.sql(f"EXECUTE {name}(path := {literal(path)})").to_arrow_table()
-
-
-def _source_sql(path: str, *, lean: bool, window: Window | None) -> str:
-    """Kept lines of the file: ``rn``, ``_t``, every raw field (null where not read), flags.
-
-    The file is plain text by now (`reading.files` decodes every compression itself):
-    ``compression = 'none'`` keeps DuckDB from guessing one from the name, as it did for
-    plain text named ``.gz``.
-    """
-    fields = LEAN_FIELDS if lean else READ_FIELDS
-    columns = ", ".join(f"{literal(f)}: 'VARCHAR'" for f in fields)
-    raw = ", ".join(
-        (_quote(f) if f in fields else f"NULL::VARCHAR AS {_quote(f)}")
-        for f in READ_FIELDS if f != "time"
-    )
-    empty = " AND ".join(f"{_quote(f)} IS NULL" for f in fields)
-    keep = "TRUE"
-    if lean:
-        keep = "_ev OR _suspect"
-        if window is not None:
-            keep += f" OR {_window_sql(window)}"
-    evidence = _EVIDENCE if lean else "TRUE"
-    in_window = _window_sql(window) if window is not None else "FALSE"
-    return f"""
-SELECT *, {in_window} AND NOT _suspect AS _in_window FROM (
-    SELECT *, (_t IS NULL OR NOT _known OR _empty) AS _suspect FROM (
-        SELECT row_number() OVER () AS rn, TRY_CAST("time" AS TIMESTAMPTZ) AS _t,
-            "time" AS _time_text, {raw},
-            {_KNOWN} IS TRUE AS _known, ({empty}) AS _empty, {evidence} IS TRUE AS _ev
-        FROM read_json({literal(path)}, format = 'newline_delimited', ignore_errors = true,
-                       compression = 'none', maximum_object_size = {MAX_OBJECT_BYTES},
-                       columns = {{{columns}}})
-    )
-) WHERE {keep}
-"""
-
-
-_FLAGS = ("_suspect", "_ev", "_in_window", "_empty", "_time_text")
-
-
-def _spans_sql(source: str) -> str:
-    """Per-span rows of every line of `source` (a full read: display fields too).
-
-    Kinds numbered as `lean.lean_spans_sql` numbers them; each suspect line its own row.
-    """
-    events = normalized_select(f"({source})", keep=_FLAGS)
-    return f"""
-SELECT _kind, _g1 AS trace_id, _g2 AS span_id, hash(_g1, _g2) AS span_key,
-    {span_aggregates()},
-    bool_or(_empty) AS _empty, bool_or(_time_text IS NOT NULL) AS _timed,
-    bool_or(time IS NULL) AS _untimed, count(*) FILTER (WHERE _in_window) AS _window
-FROM (
-    SELECT *,
-        CASE WHEN _kind = {SPAN} THEN trace_id END AS _g1,
-        CASE WHEN _kind = {SPAN} THEN span_id WHEN _kind = {SUSPECT} THEN rn::VARCHAR END AS _g2
-    FROM (
-        SELECT *, CASE WHEN _suspect THEN {SUSPECT} WHEN NOT _ev OR span_id IS NULL
-                       THEN {OTHER} ELSE {SPAN} END::TINYINT AS _kind
-        FROM ({events})
-    )
-)
-GROUP BY _kind, _g1, _g2
-"""
-
-
-def _known(row: dict[str, Any]) -> bool:
-    return row.get("schema") == LOG_SCHEMA or (
-        row.get("schema") is None and row.get("target") is not None
-    )
 
 
 class LogTable:
@@ -274,7 +89,7 @@ class LogTable:
         return self.con.sql(sql).to_arrow_table()
 
     def _source(self, path: str) -> str:
-        return _source_sql(path, lean=self.lean, window=self.window)
+        return source_sql(path, lean=self.lean, window=self.window)
 
     def _read(self, query: Callable[[str], str], run: Callable[[str], pa.Table]) -> pa.Table:
         """`query` over the kept lines of the file, or of a copy without its over-long lines.
@@ -332,7 +147,7 @@ class LogTable:
             verdict = judge_line(texts.get(line, b""), self.fields)
             if isinstance(verdict, str):
                 bad.append((line, verdict))
-            elif not _known(verdict):
+            elif not known_record(verdict):
                 bad.append((line, "unknown format"))
             else:
                 verdict["rn"] = int(rn[i])
@@ -348,7 +163,7 @@ class LogTable:
             self._drop_copy()
 
     def _spans(self) -> tuple[pa.Table, dict[str, np.ndarray]]:
-        got = self._read(lean_spans_sql if self.lean else _spans_sql, self._run)
+        got = self._read(lean_spans_sql if self.lean else full_spans_sql, self._run)
         # First-seen order: sorting the few span rows here beats an ORDER BY in the plan.
         # The order is applied once, by the one `take` that also keeps the span rows.
         order = np.argsort(got["first_rn"].to_numpy(), kind="stable")
@@ -381,7 +196,7 @@ class LogTable:
 
     def _ordered_events(self) -> pa.Table:
         return self._read(
-            lambda source: normalized_select(f"({source})", keep=_FLAGS) + " ORDER BY rn",
+            lambda source: normalized_select(f"({source})", keep=FLAGS) + " ORDER BY rn",
             self._sql,
         )
 

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 
 from ridtrace.forensics.reading.files import read_all
 from ridtrace.forensics.reading.inputs import Source
+from ridtrace.forensics.reading.scan import Instant, to_window
 from ridtrace.forensics.reading.stats import ReadStats
-from ridtrace.forensics.reading.table import Instant, LogTable, to_window
+from ridtrace.forensics.reading.table import LogTable
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ridtrace.forensics.reading.connection import connect
 from ridtrace.forensics.reading.sql import spans_select
-from ridtrace.forensics.reading.table import connect
 from ridtrace.forensics.records.partials import (
     LINE_COLUMNS,
     combine_requests,

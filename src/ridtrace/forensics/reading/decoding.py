@@ -1,0 +1,193 @@
+"""A log source's text bytes: decompressed (gzip, bzip2, xz, zstd) and without a BOM.
+
+Compression is known by the first bytes, whatever the name. A truncated or corrupt
+archive gives every line decodable before the damage; the stream then ends and says why.
+"""
+
+from __future__ import annotations
+
+import bz2
+import io
+import lzma
+import zlib
+from typing import Any, BinaryIO
+
+GZIP_MAGIC = b"\x1f\x8b"
+BOM = b"\xef\xbb\xbf"
+_READ_BYTES = 1 << 20
+# Compressed rotations, known by their first bytes whatever their name.
+COMPRESSIONS = (
+    (GZIP_MAGIC, "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+)
+MAGIC_BYTES = 6
+
+
+def compression_of(head: bytes) -> str | None:
+    """The compression a file's first bytes announce (gzip, bzip2, xz, zstd), or None."""
+    return next((name for magic, name in COMPRESSIONS if head.startswith(magic)), None)
+
+
+def _decompressor(kind: str) -> Any:
+    """A streaming decompressor of `kind`, or None when this Python has none for it."""
+    if kind == "gzip":
+        return zlib.decompressobj(wbits=31)
+    if kind == "bzip2":
+        return bz2.BZ2Decompressor()
+    if kind == "xz":
+        return lzma.LZMADecompressor()
+    try:  # zstd: in the standard library from Python 3.14, else the zstandard package
+        from compression import zstd  # type: ignore[import-not-found]
+
+        return zstd.ZstdDecompressor()
+    except ImportError:
+        return None
+
+
+_SALVAGE_STEP = 4096
+# Compressed bytes given to a bzip2/xz/zstd decompressor at once. Those cannot be copied
+# to decode a failing piece again (as gzip's can, `_salvage`): damage loses only the
+# output of this much input, not of a whole read.
+_UNPACKED_FEED = 4096
+
+
+def _salvage(inflate: Any, feed: bytes) -> bytes:
+    """What `inflate` decodes from `feed` before its first corrupt byte: in steps, and
+    the step that fails again byte by byte."""
+    out: list[bytes] = []
+    for at in range(0, len(feed), _SALVAGE_STEP):
+        before = inflate.copy()
+        try:
+            out.append(inflate.decompress(feed[at : at + _SALVAGE_STEP]))
+        except zlib.error:
+            for byte in range(at, min(at + _SALVAGE_STEP, len(feed))):
+                try:
+                    out.append(before.decompress(feed[byte : byte + 1]))
+                except zlib.error:
+                    break
+            break
+    return b"".join(out)
+
+
+class DecodedStream(io.RawIOBase):
+    """A source's text bytes: decompressed when compressed, without a UTF-8 BOM.
+
+    A truncated or corrupt compressed file does not raise: the stream ends where the
+    data ends, and `tear` says why, so every line before the tear is still read. A
+    compression this Python cannot decode is named in `unsupported`; nothing is read.
+    """
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+        self.compression = compression_of(self._peek(raw, MAGIC_BYTES))
+        self.gzip = self.compression == "gzip"
+        self.tear: str | None = None
+        self.unsupported: str | None = None
+        self._stopped = False
+        self._inflate: Any = None
+        if self.compression is not None:
+            self._inflate = _decompressor(self.compression)
+            if self._inflate is None:
+                self.unsupported = (f"{self.compression}-compressed, and this Python cannot "
+                                    "decompress it (Python 3.14, or decompress it first)")
+        self._pending = b""
+        self._started = False
+
+    @staticmethod
+    def _peek(raw: BinaryIO, n: int) -> bytes:
+        peek = getattr(raw, "peek", None)
+        if peek is not None:
+            return bytes(peek(n)[:n])
+        data = raw.read(n)
+        raw.seek(0)
+        return data
+
+    def readable(self) -> bool:
+        return True
+
+    def _next_bytes(self) -> bytes:
+        if self.unsupported is not None or self._stopped:
+            return b""
+        if self._inflate is None:
+            return self._raw.read(_READ_BYTES)
+        if not self.gzip:
+            return self._next_unpacked()
+        while True:
+            if self._inflate.eof:
+                rest = self._inflate.unused_data
+                if not rest:
+                    rest = self._raw.read(_READ_BYTES)
+                    if not rest:
+                        return b""
+                self._inflate = zlib.decompressobj(wbits=31)  # the next gzip member
+                feed = rest
+            else:
+                feed = self._inflate.unconsumed_tail or self._raw.read(_READ_BYTES)
+                if not feed:
+                    self.tear = "gzip stream truncated"
+                    return b""
+            before = self._inflate.copy()
+            try:
+                out: bytes = self._inflate.decompress(feed, _READ_BYTES)
+            except zlib.error as exc:
+                self.tear = f"corrupt gzip data ({exc})"
+                self._stopped = True  # nothing more is read from this stream
+                # The failed call's output is lost: decode its input again in small
+                # steps, keeping what comes before the damage (all of it when only the
+                # trailer's checksum is wrong).
+                return _salvage(before, feed)
+            if out:
+                return out
+
+    def _next_unpacked(self) -> bytes:
+        """The next bytes of a bzip2, xz or zstd stream (their decompressors keep the
+        input they have not used; several streams one after the other are read on)."""
+        assert self.compression is not None
+        while True:
+            if self._inflate.eof:
+                feed = self._inflate.unused_data or self._raw.read(_UNPACKED_FEED)
+                if not feed:
+                    return b""
+                self._inflate = _decompressor(self.compression)  # the next stream
+            elif self._inflate.needs_input:
+                feed = self._raw.read(_UNPACKED_FEED)
+                if not feed:
+                    self.tear = f"{self.compression} stream truncated"
+                    return b""
+            else:
+                feed = b""
+            try:
+                out: bytes = self._inflate.decompress(feed, _READ_BYTES)
+            except (OSError, EOFError, ValueError, lzma.LZMAError) as exc:
+                self.tear = f"corrupt {self.compression} data ({exc})"
+                self._stopped = True
+                return b""
+            if out:
+                return out
+
+    def read(self, size: int = -1) -> bytes:
+        """Read up to `size` decoded bytes (all when negative)."""
+        chunks = [self._pending]
+        have = len(self._pending)
+        while size < 0 or have < size:
+            data = self._next_bytes()
+            if not data:
+                break
+            chunks.append(data)
+            have += len(data)
+        data = b"".join(chunks)
+        if not self._started:
+            self._started = True
+            if data.startswith(BOM):
+                data = data[len(BOM) :]
+        if size >= 0 and len(data) > size:
+            data, self._pending = data[:size], data[size:]
+        else:
+            self._pending = b""
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        """`io.RawIOBase` plumbing over `read`."""
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)

@@ -1,0 +1,151 @@
+"""The per-file scan DuckDB runs: which lines a read keeps, numbered, with their flags.
+
+DuckDB's reader yields exactly one row per non-blank line, in file order, and an empty
+row for a line it cannot parse; ``rn`` numbers them. The scan keeps the lines a finding
+can use ("evidence": lifecycle events, Dynamo's request messages, fingerprints,
+deprecated headers, Unlinked errors), every line that is no valid log record (judged
+in Python later) and, for a --since/--until window, the lines in it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from ridtrace.contract import DEPRECATED_HEADER, LOG_SCHEMA
+from ridtrace.forensics.reading.lean import OTHER, SPAN, SUSPECT
+from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
+from ridtrace.forensics.reading.schema import READ_FIELDS
+from ridtrace.forensics.reading.sql import (
+    DYNAMO_EVIDENCE_MESSAGES,
+    literal,
+    normalized_select,
+    span_aggregates,
+)
+
+# What `analyze` needs; display-only fields (level, route, client, …) stay null.
+LEAN_FIELDS: tuple[str, ...] = (
+    "time", "schema", "target", "event", "message", "request_id", "x_request_id",
+    "trace_id", "span_id", "parent_span_id", "parent_id", "span_name", "status", "outcome",
+    "fp_in", "fp_out", "deprecated_headers", "header", "error", "chunk_request_id",
+)
+# DuckDB reads every line up to this size; a longer one is a bad line (`reading.overlong`).
+MAX_OBJECT_BYTES = MAX_LINE_BYTES
+
+Window = tuple[int | None, int | None]  # [since, until) in epoch µs
+
+
+class Instant(Protocol):
+    """A point in time with ``value`` in epoch nanoseconds (`pandas.Timestamp`)."""
+
+    @property
+    def value(self) -> int: ...
+
+
+def to_window(since: Instant | None, until: Instant | None) -> Window | None:
+    """A --since/--until pair as epoch µs bounds (None when neither is set).
+
+    Typed by what it reads, so the read path imports no pandas (see `records.read`).
+    """
+    if since is None and until is None:
+        return None
+    return (
+        None if since is None else since.value // 1000,
+        None if until is None else until.value // 1000,
+    )
+
+
+# The SQL twin of the lines a rule can use; everything else only needs counting.
+_EVIDENCE = f"""(
+    starts_with(event, 'request.') OR starts_with(event, 'worker.')
+    OR starts_with(event, 'response.') OR starts_with(event, 'stream.')
+    OR event = {literal(DEPRECATED_HEADER)}
+    OR message IN ({", ".join(literal(m) for m in DYNAMO_EVIDENCE_MESSAGES)})
+    OR fp_in IS NOT NULL OR fp_out IS NOT NULL OR deprecated_headers IS NOT NULL
+    OR header IS NOT NULL OR chunk_request_id IS NOT NULL
+    OR contains(error, 'Unlinked re') OR contains(message, 'header is deprecated')
+)"""
+_KNOWN = f"(schema = {literal(LOG_SCHEMA)} OR (schema IS NULL AND target IS NOT NULL))"
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _window_sql(window: Window) -> str:
+    since, until = window
+    span = ["TRUE"]
+    if since is not None:
+        span.append(f"_t >= make_timestamptz({int(since)}::BIGINT)")
+    if until is not None:
+        span.append(f"_t < make_timestamptz({int(until)}::BIGINT)")
+    return "(" + " AND ".join(span) + ")"
+
+
+def source_sql(path: str, *, lean: bool, window: Window | None) -> str:
+    """Kept lines of the file: ``rn``, ``_t``, every raw field (null where not read), flags.
+
+    The file is plain text by now (`reading.files` decodes every compression itself):
+    ``compression = 'none'`` keeps DuckDB from guessing one from the name, as it did for
+    plain text named ``.gz``.
+    """
+    fields = LEAN_FIELDS if lean else READ_FIELDS
+    columns = ", ".join(f"{literal(f)}: 'VARCHAR'" for f in fields)
+    raw = ", ".join(
+        (_quote(f) if f in fields else f"NULL::VARCHAR AS {_quote(f)}")
+        for f in READ_FIELDS if f != "time"
+    )
+    empty = " AND ".join(f"{_quote(f)} IS NULL" for f in fields)
+    keep = "TRUE"
+    if lean:
+        keep = "_ev OR _suspect"
+        if window is not None:
+            keep += f" OR {_window_sql(window)}"
+    evidence = _EVIDENCE if lean else "TRUE"
+    in_window = _window_sql(window) if window is not None else "FALSE"
+    return f"""
+SELECT *, {in_window} AND NOT _suspect AS _in_window FROM (
+    SELECT *, (_t IS NULL OR NOT _known OR _empty) AS _suspect FROM (
+        SELECT row_number() OVER () AS rn, TRY_CAST("time" AS TIMESTAMPTZ) AS _t,
+            "time" AS _time_text, {raw},
+            {_KNOWN} IS TRUE AS _known, ({empty}) AS _empty, {evidence} IS TRUE AS _ev
+        FROM read_json({literal(path)}, format = 'newline_delimited', ignore_errors = true,
+                       compression = 'none', maximum_object_size = {MAX_OBJECT_BYTES},
+                       columns = {{{columns}}})
+    )
+) WHERE {keep}
+"""
+
+
+FLAGS = ("_suspect", "_ev", "_in_window", "_empty", "_time_text")
+
+
+def full_spans_sql(source: str) -> str:
+    """Per-span rows of every line of `source` (a full read: display fields too).
+
+    Kinds numbered as `lean.lean_spans_sql` numbers them; each suspect line its own row.
+    """
+    events = normalized_select(f"({source})", keep=FLAGS)
+    return f"""
+SELECT _kind, _g1 AS trace_id, _g2 AS span_id, hash(_g1, _g2) AS span_key,
+    {span_aggregates()},
+    bool_or(_empty) AS _empty, bool_or(_time_text IS NOT NULL) AS _timed,
+    bool_or(time IS NULL) AS _untimed, count(*) FILTER (WHERE _in_window) AS _window
+FROM (
+    SELECT *,
+        CASE WHEN _kind = {SPAN} THEN trace_id END AS _g1,
+        CASE WHEN _kind = {SPAN} THEN span_id WHEN _kind = {SUSPECT} THEN rn::VARCHAR END AS _g2
+    FROM (
+        SELECT *, CASE WHEN _suspect THEN {SUSPECT} WHEN NOT _ev OR span_id IS NULL
+                       THEN {OTHER} ELSE {SPAN} END::TINYINT AS _kind
+        FROM ({events})
+    )
+)
+GROUP BY _kind, _g1, _g2
+"""
+
+
+def known_record(row: dict[str, Any]) -> bool:
+    """Whether a parsed line is a log record of a known format (`_KNOWN`'s Python twin)."""
+    return row.get("schema") == LOG_SCHEMA or (
+        row.get("schema") is None and row.get("target") is not None
+    )
