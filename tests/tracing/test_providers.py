@@ -159,3 +159,50 @@ def test_the_otlp_protocol_picks_the_endpoint_shape_and_refuses_unknown_values()
     with pytest.raises(ValueError, match="OTEL_EXPORTER_OTLP_PROTOCOL='thrift'"):
         configure_tracing("x", environ={**base, "OTEL_EXPORTER_OTLP_PROTOCOL": "thrift"},
                           set_global=False)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("silenced", "spans_expected", "metrics_expected"),
+    [("OTEL_TRACES_EXPORTER", 0, True), ("OTEL_METRICS_EXPORTER", 1, False)],
+)
+def test_an_exporter_variable_of_none_silences_its_signal_only(
+    silenced: str, spans_expected: int, metrics_expected: bool
+) -> None:
+    # Both variables were ignored: with one OTEL_EXPORTER_OTLP_ENDPOINT shared by the
+    # signals, OTEL_TRACES_EXPORTER=none still exported every span.
+    from tests.support.otlp_receiver import otlp_receiver
+
+    with otlp_receiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, silenced: "none"}
+        provider = configure_tracing("picky", environ=env, set_global=False)
+        configure_metrics("picky", environ=env, set_global=False, prometheus=False)
+        _one_traced_request(provider)
+        shutdown_telemetry()  # exports synchronously whatever is configured to go
+        assert len(receiver.spans) == spans_expected
+        assert (receiver.metric_exports > 0) is metrics_expected
+        if metrics_expected:
+            assert receiver.metric("ridtrace.requests", "picky", outcome="ok") == 1
+
+
+def test_the_exporter_variables_follow_the_sdk() -> None:
+    from ridtrace.tracing.spans import otlp_export_endpoint
+
+    base = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}
+    assert otlp_export_endpoint(base, "traces") == "http://collector:4318/v1/traces"
+    assert otlp_export_endpoint({**base, "OTEL_TRACES_EXPORTER": "otlp,console"}, "traces") == (
+        "http://collector:4318/v1/traces"
+    )
+    assert otlp_export_endpoint({**base, "OTEL_METRICS_EXPORTER": "prometheus"}, "metrics") is None
+    # No endpoint: nothing is sent, unless OTLP is asked for by name (the SDK's default).
+    assert otlp_export_endpoint({}, "traces") is None
+    assert otlp_export_endpoint({"OTEL_TRACES_EXPORTER": "otlp"}, "traces") == (
+        "http://localhost:4318/v1/traces"
+    )
+    assert otlp_export_endpoint(
+        {"OTEL_METRICS_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "metrics"
+    ) == "http://localhost:4317"
+    with pytest.raises(ValueError, match="OTEL_TRACES_EXPORTER='jaeger'"):
+        configure_tracing("x", environ={**base, "OTEL_TRACES_EXPORTER": "jaeger"},
+                          set_global=False)  # fmt: skip
+    with pytest.raises(ValueError, match="OTEL_METRICS_EXPORTER='zipkin'"):
+        configure_metrics("x", environ={"OTEL_METRICS_EXPORTER": "zipkin"}, set_global=False)

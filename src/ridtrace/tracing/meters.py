@@ -13,7 +13,8 @@ from starlette.responses import Response
 from ridtrace.tracing import lifecycle, metrics
 from ridtrace.tracing.spans import (
     _grpc_exporter,
-    otlp_endpoint,
+    exporter_names,
+    otlp_export_endpoint,
     otlp_protocol,
     sdk_disabled,
     service_resource,
@@ -39,7 +40,8 @@ def configure_metrics(
     Exports over OTLP when ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or
     ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``) is set — http/protobuf, or grpc when
     ``OTEL_EXPORTER_OTLP_[METRICS_]PROTOCOL`` says so — every
-    ``OTEL_METRIC_EXPORT_INTERVAL`` milliseconds and once more at shutdown; with
+    ``OTEL_METRIC_EXPORT_INTERVAL`` milliseconds and once more at shutdown, unless
+    ``OTEL_METRICS_EXPORTER`` leaves ``otlp`` out (``none``, ``prometheus``); with
     ``prometheus`` it also feeds :func:`metrics_endpoint`. The resource follows the
     same environment rules as :func:`~ridtrace.tracing.configure_tracing`.
     ``OTEL_SDK_DISABLED=true`` returns ``None`` and records nothing.
@@ -51,7 +53,7 @@ def configure_metrics(
     from opentelemetry.sdk.metrics.export import MetricReader
 
     readers: list[MetricReader] = []
-    endpoint = otlp_endpoint(env, "metrics")
+    endpoint = otlp_export_endpoint(env, "metrics")
     if endpoint:
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
@@ -62,6 +64,13 @@ def configure_metrics(
         readers.append(
             PeriodicExportingMetricReader(exporter_module.OTLPMetricExporter(endpoint=endpoint))
         )
+    if "console" in exporter_names(env, "metrics"):
+        from opentelemetry.sdk.metrics.export import (
+            ConsoleMetricExporter,
+            PeriodicExportingMetricReader,
+        )
+
+        readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter()))
     if prometheus:
         from opentelemetry.exporter.prometheus import PrometheusMetricReader
 

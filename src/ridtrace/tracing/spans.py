@@ -26,7 +26,9 @@ from ridtrace.tracing import lifecycle
 
 __all__ = [
     "configure_tracing",
+    "exporter_names",
     "otlp_endpoint",
+    "otlp_export_endpoint",
     "otlp_protocol",
     "sdk_disabled",
     "service_resource",
@@ -57,10 +59,11 @@ def configure_tracing(
     (a default, used only when neither names the service), ``OTEL_TRACES_SAMPLER`` /
     ``OTEL_TRACES_SAMPLER_ARG``, ``OTEL_EXPORTER_OTLP_ENDPOINT`` /
     ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``, ``OTEL_EXPORTER_OTLP_PROTOCOL`` /
-    ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` (``grpc`` needs the ``grpc`` extra) and the
-    exporter's and batch processor's
-    other standard variables. Without an endpoint the provider still mints real trace
-    and span ids but exports nothing, so a service with no collector runs unchanged.
+    ``OTEL_EXPORTER_OTLP_TRACES_PROTOCOL`` (``grpc`` needs the ``grpc`` extra),
+    ``OTEL_TRACES_EXPORTER`` (``otlp``, ``console``, ``none``) and the exporter's and
+    batch processor's other standard variables. Without an endpoint the provider still
+    mints real trace and span ids but exports nothing, so a service with no collector
+    runs unchanged.
     ``OTEL_SDK_DISABLED=true`` returns a provider with no processor and leaves the
     global one alone.
 
@@ -73,7 +76,7 @@ def configure_tracing(
     )
     if sdk_disabled(env):
         return provider
-    endpoint = otlp_endpoint(env, "traces")
+    endpoint = otlp_export_endpoint(env, "traces")
     if endpoint:
         # Imported here: the exporter pulls in requests/protobuf (or grpcio), which
         # services that export nothing should not pay for.
@@ -84,6 +87,10 @@ def configure_tracing(
         provider.add_span_processor(
             BatchSpanProcessor(exporter_module.OTLPSpanExporter(endpoint=endpoint))
         )
+    if "console" in exporter_names(env, "traces"):
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+        provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
     lifecycle.own(provider)
     if set_global:
         trace.set_tracer_provider(provider)
@@ -113,6 +120,53 @@ def otlp_protocol(env: Mapping[str, str], signal: str) -> str:
             return "grpc"
         raise ValueError(f"{key}={env[key]!r}: OTLP protocols are grpc, http/protobuf, http/json")
     return "http/protobuf"
+
+
+# What OTEL_TRACES_EXPORTER / OTEL_METRICS_EXPORTER may name. "prometheus" is the
+# GET /metrics route, which ridtrace serves whatever the variable says.
+_EXPORTERS = {
+    "traces": ("otlp", "console", "none"),
+    "metrics": ("otlp", "prometheus", "console", "none"),
+}
+# The SDK's defaults when OTLP export is asked for by name but no endpoint is set.
+_DEFAULT_ENDPOINTS = {"grpc": "http://localhost:4317", "http/protobuf": "http://localhost:4318"}
+
+
+def exporter_names(env: Mapping[str, str], signal: str) -> frozenset[str]:
+    """The exporters ``OTEL_{SIGNAL}_EXPORTER`` names (comma list; ``otlp`` when unset),
+    ``none`` left out. An unknown name raises ``ValueError`` naming the variable.
+
+    Read, not assumed: ``OTEL_TRACES_EXPORTER=none`` beside a shared
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` (metrics wanted, spans not) exported every span.
+    """
+    key = f"OTEL_{signal.upper()}_EXPORTER"
+    raw = env.get(key, "")
+    names = {name.strip().lower() for name in raw.split(",") if name.strip()} or {"otlp"}
+    unknown = names.difference(_EXPORTERS[signal])
+    if unknown:
+        raise ValueError(
+            f"{key}={raw!r}: ridtrace exports {signal} with {', '.join(_EXPORTERS[signal])}"
+        )
+    return frozenset(names - {"none"})
+
+
+def otlp_export_endpoint(env: Mapping[str, str], signal: str) -> str | None:
+    """Where ``signal`` goes over OTLP, or ``None`` for no OTLP export.
+
+    ``OTEL_{SIGNAL}_EXPORTER`` decides whether OTLP is used at all; the endpoint
+    variables where to (:func:`otlp_endpoint`). With no endpoint set, nothing is sent,
+    unless the exporter variable names ``otlp`` itself: then the SDK's default
+    (``localhost:4318``, ``4317`` over grpc), as its documentation says.
+    """
+    if "otlp" not in exporter_names(env, signal):
+        return None
+    endpoint = otlp_endpoint(env, signal)
+    if endpoint is None and env.get(f"OTEL_{signal.upper()}_EXPORTER", "").strip():
+        protocol = otlp_protocol(env, signal)
+        endpoint = otlp_endpoint(
+            {**env, "OTEL_EXPORTER_OTLP_ENDPOINT": _DEFAULT_ENDPOINTS[protocol]}, signal
+        )
+    return endpoint
 
 
 def otlp_endpoint(env: Mapping[str, str], signal: str) -> str | None:
