@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +12,7 @@ from click.testing import CliRunner
 
 from ridtrace.cli.graceful import stop_margin
 from ridtrace.cli.main import main
+from tests.support.servers import free_port
 
 
 def test_stop_margin_leaves_most_of_a_short_grace_period_and_two_seconds_of_a_long_one() -> None:
@@ -24,3 +28,22 @@ def test_the_cli_refuses_a_graceful_timeout_that_is_not_positive(
         result = CliRunner().invoke(main, ["serve", *argv, "--port", "1", "--log-file",
                                            f"{tmp_path}/x.jsonl", "--graceful-timeout", value])
         assert result.exit_code == 2 and "--graceful-timeout" in result.output, result.output
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("OTEL_EXPORTER_OTLP_PROTOCOL", "thrift"), ("OTEL_TRACES_EXPORTER", "jaeger")],
+)
+def test_an_otel_variable_it_cannot_follow_is_the_operators_error_not_an_internal_one(
+    tmp_path: Path, variable: str, value: str
+) -> None:
+    # It escaped as a traceback and "internal error (exit 4); please report it".
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", variable: value}
+    for argv in (["frontend", "--worker", "http://127.0.0.1:9"], ["worker"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "ridtrace", "serve", *argv, "--port", str(free_port()),
+             "--log-file", str(tmp_path / "x.jsonl")],
+            env=env, capture_output=True, text=True, timeout=60,
+        )
+        assert done.returncode == 1, done.stderr
+        assert f"{variable}={value!r}" in done.stderr and "Traceback" not in done.stderr

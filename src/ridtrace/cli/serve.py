@@ -78,8 +78,13 @@ def _setup(log_file: Path, service: str, level: str) -> None:
             f"{level!r} is not a level: TRACE, DEBUG, INFO, WARN(ING), ERROR or CRITICAL",
             param_hint="--log-level") from None
     # The service name is a default: OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES win.
-    configure_tracing(service)
-    configure_metrics(service)
+    try:
+        configure_tracing(service)
+        configure_metrics(service)
+    except (ValueError, ImportError) as exc:
+        # An OTEL_* variable ridtrace cannot follow, or the grpc extra missing: the
+        # operator's to fix, said in one line, not an internal error with a traceback.
+        raise click.ClickException(str(exc)) from None
 
 
 def _run(
