@@ -33,3 +33,29 @@ def test_sigterm_flushes_a_users_app(tmp_path: Path) -> None:
         assert {s.service_name for s in spans} == {"users-app"}
         receiver.wait_for_metric_exports(1, timeout=10)
         assert receiver.metric("ridtrace.requests", "users-app", route="/items/{item}", outcome="ok") == 5
+
+
+def test_an_applications_own_providers_are_used_not_doubled(tmp_path: Path) -> None:
+    # configure_metrics built a second meter provider beside the application's: ridtrace's
+    # metrics never reached the application's readers and went out under another
+    # resource, through a second exporter.
+    with otlp_receiver() as receiver:
+        port = free_port()
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+            "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000",
+        }
+        argv = ["-m", "uvicorn", "tests.tracing.own_providers_app:create_app", "--factory",
+                "--host", "127.0.0.1", "--port", str(port)]
+        with run_server(argv, port=port, workdir=tmp_path, env=env, ready_path="/items/ready") as server:
+            for i in range(3):
+                response = httpx.get(f"{server.url}/items/{i}", headers={"x-request-id": f"o-{i}"})
+                assert response.status_code == 200
+        assert server.process.returncode is not None
+        spans = receiver.wait_for(4, timeout=10)
+        receiver.wait_for_metric_exports(1, timeout=10)
+    ours = sorted(s.attributes["x_request_id"] for s in spans if "x_request_id" in s.attributes)
+    assert ours == ["o-0", "o-1", "o-2"]
+    assert {s.service_name for s in spans} == {"apps-own"}
+    assert receiver.metric("ridtrace.requests", "apps-own", route="/items/{item}", outcome="ok") == 4
+    assert {service for service, _, _ in receiver.metrics} == {"apps-own"}

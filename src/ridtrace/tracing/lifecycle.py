@@ -12,11 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
-__all__ = ["own", "shutdown_telemetry", "shutdown_telemetry_async", "telemetry_lifespan"]
+__all__ = [
+    "built_here",
+    "own",
+    "shutdown_telemetry",
+    "shutdown_telemetry_async",
+    "telemetry_lifespan",
+]
 
 
 class _Provider(Protocol):
@@ -24,6 +31,9 @@ class _Provider(Protocol):
 
 
 _owned: list[_Provider] = []
+# Every provider ridtrace built, shut down or not: a global one of these is ridtrace's
+# own from an earlier call, any other global one is the application's.
+_built: weakref.WeakSet[_Provider] = weakref.WeakSet()
 _lock = threading.Lock()
 
 
@@ -31,6 +41,13 @@ def own(provider: _Provider) -> None:
     """Register a provider ridtrace built, to be shut down by :func:`shutdown_telemetry`."""
     with _lock:
         _owned.append(provider)
+        _built.add(provider)
+
+
+def built_here(provider: object) -> bool:
+    """True if ridtrace built ``provider`` (see :func:`own`)."""
+    with _lock:
+        return provider in _built
 
 
 def shutdown_telemetry() -> int:

@@ -45,12 +45,25 @@ def configure_metrics(
     ``prometheus`` it also feeds :func:`metrics_endpoint`. The resource follows the
     same environment rules as :func:`~ridtrace.tracing.configure_tracing`.
     ``OTEL_SDK_DISABLED=true`` returns ``None`` and records nothing.
+
+    With ``set_global``, an SDK provider the application already set globally is used
+    instead and returned: ridtrace's instruments are recorded on it, its readers
+    (Prometheus included, if it has one) export them, and it stays the application's
+    to shut down.
     """
     env = os.environ if environ is None else environ
     if sdk_disabled(env):
         return None
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import MetricReader
+
+    if set_global:
+        existing = otel_metrics.get_meter_provider()
+        if isinstance(existing, MeterProvider) and not lifecycle.built_here(existing):
+            # The application's own provider: ridtrace's instruments go where its
+            # other metrics go. A second provider beside it kept them from its readers.
+            metrics.bind_meter_provider(existing)
+            return existing
 
     readers: list[MetricReader] = []
     endpoint = otlp_export_endpoint(env, "metrics")

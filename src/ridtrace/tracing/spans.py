@@ -65,7 +65,9 @@ def configure_tracing(
     mints real trace and span ids but exports nothing, so a service with no collector
     runs unchanged.
     ``OTEL_SDK_DISABLED=true`` returns a provider with no processor and leaves the
-    global one alone.
+    global one alone. With ``set_global``, an SDK provider the application already set
+    globally is returned as it is: nothing is added to it, and it stays the
+    application's to shut down.
 
     The provider is shut down (its batch flushed) by :func:`shutdown_telemetry`, which
     ridtrace's apps and :func:`telemetry_lifespan` call before the process exits.
@@ -76,6 +78,12 @@ def configure_tracing(
     )
     if sdk_disabled(env):
         return provider
+    if set_global:
+        existing = trace.get_tracer_provider()
+        if isinstance(existing, TracerProvider) and not lifecycle.built_here(existing):
+            # The application set up its own (opentelemetry-instrument, say): its spans
+            # already go where it chose, and the global one cannot be replaced anyway.
+            return existing
     endpoint = otlp_export_endpoint(env, "traces")
     if endpoint:
         # Imported here: the exporter pulls in requests/protobuf (or grpcio), which
