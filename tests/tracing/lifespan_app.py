@@ -5,7 +5,12 @@ Run under uvicorn by tests/tracing/test_lifespan_e2e.py; OTEL_* configure the ex
 
 from __future__ import annotations
 
+import asyncio
+import os
+from collections.abc import AsyncIterator
+
 from fastapi import FastAPI
+from fastapi.responses import StreamingResponse
 
 from ridtrace import (
     RequestTracingMiddleware,
@@ -18,8 +23,21 @@ from ridtrace import (
 def create_app() -> FastAPI:
     configure_tracing("users-app")
     configure_metrics("users-app")
-    app = FastAPI(lifespan=telemetry_lifespan)
+    # FastAPI's own server span (its telemetry switches on with the tracer provider)
+    # unless the test asks for ridtrace's alone.
+    off = {"tracing": False, "metrics": False, "logs": False}
+    telemetry = off if os.environ.get("LIFESPAN_APP_FASTAPI_TELEMETRY") == "off" else {}
+    app = FastAPI(lifespan=telemetry_lifespan, **({"telemetry": telemetry} if telemetry else {}))
     app.add_middleware(RequestTracingMiddleware)
+
+    @app.get("/stream")
+    async def stream() -> StreamingResponse:
+        async def tokens() -> AsyncIterator[str]:
+            for i in range(600):  # a minute: still streaming when the server stops
+                yield f"token {i}\n"
+                await asyncio.sleep(0.1)
+
+        return StreamingResponse(tokens())
 
     @app.get("/items/{item}")
     async def item(item: str) -> dict[str, str]:

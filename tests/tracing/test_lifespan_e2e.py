@@ -4,9 +4,12 @@ its graceful shutdown, so ``atexit`` never would)."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.support.otlp_receiver import otlp_receiver
 from tests.support.servers import free_port, run_server
@@ -59,3 +62,35 @@ def test_an_applications_own_providers_are_used_not_doubled(tmp_path: Path) -> N
     assert {s.service_name for s in spans} == {"apps-own"}
     assert receiver.metric("ridtrace.requests", "apps-own", route="/items/{item}", outcome="ok") == 4
     assert {service for service, _, _ in receiver.metrics} == {"apps-own"}
+
+
+@pytest.mark.parametrize("fastapi_telemetry", ["on", "off"])
+def test_a_request_cancelled_by_the_graceful_timeout_keeps_its_span(
+    tmp_path: Path, fastapi_telemetry: str
+) -> None:
+    # uvicorn cancels what outlives timeout_graceful_shutdown right before the lifespan
+    # shutdown; the cancelled request ended its span while the provider was shutting
+    # down, and the span was dropped: the request was missing from every trace.
+    with otlp_receiver() as receiver:
+        port = free_port()
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+            "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000",
+            "LIFESPAN_APP_FASTAPI_TELEMETRY": fastapi_telemetry,
+        }
+        argv = ["-m", "uvicorn", "tests.tracing.lifespan_app:create_app", "--factory",
+                "--host", "127.0.0.1", "--port", str(port), "--timeout-graceful-shutdown", "1"]
+        with run_server(argv, port=port, workdir=tmp_path, env=env, ready_path="/items/ready") as server, \
+                httpx.stream("GET", f"{server.url}/stream", headers={"x-request-id": "cut"},
+                              timeout=30) as response:
+            chunks = response.iter_raw()
+            next(chunks)  # the stream is running
+            server.process.send_signal(signal.SIGTERM)
+            with contextlib.suppress(httpx.HTTPError):
+                for _ in chunks:  # until the server cuts it
+                    pass
+            server.process.wait(timeout=30)
+        spans = receiver.wait_for(2, timeout=10)
+    cut = [s for s in spans if s.attributes.get("x_request_id") == "cut"]
+    assert len(cut) == 1, [(s.name, s.attributes) for s in spans]
+    assert cut[0].kind == 2 and cut[0].attributes["http.route"] == "/stream"

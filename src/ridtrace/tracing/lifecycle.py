@@ -20,6 +20,7 @@ from typing import Any, Protocol
 __all__ = [
     "built_here",
     "own",
+    "running",
     "shutdown_telemetry",
     "shutdown_telemetry_async",
     "telemetry_lifespan",
@@ -30,7 +31,15 @@ class _Provider(Protocol):
     def shutdown(self) -> Any: ...
 
 
+# How long shutdown waits for the spans of requests still ending (seconds): uvicorn
+# cancels what outlived its graceful timeout right before the lifespan shutdown, and
+# those requests end their spans a few loop turns later.
+SPAN_WAIT_SECONDS = 2.0
+
 _owned: list[_Provider] = []
+# The recording server spans of requests that have not ended yet.
+# set.add / set.discard are atomic under the GIL: transports on other threads are safe.
+running: set[object] = set()
 # Every provider ridtrace built, shut down or not: a global one of these is ridtrace's
 # own from an earlier call, any other global one is the application's.
 _built: weakref.WeakSet[_Provider] = weakref.WeakSet()
@@ -81,8 +90,21 @@ def shutdown_telemetry() -> int:
     return len(providers)
 
 
-async def shutdown_telemetry_async() -> int:
-    """:func:`shutdown_telemetry` in a thread: exports block, the event loop must not."""
+async def shutdown_telemetry_async(*, span_wait: float = SPAN_WAIT_SECONDS) -> int:
+    """:func:`shutdown_telemetry` in a thread: exports block, the event loop must not.
+
+    First, for up to ``span_wait`` seconds, the requests still running on this loop
+    may end their spans: a span ended after its provider shut down is dropped, and
+    the requests a server cancelled just before its lifespan shutdown (uvicorn's
+    ``timeout_graceful_shutdown``) were lost from every trace.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + span_wait
+    while running and loop.time() < deadline:
+        await asyncio.sleep(0.01)
+    # One more turn: a server span an outer layer opened (FastAPI's telemetry) ends
+    # as the same task unwinds past ridtrace's middleware.
+    await asyncio.sleep(0)
     return await asyncio.to_thread(shutdown_telemetry)
 
 

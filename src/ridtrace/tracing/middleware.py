@@ -28,6 +28,7 @@ from ridtrace.tracing.exchange import (
     start_fields,
 )
 from ridtrace.tracing.inbound import TRACE_HEADERS, InboundRules, note_inbound, read_inbound
+from ridtrace.tracing.lifecycle import running as running_requests
 from ridtrace.tracing.serverspan import (
     active_server_span,
     minted_context,
@@ -195,6 +196,8 @@ class RequestTracingMiddleware:
             recording = span.is_recording()
         ctx = request_context_for(span, carrier, request_id, x_request_id)
         ctx.server_span = span
+        if recording:  # shutdown waits for the span to end (lifecycle.running)
+            running_requests.add(span)
         state = Exchange()
 
         async def receive_counting() -> Message:
@@ -272,6 +275,7 @@ class RequestTracingMiddleware:
                 log(REQUEST_END, **fields)
             if owns_span and recording:  # a non-recording span has nothing to end
                 span.end()
+            running_requests.discard(span)
             if otel_token is not None:
                 otel_context.detach(otel_token)
             request_context.leave(token)

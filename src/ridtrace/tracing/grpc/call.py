@@ -32,6 +32,7 @@ from ridtrace.tracing.grpc.status import CANCELLED, outcome_of, status_code_of
 from ridtrace.tracing.grpc.stream import StreamItem
 from ridtrace.tracing.identity import validate_client_id
 from ridtrace.tracing.inbound import InboundRules, note_inbound, read_inbound
+from ridtrace.tracing.lifecycle import running as running_calls
 from ridtrace.tracing.serverspan import active_server_span, request_context_for
 from ridtrace.tracing.settings import TracingSettings
 
@@ -152,6 +153,7 @@ class GrpcCall:
         ctx.server_span = span
         self.deprecated_text = ",".join(deprecated_sent) if deprecated_sent else None
         if span.is_recording():
+            running_calls.add(span)  # shutdown waits for the span to end (lifecycle.running)
             span.set_attribute("request_id", request_id)
             if x_request_id is not None:
                 span.set_attribute("x_request_id", x_request_id)
@@ -238,6 +240,7 @@ class GrpcCall:
         finally:
             if self.owns_span:
                 self.span.end()
+            running_calls.discard(self.span)
             self._restore()
 
     def _restore(self) -> None:
