@@ -188,7 +188,7 @@ def _in_part_order(frame: pd.DataFrame) -> pd.DataFrame:
     pos = frame[POS].to_numpy()
     step = np.diff(part)
     if (step >= 0).all() and (np.diff(pos)[step == 0] > 0).all():
-        return frame.reset_index(drop=True)
+        return cast(pd.DataFrame, frame.reset_index(drop=True))
     return cast(pd.DataFrame,
                 frame.sort_values([PART, POS], kind="stable", ignore_index=True))
 
