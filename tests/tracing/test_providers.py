@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +14,13 @@ from opentelemetry.sdk.trace.sampling import (
     TraceIdRatioBased,
 )
 
-from ridtrace.tracing import configure_metrics, configure_tracing, metrics, shutdown_telemetry
+from ridtrace.tracing import (
+    configure_metrics,
+    configure_tracing,
+    lifecycle,
+    metrics,
+    shutdown_telemetry,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -206,3 +213,25 @@ def test_the_exporter_variables_follow_the_sdk() -> None:
                           set_global=False)  # fmt: skip
     with pytest.raises(ValueError, match="OTEL_METRICS_EXPORTER='zipkin'"):
         configure_metrics("x", environ={"OTEL_METRICS_EXPORTER": "zipkin"}, set_global=False)
+
+
+def test_providers_are_shut_down_side_by_side_not_one_after_the_other() -> None:
+    # Each provider's flush may wait its exporter's whole timeout on a dead collector:
+    # one after the other the waits added up past a pod's grace period. Here each
+    # provider's shutdown waits for the other's to begin, which only happens when both
+    # run at once (one at a time, the first would wait out the deadline alone).
+    started = [threading.Event(), threading.Event()]
+    overlapped: list[bool] = []
+
+    class Provider:
+        def __init__(self, me: int) -> None:
+            self.me = me
+
+        def shutdown(self) -> None:
+            started[self.me].set()
+            overlapped.append(started[1 - self.me].wait(timeout=10))
+
+    for me in (0, 1):
+        lifecycle.own(Provider(me))
+    assert shutdown_telemetry() == 2
+    assert overlapped == [True, True]
