@@ -55,6 +55,13 @@ class InboundRules(Generic[K]):
         # gRPC's binary variant of the client key: never shown, counted as rejected.
         self.client_bin: K | None = None if as_bytes else key(client_header + "-bin")
         self.deprecated: dict[K, str] = {key(n): n.lower() for n in deprecated_headers}
+        if not as_bytes:
+            # ``request-id-bin`` is the deprecated key in gRPC's binary encoding: its
+            # sender still relies on the old id, so it is counted and warned about under
+            # the name it was sent with, and never used, like the text key.
+            self.deprecated.update(
+                {key(n + "-bin"): n.lower() + "-bin" for n in deprecated_headers}
+            )
         self.user_agent: K = key("user-agent")
         self.max_len = max_length
         watched: set[K] = {self.client, self.user_agent}

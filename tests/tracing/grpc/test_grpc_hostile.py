@@ -9,6 +9,9 @@ from typing import Any
 import grpc
 import grpc.aio
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ridtrace.tracing.grpc import RequestTracingInterceptor
 from tests.tracing.grpc.conftest import LogLines, Proto, metadata_dict, serving
@@ -61,6 +64,50 @@ def test_deprecated_keys_are_ignored_warned_once_and_recorded_per_call(
             "x-dynamo-request-id,request-id"
         ] * 3 + [None]
         assert all("x_request_id" not in x for x in lines)
+
+
+def test_binary_deprecated_keys_are_recorded_as_deprecated_and_never_the_id(
+    proto: Proto, log_lines: LogLines
+) -> None:
+    """``request-id-bin`` is the deprecated ``request-id`` in gRPC's binary encoding:
+    a client sending it still relies on the old id, so an audit must count it (and the
+    one WARN per key name must name it) like the text key, and the call's id is
+    minted all the same."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    interceptor = RequestTracingInterceptor(tracer_provider=provider)
+    legacy = (("request-id-bin", b"legacy-1"), ("x-dynamo-request-id-bin", b"\x00\x01"))
+
+    async def go() -> list[tuple[Any, dict[str, list[Any]]]]:
+        out = []
+        async with (
+            serving(_add(proto, build_servicer(proto)), interceptors=[interceptor]) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            stub = proto.pb2_grpc.InferenceStub(channel)
+            for _ in range(2):
+                call = stub.Infer(proto.pb2.InferRequest(prompt="p"), metadata=legacy)
+                out.append((await call, metadata_dict(await call.trailing_metadata())))
+        return out
+
+    results = asyncio.run(go())
+    sent = "request-id-bin,x-dynamo-request-id-bin"
+    warnings = log_lines.events("deprecated_header")
+    assert sorted(w["header"] for w in warnings) == [
+        "request-id-bin", "x-dynamo-request-id-bin"
+    ]
+    ids = [response.internal_request_id for response, _ in results]
+    assert len(set(ids)) == 2 and "legacy-1" not in ids
+    for request_id, (_, trailing) in zip(ids, results, strict=True):
+        assert trailing["x-server-request-id"] == [request_id]
+        for name in ("request.start", "request.end"):
+            (line,) = log_lines.events(name, request_id=request_id)
+            assert line["deprecated_headers"] == sent
+            assert "x_request_id" not in line
+    spans = [s for s in exporter.get_finished_spans() if s.attributes]
+    assert sorted(str(s.attributes["request_id"]) for s in spans) == sorted(ids)
+    assert {s.attributes["deprecated_headers"] for s in spans} == {sent}
 
 
 def test_rejected_client_ids_are_flagged_and_the_call_is_served(
