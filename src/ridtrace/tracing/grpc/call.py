@@ -118,12 +118,19 @@ class GrpcCall:
     )
 
     def __init__(
-        self, config: CallConfig, info: MethodInfo, context: grpc.aio.ServicerContext
+        self,
+        config: CallConfig,
+        info: MethodInfo,
+        context: grpc.aio.ServicerContext,
+        *,
+        context_type: Callable[..., Any] = TracedServicerContext,
     ) -> None:
         """Read the call's metadata, mint its id, open or enrich its span, log the start.
 
         The request context becomes current here; :meth:`finish` must follow in
-        ``finally`` in the same task.
+        ``finally`` in the same task (thread, on a synchronous server).
+        ``context_type`` wraps gRPC's servicer context for the handler (the
+        synchronous server's needs its own).
         """
         self.started = time.perf_counter()
         self.info = info
@@ -167,7 +174,8 @@ class GrpcCall:
             ours += config.notices
         # Set now so an abort() without metadata, or a crash, still carries the id.
         context.set_trailing_metadata(ours)
-        self.context = TracedServicerContext(context, ours, config.owned_keys)
+        # Typed as the grpc.aio proxy; the synchronous one has the same attributes.
+        self.context: TracedServicerContext = context_type(context, ours, config.owned_keys)
 
         self._token: Token[RequestContext | None] = request_context.enter(ctx)
         self._otel_token: object | None = (

@@ -17,6 +17,7 @@ import grpc.aio
 from ridtrace.tracing import metrics
 from ridtrace.tracing.grpc.call import CallConfig, GrpcCall, MethodInfo
 from ridtrace.tracing.grpc.context import TracedServicerContext
+from ridtrace.tracing.grpc.sync import wrap_sync_handler
 from ridtrace.tracing.settings import TracingSettings
 
 __all__ = ["RequestTracingInterceptor", "TracedServicerContext"]
@@ -48,7 +49,8 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
     Handlers receive a :class:`~ridtrace.tracing.grpc.TracedServicerContext`
     that delegates to gRPC's and keeps the id keys in whatever metadata they send.
     Synchronous handlers (run in a thread pool by ``grpc.aio``) are passed through
-    untraced.
+    untraced. On a synchronous ``grpc.server`` the same object traces every call
+    (:mod:`ridtrace.tracing.grpc.sync`).
 
     Args:
         settings: the same :class:`TracingSettings` the HTTP middleware takes
@@ -93,23 +95,53 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
         self._initial = initial_metadata
         self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
-    async def intercept_service(
+    def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        continuation: Callable[[grpc.HandlerCallDetails], Any],
         handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        """Wrap the handler gRPC found for this call (``None``: unknown method, untouched)."""
-        handler = await continuation(handler_call_details)
+    ) -> Any:
+        """Wrap the handler gRPC found for this call (``None``: unknown method, untouched).
+
+        Not ``async def``: ``grpc.aio`` awaits what this returns, while a synchronous
+        ``grpc.server`` calls it and uses the result as the handler. Which server runs
+        it shows in what ``continuation`` returns (an awaitable on ``grpc.aio``), so one
+        interceptor object serves both; an awaitable handed to a synchronous server
+        killed its serving thread and hung every call.
+        """
+        found = continuation(handler_call_details)
+        if inspect.isawaitable(found):
+            return self._intercept_aio(found, handler_call_details.method)
+        return self._wrapped_for(found, handler_call_details.method, self._wrap_sync)
+
+    async def _intercept_aio(
+        self, found: Awaitable[grpc.RpcMethodHandler | None], method: str
+    ) -> grpc.RpcMethodHandler | None:
+        return self._wrapped_for(await found, method, self._wrap)
+
+    def _wrapped_for(
+        self,
+        handler: grpc.RpcMethodHandler | None,
+        method: str,
+        wrap: Callable[[grpc.RpcMethodHandler, MethodInfo], grpc.RpcMethodHandler],
+    ) -> grpc.RpcMethodHandler | None:
         if handler is None:
             return None
-        method: str = handler_call_details.method
         cached = self._wrapped.get(method)
         if cached is not None and cached[0] is handler:
             return cached[1]
-        wrapped = self._wrap(handler, MethodInfo(method))
+        wrapped = wrap(handler, MethodInfo(method))
         if len(self._wrapped) < _CACHE_LIMIT:
             self._wrapped[method] = (handler, wrapped)
         return wrapped
+
+    def _wrap_sync(
+        self, handler: grpc.RpcMethodHandler, info: MethodInfo
+    ) -> grpc.RpcMethodHandler:
+        """A synchronous ``grpc.server``'s handler: plain functions and generators."""
+        return wrap_sync_handler(
+            handler, info, self._config, initial=self._initial,
+            per_message=self._per_message,
+        )
 
     def _wrap(self, handler: grpc.RpcMethodHandler, info: MethodInfo) -> grpc.RpcMethodHandler:
         if handler.request_streaming and handler.response_streaming:

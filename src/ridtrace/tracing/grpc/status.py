@@ -32,7 +32,9 @@ def status_code_of(
     failure: BaseException | None, context: TracedServicerContext
 ) -> grpc.StatusCode:
     """The code the call ended with (what grpc.aio answers for an escaped exception)."""
-    if failure is None or isinstance(failure, grpc.aio.AbortError):
+    # A synchronous server's abort() raises a bare Exception; its context says so.
+    aborted = getattr(context, "aborted", False)
+    if failure is None or aborted or isinstance(failure, grpc.aio.AbortError):
         code = context.code()
         return code if isinstance(code, grpc.StatusCode) else grpc.StatusCode.OK
     if isinstance(failure, CANCELLED):

@@ -1,0 +1,262 @@
+"""The interceptor's rules on a synchronous ``grpc.server``: same identity, span, lines.
+
+A synchronous server calls ``intercept_service`` without awaiting it and runs each
+handler in a thread of its pool, from start to end (streamed responses included), so
+the request context set in that thread holds for every log line the handler writes
+there. The call's state lives in :class:`~ridtrace.tracing.grpc.call.GrpcCall`, as on
+``grpc.aio``; this module only adapts the handler shapes and the servicer context.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import grpc
+
+from ridtrace.tracing.grpc.call import CallConfig, GrpcCall, MethodInfo
+
+__all__ = ["SyncTracedServicerContext", "wrap_sync_handler"]
+
+Metadata = tuple[tuple[str, str | bytes], ...]
+
+
+class SyncTracedServicerContext(grpc.ServicerContext):  # type: ignore[misc]
+    """Delegates to the synchronous server's context; merges ``ours`` into the metadata
+    the handler sends (see :class:`~ridtrace.tracing.grpc.TracedServicerContext`)."""
+
+    def __init__(
+        self, context: grpc.ServicerContext, ours: Metadata, owned_keys: frozenset[str]
+    ) -> None:
+        self._context = context
+        self._ours = ours
+        self._owned = owned_keys
+        self.initial_sent = False
+        self.write_sends_initial = True
+        # grpc's synchronous abort() raises a bare Exception: this says it was one.
+        self.aborted = False
+        self.messages_in = 0
+        self.messages_out = 0
+        self.on_message: Callable[[Any], None] | None = None
+
+    def merged(self, metadata: Iterable[tuple[str, str | bytes]] | None) -> Metadata:
+        """``metadata`` without the keys ridtrace owns, followed by ridtrace's own."""
+        if not metadata:
+            return self._ours
+        return tuple((k, v) for k, v in metadata if k.lower() not in self._owned) + self._ours
+
+    def ensure_initial_metadata(self) -> None:
+        """Send ridtrace's initial metadata unless the handler already sent some; a
+        failure (the call already ended) is left to the response send that follows."""
+        if not self.initial_sent:
+            self.initial_sent = True
+            with contextlib.suppress(Exception):  # telemetry never fails a call
+                self._context.send_initial_metadata(self._ours)
+
+    def send_initial_metadata(self, initial_metadata: Metadata) -> None:
+        self.initial_sent = True
+        self._context.send_initial_metadata(self.merged(initial_metadata))
+
+    def set_trailing_metadata(self, trailing_metadata: Metadata) -> None:
+        self._context.set_trailing_metadata(self.merged(trailing_metadata))
+
+    def abort(self, code: grpc.StatusCode, details: str) -> None:
+        self.aborted = True
+        self._context.abort(code, details)
+
+    def abort_with_status(self, status: grpc.Status) -> None:
+        self.aborted = True
+        trailing = getattr(status, "trailing_metadata", None) or ()
+        self._context.set_trailing_metadata(self.merged(trailing))
+        self._context.abort(status.code, status.details)
+
+    # -- plain delegation (abstract on grpc.ServicerContext, so spelt out) -------------
+
+    def invocation_metadata(self) -> Any:
+        return self._context.invocation_metadata()
+
+    def peer(self) -> str:
+        return self._context.peer()  # type: ignore[no-any-return]
+
+    def peer_identities(self) -> Any:
+        return self._context.peer_identities()
+
+    def peer_identity_key(self) -> str | None:
+        return self._context.peer_identity_key()  # type: ignore[no-any-return]
+
+    def auth_context(self) -> Any:
+        return self._context.auth_context()
+
+    def set_code(self, code: grpc.StatusCode) -> None:
+        self._context.set_code(code)
+
+    def set_details(self, details: str) -> None:
+        self._context.set_details(details)
+
+    def is_active(self) -> bool:
+        return bool(self._context.is_active())
+
+    def time_remaining(self) -> float | None:
+        return self._context.time_remaining()  # type: ignore[no-any-return]
+
+    def cancel(self) -> None:
+        self._context.cancel()
+
+    def add_callback(self, callback: Callable[[], None]) -> bool:
+        return bool(self._context.add_callback(callback))
+
+    # Defined on grpc.ServicerContext to raise NotImplementedError, so __getattr__
+    # would never be asked for them.
+    def code(self) -> grpc.StatusCode | None:
+        return self._context.code()
+
+    def details(self) -> Any:
+        return self._context.details()
+
+    def trailing_metadata(self) -> Any:
+        return self._context.trailing_metadata()
+
+    def set_compression(self, compression: grpc.Compression) -> None:
+        self._context.set_compression(compression)
+
+    def disable_next_message_compression(self) -> None:
+        self._context.disable_next_message_compression()
+
+    def __getattr__(self, name: str) -> Any:
+        # Anything a newer grpcio adds reaches the real context unchanged. The guard
+        # stops a lookup before __init__ ran (copy, pickle) from recursing forever.
+        if name == "_context":
+            raise AttributeError(name)
+        return getattr(self._context, name)
+
+
+def wrap_sync_handler(
+    handler: grpc.RpcMethodHandler,
+    info: MethodInfo,
+    config: CallConfig,
+    *,
+    initial: str,
+    per_message: bool,
+) -> grpc.RpcMethodHandler:
+    """``handler`` with each call traced; its shape (value or iterator) is kept."""
+    if handler.request_streaming and handler.response_streaming:
+        behavior, factory = handler.stream_stream, grpc.stream_stream_rpc_method_handler
+    elif handler.request_streaming:
+        behavior, factory = handler.stream_unary, grpc.stream_unary_rpc_method_handler
+    elif handler.response_streaming:
+        behavior, factory = handler.unary_stream, grpc.unary_stream_rpc_method_handler
+    else:
+        behavior, factory = handler.unary_unary, grpc.unary_unary_rpc_method_handler
+    streaming_in = bool(handler.request_streaming)
+    per_message = per_message and streaming_in and bool(handler.response_streaming)
+    if handler.response_streaming:
+        new = _traced_stream(behavior, info, config, streaming_in, per_message, initial)
+    else:
+        new = _traced_unary(behavior, info, config, streaming_in, initial)
+    return factory(
+        new,
+        request_deserializer=handler.request_deserializer,
+        response_serializer=handler.response_serializer,
+    )
+
+
+def _begin(
+    config: CallConfig, info: MethodInfo, context: grpc.ServicerContext
+) -> tuple[GrpcCall, SyncTracedServicerContext]:
+    call = GrpcCall(config, info, context, context_type=SyncTracedServicerContext)
+    traced_context = call.context
+    assert isinstance(traced_context, SyncTracedServicerContext)
+    return call, traced_context
+
+
+def _traced_unary(
+    behavior: Callable[..., Any],
+    info: MethodInfo,
+    config: CallConfig,
+    streaming_in: bool,
+    initial: str,
+) -> Callable[..., Any]:
+    def traced(request: Any, context: grpc.ServicerContext) -> Any:
+        call, traced_context = _begin(config, info, context)
+        failure: BaseException | None = None
+        try:
+            request = _requests(request, traced_context, streaming_in)
+            result = behavior(request, traced_context)
+            traced_context.messages_out = 1
+            if initial == "always":
+                traced_context.ensure_initial_metadata()
+            return result
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            call.finish(failure)
+
+    return traced
+
+
+def _traced_stream(
+    behavior: Callable[..., Any],
+    info: MethodInfo,
+    config: CallConfig,
+    streaming_in: bool,
+    per_message: bool,
+    initial: str,
+) -> Callable[..., Any]:
+    def traced(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        call, traced_context = _begin(config, info, context)
+        if per_message:
+            traced_context.on_message = call.next_item
+        failure: BaseException | None = None
+        responses: Any = None
+        try:
+            request = _requests(request, traced_context, streaming_in)
+            responses = behavior(request, traced_context)
+            for message in responses:
+                if initial != "never" and not traced_context.initial_sent:
+                    traced_context.ensure_initial_metadata()
+                traced_context.messages_out += 1
+                yield message
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            try:
+                # The handler's own cleanup runs before request.end, in this thread.
+                close = getattr(responses, "close", None)
+                if close is not None:
+                    close()
+            finally:
+                call.finish(failure)
+
+    return traced
+
+
+def _requests(request: Any, context: SyncTracedServicerContext, streaming: bool) -> Any:
+    if not streaming:
+        context.messages_in = 1
+        return request
+    return _CountingIterator(request, context)
+
+
+class _CountingIterator:
+    """Counts (and, in a bidirectional stream, identifies) request messages as the
+    handler reads them."""
+
+    __slots__ = ("_context", "_source")
+
+    def __init__(self, source: Iterable[Any], context: SyncTracedServicerContext) -> None:
+        self._source = iter(source)
+        self._context = context
+
+    def __iter__(self) -> _CountingIterator:
+        return self
+
+    def __next__(self) -> Any:
+        message = next(self._source)
+        context = self._context
+        context.messages_in += 1
+        if context.on_message is not None:
+            context.on_message(message)
+        return message

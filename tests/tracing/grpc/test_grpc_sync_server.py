@@ -1,0 +1,206 @@
+"""The interceptor on a synchronous ``grpc.server``: the same rules as on ``grpc.aio``.
+
+Before, the interceptor's ``async def intercept_service`` handed the synchronous server
+a coroutine where it expects a handler: the server's serving thread died on the first
+call and every call after hung until its deadline.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent import futures
+from typing import Any
+
+import grpc
+import pytest
+from loguru import logger
+
+from ridtrace.tracing import current_context, current_request_id, current_x_request_id
+from ridtrace.tracing.grpc import RequestTracingInterceptor
+from tests.tracing.grpc.conftest import LogLines, metadata_dict
+
+SERVICE = "probe.Sync"
+CALL_TIMEOUT = 10.0
+
+
+def _ids(request: bytes, context: grpc.ServicerContext) -> bytes:
+    logger.info("in handler")
+    return f"{current_request_id()}|{current_x_request_id()}".encode()
+
+
+def _stream(request: bytes, context: grpc.ServicerContext) -> Iterator[bytes]:
+    for _ in range(3):
+        logger.info("chunk")
+        yield str(current_request_id()).encode()
+
+
+def _count(requests: Iterator[bytes], context: grpc.ServicerContext) -> bytes:
+    return f"{current_request_id()}|{sum(1 for _ in requests)}".encode()
+
+
+def _each(requests: Iterator[bytes], context: grpc.ServicerContext) -> Iterator[bytes]:
+    for _ in requests:
+        yield str(current_request_id()).encode()
+
+
+def _abort(request: bytes, context: grpc.ServicerContext) -> bytes:
+    context.abort(grpc.StatusCode.NOT_FOUND, "no such thing")
+    raise AssertionError("unreachable")
+
+
+def _boom(request: bytes, context: grpc.ServicerContext) -> bytes:
+    raise RuntimeError("kaboom")
+
+
+def _handlers(extra: dict[str, grpc.RpcMethodHandler] | None = None) -> Any:
+    methods = {
+        "Ids": grpc.unary_unary_rpc_method_handler(_ids),
+        "Stream": grpc.unary_stream_rpc_method_handler(_stream),
+        "Count": grpc.stream_unary_rpc_method_handler(_count),
+        "Each": grpc.stream_stream_rpc_method_handler(_each),
+        "Abort": grpc.unary_unary_rpc_method_handler(_abort),
+        "Boom": grpc.unary_unary_rpc_method_handler(_boom),
+        **(extra or {}),
+    }
+    return grpc.method_handlers_generic_handler(SERVICE, methods)
+
+
+@contextlib.contextmanager
+def _sync_server(
+    extra: dict[str, grpc.RpcMethodHandler] | None = None, *, workers: int = 4
+) -> Iterator[grpc.Channel]:
+    pool = futures.ThreadPoolExecutor(workers)
+    server = grpc.server(pool, interceptors=[RequestTracingInterceptor()])
+    server.add_generic_rpc_handlers((_handlers(extra),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            yield channel
+    finally:
+        # Bounded: a server whose serving thread died (the bug) blocks in stop() forever,
+        # so it stops in a daemon thread and the test fails instead of hanging.
+        stopper = threading.Thread(target=server.stop, args=(None,), daemon=True)
+        stopper.start()
+        stopper.join(CALL_TIMEOUT)
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _wait_until(predicate: Callable[[], bool], *, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition never held")
+        time.sleep(0.01)
+
+
+def test_sync_server_calls_of_every_shape_get_their_own_ids_and_lines(
+    log_lines: LogLines,
+) -> None:
+    metadata = (("x-request-id", "corr-1"),)
+    with _sync_server() as channel:
+        body, call = channel.unary_unary(f"/{SERVICE}/Ids").with_call(
+            b"", metadata=metadata, timeout=CALL_TIMEOUT
+        )
+        unary_trailing = metadata_dict(call.trailing_metadata())
+        stream = channel.unary_stream(f"/{SERVICE}/Stream")(
+            b"", metadata=metadata, timeout=CALL_TIMEOUT
+        )
+        chunks = list(stream)
+        stream_initial = metadata_dict(stream.initial_metadata())
+        counted = channel.stream_unary(f"/{SERVICE}/Count")(
+            iter([b"a", b"b", b"c"]), metadata=metadata, timeout=CALL_TIMEOUT
+        )
+        each = list(
+            channel.stream_stream(f"/{SERVICE}/Each")(
+                iter([b"a", b"b"]), metadata=metadata, timeout=CALL_TIMEOUT
+            )
+        )
+        failures = {}
+        for name in ("Abort", "Boom"):
+            with pytest.raises(grpc.RpcError) as failed:
+                channel.unary_unary(f"/{SERVICE}/{name}")(
+                    b"", metadata=metadata, timeout=CALL_TIMEOUT
+                )
+            failures[name] = failed.value
+
+    request_id, x_request_id = body.decode().split("|")
+    assert x_request_id == "corr-1" and request_id != "corr-1"
+    assert unary_trailing["x-server-request-id"] == [request_id]
+    assert unary_trailing["x-request-id"] == ["corr-1"]
+    assert len(set(chunks)) == 1  # one call, one id across every chunk
+    assert stream_initial["x-server-request-id"] == [chunks[0].decode()]
+    assert counted.decode().endswith("|3")
+    assert len(set(each)) == 2  # a bidirectional stream: one identity per request
+    assert failures["Abort"].code() is grpc.StatusCode.NOT_FOUND
+    assert failures["Boom"].code() is grpc.StatusCode.UNKNOWN
+    for failure in failures.values():
+        assert "x-server-request-id" in metadata_dict(failure.trailing_metadata())
+
+    ends = {line["rpc_method"].rsplit("/", 1)[1]: line for line in log_lines.events(
+        "request.end") if "stream_index" not in line}
+    assert set(ends) == {"Ids", "Stream", "Count", "Each", "Abort", "Boom"}
+    assert all(line["x_request_id"] == "corr-1" for line in ends.values())
+    assert ends["Ids"]["request_id"] == request_id
+    assert (ends["Abort"]["grpc_status"], ends["Abort"]["outcome"]) == ("NOT_FOUND", "ok")
+    assert (ends["Boom"]["grpc_status"], ends["Boom"]["outcome"]) == ("UNKNOWN", "error")
+    assert ends["Stream"]["messages_out"] == 3 and ends["Count"]["messages_in"] == 3
+    handler_lines = [x for x in log_lines.lines if x["message"] in ("in handler", "chunk")]
+    assert [x["request_id"] for x in handler_lines] == [request_id] + [chunks[0].decode()] * 3
+    assert current_context() is None
+
+
+def test_sync_server_concurrent_calls_sharing_a_client_id_get_distinct_ids(
+    log_lines: LogLines,
+) -> None:
+    calls = 24
+    with _sync_server(workers=4) as channel, futures.ThreadPoolExecutor(8) as clients:
+        method = channel.unary_unary(f"/{SERVICE}/Ids")
+        replies = list(
+            clients.map(
+                lambda _: method(
+                    b"", metadata=(("x-request-id", "shared"),), timeout=CALL_TIMEOUT
+                ),
+                range(calls),
+            )
+        )
+    pairs = [reply.decode().split("|") for reply in replies]
+    assert all(x_request_id == "shared" for _, x_request_id in pairs)
+    assert len({request_id for request_id, _ in pairs}) == calls
+    ends = log_lines.events("request.end")
+    assert sorted(x["request_id"] for x in ends) == sorted(r for r, _ in pairs)
+
+
+def test_sync_server_client_cancel_mid_stream_ends_the_call_cancelled(
+    log_lines: LogLines,
+) -> None:
+    first_sent = threading.Event()
+    released = threading.Event()
+
+    def slow(request: bytes, context: grpc.ServicerContext) -> Iterator[bytes]:
+        try:
+            yield b"first"
+            first_sent.set()
+            released.wait(CALL_TIMEOUT)
+            yield b"second"
+        finally:
+            logger.info("handler cleanup")
+
+    extra = {"Slow": grpc.unary_stream_rpc_method_handler(slow)}
+    with _sync_server(extra, workers=1) as channel:
+        stream = channel.unary_stream(f"/{SERVICE}/Slow")(b"", timeout=CALL_TIMEOUT)
+        assert next(stream) == b"first"
+        assert first_sent.wait(CALL_TIMEOUT)
+        stream.cancel()
+        released.set()
+        _wait_until(lambda: bool(log_lines.events("request.end")))
+        # The single worker thread serves the next call with nothing left of the last.
+        after = channel.unary_unary(f"/{SERVICE}/Ids")(b"", timeout=CALL_TIMEOUT)
+    (end, after_end) = log_lines.events("request.end")
+    assert end["outcome"] == "cancelled" and end["grpc_status"] == "CANCELLED"
+    (cleanup,) = [x for x in log_lines.lines if x["message"] == "handler cleanup"]
+    assert cleanup["request_id"] == end["request_id"]
+    assert after.decode().split("|")[0] == after_end["request_id"] != end["request_id"]
