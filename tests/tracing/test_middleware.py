@@ -104,6 +104,25 @@ def test_enriches_fastapi_builtin_telemetry_span_instead_of_adding_one() -> None
     assert attributes["deprecated_headers"] == "request-id"
 
 
+def test_wrapping_a_fastapi_app_enriches_its_builtin_span_as_add_middleware_does() -> None:
+    """``app = RequestTracingMiddleware(app)`` (the form the docs give for any ASGI app)
+    around a FastAPI app with built-in telemetry: FastAPI opens its server span inside
+    the wrapper, from the request headers, so a wrapper that opened its own was a
+    second server span (with the ids) beside FastAPI's (without them)."""
+    provider, exporter = _provider()
+    app = _app(telemetry={"tracer_provider": provider, "metrics": False, "logs": False})
+    wrapped = RequestTracingMiddleware(app, settings=TracingSettings(tracer_provider=provider))
+    response = _get(wrapped, "/ids", [(b"x-request-id", b"abc")])
+    assert response.json()["request_id"] == response.headers["x-server-request-id"]
+    assert response.headers["x-request-id"] == "abc"
+    server_spans = [s for s in exporter.get_finished_spans() if s.kind is SpanKind.SERVER]
+    assert len(server_spans) == 1
+    assert server_spans[0].name != "http-request"  # FastAPI's own span, enriched
+    attributes = server_spans[0].attributes or {}
+    assert attributes["request_id"] == response.json()["request_id"]
+    assert attributes["x_request_id"] == "abc"
+
+
 def test_enriches_contrib_fastapi_instrumentation_span_instead_of_adding_one() -> None:
     provider, exporter = _provider()
     app = _app(telemetry={"tracing": False}) if _has_native() else _app()

@@ -29,6 +29,7 @@ from ridtrace.tracing.exchange import (
 )
 from ridtrace.tracing.inbound import TRACE_HEADERS, InboundRules, note_inbound, read_inbound
 from ridtrace.tracing.lifecycle import running as running_requests
+from ridtrace.tracing.placement import moved_into_fastapi
 from ridtrace.tracing.serverspan import (
     active_server_span,
     minted_context,
@@ -105,9 +106,12 @@ class RequestTracingMiddleware:
         self._log_lifecycle = config.log_lifecycle
         self._span_name = config.span_name
         metrics.adopt_global_meter_provider()
+        # Around a FastAPI app, the work is done by a twin inside its middleware stack,
+        # within FastAPI's own server span (see ridtrace.tracing.placement).
+        self._pass_through = moved_into_fastapi(app, type(self), settings=config)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or self._pass_through:
             await self.app(scope, receive, send)
             return
 
