@@ -200,3 +200,21 @@ def test_the_analyze_table_lists_clock_offsets_one_file_a_line(tmp_path: Path) -
     rows = [line.split("│")[2].strip() for line in lines[at:at + 2]]
     assert [row.split(": ")[0] for row in rows] == [str(f) for f in truth.files[1:]], rows
     assert all(abs(float(row.split(": ")[1])) > 100 for row in rows)
+
+
+def test_a_trace_id_from_jaeger_finds_its_request_and_its_workers(
+    crossed_logs: tuple[Path, SynthTruth],
+) -> None:
+    # An operator copies the trace id Jaeger shows (or `export jaeger` wrote): trace
+    # answered "no request" for it, though every span of that trace is in the logs.
+    path, truth = crossed_logs
+    span = min(key for kind, key in truth.expected if kind == "crossed_stream")
+    code, out, _ = run("trace", span, str(path), "--format", "json")
+    (by_span,) = json.loads(out)["requests"]
+    code, out, err = run("trace", by_span["trace_id"], str(path), "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    check_shape(doc)
+    (req,) = doc["requests"]
+    assert req["span_id"] == span and req["trace_id"] == by_span["trace_id"]
+    assert len(req["spans"]) == len(by_span["spans"]) > 1

@@ -162,9 +162,9 @@ def trace(
 ) -> None:
     """Who got whose output: the requests matching ID, as a waterfall and a timeline each.
 
-    ID is matched against request_id, x_request_id and span_id. Several callers can
-    match (a client id reused, or a pre-fix id collision): overlapping ones are
-    stacked, and a caller delivered another caller's output is marked with whose.
+    ID is matched against request_id, x_request_id, trace_id and span_id. Several
+    callers can match (a client id reused, or a pre-fix id collision): overlapping ones
+    are stacked, and a caller delivered another caller's output is marked with whose.
     Requests in error findings come first, then by time.
 
     Exit status: 0 shown, 1 no request matches, 2 bad usage or a missing path, 3 none
@@ -179,7 +179,7 @@ def trace(
     reasons = incomplete_reasons(logs.stats, requests=len(requests))
     view = build_trace(logs.events, requests, ident, limit=limit or None)
     if not view.matched:
-        message = f"no request with request_id, x_request_id or span_id {ident!r}"
+        message = f"no request with request_id, x_request_id, trace_id or span_id {ident!r}"
         if not reasons:
             raise click.ClickException(message)
         message += " in the input that could be read"

@@ -150,7 +150,8 @@ def _overlapping(root: Any, callers: pd.DataFrame) -> tuple[str, ...]:
 def build_trace(
     events: pd.DataFrame, requests: pd.DataFrame, ident: str, *, limit: int | None = 10
 ) -> TraceView:
-    """The requests matching `ident` (request_id, x_request_id or span_id), ready to show.
+    """The requests matching `ident` (request_id, x_request_id, trace_id or span_id), ready
+    to show.
 
     `requests` is `build_requests(events)` over the whole logs: verdicts and findings
     need every worker's output, not only the matching ones. Blocks come most relevant
@@ -163,6 +164,8 @@ def build_trace(
         (requests["request_id"] == ident).fillna(False)
         | (requests["x_request_id"] == ident).fillna(False)
         | (requests["span_id"] == ident).fillna(False)
+        # The id Jaeger shows, and the one `export jaeger` files each request under.
+        | (requests["trace_id"] == ident).fillna(False)
     ).to_numpy()
     roots = set(owner[hit])
     mine = requests[owner.isin(roots).to_numpy()].assign(_owner=owner[owner.isin(roots)])
