@@ -56,3 +56,21 @@ def test_trace_and_follow_lines_show_control_characters(tmp_path: Path) -> None:
                        "x_request_id": None, "evidence": [{"file": "f\x1b", "line": 1}]})
     _no_controls(line)
     assert "\n" not in line
+
+
+# Invisible in a terminal: zero-width space, joiner and non-joiner, word joiner, byte-order
+# mark, soft hyphen, Mongolian vowel separator, a tag character, line and paragraph
+# separators. "rollout-7" and "rollout-7\u200b" are two clients' ids that printed alike.
+INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u180e",
+             "\U000e0041", "\u2028", "\u2029"]
+
+
+def test_invisible_characters_in_ids_are_shown_not_hidden(tmp_path: Path) -> None:
+    sneaky = "rollout-7" + "".join(INVISIBLE)
+    lines = rt_request("a" * 16, sneaky, 0, 2) + rt_request("b" * 16, sneaky, 1, 3)
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    for args in (["trace", sneaky], ["analyze"], ["analyze", "--format", "csv"]):
+        result = CliRunner().invoke(main, [*args, str(tmp_path)])
+        assert "rollout-7" in result.stdout, result.output
+        assert not [c for c in result.stdout if c in INVISIBLE], (args, result.stdout)
+        assert "rollout-7" + "\ufffd" * len(INVISIBLE) in result.stdout

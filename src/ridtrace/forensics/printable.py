@@ -3,13 +3,18 @@
 Request ids, client ids, messages and file names come from the logs, and a client
 chooses its ids. Printed as they are, an ESC sequence recolours or clears a terminal
 and an OSC one retitles its window; a CR or newline rewrites a line of the report.
-Each control character is replaced by one visible character (C0 and DEL by their
-Unicode control pictures, C1 and the bidirectional controls by U+FFFD), so a styled
-line keeps its spans in place.
+Invisible characters hide differences instead: a zero-width space or joiner, a
+byte-order mark or a tag character makes two ids print alike. Each such character is
+replaced by one visible character (C0 and DEL by their Unicode control pictures; C1,
+format characters such as the bidirectional and zero-width ones, line and paragraph
+separators, lone surrogates and unassigned code points by U+FFFD), so a styled line
+keeps its spans in place.
 JSON output needs none of this: JSON escapes them itself.
 """
 
 from __future__ import annotations
+
+import unicodedata
 
 _SHOWN = {code: 0x2400 + code for code in range(0x20)}
 _SHOWN[0x7F] = 0x2421
@@ -20,9 +25,22 @@ _BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 _SHOWN.update({code: 0xFFFD for code in _BIDI})
 
 
+# Categories never shown as a mark of their own: control, format (zero-width, bidi, BOM,
+# soft hyphen, tags), surrogate, unassigned, and line and paragraph separators.
+_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Cn", "Zl", "Zp"})
+_REPLACEMENT = "\ufffd"
+
+
 def visible(text: str) -> str:
-    """`text` with every control character replaced by a visible one of the same length."""
-    return text.translate(_SHOWN)
+    """`text` with every control or invisible character replaced by a visible one, one
+    for one (the same length)."""
+    shown = text.translate(_SHOWN)
+    if shown.isprintable():  # the common case: nothing (left) to replace
+        return shown
+    return "".join(
+        _REPLACEMENT if unicodedata.category(char) in _HIDDEN else char
+        for char in shown
+    )
 
 
 # What a spreadsheet runs as a formula when a CSV cell starts with it (OWASP's "CSV
