@@ -328,3 +328,28 @@ def test_audit_prints_times_as_rfc3339_like_the_other_commands(logs: tuple[Path,
         code, out, _ = run("audit", str(path), "--format", fmt)
         assert code == 0 and len(stamp.findall(out)) >= 4, out
         assert "+00:00" not in out
+
+
+def test_export_jaeger_puts_skewed_worker_spans_inside_their_callers(tmp_path: Path) -> None:
+    # Jaeger's UI applies no clock-skew adjustment to an uploaded file: with one worker
+    # 397 ms behind and one 250 ms ahead, worker spans started before their caller did.
+    from ridtrace.testing.dynamo import DynamoSpec, write_dynamo_logs
+
+    write_dynamo_logs(tmp_path / "logs", DynamoSpec(
+        requests=60, duplicates=0, cancelled=0, bad_lines=0, workers=2,
+        worker_skew_us=(-397_000, 250_000)))
+    target = tmp_path / "traces.json"
+    code, _, err = run("export", "jaeger", str(tmp_path / "logs"), "-o", str(target))
+    assert code == 0, err
+    children = 0
+    for trace in json.loads(target.read_text())["data"]:
+        spans = {s["spanID"]: s for s in trace["spans"]}
+        for span in trace["spans"]:
+            end = span["startTime"] + span["duration"]
+            assert all(span["startTime"] <= log["timestamp"] <= end for log in span["logs"])
+            for ref in span["references"]:
+                parent = spans[ref["spanID"]]
+                assert parent["startTime"] <= span["startTime"]
+                assert end <= parent["startTime"] + parent["duration"]
+                children += 1
+    assert children >= 50

@@ -9,6 +9,7 @@ import pandas as pd
 
 from ridtrace.contract import WORKER
 from ridtrace.forensics.records.requests import epoch_us
+from ridtrace.forensics.rules.skew import correct_skew
 
 _TAGS = ("request_id", "x_request_id", "side", "outcome", "status", "route", "fp_in", "fp_out",
          "deprecated", "worker", "error")
@@ -40,13 +41,18 @@ def _present(value: Any) -> bool:
     return value is not None and value is not pd.NA and value == value
 
 
-def _event_logs(events: pd.DataFrame | None) -> dict[tuple[str, str], list[dict[str, Any]]]:
+def _event_logs(
+    events: pd.DataFrame | None, offsets: dict[str, int]
+) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """Lifecycle lines per (trace, span) as Jaeger span logs (only lines with an
-    ``event``): a span id says which span only within its trace, as requests are keyed."""
+    ``event``): a span id says which span only within its trace, as requests are keyed.
+    Each line is moved by its file's clock offset (µs), as its span is."""
     if events is None or events.empty:
         return {}
     rows = events[events["event"].notna().to_numpy() & events["span_id"].notna().to_numpy()]
     us = epoch_us(rows["time"])
+    if offsets and len(rows):
+        us = us + rows["file"].astype(str).map(offsets).fillna(0).to_numpy(dtype=np.int64)
     logs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for trace, span, t, event, msg in zip(
         rows["trace_id"].astype("object"), rows["span_id"].astype("object"), us,
@@ -102,7 +108,15 @@ def to_jaeger(
     probes are left out unless `health`. A span whose parent is not in the file (the
     caller's own tracer, or logs not given) keeps the parent's id as a tag, not as a
     reference Jaeger could not resolve.
+
+    Worker files' clocks are corrected first (`correct_skew`, as `ridtrace trace` shows
+    them): Jaeger's UI adjusts no clock of an uploaded file, so a worker running behind
+    would start its spans before its caller did.
     """
+    if len(requests):
+        requests, offsets = correct_skew(requests)
+    else:
+        offsets = {}
     keep = np.array((requests["trace_id"].notna() & requests["span_id"].notna()).to_numpy())
     if not health and len(requests):
         keep &= ~_health_probes(requests)
@@ -119,7 +133,7 @@ def to_jaeger(
     looped = _in_loops(parents)
     starts = epoch_us(req["start"]) if len(req) else np.zeros(0, dtype=np.int64)
     ends = epoch_us(req["end"]) if len(req) else np.zeros(0, dtype=np.int64)
-    logs = _event_logs(events)
+    logs = _event_logs(events, offsets)
     traces: dict[str, dict[str, Any]] = {}
     for r, start, end in zip(req.itertuples(index=False), starts, ends, strict=True):
         trace_id = str(r.trace_id)
