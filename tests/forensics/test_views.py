@@ -104,3 +104,20 @@ def test_jaeger_names_worker_spans_after_what_they_did() -> None:
     names = {s["spanID"]: s["operationName"] for t in to_jaeger(frame)["data"] for s in t["spans"]}
     assert names == {"caller": "POST /v1/messages", "work": "worker /v1/messages",
                      "orphan": "worker request", "own": "worker /worker/generate"}
+
+
+def test_jaeger_status_is_an_int64_tag() -> None:
+    # An HTTP status is an integer in Jaeger's and OpenTelemetry's model; it was the
+    # string "500". A status that is not a number (or beyond int64) stays a string.
+    frame = requests_frame(
+        {"span_id": "a", "status": "500", "outcome": "error"},
+        {"span_id": "b", "status": "200"},
+        {"span_id": "c", "status": "OK"},
+        {"span_id": "d", "status": "9" * 20},  # beyond int64
+    )
+    tags = {s["spanID"]: {t["key"]: t for t in s["tags"]}
+            for t in to_jaeger(frame)["data"] for s in t["spans"]}
+    assert tags["a"]["status"] == {"key": "status", "type": "int64", "value": 500}
+    assert tags["b"]["status"] == {"key": "status", "type": "int64", "value": 200}
+    assert tags["c"]["status"] == {"key": "status", "type": "string", "value": "OK"}
+    assert tags["d"]["status"]["type"] == "string"

@@ -31,10 +31,18 @@ def _health_probes(requests: pd.DataFrame) -> np.ndarray:
     return np.asarray(probe.to_numpy(dtype=bool) | child, dtype=bool)
 
 
+# Numbers in Jaeger's and OpenTelemetry's model (an HTTP status is an integer
+# attribute): as strings, a tool reading the file compares "500" with "60" as text.
+_INT_TAGS = frozenset({"status"})
+
+
 def _tag(key: str, value: Any) -> dict[str, Any]:
     if isinstance(value, bool):
         return {"key": key, "type": "bool", "value": value}
-    return {"key": key, "type": "string", "value": str(value)}
+    text = str(value)
+    if key in _INT_TAGS and text.isascii() and text.isdigit() and len(text) <= 18:  # int64
+        return {"key": key, "type": "int64", "value": int(text)}
+    return {"key": key, "type": "string", "value": text}
 
 
 def _present(value: Any) -> bool:
