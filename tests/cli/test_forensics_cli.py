@@ -353,3 +353,23 @@ def test_export_jaeger_puts_skewed_worker_spans_inside_their_callers(tmp_path: P
                 assert end <= parent["startTime"] + parent["duration"]
                 children += 1
     assert children >= 50
+
+
+def test_export_jaeger_is_the_same_file_whatever_order_the_logs_are_named_in(
+    logs: tuple[Path, SynthTruth], tmp_path: Path,
+) -> None:
+    # `logs/*` expands in the shell's order, a list in a runbook in another: the traces,
+    # their spans and their process ids came in the order the files were read, so two
+    # exports of the same logs did not compare equal.
+    _, truth = logs
+    files = [str(f) for f in truth.files]
+    written = []
+    for order in (files, files[::-1]):
+        target = tmp_path / f"traces-{len(written)}.json"
+        code, _, err = run("export", "jaeger", *order, "-o", str(target))
+        assert code == 0, err
+        written.append(target.read_bytes())
+    assert written[0] == written[1]
+    doc = json.loads(written[0])
+    firsts = [min(s["startTime"] for s in t["spans"]) for t in doc["data"]]
+    assert firsts == sorted(firsts)  # traces in time order, as Jaeger's search lists them

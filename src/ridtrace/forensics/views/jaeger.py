@@ -72,6 +72,8 @@ def _event_logs(
         logs.setdefault((str(trace), str(span)), []).append(
             {"timestamp": int(t), "fields": fields}
         )
+    for lines in logs.values():
+        lines.sort(key=lambda line: int(line["timestamp"]))
     return logs
 
 
@@ -128,7 +130,9 @@ def to_jaeger(
     keep = np.array((requests["trace_id"].notna() & requests["span_id"].notna()).to_numpy())
     if not health and len(requests):
         keep &= ~_health_probes(requests)
-    req = requests[keep]
+    # In time order, not the order the files were named in: the same logs give the same
+    # file (traces, spans and process ids alike), and traces list as Jaeger's search does.
+    req = requests[keep].sort_values(["start", "trace_id", "span_id"], kind="stable")
     routes = dict(zip(zip(req["trace_id"].astype("object"), req["span_id"].astype("object"),
                           strict=True), req["route"].astype("object"), strict=True))
     exported = set(routes)
