@@ -121,3 +121,18 @@ def test_jaeger_status_is_an_int64_tag() -> None:
     assert tags["b"]["status"] == {"key": "status", "type": "int64", "value": 200}
     assert tags["c"]["status"] == {"key": "status", "type": "string", "value": "OK"}
     assert tags["d"]["status"]["type"] == "string"
+
+
+def test_jaeger_leaves_out_dynamos_live_probe_and_health_subpaths() -> None:
+    # Dynamo's frontend answers liveness on /live (DYN_HTTP_SVC_LIVE_PATH); Kubernetes
+    # set-ups often probe /health/live and /health/ready: thousands of spans exported.
+    frame = requests_frame(
+        {"route": "/v1/chat/completions", "request_id": "r1"},
+        {"route": "/live", "request_id": "h1"},
+        {"route": "/health/ready", "request_id": "h2"},
+        {"route": "/healthz/live", "request_id": "h3"},
+        {"route": "/v1/models/healthcare", "request_id": "r2"},  # a route, not a probe
+    )
+    kept = {t["value"] for trace in to_jaeger(frame)["data"] for s in trace["spans"]
+            for t in s["tags"] if t["key"] == "request_id"}
+    assert kept == {"r1", "r2"}

@@ -17,15 +17,24 @@ _TAGS = ("request_id", "x_request_id", "side", "outcome", "status", "route", "fp
 # Jaeger reserves the `error` tag for a boolean flag; the text goes beside it.
 _TAG_KEY = {"error": "error.message"}
 # Liveness, readiness and scrape endpoints: thousands of spans that hide the requests.
+# `/live` is Dynamo's liveness route; sub-paths such as `/health/ready` are probes too.
 HEALTH_ROUTES = frozenset(
-    {"/health", "/healthz", "/livez", "/readyz", "/ready", "/ping", "/metrics", "/v1/health"}
+    {"/health", "/healthz", "/livez", "/readyz", "/ready", "/live", "/ping", "/metrics",
+     "/v1/health"}
 )
+
+
+def _is_probe(route: object) -> bool:
+    if not isinstance(route, str):
+        return False
+    route = route.rstrip("/")
+    return route in HEALTH_ROUTES or route.startswith(("/health/", "/healthz/"))
 
 
 def _health_probes(requests: pd.DataFrame) -> np.ndarray:
     """Spans of health probes, and the spans under them."""
     route = requests["route"].astype("object")
-    probe = route.map(lambda r: isinstance(r, str) and r.rstrip("/") in HEALTH_ROUTES)
+    probe = route.map(_is_probe)
     probe_ids = set(requests["span_id"][probe.to_numpy(dtype=bool)].astype("object"))
     child = requests["parent_span_id"].astype("object").isin(probe_ids).to_numpy()
     return np.asarray(probe.to_numpy(dtype=bool) | child, dtype=bool)
