@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import sys
 from typing import TYPE_CHECKING, Any
@@ -23,10 +24,22 @@ MAX_ROWS = 50
 TRACE_WIDTH = 100
 
 
+def on_terminal(to_terminal: bool) -> bool:
+    """Whether the output goes to a terminal (then laid out for its width)."""
+    return to_terminal and sys.stdout.isatty()
+
+
+def styled(to_terminal: bool) -> bool:
+    """Whether to print escape codes: only to a terminal, and not when its user set
+    ``NO_COLOR`` (https://no-color.org). Rich would read the variable itself, but only
+    when left to decide; it is told, so a file or pipe never gets a code."""
+    return on_terminal(to_terminal) and not os.environ.get("NO_COLOR")
+
+
 def _console(to_terminal: bool) -> tuple[Console, io.StringIO]:
     buf = io.StringIO()
-    color = to_terminal and sys.stdout.isatty()
-    width = shutil.get_terminal_size((160, 24)).columns if color else 160
+    color = styled(to_terminal)
+    width = shutil.get_terminal_size((160, 24)).columns if on_terminal(to_terminal) else 160
     # No markup: request ids, client ids and file names come from the logs, and a
     # client's "[/bold]" would be a style tag (or a MarkupError that loses the report).
     # No highlighting either: it would colour numbers and dates inside the logs' text.
@@ -130,11 +143,12 @@ def render_trace(view: TraceView, *, to_terminal: bool) -> str:
     from ridtrace.forensics.views.trace_text import print_trace
 
     buf = io.StringIO()
-    color = to_terminal and sys.stdout.isatty()
-    width = max(TRACE_WIDTH, shutil.get_terminal_size((TRACE_WIDTH, 24)).columns)
+    color = styled(to_terminal)
+    width = TRACE_WIDTH
+    if on_terminal(to_terminal):
+        width = max(TRACE_WIDTH, shutil.get_terminal_size((TRACE_WIDTH, 24)).columns)
     console = Console(
-        file=buf, width=width if color else TRACE_WIDTH, force_terminal=color,
-        no_color=not color, highlight=False,
+        file=buf, width=width, force_terminal=color, no_color=not color, highlight=False,
     )
     print_trace(view, console)
     return buf.getvalue()
