@@ -373,3 +373,13 @@ def test_export_jaeger_is_the_same_file_whatever_order_the_logs_are_named_in(
     doc = json.loads(written[0])
     firsts = [min(s["startTime"] for s in t["spans"]) for t in doc["data"]]
     assert firsts == sorted(firsts)  # traces in time order, as Jaeger's search lists them
+
+
+def test_the_findings_table_says_how_many_evidence_lines_it_left_out(tmp_path: Path) -> None:
+    # Six callers holding one id cite twelve lines; the table showed four and no hint.
+    lines = [line for i in range(6) for line in rt_request(f"{i:016x}", "shared", i * 0.1, 5)]
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(sorted(lines, key=lambda x: json.loads(x)["time"])) + "\n")
+    code, out, _ = run("analyze", str(log))
+    assert code == 1
+    assert "frontend.jsonl:8, … +8 more" in out

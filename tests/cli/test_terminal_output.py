@@ -38,3 +38,28 @@ def test_no_color_means_no_escape_codes_on_a_terminal(
     assert "\x1b" not in plain, plain[:400]
     # The same text, laid out for the same terminal: only the colour is gone.
     assert plain == _ANSI.sub("", coloured)
+
+
+def _lines(text: str) -> list[str]:
+    return _ANSI.sub("", text).splitlines()
+
+
+@pytest.mark.parametrize("columns", [60, 80])
+def test_analyze_findings_read_whole_on_a_narrow_terminal(
+    logs: tuple[Path, SynthTruth], columns: int,
+) -> None:
+    # Seven columns in 60 made every cell a few letters a line: "dupli / cate_ / in_fl",
+    # times and file:line cut in four. A narrow terminal gets one block per finding.
+    path, truth = logs
+    code, out = run_on_terminal("analyze", str(path), "-q", columns=columns)
+    assert code == 1
+    lines = _lines(out)
+    assert max(map(len, lines)) <= columns
+    text = "\n".join(lines)
+    kinds = {kind for kind, _ in truth.expected if kind != "client_id_reuse"}
+    for kind in kinds:  # each kind name whole on a line of its own block
+        assert any(line.startswith(kind) for line in lines), (kind, text)
+    assert "2026-11-29T10:00:00." in text
+    assert "frontend.jsonl:" in text
+    rid = _collided(truth)
+    assert any(line.split() == ["request_id", rid] for line in lines), text

@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from ridtrace.forensics.views.trace_model import TraceView
 
 MAX_ROWS = 50
+MAX_EVIDENCE = 4  # lines cited per finding; --format json lists them all
+# Below this width the findings' seven columns fold their cells into fragments: one
+# block per finding instead.
+FINDINGS_TABLE_WIDTH = 140
 # `ridtrace trace` is laid out for this width, so a file or a pipe gets the same lines.
 TRACE_WIDTH = 100
 
@@ -78,23 +82,71 @@ def render_report(report: Report, *, to_terminal: bool) -> str:
     if not len(found):
         console.print("No findings.")
         return buf.getvalue()
-    table = Table(title="findings")
-    for col in ("kind", "severity", "time", "request_id", "x_request_id", "detail", "evidence"):
-        table.add_column(col, overflow="fold")
     records = finding_dicts(found.head(MAX_ROWS))
-    for rec in records:
-        evidence = _cell(", ".join(f"{e['file']}:{e['line']}" for e in rec["evidence"][:4]))
-        style = "red" if rec["severity"] == "error" else None
-        table.add_row(
-            rec["kind"], rec["severity"], _cell(rec["time"]), _cell(rec["request_id"]),
-            _cell(rec["x_request_id"]), _cell(rec["detail"]), evidence, style=style,
-        )
-    console.print(table)
+    if console.width >= FINDINGS_TABLE_WIDTH:
+        console.print(_findings_table(records))
+    else:
+        _print_finding_blocks(console, records)
     if len(found) > MAX_ROWS:
         console.print(
             f"… {len(found) - MAX_ROWS} more findings; use --format json or csv."
         )
     return buf.getvalue()
+
+
+def _evidence(rec: dict[str, Any], base: str = "") -> str:
+    cited = [f"{os.path.relpath(e['file'], base) if base else e['file']}:{e['line']}"
+             for e in rec["evidence"]]
+    more = f", … +{len(cited) - MAX_EVIDENCE} more" if len(cited) > MAX_EVIDENCE else ""
+    return _cell(", ".join(cited[:MAX_EVIDENCE]) + more)
+
+
+def _common_dir(dirs: set[str]) -> str:
+    try:
+        return os.path.commonpath(sorted(dirs))
+    except ValueError:  # absolute and relative paths mixed
+        return ""
+
+
+def _findings_table(records: list[dict[str, Any]]) -> Table:
+    table = Table(title="findings")
+    for col in ("kind", "severity", "time", "request_id", "x_request_id", "detail", "evidence"):
+        table.add_column(col, overflow="fold")
+    for rec in records:
+        style = "red" if rec["severity"] == "error" else None
+        table.add_row(
+            rec["kind"], rec["severity"], _cell(rec["time"]), _cell(rec["request_id"]),
+            _cell(rec["x_request_id"]), _cell(rec["detail"]), _evidence(rec), style=style,
+        )
+    return table
+
+
+def _print_finding_blocks(console: Console, records: list[dict[str, Any]]) -> None:
+    """One block per finding, a field a line: seven table columns in a narrow terminal
+    left each cell a few letters wide ("dupli / cate_ / in_fl")."""
+    from rich.text import Text
+
+    console.print("findings", style="bold")
+    # Evidence relative to the directory every cited file is in: a long path folded
+    # across lines is no `file:line` a reader can copy.
+    dirs = {os.path.dirname(str(e["file"])) for rec in records for e in rec["evidence"]}
+    base = "" if not dirs or "" in dirs else _common_dir(dirs)
+    if base:
+        console.print(Text(visible(f"evidence in files under {base}{os.sep}"), style="dim"))
+    for rec in records:
+        console.print()
+        style = "red" if rec["severity"] == "error" else None
+        console.print(Text(f"{rec['kind']}  {rec['severity']}", style=style or ""))
+        fields = Table.grid(padding=(0, 2))
+        fields.add_column(no_wrap=True)
+        fields.add_column(overflow="fold")
+        for key, value in (
+            ("time", _cell(rec["time"])), ("request_id", _cell(rec["request_id"])),
+            ("x_request_id", _cell(rec["x_request_id"]) or "-"),
+            ("detail", _cell(rec["detail"])), ("evidence", _evidence(rec, base)),
+        ):
+            fields.add_row(f"  {key}", value)
+        console.print(fields)
 
 
 def _frame_table(frame: pd.DataFrame, *, title: str) -> Table:
