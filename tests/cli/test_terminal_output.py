@@ -63,3 +63,34 @@ def test_analyze_findings_read_whole_on_a_narrow_terminal(
     assert "frontend.jsonl:" in text
     rid = _collided(truth)
     assert any(line.split() == ["request_id", rid] for line in lines), text
+
+
+@pytest.mark.parametrize("columns", [40, 60, 80, 200])
+def test_trace_fits_the_terminal(logs: tuple[Path, SynthTruth], columns: int) -> None:
+    # trace was laid out for at least 100 columns: on 60 or 80 every waterfall row,
+    # header and event line wrapped; on 200 the waterfall used half the screen.
+    path, truth = logs
+    code, out = run_on_terminal("trace", _collided(truth), str(path), "-q", columns=columns)
+    assert code == 0
+    lines = _lines(out)
+    assert max(map(len, lines)) <= columns
+    if columns == 200:
+        assert max(map(len, lines)) > 150  # the bars use the room there is
+    bars = [line for line in lines if "█" in line]
+    assert len(bars) == 4  # two callers and their worker spans, one row each
+
+
+def test_columns_lays_out_trace_and_analyze_for_a_pipe_too(
+    logs: tuple[Path, SynthTruth],
+) -> None:
+    from click.testing import CliRunner
+
+    from ridtrace.cli.main import main
+
+    path, truth = logs
+    piped = CliRunner().invoke(main, ["trace", _collided(truth), str(path), "-q"])
+    assert 90 < max(map(len, piped.stdout.splitlines())) <= 100  # unset: the stable 100
+    for args in (["trace", _collided(truth)], ["analyze"]):
+        narrow = CliRunner().invoke(main, [*args, str(path), "-q"], env={"COLUMNS": "60"})
+        assert "\x1b" not in narrow.stdout
+        assert max(map(len, narrow.stdout.splitlines())) <= 60, narrow.stdout

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from ridtrace.forensics.views.trace_model import TraceView
@@ -101,3 +102,25 @@ def test_says_how_many_more(tmp_path: Path) -> None:
     lines = rendered(view_of(write_incident(tmp_path), RID, limit=1))
     assert lines[0].startswith(f"{RID}: 2 matching request(s), 1 shown")
     assert lines[-1] == "… 1 more matching request(s); --limit 0 shows all"
+
+
+@pytest.mark.parametrize("width", [60, 80])
+def test_a_narrow_terminal_gets_lines_of_its_width_with_ids_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, width: int,
+) -> None:
+    # Laid out for 100 columns whatever the terminal: on 60 or 80 every long line
+    # wrapped, the waterfall's bars and the event columns broken in two.
+    monkeypatch.chdir(tmp_path)  # `files under logs/`: a path of its own may need a fold
+    view = view_of(write_incident(Path("logs"), skew=0.5), RID)
+    lines = rendered(view, width)
+    assert max(len(line) for line in lines) <= width
+    assert len(lines) == len(list(trace_lines(view, width)))  # no line was wrapped
+    whole = "\n".join(lines)
+    glued = "".join(lines)
+    for ident in (RID, XRID_A, XRID_B, SPAN_A, SPAN_B, "2026-11-29T10:00:00.200000Z"):
+        assert ident in whole
+        assert whole.count(ident) == glued.count(ident), ident
+    assert sum("█" in line for line in lines) == 4  # one row per span, none wrapped
+    for location in ("frontend.jsonl:3", "worker.jsonl:2", "worker.jsonl:4", "frontend.jsonl:4"):
+        assert any(line.rstrip().endswith(location) for line in lines), location
+    assert any(line.split()[:2] == ["+0.000", "frontend"] for line in lines)

@@ -20,12 +20,17 @@ if TYPE_CHECKING:
     from ridtrace.forensics.views.trace_model import TraceView
 
 MAX_ROWS = 50
+# Lines are laid out for this width when the output is no terminal and COLUMNS is unset.
+REPORT_WIDTH = 160
 MAX_EVIDENCE = 4  # lines cited per finding; --format json lists them all
 # Below this width the findings' seven columns fold their cells into fragments: one
 # block per finding instead.
 FINDINGS_TABLE_WIDTH = 140
 # `ridtrace trace` is laid out for this width, so a file or a pipe gets the same lines.
 TRACE_WIDTH = 100
+# Narrower than this, even ids and times alone no longer fit: lay out for it and let the
+# terminal wrap.
+MIN_TRACE_WIDTH = 40
 
 
 def on_terminal(to_terminal: bool) -> bool:
@@ -40,10 +45,19 @@ def styled(to_terminal: bool) -> bool:
     return on_terminal(to_terminal) and not os.environ.get("NO_COLOR")
 
 
+def layout_width(to_terminal: bool, default: int) -> int:
+    """The terminal's width (``COLUMNS`` first, as every terminal program reads it); for a
+    file or a pipe, ``COLUMNS`` when the user set it, else `default` (stable output)."""
+    if on_terminal(to_terminal):
+        return shutil.get_terminal_size((default, 24)).columns
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else default
+
+
 def _console(to_terminal: bool) -> tuple[Console, io.StringIO]:
     buf = io.StringIO()
     color = styled(to_terminal)
-    width = shutil.get_terminal_size((160, 24)).columns if on_terminal(to_terminal) else 160
+    width = layout_width(to_terminal, REPORT_WIDTH)
     # No markup: request ids, client ids and file names come from the logs, and a
     # client's "[/bold]" would be a style tag (or a MarkupError that loses the report).
     # No highlighting either: it would colour numbers and dates inside the logs' text.
@@ -191,14 +205,13 @@ def render_audit(
 
 
 def render_trace(view: TraceView, *, to_terminal: bool) -> str:
-    """`ridtrace trace`'s waterfall and blocks, at least `TRACE_WIDTH` columns wide."""
+    """`ridtrace trace`'s waterfall and blocks, laid out for the terminal's width (at least
+    `MIN_TRACE_WIDTH`), or `TRACE_WIDTH` for a file or a pipe."""
     from ridtrace.forensics.views.trace_text import print_trace
 
     buf = io.StringIO()
     color = styled(to_terminal)
-    width = TRACE_WIDTH
-    if on_terminal(to_terminal):
-        width = max(TRACE_WIDTH, shutil.get_terminal_size((TRACE_WIDTH, 24)).columns)
+    width = max(MIN_TRACE_WIDTH, layout_width(to_terminal, TRACE_WIDTH))
     console = Console(
         file=buf, width=width, force_terminal=color, no_color=not color, highlight=False,
     )

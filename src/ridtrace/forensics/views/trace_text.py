@@ -1,7 +1,9 @@
 """`ridtrace trace` for people: a waterfall, then one compact block per request.
 
-Laid out for a 100-column terminal: every line is built so that ids of up to 36
-characters (a UUID) stay whole on one line; nothing is a table cell that could wrap.
+Laid out for the terminal's width (100 columns for a file or a pipe): every line is
+built so that ids of up to 36 characters (a UUID) stay whole on one line; nothing is a
+table cell that could wrap. In fewer columns, a line's parts go on lines of their own
+(between parts, never inside one) and an event's `file:line` goes under it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ from ridtrace.forensics.views.verdicts import CROSSED, OWN_OUTPUT
 _LABEL = 15  # "┌#10 worker-12"
 _DURATION = 11
 _EVENT = 28
+_MIN_EVENT = 12  # narrower, an event's file:line goes on a line of its own
+_BEFORE_EVENT = 24  # "  {ms:>+10.3f}  {side:<9} "
+_AFTER_EVENT = 11  # " {outcome:<9} "
+_MIN_BAR = 10
 _STYLE = {OWN_OUTPUT: "green", CROSSED: "bold red"}
 
 
@@ -58,29 +64,50 @@ def _whose(block: RequestBlock, numbers: dict[str, int]) -> str:
     return f"span {producer.span_id or '?'}{ref}"
 
 
-def header_lines(block: RequestBlock, number: int, numbers: dict[str, int]) -> list[Text]:
+def packed(parts: list[Text], width: int, *, sep: str = "  ", indent: int = 0) -> list[Text]:
+    """`parts` joined by `sep` on as few lines as `width` allows, broken between parts
+    only (the next lines indented by `indent`): an id is never cut in two."""
+    lines = [parts[0].copy()]
+    for part in parts[1:]:
+        if len(lines[-1]) + len(sep) + len(part) <= width:
+            lines[-1].append(sep)
+            lines[-1].append_text(part)
+        else:
+            lines.append(Text(" " * max(0, min(indent, width - len(part)))) + part)
+    return lines
+
+
+def _indented(text: str, indent: int, width: int, style: str) -> Text:
+    """`text` after up to `indent` spaces: fewer when the line would not fit otherwise."""
+    return Text(" " * max(0, min(indent, width - len(text))) + text, style=style)
+
+
+def header_lines(
+    block: RequestBlock, number: int, numbers: dict[str, int], width: int = 100
+) -> list[Text]:
     """The block's header: ids; route, status, outcome, duration, start; verdict; findings."""
     ids = Text(f"#{number} ", style="bold")
     ids.append(f"request {block.request_id or '-'}", style="bold cyan")
+    id_parts = [ids]
     if block.x_request_id is not None:
-        ids.append(f"  x-request-id {block.x_request_id}", style="cyan")
-    facts = "  ".join(
-        part for part in (
-            block.route or "-", block.status or "-", block.outcome or "-",
-            f"{block.duration_ms:.1f} ms", _iso(block), f"span {block.span_id}",
-        )
-    )
-    lines = [ids, Text(facts)]
+        id_parts.append(Text(f"x-request-id {block.x_request_id}", style="cyan"))
+    lines = packed(id_parts, width, indent=len(f"#{number} "))
+    lines += packed([Text(part) for part in (
+        block.route or "-", block.status or "-", block.outcome or "-",
+        f"{block.duration_ms:.1f} ms", _iso(block), f"span {block.span_id}",
+    )], width)
     verdict = Text("verdict: ")
     verdict.append(block.verdict.label, style=_STYLE.get(block.verdict.label, "yellow"))
     producer = block.verdict.got_output_of
     if producer is not None:
-        verdict.append(f" — got output of {_whose(block, numbers)}", style="bold red")
-        lines.append(verdict)
+        verdict.append(" — got output of", style="bold red")
+        lines += packed([verdict, Text(_whose(block, numbers), style="bold red")], width,
+                        sep=" ", indent=2)
         # Two lines: both ids at full length would not fit in 100 columns on one.
-        lines.append(Text(f"  that caller: request {producer.request_id or '-'}", style="red"))
+        lines.append(_indented(f"that caller: request {producer.request_id or '-'}", 2,
+                               width, "red"))
         if producer.x_request_id is not None:
-            lines.append(Text(f"{'':15}x-request-id {producer.x_request_id}", style="red"))
+            lines.append(_indented(f"x-request-id {producer.x_request_id}", 15, width, "red"))
         verdict = Text("")
     if block.findings:
         kinds = []
@@ -88,23 +115,47 @@ def header_lines(block: RequestBlock, number: int, numbers: dict[str, int]) -> l
             with_ = [f"#{numbers[s]}" for s in block.overlaps if s in numbers]
             both = kind == DUPLICATE_IN_FLIGHT and with_
             kinds.append(f"{kind} with {' '.join(with_)}" if both else kind)
-        verdict.append(("  " if verdict.plain else "") + "errors: ")
-        verdict.append(", ".join(kinds), style="red")
-    if verdict.plain:
+        parts = [Text(f"{kind}," if i < len(kinds) - 1 else kind, style="red")
+                 for i, kind in enumerate(kinds)]
+        errors = packed([Text("errors:"), *parts], width, sep=" ", indent=8)
+        if verdict.plain and len(verdict) + 2 + len(errors[0]) <= width:
+            verdict.append("  ")
+            verdict.append_text(errors.pop(0))
+        lines += [verdict, *errors] if verdict.plain else errors
+    elif verdict.plain:
         lines.append(verdict)
     return lines
 
 
-def event_lines(block: RequestBlock, base: str) -> list[Text]:
-    """One line per log line: ms since the request's start, side, event, outcome, file:line."""
+def _event_width(blocks: list[RequestBlock], base: str, width: int) -> tuple[int, bool]:
+    """The event column's width, and whether `file:line` fits on the event's line."""
+    longest = max((len(f"{_short(ev.file, base)}:{ev.line}") for block in blocks
+                   for ev in block.events), default=0)
+    room = width - _BEFORE_EVENT - _AFTER_EVENT
+    if room - longest >= _MIN_EVENT:
+        return min(_EVENT, room - longest), True
+    return max(_MIN_EVENT, min(_EVENT, room)), False
+
+
+def event_lines(block: RequestBlock, base: str, width: int = 100, *,
+                event_width: tuple[int, bool] | None = None) -> list[Text]:
+    """One line per log line: ms since the request's start, side, event, outcome, file:line
+    (on a line of its own, under the event, when the terminal is too narrow for both)."""
+    column, inline = event_width or _event_width([block], base, width)
     out = []
     for ev in block.events:
-        event = ev.event if len(ev.event) <= _EVENT else ev.event[: _EVENT - 1] + "…"
-        line = Text(f"  {ev.ms:>+10.3f}  {ev.side:<9} {event:<{_EVENT}} {ev.outcome or '':<9} ")
-        line.append(f"{_short(ev.file, base)}:{ev.line}", style="dim")
+        event = ev.event if len(ev.event) <= column else ev.event[: column - 1] + "…"
+        line = Text(f"  {ev.ms:>+10.3f}  {ev.side:<9} {event:<{column}} {ev.outcome or '':<9} ")
+        location = Text(f"{_short(ev.file, base)}:{ev.line}", style="dim")
+        if inline:
+            line.append_text(location)
+        else:
+            line.rstrip()
         if ev.level == "ERROR":
             line.stylize("red")
         out.append(line)
+        if not inline:
+            out.append(Text(" " * max(0, min(_BEFORE_EVENT, width - len(location)))) + location)
     return out
 
 
@@ -133,7 +184,7 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
     if not view.blocks:
         return []
     numbers = _number(view)
-    bar_width = max(20, width - _LABEL - _DURATION - 2)
+    bar_width = max(_MIN_BAR, width - _LABEL - _DURATION - 2)
     t0 = min(b.start for b in view.blocks)
 
     def at(block: RequestBlock, ms: float) -> float:
@@ -142,8 +193,8 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
     lo = 0.0
     hi = max(at(b, bar.end_ms) for b in view.blocks for bar in b.spans)
     scale = bar_width / max(hi - lo, 1e-3)
-    lines = [Text(f"waterfall from {rfc3339_us(t0)} (0 ms); "
-                  "right: each span's ms", style="bold")]
+    lines = packed([Text(f"waterfall from {rfc3339_us(t0)} (0 ms);", style="bold"),
+                    Text("right: each span's ms", style="bold")], width, sep=" ")
     for group in _collision_order(view.blocks):
         stacked = len(group) > 1
         for k, block in enumerate(group):
@@ -167,15 +218,19 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
                 row.append(f"{bar.end_ms - bar.start_ms:>{_DURATION}.1f}", style="dim")
                 lines.append(row)
             if crossed:
-                lines.append(Text(f"  ✗ #{numbers[block.span_id]} got output of "
-                                  f"{_whose(block, numbers)}", style="bold red"))
+                lines += packed([
+                    Text(f"  ✗ #{numbers[block.span_id]} got output of", style="bold red"),
+                    Text(_whose(block, numbers), style="bold red"),
+                ], width, sep=" ", indent=4)
                 producer = block.verdict.got_output_of
                 if producer is not None:
-                    lines.append(Text(f"    request {producer.request_id or '-'}", style="red"))
+                    lines.append(_indented(f"request {producer.request_id or '-'}", 4, width,
+                                           "red"))
         if stacked:
             ids = " ".join(f"#{n}" for n in sorted(numbers[b.span_id] for b in group))
-            lines.append(Text(f"  ↕ {ids} held request {group[0].request_id} at the same time",
-                              style="yellow"))
+            lines += packed([Text(f"  ↕ {ids} held request", style="yellow"),
+                             Text(str(group[0].request_id), style="yellow"),
+                             Text("at the same time", style="yellow")], width, sep=" ", indent=4)
     axis = Text(" " * _LABEL + "0 ms")
     end = f"{hi:.1f} ms"
     axis.append(" " * max(1, bar_width - 4 - len(end)) + end)
@@ -186,8 +241,9 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
 def trace_lines(view: TraceView, width: int = 100) -> Iterable[Text]:
     """Everything `ridtrace trace` prints for people, line by line."""
     shown = len(view.blocks)
-    yield Text(f"{view.ident}: {view.matched} matching request(s), {shown} shown, "
-               "most relevant first", style="bold")
+    yield from packed([Text(f"{view.ident}:", style="bold"),
+                       Text(f"{view.matched} matching request(s), {shown} shown,", style="bold"),
+                       Text("most relevant first", style="bold")], width, sep=" ")
     base = _base_dir(view)
     if base:
         yield Text(f"files under {base}{os.sep}", style="dim")
@@ -201,13 +257,18 @@ def trace_lines(view: TraceView, width: int = 100) -> Iterable[Text]:
             yield from (Text(f"  {part}", style="yellow") for part in parts)
     yield from waterfall_lines(view, width)
     numbers = _number(view)
+    column, inline = columns = _event_width(view.blocks, base, width)
     yield Text("")
-    yield Text(f"  {'ms':>10}  {'side':<9} {'event':<{_EVENT}} {'outcome':<9} file:line",
-               style="dim")
+    heading = f"  {'ms':>10}  {'side':<9} {'event':<{column}} {'outcome':<9}"
+    if inline:
+        yield Text(f"{heading} file:line", style="dim")
+    else:
+        yield Text(heading.rstrip(), style="dim")
+        yield Text(" " * _BEFORE_EVENT + "file:line", style="dim")
     for number, block in enumerate(view.blocks, 1):
         yield Text("")
-        yield from header_lines(block, number, numbers)
-        yield from event_lines(block, base)
+        yield from header_lines(block, number, numbers, width)
+        yield from event_lines(block, base, width, event_width=columns)
     if view.more:
         yield Text("")
         yield Text(f"… {view.more} more matching request(s); --limit 0 shows all",
