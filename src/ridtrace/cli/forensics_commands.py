@@ -11,6 +11,7 @@ import click
 from ridtrace.cli.analyze import (
     InputError,
     allow_incomplete_option,
+    echo_out,
     emit,
     load_logs,
     paths_argument,
@@ -223,13 +224,24 @@ def jaeger(ctx: click.Context, paths: tuple[str, ...], output: Path, include_hea
     was incomplete (traces may be missing; --allow-incomplete: 0).
     """
     from ridtrace.forensics.records.spans import build_requests
-    from ridtrace.forensics.views.jaeger import to_jaeger
+    from ridtrace.forensics.views.jaeger import jaeger_traces, write_jaeger
 
     logs = load_logs(paths, quiet=quiet)
     requests = build_requests(logs.events)
-    doc = to_jaeger(requests, logs.events, health=include_health)
-    emit(json.dumps(doc), output)
+    traces = jaeger_traces(requests, logs.events, health=include_health)
+    # Streamed, a trace at a time: the whole document (and its text) was twice the
+    # memory the read itself needs.
+    if str(output) == "-":
+        count = write_jaeger(traces, lambda text: echo_out(text, nl=False, what="the traces"))
+        echo_out("", what="the traces")
+    else:
+        try:
+            with output.open("w", encoding="utf-8") as fh:
+                count = write_jaeger(traces, fh.write)
+                fh.write("\n")
+        except OSError as exc:
+            raise InputError(f"cannot write {output}: {exc.strerror}") from exc
     if not quiet:
-        click.echo(f"wrote {len(doc['data'])} trace(s) to {output}", err=True)
+        click.echo(f"wrote {count} trace(s) to {output}", err=True)
     _exit_if_incomplete(ctx, incomplete_reasons(logs.stats, requests=len(requests)),
                         "traces", allow_incomplete=allow_incomplete, quiet=quiet)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -58,32 +60,41 @@ def _present(value: Any) -> bool:
     return value is not None and value is not pd.NA and value == value
 
 
-def _event_logs(
-    events: pd.DataFrame | None, offsets: dict[str, int]
-) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """Lifecycle lines per (trace, span) as Jaeger span logs (only lines with an
-    ``event``): a span id says which span only within its trace, as requests are keyed.
-    Each line is moved by its file's clock offset (µs), as its span is."""
-    if events is None or events.empty:
-        return {}
-    rows = events[events["event"].notna().to_numpy() & events["span_id"].notna().to_numpy()]
-    us = epoch_us(rows["time"])
-    if offsets and len(rows):
-        us = us + rows["file"].astype(str).map(offsets).fillna(0).to_numpy(dtype=np.int64)
-    logs: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for trace, span, t, event, msg in zip(
-        rows["trace_id"].astype("object"), rows["span_id"].astype("object"), us,
-        rows["event"].astype("object"), rows["message"].astype("object"), strict=True,
-    ):
-        fields = [_tag("event", event)]
-        if _present(msg):
-            fields.append(_tag("message", msg))
-        logs.setdefault((str(trace), str(span)), []).append(
-            {"timestamp": int(t), "fields": fields}
-        )
-    for lines in logs.values():
-        lines.sort(key=lambda line: int(line["timestamp"]))
-    return logs
+class _SpanLogs:
+    """Lifecycle lines (only lines with an ``event``) as Jaeger span logs, built per span
+    when its trace is written: all of them at once held every line of the input as
+    Python objects. A span id says which span only within its trace, as requests are
+    keyed. Each line is moved by its file's clock offset (µs), as its span is."""
+
+    def __init__(self, events: pd.DataFrame | None, offsets: dict[str, int]) -> None:
+        self._rows: dict[tuple[str, str], np.ndarray] = {}
+        if events is None or events.empty:
+            return
+        rows = events[events["event"].notna().to_numpy() & events["span_id"].notna().to_numpy()]
+        if not len(rows):
+            return
+        us = epoch_us(rows["time"])
+        if offsets:
+            us = us + rows["file"].astype(str).map(offsets).fillna(0).to_numpy(dtype=np.int64)
+        self._us = us
+        self._event = rows["event"].astype("object").to_numpy()
+        self._message = rows["message"].astype("object").to_numpy()
+        keys = pd.DataFrame({"trace": rows["trace_id"].astype(str).to_numpy(),
+                             "span": rows["span_id"].astype(str).to_numpy()})
+        self._rows = keys.groupby(["trace", "span"], sort=False).indices
+
+    def get(self, trace: str, span: str) -> list[dict[str, Any]]:
+        at = self._rows.get((trace, span))
+        if at is None:
+            return []
+        at = at[np.argsort(self._us[at], kind="stable")]
+        logs = []
+        for i in at:
+            fields = [_tag("event", self._event[i])]
+            if _present(self._message[i]):
+                fields.append(_tag("message", self._message[i]))
+            logs.append({"timestamp": int(self._us[i]), "fields": fields})
+        return logs
 
 
 def _operation(r: Any, caller_route: Any = None) -> str:
@@ -117,10 +128,41 @@ def _in_loops(parents: dict[tuple[str, str], tuple[str, str]]) -> set[tuple[str,
     return looped
 
 
+_CHUNK = 4096  # rows turned into Python objects at a time
+
+
+def _rows(frame: pd.DataFrame) -> Iterator[Any]:
+    """`frame.itertuples()` a chunk at a time: itertuples turns every column into Python
+    objects first, as much memory as the traces written from them."""
+    for at in range(0, len(frame), _CHUNK):
+        yield from frame.iloc[at:at + _CHUNK].itertuples(index=False)
+
+
 def to_jaeger(
     requests: pd.DataFrame, events: pd.DataFrame | None = None, *, health: bool = False
 ) -> dict[str, Any]:
-    """``{"data": [trace, ...]}``: one trace per trace_id, worker spans CHILD_OF their caller.
+    """``{"data": [trace, ...]}``: the whole document `jaeger_traces` streams."""
+    data = list(jaeger_traces(requests, events, health=health))
+    return {"data": data, "total": 0, "limit": 0, "offset": 0, "errors": None}
+
+
+def write_jaeger(traces: Iterable[dict[str, Any]], write: Callable[[str], object]) -> int:
+    """Write the document `to_jaeger` returns (the same bytes as ``json.dumps`` of it),
+    one trace at a time: a big input's document never exists whole. Returns the traces."""
+    write('{"data": [')
+    count = 0
+    for trace in traces:
+        write((", " if count else "") + json.dumps(trace))
+        count += 1
+    write('], "total": 0, "limit": 0, "offset": 0, "errors": null}')
+    return count
+
+
+def jaeger_traces(
+    requests: pd.DataFrame, events: pd.DataFrame | None = None, *, health: bool = False
+) -> Iterator[dict[str, Any]]:
+    """Jaeger traces, one per trace_id, worker spans CHILD_OF their caller, built one at a
+    time in the order of their first span.
 
     Times are microseconds since the epoch, as Jaeger's JSON model wants; every span
     carries ``request_id`` and (when the client sent one) ``x_request_id`` tags. Health
@@ -141,7 +183,10 @@ def to_jaeger(
         keep &= ~_health_probes(requests)
     # In time order, not the order the files were named in: the same logs give the same
     # file (traces, spans and process ids alike), and traces list as Jaeger's search does.
-    req = requests[keep].sort_values(["start", "trace_id", "span_id"], kind="stable")
+    # Each trace's spans together, by start, so a trace is written once it is complete.
+    req = requests[keep]
+    req = req.assign(_first=req.groupby("trace_id", sort=False)["start"].transform("min"))
+    req = req.sort_values(["_first", "trace_id", "start", "span_id"], kind="stable")
     routes = dict(zip(zip(req["trace_id"].astype("object"), req["span_id"].astype("object"),
                           strict=True), req["route"].astype("object"), strict=True))
     exported = set(routes)
@@ -154,11 +199,14 @@ def to_jaeger(
     looped = _in_loops(parents)
     starts = epoch_us(req["start"]) if len(req) else np.zeros(0, dtype=np.int64)
     ends = epoch_us(req["end"]) if len(req) else np.zeros(0, dtype=np.int64)
-    logs = _event_logs(events, offsets)
-    traces: dict[str, dict[str, Any]] = {}
-    for r, start, end in zip(req.itertuples(index=False), starts, ends, strict=True):
+    logs = _SpanLogs(events, offsets)
+    trace: dict[str, Any] | None = None
+    for r, start, end in zip(_rows(req), starts, ends, strict=True):
         trace_id = str(r.trace_id)
-        trace = traces.setdefault(trace_id, {"traceID": trace_id, "spans": [], "processes": {}})
+        if trace is None or trace["traceID"] != trace_id:
+            if trace is not None:
+                yield trace
+            trace = {"traceID": trace_id, "spans": [], "processes": {}}
         service = str(r.service) if _present(r.service) else str(r.side)
         procs: dict[str, Any] = trace["processes"]
         pid = next((k for k, v in procs.items() if v["serviceName"] == service), None)
@@ -188,9 +236,10 @@ def to_jaeger(
                 "startTime": int(start),
                 "duration": int(end - start),
                 "tags": tags,
-                "logs": logs.get((trace_id, str(r.span_id)), []),
+                "logs": logs.get(trace_id, str(r.span_id)),
                 "processID": pid,
                 "warnings": None,
             }
         )
-    return {"data": list(traces.values()), "total": 0, "limit": 0, "offset": 0, "errors": None}
+    if trace is not None:
+        yield trace
