@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from ridtrace.cli.main import main
 from ridtrace.testing.synth import SynthSpec, SynthTruth, write_logs
-from tests.forensics.helpers import rt_request
+from tests.forensics.helpers import jaeger_spans, rt_request
 
 SAMPLE = Path("/work/shared/samples/dynamo-jsonl-sample.jsonl")
 
@@ -193,7 +193,7 @@ def test_export_jaeger_takes_requests_whose_end_names_no_outcome(tmp_path: Path)
     target = tmp_path / "traces.json"
     code, _, err = run("export", "jaeger", str(log), "-o", str(target))
     assert code == 0, err
-    spans = {s["spanID"]: s for t in json.loads(target.read_text())["data"] for s in t["spans"]}
+    spans = jaeger_spans(json.loads(target.read_text()))
     assert set(spans) == {"a", "b"}
     assert not any(t["key"] == "error" for t in spans["a"]["tags"])
     assert {"key": "error", "type": "bool", "value": True} in spans["b"]["tags"]
@@ -383,3 +383,46 @@ def test_the_findings_table_says_how_many_evidence_lines_it_left_out(tmp_path: P
     code, out, _ = run("analyze", str(log))
     assert code == 1
     assert "frontend.jsonl:8, … +8 more" in out
+
+
+def test_export_jaeger_ids_are_lower_case_hex_of_jaegers_widths(tmp_path: Path) -> None:
+    # Other systems log ids in upper case, short, with 0x, or not in hex at all ("trace
+    # two"): written as logged, Jaeger's UI could not link, search or compare them.
+    # Each becomes hex of Jaeger's width; the id as logged stays searchable as a tag.
+    lines = (rt_request("ABCDEF", "r1", 0, 1, trace="DEADBEEF")
+             + rt_request("span-two", "r2", 2, 3, trace="trace two")
+             + rt_request("a" * 16, "r3", 4, 5, trace="b" * 32))
+    worker = {"request_id": "r1", "trace_id": "DEADBEEF", "span_id": "0x1F",
+              "parent_span_id": "ABCDEF", "service": "worker-1"}
+    lines += [json.dumps({**json.loads(lines[0]), **worker, "event": "worker.start"}),
+              json.dumps({**json.loads(lines[1]), **worker, "event": "worker.end"})]
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(sorted(lines, key=lambda x: json.loads(x)["time"])) + "\n")
+    target = tmp_path / "traces.json"
+    code, _, err = run("export", "jaeger", str(log), "-o", str(target))
+    assert code == 0, err
+    traces = json.loads(target.read_text())["data"]
+    hex_digits = re.compile(r"[0-9a-f]+")
+    logged = {}
+    for trace in traces:
+        assert len(trace["traceID"]) in (16, 32) and hex_digits.fullmatch(trace["traceID"])
+        for span in trace["spans"]:
+            assert span["traceID"] == trace["traceID"]
+            assert len(span["spanID"]) == 16 and hex_digits.fullmatch(span["spanID"])
+            tags = {t["key"]: t["value"] for t in span["tags"]}
+            logged[tags.get("span_id", span["spanID"])] = (span, tags)
+            for ref in span["references"]:
+                assert ref["traceID"] == trace["traceID"]
+                assert ref["spanID"] in {s["spanID"] for s in trace["spans"]}
+    assert set(logged) == {"ABCDEF", "span-two", "a" * 16, "0x1F"}
+    caller, caller_tags = logged["ABCDEF"]
+    assert (caller["traceID"], caller["spanID"]) == ("00000000deadbeef", "0000000000abcdef")
+    assert caller_tags["trace_id"] == "DEADBEEF"
+    work, _ = logged["0x1F"]
+    assert work["spanID"] == "000000000000001f"
+    assert work["references"] == [{"refType": "CHILD_OF", "traceID": "00000000deadbeef",
+                                   "spanID": "0000000000abcdef"}]
+    plain, plain_tags = logged["a" * 16]  # already Jaeger's: as logged, no extra tag
+    assert plain["traceID"] == "b" * 32 and "trace_id" not in plain_tags
+    other, other_tags = logged["span-two"]
+    assert other_tags["trace_id"] == "trace two" and other["traceID"] != "trace two"

@@ -100,3 +100,14 @@ def legacy_rotated(directory: Path, spans: tuple[str, str] = ("a1", "b2")) -> tu
     rotated.write_text("".join(line + "\n" for _, line in sorted(starts)))
     live.write_text("".join(line + "\n" for _, line in sorted(ends)))
     return rotated, live
+
+
+def jaeger_spans(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The spans of an `export jaeger` document by their id as logged (Jaeger's own id
+    is hex of its width; the logged one is then its ``span_id`` tag)."""
+    spans = {}
+    for trace in doc["data"]:
+        for span in trace["spans"]:
+            tags = {t["key"]: t["value"] for t in span["tags"]}
+            spans[str(tags.get("span_id", span["spanID"]))] = span
+    return spans

@@ -9,7 +9,7 @@ import pytest
 
 from ridtrace.forensics.views.audit import pick_bucket, plot_usage, usage_series
 from ridtrace.forensics.views.jaeger import to_jaeger
-from tests.forensics.helpers import requests_frame
+from tests.forensics.helpers import jaeger_spans, requests_frame
 
 
 def _dep(*starts: float) -> pd.DataFrame:
@@ -83,10 +83,11 @@ def test_jaeger_references_only_spans_in_the_file() -> None:
         {"trace_id": "t", "span_id": "caller", "parent_span_id": "client-side-span"},
         {"trace_id": "t", "span_id": "work", "parent_span_id": "caller", "side": "worker"},
     )
-    spans = {s["spanID"]: s for t in to_jaeger(frame)["data"] for s in t["spans"]}
-    assert spans["work"]["references"] == [
-        {"refType": "CHILD_OF", "traceID": "t", "spanID": "caller"}
-    ]
+    spans = jaeger_spans(to_jaeger(frame))
+    assert spans["work"]["references"] == [{
+        "refType": "CHILD_OF", "traceID": spans["caller"]["traceID"],
+        "spanID": spans["caller"]["spanID"],
+    }]
     assert spans["caller"]["references"] == []
     assert {"key": "parent_span_id", "type": "string", "value": "client-side-span"} in (
         spans["caller"]["tags"]
@@ -101,7 +102,7 @@ def test_jaeger_names_worker_spans_after_what_they_did() -> None:
         {"trace_id": "u", "span_id": "orphan", "parent_span_id": "gone", "side": "worker"},
         {"trace_id": "v", "span_id": "own", "side": "worker", "route": "/worker/generate"},
     )
-    names = {s["spanID"]: s["operationName"] for t in to_jaeger(frame)["data"] for s in t["spans"]}
+    names = {key: s["operationName"] for key, s in jaeger_spans(to_jaeger(frame)).items()}
     assert names == {"caller": "POST /v1/messages", "work": "worker /v1/messages",
                      "orphan": "worker request", "own": "worker /worker/generate"}
 
@@ -115,8 +116,8 @@ def test_jaeger_status_is_an_int64_tag() -> None:
         {"span_id": "c", "status": "OK"},
         {"span_id": "d", "status": "9" * 20},  # beyond int64
     )
-    tags = {s["spanID"]: {t["key"]: t for t in s["tags"]}
-            for t in to_jaeger(frame)["data"] for s in t["spans"]}
+    tags = {key: {t["key"]: t for t in s["tags"]}
+            for key, s in jaeger_spans(to_jaeger(frame)).items()}
     assert tags["a"]["status"] == {"key": "status", "type": "int64", "value": 500}
     assert tags["b"]["status"] == {"key": "status", "type": "int64", "value": 200}
     assert tags["c"]["status"] == {"key": "status", "type": "string", "value": "OK"}

@@ -12,6 +12,7 @@ import pandas as pd
 from ridtrace.contract import WORKER
 from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.rules.skew import correct_skew
+from ridtrace.forensics.views import jaeger_ids
 
 _TAGS = ("request_id", "x_request_id", "side", "outcome", "status", "route", "fp_in", "fp_out",
          "deprecated", "worker", "error")
@@ -201,12 +202,14 @@ def jaeger_traces(
     ends = epoch_us(req["end"]) if len(req) else np.zeros(0, dtype=np.int64)
     logs = _SpanLogs(events, offsets)
     trace: dict[str, Any] | None = None
+    logged_trace = ""  # the trace id as the logs spell it, which groups the spans
     for r, start, end in zip(_rows(req), starts, ends, strict=True):
         trace_id = str(r.trace_id)
-        if trace is None or trace["traceID"] != trace_id:
+        if trace is None or trace_id != logged_trace:
             if trace is not None:
                 yield trace
-            trace = {"traceID": trace_id, "spans": [], "processes": {}}
+            logged_trace = trace_id
+            trace = {"traceID": jaeger_ids.trace_id(trace_id), "spans": [], "processes": {}}
         service = str(r.service) if _present(r.service) else str(r.side)
         procs: dict[str, Any] = trace["processes"]
         pid = next((k for k, v in procs.items() if v["serviceName"] == service), None)
@@ -216,12 +219,14 @@ def jaeger_traces(
         refs = []
         caller_route = None
         tags = [_tag(_TAG_KEY.get(k, k), getattr(r, k)) for k in _TAGS if _present(getattr(r, k))]
+        tags += jaeger_ids.logged_id_tags(trace_id, str(r.span_id))
         if _present(r.parent_span_id):
             parent = str(r.parent_span_id)
             # No reference closes a loop (a span its own parent, or two each other's):
             # Jaeger's trace tree would loop on it.
             if (trace_id, parent) in exported and (trace_id, str(r.span_id)) not in looped:
-                refs.append({"refType": "CHILD_OF", "traceID": trace_id, "spanID": parent})
+                refs.append({"refType": "CHILD_OF", "traceID": trace["traceID"],
+                             "spanID": jaeger_ids.span_id(parent)})
                 caller_route = routes[(trace_id, parent)]
             else:
                 tags.append(_tag("parent_span_id", parent))
@@ -229,8 +234,8 @@ def jaeger_traces(
             tags.append(_tag("error", True))
         trace["spans"].append(
             {
-                "traceID": trace_id,
-                "spanID": str(r.span_id),
+                "traceID": trace["traceID"],
+                "spanID": jaeger_ids.span_id(str(r.span_id)),
                 "operationName": _operation(r, caller_route),
                 "references": refs,
                 "startTime": int(start),

@@ -1,0 +1,46 @@
+"""Ids as Jaeger wants them: lower-case hex, 16 digits for a span, 16 or 32 for a trace.
+
+Logs from other systems spell ids their own way (upper case, ``0x1f``, short, or not
+hex at all, such as ``trace two``). Jaeger's UI links, searches and compares traces by
+these ids, so each is written in Jaeger's form; the id as logged goes beside it as a
+tag (`logged_id_tags`) so that a search for it still finds the span.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+SPAN_WIDTH = 16
+TRACE_WIDTHS = (16, 32)  # a 64-bit or a 128-bit trace id
+_HEX = re.compile(r"[0-9a-f]+")
+
+
+def _jaeger_id(logged: str, widths: tuple[int, ...]) -> str:
+    text = logged.lower().removeprefix("0x")
+    if _HEX.fullmatch(text) and len(text) <= widths[-1]:
+        return text.zfill(next(w for w in widths if len(text) <= w))
+    # Not hex, or longer than Jaeger's ids: a stable stand-in of the widest width.
+    digest = hashlib.sha256(logged.encode("utf-8", "surrogatepass")).hexdigest()
+    return digest[: widths[-1]]
+
+
+def span_id(logged: str) -> str:
+    """`logged` as a Jaeger span id: 16 lower-case hex digits."""
+    return _jaeger_id(logged, (SPAN_WIDTH,))
+
+
+def trace_id(logged: str) -> str:
+    """`logged` as a Jaeger trace id: 16 or 32 lower-case hex digits."""
+    return _jaeger_id(logged, TRACE_WIDTHS)
+
+
+def logged_id_tags(trace: str, span: str) -> list[dict[str, Any]]:
+    """``trace_id`` / ``span_id`` string tags for the ids whose Jaeger form differs."""
+    tags = []
+    if trace_id(trace) != trace:
+        tags.append({"key": "trace_id", "type": "string", "value": trace})
+    if span_id(span) != span:
+        tags.append({"key": "span_id", "type": "string", "value": span})
+    return tags
