@@ -218,3 +218,14 @@ def test_a_trace_id_from_jaeger_finds_its_request_and_its_workers(
     (req,) = doc["requests"]
     assert req["span_id"] == span and req["trace_id"] == by_span["trace_id"]
     assert len(req["spans"]) == len(by_span["spans"]) > 1
+
+
+def test_the_ids_export_jaeger_wrote_for_odd_logged_ids_find_the_request(tmp_path: Path) -> None:
+    # Ids logged as DEADBEEF / ABCDEF are 00000000deadbeef / 0000000000abcdef in Jaeger:
+    # the id an operator copies from Jaeger's UI must lead back to the logs.
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(rt_request("ABCDEF", "r1", 0, 1, trace="DEADBEEF")) + "\n")
+    for ident in ("00000000deadbeef", "0000000000abcdef", "DEADBEEF"):
+        code, out, err = run("trace", ident, str(log), "--format", "json")
+        assert code == 0, (ident, err)
+        assert [r["request_id"] for r in json.loads(out)["requests"]] == ["r1"]

@@ -17,6 +17,7 @@ import pandas as pd
 from ridtrace.contract import FRONTEND, WORKER
 from ridtrace.forensics.rules.skew import correct_skew
 from ridtrace.forensics.rules.streams import unlinked
+from ridtrace.forensics.views import jaeger_ids
 from ridtrace.forensics.views.verdicts import (
     CROSSED,
     NO_CALLER,
@@ -147,6 +148,19 @@ def _overlapping(root: Any, callers: pd.DataFrame) -> tuple[str, ...]:
     return tuple(str(s) for s in hit["span_id"])
 
 
+def _jaeger_ids_match(requests: pd.DataFrame, ident: str) -> np.ndarray:
+    """Spans whose trace or span id `export jaeger` wrote as `ident`: an id logged as
+    ``DEADBEEF`` is ``00000000deadbeef`` in Jaeger's UI, where the operator copies it."""
+    if len(ident) not in (16, 32):
+        return np.zeros(len(requests), dtype=bool)
+    trace = requests["trace_id"].astype("object")
+    span = requests["span_id"].astype("object")
+    hit = trace.map(lambda t: isinstance(t, str) and jaeger_ids.trace_id(t) == ident)
+    if len(ident) == jaeger_ids.SPAN_WIDTH:
+        hit |= span.map(lambda s: isinstance(s, str) and jaeger_ids.span_id(s) == ident)
+    return np.asarray(hit.to_numpy(dtype=bool), dtype=bool)
+
+
 def build_trace(
     events: pd.DataFrame, requests: pd.DataFrame, ident: str, *, limit: int | None = 10
 ) -> TraceView:
@@ -167,6 +181,8 @@ def build_trace(
         # The id Jaeger shows, and the one `export jaeger` files each request under.
         | (requests["trace_id"] == ident).fillna(False)
     ).to_numpy()
+    if not hit.any():
+        hit = _jaeger_ids_match(requests, ident)
     roots = set(owner[hit])
     mine = requests[owner.isin(roots).to_numpy()].assign(_owner=owner[owner.isin(roots)])
     is_root = (mine["side"] == FRONTEND).to_numpy() & (mine["span_id"] == mine["_owner"]).to_numpy()
