@@ -10,6 +10,7 @@ from rich.console import Console
 
 from ridtrace.forensics.views.trace_model import TraceView
 from ridtrace.forensics.views.trace_text import print_trace, trace_lines
+from tests.forensics.helpers import rt
 from tests.forensics.test_trace_view import (
     RID,
     SPAN_A,
@@ -124,3 +125,19 @@ def test_a_narrow_terminal_gets_lines_of_its_width_with_ids_whole(
     for location in ("frontend.jsonl:3", "worker.jsonl:2", "worker.jsonl:4", "frontend.jsonl:4"):
         assert any(line.rstrip().endswith(location) for line in lines), location
     assert any(line.split()[:2] == ["+0.000", "frontend"] for line in lines)
+
+
+def test_a_line_logged_with_an_unset_clock_keeps_every_column_in_place(tmp_path: Path) -> None:
+    # Go's zero time (0001-01-01) in one line made a span 2,026 years long: its duration
+    # (63931543201000.0) pushed the waterfall row past 100 columns, and the event's ms
+    # past its column, so both wrapped.
+    write_incident(tmp_path)
+    with (tmp_path / "frontend.jsonl").open("a") as fh:
+        fh.write(rt(None, time="0001-01-01T00:00:00Z", message="clock unset", request_id=RID,
+                    trace_id=f"{SPAN_A:0>32}", span_id=SPAN_A) + "\n")
+    view = view_of([str(tmp_path / "frontend.jsonl"), str(tmp_path / "worker.jsonl")], RID)
+    lines = rendered(view)
+    assert max(len(line) for line in lines) <= 100
+    assert len(lines) == len(list(trace_lines(view, 100)))
+    bars = [line for line in lines if "█" in line]
+    assert len(bars) == 4 and any(line.endswith(" y") for line in bars)

@@ -31,6 +31,26 @@ _MIN_BAR = 10
 _STYLE = {OWN_OUTPUT: "green", CROSSED: "bold red"}
 
 
+# A line logged with an unset clock (Go's zero time) makes a span thousands of years
+# long: its milliseconds would push a row past its columns.
+_UNITS = ((31_557_600_000.0, "y"), (86_400_000.0, "d"), (3_600_000.0, "h"), (60_000.0, "min"),
+          (1_000.0, "s"))
+
+
+def span_ms(ms: float, width: int, *, digits: int = 1, sign: str = "") -> str:
+    """`ms` as ``123.4`` (`digits` decimals), or in the largest unit it holds (``2026 y``)
+    when that does not fit in `width` characters."""
+    text = f"{ms:{sign}.{digits}f}"
+    if len(text) <= width:
+        return text
+    size, unit = next(((size, unit) for size, unit in _UNITS if abs(ms) >= size), (1.0, "ms"))
+    return f"{ms / size:{sign}.0f} {unit}"
+
+
+def _with_ms(text: str) -> str:
+    return text if text[-1].isalpha() else f"{text} ms"
+
+
 def _iso(block: RequestBlock) -> str:
     return rfc3339_us(block.start)
 
@@ -94,7 +114,7 @@ def header_lines(
     lines = packed(id_parts, width, indent=len(f"#{number} "))
     lines += packed([Text(part) for part in (
         block.route or "-", block.status or "-", block.outcome or "-",
-        f"{block.duration_ms:.1f} ms", _iso(block), f"span {block.span_id}",
+        _with_ms(span_ms(block.duration_ms, 10)), _iso(block), f"span {block.span_id}",
     )], width)
     verdict = Text("verdict: ")
     verdict.append(block.verdict.label, style=_STYLE.get(block.verdict.label, "yellow"))
@@ -145,7 +165,8 @@ def event_lines(block: RequestBlock, base: str, width: int = 100, *,
     out = []
     for ev in block.events:
         event = ev.event if len(ev.event) <= column else ev.event[: column - 1] + "…"
-        line = Text(f"  {ev.ms:>+10.3f}  {ev.side:<9} {event:<{column}} {ev.outcome or '':<9} ")
+        ms = span_ms(ev.ms, 10, digits=3, sign="+")
+        line = Text(f"  {ms:>10}  {ev.side:<9} {event:<{column}} {ev.outcome or '':<9} ")
         location = Text(f"{_short(ev.file, base)}:{ev.line}", style="dim")
         if inline:
             line.append_text(location)
@@ -215,7 +236,8 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
                 row.append(" " * left)
                 row.append("█" * (right - left), style=style)
                 row.append(" " * (bar_width - right))
-                row.append(f"{bar.end_ms - bar.start_ms:>{_DURATION}.1f}", style="dim")
+                duration = span_ms(bar.end_ms - bar.start_ms, _DURATION - 1)
+                row.append(f"{duration:>{_DURATION}}", style="dim")
                 lines.append(row)
             if crossed:
                 lines += packed([
@@ -232,7 +254,7 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
                              Text(str(group[0].request_id), style="yellow"),
                              Text("at the same time", style="yellow")], width, sep=" ", indent=4)
     axis = Text(" " * _LABEL + "0 ms")
-    end = f"{hi:.1f} ms"
+    end = _with_ms(span_ms(hi, 10))
     axis.append(" " * max(1, bar_width - 4 - len(end)) + end)
     lines.append(axis)
     return lines
