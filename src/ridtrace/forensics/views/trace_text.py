@@ -18,6 +18,7 @@ from rich.text import Text
 from ridtrace.contract import FRONTEND
 from ridtrace.forensics.printable import visible
 from ridtrace.forensics.rfc3339 import rfc3339_us
+from ridtrace.forensics.views.text_fit import indented, packed, span_ms, with_ms
 from ridtrace.forensics.views.trace_model import DUPLICATE_IN_FLIGHT, RequestBlock, TraceView
 from ridtrace.forensics.views.verdicts import CROSSED, OWN_OUTPUT
 
@@ -29,26 +30,6 @@ _BEFORE_EVENT = 24  # "  {ms:>+10.3f}  {side:<9} "
 _AFTER_EVENT = 11  # " {outcome:<9} "
 _MIN_BAR = 10
 _STYLE = {OWN_OUTPUT: "green", CROSSED: "bold red"}
-
-
-# A line logged with an unset clock (Go's zero time) makes a span thousands of years
-# long: its milliseconds would push a row past its columns.
-_UNITS = ((31_557_600_000.0, "y"), (86_400_000.0, "d"), (3_600_000.0, "h"), (60_000.0, "min"),
-          (1_000.0, "s"))
-
-
-def span_ms(ms: float, width: int, *, digits: int = 1, sign: str = "") -> str:
-    """`ms` as ``123.4`` (`digits` decimals), or in the largest unit it holds (``2026 y``)
-    when that does not fit in `width` characters."""
-    text = f"{ms:{sign}.{digits}f}"
-    if len(text) <= width:
-        return text
-    size, unit = next(((size, unit) for size, unit in _UNITS if abs(ms) >= size), (1.0, "ms"))
-    return f"{ms / size:{sign}.0f} {unit}"
-
-
-def _with_ms(text: str) -> str:
-    return text if text[-1].isalpha() else f"{text} ms"
 
 
 def _iso(block: RequestBlock) -> str:
@@ -84,24 +65,6 @@ def _whose(block: RequestBlock, numbers: dict[str, int]) -> str:
     return f"span {producer.span_id or '?'}{ref}"
 
 
-def packed(parts: list[Text], width: int, *, sep: str = "  ", indent: int = 0) -> list[Text]:
-    """`parts` joined by `sep` on as few lines as `width` allows, broken between parts
-    only (the next lines indented by `indent`): an id is never cut in two."""
-    lines = [parts[0].copy()]
-    for part in parts[1:]:
-        if len(lines[-1]) + len(sep) + len(part) <= width:
-            lines[-1].append(sep)
-            lines[-1].append_text(part)
-        else:
-            lines.append(Text(" " * max(0, min(indent, width - len(part)))) + part)
-    return lines
-
-
-def _indented(text: str, indent: int, width: int, style: str) -> Text:
-    """`text` after up to `indent` spaces: fewer when the line would not fit otherwise."""
-    return Text(" " * max(0, min(indent, width - len(text))) + text, style=style)
-
-
 def header_lines(
     block: RequestBlock, number: int, numbers: dict[str, int], width: int = 100
 ) -> list[Text]:
@@ -114,7 +77,7 @@ def header_lines(
     lines = packed(id_parts, width, indent=len(f"#{number} "))
     lines += packed([Text(part) for part in (
         block.route or "-", block.status or "-", block.outcome or "-",
-        _with_ms(span_ms(block.duration_ms, 10)), _iso(block), f"span {block.span_id}",
+        with_ms(span_ms(block.duration_ms, 10)), _iso(block), f"span {block.span_id}",
     )], width)
     verdict = Text("verdict: ")
     verdict.append(block.verdict.label, style=_STYLE.get(block.verdict.label, "yellow"))
@@ -124,10 +87,10 @@ def header_lines(
         lines += packed([verdict, Text(_whose(block, numbers), style="bold red")], width,
                         sep=" ", indent=2)
         # Two lines: both ids at full length would not fit in 100 columns on one.
-        lines.append(_indented(f"that caller: request {producer.request_id or '-'}", 2,
+        lines.append(indented(f"that caller: request {producer.request_id or '-'}", 2,
                                width, "red"))
         if producer.x_request_id is not None:
-            lines.append(_indented(f"x-request-id {producer.x_request_id}", 15, width, "red"))
+            lines.append(indented(f"x-request-id {producer.x_request_id}", 15, width, "red"))
         verdict = Text("")
     if block.findings:
         kinds = []
@@ -246,7 +209,7 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
                 ], width, sep=" ", indent=4)
                 producer = block.verdict.got_output_of
                 if producer is not None:
-                    lines.append(_indented(f"request {producer.request_id or '-'}", 4, width,
+                    lines.append(indented(f"request {producer.request_id or '-'}", 4, width,
                                            "red"))
         if stacked:
             ids = " ".join(f"#{n}" for n in sorted(numbers[b.span_id] for b in group))
@@ -254,7 +217,7 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
                              Text(str(group[0].request_id), style="yellow"),
                              Text("at the same time", style="yellow")], width, sep=" ", indent=4)
     axis = Text(" " * _LABEL + "0 ms")
-    end = _with_ms(span_ms(hi, 10))
+    end = with_ms(span_ms(hi, 10))
     axis.append(" " * max(1, bar_width - 4 - len(end)) + end)
     lines.append(axis)
     return lines

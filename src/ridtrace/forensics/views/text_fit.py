@@ -1,0 +1,44 @@
+"""Fitting `ridtrace trace`'s text to a width: lines broken between parts, never inside
+an id, and times that keep to their columns."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+# A line logged with an unset clock (Go's zero time) makes a span thousands of years
+# long: its milliseconds would push a row past its columns.
+_UNITS = ((31_557_600_000.0, "y"), (86_400_000.0, "d"), (3_600_000.0, "h"), (60_000.0, "min"),
+          (1_000.0, "s"))
+
+
+def span_ms(ms: float, width: int, *, digits: int = 1, sign: str = "") -> str:
+    """`ms` as ``123.4`` (`digits` decimals), or in the largest unit it holds (``2026 y``)
+    when that does not fit in `width` characters."""
+    text = f"{ms:{sign}.{digits}f}"
+    if len(text) <= width:
+        return text
+    size, unit = next(((size, unit) for size, unit in _UNITS if abs(ms) >= size), (1.0, "ms"))
+    return f"{ms / size:{sign}.0f} {unit}"
+
+
+def with_ms(text: str) -> str:
+    """`span_ms`'s text with its unit: ``ms`` unless it already names one."""
+    return text if text[-1].isalpha() else f"{text} ms"
+
+
+def packed(parts: list[Text], width: int, *, sep: str = "  ", indent: int = 0) -> list[Text]:
+    """`parts` joined by `sep` on as few lines as `width` allows, broken between parts
+    only (the next lines indented by `indent`): an id is never cut in two."""
+    lines = [parts[0].copy()]
+    for part in parts[1:]:
+        if len(lines[-1]) + len(sep) + len(part) <= width:
+            lines[-1].append(sep)
+            lines[-1].append_text(part)
+        else:
+            lines.append(Text(" " * max(0, min(indent, width - len(part)))) + part)
+    return lines
+
+
+def indented(text: str, indent: int, width: int, style: str) -> Text:
+    """`text` after up to `indent` spaces: fewer when the line would not fit otherwise."""
+    return Text(" " * max(0, min(indent, width - len(text))) + text, style=style)
