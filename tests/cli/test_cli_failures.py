@@ -169,3 +169,14 @@ def test_a_trace_export_past_the_sniff_beside_the_logs_is_not_a_log(tmp_path: Pa
         {"file": str(export), "reason": "a Jaeger trace file, not JSON lines"}]
     assert summary["bad_lines"] == 0 and not summary["incomplete"], summary
     assert result.exit_code == 0
+
+
+def test_audit_plot_to_a_path_it_cannot_write_is_exit_2_not_a_crash(tmp_path: Path) -> None:
+    # A typo'd directory in --plot raised FileNotFoundError from matplotlib: a traceback
+    # and exit 4, "ridtrace itself failed", for a user's mistake.
+    pytest.importorskip("matplotlib")
+    log = _logs(tmp_path)
+    for plot in (tmp_path / "no-such-dir" / "use.png", log / "use.png"):  # under a file too
+        result = CliRunner().invoke(main, ["audit", str(log), "--plot", str(plot)])
+        assert result.exit_code == 2, result.output
+        assert "cannot write" in result.stderr and "Traceback" not in result.output

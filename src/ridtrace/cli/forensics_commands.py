@@ -84,6 +84,8 @@ def audit(
             plot_usage(usage_series(requests), plot)
         except ImportError as exc:  # a missing extra, like --engine dask's: exit 2
             raise InputError("--plot needs matplotlib: pip install 'ridtrace[plot]'") from exc
+        except OSError as exc:  # a report that cannot be written, as -o's: exit 2
+            raise InputError(f"cannot write {plot}: {exc.strerror or exc}") from exc
     if fmt == "json":
         doc = {
             "summary": summary,
