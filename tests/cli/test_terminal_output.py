@@ -94,3 +94,23 @@ def test_columns_lays_out_trace_and_analyze_for_a_pipe_too(
         narrow = CliRunner().invoke(main, [*args, str(path), "-q"], env={"COLUMNS": "60"})
         assert "\x1b" not in narrow.stdout
         assert max(map(len, narrow.stdout.splitlines())) <= 60, narrow.stdout
+
+
+@pytest.mark.parametrize("by", ["header", "client", "route"])
+def test_audit_rows_read_whole_on_a_narrow_terminal(
+    logs: tuple[Path, SynthTruth], by: str,
+) -> None:
+    # Six columns in 60 cut the header names and the times into pieces ("x-dynam /
+    # o-reque / st-id"); wide enough, the table stays.
+    path, _ = logs
+    code, out = run_on_terminal("audit", str(path), "--by", by, "-q", columns=60)
+    assert code == 0
+    lines = _lines(out)
+    assert max(map(len, lines)) <= 60
+    text = "\n".join(lines)
+    for whole in ("x-dynamo-request-id", "request-id", "2026-11-29T10:00:00."):
+        assert any(whole in line for line in lines), (whole, text)
+    assert sum(line.split()[:1] == ["first_seen"] for line in lines) == len(
+        [line for line in lines if line.split()[:1] == ["last_seen"]]) >= 2
+    _, wide = run_on_terminal("audit", str(path), "--by", by, "-q", columns=200)
+    assert "┏" in wide  # the table

@@ -172,10 +172,33 @@ def _frame_table(frame: pd.DataFrame, *, title: str) -> Table:
     return table
 
 
+def _print_frame(console: Console, frame: pd.DataFrame, *, title: str) -> None:
+    """`frame` as a table when it fits the console, else one block per row (a column a
+    line): folded into a narrow terminal, each cell was a few letters a line."""
+    from rich.measure import Measurement
+    from rich.text import Text
+
+    table = _frame_table(frame, title=title)
+    unbounded = console.options.update_width(10_000)  # measured, not clamped to the console
+    if Measurement.get(console, unbounded, table).maximum <= console.width:
+        console.print(table)
+        return
+    console.print(title, style="bold")
+    for row in frame.itertuples(index=False):
+        console.print()
+        fields = Table.grid(padding=(0, 2))
+        fields.add_column(no_wrap=True)
+        fields.add_column(overflow="fold")
+        for column, value in zip(frame.columns, row, strict=True):
+            fields.add_row(Text(f"  {column}"), Text(_cell(value)))
+        console.print(fields)
+    console.print()
+
+
 def render_frame(frame: pd.DataFrame, *, title: str, to_terminal: bool) -> str:
-    """Any DataFrame as a rich table (audit and trace output)."""
+    """Any DataFrame as a rich table, or a block per row when the table would not fit."""
     console, buf = _console(to_terminal)
-    console.print(_frame_table(frame, title=title))
+    _print_frame(console, frame, title=title)
     return buf.getvalue()
 
 
@@ -187,7 +210,7 @@ def render_audit(
     console, buf = _console(to_terminal)
     # The table itself, not its rendered text: on a terminal that text holds escape
     # codes, which a second console prints as visible garbage.
-    console.print(_frame_table(table, title=title))
+    _print_frame(console, table, title=title)
     console.print(
         f"read {summary['files']} file(s): {summary['lines']} line(s), "
         f"{summary['bad_lines']} bad, {summary['requests']} request(s)"
