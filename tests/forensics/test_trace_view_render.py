@@ -10,7 +10,7 @@ from rich.console import Console
 
 from ridtrace.forensics.views.trace_model import TraceView
 from ridtrace.forensics.views.trace_text import print_trace, trace_lines
-from tests.forensics.helpers import rt
+from tests.forensics.helpers import rt, rt_request, ts
 from tests.forensics.test_trace_view import (
     RID,
     SPAN_A,
@@ -141,3 +141,28 @@ def test_a_line_logged_with_an_unset_clock_keeps_every_column_in_place(tmp_path:
     assert len(lines) == len(list(trace_lines(view, 100)))
     bars = [line for line in lines if "█" in line]
     assert len(bars) == 4 and any(line.endswith(" y") for line in bars)
+
+
+@pytest.mark.parametrize("width", [60, 100])
+def test_wide_characters_count_as_the_two_columns_they_take(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, width: int,
+) -> None:
+    # A client's id in CJK and a message with emoji take two columns a character: laid
+    # out by characters, the event line ran 44 columns into a 28-column field and
+    # wrapped, its file:line alone on the next line.
+    from rich.cells import cell_len
+
+    rid = "请求-🚀-" + "中" * 14
+    lines = rt_request("a" * 16, rid, 0, 1, xrid="客户" * 9)
+    lines.insert(1, rt(None, time=ts(0.5), message="生成完了したトークンを送信しました🚀🚀🚀",
+                       request_id=rid, trace_id="a" * 32, span_id="a" * 16))
+    monkeypatch.chdir(tmp_path)  # `files under logs/`: a path of its own may need a fold
+    Path("logs").mkdir()
+    Path("logs/frontend.jsonl").write_text("\n".join(lines) + "\n")
+    view = view_of(["logs/frontend.jsonl"], rid)
+    shown = rendered(view, width)
+    assert max(cell_len(line) for line in shown) <= width
+    assert len(shown) == len(list(trace_lines(view, width)))  # no line was wrapped
+    assert any(line.endswith("frontend.jsonl:2") and "生成" in line for line in shown) or any(
+        line.strip() == "frontend.jsonl:2" for line in shown)
+    assert any(rid in line for line in shown) and any("客户" * 9 in line for line in shown)

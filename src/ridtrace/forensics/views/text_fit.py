@@ -3,6 +3,7 @@ an id, and times that keep to their columns."""
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 
 # A line logged with an unset clock (Go's zero time) makes a span thousands of years
@@ -27,18 +28,26 @@ def with_ms(text: str) -> str:
 
 
 def packed(parts: list[Text], width: int, *, sep: str = "  ", indent: int = 0) -> list[Text]:
-    """`parts` joined by `sep` on as few lines as `width` allows, broken between parts
-    only (the next lines indented by `indent`): an id is never cut in two."""
+    """`parts` joined by `sep` on as few lines as `width` columns allow, broken between
+    parts only (the next lines indented by `indent`): an id is never cut in two. Widths
+    are terminal cells: a CJK character or an emoji takes two."""
     lines = [parts[0].copy()]
     for part in parts[1:]:
-        if len(lines[-1]) + len(sep) + len(part) <= width:
+        if lines[-1].cell_len + len(sep) + part.cell_len <= width:
             lines[-1].append(sep)
             lines[-1].append_text(part)
         else:
-            lines.append(Text(" " * max(0, min(indent, width - len(part)))) + part)
+            lines.append(Text(" " * max(0, min(indent, width - part.cell_len))) + part)
     return lines
 
 
 def indented(text: str, indent: int, width: int, style: str) -> Text:
     """`text` after up to `indent` spaces: fewer when the line would not fit otherwise."""
-    return Text(" " * max(0, min(indent, width - len(text))) + text, style=style)
+    return Text(" " * max(0, min(indent, width - cell_len(text))) + text, style=style)
+
+
+def fitted(text: str, width: int) -> str:
+    """`text` in exactly `width` cells: cut with an ellipsis, or padded with spaces."""
+    cell = Text(text)
+    cell.truncate(width, overflow="ellipsis", pad=True)
+    return cell.plain

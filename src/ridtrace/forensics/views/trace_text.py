@@ -12,13 +12,14 @@ import math
 import os
 from collections.abc import Iterable
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
 from ridtrace.contract import FRONTEND
 from ridtrace.forensics.printable import visible
 from ridtrace.forensics.rfc3339 import rfc3339_us
-from ridtrace.forensics.views.text_fit import indented, packed, span_ms, with_ms
+from ridtrace.forensics.views.text_fit import fitted, indented, packed, span_ms, with_ms
 from ridtrace.forensics.views.trace_model import DUPLICATE_IN_FLIGHT, RequestBlock, TraceView
 from ridtrace.forensics.views.verdicts import CROSSED, OWN_OUTPUT
 
@@ -101,7 +102,7 @@ def header_lines(
         parts = [Text(f"{kind}," if i < len(kinds) - 1 else kind, style="red")
                  for i, kind in enumerate(kinds)]
         errors = packed([Text("errors:"), *parts], width, sep=" ", indent=8)
-        if verdict.plain and len(verdict) + 2 + len(errors[0]) <= width:
+        if verdict.plain and verdict.cell_len + 2 + errors[0].cell_len <= width:
             verdict.append("  ")
             verdict.append_text(errors.pop(0))
         lines += [verdict, *errors] if verdict.plain else errors
@@ -112,7 +113,7 @@ def header_lines(
 
 def _event_width(blocks: list[RequestBlock], base: str, width: int) -> tuple[int, bool]:
     """The event column's width, and whether `file:line` fits on the event's line."""
-    longest = max((len(f"{_short(ev.file, base)}:{ev.line}") for block in blocks
+    longest = max((cell_len(f"{_short(ev.file, base)}:{ev.line}") for block in blocks
                    for ev in block.events), default=0)
     room = width - _BEFORE_EVENT - _AFTER_EVENT
     if room - longest >= _MIN_EVENT:
@@ -127,9 +128,9 @@ def event_lines(block: RequestBlock, base: str, width: int = 100, *,
     column, inline = event_width or _event_width([block], base, width)
     out = []
     for ev in block.events:
-        event = ev.event if len(ev.event) <= column else ev.event[: column - 1] + "…"
+        event = fitted(ev.event, column)
         ms = span_ms(ev.ms, 10, digits=3, sign="+")
-        line = Text(f"  {ms:>10}  {ev.side:<9} {event:<{column}} {ev.outcome or '':<9} ")
+        line = Text(f"  {ms:>10}  {ev.side:<9} {event} {ev.outcome or '':<9} ")
         location = Text(f"{_short(ev.file, base)}:{ev.line}", style="dim")
         if inline:
             line.append_text(location)
@@ -139,7 +140,8 @@ def event_lines(block: RequestBlock, base: str, width: int = 100, *,
             line.stylize("red")
         out.append(line)
         if not inline:
-            out.append(Text(" " * max(0, min(_BEFORE_EVENT, width - len(location)))) + location)
+            out.append(Text(" " * max(0, min(_BEFORE_EVENT, width - location.cell_len)))
+                       + location)
     return out
 
 
