@@ -149,3 +149,33 @@ def test_worker_spans_without_their_caller(tmp_path: Path) -> None:
     assert {b.verdict.label for b in view.blocks} == {"no caller in logs"}
     assert {b.span_id for b in view.blocks} == {SPAN_A, SPAN_B}  # grouped by their caller
     assert all(b.spans[0].side == "worker-0" and b.duration_ms == 800.0 for b in view.blocks)
+
+
+def test_only_the_shown_requests_are_built(tmp_path: Path, monkeypatch: Any) -> None:
+    # A legacy incident: hundreds of callers held one id. Each caller's block was built
+    # (its spans, overlaps and rows, a few milliseconds of pandas each) to keep ten:
+    # 3,000 callers took 17 s. The ranking needs only starts and findings.
+    from ridtrace.forensics.views import trace_model
+
+    lines = [line for i in range(300)
+             for line in rt_request(f"{i:016x}", "rollout-7", i * 0.01, i * 0.01 + 0.5)]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    built = []
+    original = trace_model._block
+
+    def counting(root_id: str, *args: Any) -> trace_model.RequestBlock:
+        built.append(root_id)
+        return original(root_id, *args)
+
+    monkeypatch.setattr(trace_model, "_block", counting)
+    view = view_of([str(tmp_path / "frontend.jsonl")], "rollout-7", limit=10)
+    assert view.matched == 300 and len(view.blocks) == 10
+    assert len(built) == 10
+    # The same ten, in the same order, as ranking every built block would give.
+    everything = view_of([str(tmp_path / "frontend.jsonl")], "rollout-7", limit=None)
+    assert [b.span_id for b in view.blocks] == [b.span_id for b in everything.blocks[:10]]
+    assert all(b.findings == ("duplicate_in_flight",) for b in view.blocks)
+    # The ranking agrees with what the built blocks say: by findings, then by start.
+    keys = [(min(map(trace_model.ERROR_KINDS.index, b.findings), default=3), b.start)
+            for b in everything.blocks]
+    assert keys == sorted(keys)

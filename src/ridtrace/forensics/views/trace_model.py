@@ -18,6 +18,7 @@ from ridtrace.contract import FRONTEND, WORKER
 from ridtrace.forensics.rules.skew import correct_skew
 from ridtrace.forensics.rules.streams import unlinked
 from ridtrace.forensics.views import jaeger_ids
+from ridtrace.forensics.views.trace_rank import ranked_owners
 from ridtrace.forensics.views.verdicts import (
     CROSSED,
     NO_CALLER,
@@ -193,18 +194,19 @@ def build_trace(
     # An unlinked finding may name a worker span (output no caller got): its caller's.
     flagged = requests["span_id"].isin(unlinked(requests)["span_id"]).to_numpy()
     lost = set(owner[flagged].astype(str))
-    blocks = []
-    for root_id, spans in mine.groupby("_owner", sort=False):
-        blocks.append(_block(str(root_id), spans, verdicts, sides, callers, lost))
     # A crossed stream is the answer the operator came for: it is never cut by --limit
-    # while a mere duplicate or unlinked request is shown.
-    blocks.sort(key=lambda b: (min(map(ERROR_KINDS.index, b.findings), default=3), b.start))
-    shown = blocks if limit is None else blocks[:limit]
+    # while a mere duplicate or unlinked request is shown. Only the shown are built.
+    ranked = ranked_owners(mine, is_root, verdicts, callers, lost)
+    chosen = ranked if limit is None else ranked[:limit]
+    owners = mine["_owner"].astype(str)
+    spans_of = mine[owners.isin(chosen).to_numpy()].groupby("_owner", sort=False)
+    by_owner = {str(owner): spans for owner, spans in spans_of}
+    shown = [_block(owner, by_owner[owner], verdicts, sides, callers, lost) for owner in chosen]
     _attach_events(shown, events, offsets)
     return TraceView(
         ident=ident,
         blocks=shown,
-        matched=len(blocks),
+        matched=len(ranked),
         offsets_ms={name: us / 1000.0 for name, us in sorted(offsets.items())},
         sides={label: f"{f} ({s})" if s else f for (f, s), label in sides.items()},
     )
