@@ -15,10 +15,16 @@ import numpy as np
 import pandas as pd
 
 from ridtrace.contract import FRONTEND, WORKER
+from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.rules.skew import correct_skew
 from ridtrace.forensics.rules.streams import unlinked
 from ridtrace.forensics.views import jaeger_ids
-from ridtrace.forensics.views.trace_rank import ranked_owners
+from ridtrace.forensics.views.trace_rank import (
+    Holders,
+    callers_by_id,
+    overlapping,
+    ranked_owners,
+)
 from ridtrace.forensics.views.verdicts import (
     CROSSED,
     NO_CALLER,
@@ -139,16 +145,6 @@ def _ms(t: Any, t0: pd.Timestamp) -> float:
     return round(float((pd.Timestamp(t) - t0).total_seconds()) * 1000.0, 3)
 
 
-def _overlapping(root: Any, callers: pd.DataFrame) -> tuple[str, ...]:
-    same = callers[(callers["request_id"] == root.request_id).fillna(False).to_numpy()]
-    hit = same[
-        (same["span_id"] != root.span_id).to_numpy()
-        & (same["start"] < root.end).to_numpy()
-        & (root.start < same["end"]).to_numpy()
-    ]
-    return tuple(str(s) for s in hit["span_id"])
-
-
 def _jaeger_ids_match(requests: pd.DataFrame, ident: str) -> np.ndarray:
     """Spans whose trace or span id `export jaeger` wrote as `ident`: an id logged as
     ``DEADBEEF`` is ``00000000deadbeef`` in Jaeger's UI, where the operator copies it."""
@@ -196,12 +192,15 @@ def build_trace(
     lost = set(owner[flagged].astype(str))
     # A crossed stream is the answer the operator came for: it is never cut by --limit
     # while a mere duplicate or unlinked request is shown. Only the shown are built.
-    ranked = ranked_owners(mine, is_root, verdicts, callers, lost)
+    holders = callers_by_id(callers)
+    ranked = ranked_owners(mine, is_root, verdicts, holders, lost)
     chosen = ranked if limit is None else ranked[:limit]
     owners = mine["_owner"].astype(str)
-    spans_of = mine[owners.isin(chosen).to_numpy()].groupby("_owner", sort=False)
+    # Only the columns a block reads: itertuples pays per column, per block.
+    spans_of = mine.loc[owners.isin(chosen).to_numpy(), list(_BLOCK_COLUMNS)].groupby(
+        "_owner", sort=False)
     by_owner = {str(owner): spans for owner, spans in spans_of}
-    shown = [_block(owner, by_owner[owner], verdicts, sides, callers, lost) for owner in chosen]
+    shown = [_block(owner, by_owner[owner], verdicts, sides, holders, lost) for owner in chosen]
     _attach_events(shown, events, offsets)
     return TraceView(
         ident=ident,
@@ -210,6 +209,10 @@ def build_trace(
         offsets_ms={name: us / 1000.0 for name, us in sorted(offsets.items())},
         sides={label: f"{f} ({s})" if s else f for (f, s), label in sides.items()},
     )
+
+
+_BLOCK_COLUMNS = ("_owner", "span_id", "side", "start", "end", "outcome", "file", "service",
+                  "request_id", "x_request_id", "trace_id", "route", "status")
 
 
 def _side(span: Any, sides: dict[tuple[str, str], str]) -> str:
@@ -223,7 +226,7 @@ def _block(
     spans: pd.DataFrame,
     verdicts: dict[str, Verdict],
     sides: dict[tuple[str, str], str],
-    callers: pd.DataFrame,
+    holders: Holders,
     lost: set[str],
 ) -> RequestBlock:
     spans = spans.sort_values("start", kind="stable")
@@ -231,7 +234,10 @@ def _block(
     caller = spans[is_root]
     root: Any = next((caller if len(caller) else spans).itertuples(index=False))
     verdict = verdicts[root_id] if len(caller) else Verdict(NO_CALLER)
-    overlaps = _overlapping(root, callers) if len(caller) else ()
+    overlaps: tuple[str, ...] = ()
+    if len(caller):
+        start, end = epoch_us(caller["start"])[0], epoch_us(caller["end"])[0]
+        overlaps = tuple(overlapping(holders, root.request_id, root_id, start, end).tolist())
     kinds = {
         CROSSED_STREAM: verdict.label == CROSSED,
         DUPLICATE_IN_FLIGHT: bool(overlaps),

@@ -3,7 +3,8 @@
 A legacy incident can have thousands of callers holding one id. Building every caller's
 block (its spans, its overlaps, its events) to keep the ten most relevant took
 seconds per thousand; ranking needs only each caller's start and which error findings
-it is part of, computed here on arrays.
+it is part of, computed here on arrays. The shown blocks take their overlaps (the other
+callers that held their id at once) from the same arrays.
 """
 
 from __future__ import annotations
@@ -19,8 +20,12 @@ from ridtrace.forensics.views.verdicts import CROSSED, Verdict
 _CROSSED, _DUPLICATE, _UNLINKED, _NONE = range(4)
 
 
-def _callers_by_id(callers: pd.DataFrame) -> dict[str, tuple[np.ndarray, ...]]:
-    """Span ids, starts and ends (µs) of the callers holding each request_id."""
+Holders = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def callers_by_id(callers: pd.DataFrame) -> Holders:
+    """Span ids, starts and ends (µs) of the callers holding each request_id, in the
+    order of `callers`."""
     rid = callers["request_id"].astype("object")
     known = rid.notna().to_numpy()
     if not known.any():
@@ -31,9 +36,17 @@ def _callers_by_id(callers: pd.DataFrame) -> dict[str, tuple[np.ndarray, ...]]:
     return {key: (spans[at], starts[at], ends[at]) for key, at in rows.items()}
 
 
+def overlapping(holders: Holders, rid: object, span: str, start: int, end: int) -> np.ndarray:
+    """Span ids of the other callers that held `rid` during ``[start, end)`` (µs)."""
+    if not isinstance(rid, str) or rid not in holders:
+        return np.array([], dtype=object)
+    spans, starts, ends = holders[rid]
+    return np.asarray(spans[(spans != span) & (starts < end) & (start < ends)])
+
+
 def ranked_owners(
     mine: pd.DataFrame, is_root: np.ndarray, verdicts: dict[str, Verdict],
-    callers: pd.DataFrame, lost: set[str],
+    holders: Holders, lost: set[str],
 ) -> list[str]:
     """The callers (``_owner`` of `mine`) most relevant first: crossed, then in a
     duplicate_in_flight, then in an unlinked finding, then the others, each by start
@@ -45,7 +58,6 @@ def ranked_owners(
     rids = mine["request_id"].astype("object").to_numpy()
     for at in np.flatnonzero(is_root):
         roots.setdefault(owners[at], (rids[at], int(starts[at]), int(ends[at])))
-    holders = _callers_by_id(callers)
 
     def rank(owner: str) -> tuple[int, int]:
         if owner not in roots:
@@ -53,10 +65,7 @@ def ranked_owners(
         rid, start, end = roots[owner]
         if verdicts[owner].label == CROSSED:
             return _CROSSED, start
-        spans, their_starts, their_ends = holders.get(str(rid), (np.array([]),) * 3)
-        if isinstance(rid, str) and (
-            (spans != owner) & (their_starts < end) & (start < their_ends)
-        ).any():
+        if len(overlapping(holders, rid, owner, start, end)):
             return _DUPLICATE, start
         return (_UNLINKED if owner in lost else _NONE), start
 
