@@ -166,3 +166,19 @@ def test_wide_characters_count_as_the_two_columns_they_take(
     assert any(line.endswith("frontend.jsonl:2") and "生成" in line for line in shown) or any(
         line.strip() == "frontend.jsonl:2" for line in shown)
     assert any(rid in line for line in shown) and any("客户" * 9 in line for line in shown)
+
+
+def test_invisible_characters_are_laid_out_as_the_marks_they_print_as(tmp_path: Path) -> None:
+    # Zero-width and control characters take no cell while a line is laid out, then
+    # print as one visible mark each (␛, �): a message of twenty of them ran twenty
+    # columns past its line, which wrapped.
+    rid = "r\u200b\x1b" * 10
+    lines = rt_request("a" * 16, rid, 0, 1, xrid="x\u200b" * 30)
+    lines.insert(1, rt(None, time=ts(0.5), message="m" + "\u200b\x07" * 20, request_id=rid,
+                       trace_id="a" * 32, span_id="a" * 16))
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    view = view_of([str(tmp_path / "frontend.jsonl")], "a" * 16)
+    shown = rendered(view, 100)
+    assert len(shown) == len(list(trace_lines(view, 100)))  # no line was wrapped
+    assert max(len(line) for line in shown) <= 100
+    assert not any(c in line for line in shown for c in "\u200b\x1b\x07")

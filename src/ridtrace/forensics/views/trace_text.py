@@ -21,6 +21,7 @@ from ridtrace.forensics.printable import visible
 from ridtrace.forensics.rfc3339 import rfc3339_us
 from ridtrace.forensics.views.text_fit import fitted, indented, packed, span_ms, with_ms
 from ridtrace.forensics.views.trace_model import DUPLICATE_IN_FLIGHT, RequestBlock, TraceView
+from ridtrace.forensics.views.trace_printable import printable_view
 from ridtrace.forensics.views.verdicts import CROSSED, OWN_OUTPUT
 
 _LABEL = 15  # "┌#10 worker-12"
@@ -227,6 +228,7 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
 
 def trace_lines(view: TraceView, width: int = 100) -> Iterable[Text]:
     """Everything `ridtrace trace` prints for people, line by line."""
+    view = printable_view(view)  # measured as printed: each mark takes its cell
     shown = len(view.blocks)
     yield from packed([Text(f"{view.ident}:", style="bold"),
                        Text(f"{view.matched} matching request(s), {shown} shown,", style="bold"),
