@@ -4,8 +4,10 @@ code a CI gate can tell from findings (1) or incomplete input (3)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -180,3 +182,50 @@ def test_audit_plot_to_a_path_it_cannot_write_is_exit_2_not_a_crash(tmp_path: Pa
         result = CliRunner().invoke(main, ["audit", str(log), "--plot", str(plot)])
         assert result.exit_code == 2, result.output
         assert "cannot write" in result.stderr and "Traceback" not in result.output
+
+
+def test_an_export_stopped_half_way_leaves_the_previous_file_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The Jaeger file is streamed a trace at a time: stopped in the middle (Ctrl-C,
+    # SIGTERM, a full disk), the file was left cut short, a truncated document that the
+    # next step of a pipeline read as the answer.
+    from ridtrace.forensics.views import jaeger
+
+    log = _logs(tmp_path)
+    target = tmp_path / "traces.json"
+    target.write_text('{"data": []}\n')
+
+    def stopped_half_way(traces: object, write: Callable[[str], object]) -> int:
+        write('{"data": [{"traceID": ')
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(jaeger, "write_jaeger", stopped_half_way)
+    result = CliRunner().invoke(main, ["export", "jaeger", str(log), "-o", str(target)])
+    assert result.exit_code == 130, result.output
+    assert target.read_text() == '{"data": []}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["logs", "traces.json"]
+
+
+def test_a_report_file_is_replaced_whole_and_keeps_its_mode(tmp_path: Path) -> None:
+    log = _logs(tmp_path)
+    report = tmp_path / "report.json"
+    report.write_text("old")
+    report.chmod(0o640)
+    result = CliRunner().invoke(main, ["analyze", str(log), "--format", "json", "-o",
+                                       str(report)])
+    assert result.exit_code == 1, result.output  # the duplicate in flight
+    assert json.loads(report.read_text())["summary"]["duplicate_in_flight"] == 1
+    assert report.stat().st_mode & 0o777 == 0o640
+    fresh = tmp_path / "fresh.json"
+    CliRunner().invoke(main, ["analyze", str(log), "--format", "json", "-o", str(fresh)])
+    umask = os.umask(0)
+    os.umask(umask)
+    assert fresh.stat().st_mode & 0o777 == 0o666 & ~umask  # as open() would make it
+
+
+def test_a_report_to_a_device_is_written_in_place(tmp_path: Path) -> None:
+    # /dev/null (or a named pipe, /dev/stdout) cannot be replaced by a finished file.
+    result = CliRunner().invoke(main, ["analyze", str(_logs(tmp_path)), "-o", "/dev/null"])
+    assert result.exit_code == 1, result.output
+    assert Path("/dev/null").is_char_device()

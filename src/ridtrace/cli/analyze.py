@@ -20,6 +20,7 @@ import click
 from ridtrace.cli import quick_exit
 from ridtrace.cli.engine import dask_report, engine_choice, engine_options
 from ridtrace.cli.follow import follow_command, follow_options
+from ridtrace.cli.output import whole_file
 
 if TYPE_CHECKING:
     from ridtrace.forensics.reading.events import LoadedLogs
@@ -193,7 +194,8 @@ def emit(text: str, output: Path | None) -> None:
         echo_out(text, nl=not text.endswith("\n"), what="the report")
         return
     try:
-        output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        with whole_file(output) as handle:
+            handle.write(text if text.endswith("\n") else text + "\n")
     except OSError as exc:
         raise InputError(f"cannot write {output}: {exc.strerror}") from exc
 

@@ -18,6 +18,7 @@ from ridtrace.cli.analyze import (
     quiet_option,
 )
 from ridtrace.cli.engine import dask_load, engine_choice, engine_options
+from ridtrace.cli.output import whole_file
 from ridtrace.forensics.reading.stats import incomplete_reasons
 
 if TYPE_CHECKING:
@@ -238,7 +239,7 @@ def jaeger(ctx: click.Context, paths: tuple[str, ...], output: Path, include_hea
         echo_out("", what="the traces")
     else:
         try:
-            with output.open("w", encoding="utf-8") as fh:
+            with whole_file(output) as fh:
                 count = write_jaeger(traces, fh.write)
                 fh.write("\n")
         except OSError as exc:
