@@ -19,6 +19,7 @@ __all__ = [
     "body_client_id",
     "chat_prompt",
     "content_text",
+    "kind_of",
     "model_name",
     "opt_bool",
     "opt_str",
@@ -50,12 +51,15 @@ class Parsed:
     session_id: str | None = None
     # OpenAI's ``stream_options.include_usage``: a last chunk with the usage, no choices.
     include_usage: bool = False
+    # Stop sequences (OpenAI's ``stop``, Anthropic's ``stop_sequences``): the reply ends
+    # before the first one it would contain.
+    stop: tuple[str, ...] = ()
 
 
 def require_object(raw: Any) -> dict[str, Any]:
     """The body must be a JSON object."""
     if not isinstance(raw, dict):
-        raise InvalidRequest(f"request body must be a JSON object, not {_kind(raw)}")
+        raise InvalidRequest(f"request body must be a JSON object, not {kind_of(raw)}")
     return raw
 
 
@@ -65,7 +69,7 @@ def opt_str(body: dict[str, Any], name: str, default: str | None = None) -> str 
     if value is None:
         return default
     if not isinstance(value, str):
-        raise InvalidRequest(f"'{name}' must be a string, not {_kind(value)}", param=name)
+        raise InvalidRequest(f"'{name}' must be a string, not {kind_of(value)}", param=name)
     return value
 
 
@@ -95,7 +99,7 @@ def opt_bool(body: dict[str, Any], name: str) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
-        raise InvalidRequest(f"'{name}' must be a boolean, not {_kind(value)}", param=name)
+        raise InvalidRequest(f"'{name}' must be a boolean, not {kind_of(value)}", param=name)
     return value
 
 
@@ -106,12 +110,12 @@ def stream_usage(body: dict[str, Any]) -> bool:
         return False
     if not isinstance(options, dict):
         raise InvalidRequest(
-            f"'stream_options' must be an object, not {_kind(options)}", param="stream_options"
+            f"'stream_options' must be an object, not {kind_of(options)}", param="stream_options"
         )
     value = options.get("include_usage")
     if value is not None and not isinstance(value, bool):
         raise InvalidRequest(
-            f"'stream_options.include_usage' must be a boolean, not {_kind(value)}",
+            f"'stream_options.include_usage' must be a boolean, not {kind_of(value)}",
             param="stream_options",
         )
     return bool(value)
@@ -123,7 +127,7 @@ def single_choice(body: dict[str, Any]) -> None:
     if value is None or (value == 1 and isinstance(value, int) and not isinstance(value, bool)):
         return
     # The value is the client's: shown only when it is short (the message is logged).
-    shown = repr(value) if isinstance(value, (int, float)) else _kind(value)
+    shown = repr(value) if isinstance(value, (int, float)) else kind_of(value)
     raise InvalidRequest(f"'n' must be 1: one choice per request is supported, got {shown}",
                          param="n")
 
@@ -137,7 +141,7 @@ def token_limit(
             raise InvalidRequest(f"'{param}' is required", param=param)
         return default
     if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidRequest(f"'{param}' must be an integer, not {_kind(value)}", param=param)
+        raise InvalidRequest(f"'{param}' must be an integer, not {kind_of(value)}", param=param)
     if not 1 <= value <= limit:
         raise InvalidRequest(f"'{param}' must be between 1 and {limit}, got {value}", param=param)
     return value
@@ -153,7 +157,7 @@ def body_client_id(body: dict[str, Any], name: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise InvalidRequest(f"'{name}' must be a string, not {_kind(value)}", param=name)
+        raise InvalidRequest(f"'{name}' must be a string, not {kind_of(value)}", param=name)
     checked = validate_client_id(value)
     if checked is None:
         raise InvalidRequest(
@@ -219,7 +223,8 @@ def token_prompt(value: Any, param: str) -> str:
     )
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
+    """The JSON name of a value's type, for error messages."""
     if value is None:
         return "null"
     if isinstance(value, bool):

@@ -14,6 +14,7 @@ from ridtrace.frontend_plugin.bodies import (
 )
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse
+from ridtrace.frontend_plugin.sampling import anthropic_sampling
 from ridtrace.frontend_plugin.settings import FrontendSettings
 
 __all__ = ["MESSAGES"]
@@ -84,6 +85,7 @@ class _MessagesSpec(ApiSpec):
                                    limit=settings.max_tokens_limit,
                                    default=settings.default_max_tokens, required=True),
             stream=opt_bool(body, "stream"),
+            stop=anthropic_sampling(body),
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:

@@ -20,6 +20,7 @@ from ridtrace.frontend_plugin.bodies import (
 )
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse
+from ridtrace.frontend_plugin.sampling import generate_sampling
 from ridtrace.frontend_plugin.settings import FrontendSettings
 
 __all__ = ["GENERATE", "SGLANG_GENERATE"]
@@ -92,6 +93,7 @@ class _GenerateSpec(ApiSpec):
                                    default=settings.default_max_tokens),
             stream=opt_bool(body, "stream"),
             body_client_id=body_client_id(body, "request_id"),
+            stop=generate_sampling(params, "sampling_params"),
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:
@@ -144,10 +146,11 @@ class _SglangSpec(ApiSpec):
         else:
             raise InvalidRequest("'text' or 'input_ids' is required", param="text")
         rid = body_client_id(body, "rid")
+        params = _params(body)
         return Parsed(
             model=model_name(body, settings.model),
             prompt=prompt,
-            max_tokens=token_limit(_params(body).get("max_new_tokens"),
+            max_tokens=token_limit(params.get("max_new_tokens"),
                                    param="sampling_params.max_new_tokens",
                                    limit=settings.max_tokens_limit,
                                    default=settings.default_max_tokens),
@@ -155,6 +158,7 @@ class _SglangSpec(ApiSpec):
             body_client_id=rid,
             # SGLang uses a session request's rid as the session key: keep it for the worker.
             session_id=rid,
+            stop=generate_sampling(params, "sampling_params"),
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:

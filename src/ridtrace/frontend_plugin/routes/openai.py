@@ -18,6 +18,7 @@ from ridtrace.frontend_plugin.bodies import (
 )
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse
+from ridtrace.frontend_plugin.sampling import openai_sampling, stream_options_need_stream
 from ridtrace.frontend_plugin.settings import FrontendSettings
 
 __all__ = ["CHAT", "COMPLETIONS", "RESPONSES"]
@@ -112,12 +113,15 @@ class _ChatSpec(ApiSpec):
 
     def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
         single_choice(body)
+        stream = opt_bool(body, "stream")
+        stream_options_need_stream(body, stream)
         return Parsed(
             model=model_name(body, settings.model),
             prompt=chat_prompt(body.get("messages")),
             max_tokens=_limit(body, settings, "max_completion_tokens", "max_tokens"),
-            stream=opt_bool(body, "stream"),
+            stream=stream,
             include_usage=stream_usage(body),
+            stop=openai_sampling(body),
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:
@@ -175,12 +179,15 @@ class _CompletionSpec(ApiSpec):
         if "prompt" not in body:
             raise InvalidRequest("'prompt' is required", param="prompt")
         single_choice(body)
+        stream = opt_bool(body, "stream")
+        stream_options_need_stream(body, stream)
         return Parsed(
             model=model_name(body, settings.model),
             prompt=token_prompt(body["prompt"], "prompt"),
             max_tokens=_limit(body, settings, "max_tokens"),
-            stream=opt_bool(body, "stream"),
+            stream=stream,
             include_usage=stream_usage(body),
+            stop=openai_sampling(body),
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:
@@ -290,6 +297,7 @@ class _ResponsesSpec(ApiSpec):
             prompt=prompt,
             max_tokens=_limit(body, settings, "max_output_tokens"),
             stream=opt_bool(body, "stream"),
+            stop=openai_sampling(body, penalties_and_stop=False),
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:

@@ -1,0 +1,107 @@
+"""Sampling fields the echo engine ignores are still checked, as the real APIs check them.
+
+The official SDKs send whatever the caller passes (``extra_body`` skips their typing):
+a wrong type or range must come back as a 400 naming the field, in the route's shape.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+import pytest
+
+from tests.frontend_plugin.conftest import Stack
+
+CHAT: Any = [{"role": "user", "content": "sampling fields"}]
+
+
+@pytest.fixture
+def oai(stack: Stack) -> openai.OpenAI:
+    return openai.OpenAI(base_url=stack.url + "/v1", api_key="unused", max_retries=0)
+
+
+@pytest.fixture
+def claude(stack: Stack) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=stack.url, api_key="unused", max_retries=0)
+
+
+@pytest.mark.parametrize(("extra", "param"), [
+    ({"temperature": "hot"}, "temperature"),
+    ({"temperature": 2.5}, "temperature"),
+    ({"temperature": True}, "temperature"),
+    ({"top_p": [1]}, "top_p"),
+    ({"presence_penalty": 3}, "presence_penalty"),
+    ({"stop": 12}, "stop"),
+    ({"stop": ["a", 1]}, "stop"),
+    ({"stop": ["a", "b", "c", "d", "e"]}, "stop"),
+    ({"stop": [""]}, "stop"),
+])
+def test_openai_sampling_fields_of_the_wrong_type_or_range_are_400(
+    oai: openai.OpenAI, extra: dict[str, Any], param: str
+) -> None:
+    for create in (
+        lambda: oai.chat.completions.create(model="echo", messages=CHAT, extra_body=extra),
+        lambda: oai.completions.create(model="echo", prompt="x", extra_body=extra),
+    ):
+        with pytest.raises(openai.BadRequestError) as info:
+            create()
+        assert info.value.param == param, info.value.body
+        assert param in info.value.message
+
+
+def test_stream_options_without_stream_is_400_as_openai_answers(oai: openai.OpenAI) -> None:
+    # Silently ignored before: a caller waiting for the usage chunk never got one.
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.chat.completions.create(model="echo", messages=CHAT,
+                                    stream_options={"include_usage": True})
+    assert info.value.param == "stream_options"
+    with pytest.raises(openai.BadRequestError):
+        oai.completions.create(model="echo", prompt="x", stream=False,
+                               stream_options={"include_usage": True})
+
+
+def test_well_formed_sampling_fields_are_served(
+    oai: openai.OpenAI, claude: anthropic.Anthropic
+) -> None:
+    reply = oai.chat.completions.create(
+        model="echo", messages=CHAT, temperature=0.2, top_p=1, presence_penalty=-1,
+        frequency_penalty=0, stop="never-in-the-reply",
+    )
+    assert "sampling fields" in (reply.choices[0].message.content or "")
+    assert oai.responses.create(model="echo", input="resp", temperature=1.5, top_p=0.5)
+    # (this SDK release no longer types temperature and friends: sent as extra_body)
+    message = claude.messages.create(
+        model="echo", max_tokens=32, messages=CHAT, stop_sequences=["never-in-the-reply"],
+        extra_body={"temperature": 1, "top_p": 0.9, "top_k": 40})
+    assert message.stop_reason == "end_turn"
+
+
+@pytest.mark.parametrize(("extra", "param"), [
+    ({"temperature": "x"}, "temperature"),
+    ({"temperature": 1.5}, "temperature"),  # Anthropic's range is 0-1
+    ({"top_k": -1}, "top_k"),
+    ({"top_k": 2.5}, "top_k"),
+    ({"stop_sequences": "stop"}, "stop_sequences"),  # a list, unlike OpenAI's stop
+])
+def test_anthropic_sampling_fields_are_checked(
+    claude: anthropic.Anthropic, extra: dict[str, Any], param: str
+) -> None:
+    with pytest.raises(anthropic.BadRequestError) as info:
+        claude.messages.create(model="echo", max_tokens=8, messages=CHAT, extra_body=extra)
+    error = info.value.body["error"]  # type: ignore[index]
+    assert error["type"] == "invalid_request_error" and param in error["message"]
+
+
+def test_generate_sampling_params_are_checked(stack: Stack) -> None:
+    with httpx.Client(base_url=stack.url, timeout=30) as client:
+        for path, body in (
+            ("/inference/v1/generate", {"prompt": "x", "sampling_params": {"temperature": "x"}}),
+            ("/generate", {"text": "x", "sampling_params": {"top_p": 2}}),
+            ("/generate", {"text": "x", "sampling_params": {"stop": {"a": 1}}}),
+        ):
+            response = client.post(path, json=body)
+            assert response.status_code == 400, (path, response.text)
+            assert response.json()["error"]["param"].startswith("sampling_params."), body
