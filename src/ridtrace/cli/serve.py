@@ -44,7 +44,8 @@ def _graceful_option(func: Callable[..., None]) -> Callable[..., None]:
 def _debug_option(func: Callable[..., None]) -> Callable[..., None]:
     return click.option(
         "--debug-endpoints", is_flag=True, default=None,
-        help="Serve GET /debug/inflight (internal state; off by default).",
+        help="Serve GET /debug/inflight (internal state) and, on the frontend, the API "
+             "docs (/docs, /redoc, /openapi.json); off by default.",
     )(func)
 
 
@@ -109,6 +110,8 @@ def _run(
         timeout_graceful_shutdown=graceful_timeout,  # type: ignore[arg-type]
         timeout_keep_alive=SERVER_KEEP_ALIVE_SECONDS,
         backlog=4096,
+        # 'server: uvicorn' told every caller, key or not, what to look up exploits for.
+        server_header=False,
     )
     def started(addresses: list[tuple[str, int]]) -> None:
         # Every other line goes to the log file, so without this one a terminal shows

@@ -107,8 +107,14 @@ def create_frontend_app(
             finally:
                 await fe.aclose()
 
+    # FastAPI's /docs, /redoc and /openapi.json describe the service to anyone who can
+    # reach the port (the Swagger page even loads scripts from a CDN): internals, served
+    # only with the debug endpoints, as the worker never serves them.
+    docs = fe.settings.debug_endpoints
     app = fastapi_app(app_class=_FrontendApp, title="ridtrace frontend", lifespan=lifespan,
-                      exception_handlers={HTTPException: _http_error})
+                      exception_handlers={HTTPException: _http_error},
+                      openapi_url="/openapi.json" if docs else None,
+                      docs_url="/docs" if docs else None, redoc_url="/redoc" if docs else None)
     app.state.frontend = fe
     router = create_router(frontend=fe)
     app.include_router(router)

@@ -97,8 +97,9 @@ class FrontendSettings:
         down_cooldown: seconds a failed worker is skipped while others are healthy.
         check_chunk_ids: refuse worker chunks naming another request (safe policy only;
             the legacy policy never checks, as the pre-fix frontend did not).
-        debug_endpoints: serve ``GET /debug/inflight`` (off by default: it shows the
-            worker topology and lifetime counters to anyone who can reach the port).
+        debug_endpoints: serve ``GET /debug/inflight`` and FastAPI's ``/docs``,
+            ``/redoc`` and ``/openapi.json`` (off by default: they show the worker
+            topology, lifetime counters and the API to anyone who can reach the port).
         max_connections: connection pool size towards the workers.
         api_keys: when non-empty, every route but ``/health`` (and ``/metrics`` unless
             ``metrics_require_key``) needs one of these keys, as ``Authorization:

@@ -1,0 +1,63 @@
+"""What a default `ridtrace serve` shows a stranger: no API docs, no server banner, no CORS.
+
+Run for real (the banner is uvicorn's, added below the app), with the defaults an
+operator gets: no key, no ``--debug-endpoints``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.frontend_plugin.conftest import Stack, start_stack
+
+DOCS = ("/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect")
+
+
+@pytest.fixture(scope="module")
+def defaults(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with start_stack(tmp_path_factory.mktemp("defaults"), workers=[[]],
+                     debug_endpoints=False) as stack:
+        yield stack
+
+
+def test_api_docs_are_not_served_by_default(defaults: Stack) -> None:
+    with httpx.Client(base_url=defaults.url, timeout=30) as client:
+        for path in DOCS:
+            response = client.get(path)
+            assert response.status_code == 404, (path, response.text[:100])
+            assert response.json()["error"]["message"] == f"Not Found: GET {path}"
+        assert client.get("/debug/inflight").status_code == 404
+
+
+def test_no_server_banner_on_any_answer(defaults: Stack) -> None:
+    chat = {"messages": [{"role": "user", "content": "banner"}]}
+    answers = []
+    with httpx.Client(timeout=30) as client:
+        for url in (defaults.url, defaults.workers[0].url):
+            answers += [client.get(url + "/health"), client.get(url + "/metrics"),
+                        client.get(url + "/no-such-path")]
+        answers += [client.post(defaults.url + "/v1/chat/completions", json=chat),
+                    client.post(defaults.url + "/v1/chat/completions", json={**chat, "stream": True}),
+                    client.post(defaults.url + "/v1/chat/completions", content=b"{")]
+    assert [r.status_code for r in answers] == [200, 200, 404] * 2 + [200, 200, 400]
+    for response in answers:
+        assert "server" not in response.headers, (response.url, response.headers)
+
+
+def test_a_cross_origin_preflight_is_not_granted(defaults: Stack) -> None:
+    # No CORS middleware: a web page on another origin cannot read any answer.
+    preflight = httpx.options(defaults.url + "/v1/chat/completions", timeout=30, headers={
+        "origin": "https://evil.example", "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type, authorization"})
+    assert preflight.status_code == 405
+    assert not any(name.startswith("access-control-") for name in preflight.headers)
+
+
+def test_the_docs_come_back_with_the_debug_endpoints(stack: Stack) -> None:
+    # (the shared stack runs with --debug-endpoints)
+    with httpx.Client(base_url=stack.url, timeout=30) as client:
+        assert client.get("/openapi.json").json()["info"]["title"] == "ridtrace frontend"
+        assert client.get("/docs").status_code == 200
