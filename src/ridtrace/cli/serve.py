@@ -22,6 +22,9 @@ DEFAULT_GRACEFUL_TIMEOUT = 25.0
 """Seconds: a few under Kubernetes' default terminationGracePeriodSeconds (30), so the
 telemetry flush after the drain still happens before the SIGKILL."""
 
+DEFAULT_HEADER_TIMEOUT = 10.0
+"""Seconds a request's line and headers may take to arrive (see cli/header_guard.py)."""
+
 
 def _finite_seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
     # FloatRange lets nan through, which then failed the shutdown itself.
@@ -38,6 +41,16 @@ def _graceful_option(func: Callable[..., None]) -> Callable[..., None]:
         help="On SIGTERM/SIGINT, how long in-flight requests may take to finish; those "
              "still running near the end are answered with an error (503 / an in-band "
              "error event). Keep it under the orchestrator's kill timeout.",
+    )(func)
+
+
+def _header_timeout_option(func: Callable[..., None]) -> Callable[..., None]:
+    return click.option(
+        "--header-timeout", type=click.FloatRange(min=0, min_open=True),
+        callback=_finite_seconds, default=DEFAULT_HEADER_TIMEOUT, show_default=True,
+        metavar="SECONDS",
+        help="A request whose line and headers take longer gets 408 and its connection "
+             "is closed (slowloris); idle keep-alive connections close after 15 s.",
     )(func)
 
 
@@ -90,12 +103,13 @@ def _setup(log_file: Path, service: str, level: str) -> None:
 
 def _run(
     app: object, host: str, port: int, *, drain: Drain, graceful_timeout: float, name: str,
-    log_file: Path,
+    log_file: Path, header_timeout: float,
 ) -> None:
     import uvicorn
     from uvicorn.config import STARTUP_FAILURE
 
     from ridtrace.cli.graceful import DrainingServer
+    from ridtrace.cli.header_guard import guarded_http_protocol
     from ridtrace.frontend_plugin.wire import SERVER_KEEP_ALIVE_SECONDS
 
     # log_config=None keeps the stdlib routing configure_logging installed; access
@@ -112,6 +126,8 @@ def _run(
         backlog=4096,
         # 'server: uvicorn' told every caller, key or not, what to look up exploits for.
         server_header=False,
+        # uvicorn waits forever for headers and takes any amount of them (slowloris).
+        http=guarded_http_protocol(header_timeout=header_timeout),
     )
     def started(addresses: list[tuple[str, int]]) -> None:
         # Every other line goes to the log file, so without this one a terminal shows
@@ -143,6 +159,8 @@ def _run(
 @click.option("--first-byte-timeout", type=float, default=None, help="Seconds (default 30).")
 @click.option("--chunk-timeout", type=float, default=None, help="Seconds (default 30).")
 @click.option("--total-timeout", type=float, default=None, help="Seconds (default 300).")
+@click.option("--body-timeout", type=float, default=None,
+              help="Seconds a request body may take to arrive (default 30); then 408.")
 @click.option("--max-body-bytes", type=int, default=None, help="Bodies above get 413.")
 @click.option("--log-level", default="INFO", show_default=True)
 @click.option("--api-key", "api_keys", multiple=True, metavar="KEY",
@@ -153,12 +171,14 @@ def _run(
 @_worker_token_option
 @_debug_option
 @_graceful_option
+@_header_timeout_option
 def frontend_command(
     port: int, host: str, workers: tuple[str, ...], log_file: Path, id_policy: str,
     first_byte_timeout: float | None, chunk_timeout: float | None,
-    total_timeout: float | None, max_body_bytes: int | None, log_level: str,
+    total_timeout: float | None, body_timeout: float | None, max_body_bytes: int | None,
+    log_level: str,
     api_keys: tuple[str, ...], metrics_require_key: bool | None, worker_token: str | None,
-    debug_endpoints: bool | None, graceful_timeout: float,
+    debug_endpoints: bool | None, graceful_timeout: float, header_timeout: float,
 ) -> None:
     """Serve the inference routes and dispatch to --worker URLs."""
     from ridtrace.frontend_plugin import FrontendSettings, create_frontend_app
@@ -169,6 +189,7 @@ def frontend_command(
         overrides["api_keys"] = api_keys
     for name, value in (("first_byte_timeout", first_byte_timeout),
                         ("chunk_timeout", chunk_timeout), ("total_timeout", total_timeout),
+                        ("body_timeout", body_timeout),
                         ("max_body_bytes", max_body_bytes),
                         ("metrics_require_key", metrics_require_key),
                         ("worker_token", worker_token), ("debug_endpoints", debug_endpoints)):
@@ -184,7 +205,8 @@ def frontend_command(
     _setup(log_file, "frontend", log_level)
     drain = Drain()
     _run(create_frontend_app(settings, tracing=tracing, drain=drain), host, port, drain=drain,
-         graceful_timeout=graceful_timeout, name="frontend", log_file=log_file)
+         graceful_timeout=graceful_timeout, name="frontend", log_file=log_file,
+         header_timeout=header_timeout)
 
 
 @serve.command("worker")
@@ -208,11 +230,13 @@ def frontend_command(
 @_worker_token_option
 @_debug_option
 @_graceful_option
+@_header_timeout_option
 def worker_command(
     port: int, host: str, log_file: Path, id_policy: str, token_delay: float,
     first_token_delay: float, gate: bool, hang_after_tokens: int | None,
     foreign_chunk_after: int | None, log_level: str, baggage_attributes: tuple[str, ...],
     worker_token: str | None, debug_endpoints: bool | None, graceful_timeout: float,
+    header_timeout: float,
 ) -> None:
     """Serve the echo engine at POST /v1/work."""
     from ridtrace.frontend_plugin import WorkerSettings, create_worker_app
@@ -238,4 +262,5 @@ def worker_command(
     _setup(log_file, f"worker-{port}", log_level)
     drain = Drain()
     _run(create_worker_app(settings, tracing=tracing, drain=drain), host, port, drain=drain,
-         graceful_timeout=graceful_timeout, name="worker", log_file=log_file)
+         graceful_timeout=graceful_timeout, name="worker", log_file=log_file,
+         header_timeout=header_timeout)

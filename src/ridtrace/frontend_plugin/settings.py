@@ -93,6 +93,8 @@ class FrontendSettings:
             first chunk.
         chunk_timeout: longest silence between two chunks of a running stream.
         total_timeout: longest a caller waits for its whole answer.
+        body_timeout: longest the frontend waits for a request body to arrive in full;
+            a slower one gets HTTP 408 and the connection is closed.
         max_attempts: dispatch attempts per request (Conflicts and failed workers).
         down_cooldown: seconds a failed worker is skipped while others are healthy.
         check_chunk_ids: refuse worker chunks naming another request (safe policy only;
@@ -119,6 +121,7 @@ class FrontendSettings:
     first_byte_timeout: float = 30.0
     chunk_timeout: float = 30.0
     total_timeout: float = 300.0
+    body_timeout: float = 30.0
     max_attempts: int = 3
     down_cooldown: float = 5.0
     check_chunk_ids: bool = True
@@ -135,7 +138,8 @@ class FrontendSettings:
             raise ValueError("API keys and the worker token must not be empty")
         _require_numbers(self, positive=(
             "max_body_bytes", "max_tokens_limit", "default_max_tokens", "connect_timeout",
-            "first_byte_timeout", "chunk_timeout", "total_timeout", "max_attempts",
+            "first_byte_timeout", "chunk_timeout", "total_timeout", "body_timeout",
+            "max_attempts",
             "max_connections",
         ), non_negative=("down_cooldown",))
         seen: dict[tuple[str, str, int, str], str] = {}
@@ -176,6 +180,7 @@ class FrontendSettings:
             "first_byte_timeout": float,
             "chunk_timeout": float,
             "total_timeout": float,
+            "body_timeout": float,
             "max_attempts": int,
             "down_cooldown": float,
             "check_chunk_ids": _flag,

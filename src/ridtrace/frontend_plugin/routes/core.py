@@ -29,6 +29,7 @@ from ridtrace.frontend_plugin.pump import UNLINKED_REQUEST, Delta, Failed, Finis
 from ridtrace.frontend_plugin.redaction import redacted_url
 from ridtrace.frontend_plugin.registry import Dropped, DuplicateRequestId
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer
+from ridtrace.frontend_plugin.timers import Deadline
 from ridtrace.frontend_plugin.wire import WorkRequest
 from ridtrace.tracing import (
     RequestContext,
@@ -47,6 +48,8 @@ events = EventLog(__name__)
 # A refusal because this process is stopping: retry (elsewhere) at once, on a new
 # connection.
 _GO_ELSEWHERE = ((b"retry-after", b"0"), (b"connection", b"close"))
+
+_BODY_TIMED_OUT = "request body not received in full"
 
 _SSE_HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
@@ -71,7 +74,16 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
         await _reject(send, api, 415, refusal, None)
         return
     try:
-        body = await receive_body(scope, receive, settings.max_body_bytes)
+        # A body that never ends (a stalled chunked upload, a content-length larger than
+        # what is sent, a slow-POST attack) held its connection and task forever.
+        with Deadline(settings.body_timeout):
+            body = await receive_body(scope, receive, settings.max_body_bytes)
+    except TimeoutError:
+        # The rest of the body may still come: the connection cannot carry another request.
+        annotate_request(error=_BODY_TIMED_OUT)
+        await _send_error(send, api, 408, f"{_BODY_TIMED_OUT} within {settings.body_timeout:g}s",
+                          headers=((b"connection", b"close"),))
+        return
     except ClientDisconnect:
         # The client left mid-upload: nothing was registered and nobody is there to
         # answer. Returning (not raising) makes request.end say status 0, cancelled;

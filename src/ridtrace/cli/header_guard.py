@@ -1,0 +1,119 @@
+"""uvicorn's httptools protocol with a deadline and a size cap on request headers.
+
+uvicorn bounds neither: a connection that sends nothing, or a request line and then
+one header byte every few seconds (slowloris), was held open forever, and the headers
+of one request could grow to any size (megabytes of them were parsed and kept). Each
+held connection costs a file descriptor and memory, so a handful of clients could use
+up either without ever reaching the app. Here a request whose headers are not complete
+within ``header_timeout`` seconds of its first byte (or of the connection opening)
+gets 408 and its connection is closed, and headers over ``max_header_bytes`` get 431.
+The request body has its own deadline in the app (``FrontendSettings.body_timeout``),
+where the answer can take the route's error shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httptools
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+__all__ = ["MAX_HEADER_BYTES", "guarded_http_protocol"]
+
+MAX_HEADER_BYTES = 64 * 1024
+"""Largest request line plus headers accepted (nginx and Node allow 8-16 KiB)."""
+
+
+class _HeadersTooLarge(Exception):
+    """Raised in a parser callback: httptools then stops and reports a callback error."""
+
+
+class _GuardedHttpToolsProtocol(HttpToolsProtocol):
+    header_timeout = 10.0
+    max_header_bytes = MAX_HEADER_BYTES
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._header_bytes = 0
+        self._too_large = False
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_header_timer()  # a connection that never says anything
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_header_timer()
+        super().connection_lost(exc)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._header_bytes = 0
+        self._arm_header_timer()
+
+    def on_url(self, url: bytes) -> None:
+        self._count(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count(len(name) + len(value) + 4)  # ": " and CRLF, as sent
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._disarm_header_timer()
+        super().on_headers_complete()
+
+    def send_400_response(self, msg: str) -> None:
+        # httptools reports our callback's exception as a parse error; say what it was.
+        if self._too_large:
+            self._answer_and_close(431, "Request Header Fields Too Large",
+                                   f"request headers exceed {self.max_header_bytes} bytes")
+            return
+        super().send_400_response(msg)
+
+    def _count(self, size: int) -> None:
+        self._header_bytes += size
+        if self._header_bytes > self.max_header_bytes:
+            self._too_large = True
+            raise _HeadersTooLarge
+
+    def _arm_header_timer(self) -> None:
+        self._disarm_header_timer()
+        self._header_timer = self.loop.call_later(self.header_timeout, self._headers_timed_out)
+
+    def _disarm_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_timed_out(self) -> None:
+        self._header_timer = None
+        if self.transport.is_closing():
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            # A pipelined request waits (reading paused) behind one still being
+            # answered: that answer must not be cut; the next one's headers are read
+            # once it is done.
+            self._arm_header_timer()
+            return
+        self._answer_and_close(408, "Request Timeout",
+                               f"request headers not received within {self.header_timeout:g}s")
+
+    def _answer_and_close(self, status: int, reason: str, message: str) -> None:
+        body = message.encode("ascii")
+        self.transport.write(
+            b"HTTP/1.1 %d %s\r\ncontent-type: text/plain; charset=utf-8\r\n"
+            b"content-length: %d\r\nconnection: close\r\n\r\n%s"
+            % (status, reason.encode("ascii"), len(body), body)
+        )
+        self.transport.close()
+
+
+def guarded_http_protocol(*, header_timeout: float,
+                          max_header_bytes: int = MAX_HEADER_BYTES) -> type[asyncio.Protocol]:
+    """The protocol class to give ``uvicorn.Config(http=...)``."""
+    assert httptools is not None  # a dependency: uvicorn would pick it on its own
+    return type("GuardedHttpToolsProtocol", (_GuardedHttpToolsProtocol,), {
+        "header_timeout": header_timeout, "max_header_bytes": max_header_bytes,
+    })

@@ -1,0 +1,139 @@
+"""Clients that never finish sending: deadlines on headers and bodies, a cap on headers.
+
+uvicorn bounds neither how long a request's headers may take nor their size, and the
+routes waited for a body forever: each such connection held a socket (and, once its
+headers were in, a task) for good. A real `ridtrace serve` is probed with raw sockets,
+since no well-behaved client sends these.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.frontend_plugin.conftest import Stack, start_stack
+
+DEADLINE = 1.0  # --header-timeout and --body-timeout of the stack below
+CHAT = b'{"messages": [{"role": "user", "content": "slow client"}]}'
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    # Tokens 0.3 s apart: a stream outlives both deadlines, which must not cut it.
+    with start_stack(
+        tmp_path_factory.mktemp("slow-clients"), workers=[["--token-delay", "0.3"]],
+        frontend=["--header-timeout", str(DEADLINE), "--body-timeout", str(DEADLINE)],
+    ) as stack:
+        yield stack
+
+
+def _exchange(port: int, sent: bytes, *, wait: float = 30.0) -> tuple[bytes, float]:
+    """Send ``sent``, read until the server closes; the answer and how long it took."""
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as sock:
+        if sent:
+            sock.sendall(sent)
+        answer = b""
+        try:
+            while chunk := sock.recv(65536):
+                answer += chunk
+        except ConnectionResetError:  # the server closed with our bytes unread
+            pass
+    return answer, time.monotonic() - started
+
+
+def _status(answer: bytes) -> int:
+    return int(answer.split(b" ", 2)[1])
+
+
+def _post(path: bytes, extra: bytes) -> bytes:
+    return (b"POST " + path + b" HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+            + extra)
+
+
+def test_connections_that_never_finish_their_headers_are_closed_with_408(
+    guarded: Stack,
+) -> None:
+    for sent in (b"", b"GET /health HTTP/1.1\r\nhost: x\r\n", b"POST /v1/chat/complet"):
+        answer, took = _exchange(guarded.frontend.port, sent)
+        assert _status(answer) == 408, (sent, answer)
+        assert b"connection: close" in answer.lower()
+        assert DEADLINE * 0.9 <= took < DEADLINE + 10, (sent, took)
+
+
+@pytest.mark.parametrize("headers", [
+    b"x-big: " + b"a" * 200_000 + b"\r\n",
+    b"".join(b"x-h%d: v\r\n" % i for i in range(10_000)),
+])
+def test_oversized_headers_get_431(guarded: Stack, headers: bytes) -> None:
+    sent = _post(b"/v1/chat/completions", headers + b"content-length: %d\r\n\r\n" % len(CHAT)
+                 + CHAT)
+    answer, _ = _exchange(guarded.frontend.port, sent)
+    assert _status(answer) == 431, answer[:200]
+
+
+@pytest.mark.parametrize(("path", "framing"), [
+    (b"/v1/chat/completions", b"transfer-encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n"),
+    (b"/v1/messages", b"content-length: 500\r\n\r\n{\"max_tokens\": 5"),
+])
+def test_a_body_that_never_ends_gets_408_in_the_routes_shape(
+    guarded: Stack, path: bytes, framing: bytes,
+) -> None:
+    answer, took = _exchange(guarded.frontend.port, _post(path, b"x-request-id: stalled\r\n"
+                                                          + framing))
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert _status(answer) == 408, answer
+    assert b"connection: close" in head.lower() and b"x-server-request-id" in head.lower()
+    assert b"request body not received in full" in body
+    assert (b'"type":"error"' in body) == (path == b"/v1/messages")
+    assert took < DEADLINE + 10
+    request_id = head.lower().split(b"x-server-request-id: ", 1)[1].split(b"\r\n", 1)[0]
+    assert _request_end(guarded, request_id.decode())["error"] == (
+        "request body not received in full")
+
+
+def _request_end(stack: Stack, request_id: str) -> dict[str, object]:
+    """The request's request.end line, once written (a condition with a deadline)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        for line in stack.frontend.lines():
+            if line.get("event") == "request.end" and line.get("request_id") == request_id:
+                return line
+        time.sleep(0.05)
+    raise AssertionError(f"no request.end for {request_id}")
+
+
+def test_stalled_clients_do_not_hold_up_anyone_else(guarded: Stack) -> None:
+    """Twenty stalled connections open at once; real requests meanwhile, and a stream
+    longer than both deadlines, are all answered in full."""
+
+    async def stall(port: int) -> bytes:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n")
+        answer = await asyncio.wait_for(reader.read(), 30)
+        writer.close()
+        return answer
+
+    async def main() -> tuple[list[bytes], list[httpx.Response], httpx.Response]:
+        port = guarded.frontend.port
+        stalled = [asyncio.ensure_future(stall(port)) for _ in range(20)]
+        async with httpx.AsyncClient(base_url=guarded.url, timeout=30) as client:
+            long = client.post("/v1/completions", json={
+                "prompt": "one two three four five six seven eight", "stream": True})
+            quick = [client.post("/v1/completions", json={"prompt": f"quick {i}"})
+                     for i in range(10)]
+            *answers, streamed = await asyncio.gather(*quick, long)
+        return await asyncio.gather(*stalled), answers, streamed
+
+    stalled, answers, streamed = asyncio.run(main())
+    assert all(_status(answer) == 408 for answer in stalled), stalled
+    for index, response in enumerate(answers):
+        assert response.status_code == 200
+        assert f"quick {index}" in response.json()["choices"][0]["text"]
+    assert streamed.status_code == 200 and streamed.text.endswith("data: [DONE]\n\n")
+    assert "eight" in streamed.text
