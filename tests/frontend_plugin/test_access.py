@@ -118,3 +118,39 @@ def test_the_cli_refuses_an_empty_secret_as_a_usage_error(tmp_path: object) -> N
         result = CliRunner().invoke(main, ["serve", *argv, "--port", "1", "--log-file",
                                            f"{tmp_path}/x.jsonl"])
         assert result.exit_code == 1 and "must not be empty" in result.output, result.output
+
+
+@pytest.mark.parametrize("key", [" sk-zq9", "sk-zq9 ", "sk-zq9\n", "sk zq9", "sk-zq\u00e99", "sk-zq9\x01"])
+def test_a_secret_no_client_could_present_is_refused_at_start_up(key: str) -> None:
+    # The check strips what it receives and a header is ASCII: such a key never matched,
+    # so every caller got 401 (and a worker token like it failed every dispatch).
+    with pytest.raises(ValueError, match="printable ASCII") as info:
+        FrontendSettings(api_keys=("good", key))
+    assert key not in str(info.value)  # a secret is never shown
+    with pytest.raises(ValueError, match="printable ASCII"):
+        FrontendSettings(worker_token=key)
+    with pytest.raises(ValueError, match="printable ASCII"):
+        WorkerSettings.from_env({"RIDTRACE_WORKER_TOKEN": key})
+
+
+def test_api_keys_from_the_environment() -> None:
+    env = FrontendSettings.from_env
+    assert env({"RIDTRACE_API_KEYS": " k1 , k2,,k3 "}).api_keys == ("k1", "k2", "k3")
+    assert env({"RIDTRACE_API_KEYS": ""}).api_keys == ()  # empty is unset, like every variable
+    for blank in (" ", ",", " , ,"):
+        # Meant to require keys; it served everyone without one.
+        with pytest.raises(ValueError, match="holds no key"):
+            env({"RIDTRACE_API_KEYS": blank})
+
+
+def test_serve_refuses_a_blank_key_list_in_the_environment(tmp_path: object) -> None:
+    from click.testing import CliRunner
+
+    from ridtrace.cli.main import main
+
+    # Port -1 cannot be bound: a frontend that took the variable stops there (exit 3)
+    # instead of serving.
+    result = CliRunner(env={"RIDTRACE_API_KEYS": " , "}).invoke(
+        main, ["serve", "frontend", "--worker", "http://w", "--port", "-1",
+               "--log-file", f"{tmp_path}/x.jsonl"])
+    assert result.exit_code == 1 and "RIDTRACE_API_KEYS" in result.output, result.output

@@ -50,6 +50,21 @@ def _comma_list(value: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in value.split(",") if item.strip())
 
 
+def _check_secret(value: str, what: str) -> None:
+    """Refuse a secret no client could present: the check would lock everyone out.
+
+    The SDKs send a key as an HTTP header value, which is ASCII, and the check strips
+    the whitespace around what it receives; a key with whitespace, control or non-ASCII
+    characters (a stray space or newline from a secret file) can never match. The
+    value itself is never shown: it is a secret.
+    """
+    if not value:
+        raise ValueError(f"{what} must not be empty")
+    if not all("!" <= char <= "~" for char in value):
+        raise ValueError(f"{what} must be printable ASCII without spaces "
+                         "(an HTTP header carries it; check for stray whitespace)")
+
+
 def _secrets(environ: Mapping[str, str] | None) -> dict[str, Any]:
     """The shared secrets, from their own unprefixed variables (one name for both sides)."""
     env = os.environ if environ is None else environ
@@ -134,8 +149,10 @@ class FrontendSettings:
 
     def __post_init__(self) -> None:
         # An empty secret would look configured and leave the door open.
-        if any(not key for key in self.api_keys) or self.worker_token == "":
-            raise ValueError("API keys and the worker token must not be empty")
+        for key in self.api_keys:
+            _check_secret(key, "an API key")
+        if self.worker_token is not None:
+            _check_secret(self.worker_token, "the worker token")
         _require_numbers(self, positive=(
             "max_body_bytes", "max_tokens_limit", "default_max_tokens", "connect_timeout",
             "first_byte_timeout", "chunk_timeout", "total_timeout", "body_timeout",
@@ -190,6 +207,9 @@ class FrontendSettings:
         }
         values = _read(environ, "RIDTRACE_FRONTEND_", fields) | _secrets(environ)
         keys = _read(environ, "RIDTRACE_", {"api_keys": _comma_list})
+        if "api_keys" in keys and not keys["api_keys"]:
+            # " " or ",": meant to require keys, would have served everyone without one.
+            raise ValueError("RIDTRACE_API_KEYS is set but holds no key (a comma list)")
         return cls(**values, **keys)
 
 
@@ -235,8 +255,8 @@ class WorkerSettings:
     baggage_attributes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.worker_token == "":
-            raise ValueError("the worker token must not be empty")
+        if self.worker_token is not None:
+            _check_secret(self.worker_token, "the worker token")
         _require_numbers(
             self, positive=("gate_timeout", "max_body_bytes", "max_tokens_limit"),
             non_negative=("token_delay", "first_token_delay", "hang_after_tokens",
