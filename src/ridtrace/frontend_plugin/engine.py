@@ -3,7 +3,9 @@
 The reply to ``prompt`` is ``"echo: " + prompt``, cut into whitespace-delimited tokens
 (each token carries the whitespace before it, so the tokens concatenate back to the
 exact reply). A prompt of *n* words is echoed in full when ``max_tokens >= n + 1``;
-a smaller limit cuts the reply and reports ``finish_reason == "length"``. Because the
+a smaller limit cuts the reply and reports ``finish_reason == "length"``. Stop
+sequences cut the reply before the first one it contains (``finish_reason == "stop"``),
+as a real engine stops generating there. Because the
 reply names its prompt, a caller can check that the output it got is its own.
 """
 
@@ -12,17 +14,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
-__all__ = ["EchoEngine", "echo_tokens"]
+__all__ = ["EchoEngine", "cut_at_stop", "echo_tokens"]
 
 _TOKEN = re.compile(r"\s*\S+")
 PREFIX = "echo: "
 
 
-def echo_tokens(prompt: str, max_tokens: int) -> tuple[list[str], str]:
+def cut_at_stop(reply: str, stop: Sequence[str]) -> tuple[str, str | None]:
+    """``reply`` up to (not including) the earliest stop sequence in it, and that one."""
+    earliest: tuple[int, str] | None = None
+    for sequence in stop:
+        at = reply.find(sequence)
+        if at >= 0 and (earliest is None or at < earliest[0]):
+            earliest = (at, sequence)
+    return (reply, None) if earliest is None else (reply[:earliest[0]], earliest[1])
+
+
+def echo_tokens(
+    prompt: str, max_tokens: int, stop: Sequence[str] = ()
+) -> tuple[list[str], str]:
     """The tokens the engine streams for ``prompt`` and the finish reason."""
-    reply = PREFIX + prompt
+    reply, _ = cut_at_stop(PREFIX + prompt, stop)
     tokens = _TOKEN.findall(reply)
     tail = reply[sum(map(len, tokens)) :]
     if tail:  # trailing whitespace: keep it so the reply is exact
@@ -58,9 +72,11 @@ class EchoEngine:
         self.gate_timeout = gate_timeout
         self.hang_after_tokens = hang_after_tokens
 
-    async def stream(self, prompt: str, max_tokens: int) -> AsyncIterator[str]:
+    async def stream(
+        self, prompt: str, max_tokens: int, stop: Sequence[str] = ()
+    ) -> AsyncIterator[str]:
         """Yield the reply's tokens; the finish reason is :func:`echo_tokens`'s."""
-        async for batch in self.batches(prompt, max_tokens):
+        async for batch in self.batches(prompt, max_tokens, stop):
             for token in batch:
                 yield token
 
@@ -75,14 +91,16 @@ class EchoEngine:
             and self.hang_after_tokens is None
         )
 
-    async def batches(self, prompt: str, max_tokens: int) -> AsyncIterator[list[str]]:
+    async def batches(
+        self, prompt: str, max_tokens: int, stop: Sequence[str] = ()
+    ) -> AsyncIterator[list[str]]:
         """Yield the reply's tokens in batches of those ready at the same time.
 
         Without a token delay every token is ready at once, as a batch step of a real
         engine would be; the worker then writes them in one go instead of one write
         per token (issue 15). With a delay (or a hang), one token per batch.
         """
-        tokens, _ = echo_tokens(prompt, max_tokens)
+        tokens, _ = echo_tokens(prompt, max_tokens, stop)
         if self.gate is not None and not self.gate.is_set():
             # A timeout opens the way anyway: a forgotten gate must not hang forever.
             with contextlib.suppress(asyncio.TimeoutError):

@@ -74,6 +74,7 @@ class Finished:
     finish_reason: str
     tokens: int
     prompt_tokens: int
+    stop_sequence: str | None = None  # the stop sequence that ended the reply, if one did
 
 
 async def pump(
@@ -174,6 +175,7 @@ def message_item(
             finish_reason=str(message.get("finish_reason") or "stop"),
             tokens=_int(message.get("tokens")),
             prompt_tokens=_int(message.get("prompt_tokens")),
+            stop_sequence=_str(message.get("stop_sequence")),
         )
     if "error" in message:
         return Failed(WORKER_ERROR, 502, "worker_error", attempts,
@@ -248,3 +250,7 @@ async def drain(stream: WorkerStream) -> None:
 
 def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None

@@ -49,6 +49,7 @@ class WorkRequest:
         prompt: normalised prompt text (docs/log-schema.md, Fingerprints).
         max_tokens: generation limit.
         session_id: SGLang session key (the client's ``rid``), when given.
+        stop: stop sequences: the reply ends before the first one it would contain.
     """
 
     request_id: str
@@ -58,6 +59,7 @@ class WorkRequest:
     prompt: str
     max_tokens: int
     session_id: str | None = None
+    stop: tuple[str, ...] = ()
 
     def to_json(self) -> bytes:
         """Serialise for the request body."""
@@ -70,6 +72,7 @@ class WorkRequest:
                 "prompt": self.prompt,
                 "max_tokens": self.max_tokens,
                 "session_id": self.session_id,
+                "stop": self.stop,
             }
         )
 
@@ -88,6 +91,9 @@ class WorkRequest:
         for name in ("x_request_id", "session_id"):
             if raw.get(name) is not None and not isinstance(raw[name], str):
                 raise ValueError(f"{name} must be a string or null")
+        stop = raw.get("stop") or []  # absent from an older frontend's envelope
+        if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
+            raise ValueError("stop must be a list of non-empty strings")
         max_tokens = raw.get("max_tokens")
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
             raise ValueError("max_tokens must be a positive integer")
@@ -99,6 +105,7 @@ class WorkRequest:
             prompt=raw["prompt"],
             max_tokens=max_tokens,
             session_id=raw.get("session_id"),
+            stop=tuple(stop),
         )
 
 
@@ -120,18 +127,21 @@ def chunk_line(request_id: str, text: str) -> bytes:
     return orjson.dumps({"request_id": request_id, "text": text}, option=orjson.OPT_APPEND_NEWLINE)
 
 
-def done_line(request_id: str, *, finish_reason: str, tokens: int, prompt_tokens: int) -> bytes:
-    """The last line of a successful stream."""
-    return orjson.dumps(
-        {
-            "request_id": request_id,
-            "done": True,
-            "finish_reason": finish_reason,
-            "tokens": tokens,
-            "prompt_tokens": prompt_tokens,
-        },
-        option=orjson.OPT_APPEND_NEWLINE,
-    )
+def done_line(
+    request_id: str, *, finish_reason: str, tokens: int, prompt_tokens: int,
+    stop_sequence: str | None = None,
+) -> bytes:
+    """The last line of a successful stream (``stop_sequence``: the one that ended it)."""
+    done: dict[str, object] = {
+        "request_id": request_id,
+        "done": True,
+        "finish_reason": finish_reason,
+        "tokens": tokens,
+        "prompt_tokens": prompt_tokens,
+    }
+    if stop_sequence is not None:
+        done["stop_sequence"] = stop_sequence
+    return orjson.dumps(done, option=orjson.OPT_APPEND_NEWLINE)
 
 
 def error_line(request_id: str, message: str) -> bytes:

@@ -37,7 +37,7 @@ from ridtrace.contract import (
 from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin.asgi_io import GuardedStreamingResponse
 from ridtrace.frontend_plugin.drain import Drain, StopOnDrain, Stopped
-from ridtrace.frontend_plugin.engine import EchoEngine, echo_tokens
+from ridtrace.frontend_plugin.engine import PREFIX, EchoEngine, cut_at_stop, echo_tokens
 from ridtrace.frontend_plugin.registry import DuplicateRequestId, InflightRegistry
 from ridtrace.frontend_plugin.settings import WorkerSettings
 from ridtrace.frontend_plugin.wire import (
@@ -176,11 +176,12 @@ class WorkEndpoint:
             return
         started = time.perf_counter()
         outcome = OUTCOME_ERROR
-        tokens, finish_reason = echo_tokens(job.prompt, job.max_tokens)
+        tokens, finish_reason = echo_tokens(job.prompt, job.max_tokens, job.stop)
         try:
             reply = _encode(job, tokens, 0, config.foreign_chunk_after) + done_line(
                 job.request_id, finish_reason=finish_reason, tokens=len(tokens),
                 prompt_tokens=len(job.prompt.split()),
+                stop_sequence=_stopped_by(job, finish_reason),
             )
             await send({
                 "type": "http.response.start", "status": 200,
@@ -194,6 +195,13 @@ class WorkEndpoint:
         finally:
             registry.release(job.request_id, channel)
             _log_end(job, outcome, started, "".join(tokens), len(tokens))
+
+
+def _stopped_by(job: WorkRequest, finish_reason: str) -> str | None:
+    """The stop sequence that ended the reply (none when the token limit came first)."""
+    if not job.stop or finish_reason != "stop":
+        return None
+    return cut_at_stop(PREFIX + job.prompt, job.stop)[1]
 
 
 def _encode(job: WorkRequest, batch: list[str], done: int, foreign_after: int | None) -> bytes:
@@ -231,14 +239,14 @@ async def _produce(
     produced: list[str] = []
     outcome = OUTCOME_ERROR
     error: str | None = None
-    _, finish_reason = echo_tokens(job.prompt, job.max_tokens)
+    _, finish_reason = echo_tokens(job.prompt, job.max_tokens, job.stop)
     # Each batch is held until the next one exists, so the last goes out in the same
     # write as the done line.
     held = b""
     stop = StopOnDrain()
     drain.hold(stop)
     try:
-        batches = aiter(engine.batches(job.prompt, job.max_tokens))
+        batches = aiter(engine.batches(job.prompt, job.max_tokens, job.stop))
         while True:
             try:
                 batch = await stop.wait(anext(batches))
@@ -250,7 +258,7 @@ async def _produce(
             produced.extend(batch)
         yield held + done_line(
             job.request_id, finish_reason=finish_reason, tokens=len(produced),
-            prompt_tokens=len(job.prompt.split()),
+            prompt_tokens=len(job.prompt.split()), stop_sequence=_stopped_by(job, finish_reason),
         )
         outcome = OUTCOME_OK
     except Stopped as exc:

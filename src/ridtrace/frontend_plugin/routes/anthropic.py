@@ -22,6 +22,12 @@ __all__ = ["MESSAGES"]
 _STOP = {"stop": "end_turn", "length": "max_tokens"}
 
 
+def _stop_reason(finished: Finished) -> str:
+    if finished.stop_sequence is not None:
+        return "stop_sequence"
+    return _STOP.get(finished.finish_reason, "end_turn")
+
+
 class _MessagesRenderer(Renderer):
     def __init__(self, parsed: Parsed, ids: Ids) -> None:
         super().__init__(parsed, ids)
@@ -31,11 +37,12 @@ class _MessagesRenderer(Renderer):
                                    "delta": {"type": "text_delta", "text": SseTemplate.HOLE}},
                                   "content_block_delta")
 
-    def _message(self, content: list[dict[str, Any]], stop: str | None, out: int) -> dict[str, Any]:
+    def _message(self, content: list[dict[str, Any]], stop: str | None, out: int,
+                 stop_sequence: str | None = None) -> dict[str, Any]:
         return {
             "id": self.msg_id, "type": "message", "role": "assistant",
             "model": self.parsed.model, "content": content, "stop_reason": stop,
-            "stop_sequence": None,
+            "stop_sequence": stop_sequence,
             "usage": {"input_tokens": self.prompt_tokens, "output_tokens": out},
         }
 
@@ -54,8 +61,8 @@ class _MessagesRenderer(Renderer):
         return (
             sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
             + sse({"type": "message_delta",
-                   "delta": {"stop_reason": _STOP.get(finished.finish_reason, "end_turn"),
-                             "stop_sequence": None},
+                   "delta": {"stop_reason": _stop_reason(finished),
+                             "stop_sequence": finished.stop_sequence},
                    "usage": {"output_tokens": finished.tokens}}, "message_delta")
             + sse({"type": "message_stop"}, "message_stop")
         )
@@ -65,8 +72,8 @@ class _MessagesRenderer(Renderer):
                    "error")
 
     def body(self, text: str, finished: Finished) -> dict[str, Any]:
-        return self._message([{"type": "text", "text": text}],
-                             _STOP.get(finished.finish_reason, "end_turn"), finished.tokens)
+        return self._message([{"type": "text", "text": text}], _stop_reason(finished),
+                             finished.tokens, finished.stop_sequence)
 
 
 class _MessagesSpec(ApiSpec):

@@ -100,6 +100,13 @@ class _GenerateSpec(ApiSpec):
         return _GenerateRenderer(parsed, ids)
 
 
+def _sglang_finish(finished: Finished) -> dict[str, str]:
+    """SGLang's ``finish_reason``: ``matched`` names the stop string that ended the text."""
+    if finished.stop_sequence is not None:
+        return {"type": finished.finish_reason, "matched": finished.stop_sequence}
+    return {"type": finished.finish_reason}
+
+
 class _SglangRenderer(Renderer):
     """SGLang streams the cumulative text so far in every event."""
 
@@ -116,7 +123,7 @@ class _SglangRenderer(Renderer):
         return sse({"text": self.text, "rid": self.ids.public_id, "meta_info": self._meta(None, 0)})
 
     def finish(self, finished: Finished, text: str) -> bytes:
-        meta = self._meta({"type": finished.finish_reason}, finished.tokens)
+        meta = self._meta(_sglang_finish(finished), finished.tokens)
         return sse({"text": text, "rid": self.ids.public_id, "meta_info": meta}) + _DONE
 
     def fail(self, failed: Failed) -> bytes:
@@ -126,7 +133,7 @@ class _SglangRenderer(Renderer):
 
     def body(self, text: str, finished: Finished) -> dict[str, Any]:
         return {"text": text, "rid": self.ids.public_id,
-                "meta_info": self._meta({"type": finished.finish_reason}, finished.tokens)}
+                "meta_info": self._meta(_sglang_finish(finished), finished.tokens)}
 
 
 class _SglangSpec(ApiSpec):

@@ -1,0 +1,93 @@
+"""Stop sequences through the official SDKs and the generate routes, on real processes.
+
+They were accepted and ignored: ``stop=["there"]`` still returned "… there world", and
+Anthropic's ``stop_reason`` never said ``stop_sequence``. The echo engine now ends the
+reply before the first stop sequence it would contain, as a real engine stops there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+import pytest
+
+from ridtrace.frontend_plugin import echo_tokens
+from ridtrace.frontend_plugin.wire import WorkRequest, done_line
+from tests.frontend_plugin.conftest import Stack, start_stack
+
+PROMPT = "alpha beta STOP gamma delta"
+CHAT: Any = [{"role": "user", "content": PROMPT}]
+CUT = "echo: user: alpha beta "  # the chat reply up to the stop sequence
+
+
+@pytest.fixture(scope="module", params=["paced", "ready"])
+def stop_stack(request: pytest.FixtureRequest, stack: Stack,
+               tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """The shared stack (a token delay: the worker streams) and one whose worker has
+    the whole reply at once (one body): the two ways a worker answers."""
+    if request.param == "paced":
+        yield stack
+        return
+    with start_stack(tmp_path_factory.mktemp("stop-ready"), workers=[[]]) as ready:
+        yield ready
+
+
+def test_openai_chat_and_completions_stop_before_the_stop_sequence(stop_stack: Stack) -> None:
+    oai = openai.OpenAI(base_url=stop_stack.url + "/v1", api_key="unused", max_retries=0)
+    reply = oai.chat.completions.create(model="echo", messages=CHAT, stop=["nope", "STOP"])
+    assert reply.choices[0].message.content == CUT
+    assert reply.choices[0].finish_reason == "stop"
+    streamed = list(oai.chat.completions.create(model="echo", messages=CHAT, stop="STOP",
+                                                stream=True))
+    assert "".join(c.choices[0].delta.content or "" for c in streamed) == CUT
+    assert streamed[-1].choices[0].finish_reason == "stop"
+    completion = oai.completions.create(model="echo", prompt=PROMPT, stop="beta")
+    assert completion.choices[0].text == "echo: alpha "
+    # The earliest match wins, whatever the order of the list.
+    first = oai.completions.create(model="echo", prompt=PROMPT, stop=["delta", "beta"])
+    assert first.choices[0].text == "echo: alpha "
+    # A token limit that comes first is still a length cut.
+    short = oai.completions.create(model="echo", prompt=PROMPT, stop="delta", max_tokens=2)
+    assert (short.choices[0].text, short.choices[0].finish_reason) == ("echo: alpha", "length")
+
+
+def test_anthropic_reports_the_stop_sequence(stop_stack: Stack) -> None:
+    claude = anthropic.Anthropic(base_url=stop_stack.url, api_key="unused", max_retries=0)
+    message = claude.messages.create(model="echo", max_tokens=64, messages=CHAT,
+                                     stop_sequences=["gamma", "STOP"])
+    assert message.content[0].text == CUT  # type: ignore[union-attr]
+    assert (message.stop_reason, message.stop_sequence) == ("stop_sequence", "STOP")
+    with claude.messages.stream(model="echo", max_tokens=64, messages=CHAT,
+                                stop_sequences=["STOP"]) as stream:
+        final = stream.get_final_message()
+    assert final.content[0].text == CUT  # type: ignore[union-attr]
+    assert (final.stop_reason, final.stop_sequence) == ("stop_sequence", "STOP")
+    plain = claude.messages.create(model="echo", max_tokens=64, messages=CHAT,
+                                   stop_sequences=["absent"])
+    assert (plain.stop_reason, plain.stop_sequence) == ("end_turn", None)
+
+
+def test_generate_routes_take_sampling_params_stop(stop_stack: Stack) -> None:
+    with httpx.Client(base_url=stop_stack.url, timeout=30) as client:
+        native = client.post("/inference/v1/generate", json={
+            "prompt": PROMPT, "sampling_params": {"stop": "STOP"}}).json()
+        assert (native["text"], native["finish_reason"]) == ("echo: alpha beta ", "stop")
+        sglang = client.post("/generate", json={
+            "text": PROMPT, "sampling_params": {"stop": ["STOP"]}}).json()
+        assert sglang["text"] == "echo: alpha beta "
+        assert sglang["meta_info"]["finish_reason"] == {"type": "stop", "matched": "STOP"}
+
+
+def test_the_engine_and_the_wire_carry_the_stop_sequences() -> None:
+    tokens, reason = echo_tokens("a b c", 10, ("b",))
+    assert ("".join(tokens), reason) == ("echo: a ", "stop")
+    work = WorkRequest(request_id="r", x_request_id=None, endpoint="completions", model="m",
+                       prompt="p", max_tokens=3, stop=("x", "y"))
+    assert WorkRequest.from_json(work.to_json()) == work
+    # An envelope from a frontend that sends no stop sequences still parses.
+    assert WorkRequest.from_json(work.to_json().replace(b'"stop":["x","y"]', b'"z":0')).stop == ()
+    assert b"stop_sequence" not in done_line("r", finish_reason="stop", tokens=1, prompt_tokens=1)
