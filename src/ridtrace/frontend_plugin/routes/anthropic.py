@@ -109,7 +109,8 @@ class _MessagesSpec(ApiSpec):
 # class by status; the type is what a caller's code and logs read).
 _TYPE_OF_STATUS = {
     401: "authentication_error", 403: "permission_error", 404: "not_found_error",
-    413: "request_too_large", 429: "rate_limit_error", 529: "overloaded_error",
+    413: "request_too_large", 429: "rate_limit_error", 504: "timeout_error",
+    529: "overloaded_error",
 }
 
 

@@ -1,0 +1,54 @@
+"""The error classes and error types the official SDKs see for the frontend's failures.
+
+Real processes: a worker that never produces a token (504), a body over the limit (413). Anthropic's API names a 504 ``timeout_error``: the
+Messages route said ``api_error``, which reads as a server bug rather than a timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+from tests.frontend_plugin.conftest import Stack, start_stack
+
+CHAT: Any = [{"role": "user", "content": "error classes"}]
+
+
+@pytest.fixture(scope="module")
+def hung(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with start_stack(tmp_path_factory.mktemp("hung"), workers=[["--hang-after-tokens", "0"]],
+                     frontend=["--first-byte-timeout", "0.5", "--max-body-bytes", "4096"]) as stack:
+        yield stack
+
+
+def _clients(stack: Stack) -> tuple[openai.OpenAI, anthropic.Anthropic]:
+    return (openai.OpenAI(base_url=stack.url + "/v1", api_key="k", max_retries=0),
+            anthropic.Anthropic(base_url=stack.url, api_key="k", max_retries=0))
+
+
+def test_a_worker_timeout_is_504_timeout_in_both_sdks(hung: Stack) -> None:
+    oai, claude = _clients(hung)
+    with pytest.raises(openai.InternalServerError) as chat:
+        oai.chat.completions.create(model="echo", messages=CHAT)
+    assert chat.value.status_code == 504 and chat.value.type == "timeout"
+    with pytest.raises(anthropic.InternalServerError) as message:
+        claude.messages.create(model="echo", max_tokens=8, messages=CHAT)
+    assert message.value.status_code == 504
+    assert message.value.body["error"]["type"] == "timeout_error"  # type: ignore[index]
+    assert "timed out" in message.value.message
+
+
+def test_a_body_over_the_limit_is_413_in_both_sdks(hung: Stack) -> None:
+    oai, claude = _clients(hung)
+    big: Any = [{"role": "user", "content": "x" * 10_000}]
+    with pytest.raises(openai.APIStatusError) as chat:
+        oai.chat.completions.create(model="echo", messages=big)
+    assert chat.value.status_code == 413 and "exceeds" in chat.value.message
+    with pytest.raises(anthropic.RequestTooLargeError) as message:
+        claude.messages.create(model="echo", max_tokens=8, messages=big)
+    assert message.value.body["error"]["type"] == "request_too_large"  # type: ignore[index]
+
