@@ -61,3 +61,20 @@ def test_the_docs_come_back_with_the_debug_endpoints(stack: Stack) -> None:
     with httpx.Client(base_url=stack.url, timeout=30) as client:
         assert client.get("/openapi.json").json()["info"]["title"] == "ridtrace frontend"
         assert client.get("/docs").status_code == 200
+
+
+def test_a_trailing_slash_is_a_404_not_a_redirect_to_the_callers_host(defaults: Stack) -> None:
+    # Starlette redirected to the other spelling with a Location built from the Host
+    # header: anyone could make the server send a caller (and its retry) elsewhere.
+    evil = {"host": "evil.example"}
+    with httpx.Client(timeout=30, follow_redirects=False) as client:
+        answers = [
+            client.post(defaults.url + "/v1/chat/completions/", headers=evil, json={}),
+            client.get(defaults.url + "/v1/models/", headers=evil),
+            client.get(defaults.workers[0].url + "/health/", headers=evil),
+        ]
+    for response in answers:
+        assert response.status_code == 404, (response.url, response.headers)
+        assert "location" not in response.headers
+        assert "evil.example" not in response.text
+    assert answers[0].json()["error"]["message"] == "Not Found: POST /v1/chat/completions/"

@@ -62,7 +62,12 @@ def fastapi_app(*, app_class: type[FastAPI] = FastAPI, **options: Any) -> FastAP
     own apps it only cost CPU (issue 15). Apps built around ``create_router`` keep
     FastAPI's telemetry if they want it, and ridtrace enriches its span instead.
     ``app_class`` is a ``FastAPI`` subclass to build instead.
+
+    A path with a trailing slash (``/v1/chat/completions/``) is a 404 like any unknown
+    path: Starlette's redirect to the other spelling built its ``Location`` from the
+    client's ``Host`` header, so anyone could make the server send a caller elsewhere.
     """
+    options.setdefault("redirect_slashes", False)
     try:
         from fastapi.telemetry import TelemetryConfig
     except ImportError:  # FastAPI before built-in telemetry: nothing to turn off
