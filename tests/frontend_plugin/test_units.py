@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import tracemalloc
 from hashlib import blake2b
 
 import pytest
@@ -27,6 +28,23 @@ def test_echo_tokens_rebuild_the_reply_exactly() -> None:
     assert "".join(tokens) == "echo: a  b\nc " and reason == "stop"
     cut, reason = echo_tokens("one two three", 2)
     assert "".join(cut) == "echo: one" and reason == "length"
+
+
+def test_echo_tokens_cut_only_the_tokens_they_return() -> None:
+    # Half a million one-letter words: all of them split (to keep 16) cost ~30 MB.
+    prompt = "a " * 500_000
+    tracemalloc.start()
+    try:
+        tokens, reason = echo_tokens(prompt, 16)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (len(tokens), reason) == (16, "length") and "".join(tokens) == "echo:" + " a" * 15
+    assert peak < 1 << 20, peak  # well under the prompt itself (1 MB)
+    # The edges: exactly as many words as allowed, with and without trailing blanks.
+    assert echo_tokens("x y", 3) == (["echo:", " x", " y"], "stop")
+    assert echo_tokens("x y ", 3) == (["echo:", " x", " y"], "length")
+    assert echo_tokens("x y ", 4) == (["echo:", " x", " y", " "], "stop")
 
 
 def test_engine_streams_with_a_gate() -> None:
