@@ -7,6 +7,7 @@ operator gets: no key, no ``--debug-endpoints``.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -63,18 +64,50 @@ def test_the_docs_come_back_with_the_debug_endpoints(stack: Stack) -> None:
         assert client.get("/docs").status_code == 200
 
 
-def test_a_trailing_slash_is_a_404_not_a_redirect_to_the_callers_host(defaults: Stack) -> None:
+def test_a_trailing_slash_is_a_404_not_a_redirect_to_the_callers_host(tmp_path: Path) -> None:
     # Starlette redirected to the other spelling with a Location built from the Host
     # header: anyone could make the server send a caller (and its retry) elsewhere.
+    # (Servers that answer for any Host, as behind a proxy: on loopback alone the Host
+    # check refuses evil.example before any route.)
     evil = {"host": "evil.example"}
-    with httpx.Client(timeout=30, follow_redirects=False) as client:
+    any_host = ["--allowed-host", "*"]
+    with start_stack(tmp_path, workers=[any_host], frontend=any_host,
+                     debug_endpoints=False) as stack, \
+            httpx.Client(timeout=30, follow_redirects=False) as client:
         answers = [
-            client.post(defaults.url + "/v1/chat/completions/", headers=evil, json={}),
-            client.get(defaults.url + "/v1/models/", headers=evil),
-            client.get(defaults.workers[0].url + "/health/", headers=evil),
+            client.post(stack.url + "/v1/chat/completions/", headers=evil, json={}),
+            client.get(stack.url + "/v1/models/", headers=evil),
+            client.get(stack.workers[0].url + "/health/", headers=evil),
         ]
     for response in answers:
         assert response.status_code == 404, (response.url, response.headers)
         assert "location" not in response.headers
         assert "evil.example" not in response.text
     assert answers[0].json()["error"]["message"] == "Not Found: POST /v1/chat/completions/"
+
+
+def _status_for_host(url: str, host: str) -> int:
+    return httpx.get(url + "/health", headers={"host": host}, timeout=30).status_code
+
+
+def test_a_host_that_is_not_this_servers_is_refused_on_loopback(defaults: Stack) -> None:
+    # DNS rebinding: a page whose name re-resolves to 127.0.0.1 is same-origin with a
+    # keyless server on loopback and may post JSON to it; its requests still carry the
+    # page's name in Host, which a server on loopback has no reason to answer for.
+    for url in (defaults.url, defaults.workers[0].url):
+        port = url.rsplit(":", 1)[1]
+        answer = httpx.post(url + "/v1/chat/completions", timeout=30,
+                            headers={"host": f"rebound.example:{port}"},
+                            json={"messages": [{"role": "user", "content": "x"}]})
+        assert answer.status_code == 421, (url, answer.text)
+        assert answer.json()["error"]["code"] == "misdirected_request"
+        for own in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", "LOCALHOST."):
+            assert _status_for_host(url, own) == 200, (url, own)
+
+
+def test_allowed_host_adds_a_name_to_answer_for(tmp_path: Path) -> None:
+    with start_stack(tmp_path, workers=[[]], debug_endpoints=False,
+                     frontend=["--allowed-host", "gateway.internal"]) as stack:
+        assert _status_for_host(stack.url, "gateway.internal:443") == 200
+        assert _status_for_host(stack.url, "127.0.0.1") == 200
+        assert _status_for_host(stack.url, "other.internal") == 421

@@ -11,6 +11,7 @@ import pytest
 from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin import EchoEngine, FrontendSettings, WorkerSettings, echo_tokens
 from ridtrace.frontend_plugin.bodies import InvalidRequest, body_client_id, chat_prompt
+from ridtrace.frontend_plugin.host_check import allowed_hosts_for, host_of
 from ridtrace.frontend_plugin.routes import APIS
 from ridtrace.frontend_plugin.wire import WorkRequest
 
@@ -198,3 +199,21 @@ def test_watchdog_cancels_after_a_silence_but_not_while_chunks_flow() -> None:
         return dog.expired, chunks
 
     assert asyncio.run(run()) == ("chunk", 16)
+
+
+@pytest.mark.parametrize(("header", "host"), [
+    (b"127.0.0.1:8000", "127.0.0.1"), (b"LocalHost", "localhost"), (b"localhost.:80", "localhost"),
+    (b"[::1]:8000", "::1"), (b"[::1]", "::1"), (b"gateway.internal", "gateway.internal"),
+    (b"[::1", None), (b"[::1]x", None), (b"a:b", None), (b":80", None), (b"h\xc3\xa9", None),
+])
+def test_the_host_of_a_host_header(header: bytes, host: str | None) -> None:
+    assert host_of(header) == host
+
+
+def test_which_hosts_a_server_answers_for() -> None:
+    assert allowed_hosts_for("127.0.0.1", ()) == {"localhost", "127.0.0.1", "::1"}
+    assert allowed_hosts_for("::1", ["Gateway.Internal"]) == {
+        "localhost", "127.0.0.1", "::1", "gateway.internal"}
+    assert allowed_hosts_for("127.0.0.1", ["*"]) is None  # the check turned off
+    assert allowed_hosts_for("0.0.0.0", ()) is None  # reached from anywhere: any name
+    assert allowed_hosts_for("0.0.0.0", ["api.example"]) == {"api.example"}

@@ -54,6 +54,15 @@ def _header_timeout_option(func: Callable[..., None]) -> Callable[..., None]:
     )(func)
 
 
+def _allowed_host_option(func: Callable[..., None]) -> Callable[..., None]:
+    return click.option(
+        "--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
+        help="Also answer requests whose Host is NAME (repeat; '*' for any). Bound to "
+             "loopback, only localhost and the loopback addresses are answered (421 "
+             "otherwise: DNS rebinding); on other addresses any Host unless listed.",
+    )(func)
+
+
 def _debug_option(func: Callable[..., None]) -> Callable[..., None]:
     return click.option(
         "--debug-endpoints", is_flag=True, default=None,
@@ -103,14 +112,19 @@ def _setup(log_file: Path, service: str, level: str) -> None:
 
 def _run(
     app: object, host: str, port: int, *, drain: Drain, graceful_timeout: float, name: str,
-    log_file: Path, header_timeout: float,
+    log_file: Path, header_timeout: float, allowed_hosts: tuple[str, ...],
 ) -> None:
     import uvicorn
     from uvicorn.config import STARTUP_FAILURE
 
     from ridtrace.cli.graceful import DrainingServer
     from ridtrace.cli.header_guard import guarded_http_protocol
+    from ridtrace.frontend_plugin.host_check import HostCheck, allowed_hosts_for
     from ridtrace.frontend_plugin.wire import SERVER_KEEP_ALIVE_SECONDS
+
+    allowed = allowed_hosts_for(host, allowed_hosts)
+    if allowed is not None:
+        app = HostCheck(app, allowed=allowed)  # type: ignore[arg-type]
 
     # log_config=None keeps the stdlib routing configure_logging installed; access
     # lines would only repeat request.end.
@@ -172,6 +186,7 @@ def _run(
 @_debug_option
 @_graceful_option
 @_header_timeout_option
+@_allowed_host_option
 def frontend_command(
     port: int, host: str, workers: tuple[str, ...], log_file: Path, id_policy: str,
     first_byte_timeout: float | None, chunk_timeout: float | None,
@@ -179,6 +194,7 @@ def frontend_command(
     log_level: str,
     api_keys: tuple[str, ...], metrics_require_key: bool | None, worker_token: str | None,
     debug_endpoints: bool | None, graceful_timeout: float, header_timeout: float,
+    allowed_hosts: tuple[str, ...],
 ) -> None:
     """Serve the inference routes and dispatch to --worker URLs."""
     from ridtrace.frontend_plugin import FrontendSettings, create_frontend_app
@@ -206,7 +222,7 @@ def frontend_command(
     drain = Drain()
     _run(create_frontend_app(settings, tracing=tracing, drain=drain), host, port, drain=drain,
          graceful_timeout=graceful_timeout, name="frontend", log_file=log_file,
-         header_timeout=header_timeout)
+         header_timeout=header_timeout, allowed_hosts=allowed_hosts)
 
 
 @serve.command("worker")
@@ -231,12 +247,13 @@ def frontend_command(
 @_debug_option
 @_graceful_option
 @_header_timeout_option
+@_allowed_host_option
 def worker_command(
     port: int, host: str, log_file: Path, id_policy: str, token_delay: float,
     first_token_delay: float, gate: bool, hang_after_tokens: int | None,
     foreign_chunk_after: int | None, log_level: str, baggage_attributes: tuple[str, ...],
     worker_token: str | None, debug_endpoints: bool | None, graceful_timeout: float,
-    header_timeout: float,
+    header_timeout: float, allowed_hosts: tuple[str, ...],
 ) -> None:
     """Serve the echo engine at POST /v1/work."""
     from ridtrace.frontend_plugin import WorkerSettings, create_worker_app
@@ -263,4 +280,4 @@ def worker_command(
     drain = Drain()
     _run(create_worker_app(settings, tracing=tracing, drain=drain), host, port, drain=drain,
          graceful_timeout=graceful_timeout, name="worker", log_file=log_file,
-         header_timeout=header_timeout)
+         header_timeout=header_timeout, allowed_hosts=allowed_hosts)

@@ -1,0 +1,102 @@
+"""Answer only requests addressed to a host this server is meant to be reached by.
+
+A server bound to loopback with no API key trusts whoever can reach it, and a web page
+can reach it by DNS rebinding: its own name, re-resolved to 127.0.0.1, makes the page
+same-origin with the server, so the browser lets it post JSON and read the answers.
+Such a request still names the page's host in ``Host``; refusing hosts that are not
+the server's (421 Misdirected Request) closes that path. Bound to loopback, the
+server's names are ``localhost`` and the loopback addresses; ``--allowed-host`` adds
+others (a reverse proxy's public name) or, with ``*``, turns the check off.
+
+Written here rather than taken from Starlette's ``TrustedHostMiddleware``: before
+Starlette 1.x it read ``[::1]:8000`` as the host ``[`` and refused IPv6 loopback.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Iterable
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+__all__ = ["LOOPBACK_NAMES", "HostCheck", "allowed_hosts_for", "is_loopback"]
+
+ANY_HOST = "*"
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+_REFUSAL = json.dumps({"error": {
+    "message": "Misdirected request: this server does not answer for that Host "
+               "(ridtrace serve --allowed-host adds names)",
+    "type": "invalid_request_error", "code": "misdirected_request"}}).encode()
+
+
+def is_loopback(bind: str) -> bool:
+    """Whether a bind address only takes connections from this machine."""
+    if bind.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(bind.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def allowed_hosts_for(bind: str, extra: Iterable[str]) -> frozenset[str] | None:
+    """The hosts a server bound to `bind` answers for; None when it answers for any.
+
+    Loopback binds get the loopback names; other binds are checked only when the
+    operator lists hosts.
+    """
+    names = {_normal(name) for name in extra}
+    if ANY_HOST in names or (not names and not is_loopback(bind)):
+        return None
+    if is_loopback(bind):
+        names |= LOOPBACK_NAMES | {_normal(bind)}
+    return frozenset(names)
+
+
+def host_of(header: bytes) -> str | None:
+    """The host part of a ``Host`` header (no port, IPv6 without brackets), lower case;
+    None when it is not one."""
+    try:
+        text = header.decode("ascii").strip()
+    except UnicodeDecodeError:
+        return None
+    if text.startswith("["):
+        end = text.find("]")
+        rest = text[end + 1:] if end > 0 else "x"
+        if rest and not (rest.startswith(":") and rest[1:].isdigit()):
+            return None
+        return _normal(text[1:end])
+    name, colon, port = text.rpartition(":")
+    if not colon:
+        name = port
+    elif not port.isdigit():
+        return None
+    return _normal(name) if name else None
+
+
+def _normal(name: str) -> str:
+    return name.strip().strip("[]").rstrip(".").lower()
+
+
+class HostCheck:
+    """ASGI middleware: HTTP requests whose ``Host`` is not among `allowed` get 421.
+
+    A request without ``Host`` (HTTP/1.0) passes: a browser always sends one.
+    """
+
+    def __init__(self, app: ASGIApp, *, allowed: frozenset[str]) -> None:
+        self.app = app
+        self._allowed = allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            header = next((value for key, value in scope["headers"] if key == b"host"), None)
+            if header is not None and host_of(header) not in self._allowed:
+                await send({"type": "http.response.start", "status": 421, "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(_REFUSAL)).encode()),
+                ]})
+                await send({"type": "http.response.body", "body": _REFUSAL})
+                return
+        await self.app(scope, receive, send)
