@@ -32,7 +32,10 @@ def demo_argv(out: Path, requests: int = DEMO_REQUESTS) -> list[str]:
 @pytest.fixture(scope="session")
 def demo_completed(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
     out = tmp_path_factory.getbasetemp() / "demo-out"
-    return subprocess.run(demo_argv(out), capture_output=True, text=True, timeout=300)
+    # Without COLUMNS, as a pipe in CI: the demo lays itself out for its default width.
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    return subprocess.run(demo_argv(out), capture_output=True, text=True, timeout=300,
+                          env=env)
 
 
 @pytest.fixture(scope="session")

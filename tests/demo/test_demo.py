@@ -45,6 +45,10 @@ def test_demo_proves_the_point_and_exits_zero(demo_run: tuple[subprocess.Complet
     done, _ = demo_run
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "What the callers saw" in done.stdout and "OK" in done.stdout
+    # Piped, the tables are laid out wide enough to keep their cells whole (rich's 80
+    # columns cut the audit's header name to "x-dynamo-reques…" and folded its times).
+    assert re.search(r"│ x-dynamo-request-id +│ \d+ +│ \d+ +│ \S+ \S+Z +│", done.stdout), \
+        done.stdout
 
 
 def test_before_after_numbers(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
@@ -77,6 +81,9 @@ def test_demo_leaves_logs_reports_traces_and_plot(demo_run: tuple[subprocess.Com
         assert (out / policy / "report.json").exists()
     traces = json.loads((out / "safe" / "traces.json").read_text())
     assert traces["data"] and all(t["spans"] for t in traces["data"])
+    # Each span with its log lines, as `ridtrace export jaeger` writes them.
+    spans = [span for trace in traces["data"] for span in trace["spans"]]
+    assert all(span["logs"] for span in spans), [s["spanID"] for s in spans if not s["logs"]]
     assert (out / "safe" / "deprecated-headers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -36,6 +36,9 @@ def demo(
     out_dir: Path, count: int, concurrency: int, token_delay: float, keep_running: bool
 ) -> None:
     """Reproduce the crossed-stream incident, show the fix, and prove both from the logs."""
+    from rich.console import Console
+
+    from ridtrace.cli.forensics_render import REPORT_WIDTH, layout_width
     from ridtrace.demo.main import run_demo
 
     signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -53,6 +56,9 @@ def demo(
             token_delay=token_delay,
             keep_running=keep_running,
             otlp_endpoint=os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            # Piped (`make demo | tee`, a CI log), rich's 80 columns cut the tables'
+            # header names and times: laid out as `analyze` lays out its report.
+            console=Console(width=layout_width(True, REPORT_WIDTH)),
         )
     except KeyboardInterrupt:
         # Coroutines the interrupt left unstarted would each print a RuntimeWarning at

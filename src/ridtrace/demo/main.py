@@ -118,7 +118,7 @@ def run_demo(
     legacy, safe = runs
     requests = {run.policy: analyze_run(run) for run in runs}
     detections = [crossed_detection(run) for run in runs]
-    jaeger_path = write_jaeger(safe, requests["safe"])
+    jaeger_path = write_jaeger(safe)
     audit, plot_path = write_audit(safe, requests["safe"])
 
     before_after(console, runs)

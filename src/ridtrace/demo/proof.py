@@ -10,9 +10,11 @@ import pandas as pd
 
 from ridtrace.demo.run import PolicyRun
 from ridtrace.forensics.reading.events import load_events
+from ridtrace.forensics.records.spans import build_requests
 from ridtrace.forensics.rules.report import analyze, report_json
 from ridtrace.forensics.views.audit import audit, plot_usage, usage_series
-from ridtrace.forensics.views.jaeger import to_jaeger
+from ridtrace.forensics.views.jaeger import jaeger_traces
+from ridtrace.forensics.views.jaeger import write_jaeger as write_traces
 
 __all__ = ["Detection", "analyze_run", "write_audit", "write_jaeger"]
 
@@ -61,10 +63,14 @@ def crossed_detection(run: PolicyRun) -> Detection:
     return Detection(seen, reported, hung_up)
 
 
-def write_jaeger(run: PolicyRun, requests: pd.DataFrame) -> Path:
-    """The run as a Jaeger "JSON File" upload."""
+def write_jaeger(run: PolicyRun) -> Path:
+    """The run as a Jaeger "JSON File" upload: what ``ridtrace export jaeger`` writes for
+    its logs, each span with its log lines (built from the requests alone, the spans
+    came without them)."""
+    events = load_events([str(run.log_dir)]).events
     path = run.log_dir.parent / "traces.json"
-    path.write_bytes(orjson.dumps(to_jaeger(requests)))
+    with path.open("w", encoding="utf-8") as out:
+        write_traces(jaeger_traces(build_requests(events), events), out.write)
     return path
 
 
