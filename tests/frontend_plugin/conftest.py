@@ -11,7 +11,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import anthropic
 import httpx
+import openai
 import orjson
 import pytest
 
@@ -133,3 +135,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         frontend=["--chunk-timeout", "10"],
     ) as running:
         yield running
+
+
+@pytest.fixture
+def oai(stack: Stack) -> openai.OpenAI:
+    """The official OpenAI SDK, pointed at the shared stack's frontend."""
+    return openai.OpenAI(base_url=stack.url + "/v1", api_key="unused", max_retries=0)
+
+
+@pytest.fixture
+def claude(stack: Stack) -> anthropic.Anthropic:
+    """The official Anthropic SDK, pointed at the shared stack's frontend."""
+    return anthropic.Anthropic(base_url=stack.url, api_key="unused", max_retries=0)

@@ -18,15 +18,6 @@ from tests.frontend_plugin.conftest import Stack
 CHAT: Any = [{"role": "user", "content": "sampling fields"}]
 
 
-@pytest.fixture
-def oai(stack: Stack) -> openai.OpenAI:
-    return openai.OpenAI(base_url=stack.url + "/v1", api_key="unused", max_retries=0)
-
-
-@pytest.fixture
-def claude(stack: Stack) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=stack.url, api_key="unused", max_retries=0)
-
 
 @pytest.mark.parametrize(("extra", "param"), [
     ({"temperature": "hot"}, "temperature"),

@@ -10,16 +10,6 @@ import pytest
 from tests.frontend_plugin.conftest import Stack
 
 
-@pytest.fixture
-def oai(stack: Stack) -> openai.OpenAI:
-    return openai.OpenAI(base_url=stack.url + "/v1", api_key="unused", max_retries=0)
-
-
-@pytest.fixture
-def claude(stack: Stack) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=stack.url, api_key="unused", max_retries=0)
-
-
 def test_openai_chat(oai: openai.OpenAI) -> None:
     reply = oai.chat.completions.create(
         model="echo", messages=[{"role": "user", "content": "chat sdk plain"}]

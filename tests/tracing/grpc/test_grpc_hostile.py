@@ -25,6 +25,25 @@ def _add(proto: Proto, servicer: Any) -> Any:
     return lambda server: proto.pb2_grpc.add_InferenceServicer_to_server(servicer, server)
 
 
+async def _infer(
+    proto: Proto, interceptor: RequestTracingInterceptor,
+    metadata: list[tuple[tuple[str, Any], ...]],
+) -> list[tuple[Any, dict[str, list[Any]]]]:
+    """One Infer call per entry of `metadata`, in order: each response, with its
+    trailing metadata (empty when the call sent none)."""
+    out = []
+    async with (
+        serving(_add(proto, build_servicer(proto)), interceptors=[interceptor]) as target,
+        grpc.aio.insecure_channel(target) as channel,
+    ):
+        stub = proto.pb2_grpc.InferenceStub(channel)
+        for sent in metadata:
+            call = stub.Infer(proto.pb2.InferRequest(prompt="p"), metadata=sent or None)
+            trailing = metadata_dict(await call.trailing_metadata()) if sent else {}
+            out.append((await call, trailing))
+    return out
+
+
 def test_deprecated_keys_are_ignored_warned_once_and_recorded_per_call(
     proto: Proto, log_lines: LogLines
 ) -> None:
@@ -33,24 +52,8 @@ def test_deprecated_keys_are_ignored_warned_once_and_recorded_per_call(
         deprecation_link="https://example.test/ids",
     )
 
-    async def go() -> list[tuple[Any, dict[str, list[Any]]]]:
-        out = []
-        async with (
-            serving(_add(proto, build_servicer(proto)), interceptors=[interceptor]) as target,
-            grpc.aio.insecure_channel(target) as channel,
-        ):
-            stub = proto.pb2_grpc.InferenceStub(channel)
-            for _ in range(3):
-                call = stub.Infer(
-                    proto.pb2.InferRequest(prompt="p"),
-                    metadata=(("x-dynamo-request-id", "legacy-1"), ("request-id", "legacy-2")),
-                )
-                out.append((await call, metadata_dict(await call.trailing_metadata())))
-            plain = await stub.Infer(proto.pb2.InferRequest(prompt="p"))
-            out.append((plain, {}))
-        return out
-
-    results = asyncio.run(go())
+    legacy = (("x-dynamo-request-id", "legacy-1"), ("request-id", "legacy-2"))
+    results = asyncio.run(_infer(proto, interceptor, [legacy] * 3 + [()]))
     warnings = log_lines.events("deprecated_header")
     assert sorted(w["header"] for w in warnings) == ["request-id", "x-dynamo-request-id"]
     assert {w["level"] for w in warnings} == {"WARN"}
@@ -79,19 +82,7 @@ def test_binary_deprecated_keys_are_recorded_as_deprecated_and_never_the_id(
     interceptor = RequestTracingInterceptor(tracer_provider=provider)
     legacy = (("request-id-bin", b"legacy-1"), ("x-dynamo-request-id-bin", b"\x00\x01"))
 
-    async def go() -> list[tuple[Any, dict[str, list[Any]]]]:
-        out = []
-        async with (
-            serving(_add(proto, build_servicer(proto)), interceptors=[interceptor]) as target,
-            grpc.aio.insecure_channel(target) as channel,
-        ):
-            stub = proto.pb2_grpc.InferenceStub(channel)
-            for _ in range(2):
-                call = stub.Infer(proto.pb2.InferRequest(prompt="p"), metadata=legacy)
-                out.append((await call, metadata_dict(await call.trailing_metadata())))
-        return out
-
-    results = asyncio.run(go())
+    results = asyncio.run(_infer(proto, interceptor, [legacy] * 2))
     sent = "request-id-bin,x-dynamo-request-id-bin"
     warnings = log_lines.events("deprecated_header")
     assert sorted(w["header"] for w in warnings) == [

@@ -269,3 +269,17 @@ def _peer_text(context: grpc.aio.ServicerContext) -> str | None:
         return None
     scheme, _, address = peer.partition(":")
     return address if scheme in ("ipv4", "ipv6") else peer
+
+
+def behavior_of(
+    handler: grpc.RpcMethodHandler,
+) -> tuple[Callable[..., Any], Callable[..., grpc.RpcMethodHandler]]:
+    """A handler's behaviour (the servicer's function for its shape: unary or streaming
+    each way) and the factory that builds a handler of that shape around another."""
+    if handler.request_streaming and handler.response_streaming:
+        return handler.stream_stream, grpc.stream_stream_rpc_method_handler
+    if handler.request_streaming:
+        return handler.stream_unary, grpc.stream_unary_rpc_method_handler
+    if handler.response_streaming:
+        return handler.unary_stream, grpc.unary_stream_rpc_method_handler
+    return handler.unary_unary, grpc.unary_unary_rpc_method_handler

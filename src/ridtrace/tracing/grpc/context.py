@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 import grpc
 import grpc.aio
 
-__all__ = ["Metadata", "TracedServicerContext"]
+__all__ = ["IdMetadata", "Metadata", "TracedServicerContext"]
 
 Metadata = tuple[tuple[str, str | bytes], ...]
 
@@ -31,16 +31,10 @@ class _Status:
         self.trailing_metadata = trailing_metadata
 
 
-class TracedServicerContext(grpc.aio.ServicerContext):  # type: ignore[misc]
-    """Delegates to the real context; merges ``ours`` into the metadata it sends.
-
-    Args:
-        context: the context gRPC gave the interceptor.
-        ours: the id metadata (``x-server-request-id``, echoed ``x-request-id``, and
-            deprecation notices), sent in both initial and trailing metadata.
-        owned_keys: keys a handler may not set itself: its values are replaced, never
-            duplicated, like the HTTP middleware's response headers.
-    """
+class IdMetadata:
+    """What the servicer contexts of both servers share (grpc.aio's below, the
+    synchronous server's in `ridtrace.tracing.grpc.sync`): the call's counters and
+    ridtrace's metadata, merged into whatever metadata the handler sends."""
 
     __slots__ = (
         "_context",
@@ -53,9 +47,8 @@ class TracedServicerContext(grpc.aio.ServicerContext):  # type: ignore[misc]
         "write_sends_initial",
     )
 
-    def __init__(
-        self, context: grpc.aio.ServicerContext, ours: Metadata, owned_keys: frozenset[str]
-    ) -> None:
+    def start(self, context: Any, ours: Metadata, owned_keys: frozenset[str]) -> None:
+        """Set up the proxy of `context` (the body of each context's ``__init__``)."""
         self._context = context
         self._ours = ours
         self._owned = owned_keys
@@ -72,6 +65,25 @@ class TracedServicerContext(grpc.aio.ServicerContext):  # type: ignore[misc]
         if not metadata:
             return self._ours
         return tuple((k, v) for k, v in metadata if k.lower() not in self._owned) + self._ours
+
+
+class TracedServicerContext(IdMetadata, grpc.aio.ServicerContext):  # type: ignore[misc]
+    """Delegates to the real context; merges ``ours`` into the metadata it sends.
+
+    Args:
+        context: the context gRPC gave the interceptor.
+        ours: the id metadata (``x-server-request-id``, echoed ``x-request-id``, and
+            deprecation notices), sent in both initial and trailing metadata.
+        owned_keys: keys a handler may not set itself: its values are replaced, never
+            duplicated, like the HTTP middleware's response headers.
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self, context: grpc.aio.ServicerContext, ours: Metadata, owned_keys: frozenset[str]
+    ) -> None:
+        self.start(context, ours, owned_keys)
 
     async def ensure_initial_metadata(self) -> None:
         """Send ridtrace's initial metadata unless the handler already sent some.

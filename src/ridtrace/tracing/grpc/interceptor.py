@@ -15,7 +15,7 @@ import grpc
 import grpc.aio
 
 from ridtrace.tracing import metrics
-from ridtrace.tracing.grpc.call import CallConfig, GrpcCall, MethodInfo
+from ridtrace.tracing.grpc.call import CallConfig, GrpcCall, MethodInfo, behavior_of
 from ridtrace.tracing.grpc.context import TracedServicerContext
 from ridtrace.tracing.grpc.sync import wrap_sync_handler
 from ridtrace.tracing.settings import TracingSettings
@@ -144,14 +144,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
         )
 
     def _wrap(self, handler: grpc.RpcMethodHandler, info: MethodInfo) -> grpc.RpcMethodHandler:
-        if handler.request_streaming and handler.response_streaming:
-            behavior, factory = handler.stream_stream, grpc.stream_stream_rpc_method_handler
-        elif handler.request_streaming:
-            behavior, factory = handler.stream_unary, grpc.stream_unary_rpc_method_handler
-        elif handler.response_streaming:
-            behavior, factory = handler.unary_stream, grpc.unary_stream_rpc_method_handler
-        else:
-            behavior, factory = handler.unary_unary, grpc.unary_unary_rpc_method_handler
+        behavior, factory = behavior_of(handler)
         # grpc.aio picks how to drive a handler from its shape (coroutine function,
         # async generator function, plain function), so the wrapper keeps the shape:
         # that also keeps it composable with other interceptors that rely on it.

@@ -15,36 +15,22 @@ from typing import Any
 
 import grpc
 
-from ridtrace.tracing.grpc.call import CallConfig, GrpcCall, MethodInfo
+from ridtrace.tracing.grpc.call import CallConfig, GrpcCall, MethodInfo, behavior_of
+from ridtrace.tracing.grpc.context import IdMetadata, Metadata
 
 __all__ = ["SyncTracedServicerContext", "wrap_sync_handler"]
 
-Metadata = tuple[tuple[str, str | bytes], ...]
 
-
-class SyncTracedServicerContext(grpc.ServicerContext):  # type: ignore[misc]
+class SyncTracedServicerContext(IdMetadata, grpc.ServicerContext):  # type: ignore[misc]
     """Delegates to the synchronous server's context; merges ``ours`` into the metadata
     the handler sends (see :class:`~ridtrace.tracing.grpc.TracedServicerContext`)."""
 
     def __init__(
         self, context: grpc.ServicerContext, ours: Metadata, owned_keys: frozenset[str]
     ) -> None:
-        self._context = context
-        self._ours = ours
-        self._owned = owned_keys
-        self.initial_sent = False
-        self.write_sends_initial = True
+        self.start(context, ours, owned_keys)
         # grpc's synchronous abort() raises a bare Exception: this says it was one.
         self.aborted = False
-        self.messages_in = 0
-        self.messages_out = 0
-        self.on_message: Callable[[Any], None] | None = None
-
-    def merged(self, metadata: Iterable[tuple[str, str | bytes]] | None) -> Metadata:
-        """``metadata`` without the keys ridtrace owns, followed by ridtrace's own."""
-        if not metadata:
-            return self._ours
-        return tuple((k, v) for k, v in metadata if k.lower() not in self._owned) + self._ours
 
     def ensure_initial_metadata(self) -> None:
         """Send ridtrace's initial metadata unless the handler already sent some; a
@@ -140,14 +126,7 @@ def wrap_sync_handler(
     per_message: bool,
 ) -> grpc.RpcMethodHandler:
     """``handler`` with each call traced; its shape (value or iterator) is kept."""
-    if handler.request_streaming and handler.response_streaming:
-        behavior, factory = handler.stream_stream, grpc.stream_stream_rpc_method_handler
-    elif handler.request_streaming:
-        behavior, factory = handler.stream_unary, grpc.stream_unary_rpc_method_handler
-    elif handler.response_streaming:
-        behavior, factory = handler.unary_stream, grpc.unary_stream_rpc_method_handler
-    else:
-        behavior, factory = handler.unary_unary, grpc.unary_unary_rpc_method_handler
+    behavior, factory = behavior_of(handler)
     streaming_in = bool(handler.request_streaming)
     per_message = per_message and streaming_in and bool(handler.response_streaming)
     if handler.response_streaming:
