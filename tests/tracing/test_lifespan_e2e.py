@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import signal
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -15,19 +16,29 @@ from tests.support.otlp_receiver import otlp_receiver
 from tests.support.servers import free_port, run_server
 
 
+def _users_app(module: str, endpoint: str, workdir: Path) -> Any:
+    """A user's app (`module`'s ``create_app``) under uvicorn, exporting to `endpoint`
+    with batches and metric exports held back for longer than any test runs."""
+    port = free_port()
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+        "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000",
+    }
+    argv = ["-m", "uvicorn", f"{module}:create_app", "--factory",
+            "--host", "127.0.0.1", "--port", str(port)]
+    return run_server(argv, port=port, workdir=workdir, env=env, ready_path="/items/ready")
+
+
+def _get_items(url: str, prefix: str, count: int) -> None:
+    for i in range(count):
+        response = httpx.get(f"{url}/items/{i}", headers={"x-request-id": f"{prefix}-{i}"})
+        assert response.status_code == 200
+
+
 def test_sigterm_flushes_a_users_app(tmp_path: Path) -> None:
     with otlp_receiver() as receiver:
-        port = free_port()
-        env = {
-            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-            "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000",
-        }
-        argv = ["-m", "uvicorn", "tests.tracing.lifespan_app:create_app", "--factory",
-                "--host", "127.0.0.1", "--port", str(port)]
-        with run_server(argv, port=port, workdir=tmp_path, env=env, ready_path="/items/ready") as server:
-            for i in range(4):
-                response = httpx.get(f"{server.url}/items/{i}", headers={"x-request-id": f"u-{i}"})
-                assert response.status_code == 200
+        with _users_app("tests.tracing.lifespan_app", receiver.endpoint, tmp_path) as server:
+            _get_items(server.url, "u", 4)
             assert receiver.spans == [] and receiver.metric_exports == 0
         assert server.process.returncode is not None
         spans = receiver.wait_for(5, timeout=10)
@@ -43,17 +54,8 @@ def test_an_applications_own_providers_are_used_not_doubled(tmp_path: Path) -> N
     # metrics never reached the application's readers and went out under another
     # resource, through a second exporter.
     with otlp_receiver() as receiver:
-        port = free_port()
-        env = {
-            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-            "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000",
-        }
-        argv = ["-m", "uvicorn", "tests.tracing.own_providers_app:create_app", "--factory",
-                "--host", "127.0.0.1", "--port", str(port)]
-        with run_server(argv, port=port, workdir=tmp_path, env=env, ready_path="/items/ready") as server:
-            for i in range(3):
-                response = httpx.get(f"{server.url}/items/{i}", headers={"x-request-id": f"o-{i}"})
-                assert response.status_code == 200
+        with _users_app("tests.tracing.own_providers_app", receiver.endpoint, tmp_path) as server:
+            _get_items(server.url, "o", 3)
         assert server.process.returncode is not None
         spans = receiver.wait_for(4, timeout=10)
         receiver.wait_for_metric_exports(1, timeout=10)
