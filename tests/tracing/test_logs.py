@@ -172,3 +172,26 @@ def test_warn_is_the_warning_level_in_any_case(level: str) -> None:
         logger.remove()
         logging.basicConfig(handlers=[logging.NullHandler()], force=True)
     assert [json.loads(x)["message"] for x in out.getvalue().splitlines()] == ["written"]
+
+
+def test_custom_levels_are_written_as_the_schemas_level_names(tmp_path: Path) -> None:
+    # The schema's levels are TRACE..CRITICAL; a level an application adds (loguru's
+    # logger.level("NOTICE", no=25), the standard library's addLevelName(35, ...)) was
+    # written under its own name or as "Level 35", which no reader of the contract knows.
+    path = tmp_path / "levels.jsonl"
+    configure_logging(path, service="svc", level=1)
+    logger.level("NOTICE_QA", no=25)
+    logging.addLevelName(35, "ALERT_QA")
+    try:
+        logger.log("NOTICE_QA", "loguru custom")
+        logging.getLogger("app").log(35, "stdlib custom")
+        logging.getLogger("app").log(45, "stdlib unnamed")
+        logger.log(3, "below trace")
+        logger.success("success")
+    finally:
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+    levels = {line["message"]: line["level"] for line in read_lines(path)}
+    assert levels == {
+        "loguru custom": "INFO", "stdlib custom": "WARN", "stdlib unnamed": "ERROR",
+        "below trace": "TRACE", "success": "INFO",
+    }  # fmt: skip

@@ -33,6 +33,7 @@ __all__ = [
     "event_line",
     "event_tail",
     "pid",
+    "schema_level",
     "utc_now",
     "utc_stamp",
 ]
@@ -42,6 +43,10 @@ __all__ = [
 _RESERVED = frozenset({"time", "level", "message", "logger", "schema", "service", "pid"})
 CONTEXT_KEYS = ("request_id", "x_request_id", "trace_id", "span_id", "parent_span_id")
 LEVEL_NAMES = {"WARNING": "WARN", "SUCCESS": "INFO"}
+_SCHEMA_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "CRITICAL"})
+# Loguru's numbers (the standard library's, TRACE aside): the highest one a level
+# reaches names it.
+_LEVEL_FLOORS = ((50, "CRITICAL"), (40, "ERROR"), (30, "WARN"), (20, "INFO"), (10, "DEBUG"))
 _NONE_ID = id(None)
 
 
@@ -52,6 +57,17 @@ def add_context_ids(extra: dict[str, Any], ctx: RequestContext) -> None:
         value = getattr(ctx, key)
         if value is not None:
             extra.setdefault(key, value)
+
+
+def schema_level(name: str, number: int) -> str:
+    """The schema's name for a record's level: an application's own level (loguru's
+    ``logger.level("NOTICE", no=25)``, the standard library's ``addLevelName``, an
+    unnamed ``Level 35``) is written as the schema level at or below its number, since
+    readers only know the six names."""
+    known = LEVEL_NAMES.get(name, name)
+    if known in _SCHEMA_LEVELS:
+        return known
+    return next((schema for floor, schema in _LEVEL_FLOORS if number >= floor), "TRACE")
 
 
 # (whole UTC second, its "YYYY-MM-DDTHH:MM:SS" text): lines written within one second

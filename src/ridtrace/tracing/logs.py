@@ -26,10 +26,10 @@ from loguru import logger
 from ridtrace.contract import LOG_SCHEMA
 from ridtrace.tracing.context import context_of_exception, current_context
 from ridtrace.tracing.jsonline import (
-    LEVEL_NAMES,
     add_context_ids,
     add_fields,
     dumps,
+    schema_level,
     utc_stamp,
 )
 from ridtrace.tracing.sinks import JsonLinesSink, lowest_level, register_event_sink
@@ -69,10 +69,9 @@ def _install_patcher() -> None:
 
 def format_record(record: Record, service: str) -> bytes:
     """Render one loguru record as a JSON line (bytes, newline-terminated)."""
-    level = record["level"].name
     line: dict[str, Any] = {
         "time": utc_stamp(record["time"]),
-        "level": LEVEL_NAMES.get(level, level),
+        "level": schema_level(record["level"].name, record["level"].no),
         "message": record["message"],
         "logger": record["name"] or "",
         "schema": LOG_SCHEMA,
