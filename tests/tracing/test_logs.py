@@ -195,3 +195,13 @@ def test_custom_levels_are_written_as_the_schemas_level_names(tmp_path: Path) ->
         "loguru custom": "INFO", "stdlib custom": "WARN", "stdlib unnamed": "ERROR",
         "below trace": "TRACE", "success": "INFO",
     }  # fmt: skip
+
+
+def test_object_and_array_values_are_written_as_json_text(log_file: Path) -> None:
+    # The schema promises flat keys: a dict or list an application binds was written
+    # as a nested object / array, a column of another type for every reader.
+    logger.bind(data={"a": {"b": 1}}, items=[1, "x"], pair=(1, 2), tags={"t"}).info("structured")
+    (line,) = read_lines(log_file)
+    assert (line["data"], line["items"], line["pair"]) == ('{"a":{"b":1}}', '[1,"x"]', "[1,2]")
+    assert line["tags"] == '["t"]'
+    assert not any(isinstance(value, (dict, list)) for value in line.values())

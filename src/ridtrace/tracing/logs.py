@@ -79,10 +79,25 @@ def format_record(record: Record, service: str) -> bytes:
         "pid": record["process"].id,
     }
     add_fields(line, record["extra"])
+    _flatten(line)
     if record["exception"] is not None:
         exc = record["exception"]
         line["exception"] = f"{exc.type.__name__ if exc.type else 'Exception'}: {exc.value}"
     return dumps(line)
+
+
+# Values an application may bind that JSON writes as an object or an array.
+_NESTED = (dict, list, tuple, set, frozenset)
+
+
+def _flatten(line: dict[str, Any]) -> None:
+    """Write an object or array value as its JSON text: the schema's keys are flat, and
+    one key must keep one type for readers that load the lines as columns."""
+    for key, value in line.items():
+        if isinstance(value, _NESTED):
+            # JSON has no sets: a set would otherwise become the string of its repr.
+            plain = list(value) if isinstance(value, (set, frozenset)) else value
+            line[key] = dumps(plain)[:-1].decode()
 
 
 class _InterceptHandler(logging.Handler):
