@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.servers import free_port, stop_process, wait_until_serving
+from tests.support.servers import child_pythonpath, free_port, stop_process, wait_until_serving
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -136,5 +136,5 @@ def test_python_example_runs(doc: str, code: str, tmp_path: Path, scratch: Path)
     script = tmp_path / "example.py"
     script.write_text("from fastapi import FastAPI\napp = FastAPI()\n" + code + _HARNESS)
     done = subprocess.run([sys.executable, str(script)], cwd=scratch, capture_output=True,
-                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+                          text=True, timeout=60, env={**os.environ, "PYTHONPATH": child_pythonpath()})
     assert done.returncode == 0, f"{doc}:\n{code}\n{done.stderr[-3000:]}"

@@ -16,7 +16,18 @@ import httpx
 
 from ridtrace.demo.processes import free_port
 
-__all__ = ["RunningServer", "free_port", "run_server", "wait_until_serving"]
+__all__ = [
+    "RunningServer", "child_pythonpath", "free_port", "run_server", "wait_until_serving",
+]
+
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def child_pythonpath() -> str:
+    """PYTHONPATH for a child interpreter: this checkout's ``src`` (then its root, for
+    ``tests.*``). The root alone let the child import whatever ridtrace the venv has
+    installed, so in a second clone the servers under test ran another tree's code."""
+    return f"{_REPO_ROOT / 'src'}{os.pathsep}{_REPO_ROOT}"
 
 
 @dataclass

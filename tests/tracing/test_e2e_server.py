@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from tests.support.otlp_receiver import OtlpReceiver, otlp_receiver
-from tests.support.servers import RunningServer, free_port, run_server
-from tests.tracing.conftest import REPO_ROOT, read_lines, wait_for_lines
+from tests.support.servers import RunningServer, child_pythonpath, free_port, run_server
+from tests.tracing.conftest import read_lines, wait_for_lines
 
 SHARED_CLIENT_ID = "rollout-42-s7"
 
@@ -37,7 +37,7 @@ def server(
         "RIDTRACE_TEST_LOG": str(log_path),
         "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
         "OTEL_BSP_SCHEDULE_DELAY": "50",
-        "PYTHONPATH": str(REPO_ROOT),
+        "PYTHONPATH": child_pythonpath(),
     }
     argv = [
         "-m", "uvicorn", "tests.tracing.app_under_test:create_app", "--factory",
@@ -354,7 +354,7 @@ def test_uvicorn_run_with_the_app_object_logs_uvicorns_lines_as_the_docs_say(
     script.write_text(_SCRIPT_APP)
     log_path = tmp_path / "script.jsonl"
     port = free_port()
-    env = {"PYTHONPATH": str(REPO_ROOT)}
+    env = {"PYTHONPATH": child_pythonpath()}
     with run_server([str(script), str(port), str(log_path)], port=port, workdir=tmp_path,
                     env=env) as running:  # fmt: skip
         request_id = httpx.get(running.url + "/").headers["x-server-request-id"]
