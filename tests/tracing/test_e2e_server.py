@@ -238,6 +238,10 @@ def test_the_servers_crash_line_for_a_request_carries_its_ids(
     assert crash["x_request_id"] == "crash-2"
     assert (crash["trace_id"], crash["span_id"]) == (end["trace_id"], end["span_id"])
     assert crash["exception"] == "RuntimeError: boom"
+    # The traceback is the crash's evidence: it was lost, only "RuntimeError: boom" kept.
+    assert crash["traceback"].startswith("Traceback (most recent call last):\n")
+    assert "in boom" in crash["traceback"]
+    assert crash["traceback"].endswith("RuntimeError: boom\n")
 
 
 def _raw_request(port: int, header_lines: list[bytes]) -> bytes:

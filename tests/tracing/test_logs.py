@@ -205,3 +205,20 @@ def test_object_and_array_values_are_written_as_json_text(log_file: Path) -> Non
     assert (line["data"], line["items"], line["pair"]) == ('{"a":{"b":1}}', '[1,"x"]', "[1,2]")
     assert line["tags"] == '["t"]'
     assert not any(isinstance(value, (dict, list)) for value in line.values())
+
+
+def test_exception_lines_carry_the_traceback_and_only_a_real_exception(log_file: Path) -> None:
+    def fail() -> None:
+        raise ValueError("bad\nvalue")
+
+    try:
+        fail()
+    except ValueError:
+        logger.exception("caught")
+    logger.opt(exception=True).warning("no exception in flight")
+    caught, plain = read_lines(log_file)
+    assert caught["exception"] == "ValueError: bad\nvalue"
+    assert caught["traceback"].startswith("Traceback (most recent call last):\n")
+    assert "in fail" in caught["traceback"] and caught["traceback"].endswith("value\n")
+    # Outside an except block loguru records "no exception": it was written "Exception: None".
+    assert "exception" not in plain and "traceback" not in plain

@@ -18,6 +18,7 @@ import io
 import logging
 import os
 import sys
+import traceback
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
@@ -80,9 +81,14 @@ def format_record(record: Record, service: str) -> bytes:
     }
     add_fields(line, record["extra"])
     _flatten(line)
-    if record["exception"] is not None:
-        exc = record["exception"]
-        line["exception"] = f"{exc.type.__name__ if exc.type else 'Exception'}: {exc.value}"
+    exc = record["exception"]
+    # opt(exception=True) outside an except block records an exception of type None.
+    if exc is not None and exc.type is not None:
+        line["exception"] = f"{exc.type.__name__}: {exc.value}"
+        # The frames are the evidence of a crash; one string, so still one line.
+        line["traceback"] = "".join(
+            traceback.format_exception(exc.type, exc.value, exc.traceback)
+        )
     return dumps(line)
 
 
