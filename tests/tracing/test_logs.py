@@ -222,3 +222,21 @@ def test_exception_lines_carry_the_traceback_and_only_a_real_exception(log_file:
     assert "in fail" in caught["traceback"] and caught["traceback"].endswith("value\n")
     # Outside an except block loguru records "no exception": it was written "Exception: None".
     assert "exception" not in plain and "traceback" not in plain
+
+
+def test_stdlib_extra_fields_reach_the_line(tmp_path: Path) -> None:
+    # logging's extra={...} is how standard-library code adds fields to a record; the
+    # bridge to loguru dropped them, so a library's structured fields never reached a line.
+    path = tmp_path / "extra.jsonl"
+    configure_logging(path, service="svc", level="INFO")
+    try:
+        logging.getLogger("lib").warning("with fields", extra={"user": "u1", "attempt": 2,
+                                                               "tags": ["a"], "time": "t",
+                                                               "request_id": "lib-id"})
+    finally:
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+    (line,) = read_lines(path)
+    assert (line["user"], line["attempt"], line["tags"], line["_time"]) == ("u1", 2, '["a"]', "t")
+    # A library's own id never passes for the server-minted request_id.
+    assert "request_id" not in line and line["_request_id"] == "lib-id"
+    assert not {"args", "msg", "exc_info", "levelno", "funcName"} & set(line)

@@ -27,6 +27,7 @@ from loguru import logger
 from ridtrace.contract import LOG_SCHEMA
 from ridtrace.tracing.context import context_of_exception, current_context
 from ridtrace.tracing.jsonline import (
+    CONTEXT_KEYS,
     add_context_ids,
     add_fields,
     dumps,
@@ -106,6 +107,24 @@ def _flatten(line: dict[str, Any]) -> None:
             line[key] = dumps(plain)[:-1].decode()
 
 
+# Attributes every LogRecord has (and those logging adds while formatting): anything
+# else on a record came from the caller's extra={...}.
+_RECORD_ATTRIBUTES = frozenset(
+    vars(logging.LogRecord("", 0, "", 0, "", None, None))
+) | {"message", "asctime", "taskName"}
+
+
+def _extra_fields(record: logging.LogRecord) -> dict[str, Any]:
+    """The caller's extra={...} fields. Libraries put ids of their own under names such
+    as ``request_id``; the request's ids are the server's, so such a field is written
+    with a leading ``_``, as a reserved name is."""
+    return {
+        "_" + k if k in CONTEXT_KEYS else k: v
+        for k, v in vars(record).items()
+        if k not in _RECORD_ATTRIBUTES
+    }
+
+
 class _InterceptHandler(logging.Handler):
     """Forwards standard-library records to loguru, keeping level and logger name."""
 
@@ -120,8 +139,11 @@ class _InterceptHandler(logging.Handler):
         if record.exc_info and current_context() is None:
             ctx = context_of_exception(record.exc_info[1])
 
+        extra = _extra_fields(record)
+
         def patch(r: Record) -> None:
             r["name"] = record.name
+            r["extra"].update(extra)  # the caller's fields, as loguru's bind() would add
             if ctx is not None:
                 add_context_ids(r["extra"], ctx)
 
