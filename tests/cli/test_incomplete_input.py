@@ -253,6 +253,17 @@ def test_exit_3_when_incomplete_and_allow_incomplete(tmp_path: Path, case: str) 
     assert code == 0
 
 
+def test_the_table_never_says_no_findings_over_an_incomplete_read(tmp_path: Path) -> None:
+    # With -q nothing reaches stderr, so the table is all a reader sees: a bare
+    # "No findings." over logs it could not read would be a confident false clean.
+    (tmp_path / "app.log").write_text("not json\n" * 40)
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path), "-q"])
+    assert result.exit_code == 3
+    assert "No findings." not in result.stdout
+    assert "incidents may be missing" in result.stdout
+    assert "40 lines read but no request found in them" in result.stdout
+
+
 def test_one_banner_in_200_lines_is_complete(tmp_path: Path) -> None:
     good = [
         rt("request.start", request_id=f"r{i}", span_id=f"{i:016x}", trace_id="t" * 32)

@@ -94,7 +94,13 @@ def render_report(report: Report, *, to_terminal: bool) -> str:
         console.print(visible(f"bad line {sample['file']}:{sample['line']}: {sample['reason']}"))
     found = report.found
     if not len(found):
-        console.print("No findings.")
+        # A bare "No findings." over logs that were not all read is the confident false
+        # clean a forensic report must never print, even under -q (no stderr warning).
+        if report.summary["incomplete"]:
+            _print_incomplete(console, report.summary, "No findings in what was read, but "
+                              "incidents may be missing:")
+        else:
+            console.print("No findings.")
         return buf.getvalue()
     records = finding_dicts(found.head(MAX_ROWS))
     if console.width >= FINDINGS_TABLE_WIDTH:
@@ -105,7 +111,16 @@ def render_report(report: Report, *, to_terminal: bool) -> str:
         console.print(
             f"… {len(found) - MAX_ROWS} more findings; use --format json or csv."
         )
+    if report.summary["incomplete"]:
+        _print_incomplete(console, report.summary, "INCOMPLETE: more incidents may be missing:")
     return buf.getvalue()
+
+
+def _print_incomplete(console: Console, summary: dict[str, Any], headline: str) -> None:
+    """Why the input was incomplete, on stdout beside the verdict it qualifies."""
+    console.print(headline, style="bold red")
+    for reason in summary["incomplete_reasons"]:
+        console.print(visible(f"  {reason}"))
 
 
 def _evidence(rec: dict[str, Any], base: str = "") -> str:
@@ -220,10 +235,8 @@ def render_audit(
     for note in summary["unreadable_files"]:
         console.print(visible(f"could not read all of {note['file']}: {note['reason']}"))
     if summary["incomplete"]:
-        console.print("INCOMPLETE: use of the deprecated headers may be missing:",
-                      style="bold red")
-        for reason in summary["incomplete_reasons"]:
-            console.print(visible(f"  {reason}"))
+        _print_incomplete(console, summary,
+                          "INCOMPLETE: use of the deprecated headers may be missing:")
     return buf.getvalue()
 
 
