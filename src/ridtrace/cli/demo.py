@@ -13,11 +13,13 @@ from types import FrameType
 
 import click
 
+from ridtrace.cli.stop import exit_code, raise_terminated
+
 __all__ = ["demo"]
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    # SIGTERM and SIGINT take one path, so every child process is stopped.
+    # SIGINT and SIGTERM (as `Terminated`) take one path, so every child process is stopped.
     raise KeyboardInterrupt
 
 
@@ -41,7 +43,7 @@ def demo(
     from ridtrace.cli.forensics_render import REPORT_WIDTH, layout_width
     from ridtrace.demo.main import run_demo
 
-    signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGTERM, raise_terminated)
     # Ctrl-C too, though Python's default handler raises the same: asyncio.run() swaps
     # the *default* handler for one that only cancels its main task, and a cancellation
     # that lands inside httpx's own cancel scopes can be absorbed — the traffic then
@@ -60,7 +62,7 @@ def demo(
             # header names and times: laid out as `analyze` lays out its report.
             console=Console(width=layout_width(True, REPORT_WIDTH)),
         )
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         # Coroutines the interrupt left unstarted would each print a RuntimeWarning at
         # exit: noise after a stop the user asked for, and reported on the next line.
         warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
@@ -68,7 +70,7 @@ def demo(
         # ("Task was destroyed but it is pending!", through asyncio's logger).
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)
         click.echo("interrupted: every process the demo started has been stopped", err=True)
-        sys.exit(130)
+        sys.exit(exit_code(stop))  # 130 after Ctrl-C, 143 after SIGTERM, as every command
     sys.exit(code)
 
 

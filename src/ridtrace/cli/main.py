@@ -6,24 +6,14 @@ import sys
 import threading
 import traceback
 from collections.abc import Iterator
-from types import FrameType
 
 import click
 
 from ridtrace.cli import quick_exit
 
-# Ctrl-C: the shell's convention (128 + SIGINT), not click's "Aborted!" and exit 1, which
-# a CI gate reads as error findings.
-EXIT_INTERRUPTED = 130
-EXIT_TERMINATED = 128 + signal.SIGTERM
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, taken down the path of Ctrl-C so a stopped command cleans up the same."""
-
-
-def _raise_terminated(signum: int, frame: FrameType | None) -> None:
-    raise Terminated
+# Ctrl-C and SIGTERM: the shell's convention (128 + the signal), not click's "Aborted!"
+# and exit 1, which a CI gate reads as error findings.
+from ridtrace.cli.stop import Terminated, exit_code, raise_terminated
 
 
 @contextlib.contextmanager
@@ -38,7 +28,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread may set handlers (an embedding program's thread)
         return
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
     try:
         yield
     finally:
@@ -61,7 +51,7 @@ class _Main(click.Group):
             # Leave at once (from the console entry): a reading thread blocked on a pipe
             # would hold the interpreter's exit, which joins every thread, forever.
             quick_exit.request()
-            ctx.exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED)
+            ctx.exit(exit_code(stop))
 
 
 @click.group(cls=_Main)

@@ -1,0 +1,24 @@
+"""How a command stopped by a signal exits: the shell's 128 + the signal's number, so a
+CI job or `timeout` tells Ctrl-C (130) from SIGTERM (143) and neither from findings (1)."""
+
+import signal
+from types import FrameType
+
+__all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated", "exit_code", "raise_terminated"]
+
+EXIT_INTERRUPTED = 128 + signal.SIGINT
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, taken down the path of Ctrl-C so a stopped command cleans up the same."""
+
+
+def raise_terminated(signum: int, frame: FrameType | None) -> None:
+    """A SIGTERM handler: unwind as Ctrl-C does, remembering it was SIGTERM."""
+    raise Terminated
+
+
+def exit_code(stop: KeyboardInterrupt) -> int:
+    """130 after Ctrl-C, 143 after SIGTERM."""
+    return EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
