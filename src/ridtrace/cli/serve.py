@@ -175,7 +175,8 @@ def _run(
 @click.option("--total-timeout", type=float, default=None, help="Seconds (default 300).")
 @click.option("--body-timeout", type=float, default=None,
               help="Seconds a request body may take to arrive (default 30); then 408.")
-@click.option("--max-body-bytes", type=int, default=None, help="Bodies above get 413.")
+@click.option("--max-body-bytes", type=int, default=None,
+              help="Bodies above get 413 (default 1048576, 1 MiB).")
 @click.option("--log-level", default="INFO", show_default=True)
 @click.option("--api-key", "api_keys", multiple=True, metavar="KEY",
               help="Require this key (repeat for several; or RIDTRACE_API_KEYS, comma list) "
