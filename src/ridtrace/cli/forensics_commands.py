@@ -210,7 +210,7 @@ def export() -> None:
 @paths_argument
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-    help="Trace file to write (Jaeger UI → Search → Upload JSON File).",
+    help="Trace file to write (Jaeger UI → Search → JSON File).",
 )
 @click.option(
     "--include-health", is_flag=True,
