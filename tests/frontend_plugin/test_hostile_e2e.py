@@ -126,7 +126,7 @@ def test_whitespace_around_the_client_id_is_not_part_of_it(stack: Stack) -> None
     trailing whitespace of a value, which is not part of it (RFC 9110)."""
     body = b'{"prompt": "padded id"}'
     request = (
-        b"POST /v1/completions HTTP/1.1\r\nhost: x\r\nconnection: close\r\n"
+        b"POST /v1/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n"
         b"content-type: application/json\r\nx-request-id: \t padded-id \t \r\n"
         b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
     )

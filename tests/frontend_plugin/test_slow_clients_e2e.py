@@ -52,14 +52,14 @@ def _status(answer: bytes) -> int:
 
 
 def _post(path: bytes, extra: bytes) -> bytes:
-    return (b"POST " + path + b" HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+    return (b"POST " + path + b" HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
             + extra)
 
 
 def test_connections_that_never_finish_their_headers_are_closed_with_408(
     guarded: Stack,
 ) -> None:
-    for sent in (b"", b"GET /health HTTP/1.1\r\nhost: x\r\n", b"POST /v1/chat/complet"):
+    for sent in (b"", b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\n", b"POST /v1/chat/complet"):
         answer, took = _exchange(guarded.frontend.port, sent)
         assert _status(answer) == 408, (sent, answer)
         assert b"connection: close" in answer.lower()
@@ -114,7 +114,7 @@ def test_stalled_clients_do_not_hold_up_anyone_else(guarded: Stack) -> None:
 
     async def stall(port: int) -> bytes:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\n")
+        writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\n")
         answer = await asyncio.wait_for(reader.read(), 30)
         writer.close()
         return answer

@@ -13,14 +13,25 @@ from types import FrameType
 
 import click
 
-from ridtrace.cli.stop import exit_code, raise_terminated
+from ridtrace.cli.stop import Terminated, exit_code
 
 __all__ = ["demo"]
 
 
+def _quiet_after_a_stop() -> None:
+    """Silence the noise a stop the user asked for leaves: coroutines it left unstarted
+    each print a RuntimeWarning when collected, and pending traffic tasks "Task was
+    destroyed but it is pending!" through asyncio's logger. Set in the signal handler,
+    before anything unwinds: collected while the demo's processes were being stopped,
+    they printed ahead of the one line that says what happened."""
+    warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+
+
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     # SIGINT and SIGTERM (as `Terminated`) take one path, so every child process is stopped.
-    raise KeyboardInterrupt
+    _quiet_after_a_stop()
+    raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
 
 
 @click.command()
@@ -43,7 +54,7 @@ def demo(
     from ridtrace.cli.forensics_render import REPORT_WIDTH, layout_width
     from ridtrace.demo.main import run_demo
 
-    signal.signal(signal.SIGTERM, raise_terminated)
+    signal.signal(signal.SIGTERM, _raise_interrupt)
     # Ctrl-C too, though Python's default handler raises the same: asyncio.run() swaps
     # the *default* handler for one that only cancels its main task, and a cancellation
     # that lands inside httpx's own cancel scopes can be absorbed — the traffic then
@@ -63,12 +74,7 @@ def demo(
             console=Console(width=layout_width(True, REPORT_WIDTH)),
         )
     except KeyboardInterrupt as stop:
-        # Coroutines the interrupt left unstarted would each print a RuntimeWarning at
-        # exit: noise after a stop the user asked for, and reported on the next line.
-        warnings.filterwarnings("ignore", "coroutine .* was never awaited", RuntimeWarning)
-        # So would a traffic task the interrupt left pending when it is collected
-        # ("Task was destroyed but it is pending!", through asyncio's logger).
-        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+        _quiet_after_a_stop()  # a KeyboardInterrupt that came without our handler
         click.echo("interrupted: every process the demo started has been stopped", err=True)
         sys.exit(exit_code(stop))  # 130 after Ctrl-C, 143 after SIGTERM, as every command
     sys.exit(code)
