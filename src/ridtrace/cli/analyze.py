@@ -239,7 +239,8 @@ def analyze(
     reuse and deprecated headers in frontend and worker logs.
 
     Exit status: 0 no error finding, 1 at least one, 2 bad usage or a missing path,
-    3 no error finding but the input was incomplete (incidents may be missing).
+    3 no error finding but the input was incomplete (incidents may be missing), 4 an
+    internal error, 130 stopped by Ctrl-C, 143 by SIGTERM.
 
     With --follow, watch the logs grow and print each error finding as soon as the
     logs prove it, one per line, until Ctrl-C or SIGTERM (which print the summary).
