@@ -85,8 +85,8 @@ def source_sql(path: str, *, lean: bool, window: Window | None) -> str:
     """Kept lines of the file: ``rn``, ``_t``, every raw field (null where not read), flags.
 
     The file is plain text by now (`reading.files` decodes every compression itself):
-    ``compression = 'none'`` keeps DuckDB from guessing one from the name, as it did for
-    plain text named ``.gz``.
+    ``compression = 'uncompressed'`` keeps DuckDB from guessing one from the name, as it
+    did for plain text named ``.gz`` (DuckDB 1.x refuses the spelling ``'none'``).
     """
     fields = LEAN_FIELDS if lean else READ_FIELDS
     columns = ", ".join(f"{literal(f)}: 'VARCHAR'" for f in fields)
@@ -109,7 +109,7 @@ SELECT *, {in_window} AND NOT _suspect AS _in_window FROM (
             "time" AS _time_text, {raw},
             {_KNOWN} IS TRUE AS _known, ({empty}) AS _empty, {evidence} IS TRUE AS _ev
         FROM read_json({literal(path)}, format = 'newline_delimited', ignore_errors = true,
-                       compression = 'none', maximum_object_size = {MAX_OBJECT_BYTES},
+                       compression = 'uncompressed', maximum_object_size = {MAX_OBJECT_BYTES},
                        columns = {{{columns}}})
     )
 ) WHERE {keep}
