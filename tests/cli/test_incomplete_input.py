@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import threading
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -225,9 +226,9 @@ def seconds(text: str) -> float:
 
 
 def iso(seconds: float) -> str:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    stamp = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    stamp = datetime.fromtimestamp(seconds, tz=UTC)
     return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 

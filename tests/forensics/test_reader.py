@@ -6,6 +6,7 @@ import gzip
 import io
 import json
 import sys
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -221,11 +222,11 @@ def test_lean_and_full_reads_agree_on_ids(tmp_path: Path) -> None:
 
 
 def test_report_times_keep_a_four_digit_year() -> None:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from ridtrace.forensics.rfc3339 import rfc3339_us
 
-    zero = datetime(1, 1, 1, tzinfo=timezone.utc)  # Go's zero time, as some services log it
+    zero = datetime(1, 1, 1, tzinfo=UTC)  # Go's zero time, as some services log it
     assert rfc3339_us(zero) == "0001-01-01T00:00:00.000000Z"
-    assert rfc3339_us(datetime(2026, 11, 29, 10, 0, 1, 5, tzinfo=timezone.utc)) == (
+    assert rfc3339_us(datetime(2026, 11, 29, 10, 0, 1, 5, tzinfo=UTC)) == (
         "2026-11-29T10:00:01.000005Z")

@@ -6,7 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -239,8 +239,8 @@ def test_deprecation_and_sunset_headers_only_for_requests_that_used_a_deprecated
     app.add_middleware(
         RequestTracingMiddleware,
         settings=TracingSettings(
-            deprecation_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
-            sunset_at=datetime(2027, 1, 1, tzinfo=timezone.utc),
+            deprecation_at=datetime(2026, 1, 1, tzinfo=UTC),
+            sunset_at=datetime(2027, 1, 1, tzinfo=UTC),
             deprecation_link="https://example.test/migration",
         ),
     )
@@ -315,7 +315,7 @@ def test_settings_from_env() -> None:
     assert settings.id_generator is uuid7_id
     assert settings.deprecated_headers == ("x-old-id", "request-id")
     assert settings.max_client_id_length == 64
-    assert settings.sunset_at == datetime(2027, 1, 1, tzinfo=timezone.utc)
+    assert settings.sunset_at == datetime(2027, 1, 1, tzinfo=UTC)
     with pytest.raises(ValueError, match="RIDTRACE_ID_GENERATOR"):
         TracingSettings.from_env({"RIDTRACE_ID_GENERATOR": "sequential"})
 

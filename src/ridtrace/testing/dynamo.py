@@ -14,13 +14,13 @@ starts), and a few torn lines are mixed in, as real incident logs have them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ridtrace.contract import UNLINKED_REQUEST, UNLINKED_RESPONSE
 from ridtrace.testing.ids import IdMaker
 
-_BASE = datetime(2026, 10, 2, 14, 0, 0, tzinfo=timezone.utc)
+_BASE = datetime(2026, 10, 2, 14, 0, 0, tzinfo=UTC)
 _LINES_PER_REQUEST = 9.0  # average, used to size benchmarks
 
 

@@ -10,7 +10,7 @@ can assert that the analyzer finds all of them and invents none. Keys: the reque
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ridtrace.contract import (
@@ -31,7 +31,7 @@ from ridtrace.frontend_plugin import dispatch, routes, worker
 from ridtrace.testing.ids import IdMaker
 from ridtrace.tracing import deprecation, middleware
 
-_BASE = datetime(2026, 11, 29, 10, 0, 0, tzinfo=timezone.utc)
+_BASE = datetime(2026, 11, 29, 10, 0, 0, tzinfo=UTC)
 # The loggers that write these lines, by the modules' own names: a rename shows here.
 _MIDDLEWARE = middleware.__name__
 _DEPRECATION = deprecation.__name__

@@ -15,7 +15,7 @@ import math
 import os
 import time
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -80,7 +80,7 @@ def _stamp(second: int, microsecond: int) -> str:
     global _stamp_cache
     cached_second, prefix = _stamp_cache
     if second != cached_second:
-        prefix = datetime.fromtimestamp(second, timezone.utc).isoformat()[:-6]
+        prefix = datetime.fromtimestamp(second, UTC).isoformat()[:-6]
         _stamp_cache = (second, prefix)
     return f"{prefix}.{microsecond:06d}Z"
 

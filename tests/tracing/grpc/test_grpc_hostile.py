@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import grpc
@@ -48,7 +48,7 @@ def test_deprecated_keys_are_ignored_warned_once_and_recorded_per_call(
     proto: Proto, log_lines: LogLines
 ) -> None:
     interceptor = RequestTracingInterceptor(
-        sunset_at=datetime(2027, 1, 1, tzinfo=timezone.utc),
+        sunset_at=datetime(2027, 1, 1, tzinfo=UTC),
         deprecation_link="https://example.test/ids",
     )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 
@@ -53,8 +53,8 @@ def parse_time(value: str) -> datetime | None:
         if leap:
             parsed += timedelta(seconds=1)
         if parsed.tzinfo is None:
-            return parsed.replace(tzinfo=timezone.utc)
-        return parsed.astimezone(timezone.utc)
+            return parsed.replace(tzinfo=UTC)
+        return parsed.astimezone(UTC)
     except OverflowError:
         # Past the years a datetime holds (1-9999): the last second of year 9999 has
         # no next one, and 9999-12-31T23:00-05:00 or 0001-01-01T00:00+01:00 has no UTC.

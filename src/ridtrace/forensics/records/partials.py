@@ -13,7 +13,7 @@ order it is read); across files, time (`_in_time_order`). Both engines end in
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -91,7 +91,7 @@ def partial_frame(
     result[POS] = np.arange(n, dtype=np.int64)
     # DuckDB hashed the key while aggregating; hashing Arrow strings in pandas cost more.
     result[KEY] = spans["span_key"].to_numpy()
-    return cast(pd.DataFrame, result)
+    return result
 
 
 def _shuffle_text(typ: pa.DataType) -> Any:
@@ -118,7 +118,7 @@ def partial_requests(requests: pd.DataFrame, part: int) -> pd.DataFrame:
     out[PART] = np.full(len(out), part, dtype=np.int64)
     out[POS] = np.arange(len(out), dtype=np.int64)
     out[KEY] = pd.util.hash_pandas_object(out[KEYS], index=False).to_numpy()
-    return cast(pd.DataFrame, out)
+    return out
 
 
 def _merge(parts: pd.DataFrame) -> pd.DataFrame:
@@ -153,7 +153,7 @@ def _merge(parts: pd.DataFrame) -> pd.DataFrame:
     is_worker = np.asarray((parts["side"] == WORKER).fillna(False).to_numpy(), dtype=bool)
     side = np.where(group_rows(codes, is_worker, n) >= 0, WORKER, "frontend")
     out["side"] = pd.Series(side, dtype=_STRING).array
-    return cast(pd.DataFrame, pd.DataFrame({col: out[col] for col in parts.columns if col != KEY}))
+    return pd.DataFrame({col: out[col] for col in parts.columns if col != KEY})
 
 
 def _take_codes(codes: pd.Series, rows: np.ndarray) -> np.ndarray:
@@ -170,15 +170,15 @@ def combine_requests(parts: pd.DataFrame) -> pd.DataFrame:
     """
     parts = _arrow_text(parts)
     if parts.empty:
-        return cast(pd.DataFrame, parts.drop(columns=KEY))
+        return parts.drop(columns=KEY)
     parts = _in_part_order(parts)
     split = parts[KEY].duplicated(keep=False).to_numpy()
     if not split.any():  # the usual case: no span cut by a part boundary or a rotation
-        return cast(pd.DataFrame, parts.drop(columns=KEY))
-    whole = cast(pd.DataFrame, parts.loc[~split].drop(columns=KEY))
+        return parts.drop(columns=KEY)
+    whole = parts.loc[~split].drop(columns=KEY)
     merged = _merge(_in_time_order(parts.loc[split].reset_index(drop=True)))
     combined = pd.concat([whole, merged.astype(whole.dtypes.to_dict())], ignore_index=True)
-    return cast(pd.DataFrame, combined)
+    return combined
 
 
 def _in_part_order(frame: pd.DataFrame) -> pd.DataFrame:
@@ -188,9 +188,8 @@ def _in_part_order(frame: pd.DataFrame) -> pd.DataFrame:
     pos = frame[POS].to_numpy()
     step = np.diff(part)
     if (step >= 0).all() and (np.diff(pos)[step == 0] > 0).all():
-        return cast(pd.DataFrame, frame.reset_index(drop=True))
-    return cast(pd.DataFrame,
-                frame.sort_values([PART, POS], kind="stable", ignore_index=True))
+        return frame.reset_index(drop=True)
+    return frame.sort_values([PART, POS], kind="stable", ignore_index=True)
 
 
 def _in_time_order(parts: pd.DataFrame) -> pd.DataFrame:
@@ -207,7 +206,7 @@ def _in_time_order(parts: pd.DataFrame) -> pd.DataFrame:
     by_time = parts.assign(_first_in_file=first_in_file.transform("min"))
     ordered = by_time.sort_values(["_first_in_file", PART, POS], kind="stable",
                                   na_position="last", ignore_index=True)
-    return cast(pd.DataFrame, ordered.drop(columns="_first_in_file"))
+    return ordered.drop(columns="_first_in_file")
 
 
 def _arrow_text(frame: pd.DataFrame) -> pd.DataFrame:
@@ -253,7 +252,7 @@ def finish_requests(
             out[col] = series.astype(_STRING).array
         else:
             out[col] = series.array
-    return cast(pd.DataFrame, pd.DataFrame(out))
+    return pd.DataFrame(out)
 
 
 # Columns `build_requests` returns as pandas categoricals (taken from categorical events).

@@ -13,7 +13,7 @@ import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -151,10 +151,10 @@ def findings_frame(findings: FindingColumns) -> pd.DataFrame:
         "detail": _objects(findings.detail),
         "evidence": _objects(findings.evidence),
     }
-    return cast(pd.DataFrame, pd.DataFrame(data, columns=list(FINDING_COLUMNS),
-                                           index=pd.RangeIndex(n)))
+    return pd.DataFrame(data, columns=list(FINDING_COLUMNS),
+                                           index=pd.RangeIndex(n))
 
 
 def _objects(values: Sequence[Any]) -> pd.Series:
     # Plain objects, None for missing: pandas would otherwise infer a str dtype with NaN.
-    return cast(pd.Series, pd.Series(values, dtype=object))
+    return pd.Series(values, dtype=object)

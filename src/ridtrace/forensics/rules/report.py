@@ -8,7 +8,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import orjson
@@ -72,7 +72,7 @@ class Report:
     def requests(self) -> pd.DataFrame:
         """The requests the rules saw: skew corrected, with each span's ``caller``."""
         corrected = apply_offsets(self.source, self.offsets_us)
-        return cast(pd.DataFrame, corrected.assign(caller=caller_of(self.source)))
+        return corrected.assign(caller=caller_of(self.source))
 
     @cached_property
     def findings(self) -> pd.DataFrame:

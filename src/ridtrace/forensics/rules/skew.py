@@ -13,7 +13,6 @@ keeps its own clock.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -101,10 +100,7 @@ def apply_offsets(requests: pd.DataFrame, offsets: dict[str, int]) -> pd.DataFra
     values = np.array(list(offsets.values()), dtype=np.int64)
     shift_us = np.where(index >= 0, values[np.maximum(index, 0)], 0)
     shift = pd.to_timedelta(shift_us, unit="us")
-    return cast(
-        pd.DataFrame,
-        requests.assign(start=requests["start"] + shift, end=requests["end"] + shift),
-    )
+    return requests.assign(start=requests["start"] + shift, end=requests["end"] + shift)
 
 
 def correct_skew(requests: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:

@@ -28,7 +28,7 @@ def deprecated_usage(requests: pd.DataFrame) -> pd.DataFrame:
         columns = {c: pd.Series(dtype="object") for c in ("header", "client", "route", "span_id")}
         columns["time"] = pd.Series(dtype="datetime64[us, UTC]")
         columns["day"] = pd.Series(dtype="object")
-        return pd.DataFrame(columns)  # type: ignore[no-any-return]
+        return pd.DataFrame(columns)
     headers = dep["deprecated"].astype(str).str.split(",")
     # Client ports change per connection; the host is what identifies a client.
     client = dep["client"].astype("object").where(dep["client"].notna(), None)
@@ -46,7 +46,7 @@ def deprecated_usage(requests: pd.DataFrame) -> pd.DataFrame:
     frame["header"] = frame["header"].str.strip()
     frame["time"] = pd.to_datetime(frame["time"], utc=True)
     frame["day"] = frame["time"].dt.strftime("%Y-%m-%d")
-    return cast(pd.DataFrame, frame.reset_index(drop=True))
+    return frame.reset_index(drop=True)
 
 
 def audit_summary(requests: pd.DataFrame, stats: ReadStats) -> dict[str, Any]:
@@ -72,7 +72,7 @@ def audit(requests: pd.DataFrame, by: str = "header") -> pd.DataFrame:
     keys = ["header"] if by == "header" else (["day", "header"] if by == "day" else ["header", by])
     cols = ["requests", "clients", "first_seen", "last_seen"]
     if usage.empty:
-        return cast(pd.DataFrame, pd.DataFrame(columns=keys + cols))
+        return pd.DataFrame(columns=keys + cols)
     grouped = usage.groupby(keys, sort=True)
     out = grouped.agg(
         requests=("span_id", "size"),
@@ -81,10 +81,10 @@ def audit(requests: pd.DataFrame, by: str = "header") -> pd.DataFrame:
         last_seen=("time", "max"),
     ).reset_index()
     if by == "day":
-        return cast(pd.DataFrame, out)
+        return out
     order = [False] + [True] * len(keys)
     ranked = out.sort_values(["requests", *keys], ascending=order, ignore_index=True)
-    return cast(pd.DataFrame, ranked)
+    return ranked
 
 
 # Days `daily_series` zero-fills at most: one line logged with a clock that was never set
@@ -135,7 +135,7 @@ def usage_series(
     """
     usage = deprecated_usage(requests)
     if usage.empty:
-        return cast(pd.DataFrame, pd.DataFrame())
+        return pd.DataFrame()
     times = usage["time"]
     name = bucket or pick_bucket(times.max() - times.min())
     freq = {n: f for n, _, f in BUCKETS}[name]
@@ -149,7 +149,7 @@ def usage_series(
     if name in ("day", "month", "year"):
         table.index = [_date_text(stamp) for stamp in table.index]
         table.index.name = name
-    return cast(pd.DataFrame, table)
+    return table
 
 
 def _date_text(stamp: pd.Timestamp) -> str:
@@ -196,7 +196,7 @@ def plot_usage(series: pd.DataFrame, path: Path) -> None:
                 steps = {"second": pd.Timedelta(seconds=1), "minute": pd.Timedelta(minutes=1),
                          "hour": pd.Timedelta(hours=1)}
                 step = steps.get(bucket, pd.Timedelta(days=1))
-                ax.set_xlim(x[0] - step, x[0] + step)
+                ax.set_xlim(x[0] - step, x[0] + step)  # type: ignore[arg-type]  # matplotlib takes Timestamps
         ax.set_title(f"Deprecated request-id headers: requests per {bucket}")
         ax.set_ylabel("requests")
         ax.set_xlabel(f"time (UTC), per {bucket}")

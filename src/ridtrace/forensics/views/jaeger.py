@@ -82,7 +82,8 @@ class _SpanLogs:
         self._message = rows["message"].astype("object").to_numpy()
         keys = pd.DataFrame({"trace": rows["trace_id"].astype(str).to_numpy(),
                              "span": rows["span_id"].astype(str).to_numpy()})
-        self._rows = keys.groupby(["trace", "span"], sort=False).indices
+        # pandas-stubs types a group key as Hashable; these are (trace, span) strings.
+        self._rows = keys.groupby(["trace", "span"], sort=False).indices  # type: ignore[assignment]
 
     def get(self, trace: str, span: str) -> list[dict[str, Any]]:
         at = self._rows.get((trace, span))

@@ -285,6 +285,6 @@ def _attach_events(
                 outcome=text(r.outcome),
                 level=text(r.level),
                 file=str(r.file),
-                line=int(r.line),
+                line=int(r.line),  # type: ignore[arg-type]
             )
         )

@@ -33,7 +33,7 @@ def callers_by_id(callers: pd.DataFrame) -> Holders:
     spans = callers["span_id"].astype(str).to_numpy()[known]
     starts, ends = epoch_us(callers["start"])[known], epoch_us(callers["end"])[known]
     rows = pd.Series(np.arange(len(spans))).groupby(rid[known].astype(str).to_numpy()).indices
-    return {key: (spans[at], starts[at], ends[at]) for key, at in rows.items()}
+    return {str(key): (spans[at], starts[at], ends[at]) for key, at in rows.items()}
 
 
 def overlapping(holders: Holders, rid: object, span: str, start: int, end: int) -> np.ndarray:
