@@ -12,10 +12,9 @@ from starlette.responses import Response
 
 from ridtrace.tracing import lifecycle, metrics
 from ridtrace.tracing.spans import (
-    _grpc_exporter,
     exporter_names,
     otlp_export_endpoint,
-    otlp_protocol,
+    otlp_exporter_module,
     sdk_disabled,
     service_resource,
 )
@@ -70,10 +69,7 @@ def configure_metrics(
     if endpoint:
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
-        if otlp_protocol(env, "metrics") == "grpc":
-            exporter_module = _grpc_exporter("metric_exporter")
-        else:
-            from opentelemetry.exporter.otlp.proto.http import metric_exporter as exporter_module
+        exporter_module = otlp_exporter_module(env, "metrics")
         readers.append(
             PeriodicExportingMetricReader(exporter_module.OTLPMetricExporter(endpoint=endpoint))
         )

@@ -29,6 +29,7 @@ __all__ = [
     "exporter_names",
     "otlp_endpoint",
     "otlp_export_endpoint",
+    "otlp_exporter_module",
     "otlp_protocol",
     "sdk_disabled",
     "service_resource",
@@ -86,12 +87,7 @@ def configure_tracing(
             return existing
     endpoint = otlp_export_endpoint(env, "traces")
     if endpoint:
-        # Imported here: the exporter pulls in requests/protobuf (or grpcio), which
-        # services that export nothing should not pay for.
-        if otlp_protocol(env, "traces") == "grpc":
-            exporter_module = _grpc_exporter("trace_exporter")
-        else:
-            from opentelemetry.exporter.otlp.proto.http import trace_exporter as exporter_module
+        exporter_module = otlp_exporter_module(env, "traces")
         provider.add_span_processor(
             BatchSpanProcessor(exporter_module.OTLPSpanExporter(endpoint=endpoint))
         )
@@ -195,9 +191,14 @@ def otlp_endpoint(env: Mapping[str, str], signal: str) -> str | None:
     return f"{base.rstrip('/')}/v1/{signal}"
 
 
-def _grpc_exporter(module: str) -> Any:
-    """``opentelemetry.exporter.otlp.proto.grpc.<module>``, or an error that says what to
-    install: the gRPC exporter comes with the ``grpc`` extra, not with the core."""
+def otlp_exporter_module(env: Mapping[str, str], signal: str) -> Any:
+    """The OTLP exporter module for `signal` (``traces`` or ``metrics``) over the protocol
+    ``OTEL_EXPORTER_OTLP_[signal_]PROTOCOL`` names. Imported on use: the exporter pulls in
+    requests/protobuf (or grpcio), which services that export nothing should not pay for."""
+    module = {"traces": "trace_exporter", "metrics": "metric_exporter"}[signal]
+    if otlp_protocol(env, signal) != "grpc":
+        return importlib.import_module(f"opentelemetry.exporter.otlp.proto.http.{module}")
+    # The gRPC exporter comes with the ``grpc`` extra, not with the core: say so.
     try:
         return importlib.import_module(f"opentelemetry.exporter.otlp.proto.grpc.{module}")
     except ImportError as exc:
