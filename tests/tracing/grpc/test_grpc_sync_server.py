@@ -178,13 +178,16 @@ def test_sync_server_client_cancel_mid_stream_ends_the_call_cancelled(
     log_lines: LogLines,
 ) -> None:
     first_sent = threading.Event()
-    released = threading.Event()
 
     def slow(request: bytes, context: grpc.ServicerContext) -> Iterator[bytes]:
+        # The second message waits until the server has seen the client's cancel: sent
+        # before it, it could complete the call as ok.
+        ended = threading.Event()
+        context.add_callback(ended.set)
         try:
             yield b"first"
             first_sent.set()
-            released.wait(CALL_TIMEOUT)
+            ended.wait(CALL_TIMEOUT)
             yield b"second"
         finally:
             logger.info("handler cleanup")
@@ -195,7 +198,6 @@ def test_sync_server_client_cancel_mid_stream_ends_the_call_cancelled(
         assert next(stream) == b"first"
         assert first_sent.wait(CALL_TIMEOUT)
         stream.cancel()
-        released.set()
         _wait_until(lambda: bool(log_lines.events("request.end")))
         # The single worker thread serves the next call with nothing left of the last.
         after = channel.unary_unary(f"/{SERVICE}/Ids")(b"", timeout=CALL_TIMEOUT)
