@@ -229,3 +229,16 @@ def test_a_report_to_a_device_is_written_in_place(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["analyze", str(_logs(tmp_path)), "-o", "/dev/null"])
     assert result.exit_code == 1, result.output
     assert Path("/dev/null").is_char_device()
+
+
+def test_a_report_through_a_symbolic_link_replaces_what_it_points_to(tmp_path: Path) -> None:
+    real = tmp_path / "reports" / "latest.json"
+    real.parent.mkdir()
+    real.write_text("old")
+    link = tmp_path / "report.json"
+    link.symlink_to(real)
+    result = CliRunner().invoke(main, ["analyze", str(_logs(tmp_path)), "--format", "json",
+                                       "-o", str(link)])
+    assert result.exit_code == 1, result.output
+    assert link.is_symlink() and json.loads(real.read_text())["summary"]["requests"] == 2
+

@@ -27,6 +27,8 @@ def whole_file(path: Path) -> Iterator[TextIO]:
     Anything but a regular file (``/dev/stdout``, a named pipe, a device) is written in
     place: it cannot be replaced, and a reader may be waiting on it.
     """
+    if path.is_symlink():  # replace what the link points to, not the link
+        path = Path(os.path.realpath(path))
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
