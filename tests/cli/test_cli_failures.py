@@ -242,3 +242,22 @@ def test_a_report_through_a_symbolic_link_replaces_what_it_points_to(tmp_path: P
     assert result.exit_code == 1, result.output
     assert link.is_symlink() and json.loads(real.read_text())["summary"]["requests"] == 2
 
+
+
+def test_ctrl_c_inside_a_locks_bookkeeping_is_still_an_interrupt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Ctrl-C landing in a Condition's wait surfaces as "cannot release un-acquired lock"
+    # with the interrupt as its context: it was exit 4 ("ridtrace itself failed").
+    import click
+
+    @click.command()
+    def interrupted() -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise RuntimeError("cannot release un-acquired lock") from None
+
+    monkeypatch.setitem(main.commands, "interrupted", interrupted)
+    result = CliRunner().invoke(main, ["interrupted"])
+    assert result.exit_code == 130 and "interrupted" in result.stderr

@@ -73,3 +73,41 @@ def test_files_read_side_by_side_never_run_more_duckdb_threads_than_cpus(
     got = read_all(expand_inputs([str(p) for p in sources]), threads, lean=True)
     # Two files on four CPUs: two reading threads, two DuckDB threads each at most.
     assert got.results == [2, 2]
+
+
+def test_ctrl_c_delivered_to_another_thread_still_stops_the_wait_for_a_file() -> None:
+    # The kernel may deliver Ctrl-C to any thread: to a reading thread blocked on a pipe
+    # it did not wake the main thread's untimed wait, and analyze ignored it for good.
+    import signal
+    import threading
+    from concurrent.futures import Future
+
+    from ridtrace.forensics.reading.files import _result
+
+    waiting = threading.Event()
+
+    class Watched(Future[int]):
+        def result(self, timeout: float | None = None) -> int:
+            waiting.set()
+            return super().result(timeout)
+
+    never = Watched()
+
+    def ctrl_c_to_this_thread() -> None:
+        waiting.wait(30)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+        if not stopped.wait(10):  # the main thread slept through it: end the wait
+            slept.append(True)
+            never.set_result(0)
+
+    stopped = threading.Event()
+    slept: list[bool] = []
+    poke = threading.Thread(target=ctrl_c_to_this_thread)
+    poke.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _result(never)
+    finally:
+        stopped.set()
+        poke.join()
+    assert not slept, "the interrupt waited for the file"

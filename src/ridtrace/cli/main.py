@@ -40,18 +40,44 @@ class _Main(click.Group):
         try:
             with _sigterm_as_interrupt():
                 return super().invoke(ctx)
+        except Exception as exc:
+            # Ctrl-C raised inside a lock's own bookkeeping (a Condition's wait) surfaces
+            # as "cannot release un-acquired lock", the interrupt as its context: still
+            # the user's stop, not ridtrace failing (exit 4, and a hang on the threads).
+            stop = _interrupt_behind(exc)
+            if stop is None:
+                raise
+            self._stopped(ctx, stop)
         except KeyboardInterrupt as stop:
-            terminated = isinstance(stop, Terminated)
-            click.echo(f"\nridtrace: {'terminated' if terminated else 'interrupted'}", err=True)
-            # The reading threads never reach their cleanup now: their decoded copies
-            # (as large as the logs) go first. Imported only if a read began.
-            staging = sys.modules.get("ridtrace.forensics.reading.staging")
-            if staging is not None:
-                staging.remove_all()
-            # Leave at once (from the console entry): a reading thread blocked on a pipe
-            # would hold the interpreter's exit, which joins every thread, forever.
-            quick_exit.request()
-            ctx.exit(exit_code(stop))
+            self._stopped(ctx, stop)
+        return None
+
+    @staticmethod
+    def _stopped(ctx: click.Context, stop: KeyboardInterrupt) -> None:
+        """End a command the user stopped: say so, clean up, exit 130 or 143."""
+        terminated = isinstance(stop, Terminated)
+        click.echo(f"\nridtrace: {'terminated' if terminated else 'interrupted'}", err=True)
+        # The reading threads never reach their cleanup now: their decoded copies
+        # (as large as the logs) go first. Imported only if a read began.
+        staging = sys.modules.get("ridtrace.forensics.reading.staging")
+        if staging is not None:
+            staging.remove_all()
+        # Leave at once (from the console entry): a reading thread blocked on a pipe
+        # would hold the interpreter's exit, which joins every thread, forever.
+        quick_exit.request()
+        ctx.exit(exit_code(stop))
+
+
+def _interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt (or `Terminated`) `exc` was raised while handling, if any."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc.__context__
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__context__
+    return None
 
 
 @click.group(cls=_Main)
