@@ -39,6 +39,7 @@ Usage: ``.venv/bin/python benchmarks/bench_forensics.py [--rounds 3] [--sets a,b
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -315,6 +316,23 @@ elif who == "polars":
     frame = pl.scan_ndjson(files, schema=schema, ignore_errors=True).select(
         pl.len(), pl.col("span_id").count(), pl.col("request_id").max()).collect()
     rows = frame.item(0, 0)
+elif who == "datafusion":
+    import pyarrow as pa
+    from datafusion import SessionContext
+    ctx = SessionContext()
+    # DataFusion's reader stops at the first bad line too: the clean copies again.
+    ctx.register_json("l", files[0].rsplit("/", 1)[0], file_extension=".jsonl",
+                      schema=pa.schema([pa.field(f, pa.string()) for f in fields]))
+    rows = ctx.sql("select count(*), count(span_id), max(request_id) from l"
+                   ).collect()[0].column(0)[0].as_py()
+elif who == "chdb":
+    import chdb
+    columns = ", ".join(f"{f} Nullable(String)" for f in fields)
+    out = chdb.query(
+        f"select count(), count(span_id), max(request_id) from file("
+        f"'{files[0].rsplit('/', 1)[0]}/*.jsonl', 'JSONEachRow', '{columns}') "
+        "SETTINGS input_format_skip_unknown_fields = 1", "CSV").bytes()
+    rows = int(out.split(b",")[0])
 else:
     import pyarrow as pa, pyarrow.json as pj
     schema = pa.schema([pa.field(f, pa.string()) for f in fields])
@@ -328,7 +346,7 @@ print(rows)
 
 
 def readers(rounds: int) -> list[dict[str, Any]]:
-    """The three readers on the clean Dynamo set's lines (banner and torn lines removed)."""
+    """Each reader installed on the clean Dynamo set's lines (banner and torn lines removed)."""
     target, info = generate("dynamo-clean")
     clean_dir = target / "clean"
     if not clean_dir.exists():
@@ -341,8 +359,9 @@ def readers(rounds: int) -> list[dict[str, Any]]:
     files = sorted(str(p) for p in clean_dir.iterdir())
     got: dict[str, list[tuple[float, float]]] = {}
     for rnd in range(rounds):
-        order = ["duckdb", "polars", "pyarrow"]
-        order = order[rnd % 3:] + order[:rnd % 3]
+        order = [w for w in ("duckdb", "polars", "pyarrow", "datafusion", "chdb")
+                 if w in ("duckdb", "pyarrow") or importlib.util.find_spec(w)]
+        order = order[rnd % len(order):] + order[:rnd % len(order)]
         for who in order:
             wall, cpu, _, out, code = timed([PYTHON, "-c", READERS, who, *files])
             if code != 0:
@@ -406,14 +425,15 @@ def readers_table(rows: list[dict[str, Any]]) -> str:
 def main() -> None:
     """Parse args, run, print the tables (and write the raw results next to the data)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--sets", default=",".join(SETS), help="comma-separated; empty for none")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--readers", action="store_true")
     parser.add_argument("--baseline", help="another checkout's src directory, run interleaved")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     rows = bench([s for s in args.sets.split(",") if s], args.rounds, args.baseline)
-    print(table(rows))
+    if rows:
+        print(table(rows))
     if args.baseline:
         print(baseline_table(rows))
     results: dict[str, Any] = {"analyze": rows}
