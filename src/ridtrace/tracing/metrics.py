@@ -18,6 +18,7 @@ from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observa
 
 __all__ = [
     "INSTRUMENT_NAMES",
+    "UNMATCHED_ROUTE",
     "Instruments",
     "Tally",
     "adopt_global_meter_provider",
@@ -34,6 +35,10 @@ __all__ = [
 ]
 
 REQUESTS = "ridtrace.requests"
+# ``route`` of ridtrace.requests for an HTTP request no route matched, or a gRPC call to
+# a method the server does not have: the raw path would let any client grow the
+# metric's cardinality without bound.
+UNMATCHED_ROUTE = "unmatched"
 INFLIGHT = "ridtrace.inflight"
 DUPLICATE_REFUSED = "ridtrace.duplicate_refused"
 CONFLICT_RETRIES = "ridtrace.conflict_retries"

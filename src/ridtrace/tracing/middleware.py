@@ -42,9 +42,7 @@ __all__ = ["RequestTracingMiddleware"]
 
 events = EventLog(__name__)
 
-# ``route`` of ridtrace.requests for a request no route matched: the raw path would let
-# any client grow the metric's cardinality without bound.
-UNMATCHED_ROUTE = "unmatched"
+UNMATCHED_ROUTE = metrics.UNMATCHED_ROUTE
 
 
 class _HeaderGetter(Getter[dict[str, str]]):

@@ -154,3 +154,49 @@ def test_enriches_the_opentelemetry_grpc_server_span_instead_of_adding_one(
     assert unary.trace_id == CALLER_TRACE and unary.parent_span_id == CALLER_SPAN
     ends = {x["request_id"]: x for x in log_lines.events("request.end")}
     assert ends[ids["stream"]]["span_id"] == by_id[ids["stream"]].span_id
+
+
+def test_a_call_to_an_unknown_method_is_answered_unimplemented_and_traced(
+    proto: Proto, log_lines: LogLines
+) -> None:
+    """Before, gRPC answered it before any handler ran and the interceptor passed the
+    lookup's None on: no request.start / request.end, no request_id, no span."""
+    with otlp_receiver() as receiver:
+        provider = _provider(receiver)
+
+        async def go() -> tuple[Any, dict[str, list[Any]]]:
+            async with (
+                serving(
+                    lambda s: None,
+                    interceptors=[RequestTracingInterceptor(tracer_provider=provider)],
+                ) as target,
+                grpc.aio.insecure_channel(target) as channel,
+            ):
+                call = channel.unary_unary("/t.S/Nope\n")(
+                    b"x", metadata=(("x-request-id", "corr-9"),)
+                )
+                with pytest.raises(grpc.aio.AioRpcError) as failed:
+                    await call
+                return failed.value, metadata_dict(await call.trailing_metadata())
+
+        error, trailing = asyncio.run(go())
+        provider.force_flush()
+        (span,) = receiver.wait_for(1)
+        provider.shutdown()
+    assert error.code() is grpc.StatusCode.UNIMPLEMENTED
+    assert error.details() == "Method not found!"  # gRPC's own answer, unchanged
+    (start,) = log_lines.events("request.start")
+    (end,) = log_lines.events("request.end")
+    assert trailing["x-server-request-id"] == [end["request_id"]] == [start["request_id"]]
+    assert end["x_request_id"] == "corr-9"
+    # The client's string, escaped: a line feed in a method name never splits a line.
+    assert end["rpc_method"] == end["path"] == "/t.S/Nope\\n"
+    assert (end["grpc_status"], end["status"], end["outcome"]) == ("UNIMPLEMENTED", 12, "error")
+    assert end["messages_in"] == 0
+    assert span.kind == SERVER and span.span_id == end["span_id"]
+    # OpenTelemetry's rpc conventions: a method the server does not know is _OTHER (a
+    # fixed span name, so a scanner cannot flood Jaeger's operation list).
+    assert span.name == "_OTHER" and span.attributes["rpc.method"] == "_OTHER"
+    assert span.attributes["rpc.method_original"] == "/t.S/Nope\\n"
+    assert span.attributes["rpc.grpc.status_code"] == grpc.StatusCode.UNIMPLEMENTED.value[0]
+    assert span.status_code == STATUS_ERROR

@@ -153,6 +153,38 @@ def test_sync_server_calls_of_every_shape_get_their_own_ids_and_lines(
     assert current_context() is None
 
 
+def test_sync_server_call_to_an_unknown_method_is_answered_unimplemented_and_logged(
+    log_lines: LogLines,
+) -> None:
+    """Before, the synchronous server answered it itself: no lines, no id."""
+    with _sync_server() as channel:
+        with pytest.raises(grpc.RpcError) as unary:
+            channel.unary_unary(f"/{SERVICE}/Missing")(
+                b"", metadata=(("x-request-id", "corr-2"),), timeout=CALL_TIMEOUT
+            )
+        # A streaming client is answered the same, whatever it sends.
+        with pytest.raises(grpc.RpcError) as streaming:
+            list(
+                channel.stream_stream("/other.Service/Gone")(
+                    iter([b"a", b"b"]), timeout=CALL_TIMEOUT
+                )
+            )
+    for failure in (unary.value, streaming.value):
+        assert failure.code() is grpc.StatusCode.UNIMPLEMENTED
+        assert failure.details() == "Method not found!"
+    ends = {line["rpc_method"]: line for line in log_lines.events("request.end")}
+    assert set(ends) == {f"/{SERVICE}/Missing", "/other.Service/Gone"}
+    missing = ends[f"/{SERVICE}/Missing"]
+    assert missing["x_request_id"] == "corr-2"
+    trailing = metadata_dict(unary.value.trailing_metadata())
+    assert trailing["x-server-request-id"] == [missing["request_id"]]
+    for end in ends.values():
+        assert (end["grpc_status"], end["outcome"]) == ("UNIMPLEMENTED", "error")
+        assert end["messages_in"] == 0 and end["span_id"]
+    assert len(log_lines.events("request.start")) == 2
+    assert current_context() is None
+
+
 def test_sync_server_concurrent_calls_sharing_a_client_id_get_distinct_ids(
     log_lines: LogLines,
 ) -> None:

@@ -30,7 +30,7 @@ from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.grpc.context import Metadata, TracedServicerContext
 from ridtrace.tracing.grpc.status import CANCELLED, outcome_of, status_code_of
 from ridtrace.tracing.grpc.stream import StreamItem
-from ridtrace.tracing.identity import validate_client_id
+from ridtrace.tracing.identity import shown_text, validate_client_id
 from ridtrace.tracing.inbound import InboundRules, note_inbound, read_inbound
 from ridtrace.tracing.lifecycle import running as running_calls
 from ridtrace.tracing.serverspan import active_server_span, request_context_for
@@ -41,19 +41,47 @@ __all__ = ["CallConfig", "GrpcCall", "MethodInfo"]
 events = EventLog(__name__)
 
 
+# A method the server does not have is the client's string: capped and escaped before
+# a log line or span attribute carries it (as the HTTP middleware does with a path).
+MAX_SHOWN_METHOD = 1024
+# OpenTelemetry's rpc conventions: ``rpc.method`` of a method the server does not know.
+OTHER_METHOD = "_OTHER"
+
 
 class MethodInfo:
     """Names derived once per full method (``/pkg.Service/Method``)."""
 
-    __slots__ = ("full", "method", "service", "span_name")
+    __slots__ = ("full", "known", "method", "route", "service", "span_name")
 
-    def __init__(self, full: str) -> None:
-        self.full = full
-        service, _, method = full.lstrip("/").rpartition("/")
-        self.service = service
-        self.method = method
-        # OpenTelemetry's rpc conventions: span name "pkg.Service/Method".
-        self.span_name = full.lstrip("/")
+    def __init__(self, full: str, *, known: bool = True) -> None:
+        self.known = known
+        if known:
+            self.full = full
+            service, _, method = full.lstrip("/").rpartition("/")
+            self.service = service
+            self.method = method
+            # OpenTelemetry's rpc conventions: span name "pkg.Service/Method".
+            self.span_name = full.lstrip("/")
+            self.route = full
+        else:
+            # The client's string stays on the lines (rpc_method, path) and in
+            # rpc.method_original; span name, rpc.method and the metric's route are
+            # fixed, so a scanner cannot grow Jaeger's operations or the series.
+            self.full = shown_text(full, MAX_SHOWN_METHOD)
+            self.service = ""
+            self.method = OTHER_METHOD
+            self.span_name = OTHER_METHOD
+            self.route = metrics.UNMATCHED_ROUTE
+
+    def span_attributes(self) -> dict[str, str]:
+        """The span's rpc attributes, set when it is created (samplers see them)."""
+        if not self.known:
+            return {
+                "rpc.system": "grpc",
+                "rpc.method": self.method,
+                "rpc.method_original": self.full,
+            }
+        return {"rpc.system": "grpc", "rpc.service": self.service, "rpc.method": self.method}
 
 
 class CallConfig:
@@ -149,11 +177,7 @@ class GrpcCall:
                 info.span_name,
                 context=parent,
                 kind=SpanKind.SERVER,
-                attributes={
-                    "rpc.system": "grpc",
-                    "rpc.service": info.service,
-                    "rpc.method": info.method,
-                },
+                attributes=info.span_attributes(),
             )
         self.span = span
         self.ctx = ctx = request_context_for(span, carrier, request_id, x_request_id)
@@ -211,7 +235,7 @@ class GrpcCall:
                 self.item = None
             code = status_code_of(failure, self.context)
             outcome = outcome_of(code, failure, self.ctx)
-            metrics.request_finished(self.info.full, outcome)
+            metrics.request_finished(self.info.route, outcome)
             if failure is not None and not isinstance(failure, CANCELLED):
                 # gRPC logs an escaped exception after the call's context is gone; the
                 # log handler finds the ids on the exception instead.

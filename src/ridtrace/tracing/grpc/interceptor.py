@@ -18,6 +18,7 @@ from ridtrace.tracing import metrics
 from ridtrace.tracing.grpc.call import CallConfig, GrpcCall, MethodInfo, behavior_of
 from ridtrace.tracing.grpc.context import TracedServicerContext
 from ridtrace.tracing.grpc.sync import wrap_sync_handler
+from ridtrace.tracing.grpc.unknown import unknown_method_handler
 from ridtrace.tracing.settings import TracingSettings
 
 __all__ = ["RequestTracingInterceptor", "TracedServicerContext"]
@@ -100,7 +101,8 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
         continuation: Callable[[grpc.HandlerCallDetails], Any],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> Any:
-        """Wrap the handler gRPC found for this call (``None``: unknown method, untouched).
+        """Wrap the handler gRPC found for this call (``None``, an unknown method: one
+        answering gRPC's own ``UNIMPLEMENTED``, wrapped the same way).
 
         Not ``async def``: ``grpc.aio`` awaits what this returns, while a synchronous
         ``grpc.server`` calls it and uses the result as the handler. Which server runs
@@ -111,21 +113,26 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
         found = continuation(handler_call_details)
         if inspect.isawaitable(found):
             return self._intercept_aio(found, handler_call_details.method)
-        return self._wrapped_for(found, handler_call_details.method, self._wrap_sync)
+        return self._wrapped_for(found, handler_call_details.method, self._wrap_sync, aio=False)
 
     async def _intercept_aio(
         self, found: Awaitable[grpc.RpcMethodHandler | None], method: str
-    ) -> grpc.RpcMethodHandler | None:
-        return self._wrapped_for(await found, method, self._wrap)
+    ) -> grpc.RpcMethodHandler:
+        return self._wrapped_for(await found, method, self._wrap, aio=True)
 
     def _wrapped_for(
         self,
         handler: grpc.RpcMethodHandler | None,
         method: str,
         wrap: Callable[[grpc.RpcMethodHandler, MethodInfo], grpc.RpcMethodHandler],
-    ) -> grpc.RpcMethodHandler | None:
+        *,
+        aio: bool,
+    ) -> grpc.RpcMethodHandler:
         if handler is None:
-            return None
+            # gRPC's own UNIMPLEMENTED would leave no trace of the call: answer the same
+            # through a handler of ours, traced like any other. Not cached: a scanner's
+            # invented names must not fill the cache the real methods use.
+            return wrap(unknown_method_handler(aio=aio), MethodInfo(method, known=False))
         cached = self._wrapped.get(method)
         if cached is not None and cached[0] is handler:
             return cached[1]
@@ -251,17 +258,23 @@ class _CountingIterator:
     """Counts request messages as the handler consumes them (class, not generator:
     nothing to finalise if the handler stops early)."""
 
-    __slots__ = ("_context", "_source")
+    __slots__ = ("_context", "_iterator", "_source")
 
     def __init__(self, source: Any, context: TracedServicerContext) -> None:
-        self._source = source.__aiter__()
+        # grpc.aio's receiver creates its coroutine in __aiter__: asked for only when
+        # the handler reads, so one that never does (an unknown method's) leaves no
+        # "coroutine was never awaited" warning behind.
+        self._source = source
+        self._iterator: Any = None
         self._context = context
 
     def __aiter__(self) -> _CountingIterator:
         return self
 
     async def __anext__(self) -> Any:
-        message = await self._source.__anext__()
+        if self._iterator is None:
+            self._iterator = self._source.__aiter__()
+        message = await self._iterator.__anext__()
         context = self._context
         context.messages_in += 1
         if context.on_message is not None:

@@ -61,9 +61,7 @@ class StreamItem:
             context=parent,
             kind=SpanKind.SERVER,
             attributes={
-                "rpc.system": "grpc",
-                "rpc.service": call.info.service,
-                "rpc.method": call.info.method,
+                **call.info.span_attributes(),
                 "request_id": request_id,
                 "stream_request_id": stream.request_id,
                 "stream_index": index,
