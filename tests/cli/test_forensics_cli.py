@@ -375,6 +375,37 @@ def test_export_jaeger_is_the_same_file_whatever_order_the_logs_are_named_in(
     assert firsts == sorted(firsts)  # traces in time order, as Jaeger's search lists them
 
 
+def test_export_jaeger_two_spellings_of_one_trace_id_are_one_trace(tmp_path: Path) -> None:
+    # Jaeger reads an id as a number: upper or lower case, with or without leading
+    # zeros, it is one trace (and a 32-digit id whose high half is zero is written as
+    # 16 digits). Grouped as logged, each spelling was a trace of its own, and the
+    # worker's span named a parent that was in the other one.
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    lines = (rt_request("00F067AA0BA902B7", "r1", 0, 5, trace=trace.upper())
+             + rt_request("00f067aa0ba902b8", "r2", 1, 2, trace=trace))
+    short = "a3ce929d0e0e4736"
+    lines += (rt_request("1" * 16, "r3", 6, 7, trace="0" * 16 + short)
+              + rt_request("2" * 16, "r4", 8, 9, trace="0x" + short.upper()))
+    worker = [json.dumps({**json.loads(line), "service": "worker-1", "event": event,
+                          "trace_id": trace, "span_id": "b7ad6b7169203331",
+                          "parent_span_id": "f067aa0ba902b7"})
+              for line, event in zip(lines[:2], ("worker.start", "worker.end"), strict=True)]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "worker-1.jsonl").write_text("\n".join(worker) + "\n")
+    target = tmp_path / "traces.json"
+    code, _, err = run("export", "jaeger", str(tmp_path), "-o", str(target))
+    assert code == 0, err
+    traces = json.loads(target.read_text())["data"]
+    assert [t["traceID"] for t in traces] == [trace, short]
+    assert [len(t["spans"]) for t in traces] == [3, 2]
+    spans = {s["spanID"]: s for s in traces[0]["spans"]}
+    assert spans["b7ad6b7169203331"]["references"] == [
+        {"refType": "CHILD_OF", "traceID": trace, "spanID": "00f067aa0ba902b7"}]
+    assert spans["b7ad6b7169203331"]["operationName"] == "worker /v1/chat/completions"
+    assert [log["fields"][0]["value"] for log in spans["00f067aa0ba902b7"]["logs"]] == [
+        "request.start", "request.end"]
+
+
 def test_the_findings_table_says_how_many_evidence_lines_it_left_out(tmp_path: Path) -> None:
     # Six callers holding one id cite twelve lines; the table showed four and no hint.
     lines = [line for i in range(6) for line in rt_request(f"{i:016x}", "shared", i * 0.1, 5)]

@@ -80,8 +80,9 @@ class _SpanLogs:
         self._us = us
         self._event = rows["event"].astype("object").to_numpy()
         self._message = rows["message"].astype("object").to_numpy()
-        keys = pd.DataFrame({"trace": rows["trace_id"].astype(str).to_numpy(),
-                             "span": rows["span_id"].astype(str).to_numpy()})
+        # Keyed by the ids' Jaeger form, as the spans are: one spelling per line.
+        keys = pd.DataFrame({"trace": _jaeger_form(rows["trace_id"], jaeger_ids.trace_id),
+                             "span": _jaeger_form(rows["span_id"], jaeger_ids.span_id)})
         # pandas-stubs types a group key as Hashable; these are (trace, span) strings.
         self._rows = keys.groupby(["trace", "span"], sort=False).indices  # type: ignore[assignment]
 
@@ -97,6 +98,14 @@ class _SpanLogs:
                 fields.append(_tag("message", self._message[i]))
             logs.append({"timestamp": int(self._us[i]), "fields": fields})
         return logs
+
+
+def _jaeger_form(ids: pd.Series, convert: Callable[[str], str]) -> np.ndarray:
+    """Each id of ``ids`` (none missing) in its Jaeger form, converted once per distinct
+    spelling."""
+    text = ids.astype(str)
+    forms = {logged: convert(logged) for logged in text.unique()}
+    return text.map(forms).to_numpy(dtype=object)
 
 
 def _operation(r: Any, caller_route: Any = None) -> str:
@@ -187,30 +196,38 @@ def jaeger_traces(
     # file (traces, spans and process ids alike), and traces list as Jaeger's search does.
     # Each trace's spans together, by start, so a trace is written once it is complete.
     req = requests[keep]
-    req = req.assign(_first=req.groupby("trace_id", sort=False)["start"].transform("min"))
-    req = req.sort_values(["_first", "trace_id", "start", "span_id"], kind="stable")
-    routes = dict(zip(zip(req["trace_id"].astype("object"), req["span_id"].astype("object"),
-                          strict=True), req["route"].astype("object"), strict=True))
+    # Spans are grouped and linked by the ids' Jaeger form, not as logged: two spellings
+    # of one id (case, leading zeros) are one trace, and one span, to Jaeger.
+    parent_ids = req["parent_span_id"]
+    has_parent = parent_ids.notna().to_numpy()
+    parent_form = np.full(len(req), None, dtype=object)
+    parent_form[has_parent] = _jaeger_form(parent_ids[has_parent], jaeger_ids.span_id)
+    req = req.assign(jaeger_trace=_jaeger_form(req["trace_id"], jaeger_ids.trace_id),
+                     jaeger_span=_jaeger_form(req["span_id"], jaeger_ids.span_id),
+                     jaeger_parent=parent_form)
+    req = req.assign(_first=req.groupby("jaeger_trace", sort=False)["start"].transform("min"))
+    req = req.sort_values(["_first", "jaeger_trace", "start", "jaeger_span"], kind="stable")
+    routes = dict(zip(zip(req["jaeger_trace"], req["jaeger_span"], strict=True),
+                      req["route"].astype("object"), strict=True))
     exported = set(routes)
     parents = {
-        (str(t), str(s)): (str(t), str(p))
-        for t, s, p in zip(req["trace_id"].astype("object"), req["span_id"].astype("object"),
-                           req["parent_span_id"].astype("object"), strict=True)
-        if _present(p) and (t, p) in exported
+        (t, s): (t, p)
+        for t, s, p in zip(req["jaeger_trace"], req["jaeger_span"], req["jaeger_parent"],
+                           strict=True)
+        if p is not None and (t, p) in exported
     }
     looped = _in_loops(parents)
     starts = epoch_us(req["start"]) if len(req) else np.zeros(0, dtype=np.int64)
     ends = epoch_us(req["end"]) if len(req) else np.zeros(0, dtype=np.int64)
     logs = _SpanLogs(events, offsets)
     trace: dict[str, Any] | None = None
-    logged_trace = ""  # the trace id as the logs spell it, which groups the spans
     for r, start, end in zip(_rows(req), starts, ends, strict=True):
         trace_id = str(r.trace_id)
-        if trace is None or trace_id != logged_trace:
+        jaeger_trace, jaeger_span = r.jaeger_trace, r.jaeger_span
+        if trace is None or jaeger_trace != trace["traceID"]:
             if trace is not None:
                 yield trace
-            logged_trace = trace_id
-            trace = {"traceID": jaeger_ids.trace_id(trace_id), "spans": [], "processes": {}}
+            trace = {"traceID": jaeger_trace, "spans": [], "processes": {}}
         service = str(r.service) if _present(r.service) else str(r.side)
         procs: dict[str, Any] = trace["processes"]
         pid = next((k for k, v in procs.items() if v["serviceName"] == service), None)
@@ -222,27 +239,28 @@ def jaeger_traces(
         tags = [_tag(_TAG_KEY.get(k, k), getattr(r, k)) for k in _TAGS if _present(getattr(r, k))]
         tags += jaeger_ids.logged_id_tags(trace_id, str(r.span_id))
         if _present(r.parent_span_id):
-            parent = str(r.parent_span_id)
+            parent = r.jaeger_parent
             # No reference closes a loop (a span its own parent, or two each other's):
             # Jaeger's trace tree would loop on it.
-            if (trace_id, parent) in exported and (trace_id, str(r.span_id)) not in looped:
-                refs.append({"refType": "CHILD_OF", "traceID": trace["traceID"],
-                             "spanID": jaeger_ids.span_id(parent)})
-                caller_route = routes[(trace_id, parent)]
+            if (jaeger_trace, parent) in exported and (
+                (jaeger_trace, jaeger_span) not in looped
+            ):
+                refs.append({"refType": "CHILD_OF", "traceID": jaeger_trace, "spanID": parent})
+                caller_route = routes[(jaeger_trace, parent)]
             else:
-                tags.append(_tag("parent_span_id", parent))
+                tags.append(_tag("parent_span_id", str(r.parent_span_id)))
         if _present(r.outcome) and r.outcome == "error":
             tags.append(_tag("error", True))
         trace["spans"].append(
             {
                 "traceID": trace["traceID"],
-                "spanID": jaeger_ids.span_id(str(r.span_id)),
+                "spanID": jaeger_span,
                 "operationName": _operation(r, caller_route),
                 "references": refs,
                 "startTime": int(start),
                 "duration": int(end - start),
                 "tags": tags,
-                "logs": logs.get(trace_id, str(r.span_id)),
+                "logs": logs.get(jaeger_trace, jaeger_span),
                 "processID": pid,
                 "warnings": None,
             }

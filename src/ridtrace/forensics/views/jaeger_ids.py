@@ -1,9 +1,10 @@
 """Ids as Jaeger wants them: lower-case hex, 16 digits for a span, 16 or 32 for a trace.
 
-Logs from other systems spell ids their own way (upper case, ``0x1f``, short, or not
-hex at all, such as ``trace two``). Jaeger's UI links, searches and compares traces by
-these ids, so each is written in Jaeger's form; the id as logged goes beside it as a
-tag (`logged_id_tags`) so that a search for it still finds the span.
+Logs from other systems spell ids their own way (upper case, ``0x1f``, short or with
+extra leading zeros, or not hex at all, such as ``trace two``). Jaeger's UI links,
+searches and compares traces by these ids, so each is written in Jaeger's form; the id
+as logged goes beside it as a tag (`logged_id_tags`) so that a search for it still
+finds the span.
 """
 
 from __future__ import annotations
@@ -18,9 +19,15 @@ _HEX = re.compile(r"[0-9a-f]+")
 
 
 def _jaeger_id(logged: str, widths: tuple[int, ...]) -> str:
+    # Jaeger parses an id as a number (128 bits for a trace: high and low 64) and
+    # prints it back: lower case, 16 digits when the high half is zero, else 32. So
+    # "00ABC", "abc" and a 32-digit id whose first 16 are zeros are one id, as they are
+    # one trace in Jaeger; written as spelt they became two traces in one file.
     text = logged.lower().removeprefix("0x")
-    if _HEX.fullmatch(text) and len(text) <= widths[-1]:
-        return text.zfill(next(w for w in widths if len(text) <= w))
+    if _HEX.fullmatch(text):
+        digits = text.lstrip("0")
+        if len(digits) <= widths[-1]:
+            return digits.zfill(next(w for w in widths if len(digits) <= w))
     # Not hex, or longer than Jaeger's ids: a stable stand-in of the widest width.
     digest = hashlib.sha256(logged.encode("utf-8", "surrogatepass")).hexdigest()
     return digest[: widths[-1]]
