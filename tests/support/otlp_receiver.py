@@ -66,6 +66,8 @@ class OtlpReceiver:
     metrics: dict[MetricKey, float] = field(default_factory=dict)
     metric_exports: int = 0
     requests: int = 0
+    # Each export's headers (gRPC: its invocation metadata), keys lower-case, in order.
+    headers: list[dict[str, str]] = field(default_factory=list)
     _cond: threading.Condition = field(default_factory=threading.Condition)
 
     @property
@@ -149,6 +151,8 @@ def otlp_receiver() -> Iterator[OtlpReceiver]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("content-length", "0")))
+            with receiver_ref[0]._cond:
+                receiver_ref[0].headers.append({k.lower(): v for k, v in self.headers.items()})
             if self.headers.get("content-encoding") == "gzip":
                 body = gzip.decompress(body)
             if self.path == "/v1/traces":
@@ -201,11 +205,15 @@ def otlp_grpc_receiver() -> Iterator[OtlpReceiver]:
 
     class Traces(trace_service_pb2_grpc.TraceServiceServicer):  # type: ignore[misc]
         def Export(self, request: Any, context: Any) -> ExportTraceServiceResponse:
+            with receiver._cond:
+                receiver.headers.append(dict(context.invocation_metadata()))
             receiver.add(request)
             return ExportTraceServiceResponse()
 
     class Metrics(metrics_service_pb2_grpc.MetricsServiceServicer):  # type: ignore[misc]
         def Export(self, request: Any, context: Any) -> ExportMetricsServiceResponse:
+            with receiver._cond:
+                receiver.headers.append(dict(context.invocation_metadata()))
             receiver.add_metrics(request)
             return ExportMetricsServiceResponse()
 

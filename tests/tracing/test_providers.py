@@ -149,6 +149,86 @@ def test_spans_and_metrics_go_over_grpc_when_the_protocol_says_so(variable: str)
     assert receiver.metric("ridtrace.requests", outcome="ok") == 1
 
 
+# What the process environment says, for another collector: none of it may reach the
+# exporters of a provider configured from a mapping of its own.
+_PROCESS_OTLP = {
+    "OTEL_EXPORTER_OTLP_HEADERS": "x-tenant=process,authorization=process-secret",
+    "OTEL_EXPORTER_OTLP_COMPRESSION": "none",
+    "OTEL_EXPORTER_OTLP_TIMEOUT": "not-a-number",
+    "OTEL_BSP_SCHEDULE_DELAY": "600000",
+    "OTEL_METRIC_EXPORT_INTERVAL": "600000",
+}
+
+
+def test_the_exporters_options_come_from_the_environ_mapping_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # configure_tracing(environ=...) read the endpoint and protocol from the mapping,
+    # but the exporter read headers, timeout and compression (and the batch processor
+    # its delay) from os.environ: the mapping's collector got the process's credentials.
+    for key, value in _PROCESS_OTLP.items():
+        monkeypatch.setenv(key, value)
+    from tests.support.otlp_receiver import otlp_receiver
+
+    with otlp_receiver() as receiver:
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+            "OTEL_EXPORTER_OTLP_HEADERS": "x-tenant=mine,authorization=Bearer%20mine",
+            "OTEL_EXPORTER_OTLP_METRICS_HEADERS": "x-tenant=metrics,authorization=m",
+            "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "gzip",
+            "OTEL_EXPORTER_OTLP_TIMEOUT": "7",
+            "OTEL_BSP_SCHEDULE_DELAY": "50",
+            "OTEL_METRIC_EXPORT_INTERVAL": "100",
+        }
+        provider = configure_tracing("mapped", environ=env, set_global=False)
+        meters = configure_metrics("mapped", environ=env, set_global=False, prometheus=False)
+        assert meters is not None
+        _one_traced_request(provider)
+        # No flush: the mapping's 50 ms delay sends it (the process's would wait 10 min).
+        receiver.wait_for(1, timeout=10)
+        receiver.wait_for_metric_exports(1, timeout=10)
+        shutdown_telemetry()
+    traces = [h for h in receiver.headers if h.get("content-encoding") == "gzip"]
+    assert traces and all(h["x-tenant"] == "mine" for h in traces)
+    assert traces[0]["authorization"] == "Bearer mine"
+    plain = [h for h in receiver.headers if h.get("content-encoding") != "gzip"]
+    assert plain and all(h["x-tenant"] == "metrics" for h in plain)  # a signal's own wins
+    assert all(h["authorization"] == "m" for h in plain)
+    assert all("process" not in str(h) for h in receiver.headers)
+
+
+def test_the_grpc_exporter_sends_the_mappings_headers(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in _PROCESS_OTLP.items():
+        monkeypatch.setenv(key, value)
+    from tests.support.otlp_receiver import otlp_grpc_receiver
+
+    with otlp_grpc_receiver() as receiver:
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+            "OTEL_EXPORTER_OTLP_HEADERS": "x-tenant=grpc-mine",
+            "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip",
+        }
+        provider = configure_tracing("mapped-grpc", environ=env, set_global=False)
+        _one_traced_request(provider)
+        shutdown_telemetry()
+        receiver.wait_for(1, timeout=10)
+    assert receiver.headers and all(h["x-tenant"] == "grpc-mine" for h in receiver.headers)
+    assert all("authorization" not in h for h in receiver.headers)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "soon"), ("OTEL_EXPORTER_OTLP_COMPRESSION", "zstd")],
+)
+def test_a_bad_exporter_option_in_the_mapping_is_refused_by_name(
+    variable: str, value: str
+) -> None:
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", variable: value}
+    with pytest.raises(ValueError, match=f"{variable}='{value}'"):
+        configure_tracing("x", environ=env, set_global=False)
+
+
 def test_the_otlp_protocol_picks_the_endpoint_shape_and_refuses_unknown_values() -> None:
     from ridtrace.tracing.spans import otlp_endpoint
 

@@ -11,13 +11,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ridtrace.tracing import lifecycle, metrics
-from ridtrace.tracing.spans import (
+from ridtrace.tracing.otlp import (
     exporter_names,
     otlp_export_endpoint,
-    otlp_exporter_module,
-    sdk_disabled,
-    service_resource,
+    otlp_exporter,
+    periodic_metric_reader,
 )
+from ridtrace.tracing.spans import sdk_disabled, service_resource
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics import MeterProvider
@@ -67,19 +67,12 @@ def configure_metrics(
     readers: list[MetricReader] = []
     endpoint = otlp_export_endpoint(env, "metrics")
     if endpoint:
-        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-
-        exporter_module = otlp_exporter_module(env, "metrics")
-        readers.append(
-            PeriodicExportingMetricReader(exporter_module.OTLPMetricExporter(endpoint=endpoint))
-        )
+        # Every exporter and reader option from `env` (ridtrace.tracing.otlp).
+        readers.append(periodic_metric_reader(otlp_exporter(env, "metrics", endpoint), env))
     if "console" in exporter_names(env, "metrics"):
-        from opentelemetry.sdk.metrics.export import (
-            ConsoleMetricExporter,
-            PeriodicExportingMetricReader,
-        )
+        from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
 
-        readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter()))
+        readers.append(periodic_metric_reader(ConsoleMetricExporter(), env))
     if prometheus:
         from opentelemetry.exporter.prometheus import PrometheusMetricReader
 

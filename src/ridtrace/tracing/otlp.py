@@ -1,0 +1,262 @@
+"""OTLP export configured from one mapping of OTEL_* variables: which exporters, where,
+over which protocol, with which options.
+
+``configure_tracing(environ=...)`` and ``configure_metrics(environ=...)`` read the
+endpoint and protocol from the mapping they are given, but the exporter libraries read
+their other variables (headers, timeout, compression, TLS files) and the batch
+processor its ``OTEL_BSP_*`` from ``os.environ`` by themselves: a caller's mapping
+picked where spans went while the process environment picked the credentials sent
+there. Every value is resolved here from the mapping (a signal's own variable before
+the generic one, as the specification says) and passed to the constructors explicitly.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from opentelemetry.util.re import parse_env_headers
+
+__all__ = [
+    "batch_span_processor",
+    "exporter_names",
+    "otlp_endpoint",
+    "otlp_export_endpoint",
+    "otlp_exporter",
+    "otlp_exporter_module",
+    "otlp_protocol",
+    "periodic_metric_reader",
+]
+
+_COMPRESSIONS = ("gzip", "deflate", "none")
+
+
+def otlp_protocol(env: Mapping[str, str], signal: str) -> str:
+    """``OTEL_EXPORTER_OTLP_{SIGNAL}_PROTOCOL`` or ``OTEL_EXPORTER_OTLP_PROTOCOL``:
+    ``grpc``, or ``http/protobuf`` (the default). ``http/json`` is sent as
+    http/protobuf, which every OTLP/HTTP receiver also takes on the same URL.
+
+    Read, not assumed: a collector's gRPC port (4317) answers nothing an HTTP
+    exporter sends, and every span was lost with only the exporter's retries to show.
+    """
+    for key in (f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
+        value = env.get(key, "").strip().lower()
+        if not value:
+            continue
+        if value in ("http/protobuf", "http/json"):
+            return "http/protobuf"
+        if value == "grpc":
+            return "grpc"
+        raise ValueError(f"{key}={env[key]!r}: OTLP protocols are grpc, http/protobuf, http/json")
+    return "http/protobuf"
+
+
+# What OTEL_TRACES_EXPORTER / OTEL_METRICS_EXPORTER may name. "prometheus" is the
+# GET /metrics route, which ridtrace serves whatever the variable says.
+_EXPORTERS = {
+    "traces": ("otlp", "console", "none"),
+    "metrics": ("otlp", "prometheus", "console", "none"),
+}
+# The SDK's defaults when OTLP export is asked for by name but no endpoint is set.
+_DEFAULT_ENDPOINTS = {"grpc": "http://localhost:4317", "http/protobuf": "http://localhost:4318"}
+
+
+def exporter_names(env: Mapping[str, str], signal: str) -> frozenset[str]:
+    """The exporters ``OTEL_{SIGNAL}_EXPORTER`` names (comma list; ``otlp`` when unset),
+    ``none`` left out. An unknown name raises ``ValueError`` naming the variable.
+
+    Read, not assumed: ``OTEL_TRACES_EXPORTER=none`` beside a shared
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` (metrics wanted, spans not) exported every span.
+    """
+    key = f"OTEL_{signal.upper()}_EXPORTER"
+    raw = env.get(key, "")
+    names = {name.strip().lower() for name in raw.split(",") if name.strip()} or {"otlp"}
+    unknown = names.difference(_EXPORTERS[signal])
+    if unknown:
+        raise ValueError(
+            f"{key}={raw!r}: ridtrace exports {signal} with {', '.join(_EXPORTERS[signal])}"
+        )
+    return frozenset(names - {"none"})
+
+
+def otlp_export_endpoint(env: Mapping[str, str], signal: str) -> str | None:
+    """Where ``signal`` goes over OTLP, or ``None`` for no OTLP export.
+
+    ``OTEL_{SIGNAL}_EXPORTER`` decides whether OTLP is used at all; the endpoint
+    variables where to (:func:`otlp_endpoint`). With no endpoint set, nothing is sent,
+    unless the exporter variable names ``otlp`` itself: then the SDK's default
+    (``localhost:4318``, ``4317`` over grpc), as its documentation says.
+    """
+    if "otlp" not in exporter_names(env, signal):
+        return None
+    endpoint = otlp_endpoint(env, signal)
+    if endpoint is None and env.get(f"OTEL_{signal.upper()}_EXPORTER", "").strip():
+        protocol = otlp_protocol(env, signal)
+        endpoint = otlp_endpoint(
+            {**env, "OTEL_EXPORTER_OTLP_ENDPOINT": _DEFAULT_ENDPOINTS[protocol]}, signal
+        )
+    return endpoint
+
+
+def otlp_endpoint(env: Mapping[str, str], signal: str) -> str | None:
+    """The OTLP URL for ``signal`` (``traces``, ``metrics``), or ``None``.
+
+    Over http/protobuf the base endpoint gets the signal's path (``/v1/traces``); over
+    grpc it is used as it is, as the specification says. A signal's own endpoint is
+    always used as it is.
+    """
+    specific = env.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT")
+    if specific:
+        return specific
+    base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    if not base:
+        return None
+    if otlp_protocol(env, signal) == "grpc":
+        return base
+    return f"{base.rstrip('/')}/v1/{signal}"
+
+
+def otlp_exporter_module(env: Mapping[str, str], signal: str) -> Any:
+    """The OTLP exporter module for `signal` (``traces`` or ``metrics``) over the protocol
+    ``OTEL_EXPORTER_OTLP_[signal_]PROTOCOL`` names. Imported on use: the exporter pulls in
+    requests/protobuf (or grpcio), which services that export nothing should not pay for."""
+    module = {"traces": "trace_exporter", "metrics": "metric_exporter"}[signal]
+    if otlp_protocol(env, signal) != "grpc":
+        return importlib.import_module(f"opentelemetry.exporter.otlp.proto.http.{module}")
+    # The gRPC exporter comes with the ``grpc`` extra, not with the core: say so.
+    try:
+        return importlib.import_module(f"opentelemetry.exporter.otlp.proto.grpc.{module}")
+    except ImportError as exc:
+        raise ImportError(
+            "OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs opentelemetry-exporter-otlp-proto-grpc: "
+            "pip install 'ridtrace[grpc]'"
+        ) from exc
+
+
+def _setting(env: Mapping[str, str], signal: str, name: str) -> tuple[str, str] | None:
+    """(variable, value) of ``OTEL_EXPORTER_OTLP_{SIGNAL}_{NAME}``, else of
+    ``OTEL_EXPORTER_OTLP_{NAME}``; ``None`` when the mapping sets neither."""
+    for key in (f"OTEL_EXPORTER_OTLP_{signal.upper()}_{name}", f"OTEL_EXPORTER_OTLP_{name}"):
+        value = env.get(key, "").strip()
+        if value:
+            return key, value
+    return None
+
+
+def _timeout(env: Mapping[str, str], signal: str) -> float:
+    # Seconds, as the Python exporters read these variables (their default is 10).
+    found = _setting(env, signal, "TIMEOUT")
+    if found is None:
+        return 10.0
+    key, raw = found
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{key}={raw!r}: a timeout is a positive number of seconds")
+    return value
+
+
+def _compression(env: Mapping[str, str], signal: str) -> str:
+    found = _setting(env, signal, "COMPRESSION")
+    if found is None:
+        return "none"
+    key, raw = found
+    value = raw.lower()
+    if value not in _COMPRESSIONS:
+        raise ValueError(f"{key}={raw!r}: OTLP compressions are gzip, deflate, none")
+    return value
+
+
+def _file(env: Mapping[str, str], signal: str, name: str) -> str | None:
+    found = _setting(env, signal, name)
+    return found[1] if found else None
+
+
+def otlp_exporter(env: Mapping[str, str], signal: str, endpoint: str) -> Any:
+    """The OTLP span or metric exporter for ``signal`` (``traces``, ``metrics``) sending
+    to ``endpoint``, every option taken from ``env``: headers, timeout, compression,
+    TLS files (and, over grpc, whether the channel is insecure)."""
+    module = otlp_exporter_module(env, signal)
+    cls = module.OTLPSpanExporter if signal == "traces" else module.OTLPMetricExporter
+    found = _setting(env, signal, "HEADERS")
+    headers = parse_env_headers(found[1], liberal=True) if found else {}
+    compression = _compression(env, signal)
+    options: dict[str, Any] = {"endpoint": endpoint, "timeout": _timeout(env, signal)}
+    if headers:
+        options["headers"] = headers
+    certificate = _file(env, signal, "CERTIFICATE")
+    client_key = _file(env, signal, "CLIENT_KEY")
+    client_certificate = _file(env, signal, "CLIENT_CERTIFICATE")
+    if otlp_protocol(env, signal) == "grpc":
+        import grpc
+
+        options["compression"] = {
+            "gzip": grpc.Compression.Gzip,
+            "deflate": grpc.Compression.Deflate,
+            "none": grpc.Compression.NoCompression,
+        }[compression]
+        insecure = _setting(env, signal, "INSECURE")
+        scheme = urlparse(endpoint).scheme
+        # The exporter's rule: https is never insecure; else the variable; else http is.
+        options["insecure"] = scheme != "https" and (
+            insecure[1].lower() == "true" if insecure else scheme == "http"
+        )
+        if not options["insecure"] and (certificate or client_key or client_certificate):
+            options["credentials"] = grpc.ssl_channel_credentials(
+                root_certificates=_read(certificate),
+                private_key=_read(client_key),
+                certificate_chain=_read(client_certificate),
+            )
+    else:
+        from opentelemetry.exporter.otlp.proto.http import Compression
+
+        options["compression"] = Compression(compression)
+        options["certificate_file"] = certificate
+        options["client_key_file"] = client_key
+        options["client_certificate_file"] = client_certificate
+    return cls(**options)
+
+
+def _read(path: str | None) -> bytes | None:
+    return Path(path).read_bytes() if path else None
+
+
+def _int(env: Mapping[str, str], key: str) -> int | None:
+    raw = env.get(key, "").strip()
+    if not raw:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{key}={raw!r}: not an integer") from None
+
+
+def batch_span_processor(exporter: Any, env: Mapping[str, str]) -> Any:
+    """A batch span processor with ``OTEL_BSP_*`` taken from ``env`` (the SDK's defaults
+    for what it does not set)."""
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    return BatchSpanProcessor(
+        exporter,
+        max_queue_size=_int(env, "OTEL_BSP_MAX_QUEUE_SIZE") or 2048,
+        schedule_delay_millis=_int(env, "OTEL_BSP_SCHEDULE_DELAY") or 5000,
+        max_export_batch_size=_int(env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE") or 512,
+        export_timeout_millis=_int(env, "OTEL_BSP_EXPORT_TIMEOUT") or 30000,
+    )
+
+
+def periodic_metric_reader(exporter: Any, env: Mapping[str, str]) -> Any:
+    """A periodic reader with ``OTEL_METRIC_EXPORT_INTERVAL`` / ``_TIMEOUT`` from ``env``."""
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+    return PeriodicExportingMetricReader(
+        exporter,
+        export_interval_millis=_int(env, "OTEL_METRIC_EXPORT_INTERVAL") or 60000,
+        export_timeout_millis=_int(env, "OTEL_METRIC_EXPORT_TIMEOUT") or 30000,
+    )
