@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from ridtrace.demo.main import ridtrace_command
-from tests.conftest import demo_argv
+from tests.conftest import DEMO_REQUESTS, demo_argv
+from tests.support.otlp_receiver import otlp_receiver
 
 
 def _processes_mentioning(marker: str) -> list[int]:
@@ -84,7 +85,41 @@ def test_demo_leaves_logs_reports_traces_and_plot(demo_run: tuple[subprocess.Com
     # Each span with its log lines, as `ridtrace export jaeger` writes them.
     spans = [span for trace in traces["data"] for span in trace["spans"]]
     assert all(span["logs"] for span in spans), [s["spanID"] for s in spans if not s["logs"]]
+    # No reference Jaeger could not resolve: the callers' spans are not in the logs, so
+    # a frontend span names its caller in a parent_span_id tag, not a reference.
+    for trace in traces["data"]:
+        in_trace = {span["spanID"] for span in trace["spans"]}
+        for span in trace["spans"]:
+            assert all(ref["spanID"] in in_trace for ref in span["references"]), span
     assert (out / "safe" / "deprecated-headers.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_live_traces_have_their_root_the_callers_client_span(tmp_path: Path) -> None:
+    # Every call sends a traceparent, but the callers exported no span: in Jaeger each
+    # frontend span had a parent that never arrived ("invalid parent span IDs"), and
+    # no demo trace was whole.
+    with otlp_receiver() as receiver:
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+               "OTEL_BSP_SCHEDULE_DELAY": "100"}
+        env.pop("COLUMNS", None)
+        env.pop("OTEL_SERVICE_NAME", None)
+        done = subprocess.run(demo_argv(tmp_path / "out"), capture_output=True, text=True,
+                              timeout=300, env=env)
+        spans = list(receiver.spans)  # every process flushed before it exited
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    exported = {(s.trace_id, s.span_id) for s in spans}
+    orphans = [s for s in spans if s.parent_span_id
+               and (s.trace_id, s.parent_span_id) not in exported]
+    assert not orphans, orphans[:3]
+    clients = [s for s in spans if s.service_name == "client"]
+    assert len(clients) == 2 * DEMO_REQUESTS  # both runs, one per call
+    assert all(s.parent_span_id == "" and s.kind == 3 for s in clients)  # roots, CLIENT
+    # The caller's span is the one its traceparent named, so calls.json still matches.
+    planned = {c["trace_id"] for c in json.loads((tmp_path / "out/safe/calls.json").read_text())}
+    assert planned <= {s.trace_id for s in clients}
+    frontend = [s for s in spans if s.service_name == "frontend" and s.parent_span_id]
+    client_ids = {s.span_id for s in clients}
+    assert frontend and all(s.parent_span_id in client_ids for s in frontend)
 
 
 def test_printed_commands_run_as_printed(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ from typing import Any
 import httpx
 import orjson
 
+from ridtrace.demo.callers import CallerSpans
 from ridtrace.demo.plan import CallResult, PlannedCall, is_own_output
 from ridtrace.demo.processes import start_stack
 from ridtrace.demo.traffic import send_traffic
@@ -82,11 +84,18 @@ def run_policy(
     if log_dir.exists():
         shutil.rmtree(log_dir)  # old logs would mix two runs into one report
     run_env = {"OTEL_RESOURCE_ATTRIBUTES": f"ridtrace.demo.policy={policy}", **(env or {})}
-    with start_stack(log_dir, id_policy=policy, token_delay=token_delay, env=run_env) as stack:
-        results = send_traffic(stack.frontend_url, plan, concurrency=concurrency, on_done=on_done)
-        inflight = _inflight(stack.frontend_url)
-        if keep_running is not None:
-            keep_running(stack.frontend_url)
+    # The callers' spans go where the stack's go, named as they are (see demo.callers).
+    spans = CallerSpans({**os.environ, **run_env})
+    try:
+        with start_stack(log_dir, id_policy=policy, token_delay=token_delay,
+                         env=run_env) as stack:
+            results = send_traffic(stack.frontend_url, plan, concurrency=concurrency,
+                                   on_done=on_done, spans=spans)
+            inflight = _inflight(stack.frontend_url)
+            if keep_running is not None:
+                keep_running(stack.frontend_url)
+    finally:
+        spans.shutdown()
     run = PolicyRun(policy, log_dir, results, inflight)
     (out_dir / policy / "calls.json").write_bytes(
         orjson.dumps([_call_record(r) for r in results], option=orjson.OPT_INDENT_2)

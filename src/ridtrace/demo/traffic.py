@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from ridtrace.demo.callers import CallerSpans
 from ridtrace.demo.clients import read_answer, request_body
 from ridtrace.demo.plan import CallResult, PlannedCall, verdict
 from ridtrace.frontend_plugin.wire import CLIENT_KEEP_ALIVE_SECONDS
@@ -16,9 +17,11 @@ from ridtrace.frontend_plugin.wire import CLIENT_KEEP_ALIVE_SECONDS
 __all__ = ["send_traffic"]
 
 
-async def _one(client: httpx.AsyncClient, call: PlannedCall) -> CallResult:
+async def _one(client: httpx.AsyncClient, call: PlannedCall, spans: CallerSpans | None
+                ) -> CallResult:
     result = CallResult(call=call)
     body = request_body(call)
+    span = spans.start(call) if spans is not None else None
     try:
         async with client.stream("POST", call.route, json=body, headers=call.headers) as response:
             result.status = response.status_code
@@ -33,6 +36,8 @@ async def _one(client: httpx.AsyncClient, call: PlannedCall) -> CallResult:
         result.text, result.error = read_answer(call, response.status_code, raw)
     except httpx.HTTPError as exc:
         result.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        CallerSpans.end(span, result)
     return result
 
 
@@ -59,6 +64,7 @@ async def _run(
     plan: list[PlannedCall],
     concurrency: int,
     on_done: Callable[[CallResult], None] | None,
+    spans: CallerSpans | None,
 ) -> list[CallResult]:
     asyncio.get_running_loop().set_exception_handler(_quiet_interrupt)
     gate = asyncio.Semaphore(concurrency)
@@ -72,7 +78,7 @@ async def _run(
 
         async def bounded(call: PlannedCall) -> CallResult:
             async with gate:
-                result = await _one(client, call)
+                result = await _one(client, call, spans)
             if on_done is not None:
                 with contextlib.suppress(Exception):  # a progress bar must not fail a call
                     on_done(result)
@@ -87,10 +93,12 @@ def send_traffic(
     *,
     concurrency: int,
     on_done: Callable[[CallResult], None] | None = None,
+    spans: CallerSpans | None = None,
 ) -> list[CallResult]:
-    """Send every planned call (at most ``concurrency`` at once) and judge the answers."""
+    """Send every planned call (at most ``concurrency`` at once) and judge the answers;
+    with ``spans``, each call exports its client span (the root of its trace)."""
     try:
-        results = asyncio.run(_run(base_url, plan, concurrency, on_done))
+        results = asyncio.run(_run(base_url, plan, concurrency, on_done, spans))
     except BaseException as exc:
         # A Ctrl-C that landed in httpx's connect arrives as a BaseExceptionGroup, which
         # `except KeyboardInterrupt` upstream would not catch: one type for callers.

@@ -1,0 +1,97 @@
+"""The demo callers' own spans: the root of each trace the frontend continues.
+
+Every call sends a ``traceparent`` (the plan's ids, which match findings to calls). With
+an OTLP endpoint set, the frontend's server span named that caller span as its parent,
+but nothing exported it: Jaeger showed every demo trace with a missing root ("invalid
+parent span"). Each call now exports a ``CLIENT`` span carrying exactly the ids of its
+``traceparent``, under the service ``client`` (as the stack's processes are
+``frontend`` and ``worker-PORT``), with the run's resource attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+
+from ridtrace.demo.plan import CallResult, PlannedCall
+from ridtrace.tracing.otlp import otlp_export_endpoint
+from ridtrace.tracing.spans import configure_tracing, sdk_disabled
+
+__all__ = ["CALLER_SERVICE", "CallerSpans"]
+
+CALLER_SERVICE = "client"
+
+
+class _PlannedIds(RandomIdGenerator):
+    """Hands the SDK the ids of the call about to start (``start_span`` is synchronous
+    and the callers share one event loop, so nothing starts in between). A
+    RandomIdGenerator by type, what the provider's attribute is declared as."""
+
+    def __init__(self) -> None:
+        self.trace_id = 0
+        self.span_id = 0
+
+    def generate_trace_id(self) -> int:
+        return self.trace_id
+
+    def generate_span_id(self) -> int:
+        return self.span_id
+
+
+def _planned_ids(call: PlannedCall) -> tuple[int, int]:
+    _, trace_id, span_id, _ = call.headers["traceparent"].split("-")
+    return int(trace_id, 16), int(span_id, 16)
+
+
+class CallerSpans:
+    """One client span per call, exported like the stack's spans; a no-op without an
+    OTLP endpoint (nothing would show them)."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self._provider: TracerProvider | None = None
+        self._tracer: Tracer | None = None
+        self._ids = _PlannedIds()
+        if sdk_disabled(env) or otlp_export_endpoint(env, "traces") is None:
+            return
+        provider = configure_tracing(CALLER_SERVICE, environ=env, set_global=False)
+        provider.id_generator = self._ids
+        self._provider = provider
+        self._tracer = provider.get_tracer("ridtrace.demo")
+
+    def start(self, call: PlannedCall) -> Span | None:
+        """The call's span, with the ids its ``traceparent`` sends (a root span)."""
+        if self._tracer is None:
+            return None
+        self._ids.trace_id, self._ids.span_id = _planned_ids(call)
+        return self._tracer.start_span(
+            f"POST {call.route}",
+            kind=SpanKind.CLIENT,
+            attributes={
+                "http.request.method": "POST",
+                "url.path": call.route,
+                **({"x_request_id": x} if (x := call.headers.get("x-request-id")) else {}),
+            },
+        )
+
+    @staticmethod
+    def end(span: Span | None, result: CallResult) -> None:
+        """End ``span`` with what the caller saw."""
+        if span is None:
+            return
+        if result.status:
+            span.set_attribute("http.response.status_code", result.status)
+        if result.server_request_id:
+            span.set_attribute("request_id", result.server_request_id)
+        if result.disconnected:
+            span.set_attribute("disconnected", True)
+        if result.error is not None or not result.status:
+            span.set_status(Status(StatusCode.ERROR, result.error or f"HTTP {result.status}"))
+        span.end()
+
+    def shutdown(self) -> None:
+        """Export what is still queued (the caller process exits right after)."""
+        if self._provider is not None:
+            self._provider.shutdown()
