@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import socket
 from collections.abc import Iterator
 
@@ -119,6 +121,55 @@ def test_bodies_that_are_not_plain_json_get_415_in_the_routes_shape(
             ok = client.post("/v1/completions", content=b'{"prompt": "json"}', headers=extra)
             assert ok.status_code == 200 and "json" in ok.json()["choices"][0]["text"]
     assert stack.inflight()["registered"] == before + 2
+
+
+def _raw_post(port: int, path: str, transfer_encoding: bytes, chunked_body: bytes) -> bytes:
+    request = (
+        b"POST " + path.encode() + b" HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+        b"content-type: application/json\r\ntransfer-encoding: " + transfer_encoding
+        + b"\r\n\r\n" + chunked_body
+    )
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):  # the server closes: no request may follow
+            answer += chunk
+    return answer
+
+
+def _chunked(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data)
+
+
+@pytest.mark.parametrize("coding", [b"gzip, chunked", b"GZip ,chunked", b"br;q=1, chunked"])
+def test_an_unsupported_transfer_coding_gets_501_and_the_connection_closed(
+    stack: Stack, coding: bytes
+) -> None:
+    """uvicorn's parser undoes chunked only and handed the app a still-gzipped body,
+    which failed as "invalid JSON body" (400); RFC 9112 says 501 Not Implemented."""
+    body = gzip.compress(b'{"prompt": "zipped"}')
+    before = stack.inflight()["registered"]
+    for path in ("/v1/completions", "/v1/messages"):
+        answer = _raw_post(stack.frontend.port, path, coding, _chunked(body))
+        head, _, payload = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 501 "), answer[:300]
+        assert b"\r\nconnection: close" in head.lower()
+        error = json.loads(payload)["error"]
+        assert "transfer-encoding" in error["message"]
+        assert error["type"] == "invalid_request_error"
+    # The worker's own endpoint answers the same (it reads its body the same way).
+    worker = stack.workers[0]
+    head = _raw_post(worker.port, "/v1/work", coding, _chunked(body)).split(b"\r\n")[0]
+    assert head.startswith(b"HTTP/1.1 501 ")
+    # Plain chunked (and the coding that means none) is served as before.
+    for plain in (b"chunked", b"identity, chunked"):
+        ok = _raw_post(stack.frontend.port, "/v1/completions", plain + b"\r\nconnection: close",
+                       _chunked(b'{"prompt": "plain"}'))
+        assert ok.startswith(b"HTTP/1.1 200 ") and b"plain" in ok, ok[:300]
+    assert stack.inflight()["registered"] == before + 2
+    ends = [line for line in stack.frontend.lines()
+            if line.get("event") == "request.end" and line.get("status") == 501]
+    assert len(ends) >= 2 and all("transfer-encoding" in line["error"] for line in ends)
 
 
 def test_whitespace_around_the_client_id_is_not_part_of_it(stack: Stack) -> None:

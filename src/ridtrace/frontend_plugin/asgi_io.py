@@ -20,6 +20,7 @@ __all__ = [
     "plain_route",
     "read_body",
     "receive_body",
+    "transfer_coding_refusal",
     "wait_for_disconnect",
 ]
 
@@ -50,6 +51,33 @@ def json_body_refusal(scope: Scope) -> str | None:
                 return f"unsupported content-type '{shown}': send 'application/json'"
         elif name == b"content-encoding" and value.strip().lower() not in (b"", b"identity"):
             return "unsupported content-encoding: send the JSON body uncompressed"
+    return None
+
+
+# Transfer codings the server undoes itself: chunked (the HTTP parser), and identity
+# (no coding at all, as old clients still name it).
+_KNOWN_TRANSFER_CODINGS = frozenset({b"chunked", b"identity"})
+
+
+def transfer_coding_refusal(scope: Scope) -> str | None:
+    """Why the request's ``transfer-encoding`` cannot be read, or ``None``.
+
+    The HTTP parser undoes ``chunked`` only: for ``gzip, chunked`` it hands on the body
+    still gzipped, which then failed as "invalid JSON body" (400). RFC 9112 (section
+    6.1) asks for 501 Not Implemented for a transfer coding the server does not
+    understand. A coding list that does not end in ``chunked`` never gets here: the
+    parser answers that 400 itself, as the RFC requires (section 6.3).
+    """
+    for name, value in scope["headers"]:
+        if name == b"transfer-encoding":
+            for coding in value.split(b","):
+                coding = coding.split(b";", 1)[0].strip().lower()
+                if coding and coding not in _KNOWN_TRANSFER_CODINGS:
+                    shown = coding.decode("latin-1")[:32]
+                    if not shown.isprintable():
+                        shown = "?"
+                    return (f"unsupported transfer-encoding '{shown}': "
+                            "send the body chunked or with a content-length")
     return None
 
 

@@ -35,7 +35,7 @@ from ridtrace.contract import (
     WORKER_START,
 )
 from ridtrace.fingerprint import fingerprint
-from ridtrace.frontend_plugin.asgi_io import GuardedStreamingResponse
+from ridtrace.frontend_plugin.asgi_io import GuardedStreamingResponse, transfer_coding_refusal
 from ridtrace.frontend_plugin.drain import Drain, StopOnDrain, Stopped
 from ridtrace.frontend_plugin.engine import PREFIX, EchoEngine, cut_at_stop, echo_tokens
 from ridtrace.frontend_plugin.registry import DuplicateRequestId, InflightRegistry
@@ -130,6 +130,12 @@ class WorkEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         config = self.config
+        refusal = transfer_coding_refusal(scope)
+        if refusal is not None:  # RFC 9112: 501; the body is left unread
+            await _send_json(send, 501, {"error": {"message": refusal,
+                                                   "type": "invalid_request"}},
+                             extra=((b"connection", b"close"),))
+            return
         try:
             body = await _read_body(scope, receive, config.max_body_bytes)
         except _ClientGone:

@@ -19,6 +19,7 @@ from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin.asgi_io import (
     json_body_refusal,
     receive_body,
+    transfer_coding_refusal,
     wait_for_disconnect,
 )
 from ridtrace.frontend_plugin.bodies import InvalidRequest, Parsed, require_object
@@ -68,6 +69,14 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
     settings = fe.settings
     annotate_request(endpoint=api.endpoint, id_policy=fe.registry.policy)
     if await _refused_while_stopping(fe, send, api):
+        return
+    refusal = transfer_coding_refusal(scope)
+    if refusal is not None:
+        # The client's fault though a 5xx (the RFC's code); the unread body rules out
+        # another request on the connection.
+        annotate_request(error=refusal)
+        await _send_error(send, api, 501, refusal, kind="invalid_request_error",
+                          headers=((b"connection", b"close"),))
         return
     refusal = json_body_refusal(scope)
     if refusal is not None:
