@@ -182,3 +182,27 @@ def test_invisible_characters_are_laid_out_as_the_marks_they_print_as(tmp_path: 
     assert len(shown) == len(list(trace_lines(view, 100)))  # no line was wrapped
     assert max(len(line) for line in shown) <= 100
     assert not any(c in line for line in shown for c in "\u200b\x1b\x07")
+
+
+def test_lines_written_without_rich_are_what_rich_would_print(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Direct, print_trace writes a line that fits as it is (half the rendering time of
+    # `--limit 0`); what rich would change (tabs, folding) goes through rich.
+    from rich.text import Text
+
+    from ridtrace.forensics.printable import visible
+    from ridtrace.forensics.views import trace_text
+
+    lines = [Text("plain  "), Text(""), Text("wide 漢字 é", style="bold"),
+             Text("tab\there"), Text("x" * 130), Text("漢" * 60), Text("bell\x07")]
+    monkeypatch.setattr(trace_text, "trace_lines", lambda view, width: iter(lines))
+    fast, slow = io.StringIO(), io.StringIO()
+    print_trace(TraceView("x", [], 0, {}, {}), Console(file=fast, width=100, highlight=False),
+                direct=True)
+    console = Console(file=slow, width=100, highlight=False)
+    for line in lines:
+        shown = line.copy()
+        shown.plain = visible(line.plain)
+        console.print(shown, overflow="fold", crop=False)
+    assert fast.getvalue() == slow.getvalue()

@@ -251,5 +251,5 @@ def render_trace(view: TraceView, *, to_terminal: bool) -> str:
     console = Console(
         file=buf, width=width, force_terminal=color, no_color=not color, highlight=False,
     )
-    print_trace(view, console)
+    print_trace(view, console, direct=console.color_system is None)
     return buf.getvalue()
