@@ -7,6 +7,7 @@ finding as it comes, print the summary on SIGINT/SIGTERM (or at --fail-fast).
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 from collections.abc import Callable
@@ -80,10 +81,12 @@ def summary_text(summary: dict[str, Any]) -> str:
 
 
 class _StopFlag:
-    """SIGINT and SIGTERM end the loop between polls instead of killing it mid-read."""
+    """SIGINT and SIGTERM end the loop between polls instead of killing it mid-read: the
+    first after the lines already written are read, a second one at once."""
 
-    def __init__(self) -> None:
-        self.stopped = False
+    def __init__(self, *, quiet: bool) -> None:
+        self.signals = 0
+        self._quiet = quiet
         self._old: dict[int, Any] = {}
 
     def __enter__(self) -> _StopFlag:
@@ -92,14 +95,22 @@ class _StopFlag:
         return self
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        self.stopped = True
+        self.signals += 1
+        if self.signals == 1 and not self._quiet:
+            # os.write: a handler may run while click is writing to stderr.
+            os.write(2, b"ridtrace: stopping: reading the lines already written "
+                        b"(again to stop at once)\n")
 
     def __exit__(self, *exc: object) -> None:
         for sig, handler in self._old.items():
             signal.signal(sig, handler)
 
     def __call__(self) -> bool:
-        return self.stopped
+        return self.signals > 0
+
+    def now(self) -> bool:
+        """A second signal: stop without reading further."""
+        return self.signals > 1
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -169,9 +180,9 @@ def run_follow(
         return True
 
     try:
-        with _StopFlag() as stop:
+        with _StopFlag(quiet=quiet) as stop:
             _announce(follower, settings, quiet=quiet)
-            follower.run(on_finding, stop=stop)
+            follower.run(on_finding, stop=stop, stop_now=stop.now)
         summary = follower.summary()
     finally:
         follower.close()

@@ -95,18 +95,31 @@ class Follower:
         on_finding: Callable[[Finding], bool],
         *,
         stop: Callable[[], bool],
+        stop_now: Callable[[], bool] = lambda: False,
         sleep: Callable[[float], Any] = time.sleep,
     ) -> None:
         """Poll until `stop()` or until `on_finding` returns False (e.g. --fail-fast).
 
         After `stop()` turns true, rounds go on until what was already written is read,
-        so a summary taken after a signal covers every line written before it.
+        so a summary taken after a signal covers every line written before it; lines
+        written after it are not read, so a busy writer cannot keep the follow going.
+        `stop_now()` (a second signal) ends it at once: what is left unread is listed,
+        the summary says the read is incomplete.
         """
+        bounded = False
         with PollCollector() as collector:
             while True:
                 stopping = stop()  # rounds after a signal drain what is already written
-                findings, more = self.poll()
-                collector.after_poll()
+                if stopping and not bounded:
+                    self.watch.bound()
+                    bounded = True
+                findings: list[Finding] = []
+                if stop_now():
+                    self.watch.abandon()
+                    stopping, more = True, False
+                else:
+                    findings, more = self.poll()
+                    collector.after_poll()
                 for finding in findings:
                     self.reported[finding["kind"]] += 1
                     if not on_finding(finding):

@@ -129,6 +129,8 @@ class FileTail:
         self._decoded: DecodedStream | None = None
         self._gzip_size = -1
         self.tear: str | None = None
+        # Set when the follow is asked to stop: read no byte written after that.
+        self.stop_at: int | None = None
         self._claim_head()
         if from_end:
             self._skip_to_end(st.st_size)
@@ -168,6 +170,41 @@ class FileTail:
     def stream(self) -> str:
         """The content stream the lines read now belong to (`Chunk.stream`)."""
         return self.identity.label if self.identity is not None else self.name
+
+    def bound(self) -> None:
+        """Read no further than what is written now (the follow was asked to stop).
+
+        Without a bound, a writer faster than the follower kept a stopped follow reading
+        for as long as it wrote: Ctrl-C did nothing, a container stop ran into its kill.
+        """
+        if not self.gzip:
+            self.stop_at = os.fstat(self._fh.fileno()).st_size
+
+    def _bounded(self, size: int) -> int:
+        """`size`, or less once the follow is stopping. A line the bound cuts is read
+        to its newline: the rest was being written, a half line would be a bad line."""
+        stop_at = self.stop_at
+        if stop_at is None:
+            return size
+        fd = self._fh.fileno()
+        while 0 < stop_at < size and os.pread(fd, 1, stop_at - 1) != b"\n":
+            block = os.pread(fd, min(1 << 20, size - stop_at), stop_at)
+            if not block:
+                break
+            cut = block.find(b"\n")
+            stop_at += len(block) if cut < 0 else cut + 1
+        self.stop_at = stop_at
+        return min(size, stop_at)
+
+    def left_unread(self) -> str | None:
+        """Why a follow stopped at once left part of this file unread, or None when it
+        was read to its end (to the stop's bound; a last line's held piece aside)."""
+        if self.done:
+            return None
+        if self.gzip:
+            return "stopped before its end (a compressed rotation being read)"
+        left = self._bounded(os.fstat(self._fh.fileno()).st_size) - self.offset
+        return f"stopped before its end: {left} bytes not read" if left > 0 else None
 
     def deleted(self) -> bool:
         """True when the file has no name left (removed, or its inode reused)."""
@@ -232,7 +269,8 @@ class FileTail:
         if size < self.offset or self._replaced():  # copy-and-truncate: content starts over
             self.offset, self.line, self._held, self.identity = 0, 0, b"", None
             self._claim_head()
-        if size == self.offset:
+        size = self._bounded(size)
+        if size <= self.offset:
             self.at_eof = not self._held
             return bytearray()
         held = len(self._held)

@@ -85,6 +85,7 @@ class Watch:
     missing: set[str] = field(default_factory=set)
     unlisted: set[str] = field(default_factory=set)  # inputs noted as unreadable
     _started: bool = False
+    _bounded: bool = False
 
     def _candidates(self) -> Iterator[tuple[Path, bool]]:
         """(path, found by a directory walk) for every file the inputs name now."""
@@ -131,7 +132,7 @@ class Watch:
                 continue  # gone between the walk and the stat
             key = (st.st_dev, st.st_ino)
             seen[key] = path
-            if key in self.tails or key in self.settled:
+            if key in self.tails or key in self.settled or self._bounded:
                 continue
             if not stat.S_ISREG(st.st_mode):
                 # A pipe has no end to start from and no rotation to follow; opening one
@@ -177,6 +178,25 @@ class Watch:
             self.settled.add(key)
             return False
         return True
+
+    def bound(self) -> None:
+        """Stop at what is written now: every file found by now is read up to its
+        present size (a line cut there to its newline), no file found later is read."""
+        if self._bounded:
+            return
+        self.discover()
+        self._bounded = True
+        for tail in self.tails.values():
+            tail.bound()
+
+    def abandon(self) -> None:
+        """Stop now (a second signal): a file with lines left unread is listed as read
+        in part, so the summary says incidents may be missing."""
+        for key, tail in list(self.tails.items()):
+            reason = tail.left_unread()
+            if reason is not None:
+                self.stats.unreadable_files.append(FileNote(tail.name, reason))
+                self._close(key, tail)
 
     def read(self, max_bytes: int) -> tuple[list[Chunk], bool]:
         """New whole lines of every followed file; True when some file had more to give."""
