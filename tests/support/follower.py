@@ -79,10 +79,14 @@ class FollowProcess:
     _threads: list[threading.Thread] = field(default_factory=list)
 
 
-def start_follower(paths: Sequence[str], *extra: str, fmt: str = "json") -> FollowProcess:
-    """Start ``ridtrace analyze PATHS --follow`` and wait until it has looked at its inputs."""
+def start_follower(
+    paths: Sequence[str], *extra: str, fmt: str = "json", runner: Sequence[str] = ()
+) -> FollowProcess:
+    """Start ``ridtrace analyze PATHS --follow`` and wait until it has looked at its inputs
+    (`runner`: a command it runs under, such as ``setpriv …``)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "ridtrace", "analyze", *paths, "--follow", "--format", fmt,
+        [*runner, sys.executable, "-m", "ridtrace", "analyze", *paths, "--follow", "--format",
+         fmt,
          "--poll-interval", "0.2s", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )

@@ -26,6 +26,7 @@ from ridtrace.forensics.reading.inputs import (
     ignore_reason,
     named_compressed,
     named_for_lines,
+    not_regular_reason,
     walk_tree,
 )
 from ridtrace.forensics.reading.rotation import rotation_place
@@ -84,6 +85,11 @@ class Watch:
     settled: set[DevIno] = field(default_factory=set)
     missing: set[str] = field(default_factory=set)
     unlisted: set[str] = field(default_factory=set)  # inputs noted as unreadable
+    # Files that cannot be read now (no permission, a broken link named like a log):
+    # listed as unreadable, tried again every poll, withdrawn once read from line 1.
+    blocked: dict[str, FileNote] = field(default_factory=dict)
+    _dangling: set[str] = field(default_factory=set)  # broken links listed as ignored
+    _followed: set[str] = field(default_factory=set)  # every name a file was opened by
     _started: bool = False
     _bounded: bool = False
 
@@ -129,7 +135,9 @@ class Watch:
                 self._note_unreadable(str(path), f"cannot read it: {exc.strerror}")
                 continue
             except OSError:
-                continue  # gone between the walk and the stat
+                if path.is_symlink():  # else gone between the walk and the stat
+                    self._dangling_link(path)
+                continue
             key = (st.st_dev, st.st_ino)
             seen[key] = path
             if key in self.tails or key in self.settled or self._bounded:
@@ -146,9 +154,11 @@ class Watch:
                 tail = FileTail(path, self.identities, from_end=not self._started and
                                 not self.from_start)
             except OSError as exc:
-                self.stats.unreadable_files.append(FileNote(str(path), f"cannot open: {exc}"))
-                self.settled.add(key)
+                self._block(str(path), f"cannot read it: {exc.strerror or exc}")
                 continue
+            if tail.line == 0:  # read from its first line: nothing of it is missing
+                self._unblock(str(path))
+            self._followed.add(str(path))
             self.tails[key] = tail
             self.stats.files += 1
         self._started = True
@@ -159,13 +169,42 @@ class Watch:
         # A settled file that disappeared frees its inode number for a new file.
         self.settled &= set(seen)
 
+    def _block(self, name: str, reason: str) -> None:
+        """List `name` as unreadable while it cannot be read (once, however many polls).
+
+        A walked file the follower may not open was skipped without a word: the summary
+        said complete and clean on logs it never read.
+        """
+        if name not in self.blocked:
+            self.blocked[name] = note = FileNote(name, reason)
+            self.stats.unreadable_files.append(note)
+
+    def _unblock(self, name: str) -> None:
+        """`name` is read from its first line after all: no longer unreadable."""
+        note = self.blocked.pop(name, None)
+        if note is not None:
+            self.stats.unreadable_files.remove(note)
+
+    def _dangling_link(self, path: Path) -> None:
+        """A walked link to nothing: unreadable when named like a log (as the batch read
+        lists it), else ignored; followed once its target appears."""
+        if str(path) in self._followed:
+            return  # the file it led to was followed, then removed: nothing is lost
+        reason, lost = not_regular_reason(path)
+        if lost:
+            self._block(str(path), reason)
+        elif str(path) not in self._dangling:
+            self._dangling.add(str(path))
+            self.stats.ignored_files.append(FileNote(str(path), reason))
+
     def _looks_like_log(self, path: Path, key: DevIno, size: int) -> bool:
         """Judge a walked file once it has a whole line (an empty file may become a log)."""
         try:
             with open(path, "rb") as raw:
                 decoded = DecodedStream(raw)
                 head = decoded.read(SNIFF_BYTES)
-        except OSError:
+        except OSError as exc:
+            self._block(str(path), f"cannot read it: {exc.strerror or exc}")
             return False
         plain = size >= MAGIC_BYTES and decoded.compression is None
         if b"\n" not in head and size < SNIFF_BYTES and not _plain_lines_file(path, plain):
