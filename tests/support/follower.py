@@ -80,15 +80,16 @@ class FollowProcess:
 
 
 def start_follower(
-    paths: Sequence[str], *extra: str, fmt: str = "json", runner: Sequence[str] = ()
+    paths: Sequence[str], *extra: str, fmt: str = "json", runner: Sequence[str] = (),
+    stdin: int | None = None,
 ) -> FollowProcess:
     """Start ``ridtrace analyze PATHS --follow`` and wait until it has looked at its inputs
-    (`runner`: a command it runs under, such as ``setpriv …``)."""
+    (`runner`: a command it runs under, such as ``setpriv …``; `stdin`: as Popen's)."""
     process = subprocess.Popen(
         [*runner, sys.executable, "-m", "ridtrace", "analyze", *paths, "--follow", "--format",
          fmt,
          "--poll-interval", "0.2s", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     follower = FollowProcess(process)
     assert process.stdout is not None and process.stderr is not None

@@ -109,7 +109,9 @@ class Follower:
         bounded = False
         with PollCollector() as collector:
             while True:
-                stopping = stop()  # rounds after a signal drain what is already written
+                # Rounds after a signal drain what is already written; streams that all
+                # ended leave nothing to wait for.
+                stopping = stop() or self.watch.finished()
                 if stopping and not bounded:
                     self.watch.bound()
                     bounded = True

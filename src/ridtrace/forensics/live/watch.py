@@ -18,11 +18,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ridtrace.forensics.live.stream import StreamTail
 from ridtrace.forensics.live.tail import Chunk, FileTail, Identities
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream
 from ridtrace.forensics.reading.inputs import (
     NOT_REGULAR,
     SNIFF_BYTES,
+    STDIN_NAME,
     ignore_reason,
     named_compressed,
     named_for_lines,
@@ -33,6 +35,8 @@ from ridtrace.forensics.reading.rotation import rotation_place
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 
 DevIno = tuple[int, int]
+Tail = FileTail | StreamTail
+STDIN = Path("-")
 
 
 def _rotated_name(path: Path, key: DevIno) -> Path | None:
@@ -79,7 +83,7 @@ class Watch:
     inputs: Sequence[str]
     stats: ReadStats
     from_start: bool = False
-    tails: dict[DevIno, FileTail] = field(default_factory=dict)
+    tails: dict[DevIno, Tail] = field(default_factory=dict)
     identities: Identities = field(default_factory=Identities)
     # Files judged not to be logs, and gzip files read to their end: never read again.
     settled: set[DevIno] = field(default_factory=set)
@@ -90,12 +94,16 @@ class Watch:
     blocked: dict[str, FileNote] = field(default_factory=dict)
     _dangling: set[str] = field(default_factory=set)  # broken links listed as ignored
     _followed: set[str] = field(default_factory=set)  # every name a file was opened by
+    _streams: int = 0  # streams opened (standard input, named pipes)
     _started: bool = False
     _bounded: bool = False
 
     def _candidates(self) -> Iterator[tuple[Path, bool]]:
         """(path, found by a directory walk) for every file the inputs name now."""
         for raw in self.inputs:
+            if raw == "-":
+                yield STDIN, False
+                continue
             path = Path(raw)
             try:
                 is_dir = path.is_dir()  # raises on Python 3.11 where it may not search
@@ -130,7 +138,7 @@ class Watch:
         seen: dict[DevIno, Path] = {}
         for path, walked in self._candidates():
             try:
-                st = path.stat()
+                st = os.fstat(0) if path == STDIN else path.stat()
             except PermissionError as exc:  # listed, but its directory may not be searched
                 self._note_unreadable(str(path), f"cannot read it: {exc.strerror}")
                 continue
@@ -141,6 +149,9 @@ class Watch:
             key = (st.st_dev, st.st_ino)
             seen[key] = path
             if key in self.tails or key in self.settled or self._bounded:
+                continue
+            if not walked and (path == STDIN or not stat.S_ISREG(st.st_mode)):
+                self._open_stream(path, key)
                 continue
             if not stat.S_ISREG(st.st_mode):
                 # A pipe has no end to start from and no rotation to follow; opening one
@@ -162,12 +173,34 @@ class Watch:
             self.tails[key] = tail
             self.stats.files += 1
         self._started = True
-        for key, tail in self.tails.items():
-            moved = seen.get(key) or (None if tail.done else _rotated_name(tail.path, key))
-            if moved is not None and moved != tail.path:  # renamed: evidence names it
-                tail.path, tail.name = moved, str(moved)
+        for key, followed in self.tails.items():
+            if isinstance(followed, StreamTail):
+                continue
+            moved = seen.get(key) or (
+                None if followed.done else _rotated_name(followed.path, key))
+            if moved is not None and moved != followed.path:  # renamed: evidence names it
+                followed.path, followed.name = moved, str(moved)
         # A settled file that disappeared frees its inode number for a new file.
         self.settled &= set(seen)
+
+    def _open_stream(self, path: Path, key: DevIno) -> None:
+        """Follow standard input or a pipe the user named, as it comes, to its end."""
+        try:
+            fd = 0 if path == STDIN else os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            self._block(str(path), f"cannot read it: {exc.strerror or exc}")
+            return
+        self._unblock(str(path))
+        self.tails[key] = StreamTail(fd, STDIN_NAME if path == STDIN else str(path), path)
+        self.stats.files += 1
+        self._streams += 1
+
+    def finished(self) -> bool:
+        """Every input is a stream, and every one was read to its end: nothing can
+        come any more (``kubectl logs -f … | ridtrace analyze - --follow`` whose
+        ``kubectl`` exited)."""
+        return (self._streams == len(set(self.inputs))
+                and not any(isinstance(t, StreamTail) for t in self.tails.values()))
 
     def _block(self, name: str, reason: str) -> None:
         """List `name` as unreadable while it cannot be read (once, however many polls).
@@ -259,7 +292,7 @@ class Watch:
         """Every followed file's last line that never got its newline, as a line."""
         return [chunk for tail in self.tails.values() if (chunk := tail.flush_held())]
 
-    def _maybe_close(self, key: DevIno, tail: FileTail, chunks: list[Chunk]) -> None:
+    def _maybe_close(self, key: DevIno, tail: Tail, chunks: list[Chunk]) -> None:
         """Nothing new: close a finished gzip, or a file no name points to any more (its
         last line, if it never got a newline, goes into `chunks` first)."""
         if tail.done:
@@ -273,7 +306,7 @@ class Watch:
                     self.stats.bad(tail.name, tail.line + 1, f"torn last line ({tail.tear})")
             self.settled.add(key)
             self._close(key, tail)
-        elif tail.deleted() or not self._named(tail, key):
+        elif isinstance(tail, FileTail) and (tail.deleted() or not self._named(tail, key)):
             last = tail.flush_held()
             if last is not None:
                 chunks.append(last)
@@ -287,7 +320,7 @@ class Watch:
             return False
         return (st.st_dev, st.st_ino) == key
 
-    def _close(self, key: DevIno, tail: FileTail) -> None:
+    def _close(self, key: DevIno, tail: Tail) -> None:
         tail.close()
         del self.tails[key]
 

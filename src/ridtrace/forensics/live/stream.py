@@ -1,0 +1,130 @@
+"""Follow a stream: standard input (``-``) or a pipe the user names (``<(kubectl logs -f
+…)``). Read as it comes, whole lines handed out once, until its writer closes it.
+
+A stream has no size, no end to start from and no rotation: it is read from its first
+byte, without blocking (a poll that finds nothing waiting moves on), and when its
+writer closes it, its last line is read even without a newline, as the batch read
+reads one. A named pipe with no writer yet (``mkfifo``) is waited for: it ends once a writer
+opened it and closed it. A plain stream only: compressed bytes are bad lines, counted.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import termios
+from pathlib import Path
+
+from ridtrace.forensics.live.tail import Chunk, Identity
+from ridtrace.forensics.reading.lines import scan_lines
+
+
+class StreamTail:
+    """A followed stream, with the interface of `FileTail` that `Watch` uses."""
+
+    gzip = False
+    tear: str | None = None
+    identity: Identity | None = None
+
+    def __init__(self, fd: int, name: str, path: Path) -> None:
+        os.set_blocking(fd, False)
+        self._fd = fd
+        self.name = name
+        self.path = path
+        self.line = 0
+        self.done = False  # its writer closed it
+        self.at_eof = False
+        self._held = b""
+        self._budget: int | None = None  # bytes still to read once the follow stops
+        # A named pipe (mkfifo) reads as ended until a writer opens it: wait for one.
+        self._awaiting_writer = fd != 0
+
+    @property
+    def stream(self) -> str:
+        """The stream's name in the per-file counters."""
+        return self.name
+
+    def bound(self) -> None:
+        """Read what is in the pipe now, no more: a writer faster than the follower must
+        not keep a stopped follow going."""
+        waiting = bytearray(4)
+        try:
+            fcntl.ioctl(self._fd, termios.FIONREAD, waiting)
+            self._budget = int.from_bytes(waiting, "little")
+        except OSError:
+            self._budget = 0
+
+    def read(self, max_bytes: int) -> Chunk | None:
+        """The whole lines that came since the last read (at most about `max_bytes`)."""
+        if self.done:
+            return None
+        want = max_bytes if self._budget is None else min(max_bytes, self._budget)
+        data = bytearray(self._held)
+        self._held = b""
+        while want > 0:
+            try:
+                got = os.read(self._fd, want)
+            except BlockingIOError:
+                break
+            if not got:
+                self.done = not self._awaiting_writer
+                break
+            self._awaiting_writer = False
+            data += got
+            want -= len(got)
+            if self._budget is not None:
+                self._budget -= len(got)
+        if self._budget is not None and self._budget <= 0 and b"\n" not in data[-1:]:
+            self._finish_line(data)
+        self.at_eof = want > 0 or self.done
+        if self.done and data.strip() and not data.endswith(b"\n"):
+            data += b"\n"  # the writer closed it: its last line is a line
+        cut = data.rfind(b"\n") + 1
+        whole, self._held = memoryview(data)[:cut], bytes(data[cut:])
+        if not whole:
+            return None
+        first = self.line + 1
+        scan = scan_lines(whole)
+        self.line += scan.newlines
+        return Chunk(self.name, first, whole, scan, self.stream)
+
+    def _finish_line(self, data: bytearray) -> None:
+        """The stop's budget ended inside a line: read its rest, if it is there now (the
+        bytes after its newline are dropped: the follow stops)."""
+        try:
+            more = os.read(self._fd, 1 << 20)
+        except BlockingIOError:
+            return
+        end = more.find(b"\n")
+        data += more if end < 0 else more[: end + 1]
+
+    def flush_held(self) -> Chunk | None:
+        """The held piece of a last line as a line of its own (the follow ends)."""
+        held, self._held = self._held, b""
+        self.at_eof = True
+        if not held.strip():
+            return None
+        data = memoryview(held + b"\n")
+        scan = scan_lines(data)
+        first = self.line + 1
+        self.line += scan.newlines
+        return Chunk(self.name, first, data, scan, self.stream)
+
+    def left_unread(self) -> str | None:
+        """Why a follow stopped at once left part of the stream unread, or None."""
+        if self.done or self._budget == 0:
+            return None
+        return "stopped before its end (a stream still being written)"
+
+    def torn_tail(self) -> bytes:
+        """Nothing: a stream's last line is read when its writer closes it."""
+        return b""
+
+    def deleted(self) -> bool:
+        """A stream has no name to lose; it ends when its writer closes it."""
+        return False
+
+    def close(self) -> None:
+        """Release the descriptor (standard input is left open for the interpreter)."""
+        if self._fd != 0:
+            os.close(self._fd)
