@@ -14,6 +14,7 @@ read from the copy.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +98,26 @@ class Identities:
         return fresh
 
 
+def past_hole(fd: int, pos: int, size: int) -> int:
+    """The first byte at or after `pos` that is not NUL (`size` if none).
+
+    NULs where a line should start are the hole a copy-and-truncate leaves when its
+    writer does not append (``>`` rather than ``>>``, a handle opened for writing): its
+    next write lands at its old offset, and the bytes before it read as NULs.
+    """
+    if os.pread(fd, 1, pos) != b"\0":
+        return pos
+    with contextlib.suppress(OSError):  # no SEEK_DATA here, or nothing but hole
+        pos = max(pos, os.lseek(fd, pos, os.SEEK_DATA))  # past a sparse hole unread
+    while pos < size:
+        block = os.pread(fd, min(1 << 20, size - pos), pos)
+        rest = block.lstrip(b"\0")
+        pos += len(block) - len(rest)
+        if rest or not block:
+            break
+    return min(pos, size)
+
+
 def first_lines(data: bytes) -> bytes:
     """The whole lines among the first `HEAD_BYTES` of `data` (at least one line)."""
     head = data[:HEAD_BYTES]
@@ -143,7 +164,9 @@ class FileTail:
             with open(self.path, "rb") as raw:
                 head = first_lines(DecodedStream(raw).read(HEAD_BYTES + 1))
         else:
-            head = first_lines(os.pread(self._fh.fileno(), HEAD_BYTES + 1, 0))
+            fd = self._fh.fileno()
+            start = past_hole(fd, 0, os.fstat(fd).st_size)
+            head = first_lines(os.pread(fd, HEAD_BYTES + 1, start))
         if head:
             self.identity = self._identities.claim(head, self.path)
 
@@ -270,6 +293,10 @@ class FileTail:
             self.offset, self.line, self._held, self.identity = 0, 0, b"", None
             self._claim_head()
         size = self._bounded(size)
+        if size > self.offset and not self._held:
+            # A hole is no line: held as one, the first line after every such rotation
+            # was a bad line (its record lost), and a big hole was held whole in memory.
+            self.offset = past_hole(self._fh.fileno(), self.offset, size)
         if size <= self.offset:
             self.at_eof = not self._held
             return bytearray()
@@ -288,7 +315,8 @@ class FileTail:
         ident = self.identity
         if ident is None or self.offset == 0:
             return False
-        now = os.pread(self._fh.fileno(), len(ident.head), 0)
+        fd = self._fh.fileno()
+        now = os.pread(fd, len(ident.head), past_hole(fd, 0, self.offset))
         return not (ident.head.startswith(now) or now.startswith(ident.head))
 
     def _read_gzip(self, max_bytes: int) -> bytes:

@@ -95,8 +95,11 @@ def _malformed(text: bytes) -> str:
 
 def judge_line(text: bytes, fields: Sequence[str]) -> dict[str, Any] | str:
     """The line's fields (strings, ``time`` a datetime), or the reason it is bad."""
+    # NULs before a line are no part of it: the hole a copy-and-truncate leaves when its
+    # writer does not append (its next write lands at its old offset). The record after
+    # the hole is whole; it was a bad line ("binary data") after every such rotation.
     try:
-        decoded = text.decode("utf-8", errors="strict")
+        decoded = text.lstrip(b"\0").decode("utf-8", errors="strict")
         obj = _DECODE.decode(decoded.strip().removeprefix(_BOM).strip())
     except (UnicodeDecodeError, ValueError):
         return _malformed(text)
