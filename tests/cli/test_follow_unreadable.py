@@ -37,8 +37,10 @@ def test_walked_files_it_may_not_read_make_the_run_incomplete(
     (tmp_path / "worker.jsonl").chmod(0)
     (tmp_path / "worker-2.log").symlink_to(tmp_path / "gone" / "0.log")
     follower = start_follower([str(tmp_path)], "--from-start", runner=_AS_USER)
-    follower.wait_for(lambda: len(follower.findings()) == 1, timeout=30, what="a finding")
-    code = follower.stop()
+    try:
+        follower.wait_for(lambda: len(follower.findings()) == 1, timeout=30, what="a finding")
+    finally:
+        code = follower.stop()
     summary = follower.summary()
     assert {n["file"]: n["reason"] for n in summary["unreadable_files"]} == {
         str(tmp_path / "worker.jsonl"): "cannot read it: Permission denied",
@@ -56,11 +58,14 @@ def test_a_file_readable_later_is_read_from_its_first_line(
     (tmp_path / "worker-2.log").symlink_to(tmp_path / "pods" / "0.log")
     follower = start_follower([str(tmp_path)], "--from-start", runner=_AS_USER)
     # Both were looked at (and listed) before the follower said it was following.
-    worker.chmod(0o644)
-    (tmp_path / "pods").mkdir()
-    _unlinked_log(tmp_path / "pods" / "0.log", "c")
-    follower.wait_for(lambda: len(follower.findings()) == 2, timeout=30, what="two findings")
-    code = follower.stop()
+    try:
+        worker.chmod(0o644)
+        (tmp_path / "pods").mkdir()
+        _unlinked_log(tmp_path / "pods" / "0.log", "c")
+        follower.wait_for(lambda: len(follower.findings()) == 2, timeout=30,
+                          what="two findings")
+    finally:
+        code = follower.stop()
     summary = follower.summary()
     assert summary["unreadable_files"] == [] and summary["incomplete"] is False, summary
     assert sorted(p.json()["span_id"] for p in follower.findings()) == ["b", "c"]
