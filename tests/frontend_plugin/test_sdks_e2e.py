@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anthropic
 import httpx
 import openai
 import pytest
 
-from tests.frontend_plugin.conftest import Stack
+from tests.frontend_plugin.conftest import Stack, start_stack
 
 
 def test_openai_chat(oai: openai.OpenAI) -> None:
@@ -113,8 +115,8 @@ def test_unknown_routes_and_methods_are_errors_the_sdks_can_read(
     # FastAPI's {"detail": "Not Found"} is neither API's shape: the OpenAI SDK's
     # error then said only "Error code: 404".
     with pytest.raises(openai.NotFoundError) as found:
-        oai.models.retrieve("echo")
-    assert found.value.message.endswith("Not Found: GET /v1/models/echo")
+        oai.embeddings.create(model="echo", input="x")
+    assert found.value.message.endswith("Not Found: POST /v1/embeddings")
     assert found.value.type == "invalid_request_error"
     with pytest.raises(anthropic.NotFoundError) as missing:
         claude.messages.count_tokens(model="echo", messages=[{"role": "user", "content": "x"}])
@@ -126,3 +128,38 @@ def test_unknown_routes_and_methods_are_errors_the_sdks_can_read(
     assert wrong.json()["error"]["message"] == "Method Not Allowed: GET /v1/chat/completions"
     put = httpx.put(stack.url + "/v1/messages")
     assert put.status_code == 405 and put.json()["type"] == "error"
+
+
+def test_models_retrieve_answers_the_listed_model_and_404s_the_others(
+    oai: openai.OpenAI, claude: anthropic.Anthropic
+) -> None:
+    # The route was missing: models.retrieve("echo"), the model models.list names,
+    # raised NotFoundError.
+    listed = [m.id for m in oai.models.list()]
+    assert listed == ["echo"]
+    model = oai.models.retrieve("echo")
+    assert (model.id, model.object, model.owned_by) == ("echo", "model", "ridtrace")
+    raw = oai.models.with_raw_response.retrieve("echo", extra_headers={"x-request-id": "m-1"})
+    assert raw.headers["x-request-id"] == "m-1" and "x-server-request-id" in raw.headers
+    assert claude.models.retrieve("echo").id == "echo"
+    for missing in ("gpt-missing", "org/some-model"):
+        with pytest.raises(openai.NotFoundError) as info:
+            oai.models.retrieve(missing)
+        assert info.value.code == "model_not_found" and info.value.param == "model"
+        assert info.value.message.endswith(f"The model '{missing}' does not exist")
+
+
+def test_a_model_id_with_a_slash_is_retrieved(tmp_path: Path) -> None:
+    env = {"RIDTRACE_FRONTEND_MODEL": "org/echo-7b", "RIDTRACE_WORKER_MODEL": "org/echo-7b"}
+    with start_stack(tmp_path, workers=[[]], env=env) as stack:
+        oai = openai.OpenAI(base_url=stack.url + "/v1", api_key="k", max_retries=0)
+        assert [m.id for m in oai.models.list()] == ["org/echo-7b"]
+        assert oai.models.retrieve("org/echo-7b").id == "org/echo-7b"
+        # Escaped or not, the slash names the same model.
+        escaped = httpx.get(stack.url + "/v1/models/org%2Fecho-7b")
+        assert escaped.status_code == 200 and escaped.json()["id"] == "org/echo-7b"
+        with pytest.raises(openai.NotFoundError):
+            oai.models.retrieve("org")
+        reply = oai.chat.completions.create(messages=[{"role": "user", "content": "hi"}],
+                                            model="org/echo-7b")
+        assert reply.model == "org/echo-7b"

@@ -9,6 +9,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ridtrace.frontend_plugin.bodies import MAX_MODEL_LENGTH
 from ridtrace.frontend_plugin.frontend import Frontend
 from ridtrace.frontend_plugin.routes.anthropic import MESSAGES
 from ridtrace.frontend_plugin.routes.base import ApiSpec
@@ -16,6 +17,7 @@ from ridtrace.frontend_plugin.routes.core import serve
 from ridtrace.frontend_plugin.routes.generate import GENERATE, SGLANG_GENERATE
 from ridtrace.frontend_plugin.routes.openai import CHAT, COMPLETIONS, RESPONSES
 from ridtrace.frontend_plugin.settings import FrontendSettings
+from ridtrace.tracing.identity import shown_text
 
 __all__ = ["APIS", "InferenceEndpoint", "InferenceFastPath", "create_router"]
 
@@ -83,7 +85,8 @@ class InferenceFastPath:
 def create_router(
     settings: FrontendSettings | None = None, *, frontend: Frontend | None = None
 ) -> APIRouter:
-    """A router with the six inference routes, ``/v1/models``, ``/health`` and
+    """A router with the six inference routes, ``/v1/models`` (and
+    ``/v1/models/{model}``), ``/health`` and
     ``GET /debug/inflight`` (when ``settings.debug_endpoints``).
 
     Pass ``frontend`` to share or inspect its registry and dispatcher (and to close its
@@ -96,11 +99,24 @@ def create_router(
     for api in APIS:
         router.routes.append(InferenceEndpoint(fe, api).route)
 
+    def listed() -> dict[str, object]:
+        return {"id": fe.settings.model, "object": "model", "created": 0, "owned_by": "ridtrace"}
+
     @router.get("/v1/models")
     async def models() -> dict[str, object]:
-        return {"object": "list", "data": [
-            {"id": fe.settings.model, "object": "model", "created": 0, "owned_by": "ridtrace"}
-        ]}
+        return {"object": "list", "data": [listed()]}
+
+    # What the SDKs' models.retrieve asks for. ``path``: model ids hold slashes
+    # ("org/name"), sent as they are or as %2F (both decode to the same path).
+    @router.get("/v1/models/{model_id:path}")
+    async def model(model_id: str) -> JSONResponse:
+        if model_id == fe.settings.model:
+            return JSONResponse(listed())
+        # OpenAI's answer for a model it does not serve; the SDKs raise NotFoundError.
+        message = f"The model '{shown_text(model_id, MAX_MODEL_LENGTH)}' does not exist"
+        return JSONResponse({"error": {"message": message, "type": "invalid_request_error",
+                                       "param": "model", "code": "model_not_found"}},
+                            status_code=404)
 
     # For load balancers and probes, so open even with API keys: it shows counts only,
     # never a worker URL (that is /debug/inflight's, off by default). HEAD is what
