@@ -161,3 +161,16 @@ def test_refusal_has_a_request_id_and_a_request_end_and_no_key_anywhere(
         assert secret.encode() not in logs
         for span in receiver.spans:
             assert secret not in repr(span), span
+
+
+def test_a_refused_anthropic_call_carries_the_server_id_the_sdk_reads(keyed: Stack) -> None:
+    with pytest.raises(anthropic.AuthenticationError) as refused:
+        _claude(keyed, WRONG).messages.create(
+            model="echo", max_tokens=8, messages=[{"role": "user", "content": "x"}])
+    headers = refused.value.response.headers
+    assert refused.value.request_id == headers["x-server-request-id"] == headers["request-id"]
+    # Anthropic's SDK may also send the key as a bearer token (auth_token=).
+    bearer = anthropic.Anthropic(base_url=keyed.url, auth_token=KEY, max_retries=0)
+    reply = bearer.messages.create(model="echo", max_tokens=8,
+                                   messages=[{"role": "user", "content": "bearer"}])
+    assert reply._request_id is not None and "bearer" in reply.content[0].text  # type: ignore[union-attr]

@@ -52,3 +52,35 @@ def test_a_body_over_the_limit_is_413_in_both_sdks(hung: Stack) -> None:
         claude.messages.create(model="echo", max_tokens=8, messages=big)
     assert message.value.body["error"]["type"] == "request_too_large"  # type: ignore[index]
 
+
+
+def test_the_anthropic_sdk_reads_the_server_request_id(hung: Stack, stack: Stack) -> None:
+    # The Anthropic SDK takes a response's id from `request-id` (as Anthropic's API
+    # sends it): `_request_id` and every APIStatusError's `request_id` were None, so a
+    # caller had nothing to quote from an error. They are now the server's request_id.
+    claude = anthropic.Anthropic(base_url=stack.url, api_key="k", max_retries=0)
+    raw = claude.messages.with_raw_response.create(
+        model="echo", max_tokens=8, messages=CHAT, extra_headers={"x-request-id": "corr-1"})
+    server_id = raw.headers["x-server-request-id"]
+    assert raw.headers["request-id"] == server_id and raw.headers["x-request-id"] == "corr-1"
+    assert raw.parse()._request_id == server_id
+    with claude.messages.stream(model="echo", max_tokens=8, messages=CHAT) as stream:
+        assert stream.response.headers["request-id"] == stream.response.headers[
+            "x-server-request-id"]
+    errors: list[anthropic.APIStatusError] = []
+    for call in (
+        lambda: claude.messages.create(model="echo", max_tokens=0, messages=CHAT),  # 400
+        lambda: claude.messages.count_tokens(model="echo", messages=CHAT),  # 404
+        lambda: anthropic.Anthropic(base_url=hung.url, api_key="k", max_retries=0)
+        .messages.create(model="echo", max_tokens=8, messages=CHAT),  # 504
+    ):
+        with pytest.raises(anthropic.APIStatusError) as info:
+            call()
+        errors.append(info.value)
+    assert [e.status_code for e in errors] == [400, 404, 504]
+    for error in errors:
+        assert error.request_id == error.response.headers["x-server-request-id"]
+    # The OpenAI routes keep OpenAI's header only: there `x-request-id` is the echo.
+    oai = openai.OpenAI(base_url=stack.url + "/v1", api_key="k", max_retries=0)
+    chat = oai.chat.completions.with_raw_response.create(model="echo", messages=CHAT)
+    assert "request-id" not in chat.headers

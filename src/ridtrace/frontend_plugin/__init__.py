@@ -8,7 +8,7 @@ retry; the worker app; and a deterministic echo engine. See docs/frontend-plugin
 """
 
 from ridtrace.fingerprint import fingerprint
-from ridtrace.frontend_plugin.app import create_frontend_app
+from ridtrace.frontend_plugin.app import AnthropicRequestId, create_frontend_app
 from ridtrace.frontend_plugin.auth import SharedSecretMiddleware
 from ridtrace.frontend_plugin.dispatch import Dispatcher, DispatchError, WorkerPool
 from ridtrace.frontend_plugin.engine import EchoEngine, echo_tokens
@@ -26,6 +26,7 @@ from ridtrace.frontend_plugin.worker import create_worker_app
 
 __all__ = [
     "DROPPED",
+    "AnthropicRequestId",
     "DispatchError",
     "Dispatcher",
     "DuplicateRequestId",

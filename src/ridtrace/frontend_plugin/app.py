@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ridtrace.frontend_plugin.asgi_io import fastapi_app
 from ridtrace.frontend_plugin.auth import (
@@ -26,11 +26,16 @@ from ridtrace.frontend_plugin.routes import InferenceFastPath, create_router
 from ridtrace.frontend_plugin.routes.anthropic import MESSAGES
 from ridtrace.frontend_plugin.routes.openai import CHAT
 from ridtrace.frontend_plugin.settings import FrontendSettings
-from ridtrace.tracing import RequestTracingMiddleware, TracingSettings, telemetry_lifespan
+from ridtrace.tracing import (
+    RequestTracingMiddleware,
+    TracingSettings,
+    current_context,
+    telemetry_lifespan,
+)
 from ridtrace.tracing.identity import shown_text
 from ridtrace.tracing.meters import METRICS_PATH, metrics_endpoint
 
-__all__ = ["METRICS_PATH", "create_frontend_app"]
+__all__ = ["METRICS_PATH", "AnthropicRequestId", "create_frontend_app"]
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -47,6 +52,40 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         payload = CHAT.error_payload(exc.status_code, message)
     return Response(orjson.dumps(payload), exc.status_code, headers=exc.headers,
                     media_type="application/json")
+
+
+class AnthropicRequestId:
+    """Adds ``request-id`` (the server's ``request_id``) to answers under ``/v1/messages``.
+
+    Anthropic's API names every answer with a server id in ``request-id``, and its SDK
+    reads exactly that header for ``Message._request_id`` and every ``APIStatusError``'s
+    ``request_id``: without it both were ``None``, so a caller had no id to quote from
+    an error. The value equals ``x-server-request-id``. Goes inside the tracing
+    middleware (which mints the id) and outside the key check (a 401 gets it too).
+    The OpenAI routes are left alone: there ``x-request-id`` is the client's echo.
+    """
+
+    def __init__(self, app: ASGIApp, *, prefix: str = MESSAGES.path) -> None:
+        self.app = app
+        self.prefix = prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
+            await self.app(scope, receive, send)
+            return
+        ctx = current_context()
+        if ctx is None:
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                # Read at the start of the answer: the legacy policy re-keys the request.
+                header = (b"request-id", ctx.request_id.encode("latin-1"))
+                message = {**message, "headers": [*message.get("headers", ()), header]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)
 
 
 class _FrontendApp(FastAPI):
@@ -135,6 +174,7 @@ def create_frontend_app(
             hint=": send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'",
             route_of=matching_route([*router.routes, *app.router.routes]),
         )
+    app.add_middleware(AnthropicRequestId)
     app.add_middleware(
         RequestTracingMiddleware,  # type: ignore[arg-type]  # Starlette's factory typing
         settings=tracing or TracingSettings(),
