@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import anthropic
 import httpx
@@ -163,3 +164,42 @@ def test_a_model_id_with_a_slash_is_retrieved(tmp_path: Path) -> None:
         reply = oai.chat.completions.create(messages=[{"role": "user", "content": "hi"}],
                                             model="org/echo-7b")
         assert reply.model == "org/echo-7b"
+
+
+def test_conversations_with_tool_calls_and_images_are_served(
+    oai: openai.OpenAI, claude: anthropic.Anthropic
+) -> None:
+    # A tool round trip or an image in the history is an ordinary SDK conversation:
+    # Anthropic's tool_use/tool_result/image blocks and OpenAI's image_url parts were
+    # refused with 400 ("must be a text part"). Parts without text are left out of the
+    # prompt the (text-only) engine sees; a tool result counts as its content's text.
+    tools: Any = [{"name": "lookup", "description": "look up", "input_schema": {"type": "object"}}]
+    reply = claude.messages.create(model="echo", max_tokens=64, tools=tools, messages=[
+        {"role": "user", "content": "what is six times seven"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "use the tool", "signature": "sig"},
+            {"type": "text", "text": "let me look"},
+            {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"q": "6*7"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "forty two"},
+            {"type": "tool_result", "tool_use_id": "toolu_2",
+             "content": [{"type": "text", "text": "also 42"}], "is_error": False},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": "iVBORw0KGgo="}},
+            {"type": "text", "text": "thanks"}]},
+    ])
+    assert reply.content[0].text == (  # type: ignore[union-attr]
+        "echo: user: what is six times seven\nassistant: let me look\n"
+        "user: forty two\nalso 42\nthanks")
+    chat = oai.chat.completions.create(model="echo", messages=[{"role": "user", "content": [
+        {"type": "text", "text": "describe"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]}])
+    assert chat.choices[0].message.content == "echo: user: describe"
+    # A part that is not a part at all is still the caller's mistake.
+    with pytest.raises(anthropic.BadRequestError) as bad:
+        claude.messages.create(model="echo", max_tokens=8, messages=[
+            {"role": "user", "content": [{"type": "text", "text": 7}]}])  # type: ignore[list-item]
+    assert "messages[0].content[0]" in bad.value.message
+    with pytest.raises(openai.BadRequestError):
+        oai.chat.completions.create(model="echo", messages=[
+            {"role": "user", "content": [42]}])  # type: ignore[list-item]

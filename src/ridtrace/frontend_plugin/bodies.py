@@ -167,8 +167,21 @@ def body_client_id(body: dict[str, Any], name: str) -> str | None:
     return checked
 
 
+# Parts whose words are text without a "text" field: a tool's result (Anthropic) counts
+# as its content's text.
+_TEXT_IN_CONTENT = frozenset({"tool_result"})
+
+
 def content_text(content: Any, param: str) -> str:
-    """Message content: a string, or a list of text parts (joined with newlines)."""
+    """Message content: a string, or a list of parts whose texts are joined with newlines.
+
+    Parts with a string ``text`` count (``text``, ``input_text``, ``output_text``), and a
+    ``tool_result`` counts as its ``content``'s text. Other typed parts (images, audio,
+    files, tool calls, thinking) carry no text for the engine and are left out: the
+    APIs accept them in any conversation, and refusing them failed every tool round
+    trip. A part that is no typed object, or a ``text`` part without string text, is a
+    400.
+    """
     if isinstance(content, str):
         return content
     if content is None:
@@ -179,13 +192,19 @@ def content_text(content: Any, param: str) -> str:
             if isinstance(part, str):
                 texts.append(part)
                 continue
+            where = f"{param}[{index}]"
             text = part.get("text") if isinstance(part, dict) else None
-            if not isinstance(text, str):
-                raise InvalidRequest(
-                    f"'{param}[{index}]' must be a text part with a string 'text'",
-                    param=f"{param}[{index}]",
-                )
-            texts.append(text)
+            if isinstance(text, str):
+                texts.append(text)
+                continue
+            kind = part.get("type") if isinstance(part, dict) else None
+            if not isinstance(kind, str) or not kind or kind == "text":
+                raise InvalidRequest(f"'{where}' must be a text part with a string 'text'",
+                                     param=where)
+            if kind in _TEXT_IN_CONTENT:
+                inner = content_text(part.get("content"), where + ".content")
+                if inner:
+                    texts.append(inner)
         return "\n".join(texts)
     raise InvalidRequest(f"'{param}' must be a string or a list of parts", param=param)
 
