@@ -203,3 +203,24 @@ def test_conversations_with_tool_calls_and_images_are_served(
     with pytest.raises(openai.BadRequestError):
         oai.chat.completions.create(model="echo", messages=[
             {"role": "user", "content": [42]}])  # type: ignore[list-item]
+
+
+def test_a_responses_tool_round_trip_is_served(oai: openai.OpenAI) -> None:
+    # Responses input items without a role (the model's function_call, the caller's
+    # function_call_output, reasoning) were refused: "'input[1].role' must be a
+    # non-empty string". A tool output counts as a `tool` message, as on chat.
+    reply = oai.responses.create(model="echo", input=[
+        {"role": "user", "content": "six times seven"},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "function_call", "call_id": "call_1", "name": "mul", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "42"},
+        {"type": "message", "role": "user",
+         "content": [{"type": "input_text", "text": "and?"},
+                     {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}]},
+    ])
+    assert reply.output_text == "echo: user: six times seven\ntool: 42\nuser: and?"
+    with pytest.raises(openai.BadRequestError) as bad:
+        oai.responses.create(model="echo", input=[
+            {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+            {"content": "no role, no type"}])  # type: ignore[list-item]
+    assert "'input[1].role'" in bad.value.message

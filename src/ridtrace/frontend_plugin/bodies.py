@@ -14,6 +14,7 @@ from typing import Any
 from ridtrace.tracing import validate_client_id
 
 __all__ = [
+    "NO_TEXT",
     "InvalidRequest",
     "Parsed",
     "body_client_id",
@@ -209,12 +210,19 @@ def content_text(content: Any, param: str) -> str:
     raise InvalidRequest(f"'{param}' must be a string or a list of parts", param=param)
 
 
+NO_TEXT: Any = object()
+"""Stands in a message list for an item with no text for the engine (a Responses
+``function_call``): :func:`chat_prompt` passes over it, later items keep their index."""
+
+
 def chat_prompt(messages: Any, param: str = "messages", system: str | None = None) -> str:
     """``role: content`` per message, joined with ``\\n`` (a system text first)."""
     if not isinstance(messages, list) or not messages:
         raise InvalidRequest(f"'{param}' must be a non-empty list of messages", param=param)
     lines = [f"system: {system}"] if system else []
     for index, message in enumerate(messages):
+        if message is NO_TEXT:
+            continue
         where = f"{param}[{index}]"
         if not isinstance(message, dict):
             raise InvalidRequest(f"'{where}' must be an object", param=where)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ridtrace.frontend_plugin.bodies import (
+    NO_TEXT,
     InvalidRequest,
     Parsed,
     chat_prompt,
@@ -278,6 +279,24 @@ class _ResponsesRenderer(Renderer):
         return self._response(status, [self._item(text, "completed")], finished)
 
 
+def _conversation_items(items: list[Any]) -> list[Any]:
+    """Responses ``input`` items as messages: a ``function_call_output`` is the tool's
+    ``tool`` message (as on chat); other items without a role (the model's
+    ``function_call``, ``reasoning``, references) hold no text for the engine and are
+    left out (:data:`NO_TEXT`, so later items keep their index in error messages).
+    Refusing them failed every tool round trip."""
+    kept: list[Any] = []
+    for item in items:
+        kind = item.get("type") if isinstance(item, dict) and "role" not in item else None
+        if kind == "function_call_output":
+            kept.append({"role": "tool", "content": item.get("output")})
+        elif isinstance(kind, str) and kind:
+            kept.append(NO_TEXT)
+        else:
+            kept.append(item)
+    return kept
+
+
 class _ResponsesSpec(ApiSpec):
     path = "/v1/responses"
     endpoint = "responses"
@@ -289,7 +308,7 @@ class _ResponsesSpec(ApiSpec):
         if isinstance(value, str):
             prompt = chat_prompt([{"role": "user", "content": value}], "input", instructions)
         elif isinstance(value, list):
-            prompt = chat_prompt(value, "input", instructions)
+            prompt = chat_prompt(_conversation_items(value), "input", instructions)
         else:
             raise InvalidRequest("'input' must be a string or a list of messages", param="input")
         return Parsed(
