@@ -70,3 +70,13 @@ def test_http11_streams_stay_chunked_and_1_0_plain_answers_keep_their_length(
     assert b"transfer-encoding" not in head
     assert f"content-length: {len(payload)}".encode() in head
     assert json.loads(payload)["choices"][0]["message"]["content"] == "echo: user: plain"
+
+
+def test_an_http10_expectation_gets_no_100_continue(stack: Stack) -> None:
+    # HTTP/1.0 has no 1xx statuses: a client read "100 Continue" as its final answer.
+    plain = {"model": "echo", "messages": [{"role": "user", "content": "expecting"}]}
+    request = _post("/v1/chat/completions", plain).replace(
+        b"Host:", b"Expect: 100-continue\r\nHost:")
+    head, payload = _exchange(stack, request)
+    assert head.startswith(b"http/1.1 200 "), head
+    assert json.loads(payload)["choices"][0]["message"]["content"] == "echo: user: expecting"

@@ -19,7 +19,7 @@ from typing import Any
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from ridtrace.cli.http10 import close_delimited_for_http10
+from ridtrace.cli.http10 import framed_for_http10
 
 __all__ = ["MAX_HEADER_BYTES", "guarded_http_protocol"]
 
@@ -66,7 +66,7 @@ class _GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._disarm_header_timer()
         super().on_headers_complete()
         # The app's task is created but has not run yet: its first send sees the class.
-        close_delimited_for_http10(self.cycle, self.scope)
+        framed_for_http10(self.cycle, self.scope)
 
     def send_400_response(self, msg: str) -> None:
         # httptools reports our callback's exception as a parse error; say what it was.

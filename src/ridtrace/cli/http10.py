@@ -1,17 +1,20 @@
-"""HTTP/1.0 answers without a length end with the connection, never chunked.
+"""HTTP/1.0 requests get HTTP/1.0 framing: no chunked coding, no 1xx.
 
 uvicorn's httptools protocol chunks every answer that has no ``content-length``
 (streams), whatever the request's version. HTTP/1.0 has no chunked coding and a server
 must not send it one (RFC 9112 §6.1), so a 1.0 client read the hex chunk sizes as part
 of the SSE events. Such an answer is delimited by closing the connection (RFC 9112
 §6.3), which uvicorn already does after every 1.0 answer; h11 frames it the same way.
+uvicorn also answered ``Expect: 100-continue`` with ``100 Continue``, a status HTTP/1.0
+does not have (RFC 9110 §10.1.1: a 1.0 request's expectation is ignored, §15.2: no
+1xx to a 1.0 client), which such a client read as its final answer.
 """
 
 from __future__ import annotations
 
 from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
-__all__ = ["close_delimited_for_http10"]
+__all__ = ["framed_for_http10"]
 
 _NO_BODY_STATUSES = frozenset({204, 304})
 
@@ -39,9 +42,10 @@ class _Http10Cycle(RequestResponseCycle):
         await super().send(message)  # type: ignore[arg-type]
 
 
-def close_delimited_for_http10(cycle: RequestResponseCycle | None, scope: object) -> None:
+def framed_for_http10(cycle: RequestResponseCycle | None, scope: object) -> None:
     """Give the cycle of an HTTP/1.0 request (``scope``) the framing above, before its
     app runs. Upgrades leave the connection's previous cycle in place: not touched."""
     if (cycle is not None and cycle.scope is scope and type(cycle) is RequestResponseCycle
             and cycle.scope.get("http_version") == "1.0" and not cycle.keep_alive):
+        cycle.waiting_for_100_continue = False
         cycle.__class__ = _Http10Cycle
