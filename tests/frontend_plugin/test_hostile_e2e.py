@@ -203,3 +203,37 @@ def test_a_too_large_messages_body_gets_anthropics_413_type(stack: Stack) -> Non
         assert error["type"] == "error"
         assert error["error"]["type"] == "request_too_large"
         assert "exceeds" in error["error"]["message"]
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/messages"])
+def test_an_oversized_body_that_waits_for_100_continue_is_refused_first(
+    stack: Stack, path: str
+) -> None:
+    # curl asks `Expect: 100-continue` before large uploads. The frontend answered
+    # `100 Continue` and then refused the body with 413 after taking up to 32 MiB of
+    # it; the 413 now comes instead of the 100, and the connection closes (the body
+    # it announced never comes).
+    head = (b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Expect: 100-continue\r\nx-request-id: big-1\r\nContent-Length: %d\r\n\r\n"
+            % (path.encode(), 5 * 1024 * 1024))
+    with socket.create_connection(("127.0.0.1", stack.frontend.port), timeout=10) as sock:
+        sock.sendall(head)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 413 "), data[:80]
+    headers, _, body = data.partition(b"\r\n\r\n")
+    assert b"connection: close" in headers.lower() and b"x-request-id: big-1" in headers
+    assert b"exceeds" in body and (path != "/v1/messages" or b"request_too_large" in body)
+    # A body that fits still gets its 100 Continue and its answer.
+    small = b'{"model": "echo", "messages": [{"role": "user", "content": "fits"}]}'
+    with socket.create_connection(("127.0.0.1", stack.frontend.port), timeout=10) as sock:
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/json\r\nExpect: 100-continue\r\n"
+                     b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(small))
+        assert sock.recv(100).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+        sock.sendall(small)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 200 ") and b"echo: user: fits" in data

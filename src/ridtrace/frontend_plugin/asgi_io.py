@@ -20,6 +20,7 @@ __all__ = [
     "plain_route",
     "read_body",
     "receive_body",
+    "refused_before_continue",
     "transfer_coding_refusal",
     "wait_for_disconnect",
 ]
@@ -137,6 +138,24 @@ async def read_body(request: Request, limit: int) -> bytes | None:
         if not body.add(chunk):
             break
     return body.result()
+
+
+def refused_before_continue(scope: Scope, limit: int) -> bool:
+    """True when the client waits for ``100 Continue`` before sending a body whose
+    ``content-length`` is already over ``limit``.
+
+    Answering 413 without the 100 spares it the upload (RFC 9110 §10.1.1); reading
+    the body, as for any request, first sent it the 100 and then took up to the drain
+    cap of bytes it did not want. The body is then never sent, so the connection
+    cannot carry another request: the answer closes it.
+    """
+    expects = declared = False
+    for name, value in scope["headers"]:
+        if name == b"expect":
+            expects = value.lower() == b"100-continue"
+        elif name == b"content-length":
+            declared = value.isdigit() and int(value) > limit
+    return expects and declared
 
 
 async def receive_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:

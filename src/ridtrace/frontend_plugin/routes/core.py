@@ -19,6 +19,7 @@ from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin.asgi_io import (
     json_body_refusal,
     receive_body,
+    refused_before_continue,
     transfer_coding_refusal,
     wait_for_disconnect,
 )
@@ -81,6 +82,11 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
     refusal = json_body_refusal(scope)
     if refusal is not None:
         await _reject(send, api, 415, refusal, None)
+        return
+    if refused_before_continue(scope, settings.max_body_bytes):
+        message = f"request body exceeds {settings.max_body_bytes} bytes"
+        annotate_request(error=message)
+        await _send_error(send, api, 413, message, headers=((b"connection", b"close"),))
         return
     try:
         # A body that never ends (a stalled chunked upload, a content-length larger than
