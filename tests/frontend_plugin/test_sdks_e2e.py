@@ -224,3 +224,41 @@ def test_a_responses_tool_round_trip_is_served(oai: openai.OpenAI) -> None:
             {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
             {"content": "no role, no type"}])  # type: ignore[list-item]
     assert "'input[1].role'" in bad.value.message
+
+
+def test_logprobs_are_answered_when_asked_for(oai: openai.OpenAI) -> None:
+    # `logprobs: true` was answered with `"logprobs": null`, so SDK code reading
+    # choice.logprobs.content raised AttributeError. The echo engine is deterministic:
+    # each token had probability 1 (log 0.0) and is its own only alternative.
+    chat: Any = [{"role": "user", "content": "log me"}]
+    reply = oai.chat.completions.create(model="echo", messages=chat, logprobs=True,
+                                        top_logprobs=3)
+    content = reply.choices[0].logprobs.content  # type: ignore[union-attr]
+    assert content is not None
+    assert "".join(t.token for t in content) == reply.choices[0].message.content
+    assert all(t.logprob == 0.0 and t.bytes == list(t.token.encode()) for t in content)
+    assert all([a.token for a in t.top_logprobs] == [t.token] for t in content)
+    streamed = [c for c in oai.chat.completions.create(
+        model="echo", messages=chat, logprobs=True, stream=True) if c.choices]
+    tokens = [t for c in streamed if c.choices[0].logprobs and c.choices[0].logprobs.content
+              for t in c.choices[0].logprobs.content]
+    assert "".join(t.token for t in tokens) == "echo: user: log me"
+    assert all(t.top_logprobs == [] for t in tokens)
+    plain = oai.chat.completions.create(model="echo", messages=chat)
+    assert plain.choices[0].logprobs is None
+    with pytest.raises(openai.BadRequestError) as bad:
+        oai.chat.completions.create(model="echo", messages=chat, top_logprobs=2)
+    assert bad.value.param == "top_logprobs"
+
+    done = oai.completions.create(model="echo", prompt="log me too", logprobs=2)
+    lp = done.choices[0].logprobs
+    assert lp is not None and "".join(lp.tokens or []) == done.choices[0].text
+    assert lp.token_logprobs == [0.0] * len(lp.tokens or [])
+    assert lp.top_logprobs == [{t: 0.0} for t in lp.tokens or []]
+    assert lp.text_offset == [done.choices[0].text.index(t) for t in lp.tokens or []]
+    chunks = [c for c in oai.completions.create(model="echo", prompt="a b", logprobs=0,
+                                                stream=True) if c.choices[0].text]
+    offsets = [c.choices[0].logprobs.text_offset[0] for c in chunks]  # type: ignore[union-attr,index]
+    assert offsets == [0, len("echo:"), len("echo: a")]
+    with pytest.raises(openai.BadRequestError):
+        oai.completions.create(model="echo", prompt="x", logprobs=9)

@@ -55,6 +55,8 @@ class Parsed:
     # Stop sequences (OpenAI's ``stop``, Anthropic's ``stop_sequences``): the reply ends
     # before the first one it would contain.
     stop: tuple[str, ...] = ()
+    # OpenAI's logprobs: None when not asked for, else how many top alternatives.
+    logprobs: int | None = None
 
 
 def require_object(raw: Any) -> dict[str, Any]:

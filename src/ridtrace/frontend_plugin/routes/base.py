@@ -79,6 +79,9 @@ class Renderer:
         self.parsed = parsed
         self.ids = ids
         self.created = int(time.time())
+        # The text of a non-streamed reply piece by piece (one piece per token), set
+        # before body() for what needs the tokens (logprobs).
+        self.pieces: list[str] = []
 
     def start(self) -> bytes:
         """Events sent before the first piece of text."""

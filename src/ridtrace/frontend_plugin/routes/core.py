@@ -160,11 +160,13 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
             else:
                 await _stream_events(send, call, renderer, first)
             return
-        text, end = await _collect(call)
+        pieces, end = await _collect(call)
+        text = "".join(pieces)
         if isinstance(end, CallerLeft):
             await _client_gone(send)
         elif isinstance(end, Finished):
             annotate_request(fp_out=fingerprint(text))
+            renderer.pieces = pieces
             await _send_json(send, 200, orjson.dumps(renderer.body(text, end)))
         else:
             await _failure(send, api, end)
@@ -220,14 +222,14 @@ def _legacy_key(scope: Scope, api: ApiSpec, client_id: str | None) -> str | None
     return None
 
 
-async def _collect(call: Call) -> tuple[str, Finished | Failed | Dropped | CallerLeft]:
+async def _collect(call: Call) -> tuple[list[str], Finished | Failed | Dropped | CallerLeft]:
     parts: list[str] = []
     while True:
         item = call.next_nowait() or await call.next()
         if isinstance(item, Delta):
             parts.append(item.text)
         else:
-            return "".join(parts), item
+            return parts, item
 
 
 async def _interrupt_on_disconnect(call: Call, receive: Receive) -> None:

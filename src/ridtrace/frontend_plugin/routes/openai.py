@@ -17,6 +17,12 @@ from ridtrace.frontend_plugin.bodies import (
     token_limit,
     token_prompt,
 )
+from ridtrace.frontend_plugin.logprobs import (
+    chat_logprobs,
+    chat_token_logprobs,
+    completion_logprobs,
+    completion_token_logprobs,
+)
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse
 from ridtrace.frontend_plugin.sampling import openai_sampling, stream_options_need_stream
@@ -80,7 +86,12 @@ class _ChatRenderer(Renderer):
         return self._chunk({"role": "assistant", "content": ""}, None)
 
     def delta(self, text: str) -> bytes:
-        return self._delta.render(text)
+        top = self.parsed.logprobs
+        if top is None:
+            return self._delta.render(text)
+        event = self._event({"content": text}, None)
+        event["choices"][0]["logprobs"] = chat_token_logprobs([text], top)
+        return sse(event)
 
     def finish(self, finished: Finished, text: str) -> bytes:
         last = self._chunk({}, finished.finish_reason)
@@ -100,7 +111,8 @@ class _ChatRenderer(Renderer):
             "choices": [{
                 "index": 0,
                 "message": {"role": "assistant", "content": text, "refusal": None},
-                "logprobs": None,
+                "logprobs": None if self.parsed.logprobs is None
+                else chat_token_logprobs(self.pieces, self.parsed.logprobs),
                 "finish_reason": finished.finish_reason,
             }],
             "usage": _usage(finished, finished.tokens),
@@ -123,6 +135,7 @@ class _ChatSpec(ApiSpec):
             stream=stream,
             include_usage=stream_usage(body),
             stop=openai_sampling(body),
+            logprobs=chat_logprobs(body),
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:
@@ -133,6 +146,7 @@ class _CompletionRenderer(Renderer):
     def __init__(self, parsed: Parsed, ids: Ids) -> None:
         super().__init__(parsed, ids)
         self._delta = SseTemplate(self._event(SseTemplate.HOLE, None))
+        self._offset = 0  # where the next streamed token starts in the text
 
     def _chunk(self, text: str, finish_reason: str | None) -> bytes:
         return sse(self._event(text, finish_reason))
@@ -148,7 +162,13 @@ class _CompletionRenderer(Renderer):
         }
 
     def delta(self, text: str) -> bytes:
-        return self._delta.render(text)
+        top = self.parsed.logprobs
+        if top is None:
+            return self._delta.render(text)
+        event = self._event(text, None)
+        event["choices"][0]["logprobs"] = completion_token_logprobs([text], top, self._offset)
+        self._offset += len(text)
+        return sse(event)
 
     def finish(self, finished: Finished, text: str) -> bytes:
         last = self._chunk("", finished.finish_reason)
@@ -165,7 +185,9 @@ class _CompletionRenderer(Renderer):
             "object": "text_completion",
             "created": self.created,
             "model": self.parsed.model,
-            "choices": [{"index": 0, "text": text, "logprobs": None,
+            "choices": [{"index": 0, "text": text,
+                         "logprobs": None if self.parsed.logprobs is None
+                         else completion_token_logprobs(self.pieces, self.parsed.logprobs),
                          "finish_reason": finished.finish_reason}],
             "usage": _usage(finished, finished.tokens),
         }
@@ -189,6 +211,7 @@ class _CompletionSpec(ApiSpec):
             stream=stream,
             include_usage=stream_usage(body),
             stop=openai_sampling(body),
+            logprobs=completion_logprobs(body),
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:
