@@ -120,9 +120,9 @@ def test_unknown_routes_and_methods_are_errors_the_sdks_can_read(
     assert found.value.message.endswith("Not Found: POST /v1/embeddings")
     assert found.value.type == "invalid_request_error"
     with pytest.raises(anthropic.NotFoundError) as missing:
-        claude.messages.count_tokens(model="echo", messages=[{"role": "user", "content": "x"}])
+        claude.messages.batches.retrieve("batch_1")
     assert missing.value.body == {"type": "error", "error": {
-        "type": "not_found_error", "message": "Not Found: POST /v1/messages/count_tokens"}}
+        "type": "not_found_error", "message": "Not Found: GET /v1/messages/batches/batch_1"}}
     wrong = httpx.get(stack.url + "/v1/chat/completions", headers={"x-request-id": "m-405"})
     assert wrong.status_code == 405 and wrong.headers["allow"] == "POST"
     assert wrong.headers["x-request-id"] == "m-405" and "x-server-request-id" in wrong.headers
@@ -262,3 +262,24 @@ def test_logprobs_are_answered_when_asked_for(oai: openai.OpenAI) -> None:
     assert offsets == [0, len("echo:"), len("echo: a")]
     with pytest.raises(openai.BadRequestError):
         oai.completions.create(model="echo", prompt="x", logprobs=9)
+
+
+def test_anthropic_count_tokens(claude: anthropic.Anthropic, stack: Stack) -> None:
+    # messages.count_tokens raised NotFoundError: the route did not exist. It answers
+    # what the same body's reply reports as usage.input_tokens.
+    messages: Any = [{"role": "user", "content": "count these four words"}]
+    counted = claude.messages.count_tokens(model="echo", system="be brief", messages=messages)
+    reply = claude.messages.create(model="echo", max_tokens=64, system="be brief",
+                                   messages=messages)
+    assert counted.input_tokens == reply.usage.input_tokens == 8
+    raw = claude.messages.with_raw_response.count_tokens(
+        model="echo", messages=messages, extra_headers={"x-request-id": "count-1"})
+    assert raw.headers["x-request-id"] == "count-1"
+    assert raw.headers["request-id"] == raw.headers["x-server-request-id"]
+    with pytest.raises(anthropic.BadRequestError) as bad:
+        claude.messages.count_tokens(model="echo", messages=[])
+    assert bad.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
+    wrong = httpx.post(stack.url + "/v1/messages/count_tokens", content=b"x",
+                       headers={"content-type": "text/plain"})
+    assert wrong.status_code == 415 and wrong.json()["type"] == "error"
+    assert httpx.get(stack.url + "/v1/messages/count_tokens").status_code == 405

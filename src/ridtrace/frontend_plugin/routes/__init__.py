@@ -14,6 +14,7 @@ from ridtrace.frontend_plugin.frontend import Frontend
 from ridtrace.frontend_plugin.routes.anthropic import MESSAGES
 from ridtrace.frontend_plugin.routes.base import ApiSpec
 from ridtrace.frontend_plugin.routes.core import serve
+from ridtrace.frontend_plugin.routes.count_tokens import CountTokensEndpoint
 from ridtrace.frontend_plugin.routes.generate import GENERATE, SGLANG_GENERATE
 from ridtrace.frontend_plugin.routes.openai import CHAT, COMPLETIONS, RESPONSES
 from ridtrace.frontend_plugin.settings import FrontendSettings
@@ -85,7 +86,8 @@ class InferenceFastPath:
 def create_router(
     settings: FrontendSettings | None = None, *, frontend: Frontend | None = None
 ) -> APIRouter:
-    """A router with the six inference routes, ``/v1/models`` (and
+    """A router with the six inference routes, ``/v1/messages/count_tokens``,
+    ``/v1/models`` (and
     ``/v1/models/{model}``), ``/health`` and
     ``GET /debug/inflight`` (when ``settings.debug_endpoints``).
 
@@ -98,6 +100,7 @@ def create_router(
     router = APIRouter()
     for api in APIS:
         router.routes.append(InferenceEndpoint(fe, api).route)
+    router.routes.append(CountTokensEndpoint(fe.settings).route)
 
     def listed() -> dict[str, object]:
         return {"id": fe.settings.model, "object": "model", "created": 0, "owned_by": "ridtrace"}

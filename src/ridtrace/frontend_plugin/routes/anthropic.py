@@ -17,7 +17,7 @@ from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemp
 from ridtrace.frontend_plugin.sampling import anthropic_sampling
 from ridtrace.frontend_plugin.settings import FrontendSettings
 
-__all__ = ["MESSAGES"]
+__all__ = ["MESSAGES", "input_tokens"]
 
 _STOP = {"stop": "end_turn", "length": "max_tokens"}
 
@@ -28,11 +28,16 @@ def _stop_reason(finished: Finished) -> str:
     return _STOP.get(finished.finish_reason, "end_turn")
 
 
+def input_tokens(prompt: str) -> int:
+    """``usage.input_tokens`` for a normalised prompt (and what count_tokens answers)."""
+    return len(prompt.split())
+
+
 class _MessagesRenderer(Renderer):
     def __init__(self, parsed: Parsed, ids: Ids) -> None:
         super().__init__(parsed, ids)
         self.msg_id = "msg_" + ids.hex
-        self.prompt_tokens = len(parsed.prompt.split())
+        self.prompt_tokens = input_tokens(parsed.prompt)
         self._delta = SseTemplate({"type": "content_block_delta", "index": 0,
                                    "delta": {"type": "text_delta", "text": SseTemplate.HOLE}},
                                   "content_block_delta")
