@@ -39,8 +39,9 @@ class CountTokensEndpoint:
         self.route = Route(COUNT_TOKENS_PATH, self, methods=["POST"], name="count_tokens")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # No `endpoint` on its request.end: that field marks inference requests, whose
+        # work forensics looks for on the workers (docs/log-schema.md).
         scope["route"] = self.route
-        annotate_request(endpoint="count_tokens")
         settings = self.settings
         refusal = json_body_refusal(scope)
         if refusal is not None:
