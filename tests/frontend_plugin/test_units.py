@@ -6,10 +6,19 @@ import asyncio
 import tracemalloc
 from hashlib import blake2b
 
+import httpx
 import pytest
+from starlette.responses import PlainTextResponse
 
+from ridtrace import RequestTracingMiddleware
 from ridtrace.fingerprint import fingerprint
-from ridtrace.frontend_plugin import EchoEngine, FrontendSettings, WorkerSettings, echo_tokens
+from ridtrace.frontend_plugin import (
+    AnthropicRequestId,
+    EchoEngine,
+    FrontendSettings,
+    WorkerSettings,
+    echo_tokens,
+)
 from ridtrace.frontend_plugin.bodies import InvalidRequest, body_client_id, chat_prompt
 from ridtrace.frontend_plugin.host_check import allowed_hosts_for, host_of
 from ridtrace.frontend_plugin.routes import APIS
@@ -217,3 +226,18 @@ def test_which_hosts_a_server_answers_for() -> None:
     assert allowed_hosts_for("127.0.0.1", ["*"]) is None  # the check turned off
     assert allowed_hosts_for("0.0.0.0", ()) is None  # reached from anywhere: any name
     assert allowed_hosts_for("0.0.0.0", ["api.example"]) == {"api.example"}
+
+
+def test_the_anthropic_request_id_follows_the_app_under_a_mount_prefix() -> None:
+    app = RequestTracingMiddleware(AnthropicRequestId(PlainTextResponse("ok")))
+
+    async def fetch(path: str, root: str) -> httpx.Response:
+        transport = httpx.ASGITransport(app=app, root_path=root)
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:
+            return await c.post(root + path)
+
+    for root in ("", "/api"):
+        messages = asyncio.run(fetch("/v1/messages", root))
+        assert messages.headers["request-id"] == messages.headers["x-server-request-id"]
+        chat = asyncio.run(fetch("/v1/chat/completions", root))
+        assert "request-id" not in chat.headers

@@ -70,7 +70,14 @@ class AnthropicRequestId:
         self.prefix = prefix
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not scope["path"].startswith(self.prefix):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        root = scope.get("root_path")
+        if root and path.startswith(root):  # mounted under a prefix: the app's own path
+            path = path[len(root):]
+        if not path.startswith(self.prefix):
             await self.app(scope, receive, send)
             return
         ctx = current_context()
