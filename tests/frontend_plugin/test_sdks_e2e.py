@@ -142,7 +142,12 @@ def test_models_retrieve_answers_the_listed_model_and_404s_the_others(
     assert (model.id, model.object, model.owned_by) == ("echo", "model", "ridtrace")
     raw = oai.models.with_raw_response.retrieve("echo", extra_headers={"x-request-id": "m-1"})
     assert raw.headers["x-request-id"] == "m-1" and "x-server-request-id" in raw.headers
-    assert claude.models.retrieve("echo").id == "echo"
+    info = claude.models.retrieve("echo")
+    assert (info.id, info.type, info.display_name) == ("echo", "model", "echo")
+    assert info.created_at is not None and info.created_at.year == 1970
+    page = claude.models.list()
+    assert [m.id for m in page.data] == ["echo"] and page.has_more is False
+    assert page.data[0].type == "model" and page.last_id == "echo"
     for missing in ("gpt-missing", "org/some-model"):
         with pytest.raises(openai.NotFoundError) as info:
             oai.models.retrieve(missing)

@@ -103,11 +103,19 @@ def create_router(
     router.routes.append(CountTokensEndpoint(fe.settings).route)
 
     def listed() -> dict[str, object]:
-        return {"id": fe.settings.model, "object": "model", "created": 0, "owned_by": "ridtrace"}
+        # OpenAI's fields and Anthropic's (type, display_name, created_at): both SDKs
+        # read /v1/models, each ignores the other's fields, and the Anthropic SDK's
+        # ModelInfo had None where it types a string and a datetime.
+        name = fe.settings.model
+        return {"id": name, "object": "model", "created": 0, "owned_by": "ridtrace",
+                "type": "model", "display_name": name, "created_at": "1970-01-01T00:00:00Z"}
 
     @router.get("/v1/models")
     async def models() -> dict[str, object]:
-        return {"object": "list", "data": [listed()]}
+        name = fe.settings.model
+        # Anthropic's page fields beside OpenAI's: one page, nothing after it.
+        return {"object": "list", "data": [listed()], "has_more": False,
+                "first_id": name, "last_id": name}
 
     # What the SDKs' models.retrieve asks for. ``path``: model ids hold slashes
     # ("org/name"), sent as they are or as %2F (both decode to the same path).
