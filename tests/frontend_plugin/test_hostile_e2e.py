@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import socket
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -188,8 +189,14 @@ def test_whitespace_around_the_client_id_is_not_part_of_it(stack: Stack) -> None
             answer += chunk
     head = answer.split(b"\r\n\r\n", 1)[0].lower()
     assert head.startswith(b"http/1.1 200") and b"\r\nx-request-id: padded-id\r\n" in head
-    ends = [line for line in stack.frontend.lines() if line.get("event") == "request.end"
-            and str(line.get("x_request_id", "")).strip() == "padded-id"]
+    # request.end is written once the answer has gone out: wait for it, not race it.
+    deadline = time.monotonic() + 10
+    while True:
+        ends = [line for line in stack.frontend.lines() if line.get("event") == "request.end"
+                and str(line.get("x_request_id", "")).strip() == "padded-id"]
+        if ends or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
     assert [line["x_request_id"] for line in ends] == ["padded-id"]
 
 
