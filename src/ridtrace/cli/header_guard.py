@@ -17,9 +17,9 @@ import asyncio
 from typing import Any
 
 import httptools
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from ridtrace.cli.http10 import framed_for_http10
+from ridtrace.cli.upgrade import UpgradeIgnoringProtocol
 
 __all__ = ["MAX_HEADER_BYTES", "guarded_http_protocol"]
 
@@ -31,7 +31,7 @@ class _HeadersTooLarge(Exception):
     """Raised in a parser callback: httptools then stops and reports a callback error."""
 
 
-class _GuardedHttpToolsProtocol(HttpToolsProtocol):
+class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
     header_timeout = 10.0
     max_header_bytes = MAX_HEADER_BYTES
 
