@@ -70,7 +70,7 @@ def test_the_anthropic_sdk_reads_the_server_request_id(hung: Stack, stack: Stack
     errors: list[anthropic.APIStatusError] = []
     for call in (
         lambda: claude.messages.create(model="echo", max_tokens=0, messages=CHAT),  # 400
-        lambda: claude.messages.count_tokens(model="echo", messages=CHAT),  # 404
+        lambda: claude.messages.batches.retrieve("batch_1"),  # 404
         lambda: anthropic.Anthropic(base_url=hung.url, api_key="k", max_retries=0)
         .messages.create(model="echo", max_tokens=8, messages=CHAT),  # 504
     ):
