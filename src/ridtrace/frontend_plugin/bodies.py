@@ -20,6 +20,7 @@ __all__ = [
     "body_client_id",
     "chat_prompt",
     "content_text",
+    "integer_in",
     "kind_of",
     "model_name",
     "opt_bool",
@@ -143,10 +144,17 @@ def token_limit(
         if required:
             raise InvalidRequest(f"'{param}' is required", param=param)
         return default
+    return integer_in(value, param=param, low=1, high=limit)
+
+
+def integer_in(value: Any, *, param: str, low: int, high: int) -> int:
+    """``value`` when it is an integer (not a boolean) from ``low`` to ``high``."""
     if not isinstance(value, int) or isinstance(value, bool):
         raise InvalidRequest(f"'{param}' must be an integer, not {kind_of(value)}", param=param)
-    if not 1 <= value <= limit:
-        raise InvalidRequest(f"'{param}' must be between 1 and {limit}, got {value}", param=param)
+    if not low <= value <= high:
+        raise InvalidRequest(
+            f"'{param}' must be between {low} and {high}, got {value}", param=param
+        )
     return value
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of, opt_bool
+from ridtrace.frontend_plugin.bodies import InvalidRequest, integer_in, opt_bool
 
 __all__ = [
     "MAX_COMPLETION_LOGPROBS",
@@ -31,13 +31,7 @@ MAX_COMPLETION_LOGPROBS = 5
 
 def _count(body: dict[str, Any], name: str, high: int) -> int | None:
     value = body.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidRequest(f"'{name}' must be an integer, not {kind_of(value)}", param=name)
-    if not 0 <= value <= high:
-        raise InvalidRequest(f"'{name}' must be between 0 and {high}, got {value}", param=name)
-    return value
+    return None if value is None else integer_in(value, param=name, low=0, high=high)
 
 
 def chat_logprobs(body: dict[str, Any]) -> int | None:
