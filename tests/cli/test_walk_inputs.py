@@ -189,12 +189,12 @@ def test_a_compression_this_python_cannot_decode_is_named_unreadable(tmp_path: P
 def test_a_file_where_no_line_is_a_log_record_makes_the_result_incomplete(
     incident: tuple[Path, DynamoTruth], tmp_path: Path,
 ) -> None:
-    # A replica's logs in the container runtime's wrapper: every line is bad, and the
-    # other files keep the share of bad lines far under 1 %.
+    # A replica that logged Dynamo's readable text (DYN_LOGGING_JSONL unset): every line
+    # is bad, and the other files keep the share of bad lines far under 1 %.
     logs = copy_logs(incident, tmp_path / "logs")
-    wrapped = "".join(f"2026-11-30T10:00:00Z stdout F {line}\n"
-                      for line in rt_request("x", "7", 0, 1) * 4)
-    (logs / "replica-2.log").write_text(wrapped)
+    text = "".join(f"2026-11-30T10:00:0{n}.770028Z  INFO main.init: worker {n} ready\n"
+                   for n in range(8))
+    (logs / "replica-2.log").write_text(text)
     code, doc = run(str(logs))
     summary = doc["summary"]
     assert summary["bad_lines"] < 0.01 * summary["lines"]

@@ -27,6 +27,7 @@ from ridtrace.forensics.reading.decoding import DecodedStream, compression_of
 from ridtrace.forensics.reading.files import parse, stage
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES, ignore_reason
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
+from ridtrace.forensics.reading.unwrap import wrapper_of
 from ridtrace.forensics.records.read import partial_of
 from ridtrace.forensics.records.spans import empty_partial as _empty
 
@@ -92,6 +93,8 @@ def _whole_file(f: LogFile) -> bool:
         stream = cast(Any, fh)
         head = cast(bytes, stream.read(SNIFF_BYTES))
         if compression_of(head) is not None:  # a compressed file cannot be split
+            return True
+        if wrapper_of(head) is not None:  # a record's parts may straddle a block's edge
             return True
         # A file its first block will ignore is one block, so no other block reads it.
         whole = len(head) < SNIFF_BYTES
@@ -178,9 +181,12 @@ def read_block(
         else:
             fh.seek(0)
         head = b""
+        unwrap = None
         if block.first:
             head = stream.read(SNIFF_BYTES)
-            if block.file.from_directory:
+            # Only a whole-file block is wrapped: `_whole_file` keeps such a file whole.
+            unwrap = wrapper_of(head) if block.whole else None
+            if block.file.from_directory and unwrap is None:
                 ignored = ignore_reason(block.file.name, head, whole=len(head) < SNIFF_BYTES)
                 if ignored is not None:
                     stats.ignored_files.append(FileNote(block.file.name, ignored))
@@ -199,7 +205,7 @@ def read_block(
             with tempfile.TemporaryDirectory(prefix="ridtrace-block-") as tmp:
                 staged = Path(tmp) / "block.jsonl"
                 with open(staged, "wb") as out:
-                    line_map = stage(head, stream, out, block.file.name, stats)
+                    line_map = stage(head, stream, out, block.file.name, stats, unwrap=unwrap)
                 table = parse(con, staged, line_map, block.file.name, stats, lean,
                               window)
                 partial = partial_of(table, block.file_id, block.part)

@@ -22,6 +22,7 @@ from typing import BinaryIO
 
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream, compression_of
 from ridtrace.forensics.reading.lines import LineScan, scan_lines
+from ridtrace.forensics.reading.unwrap import Unwrapper, wrapper_of
 
 # How many first bytes (whole lines) identify a file's content.
 HEAD_BYTES = 4096
@@ -152,6 +153,8 @@ class FileTail:
         self.tear: str | None = None
         # Set when the follow is asked to stop: read no byte written after that.
         self.stop_at: int | None = None
+        # A container runtime's or journal's wrapping, known from the first lines.
+        self._unwrap: Unwrapper | None = None
         self._claim_head()
         if from_end:
             self._skip_to_end(st.st_size)
@@ -169,6 +172,7 @@ class FileTail:
             head = first_lines(os.pread(fd, HEAD_BYTES + 1, start))
         if head:
             self.identity = self._identities.claim(head, self.path)
+            self._unwrap = wrapper_of(head)
 
     def _skip_to_end(self, size: int) -> None:
         """Start after the last whole line: count the lines before it, read none."""
@@ -261,10 +265,17 @@ class FileTail:
         if not whole:
             return None
         first = self.line + 1
+        self._claim_head()
+        whole = self._unwrapped(whole)
         scan = scan_lines(whole)
         self.line += scan.newlines
-        self._claim_head()
         return self._unread(first, whole, scan)
+
+    def _unwrapped(self, whole: memoryview) -> memoryview:
+        """The plain lines of a wrapped file's whole lines, as many (`reading.unwrap`)."""
+        if self._unwrap is None:
+            return whole
+        return memoryview(self._unwrap.feed(whole.tobytes()))
 
     def _unread(self, first: int, whole: memoryview, scan: LineScan) -> Chunk | None:
         """Drop the lines a copy of this content already handed out."""
@@ -291,6 +302,7 @@ class FileTail:
         size = os.fstat(self._fh.fileno()).st_size
         if size < self.offset or self._replaced():  # copy-and-truncate: content starts over
             self.offset, self.line, self._held, self.identity = 0, 0, b"", None
+            self._unwrap = None
             self._claim_head()
         size = self._bounded(size)
         if size > self.offset and not self._held:
@@ -347,7 +359,7 @@ class FileTail:
         self.at_eof = True
         if self.done or not held.strip():
             return None
-        data = memoryview(held + b"\n")
+        data = self._unwrapped(memoryview(held + b"\n"))
         scan = scan_lines(data)
         first = self.line + 1
         self.line += scan.newlines

@@ -40,6 +40,7 @@ from ridtrace.forensics.reading.scan import Window
 from ridtrace.forensics.reading.staging import staging_dir
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 from ridtrace.forensics.reading.table import LogTable
+from ridtrace.forensics.reading.unwrap import Unwrapper, wrapper_of
 
 Progress = Callable[[int], None]
 T = TypeVar("T")
@@ -72,14 +73,14 @@ def _map_in_thread(path: Path, on_bytes: Progress | None) -> Callable[[], LineMa
 
 def stage(
     head: bytes, stream: Readable, out: BinaryIO, name: str, stats: ReadStats,
-    on_bytes: Progress | None = None,
+    on_bytes: Progress | None = None, unwrap: Unwrapper | None = None,
 ) -> LineMap:
     """Copy `head` and the rest of `stream` to `out`, numbering the lines on the way.
 
     When `stream` is a `DecodedStream` whose compressed data tore, the torn last line is one bad
-    line and the file is recorded as read only up to the tear.
+    line and the file is recorded as read only up to the tear. `unwrap` takes each line
+    out of the container runtime's or journal's wrapping (`reading.unwrap`), line for line.
     """
-    tear = getattr(stream, "tear", None)
 
     def chunks() -> Iterator[bytes]:
         for chunk in newline_chunks(_Prefixed(head, stream)):
@@ -88,6 +89,8 @@ def stage(
             if getattr(stream, "tear", None) is not None and not chunk.endswith(b"\n"):
                 cut = chunk.rfind(b"\n") + 1
                 chunk, torn[0] = chunk[:cut], chunk[cut:]
+            if unwrap is not None:
+                chunk = unwrap.feed(chunk)
             out.write(chunk)
             yield chunk
 
@@ -101,6 +104,12 @@ def stage(
             # A line of the file, though not in the map DuckDB reads: counted as both.
             stats.count_lines(name, 1)
             stats.bad(name, line_map.lines + 1, f"torn last line ({tear})")
+    if unwrap is not None:
+        for line in unwrap.unfinished():
+            # Its parts are empty lines in the map, so the record is counted here.
+            stats.count_lines(name, 1)
+            stats.bad(name, line, f"cut short ({unwrap.name} record whose last part is "
+                      "missing)")
     return line_map
 
 
@@ -152,7 +161,8 @@ def read_source(
             stats.unreadable_files.append(FileNote(src.name, decoded.unsupported))
             return None
         head = decoded.read(SNIFF_BYTES)
-        if src.from_directory:
+        unwrap = wrapper_of(head)
+        if src.from_directory and unwrap is None:
             reason = ignore_reason(src.name, head, whole=len(head) < SNIFF_BYTES)
             if reason is not None:
                 stats.ignored_files.append(FileNote(src.name, reason))
@@ -160,7 +170,7 @@ def read_source(
         stats.files += 1
         # A pipe is read once, as a stream: DuckDB and the line map cannot both open it.
         in_place = (src.path is not None and src.regular and decoded.compression is None
-                    and not _had_bom(src.path))
+                    and unwrap is None and not _had_bom(src.path))
         if in_place and src.path is not None:
             wait = _map_in_thread(src.path, on_bytes)
             return use(parse(con, src.path, wait, src.name, stats, lean, window,
@@ -168,7 +178,7 @@ def read_source(
         with staging_dir("ridtrace-") as tmp:
             staged = tmp / "decoded.jsonl"
             with open(staged, "wb") as out:
-                line_map = stage(head, decoded, out, src.name, stats, on_bytes)
+                line_map = stage(head, decoded, out, src.name, stats, on_bytes, unwrap)
             return use(parse(con, staged, line_map, src.name, stats, lean, window,
                              run=_runner(prepared, staged)))
     except OSError as exc:

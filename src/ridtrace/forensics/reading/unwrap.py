@@ -1,0 +1,187 @@
+"""Logs shipped inside another format's lines: Kubernetes (CRI), Docker's json-file, journald.
+
+A service's JSON lines rarely reach an incident as written. On a Kubernetes node each
+line is prefixed by the container runtime (``2026-10-02T14:00:00.003195123Z stderr F
+{...}``, a line longer than the runtime's buffer cut into ``P`` parts and a last ``F``);
+Docker's json-file driver wraps each one as ``{"log": "{...}\\n", "stream": ..., "time":
+...}`` (cut every 16 KiB, the last part ending in ``\\n``); ``journalctl -o json``
+carries it in ``MESSAGE``. Read as they are, every line was a bad one and the report
+said only "none of its lines is a log record".
+
+The wrapper is known from the file's first line (`wrapper_of`), so a plain JSON-lines
+file pays one look at bytes already read. An unwrapper turns whole lines into the
+same number of lines: each record where its last part is, and an empty line for each
+earlier part (empty lines are not rows), so evidence still cites the file's own line
+numbers. A line that is not in the wrapper's shape passes through as it is, to be
+judged like any other line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+# Kubelet's CRI log line: RFC 3339 nano time, stream, tag (P partial / F full), content.
+_CRI_LINE = re.compile(
+    rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2}) (?:stdout|stderr) [PF]"
+    rb"(?::[^ ]*)? "
+)
+_STREAMS = ("stdout", "stderr")
+
+
+class Unwrapper(Protocol):
+    """Turns whole wrapped lines into as many plain lines, across calls."""
+
+    name: str
+
+    def feed(self, data: bytes) -> bytes:
+        """The plain lines of `data` (whole lines; the file's last may lack its newline)."""
+
+    def unfinished(self) -> list[int]:
+        """Lines (1-based) where a record starts whose last part never came."""
+
+
+@dataclass
+class _Parts:
+    """A record being put together from its parts, per stream."""
+
+    pending: dict[Any, tuple[int, list[bytes]]] = field(default_factory=dict)
+
+    def add(self, stream: Any, line: int, part: bytes, last: bool) -> bytes:
+        """The whole record when `part` is its last, else an empty line for now."""
+        if b"\n" in part:  # one line in, one line out: line numbers are the file's
+            part = part.replace(b"\n", b" ")
+        started = self.pending.pop(stream, None)
+        if last:
+            return part if started is None else b"".join((*started[1], part))
+        if started is None:
+            started = (line, [])
+        started[1].append(part)
+        self.pending[stream] = started
+        return b""
+
+    def unfinished(self) -> list[int]:
+        return sorted(line for line, _ in self.pending.values())
+
+
+class _LineByLine:
+    """Shared plumbing: split whole lines, keep the line count, count lines."""
+
+    name = ""
+
+    def __init__(self) -> None:
+        self._line = 0
+        self._parts = _Parts()
+
+    def feed(self, data: bytes) -> bytes:
+        lines = data.split(b"\n")
+        trailing = lines.pop()  # b"" after a final newline, else the unterminated last line
+        out = [self._one(line) for line in lines]
+        if trailing:
+            out.append(self._one(trailing))
+        text = b"\n".join(out)
+        return text + b"\n" if data.endswith(b"\n") else text
+
+    def _one(self, line: bytes) -> bytes:
+        self._line += 1
+        return self.unwrap(line, self._line)
+
+    def unwrap(self, line: bytes, number: int) -> bytes:
+        raise NotImplementedError
+
+    def unfinished(self) -> list[int]:
+        return self._parts.unfinished()
+
+
+class CriUnwrapper(_LineByLine):
+    """Kubernetes' container runtime (CRI) log lines: ``TIME STREAM P|F CONTENT``."""
+
+    name = "Kubernetes CRI"
+
+    def unwrap(self, line: bytes, number: int) -> bytes:
+        head = _CRI_LINE.match(line)
+        if head is None:
+            return line
+        _, stream, tag, _ = line.split(b" ", 3)
+        content = line[head.end():].removesuffix(b"\r")
+        return self._parts.add(stream, number, content, tag[:1] == b"F")
+
+
+class DockerUnwrapper(_LineByLine):
+    """Docker's json-file driver: ``{"log": "LINE\\n", "stream": ..., "time": ...}``."""
+
+    name = "Docker json-file"
+
+    def unwrap(self, line: bytes, number: int) -> bytes:
+        entry = _object(line)
+        if entry is None or not isinstance(entry.get("log"), str):
+            return line
+        text: str = entry["log"]
+        part = text.encode("utf-8", "surrogatepass")
+        last = part.endswith(b"\n")
+        if last:
+            part = part[:-1].removesuffix(b"\r")
+        return self._parts.add(entry.get("stream"), number, part, last)
+
+
+class JournalUnwrapper(_LineByLine):
+    """``journalctl -o json``: the line is ``MESSAGE`` (an array of bytes when it is not
+    printable text); one longer than journald's LineMax is cut, each cut part but the
+    last marked ``_LINE_BREAK=line-max``."""
+
+    name = "journald JSON"
+
+    def unwrap(self, line: bytes, number: int) -> bytes:
+        entry = _object(line)
+        if entry is None or "MESSAGE" not in entry:
+            return line
+        message = entry["MESSAGE"]
+        if isinstance(message, list) and all(isinstance(b, int) for b in message):
+            part = bytes(b & 0xFF for b in message)
+        elif isinstance(message, str):
+            part = message.encode("utf-8", "surrogatepass")
+        else:
+            return line
+        stream = entry.get("_STREAM_ID") or entry.get("_PID")
+        last = entry.get("_LINE_BREAK") != "line-max"
+        return self._parts.add(stream, number, part, last)
+
+
+def _object(line: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _first_line(head: bytes) -> bytes:
+    for line in head.split(b"\n", 64)[:64]:
+        if line.strip():
+            return line.strip()
+    return b""
+
+
+def wrapper_of(head: bytes) -> Unwrapper | None:
+    """An unwrapper for the format the first non-blank line of `head` is wrapped in, or
+    None for anything else (plain JSON lines: the common case, decided in one look)."""
+    line = _first_line(head)
+    if line[:1].isdigit():
+        return CriUnwrapper() if _CRI_LINE.match(line) else None
+    if not line.startswith(b'{"'):
+        return None
+    # Docker writes "log" first; journalctl's first key is "__CURSOR" (or a `-o json`
+    # filtered by --output-fields, "__REALTIME_TIMESTAMP" or "MESSAGE").
+    if line.startswith(b'{"log":'):
+        entry = _object(line)
+        if entry is not None and isinstance(entry.get("log"), str) and (
+            entry.get("stream") in _STREAMS
+        ):
+            return DockerUnwrapper()
+    elif line.startswith((b'{"__CURSOR":', b'{"__REALTIME_TIMESTAMP":')):
+        entry = _object(line)
+        if entry is not None and "MESSAGE" in entry:
+            return JournalUnwrapper()
+    return None

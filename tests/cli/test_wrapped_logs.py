@@ -1,0 +1,181 @@
+"""Logs as infrastructure ships them: a Kubernetes node's CRI files, Docker's json-file
+driver, ``journalctl -o json``. Each wraps the same JSON lines; the report is the one the
+plain lines give, with evidence citing the wrapped file's own lines."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from ridtrace.forensics.live.watch import Watch
+from ridtrace.forensics.reading.stats import ReadStats
+from ridtrace.testing.synth import SynthSpec, write_logs
+
+# Longer lines are cut into parts, as the runtimes cut lines longer than their buffers.
+_CUT = 120
+
+
+def _cri(lines: list[bytes]) -> bytes:
+    """Kubelet's CRI format; long lines cut into P parts and a last F, stderr between."""
+    out: list[bytes] = []
+    for n, line in enumerate(lines):
+        stamp = b"2026-11-29T10:00:%02d.000000001Z" % (n % 60)
+        parts = [line[i : i + _CUT] for i in range(0, len(line), _CUT)] or [b""]
+        for k, part in enumerate(parts):
+            if k == 1:  # another stream's line between two parts of this record
+                out.append(stamp + b" stderr F Traceback (most recent call last):")
+            tag = b"F" if k == len(parts) - 1 else b"P"
+            out.append(stamp + b" stdout " + tag + b" " + part)
+    return b"\n".join(out) + b"\n"
+
+
+def _docker(lines: list[bytes]) -> bytes:
+    """Docker's json-file driver: a long line cut into entries, the last ending in \\n."""
+    out: list[bytes] = []
+    for line in lines:
+        text = line.decode()
+        parts = [text[i : i + _CUT] for i in range(0, len(text), _CUT)]
+        for k, part in enumerate(parts):
+            end = "\n" if k == len(parts) - 1 else ""
+            out.append(json.dumps({"log": part + end, "stream": "stdout",
+                                   "time": "2026-11-29T10:00:00.000000001Z"}).encode())
+    return b"\n".join(out) + b"\n"
+
+
+def _journal(lines: list[bytes]) -> bytes:
+    """``journalctl -o json``: the line in MESSAGE (bytes as an array for one of them)."""
+    out: list[bytes] = []
+    for n, line in enumerate(lines):
+        message: Any = list(line) if n == 3 else line.decode()
+        out.append(json.dumps({
+            "__CURSOR": f"s=1;i={n}", "__REALTIME_TIMESTAMP": "1796205600000000",
+            "_PID": "42", "_STREAM_ID": "abc", "MESSAGE": message,
+        }).encode())
+    return b"\n".join(out) + b"\n"
+
+
+WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
+    "cri": _cri, "docker": _docker, "journald": _journal,
+}
+
+
+def _analyze(*args: str) -> tuple[int, dict[str, Any]]:
+    result = CliRunner().invoke(main, ["analyze", *args, "--format", "json", "-q"])
+    return result.exit_code, json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("plain")
+    write_logs(folder, SynthSpec(requests=80))
+    return folder
+
+
+def _wrap(plain: Path, into: Path, wrap: Callable[[list[bytes]], bytes]) -> Path:
+    into.mkdir()
+    for path in plain.iterdir():
+        (into / path.name).write_bytes(wrap(path.read_bytes().splitlines()))
+    return into
+
+
+def _record_at(path: Path, line: int) -> bytes:
+    return path.read_bytes().split(b"\n")[line - 1]
+
+
+@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("kind", sorted(WRAPPERS))
+def test_wrapped_logs_give_the_plain_logs_report(
+    plain: Path, tmp_path: Path, kind: str, engine: str
+) -> None:
+    wrapped = _wrap(plain, tmp_path / kind, WRAPPERS[kind])
+    want_code, want = _analyze(str(plain))
+    code, got = _analyze(str(wrapped), "--engine", engine)
+    assert code == want_code == 1
+    assert got["summary"]["bad_lines"] == (
+        # the stderr lines between the parts are lines too, not JSON
+        sum(1 for p in wrapped.iterdir() for x in p.read_bytes().split(b"\n") if b"stderr" in x)
+        if kind == "cri" else 0
+    )
+    assert [(f["kind"], f["span_id"]) for f in got["findings"]] == [
+        (f["kind"], f["span_id"]) for f in want["findings"]
+    ]
+    assert got["summary"]["requests"] == want["summary"]["requests"]
+
+
+def test_evidence_cites_the_line_of_the_records_last_part(plain: Path, tmp_path: Path) -> None:
+    wrapped = _wrap(plain, tmp_path / "cri", _cri)
+    _, got = _analyze(str(wrapped))
+    _, want = _analyze(str(plain))
+    for g, w in zip(got["findings"], want["findings"], strict=True):
+        for ev, plain_ev in zip(g["evidence"], w["evidence"], strict=True):
+            cited = _record_at(Path(ev["file"]), ev["line"])
+            record = _record_at(Path(plain_ev["file"]), plain_ev["line"])
+            assert b" stdout F " in cited
+            assert record.endswith(cited.split(b" ", 3)[3])
+
+
+def test_a_record_whose_last_part_never_came_is_a_bad_line(tmp_path: Path) -> None:
+    record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1",
+                         "message": "m"})
+    stamp = "2026-11-29T10:00:00.000000001Z"
+    log = tmp_path / "0.log"
+    log.write_text(
+        f"{stamp} stdout F {record}\n"
+        f"{stamp} stdout P {record[:20]}\n"  # a copy cut here: its F part is lost
+        f"{stamp} stderr F {record}\n"
+    )
+    code, doc = _analyze(str(log))
+    summary = doc["summary"]
+    assert summary["lines"] == 3
+    assert summary["bad_line_samples"] == [{
+        "file": str(log), "line": 2,
+        "reason": "cut short (Kubernetes CRI record whose last part is missing)",
+    }]
+    assert code == 3  # one bad line in three
+
+
+def test_a_walk_reads_a_container_log_whatever_its_name(plain: Path, tmp_path: Path) -> None:
+    walked = tmp_path / "node"
+    walked.mkdir()
+    for path in plain.iterdir():  # no log-like name, no line starting with "{"
+        (walked / path.stem).write_bytes(_cri(path.read_bytes().splitlines()))
+    code, doc = _analyze(str(walked))
+    assert doc["summary"]["ignored_files"] == []
+    assert doc["summary"]["requests"] == 80
+    assert code == 1
+
+
+def test_plain_lines_that_start_like_a_wrapper_are_not_unwrapped(tmp_path: Path) -> None:
+    # A record whose first key is "log", as Docker's: still read as the record it is.
+    line = {"log": "x", "time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1",
+            "event": "request.start", "request_id": "r", "trace_id": "t", "span_id": "s"}
+    log = tmp_path / "app.jsonl"
+    log.write_text(json.dumps(line) + "\n")
+    _, doc = _analyze(str(log))
+    assert doc["summary"]["bad_lines"] == 0
+    assert doc["summary"]["requests"] == 1
+
+
+def test_follow_unwraps_the_lines_it_tails(tmp_path: Path) -> None:
+    record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1",
+                         "message": "m"}).encode()
+    stamp = b"2026-11-29T10:00:00.000000001Z"
+    log = tmp_path / "0.log"
+    log.write_bytes(stamp + b" stdout F " + record + b"\n")
+    watch = Watch([str(tmp_path)], ReadStats())
+    watch.discover()
+    with open(log, "ab") as fh:  # appended while followed, a record in two parts
+        fh.write(stamp + b" stdout P " + record[:9] + b"\n")
+        fh.write(stamp + b" stdout F " + record[9:] + b"\n")
+    chunks, _ = watch.read(1 << 20)
+    lines = [
+        (chunk.first_line + k, text)
+        for chunk in chunks for k, text in enumerate(chunk.data.tobytes().split(b"\n")[:-1])
+    ]
+    assert lines == [(2, b""), (3, record)]  # from the end, as --follow starts
