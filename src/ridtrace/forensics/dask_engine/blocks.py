@@ -23,7 +23,7 @@ import fsspec
 import pandas as pd
 
 from ridtrace.forensics.reading.connection import connect
-from ridtrace.forensics.reading.decoding import DecodedStream, compression_of
+from ridtrace.forensics.reading.decoding import DecodedStream, compression_of, utf16_of
 from ridtrace.forensics.reading.files import parse, stage
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES, ignore_reason
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
@@ -92,8 +92,8 @@ def _whole_file(f: LogFile) -> bool:
     with fsspec.open(f.url, "rb") as fh:
         stream = cast(Any, fh)
         head = cast(bytes, stream.read(SNIFF_BYTES))
-        if compression_of(head) is not None:  # a compressed file cannot be split
-            return True
+        if compression_of(head) is not None or utf16_of(head) is not None:
+            return True  # a compressed or UTF-16 file cannot be split at a newline byte
         if wrapper_of(head) is not None:  # a record's parts may straddle a block's edge
             return True
         # A file its first block will ignore is one block, so no other block reads it.

@@ -1,12 +1,15 @@
-"""A log source's text bytes: decompressed (gzip, bzip2, xz, zstd) and without a BOM.
+"""A log source's text bytes: decompressed (gzip, bzip2, xz, zstd), as UTF-8, without a BOM.
 
 Compression is known by the first bytes, whatever the name. A truncated or corrupt
 archive gives every line decodable before the damage; the stream then ends and says why.
+UTF-16 text (what Windows PowerShell's ``>`` and ``Out-File`` write) is known by its
+byte-order mark or by a first ``{`` next to a NUL, and read as UTF-8.
 """
 
 from __future__ import annotations
 
 import bz2
+import codecs
 import io
 import lzma
 import zlib
@@ -21,6 +24,17 @@ COMPRESSIONS = (
     (b"\x28\xb5\x2f\xfd", "zstd"),
 )
 MAGIC_BYTES = 6
+# UTF-16 with a byte-order mark (the codec reads the order and drops the mark), or
+# without one, known by the JSON line's first character and its NUL.
+_UTF16_STARTS = (
+    (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"),
+    (b"{\x00", "utf-16-le"), (b"\x00{", "utf-16-be"),
+)
+
+
+def utf16_of(head: bytes) -> str | None:
+    """The UTF-16 codec the first bytes of a text announce, or None (UTF-8)."""
+    return next((codec for start, codec in _UTF16_STARTS if head.startswith(start)), None)
 
 
 def compression_of(head: bytes) -> str | None:
@@ -92,6 +106,10 @@ class DecodedStream(io.RawIOBase):
                                     "decompress it (Python 3.14, or decompress it first)")
         self._pending = b""
         self._started = False
+        # The UTF-16 codec the text is in, known at the first read; None for UTF-8.
+        self.encoding: str | None = None
+        self._utf16: Any = None
+        self._sniffed = False
 
     @staticmethod
     def _peek(raw: BinaryIO, n: int) -> bytes:
@@ -170,7 +188,7 @@ class DecodedStream(io.RawIOBase):
         chunks = [self._pending]
         have = len(self._pending)
         while size < 0 or have < size:
-            data = self._next_bytes()
+            data = self._utf8(self._next_bytes())
             if not data:
                 break
             chunks.append(data)
@@ -185,6 +203,19 @@ class DecodedStream(io.RawIOBase):
         else:
             self._pending = b""
         return data
+
+    def _utf8(self, data: bytes) -> bytes:
+        """`data` as UTF-8: the text's first bytes tell whether it is UTF-16."""
+        if not self._sniffed and data:
+            self._sniffed = True
+            self.encoding = utf16_of(data)
+            if self.encoding is not None:
+                self._utf16 = codecs.getincrementaldecoder(self.encoding)("replace")
+        if self._utf16 is None:
+            return data
+        # An odd byte at the very end is U+FFFD, on a line of its own judging.
+        text: str = self._utf16.decode(data, final=not data)
+        return text.encode("utf-8")
 
     def readinto(self, buffer: Any) -> int:
         """`io.RawIOBase` plumbing over `read`."""

@@ -170,7 +170,8 @@ def read_source(
         stats.files += 1
         # A pipe is read once, as a stream: DuckDB and the line map cannot both open it.
         in_place = (src.path is not None and src.regular and decoded.compression is None
-                    and unwrap is None and not _had_bom(src.path))
+                    and decoded.encoding is None and unwrap is None
+                    and not _had_bom(src.path))
         if in_place and src.path is not None:
             wait = _map_in_thread(src.path, on_bytes)
             return use(parse(con, src.path, wait, src.name, stats, lean, window,

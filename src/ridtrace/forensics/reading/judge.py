@@ -80,9 +80,17 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
+def _utf16_line(text: bytes) -> bool:
+    """A line of UTF-16 text cut at its newline byte: a NUL beside nearly every byte."""
+    body = text.strip(b"\x00\r")
+    halves = (body[0::2], body[1::2])
+    return len(body) >= 4 and any(h.count(0) >= 0.9 * len(h) for h in halves)
+
+
 def _malformed(text: bytes) -> str:
     if b"\x00" in text:
-        return "binary data"
+        # Where the reader took a UTF-16 file's bytes as they are (`--follow`).
+        return "UTF-16 text, not UTF-8" if _utf16_line(text) else "binary data"
     try:
         text.decode("utf-8")
     except UnicodeDecodeError:

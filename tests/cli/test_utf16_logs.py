@@ -1,0 +1,63 @@
+"""UTF-16 logs, as Windows PowerShell's ``>`` and ``Out-File`` write them: read as the
+same lines in UTF-8 (every line was "binary data", exit 3)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from ridtrace.forensics.reading.judge import judge_line
+from ridtrace.testing.synth import SynthSpec, write_logs
+
+
+def _analyze(*args: str) -> tuple[int, dict[str, Any]]:
+    result = CliRunner().invoke(main, ["analyze", *args, "--format", "json", "-q"])
+    return result.exit_code, json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("plain")
+    write_logs(folder, SynthSpec(requests=60))
+    return folder
+
+
+ENCODINGS = {
+    "utf-16 (BOM, little-endian)": lambda text: b"\xff\xfe" + text.encode("utf-16-le"),
+    "utf-16 (BOM, big-endian)": lambda text: b"\xfe\xff" + text.encode("utf-16-be"),
+    "utf-16-le without a BOM": lambda text: text.encode("utf-16-le"),
+    "utf-16-be without a BOM": lambda text: text.encode("utf-16-be"),
+    "utf-16, gzipped": lambda text: gzip.compress(text.encode("utf-16")),
+}
+
+
+@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("encoding", sorted(ENCODINGS))
+def test_utf16_logs_give_the_utf8_report(
+    plain: Path, tmp_path: Path, encoding: str, engine: str
+) -> None:
+    for path in plain.iterdir():
+        # CRLF too, as Windows tools end lines; an accented id survives the transcoding.
+        text = path.read_text().replace('"x_request_id":"27"', '"x_request_id":"é27"')
+        (tmp_path / path.name).write_bytes(ENCODINGS[encoding](text.replace("\n", "\r\n")))
+    want_code, want = _analyze(str(plain))
+    code, got = _analyze(str(tmp_path), "--engine", engine)
+    assert code == want_code == 1
+    assert got["summary"]["bad_lines"] == 0
+    assert got["summary"]["lines"] == want["summary"]["lines"]
+    assert [(f["kind"], f["span_id"], f["evidence"][0]["line"]) for f in got["findings"]] == [
+        (f["kind"], f["span_id"], f["evidence"][0]["line"]) for f in want["findings"]
+    ]
+
+
+def test_a_utf16_line_read_as_bytes_says_so() -> None:
+    # --follow reads bytes as they are: the reason names the encoding, not "binary data".
+    line = '{"time":"2026-11-29T10:00:00Z","schema":"ridtrace/1"}'.encode("utf-16-le")
+    assert judge_line(b"\x00" + line, ("time",)) == "UTF-16 text, not UTF-8"
+    assert judge_line(b"\x00\x01\x02binary\xff", ("time",)) == "binary data"
