@@ -1,4 +1,5 @@
-"""Logs shipped inside another format's lines: Kubernetes (CRI), Docker's json-file, journald.
+"""Logs shipped inside another format's lines: Kubernetes (CRI), Docker's json-file, journald;
+and Rust tracing-subscriber's nested JSON.
 
 A service's JSON lines rarely reach an incident as written. On a Kubernetes node each
 line is prefixed by the container runtime (``2026-10-02T14:00:00.003195123Z stderr F
@@ -6,7 +7,9 @@ line is prefixed by the container runtime (``2026-10-02T14:00:00.003195123Z stde
 Docker's json-file driver wraps each one as ``{"log": "{...}\\n", "stream": ..., "time":
 ...}`` (cut every 16 KiB, the last part ending in ``\\n``); ``journalctl -o json``
 carries it in ``MESSAGE``. Read as they are, every line was a bad one and the report
-said only "none of its lines is a log record".
+said only "none of its lines is a log record". A Rust service logging with
+tracing-subscriber's own JSON formatter nests what Dynamo's JSONL writes flat (``fields``,
+``span``, ``spans``): its lines were read without their ids, its requests silently lost.
 
 The wrapper is known from the file's first line (`wrapper_of`), so a plain JSON-lines
 file pays one look at bytes already read. An unwrapper turns whole lines into the
@@ -149,6 +152,45 @@ class JournalUnwrapper(_LineByLine):
         return self._parts.add(stream, number, part, last)
 
 
+class TracingJsonUnwrapper(_LineByLine):
+    """Rust tracing-subscriber's JSON formatter: the event's fields under ``fields``
+    (unless ``flatten_event``), the current span's under ``span``, every open span's in
+    ``spans`` (outermost first), the time in ``timestamp``. Flattened to one object as
+    Dynamo's JSONL writes it: the line's own keys first, then the event's fields, then
+    the spans' from the innermost out (a span's ``name`` is ``span_name``)."""
+
+    name = "tracing-subscriber JSON"
+
+    def unwrap(self, line: bytes, number: int) -> bytes:
+        entry = _object(line)
+        if entry is None:
+            return line
+        # A line outside any span, with flatten_event, has no nesting: its time is still
+        # in "timestamp".
+        flat = {k: v for k, v in entry.items() if k not in _NESTING}
+        if "time" not in flat and "timestamp" in flat:
+            flat["time"] = flat["timestamp"]
+        fields = entry.get("fields")
+        if isinstance(fields, dict):
+            for key, value in fields.items():
+                flat.setdefault(key, value)
+        spans = entry.get("spans")
+        nested = [entry.get("span"), *(reversed(spans) if isinstance(spans, list) else ())]
+        for span in nested:
+            if isinstance(span, dict):
+                for key, value in span.items():
+                    flat.setdefault("span_name" if key == "name" else key, value)
+        return json.dumps(flat, separators=(",", ":")).encode()
+
+
+_NESTING = ("fields", "span", "spans")
+
+
+def _nested(entry: dict[str, Any]) -> bool:
+    return (isinstance(entry.get("fields"), dict) or isinstance(entry.get("span"), dict)
+            or isinstance(entry.get("spans"), list))
+
+
 def _object(line: bytes) -> dict[str, Any] | None:
     try:
         value = json.loads(line)
@@ -164,14 +206,38 @@ def _first_line(head: bytes) -> bytes:
     return b""
 
 
-def wrapper_of(head: bytes) -> Unwrapper | None:
-    """An unwrapper for the format the first non-blank line of `head` is wrapped in, or
-    None for anything else (plain JSON lines: the common case, decided in one look)."""
-    line = _first_line(head)
+class _Chain:
+    """A shipper's wrapping around tracing-subscriber's nesting: both taken off."""
+
+    def __init__(self, outer: Unwrapper, inner: Unwrapper) -> None:
+        self._outer, self._inner = outer, inner
+        self.name = outer.name
+
+    def feed(self, data: bytes) -> bytes:
+        return self._inner.feed(self._outer.feed(data))
+
+    def unfinished(self) -> list[int]:
+        return self._outer.unfinished()
+
+
+# tracing-subscriber's nesting, wherever it is among the first lines: a service's first
+# lines (start-up messages) are often outside any span.
+_NESTING_KEY = re.compile(rb'"(?:fields|span)"\s*:\s*\{|"spans"\s*:\s*\[')
+
+
+def _nesting_in(head: bytes) -> Unwrapper | None:
+    found = _NESTING_KEY.search(head)
+    if found is None:
+        return None
+    start = head.rfind(b"\n", 0, found.start()) + 1
+    end = head.find(b"\n", found.end())
+    entry = _object(head[start : end if end >= 0 else len(head)])
+    return TracingJsonUnwrapper() if entry is not None and _nested(entry) else None
+
+
+def _shipper_of(line: bytes) -> Unwrapper | None:
     if line[:1].isdigit():
         return CriUnwrapper() if _CRI_LINE.match(line) else None
-    if not line.startswith(b'{"'):
-        return None
     # Docker writes "log" first; journalctl's first key is "__CURSOR" (or a `-o json`
     # filtered by --output-fields, "__REALTIME_TIMESTAMP" or "MESSAGE").
     if line.startswith(b'{"log":'):
@@ -185,3 +251,15 @@ def wrapper_of(head: bytes) -> Unwrapper | None:
         if entry is not None and "MESSAGE" in entry:
             return JournalUnwrapper()
     return None
+
+
+def wrapper_of(head: bytes) -> Unwrapper | None:
+    """An unwrapper for what the first lines of `head` are wrapped or nested in, or None
+    for plain JSON lines (the common case, decided by a look at the first line and one
+    regular-expression search of the head)."""
+    shipper = _shipper_of(_first_line(head))
+    if shipper is None:
+        return _nesting_in(head)
+    whole = head[: head.rfind(b"\n") + 1] or head
+    inner = _nesting_in(type(shipper)().feed(whole))
+    return shipper if inner is None else _Chain(shipper, inner)

@@ -1,0 +1,85 @@
+"""Dynamo-style logs written by Rust tracing-subscriber's own JSON formatter: what
+Dynamo's JSONL writes flat is nested under ``fields``, ``span`` and ``spans``, the time
+in ``timestamp``. Its lines were read without their ids (no request, no bad line: a
+file's requests silently lost beside other logs) or were all "missing time"."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+
+SAMPLE = Path(__file__).parents[1] / "forensics" / "data" / "dynamo-jsonl-sample.jsonl"
+# What tracing-subscriber records on the span rather than the event.
+_SPAN_FIELDS = {
+    "span_id", "trace_id", "parent_id", "span_name", "method", "uri", "version",
+    "request_id", "x_request_id", "component", "endpoint", "namespace", "instance_id",
+}
+START_UP = {"timestamp": "2026-10-02T14:00:00.000001Z", "level": "INFO",
+            "fields": {"message": "OTLP export enabled"}, "target": "dynamo_runtime::logging"}
+
+
+def _nested(record: dict[str, Any], *, flatten_event: bool) -> dict[str, Any]:
+    span = {("name" if k == "span_name" else k): v for k, v in record.items()
+            if k in _SPAN_FIELDS}
+    event = {k: v for k, v in record.items() if k not in _SPAN_FIELDS and k != "time"}
+    out: dict[str, Any] = {"timestamp": record["time"], "level": event.pop("level")}
+    if flatten_event:
+        out.update(event)
+    else:
+        out["target"] = event.pop("target")
+        out["fields"] = event
+    if span:
+        out["span"] = span
+        out["spans"] = [{"name": "runtime"}, span]
+    return out
+
+
+def _write(path: Path, *, flatten_event: bool, wrap: bool = False) -> Path:
+    records = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
+    # A service's first line is outside any span: with flatten_event it has no nesting.
+    start = {k: v for k, v in START_UP.items() if k != "fields"} | START_UP["fields"] \
+        if flatten_event else START_UP
+    lines = [json.dumps(start)] + [json.dumps(_nested(r, flatten_event=flatten_event),
+                                              separators=(",", ":")) for r in records]
+    if wrap:  # as a Kubernetes node keeps it
+        lines = [f"2026-10-02T14:00:00.000000001Z stderr F {line}" for line in lines]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _analyze(*args: str) -> tuple[int, dict[str, Any]]:
+    result = CliRunner().invoke(main, ["analyze", *args, "--format", "json", "-q"])
+    return result.exit_code, json.loads(result.stdout)
+
+
+def _found(doc: dict[str, Any]) -> list[tuple[str, str, int]]:
+    return [(f["kind"], f["span_id"], f["evidence"][0]["line"]) for f in doc["findings"]]
+
+
+@pytest.mark.parametrize("wrap", [False, True], ids=["file", "in CRI"])
+@pytest.mark.parametrize("flatten_event", [False, True], ids=["fields", "flatten_event"])
+def test_tracing_subscriber_json_gives_the_flat_report(
+    tmp_path: Path, flatten_event: bool, wrap: bool
+) -> None:
+    _, want = _analyze(str(SAMPLE))
+    log = _write(tmp_path / "frontend.log", flatten_event=flatten_event, wrap=wrap)
+    code, got = _analyze(str(log))
+    assert code == 1
+    assert got["summary"]["bad_lines"] == 0
+    assert got["summary"]["requests"] == want["summary"]["requests"]
+    # One start-up line more, at the top: the same findings, one line further down.
+    assert _found(got) == [(kind, span, line + 1) for kind, span, line in _found(want)]
+
+
+def test_a_nested_file_beside_flat_logs_is_not_lost(tmp_path: Path) -> None:
+    flat = tmp_path / "frontend.jsonl"
+    flat.write_text(SAMPLE.read_text().splitlines()[0] + "\n")
+    _write(tmp_path / "worker.jsonl", flatten_event=True)
+    _, doc = _analyze(str(tmp_path))
+    assert ("unlinked", "5c20cc08e6afb2b7") in [(k, s) for k, s, _ in _found(doc)]
