@@ -115,6 +115,10 @@ def judge_line(text: bytes, fields: Sequence[str]) -> dict[str, Any] | str:
         # RFC 8259 lets a parser limit nesting; the standard library's is the
         # interpreter's recursion limit (about a thousand levels), DuckDB's lower still.
         return "JSON nested too deeply"
+    return _row(obj, fields)
+
+
+def _row(obj: Any, fields: Sequence[str]) -> dict[str, Any] | str:
     if not isinstance(obj, dict):
         return "not a JSON object"
     row: dict[str, Any] = {name: _text(obj.get(name)) for name in fields}
@@ -126,3 +130,43 @@ def judge_line(text: bytes, fields: Sequence[str]) -> dict[str, Any] | str:
         return "invalid time"
     row["time"] = parsed
     return row
+
+
+def judge_records(text: bytes, fields: Sequence[str]) -> list[dict[str, Any]] | str:
+    """The records of a line (`judge_line`'s), or the reason it is bad.
+
+    A line may hold several JSON objects back to back: ``cat a.jsonl b.jsonl`` where
+    ``a.jsonl`` lacks its last newline (a log copied while written, a hand-made file)
+    joins two records. Each is read, cited at that line; the line was "not JSON", and a
+    request whose end was on it looked cut off (a false Unlinked finding).
+    """
+    verdict = judge_line(text, fields)
+    if isinstance(verdict, dict):
+        return [verdict]
+    if verdict != "not JSON":
+        return verdict
+    objects = _back_to_back(text.decode("utf-8").strip().removeprefix(_BOM))
+    if objects is None:
+        return verdict
+    rows = [_row(obj, fields) for obj in objects]
+    bad = next((row for row in rows if isinstance(row, str)), None)
+    if bad is not None:
+        return f"{len(rows)} JSON objects on one line, one {bad}"
+    return [row for row in rows if isinstance(row, dict)]
+
+
+def _back_to_back(text: str) -> list[Any] | None:
+    """The JSON objects `text` is made of, one after the other, or None."""
+    objects: list[Any] = []
+    at = 0
+    try:
+        while at < len(text):
+            if text[at] != "{":
+                return None
+            obj, at = _DECODE.raw_decode(text, at)
+            objects.append(obj)
+            while at < len(text) and text[at] in " \t\r\ufeff":
+                at += 1
+    except (ValueError, RecursionError):
+        return None
+    return objects if len(objects) > 1 else None

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ridtrace.forensics.reading.judge import judge_line
+from ridtrace.forensics.reading.judge import judge_records
 from ridtrace.forensics.reading.lean import SPAN, SUSPECT, lean_spans_sql
 from ridtrace.forensics.reading.lines import LineMap
 from ridtrace.forensics.reading.overlong import (
@@ -144,15 +144,16 @@ class LogTable:
             if not whole[i]:
                 bad.append((line, "missing time" if untimed[i] else "unknown format"))
                 continue
-            verdict = judge_line(texts.get(line, b""), self.fields)
+            verdict = judge_records(texts.get(line, b""), self.fields)
             if isinstance(verdict, str):
                 bad.append((line, verdict))
-            elif not known_record(verdict):
+            elif not all(known_record(row) for row in verdict):
                 bad.append((line, "unknown format"))
             else:
-                verdict["rn"] = int(rn[i])
-                verdict["_t"] = verdict.pop("time")
-                rescued.append(verdict)
+                for row in verdict:  # several only when objects were joined on one line
+                    row["rn"] = int(rn[i])
+                    row["_t"] = row.pop("time")
+                    rescued.append(row)
         return rescued, bad
 
     def spans(self) -> tuple[pa.Table, dict[str, np.ndarray]]:
