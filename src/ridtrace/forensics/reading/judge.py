@@ -127,6 +127,10 @@ def _row(obj: Any, fields: Sequence[str]) -> dict[str, Any] | str:
         return "missing time"
     parsed = parse_time(time)
     if parsed is None:
+        raw = obj.get("time")
+        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+            # Seconds, milliseconds or nanoseconds: a number does not say which.
+            return "invalid time (an epoch number; RFC 3339 text expected)"
         return "invalid time"
     row["time"] = parsed
     return row
