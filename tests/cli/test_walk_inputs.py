@@ -182,7 +182,9 @@ def test_a_compression_this_python_cannot_decode_is_named_unreadable(tmp_path: P
     (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
     (tmp_path / "frontend.jsonl.1.zst").write_bytes(b"\x28\xb5\x2f\xfd" + os.urandom(64))
     code, doc = run(str(tmp_path))
-    assert "zstd-compressed" in notes(doc, "unreadable_files")["frontend.jsonl.1.zst"]
+    reason = notes(doc, "unreadable_files")["frontend.jsonl.1.zst"]
+    assert "zstd-compressed" in reason
+    assert "<(zstd -dc FILE)" in reason  # how to read it without another Python
     assert code == 3
 
 

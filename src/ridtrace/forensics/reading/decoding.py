@@ -50,7 +50,7 @@ def _decompressor(kind: str) -> Any:
         return bz2.BZ2Decompressor()
     if kind == "xz":
         return lzma.LZMADecompressor()
-    try:  # zstd: in the standard library from Python 3.14, else the zstandard package
+    try:  # zstd: in the standard library from Python 3.14
         from compression import zstd  # type: ignore[import-not-found]
 
         return zstd.ZstdDecompressor()
@@ -102,8 +102,13 @@ class DecodedStream(io.RawIOBase):
         if self.compression is not None:
             self._inflate = _decompressor(self.compression)
             if self._inflate is None:
-                self.unsupported = (f"{self.compression}-compressed, and this Python cannot "
-                                    "decompress it (Python 3.14, or decompress it first)")
+                # Say how to read it now: logrotate's zstd rotations are found in an
+                # incident, when upgrading Python is not an option.
+                self.unsupported = (
+                    f"{self.compression}-compressed, and this Python cannot decompress it "
+                    "(Python 3.14 can): decompress it first (zstd -d FILE), or name it "
+                    "as a pipe: <(zstd -dc FILE)"
+                )
         self._pending = b""
         self._started = False
         # The UTF-16 codec the text is in, known at the first read; None for UTF-8.
