@@ -179,3 +179,14 @@ def test_follow_unwraps_the_lines_it_tails(tmp_path: Path) -> None:
         for chunk in chunks for k, text in enumerate(chunk.data.tobytes().split(b"\n")[:-1])
     ]
     assert lines == [(2, b""), (3, record)]  # from the end, as --follow starts
+
+
+def test_an_empty_container_line_is_a_blank_line(tmp_path: Path) -> None:
+    record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1",
+                         "message": "m"})
+    stamp = "2026-11-29T10:00:00.000000001Z"
+    log = tmp_path / "0.log"
+    # An empty line printed by the service: the runtime may end it at its tag.
+    log.write_text(f"{stamp} stdout F {record}\n{stamp} stdout F\n{stamp} stderr F \n")
+    _, doc = _analyze(str(log))
+    assert (doc["summary"]["lines"], doc["summary"]["bad_lines"]) == (1, 0)

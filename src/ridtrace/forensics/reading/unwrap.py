@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 # Kubelet's CRI log line: RFC 3339 nano time, stream, tag (P partial / F full), content.
+# An empty line may end at its tag, without the space before the content.
 _CRI_LINE = re.compile(
-    rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2}) (?:stdout|stderr) [PF]"
-    rb"(?::[^ ]*)? "
+    rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2}) (stdout|stderr) ([PF])"
+    rb"(?::[^ \r]*)?(?: |\r?$)"
 )
 _STREAMS = ("stdout", "stderr")
 
@@ -107,9 +108,8 @@ class CriUnwrapper(_LineByLine):
         head = _CRI_LINE.match(line)
         if head is None:
             return line
-        _, stream, tag, _ = line.split(b" ", 3)
         content = line[head.end():].removesuffix(b"\r")
-        return self._parts.add(stream, number, content, tag[:1] == b"F")
+        return self._parts.add(head[1], number, content, head[2] == b"F")
 
 
 class DockerUnwrapper(_LineByLine):
