@@ -83,3 +83,20 @@ def test_a_nested_file_beside_flat_logs_is_not_lost(tmp_path: Path) -> None:
     _write(tmp_path / "worker.jsonl", flatten_event=True)
     _, doc = _analyze(str(tmp_path))
     assert ("unlinked", "5c20cc08e6afb2b7") in [(k, s) for k, s, _ in _found(doc)]
+
+
+def test_a_flattened_line_means_what_it_meant(tmp_path: Path) -> None:
+    # A key given twice keeps its first value (as for any line), and a number JSON
+    # writes but Python's float cannot hold does not make the line bad.
+    records = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
+    lines = []
+    for record in records:
+        text = json.dumps(_nested(record, flatten_event=False), separators=(",", ":"))
+        lines.append(text[:-1] + ',"elapsed":1e400,"fields":{"message":"shadowed"}}')
+    log = tmp_path / "frontend.log"
+    log.write_text("\n".join(lines) + "\n")
+    code, doc = _analyze(str(log))
+    _, want = _analyze(str(SAMPLE))
+    assert doc["summary"]["bad_lines"] == 0
+    assert _found(doc) == _found(want)
+    assert code == 1

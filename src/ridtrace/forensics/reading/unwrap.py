@@ -191,10 +191,22 @@ def _nested(entry: dict[str, Any]) -> bool:
             or isinstance(entry.get("spans"), list))
 
 
+def _first_of_each_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # A key given twice keeps its first value, as DuckDB's reader and `reading.judge`
+    # keep it: a flattened line means what the line meant.
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        obj.setdefault(key, value)
+    return obj
+
+
 def _object(line: bytes) -> dict[str, Any] | None:
     try:
-        value = json.loads(line)
-    except ValueError:
+        # A float kept as its text: 1e400 written back as Infinity is no JSON, and the
+        # reader takes every field as text anyway.
+        value = json.loads(line, object_pairs_hook=_first_of_each_key, parse_float=str,
+                           parse_constant=str)
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
