@@ -73,8 +73,10 @@ def test_logs_it_cannot_read_exit_3_not_an_empty_all_clear(pino: Path) -> None:
         f"{pino}: none of its 40 lines is a log record",
         "40 bad lines (100.0% of 40, over 1%)", "40 lines read but no request found in them",
     ]
-    assert summary["bad_line_samples"][0] == {"file": str(pino), "line": 1,
-                                              "reason": "invalid time"}
+    assert summary["bad_line_samples"][0] == {
+        "file": str(pino), "line": 1,
+        "reason": "invalid time (an epoch number; RFC 3339 text expected)",
+    }
 
 
 def test_the_table_says_the_input_was_incomplete(pino: Path) -> None:
