@@ -87,6 +87,17 @@ def _utf16_line(text: bytes) -> bool:
     return len(body) >= 4 and any(h.count(0) >= 0.9 * len(h) for h in halves)
 
 
+# A time, then a level: how text loggers open a line (Dynamo's READABLE format,
+# tracing-subscriber's and Python logging's defaults, klog's "I1002 14:03:11.482913").
+_TEXT_LOG_LINE = re.compile(
+    rb"(?:\x1b\[[0-9;]*m)*\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}.{0,60}?"
+    rb"\b(?:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRITICAL|FATAL)\b"
+    rb"|[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+ ",
+    re.IGNORECASE,
+)
+TEXT_LOG_LINE = "a text log line, not JSON (Dynamo writes JSON lines with DYN_LOGGING_JSONL=1)"
+
+
 def _malformed(text: bytes) -> str:
     if b"\x00" in text:
         # Where the reader took a UTF-16 file's bytes as they are (`--follow`).
@@ -98,6 +109,10 @@ def _malformed(text: bytes) -> str:
     stripped = text.strip()
     if stripped[:1] == b"{" and stripped[-1:] != b"}":
         return "truncated JSON"
+    if _TEXT_LOG_LINE.match(stripped):
+        # Dynamo's default (READABLE) output, or any text logger's: every line of such a
+        # file said only "not JSON", as if the file were damaged.
+        return TEXT_LOG_LINE
     return "not JSON"
 
 
