@@ -1,5 +1,5 @@
 """Logs as infrastructure ships them: a Kubernetes node's CRI files, Docker's json-file
-driver, ``journalctl -o json``. Each wraps the same JSON lines; the report is the one the
+driver, ``journalctl -o json``, ``kubectl logs --timestamps --prefix``. Each wraps the same JSON lines; the report is the one the
 plain lines give, with evidence citing the wrapped file's own lines."""
 
 from __future__ import annotations
@@ -60,8 +60,15 @@ def _journal(lines: list[bytes]) -> bytes:
     return b"\n".join(out) + b"\n"
 
 
+def _kubectl(lines: list[bytes]) -> bytes:
+    """``kubectl logs --prefix --timestamps`` (half the lines), ``--timestamps`` (the rest)."""
+    stamp = b"2026-11-29T10:00:00.123456789Z "
+    return b"".join((b"[pod/frontend-7d9f/frontend] " if n % 2 else b"") + stamp + line + b"\n"
+                    for n, line in enumerate(lines))
+
+
 WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
-    "cri": _cri, "docker": _docker, "journald": _journal,
+    "cri": _cri, "docker": _docker, "journald": _journal, "kubectl": _kubectl,
 }
 
 
@@ -190,3 +197,10 @@ def test_an_empty_container_line_is_a_blank_line(tmp_path: Path) -> None:
     log.write_text(f"{stamp} stdout F {record}\n{stamp} stdout F\n{stamp} stderr F \n")
     _, doc = _analyze(str(log))
     assert (doc["summary"]["lines"], doc["summary"]["bad_lines"]) == (1, 0)
+
+
+def test_a_text_log_with_its_own_time_is_not_taken_for_kubectl_output(tmp_path: Path) -> None:
+    log = tmp_path / "app.log"
+    log.write_text("2026-11-29T10:00:00Z INFO starting\n2026-11-29T10:00:00Z {}\n")
+    _, doc = _analyze(str(log))
+    assert doc["summary"]["bad_line_samples"][0]["reason"].startswith("a text log line")

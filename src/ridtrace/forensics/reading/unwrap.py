@@ -1,12 +1,13 @@
-"""Logs shipped inside another format's lines: Kubernetes (CRI), Docker's json-file, journald;
-and Rust tracing-subscriber's nested JSON.
+"""Logs shipped inside another format's lines: Kubernetes (CRI), Docker's json-file, journald,
+``kubectl logs --timestamps/--prefix``; and Rust tracing-subscriber's nested JSON.
 
 A service's JSON lines rarely reach an incident as written. On a Kubernetes node each
 line is prefixed by the container runtime (``2026-10-02T14:00:00.003195123Z stderr F
 {...}``, a line longer than the runtime's buffer cut into ``P`` parts and a last ``F``);
 Docker's json-file driver wraps each one as ``{"log": "{...}\\n", "stream": ..., "time":
 ...}`` (cut every 16 KiB, the last part ending in ``\\n``); ``journalctl -o json``
-carries it in ``MESSAGE``. Read as they are, every line was a bad one and the report
+carries it in ``MESSAGE``; ``kubectl logs --timestamps`` puts the time before it.
+Read as they are, every line was a bad one and the report
 said only "none of its lines is a log record". A Rust service logging with
 tracing-subscriber's own JSON formatter nests what Dynamo's JSONL writes flat (``fields``,
 ``span``, ``spans``): its lines were read without their ids, its requests silently lost.
@@ -26,13 +27,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+# RFC 3339 as Go's RFC3339Nano writes it (kubelet, containerd, Docker, kubectl).
+_TIME = rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})"
 # Kubelet's CRI log line: RFC 3339 nano time, stream, tag (P partial / F full), content.
 # An empty line may end at its tag, without the space before the content.
 _CRI_LINE = re.compile(
-    rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2}) (stdout|stderr) ([PF])"
+    _TIME + rb" (stdout|stderr) ([PF])"
     rb"(?::[^ \r]*)?(?: |\r?$)"
 )
 _STREAMS = ("stdout", "stderr")
+# kubectl's --prefix, its --timestamps, or both; one of them at least.
+_PREFIX = re.compile(rb"\[[^\]\s]+\] (?:" + _TIME + rb" )?|" + _TIME + rb" ")
 
 
 class Unwrapper(Protocol):
@@ -127,6 +132,17 @@ class DockerUnwrapper(_LineByLine):
         if last:
             part = part[:-1].removesuffix(b"\r")
         return self._parts.add(entry.get("stream"), number, part, last)
+
+
+class PrefixUnwrapper(_LineByLine):
+    """``kubectl logs --timestamps`` / ``docker logs --timestamps`` (the time and a
+    space before each line) and ``kubectl logs --prefix`` (``[pod/NAME/CONTAINER] ``)."""
+
+    name = "kubectl logs"
+
+    def unwrap(self, line: bytes, number: int) -> bytes:
+        head = _PREFIX.match(line)
+        return line if head is None else line[head.end():]
 
 
 class JournalUnwrapper(_LineByLine):
@@ -248,8 +264,11 @@ def _nesting_in(head: bytes) -> Unwrapper | None:
 
 
 def _shipper_of(line: bytes) -> Unwrapper | None:
-    if line[:1].isdigit():
-        return CriUnwrapper() if _CRI_LINE.match(line) else None
+    if _CRI_LINE.match(line):
+        return CriUnwrapper()
+    prefix = _PREFIX.match(line)
+    if prefix is not None:  # a JSON line after it: not a text log's own time and level
+        return PrefixUnwrapper() if line[prefix.end():][:1] == b"{" else None
     # Docker writes "log" first; journalctl's first key is "__CURSOR" (or a `-o json`
     # filtered by --output-fields, "__REALTIME_TIMESTAMP" or "MESSAGE").
     if line.startswith(b'{"log":'):
