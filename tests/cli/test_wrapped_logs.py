@@ -201,6 +201,18 @@ def test_an_empty_container_line_is_a_blank_line(tmp_path: Path) -> None:
 
 def test_a_text_log_with_its_own_time_is_not_taken_for_kubectl_output(tmp_path: Path) -> None:
     log = tmp_path / "app.log"
-    log.write_text("2026-11-29T10:00:00Z INFO starting\n2026-11-29T10:00:00Z {}\n")
+    log.write_text("2026-11-29T10:00:00Z INFO starting\n2026-11-29T10:00:01Z INFO ready\n")
     _, doc = _analyze(str(log))
     assert doc["summary"]["bad_line_samples"][0]["reason"].startswith("a text log line")
+
+
+def test_kubectl_output_that_opens_with_a_text_banner_is_unwrapped(tmp_path: Path) -> None:
+    record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1",
+                         "message": "m"})
+    stamp = "2026-11-29T10:00:00.123456789Z"
+    log = tmp_path / "frontend.log"
+    log.write_text(f"{stamp} Starting frontend v1.2\n{stamp} {record}\n{stamp} {record}\n")
+    _, doc = _analyze(str(log))
+    assert doc["summary"]["bad_line_samples"] == [
+        {"file": str(log), "line": 1, "reason": "not JSON"}
+    ]

@@ -227,11 +227,9 @@ def _object(line: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _first_line(head: bytes) -> bytes:
-    for line in head.split(b"\n", 64)[:64]:
-        if line.strip():
-            return line.strip()
-    return b""
+def _first_lines(head: bytes) -> list[bytes]:
+    """The first non-blank lines of `head`, stripped (at most 64)."""
+    return [line.strip() for line in head.split(b"\n", 64)[:64] if line.strip()]
 
 
 class _Chain:
@@ -263,12 +261,20 @@ def _nesting_in(head: bytes) -> Unwrapper | None:
     return TracingJsonUnwrapper() if entry is not None and _nested(entry) else None
 
 
-def _shipper_of(line: bytes) -> Unwrapper | None:
+def _shipper_of(lines: list[bytes]) -> Unwrapper | None:
+    line = lines[0] if lines else b""
     if _CRI_LINE.match(line):
         return CriUnwrapper()
-    prefix = _PREFIX.match(line)
-    if prefix is not None:  # a JSON line after it: not a text log's own time and level
-        return PrefixUnwrapper() if line[prefix.end():][:1] == b"{" else None
+    if _PREFIX.match(line):
+        # A JSON line after the prefix, soon: a service's first lines may be a text
+        # banner, prefixed too; a text log's own time and level are not JSON.
+        for later in lines:
+            prefix = _PREFIX.match(later)
+            if prefix is None:
+                return None
+            if later[prefix.end():][:1] == b"{":
+                return PrefixUnwrapper()
+        return None
     # Docker writes "log" first; journalctl's first key is "__CURSOR" (or a `-o json`
     # filtered by --output-fields, "__REALTIME_TIMESTAMP" or "MESSAGE").
     if line.startswith(b'{"log":'):
@@ -288,7 +294,7 @@ def wrapper_of(head: bytes) -> Unwrapper | None:
     """An unwrapper for what the first lines of `head` are wrapped or nested in, or None
     for plain JSON lines (the common case, decided by a look at the first line and one
     regular-expression search of the head)."""
-    shipper = _shipper_of(_first_line(head))
+    shipper = _shipper_of(_first_lines(head))
     if shipper is None:
         return _nesting_in(head)
     whole = head[: head.rfind(b"\n") + 1] or head
