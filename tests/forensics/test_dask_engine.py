@@ -242,3 +242,31 @@ def test_file_url_directory_lists_pipes_and_broken_links_as_a_walk_does(
     globbed = report_json(analyze_dask(client, [tmp_path.as_uri() + "/*.jsonl"]))
     assert globbed["summary"]["ignored_files"] == globbed["summary"]["unreadable_files"] == []
     assert globbed["summary"]["files"] == summary["files"]
+
+
+def test_wrapped_and_utf16_files_bigger_than_a_block_are_read_whole(
+    client: Any, tmp_path: Path
+) -> None:
+    # A record's CRI parts may straddle a block's edge, and a UTF-16 file's newline is
+    # two bytes: such files are one block each, read as the local engine reads them.
+    plain = tmp_path / "plain"
+    write_logs(plain, SynthSpec(requests=400, seed=5))
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    stamp = b"2026-11-29T10:00:00.000000001Z stdout "
+    for n, path in enumerate(sorted(plain.iterdir())):
+        data = path.read_bytes()
+        if n == 0:
+            data = b"".join(stamp + b"P " + line[:50] + b"\n" + stamp + b"F " + line[50:]
+                            + b"\n" for line in data.splitlines())
+        else:
+            data = data.decode().encode("utf-16")
+        assert len(data) > BLOCK
+        (mixed / path.name).write_bytes(data)
+    want = report_json(analyze_read(read_partials(expand_inputs([str(plain)]))))
+    got = report_json(analyze_dask(client, [str(mixed)], block_bytes=BLOCK))
+    assert got["summary"]["bad_lines"] == 0
+    assert got["summary"]["requests"] == want["summary"]["requests"]
+    assert [(f["kind"], f["span_id"]) for f in got["findings"]] == [
+        (f["kind"], f["span_id"]) for f in want["findings"]
+    ]
