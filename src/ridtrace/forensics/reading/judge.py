@@ -184,7 +184,9 @@ def _back_to_back(text: str) -> list[Any] | None:
                 return None
             obj, at = _DECODE.raw_decode(text, at)
             objects.append(obj)
-            while at < len(text) and text[at] in " \t\r\ufeff":
+            # Not a carriage return: a CR-only file is one line of many records whose
+            # lines cannot be cited; it stays a bad line, the read incomplete.
+            while at < len(text) and text[at] in " \t\ufeff":
                 at += 1
     except (ValueError, RecursionError):
         return None
