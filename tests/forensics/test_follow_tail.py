@@ -313,3 +313,18 @@ def test_a_line_torn_by_a_rotation_is_a_bad_line_not_a_file_of_no_records(
         follower.close()
     assert (summary["lines"], summary["bad_lines"]) == (602, 2)
     assert summary["incomplete_reasons"] == []
+
+
+def test_a_valid_line_duckdb_rejects_in_one_file_does_not_stop_the_follow(
+    tmp_path: Path,
+) -> None:
+    # A lone surrogate in a client's field is valid JSON DuckDB's reader rejects: the
+    # line is read in Python and its file's spans rebuilt, in another column order than
+    # the other file's; joining the two stopped --follow with exit 4.
+    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a", "7", 0, 2)) + "\n")
+    odd = rt("request.start", request_id="8", span_id="b", trace_id="b" * 32)
+    odd = odd[:-1] + ', "user_agent": "\\udc80"}'
+    (tmp_path / "worker.jsonl").write_text(odd + "\n")
+    follower, _ = _follow_to_the_end(tmp_path, FollowSettings(from_start=True))
+    summary = follower.summary()
+    assert (summary["lines"], summary["bad_lines"]) == (3, 0)

@@ -165,6 +165,10 @@ class LogTable:
 
     def _spans(self) -> tuple[pa.Table, dict[str, np.ndarray]]:
         got = self._read(lean_spans_sql if self.lean else full_spans_sql, self._run)
+        # The span columns in this query's order, kept when rescued rows rebuild them: the
+        # follower joins each file's spans into one table, and a file rebuilt in
+        # `spans_select`'s order stopped `--follow` (exit 4, "Schema ... was different").
+        fields = _span_fields(got)
         # First-seen order: sorting the few span rows here beats an ORDER BY in the plan.
         # The order is applied once, by the one `take` that also keeps the span rows.
         order = np.argsort(got["first_rn"].to_numpy(), kind="stable")
@@ -193,7 +197,7 @@ class LogTable:
             rows = [f"{c}_rn" for c in _LINE_KINDS]
             got = got.select([*_span_fields(got), *rows]).take(pa.array(order[kind == SPAN]))
         lines = {f"{c}_line": self._lines_of(got[f"{c}_rn"]) for c in _LINE_KINDS}
-        return got.select(_span_fields(got)), lines
+        return got.select(fields), lines
 
     def _ordered_events(self) -> pa.Table:
         return self._read(
