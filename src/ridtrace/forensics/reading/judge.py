@@ -151,27 +151,54 @@ def _row(obj: Any, fields: Sequence[str]) -> dict[str, Any] | str:
     return row
 
 
-def judge_records(text: bytes, fields: Sequence[str]) -> list[dict[str, Any]] | str:
-    """The records of a line (`judge_line`'s), or the reason it is bad.
+# The shortest run of NULs at a line's start taken for a crash's hole (file systems
+# allocate whole blocks, so real holes run to hundreds or thousands of bytes).
+CRASH_HOLE_BYTES = 8
+# Why a file with such a hole is read only in part (its bad lines say where).
+CRASH_HOLE = "a run of NUL bytes where a crash lost lines (see its bad lines)"
+
+
+def judge_records(
+    text: bytes, fields: Sequence[str]
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The records of a line (`judge_line`'s), and the reason it is bad (None when good).
 
     A line may hold several JSON objects back to back: ``cat a.jsonl b.jsonl`` where
     ``a.jsonl`` lacks its last newline (a log copied while written, a hand-made file)
     joins two records. Each is read, cited at that line; the line was "not JSON", and a
     request whose end was on it looked cut off (a false Unlinked finding).
+
+    A run of NUL bytes before a record is the hole a crash leaves in a log (the file's
+    size was written, the lines in the page cache were not), then the restarted
+    service's first line. The record is read, and the line is still a bad one: the
+    lines the hole stands for are lost.
     """
+    body = text.lstrip(b"\x00")
+    hole = len(text) - len(body)
+    if hole < CRASH_HOLE_BYTES:  # a NUL or two is binary data, as any other byte
+        return _records(text, fields)
+    if not body.strip(b"\x00\r\t "):
+        return [], f"{hole} NUL bytes (lines lost in a crash?)"
+    rows, reason = _records(body, fields)
+    if reason is None:
+        return rows, f"{hole} NUL bytes before its record (lines lost in a crash?)"
+    return [], f"{hole} NUL bytes, then {reason}"
+
+
+def _records(text: bytes, fields: Sequence[str]) -> tuple[list[dict[str, Any]], str | None]:
     verdict = judge_line(text, fields)
     if isinstance(verdict, dict):
-        return [verdict]
+        return [verdict], None
     if verdict != "not JSON":
-        return verdict
+        return [], verdict
     objects = _back_to_back(text.decode("utf-8").strip().removeprefix(_BOM))
     if objects is None:
-        return verdict
+        return [], verdict
     rows = [_row(obj, fields) for obj in objects]
     bad = next((row for row in rows if isinstance(row, str)), None)
     if bad is not None:
-        return f"{len(rows)} JSON objects on one line, one {bad}"
-    return [row for row in rows if isinstance(row, dict)]
+        return [], f"{len(rows)} JSON objects on one line, one {bad}"
+    return [row for row in rows if isinstance(row, dict)], None
 
 
 def _back_to_back(text: str) -> list[Any] | None:

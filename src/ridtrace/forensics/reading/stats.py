@@ -66,7 +66,10 @@ class ReadStats:
         self.bad_lines += other.bad_lines
         self.files += other.files
         self.ignored_files.extend(other.ignored_files)
-        self.unreadable_files.extend(other.unreadable_files)
+        # Once per file and reason: each Dask block of a file may note the same thing.
+        self.unreadable_files.extend(
+            n for n in other.unreadable_files if n not in self.unreadable_files
+        )
         for mine, theirs in ((self.lines_by_file, other.lines_by_file),
                              (self.bad_by_file, other.bad_by_file)):
             for file, count in theirs.items():

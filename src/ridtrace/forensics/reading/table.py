@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ridtrace.forensics.reading.judge import judge_records
+from ridtrace.forensics.reading.judge import CRASH_HOLE, CRASH_HOLE_BYTES, judge_records
 from ridtrace.forensics.reading.lean import SPAN, SUSPECT, lean_spans_sql
 from ridtrace.forensics.reading.lines import LineMap
 from ridtrace.forensics.reading.overlong import (
@@ -39,7 +39,7 @@ from ridtrace.forensics.reading.scan import (
 from ridtrace.forensics.reading.schema import READ_FIELDS, TIME_TYPE
 from ridtrace.forensics.reading.sql import normalized_select, spans_select
 from ridtrace.forensics.reading.staging import make_dir, release
-from ridtrace.forensics.reading.stats import ReadStats
+from ridtrace.forensics.reading.stats import FileNote, ReadStats
 
 
 class LogTable:
@@ -140,20 +140,25 @@ class LogTable:
         texts = self._fetch(int(x) for x in lines[whole])
         rescued: list[dict[str, Any]] = []
         bad: list[tuple[int, str]] = []
+        holed = False
         for i, line in enumerate(lines.tolist()):
             if not whole[i]:
                 bad.append((line, "missing time" if untimed[i] else "unknown format"))
                 continue
-            verdict = judge_records(texts.get(line, b""), self.fields)
-            if isinstance(verdict, str):
-                bad.append((line, verdict))
-            elif not all(known_record(row) for row in verdict):
-                bad.append((line, "unknown format"))
-            else:
-                for row in verdict:  # several only when objects were joined on one line
-                    row["rn"] = int(rn[i])
-                    row["_t"] = row.pop("time")
-                    rescued.append(row)
+            text = texts.get(line, b"")
+            rows, reason = judge_records(text, self.fields)
+            if not all(known_record(row) for row in rows):
+                rows, reason = [], reason or "unknown format"
+            if reason is not None:  # with rows too: a crash's hole before a record
+                bad.append((line, reason))
+            if not holed and text.startswith(b"\x00" * CRASH_HOLE_BYTES):
+                holed = True  # lines of this log are gone, however few bad lines
+                # No line number: a Dask block numbers its lines from 1.
+                self.stats.unreadable_files.append(FileNote(self.name, CRASH_HOLE))
+            for row in rows:  # several only when objects were joined on one line
+                row["rn"] = int(rn[i])
+                row["_t"] = row.pop("time")
+                rescued.append(row)
         return rescued, bad
 
     def spans(self) -> tuple[pa.Table, dict[str, np.ndarray]]:

@@ -1,0 +1,64 @@
+"""A log a crash left a hole in: the file's size was written, the lines in the page cache
+were not, so a run of NUL bytes stands where they were and the restarted service's first
+line follows it on the same line. That record is read; the hole makes the result
+incomplete (the lines it stands for may hold the incident), however few bad lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from ridtrace.testing.synth import SynthSpec, write_logs
+
+
+def _analyze(*args: str) -> tuple[int, dict[str, Any]]:
+    result = CliRunner().invoke(main, ["analyze", *args, "--format", "json", "-q"])
+    return result.exit_code, json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("engine", ["pandas", "dask"])
+def test_the_record_after_a_crash_hole_is_read_and_the_read_is_incomplete(
+    tmp_path: Path, engine: str
+) -> None:
+    plain, holed = tmp_path / "plain", tmp_path / "holed"
+    write_logs(plain, SynthSpec(requests=200))
+    holed.mkdir()
+    for path in plain.iterdir():
+        (holed / path.name).write_bytes(path.read_bytes())
+    front = holed / "frontend.jsonl"
+    lines = front.read_bytes().split(b"\n")
+    lines[300] = b"\x00" * 4096 + lines[300]  # the restarted service's first line
+    front.write_bytes(b"\n".join(lines))
+    _, want = _analyze(str(plain))
+    code, got = _analyze(str(holed), "--engine", engine)
+    summary = got["summary"]
+    assert summary["requests"] == want["summary"]["requests"]  # line 301 was read
+    assert [(f["kind"], f["span_id"]) for f in got["findings"]] == [
+        (f["kind"], f["span_id"]) for f in want["findings"]
+    ]
+    assert summary["bad_line_samples"] == [{
+        "file": str(front), "line": 301,
+        "reason": "4096 NUL bytes before its record (lines lost in a crash?)",
+    }]
+    assert summary["incomplete_reasons"] == [
+        f"{front}: a run of NUL bytes where a crash lost lines (see its bad lines)"
+    ]
+    assert summary["bad_lines"] < 0.01 * summary["lines"]
+    assert code == 1  # the findings; without them 3
+
+
+def test_a_hole_at_the_end_is_a_bad_line_and_an_incomplete_read(tmp_path: Path) -> None:
+    log = tmp_path / "app.jsonl"
+    record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1"})
+    log.write_bytes((record + "\n").encode() * 200 + b"\x00" * 512)
+    code, doc = _analyze(str(log))
+    assert doc["summary"]["bad_line_samples"][0]["reason"] == (
+        "512 NUL bytes (lines lost in a crash?)"
+    )
+    assert doc["summary"]["incomplete"] is True
+    assert code == 3
