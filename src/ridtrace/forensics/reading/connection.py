@@ -14,7 +14,9 @@ def connect() -> duckdb.DuckDBPyConnection:
     """A connection set up for reading logs: UTC times, no progress bar, and as many
     threads as the CPUs this process may run on."""
     con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
+    # GLOBAL: a cursor (one per reading thread) does not inherit a session's time zone,
+    # and took a time without an offset in the machine's (TZ), not as UTC.
+    con.execute("SET GLOBAL TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")
     con.execute(f"SET threads = {usable_cpus()}")
     return con
