@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream, compression_of
+from ridtrace.forensics.reading.inputs import display_name
 from ridtrace.forensics.reading.lines import LineScan, scan_lines
 from ridtrace.forensics.reading.unwrap import Unwrapper, wrapper_of
 
@@ -134,7 +135,7 @@ class FileTail:
 
     def __init__(self, path: Path, identities: Identities, *, from_end: bool) -> None:
         self.path = path
-        self.name = str(path)
+        self.name = display_name(str(path))
         self._fh: BinaryIO = open(path, "rb")  # noqa: SIM115 (held across polls)
         st = os.fstat(self._fh.fileno())
         self.dev_ino = (st.st_dev, st.st_ino)

@@ -25,6 +25,7 @@ from ridtrace.forensics.reading.inputs import (
     NOT_REGULAR,
     SNIFF_BYTES,
     STDIN_NAME,
+    display_name,
     ignore_reason,
     named_compressed,
     named_for_lines,
@@ -180,7 +181,7 @@ class Watch:
             moved = seen.get(key) or (
                 None if followed.done else _rotated_name(followed.path, key))
             if moved is not None and moved != followed.path:  # renamed: evidence names it
-                followed.path, followed.name = moved, str(moved)
+                followed.path, followed.name = moved, display_name(str(moved))
         # A settled file that disappeared frees its inode number for a new file.
         self.settled &= set(seen)
 

@@ -171,7 +171,7 @@ def read_source(
         # A pipe is read once, as a stream: DuckDB and the line map cannot both open it.
         in_place = (src.path is not None and src.regular and decoded.compression is None
                     and decoded.encoding is None and unwrap is None
-                    and not _had_bom(src.path))
+                    and _sql_path(src.path) and not _had_bom(src.path))
         if in_place and src.path is not None:
             wait = _map_in_thread(src.path, on_bytes)
             return use(parse(con, src.path, wait, src.name, stats, lean, window,
@@ -203,6 +203,17 @@ def _runner(prepared: PreparedReads | None, path: Path) -> Callable[[str], pa.Ta
     if prepared is None:
         return None
     return lambda sql: prepared.arrow(sql, str(path))
+
+
+def _sql_path(path: Path) -> bool:
+    """Whether DuckDB can be given this path: a name that is not UTF-8 (Latin-1 bytes
+    from another system) is text DuckDB cannot take, and stopped the run (exit 4); such
+    a file is read from a staged copy."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _had_bom(path: Path) -> bool:

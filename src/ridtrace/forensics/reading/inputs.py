@@ -17,7 +17,7 @@ import re
 import stat
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -219,7 +219,15 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
                     add(_file_source(mpath, from_directory=False))
         else:
             raise ForensicsInputError(f"no such file or directory: {raw}")
-    return oldest_first(sources, _source_path)
+    return [replace(src, name=display_name(src.name)) if src.path is not None else src
+            for src in oldest_first(sources, _source_path)]
+
+
+def display_name(name: str) -> str:
+    """A file name as text: bytes that are not UTF-8 (a Latin-1 name copied from another
+    system) as ``\\xff`` escapes. Kept as the file system gave them (lone surrogates),
+    they stopped the run (exit 4) where the name became a column or the report."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _source_path(src: Source) -> str | None:

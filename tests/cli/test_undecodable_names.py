@@ -1,0 +1,43 @@
+"""A log whose file name is not UTF-8 (Latin-1 bytes, as copied from another system):
+read, and cited with the odd bytes as ``\\xNN`` escapes. The name, as lone surrogates,
+stopped every command (exit 4: DuckDB and Arrow take no such text)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from ridtrace.testing.synth import SynthSpec, write_logs
+
+
+@pytest.mark.parametrize("command", [
+    ["analyze", "--format", "json"], ["analyze", "--format", "csv"], ["audit"],
+    ["export", "jaeger", "-o", "-"], ["trace", "3"],
+])
+def test_a_file_named_in_latin1_is_read_and_cited(tmp_path: Path, command: list[str]) -> None:
+    write_logs(tmp_path / "plain", SynthSpec(requests=60))
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    odd = os.fsdecode(b"fr\xe9nt-end.jsonl")  # "é" in Latin-1: no UTF-8
+    (logs / odd).write_bytes((tmp_path / "plain" / "frontend.jsonl").read_bytes())
+    if command[0] == "trace":
+        args = [*command, str(logs)]
+    elif command[0] == "export":
+        args = [*command[:2], str(logs), *command[2:]]
+    else:
+        args = [command[0], str(logs), *command[1:]]
+    result = CliRunner().invoke(main, [*args, "-q"])
+    # Not an exception inside the command (the runner reports those as exit 1 too).
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        result.exception
+    )
+    assert result.exit_code in (0, 1)
+    if command == ["analyze", "--format", "json"]:
+        doc = json.loads(result.stdout)
+        files = {e["file"] for f in doc["findings"] for e in f["evidence"]}
+        assert files == {str(logs / "fr\\xe9nt-end.jsonl")}
