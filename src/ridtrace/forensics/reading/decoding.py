@@ -142,6 +142,10 @@ class DecodedStream(io.RawIOBase):
                     rest = self._raw.read(_READ_BYTES)
                     if not rest:
                         return b""
+                if rest[:1] == b"\x00" and self._zeros_to_the_end(rest):
+                    # Zeros after the last member (a preallocated or block-padded copy):
+                    # gzip itself ignores them; they were "corrupt gzip data", exit 3.
+                    return b""
                 self._inflate = zlib.decompressobj(wbits=31)  # the next gzip member
                 feed = rest
             else:
@@ -162,6 +166,14 @@ class DecodedStream(io.RawIOBase):
             if out:
                 return out
 
+    def _zeros_to_the_end(self, rest: bytes) -> bool:
+        """Whether `rest` and all the stream holds after it are NUL bytes."""
+        while rest:
+            if rest.strip(b"\x00"):
+                return False
+            rest = self._raw.read(_READ_BYTES)
+        return True
+
     def _next_unpacked(self) -> bytes:
         """The next bytes of a bzip2, xz or zstd stream (their decompressors keep the
         input they have not used; several streams one after the other are read on)."""
@@ -169,8 +181,8 @@ class DecodedStream(io.RawIOBase):
         while True:
             if self._inflate.eof:
                 feed = self._inflate.unused_data or self._raw.read(_UNPACKED_FEED)
-                if not feed:
-                    return b""
+                if not feed or (feed[:1] == b"\x00" and self._zeros_to_the_end(feed)):
+                    return b""  # the end, or zeros after it (xz's stream padding too)
                 self._inflate = _decompressor(self.compression)  # the next stream
             elif self._inflate.needs_input:
                 feed = self._raw.read(_UNPACKED_FEED)
