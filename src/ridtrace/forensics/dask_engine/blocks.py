@@ -27,7 +27,7 @@ from ridtrace.forensics.reading.decoding import DecodedStream, compression_of, u
 from ridtrace.forensics.reading.files import parse, stage
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES, ignore_reason
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
-from ridtrace.forensics.reading.unwrap import wrapper_of
+from ridtrace.forensics.reading.unwrap import unwrapped_head, wrapper_of
 from ridtrace.forensics.records.read import partial_of
 from ridtrace.forensics.records.spans import empty_partial as _empty
 
@@ -186,8 +186,9 @@ def read_block(
             head = stream.read(SNIFF_BYTES)
             # Only a whole-file block is wrapped: `_whole_file` keeps such a file whole.
             unwrap = wrapper_of(head) if block.whole else None
-            if block.file.from_directory and unwrap is None:
-                ignored = ignore_reason(block.file.name, head, whole=len(head) < SNIFF_BYTES)
+            if block.file.from_directory:
+                seen = head if unwrap is None else unwrapped_head(head)
+                ignored = ignore_reason(block.file.name, seen, whole=len(head) < SNIFF_BYTES)
                 if ignored is not None:
                     stats.ignored_files.append(FileNote(block.file.name, ignored))
                     return BlockResult(_empty(), stats)

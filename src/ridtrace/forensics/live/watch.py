@@ -34,7 +34,7 @@ from ridtrace.forensics.reading.inputs import (
 )
 from ridtrace.forensics.reading.rotation import rotation_place
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
-from ridtrace.forensics.reading.unwrap import wrapper_of
+from ridtrace.forensics.reading.unwrap import unwrapped_head
 
 DevIno = tuple[int, int]
 Tail = FileTail | StreamTail
@@ -246,9 +246,8 @@ class Watch:
             # Nothing to judge yet: look again next poll. A plain file named for JSON
             # lines is read whatever it holds, its lines held until their newline comes.
             return False
-        reason = None
-        if wrapper_of(head) is None:  # a container's log is a log, whatever its name
-            reason = ignore_reason(path.name, head, whole=len(head) < SNIFF_BYTES)
+        # A container's log is judged by what the service wrote, whatever its name.
+        reason = ignore_reason(path.name, unwrapped_head(head), whole=len(head) < SNIFF_BYTES)
         if reason is not None:
             self.stats.ignored_files.append(FileNote(str(path), reason))
             self.settled.add(key)

@@ -40,7 +40,7 @@ from ridtrace.forensics.reading.scan import Window
 from ridtrace.forensics.reading.staging import staging_dir
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 from ridtrace.forensics.reading.table import LogTable
-from ridtrace.forensics.reading.unwrap import Unwrapper, wrapper_of
+from ridtrace.forensics.reading.unwrap import Unwrapper, unwrapped_head, wrapper_of
 
 Progress = Callable[[int], None]
 T = TypeVar("T")
@@ -162,8 +162,9 @@ def read_source(
             return None
         head = decoded.read(SNIFF_BYTES)
         unwrap = wrapper_of(head)
-        if src.from_directory and unwrap is None:
-            reason = ignore_reason(src.name, head, whole=len(head) < SNIFF_BYTES)
+        if src.from_directory:
+            seen = head if unwrap is None else unwrapped_head(head)
+            reason = ignore_reason(src.name, seen, whole=len(head) < SNIFF_BYTES)
             if reason is not None:
                 stats.ignored_files.append(FileNote(src.name, reason))
                 return None

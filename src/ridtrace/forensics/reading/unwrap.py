@@ -300,3 +300,14 @@ def wrapper_of(head: bytes) -> Unwrapper | None:
     whole = head[: head.rfind(b"\n") + 1] or head
     inner = _nesting_in(type(shipper)().feed(whole))
     return shipper if inner is None else _Chain(shipper, inner)
+
+
+def unwrapped_head(head: bytes) -> bytes:
+    """The whole lines of `head` as they read unwrapped (`head` itself when it is not
+    wrapped): a directory walk judges a container's log by what the service wrote, so a
+    wrapped sidecar's text is ignored as plain text is, and wrapped JSON lines are read
+    whatever the file's name."""
+    probe = wrapper_of(head)
+    if probe is None:
+        return head
+    return probe.feed(head[: head.rfind(b"\n") + 1] or head)
