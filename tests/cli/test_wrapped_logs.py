@@ -221,8 +221,10 @@ def test_kubectl_output_that_opens_with_a_text_banner_is_unwrapped(tmp_path: Pat
 def test_a_walk_ignores_a_container_log_of_plain_text(plain: Path, tmp_path: Path) -> None:
     # A sidecar's text, wrapped by the runtime, under a name that is no log's: ignored
     # as its text would be, not read into a file with no log record (exit 3).
-    walked = _wrap(plain, tmp_path / "node", _cri)
     stamp = "2026-11-29T10:00:00.000000001Z"
+    walked = _wrap(plain, tmp_path / "node",
+                   lambda lines: b"".join(stamp.encode() + b" stdout F " + x + b"\n"
+                                          for x in lines))
     (walked / "istio-proxy").write_text(
         "".join(f"{stamp} stdout F envoy: listener {n} ready\n" for n in range(5)))
     code, doc = _analyze(str(walked))
