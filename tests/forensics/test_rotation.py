@@ -28,6 +28,8 @@ def _ordered(names: list[str]) -> list[str]:
     ["app.jsonl.2026-11-29", "app.jsonl.2026-11-30_14", "app.jsonl.2026-11-30_15", "app.jsonl"],
     ["app.2.jsonl.gz", "app.1.jsonl", "app.jsonl"],  # logrotate's `extension`
     ["app.2026-11-30_14-05-07_123456.jsonl", "app.jsonl"],  # loguru
+    # kubelet's container logs: the live 0.log, rotated parts compressed but the newest
+    ["0.log.20261129-090000.gz", "0.log.20261129-100000", "0.log"],
 ])
 def test_any_order_of_the_parts_reads_oldest_first(oldest_to_newest: list[str]) -> None:
     for given in itertools.permutations(oldest_to_newest):

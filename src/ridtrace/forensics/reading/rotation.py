@@ -12,8 +12,9 @@ the newest):
 
 - ``NAME.N`` / ``NAME.N.gz`` (or ``.bz2``, ``.xz``, ``.zst``; logrotate, Python's
   `RotatingFileHandler`): a higher N is older;
-- ``NAME-YYYYMMDD…`` (logrotate's ``dateext``) and ``NAME.YYYY-MM-DD…`` (Python's
-  `TimedRotatingFileHandler`, loguru): an earlier date is older;
+- ``NAME-YYYYMMDD…`` (logrotate's ``dateext``), ``NAME.YYYY-MM-DD…`` (Python's
+  `TimedRotatingFileHandler`, loguru) and ``NAME.YYYYMMDD-HHMMSS`` (kubelet's
+  ``0.log.20261129-100000.gz``): an earlier date is older;
 - the mark before the extension (``app.1.jsonl``, ``app-20261130.jsonl.gz``: logrotate's
   ``extension``, loguru's ``app.2026-11-30_14-05-07_123456.jsonl``) names the same log.
 
@@ -32,7 +33,8 @@ T = TypeVar("T")
 
 _MARK = re.compile(
     r"^(?P<stem>.+?)"
-    r"(?:\.(?P<number>\d+)|(?P<date>-\d{8}[\d_-]*|\.\d{4}-\d{2}-\d{2}[\d_-]*))"
+    r"(?:\.(?P<number>\d+)"
+    r"|(?P<date>-\d{8}[\d_-]*|\.\d{4}-\d{2}-\d{2}[\d_-]*|\.\d{8}-\d{6}))"
     r"(?P<ext>\.(?:jsonl|ndjson|json|log|txt))?"
     r"(?:\.(?:gz|bz2|xz|zst))?$"
 )
