@@ -270,3 +270,45 @@ def test_wrapped_and_utf16_files_bigger_than_a_block_are_read_whole(
     assert [(f["kind"], f["span_id"]) for f in got["findings"]] == [
         (f["kind"], f["span_id"]) for f in want["findings"]
     ]
+
+
+
+def _span_line(k: int) -> bytes:
+    return json.dumps({
+        "time": f"2026-11-29T10:00:00.{k:06d}Z", "schema": "ridtrace/1",
+        "event": "response.unlinked", "request_id": f"r{k}", "span_id": f"u{k}",
+        "trace_id": f"{k:0>32}",
+    }).encode() + b"\n"
+
+
+def _log_with_hole_at(path: Path, start: int) -> Path:
+    """One-line spans, the line starting at byte `start` opened by a 4 KiB NUL hole."""
+    head = b"".join(_span_line(k) for k in range(start // 200))
+    if start:  # a filler record pads the head to end exactly at `start`
+        filler = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1",
+                             "pad": ""}).encode() + b"\n"
+        filler = filler.replace(b'""', b'"' + b"x" * (start - len(head) - len(filler)) + b'"')
+        head += filler
+    assert len(head) == start
+    tail = b"".join(_span_line(k) for k in range(1000, 1400))
+    path.write_bytes(head + b"\0" * 4096 + tail)
+    return path
+
+
+@pytest.mark.parametrize("at_block_start", [False, True])
+def test_a_hole_is_copytruncate_only_at_the_file_start_in_both_engines(
+    client: Any, tmp_path: Path, at_block_start: bool
+) -> None:
+    # At the file's first byte a NUL hole is copy-and-truncate's (the lines it stands
+    # for are in the rotated copy): the record after it is read, nothing is lost. At the
+    # first line of a later Dask block it is still a crash's hole mid-file, as the local
+    # engine judges it: the block numbers its lines from 1, and took it for a file start.
+    log = _log_with_hole_at(tmp_path / "frontend.jsonl", BLOCK if at_block_start else 0)
+    want, got = _docs(client, [str(log)])
+    assert got == want
+    summary = want["summary"]
+    assert summary["requests"] == (BLOCK // 200 if at_block_start else 0) + 400  # all read
+    if at_block_start:
+        assert summary["bad_lines"] == 1 and summary["incomplete"] is True
+    else:
+        assert summary["bad_lines"] == 0 and summary["incomplete"] is False

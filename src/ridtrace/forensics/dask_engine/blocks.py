@@ -208,7 +208,7 @@ def read_block(
                 with open(staged, "wb") as out:
                     line_map = stage(head, stream, out, block.file.name, stats, unwrap=unwrap)
                 table = parse(con, staged, line_map, block.file.name, stats, lean,
-                              window)
+                              window, starts_file=block.first)
                 partial = partial_of(table, block.file_id, block.part)
                 in_window = table.window_lines
         finally:

@@ -225,10 +225,10 @@ def _had_bom(path: Path) -> bool:
 def parse(
     con: duckdb.DuckDBPyConnection, path: Path, line_map: LineMap | Callable[[], LineMap],
     name: str, stats: ReadStats, lean: bool, window: Window | None,
-    run: Callable[[str], pa.Table] | None = None,
+    run: Callable[[str], pa.Table] | None = None, *, starts_file: bool = True,
 ) -> LogTable:
     """A `LogTable` over the plain file at `path` (its queries run when asked, by `run`
-    when given)."""
+    when given); ``starts_file`` False for a block that begins inside its file."""
     def fetch(numbers: Iterable[int]) -> dict[int, bytes]:
         with open(path, "rb") as fh:
             return fetch_lines(fh, resolved(), numbers)
@@ -242,7 +242,7 @@ def parse(
 
     return LogTable(
         con, str(path), resolved, fetch, name=name, stats=stats, lean=lean, window=window,
-        run=run,
+        run=run, starts_file=starts_file,
     )
 
 

@@ -158,8 +158,19 @@ CRASH_HOLE_BYTES = 8
 CRASH_HOLE = "a run of NUL bytes where a crash lost lines (see its bad lines)"
 
 
+def copy_truncated(text: bytes, *, first_line: bool) -> bool:
+    """Whether a line is the hole copy-and-truncate leaves, then a writer's next line.
+
+    logrotate's ``copytruncate`` empties the file while a writer that does not append
+    (``>`` rather than ``>>``) keeps its offset: its next line lands there, after NULs
+    that stand for lines now in the rotated copy, not for lost ones. So only a file's
+    first line is read so; a hole further on is a crash's (`judge_records`).
+    """
+    return first_line and text.startswith(b"\x00") and bool(text.strip(b"\x00\r\t "))
+
+
 def judge_records(
-    text: bytes, fields: Sequence[str]
+    text: bytes, fields: Sequence[str], *, first_line: bool = False
 ) -> tuple[list[dict[str, Any]], str | None]:
     """The records of a line (`judge_line`'s), and the reason it is bad (None when good).
 
@@ -171,8 +182,11 @@ def judge_records(
     A run of NUL bytes before a record is the hole a crash leaves in a log (the file's
     size was written, the lines in the page cache were not), then the restarted
     service's first line. The record is read, and the line is still a bad one: the
-    lines the hole stands for are lost.
+    lines the hole stands for are lost. On a file's first line it is copy-and-truncate's
+    hole instead (`copy_truncated`): the record is read and the line is good.
     """
+    if copy_truncated(text, first_line=first_line):
+        return _records(text.lstrip(b"\x00"), fields)
     body = text.lstrip(b"\x00")
     hole = len(text) - len(body)
     if hole < CRASH_HOLE_BYTES:  # a NUL or two is binary data, as any other byte

@@ -18,7 +18,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ridtrace.forensics.reading.judge import CRASH_HOLE, CRASH_HOLE_BYTES, judge_records
+from ridtrace.forensics.reading.judge import (
+    CRASH_HOLE,
+    CRASH_HOLE_BYTES,
+    copy_truncated,
+    judge_records,
+)
 from ridtrace.forensics.reading.lean import SPAN, SUSPECT, lean_spans_sql
 from ridtrace.forensics.reading.lines import LineMap
 from ridtrace.forensics.reading.overlong import (
@@ -63,8 +68,11 @@ class LogTable:
         lean: bool,
         window: Window | None = None,
         run: Callable[[str], pa.Table] | None = None,
+        starts_file: bool = True,
     ) -> None:
         self.con, self.path, self.name, self.lean = con, path, name, lean
+        # Whether line 1 is the file's own first line (not a later Dask block's).
+        self.starts_file = starts_file
         self._line_map_of, self._fetch, self.stats, self.window = line_map_of, fetch, stats, window
         # How the per-span query runs: as given, or prepared once by a caller that runs
         # the same text again and again (`PreparedReads`).
@@ -146,12 +154,14 @@ class LogTable:
                 bad.append((line, "missing time" if untimed[i] else "unknown format"))
                 continue
             text = texts.get(line, b"")
-            rows, reason = judge_records(text, self.fields)
+            first_line = self.starts_file and line == 1
+            rows, reason = judge_records(text, self.fields, first_line=first_line)
             if not all(known_record(row) for row in rows):
                 rows, reason = [], reason or "unknown format"
             if reason is not None:  # with rows too: a crash's hole before a record
                 bad.append((line, reason))
-            if not holed and text.startswith(b"\x00" * CRASH_HOLE_BYTES):
+            if (not holed and text.startswith(b"\x00" * CRASH_HOLE_BYTES)
+                    and not copy_truncated(text, first_line=first_line)):
                 holed = True  # lines of this log are gone, however few bad lines
                 # No line number: a Dask block numbers its lines from 1.
                 self.stats.unreadable_files.append(FileNote(self.name, CRASH_HOLE))
