@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ridtrace.forensics.live.follow import Follower, FollowSettings
-from ridtrace.forensics.live.tail import Identities
+from ridtrace.forensics.live.identity import Identities
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.stats import ReadStats
 from tests.forensics.helpers import rt, rt_request

@@ -15,7 +15,8 @@ import os
 import termios
 from pathlib import Path
 
-from ridtrace.forensics.live.tail import Chunk, Identity
+from ridtrace.forensics.live.identity import Identity
+from ridtrace.forensics.live.tail import Chunk
 from ridtrace.forensics.reading.lines import scan_lines
 
 

@@ -20,31 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from ridtrace.forensics.live.identity import HEAD_BYTES, Identities, Identity, first_lines
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream, compression_of
 from ridtrace.forensics.reading.inputs import display_name
 from ridtrace.forensics.reading.lines import LineScan, scan_lines
 from ridtrace.forensics.reading.unwrap import Unwrapper, wrapper_of
 
-# How many first bytes (whole lines) identify a file's content.
-HEAD_BYTES = 4096
 _COUNT_BYTES = 16 << 20
-
-
-@dataclass
-class Identity:
-    """One content stream: its first lines, and how many of its lines were read."""
-
-    head: bytes
-    path: Path
-    lines: int = 0
-    # The stream's name in the per-file counters: its first file's name (``#2`` on for
-    # later streams under that name), whatever names its lines are read under since.
-    label: str = ""
-
-
-def _stem(path: Path) -> tuple[Path, str]:
-    # app.jsonl, app.jsonl.1, app.jsonl.2.gz, app.1.jsonl: one log, one stem.
-    return path.parent, path.name.split(".", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -67,39 +49,6 @@ class Chunk:
         return self.scan.newlines
 
 
-class Identities:
-    """The content streams seen so far (a bounded list: the most recent ones)."""
-
-    def __init__(self, keep: int = 256) -> None:
-        self._known: list[Identity] = []
-        self._keep = keep
-        self._labels: dict[str, int] = {}
-
-    def claim(self, head: bytes, path: Path) -> Identity:
-        """The stream `path` is a copy of, or a new one.
-
-        A copy is named after its original (same directory and stem: ``app.jsonl.1``,
-        ``app.jsonl.2.gz``) and starts with the same lines. Both are required: two
-        workers' logs may open with the same banner line.
-        """
-        best: Identity | None = None
-        stem = _stem(path)
-        for known in self._known:
-            if _stem(known.path) != stem or known.path == path:
-                continue
-            same = head.startswith(known.head) or known.head.startswith(head)
-            if same and (best is None or len(known.head) > len(best.head)):
-                best = known
-        if best is not None:
-            return best
-        taken = self._labels[str(path)] = self._labels.get(str(path), 0) + 1
-        label = str(path) if taken == 1 else f"{path}#{taken}"
-        fresh = Identity(head=head, path=path, label=label)
-        self._known.append(fresh)
-        del self._known[: -self._keep]
-        return fresh
-
-
 def past_hole(fd: int, pos: int, size: int) -> int:
     """The first byte at or after `pos` that is not NUL (`size` if none).
 
@@ -118,16 +67,6 @@ def past_hole(fd: int, pos: int, size: int) -> int:
         if rest or not block:
             break
     return min(pos, size)
-
-
-def first_lines(data: bytes) -> bytes:
-    """The whole lines among the first `HEAD_BYTES` of `data` (at least one line)."""
-    head = data[:HEAD_BYTES]
-    cut = head.rfind(b"\n")
-    if cut >= 0:
-        return head[: cut + 1]
-    end = data.find(b"\n")
-    return data[: end + 1] if end >= 0 else b""
 
 
 class FileTail:

@@ -18,8 +18,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ridtrace.forensics.live.identity import Identities
 from ridtrace.forensics.live.stream import StreamTail
-from ridtrace.forensics.live.tail import Chunk, FileTail, Identities
+from ridtrace.forensics.live.tail import Chunk, FileTail
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream
 from ridtrace.forensics.reading.inputs import (
     NOT_REGULAR,
