@@ -240,3 +240,25 @@ def test_stdlib_extra_fields_reach_the_line(tmp_path: Path) -> None:
     # A library's own id never passes for the server-minted request_id.
     assert "request_id" not in line and line["_request_id"] == "lib-id"
     assert not {"args", "msg", "exc_info", "levelno", "funcName"} & set(line)
+
+
+def test_a_malformed_stdlib_log_call_is_reported_not_raised(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The standard library's own handlers report a record that cannot be rendered on
+    # stderr ("--- Logging error ---") and go on; the bridge raised it into the code
+    # that logged, so one library's bad log call turned a request into a 500.
+    class Unprintable:
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    path = tmp_path / "bad.jsonl"
+    configure_logging(path, service="svc", level="INFO")
+    try:
+        logging.getLogger("lib").warning("count %d", "not a number")
+        logging.getLogger("lib").warning("value %s", Unprintable())
+        logging.getLogger("lib").warning("still logging")
+    finally:
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+    assert [x["message"] for x in read_lines(path)] == ["still logging"]
+    assert capsys.readouterr().err.count("--- Logging error ---") == 2

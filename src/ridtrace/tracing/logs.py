@@ -129,6 +129,16 @@ class _InterceptHandler(logging.Handler):
     """Forwards standard-library records to loguru, keeping level and logger name."""
 
     def emit(self, record: logging.LogRecord) -> None:
+        # The standard library's handler contract: a record that cannot be rendered (a
+        # "%d" given a string, an argument whose __str__ raises) goes to handleError,
+        # which reports it on stderr and returns. Raised from here, it reached the
+        # code that logged: one library's bad log call failed the request with a 500.
+        try:
+            self._forward(record)
+        except Exception:
+            self.handleError(record)
+
+    def _forward(self, record: logging.LogRecord) -> None:
         try:
             level: str | int = logger.level(record.levelname).name
         except ValueError:
