@@ -8,6 +8,8 @@ sends for a crashed request.
 from __future__ import annotations
 
 import contextlib
+import os
+import time
 from typing import Any
 
 from starlette.types import Scope, Send
@@ -21,6 +23,8 @@ __all__ = [
     "MAX_SHOWN_PATH",
     "Exchange",
     "end_fields",
+    "end_time_ns",
+    "file_size",
     "outcome_of",
     "route_template",
     "send_internal_error",
@@ -52,6 +56,24 @@ class Exchange:
     response_started = False
     body_done = False
     disconnected = False
+    finished_at = 0.0  # time.perf_counter() when the last body byte went out; 0: never
+
+
+def end_time_ns(finished_at: float) -> int | None:
+    """The span's end, in the SDK's clock, for a response that ended at ``finished_at``
+    (``perf_counter``) — before the background tasks that ran after it; ``None``
+    (now) for one that never ended."""
+    if not finished_at:
+        return None
+    return time.time_ns() - int((time.perf_counter() - finished_at) * 1e9)
+
+
+def file_size(path: object) -> int:
+    """Bytes a ``http.response.pathsend`` message sends: the file's size, 0 if unknown."""
+    try:
+        return os.stat(path).st_size  # type: ignore[arg-type]
+    except (OSError, TypeError, ValueError):
+        return 0
 
 
 def start_attributes(

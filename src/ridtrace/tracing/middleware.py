@@ -21,6 +21,8 @@ from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.exchange import (
     Exchange,
     end_fields,
+    end_time_ns,
+    file_size,
     outcome_of,
     route_template,
     send_internal_error,
@@ -211,15 +213,32 @@ class RequestTracingMiddleware:
             return message
 
         async def send_tagged(message: Message) -> None:
-            if message["type"] == "http.response.start":
+            kind = message["type"]
+            last = False
+            if kind == "http.response.start":
                 state.status = message["status"]
                 message = self._with_id_headers(message, ctx, extra_headers)
                 state.response_started = True
-            elif message["type"] == "http.response.body":
+            elif kind == "http.response.body":
                 state.bytes_out += len(message.get("body", b""))
-                if not message.get("more_body", False):
-                    state.body_done = True
-            await send(message)
+                last = not message.get("more_body", False)
+            elif kind == "http.response.pathsend":
+                # A server with the pathsend extension (Starlette's FileResponse uses
+                # it) sends the whole file for this one message: the body is done.
+                state.bytes_out += file_size(message.get("path"))
+                last = True
+            try:
+                await send(message)
+            except OSError:
+                # An ASGI 2.4 server tells the app its client left by failing send()
+                # (Starlette then raises ClientDisconnect): abandoned, not failed.
+                state.disconnected = True
+                raise
+            if last:
+                state.body_done = True
+                # The response ends here: background tasks run after it, inside the
+                # app's call, and must not count in duration_ms or the span's length.
+                state.finished_at = time.perf_counter()
 
         token = request_context.enter(ctx)
         # A no-op tracer hands back the span that is already current; attaching it
@@ -270,13 +289,14 @@ class RequestTracingMiddleware:
                         span.record_exception(failure)
             if self._log_lifecycle:
                 fields = end_fields(
-                    scope, state, outcome, route, time.perf_counter() - started,
+                    scope, state, outcome, route,
+                    (state.finished_at or time.perf_counter()) - started,
                     deprecated_text, ctx,
                 )
                 log = events.warning if outcome == "error" else events.info
                 log(REQUEST_END, **fields)
             if owns_span and recording:  # a non-recording span has nothing to end
-                span.end()
+                span.end(end_time_ns(state.finished_at))
             running_requests.discard(span)
             if otel_token is not None:
                 otel_context.detach(otel_token)
