@@ -9,14 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from fastapi import BackgroundTasks, FastAPI
+from fastapi.responses import JSONResponse
 from loguru import logger
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import FileResponse, StreamingResponse
+from starlette.responses import FileResponse, PlainTextResponse, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Message
 
@@ -146,3 +148,76 @@ def test_a_file_sent_with_the_pathsend_extension_is_a_finished_response(
     assert [m["type"] for m in sent] == ["http.response.start", "http.response.pathsend"]
     (end,) = _ends(log_file)
     assert (end["outcome"], end["level"], end["bytes_out"]) == ("ok", "INFO", 1000)
+
+
+@pytest.mark.parametrize(
+    ("placement", "log_lifecycle"),
+    [("add_middleware", True), ("wrapped", True), ("add_middleware", False)],
+    ids=["add_middleware", "wrapped", "id-only"],
+)
+def test_the_apps_own_500_handler_answers_once_with_the_id_headers(
+    log_file: Path, placement: str, log_lifecycle: bool
+) -> None:
+    # FastAPI / Starlette answer an escaped exception with the app's handler in
+    # ServerErrorMiddleware, outside ridtrace: the plain 500 ridtrace sent first
+    # replaced the service's JSON error body with "Internal Server Error".
+    calls: list[str | None] = []
+    app = FastAPI(telemetry={"tracing": False})
+
+    @app.exception_handler(Exception)
+    async def on_error(request: Request, exc: Exception) -> JSONResponse:
+        calls.append(current_request_id())
+        return JSONResponse({"error": "internal", "request_id": current_request_id()}, 500)
+
+    @app.get("/orders")
+    async def orders() -> None:
+        raise RuntimeError("database down")
+
+    traced: Any = app
+    if placement == "wrapped":
+        traced = RequestTracingMiddleware(app, log_lifecycle=log_lifecycle)
+    else:
+        app.add_middleware(RequestTracingMiddleware, log_lifecycle=log_lifecycle)
+
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=traced, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return await client.get("/orders", headers={"x-request-id": "order-7"})
+
+    response = asyncio.run(go())
+    assert response.status_code == 500
+    request_id = response.headers["x-server-request-id"]
+    assert response.json() == {"error": "internal", "request_id": request_id}
+    assert response.headers["x-request-id"] == "order-7"
+    assert calls == [request_id]  # once, with the request's ids current
+    if log_lifecycle:
+        (end,) = _ends(log_file)
+        assert (end["status"], end["outcome"]) == (500, "error")
+
+
+def test_a_sync_500_handler_of_a_starlette_app_answers_and_the_exception_still_escapes() -> None:
+    calls: list[str] = []
+
+    def on_error(request: Request, exc: Exception) -> PlainTextResponse:
+        calls.append(type(exc).__name__)
+        return PlainTextResponse("sorry, try again", status_code=503)
+
+    async def crash(request: Request) -> None:
+        raise KeyError("missing")
+
+    app = Starlette(routes=[Route("/", crash)], exception_handlers={500: on_error})
+    app.add_middleware(RequestTracingMiddleware)
+
+    async def go() -> httpx.Response:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://t") as client:
+            with pytest.raises(KeyError):  # re-raised unchanged, for the server to log
+                await client.get("/")
+            transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return await client.get("/")
+
+    response = asyncio.run(go())
+    assert (response.status_code, response.text) == (503, "sorry, try again")
+    assert "x-server-request-id" in response.headers
+    assert calls == ["KeyError", "KeyError"]  # one per request

@@ -16,6 +16,7 @@ from ridtrace.contract import REQUEST_END, REQUEST_START
 from ridtrace.tracing import context as request_context
 from ridtrace.tracing import metrics
 from ridtrace.tracing.context import RequestContext, remember_on_exception
+from ridtrace.tracing.crash import send_error_response
 from ridtrace.tracing.deprecation import deprecation_response_headers
 from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.exchange import (
@@ -25,7 +26,6 @@ from ridtrace.tracing.exchange import (
     file_size,
     outcome_of,
     route_template,
-    send_internal_error,
     start_attributes,
     start_fields,
 )
@@ -270,7 +270,7 @@ class RequestTracingMiddleware:
                 # application") after our context is reset: the ids travel with it.
                 remember_on_exception(exc, ctx)
                 if not state.response_started:
-                    await send_internal_error(send_tagged)
+                    await send_error_response(scope, receive, send_tagged, exc, self)
             raise
         finally:
             outcome = outcome_of(state, failure, ctx)
@@ -331,7 +331,7 @@ class RequestTracingMiddleware:
         except Exception as exc:
             remember_on_exception(exc, ctx)
             if not response_started:
-                await send_internal_error(send_with_ids)
+                await send_error_response(scope, receive, send_with_ids, exc, self)
             raise
         finally:
             request_context.leave(token)

@@ -1,0 +1,116 @@
+"""The 500 a request gets when the application raised before its response started.
+
+Starlette and FastAPI answer an escaped exception in ``ServerErrorMiddleware``, the
+outermost layer of their stack, with the application's own handler for ``500`` /
+``Exception`` (or the debug traceback page). ridtrace sits inside that layer, and the
+plain 500 it used to send first (so that the answer carried the id headers) replaced
+the application's answer: a JSON error body became ``Internal Server Error``. Here
+that layer's answer is made inside ridtrace instead, so it carries the id headers and
+the handler runs with the request's ids current; the layer, seeing the response
+started, sends nothing more. The layer calls its handler before it looks whether the
+response started, so its handler is wrapped, once, to skip an exception ridtrace
+already answered: the application's handler runs once per crash, as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from typing import Any
+
+from starlette.types import Message, Receive, Scope, Send
+
+from ridtrace.tracing.exchange import send_internal_error
+
+__all__ = ["send_error_response"]
+
+# How far down an application's middleware stack ridtrace is looked for.
+_MAX_LAYERS = 64
+# Set on an exception whose answer ridtrace sent with the application's handler.
+_ANSWERED = "__ridtrace_answered__"
+
+
+async def send_error_response(
+    scope: Scope, receive: Receive, send: Send, exc: Exception, middleware: object
+) -> None:
+    """Answer the crashed request as the application would have: its error handler's
+    (or debug page's) response when ``middleware`` runs inside a Starlette
+    ``ServerErrorMiddleware``, else a plain 500. Never raises: the caller re-raises
+    ``exc``, which nothing here may mask."""
+    started = False
+
+    async def send_once(message: Message) -> None:
+        nonlocal started
+        started = True
+        await send(message)
+
+    with contextlib.suppress(Exception):
+        layer = _server_error_layer(scope, middleware)
+        if layer is not None and (layer.debug or layer.handler is not None):
+            response = await _answer_of(layer, scope, receive, exc)
+            with contextlib.suppress(AttributeError, TypeError):
+                setattr(exc, _ANSWERED, True)
+            await response(scope, receive, send_once)
+    if not started:  # no handler, or it failed before answering
+        await send_internal_error(send)
+
+
+def _server_error_layer(scope: Scope, middleware: object) -> Any:
+    """The ``ServerErrorMiddleware`` above ``middleware`` in the stack of the app that
+    is serving the request (``scope["app"]``), if there is one."""
+    from starlette.middleware.errors import ServerErrorMiddleware
+
+    layer = getattr(scope.get("app"), "middleware_stack", None)
+    found = None
+    for _ in range(_MAX_LAYERS):
+        if layer is None:
+            return None
+        if layer is middleware:
+            return found
+        if isinstance(layer, ServerErrorMiddleware):
+            found = layer
+        layer = getattr(layer, "app", None)
+    return None
+
+
+async def _answer_of(layer: Any, scope: Scope, receive: Receive, exc: Exception) -> Any:
+    """What ``ServerErrorMiddleware`` would have sent, made the way it makes it."""
+    from starlette.concurrency import run_in_threadpool
+    from starlette.requests import Request
+
+    request = Request(scope, receive)
+    if layer.debug:
+        return await run_in_threadpool(layer.debug_response, request, exc)
+    return await _call(_handler_once(layer), request, exc)
+
+
+async def _call(handler: Any, request: Any, exc: Exception) -> Any:
+    """Call a Starlette exception handler, async or not, as Starlette does."""
+    from starlette.concurrency import run_in_threadpool
+
+    if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
+        getattr(handler, "__call__", None)  # noqa: B004 - an instance with async __call__
+    ):
+        return await handler(request, exc)
+    return await run_in_threadpool(handler, request, exc)
+
+
+def _handler_once(layer: Any) -> Any:
+    """The application's handler of ``layer``, which from now on calls it only for
+    exceptions ridtrace did not answer (wrapped the first time, kept after)."""
+    current = layer.handler
+    original = getattr(current, "_ridtrace_original", None)
+    if original is not None:
+        return original
+
+    async def unless_answered(request: Any, exc: Exception) -> Any:
+        if getattr(exc, _ANSWERED, False):
+            from starlette.responses import PlainTextResponse
+
+            # Never sent: the layer sees that the response started.
+            return PlainTextResponse("Internal Server Error", status_code=500)
+        return await _call(current, request, exc)
+
+    unless_answered._ridtrace_original = current  # type: ignore[attr-defined]
+    layer.handler = unless_answered
+    return current
