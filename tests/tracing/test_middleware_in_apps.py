@@ -221,3 +221,40 @@ def test_a_sync_500_handler_of_a_starlette_app_answers_and_the_exception_still_e
     assert (response.status_code, response.text) == (503, "sorry, try again")
     assert "x-server-request-id" in response.headers
     assert calls == ["KeyError", "KeyError"]  # one per request
+
+
+@pytest.mark.parametrize("log_lifecycle", [True, False], ids=["outer-logs", "outer-silent"])
+def test_a_mounted_sub_app_with_its_own_middleware_serves_under_the_outer_ones_ids(
+    log_file: Path, log_lifecycle: bool
+) -> None:
+    # A team's sub-app ships with the middleware and is mounted in an app that has it
+    # too: the inner one minted a second request_id, so the handler's lines (and the
+    # shared span's request_id) named an id the client never got in
+    # x-server-request-id, under two request.start / request.end pairs.
+    provider, exporter = _provider()
+    billing = FastAPI(telemetry={"tracing": False})
+
+    @billing.get("/invoices/{number}")
+    async def invoice(number: int) -> dict[str, str | None]:
+        logger.info("invoice read")
+        return {"request_id": current_request_id()}
+
+    billing.add_middleware(RequestTracingMiddleware, tracer_provider=provider)
+    app = FastAPI(telemetry={"tracing": False})
+    app.mount("/billing", billing)
+    app.add_middleware(
+        RequestTracingMiddleware, tracer_provider=provider, log_lifecycle=log_lifecycle
+    )
+    response = _get(app, "/billing/invoices/7", headers={"x-request-id": "inv-7"})
+    request_id = response.headers["x-server-request-id"]
+    assert response.json()["request_id"] == request_id
+    lines = read_lines(log_file)
+    assert next(x for x in lines if x["message"] == "invoice read")["request_id"] == request_id
+    assert [x["request_id"] for x in lines if "event" in x] == (
+        [request_id, request_id] if log_lifecycle else []
+    )
+    if log_lifecycle:
+        assert _ends(log_file)[0]["route"] == "/billing/invoices/{number}"
+    spans = exporter.get_finished_spans()
+    assert [s.attributes["request_id"] for s in spans if s.attributes] == [request_id]
+    assert current_request_id() is None

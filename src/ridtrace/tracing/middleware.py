@@ -45,6 +45,14 @@ __all__ = ["RequestTracingMiddleware"]
 events = EventLog(__name__)
 
 UNMATCHED_ROUTE = metrics.UNMATCHED_ROUTE
+# The scope key naming the RequestContext of the request a ridtrace middleware handles.
+# A second one on the same request's way (a sub-app mounted with its own middleware)
+# passes it on: it minted a second request_id whose log lines and span attributes
+# contradicted the x-server-request-id the client got, and a second
+# request.start / request.end pair under the same span id. A request made in process
+# from inside a request (httpx's ASGITransport) has a scope of its own: it is a request
+# of its own.
+SCOPE_KEY = "ridtrace.context"
 
 
 class _HeaderGetter(Getter[dict[str, str]]):
@@ -111,7 +119,9 @@ class RequestTracingMiddleware:
         self._pass_through = moved_into_fastapi(app, type(self), settings=config)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self._pass_through:
+        # SCOPE_KEY: a ridtrace middleware further out (the parent app's, around a
+        # mounted sub-app that has its own) already handles this very request.
+        if scope["type"] != "http" or self._pass_through or SCOPE_KEY in scope:
             await self.app(scope, receive, send)
             return
 
@@ -241,6 +251,7 @@ class RequestTracingMiddleware:
                 state.finished_at = time.perf_counter()
 
         token = request_context.enter(ctx)
+        scope[SCOPE_KEY] = ctx
         # A no-op tracer hands back the span that is already current; attaching it
         # again would change nothing but cost a context copy.
         # The extracted context as the base keeps the caller's baggage current, so a
@@ -301,6 +312,8 @@ class RequestTracingMiddleware:
             if otel_token is not None:
                 otel_context.detach(otel_token)
             request_context.leave(token)
+            # A caller may hand the same scope dict in again (a harness, a retry).
+            scope.pop(SCOPE_KEY, None)
 
     async def _serve_identity_only(
         self,
@@ -324,6 +337,7 @@ class RequestTracingMiddleware:
             await send(message)
 
         token = request_context.enter(ctx)
+        scope[SCOPE_KEY] = ctx
         try:
             if deprecated_sent or rejected:
                 note_inbound(deprecated_sent, rejected)
@@ -335,6 +349,8 @@ class RequestTracingMiddleware:
             raise
         finally:
             request_context.leave(token)
+            # A caller may hand the same scope dict in again (a harness, a retry).
+            scope.pop(SCOPE_KEY, None)
 
     def _with_id_headers(
         self, message: Message, ctx: RequestContext, extra: list[tuple[bytes, bytes]]
