@@ -258,3 +258,37 @@ def test_a_mounted_sub_app_with_its_own_middleware_serves_under_the_outer_ones_i
     spans = exporter.get_finished_spans()
     assert [s.attributes["request_id"] for s in spans if s.attributes] == [request_id]
     assert current_request_id() is None
+
+
+def test_asgi_correlation_id_inside_keeps_its_generated_id_on_the_response() -> None:
+    # Side by side with asgi-correlation-id (inside ridtrace): a caller that sent no
+    # x-request-id got none back, though the service logged every line under the id
+    # asgi-correlation-id generated; a caller that sent one still gets exactly it.
+    from asgi_correlation_id import CorrelationIdMiddleware, correlation_id
+
+    app = FastAPI(telemetry={"tracing": False})
+
+    @app.get("/ids")
+    async def ids() -> dict[str, str | None]:
+        return {"correlation_id": correlation_id.get(), "request_id": current_request_id()}
+
+    app.add_middleware(CorrelationIdMiddleware)
+    app.add_middleware(RequestTracingMiddleware)
+    plain = _get(app, "/ids")
+    assert plain.headers.get_list("x-request-id") == [plain.json()["correlation_id"]]
+    assert plain.headers["x-server-request-id"] == plain.json()["request_id"]
+    sent = "5b0f4d6e-1c2a-4e8f-9a7b-3c4d5e6f7a8b"
+    echoed = _get(app, "/ids", headers={"x-request-id": sent})
+    assert echoed.headers.get_list("x-request-id") == [sent]
+
+
+def test_an_app_echoing_a_refused_client_id_raw_does_not_get_it_out() -> None:
+    # The client sent an id ridtrace refused: whatever the app echoes under that name
+    # is dropped, as before, since it is most likely the raw value.
+    async def echo_raw(request: Request) -> PlainTextResponse:
+        raw = request.headers.get("x-request-id", "")
+        return PlainTextResponse("ok", headers={"x-request-id": raw})
+
+    app = RequestTracingMiddleware(Starlette(routes=[Route("/", echo_raw)]))
+    response = _get(app, "/", headers={"x-request-id": "x" * 500})
+    assert "x-request-id" not in response.headers

@@ -93,6 +93,7 @@ class RequestTracingMiddleware:
         self._client_header = config.client_id_header.lower().encode("latin-1")
         self._response_header = config.response_id_header.lower().encode("latin-1")
         self._stripped = {self._client_header, self._response_header}
+        self._stripped_server_only = {self._response_header}
         # The header walk the gRPC interceptor shares, with names as bytes. The
         # configured propagators' headers too (b3 …), so that they are extracted.
         self._rules: InboundRules[bytes] = InboundRules(
@@ -227,7 +228,7 @@ class RequestTracingMiddleware:
             last = False
             if kind == "http.response.start":
                 state.status = message["status"]
-                message = self._with_id_headers(message, ctx, extra_headers)
+                message = self._with_id_headers(message, ctx, extra_headers, rejected)
                 state.response_started = True
             elif kind == "http.response.body":
                 state.bytes_out += len(message.get("body", b""))
@@ -332,7 +333,7 @@ class RequestTracingMiddleware:
         async def send_with_ids(message: Message) -> None:
             nonlocal response_started
             if message["type"] == "http.response.start":
-                message = self._with_id_headers(message, ctx, extra_headers)
+                message = self._with_id_headers(message, ctx, extra_headers, rejected)
                 response_started = True
             await send(message)
 
@@ -353,21 +354,32 @@ class RequestTracingMiddleware:
             scope.pop(SCOPE_KEY, None)
 
     def _with_id_headers(
-        self, message: Message, ctx: RequestContext, extra: list[tuple[bytes, bytes]]
+        self,
+        message: Message,
+        ctx: RequestContext,
+        extra: list[tuple[bytes, bytes]],
+        rejected: str | None,
     ) -> Message:
         """A copy of a response start with the id headers: an app may send the same
         message again, and must not find our headers already in it."""
-        # Replace, never duplicate: whatever the app set for the id headers is dropped.
+        # The echoed client id is the validated one: printable ASCII, capped, so it
+        # cannot split the header block. Read now: a route may have learnt it from the body.
+        x_request_id = ctx.x_request_id
+        # Replace, never duplicate: the app's server-id header is always dropped, its
+        # client-id header when the client sent one (ours replaces it; a refused value
+        # the app echoed raw must not go out either). When the client sent none, the
+        # app's own is kept: asgi-correlation-id, inside ridtrace, answers with the id
+        # it generated and logged, and stripping it left the caller nothing to quote.
+        if x_request_id is not None or rejected is not None:
+            stripped = self._stripped
+        else:
+            stripped = self._stripped_server_only
         # A plain loop: on this per-response path it beat both a comprehension and a
         # C-level "any of ours?" pre-check followed by a copy.
-        stripped = self._stripped
         headers: list[tuple[bytes, bytes]] = []
         for header in message.get("headers", ()):
             if header[0].lower() not in stripped:
                 headers.append(header)
-        # The echoed client id is the validated one: printable ASCII, capped, so it
-        # cannot split the header block. Read now: a route may have learnt it from the body.
-        x_request_id = ctx.x_request_id
         if x_request_id is not None:
             headers.append((self._client_header, x_request_id.encode("latin-1")))
         headers += extra
