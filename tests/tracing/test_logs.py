@@ -262,3 +262,21 @@ def test_a_malformed_stdlib_log_call_is_reported_not_raised(
         logging.basicConfig(handlers=[logging.NullHandler()], force=True)
     assert [x["message"] for x in read_lines(path)] == ["still logging"]
     assert capsys.readouterr().err.count("--- Logging error ---") == 2
+
+
+def test_configuring_the_same_file_or_stream_again_replaces_its_sink(tmp_path: Path) -> None:
+    # An app factory run twice (tests, a module imported under two names) called
+    # configure_logging twice for one file: two sinks, every line written twice.
+    path = tmp_path / "app.jsonl"
+    stream = io.StringIO()
+    other = io.StringIO()
+    configure_logging(path, service="first", intercept_stdlib=False)
+    configure_logging(stream, service="s", intercept_stdlib=False)
+    configure_logging(tmp_path / "." / "app.jsonl", service="second", intercept_stdlib=False)
+    configure_logging(stream, service="s", intercept_stdlib=False)
+    configure_logging(other, service="s", intercept_stdlib=False)  # another stream: kept
+    logger.info("once")
+    (line,) = read_lines(path)
+    assert (line["message"], line["service"]) == ("once", "second")
+    assert stream.getvalue().count('"once"') == 1
+    assert other.getvalue().count('"once"') == 1

@@ -34,7 +34,12 @@ from ridtrace.tracing.jsonline import (
     schema_level,
     utc_stamp,
 )
-from ridtrace.tracing.sinks import JsonLinesSink, lowest_level, register_event_sink
+from ridtrace.tracing.sinks import (
+    JsonLinesSink,
+    lowest_level,
+    register_event_sink,
+    replace_sinks_of,
+)
 
 if TYPE_CHECKING:
     from loguru import Record
@@ -223,21 +228,29 @@ def configure_logging(
     paths and closes the file it opened.
     """
     raw = False
+    target: object
     if sink is None:
         stream: IO[bytes] = sys.stderr.buffer
+        target = stream
     elif isinstance(sink, (str, os.PathLike)):
         path = Path(sink)
         path.parent.mkdir(parents=True, exist_ok=True)
+        target = str(path.resolve())
         stream, raw = path.open("ab", buffering=0), True
     else:
-        stream = _stream_of(sink)
+        stream, target = _stream_of(sink), sink
     if isinstance(level, str):
         level = _loguru_level(level)
     levelno = level if isinstance(level, int) else logger.level(level).no
-    writer = JsonLinesSink(stream, service, raw=raw, levelno=levelno)
+    # A second call for the same file or stream (an app factory run twice, a module
+    # imported under two names) replaces the first call's sink: both wrote every line,
+    # so the file held each line twice.
+    replace_sinks_of(target)
+    writer = JsonLinesSink(stream, service, raw=raw, levelno=levelno, target=target)
     _install_patcher()
     # The sink object itself (not its bound write), so loguru calls its stop() on removal.
     handler_id = logger.add(writer, level=level, format="{message}", catch=True)
+    writer.handler_id = handler_id
     if not events_via_loguru:
         register_event_sink(writer)
     if intercept_stdlib:

@@ -34,6 +34,7 @@ __all__ = [
     "flush_sinks",
     "lowest_level",
     "register_event_sink",
+    "replace_sinks_of",
     "unregister_event_sink",
 ]
 
@@ -55,9 +56,20 @@ class JsonLinesSink:
     """
 
     def __init__(
-        self, stream: IO[bytes], service: str, *, raw: bool = False, levelno: int = 0
+        self,
+        stream: IO[bytes],
+        service: str,
+        *,
+        raw: bool = False,
+        levelno: int = 0,
+        target: object = None,
     ) -> None:
         self._stream = stream
+        # What configure_logging was given (a resolved path, or the stream), and the
+        # loguru handler it added for this sink: a later call for the same target
+        # removes it.
+        self.target = target
+        self.handler_id: int | None = None
         self._service = service
         self._raw = raw
         self.levelno = levelno
@@ -176,6 +188,19 @@ def unregister_event_sink(sink: JsonLinesSink) -> None:
     global _event_sinks
     with _event_sinks_lock:
         _event_sinks = tuple(s for s in _event_sinks if s is not sink)
+
+
+def replace_sinks_of(target: object) -> None:
+    """Remove the loguru handlers of the live sinks that write to ``target``."""
+    from loguru import logger
+
+    for sink in list(_all_sinks):
+        if sink._stopped or sink.handler_id is None:
+            continue
+        same = sink.target == target if isinstance(target, str) else sink.target is target
+        if same:
+            with contextlib.suppress(ValueError):  # removed already, by its id
+                logger.remove(sink.handler_id)
 
 
 def lowest_level() -> int | None:
