@@ -4,6 +4,7 @@ background tasks, sub-apps, other middlewares and the ASGI extensions their serv
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
@@ -292,3 +293,35 @@ def test_an_app_echoing_a_refused_client_id_raw_does_not_get_it_out() -> None:
     app = RequestTracingMiddleware(Starlette(routes=[Route("/", echo_raw)]))
     response = _get(app, "/", headers={"x-request-id": "x" * 500})
     assert "x-request-id" not in response.headers
+
+
+def test_one_exception_object_raised_by_two_requests_reaches_the_handler_for_each() -> None:
+    # An app that raises one module-level exception object: the second request's crash
+    # comes after its response started, so the layer above ridtrace answers it with
+    # the app's handler, which must run (it reports the error) though ridtrace
+    # answered the same object for the first request.
+    shared = RuntimeError("upstream unavailable")
+    reported: list[str] = []
+
+    async def on_error(request: Request, exc: Exception) -> PlainTextResponse:
+        reported.append(request.url.path)
+        return PlainTextResponse("unavailable", status_code=503)
+
+    async def before(request: Request) -> None:
+        raise shared
+
+    async def midstream(request: Request) -> StreamingResponse:
+        async def body() -> Any:
+            yield b"partial"
+            raise shared
+
+        return StreamingResponse(body())
+
+    app = Starlette(routes=[Route("/before", before), Route("/midstream", midstream)],
+                    exception_handlers={Exception: on_error})
+    app.add_middleware(RequestTracingMiddleware)
+    assert _get(app, "/before").status_code == 503
+    # The stream broke off: the client sees what its transport makes of that.
+    with contextlib.suppress(httpx.HTTPError):
+        _get(app, "/midstream")
+    assert reported == ["/before", "/midstream"]

@@ -26,8 +26,8 @@ __all__ = ["send_error_response"]
 
 # How far down an application's middleware stack ridtrace is looked for.
 _MAX_LAYERS = 64
-# Set on an exception whose answer ridtrace sent with the application's handler.
-_ANSWERED = "__ridtrace_answered__"
+# The scope key holding the exception ridtrace answered with the application's handler.
+_ANSWERED = "ridtrace.answered"
 
 
 async def send_error_response(
@@ -48,8 +48,9 @@ async def send_error_response(
         layer = _server_error_layer(scope, middleware)
         if layer is not None and (layer.debug or layer.handler is not None):
             response = await _answer_of(layer, scope, receive, exc)
-            with contextlib.suppress(AttributeError, TypeError):
-                setattr(exc, _ANSWERED, True)
+            # On the scope, not the exception: one exception object may be raised by
+            # several requests, and only this one was answered.
+            scope[_ANSWERED] = exc
             await response(scope, receive, send_once)
     if not started:  # no handler, or it failed before answering
         await send_internal_error(send)
@@ -104,7 +105,7 @@ def _handler_once(layer: Any) -> Any:
         return original
 
     async def unless_answered(request: Any, exc: Exception) -> Any:
-        if getattr(exc, _ANSWERED, False):
+        if getattr(request, "scope", {}).get(_ANSWERED) is exc:
             from starlette.responses import PlainTextResponse
 
             # Never sent: the layer sees that the response started.
