@@ -23,7 +23,7 @@ from starlette.responses import FileResponse, PlainTextResponse, StreamingRespon
 from starlette.routing import Route
 from starlette.types import Message
 
-from ridtrace import RequestTracingMiddleware, current_request_id
+from ridtrace import RequestTracingMiddleware, TracingSettings, current_request_id
 from tests.tracing.conftest import read_lines
 
 
@@ -325,3 +325,18 @@ def test_one_exception_object_raised_by_two_requests_reaches_the_handler_for_eac
     with contextlib.suppress(httpx.HTTPError):
         _get(app, "/midstream")
     assert reported == ["/before", "/midstream"]
+
+
+def test_the_server_id_cannot_be_sent_under_the_client_ids_header() -> None:
+    # response_id_header="X-Request-ID" (the server's id where many services return
+    # it) sent the echo and the server's id as two values of one header, which no
+    # caller can tell apart: refused when the settings are built.
+    async def ok(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    with pytest.raises(ValueError, match="x-request-id"):
+        RequestTracingMiddleware(Starlette(routes=[Route("/", ok)]),
+                                 response_id_header="X-Request-ID")
+    with pytest.raises(ValueError, match="x-correlation-id"):
+        TracingSettings(client_id_header="x-correlation-id",
+                        response_id_header="X-Correlation-Id")

@@ -41,7 +41,8 @@ class TracingSettings:
             instrumentation has opened one.
         client_id_header: the client's correlation header (echoed back, logged as
             ``x_request_id``).
-        response_id_header: response header that carries the server ``request_id``.
+        response_id_header: response header that carries the server ``request_id``;
+            not the ``client_id_header`` (``ValueError``).
         max_client_id_length: longest accepted client id; longer ones are dropped.
         deprecated_headers: request headers that used to set the id; now ignored,
             warned about once per name per process, and recorded per request.
@@ -71,6 +72,14 @@ class TracingSettings:
         for name in (self.client_id_header, self.response_id_header, *self.deprecated_headers):
             if not _HEADER_NAME.fullmatch(name):
                 raise ValueError(f"not an HTTP header name: {name!r}")
+        # One header, one meaning: the client's id and the server's under one name went
+        # out as two values of one response header (`x-request-id: abc, 7f3c…`), which
+        # no caller can tell apart.
+        client = self.client_id_header.lower()
+        if self.response_id_header.lower() == client:
+            raise ValueError(
+                f"response_id_header and client_id_header are both {client!r}: the "
+                "server's id and the client's echoed one need headers of their own")
         if self.max_client_id_length < 1:
             raise ValueError(
                 f"max_client_id_length must be at least 1, not {self.max_client_id_length}")
