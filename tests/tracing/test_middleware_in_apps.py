@@ -340,3 +340,21 @@ def test_the_server_id_cannot_be_sent_under_the_client_ids_header() -> None:
     with pytest.raises(ValueError, match="x-correlation-id"):
         TracingSettings(client_id_header="x-correlation-id",
                         response_id_header="X-Correlation-Id")
+
+
+def test_a_head_response_sends_no_body_bytes(log_file: Path) -> None:
+    # Starlette hands a HEAD response's body to the server, which drops it: request.end
+    # counted a load balancer's HEAD health checks as the full page each.
+    async def page(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("x" * 5000)
+
+    app = RequestTracingMiddleware(Starlette(routes=[Route("/", page, methods=["GET", "HEAD"])]))
+
+    async def go() -> None:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://t") as client:
+            await client.head("/")
+            await client.get("/")
+
+    asyncio.run(go())
+    assert [(x["method"], x["bytes_out"]) for x in _ends(log_file)] == [("HEAD", 0), ("GET", 5000)]

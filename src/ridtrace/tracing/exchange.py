@@ -141,15 +141,19 @@ def end_fields(
     ctx: RequestContext,
 ) -> dict[str, Any]:
     """``request.end``'s fields, with what handlers attached by ``annotate_request``."""
+    method = scope.get("method", "")
     fields: dict[str, Any] = {
         "event": REQUEST_END,
-        "method": scope.get("method", ""),
+        "method": method,
         "path": shown_text(scope.get("path", ""), MAX_SHOWN_PATH),
         "status": state.status,
         "outcome": outcome,
         "duration_ms": round(duration_s * 1000, 3),
         "bytes_in": state.bytes_in,
-        "bytes_out": state.bytes_out,
+        # A HEAD response's body never leaves the server (uvicorn, hypercorn and h11
+        # drop it), though Starlette hands it over: a load balancer's HEAD health
+        # checks were counted as the full page each.
+        "bytes_out": 0 if method == "HEAD" else state.bytes_out,
     }
     if route:
         fields["route"] = route
