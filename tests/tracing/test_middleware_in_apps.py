@@ -358,3 +358,29 @@ def test_a_head_response_sends_no_body_bytes(log_file: Path) -> None:
 
     asyncio.run(go())
     assert [(x["method"], x["bytes_out"]) for x in _ends(log_file)] == [("HEAD", 0), ("GET", 5000)]
+
+
+def test_a_500_handler_that_reads_the_body_gets_the_request_the_layer_gives_it() -> None:
+    # ServerErrorMiddleware hands its handler a Request without a receive channel: a
+    # handler that tries to read the body fails at once (and the plain 500 goes out).
+    # ridtrace gave it the live channel, so after an endpoint had read the body the
+    # handler waited for more of it until the client gave up.
+    async def on_error(request: Request, exc: Exception) -> PlainTextResponse:
+        return PlainTextResponse(f"failed on {len(await request.body())} bytes", 500)
+
+    async def upload(request: Request) -> None:
+        await request.body()
+        raise RuntimeError("storage down")
+
+    app = Starlette(routes=[Route("/upload", upload, methods=["POST"])],
+                    exception_handlers={500: on_error})
+    app.add_middleware(RequestTracingMiddleware)
+
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return await asyncio.wait_for(client.post("/upload", content=b"abc"), 5)
+
+    response = asyncio.run(go())
+    assert (response.status_code, response.text) == (500, "Internal Server Error")
+    assert "x-server-request-id" in response.headers

@@ -47,7 +47,7 @@ async def send_error_response(
     with contextlib.suppress(Exception):
         layer = _server_error_layer(scope, middleware)
         if layer is not None and (layer.debug or layer.handler is not None):
-            response = await _answer_of(layer, scope, receive, exc)
+            response = await _answer_of(layer, scope, exc)
             # On the scope, not the exception: one exception object may be raised by
             # several requests, and only this one was answered.
             scope[_ANSWERED] = exc
@@ -74,12 +74,15 @@ def _server_error_layer(scope: Scope, middleware: object) -> Any:
     return None
 
 
-async def _answer_of(layer: Any, scope: Scope, receive: Receive, exc: Exception) -> Any:
+async def _answer_of(layer: Any, scope: Scope, exc: Exception) -> Any:
     """What ``ServerErrorMiddleware`` would have sent, made the way it makes it."""
     from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
 
-    request = Request(scope, receive)
+    # Without receive, as the layer builds it: the endpoint may have read the body
+    # already, and a handler reading it again must fail at once, not wait on a
+    # client that has nothing more to send.
+    request = Request(scope)
     if layer.debug:
         return await run_in_threadpool(layer.debug_response, request, exc)
     return await _call(_handler_once(layer), request, exc)
