@@ -12,6 +12,7 @@ import os
 import time
 from typing import Any
 
+from opentelemetry.trace import Span, Status, StatusCode
 from starlette.types import Scope, Send
 
 from ridtrace.contract import REQUEST_END, REQUEST_START
@@ -22,6 +23,7 @@ from ridtrace.tracing.inbound import decide_outcome
 __all__ = [
     "MAX_SHOWN_PATH",
     "Exchange",
+    "annotate_end",
     "end_fields",
     "end_time_ns",
     "file_size",
@@ -235,3 +237,19 @@ def _mounts_taken(scope: Scope, root_path: str) -> list[Any] | None:
         if len(mounts) > 32:  # a mount cycle, somehow
             return None
     return mounts
+
+
+def annotate_end(
+    span: Span, status: int, route: str | None, outcome: str, failure: BaseException | None,
+    *, owns_span: bool,
+) -> None:
+    """The response's status and route on a recording server span; an error status and
+    the exception only on a span of ours (another instrumentation sets its own)."""
+    attributes: dict[str, str | int] = {"http.response.status_code": status}
+    if route:
+        attributes["http.route"] = route
+    span.set_attributes(attributes)
+    if outcome == "error" and owns_span:
+        span.set_status(Status(StatusCode.ERROR))
+        if failure is not None and isinstance(failure, Exception):
+            span.record_exception(failure)

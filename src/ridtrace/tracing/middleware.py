@@ -9,7 +9,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.propagators.textmap import Getter
-from opentelemetry.trace import NonRecordingSpan, Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import NonRecordingSpan, Span, SpanKind
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ridtrace.contract import REQUEST_END, REQUEST_START
@@ -21,6 +21,7 @@ from ridtrace.tracing.deprecation import deprecation_response_headers
 from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.exchange import (
     Exchange,
+    annotate_end,
     end_fields,
     end_time_ns,
     file_size,
@@ -29,6 +30,7 @@ from ridtrace.tracing.exchange import (
     start_attributes,
     start_fields,
 )
+from ridtrace.tracing.id_headers import IdHeaders
 from ridtrace.tracing.inbound import TRACE_HEADERS, InboundRules, note_inbound, read_inbound
 from ridtrace.tracing.lifecycle import running as running_requests
 from ridtrace.tracing.placement import moved_into_fastapi
@@ -90,10 +92,7 @@ class RequestTracingMiddleware:
             config = replace(config, **overrides)
         self.settings = config
         # Everything __call__ compares is precomputed here, as bytes, once.
-        self._client_header = config.client_id_header.lower().encode("latin-1")
-        self._response_header = config.response_id_header.lower().encode("latin-1")
-        self._stripped = {self._client_header, self._response_header}
-        self._stripped_server_only = {self._response_header}
+        self._id_headers = IdHeaders(config.client_id_header, config.response_id_header)
         # The header walk the gRPC interceptor shares, with names as bytes. The
         # configured propagators' headers too (b3 …), so that they are extracted.
         self._rules: InboundRules[bytes] = InboundRules(
@@ -131,7 +130,7 @@ class RequestTracingMiddleware:
             self._rules, scope["headers"]
         )
         request_id = self._mint()
-        extra_headers = [(self._response_header, request_id.encode("latin-1"))]
+        extra_headers = [self._id_headers.server_id(request_id)]
         deprecated_text: str | None = None
         if deprecated_sent:
             deprecated_text = ",".join(deprecated_sent)
@@ -228,7 +227,7 @@ class RequestTracingMiddleware:
             last = False
             if kind == "http.response.start":
                 state.status = message["status"]
-                message = self._with_id_headers(message, ctx, extra_headers, rejected)
+                message = self._id_headers.on_response_start(message, ctx, extra_headers, rejected)
                 state.response_started = True
             elif kind == "http.response.body":
                 state.bytes_out += len(message.get("body", b""))
@@ -291,14 +290,7 @@ class RequestTracingMiddleware:
             # FastAPI's telemetry ends its span as the last body byte goes out,
             # before we get here: writing to an ended span only earns a warning.
             if recording and span.is_recording():
-                end_attributes: dict[str, str | int] = {"http.response.status_code": state.status}
-                if route:
-                    end_attributes["http.route"] = route
-                span.set_attributes(end_attributes)
-                if outcome == "error" and owns_span:
-                    span.set_status(Status(StatusCode.ERROR))
-                    if failure is not None and isinstance(failure, Exception):
-                        span.record_exception(failure)
+                annotate_end(span, state.status, route, outcome, failure, owns_span=owns_span)
             if self._log_lifecycle:
                 fields = end_fields(
                     scope, state, outcome, route,
@@ -333,7 +325,7 @@ class RequestTracingMiddleware:
         async def send_with_ids(message: Message) -> None:
             nonlocal response_started
             if message["type"] == "http.response.start":
-                message = self._with_id_headers(message, ctx, extra_headers, rejected)
+                message = self._id_headers.on_response_start(message, ctx, extra_headers, rejected)
                 response_started = True
             await send(message)
 
@@ -352,35 +344,3 @@ class RequestTracingMiddleware:
             request_context.leave(token)
             # A caller may hand the same scope dict in again (a harness, a retry).
             scope.pop(SCOPE_KEY, None)
-
-    def _with_id_headers(
-        self,
-        message: Message,
-        ctx: RequestContext,
-        extra: list[tuple[bytes, bytes]],
-        rejected: str | None,
-    ) -> Message:
-        """A copy of a response start with the id headers: an app may send the same
-        message again, and must not find our headers already in it."""
-        # The echoed client id is the validated one: printable ASCII, capped, so it
-        # cannot split the header block. Read now: a route may have learnt it from the body.
-        x_request_id = ctx.x_request_id
-        # Replace, never duplicate: the app's server-id header is always dropped, its
-        # client-id header when the client sent one (ours replaces it; a refused value
-        # the app echoed raw must not go out either). When the client sent none, the
-        # app's own is kept: asgi-correlation-id, inside ridtrace, answers with the id
-        # it generated and logged, and stripping it left the caller nothing to quote.
-        if x_request_id is not None or rejected is not None:
-            stripped = self._stripped
-        else:
-            stripped = self._stripped_server_only
-        # A plain loop: on this per-response path it beat both a comprehension and a
-        # C-level "any of ours?" pre-check followed by a copy.
-        headers: list[tuple[bytes, bytes]] = []
-        for header in message.get("headers", ()):
-            if header[0].lower() not in stripped:
-                headers.append(header)
-        if x_request_id is not None:
-            headers.append((self._client_header, x_request_id.encode("latin-1")))
-        headers += extra
-        return dict(message, headers=headers)
