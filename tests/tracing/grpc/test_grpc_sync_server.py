@@ -238,3 +238,38 @@ def test_sync_server_client_cancel_mid_stream_ends_the_call_cancelled(
     (cleanup,) = [x for x in log_lines.lines if x["message"] == "handler cleanup"]
     assert cleanup["request_id"] == end["request_id"]
     assert after.decode().split("|")[0] == after_end["request_id"] != end["request_id"]
+
+
+@pytest.mark.parametrize("how", ["deadline", "cancel"])
+def test_sync_server_unary_call_the_client_gave_up_on_is_not_logged_ok(
+    log_lines: LogLines, how: str
+) -> None:
+    """A synchronous server never interrupts a unary handler: it returns normally after
+    the client's deadline passed (or the client cancelled), and the client got
+    DEADLINE_EXCEEDED / CANCELLED. The call was logged ``OK``/``ok`` all the same, a
+    status nobody received."""
+    entered = threading.Event()
+
+    def slow(request: bytes, context: grpc.ServicerContext) -> bytes:
+        entered.set()
+        ended = threading.Event()
+        context.add_callback(ended.set)  # the server saw the call end
+        ended.wait(CALL_TIMEOUT)
+        return b"too late"
+
+    extra = {"Slow": grpc.unary_unary_rpc_method_handler(slow)}
+    with _sync_server(extra) as channel:
+        method = channel.unary_unary(f"/{SERVICE}/Slow")
+        if how == "deadline":
+            with pytest.raises(grpc.RpcError) as raised:
+                method(b"", timeout=0.3)
+            assert raised.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        else:
+            future = method.future(b"", timeout=CALL_TIMEOUT)
+            assert entered.wait(CALL_TIMEOUT)
+            future.cancel()
+        _wait_until(lambda: bool(log_lines.events("request.end")))
+    (end,) = log_lines.events("request.end")
+    expected = "DEADLINE_EXCEEDED" if how == "deadline" else "CANCELLED"
+    assert (end["grpc_status"], end["outcome"]) == (expected, "cancelled")
+    assert end["messages_out"] == 0

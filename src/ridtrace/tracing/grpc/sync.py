@@ -162,6 +162,12 @@ def _traced_unary(
         try:
             request = _requests(request, traced_context, streaming_in)
             result = behavior(request, traced_context)
+            if not traced_context.is_active():
+                # A synchronous server never interrupts a handler: this one returned
+                # after the client cancelled or its deadline passed, and the client got
+                # CANCELLED / DEADLINE_EXCEEDED, not this result. Recorded as such.
+                failure = _GaveUp()
+                return result
             traced_context.messages_out = 1
             if initial == "always":
                 traced_context.ensure_initial_metadata()
@@ -210,6 +216,11 @@ def _traced_stream(
                 call.finish(failure)
 
     return traced
+
+
+class _GaveUp(GeneratorExit):
+    """Not raised: what a unary call is finished with when its handler returned after
+    the call had already ended (cancelled, or past its deadline)."""
 
 
 def _requests(request: Any, context: SyncTracedServicerContext, streaming: bool) -> Any:
