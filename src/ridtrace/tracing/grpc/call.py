@@ -53,7 +53,10 @@ class MethodInfo:
 
     __slots__ = ("full", "known", "method", "route", "service", "span_name")
 
-    def __init__(self, full: str, *, known: bool = True) -> None:
+    def __init__(self, full: str, *, known: bool = True, route: str | None = None) -> None:
+        """``known=False``: a method the server does not have (``route`` ``unmatched``),
+        or one a generic handler served under a name the client chose (``route``
+        ``_OTHER``): named on the lines only, capped and escaped."""
         self.known = known
         if known:
             self.full = full
@@ -71,7 +74,7 @@ class MethodInfo:
             self.service = ""
             self.method = OTHER_METHOD
             self.span_name = OTHER_METHOD
-            self.route = metrics.UNMATCHED_ROUTE
+            self.route = route or metrics.UNMATCHED_ROUTE
 
     def span_attributes(self) -> dict[str, str]:
         """The span's rpc attributes, set when it is created (samplers see them)."""

@@ -7,6 +7,7 @@ stream); :mod:`ridtrace.tracing.grpc.call` decides *what*. See docs/grpc.md.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Literal
@@ -15,7 +16,13 @@ import grpc
 import grpc.aio
 
 from ridtrace.tracing import metrics
-from ridtrace.tracing.grpc.call import CallConfig, GrpcCall, MethodInfo, behavior_of
+from ridtrace.tracing.grpc.call import (
+    OTHER_METHOD,
+    CallConfig,
+    GrpcCall,
+    MethodInfo,
+    behavior_of,
+)
 from ridtrace.tracing.grpc.context import TracedServicerContext
 from ridtrace.tracing.grpc.sync import wrap_sync_handler
 from ridtrace.tracing.grpc.unknown import unknown_method_handler
@@ -23,9 +30,15 @@ from ridtrace.tracing.settings import TracingSettings
 
 __all__ = ["RequestTracingInterceptor", "TracedServicerContext"]
 
-# Handlers are looked up per call; wrapping is cached per method. The cap only matters
-# for a generic handler that invents methods, which must not grow memory without bound.
-_CACHE_LIMIT = 4096
+# Handlers are looked up per call; wrapping is cached per method, and a method gets
+# its own route (metric series) and span name only while fewer than this many have
+# one. It only matters for a generic handler that serves any method (a proxy): the
+# method is then the client's string, and a scanner inventing names must grow neither
+# memory, nor the metric's series, nor Jaeger's operations without bound.
+_NAMED_LIMIT = 1024
+# The names an IDL gives a method (``/pkg.Service/Method``), with room to spare; a
+# method not so named is served, under the fixed name ``_OTHER``.
+_NAMEABLE = re.compile(r"/[\w.$-]{1,200}/[\w.$-]{1,200}", re.ASCII)
 
 Behavior = Callable[..., Any]
 
@@ -136,9 +149,15 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
         cached = self._wrapped.get(method)
         if cached is not None and cached[0] is handler:
             return cached[1]
+        named = cached is not None or (
+            len(self._wrapped) < _NAMED_LIMIT and _NAMEABLE.fullmatch(method) is not None
+        )
+        if not named:
+            # Served, but its name stays on the lines only (capped, escaped): a
+            # generic handler answered a name the client chose (see _NAMED_LIMIT).
+            return wrap(handler, MethodInfo(method, known=False, route=OTHER_METHOD))
         wrapped = wrap(handler, MethodInfo(method))
-        if len(self._wrapped) < _CACHE_LIMIT:
-            self._wrapped[method] = (handler, wrapped)
+        self._wrapped[method] = (handler, wrapped)
         return wrapped
 
     def _wrap_sync(

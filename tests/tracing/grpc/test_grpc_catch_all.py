@@ -1,0 +1,99 @@
+"""A generic handler that serves every method (a proxy, a gateway): the method name is
+the client's string, so it must not choose the metric's series nor reach a line
+unchecked.
+
+Before, every invented name became a ``ridtrace.requests`` series of its own (the
+process's tally and Prometheus grew with each), with the raw string, quotes and
+3000 characters included, as the route label, the span name and ``rpc_method``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+import grpc.aio
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from ridtrace.tracing import metrics
+from ridtrace.tracing.grpc import RequestTracingInterceptor, interceptor
+from tests.tracing.grpc.conftest import LogLines, serving
+
+
+@pytest.fixture
+def reader() -> Iterator[InMemoryMetricReader]:
+    reader = InMemoryMetricReader()
+    metrics.bind_meter_provider(MeterProvider(metric_readers=[reader]))
+    yield reader
+    metrics.bind_meter_provider(None)
+
+
+def _routes(reader: InMemoryMetricReader) -> dict[str, float]:
+    data = reader.get_metrics_data()
+    assert data is not None
+    return {
+        str(point.attributes["route"]): point.value
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == metrics.REQUESTS
+        for point in metric.data.data_points
+    }
+
+
+async def _anything(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+    return b"proxied"
+
+
+class _CatchAll(grpc.GenericRpcHandler):  # type: ignore[misc]
+    def service(self, handler_call_details: Any) -> grpc.RpcMethodHandler:
+        return grpc.unary_unary_rpc_method_handler(_anything)
+
+
+def _serve_calls(methods: list[str], tracer_provider: TracerProvider) -> None:
+    async def go() -> None:
+        async with (
+            serving(
+                lambda server: server.add_generic_rpc_handlers((_CatchAll(),)),
+                interceptors=[RequestTracingInterceptor(tracer_provider=tracer_provider)],
+            ) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            for method in methods:
+                assert await channel.unary_unary(method)(b"", timeout=10) == b"proxied"
+
+    asyncio.run(go())
+
+
+def test_invented_methods_cannot_grow_the_series_or_reach_lines_unchecked(
+    reader: InMemoryMetricReader, log_lines: LogLines, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(interceptor, "_NAMED_LIMIT", 3, raising=False)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    hostile = '/scan.S/M"x' + "y" * 3000
+    named = [f"/proxy.Svc{i}/Call" for i in range(3)]
+    methods = [*named, named[0], "/proxy.Svc9/Call", hostile]
+    _serve_calls(methods, provider)
+
+    # The first methods the server answered are named; after the limit, and for a name
+    # no IDL gives, one fixed series and span name.
+    assert _routes(reader) == {named[0]: 2, named[1]: 1, named[2]: 1, "_OTHER": 2}
+    names = [span.name for span in exporter.get_finished_spans()]
+    assert names == ["proxy.Svc0/Call", "proxy.Svc1/Call", "proxy.Svc2/Call",
+                     "proxy.Svc0/Call", "_OTHER", "_OTHER"]
+    (span,) = [s for s in exporter.get_finished_spans()
+               if str((s.attributes or {}).get("rpc.method_original", "")).startswith("/scan")]
+    assert len(str((span.attributes or {})["rpc.method_original"])) < 1100
+    ends = log_lines.events("request.end")
+    assert [e["outcome"] for e in ends] == ["ok"] * 6
+    assert ends[-1]["rpc_method"].endswith(f"...[{len(hostile)} chars]")
+    assert ends[-2]["rpc_method"] == "/proxy.Svc9/Call"  # still on the lines
