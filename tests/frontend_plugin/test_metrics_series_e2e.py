@@ -44,6 +44,12 @@ def test_counters_are_reported_at_zero_before_anything_happens(tmp_path: Path) -
         frontend=["--api-key", KEY, "--worker-token", "wt"], debug_endpoints=False,
     ) as stack:
         front, back = _scrape(stack.url), _scrape(stack.workers[0].url)
+        # HEAD is what GET is, without the body (RFC 9110 9.3.2), as on /health: it was
+        # refused 405 on /metrics, so an uptime check by HEAD saw the endpoint down.
+        for url in (stack.url, stack.workers[0].url):
+            head = httpx.head(url + "/metrics", timeout=10)
+            assert (head.status_code, head.content) == (200, b""), url
+            assert head.headers["content-type"].startswith("text/plain")
     side = {"frontend": frozenset({("side", "frontend")}),
             "worker": frozenset({("side", "worker")})}
     assert _series(front, "ridtrace_duplicate_refused_total") == {side["frontend"]: 0}

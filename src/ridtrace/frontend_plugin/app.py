@@ -167,7 +167,9 @@ def create_frontend_app(
     assert isinstance(app, _FrontendApp)
     app.fast_routes = router.routes
     # An API route, not a plain one: the router labels the scrape with its template.
-    app.add_api_route(METRICS_PATH, metrics_endpoint, methods=["GET"], include_in_schema=False)
+    app.add_api_route(
+        METRICS_PATH, metrics_endpoint, methods=["GET", "HEAD"], include_in_schema=False
+    )
     config = fe.settings
     # Added before the tracing middleware, so it runs inside it: a refusal has its ids and
     # its request.end line like any other answer. Not added at all without keys: an

@@ -68,7 +68,9 @@ def create_worker_app(
         lifespan=telemetry_lifespan,
     )
     # An API route, not a plain one: the router labels the scrape with its template.
-    api.add_api_route(METRICS_PATH, metrics_endpoint, methods=["GET"], include_in_schema=False)
+    api.add_api_route(
+        METRICS_PATH, metrics_endpoint, methods=["GET", "HEAD"], include_in_schema=False
+    )
     api.state.registry = registry
 
     @api.api_route("/health", methods=["GET", "HEAD"], include_in_schema=False)
