@@ -5,14 +5,19 @@ rather than doubled."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Iterator
+from concurrent import futures
 from typing import Any
 
 import grpc
 import grpc.aio
 import pytest
-from opentelemetry.instrumentation.grpc import aio_server_interceptor
+from opentelemetry.instrumentation.grpc import aio_server_interceptor, server_interceptor
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as ProtoSpan
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 
 from ridtrace.tracing import configure_tracing, format_traceparent
 from ridtrace.tracing.grpc import RequestTracingInterceptor
@@ -200,3 +205,80 @@ def test_a_call_to_an_unknown_method_is_answered_unimplemented_and_traced(
     assert span.attributes["rpc.method_original"] == "/t.S/Nope\\n"
     assert span.attributes["rpc.grpc.status_code"] == grpc.StatusCode.UNIMPLEMENTED.value[0]
     assert span.status_code == STATUS_ERROR
+
+
+def _memory_provider() -> tuple[TracerProvider, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+async def _echo(request: bytes, context: Any) -> bytes:
+    return request
+
+
+async def _chunks(request: bytes, context: Any) -> AsyncIterator[bytes]:
+    for _ in range(2):
+        yield request
+
+
+def _sync_echo(request: bytes, context: Any) -> bytes:
+    return request
+
+
+def _sync_chunks(request: bytes, context: Any) -> Iterator[bytes]:
+    yield from (request, request)
+
+
+@pytest.mark.parametrize("flavour", ["aio", "sync"])
+def test_opentelemetry_grpc_interceptor_listed_after_ours_adds_no_second_server_span(
+    log_lines: LogLines, flavour: str
+) -> None:
+    """Listed after ridtrace, opentelemetry-instrumentation-grpc's interceptor opened a
+    second SERVER span per call, a root in a trace of its own (it continues the
+    metadata's trace context, not the current span), beside ridtrace's, which the log
+    lines name: two operations per call in Jaeger, and half of them unjoinable."""
+    provider, exporter = _memory_provider()
+    ours = RequestTracingInterceptor(tracer_provider=provider)
+    if flavour == "aio":
+        otel: Any = aio_server_interceptor(tracer_provider=provider)
+        handlers = {"Echo": grpc.unary_unary_rpc_method_handler(_echo),
+                    "Chunks": grpc.unary_stream_rpc_method_handler(_chunks)}
+
+        async def go() -> None:
+            async with (
+                serving(
+                    lambda s: s.add_generic_rpc_handlers(
+                        (grpc.method_handlers_generic_handler("t.S", handlers),)
+                    ),
+                    interceptors=[ours, otel],
+                ) as target,
+                grpc.aio.insecure_channel(target) as channel,
+            ):
+                await channel.unary_unary("/t.S/Echo")(b"x", timeout=10)
+                _ = [m async for m in channel.unary_stream("/t.S/Chunks")(b"x", timeout=10)]
+
+        asyncio.run(go())
+    else:
+        otel = server_interceptor(tracer_provider=provider)
+        sync_handlers = {"Echo": grpc.unary_unary_rpc_method_handler(_sync_echo),
+                         "Chunks": grpc.unary_stream_rpc_method_handler(_sync_chunks)}
+        pool = futures.ThreadPoolExecutor(2)
+        server = grpc.server(pool, interceptors=[ours, otel])
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler("t.S", sync_handlers),)
+        )
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        try:
+            with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+                channel.unary_unary("/t.S/Echo")(b"x", timeout=10)
+                list(channel.unary_stream("/t.S/Chunks")(b"x", timeout=10))
+        finally:
+            server.stop(None).wait(10)
+            pool.shutdown()
+    servers = [s for s in exporter.get_finished_spans() if s.kind == SpanKind.SERVER]
+    assert sorted(s.name for s in servers) == ["t.S/Chunks", "t.S/Echo"]
+    ends = {x["span_id"]: x for x in log_lines.events("request.end")}
+    assert {format(s.context.span_id, "016x") for s in servers} == set(ends)

@@ -6,14 +6,16 @@ stream); :mod:`ridtrace.tracing.grpc.call` decides *what*. See docs/grpc.md.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import replace
 from typing import Any, Literal
 
 import grpc
 import grpc.aio
+from opentelemetry import context as otel_context
 
 from ridtrace.tracing import metrics
 from ridtrace.tracing.grpc.call import (
@@ -123,7 +125,8 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
         interceptor object serves both; an awaitable handed to a synchronous server
         killed its serving thread and hung every call.
         """
-        found = continuation(handler_call_details)
+        with _instrumentation_suppressed():
+            found = continuation(handler_call_details)
         if inspect.isawaitable(found):
             return self._intercept_aio(found, handler_call_details.method)
         return self._wrapped_for(found, handler_call_details.method, self._wrap_sync, aio=False)
@@ -131,7 +134,9 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
     async def _intercept_aio(
         self, found: Awaitable[grpc.RpcMethodHandler | None], method: str
     ) -> grpc.RpcMethodHandler:
-        return self._wrapped_for(await found, method, self._wrap, aio=True)
+        with _instrumentation_suppressed():
+            handler = await found
+        return self._wrapped_for(handler, method, self._wrap, aio=True)
 
     def _wrapped_for(
         self,
@@ -260,6 +265,26 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
                     call.finish(failure)
 
         return traced
+
+
+@contextlib.contextmanager
+def _instrumentation_suppressed() -> Iterator[None]:
+    """OpenTelemetry's "suppress instrumentation" flag, while the interceptors listed
+    after this one look up the handler.
+
+    opentelemetry-instrumentation-grpc's server interceptor listed after ridtrace's
+    opened a second server span per call, a root of its own trace beside ridtrace's
+    (it continues the metadata's trace context, not the current span). It checks the
+    flag when it wraps the handler and then adds nothing; listed before ridtrace, it
+    has already wrapped, and ridtrace enriches its span instead.
+    """
+    token = otel_context.attach(
+        otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True)
+    )
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
 
 
 def _count_requests(call: GrpcCall, request: Any, streaming: bool, per_message: bool) -> Any:
