@@ -162,7 +162,7 @@ def _traced_unary(
         try:
             request = _requests(request, traced_context, streaming_in)
             result = behavior(request, traced_context)
-            if not traced_context.is_active():
+            if _call_ended(traced_context):
                 # A synchronous server never interrupts a handler: this one returned
                 # after the client cancelled or its deadline passed, and the client got
                 # CANCELLED / DEADLINE_EXCEEDED, not this result. Recorded as such.
@@ -173,7 +173,7 @@ def _traced_unary(
                 traced_context.ensure_initial_metadata()
             return result
         except BaseException as exc:
-            failure = exc
+            failure = _failure(exc, traced_context)
             raise
         finally:
             call.finish(failure)
@@ -203,8 +203,10 @@ def _traced_stream(
                     traced_context.ensure_initial_metadata()
                 traced_context.messages_out += 1
                 yield message
+            if _call_ended(traced_context):
+                failure = _GaveUp()  # see _traced_unary
         except BaseException as exc:
-            failure = exc
+            failure = _failure(exc, traced_context)
             raise
         finally:
             try:
@@ -219,8 +221,33 @@ def _traced_stream(
 
 
 class _GaveUp(GeneratorExit):
-    """Not raised: what a unary call is finished with when its handler returned after
-    the call had already ended (cancelled, or past its deadline)."""
+    """Not raised: what a call is finished with when its handler ended (returned, or
+    let an exception escape) after the call had already ended (cancelled, or past its
+    deadline)."""
+
+
+def _failure(exc: BaseException, context: SyncTracedServicerContext) -> BaseException:
+    """What a call is finished with when ``exc`` escaped its handler.
+
+    When the call had already ended, the client got CANCELLED / DEADLINE_EXCEEDED
+    whatever escaped: most often the bare ``grpc.RpcError`` the server's request
+    iterator raises then, which is no fault of the server's.
+    """
+    if isinstance(exc, GeneratorExit) or context.aborted or not _call_ended(context):
+        return exc
+    return _GaveUp()
+
+
+def _call_ended(context: SyncTracedServicerContext) -> bool:
+    """The call ended without the handler: the client cancelled, or its deadline passed.
+
+    The deadline is read too: when it passes, the server's request iterator may end as
+    if the client had closed its stream before the server has seen the call end.
+    """
+    if not context.is_active():
+        return True
+    remaining = context.time_remaining()
+    return remaining is not None and remaining <= 0
 
 
 def _requests(request: Any, context: SyncTracedServicerContext, streaming: bool) -> Any:
