@@ -26,6 +26,7 @@ from ridtrace.tracing.grpc.call import (
     behavior_of,
 )
 from ridtrace.tracing.grpc.context import TracedServicerContext
+from ridtrace.tracing.grpc.status import CallEnded, deadline_passed
 from ridtrace.tracing.grpc.sync import wrap_sync_handler
 from ridtrace.tracing.grpc.unknown import unknown_method_handler
 from ridtrace.tracing.settings import TracingSettings
@@ -218,6 +219,9 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
             try:
                 request = _count_requests(call, request, request_streaming, per_message)
                 result = await behavior(request, traced_context)
+                if deadline_passed(traced_context):
+                    failure = CallEnded()  # the client got DEADLINE_EXCEEDED (CallEnded)
+                    return result
                 if not response_streaming:
                     traced_context.messages_out = 1
                     if send_initial:
@@ -251,6 +255,8 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
                         await traced_context.ensure_initial_metadata()
                     traced_context.messages_out += 1
                     yield message
+                if deadline_passed(traced_context):
+                    failure = CallEnded()  # the client got DEADLINE_EXCEEDED (CallEnded)
             except BaseException as exc:
                 failure = exc
                 raise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import grpc
 import grpc.aio
@@ -11,7 +12,14 @@ from ridtrace.tracing.context import RequestContext
 from ridtrace.tracing.grpc.context import TracedServicerContext
 from ridtrace.tracing.inbound import decide_outcome
 
-__all__ = ["CANCELLED", "SERVER_FAULTS", "outcome_of", "status_code_of"]
+__all__ = [
+    "CANCELLED",
+    "SERVER_FAULTS",
+    "CallEnded",
+    "deadline_passed",
+    "outcome_of",
+    "status_code_of",
+]
 
 # Codes that mean the server failed, as 5xx do over HTTP (OpenTelemetry's rpc semantic
 # conventions mark the same set as span errors); the others are the caller's problem.
@@ -26,6 +34,22 @@ SERVER_FAULTS = frozenset(
     }
 )
 CANCELLED = (asyncio.CancelledError, GeneratorExit)
+
+
+class CallEnded(GeneratorExit):
+    """Not raised: what a call is finished with when its handler ended (returned, or
+    let an exception escape) after the call itself had ended — the client cancelled or
+    its deadline passed — so the client got CANCELLED / DEADLINE_EXCEEDED, not what the
+    handler made. Neither server interrupts every handler then: a synchronous server
+    never does, and grpc.aio ends a request iterator at the deadline as if the client
+    had closed its stream, and cannot cancel a handler that blocks."""
+
+
+def deadline_passed(context: Any) -> bool:
+    """The call's deadline has passed: its client got DEADLINE_EXCEEDED, whatever the
+    handler does now."""
+    remaining = context.time_remaining()
+    return remaining is not None and remaining <= 0
 
 
 def status_code_of(

@@ -17,6 +17,7 @@ import grpc
 
 from ridtrace.tracing.grpc.call import CallConfig, GrpcCall, MethodInfo, behavior_of
 from ridtrace.tracing.grpc.context import IdMetadata, Metadata
+from ridtrace.tracing.grpc.status import CallEnded, deadline_passed
 
 __all__ = ["SyncTracedServicerContext", "wrap_sync_handler"]
 
@@ -166,7 +167,7 @@ def _traced_unary(
                 # A synchronous server never interrupts a handler: this one returned
                 # after the client cancelled or its deadline passed, and the client got
                 # CANCELLED / DEADLINE_EXCEEDED, not this result. Recorded as such.
-                failure = _GaveUp()
+                failure = CallEnded()
                 return result
             traced_context.messages_out = 1
             if initial == "always":
@@ -204,7 +205,7 @@ def _traced_stream(
                 traced_context.messages_out += 1
                 yield message
             if _call_ended(traced_context):
-                failure = _GaveUp()  # see _traced_unary
+                failure = CallEnded()  # see _traced_unary
         except BaseException as exc:
             failure = _failure(exc, traced_context)
             raise
@@ -220,12 +221,6 @@ def _traced_stream(
     return traced
 
 
-class _GaveUp(GeneratorExit):
-    """Not raised: what a call is finished with when its handler ended (returned, or
-    let an exception escape) after the call had already ended (cancelled, or past its
-    deadline)."""
-
-
 def _failure(exc: BaseException, context: SyncTracedServicerContext) -> BaseException:
     """What a call is finished with when ``exc`` escaped its handler.
 
@@ -235,7 +230,7 @@ def _failure(exc: BaseException, context: SyncTracedServicerContext) -> BaseExce
     """
     if isinstance(exc, GeneratorExit) or context.aborted or not _call_ended(context):
         return exc
-    return _GaveUp()
+    return CallEnded()
 
 
 def _call_ended(context: SyncTracedServicerContext) -> bool:
@@ -244,10 +239,7 @@ def _call_ended(context: SyncTracedServicerContext) -> bool:
     The deadline is read too: when it passes, the server's request iterator may end as
     if the client had closed its stream before the server has seen the call end.
     """
-    if not context.is_active():
-        return True
-    remaining = context.time_remaining()
-    return remaining is not None and remaining <= 0
+    return not context.is_active() or deadline_passed(context)
 
 
 def _requests(request: Any, context: SyncTracedServicerContext, streaming: bool) -> Any:
