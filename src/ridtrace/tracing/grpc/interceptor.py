@@ -26,6 +26,7 @@ from ridtrace.tracing.grpc.call import (
     behavior_of,
 )
 from ridtrace.tracing.grpc.context import TracedServicerContext
+from ridtrace.tracing.grpc.counting import count_requests
 from ridtrace.tracing.grpc.status import CallEnded, deadline_passed
 from ridtrace.tracing.grpc.sync import wrap_sync_handler
 from ridtrace.tracing.grpc.unknown import unknown_method_handler
@@ -217,7 +218,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
             traced_context.write_sends_initial = write_sends_initial
             failure: BaseException | None = None
             try:
-                request = _count_requests(call, request, request_streaming, per_message)
+                request = count_requests(call, request, request_streaming, per_message)
                 result = await behavior(request, traced_context)
                 if deadline_passed(traced_context):
                     failure = CallEnded()  # the client got DEADLINE_EXCEEDED (CallEnded)
@@ -248,7 +249,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
             failure: BaseException | None = None
             responses: Any = None
             try:
-                request = _count_requests(call, request, request_streaming, per_message)
+                request = count_requests(call, request, request_streaming, per_message)
                 responses = behavior(request, traced_context)
                 async for message in responses:
                     if send_initial and not traced_context.initial_sent:
@@ -291,42 +292,3 @@ def _instrumentation_suppressed() -> Iterator[None]:
         yield
     finally:
         otel_context.detach(token)
-
-
-def _count_requests(call: GrpcCall, request: Any, streaming: bool, per_message: bool) -> Any:
-    """The request as the handler sees it: streams counted (and, per message, identified)."""
-    context = call.context
-    if per_message:
-        context.on_message = call.next_item
-    if streaming:
-        return _CountingIterator(request, context)
-    context.messages_in = 1
-    return request
-
-
-class _CountingIterator:
-    """Counts request messages as the handler consumes them (class, not generator:
-    nothing to finalise if the handler stops early)."""
-
-    __slots__ = ("_context", "_iterator", "_source")
-
-    def __init__(self, source: Any, context: TracedServicerContext) -> None:
-        # grpc.aio's receiver creates its coroutine in __aiter__: asked for only when
-        # the handler reads, so one that never does (an unknown method's) leaves no
-        # "coroutine was never awaited" warning behind.
-        self._source = source
-        self._iterator: Any = None
-        self._context = context
-
-    def __aiter__(self) -> _CountingIterator:
-        return self
-
-    async def __anext__(self) -> Any:
-        if self._iterator is None:
-            self._iterator = self._source.__aiter__()
-        message = await self._iterator.__anext__()
-        context = self._context
-        context.messages_in += 1
-        if context.on_message is not None:
-            context.on_message(message)
-        return message
