@@ -176,22 +176,28 @@ def serve_untraced(name: str, port: int, worker: str) -> None:
     """
     from loguru import logger
 
-    from ridtrace.cli.serve import _run
+    from ridtrace.cli.serve import DEFAULT_GRACEFUL_TIMEOUT, DEFAULT_HEADER_TIMEOUT, _run
     from ridtrace.frontend_plugin import (
         FrontendSettings,
         WorkerSettings,
         create_frontend_app,
         create_worker_app,
     )
+    from ridtrace.frontend_plugin.drain import Drain
     from ridtrace.tracing import TracingSettings
 
     logger.remove()
     quiet = TracingSettings(log_lifecycle=False)
+    drain = Drain()
     if name.startswith("frontend"):
-        app = create_frontend_app(FrontendSettings(workers=(worker,)), tracing=quiet)
+        app = create_frontend_app(FrontendSettings(workers=(worker,)), tracing=quiet,
+                                  drain=drain)
     else:
-        app = create_worker_app(WorkerSettings(), tracing=quiet)
-    _run(app, "127.0.0.1", port)
+        app = create_worker_app(WorkerSettings(), tracing=quiet, drain=drain)
+    # As `ridtrace serve` runs it (header guard, host check); no log file is written.
+    _run(app, "127.0.0.1", port, drain=drain, graceful_timeout=DEFAULT_GRACEFUL_TIMEOUT,
+         name=name, log_file=Path(os.devnull), header_timeout=DEFAULT_HEADER_TIMEOUT,
+         allowed_hosts=())
 
 
 def serve_anchor(name: str, port: int, worker: str) -> None:
