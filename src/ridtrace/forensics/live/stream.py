@@ -75,7 +75,9 @@ class StreamTail:
             want -= len(got)
             if self._budget is not None:
                 self._budget -= len(got)
-        if self._budget is not None and self._budget <= 0 and b"\n" not in data[-1:]:
+        if self._budget is not None and self._budget <= 0 and data and not data.endswith(b"\n"):
+            # Only a line the bound cut: with nothing held, the bound fell between lines
+            # and what the pipe holds now was written after the stop.
             self._finish_line(data)
         self.at_eof = want > 0 or self.done
         if self.done and data.strip() and not data.endswith(b"\n"):
