@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI
@@ -14,13 +15,14 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 __all__ = [
+    "EarlyRefusal",
     "GuardedStreamingResponse",
+    "early_refusal",
     "fastapi_app",
     "json_body_refusal",
     "plain_route",
     "read_body",
     "receive_body",
-    "refused_before_continue",
     "transfer_coding_refusal",
     "wait_for_disconnect",
 ]
@@ -140,7 +142,33 @@ async def read_body(request: Request, limit: int) -> bytes | None:
     return body.result()
 
 
-def refused_before_continue(scope: Scope, limit: int) -> bool:
+@dataclass(frozen=True)
+class EarlyRefusal:
+    """A request answered from its headers alone, its body left unread."""
+
+    status: int
+    message: str
+    # The unread body may still come: the connection cannot carry another request.
+    close: bool
+
+
+def early_refusal(scope: Scope, limit: int) -> EarlyRefusal | None:
+    """What every route that reads a JSON body answers before reading it, or ``None``:
+    501 for a transfer coding the parser does not undo (the client's fault though a
+    5xx: the RFC's code), 415 for a body that is not plain JSON, 413 for an announced
+    body over ``limit`` that waits for ``100 Continue``."""
+    refusal = transfer_coding_refusal(scope)
+    if refusal is not None:
+        return EarlyRefusal(501, refusal, close=True)
+    refusal = json_body_refusal(scope)
+    if refusal is not None:
+        return EarlyRefusal(415, refusal, close=False)
+    if _refused_before_continue(scope, limit):
+        return EarlyRefusal(413, f"request body exceeds {limit} bytes", close=True)
+    return None
+
+
+def _refused_before_continue(scope: Scope, limit: int) -> bool:
     """True when the client waits for ``100 Continue`` before sending a body whose
     ``content-length`` is already over ``limit``.
 

@@ -16,13 +16,7 @@ from starlette.types import Receive, Scope, Send
 
 from ridtrace.contract import RESPONSE_UNLINKED, SHUTTING_DOWN
 from ridtrace.fingerprint import fingerprint
-from ridtrace.frontend_plugin.asgi_io import (
-    json_body_refusal,
-    receive_body,
-    refused_before_continue,
-    transfer_coding_refusal,
-    wait_for_disconnect,
-)
+from ridtrace.frontend_plugin.asgi_io import early_refusal, receive_body, wait_for_disconnect
 from ridtrace.frontend_plugin.bodies import InvalidRequest, Parsed, require_object
 from ridtrace.frontend_plugin.direct import Call, new_call
 from ridtrace.frontend_plugin.frontend import CallerLeft, Frontend, Item
@@ -71,22 +65,11 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
     annotate_request(endpoint=api.endpoint, id_policy=fe.registry.policy)
     if await _refused_while_stopping(fe, send, api):
         return
-    refusal = transfer_coding_refusal(scope)
-    if refusal is not None:
-        # The client's fault though a 5xx (the RFC's code); the unread body rules out
-        # another request on the connection.
-        annotate_request(error=refusal)
-        await _send_error(send, api, 501, refusal, kind="invalid_request_error",
-                          headers=((b"connection", b"close"),))
-        return
-    refusal = json_body_refusal(scope)
-    if refusal is not None:
-        await _reject(send, api, 415, refusal, None)
-        return
-    if refused_before_continue(scope, settings.max_body_bytes):
-        message = f"request body exceeds {settings.max_body_bytes} bytes"
-        annotate_request(error=message)
-        await _send_error(send, api, 413, message, headers=((b"connection", b"close"),))
+    early = early_refusal(scope, settings.max_body_bytes)
+    if early is not None:
+        annotate_request(error=early.message)
+        await _send_error(send, api, early.status, early.message, kind="invalid_request_error",
+                          headers=((b"connection", b"close"),) if early.close else ())
         return
     try:
         # A body that never ends (a stalled chunked upload, a content-length larger than

@@ -12,7 +12,7 @@ from starlette.requests import ClientDisconnect
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from ridtrace.frontend_plugin.asgi_io import json_body_refusal, receive_body
+from ridtrace.frontend_plugin.asgi_io import early_refusal, receive_body
 from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
     chat_prompt,
@@ -43,9 +43,11 @@ class CountTokensEndpoint:
         # work forensics looks for on the workers (docs/log-schema.md).
         scope["route"] = self.route
         settings = self.settings
-        refusal = json_body_refusal(scope)
-        if refusal is not None:
-            await _answer(send, 415, _error(415, refusal))
+        early = early_refusal(scope, settings.max_body_bytes)
+        if early is not None:
+            await _answer(send, early.status,
+                          _error(early.status, early.message, "invalid_request_error"),
+                          close=early.close)
             return
         try:
             with Deadline(settings.body_timeout):
@@ -75,9 +77,9 @@ class CountTokensEndpoint:
         await _answer(send, 200, {"input_tokens": input_tokens(prompt)})
 
 
-def _error(status: int, message: str) -> dict[str, object]:
+def _error(status: int, message: str, kind: str | None = None) -> dict[str, object]:
     annotate_request(error=message)
-    return MESSAGES.error_payload(status, message)
+    return MESSAGES.error_payload(status, message, kind)
 
 
 async def _answer(send: Send, status: int, payload: dict[str, object],
