@@ -7,18 +7,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from ridtrace.cli.main import main
 from ridtrace.testing.synth import SynthSpec, write_logs
-
-
-def _analyze(*args: str) -> tuple[int, dict[str, Any]]:
-    result = CliRunner().invoke(main, ["analyze", *args, "--format", "json", "-q"])
-    return result.exit_code, json.loads(result.stdout)
+from tests.cli.helpers import analyze_json
 
 
 @pytest.mark.parametrize("engine", ["pandas", "dask"])
@@ -34,8 +27,8 @@ def test_the_record_after_a_crash_hole_is_read_and_the_read_is_incomplete(
     lines = front.read_bytes().split(b"\n")
     lines[300] = b"\x00" * 4096 + lines[300]  # the restarted service's first line
     front.write_bytes(b"\n".join(lines))
-    _, want = _analyze(str(plain))
-    code, got = _analyze(str(holed), "--engine", engine)
+    _, want = analyze_json(str(plain))
+    code, got = analyze_json(str(holed), "--engine", engine)
     summary = got["summary"]
     assert summary["requests"] == want["summary"]["requests"]  # line 301 was read
     assert [(f["kind"], f["span_id"]) for f in got["findings"]] == [
@@ -56,7 +49,7 @@ def test_a_hole_at_the_end_is_a_bad_line_and_an_incomplete_read(tmp_path: Path) 
     log = tmp_path / "app.jsonl"
     record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1"})
     log.write_bytes((record + "\n").encode() * 200 + b"\x00" * 512)
-    code, doc = _analyze(str(log))
+    code, doc = analyze_json(str(log))
     assert doc["summary"]["bad_line_samples"][0]["reason"] == (
         "512 NUL bytes (lines lost in a crash?)"
     )

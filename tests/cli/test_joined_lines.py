@@ -6,18 +6,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from ridtrace.cli.main import main
 from ridtrace.testing.synth import SynthSpec, write_logs
-
-
-def _analyze(*args: str) -> tuple[int, dict[str, Any]]:
-    result = CliRunner().invoke(main, ["analyze", *args, "--format", "json", "-q"])
-    return result.exit_code, json.loads(result.stdout)
+from tests.cli.helpers import analyze_json
 
 
 @pytest.mark.parametrize("engine", ["pandas", "dask"])
@@ -31,8 +24,8 @@ def test_records_joined_on_one_line_are_each_read(tmp_path: Path, engine: str) -
         # Every 20th line lost its newline, as the last line of a part `cat` joined.
         text = b"".join(line + (b" " if n % 20 == 19 else b"\n") for n, line in enumerate(lines))
         (joined / path.name).write_bytes(text)
-    want_code, want = _analyze(str(plain))
-    code, got = _analyze(str(joined), "--engine", engine)
+    want_code, want = analyze_json(str(plain))
+    code, got = analyze_json(str(joined), "--engine", engine)
     assert got["summary"]["bad_lines"] == 0
     assert got["summary"]["requests"] == want["summary"]["requests"]
     assert [(f["kind"], f["span_id"]) for f in got["findings"]] == [
@@ -45,7 +38,7 @@ def test_joined_records_one_of_them_bad_say_so(tmp_path: Path) -> None:
     good = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1"})
     log = tmp_path / "app.jsonl"
     log.write_text(good + "\n" + good + json.dumps({"schema": "ridtrace/1"}) + "\n")
-    _, doc = _analyze(str(log))
+    _, doc = analyze_json(str(log))
     assert doc["summary"]["bad_line_samples"] == [
         {"file": str(log), "line": 2, "reason": "2 JSON objects on one line, one missing time"}
     ]

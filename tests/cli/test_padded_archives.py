@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import json
 import lzma
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from ridtrace.cli.main import main
+from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import rt_request
 
 PACKERS: dict[str, Callable[[bytes], bytes]] = {
@@ -23,17 +20,12 @@ PACKERS: dict[str, Callable[[bytes], bytes]] = {
 }
 
 
-def _analyze(*args: str) -> tuple[int, dict[str, Any]]:
-    result = CliRunner().invoke(main, ["analyze", *args, "--format", "json", "-q"])
-    return result.exit_code, json.loads(result.stdout)
-
-
 @pytest.mark.parametrize("suffix", sorted(PACKERS))
 def test_zeros_after_the_last_stream_are_no_damage(tmp_path: Path, suffix: str) -> None:
     text = ("\n".join(rt_request("a" * 16, "r1", 0, 1)) + "\n").encode()
     log = tmp_path / f"frontend.jsonl.1{suffix}"
     log.write_bytes(PACKERS[suffix](text) + b"\x00" * 4096)
-    code, doc = _analyze(str(log))
+    code, doc = analyze_json(str(log))
     assert doc["summary"]["unreadable_files"] == []
     assert (doc["summary"]["lines"], doc["summary"]["requests"]) == (2, 1)
     assert code == 0
@@ -43,6 +35,6 @@ def test_zeros_then_something_else_are_still_damage(tmp_path: Path) -> None:
     text = ("\n".join(rt_request("a" * 16, "r1", 0, 1)) + "\n").encode()
     log = tmp_path / "frontend.jsonl.1.gz"
     log.write_bytes(gzip.compress(text) + b"\x00" * 64 + b"junk")
-    code, doc = _analyze(str(log))
+    code, doc = analyze_json(str(log))
     assert "corrupt gzip data" in doc["summary"]["unreadable_files"][0]["reason"]
     assert code == 3

@@ -3,7 +3,6 @@ whatever order the parts are named in."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +11,8 @@ from click.testing import CliRunner
 
 from ridtrace.cli.main import main
 from ridtrace.testing.synth import SynthSpec, write_logs
+from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import legacy_rotated
-
-
-def _analyze(*args: str) -> tuple[int, dict[str, Any]]:
-    result = CliRunner().invoke(main, ["analyze", *args, "--format", "json", "-q"])
-    return result.exit_code, json.loads(result.stdout)
 
 
 @pytest.mark.parametrize("order", ["directory", "oldest first", "newest first", "glob"])
@@ -29,7 +24,7 @@ def test_legacy_duplicate_across_a_rotation_is_found(tmp_path: Path, order: str)
         "newest first": [str(live), str(rotated)],
         "glob": [str(tmp_path / "rot" / "frontend.jsonl*")],
     }[order]
-    code, doc = _analyze(*args)
+    code, doc = analyze_json(*args)
     found = [(f["kind"], f["request_id"]) for f in doc["findings"]]
     assert ("duplicate_in_flight", "7") in found
     assert code == 1
@@ -63,7 +58,7 @@ def _where_rotated(whole: Path, rotated: Path, file: str, line: int) -> dict[str
 
 def _rotated_findings(whole: Path, rotated: Path) -> list[dict[str, Any]]:
     """The unrotated logs' findings, their evidence moved to where rotation put it."""
-    code, doc = _analyze(str(whole))
+    code, doc = analyze_json(str(whole))
     assert code == 1 and doc["summary"]["crossed_stream"] == 1
     findings: list[dict[str, Any]] = doc["findings"]
     for finding in findings:
@@ -76,7 +71,7 @@ def test_evidence_names_the_file_each_line_is_in(
     unrotated_and_rotated: tuple[Path, Path],
 ) -> None:
     whole, rotated = unrotated_and_rotated
-    code, doc = _analyze(str(rotated))
+    code, doc = analyze_json(str(rotated))
     assert code == 1
     assert doc["findings"] == _rotated_findings(whole, rotated)
 
@@ -96,7 +91,7 @@ def test_parts_named_in_no_rotation_scheme_go_by_time(tmp_path: Path) -> None:
     rotated, live = legacy_rotated(tmp_path / "rot")
     live.rename(tmp_path / "rot" / "after.jsonl")
     rotated.rename(tmp_path / "rot" / "before.jsonl")
-    code, doc = _analyze(str(tmp_path / "rot"))
+    code, doc = analyze_json(str(tmp_path / "rot"))
     assert [(f["kind"], f["request_id"]) for f in doc["findings"]] == [
         ("duplicate_in_flight", "7")]
     assert code == 1

@@ -10,9 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from ridtrace.cli.main import main
+from tests.cli.helpers import analyze_json
 
 SAMPLE = Path(__file__).parents[1] / "forensics" / "data" / "dynamo-jsonl-sample.jsonl"
 # What tracing-subscriber records on the span rather than the event.
@@ -53,11 +52,6 @@ def _write(path: Path, *, flatten_event: bool, wrap: bool = False) -> Path:
     return path
 
 
-def _analyze(*args: str) -> tuple[int, dict[str, Any]]:
-    result = CliRunner().invoke(main, ["analyze", *args, "--format", "json", "-q"])
-    return result.exit_code, json.loads(result.stdout)
-
-
 def _found(doc: dict[str, Any]) -> list[tuple[str, str, int]]:
     return [(f["kind"], f["span_id"], f["evidence"][0]["line"]) for f in doc["findings"]]
 
@@ -67,9 +61,9 @@ def _found(doc: dict[str, Any]) -> list[tuple[str, str, int]]:
 def test_tracing_subscriber_json_gives_the_flat_report(
     tmp_path: Path, flatten_event: bool, wrap: bool
 ) -> None:
-    _, want = _analyze(str(SAMPLE))
+    _, want = analyze_json(str(SAMPLE))
     log = _write(tmp_path / "frontend.log", flatten_event=flatten_event, wrap=wrap)
-    code, got = _analyze(str(log))
+    code, got = analyze_json(str(log))
     assert code == 1
     assert got["summary"]["bad_lines"] == 0
     assert got["summary"]["requests"] == want["summary"]["requests"]
@@ -81,7 +75,7 @@ def test_a_nested_file_beside_flat_logs_is_not_lost(tmp_path: Path) -> None:
     flat = tmp_path / "frontend.jsonl"
     flat.write_text(SAMPLE.read_text().splitlines()[0] + "\n")
     _write(tmp_path / "worker.jsonl", flatten_event=True)
-    _, doc = _analyze(str(tmp_path))
+    _, doc = analyze_json(str(tmp_path))
     assert ("unlinked", "5c20cc08e6afb2b7") in [(k, s) for k, s, _ in _found(doc)]
 
 
@@ -95,8 +89,8 @@ def test_a_flattened_line_means_what_it_meant(tmp_path: Path) -> None:
         lines.append(text[:-1] + ',"elapsed":1e400,"fields":{"message":"shadowed"}}')
     log = tmp_path / "frontend.log"
     log.write_text("\n".join(lines) + "\n")
-    code, doc = _analyze(str(log))
-    _, want = _analyze(str(SAMPLE))
+    code, doc = analyze_json(str(log))
+    _, want = analyze_json(str(SAMPLE))
     assert doc["summary"]["bad_lines"] == 0
     assert _found(doc) == _found(want)
     assert code == 1

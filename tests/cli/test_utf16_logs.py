@@ -4,21 +4,13 @@ same lines in UTF-8 (every line was "binary data", exit 3)."""
 from __future__ import annotations
 
 import gzip
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from ridtrace.cli.main import main
 from ridtrace.forensics.reading.judge import judge_line
 from ridtrace.testing.synth import SynthSpec, write_logs
-
-
-def _analyze(*args: str) -> tuple[int, dict[str, Any]]:
-    result = CliRunner().invoke(main, ["analyze", *args, "--format", "json", "-q"])
-    return result.exit_code, json.loads(result.stdout)
+from tests.cli.helpers import analyze_json
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +38,8 @@ def test_utf16_logs_give_the_utf8_report(
         # CRLF too, as Windows tools end lines; an accented id survives the transcoding.
         text = path.read_text().replace('"x_request_id":"27"', '"x_request_id":"é27"')
         (tmp_path / path.name).write_bytes(ENCODINGS[encoding](text.replace("\n", "\r\n")))
-    want_code, want = _analyze(str(plain))
-    code, got = _analyze(str(tmp_path), "--engine", engine)
+    want_code, want = analyze_json(str(plain))
+    code, got = analyze_json(str(tmp_path), "--engine", engine)
     assert code == want_code == 1
     assert got["summary"]["bad_lines"] == 0
     assert got["summary"]["lines"] == want["summary"]["lines"]

@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from ridtrace.cli.main import main
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.stats import ReadStats
 from ridtrace.testing.synth import SynthSpec, write_logs
+from tests.cli.helpers import analyze_json
 
 # Longer lines are cut into parts, as the runtimes cut lines longer than their buffers.
 _CUT = 120
@@ -72,11 +71,6 @@ WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
 }
 
 
-def _analyze(*args: str) -> tuple[int, dict[str, Any]]:
-    result = CliRunner().invoke(main, ["analyze", *args, "--format", "json", "-q"])
-    return result.exit_code, json.loads(result.stdout)
-
-
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("plain")
@@ -101,8 +95,8 @@ def test_wrapped_logs_give_the_plain_logs_report(
     plain: Path, tmp_path: Path, kind: str, engine: str
 ) -> None:
     wrapped = _wrap(plain, tmp_path / kind, WRAPPERS[kind])
-    want_code, want = _analyze(str(plain))
-    code, got = _analyze(str(wrapped), "--engine", engine)
+    want_code, want = analyze_json(str(plain))
+    code, got = analyze_json(str(wrapped), "--engine", engine)
     assert code == want_code == 1
     assert got["summary"]["bad_lines"] == (
         # the stderr lines between the parts are lines too, not JSON
@@ -117,8 +111,8 @@ def test_wrapped_logs_give_the_plain_logs_report(
 
 def test_evidence_cites_the_line_of_the_records_last_part(plain: Path, tmp_path: Path) -> None:
     wrapped = _wrap(plain, tmp_path / "cri", _cri)
-    _, got = _analyze(str(wrapped))
-    _, want = _analyze(str(plain))
+    _, got = analyze_json(str(wrapped))
+    _, want = analyze_json(str(plain))
     for g, w in zip(got["findings"], want["findings"], strict=True):
         for ev, plain_ev in zip(g["evidence"], w["evidence"], strict=True):
             cited = _record_at(Path(ev["file"]), ev["line"])
@@ -137,7 +131,7 @@ def test_a_record_whose_last_part_never_came_is_a_bad_line(tmp_path: Path) -> No
         f"{stamp} stdout P {record[:20]}\n"  # a copy cut here: its F part is lost
         f"{stamp} stderr F {record}\n"
     )
-    code, doc = _analyze(str(log))
+    code, doc = analyze_json(str(log))
     summary = doc["summary"]
     assert summary["lines"] == 3
     assert summary["bad_line_samples"] == [{
@@ -152,7 +146,7 @@ def test_a_walk_reads_a_container_log_whatever_its_name(plain: Path, tmp_path: P
     walked.mkdir()
     for path in plain.iterdir():  # no log-like name, no line starting with "{"
         (walked / path.stem).write_bytes(_cri(path.read_bytes().splitlines()))
-    code, doc = _analyze(str(walked))
+    code, doc = analyze_json(str(walked))
     assert doc["summary"]["ignored_files"] == []
     assert doc["summary"]["requests"] == 80
     assert code == 1
@@ -164,7 +158,7 @@ def test_plain_lines_that_start_like_a_wrapper_are_not_unwrapped(tmp_path: Path)
             "event": "request.start", "request_id": "r", "trace_id": "t", "span_id": "s"}
     log = tmp_path / "app.jsonl"
     log.write_text(json.dumps(line) + "\n")
-    _, doc = _analyze(str(log))
+    _, doc = analyze_json(str(log))
     assert doc["summary"]["bad_lines"] == 0
     assert doc["summary"]["requests"] == 1
 
@@ -195,14 +189,14 @@ def test_an_empty_container_line_is_a_blank_line(tmp_path: Path) -> None:
     log = tmp_path / "0.log"
     # An empty line printed by the service: the runtime may end it at its tag.
     log.write_text(f"{stamp} stdout F {record}\n{stamp} stdout F\n{stamp} stderr F \n")
-    _, doc = _analyze(str(log))
+    _, doc = analyze_json(str(log))
     assert (doc["summary"]["lines"], doc["summary"]["bad_lines"]) == (1, 0)
 
 
 def test_a_text_log_with_its_own_time_is_not_taken_for_kubectl_output(tmp_path: Path) -> None:
     log = tmp_path / "app.log"
     log.write_text("2026-11-29T10:00:00Z INFO starting\n2026-11-29T10:00:01Z INFO ready\n")
-    _, doc = _analyze(str(log))
+    _, doc = analyze_json(str(log))
     assert doc["summary"]["bad_line_samples"][0]["reason"].startswith("a text log line")
 
 
@@ -212,7 +206,7 @@ def test_kubectl_output_that_opens_with_a_text_banner_is_unwrapped(tmp_path: Pat
     stamp = "2026-11-29T10:00:00.123456789Z"
     log = tmp_path / "frontend.log"
     log.write_text(f"{stamp} Starting frontend v1.2\n{stamp} {record}\n{stamp} {record}\n")
-    _, doc = _analyze(str(log))
+    _, doc = analyze_json(str(log))
     assert doc["summary"]["bad_line_samples"] == [
         {"file": str(log), "line": 1, "reason": "not JSON"}
     ]
@@ -227,7 +221,7 @@ def test_a_walk_ignores_a_container_log_of_plain_text(plain: Path, tmp_path: Pat
                                           for x in lines))
     (walked / "istio-proxy").write_text(
         "".join(f"{stamp} stdout F envoy: listener {n} ready\n" for n in range(5)))
-    code, doc = _analyze(str(walked))
+    code, doc = analyze_json(str(walked))
     assert doc["summary"]["ignored_files"] == [
         {"file": str(walked / "istio-proxy"), "reason": "no JSON lines in its first lines"}
     ]
