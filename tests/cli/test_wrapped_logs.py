@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ridtrace.forensics.live.follow import Follower, FollowSettings
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.stats import ReadStats
 from ridtrace.testing.synth import SynthSpec, write_logs
@@ -180,6 +181,34 @@ def test_follow_unwraps_the_lines_it_tails(tmp_path: Path) -> None:
         for chunk in chunks for k, text in enumerate(chunk.data.tobytes().split(b"\n")[:-1])
     ]
     assert lines == [(2, b""), (3, record)]  # from the end, as --follow starts
+
+
+@pytest.mark.parametrize("from_start", [True, False])
+def test_follow_counts_a_record_whose_last_part_never_came(
+    tmp_path: Path, from_start: bool
+) -> None:
+    # The batch read makes such a record a bad line; the follower held its parts and
+    # ended without a word, the summary complete on a record it never read.
+    record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1",
+                         "message": "m"}).encode()
+    stamp = b"2026-11-29T10:00:00.000000001Z"
+    log = tmp_path / "0.log"
+    log.write_bytes((stamp + b" stdout F " + record + b"\n") * 3)
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=from_start))
+    follower.start()
+    with open(log, "ab") as fh:  # the follow stops while the runtime cuts a long line
+        fh.write(stamp + b" stdout F " + record + b"\n")
+        fh.write(stamp + b" stdout P " + record[:9] + b"\n")
+    try:
+        follower.run(lambda f: True, stop=lambda: True)
+        summary = follower.summary()
+    finally:
+        follower.close()
+    assert summary["bad_line_samples"] == [{
+        "file": str(log), "line": 5,
+        "reason": "cut short (Kubernetes CRI record whose last part is missing)",
+    }]
+    assert summary["incomplete"] is True
 
 
 def test_an_empty_container_line_is_a_blank_line(tmp_path: Path) -> None:

@@ -119,6 +119,10 @@ class StreamTail:
             return None
         return "stopped before its end (a stream still being written)"
 
+    def unfinished(self) -> list[tuple[int, str]]:
+        """Nothing: a stream's lines are read as they are, not unwrapped."""
+        return []
+
     def torn_tail(self) -> bytes:
         """Nothing: a stream's last line is read when its writer closes it."""
         return b""

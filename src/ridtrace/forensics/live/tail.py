@@ -24,7 +24,7 @@ from ridtrace.forensics.live.identity import HEAD_BYTES, Identities, Identity, f
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream, compression_of
 from ridtrace.forensics.reading.inputs import display_name
 from ridtrace.forensics.reading.lines import LineScan, scan_lines
-from ridtrace.forensics.reading.unwrap import Unwrapper, wrapper_of
+from ridtrace.forensics.reading.unwrap import Unwrapper, cut_short, wrapper_of
 
 _COUNT_BYTES = 16 << 20
 
@@ -93,8 +93,10 @@ class FileTail:
         self.tear: str | None = None
         # Set when the follow is asked to stop: read no byte written after that.
         self.stop_at: int | None = None
-        # A container runtime's or journal's wrapping, known from the first lines.
+        # A container runtime's or journal's wrapping, known from the first lines, and
+        # how many lines of the file came before the first it was fed.
         self._unwrap: Unwrapper | None = None
+        self._unwrap_from: int | None = None
         self._claim_head()
         if from_end:
             self._skip_to_end(st.st_size)
@@ -112,7 +114,7 @@ class FileTail:
             head = first_lines(os.pread(fd, HEAD_BYTES + 1, start))
         if head:
             self.identity = self._identities.claim(head, self.path)
-            self._unwrap = wrapper_of(head)
+            self._unwrap, self._unwrap_from = wrapper_of(head), None
 
     def _skip_to_end(self, size: int) -> None:
         """Start after the last whole line: count the lines before it, read none."""
@@ -215,7 +217,16 @@ class FileTail:
         """The plain lines of a wrapped file's whole lines, as many (`reading.unwrap`)."""
         if self._unwrap is None:
             return whole
+        if self._unwrap_from is None:
+            self._unwrap_from = self.line  # a follow from the end feeds it from there
         return memoryview(self._unwrap.feed(whole.tobytes()))
+
+    def unfinished(self) -> list[tuple[int, str]]:
+        """(line, reason) of each wrapped record whose last part has not come (yet)."""
+        if self._unwrap is None or self._unwrap_from is None:
+            return []
+        reason = cut_short(self._unwrap)
+        return [(self._unwrap_from + line, reason) for line in self._unwrap.unfinished()]
 
     def _unread(self, first: int, whole: memoryview, scan: LineScan) -> Chunk | None:
         """Drop the lines a copy of this content already handed out."""
@@ -242,7 +253,7 @@ class FileTail:
         size = os.fstat(self._fh.fileno()).st_size
         if size < self.offset or self._replaced():  # copy-and-truncate: content starts over
             self.offset, self.line, self._held, self.identity = 0, 0, b"", None
-            self._unwrap = None
+            self._unwrap, self._unwrap_from = None, None
             self._claim_head()
         size = self._bounded(size)
         if size > self.offset and not self._held:
@@ -286,6 +297,9 @@ class FileTail:
             # handed out already are skipped by the identity.
             self._gzip_size, self._decoded = size, None
             self.line, self._held = 0, b""
+            # Parts held from the first read would join the first record read again.
+            head = self.identity.head if self.identity is not None else b""
+            self._unwrap, self._unwrap_from = wrapper_of(head), None
             return b""
         self.done = True
         self.tear = self._decoded.tear or self._decoded.unsupported

@@ -293,8 +293,19 @@ class Watch:
         return chunks, more
 
     def flush_held(self) -> list[Chunk]:
-        """Every followed file's last line that never got its newline, as a line."""
-        return [chunk for tail in self.tails.values() if (chunk := tail.flush_held())]
+        """Every followed file's last line that never got its newline, as a line (the
+        follow ends); a wrapped record still waiting for its last part is a bad line."""
+        chunks = [chunk for tail in self.tails.values() if (chunk := tail.flush_held())]
+        for tail in self.tails.values():
+            self._count_unfinished(tail)
+        return chunks
+
+    def _count_unfinished(self, tail: Tail) -> None:
+        """A record cut short, as the batch read counts it: held back for good, it was
+        lost from the summary without a word."""
+        for line, reason in tail.unfinished():
+            self.stats.count_lines(tail.name, 1)  # its parts were blank lines
+            self.stats.bad(tail.name, line, reason)
 
     def _maybe_close(self, key: DevIno, tail: Tail, chunks: list[Chunk]) -> None:
         """Nothing new: close a finished gzip, or a file no name points to any more (its
@@ -308,12 +319,14 @@ class Watch:
                 if tail.torn_tail().strip():
                     self.stats.count_lines(tail.name, 1)  # as the batch read counts it
                     self.stats.bad(tail.name, tail.line + 1, f"torn last line ({tail.tear})")
+            self._count_unfinished(tail)
             self.settled.add(key)
             self._close(key, tail)
         elif isinstance(tail, FileTail) and (tail.deleted() or not self._named(tail, key)):
             last = tail.flush_held()
             if last is not None:
                 chunks.append(last)
+            self._count_unfinished(tail)
             self._close(key, tail)
 
     @staticmethod

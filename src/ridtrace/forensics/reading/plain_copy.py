@@ -12,7 +12,7 @@ from typing import BinaryIO
 
 from ridtrace.forensics.reading.lines import LineMap, Readable, map_blocks, newline_chunks
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
-from ridtrace.forensics.reading.unwrap import Unwrapper
+from ridtrace.forensics.reading.unwrap import Unwrapper, cut_short
 
 __all__ = ["Progress", "stage"]
 
@@ -56,8 +56,7 @@ def stage(
         for line in unwrap.unfinished():
             # Its parts are empty lines in the map, so the record is counted here.
             stats.count_lines(name, 1)
-            stats.bad(name, line, f"cut short ({unwrap.name} record whose last part is "
-                      "missing)")
+            stats.bad(name, line, cut_short(unwrap))
     return line_map
 
 

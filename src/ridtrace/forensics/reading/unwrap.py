@@ -75,6 +75,11 @@ class _Parts:
         return sorted(line for line, _ in self.pending.values())
 
 
+def cut_short(unwrap: Unwrapper) -> str:
+    """The bad-line reason of a record whose last part never came."""
+    return f"cut short ({unwrap.name} record whose last part is missing)"
+
+
 class _LineByLine:
     """Shared plumbing: split whole lines, keep the line count, count lines."""
 
