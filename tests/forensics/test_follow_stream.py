@@ -46,3 +46,17 @@ def test_a_line_the_stop_cuts_is_read_to_its_newline(pipe: tuple[StreamTail, int
     assert chunk is not None and bytes(chunk.data) == b'{"n": 1}\n{"n": 2}\n'
     assert tail.read(1 << 20) is None
 
+
+def test_a_wrapped_stream_is_unwrapped_as_a_file_is(pipe: tuple[StreamTail, int]) -> None:
+    # `kubectl logs -f --timestamps pod | ridtrace analyze - --follow`: docs/cli.md says
+    # wrapped lines are unwrapped under --follow; a stream's were read as they came,
+    # every line "not JSON".
+    tail, writer = pipe
+    stamp = b"2026-11-29T10:00:00.123456789Z "
+    os.write(writer, stamp + b'{"n": 1}\n' + stamp + b'{"n": 2}\n')
+    chunk = tail.read(1 << 20)
+    assert chunk is not None and bytes(chunk.data) == b'{"n": 1}\n{"n": 2}\n'
+    os.write(writer, stamp + b'{"n": 3}')  # no newline yet when the follow ends
+    assert tail.read(1 << 20) is None
+    last = tail.flush_held()
+    assert last is not None and bytes(last.data) == b'{"n": 3}\n'

@@ -6,6 +6,7 @@ byte, without blocking (a poll that finds nothing waiting moves on), and when it
 writer closes it, its last line is read even without a newline, as the batch read
 reads one. A named pipe with no writer yet (``mkfifo``) is waited for: it ends once a writer
 opened it and closed it. A plain stream only: compressed bytes are bad lines, counted.
+Lines a shipper wrapped (``kubectl logs -f --timestamps``) are unwrapped as a file's are.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import os
 import termios
 from pathlib import Path
 
-from ridtrace.forensics.live.identity import Identity
+from ridtrace.forensics.live.identity import HEAD_BYTES, Identity, first_lines
 from ridtrace.forensics.live.tail import Chunk
 from ridtrace.forensics.reading.lines import scan_lines
+from ridtrace.forensics.reading.unwrap import Unwrapper, cut_short, wrapper_of
 
 
 class StreamTail:
@@ -39,6 +41,10 @@ class StreamTail:
         self._budget: int | None = None  # bytes still to read once the follow stops
         # A named pipe (mkfifo) reads as ended until a writer opens it: wait for one.
         self._awaiting_writer = fd != 0
+        # A shipper's wrapping (``kubectl logs -f --timestamps``), known from the first
+        # whole lines, as a file's is.
+        self._unwrap: Unwrapper | None = None
+        self._sniffed = False
 
     @property
     def stream(self) -> str:
@@ -87,9 +93,19 @@ class StreamTail:
         if not whole:
             return None
         first = self.line + 1
+        whole = self._unwrapped(whole)
         scan = scan_lines(whole)
         self.line += scan.newlines
         return Chunk(self.name, first, whole, scan, self.stream)
+
+    def _unwrapped(self, whole: memoryview) -> memoryview:
+        """The plain lines of the stream's whole lines, as many (`reading.unwrap`)."""
+        if not self._sniffed:
+            self._sniffed = True
+            self._unwrap = wrapper_of(first_lines(whole[:HEAD_BYTES + 1].tobytes()))
+        if self._unwrap is None:
+            return whole
+        return memoryview(self._unwrap.feed(whole.tobytes()))
 
     def _finish_line(self, data: bytearray) -> None:
         """The stop's budget ended inside a line: read its rest, if it is there now (the
@@ -107,7 +123,7 @@ class StreamTail:
         self.at_eof = True
         if not held.strip():
             return None
-        data = memoryview(held + b"\n")
+        data = self._unwrapped(memoryview(held + b"\n"))
         scan = scan_lines(data)
         first = self.line + 1
         self.line += scan.newlines
@@ -120,8 +136,11 @@ class StreamTail:
         return "stopped before its end (a stream still being written)"
 
     def unfinished(self) -> list[tuple[int, str]]:
-        """Nothing: a stream's lines are read as they are, not unwrapped."""
-        return []
+        """(line, reason) of each wrapped record whose last part has not come (yet)."""
+        if self._unwrap is None:
+            return []
+        reason = cut_short(self._unwrap)
+        return [(line, reason) for line in self._unwrap.unfinished()]
 
     def torn_tail(self) -> bytes:
         """Nothing: a stream's last line is read when its writer closes it."""
