@@ -55,3 +55,26 @@ def test_a_hole_at_the_end_is_a_bad_line_and_an_incomplete_read(tmp_path: Path) 
     )
     assert doc["summary"]["incomplete"] is True
     assert code == 3
+
+
+@pytest.mark.parametrize("engine", ["pandas", "dask"])
+def test_a_hole_opening_the_file_is_a_copytruncates_not_a_crashs(
+    tmp_path: Path, engine: str
+) -> None:
+    # A writer that does not append writes past logrotate's copytruncate: the live file
+    # opens with NULs, its earlier lines in the rotated copy. 893fcd6 took that hole for
+    # a crash's (a bad line, the read incomplete, exit 3) where 7e79e7e reads it clean.
+    plain, holed = tmp_path / "plain", tmp_path / "holed"
+    write_logs(plain, SynthSpec(requests=50))
+    holed.mkdir()
+    for path in plain.iterdir():
+        (holed / path.name).write_bytes(path.read_bytes())
+    front = holed / "frontend.jsonl"
+    front.write_bytes(b"\x00" * 4096 + front.read_bytes())
+    want_code, want = analyze_json(str(plain), "--engine", engine)
+    code, got = analyze_json(str(holed), "--engine", engine)
+    summary = got["summary"]
+    assert summary["bad_lines"] == 0, summary["bad_line_samples"]
+    assert summary["unreadable_files"] == [] and not summary["incomplete"]
+    assert summary["requests"] == want["summary"]["requests"]
+    assert code == want_code
