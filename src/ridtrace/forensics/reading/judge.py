@@ -15,16 +15,17 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 
-def _first_of_each_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # A key given twice keeps its first value, as DuckDB's reader keeps it: the same line
-    # means the same thing whichever parser reads it.
+def first_of_each_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict, a key given twice keeping its first value, as
+    DuckDB's reader keeps it: the same line means the same thing whichever parser reads
+    it (an ``object_pairs_hook``)."""
     obj: dict[str, Any] = {}
     for key, value in pairs:
         obj.setdefault(key, value)
     return obj
 
 
-_DECODE = json.JSONDecoder(object_pairs_hook=_first_of_each_key)
+_DECODE = json.JSONDecoder(object_pairs_hook=first_of_each_key)
 # A byte order mark opens each file written by some Windows tools; in the middle of a
 # file it is where `cat` joined two of them. It is no part of the line's JSON.
 _BOM = "\ufeff"

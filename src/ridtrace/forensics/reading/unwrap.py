@@ -27,6 +27,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ridtrace.forensics.reading.judge import first_of_each_key
+
 # RFC 3339 as Go's RFC3339Nano writes it (kubelet, containerd, Docker, kubectl).
 _TIME = rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})"
 # Kubelet's CRI log line: RFC 3339 nano time, stream, tag (P partial / F full), content.
@@ -212,20 +214,12 @@ def _nested(entry: dict[str, Any]) -> bool:
             or isinstance(entry.get("spans"), list))
 
 
-def _first_of_each_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # A key given twice keeps its first value, as DuckDB's reader and `reading.judge`
-    # keep it: a flattened line means what the line meant.
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        obj.setdefault(key, value)
-    return obj
-
-
 def _object(line: bytes) -> dict[str, Any] | None:
     try:
         # A float kept as its text: 1e400 written back as Infinity is no JSON, and the
         # reader takes every field as text anyway.
-        value = json.loads(line, object_pairs_hook=_first_of_each_key, parse_float=str,
+        # A key given twice keeps its first value: a flattened line means what it meant.
+        value = json.loads(line, object_pairs_hook=first_of_each_key, parse_float=str,
                            parse_constant=str)
     except (ValueError, RecursionError):
         return None
