@@ -14,15 +14,21 @@ from ridtrace.testing.synth import SynthSpec, write_logs
 from tests.cli.helpers import analyze_json
 
 
+def _logs_and_a_copy(tmp_path: Path, *, requests: int) -> tuple[Path, Path]:
+    """Synthetic logs, and a copy of them to make a hole in."""
+    plain, holed = tmp_path / "plain", tmp_path / "holed"
+    write_logs(plain, SynthSpec(requests=requests))
+    holed.mkdir()
+    for path in plain.iterdir():
+        (holed / path.name).write_bytes(path.read_bytes())
+    return plain, holed
+
+
 @pytest.mark.parametrize("engine", ["pandas", "dask"])
 def test_the_record_after_a_crash_hole_is_read_and_the_read_is_incomplete(
     tmp_path: Path, engine: str
 ) -> None:
-    plain, holed = tmp_path / "plain", tmp_path / "holed"
-    write_logs(plain, SynthSpec(requests=200))
-    holed.mkdir()
-    for path in plain.iterdir():
-        (holed / path.name).write_bytes(path.read_bytes())
+    plain, holed = _logs_and_a_copy(tmp_path, requests=200)
     front = holed / "frontend.jsonl"
     lines = front.read_bytes().split(b"\n")
     lines[300] = b"\x00" * 4096 + lines[300]  # the restarted service's first line
@@ -64,11 +70,7 @@ def test_a_hole_opening_the_file_is_a_copytruncates_not_a_crashs(
     # A writer that does not append writes past logrotate's copytruncate: the live file
     # opens with NULs, its earlier lines in the rotated copy. 893fcd6 took that hole for
     # a crash's (a bad line, the read incomplete, exit 3) where 7e79e7e reads it clean.
-    plain, holed = tmp_path / "plain", tmp_path / "holed"
-    write_logs(plain, SynthSpec(requests=50))
-    holed.mkdir()
-    for path in plain.iterdir():
-        (holed / path.name).write_bytes(path.read_bytes())
+    plain, holed = _logs_and_a_copy(tmp_path, requests=50)
     front = holed / "frontend.jsonl"
     front.write_bytes(b"\x00" * 4096 + front.read_bytes())
     want_code, want = analyze_json(str(plain), "--engine", engine)
