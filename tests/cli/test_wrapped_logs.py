@@ -256,3 +256,32 @@ def test_a_walk_ignores_a_container_log_of_plain_text(plain: Path, tmp_path: Pat
     ]
     assert not doc["summary"]["incomplete"]
     assert code == 1
+
+
+def test_a_record_in_endless_parts_is_held_to_the_line_limit(tmp_path: Path) -> None:
+    # A record whose parts never end (a runaway writer, a hostile file) was held whole
+    # in memory until its last part; past the 16 MiB line limit it is a bad line
+    # whatever follows, so no more of it is kept.
+    from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
+    from ridtrace.forensics.reading.unwrap import wrapper_of
+
+    record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1"})
+    stamp = b"2026-11-29T10:00:00.000000001Z"
+    first = stamp + b" stdout F " + record.encode() + b"\n"
+    unwrap = wrapper_of(first)
+    assert unwrap is not None
+    unwrap.feed(first)
+    part = stamp + b" stdout P " + b"x" * (1 << 20) + b"\n"
+    for _ in range(24):  # 24 MiB of one record
+        assert unwrap.feed(part) == b"\n"
+    joined = unwrap.feed(stamp + b" stdout F " + b"y" * 10 + b"\n")
+    assert len(joined) == MAX_LINE_BYTES + 1 + 1  # one byte past the limit, its newline
+
+    log = tmp_path / "0.log"
+    log.write_bytes(first + part * 17 + stamp + b" stdout F }\n" + first)
+    code, doc = analyze_json(str(log))
+    assert doc["summary"]["lines"] == 3
+    assert doc["summary"]["bad_line_samples"] == [{
+        "file": str(log), "line": 19, "reason": "line longer than 16 MiB",
+    }]
+    assert code == 3

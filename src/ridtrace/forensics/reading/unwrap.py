@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ridtrace.forensics.reading.judge import first_of_each_key
+from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
 
 # RFC 3339 as Go's RFC3339Nano writes it (kubelet, containerd, Docker, kubectl).
 _TIME = rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})"
@@ -56,25 +57,32 @@ class Unwrapper(Protocol):
 
 @dataclass
 class _Parts:
-    """A record being put together from its parts, per stream."""
+    """A record being put together from its parts, per stream.
 
-    pending: dict[Any, tuple[int, list[bytes]]] = field(default_factory=dict)
+    A record is kept to one byte past the longest line the read takes
+    (`overlong.MAX_LINE_BYTES`): past that it is a bad line whatever follows, so a
+    stream of parts that never ends (a runaway writer, a hostile file) holds 16 MiB,
+    not all of it.
+    """
+
+    pending: dict[Any, tuple[int, list[bytes], int]] = field(default_factory=dict)
 
     def add(self, stream: Any, line: int, part: bytes, last: bool) -> bytes:
         """The whole record when `part` is its last, else an empty line for now."""
         if b"\n" in part:  # one line in, one line out: line numbers are the file's
             part = part.replace(b"\n", b" ")
-        started = self.pending.pop(stream, None)
+        first, parts, size = self.pending.pop(stream, (line, [], 0))
+        room = MAX_LINE_BYTES + 1 - size
+        if room > 0:
+            parts.append(part[:room])
+            size += min(len(part), room)
         if last:
-            return part if started is None else b"".join((*started[1], part))
-        if started is None:
-            started = (line, [])
-        started[1].append(part)
-        self.pending[stream] = started
+            return b"".join(parts)
+        self.pending[stream] = (first, parts, size)
         return b""
 
     def unfinished(self) -> list[int]:
-        return sorted(line for line, _ in self.pending.values())
+        return sorted(first for first, _, _ in self.pending.values())
 
 
 def cut_short(unwrap: Unwrapper) -> str:
