@@ -16,7 +16,8 @@ from ridtrace.frontend_plugin.routes.base import ApiSpec
 from ridtrace.frontend_plugin.routes.core import serve
 from ridtrace.frontend_plugin.routes.count_tokens import CountTokensEndpoint
 from ridtrace.frontend_plugin.routes.generate import GENERATE, SGLANG_GENERATE
-from ridtrace.frontend_plugin.routes.openai import CHAT, COMPLETIONS, RESPONSES
+from ridtrace.frontend_plugin.routes.openai import CHAT, COMPLETIONS
+from ridtrace.frontend_plugin.routes.responses import RESPONSES
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.tracing.identity import shown_text
 

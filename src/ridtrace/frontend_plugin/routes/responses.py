@@ -1,0 +1,153 @@
+"""OpenAI's Responses API route: its input items, events and response objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ridtrace.frontend_plugin.bodies import (
+    NO_TEXT,
+    InvalidRequest,
+    Parsed,
+    chat_prompt,
+    model_name,
+    opt_bool,
+    opt_str,
+)
+from ridtrace.frontend_plugin.pump import Failed, Finished
+from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, sse
+from ridtrace.frontend_plugin.routes.openai import LEGACY_ID_HEADERS, max_tokens_of
+from ridtrace.frontend_plugin.sampling import openai_sampling
+from ridtrace.frontend_plugin.settings import FrontendSettings
+
+__all__ = ["RESPONSES"]
+
+
+class _ResponsesRenderer(Renderer):
+    """Responses API events, each with ``type`` and a running ``sequence_number``."""
+
+    def __init__(self, parsed: Parsed, ids: Ids) -> None:
+        super().__init__(parsed, ids)
+        self.seq = 0
+        self.resp_id = "resp_" + ids.hex
+        self.item_id = "msg_" + ids.hex
+
+    def _event(self, kind: str, **fields: Any) -> bytes:
+        data = {"type": kind, "sequence_number": self.seq, **fields}
+        self.seq += 1
+        return sse(data, kind)
+
+    def _part(self, text: str) -> dict[str, Any]:
+        return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+    def _item(self, text: str | None, status: str) -> dict[str, Any]:
+        content = [] if text is None else [self._part(text)]
+        return {"type": "message", "id": self.item_id, "status": status, "role": "assistant",
+                "content": content}
+
+    def _response(self, status: str, output: list[dict[str, Any]],
+                  finished: Finished | None = None, error: dict[str, Any] | None = None
+                  ) -> dict[str, Any]:
+        usage = None
+        if finished is not None:
+            usage = {
+                "input_tokens": finished.prompt_tokens,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": finished.tokens,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": finished.prompt_tokens + finished.tokens,
+            }
+        incomplete = None
+        if finished is not None and finished.finish_reason == "length":
+            incomplete = {"reason": "max_output_tokens"}
+        return {
+            "id": self.resp_id, "object": "response", "created_at": self.created,
+            "status": status, "model": self.parsed.model, "output": output,
+            "error": error, "incomplete_details": incomplete, "instructions": None,
+            "max_output_tokens": self.parsed.max_tokens, "parallel_tool_calls": True,
+            "tool_choice": "auto", "tools": [], "temperature": 1.0, "top_p": 1.0,
+            "metadata": {}, "usage": usage,
+        }
+
+    def start(self) -> bytes:
+        return (
+            self._event("response.created", response=self._response("in_progress", []))
+            + self._event("response.in_progress", response=self._response("in_progress", []))
+            + self._event("response.output_item.added", output_index=0,
+                          item=self._item(None, "in_progress"))
+            + self._event("response.content_part.added", item_id=self.item_id, output_index=0,
+                          content_index=0, part=self._part(""))
+        )
+
+    def delta(self, text: str) -> bytes:
+        return self._event("response.output_text.delta", item_id=self.item_id, output_index=0,
+                           content_index=0, delta=text, logprobs=[])
+
+    def finish(self, finished: Finished, text: str) -> bytes:
+        status = "completed" if finished.finish_reason == "stop" else "incomplete"
+        return (
+            self._event("response.output_text.done", item_id=self.item_id, output_index=0,
+                        content_index=0, text=text, logprobs=[])
+            + self._event("response.content_part.done", item_id=self.item_id, output_index=0,
+                          content_index=0, part=self._part(text))
+            + self._event("response.output_item.done", output_index=0,
+                          item=self._item(text, "completed"))
+            + self._event(f"response.{status}",
+                          response=self._response(status, [self._item(text, "completed")],
+                                                  finished))
+        )
+
+    def fail(self, failed: Failed) -> bytes:
+        error = {"code": "server_error", "message": failed.message}
+        return self._event("error", code="server_error", message=failed.message, param=None) + \
+            self._event("response.failed", response=self._response("failed", [], error=error))
+
+    def body(self, text: str, finished: Finished) -> dict[str, Any]:
+        status = "completed" if finished.finish_reason == "stop" else "incomplete"
+        return self._response(status, [self._item(text, "completed")], finished)
+
+
+def _conversation_items(items: list[Any]) -> list[Any]:
+    """Responses ``input`` items as messages: a ``function_call_output`` is the tool's
+    ``tool`` message (as on chat); other items without a role (the model's
+    ``function_call``, ``reasoning``, references) hold no text for the engine and are
+    left out (:data:`NO_TEXT`, so later items keep their index in error messages).
+    Refusing them failed every tool round trip."""
+    kept: list[Any] = []
+    for item in items:
+        kind = item.get("type") if isinstance(item, dict) and "role" not in item else None
+        if kind == "function_call_output":
+            kept.append({"role": "tool", "content": item.get("output")})
+        elif isinstance(kind, str) and kind:
+            kept.append(NO_TEXT)
+        else:
+            kept.append(item)
+    return kept
+
+
+class _ResponsesSpec(ApiSpec):
+    path = "/v1/responses"
+    endpoint = "responses"
+    legacy_id_headers = LEGACY_ID_HEADERS
+
+    def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
+        instructions = opt_str(body, "instructions")
+        value = body.get("input")
+        if isinstance(value, str):
+            prompt = chat_prompt([{"role": "user", "content": value}], "input", instructions)
+        elif isinstance(value, list):
+            prompt = chat_prompt(_conversation_items(value), "input", instructions)
+        else:
+            raise InvalidRequest("'input' must be a string or a list of messages", param="input")
+        return Parsed(
+            model=model_name(body, settings.model),
+            prompt=prompt,
+            max_tokens=max_tokens_of(body, settings, "max_output_tokens"),
+            stream=opt_bool(body, "stream"),
+            stop=openai_sampling(body, penalties_and_stop=False),
+        )
+
+    def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:
+        return _ResponsesRenderer(parsed, ids)
+
+
+RESPONSES = _ResponsesSpec()
