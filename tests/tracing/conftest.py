@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 from loguru import logger
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
+from ridtrace.tracing import metrics
 from ridtrace.tracing.deprecation import reset_warnings
 from ridtrace.tracing.logs import configure_logging
 
@@ -50,3 +53,12 @@ def log_file(tmp_path: Path) -> Path:
     path = tmp_path / "app.jsonl"
     configure_logging(path, service="test", level="DEBUG", intercept_stdlib=False)
     return path
+
+
+@pytest.fixture
+def reader() -> Iterator[InMemoryMetricReader]:
+    """An in-memory metric reader bound as ridtrace's meter provider for one test."""
+    reader = InMemoryMetricReader()
+    metrics.bind_meter_provider(MeterProvider(metric_readers=[reader]))
+    yield reader
+    metrics.bind_meter_provider(None)

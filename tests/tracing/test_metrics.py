@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -18,14 +16,6 @@ from starlette.routing import Route
 from ridtrace.frontend_plugin.registry import DuplicateRequestId, InflightRegistry
 from ridtrace.tracing import RequestTracingMiddleware, TracingSettings, metrics
 from ridtrace.tracing.middleware import UNMATCHED_ROUTE
-
-
-@pytest.fixture
-def reader() -> Iterator[InMemoryMetricReader]:
-    reader = InMemoryMetricReader()
-    metrics.bind_meter_provider(MeterProvider(metric_readers=[reader]))
-    yield reader
-    metrics.bind_meter_provider(None)
 
 
 def _points(reader: InMemoryMetricReader) -> dict[tuple[str, frozenset[tuple[str, Any]]], float]:

@@ -10,13 +10,11 @@ process's tally and Prometheus grew with each), with the raw string, quotes and
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
 import grpc.aio
 import pytest
-from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -25,14 +23,6 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from ridtrace.tracing import metrics
 from ridtrace.tracing.grpc import RequestTracingInterceptor, interceptor
 from tests.tracing.grpc.conftest import LogLines, serving
-
-
-@pytest.fixture
-def reader() -> Iterator[InMemoryMetricReader]:
-    reader = InMemoryMetricReader()
-    metrics.bind_meter_provider(MeterProvider(metric_readers=[reader]))
-    yield reader
-    metrics.bind_meter_provider(None)
 
 
 def _routes(reader: InMemoryMetricReader) -> dict[str, float]:
