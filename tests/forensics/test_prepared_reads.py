@@ -111,3 +111,46 @@ def test_ctrl_c_delivered_to_another_thread_still_stops_the_wait_for_a_file() ->
         stopped.set()
         poke.join()
     assert not slept, "the interrupt waited for the file"
+
+
+def test_a_reading_thread_closes_its_database_after_a_big_file_and_keeps_it_for_small(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DuckDB keeps the memory a query frees until its database closes: one database for
+    # the whole read held every big file's buffers to its end (~+60 MiB at the peak of
+    # a 482 MiB read). Small files keep theirs, with its prepared queries.
+    import ridtrace.forensics.reading.files as files_module
+
+    opened: list[tuple[object, list[bool]]] = []
+
+    class Watched:
+        def __init__(self, con: object) -> None:
+            self._con, self.closed = con, [False]
+            opened.append((self, self.closed))
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self._con, name)
+
+        def close(self) -> None:
+            self.closed[0] = True
+            self._con.close()  # type: ignore[attr-defined]
+
+    real_connect = files_module.connect
+    monkeypatch.setattr(files_module, "connect", lambda *a: Watched(real_connect(*a)))
+    monkeypatch.setattr(files_module, "usable_cpus", lambda: 1)  # one reading thread
+    monkeypatch.setattr(files_module, "_KEEP_DATABASE_BELOW", 2048)
+    paths = []
+    for i, lines in enumerate((40, 1, 1)):  # big (> 2 KiB), then two small ones
+        path = tmp_path / f"{i}-pod.jsonl"
+        path.write_text("\n".join(
+            line for n in range(lines) for line in rt_request(f"{i:04x}{n:012x}", f"r{i}", n, n + 1)
+        ) + "\n")
+        paths.append(path)
+    assert paths[0].stat().st_size > 2048 > paths[1].stat().st_size
+
+    def database(table: LogTable, file_id: int) -> int:
+        return [id(w._con) for w, _ in opened].index(id(table.con._con))
+
+    got = read_all(expand_inputs([str(p) for p in paths]), database, lean=True)
+    assert got.results == [0, 1, 1]  # a new database after the big file, then kept
+    assert [closed[0] for _, closed in opened] == [True, True]  # none left open
