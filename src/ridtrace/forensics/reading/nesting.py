@@ -1,0 +1,68 @@
+"""Rust tracing-subscriber's nested JSON, flattened as Dynamo's JSONL writes it.
+
+A Rust service logging with tracing-subscriber's own JSON formatter nests what Dynamo's
+JSONL writes flat (``fields``, ``span``, ``spans``): read as they were, its lines had no
+ids and its requests were silently lost.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ridtrace.forensics.reading.unwrap_parts import LineByLine, Unwrapper, json_object
+
+
+class TracingJsonUnwrapper(LineByLine):
+    """Rust tracing-subscriber's JSON formatter: the event's fields under ``fields``
+    (unless ``flatten_event``), the current span's under ``span``, every open span's in
+    ``spans`` (outermost first), the time in ``timestamp``. Flattened to one object as
+    Dynamo's JSONL writes it: the line's own keys first, then the event's fields, then
+    the spans' from the innermost out (a span's ``name`` is ``span_name``)."""
+
+    name = "tracing-subscriber JSON"
+
+    def unwrap(self, line: bytes, number: int) -> bytes:
+        entry = json_object(line)
+        if entry is None:
+            return line
+        # A line outside any span, with flatten_event, has no nesting: its time is still
+        # in "timestamp".
+        flat = {k: v for k, v in entry.items() if k not in _NESTING}
+        if "time" not in flat and "timestamp" in flat:
+            flat["time"] = flat["timestamp"]
+        fields = entry.get("fields")
+        if isinstance(fields, dict):
+            for key, value in fields.items():
+                flat.setdefault(key, value)
+        spans = entry.get("spans")
+        nested = [entry.get("span"), *(reversed(spans) if isinstance(spans, list) else ())]
+        for span in nested:
+            if isinstance(span, dict):
+                for key, value in span.items():
+                    flat.setdefault("span_name" if key == "name" else key, value)
+        return json.dumps(flat, separators=(",", ":")).encode()
+
+
+_NESTING = ("fields", "span", "spans")
+
+
+def _nested(entry: dict[str, Any]) -> bool:
+    return (isinstance(entry.get("fields"), dict) or isinstance(entry.get("span"), dict)
+            or isinstance(entry.get("spans"), list))
+
+
+# tracing-subscriber's nesting, wherever it is among the first lines: a service's first
+# lines (start-up messages) are often outside any span.
+_NESTING_KEY = re.compile(rb'"(?:fields|span)"\s*:\s*\{|"spans"\s*:\s*\[')
+
+
+def nesting_in(head: bytes) -> Unwrapper | None:
+    found = _NESTING_KEY.search(head)
+    if found is None:
+        return None
+    start = head.rfind(b"\n", 0, found.start()) + 1
+    end = head.find(b"\n", found.end())
+    entry = json_object(head[start : end if end >= 0 else len(head)])
+    return TracingJsonUnwrapper() if entry is not None and _nested(entry) else None

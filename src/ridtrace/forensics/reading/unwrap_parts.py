@@ -1,0 +1,101 @@
+"""What every unwrapper shares: whole lines in, as many lines out, records in parts.
+
+See `ridtrace.forensics.reading.unwrap` for the formats and how one is recognised.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ridtrace.forensics.reading.judge import first_of_each_key
+from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
+
+
+class Unwrapper(Protocol):
+    """Turns whole wrapped lines into as many plain lines, across calls."""
+
+    name: str
+
+    def feed(self, data: bytes) -> bytes:
+        """The plain lines of `data` (whole lines; the file's last may lack its newline)."""
+
+    def unfinished(self) -> list[int]:
+        """Lines (1-based) where a record starts whose last part never came."""
+
+
+@dataclass
+class RecordParts:
+    """A record being put together from its parts, per stream.
+
+    A record is kept to one byte past the longest line the read takes
+    (`overlong.MAX_LINE_BYTES`): past that it is a bad line whatever follows, so a
+    stream of parts that never ends (a runaway writer, a hostile file) holds 16 MiB,
+    not all of it.
+    """
+
+    pending: dict[Any, tuple[int, list[bytes], int]] = field(default_factory=dict)
+
+    def add(self, stream: Any, line: int, part: bytes, last: bool) -> bytes:
+        """The whole record when `part` is its last, else an empty line for now."""
+        if b"\n" in part:  # one line in, one line out: line numbers are the file's
+            part = part.replace(b"\n", b" ")
+        first, parts, size = self.pending.pop(stream, (line, [], 0))
+        room = MAX_LINE_BYTES + 1 - size
+        if room > 0:
+            parts.append(part[:room])
+            size += min(len(part), room)
+        if last:
+            return b"".join(parts)
+        self.pending[stream] = (first, parts, size)
+        return b""
+
+    def unfinished(self) -> list[int]:
+        return sorted(first for first, _, _ in self.pending.values())
+
+
+def cut_short(unwrap: Unwrapper) -> str:
+    """The bad-line reason of a record whose last part never came."""
+    return f"cut short ({unwrap.name} record whose last part is missing)"
+
+
+class LineByLine:
+    """Shared plumbing: split whole lines, keep the line count, count lines."""
+
+    name = ""
+
+    def __init__(self) -> None:
+        self._line = 0
+        self._parts = RecordParts()
+
+    def feed(self, data: bytes) -> bytes:
+        lines = data.split(b"\n")
+        trailing = lines.pop()  # b"" after a final newline, else the unterminated last line
+        out = [self._one(line) for line in lines]
+        if trailing:
+            out.append(self._one(trailing))
+        text = b"\n".join(out)
+        return text + b"\n" if data.endswith(b"\n") else text
+
+    def _one(self, line: bytes) -> bytes:
+        self._line += 1
+        return self.unwrap(line, self._line)
+
+    def unwrap(self, line: bytes, number: int) -> bytes:
+        raise NotImplementedError
+
+    def unfinished(self) -> list[int]:
+        return self._parts.unfinished()
+
+
+def json_object(line: bytes) -> dict[str, Any] | None:
+    try:
+        # A float kept as its text: 1e400 written back as Infinity is no JSON, and the
+        # reader takes every field as text anyway.
+        # A key given twice keeps its first value: a flattened line means what it meant.
+        value = json.loads(line, object_pairs_hook=first_of_each_key, parse_float=str,
+                           parse_constant=str)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
