@@ -98,3 +98,24 @@ def test_a_last_line_without_newline_is_fetched_from_its_own_block() -> None:
     assert fetch_lines(io.BytesIO(data), line_map, [line_map.lines, 1]) == {
         line_map.lines: b"torn", 1: LINE.rstrip(b"\n"),
     }
+
+
+def test_a_reused_comparison_array_scans_as_a_fresh_one_does() -> None:
+    # The line map hands every scan one boolean array (a fresh megabyte per slice was
+    # new memory to the kernel); stale flags from a longer slice must not leak into a
+    # shorter one, nor a slice's newlines into the next.
+    rng = np.random.default_rng(5)
+    scratch = np.ones(_COUNT_SLICE, dtype=np.bool_)  # every flag set: stale on purpose
+    for size in (1, 999, _COUNT_SLICE - 1, _COUNT_SLICE, 2 * _COUNT_SLICE + 77):
+        data = rng.choice(np.frombuffer(b"ab \n{}", dtype=np.uint8), size).tobytes()
+        assert scan_lines(data, scratch=scratch) == scan_lines(data)
+        assert scan_lines(data, size // 2, scratch) == scan_lines(data, size // 2)
+
+
+def test_a_file_read_in_small_pieces_maps_every_line_across_the_reads() -> None:
+    body = _lines_until(3 * _COUNT_SLICE) + b'{"a":1}' * 300_000 + b"\n" + LINE * 5
+    line_map = map_file(io.BufferedReader(io.BytesIO(body)))  # type: ignore[arg-type]
+    lines = body.split(b"\n")[:-1]
+    numbers = [1, 2, len(lines) // 2, len(lines) - 6, len(lines) - 5, len(lines)]
+    got = fetch_lines(io.BytesIO(body), line_map, numbers)
+    assert got == {n: lines[n - 1] for n in numbers}
