@@ -99,8 +99,10 @@ def test_live_traces_have_their_root_the_callers_client_span(tmp_path: Path) -> 
     # frontend span had a parent that never arrived ("invalid parent span IDs"), and
     # no demo trace was whole.
     with otlp_receiver() as receiver:
+        # The user's own resource attributes: the demo replaced the variable with its
+        # policy, so every frontend and worker span lost them.
         env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-               "OTEL_BSP_SCHEDULE_DELAY": "100"}
+               "OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=qa"}
         env.pop("COLUMNS", None)
         env.pop("OTEL_SERVICE_NAME", None)
         done = subprocess.run(demo_argv(tmp_path / "out"), capture_output=True, text=True,
@@ -120,6 +122,13 @@ def test_live_traces_have_their_root_the_callers_client_span(tmp_path: Path) -> 
     frontend = [s for s in spans if s.service_name == "frontend" and s.parent_span_id]
     client_ids = {s.span_id for s in clients}
     assert frontend and all(s.parent_span_id in client_ids for s in frontend)
+    services = {s.service_name for s in spans}
+    assert {"client", "frontend"} < services
+    for service in services:
+        resources = [s.resource for s in spans if s.service_name == service]
+        assert all(r.get("deployment.environment") == "qa" for r in resources), service
+        assert {r.get("ridtrace.demo.policy") for r in resources} <= {"legacy", "safe"}, service
+    assert {s.resource.get("ridtrace.demo.policy") for s in spans} == {"legacy", "safe"}
 
 
 def test_printed_commands_run_as_printed(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:

@@ -35,6 +35,8 @@ class ReceivedSpan:
     service_name: str | None
     status_code: int
     trace_state: str = ""
+    # Every resource attribute of the export (service.name included).
+    resource: dict[str, Any] = field(default_factory=dict)
 
 
 MetricKey = tuple[str | None, str, frozenset[tuple[str, Any]]]
@@ -78,10 +80,8 @@ class OtlpReceiver:
         with self._cond:
             self.requests += 1
             for resource_spans in request.resource_spans:
-                service = None
-                for attr in resource_spans.resource.attributes:
-                    if attr.key == "service.name":
-                        service = _value(attr.value)
+                resource = {a.key: _value(a.value) for a in resource_spans.resource.attributes}
+                service = resource.get("service.name")
                 for scope_spans in resource_spans.scope_spans:
                     for span in scope_spans.spans:
                         self.spans.append(
@@ -95,6 +95,7 @@ class OtlpReceiver:
                                 service_name=service,
                                 status_code=span.status.code,
                                 trace_state=span.trace_state,
+                                resource=resource,
                             )
                         )
             self._cond.notify_all()

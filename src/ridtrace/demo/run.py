@@ -83,7 +83,8 @@ def run_policy(
     log_dir = out_dir / policy / "logs"
     if log_dir.exists():
         shutil.rmtree(log_dir)  # old logs would mix two runs into one report
-    run_env = {"OTEL_RESOURCE_ATTRIBUTES": f"ridtrace.demo.policy={policy}", **(env or {})}
+    run_env = {**(env or {})}
+    run_env["OTEL_RESOURCE_ATTRIBUTES"] = _with_policy(policy, {**os.environ, **run_env})
     # The callers' spans go where the stack's go, named as they are (see demo.callers).
     spans = CallerSpans({**os.environ, **run_env})
     try:
@@ -101,6 +102,14 @@ def run_policy(
         orjson.dumps([_call_record(r) for r in results], option=orjson.OPT_INDENT_2)
     )
     return run
+
+
+def _with_policy(policy: str, env: dict[str, str]) -> str:
+    """The run's resource attributes: the user's own (``deployment.environment=…``),
+    which replacing the variable dropped from every frontend and worker span, then the
+    policy, last so it names this run whatever the user's variable held."""
+    own = env.get("OTEL_RESOURCE_ATTRIBUTES", "").strip().strip(",")
+    return ",".join(filter(None, (own, f"ridtrace.demo.policy={policy}")))
 
 
 def _call_record(result: CallResult) -> dict[str, Any]:
