@@ -109,6 +109,9 @@ def test_live_traces_have_their_root_the_callers_client_span(tmp_path: Path) -> 
                               timeout=300, env=env)
         spans = list(receiver.spans)  # every process flushed before it exited
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    request_id, _ = _searched_ids(done.stdout)  # docs/index.md, step 2
+    assert {s.service_name for s in spans if s.attributes.get("request_id") == request_id} > {
+        "client", "frontend"}
     exported = {(s.trace_id, s.span_id) for s in spans}
     orphans = [s for s in spans if s.parent_span_id
                and (s.trace_id, s.parent_span_id) not in exported]
@@ -129,6 +132,51 @@ def test_live_traces_have_their_root_the_callers_client_span(tmp_path: Path) -> 
         assert all(r.get("deployment.environment") == "qa" for r in resources), service
         assert {r.get("ridtrace.demo.policy") for r in resources} <= {"legacy", "safe"}, service
     assert {s.resource.get("ridtrace.demo.policy") for s in spans} == {"legacy", "safe"}
+
+
+def _searched_ids(stdout: str) -> tuple[str, str]:
+    """The ``request_id`` and ``x_request_id`` the demo says to search for in Jaeger."""
+    found = re.search(r"search tags request_id=(\S+) or x_request_id=(\S+)", stdout)
+    assert found, stdout[-2000:]
+    return found[1], found[2]
+
+
+def test_the_ids_to_search_for_are_on_the_exported_spans(tmp_path: Path) -> None:
+    # docs/jaeger.md: the signal's own endpoint sends the spans as well as the shared
+    # one, but only OTEL_EXPORTER_OTLP_ENDPOINT made the demo name ids to search for.
+    with otlp_receiver() as receiver:
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": receiver.endpoint + "/v1/traces",
+               "OTEL_BSP_SCHEDULE_DELAY": "100"}
+        for name in ("COLUMNS", "OTEL_SERVICE_NAME", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+            env.pop(name, None)
+        done = subprocess.run(demo_argv(tmp_path / "out", requests=12), capture_output=True,
+                              text=True, timeout=300, env=env)
+        spans = list(receiver.spans)
+    request_id, x_request_id = _searched_ids(done.stdout)
+    found = {s.service_name.split("-")[0] for s in spans if s.attributes.get("request_id") == request_id}
+    assert found == {"client", "frontend", "worker"}, found
+    assert any(s.attributes.get("x_request_id") == x_request_id for s in spans
+               if s.service_name == "frontend")
+
+
+@pytest.mark.parametrize("variables", [
+    {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_EXPORTER_OTLP_PROTOCOL": "thrift"},
+    {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_EXPORTER_OTLP_TIMEOUT": "soon"},
+    {"OTEL_METRICS_EXPORTER": "statsd"},
+])
+def test_an_otel_variable_the_stack_cannot_follow_is_named_in_one_line(
+    tmp_path: Path, variables: dict[str, str]
+) -> None:
+    # It ended in a traceback and "internal error (exit 4); please report it", where
+    # `ridtrace serve` says which variable it cannot follow and exits 1.
+    out = tmp_path / "out"
+    done = subprocess.run(demo_argv(out), capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **variables})
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith("Error: ") and done.stderr.count("\n") == 1, done.stderr
+    assert next(iter(variables.keys() - {"OTEL_EXPORTER_OTLP_ENDPOINT"})) in done.stderr
+    assert not out.exists()  # stopped before any process was started
 
 
 def test_printed_commands_run_as_printed(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:

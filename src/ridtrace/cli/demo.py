@@ -54,6 +54,7 @@ def demo(
     from ridtrace.cli.forensics_render import REPORT_WIDTH, layout_width
     from ridtrace.demo.main import run_demo
 
+    traces_endpoint = _traces_endpoint()
     signal.signal(signal.SIGTERM, _raise_interrupt)
     # Ctrl-C too, though Python's default handler raises the same: asyncio.run() swaps
     # the *default* handler for one that only cancels its main task, and a cancellation
@@ -68,7 +69,7 @@ def demo(
             concurrency=concurrency,
             token_delay=token_delay,
             keep_running=keep_running,
-            otlp_endpoint=os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            otlp_endpoint=traces_endpoint,
             # Piped (`make demo | tee`, a CI log), rich's 80 columns cut the tables'
             # header names and times: laid out as `analyze` lays out its report.
             console=Console(width=layout_width(True, REPORT_WIDTH)),
@@ -78,6 +79,31 @@ def demo(
         click.echo("interrupted: every process the demo started has been stopped", err=True)
         sys.exit(exit_code(stop))  # 130 after Ctrl-C, 143 after SIGTERM, as every command
     sys.exit(code)
+
+
+def _traces_endpoint() -> str | None:
+    """Where the stack's spans go, as its processes will decide it; an ``OTEL_*``
+    variable they cannot follow is a usage error, said in one line.
+
+    The hint naming ids to search for in Jaeger read only OTEL_EXPORTER_OTLP_ENDPOINT:
+    spans sent through OTEL_EXPORTER_OTLP_TRACES_ENDPOINT came with no hint, and
+    OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none printed "spans were exported"
+    when none were. A variable such as OTEL_EXPORTER_OTLP_PROTOCOL=thrift ended the demo
+    in a traceback and "internal error (exit 4)", where ``ridtrace serve`` names it.
+    """
+    from ridtrace.tracing.otlp import otlp_export_endpoint, otlp_exporter
+    from ridtrace.tracing.spans import sdk_disabled
+
+    if sdk_disabled(os.environ):
+        return None
+    try:
+        for signal_name in ("metrics", "traces"):
+            endpoint = otlp_export_endpoint(os.environ, signal_name)
+            if endpoint is not None:
+                otlp_exporter(os.environ, signal_name, endpoint).shutdown()
+        return otlp_export_endpoint(os.environ, "traces")
+    except (ValueError, ImportError) as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def wait_for_interrupt(frontend_url: str) -> None:
