@@ -10,10 +10,11 @@ import threading
 import warnings
 from pathlib import Path
 from types import FrameType
+from typing import NoReturn
 
 import click
 
-from ridtrace.cli.stop import Terminated, exit_code
+from ridtrace.cli.stop import Terminated, exit_code, interrupt_behind
 
 __all__ = ["demo"]
 
@@ -75,10 +76,23 @@ def demo(
             console=Console(width=layout_width(True, REPORT_WIDTH)),
         )
     except KeyboardInterrupt as stop:
-        _quiet_after_a_stop()  # a KeyboardInterrupt that came without our handler
-        click.echo("interrupted: every process the demo started has been stopped", err=True)
-        sys.exit(exit_code(stop))  # 130 after Ctrl-C, 143 after SIGTERM, as every command
+        _stopped(stop)
+    except Exception as exc:
+        # Ctrl-C that landed in a lock's bookkeeping (seen with the callers' spans
+        # exported over gRPC) surfaces as another error with the interrupt as its
+        # context: the demo ended with the generic "ridtrace: interrupted", not the
+        # line that says every process it started was stopped.
+        behind = interrupt_behind(exc)
+        if behind is None:
+            raise
+        _stopped(behind)
     sys.exit(code)
+
+
+def _stopped(stop: KeyboardInterrupt) -> NoReturn:
+    _quiet_after_a_stop()  # a KeyboardInterrupt that came without our handler
+    click.echo("interrupted: every process the demo started has been stopped", err=True)
+    sys.exit(exit_code(stop))  # 130 after Ctrl-C, 143 after SIGTERM, as every command
 
 
 def _traces_endpoint() -> str | None:

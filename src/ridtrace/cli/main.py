@@ -13,7 +13,7 @@ from ridtrace.cli import quick_exit
 
 # Ctrl-C and SIGTERM: the shell's convention (128 + the signal), not click's "Aborted!"
 # and exit 1, which a CI gate reads as error findings.
-from ridtrace.cli.stop import Terminated, exit_code, raise_terminated
+from ridtrace.cli.stop import Terminated, exit_code, interrupt_behind, raise_terminated
 
 
 @contextlib.contextmanager
@@ -44,7 +44,7 @@ class _Main(click.Group):
             # Ctrl-C raised inside a lock's own bookkeeping (a Condition's wait) surfaces
             # as "cannot release un-acquired lock", the interrupt as its context: still
             # the user's stop, not ridtrace failing (exit 4, and a hang on the threads).
-            stop = _interrupt_behind(exc)
+            stop = interrupt_behind(exc)
             if stop is None:
                 raise
             self._stopped(ctx, stop)
@@ -66,18 +66,6 @@ class _Main(click.Group):
         # would hold the interpreter's exit, which joins every thread, forever.
         quick_exit.request()
         ctx.exit(exit_code(stop))
-
-
-def _interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
-    """The KeyboardInterrupt (or `Terminated`) `exc` was raised while handling, if any."""
-    seen: set[int] = set()
-    cause: BaseException | None = exc.__context__
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, KeyboardInterrupt):
-            return cause
-        seen.add(id(cause))
-        cause = cause.__context__
-    return None
 
 
 @click.group(cls=_Main)

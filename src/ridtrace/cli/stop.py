@@ -4,7 +4,10 @@ CI job or `timeout` tells Ctrl-C (130) from SIGTERM (143) and neither from findi
 import signal
 from types import FrameType
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated", "exit_code", "raise_terminated"]
+__all__ = [
+    "EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated", "exit_code", "interrupt_behind",
+    "raise_terminated",
+]
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT
 EXIT_TERMINATED = 128 + signal.SIGTERM
@@ -22,3 +25,15 @@ def raise_terminated(signum: int, frame: FrameType | None) -> None:
 def exit_code(stop: KeyboardInterrupt) -> int:
     """130 after Ctrl-C, 143 after SIGTERM."""
     return EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
+
+
+def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt (or `Terminated`) `exc` was raised while handling, if any."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc.__context__
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__context__
+    return None
