@@ -315,3 +315,19 @@ def test_providers_are_shut_down_side_by_side_not_one_after_the_other() -> None:
         lifecycle.own(Provider(me))
     assert shutdown_telemetry() == 2
     assert overlapped == [True, True]
+
+
+def test_a_mapping_given_names_every_resource_attribute(monkeypatch: pytest.MonkeyPatch) -> None:
+    # docs/tracing.md: environ=mapping reads these from the mapping instead of os.environ;
+    # the SDK's resource detector still added the process's OTEL_RESOURCE_ATTRIBUTES.
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=prod,team=infer")
+    mapped = configure_tracing(
+        "svc", environ={"OTEL_RESOURCE_ATTRIBUTES": "team=eval"}, set_global=False
+    ).resource.attributes
+    assert "deployment.environment" not in mapped
+    assert mapped["team"] == "eval" and mapped["service.name"] == "svc"
+    assert mapped["telemetry.sdk.name"] == "opentelemetry"  # the SDK's own are kept
+    meters = configure_metrics("svc", environ={}, set_global=False, prometheus=False)
+    assert meters is not None and "team" not in meters._sdk_config.resource.attributes
+    # Without a mapping the process's environment is the one to follow.
+    assert configure_tracing("svc", set_global=False).resource.attributes["team"] == "infer"

@@ -124,7 +124,18 @@ def service_resource(default_service: str | None, env: Mapping[str, str]) -> Res
             attributes[key.strip()] = unquote(value.strip())
     if env.get("OTEL_SERVICE_NAME"):
         attributes["service.name"] = env["OTEL_SERVICE_NAME"]
-    return Resource.create(attributes)
+    resource = Resource.create(attributes)
+    if env is os.environ:
+        return resource
+    # Resource.create also reads the process's OTEL_RESOURCE_ATTRIBUTES (the SDK's
+    # OTELResourceDetector): with a mapping of its own, a provider carried attributes
+    # the mapping never named, those of the environment it was meant to replace.
+    from opentelemetry.sdk.resources import OTELResourceDetector
+
+    foreign = set(OTELResourceDetector().detect().attributes) - set(attributes)
+    return Resource(
+        {k: v for k, v in resource.attributes.items() if k not in foreign}, resource.schema_url
+    )
 
 
 def _sampler(env: Mapping[str, str]) -> Sampler:
