@@ -116,6 +116,13 @@ async def _check():
         assert response.status_code == 200, response.text
         assert response.json()["request_id"] == response.headers["x-server-request-id"]
         print("checked /hello")
+    if "/metrics" in routes:  # docs/metrics.md: the scrape shows ridtrace's instruments
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
+            await client.get("/metrics")
+            scrape = await client.get("/metrics")
+        assert scrape.status_code == 200, scrape.text
+        assert 'ridtrace_requests_total{' in scrape.text and 'route="/metrics"' in scrape.text, scrape.text
+        print("checked /metrics")
     # An example that configures telemetry must flush it when the server stops: under
     # uvicorn atexit never runs on SIGTERM, so without telemetry_lifespan (or a lifespan
     # nesting it) the last spans and metrics are lost (docs/tracing.md).
@@ -138,3 +145,5 @@ def test_python_example_runs(doc: str, code: str, tmp_path: Path, scratch: Path)
     done = subprocess.run([sys.executable, str(script)], cwd=scratch, capture_output=True,
                           text=True, timeout=60, env={**os.environ, "PYTHONPATH": child_pythonpath()})
     assert done.returncode == 0, f"{doc}:\n{code}\n{done.stderr[-3000:]}"
+    if "metrics_endpoint" in code:
+        assert "checked /metrics" in done.stdout, f"{doc}: the example serves no /metrics"
