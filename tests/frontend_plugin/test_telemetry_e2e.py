@@ -7,6 +7,7 @@ Real frontend and worker processes, a real OTLP/HTTP receiver decoding the proto
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from pathlib import Path
 
@@ -79,6 +80,28 @@ def test_sigterm_flushes_spans_and_metrics_and_the_environment_names_the_service
         assert receiver.metric("ridtrace.inflight", "env-gateway", side="frontend") == 0
         assert receiver.metric("ridtrace.inflight", "attr-worker", side="worker") == 0
         assert receiver.metric("ridtrace.requests", "attr-worker", route="/v1/work") == 12
+
+
+def test_sighup_stops_and_flushes_as_sigterm_does(tmp_path: Path) -> None:
+    # Closing the terminal or ssh session that runs `ridtrace serve` sends SIGHUP: the
+    # process died where it stood (status -1), with no span, metric or shutdown line out.
+    with otlp_receiver() as receiver:
+        worker = _spawn(["worker"], tmp_path, "worker", {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, **LONG_DELAY})
+        try:
+            _ready(worker)
+            for i in range(3):
+                response = httpx.get(worker.url + "/health", headers={"x-request-id": f"h-{i}"})
+                assert response.status_code == 200
+            worker.process.send_signal(signal.SIGHUP)
+            assert worker.process.wait(timeout=30) == 0
+        finally:
+            stop_process(worker.process)
+        spans = receiver.wait_for(3, timeout=10)
+        assert {"h-0", "h-1", "h-2"} <= {s.attributes.get("x_request_id") for s in spans}
+        receiver.wait_for_metric_exports(1, timeout=10)
+        assert receiver.metric("ridtrace.requests", route="/health") >= 3
+    assert b'"event":"shutdown.drain"' in worker.log.read_bytes()
 
 
 def test_sdk_disabled_exports_nothing(tmp_path: Path) -> None:

@@ -1,19 +1,23 @@
 """uvicorn with a shutdown that ends the requests it cannot wait for through the app.
 
-On SIGTERM or SIGINT uvicorn closes its listener, closes idle keep-alive connections,
-tells busy ones to close after their response, and waits up to its graceful-shutdown
-timeout for in-flight requests. Whatever is still running then is cancelled, which
-looks to a client like a crash (plain 500, or a stream cut mid-chunk) and to the logs
-like a client that left. :class:`DrainingServer` asks the app's :class:`Drain` to end
-those requests itself a little before the timeout, so every caller gets an answer in
-its API's shape and every ``request.end`` says ``error``, and it exits 0 once done.
+On SIGTERM or SIGINT (and here SIGHUP) uvicorn closes its listener, closes idle
+keep-alive connections, tells busy ones to close after their response, and waits up to
+its graceful-shutdown timeout for in-flight requests. Whatever is still running then is
+cancelled, which looks to a client like a crash (plain 500, or a stream cut mid-chunk)
+and to the logs like a client that left. :class:`DrainingServer` asks the app's
+:class:`Drain` to end those requests itself a little before the timeout, so every
+caller gets an answer in its API's shape and every ``request.end`` says ``error``, and
+it exits 0 once done.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import socket
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from types import FrameType
 
 import uvicorn
@@ -81,6 +85,22 @@ class DrainingServer(uvicorn.Server):
         count = self.drain.stop_all()
         if count:
             events.warning(SHUTDOWN_STOP, event=SHUTDOWN_STOP, requests=count)
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """uvicorn's SIGINT and SIGTERM, and SIGHUP the same way: a terminal or ssh session
+        closed under ``ridtrace serve`` killed it where it stood, every span and metric
+        not yet exported lost and the gathered log lines with them."""
+        with super().capture_signals():
+            hangup = getattr(signal, "SIGHUP", None)
+            if hangup is None or threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            previous = signal.signal(hangup, self.handle_exit)
+            try:
+                yield
+            finally:
+                signal.signal(hangup, previous)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
