@@ -211,7 +211,10 @@ def test_ridtrace_command_works_without_the_environment_on_path(monkeypatch: pyt
 
 # SIGTERM exits 143 as every other command does (a CI timeout, `timeout`, a container
 # stop): it exited 130, as if someone had pressed Ctrl-C.
-@pytest.mark.parametrize(("stop", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+# SIGHUP (the terminal or ssh session closed) killed the demo alone: its frontend and
+# workers, in sessions of their own, ran on orphaned.
+@pytest.mark.parametrize(("stop", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143),
+                                            (signal.SIGHUP, 129)])
 def test_ctrl_c_during_traffic_leaves_no_process_behind(
     tmp_path: Path, stop: signal.Signals, code: int
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -14,7 +15,7 @@ from typing import NoReturn
 
 import click
 
-from ridtrace.cli.stop import Terminated, exit_code, interrupt_behind
+from ridtrace.cli.stop import HungUp, Terminated, exit_code, interrupt_behind
 
 __all__ = ["demo"]
 
@@ -30,8 +31,10 @@ def _quiet_after_a_stop() -> None:
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    # SIGINT and SIGTERM (as `Terminated`) take one path, so every child process is stopped.
+    # SIGINT, SIGTERM and SIGHUP take one path, so every child process is stopped.
     _quiet_after_a_stop()
+    if signum == getattr(signal, "SIGHUP", None):
+        raise HungUp
     raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
 
 
@@ -63,6 +66,11 @@ def demo(
     # runs to the end and the demo exits 0 as if never interrupted. A handler of our own
     # is left in place, so Ctrl-C always unwinds (and stops every child process).
     signal.signal(signal.SIGINT, _raise_interrupt)
+    # Closing the terminal (or the ssh session) that runs the demo: its processes run in
+    # sessions of their own, so SIGHUP killed the demo alone and left its frontend and
+    # workers running on, orphaned.
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, _raise_interrupt)
     try:
         code = run_demo(
             out_dir,
@@ -91,7 +99,8 @@ def demo(
 
 def _stopped(stop: KeyboardInterrupt) -> NoReturn:
     _quiet_after_a_stop()  # a KeyboardInterrupt that came without our handler
-    click.echo("interrupted: every process the demo started has been stopped", err=True)
+    with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+        click.echo("interrupted: every process the demo started has been stopped", err=True)
     sys.exit(exit_code(stop))  # 130 after Ctrl-C, 143 after SIGTERM, as every command
 
 

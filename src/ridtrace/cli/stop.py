@@ -5,16 +5,21 @@ import signal
 from types import FrameType
 
 __all__ = [
-    "EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated", "exit_code", "interrupt_behind",
-    "raise_terminated",
+    "EXIT_HUNG_UP", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "HungUp", "Terminated", "exit_code",
+    "interrupt_behind", "raise_terminated",
 ]
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT
 EXIT_TERMINATED = 128 + signal.SIGTERM
+EXIT_HUNG_UP = 128 + 1  # SIGHUP's number on every Unix (Windows has no SIGHUP)
 
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, taken down the path of Ctrl-C so a stopped command cleans up the same."""
+
+
+class HungUp(Terminated):
+    """SIGHUP (the terminal or ssh session closed), taken down the same path."""
 
 
 def raise_terminated(signum: int, frame: FrameType | None) -> None:
@@ -23,7 +28,9 @@ def raise_terminated(signum: int, frame: FrameType | None) -> None:
 
 
 def exit_code(stop: KeyboardInterrupt) -> int:
-    """130 after Ctrl-C, 143 after SIGTERM."""
+    """130 after Ctrl-C, 143 after SIGTERM, 129 after SIGHUP."""
+    if isinstance(stop, HungUp):
+        return EXIT_HUNG_UP
     return EXIT_TERMINATED if isinstance(stop, Terminated) else EXIT_INTERRUPTED
 
 
