@@ -40,13 +40,22 @@ def _blocks(kind: str) -> list[tuple[str, str]]:
     return found
 
 
+_ENV_PREFIX = re.compile(r"^(?:[A-Z_][A-Z0-9_]*=\S*\s+)+")
+# A pipeline that feeds ridtrace (`cat logs/*.jsonl | ridtrace analyze - --quiet`).
+_FEEDS_RIDTRACE = re.compile(r"^cat [^|]+\| ridtrace ")
+
+
 def _shell_examples() -> list[tuple[str, str]]:
     examples = []
     for doc, body in _blocks("shell"):
         joined = body.replace("\\\n", " ")
         for line in joined.splitlines():
             command = line.split("  #")[0].split(" # ")[0].strip()
-            if command.startswith("ridtrace ") and not _SYNOPSIS.search(command):
+            # Variables set for the one command (docs/migration.md) are part of it.
+            bare = _ENV_PREFIX.sub("", command)
+            # A serve line's optional parts in brackets are dropped when it runs.
+            synopsis = _SYNOPSIS.search(command) and not bare.startswith("ridtrace serve ")
+            if (bare.startswith("ridtrace ") or _FEEDS_RIDTRACE.match(bare)) and not synopsis:
                 examples.append((doc, command))
     return examples
 
@@ -77,7 +86,9 @@ def _ridtrace_env() -> dict[str, str]:
 
 @pytest.mark.parametrize(("doc", "command"), _shell_examples())
 def test_shell_example_runs(doc: str, command: str, scratch: Path) -> None:
-    words = shlex.split(command)
+    words = shlex.split(_ENV_PREFIX.sub("", command))
+    if words[0] == "cat":
+        words = ["cat", *shlex.split(command.split("| ", 1)[1])]
     if words[1] == "demo":
         pytest.skip("the demo itself runs once for the whole session (tests/conftest.py)")
     if words[1] == "serve":
@@ -92,15 +103,22 @@ def test_shell_example_runs(doc: str, command: str, scratch: Path) -> None:
 
 def _run_server_example(command: str, scratch: Path) -> None:
     port = free_port()
+    prefix = _ENV_PREFIX.match(command)
+    variables = dict(word.split("=", 1) for word in shlex.split(prefix[0])) if prefix else {}
+    command = _ENV_PREFIX.sub("", command)
     command = re.sub(r"\[[^\]]*\]", "", command)  # optional parts shown in brackets
     command = re.sub(r"--port \d+", f"--port {port}", command)
     process = subprocess.Popen(["bash", "-c", "exec " + command], cwd=scratch,
-                               env=_ridtrace_env(), stdout=subprocess.DEVNULL,
+                               env={**_ridtrace_env(), **variables}, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         url = f"http://127.0.0.1:{port}"
         wait_until_serving(url, process, path="/health")
         assert httpx.get(url + "/health").status_code == 200
+        if "RIDTRACE_DEPRECATION_AT" in variables:  # docs/migration.md: the headers it sets
+            answer = httpx.get(url + "/health", headers={"x-dynamo-request-id": "old"})
+            assert answer.headers["deprecation"].startswith("@"), answer.headers
+            assert "sunset" in answer.headers and 'rel="deprecation"' in answer.headers["link"]
     finally:
         stop_process(process)
 
