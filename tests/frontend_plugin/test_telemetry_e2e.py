@@ -7,6 +7,7 @@ Real frontend and worker processes, a real OTLP/HTTP receiver decoding the proto
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import time
 from pathlib import Path
@@ -15,7 +16,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.frontend_plugin.conftest import Proc, _spawn
-from tests.support.otlp_receiver import otlp_receiver
+from tests.support.otlp_receiver import otlp_grpc_receiver, otlp_receiver
 from tests.support.servers import stop_process, wait_until_serving
 
 CHAT = "/v1/chat/completions"
@@ -102,6 +103,39 @@ def test_sighup_stops_and_flushes_as_sigterm_does(tmp_path: Path) -> None:
         receiver.wait_for_metric_exports(1, timeout=10)
         assert receiver.metric("ridtrace.requests", route="/health") >= 3
     assert b'"event":"shutdown.drain"' in worker.log.read_bytes()
+
+
+def test_ctrl_c_flushes_over_otlp_grpc(tmp_path: Path) -> None:
+    # The same promise over the other documented protocol (a collector's port 4317),
+    # stopped the other documented way: Ctrl-C in the terminal, the whole group.
+    with otlp_grpc_receiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+               "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", **LONG_DELAY}
+        worker = _spawn(["worker"], tmp_path, "worker", env)
+        frontend = _spawn(["frontend", "--worker", worker.url], tmp_path, "frontend", env)
+        try:
+            _ready(worker, frontend)
+            with httpx.Client(base_url=frontend.url, timeout=30) as client:
+                for i in range(4):
+                    response = client.post(CHAT, json=_chat(f"g{i}"),
+                                           headers={"x-request-id": f"g-{i}"})
+                    assert response.status_code == 200, response.text
+            assert receiver.spans == [] and receiver.metric_exports == 0
+            for proc in (frontend, worker):
+                os.killpg(proc.process.pid, signal.SIGINT)
+            assert [proc.process.wait(timeout=30) for proc in (frontend, worker)] == [0, 0]
+        finally:
+            stop_process(frontend.process)
+            stop_process(worker.process)
+        spans = receiver.wait_for(8, timeout=10)
+        front = {s.span_id for s in spans if s.service_name == "frontend"
+                 and s.attributes.get("x_request_id", "").startswith("g-")}
+        assert len(front) == 4
+        hops = [s for s in spans if s.parent_span_id in front]
+        assert len(hops) == 4 and all(s.service_name.startswith("worker-") for s in hops)
+        assert all(s.attributes["request_id"] and s.attributes["x_request_id"] for s in hops)
+        receiver.wait_for_metric_exports(2, timeout=10)
+        assert receiver.metric("ridtrace.requests", "frontend", route=CHAT, outcome="ok") == 4
 
 
 def test_sdk_disabled_exports_nothing(tmp_path: Path) -> None:
