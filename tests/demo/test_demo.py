@@ -120,8 +120,15 @@ def test_live_traces_have_their_root_the_callers_client_span(tmp_path: Path) -> 
     assert len(clients) == 2 * DEMO_REQUESTS  # both runs, one per call
     assert all(s.parent_span_id == "" and s.kind == 3 for s in clients)  # roots, CLIENT
     # The caller's span is the one its traceparent named, so calls.json still matches.
-    planned = {c["trace_id"] for c in json.loads((tmp_path / "out/safe/calls.json").read_text())}
+    calls = json.loads((tmp_path / "out/safe/calls.json").read_text())
+    planned = {c["trace_id"] for c in calls}
     assert planned <= {s.trace_id for s in clients}
+    # Each root carries the correlation id its call sent, header or body (generate
+    # routes): the calls that sent theirs in the body had roots without it.
+    sent = {c["trace_id"]: c["headers"].get("x-request-id") or c["body_client_id"] for c in calls}
+    assert any(c["body_client_id"] for c in calls)
+    assert {s.trace_id: s.attributes.get("x_request_id") for s in clients
+            if s.trace_id in planned} == sent
     frontend = [s for s in spans if s.service_name == "frontend" and s.parent_span_id]
     client_ids = {s.span_id for s in clients}
     assert frontend and all(s.parent_span_id in client_ids for s in frontend)

@@ -46,6 +46,10 @@ def _planned_ids(call: PlannedCall) -> tuple[int, int]:
     return int(trace_id, 16), int(span_id, 16)
 
 
+def _client_id(call: PlannedCall) -> str | None:
+    return call.headers.get("x-request-id") or call.body_client_id
+
+
 class CallerSpans:
     """One client span per call, exported like the stack's spans; a no-op without an
     OTLP endpoint (nothing would show them)."""
@@ -72,7 +76,9 @@ class CallerSpans:
             attributes={
                 "http.request.method": "POST",
                 "url.path": call.route,
-                **({"x_request_id": x} if (x := call.headers.get("x-request-id")) else {}),
+                # The correlation id the call sent, in a header or (generate routes)
+                # in its body, so x_request_id=… in Jaeger finds the trace's root too.
+                **({"x_request_id": x} if (x := _client_id(call)) else {}),
             },
         )
 
