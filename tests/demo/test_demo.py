@@ -245,6 +245,22 @@ def test_ctrl_c_during_traffic_leaves_no_process_behind(
     assert stderr.read_text() == "interrupted: every process the demo started has been stopped\n"
 
 
+def test_under_nohup_a_hangup_leaves_the_demo_running(tmp_path: Path) -> None:
+    out = tmp_path / "nohup"
+    demo = subprocess.Popen(["nohup", *demo_argv(out, requests=12)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=tmp_path)
+    frontend_log = out / "legacy" / "logs" / "frontend.jsonl"
+    deadline = time.monotonic() + 120
+    while not (frontend_log.exists() and b"request.start" in frontend_log.read_bytes()):
+        assert demo.poll() is None, "demo ended before traffic started"
+        assert time.monotonic() < deadline, "traffic never started"
+        time.sleep(0.05)
+    demo.send_signal(signal.SIGHUP)
+    assert demo.wait(timeout=120) in (0, 1)  # ran to its verdict, not stopped (129)
+    assert (out / "safe" / "report.json").exists()
+    assert _processes_mentioning(str(out)) == []
+
+
 def test_an_interrupt_surfacing_as_another_error_is_still_a_stop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,15 +9,18 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.frontend_plugin.conftest import Proc, _spawn
 from tests.support.otlp_receiver import otlp_grpc_receiver, otlp_receiver
-from tests.support.servers import stop_process, wait_until_serving
+from tests.support.servers import child_pythonpath, free_port, stop_process, wait_until_serving
 
 CHAT = "/v1/chat/completions"
 # Far longer than the test: anything that arrives was flushed at shutdown.
@@ -103,6 +106,29 @@ def test_sighup_stops_and_flushes_as_sigterm_does(tmp_path: Path) -> None:
         receiver.wait_for_metric_exports(1, timeout=10)
         assert receiver.metric("ridtrace.requests", route="/health") >= 3
     assert b'"event":"shutdown.drain"' in worker.log.read_bytes()
+
+
+def test_under_nohup_a_hangup_leaves_it_serving(tmp_path: Path) -> None:
+    # `nohup ridtrace serve …` is how it outlives the terminal: an ignored SIGHUP stays
+    # ignored, and only a real stop ends it.
+    port = free_port()
+    process = subprocess.Popen(
+        ["nohup", sys.executable, "-m", "ridtrace", "serve", "worker", "--port", str(port),
+         "--log-file", str(tmp_path / "worker.jsonl")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env={**os.environ, "PYTHONPATH": child_pythonpath(), "OTEL_EXPORTER_OTLP_ENDPOINT": ""},
+        cwd=tmp_path,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_serving(url, process, timeout=60, path="/health")
+        process.send_signal(signal.SIGHUP)
+        with pytest.raises(subprocess.TimeoutExpired):  # a handled hangup ends it in ~0.2 s
+            process.wait(timeout=2)
+        assert httpx.get(url + "/health", timeout=10).status_code == 200
+    finally:
+        stop_process(process)
+    assert process.returncode == 0
 
 
 def test_ctrl_c_flushes_over_otlp_grpc(tmp_path: Path) -> None:

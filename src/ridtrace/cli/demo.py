@@ -69,7 +69,8 @@ def demo(
     # Closing the terminal (or the ssh session) that runs the demo: its processes run in
     # sessions of their own, so SIGHUP killed the demo alone and left its frontend and
     # workers running on, orphaned.
-    if hasattr(signal, "SIGHUP"):
+    # (Under nohup SIGHUP is ignored, and stays so.)
+    if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:
         signal.signal(signal.SIGHUP, _raise_interrupt)
     try:
         code = run_demo(

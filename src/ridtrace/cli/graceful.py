@@ -93,7 +93,8 @@ class DrainingServer(uvicorn.Server):
         not yet exported lost and the gathered log lines with them."""
         with super().capture_signals():
             hangup = getattr(signal, "SIGHUP", None)
-            if hangup is None or threading.current_thread() is not threading.main_thread():
+            if (hangup is None or threading.current_thread() is not threading.main_thread()
+                    or signal.getsignal(hangup) == signal.SIG_IGN):  # nohup: keep running
                 yield
                 return
             previous = signal.signal(hangup, self.handle_exit)
