@@ -1,4 +1,5 @@
-"""A gRPC server stopped by SIGTERM still delivers its spans and metrics (serve_until_signalled)."""
+"""A gRPC server stopped by SIGTERM still delivers its spans and metrics: a grpc.aio one
+through serve_until_signalled, a synchronous one as docs/grpc.md shows."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 from pathlib import Path
 
 import grpc
+import pytest
 
 from tests.support.otlp_receiver import otlp_receiver
 from tests.support.servers import free_port
@@ -32,7 +34,8 @@ def _call_until_serving(target: str, process: subprocess.Popen[bytes], ids: list
             assert call(b"", metadata=(("x-request-id", client_id),), timeout=10) == b"hello"
 
 
-def test_sigterm_flushes_spans_and_metrics(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["aio", "sync"])
+def test_sigterm_flushes_spans_and_metrics(tmp_path: Path, kind: str) -> None:
     ids = [f"g-{i}" for i in range(5)]
     with otlp_receiver() as receiver:
         port = free_port()
@@ -43,7 +46,7 @@ def test_sigterm_flushes_spans_and_metrics(tmp_path: Path) -> None:
         }
         stderr = (tmp_path / "server.stderr").open("wb")
         process = subprocess.Popen(
-            [sys.executable, "-m", "tests.tracing.grpc.signalled_server", str(port)],
+            [sys.executable, "-m", "tests.tracing.grpc.signalled_server", str(port), kind],
             env=env, stdout=subprocess.DEVNULL, stderr=stderr,
         )
         try:
