@@ -261,6 +261,26 @@ def test_under_nohup_a_hangup_leaves_the_demo_running(tmp_path: Path) -> None:
     assert _processes_mentioning(str(out)) == []
 
 
+def test_ctrl_c_ends_keep_running_and_the_demo_goes_on_to_its_report(tmp_path: Path) -> None:
+    # "stack kept running … Ctrl-C to stop": that Ctrl-C ended the whole demo (130), so a
+    # --keep-running run never printed its report nor wrote report.json or traces.json.
+    out = tmp_path / "kept"
+    stdout = tmp_path / "demo.stdout"
+    with stdout.open("wb") as sink:
+        demo = subprocess.Popen([*demo_argv(out, requests=12), "--keep-running"],
+                                stdout=sink, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while b"stack kept running" not in stdout.read_bytes():
+        assert demo.poll() is None, stdout.read_text()
+        assert time.monotonic() < deadline, "the safe run's traffic never ended"
+        time.sleep(0.05)
+    demo.send_signal(signal.SIGINT)
+    assert demo.wait(timeout=120) in (0, 1), stdout.read_text()[-2000:]
+    assert "Look further" in stdout.read_text()
+    assert (out / "safe" / "report.json").exists() and (out / "safe" / "traces.json").exists()
+    assert _processes_mentioning(str(out)) == []
+
+
 def test_an_interrupt_surfacing_as_another_error_is_still_a_stop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -131,6 +131,17 @@ def _traces_endpoint() -> str | None:
 
 
 def wait_for_interrupt(frontend_url: str) -> None:
-    """Block until Ctrl-C (used by --keep-running)."""
-    click.echo(f"stack kept running: frontend at {frontend_url} — Ctrl-C to stop")
-    threading.Event().wait()
+    """Block until Ctrl-C (used by --keep-running), then let the demo go on to its report.
+
+    The Ctrl-C this asks for used to end the whole demo: exit 130 and no report,
+    report.json, calls.json or traces.json, so --keep-running never gave its result.
+    SIGTERM (or SIGHUP) still stops everything.
+    """
+    click.echo(f"stack kept running: frontend at {frontend_url} — Ctrl-C to stop it "
+               "and see the report")
+    try:
+        threading.Event().wait()
+    except Terminated:
+        raise
+    except KeyboardInterrupt:
+        click.echo("stopping the stack")
