@@ -100,3 +100,38 @@ def test_rejection_reasons() -> None:
     assert metrics.rejection_reason(b"", 10) == "empty"
     assert metrics.rejection_reason("x" * 11, 10) == "too_long"
     assert metrics.rejection_reason("a\r\nb", 10) == "not_printable_ascii"
+
+
+# docs/metrics.md's table: kind (monotonic sum = counter, non-monotonic = up-down
+# counter), the unit, and the only attribute keys a series may carry.
+_CONTRACT = {
+    "ridtrace.requests": (True, "{request}", {"route", "outcome"}),
+    "ridtrace.inflight": (False, "{request}", {"side"}),
+    "ridtrace.duplicate_refused": (True, "{request}", {"side"}),
+    "ridtrace.conflict_retries": (True, "{attempt}", set()),
+    "ridtrace.foreign_chunks_refused": (True, "{chunk}", set()),
+    "ridtrace.deprecated_header.requests": (True, "{request}", {"header"}),
+    "ridtrace.client_id_rejected": (True, "{request}", {"reason"}),
+}
+
+
+def test_every_instrument_has_the_documented_kind_unit_and_attributes(
+    reader: InMemoryMetricReader,
+) -> None:
+    metrics.request_finished("/items/{id}", "ok")
+    metrics.inflight_changed("frontend", 1)
+    metrics.duplicate_refused("frontend")
+    metrics.conflict_retry()
+    metrics.foreign_chunk_refused()
+    metrics.deprecated_header_sent("request-id")
+    metrics.client_id_rejected("too_long")
+    data = reader.get_metrics_data()
+    assert data is not None
+    seen: dict[str, tuple[bool, str | None, set[str]]] = {}
+    for resource in data.resource_metrics:
+        for scope in resource.scope_metrics:
+            assert scope.scope.name == "ridtrace"
+            for metric in scope.metrics:
+                keys = set().union(*(p.attributes.keys() for p in metric.data.data_points))
+                seen[metric.name] = (metric.data.is_monotonic, metric.unit, keys)
+    assert seen == _CONTRACT
