@@ -102,7 +102,7 @@ def _stopped(stop: KeyboardInterrupt) -> NoReturn:
     _quiet_after_a_stop()  # a KeyboardInterrupt that came without our handler
     with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
         click.echo("interrupted: every process the demo started has been stopped", err=True)
-    sys.exit(exit_code(stop))  # 130 after Ctrl-C, 143 after SIGTERM, as every command
+    sys.exit(exit_code(stop))  # 130 after Ctrl-C, 143 after SIGTERM, 129 after SIGHUP
 
 
 def _traces_endpoint() -> str | None:
