@@ -64,7 +64,9 @@ def demo(
     # the *default* handler for one that only cancels its main task, and a cancellation
     # that lands inside httpx's own cancel scopes can be absorbed — the traffic then
     # runs to the end and the demo exits 0 as if never interrupted. A handler of our own
-    # is left in place, so Ctrl-C always unwinds (and stops every child process).
+    # is left in place, so Ctrl-C always unwinds (and stops every child process). While
+    # the traffic's event loop runs, the loop takes the signal, cancels every call and
+    # raises it again once the loop is done (ridtrace.demo.loop_signals).
     signal.signal(signal.SIGINT, _raise_interrupt)
     # Closing the terminal (or the ssh session) that runs the demo: its processes run in
     # sessions of their own, so SIGHUP killed the demo alone and left its frontend and

@@ -11,6 +11,7 @@ import httpx
 
 from ridtrace.demo.callers import CallerSpans
 from ridtrace.demo.clients import read_answer, request_body
+from ridtrace.demo.loop_signals import stop_signals_cancel
 from ridtrace.demo.plan import CallResult, PlannedCall, verdict
 from ridtrace.frontend_plugin.wire import CLIENT_KEEP_ALIVE_SECONDS
 
@@ -50,9 +51,10 @@ def _is_interrupt(exc: BaseException | None) -> bool:
 
 
 def _quiet_interrupt(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-    # Ctrl-C raises KeyboardInterrupt inside whichever task runs (the demo's own signal
-    # handler, see ridtrace.cli.demo); asyncio then logs "Task exception was never
-    # retrieved" with ~80 lines of traceback when the task is collected. The interrupt
+    # A second Ctrl-C raises KeyboardInterrupt inside whichever task runs (the demo's own
+    # signal handler, see ridtrace.cli.demo and demo.loop_signals); asyncio then logs
+    # "Task exception was never retrieved" with ~80 lines of traceback when the task is
+    # collected. The interrupt
     # is reported once, by the CLI; anything else keeps asyncio's default report.
     if _is_interrupt(context.get("exception")):
         return
@@ -98,7 +100,15 @@ def send_traffic(
     """Send every planned call (at most ``concurrency`` at once) and judge the answers;
     with ``spans``, each call exports its client span (the root of its trace)."""
     try:
-        results = asyncio.run(_run(base_url, plan, concurrency, on_done, spans))
+        with asyncio.Runner() as runner:
+            loop = runner.get_loop()
+
+            def cancel_all() -> None:
+                for task in asyncio.all_tasks(loop):
+                    task.cancel()
+
+            with stop_signals_cancel(loop, cancel_all):
+                results = runner.run(_run(base_url, plan, concurrency, on_done, spans))
     except BaseException as exc:
         # A Ctrl-C that landed in httpx's connect arrives as a BaseExceptionGroup, which
         # `except KeyboardInterrupt` upstream would not catch: one type for callers.

@@ -1,0 +1,70 @@
+"""Stop signals while the demo's event loop runs: taken by the loop, raised after it.
+
+The demo's handlers raise ``KeyboardInterrupt`` (or the CLI's SIGTERM / SIGHUP kinds)
+wherever the signal lands, so that every path out stops its processes. Inside a
+running event loop "wherever" includes asyncio's own callbacks (``gather``'s
+``_done_callback``, a future's wake-up): the callback was lost, the task waiting on it
+never woke, and ``asyncio.run``'s clean-up waited for it to finish cancelling forever —
+the demo hung after Ctrl-C with its frontend and workers still up (seen once in about a
+dozen, with spans exported over gRPC). Raised inside a lock's bookkeeping it also came
+out as another error.
+
+While the loop runs, :func:`stop_signals_cancel` lets the loop take these signals
+(``loop.add_signal_handler``: they arrive between callbacks) and cancel the work; once
+the loop is done the first one is raised again, so the process's own handler runs at a
+point where raising is safe. A second signal raises at once, as before, for a stop that
+will not wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+
+__all__ = ["stop_signals_cancel"]
+
+_STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+@contextlib.contextmanager
+def stop_signals_cancel(
+    loop: asyncio.AbstractEventLoop, cancel: Callable[[], None]
+) -> Iterator[list[int]]:
+    """While the block runs ``loop`` (not inside it: the signal is raised again on
+    leaving), a stop signal calls ``cancel()`` instead of the process's handler; yields
+    the list the signals received are appended to. On leaving, the process's handlers
+    are back and the first signal received is raised again."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received  # only the main thread gets signals
+        return
+    previous: dict[int, Callable[..., object] | int] = {}
+
+    def taken(signum: int) -> None:
+        if received:  # the second one: stop now, whatever is running
+            signal.signal(signum, previous[signum])
+            signal.raise_signal(signum)
+        received.append(signum)
+        cancel()
+
+    for signum in _STOP_SIGNALS:
+        handler = signal.getsignal(signum)
+        if handler in (None, signal.SIG_IGN):  # not Python's to restore; ignored (nohup)
+            continue
+        previous[signum] = handler
+        loop.add_signal_handler(signum, taken, signum)
+    try:
+        yield received
+    finally:
+        for signum, handler in previous.items():
+            loop.remove_signal_handler(signum)  # which sets SIG_DFL / Python's default
+            signal.signal(signum, handler)
+        if received:
+            # The process's handler, at a point where raising is safe; what it raises
+            # replaces the cancellation the work ended with.
+            signal.raise_signal(received[0])
