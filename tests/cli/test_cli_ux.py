@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import signal
@@ -64,6 +65,8 @@ def test_ctrl_c_during_analyze_exits_130_without_a_traceback(tmp_path: Path) -> 
     # A CI job's timeout, `timeout`, a container stop: SIGTERM killed the process where
     # it stood, the staged copy with it left behind.
     (signal.SIGTERM, 143, "terminated"),
+    # The terminal or ssh session closed: SIGHUP killed it where it stood, too.
+    (signal.SIGHUP, 129, "hung up"),
 ])
 def test_a_stopped_analyze_leaves_no_staged_copy_behind(
     tmp_path: Path, stop: signal.Signals, code: int, said: str
@@ -142,3 +145,27 @@ def test_each_commands_allow_incomplete_help_names_its_own_exit_codes() -> None:
     assert "Exit 1, not 3" in option_help("trace")
     for command in (["analyze"], ["audit"], ["export", "jaeger"]):
         assert "Exit 0, not 3" in option_help(*command)
+
+
+def test_under_nohup_a_hangup_leaves_analyze_reading_to_the_end(tmp_path: Path) -> None:
+    # nohup ignores SIGHUP so the job outlives its terminal: ridtrace keeps it ignored.
+    fifo = tmp_path / "frontend.jsonl"
+    os.mkfifo(fifo)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ridtrace", "analyze", "--format", "json", str(fifo)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+    )
+    try:
+        with open(fifo, "w") as writer:
+            writer.write("\n".join(rt_request("a" * 16, "r0", 0, 1)) + "\n")
+            writer.flush()
+            process.send_signal(signal.SIGHUP)  # while the read waits for more
+            writer.write("\n".join(rt_request("b" * 16, "r1", 2, 3)) + "\n")
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 0, err
+    assert json.loads(out)["summary"]["requests"] == 2

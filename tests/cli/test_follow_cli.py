@@ -39,12 +39,15 @@ def test_fail_fast_exits_1_at_the_first_error_finding(tmp_path: Path) -> None:
     assert '"errors": 1' in done.stderr.splitlines()[-1]  # the summary so far
 
 
-def test_sigint_prints_the_final_table(tmp_path: Path) -> None:
+# SIGHUP: the terminal or ssh session running the follower closed. It killed the
+# follower where it stood, with no summary and its decoded copies left behind.
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGHUP])
+def test_a_stop_prints_the_final_table(tmp_path: Path, stop: signal.Signals) -> None:
     write_logs(tmp_path, SynthSpec(requests=400))
     follower = start_follower([str(tmp_path)], "--from-start", fmt="table")
     follower.wait_for(lambda: any("crossed_stream" in p.text for p in follower.stdout),
                       timeout=60, what="a crossed stream line")
-    code = follower.stop(signal.SIGINT)
+    code = follower.stop(stop)
     text = [p.text for p in follower.stdout]
     assert code == 1
     assert "summary" in text

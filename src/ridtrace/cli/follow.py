@@ -81,8 +81,9 @@ def summary_text(summary: dict[str, Any]) -> str:
 
 
 class _StopFlag:
-    """SIGINT and SIGTERM end the loop between polls instead of killing it mid-read: the
-    first after the lines already written are read, a second one at once."""
+    """SIGINT, SIGTERM and SIGHUP end the loop between polls instead of killing it
+    mid-read: the first after the lines already written are read, a second one at once.
+    (SIGHUP: the terminal or ssh session closed; it stays ignored under nohup.)"""
 
     def __init__(self, *, quiet: bool) -> None:
         self.signals = 0
@@ -90,7 +91,11 @@ class _StopFlag:
         self._old: dict[int, Any] = {}
 
     def __enter__(self) -> _StopFlag:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        stops = [signal.SIGINT, signal.SIGTERM]
+        hangup = getattr(signal, "SIGHUP", None)  # none on Windows
+        if hangup is not None and signal.getsignal(hangup) != signal.SIG_IGN:
+            stops.append(hangup)
+        for sig in stops:
             self._old[sig] = signal.signal(sig, self._handle)
         return self
 
@@ -188,8 +193,8 @@ def run_follow(
         follower.close()
     if fmt == "json":
         click.echo(json.dumps(summary), err=True)
-    else:
-        click.echo(summary_text(summary))
+    else:  # a terminal gone with SIGHUP: exit 2 with a message, not a traceback
+        echo_out(summary_text(summary), what="the summary")
     if failed[0]:
         return 1
     return 3 if summary["incomplete"] and not allow_incomplete else 0

@@ -13,26 +13,39 @@ from ridtrace.cli import quick_exit
 
 # Ctrl-C and SIGTERM: the shell's convention (128 + the signal), not click's "Aborted!"
 # and exit 1, which a CI gate reads as error findings.
-from ridtrace.cli.stop import Terminated, exit_code, interrupt_behind, raise_terminated
+from ridtrace.cli.stop import (
+    HungUp,
+    Terminated,
+    exit_code,
+    interrupt_behind,
+    raise_hung_up,
+    raise_terminated,
+)
 
 
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises `Terminated` while a command runs (commands that stop their own
-    way — serve, demo, --follow — install their own handlers over this one).
+    """SIGTERM raises `Terminated`, SIGHUP `HungUp`, while a command runs (commands that
+    stop their own way — serve, demo, --follow — install their own handlers over these).
 
-    Without it SIGTERM (a CI job's timeout, `timeout`, a container stop) killed the
-    process where it stood: a read's decoded copies, as large as the logs, stayed in the
-    temp directory, and a Dask run left its cluster's scratch files behind.
+    Without them SIGTERM (a CI job's timeout, `timeout`, a container stop) or SIGHUP (the
+    terminal or ssh session closed) killed the process where it stood: a read's decoded
+    copies, as large as the logs, stayed in the temp directory, and a Dask run left its
+    cluster's scratch files behind. Under nohup SIGHUP is ignored, and stays so.
     """
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread may set handlers (an embedding program's thread)
         return
-    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    handlers = {signal.SIGTERM: raise_terminated}
+    hangup = getattr(signal, "SIGHUP", None)  # none on Windows
+    if hangup is not None and signal.getsignal(hangup) != signal.SIG_IGN:
+        handlers[hangup] = raise_hung_up
+    previous = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 class _Main(click.Group):
@@ -55,8 +68,10 @@ class _Main(click.Group):
     @staticmethod
     def _stopped(ctx: click.Context, stop: KeyboardInterrupt) -> None:
         """End a command the user stopped: say so, clean up, exit 130 or 143."""
-        terminated = isinstance(stop, Terminated)
-        click.echo(f"\nridtrace: {'terminated' if terminated else 'interrupted'}", err=True)
+        said = ("hung up" if isinstance(stop, HungUp)
+                else "terminated" if isinstance(stop, Terminated) else "interrupted")
+        with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
+            click.echo(f"\nridtrace: {said}", err=True)
         # The reading threads never reach their cleanup now: their decoded copies
         # (as large as the logs) go first. Imported only if a read began.
         staging = sys.modules.get("ridtrace.forensics.reading.staging")

@@ -6,7 +6,7 @@ from types import FrameType
 
 __all__ = [
     "EXIT_HUNG_UP", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "HungUp", "Terminated", "exit_code",
-    "interrupt_behind", "raise_terminated",
+    "interrupt_behind", "raise_hung_up", "raise_terminated",
 ]
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT
@@ -25,6 +25,11 @@ class HungUp(Terminated):
 def raise_terminated(signum: int, frame: FrameType | None) -> None:
     """A SIGTERM handler: unwind as Ctrl-C does, remembering it was SIGTERM."""
     raise Terminated
+
+
+def raise_hung_up(signum: int, frame: FrameType | None) -> None:
+    """A SIGHUP handler: unwind as Ctrl-C does, remembering it was SIGHUP."""
+    raise HungUp
 
 
 def exit_code(stop: KeyboardInterrupt) -> int:
