@@ -157,3 +157,44 @@ def test_a_client_gone_before_its_envelope_gets_no_answer_and_holds_no_id() -> N
             return dict(response.json())
 
     assert asyncio.run(counters())["registered"] == 0
+
+
+def _envelope_with(**fields: Any) -> bytes:
+    return orjson.dumps({**orjson.loads(_envelope("rid-ok")), **fields})
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"),
+    [
+        ({"request_id": "evil\r\nx-injected: 1"}, "request_id must be 1-128 printable ASCII"),
+        ({"request_id": "a" * 129}, "request_id must be"),
+        ({"request_id": ""}, "request_id must be"),
+        ({"request_id": "caf\u00e9\u202e"}, "request_id must be"),
+        ({"session_id": "s\r\n" * 10}, "session_id must be"),
+        ({"endpoint": "gen\x1b[31m"}, "endpoint must be"),
+        ({"model": "m\x00odel"}, "model must be 1-256 printable"),
+        ({"model": "m" * 257}, "model must be"),
+        ({"model": ""}, "model must be"),
+    ],
+)
+def test_envelope_ids_and_labels_are_vetted_before_they_reach_a_log_line(
+    tmp_path: Path, fields: dict[str, Any], needle: str
+) -> None:
+    # A caller of /v1/work other than the frontend chose these freely: they were taken
+    # as the in-flight key and written on worker.start / worker.end raw (line breaks,
+    # bidi controls and terminal escapes, as long as the 4 MiB envelope allowed).
+    log = tmp_path / "worker.jsonl"
+    configure_logging(log, service="worker", intercept_stdlib=False)
+    app = create_worker_app(WorkerSettings())
+    start, reply = _call(app, _scope(), [_envelope_with(**fields)])
+    assert start["status"] == 400
+    assert needle in orjson.loads(reply["body"])["error"]["message"]
+    logger.remove()
+    events = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+    assert not [e for e in events if e.get("event") in ("worker.start", "worker.end")]
+
+
+def test_a_valid_envelope_with_a_session_and_unicode_model_is_served() -> None:
+    app = create_worker_app(WorkerSettings())
+    start, _ = _call(app, _scope(), [_envelope_with(session_id="sess-1", model="modèle/échо")])
+    assert start["status"] == 200

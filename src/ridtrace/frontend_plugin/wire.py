@@ -11,6 +11,9 @@ from typing import Any
 
 import orjson
 
+from ridtrace.frontend_plugin.bodies import MAX_MODEL_LENGTH
+from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH, validate_client_id
+
 __all__ = [
     "CLIENT_KEEP_ALIVE_SECONDS",
     "SERVER_KEEP_ALIVE_SECONDS",
@@ -35,6 +38,12 @@ CLIENT_KEEP_ALIVE_SECONDS = 2.0
 """How long ridtrace's own HTTP clients keep an idle pooled connection."""
 
 _STR_FIELDS = ("request_id", "endpoint", "model", "prompt")
+# Fields a worker writes on its log lines and span, or keys its in-flight table by: held
+# to the rules the frontend applies before it sends them (a minted or vetted id, a route
+# name), so a caller of /v1/work other than the frontend cannot put megabytes, line
+# breaks or terminal escapes into them.
+_ID_FIELDS = ("request_id", "endpoint", "session_id")
+_ID_RULE = f"1-{DEFAULT_MAX_CLIENT_ID_LENGTH} printable ASCII characters"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,6 +100,12 @@ class WorkRequest:
         for name in ("x_request_id", "session_id"):
             if raw.get(name) is not None and not isinstance(raw[name], str):
                 raise ValueError(f"{name} must be a string or null")
+        for name in _ID_FIELDS:
+            if raw.get(name) is not None and validate_client_id(raw[name]) is None:
+                raise ValueError(f"{name} must be {_ID_RULE}")
+        model = raw["model"]
+        if not model or len(model) > MAX_MODEL_LENGTH or not model.isprintable():
+            raise ValueError(f"model must be 1-{MAX_MODEL_LENGTH} printable characters")
         stop = raw.get("stop") or []  # absent from an older frontend's envelope
         if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
             raise ValueError("stop must be a list of non-empty strings")
