@@ -198,3 +198,25 @@ def test_a_valid_envelope_with_a_session_and_unicode_model_is_served() -> None:
     app = create_worker_app(WorkerSettings())
     start, _ = _call(app, _scope(), [_envelope_with(session_id="sess-1", model="modèle/échо")])
     assert start["status"] == 200
+
+
+@pytest.mark.parametrize(
+    "stop", [["zz"] * 5, ["z" * 257], [""], "zz", [1]], ids=["five", "long", "empty", "str", "int"]
+)
+def test_stop_lists_beyond_the_frontends_limits_are_refused(stop: Any) -> None:
+    # 20 000 stop strings in a 2 MB envelope held a worker's event loop for over two
+    # minutes (the engine searches the reply for each), every other request waiting.
+    app = create_worker_app(WorkerSettings())
+    start, reply = _call(app, _scope(), [_envelope_with(stop=stop)])
+    assert start["status"] == 400
+    message = orjson.loads(reply["body"])["error"]["message"]
+    assert message == "stop must be a list of at most 4 strings of 1-256 characters"
+
+
+def test_four_stop_strings_of_256_characters_are_served() -> None:
+    app = create_worker_app(WorkerSettings())
+    stop = ["one", "t" * 256, "x", "y"]
+    start, reply = _call(app, _scope(), [_envelope_with(stop=stop, prompt="a b one c")])
+    assert start["status"] == 200
+    lines = [orjson.loads(line) for line in reply["body"].splitlines()]
+    assert lines[-1]["stop_sequence"] == "one"

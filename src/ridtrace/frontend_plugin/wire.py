@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from ridtrace.frontend_plugin.bodies import MAX_MODEL_LENGTH
+from ridtrace.frontend_plugin.sampling import MAX_STOP_LENGTH, MAX_STOP_SEQUENCES
 from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH, validate_client_id
 
 __all__ = [
@@ -107,8 +108,16 @@ class WorkRequest:
         if not model or len(model) > MAX_MODEL_LENGTH or not model.isprintable():
             raise ValueError(f"model must be 1-{MAX_MODEL_LENGTH} printable characters")
         stop = raw.get("stop") or []  # absent from an older frontend's envelope
-        if not isinstance(stop, list) or not all(isinstance(s, str) and s for s in stop):
-            raise ValueError("stop must be a list of non-empty strings")
+        # The frontend's limits: the engine searches the reply for every stop string, so
+        # 20 000 of them in one 2 MB envelope held a worker's event loop for minutes.
+        if (
+            not isinstance(stop, list) or len(stop) > MAX_STOP_SEQUENCES
+            or not all(isinstance(s, str) and 0 < len(s) <= MAX_STOP_LENGTH for s in stop)
+        ):
+            raise ValueError(
+                f"stop must be a list of at most {MAX_STOP_SEQUENCES} strings of "
+                f"1-{MAX_STOP_LENGTH} characters"
+            )
         max_tokens = raw.get("max_tokens")
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
             raise ValueError("max_tokens must be a positive integer")
