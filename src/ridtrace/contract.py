@@ -41,6 +41,7 @@ OUTCOME_CANCELLED: Final = "cancelled"
 OUTCOME_CONFLICT: Final = "conflict"
 OUTCOME_UNLINKED: Final = "unlinked"
 OUTCOME_UNAUTHORIZED: Final = "unauthorized"  # refused for a missing or wrong key / token
+OUTCOME_INVALID: Final = "invalid"  # a worker refused a malformed work envelope (4xx)
 
 # The two errors the seed's frontend raised when its in-flight table lost a request.
 UNLINKED_RESPONSE: Final = "Unlinked response; response task was dropped or cancelled"

@@ -220,3 +220,32 @@ def test_four_stop_strings_of_256_characters_are_served() -> None:
     assert start["status"] == 200
     lines = [orjson.loads(line) for line in reply["body"].splitlines()]
     assert lines[-1]["stop_sequence"] == "one"
+
+
+@pytest.mark.parametrize(
+    ("parts", "headers", "status"),
+    [
+        ([b"{not json"], [], 400),
+        ([_envelope("rid-big", max_tokens=6)], [], 400),
+        ([b"x" * 2048], [], 413),
+        ([b""], [(b"transfer-encoding", b"gzip, chunked")], 501),
+    ],
+    ids=["json", "max_tokens", "size", "coding"],
+)
+def test_a_refused_envelope_is_logged_as_worker_refused_invalid(
+    tmp_path: Path, parts: list[bytes], headers: list[tuple[bytes, bytes]], status: int
+) -> None:
+    # A worker writes no request.start / request.end: these refusals left no line at all.
+    log = tmp_path / "worker.jsonl"
+    configure_logging(log, service="worker", intercept_stdlib=False)
+    app = create_worker_app(WorkerSettings(max_body_bytes=1024, max_tokens_limit=5))
+    scope = _scope()
+    scope["headers"] = [*scope["headers"], *headers]
+    start, reply = _call(app, scope, parts)
+    assert start["status"] == status
+    logger.remove()
+    events = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+    refused = [e for e in events if e.get("event") == "worker.refused"]
+    assert len(refused) == 1 and refused[0]["level"] == "WARN"
+    assert refused[0]["outcome"] == "invalid" and refused[0]["status"] == status
+    assert refused[0]["error"] == orjson.loads(reply["body"])["error"]["message"]

@@ -28,6 +28,7 @@ from ridtrace.contract import (
     OUTCOME_CANCELLED,
     OUTCOME_CONFLICT,
     OUTCOME_ERROR,
+    OUTCOME_INVALID,
     OUTCOME_OK,
     WORKER_END,
     WORKER_ERROR,
@@ -132,24 +133,24 @@ class WorkEndpoint:
         config = self.config
         refusal = transfer_coding_refusal(scope)
         if refusal is not None:  # RFC 9112: 501; the body is left unread
-            await _send_json(send, 501, {"error": {"message": refusal,
-                                                   "type": "invalid_request"}},
-                             extra=((b"connection", b"close"),))
+            await _refuse_invalid(send, 501, refusal, extra=((b"connection", b"close"),))
             return
         try:
             body = await _read_body(scope, receive, config.max_body_bytes)
         except _ClientGone:
             return  # nobody to answer; the middleware records the disconnect
         if body is None:
-            await _send_error(send, 413, "work envelope too large")
+            await _refuse_invalid(send, 413, "work envelope too large")
             return
         try:
             job = WorkRequest.from_json(body)
         except ValueError as exc:
-            await _send_error(send, 400, str(exc))
+            await _refuse_invalid(send, 400, str(exc))
             return
         if job.max_tokens > config.max_tokens_limit:
-            await _send_error(send, 400, f"max_tokens must be at most {config.max_tokens_limit}")
+            await _refuse_invalid(
+                send, 400, f"max_tokens must be at most {config.max_tokens_limit}"
+            )
             return
         _adopt_identity(job, config.baggage_attributes)
         # The channel is this request's identity in the table: release() frees the id
@@ -335,6 +336,19 @@ async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None
     if size > limit:
         return None
     return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+async def _refuse_invalid(
+    send: Send, status: int, message: str, *, extra: tuple[tuple[bytes, bytes], ...] = ()
+) -> None:
+    """Log and answer a malformed envelope (the message is ours: it names a field, never
+    quotes the caller's value)."""
+    # The worker writes no request.start / request.end lines: without this, an envelope
+    # refused as malformed left no trace at all, however often it came.
+    events.warning(WORKER_REFUSED, event=WORKER_REFUSED, outcome=OUTCOME_INVALID,
+                   status=status, error=message)
+    await _send_json(send, status, {"error": {"message": message, "type": "invalid_request"}},
+                     extra=extra)
 
 
 async def _send_error(
