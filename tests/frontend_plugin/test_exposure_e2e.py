@@ -6,6 +6,7 @@ operator gets: no key, no ``--debug-endpoints``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -111,3 +112,44 @@ def test_allowed_host_adds_a_name_to_answer_for(tmp_path: Path) -> None:
         assert _status_for_host(stack.url, "gateway.internal:443") == 200
         assert _status_for_host(stack.url, "127.0.0.1") == 200
         assert _status_for_host(stack.url, "other.internal") == 421
+
+
+def _line_for(proc: object, predicate: object, timeout: float = 30.0) -> dict[str, object]:
+    """The first log line of `proc` that `predicate` accepts, waiting for it to be written."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [x for x in proc.lines() if predicate(x)]  # type: ignore[attr-defined,operator]
+        if found:
+            return found[0]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no such line in {proc.log}")  # type: ignore[attr-defined]
+        time.sleep(0.02)
+
+
+def test_a_misdirected_request_has_its_ids_and_a_log_line(defaults: Stack) -> None:
+    # The check wrapped the whole app: a 421 carried no x-server-request-id, and neither
+    # the frontend nor the worker logged anything, so an operator whose proxy forwards
+    # its public Host (or who was probed by rebinding) saw refusals nowhere.
+    host = "rebound.example\u00e9:1" + "x" * 300
+    answer = httpx.post(defaults.url + "/v1/chat/completions", timeout=30,
+                        headers={"host": host.encode("latin-1"), "x-request-id": "misdirected-1"},
+                        json={"messages": [{"role": "user", "content": "x"}]})
+    assert answer.status_code == 421
+    assert answer.headers["x-request-id"] == "misdirected-1"
+    server_id = answer.headers["x-server-request-id"]
+    end = _line_for(defaults.frontend, lambda x: x.get("event") == "request.end"
+                    and x.get("request_id") == server_id)
+    assert end["status"] == 421 and end["x_request_id"] == "misdirected-1"
+    error = str(end["error"])
+    assert error.startswith("misdirected request: this server does not answer for Host "
+                            "'rebound.example\u00e9:1xxx")
+    assert error.endswith("...[318 chars]'")  # capped: the Host is the caller's text
+
+    worker = defaults.workers[0]
+    refused = httpx.post(worker.url + "/v1/work", headers={"host": "rebound.example"},
+                         content=b"{}", timeout=30)
+    assert refused.status_code == 421 and "x-server-request-id" in refused.headers
+    line = _line_for(worker, lambda x: x.get("event") == "worker.refused"
+                     and x.get("status") == 421)
+    assert line["outcome"] == "invalid" and line["level"] == "WARN"
+    assert "Host 'rebound.example" in str(line["error"])

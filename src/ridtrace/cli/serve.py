@@ -113,18 +113,19 @@ def _setup(log_file: Path, service: str, level: str) -> None:
 def _run(
     app: object, host: str, port: int, *, drain: Drain, graceful_timeout: float, name: str,
     log_file: Path, header_timeout: float, allowed_hosts: tuple[str, ...],
+    on_misdirected: Callable[[str], None] | None = None,
 ) -> None:
     import uvicorn
     from uvicorn.config import STARTUP_FAILURE
 
     from ridtrace.cli.graceful import DrainingServer
     from ridtrace.cli.header_guard import guarded_http_protocol
-    from ridtrace.frontend_plugin.host_check import HostCheck, allowed_hosts_for
+    from ridtrace.frontend_plugin.host_check import allowed_hosts_for, host_checked
     from ridtrace.frontend_plugin.wire import SERVER_KEEP_ALIVE_SECONDS
 
     allowed = allowed_hosts_for(host, allowed_hosts)
     if allowed is not None:
-        app = HostCheck(app, allowed=allowed)  # type: ignore[arg-type]
+        app = host_checked(app, allowed, on_refused=on_misdirected)  # type: ignore[arg-type]
 
     # log_config=None keeps the stdlib routing configure_logging installed; access
     # lines would only repeat request.end.
@@ -259,6 +260,7 @@ def worker_command(
     """Serve the echo engine at POST /v1/work."""
     from ridtrace.frontend_plugin import WorkerSettings, create_worker_app
     from ridtrace.frontend_plugin.drain import Drain
+    from ridtrace.frontend_plugin.worker import log_misdirected
     from ridtrace.tracing import TracingSettings
 
     overrides: dict[str, object] = {}
@@ -279,6 +281,8 @@ def worker_command(
         raise click.ClickException(str(exc)) from None
     _setup(log_file, f"worker-{port}", log_level)
     drain = Drain()
+    # The worker writes no request.end: a 421 gets its own worker.refused line.
     _run(create_worker_app(settings, tracing=tracing, drain=drain), host, port, drain=drain,
          graceful_timeout=graceful_timeout, name="worker", log_file=log_file,
-         header_timeout=header_timeout, allowed_hosts=allowed_hosts)
+         header_timeout=header_timeout, allowed_hosts=allowed_hosts,
+         on_misdirected=log_misdirected)

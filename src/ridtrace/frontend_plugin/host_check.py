@@ -16,11 +16,18 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["LOOPBACK_NAMES", "HostCheck", "allowed_hosts_for", "is_loopback"]
+from ridtrace.tracing import RequestTracingMiddleware, annotate_request
+from ridtrace.tracing.identity import shown_text
+
+__all__ = [
+    "LOOPBACK_NAMES", "HostCheck", "allowed_hosts_for", "host_checked", "is_loopback",
+]
 
 ANY_HOST = "*"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -28,6 +35,8 @@ _REFUSAL = json.dumps({"error": {
     "message": "Misdirected request: this server does not answer for that Host "
                "(ridtrace serve --allowed-host adds names)",
     "type": "invalid_request_error", "code": "misdirected_request"}}).encode()
+# Longest Host shown in a log line: the header is the caller's text.
+_MAX_SHOWN_HOST = 256
 
 
 def is_loopback(bind: str) -> bool:
@@ -82,17 +91,27 @@ def _normal(name: str) -> str:
 class HostCheck:
     """ASGI middleware: HTTP requests whose ``Host`` is not among `allowed` get 421.
 
-    A request without ``Host`` (HTTP/1.0) passes: a browser always sends one.
+    A request without ``Host`` (HTTP/1.0) passes: a browser always sends one. The
+    refusal's reason goes on the request (``error`` on ``request.end``) and to
+    `on_refused`, with the ``Host`` as it may be shown in a log line.
     """
 
-    def __init__(self, app: ASGIApp, *, allowed: frozenset[str]) -> None:
+    def __init__(
+        self, app: ASGIApp, *, allowed: frozenset[str],
+        on_refused: Callable[[str], None] | None = None,
+    ) -> None:
         self.app = app
         self._allowed = allowed
+        self._on_refused = on_refused
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             header = next((value for key, value in scope["headers"] if key == b"host"), None)
             if header is not None and host_of(header) not in self._allowed:
+                reason = refusal_reason(header)
+                annotate_request(error=reason)
+                if self._on_refused is not None:
+                    self._on_refused(reason)
                 await send({"type": "http.response.start", "status": 421, "headers": [
                     (b"content-type", b"application/json"),
                     (b"content-length", str(len(_REFUSAL)).encode()),
@@ -100,3 +119,34 @@ class HostCheck:
                 await send({"type": "http.response.body", "body": _REFUSAL})
                 return
         await self.app(scope, receive, send)
+
+
+def refusal_reason(host: bytes) -> str:
+    """What a 421 is logged with: the ``Host`` sent, capped and with control characters
+    escaped (it is the caller's text)."""
+    shown = shown_text(host.decode("latin-1"), _MAX_SHOWN_HOST)
+    return f"misdirected request: this server does not answer for Host {shown!r}"
+
+
+def host_checked(
+    app: ASGIApp, allowed: frozenset[str], *, on_refused: Callable[[str], None] | None = None
+) -> ASGIApp:
+    """`app` with a :class:`HostCheck` right inside its ``RequestTracingMiddleware``.
+
+    Inside, a refusal is answered like any other request: its ``x-server-request-id``,
+    its span, its ``request.end`` line (status 421, the Host in ``error``) and its count.
+    Wrapped around the whole app, a 421 (a DNS-rebinding attempt, or a proxy that
+    forwards its public Host) left no trace anywhere. An app without a ridtrace
+    middleware gets the check around it.
+    """
+    if isinstance(app, RequestTracingMiddleware):
+        app.app = HostCheck(app.app, allowed=allowed, on_refused=on_refused)
+        return app
+    if isinstance(app, Starlette):
+        stack = app.user_middleware  # outermost first; built when the server starts
+        classes: list[object] = [m.cls for m in stack]
+        if RequestTracingMiddleware in classes:
+            stack.insert(classes.index(RequestTracingMiddleware) + 1,
+                         Middleware(HostCheck, allowed=allowed, on_refused=on_refused))
+            return app
+    return HostCheck(app, allowed=allowed, on_refused=on_refused)

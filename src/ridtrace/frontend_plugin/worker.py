@@ -13,7 +13,7 @@ import asyncio
 
 from starlette.types import ASGIApp
 
-from ridtrace.contract import WORKER_REFUSED
+from ridtrace.contract import OUTCOME_INVALID, WORKER_REFUSED
 from ridtrace.frontend_plugin.asgi_io import fastapi_app
 from ridtrace.frontend_plugin.auth import UNAUTHORIZED, SharedSecretMiddleware, matching_route
 from ridtrace.frontend_plugin.drain import Drain
@@ -28,7 +28,7 @@ from ridtrace.tracing.identity import shown_text
 from ridtrace.tracing.lifecycle import telemetry_lifespan
 from ridtrace.tracing.meters import METRICS_PATH, metrics_endpoint
 
-__all__ = ["create_worker_app"]
+__all__ = ["create_worker_app", "log_misdirected"]
 
 events = EventLog(__name__)
 
@@ -108,4 +108,12 @@ def _log_unauthorized(path: str) -> None:
     events.warning(
         WORKER_REFUSED, event=WORKER_REFUSED, outcome=UNAUTHORIZED, status=401,
         path=shown_text(path, MAX_SHOWN_PATH),  # whoever calls without the token chose it
+    )
+
+
+def log_misdirected(reason: str) -> None:
+    """The worker's line for a request refused with 421 for its ``Host`` (``reason``
+    names it, already made safe to show): a worker writes no ``request.end``."""
+    events.warning(
+        WORKER_REFUSED, event=WORKER_REFUSED, outcome=OUTCOME_INVALID, status=421, error=reason,
     )
