@@ -280,3 +280,53 @@ def test_configuring_the_same_file_or_stream_again_replaces_its_sink(tmp_path: P
     assert (line["message"], line["service"]) == ("once", "second")
     assert stream.getvalue().count('"once"') == 1
     assert other.getvalue().count('"once"') == 1
+
+
+def test_a_librarys_message_holding_a_clients_header_is_capped_and_escaped(
+    tmp_path: Path,
+) -> None:
+    # OpenTelemetry's baggage propagator logs an over-long baggage header whole: any
+    # client could put up to 64 KiB (the header limit) into a WARN line per request,
+    # obs-text bytes arriving as C1 control characters included.
+    import asyncio
+
+    import httpx
+    from starlette.responses import PlainTextResponse
+
+    from ridtrace import RequestTracingMiddleware
+
+    async def app(scope: dict, receive: object, send: object) -> None:  # type: ignore[type-arg]
+        await PlainTextResponse("ok")(scope, receive, send)  # type: ignore[arg-type]
+
+    path = tmp_path / "app.jsonl"
+    configure_logging(path, service="svc", level="INFO")
+    baggage = b"k=" + b"v\x9b" * 10_000
+
+    async def call() -> int:
+        transport = httpx.ASGITransport(app=RequestTracingMiddleware(app))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return (await client.get("/", headers={"baggage": baggage})).status_code
+
+    try:
+        assert asyncio.run(call()) == 200
+    finally:
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+        logger.remove()
+    warned = [x for x in read_lines(path) if x["logger"].startswith("opentelemetry.baggage")]
+    assert len(warned) == 1
+    message = warned[0]["message"]
+    assert message.startswith("Baggage header `k=v\\x9bv\\x9b")
+    # The first 4096 characters, each C1 byte written as its 4-character escape.
+    assert message.endswith("...[20075 chars]") and len(message) < 4096 * 3
+    assert "\x9b" not in message
+
+
+def test_a_librarys_ordinary_message_keeps_its_layout(tmp_path: Path) -> None:
+    path = tmp_path / "std.jsonl"
+    configure_logging(path, service="svc", level="INFO")
+    try:
+        logging.getLogger("some.library").warning("two lines\n\tand a tab, caf\u00e9")
+    finally:
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+    (line,) = read_lines(path)
+    assert line["message"] == "two lines\n\tand a tab, caf\u00e9"

@@ -26,6 +26,7 @@ from loguru import logger
 
 from ridtrace.contract import LOG_SCHEMA
 from ridtrace.tracing.context import context_of_exception, current_context
+from ridtrace.tracing.identity import shown_text
 from ridtrace.tracing.jsonline import (
     CONTEXT_KEYS,
     add_context_ids,
@@ -164,7 +165,29 @@ class _InterceptHandler(logging.Handler):
 
         logger.patch(patch).opt(
             exception=record.exc_info, depth=0
-        ).log(level, record.getMessage())
+        ).log(level, library_message(record.getMessage()))
+
+
+MAX_LIBRARY_MESSAGE = 4096
+"""Longest message a standard-library record is written with (then cut, with a note)."""
+# Line breaks and tabs are a library message's own layout, not something to hide.
+_LAYOUT = str.maketrans("", "", "\n\t")
+
+
+def library_message(message: str) -> str:
+    """A library's message as a log line may carry it.
+
+    Libraries put request data in their messages: OpenTelemetry's baggage propagator
+    logs a whole over-long ``baggage`` header (up to the 64 KiB a request's headers may
+    hold, on every such request) and each malformed entry, raw, obs-text bytes read as
+    C1 control characters included. Such a message is capped and its non-printable
+    characters escaped, as ridtrace's own client-chosen fields are.
+    """
+    if len(message) <= MAX_LIBRARY_MESSAGE and (
+        message.isprintable() or message.translate(_LAYOUT).isprintable()
+    ):
+        return message
+    return shown_text(message, MAX_LIBRARY_MESSAGE)
 
 
 class _TextStream:
