@@ -105,8 +105,8 @@ class WorkRequest:
             if raw.get(name) is not None and validate_client_id(raw[name]) is None:
                 raise ValueError(f"{name} must be {_ID_RULE}")
         model = raw["model"]
-        if not model or len(model) > MAX_MODEL_LENGTH or not model.isprintable():
-            raise ValueError(f"model must be 1-{MAX_MODEL_LENGTH} printable characters")
+        if len(model) > MAX_MODEL_LENGTH or not model.isprintable():
+            raise ValueError(f"model must be at most {MAX_MODEL_LENGTH} printable characters")
         stop = raw.get("stop") or []  # absent from an older frontend's envelope
         # The frontend's limits: the engine searches the reply for every stop string, so
         # 20 000 of them in one 2 MB envelope held a worker's event loop for minutes.
