@@ -26,6 +26,12 @@ CASES = [
     ("/generate", b'{"text": "x", "rid": "line\\nbreak"}', 400, "rid"),
     ("/generate", b'{"text": "x", "rid": "tab\\u0009"}', 400, "rid"),
     ("/generate", b"\xff\xfe not even utf-8", 400, "invalid JSON"),
+    # orjson said 'surrogates not allowed: line 1 column 1 (char 0)' for any such byte.
+    ("/v1/messages", b'{"max_tokens": 5, "messages": [{"role": "user", "content": "caf\xe9"}]}',
+     400, "invalid JSON body: not valid UTF-8 (byte 0xe9 at offset 63)"),
+    ("/v1/messages/count_tokens",
+     b'{"messages": [{"role": "user", "content": "x \xed\xa0\x80"}]}',
+     400, "invalid JSON body: not valid UTF-8 (byte 0xed at offset 45)"),
 ]
 
 

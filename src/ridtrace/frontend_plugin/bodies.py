@@ -21,6 +21,7 @@ __all__ = [
     "chat_prompt",
     "content_text",
     "integer_in",
+    "json_error",
     "kind_of",
     "model_name",
     "opt_bool",
@@ -58,6 +59,21 @@ class Parsed:
     stop: tuple[str, ...] = ()
     # OpenAI's logprobs: None when not asked for, else how many top alternatives.
     logprobs: int | None = None
+
+
+def json_error(body: bytes, exc: ValueError) -> str:
+    """The message for a body the JSON parser refused.
+
+    orjson reports any byte that is not UTF-8 (a Latin-1 ``é``, a UTF-16 body) as
+    "str is not valid UTF-8: surrogates not allowed" at line 1 column 1, wherever the
+    byte is: the caller is told what it is and where instead.
+    """
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        return (f"invalid JSON body: not valid UTF-8 "
+                f"(byte 0x{body[bad.start]:02x} at offset {bad.start})")
+    return f"invalid JSON body: {exc}"
 
 
 def require_object(raw: Any) -> dict[str, Any]:

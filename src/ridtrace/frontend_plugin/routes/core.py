@@ -17,7 +17,7 @@ from starlette.types import Receive, Scope, Send
 from ridtrace.contract import RESPONSE_UNLINKED, SHUTTING_DOWN
 from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin.asgi_io import early_refusal, receive_body, wait_for_disconnect
-from ridtrace.frontend_plugin.bodies import InvalidRequest, Parsed, require_object
+from ridtrace.frontend_plugin.bodies import InvalidRequest, Parsed, json_error, require_object
 from ridtrace.frontend_plugin.direct import Call, new_call
 from ridtrace.frontend_plugin.frontend import CallerLeft, Frontend, Item
 from ridtrace.frontend_plugin.hop import worker_hop_headers
@@ -97,7 +97,7 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
     try:
         parsed = api.parse(require_object(orjson.loads(body)), settings)
     except orjson.JSONDecodeError as exc:
-        await _reject(send, api, 400, f"invalid JSON body: {exc}", None)
+        await _reject(send, api, 400, json_error(body, exc), None)
         return
     except InvalidRequest as exc:
         await _reject(send, api, exc.status, exc.message, exc.param)

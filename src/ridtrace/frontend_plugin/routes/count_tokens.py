@@ -17,6 +17,7 @@ from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
     chat_prompt,
     content_text,
+    json_error,
     model_name,
     require_object,
 )
@@ -69,7 +70,7 @@ class CountTokensEndpoint:
             prompt = chat_prompt(request.get("messages"), "messages",
                                  content_text(system, "system") if system is not None else None)
         except orjson.JSONDecodeError as exc:
-            await _answer(send, 400, _error(400, f"invalid JSON body: {exc}"))
+            await _answer(send, 400, _error(400, json_error(body, exc)))
             return
         except InvalidRequest as exc:
             await _answer(send, exc.status, _error(exc.status, exc.message))
