@@ -51,6 +51,22 @@ def test_hostile_bodies(stack: Stack) -> None:
     assert stack.inflight()["registered"] == before + 1
 
 
+@pytest.mark.parametrize(("blank", "count"), [(" ", 1_000_000), ("\n", 500_000)])
+def test_a_prompt_of_whitespace_is_answered_at_once(stack: Stack, blank: str, count: int) -> None:
+    # The engine's tokenizer backtracked through the rest of a whitespace run at each of
+    # its positions: 40 000 spaces took 12 s, a prompt near the 1 MiB limit hours of the
+    # worker's event loop, and the frontend then retried it on the next worker. The
+    # timeout is a guard against that hang, not a measurement (it takes milliseconds).
+    prompt = blank * count  # near the 1 MiB body limit ("\n" is 2 bytes in JSON)
+    with httpx.Client(timeout=20) as client:
+        response = client.post(stack.url + "/v1/completions",
+                               json={"prompt": prompt, "max_tokens": 4})
+        assert response.status_code == 200, response.text
+        assert response.json()["choices"][0]["text"] == "echo: " + prompt
+        for worker in stack.workers:
+            assert client.get(worker.url + "/health").status_code == 200
+
+
 def _chunks(total: int) -> Iterator[bytes]:
     block = b"x" * 65536
     for _ in range(total // len(block)):

@@ -40,6 +40,12 @@ def test_echo_tokens_rebuild_the_reply_exactly() -> None:
     assert "".join(cut) == "echo: one" and reason == "length"
 
 
+def test_echo_tokens_keep_every_whitespace_run_with_the_token_after_it() -> None:
+    tokens, reason = echo_tokens("\t a \u3000\n b  ", 100)
+    assert tokens == ["echo:", " \t a", " \u3000\n b", "  "] and reason == "stop"
+    assert echo_tokens("   ", 1) == (["echo:"], "length")
+
+
 def test_echo_tokens_cut_only_the_tokens_they_return() -> None:
     # Half a million one-letter words: all of them split (to keep 16) cost ~30 MB.
     prompt = "a " * 500_000
