@@ -7,11 +7,12 @@ import json
 import socket
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.frontend_plugin.conftest import Stack
+from tests.frontend_plugin.conftest import Stack, start_stack
 
 CASES = [
     ("/v1/chat/completions", b"[1, 2, 3]", 400, "JSON object"),
@@ -65,6 +66,35 @@ def test_a_prompt_of_whitespace_is_answered_at_once(stack: Stack, blank: str, co
         assert response.json()["choices"][0]["text"] == "echo: " + prompt
         for worker in stack.workers:
             assert client.get(worker.url + "/health").status_code == 200
+
+
+def _peak_rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_a_cumulative_stream_that_arrives_at_once_is_written_as_it_goes(
+    tmp_path: Path,
+) -> None:
+    # /generate repeats the text so far in every event, as SGLang does. A worker that
+    # answers at once sent the whole reply in one read, and the frontend rendered every
+    # event before writing any: 4000 words of 120 letters (480 KB) are 970 MB of
+    # events, all in the frontend's memory at once (a 1 MB prompt took 6 GB of RSS).
+    words = " ".join(["w" * 120] * 4000)
+    with start_stack(tmp_path, workers=[[]]) as stack, httpx.Client(timeout=120) as client:
+        with client.stream("POST", stack.url + "/generate", json={
+            "text": words, "stream": True, "sampling_params": {"max_new_tokens": 8192},
+        }) as response:
+            assert response.status_code == 200
+            size, tail = 0, b""
+            for chunk in response.iter_raw():
+                size, tail = size + len(chunk), (tail + chunk)[-64:]
+        assert size > 900_000_000 and tail.endswith(b"data: [DONE]\n\n")
+        peak = _peak_rss_kib(stack.frontend.process.pid)
+    assert peak < 400_000, f"frontend peak RSS {peak} KiB"
 
 
 def _chunks(total: int) -> Iterator[bytes]:
