@@ -247,3 +247,28 @@ def test_the_anthropic_request_id_follows_the_app_under_a_mount_prefix() -> None
         assert messages.headers["request-id"] == messages.headers["x-server-request-id"]
         chat = asyncio.run(fetch("/v1/chat/completions", root))
         assert "request-id" not in chat.headers
+
+
+class _CountingPrompt(str):
+    splits = 0
+
+    def split(self, *args: object, **kwargs: object) -> list[str]:  # type: ignore[override]
+        type(self).splits += 1
+        return super().split(*args, **kwargs)  # type: ignore[arg-type]
+
+
+def test_the_sglang_stream_counts_the_prompts_tokens_once_not_per_event() -> None:
+    # Every event's meta_info split the whole prompt again: with a 1 MB prompt, 2.6 ms
+    # per event, 21 s of the frontend's event loop (everyone else's requests waiting)
+    # over the 8192 events one request may ask for.
+    from ridtrace.frontend_plugin.pump import Finished
+    from ridtrace.frontend_plugin.routes.base import Ids
+
+    parsed = SPECS["sglang_generate"].parse({"text": "one two three"}, SETTINGS)
+    parsed.prompt = _CountingPrompt(parsed.prompt)
+    renderer = SPECS["sglang_generate"].renderer(parsed, Ids("rid-x", "rid-x"))
+    for _ in range(50):
+        renderer.delta(" w")
+    events = renderer.finish(Finished("stop", 50, 3), " w" * 50)
+    assert _CountingPrompt.splits <= 1
+    assert b'"prompt_tokens":3' in events
