@@ -97,6 +97,32 @@ def test_a_cumulative_stream_that_arrives_at_once_is_written_as_it_goes(
     assert peak < 400_000, f"frontend peak RSS {peak} KiB"
 
 
+def test_a_client_that_stops_reading_its_stream_is_let_go_after_the_total_timeout(
+    tmp_path: Path,
+) -> None:
+    # Worker reads are bounded by the total timeout, writes to the client were not: a
+    # caller that stopped reading (a slow-read attack) held its registry entry and its
+    # worker connection for as long as it kept the socket open.
+    words = " ".join(["w" * 100] * 8000)  # /generate: ~4 GB of cumulative events
+    body = json.dumps({"text": words, "stream": True, "rid": "never-reads",
+                       "sampling_params": {"max_new_tokens": 8192}}).encode()
+    with start_stack(tmp_path, workers=[[]], frontend=["--total-timeout", "2"]) as stack, \
+            socket.create_connection(("127.0.0.1", stack.frontend.port)) as sock:
+        sock.sendall(b"POST /generate HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+                     b"content-type: application/json\r\ncontent-length: %d\r\n\r\n"
+                     % len(body) + body)
+        stack.wait_inflight(lambda snap: snap["registered"] >= 1)
+        # Then nothing is read. Freed at 2 s + the 2 s grace, not when the socket closes.
+        stack.wait_inflight(lambda snap: snap["inflight"] == 0, timeout=30)
+        deadline = time.monotonic() + 30
+        while not (ends := [x for x in stack.frontend.lines() if x.get("event") ==
+                            "request.end" and x.get("x_request_id") == "never-reads"]):
+            assert time.monotonic() < deadline, "no request.end"
+            time.sleep(0.02)  # the line follows the release by a moment
+        assert len(ends) == 1 and ends[0]["outcome"] == "error"
+        assert ends[0]["error"] == "client did not read the stream within the total timeout (2s)"
+
+
 def _chunks(total: int) -> Iterator[bytes]:
     block = b"x" * 65536
     for _ in range(total // len(block)):

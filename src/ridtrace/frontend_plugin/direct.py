@@ -48,6 +48,7 @@ class Call(Protocol):
 
     worker: str | None
     attempts: int
+    deadline: float  # time.monotonic() at which total_timeout runs out
 
     def start(self) -> None:
         """Register; raises ``DuplicateRequestId`` with nothing started."""

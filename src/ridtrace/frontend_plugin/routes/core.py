@@ -9,6 +9,7 @@ closed in ``finally`` so the key is freed.
 from __future__ import annotations
 
 import asyncio
+import time
 
 import orjson
 from starlette.requests import ClientDisconnect
@@ -49,6 +50,8 @@ _BODY_TIMED_OUT = "request body not received in full"
 
 # Bytes of ready events gathered into one write before it goes out.
 _MAX_WRITE = 64 * 1024
+# Seconds past the total timeout a client may still take to read its stream.
+_WRITE_GRACE = 2.0
 
 _SSE_HEADERS = [
     (b"content-type", b"text/event-stream; charset=utf-8"),
@@ -144,7 +147,7 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
             elif isinstance(first, (Failed, Dropped)):
                 await _failure(send, api, first)
             else:
-                await _stream_events(send, call, renderer, first)
+                await _stream_to_reader(send, call, renderer, first, settings.total_timeout)
             return
         pieces, end = await _collect(call)
         text = "".join(pieces)
@@ -233,6 +236,26 @@ async def _send_json(
         *headers,
     ]})
     await send({"type": "http.response.body", "body": body})
+
+
+async def _stream_to_reader(
+    send: Send, call: Call, renderer: Renderer, first: Item, total_timeout: float
+) -> None:
+    """:func:`_stream_events`, ended if the client stops reading past the total timeout.
+
+    Reads from the worker are bounded by the request's deadline, but a write waits for
+    the client to read (uvicorn's flow control) without any bound: a caller that stopped
+    reading held its registry entry, its worker connection and, on a paced reply, the
+    worker's stream for as long as it kept the connection open (a slow-read attack
+    needs no more). Past the deadline and a grace (so the reads' own timeouts, which
+    tell the caller, come first) the stream is abandoned: uvicorn closes the connection.
+    """
+    try:
+        with Deadline(call.deadline - time.monotonic() + _WRITE_GRACE):
+            await _stream_events(send, call, renderer, first)
+    except TimeoutError:
+        annotate_request(outcome_override="error", error=(
+            f"client did not read the stream within the total timeout ({total_timeout:g}s)"))
 
 
 async def _stream_events(send: Send, call: Call, renderer: Renderer, first: Item) -> None:
