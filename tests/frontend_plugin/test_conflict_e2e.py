@@ -69,3 +69,43 @@ async def _dispatch(holder: str, other: str) -> tuple[str, str, int, bool]:
         return "".join(parts), stream.worker, stream.attempts, dispatcher.pool.is_up(holder)
     finally:
         await dispatcher.aclose()
+
+
+def test_a_conflict_after_a_dead_worker_reports_the_dead_worker(tmp_path: Path) -> None:
+    # The last refusal named the failure: a down worker and then a Conflict told the
+    # caller "every worker tried already had this request id in flight" (503), which
+    # was false, and hid that a worker was unreachable (502 worker unavailable).
+    from ridtrace.frontend_plugin.dispatch import DispatchError
+    from ridtrace.frontend_plugin.failures import WORKER_UNAVAILABLE
+    from tests.support.servers import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    with start_stack(tmp_path, workers=[["--gate"]]) as stack:
+        holder = stack.workers[0]
+        with httpx.Client(timeout=30) as client, client.stream(
+            "POST", holder.url + "/v1/work", content=_work("first caller").to_json()
+        ) as held:
+            assert held.status_code == 200  # the id is in flight on `holder`
+
+            async def dispatch() -> DispatchError:
+                dispatcher = Dispatcher(FrontendSettings(workers=(dead, holder.url)))
+                try:
+                    await dispatcher.open(_work("second caller"))
+                except DispatchError as exc:
+                    return exc
+                finally:
+                    await dispatcher.aclose()
+                raise AssertionError("dispatched")
+
+            records: list[dict[str, Any]] = []
+            sink = logger.add(lambda m: records.append(dict(m.record["extra"])), level="DEBUG")
+            try:
+                error = asyncio.run(dispatch())
+            finally:
+                logger.remove(sink)
+            client.post(holder.url + "/debug/gate/open").raise_for_status()
+        assert (error.status, str(error), error.reason) == (502, WORKER_UNAVAILABLE, "connect")
+        assert error.attempts == 2 and error.detail.startswith(f"worker {dead}: ")
+        retries = [(r["reason"], r["marked_down"]) for r in records
+                   if r.get("event") == "dispatch.retry"]
+        assert retries == [("connect", True), ("conflict", False)]

@@ -244,9 +244,14 @@ class Dispatcher:
                 caller_message = REQUEST_TIMED_OUT
                 break
             except _Refused as refusal:
-                reason, message = refusal.reason, refusal.message
-                detail = f"worker {redacted_url(worker)}: {message}"
-                caller_message = dispatch_message(reason)
+                message = refusal.message
+                # A Conflict says only that this worker holds the id: after a worker that
+                # failed, the caller is told of that failure, not "every worker tried
+                # already had this request id in flight" (503) when one was down.
+                if refusal.reason != "conflict" or reason in ("no_worker", "conflict"):
+                    reason = refusal.reason
+                    detail = f"worker {redacted_url(worker)}: {message}"
+                    caller_message = dispatch_message(reason)
                 # A Conflict or another 4xx is about this request, not the worker's
                 # health: marking it down would let one bad request take a healthy
                 # worker (with one worker, the frontend's /health) out of rotation.
@@ -258,7 +263,7 @@ class Dispatcher:
                 events.warning(
                     DISPATCH_RETRY, event=DISPATCH_RETRY, worker=redacted_url(worker),
                     attempt=attempt,
-                    reason=reason, marked_down=marked_down, error=message,
+                    reason=refusal.reason, marked_down=marked_down, error=message,
                 )
                 if refusal.fatal:
                     raise DispatchError(
