@@ -31,6 +31,10 @@ class _HeadersTooLarge(Exception):
     """Raised in a parser callback: httptools then stops and reports a callback error."""
 
 
+class _HostCountWrong(Exception):
+    """Raised in a parser callback, as :class:`_HeadersTooLarge`: RFC 9112 section 3.2."""
+
+
 class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
     header_timeout = 10.0
     max_header_bytes = MAX_HEADER_BYTES
@@ -40,6 +44,8 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         self._header_timer: asyncio.TimerHandle | None = None
         self._header_bytes = 0
         self._too_large = False
+        self._hosts = 0  # Host header lines of the request being parsed
+        self._host_refusal: str | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -52,6 +58,7 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._header_bytes = 0
+        self._hosts = 0
         self._arm_header_timer()
 
     def on_url(self, url: bytes) -> None:
@@ -60,10 +67,19 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._count(len(name) + len(value) + 4)  # ": " and CRLF, as sent
+        if name.lower() == b"host":
+            self._hosts += 1
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
         self._disarm_header_timer()
+        # RFC 9112 section 3.2: 400 for an HTTP/1.1 request without Host and for any
+        # request with several (h11 answers both so; httptools served them, and the Host
+        # check read only the first of several, which a proxy may read otherwise).
+        if self._hosts > 1 or (self._hosts == 0 and self.parser.get_http_version() == "1.1"):
+            self._host_refusal = (f"a request needs exactly one Host header, not {self._hosts} "
+                                  "(RFC 9112, section 3.2)")
+            raise _HostCountWrong
         super().on_headers_complete()
         # The app's task is created but has not run yet: its first send sees the class.
         framed_for_http10(self.cycle, self.scope)
@@ -73,6 +89,9 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         if self._too_large:
             self._answer_and_close(431, "Request Header Fields Too Large",
                                    f"request headers exceed {self.max_header_bytes} bytes")
+            return
+        if self._host_refusal is not None:
+            self._answer_and_close(400, "Bad Request", self._host_refusal)
             return
         super().send_400_response(msg)
 
