@@ -362,3 +362,30 @@ def test_a_request_needs_exactly_one_host_header(
                                    b"(RFC 9112, section 3.2)" % hosts)
             assert b"connection: close" in answer
     assert httpx.get(stack.url + "/health", timeout=10).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("head", "reason"),
+    [
+        (b"POST /v1/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nx-request-id: a\x01b\r\n"
+         b"content-length: 2\r\n\r\n{}", "Invalid header value char"),
+        (b"POST /v1/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 2\r\n"
+         b"content-length: 3\r\n\r\n{}", "Duplicate Content-Length"),
+        (b"POST /v1/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 2\r\n"
+         b"transfer-encoding: chunked\r\n\r\n{}",
+         "Transfer-Encoding can't be present with Content-Length"),
+    ],
+    ids=["control-character", "two-lengths", "smuggling"],
+)
+def test_a_request_the_parser_refuses_is_told_why_and_logged(
+    stack: Stack, head: bytes, reason: str
+) -> None:
+    # uvicorn answered and logged only "Invalid HTTP request received." for all of these.
+    expected = f"Invalid HTTP request received: {reason}"
+    answer = _raw_exchange(stack.frontend.port, head)
+    assert answer.startswith(b"HTTP/1.1 400 ") and answer.endswith(expected.encode())
+    deadline = time.monotonic() + 30
+    while not [x for x in stack.frontend.lines() if x.get("message") == expected
+               and x.get("level") == "WARN"]:
+        assert time.monotonic() < deadline, f"no WARN {expected!r}"
+        time.sleep(0.02)

@@ -76,9 +76,10 @@ class UpgradeIgnoringProtocol(HttpToolsProtocol):
         self._unset_keepalive_if_required()
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserError:
-            self.logger.warning(_INVALID)
-            self.send_400_response(_INVALID)
+        except httptools.HttpParserError as exc:
+            reason = _parse_error(exc)
+            self.logger.warning(reason)
+            self.send_400_response(reason)
         except httptools.HttpParserUpgrade as upgrade:
             if self._should_upgrade():
                 self.handle_websocket_upgrade()
@@ -121,3 +122,20 @@ def _framing(headers: list[tuple[bytes, bytes]]) -> bytes | None:
     if length is None or not length.isdigit() or int(length) == 0:
         return None
     return b"content-length: " + length + b"\r\n"
+
+
+def _parse_error(exc: Exception) -> str:
+    """What the caller and the log are told of a request the parser refused.
+
+    uvicorn said only "Invalid HTTP request received." for a control character in a
+    header, a duplicate Content-Length, a request smuggling attempt alike. llhttp's
+    reason is a fixed phrase ("Invalid header value char"), never the request's bytes;
+    a callback's failure (the header guard's own refusals) keeps the plain text, which
+    the guard replaces with its own answer.
+    """
+    detail = str(exc)
+    if isinstance(exc, httptools.HttpParserCallbackError) or not detail:
+        return _INVALID
+    if len(detail) > 120 or not (detail.isascii() and detail.isprintable()):
+        return _INVALID
+    return f"{_INVALID[:-1]}: {detail}"
