@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
-from typing import Any
 
 from ridtrace.contract import DISPATCH_ATTEMPT, DISPATCH_RETRY
 from ridtrace.frontend_plugin.failures import (
@@ -29,6 +27,8 @@ from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.timers import Deadline
 from ridtrace.frontend_plugin.wire import WORK_PATH, WorkRequest
 from ridtrace.frontend_plugin.worker_http import ConnectionPool, WorkerHttpError, WorkerResponse
+from ridtrace.frontend_plugin.worker_pool import WorkerPool
+from ridtrace.frontend_plugin.worker_stream import WorkerStream
 from ridtrace.tracing import metrics
 from ridtrace.tracing.eventlog import EventLog
 
@@ -59,107 +59,6 @@ class DispatchError(Exception):
         self.status = status
         self.attempts = attempts
         self.detail = detail or message
-
-
-class WorkerPool:
-    """Worker URLs, a round-robin cursor and per-worker down-until times."""
-
-    def __init__(
-        self, urls: tuple[str, ...], *, cooldown: float, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self.urls = tuple(u.rstrip("/") for u in urls)
-        self._cooldown = cooldown
-        self._clock = clock
-        self._down_until: dict[str, float] = {}
-        self._next = 0
-
-    def order(self) -> list[str]:
-        """Workers to try: healthy ones from the cursor on, then those marked down."""
-        if not self.urls:
-            return []
-        start = self._next % len(self.urls)
-        self._next += 1
-        rotated = self.urls[start:] + self.urls[:start]
-        now = self._clock()
-        up = [u for u in rotated if self._down_until.get(u, 0.0) <= now]
-        # Down workers last, not never: if all are down, trying beats refusing.
-        down = sorted((u for u in rotated if u not in up), key=lambda u: self._down_until[u])
-        return up + down
-
-    def mark_down(self, url: str) -> None:
-        """Skip ``url`` while others are healthy, for the cooldown."""
-        self._down_until[url] = self._clock() + self._cooldown
-
-    def is_up(self, url: str) -> bool:
-        """Whether ``url`` is in rotation now."""
-        return self._down_until.get(url, 0.0) <= self._clock()
-
-    def up_count(self) -> int:
-        """How many workers are in rotation now (none marked down within the cooldown)."""
-        now = self._clock()
-        return sum(1 for u in self.urls if self._down_until.get(u, 0.0) <= now)
-
-    def snapshot(self) -> list[dict[str, object]]:
-        """Per-worker health, for the debug endpoint."""
-        return [{"url": redacted_url(u), "up": self.is_up(u)} for u in self.urls]
-
-
-class WorkerStream:
-    """An open worker response whose first message has already arrived."""
-
-    __slots__ = ("_reader", "_response", "attempts", "first", "worker")
-
-    def __init__(
-        self, *, worker: str, attempts: int, response: WorkerResponse,
-        reader: NdjsonReader, first: dict[str, Any],
-    ) -> None:
-        self.worker = worker
-        self.attempts = attempts
-        self.first = first
-        self._response = response
-        self._reader = reader
-
-    async def next_message(self, timeout: float | None = None) -> dict[str, Any] | None:
-        """The next NDJSON message, ``None`` at end of stream.
-
-        The pump bounds silences with one watchdog per call, not a timer per chunk;
-        ``timeout`` (raising ``TimeoutError``) is for callers without one.
-        """
-        if timeout is None:
-            return await self._reader.next()
-        with Deadline(timeout):
-            return await self._reader.next()
-
-    @property
-    def ready(self) -> bool:
-        """Whether the next message already arrived (:meth:`next_ready` will not wait)."""
-        return self._reader.ready
-
-    def next_ready(self) -> dict[str, Any]:
-        """The next message that already arrived; raises ``BadLine`` (check :attr:`ready`)."""
-        return self._reader.next_ready()
-
-    async def drain(self) -> bool:
-        """Read to the end of the body after the last message; ``True`` if nothing was left.
-
-        A response read to its end hands its connection back to the pool; one closed
-        early costs a new TCP connection on the next request.
-        """
-        return await self._reader.next() is None
-
-    def close(self) -> None:
-        """Return the connection to the pool if the body was read to its end, else drop it.
-
-        Dropping it is how the worker sees its caller go away.
-        """
-        if self._reader.eof:
-            self._response.release()
-        else:
-            self._response.close()
-
-    async def aclose(self) -> None:
-        """:meth:`close`, for ``async`` callers."""
-        self.close()
 
 
 def worker_headers(trace_headers: dict[str, str] | None, *, token: str | None) -> dict[str, str]:

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from loguru import logger
 from opentelemetry import baggage
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -30,25 +29,17 @@ from ridtrace.contract import (
     OUTCOME_ERROR,
     OUTCOME_INVALID,
     OUTCOME_OK,
-    WORKER_END,
-    WORKER_ERROR,
     WORKER_REFUSED,
     WORKER_START,
 )
 from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin.asgi_io import GuardedStreamingResponse, transfer_coding_refusal
-from ridtrace.frontend_plugin.drain import Drain, StopOnDrain, Stopped
-from ridtrace.frontend_plugin.engine import PREFIX, EchoEngine, cut_at_stop, echo_tokens
+from ridtrace.frontend_plugin.drain import Drain
+from ridtrace.frontend_plugin.engine import EchoEngine, echo_tokens
 from ridtrace.frontend_plugin.registry import DuplicateRequestId, InflightRegistry
 from ridtrace.frontend_plugin.settings import WorkerSettings
-from ridtrace.frontend_plugin.wire import (
-    WORK_PATH,
-    ChunkEncoder,
-    WorkRequest,
-    chunk_line,
-    done_line,
-    error_line,
-)
+from ridtrace.frontend_plugin.wire import WORK_PATH, WorkRequest
+from ridtrace.frontend_plugin.work_reply import log_end, paced_reply, whole_reply
 from ridtrace.tracing import annotate_request, current_context, validate_client_id
 from ridtrace.tracing.eventlog import EventLog
 
@@ -177,7 +168,7 @@ class WorkEndpoint:
                 registry.release(job.request_id, channel)
 
             await GuardedStreamingResponse(
-                _produce(job, self.engine, config, self.drain), cleanup=release,
+                paced_reply(job, self.engine, config, self.drain), cleanup=release,
                 media_type=_NDJSON,
             )(scope, receive, send)
             return
@@ -185,11 +176,7 @@ class WorkEndpoint:
         outcome = OUTCOME_ERROR
         tokens, finish_reason = echo_tokens(job.prompt, job.max_tokens, job.stop)
         try:
-            reply = _encode(job, tokens, 0, config.foreign_chunk_after) + done_line(
-                job.request_id, finish_reason=finish_reason, tokens=len(tokens),
-                prompt_tokens=len(job.prompt.split()),
-                stop_sequence=_stopped_by(job, finish_reason),
-            )
+            reply = whole_reply(job, tokens, finish_reason, config.foreign_chunk_after)
             await send({
                 "type": "http.response.start", "status": 200,
                 "headers": [_NDJSON_HEADER, (b"content-length", b"%d" % len(reply))],
@@ -201,87 +188,7 @@ class WorkEndpoint:
             raise
         finally:
             registry.release(job.request_id, channel)
-            _log_end(job, outcome, started, "".join(tokens), len(tokens))
-
-
-def _stopped_by(job: WorkRequest, finish_reason: str) -> str | None:
-    """The stop sequence that ended the reply (none when the token limit came first)."""
-    if not job.stop or finish_reason != "stop":
-        return None
-    return cut_at_stop(PREFIX + job.prompt, job.stop)[1]
-
-
-def _encode(job: WorkRequest, batch: list[str], done: int, foreign_after: int | None) -> bytes:
-    """The NDJSON lines of ``batch``, tokens ``done`` onwards of the reply."""
-    encode = ChunkEncoder(job.request_id)
-    if foreign_after is None or not done <= foreign_after < done + len(batch):
-        return b"".join(map(encode, batch))
-    # The injected fault: crossed wires, one chunk labelled with another request's id.
-    lines = [encode(token) for token in batch]
-    at = foreign_after - done
-    lines[at] = chunk_line("foreign-" + job.request_id, batch[at])
-    return b"".join(lines)
-
-
-def _log_end(
-    job: WorkRequest, outcome: str, started: float, text: str, tokens: int,
-    error: str | None = None,
-) -> None:
-    if outcome == OUTCOME_ERROR:
-        # A reply that ended with an in-band error went out as a 200: without this the
-        # requests metric would count it ok, unlike worker.end.
-        annotate_request(outcome_override=outcome)
-    events.info(
-        WORKER_END, event=WORKER_END, outcome=outcome,
-        duration_ms=round((time.perf_counter() - started) * 1000, 3),
-        fp_out=fingerprint(text), tokens=tokens, endpoint=job.endpoint, error=error,
-    )
-
-
-async def _produce(
-    job: WorkRequest, engine: EchoEngine, config: WorkerSettings, drain: Drain
-) -> AsyncIterator[bytes]:
-    """A paced reply: one write per batch of ready tokens, the done line with the last."""
-    started = time.perf_counter()
-    produced: list[str] = []
-    outcome = OUTCOME_ERROR
-    error: str | None = None
-    _, finish_reason = echo_tokens(job.prompt, job.max_tokens, job.stop)
-    # Each batch is held until the next one exists, so the last goes out in the same
-    # write as the done line.
-    held = b""
-    stop = StopOnDrain()
-    drain.hold(stop)
-    try:
-        batches = aiter(engine.batches(job.prompt, job.max_tokens, job.stop))
-        while True:
-            try:
-                batch = await stop.wait(anext(batches))
-            except StopAsyncIteration:
-                break
-            if held:
-                yield held
-            held = _encode(job, batch, len(produced), config.foreign_chunk_after)
-            produced.extend(batch)
-        yield held + done_line(
-            job.request_id, finish_reason=finish_reason, tokens=len(produced),
-            prompt_tokens=len(job.prompt.split()), stop_sequence=_stopped_by(job, finish_reason),
-        )
-        outcome = OUTCOME_OK
-    except Stopped as exc:
-        # The server is stopping: the frontend gets an error line it reports as a worker
-        # failure, not a body cut short when uvicorn's shutdown timeout cancels us.
-        error = str(exc)
-        yield held + error_line(job.request_id, error)
-    except (asyncio.CancelledError, GeneratorExit):
-        outcome = OUTCOME_CANCELLED
-        raise
-    except Exception as exc:  # the engine failed: tell the frontend in-band
-        logger.exception("worker engine failed", event=WORKER_ERROR)
-        yield error_line(job.request_id, f"engine error: {exc}")
-    finally:
-        drain.release(stop)
-        _log_end(job, outcome, started, "".join(produced), len(produced), error)
+            log_end(job, outcome, started, "".join(tokens), len(tokens))
 
 
 def _adopt_identity(job: WorkRequest, baggage_names: tuple[str, ...]) -> None:
