@@ -236,3 +236,29 @@ def test_deprecated_header_per_request() -> None:
     assert list(found["span_id"]) == ["A"]
     assert found.loc[0, "evidence"] == [{"file": "f.jsonl", "line": 3}]
     assert found.loc[0, "severity"] == "info"
+
+
+def test_one_span_id_in_two_traces_is_two_requests() -> None:
+    # Requests are keyed by (trace_id, span_id). On span ids alone the two callers
+    # below were one: their duplicate went unreported (a clean bill of health).
+    reqs = requests_frame(
+        {"request_id": "7", "span_id": "s1", "trace_id": "ta", "start": 0.0, "end": 1.0},
+        {"request_id": "7", "span_id": "s1", "trace_id": "tb", "start": 0.5, "end": 1.5},
+    )
+    found = duplicate_in_flight(reqs)
+    assert list(found["request_id"]) == ["7"]
+    assert found.loc[0, "detail"] == (
+        "2 requests held request_id 7 at overlapping times (spans s1 (trace ta), s1 (trace tb))"
+    )
+
+
+def test_a_worker_works_for_the_caller_of_its_own_trace() -> None:
+    # The caller s1 of trace ta went away; the caller s1 of trace tb did not, and its
+    # worker's output never reached it. Taken by span id, tb's worker worked for the
+    # caller that left, and the lost output was excused.
+    reqs = requests_frame(
+        _caller("s1", "inA", None, outcome="cancelled", trace_id="ta"),
+        _caller("s1", "inB", "outX", trace_id="tb"),
+        _work("wB", "s1", "inB", "outB", trace_id="tb"),
+    )
+    assert list(unlinked(reqs)["span_id"]) == ["wB"]

@@ -178,6 +178,7 @@ def span_columns(requests: pd.DataFrame) -> SpanColumns:
     """Convert a requests frame (`records.requests.REQUEST_COLUMNS`) for the rules."""
     text = {col: arrow_text(requests[col]) for col in _TEXT}
     (span, parent), _ = shared_codes(text["span_id"], text["parent_span_id"])
+    span, parent = _within_traces(span, parent, text["trace_id"])
     (fp_in, fp_out), _ = shared_codes(text["fp_in"], text["fp_out"])
     side = arrow_column(requests["side"])
     outcome = arrow_column(requests["outcome"])
@@ -210,6 +211,29 @@ def span_columns(requests: pd.DataFrame) -> SpanColumns:
         line_files={col: arrow_column(requests[file]) for col, file in LINE_FILES.items()},
         text=text,
     )
+
+
+def _within_traces(
+    span: np.ndarray, parent: np.ndarray, trace: Arrow
+) -> tuple[np.ndarray, np.ndarray]:
+    """Span and parent codes that name a span within its trace, as requests are keyed.
+
+    A span id logged in two traces (ids minted by a counter, a collision) is two
+    requests: on span ids alone they were one caller, so a duplicate between them was
+    never reported and each one's workers were taken for the other's. Only paid for when
+    some span id repeats, which (trace_id, span_id) keys otherwise rule out.
+    """
+    known = span[span >= 0]
+    if not len(known) or np.bincount(known).max() <= 1:
+        return span, parent
+    (traces,), _ = shared_codes(trace)
+    width = np.int64(_size(span, parent))
+    in_trace = (traces + 1) * width  # a missing trace (-1) is a trace of its own
+    keys = np.concatenate([np.where(span >= 0, in_trace + span, -1),
+                           np.where(parent >= 0, in_trace + parent, -1)])
+    codes, _ = pd.factorize(keys, use_na_sentinel=True)
+    codes = np.where(keys >= 0, codes, -1).astype(np.int64)
+    return codes[: len(span)], codes[len(span):]
 
 
 def arrow_text(series: pd.Series) -> Arrow:

@@ -98,6 +98,10 @@ def _cluster_findings(
     ends = np.r_[starts[1:], len(rows)]
     items = evidence(spans.lines_at("first_line", rows), spans.lines_at("last_line", rows))
     names = [str(s) for s in spans.texts("span_id", rows)]
+    if len(set(names)) < len(names):
+        # One span id in several traces names several requests: say which is which.
+        traces = spans.texts("trace_id", rows)
+        names = [f"{name} (trace {trace})" for name, trace in zip(names, traces, strict=True)]
     # A request is its caller: Dynamo's `generate` span inside its `http-request` span
     # (or a caller's retries) adds evidence lines, not a request to the count.
     callers = spans.caller()[rows].tolist()
