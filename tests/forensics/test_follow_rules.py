@@ -276,3 +276,20 @@ def test_zero_duration_request_starting_with_another_is_a_duplicate_in_any_order
     found += rules.feed(_rows(_front("b", "7", S), _end("b", "7", S)))
     found += rules.feed(_rows(_front("c", "8", 3 * S), _end("c", "8", 3 * S)))
     assert found == []
+
+
+def test_one_span_id_in_two_traces_is_two_callers() -> None:
+    # Spans are keyed by (trace_id, span_id); callers were compared by span id alone, so
+    # two requests that logged one span id in different traces were one caller and
+    # their duplicate was never printed.
+    rules = LiveRules(window_s=600)
+    assert rules.feed(_rows(_front("s1", "7", 0, trace_id="ta"))) == []
+    worker = {"span_id": "w2", "request_id": "7", "t0": S // 4, "parent_span_id": "s1",
+              "worker": True, "trace_id": "tb"}
+    found = rules.feed(_rows(worker, _front("s1", "7", S // 2, trace_id="tb")))
+    assert [(f["kind"], f["request_id"], f["span_id"]) for f in found] == [
+        ("duplicate_in_flight", "7", "s1")
+    ]
+    assert found[0]["detail"] == (
+        "2 requests held request_id 7 at overlapping times (callers s1 (trace ta), s1 (trace tb))"
+    )

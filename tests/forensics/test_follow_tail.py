@@ -63,7 +63,7 @@ def test_a_last_line_without_newline_is_read_when_the_follow_ends(tmp_path: Path
     # The Unlinked error is the file's last line, and no newline ever follows it (a
     # writer killed mid-line, a CR-only file): held for good, it was never reported.
     lines = [*rt_request("a", "7", 0, 2), rt("response.unlinked", request_id="7", span_id="a",
-                                              trace_id="a" * 32)]
+                                              trace_id=f"{'a':0>32}")]
     front, cr_only = tmp_path / "frontend.jsonl", tmp_path / "worker.jsonl"
     front.write_text("\n".join(lines))
     cr_only.write_bytes(b"\r".join(x.encode() for x in lines) + b"\r")
@@ -83,7 +83,7 @@ def test_a_compressed_files_last_line_without_newline_is_read(tmp_path: Path,
     # the batch read reads its last line; the follower held it and dropped it with the
     # file, so an Unlinked error on it was never reported (exit 0).
     lines = [*rt_request("a", "7", 0, 2), rt("response.unlinked", request_id="7", span_id="a",
-                                              trace_id="a" * 32)]
+                                              trace_id=f"{'a':0>32}")]
     text = "\n".join(lines).encode()
     (tmp_path / "frontend.jsonl.1.gz").write_bytes(gzip.compress(text))
     # exact: the first read fills its buffer, the last line is held; the next one is empty.

@@ -53,8 +53,8 @@ def _finding(kind: str, span: Span, time: int, detail: str,
 
 
 def _one_caller(members: list[Span]) -> bool:
-    first = members[0].caller()
-    return all(m.caller() == first for m in members[1:])
+    first = members[0].caller_key()
+    return all(m.caller_key() == first for m in members[1:])
 
 
 class LiveRules:
@@ -106,7 +106,7 @@ class LiveRules:
             key = (trace, span_id)
             span = get(key)
             if span is None:
-                span = Span(span_id, file, first_line, last_line, t0, t1 if t1 > t0 else t0,
+                span = Span(trace, span_id, file, first_line, last_line, t0, t1 if t1 > t0 else t0,
                             parent, WORKER if worker else None, xrid, fp_in, fp_out, outcome)
                 spans[key] = span
                 new_spans += 1
@@ -132,9 +132,10 @@ class LiveRules:
                         # duplicate now or later in this batch unless a third span joins.
                         held = members[0]
                         alone = len(members) == 1 and (
-                            (worker and held.parent is None and held.span_id == parent)
+                            (worker and held.parent is None and held.span_id == parent
+                             and held.trace == trace)
                             or (parent is None and held.side == WORKER
-                                and held.parent == span_id)
+                                and held.parent == span_id and held.trace == trace)
                         )
                         members.append(span)
                         if span.last > cluster.max_end:
@@ -240,10 +241,13 @@ class LiveRules:
             if not verdict:
                 continue
             cluster.reported = True
-            callers = list(dict.fromkeys(m.caller() for m in members))
+            callers = list(dict.fromkeys(m.caller_key() for m in members))
+            names = [span_id for _, span_id in callers]
+            if len(set(names)) < len(names):  # one span id in several traces: say which
+                names = [f"{span_id} (trace {trace})" for trace, span_id in callers]
             first = members[0]
             detail = (f"{len(callers)} requests held request_id {cluster.request_id} at "
-                      f"overlapping times (callers {', '.join(callers)})")
+                      f"overlapping times (callers {', '.join(names)})")
             proof = [(m.file, n) for m in members for n in (m.first_line, m.last_line)]
             item = _finding("duplicate_in_flight", first, first.start, detail, proof,
                             request_id=cluster.request_id)
@@ -256,7 +260,7 @@ class LiveRules:
         unknown = False
         for j, second in enumerate(members):
             for first in members[:j]:
-                if first.caller() == second.caller():
+                if first.caller_key() == second.caller_key():
                     continue
                 overlap = self.state.overlap(first, second)
                 if overlap:

@@ -40,13 +40,15 @@ class Span:
     __slots__ = (
         "__weakref__", "closed", "clusters", "crossed_done", "file", "first_line", "fp_in",
         "fp_out", "last", "last_line", "open_children", "outcome", "paired", "parent",
-        "parent_span", "request_id", "side", "span_id", "start", "unlinked_done", "waiting",
-        "x_request_id",
+        "parent_span", "request_id", "side", "span_id", "start", "trace", "unlinked_done",
+        "waiting", "x_request_id",
     )
 
-    def __init__(self, span_id: str, file: str, first_line: int, last_line: int, start: int,
-                 last: int, parent: str | None, side: str | None, x_request_id: str | None,
+    def __init__(self, trace: str | None, span_id: str, file: str, first_line: int,
+                 last_line: int, start: int, last: int, parent: str | None, side: str | None,
+                 x_request_id: str | None,
                  fp_in: str | None, fp_out: str | None, outcome: str | None) -> None:
+        self.trace = trace
         self.span_id = span_id
         self.file = file
         self.first_line = first_line
@@ -81,6 +83,11 @@ class Span:
         if self.parent is not None and (self.side == WORKER or self.parent_span is not None):
             return self.parent
         return self.span_id
+
+    def caller_key(self) -> SpanKey:
+        """The caller as the spans are keyed, (trace_id, span id): a span id logged in two
+        traces is two callers. A parent is looked up in the span's own trace."""
+        return (self.trace, self.caller())
 
 
 @dataclass
@@ -151,7 +158,8 @@ class WindowState:
         # its caller, even when it outlives every span of the cluster (a detached pump).
         if cluster is None or not (
             span.start < cluster.max_end
-            or any(not m.closed or m.caller() == span.caller() or m.start == span.start
+            or any(not m.closed or m.caller_key() == span.caller_key()
+                   or m.start == span.start
                    for m in cluster.members)
         ):
             cluster = Cluster(request_id, [span], span.last)
