@@ -13,6 +13,7 @@ from ridtrace.cli.main import main
 from ridtrace.testing.synth import SynthSpec, write_logs
 from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import legacy_rotated
+from tests.support.follower import start_follower
 
 
 @pytest.mark.parametrize("order", ["directory", "oldest first", "newest first", "glob"])
@@ -95,3 +96,17 @@ def test_parts_named_in_no_rotation_scheme_go_by_time(tmp_path: Path) -> None:
     assert [(f["kind"], f["request_id"]) for f in doc["findings"]] == [
         ("duplicate_in_flight", "7")]
     assert code == 1
+
+
+def test_follow_cites_each_line_in_the_file_it_is_in_as_analyze_does(tmp_path: Path) -> None:
+    # A caller's last line after the rotation is in the live file; --follow cited it at
+    # that line number in the rotated part, a line of another request (or of none).
+    legacy_rotated(tmp_path / "rot")
+    _, doc = analyze_json(str(tmp_path / "rot"))
+    [batch] = doc["findings"]
+    follower = start_follower([str(tmp_path / "rot")], "--from-start")
+    follower.wait_for(lambda: bool(follower.findings()), timeout=60, what="the duplicate")
+    assert follower.stop() == 1
+    [live] = [p.json() for p in follower.findings()]
+    assert (live["kind"], live["request_id"]) == (batch["kind"], batch["request_id"])
+    assert live["evidence"] == batch["evidence"]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ridtrace.forensics.live.follow import Follower, FollowSettings
-from ridtrace.forensics.live.parse import COLUMNS, SpanRows
+from ridtrace.forensics.live.parse import COLUMNS, Flag, SpanRows
 from ridtrace.forensics.live.rules import LiveRules
 from tests.forensics.helpers import rt, rt_request, ts
 
@@ -293,3 +293,13 @@ def test_one_span_id_in_two_traces_is_two_callers() -> None:
     assert found[0]["detail"] == (
         "2 requests held request_id 7 at overlapping times (callers s1 (trace ta), s1 (trace tb))"
     )
+
+
+def test_an_unlinked_line_is_cited_in_the_file_it_is_in() -> None:
+    # The caller started before its log rotated; its Unlinked error is in the new file.
+    rules = LiveRules(window_s=600)
+    assert rules.feed(_rows(_front("a", "7", 0, file="f.jsonl.1", first_line=40))) == []
+    batch = _rows(_front("a", "7", S, file="f.jsonl", first_line=3, last_line=3))
+    batch.flags[0] = Flag("response.unlinked", "Unlinked response; x", None, 3)
+    [found] = rules.feed(batch)
+    assert found["evidence"] == [{"file": "f.jsonl", "line": 3}]

@@ -150,6 +150,7 @@ class LiveRules:
             else:
                 move(key)
                 span.last_line = last_line
+                span.last_file = file
                 if t1 > span.last:
                     span.last = t1
                 if worker:
@@ -170,7 +171,7 @@ class LiveRules:
                     if span.last > cluster.max_end:
                         cluster.max_end = span.last
             if flag is not None:
-                found.extend(self._unlinked(span, flag))
+                found.extend(self._unlinked(span, flag, file))
             if worker_end:
                 # A worker's (fp_in, fp_out) is its caller's own work; its first ok output
                 # is what a crossed caller was delivered.
@@ -212,7 +213,7 @@ class LiveRules:
             state.evict()
         return found
 
-    def _unlinked(self, span: Span, flag: Flag) -> list[Finding]:
+    def _unlinked(self, span: Span, flag: Flag, file: str) -> list[Finding]:
         if span.unlinked_done:
             return []
         span.unlinked_done = True
@@ -221,7 +222,7 @@ class LiveRules:
         else:
             detail = (f"a worker chunk for request {flag.chunk_request_id} reached this "
                       "caller's stream; it was not forwarded and the stream ended with an error")
-        return [_finding("unlinked", span, span.start, detail, [(span.file, flag.line)])]
+        return [_finding("unlinked", span, span.start, detail, [(file, flag.line)])]
 
     def _duplicates(self, clusters: list[Cluster]) -> list[Finding]:
         state = self.state
@@ -248,7 +249,8 @@ class LiveRules:
             first = members[0]
             detail = (f"{len(callers)} requests held request_id {cluster.request_id} at "
                       f"overlapping times (callers {', '.join(names)})")
-            proof = [(m.file, n) for m in members for n in (m.first_line, m.last_line)]
+            proof = [item for m in members
+                     for item in ((m.file, m.first_line), (m.last_file, m.last_line))]
             item = _finding("duplicate_in_flight", first, first.start, detail, proof,
                             request_id=cluster.request_id)
             item["span_id"] = first.caller()
@@ -296,8 +298,8 @@ class LiveRules:
                 f"{front.fp_out}, produced by worker span {work.span_id} for fp_in "
                 f"{work.fp_in} (request_id {work.request_id}, x_request_id {work.x_request_id})"
             )
-            proof = [(front.file, front.first_line), (front.file, front.last_line),
-                     (work.file, work.first_line), (work.file, work.last_line)]
+            proof = [(front.file, front.first_line), (front.last_file, front.last_line),
+                     (work.file, work.first_line), (work.last_file, work.last_line)]
             found.append(_finding("crossed_stream", front, front.last, detail, proof))
         return found
 

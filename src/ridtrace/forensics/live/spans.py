@@ -39,7 +39,7 @@ class Span:
     # __weakref__: tests watch evicted spans being freed.
     __slots__ = (
         "__weakref__", "closed", "clusters", "crossed_done", "file", "first_line", "fp_in",
-        "fp_out", "last", "last_line", "open_children", "outcome", "paired", "parent",
+        "fp_out", "last", "last_file", "last_line", "open_children", "outcome", "paired", "parent",
         "parent_span", "request_id", "side", "span_id", "start", "trace", "unlinked_done",
         "waiting", "x_request_id",
     )
@@ -51,6 +51,9 @@ class Span:
         self.trace = trace
         self.span_id = span_id
         self.file = file
+        # The file of its last line: a span in flight when its log rotated has its first
+        # lines in the rotated part and its last ones in the new file.
+        self.last_file = file
         self.first_line = first_line
         self.last_line = last_line
         self.start = start
@@ -138,7 +141,7 @@ class WindowState:
             return True if True in either else None if None in either else False
         if first.closed:
             return False
-        return True if self.read_up_to(first.file) >= second.start else None
+        return True if self.read_up_to(first.last_file) >= second.start else None
 
     def _lasts(self, span: Span) -> bool | None:
         """Did `span` run past its first microsecond? None: not known yet."""
@@ -146,7 +149,7 @@ class WindowState:
             return True
         if span.closed:
             return False
-        return True if self.read_up_to(span.file) > span.start else None
+        return True if self.read_up_to(span.last_file) > span.start else None
 
     def join(self, span: Span, request_id: str) -> Cluster:
         """Add `span` to `request_id`'s cluster (a new one if it overlaps nothing held)."""
