@@ -9,6 +9,7 @@ from typing import Any
 from ridtrace.contract import WORKER_END, WORKER_START
 from ridtrace.forensics.reading.events import load_events
 from ridtrace.forensics.records.spans import build_requests
+from ridtrace.forensics.views.trace_export import trace_document
 from ridtrace.forensics.views.trace_model import TraceView, build_trace
 from ridtrace.forensics.views.verdicts import CROSSED, NO_OUTPUT, OWN_OUTPUT
 from tests.forensics.helpers import rt, rt_request, ts
@@ -210,3 +211,35 @@ def test_blocks_are_built_in_one_pass_not_a_frame_pass_per_block(
     view = build_trace(events, requests, "shared", limit=None)
     assert len(view.blocks) > 40
     assert calls <= 8, calls  # a handful whatever the block count (was 2 a block)
+
+
+def test_one_span_id_in_two_traces_is_two_requests(tmp_path: Path) -> None:
+    # Two callers logged span id SPAN_A in different traces and held RID at once; the
+    # first was delivered the second's output. Grouped by span id they were one request
+    # with both callers' spans and lines, own output, in no finding.
+    ta, tb = "a" * 32, "b" * 32
+    front = [*rt_request(SPAN_A, RID, 0.0, 1.0, trace=ta, fp_in="in-a", fp_out="out-b"),
+             *rt_request(SPAN_A, RID, 0.2, 1.2, trace=tb, fp_in="in-b", fp_out="out-b")]
+    work = []
+    for span, trace, start, fp_in, fp_out in ((WORK_A, ta, 0.1, "in-a", "out-a"),
+                                              (WORK_B, tb, 0.3, "in-b", "out-b")):
+        ctx = {"request_id": RID, "trace_id": trace, "span_id": span, "parent_span_id": SPAN_A}
+        work += [rt(WORKER_START, time=ts(start), **ctx, fp_in=fp_in),
+                 rt(WORKER_END, time=ts(start + 0.5), **ctx, outcome="ok", fp_out=fp_out)]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(front) + "\n")
+    (tmp_path / "worker.jsonl").write_text("\n".join(work) + "\n")
+    view = view_of([str(tmp_path / "frontend.jsonl"), str(tmp_path / "worker.jsonl")], RID)
+    assert view.matched == 2
+    by_trace = {b.trace_id: b for b in view.blocks}
+    crossed, own = by_trace[ta], by_trace[tb]
+    assert [bar.span_id for bar in crossed.spans][1:] == [WORK_A]
+    assert [bar.span_id for bar in own.spans][1:] == [WORK_B]
+    assert len(crossed.events) == len(own.events) == 4
+    assert (crossed.verdict.label, own.verdict.label) == (CROSSED, OWN_OUTPUT)
+    assert crossed.findings == ("crossed_stream", "duplicate_in_flight", "unlinked")  # out-a lost
+    doc = trace_document(view)
+    assert {r["span_id"] for r in doc["requests"]} == {SPAN_A}  # as logged, beside its trace
+    record = next(r for r in doc["requests"] if r["trace_id"] == ta)
+    assert record["got_output_of"]["span_id"] == SPAN_A
+    assert record["got_output_of"]["worker_span_id"] == WORK_B
+    assert record["overlaps"] == [SPAN_A]

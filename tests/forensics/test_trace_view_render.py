@@ -155,7 +155,7 @@ def test_wide_characters_count_as_the_two_columns_they_take(
     rid = "请求-🚀-" + "中" * 14
     lines = rt_request("a" * 16, rid, 0, 1, xrid="客户" * 9)
     lines.insert(1, rt(None, time=ts(0.5), message="生成完了したトークンを送信しました🚀🚀🚀",
-                       request_id=rid, trace_id="a" * 32, span_id="a" * 16))
+                       request_id=rid, trace_id=f"{'a' * 16:0>32}", span_id="a" * 16))
     monkeypatch.chdir(tmp_path)  # `files under logs/`: a path of its own may need a fold
     Path("logs").mkdir()
     Path("logs/frontend.jsonl").write_text("\n".join(lines) + "\n")

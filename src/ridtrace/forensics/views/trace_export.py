@@ -19,13 +19,24 @@ def _iso(block: RequestBlock) -> str:
     return rfc3339_us(block.start)
 
 
-def block_record(block: RequestBlock) -> dict[str, Any]:
-    """One request as plain JSON-ready data."""
+def block_record(block: RequestBlock, logged: dict[str, str] | None = None) -> dict[str, Any]:
+    """One request as plain JSON-ready data (`logged`: `TraceView.logged_span_ids`)."""
     producer = block.verdict.got_output_of
+    ids = logged or {}
+
+    def span(key: str | None) -> str | None:
+        return ids.get(key, key) if key is not None else None
+
+    def with_span(record: dict[str, Any]) -> dict[str, Any]:
+        return {**record, "span_id": span(record["span_id"])}
+
+    got = asdict(producer) if producer is not None else None
+    if got is not None:
+        got.update(span_id=span(got["span_id"]), worker_span_id=span(got["worker_span_id"]))
     return {
         "request_id": block.request_id,
         "x_request_id": block.x_request_id,
-        "span_id": block.span_id,
+        "span_id": span(block.span_id),
         "trace_id": block.trace_id,
         "route": block.route,
         "status": block.status,
@@ -33,11 +44,11 @@ def block_record(block: RequestBlock) -> dict[str, Any]:
         "start": _iso(block),
         "duration_ms": block.duration_ms,
         "verdict": block.verdict.label,
-        "got_output_of": asdict(producer) if producer is not None else None,
+        "got_output_of": got,
         "findings": list(block.findings),
-        "overlaps": list(block.overlaps),
-        "spans": [asdict(bar) for bar in block.spans],
-        "events": [asdict(ev) for ev in block.events],
+        "overlaps": [span(key) for key in block.overlaps],
+        "spans": [with_span(asdict(bar)) for bar in block.spans],
+        "events": [with_span(asdict(ev)) for ev in block.events],
     }
 
 
@@ -50,7 +61,7 @@ def trace_document(view: TraceView) -> dict[str, Any]:
         "more": view.more,
         "clock_offsets_ms": dict(view.offsets_ms),
         "workers": dict(view.sides),
-        "requests": [block_record(block) for block in view.blocks],
+        "requests": [block_record(block, view.logged_span_ids) for block in view.blocks],
     }
 
 
@@ -65,15 +76,18 @@ def trace_csv(view: TraceView) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
+    logged = view.logged_span_ids
     for block in view.blocks:
         producer = block.verdict.got_output_of
+        got = (producer.span_id or "") if producer else ""
         # Every text cell is the logs' text, and the ids and messages the clients'.
         head = [csv_cell(t) for t in (
-            block.span_id, block.request_id or "", block.x_request_id or "",
-            block.verdict.label, (producer.span_id or "") if producer else "",
+            logged.get(block.span_id, block.span_id), block.request_id or "",
+            block.x_request_id or "", block.verdict.label, logged.get(got, got),
         )]
         for ev in block.events:
             writer.writerow([*head, ev.ms, *map(csv_cell, (
-                ev.side, ev.span_id, ev.event, ev.outcome or "", ev.level or "", ev.file,
+                ev.side, logged.get(ev.span_id, ev.span_id), ev.event, ev.outcome or "",
+                ev.level or "", ev.file,
             )), ev.line])
     return buf.getvalue()

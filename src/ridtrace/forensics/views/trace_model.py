@@ -19,6 +19,7 @@ from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.rules.skew import correct_skew
 from ridtrace.forensics.rules.streams import unlinked
 from ridtrace.forensics.views import jaeger_ids
+from ridtrace.forensics.views.trace_keys import apart_by_trace
 from ridtrace.forensics.views.trace_rank import (
     Holders,
     callers_by_id,
@@ -95,6 +96,8 @@ class TraceView:
     matched: int
     offsets_ms: dict[str, float]
     sides: dict[str, str]  # worker-N -> the file (and service) it names
+    # Span keys of a span id logged in several traces -> that span id (`trace_keys`).
+    logged_span_ids: dict[str, str] = field(default_factory=dict)
 
     @property
     def more(self) -> int:
@@ -170,7 +173,6 @@ def build_trace(
     finding, then the others, each by time; `limit` None keeps them all.
     """
     requests, offsets = correct_skew(requests)
-    owner = _owners(requests)
     hit = (
         (requests["request_id"] == ident).fillna(False)
         | (requests["x_request_id"] == ident).fillna(False)
@@ -180,6 +182,8 @@ def build_trace(
     ).to_numpy()
     if not hit.any():
         hit = _jaeger_ids_match(requests, ident)
+    requests, events, logged = apart_by_trace(requests, events)
+    owner = _owners(requests)
     roots = set(owner[hit])
     mine = requests[owner.isin(roots).to_numpy()].assign(_owner=owner[owner.isin(roots)])
     is_root = (mine["side"] == FRONTEND).to_numpy() & (mine["span_id"] == mine["_owner"]).to_numpy()
@@ -204,6 +208,7 @@ def build_trace(
         matched=len(ranked),
         offsets_ms={name: us / 1000.0 for name, us in sorted(offsets.items())},
         sides={label: f"{f} ({s})" if s else f for (f, s), label in sides.items()},
+        logged_span_ids=logged,
     )
 
 

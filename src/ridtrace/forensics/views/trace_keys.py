@@ -1,0 +1,48 @@
+"""Span keys for `ridtrace trace` that keep apart one span id logged in several traces.
+
+Requests are keyed by (trace_id, span_id). The trace view groups, links and numbers
+spans by their span id alone: two callers that logged one span id in different traces
+were shown as one request with both one's spans and the other's. Where a span id is in
+several traces its spans (and the spans naming it as parent, in the same trace) take
+the key ``SPAN (trace TRACE)``, which the text shows; the JSON and CSV give the logged
+span id back (`logged`), next to the trace id.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+
+def _key(span: object, trace: object) -> str:
+    return f"{span} (trace {trace})"
+
+
+def _rekeyed(column: pd.Series, traces: pd.Series, shared: set[object]) -> pd.Series:
+    values = column.astype(object)
+    hit = values.isin(shared).to_numpy()
+    if not hit.any():
+        return values
+    keyed = [_key(s, t) for s, t in zip(values[hit], traces.astype(object)[hit], strict=True)]
+    return values.mask(hit, pd.Series(keyed, index=values.index[hit], dtype=object))
+
+
+def apart_by_trace(
+    requests: pd.DataFrame, events: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]:
+    """`requests` and `events` with span ids keyed apart where a span id is in several
+    traces, and each such key's logged span id (empty when no span id repeats)."""
+    pairs = pd.DataFrame({"span": requests["span_id"].astype(object),
+                          "trace": requests["trace_id"].astype(object)}).dropna(subset=["span"])
+    traces_per_span = pairs.groupby("span")["trace"].nunique(dropna=False)
+    shared = set(traces_per_span.index[(traces_per_span > 1).to_numpy()])
+    if not shared:
+        return requests, events, {}
+    traces = requests["trace_id"]
+    requests = requests.assign(
+        span_id=_rekeyed(requests["span_id"], traces, shared),
+        parent_span_id=_rekeyed(requests["parent_span_id"], traces, shared),
+    )
+    events = events.assign(span_id=_rekeyed(events["span_id"], events["trace_id"], shared))
+    logged = {_key(s, t): str(s) for s, t in zip(pairs["span"], pairs["trace"], strict=True)
+              if s in shared}
+    return requests, events, logged
