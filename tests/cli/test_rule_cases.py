@@ -44,3 +44,42 @@ def test_one_span_id_in_two_traces_is_two_requests(tmp_path: Path, engine: str) 
     [found] = doc["findings"]
     assert found["kind"] == "duplicate_in_flight"
     assert f"(trace {ta})" in found["detail"] and f"(trace {tb})" in found["detail"]
+
+
+def _crossed_incident(directory: Path, *, worker_skew: float) -> None:
+    """Callers a1 and b2 held id 7 at once (100 s to 102 s); b2 failed Unlinked and a1
+    was delivered b2's output. The worker's clock is `worker_skew` s off the frontend's."""
+    trace_a, trace_b = f"{'a1':0>32}", f"{'b2':0>32}"
+    directory.mkdir()
+    _write(directory / "frontend.jsonl", [
+        *rt_request("00000000000000a1", "7", 100.0, 102.0, trace=trace_a, fp_in="ia",
+                    fp_out="ob"),
+        *rt_request("00000000000000b2", "7", 100.5, 101.0, trace=trace_b, fp_in="ib",
+                    error="Unlinked response; response task was dropped or cancelled"),
+    ])
+    _write(directory / "worker-8101.jsonl", [
+        *_work("000000000000w0a1", "00000000000000a1", trace_a, "7", 100.1 + worker_skew,
+               101.8 + worker_skew, "ia", "oa"),
+        *_work("000000000000w0b2", "00000000000000b2", trace_b, "7", 100.6 + worker_skew,
+               100.9 + worker_skew, "ib", "ob"),
+    ])
+
+
+@pytest.mark.parametrize("engine", ["pandas", "dask"])
+def test_since_keeps_the_spans_of_a_worker_whose_clock_runs_behind(
+    tmp_path: Path, engine: str
+) -> None:
+    # The worker's clock is 5 s behind: by its own stamps its spans end before --since,
+    # one second before the incident. They were dropped from the window, and with them
+    # the crossed stream and the lost output they prove: a window around an incident
+    # answered less than the whole read.
+    _crossed_incident(tmp_path / "logs", worker_skew=-5.0)
+    _, whole = analyze_json(str(tmp_path / "logs"), "--engine", engine)
+    code, windowed = analyze_json(str(tmp_path / "logs"), "--engine", engine,
+                                  "--since", ts(99.0))
+    assert code == 1
+    kinds = sorted(f["kind"] for f in windowed["findings"])
+    assert kinds == ["crossed_stream", "duplicate_in_flight", "unlinked"]
+    assert windowed["findings"] == whole["findings"]
+    assert windowed["summary"]["spans"] == 4
+    assert windowed["summary"]["clock_offsets_ms"] == whole["summary"]["clock_offsets_ms"]

@@ -48,7 +48,7 @@ from ridtrace.forensics.dask_engine.blocks import (
 from ridtrace.forensics.dask_engine.urls import expand_urls
 from ridtrace.forensics.reading.stats import MAX_SAMPLES, BadLine, ReadStats
 from ridtrace.forensics.records.partials import KEY, combine_requests, finish_requests
-from ridtrace.forensics.rules.report import Report, analyze_requests, select_window
+from ridtrace.forensics.rules.report import Report, analyze_requests, window_requests
 
 # Bytes of log per block: each is staged, parsed and aggregated like a whole file.
 DEFAULT_BLOCK_BYTES = 64 << 20
@@ -232,9 +232,9 @@ def analyze_load(
 ) -> Report:
     """The rules over what `load_requests` collected, windowed as `analyze` windows."""
     windowed = since is not None or until is not None
-    requests = select_window(load.requests, since, until)
+    requests, offsets = window_requests(load.requests, since, until)
     return analyze_requests(requests, load.stats, lines=load.lines_in_window if windowed else None,
-                            read_spans=len(load.requests))
+                            read_spans=len(load.requests), offsets=offsets)
 
 
 def analyze_dask(

@@ -111,15 +111,39 @@ def select_window(
     requests: pd.DataFrame, since: pd.Timestamp | None, until: pd.Timestamp | None
 ) -> pd.DataFrame:
     """Keep requests whose [start, end] meets [since, until): whole, never clipped."""
+    return window_requests(requests, since, until)[0]
+
+
+def window_requests(
+    requests: pd.DataFrame, since: pd.Timestamp | None, until: pd.Timestamp | None
+) -> tuple[pd.DataFrame, dict[str, int] | None]:
+    """`select_window`, and the clock offsets it compared on (None: no window).
+
+    Times are compared on the corrected clock (`rules.skew`, offsets estimated over all
+    of `requests`), and a caller is kept with every span that worked for it: a worker
+    file running behind had its spans fall before ``--since`` while their callers were
+    in the window, and the crossed stream they proved went unreported. The window's
+    requests are judged with these offsets (`analyze_requests`), not with offsets
+    estimated from what the window left of the links.
+    """
     if since is None and until is None:
-        return requests
+        return requests, None
+    spans = span_columns(requests)
+    offsets = span_offsets(spans)
+    shifted = shift_spans(spans, offsets)
     keep = np.ones(len(requests), dtype=bool)
     if since is not None:
-        keep &= (requests["end"] >= since).to_numpy()
+        keep &= shifted.end >= _epoch_us(since)
     if until is not None:
-        keep &= (requests["start"] < until).to_numpy()
+        keep &= shifted.start < _epoch_us(until)
+    caller = spans.caller()
+    keep |= lookup(spans.span_codes, caller[keep])[caller]
     kept: pd.DataFrame = requests[keep]
-    return kept
+    return kept, offsets
+
+
+def _epoch_us(stamp: pd.Timestamp) -> int:
+    return int(stamp.as_unit("ns").value) // 1000  # `value` is in nanoseconds, whatever the unit
 
 
 def count_requests(requests: pd.DataFrame) -> int:
@@ -136,7 +160,7 @@ def analyze(
     (`ridtrace.forensics.reading.events.read_sources`) so that lines are counted in it.
     """
     every = build_requests(logs.events)
-    requests = select_window(every, since, until)
+    requests, offsets = window_requests(every, since, until)
     lines = logs.window_lines
     if lines is None and (since is not None or until is not None):
         # Read without the window: every valid line is an event unless the read was lean.
@@ -147,7 +171,8 @@ def analyze(
         if until is not None:
             keep &= (times < until).to_numpy()
         lines = int(keep.sum())
-    return analyze_requests(requests, logs.stats, lines=lines, read_spans=len(every))
+    return analyze_requests(requests, logs.stats, lines=lines, read_spans=len(every),
+                            offsets=offsets)
 
 
 def analyze_read(
@@ -158,23 +183,27 @@ def analyze_read(
 ) -> Report:
     """All checks over a read's per-span partials (what `ridtrace analyze` runs)."""
     every = requests_from_partials(read.partials, read.files)
-    requests = select_window(every, since, until)
-    return analyze_requests(requests, read.stats, lines=read.window_lines, read_spans=len(every))
+    requests, offsets = window_requests(every, since, until)
+    return analyze_requests(requests, read.stats, lines=read.window_lines, read_spans=len(every),
+                            offsets=offsets)
 
 
 def analyze_requests(
-    requests: pd.DataFrame, stats: ReadStats, *, lines: int | None, read_spans: int | None = None
+    requests: pd.DataFrame, stats: ReadStats, *, lines: int | None, read_spans: int | None = None,
+    offsets: dict[str, int] | None = None,
 ) -> Report:
     """All checks over a requests frame (already windowed) and the read's counters.
 
     Every engine ends here: the frame is converted to codes once, clock skew is
     corrected, then the rules run once each. ``lines`` is the count of lines in a
     --since/--until window, None for all lines read; ``read_spans`` the spans of the
-    whole read (a window with no request in it is an answer, not an incomplete read).
+    whole read (a window with no request in it is an answer, not an incomplete read);
+    ``offsets`` the clock offsets to use (`window_requests`'), None to estimate them.
     """
     with paused_gc():
         spans = span_columns(requests)
-        offsets = span_offsets(spans)
+        if offsets is None:
+            offsets = span_offsets(spans)
         spans = shift_spans(spans, offsets)
         found = concat([find(spans) for find in _FIND])
         errors_first = np.array([SEVERITY[k] != "error" for k in found.kind], dtype=bool)
