@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from ridtrace.cli.main import main
 from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import rt, rt_request, ts
 
@@ -83,3 +86,25 @@ def test_since_keeps_the_spans_of_a_worker_whose_clock_runs_behind(
     assert windowed["findings"] == whole["findings"]
     assert windowed["summary"]["spans"] == 4
     assert windowed["summary"]["clock_offsets_ms"] == whole["summary"]["clock_offsets_ms"]
+
+
+@pytest.mark.parametrize("engine", ["pandas", "dask"])
+def test_each_deprecated_header_a_request_sent_is_counted(tmp_path: Path, engine: str) -> None:
+    # The middleware's WARN (once per header per process) comes before request.start and
+    # names one header. The first request's deprecated headers were taken from the
+    # first WARN: `request-id` was counted for one request of two.
+    both = "x-dynamo-request-id,request-id"
+    first = {"request_id": "r1", "trace_id": "1" * 32, "span_id": "1" * 16}
+    _write(tmp_path / "frontend.jsonl", [
+        rt("deprecated_header", level="WARN", time=ts(0), header="x-dynamo-request-id", **first),
+        rt("deprecated_header", level="WARN", time=ts(0), header="request-id", **first),
+        *rt_request("1" * 16, "r1", 0.001, 1.0, trace="1" * 32, deprecated_headers=both),
+        *rt_request("2" * 16, "r2", 2.0, 3.0, trace="2" * 32, deprecated_headers=both),
+    ])
+    code, doc = analyze_json(str(tmp_path), "--engine", engine)
+    assert code == 0
+    assert [f["detail"] for f in doc["findings"]] == [f"sent deprecated header {both}"] * 2
+    result = CliRunner().invoke(main, ["audit", str(tmp_path), "--format", "json", "-q",
+                                       "--engine", engine])
+    rows = {row["header"]: row["requests"] for row in json.loads(result.stdout)["rows"]}
+    assert rows == {"x-dynamo-request-id": 2, "request-id": 2}

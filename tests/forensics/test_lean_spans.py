@@ -27,6 +27,7 @@ from ridtrace.forensics.records.read import read_partials
 from ridtrace.forensics.records.spans import build_requests, requests_from_partials
 from ridtrace.testing.dynamo import DynamoSpec, write_dynamo_logs
 from ridtrace.testing.synth import SynthSpec, write_logs
+from tests.forensics.helpers import rt
 
 SAMPLE = Path(__file__).parent / "data" / "dynamo-jsonl-sample.jsonl"
 
@@ -83,6 +84,23 @@ def test_ridtrace_lines_of_every_kind(tmp_path: Path) -> None:
     lean, full = _both([str(p) for p in truth.files])
     assert lean["fp_out"].notna().any() and (lean["side"] == "worker").any()
     _assert_same(lean, full)
+
+
+def test_a_requests_own_list_of_deprecated_headers_wins_over_the_warn_before_it(
+    tmp_path: Path,
+) -> None:
+    # The middleware writes its WARN (one header) before request.start (all of them).
+    both = "x-dynamo-request-id,request-id"
+    ctx = {"request_id": "r1", "trace_id": "1" * 32, "span_id": "1" * 16}
+    lines = [rt("deprecated_header", header="request-id", **ctx),
+             rt("request.start", deprecated_headers=both, **ctx),
+             rt("request.end", deprecated_headers=both, outcome="ok", **ctx),
+             rt("deprecated_header", header="request-id", **{**ctx, "span_id": "2" * 16})]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    lean, full = _both([str(tmp_path / "frontend.jsonl")])
+    _assert_same(lean, full)
+    assert lean["deprecated"].tolist() == [both, "request-id"]
+    assert lean["deprecated_line"].tolist() == [2, 4]
 
 
 def _ends(paths: list[str]) -> tuple[dict[tuple[str, str], tuple[bool, ...]], ...]:

@@ -15,6 +15,7 @@ by its row number, to be judged in Python.
 from __future__ import annotations
 
 from ridtrace.contract import (
+    DEPRECATED_HEADER,
     DYNAMO_COMPLETED,
     DYNAMO_DEPRECATED_PATTERN,
     DYNAMO_FRONTEND_SPANS,
@@ -73,6 +74,10 @@ _DYN_END = f"""CASE WHEN {_DYN_CLOSED} THEN 3 WHEN {_DYN_UNLINKED} THEN 0
     WHEN message = {literal(DYNAMO_RESPONSE_SENT)} THEN 0
     WHEN {_DYN_COMPLETED} AND span_name IN {literal_list(DYNAMO_FRONTEND_SPANS)} THEN 1
     WHEN {_DYN_COMPLETED} AND span_name IN {literal_list(DYNAMO_WORKER_SPANS)} THEN 2 ELSE 0 END"""
+# A line that lists a request's deprecated headers (`sql.span_aggregates`): preferred to
+# the WARN before it, which names one of them.
+_LISTED = f"""(_rt AND deprecated_headers IS NOT NULL
+    AND event IS DISTINCT FROM {literal(DEPRECATED_HEADER)})"""
 # Per line: the fields the aggregates read, each format's spelling resolved.
 _LINE = f"""
     rn, _t AS time, request_id, x_request_id,
@@ -86,6 +91,7 @@ _LINE = f"""
         AS _unlinked,
     _rt AND event = {literal(FOREIGN_CHUNK)} AS _foreign,
     CASE WHEN _rt THEN {RIDTRACE_DEPRECATED} ELSE {_DYN_DEPRECATED} END AS deprecated,
+    {_LISTED} AS _listed,
     coalesce(error, message) AS _text, chunk_request_id,
     (CASE WHEN _rt THEN {_RT_END} ELSE {_DYN_END} END)::TINYINT AS _end,
     trace_id, span_id, _suspect, _empty, _time_text, _in_window,
@@ -139,7 +145,10 @@ SELECT CASE WHEN _row IS NOT NULL THEN {SUSPECT} WHEN _span IS NOT NULL THEN {SP
     min(rn) AS first_rn, max(rn) AS last_rn, count(*) AS lines,
     {_first_where("_unlinked", "_text", "unlinked", "unlinked_rn")},
     {_first_where("_foreign", "chunk_request_id", '"foreign"', "foreign_rn")},
-    {_first_where("deprecated IS NOT NULL", "deprecated", "deprecated", "deprecated_rn")},
+    coalesce(arg_min(CASE WHEN _listed THEN deprecated END, rn), arg_min(deprecated, rn))
+        AS deprecated,
+    coalesce(min(CASE WHEN _listed THEN rn END), min(CASE WHEN deprecated IS NOT NULL THEN rn END))
+        AS deprecated_rn,
     {_has(_CLOSING_BIT)} AS closing, {_has(_REQUEST_END_BIT)} AS request_end,
     {_has(_WORKER_END_BIT)} AS worker_end,
     {_has(_EMPTY_BIT)} AS _empty, {_has(_TIMED_BIT)} AS _timed,

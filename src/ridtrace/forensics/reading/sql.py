@@ -163,11 +163,17 @@ def span_aggregates() -> str:
     Lines are row numbers (``*_rn``): the caller turns them into file lines.
     The id a request *ends* with is the one it held in flight: under the legacy id
     policy the middleware logs a minted id at request.start, then the handler re-keys
-    the request by the client's id, and that is the id that collides.
+    the request by the client's id, and that is the id that collides. Its deprecated
+    headers are those its own lines list (``deprecated_headers``), else the first a
+    ``deprecated_header`` WARN names: the middleware writes the WARN first, naming one
+    header, so the request's other headers went uncounted.
     """
     first = ",\n    ".join(_first(c) for c in FIRST_FIELDS)
     unlinked = f"event = {literal(RESPONSE_UNLINKED)}"
     foreign = f"event = {literal(FOREIGN_CHUNK)}"
+    # A request's own line lists every deprecated header it sent; the WARN before it
+    # names one, and only for the first request of the process to send that one.
+    listed = f"deprecated IS NOT NULL AND event IS DISTINCT FROM {literal(DEPRECATED_HEADER)}"
     return f"""arg_max(request_id, rn) FILTER (WHERE request_id IS NOT NULL) AS request_id,
     {first},
     CASE WHEN bool_or(side = {literal(WORKER)}) THEN {literal(WORKER)}
@@ -178,8 +184,10 @@ def span_aggregates() -> str:
     min(rn) FILTER (WHERE {unlinked}) AS unlinked_rn,
     arg_min(chunk_request_id, rn) FILTER (WHERE {foreign}) AS "foreign",
     min(rn) FILTER (WHERE {foreign}) AS foreign_rn,
-    arg_min(deprecated, rn) FILTER (WHERE deprecated IS NOT NULL) AS deprecated,
-    min(rn) FILTER (WHERE deprecated IS NOT NULL) AS deprecated_rn,
+    coalesce(arg_min(deprecated, rn) FILTER (WHERE {listed}),
+             arg_min(deprecated, rn) FILTER (WHERE deprecated IS NOT NULL)) AS deprecated,
+    coalesce(min(rn) FILTER (WHERE {listed}),
+             min(rn) FILTER (WHERE deprecated IS NOT NULL)) AS deprecated_rn,
     bool_or(event IN {literal_list(CLOSING_EVENTS)}) IS TRUE AS closing,
     bool_or(event = {literal(REQUEST_END)}) IS TRUE AS request_end,
     bool_or(event = {literal(WORKER_END)}) IS TRUE AS worker_end"""
