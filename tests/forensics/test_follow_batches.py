@@ -20,6 +20,7 @@ from ridtrace.forensics.reading.events import load_events
 from ridtrace.forensics.rules.report import analyze, report_json
 from ridtrace.testing.dynamo import DynamoSpec, write_dynamo_logs
 from ridtrace.testing.synth import SynthSpec, write_logs
+from tests.forensics.helpers import rt, ts
 
 Key = tuple[str, str, str]
 _LOST_OUTPUT = "that no caller received"  # `rules.streams.find_unlinked`'s lost output
@@ -84,3 +85,31 @@ def test_dynamo_logs_with_skewed_workers_give_the_batch_reports_counts(
     assert sorted(found) == expected
     for name in ("requests", "spans", "lines", "bad_lines", "errors"):
         assert summary[name] == doc["summary"][name], name
+
+
+def test_a_duplicate_seen_only_in_worker_logs_is_named_as_the_batch_report_names_it(
+    tmp_path: Path,
+) -> None:
+    # The callers' frontend logs are absent: each is known by the worker span that stands
+    # for it. The live finding named the callers' span ids, which are in no line read
+    # (`trace` finds nothing by them), where the batch report names the worker spans.
+    for name, span, parent, start in (("worker-8101.jsonl", "w1", "p1", 0.0),
+                                      ("worker-8102.jsonl", "w2", "p2", 0.5)):
+        ctx = {"request_id": "10", "trace_id": f"{parent:0>32}", "span_id": span,
+               "parent_span_id": parent, "service": name[:-6]}
+        (tmp_path / name).write_text("\n".join([
+            rt("worker.start", time=ts(start), fp_in=f"in-{span}", **ctx),
+            rt("worker.end", time=ts(start + 1), outcome="ok", fp_out=f"out-{span}", **ctx),
+        ]) + "\n")
+    doc = report_json(analyze(load_events([str(tmp_path)], lean=True)))
+    fields = ("kind", "span_id", "request_id", "detail")
+    [batch] = [tuple(f[k] for k in fields) for f in doc["findings"]]
+    assert batch[1] == "w1"
+    live: list[tuple[object, ...]] = []
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
+    try:
+        follower.run(lambda f: live.append(tuple(f[k] for k in fields)) or True,
+                     stop=lambda: True)
+    finally:
+        follower.close()
+    assert live == [batch]

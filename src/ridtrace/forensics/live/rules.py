@@ -52,6 +52,16 @@ def _finding(kind: str, span: Span, time: int, detail: str,
     }
 
 
+def _named(span: Span, caught_up: int) -> str:
+    """The span a finding names for `span`'s caller, as the batch report does: the
+    caller, or the worker span that stands for it when the caller's logs are absent
+    (known by its worker's span, which `trace` finds) — certain once every file is read
+    past the worker's start (`caught_up`) without the caller, who started before it."""
+    if span.side == WORKER and span.parent_span is None and caught_up >= span.start:
+        return span.span_id
+    return span.caller()
+
+
 def _one_caller(members: list[Span]) -> bool:
     first = members[0].caller_key()
     return all(m.caller_key() == first for m in members[1:])
@@ -242,18 +252,23 @@ class LiveRules:
             if not verdict:
                 continue
             cluster.reported = True
-            callers = list(dict.fromkeys(m.caller_key() for m in members))
-            names = [span_id for _, span_id in callers]
+            # Each caller by its first span, as `rules.overlap` names them.
+            callers: dict[tuple[str | None, str], Span] = {}
+            for m in members:
+                callers.setdefault(m.caller_key(), m)
+            caught_up = state.caught_up_to()
+            names = [_named(m, caught_up) for m in callers.values()]
             if len(set(names)) < len(names):  # one span id in several traces: say which
-                names = [f"{span_id} (trace {trace})" for trace, span_id in callers]
+                names = [f"{name} (trace {m.trace})"
+                         for name, m in zip(names, callers.values(), strict=True)]
             first = members[0]
             detail = (f"{len(callers)} requests held request_id {cluster.request_id} at "
-                      f"overlapping times (callers {', '.join(names)})")
+                      f"overlapping times (spans {', '.join(names)})")
             proof = [item for m in members
                      for item in ((m.file, m.first_line), (m.last_file, m.last_line))]
             item = _finding("duplicate_in_flight", first, first.start, detail, proof,
                             request_id=cluster.request_id)
-            item["span_id"] = first.caller()
+            item["span_id"] = _named(first, caught_up)
             found.append(item)
         return found
 
