@@ -243,3 +243,15 @@ def test_one_span_id_in_two_traces_is_two_requests(tmp_path: Path) -> None:
     assert record["got_output_of"]["span_id"] == SPAN_A
     assert record["got_output_of"]["worker_span_id"] == WORK_B
     assert record["overlaps"] == [SPAN_A]
+
+
+def test_requests_starting_in_one_microsecond_overlap_as_analyze_has_it(tmp_path: Path) -> None:
+    # A zero-duration request at the start of another's span held the id while it did:
+    # analyze reports the duplicate; trace showed both in no finding, no overlap.
+    front = [*rt_request(SPAN_A, RID, 3.0, 5.0, fp_in="in-a", fp_out="out-a"),
+             *rt_request(SPAN_B, RID, 3.0, 3.0)]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(front) + "\n")
+    view = view_of([str(tmp_path / "frontend.jsonl")], RID)
+    by_span = {b.span_id: b for b in view.blocks}
+    assert by_span[SPAN_A].overlaps == (SPAN_B,) and by_span[SPAN_B].overlaps == (SPAN_A,)
+    assert by_span[SPAN_A].findings == by_span[SPAN_B].findings == ("duplicate_in_flight",)

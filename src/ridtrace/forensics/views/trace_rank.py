@@ -37,11 +37,18 @@ def callers_by_id(callers: pd.DataFrame) -> Holders:
 
 
 def overlapping(holders: Holders, rid: object, span: str, start: int, end: int) -> np.ndarray:
-    """Span ids of the other callers that held `rid` during ``[start, end)`` (µs)."""
+    """Span ids of the other callers that held `rid` during ``[start, end)`` (µs).
+
+    As the duplicate_in_flight rule has it: two requests that start in the same
+    microsecond overlap when either lasts longer than it (a zero-duration request inside
+    another's span held the id while it did).
+    """
     if not isinstance(rid, str) or rid not in holders:
         return np.array([], dtype=object)
     spans, starts, ends = holders[rid]
-    return np.asarray(spans[(spans != span) & (starts < end) & (start < ends)])
+    met = (starts < end) & (start < ends)
+    met |= (starts == start) & ((ends > starts) | (end > start))
+    return np.asarray(spans[(spans != span) & met])
 
 
 def ranked_owners(
