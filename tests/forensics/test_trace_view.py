@@ -11,7 +11,7 @@ from ridtrace.forensics.reading.events import load_events
 from ridtrace.forensics.records.spans import build_requests
 from ridtrace.forensics.views.trace_export import trace_document
 from ridtrace.forensics.views.trace_model import TraceView, build_trace
-from ridtrace.forensics.views.verdicts import CROSSED, NO_OUTPUT, OWN_OUTPUT
+from ridtrace.forensics.views.verdicts import CROSSED, NO_CALLER, NO_OUTPUT, OWN_OUTPUT
 from tests.forensics.helpers import rt, rt_request, ts
 
 # Ids as long as the contract lets them be shown whole (a UUID is 36 characters).
@@ -255,3 +255,22 @@ def test_requests_starting_in_one_microsecond_overlap_as_analyze_has_it(tmp_path
     by_span = {b.span_id: b for b in view.blocks}
     assert by_span[SPAN_A].overlaps == (SPAN_B,) and by_span[SPAN_B].overlaps == (SPAN_A,)
     assert by_span[SPAN_A].findings == by_span[SPAN_B].findings == ("duplicate_in_flight",)
+
+
+def test_a_caller_known_by_its_worker_span_is_in_the_duplicate_analyze_reports(
+    tmp_path: Path,
+) -> None:
+    # Caller C's frontend logs are absent; its worker span held RID while caller A did.
+    # analyze counts the worker span for C and reports the duplicate; trace showed both
+    # in no finding.
+    front = rt_request(SPAN_A, RID, 10.0, 12.0, fp_in="in-a", fp_out="out-a")
+    work = [*worker_lines(WORK_A, SPAN_A, RID, 10.1, 11.9, fp_in="in-a", fp_out="out-a"),
+            *worker_lines(WORK_C, SPAN_C, RID, 11.0, 13.0, fp_in="in-c", fp_out="out-c")]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(front) + "\n")
+    (tmp_path / "worker.jsonl").write_text("\n".join(sorted(work, key=lambda s: s[9:40])) + "\n")
+    view = view_of([str(tmp_path / "frontend.jsonl"), str(tmp_path / "worker.jsonl")], RID)
+    by_span = {b.span_id: b for b in view.blocks}
+    assert by_span[SPAN_C].verdict.label == NO_CALLER
+    assert by_span[SPAN_A].overlaps == (SPAN_C,) and by_span[SPAN_C].overlaps == (SPAN_A,)
+    assert by_span[SPAN_A].findings == ("duplicate_in_flight",)
+    assert by_span[SPAN_C].findings[0] == "duplicate_in_flight"

@@ -24,7 +24,9 @@ from ridtrace.forensics.views.trace_rank import (
     Holders,
     callers_by_id,
     overlapping,
+    overlaps_of_spans,
     ranked_owners,
+    standing_workers,
 )
 from ridtrace.forensics.views.verdicts import (
     CROSSED,
@@ -190,16 +192,19 @@ def build_trace(
     verdicts = OutputIndex(requests).verdicts(mine[is_root])
     sides = worker_sides(requests)
     is_top = (requests["side"] == FRONTEND).to_numpy() & (owner == requests["span_id"]).to_numpy()
-    callers = requests[is_top & requests["request_id"].isin(mine["request_id"].dropna()).to_numpy()]
+    held = requests["request_id"].isin(mine["request_id"].dropna()).to_numpy()
+    standing = standing_workers(requests[held], owner[held])
+    callers = pd.concat([requests[is_top & held], standing])
     # An unlinked finding may name a worker span (output no caller got): its caller's.
     flagged = requests["span_id"].isin(unlinked(requests)["span_id"]).to_numpy()
     lost = set(owner[flagged].astype(str))
     # A crossed stream is the answer the operator came for: it is never cut by --limit
     # while a mere duplicate or unlinked request is shown. Only the shown are built.
     holders = callers_by_id(callers)
-    ranked = ranked_owners(mine, is_root, verdicts, holders, lost)
+    stand_ins = set(standing["span_id"])
+    ranked = ranked_owners(mine, is_root, verdicts, holders, lost, stand_ins)
     chosen = ranked if limit is None else ranked[:limit]
-    shown = [_block(owner, spans, verdicts, sides, holders, lost)
+    shown = [_block(owner, spans, verdicts, sides, holders, lost, stand_ins)
              for owner, spans in _spans_by_owner(mine, chosen).items()]
     _attach_events(shown, events, offsets)
     return TraceView(
@@ -252,6 +257,7 @@ def _block(
     sides: dict[tuple[str, str], str],
     holders: Holders,
     lost: set[str],
+    stand_ins: set[str],
 ) -> RequestBlock:
     """One block from its spans' rows (by start; see `_spans_by_owner`)."""
     caller = next(
@@ -265,6 +271,9 @@ def _block(
             overlapping(holders, root.request_id, root_id, caller.start_us, caller.end_us)
             .tolist()
         )
+    elif root_id in stand_ins:  # its worker spans stand for it, as in analyze
+        overlaps = overlaps_of_spans(
+            holders, root_id, [(s.request_id, s.start_us, s.end_us) for s in spans])
     kinds = {
         CROSSED_STREAM: verdict.label == CROSSED,
         DUPLICATE_IN_FLIGHT: bool(overlaps),

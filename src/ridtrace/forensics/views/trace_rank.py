@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ridtrace.contract import FRONTEND, WORKER
 from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.views.verdicts import CROSSED, Verdict
 
@@ -21,6 +22,17 @@ _CROSSED, _DUPLICATE, _UNLINKED, _NONE = range(4)
 
 
 Holders = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def standing_workers(requests: pd.DataFrame, owner: pd.Series) -> pd.DataFrame:
+    """Worker spans that stand for a caller whose frontend logs are absent, as the
+    duplicate_in_flight rule counts them, each under its caller's id (`owner`): retries
+    of one caller are one request."""
+    side = requests["side"].to_numpy()
+    fronts = requests["trace_id"][side == FRONTEND].dropna().unique()
+    orphan = (side == WORKER) & ~requests["trace_id"].isin(fronts).to_numpy()
+    standing: pd.DataFrame = requests[orphan].assign(span_id=owner[orphan].astype(str))
+    return standing
 
 
 def callers_by_id(callers: pd.DataFrame) -> Holders:
@@ -51,13 +63,22 @@ def overlapping(holders: Holders, rid: object, span: str, start: int, end: int) 
     return np.asarray(spans[(spans != span) & met])
 
 
+def overlaps_of_spans(holders: Holders, owner: str, spans: list[tuple[object, int, int]],
+                      ) -> tuple[str, ...]:
+    """The callers that held the id of any of `spans` (request_id, start, end) at once:
+    a caller known by its worker spans overlaps another when one of those does."""
+    found = [overlapping(holders, rid, owner, start, end) for rid, start, end in spans]
+    return tuple(dict.fromkeys(str(x) for other in found for x in other.tolist()))
+
+
 def ranked_owners(
     mine: pd.DataFrame, is_root: np.ndarray, verdicts: dict[str, Verdict],
-    holders: Holders, lost: set[str],
+    holders: Holders, lost: set[str], standing: set[str] | frozenset[str] = frozenset(),
 ) -> list[str]:
     """The callers (``_owner`` of `mine`) most relevant first: crossed, then in a
     duplicate_in_flight, then in an unlinked finding, then the others, each by start
-    (the caller's, or its first span's when the caller is not in the logs)."""
+    (the caller's, or its first span's when the caller is not in the logs; such a
+    caller is in a duplicate when it is one of `standing`, `standing_workers`' callers)."""
     owners = mine["_owner"].astype(str).to_numpy()
     starts, ends = epoch_us(mine["start"]), epoch_us(mine["end"])
     first = pd.Series(starts).groupby(owners, sort=False).min()
@@ -65,9 +86,14 @@ def ranked_owners(
     rids = mine["request_id"].astype("object").to_numpy()
     for at in np.flatnonzero(is_root):
         roots.setdefault(owners[at], (rids[at], int(starts[at]), int(ends[at])))
+    spans_of: dict[str, list[tuple[object, int, int]]] = {}
+    for at in np.flatnonzero(np.isin(owners, list(standing))):
+        spans_of.setdefault(owners[at], []).append((rids[at], int(starts[at]), int(ends[at])))
 
     def rank(owner: str) -> tuple[int, int]:
         if owner not in roots:
+            if overlaps_of_spans(holders, owner, spans_of.get(owner, [])):
+                return _DUPLICATE, int(first[owner])
             return (_UNLINKED if owner in lost else _NONE), int(first[owner])
         rid, start, end = roots[owner]
         if verdicts[owner].label == CROSSED:
