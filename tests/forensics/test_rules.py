@@ -262,3 +262,15 @@ def test_a_worker_works_for_the_caller_of_its_own_trace() -> None:
         _work("wB", "s1", "inB", "outB", trace_id="tb"),
     )
     assert list(unlinked(reqs)["span_id"]) == ["wB"]
+
+
+def test_output_is_not_lost_while_its_caller_has_not_ended() -> None:
+    # Logs read while the service runs: the worker is done, the caller is still sending
+    # the last of its stream (no request.end yet). Its output was reported as no
+    # caller's, an error finding for a request that was fine.
+    streaming = requests_frame(_caller("A", "inA", None, outcome=None),
+                               _work("wA", "A", "inA", "outA"))
+    assert unlinked(streaming).empty
+    ended = requests_frame(_caller("A", "inA", None, outcome="error"),
+                           _work("wA", "A", "inA", "outA"))
+    assert list(unlinked(ended)["span_id"]) == ["wA"]

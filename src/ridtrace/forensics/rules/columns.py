@@ -54,6 +54,7 @@ class SpanColumns:
     worker: np.ndarray
     ok: np.ndarray
     cancelled: np.ndarray
+    ended: np.ndarray  # an outcome is logged: the span's end line is in the logs
     span: np.ndarray
     parent: np.ndarray
     span_codes: int
@@ -194,6 +195,7 @@ def span_columns(requests: pd.DataFrame) -> SpanColumns:
         worker=_equals(side, WORKER),
         ok=_equals(outcome, OUTCOME_OK),
         cancelled=_equals(outcome, OUTCOME_CANCELLED),
+        ended=np.asarray(pc.is_valid(outcome).to_numpy(zero_copy_only=False), dtype=bool),
         span=span,
         parent=parent,
         span_codes=_size(span, parent),

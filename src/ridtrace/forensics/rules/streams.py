@@ -82,13 +82,15 @@ def _lost_output(spans: SpanColumns) -> np.ndarray:
     """Rows of finished worker output that no frontend caller was delivered.
 
     Only judged where the frontend's logs for the trace are present (a worker log on
-    its own proves nothing), and not when the caller itself went away.
+    its own proves nothing), and not when the caller itself went away or its end is not
+    in the logs: a caller still streaming when the logs were read (its worker done, its
+    request.end not written yet) has not been delivered its output *yet*.
     """
     front = spans.front
     works = spans.worker & _with_output(spans) & spans.ok
     delivered = spans.fp_out[front]
     works &= ~isin(spans.fp_out, delivered[delivered >= 0])
-    works &= ~isin(spans.parent, spans.span[front & spans.cancelled])
+    works &= ~isin(spans.parent, spans.span[front & (spans.cancelled | ~spans.ended)])
     rows = np.flatnonzero(works)
     return np.asarray(rows[spans.trace_in_front(rows)])
 
