@@ -67,8 +67,9 @@ def test_duplicate_counts_callers_not_spans() -> None:
     # `http-request` span. Two callers held the id; the detail said "3 requests".
     reqs = requests_frame(
         {"request_id": "r", "span_id": "f1", "start": 0.0, "end": 2.0},
-        {"request_id": "r", "span_id": "f2", "start": 0.5, "end": 0.7},
-        {"request_id": "r", "span_id": "g2", "parent_span_id": "f2", "start": 0.6, "end": 0.6},
+        {"request_id": "r", "span_id": "f2", "trace_id": "t2", "start": 0.5, "end": 0.7},
+        {"request_id": "r", "span_id": "g2", "trace_id": "t2", "parent_span_id": "f2",
+         "start": 0.6, "end": 0.6},
     )
     found = duplicate_in_flight(reqs)
     assert len(found) == 1
@@ -274,3 +275,29 @@ def test_output_is_not_lost_while_its_caller_has_not_ended() -> None:
     ended = requests_frame(_caller("A", "inA", None, outcome="error"),
                            _work("wA", "A", "inA", "outA"))
     assert list(unlinked(ended)["span_id"]) == ["wA"]
+
+
+def test_a_worker_whose_parent_id_is_another_traces_span_is_not_that_ones() -> None:
+    # Trace tb's caller is not in the logs; its worker's parent id happens to be the span
+    # id of trace ta's caller. Taken by span id it worked for ta's caller: one caller,
+    # no duplicate (where --follow, keying spans by trace, reported one).
+    reqs = requests_frame(
+        {"request_id": "8", "span_id": "s3", "trace_id": "ta", "start": 2.0, "end": 4.0},
+        {"request_id": "8", "span_id": "w2", "trace_id": "tb", "parent_span_id": "s3",
+         "side": "worker", "start": 2.2, "end": 3.8},
+    )
+    found = duplicate_in_flight(reqs)
+    assert list(found["request_id"]) == ["8"]
+    assert found.loc[0, "detail"].endswith("(spans s3, w2)")
+
+
+def test_only_a_finding_whose_span_ids_repeat_names_their_traces() -> None:
+    reqs = requests_frame(
+        {"request_id": "7", "span_id": "s1", "trace_id": "ta", "start": 0.0, "end": 1.0},
+        {"request_id": "7", "span_id": "s1", "trace_id": "tb", "start": 0.5, "end": 1.5},
+        {"request_id": "8", "span_id": "s2", "trace_id": "tc", "start": 0.0, "end": 1.0},
+        {"request_id": "8", "span_id": "s3", "trace_id": "td", "start": 0.5, "end": 1.5},
+    )
+    details = sorted(duplicate_in_flight(reqs)["detail"])
+    assert details[0].endswith("(spans s1 (trace ta), s1 (trace tb))")
+    assert details[1].endswith("(spans s2, s3)")

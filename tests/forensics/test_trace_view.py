@@ -274,3 +274,26 @@ def test_a_caller_known_by_its_worker_span_is_in_the_duplicate_analyze_reports(
     assert by_span[SPAN_A].overlaps == (SPAN_C,) and by_span[SPAN_C].overlaps == (SPAN_A,)
     assert by_span[SPAN_A].findings == ("duplicate_in_flight",)
     assert by_span[SPAN_C].findings[0] == "duplicate_in_flight"
+
+
+def test_a_worker_whose_parent_id_is_another_traces_span_is_not_that_ones(
+    tmp_path: Path,
+) -> None:
+    # The worker's caller (trace tb) is not in the logs, and its parent id happens to be
+    # SPAN_A, the span id of caller A in another trace: it was shown as A's own worker,
+    # and the duplicate analyze reports between them was not shown.
+    tb = "b" * 32
+    front = rt_request(SPAN_A, RID, 2.0, 4.0, fp_in="in-a", fp_out="out-a")
+    ctx = {"request_id": RID, "trace_id": tb, "span_id": WORK_B, "parent_span_id": SPAN_A}
+    work = [*worker_lines(WORK_A, SPAN_A, RID, 2.1, 3.9, fp_in="in-a", fp_out="out-a"),
+            rt(WORKER_START, time=ts(2.2), fp_in="in-b", **ctx),
+            rt(WORKER_END, time=ts(3.8), outcome="ok", fp_out="out-b", **ctx)]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(front) + "\n")
+    (tmp_path / "worker.jsonl").write_text("\n".join(work) + "\n")
+    view = view_of([str(tmp_path / "frontend.jsonl"), str(tmp_path / "worker.jsonl")], RID)
+    by_trace = {b.trace_id: b for b in view.blocks}
+    caller, other = by_trace[f"{SPAN_A:0>32}"], by_trace[tb]
+    assert [bar.span_id for bar in caller.spans] == [SPAN_A, WORK_A]
+    assert other.verdict.label == NO_CALLER and [b.span_id for b in other.spans] == [WORK_B]
+    assert caller.findings == ("duplicate_in_flight",)
+    assert {r["span_id"] for r in trace_document(view)["requests"]} == {SPAN_A}  # as logged

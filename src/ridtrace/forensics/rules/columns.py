@@ -222,11 +222,14 @@ def _within_traces(
 
     A span id logged in two traces (ids minted by a counter, a collision) is two
     requests: on span ids alone they were one caller, so a duplicate between them was
-    never reported and each one's workers were taken for the other's. Only paid for when
-    some span id repeats, which (trace_id, span_id) keys otherwise rule out.
+    never reported and each one's workers were taken for the other's; so was a worker of
+    one trace whose parent id is a span of another. Only paid for when some span id
+    repeats or a parent names another trace's span.
     """
     known = span[span >= 0]
-    if not len(known) or np.bincount(known).max() <= 1:
+    if not len(known):
+        return span, parent
+    if np.bincount(known).max() <= 1 and not _links_across_traces(span, parent, trace):
         return span, parent
     (traces,), _ = shared_codes(trace)
     width = np.int64(_size(span, parent))
@@ -236,6 +239,20 @@ def _within_traces(
     codes, _ = pd.factorize(keys, use_na_sentinel=True)
     codes = np.where(keys >= 0, codes, -1).astype(np.int64)
     return codes[: len(span)], codes[len(span):]
+
+
+def _links_across_traces(span: np.ndarray, parent: np.ndarray, trace: Arrow) -> bool:
+    """Whether a parent id names a span of another trace (span ids all distinct)."""
+    children = np.flatnonzero(parent >= 0)
+    named = first_rows(span, _size(span, parent), np.arange(len(span)))[parent[children]]
+    linked = named >= 0
+    if not linked.any():
+        return False
+    mine = trace.take(pa.array(children[linked], type=pa.int64()))
+    theirs = trace.take(pa.array(named[linked], type=pa.int64()))
+    # A missing trace id is a trace of its own, as in the keys of the read.
+    apart = pc.fill_null(pc.not_equal(mine, theirs), True)
+    return bool(pc.any(apart).as_py())
 
 
 def arrow_text(series: pd.Series) -> Arrow:

@@ -98,10 +98,8 @@ def _cluster_findings(
     ends = np.r_[starts[1:], len(rows)]
     items = evidence(spans.lines_at("first_line", rows), spans.lines_at("last_line", rows))
     names = [str(s) for s in spans.texts("span_id", rows)]
-    if len(set(names)) < len(names):
-        # One span id in several traces names several requests: say which is which.
-        traces = spans.texts("trace_id", rows)
-        names = [f"{name} (trace {trace})" for name, trace in zip(names, traces, strict=True)]
+    # One span id in several traces names several requests: say which is which.
+    traces = spans.texts("trace_id", rows) if len(set(names)) < len(names) else []
     # A request is its caller: Dynamo's `generate` span inside its `http-request` span
     # (or a caller's retries) adds evidence lines, not a request to the count.
     callers = spans.caller()[rows].tolist()
@@ -113,10 +111,13 @@ def _cluster_findings(
         for i in range(lo, hi):
             if callers[i] not in seen:
                 seen.add(callers[i])
-                shown.append(names[i])
+                shown.append(i)
+        labels = [names[i] for i in shown]
+        if len(set(labels)) < len(labels):
+            labels = [f"{names[i]} (trace {traces[i]})" for i in shown]
         details.append(
             f"{len(shown)} requests held {what} {held} at overlapping times "
-            f"(spans {', '.join(shown)})"
+            f"(spans {', '.join(labels)})"
         )
         proof.append([item for per_row in items[lo:hi] for item in per_row])
     first = rows[starts]

@@ -5,7 +5,8 @@ spans by their span id alone: two callers that logged one span id in different t
 were shown as one request with both one's spans and the other's. Where a span id is in
 several traces its spans (and the spans naming it as parent, in the same trace) take
 the key ``SPAN (trace TRACE)``, which the text shows; the JSON and CSV give the logged
-span id back (`logged`), next to the trace id.
+span id back (`logged`), next to the trace id. A parent id that is only another trace's
+span id is keyed so too, and names no span read: its worker's caller is not in the logs.
 """
 
 from __future__ import annotations
@@ -35,14 +36,24 @@ def apart_by_trace(
                           "trace": requests["trace_id"].astype(object)}).dropna(subset=["span"])
     traces_per_span = pairs.groupby("span")["trace"].nunique(dropna=False)
     shared = set(traces_per_span.index[(traces_per_span > 1).to_numpy()])
-    if not shared:
+    # A parent id that is a span id of another trace only: that span is not the parent.
+    parent = requests["parent_span_id"].astype(object)
+    traces = requests["trace_id"].astype(object)
+    known = pd.MultiIndex.from_arrays([pairs["span"], pairs["trace"]])
+    elsewhere = (parent.isin(pairs["span"]).to_numpy()
+                 & ~pd.MultiIndex.from_arrays([parent, traces]).isin(known))
+    if not shared and not elsewhere.any():
         return requests, events, {}
-    traces = requests["trace_id"]
+    parents = _rekeyed(parent, traces, shared)
+    parents = parents.mask(elsewhere, pd.Series(
+        [_key(p, t) for p, t in zip(parent[elsewhere], traces[elsewhere], strict=True)],
+        index=parent.index[elsewhere], dtype=object))
     requests = requests.assign(
-        span_id=_rekeyed(requests["span_id"], traces, shared),
-        parent_span_id=_rekeyed(requests["parent_span_id"], traces, shared),
+        span_id=_rekeyed(requests["span_id"], traces, shared), parent_span_id=parents,
     )
     events = events.assign(span_id=_rekeyed(events["span_id"], events["trace_id"], shared))
     logged = {_key(s, t): str(s) for s, t in zip(pairs["span"], pairs["trace"], strict=True)
               if s in shared}
+    logged.update((_key(p, t), str(p)) for p, t in zip(parent[elsewhere], traces[elsewhere],
+                                                       strict=True))
     return requests, events, logged
