@@ -111,6 +111,11 @@ _BITS = f"""(CASE WHEN _worker THEN {_WORKER_BIT} ELSE 0 END
         + CASE WHEN time IS NULL THEN {_UNTIMED_BIT} ELSE 0 END) ELSE 0 END)::UTINYINT"""
 
 
+# A line that lists deprecated headers ranks before every WARN naming one: one pick, not
+# a pick of each kind. Row numbers stay far below it (a file of 2**40 lines).
+_UNLISTED = 1 << 40
+
+
 def _has(bit: int) -> str:
     return f"(bit_or(_bits) & {bit}) <> 0"
 
@@ -145,16 +150,16 @@ SELECT CASE WHEN _row IS NOT NULL THEN {SUSPECT} WHEN _span IS NOT NULL THEN {SP
     min(rn) AS first_rn, max(rn) AS last_rn, count(*) AS lines,
     {_first_where("_unlinked", "_text", "unlinked", "unlinked_rn")},
     {_first_where("_foreign", "chunk_request_id", '"foreign"', "foreign_rn")},
-    coalesce(arg_min(CASE WHEN _listed THEN deprecated END, rn), arg_min(deprecated, rn))
-        AS deprecated,
-    coalesce(min(CASE WHEN _listed THEN rn END), min(CASE WHEN deprecated IS NOT NULL THEN rn END))
-        AS deprecated_rn,
+    arg_min(deprecated, _deprecated_rank) AS deprecated,
+    min(_deprecated_rank) % {_UNLISTED} AS deprecated_rn,
     {_has(_CLOSING_BIT)} AS closing, {_has(_REQUEST_END_BIT)} AS request_end,
     {_has(_WORKER_END_BIT)} AS worker_end,
     {_has(_EMPTY_BIT)} AS _empty, {_has(_TIMED_BIT)} AS _timed,
     {_has(_UNTIMED_BIT)} AS _untimed, count(*) FILTER (WHERE _in_window) AS _window
 FROM (
     SELECT *, {_BITS} AS _bits,
+        CASE WHEN deprecated IS NOT NULL THEN rn + CASE WHEN _listed THEN 0
+             ELSE {_UNLISTED} END END AS _deprecated_rank,
         CASE _kind WHEN {SUSPECT} THEN rn END AS _row,
         CASE _kind WHEN {SPAN} THEN trace_id END AS _trace,
         CASE _kind WHEN {SPAN} THEN span_id END AS _span
