@@ -10,7 +10,8 @@ from ridtrace.contract import WORKER_END, WORKER_START
 from ridtrace.forensics.reading.events import load_events
 from ridtrace.forensics.records.spans import build_requests
 from ridtrace.forensics.views.trace_export import trace_document
-from ridtrace.forensics.views.trace_model import TraceView, build_trace
+from ridtrace.forensics.views.trace_model import build_trace
+from ridtrace.forensics.views.trace_rows import TraceView
 from ridtrace.forensics.views.verdicts import CROSSED, NO_CALLER, NO_OUTPUT, OWN_OUTPUT
 from tests.forensics.helpers import rt, rt_request, ts
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from ridtrace.forensics.views.trace_model import TraceView
+from ridtrace.forensics.views.trace_rows import TraceView
 from ridtrace.forensics.views.trace_text import print_trace, trace_lines
 from tests.forensics.helpers import rt, rt_request, ts
 from tests.forensics.test_trace_view import (

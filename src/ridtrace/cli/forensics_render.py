@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ridtrace.forensics.rules.report import Report
-    from ridtrace.forensics.views.trace_model import TraceView
+    from ridtrace.forensics.views.trace_rows import TraceView
 
 MAX_ROWS = 50
 # Lines are laid out for this width when the output is no terminal and COLUMNS is unset.

@@ -12,7 +12,7 @@ from typing import Any
 
 from ridtrace.forensics.printable import csv_cell
 from ridtrace.forensics.rfc3339 import rfc3339_us
-from ridtrace.forensics.views.trace_model import RequestBlock, TraceView
+from ridtrace.forensics.views.trace_rows import RequestBlock, TraceView
 
 
 def _iso(block: RequestBlock) -> str:

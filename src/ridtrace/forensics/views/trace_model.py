@@ -8,7 +8,6 @@ offsets are corrected (`ridtrace.forensics.rules.skew`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,6 +27,16 @@ from ridtrace.forensics.views.trace_rank import (
     ranked_owners,
     standing_workers,
 )
+from ridtrace.forensics.views.trace_rows import (
+    CROSSED_STREAM,
+    DUPLICATE_IN_FLIGHT,
+    ERROR_KINDS,
+    UNLINKED,
+    EventRow,
+    RequestBlock,
+    SpanBar,
+    TraceView,
+)
 from ridtrace.forensics.views.verdicts import (
     CROSSED,
     NO_CALLER,
@@ -35,76 +44,6 @@ from ridtrace.forensics.views.verdicts import (
     Verdict,
     text,
 )
-
-# Error findings a block can be part of, in the order that makes it relevant.
-CROSSED_STREAM = "crossed_stream"
-DUPLICATE_IN_FLIGHT = "duplicate_in_flight"
-UNLINKED = "unlinked"
-ERROR_KINDS = (CROSSED_STREAM, DUPLICATE_IN_FLIGHT, UNLINKED)
-
-
-@dataclass(frozen=True)
-class SpanBar:
-    """One span of a request on the block's clock (ms since the caller's start)."""
-
-    side: str
-    span_id: str
-    start_ms: float
-    end_ms: float
-    outcome: str | None
-    file: str
-
-
-@dataclass(frozen=True)
-class EventRow:
-    """One log line of a request: when, where, what."""
-
-    ms: float
-    side: str
-    span_id: str
-    event: str
-    outcome: str | None
-    level: str | None
-    file: str
-    line: int
-
-
-@dataclass
-class RequestBlock:
-    """One caller with everything it did, and what the fingerprints say it received."""
-
-    span_id: str
-    request_id: str | None
-    x_request_id: str | None
-    trace_id: str | None
-    route: str | None
-    status: str | None
-    outcome: str | None
-    start: pd.Timestamp
-    duration_ms: float
-    verdict: Verdict
-    findings: tuple[str, ...] = ()
-    overlaps: tuple[str, ...] = ()  # other callers that held this request_id at once
-    spans: list[SpanBar] = field(default_factory=list)
-    events: list[EventRow] = field(default_factory=list)
-
-
-@dataclass
-class TraceView:
-    """The blocks to show (most relevant first) and what was left out."""
-
-    ident: str
-    blocks: list[RequestBlock]
-    matched: int
-    offsets_ms: dict[str, float]
-    sides: dict[str, str]  # worker-N -> the file (and service) it names
-    # Span keys of a span id logged in several traces -> that span id (`trace_keys`).
-    logged_span_ids: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def more(self) -> int:
-        """Matching requests not shown (beyond --limit)."""
-        return self.matched - len(self.blocks)
 
 
 def _owners(requests: pd.DataFrame) -> pd.Series:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ridtrace.forensics.printable import visible
-from ridtrace.forensics.views.trace_model import RequestBlock, TraceView
+from ridtrace.forensics.views.trace_rows import RequestBlock, TraceView
 from ridtrace.forensics.views.verdicts import Verdict
 
 

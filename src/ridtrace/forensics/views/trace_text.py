@@ -20,8 +20,8 @@ from ridtrace.contract import FRONTEND
 from ridtrace.forensics.printable import visible
 from ridtrace.forensics.rfc3339 import rfc3339_us
 from ridtrace.forensics.views.text_fit import fitted, indented, packed, span_ms, with_ms
-from ridtrace.forensics.views.trace_model import DUPLICATE_IN_FLIGHT, RequestBlock, TraceView
 from ridtrace.forensics.views.trace_printable import printable_view
+from ridtrace.forensics.views.trace_rows import DUPLICATE_IN_FLIGHT, RequestBlock, TraceView
 from ridtrace.forensics.views.verdicts import CROSSED, OWN_OUTPUT
 
 _LABEL = 15  # "┌#10 worker-12"
