@@ -9,23 +9,23 @@ closed in ``finally`` so the key is freed.
 from __future__ import annotations
 
 import asyncio
-import time
 
 import orjson
 from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
-from ridtrace.contract import RESPONSE_UNLINKED, SHUTTING_DOWN
+from ridtrace.contract import SHUTTING_DOWN
 from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin.asgi_io import early_refusal, receive_body, wait_for_disconnect
 from ridtrace.frontend_plugin.bodies import InvalidRequest, Parsed, json_error, require_object
 from ridtrace.frontend_plugin.direct import Call, new_call
-from ridtrace.frontend_plugin.frontend import CallerLeft, Frontend, Item
+from ridtrace.frontend_plugin.frontend import CallerLeft, Frontend
 from ridtrace.frontend_plugin.hop import worker_hop_headers
-from ridtrace.frontend_plugin.pump import UNLINKED_REQUEST, Delta, Failed, Finished
+from ridtrace.frontend_plugin.pump import Delta, Failed, Finished
 from ridtrace.frontend_plugin.redaction import redacted_url
 from ridtrace.frontend_plugin.registry import Dropped, DuplicateRequestId
-from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer
+from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids
+from ridtrace.frontend_plugin.routes.sse import as_failed, stream_to_reader
 from ridtrace.frontend_plugin.timers import Deadline
 from ridtrace.frontend_plugin.wire import WorkRequest
 from ridtrace.tracing import (
@@ -47,18 +47,6 @@ events = EventLog(__name__)
 _GO_ELSEWHERE = ((b"retry-after", b"0"), (b"connection", b"close"))
 
 _BODY_TIMED_OUT = "request body not received in full"
-
-# Bytes of ready events gathered into one write before it goes out.
-_MAX_WRITE = 64 * 1024
-# Seconds past the total timeout a client may still take to read its stream.
-_WRITE_GRACE = 2.0
-
-_SSE_HEADERS = [
-    (b"content-type", b"text/event-stream; charset=utf-8"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
-]
-
 
 async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: ApiSpec) -> None:
     """Handle one inference request for ``api`` as a plain ASGI exchange.
@@ -147,7 +135,7 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
             elif isinstance(first, (Failed, Dropped)):
                 await _failure(send, api, first)
             else:
-                await _stream_to_reader(send, call, renderer, first, settings.total_timeout)
+                await stream_to_reader(send, call, renderer, first, settings.total_timeout)
             return
         pieces, end = await _collect(call)
         text = "".join(pieces)
@@ -238,78 +226,6 @@ async def _send_json(
     await send({"type": "http.response.body", "body": body})
 
 
-async def _stream_to_reader(
-    send: Send, call: Call, renderer: Renderer, first: Item, total_timeout: float
-) -> None:
-    """:func:`_stream_events`, ended if the client stops reading past the total timeout.
-
-    Reads from the worker are bounded by the request's deadline, but a write waits for
-    the client to read (uvicorn's flow control) without any bound: a caller that stopped
-    reading held its registry entry, its worker connection and, on a paced reply, the
-    worker's stream for as long as it kept the connection open (a slow-read attack
-    needs no more). Past the deadline and a grace (so the reads' own timeouts, which
-    tell the caller, come first) the stream is abandoned: uvicorn closes the connection.
-    """
-    try:
-        with Deadline(call.deadline - time.monotonic() + _WRITE_GRACE):
-            await _stream_events(send, call, renderer, first)
-    except TimeoutError:
-        annotate_request(outcome_override="error", error=(
-            f"client did not read the stream within the total timeout ({total_timeout:g}s)"))
-
-
-async def _stream_events(send: Send, call: Call, renderer: Renderer, first: Item) -> None:
-    """Write the SSE stream; the call is closed by the caller's ``finally``."""
-    sent: list[str] = []
-    item: Item | None = first
-    out = [renderer.start()]
-    pending = 0
-    await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-    try:
-        while True:
-            # Everything already waiting goes out in one write, not one per token, up
-            # to _MAX_WRITE: /generate repeats the text so far in every event (as SGLang
-            # does), so a reply that arrived at once, rendered whole, held the square
-            # of its size in memory (a 1 MB prompt of 8000 words: 3.9 GB of events,
-            # 6 GB of RSS). Written as they come, the client's reading paces them.
-            while item is not None:
-                if isinstance(item, Delta):
-                    sent.append(item.text)
-                    event = renderer.delta(item.text)
-                    out.append(event)
-                    pending += len(event)
-                    if pending >= _MAX_WRITE:
-                        break
-                elif isinstance(item, Finished):
-                    out.append(renderer.finish(item, "".join(sent)))
-                    await send({"type": "http.response.body", "body": b"".join(out)})
-                    return
-                elif isinstance(item, CallerLeft):
-                    return  # nobody is reading any more
-                else:
-                    failed = _as_failed(item)
-                    # The status line already said 200; the stream says otherwise.
-                    annotate_request(outcome_override="error", error=failed.logged)
-                    out.append(renderer.fail(failed))
-                    await send({"type": "http.response.body", "body": b"".join(out)})
-                    return
-                item = call.next_nowait()
-            await send({"type": "http.response.body", "body": b"".join(out), "more_body": True})
-            out = []
-            pending = 0
-            item = await call.next()
-    finally:
-        if sent:
-            annotate_request(fp_out=fingerprint("".join(sent)))
-
-
-def _as_failed(item: Failed | Dropped) -> Failed:
-    if isinstance(item, Dropped):
-        events.error(UNLINKED_REQUEST, event=RESPONSE_UNLINKED)
-        return Failed(UNLINKED_REQUEST, 500, "unlinked")
-    return item
-
-
 async def _send_error(
     send: Send, api: ApiSpec, status: int, message: str, *, kind: str | None = None,
     param: str | None = None, headers: tuple[tuple[bytes, bytes], ...] = (),
@@ -319,7 +235,7 @@ async def _send_error(
 
 
 async def _failure(send: Send, api: ApiSpec, item: Failed | Dropped) -> None:
-    failed = _as_failed(item)
+    failed = as_failed(item)
     annotate_request(error=failed.logged)
     kind = "timeout" if failed.reason == "timeout" else None
     await _send_error(send, api, failed.status, failed.message, kind=kind)
