@@ -306,3 +306,28 @@ def test_an_interrupt_surfacing_as_another_error_is_still_a_stop(
             signal.signal(number, handler)
     assert result.exit_code == 130, result.output
     assert result.stderr == "interrupted: every process the demo started has been stopped\n"
+
+
+def test_a_collector_that_is_not_there_is_said_once_and_the_demo_runs_as_usual(
+    tmp_path: Path,
+) -> None:
+    # Jaeger not started yet: every process retried its export for seconds (~20
+    # warnings on the terminal), the demo took twice as long, and it still said
+    # "spans were exported to ...".
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint}
+    for name in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+                 "OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_SDK_DISABLED"):
+        env.pop(name, None)
+    done = subprocess.run(demo_argv(tmp_path / "out", requests=12), capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "nothing answers at" in line]
+    assert [line.split(": ")[2].split()[0] for line in said] == ["metrics", "traces"], said
+    assert "spans were exported" not in done.stdout
+    assert "Transient error" not in done.stderr and "Failed to export" not in done.stderr
+    assert (tmp_path / "out" / "safe" / "traces.json").exists()  # the file export still made

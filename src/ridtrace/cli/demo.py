@@ -6,8 +6,10 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
+import urllib.parse
 import warnings
 from pathlib import Path
 from types import FrameType
@@ -117,7 +119,7 @@ def _traces_endpoint() -> str | None:
     when none were. A variable such as OTEL_EXPORTER_OTLP_PROTOCOL=thrift ended the demo
     in a traceback and "internal error (exit 4)", where ``ridtrace serve`` names it.
     """
-    from ridtrace.tracing.otlp import otlp_export_endpoint, otlp_exporter
+    from ridtrace.tracing.otlp import exporter_names, otlp_export_endpoint, otlp_exporter
     from ridtrace.tracing.spans import sdk_disabled
 
     if sdk_disabled(os.environ):
@@ -125,11 +127,32 @@ def _traces_endpoint() -> str | None:
     try:
         for signal_name in ("metrics", "traces"):
             endpoint = otlp_export_endpoint(os.environ, signal_name)
-            if endpoint is not None:
-                otlp_exporter(os.environ, signal_name, endpoint).shutdown()
+            if endpoint is None:
+                continue
+            otlp_exporter(os.environ, signal_name, endpoint).shutdown()
+            if not _answers(endpoint):
+                # Nothing listening (Jaeger not started yet): every process retried its
+                # export for seconds, printing ~20 warnings, the run took twice as long,
+                # and the demo still said the spans were exported. Said once instead.
+                others = sorted(n for n in exporter_names(os.environ, signal_name) if n != "otlp")
+                os.environ[f"OTEL_{signal_name.upper()}_EXPORTER"] = ",".join(others) or "none"
+                click.echo(f"ridtrace demo: nothing answers at {endpoint}: {signal_name} are "
+                           "not exported this run (start Jaeger first: docs/jaeger.md)",
+                           err=True)
         return otlp_export_endpoint(os.environ, "traces")
     except (ValueError, ImportError) as exc:
         raise click.ClickException(str(exc)) from None
+
+
+def _answers(endpoint: str) -> bool:
+    """Whether something accepts a connection at the endpoint's host and port."""
+    url = urllib.parse.urlsplit(endpoint if "://" in endpoint else "http://" + endpoint)
+    try:
+        port = url.port or (443 if url.scheme == "https" else 80)
+        with socket.create_connection((url.hostname or "localhost", port), timeout=2.0):
+            return True
+    except (OSError, ValueError):  # refused, unreachable, unknown host, bad port
+        return False
 
 
 def wait_for_interrupt(frontend_url: str) -> None:
