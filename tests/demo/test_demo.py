@@ -35,6 +35,16 @@ def _processes_mentioning(marker: str) -> list[int]:
     return found
 
 
+def _wait_for_traffic(demo: subprocess.Popen[bytes], out: Path) -> None:
+    """Until the demo's frontend has logged its first request (its stack is up)."""
+    frontend_log = out / "legacy" / "logs" / "frontend.jsonl"
+    deadline = time.monotonic() + 120
+    while not (frontend_log.exists() and b"request.start" in frontend_log.read_bytes()):
+        assert demo.poll() is None, "demo ended before traffic started"
+        assert time.monotonic() < deadline, "traffic never started"
+        time.sleep(0.05)
+
+
 @pytest.fixture(scope="module")
 def demo_run(
     demo_completed: subprocess.CompletedProcess[str], demo_output: Path
@@ -230,12 +240,7 @@ def test_ctrl_c_during_traffic_leaves_no_process_behind(
     with stderr.open("wb") as err:
         demo = subprocess.Popen(demo_argv(out, requests=600), stdout=subprocess.DEVNULL,
                                 stderr=err)
-    frontend_log = out / "legacy" / "logs" / "frontend.jsonl"
-    deadline = time.monotonic() + 120
-    while not (frontend_log.exists() and b"request.start" in frontend_log.read_bytes()):
-        assert demo.poll() is None, "demo ended before traffic started"
-        assert time.monotonic() < deadline, "traffic never started"
-        time.sleep(0.05)
+    _wait_for_traffic(demo, out)
     assert len(_processes_mentioning(str(out))) >= 3  # frontend + 2 workers are up
     demo.send_signal(stop)
     assert demo.wait(timeout=60) == code
@@ -249,12 +254,7 @@ def test_under_nohup_a_hangup_leaves_the_demo_running(tmp_path: Path) -> None:
     out = tmp_path / "nohup"
     demo = subprocess.Popen(["nohup", *demo_argv(out, requests=12)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, cwd=tmp_path)
-    frontend_log = out / "legacy" / "logs" / "frontend.jsonl"
-    deadline = time.monotonic() + 120
-    while not (frontend_log.exists() and b"request.start" in frontend_log.read_bytes()):
-        assert demo.poll() is None, "demo ended before traffic started"
-        assert time.monotonic() < deadline, "traffic never started"
-        time.sleep(0.05)
+    _wait_for_traffic(demo, out)
     demo.send_signal(signal.SIGHUP)
     assert demo.wait(timeout=120) in (0, 1)  # ran to its verdict, not stopped (129)
     assert (out / "safe" / "report.json").exists()
@@ -331,3 +331,4 @@ def test_a_collector_that_is_not_there_is_said_once_and_the_demo_runs_as_usual(
     assert "spans were exported" not in done.stdout
     assert "Transient error" not in done.stderr and "Failed to export" not in done.stderr
     assert (tmp_path / "out" / "safe" / "traces.json").exists()  # the file export still made
+

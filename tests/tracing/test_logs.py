@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,16 @@ from ridtrace.tracing import context
 from ridtrace.tracing.context import RequestContext
 from ridtrace.tracing.logs import _patch_request_context
 from tests.tracing.conftest import read_lines
+
+
+@contextlib.contextmanager
+def _stdlib_logging_to(path: Path) -> Iterator[None]:
+    """Standard-library logging configured to write to `path` for the block, then reset."""
+    configure_logging(path, service="svc", level="INFO")
+    try:
+        yield
+    finally:
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
 
 
 def test_nothing_is_added_to_loguru_at_import() -> None:
@@ -54,11 +66,8 @@ def test_lines_carry_context_ids_and_escape_hostile_values(log_file: Path) -> No
 
 def test_stdlib_logging_is_routed_with_the_same_shape(tmp_path: Path) -> None:
     path = tmp_path / "std.jsonl"
-    configure_logging(path, service="svc", level="INFO")
-    try:
+    with _stdlib_logging_to(path):
         logging.getLogger("uvicorn.error").warning("from the standard library")
-    finally:
-        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
     (line,) = read_lines(path)
     assert (line["logger"], line["level"], line["service"]) == ("uvicorn.error", "WARN", "svc")
     assert line["schema"] == "ridtrace/1" and line["time"].endswith("Z")
@@ -228,13 +237,10 @@ def test_stdlib_extra_fields_reach_the_line(tmp_path: Path) -> None:
     # logging's extra={...} is how standard-library code adds fields to a record; the
     # bridge to loguru dropped them, so a library's structured fields never reached a line.
     path = tmp_path / "extra.jsonl"
-    configure_logging(path, service="svc", level="INFO")
-    try:
+    with _stdlib_logging_to(path):
         logging.getLogger("lib").warning("with fields", extra={"user": "u1", "attempt": 2,
                                                                "tags": ["a"], "time": "t",
                                                                "request_id": "lib-id"})
-    finally:
-        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
     (line,) = read_lines(path)
     assert (line["user"], line["attempt"], line["tags"], line["_time"]) == ("u1", 2, '["a"]', "t")
     # A library's own id never passes for the server-minted request_id.
@@ -253,13 +259,10 @@ def test_a_malformed_stdlib_log_call_is_reported_not_raised(
             raise RuntimeError("no text")
 
     path = tmp_path / "bad.jsonl"
-    configure_logging(path, service="svc", level="INFO")
-    try:
+    with _stdlib_logging_to(path):
         logging.getLogger("lib").warning("count %d", "not a number")
         logging.getLogger("lib").warning("value %s", Unprintable())
         logging.getLogger("lib").warning("still logging")
-    finally:
-        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
     assert [x["message"] for x in read_lines(path)] == ["still logging"]
     assert capsys.readouterr().err.count("--- Logging error ---") == 2
 
@@ -323,10 +326,7 @@ def test_a_librarys_message_holding_a_clients_header_is_capped_and_escaped(
 
 def test_a_librarys_ordinary_message_keeps_its_layout(tmp_path: Path) -> None:
     path = tmp_path / "std.jsonl"
-    configure_logging(path, service="svc", level="INFO")
-    try:
+    with _stdlib_logging_to(path):
         logging.getLogger("some.library").warning("two lines\n\tand a tab, caf\u00e9")
-    finally:
-        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
     (line,) = read_lines(path)
     assert line["message"] == "two lines\n\tand a tab, caf\u00e9"
