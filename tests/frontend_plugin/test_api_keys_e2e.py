@@ -174,3 +174,22 @@ def test_a_refused_anthropic_call_carries_the_server_id_the_sdk_reads(keyed: Sta
     reply = bearer.messages.create(model="echo", max_tokens=8,
                                    messages=[{"role": "user", "content": "bearer"}])
     assert reply._request_id is not None and "bearer" in reply.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("name", ["authorization", "x-api-key"])
+def test_a_repeated_key_header_is_refused_even_when_one_value_is_right(
+    keyed: Stack, name: str,
+) -> None:
+    # Each repeat was one more guess: one request tried thousands of keys and was
+    # logged, counted and rate-limited as a single refusal (or a single success).
+    value = (lambda key: f"Bearer {key}") if name == "authorization" else (lambda key: key)
+    guesses = [(name, value(f"sk-guess-{i:04d}")) for i in range(500)]
+    with httpx.Client(base_url=keyed.url, timeout=30) as client:
+        refused = client.get("/v1/models", headers=[*guesses, (name, value(KEY))])
+        assert refused.status_code == 401, refused.text
+        assert refused.json()["error"]["code"] == "invalid_api_key"
+        assert "more than once" in refused.json()["error"]["message"]
+        # One of each header is what the Anthropic SDK sends with api_key and auth_token.
+        both = client.get("/v1/models", headers=[("x-api-key", WRONG),
+                                                 ("authorization", f"Bearer {KEY}")])
+        assert both.status_code == 200

@@ -51,7 +51,8 @@ class SharedSecretMiddleware:
     """Refuses HTTP requests that do not present one of ``secrets``, with a 401.
 
     Accepted as ``Authorization: Bearer SECRET`` or (``accept_x_api_key``) as
-    ``x-api-key: SECRET``, the headers the OpenAI and Anthropic SDKs send. Paths in
+    ``x-api-key: SECRET``, the headers the OpenAI and Anthropic SDKs send; a request
+    that repeats one of these headers is refused, match or not. Paths in
     ``open_paths`` are served without a secret. With no secrets configured the
     middleware passes everything through (add it unconditionally).
 
@@ -100,16 +101,22 @@ class SharedSecretMiddleware:
         if scope["type"] != "http" or not self._secrets or scope["path"] in self._open:
             await self.app(scope, receive, send)
             return
-        presented = matched = False
+        presented: set[bytes] = set()
+        matched = repeated = False
         for name, value in scope["headers"]:
             if name in self._headers:
-                presented = True
+                # One value per header name: each repeat was one more guess, so a single
+                # request could try thousands of keys and be logged as one refusal.
+                repeated |= name in presented
+                presented.add(name)
                 candidate = _bearer(value) if name == b"authorization" else value.strip()
                 matched |= self._matches(candidate)
-        if matched:
+        if matched and not repeated:
             await self.app(scope, receive, send)
             return
-        await self._refuse(scope, send, "invalid API key" if presented else "missing API key")
+        reason = ("API key header sent more than once" if repeated
+                  else "invalid API key" if presented else "missing API key")
+        await self._refuse(scope, send, reason)
 
     def _matches(self, candidate: bytes) -> bool:
         # Every secret is compared, match or not: the loop's time does not depend on
