@@ -10,7 +10,7 @@ import pytest
 
 from ridtrace.forensics.reading.connection import connect
 from ridtrace.forensics.reading.files import parse
-from ridtrace.forensics.reading.lines import map_blocks, map_file
+from ridtrace.forensics.reading.lines import fetch_lines, map_blocks, map_file
 from ridtrace.forensics.reading.overlong import (
     LONG_LINE_REASON,
     MAX_LINE_BYTES,
@@ -88,3 +88,26 @@ def test_a_line_duckdb_happens_to_read_is_still_bad(tmp_path: Path) -> None:
     assert lines["first_line"].tolist() == [2] and lines["last_line"].tolist() == [3]
     # The copy DuckDB read is gone once the rows are out.
     assert set(Path(tempfile.gettempdir()).glob("ridtrace-long-lines-*")) == copies
+
+
+@pytest.mark.parametrize("ending", [b"\n", b""])
+def test_a_line_longer_than_the_buffer_is_mapped_as_one_not_held(
+    tmp_path: Path, ending: bytes,
+) -> None:
+    # map_file passes over such a line (see tests/cli/test_endless_lines.py for the
+    # memory); the map must be the one the whole bytes give.
+    buffer = 64
+    lines = [b"a", _text(buffer), _text(3 * buffer + 5), b"b", b" " * (2 * buffer), b"",
+             b"c" * (buffer - 1), _text(buffer + 1)]
+    data = b"\n".join(lines) + ending
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(data)
+    with open(path, "rb", buffering=0) as raw:
+        mapped = map_file(io.BufferedReader(raw, buffer), size=buffer)
+    whole = map_blocks([data])
+    assert (mapped.lines, mapped.ends_with_newline) == (whole.lines, whole.ends_with_newline)
+    assert mapped.blank_lines.tolist() == whole.blank_lines.tolist() == [5, 6]
+    assert long_lines(path, mapped, buffer) == long_lines(path, whole, buffer)
+    assert [x.line for x in long_lines(path, mapped, buffer)] == [3, 5, 8]
+    with open(path, "rb") as fh:
+        assert fetch_lines(fh, mapped, range(1, 9)) == dict(enumerate(lines, 1))

@@ -194,6 +194,17 @@ class _MapBuilder:
         self._line += scan.newlines
         self._last = bytes(data[end - 1 : end])
 
+    def add_line(self, size: int, *, blank: bool, last: bytes) -> None:
+        """Add one line of `size` bytes (its newline included when `last` is one)
+        without its bytes: a line too long to hold (`map_file`)."""
+        ended = last == b"\n"
+        if blank:
+            self.map.blank.append(np.asarray([self._line], dtype=np.int64))
+        self.map.blocks.append(Block(self._offset, size, self._line, int(ended)))
+        self._offset += size
+        self._line += int(ended)
+        self._last = last
+
     def finish(self) -> LineMap:
         """The map, once every block is in."""
         self.map.ends_with_newline = self._last in (b"\n", b"")
@@ -228,23 +239,29 @@ def map_file(
     """The map of a whole plain file, read into one reused buffer.
 
     Numbering runs beside DuckDB's parse over every byte of the file: joining each
-    block to the partial line before it (`newline_chunks`) copied every byte once
+    block to the partial line before it (`plain_copy.newline_chunks`) copied every byte once
     more and cost more than counting the newlines. Here only the partial line moves.
     """
     builder = _MapBuilder()
     buf = bytearray(size)
     held = 0  # bytes of a partial line at the front of `buf`
     while True:
-        if held == len(buf):  # a line longer than the buffer
-            buf.extend(bytes(len(buf)))
-        with memoryview(buf) as view:
-            got = stream.readinto(view[held:])
-        if on_bytes is not None and got:
-            on_bytes(got)
-        end = held + got
-        if not got:
-            builder.add(buf, held)
-            return builder.finish()
+        if held == len(buf):
+            # A line as long as the buffer: mapped without being held (it was, whole,
+            # so a zero-filled or newline-free file of some GiB took as much memory).
+            end = _pass_long_line(stream, buf, builder, on_bytes)
+            if end < 0:
+                return builder.finish()
+            held = 0
+        else:
+            with memoryview(buf) as view:
+                got = stream.readinto(view[held:])
+            if on_bytes is not None and got:
+                on_bytes(got)
+            end = held + got
+            if not got:
+                builder.add(buf, held)
+                return builder.finish()
         cut = buf.rfind(b"\n", held, end) + 1
         if cut:
             builder.add(buf, cut)
@@ -254,22 +271,30 @@ def map_file(
             held = end
 
 
-def newline_chunks(stream: Readable, size: int = BLOCK_BYTES) -> Iterable[bytes]:
-    """Newline-aligned chunks of about `size` bytes (a longer line is one chunk)."""
-    carry = b""
-    while True:
-        data = stream.read(size)
-        if not data:
-            if carry:
-                yield carry
-            return
-        cut = data.rfind(b"\n")
-        if cut < 0:
-            carry += data
-            continue
-        # One copy: the carried partial line joined to a view of the new whole lines.
-        yield b"".join((carry, memoryview(data)[: cut + 1]))
-        carry = data[cut + 1 :]
+def _pass_long_line(
+    stream: BufferedReader, buf: bytearray, builder: _MapBuilder,
+    on_bytes: Callable[[int], None] | None,
+) -> int:
+    """Map the line that fills `buf` as one block, reading on to its newline through
+    `buf`; the bytes read after that newline are moved to the front of `buf` and their
+    count returned (-1: the file ended first). Only its length and whether it is blank
+    are kept: the reader takes no line this long (`overlong`)."""
+    size, blank = len(buf), not buf.strip(_WHITESPACE)
+    with memoryview(buf) as view:
+        while True:
+            got = stream.readinto(view)
+            if on_bytes is not None and got:
+                on_bytes(got)
+            end = buf.find(b"\n", 0, got) if got else -1
+            blank = blank and not buf[: got if end < 0 else end].strip(_WHITESPACE)
+            if not got:
+                builder.add_line(size, blank=blank, last=b"x")
+                return -1
+            if end >= 0:
+                builder.add_line(size + end + 1, blank=blank, last=b"\n")
+                buf[: got - end - 1] = buf[end + 1 : got]
+                return got - end - 1
+            size += got
 
 
 def fetch_lines(stream: BinaryIO, line_map: LineMap, numbers: Iterable[int]) -> dict[int, bytes]:

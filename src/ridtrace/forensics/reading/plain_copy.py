@@ -7,14 +7,15 @@ first, so every source takes the same parse (`ridtrace.forensics.reading.files`)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO
 
-from ridtrace.forensics.reading.lines import LineMap, Readable, map_blocks, newline_chunks
+from ridtrace.forensics.reading.lines import BLOCK_BYTES, LineMap, Readable, map_blocks
+from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 from ridtrace.forensics.reading.unwrap import Unwrapper, cut_short
 
-__all__ = ["Progress", "stage"]
+__all__ = ["Progress", "newline_chunks", "stage"]
 
 Progress = Callable[[int], None]
 
@@ -31,7 +32,9 @@ def stage(
     """
 
     def chunks() -> Iterator[bytes]:
-        for chunk in newline_chunks(_Prefixed(head, stream)):
+        # A line over the limit is a bad line whatever it holds: the copy keeps enough
+        # of it to be one (`overlong`), not all of it.
+        for chunk in newline_chunks(_Prefixed(head, stream), max_line=MAX_LINE_BYTES):
             if on_bytes is not None:
                 on_bytes(len(chunk))
             if getattr(stream, "tear", None) is not None and not chunk.endswith(b"\n"):
@@ -71,3 +74,33 @@ class _Prefixed:
             data, self._head = self._head, b""
             return data
         return self._stream.read(size)
+
+
+def newline_chunks(
+    stream: Readable, size: int = BLOCK_BYTES, *, max_line: int | None = None
+) -> Iterable[bytes]:
+    """Newline-aligned chunks of about `size` bytes (a longer line is one chunk).
+
+    `max_line`: a line is kept to its first ``max_line + 1`` bytes (and its newline),
+    still too long for the reader: the rest of it was held in memory whole, so a gzip
+    bomb or ``/dev/zero`` (bytes without a newline) took all the machine's memory.
+    """
+    carry = b""
+    while True:
+        data = stream.read(size)
+        if not data:
+            if carry:
+                yield carry
+            return
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            if max_line is None or len(carry) <= max_line:
+                carry += data if max_line is None else data[: max_line + 1 - len(carry)]
+            continue
+        if max_line is not None and len(carry) > max_line:
+            # The rest of the long line is dropped up to its newline.
+            data = data[data.find(b"\n"):]
+            cut = data.rfind(b"\n")
+        # One copy: the carried partial line joined to a view of the new whole lines.
+        yield b"".join((carry, memoryview(data)[: cut + 1]))
+        carry = data[cut + 1 :]
