@@ -13,8 +13,11 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import zlib
 from pathlib import Path
+
+import pytest
 
 from tests.forensics.helpers import rt_request
 from tests.support.servers import child_pythonpath
@@ -24,19 +27,25 @@ PEAK_LIMIT = 768 << 20  # the interpreter, DuckDB and one 16 MiB line take about
 LONG_REASON = "line longer than 16 MiB"
 
 
+def _run(*args: str, stdin: Path | None = None) -> tuple[int, bytes, bytes, int]:
+    """Exit code, stdout and stderr of `ridtrace ARGS`, and its peak memory (bytes)."""
+    env = {**os.environ, "PYTHONPATH": child_pythonpath()}
+    with open(stdin or os.devnull, "rb") as source, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen([sys.executable, "-m", "ridtrace", *args], stdin=source,
+                                   stdout=subprocess.PIPE, stderr=err, env=env)
+        assert process.stdout is not None
+        out = process.stdout.read()
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        return process.returncode, out, err.read(), usage.ru_maxrss * 1024  # KiB on Linux
+
+
 def _analyze(path: Path) -> tuple[dict[str, object], int]:
     """The JSON report of `ridtrace analyze path` and the process's peak memory (bytes)."""
-    env = {**os.environ, "PYTHONPATH": child_pythonpath()}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "ridtrace", "analyze", str(path), "--format", "json"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-    )
-    assert process.stdout is not None
-    out = process.stdout.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    assert process.returncode == 3, out  # the bad line is over 1 % of the lines
-    return json.loads(out), usage.ru_maxrss * 1024  # kilobytes on Linux
+    code, out, _, peak = _run("analyze", str(path), "--format", "json")
+    assert code == 3, out  # the bad line is over 1 % of the lines
+    return json.loads(out), peak
 
 
 def _check(doc: dict[str, object], name: str) -> None:
@@ -61,16 +70,39 @@ def test_a_gzip_bomb_is_one_bad_line_in_bounded_memory(tmp_path: Path) -> None:
     assert peak < PEAK_LIMIT, f"{peak >> 20} MiB"
 
 
+def _sparse_log(path: Path, before: list[str], after: list[str]) -> Path:
+    # A sparse file: a gigabyte of spaces would cost the disk; zeros cost nothing.
+    with open(path, "wb") as fh:
+        fh.write(("\n".join(before) + "\n").encode())
+        fh.write(b"x")  # the stretch is a line of its own, not a hole before one
+        fh.seek(ENDLESS, os.SEEK_CUR)
+        fh.write(("\n" + "\n".join(after) + "\n").encode())
+    return path
+
+
 def test_a_preallocated_stretch_of_a_plain_log_is_one_bad_line_in_bounded_memory(
     tmp_path: Path,
 ) -> None:
-    # A sparse file: a gigabyte of spaces would cost the disk; zeros cost nothing.
-    log = tmp_path / "frontend.jsonl"
-    with open(log, "wb") as fh:
-        fh.write(("\n".join(rt_request("a" * 16, "r1", 0, 1)) + "\n").encode())
-        fh.write(b"x")  # the stretch is a line of its own, not a hole before one
-        fh.seek(ENDLESS, os.SEEK_CUR)
-        fh.write(("\n" + "\n".join(rt_request("b" * 16, "r2", 2, 3)) + "\n").encode())
+    log = _sparse_log(tmp_path / "frontend.jsonl", rt_request("a" * 16, "r1", 0, 1),
+                      rt_request("b" * 16, "r2", 2, 3))
     doc, peak = _analyze(log)
     _check(doc, str(log))
+    assert peak < PEAK_LIMIT, f"{peak >> 20} MiB"
+
+
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_a_follower_holds_no_more_of_an_endless_line_than_the_limit(
+    tmp_path: Path, source: str,
+) -> None:
+    # The duplicate after the line is the follower's cue to stop (--fail-fast): the
+    # lines after the long one were read.
+    duplicate = rt_request("a" * 16, "dup", 0, 2) + rt_request("b" * 16, "dup", 1, 3)
+    log = _sparse_log(tmp_path / "frontend.jsonl", rt_request("c" * 16, "r1", 0, 1), duplicate)
+    path, stdin = (str(log), None) if source == "file" else ("-", log)
+    code, out, err, peak = _run("analyze", path, "--follow", "--from-start", "--fail-fast",
+                                "--format", "json", "--poll-interval", "10ms", stdin=stdin)
+    assert code == 1, err
+    assert json.loads(out.splitlines()[0])["kind"] == "duplicate_in_flight"
+    summary = json.loads(err.splitlines()[-1])
+    assert summary["bad_line_samples"][0]["reason"] == LONG_REASON
     assert peak < PEAK_LIMIT, f"{peak >> 20} MiB"

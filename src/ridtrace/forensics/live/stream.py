@@ -19,6 +19,7 @@ from pathlib import Path
 from ridtrace.forensics.live.identity import HEAD_BYTES, Identity, first_lines
 from ridtrace.forensics.live.tail import Chunk
 from ridtrace.forensics.reading.lines import scan_lines
+from ridtrace.forensics.reading.overlong import held_piece
 from ridtrace.forensics.reading.unwrap import Unwrapper, cut_short, wrapper_of
 
 
@@ -89,7 +90,7 @@ class StreamTail:
         if self.done and data.strip() and not data.endswith(b"\n"):
             data += b"\n"  # the writer closed it: its last line is a line
         cut = data.rfind(b"\n") + 1
-        whole, self._held = memoryview(data)[:cut], bytes(data[cut:])
+        whole, self._held = memoryview(data)[:cut], held_piece(data, cut)
         if not whole:
             return None
         first = self.line + 1

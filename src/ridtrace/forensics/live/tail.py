@@ -24,6 +24,7 @@ from ridtrace.forensics.live.identity import HEAD_BYTES, Identities, Identity, f
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream, compression_of
 from ridtrace.forensics.reading.inputs import display_name
 from ridtrace.forensics.reading.lines import LineScan, scan_lines
+from ridtrace.forensics.reading.overlong import held_piece
 from ridtrace.forensics.reading.unwrap import Unwrapper, cut_short, wrapper_of
 
 _COUNT_BYTES = 16 << 20
@@ -201,7 +202,7 @@ class FileTail:
         cut = data.rfind(b"\n") + 1
         # The chunk is a view of the read buffer: slicing a copy of tens of MiB per
         # chunk (and joining the held piece to it) cost twice the read itself.
-        whole, self._held = memoryview(data)[:cut], bytes(data[cut:])
+        whole, self._held = memoryview(data)[:cut], held_piece(data, cut)
         # A held piece of a line is more to come, at a time not known yet.
         self.at_eof = self.at_eof and not self._held
         if not whole:

@@ -116,3 +116,11 @@ def without_long_lines(line_map: LineMap, lines: Sequence[LongLine]) -> LineMap:
     """
     blank = np.union1d(line_map.blank_lines, np.array([x.line for x in lines], dtype=np.int64))
     return replace(line_map, blank=[blank.astype(np.int64)])
+
+
+def held_piece(data: bytes | bytearray, cut: int) -> bytes:
+    """The piece of a line after `cut` to hold for its newline, kept to one byte past
+    the longest line the read takes (`MAX_LINE_BYTES`): such a line is a bad line
+    whatever follows, and a writer that never ends its line was held whole, and copied
+    again at every poll."""
+    return bytes(data[cut : cut + MAX_LINE_BYTES + 1])
