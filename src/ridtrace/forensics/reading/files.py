@@ -9,6 +9,7 @@ on the way, so every source takes the same parse.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -112,9 +113,18 @@ def read_source(
                     and decoded.encoding is None and unwrap is None
                     and _sql_path(src.path) and not _had_bom(src.path))
         if in_place and src.path is not None:
+            size = os.fstat(raw.fileno()).st_size
             wait = _map_in_thread(src.path, on_bytes)
-            return use(parse(con, src.path, wait, src.name, stats, lean, window,
-                             run=_runner(prepared, src.path)))
+            result = use(parse(con, src.path, wait, src.name, stats, lean, window,
+                               run=_runner(prepared, src.path)))
+            now = os.fstat(raw.fileno()).st_size
+            if now < size:
+                # Lines that were there when the read began are not in the report, and
+                # the line numbers DuckDB and the line map saw may differ.
+                stats.unreadable_files.append(FileNote(src.name, (
+                    f"truncated while being read (from {size} to {now} bytes; a "
+                    "copy-and-truncate rotation?): read it again")))
+            return result
         with staging_dir("ridtrace-") as tmp:
             staged = tmp / "decoded.jsonl"
             with open(staged, "wb") as out:

@@ -1,0 +1,61 @@
+"""A log truncated while it is read (logrotate's ``copytruncate`` running beside the
+analysis) is an incomplete read, not a clean one.
+
+Lines that were in the file when the read began are missing from the report, and the
+line map and DuckDB may each have seen another length of it (a bad line was cited at
+a line the file no longer had). The read went on without a word: exit 0 or 1 on a
+fraction of the log. The truncation is made at a fixed point of the read, the start of
+the parse, so the test does not race the reader.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ridtrace.forensics.reading import files
+from tests.cli.helpers import analyze_json
+from tests.forensics.helpers import rt_request
+
+
+def test_a_log_truncated_during_the_read_makes_it_incomplete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    log = tmp_path / "frontend.jsonl"
+    lines = [line for i in range(200) for line in rt_request(f"{i:016x}", f"r{i}", i, i + 0.5)]
+    log.write_text("\n".join(lines) + "\n")
+    kept = len("\n".join(lines[:20])) + 1
+    real_parse = files.parse
+
+    def parse_after_a_rotation(*args: Any, **kwargs: Any) -> Any:
+        with open(log, "r+b") as fh:
+            fh.truncate(kept)
+        return real_parse(*args, **kwargs)
+
+    monkeypatch.setattr(files, "parse", parse_after_a_rotation)
+    code, doc = analyze_json(str(log))
+    summary = doc["summary"]
+    assert code == 3, summary
+    (note,) = summary["unreadable_files"]
+    assert note["file"] == str(log) and "truncated while being read" in note["reason"]
+    assert summary["incomplete"] is True
+
+
+def test_a_log_that_grows_during_the_read_is_read_as_usual(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The common case beside a running service: lines appended meanwhile are no loss.
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(rt_request("a" * 16, "r1", 0, 1)) + "\n")
+    real_parse = files.parse
+
+    def parse_while_written(*args: Any, **kwargs: Any) -> Any:
+        with open(log, "a") as fh:
+            fh.write("\n".join(rt_request("b" * 16, "r2", 2, 3)) + "\n")
+        return real_parse(*args, **kwargs)
+
+    monkeypatch.setattr(files, "parse", parse_while_written)
+    code, doc = analyze_json(str(log))
+    assert code == 0 and doc["summary"]["unreadable_files"] == []
