@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -193,3 +194,14 @@ def test_a_repeated_key_header_is_refused_even_when_one_value_is_right(
         both = client.get("/v1/models", headers=[("x-api-key", WRONG),
                                                  ("authorization", f"Bearer {KEY}")])
         assert both.status_code == 200
+
+
+def test_the_open_metrics_name_no_interpreter_release(keyed: Stack) -> None:
+    # Open to anyone who can reach the port, as /health is: python_info gave the exact
+    # Python release, what 'server: uvicorn' gave before it went.
+    for url in (keyed.url, keyed.workers[0].url):
+        scrape = httpx.get(url + "/metrics", timeout=10)
+        assert scrape.status_code == 200 and "ridtrace_requests_total" in scrape.text
+        assert "python_info" not in scrape.text
+        assert platform.python_version() not in scrape.text
+        assert "process_resident_memory_bytes" in scrape.text  # an operator's, no version

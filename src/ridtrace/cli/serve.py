@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 from collections.abc import Callable
@@ -100,6 +101,14 @@ def _setup(log_file: Path, service: str, level: str) -> None:
         raise click.BadParameter(
             f"{level!r} is not a level: TRACE, DEBUG, INFO, WARN(ING), ERROR or CRITICAL",
             param_hint="--log-level") from None
+    # /metrics is open to anyone who can reach the port (scrapers need no key), and
+    # prometheus_client's python_info told them the exact interpreter release, as
+    # 'server: uvicorn' told the server: what to look up exploits for. The process and
+    # GC series stay (an operator's), they name no version.
+    from prometheus_client import PLATFORM_COLLECTOR, REGISTRY
+
+    with contextlib.suppress(KeyError):  # unregistered already (a second setup in-process)
+        REGISTRY.unregister(PLATFORM_COLLECTOR)
     # The service name is a default: OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES win.
     try:
         configure_tracing(service)
