@@ -89,6 +89,19 @@ def test_missing_file_exits_2() -> None:
     assert out == ""
 
 
+@pytest.mark.parametrize("command", [["analyze"], ["audit"], ["trace", "r1"],
+                                     ["export", "jaeger", "-o", "-"]])
+def test_a_named_link_loop_or_dangling_link_says_so(tmp_path: Path, command: list[str]) -> None:
+    (tmp_path / "a.jsonl").symlink_to(tmp_path / "b.jsonl")
+    (tmp_path / "b.jsonl").symlink_to(tmp_path / "a.jsonl")
+    (tmp_path / "c.jsonl").symlink_to(tmp_path / "gone.jsonl")
+    for name in ("a.jsonl", "c.jsonl"):
+        code, out, err = run(*command, str(tmp_path / name))
+        assert code == 2 and out == ""
+        why = "a broken symbolic link (its target is missing, or it is a loop)"
+        assert f"{why}: {tmp_path / name}" in err
+
+
 def test_bad_usage_exits_2(clean: Path) -> None:
     assert run("analyze")[0] == 2
     assert run("analyze", str(clean), "--format", "xml")[0] == 2

@@ -218,7 +218,11 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
                 elif found == "file":
                     add(_file_source(mpath, from_directory=False))
         else:
-            raise ForensicsInputError(f"no such file or directory: {raw}")
+            # `ls` shows a dangling or looping link: "no such file" sent users looking
+            # for a typo that was not there.
+            why = ("a broken symbolic link (its target is missing, or it is a loop)"
+                   if path.is_symlink() else "no such file or directory")
+            raise ForensicsInputError(f"{why}: {raw}")
     return [replace(src, name=display_name(src.name)) if src.path is not None else src
             for src in oldest_first(sources, _source_path)]
 
