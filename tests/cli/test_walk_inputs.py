@@ -302,3 +302,28 @@ def test_corrupt_xz_keeps_the_lines_before_the_damage(
     # decoder notices it, past the damaged bytes.
     assert doc["summary"]["lines"] - workers > 0.2 * (incident[1].lines - workers)
     assert code in (1, 3)
+
+
+def test_a_tree_deeper_than_the_recursion_limit_is_walked(tmp_path: Path) -> None:
+    # Python 3.11's os.walk recursed per level: exit 4 and a RecursionError traceback.
+    deep = tmp_path / "logs"
+    levels = sys.getrecursionlimit() + 100
+    chain = [deep]
+    for _ in range(levels):
+        chain.append(chain[-1] / "d")
+    for directory in chain:  # Path.mkdir(parents=True) recurses per level too
+        directory.mkdir()
+    leaf = chain[-1] / "frontend.jsonl"
+    leaf.write_text(
+        "\n".join(rt_request("a" * 16, "dup", 0, 2) + rt_request("b" * 16, "dup", 1, 3)) + "\n")
+    (deep / "worker.jsonl").write_text("\n".join(rt_request("c" * 16, "r1", 0, 1)) + "\n")
+    try:
+        code, doc = run(str(deep))
+    finally:
+        # shutil.rmtree recurses on 3.11 too: left behind, the tree failed pytest's own
+        # clean-up of old temporary directories in every later session (exit 1).
+        leaf.unlink()
+        for directory in reversed(chain[1:]):
+            directory.rmdir()
+    assert code == 1 and duplicates(doc) == 1
+    assert doc["summary"]["requests"] == 3 and doc["summary"]["unreadable_files"] == []

@@ -78,20 +78,33 @@ def walk_tree(root: Path) -> tuple[list[Path], list[Source]]:
         unlisted.append(Source(name=str(where), path=where, size=0, from_directory=True,
                                regular=False, unreadable=f"cannot list it: {exc.strerror}"))
 
-    for dirpath, dirnames, filenames in os.walk(root, onerror=unlistable, followlinks=True):
+    # Depth first, in name order, as os.walk goes, but with a stack of its own: Python
+    # 3.11's os.walk recursed once per level, so a tree a thousand directories deep (a
+    # hostile archive) stopped the run with a RecursionError.
+    stack = [os.fspath(root)]
+    while stack:
+        dirpath = stack.pop()
         try:
             info = os.stat(dirpath)
+            if (info.st_dev, info.st_ino) in visited:
+                continue
+            visited.add((info.st_dev, info.st_ino))
+            with os.scandir(dirpath) as entries:
+                listed = sorted((entry.name, _is_dir(entry)) for entry in entries)
         except OSError as exc:
             unlistable(exc)
-            dirnames.clear()
             continue
-        if (info.st_dev, info.st_ino) in visited:
-            dirnames.clear()
-            continue
-        visited.add((info.st_dev, info.st_ino))
-        dirnames.sort()
-        found.extend(Path(dirpath) / name for name in sorted(filenames))
+        found.extend(Path(dirpath) / name for name, is_dir in listed if not is_dir)
+        stack.extend(os.path.join(dirpath, name) for name, is_dir in reversed(listed) if is_dir)
     return found, unlisted
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """A directory, or a link to one (walked like the others); False when unknowable."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 def _file_source(path: Path, *, from_directory: bool) -> Source:
