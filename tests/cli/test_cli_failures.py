@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -113,6 +114,40 @@ def test_audit_plot_draws_a_time_at_year_1(tmp_path: Path) -> None:
     daily = json.loads(result.stdout)["daily"]
     assert next(iter(daily)) == "0001-01-01" and len(daily) <= 4
     assert sum(day["x-dynamo-request-id"] for day in daily.values()) == 4
+
+
+def test_audit_plot_draws_header_names_as_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Names come from the logs: "$...$" was read as math by matplotlib (one it could not
+    # parse: exit 4 with its traceback) and a name starting with "_" left the legend.
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    from tests.forensics.helpers import rt
+
+    names = ["$\\undefinedcmd$", "_hidden", "a$b$c", "x-" + "y" * 200 + "\x1b[2J"]
+    lines = [rt("request.start", time=ts(i), request_id=f"r{i}", span_id=f"{i:016x}",
+                trace_id=f"{i:032x}", deprecated_headers=name)
+             for i, name in enumerate(names)]
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    legends: list[list[str]] = []
+    save = Figure.savefig
+
+    def savefig(fig: Figure, *args: Any, **kwargs: Any) -> None:
+        legends.append([t.get_text() for t in fig.axes[0].get_legend().get_texts()])
+        save(fig, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    plot = tmp_path / "use.png"
+    result = CliRunner().invoke(main, ["audit", str(log), "--plot", str(plot)])
+    assert result.exit_code == 0, result.output
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    (legend,) = legends
+    (long,) = [text for text in legend if text.startswith("x-")]
+    assert sorted(text for text in legend if text != long) == sorted(names[:3])
+    assert long.endswith("…") and len(long) == 60  # cut, and no ESC even had it fit
 
 
 def test_times_at_the_edges_of_the_calendar_are_answers_not_crashes(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from typing import Any, Final, cast
 import pandas as pd
 
 from ridtrace.contract import FRONTEND
+from ridtrace.forensics.printable import visible
 from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
 from ridtrace.forensics.rules.report import count_requests
 
@@ -161,6 +162,11 @@ _TICKS: Final = {"second": "%H:%M:%S", "minute": "%H:%M", "hour": "%m-%d %H:00",
                   "month": "%Y-%m", "year": "%Y"}
 
 
+def _legend_text(header: str, width: int = 60) -> str:
+    shown = visible(header)
+    return shown if len(shown) <= width else shown[: width - 1] + "…"
+
+
 def plot_usage(series: pd.DataFrame, path: Path) -> None:
     """Write a PNG of use per bucket per header (matplotlib, imported only here).
 
@@ -169,20 +175,30 @@ def plot_usage(series: pd.DataFrame, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bucket = str(series.index.name or "day")
+    # Header names come from the logs: matplotlib read "$...$" in one as math (a name
+    # it could not parse stopped the audit, exit 4) and left out of the legend a name
+    # starting with "_"; each is drawn as its text, controls shown, long ones cut.
+    with plt.rc_context({"text.parse_math": False}):
+        _draw(series, path, bucket)
+
+
+def _draw(series: pd.DataFrame, path: Path, bucket: str) -> None:
     import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    bucket = str(series.index.name or "day")
     fig, ax = plt.subplots(figsize=(8, 4))
     try:
         if series.empty:
             ax.text(0.5, 0.5, "no deprecated headers seen", ha="center", va="center")
         else:
             x = pd.to_datetime(series.index, format="ISO8601")
-            for header in series.columns:
-                ax.plot(x, series[header], marker="o" if len(x) <= 60 else None, label=header)
-            ax.legend()
+            lines = [ax.plot(x, series[header], marker="o" if len(x) <= 60 else None)[0]
+                     for header in series.columns]
+            ax.legend(lines, [_legend_text(str(header)) for header in series.columns])
             # No padding beyond the data: a time logged at year 1 (Go's zero time) padded
             # below it is outside the dates matplotlib can draw.
             ax.margins(x=0)
