@@ -296,3 +296,17 @@ def test_ctrl_c_inside_a_locks_bookkeeping_is_still_an_interrupt(
     monkeypatch.setitem(main.commands, "interrupted", interrupted)
     result = CliRunner().invoke(main, ["interrupted"])
     assert result.exit_code == 130 and "interrupted" in result.stderr
+
+
+@pytest.mark.parametrize("command", [["analyze", "-"], ["trace", "r1", "-"],
+                                     ["analyze", "-", "--follow"]])
+def test_dash_with_standard_input_closed_is_a_usage_error(command: list[str]) -> None:
+    # Started with `<&-` (or by a daemon without one), '-' stopped the read with an
+    # AttributeError (exit 4), and a follower waited forever on 0 files.
+    from tests.support.servers import child_pythonpath
+
+    closed = ["sh", "-c", 'exec "$0" "$@" <&-', sys.executable, "-m", "ridtrace", *command]
+    result = subprocess.run(closed, capture_output=True, timeout=60,
+                            env={**os.environ, "PYTHONPATH": child_pythonpath()})
+    assert result.returncode == 2, result.stderr
+    assert b"standard input is closed" in result.stderr and b"Traceback" not in result.stderr

@@ -163,8 +163,12 @@ def run_follow(
     fail_fast: bool, allow_incomplete: bool, quiet: bool,
 ) -> int:
     """Follow `paths` until a signal (or the first error with `fail_fast`); the exit code."""
+    from ridtrace.cli.analyze import InputError
     from ridtrace.forensics.live.follow import Follower, FollowSettings
+    from ridtrace.forensics.reading.inputs import CLOSED_STDIN, stdin_closed
 
+    if "-" in paths and stdin_closed():
+        raise InputError(CLOSED_STDIN)
     settings = FollowSettings(
         from_start=from_start, window_s=parse_duration(window, "--window"),
         interval=parse_duration(interval, "--poll-interval"),

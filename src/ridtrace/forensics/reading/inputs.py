@@ -211,6 +211,8 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
 
     for raw in inputs:
         if raw == "-":
+            if stdin_closed():
+                raise ForensicsInputError(CLOSED_STDIN)
             add(Source(name=STDIN_NAME, path=None, size=0))
             continue
         path = Path(raw)
@@ -238,6 +240,19 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
             raise ForensicsInputError(f"{why}: {raw}")
     return [replace(src, name=display_name(src.name)) if src.path is not None else src
             for src in oldest_first(sources, _source_path)]
+
+
+CLOSED_STDIN = "standard input is closed: '-' has nothing to read"
+
+
+def stdin_closed() -> bool:
+    """Whether the run was started with no standard input (``<&-``, some daemons): '-'
+    then stopped the read with an AttributeError (exit 4), and a follow waited forever."""
+    try:
+        os.fstat(0)
+    except OSError:
+        return True
+    return sys.stdin is None
 
 
 def display_name(name: str) -> str:
