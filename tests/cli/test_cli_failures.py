@@ -298,15 +298,36 @@ def test_ctrl_c_inside_a_locks_bookkeeping_is_still_an_interrupt(
     assert result.exit_code == 130 and "interrupted" in result.stderr
 
 
+def _with_closed(streams: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """`ridtrace ARGS` started with `streams` closed (``<&-``, ``>&-``, ``2>&-``)."""
+    from tests.support.servers import child_pythonpath
+
+    closed = ["sh", "-c", f'exec "$0" "$@" {streams}', sys.executable, "-m", "ridtrace", *args]
+    return subprocess.run(closed, capture_output=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": child_pythonpath()})
+
+
 @pytest.mark.parametrize("command", [["analyze", "-"], ["trace", "r1", "-"],
                                      ["analyze", "-", "--follow"]])
 def test_dash_with_standard_input_closed_is_a_usage_error(command: list[str]) -> None:
     # Started with `<&-` (or by a daemon without one), '-' stopped the read with an
     # AttributeError (exit 4), and a follower waited forever on 0 files.
-    from tests.support.servers import child_pythonpath
-
-    closed = ["sh", "-c", 'exec "$0" "$@" <&-', sys.executable, "-m", "ridtrace", *command]
-    result = subprocess.run(closed, capture_output=True, timeout=60,
-                            env={**os.environ, "PYTHONPATH": child_pythonpath()})
+    result = _with_closed("<&-", *command)
     assert result.returncode == 2, result.stderr
     assert b"standard input is closed" in result.stderr and b"Traceback" not in result.stderr
+
+
+def test_closed_standard_output_or_error_is_no_internal_error(tmp_path: Path) -> None:
+    # Python sets a stream closed at start to None: each use was an AttributeError,
+    # exit 4, whatever the logs held.
+    log = str(_logs(tmp_path))
+    no_stdout = _with_closed(">&-", "analyze", log)
+    assert no_stdout.returncode == 2, no_stdout.stderr  # the report could not be written
+    assert b"cannot write the report to standard output" in no_stdout.stderr
+    assert b"Traceback" not in no_stdout.stderr
+    no_stderr = _with_closed("2>&-", "analyze", log, "--format", "json")
+    assert no_stderr.returncode == 1  # the duplicate, as with stderr open
+    assert json.loads(no_stderr.stdout)["summary"]["duplicate_in_flight"] == 1
+    report = tmp_path / "report.json"
+    neither = _with_closed(">&- 2>&-", "analyze", log, "--format", "json", "-o", str(report))
+    assert neither.returncode == 1 and json.loads(report.read_text())["findings"]

@@ -1,6 +1,7 @@
 """Entry point of the ``ridtrace`` command."""
 
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -93,10 +94,23 @@ def main() -> None:
 EXIT_INTERNAL_ERROR = 4
 
 
+def _stand_in_for_closed_streams() -> None:
+    """Started without stdout or stderr (``>&-``, ``2>&-``, some daemons), Python sets
+    them to None and every use was an AttributeError (exit 4). Warnings then go nowhere,
+    as their reader chose; the report fails to be written as on a closed pipe (exit 2,
+    `analyze.echo_out`), and ``-o FILE`` needs no stdout at all."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (for the life of the process)
+    if sys.stdout is None:
+        # A descriptor open for reading only: the first write fails with EBADF.
+        sys.stdout = os.fdopen(os.open(os.devnull, os.O_RDONLY), "w")
+
+
 def run() -> None:
     """The ``ridtrace`` console script and ``python -m ridtrace``: `main`, ending the
     process at once when the command asked for it (`ridtrace.cli.quick_exit`), and
     with exit 4 and the traceback when ridtrace itself failed."""
+    _stand_in_for_closed_streams()
     try:
         main()
     except SystemExit as done:
