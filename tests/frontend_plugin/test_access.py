@@ -154,3 +154,23 @@ def test_serve_refuses_a_blank_key_list_in_the_environment(tmp_path: object) -> 
         main, ["serve", "frontend", "--worker", "http://w", "--port", "-1",
                "--log-file", f"{tmp_path}/x.jsonl"])
     assert result.exit_code == 1 and "RIDTRACE_API_KEYS" in result.output, result.output
+
+
+def test_the_comparison_takes_no_length_from_the_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    # hmac.compare_digest returns at once when the lengths differ: given the raw values,
+    # a caller timing guesses of each length learnt how long every key is.
+    from ridtrace.frontend_plugin import auth
+
+    compared: list[tuple[int, int]] = []
+    real = auth.hmac.compare_digest
+
+    def recording(a: bytes, b: bytes) -> bool:
+        compared.append((len(a), len(b)))
+        return real(a, b)
+
+    monkeypatch.setattr(auth.hmac, "compare_digest", recording)
+    app = create_frontend_app(FrontendSettings(api_keys=("short", "a-much-longer-key-0123")))
+    for key, status in (("short", 200), ("a-much-longer-key-0123", 200), ("x", 401),
+                        ("y" * 300, 401)):
+        assert asyncio.run(_status(app, "/v1/models", {"x-api-key": key})) == status
+    assert compared and len(set(compared)) == 1  # every comparison of one fixed length

@@ -3,13 +3,15 @@
 It sits inside :class:`ridtrace.RequestTracingMiddleware`, so a refused request still
 gets its ``request_id``, its span and its ``request.end`` line (outcome
 ``unauthorized``), and anything that counts ``request.end`` counts refusals too. The
-presented secret is compared with every configured one with ``hmac.compare_digest``
-(no early exit on a match, so the time taken does not tell which key was close), and
+presented secret's SHA-256 digest is compared with every configured one's with
+``hmac.compare_digest`` (no early exit on a match, and no length to tell apart, so the
+time taken does not tell which key was close, nor how long one is), and
 is never logged, echoed or put on a span.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -88,7 +90,9 @@ class SharedSecretMiddleware:
     ) -> None:
         self.app = app
         self._route_of = route_of
-        self._secrets = tuple(s.encode("utf-8") for s in secrets if s)
+        # Compared as SHA-256 digests: hmac.compare_digest returns at once on a length
+        # mismatch, so comparing the raw values told a caller each key's length.
+        self._secrets = tuple(_digest(s.encode("utf-8")) for s in secrets if s)
         self._open = frozenset(open_paths)
         # Longest prefix first, so "/v1/messages" wins over "/v1".
         self._errors = sorted((error_bodies or {}).items(), key=lambda kv: -len(kv[0]))
@@ -121,9 +125,10 @@ class SharedSecretMiddleware:
     def _matches(self, candidate: bytes) -> bool:
         # Every secret is compared, match or not: the loop's time does not depend on
         # which secret (if any) the candidate matches.
+        digest = _digest(candidate)
         matched = False
         for secret in self._secrets:
-            matched |= hmac.compare_digest(candidate, secret)
+            matched |= hmac.compare_digest(digest, secret)
         return matched
 
     async def _refuse(self, scope: Scope, send: Send, reason: str) -> None:
@@ -162,6 +167,10 @@ def matching_route(routes: Sequence[BaseRoute]) -> Callable[[Scope], BaseRoute |
                      and r.matches(scope)[0] != Match.NONE), None)
 
     return route_of
+
+
+def _digest(value: bytes) -> bytes:
+    return hashlib.sha256(value).digest()
 
 
 def _bearer(value: bytes) -> bytes:
