@@ -103,7 +103,7 @@ def test_a_line_longer_than_the_buffer_is_mapped_as_one_not_held(
     path = tmp_path / "x.jsonl"
     path.write_bytes(data)
     with open(path, "rb", buffering=0) as raw:
-        mapped = map_file(io.BufferedReader(raw, buffer), size=buffer)
+        mapped = map_file(io.BufferedReader(raw, buffer), size=buffer, longest=buffer)
     whole = map_blocks([data])
     assert (mapped.lines, mapped.ends_with_newline) == (whole.lines, whole.ends_with_newline)
     assert mapped.blank_lines.tolist() == whole.blank_lines.tolist() == [5, 6]

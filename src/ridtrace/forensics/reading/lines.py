@@ -234,18 +234,22 @@ _MAP_READ_BYTES = 1 << 20
 
 def map_file(
     stream: BufferedReader, on_bytes: Callable[[int], None] | None = None,
-    size: int = _MAP_READ_BYTES,
+    size: int = _MAP_READ_BYTES, longest: int = BLOCK_BYTES,
 ) -> LineMap:
-    """The map of a whole plain file, read into one reused buffer.
+    """The map of a whole plain file, read into one reused buffer of `size` bytes.
 
     Numbering runs beside DuckDB's parse over every byte of the file: joining each
     block to the partial line before it (`plain_copy.newline_chunks`) copied every byte once
     more and cost more than counting the newlines. Here only the partial line moves.
+    A line longer than the buffer grows it, up to `longest` (the longest line the
+    reader takes, `overlong.MAX_LINE_BYTES`); a longer one is passed over, not held.
     """
     builder = _MapBuilder()
     buf = bytearray(size)
     held = 0  # bytes of a partial line at the front of `buf`
     while True:
+        if held == len(buf) < longest:  # a line longer than a read: room for more of it
+            buf.extend(bytes(min(len(buf), longest - len(buf))))
         if held == len(buf):
             # A line as long as the buffer: mapped without being held (it was, whole,
             # so a zero-filled or newline-free file of some GiB took as much memory).
