@@ -205,3 +205,30 @@ def test_the_open_metrics_name_no_interpreter_release(keyed: Stack) -> None:
         assert "python_info" not in scrape.text
         assert platform.python_version() not in scrape.text
         assert "process_resident_memory_bytes" in scrape.text  # an operator's, no version
+
+
+def test_a_refused_request_with_a_body_ends_its_connection(keyed: Stack) -> None:
+    # The 401 comes before the body is read; on a kept connection uvicorn went on
+    # taking the body to reach the next request, so a caller with no key could push
+    # gigabytes (~9.5 GB at ~2 GB/s before a reset) into one connection.
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(keyed.url)
+    with socket.create_connection((url.hostname, url.port), timeout=30) as conn:
+        conn.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: " + url.netloc.encode()
+                     + b"\r\ncontent-type: application/json\r\ncontent-length: 1000000000"
+                     + b"\r\n\r\n" + b" " * 65536)
+        received = b""
+        while chunk := conn.recv(65536):  # ends when the server closes the connection
+            received += chunk
+    head = received.split(b"\r\n\r\n", 1)[0].lower()
+    assert head.startswith(b"http/1.1 401") and b"connection: close" in head
+
+
+def test_a_refused_request_without_a_body_keeps_its_connection(keyed: Stack) -> None:
+    with httpx.Client(base_url=keyed.url) as client:
+        first = client.get("/v1/models")
+        second = client.get("/v1/models")
+    assert first.status_code == second.status_code == 401
+    assert "close" not in first.headers.get("connection", "")

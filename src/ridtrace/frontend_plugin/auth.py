@@ -143,16 +143,29 @@ class SharedSecretMiddleware:
         build = next((b for prefix, b in self._errors if path.startswith(prefix)),
                      self._default_error)
         body = orjson.dumps(build(reason + self._hint))
-        await send({
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b'Bearer realm="ridtrace"'),
-            ],
-        })
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"www-authenticate", b'Bearer realm="ridtrace"'),
+        ]
+        if _announces_body(scope):
+            # The body is never read: kept open, the connection went on taking it (uvicorn
+            # drains an unread body to reach the next request), so a caller with no key
+            # could push gigabytes at the server. Closed, it is dropped.
+            headers.append((b"connection", b"close"))
+        await send({"type": "http.response.start", "status": 401, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+
+def _announces_body(scope: Scope) -> bool:
+    """Whether the request says a body follows (a non-zero length, or chunked)."""
+    for name, value in scope["headers"]:
+        if name == b"transfer-encoding":
+            return True
+        if name == b"content-length":
+            digits = value.strip()
+            return not digits.isdigit() or int(digits) > 0
+    return False
 
 
 def matching_route(routes: Sequence[BaseRoute]) -> Callable[[Scope], BaseRoute | None]:
