@@ -74,3 +74,16 @@ def test_invisible_characters_in_ids_are_shown_not_hidden(tmp_path: Path) -> Non
         assert "rollout-7" in result.stdout, result.output
         assert not [c for c in result.stdout if c in INVISIBLE], (args, result.stdout)
         assert "rollout-7" + "\ufffd" * len(INVISIBLE) in result.stdout
+
+
+def test_json_reports_keep_every_character_escaped_where_a_terminal_would_obey_it(
+    tmp_path: Path,
+) -> None:
+    # JSON escapes C0 only: C1 (a CSI on some terminals), bidi overrides and zero-width
+    # characters went to the terminal raw with --format json.
+    sneaky = HOSTILE + "\x7f" + "".join(INVISIBLE)
+    lines = rt_request("a" * 16, sneaky, 0, 2) + rt_request("b" * 16, sneaky, 1, 3)
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    text = CliRunner().invoke(main, ["analyze", str(tmp_path), "--format", "json"]).stdout
+    assert not [c for c in text if c in CONTROLS + INVISIBLE and c != "\n"], repr(text[:200])
+    assert {f["request_id"] for f in json.loads(text)["findings"]} == {sneaky}

@@ -9,11 +9,13 @@ replaced by one visible character (C0 and DEL by their Unicode control pictures;
 format characters such as the bidirectional and zero-width ones, line and paragraph
 separators, lone surrogates and unassigned code points by U+FFFD), so a styled line
 keeps its spans in place.
-JSON output needs none of this: JSON escapes them itself.
+JSON output keeps every character, escaped where it would be obeyed or hide
+(`json_escaped`): JSON itself escapes only C0.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 _SHOWN = {code: 0x2400 + code for code in range(0x20)}
@@ -52,3 +54,29 @@ def csv_cell(text: str) -> str:
     """`text` for a CSV cell: a would-be formula behind a leading apostrophe (which
     spreadsheets show as text), and control characters shown, not obeyed (`visible`)."""
     return visible("'" + text if text.startswith(_FORMULA_START) else text)
+
+
+# In JSON text, what JSON does not escape but a terminal obeys or hides: DEL, C1, the
+# bidirectional and zero-width format characters, soft hyphen, BOM, tag characters, and
+# line and paragraph separators (the same sets `visible` replaces).
+_JSON_HIDDEN = re.compile(
+    "[\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f"
+    "\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
+)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # outside the BMP: JSON spells it as a surrogate pair
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def json_escaped(text: str) -> str:
+    """JSON text with every character a terminal would obey or hide written as its
+    ``\\uXXXX`` escape: the same JSON value, printed safely (``--format json`` to a
+    terminal, a pager, a CI log). Text outside JSON strings never holds one."""
+    if text.isascii() and "\x7f" not in text:  # the common case, at C speed
+        return text
+    return _JSON_HIDDEN.sub(_escape, text)

@@ -15,7 +15,7 @@ import orjson
 import pandas as pd
 
 from ridtrace.contract import FINDING_KINDS, SEVERITY
-from ridtrace.forensics.printable import csv_cell
+from ridtrace.forensics.printable import csv_cell, json_escaped
 from ridtrace.forensics.reading.events import LoadedLogs
 from ridtrace.forensics.reading.schema import FINDING_COLUMNS
 from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
@@ -261,7 +261,7 @@ def report_json_text(report: Report) -> str:
     with paused_gc():
         doc = report_json(report)
         try:
-            return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+            return json_escaped(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
         except TypeError:
             return json.dumps(doc, indent=2)
 
