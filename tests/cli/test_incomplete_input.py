@@ -285,8 +285,8 @@ def test_a_file_duckdb_has_no_memory_for_is_named_and_makes_the_result_incomplet
     (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
     real_connect = files.connect
 
-    def starved(*args: int) -> object:
-        con = real_connect(*args)
+    def starved() -> object:
+        con = real_connect()
         con.execute("SET memory_limit = '1MB'")  # less than the JSON reader's first buffer
         return con
 

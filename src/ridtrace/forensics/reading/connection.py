@@ -10,15 +10,15 @@ import pyarrow as pa
 from ridtrace.forensics.reading.sql import literal
 
 
-def connect(threads: int | None = None) -> duckdb.DuckDBPyConnection:
-    """A connection set up for reading logs: UTC times, no progress bar, and `threads`
-    (default: as many as the CPUs this process may run on)."""
+def connect() -> duckdb.DuckDBPyConnection:
+    """A connection set up for reading logs: UTC times, no progress bar, and as many
+    threads as the CPUs this process may run on."""
     con = duckdb.connect()
-    # GLOBAL: a cursor does not inherit a session's time zone, and took a time without
-    # an offset in the machine's (TZ), not as UTC.
+    # GLOBAL: a cursor (one per reading thread) does not inherit a session's time zone,
+    # and took a time without an offset in the machine's (TZ), not as UTC.
     con.execute("SET GLOBAL TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")
-    con.execute(f"SET threads = {threads or usable_cpus()}")
+    con.execute(f"SET threads = {usable_cpus()}")
     return con
 
 

@@ -219,41 +219,31 @@ def read_all(
     Ignored and unreadable sources give no result; they are in the counters.
     """
     width = max(1, min(len(sources), usable_cpus(), _PARALLEL_FILES))
+    con = connect()
     # A file's numbered scan runs on the thread that asked for it; DuckDB's own workers
     # on top of `width` reading threads only crowd the cores, each with its own buffers
     # and hash tables: 5M lines in 3 files took ~25 % more page faults with them.
-    threads = max(1, usable_cpus() // width)
-    # One database per reading thread, kept across its small files with its prepared
-    # queries. DuckDB keeps the memory a query frees until its database closes, so a
-    # thread closes its own after a big file: one shared database held every big
-    # file's buffers to the end of the read (~+60 MiB at the peak of a 482 MiB read).
+    con.execute(f"SET threads = {max(1, usable_cpus() // width)}")
+    # One cursor per reading thread, kept across its files with its prepared queries.
     local = threading.local()
-    databases: set[duckdb.DuckDBPyConnection] = set()
+    cursors: list[duckdb.DuckDBPyConnection] = []
     opened = threading.Lock()
 
     def reader() -> tuple[duckdb.DuckDBPyConnection, PreparedReads]:
-        if getattr(local, "con", None) is None:
-            local.con = connect(threads)
-            local.prepared = PreparedReads(local.con)
+        if not hasattr(local, "cursor"):
+            local.cursor = con.cursor()
+            local.prepared = PreparedReads(local.cursor)
             with opened:
-                databases.add(local.con)
-        return local.con, local.prepared
-
-    def release() -> None:
-        with opened:
-            databases.discard(local.con)
-            local.con.close()
-        local.con = None
+                cursors.append(local.cursor)
+        return local.cursor, local.prepared
 
     def one(file_id: int, src: Source) -> tuple[tuple[T, int] | None, ReadStats]:
         stats = ReadStats()
-        con, prepared = reader()
+        cursor, prepared = reader()
         got = read_source(
-            con, src, lambda table: (use(table, file_id), table.window_lines),
+            cursor, src, lambda table: (use(table, file_id), table.window_lines),
             stats=stats, lean=lean, window=window, on_bytes=on_bytes, prepared=prepared,
         )
-        if not 0 < src.size < _KEEP_DATABASE_BELOW:  # big, or a pipe of unknown size
-            release()
         return got, stats
 
     total = ReadStats()
@@ -272,24 +262,21 @@ def read_all(
         # Ctrl-C (or a failed file): stop now. Waiting for the pool, as its `with` did,
         # read every file not started yet first, and never ended while a reading thread
         # was blocked on a pipe whose writer stays open. The threads' queries are
-        # interrupted; the databases are theirs until they return, so they stay open.
+        # interrupted; the cursors are theirs until they return, so they stay open.
         pool.shutdown(wait=False, cancel_futures=True)
-        with opened:  # a thread closes its database under the same lock
-            for con in databases:
-                with contextlib.suppress(Exception):
-                    con.interrupt()
+        for cursor in cursors:
+            with contextlib.suppress(Exception):
+                cursor.interrupt()
         raise
     pool.shutdown()
-    for con in databases:
-        con.close()
+    for cursor in cursors:
+        cursor.close()
+    con.close()
     return ReadAll(results, total, in_window if window is not None else None)
 
 
 # Files read at once: enough to fill this machine's cores, few enough to bound memory.
 _PARALLEL_FILES = 4
-# A reading thread keeps its database (and its prepared queries) across files smaller
-# than this: a directory of many small pod logs pays no new database per file.
-_KEEP_DATABASE_BELOW = 32 << 20
 # How often the main thread, waiting for a file, looks for a signal (Ctrl-C, SIGTERM).
 _SIGNAL_CHECK_SECONDS = 0.1
 
