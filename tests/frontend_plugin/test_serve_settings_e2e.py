@@ -111,3 +111,27 @@ def test_an_unknown_log_level_is_a_usage_error(tmp_path: Path) -> None:
     done = _serve_worker(tmp_path / "w.jsonl", "--log-level", "verbose")
     assert done.returncode == 2 and "--log-level" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("keys", "said"), [("", True), (None, False), ("sk-one", False)])
+def test_an_empty_api_keys_variable_is_said_at_start(
+    tmp_path: Path, keys: str | None, said: bool
+) -> None:
+    # `RIDTRACE_API_KEYS=$KEY ridtrace serve frontend` with $KEY unset left every route
+    # open without a word: an empty variable counts as not set.
+    import socket
+
+    env = {k: v for k, v in os.environ.items() if k != "RIDTRACE_API_KEYS"}
+    if keys is not None:
+        env["RIDTRACE_API_KEYS"] = keys
+    with socket.socket() as taken:  # the server stops at its bind, after its checks
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        done = subprocess.run(
+            [sys.executable, "-m", "ridtrace", "serve", "frontend",
+             "--port", str(taken.getsockname()[1]), "--worker", "http://127.0.0.1:9",
+             "--log-file", str(tmp_path / "f.jsonl")],
+            capture_output=True, text=True, timeout=60, env=env,
+        )
+    assert "could not start" in done.stderr, done.stderr
+    assert ("RIDTRACE_API_KEYS is empty" in done.stderr) is said, done.stderr

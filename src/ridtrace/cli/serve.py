@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -229,6 +230,11 @@ def frontend_command(
         tracing = TracingSettings.from_env()  # RIDTRACE_ID_GENERATOR, deprecation dates, …
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
+    if not settings.api_keys and os.environ.get("RIDTRACE_API_KEYS") == "":
+        # `RIDTRACE_API_KEYS=$KEY` with $KEY unset: meant to require a key, it leaves
+        # every route open (an empty variable is "not set", as OTEL_* ones are).
+        click.echo("ridtrace serve frontend: RIDTRACE_API_KEYS is empty: no API key is "
+                   "required on any route", err=True)
     _setup(log_file, "frontend", log_level)
     drain = Drain()
     _run(create_frontend_app(settings, tracing=tracing, drain=drain), host, port, drain=drain,
