@@ -132,6 +132,8 @@ def test_jaeger_leaves_out_dynamos_live_probe_and_health_subpaths() -> None:
         {"route": "/live", "request_id": "h1"},
         {"route": "/health/ready", "request_id": "h2"},
         {"route": "/healthz/live", "request_id": "h3"},
+        # ridtrace's own registry view, polled by tooling such as the demo.
+        {"route": "/debug/inflight", "request_id": "h4"},
         {"route": "/v1/models/healthcare", "request_id": "r2"},  # a route, not a probe
     )
     kept = {t["value"] for trace in to_jaeger(frame)["data"] for s in trace["spans"]

@@ -21,9 +21,10 @@ _TAGS = ("request_id", "x_request_id", "side", "outcome", "status", "route", "fp
 _TAG_KEY = {"error": "error.message"}
 # Liveness, readiness and scrape endpoints: thousands of spans that hide the requests.
 # `/live` is Dynamo's liveness route; sub-paths such as `/health/ready` are probes too.
+# `/debug/inflight` is ridtrace's own registry view, which tooling (the demo) polls.
 HEALTH_ROUTES = frozenset(
     {"/health", "/healthz", "/livez", "/readyz", "/ready", "/live", "/ping", "/metrics",
-     "/v1/health"}
+     "/v1/health", "/debug/inflight"}
 )
 
 
