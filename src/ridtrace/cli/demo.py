@@ -17,7 +17,7 @@ from typing import NoReturn
 
 import click
 
-from ridtrace.cli.stop import HungUp, Terminated, exit_code, interrupt_behind
+from ridtrace.cli.stop import HungUp, Terminated, exit_code, hangup_to_handle, interrupt_behind
 
 __all__ = ["demo"]
 
@@ -74,8 +74,9 @@ def demo(
     # sessions of their own, so SIGHUP killed the demo alone and left its frontend and
     # workers running on, orphaned.
     # (Under nohup SIGHUP is ignored, and stays so.)
-    if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) != signal.SIG_IGN:
-        signal.signal(signal.SIGHUP, _raise_interrupt)
+    hangup = hangup_to_handle()
+    if hangup is not None:
+        signal.signal(hangup, _raise_interrupt)
     try:
         code = run_demo(
             out_dir,

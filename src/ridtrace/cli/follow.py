@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ridtrace.cli.stop import hangup_to_handle
 from ridtrace.forensics.printable import visible
 
 if TYPE_CHECKING:
@@ -91,9 +92,9 @@ class _StopFlag:
         self._old: dict[int, Any] = {}
 
     def __enter__(self) -> _StopFlag:
-        stops = [signal.SIGINT, signal.SIGTERM]
-        hangup = getattr(signal, "SIGHUP", None)  # none on Windows
-        if hangup is not None and signal.getsignal(hangup) != signal.SIG_IGN:
+        stops = [int(signal.SIGINT), int(signal.SIGTERM)]
+        hangup = hangup_to_handle()
+        if hangup is not None:
             stops.append(hangup)
         for sig in stops:
             self._old[sig] = signal.signal(sig, self._handle)

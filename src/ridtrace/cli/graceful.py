@@ -22,6 +22,7 @@ from types import FrameType
 
 import uvicorn
 
+from ridtrace.cli.stop import hangup_to_handle
 from ridtrace.contract import SHUTDOWN_DRAIN, SHUTDOWN_STOP
 from ridtrace.frontend_plugin.drain import Drain
 from ridtrace.tracing.eventlog import EventLog
@@ -92,9 +93,8 @@ class DrainingServer(uvicorn.Server):
         closed under ``ridtrace serve`` killed it where it stood, every span and metric
         not yet exported lost and the gathered log lines with them."""
         with super().capture_signals():
-            hangup = getattr(signal, "SIGHUP", None)
-            if (hangup is None or threading.current_thread() is not threading.main_thread()
-                    or signal.getsignal(hangup) == signal.SIG_IGN):  # nohup: keep running
+            hangup = hangup_to_handle()  # None under nohup: keep running
+            if hangup is None or threading.current_thread() is not threading.main_thread():
                 yield
                 return
             previous = signal.signal(hangup, self.handle_exit)

@@ -18,6 +18,7 @@ from ridtrace.cli.stop import (
     HungUp,
     Terminated,
     exit_code,
+    hangup_to_handle,
     interrupt_behind,
     raise_hung_up,
     raise_terminated,
@@ -37,9 +38,9 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread may set handlers (an embedding program's thread)
         return
-    handlers = {signal.SIGTERM: raise_terminated}
-    hangup = getattr(signal, "SIGHUP", None)  # none on Windows
-    if hangup is not None and signal.getsignal(hangup) != signal.SIG_IGN:
+    handlers = {int(signal.SIGTERM): raise_terminated}
+    hangup = hangup_to_handle()
+    if hangup is not None:
         handlers[hangup] = raise_hung_up
     previous = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
     try:

@@ -6,7 +6,7 @@ from types import FrameType
 
 __all__ = [
     "EXIT_HUNG_UP", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "HungUp", "Terminated", "exit_code",
-    "interrupt_behind", "raise_hung_up", "raise_terminated",
+    "hangup_to_handle", "interrupt_behind", "raise_hung_up", "raise_terminated",
 ]
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT
@@ -25,6 +25,15 @@ class HungUp(Terminated):
 def raise_terminated(signum: int, frame: FrameType | None) -> None:
     """A SIGTERM handler: unwind as Ctrl-C does, remembering it was SIGTERM."""
     raise Terminated
+
+
+def hangup_to_handle() -> int | None:
+    """SIGHUP, for a command to stop on; None on a platform without it (Windows) or
+    when it is ignored (``nohup``), which it must stay."""
+    hangup = getattr(signal, "SIGHUP", None)
+    if hangup is None or signal.getsignal(hangup) == signal.SIG_IGN:
+        return None
+    return int(hangup)
 
 
 def raise_hung_up(signum: int, frame: FrameType | None) -> None:
