@@ -280,13 +280,22 @@ class GrpcCall:
 
     def _restore(self) -> None:
         # A streaming call that gRPC abandoned (the client left while a message was
-        # being sent) is finished by the generator's finaliser in another task, whose
-        # context never had ours: resetting there would raise, and that task's context
-        # dies with it anyway, so only reset where ours is the current one.
-        if request_context.current_context() is self.ctx:
-            if self._otel_token is not None and trace.get_current_span() is self.span:
-                otel_context.detach(self._otel_token)  # type: ignore[arg-type]
+        # being sent, or gRPC refused to send one: too large, not serialisable) is
+        # finished by the generator's finaliser in another task. That task's context
+        # either never had ours or is a *copy* of the call's (the finaliser is
+        # scheduled from where the generator was dropped), where our tokens cannot be
+        # reset: resetting raised a ValueError traceback ("created in a different
+        # Context") and OpenTelemetry logged "Failed to detach context" with another.
+        # That task's context dies with it anyway, so only reset where ours is current
+        # and the tokens belong to this context (ours first: it says which).
+        if request_context.current_context() is not self.ctx:
+            return
+        try:
             request_context.leave(self._token)
+        except ValueError:
+            return  # a copy of the call's context: the otel token is foreign here too
+        if self._otel_token is not None and trace.get_current_span() is self.span:
+            otel_context.detach(self._otel_token)  # type: ignore[arg-type]
 
 
 def _peer_text(context: grpc.aio.ServicerContext) -> str | None:

@@ -1,0 +1,114 @@
+"""grpc.aio streaming responses gRPC stops sending: the client cancels while a message
+is being written (a fast producer, a client that hangs up), or gRPC refuses the message
+(over the server's ``grpc.max_send_message_length``, or not serialisable).
+
+gRPC's write ends in its own task and drops the handler's generator; the asyncio
+finaliser closes it later in a task whose context is a copy of the call's. Resetting
+the call's context tokens there raised: OpenTelemetry logged "Failed to detach
+context" with a traceback, and asyncio "Task exception was never retrieved" with a
+``ValueError`` one, for every such call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import grpc.aio
+import pytest
+
+from ridtrace.tracing.grpc import RequestTracingInterceptor
+from tests.tracing.grpc.conftest import LogLines, serving
+
+_LIMIT = 64 * 1024
+
+
+async def _too_big(request: bytes, context: Any) -> AsyncIterator[Any]:
+    yield b"first"
+    yield b"x" * (_LIMIT + 1)
+
+
+async def _not_bytes(request: bytes, context: Any) -> AsyncIterator[Any]:
+    yield b"first"
+    yield 123  # the identity serializer sends bytes only
+
+
+async def _floods(request: bytes, context: Any) -> AsyncIterator[Any]:
+    while True:  # never awaits itself: a cancel always lands in gRPC's write
+        yield b"m" * _LIMIT
+
+
+async def _echo(request: bytes, context: Any) -> bytes:
+    return request
+
+
+_HANDLERS = {
+    "TooBig": grpc.unary_stream_rpc_method_handler(_too_big),
+    "NotBytes": grpc.unary_stream_rpc_method_handler(_not_bytes),
+    "Floods": grpc.unary_stream_rpc_method_handler(_floods),
+    "Echo": grpc.unary_unary_rpc_method_handler(_echo),
+}
+
+
+@pytest.mark.parametrize(
+    ("method", "client_code"),
+    [
+        ("TooBig", grpc.StatusCode.RESOURCE_EXHAUSTED),
+        ("NotBytes", grpc.StatusCode.UNKNOWN),
+        ("Floods", grpc.StatusCode.CANCELLED),
+    ],
+)
+def test_an_abandoned_stream_is_finished_without_tracebacks_and_the_server_keeps_serving(
+    log_lines: LogLines, caplog: pytest.LogCaptureFixture, method: str,
+    client_code: grpc.StatusCode,
+) -> None:
+    loop_errors: list[dict[str, Any]] = []
+
+    async def go() -> tuple[grpc.StatusCode, int, bytes]:
+        asyncio.get_running_loop().set_exception_handler(
+            lambda loop, error: loop_errors.append(error)
+        )
+        received = 0
+        async with (
+            serving(
+                lambda s: s.add_generic_rpc_handlers(
+                    (grpc.method_handlers_generic_handler("t.S", _HANDLERS),)
+                ),
+                interceptors=[RequestTracingInterceptor()],
+                options=[("grpc.max_send_message_length", _LIMIT)],
+            ) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            call = channel.unary_stream(f"/t.S/{method}")(b"", timeout=10)
+            try:
+                async for _ in call:
+                    received += 1
+                    if method == "Floods":
+                        call.cancel()
+                code = grpc.StatusCode.OK
+            except grpc.aio.AioRpcError as error:
+                code = error.code()
+            except asyncio.CancelledError:  # how a cancelled grpc.aio stream ends
+                code = grpc.StatusCode.CANCELLED
+            await log_lines.wait_for(lambda lines: bool(lines.events("request.end")))
+            gc.collect()  # a task that ended with an exception reports it when collected
+            await asyncio.sleep(0)
+            after = await channel.unary_unary("/t.S/Echo")(b"still here", timeout=10)
+            return code, received, after
+
+    with caplog.at_level(logging.ERROR, logger="opentelemetry.context"):
+        code, received, after = asyncio.run(go())
+    gc.collect()
+    assert (code, received, after) == (client_code, 1, b"still here")
+    assert [r.getMessage() for r in caplog.records if r.name == "opentelemetry.context"] == []
+    assert [e.get("message") for e in loop_errors] == []
+    (start,) = log_lines.events("request.start", rpc_method=f"/t.S/{method}")
+    (end,) = log_lines.events("request.end", rpc_method=f"/t.S/{method}")
+    assert end["request_id"] == start["request_id"]
+    assert end["messages_out"] >= 2
+    if method == "Floods":
+        assert (end["grpc_status"], end["outcome"]) == ("CANCELLED", "cancelled")
