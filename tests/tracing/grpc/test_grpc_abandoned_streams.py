@@ -20,6 +20,9 @@ from typing import Any
 import grpc
 import grpc.aio
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ridtrace.tracing.grpc import RequestTracingInterceptor
 from tests.tracing.grpc.conftest import LogLines, serving
@@ -42,6 +45,12 @@ async def _floods(request: bytes, context: Any) -> AsyncIterator[Any]:
         yield b"m" * _LIMIT
 
 
+async def _floods_each(requests: AsyncIterator[bytes], context: Any) -> AsyncIterator[Any]:
+    async for _ in requests:  # each request its own identity, current while it floods
+        while True:
+            yield b"m" * _LIMIT
+
+
 async def _echo(request: bytes, context: Any) -> bytes:
     return request
 
@@ -50,6 +59,7 @@ _HANDLERS = {
     "TooBig": grpc.unary_stream_rpc_method_handler(_too_big),
     "NotBytes": grpc.unary_stream_rpc_method_handler(_not_bytes),
     "Floods": grpc.unary_stream_rpc_method_handler(_floods),
+    "FloodsEach": grpc.stream_stream_rpc_method_handler(_floods_each),
     "Echo": grpc.unary_unary_rpc_method_handler(_echo),
 }
 
@@ -60,6 +70,7 @@ _HANDLERS = {
         ("TooBig", grpc.StatusCode.RESOURCE_EXHAUSTED),
         ("NotBytes", grpc.StatusCode.UNKNOWN),
         ("Floods", grpc.StatusCode.CANCELLED),
+        ("FloodsEach", grpc.StatusCode.CANCELLED),
     ],
 )
 def test_an_abandoned_stream_is_finished_without_tracebacks_and_the_server_keeps_serving(
@@ -67,6 +78,9 @@ def test_an_abandoned_stream_is_finished_without_tracebacks_and_the_server_keeps
     client_code: grpc.StatusCode,
 ) -> None:
     loop_errors: list[dict[str, Any]] = []
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()  # recording: a bidi request attaches its span too
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
 
     async def go() -> tuple[grpc.StatusCode, int, bytes]:
         asyncio.get_running_loop().set_exception_handler(
@@ -78,16 +92,19 @@ def test_an_abandoned_stream_is_finished_without_tracebacks_and_the_server_keeps
                 lambda s: s.add_generic_rpc_handlers(
                     (grpc.method_handlers_generic_handler("t.S", _HANDLERS),)
                 ),
-                interceptors=[RequestTracingInterceptor()],
+                interceptors=[RequestTracingInterceptor(tracer_provider=provider)],
                 options=[("grpc.max_send_message_length", _LIMIT)],
             ) as target,
             grpc.aio.insecure_channel(target) as channel,
         ):
-            call = channel.unary_stream(f"/t.S/{method}")(b"", timeout=10)
+            if method == "FloodsEach":
+                call = channel.stream_stream(f"/t.S/{method}")(iter([b"r"]), timeout=10)
+            else:
+                call = channel.unary_stream(f"/t.S/{method}")(b"", timeout=10)
             try:
                 async for _ in call:
                     received += 1
-                    if method == "Floods":
+                    if method.startswith("Floods"):
                         call.cancel()
                 code = grpc.StatusCode.OK
             except grpc.aio.AioRpcError as error:
@@ -106,9 +123,14 @@ def test_an_abandoned_stream_is_finished_without_tracebacks_and_the_server_keeps
     assert (code, received, after) == (client_code, 1, b"still here")
     assert [r.getMessage() for r in caplog.records if r.name == "opentelemetry.context"] == []
     assert [e.get("message") for e in loop_errors] == []
-    (start,) = log_lines.events("request.start", rpc_method=f"/t.S/{method}")
-    (end,) = log_lines.events("request.end", rpc_method=f"/t.S/{method}")
+    (start,) = log_lines.events("request.start", rpc_method=f"/t.S/{method}", stream_index=None)
+    (end,) = log_lines.events("request.end", rpc_method=f"/t.S/{method}", stream_index=None)
     assert end["request_id"] == start["request_id"]
     assert end["messages_out"] >= 2
-    if method == "Floods":
+    (span,) = [
+        s for s in exporter.get_finished_spans()
+        if s.name == f"t.S/{method}" and "stream_index" not in (s.attributes or {})
+    ]
+    assert (span.attributes or {})["request_id"] == start["request_id"]
+    if method.startswith("Floods"):
         assert (end["grpc_status"], end["outcome"]) == ("CANCELLED", "cancelled")

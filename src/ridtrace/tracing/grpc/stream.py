@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +36,9 @@ class StreamItem:
     starts meanwhile, belong to that request.
     """
 
-    __slots__ = ("_otel_token", "call", "ctx", "index", "owns_span", "span", "started")
+    __slots__ = (
+        "_otel_token", "_token", "call", "ctx", "index", "owns_span", "span", "started",
+    )
 
     def __init__(self, call: GrpcCall, message: Any, index: int) -> None:
         self.started = time.perf_counter()
@@ -78,9 +79,9 @@ class StreamItem:
                 request_id, x_request_id,
             )
         self.ctx.server_span = span
-        # Replaces the stream's context in this task until finish(); the call's own
-        # finish() then restores what was there before the call by its own token.
-        request_context.enter(self.ctx)
+        # Replaces the stream's context in this task until finish(), which restores it
+        # (the previous request, if any, restored it when it finished).
+        self._token = request_context.enter(self.ctx)
         self._otel_token: object | None = (
             otel_context.attach(trace.set_span_in_context(span)) if self.owns_span else None
         )
@@ -122,10 +123,17 @@ class StreamItem:
             if outcome == "error":
                 self.span.set_status(Status(StatusCode.ERROR))
             self.span.end()
-        # Only where this request is current: a finaliser in another task has nothing
-        # of ours to restore.
-        if request_context.current_context() is self.ctx:
-            if self._otel_token is not None and trace.get_current_span() is self.span:
-                with contextlib.suppress(ValueError):
-                    otel_context.detach(self._otel_token)  # type: ignore[arg-type]
+        # Only where this request is current, and in the context that made it so: the
+        # asyncio finaliser of a stream gRPC abandoned runs in a copy of it, where
+        # OpenTelemetry's detach logged "Failed to detach context" with a traceback.
+        if request_context.current_context() is not self.ctx:
+            return
+        try:
+            request_context.leave(self._token)
+        except ValueError:
+            # A copy of the call's context, which dies with its task; the call's own
+            # request.end, written next, still needs the call's ids current.
             request_context.enter(self.call.ctx)
+            return
+        if self._otel_token is not None and trace.get_current_span() is self.span:
+            otel_context.detach(self._otel_token)  # type: ignore[arg-type]
