@@ -74,7 +74,9 @@ _HANDLERS = {
     ],
 )
 def test_an_abandoned_stream_is_finished_without_tracebacks_and_the_server_keeps_serving(
-    log_lines: LogLines, caplog: pytest.LogCaptureFixture, method: str,
+    log_lines: LogLines,
+    caplog: pytest.LogCaptureFixture,
+    method: str,
     client_code: grpc.StatusCode,
 ) -> None:
     loop_errors: list[dict[str, Any]] = []
@@ -128,7 +130,8 @@ def test_an_abandoned_stream_is_finished_without_tracebacks_and_the_server_keeps
     assert end["request_id"] == start["request_id"]
     assert end["messages_out"] >= 2
     (span,) = [
-        s for s in exporter.get_finished_spans()
+        s
+        for s in exporter.get_finished_spans()
         if s.name == f"t.S/{method}" and "stream_index" not in (s.attributes or {})
     ]
     assert (span.attributes or {})["request_id"] == start["request_id"]

@@ -279,15 +279,11 @@ class GrpcCall:
             self._restore()
 
     def _restore(self) -> None:
-        # A streaming call that gRPC abandoned (the client left while a message was
-        # being sent, or gRPC refused to send one: too large, not serialisable) is
-        # finished by the generator's finaliser in another task. That task's context
-        # either never had ours or is a *copy* of the call's (the finaliser is
-        # scheduled from where the generator was dropped), where our tokens cannot be
-        # reset: resetting raised a ValueError traceback ("created in a different
-        # Context") and OpenTelemetry logged "Failed to detach context" with another.
-        # That task's context dies with it anyway, so only reset where ours is current
-        # and the tokens belong to this context (ours first: it says which).
+        # A streaming call gRPC abandoned mid-write (client cancel, message refused)
+        # is finished by asyncio's finaliser in another task, whose context never had
+        # ours or is a copy of the call's, where our tokens cannot be reset (a
+        # ValueError, and OpenTelemetry's "Failed to detach context" traceback). It
+        # dies with that task: reset only where ours is current and the token is ours.
         if request_context.current_context() is not self.ctx:
             return
         try:

@@ -37,7 +37,14 @@ class StreamItem:
     """
 
     __slots__ = (
-        "_otel_token", "_token", "call", "ctx", "index", "owns_span", "span", "started",
+        "_otel_token",
+        "_token",
+        "call",
+        "ctx",
+        "index",
+        "owns_span",
+        "span",
+        "started",
     )
 
     def __init__(self, call: GrpcCall, message: Any, index: int) -> None:
