@@ -19,6 +19,7 @@ from loguru import logger
 from ridtrace import configure_logging
 from ridtrace.frontend_plugin import WorkerSettings, create_worker_app
 from ridtrace.frontend_plugin.wire import WorkRequest
+from ridtrace.tracing import TracingSettings
 
 
 def _envelope(request_id: str, prompt: str = "one two three", max_tokens: int = 10) -> bytes:
@@ -248,3 +249,20 @@ def test_a_refused_envelope_is_logged_as_worker_refused_invalid(
     assert len(refused) == 1 and refused[0]["level"] == "WARN"
     assert refused[0]["outcome"] == "invalid" and refused[0]["status"] == status
     assert refused[0]["error"] == orjson.loads(reply["body"])["error"]["message"]
+
+
+def test_a_worker_takes_ids_as_long_as_its_max_client_id_length() -> None:
+    # A legacy-policy frontend with RIDTRACE_MAX_CLIENT_ID_LENGTH=200 sends the client's
+    # 150-character id as request_id: the worker held it to 128 and every such request
+    # was a 502 'worker rejected the request'.
+    longer = create_worker_app(
+        WorkerSettings(), tracing=TracingSettings(max_client_id_length=200, log_lifecycle=False))
+    start, _ = _call(longer, _scope(), [_envelope_with(request_id="r" * 150)])
+    assert start["status"] == 200
+    start, _ = _call(longer, _scope(), [_envelope_with(request_id="r" * 201)])
+    assert start["status"] == 400
+    # A smaller setting never refuses what the frontend's fixed rules let through.
+    shorter = create_worker_app(
+        WorkerSettings(), tracing=TracingSettings(max_client_id_length=16, log_lifecycle=False))
+    start, _ = _call(shorter, _scope(), [_envelope_with(session_id="s" * 128)])
+    assert start["status"] == 200

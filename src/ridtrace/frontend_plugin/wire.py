@@ -44,7 +44,6 @@ _STR_FIELDS = ("request_id", "endpoint", "model", "prompt")
 # name), so a caller of /v1/work other than the frontend cannot put megabytes, line
 # breaks or terminal escapes into them.
 _ID_FIELDS = ("request_id", "endpoint", "session_id")
-_ID_RULE = f"1-{DEFAULT_MAX_CLIENT_ID_LENGTH} printable ASCII characters"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,8 +86,15 @@ class WorkRequest:
         )
 
     @classmethod
-    def from_json(cls, data: bytes) -> WorkRequest:
-        """Parse and check an envelope; raises ``ValueError`` naming the bad field."""
+    def from_json(
+        cls, data: bytes, *, max_id_length: int = DEFAULT_MAX_CLIENT_ID_LENGTH
+    ) -> WorkRequest:
+        """Parse and check an envelope; raises ``ValueError`` naming the bad field.
+
+        `max_id_length`: the worker's ``max_client_id_length``. Under the legacy policy
+        the request_id is the client's id, which a frontend configured for longer ids
+        (RIDTRACE_MAX_CLIENT_ID_LENGTH) accepts and sends on.
+        """
         try:
             raw: Any = orjson.loads(data)
         except orjson.JSONDecodeError as exc:
@@ -101,9 +107,12 @@ class WorkRequest:
         for name in ("x_request_id", "session_id"):
             if raw.get(name) is not None and not isinstance(raw[name], str):
                 raise ValueError(f"{name} must be a string or null")
+        # Never below the default: a body's rid (session_id) is held to it whatever the
+        # frontend's setting.
+        longest = max(max_id_length, DEFAULT_MAX_CLIENT_ID_LENGTH)
         for name in _ID_FIELDS:
-            if raw.get(name) is not None and validate_client_id(raw[name]) is None:
-                raise ValueError(f"{name} must be {_ID_RULE}")
+            if raw.get(name) is not None and validate_client_id(raw[name], longest) is None:
+                raise ValueError(f"{name} must be 1-{longest} printable ASCII characters")
         model = raw["model"]
         if len(model) > MAX_MODEL_LENGTH or not model.isprintable():
             raise ValueError(f"model must be at most {MAX_MODEL_LENGTH} printable characters")

@@ -42,6 +42,7 @@ from ridtrace.frontend_plugin.wire import WORK_PATH, WorkRequest
 from ridtrace.frontend_plugin.work_reply import log_end, paced_reply, whole_reply
 from ridtrace.tracing import annotate_request, current_context, validate_client_id
 from ridtrace.tracing.eventlog import EventLog
+from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH
 
 __all__ = ["RouteName", "WorkEndpoint", "WorkRoute"]
 
@@ -109,13 +110,16 @@ class WorkEndpoint:
         engine: produces the tokens.
         drain: where paced replies are held so a shutdown can end them with an error
             line; a new one by default.
+        max_id_length: the longest request_id / session_id taken (the tracing
+            settings' ``max_client_id_length``, never below its default).
     """
 
     def __init__(
         self, config: WorkerSettings, registry: InflightRegistry, engine: EchoEngine,
-        drain: Drain | None = None,
+        drain: Drain | None = None, *, max_id_length: int = DEFAULT_MAX_CLIENT_ID_LENGTH,
     ) -> None:
         self.config = config
+        self.max_id_length = max_id_length
         self.registry = registry
         self.engine = engine
         self.drain = drain if drain is not None else Drain()  # an empty one is falsy
@@ -134,7 +138,7 @@ class WorkEndpoint:
             await _refuse_invalid(send, 413, "work envelope too large")
             return
         try:
-            job = WorkRequest.from_json(body)
+            job = WorkRequest.from_json(body, max_id_length=self.max_id_length)
         except ValueError as exc:
             await _refuse_invalid(send, 400, str(exc))
             return

@@ -90,7 +90,11 @@ def create_worker_app(
             gate.set()
             return {"gate": "open"}
 
-    app: ASGIApp = WorkRoute(api, endpoint=WorkEndpoint(config, registry, engine, drain))
+    tracing = tracing or TracingSettings(log_lifecycle=False)
+    # A legacy-policy frontend sends the client's id as request_id, up to its own limit.
+    endpoint = WorkEndpoint(config, registry, engine, drain,
+                            max_id_length=tracing.max_client_id_length)
+    app: ASGIApp = WorkRoute(api, endpoint=endpoint)
     if config.worker_token:
         app = SharedSecretMiddleware(
             app,
@@ -101,7 +105,7 @@ def create_worker_app(
             on_refused=_log_unauthorized,
             route_of=work_route_of(matching_route(api.router.routes)),
         )
-    return RequestTracingMiddleware(app, settings=tracing or TracingSettings(log_lifecycle=False))
+    return RequestTracingMiddleware(app, settings=tracing)
 
 
 def _log_unauthorized(path: str) -> None:
