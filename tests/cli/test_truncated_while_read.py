@@ -59,3 +59,29 @@ def test_a_log_that_grows_during_the_read_is_read_as_usual(
     monkeypatch.setattr(files, "parse", parse_while_written)
     code, doc = analyze_json(str(log))
     assert code == 0 and doc["summary"]["unreadable_files"] == []
+
+
+def test_a_staged_log_truncated_during_its_copy_makes_it_incomplete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A plain log that is not read in place (here one with a byte-order mark; a UTF-16
+    # one, an unwrapped container log or a non-UTF-8 name go the same way) is copied
+    # first: truncated meanwhile, the copy ended early and the report said complete.
+    log = tmp_path / "frontend.jsonl"
+    lines = [line for i in range(2000) for line in rt_request(f"{i:016x}", f"r{i}", i, i + 0.5)]
+    body = ("\n".join(lines) + "\n").encode()
+    assert len(body) > 4 * (64 << 10)  # well past the head read before the copy
+    log.write_bytes(b"\xef\xbb\xbf" + body)
+    real_stage = files.stage
+
+    def stage_after_a_rotation(*args: Any, **kwargs: Any) -> Any:
+        with open(log, "r+b") as fh:
+            fh.truncate(2 * (64 << 10))
+        return real_stage(*args, **kwargs)
+
+    monkeypatch.setattr(files, "stage", stage_after_a_rotation)
+    code, doc = analyze_json(str(log))
+    summary = doc["summary"]
+    assert code == 3, summary
+    (note,) = summary["unreadable_files"]
+    assert note["file"] == str(log) and "truncated while being read" in note["reason"]

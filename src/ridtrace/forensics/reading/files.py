@@ -112,25 +112,27 @@ def read_source(
         in_place = (src.path is not None and src.regular and decoded.compression is None
                     and decoded.encoding is None and unwrap is None
                     and _sql_path(src.path) and not _had_bom(src.path))
+        # A staged copy loses the lines past the cut as surely as an in-place read.
+        size = os.fstat(raw.fileno()).st_size if src.path is not None and src.regular else None
         if in_place and src.path is not None:
-            size = os.fstat(raw.fileno()).st_size
             wait = _map_in_thread(src.path, on_bytes)
             result = use(parse(con, src.path, wait, src.name, stats, lean, window,
                                run=_runner(prepared, src.path)))
-            now = os.fstat(raw.fileno()).st_size
-            if now < size:
-                # Lines that were there when the read began are not in the report, and
-                # the line numbers DuckDB and the line map saw may differ.
-                stats.unreadable_files.append(FileNote(src.name, (
-                    f"truncated while being read (from {size} to {now} bytes; a "
-                    "copy-and-truncate rotation?): read it again")))
-            return result
-        with staging_dir("ridtrace-") as tmp:
-            staged = tmp / "decoded.jsonl"
-            with open(staged, "wb") as out:
-                line_map = stage(head, decoded, out, src.name, stats, on_bytes, unwrap)
-            return use(parse(con, staged, line_map, src.name, stats, lean, window,
-                             run=_runner(prepared, staged)))
+        else:
+            with staging_dir("ridtrace-") as tmp:
+                staged = tmp / "decoded.jsonl"
+                with open(staged, "wb") as out:
+                    line_map = stage(head, decoded, out, src.name, stats, on_bytes, unwrap)
+                result = use(parse(con, staged, line_map, src.name, stats, lean, window,
+                                   run=_runner(prepared, staged)))
+        now = os.fstat(raw.fileno()).st_size if size is not None else None
+        if size is not None and now is not None and now < size:
+            # Lines that were there when the read began are not in the report, and
+            # the line numbers DuckDB and the line map saw may differ.
+            stats.unreadable_files.append(FileNote(src.name, (
+                f"truncated while being read (from {size} to {now} bytes; a "
+                "copy-and-truncate rotation?): read it again")))
+        return result
     except OSError as exc:
         stats.unreadable_files.append(FileNote(src.name, f"read failed: {exc}"))
         return None
