@@ -87,3 +87,20 @@ def test_json_reports_keep_every_character_escaped_where_a_terminal_would_obey_i
     text = CliRunner().invoke(main, ["analyze", str(tmp_path), "--format", "json"]).stdout
     assert not [c for c in text if c in CONTROLS + INVISIBLE and c != "\n"], repr(text[:200])
     assert {f["request_id"] for f in json.loads(text)["findings"]} == {sneaky}
+
+
+def test_json_escapes_every_character_the_table_would_not_show(tmp_path: Path) -> None:
+    # json_escaped listed some format characters only: an invisible musical-notation
+    # format character, an Arabic number sign and an unassigned code point were shown as
+    # U+FFFD in the table and went raw to the terminal in --format json, so two ids that
+    # the table tells apart printed alike there.
+    from ridtrace.forensics.printable import visible
+
+    hidden = "\U0001d173\u0600\u06dd\ufff0\U000e0001\u00ad"
+    sneaky = "rollout-7" + hidden
+    lines = rt_request("a" * 16, sneaky, 0, 2) + rt_request("b" * 16, sneaky, 1, 3)
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    text = CliRunner().invoke(main, ["analyze", str(tmp_path), "--format", "json"]).stdout
+    assert not [c for c in text if c in hidden], repr(text[:300])
+    assert visible(sneaky) == "rollout-7" + "\ufffd" * len(hidden)
+    assert {f["request_id"] for f in json.loads(text)["findings"]} == {sneaky}

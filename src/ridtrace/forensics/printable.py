@@ -56,17 +56,19 @@ def csv_cell(text: str) -> str:
     return visible("'" + text if text.startswith(_FORMULA_START) else text)
 
 
-# In JSON text, what JSON does not escape but a terminal obeys or hides: DEL, C1, the
-# bidirectional and zero-width format characters, soft hyphen, BOM, tag characters, and
-# line and paragraph separators (the same sets `visible` replaces).
-_JSON_HIDDEN = re.compile(
-    "[\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f"
-    "\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
-)
+# In JSON text, what JSON does not escape but a terminal obeys or hides: exactly what
+# `visible` replaces (DEL, C1, format characters such as the bidirectional and
+# zero-width ones, soft hyphen, BOM and tags, unassigned code points, line and paragraph
+# separators). A list of ranges left out the rarer format characters (U+0600, U+1D173)
+# and unassigned ones, which the table showed as U+FFFD and JSON passed raw.
+_NOT_ASCII = re.compile("[^\x00-\x7e]")
 
 
 def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
+    char = match.group()
+    code = ord(char)
+    if code not in _SHOWN and unicodedata.category(char) not in _HIDDEN:
+        return char
     if code <= 0xFFFF:
         return f"\\u{code:04x}"
     code -= 0x10000  # outside the BMP: JSON spells it as a surrogate pair
@@ -79,4 +81,4 @@ def json_escaped(text: str) -> str:
     terminal, a pager, a CI log). Text outside JSON strings never holds one."""
     if text.isascii() and "\x7f" not in text:  # the common case, at C speed
         return text
-    return _JSON_HIDDEN.sub(_escape, text)
+    return _NOT_ASCII.sub(_escape, text)
