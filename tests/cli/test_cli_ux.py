@@ -169,3 +169,11 @@ def test_under_nohup_a_hangup_leaves_analyze_reading_to_the_end(tmp_path: Path) 
             process.wait()
     assert process.returncode == 0, err
     assert json.loads(out)["summary"]["requests"] == 2
+
+
+@pytest.mark.parametrize("command", [("analyze",), ("audit",), ("trace",), ("export", "jaeger")])
+def test_every_forensics_help_names_sighups_exit_status(command: tuple[str, ...]) -> None:
+    # SIGHUP stops these commands with 129 (docs/cli.md's exit status table), but their
+    # --help listed only 130 and 143 among the stops.
+    out = CliRunner().invoke(main, [*command, "--help"], terminal_width=200).stdout
+    assert "129" in out, out

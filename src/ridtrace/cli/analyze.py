@@ -240,10 +240,10 @@ def analyze(
 
     Exit status: 0 no error finding, 1 at least one, 2 bad usage or a missing path,
     3 no error finding but the input was incomplete (incidents may be missing), 4 an
-    internal error, 130 stopped by Ctrl-C, 143 by SIGTERM.
+    internal error, 130 stopped by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP.
 
     With --follow, watch the logs grow and print each error finding as soon as the
-    logs prove it, one per line, until Ctrl-C or SIGTERM (which print the summary).
+    logs prove it, one per line, until Ctrl-C, SIGTERM or SIGHUP (which print the summary).
     """
     if follow or from_start or fail_fast or window or poll_interval:
         ctx.exit(follow_command(

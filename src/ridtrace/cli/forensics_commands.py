@@ -59,8 +59,8 @@ def audit(
     """Deprecated request-id headers: requests, distinct clients, first/last seen, per day.
 
     Exit status: 0 the input was read whole, 2 bad usage or a missing path, 3 the input
-    was incomplete (use of the headers may be missing; --allow-incomplete: 0); 4, 130
-    and 143 as for analyze.
+    was incomplete (use of the headers may be missing; --allow-incomplete: 0); 4, 129,
+    130 and 143 as for analyze.
     """
     from ridtrace.forensics.records.spans import build_requests
     from ridtrace.forensics.views.audit import audit as run_audit
@@ -173,8 +173,8 @@ def trace(
     Requests in error findings come first, then by time.
 
     Exit status: 0 shown, 1 no request matches, 2 bad usage or a missing path, 3 none
-    matches but part of the input could not be read (--allow-incomplete: 1); 4, 130
-    and 143 as for analyze.
+    matches but part of the input could not be read (--allow-incomplete: 1); 4, 129,
+    130 and 143 as for analyze.
     """
     from ridtrace.forensics.records.spans import build_requests
     from ridtrace.forensics.views.trace_export import trace_csv, trace_document
@@ -226,8 +226,8 @@ def jaeger(ctx: click.Context, paths: tuple[str, ...], output: Path, include_hea
     """Write the requests as a Jaeger JSON trace file: one trace per request.
 
     Exit status: 0 the input was read whole, 2 bad usage or a missing path, 3 the input
-    was incomplete (traces may be missing; --allow-incomplete: 0); 4, 130 and 143 as
-    for analyze.
+    was incomplete (traces may be missing; --allow-incomplete: 0); 4, 129, 130 and
+    143 as for analyze.
     """
     from ridtrace.forensics.records.spans import build_requests
     from ridtrace.forensics.views.jaeger import jaeger_traces, write_jaeger

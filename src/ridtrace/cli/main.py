@@ -69,7 +69,7 @@ class _Main(click.Group):
 
     @staticmethod
     def _stopped(ctx: click.Context, stop: KeyboardInterrupt) -> None:
-        """End a command the user stopped: say so, clean up, exit 130 or 143."""
+        """End a command the user stopped: say so, clean up, exit 130, 143 or 129."""
         said = ("hung up" if isinstance(stop, HungUp)
                 else "terminated" if isinstance(stop, Terminated) else "interrupted")
         with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone
