@@ -35,12 +35,7 @@ def test_a_log_truncated_during_the_read_makes_it_incomplete(
         return real_parse(*args, **kwargs)
 
     monkeypatch.setattr(files, "parse", parse_after_a_rotation)
-    code, doc = analyze_json(str(log))
-    summary = doc["summary"]
-    assert code == 3, summary
-    (note,) = summary["unreadable_files"]
-    assert note["file"] == str(log) and "truncated while being read" in note["reason"]
-    assert summary["incomplete"] is True
+    _assert_read_as_truncated(log)
 
 
 def test_a_log_that_grows_during_the_read_is_read_as_usual(
@@ -80,8 +75,14 @@ def test_a_staged_log_truncated_during_its_copy_makes_it_incomplete(
         return real_stage(*args, **kwargs)
 
     monkeypatch.setattr(files, "stage", stage_after_a_rotation)
+    _assert_read_as_truncated(log)
+
+
+def _assert_read_as_truncated(log: Path) -> None:
+    """`analyze` of `log` says the input is incomplete, naming the truncated file."""
     code, doc = analyze_json(str(log))
     summary = doc["summary"]
     assert code == 3, summary
     (note,) = summary["unreadable_files"]
     assert note["file"] == str(log) and "truncated while being read" in note["reason"]
+    assert summary["incomplete"] is True
