@@ -25,7 +25,8 @@ import pandas as pd
 from ridtrace.forensics.reading.connection import connect
 from ridtrace.forensics.reading.decoding import DecodedStream, compression_of, utf16_of
 from ridtrace.forensics.reading.files import parse
-from ridtrace.forensics.reading.inputs import SNIFF_BYTES, ignore_reason
+from ridtrace.forensics.reading.inputs import SNIFF_BYTES
+from ridtrace.forensics.reading.log_names import ignore_reason
 from ridtrace.forensics.reading.plain_copy import stage
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 from ridtrace.forensics.reading.unwrap import unwrapped_head, wrapper_of

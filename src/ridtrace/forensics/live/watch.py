@@ -27,12 +27,10 @@ from ridtrace.forensics.reading.inputs import (
     SNIFF_BYTES,
     STDIN_NAME,
     display_name,
-    ignore_reason,
-    named_compressed,
-    named_for_lines,
     not_regular_reason,
     walk_tree,
 )
+from ridtrace.forensics.reading.log_names import ignore_reason, named_compressed, named_for_lines
 from ridtrace.forensics.reading.rotation import rotation_place
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 from ridtrace.forensics.reading.unwrap import unwrapped_head

@@ -25,11 +25,11 @@ from ridtrace.forensics.reading.decoding import BOM, DecodedStream
 from ridtrace.forensics.reading.inputs import (
     SNIFF_BYTES,
     Source,
-    ignore_reason,
     not_regular_reason,
     open_raw,
 )
 from ridtrace.forensics.reading.lines import LineMap, fetch_lines, map_file
+from ridtrace.forensics.reading.log_names import ignore_reason
 from ridtrace.forensics.reading.plain_copy import Progress, stage
 from ridtrace.forensics.reading.scan import Window
 from ridtrace.forensics.reading.staging import staging_dir

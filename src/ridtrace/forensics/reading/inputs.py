@@ -4,16 +4,14 @@ Accepts files, directories (walked recursively), glob patterns, gzip (by its mag
 bytes, whatever the name) and ``-`` for standard input. A file the user names is
 always read. A file found by walking a directory is read when it is named like a log
 or its first lines hold a JSON object; the others (READMEs, images, JSON documents)
-are ignored with a reason that the report lists.
+are ignored with a reason that the report lists (`reading.log_names`).
 """
 
 from __future__ import annotations
 
 import glob
 import io
-import json
 import os
-import re
 import stat
 import sys
 from collections.abc import Sequence
@@ -21,22 +19,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ridtrace.forensics.reading.log_names import named_like_log
 from ridtrace.forensics.reading.rotation import absolute_path, oldest_first
 
 STDIN_NAME = "<stdin>"
 SNIFF_BYTES = 64 << 10
-_PACKED_SUFFIX = r"\.(?:gz|bz2|xz|zst)"
-_PACKED = rf"(?:{_PACKED_SUFFIX})?"
-# A rotation: numbered (.1) or dated (logrotate's -20261130, Python's .2026-11-30_10-00).
-_ROTATED = r"(?:\.\d+|[.-]\d{4}-?\d{2}-?\d{2}(?:[._-]?\d{2}(?:-?\d{2}){0,2})?)"
-# .jsonl .ndjson .json .log, rotated (.1, .log.2, .jsonl-20261130) or compressed (.gz …).
-_LOG_NAME = re.compile(
-    rf"\.(?:jsonl|ndjson|json|log){_ROTATED}?{_PACKED}$|{_ROTATED}{_PACKED}$|{_PACKED_SUFFIX}$"
-)
-# Names that promise JSON lines: always read, whatever their first lines hold (.json is
-# also a document's name, so it is not one of them).
-_LINES_NAME = re.compile(rf"\.(?:jsonl|ndjson|log){_ROTATED}?{_PACKED}$")
-_PACKED_NAME = re.compile(rf"{_PACKED_SUFFIX}$")
 
 
 class ForensicsInputError(ValueError):
@@ -169,7 +156,7 @@ def not_regular_reason(path: Path) -> tuple[str, bool]:
     A pipe found by walking is left alone: reading it would wait for a writer forever.
     """
     if path.is_symlink() and not path.exists():
-        return "a broken symbolic link", bool(_LOG_NAME.search(path.name.lower()))
+        return "a broken symbolic link", named_like_log(path.name)
     return NOT_REGULAR, False
 
 
@@ -264,77 +251,6 @@ def display_name(name: str) -> str:
 
 def _source_path(src: Source) -> str | None:
     return None if src.path is None else absolute_path(src.path)
-
-
-def _json_object_line(line: bytes) -> bool:
-    text = line.strip()
-    return text[:1] == b"{" and text[-1:] == b"}"
-
-
-def _one_line_document(name: str, data: bytes) -> bool:
-    """A whole .json file that is one line of JSON without a log record's ``time``: a
-    report or a trace export (``export jaeger -o logs/traces.json``), not one log line."""
-    text = data.strip()
-    if not name.lower().endswith(".json") or not text or b"\n" in text:
-        return False
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return False
-    return not (isinstance(value, dict) and "time" in value)
-
-
-# The start of the trace file `ridtrace export jaeger` writes (Jaeger's upload format).
-_JAEGER_EXPORT = re.compile(rb'\s*\{\s*"data"\s*:\s*\[\s*(?:\{\s*"traceID"\s*:|\])')
-
-
-def named_for_lines(name: str) -> bool:
-    """True for a name of JSON lines (.jsonl, .ndjson, .log, rotated or compressed):
-    such a file is read whatever it holds."""
-    return _LINES_NAME.search(name.lower()) is not None
-
-
-def named_compressed(name: str) -> bool:
-    """True for a compressed file's name (.gz, .bz2, .xz, .zst)."""
-    return _PACKED_NAME.search(name.lower()) is not None
-
-
-def ignore_reason(name: str, head: bytes, *, whole: bool) -> str | None:
-    """Why a file found in a directory walk is plainly not a log, or None to read it.
-
-    `head` is the start of the decoded file (`whole` when it is all of it). A file
-    named for JSON lines (.jsonl, .ndjson, .log, rotated or compressed) is always read;
-    so is a file with a JSON object among its first lines, banners and all; a .json or
-    rotation-named file is read too, unless it holds one JSON document (a report).
-    """
-    if named_for_lines(name):
-        return None  # pretty-printed records, a config dump: bad lines, not a skipped file
-    if whole and _one_line_document(name, head):
-        return "a JSON document, not JSON lines"
-    if not whole and _JAEGER_EXPORT.match(head) and b"\n" not in head:
-        # Past the sniff, so not judged whole above: a trace file of more than 64 KiB
-        # (`export jaeger -o run/traces.json`) made a walk of `run/` incomplete.
-        return "a Jaeger trace file, not JSON lines"
-    lines = head.split(b"\n")
-    if not whole and len(lines) > 1:
-        lines.pop()  # cut by the sniff
-    if any(_json_object_line(line) for line in lines[:200]):
-        return None
-    stripped = head.strip()
-    if not stripped:
-        return None  # an empty log is still a log: it holds nothing, and says so
-    if stripped[:1] in (b"{", b"[") and b"\n" in stripped:
-        return "a JSON document, not JSON lines"
-    if _LOG_NAME.search(name.lower()):
-        return None
-    if b"\x00" in head:
-        return "binary data, no JSON lines"
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if whole or exc.start < len(head) - 4:
-            return "binary data, no JSON lines"
-    return "no JSON lines in its first lines"
 
 
 def open_raw(src: Source) -> BinaryIO:
