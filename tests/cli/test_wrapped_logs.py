@@ -19,6 +19,8 @@ from tests.cli.helpers import analyze_json
 
 # Longer lines are cut into parts, as the runtimes cut lines longer than their buffers.
 _CUT = 120
+# One log record, for the tests of a single wrapped line.
+_RECORD = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1", "message": "m"})
 
 
 def _cri(lines: list[bytes]) -> bytes:
@@ -123,8 +125,7 @@ def test_evidence_cites_the_line_of_the_records_last_part(plain: Path, tmp_path:
 
 
 def test_a_record_whose_last_part_never_came_is_a_bad_line(tmp_path: Path) -> None:
-    record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1",
-                         "message": "m"})
+    record = _RECORD
     stamp = "2026-11-29T10:00:00.000000001Z"
     log = tmp_path / "0.log"
     log.write_text(
@@ -165,8 +166,7 @@ def test_plain_lines_that_start_like_a_wrapper_are_not_unwrapped(tmp_path: Path)
 
 
 def test_follow_unwraps_the_lines_it_tails(tmp_path: Path) -> None:
-    record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1",
-                         "message": "m"}).encode()
+    record = _RECORD.encode()
     stamp = b"2026-11-29T10:00:00.000000001Z"
     log = tmp_path / "0.log"
     log.write_bytes(stamp + b" stdout F " + record + b"\n")
@@ -189,8 +189,7 @@ def test_follow_counts_a_record_whose_last_part_never_came(
 ) -> None:
     # The batch read makes such a record a bad line; the follower held its parts and
     # ended without a word, the summary complete on a record it never read.
-    record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1",
-                         "message": "m"}).encode()
+    record = _RECORD.encode()
     stamp = b"2026-11-29T10:00:00.000000001Z"
     log = tmp_path / "0.log"
     log.write_bytes((stamp + b" stdout F " + record + b"\n") * 3)
@@ -212,8 +211,7 @@ def test_follow_counts_a_record_whose_last_part_never_came(
 
 
 def test_an_empty_container_line_is_a_blank_line(tmp_path: Path) -> None:
-    record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1",
-                         "message": "m"})
+    record = _RECORD
     stamp = "2026-11-29T10:00:00.000000001Z"
     log = tmp_path / "0.log"
     # An empty line printed by the service: the runtime may end it at its tag.
@@ -230,8 +228,7 @@ def test_a_text_log_with_its_own_time_is_not_taken_for_kubectl_output(tmp_path: 
 
 
 def test_kubectl_output_that_opens_with_a_text_banner_is_unwrapped(tmp_path: Path) -> None:
-    record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1",
-                         "message": "m"})
+    record = _RECORD
     stamp = "2026-11-29T10:00:00.123456789Z"
     log = tmp_path / "frontend.log"
     log.write_text(f"{stamp} Starting frontend v1.2\n{stamp} {record}\n{stamp} {record}\n")
