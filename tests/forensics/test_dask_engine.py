@@ -26,6 +26,7 @@ from ridtrace.forensics.dask_engine.engine import (
     dask_client,
     load_requests,
 )
+from ridtrace.forensics.dask_engine.urls import expand_urls
 from ridtrace.forensics.reading.events import load_events
 from ridtrace.forensics.reading.inputs import expand_inputs
 from ridtrace.forensics.records.partials import (
@@ -38,7 +39,7 @@ from ridtrace.forensics.records.spans import build_requests
 from ridtrace.forensics.rules.report import analyze_read, report_json
 from ridtrace.forensics.views.audit import audit, daily_series
 from ridtrace.testing.synth import SynthSpec, write_logs
-from tests.forensics.helpers import legacy_rotated
+from tests.forensics.helpers import legacy_rotated, rt
 
 DATA = Path(__file__).parent / "data"
 BLOCK = 128 << 10  # small enough to split the test files into many blocks
@@ -217,6 +218,26 @@ def test_rotated_logs_same_report(client: Any, tmp_path: Path) -> None:
     assert {str(tmp_path / "frontend.jsonl.1"), str(live), str(rotated), str(legacy_live)} <= cited
     paths = [str(legacy_live), str(live), str(rotated), str(tmp_path / "frontend.jsonl.1")]
     assert _docs(client, paths) == _docs(client, paths[::-1])
+
+
+def test_a_block_cut_between_a_warn_and_the_request_list_counts_the_list(
+    client: Any, tmp_path: Path,
+) -> None:
+    # The middleware's WARN names one header, then request.start lists both; a block
+    # boundary right after the WARN must not make the Dask engine count one.
+    both = "x-dynamo-request-id,request-id"
+    ctx = {"request_id": "r1", "trace_id": "1" * 32, "span_id": "1" * 16}
+    warn = rt("deprecated_header", header="request-id", **ctx) + "\n"
+    log = tmp_path / "frontend.jsonl"
+    log.write_text(warn + rt("request.start", deprecated_headers=both, **ctx) + "\n"
+                   + rt("request.end", deprecated_headers=both, outcome="ok", **ctx) + "\n")
+    block = len(warn.encode())
+    assert len(plan_blocks(expand_urls([str(log)]), block)) > 1
+    want = report_json(analyze_read(read_partials(expand_inputs([str(log)]))))
+    got = report_json(analyze_dask(client, [str(log)], block_bytes=block))
+    assert got == want
+    headers = {f["detail"] for f in want["findings"] if f["kind"] == "deprecated_header"}
+    assert any("x-dynamo-request-id" in d for d in headers), headers
 
 
 @pytest.mark.timeout(60)

@@ -103,6 +103,25 @@ def test_a_requests_own_list_of_deprecated_headers_wins_over_the_warn_before_it(
     assert lean["deprecated_line"].tolist() == [2, 4]
 
 
+def test_a_requests_own_list_wins_when_a_rotation_cut_it_from_the_warn(
+    tmp_path: Path,
+) -> None:
+    # The WARN closed the rotated part; request.start, listing both headers, opened the
+    # live file. Read whole, the request counts both; cut, it took the WARN's one.
+    both = "x-dynamo-request-id,request-id"
+    ctx = {"request_id": "r1", "trace_id": "1" * 32, "span_id": "1" * 16}
+    (tmp_path / "frontend.jsonl.1").write_text(
+        rt("deprecated_header", header="request-id", **ctx) + "\n")
+    (tmp_path / "frontend.jsonl").write_text(
+        rt("request.start", deprecated_headers=both, **ctx) + "\n"
+        + rt("request.end", deprecated_headers=both, outcome="ok", **ctx) + "\n")
+    lean, full = _both([str(tmp_path)])
+    _assert_same(lean, full)
+    assert lean["deprecated"].tolist() == [both]
+    assert lean["deprecated_line"].tolist() == [1]
+    assert lean["deprecated_file"].tolist() == [str(tmp_path / "frontend.jsonl")]
+
+
 def _ends(paths: list[str]) -> tuple[dict[tuple[str, str], tuple[bool, ...]], ...]:
     """Per span (closing, request_end, worker_end): lean pass, then the event path."""
     sources = expand_inputs(paths)

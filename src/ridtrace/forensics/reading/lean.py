@@ -152,6 +152,7 @@ SELECT CASE WHEN _row IS NOT NULL THEN {SUSPECT} WHEN _span IS NOT NULL THEN {SP
     {_first_where("_foreign", "chunk_request_id", '"foreign"', "foreign_rn")},
     arg_min(deprecated, _deprecated_rank) AS deprecated,
     min(_deprecated_rank) % {_UNLISTED} AS deprecated_rn,
+    coalesce(min(_deprecated_rank) < {_UNLISTED}, FALSE) AS deprecated_listed,
     {_has(_CLOSING_BIT)} AS closing, {_has(_REQUEST_END_BIT)} AS request_end,
     {_has(_WORKER_END_BIT)} AS worker_end,
     {_has(_EMPTY_BIT)} AS _empty, {_has(_TIMED_BIT)} AS _timed,

@@ -166,7 +166,8 @@ def span_aggregates() -> str:
     the request by the client's id, and that is the id that collides. Its deprecated
     headers are those its own lines list (``deprecated_headers``), else the first a
     ``deprecated_header`` WARN names: the middleware writes the WARN first, naming one
-    header, so the request's other headers went uncounted.
+    header, so the request's other headers went uncounted. ``deprecated_listed`` says
+    which, so partials of a span cut between the two combine to the same pick.
     """
     first = ",\n    ".join(_first(c) for c in FIRST_FIELDS)
     unlinked = f"event = {literal(RESPONSE_UNLINKED)}"
@@ -188,6 +189,7 @@ def span_aggregates() -> str:
              arg_min(deprecated, rn) FILTER (WHERE deprecated IS NOT NULL)) AS deprecated,
     coalesce(min(rn) FILTER (WHERE {listed}),
              min(rn) FILTER (WHERE deprecated IS NOT NULL)) AS deprecated_rn,
+    count(*) FILTER (WHERE {listed}) > 0 AS deprecated_listed,
     bool_or(event IN {literal_list(CLOSING_EVENTS)}) IS TRUE AS closing,
     bool_or(event = {literal(REQUEST_END)}) IS TRUE AS request_end,
     bool_or(event = {literal(WORKER_END)}) IS TRUE AS worker_end"""

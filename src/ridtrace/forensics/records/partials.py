@@ -28,6 +28,9 @@ from ridtrace.forensics.records.requests import (
 )
 
 PART, POS, KEY = "_part", "_pos", "_key"
+# Whether a partial's deprecated headers are the ones a request's own line lists (not a
+# WARN's single header): a span cut between its WARN and its list takes the list.
+LISTED = "_deprecated_listed"
 # Evidence line columns. In a partial they hold ``part << 32 | line within the
 # partition``: combining carries each value with the row it came from, and the client
 # resolves them once every partition's line count is known — no barrier before the
@@ -87,6 +90,8 @@ def partial_frame(
         else:
             out[col] = frame[col].array
     result = pd.DataFrame({col: out[col] for col in REQUEST_COLUMNS})
+    result[LISTED] = np.asarray(
+        spans["deprecated_listed"].to_numpy(zero_copy_only=False), dtype=bool)
     result[PART] = np.full(n, part, dtype=np.int64)
     result[POS] = np.arange(n, dtype=np.int64)
     # DuckDB hashed the key while aggregating; hashing Arrow strings in pandas cost more.
@@ -115,6 +120,8 @@ def partial_requests(requests: pd.DataFrame, part: int) -> pd.DataFrame:
             out[col] = out[col].astype(SHUFFLE_STRING)
     for col in LINE_COLUMNS:
         out[col] = out[col] + (part << _LINE_BITS)
+    # A whole input's requests: no other partial of a span to prefer a list over.
+    out[LISTED] = np.zeros(len(out), dtype=bool)
     out[PART] = np.full(len(out), part, dtype=np.int64)
     out[POS] = np.arange(len(out), dtype=np.int64)
     out[KEY] = pd.util.hash_pandas_object(out[KEYS], index=False).to_numpy()
@@ -140,10 +147,15 @@ def _merge(parts: pd.DataFrame) -> pd.DataFrame:
     # A line and the file it is in come from the same partial.
     for col in ("last_line", "last_file"):
         out[col] = take_rows(parts[col], last)
+    listed = np.asarray(parts[LISTED].to_numpy(), dtype=bool)
     for value, line in _PAIRS:
         rows = group_rows(codes, notna[line], n)
+        if value == "deprecated":
+            own_list = group_rows(codes, notna[line] & listed, n)
+            rows = np.where(own_list >= 0, own_list, rows)
         out[value], out[line] = take_rows(parts[value], rows), take_rows(parts[line], rows)
         out[LINE_FILES[line]] = _take_codes(parts[LINE_FILES[line]], rows)
+    out[LISTED] = group_rows(codes, listed, n) >= 0
     by = pd.DataFrame({"c": codes, "start": parts["start"].array, "end": parts["end"].array,
                        "lines": parts["lines"].to_numpy()})
     agg = by.groupby("c", sort=True).agg(start=("start", "min"), end=("end", "max"),
