@@ -240,6 +240,25 @@ def test_a_block_cut_between_a_warn_and_the_request_list_counts_the_list(
     assert any("x-dynamo-request-id" in d for d in headers), headers
 
 
+def test_a_file_truncated_after_its_blocks_were_planned_is_noted_by_its_blocks(
+    faulty: Path, tmp_path: Path,
+) -> None:
+    # copytruncate between planning and reading: the blocks read what is left, and the
+    # report must not call it complete (the local engine notes it the same way).
+    log = tmp_path / "frontend.jsonl"
+    shutil.copy(faulty / "frontend.jsonl", log)
+    blocks = plan_blocks(expand_urls([str(log)]), BLOCK)
+    assert len(blocks) > 2
+    size = log.stat().st_size
+    with open(log, "r+b") as fh:
+        fh.truncate(size // 2)
+    notes = {n for b in blocks for n in read_block(b, [str(log)], lean=True).stats
+             .unreadable_files}
+    assert {(n.file, n.reason) for n in notes} == {(str(log), (
+        f"truncated while being read (from {size} bytes; a copy-and-truncate rotation?): "
+        "read it again"))}
+
+
 @pytest.mark.timeout(60)
 def test_file_url_directory_lists_pipes_and_broken_links_as_a_walk_does(
     client: Any, tmp_path: Path

@@ -28,7 +28,7 @@ from ridtrace.forensics.reading.files import parse
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES
 from ridtrace.forensics.reading.log_names import ignore_reason
 from ridtrace.forensics.reading.plain_copy import stage
-from ridtrace.forensics.reading.stats import FileNote, ReadStats
+from ridtrace.forensics.reading.stats import FileNote, ReadStats, truncated_while_read
 from ridtrace.forensics.reading.unwrap import unwrapped_head, wrapper_of
 from ridtrace.forensics.records.read import partial_of
 from ridtrace.forensics.records.spans import empty_partial as _empty
@@ -170,7 +170,8 @@ def read_block(
         notes = stats.unreadable_files if loses_a_log else stats.ignored_files
         notes.append(FileNote(block.file.name, reason))
         return BlockResult(_empty(), stats)
-    with fsspec.open(block.file.url, "rb") as raw:
+    opened = fsspec.open(block.file.url, "rb")
+    with opened as raw:
         fh = cast(Any, raw)
         stream: Any = fh
         if block.whole:
@@ -215,4 +216,17 @@ def read_block(
                 in_window = table.window_lines
         finally:
             con.close()
+        _note_if_truncated(opened, block.file, stats)
     return BlockResult(partial, stats, lines=line_map.lines, in_window=in_window)
+
+
+def _note_if_truncated(opened: Any, f: LogFile, stats: ReadStats) -> None:
+    """Note `f` as unreadable when it is shorter now than when its blocks were planned
+    (logrotate's copytruncate beside the read), as the local engine notes a file that
+    shrank while it was read. Every block checks; the notes merge to one per file."""
+    try:
+        now = int(opened.fs.size(opened.path))
+    except (OSError, TypeError, ValueError):
+        return  # gone, or a store that cannot say: nothing to compare
+    if now < f.size:
+        stats.unreadable_files.append(FileNote(f.name, truncated_while_read(f.size)))

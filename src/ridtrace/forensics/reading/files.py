@@ -33,7 +33,7 @@ from ridtrace.forensics.reading.log_names import ignore_reason
 from ridtrace.forensics.reading.plain_copy import Progress, stage
 from ridtrace.forensics.reading.scan import Window
 from ridtrace.forensics.reading.staging import staging_dir
-from ridtrace.forensics.reading.stats import FileNote, ReadStats
+from ridtrace.forensics.reading.stats import FileNote, ReadStats, truncated_while_read
 from ridtrace.forensics.reading.table import LogTable
 from ridtrace.forensics.reading.unwrap import unwrapped_head, wrapper_of
 
@@ -129,9 +129,7 @@ def read_source(
         if size is not None and now is not None and now < size:
             # Lines that were there when the read began are not in the report, and
             # the line numbers DuckDB and the line map saw may differ.
-            stats.unreadable_files.append(FileNote(src.name, (
-                f"truncated while being read (from {size} to {now} bytes; a "
-                "copy-and-truncate rotation?): read it again")))
+            stats.unreadable_files.append(FileNote(src.name, truncated_while_read(size, now)))
         return result
     except OSError as exc:
         stats.unreadable_files.append(FileNote(src.name, f"read failed: {exc}"))

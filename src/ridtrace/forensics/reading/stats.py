@@ -33,6 +33,15 @@ class FileNote:
     reason: str
 
 
+def truncated_while_read(size: int, now: int | None = None) -> str:
+    """Why a file that shrank while it was read is incomplete: lines there when the read
+    began are not in the report, and line numbers may have moved. `now` is left out
+    where several readers of one file (Dask blocks) must note it in the same words."""
+    sizes = f"from {size} to {now} bytes" if now is not None else f"from {size} bytes"
+    return (f"truncated while being read ({sizes}; a copy-and-truncate rotation?): "
+            "read it again")
+
+
 @dataclass
 class ReadStats:
     """Counters of one read; bad lines are counted, a few kept as samples."""
