@@ -8,7 +8,7 @@ and the worker's compare.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ridtrace.tracing import validate_client_id
@@ -59,6 +59,9 @@ class Parsed:
     stop: tuple[str, ...] = ()
     # OpenAI's logprobs: None when not asked for, else how many top alternatives.
     logprobs: int | None = None
+    # Request fields the response object repeats as sent (the Responses API's
+    # instructions, temperature, metadata...).
+    echoed: dict[str, Any] = field(default_factory=dict)
 
 
 def json_error(body: bytes, exc: ValueError) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from ridtrace.frontend_plugin.bodies import (
@@ -62,10 +63,10 @@ class _ResponsesRenderer(Renderer):
         return {
             "id": self.resp_id, "object": "response", "created_at": self.created,
             "status": status, "model": self.parsed.model, "output": output,
-            "error": error, "incomplete_details": incomplete, "instructions": None,
-            "max_output_tokens": self.parsed.max_tokens, "parallel_tool_calls": True,
-            "tool_choice": "auto", "tools": [], "temperature": 1.0, "top_p": 1.0,
-            "metadata": {}, "usage": usage,
+            "error": error, "incomplete_details": incomplete,
+            "completed_at": int(time.time()) if status == "completed" else None,
+            "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
+            **self.parsed.echoed, "usage": usage,
         }
 
     def start(self) -> bytes:
@@ -83,17 +84,16 @@ class _ResponsesRenderer(Renderer):
                            content_index=0, delta=text, logprobs=[])
 
     def finish(self, finished: Finished, text: str) -> bytes:
-        status = "completed" if finished.finish_reason == "stop" else "incomplete"
+        status = _status(finished)
         return (
             self._event("response.output_text.done", item_id=self.item_id, output_index=0,
                         content_index=0, text=text, logprobs=[])
             + self._event("response.content_part.done", item_id=self.item_id, output_index=0,
                           content_index=0, part=self._part(text))
             + self._event("response.output_item.done", output_index=0,
-                          item=self._item(text, "completed"))
+                          item=self._item(text, status))
             + self._event(f"response.{status}",
-                          response=self._response(status, [self._item(text, "completed")],
-                                                  finished))
+                          response=self._response(status, [self._item(text, status)], finished))
         )
 
     def fail(self, failed: Failed) -> bytes:
@@ -102,8 +102,49 @@ class _ResponsesRenderer(Renderer):
             self._event("response.failed", response=self._response("failed", [], error=error))
 
     def body(self, text: str, finished: Finished) -> dict[str, Any]:
-        status = "completed" if finished.finish_reason == "stop" else "incomplete"
-        return self._response(status, [self._item(text, "completed")], finished)
+        status = _status(finished)
+        return self._response(status, [self._item(text, status)], finished)
+
+
+def _status(finished: Finished) -> str:
+    """The response's status, and its message item's: cut by the token limit, both are
+    ``incomplete``."""
+    return "completed" if finished.finish_reason == "stop" else "incomplete"
+
+
+_MAX_METADATA = 16  # OpenAI's limits on metadata: pairs, key and value lengths
+_MAX_METADATA_KEY = 64
+_MAX_METADATA_VALUE = 512
+
+
+def _metadata(body: dict[str, Any]) -> dict[str, str]:
+    """``metadata``, checked as OpenAI checks it: the response object repeats it."""
+    value = body.get("metadata")
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or len(value) > _MAX_METADATA or not all(
+        isinstance(v, str) and len(k) <= _MAX_METADATA_KEY and len(v) <= _MAX_METADATA_VALUE
+        for k, v in value.items()
+    ):
+        raise InvalidRequest(
+            f"'metadata' must be an object of at most {_MAX_METADATA} string values "
+            f"(keys up to {_MAX_METADATA_KEY} characters, values up to "
+            f"{_MAX_METADATA_VALUE})", param="metadata")
+    return value
+
+
+def _echoed(body: dict[str, Any], instructions: str | None) -> dict[str, Any]:
+    """What a Response object repeats from its request, as OpenAI's does: the object
+    said temperature 1.0, top_p 1.0, no instructions and no metadata whatever the caller
+    sent, and a max_output_tokens the caller never set. (``parse`` has checked the
+    sampling fields and the token limit by the time this runs.)"""
+    temperature, top_p = body.get("temperature"), body.get("top_p")
+    return {
+        "instructions": instructions, "metadata": _metadata(body),
+        "max_output_tokens": body.get("max_output_tokens"),
+        "temperature": 1.0 if temperature is None else temperature,
+        "top_p": 1.0 if top_p is None else top_p,
+    }
 
 
 def _conversation_items(items: list[Any]) -> list[Any]:
@@ -144,6 +185,7 @@ class _ResponsesSpec(ApiSpec):
             max_tokens=max_tokens_of(body, settings, "max_output_tokens"),
             stream=opt_bool(body, "stream"),
             stop=openai_sampling(body, penalties_and_stop=False),
+            echoed=_echoed(body, instructions),
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:

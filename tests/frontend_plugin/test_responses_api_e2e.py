@@ -1,0 +1,77 @@
+"""The Responses API through the official openai SDK: the event sequence and the
+Response object a stream ends with, on real processes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+import pytest
+
+STARTED = ["response.created", "response.in_progress", "response.output_item.added",
+           "response.content_part.added"]
+ENDED = ["response.output_text.done", "response.content_part.done",
+         "response.output_item.done"]
+
+
+def test_a_streamed_response_has_the_api_event_sequence(oai: openai.OpenAI) -> None:
+    events = list(oai.responses.create(model="echo", input="one two three", stream=True))
+    kinds = [e.type for e in events]
+    deltas = kinds[len(STARTED):-len(ENDED) - 1]
+    assert kinds[:len(STARTED)] == STARTED and kinds[-len(ENDED) - 1:-1] == ENDED
+    assert deltas and set(deltas) == {"response.output_text.delta"}
+    assert kinds[-1] == "response.completed"
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    completed: Any = events[-1]
+    assert completed.response.output_text == text == "echo: user: one two three"
+    assert completed.response.status == "completed"
+    assert completed.response.id == events[0].response.id  # type: ignore[union-attr]
+
+
+def test_the_response_object_repeats_what_the_request_set(oai: openai.OpenAI) -> None:
+    # The object said temperature 1.0, top_p 1.0, no instructions and no metadata
+    # whatever the caller sent, a max_output_tokens the caller never set (the server's
+    # default), and no completed_at once completed; OpenAI's repeats the request.
+    asked: Any = {"instructions": "be brief", "temperature": 0.2, "top_p": 0.5,
+                  "metadata": {"job": "nightly-42"}}
+    reply = oai.responses.create(model="echo", input="repeat me", **asked)
+    with oai.responses.stream(model="echo", input="repeat me", **asked) as stream:
+        final = stream.get_final_response()
+    for response in (reply, final):
+        assert response.output_text == "echo: system: be brief\nuser: repeat me"
+        assert (response.instructions, response.temperature, response.top_p,
+                response.metadata) == ("be brief", 0.2, 0.5, {"job": "nightly-42"})
+        assert response.max_output_tokens is None
+        assert response.completed_at is not None
+        assert response.completed_at >= response.created_at
+    plain = oai.responses.create(model="echo", input="defaults", max_output_tokens=64)
+    assert (plain.instructions, plain.temperature, plain.top_p, plain.metadata,
+            plain.max_output_tokens) == (None, 1.0, 1.0, {}, 64)
+
+
+def test_a_response_cut_by_the_token_limit_is_incomplete_item_and_all(
+    oai: openai.OpenAI
+) -> None:
+    # Its message item said "completed" while the response said "incomplete".
+    reply = oai.responses.create(model="echo", input="one two three", max_output_tokens=2)
+    assert (reply.status, reply.output_text) == ("incomplete", "echo: user:")
+    assert reply.incomplete_details is not None
+    assert reply.incomplete_details.reason == "max_output_tokens"
+    assert [item.status for item in reply.output] == ["incomplete"]  # type: ignore[union-attr]
+    assert reply.completed_at is None
+    events: list[Any] = list(oai.responses.create(
+        model="echo", input="one two three", max_output_tokens=2, stream=True))
+    assert events[-1].type == "response.incomplete"
+    assert events[-2].type == "response.output_item.done"
+    assert events[-2].item.status == events[-1].response.output[0].status == "incomplete"
+
+
+@pytest.mark.parametrize("metadata", [
+    "not an object", {"n": 1}, {f"k{i}": "v" for i in range(17)}, {"k" * 65: "v"},
+    {"k": "v" * 513},
+])
+def test_metadata_is_checked_as_openai_checks_it(oai: openai.OpenAI, metadata: Any) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.responses.create(model="echo", input="x", metadata=metadata)
+    assert info.value.param == "metadata"
