@@ -84,3 +84,27 @@ def test_the_anthropic_sdk_reads_the_server_request_id(hung: Stack, stack: Stack
     oai = openai.OpenAI(base_url=stack.url + "/v1", api_key="k", max_retries=0)
     chat = oai.chat.completions.with_raw_response.create(model="echo", messages=CHAT)
     assert "request-id" not in chat.headers
+
+
+def test_a_timeout_mid_stream_is_timeout_error_as_when_not_streamed(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    # A stream the worker fell silent in ended with an `error` event of type api_error,
+    # while the same failure without streaming was 504 timeout_error: a caller deciding
+    # by type (retry a timeout, report a server bug) took one for the other.
+    with start_stack(tmp_path_factory.mktemp("silent"), workers=[["--hang-after-tokens", "2"]],
+                     frontend=["--chunk-timeout", "0.5"]) as stack:
+        claude = anthropic.Anthropic(base_url=stack.url, api_key="k", max_retries=0)
+        with pytest.raises(anthropic.APIStatusError) as raw:
+            for _ in claude.messages.create(model="echo", max_tokens=64, messages=CHAT,
+                                            stream=True):
+                pass
+        with (pytest.raises(anthropic.APIStatusError) as helper,
+              claude.messages.stream(model="echo", max_tokens=64, messages=CHAT) as stream):
+            stream.get_final_message()
+        with pytest.raises(anthropic.InternalServerError) as plain:
+            claude.messages.create(model="echo", max_tokens=64, messages=CHAT)
+    assert plain.value.status_code == 504
+    for error in (raw.value, helper.value, plain.value):
+        assert error.body == {"type": "error", "error": {
+            "type": "timeout_error", "message": "worker timed out"}}, error.body

@@ -73,7 +73,10 @@ class _MessagesRenderer(Renderer):
         )
 
     def fail(self, failed: Failed) -> bytes:
-        return sse({"type": "error", "error": {"type": "api_error", "message": failed.message}},
+        # The type a non-streamed reply of the same failure has (a timeout is
+        # timeout_error, not api_error, which reads as a server bug).
+        kind = _TYPE_OF_STATUS.get(failed.status, "api_error")
+        return sse({"type": "error", "error": {"type": kind, "message": failed.message}},
                    "error")
 
     def body(self, text: str, finished: Finished) -> dict[str, Any]:
