@@ -263,7 +263,27 @@ def chat_prompt(messages: Any, param: str = "messages", system: str | None = Non
 
 
 def token_prompt(value: Any, param: str) -> str:
-    """A prompt given as a string or as token ids (ids joined with ``,``)."""
+    """A prompt given as a string or as token ids (ids joined with ``,``), alone or as
+    the one prompt of OpenAI's batch form (``["text"]``, ``[[1, 2, 3]]``)."""
+    prompt = _one_prompt(value)
+    if prompt is not None:
+        return prompt
+    if isinstance(value, list) and len(value) == 1:
+        prompt = _one_prompt(value[0])
+        if prompt is not None:
+            return prompt
+    if isinstance(value, list) and len(value) > 1 and _one_prompt(value[0]) is not None:
+        # The batch form (a choice per prompt): said so, not "must be ... token ids".
+        raise InvalidRequest(
+            f"'{param}' holds {len(value)} prompts: one prompt per request is supported",
+            param=param,
+        )
+    raise InvalidRequest(
+        f"'{param}' must be a string or a non-empty list of token ids", param=param
+    )
+
+
+def _one_prompt(value: Any) -> str | None:
     if isinstance(value, str):
         return value
     if (
@@ -272,11 +292,7 @@ def token_prompt(value: Any, param: str) -> str:
         and all(isinstance(t, int) and not isinstance(t, bool) for t in value)
     ):
         return ",".join(str(t) for t in value)
-    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str):
-        return value[0]  # OpenAI's batch form with a single prompt
-    raise InvalidRequest(
-        f"'{param}' must be a string or a non-empty list of token ids", param=param
-    )
+    return None
 
 
 def kind_of(value: Any) -> str:
