@@ -26,3 +26,23 @@ def test_several_prompts_are_refused_for_what_they_are(
         oai.completions.create(model="echo", prompt=prompts)
     assert info.value.param == "prompt"
     assert "holds 2 prompts: one prompt per request is supported" in info.value.message
+
+
+def test_echo_begins_the_text_with_the_prompt(oai: openai.OpenAI) -> None:
+    # `echo: true` was accepted and ignored: the text came back without the prompt.
+    reply = oai.completions.create(model="echo", prompt="say it", echo=True)
+    assert reply.choices[0].text == "say it" + "echo: say it"
+    assert reply.usage is not None and reply.usage.completion_tokens == 3
+    chunks = list(oai.completions.create(model="echo", prompt="say it", echo=True,
+                                         stream=True, stream_options={"include_usage": True}))
+    texts = [c.choices[0].text for c in chunks if c.choices]
+    assert texts[0] == "say it" and "".join(texts) == "say it" + "echo: say it"
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 3
+    cut = oai.completions.create(model="echo", prompt="say it", echo=True, max_tokens=1)
+    assert (cut.choices[0].text, cut.choices[0].finish_reason) == ("say itecho:", "length")
+    assert oai.completions.create(model="echo", prompt="say it", echo=False).choices[
+        0].text == "echo: say it"
+    # The prompt's log probabilities were never computed: refused, not made up.
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.completions.create(model="echo", prompt="x", echo=True, logprobs=1)
+    assert info.value.param == "echo"

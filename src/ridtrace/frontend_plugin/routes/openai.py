@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ridtrace.frontend_plugin.bodies import (
@@ -141,11 +142,24 @@ class _ChatSpec(ApiSpec):
         return _ChatRenderer(parsed, ids)
 
 
+@dataclass(slots=True, kw_only=True)
+class _CompletionParsed(Parsed):
+    # ``echo``: the text begins with the prompt, as OpenAI answers it.
+    echo: bool = False
+
+
 class _CompletionRenderer(Renderer):
     def __init__(self, parsed: Parsed, ids: Ids) -> None:
         super().__init__(parsed, ids)
         self._delta = SseTemplate(self._event(SseTemplate.HOLE, None))
         self._offset = 0  # where the next streamed token starts in the text
+        echo = isinstance(parsed, _CompletionParsed) and parsed.echo
+        self._prompt_echo = parsed.prompt if echo else ""
+
+    def start(self) -> bytes:
+        # The echoed prompt comes first, as its own chunk (as OpenAI streams it).
+        self._offset = len(self._prompt_echo)
+        return self._chunk(self._prompt_echo, None) if self._prompt_echo else b""
 
     def _chunk(self, text: str, finish_reason: str | None) -> bytes:
         return sse(self._event(text, finish_reason))
@@ -184,7 +198,7 @@ class _CompletionRenderer(Renderer):
             "object": "text_completion",
             "created": self.created,
             "model": self.parsed.model,
-            "choices": [{"index": 0, "text": text,
+            "choices": [{"index": 0, "text": self._prompt_echo + text,
                          "logprobs": None if self.parsed.logprobs is None
                          else completion_token_logprobs(self.pieces, self.parsed.logprobs),
                          "finish_reason": finished.finish_reason}],
@@ -203,14 +217,20 @@ class _CompletionSpec(ApiSpec):
         single_choice(body)
         stream = opt_bool(body, "stream")
         stream_options_need_stream(body, stream)
-        return Parsed(
+        logprobs = completion_logprobs(body)
+        echo = opt_bool(body, "echo")
+        if echo and logprobs is not None:
+            # The prompt's tokens would need log probabilities the engine never computed.
+            raise InvalidRequest("'echo' with 'logprobs' is not supported", param="echo")
+        return _CompletionParsed(
             model=model_name(body, settings.model),
             prompt=token_prompt(body["prompt"], "prompt"),
             max_tokens=max_tokens_of(body, settings, "max_tokens"),
             stream=stream,
             include_usage=stream_usage(body),
             stop=openai_sampling(body),
-            logprobs=completion_logprobs(body),
+            logprobs=logprobs,
+            echo=echo,
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:
