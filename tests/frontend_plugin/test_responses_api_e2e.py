@@ -75,3 +75,28 @@ def test_metadata_is_checked_as_openai_checks_it(oai: openai.OpenAI, metadata: A
     with pytest.raises(openai.BadRequestError) as info:
         oai.responses.create(model="echo", input="x", metadata=metadata)
     assert info.value.param == "metadata"
+
+
+def test_logprobs_are_answered_when_include_asks_for_them(oai: openai.OpenAI) -> None:
+    # They were always []: a caller asking for them (as on chat) read nothing. The echo
+    # engine is deterministic: each token had probability 1 (see test_sdks_e2e).
+    asked: Any = {"include": ["message.output_text.logprobs"], "top_logprobs": 2}
+    reply = oai.responses.create(model="echo", input="log me", **asked)
+    part: Any = reply.output[0].content[0]  # type: ignore[union-attr]
+    assert "".join(t.token for t in part.logprobs) == part.text == "echo: user: log me"
+    assert all(t.logprob == 0.0 and [a.token for a in t.top_logprobs] == [t.token]
+               for t in part.logprobs)
+    events: list[Any] = list(oai.responses.create(model="echo", input="log me", stream=True,
+                                                  **asked))
+    deltas = [e for e in events if e.type == "response.output_text.delta"]
+    assert all([t.token for t in e.logprobs] == [e.delta] for e in deltas)
+    done = next(e for e in events if e.type == "response.output_text.done")
+    final = events[-1].response.output[0].content[0]
+    assert [t.token for t in done.logprobs] == [t.token for t in final.logprobs] == [
+        e.delta for e in deltas]
+    plain = oai.responses.create(model="echo", input="log me", top_logprobs=2)
+    assert plain.output[0].content[0].logprobs == []  # type: ignore[union-attr]
+    with pytest.raises(openai.BadRequestError) as bad:
+        oai.responses.create(model="echo", input="x", top_logprobs=21, **{
+            "include": asked["include"]})
+    assert bad.value.param == "top_logprobs"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from ridtrace.frontend_plugin.bodies import (
@@ -10,10 +11,12 @@ from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
     Parsed,
     chat_prompt,
+    integer_in,
     model_name,
     opt_bool,
     opt_str,
 )
+from ridtrace.frontend_plugin.logprobs import MAX_TOP_LOGPROBS, chat_token_logprobs
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, sse
 from ridtrace.frontend_plugin.routes.openai import LEGACY_ID_HEADERS, max_tokens_of
@@ -31,17 +34,24 @@ class _ResponsesRenderer(Renderer):
         self.seq = 0
         self.resp_id = "resp_" + ids.hex
         self.item_id = "msg_" + ids.hex
+        self._streamed: list[str] = []  # the tokens sent, when their logprobs are asked
 
     def _event(self, kind: str, **fields: Any) -> bytes:
         data = {"type": kind, "sequence_number": self.seq, **fields}
         self.seq += 1
         return sse(data, kind)
 
-    def _part(self, text: str) -> dict[str, Any]:
-        return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+    def _logprobs(self, tokens: Sequence[str]) -> list[dict[str, Any]]:
+        top = self.parsed.logprobs
+        return [] if top is None else chat_token_logprobs(list(tokens), top)["content"]
 
-    def _item(self, text: str | None, status: str) -> dict[str, Any]:
-        content = [] if text is None else [self._part(text)]
+    def _part(self, text: str, tokens: Sequence[str] = ()) -> dict[str, Any]:
+        return {"type": "output_text", "text": text, "annotations": [],
+                "logprobs": self._logprobs(tokens)}
+
+    def _item(self, text: str | None, status: str, tokens: Sequence[str] = ()
+              ) -> dict[str, Any]:
+        content = [] if text is None else [self._part(text, tokens)]
         return {"type": "message", "id": self.item_id, "status": status, "role": "assistant",
                 "content": content}
 
@@ -80,20 +90,22 @@ class _ResponsesRenderer(Renderer):
         )
 
     def delta(self, text: str) -> bytes:
+        if self.parsed.logprobs is not None:
+            self._streamed.append(text)
         return self._event("response.output_text.delta", item_id=self.item_id, output_index=0,
-                           content_index=0, delta=text, logprobs=[])
+                           content_index=0, delta=text, logprobs=self._logprobs([text]))
 
     def finish(self, finished: Finished, text: str) -> bytes:
-        status = _status(finished)
+        status, tokens = _status(finished), self._streamed
         return (
             self._event("response.output_text.done", item_id=self.item_id, output_index=0,
-                        content_index=0, text=text, logprobs=[])
+                        content_index=0, text=text, logprobs=self._logprobs(tokens))
             + self._event("response.content_part.done", item_id=self.item_id, output_index=0,
-                          content_index=0, part=self._part(text))
+                          content_index=0, part=self._part(text, tokens))
             + self._event("response.output_item.done", output_index=0,
-                          item=self._item(text, status))
-            + self._event(f"response.{status}",
-                          response=self._response(status, [self._item(text, status)], finished))
+                          item=self._item(text, status, tokens))
+            + self._event(f"response.{status}", response=self._response(
+                status, [self._item(text, status, tokens)], finished))
         )
 
     def fail(self, failed: Failed) -> bytes:
@@ -103,7 +115,7 @@ class _ResponsesRenderer(Renderer):
 
     def body(self, text: str, finished: Finished) -> dict[str, Any]:
         status = _status(finished)
-        return self._response(status, [self._item(text, status)], finished)
+        return self._response(status, [self._item(text, status, self.pieces)], finished)
 
 
 def _status(finished: Finished) -> str:
@@ -131,6 +143,24 @@ def _metadata(body: dict[str, Any]) -> dict[str, str]:
             f"(keys up to {_MAX_METADATA_KEY} characters, values up to "
             f"{_MAX_METADATA_VALUE})", param="metadata")
     return value
+
+
+_LOGPROBS_INCLUDE = "message.output_text.logprobs"
+
+
+def _logprobs(body: dict[str, Any]) -> int | None:
+    """How many top alternatives each token's logprobs list, when ``include`` asks for
+    them (``None`` otherwise). They were always ``[]``: a caller that asked for them, as
+    on chat, read nothing. (See ``logprobs.py`` for what the echo engine answers.)"""
+    include = body.get("include")
+    if include is not None and (
+        not isinstance(include, list) or not all(isinstance(i, str) for i in include)
+    ):
+        raise InvalidRequest("'include' must be a list of strings", param="include")
+    top = body.get("top_logprobs")
+    if top is not None:
+        top = integer_in(top, param="top_logprobs", low=0, high=MAX_TOP_LOGPROBS)
+    return (top or 0) if include is not None and _LOGPROBS_INCLUDE in include else None
 
 
 def _echoed(body: dict[str, Any], instructions: str | None) -> dict[str, Any]:
@@ -185,6 +215,7 @@ class _ResponsesSpec(ApiSpec):
             max_tokens=max_tokens_of(body, settings, "max_output_tokens"),
             stream=opt_bool(body, "stream"),
             stop=openai_sampling(body, penalties_and_stop=False),
+            logprobs=_logprobs(body),
             echoed=_echoed(body, instructions),
         )
 
