@@ -100,3 +100,22 @@ def test_logprobs_are_answered_when_include_asks_for_them(oai: openai.OpenAI) ->
         oai.responses.create(model="echo", input="x", top_logprobs=21, **{
             "include": asked["include"]})
     assert bad.value.param == "top_logprobs"
+
+
+def test_a_previous_response_id_is_not_found_as_openai_answers_an_unknown_one(
+    oai: openai.OpenAI
+) -> None:
+    # Nothing is stored here, so no earlier response can be continued. The id was
+    # ignored: the reply answered the new input alone, as if the earlier turns had never
+    # been, and a client that recovers from previous_response_not_found by sending the
+    # whole conversation never learnt it had to.
+    first = oai.responses.create(model="echo", input="remember seven")
+    for stream in (False, True):
+        with pytest.raises(openai.BadRequestError) as info:
+            oai.responses.create(model="echo", input="what number", stream=stream,
+                                 previous_response_id=first.id)
+        assert (info.value.code, info.value.param) == (
+            "previous_response_not_found", "previous_response_id")
+        assert info.value.message.endswith(f"Previous response with id '{first.id}' not found.")
+    with pytest.raises(openai.BadRequestError):
+        oai.responses.create(model="echo", input="x", previous_response_id=7)  # type: ignore[arg-type]

@@ -33,13 +33,16 @@ __all__ = [
 
 
 class InvalidRequest(Exception):
-    """A client error in the body; ``param`` names the field when there is one."""
+    """A client error in the body; ``param`` names the field when there is one, ``code``
+    is the API's error code when it has one."""
 
-    def __init__(self, message: str, *, param: str | None = None, status: int = 400) -> None:
+    def __init__(self, message: str, *, param: str | None = None, status: int = 400,
+                 code: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.param = param
         self.status = status
+        self.code = code
 
 
 @dataclass(slots=True, kw_only=True)

@@ -106,7 +106,8 @@ class _MessagesSpec(ApiSpec):
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:
         return _MessagesRenderer(parsed, ids)
 
-    def error_body(self, status: int, message: str, kind: str, param: str | None) -> dict[str, Any]:
+    def error_body(self, status: int, message: str, kind: str, param: str | None,
+                   code: str | None = None) -> dict[str, Any]:
         kinds = {"invalid_request_error": "invalid_request_error", "conflict": "conflict_error",
                  "not_found_error": "not_found_error"}
         name = _TYPE_OF_STATUS.get(status) or kinds.get(kind, "api_error")

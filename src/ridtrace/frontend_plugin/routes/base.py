@@ -130,14 +130,16 @@ class ApiSpec:
         """A renderer for one response."""
         raise NotImplementedError
 
-    def error_body(self, status: int, message: str, kind: str, param: str | None) -> dict[str, Any]:
+    def error_body(self, status: int, message: str, kind: str, param: str | None,
+                   code: str | None = None) -> dict[str, Any]:
         """The API's error JSON (OpenAI's shape unless overridden)."""
-        return {"error": {"message": message, "type": kind, "param": param, "code": None}}
+        return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
     def error_payload(
-        self, status: int, message: str, kind: str | None = None, param: str | None = None
+        self, status: int, message: str, kind: str | None = None, param: str | None = None,
+        code: str | None = None,
     ) -> dict[str, Any]:
         """:meth:`error_body` with the default ``kind`` for ``status``."""
         if kind is None:
             kind = "invalid_request_error" if status < 500 else "server_error"
-        return self.error_body(status, message, kind, param)
+        return self.error_body(status, message, kind, param, code)

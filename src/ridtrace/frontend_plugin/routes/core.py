@@ -94,7 +94,7 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
         await _reject(send, api, 400, json_error(body, exc), None)
         return
     except InvalidRequest as exc:
-        await _reject(send, api, exc.status, exc.message, exc.param)
+        await _reject(send, api, exc.status, exc.message, exc.param, exc.code)
         return
 
     ctx = current_context()
@@ -228,9 +228,10 @@ async def _send_json(
 
 async def _send_error(
     send: Send, api: ApiSpec, status: int, message: str, *, kind: str | None = None,
-    param: str | None = None, headers: tuple[tuple[bytes, bytes], ...] = (),
+    param: str | None = None, code: str | None = None,
+    headers: tuple[tuple[bytes, bytes], ...] = (),
 ) -> None:
-    payload = orjson.dumps(api.error_payload(status, message, kind, param))
+    payload = orjson.dumps(api.error_payload(status, message, kind, param, code))
     await _send_json(send, status, payload, headers)
 
 
@@ -241,9 +242,10 @@ async def _failure(send: Send, api: ApiSpec, item: Failed | Dropped) -> None:
     await _send_error(send, api, failed.status, failed.message, kind=kind)
 
 
-async def _reject(send: Send, api: ApiSpec, status: int, message: str, param: str | None) -> None:
+async def _reject(send: Send, api: ApiSpec, status: int, message: str, param: str | None,
+                  code: str | None = None) -> None:
     annotate_request(error=message)
-    await _send_error(send, api, status, message, param=param)
+    await _send_error(send, api, status, message, param=param, code=code)
 
 
 async def _client_gone(send: Send) -> None:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ridtrace.frontend_plugin.bodies import (
+    MAX_MODEL_LENGTH,
     NO_TEXT,
     InvalidRequest,
     Parsed,
@@ -22,6 +23,7 @@ from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, sse
 from ridtrace.frontend_plugin.routes.openai import LEGACY_ID_HEADERS, max_tokens_of
 from ridtrace.frontend_plugin.sampling import openai_sampling
 from ridtrace.frontend_plugin.settings import FrontendSettings
+from ridtrace.tracing.identity import shown_text
 
 __all__ = ["RESPONSES"]
 
@@ -145,6 +147,18 @@ def _metadata(body: dict[str, Any]) -> dict[str, str]:
     return value
 
 
+def _no_stored_responses(body: dict[str, Any]) -> None:
+    """Refuse ``previous_response_id`` as OpenAI refuses an id it does not hold: no
+    response is stored here, so none is ever found. Ignored, it answered the new input
+    alone as if the earlier turns had never been, and clients that recover from
+    ``previous_response_not_found`` by sending the whole conversation never did."""
+    previous = opt_str(body, "previous_response_id")
+    if previous is not None:
+        shown = shown_text(previous, MAX_MODEL_LENGTH)  # the client's: capped, escaped
+        raise InvalidRequest(f"Previous response with id '{shown}' not found.",
+                             param="previous_response_id", code="previous_response_not_found")
+
+
 _LOGPROBS_INCLUDE = "message.output_text.logprobs"
 
 
@@ -201,6 +215,7 @@ class _ResponsesSpec(ApiSpec):
     legacy_id_headers = LEGACY_ID_HEADERS
 
     def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
+        _no_stored_responses(body)
         instructions = opt_str(body, "instructions")
         value = body.get("input")
         if isinstance(value, str):
