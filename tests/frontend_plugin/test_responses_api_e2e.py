@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import openai
 import pytest
+
+from tests.frontend_plugin.conftest import Stack
 
 STARTED = ["response.created", "response.in_progress", "response.output_item.added",
            "response.content_part.added"]
@@ -119,3 +122,24 @@ def test_a_previous_response_id_is_not_found_as_openai_answers_an_unknown_one(
         assert info.value.message.endswith(f"Previous response with id '{first.id}' not found.")
     with pytest.raises(openai.BadRequestError):
         oai.responses.create(model="echo", input="x", previous_response_id=7)  # type: ignore[arg-type]
+
+
+def test_input_tokens_are_counted_as_the_reply_reports_them(
+    oai: openai.OpenAI, stack: Stack
+) -> None:
+    # responses.input_tokens.count raised NotFoundError: the route did not exist (as
+    # messages.count_tokens once did). It answers the reply's usage.input_tokens.
+    asked: Any = {"instructions": "be brief",
+                  "input": [{"role": "user", "content": "count these four words"}]}
+    counted = oai.responses.input_tokens.count(model="echo", **asked)
+    reply = oai.responses.create(model="echo", **asked)
+    assert reply.usage is not None
+    assert (counted.object, counted.input_tokens) == (
+        "response.input_tokens", reply.usage.input_tokens)
+    raw = oai.responses.input_tokens.with_raw_response.count(
+        model="echo", input="x", extra_headers={"x-request-id": "count-2"})
+    assert raw.headers["x-request-id"] == "count-2" and "x-server-request-id" in raw.headers
+    with pytest.raises(openai.BadRequestError) as bad:
+        oai.responses.input_tokens.count(model="echo", input=[])
+    assert bad.value.param == "input"
+    assert httpx.get(stack.url + "/v1/responses/input_tokens").status_code == 405

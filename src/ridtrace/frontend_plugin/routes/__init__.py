@@ -14,7 +14,7 @@ from ridtrace.frontend_plugin.frontend import Frontend
 from ridtrace.frontend_plugin.routes.anthropic import MESSAGES
 from ridtrace.frontend_plugin.routes.base import ApiSpec
 from ridtrace.frontend_plugin.routes.core import serve
-from ridtrace.frontend_plugin.routes.count_tokens import CountTokensEndpoint
+from ridtrace.frontend_plugin.routes.count_tokens import COUNTERS, CountTokensEndpoint
 from ridtrace.frontend_plugin.routes.generate import GENERATE, SGLANG_GENERATE
 from ridtrace.frontend_plugin.routes.openai import CHAT, COMPLETIONS
 from ridtrace.frontend_plugin.routes.responses import RESPONSES
@@ -87,7 +87,8 @@ class InferenceFastPath:
 def create_router(
     settings: FrontendSettings | None = None, *, frontend: Frontend | None = None
 ) -> APIRouter:
-    """A router with the six inference routes, ``/v1/messages/count_tokens``,
+    """A router with the six inference routes, ``/v1/messages/count_tokens`` and
+    ``/v1/responses/input_tokens``,
     ``/v1/models`` (and
     ``/v1/models/{model}``), ``/health`` and
     ``GET /debug/inflight`` (when ``settings.debug_endpoints``).
@@ -101,7 +102,7 @@ def create_router(
     router = APIRouter()
     for api in APIS:
         router.routes.append(InferenceEndpoint(fe, api).route)
-    router.routes.append(CountTokensEndpoint(fe.settings).route)
+    router.routes.extend(CountTokensEndpoint(fe.settings, c).route for c in COUNTERS)
 
     def listed() -> dict[str, object]:
         # OpenAI's fields and Anthropic's (type, display_name, created_at): both SDKs

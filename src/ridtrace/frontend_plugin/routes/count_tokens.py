@@ -1,11 +1,17 @@
-"""Anthropic's ``POST /v1/messages/count_tokens``: the prompt's tokens, nothing generated.
+"""Token counting: the prompt's tokens, nothing generated.
 
-The Anthropic SDK's ``messages.count_tokens`` (which agents call before sending a long
-conversation) got 404 ``not_found_error``. The count is the one a ``/v1/messages`` reply
-reports as ``usage.input_tokens`` for the same body; nothing is registered or dispatched.
+Anthropic's ``POST /v1/messages/count_tokens`` and OpenAI's ``POST
+/v1/responses/input_tokens``. The SDKs' ``messages.count_tokens`` (which agents call
+before sending a long conversation) and ``responses.input_tokens.count`` got 404. The
+count is the one a reply to the same body reports as ``usage.input_tokens``; nothing is
+registered or dispatched.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import orjson
 from starlette.requests import ClientDisconnect
@@ -22,65 +28,96 @@ from ridtrace.frontend_plugin.bodies import (
     require_object,
 )
 from ridtrace.frontend_plugin.routes.anthropic import MESSAGES, input_tokens
+from ridtrace.frontend_plugin.routes.base import ApiSpec
+from ridtrace.frontend_plugin.routes.responses import RESPONSES
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.timers import Deadline
 from ridtrace.tracing import annotate_request
 
-__all__ = ["COUNT_TOKENS_PATH", "CountTokensEndpoint"]
+__all__ = ["COUNTERS", "COUNT_TOKENS_PATH", "CountTokensEndpoint", "TokenCounter"]
 
 COUNT_TOKENS_PATH = MESSAGES.path + "/count_tokens"
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCounter:
+    """One counting route: its path and name, the API whose error shape it answers in,
+    the normalised prompt of a body (raises ``InvalidRequest``), and the answer."""
+
+    path: str
+    name: str
+    api: ApiSpec
+    prompt: Callable[[dict[str, Any], FrontendSettings], str]
+    answer: Callable[[int], dict[str, object]]
+
+
+def _messages_prompt(request: dict[str, Any], settings: FrontendSettings) -> str:
+    model_name(request, settings.model)  # checked as on /v1/messages
+    system = request.get("system")
+    return chat_prompt(request.get("messages"), "messages",
+                       content_text(system, "system") if system is not None else None)
+
+
+COUNTERS = (
+    TokenCounter(COUNT_TOKENS_PATH, "count_tokens", MESSAGES, _messages_prompt,
+                 lambda n: {"input_tokens": n}),
+    # The body of a /v1/responses request, checked as there (the worker counts the
+    # normalised prompt's words, as input_tokens does).
+    TokenCounter(RESPONSES.path + "/input_tokens", "input_tokens", RESPONSES,
+                 lambda request, settings: RESPONSES.parse(request, settings).prompt,
+                 lambda n: {"object": "response.input_tokens", "input_tokens": n}),
+)
 
 
 class CountTokensEndpoint:
     """The route as a plain ASGI app, naming itself in ``scope["route"]`` as the
     inference endpoints do (``http.route`` and the ``route`` log field)."""
 
-    def __init__(self, settings: FrontendSettings) -> None:
+    def __init__(self, settings: FrontendSettings, counter: TokenCounter = COUNTERS[0]) -> None:
         self.settings = settings
-        self.route = Route(COUNT_TOKENS_PATH, self, methods=["POST"], name="count_tokens")
+        self.counter = counter
+        self.route = Route(counter.path, self, methods=["POST"], name=counter.name)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # No `endpoint` on its request.end: that field marks inference requests, whose
         # work forensics looks for on the workers (docs/log-schema.md).
         scope["route"] = self.route
-        settings = self.settings
+        settings, api = self.settings, self.counter.api
         early = early_refusal(scope, settings.max_body_bytes)
         if early is not None:
             await _answer(send, early.status,
-                          _error(early.status, early.message, "invalid_request_error"),
+                          _error(api, early.status, early.message, "invalid_request_error"),
                           close=early.close)
             return
         try:
             with Deadline(settings.body_timeout):
                 body = await receive_body(scope, receive, settings.max_body_bytes)
         except TimeoutError:
-            await _answer(send, 408, _error(408, "request body not received in full"),
+            await _answer(send, 408, _error(api, 408, "request body not received in full"),
                           close=True)
             return
         except ClientDisconnect:
             return
         if body is None:
             await _answer(send, 413, _error(
-                413, f"request body exceeds {settings.max_body_bytes} bytes"))
+                api, 413, f"request body exceeds {settings.max_body_bytes} bytes"))
             return
         try:
-            request = require_object(orjson.loads(body))
-            model_name(request, settings.model)  # checked as on /v1/messages
-            system = request.get("system")
-            prompt = chat_prompt(request.get("messages"), "messages",
-                                 content_text(system, "system") if system is not None else None)
+            prompt = self.counter.prompt(require_object(orjson.loads(body)), settings)
         except orjson.JSONDecodeError as exc:
-            await _answer(send, 400, _error(400, json_error(body, exc)))
+            await _answer(send, 400, _error(api, 400, json_error(body, exc)))
             return
         except InvalidRequest as exc:
-            await _answer(send, exc.status, _error(exc.status, exc.message))
+            await _answer(send, exc.status, _error(api, exc.status, exc.message, None,
+                                                   exc.param, exc.code))
             return
-        await _answer(send, 200, {"input_tokens": input_tokens(prompt)})
+        await _answer(send, 200, self.counter.answer(input_tokens(prompt)))
 
 
-def _error(status: int, message: str, kind: str | None = None) -> dict[str, object]:
+def _error(api: ApiSpec, status: int, message: str, kind: str | None = None,
+           param: str | None = None, code: str | None = None) -> dict[str, object]:
     annotate_request(error=message)
-    return MESSAGES.error_payload(status, message, kind)
+    return api.error_payload(status, message, kind, param, code)
 
 
 async def _answer(send: Send, status: int, payload: dict[str, object],
