@@ -174,3 +174,15 @@ def test_the_comparison_takes_no_length_from_the_keys(monkeypatch: pytest.Monkey
                         ("y" * 300, 401)):
         assert asyncio.run(_status(app, "/v1/models", {"x-api-key": key})) == status
     assert compared and len(set(compared)) == 1  # every comparison of one fixed length
+
+
+def test_a_trace_sampled_out_here_is_sent_on_as_sampled_out() -> None:
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    span = TracerProvider(sampler=ALWAYS_OFF).get_tracer("t").start_span("server")
+    ctx = RequestContext("r", format(span.get_span_context().trace_id, "032x"), "b" * 16)
+    ctx.server_span = span
+    assert worker_hop_headers(ctx)["traceparent"].endswith("-00")
+    # No caller and no SDK span: the worker's sampler decides.
+    ctx.server_span = NonRecordingSpan(trace.INVALID_SPAN_CONTEXT)
+    assert worker_hop_headers(ctx)["traceparent"].endswith("-01")

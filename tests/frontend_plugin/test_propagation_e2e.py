@@ -47,3 +47,30 @@ def test_tracestate_and_baggage_reach_the_worker(tmp_path: Path) -> None:
     assert worker.trace_state == frontend.trace_state == "vendor=opaque-7,other=x"
     assert worker.attributes["baggage.tenant"] == "acme-corp"
     assert "baggage.session" not in worker.attributes  # only the names asked for
+
+
+def test_a_trace_the_caller_sampled_out_is_not_recorded_by_the_worker(tmp_path: Path) -> None:
+    # The frontend's parent-based sampler honours the caller's unsampled flag; the hop
+    # named the trace sampled all the same, and every worker span was exported as an
+    # orphan whose parent never reached the collector.
+    unsampled_trace = "5" * 32
+    with otlp_receiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "50"}
+        with start_stack(tmp_path, workers=[[]], env=env) as stack:
+            body = {"model": "echo", "messages": [{"role": "user", "content": "sampled?"}]}
+            unsampled = httpx.post(
+                stack.url + "/v1/chat/completions", json=body, timeout=30,
+                headers={"traceparent": f"00-{unsampled_trace}-{CALLER_SPAN}-00"},
+            )
+            assert unsampled.status_code == 200
+            # A sampled request after it: once both of its spans arrived, the worker
+            # exported whatever it recorded of the first one (same batch or earlier).
+            sampled = httpx.post(
+                stack.url + "/v1/chat/completions", json=body, timeout=30,
+                headers={"traceparent": f"00-{TRACE_ID}-{CALLER_SPAN}-01"},
+            )
+            request_id = sampled.headers["x-server-request-id"]
+            spans = receiver.wait_for(2)
+            while len(_server_spans(spans, request_id)) < 2:
+                spans = receiver.wait_for(len(spans) + 1)
+    assert [s for s in spans if s.trace_id == unsampled_trace] == []

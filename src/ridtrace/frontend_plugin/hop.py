@@ -4,7 +4,8 @@ With an SDK span recording the request, the configured propagators
 (``OTEL_PROPAGATORS``: W3C trace context and baggage by default, b3 or others when
 configured) write the headers, so the caller's ``tracestate`` and ``baggage`` travel on
 to the worker, as they arrived. Without one, a minimal ``traceparent`` naming the ids
-the log lines carry keeps frontend and worker lines in one trace at no cost.
+the log lines carry keeps frontend and worker lines in one trace at no cost; its sampled
+flag carries the frontend's decision on, so a trace sampled out stays out on the worker.
 """
 
 from __future__ import annotations
@@ -27,4 +28,20 @@ def worker_hop_headers(ctx: RequestContext | None) -> dict[str, str]:
         # baggage): with FastAPI's telemetry the current span is an operation span.
         propagate.inject(carrier, context=trace.set_span_in_context(span))
         return carrier
-    return {"traceparent": format_traceparent(ctx.trace_id, ctx.span_id)}
+    return {"traceparent": format_traceparent(ctx.trace_id, ctx.span_id, sampled=_sampled(span))}
+
+
+def _sampled(span: trace.Span | None) -> bool:
+    """Whether the worker may record the hop: not when the trace was sampled out here.
+
+    A span that does not record but has a valid context was sampled out (by the
+    frontend's sampler, or by the caller's unsampled ``traceparent`` a parent-based one
+    honours; with no SDK span it is the caller's own context). Sent as sampled, the
+    worker's default parent-based sampler exported every such hop anyway: orphan spans
+    whose parent never reached the collector, and no volume saved on the workers.
+    Without any context (no caller, no SDK span) the worker decides.
+    """
+    if span is None:
+        return True
+    span_context = span.get_span_context()
+    return not span_context.is_valid or span_context.trace_flags.sampled
