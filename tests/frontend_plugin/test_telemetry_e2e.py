@@ -19,7 +19,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.frontend_plugin.conftest import Proc, _spawn
-from tests.support.otlp_receiver import otlp_grpc_receiver, otlp_receiver
+from tests.support.otlp_receiver import (
+    otlp_grpc_receiver,
+    otlp_receiver,
+    unresponsive_collector,
+)
 from tests.support.servers import child_pythonpath, free_port, stop_process, wait_until_serving
 
 CHAT = "/v1/chat/completions"
@@ -162,6 +166,34 @@ def test_ctrl_c_flushes_over_otlp_grpc(tmp_path: Path) -> None:
         assert all(s.attributes["request_id"] and s.attributes["x_request_id"] for s in hops)
         receiver.wait_for_metric_exports(2, timeout=10)
         assert receiver.metric("ridtrace.requests", "frontend", route=CHAT, outcome="ok") == 4
+
+
+def test_a_hung_collector_holds_the_stop_for_one_export_timeout_not_one_per_batch(
+    tmp_path: Path,
+) -> None:
+    # Spans queued while the collector hangs go out a batch at a time at shutdown, and
+    # each batch waited the exporter's whole timeout: with a backlog of four default
+    # batches (2048 spans, a full queue) a SIGTERM took 30 s, not the documented 10 s,
+    # so a pod with Kubernetes' 30 s grace was killed. Batches of one span make each
+    # request a batch; the exporter's timeout is one second.
+    with unresponsive_collector() as endpoint:
+        worker = _spawn(["worker"], tmp_path, "worker", {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_TIMEOUT": "1",
+            "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "1", **LONG_DELAY,
+        })
+        try:
+            _ready(worker)
+            with httpx.Client(base_url=worker.url, timeout=10) as client:
+                for _ in range(12):
+                    assert client.get("/health").status_code == 200
+            stopped_at = time.monotonic()
+            worker.process.send_signal(signal.SIGTERM)
+            assert worker.process.wait(timeout=60) == 0
+            took = time.monotonic() - stopped_at
+        finally:
+            stop_process(worker.process)
+    # One export timeout and a margin (12 s or more, one per batch, before).
+    assert took < 6, f"the stop took {took:.1f} s"
 
 
 def test_sdk_disabled_exports_nothing(tmp_path: Path) -> None:

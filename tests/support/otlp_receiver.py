@@ -225,3 +225,29 @@ def otlp_grpc_receiver() -> Iterator[OtlpReceiver]:
         yield receiver
     finally:
         server.stop(None)
+
+
+@contextmanager
+def unresponsive_collector() -> Iterator[str]:
+    """A collector that accepts connections and never answers (hung, or a firewall that
+    swallows packets): every export waits out its exporter's timeout. Yields the
+    endpoint."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0), backlog=64)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:  # closed at the end of the block
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        listener.close()
+        for connection in held:
+            connection.close()

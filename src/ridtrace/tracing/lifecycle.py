@@ -11,7 +11,9 @@ still alive.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
+import time
 import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -36,7 +38,16 @@ class _Provider(Protocol):
 # those requests end their spans a few loop turns later.
 SPAN_WAIT_SECONDS = 2.0
 
-_owned: list[_Provider] = []
+# Seconds a flush may take past its exporter's timeout before shutdown goes on without it.
+FLUSH_MARGIN_SECONDS = 1.0
+# The SDK's own bound on a provider's shutdown (its batch processor and meter provider
+# give up after 30 s): a timeout meant in milliseconds, as the specification has it
+# (OTEL_EXPORTER_OTLP_TIMEOUT=10000), is read as seconds by the Python exporters and
+# must not make a stop wait hours.
+SDK_SHUTDOWN_SECONDS = 30.0
+
+# With the seconds each one's flush may take (None: no exporter that can hang).
+_owned: list[tuple[_Provider, float | None]] = []
 # The recording server spans of requests that have not ended yet.
 # set.add / set.discard are atomic under the GIL: transports on other threads are safe.
 running: set[object] = set()
@@ -46,10 +57,14 @@ _built: weakref.WeakSet[_Provider] = weakref.WeakSet()
 _lock = threading.Lock()
 
 
-def own(provider: _Provider) -> None:
-    """Register a provider ridtrace built, to be shut down by :func:`shutdown_telemetry`."""
+def own(provider: _Provider, *, flush_limit: float | None = None) -> None:
+    """Register a provider ridtrace built, to be shut down by :func:`shutdown_telemetry`.
+
+    ``flush_limit``: its exporter's timeout in seconds, when it has one that may wait on
+    a collector; shutdown waits for the provider that long (and a margin), no longer.
+    """
     with _lock:
-        _owned.append(provider)
+        _owned.append((provider, flush_limit))
         _built.add(provider)
 
 
@@ -73,9 +88,13 @@ def shutdown_telemetry() -> int:
     # after this (uvicorn re-raises the signal it caught).
     flush_sinks()
     with _lock:
-        providers = list(_owned)
+        owned = list(_owned)
         _owned.clear()
-    _shut_down_together(providers)
+    providers = [provider for provider, _ in owned]
+    limits = [limit for _, limit in owned if limit is not None]
+    # Unbounded when no provider has an exporter that could hang (console, Prometheus).
+    limit = min(max(limits) + FLUSH_MARGIN_SECONDS, SDK_SHUTDOWN_SECONDS) if limits else None
+    _shut_down_together(providers, limit)
     if providers:
         from ridtrace.tracing import metrics
 
@@ -86,18 +105,19 @@ def shutdown_telemetry() -> int:
     return len(providers)
 
 
-def _shut_down_together(providers: list[_Provider]) -> None:
-    """Shut the providers down side by side, each on a thread of its own.
+def _shut_down_together(providers: list[_Provider], limit: float | None) -> None:
+    """Shut the providers down side by side, each on a thread of its own, for at most
+    ``limit`` seconds.
 
     Each flush waits up to its exporter's timeout (10 s by default) on a slow or dead
     collector. One after the other, the tracer's and the meter's took ~20 s: past the
     5 s a 25 s drain leaves of Kubernetes' 30 s grace, so the pod was killed
-    mid-flush. Side by side, shutdown takes the longest one.
+    mid-flush. Side by side, shutdown takes the longest one. And the limit: a batch
+    span processor exports what it holds one batch at a time, each batch waiting the
+    whole timeout, so a backlog (a full queue is four batches) took 30 s. After the
+    limit the flush is left to its daemon thread, which dies with the process: the
+    collector could not take those spans anyway.
     """
-    if len(providers) < 2:
-        for provider in providers:
-            provider.shutdown()
-        return
     failures: list[BaseException] = []
 
     def shut_down(provider: _Provider) -> None:
@@ -106,12 +126,18 @@ def _shut_down_together(providers: list[_Provider]) -> None:
         except BaseException as exc:  # raised to the caller below, as one at a time did
             failures.append(exc)
 
-    threads = [threading.Thread(target=shut_down, args=(provider,),
+    threads = [threading.Thread(target=shut_down, args=(provider,), daemon=True,
                                 name="ridtrace-telemetry-shutdown") for provider in providers]
     for thread in threads:
         thread.start()
+    deadline = None if limit is None else time.monotonic() + limit
     for thread in threads:
-        thread.join()
+        thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+    if any(thread.is_alive() for thread in threads):
+        logging.getLogger(__name__).warning(
+            "telemetry not flushed within %.1f s (the exporter's timeout and a margin): "
+            "the collector is slow or unreachable, what it did not take is dropped", limit,
+        )
     if failures:
         raise failures[0]
 

@@ -15,6 +15,7 @@ from ridtrace.tracing.otlp import (
     exporter_names,
     otlp_export_endpoint,
     otlp_exporter,
+    otlp_timeout,
     periodic_metric_reader,
 )
 from ridtrace.tracing.spans import sdk_disabled, service_resource
@@ -66,9 +67,11 @@ def configure_metrics(
 
     readers: list[MetricReader] = []
     endpoint = otlp_export_endpoint(env, "metrics")
+    flush_limit: float | None = None
     if endpoint:
         # Every exporter and reader option from `env` (ridtrace.tracing.otlp).
         readers.append(periodic_metric_reader(otlp_exporter(env, "metrics", endpoint), env))
+        flush_limit = otlp_timeout(env, "metrics")
     if "console" in exporter_names(env, "metrics"):
         from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
 
@@ -80,7 +83,7 @@ def configure_metrics(
     provider = MeterProvider(
         metric_readers=readers, resource=service_resource(service_name, env)
     )
-    lifecycle.own(provider)
+    lifecycle.own(provider, flush_limit=flush_limit)
     if set_global:
         otel_metrics.set_meter_provider(provider)
     metrics.bind_meter_provider(provider)

@@ -29,6 +29,7 @@ __all__ = [
     "otlp_exporter",
     "otlp_exporter_module",
     "otlp_protocol",
+    "otlp_timeout",
     "periodic_metric_reader",
 ]
 
@@ -147,8 +148,9 @@ def _setting(env: Mapping[str, str], signal: str, name: str) -> tuple[str, str] 
     return None
 
 
-def _timeout(env: Mapping[str, str], signal: str) -> float:
-    # Seconds, as the Python exporters read these variables (their default is 10).
+def otlp_timeout(env: Mapping[str, str], signal: str) -> float:
+    """``OTEL_EXPORTER_OTLP_[SIGNAL_]TIMEOUT`` in seconds, as the Python exporters read
+    these variables (their default is 10); anything else raises ``ValueError``."""
     found = _setting(env, signal, "TIMEOUT")
     if found is None:
         return 10.0
@@ -187,7 +189,7 @@ def otlp_exporter(env: Mapping[str, str], signal: str, endpoint: str) -> Any:
     found = _setting(env, signal, "HEADERS")
     headers = parse_env_headers(found[1], liberal=True) if found else {}
     compression = _compression(env, signal)
-    options: dict[str, Any] = {"endpoint": endpoint, "timeout": _timeout(env, signal)}
+    options: dict[str, Any] = {"endpoint": endpoint, "timeout": otlp_timeout(env, signal)}
     if headers:
         options["headers"] = headers
     certificate = _file(env, signal, "CERTIFICATE")

@@ -28,6 +28,7 @@ from ridtrace.tracing.otlp import (
     otlp_exporter,
     otlp_exporter_module,
     otlp_protocol,
+    otlp_timeout,
 )
 
 __all__ = [
@@ -93,17 +94,19 @@ def configure_tracing(
             # already go where it chose, and the global one cannot be replaced anyway.
             return existing
     endpoint = otlp_export_endpoint(env, "traces")
+    flush_limit: float | None = None
     if endpoint:
         # Every exporter and processor option from `env`, not the libraries' own reads
         # of os.environ (ridtrace.tracing.otlp).
         provider.add_span_processor(
             batch_span_processor(otlp_exporter(env, "traces", endpoint), env)
         )
+        flush_limit = otlp_timeout(env, "traces")
     if "console" in exporter_names(env, "traces"):
         from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
         provider.add_span_processor(batch_span_processor(ConsoleSpanExporter(), env))
-    lifecycle.own(provider)
+    lifecycle.own(provider, flush_limit=flush_limit)
     if set_global:
         trace.set_tracer_provider(provider)
     return provider
