@@ -39,6 +39,14 @@ def test_worker_span_is_a_child_of_the_frontend_span_with_the_same_ids(tmp_path:
     assert worker.trace_id == frontend.trace_id
     assert worker.parent_span_id == frontend.span_id
     assert frontend.attributes["http.route"] == "/v1/chat/completions"
+    # The HTTP semantic conventions' server attributes (url.scheme is required of a
+    # server span), the server's side of the connection, not the client's Host.
+    for span, port in ((frontend, stack.frontend.port), (worker, stack.workers[0].port)):
+        assert span.attributes["url.scheme"] == "http"
+        assert span.attributes["network.protocol.version"] == "1.1"
+        assert (span.attributes["server.address"], span.attributes["server.port"]) == (
+            "127.0.0.1", port,
+        )
     # One telemetry layer per request in ridtrace's own apps: the server span is
     # ridtrace's, and FastAPI's native telemetry adds no span of its own (issue 15).
     assert frontend.name == worker.name == "http-request"

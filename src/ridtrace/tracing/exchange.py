@@ -82,23 +82,32 @@ def start_attributes(
     request_id: str,
     x_request_id: str | None,
     deprecated: str | None,
-    method: str | None = None,
-    path: str | None = None,
-) -> dict[str, str]:
+    scope: Scope | None = None,
+) -> dict[str, str | int]:
     """The span attributes known when the request arrives.
 
-    ``method`` and ``path`` only for a span ridtrace opened: an instrumentation's own
-    server span already carries them under its own conventions.
+    The request's own (``scope``: method, path, scheme, the server's address) only for
+    a span ridtrace opened: an instrumentation's own server span already carries them
+    under its own conventions. ``url.scheme`` is one the HTTP semantic conventions
+    require of a server span, ``server.address`` / ``server.port`` what tells which
+    process served it; they come from the server (the socket it accepted on, as
+    opentelemetry-instrumentation-asgi takes them), not from the client's ``Host``.
     """
-    attributes = {"request_id": request_id}
+    attributes: dict[str, str | int] = {"request_id": request_id}
     if x_request_id is not None:
         attributes["x_request_id"] = x_request_id
     if deprecated:
         attributes["deprecated_headers"] = deprecated
-    if method is not None:
-        attributes["http.request.method"] = method
-    if path is not None:
-        attributes["url.path"] = shown_text(path, MAX_SHOWN_PATH)
+    if scope is not None:
+        attributes["http.request.method"] = scope.get("method", "")
+        attributes["url.path"] = shown_text(scope.get("path", ""), MAX_SHOWN_PATH)
+        attributes["url.scheme"] = scope.get("scheme", "http")
+        attributes["network.protocol.version"] = scope.get("http_version", "1.1")
+        server = scope.get("server")
+        if server:
+            attributes["server.address"] = server[0]
+            if server[1] is not None:  # None: a unix socket, named by the address
+                attributes["server.port"] = server[1]
     return attributes
 
 

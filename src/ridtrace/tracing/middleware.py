@@ -202,10 +202,7 @@ class RequestTracingMiddleware:
                 self._span_name,
                 parent,
                 SpanKind.SERVER,
-                start_attributes(
-                    request_id, x_request_id, deprecated_text,
-                    scope.get("method", ""), scope.get("path", ""),
-                ),
+                start_attributes(request_id, x_request_id, deprecated_text, scope),
             )
             recording = span.is_recording()
         ctx = request_context_for(span, carrier, request_id, x_request_id)
