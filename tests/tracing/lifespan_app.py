@@ -39,6 +39,18 @@ def create_app() -> FastAPI:
 
         return StreamingResponse(tokens())
 
+    waiting: list[None] = []
+
+    @app.get("/slow")
+    async def slow() -> dict[str, str]:
+        waiting.append(None)
+        await asyncio.sleep(60)  # no answer yet when the server stops
+        return {"slow": "done"}
+
+    @app.get("/slow/waiting")
+    async def slow_waiting() -> dict[str, int]:
+        return {"waiting": len(waiting)}
+
     @app.get("/items/{item}")
     async def item(item: str) -> dict[str, str]:
         return {"item": item}

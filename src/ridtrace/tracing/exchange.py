@@ -254,7 +254,9 @@ def annotate_end(
 ) -> None:
     """The response's status and route on a recording server span; an error status and
     the exception only on a span of ours (another instrumentation sets its own)."""
-    attributes: dict[str, str | int] = {"http.response.status_code": status}
+    attributes: dict[str, str | int] = {}
+    if status:  # 0: no response went out (cancelled, crashed past the app): no status
+        attributes["http.response.status_code"] = status
     if route:
         attributes["http.route"] = route
     span.set_attributes(attributes)
