@@ -151,6 +151,29 @@ def test_live_traces_have_their_root_the_callers_client_span(tmp_path: Path) -> 
     assert {s.resource.get("ridtrace.demo.policy") for s in spans} == {"legacy", "safe"}
 
 
+def test_a_trace_the_callers_sampler_left_out_is_left_out_by_the_stack(tmp_path: Path) -> None:
+    # The calls sent their planned traceparent as sampled whatever the caller's own
+    # sampler decided: with a parent-based ratio sampler the stack recorded every
+    # call, and the traces whose root the caller had left out arrived without it.
+    with otlp_receiver() as receiver:
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+               "OTEL_BSP_SCHEDULE_DELAY": "100",
+               "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.5"}
+        for name in ("COLUMNS", "OTEL_SERVICE_NAME"):
+            env.pop(name, None)
+        done = subprocess.run(demo_argv(tmp_path / "out", requests=16), capture_output=True,
+                              text=True, timeout=300, env=env)
+        spans = list(receiver.spans)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    roots = {s.trace_id for s in spans if s.service_name == "client"}
+    calls = json.loads((tmp_path / "out/safe/calls.json").read_text())
+    # Half the calls, give or take: some sampled, some not (the ids are the plan's).
+    assert 0 < len(roots & {c["trace_id"] for c in calls}) < len(calls)
+    stack = [s for s in spans if s.service_name != "client" and s.parent_span_id]
+    assert stack and all(s.trace_id in roots for s in stack), [
+        (s.service_name, s.trace_id) for s in stack if s.trace_id not in roots][:3]
+
+
 def _searched_ids(stdout: str) -> tuple[str, str]:
     """The ``request_id`` and ``x_request_id`` the demo says to search for in Jaeger."""
     found = re.search(r"search tags request_id=(\S+) or x_request_id=(\S+)", stdout)

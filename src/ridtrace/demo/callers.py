@@ -83,6 +83,18 @@ class CallerSpans:
         )
 
     @staticmethod
+    def headers(call: PlannedCall, span: Span | None) -> dict[str, str]:
+        """The call's headers, its ``traceparent`` sampled as the caller's span was.
+
+        The plan's header always said sampled: under a parent-based ratio sampler the
+        stack recorded every call, and a trace whose root the caller's sampler had
+        left out arrived without it.
+        """
+        if span is None or span.get_span_context().trace_flags.sampled:
+            return call.headers
+        return {**call.headers, "traceparent": call.headers["traceparent"][:-2] + "00"}
+
+    @staticmethod
     def end(span: Span | None, result: CallResult) -> None:
         """End ``span`` with what the caller saw."""
         if span is None:

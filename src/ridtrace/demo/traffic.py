@@ -24,7 +24,8 @@ async def _one(client: httpx.AsyncClient, call: PlannedCall, spans: CallerSpans 
     body = request_body(call)
     span = spans.start(call) if spans is not None else None
     try:
-        async with client.stream("POST", call.route, json=body, headers=call.headers) as response:
+        headers = CallerSpans.headers(call, span)
+        async with client.stream("POST", call.route, json=body, headers=headers) as response:
             result.status = response.status_code
             result.server_request_id = response.headers.get("x-server-request-id")
             if call.disconnect:
