@@ -32,7 +32,12 @@ def test_the_cli_refuses_a_graceful_timeout_that_is_not_positive(
 
 @pytest.mark.parametrize(
     ("variable", "value"),
-    [("OTEL_EXPORTER_OTLP_PROTOCOL", "thrift"), ("OTEL_TRACES_EXPORTER", "jaeger")],
+    [
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "thrift"),
+        ("OTEL_TRACES_EXPORTER", "jaeger"),
+        # A gRPC-style address sent to the HTTP exporter: every span dropped at runtime.
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"),
+    ],
 )
 def test_an_otel_variable_it_cannot_follow_is_the_operators_error_not_an_internal_one(
     tmp_path: Path, variable: str, value: str

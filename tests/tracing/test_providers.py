@@ -371,3 +371,32 @@ def test_a_timeout_of_hours_does_not_hold_shutdown_past_the_sdks_own_bound(
         assert time.monotonic() - started < 2
     finally:
         release.set()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "127.0.0.1:4318"),
+        ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "/v1/traces"),
+    ],
+)
+def test_an_http_endpoint_that_is_no_url_is_refused_by_name(variable: str, value: str) -> None:
+    # The HTTP exporter took it and failed every batch while the service ran on.
+    with pytest.raises(ValueError, match=f"{variable}='{value}'"):
+        configure_tracing("x", environ={variable: value}, set_global=False)
+    # A gRPC exporter takes host:port as it is.
+    from ridtrace.tracing.spans import otlp_export_endpoint
+
+    grpc_env = {variable: value, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    assert otlp_export_endpoint(grpc_env, "traces") == value
+
+
+def test_blanks_around_an_endpoint_are_no_part_of_it() -> None:
+    # Kept, they failed every export: "Host '127.0.0.1:4318 ' contains invalid character".
+    from ridtrace.tracing.spans import otlp_export_endpoint
+
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": " http://collector:4318 "}
+    assert otlp_export_endpoint(env, "traces") == "http://collector:4318/v1/traces"
+    env = {"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://collector:4318/v1/metrics\n"}
+    assert otlp_export_endpoint(env, "metrics") == "http://collector:4318/v1/metrics"

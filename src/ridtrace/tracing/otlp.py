@@ -110,15 +110,35 @@ def otlp_endpoint(env: Mapping[str, str], signal: str) -> str | None:
     grpc it is used as it is, as the specification says. A signal's own endpoint is
     always used as it is.
     """
-    specific = env.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT")
+    key = f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT"
+    # Blanks around a value (a quoted YAML line) are no part of the URL, as for the
+    # exporter's other variables: kept, they failed every export ("Host '…:4318 '
+    # contains invalid character").
+    specific = env.get(key, "").strip()
     if specific:
-        return specific
-    base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        return _url_checked(env, signal, key, specific)
+    base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
     if not base:
         return None
     if otlp_protocol(env, signal) == "grpc":
         return base
+    _url_checked(env, signal, "OTEL_EXPORTER_OTLP_ENDPOINT", base)
     return f"{base.rstrip('/')}/v1/{signal}"
+
+
+def _url_checked(env: Mapping[str, str], signal: str, key: str, value: str) -> str:
+    """``value``, if the exporter can send to it: over http/protobuf, an http(s) URL.
+
+    ``collector:4318``, right for a gRPC exporter, is no URL to the HTTP one: every
+    batch failed ("No connection adapters were found") while the service ran on, its
+    spans and metrics dropped with one ERROR line per batch in its log.
+    """
+    if otlp_protocol(env, signal) == "grpc":
+        return value
+    url = urlparse(value)
+    if url.scheme not in ("http", "https") or not url.netloc:
+        raise ValueError(f"{key}={value!r}: an OTLP/HTTP endpoint is an http:// or https:// URL")
+    return value
 
 
 def otlp_exporter_module(env: Mapping[str, str], signal: str) -> Any:
