@@ -153,6 +153,32 @@ def test_traceparent_continues_the_callers_trace(
     assert span.trace_id == trace_id and span.parent_span_id == parent
 
 
+def test_repeated_trace_headers_are_combined_as_http_says(
+    server: tuple[RunningServer, Path], receiver: OtlpReceiver
+) -> None:
+    # RFC 9110 5.3: a field sent twice is its values joined with commas. Two
+    # traceparents are then no valid one, and the W3C test suite expects a new trace
+    # (test_traceparent_duplicated); the first one was taken, while grpc.aio took the
+    # other. A tracestate sent in two lines is one list (W3C
+    # test_tracestate_multiple_headers_different_keys); the second line was dropped.
+    running, log_path = server
+    callers = ["12345678901234567890123456789011", "12345678901234567890123456789012"]
+    twice = [("traceparent", f"00-{trace}-1234567890123456-01") for trace in callers]
+    split = [("traceparent", f"00-{callers[0]}-1234567890123456-01"),
+             ("tracestate", "foo=1"), ("tracestate", "bar=2")]
+    ids = [httpx.get(running.url + "/ids", headers=headers).json()["request_id"]
+           for headers in (twice, split)]
+    lines = wait_for_lines(log_path, lambda got: all(_ended(x)(got) for x in ids))
+    duplicated, combined = (_lines_of(lines, x)[0] for x in ids)
+    assert duplicated["trace_id"] not in callers and "parent_span_id" not in duplicated
+    assert combined["trace_id"] == callers[0]
+    spans = receiver.wait_for(1)
+    while not all(any(s.attributes.get("request_id") == x for s in spans) for x in ids):
+        spans = receiver.wait_for(len(spans) + 1)
+    span = next(s for s in spans if s.attributes.get("request_id") == ids[1])
+    assert span.trace_state == "foo=1,bar=2"
+
+
 def test_streamed_response_keeps_ids_on_lines_logged_mid_stream(
     server: tuple[RunningServer, Path],
 ) -> None:

@@ -87,6 +87,7 @@ def read_inbound(rules: InboundRules[K], pairs: Iterable[tuple[K, str | bytes]])
     rejected: str | None = None
     deprecated_sent: list[str] | None = None
     carrier: dict[str, str] | None = None
+    repeated: dict[str, list[str]] | None = None  # trace headers sent more than once
     user_agent: str | bytes | None = None
     watched = rules.watched
     for name, value in pairs:
@@ -113,12 +114,28 @@ def read_inbound(rules: InboundRules[K], pairs: Iterable[tuple[K, str | bytes]])
         elif name == rules.client_bin:
             rejected = rejected or metrics.REASON_BINARY
         elif isinstance(value, (str, bytes)):
+            key = name.decode("latin-1") if isinstance(name, bytes) else name
+            text = value.decode("latin-1") if isinstance(value, bytes) else value
             if carrier is None:
-                carrier = {}
-            carrier.setdefault(
-                name.decode("latin-1") if isinstance(name, bytes) else name,
-                value.decode("latin-1") if isinstance(value, bytes) else value,
-            )
+                carrier = {key: text}
+            elif key not in carrier:
+                carrier[key] = text
+            else:
+                # RFC 9110 5.3: a repeated field is its values joined with commas. A
+                # tracestate or baggage sent in pieces is whole again, and two
+                # traceparents make an invalid one, so a new trace starts (the W3C
+                # test suite's rule) instead of whichever one a transport lists first.
+                # Joined once at the end: appending to the text per header copied it
+                # each time, quadratic in thousands of one-byte headers.
+                if repeated is None:
+                    repeated = {}
+                if key in repeated:
+                    repeated[key].append(text)
+                else:
+                    repeated[key] = [carrier[key], text]
+    if repeated is not None and carrier is not None:
+        for key, texts in repeated.items():
+            carrier[key] = ",".join(texts)
     return x_request_id, rejected, deprecated_sent, carrier, user_agent
 
 

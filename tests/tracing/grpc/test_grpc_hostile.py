@@ -199,3 +199,21 @@ def test_control_characters_on_the_wire_never_reach_a_log_line(
     assert [x.get("x_request_id_rejected") for x in starts] == [True, None]
     assert all("x_request_id" not in x for x in starts)
     assert all(value not in raw for raw in log_lines.raw_lines)
+
+
+def test_a_tracestate_sent_in_two_entries_is_one_list(proto: Proto, log_lines: LogLines) -> None:
+    """Repeated metadata is combined as HTTP combines repeated fields (RFC 9110 5.3), as
+    the W3C test suite expects of tracestate: the second entry was dropped. (A second
+    ``traceparent`` never reaches an interceptor: gRPC's core keeps the last one.)"""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    caller = "00-12345678901234567890123456789011-1234567890123456-01"
+    sent = (("traceparent", caller), ("tracestate", "foo=1"), ("tracestate", "bar=2"))
+    ((response, _),) = asyncio.run(
+        _infer(proto, RequestTracingInterceptor(tracer_provider=provider), [sent])
+    )
+    (span,) = [s for s in exporter.get_finished_spans()
+               if s.attributes and s.attributes["request_id"] == response.internal_request_id]
+    assert format(span.context.trace_id, "032x") == "12345678901234567890123456789011"
+    assert span.context.trace_state.to_header() == "foo=1,bar=2"
