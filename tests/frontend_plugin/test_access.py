@@ -186,3 +186,17 @@ def test_a_trace_sampled_out_here_is_sent_on_as_sampled_out() -> None:
     # No caller and no SDK span: the worker's sampler decides.
     ctx.server_span = NonRecordingSpan(trace.INVALID_SPAN_CONTEXT)
     assert worker_hop_headers(ctx)["traceparent"].endswith("-01")
+
+
+def test_an_invented_method_is_named_capped_in_the_404() -> None:
+    # create_frontend_app under uvicorn --http h11 or hypercorn: any token is a method,
+    # and a 15 000-letter one came back whole in the error message.
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=create_frontend_app(FrontendSettings()))
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return await client.request("PROPFIND" * 1875, "/nowhere")
+
+    response = asyncio.run(go())
+    assert response.status_code == 404
+    message = response.json()["error"]["message"]
+    assert message == "Not Found: " + "PROPFIND" * 4 + "...[15000 chars] /nowhere"

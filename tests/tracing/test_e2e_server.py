@@ -396,3 +396,38 @@ def test_uvicorn_run_with_the_app_object_logs_uvicorns_lines_as_the_docs_say(
             ),
         )
     assert any(x.get("logger") == "uvicorn.error" for x in lines)  # startup lines too
+
+
+def test_an_invented_method_reaches_lines_and_spans_capped(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    # uvicorn's h11 protocol (and hypercorn) take any token as a method, up to the size
+    # of a request head: a 15 000-letter one went whole onto request.start,
+    # request.end and the span, where the path, also the client's, is capped.
+    log_path = tmp_path / "app.jsonl"
+    port = free_port()
+    env = {
+        "RIDTRACE_TEST_LOG": str(log_path),
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+        "OTEL_BSP_SCHEDULE_DELAY": "50",
+        "PYTHONPATH": child_pythonpath(),
+    }
+    argv = [
+        "-m", "uvicorn", "tests.tracing.app_under_test:create_app", "--factory",
+        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+        "--http", "h11",
+    ]  # fmt: skip
+    method = "PROPFIND" * 1875
+    with run_server(argv, port=port, workdir=tmp_path, env=env) as running:
+        response = httpx.request(method, running.url + "/ids")
+        assert response.status_code == 405
+        request_id = response.headers["x-server-request-id"]
+        lines = wait_for_lines(log_path, _ended(request_id))
+        assert httpx.get(running.url + "/ids").status_code == 200  # still serving
+    shown = {line["method"] for line in _lines_of(lines, request_id)}
+    assert shown == {"PROPFIND" * 4 + "...[15000 chars]"}
+    spans = receiver.wait_for(1)
+    while not any(s.attributes.get("request_id") == request_id for s in spans):
+        spans = receiver.wait_for(len(spans) + 1)
+    span = next(s for s in spans if s.attributes.get("request_id") == request_id)
+    assert span.attributes["http.request.method"] in shown

@@ -32,6 +32,7 @@ from ridtrace.tracing import (
     current_context,
     telemetry_lifespan,
 )
+from ridtrace.tracing.exchange import MAX_SHOWN_METHOD
 from ridtrace.tracing.identity import shown_text
 from ridtrace.tracing.meters import METRICS_PATH, metrics_endpoint
 
@@ -44,7 +45,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     message and is neither API's shape."""
     assert isinstance(exc, HTTPException)
     path = request.url.path
-    message = f"{exc.detail}: {request.method} {shown_text(path, 256)}"
+    method = shown_text(request.method, MAX_SHOWN_METHOD)  # any token, under h11
+    message = f"{exc.detail}: {method} {shown_text(path, 256)}"
     if path.startswith(MESSAGES.path):
         kind = "not_found_error" if exc.status_code == 404 else None
         payload = MESSAGES.error_payload(exc.status_code, message, kind)

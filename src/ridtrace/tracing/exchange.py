@@ -21,6 +21,7 @@ from ridtrace.tracing.identity import shown_text, validate_client_id
 from ridtrace.tracing.inbound import decide_outcome
 
 __all__ = [
+    "MAX_SHOWN_METHOD",
     "MAX_SHOWN_PATH",
     "Exchange",
     "annotate_end",
@@ -37,6 +38,9 @@ __all__ = [
 # The path is the client's (percent-decoded, so %0A is a line feed): capped and its
 # control characters escaped before a log line or span attribute carries it.
 MAX_SHOWN_PATH = 1024
+# So is the method: h11 (uvicorn --http h11, hypercorn) takes any token as one, as long
+# as the request head. The longest registered method has 17 letters (UPDATEREDIRECTREF).
+MAX_SHOWN_METHOD = 32
 
 _INTERNAL_ERROR_BODY = b"Internal Server Error"
 _INTERNAL_ERROR_HEADERS = [
@@ -99,7 +103,8 @@ def start_attributes(
     if deprecated:
         attributes["deprecated_headers"] = deprecated
     if scope is not None:
-        attributes["http.request.method"] = scope.get("method", "")
+        method = scope.get("method", "")
+        attributes["http.request.method"] = shown_text(method, MAX_SHOWN_METHOD)
         attributes["url.path"] = shown_text(scope.get("path", ""), MAX_SHOWN_PATH)
         attributes["url.scheme"] = scope.get("scheme", "http")
         attributes["network.protocol.version"] = scope.get("http_version", "1.1")
@@ -125,7 +130,7 @@ def start_fields(
     """
     fields: dict[str, Any] = {
         "event": REQUEST_START,
-        "method": scope.get("method", ""),
+        "method": shown_text(scope.get("method", ""), MAX_SHOWN_METHOD),
         "path": shown_text(scope.get("path", ""), MAX_SHOWN_PATH),
     }
     client = scope.get("client")
@@ -155,7 +160,7 @@ def end_fields(
     method = scope.get("method", "")
     fields: dict[str, Any] = {
         "event": REQUEST_END,
-        "method": method,
+        "method": shown_text(method, MAX_SHOWN_METHOD),
         "path": shown_text(scope.get("path", ""), MAX_SHOWN_PATH),
         "status": state.status,
         "outcome": outcome,
