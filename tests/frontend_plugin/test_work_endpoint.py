@@ -266,3 +266,20 @@ def test_a_worker_takes_ids_as_long_as_its_max_client_id_length() -> None:
         WorkerSettings(), tracing=TracingSettings(max_client_id_length=16, log_lifecycle=False))
     start, _ = _call(shorter, _scope(), [_envelope_with(session_id="s" * 128)])
     assert start["status"] == 200
+
+
+def test_a_worker_logs_the_client_id_as_long_as_its_max_client_id_length(
+    tmp_path: Path,
+) -> None:
+    # A safe-policy frontend with RIDTRACE_MAX_CLIENT_ID_LENGTH=200 keeps a client's
+    # 150-character x-request-id and sends it on: the worker checked it against 128
+    # and wrote its lines without x_request_id, which every line of a request carries.
+    log = tmp_path / "worker.jsonl"
+    configure_logging(log, service="worker", intercept_stdlib=False)
+    app = create_worker_app(WorkerSettings(), tracing=TracingSettings(max_client_id_length=200))
+    start, _ = _call(app, _scope(), [_envelope_with(x_request_id="c" * 150)])
+    assert start["status"] == 200
+    logger.remove()
+    lines = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+    work = [x for x in lines if x.get("event") in ("worker.start", "worker.end")]
+    assert len(work) == 2 and {x.get("x_request_id") for x in work} == {"c" * 150}

@@ -147,7 +147,7 @@ class WorkEndpoint:
                 send, 400, f"max_tokens must be at most {config.max_tokens_limit}"
             )
             return
-        _adopt_identity(job, config.baggage_attributes)
+        _adopt_identity(job, config.baggage_attributes, self.max_id_length)
         # The channel is this request's identity in the table: release() frees the id
         # only while it is still ours.
         channel: asyncio.Queue[object] = asyncio.Queue()
@@ -195,13 +195,24 @@ class WorkEndpoint:
             log_end(job, outcome, started, "".join(tokens), len(tokens))
 
 
-def _adopt_identity(job: WorkRequest, baggage_names: tuple[str, ...]) -> None:
-    """Write this hop's lines, and name its span, under the frontend request's ids."""
+def _adopt_identity(
+    job: WorkRequest, baggage_names: tuple[str, ...], max_id_length: int
+) -> None:
+    """Write this hop's lines, and name its span, under the frontend request's ids.
+
+    The client's id is held to the worker's ``max_client_id_length`` (never below the
+    default, as the envelope's ids): a frontend set for longer ids sends them on, and a
+    fixed 128 here dropped them from every line.
+    """
     ctx = current_context()
     if ctx is None:
         return
     ctx.request_id = job.request_id
-    ctx.x_request_id = validate_client_id(job.x_request_id) if job.x_request_id else None
+    ctx.x_request_id = (
+        validate_client_id(job.x_request_id, max(max_id_length, DEFAULT_MAX_CLIENT_ID_LENGTH))
+        if job.x_request_id
+        else None
+    )
     span = ctx.server_span
     if span is None or not span.is_recording():
         return
