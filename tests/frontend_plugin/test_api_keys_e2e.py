@@ -232,3 +232,39 @@ def test_a_refused_request_without_a_body_keeps_its_connection(keyed: Stack) -> 
         second = client.get("/v1/models")
     assert first.status_code == second.status_code == 401
     assert "close" not in first.headers.get("connection", "")
+
+
+def _chunked_with_trailer(stack: Stack, trailer: bytes, header: bytes = b"") -> bytes:
+    """The response head (lower-cased) to one chunked completion whose trailer section
+    holds ``trailer``, sent in one write (so the server has parsed the trailer by the
+    time the app reads the headers)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(stack.url)
+    body = b'{"prompt": "trailer", "max_tokens": 2}'
+    request = (b"POST /v1/completions HTTP/1.1\r\nHost: " + url.netloc.encode()
+               + b"\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n"
+               + header + b"connection: close\r\n\r\n" + b"%x\r\n" % len(body) + body
+               + b"\r\n0\r\n" + trailer + b"\r\n")
+    with socket.create_connection((url.hostname, url.port), timeout=30) as conn:
+        conn.sendall(request)
+        received = b""
+        while chunk := conn.recv(65536):
+            received += chunk
+    return received.partition(b"\r\n\r\n")[0].lower()
+
+
+def test_fields_in_a_chunked_trailer_are_not_headers(keyed: Stack) -> None:
+    # RFC 9110 6.5.1: a trailer field is not merged into the header section. uvicorn's
+    # httptools protocol appended trailer fields to the request's header list, so a key
+    # sent after the body (where a proxy that checks or strips headers does not look)
+    # was accepted, and a trailer x-request-id became the request's client id.
+    key = b"authorization: Bearer " + KEY.encode() + b"\r\n"
+    assert _chunked_with_trailer(keyed, key).startswith(b"http/1.1 401")
+    trailer_id = b"x-request-id: from-the-trailer\r\n"
+    head = _chunked_with_trailer(keyed, b"x-api-key: " + KEY.encode() + b"\r\n" + trailer_id)
+    assert head.startswith(b"http/1.1 401")
+    # With its key where keys go the request is served, and its trailer is ignored.
+    head = _chunked_with_trailer(keyed, trailer_id, header=key)
+    assert head.startswith(b"http/1.1 200") and b"from-the-trailer" not in head

@@ -46,6 +46,7 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         self._too_large = False
         self._hosts = 0  # Host header lines of the request being parsed
         self._host_refusal: str | None = None
+        self._in_trailer = False  # the header section is over: fields now are trailers
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -59,6 +60,7 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         super().on_message_begin()
         self._header_bytes = 0
         self._hosts = 0
+        self._in_trailer = False
         self._arm_header_timer()
 
     def on_url(self, url: bytes) -> None:
@@ -67,12 +69,19 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._count(len(name) + len(value) + 4)  # ": " and CRLF, as sent
+        if self._in_trailer:
+            # A chunked body's trailer field: RFC 9110 6.5.1 forbids merging it into the
+            # header section, and uvicorn appended it to the very list the app reads as
+            # the request's headers (a key or client id sent after the body counted).
+            # Nothing here reads trailers: dropped, still counted against the cap.
+            return
         if name.lower() == b"host":
             self._hosts += 1
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
         self._disarm_header_timer()
+        self._in_trailer = True
         # RFC 9112 section 3.2: 400 for an HTTP/1.1 request without Host and for any
         # request with several (h11 answers both so; httptools served them, and the Host
         # check read only the first of several, which a proxy may read otherwise).
