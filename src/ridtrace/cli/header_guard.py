@@ -21,10 +21,13 @@ import httptools
 from ridtrace.cli.http10 import framed_for_http10
 from ridtrace.cli.upgrade import UpgradeIgnoringProtocol
 
-__all__ = ["MAX_HEADER_BYTES", "guarded_http_protocol"]
+__all__ = ["MAX_HEADER_BYTES", "MAX_UNREAD_BODY_BYTES", "guarded_http_protocol"]
 
 MAX_HEADER_BYTES = 64 * 1024
 """Largest request line plus headers accepted (nginx and Node allow 8-16 KiB)."""
+MAX_UNREAD_BODY_BYTES = 32 * 1024 * 1024
+"""Most of a request body the app left unread that is taken after its answer before the
+connection is closed: what a 413 takes too (the 1 MiB body cap, 32 times)."""
 
 
 class _HeadersTooLarge(Exception):
@@ -38,6 +41,7 @@ class _HostCountWrong(Exception):
 class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
     header_timeout = 10.0
     max_header_bytes = MAX_HEADER_BYTES
+    max_unread_body_bytes = MAX_UNREAD_BODY_BYTES
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -47,6 +51,7 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         self._hosts = 0  # Host header lines of the request being parsed
         self._host_refusal: str | None = None
         self._in_trailer = False  # the header section is over: fields now are trailers
+        self._unread_body = 0  # body bytes that came after the request was answered
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -61,6 +66,7 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         self._header_bytes = 0
         self._hosts = 0
         self._in_trailer = False
+        self._unread_body = 0
         self._arm_header_timer()
 
     def on_url(self, url: bytes) -> None:
@@ -78,6 +84,20 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         if name.lower() == b"host":
             self._hosts += 1
         super().on_header(name, value)
+
+    def on_body(self, body: bytes) -> None:
+        cycle = self.cycle
+        if cycle is None or not cycle.response_complete:
+            # Called per chunk of a chunked body: spared super()'s lookup.
+            UpgradeIgnoringProtocol.on_body(self, body)
+            return
+        # Answered without reading its body (/health, a 404, 405 or 415): uvicorn reads
+        # and drops the rest to reach the next request, however long it is said to be,
+        # so one client could keep a core busy taking gigabytes. Past what a 413 takes,
+        # the connection goes; the client has long had its answer.
+        self._unread_body += len(body)
+        if self._unread_body > self.max_unread_body_bytes:
+            self.transport.close()
 
     def on_headers_complete(self) -> None:
         self._disarm_header_timer()
