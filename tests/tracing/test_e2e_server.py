@@ -431,3 +431,23 @@ def test_an_invented_method_reaches_lines_and_spans_capped(
         spans = receiver.wait_for(len(spans) + 1)
     span = next(s for s in spans if s.attributes.get("request_id") == request_id)
     assert span.attributes["http.request.method"] in shown
+
+
+def test_a_forwarded_client_address_reaches_the_log_capped_and_escaped(
+    server: tuple[RunningServer, Path],
+) -> None:
+    # uvicorn believes X-Forwarded-For from 127.0.0.1 by default (a proxy on the same
+    # host), so `client` is what such a caller writes there: 30 000 characters went
+    # onto request.start whole, and a C1 control (0x9b, a terminal's CSI) raw.
+    running, log_path = server
+    request_ids = []
+    for value in (b"A" * 30000, b"10.0.0.1\x9b31m", b"10.1.2.3"):
+        answer = _raw_request(running.port, [b"x-forwarded-for: " + value])
+        request_ids.append(next(
+            line.split(b":", 1)[1].strip().decode()
+            for line in answer.split(b"\r\n\r\n", 1)[0].split(b"\r\n")
+            if line.lower().startswith(b"x-server-request-id:")
+        ))
+    lines = wait_for_lines(log_path, lambda got: all(_ended(x)(got) for x in request_ids))
+    shown = [_lines_of(lines, x)[0]["client"] for x in request_ids]
+    assert shown == ["A" * 64 + "...[30002 chars]", "10.0.0.1\\x9b31m:0", "10.1.2.3:0"]

@@ -21,6 +21,7 @@ from ridtrace.tracing.identity import shown_text, validate_client_id
 from ridtrace.tracing.inbound import decide_outcome
 
 __all__ = [
+    "MAX_SHOWN_CLIENT",
     "MAX_SHOWN_METHOD",
     "MAX_SHOWN_PATH",
     "Exchange",
@@ -41,6 +42,10 @@ MAX_SHOWN_PATH = 1024
 # So is the method: h11 (uvicorn --http h11, hypercorn) takes any token as one, as long
 # as the request head. The longest registered method has 17 letters (UPDATEREDIRECTREF).
 MAX_SHOWN_METHOD = 32
+# And the client's address: behind uvicorn's proxy headers (on by default, believed from
+# 127.0.0.1) it is whatever the caller put in X-Forwarded-For. An IPv6 address and its
+# port take at most 51 characters.
+MAX_SHOWN_CLIENT = 64
 
 _INTERNAL_ERROR_BODY = b"Internal Server Error"
 _INTERNAL_ERROR_HEADERS = [
@@ -135,7 +140,7 @@ def start_fields(
     }
     client = scope.get("client")
     if client:
-        fields["client"] = f"{client[0]}:{client[1]}"
+        fields["client"] = shown_text(f"{client[0]}:{client[1]}", MAX_SHOWN_CLIENT)
     if user_agent is not None:
         agent = validate_client_id(user_agent[:max_agent_length], max_agent_length)
         if agent is not None:
