@@ -77,3 +77,27 @@ def test_a_client_leaving_mid_upload_is_cancelled_not_a_server_error(tmp_path: P
                 "prompt": "still here", "input": "still here", "text": "still here",
             })
             assert answer.status_code == 200, (route, answer.text)
+
+
+def test_a_client_leaving_with_pipelined_requests_is_cancelled_not_a_server_error(
+    tmp_path: Path,
+) -> None:
+    # uvicorn marks only the newest request of a connection as disconnected. With
+    # requests pipelined behind a stream, the one being answered is an older one: its
+    # next write went to the closed transport, uvloop raised RuntimeError, and every such
+    # client was an 'Exception in ASGI application' traceback and outcome 'error'.
+    body = b'{"prompt": "a b c d e f g h i j", "max_tokens": 400, "stream": true}'
+    request = (b"POST /v1/completions HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+               b"content-type: application/json\r\nx-request-id: piped\r\n"
+               b"content-length: %d\r\n\r\n" % len(body) + body)
+    with start_stack(tmp_path, workers=[["--token-delay", "0.01"]]) as stack:
+        with socket.create_connection(("127.0.0.1", stack.frontend.port), timeout=10) as sock:
+            sock.sendall(request * 3)
+            assert sock.recv(65536).startswith(b"HTTP/1.1 200")  # the first one streams
+        lines = _wait_lines(stack.frontend, lambda lines: bool(_ends_for(lines, "piped")))
+        (end,) = _ends_for(lines, "piped")  # the others never started
+        assert end["outcome"] == "cancelled", end
+        assert not [x for x in lines if x.get("level") == "ERROR"], "no traceback, no error line"
+        stack.wait_inflight(lambda snap: snap["inflight"] == 0)
+        assert httpx.post(stack.url + "/v1/completions", json={"prompt": "after"},
+                          timeout=10).status_code == 200

@@ -14,6 +14,7 @@ where the answer can take the route's error shape.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from typing import Any
 
 import httptools
@@ -52,6 +53,9 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         self._host_refusal: str | None = None
         self._in_trailer = False  # the header section is over: fields now are trailers
         self._unread_body = 0  # body bytes that came after the request was answered
+        # This connection's requests not yet answered, oldest first (answers go out in
+        # order, so the answered ones are always at the left).
+        self._cycles: deque[Any] = deque()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -59,6 +63,14 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()
+        # uvicorn tells only the newest request that its client left. With requests
+        # pipelined behind it, the one being answered is an older one: its next write
+        # went to the closed transport (uvloop raises RuntimeError), an 'Exception in
+        # ASGI application' traceback and outcome 'error' for a client that went away.
+        for cycle in self._cycles:
+            if not cycle.response_complete:
+                cycle.disconnected = True
+                cycle.message_event.set()
         super().connection_lost(exc)
 
     def on_message_begin(self) -> None:
@@ -110,6 +122,10 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
                                   "(RFC 9112, section 3.2)")
             raise _HostCountWrong
         super().on_headers_complete()
+        cycles = self._cycles
+        while cycles and cycles[0].response_complete:
+            cycles.popleft()
+        cycles.append(self.cycle)
         # The app's task is created but has not run yet: its first send sees the class.
         framed_for_http10(self.cycle, self.scope)
 
