@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from ridtrace.forensics.live import stream
+from ridtrace.forensics.live.follow import Follower, FollowSettings
 from ridtrace.forensics.live.stream import StreamTail
+from tests.forensics.helpers import rt_request
 
 
 @pytest.fixture
@@ -60,3 +64,71 @@ def test_a_wrapped_stream_is_unwrapped_as_a_file_is(pipe: tuple[StreamTail, int]
     assert tail.read(1 << 20) is None
     last = tail.flush_held()
     assert last is not None and bytes(last.data) == b'{"n": 3}\n'
+
+
+@pytest.fixture
+def two_pipes() -> Iterator[list[tuple[str, int]]]:
+    """Two pipes as `<(…)` names them (/dev/fd/N), with their write ends."""
+    ends = [os.pipe(), os.pipe()]
+    try:
+        yield [(f"/dev/fd/{read_end}", write_end) for read_end, write_end in ends]
+    finally:
+        for read_end, write_end in ends:
+            os.close(read_end)
+            with contextlib.suppress(OSError):  # closed by the test
+                os.close(write_end)
+
+
+def _write(fd: int, lines: list[str]) -> None:
+    os.write(fd, "".join(line + "\n" for line in lines).encode())
+
+
+def _follow_to_end(follower: Follower, writers: list[int]) -> list[str]:
+    for fd in writers:
+        os.close(fd)
+    kinds = []
+    while not follower.watch.finished():
+        kinds += [f["kind"] for f in follower.poll()[0]]
+    return kinds + [f["kind"] for f in follower.finish()]
+
+
+def test_a_backlog_replayed_through_pipes_is_not_taken_for_the_present(
+    two_pipes: list[tuple[str, int]],
+) -> None:
+    # `ridtrace analyze <(kubectl logs -f frontend-0) <(kubectl logs -f frontend-1)
+    # --follow`: kubectl writes each pod's history first, as fast as it can. A pipe read
+    # empty between two of its writes counted as read to the end, so request 7 on
+    # frontend-0 looked still open when frontend-1's backlog showed id 7 again a second
+    # after it ended: a back-to-back reuse printed as duplicate_in_flight, exit 1.
+    (first, first_writer), (second, second_writer) = two_pipes
+    start, end = rt_request("a", "7", 0, 2)
+    follower = Follower([first, second], FollowSettings(from_start=True))
+    try:
+        follower.start()
+        _write(first_writer, [start])
+        _write(second_writer, rt_request("b", "7", 3, 4))
+        found = [f["kind"] for f in follower.poll()[0]]
+        _write(first_writer, [end])  # the rest of frontend-0's backlog
+        found += _follow_to_end(follower, [first_writer, second_writer])
+    finally:
+        follower.close()
+    assert found == []
+
+
+def test_a_quiet_pipe_counts_as_read_to_its_end(
+    two_pipes: list[tuple[str, int]], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Once a stream has been quiet (QUIET_S), a request it left open is open: a second
+    # holder of its id on another stream is a duplicate at once, before either ends.
+    monkeypatch.setattr(stream, "QUIET_S", 0.0)
+    (first, first_writer), (second, second_writer) = two_pipes
+    follower = Follower([first, second], FollowSettings(from_start=True))
+    try:
+        follower.start()
+        _write(first_writer, rt_request("a", "7", 0, 2)[:1])
+        _write(second_writer, rt_request("b", "7", 1, 4)[:1])
+        found = [f["kind"] for f in follower.poll()[0]]
+        found += [f["kind"] for f in follower.poll()[0]]
+    finally:
+        follower.close()
+    assert found == ["duplicate_in_flight"]

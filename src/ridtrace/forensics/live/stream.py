@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import os
 import termios
+import time
 from pathlib import Path
 
 from ridtrace.forensics.live.identity import HEAD_BYTES, Identity, first_lines
@@ -21,6 +22,14 @@ from ridtrace.forensics.live.tail import Chunk
 from ridtrace.forensics.reading.lines import scan_lines
 from ridtrace.forensics.reading.overlong import held_piece
 from ridtrace.forensics.reading.unwrap import Unwrapper, cut_short, wrapper_of
+
+# How long a stream must give nothing before it counts as caught up with its writer.
+# ``kubectl logs -f`` writes the pod's history first, as fast as it can: a pipe found
+# empty between two of its writes said "read to the end", so a request whose end was
+# still in the backlog looked open and a back-to-back reuse of its id was reported as
+# a duplicate in flight. A live service's stream is rarely quiet that long while busy,
+# and while it is not, it is known up to its latest line, which is about now.
+QUIET_S = 2.0
 
 
 class StreamTail:
@@ -38,6 +47,7 @@ class StreamTail:
         self.line = 0
         self.done = False  # its writer closed it
         self.at_eof = False
+        self._last_data = time.monotonic()  # when bytes last came
         self._held = b""
         self._budget: int | None = None  # bytes still to read once the follow stops
         # A named pipe (mkfifo) reads as ended until a writer opens it: wait for one.
@@ -78,6 +88,7 @@ class StreamTail:
                 self.done = not self._awaiting_writer
                 break
             self._awaiting_writer = False
+            self._last_data = time.monotonic()
             data += got
             want -= len(got)
             if self._budget is not None:
@@ -86,7 +97,8 @@ class StreamTail:
             # Only a line the bound cut: with nothing held, the bound fell between lines
             # and what the pipe holds now was written after the stop.
             self._finish_line(data)
-        self.at_eof = want > 0 or self.done
+        quiet = time.monotonic() - self._last_data >= QUIET_S
+        self.at_eof = self.done or (want > 0 and quiet)
         if self.done and data.strip() and not data.endswith(b"\n"):
             data += b"\n"  # the writer closed it: its last line is a line
         cut = data.rfind(b"\n") + 1
