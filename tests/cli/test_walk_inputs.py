@@ -327,3 +327,28 @@ def test_a_tree_deeper_than_the_recursion_limit_is_walked(tmp_path: Path) -> Non
             directory.rmdir()
     assert code == 1 and duplicates(doc) == 1
     assert doc["summary"]["requests"] == 3 and doc["summary"]["unreadable_files"] == []
+
+
+@pytest.mark.parametrize("line", [
+    # loguru's serialize=True: the time is under "record"
+    {"text": "request.start\n", "record": {"message": "request.start",
+                                           "time": {"repr": "2026-11-30 10:00:00+00:00"}}},
+    # one batch of an OpenTelemetry Collector file exporter
+    {"resourceLogs": [{"scopeLogs": [{"logRecords": [{"body": {"stringValue": "{}"}}]}]}]},
+    # python-json-logger
+    {"asctime": "2026-11-30 10:00:00,123", "levelname": "ERROR", "message": "Unlinked"},
+])
+def test_a_one_line_log_in_another_format_is_read_not_ignored_as_a_document(
+    tmp_path: Path, line: dict[str, Any],
+) -> None:
+    # A log with a single line (a short-lived process, a fresh rotation) in a format
+    # ridtrace does not read was passed over as "a JSON document, not JSON lines", and
+    # the walk said complete and clean (exit 0); with two lines it said incomplete.
+    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
+    (tmp_path / "app.json").write_text(json.dumps(line) + "\n")
+    (tmp_path / "report.json").write_text(json.dumps({"summary": {}, "findings": []}))
+    code, doc = run(str(tmp_path))
+    assert notes(doc, "ignored_files") == {"report.json": "a JSON document, not JSON lines"}
+    assert any("app.json: none of its 1 lines is a log record" in reason
+               for reason in doc["summary"]["incomplete_reasons"])
+    assert code == 3

@@ -31,9 +31,20 @@ def _json_object_line(line: bytes) -> bool:
     return text[:1] == b"{" and text[-1:] == b"}"
 
 
+# Keys of a log line in the formats that end up in .json files (ridtrace's and Dynamo's
+# ``time``; loguru's ``serialize=True``, python-json-logger, Vector, Fluent Bit, Loki's
+# ``logcli``, ECS, an OpenTelemetry Collector file exporter's batch): one line holding
+# them is a log with one line, to be read, not a report to pass over.
+_LOG_LINE_KEYS = frozenset({
+    "time", "timestamp", "@timestamp", "ts", "asctime", "date",
+    "message", "msg", "MESSAGE", "log", "line", "level", "levelname", "severity",
+    "record", "resourceLogs",
+})
+
+
 def _one_line_document(name: str, data: bytes) -> bool:
-    """A whole .json file that is one line of JSON without a log record's ``time``: a
-    report or a trace export (``export jaeger -o logs/traces.json``), not one log line."""
+    """A whole .json file that is one line of JSON without a log line's keys: a report
+    or a trace export (``export jaeger -o logs/traces.json``), not one log line."""
     text = data.strip()
     if not name.lower().endswith(".json") or not text or b"\n" in text:
         return False
@@ -41,7 +52,7 @@ def _one_line_document(name: str, data: bytes) -> bool:
         value = json.loads(text)
     except ValueError:
         return False
-    return not (isinstance(value, dict) and "time" in value)
+    return not (isinstance(value, dict) and not _LOG_LINE_KEYS.isdisjoint(value))
 
 
 # The start of the trace file `ridtrace export jaeger` writes (Jaeger's upload format).
