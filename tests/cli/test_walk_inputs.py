@@ -188,6 +188,29 @@ def test_a_compression_this_python_cannot_decode_is_named_unreadable(tmp_path: P
     assert code == 3
 
 
+@pytest.mark.skipif(sys.version_info >= (3, 14), reason="Python 3.14 decodes zstd")
+def test_a_follower_names_a_small_zstd_rotation_it_cannot_decode(tmp_path: Path) -> None:
+    # Under 64 KiB it gave no line to judge the file by, so the walk looked at it again
+    # every poll, never read it nor named it: the summary said complete.
+    from ridtrace.forensics.live.follow import Follower, FollowSettings
+
+    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
+    (tmp_path / "frontend.jsonl.1.zst").write_bytes(b"\x28\xb5\x2f\xfd" + os.urandom(64))
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
+    try:
+        follower.start()
+        follower.poll()
+        follower.poll()
+        summary = follower.summary()
+    finally:
+        follower.close()
+    [note] = summary["unreadable_files"]
+    assert note["file"].endswith("frontend.jsonl.1.zst")
+    assert note["reason"].startswith("zstd-compressed, and this Python cannot decompress")
+    assert note["reason"].endswith("<(zstd -dc FILE)")  # not "after line 0; read up to …"
+    assert summary["incomplete"] is True
+
+
 def test_a_file_where_no_line_is_a_log_record_makes_the_result_incomplete(
     incident: tuple[Path, DynamoTruth], tmp_path: Path,
 ) -> None:

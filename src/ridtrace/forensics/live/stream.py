@@ -37,6 +37,7 @@ class StreamTail:
 
     gzip = False
     tear: str | None = None
+    unsupported: str | None = None
     identity: Identity | None = None
 
     def __init__(self, fd: int, name: str, path: Path) -> None:

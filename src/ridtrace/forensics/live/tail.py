@@ -92,6 +92,7 @@ class FileTail:
         self._decoded: DecodedStream | None = None
         self._gzip_size = -1
         self.tear: str | None = None
+        self.unsupported: str | None = None  # a compression this Python cannot decode
         # Set when the follow is asked to stop: read no byte written after that.
         self.stop_at: int | None = None
         # A container runtime's or journal's wrapping, known from the first lines, and
@@ -189,7 +190,7 @@ class FileTail:
             data = self._read_gzip(max_bytes)
             if self._held and (data or self.done):
                 data = self._held + data
-            if self.done and self.tear is None:
+            if self.done and self.tear is None and self.unsupported is None:
                 # Read whole: a last line without its newline is a line, as the batch
                 # read reads it (an Unlinked error on it was dropped, exit 0).
                 last = data[data.rfind(b"\n") + 1 :]
@@ -303,7 +304,7 @@ class FileTail:
             self._unwrap, self._unwrap_from = wrapper_of(head), None
             return b""
         self.done = True
-        self.tear = self._decoded.tear or self._decoded.unsupported
+        self.tear, self.unsupported = self._decoded.tear, self._decoded.unsupported
         return data
 
     def flush_held(self) -> Chunk | None:

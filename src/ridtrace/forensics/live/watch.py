@@ -240,6 +240,11 @@ class Watch:
         except OSError as exc:
             self._block(str(path), f"cannot read it: {exc.strerror or exc}")
             return False
+        if decoded.unsupported is not None:
+            # Nothing of it can be judged: followed, it is listed unreadable as the batch
+            # read lists it. A small zstd rotation was looked at again every poll, never
+            # read nor named, and the summary said complete.
+            return True
         plain = size >= MAGIC_BYTES and decoded.compression is None
         if b"\n" not in head and size < SNIFF_BYTES and not _plain_lines_file(path, plain):
             # Nothing to judge yet: look again next poll. A plain file named for JSON
@@ -309,6 +314,8 @@ class Watch:
         """Nothing new: close a finished gzip, or a file no name points to any more (its
         last line, if it never got a newline, goes into `chunks` first)."""
         if tail.done:
+            if tail.unsupported is not None:
+                self.stats.unreadable_files.append(FileNote(tail.name, tail.unsupported))
             if tail.tear is not None:
                 where = f"after line {tail.line}"
                 self.stats.unreadable_files.append(
