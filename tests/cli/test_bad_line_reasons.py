@@ -41,3 +41,34 @@ def test_a_text_log_says_it_is_one_and_how_dynamo_writes_json(tmp_path: Path) ->
         (1, "a text log line, not JSON (Dynamo writes JSON lines with DYN_LOGGING_JSONL=1)"),
         (2, "not JSON"),
     ]
+
+
+_DYNAMO_LINE = json.dumps({
+    "time": "2026-10-02T14:05:02.110377Z", "level": "ERROR", "target": "dynamo_llm::http",
+    "message": "engine generate call failed", "request_id": "1", "span_id": "5c20cc08e6afb2b7",
+    "trace_id": "b672ccf48683b392891c5cb4163d4b51",
+    "error": "Unlinked response; response task was dropped or cancelled",
+})
+# `journalctl -u dynamo > messages` (its default output), rsyslog's /var/log/syslog, and
+# `journalctl -o export`: the records whole, behind text ridtrace does not unwrap.
+_PREFIXED = [
+    f"Oct 02 14:05:02 gpu-3 dynamo[4242]: {_DYNAMO_LINE}",
+    f"2026-10-02T14:05:02+0000 n3 dynamo[42]: {_DYNAMO_LINE}",
+    f"MESSAGE={_DYNAMO_LINE}",
+]
+
+
+def test_records_behind_a_syslog_prefix_say_so_and_a_walk_reads_them(tmp_path: Path) -> None:
+    # Not named like a log and with no line that is a JSON object, such a file was
+    # ignored by a walk as "no JSON lines in its first lines": the walk said complete
+    # and clean (exit 0) on an Unlinked error it never read. Named, its lines said "not
+    # JSON", or that Dynamo should set DYN_LOGGING_JSONL=1, which it had.
+    (tmp_path / "messages").write_text("".join(line + "\n" for line in _PREFIXED))
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path), "--format", "json", "-q"])
+    summary = json.loads(result.stdout)["summary"]
+    assert summary["ignored_files"] == []
+    assert [(s["line"], s["reason"]) for s in summary["bad_line_samples"]] == [
+        (n, "a JSON record after a text prefix (syslog's or journalctl's default output? "
+            "journalctl -o json is read as it is)") for n in (1, 2, 3)
+    ]
+    assert result.exit_code == 3

@@ -97,6 +97,16 @@ _TEXT_LOG_LINE = re.compile(
     re.IGNORECASE,
 )
 TEXT_LOG_LINE = "a text log line, not JSON (Dynamo writes JSON lines with DYN_LOGGING_JSONL=1)"
+# A log record as ridtrace, Dynamo and tracing-subscriber write it (the time first),
+# after text a shipper put before it: syslog's or journalctl's default output ("Oct 02
+# 14:03:11 host dynamo[42]: {...}"), ``journalctl -o export``'s ``MESSAGE=``.
+PREFIXED_RECORD = re.compile(
+    rb'[^{\s][^{]*\{\s*"(?:time|timestamp)"\s*:\s*"\d{4}-\d{2}-\d{2}[^\n]*\}\s*$'
+)
+PREFIXED_RECORD_LINE = (
+    "a JSON record after a text prefix (syslog's or journalctl's default output? "
+    "journalctl -o json is read as it is)"
+)
 
 
 def _malformed(text: bytes) -> str:
@@ -110,6 +120,10 @@ def _malformed(text: bytes) -> str:
     stripped = text.strip()
     if stripped[:1] == b"{" and stripped[-1:] != b"}":
         return "truncated JSON"
+    if PREFIXED_RECORD.match(stripped):
+        # Before the text-logger check: the prefix often opens with a time, and the
+        # record holds a level, so "set DYN_LOGGING_JSONL=1" was the advice given.
+        return PREFIXED_RECORD_LINE
     if _TEXT_LOG_LINE.match(stripped):
         # Dynamo's default (READABLE) output, or any text logger's: every line of such a
         # file said only "not JSON", as if the file were damaged.

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import re
 
+from ridtrace.forensics.reading.judge import PREFIXED_RECORD
+
 __all__ = ["ignore_reason", "named_compressed", "named_for_lines", "named_like_log"]
 
 _PACKED_SUFFIX = r"\.(?:gz|bz2|xz|zst)"
@@ -95,6 +97,11 @@ def ignore_reason(name: str, head: bytes, *, whole: bool) -> str | None:
     if not whole and len(lines) > 1:
         lines.pop()  # cut by the sniff
     if any(_json_object_line(line) for line in lines[:200]):
+        return None
+    if any(PREFIXED_RECORD.match(line.strip()) for line in lines[:200]):
+        # Records behind a syslog or journal prefix (a copied /var/log/syslog, a
+        # `journalctl -o export`): read, their lines bad, so the result says incomplete;
+        # ignored as text, the walk said clean on logs it never read.
         return None
     stripped = head.strip()
     if not stripped:
