@@ -344,3 +344,29 @@ def test_a_walk_names_the_pipes_it_leaves_and_the_broken_links_it_cannot_read(
     assert unreadable == {"worker.jsonl": "a broken symbolic link"}
     assert summary["files"] == 1 and summary["requests"] == 1  # type: ignore[index]
     assert code == 3  # a log-named file could not be read: incidents may be missing
+
+
+@pytest.mark.parametrize(("line", "what"), [
+    # Dynamo's, logged outside the request's span (a spawned task): no span fields.
+    ({"time": "2026-11-29T10:00:00.5Z", "level": "ERROR", "target": "dynamo_llm::http",
+      "message": "engine generate call failed", "request_id": "1",
+      "error": "Unlinked response; response task was dropped or cancelled"}, "an Unlinked error"),
+    (json.loads(rt("response.unlinked", time="2026-11-29T10:00:00.5Z", request_id="1",
+                   message="Unlinked response; response task was dropped or cancelled")),
+     "an Unlinked error"),
+    (json.loads(rt("stream.foreign_chunk", time="2026-11-29T10:00:00.5Z", request_id="1",
+                   chunk_request_id="2")), "a foreign chunk"),
+])
+def test_an_error_line_with_no_span_id_is_named_not_dropped(
+    tmp_path: Path, line: dict[str, object], what: str,
+) -> None:
+    # Requests are keyed by span id: such a line joined none and was dropped without a
+    # word, so the report said "No findings", complete, exit 0, over the very error the
+    # tool is for. It names the line now, and the result is incomplete.
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join([*rt_request("a", "1", 0, 1), json.dumps(line)]) + "\n")
+    code, doc, _ = run(str(log))
+    assert doc["summary"]["unreadable_files"] == [{  # type: ignore[index]
+        "file": str(log), "reason": f"{what} at line 3 names no span_id, so no request "
+        "holds it: the finding is missing (read that line)"}]
+    assert code == 3

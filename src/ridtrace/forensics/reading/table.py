@@ -24,7 +24,7 @@ from ridtrace.forensics.reading.judge import (
     copy_truncated,
     judge_records,
 )
-from ridtrace.forensics.reading.lean import SPAN, SUSPECT, lean_spans_sql
+from ridtrace.forensics.reading.lean import OTHER, SPAN, SUSPECT, lean_spans_sql
 from ridtrace.forensics.reading.lines import LineMap
 from ridtrace.forensics.reading.overlong import (
     LONG_LINE_REASON,
@@ -189,6 +189,7 @@ class LogTable:
         order = np.argsort(got["first_rn"].to_numpy(), kind="stable")
         kind = got["_kind"].to_numpy()[order]
         self.window_lines = int(pc.sum(got["_window"]).as_py() or 0)
+        self._note_unkeyed(got, order[kind == OTHER])
         bad = kind == SUSPECT
         rescued: list[dict[str, Any]] = []
         judged: list[tuple[int, str]] = []
@@ -213,6 +214,20 @@ class LogTable:
             got = got.select([*_span_fields(got), *rows]).take(pa.array(order[kind == SPAN]))
         lines = {f"{c}_line": self._lines_of(got[f"{c}_rn"]) for c in _LINE_KINDS}
         return got.select(fields), lines
+
+    def _note_unkeyed(self, got: pa.Table, other: np.ndarray) -> None:
+        """Name the file when an Unlinked error or a foreign chunk is on a line with no
+        ``span_id`` (a record logged outside the request's span): no request can hold
+        it, so it was dropped, and the report said clean and complete (exit 0)."""
+        if not len(other):
+            return
+        rows = got.take(pa.array(other))
+        for kind, what in (("unlinked", "an Unlinked error"), ("foreign", "a foreign chunk")):
+            line = self._lines_of(rows[f"{kind}_rn"])
+            if len(line) and line[0] >= 0:
+                self.stats.unreadable_files.append(FileNote(
+                    self.name, f"{what} at line {int(line[0])} names no span_id, so no "
+                    "request holds it: the finding is missing (read that line)"))
 
     def _ordered_events(self) -> pa.Table:
         return self._read(
