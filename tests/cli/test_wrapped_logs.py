@@ -1,5 +1,6 @@
 """Logs as infrastructure ships them: a Kubernetes node's CRI files, Docker's json-file
-driver, ``journalctl -o json``, ``kubectl logs --timestamps --prefix``. Each wraps the same JSON lines; the report is the one the
+driver, ``journalctl -o json``, ``kubectl logs --timestamps --prefix``, Vector's, Fluent
+Bit's and Loki's logcli JSON objects. Each wraps the same JSON lines; the report is the one the
 plain lines give, with evidence citing the wrapped file's own lines."""
 
 from __future__ import annotations
@@ -69,8 +70,22 @@ def _kubectl(lines: list[bytes]) -> bytes:
                     for n, line in enumerate(lines))
 
 
+def _shipper(field: str, **around: Any) -> Callable[[list[bytes]], bytes]:
+    """A shipper writing each line as a JSON object of its own, the line in `field`."""
+    def wrap(lines: list[bytes]) -> bytes:
+        return b"".join(json.dumps({**around, field: line.decode()}).encode() + b"\n"
+                        for line in lines)
+    return wrap
+
+
 WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
     "cri": _cri, "docker": _docker, "journald": _journal, "kubectl": _kubectl,
+    # Vector's file sink (json), Fluent Bit's out_file (json_lines), Loki's logcli.
+    "vector": _shipper("message", file="/var/log/pods/x/0.log", host="node-3",
+                       source_type="kubernetes_logs", timestamp="2026-11-29T10:00:00Z"),
+    "fluent-bit": _shipper("log", date=1796205600.25, stream="stdout",
+                           kubernetes={"pod_name": "frontend-7d9f"}),
+    "logcli": _shipper("line", labels={"job": "frontend"}, timestamp="2026-11-29T10:00:00Z"),
 }
 
 
@@ -163,6 +178,27 @@ def test_plain_lines_that_start_like_a_wrapper_are_not_unwrapped(tmp_path: Path)
     _, doc = analyze_json(str(log))
     assert doc["summary"]["bad_lines"] == 0
     assert doc["summary"]["requests"] == 1
+
+
+def test_a_shippers_wrapping_is_known_past_a_banner_and_not_taken_for_a_record(
+    tmp_path: Path,
+) -> None:
+    # Vector, Fluent Bit and logcli wrap every line, the banner's text too; a log whose
+    # records have a "message" holding JSON text is no wrapper.
+    log = tmp_path / "frontend.json"
+    log.write_text(
+        json.dumps({"message": "starting frontend", "host": "n3"}) + "\n"
+        + json.dumps({"message": _RECORD, "host": "n3"}) + "\n"
+    )
+    record = json.loads(_RECORD)
+    plain = tmp_path / "app.jsonl"
+    plain.write_text(json.dumps({**record, "message": '{"a": 1}'}) + "\n")
+    _, doc = analyze_json(str(log))
+    assert doc["summary"]["bad_line_samples"] == [
+        {"file": str(log), "line": 1, "reason": "not JSON"}]
+    assert doc["summary"]["lines"] == 2
+    _, doc = analyze_json(str(plain))
+    assert doc["summary"]["bad_lines"] == 0
 
 
 def test_follow_unwraps_the_lines_it_tails(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """Logs shipped inside another format's lines: Kubernetes (CRI), Docker's json-file, journald,
-``kubectl logs --timestamps/--prefix``; and Rust tracing-subscriber's nested JSON.
+``kubectl logs --timestamps/--prefix``, a shipper's JSON object per line (Vector, Fluent
+Bit, Loki's logcli); and Rust tracing-subscriber's nested JSON.
 
 A service's JSON lines rarely reach an incident as written. On a Kubernetes node each
 line is prefixed by the container runtime (``2026-10-02T14:00:00.003195123Z stderr F
@@ -22,6 +23,7 @@ as it is, to be judged like any other line.
 
 from __future__ import annotations
 
+import copy
 import re
 
 from ridtrace.forensics.reading.nesting import nesting_in
@@ -111,6 +113,52 @@ class JournalUnwrapper(LineByLine):
         return self._parts.add(stream, number, part, last)
 
 
+# The field a log shipper that writes each line as a JSON object of its own carries the
+# service's line in: Vector's ``message``, Fluent Bit's ``log`` (its ``date`` first, no
+# ``stream``: not Docker's shape), Loki's ``logcli --output=jsonl`` ``line``.
+_ENVELOPE_FIELDS = ("log", "message", "line")
+
+
+class EnvelopeUnwrapper(LineByLine):
+    """A shipper's JSON object per line holding the service's line in one field."""
+
+    name = "log shipper JSON"
+
+    def __init__(self, field: str = "message") -> None:
+        super().__init__()
+        self.field = field
+
+    def unwrap(self, line: bytes, number: int) -> bytes:
+        entry = json_object(line)
+        if entry is None or _is_record(entry) or not isinstance(entry.get(self.field), str):
+            return line
+        text: str = entry[self.field]
+        # One line in, one line out: line numbers stay the file's.
+        return text.rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
+
+
+def _is_record(entry: dict[str, object]) -> bool:
+    """A ridtrace or Dynamo record itself (whatever other keys it has), not a wrapper."""
+    return "schema" in entry or "target" in entry
+
+
+def _envelope_of(lines: list[bytes]) -> EnvelopeUnwrapper | None:
+    """The shipper envelope the first lines are in, known by a JSON record in one of its
+    fields (a banner's text in the first ones is passed over); None at the first line
+    that is a record itself, as a plain log's first line is."""
+    for line in lines:
+        entry = json_object(line) if line.startswith(b"{") else None
+        if entry is None:
+            continue
+        if _is_record(entry):
+            return None
+        for field in _ENVELOPE_FIELDS:
+            value = entry.get(field)
+            if isinstance(value, str) and value.lstrip().startswith("{"):
+                return EnvelopeUnwrapper(field)
+    return None
+
+
 def _first_lines(head: bytes) -> list[bytes]:
     """The first non-blank lines of `head`, stripped (at most 64)."""
     return [line.strip() for line in head.split(b"\n", 64)[:64] if line.strip()]
@@ -156,7 +204,7 @@ def _shipper_of(lines: list[bytes]) -> Unwrapper | None:
         entry = json_object(line)
         if entry is not None and "MESSAGE" in entry:
             return JournalUnwrapper()
-    return None
+    return _envelope_of(lines)
 
 
 def wrapper_of(head: bytes) -> Unwrapper | None:
@@ -167,7 +215,7 @@ def wrapper_of(head: bytes) -> Unwrapper | None:
     if shipper is None:
         return nesting_in(head)
     whole = head[: head.rfind(b"\n") + 1] or head
-    inner = nesting_in(type(shipper)().feed(whole))
+    inner = nesting_in(copy.deepcopy(shipper).feed(whole))
     return shipper if inner is None else _Chain(shipper, inner)
 
 
