@@ -318,3 +318,24 @@ def test_a_record_in_endless_parts_is_held_to_the_line_limit(tmp_path: Path) -> 
         "file": str(log), "line": 19, "reason": "line longer than 16 MiB",
     }]
     assert code == 3
+
+
+def test_a_line_dockers_journald_driver_cut_is_put_together(tmp_path: Path) -> None:
+    # Docker's journald log driver cuts a line every 16 KiB and marks each part but the
+    # last CONTAINER_PARTIAL_MESSAGE=true (no _LINE_BREAK): every part was a line of its
+    # own, the record torn into bad lines; and its entries share dockerd's _PID, so
+    # another container's line between the parts must not join them.
+    def entry(n: int, container: str, message: str, **more: str) -> str:
+        return json.dumps({"__CURSOR": f"s=1;i={n}", "_PID": "811", "CONTAINER_ID": container,
+                           "MESSAGE": message, **more})
+
+    long_record = json.dumps({**json.loads(_RECORD), "traceback": "x" * 20_000})
+    log = tmp_path / "journal.json"
+    log.write_text("\n".join([
+        entry(1, "fe", long_record[:16384], CONTAINER_PARTIAL_MESSAGE="true"),
+        entry(2, "wk", _RECORD),
+        entry(3, "fe", long_record[16384:]),
+    ]) + "\n")
+    _, doc = analyze_json(str(log))
+    assert doc["summary"]["bad_lines"] == 0
+    assert doc["summary"]["lines"] == 2

@@ -93,7 +93,8 @@ class PrefixUnwrapper(LineByLine):
 class JournalUnwrapper(LineByLine):
     """``journalctl -o json``: the line is ``MESSAGE`` (an array of bytes when it is not
     printable text); one longer than journald's LineMax is cut, each cut part but the
-    last marked ``_LINE_BREAK=line-max``."""
+    last marked ``_LINE_BREAK=line-max`` (``CONTAINER_PARTIAL_MESSAGE=true`` from
+    Docker's journald log driver)."""
 
     name = "journald JSON"
 
@@ -108,8 +109,12 @@ class JournalUnwrapper(LineByLine):
             part = message.encode("utf-8", "surrogatepass")
         else:
             return line
-        stream = entry.get("_STREAM_ID") or entry.get("_PID")
-        last = entry.get("_LINE_BREAK") != "line-max"
+        # Docker's journald log driver cuts a line every 16 KiB as its json-file driver
+        # does, marking each part but the last CONTAINER_PARTIAL_MESSAGE=true; its entries
+        # all carry dockerd's _PID, so the container tells the streams apart.
+        stream = entry.get("_STREAM_ID") or entry.get("CONTAINER_ID") or entry.get("_PID")
+        last = (entry.get("_LINE_BREAK") != "line-max"
+                and entry.get("CONTAINER_PARTIAL_MESSAGE") != "true")
         return self._parts.add(stream, number, part, last)
 
 
