@@ -81,3 +81,23 @@ def test_a_table_line_caps_the_evidence_json_keeps_it_all() -> None:
                          "logs/frontend.jsonl:4 … +16 more")
     finding["evidence"] = evidence[:4]
     assert table_line(finding).endswith("logs/frontend.jsonl:4")
+
+
+def test_more_files_than_the_open_file_limit_are_listed_not_a_crash(tmp_path: Path) -> None:
+    # A follower holds each followed file open. A directory of more files than the soft
+    # limit (1024 by default; 128 here, and no higher hard limit to raise it to) used
+    # every descriptor, and the poll's own next file stopped it: a traceback, exit 4.
+    from tests.forensics.helpers import rt_request
+
+    for n in range(200):
+        lines = rt_request(f"{n:x}", f"r{n}", 0, 1)
+        (tmp_path / f"pod-{n:03}.log").write_text("\n".join(lines) + "\n")
+    limited = ["sh", "-c", 'ulimit -n 128 && exec "$@"', "sh"]
+    follower = start_follower([str(tmp_path)], "--from-start", runner=limited)
+    code = follower.stop(signal.SIGINT)
+    summary = follower.summary()
+    assert not any("Traceback" in line for line in follower.stderr), follower.stderr
+    unfollowed = [n for n in summary["unreadable_files"] if n["reason"].startswith("not followed")]
+    assert unfollowed and summary["files"] + len(unfollowed) == 200
+    assert summary["incomplete"] is True
+    assert code == 3

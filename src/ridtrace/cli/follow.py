@@ -166,10 +166,12 @@ def run_follow(
     """Follow `paths` until a signal (or the first error with `fail_fast`); the exit code."""
     from ridtrace.cli.analyze import InputError
     from ridtrace.forensics.live.follow import Follower, FollowSettings
+    from ridtrace.forensics.live.open_files import raise_open_file_limit
     from ridtrace.forensics.reading.inputs import CLOSED_STDIN, stdin_closed
 
     if "-" in paths and stdin_closed():
         raise InputError(CLOSED_STDIN)
+    raise_open_file_limit()  # one descriptor per followed file
     settings = FollowSettings(
         from_start=from_start, window_s=parse_duration(window, "--window"),
         interval=parse_duration(interval, "--poll-interval"),

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ridtrace.forensics.live.identity import Identities
+from ridtrace.forensics.live.open_files import tail_budget, too_many_open
 from ridtrace.forensics.live.stream import StreamTail
 from ridtrace.forensics.live.tail import Chunk, FileTail
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream
@@ -96,6 +97,8 @@ class Watch:
     _dangling: set[str] = field(default_factory=set)  # broken links listed as ignored
     _followed: set[str] = field(default_factory=set)  # every name a file was opened by
     _streams: int = 0  # streams opened (standard input, named pipes)
+    # How many files may be open at once (`open_files`): one more is listed, not opened.
+    max_tails: int = field(default_factory=tail_budget)
     _started: bool = False
     _bounded: bool = False
 
@@ -161,6 +164,9 @@ class Watch:
                 self.settled.add(key)
                 continue
             if walked and not self._looks_like_log(path, key, st.st_size):
+                continue
+            if len(self.tails) >= self.max_tails:
+                self._block(str(path), too_many_open(self.max_tails))
                 continue
             try:
                 tail = FileTail(path, self.identities, from_end=not self._started and
