@@ -21,6 +21,7 @@ from ridtrace.forensics.reading.schema import FINDING_COLUMNS
 from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
 from ridtrace.forensics.records.read import LoadedRequests
 from ridtrace.forensics.records.spans import build_requests, requests_from_partials
+from ridtrace.forensics.rfc3339 import is_iso8601
 from ridtrace.forensics.rules.columns import epoch_us, lookup, span_columns
 from ridtrace.forensics.rules.findings import (
     FindingColumns,
@@ -94,6 +95,8 @@ def parse_time(text: str | None, *, bound: str | None = None) -> pd.Timestamp | 
     """
     if text is None:
         return None
+    if not is_iso8601(text):
+        raise ValueError(f"not an ISO 8601 time: {text!r}")
     stamp = pd.Timestamp(text)
     utc: pd.Timestamp = (
         stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")

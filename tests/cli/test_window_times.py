@@ -1,0 +1,44 @@
+"""--since/--until take ISO 8601 times and nothing else (docs/cli.md): pandas, which
+parses them, read an empty value (`--since "$UNSET"`), ``nan`` or ``NaT`` as "no time",
+a window no request is in, so analyze said "No findings." and exited 0 on logs full of
+crossed streams; ``2/12/2026`` was read as February the 12th."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from ridtrace.testing.synth import SynthSpec, write_logs
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("logs")
+    write_logs(out, SynthSpec(requests=60))
+    return out
+
+
+@pytest.mark.parametrize("option", ["--since", "--until"])
+@pytest.mark.parametrize("value", ["", "nan", "NaT", "now", "2/12/2026", "Dec 2 2026",
+                                   "10:00"])
+def test_a_time_that_is_not_iso_8601_is_bad_usage(logs: Path, option: str,
+                                                   value: str) -> None:
+    result = CliRunner().invoke(main, ["analyze", str(logs), option, value, "-q"])
+    assert result.exit_code == 2, result.stdout
+    assert result.stdout == ""
+    assert f"not an ISO 8601 time: {value!r}" in result.stderr
+
+
+@pytest.mark.parametrize("value", [
+    "2026-11-29", "2026-11", "2026", "20261129", "2026-11-29T09:00", "2026-11-29 09:00",
+    "2026-11-29t09:00:00z", "2026-11-29T09", "20261129T090000Z", "2026-11-29T10:00:00,5+01:00",
+    "2026-11-29T09:00:00.000000001Z", "2026-11-29T04:00-0500", "0001-01-01",
+])
+def test_iso_8601_forms_are_taken(logs: Path, value: str) -> None:
+    # The synthetic logs are at 2026-11-29T10:00Z: every one of these keeps them all.
+    result = CliRunner().invoke(main, ["analyze", str(logs), "--since", value, "-q"])
+    assert result.exit_code == 1, result.stderr  # the synthetic crossed stream is found
+    assert "crossed_stream" in result.stdout
