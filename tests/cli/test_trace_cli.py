@@ -229,3 +229,21 @@ def test_the_ids_export_jaeger_wrote_for_odd_logged_ids_find_the_request(tmp_pat
         code, out, err = run("trace", ident, str(log), "--format", "json")
         assert code == 0, (ident, err)
         assert [r["request_id"] for r in json.loads(out)["requests"]] == ["r1"]
+
+
+def test_an_id_in_another_spelling_finds_the_request_as_jaeger_finds_it(tmp_path: Path) -> None:
+    # Jaeger reads an id as a hex number: F81E… finds the trace logged as f81e…, as does
+    # a 16-digit trace id padded to 32 or written with 0x. trace answered "no request".
+    trace_id, span_id = "f81e54dd1c0502c6f02905313d0a270b", "d84cf5e616f83207"
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(rt_request(span_id, "r1", 0, 1, trace=trace_id)
+                             + rt_request("00000000000000aa", "r2", 2, 3,
+                                          trace="00000000000000ab")) + "\n")
+    for ident, want in ((trace_id.upper(), "r1"), ("0x" + trace_id, "r1"),
+                        (span_id.upper(), "r1"), ("0X" + span_id.upper(), "r1"),
+                        ("0" * 16 + "00000000000000AB", "r2"), ("aa", "r2"), ("AB", "r2")):
+        code, out, err = run("trace", ident, str(log), "--format", "json")
+        assert code == 0, (ident, err)
+        assert [r["request_id"] for r in json.loads(out)["requests"]] == [want], ident
+    code, _, err = run("trace", "F81E54DD1C0502C6F02905313D0A270C", str(log))
+    assert code == 1 and "no request" in err

@@ -8,6 +8,7 @@ offsets are corrected (`ridtrace.forensics.rules.skew`).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -89,16 +90,27 @@ def _ms(t: Any, t0: pd.Timestamp) -> float:
     return round(float((pd.Timestamp(t) - t0).total_seconds()) * 1000.0, 3)
 
 
+_HEX = re.compile(r"[0-9a-f]+")
+
+
 def _jaeger_ids_match(requests: pd.DataFrame, ident: str) -> np.ndarray:
-    """Spans whose trace or span id `export jaeger` wrote as `ident`: an id logged as
-    ``DEADBEEF`` is ``00000000deadbeef`` in Jaeger's UI, where the operator copies it."""
-    if len(ident) not in (16, 32):
+    """Spans whose trace or span id is `ident` as Jaeger reads ids: an id logged as
+    ``DEADBEEF`` is ``00000000deadbeef`` in Jaeger's UI, where the operator copies it.
+
+    `ident` is read as Jaeger reads it too, a hex number whatever its case, zeros or
+    ``0x``: Jaeger finds ``F81E…`` as the trace ``f81e…``, and the id copied from an
+    upper-case log or a 16-digit trace id padded to 32 found nothing here.
+    """
+    digits = ident.lower().removeprefix("0x").lstrip("0")
+    if not _HEX.fullmatch(digits or "0") or len(digits) > max(jaeger_ids.TRACE_WIDTHS):
         return np.zeros(len(requests), dtype=bool)
     trace = requests["trace_id"].astype("object")
     span = requests["span_id"].astype("object")
-    hit = trace.map(lambda t: isinstance(t, str) and jaeger_ids.trace_id(t) == ident)
-    if len(ident) == jaeger_ids.SPAN_WIDTH:
-        hit |= span.map(lambda s: isinstance(s, str) and jaeger_ids.span_id(s) == ident)
+    as_trace = jaeger_ids.trace_id(ident)
+    hit = trace.map(lambda t: isinstance(t, str) and jaeger_ids.trace_id(t) == as_trace)
+    if len(digits) <= jaeger_ids.SPAN_WIDTH:
+        as_span = jaeger_ids.span_id(ident)
+        hit |= span.map(lambda s: isinstance(s, str) and jaeger_ids.span_id(s) == as_span)
     return np.asarray(hit.to_numpy(dtype=bool), dtype=bool)
 
 
