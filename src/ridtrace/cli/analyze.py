@@ -20,7 +20,7 @@ import click
 from ridtrace.cli import quick_exit
 from ridtrace.cli.engine import dask_report, engine_choice, engine_options
 from ridtrace.cli.follow import follow_command, follow_options
-from ridtrace.cli.output import whole_file
+from ridtrace.cli.output import refuse_to_overwrite, whole_file
 
 if TYPE_CHECKING:
     from ridtrace.forensics.reading.events import LoadedLogs
@@ -91,10 +91,13 @@ def import_beside(module: str) -> threading.Thread:
     return thread
 
 
-def load_logs(paths: Sequence[str], *, quiet: bool, lean: bool = False) -> LoadedLogs:
+def load_logs(
+    paths: Sequence[str], *, quiet: bool, lean: bool = False, writes: Sequence[Path | None] = (),
+) -> LoadedLogs:
     """Load inputs' events, with a progress bar and warnings on stderr.
 
-    ``lean`` skips display-only fields (see `ridtrace.forensics.reading.events.read_sources`).
+    ``lean`` skips display-only fields (see `ridtrace.forensics.reading.events.read_sources`);
+    ``writes``: the files the command will write, refused when one is a log it read.
     """
     from ridtrace.forensics.reading.events import read_sources
     from ridtrace.forensics.reading.inputs import ForensicsInputError, expand_inputs
@@ -106,13 +109,15 @@ def load_logs(paths: Sequence[str], *, quiet: bool, lean: bool = False) -> Loade
     logs = _with_progress(
         sources, quiet, lambda on_bytes: read_sources(sources, lean=lean, on_bytes=on_bytes)
     )
+    refuse_to_overwrite(writes, sources, logs.stats)
     if not quiet:
         warn_read_stats(logs.stats)
     return logs
 
 
 def read_for_analysis(
-    paths: Sequence[str], *, quiet: bool, since: Any = None, until: Any = None
+    paths: Sequence[str], *, quiet: bool, since: Any = None, until: Any = None,
+    writes: Sequence[Path | None] = (),
 ) -> LoadedRequests:
     """`analyze`'s read: per-span partials of every input, warnings on stderr."""
     from ridtrace.forensics.reading.inputs import ForensicsInputError, expand_inputs
@@ -126,6 +131,7 @@ def read_for_analysis(
         sources, quiet,
         lambda on_bytes: read_partials(sources, on_bytes=on_bytes, since=since, until=until),
     )
+    refuse_to_overwrite(writes, sources, read.stats)
     if not quiet:
         warn_read_stats(read.stats)
     return read
@@ -257,10 +263,12 @@ def analyze(
     if since_t is not None and until_t is not None and since_t >= until_t:
         raise click.BadParameter("--since must be before --until", param_hint="--since")
     if choice.dask:
-        report = dask_report(choice, paths, quiet=quiet, since=since_t, until=until_t)
+        report = dask_report(choice, paths, quiet=quiet, since=since_t, until=until_t,
+                             writes=(output,))
     else:
         rules = import_beside("ridtrace.forensics.rules.report")
-        read = read_for_analysis(paths, quiet=quiet, since=since_t, until=until_t)
+        read = read_for_analysis(paths, quiet=quiet, since=since_t, until=until_t,
+                                  writes=(output,))
         rules.join()
         from ridtrace.forensics.rules.report import analyze_read
 

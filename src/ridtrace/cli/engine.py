@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -94,9 +95,14 @@ def dask_load(
     quiet: bool,
     since: pd.Timestamp | None = None,
     until: pd.Timestamp | None = None,
+    writes: Sequence[Path | None] = (),
 ) -> DaskLoad:
-    """Read `paths` on Dask into a requests frame; click errors for every user mistake."""
+    """Read `paths` on Dask into a requests frame; click errors for every user mistake.
+
+    ``writes``: the files the command will write, refused when one is a log it read.
+    """
     from ridtrace.cli.analyze import InputError, warn_read_stats
+    from ridtrace.cli.output import refuse_to_overwrite
 
     try:
         from ridtrace.forensics.dask_engine import engine as dask_engine
@@ -112,6 +118,11 @@ def dask_load(
             )
     except (ForensicsInputError, dask_engine.DaskEngineError) as exc:
         raise InputError(str(exc)) from exc
+    if any(w is not None for w in writes):  # the local inputs: object storage is no file here
+        from ridtrace.forensics.reading.inputs import expand_inputs
+
+        named = [p for p in paths if "://" not in p]
+        refuse_to_overwrite(writes, expand_inputs(named) if named else [], load.stats)
     if not quiet:
         warn_read_stats(load.stats)
     return load
@@ -124,9 +135,11 @@ def dask_report(
     quiet: bool,
     since: pd.Timestamp | None,
     until: pd.Timestamp | None,
+    writes: Sequence[Path | None] = (),
 ) -> Report:
     """``ridtrace analyze`` on Dask: the report the pandas engine gives for the same input."""
-    load = dask_load(choice, paths, lean=True, quiet=quiet, since=since, until=until)
+    load = dask_load(choice, paths, lean=True, quiet=quiet, since=since, until=until,
+                     writes=writes)
     from ridtrace.forensics.dask_engine.engine import analyze_load  # importable: dask_load checked
 
     return analyze_load(load, since=since, until=until)

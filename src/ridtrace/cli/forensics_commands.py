@@ -73,10 +73,10 @@ def audit(
 
     choice = engine_choice(engine, scheduler, partition_size)
     if choice.dask:
-        load = dask_load(choice, paths, lean=False, quiet=quiet)
+        load = dask_load(choice, paths, lean=False, quiet=quiet, writes=(output, plot))
         requests, stats = load.requests, load.stats
     else:
-        logs = load_logs(paths, quiet=quiet)
+        logs = load_logs(paths, quiet=quiet, writes=(output, plot))
         requests, stats = build_requests(logs.events), logs.stats
     summary = audit_summary(requests, stats)
     table = _rfc3339(run_audit(requests, by), "first_seen", "last_seen")
@@ -180,7 +180,7 @@ def trace(
     from ridtrace.forensics.views.trace_export import trace_csv, trace_document
     from ridtrace.forensics.views.trace_model import build_trace
 
-    logs = load_logs(paths, quiet=quiet)
+    logs = load_logs(paths, quiet=quiet, writes=(output,))
     requests = build_requests(logs.events)
     reasons = incomplete_reasons(logs.stats, requests=len(requests))
     view = build_trace(logs.events, requests, ident, limit=limit or None)
@@ -232,7 +232,7 @@ def jaeger(ctx: click.Context, paths: tuple[str, ...], output: Path, include_hea
     from ridtrace.forensics.records.spans import build_requests
     from ridtrace.forensics.views.jaeger import jaeger_traces, write_jaeger
 
-    logs = load_logs(paths, quiet=quiet)
+    logs = load_logs(paths, quiet=quiet, writes=(output,))
     requests = build_requests(logs.events)
     traces = jaeger_traces(requests, logs.events, health=include_health)
     # Streamed, a trace at a time: the whole document (and its text) was twice the

@@ -13,11 +13,17 @@ import contextlib
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-__all__ = ["whole_file"]
+import click
+
+if TYPE_CHECKING:
+    from ridtrace.forensics.reading.inputs import Source
+    from ridtrace.forensics.reading.stats import ReadStats
+
+__all__ = ["WouldOverwriteALog", "overwritten_log", "refuse_to_overwrite", "whole_file"]
 
 
 @contextlib.contextmanager
@@ -50,3 +56,48 @@ def whole_file(path: Path) -> Iterator[TextIO]:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+class WouldOverwriteALog(click.ClickException):
+    """A file the command writes is one of the logs it read: exit 2, as a bad -o is."""
+
+    exit_code = 2
+
+
+def refuse_to_overwrite(
+    writes: Sequence[Path | None], sources: Sequence[Source], stats: ReadStats
+) -> None:
+    """Raise `WouldOverwriteALog` when one of `writes` is one of the logs read: written
+    whole after the read, the report replaced the evidence it was about. A walk's files
+    judged not to be logs (an earlier report beside them) may be replaced."""
+    ignored = {note.file for note in stats.ignored_files}
+    target = overwritten_log(writes, [s.path for s in sources if s.name not in ignored])
+    if target is not None:
+        raise WouldOverwriteALog(f"will not write over {target}: it is one of the logs read")
+
+
+def overwritten_log(targets: Iterable[Path | None], read: Iterable[Path | None]) -> Path | None:
+    """The first of `targets` that is one of the logs `read` (the same file, by device
+    and inode, whatever the path), else None.
+
+    ``ridtrace analyze app.jsonl -o app.jsonl`` replaced the log, the incident's
+    evidence, with the report about it.
+    """
+    written = {}
+    for target in targets:
+        if target is None or str(target) == "-":
+            continue
+        with contextlib.suppress(OSError):
+            info = os.stat(target)
+            if stat.S_ISREG(info.st_mode):
+                written[(info.st_dev, info.st_ino)] = target
+    if not written:
+        return None
+    for path in read:
+        if path is None:
+            continue
+        with contextlib.suppress(OSError):
+            info = os.stat(path)
+            if (info.st_dev, info.st_ino) in written:
+                return written[(info.st_dev, info.st_ino)]
+    return None

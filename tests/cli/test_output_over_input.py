@@ -1,0 +1,61 @@
+"""A report, export or plot is never written over one of the logs it was made from:
+`ridtrace analyze app.jsonl -o app.jsonl` (a slip of the shell's history) replaced the
+log, the incident's evidence, with the report about it, and exited as if all was well."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from tests.forensics.helpers import rt_request
+
+COMMANDS = {
+    "analyze": ["analyze", "{logs}", "--format", "json", "-o", "{target}"],
+    "analyze dask": ["analyze", "{logs}", "--engine", "dask", "-o", "{target}"],
+    "audit": ["audit", "{logs}", "-o", "{target}"],
+    "audit plot": ["audit", "{logs}", "--plot", "{target}"],
+    "trace": ["trace", "r1", "{logs}", "-o", "{target}"],
+    "export jaeger": ["export", "jaeger", "{logs}", "-o", "{target}"],
+}
+
+
+def _logs(tmp_path: Path) -> Path:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    lines = rt_request("a" * 16, "r1", 0, 2) + rt_request("b" * 16, "r2", 1, 3)
+    (logs / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    return logs
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+@pytest.mark.parametrize("named", ["the file", "its directory"])
+def test_the_output_is_never_a_log_read(tmp_path: Path, command: str, named: str) -> None:
+    if command == "analyze dask":
+        pytest.importorskip("dask.distributed")
+    if command == "audit plot":
+        pytest.importorskip("matplotlib")
+    logs = _logs(tmp_path)
+    log = logs / "frontend.jsonl"
+    before = log.read_bytes()
+    source = log if named == "the file" else logs
+    # Another spelling of the same file: compared as files, not as paths.
+    target = logs / ".." / "logs" / "frontend.jsonl"
+    args = [a.format(logs=source, target=target) for a in COMMANDS[command]]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert f"will not write over {target}: it is one of the logs read" in result.stderr
+    assert log.read_bytes() == before
+
+
+def test_an_earlier_report_beside_the_logs_is_replaced(tmp_path: Path) -> None:
+    # Judged not a log in the walk ("a JSON document"), it is the report to update.
+    logs = _logs(tmp_path)
+    report = logs / "report.json"
+    for _ in range(2):
+        result = CliRunner().invoke(main, ["analyze", str(logs), "--format", "json",
+                                           "-o", str(report)])
+        assert result.exit_code == 0, result.stderr
+    assert report.read_text().startswith("{")
