@@ -114,3 +114,28 @@ def test_audit_rows_read_whole_on_a_narrow_terminal(
         [line for line in lines if line.split()[:1] == ["last_seen"]]) >= 2
     _, wide = run_on_terminal("audit", str(path), "--by", by, "-q", columns=200)
     assert "┏" in wide  # the table
+
+
+@pytest.mark.parametrize("columns", [140, 160, 200])
+def test_the_findings_table_keeps_times_and_uuid_ids_whole(tmp_path: Path, columns: int) -> None:
+    # Server-minted ids are UUIDs: beside them the table folded each time after its
+    # 25th character ("2026-11-29T10:00:00.10000" / "0Z", which reads as another time)
+    # and each id in two, in a file (160 columns) as on a terminal.
+    from click.testing import CliRunner
+
+    from ridtrace.cli.main import main
+    from tests.forensics.helpers import rt_request
+
+    rid = "0b1c2d3e-4f50-4a61-b728-394a5b6c7d8e"
+    lines = (rt_request("a" * 16, rid, 0.1, 0.5, xrid="client-x")
+             + rt_request("b" * 16, rid, 0.2, 0.6, xrid="client-y"))
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path), "-q"],
+                                env={"COLUMNS": str(columns)})
+    assert result.exit_code == 1, result.stderr
+    rows = result.stdout.splitlines()
+    assert max(map(len, rows)) <= columns
+    finding = [row for row in rows if "duplicate_in_flight │ error" in row]
+    assert finding and "│ 2026-11-29T10:00:00.100000Z │" in finding[0], "\n".join(rows)
+    if columns >= 160:
+        assert f"│ {rid} │ client-x     │" in finding[0], "\n".join(rows)

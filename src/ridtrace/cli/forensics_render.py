@@ -104,7 +104,7 @@ def render_report(report: Report, *, to_terminal: bool) -> str:
         return buf.getvalue()
     records = finding_dicts(found.head(MAX_ROWS))
     if console.width >= FINDINGS_TABLE_WIDTH:
-        console.print(_findings_table(records))
+        console.print(_findings_table(console.width, records))
     else:
         _print_finding_blocks(console, records)
     if len(found) > MAX_ROWS:
@@ -137,10 +137,32 @@ def _common_dir(dirs: set[str]) -> str:
         return ""
 
 
-def _findings_table(records: list[dict[str, Any]]) -> Table:
+# Ids up to a UUID's length are kept whole in the findings table, as in `trace`'s text.
+WHOLE_ID = 36
+_FINDING_COLUMNS = ("kind", "severity", "time", "request_id", "x_request_id", "detail",
+                    "evidence")
+_FOLDED_AT_LEAST = 16  # what a folded column keeps beside the whole ones
+
+
+def _findings_table(width: int, records: list[dict[str, Any]]) -> Table:
+    """The findings as a table `width` wide: kind, severity and time whole (a time
+    folded after "…18.66258" read as another time), and ids up to `WHOLE_ID` characters
+    too, while the columns that fold keep `_FOLDED_AT_LEAST`; the rest folds."""
+    from rich.cells import cell_len
+
+    cells = [[_cell(rec[col]) for col in _FINDING_COLUMNS[:5]] for rec in records]
+    longest = {col: min(max([len(col)] + [cell_len(row[i]) for row in cells]), WHOLE_ID)
+               for i, col in enumerate(_FINDING_COLUMNS[:5])}
+    borders = 3 * len(_FINDING_COLUMNS) + 1
+    whole: dict[str, int] = {}
+    for kept in (_FINDING_COLUMNS[:5], _FINDING_COLUMNS[:3]):
+        folded = len(_FINDING_COLUMNS) - len(kept)
+        if sum(longest[c] for c in kept) + borders + folded * _FOLDED_AT_LEAST <= width:
+            whole = {col: longest[col] for col in kept}
+            break
     table = Table(title="findings")
-    for col in ("kind", "severity", "time", "request_id", "x_request_id", "detail", "evidence"):
-        table.add_column(col, overflow="fold")
+    for col in _FINDING_COLUMNS:
+        table.add_column(col, overflow="fold", width=whole.get(col))
     for rec in records:
         style = "red" if rec["severity"] == "error" else None
         table.add_row(
