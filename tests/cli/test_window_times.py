@@ -42,3 +42,26 @@ def test_iso_8601_forms_are_taken(logs: Path, value: str) -> None:
     result = CliRunner().invoke(main, ["analyze", str(logs), "--since", value, "-q"])
     assert result.exit_code == 1, result.stderr  # the synthetic crossed stream is found
     assert "crossed_stream" in result.stdout
+
+
+@pytest.mark.parametrize(("option", "value", "kept"), [
+    ("--until", "2026-11-29T10:00:00.1000001", 1),  # after the start at .100000
+    ("--until", "2026-11-29T10:00:00.1", 0),
+    ("--since", "2026-11-29T10:00:00.2000001", 0),  # after the end at .200000
+    ("--since", "2026-11-29T10:00:00.2", 1),
+])
+def test_a_bound_finer_than_a_microsecond_is_compared_exactly(
+    tmp_path: Path, option: str, value: str, kept: int,
+) -> None:
+    # Log times are microseconds; the read floored a bound to them, so --until
+    # 10:00:00.1000001 left out a request that started at 10:00:00.100000, before it.
+    import json
+
+    from tests.forensics.helpers import rt_request
+
+    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a" * 16, "r1", 0.1, 0.2))
+                                             + "\n")
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path), option, value,
+                                       "--format", "json", "-q"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["summary"]["requests"] == kept

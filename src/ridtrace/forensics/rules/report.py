@@ -107,7 +107,10 @@ def parse_time(text: str | None, *, bound: str | None = None) -> pd.Timestamp | 
         if (utc < lowest) == (bound == "since"):
             return None
         return lowest if utc < lowest else highest
-    return utc
+    # Log times are kept to the microsecond, and the window is compared in them: a bound
+    # between two microseconds is the next one (the read floors it, which moved
+    # --until 10:00:00.1000001 before a request that started at 10:00:00.100000).
+    return utc.ceil("us") if utc.nanosecond and utc < highest.floor("us") else utc
 
 
 def select_window(
