@@ -247,3 +247,19 @@ def test_an_id_in_another_spelling_finds_the_request_as_jaeger_finds_it(tmp_path
         assert [r["request_id"] for r in json.loads(out)["requests"]] == [want], ident
     code, _, err = run("trace", "F81E54DD1C0502C6F02905313D0A270C", str(log))
     assert code == 1 and "no request" in err
+
+
+def test_the_id_a_legacy_request_start_logged_finds_that_request(tmp_path: Path) -> None:
+    # Under --id-policy legacy request.start logs a minted id and the later lines the
+    # client's; the request is judged by the latter, and the minted id an operator read
+    # on its first line answered "no request".
+    from tests.forensics.helpers import legacy_rotated
+
+    legacy_rotated(tmp_path)
+    minted = "11111111-1111-4111-8111-111111111111"
+    code, out, err = run("trace", minted, str(tmp_path), "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["matched"] == 1
+    (request,) = doc["requests"]
+    assert (request["request_id"], request["span_id"]) == ("7", "a1")
