@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -177,3 +178,21 @@ def test_every_forensics_help_names_sighups_exit_status(command: tuple[str, ...]
     # --help listed only 130 and 143 among the stops.
     out = CliRunner().invoke(main, [*command, "--help"], terminal_width=200).stdout
     assert "129" in out, out
+
+
+def _commands(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, click.Command]]:
+    found = []
+    for name, command in group.commands.items():
+        found.append((" ".join((*path, name)), command))
+        if isinstance(command, click.Group):
+            found.extend(_commands(command, (*path, name)))
+    return found
+
+
+@pytest.mark.parametrize(("name", "command"), _commands(main), ids=[n for n, _ in _commands(main)])
+def test_every_option_says_in_its_help_what_it_is(name: str, command: click.Command) -> None:
+    # `--help` is the reference a user has at hand: `serve worker --first-token-delay`
+    # and both serve commands' `--log-file` / `--log-level` showed a bare type.
+    bare = [param.opts[0] for param in command.params
+            if isinstance(param, click.Option) and not param.help]
+    assert not bare, f"ridtrace {name}: {bare} have no help text"

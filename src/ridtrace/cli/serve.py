@@ -65,6 +65,10 @@ def _allowed_host_option(func: Callable[..., None]) -> Callable[..., None]:
     )(func)
 
 
+_LOG_FILE_HELP = "JSON-lines log the process writes, appended to (docs/log-schema.md)."
+_LOG_LEVEL_HELP = "Lowest level logged: TRACE, DEBUG, INFO, WARN(ING), ERROR or CRITICAL."
+
+
 def _debug_option(func: Callable[..., None]) -> Callable[..., None]:
     return click.option(
         "--debug-endpoints", is_flag=True, default=None,
@@ -178,7 +182,8 @@ def _run(
 @click.option("--port", type=int, required=True, help="Port to listen on.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--worker", "workers", multiple=True, required=True, help="Worker base URL (repeat).")
-@click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help=_LOG_FILE_HELP)
 @click.option("--id-policy", type=_POLICY, default="safe", show_default=True,
               help="'legacy' reproduces the pre-fix collisions: unsafe, for demos and tests.")
 @click.option("--first-byte-timeout", type=float, default=None, help="Seconds (default 30).")
@@ -188,7 +193,7 @@ def _run(
               help="Seconds a request body may take to arrive (default 30); then 408.")
 @click.option("--max-body-bytes", type=int, default=None,
               help="Bodies above get 413 (default 1048576, 1 MiB).")
-@click.option("--log-level", default="INFO", show_default=True)
+@click.option("--log-level", default="INFO", show_default=True, help=_LOG_LEVEL_HELP)
 @click.option("--api-key", "api_keys", multiple=True, metavar="KEY",
               help="Require this key (repeat for several; or RIDTRACE_API_KEYS, comma list) "
                    "as 'Authorization: Bearer KEY' or 'x-api-key: KEY'.")
@@ -245,19 +250,21 @@ def frontend_command(
 @serve.command("worker")
 @click.option("--port", type=int, required=True, help="Port to listen on.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help=_LOG_FILE_HELP)
 @click.option("--id-policy", type=_POLICY, default="safe", show_default=True,
               help="'legacy' accepts duplicate in-flight ids (pre-fix).")
 @click.option("--token-delay", type=float, default=0.0, show_default=True,
               help="Seconds between tokens.")
-@click.option("--first-token-delay", type=float, default=0.0, show_default=True)
+@click.option("--first-token-delay", type=float, default=0.0, show_default=True,
+              help="Seconds before the first token; --token-delay paces the rest.")
 @click.option("--gate", is_flag=True,
               help="Test hook: hold first tokens until POST /debug/gate/open.")
 @click.option("--hang-after-tokens", type=int, default=None,
               help="Test fault: stop producing after N tokens, keep the stream open.")
 @click.option("--foreign-chunk-after", type=int, default=None,
               help="Test fault: label the chunk after N tokens with another request id.")
-@click.option("--log-level", default="INFO", show_default=True)
+@click.option("--log-level", default="INFO", show_default=True, help=_LOG_LEVEL_HELP)
 @click.option("--baggage-attribute", "baggage_attributes", multiple=True, metavar="NAME",
               help="Copy this W3C baggage entry onto the worker span as baggage.NAME (repeat).")
 @_worker_token_option
