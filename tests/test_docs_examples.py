@@ -3,6 +3,8 @@
 Shell examples run against a real demo run's output (``demo-out/`` in a scratch folder);
 ``ridtrace serve`` examples start the real server on a free port and wait for /health.
 Synopsis lines (``ridtrace analyze PATH...``) are grammar, not examples, and are skipped.
+Live ``analyze --follow`` examples are started before their logs exist, as cli.md shows
+them, and stopped with Ctrl-C once the demo's logs have appeared and been reported.
 """
 
 from __future__ import annotations
@@ -11,13 +13,16 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.support.follower import FollowProcess
 from tests.support.servers import child_pythonpath, free_port, stop_process, wait_until_serving
 
 REPO = Path(__file__).resolve().parents[1]
@@ -165,3 +170,47 @@ def test_python_example_runs(doc: str, code: str, tmp_path: Path, scratch: Path)
     assert done.returncode == 0, f"{doc}:\n{code}\n{done.stderr[-3000:]}"
     if "metrics_endpoint" in code:
         assert "checked /metrics" in done.stdout, f"{doc}: the example serves no /metrics"
+
+
+def _follow_examples() -> list[tuple[str, str]]:
+    """The live `analyze --follow` lines (README, cli.md's `$ ` session), optional parts dropped:
+    they run until Ctrl-C, so test_shell_example_runs leaves them out."""
+    examples = []
+    for doc, body in _blocks("shell"):
+        for line in body.splitlines():
+            command = re.sub(r"\[[^\]]*\]", "", line.split("  #")[0].removeprefix("$ ")).strip()
+            if command.startswith("ridtrace analyze ") and "--follow" in command \
+                    and not _SYNOPSIS.search(command):
+                examples.append((doc, " ".join(command.split())))
+    return examples
+
+
+def test_the_docs_show_the_live_follow() -> None:
+    assert {doc for doc, _ in _follow_examples()} >= {"README.md", "cli.md"}
+
+
+@pytest.mark.parametrize(("doc", "command"), _follow_examples())
+def test_follow_example_runs(doc: str, command: str, demo_output: Path, tmp_path: Path) -> None:
+    # As cli.md's session shows it: started before the demo wrote its logs, the follower
+    # waits for the directory, reads the files that appear from their first line, prints
+    # each error finding as a table line and, on Ctrl-C, the summary; exit 1 (findings).
+    process = subprocess.Popen(["bash", "-c", "exec " + command], cwd=tmp_path,
+                               env=_ridtrace_env(), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    follower = FollowProcess(process)
+    for stream, into_stdout in ((process.stdout, True), (process.stderr, False)):
+        thread = threading.Thread(target=follower._pump, args=(stream, into_stdout), daemon=True)
+        thread.start()
+        follower._threads.append(thread)
+    try:
+        follower.wait_for(lambda: any("to appear" in line for line in follower.stderr),
+                          timeout=60, what=f"{doc}: {command} waiting for its input")
+        shutil.copytree(demo_output / "legacy" / "logs", tmp_path / "demo-out" / "legacy" / "logs")
+        follower.wait_for(lambda: any(" crossed_stream " in p.text for p in follower.stdout),
+                          timeout=60, what=f"{doc}: {command} printing a crossed stream")
+    finally:
+        code = follower.stop(signal.SIGINT)
+    printed = [p.text for p in follower.stdout]
+    assert code == 1, (doc, command, follower.stderr[-5:])
+    assert "summary" in printed, printed  # the Ctrl-C summary, after the findings
+    assert follower.stderr[0].startswith("ridtrace: following 0 file(s) from the end"), follower.stderr
