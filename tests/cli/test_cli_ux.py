@@ -148,6 +148,16 @@ def test_each_commands_allow_incomplete_help_names_its_own_exit_codes() -> None:
         assert "Exit 0, not 3" in option_help(*command)
 
 
+def test_audit_plot_help_names_every_bucket_a_plot_can_use() -> None:
+    # The help said "per second, minute, hour or day": a use spanning years is drawn per
+    # month or per year (docs/cli.md), so the help sent readers of long logs astray.
+    from ridtrace.forensics.views.audit import BUCKETS
+
+    out = " ".join(CliRunner().invoke(main, ["audit", "--help"], terminal_width=200).stdout.split())
+    plot_help = out.split("--plot FILE", 1)[1].split("--format", 1)[0]
+    assert all(name in plot_help for name, _, _ in BUCKETS), plot_help
+
+
 def test_under_nohup_a_hangup_leaves_analyze_reading_to_the_end(tmp_path: Path) -> None:
     # nohup ignores SIGHUP so the job outlives its terminal: ridtrace keeps it ignored.
     fifo = tmp_path / "frontend.jsonl"

@@ -42,8 +42,8 @@ _OUTPUT = click.option(
 )
 @click.option(
     "--plot", type=click.Path(dir_okay=False, path_type=Path),
-    help="Write a PNG of requests per header over time, per second, minute, hour or day "
-         "as the time span of the use needs (needs the `plot` extra).",
+    help="Write a PNG of requests per header over time, per second, minute, hour, day, "
+         "month or year as the time span of the use needs (needs the `plot` extra).",
 )
 @_FORMAT
 @_OUTPUT
