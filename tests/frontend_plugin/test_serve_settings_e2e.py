@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from tests.frontend_plugin.conftest import start_stack
+from tests.support.servers import free_port, run_server
 
 DEPRECATION_ENV = {
     "RIDTRACE_DEPRECATION_AT": "2026-10-01T00:00:00+00:00",
@@ -135,3 +136,35 @@ def test_an_empty_api_keys_variable_is_said_at_start(
         )
     assert "could not start" in done.stderr, done.stderr
     assert ("RIDTRACE_API_KEYS is empty" in done.stderr) is said, done.stderr
+
+
+@pytest.mark.parametrize(("side", "flags", "env", "policy"), [
+    # RIDTRACE_*_ID_POLICY and the worker's delays were overwritten by the options'
+    # defaults: `RIDTRACE_FRONTEND_ID_POLICY=legacy ridtrace serve frontend` served safe.
+    ("frontend", [], {"RIDTRACE_FRONTEND_ID_POLICY": "legacy"}, "legacy"),
+    ("frontend", ["--id-policy", "safe"], {"RIDTRACE_FRONTEND_ID_POLICY": "legacy"}, "safe"),
+    ("worker", [], {"RIDTRACE_WORKER_ID_POLICY": "legacy"}, "legacy"),
+    ("worker", ["--id-policy", "safe"], {"RIDTRACE_WORKER_ID_POLICY": "legacy"}, "safe"),
+])
+def test_serve_keeps_a_settings_variable_unless_its_option_is_given(
+    tmp_path: Path, side: str, flags: list[str], env: dict[str, str], policy: str
+) -> None:
+    port = free_port()
+    where = ["--worker", "http://127.0.0.1:9"] if side == "frontend" else []
+    argv = ["-m", "ridtrace", "serve", side, "--port", str(port), *where, "--debug-endpoints",
+            "--log-file", str(tmp_path / f"{side}.jsonl"), *flags]
+    with run_server(argv, port=port, workdir=tmp_path, env=env, ready_path="/health") as server:
+        assert httpx.get(server.url + "/debug/inflight").json()["policy"] == policy
+
+
+def test_a_worker_reads_its_delays_from_the_variables(tmp_path: Path) -> None:
+    port = free_port()
+    argv = ["-m", "ridtrace", "serve", "worker", "--port", str(port),
+            "--log-file", str(tmp_path / "w.jsonl")]
+    env = {"RIDTRACE_WORKER_FIRST_TOKEN_DELAY": "0.5"}
+    with run_server(argv, port=port, workdir=tmp_path, env=env, ready_path="/health") as server:
+        work = {"request_id": "r-1", "endpoint": "completions", "model": "echo",
+                "prompt": "hi", "max_tokens": 4}
+        answer = httpx.post(server.url + "/v1/work", json=work, timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert answer.elapsed.total_seconds() >= 0.5  # the 0.5 s before the first token

@@ -184,8 +184,9 @@ def _run(
 @click.option("--worker", "workers", multiple=True, required=True, help="Worker base URL (repeat).")
 @click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help=_LOG_FILE_HELP)
-@click.option("--id-policy", type=_POLICY, default="safe", show_default=True,
-              help="'legacy' reproduces the pre-fix collisions: unsafe, for demos and tests.")
+@click.option("--id-policy", type=_POLICY, default=None,
+              help="'legacy' reproduces the pre-fix collisions: unsafe, for demos and tests "
+                   "(default safe).")
 @click.option("--first-byte-timeout", type=float, default=None, help="Seconds (default 30).")
 @click.option("--chunk-timeout", type=float, default=None, help="Seconds (default 30).")
 @click.option("--total-timeout", type=float, default=None, help="Seconds (default 300).")
@@ -205,7 +206,7 @@ def _run(
 @_header_timeout_option
 @_allowed_host_option
 def frontend_command(
-    port: int, host: str, workers: tuple[str, ...], log_file: Path, id_policy: str,
+    port: int, host: str, workers: tuple[str, ...], log_file: Path, id_policy: str | None,
     first_byte_timeout: float | None, chunk_timeout: float | None,
     total_timeout: float | None, body_timeout: float | None, max_body_bytes: int | None,
     log_level: str,
@@ -217,10 +218,11 @@ def frontend_command(
     from ridtrace.frontend_plugin import FrontendSettings, create_frontend_app
     from ridtrace.frontend_plugin.drain import Drain
 
-    overrides: dict[str, object] = {"workers": workers, "id_policy": id_policy}
+    # An option given wins; one not given leaves its RIDTRACE_FRONTEND_* variable in force.
+    overrides: dict[str, object] = {"workers": workers}
     if api_keys:
         overrides["api_keys"] = api_keys
-    for name, value in (("first_byte_timeout", first_byte_timeout),
+    for name, value in (("id_policy", id_policy), ("first_byte_timeout", first_byte_timeout),
                         ("chunk_timeout", chunk_timeout), ("total_timeout", total_timeout),
                         ("body_timeout", body_timeout),
                         ("max_body_bytes", max_body_bytes),
@@ -252,13 +254,12 @@ def frontend_command(
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help=_LOG_FILE_HELP)
-@click.option("--id-policy", type=_POLICY, default="safe", show_default=True,
-              help="'legacy' accepts duplicate in-flight ids (pre-fix).")
-@click.option("--token-delay", type=float, default=0.0, show_default=True,
-              help="Seconds between tokens.")
-@click.option("--first-token-delay", type=float, default=0.0, show_default=True,
-              help="Seconds before the first token; --token-delay paces the rest.")
-@click.option("--gate", is_flag=True,
+@click.option("--id-policy", type=_POLICY, default=None,
+              help="'legacy' accepts duplicate in-flight ids (pre-fix; default safe).")
+@click.option("--token-delay", type=float, default=None, help="Seconds between tokens (default 0).")
+@click.option("--first-token-delay", type=float, default=None,
+              help="Seconds before the first token (default 0); --token-delay paces the rest.")
+@click.option("--gate", is_flag=True, default=None,
               help="Test hook: hold first tokens until POST /debug/gate/open.")
 @click.option("--hang-after-tokens", type=int, default=None,
               help="Test fault: stop producing after N tokens, keep the stream open.")
@@ -273,8 +274,8 @@ def frontend_command(
 @_header_timeout_option
 @_allowed_host_option
 def worker_command(
-    port: int, host: str, log_file: Path, id_policy: str, token_delay: float,
-    first_token_delay: float, gate: bool, hang_after_tokens: int | None,
+    port: int, host: str, log_file: Path, id_policy: str | None, token_delay: float | None,
+    first_token_delay: float | None, gate: bool | None, hang_after_tokens: int | None,
     foreign_chunk_after: int | None, log_level: str, baggage_attributes: tuple[str, ...],
     worker_token: str | None, debug_endpoints: bool | None, graceful_timeout: float,
     header_timeout: float, allowed_hosts: tuple[str, ...],
@@ -285,18 +286,18 @@ def worker_command(
     from ridtrace.frontend_plugin.worker import log_misdirected
     from ridtrace.tracing import TracingSettings
 
+    # An option given wins; one not given leaves its RIDTRACE_WORKER_* variable in force.
     overrides: dict[str, object] = {}
-    for name, value in (("worker_token", worker_token), ("debug_endpoints", debug_endpoints),
+    for name, value in (("id_policy", id_policy), ("token_delay", token_delay),
+                        ("first_token_delay", first_token_delay), ("gate", gate),
+                        ("hang_after_tokens", hang_after_tokens),
+                        ("foreign_chunk_after", foreign_chunk_after),
+                        ("worker_token", worker_token), ("debug_endpoints", debug_endpoints),
                         ("baggage_attributes", baggage_attributes or None)):
         if value is not None:
             overrides[name] = value
     try:
-        settings = replace(
-            WorkerSettings.from_env(), id_policy=id_policy,  # type: ignore[arg-type]
-            token_delay=token_delay, first_token_delay=first_token_delay, gate=gate,
-            hang_after_tokens=hang_after_tokens, foreign_chunk_after=foreign_chunk_after,
-            **overrides,  # type: ignore[arg-type]
-        )
+        settings = replace(WorkerSettings.from_env(), **overrides)  # type: ignore[arg-type]
         # The frontend writes the lifecycle lines; the worker writes worker.* events.
         tracing = replace(TracingSettings.from_env(), log_lifecycle=False)
     except ValueError as exc:
