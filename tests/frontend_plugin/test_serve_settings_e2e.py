@@ -168,3 +168,27 @@ def test_a_worker_reads_its_delays_from_the_variables(tmp_path: Path) -> None:
         answer = httpx.post(server.url + "/v1/work", json=work, timeout=30)
     assert answer.status_code == 200, answer.text
     assert answer.elapsed.total_seconds() >= 0.5  # the 0.5 s before the first token
+
+
+def test_a_frontend_takes_its_workers_from_the_variable_when_no_worker_option_is_given(
+    tmp_path: Path,
+) -> None:
+    # --worker was required and always replaced RIDTRACE_FRONTEND_WORKERS.
+    port = free_port()
+    argv = ["-m", "ridtrace", "serve", "frontend", "--port", str(port), "--debug-endpoints",
+            "--log-file", str(tmp_path / "f.jsonl")]
+    env = {"RIDTRACE_FRONTEND_WORKERS": "http://127.0.0.1:9, http://127.0.0.1:10"}
+    with run_server(argv, port=port, workdir=tmp_path, env=env, ready_path="/health") as server:
+        workers = httpx.get(server.url + "/debug/inflight").json()["workers"]
+    assert [w["url"] for w in workers] == ["http://127.0.0.1:9", "http://127.0.0.1:10"]
+
+
+def test_a_frontend_with_no_worker_anywhere_is_a_usage_error(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "RIDTRACE_FRONTEND_WORKERS"}
+    done = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "serve", "frontend", "--port", "1",
+         "--log-file", str(tmp_path / "f.jsonl")],
+        capture_output=True, text=True, timeout=60, env=env,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "--worker" in done.stderr and "RIDTRACE_FRONTEND_WORKERS" in done.stderr, done.stderr

@@ -181,7 +181,8 @@ def _run(
 @serve.command("frontend")
 @click.option("--port", type=int, required=True, help="Port to listen on.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--worker", "workers", multiple=True, required=True, help="Worker base URL (repeat).")
+@click.option("--worker", "workers", multiple=True,
+              help="Worker base URL (repeat; or RIDTRACE_FRONTEND_WORKERS, comma list).")
 @click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help=_LOG_FILE_HELP)
 @click.option("--id-policy", type=_POLICY, default=None,
@@ -219,9 +220,10 @@ def frontend_command(
     from ridtrace.frontend_plugin.drain import Drain
 
     # An option given wins; one not given leaves its RIDTRACE_FRONTEND_* variable in force.
-    overrides: dict[str, object] = {"workers": workers}
-    if api_keys:
-        overrides["api_keys"] = api_keys
+    overrides: dict[str, object] = {}
+    for name, given in (("workers", workers), ("api_keys", api_keys)):
+        if given:
+            overrides[name] = given
     for name, value in (("id_policy", id_policy), ("first_byte_timeout", first_byte_timeout),
                         ("chunk_timeout", chunk_timeout), ("total_timeout", total_timeout),
                         ("body_timeout", body_timeout),
@@ -237,6 +239,8 @@ def frontend_command(
         tracing = TracingSettings.from_env()  # RIDTRACE_ID_GENERATOR, deprecation dates, …
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
+    if not settings.workers:  # a frontend with nowhere to send work answers only 503s
+        raise click.UsageError("Missing option '--worker' (or RIDTRACE_FRONTEND_WORKERS).")
     if not settings.api_keys and os.environ.get("RIDTRACE_API_KEYS") == "":
         # `RIDTRACE_API_KEYS=$KEY` with $KEY unset: meant to require a key, it leaves
         # every route open (an empty variable is "not set", as OTEL_* ones are).
