@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import uuid
 from collections import defaultdict
@@ -31,10 +32,18 @@ def server(
     tmp_path_factory: pytest.TempPathFactory, receiver: OtlpReceiver
 ) -> Iterator[tuple[RunningServer, Path]]:
     workdir = tmp_path_factory.mktemp("server")
-    log_path = workdir / "app.jsonl"
+    with _app_server(workdir, receiver) as running:
+        yield running, workdir / "app.jsonl"
+
+
+@contextlib.contextmanager
+def _app_server(
+    workdir: Path, receiver: OtlpReceiver, *uvicorn_options: str
+) -> Iterator[RunningServer]:
+    """The test app under uvicorn, logging to ``workdir/app.jsonl``, spans to `receiver`."""
     port = free_port()
     env = {
-        "RIDTRACE_TEST_LOG": str(log_path),
+        "RIDTRACE_TEST_LOG": str(workdir / "app.jsonl"),
         "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
         "OTEL_BSP_SCHEDULE_DELAY": "50",
         "PYTHONPATH": child_pythonpath(),
@@ -42,9 +51,10 @@ def server(
     argv = [
         "-m", "uvicorn", "tests.tracing.app_under_test:create_app", "--factory",
         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+        *uvicorn_options,
     ]  # fmt: skip
     with run_server(argv, port=port, workdir=workdir, env=env) as running:
-        yield running, log_path
+        yield running
 
 
 def _ended(request_id: str) -> Callable[[list[dict[str, Any]]], bool]:
@@ -405,20 +415,8 @@ def test_an_invented_method_reaches_lines_and_spans_capped(
     # of a request head: a 15 000-letter one went whole onto request.start,
     # request.end and the span, where the path, also the client's, is capped.
     log_path = tmp_path / "app.jsonl"
-    port = free_port()
-    env = {
-        "RIDTRACE_TEST_LOG": str(log_path),
-        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-        "OTEL_BSP_SCHEDULE_DELAY": "50",
-        "PYTHONPATH": child_pythonpath(),
-    }
-    argv = [
-        "-m", "uvicorn", "tests.tracing.app_under_test:create_app", "--factory",
-        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
-        "--http", "h11",
-    ]  # fmt: skip
     method = "PROPFIND" * 1875
-    with run_server(argv, port=port, workdir=tmp_path, env=env) as running:
+    with _app_server(tmp_path, receiver, "--http", "h11") as running:
         response = httpx.request(method, running.url + "/ids")
         assert response.status_code == 405
         request_id = response.headers["x-server-request-id"]

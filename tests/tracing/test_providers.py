@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -337,19 +338,10 @@ def test_a_mapping_given_names_every_resource_attribute(monkeypatch: pytest.Monk
 def test_shutdown_gives_up_on_a_flush_after_its_exporters_timeout() -> None:
     # A batch span processor flushes a backlog one batch at a time, each waiting the
     # exporter's whole timeout on a hung collector: the stop took a multiple of it.
-    release = threading.Event()
-
-    class HungProvider:
-        def shutdown(self) -> None:
-            release.wait(timeout=30)
-
-    lifecycle.own(HungProvider(), flush_limit=0.2)
-    started = time.monotonic()
-    try:
+    with _owned_hung_provider(flush_limit=0.2):
+        started = time.monotonic()
         assert shutdown_telemetry() == 1
         assert time.monotonic() - started < 0.2 + lifecycle.FLUSH_MARGIN_SECONDS + 2
-    finally:
-        release.set()
 
 
 def test_a_timeout_of_hours_does_not_hold_shutdown_past_the_sdks_own_bound(
@@ -358,17 +350,25 @@ def test_a_timeout_of_hours_does_not_hold_shutdown_past_the_sdks_own_bound(
     # OTEL_EXPORTER_OTLP_TIMEOUT=10000 means 10 s in the specification (milliseconds)
     # and 10000 s to the Python exporters: the SDK's own 30 s bound still holds.
     monkeypatch.setattr(lifecycle, "SDK_SHUTDOWN_SECONDS", 0.2)
+    with _owned_hung_provider(flush_limit=10000.0):
+        started = time.monotonic()
+        assert shutdown_telemetry() == 1
+        assert time.monotonic() - started < 2
+
+
+@contextlib.contextmanager
+def _owned_hung_provider(*, flush_limit: float) -> Iterator[None]:
+    """A provider whose shutdown hangs (a collector that never answers), owned for the
+    next stop; released afterwards so its thread ends."""
     release = threading.Event()
 
     class HungProvider:
         def shutdown(self) -> None:
             release.wait(timeout=30)
 
-    lifecycle.own(HungProvider(), flush_limit=10000.0)
-    started = time.monotonic()
+    lifecycle.own(HungProvider(), flush_limit=flush_limit)
     try:
-        assert shutdown_telemetry() == 1
-        assert time.monotonic() - started < 2
+        yield
     finally:
         release.set()
 
