@@ -68,6 +68,40 @@ def test_fixed_samplers(env: dict[str, str], expected: object) -> None:
     assert configure_tracing("s", environ=env, set_global=False).sampler is expected
 
 
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"OTEL_TRACES_SAMPLER": "alwyas_off"}, "OTEL_TRACES_SAMPLER='alwyas_off'"),
+        ({"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "25"},
+         "OTEL_TRACES_SAMPLER_ARG='25'"),
+        ({"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "ten percent"},
+         "OTEL_TRACES_SAMPLER_ARG='ten percent'"),
+    ],
+)
+def test_a_sampler_setting_it_cannot_use_is_warned_about(
+    env: dict[str, str], named: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The specification asks for a warning: a typo silently sampled every trace.
+    with caplog.at_level("WARNING"):
+        configure_tracing("s", environ=env, set_global=False)
+    assert any(named in r.getMessage() for r in caplog.records), caplog.text
+
+
+def test_a_negative_ratio_samples_nothing_and_a_valid_setting_warns_of_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("WARNING"):
+        off = configure_tracing("s", environ={
+            "OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "-1",
+        }, set_global=False).sampler
+        assert isinstance(off, TraceIdRatioBased) and off.rate == 0.0
+        caplog.clear()
+        configure_tracing("s", environ={
+            "OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.5",
+        }, set_global=False)
+    assert not caplog.records
+
+
 def test_ratio_samplers_take_the_argument() -> None:
     ratio = configure_tracing("s", environ={
         "OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25",

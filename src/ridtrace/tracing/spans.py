@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 from collections.abc import Mapping
 from urllib.parse import unquote
@@ -142,11 +144,25 @@ def service_resource(default_service: str | None, env: Mapping[str, str]) -> Res
 
 
 def _sampler(env: Mapping[str, str]) -> Sampler:
+    """The sampler `OTEL_TRACES_SAMPLER` names; a value it cannot use is warned about,
+    as the specification asks, not silently replaced (a typo sampled everything)."""
     name = env.get("OTEL_TRACES_SAMPLER", "parentbased_always_on").strip().lower()
     if name in _RATIO_SAMPLERS:
+        given = env.get("OTEL_TRACES_SAMPLER_ARG", "1.0")
         try:
-            rate = float(env.get("OTEL_TRACES_SAMPLER_ARG", "1.0"))
+            rate = float(given)
         except ValueError:
-            rate = 1.0
-        return _RATIO_SAMPLERS[name](min(max(rate, 0.0), 1.0))
+            rate = math.nan
+        if not 0.0 <= rate <= 1.0:  # NaN too
+            _warn(f"OTEL_TRACES_SAMPLER_ARG={given!r} is no ratio from 0 to 1; "
+                  f"{name} samples {'every' if not rate < 0 else 'no'} trace")
+            rate = 0.0 if rate < 0 else 1.0
+        return _RATIO_SAMPLERS[name](rate)
+    if name not in _FIXED_SAMPLERS:
+        _warn(f"OTEL_TRACES_SAMPLER={name!r} is no sampler this SDK knows; "
+              "using parentbased_always_on")
     return _FIXED_SAMPLERS.get(name, DEFAULT_ON)
+
+
+def _warn(message: str) -> None:
+    logging.getLogger(__name__).warning(message)
