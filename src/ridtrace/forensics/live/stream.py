@@ -29,7 +29,9 @@ from ridtrace.forensics.reading.unwrap import Unwrapper, cut_short, wrapper_of
 # still in the backlog looked open and a back-to-back reuse of its id was reported as
 # a duplicate in flight. A live service's stream is rarely quiet that long while busy,
 # and while it is not, it is known up to its latest line, which is about now.
-QUIET_S = 2.0
+# A judgement a quiet stream could change waits this long, plus a poll and a parse: it
+# stays under the live target of a finding 2 s after its line (docs/performance.md).
+QUIET_S = 1.0
 
 
 class StreamTail:
