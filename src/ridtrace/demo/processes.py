@@ -35,9 +35,19 @@ class Stack:
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
 
+# What the demo's workers do is the demo's: `ridtrace serve worker` takes these from
+# the environment when no option names them, and a shell that had set one to try a
+# worker (a test fault, a gate, a first-token delay) crossed or hung the demo's streams.
+_WORKER_BEHAVIOUR = frozenset(
+    f"RIDTRACE_WORKER_{name}" for name in
+    ("FIRST_TOKEN_DELAY", "GATE", "HANG_AFTER_TOKENS", "FOREIGN_CHUNK_AFTER")
+)
+
+
 def _spawn(
     argv: Sequence[str], stderr_path: Path, env: dict[str, str] | None
 ) -> subprocess.Popen[bytes]:
+    inherited = {k: v for k, v in os.environ.items() if k not in _WORKER_BEHAVIOUR}
     with stderr_path.open("wb") as stderr:
         # Own process group: Ctrl-C in the terminal reaches the demo, which then stops
         # each group itself, so no child is left behind whichever way the demo ends.
@@ -47,7 +57,7 @@ def _spawn(
             stdout=subprocess.DEVNULL,
             stderr=stderr,
             start_new_session=True,
-            env={**os.environ, **(env or {})},
+            env={**inherited, **(env or {})},
         )
 
 
