@@ -18,16 +18,22 @@ TRACE_WIDTHS = (16, 32)  # a 64-bit or a 128-bit trace id
 _HEX = re.compile(r"[0-9a-f]+")
 
 
+def significant_digits(text: str) -> str | None:
+    """`text` read as Jaeger reads an id, a hex number whatever its case, ``0x`` or
+    leading zeros: its digits without those zeros (``""`` for zero), or None when it is
+    no hex number."""
+    text = text.lower().removeprefix("0x")
+    return text.lstrip("0") if _HEX.fullmatch(text) else None
+
+
 def _jaeger_id(logged: str, widths: tuple[int, ...]) -> str:
     # Jaeger parses an id as a number (128 bits for a trace: high and low 64) and
     # prints it back: lower case, 16 digits when the high half is zero, else 32. So
     # "00ABC", "abc" and a 32-digit id whose first 16 are zeros are one id, as they are
     # one trace in Jaeger; written as spelt they became two traces in one file.
-    text = logged.lower().removeprefix("0x")
-    if _HEX.fullmatch(text):
-        digits = text.lstrip("0")
-        if len(digits) <= widths[-1]:
-            return digits.zfill(next(w for w in widths if len(digits) <= w))
+    digits = significant_digits(logged)
+    if digits is not None and len(digits) <= widths[-1]:
+        return digits.zfill(next(w for w in widths if len(digits) <= w))
     # Not hex, or longer than Jaeger's ids: a stable stand-in of the widest width.
     digest = hashlib.sha256(logged.encode("utf-8", "surrogatepass")).hexdigest()
     return digest[: widths[-1]]

@@ -8,7 +8,6 @@ offsets are corrected (`ridtrace.forensics.rules.skew`).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
@@ -90,9 +89,6 @@ def _ms(t: Any, t0: pd.Timestamp) -> float:
     return round(float((pd.Timestamp(t) - t0).total_seconds()) * 1000.0, 3)
 
 
-_HEX = re.compile(r"[0-9a-f]+")
-
-
 def _jaeger_ids_match(requests: pd.DataFrame, ident: str) -> np.ndarray:
     """Spans whose trace or span id is `ident` as Jaeger reads ids: an id logged as
     ``DEADBEEF`` is ``00000000deadbeef`` in Jaeger's UI, where the operator copies it.
@@ -101,8 +97,8 @@ def _jaeger_ids_match(requests: pd.DataFrame, ident: str) -> np.ndarray:
     ``0x``: Jaeger finds ``F81E…`` as the trace ``f81e…``, and the id copied from an
     upper-case log or a 16-digit trace id padded to 32 found nothing here.
     """
-    digits = ident.lower().removeprefix("0x").lstrip("0")
-    if not _HEX.fullmatch(digits or "0") or len(digits) > max(jaeger_ids.TRACE_WIDTHS):
+    digits = jaeger_ids.significant_digits(ident)
+    if digits is None or len(digits) > max(jaeger_ids.TRACE_WIDTHS):
         return np.zeros(len(requests), dtype=bool)
     trace = requests["trace_id"].astype("object")
     span = requests["span_id"].astype("object")
