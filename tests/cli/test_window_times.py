@@ -23,7 +23,10 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("option", ["--since", "--until"])
 @pytest.mark.parametrize("value", ["", "nan", "NaT", "now", "2/12/2026", "Dec 2 2026",
-                                   "10:00"])
+                                   "10:00",
+                                   # A time needs a whole date: pandas read "2026-12T10"
+                                   # as 10 December and "2026T10" as 1 October.
+                                   "2026-12T10", "2026T10", "2026-12 10:00", "202612T10"])
 def test_a_time_that_is_not_iso_8601_is_bad_usage(logs: Path, option: str,
                                                    value: str) -> None:
     result = CliRunner().invoke(main, ["analyze", str(logs), option, value, "-q"])

@@ -20,11 +20,13 @@ def rfc3339_us(moment: datetime) -> str:
 # basic format, ``T``, ``t`` or a space between) and an offset. pandas, which parses it,
 # takes far more: ``""``, ``nan`` and ``NaT`` as "no time" (a window no request is in:
 # `--since "$UNSET"` reported no findings and exit 0), ``now`` in the machine's zone,
-# and ``2/12/2026`` as February the 12th.
+# and ``2/12/2026`` as February the 12th. A time follows a whole date only, as ISO 8601
+# has it: pandas read ``2026-12T10`` as the 10th of December and ``2026T10`` as October.
 _ISO_8601 = re.compile(
-    r"\d{4}(?:-\d{2}(?:-\d{2})?|\d{4})?"  # 2026, 2026-12, 2026-12-02, 20261202
+    r"\d{4}(?:-\d{2}"  # 2026, 2026-12
+    r"|(?:-\d{2}-\d{2}|\d{4})"  # 2026-12-02, 20261202, then perhaps a time:
     r"(?:[Tt ]\d{2}(?::?\d{2}(?::?\d{2}(?:[.,]\d+)?)?)?"  # 14, 14:00, 1400, 14:00:00.5
-    r"(?:[Zz]|[+-]\d{2}(?::?\d{2})?)?)?"  # Z, +01:00, +0100, +01
+    r"(?:[Zz]|[+-]\d{2}(?::?\d{2})?)?)?)?"  # Z, +01:00, +0100, +01
 )
 
 
