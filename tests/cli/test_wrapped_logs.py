@@ -339,3 +339,23 @@ def test_a_line_dockers_journald_driver_cut_is_put_together(tmp_path: Path) -> N
     _, doc = analyze_json(str(log))
     assert doc["summary"]["bad_lines"] == 0
     assert doc["summary"]["lines"] == 2
+
+
+def test_a_journal_field_written_as_an_array_is_no_crash(tmp_path: Path) -> None:
+    # journalctl -o json writes a field an entry holds twice, or holds as binary, as an
+    # array. Such a CONTAINER_ID (or _STREAM_ID, _PID), the key that tells a cut line's
+    # stream, stopped the read with "unhashable type: 'list'", exit 4.
+    half = len(_RECORD) // 2
+    entries = [
+        {"__CURSOR": "s=1", "MESSAGE": _RECORD, "_PID": "7"},
+        {"__CURSOR": "s=2", "MESSAGE": _RECORD[:half], "CONTAINER_PARTIAL_MESSAGE": "true",
+         "CONTAINER_ID": ["c1", "c2"]},
+        {"__CURSOR": "s=3", "MESSAGE": _RECORD[half:], "CONTAINER_ID": ["c1", "c2"]},
+        {"__CURSOR": "s=4", "MESSAGE": _RECORD, "_STREAM_ID": [49, 50]},
+    ]
+    log = tmp_path / "journal.json"
+    log.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    code, doc = analyze_json(str(log))
+    # Three records: the cut one put together again.
+    assert doc["summary"]["lines"] == 3 and doc["summary"]["bad_lines"] == 0, doc["summary"]
+    assert code == 3  # read, and no request in them: incomplete, not an internal error (4)

@@ -24,6 +24,7 @@ as it is, to be judged like any other line.
 from __future__ import annotations
 
 import copy
+import json
 import re
 
 from ridtrace.forensics.reading.nesting import nesting_in
@@ -113,6 +114,9 @@ class JournalUnwrapper(LineByLine):
         # does, marking each part but the last CONTAINER_PARTIAL_MESSAGE=true; its entries
         # all carry dockerd's _PID, so the container tells the streams apart.
         stream = entry.get("_STREAM_ID") or entry.get("CONTAINER_ID") or entry.get("_PID")
+        if isinstance(stream, (list, dict)):
+            # A field held twice, or as binary, is a JSON array: a key all the same.
+            stream = json.dumps(stream, sort_keys=True)
         last = (entry.get("_LINE_BREAK") != "line-max"
                 and entry.get("CONTAINER_PARTIAL_MESSAGE") != "true")
         return self._parts.add(stream, number, part, last)
