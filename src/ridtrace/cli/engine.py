@@ -102,7 +102,7 @@ def dask_load(
     ``writes``: the files the command will write, refused when one is a log it read.
     """
     from ridtrace.cli.analyze import InputError, warn_read_stats
-    from ridtrace.cli.output import refuse_to_overwrite
+    from ridtrace.cli.output import LOCAL_URL, refuse_to_overwrite
 
     try:
         from ridtrace.forensics.dask_engine import engine as dask_engine
@@ -121,7 +121,10 @@ def dask_load(
     if any(w is not None for w in writes):  # the local inputs: object storage is no file here
         from ridtrace.forensics.reading.inputs import expand_inputs
 
-        named = [p for p in paths if "://" not in p]
+        # A local file named as a URL (file:///var/log/…, as fsspec takes it) is a log
+        # read too: left out, -o replaced it with the report.
+        named = [p.removeprefix(LOCAL_URL) for p in paths
+                 if "://" not in p or p.startswith(LOCAL_URL)]
         refuse_to_overwrite(writes, expand_inputs(named) if named else [], load.stats)
     if not quiet:
         warn_read_stats(load.stats)

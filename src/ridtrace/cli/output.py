@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from ridtrace.forensics.reading.inputs import Source
     from ridtrace.forensics.reading.stats import ReadStats
 
-__all__ = ["WouldOverwriteALog", "overwritten_log", "refuse_to_overwrite", "whole_file"]
+__all__ = [
+    "LOCAL_URL", "WouldOverwriteALog", "overwritten_log", "refuse_to_overwrite", "whole_file",
+]
 
 
 @contextlib.contextmanager
@@ -58,6 +60,10 @@ def whole_file(path: Path) -> Iterator[TextIO]:
         raise
 
 
+# How fsspec (the Dask engine's inputs) names a local file.
+LOCAL_URL = "file://"
+
+
 class WouldOverwriteALog(click.ClickException):
     """A file the command writes is one of the logs it read: exit 2, as a bad -o is."""
 
@@ -70,7 +76,8 @@ def refuse_to_overwrite(
     """Raise `WouldOverwriteALog` when one of `writes` is one of the logs read: written
     whole after the read, the report replaced the evidence it was about. A walk's files
     judged not to be logs (an earlier report beside them) may be replaced."""
-    ignored = {note.file for note in stats.ignored_files}
+    # The Dask engine names a local file it walked by its URL (file:///logs/report.json).
+    ignored = {note.file.removeprefix(LOCAL_URL) for note in stats.ignored_files}
     target = overwritten_log(writes, [s.path for s in sources if s.name not in ignored])
     if target is not None:
         raise WouldOverwriteALog(f"will not write over {target}: it is one of the logs read")
