@@ -122,16 +122,9 @@ def test_a_quiet_pipe_counts_as_read_to_its_end(
     # Once a stream has been quiet (QUIET_S), a request it left open is open: a second
     # holder of its id on another stream is a duplicate at once, before either ends.
     monkeypatch.setattr(stream, "QUIET_S", 0.0)
-    (first, first_writer), (second, second_writer) = two_pipes
-    follower = Follower([first, second], FollowSettings(from_start=True))
-    try:
-        follower.start()
-        _write(first_writer, rt_request("a", "7", 0, 2)[:1])
-        _write(second_writer, rt_request("b", "7", 1, 4)[:1])
+    with _one_id_started_on_each(two_pipes) as follower:
         found = [f["kind"] for f in follower.poll()[0]]
         found += [f["kind"] for f in follower.poll()[0]]
-    finally:
-        follower.close()
     assert found == ["duplicate_in_flight"]
 
 
@@ -145,16 +138,24 @@ def test_a_finding_held_by_a_quiet_pipe_still_comes_within_the_live_latency_targ
     # for what the target leaves after a poll and a parse counts as caught up.
     clock = [1000.0]
     monkeypatch.setattr(stream, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    with _one_id_started_on_each(two_pipes) as follower:
+        found = [f["kind"] for f in follower.poll()[0]]
+        assert found == []  # just read: not yet known to be the present
+        clock[0] += 2.0 - FollowSettings().interval - 0.25
+        found += [f["kind"] for f in follower.poll()[0]]
+    assert found == ["duplicate_in_flight"]
+
+
+@contextlib.contextmanager
+def _one_id_started_on_each(two_pipes: list[tuple[str, int]]) -> Iterator[Follower]:
+    """A follower of both pipes, each given the request.start of a request holding id 7
+    (neither ends): a duplicate once both pipes count as read."""
     (first, first_writer), (second, second_writer) = two_pipes
     follower = Follower([first, second], FollowSettings(from_start=True))
     try:
         follower.start()
         _write(first_writer, rt_request("a", "7", 0, 2)[:1])
         _write(second_writer, rt_request("b", "7", 1, 4)[:1])
-        found = [f["kind"] for f in follower.poll()[0]]
-        assert found == []  # just read: not yet known to be the present
-        clock[0] += 2.0 - FollowSettings().interval - 0.25
-        found += [f["kind"] for f in follower.poll()[0]]
+        yield follower
     finally:
         follower.close()
-    assert found == ["duplicate_in_flight"]
