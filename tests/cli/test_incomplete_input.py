@@ -278,19 +278,19 @@ def test_one_banner_in_200_lines_is_complete(tmp_path: Path) -> None:
 def test_a_file_duckdb_has_no_memory_for_is_named_and_makes_the_result_incomplete(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ridtrace.forensics.reading.files as files
+    import ridtrace.forensics.reading.parallel as parallel
 
     lines = [rt("request.start", request_id="1", span_id="a", trace_id="t"),
              rt("request.end", request_id="1", span_id="a", trace_id="t")]
     (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
-    real_connect = files.connect
+    real_connect = parallel.connect
 
     def starved() -> object:
         con = real_connect()
         con.execute("SET memory_limit = '1MB'")  # less than the JSON reader's first buffer
         return con
 
-    monkeypatch.setattr(files, "connect", starved)
+    monkeypatch.setattr(parallel, "connect", starved)
     result = CliRunner().invoke(main, ["analyze", str(tmp_path), "--format", "json"])
     assert result.exit_code == 3, result.output
     summary = json.loads(result.stdout)["summary"]

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from ridtrace.forensics.reading.connection import PreparedReads, connect
-from ridtrace.forensics.reading.files import read_all
 from ridtrace.forensics.reading.inputs import expand_inputs
 from ridtrace.forensics.reading.lean import lean_spans_sql
+from ridtrace.forensics.reading.parallel import read_all
 from ridtrace.forensics.reading.scan import source_sql
 from ridtrace.forensics.reading.table import LogTable
 from tests.forensics.helpers import rt_request
@@ -57,9 +57,9 @@ def test_files_read_side_by_side_never_run_more_duckdb_threads_than_cpus(
     # Each file's numbered scan runs on its reading thread; DuckDB workers on top of
     # those only crowded the cores (more page faults and system time, no less wall).
     import ridtrace.forensics.reading.connection as connection_module
-    import ridtrace.forensics.reading.files as files_module
+    import ridtrace.forensics.reading.parallel as parallel_module
 
-    for module in (files_module, connection_module):
+    for module in (parallel_module, connection_module):
         monkeypatch.setattr(module, "usable_cpus", lambda: 4)
     sources = []
     for i in range(2):
@@ -82,7 +82,7 @@ def test_ctrl_c_delivered_to_another_thread_still_stops_the_wait_for_a_file() ->
     import threading
     from concurrent.futures import Future
 
-    from ridtrace.forensics.reading.files import _result
+    from ridtrace.forensics.reading.parallel import _result
 
     waiting = threading.Event()
 

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ridtrace.forensics.reading.files import read_all
 from ridtrace.forensics.reading.inputs import Source, expand_inputs
+from ridtrace.forensics.reading.parallel import read_all
 from ridtrace.forensics.reading.scan import to_window
 from ridtrace.forensics.reading.schema import EVENT_CATEGORY_COLUMNS, EVENT_COLUMNS, TIME_TYPE
 from ridtrace.forensics.reading.stats import ReadStats

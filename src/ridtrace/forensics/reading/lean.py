@@ -128,12 +128,14 @@ def _first_where(flag: str, value: str, name: str, row: str) -> str:
             f"min(CASE WHEN {flag} THEN rn END) AS {row}")
 
 
-def lean_spans_sql(source: str) -> str:
+def lean_spans_sql(source: str, *, by_file: bool = False) -> str:
     """Per-span rows of `source` (`scan.source_sql`, lean), one row per suspect line.
 
     Columns as `sql.span_aggregates` gives them (display fields null), plus ``_kind``,
-    ``span_key`` and the flags `LogTable.spans` judges suspect lines by.
+    ``span_key`` and the flags `LogTable.spans` judges suspect lines by. ``by_file``: the
+    source is several files (its ``_file`` column), each grouped apart and said by ``_file``.
     """
+    file = ", _file" if by_file else ""
     display = ", ".join(f"NULL::VARCHAR AS {c}" for c in DISPLAY_FIELDS)
     # First non-null by line: arg_min skips the lines where the value is null.
     first = ", ".join(
@@ -156,7 +158,7 @@ SELECT CASE WHEN _row IS NOT NULL THEN {SUSPECT} WHEN _span IS NOT NULL THEN {SP
     {_has(_CLOSING_BIT)} AS closing, {_has(_REQUEST_END_BIT)} AS request_end,
     {_has(_WORKER_END_BIT)} AS worker_end,
     {_has(_EMPTY_BIT)} AS _empty, {_has(_TIMED_BIT)} AS _timed,
-    {_has(_UNTIMED_BIT)} AS _untimed, count(*) FILTER (WHERE _in_window) AS _window
+    {_has(_UNTIMED_BIT)} AS _untimed, count(*) FILTER (WHERE _in_window) AS _window{file}
 FROM (
     SELECT *, {_BITS} AS _bits,
         CASE WHEN deprecated IS NOT NULL THEN rn + CASE WHEN _listed THEN 0
@@ -164,7 +166,7 @@ FROM (
         CASE _kind WHEN {SUSPECT} THEN rn END AS _row,
         CASE _kind WHEN {SPAN} THEN trace_id END AS _trace,
         CASE _kind WHEN {SPAN} THEN span_id END AS _span
-    FROM (SELECT {_LINE} FROM (SELECT *, {_RT} AS _rt FROM ({source})))
+    FROM (SELECT {_LINE}{file} FROM (SELECT *, {_RT} AS _rt FROM ({source})))
 )
-GROUP BY _row, _trace, _span
+GROUP BY _row, _trace, _span{file}
 """

@@ -9,6 +9,7 @@ in Python later) and, for a --since/--until window, the lines in it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ridtrace.contract import DEPRECATED_HEADER, LOG_SCHEMA
@@ -81,13 +82,23 @@ def _window_sql(window: Window) -> str:
     return "(" + " AND ".join(span) + ")"
 
 
-def source_sql(path: str, *, lean: bool, window: Window | None) -> str:
+def source_sql(path: str | Sequence[str], *, lean: bool, window: Window | None) -> str:
     """Kept lines of the file: ``rn``, ``_t``, every raw field (null where not read), flags.
 
     The file is plain text by now (`reading.files` decodes every compression itself):
     ``compression = 'uncompressed'`` keeps DuckDB from guessing one from the name, as it
     did for plain text named ``.gz`` (DuckDB 1.x refuses the spelling ``'none'``).
+
+    Several paths (`reading.small_files`) are read as one: ``rn`` numbers the rows of all
+    of them in order, ``_file`` says whose row it is (its index in `path`), and every row
+    is kept, so each file's first row and row count come out of its per-span groups.
     """
+    several = not isinstance(path, str)
+    if isinstance(path, str):
+        files = literal(path)
+    else:
+        files = "[" + ", ".join(literal(p) for p in path) + "]"
+    file_index = "file_index AS _file, " if several else ""
     fields = LEAN_FIELDS if lean else READ_FIELDS
     columns = ", ".join(f"{literal(f)}: 'VARCHAR'" for f in fields)
     raw = ", ".join(
@@ -96,7 +107,7 @@ def source_sql(path: str, *, lean: bool, window: Window | None) -> str:
     )
     empty = " AND ".join(f"{_quote(f)} IS NULL" for f in fields)
     keep = "TRUE"
-    if lean:
+    if lean and not several:
         keep = "_ev OR _suspect"
         if window is not None:
             keep += f" OR {_window_sql(window)}"
@@ -106,9 +117,9 @@ def source_sql(path: str, *, lean: bool, window: Window | None) -> str:
 SELECT *, {in_window} AND NOT _suspect AS _in_window FROM (
     SELECT *, (_t IS NULL OR NOT _known OR _empty) AS _suspect FROM (
         SELECT row_number() OVER () AS rn, TRY_CAST("time" AS TIMESTAMPTZ) AS _t,
-            "time" AS _time_text, {raw},
+            "time" AS _time_text, {file_index}{raw},
             {_KNOWN} IS TRUE AS _known, ({empty}) AS _empty, {evidence} IS TRUE AS _ev
-        FROM read_json({literal(path)}, format = 'newline_delimited', ignore_errors = true,
+        FROM read_json({files}, format = 'newline_delimited', ignore_errors = true,
                        compression = 'uncompressed', maximum_object_size = {MAX_OBJECT_BYTES},
                        columns = {{{columns}}})
     )

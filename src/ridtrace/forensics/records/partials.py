@@ -13,6 +13,7 @@ order it is read); across files, time (`_in_time_order`). Both engines end in
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -61,15 +62,37 @@ def _is_text(dtype: Any) -> bool:
     return isinstance(dtype, (pd.StringDtype, pd.ArrowDtype)) or dtype is np.dtype(object)
 
 
+@dataclass
+class SpanPiece:
+    """One part's per-span rows (`LogTable.spans`): the spans, their evidence lines by
+    column (-1: none), the file code of the part (every line of a part is in one file)."""
+
+    spans: pa.Table
+    lines: dict[str, np.ndarray]
+    file_id: int
+    part: int
+
+
 def partial_frame(
     spans: pa.Table, lines: dict[str, np.ndarray], *, file_id: int, part: int
 ) -> pd.DataFrame:
-    """A part's per-span rows (`LogTable.spans`) as the partial frame combining takes.
+    """A part's per-span rows (`LogTable.spans`) as the partial frame combining takes."""
+    return pieces_frame([SpanPiece(spans, lines, file_id, part)])
 
-    `lines` holds each evidence line column (-1: none); `file_id` the file code of the
-    part (every line of a part is in one file).
+
+def pieces_frame(pieces: Sequence[SpanPiece]) -> pd.DataFrame:
+    """Several parts' per-span rows (in part order) as one partial frame.
+
+    A frame costs pandas about a millisecond whatever its size: a directory of small
+    files makes one frame per batch of them (`reading.small_files`), not one per file.
     """
-    n = spans.num_rows
+    sizes = np.array([p.spans.num_rows for p in pieces], dtype=np.int64)
+    n = int(sizes.sum())
+    file_id = np.repeat(np.array([p.file_id for p in pieces], dtype=np.int32), sizes)
+    part = np.repeat(np.array([p.part for p in pieces], dtype=np.int64), sizes)
+    spans = pieces[0].spans if len(pieces) == 1 else pa.concat_tables(
+        [p.spans for p in pieces], promote_options="permissive")
+    lines = {c: np.concatenate([p.lines[c] for p in pieces]) for c in pieces[0].lines}
     out: dict[str, Any] = {}
     frame = spans.to_pandas(types_mapper=_shuffle_text)
     for line_col, file_col in LINE_FILES.items():
@@ -92,8 +115,9 @@ def partial_frame(
     result = pd.DataFrame({col: out[col] for col in REQUEST_COLUMNS})
     result[LISTED] = np.asarray(
         spans["deprecated_listed"].to_numpy(zero_copy_only=False), dtype=bool)
-    result[PART] = np.full(n, part, dtype=np.int64)
-    result[POS] = np.arange(n, dtype=np.int64)
+    result[PART] = part
+    # Each row's place in its part: the part's first row is at 0.
+    result[POS] = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
     # DuckDB hashed the key while aggregating; hashing Arrow strings in pandas cost more.
     result[KEY] = spans["span_key"].to_numpy()
     return result

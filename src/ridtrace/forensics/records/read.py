@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ridtrace.forensics.reading.files import read_all
 from ridtrace.forensics.reading.inputs import Source
+from ridtrace.forensics.reading.parallel import Batched, read_all
 from ridtrace.forensics.reading.scan import Instant, to_window
 from ridtrace.forensics.reading.stats import ReadStats
 from ridtrace.forensics.reading.table import LogTable
@@ -20,16 +20,29 @@ from ridtrace.forensics.reading.table import LogTable
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ridtrace.forensics.records.partials import SpanPiece
+
 Progress = Callable[[int], None]
 
 
 def partial_of(table: LogTable, file_id: int, part: int) -> pd.DataFrame:
     """A parsed file's (or block's) per-span rows as a partial frame of part `part`."""
-    spans, lines = table.spans()
-    # Imported once the first file is parsed: the read starts without waiting for pandas.
-    from ridtrace.forensics.records.partials import partial_frame
+    return _frame([_piece(table, file_id, part)])
 
-    return partial_frame(spans, lines, file_id=file_id, part=part)
+
+def _piece(table: LogTable, file_id: int, part: int | None = None) -> SpanPiece:
+    """A file's per-span rows, its part numbered as its file unless it is a block."""
+    from ridtrace.forensics.records.partials import SpanPiece
+
+    spans, lines = table.spans()
+    return SpanPiece(spans, lines, file_id, file_id if part is None else part)
+
+
+def _frame(pieces: list[SpanPiece]) -> pd.DataFrame:
+    # Imported once the first file is parsed: the read starts without waiting for pandas.
+    from ridtrace.forensics.records.partials import pieces_frame
+
+    return pieces_frame(pieces)
 
 
 @dataclass
@@ -51,6 +64,7 @@ def read_partials(
 ) -> LoadedRequests:
     """What `analyze` reads: per-span rows of every source's evidence lines."""
     read = read_all(sources, lambda table, file_id: partial_of(table, file_id, file_id),
-                    lean=True, window=to_window(since, until), on_bytes=on_bytes)
+                    lean=True, window=to_window(since, until), on_bytes=on_bytes,
+                    batched=Batched(_piece, _frame))
     return LoadedRequests(read.results, read.stats, [src.name for src in sources],
                           window_lines=read.window_lines)

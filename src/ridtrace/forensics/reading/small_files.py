@@ -1,0 +1,215 @@
+"""Small log files read in batches: one DuckDB query for many files.
+
+A directory of pod logs holds hundreds of files of a few kilobytes each. Planning the
+per-span query costs about 10 ms, running it on such a file about 1 ms: 500 files of
+4 KiB took 7.8 s. Read as one query over a batch of files, each file grouped apart,
+the plan is made once per batch. The rows are then split per file and numbered as the
+file's own, and each file goes on as if it had been read alone (`LogTable`'s `run`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ridtrace.forensics.reading.files import parse, read_source
+from ridtrace.forensics.reading.inputs import Source, open_raw
+from ridtrace.forensics.reading.lean import lean_spans_sql
+from ridtrace.forensics.reading.lines import LineMap, map_file
+from ridtrace.forensics.reading.plain_copy import Progress
+from ridtrace.forensics.reading.scan import Window, source_sql
+from ridtrace.forensics.reading.source_open import (
+    OpenedSource,
+    listed_readable,
+    note_failure,
+    note_truncation,
+    sniff,
+)
+from ridtrace.forensics.reading.stats import FileNote, ReadStats
+from ridtrace.forensics.reading.table import LogTable
+
+T = TypeVar("T")
+
+# A file this small is read in a batch; a bigger one's plan is a small part of its read.
+SMALL_FILE_BYTES = 1 << 20
+# A batch's bounds: enough files that planning is paid rarely, few enough that the
+# reading threads share a directory's batches.
+BATCH_FILES = 32
+BATCH_BYTES = 8 << 20
+
+
+class BatchMismatch(Exception):
+    """A batch's rows did not number each file's rows in one run: read them one by one."""
+
+
+def plan_reads(sources: Sequence[Source], *, batch: bool) -> list[list[int]]:
+    """Indices of `sources` by read: runs of small files on disk together, others alone."""
+    reads: list[list[int]] = []
+    run: list[int] = []
+    run_bytes = 0
+    for i, src in enumerate(sources):
+        if not (batch and _small(src)):
+            if run:
+                reads.append(run)
+                run, run_bytes = [], 0
+            reads.append([i])
+            continue
+        if run and (len(run) >= BATCH_FILES or run_bytes + src.size > BATCH_BYTES):
+            reads.append(run)
+            run, run_bytes = [], 0
+        run.append(i)
+        run_bytes += src.size
+    if run:
+        reads.append(run)
+    return reads
+
+
+def _small(src: Source) -> bool:
+    return (src.path is not None and src.regular and src.unreadable is None
+            and src.size <= SMALL_FILE_BYTES)
+
+
+_RN_COLUMNS = ("first_rn", "last_rn", "unlinked_rn", "foreign_rn", "deprecated_rn")
+
+
+def batch_spans(con: duckdb.DuckDBPyConnection, paths: Sequence[str],
+                window: Window | None) -> list[pa.Table]:
+    """Each file's per-span rows (`lean.lean_spans_sql`) as a read of it alone gives them.
+
+    Raises `BatchMismatch` when a file's rows are not one unbroken run of the batch's
+    numbering; the caller then reads the files one by one.
+    """
+    sql = lean_spans_sql(source_sql(list(paths), lean=True, window=window), by_file=True)
+    return split_by_file(con.sql(sql).to_arrow_table(), paths)
+
+
+def split_by_file(got: pa.Table, paths: Sequence[str]) -> list[pa.Table]:
+    """A batch's per-span rows (with ``_file``), per file and numbered from its line 1."""
+    file = got["_file"].to_numpy().astype(np.int64)
+    order = np.argsort(file, kind="stable")
+    bounds = np.searchsorted(file[order], np.arange(len(paths) + 1))
+    first = got["first_rn"].to_numpy()
+    last = got["last_rn"].to_numpy()
+    lines = got["lines"].to_numpy()
+    start = np.zeros(len(got), dtype=np.int64)
+    for i in range(len(paths)):
+        rows = order[bounds[i]:bounds[i + 1]]
+        if not len(rows):
+            continue  # no line at all (empty, or blank lines only)
+        begin, end = int(first[rows].min()), int(last[rows].max())
+        # Every row is in one group (`source_sql` keeps them all): the groups' counts add
+        # up to the file's rows, which must be the run between its first and last row.
+        if int(lines[rows].sum()) != end - begin + 1:
+            raise BatchMismatch(paths[i])
+        start[rows] = begin - 1
+    shift = pa.array(start)
+    local = got.drop_columns(["_file"])
+    for name in _RN_COLUMNS:
+        at = local.column_names.index(name)
+        local = local.set_column(at, name, pc.subtract(local[name], shift))
+    return [local.take(pa.array(order[bounds[i]:bounds[i + 1]])) for i in range(len(paths))]
+
+
+def read_batch(
+    con: duckdb.DuckDBPyConnection,
+    sources: Sequence[Source],
+    use: Callable[[int, LogTable], T],
+    *,
+    window: Window | None = None,
+    on_bytes: Progress | None = None,
+) -> list[tuple[T | None, ReadStats]]:
+    """``use(i, table)`` for each source's lean read (`i` its place in `sources`), with
+    the counters of each, in source order.
+
+    Each source is skipped, sniffed and numbered as `files.read_source` does it; the
+    plain files on disk among them are parsed by one query, any other alone. `use` may
+    ask a table for its spans (from the batch) or read the file again (its events).
+    """
+    stats = [ReadStats() for _ in sources]
+    results: list[T | None] = [None] * len(sources)
+    plain: dict[int, tuple[OpenedSource, Path, LineMap]] = {}
+    alone: list[int] = []
+    try:
+        for i, src in enumerate(sources):
+            opened = _open_plain(src, stats[i])
+            if opened is None:
+                continue
+            if not opened.in_place or src.path is None:  # decoded: its own read, afresh
+                opened.raw.close()
+                stats[i] = ReadStats()
+                alone.append(i)
+                continue
+            try:
+                with open(src.path, "rb") as fh:
+                    plain[i] = (opened, src.path, map_file(fh, on_bytes))
+            except OSError as exc:
+                opened.raw.close()
+                note_failure(src, exc, stats[i])
+        tables = _batch_or_none(con, [str(path) for _, path, _ in plain.values()], window)
+        for at, (i, (opened, path, line_map)) in enumerate(plain.items()):
+            src = sources[i]
+            if tables is None:
+                alone.append(i)
+                stats[i] = ReadStats()
+                continue
+            try:
+                results[i] = use(i, parse(con, path, line_map, src.name, stats[i], True,
+                                          window, run=_answer(tables[at])))
+                note_truncation(src, opened, stats[i])
+            except (OSError, duckdb.OutOfMemoryException) as exc:
+                note_failure(src, exc, stats[i])
+    finally:
+        for opened, _, _ in plain.values():
+            opened.raw.close()
+    for i in sorted(alone):
+        results[i] = read_source(con, sources[i], _at(use, i), stats=stats[i], lean=True,
+                                 window=window, on_bytes=on_bytes)
+    return list(zip(results, stats, strict=True))
+
+
+def _open_plain(src: Source, stats: ReadStats) -> OpenedSource | None:
+    """The source opened and sniffed as `files.read_source` does; None when not read."""
+    if not listed_readable(src, stats):
+        return None
+    try:
+        raw = open_raw(src)
+    except OSError as exc:
+        stats.unreadable_files.append(FileNote(src.name, f"cannot open: {exc}"))
+        return None
+    try:
+        opened = sniff(src, raw, stats)
+    except OSError as exc:
+        raw.close()
+        note_failure(src, exc, stats)
+        return None
+    if opened is None:
+        raw.close()
+    return opened
+
+
+def _at(use: Callable[[int, LogTable], T], i: int) -> Callable[[LogTable], T]:
+    return lambda table: use(i, table)
+
+
+def _answer(table: pa.Table) -> Callable[[str], pa.Table]:
+    """A file's `LogTable` query hook that answers its span query from the batch."""
+    return lambda _sql: table
+
+
+def _batch_or_none(con: duckdb.DuckDBPyConnection, paths: list[str],
+                   window: Window | None) -> list[pa.Table] | None:
+    """The batch's per-file tables, or None to read each file alone: DuckDB could not
+    read them as one (a line over its object size, memory) or did not number them in
+    one run each."""
+    if not paths:
+        return []
+    with contextlib.suppress(BatchMismatch, duckdb.Error):
+        return batch_spans(con, paths, window)
+    return None

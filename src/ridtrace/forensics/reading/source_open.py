@@ -1,0 +1,111 @@
+"""A log source opened for reading: what it is, whether it is read at all, and how.
+
+Shared by the one-file read (`reading.files.read_source`) and the batched read of small
+files (`reading.small_files`), so both skip, sniff and note a source the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import duckdb
+
+from ridtrace.forensics.reading.decoding import BOM, DecodedStream
+from ridtrace.forensics.reading.inputs import SNIFF_BYTES, Source, not_regular_reason
+from ridtrace.forensics.reading.log_names import ignore_reason
+from ridtrace.forensics.reading.stats import FileNote, ReadStats, truncated_while_read
+from ridtrace.forensics.reading.unwrap import Unwrapper, unwrapped_head, wrapper_of
+
+
+@dataclass
+class OpenedSource:
+    """A source that is read: its stream, first bytes, and whether DuckDB parses it in
+    place (a plain file on disk) or from a decoded copy."""
+
+    raw: BinaryIO
+    decoded: DecodedStream
+    head: bytes
+    unwrap: Unwrapper | None
+    in_place: bool
+    # The size when the read began (a regular file), to notice a copy truncated under it.
+    size: int | None
+
+
+def listed_readable(src: Source, stats: ReadStats) -> bool:
+    """False (and the reason noted) for a source known unreadable before it is opened."""
+    if src.unreadable is not None:
+        stats.unreadable_files.append(FileNote(src.name, src.unreadable))
+        return False
+    if src.from_directory and not src.regular and src.path is not None:
+        why, loses_a_log = not_regular_reason(src.path)
+        notes = stats.unreadable_files if loses_a_log else stats.ignored_files
+        notes.append(FileNote(src.name, why))
+        return False
+    return True
+
+
+def sniff(src: Source, raw: BinaryIO, stats: ReadStats) -> OpenedSource | None:
+    """How `raw` is read; None (the reason noted) when it is not read at all."""
+    decoded = DecodedStream(raw)
+    if decoded.unsupported is not None:
+        stats.unreadable_files.append(FileNote(src.name, decoded.unsupported))
+        return None
+    head = decoded.read(SNIFF_BYTES)
+    unwrap = wrapper_of(head)
+    if src.from_directory:
+        seen = head if unwrap is None else unwrapped_head(head)
+        reason = ignore_reason(src.name, seen, whole=len(head) < SNIFF_BYTES)
+        if reason is not None:
+            stats.ignored_files.append(FileNote(src.name, reason))
+            return None
+    stats.files += 1
+    # A pipe is read once, as a stream: DuckDB and the line map cannot both open it.
+    in_place = (src.path is not None and src.regular and decoded.compression is None
+                and decoded.encoding is None and unwrap is None
+                and _sql_path(src.path) and not _had_bom(src.path))
+    # A staged copy loses the lines past the cut as surely as an in-place read.
+    size = os.fstat(raw.fileno()).st_size if src.path is not None and src.regular else None
+    return OpenedSource(raw, decoded, head, unwrap, in_place, size)
+
+
+def note_truncation(src: Source, opened: OpenedSource, stats: ReadStats) -> None:
+    """Note a file that shrank while it was read (copytruncate under the reader)."""
+    now = os.fstat(opened.raw.fileno()).st_size if opened.size is not None else None
+    if opened.size is not None and now is not None and now < opened.size:
+        # Lines that were there when the read began are not in the report, and
+        # the line numbers DuckDB and the line map saw may differ.
+        stats.unreadable_files.append(FileNote(src.name, truncated_while_read(opened.size, now)))
+
+
+def note_failure(src: Source, exc: OSError | duckdb.OutOfMemoryException,
+                 stats: ReadStats) -> None:
+    """A source lost to the report by a failed read: noted, so the result is incomplete."""
+    if isinstance(exc, OSError):
+        stats.unreadable_files.append(FileNote(src.name, f"read failed: {exc}"))
+        return
+    # DuckDB's per-span aggregate did not fit its memory limit: this file is lost to
+    # the report (exit 3), the others are still read.
+    limit = str(exc).partition("\n")[0]
+    stats.unreadable_files.append(FileNote(
+        src.name, f"out of memory while reading it ({limit}); --engine dask reads a "
+        "big input in partitions",
+    ))
+
+
+def _sql_path(path: Path) -> bool:
+    """Whether DuckDB can be given this path: a name that is not UTF-8 (Latin-1 bytes
+    from another system) is text DuckDB cannot take, and stopped the run (exit 4); such
+    a file is read from a staged copy."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _had_bom(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(len(BOM)) == BOM

@@ -1,0 +1,194 @@
+"""Small files read in batches give the report a one-by-one read gives (issue 13).
+
+A directory of pod logs is hundreds of small files; planning the per-span query per
+file cost ~10 ms each. Batches of them are parsed by one query; every file must still
+come out as if read alone: its lines numbered from 1, its bad lines, spans cut across
+files combined, and the odd file (gzip, a BOM, blank only) read its own way.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ridtrace.forensics.reading.small_files as small_files
+from ridtrace.forensics.reading.inputs import Source, expand_inputs
+from ridtrace.forensics.records.read import read_partials
+from ridtrace.forensics.rules.report import analyze_read, parse_time, report_json
+from ridtrace.testing.dynamo import DynamoSpec, write_dynamo_logs
+from ridtrace.testing.synth import SynthSpec, write_logs
+from tests.forensics.helpers import rt, rt_request
+
+
+def _pod_logs(out: Path) -> Path:
+    """Both formats' logs cut into small files of a few dozen lines, with the odd ones."""
+    whole = out / "whole"
+    write_logs(whole / "rt", SynthSpec(requests=150, deprecated_every=10, engine_noise=True))
+    write_dynamo_logs(whole / "dyn", DynamoSpec(requests=120, duplicates=4))
+    pods = out / "pods"
+    pods.mkdir()
+    for log in sorted(whole.rglob("*.jsonl")):
+        lines = log.read_bytes().splitlines(keepends=True)
+        for at in range(0, len(lines), 37):
+            name = f"{log.parent.name}-{log.stem}-{at // 37:04d}.jsonl"
+            (pods / name).write_bytes(b"".join(lines[at:at + 37]))
+    piece = sorted(pods.iterdir())
+    # A banner, a torn line and blank lines inside a batch: lines after them keep their numbers.
+    first = piece[3].read_bytes()
+    piece[3].write_bytes(b"pod: starting\n\n  \n" + first + b'{"time": "2026-1\n')
+    # Valid JSON DuckDB rejects (a lone surrogate): judged and rescued in Python.
+    lone = json.loads(piece[5].read_bytes().splitlines()[0])
+    lone["model"] = "\udc80"
+    piece[5].write_bytes(piece[5].read_bytes() + json.dumps(lone).encode() + b"\n")
+    # No newline at the end of a file: its last line is still a line, and the next file's
+    # first line is line 1 of that file.
+    piece[7].write_bytes(piece[7].read_bytes().rstrip(b"\n"))
+    (pods / "rt-empty.jsonl").write_bytes(b"")
+    (pods / "rt-blank.jsonl").write_bytes(b"\n \n")
+    # Read their own way inside a run of small files: decoded copies, not in place.
+    (pods / "rt-zipped.jsonl.gz").write_bytes(gzip.compress(piece[9].read_bytes()))
+    piece[11].write_bytes(b"\xef\xbb\xbf" + piece[11].read_bytes())
+    (pods / "rt-unlinked.jsonl").write_text(rt(
+        "response.unlinked", request_id="u1", span_id="ab" * 8, trace_id="cd" * 16,
+        error="Unlinked response") + "\n")
+    return pods
+
+
+def _report(sources: list[Source], **window: Any) -> dict[str, Any]:
+    bounds = {k: parse_time(v, bound=k) for k, v in window.items()}
+    return report_json(analyze_read(read_partials(sources, **bounds), **bounds))
+
+
+@pytest.fixture
+def counted_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of files of each batch query run and split without a mismatch."""
+    sizes: list[int] = []
+    real = small_files.batch_spans
+
+    def counting(con: Any, paths: Any, window: Any) -> Any:
+        got = real(con, paths, window)  # a BatchMismatch fails the test: no fallback taken
+        sizes.append(len(paths))
+        return got
+
+    monkeypatch.setattr(small_files, "batch_spans", counting)
+    return sizes
+
+
+@pytest.mark.parametrize("window", [{}, {"since": "2026-11-29T10:00:00.2Z"}])
+def test_a_directory_of_small_files_reports_as_a_file_by_file_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted_batches: list[int],
+    window: dict[str, str],
+) -> None:
+    sources = expand_inputs([str(_pod_logs(tmp_path))])
+    batched = _report(sources, **window)
+    planned = [r for r in small_files.plan_reads(sources, batch=True) if len(r) > 1]
+    assert len(counted_batches) == len(planned)  # each one query, none read again
+    assert sum(counted_batches) >= len(sources) - 3  # all but the gzip, BOM and one-off
+    assert max(counted_batches) == small_files.BATCH_FILES
+    monkeypatch.setattr(small_files, "SMALL_FILE_BYTES", -1)
+    one_by_one = _report(sources, **window)
+    assert batched == one_by_one
+    summary = batched["summary"]
+    assert summary["bad_lines"] >= 2 and summary["unlinked"] >= 1
+    assert summary["deprecated_header"] >= 1
+    assert summary["duplicate_in_flight"] >= (1 if window else 4)
+    assert {s["file"] for s in summary["bad_line_samples"]} >= {
+        str(tmp_path / "pods" / "dyn-frontend-0003.jsonl")}
+
+
+def test_a_batch_numbered_out_of_line_is_read_file_by_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Should DuckDB ever number a batch's rows other than file after file, line numbers
+    # would point into the wrong file: the batch is read again one file at a time.
+    sources = expand_inputs([str(_pod_logs(tmp_path))])
+    expected = _report(sources)
+    monkeypatch.setattr(small_files, "batch_spans", _mismatched)
+    assert _report(sources) == expected
+
+
+def _mismatched(con: Any, paths: Any, window: Any) -> Any:
+    raise small_files.BatchMismatch(paths[0])
+
+
+def test_a_small_file_truncated_while_its_batch_is_read_makes_it_incomplete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pods = tmp_path / "pods"
+    pods.mkdir()
+    for i in range(3):
+        (pods / f"pod-{i}.jsonl").write_text("\n".join(
+            line for j in range(20)
+            for line in rt_request(f"{i:08x}{j:08x}", f"r{i}-{j}", j, j + 0.5)) + "\n")
+    victim = pods / "pod-1.jsonl"
+    real = small_files.batch_spans
+
+    def after_a_rotation(con: Any, paths: Any, window: Any) -> Any:
+        with open(victim, "r+b") as fh:  # logrotate's copytruncate, mid-read
+            fh.truncate(100)
+        return real(con, paths, window)
+
+    monkeypatch.setattr(small_files, "batch_spans", after_a_rotation)
+    summary = _report(expand_inputs([str(pods)]))["summary"]
+    (note,) = summary["unreadable_files"]
+    assert note["file"] == str(victim) and "truncated while being read" in note["reason"]
+    assert summary["incomplete"] is True
+
+
+def test_each_file_numbered_from_its_own_first_line(tmp_path: Path) -> None:
+    from ridtrace.forensics.reading.connection import connect
+
+    paths = [tmp_path / f"{name}.jsonl" for name in "abc"]
+    paths[0].write_text(rt("request.start", span_id="1" * 16, trace_id="2" * 32) + "\n")
+    paths[1].write_text("")  # no row at all: nothing to number
+    paths[2].write_text("\n".join(
+        rt(e, span_id="3" * 16, trace_id="4" * 32) for e in ("request.start", "request.end")
+    ) + "\n")
+    con = connect()
+    try:
+        tables = small_files.batch_spans(con, [str(p) for p in paths], None)
+    finally:
+        con.close()
+    spans = [t.filter(t["span_id"].is_valid()) for t in tables]
+    assert [t["first_rn"].to_pylist() for t in spans] == [[1], [], [1]]
+    assert spans[2]["last_rn"].to_pylist() == [2]
+
+
+def test_rows_of_a_file_not_in_one_run_are_refused() -> None:
+    import pyarrow as pa
+
+    # File 0's groups hold 3 rows but lie across rows 1..5: another file's rows came
+    # between them, so numbering from its first row would name wrong lines.
+    got = pa.table({
+        "_file": pa.array([0, 1, 0], pa.int32()), "first_rn": [1, 3, 4],
+        "last_rn": [2, 3, 5], "lines": [2, 1, 1], "unlinked_rn": pa.nulls(3, pa.int64()),
+        "foreign_rn": pa.nulls(3, pa.int64()), "deprecated_rn": pa.nulls(3, pa.int64()),
+    })
+    with pytest.raises(small_files.BatchMismatch):
+        small_files.split_by_file(got, ["a", "b"])
+    # Each file's rows are distinct row numbers: as many as its run is long, they fill it,
+    # and two files' runs cannot overlap. File after file, the split numbers each from 1.
+    ordered = got.set_column(0, "_file", pa.array([0, 0, 1], pa.int32()))
+    ordered = ordered.set_column(3, "lines", pa.array([2, 1, 2]))
+    assert [t["first_rn"].to_pylist() for t in small_files.split_by_file(
+        ordered, ["a", "b"])] == [[1, 3], [1]]
+
+
+def test_plan_keeps_big_files_and_streams_alone_and_batches_runs_of_small_ones(
+    tmp_path: Path,
+) -> None:
+    def src(name: str, size: int, path: bool = True) -> Source:
+        return Source(name, tmp_path / name if path else None, size)
+
+    big = small_files.SMALL_FILE_BYTES + 1
+    sources = [src("a", 10), src("b", 10), src("big", big), src("c", 10), src("-", 0, False),
+               src("d", 10)]
+    assert small_files.plan_reads(sources, batch=True) == [[0, 1], [2], [3], [4], [5]]
+    assert small_files.plan_reads(sources, batch=False) == [[i] for i in range(6)]
+    many = [src(f"p{i}", 10) for i in range(small_files.BATCH_FILES + 1)]
+    assert [len(r) for r in small_files.plan_reads(many, batch=True)] == [
+        small_files.BATCH_FILES, 1]
