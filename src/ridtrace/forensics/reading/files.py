@@ -17,18 +17,13 @@ import duckdb
 import pyarrow as pa
 
 from ridtrace.forensics.reading.connection import PreparedReads
-from ridtrace.forensics.reading.inputs import Source, open_raw
+from ridtrace.forensics.reading.inputs import Source
 from ridtrace.forensics.reading.lines import LineMap, fetch_lines, map_file
 from ridtrace.forensics.reading.plain_copy import Progress, stage
 from ridtrace.forensics.reading.scan import Window
-from ridtrace.forensics.reading.source_open import (
-    listed_readable,
-    note_failure,
-    note_truncation,
-    sniff,
-)
+from ridtrace.forensics.reading.source_open import note_failure, note_truncation, open_source
 from ridtrace.forensics.reading.staging import staging_dir
-from ridtrace.forensics.reading.stats import FileNote, ReadStats
+from ridtrace.forensics.reading.stats import ReadStats
 from ridtrace.forensics.reading.table import LogTable
 
 T = TypeVar("T")
@@ -74,17 +69,10 @@ def read_source(
     `prepared`: the reading thread's prepared queries (`read_all`), else each query is
     parsed anew.
     """
-    if not listed_readable(src, stats):
+    opened = open_source(src, stats)
+    if opened is None:
         return None
     try:
-        raw = open_raw(src)
-    except OSError as exc:
-        stats.unreadable_files.append(FileNote(src.name, f"cannot open: {exc}"))
-        return None
-    try:
-        opened = sniff(src, raw, stats)
-        if opened is None:
-            return None
         if opened.in_place and src.path is not None:
             wait = _map_in_thread(src.path, on_bytes)
             result = use(parse(con, src.path, wait, src.name, stats, lean, window,
@@ -104,7 +92,7 @@ def read_source(
         return None
     finally:
         if src.path is not None:
-            raw.close()
+            opened.raw.close()
 
 
 def _runner(prepared: PreparedReads | None, path: Path) -> Callable[[str], pa.Table] | None:

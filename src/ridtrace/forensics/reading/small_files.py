@@ -20,19 +20,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ridtrace.forensics.reading.files import parse, read_source
-from ridtrace.forensics.reading.inputs import Source, open_raw
+from ridtrace.forensics.reading.inputs import Source
 from ridtrace.forensics.reading.lean import lean_spans_sql
 from ridtrace.forensics.reading.lines import LineMap, map_file
 from ridtrace.forensics.reading.plain_copy import Progress
 from ridtrace.forensics.reading.scan import Window, source_sql
 from ridtrace.forensics.reading.source_open import (
     OpenedSource,
-    listed_readable,
     note_failure,
     note_truncation,
-    sniff,
+    open_source,
 )
-from ridtrace.forensics.reading.stats import FileNote, ReadStats
+from ridtrace.forensics.reading.stats import ReadStats
 from ridtrace.forensics.reading.table import LogTable
 
 T = TypeVar("T")
@@ -138,7 +137,7 @@ def read_batch(
     alone: list[int] = []
     try:
         for i, src in enumerate(sources):
-            opened = _open_plain(src, stats[i])
+            opened = open_source(src, stats[i])
             if opened is None:
                 continue
             if not opened.in_place or src.path is None:  # decoded: its own read, afresh
@@ -172,26 +171,6 @@ def read_batch(
         results[i] = read_source(con, sources[i], _at(use, i), stats=stats[i], lean=True,
                                  window=window, on_bytes=on_bytes)
     return list(zip(results, stats, strict=True))
-
-
-def _open_plain(src: Source, stats: ReadStats) -> OpenedSource | None:
-    """The source opened and sniffed as `files.read_source` does; None when not read."""
-    if not listed_readable(src, stats):
-        return None
-    try:
-        raw = open_raw(src)
-    except OSError as exc:
-        stats.unreadable_files.append(FileNote(src.name, f"cannot open: {exc}"))
-        return None
-    try:
-        opened = sniff(src, raw, stats)
-    except OSError as exc:
-        raw.close()
-        note_failure(src, exc, stats)
-        return None
-    if opened is None:
-        raw.close()
-    return opened
 
 
 def _at(use: Callable[[int, LogTable], T], i: int) -> Callable[[LogTable], T]:

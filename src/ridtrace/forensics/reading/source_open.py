@@ -14,7 +14,7 @@ from typing import BinaryIO
 import duckdb
 
 from ridtrace.forensics.reading.decoding import BOM, DecodedStream
-from ridtrace.forensics.reading.inputs import SNIFF_BYTES, Source, not_regular_reason
+from ridtrace.forensics.reading.inputs import SNIFF_BYTES, Source, not_regular_reason, open_raw
 from ridtrace.forensics.reading.log_names import ignore_reason
 from ridtrace.forensics.reading.stats import FileNote, ReadStats, truncated_while_read
 from ridtrace.forensics.reading.unwrap import Unwrapper, unwrapped_head, wrapper_of
@@ -45,6 +45,28 @@ def listed_readable(src: Source, stats: ReadStats) -> bool:
         notes.append(FileNote(src.name, why))
         return False
     return True
+
+
+def open_source(src: Source, stats: ReadStats) -> OpenedSource | None:
+    """The source opened and sniffed; None (the reason noted) when it is not read.
+
+    The caller closes ``raw`` of a file on disk (standard input stays open).
+    """
+    if not listed_readable(src, stats):
+        return None
+    try:
+        raw = open_raw(src)
+    except OSError as exc:
+        stats.unreadable_files.append(FileNote(src.name, f"cannot open: {exc}"))
+        return None
+    try:
+        opened = sniff(src, raw, stats)
+    except OSError as exc:
+        note_failure(src, exc, stats)
+        opened = None
+    if opened is None and src.path is not None:
+        raw.close()
+    return opened
 
 
 def sniff(src: Source, raw: BinaryIO, stats: ReadStats) -> OpenedSource | None:
