@@ -449,3 +449,26 @@ def test_a_forwarded_client_address_reaches_the_log_capped_and_escaped(
     lines = wait_for_lines(log_path, lambda got: all(_ended(x)(got) for x in request_ids))
     shown = [_lines_of(lines, x)[0]["client"] for x in request_ids]
     assert shown == ["A" * 64 + "...[30002 chars]", "10.0.0.1\\x9b31m:0", "10.1.2.3:0"]
+
+
+def test_a_baggage_header_of_many_bad_entries_is_one_warning_with_the_requests_ids(
+    server: tuple[RunningServer, Path],
+) -> None:
+    # OpenTelemetry's baggage propagator warns once per entry it drops, and entries
+    # that are not ASCII do not count towards its 180: this 5.4 KB header wrote 2700
+    # WARN lines per request, none of them naming the request.
+    running, log_path = server
+    answer = _raw_request(running.port, [b"baggage: " + b",".join([b"\x80"] * 2700)])
+    request_id = next(
+        line.split(b":", 1)[1].strip().decode()
+        for line in answer.split(b"\r\n\r\n", 1)[0].split(b"\r\n")
+        if line.lower().startswith(b"x-server-request-id:")
+    )
+    lines = wait_for_lines(log_path, _ended(request_id))
+    warned = [x for x in lines if x["logger"] == "opentelemetry.baggage.propagation"]
+    assert len(warned) == 1
+    assert warned[0]["request_id"] == request_id
+    assert warned[0]["message"] == (
+        "Baggage entry with key `\\x80` contains non-ASCII characters (and 2699 more "
+        "warnings about this request's trace headers, not written)"
+    )

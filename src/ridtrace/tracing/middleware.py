@@ -34,6 +34,7 @@ from ridtrace.tracing.id_headers import IdHeaders
 from ridtrace.tracing.inbound import TRACE_HEADERS, InboundRules, note_inbound, read_inbound
 from ridtrace.tracing.lifecycle import running as running_requests
 from ridtrace.tracing.placement import moved_into_fastapi
+from ridtrace.tracing.propagation import HeldWarnings, extract
 from ridtrace.tracing.serverspan import (
     active_server_span,
     minted_context,
@@ -181,6 +182,7 @@ class RequestTracingMiddleware:
         # part of the path the mounts took.
         root_path = scope.get("root_path", "")
         parent: otel_context.Context | None = None
+        held: HeldWarnings | None = None  # the propagators' warnings, for our context
         if span is not None:  # an instrumentation's server span, recording by construction
             recording = True
             span.set_attributes(start_attributes(request_id, x_request_id, deprecated_text))
@@ -189,13 +191,14 @@ class RequestTracingMiddleware:
             # caller's span context, or the current (invalid) span. The caller's context
             # still becomes current below, so its baggage stays visible to the app.
             if carrier:
-                parent = propagate.extract(carrier, getter=_GETTER)
+                parent, held = extract(carrier, _GETTER)
                 span = trace.get_current_span(parent)
             else:
                 span = current
             recording = False
         else:
-            parent = propagate.extract(carrier, getter=_GETTER) if carrier else None
+            if carrier:
+                parent, held = extract(carrier, _GETTER)
             # Attributes go in with the span: samplers see them, and the SDK cleans
             # them while it builds the span instead of in a second locked call.
             span = self._tracer.start_span(
@@ -260,6 +263,8 @@ class RequestTracingMiddleware:
         )
         failure: BaseException | None = None
         try:
+            if held is not None:
+                held.write()
             if deprecated_text or rejected:
                 note_inbound(deprecated_text.split(",") if deprecated_text else None, rejected)
             if self._log_lifecycle:

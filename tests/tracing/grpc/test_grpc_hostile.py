@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,6 +14,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from ridtrace import configure_logging
 from ridtrace.tracing.grpc import RequestTracingInterceptor
 from tests.tracing.grpc.conftest import LogLines, Proto, metadata_dict, serving
 from tests.tracing.grpc.inference_service import build_servicer
@@ -217,3 +219,22 @@ def test_a_tracestate_sent_in_two_entries_is_one_list(proto: Proto, log_lines: L
                if s.attributes and s.attributes["request_id"] == response.internal_request_id]
     assert format(span.context.trace_id, "032x") == "12345678901234567890123456789011"
     assert span.context.trace_state.to_header() == "foo=1,bar=2"
+
+
+def test_a_baggage_of_many_bad_entries_is_one_warning_with_the_calls_ids(proto: Proto) -> None:
+    """OpenTelemetry's baggage propagator warns once per entry it drops: one call's
+    metadata wrote 181 WARN lines, none naming the call."""
+    lines = LogLines()
+    configure_logging(lines, service="grpc-test", level="INFO", intercept_stdlib=True)
+    try:
+        ((response, _),) = asyncio.run(_infer(
+            proto, RequestTracingInterceptor(), [(("baggage", ",".join(["x"] * 300)),)]
+        ))
+    finally:
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+    warned = [x for x in lines.lines if x["logger"] == "opentelemetry.baggage.propagation"]
+    assert [(x["request_id"], x["message"]) for x in warned] == [(
+        response.internal_request_id,
+        "Baggage list-member `x` doesn't match the format (and 180 more warnings about "
+        "this request's trace headers, not written)",
+    )]

@@ -18,7 +18,7 @@ from typing import Any
 import grpc
 import grpc.aio
 from opentelemetry import context as otel_context
-from opentelemetry import propagate, trace
+from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from ridtrace.contract import REQUEST_END, REQUEST_START
@@ -33,6 +33,7 @@ from ridtrace.tracing.grpc.stream import StreamItem
 from ridtrace.tracing.identity import shown_text, validate_client_id
 from ridtrace.tracing.inbound import InboundRules, note_inbound, read_inbound
 from ridtrace.tracing.lifecycle import running as running_calls
+from ridtrace.tracing.propagation import extract
 from ridtrace.tracing.serverspan import active_server_span, request_context_for
 from ridtrace.tracing.settings import TracingSettings
 
@@ -174,8 +175,11 @@ class GrpcCall:
         request_id = config.mint()
         span = active_server_span()
         self.owns_span = span is None
+        held = None  # the propagators' warnings, written once our context is current
         if span is None:
-            parent = propagate.extract(carrier) if carrier else None
+            parent = None
+            if carrier:
+                parent, held = extract(carrier)
             span = config.tracer.start_span(
                 info.span_name,
                 context=parent,
@@ -208,6 +212,8 @@ class GrpcCall:
         self._otel_token: object | None = (
             otel_context.attach(trace.set_span_in_context(span)) if self.owns_span else None
         )
+        if held is not None:
+            held.write()
         note_inbound(deprecated_sent, rejected)  # in the context: the WARN has the ids
         if config.log_lifecycle:
             agent = validate_client_id(user_agent[:256], 256) if user_agent else None

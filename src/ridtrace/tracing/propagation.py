@@ -1,0 +1,86 @@
+"""Reading a caller's trace context with at most one propagator warning per request.
+
+OpenTelemetry's propagators log a WARN for each part of a trace header they drop, and
+the W3C baggage propagator does so per entry (not ASCII, not ``key=value``, too long),
+entries that do not count towards its 180-entry limit: one 5 KiB ``baggage`` header of
+2700 one-byte entries wrote 2700 lines into the log, for any caller, on every request,
+and without the request's ids (the context is read before the request's own exists).
+Here the propagators' records of one extraction are held back; the first is written
+once the request's context is current, saying how many more there were.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextvars import ContextVar
+from typing import Any
+
+from opentelemetry import propagate
+from opentelemetry.context import Context
+from opentelemetry.propagators.textmap import Getter, default_getter
+
+__all__ = ["HeldWarnings", "extract"]
+
+# The loggers the API's propagators (W3C trace context, tracestate, baggage) write to.
+_PROPAGATOR_LOGGERS = (
+    "opentelemetry.baggage.propagation",
+    "opentelemetry.trace.propagation.tracecontext",
+    "opentelemetry.trace.span",
+)
+
+
+class HeldWarnings:
+    """The propagator warnings of one extraction: the first record and how many more."""
+
+    __slots__ = ("first", "more")
+
+    def __init__(self) -> None:
+        self.first: logging.LogRecord | None = None
+        self.more = 0
+
+    def write(self) -> None:
+        """Write the first warning, naming how many more were left out (call it once the
+        request's context is current, so the line carries the request's ids)."""
+        record, self.first = self.first, None
+        if record is None:
+            return
+        if self.more:
+            record.msg = (f"{record.getMessage()} (and {self.more} more warnings about "
+                          "this request's trace headers, not written)")
+            record.args = None
+        logging.getLogger(record.name).handle(record)
+
+
+_holding: ContextVar[HeldWarnings | None] = ContextVar("ridtrace_propagator_warnings",
+                                                      default=None)
+
+
+class _HoldDuringExtraction(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        held = _holding.get()
+        if held is None:
+            return True  # not ours to hold: another instrumentation's extraction
+        if held.first is None:
+            held.first = record
+        else:
+            held.more += 1
+        return False
+
+
+_FILTER = _HoldDuringExtraction()
+_installed = False
+
+
+def extract(carrier: Any, getter: Getter[Any] = default_getter) -> tuple[Context, HeldWarnings]:
+    """``propagate.extract(carrier)``, with the propagators' warnings held back."""
+    global _installed
+    if not _installed:
+        for name in _PROPAGATOR_LOGGERS:
+            logging.getLogger(name).addFilter(_FILTER)
+        _installed = True
+    held = HeldWarnings()
+    token = _holding.set(held)
+    try:
+        return propagate.extract(carrier, getter=getter), held
+    finally:
+        _holding.reset(token)
