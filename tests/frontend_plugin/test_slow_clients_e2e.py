@@ -18,7 +18,7 @@ import pytest
 
 from tests.frontend_plugin.conftest import Stack, start_stack
 
-DEADLINE = 1.0  # --header-timeout and --body-timeout of the stack below
+DEADLINE = 1.0  # --header-timeout and --body-timeout of the stack below (both sides)
 CHAT = b'{"messages": [{"role": "user", "content": "slow client"}]}'
 
 
@@ -26,7 +26,8 @@ CHAT = b'{"messages": [{"role": "user", "content": "slow client"}]}'
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     # Tokens 0.3 s apart: a stream outlives both deadlines, which must not cut it.
     with start_stack(
-        tmp_path_factory.mktemp("slow-clients"), workers=[["--token-delay", "0.3"]],
+        tmp_path_factory.mktemp("slow-clients"),
+        workers=[["--token-delay", "0.3", "--body-timeout", str(DEADLINE)]],
         frontend=["--header-timeout", str(DEADLINE), "--body-timeout", str(DEADLINE)],
     ) as stack:
         yield stack
@@ -95,6 +96,30 @@ def test_a_body_that_never_ends_gets_408_in_the_routes_shape(
     request_id = head.lower().split(b"x-server-request-id: ", 1)[1].split(b"\r\n", 1)[0]
     assert _request_end(guarded, request_id.decode())["error"] == (
         "request body not received in full")
+
+
+@pytest.mark.parametrize("framing", [
+    b"transfer-encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n",
+    b"content-length: 500\r\n\r\n{\"request_id\": ",
+])
+def test_a_work_envelope_that_never_ends_gets_408_from_the_worker(
+    guarded: Stack, framing: bytes,
+) -> None:
+    # The worker had no body deadline: such a POST /v1/work held its connection and
+    # task for as long as the client liked (anyone who can reach a worker without a
+    # token), as the frontend's routes did before their --body-timeout.
+    worker = guarded.workers[0]
+    answer, took = _exchange(worker.port, _post(b"/v1/work", framing))
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert _status(answer) == 408, answer
+    assert b"connection: close" in head.lower()
+    assert b"work envelope not received in full within 1s" in body
+    assert took < DEADLINE + 10
+    deadline = time.monotonic() + 10
+    while not any(x.get("event") == "worker.refused" and x.get("status") == 408
+                  for x in worker.lines()):
+        assert time.monotonic() < deadline, "no worker.refused line for the 408"
+        time.sleep(0.05)
 
 
 def _request_end(stack: Stack, request_id: str) -> dict[str, object]:

@@ -269,6 +269,8 @@ def frontend_command(
               help="Test fault: stop producing after N tokens, keep the stream open.")
 @click.option("--foreign-chunk-after", type=int, default=None,
               help="Test fault: label the chunk after N tokens with another request id.")
+@click.option("--body-timeout", type=float, default=None,
+              help="Seconds a work envelope may take to arrive (default 30); then 408.")
 @click.option("--log-level", default="INFO", show_default=True, help=_LOG_LEVEL_HELP)
 @click.option("--baggage-attribute", "baggage_attributes", multiple=True, metavar="NAME",
               help="Copy this W3C baggage entry onto the worker span as baggage.NAME (repeat).")
@@ -280,7 +282,8 @@ def frontend_command(
 def worker_command(
     port: int, host: str, log_file: Path, id_policy: str | None, token_delay: float | None,
     first_token_delay: float | None, gate: bool | None, hang_after_tokens: int | None,
-    foreign_chunk_after: int | None, log_level: str, baggage_attributes: tuple[str, ...],
+    foreign_chunk_after: int | None, body_timeout: float | None, log_level: str,
+    baggage_attributes: tuple[str, ...],
     worker_token: str | None, debug_endpoints: bool | None, graceful_timeout: float,
     header_timeout: float, allowed_hosts: tuple[str, ...],
 ) -> None:
@@ -296,6 +299,7 @@ def worker_command(
                         ("first_token_delay", first_token_delay), ("gate", gate),
                         ("hang_after_tokens", hang_after_tokens),
                         ("foreign_chunk_after", foreign_chunk_after),
+                        ("body_timeout", body_timeout),
                         ("worker_token", worker_token), ("debug_endpoints", debug_endpoints),
                         ("baggage_attributes", baggage_attributes or None)):
         if value is not None:

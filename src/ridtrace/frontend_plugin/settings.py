@@ -231,6 +231,8 @@ class WorkerSettings:
         foreign_chunk_after: test fault: label the chunk after this many tokens with
             another request's id, as a worker with crossed wires would.
         max_body_bytes: largest accepted work envelope.
+        body_timeout: longest the worker waits for a work envelope to arrive in full;
+            a slower one gets HTTP 408 and the connection is closed.
         max_tokens_limit: largest accepted ``max_tokens``.
         debug_endpoints: serve ``GET /debug/inflight`` (off by default).
         worker_token: when set, every route but ``/health`` (and ``/metrics``) needs
@@ -249,6 +251,7 @@ class WorkerSettings:
     hang_after_tokens: int | None = None
     foreign_chunk_after: int | None = None
     max_body_bytes: int = 4 << 20
+    body_timeout: float = 30.0
     max_tokens_limit: int = 1 << 16
     debug_endpoints: bool = False
     worker_token: str | None = field(default=None, repr=False)
@@ -258,7 +261,8 @@ class WorkerSettings:
         if self.worker_token is not None:
             _check_secret(self.worker_token, "the worker token")
         _require_numbers(
-            self, positive=("gate_timeout", "max_body_bytes", "max_tokens_limit"),
+            self, positive=("gate_timeout", "max_body_bytes", "body_timeout",
+                            "max_tokens_limit"),
             non_negative=("token_delay", "first_token_delay", "hang_after_tokens",
                           "foreign_chunk_after"),
         )
@@ -280,6 +284,7 @@ class WorkerSettings:
             "hang_after_tokens": _optional_int,
             "foreign_chunk_after": _optional_int,
             "max_body_bytes": int,
+            "body_timeout": float,
             "max_tokens_limit": int,
             "debug_endpoints": _flag,
             "baggage_attributes": _comma_list,

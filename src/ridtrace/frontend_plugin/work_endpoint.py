@@ -38,6 +38,7 @@ from ridtrace.frontend_plugin.drain import Drain
 from ridtrace.frontend_plugin.engine import EchoEngine, echo_tokens
 from ridtrace.frontend_plugin.registry import DuplicateRequestId, InflightRegistry
 from ridtrace.frontend_plugin.settings import WorkerSettings
+from ridtrace.frontend_plugin.timers import Deadline
 from ridtrace.frontend_plugin.wire import WORK_PATH, WorkRequest
 from ridtrace.frontend_plugin.work_reply import log_end, paced_reply, whole_reply
 from ridtrace.tracing import annotate_request, current_context, validate_client_id
@@ -131,9 +132,20 @@ class WorkEndpoint:
             await _refuse_invalid(send, 501, refusal, extra=((b"connection", b"close"),))
             return
         try:
-            body = await _read_body(scope, receive, config.max_body_bytes)
+            # An envelope that never ends (a content-length larger than what is sent, a
+            # chunked body left open) held its connection and task forever: the header
+            # timeout ends with the headers.
+            with Deadline(config.body_timeout):
+                body = await _read_body(scope, receive, config.max_body_bytes)
         except _ClientGone:
             return  # nobody to answer; the middleware records the disconnect
+        except TimeoutError:
+            # The rest may still come: the connection cannot carry another request.
+            await _refuse_invalid(
+                send, 408, f"work envelope not received in full within {config.body_timeout:g}s",
+                extra=((b"connection", b"close"),),
+            )
+            return
         if body is None:
             await _refuse_invalid(send, 413, "work envelope too large")
             return
