@@ -205,3 +205,38 @@ def test_a_body_left_unread_by_the_answer_is_not_taken_without_end(
     assert _status(answer) == status
     assert pushed < 256 << 20, f"{pushed >> 20} MiB taken after the answer"
     assert httpx.get(guarded.url + "/health", timeout=10).status_code == 200
+
+
+def _closed_within(sock: socket.socket, seconds: float, *, trickle: bool) -> bool:
+    """Whether the server closes `sock` within `seconds` (sending a byte of body every
+    0.1 s meanwhile when `trickle`)."""
+    sock.settimeout(0.1)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if trickle:
+                sock.sendall(b" ")
+            if sock.recv(65536) == b"":  # the 408 the server may send first is read
+                return True
+        except TimeoutError:
+            continue
+        except OSError:  # reset, or a send after the close
+            return True
+    return False
+
+
+@pytest.mark.parametrize("trickle", [True, False], ids=["trickled-body", "idle-after-body"])
+def test_a_connection_answered_before_its_body_is_not_held_open(
+    guarded: Stack, trickle: bool,
+) -> None:
+    # A 405 (or /health, a 404, 415) goes out before the body is read. Every byte of the
+    # rest put off uvicorn's keep-alive timeout and no other timer ran: a client sending
+    # one byte now and then, or sending the body and then nothing, held the connection
+    # for good, past both the header and the body deadline.
+    length = 100_000 if trickle else 5
+    with socket.create_connection(("127.0.0.1", guarded.frontend.port), timeout=10) as sock:
+        sock.sendall(_post(b"/health", b"content-length: %d\r\n\r\n" % length))
+        assert sock.recv(65536).startswith(b"HTTP/1.1 405")
+        if not trickle:
+            sock.sendall(b" " * length)  # the body is in: the connection is idle
+        assert _closed_within(sock, DEADLINE + 8, trickle=trickle)

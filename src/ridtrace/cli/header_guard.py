@@ -111,6 +111,24 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         if self._unread_body > self.max_unread_body_bytes:
             self.transport.close()
 
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        cycle = self.cycle
+        if (cycle is not None and cycle.response_complete and cycle.more_body
+                and not self.transport.is_closing()):
+            # Answered before its body was in: every byte of the rest put off uvicorn's
+            # keep-alive timeout, and no other timer ran, so a client trickling a body it
+            # said was long (or idle once the body was in) held the connection forever.
+            # The rest of the body gets the time headers get, as does the idle after it.
+            self._arm_header_timer()
+
+    def on_message_complete(self) -> None:
+        cycle = self.cycle
+        answered_first = cycle is not None and cycle.response_complete
+        super().on_message_complete()
+        if answered_first and not self.transport.is_closing():
+            self._arm_header_timer()  # idle from here until the next request begins
+
     def on_headers_complete(self) -> None:
         self._disarm_header_timer()
         self._in_trailer = True
