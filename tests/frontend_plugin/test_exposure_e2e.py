@@ -61,8 +61,22 @@ def test_a_cross_origin_preflight_is_not_granted(defaults: Stack) -> None:
 def test_the_docs_come_back_with_the_debug_endpoints(stack: Stack) -> None:
     # (the shared stack runs with --debug-endpoints)
     with httpx.Client(base_url=stack.url, timeout=30) as client:
-        assert client.get("/openapi.json").json()["info"]["title"] == "ridtrace frontend"
+        schema = client.get("/openapi.json").json()
+        assert schema["info"]["title"] == "ridtrace frontend"
+        assert list(schema["paths"]["/v1/models"]) == ["get"]  # HEAD stays out of it
         assert client.get("/docs").status_code == 200
+
+
+def test_head_is_answered_wherever_get_is(defaults: Stack) -> None:
+    # RFC 9110 section 9.1: a general-purpose server supports GET and HEAD; `curl -I`
+    # on the model list got 405 (only /health and /metrics took HEAD).
+    with httpx.Client(base_url=defaults.url, timeout=30) as client:
+        for path, status in (("/v1/models", 200), ("/v1/models/echo", 200),
+                             ("/v1/models/other", 404), ("/health", 200), ("/metrics", 200)):
+            head = client.head(path)
+            assert (head.status_code, head.content) == (status, b""), path
+            if path != "/metrics":  # whose counts move between the two requests
+                assert head.headers["content-length"] == str(len(client.get(path).content))
 
 
 def test_a_trailing_slash_is_a_404_not_a_redirect_to_the_callers_host(tmp_path: Path) -> None:

@@ -144,6 +144,13 @@ def create_router(
             return JSONResponse({"status": "unavailable", "workers": workers}, status_code=503)
         return JSONResponse({"status": "ok", "workers": workers})
 
+    # HEAD wherever GET is served (RFC 9110 section 9.1: every general-purpose server
+    # supports both); `curl -I` got 405. Kept out of the schema: the GET routes are
+    # there, and the same endpoint under two methods would repeat their operation id.
+    router.add_api_route("/v1/models", models, methods=["HEAD"], include_in_schema=False)
+    router.add_api_route("/v1/models/{model_id:path}", model, methods=["HEAD"],
+                         include_in_schema=False)
+
     if fe.settings.debug_endpoints:
 
         @router.get("/debug/inflight")
