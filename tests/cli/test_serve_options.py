@@ -52,3 +52,19 @@ def test_an_otel_variable_it_cannot_follow_is_the_operators_error_not_an_interna
         )
         assert done.returncode == 1, done.stderr
         assert f"{variable}={value!r}" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("port", ["99999", "65536", "-5"])
+def test_a_port_no_socket_can_have_is_refused_before_anything_starts(
+    tmp_path: Path, port: str
+) -> None:
+    # 99999 was cut to 16 bits by the socket layer: the frontend listened on 34463
+    # (and said so) instead of refusing the typo; -5 failed only after start-up.
+    for argv in (["frontend", "--worker", "http://127.0.0.1:9"], ["worker"]):
+        done = subprocess.run(  # a process: one that starts serving is ended by the timeout
+            [sys.executable, "-m", "ridtrace", "serve", *argv, "--port", port,
+             "--log-file", str(tmp_path / "x.jsonl")],
+            capture_output=True, text=True, timeout=30,
+        )
+        assert done.returncode == 2 and "--port" in done.stderr, done.stderr
+        assert not (tmp_path / "x.jsonl").exists()

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 __all__ = ["serve"]
 
 _POLICY = click.Choice(["safe", "legacy"])
+# A plain int let 99999 through, which the socket layer cut to 16 bits: the server
+# listened on 34463 instead of refusing the typo, and -5 failed only once started.
+_PORT = click.IntRange(0, 65535)
 
 DEFAULT_GRACEFUL_TIMEOUT = 25.0
 """Seconds: a few under Kubernetes' default terminationGracePeriodSeconds (30), so the
@@ -179,7 +182,7 @@ def _run(
 
 
 @serve.command("frontend")
-@click.option("--port", type=int, required=True, help="Port to listen on.")
+@click.option("--port", type=_PORT, required=True, help="Port to listen on (0: any free one).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--worker", "workers", multiple=True,
               help="Worker base URL (repeat; or RIDTRACE_FRONTEND_WORKERS, comma list).")
@@ -254,7 +257,7 @@ def frontend_command(
 
 
 @serve.command("worker")
-@click.option("--port", type=int, required=True, help="Port to listen on.")
+@click.option("--port", type=_PORT, required=True, help="Port to listen on (0: any free one).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help=_LOG_FILE_HELP)
