@@ -177,6 +177,20 @@ def test_a_refused_anthropic_call_carries_the_server_id_the_sdk_reads(keyed: Sta
     assert reply._request_id is not None and "bearer" in reply.content[0].text  # type: ignore[union-attr]
 
 
+def test_the_anthropic_sdk_refused_outside_messages_reads_its_own_error(
+    keyed: Stack,
+) -> None:
+    # models.list with a wrong key got OpenAI's 401 body (type invalid_request_error)
+    # and no request-id: the SDK's error had type and request_id wrong or None.
+    with pytest.raises(anthropic.AuthenticationError) as refused:
+        _claude(keyed, WRONG).models.list()
+    assert refused.value.type == "authentication_error"
+    assert refused.value.request_id == refused.value.response.headers["x-server-request-id"]
+    with pytest.raises(openai.AuthenticationError) as openai_refused:
+        _oai(keyed, WRONG).models.list()
+    assert openai_refused.value.code == "invalid_api_key"
+
+
 @pytest.mark.parametrize("name", ["authorization", "x-api-key"])
 def test_a_repeated_key_header_is_refused_even_when_one_value_is_right(
     keyed: Stack, name: str,

@@ -155,6 +155,28 @@ def test_models_retrieve_answers_the_listed_model_and_404s_the_others(
         assert info.value.message.endswith(f"The model '{missing}' does not exist")
 
 
+def test_the_anthropic_sdk_gets_its_own_error_shape_and_id_outside_messages(
+    claude: anthropic.Anthropic, stack: Stack
+) -> None:
+    # Only /v1/messages answered in Anthropic's shape with request-id: the Anthropic
+    # SDK's models.retrieve of a missing model raised with type invalid_request_error
+    # (Anthropic's API says not_found_error) and request_id None, nothing to quote.
+    with pytest.raises(anthropic.NotFoundError) as missing:
+        claude.models.retrieve("gpt-missing")
+    headers = missing.value.response.headers
+    assert missing.value.type == "not_found_error"
+    assert missing.value.api_message == "The model 'gpt-missing' does not exist"
+    assert missing.value.request_id == headers["x-server-request-id"]
+    assert claude.models.with_raw_response.list().headers["request-id"]
+    with pytest.raises(anthropic.NotFoundError) as unknown:
+        claude.beta.files.list()
+    assert unknown.value.type == "not_found_error" and unknown.value.request_id
+    # The OpenAI SDK (no anthropic-version) keeps OpenAI's shape on the same paths.
+    plain = httpx.get(stack.url + "/v1/models/gpt-missing")
+    assert plain.json()["error"]["code"] == "model_not_found"
+    assert "request-id" not in plain.headers
+
+
 def test_a_model_id_with_a_slash_is_retrieved(tmp_path: Path) -> None:
     env = {"RIDTRACE_FRONTEND_MODEL": "org/echo-7b", "RIDTRACE_WORKER_MODEL": "org/echo-7b"}
     with start_stack(tmp_path, workers=[[]], env=env) as stack:

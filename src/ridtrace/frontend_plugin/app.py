@@ -23,7 +23,7 @@ from ridtrace.frontend_plugin.auth import (
 from ridtrace.frontend_plugin.drain import Drain
 from ridtrace.frontend_plugin.frontend import Frontend
 from ridtrace.frontend_plugin.routes import InferenceFastPath, create_router
-from ridtrace.frontend_plugin.routes.anthropic import MESSAGES
+from ridtrace.frontend_plugin.routes.anthropic import MESSAGES, sent_by_anthropic_sdk
 from ridtrace.frontend_plugin.routes.openai import CHAT
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.tracing import (
@@ -47,7 +47,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     path = request.url.path
     method = shown_text(request.method, MAX_SHOWN_METHOD)  # any token, under h11
     message = f"{exc.detail}: {method} {shown_text(path, 256)}"
-    if path.startswith(MESSAGES.path):
+    if path.startswith(MESSAGES.path) or sent_by_anthropic_sdk(request.scope["headers"]):
         kind = "not_found_error" if exc.status_code == 404 else None
         payload = MESSAGES.error_payload(exc.status_code, message, kind)
     else:
@@ -57,7 +57,9 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 class AnthropicRequestId:
-    """Adds ``request-id`` (the server's ``request_id``) to answers under ``/v1/messages``.
+    """Adds ``request-id`` (the server's ``request_id``) to answers under ``/v1/messages``
+    and to every answer to the Anthropic SDK (``anthropic-version`` sent: its
+    ``models.list`` and ``models.retrieve``, a 404 it gets elsewhere).
 
     Anthropic's API names every answer with a server id in ``request-id``, and its SDK
     reads exactly that header for ``Message._request_id`` and every ``APIStatusError``'s
@@ -79,7 +81,7 @@ class AnthropicRequestId:
         root = scope.get("root_path")
         if root and path.startswith(root):  # mounted under a prefix: the app's own path
             path = path[len(root):]
-        if not path.startswith(self.prefix):
+        if not path.startswith(self.prefix) and not sent_by_anthropic_sdk(scope["headers"]):
             await self.app(scope, receive, send)
             return
         ctx = current_context()
@@ -182,6 +184,8 @@ def create_frontend_app(
             secrets=config.api_keys,
             open_paths=("/health",) if config.metrics_require_key else ("/health", METRICS_PATH),
             error_bodies={MESSAGES.path: anthropic_error},
+            error_of=lambda scope: (
+                anthropic_error if sent_by_anthropic_sdk(scope["headers"]) else None),
             hint=": send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'",
             route_of=matching_route([*router.routes, *app.router.routes]),
         )

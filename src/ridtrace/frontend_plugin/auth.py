@@ -65,6 +65,9 @@ class SharedSecretMiddleware:
         error_bodies: path prefix → error body builder; the longest matching prefix wins,
             ``default_error`` otherwise.
         default_error: error body builder for paths no prefix matches.
+        error_of: picks the error body builder from the request itself, before the
+            prefixes are tried (``None``: go by the path), e.g. by a header only one
+            API's SDK sends.
         accept_x_api_key: also accept the ``x-api-key`` header.
         hint: appended to the refusal message (how to send the secret).
         on_refused: called (with the path) for every refusal, inside the request's
@@ -83,6 +86,7 @@ class SharedSecretMiddleware:
         open_paths: Iterable[str] = ("/health",),
         error_bodies: dict[str, ErrorBody] | None = None,
         default_error: ErrorBody = openai_error,
+        error_of: Callable[[Scope], ErrorBody | None] | None = None,
         accept_x_api_key: bool = True,
         hint: str = "",
         on_refused: Callable[[str], None] | None = None,
@@ -97,6 +101,7 @@ class SharedSecretMiddleware:
         # Longest prefix first, so "/v1/messages" wins over "/v1".
         self._errors = sorted((error_bodies or {}).items(), key=lambda kv: -len(kv[0]))
         self._default_error = default_error
+        self._error_of = error_of
         self._headers = {b"authorization"} | ({b"x-api-key"} if accept_x_api_key else set())
         self._on_refused = on_refused
         self._hint = hint
@@ -140,8 +145,10 @@ class SharedSecretMiddleware:
             scope["route"] = route
         if self._on_refused is not None:
             self._on_refused(path)
-        build = next((b for prefix, b in self._errors if path.startswith(prefix)),
-                     self._default_error)
+        build = self._error_of(scope) if self._error_of is not None else None
+        if build is None:
+            build = next((b for prefix, b in self._errors if path.startswith(prefix)),
+                         self._default_error)
         body = orjson.dumps(build(reason + self._hint))
         headers = [
             (b"content-type", b"application/json"),

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fastapi import APIRouter
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ridtrace.frontend_plugin.bodies import MAX_MODEL_LENGTH
 from ridtrace.frontend_plugin.frontend import Frontend
-from ridtrace.frontend_plugin.routes.anthropic import MESSAGES
+from ridtrace.frontend_plugin.routes.anthropic import MESSAGES, sent_by_anthropic_sdk
 from ridtrace.frontend_plugin.routes.base import ApiSpec
 from ridtrace.frontend_plugin.routes.core import serve
 from ridtrace.frontend_plugin.routes.count_tokens import COUNTERS, CountTokensEndpoint
@@ -122,11 +123,13 @@ def create_router(
     # What the SDKs' models.retrieve asks for. ``path``: model ids hold slashes
     # ("org/name"), sent as they are or as %2F (both decode to the same path).
     @router.get("/v1/models/{model_id:path}")
-    async def model(model_id: str) -> JSONResponse:
+    async def model(model_id: str, request: Request) -> JSONResponse:
         if model_id == fe.settings.model:
             return JSONResponse(listed())
-        # OpenAI's answer for a model it does not serve; the SDKs raise NotFoundError.
+        # The API's answer for a model it does not serve; the SDKs raise NotFoundError.
         message = f"The model '{shown_text(model_id, MAX_MODEL_LENGTH)}' does not exist"
+        if sent_by_anthropic_sdk(request.scope["headers"]):
+            return JSONResponse(MESSAGES.error_payload(404, message), status_code=404)
         return JSONResponse({"error": {"message": message, "type": "invalid_request_error",
                                        "param": "model", "code": "model_not_found"}},
                             status_code=404)

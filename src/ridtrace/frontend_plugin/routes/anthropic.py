@@ -17,7 +17,7 @@ from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemp
 from ridtrace.frontend_plugin.sampling import anthropic_sampling
 from ridtrace.frontend_plugin.settings import FrontendSettings
 
-__all__ = ["MESSAGES", "input_tokens"]
+__all__ = ["MESSAGES", "input_tokens", "sent_by_anthropic_sdk"]
 
 _STOP = {"stop": "end_turn", "length": "max_tokens"}
 
@@ -26,6 +26,17 @@ def _stop_reason(finished: Finished) -> str:
     if finished.stop_sequence is not None:
         return "stop_sequence"
     return _STOP.get(finished.finish_reason, "end_turn")
+
+
+def sent_by_anthropic_sdk(headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether a request carries ``anthropic-version``, as the Anthropic SDK sends with
+    every call (Anthropic's API requires it) and the OpenAI SDK never does.
+
+    Such a request is answered in Anthropic's error shape, with ``request-id``, on any
+    path: the SDK's ``models.retrieve`` reads ``error.type`` and ``request-id`` from a
+    404 under ``/v1/models`` just as from one under ``/v1/messages``.
+    """
+    return any(name == b"anthropic-version" for name, _ in headers)
 
 
 def input_tokens(prompt: str) -> int:
