@@ -232,6 +232,36 @@ def test_conversations_with_tool_calls_and_images_are_served(
             {"role": "user", "content": [42]}])  # type: ignore[list-item]
 
 
+def test_a_role_the_api_does_not_take_is_refused_as_the_api_refuses_it(
+    oai: openai.OpenAI, claude: anthropic.Anthropic
+) -> None:
+    # A "system" message in the Messages API's list (the usual slip when moving code
+    # from OpenAI) was served here, so the code "worked" until it met Anthropic's API,
+    # which refuses it; a misspelt chat role likewise.
+    system_message: Any = [{"role": "system", "content": "be brief"},
+                           {"role": "user", "content": "hi"}]
+    with pytest.raises(anthropic.BadRequestError) as refused:
+        claude.messages.create(model="echo", max_tokens=8, messages=system_message)
+    assert refused.value.type == "invalid_request_error"
+    assert "'messages[0].role' must be one of user, assistant, not 'system'" in (
+        refused.value.api_message or "")
+    assert "top-level 'system'" in (refused.value.api_message or "")
+    with pytest.raises(anthropic.BadRequestError):
+        claude.messages.count_tokens(model="echo", messages=system_message)
+    with pytest.raises(openai.BadRequestError) as misspelt:
+        oai.chat.completions.create(model="echo", messages=[
+            {"role": "usr", "content": "hi"}])  # type: ignore[misc,list-item]
+    assert misspelt.value.param == "messages[0].role" and "'usr'" in misspelt.value.message
+    # Every role each API documents is still served.
+    chat = oai.chat.completions.create(model="echo", messages=[
+        {"role": "developer", "content": "d"}, {"role": "system", "content": "s"},
+        {"role": "user", "content": "u"}, {"role": "assistant", "content": "a"},
+        {"role": "tool", "content": "t", "tool_call_id": "call_1"},
+        {"role": "function", "content": "f", "name": "fn"}])
+    assert chat.choices[0].message.content == (
+        "echo: developer: d\nsystem: s\nuser: u\nassistant: a\ntool: t\nfunction: f")
+
+
 def test_a_responses_tool_round_trip_is_served(oai: openai.OpenAI) -> None:
     # Responses input items without a role (the model's function_call, the caller's
     # function_call_output, reasoning) were refused: "'input[1].role' must be a

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ridtrace.tracing import validate_client_id
+from ridtrace.tracing.identity import shown_text
 
 __all__ = [
     "NO_TEXT",
@@ -247,8 +248,14 @@ NO_TEXT: Any = object()
 ``function_call``): :func:`chat_prompt` passes over it, later items keep their index."""
 
 
-def chat_prompt(messages: Any, param: str = "messages", system: str | None = None) -> str:
-    """``role: content`` per message, joined with ``\\n`` (a system text first)."""
+def chat_prompt(messages: Any, param: str = "messages", system: str | None = None,
+                roles: tuple[str, ...] | None = None) -> str:
+    """``role: content`` per message, joined with ``\\n`` (a system text first).
+
+    ``roles``, when given, are the only roles the API takes: another is a 400, as the
+    real API answers it (a ``system`` message sent to the Messages API, the usual slip
+    when moving from OpenAI, was served here and refused there).
+    """
     if not isinstance(messages, list) or not messages:
         raise InvalidRequest(f"'{param}' must be a non-empty list of messages", param=param)
     lines = [f"system: {system}"] if system else []
@@ -261,8 +268,23 @@ def chat_prompt(messages: Any, param: str = "messages", system: str | None = Non
         role = message.get("role")
         if not isinstance(role, str) or not role:
             raise InvalidRequest(f"'{where}.role' must be a non-empty string", param=where)
+        if roles is not None and role not in roles:
+            raise InvalidRequest(_role_refused(where, role, roles), param=where + ".role")
         lines.append(f"{role}: {content_text(message.get('content'), where + '.content')}")
     return "\n".join(lines)
+
+
+def _role_refused(where: str, role: str, roles: tuple[str, ...]) -> str:
+    # The role is the client's: capped and escaped before it reaches a log line.
+    message = (f"'{where}.role' must be one of {', '.join(roles)}, "
+               f"not '{shown_text(role, MAX_SHOWN_ROLE)}'")
+    if role == "system":
+        message += " (a system prompt goes in the top-level 'system' field)"
+    return message
+
+
+MAX_SHOWN_ROLE = 32
+"""Longest role shown in an error message (the role is the client's)."""
 
 
 def token_prompt(value: Any, param: str) -> str:

@@ -17,9 +17,12 @@ from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemp
 from ridtrace.frontend_plugin.sampling import anthropic_sampling
 from ridtrace.frontend_plugin.settings import FrontendSettings
 
-__all__ = ["MESSAGES", "input_tokens", "sent_by_anthropic_sdk"]
+__all__ = ["MESSAGES", "MESSAGES_ROLES", "input_tokens", "sent_by_anthropic_sdk"]
 
 _STOP = {"stop": "end_turn", "length": "max_tokens"}
+
+MESSAGES_ROLES = ("user", "assistant")
+"""The roles the Messages API takes (the system prompt is the top-level ``system``)."""
 
 
 def _stop_reason(finished: Finished) -> str:
@@ -105,7 +108,7 @@ class _MessagesSpec(ApiSpec):
         system_text = content_text(system, "system") if system is not None else None
         return Parsed(
             model=model_name(body, settings.model),
-            prompt=chat_prompt(body.get("messages"), "messages", system_text),
+            prompt=chat_prompt(body.get("messages"), "messages", system_text, MESSAGES_ROLES),
             # Required by the Messages API, so required here too.
             max_tokens=token_limit(body.get("max_tokens"), param="max_tokens",
                                    limit=settings.max_tokens_limit,

@@ -27,7 +27,7 @@ from ridtrace.frontend_plugin.bodies import (
     model_name,
     require_object,
 )
-from ridtrace.frontend_plugin.routes.anthropic import MESSAGES, input_tokens
+from ridtrace.frontend_plugin.routes.anthropic import MESSAGES, MESSAGES_ROLES, input_tokens
 from ridtrace.frontend_plugin.routes.base import ApiSpec
 from ridtrace.frontend_plugin.routes.responses import RESPONSES
 from ridtrace.frontend_plugin.settings import FrontendSettings
@@ -55,7 +55,8 @@ def _messages_prompt(request: dict[str, Any], settings: FrontendSettings) -> str
     model_name(request, settings.model)  # checked as on /v1/messages
     system = request.get("system")
     return chat_prompt(request.get("messages"), "messages",
-                       content_text(system, "system") if system is not None else None)
+                       content_text(system, "system") if system is not None else None,
+                       MESSAGES_ROLES)
 
 
 COUNTERS = (

@@ -32,6 +32,8 @@ __all__ = ["CHAT", "COMPLETIONS", "LEGACY_ID_HEADERS", "max_tokens_of"]
 # Before the fix these headers became the in-flight key on the OpenAI-style routes.
 LEGACY_ID_HEADERS = ("x-dynamo-request-id", "request-id", "x-request-id")
 _DONE = b"data: [DONE]\n\n"
+CHAT_ROLES = ("developer", "system", "user", "assistant", "tool", "function")
+"""The roles Chat Completions takes."""
 
 
 def max_tokens_of(body: dict[str, Any], settings: FrontendSettings, *names: str) -> int:
@@ -130,7 +132,7 @@ class _ChatSpec(ApiSpec):
         stream_options_need_stream(body, stream)
         return Parsed(
             model=model_name(body, settings.model),
-            prompt=chat_prompt(body.get("messages")),
+            prompt=chat_prompt(body.get("messages"), roles=CHAT_ROLES),
             max_tokens=max_tokens_of(body, settings, "max_completion_tokens", "max_tokens"),
             stream=stream,
             include_usage=stream_usage(body),
