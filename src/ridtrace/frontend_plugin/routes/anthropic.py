@@ -13,6 +13,7 @@ from ridtrace.frontend_plugin.bodies import (
     token_limit,
 )
 from ridtrace.frontend_plugin.pump import Failed, Finished
+from ridtrace.frontend_plugin.request_options import anthropic_options
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse
 from ridtrace.frontend_plugin.sampling import anthropic_sampling
 from ridtrace.frontend_plugin.settings import FrontendSettings
@@ -106,6 +107,7 @@ class _MessagesSpec(ApiSpec):
     def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
         system = body.get("system")
         system_text = content_text(system, "system") if system is not None else None
+        anthropic_options(body)
         return Parsed(
             model=model_name(body, settings.model),
             prompt=chat_prompt(body.get("messages"), "messages", system_text, MESSAGES_ROLES),

@@ -23,6 +23,7 @@ from ridtrace.frontend_plugin.logprobs import (
     completion_token_logprobs,
 )
 from ridtrace.frontend_plugin.pump import Failed, Finished
+from ridtrace.frontend_plugin.request_options import chat_options, completion_options
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse
 from ridtrace.frontend_plugin.sampling import openai_sampling, stream_options_need_stream
 from ridtrace.frontend_plugin.settings import FrontendSettings
@@ -130,6 +131,7 @@ class _ChatSpec(ApiSpec):
         single_choice(body)
         stream = opt_bool(body, "stream")
         stream_options_need_stream(body, stream)
+        chat_options(body)
         return Parsed(
             model=model_name(body, settings.model),
             prompt=chat_prompt(body.get("messages"), roles=CHAT_ROLES),
@@ -221,6 +223,7 @@ class _CompletionSpec(ApiSpec):
         stream_options_need_stream(body, stream)
         logprobs = completion_logprobs(body)
         echo = opt_bool(body, "echo")
+        completion_options(body, stream)
         if echo and logprobs is not None:
             # The prompt's tokens would need log probabilities the engine never computed.
             raise InvalidRequest("'echo' with 'logprobs' is not supported", param="echo")

@@ -1,0 +1,156 @@
+"""Request options no engine here uses, checked as the real APIs check them.
+
+``seed``, ``user``, ``logit_bias``, ``response_format``, ``tools``, ``parallel_tool_calls``,
+the legacy ``suffix`` and ``best_of``, Anthropic's ``metadata``: the echo engine has no
+use for them, but a caller who sends ``"seed": "abc"`` or a ``logit_bias`` of 1000 has a
+bug the real APIs answer with a 400 naming the field (as ``sampling.py`` does for the
+sampling fields). Accepted silently, the request "worked" until it met the real API.
+
+A ``tool_choice`` that forces a tool call is refused too, as ``n`` above 1 is: the
+engines answer with text only, so the tool call the caller was promised would never
+come, and code that reads ``message.tool_calls[0]`` failed on a 200 instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ridtrace.frontend_plugin.bodies import InvalidRequest, integer_in, kind_of, opt_bool, opt_str
+from ridtrace.tracing.identity import shown_text
+
+__all__ = ["anthropic_options", "chat_options", "completion_options"]
+
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+MAX_BIAS = 100
+"""OpenAI's bound on a ``logit_bias`` value (either sign)."""
+MAX_BEST_OF = 20
+"""OpenAI's limit on the legacy completions' ``best_of``."""
+MAX_USER_ID_LENGTH = 256
+"""Anthropic's limit on ``metadata.user_id``."""
+_RESPONSE_FORMATS = ("text", "json_object", "json_schema")
+_CHAT_TOOL_CHOICES = ("none", "auto", "required")
+_ANTHROPIC_TOOL_CHOICES = ("auto", "any", "tool", "none")
+_TEXT_ONLY = "the engines here answer with text only and cannot be made to call a tool"
+
+
+def _refuse(message: str, param: str) -> InvalidRequest:
+    return InvalidRequest(message, param=param)
+
+
+def _object(body: dict[str, Any], name: str) -> dict[str, Any] | None:
+    value = body.get(name)
+    if value is not None and not isinstance(value, dict):
+        raise _refuse(f"'{name}' must be an object, not {kind_of(value)}", name)
+    return value
+
+
+def _common(body: dict[str, Any]) -> None:
+    """``seed``, ``user`` and ``logit_bias``: on chat and legacy completions alike."""
+    if body.get("seed") is not None:
+        integer_in(body["seed"], param="seed", low=_INT64[0], high=_INT64[1])
+    opt_str(body, "user")
+    bias = _object(body, "logit_bias") or {}
+    for token, value in bias.items():
+        if not (token.isascii() and token.isdigit()):
+            raise _refuse("'logit_bias' keys must be token ids (integers written as "
+                          "strings)", "logit_bias")
+        if (not isinstance(value, (int, float)) or isinstance(value, bool)
+                or not -MAX_BIAS <= value <= MAX_BIAS):
+            raise _refuse(f"'logit_bias' values must be numbers from -{MAX_BIAS} to "
+                          f"{MAX_BIAS}", "logit_bias")
+
+
+def _tools(body: dict[str, Any], named: str) -> list[Any]:
+    """The ``tools`` list (each an object with ``named``'s string, OpenAI's ``type`` or
+    Anthropic's ``name``); ``[]`` when absent."""
+    tools = body.get("tools")
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        raise _refuse(f"'tools' must be a list of tools, not {kind_of(tools)}", "tools")
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, dict) or not isinstance(tool.get(named), str):
+            raise _refuse(f"'tools[{index}]' must be an object with a string '{named}'",
+                          f"tools[{index}]")
+    return tools
+
+
+def _tool_choice(body: dict[str, Any], tools: list[Any]) -> Any:
+    choice = body.get("tool_choice")
+    if choice is not None and not tools:
+        raise _refuse("'tool_choice' is only allowed when 'tools' are specified",
+                      "tool_choice")
+    return choice
+
+
+def chat_options(body: dict[str, Any]) -> None:
+    """Chat Completions' options the engines do not use."""
+    _common(body)
+    response_format = _object(body, "response_format")
+    if response_format is not None:
+        kind = response_format.get("type")
+        if kind not in _RESPONSE_FORMATS:
+            raise _refuse(f"'response_format.type' must be one of {', '.join(_RESPONSE_FORMATS)}",
+                          "response_format")
+        schema = response_format.get("json_schema")
+        if kind == "json_schema" and not (isinstance(schema, dict)
+                                          and isinstance(schema.get("name"), str)):
+            raise _refuse("'response_format.json_schema' must be an object with a string "
+                          "'name'", "response_format")
+    tools = _tools(body, "type")
+    opt_bool(body, "parallel_tool_calls")
+    choice = _tool_choice(body, tools)
+    if isinstance(choice, str):
+        if choice not in _CHAT_TOOL_CHOICES:
+            raise _refuse(f"'tool_choice' must be one of {', '.join(_CHAT_TOOL_CHOICES)} "
+                          "or an object", "tool_choice")
+        forced = choice == "required"
+    elif isinstance(choice, dict):
+        allowed = choice.get("allowed_tools")
+        forced = choice.get("type") != "allowed_tools" or (
+            isinstance(allowed, dict) and allowed.get("mode") == "required")
+    elif choice is None:
+        forced = False
+    else:
+        raise _refuse(f"'tool_choice' must be a string or an object, not {kind_of(choice)}",
+                      "tool_choice")
+    if forced:
+        raise _refuse(f"'tool_choice' cannot force a tool call: {_TEXT_ONLY}", "tool_choice")
+
+
+def completion_options(body: dict[str, Any], stream: bool) -> None:
+    """Legacy Completions' options the engines do not use (``n`` is checked apart)."""
+    _common(body)
+    opt_str(body, "suffix")
+    best_of = body.get("best_of")
+    if best_of is not None:
+        integer_in(best_of, param="best_of", low=1, high=MAX_BEST_OF)
+        if best_of > 1 and stream:
+            # The best of several candidates is known only once all are done.
+            raise _refuse("'best_of' above 1 cannot be streamed", "best_of")
+
+
+def anthropic_options(body: dict[str, Any]) -> None:
+    """The Messages API's options the engines do not use: ``metadata``, ``tools``,
+    ``tool_choice``."""
+    metadata = _object(body, "metadata") or {}
+    for name in metadata:
+        if name != "user_id":
+            # The name is the client's: capped and escaped before it is logged.
+            raise _refuse(f"'metadata' takes only 'user_id', not '{shown_text(name, 64)}'",
+                          "metadata")
+    user_id = metadata.get("user_id")
+    if user_id is not None and (not isinstance(user_id, str)
+                                or len(user_id) > MAX_USER_ID_LENGTH):
+        raise _refuse(f"'metadata.user_id' must be a string of at most {MAX_USER_ID_LENGTH} "
+                      "characters", "metadata")
+    tools = _tools(body, "name")
+    choice = _tool_choice(body, tools)
+    if choice is None:
+        return
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if kind not in _ANTHROPIC_TOOL_CHOICES:
+        raise _refuse("'tool_choice' must be an object whose 'type' is one of "
+                      f"{', '.join(_ANTHROPIC_TOOL_CHOICES)}", "tool_choice")
+    if kind in ("any", "tool"):
+        raise _refuse(f"'tool_choice' cannot force a tool call: {_TEXT_ONLY}", "tool_choice")

@@ -1,0 +1,129 @@
+"""Request options no engine here uses are checked as the real APIs check them.
+
+``seed``, ``user``, ``logit_bias``, ``response_format``, ``tools``, ``tool_choice``,
+``parallel_tool_calls``, ``suffix``, ``best_of`` and Anthropic's ``metadata`` were not
+looked at: a request holding a wrong one was a 200 here and a 400 at the real API, and
+a ``tool_choice`` that forces a tool call got a text reply with no tool call in it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+CHAT: Any = [{"role": "user", "content": "request options"}]
+OPENAI_TOOLS: Any = [{"type": "function", "function": {
+    "name": "lookup", "parameters": {"type": "object", "properties": {}}}}]
+ANTHROPIC_TOOLS: Any = [{"name": "lookup", "input_schema": {"type": "object"}}]
+
+
+@pytest.mark.parametrize(("extra", "param"), [
+    ({"seed": "abc"}, "seed"),
+    ({"seed": 1.5}, "seed"),
+    ({"user": 5}, "user"),
+    ({"logit_bias": "x"}, "logit_bias"),
+    ({"logit_bias": {"50256": -1000}}, "logit_bias"),
+    ({"logit_bias": {"the": 5}}, "logit_bias"),
+])
+def test_options_of_both_openai_routes_are_checked(
+    oai: openai.OpenAI, extra: dict[str, Any], param: str
+) -> None:
+    for create in (
+        lambda: oai.chat.completions.create(model="echo", messages=CHAT, extra_body=extra),
+        lambda: oai.completions.create(model="echo", prompt="x", extra_body=extra),
+    ):
+        with pytest.raises(openai.BadRequestError) as info:
+            create()
+        assert info.value.param == param and param in info.value.message, info.value.body
+
+
+@pytest.mark.parametrize(("extra", "param"), [
+    ({"response_format": "json"}, "response_format"),
+    ({"response_format": {"type": "yaml"}}, "response_format"),
+    ({"response_format": {"type": "json_schema"}}, "response_format"),
+    ({"tools": "lookup"}, "tools"),
+    ({"tools": [{"function": {"name": "f"}}]}, "tools[0]"),
+    ({"tool_choice": "auto"}, "tool_choice"),  # no tools to choose from
+    ({"tools": OPENAI_TOOLS, "tool_choice": "sometimes"}, "tool_choice"),
+    ({"tools": OPENAI_TOOLS, "parallel_tool_calls": "yes"}, "parallel_tool_calls"),
+])
+def test_chat_options_are_checked(oai: openai.OpenAI, extra: dict[str, Any], param: str) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.chat.completions.create(model="echo", messages=CHAT, extra_body=extra)
+    assert info.value.param == param, info.value.body
+
+
+@pytest.mark.parametrize(("extra", "param"), [
+    ({"suffix": 5}, "suffix"),
+    ({"best_of": 0}, "best_of"),
+    ({"best_of": "two"}, "best_of"),
+    ({"best_of": 2, "stream": True}, "best_of"),  # the best is known only at the end
+])
+def test_legacy_completion_options_are_checked(
+    oai: openai.OpenAI, extra: dict[str, Any], param: str
+) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.completions.create(model="echo", prompt="x", extra_body=extra)
+    assert info.value.param == param, info.value.body
+
+
+def test_a_tool_choice_that_forces_a_call_is_refused_in_both_sdks(
+    oai: openai.OpenAI, claude: anthropic.Anthropic
+) -> None:
+    # The engines answer with text only: a forced call was a 200 whose tool_calls was
+    # None, so code reading message.tool_calls[0] failed on a "successful" reply.
+    for choice in ("required", {"type": "function", "function": {"name": "lookup"}}):
+        with pytest.raises(openai.BadRequestError) as info:
+            oai.chat.completions.create(model="echo", messages=CHAT, tools=OPENAI_TOOLS,
+                                        tool_choice=choice)  # type: ignore[arg-type]
+        assert info.value.param == "tool_choice" and "force" in info.value.message
+    for anthropic_choice in ({"type": "any"}, {"type": "tool", "name": "lookup"}):
+        with pytest.raises(anthropic.BadRequestError) as refused:
+            claude.messages.create(model="echo", max_tokens=8, messages=CHAT,
+                                   tools=ANTHROPIC_TOOLS,
+                                   tool_choice=anthropic_choice)  # type: ignore[arg-type]
+        assert refused.value.type == "invalid_request_error"
+        assert "'tool_choice' cannot force" in (refused.value.api_message or "")
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    ({"metadata": {"user_id": 5}}, "metadata.user_id"),
+    ({"metadata": {"session": "s-1"}}, "metadata"),
+    ({"metadata": "user-1"}, "metadata"),
+    ({"tools": [{"input_schema": {}}]}, "tools[0]"),
+    ({"tool_choice": {"type": "auto"}}, "tool_choice"),  # no tools to choose from
+    ({"tools": ANTHROPIC_TOOLS, "tool_choice": "auto"}, "tool_choice"),
+])
+def test_anthropic_options_are_checked(
+    claude: anthropic.Anthropic, extra: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(anthropic.BadRequestError) as info:
+        claude.messages.create(model="echo", max_tokens=8, messages=CHAT, extra_body=extra)
+    assert info.value.type == "invalid_request_error"
+    assert f"'{field}'" in (info.value.api_message or ""), info.value.body
+
+
+def test_well_formed_options_are_served(
+    oai: openai.OpenAI, claude: anthropic.Anthropic
+) -> None:
+    reply = oai.chat.completions.create(
+        model="echo", messages=CHAT, seed=7, user="user-1", logit_bias={"50256": -100},
+        response_format={"type": "json_schema", "json_schema": {"name": "answer"}},
+        tools=OPENAI_TOOLS, tool_choice="auto", parallel_tool_calls=False,
+    )
+    assert reply.choices[0].message.content == "echo: user: request options"
+    assert oai.chat.completions.create(model="echo", messages=CHAT, tools=OPENAI_TOOLS,
+                                       tool_choice="none", response_format={"type": "text"})
+    legacy = oai.completions.create(model="echo", prompt="legacy", suffix="!", best_of=2,
+                                    seed=7, user="u", logit_bias={"1": 2.5})
+    assert legacy.choices[0].text == "echo: legacy"
+    message = claude.messages.create(
+        model="echo", max_tokens=32, messages=CHAT, metadata={"user_id": "user-1"},
+        tools=ANTHROPIC_TOOLS, tool_choice={"type": "auto"})
+    assert message.content[0].text == "echo: user: request options"  # type: ignore[union-attr]
+    assert claude.messages.create(model="echo", max_tokens=8, messages=CHAT,
+                                  metadata={"user_id": None}, tools=ANTHROPIC_TOOLS,
+                                  tool_choice={"type": "none"})
