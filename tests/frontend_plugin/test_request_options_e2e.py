@@ -127,3 +127,39 @@ def test_well_formed_options_are_served(
     assert claude.messages.create(model="echo", max_tokens=8, messages=CHAT,
                                   metadata={"user_id": None}, tools=ANTHROPIC_TOOLS,
                                   tool_choice={"type": "none"})
+
+
+RESPONSES_TOOLS: Any = [{"type": "function", "name": "lookup", "parameters": {}}]
+
+
+@pytest.mark.parametrize(("extra", "param"), [
+    ({"user": 5}, "user"),
+    ({"text": {"format": {"type": "yaml"}}}, "text.format"),
+    ({"text": {"format": {"type": "json_schema", "schema": {}}}}, "text.format"),
+    ({"tools": RESPONSES_TOOLS, "parallel_tool_calls": "yes"}, "parallel_tool_calls"),
+    ({"tools": RESPONSES_TOOLS, "tool_choice": "required"}, "tool_choice"),
+    ({"tools": RESPONSES_TOOLS, "tool_choice": {"type": "function", "name": "lookup"}},
+     "tool_choice"),
+])
+def test_responses_options_are_checked(
+    oai: openai.OpenAI, extra: dict[str, Any], param: str
+) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.responses.create(model="echo", input="x", extra_body=extra)
+    assert info.value.param == param, info.value.body
+
+
+def test_a_responses_conversation_is_not_found_rather_than_ignored(oai: openai.OpenAI) -> None:
+    # Nothing is stored here: the conversation's earlier turns were silently dropped and
+    # the new input answered alone, as previous_response_id was before it was refused.
+    for conversation in ("conv_123", {"id": "conv_123"}):
+        with pytest.raises(openai.NotFoundError) as info:
+            oai.responses.create(model="echo", input="and then?",
+                                 conversation=conversation)  # type: ignore[arg-type]
+        assert info.value.param == "conversation"
+        assert info.value.message.endswith("Conversation with id 'conv_123' not found.")
+    served = oai.responses.create(
+        model="echo", input="x", user="u", tools=RESPONSES_TOOLS, tool_choice="auto",
+        parallel_tool_calls=True,
+        text={"format": {"type": "json_schema", "name": "answer", "schema": {}}})
+    assert served.output_text == "echo: user: x"

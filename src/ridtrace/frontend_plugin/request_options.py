@@ -1,7 +1,8 @@
 """Request options no engine here uses, checked as the real APIs check them.
 
-``seed``, ``user``, ``logit_bias``, ``response_format``, ``tools``, ``parallel_tool_calls``,
-the legacy ``suffix`` and ``best_of``, Anthropic's ``metadata``: the echo engine has no
+``seed``, ``user``, ``logit_bias``, ``response_format`` (Responses: ``text.format``),
+``tools``, ``parallel_tool_calls``, the legacy ``suffix`` and ``best_of``, Anthropic's
+``metadata``: the echo engine has no
 use for them, but a caller who sends ``"seed": "abc"`` or a ``logit_bias`` of 1000 has a
 bug the real APIs answer with a 400 naming the field (as ``sampling.py`` does for the
 sampling fields). Accepted silently, the request "worked" until it met the real API.
@@ -18,7 +19,7 @@ from typing import Any
 from ridtrace.frontend_plugin.bodies import InvalidRequest, integer_in, kind_of, opt_bool, opt_str
 from ridtrace.tracing.identity import shown_text
 
-__all__ = ["anthropic_options", "chat_options", "completion_options"]
+__all__ = ["anthropic_options", "chat_options", "completion_options", "responses_options"]
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 MAX_BIAS = 100
@@ -97,7 +98,12 @@ def chat_options(body: dict[str, Any]) -> None:
                                           and isinstance(schema.get("name"), str)):
             raise _refuse("'response_format.json_schema' must be an object with a string "
                           "'name'", "response_format")
-    tools = _tools(body, "type")
+    _openai_tool_choice(body, _tools(body, "type"))
+
+
+def _openai_tool_choice(body: dict[str, Any], tools: list[Any]) -> None:
+    """OpenAI's ``tool_choice`` (chat and Responses): a mode or an object, never one
+    that forces a call (``required``, a named tool, allowed tools in ``required`` mode)."""
     opt_bool(body, "parallel_tool_calls")
     choice = _tool_choice(body, tools)
     if isinstance(choice, str):
@@ -106,9 +112,10 @@ def chat_options(body: dict[str, Any]) -> None:
                           "or an object", "tool_choice")
         forced = choice == "required"
     elif isinstance(choice, dict):
+        # Chat nests the allowed tools' mode, Responses does not.
         allowed = choice.get("allowed_tools")
-        forced = choice.get("type") != "allowed_tools" or (
-            isinstance(allowed, dict) and allowed.get("mode") == "required")
+        mode = allowed.get("mode") if isinstance(allowed, dict) else choice.get("mode")
+        forced = choice.get("type") != "allowed_tools" or mode == "required"
     elif choice is None:
         forced = False
     else:
@@ -116,6 +123,30 @@ def chat_options(body: dict[str, Any]) -> None:
                       "tool_choice")
     if forced:
         raise _refuse(f"'tool_choice' cannot force a tool call: {_TEXT_ONLY}", "tool_choice")
+
+
+def responses_options(body: dict[str, Any]) -> None:
+    """The Responses API's options the engines do not use, and ``conversation``."""
+    conversation = body.get("conversation")
+    if conversation is not None:
+        # Nothing is stored here (see previous_response_id): ignored, the new input was
+        # answered alone, as if the conversation's earlier turns had never been.
+        named = conversation.get("id") if isinstance(conversation, dict) else conversation
+        shown = shown_text(named, 64) if isinstance(named, str) else kind_of(named)
+        raise InvalidRequest(f"Conversation with id '{shown}' not found.",
+                             param="conversation", status=404)
+    opt_str(body, "user")
+    text = _object(body, "text") or {}
+    response_format = text.get("format")
+    if response_format is not None:
+        kind = response_format.get("type") if isinstance(response_format, dict) else None
+        if kind not in _RESPONSE_FORMATS:
+            raise _refuse(f"'text.format.type' must be one of {', '.join(_RESPONSE_FORMATS)}",
+                          "text.format")
+        if kind == "json_schema" and not isinstance(response_format.get("name"), str):
+            raise _refuse("'text.format' of type json_schema needs a string 'name'",
+                          "text.format")
+    _openai_tool_choice(body, _tools(body, "type"))
 
 
 def completion_options(body: dict[str, Any], stream: bool) -> None:

@@ -19,6 +19,7 @@ from ridtrace.frontend_plugin.bodies import (
 )
 from ridtrace.frontend_plugin.logprobs import MAX_TOP_LOGPROBS, chat_token_logprobs
 from ridtrace.frontend_plugin.pump import Failed, Finished
+from ridtrace.frontend_plugin.request_options import responses_options
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, sse
 from ridtrace.frontend_plugin.routes.openai import LEGACY_ID_HEADERS, max_tokens_of
 from ridtrace.frontend_plugin.sampling import openai_sampling
@@ -216,6 +217,7 @@ class _ResponsesSpec(ApiSpec):
 
     def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
         _no_stored_responses(body)
+        responses_options(body)
         instructions = opt_str(body, "instructions")
         value = body.get("input")
         if isinstance(value, str):
