@@ -96,12 +96,15 @@ def test_a_tool_choice_that_forces_a_call_is_refused_in_both_sdks(
     ({"tools": [{"input_schema": {}}]}, "tools[0]"),
     ({"tool_choice": {"type": "auto"}}, "tool_choice"),  # no tools to choose from
     ({"tools": ANTHROPIC_TOOLS, "tool_choice": "auto"}, "tool_choice"),
+    ({"thinking": {"type": "enabled", "budget_tokens": 500}}, "thinking.budget_tokens"),
+    ({"thinking": {"type": "enabled", "budget_tokens": 4096}}, "thinking.budget_tokens"),
+    ({"thinking": "on"}, "thinking"),
 ])
 def test_anthropic_options_are_checked(
     claude: anthropic.Anthropic, extra: dict[str, Any], field: str
 ) -> None:
     with pytest.raises(anthropic.BadRequestError) as info:
-        claude.messages.create(model="echo", max_tokens=8, messages=CHAT, extra_body=extra)
+        claude.messages.create(model="echo", max_tokens=2048, messages=CHAT, extra_body=extra)
     assert info.value.type == "invalid_request_error"
     assert f"'{field}'" in (info.value.api_message or ""), info.value.body
 
@@ -127,6 +130,10 @@ def test_well_formed_options_are_served(
     assert claude.messages.create(model="echo", max_tokens=8, messages=CHAT,
                                   metadata={"user_id": None}, tools=ANTHROPIC_TOOLS,
                                   tool_choice={"type": "none"})
+    for thinking in ({"type": "enabled", "budget_tokens": 1024}, {"type": "disabled"},
+                     {"type": "adaptive"}):
+        assert claude.messages.create(model="echo", max_tokens=2048, messages=CHAT,
+                                      thinking=thinking)  # type: ignore[arg-type]
 
 
 RESPONSES_TOOLS: Any = [{"type": "function", "name": "lookup", "parameters": {}}]

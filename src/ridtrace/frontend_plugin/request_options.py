@@ -2,7 +2,7 @@
 
 ``seed``, ``user``, ``logit_bias``, ``response_format`` (Responses: ``text.format``),
 ``tools``, ``parallel_tool_calls``, the legacy ``suffix`` and ``best_of``, Anthropic's
-``metadata``: the echo engine has no
+``metadata`` and ``thinking``: the echo engine has no
 use for them, but a caller who sends ``"seed": "abc"`` or a ``logit_bias`` of 1000 has a
 bug the real APIs answer with a 400 naming the field (as ``sampling.py`` does for the
 sampling fields). Accepted silently, the request "worked" until it met the real API.
@@ -28,6 +28,8 @@ MAX_BEST_OF = 20
 """OpenAI's limit on the legacy completions' ``best_of``."""
 MAX_USER_ID_LENGTH = 256
 """Anthropic's limit on ``metadata.user_id``."""
+MIN_THINKING_BUDGET = 1024
+"""Anthropic's least ``thinking.budget_tokens``."""
 _RESPONSE_FORMATS = ("text", "json_object", "json_schema")
 _CHAT_TOOL_CHOICES = ("none", "auto", "required")
 _ANTHROPIC_TOOL_CHOICES = ("auto", "any", "tool", "none")
@@ -161,9 +163,10 @@ def completion_options(body: dict[str, Any], stream: bool) -> None:
             raise _refuse("'best_of' above 1 cannot be streamed", "best_of")
 
 
-def anthropic_options(body: dict[str, Any]) -> None:
-    """The Messages API's options the engines do not use: ``metadata``, ``tools``,
-    ``tool_choice``."""
+def anthropic_options(body: dict[str, Any], max_tokens: int) -> None:
+    """The Messages API's options the engines do not use: ``metadata``, ``thinking``,
+    ``tools``, ``tool_choice``."""
+    _thinking(body, max_tokens)
     metadata = _object(body, "metadata") or {}
     for name in metadata:
         if name != "user_id":
@@ -185,3 +188,21 @@ def anthropic_options(body: dict[str, Any]) -> None:
                       f"{', '.join(_ANTHROPIC_TOOL_CHOICES)}", "tool_choice")
     if kind in ("any", "tool"):
         raise _refuse(f"'tool_choice' cannot force a tool call: {_TEXT_ONLY}", "tool_choice")
+
+
+def _thinking(body: dict[str, Any], max_tokens: int) -> None:
+    """``thinking``: an object with a string ``type``; ``enabled`` takes a
+    ``budget_tokens`` from 1024 to below ``max_tokens``, as Anthropic's API checks it (the
+    other types depend on the model, so only their shape is checked)."""
+    thinking = _object(body, "thinking")
+    if thinking is None:
+        return
+    if not isinstance(thinking.get("type"), str):
+        raise _refuse("'thinking' must be an object with a string 'type'", "thinking")
+    if thinking["type"] == "enabled":
+        budget = thinking.get("budget_tokens")
+        if (not isinstance(budget, int) or isinstance(budget, bool)
+                or not MIN_THINKING_BUDGET <= budget < max_tokens):
+            raise _refuse(f"'thinking.budget_tokens' must be an integer of at least "
+                          f"{MIN_THINKING_BUDGET} and less than 'max_tokens' ({max_tokens})",
+                          "thinking")

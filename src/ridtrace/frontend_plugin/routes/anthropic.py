@@ -107,14 +107,15 @@ class _MessagesSpec(ApiSpec):
     def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
         system = body.get("system")
         system_text = content_text(system, "system") if system is not None else None
-        anthropic_options(body)
+        # Required by the Messages API, so required here too.
+        max_tokens = token_limit(body.get("max_tokens"), param="max_tokens",
+                                 limit=settings.max_tokens_limit,
+                                 default=settings.default_max_tokens, required=True)
+        anthropic_options(body, max_tokens)
         return Parsed(
             model=model_name(body, settings.model),
             prompt=chat_prompt(body.get("messages"), "messages", system_text, MESSAGES_ROLES),
-            # Required by the Messages API, so required here too.
-            max_tokens=token_limit(body.get("max_tokens"), param="max_tokens",
-                                   limit=settings.max_tokens_limit,
-                                   default=settings.default_max_tokens, required=True),
+            max_tokens=max_tokens,
             stream=opt_bool(body, "stream"),
             stop=anthropic_sampling(body),
         )
