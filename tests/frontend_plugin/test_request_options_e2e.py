@@ -99,6 +99,8 @@ def test_a_tool_choice_that_forces_a_call_is_refused_in_both_sdks(
     ({"thinking": {"type": "enabled", "budget_tokens": 500}}, "thinking.budget_tokens"),
     ({"thinking": {"type": "enabled", "budget_tokens": 4096}}, "thinking.budget_tokens"),
     ({"thinking": "on"}, "thinking"),
+    ({"system": [{"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}]},
+     "system[0]"),
 ])
 def test_anthropic_options_are_checked(
     claude: anthropic.Anthropic, extra: dict[str, Any], field: str
@@ -130,6 +132,10 @@ def test_well_formed_options_are_served(
     assert claude.messages.create(model="echo", max_tokens=8, messages=CHAT,
                                   metadata={"user_id": None}, tools=ANTHROPIC_TOOLS,
                                   tool_choice={"type": "none"})
+    blocks: Any = [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}]
+    assert claude.messages.count_tokens(model="echo", messages=CHAT, system=blocks)
+    with pytest.raises(anthropic.BadRequestError):
+        claude.messages.count_tokens(model="echo", messages=CHAT, system=[{"type": "image"}])  # type: ignore[list-item]
     for thinking in ({"type": "enabled", "budget_tokens": 1024}, {"type": "disabled"},
                      {"type": "adaptive"}):
         assert claude.messages.create(model="echo", max_tokens=2048, messages=CHAT,

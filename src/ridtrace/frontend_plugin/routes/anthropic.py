@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ridtrace.frontend_plugin.bodies import (
+    InvalidRequest,
     Parsed,
     chat_prompt,
     content_text,
@@ -18,7 +19,7 @@ from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemp
 from ridtrace.frontend_plugin.sampling import anthropic_sampling
 from ridtrace.frontend_plugin.settings import FrontendSettings
 
-__all__ = ["MESSAGES", "MESSAGES_ROLES", "input_tokens", "sent_by_anthropic_sdk"]
+__all__ = ["MESSAGES", "MESSAGES_ROLES", "input_tokens", "sent_by_anthropic_sdk", "system_text"]
 
 _STOP = {"stop": "end_turn", "length": "max_tokens"}
 
@@ -41,6 +42,19 @@ def sent_by_anthropic_sdk(headers: list[tuple[bytes, bytes]]) -> bool:
     404 under ``/v1/models`` just as from one under ``/v1/messages``.
     """
     return any(name == b"anthropic-version" for name, _ in headers)
+
+
+def system_text(body: dict[str, Any]) -> str | None:
+    """The ``system`` prompt: a string or a list of ``text`` blocks, the only blocks
+    Anthropic's API takes there (another, say an image, is a 400 there: it was left out
+    here without a word)."""
+    system = body.get("system")
+    if isinstance(system, list):
+        for index, block in enumerate(system):
+            if not isinstance(block, dict) or block.get("type") != "text":
+                raise InvalidRequest(f"'system[{index}]' must be a text block",
+                                     param=f"system[{index}]")
+    return content_text(system, "system") if system is not None else None
 
 
 def input_tokens(prompt: str) -> int:
@@ -105,8 +119,7 @@ class _MessagesSpec(ApiSpec):
     legacy_id_headers = ("x-dynamo-request-id", "request-id", "x-request-id")
 
     def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
-        system = body.get("system")
-        system_text = content_text(system, "system") if system is not None else None
+        system = system_text(body)
         # Required by the Messages API, so required here too.
         max_tokens = token_limit(body.get("max_tokens"), param="max_tokens",
                                  limit=settings.max_tokens_limit,
@@ -114,7 +127,7 @@ class _MessagesSpec(ApiSpec):
         anthropic_options(body, max_tokens)
         return Parsed(
             model=model_name(body, settings.model),
-            prompt=chat_prompt(body.get("messages"), "messages", system_text, MESSAGES_ROLES),
+            prompt=chat_prompt(body.get("messages"), "messages", system, MESSAGES_ROLES),
             max_tokens=max_tokens,
             stream=opt_bool(body, "stream"),
             stop=anthropic_sampling(body),

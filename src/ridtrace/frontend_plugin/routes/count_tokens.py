@@ -22,12 +22,16 @@ from ridtrace.frontend_plugin.asgi_io import early_refusal, receive_body
 from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
     chat_prompt,
-    content_text,
     json_error,
     model_name,
     require_object,
 )
-from ridtrace.frontend_plugin.routes.anthropic import MESSAGES, MESSAGES_ROLES, input_tokens
+from ridtrace.frontend_plugin.routes.anthropic import (
+    MESSAGES,
+    MESSAGES_ROLES,
+    input_tokens,
+    system_text,
+)
 from ridtrace.frontend_plugin.routes.base import ApiSpec
 from ridtrace.frontend_plugin.routes.responses import RESPONSES
 from ridtrace.frontend_plugin.settings import FrontendSettings
@@ -53,9 +57,7 @@ class TokenCounter:
 
 def _messages_prompt(request: dict[str, Any], settings: FrontendSettings) -> str:
     model_name(request, settings.model)  # checked as on /v1/messages
-    system = request.get("system")
-    return chat_prompt(request.get("messages"), "messages",
-                       content_text(system, "system") if system is not None else None,
+    return chat_prompt(request.get("messages"), "messages", system_text(request),
                        MESSAGES_ROLES)
 
 
