@@ -177,6 +177,23 @@ def test_the_anthropic_sdk_gets_its_own_error_shape_and_id_outside_messages(
     assert "request-id" not in plain.headers
 
 
+def test_anthropic_model_pages_follow_their_cursors_and_limit(
+    claude: anthropic.Anthropic, oai: openai.OpenAI
+) -> None:
+    # after_id / before_id were ignored: the page after the last model listed it again,
+    # so a client paging until a page came back empty never stopped; limit 0 was served.
+    assert [m.id for m in claude.models.list(limit=1)] == ["echo"]
+    after = claude.models.list(after_id="echo")
+    assert after.data == [] and after.has_more is False and after.last_id is None
+    assert claude.models.list(before_id="echo").data == []
+    for limit in (0, 1001):
+        with pytest.raises(anthropic.BadRequestError) as refused:
+            claude.models.list(limit=limit)
+        assert refused.value.type == "invalid_request_error"
+        assert "'limit'" in (refused.value.api_message or "")
+    assert [m.id for m in oai.models.list()] == ["echo"]
+
+
 def test_a_model_id_with_a_slash_is_retrieved(tmp_path: Path) -> None:
     env = {"RIDTRACE_FRONTEND_MODEL": "org/echo-7b", "RIDTRACE_WORKER_MODEL": "org/echo-7b"}
     with start_stack(tmp_path, workers=[[]], env=env) as stack:

@@ -24,6 +24,9 @@ from ridtrace.tracing.identity import shown_text
 
 __all__ = ["APIS", "InferenceEndpoint", "InferenceFastPath", "create_router"]
 
+MAX_MODELS_PAGE = 1000
+"""Anthropic's largest ``limit`` for a page of models."""
+
 APIS: tuple[ApiSpec, ...] = (CHAT, COMPLETIONS, RESPONSES, MESSAGES, GENERATE, SGLANG_GENERATE)
 """The six inference APIs, in route order."""
 
@@ -114,11 +117,24 @@ def create_router(
                 "type": "model", "display_name": name, "created_at": "1970-01-01T00:00:00Z"}
 
     @router.get("/v1/models")
-    async def models() -> dict[str, object]:
+    async def models(request: Request) -> JSONResponse:
         name = fe.settings.model
-        # Anthropic's page fields beside OpenAI's: one page, nothing after it.
-        return {"object": "list", "data": [listed()], "has_more": False,
-                "first_id": name, "last_id": name}
+        query = request.query_params
+        limit = query.get("limit")
+        if limit is not None and not (limit.isascii() and limit.isdigit()
+                                      and 1 <= int(limit) <= MAX_MODELS_PAGE):
+            message = f"'limit' must be an integer from 1 to {MAX_MODELS_PAGE}"
+            api = MESSAGES if sent_by_anthropic_sdk(request.scope["headers"]) else CHAT
+            return JSONResponse(api.error_payload(400, message, param="limit"),
+                                status_code=400)
+        # Anthropic's page fields beside OpenAI's: one page, nothing after it. A page
+        # after or before a cursor (Anthropic's after_id / before_id) is empty: with the
+        # model listed again, a client paging until it sees no data never stopped.
+        if query.get("after_id") or query.get("before_id"):
+            return JSONResponse({"object": "list", "data": [], "has_more": False,
+                                 "first_id": None, "last_id": None})
+        return JSONResponse({"object": "list", "data": [listed()], "has_more": False,
+                             "first_id": name, "last_id": name})
 
     # What the SDKs' models.retrieve asks for. ``path``: model ids hold slashes
     # ("org/name"), sent as they are or as %2F (both decode to the same path).
