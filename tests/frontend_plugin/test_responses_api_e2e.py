@@ -53,6 +53,27 @@ def test_the_response_object_repeats_what_the_request_set(oai: openai.OpenAI) ->
             plain.max_output_tokens) == (None, 1.0, 1.0, {}, 64)
 
 
+def test_the_response_object_repeats_the_tool_and_text_settings(oai: openai.OpenAI) -> None:
+    # It said tools [], tool_choice auto and parallel_tool_calls true whatever the
+    # request set, and had no text or user: a client reading back which tools a
+    # response ran with (as OpenAI's object tells) read the defaults.
+    tools: Any = [{"type": "function", "name": "lookup", "parameters": {}, "strict": False}]
+    asked: Any = {"tools": tools, "tool_choice": "none", "parallel_tool_calls": False,
+                  "text": {"format": {"type": "json_object"}}, "user": "user-7"}
+    reply = oai.responses.create(model="echo", input="tools", **asked)
+    with oai.responses.stream(model="echo", input="tools", **asked) as stream:
+        final = stream.get_final_response()
+    for response in (reply, final):
+        assert [tool.name for tool in response.tools] == ["lookup"]  # type: ignore[union-attr]
+        assert (response.tool_choice, response.parallel_tool_calls) == ("none", False)
+        assert response.text is not None and response.text.format is not None
+        assert response.text.format.type == "json_object" and response.user == "user-7"
+    plain = oai.responses.create(model="echo", input="defaults")
+    assert (plain.tools, plain.tool_choice, plain.parallel_tool_calls) == ([], "auto", True)
+    assert plain.text is not None and plain.text.format is not None
+    assert plain.text.format.type == "text"
+
+
 def test_a_response_cut_by_the_token_limit_is_incomplete_item_and_all(
     oai: openai.OpenAI
 ) -> None:

@@ -78,7 +78,6 @@ class _ResponsesRenderer(Renderer):
             "status": status, "model": self.parsed.model, "output": output,
             "error": error, "incomplete_details": incomplete,
             "completed_at": int(time.time()) if status == "completed" else None,
-            "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
             **self.parsed.echoed, "usage": usage,
         }
 
@@ -181,14 +180,20 @@ def _logprobs(body: dict[str, Any]) -> int | None:
 def _echoed(body: dict[str, Any], instructions: str | None) -> dict[str, Any]:
     """What a Response object repeats from its request, as OpenAI's does: the object
     said temperature 1.0, top_p 1.0, no instructions and no metadata whatever the caller
-    sent, and a max_output_tokens the caller never set. (``parse`` has checked the
-    sampling fields and the token limit by the time this runs.)"""
-    temperature, top_p = body.get("temperature"), body.get("top_p")
+    sent, and a max_output_tokens the caller never set; likewise no tools, tool_choice
+    auto and parallel_tool_calls true. (``parse`` has checked the sampling fields, the
+    token limit and the tool options by the time this runs.)"""
+    def sent(name: str, default: Any) -> Any:
+        value = body.get(name)
+        return default if value is None else value
+
     return {
         "instructions": instructions, "metadata": _metadata(body),
         "max_output_tokens": body.get("max_output_tokens"),
-        "temperature": 1.0 if temperature is None else temperature,
-        "top_p": 1.0 if top_p is None else top_p,
+        "temperature": sent("temperature", 1.0), "top_p": sent("top_p", 1.0),
+        "tools": sent("tools", []), "tool_choice": sent("tool_choice", "auto"),
+        "parallel_tool_calls": sent("parallel_tool_calls", True),
+        "text": sent("text", {"format": {"type": "text"}}), "user": body.get("user"),
     }
 
 
