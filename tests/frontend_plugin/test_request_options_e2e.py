@@ -176,3 +176,16 @@ def test_a_responses_conversation_is_not_found_rather_than_ignored(oai: openai.O
         parallel_tool_calls=True,
         text={"format": {"type": "json_schema", "name": "answer", "schema": {}}})
     assert served.output_text == "echo: user: x"
+
+
+def test_token_counting_counts_a_forced_tool_choice(
+    oai: openai.OpenAI, claude: anthropic.Anthropic
+) -> None:
+    # Counting generates nothing, so a choice that forces a call is no promise broken:
+    # both SDKs' counters take the body the call it precedes will send.
+    counted = oai.responses.input_tokens.count(
+        model="echo", input="count me", tools=RESPONSES_TOOLS, tool_choice="required")
+    assert counted.input_tokens == 3
+    assert claude.messages.count_tokens(
+        model="echo", messages=CHAT, tools=ANTHROPIC_TOOLS,
+        tool_choice={"type": "any"}).input_tokens == 3

@@ -103,9 +103,11 @@ def chat_options(body: dict[str, Any]) -> None:
     _openai_tool_choice(body, _tools(body, "type"))
 
 
-def _openai_tool_choice(body: dict[str, Any], tools: list[Any]) -> None:
-    """OpenAI's ``tool_choice`` (chat and Responses): a mode or an object, never one
-    that forces a call (``required``, a named tool, allowed tools in ``required`` mode)."""
+def _openai_tool_choice(body: dict[str, Any], tools: list[Any], *, replying: bool = True
+                        ) -> None:
+    """OpenAI's ``tool_choice`` (chat and Responses): a mode or an object, and when
+    ``replying`` never one that forces a call (``required``, a named tool, allowed tools
+    in ``required`` mode)."""
     opt_bool(body, "parallel_tool_calls")
     choice = _tool_choice(body, tools)
     if isinstance(choice, str):
@@ -123,12 +125,13 @@ def _openai_tool_choice(body: dict[str, Any], tools: list[Any]) -> None:
     else:
         raise _refuse(f"'tool_choice' must be a string or an object, not {kind_of(choice)}",
                       "tool_choice")
-    if forced:
+    if forced and replying:
         raise _refuse(f"'tool_choice' cannot force a tool call: {_TEXT_ONLY}", "tool_choice")
 
 
-def responses_options(body: dict[str, Any]) -> None:
-    """The Responses API's options the engines do not use, and ``conversation``."""
+def responses_options(body: dict[str, Any], *, replying: bool = True) -> None:
+    """The Responses API's options the engines do not use, and ``conversation``
+    (``replying``: see :func:`_openai_tool_choice`; false when only counting tokens)."""
     conversation = body.get("conversation")
     if conversation is not None:
         # Nothing is stored here (see previous_response_id): ignored, the new input was
@@ -148,7 +151,7 @@ def responses_options(body: dict[str, Any]) -> None:
         if kind == "json_schema" and not isinstance(response_format.get("name"), str):
             raise _refuse("'text.format' of type json_schema needs a string 'name'",
                           "text.format")
-    _openai_tool_choice(body, _tools(body, "type"))
+    _openai_tool_choice(body, _tools(body, "type"), replying=replying)
 
 
 def completion_options(body: dict[str, Any], stream: bool) -> None:

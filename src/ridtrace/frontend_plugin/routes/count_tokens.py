@@ -67,7 +67,8 @@ COUNTERS = (
     # The body of a /v1/responses request, checked as there (the worker counts the
     # normalised prompt's words, as input_tokens does).
     TokenCounter(RESPONSES.path + "/input_tokens", "input_tokens", RESPONSES,
-                 lambda request, settings: RESPONSES.parse(request, settings).prompt,
+                 lambda request, settings: RESPONSES.checked(
+                     request, settings, replying=False).prompt,
                  lambda n: {"object": "response.input_tokens", "input_tokens": n}),
 )
 

@@ -221,8 +221,14 @@ class _ResponsesSpec(ApiSpec):
     legacy_id_headers = LEGACY_ID_HEADERS
 
     def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
+        return self.checked(body, settings, replying=True)
+
+    def checked(self, body: dict[str, Any], settings: FrontendSettings, *,
+                replying: bool) -> Parsed:
+        """The body checked as :meth:`parse` does; not ``replying`` (token counting,
+        nothing generated), a ``tool_choice`` that forces a call is counted, not refused."""
         _no_stored_responses(body)
-        responses_options(body)
+        responses_options(body, replying=replying)
         instructions = opt_str(body, "instructions")
         value = body.get("input")
         if isinstance(value, str):
