@@ -49,6 +49,8 @@ def test_options_of_both_openai_routes_are_checked(
     ({"tool_choice": "auto"}, "tool_choice"),  # no tools to choose from
     ({"tools": OPENAI_TOOLS, "tool_choice": "sometimes"}, "tool_choice"),
     ({"tools": OPENAI_TOOLS, "parallel_tool_calls": "yes"}, "parallel_tool_calls"),
+    ({"metadata": "nightly"}, "metadata"),  # checked as on /v1/responses
+    ({"metadata": {"run": 42}}, "metadata"),
 ])
 def test_chat_options_are_checked(oai: openai.OpenAI, extra: dict[str, Any], param: str) -> None:
     with pytest.raises(openai.BadRequestError) as info:
@@ -116,6 +118,7 @@ def test_well_formed_options_are_served(
 ) -> None:
     reply = oai.chat.completions.create(
         model="echo", messages=CHAT, seed=7, user="user-1", logit_bias={"50256": -100},
+        metadata={"run": "nightly"}, store=False,
         response_format={"type": "json_schema", "json_schema": {"name": "answer"}},
         tools=OPENAI_TOOLS, tool_choice="auto", parallel_tool_calls=False,
     )

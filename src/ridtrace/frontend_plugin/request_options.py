@@ -19,7 +19,13 @@ from typing import Any
 from ridtrace.frontend_plugin.bodies import InvalidRequest, integer_in, kind_of, opt_bool, opt_str
 from ridtrace.tracing.identity import shown_text
 
-__all__ = ["anthropic_options", "chat_options", "completion_options", "responses_options"]
+__all__ = [
+    "anthropic_options",
+    "chat_options",
+    "completion_options",
+    "openai_metadata",
+    "responses_options",
+]
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 MAX_BIAS = 100
@@ -86,9 +92,32 @@ def _tool_choice(body: dict[str, Any], tools: list[Any]) -> Any:
     return choice
 
 
+_MAX_METADATA = 16  # OpenAI's limits on metadata: pairs, key and value lengths
+_MAX_METADATA_KEY = 64
+_MAX_METADATA_VALUE = 512
+
+
+def openai_metadata(body: dict[str, Any]) -> dict[str, str]:
+    """OpenAI's ``metadata`` (chat and Responses), checked as OpenAI checks it; ``{}``
+    when absent (a Response object repeats it)."""
+    value = body.get("metadata")
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or len(value) > _MAX_METADATA or not all(
+        isinstance(v, str) and len(k) <= _MAX_METADATA_KEY and len(v) <= _MAX_METADATA_VALUE
+        for k, v in value.items()
+    ):
+        raise InvalidRequest(
+            f"'metadata' must be an object of at most {_MAX_METADATA} string values "
+            f"(keys up to {_MAX_METADATA_KEY} characters, values up to "
+            f"{_MAX_METADATA_VALUE})", param="metadata")
+    return value
+
+
 def chat_options(body: dict[str, Any]) -> None:
     """Chat Completions' options the engines do not use."""
     _common(body)
+    openai_metadata(body)
     response_format = _object(body, "response_format")
     if response_format is not None:
         kind = response_format.get("type")

@@ -19,7 +19,7 @@ from ridtrace.frontend_plugin.bodies import (
 )
 from ridtrace.frontend_plugin.logprobs import MAX_TOP_LOGPROBS, chat_token_logprobs
 from ridtrace.frontend_plugin.pump import Failed, Finished
-from ridtrace.frontend_plugin.request_options import responses_options
+from ridtrace.frontend_plugin.request_options import openai_metadata, responses_options
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, sse
 from ridtrace.frontend_plugin.routes.openai import LEGACY_ID_HEADERS, max_tokens_of
 from ridtrace.frontend_plugin.sampling import openai_sampling
@@ -126,27 +126,6 @@ def _status(finished: Finished) -> str:
     return "completed" if finished.finish_reason == "stop" else "incomplete"
 
 
-_MAX_METADATA = 16  # OpenAI's limits on metadata: pairs, key and value lengths
-_MAX_METADATA_KEY = 64
-_MAX_METADATA_VALUE = 512
-
-
-def _metadata(body: dict[str, Any]) -> dict[str, str]:
-    """``metadata``, checked as OpenAI checks it: the response object repeats it."""
-    value = body.get("metadata")
-    if value is None:
-        return {}
-    if not isinstance(value, dict) or len(value) > _MAX_METADATA or not all(
-        isinstance(v, str) and len(k) <= _MAX_METADATA_KEY and len(v) <= _MAX_METADATA_VALUE
-        for k, v in value.items()
-    ):
-        raise InvalidRequest(
-            f"'metadata' must be an object of at most {_MAX_METADATA} string values "
-            f"(keys up to {_MAX_METADATA_KEY} characters, values up to "
-            f"{_MAX_METADATA_VALUE})", param="metadata")
-    return value
-
-
 def _no_stored_responses(body: dict[str, Any]) -> None:
     """Refuse ``previous_response_id`` as OpenAI refuses an id it does not hold: no
     response is stored here, so none is ever found. Ignored, it answered the new input
@@ -188,7 +167,7 @@ def _echoed(body: dict[str, Any], instructions: str | None) -> dict[str, Any]:
         return default if value is None else value
 
     return {
-        "instructions": instructions, "metadata": _metadata(body),
+        "instructions": instructions, "metadata": openai_metadata(body),
         "max_output_tokens": body.get("max_output_tokens"),
         "temperature": sent("temperature", 1.0), "top_p": sent("top_p", 1.0),
         "tools": sent("tools", []), "tool_choice": sent("tool_choice", "auto"),
