@@ -1,11 +1,11 @@
 """Request options no engine here uses, checked as the real APIs check them.
 
-``seed``, ``user``, ``logit_bias``, ``response_format`` (Responses: ``text.format``),
-``tools``, ``parallel_tool_calls``, the legacy ``suffix`` and ``best_of``, Anthropic's
-``metadata`` and ``thinking``: the echo engine has no
-use for them, but a caller who sends ``"seed": "abc"`` or a ``logit_bias`` of 1000 has a
-bug the real APIs answer with a 400 naming the field (as ``sampling.py`` does for the
-sampling fields). Accepted silently, the request "worked" until it met the real API.
+``seed``, ``user``, ``logit_bias``, ``metadata``, ``response_format`` (Responses:
+``text.format``), ``tools``, ``parallel_tool_calls``, the legacy ``suffix`` and
+``best_of``, Anthropic's ``metadata`` and ``thinking``: the echo engine has no use for
+them, but a caller who sends ``"seed": "abc"`` or a ``logit_bias`` of 1000 has a bug the
+real APIs answer with a 400 naming the field (as ``sampling.py`` does for the sampling
+fields). Accepted silently, the request "worked" until it met the real API.
 
 A ``tool_choice`` that forces a tool call is refused too, as ``n`` above 1 is: the
 engines answer with text only, so the tool call the caller was promised would never
