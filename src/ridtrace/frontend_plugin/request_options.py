@@ -170,8 +170,10 @@ def responses_options(body: dict[str, Any], *, replying: bool = True) -> None:
         raise InvalidRequest(f"Conversation with id '{shown}' not found.",
                              param="conversation", status=404)
     opt_str(body, "user")
-    text = _object(body, "text") or {}
-    response_format = text.get("format")
+    # Only an object's format is looked at: a plain-string ``text`` is what one body
+    # sent to every route carries for /generate, and was always served here.
+    text = body.get("text")
+    response_format = text.get("format") if isinstance(text, dict) else None
     if response_format is not None:
         kind = response_format.get("type") if isinstance(response_format, dict) else None
         if kind not in _RESPONSE_FORMATS:

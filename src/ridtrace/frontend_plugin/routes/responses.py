@@ -166,13 +166,15 @@ def _echoed(body: dict[str, Any], instructions: str | None) -> dict[str, Any]:
         value = body.get(name)
         return default if value is None else value
 
+    text = body.get("text")  # a plain string is left alone (see responses_options)
     return {
         "instructions": instructions, "metadata": openai_metadata(body),
         "max_output_tokens": body.get("max_output_tokens"),
         "temperature": sent("temperature", 1.0), "top_p": sent("top_p", 1.0),
         "tools": sent("tools", []), "tool_choice": sent("tool_choice", "auto"),
         "parallel_tool_calls": sent("parallel_tool_calls", True),
-        "text": sent("text", {"format": {"type": "text"}}), "user": body.get("user"),
+        "text": text if isinstance(text, dict) else {"format": {"type": "text"}},
+        "user": body.get("user"),
     }
 
 
