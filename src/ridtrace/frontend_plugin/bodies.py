@@ -250,12 +250,8 @@ NO_TEXT: Any = object()
 
 def chat_prompt(messages: Any, param: str = "messages", system: str | None = None,
                 roles: tuple[str, ...] | None = None) -> str:
-    """``role: content`` per message, joined with ``\\n`` (a system text first).
-
-    ``roles``, when given, are the only roles the API takes: another is a 400, as the
-    real API answers it (a ``system`` message sent to the Messages API, the usual slip
-    when moving from OpenAI, was served here and refused there).
-    """
+    """``role: content`` per message, joined with ``\\n`` (a system text first);
+    ``roles``, when given, are the only roles the API takes (another is a 400)."""
     if not isinstance(messages, list) or not messages:
         raise InvalidRequest(f"'{param}' must be a non-empty list of messages", param=param)
     lines = [f"system: {system}"] if system else []
@@ -276,15 +272,10 @@ def chat_prompt(messages: Any, param: str = "messages", system: str | None = Non
 
 def _role_refused(where: str, role: str, roles: tuple[str, ...]) -> str:
     # The role is the client's: capped and escaped before it reaches a log line.
-    message = (f"'{where}.role' must be one of {', '.join(roles)}, "
-               f"not '{shown_text(role, MAX_SHOWN_ROLE)}'")
+    message = f"'{where}.role' must be one of {', '.join(roles)}, not '{shown_text(role, 32)}'"
     if role == "system":
         message += " (a system prompt goes in the top-level 'system' field)"
     return message
-
-
-MAX_SHOWN_ROLE = 32
-"""Longest role shown in an error message (the role is the client's)."""
 
 
 def token_prompt(value: Any, param: str) -> str:
