@@ -6,12 +6,14 @@ file's requests silently lost beside other logs) or were all "missing time"."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.cli.helpers import analyze_json
+from tests.support.follower import start_follower
 
 SAMPLE = Path(__file__).parents[1] / "forensics" / "data" / "dynamo-jsonl-sample.jsonl"
 # What tracing-subscriber records on the span rather than the event.
@@ -93,4 +95,41 @@ def test_a_flattened_line_means_what_it_meant(tmp_path: Path) -> None:
     _, want = analyze_json(str(SAMPLE))
     assert doc["summary"]["bad_lines"] == 0
     assert _found(doc) == _found(want)
+    assert code == 1
+
+
+def _after_start_up(path: Path, start_up_bytes: int) -> Path:
+    """A flatten_event log whose start-up lines, outside any span, fill `start_up_bytes`."""
+    flat_start = {k: v for k, v in START_UP.items() if k != "fields"} | START_UP["fields"]
+    line = json.dumps(flat_start, separators=(",", ":"))
+    nested = _write(path.with_suffix(".nested"), flatten_event=True).read_text()
+    path.write_text((line + "\n") * (start_up_bytes // len(line) + 1) + nested)
+    return path
+
+
+def test_start_up_lines_past_the_head_do_not_hide_the_nesting(tmp_path: Path) -> None:
+    # A worker's start-up (model loading, config) logged outside any span filled the
+    # 64 KiB the format is known by: every line after was "missing time", no request.
+    log = _after_start_up(tmp_path / "frontend.log", 80 << 10)
+    code, doc = analyze_json(str(log))
+    _, want = analyze_json(str(SAMPLE))
+    assert doc["summary"]["bad_lines"] == 0
+    assert [(k, s) for k, s, _ in _found(doc)] == [(k, s) for k, s, _ in _found(want)]
+    assert code == 1
+
+
+def test_the_follower_knows_the_nesting_past_its_head(tmp_path: Path) -> None:
+    # --follow knows a format from its first 4 KiB: past them, the batch read flattened
+    # the lines and the follower counted them all bad, printing no finding.
+    log = _after_start_up(tmp_path / "frontend.log", 8 << 10)
+    follower = start_follower(["-"], stdin=subprocess.PIPE)
+    try:
+        assert follower.process.stdin is not None
+        follower.process.stdin.write(log.read_bytes())
+        follower.process.stdin.close()
+        code = follower.process.wait(timeout=60)
+    finally:
+        follower.stop()
+    assert follower.summary()["bad_lines"] == 0
+    assert [p.json()["span_id"] for p in follower.findings()] == ["5c20cc08e6afb2b7"]
     assert code == 1

@@ -60,9 +60,20 @@ _NESTING_KEY = re.compile(rb'"(?:fields|span)"\s*:\s*\{|"spans"\s*:\s*\[')
 
 def nesting_in(head: bytes) -> Unwrapper | None:
     found = _NESTING_KEY.search(head)
-    if found is None:
-        return None
-    start = head.rfind(b"\n", 0, found.start()) + 1
-    end = head.find(b"\n", found.end())
-    entry = json_object(head[start : end if end >= 0 else len(head)])
-    return TracingJsonUnwrapper() if entry is not None and _nested(entry) else None
+    if found is not None:
+        start = head.rfind(b"\n", 0, found.start()) + 1
+        end = head.find(b"\n", found.end())
+        entry = json_object(head[start : end if end >= 0 else len(head)])
+        if entry is not None and _nested(entry):
+            return TracingJsonUnwrapper()
+    # With flatten_event, a service's start-up lines have no nesting, and they can fill
+    # the whole head (64 KiB read, 4 KiB followed): its first record is known by
+    # tracing-subscriber's own keys instead, or every line after was "missing time".
+    line = next((line for line in head.split(b"\n") if line.lstrip()[:1] == b"{"), b"")
+    first = json_object(line) if line else None
+    return TracingJsonUnwrapper() if first is not None and _flat_tracing(first) else None
+
+
+def _flat_tracing(entry: dict[str, Any]) -> bool:
+    """tracing-subscriber's line outside any span: "timestamp", never "time"."""
+    return "time" not in entry and all(key in entry for key in ("timestamp", "level", "target"))
