@@ -102,6 +102,34 @@ def test_dynamo_prefix_duplicates_and_sequential_reuse(tmp_path: Path) -> None:
     assert {e["line"] for e in dup["evidence"]} == {1, 2, 3, 4}
 
 
+def test_dynamo_openai_routes_log_the_unlinked_error_as_the_message(tmp_path: Path) -> None:
+    # Dynamo's chat, completions, responses and messages routes log an engine error
+    # through ErrorMessage::internal_server_error: the Unlinked text is the message,
+    # with no error field. Only the error field was read: no finding, exit 0.
+    text = "Internal server error: Failed to generate completions: "
+    lines = [
+        _dyn("2026-10-02T14:05:00.000000Z", "a" * 16, "1", "request received",
+             span_name="http-request", uri="/v1/chat/completions"),
+        _dyn("2026-10-02T14:05:00.900000Z", "a" * 16, "1",
+             text + "Unlinked response; response task was dropped or cancelled",
+             level="ERROR", span_name="http-request", uri="/v1/chat/completions"),
+        _dyn("2026-10-02T14:05:01.000000Z", "b" * 16, "2",
+             text + "Unlinked request; initiating request task was dropped or cancelled",
+             level="ERROR", span_name="http-request", uri="/v1/completions"),
+        # a message that only mentions the word is no error
+        _dyn("2026-10-02T14:05:02.000000Z", "c" * 16, "3", "Unlinked responses: 0",
+             span_name="http-request"),
+    ]
+    path = tmp_path / "frontend.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    doc = report_json(analyze(load_events([str(path)], lean=True)))
+    found = [(f["kind"], f["span_id"], f["evidence"]) for f in doc["findings"]]
+    assert found == [("unlinked", "a" * 16, [{"file": str(path), "line": 2}]),
+                     ("unlinked", "b" * 16, [{"file": str(path), "line": 3}])]
+    assert doc["findings"][0]["detail"] == text + "Unlinked response; response task was " \
+        "dropped or cancelled"
+
+
 def test_since_until_window(tmp_path: Path) -> None:
     from ridtrace.forensics.rules.report import parse_time
 

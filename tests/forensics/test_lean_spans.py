@@ -67,6 +67,11 @@ def test_dynamo_lines_of_every_kind(tmp_path: Path) -> None:
         {"time": "2026-10-02T14:03:12.200000Z", "target": "x",
          "message": "x-dynamo-request-id header is deprecated", "span_id": "s2",
          "trace_id": "t2", "span_name": "http-request", "parent_id": "p2"},
+        # Dynamo's OpenAI routes: the Unlinked error is the message itself.
+        {"time": "2026-10-02T14:03:12.300000Z", "target": "x", "message":
+         "Internal server error: Failed to generate completions: Unlinked response; "
+         "response task was dropped or cancelled", "span_id": "s3", "trace_id": "t3",
+         "span_name": "http-request"},
     ]
     (tmp_path / "dyn" / "extra.jsonl").write_text("".join(json.dumps(e) + "\n" for e in extra))
     lean, full = _both([str(p) for p in sorted((tmp_path / "dyn").iterdir())])

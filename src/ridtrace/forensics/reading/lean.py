@@ -37,6 +37,7 @@ from ridtrace.contract import (
 from ridtrace.forensics.reading.sql import (
     DISPLAY_FIELDS,
     DYNAMO_OUTCOME,
+    DYNAMO_UNLINKED,
     RIDTRACE_DEPRECATED,
     literal,
     literal_list,
@@ -51,10 +52,7 @@ _RT = f"(schema = {literal(LOG_SCHEMA)}) IS TRUE"
 # Dynamo's translation (`sql._DYN_EVENT`) for just the three events a span row keeps:
 # a SPAN_CLOSED line is none of them, an Unlinked error is not a deprecated header.
 _DYN_CLOSED = f"(message = {literal(DYNAMO_SPAN_CLOSED)}) IS TRUE"
-_DYN_UNLINKED = (
-    f"(NOT {_DYN_CLOSED} AND (contains(error, 'Unlinked response') "
-    f"OR contains(error, 'Unlinked request')) IS TRUE)"
-)
+_DYN_UNLINKED = f"(NOT {_DYN_CLOSED} AND {DYNAMO_UNLINKED} IS TRUE)"
 # The regular expression runs only on messages that can match it.
 _DYN_OLD_HEADER = (
     f"CASE WHEN contains(message, ' header is deprecated') THEN "

@@ -63,7 +63,8 @@ _EVIDENCE = f"""(
     OR message IN ({", ".join(literal(m) for m in DYNAMO_EVIDENCE_MESSAGES)})
     OR fp_in IS NOT NULL OR fp_out IS NOT NULL OR deprecated_headers IS NOT NULL
     OR header IS NOT NULL OR chunk_request_id IS NOT NULL
-    OR contains(error, 'Unlinked re') OR contains(message, 'header is deprecated')
+    OR contains(error, 'Unlinked re') OR contains(message, 'Unlinked re')
+    OR contains(message, 'header is deprecated')
 )"""
 _KNOWN = f"(schema = {literal(LOG_SCHEMA)} OR (schema IS NULL AND target IS NOT NULL))"
 

@@ -34,6 +34,8 @@ from ridtrace.contract import (
     RESPONSE_SENT,
     RESPONSE_UNLINKED,
     SPAN_CLOSED,
+    UNLINKED_REQUEST,
+    UNLINKED_RESPONSE,
     WORKER,
     WORKER_END,
     WORKER_ERROR,
@@ -67,13 +69,21 @@ _DYN_FRONT = f"(span_name IN {literal_list(DYNAMO_FRONTEND_SPANS)})"
 _RECEIVED = f"(message = {literal(DYNAMO_RECEIVED)})"
 _COMPLETED = f"(message = {literal(DYNAMO_COMPLETED)})"
 _SENT = f"(message = {literal(DYNAMO_RESPONSE_SENT)})"
-_UNLINKED = "(contains(error, 'Unlinked response') OR contains(error, 'Unlinked request'))"
+# Dynamo logs an Unlinked error as the error field of "engine generate call failed" on its
+# native generate routes, and as the message itself on its OpenAI routes (chat,
+# completions, responses, messages): ErrorMessage::internal_server_error writes "Internal
+# server error: Failed to generate completions: Unlinked response; …".
+DYNAMO_UNLINKED = (
+    "(contains(error, 'Unlinked response') OR contains(error, 'Unlinked request') "
+    f"OR contains(message, {literal(UNLINKED_RESPONSE)}) "
+    f"OR contains(message, {literal(UNLINKED_REQUEST)}))"
+)
 _OLD_HEADER = f"nullif(regexp_extract(message, {literal(DYNAMO_DEPRECATED_PATTERN)}, 1), '')"
 _DYN_DEPRECATED = f"coalesce(header, {_OLD_HEADER})"
 # Later rows of the translation table win, as a line can match several.
 _DYN_EVENT = f"""CASE
     WHEN message = {literal(DYNAMO_SPAN_CLOSED)} THEN {literal(SPAN_CLOSED)}
-    WHEN {_UNLINKED} THEN {literal(RESPONSE_UNLINKED)}
+    WHEN {DYNAMO_UNLINKED} THEN {literal(RESPONSE_UNLINKED)}
     WHEN {_DYN_DEPRECATED} IS NOT NULL THEN {literal(DEPRECATED_HEADER)}
     WHEN {_SENT} THEN {literal(RESPONSE_SENT)}
     WHEN {_COMPLETED} AND {_DYN_FRONT} THEN {literal(REQUEST_END)}
