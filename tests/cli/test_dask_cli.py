@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -115,6 +118,28 @@ def test_stdin_is_refused_on_dask(cluster: Any) -> None:
     code, _, err = run("analyze", "-", "--engine", "dask", "--scheduler",
                        cluster.scheduler_address)
     assert code == 2 and "standard input" in err
+
+
+def test_a_named_pipe_is_refused_on_dask(cluster: Any, tmp_path: Path) -> None:
+    # <(zcat app.jsonl.1.gz) or a fifo: the workers open files by path in their own
+    # processes and cut them into blocks, which a stream cannot be; it crashed (exit 4).
+    fifo = tmp_path / "frontend.pipe"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=_write_quietly, args=(fifo,), daemon=True)
+    writer.start()
+    try:
+        code, _, err = run("analyze", str(fifo), "--engine", "dask", "--scheduler",
+                           cluster.scheduler_address)
+    finally:
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # lets the writer finish
+        writer.join(timeout=10)
+        os.close(reader)
+    assert code == 2 and "not a regular file (a pipe, socket or device)" in err, err
+
+
+def _write_quietly(fifo: Path) -> None:
+    with contextlib.suppress(BrokenPipeError):  # the reader may leave before the end
+        fifo.write_bytes(SAMPLE.read_bytes())
 
 
 def test_missing_path_exit_2(cluster: Any, tmp_path: Path) -> None:

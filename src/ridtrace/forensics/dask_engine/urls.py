@@ -87,6 +87,13 @@ def _local_file(src: Source) -> LogFile:
     """A local source as the engine's file, with why it is not read when it is not
     (as the local engine's `read_source` decides)."""
     assert src.path is not None
+    if not src.from_directory and not src.regular and src.unreadable is None:
+        # A pipe is read once, as a stream, by the process that opens it: the workers
+        # open files by path in processes of their own (<(zcat …) names the caller's
+        # /dev/fd/63), and a stream has no size to plan blocks by. Both crashed (exit 4).
+        raise ForensicsInputError(
+            f"--engine dask cannot read {src.name}: {NOT_REGULAR}; read it without "
+            "--engine dask, or save it to a file first")
     skip: tuple[str, bool] | None = None
     if src.unreadable is not None:
         skip = (src.unreadable, True)
@@ -100,8 +107,8 @@ def expand_urls(inputs: Sequence[str]) -> list[LogFile]:
     """Resolve PATH arguments (paths or URLs) to files, in the order given, each once;
     the parts of a rotated log oldest first, as `expand_inputs` orders them.
 
-    Raises `ForensicsInputError` for a missing path, an empty glob, or ``-`` (standard
-    input cannot be split across workers).
+    Raises `ForensicsInputError` for a missing path, an empty glob, ``-`` or a named pipe
+    (a stream cannot be split across workers).
     """
     if not inputs:
         raise ForensicsInputError("no input paths given")
