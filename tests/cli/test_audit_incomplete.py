@@ -159,3 +159,22 @@ def test_export_jaeger_of_logs_it_cannot_read_is_exit_3_not_an_empty_success(
     assert "traces may be missing" in err
     assert run("export", "jaeger", str(pino), "-o", str(out), "--allow-incomplete")[0] == 0
     assert run("export", "jaeger", str(logs), "-o", str(out))[0] == 0
+
+
+def test_export_jaeger_says_which_spans_had_no_trace_id_to_be_exported(tmp_path: Path) -> None:
+    # Dynamo logs no trace_id when a span's trace context is missing ("falling back to
+    # internal ids"): such a span's lines crashed the export (exit 4), and with none of
+    # them among the lines it was left out of the file without a word (exit 0).
+    sample = Path(__file__).parents[1] / "forensics" / "data" / "dynamo-jsonl-sample.jsonl"
+    records = [json.loads(line) for line in sample.read_text().splitlines()]
+    unlinked = next(r for r in records if r.get("error"))
+    del unlinked["trace_id"]
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "traces.json"
+    code, _, err = run("export", "jaeger", str(log), "-o", str(out))
+    assert code == 3, err
+    assert "1 span(s) logged no trace_id, which a Jaeger trace needs" in err
+    spans = [s["spanID"] for t in json.loads(out.read_text())["data"] for s in t["spans"]]
+    assert unlinked["span_id"] not in spans and len(spans) == 3
+    assert run("export", "jaeger", str(log), "-o", str(out), "--allow-incomplete")[0] == 0

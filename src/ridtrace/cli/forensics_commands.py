@@ -230,7 +230,7 @@ def jaeger(ctx: click.Context, paths: tuple[str, ...], output: Path, include_hea
     143 as for analyze.
     """
     from ridtrace.forensics.records.spans import build_requests
-    from ridtrace.forensics.views.jaeger import jaeger_traces, write_jaeger
+    from ridtrace.forensics.views.jaeger import jaeger_traces, untraced, write_jaeger
 
     logs = load_logs(paths, quiet=quiet, writes=(output,))
     requests = build_requests(logs.events)
@@ -249,5 +249,10 @@ def jaeger(ctx: click.Context, paths: tuple[str, ...], output: Path, include_hea
             raise InputError(f"cannot write {output}: {exc.strerror}") from exc
     if not quiet:
         click.echo(f"wrote {count} trace(s) to {output}", err=True)
-    _exit_if_incomplete(ctx, incomplete_reasons(logs.stats, requests=len(requests)),
-                        "traces", allow_incomplete=allow_incomplete, quiet=quiet)
+    reasons = incomplete_reasons(logs.stats, requests=len(requests))
+    left_out = untraced(requests, health=include_health)
+    if left_out:  # written nowhere else: a file of 0 traces read as all there was
+        reasons.append(f"{left_out} span(s) logged no trace_id, which a Jaeger trace "
+                       "needs: they are not in the file")
+    _exit_if_incomplete(ctx, reasons, "traces", allow_incomplete=allow_incomplete,
+                        quiet=quiet)

@@ -44,6 +44,18 @@ def _health_probes(requests: pd.DataFrame) -> np.ndarray:
     return np.asarray(probe.to_numpy(dtype=bool) | child, dtype=bool)
 
 
+def untraced(requests: pd.DataFrame, *, health: bool = False) -> int:
+    """How many spans `jaeger_traces` leaves out for want of a trace id (Dynamo logs
+    none when a span's trace context is missing): the file lacks them, so the export
+    says it is incomplete. Health probes, left out anyway, are not counted."""
+    if not len(requests):
+        return 0
+    missing = np.array((requests["trace_id"].isna() & requests["span_id"].notna()).to_numpy())
+    if not health:
+        missing &= ~_health_probes(requests)
+    return int(missing.sum())
+
+
 # Numbers in Jaeger's and OpenTelemetry's model (an HTTP status is an integer
 # attribute): as strings, a tool reading the file compares "500" with "60" as text.
 _INT_TAGS = frozenset({"status"})
@@ -72,7 +84,10 @@ class _SpanLogs:
         self._rows: dict[tuple[str, str], np.ndarray] = {}
         if events is None or events.empty:
             return
-        rows = events[events["event"].notna().to_numpy() & events["span_id"].notna().to_numpy()]
+        # Only lines of spans that can be exported: a span needs both ids (Dynamo logs
+        # no trace_id when its trace context is missing), and a missing one is no id.
+        rows = events[events["event"].notna().to_numpy() & events["span_id"].notna().to_numpy()
+                      & events["trace_id"].notna().to_numpy()]
         if not len(rows):
             return
         us = epoch_us(rows["time"])
