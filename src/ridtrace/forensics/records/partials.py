@@ -90,9 +90,11 @@ def pieces_frame(pieces: Sequence[SpanPiece]) -> pd.DataFrame:
     n = int(sizes.sum())
     file_id = np.repeat(np.array([p.file_id for p in pieces], dtype=np.int32), sizes)
     part = np.repeat(np.array([p.part for p in pieces], dtype=np.int64), sizes)
-    spans = pieces[0].spans if len(pieces) == 1 else pa.concat_tables(
-        [p.spans for p in pieces], promote_options="permissive")
-    lines = {c: np.concatenate([p.lines[c] for p in pieces]) for c in pieces[0].lines}
+    if len(pieces) == 1:
+        spans, lines = pieces[0].spans, pieces[0].lines
+    else:
+        spans = pa.concat_tables([p.spans for p in pieces], promote_options="permissive")
+        lines = {c: np.concatenate([p.lines[c] for p in pieces]) for c in pieces[0].lines}
     out: dict[str, Any] = {}
     frame = spans.to_pandas(types_mapper=_shuffle_text)
     for line_col, file_col in LINE_FILES.items():
