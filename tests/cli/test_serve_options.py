@@ -37,6 +37,8 @@ def test_the_cli_refuses_a_graceful_timeout_that_is_not_positive(
         ("OTEL_TRACES_EXPORTER", "jaeger"),
         # A gRPC-style address sent to the HTTP exporter: every span dropped at runtime.
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"),
+        # A propagator whose package is not installed: OpenTelemetry raises on import.
+        ("OTEL_PROPAGATORS", "tracecontext,xray"),
     ],
 )
 def test_an_otel_variable_it_cannot_follow_is_the_operators_error_not_an_internal_one(

@@ -203,6 +203,7 @@ def test_the_ids_to_search_for_are_on_the_exported_spans(tmp_path: Path) -> None
     {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_EXPORTER_OTLP_PROTOCOL": "thrift"},
     {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_EXPORTER_OTLP_TIMEOUT": "soon"},
     {"OTEL_METRICS_EXPORTER": "statsd"},
+    {"OTEL_PROPAGATORS": "tracecontext,xray"},
 ])
 def test_an_otel_variable_the_stack_cannot_follow_is_named_in_one_line(
     tmp_path: Path, variables: dict[str, str]

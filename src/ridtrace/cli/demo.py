@@ -17,6 +17,7 @@ from typing import NoReturn
 
 import click
 
+from ridtrace.cli.propagators import require_propagators
 from ridtrace.cli.stop import HungUp, Terminated, exit_code, hangup_to_handle, interrupt_behind
 
 __all__ = ["demo"]
@@ -55,6 +56,7 @@ def demo(
     out_dir: Path, count: int, concurrency: int, token_delay: float, keep_running: bool
 ) -> None:
     """Reproduce the crossed-stream incident, show the fix, and prove both from the logs."""
+    require_propagators()  # before the demo's imports (FastAPI) load them
     from rich.console import Console
 
     from ridtrace.cli.forensics_render import REPORT_WIDTH, layout_width

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ridtrace.cli.propagators import require_propagators
+
 if TYPE_CHECKING:
     from ridtrace.frontend_plugin.drain import Drain
 
@@ -219,6 +221,7 @@ def frontend_command(
     allowed_hosts: tuple[str, ...],
 ) -> None:
     """Serve the inference routes and dispatch to --worker URLs."""
+    require_propagators()  # before FastAPI's import loads them
     from ridtrace.frontend_plugin import FrontendSettings, create_frontend_app
     from ridtrace.frontend_plugin.drain import Drain
 
@@ -291,6 +294,7 @@ def worker_command(
     header_timeout: float, allowed_hosts: tuple[str, ...],
 ) -> None:
     """Serve the echo engine at POST /v1/work."""
+    require_propagators()  # before FastAPI's import loads them
     from ridtrace.frontend_plugin import WorkerSettings, create_worker_app
     from ridtrace.frontend_plugin.drain import Drain
     from ridtrace.frontend_plugin.worker import log_misdirected

@@ -1,0 +1,44 @@
+"""``OTEL_PROPAGATORS`` checked before a command that runs servers imports OpenTelemetry.
+
+OpenTelemetry builds the propagators the variable names when ``opentelemetry.propagate``
+is first imported, and raises ``ValueError`` there for a name it cannot load: ``b3`` or
+``jaeger`` without their packages, or a typo. FastAPI imports it, so ``ridtrace serve``
+and ``ridtrace demo`` died in an import with a traceback and "internal error (exit 4);
+please report it", where every other ``OTEL_*`` value they cannot follow is named in
+one line (exit 1).
+"""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import entry_points
+
+import click
+
+__all__ = ["require_propagators"]
+
+# The names OpenTelemetry documents whose propagators come in packages of their own.
+_PACKAGES = {
+    "b3": "opentelemetry-propagator-b3",
+    "b3multi": "opentelemetry-propagator-b3",
+    "jaeger": "opentelemetry-propagator-jaeger",
+    "xray": "opentelemetry-propagator-aws-xray",
+    "ottrace": "opentelemetry-propagator-ot-trace",
+}
+
+
+def require_propagators() -> None:
+    """Load the propagators ``OTEL_PROPAGATORS`` names, or raise ``click.ClickException``
+    naming the variable (and the package that brings a known name)."""
+    try:
+        import opentelemetry.propagate  # noqa: F401  (loads them on import)
+    except ValueError as exc:
+        raw = os.environ.get("OTEL_PROPAGATORS", "")
+        names = {name.strip() for name in raw.split(",")}
+        hints = sorted({_PACKAGES[n] for n in names if n in _PACKAGES and not _installed(n)})
+        hint = f" (pip install {' '.join(hints)})" if hints else ""
+        raise click.ClickException(f"OTEL_PROPAGATORS={raw!r}: {exc}{hint}") from None
+
+
+def _installed(name: str) -> bool:
+    return bool(entry_points(group="opentelemetry_propagator", name=name))
