@@ -39,6 +39,19 @@ class Proc:
             return []
         return [orjson.loads(x) for x in self.log.read_bytes().splitlines() if x.strip()]
 
+    def wait_for_event(
+        self, request_id: str, event: str, *, timeout: float = 30.0
+    ) -> dict[str, object]:
+        """Poll the log until the ``event`` line of ``request_id`` is written."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for line in self.lines():
+                if line.get("request_id") == request_id and line.get("event") == event:
+                    return line
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {event} of {request_id} in {self.log}")
+            time.sleep(0.02)
+
 
 @dataclass
 class Stack:
@@ -95,8 +108,11 @@ def start_stack(
     env: dict[str, str] | None = None,
     debug_endpoints: bool = True,
     worker_userinfo: str | None = None,
+    worker_env: dict[str, str] | None = None,
 ) -> Iterator[Stack]:
     """Start workers (each with its own extra flags) and a frontend, all in parallel.
+
+    ``env`` is every process's; ``worker_env``, when given, the workers' instead.
 
     The frontend serves ``/debug/inflight`` (off by default in ``ridtrace serve``) unless
     ``debug_endpoints`` is false: these tests poll it for their conditions. With
@@ -105,8 +121,9 @@ def start_stack(
     workdir.mkdir(parents=True, exist_ok=True)
     procs: list[Proc] = []
     try:
+        for_workers = env if worker_env is None else worker_env
         ws = [
-            _spawn(["worker", *flags], workdir, f"worker{i}", env)
+            _spawn(["worker", *flags], workdir, f"worker{i}", for_workers)
             for i, flags in enumerate(workers)
         ]
         procs.extend(ws)

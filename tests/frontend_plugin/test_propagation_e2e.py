@@ -6,7 +6,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.frontend_plugin.conftest import start_stack
+from tests.frontend_plugin.conftest import Proc, start_stack
 from tests.support.otlp_receiver import ReceivedSpan, otlp_receiver
 
 SERVER = 2  # SpanKind.SERVER in OTLP's enum
@@ -74,3 +74,31 @@ def test_a_trace_the_caller_sampled_out_is_not_recorded_by_the_worker(tmp_path: 
             while len(_server_spans(spans, request_id)) < 2:
                 spans = receiver.wait_for(len(spans) + 1)
     assert [s for s in spans if s.trace_id == unsampled_trace] == []
+
+
+# OTEL_PROPAGATORS=b3: B3's single header, `trace-span-sampled`.
+B3_ENV = {"OTEL_PROPAGATORS": "b3", "OTEL_BSP_SCHEDULE_DELAY": "50"}
+
+
+def _lines(proc: Proc, request_id: str) -> list[dict[str, object]]:
+    return [line for line in proc.lines() if line.get("request_id") == request_id]
+
+
+def test_a_b3_callers_trace_is_on_every_line_without_a_collector(tmp_path: Path) -> None:
+    # With no span recording the request, only a traceparent was read: a b3 caller's
+    # frontend and worker lines named a trace ridtrace minted, not the caller's.
+    with start_stack(tmp_path, workers=[[]], env=B3_ENV) as stack:
+        response = httpx.post(
+            stack.url + "/v1/chat/completions",
+            json={"model": "echo", "messages": [{"role": "user", "content": "b3 caller"}]},
+            headers={"b3": f"{TRACE_ID}-{CALLER_SPAN}-1"}, timeout=30,
+        )
+        request_id = response.headers["x-server-request-id"]
+        end = stack.frontend.wait_for_event(request_id, "request.end")
+        stack.workers[0].wait_for_event(request_id, "worker.end")
+        worker_lines = _lines(stack.workers[0], request_id)
+    frontend_lines = _lines(stack.frontend, request_id)
+    assert {line["trace_id"] for line in frontend_lines + worker_lines} == {TRACE_ID}
+    assert end["parent_span_id"] == CALLER_SPAN
+    assert {line["parent_span_id"] for line in worker_lines} == {end["span_id"]}
+

@@ -208,7 +208,7 @@ class RequestTracingMiddleware:
                 start_attributes(request_id, x_request_id, deprecated_text, scope),
             )
             recording = span.is_recording()
-        ctx = request_context_for(span, carrier, request_id, x_request_id)
+        ctx = request_context_for(span, carrier, request_id, x_request_id, parent)
         ctx.server_span = span
         if recording:  # shutdown waits for the span to end (lifecycle.running)
             running_requests.add(span)

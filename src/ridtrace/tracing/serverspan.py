@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind
 
 from ridtrace.tracing.context import RequestContext
@@ -80,6 +81,7 @@ def request_context_for(
     carrier: Mapping[str, str] | None,
     request_id: str,
     x_request_id: str | None,
+    extracted: Context | None = None,
 ) -> RequestContext:
     """Ids for the log lines: the span's when it records, minted ones otherwise.
 
@@ -87,6 +89,8 @@ def request_context_for(
     span id stays a per-request key when request ids collide (docs/log-schema.md). A
     non-recording span (no SDK, or sampled out) may carry the *caller's* span context,
     whose span id is not this request's: keep the caller's trace and mint our own span.
+    ``extracted``: what the configured propagators read from ``carrier``, if the caller
+    extracted it (extracting again would repeat their warnings about a bad header).
     """
     span_context = span.get_span_context() if span.is_recording() else None
     if span_context is not None and span_context.is_valid:
@@ -100,9 +104,26 @@ def request_context_for(
         )
     traceparent = carrier.get("traceparent") if carrier else None
     remote = parse_traceparent(traceparent) if traceparent else None
+    if remote is None and extracted is not None:
+        remote = _caller_ids(extracted)
     if remote:
         return RequestContext(request_id, remote[0], mint_span_id(), x_request_id, remote[1])
     return minted_context(request_id, x_request_id)
+
+
+def _caller_ids(parent: Context) -> tuple[str, str] | None:
+    """The caller's (trace_id, span_id) in the context the configured propagators
+    extracted.
+
+    ``traceparent`` is parsed directly above (the W3C default, and what ridtrace's own
+    hop to a worker sends); a caller speaking another format (``OTEL_PROPAGATORS=b3``)
+    had its trace dropped from the log lines whenever no span recorded the request (no
+    collector, or sampled out), though a recording span continued it.
+    """
+    caller = trace.get_current_span(parent).get_span_context()
+    if not caller.is_valid:
+        return None
+    return format(caller.trace_id, "032x"), format(caller.span_id, "016x")
 
 
 def minted_context(request_id: str, x_request_id: str | None) -> RequestContext:

@@ -176,8 +176,8 @@ class GrpcCall:
         span = active_server_span()
         self.owns_span = span is None
         held = None  # the propagators' warnings, written once our context is current
+        parent = None
         if span is None:
-            parent = None
             if carrier:
                 parent, held = extract(carrier)
             span = config.tracer.start_span(
@@ -187,7 +187,7 @@ class GrpcCall:
                 attributes=info.span_attributes(),
             )
         self.span = span
-        self.ctx = ctx = request_context_for(span, carrier, request_id, x_request_id)
+        self.ctx = ctx = request_context_for(span, carrier, request_id, x_request_id, parent)
         ctx.server_span = span
         self.deprecated_text = ",".join(deprecated_sent) if deprecated_sent else None
         if span.is_recording():
