@@ -102,3 +102,30 @@ def test_a_b3_callers_trace_is_on_every_line_without_a_collector(tmp_path: Path)
     assert end["parent_span_id"] == CALLER_SPAN
     assert {line["parent_span_id"] for line in worker_lines} == {end["span_id"]}
 
+
+def test_a_recording_b3_worker_continues_a_frontend_that_records_nothing(
+    tmp_path: Path,
+) -> None:
+    # The frontend (no collector) sent only its minimal traceparent, which a worker
+    # extracting b3 ignored: the worker's span and lines started a trace of their own,
+    # and a trace the caller sampled out was exported by the worker as a root.
+    unsampled_trace = "6" * 32
+    with otlp_receiver() as receiver:
+        worker_env = {**B3_ENV, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+        with start_stack(tmp_path, workers=[[]], env=B3_ENV, worker_env=worker_env) as stack:
+            body = {"model": "echo", "messages": [{"role": "user", "content": "b3 hop"}]}
+            unsampled = httpx.post(stack.url + "/v1/chat/completions", json=body, timeout=30,
+                                   headers={"b3": f"{unsampled_trace}-{CALLER_SPAN}-0"})
+            assert unsampled.status_code == 200
+            # Once the sampled request's span arrived, the worker exported whatever it
+            # recorded of the first one (same batch or earlier).
+            sampled = httpx.post(stack.url + "/v1/chat/completions", json=body, timeout=30,
+                                 headers={"b3": f"{TRACE_ID}-{CALLER_SPAN}-1"})
+            request_id = sampled.headers["x-server-request-id"]
+            spans = receiver.wait_for(1)
+            while "worker" not in _server_spans(spans, request_id):
+                spans = receiver.wait_for(len(spans) + 1)
+            end = stack.frontend.wait_for_event(request_id, "request.end")
+    worker = _server_spans(spans, request_id)["worker"]
+    assert (worker.trace_id, worker.parent_span_id) == (TRACE_ID, end["span_id"])
+    assert [s for s in spans if s.trace_id == unsampled_trace] == []
