@@ -18,7 +18,7 @@ from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import SpanKind, StatusCode
 from starlette.types import Message, Receive, Scope, Send
 
 from ridtrace import (
@@ -506,3 +506,44 @@ def test_a_route_in_a_mounted_sub_app_is_named_with_its_mounts(log_file: Path) -
     assert {x["path"]: x["route"] for x in ends} == expected
     spans = exporter.get_finished_spans()
     assert {s.attributes["url.path"]: s.attributes["http.route"] for s in spans} == expected
+
+
+def test_a_server_span_is_an_error_with_its_error_type_for_5xx_and_crashes_only() -> None:
+    # The HTTP conventions: a server span's 4xx is the client's and leaves the status
+    # unset; a 5xx or a crash is an error, named by error.type (it was missing, so
+    # error views and span metrics could not tell a crash from a 503).
+    provider, exporter = _provider()
+    app = FastAPI(telemetry={"tracing": False}) if _has_native() else FastAPI()
+
+    @app.get("/teapot")
+    async def teapot() -> JSONResponse:
+        return JSONResponse({}, status_code=418)
+
+    @app.get("/busy")
+    async def busy() -> JSONResponse:
+        return JSONResponse({}, status_code=503)
+
+    @app.get("/crash")
+    async def crash() -> None:
+        raise LookupError("gone")
+
+    app.add_middleware(RequestTracingMiddleware, tracer_provider=provider)
+
+    async def go() -> None:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            for path in ("/teapot", "/missing", "/busy", "/crash"):
+                await client.get(path)
+
+    asyncio.run(go())
+    spans = {s.attributes["url.path"]: s for s in exporter.get_finished_spans() if s.attributes}
+    for path in ("/teapot", "/missing"):
+        assert spans[path].status.status_code is StatusCode.UNSET
+        assert "error.type" not in (spans[path].attributes or {})
+    assert spans["/busy"].status.status_code is StatusCode.ERROR
+    assert (spans["/busy"].attributes or {})["error.type"] == "503"
+    crashed = spans["/crash"]
+    assert crashed.status.status_code is StatusCode.ERROR
+    assert (crashed.attributes or {})["error.type"] == "LookupError"
+    (event,) = crashed.events
+    assert event.name == "exception" and (event.attributes or {})["exception.type"] == "LookupError"

@@ -28,6 +28,7 @@ __all__ = [
     "annotate_end",
     "end_fields",
     "end_time_ns",
+    "error_type",
     "file_size",
     "outcome_of",
     "route_template",
@@ -271,6 +272,19 @@ def annotate_end(
         attributes["http.route"] = route
     span.set_attributes(attributes)
     if outcome == "error" and owns_span:
+        span.set_attribute("error.type", error_type(status, failure))
         span.set_status(Status(StatusCode.ERROR))
         if failure is not None and isinstance(failure, Exception):
             span.record_exception(failure)
+
+
+def error_type(status: int, failure: BaseException | None) -> str:
+    """``error.type`` of a request that ended in error, as the HTTP semantic conventions
+    ask of a server span: the exception's class, else the 5xx status, else ``_OTHER``
+    (an error reported inside a 200 stream). Error views and span metrics group failures
+    by it; without it every failed request was one unnamed kind."""
+    if isinstance(failure, Exception):
+        return type(failure).__qualname__
+    if status >= 500:
+        return str(status)
+    return "_OTHER"
