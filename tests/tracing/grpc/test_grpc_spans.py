@@ -282,3 +282,43 @@ def test_opentelemetry_grpc_interceptor_listed_after_ours_adds_no_second_server_
     assert sorted(s.name for s in servers) == ["t.S/Chunks", "t.S/Echo"]
     ends = {x["span_id"]: x for x in log_lines.events("request.end")}
     assert {format(s.context.span_id, "016x") for s in servers} == set(ends)
+
+
+def test_a_b3_callers_trace_is_continued_when_b3_is_the_configured_propagator(
+    proto: Proto, log_lines: LogLines
+) -> None:
+    # The interceptor collected only the W3C keys from the metadata, so under
+    # OTEL_PROPAGATORS=b3 the caller's b3 never reached the propagator: every call
+    # was a new trace, though the HTTP middleware continued the same caller's.
+    from opentelemetry import propagate
+    from opentelemetry.propagators.b3 import B3SingleFormat
+
+    before = propagate.get_global_textmap()
+    propagate.set_global_textmap(B3SingleFormat())
+    try:
+        with otlp_receiver() as receiver:
+            provider = _provider(receiver)
+            interceptor = RequestTracingInterceptor(tracer_provider=provider)
+
+            async def go() -> None:
+                servicer = build_servicer(proto)
+                async with (
+                    serving(
+                        lambda s: proto.pb2_grpc.add_InferenceServicer_to_server(servicer, s),
+                        interceptors=[interceptor],
+                    ) as target,
+                    grpc.aio.insecure_channel(target) as channel,
+                ):
+                    stub = proto.pb2_grpc.InferenceStub(channel)
+                    await stub.Infer(proto.pb2.InferRequest(prompt="p"),
+                                     metadata=(("b3", f"{CALLER_TRACE}-{CALLER_SPAN}-1"),))
+
+            asyncio.run(go())
+            provider.force_flush()
+            (span,) = receiver.wait_for(1)
+            provider.shutdown()
+    finally:
+        propagate.set_global_textmap(before)
+    assert (span.trace_id, span.parent_span_id) == (CALLER_TRACE, CALLER_SPAN)
+    (end,) = log_lines.events("request.end")
+    assert (end["trace_id"], end["parent_span_id"]) == (CALLER_TRACE, CALLER_SPAN)

@@ -31,7 +31,7 @@ from ridtrace.tracing.grpc.context import Metadata, TracedServicerContext
 from ridtrace.tracing.grpc.status import CANCELLED, outcome_of, status_code_of
 from ridtrace.tracing.grpc.stream import StreamItem
 from ridtrace.tracing.identity import shown_text, validate_client_id
-from ridtrace.tracing.inbound import InboundRules, note_inbound, read_inbound
+from ridtrace.tracing.inbound import TRACE_HEADERS, InboundRules, note_inbound, read_inbound
 from ridtrace.tracing.lifecycle import running as running_calls
 from ridtrace.tracing.propagation import extract
 from ridtrace.tracing.serverspan import active_server_span, request_context_for
@@ -113,6 +113,9 @@ class CallConfig:
             deprecated_headers=settings.deprecated_headers,
             max_length=settings.max_client_id_length,
             as_bytes=False,
+            # The configured propagators' keys too (b3 …), as the HTTP middleware
+            # collects them: only the W3C ones were, so a b3 caller's trace was lost.
+            trace_headers=(*TRACE_HEADERS, *propagate.get_global_textmap().fields),
         )
         self.owned_keys = frozenset({self.client_key, self.response_key})
         self.notices: Metadata = tuple(
