@@ -48,6 +48,12 @@ MAX_SHOWN_METHOD = 32
 # port take at most 51 characters.
 MAX_SHOWN_CLIENT = 64
 
+# The methods the HTTP semantic conventions know (RFC 9110, PATCH, QUERY), matched
+# exactly: any other is ``_OTHER`` on a span.
+_KNOWN_METHODS = frozenset(
+    {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "QUERY"}
+)
+
 _INTERNAL_ERROR_BODY = b"Internal Server Error"
 _INTERNAL_ERROR_HEADERS = [
     (b"content-type", b"text/plain; charset=utf-8"),
@@ -110,7 +116,14 @@ def start_attributes(
         attributes["deprecated_headers"] = deprecated
     if scope is not None:
         method = scope.get("method", "")
-        attributes["http.request.method"] = shown_text(method, MAX_SHOWN_METHOD)
+        if method in _KNOWN_METHODS:
+            attributes["http.request.method"] = method
+        else:
+            # The conventions' rule for a method they do not know: span-metrics group
+            # by http.request.method, and a scanner's invented methods (any token
+            # passes h11 and hypercorn) made as many series as it liked.
+            attributes["http.request.method"] = "_OTHER"
+            attributes["http.request.method_original"] = shown_text(method, MAX_SHOWN_METHOD)
         attributes["url.path"] = shown_text(scope.get("path", ""), MAX_SHOWN_PATH)
         attributes["url.scheme"] = scope.get("scheme", "http")
         attributes["network.protocol.version"] = scope.get("http_version", "1.1")
