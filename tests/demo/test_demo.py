@@ -174,6 +174,25 @@ def test_a_trace_the_callers_sampler_left_out_is_left_out_by_the_stack(tmp_path:
         (s.service_name, s.trace_id) for s in stack if s.trace_id not in roots][:3]
 
 
+def test_under_b3_propagation_the_stack_continues_the_callers_traces(tmp_path: Path) -> None:
+    # The callers sent only their planned traceparent, which a recording frontend under
+    # OTEL_PROPAGATORS=b3 does not read: every call began a trace of its own, the
+    # findings matched no call ("crossed streams callers saw were not reported") and
+    # the demo failed its own proof.
+    with otlp_receiver() as receiver:
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+               "OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_PROPAGATORS": "b3"}
+        for name in ("COLUMNS", "OTEL_SERVICE_NAME"):
+            env.pop(name, None)
+        done = subprocess.run(demo_argv(tmp_path / "out", requests=12), capture_output=True,
+                              text=True, timeout=300, env=env)
+        spans = list(receiver.spans)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    roots = {s.trace_id for s in spans if s.service_name == "client"}
+    frontend = {s.trace_id for s in spans if s.service_name == "frontend" and s.parent_span_id}
+    assert roots and frontend == roots
+
+
 def _searched_ids(stdout: str) -> tuple[str, str]:
     """The ``request_id`` and ``x_request_id`` the demo says to search for in Jaeger."""
     found = re.search(r"search tags request_id=(\S+) or x_request_id=(\S+)", stdout)

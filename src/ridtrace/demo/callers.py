@@ -19,6 +19,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from ridtrace.demo.plan import CallResult, PlannedCall
 from ridtrace.tracing.otlp import otlp_export_endpoint
 from ridtrace.tracing.spans import configure_tracing, sdk_disabled
+from ridtrace.tracing.traceparent import propagator_headers
 
 __all__ = ["CALLER_SERVICE", "CallerSpans"]
 
@@ -90,9 +91,16 @@ class CallerSpans:
         stack recorded every call, and a trace whose root the caller's sampler had
         left out arrived without it.
         """
-        if span is None or span.get_span_context().trace_flags.sampled:
-            return call.headers
-        return {**call.headers, "traceparent": call.headers["traceparent"][:-2] + "00"}
+        sampled = span is None or span.get_span_context().trace_flags.sampled
+        headers = call.headers
+        if not sampled:
+            headers = {**headers, "traceparent": headers["traceparent"][:-2] + "00"}
+        # In the stack's format too (OTEL_PROPAGATORS=b3): its recording frontend read
+        # only that, so every call began a trace of its own, no finding matched the call
+        # that saw it, and the demo's proof failed.
+        _, trace_id, span_id, _ = call.headers["traceparent"].split("-")
+        extra = propagator_headers(trace_id, span_id, sampled=sampled)
+        return {**headers, **extra} if extra else headers
 
     @staticmethod
     def end(span: Span | None, result: CallResult) -> None:

@@ -12,9 +12,9 @@ Propagators that do not write ``traceparent`` (b3) get the same ids in their for
 from __future__ import annotations
 
 from opentelemetry import propagate, trace
-from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from ridtrace.tracing import RequestContext, format_traceparent
+from ridtrace.tracing.traceparent import propagator_headers
 
 __all__ = ["worker_hop_headers"]
 
@@ -32,26 +32,11 @@ def worker_hop_headers(ctx: RequestContext | None) -> dict[str, str]:
         return carrier
     sampled = _sampled(span)
     headers = {"traceparent": format_traceparent(ctx.trace_id, ctx.span_id, sampled=sampled)}
-    if not _propagators_write_traceparent():
-        # A worker whose span records extracts with its own propagators: under
-        # OTEL_PROPAGATORS=b3 it ignored the traceparent and started a trace of its own
-        # (lines that named no caller, a root span exported for a trace sampled out).
-        # The same ids and decision in the configured format too, then.
-        flags = TraceFlags(TraceFlags.SAMPLED if sampled else TraceFlags.DEFAULT)
-        ids = SpanContext(int(ctx.trace_id, 16), int(ctx.span_id, 16), False, flags)
-        propagate.inject(headers, context=trace.set_span_in_context(NonRecordingSpan(ids)))
+    # The same in the configured format too (b3): a worker whose span records extracts
+    # with its own propagators, and under b3 it started a trace of its own (lines that
+    # named no caller, a root span exported for a trace sampled out).
+    headers.update(propagator_headers(ctx.trace_id, ctx.span_id, sampled=sampled))
     return headers
-
-
-# (the global propagator, whether it writes traceparent): looked up once per propagator.
-_writes: list[object] = [None, True]
-
-
-def _propagators_write_traceparent() -> bool:
-    textmap = propagate.get_global_textmap()
-    if textmap is not _writes[0]:
-        _writes[:] = [textmap, "traceparent" in textmap.fields]
-    return bool(_writes[1])
 
 
 def _sampled(span: trace.Span | None) -> bool:
