@@ -133,6 +133,8 @@ def test_a_failing_call_marks_the_span_as_an_error(proto: Proto, log_lines: LogL
         provider.shutdown()
     assert span.status_code == STATUS_ERROR
     assert span.attributes["rpc.grpc.status_code"] == grpc.StatusCode.UNKNOWN.value[0]
+    # What failed, as over HTTP (error views and span metrics group by it).
+    assert span.attributes["error.type"] == "RuntimeError"
     (end,) = log_lines.events("request.end")
     assert end["span_id"] == span.span_id and end["outcome"] == "error"
 
@@ -205,6 +207,7 @@ def test_a_call_to_an_unknown_method_is_answered_unimplemented_and_traced(
     assert span.attributes["rpc.method_original"] == "/t.S/Nope\\n"
     assert span.attributes["rpc.grpc.status_code"] == grpc.StatusCode.UNIMPLEMENTED.value[0]
     assert span.status_code == STATUS_ERROR
+    assert span.attributes["error.type"] == "UNIMPLEMENTED"  # an abort: the code's name
 
 
 def _memory_provider() -> tuple[TracerProvider, InMemorySpanExporter]:

@@ -337,3 +337,41 @@ def test_sync_server_request_stream_the_client_gave_up_on_is_not_an_error(
     assert (end["grpc_status"], end["outcome"], end["level"]) == (expected, "cancelled", "INFO")
     items = [x for x in log_lines.events("request.end") if x.get("stream_index") is not None]
     assert all(x["outcome"] != "error" for x in items)
+
+
+def test_sync_server_error_spans_name_what_failed_and_record_only_crashes() -> None:
+    # A synchronous server's abort raises a bare Exception: it was recorded as an
+    # exception event, as if the handler had crashed, and neither it nor a real crash
+    # said what failed (error.type).
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    def internal(request: bytes, context: grpc.ServicerContext) -> bytes:
+        context.abort(grpc.StatusCode.INTERNAL, "store unreachable")
+        raise AssertionError("unreachable")
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    pool = futures.ThreadPoolExecutor(2)
+    server = grpc.server(pool, interceptors=[RequestTracingInterceptor(tracer_provider=provider)])
+    server.add_generic_rpc_handlers(
+        (_handlers({"Internal": grpc.unary_unary_rpc_method_handler(internal)}),)
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            for method in ("Internal", "Boom"):
+                with pytest.raises(grpc.RpcError):
+                    channel.unary_unary(f"/{SERVICE}/{method}")(b"", timeout=CALL_TIMEOUT)
+        _wait_until(lambda: len(exporter.get_finished_spans()) == 2)
+    finally:
+        server.stop(None)
+        pool.shutdown(wait=False)
+    spans = {s.name.rsplit("/", 1)[-1]: s for s in exporter.get_finished_spans()}
+    aborted, crashed = spans["Internal"], spans["Boom"]
+    assert (aborted.attributes or {})["error.type"] == "INTERNAL" and not aborted.events
+    assert (crashed.attributes or {})["error.type"] == "RuntimeError"
+    assert [e.name for e in crashed.events] == ["exception"]

@@ -18,8 +18,8 @@ from typing import Any
 import grpc
 import grpc.aio
 from opentelemetry import context as otel_context
-from opentelemetry import trace
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry import propagate, trace
+from opentelemetry.trace import SpanKind
 
 from ridtrace.contract import REQUEST_END, REQUEST_START
 from ridtrace.tracing import context as request_context
@@ -28,7 +28,7 @@ from ridtrace.tracing.context import RequestContext, remember_on_exception
 from ridtrace.tracing.deprecation import deprecation_response_headers
 from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.grpc.context import Metadata, TracedServicerContext
-from ridtrace.tracing.grpc.status import CANCELLED, outcome_of, status_code_of
+from ridtrace.tracing.grpc.status import CANCELLED, mark_error, outcome_of, status_code_of
 from ridtrace.tracing.grpc.stream import StreamItem
 from ridtrace.tracing.identity import shown_text, validate_client_id
 from ridtrace.tracing.inbound import TRACE_HEADERS, InboundRules, note_inbound, read_inbound
@@ -256,11 +256,7 @@ class GrpcCall:
             if span.is_recording():
                 span.set_attribute("rpc.grpc.status_code", code.value[0])
                 if outcome == "error" and self.owns_span:
-                    span.set_status(Status(StatusCode.ERROR, code.name))
-                    if isinstance(failure, Exception) and not isinstance(
-                        failure, grpc.aio.AbortError
-                    ):
-                        span.record_exception(failure)
+                    mark_error(span, code, failure, self.context)
             if self.config.log_lifecycle:
                 fields: dict[str, Any] = {
                     "event": REQUEST_END,

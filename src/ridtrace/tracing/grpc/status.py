@@ -7,6 +7,7 @@ from typing import Any
 
 import grpc
 import grpc.aio
+from opentelemetry.trace import Span, Status, StatusCode
 
 from ridtrace.tracing.context import RequestContext
 from ridtrace.tracing.grpc.context import TracedServicerContext
@@ -17,6 +18,7 @@ __all__ = [
     "SERVER_FAULTS",
     "CallEnded",
     "deadline_passed",
+    "mark_error",
     "outcome_of",
     "status_code_of",
 ]
@@ -75,3 +77,19 @@ def outcome_of(code: grpc.StatusCode, failure: BaseException | None, ctx: Reques
         ctx, failure, finished=not isinstance(failure, CANCELLED),
         server_fault=code in SERVER_FAULTS,
     )
+
+
+def mark_error(
+    span: Span, code: grpc.StatusCode, failure: BaseException | None, context: Any
+) -> None:
+    """A call that ended in error on a span of ours: ``ERROR`` status and ``error.type``,
+    as over HTTP (the exception's class for a crash, else the code's name, which
+    error views and span metrics group failures by), and the crash as an event."""
+    span.set_status(Status(StatusCode.ERROR, code.name))
+    # An abort is a status the handler chose (a synchronous server's raises a bare
+    # Exception), not a crash to record.
+    aborted = isinstance(failure, grpc.aio.AbortError) or getattr(context, "aborted", False)
+    crashed = failure if isinstance(failure, Exception) and not aborted else None
+    span.set_attribute("error.type", type(crashed).__qualname__ if crashed else code.name)
+    if crashed is not None:
+        span.record_exception(crashed)
