@@ -129,3 +129,31 @@ def test_a_recording_b3_worker_continues_a_frontend_that_records_nothing(
     worker = _server_spans(spans, request_id)["worker"]
     assert (worker.trace_id, worker.parent_span_id) == (TRACE_ID, end["span_id"])
     assert [s for s in spans if s.trace_id == unsampled_trace] == []
+
+
+def test_a_frontend_propagating_nothing_still_names_itself_to_its_workers(
+    tmp_path: Path,
+) -> None:
+    # OTEL_PROPAGATORS=none at the edge (callers' trace context not trusted): the
+    # recording frontend's propagators wrote nothing on the hop, so the worker's span
+    # and lines started a trace of their own, with no parent to link them to the
+    # request they served.
+    with otlp_receiver() as receiver:
+        exporting = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "50"}
+        with start_stack(tmp_path, workers=[[]], env={**exporting, "OTEL_PROPAGATORS": "none"},
+                         worker_env=exporting) as stack:
+            response = httpx.post(
+                stack.url + "/v1/chat/completions",
+                json={"model": "echo", "messages": [{"role": "user", "content": "edge"}]},
+                headers={"traceparent": f"00-{TRACE_ID}-{CALLER_SPAN}-01"}, timeout=30,
+            )
+            request_id = response.headers["x-server-request-id"]
+            spans = receiver.wait_for(2)
+            while len(_server_spans(spans, request_id)) < 2:
+                spans = receiver.wait_for(len(spans) + 1)
+            worker_end = stack.workers[0].wait_for_event(request_id, "worker.end")
+    found = _server_spans(spans, request_id)
+    frontend, worker = found["frontend"], found["worker"]
+    assert frontend.trace_id != TRACE_ID and frontend.parent_span_id == ""  # none: not read
+    assert (worker.trace_id, worker.parent_span_id) == (frontend.trace_id, frontend.span_id)
+    assert worker_end["parent_span_id"] == frontend.span_id

@@ -6,7 +6,8 @@ configured) write the headers, so the caller's ``tracestate`` and ``baggage`` tr
 to the worker, as they arrived. Without one, a minimal ``traceparent`` naming the ids
 the log lines carry keeps frontend and worker lines in one trace at no cost; its sampled
 flag carries the frontend's decision on, so a trace sampled out stays out on the worker.
-Propagators that do not write ``traceparent`` (b3) get the same ids in their format too.
+Both ways, the hop carries a ``traceparent`` and, for propagators that do not write one
+(b3), the same ids in their format too.
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ def worker_hop_headers(ctx: RequestContext | None) -> dict[str, str]:
         # The server span as parent, in the current context (which holds the caller's
         # baggage): with FastAPI's telemetry the current span is an operation span.
         propagate.inject(carrier, context=trace.set_span_in_context(span))
+        if "traceparent" not in carrier:
+            # ridtrace's own wire, whatever the propagators write: under
+            # OTEL_PROPAGATORS=none (or b3) at the frontend only, a worker reading W3C got
+            # nothing, and its span and lines named no caller (forensics links a worker
+            # to its caller by that parent).
+            sampled = span.get_span_context().trace_flags.sampled
+            carrier["traceparent"] = format_traceparent(ctx.trace_id, ctx.span_id, sampled=sampled)
         return carrier
     sampled = _sampled(span)
     headers = {"traceparent": format_traceparent(ctx.trace_id, ctx.span_id, sampled=sampled)}
