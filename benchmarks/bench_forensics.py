@@ -22,7 +22,7 @@ Contenders, run as subprocesses, interleaved in rounds (the order rotates per ro
 
 * ``floor``: only the scan under analyze's read: DuckDB numbering and extracting the
   columns analyze reads (`reading.scan.LEAN_FIELDS`), one file per cursor, two at a
-  time, as `reading.files.read_all` does, and nothing else — no per-span pick, line
+  time, as `reading.parallel.read_all` does, and nothing else — no per-span pick, line
   check, rule or report. What analyze would cost if all of those were free.
 
 Wall time, CPU time (user + system) and peak RSS of each child (``os.wait4``); medians
