@@ -68,7 +68,11 @@ def status_code_of(
         if remaining is not None and remaining <= 0:
             return grpc.StatusCode.DEADLINE_EXCEEDED
         return grpc.StatusCode.CANCELLED
-    # What grpc.aio answers for an exception the handler let escape.
+    # An exception the handler let escape: both servers answer the code the handler
+    # set before it (``context.set_code(NOT_FOUND)``, then raise), UNKNOWN without one.
+    code = context.code()
+    if isinstance(code, grpc.StatusCode) and code is not grpc.StatusCode.OK:
+        return code
     return grpc.StatusCode.UNKNOWN
 
 
