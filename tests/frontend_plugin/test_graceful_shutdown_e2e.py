@@ -221,6 +221,57 @@ def test_a_stopping_worker_ends_its_streams_with_an_error_the_frontend_reports(
         assert all(SHUTTING_DOWN in str(x["error"]) for x in front_ends), front_ends
 
 
+def test_requests_a_stopping_worker_had_not_started_answering_go_to_another_worker(
+    tmp_path: Path,
+) -> None:
+    # A rolling restart: the stopping worker ends what still waits for its first token
+    # with an error line, before anything reached the caller. Those callers got 502
+    # 'worker error' while the other worker was idle; a retry elsewhere is safe then,
+    # as after a refused connection or a 5xx.
+    with start_stack(
+        tmp_path, workers=[["--first-token-delay", "60", "--graceful-timeout", "2"], []],
+    ) as stack:
+        stopping, healthy = stack.workers
+
+        async def main() -> list[Outcome]:
+            first_text: asyncio.Queue[str] = asyncio.Queue()
+            async with httpx.AsyncClient(timeout=30) as client:
+                # Round robin from the first worker, one request at a time: the 1st and
+                # 3rd go to `stopping`, the 2nd to `healthy`.
+                plain = asyncio.create_task(
+                    send(client, stack.url, "chat", False, "plain-one", first_text))
+                await asyncio.to_thread(_wait_for_starts, stopping, 1)
+                between = await send(client, stack.url, "chat", False, "between", first_text)
+                assert between.status == 200
+                streamed = asyncio.create_task(
+                    send(client, stack.url, "chat", True, "streamed-one", first_text))
+                await asyncio.to_thread(_wait_for_starts, stopping, 2)
+                os.kill(stopping.process.pid, signal.SIGTERM)
+                outcomes = list(await asyncio.gather(plain, streamed))
+                assert await asyncio.to_thread(stopping.process.wait, 10) == 0
+                return outcomes
+
+        plain, streamed = asyncio.run(main())
+        for outcome, marker in ((plain, "plain-one"), (streamed, "streamed-one")):
+            assert outcome.status == 200 and outcome.transport_error is None
+            text, error = outcome.text_and_error
+            assert error is None and marker in text, (text, error)
+        ends = [x for x in stopping.lines() if x.get("event") == "worker.end"]
+        assert [(x["outcome"], x["error"]) for x in ends] == [("error", SHUTTING_DOWN)] * 2
+        front_ends = {x["request_id"]: x for x in request_ends(stack.frontend)}
+        retried = [x for x in front_ends.values() if x.get("attempts") == 2]
+        assert len(retried) == 2 and {x["outcome"] for x in retried} == {"ok"}
+        assert {x["worker"] for x in retried} == {healthy.url}
+        retries = [x for x in stack.frontend.lines() if x.get("event") == "dispatch.retry"]
+        assert [(x["reason"], x["marked_down"]) for x in retries] == [("worker_error", True)] * 2
+        assert stack.wait_inflight(lambda s: s["inflight"] == 0)["released"] == 3
+
+
+def _wait_for_starts(worker: Proc, count: int) -> None:
+    wait_for_line(worker, lambda _: sum(
+        x.get("event") == "worker.start" for x in worker.lines()) >= count)
+
+
 def test_an_idle_keep_alive_connection_is_closed_at_once_not_left_hanging(
     tmp_path: Path,
 ) -> None:

@@ -2,10 +2,11 @@
 
 A worker answering 409 Conflict already holds this ``request_id`` (a retry reached it
 while the first attempt was still in flight): the request goes to another worker and
-the refusing one stays in rotation. A connection failure, a 5xx, or a timeout before
-the first NDJSON line marks that worker down for ``down_cooldown`` seconds and the
+the refusing one stays in rotation. A connection failure, a 5xx, a timeout before
+the first NDJSON line, or a first line that is the worker's error line (it is stopping,
+or its engine failed) marks that worker down for ``down_cooldown`` seconds and the
 request goes elsewhere; nothing was delivered to the caller yet, so a retry is safe.
-After the first line a failure is the caller's alone (see ``pump``).
+After the first chunk a failure is the caller's alone (see ``pump``).
 """
 
 from __future__ import annotations
@@ -135,7 +136,8 @@ class Dispatcher:
                 caller_message = REQUEST_TIMED_OUT
                 break
             try:
-                stream = await self._try(worker, attempt, body, headers, budget, end)
+                stream = await self._try(worker, attempt, body, headers, budget, end,
+                                         work.request_id)
             except _Overdue as overdue:
                 # The request's own deadline, not this worker's slowness: the caller is
                 # told 'request timed out' and the worker stays in rotation.
@@ -177,7 +179,7 @@ class Dispatcher:
 
     async def _try(
         self, worker: str, attempt: int, body: bytes, headers: dict[str, str], budget: float,
-        end: float,
+        end: float, request_id: str,
     ) -> WorkerStream:
         connections = self.connections()
         # A full pool is the frontend's own queue: waiting for a connection is bounded
@@ -245,6 +247,13 @@ class Dispatcher:
             response.close()
             # A 200 that ends before its first line: no 5xx, yet as unhealthy a reply.
             raise _Refused("closed_early", "worker closed the stream before the first chunk")
+        if _refusal_line(first, request_id):
+            # The worker gave up before producing anything (it is stopping, its engine
+            # failed): nothing reached the caller, so another worker may still answer.
+            response.close()
+            raise _Refused(
+                "worker_error", f"worker error before its first chunk: {str(first['error'])[:200]}"
+            )
         return WorkerStream(
             worker=worker, attempts=attempt, response=response, reader=reader, first=first
         )
@@ -258,6 +267,17 @@ class Dispatcher:
         if self._connections is not None:
             await self._connections.aclose()
             self._connections = None
+
+
+def _refusal_line(first: dict[str, object], request_id: str) -> bool:
+    """A first line that is the worker's error line for this request: no token, no end.
+
+    One naming another request is left to the chunk check, which refuses it loudly.
+    """
+    return (
+        "error" in first and "text" not in first and first.get("done") is not True
+        and first.get("request_id") == request_id
+    )
 
 
 class _Overdue(Exception):

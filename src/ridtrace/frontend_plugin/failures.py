@@ -56,6 +56,7 @@ _DISPATCH_MESSAGES = {
     "conflict": DUPLICATE_EVERYWHERE,
     "timeout": WORKER_TIMED_OUT,
     "status_4xx": WORKER_REJECTED,
+    "worker_error": WORKER_ERROR,
     WORKER_UNAUTHORIZED: WORKER_TOKEN_REFUSED,
 }
 
