@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from collections.abc import Awaitable, Callable
 
 _PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 _DATA, _HEADERS, _RST_STREAM, _SETTINGS, _GOAWAY = 0x0, 0x1, 0x3, 0x4, 0x7
 _END_STREAM, _END_HEADERS, _ACK = 0x1, 0x4, 0x1
+_CANCEL = 0x8  # RST_STREAM error code
 
 
 def _integer(value: int, prefix_bits: int) -> bytes:
@@ -53,9 +55,14 @@ class RawReply:
 
 
 async def raw_unary_call(
-    host: str, port: int, path: str, message: bytes, metadata: list[tuple[bytes, bytes]]
+    host: str, port: int, path: str, message: bytes, metadata: list[tuple[bytes, bytes]],
+    *, cancel_when: Callable[[], Awaitable[None]] | None = None,
 ) -> RawReply:
-    """Send one unary gRPC call with ``metadata`` verbatim; read until stream 1 ends."""
+    """Send one unary gRPC call with ``metadata`` verbatim; read until stream 1 ends.
+
+    ``cancel_when``: once it returns, the call is reset with ``CANCEL``, as grpcio's
+    client does when the caller cancels or its deadline passes.
+    """
     reader, writer = await asyncio.open_connection(host, port)
     block = b"".join(
         _literal(name, value)
@@ -77,6 +84,14 @@ async def raw_unary_call(
         + _frame(_DATA, _END_STREAM, 1, body)
     )
     await writer.drain()
+    if cancel_when is not None:
+        await cancel_when()
+        writer.write(_frame(_RST_STREAM, 0, 1, struct.pack(">I", _CANCEL)))
+        await writer.drain()
+        writer.close()
+        cancelled = RawReply()
+        cancelled.reset = True
+        return cancelled
     reply = RawReply()
     try:
         while not (reply.ended or reply.reset or reply.goaway):

@@ -19,6 +19,8 @@ __all__ = ["IdMetadata", "Metadata", "TracedServicerContext"]
 
 Metadata = tuple[tuple[str, str | bytes], ...]
 
+_NO_DEADLINE = 1e9  # seconds: more is a call without a deadline
+
 
 class _Status:
     """A ``grpc.Status`` with ridtrace's trailing metadata merged in."""
@@ -44,6 +46,7 @@ class IdMetadata:
         "messages_in",
         "messages_out",
         "on_message",
+        "timeout",
         "write_sends_initial",
     )
 
@@ -59,6 +62,12 @@ class IdMetadata:
         self.messages_out = 0
         # Called with each request message read (a bidirectional stream's requests).
         self.on_message: Callable[[Any], None] | None = None
+        # Seconds the call had when it began; None without a deadline (grpc.aio says
+        # None, a synchronous server about 2**63 ns).
+        remaining = context.time_remaining()
+        self.timeout: float | None = (
+            remaining if remaining is not None and remaining < _NO_DEADLINE else None
+        )
 
     def merged(self, metadata: Iterable[tuple[str, str | bytes]] | None) -> Metadata:
         """``metadata`` without the keys ridtrace owns, followed by ridtrace's own."""

@@ -54,6 +54,25 @@ def deadline_passed(context: Any) -> bool:
     return remaining is not None and remaining <= 0
 
 
+# A client's deadline ends the call a little before the server's copy of it passes: the
+# server counts from when the headers arrived, and grpc rounds the grpc-timeout it sends
+# up (to 10 ms units from 1 s, 100 ms from 10 s: within 1%), so the client's cancel
+# arrives with up to that much left. On the wire it is a cancel like any other; one this
+# close to the deadline is taken for the deadline the client saw.
+_DEADLINE_SLACK_S = 0.1
+_DEADLINE_SLACK_SHARE = 0.01
+
+
+def _deadline_reached(context: Any) -> bool:
+    remaining = context.time_remaining()
+    if remaining is None:
+        return False
+    if remaining <= 0:
+        return True
+    timeout = context.timeout
+    return timeout is not None and remaining <= _DEADLINE_SLACK_S + timeout * _DEADLINE_SLACK_SHARE
+
+
 def status_code_of(
     failure: BaseException | None, context: TracedServicerContext
 ) -> grpc.StatusCode:
@@ -64,8 +83,7 @@ def status_code_of(
         code = context.code()
         return code if isinstance(code, grpc.StatusCode) else grpc.StatusCode.OK
     if isinstance(failure, CANCELLED):
-        remaining = context.time_remaining()
-        if remaining is not None and remaining <= 0:
+        if _deadline_reached(context):
             return grpc.StatusCode.DEADLINE_EXCEEDED
         return grpc.StatusCode.CANCELLED
     # An exception the handler let escape: both servers answer the code the handler
