@@ -84,9 +84,10 @@ class Stack:
 
 
 def _spawn(
-    args: list[str], workdir: Path, name: str, env: dict[str, str] | None = None
+    args: list[str], workdir: Path, name: str, env: dict[str, str] | None = None,
+    *, port: int | None = None,
 ) -> Proc:
-    port = free_port()
+    port = port or free_port()
     log = workdir / f"{name}.jsonl"
     stderr = workdir / f"{name}.stderr"
     with stderr.open("wb") as err:

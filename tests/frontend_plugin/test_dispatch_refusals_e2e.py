@@ -133,3 +133,30 @@ def test_a_reply_that_ends_before_its_first_line_is_named_for_what_it_is(
     finally:
         stop_process(fe.process, grace=5)
         server.shutdown()
+
+
+def test_a_worker_marked_down_that_answers_again_is_back_in_rotation(tmp_path: Path) -> None:
+    # Down workers are still tried last, so a restarted worker serves requests before
+    # its cooldown ends; /health went on counting it out (503 'unavailable' with one
+    # worker) for the rest of the cooldown, and a load balancer kept the frontend out.
+    env = {"RIDTRACE_FRONTEND_DOWN_COOLDOWN": "600"}  # far longer than the test
+    body = {"model": "echo", "messages": [{"role": "user", "content": "back again"}]}
+    with start_stack(tmp_path, workers=[[]], env=env) as stack:
+        port = stack.workers[0].port
+        stop_process(stack.workers[0].process, grace=5)
+        refused = httpx.post(stack.url + "/v1/chat/completions", json=body, timeout=10)
+        assert refused.status_code == 502, refused.text
+        down = httpx.get(stack.url + "/health", timeout=5)
+        assert (down.status_code, down.json()["workers"]) == (503, {"total": 1, "up": 0})
+
+        restarted = _spawn(["worker"], tmp_path, "restarted", env, port=port)
+        try:
+            wait_until_serving(restarted.url, restarted.process, timeout=60, path="/health")
+            served = httpx.post(stack.url + "/v1/chat/completions", json=body, timeout=10)
+            assert served.status_code == 200, served.text
+            assert "back again" in served.json()["choices"][0]["message"]["content"]
+            health = httpx.get(stack.url + "/health", timeout=5)
+            assert (health.status_code, health.json()["workers"]) == (200, {"total": 1, "up": 1})
+            assert all(w["up"] for w in stack.inflight()["workers"])  # type: ignore[union-attr]
+        finally:
+            stop_process(restarted.process, grace=5)

@@ -172,6 +172,9 @@ class Dispatcher:
                         detail=detail,
                     ) from None
                 continue
+            # A worker marked down that answers now is back: tried last, it had served
+            # its callers while /health still counted it out for the whole cooldown.
+            self.pool.mark_up(worker)
             return stream
         status = {"timeout": 504, "conflict": 503}.get(reason, 502)
         raise DispatchError(caller_message, reason=reason, status=status, attempts=attempt,

@@ -37,6 +37,11 @@ class WorkerPool:
         """Skip ``url`` while others are healthy, for the cooldown."""
         self._down_until[url] = self._clock() + self._cooldown
 
+    def mark_up(self, url: str) -> None:
+        """``url`` answered: back in rotation now, whatever was left of its cooldown."""
+        if self._down_until:
+            self._down_until.pop(url, None)
+
     def is_up(self, url: str) -> bool:
         """Whether ``url`` is in rotation now."""
         return self._down_until.get(url, 0.0) <= self._clock()
