@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.frontend_plugin.conftest import _spawn, start_stack
 from tests.frontend_plugin.traffic import Result, call
@@ -160,3 +161,52 @@ def test_a_worker_marked_down_that_answers_again_is_back_in_rotation(tmp_path: P
             assert all(w["up"] for w in stack.inflight()["workers"])  # type: ignore[union-attr]
         finally:
             stop_process(restarted.process, grace=5)
+
+
+class _Refusing(http.server.BaseHTTPRequestHandler):
+    """A worker (or the proxy in front of it) that refuses every call with ``status``."""
+
+    status = 429
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        body = b'{"error": "refused"}'
+        self.send_response(self.status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("status", [429, 421])
+def test_a_worker_that_cannot_take_the_request_sends_it_to_another(
+    tmp_path: Path, status: int
+) -> None:
+    # 429 (shedding load) and 421 (misdirected) say the worker cannot take this request
+    # now, not that the request is wrong: they were answered 502 'worker rejected the
+    # request' with the other worker idle, and the refusing worker kept getting traffic.
+    refusing = type("Refusing", (_Refusing,), {"status": status})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    refuser = f"http://127.0.0.1:{server.server_address[1]}"
+    worker = _spawn(["worker"], tmp_path, "worker")
+    fe = _spawn(["frontend", "--worker", refuser, "--worker", worker.url,
+                 "--debug-endpoints"], tmp_path, "frontend")
+    try:
+        for proc in (worker, fe):
+            wait_until_serving(proc.url, proc.process, timeout=60, path="/health")
+        body = {"model": "echo", "messages": [{"role": "user", "content": "elsewhere"}]}
+        reply = httpx.post(fe.url + "/v1/chat/completions", json=body, timeout=10)
+        assert reply.status_code == 200, reply.text
+        assert "elsewhere" in reply.json()["choices"][0]["message"]["content"]
+        (retry,) = [x for x in fe.lines() if x.get("event") == "dispatch.retry"]
+        assert (retry["reason"], retry["marked_down"]) == (f"status_{status}", True), retry
+        ups = {w["url"]: w["up"] for w in httpx.get(fe.url + "/debug/inflight").json()["workers"]}
+        assert ups == {refuser: False, worker.url: True}
+    finally:
+        stop_process(fe.process, grace=5)
+        stop_process(worker.process, grace=5)
+        server.shutdown()

@@ -222,6 +222,9 @@ class Dispatcher:
                         )
                     if status >= 500:
                         raise _Refused("status_5xx", f"worker answered {status}")
+                    if status in _WORKER_SIDE_4XX:
+                        # Not about this request: another worker may well take it.
+                        raise _Refused(f"status_{status}", f"worker answered {status}: {detail}")
                     raise _Refused("status_4xx", f"worker answered {status}: {detail}", fatal=True)
                 reader = NdjsonReader(response)
                 first = await reader.next()
@@ -290,6 +293,13 @@ class _Overdue(Exception):
 
 _QUEUED = "request deadline passed while waiting for a connection to a worker"
 
+
+# 4xx answers about the worker, not the request, retried elsewhere like a 5xx: 429 Too
+# Many Requests (an engine or a proxy in front of it shedding load) and 421 Misdirected
+# Request (RFC 9110: retry over another connection; a worker that refuses the Host it is
+# reached by). They failed the request with 'worker rejected the request' while other
+# workers were free.
+_WORKER_SIDE_4XX = frozenset({421, 429})
 
 # Refusals that say nothing about the worker's health: it stays in rotation.
 _HEALTHY_REFUSALS = frozenset({"conflict", "status_4xx"})
