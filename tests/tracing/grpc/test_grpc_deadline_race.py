@@ -54,20 +54,20 @@ class Handler:
         )
 
 
-async def _reset(port: int, handler: Handler, left: float) -> None:
-    """A one-second call, reset when the server's copy of its deadline has ``left``
-    seconds to go (or less: a late timer only brings the deadline closer)."""
+async def _reset(port: int, handler: Handler, timeout: bytes, left: float) -> None:
+    """A call with ``timeout`` (grpc-timeout), reset when the server's copy of its
+    deadline has ``left`` seconds to go (or less: a late timer only brings it closer)."""
 
     async def when() -> None:
         assert await asyncio.to_thread(handler.started.wait, 10)
         await asyncio.sleep(max(handler.remaining - left, 0))
 
     reply = await raw_unary_call("127.0.0.1", port, "/probe.Race/Wait", b"",
-                                 [(b"grpc-timeout", b"1000m")], cancel_when=when)
+                                 [(b"grpc-timeout", timeout)], cancel_when=when)
     assert reply.reset
 
 
-def _on_aio(left: float, log_lines: LogLines) -> None:
+def _on_aio(timeout: bytes, left: float, log_lines: LogLines) -> None:
     handler = Handler()
 
     async def go() -> None:
@@ -75,13 +75,13 @@ def _on_aio(left: float, log_lines: LogLines) -> None:
             lambda s: s.add_generic_rpc_handlers((handler.generic(handler.on_aio),)),
             interceptors=[RequestTracingInterceptor()],
         ) as target:
-            await _reset(int(target.rpartition(":")[2]), handler, left)
+            await _reset(int(target.rpartition(":")[2]), handler, timeout, left)
             await log_lines.wait_for(lambda lines: bool(lines.events("request.end")))
 
     asyncio.run(go())
 
 
-def _on_sync(left: float, log_lines: LogLines) -> None:
+def _on_sync(timeout: bytes, left: float, log_lines: LogLines) -> None:
     handler = Handler()
     server = grpc.server(futures.ThreadPoolExecutor(2),
                          interceptors=[RequestTracingInterceptor()])
@@ -89,7 +89,7 @@ def _on_sync(left: float, log_lines: LogLines) -> None:
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:
-        asyncio.run(_reset(port, handler, left))
+        asyncio.run(_reset(port, handler, timeout, left))
         deadline = time.monotonic() + 10  # the handler sees the reset within 5 ms
         while not log_lines.events("request.end") and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -99,13 +99,18 @@ def _on_sync(left: float, log_lines: LogLines) -> None:
 
 @pytest.mark.parametrize("serve", [_on_aio, _on_sync], ids=["grpc.aio", "grpc.server"])
 @pytest.mark.parametrize(
-    ("left", "status"),
-    [(0.03, "DEADLINE_EXCEEDED"), (0.8, "CANCELLED")],
-    ids=["the-clients-deadline", "a-cancel"],
+    ("timeout", "left", "status"),
+    [
+        (b"1000m", 0.03, "DEADLINE_EXCEEDED"),
+        (b"1000m", 0.8, "CANCELLED"),
+        # A short call: what counts as its deadline shrinks with it (a tenth of it).
+        (b"200m", 0.09, "CANCELLED"),
+    ],
+    ids=["the-clients-deadline", "a-cancel", "a-cancel-near-a-short-deadline"],
 )
 def test_a_reset_at_the_clients_deadline_is_a_deadline(
-    serve: Any, left: float, status: str, log_lines: LogLines
+    serve: Any, timeout: bytes, left: float, status: str, log_lines: LogLines
 ) -> None:
-    serve(left, log_lines)
+    serve(timeout, left, log_lines)
     (end,) = log_lines.events("request.end")
     assert (end["grpc_status"], end["outcome"]) == (status, "cancelled")

@@ -58,19 +58,23 @@ def deadline_passed(context: Any) -> bool:
 # server counts from when the headers arrived, and grpc rounds the grpc-timeout it sends
 # up (to 10 ms units from 1 s, 100 ms from 10 s: within 1%), so the client's cancel
 # arrives with up to that much left. On the wire it is a cancel like any other; one this
-# close to the deadline is taken for the deadline the client saw.
+# close to the deadline is taken for the deadline the client saw: within 1% of the
+# timeout, plus 100 ms for the headers' way (a tenth of a shorter timeout, so a short
+# call's own cancel stays a cancel).
 _DEADLINE_SLACK_S = 0.1
 _DEADLINE_SLACK_SHARE = 0.01
 
 
 def _deadline_reached(context: Any) -> bool:
-    remaining = context.time_remaining()
+    remaining: float | None = context.time_remaining()
     if remaining is None:
         return False
     if remaining <= 0:
         return True
-    timeout = context.timeout
-    return timeout is not None and remaining <= _DEADLINE_SLACK_S + timeout * _DEADLINE_SLACK_SHARE
+    timeout: float | None = context.timeout
+    if timeout is None:
+        return False
+    return remaining <= min(_DEADLINE_SLACK_S, timeout / 10) + timeout * _DEADLINE_SLACK_SHARE
 
 
 def status_code_of(
