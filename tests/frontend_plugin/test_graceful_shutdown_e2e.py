@@ -236,35 +236,35 @@ def test_requests_a_stopping_worker_had_not_started_answering_go_to_another_work
         async def main() -> list[Outcome]:
             first_text: asyncio.Queue[str] = asyncio.Queue()
             async with httpx.AsyncClient(timeout=30) as client:
-                # Round robin from the first worker, one request at a time: the 1st and
-                # 3rd go to `stopping`, the 2nd to `healthy`.
-                plain = asyncio.create_task(
-                    send(client, stack.url, "chat", False, "plain-one", first_text))
-                await asyncio.to_thread(_wait_for_starts, stopping, 1)
-                between = await send(client, stack.url, "chat", False, "between", first_text)
-                assert between.status == 200
-                streamed = asyncio.create_task(
-                    send(client, stack.url, "chat", True, "streamed-one", first_text))
-                await asyncio.to_thread(_wait_for_starts, stopping, 2)
+                tasks = [
+                    asyncio.create_task(send(client, stack.url, route, stream,
+                                             f"m-{route}-{stream} w1 w2", first_text))
+                    for route in ROUTES for stream in (False, True)
+                ]
+                # Round robin over two workers: every other dispatch, six, wait on
+                # `stopping` (the other six are answered at once).
+                await asyncio.to_thread(_wait_for_starts, stopping, 6)
                 os.kill(stopping.process.pid, signal.SIGTERM)
-                outcomes = list(await asyncio.gather(plain, streamed))
+                outcomes = list(await asyncio.gather(*tasks))
                 assert await asyncio.to_thread(stopping.process.wait, 10) == 0
                 return outcomes
 
-        plain, streamed = asyncio.run(main())
-        for outcome, marker in ((plain, "plain-one"), (streamed, "streamed-one")):
-            assert outcome.status == 200 and outcome.transport_error is None
+        outcomes = asyncio.run(main())
+        for outcome in outcomes:
+            assert (outcome.status, outcome.transport_error) == (200, None), outcome.raw
             text, error = outcome.text_and_error
-            assert error is None and marker in text, (text, error)
+            marker = f"m-{outcome.route}-{outcome.stream} w1 w2"
+            assert error is None and marker in text, (outcome.route, text, error)
         ends = [x for x in stopping.lines() if x.get("event") == "worker.end"]
-        assert [(x["outcome"], x["error"]) for x in ends] == [("error", SHUTTING_DOWN)] * 2
-        front_ends = {x["request_id"]: x for x in request_ends(stack.frontend)}
-        retried = [x for x in front_ends.values() if x.get("attempts") == 2]
-        assert len(retried) == 2 and {x["outcome"] for x in retried} == {"ok"}
-        assert {x["worker"] for x in retried} == {healthy.url}
+        assert [(x["outcome"], x["error"]) for x in ends] == [("error", SHUTTING_DOWN)] * 6
+        front_ends = request_ends(stack.frontend)
+        assert len(front_ends) == 12 and {x["outcome"] for x in front_ends} == {"ok"}
+        retried = [x for x in front_ends if x["attempts"] == 2]
+        assert len(retried) == 6 and {x["worker"] for x in retried} == {healthy.url}
         retries = [x for x in stack.frontend.lines() if x.get("event") == "dispatch.retry"]
-        assert [(x["reason"], x["marked_down"]) for x in retries] == [("worker_error", True)] * 2
-        assert stack.wait_inflight(lambda s: s["inflight"] == 0)["released"] == 3
+        assert [(x["reason"], x["marked_down"]) for x in retries] == [("worker_error", True)] * 6
+        snap = stack.wait_inflight(lambda s: s["inflight"] == 0)
+        assert snap["registered"] == snap["released"] == 12
 
 
 def _wait_for_starts(worker: Proc, count: int) -> None:
