@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import http.server
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -206,6 +207,55 @@ def test_a_worker_that_cannot_take_the_request_sends_it_to_another(
         assert (retry["reason"], retry["marked_down"]) == (f"status_{status}", True), retry
         ups = {w["url"]: w["up"] for w in httpx.get(fe.url + "/debug/inflight").json()["workers"]}
         assert ups == {refuser: False, worker.url: True}
+    finally:
+        stop_process(fe.process, grace=5)
+        stop_process(worker.process, grace=5)
+        server.shutdown()
+
+
+class _EndlessError(http.server.BaseHTTPRequestHandler):
+    """A worker (or its proxy) whose 503 body never ends: 64 KiB every 10 ms."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(503)
+        self.send_header("content-type", "text/plain")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        chunk = b"%x\r\n%s\r\n" % (65536, b"x" * 65536)
+        try:
+            while True:
+                self.wfile.write(chunk)
+                self.wfile.flush()
+                time.sleep(0.01)
+        except OSError:
+            pass  # the frontend hung up: what it should do
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_refusal_whose_body_never_ends_is_left_at_once(tmp_path: Path) -> None:
+    # The frontend read a refusal's body to its end before trying the next worker: one
+    # that never ends held the request for the whole first-byte budget (and was kept in
+    # memory as it came), then counted as a timeout.
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EndlessError)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    endless = f"http://127.0.0.1:{server.server_address[1]}"
+    worker = _spawn(["worker"], tmp_path, "worker")
+    fe = _spawn(["frontend", "--worker", endless, "--worker", worker.url,
+                 "--first-byte-timeout", "5"], tmp_path, "frontend")
+    try:
+        for proc in (worker, fe):
+            wait_until_serving(proc.url, proc.process, timeout=60, path="/health")
+        body = {"model": "echo", "messages": [{"role": "user", "content": "next one"}]}
+        reply = httpx.post(fe.url + "/v1/chat/completions", json=body, timeout=30)
+        assert reply.status_code == 200, reply.text
+        assert "next one" in reply.json()["choices"][0]["message"]["content"]
+        (retry,) = [x for x in fe.lines() if x.get("event") == "dispatch.retry"]
+        assert (retry["reason"], retry["marked_down"]) == ("status_5xx", True), retry
     finally:
         stop_process(fe.process, grace=5)
         stop_process(worker.process, grace=5)

@@ -29,7 +29,7 @@ from ridtrace.frontend_plugin.timers import Deadline
 from ridtrace.frontend_plugin.wire import WORK_PATH, WorkRequest
 from ridtrace.frontend_plugin.worker_http import ConnectionPool, WorkerHttpError, WorkerResponse
 from ridtrace.frontend_plugin.worker_pool import WorkerPool
-from ridtrace.frontend_plugin.worker_stream import WorkerStream
+from ridtrace.frontend_plugin.worker_stream import WorkerStream, is_error_line
 from ridtrace.tracing import metrics
 from ridtrace.tracing.eventlog import EventLog
 
@@ -208,8 +208,12 @@ class Dispatcher:
                                                    reserved=True)
                 status = response.status
                 if status != 200:
-                    # Read in full, so the connection goes back to the pool.
-                    detail = (await response.read())[:200].decode("utf-8", "replace")
+                    # Read to its end, so the connection goes back to the pool (release()
+                    # drops it otherwise), but not past a cap: a body that never ends held
+                    # the request for its whole first-byte budget, kept in memory.
+                    detail = (await response.read(_ERROR_BODY_LIMIT))[:200].decode(
+                        "utf-8", "replace"
+                    )
                     response.release()
                     if status == 409:
                         raise _Refused("conflict", f"worker refused duplicate id: {detail}")
@@ -253,7 +257,7 @@ class Dispatcher:
             response.close()
             # A 200 that ends before its first line: no 5xx, yet as unhealthy a reply.
             raise _Refused("closed_early", "worker closed the stream before the first chunk")
-        if _refusal_line(first, request_id):
+        if is_error_line(first, request_id):
             # The worker gave up before producing anything (it is stopping, its engine
             # failed): nothing reached the caller, so another worker may still answer.
             response.close()
@@ -275,17 +279,6 @@ class Dispatcher:
             self._connections = None
 
 
-def _refusal_line(first: dict[str, object], request_id: str) -> bool:
-    """A first line that is the worker's error line for this request: no token, no end.
-
-    One naming another request is left to the chunk check, which refuses it loudly.
-    """
-    return (
-        "error" in first and "text" not in first and first.get("done") is not True
-        and first.get("request_id") == request_id
-    )
-
-
 class _Overdue(Exception):
     """The request's deadline passed before a worker could answer (not the worker's
     fault: it waited for a connection, or had first-byte time left)."""
@@ -293,6 +286,9 @@ class _Overdue(Exception):
 
 _QUEUED = "request deadline passed while waiting for a connection to a worker"
 
+
+# How much of a refusal's body is read: its first 200 characters are logged.
+_ERROR_BODY_LIMIT = 64 * 1024
 
 # 4xx answers about the worker, not the request, retried elsewhere like a 5xx: 429 Too
 # Many Requests (an engine or a proxy in front of it shedding load) and 421 Misdirected

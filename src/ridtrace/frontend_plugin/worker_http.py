@@ -183,11 +183,16 @@ class WorkerResponse:
             self._conn.transport.resume_reading()
         return data
 
-    async def read(self) -> bytes:
-        """The rest of the body."""
+    async def read(self, limit: int | None = None) -> bytes:
+        """The rest of the body; with ``limit``, what arrived once that many bytes did
+        (the body may go on: :attr:`eof` says whether it ended)."""
         parts = []
+        size = 0
         while chunk := await self.readany():
             parts.append(chunk)
+            size += len(chunk)
+            if limit is not None and size >= limit:
+                break
         return b"".join(parts)
 
     def release(self) -> None:

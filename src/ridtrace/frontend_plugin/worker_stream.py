@@ -65,3 +65,16 @@ class WorkerStream:
     async def aclose(self) -> None:
         """:meth:`close`, for ``async`` callers."""
         self.close()
+
+
+def is_error_line(message: dict[str, Any], request_id: str) -> bool:
+    """``message`` is the worker's error line for ``request_id``: no token, no end.
+
+    As a first line it means the worker gave up before producing anything (it is
+    stopping, its engine failed). One naming another request is left to the chunk
+    check, which refuses it loudly.
+    """
+    return (
+        "error" in message and "text" not in message and message.get("done") is not True
+        and message.get("request_id") == request_id
+    )
