@@ -87,8 +87,9 @@ class Watch:
     from_start: bool = False
     tails: dict[DevIno, Tail] = field(default_factory=dict)
     identities: Identities = field(default_factory=Identities)
-    # Files judged not to be logs, and gzip files read to their end: never read again.
-    settled: set[DevIno] = field(default_factory=set)
+    # Files judged not to be logs, and gzip files read to their end: never read again,
+    # while their inode holds what it held then (its mtime when settled; None: a stream).
+    settled: dict[DevIno, int | None] = field(default_factory=dict)
     missing: set[str] = field(default_factory=set)
     unlisted: set[str] = field(default_factory=set)  # inputs noted as unreadable
     # Files that cannot be read now (no permission, a broken link named like a log):
@@ -152,6 +153,12 @@ class Watch:
                 continue
             key = (st.st_dev, st.st_ino)
             seen[key] = path
+            if self.settled.get(key) not in (None, st.st_mtime_ns):
+                # Another file under a settled file's inode number: ext4 gives a removed
+                # file's number to the next file created, as when logrotate removes one
+                # log's oldest .gz and then creates the next log's fresh file within one
+                # poll. Taken for the settled file, that log went unread for good.
+                del self.settled[key]
             if key in self.tails or key in self.settled or self._bounded:
                 continue
             if not walked and (path == STDIN or not stat.S_ISREG(st.st_mode)):
@@ -160,10 +167,10 @@ class Watch:
             if not stat.S_ISREG(st.st_mode):
                 # A pipe has no end to start from and no rotation to follow; opening one
                 # with no writer would block every poll.
-                self.stats.ignored_files.append(FileNote(str(path), NOT_REGULAR))
-                self.settled.add(key)
+                self._ignore(path, NOT_REGULAR)
+                self.settled[key] = st.st_mtime_ns
                 continue
-            if walked and not self._looks_like_log(path, key, st.st_size):
+            if walked and not self._looks_like_log(path, key, st):
                 continue
             if len(self.tails) >= self.max_tails:
                 self._block(str(path), too_many_open(self.max_tails))
@@ -188,7 +195,7 @@ class Watch:
             if moved is not None and moved != followed.path:  # renamed: evidence names it
                 followed.path, followed.name = moved, display_name(str(moved))
         # A settled file that disappeared frees its inode number for a new file.
-        self.settled &= set(seen)
+        self.settled = {key: mtime for key, mtime in self.settled.items() if key in seen}
 
     def _open_stream(self, path: Path, key: DevIno) -> None:
         """Follow standard input or a pipe the user named, as it comes, to its end."""
@@ -237,8 +244,15 @@ class Watch:
             self._dangling.add(str(path))
             self.stats.ignored_files.append(FileNote(str(path), reason))
 
-    def _looks_like_log(self, path: Path, key: DevIno, size: int) -> bool:
+    def _ignore(self, path: Path, reason: str) -> None:
+        """List `path` as ignored, once: a file changed since is judged again."""
+        note = FileNote(str(path), reason)
+        if note not in self.stats.ignored_files:
+            self.stats.ignored_files.append(note)
+
+    def _looks_like_log(self, path: Path, key: DevIno, st: os.stat_result) -> bool:
         """Judge a walked file once it has a whole line (an empty file may become a log)."""
+        size = st.st_size
         try:
             with open(path, "rb") as raw:
                 decoded = DecodedStream(raw)
@@ -259,8 +273,8 @@ class Watch:
         # A container's log is judged by what the service wrote, whatever its name.
         reason = ignore_reason(path.name, unwrapped_head(head), whole=len(head) < SNIFF_BYTES)
         if reason is not None:
-            self.stats.ignored_files.append(FileNote(str(path), reason))
-            self.settled.add(key)
+            self._ignore(path, reason)
+            self.settled[key] = st.st_mtime_ns
             return False
         return True
 
@@ -331,7 +345,7 @@ class Watch:
                     self.stats.count_lines(tail.name, 1)  # as the batch read counts it
                     self.stats.bad(tail.name, tail.line + 1, f"torn last line ({tail.tear})")
             self._count_unfinished(tail)
-            self.settled.add(key)
+            self.settled[key] = tail.mtime_ns() if isinstance(tail, FileTail) else None
             self._close(key, tail)
         elif isinstance(tail, FileTail) and (tail.deleted() or not self._named(tail, key)):
             last = tail.flush_held()
