@@ -75,6 +75,29 @@ def test_rotation_mid_run_loses_no_line_and_reads_none_twice(tmp_path: Path, mod
     assert any(".1" in name for name in rotated), rotated  # the rotation did happen
 
 
+@pytest.mark.parametrize("mode", ["copytruncate", "copytruncate-gzip"])
+def test_named_logs_lose_no_line_to_a_copytruncate(tmp_path: Path, mode: str) -> None:
+    # The logs named one by one, as `ridtrace analyze frontend.jsonl worker-*.jsonl`
+    # names them: no directory walk finds the copy, yet the lines written after the
+    # follower's last read before the copy are in it only.
+    src, truth = _logs(tmp_path)
+    expected = _reference(src)
+    dst = tmp_path / "dst"
+    dst.mkdir()
+    named = [dst / p.name for p in truth.files]
+    for path in named:
+        path.touch()
+    follower = start_follower([str(p) for p in named])
+    try:
+        _replay(src, dst, "--rate", "4000", "--rotate", mode)
+    finally:
+        code = follower.stop()
+    summary = follower.summary()
+    assert summary["lines"] == truth.lines, summary
+    assert sorted(_key(p.json()) for p in follower.findings()) == expected
+    assert code == 1
+
+
 def test_line_written_in_two_pieces_is_read_once_whole(tmp_path: Path) -> None:
     src, truth = _logs(tmp_path)
     expected = _reference(src)

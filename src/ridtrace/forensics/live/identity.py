@@ -48,14 +48,7 @@ class Identities:
         ``app.jsonl.2.gz``) and starts with the same lines. Both are required: two
         workers' logs may open with the same banner line.
         """
-        best: Identity | None = None
-        stem = _stem(path)
-        for known in self._known:
-            if _stem(known.path) != stem or known.path == path:
-                continue
-            same = head.startswith(known.head) or known.head.startswith(head)
-            if same and (best is None or len(known.head) > len(best.head)):
-                best = known
+        best = self.copy_of(head, path)
         if best is not None:
             return best
         taken = self._labels[str(path)] = self._labels.get(str(path), 0) + 1
@@ -64,6 +57,18 @@ class Identities:
         self._known.append(fresh)
         del self._known[: -self._keep]
         return fresh
+
+    def copy_of(self, head: bytes, path: Path) -> Identity | None:
+        """The stream a file at `path` starting with `head` is a copy of, if any."""
+        best: Identity | None = None
+        stem = _stem(path)
+        for known in self._known:
+            if _stem(known.path) != stem or known.path == path:
+                continue
+            same = head.startswith(known.head) or known.head.startswith(head)
+            if same and (best is None or len(known.head) > len(best.head)):
+                best = known
+        return best
 
 
 def first_lines(data: bytes) -> bytes:

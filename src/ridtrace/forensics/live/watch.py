@@ -10,7 +10,6 @@ Files found by walking a directory are judged like `ridtrace analyze` judges the
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import os
 import stat
@@ -20,6 +19,7 @@ from pathlib import Path
 
 from ridtrace.forensics.live.identity import Identities
 from ridtrace.forensics.live.open_files import tail_budget, too_many_open
+from ridtrace.forensics.live.parts import Copies, parts_beside, rotated_name
 from ridtrace.forensics.live.stream import StreamTail
 from ridtrace.forensics.live.tail import Chunk, FileTail
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream
@@ -32,42 +32,12 @@ from ridtrace.forensics.reading.inputs import (
     walk_tree,
 )
 from ridtrace.forensics.reading.log_names import ignore_reason, named_compressed, named_for_lines
-from ridtrace.forensics.reading.rotation import rotation_place
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 from ridtrace.forensics.reading.unwrap import unwrapped_head
 
 DevIno = tuple[int, int]
 Tail = FileTail | StreamTail
 STDIN = Path("-")
-
-
-def _rotated_name(path: Path, key: DevIno) -> Path | None:
-    """The name a rotation gave the file that was at `path` (``app.jsonl.1``), when
-    `path` now holds another file or none and no input names the file any more.
-
-    A named file (or a glob's match) renamed by logrotate's ``create`` is still written
-    until the service reopens its log (``postrotate``): closed at once, those lines were
-    lost. Only the names of the same log (`rotation_place`) are looked at.
-    """
-    try:
-        st = path.stat()
-        if (st.st_dev, st.st_ino) == key:
-            return None
-    except OSError:
-        pass
-    log = rotation_place(str(path))[0]
-    try:
-        with os.scandir(path.parent) as entries:
-            for entry in entries:
-                name = path.parent / entry.name  # spelled as `path` is: ./app.jsonl is app.jsonl
-                if name != path and rotation_place(str(name))[0] == log:
-                    with contextlib.suppress(OSError):
-                        st = entry.stat()
-                        if (st.st_dev, st.st_ino) == key:
-                            return name
-    except OSError:
-        pass
-    return None
 
 
 def _plain_lines_file(path: Path, plain: bool) -> bool:
@@ -102,12 +72,17 @@ class Watch:
     max_tails: int = field(default_factory=tail_budget)
     _started: bool = False
     _bounded: bool = False
+    copies: Copies = field(init=False)
 
-    def _candidates(self) -> Iterator[tuple[Path, bool]]:
-        """(path, found by a directory walk) for every file the inputs name now."""
+    def __post_init__(self) -> None:
+        self.copies = Copies(self.identities)
+
+    def _candidates(self) -> Iterator[tuple[Path, str]]:
+        """(path, how it was found: "named", "walked" or "copy") for every file the
+        inputs name now; "copy": a part beside a named log, followed if it is a copy."""
         for raw in self.inputs:
             if raw == "-":
-                yield STDIN, False
+                yield STDIN, "named"
                 continue
             path = Path(raw)
             try:
@@ -120,13 +95,16 @@ class Watch:
                 files, unlisted = walk_tree(path)
                 for entry in unlisted:
                     self._note_unreadable(entry.name, entry.unreadable or "cannot list it")
-                yield from ((file, True) for file in files)
+                yield from ((file, "walked") for file in files)
             elif path.exists():  # a file, or a pipe or device `discover` sets aside
-                yield path, False
+                yield path, "named"
+                if path.is_file():
+                    yield from ((part, "copy") for part in parts_beside(path))
             elif any(ch in raw for ch in "*?["):
                 for match in sorted(glob.glob(raw, recursive=True)):
                     if Path(match).is_file():
-                        yield Path(match), False
+                        yield Path(match), "named"
+                        yield from ((part, "copy") for part in parts_beside(Path(match)))
             else:
                 self.missing.add(raw)
                 continue
@@ -141,7 +119,7 @@ class Watch:
     def discover(self) -> None:
         """Start following every file that appeared since the last poll."""
         seen: dict[DevIno, Path] = {}
-        for path, walked in self._candidates():
+        for path, how in self._candidates():
             try:
                 st = os.fstat(0) if path == STDIN else path.stat()
             except PermissionError as exc:  # listed, but its directory may not be searched
@@ -161,7 +139,10 @@ class Watch:
                 del self.settled[key]
             if key in self.tails or key in self.settled or self._bounded:
                 continue
-            if not walked and (path == STDIN or not stat.S_ISREG(st.st_mode)):
+            if how == "copy" and not (stat.S_ISREG(st.st_mode) and self._started
+                                      and self.copies.is_copy(path, key, st)):
+                continue
+            if how == "named" and (path == STDIN or not stat.S_ISREG(st.st_mode)):
                 self._open_stream(path, key)
                 continue
             if not stat.S_ISREG(st.st_mode):
@@ -170,7 +151,7 @@ class Watch:
                 self._ignore(path, NOT_REGULAR)
                 self.settled[key] = st.st_mtime_ns
                 continue
-            if walked and not self._looks_like_log(path, key, st):
+            if how == "walked" and not self._looks_like_log(path, key, st):
                 continue
             if len(self.tails) >= self.max_tails:
                 self._block(str(path), too_many_open(self.max_tails))
@@ -191,11 +172,12 @@ class Watch:
             if isinstance(followed, StreamTail):
                 continue
             moved = seen.get(key) or (
-                None if followed.done else _rotated_name(followed.path, key))
+                None if followed.done else rotated_name(followed.path, key))
             if moved is not None and moved != followed.path:  # renamed: evidence names it
                 followed.path, followed.name = moved, display_name(str(moved))
         # A settled file that disappeared frees its inode number for a new file.
         self.settled = {key: mtime for key, mtime in self.settled.items() if key in seen}
+        self.copies.forget(set(seen))
 
     def _open_stream(self, path: Path, key: DevIno) -> None:
         """Follow standard input or a pipe the user named, as it comes, to its end."""

@@ -1,0 +1,71 @@
+"""A log named on the command line (or by a glob) keeps its lines through copytruncate.
+
+logrotate's ``copytruncate`` copies the log to ``app.jsonl.1`` (or ``.1.gz``), then
+truncates it: the lines written after the follower's last read are in the copy only.
+A followed directory's walk finds the copy; a named log had nothing to find it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ridtrace.forensics.live.watch import Watch
+from ridtrace.forensics.reading.stats import ReadStats
+
+
+def _lines(watch: Watch) -> list[tuple[str, int, bytes]]:
+    watch.discover()
+    chunks, _ = watch.read(1 << 20)
+    return [
+        (Path(chunk.name).name, chunk.first_line + k, text)
+        for chunk in chunks for k, text in enumerate(chunk.data.tobytes().splitlines())
+    ]
+
+
+@pytest.mark.parametrize("named", ["file", "glob"])
+@pytest.mark.parametrize("copy_as", ["app.jsonl.1", "app.jsonl.1.gz"])
+def test_lines_written_before_a_copytruncate_are_read_from_the_copy(
+    tmp_path: Path, named: str, copy_as: str
+) -> None:
+    log = tmp_path / "app.jsonl"
+    log.write_bytes(b'{"n": 1}\n{"n": 2}\n')
+    # Yesterday's rotation, another content: not named, not read.
+    (tmp_path / "app.jsonl.2").write_bytes(b'{"old": 1}\n')
+    watch = Watch([str(log) if named == "file" else str(tmp_path / "*.jsonl")], ReadStats(),
+                  from_start=True)
+    assert [n for _, n, _ in _lines(watch)] == [1, 2]
+    with open(log, "ab") as fh:
+        fh.write(b'{"n": 3}\n')  # written after that read
+    copy = tmp_path / copy_as
+    if copy_as.endswith(".gz"):
+        copy.write_bytes(gzip.compress(log.read_bytes()))
+    else:
+        shutil.copyfile(log, copy)
+    os.truncate(log, 0)
+    with open(log, "ab") as fh:
+        fh.write(b'{"n": 4}\n')
+    assert sorted(_lines(watch)) == sorted(
+        [(copy_as, 3, b'{"n": 3}'), ("app.jsonl", 1, b'{"n": 4}')]
+    )
+    assert _lines(watch) == []
+    assert watch.stats.bad_lines == 0
+    watch.close()
+
+
+def test_older_parts_beside_a_named_log_are_not_read(tmp_path: Path) -> None:
+    log = tmp_path / "app.jsonl"
+    log.write_bytes(b'{"n": 1}\n')
+    watch = Watch([str(log)], ReadStats())
+    watch.discover()
+    (tmp_path / "app.jsonl.1").write_bytes(b'{"old": 1}\n')  # not a copy of what was read
+    (tmp_path / "other.jsonl").write_bytes(b'{"other": 1}\n')  # another log
+    with open(log, "ab") as fh:
+        fh.write(b'{"n": 2}\n')
+    assert _lines(watch) == [("app.jsonl", 2, b'{"n": 2}')]
+    assert _lines(watch) == []
+    watch.close()
