@@ -83,6 +83,18 @@ def test_a_table_line_caps_the_evidence_json_keeps_it_all() -> None:
     assert table_line(finding).endswith("logs/frontend.jsonl:4")
 
 
+def test_a_table_line_leaves_out_an_id_the_logs_do_not_have() -> None:
+    # A request whose client sent no x-request-id printed 'x_request_id=None', which is
+    # also what a client sending the id 'None' printed.
+    finding = {"time": "2026-12-01T16:15:25.908838Z", "kind": "unlinked", "request_id": "r",
+               "x_request_id": None, "evidence": [{"file": "frontend.jsonl", "line": 3}]}
+    assert table_line(finding) == (
+        "2026-12-01T16:15:25.908838Z  unlinked             request_id=r  frontend.jsonl:3"
+    )
+    finding["x_request_id"] = "None"
+    assert "request_id=r x_request_id=None  frontend.jsonl:3" in table_line(finding)
+
+
 def test_more_files_than_the_open_file_limit_are_listed_not_a_crash(tmp_path: Path) -> None:
     # A follower holds each followed file open. A directory of more files than the soft
     # limit (1024 by default; 128 here, and no higher hard limit to raise it to) used

@@ -54,13 +54,17 @@ counted, and ``--format json`` (and the batch report) lists them all."""
 
 
 def table_line(finding: dict[str, Any]) -> str:
-    """One terminal line: time, kind, request ids, evidence file:line (capped)."""
+    """One terminal line: time, kind, request ids (those logged), evidence file:line
+    (capped)."""
     cited = finding["evidence"]
     evidence = " ".join(f"{e['file']}:{e['line']}" for e in cited[:TABLE_EVIDENCE])
     if len(cited) > TABLE_EVIDENCE:
         evidence += f" … +{len(cited) - TABLE_EVIDENCE} more"
-    return visible(f"{finding['time']}  {finding['kind']:<19}  request_id={finding['request_id']} "
-                   f"x_request_id={finding['x_request_id']}  {evidence}")
+    # An id the logs do not have is left out, as the batch table leaves its cell empty:
+    # printed, it read x_request_id=None, a client id as good as any.
+    ids = " ".join(f"{key}={finding[key]}" for key in ("request_id", "x_request_id")
+                   if finding[key] is not None)
+    return visible(f"{finding['time']}  {finding['kind']:<19}  {ids}  {evidence}")
 
 
 def summary_text(summary: dict[str, Any]) -> str:
