@@ -11,6 +11,7 @@ import pytest
 
 from ridtrace.cli.follow import table_line
 from ridtrace.testing.synth import SynthSpec, write_logs
+from tests.forensics.helpers import rt_request
 from tests.support.follower import start_follower
 
 
@@ -81,6 +82,38 @@ def test_a_table_line_caps_the_evidence_json_keeps_it_all() -> None:
                          "logs/frontend.jsonl:4 … +16 more")
     finding["evidence"] = evidence[:4]
     assert table_line(finding).endswith("logs/frontend.jsonl:4")
+
+
+def test_an_input_that_never_appeared_makes_the_follow_incomplete(tmp_path: Path) -> None:
+    # A mistyped path is waited for; stopped, the follow said complete and exit 0 on
+    # logs it never read, where the batch read refuses a missing path (exit 2).
+    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
+    follower = start_follower([str(tmp_path), str(tmp_path / "wroker.jsonl")], "--from-start")
+    assert follower.stop() == 3
+    summary = follower.summary()
+    assert summary["missing_inputs"] == [str(tmp_path / "wroker.jsonl")]
+    assert summary["incomplete_reasons"] == [
+        f"{tmp_path / 'wroker.jsonl'}: never appeared while followed, nothing read from it"
+    ]
+    follower = start_follower([str(tmp_path), str(tmp_path / "wroker.jsonl")], "--from-start",
+                              "--allow-incomplete")
+    assert follower.stop() == 0
+
+
+def test_an_input_read_and_then_removed_is_no_missing_input(tmp_path: Path) -> None:
+    log = tmp_path / "frontend.jsonl"
+    follower = start_follower([str(log)], "--from-start")
+    try:
+        log.write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
+        follower.wait_for(lambda: follower.holds_open(log), timeout=30, what="the log opened")
+        log.unlink()
+        follower.wait_for(lambda: not follower.holds_open(log), timeout=30,
+                          what="the removed log read and closed")
+    finally:
+        code = follower.stop()
+    summary = follower.summary()
+    assert (summary["lines"], summary["incomplete"]) == (2, False), summary
+    assert code == 0
 
 
 def test_a_table_line_leaves_out_an_id_the_logs_do_not_have() -> None:

@@ -76,7 +76,7 @@ def test_the_follower_reads_a_log_created_on_a_removed_rotations_inode(tmp_path:
     rotated.write_bytes(gzip.compress("\n".join(rt_request("a", "1", 0, 1)).encode() + b"\n"))
     follower = start_follower([str(tmp_path)], "--from-start")
     try:
-        follower.wait_for(lambda: not _holds_open(follower.process.pid, rotated), timeout=30,
+        follower.wait_for(lambda: not follower.holds_open(rotated), timeout=30,
                           what="the rotation read to its end and closed")
         starts_and_ends = zip(rt_request("s1", "dup", 0, 5), rt_request("s2", "dup", 1, 6),
                               strict=True)
@@ -90,13 +90,3 @@ def test_the_follower_reads_a_log_created_on_a_removed_rotations_inode(tmp_path:
     assert [p.json()["kind"] for p in follower.findings()] == ["duplicate_in_flight"]
     assert code == 1
 
-
-def _holds_open(pid: int, path: Path) -> bool:
-    """Whether process `pid` has a descriptor on `path`."""
-    targets = []
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            targets.append(os.readlink(fd))
-        except OSError:
-            continue  # closed meanwhile
-    return str(path) in targets

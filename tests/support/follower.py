@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 
@@ -59,6 +60,16 @@ class FollowProcess:
             if self.process.poll() is not None:
                 raise AssertionError(f"follower exited {self.process.returncode}: {self.stderr}")
             time.sleep(0.02)
+
+    def holds_open(self, path: Path) -> bool:
+        """Whether the follower has a descriptor on `path` now (Linux' /proc)."""
+        targets = []
+        for fd in Path(f"/proc/{self.process.pid}/fd").iterdir():
+            try:
+                targets.append(os.readlink(fd))
+            except OSError:
+                continue  # closed meanwhile
+        return str(path) in targets
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
         """Signal the follower and wait for it (its final summary is then collected)."""

@@ -151,6 +151,13 @@ class Follower:
         out.update(read_notes(stats))
         out["missing_inputs"] = sorted(self.watch.missing)
         out.update(completeness(stats, requests=rules.spans_seen))
+        # An input that never appeared was not read: a mistyped path waited for, then a
+        # clean summary and exit 0, where the batch read refuses such a path (exit 2).
+        never = [f"{raw}: never appeared while followed, nothing read from it"
+                 for raw in out["missing_inputs"] if raw not in self.watch.appeared]
+        if never:
+            out["incomplete"] = True
+            out["incomplete_reasons"] = [*out["incomplete_reasons"], *never]
         return out
 
     def close(self) -> None:

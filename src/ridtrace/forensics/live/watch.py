@@ -61,6 +61,7 @@ class Watch:
     # while their inode holds what it held then (its mtime when settled; None: a stream).
     settled: dict[DevIno, int | None] = field(default_factory=dict)
     missing: set[str] = field(default_factory=set)
+    appeared: set[str] = field(default_factory=set)  # inputs found at least once
     unlisted: set[str] = field(default_factory=set)  # inputs noted as unreadable
     # Files that cannot be read now (no permission, a broken link named like a log):
     # listed as unreadable, tried again every poll, withdrawn once read from line 1.
@@ -109,6 +110,7 @@ class Watch:
                 self.missing.add(raw)
                 continue
             self.missing.discard(raw)
+            self.appeared.add(raw)
 
     def _note_unreadable(self, name: str, reason: str) -> None:
         """List `name` as unreadable, once however many polls see it."""
