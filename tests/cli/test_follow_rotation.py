@@ -75,11 +75,13 @@ def test_rotation_mid_run_loses_no_line_and_reads_none_twice(tmp_path: Path, mod
     assert any(".1" in name for name in rotated), rotated  # the rotation did happen
 
 
-@pytest.mark.parametrize("mode", ["copytruncate", "copytruncate-gzip"])
-def test_named_logs_lose_no_line_to_a_copytruncate(tmp_path: Path, mode: str) -> None:
+@pytest.mark.parametrize(
+    "mode", ["rename", "copytruncate", "rename-gzip", "copytruncate-gzip"]
+)
+def test_named_logs_lose_no_line_to_a_rotation(tmp_path: Path, mode: str) -> None:
     # The logs named one by one, as `ridtrace analyze frontend.jsonl worker-*.jsonl`
-    # names them: no directory walk finds the copy, yet the lines written after the
-    # follower's last read before the copy are in it only.
+    # names them: no directory walk finds the renamed file or the copy, yet after a
+    # copytruncate the lines written since the follower's last read are in the copy only.
     src, truth = _logs(tmp_path)
     expected = _reference(src)
     dst = tmp_path / "dst"
