@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -114,6 +115,26 @@ def test_an_input_read_and_then_removed_is_no_missing_input(tmp_path: Path) -> N
     summary = follower.summary()
     assert (summary["lines"], summary["incomplete"]) == (2, False), summary
     assert code == 0
+
+
+def test_a_signal_ends_the_pause_between_polls(tmp_path: Path) -> None:
+    # time.sleep resumed after the handler: with a long --poll-interval the stop waited
+    # out the pause, past a container's grace period, and lost the summary to SIGKILL.
+    lines = [*rt_request("a", "dup", 0, 5), *rt_request("b", "dup", 1, 6)]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(sorted(lines, key=_time)) + "\n")
+    follower = start_follower([str(tmp_path)], "--from-start", "--poll-interval", "10m")
+    # The poll that printed it is done: the follower pauses now.
+    try:
+        follower.wait_for(lambda: bool(follower.findings()), timeout=30, what="the duplicate")
+        code = follower.stop(timeout=15)
+    finally:
+        follower.process.kill()  # gone already, unless the stop waited out the pause
+    assert code == 1
+    assert follower.summary()["duplicate_in_flight"] == 1
+
+
+def _time(line: str) -> str:
+    return str(json.loads(line)["time"])
 
 
 def test_a_table_line_leaves_out_an_id_the_logs_do_not_have() -> None:

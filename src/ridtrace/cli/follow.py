@@ -10,6 +10,7 @@ import json
 import os
 import re
 import signal
+import threading
 from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -94,6 +95,7 @@ class _StopFlag:
         self.signals = 0
         self._quiet = quiet
         self._old: dict[int, Any] = {}
+        self._signalled = threading.Event()
 
     def __enter__(self) -> _StopFlag:
         stops = [int(signal.SIGINT), int(signal.SIGTERM)]
@@ -106,6 +108,7 @@ class _StopFlag:
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.signals += 1
+        self._signalled.set()
         if self.signals == 1 and not self._quiet:
             # os.write: a handler may run while click is writing to stderr.
             os.write(2, b"ridtrace: stopping: reading the lines already written "
@@ -121,6 +124,12 @@ class _StopFlag:
     def now(self) -> bool:
         """A second signal: stop without reading further."""
         return self.signals > 1
+
+    def sleep(self, seconds: float) -> None:
+        """The pause between idle polls, cut short by a signal: time.sleep goes on after
+        the handler returns, so with --poll-interval 30s Ctrl-C or a container's SIGTERM
+        waited up to 30 s, past a stop's usual 10 s grace, and the summary was lost."""
+        self._signalled.wait(seconds)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -198,7 +207,7 @@ def run_follow(
     try:
         with _StopFlag(quiet=quiet) as stop:
             _announce(follower, settings, quiet=quiet)
-            follower.run(on_finding, stop=stop, stop_now=stop.now)
+            follower.run(on_finding, stop=stop, stop_now=stop.now, sleep=stop.sleep)
         summary = follower.summary()
     finally:
         follower.close()
