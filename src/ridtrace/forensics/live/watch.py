@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ridtrace.forensics.live.identity import Identities
 from ridtrace.forensics.live.open_files import tail_budget, too_many_open
-from ridtrace.forensics.live.parts import Copies, parts_beside, rotated_name
+from ridtrace.forensics.live.parts import Copies, parts_of_named, rotated_name
 from ridtrace.forensics.live.stream import StreamTail
 from ridtrace.forensics.live.tail import Chunk, FileTail
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream
@@ -81,6 +81,7 @@ class Watch:
     def _candidates(self) -> Iterator[tuple[Path, str]]:
         """(path, how it was found: "named", "walked" or "copy") for every file the
         inputs name now; "copy": a part beside a named log, followed if it is a copy."""
+        named: list[Path] = []
         for raw in self.inputs:
             if raw == "-":
                 yield STDIN, "named"
@@ -100,17 +101,18 @@ class Watch:
             elif path.exists():  # a file, or a pipe or device `discover` sets aside
                 yield path, "named"
                 if path.is_file():
-                    yield from ((part, "copy") for part in parts_beside(path))
+                    named.append(path)
             elif any(ch in raw for ch in "*?["):
                 for match in sorted(glob.glob(raw, recursive=True)):
                     if Path(match).is_file():
                         yield Path(match), "named"
-                        yield from ((part, "copy") for part in parts_beside(Path(match)))
+                        named.append(Path(match))
             else:
                 self.missing.add(raw)
                 continue
             self.missing.discard(raw)
             self.appeared.add(raw)
+        yield from ((part, "copy") for part in parts_of_named(named))
 
     def _note_unreadable(self, name: str, reason: str) -> None:
         """List `name` as unreadable, once however many polls see it."""
