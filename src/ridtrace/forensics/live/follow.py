@@ -84,11 +84,13 @@ class Follower:
             parts.append(part)
         batch = span_rows(parts)
         # Files with more to read are only known up to their latest line so far.
-        marks = {
-            tail.name: self._latest.get(tail.name, 0)
-            for tail in self.watch.tails.values() if not tail.at_eof
-        }
-        return self.rules.feed(batch, marks)
+        marks, behind = {}, {}
+        for tail in self.watch.tails.values():
+            if not tail.at_eof:
+                marks[tail.name] = self._latest.get(tail.name, 0)
+                if tail.behind:
+                    behind[tail.name] = marks[tail.name]
+        return self.rules.feed(batch, marks, behind)
 
     def run(
         self,

@@ -111,6 +111,9 @@ class WindowState:
     # Per file: the log time it has been read up to (absent: read to its end). A span
     # is certainly still open at time t only if its file was read past t without its end.
     file_marks: dict[str, int] = field(default_factory=dict)
+    # Those of them read behind what is written (not a held piece of a line, which a
+    # writer killed mid-line leaves for good): the window waits for them.
+    behind: dict[str, int] = field(default_factory=dict)
     # (trace_id, parent span id) → spans read before the span they name as parent: a
     # worker file ahead of its caller's (clock skew, flushing), a caller whose first line
     # was torn. They are linked to it when it comes, so it is one request with them.
@@ -215,7 +218,12 @@ class WindowState:
         Every span read is dropped here once: the forgetting is inline, with the indexes
         in locals, as it costs as much per span as taking the span in.
         """
-        cutoff = self.watermark - self.window_us
+        # Up to where every file is read, not the latest time seen: a file read behind
+        # the others (--from-start over app.jsonl.1 of the hour before, 32 MiB a poll)
+        # had its spans dropped between two of its chunks, the lines of their requests
+        # coming next poll, and its incidents across the cut were lost.
+        read_up_to = min(self.behind.values(), default=self.watermark)
+        cutoff = min(self.watermark, read_up_to) - self.window_us
         spans, by_id, pairs, produced = self.spans, self.clusters, self.pairs, self.produced
         dropped = 0
         while spans:

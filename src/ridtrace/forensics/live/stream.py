@@ -75,6 +75,11 @@ class StreamTail:
         except OSError:
             self._budget = 0
 
+    @property
+    def behind(self) -> bool:
+        """Data came within the last second: a backlog may still be replaying."""
+        return not self.at_eof
+
     def read(self, max_bytes: int) -> Chunk | None:
         """The whole lines that came since the last read (at most about `max_bytes`)."""
         if self.done:

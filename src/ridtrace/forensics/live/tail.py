@@ -89,6 +89,9 @@ class FileTail:
         self._fh.seek(0)
         self.done = False
         self.at_eof = False  # the last read reached the end of what is written
+        # Bytes written were left for a later read (a poll reads at most max_bytes); a
+        # held piece of a line is not that: its newline has not been written.
+        self.behind = False
         self._decoded: DecodedStream | None = None
         self._gzip_size = -1
         self.tear: str | None = None
@@ -267,7 +270,7 @@ class FileTail:
             # was a bad line (its record lost), and a big hole was held whole in memory.
             self.offset = past_hole(self._fh.fileno(), self.offset, size)
         if size <= self.offset:
-            self.at_eof = not self._held
+            self.at_eof, self.behind = not self._held, False
             return bytearray()
         held = len(self._held)
         buf = bytearray(held + min(max_bytes, size - self.offset))
@@ -276,6 +279,7 @@ class FileTail:
         del buf[held + got :]  # the file shrank while being read: a copy-and-truncate
         self.offset += got
         self.at_eof = self.offset >= size
+        self.behind = not self.at_eof
         return buf
 
     def _replaced(self) -> bool:
@@ -295,6 +299,7 @@ class FileTail:
             self._decoded = DecodedStream(self._fh)
         data = self._decoded.read(max_bytes)
         self.at_eof = len(data) < max_bytes
+        self.behind = not self.at_eof
         if not self.at_eof:
             return data
         size = os.fstat(self._fh.fileno()).st_size
