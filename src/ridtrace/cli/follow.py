@@ -177,13 +177,18 @@ def run_follow(
     fail_fast: bool, allow_incomplete: bool, quiet: bool,
 ) -> int:
     """Follow `paths` until a signal (or the first error with `fail_fast`); the exit code."""
-    from ridtrace.cli.analyze import InputError
-    from ridtrace.forensics.live.follow import Follower, FollowSettings
-    from ridtrace.forensics.live.open_files import raise_open_file_limit
+    from ridtrace.cli.analyze import InputError, import_beside
     from ridtrace.forensics.reading.inputs import CLOSED_STDIN, stdin_closed
 
     if "-" in paths and stdin_closed():
         raise InputError(CLOSED_STDIN)
+    # pyarrow imports pandas the first time a parsed chunk becomes numpy: about a second
+    # added to the first finding after the follower started, half the 2 s live target,
+    # more on a loaded machine. Imported beside the start, it is in before "following".
+    warm = import_beside("pandas")
+    from ridtrace.forensics.live.follow import Follower, FollowSettings
+    from ridtrace.forensics.live.open_files import raise_open_file_limit
+
     raise_open_file_limit()  # one descriptor per followed file
     settings = FollowSettings(
         from_start=from_start, window_s=parse_duration(window, "--window"),
@@ -206,6 +211,7 @@ def run_follow(
 
     try:
         with _StopFlag(quiet=quiet) as stop:
+            warm.join()
             _announce(follower, settings, quiet=quiet)
             follower.run(on_finding, stop=stop, stop_now=stop.now, sleep=stop.sleep)
         summary = follower.summary()
