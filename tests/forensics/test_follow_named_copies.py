@@ -64,8 +64,10 @@ def test_older_parts_beside_a_named_log_are_not_read(tmp_path: Path) -> None:
     watch.discover()
     (tmp_path / "app.jsonl.1").write_bytes(b'{"old": 1}\n')  # not a copy of what was read
     (tmp_path / "other.jsonl").write_bytes(b'{"other": 1}\n')  # another log
+    (tmp_path / "app.jsonl.2").symlink_to(tmp_path / "gone")  # a broken part: no input
     with open(log, "ab") as fh:
         fh.write(b'{"n": 2}\n')
     assert _lines(watch) == [("app.jsonl", 2, b'{"n": 2}')]
     assert _lines(watch) == []
+    assert (watch.stats.unreadable_files, watch.stats.ignored_files) == ([], [])
     watch.close()

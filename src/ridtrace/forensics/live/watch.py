@@ -126,11 +126,12 @@ class Watch:
         for path, how in self._candidates():
             try:
                 st = os.fstat(0) if path == STDIN else path.stat()
-            except PermissionError as exc:  # listed, but its directory may not be searched
-                self._note_unreadable(str(path), f"cannot read it: {exc.strerror}")
-                continue
-            except OSError:
-                if path.is_symlink():  # else gone between the walk and the stat
+            except OSError as exc:
+                if how == "copy":  # a part beside a named log is no input: nothing to list
+                    continue
+                if isinstance(exc, PermissionError):  # its directory may not be searched
+                    self._note_unreadable(str(path), f"cannot read it: {exc.strerror}")
+                elif path.is_symlink():  # else gone between the walk and the stat
                     self._dangling_link(path)
                 continue
             key = (st.st_dev, st.st_ino)
