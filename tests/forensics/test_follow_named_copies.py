@@ -71,3 +71,22 @@ def test_older_parts_beside_a_named_log_are_not_read(tmp_path: Path) -> None:
     assert _lines(watch) == []
     assert (watch.stats.unreadable_files, watch.stats.ignored_files) == ([], [])
     watch.close()
+
+
+def test_a_copy_seen_before_its_first_line_was_whole_is_followed(tmp_path: Path) -> None:
+    log = tmp_path / "app.jsonl"
+    log.write_bytes(b'{"n": 1}\n')
+    watch = Watch([str(log)], ReadStats(), from_start=True)
+    assert [n for _, n, _ in _lines(watch)] == [1]
+    with open(log, "ab") as fh:
+        fh.write(b'{"n": 2}\n')
+    copy = tmp_path / "app.jsonl.1"
+    copy.write_bytes(b'{"n"')  # cp has begun
+    assert _lines(watch) == [("app.jsonl", 2, b'{"n": 2}')]
+    stamp = copy.stat().st_mtime_ns
+    with open(copy, "ab") as fh:
+        fh.write(b': 1}\n{"n": 2}\n{"n": 3}\n')  # within the same clock tick: one mtime
+    os.utime(copy, ns=(stamp, stamp))
+    os.truncate(log, 0)
+    assert _lines(watch) == [("app.jsonl.1", 3, b'{"n": 3}')]
+    watch.close()

@@ -95,13 +95,13 @@ class Copies:
     """Which parts beside named logs are copies of what was read."""
 
     identities: Identities
-    # Parts that are no copy, by the mtime they had then: not looked at again unless
-    # written since (a copy being made may start empty).
-    _others: dict[DevIno, int] = field(default_factory=dict)
+    # Parts that are no copy, by their mtime and size then: not looked at again unless
+    # written since (a copy being made may not hold a whole line yet).
+    _others: dict[DevIno, tuple[int, int]] = field(default_factory=dict)
 
     def is_copy(self, path: Path, key: DevIno, st: os.stat_result) -> bool:
         """Whether the part at `path` starts with the lines of a log already read."""
-        if self._others.get(key) == st.st_mtime_ns:
+        if self._others.get(key) == (st.st_mtime_ns, st.st_size):
             return False
         try:
             head = content_head(path)
@@ -109,7 +109,7 @@ class Copies:
             return False
         if head and self.identities.copy_of(head, path) is not None:
             return True
-        self._others[key] = st.st_mtime_ns
+        self._others[key] = (st.st_mtime_ns, st.st_size)
         return False
 
     def forget(self, seen: set[DevIno]) -> None:
