@@ -55,6 +55,22 @@ def test_a_log_on_the_inode_of_an_ignored_file_is_read(tmp_path: Path) -> None:
     watch.close()
 
 
+def test_a_file_set_aside_before_its_records_came_is_judged_again(tmp_path: Path) -> None:
+    # Judged on a banner alone, then written within the same clock tick (ext4 stamps
+    # with a coarse clock): its mtime is the same, its size is not.
+    out = tmp_path / "service.out"
+    out.write_text("starting service\n")
+    watch = Watch([str(tmp_path)], ReadStats())
+    watch.discover()
+    stamp = out.stat().st_mtime_ns
+    with open(out, "a") as fh:
+        fh.write("\n".join(rt_request("a", "1", 0, 1)) + "\n")
+    os.utime(out, ns=(stamp, stamp))
+    assert _names_and_lines(watch) == [("service.out", 1), ("service.out", 2),
+                                       ("service.out", 3)]
+    watch.close()
+
+
 def test_a_readme_changed_while_followed_is_listed_once(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
     readme.write_text("# logs\n")

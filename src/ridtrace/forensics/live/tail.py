@@ -180,9 +180,10 @@ class FileTail:
         left = self._bounded(os.fstat(self._fh.fileno()).st_size) - self.offset
         return f"stopped before its end: {left} bytes not read" if left > 0 else None
 
-    def mtime_ns(self) -> int:
-        """When the file was last written (tells it from a later file given its inode)."""
-        return os.fstat(self._fh.fileno()).st_mtime_ns
+    def stamp(self) -> tuple[int, int]:
+        """The file's mtime and size: what tells it from a later file given its inode."""
+        st = os.fstat(self._fh.fileno())
+        return st.st_mtime_ns, st.st_size
 
     def deleted(self) -> bool:
         """True when the file has no name left (removed, or its inode reused)."""

@@ -40,6 +40,11 @@ Tail = FileTail | StreamTail
 STDIN = Path("-")
 
 
+def _stamp(st: os.stat_result) -> tuple[int, int]:
+    """What tells a file from another given its inode later: its mtime and size."""
+    return st.st_mtime_ns, st.st_size
+
+
 def _plain_lines_file(path: Path, plain: bool) -> bool:
     """A file named for JSON lines whose first bytes are known to start no compressed
     stream (`plain`): followed before its first newline. A compressed rotation being
@@ -58,8 +63,9 @@ class Watch:
     tails: dict[DevIno, Tail] = field(default_factory=dict)
     identities: Identities = field(default_factory=Identities)
     # Files judged not to be logs, and gzip files read to their end: never read again,
-    # while their inode holds what it held then (its mtime when settled; None: a stream).
-    settled: dict[DevIno, int | None] = field(default_factory=dict)
+    # while their inode holds what it held then (mtime and size when settled; None: a
+    # stream).
+    settled: dict[DevIno, tuple[int, int] | None] = field(default_factory=dict)
     missing: set[str] = field(default_factory=set)
     appeared: set[str] = field(default_factory=set)  # inputs found at least once
     unlisted: set[str] = field(default_factory=set)  # inputs noted as unreadable
@@ -136,7 +142,7 @@ class Watch:
                 continue
             key = (st.st_dev, st.st_ino)
             seen[key] = path
-            if self.settled.get(key) not in (None, st.st_mtime_ns):
+            if self.settled.get(key) not in (None, _stamp(st)):
                 # Another file under a settled file's inode number: ext4 gives a removed
                 # file's number to the next file created, as when logrotate removes one
                 # log's oldest .gz and then creates the next log's fresh file within one
@@ -154,7 +160,7 @@ class Watch:
                 # A pipe has no end to start from and no rotation to follow; opening one
                 # with no writer would block every poll.
                 self._ignore(path, NOT_REGULAR)
-                self.settled[key] = st.st_mtime_ns
+                self.settled[key] = _stamp(st)
                 continue
             if how == "walked" and not self._looks_like_log(path, key, st):
                 continue
@@ -261,7 +267,7 @@ class Watch:
         reason = ignore_reason(path.name, unwrapped_head(head), whole=len(head) < SNIFF_BYTES)
         if reason is not None:
             self._ignore(path, reason)
-            self.settled[key] = st.st_mtime_ns
+            self.settled[key] = _stamp(st)
             return False
         return True
 
@@ -332,7 +338,7 @@ class Watch:
                     self.stats.count_lines(tail.name, 1)  # as the batch read counts it
                     self.stats.bad(tail.name, tail.line + 1, f"torn last line ({tail.tear})")
             self._count_unfinished(tail)
-            self.settled[key] = tail.mtime_ns() if isinstance(tail, FileTail) else None
+            self.settled[key] = tail.stamp() if isinstance(tail, FileTail) else None
             self._close(key, tail)
         elif isinstance(tail, FileTail) and (tail.deleted() or not self._named(tail, key)):
             last = tail.flush_held()
