@@ -101,6 +101,19 @@ def test_an_input_that_never_appeared_makes_the_follow_incomplete(tmp_path: Path
     assert follower.stop() == 0
 
 
+def test_a_glob_that_never_matched_makes_the_follow_incomplete(tmp_path: Path) -> None:
+    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
+    typo = str(tmp_path / "*.jsnol")
+    follower = start_follower([str(tmp_path / "*.jsonl"), typo], "--from-start")
+    assert f"ridtrace: waiting for {typo} to appear" in follower.stderr
+    assert follower.stop() == 3
+    summary = follower.summary()
+    assert (summary["missing_inputs"], summary["lines"]) == ([typo], 2)
+    assert summary["incomplete_reasons"] == [
+        f"{typo}: never appeared while followed, nothing read from it"
+    ]
+
+
 def test_an_input_read_and_then_removed_is_no_missing_input(tmp_path: Path) -> None:
     log = tmp_path / "frontend.jsonl"
     follower = start_follower([str(log)], "--from-start")

@@ -109,10 +109,17 @@ class Watch:
                 if path.is_file():
                     named.append(path)
             elif any(ch in raw for ch in "*?["):
-                for match in sorted(glob.glob(raw, recursive=True)):
-                    if Path(match).is_file():
-                        yield Path(match), "named"
-                        named.append(Path(match))
+                matched = [Path(m) for m in sorted(glob.glob(raw, recursive=True))]
+                matched = [match for match in matched if match.is_file()]
+                # A glob that matches no file yet is waited for as a missing path is:
+                # taken as found, a mistyped one ('logs/*.jsnol') was followed without
+                # a word and the summary said complete.
+                if not matched:
+                    self.missing.add(raw)
+                    continue
+                for match in matched:
+                    yield match, "named"
+                    named.append(match)
             else:
                 self.missing.add(raw)
                 continue
