@@ -148,11 +148,16 @@ def test_serve_refuses_a_blank_key_list_in_the_environment(tmp_path: object) -> 
 
     from ridtrace.cli.main import main
 
-    # Port -1 cannot be bound: a frontend that took the variable stops there (exit 3)
-    # instead of serving.
-    result = CliRunner(env={"RIDTRACE_API_KEYS": " , "}).invoke(
-        main, ["serve", "frontend", "--worker", "http://w", "--port", "-1",
-               "--log-file", f"{tmp_path}/x.jsonl"])
+    # The port is taken: a frontend that took the variable stops there (exit 3) instead
+    # of serving.
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        result = CliRunner(env={"RIDTRACE_API_KEYS": " , "}).invoke(
+            main, ["serve", "frontend", "--worker", "http://w", "--host", "127.0.0.1",
+                   "--port", str(taken.getsockname()[1]), "--log-file", f"{tmp_path}/x.jsonl"])
     assert result.exit_code == 1 and "RIDTRACE_API_KEYS" in result.output, result.output
 
 
