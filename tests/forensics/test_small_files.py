@@ -88,7 +88,7 @@ def test_a_directory_of_small_files_reports_as_a_file_by_file_read(
     planned = [r for r in small_files.plan_reads(sources, batch=True) if len(r) > 1]
     assert len(counted_batches) == len(planned)  # each one query, none read again
     assert sum(counted_batches) >= len(sources) - 3  # all but the gzip, BOM and one-off
-    assert max(counted_batches) == small_files.BATCH_FILES
+    assert len(planned) >= 2 and min(counted_batches) > 1
     monkeypatch.setattr(small_files, "SMALL_FILE_BYTES", -1)
     one_by_one = _report(sources, **window)
     assert batched == one_by_one

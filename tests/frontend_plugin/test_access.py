@@ -144,14 +144,14 @@ def test_api_keys_from_the_environment() -> None:
 
 
 def test_serve_refuses_a_blank_key_list_in_the_environment(tmp_path: object) -> None:
+    import socket
+
     from click.testing import CliRunner
 
     from ridtrace.cli.main import main
 
     # The port is taken: a frontend that took the variable stops there (exit 3) instead
     # of serving.
-    import socket
-
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
