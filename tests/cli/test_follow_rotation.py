@@ -51,6 +51,18 @@ def _replay(src: Path, dst: Path, *args: str) -> None:
     assert done.returncode == 0 and done.stdout.strip() == "done", done.stderr
 
 
+def _follow_rotated(src: Path, dst: Path, mode: str, inputs: list[str]
+                    ) -> tuple[int, dict[str, object], list[Key]]:
+    """Follow `inputs` while `src` is replayed into `dst` with a rotation of `mode`: the
+    exit code, the summary and the sorted finding keys."""
+    follower = start_follower(inputs)
+    try:
+        _replay(src, dst, "--rate", "4000", "--rotate", mode)
+    finally:
+        code = follower.stop()
+    return code, follower.summary(), sorted(_key(p.json()) for p in follower.findings())
+
+
 @pytest.mark.parametrize(
     "mode", ["rename", "copytruncate", "rename-gzip", "copytruncate-gzip"]
 )
@@ -60,15 +72,9 @@ def test_rotation_mid_run_loses_no_line_and_reads_none_twice(tmp_path: Path, mod
     assert {k for k, _, _ in expected} == {"crossed_stream", "duplicate_in_flight", "unlinked"}
     dst = tmp_path / "dst"
     dst.mkdir()
-    follower = start_follower([str(dst)])
-    try:
-        _replay(src, dst, "--rate", "4000", "--rotate", mode)
-    finally:
-        code = follower.stop()
-    summary = follower.summary()
+    code, summary, got = _follow_rotated(src, dst, mode, [str(dst)])
     assert summary["lines"] == truth.lines, summary
     assert summary["bad_lines"] == 0, summary["bad_line_samples"]
-    got = sorted(_key(p.json()) for p in follower.findings())
     assert got == expected, (got, expected)
     assert code == 1
     rotated = sorted(p.name for p in dst.iterdir())
@@ -89,14 +95,9 @@ def test_named_logs_lose_no_line_to_a_rotation(tmp_path: Path, mode: str) -> Non
     named = [dst / p.name for p in truth.files]
     for path in named:
         path.touch()
-    follower = start_follower([str(p) for p in named])
-    try:
-        _replay(src, dst, "--rate", "4000", "--rotate", mode)
-    finally:
-        code = follower.stop()
-    summary = follower.summary()
+    code, summary, got = _follow_rotated(src, dst, mode, [str(p) for p in named])
     assert summary["lines"] == truth.lines, summary
-    assert sorted(_key(p.json()) for p in follower.findings()) == expected
+    assert got == expected
     assert code == 1
 
 

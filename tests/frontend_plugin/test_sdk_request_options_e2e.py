@@ -14,6 +14,8 @@ import anthropic
 import openai
 import pytest
 
+from tests.support.openai_refusals import assert_both_openai_routes_refuse
+
 CHAT: Any = [{"role": "user", "content": "request options"}]
 OPENAI_TOOLS: Any = [{"type": "function", "function": {
     "name": "lookup", "parameters": {"type": "object", "properties": {}}}}]
@@ -31,13 +33,7 @@ ANTHROPIC_TOOLS: Any = [{"name": "lookup", "input_schema": {"type": "object"}}]
 def test_options_of_both_openai_routes_are_checked(
     oai: openai.OpenAI, extra: dict[str, Any], param: str
 ) -> None:
-    for create in (
-        lambda: oai.chat.completions.create(model="echo", messages=CHAT, extra_body=extra),
-        lambda: oai.completions.create(model="echo", prompt="x", extra_body=extra),
-    ):
-        with pytest.raises(openai.BadRequestError) as info:
-            create()
-        assert info.value.param == param and param in info.value.message, info.value.body
+    assert_both_openai_routes_refuse(oai, extra, param)
 
 
 @pytest.mark.parametrize(("extra", "param"), [
