@@ -263,3 +263,14 @@ def test_the_id_a_legacy_request_start_logged_finds_that_request(tmp_path: Path)
     assert doc["matched"] == 1
     (request,) = doc["requests"]
     assert (request["request_id"], request["span_id"]) == ("7", "a1")
+
+
+@pytest.mark.parametrize("ident", ["", "  "])
+def test_a_blank_id_is_bad_usage_not_a_request_not_found(tmp_path: Path, ident: str) -> None:
+    # `ridtrace trace "$RID" logs/` with RID unset: the logs were read in full and the run
+    # ended "no request ... ''", exit 1, as if the id had been looked for and was absent.
+    log = tmp_path / "app.jsonl"
+    log.write_text("\n".join(rt_request("a" * 16, "r1", 0, 1)) + "\n")
+    code, _, err = run("trace", ident, str(log))
+    assert code == 2, err
+    assert "ID" in err and "is empty" in err

@@ -147,8 +147,16 @@ class _MaybeUnread(click.ClickException):
     exit_code = 3
 
 
+def _an_id(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """ID as given; a blank one (an unset shell variable, ``"$RID"``) is bad usage, which
+    no log can answer: it was read in full and ended "no request", exit 1."""
+    if not value.strip():
+        raise click.BadParameter("is empty: give a request, client, trace or span id")
+    return value
+
+
 @click.command("trace")
-@click.argument("ident", metavar="ID")
+@click.argument("ident", metavar="ID", callback=_an_id)
 @paths_argument
 @_FORMAT
 @click.option(
