@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import httpx
+import openai
 import pytest
 
 from tests.frontend_plugin.conftest import _spawn, start_stack
@@ -32,12 +33,22 @@ def test_a_request_a_worker_rejects_does_not_mark_the_worker_down(tmp_path: Path
                               json={**body, "max_tokens": 64})
         assert rejected.status_code == 502, rejected.text
         assert rejected.json()["error"]["message"] == "worker rejected the request"
+        # The same body meets the same refusal: the SDKs, which retry every 5xx twice,
+        # are told not to. The OpenAI SDK asks once, with its retries on.
+        assert rejected.headers["x-should-retry"] == "false"
+        starts = len([x for x in stack.frontend.lines() if x.get("event") == "request.start"])
+        sdk = openai.OpenAI(base_url=stack.url + "/v1", api_key="x", max_retries=2)
+        with pytest.raises(openai.InternalServerError):
+            sdk.chat.completions.create(model="echo", messages=[{"role": "user", "content": "hi"}],
+                                        max_tokens=64)
+        after = len([x for x in stack.frontend.lines() if x.get("event") == "request.start"])
+        assert after - starts == 1
 
         health = httpx.get(stack.url + "/health", timeout=5)
         assert (health.status_code, health.json()["workers"]) == (200, {"total": 1, "up": 1})
         assert all(w["up"] for w in stack.inflight()["workers"])  # type: ignore[union-attr]
-        (retry,) = [x for x in stack.frontend.lines() if x.get("event") == "dispatch.retry"]
-        assert (retry["reason"], retry["marked_down"]) == ("status_4xx", False), retry
+        retries = [x for x in stack.frontend.lines() if x.get("event") == "dispatch.retry"]
+        assert [(r["reason"], r["marked_down"]) for r in retries] == [("status_4xx", False)] * 2
 
         served = httpx.post(stack.url + "/v1/chat/completions", timeout=10,
                             json={**body, "max_tokens": 4})

@@ -25,6 +25,7 @@ __all__ = [
     "WORKER_UNAVAILABLE",
     "Failed",
     "dispatch_message",
+    "worth_retrying",
 ]
 
 WORKER_UNAVAILABLE = "worker unavailable"
@@ -59,6 +60,17 @@ _DISPATCH_MESSAGES = {
     "worker_error": WORKER_ERROR,
     WORKER_UNAUTHORIZED: WORKER_TOKEN_REFUSED,
 }
+
+
+# Failures a retry of the same request cannot mend: the worker refused the request itself
+# (a 4xx), or the frontend's worker token. Said to the SDKs by ``x-should-retry: false``;
+# without it they retry every 5xx (the 502 included) twice, to the same refusal.
+_FINAL_REASONS = frozenset({"status_4xx", WORKER_UNAUTHORIZED})
+
+
+def worth_retrying(reason: str) -> bool:
+    """Whether a caller's retry of a request that failed for ``reason`` may succeed."""
+    return reason not in _FINAL_REASONS
 
 
 def dispatch_message(reason: str) -> str:

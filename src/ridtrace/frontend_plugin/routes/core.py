@@ -19,6 +19,7 @@ from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin.asgi_io import early_refusal, receive_body, wait_for_disconnect
 from ridtrace.frontend_plugin.bodies import InvalidRequest, Parsed, json_error, require_object
 from ridtrace.frontend_plugin.direct import Call, new_call
+from ridtrace.frontend_plugin.failures import worth_retrying
 from ridtrace.frontend_plugin.frontend import CallerLeft, Frontend
 from ridtrace.frontend_plugin.hop import worker_hop_headers
 from ridtrace.frontend_plugin.pump import Delta, Failed, Finished
@@ -239,7 +240,8 @@ async def _failure(send: Send, api: ApiSpec, item: Failed | Dropped) -> None:
     failed = as_failed(item)
     annotate_request(error=failed.logged)
     kind = "timeout" if failed.reason == "timeout" else None
-    await _send_error(send, api, failed.status, failed.message, kind=kind)
+    final = () if worth_retrying(failed.reason) else ((b"x-should-retry", b"false"),)
+    await _send_error(send, api, failed.status, failed.message, kind=kind, headers=final)
 
 
 async def _reject(send: Send, api: ApiSpec, status: int, message: str, param: str | None,
