@@ -88,6 +88,17 @@ def test_a_linked_subdirectory_is_walked(incident: tuple[Path, DynamoTruth], tmp
     assert doc["summary"]["files"] == len(incident[1].files)
 
 
+def test_a_hard_link_to_a_log_is_read_once(incident: tuple[Path, DynamoTruth],
+                                           tmp_path: Path) -> None:
+    # A second name for the same file (a hard link kept by a backup or a log shipper's
+    # spool) was read under both names: its lines counted twice in the summary.
+    logs = copy_logs(incident, tmp_path / "logs")
+    code, alone = run(str(logs))
+    (logs / "spool-frontend.jsonl").hardlink_to(logs / "frontend.jsonl")
+    code_linked, linked = run(str(logs))
+    assert (code_linked, linked["summary"]) == (code, alone["summary"])
+
+
 def test_a_directory_the_walk_cannot_list_makes_the_result_incomplete(
     incident: tuple[Path, DynamoTruth], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
