@@ -88,17 +88,51 @@ def test_a_stopped_analyze_leaves_no_staged_copy_behind(
     assert list(temp.iterdir()) == []
 
 
+# `ridtrace analyze --engine dask` with its read held on a worker of the cluster, run as a
+# module as `python -m ridtrace` runs: a pipe, which once held the read there, is now
+# refused on Dask before anything is read (exit 2).
+_HELD_DASK_RUN = """
+import sys, time
+
+import ridtrace.forensics.dask_engine.engine as engine
+
+def _held(client, *args, **kwargs):
+    open(sys.argv[-1] + ".held", "w").close()  # the cluster is up and reading
+    while True:  # short tasks, as reading blocks are: a worker closes between them
+        client.submit(time.sleep, 0.2, pure=False).result()
+
+if __name__ == "__main__":
+    engine.load_requests = _held
+    from ridtrace.cli.main import run
+    run()
+"""
+
+
 def test_sigterm_on_a_dask_run_shuts_its_cluster_down(tmp_path: Path) -> None:
     pytest.importorskip("distributed")
     temp = tmp_path / "tmp"
     temp.mkdir()
     scratch = temp / "dask-scratch-space"  # where Dask's local cluster keeps its files
-    code, err = _interrupt_analyze_of_a_pipe(
-        tmp_path / "frontend.jsonl", 1, env={"TMPDIR": str(temp)},
-        when=lambda: bool(list(scratch.glob("worker-*"))), stop=signal.SIGTERM,
-        options=("--engine", "dask"),
-    )
-    assert code == 143, err
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(rt_request("a" * 16, "r1", 0, 1)) + "\n")
+    (tmp_path / "held_dask_run.py").write_text(_HELD_DASK_RUN)
+    path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    process = subprocess.Popen(
+        [sys.executable, "-m", "held_dask_run", "analyze", "--engine", "dask", str(log)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "TMPDIR": str(temp), "PYTHONPATH": path})
+    try:
+        deadline = time.monotonic() + 60
+        while not Path(f"{log}.held").exists():
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.01)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 143, err
     # A cluster shut down in order removes its scheduler's and workers' directories.
     assert sorted(p.name for p in scratch.iterdir()) == ["global.lock", "purge.lock"], err
 
