@@ -41,7 +41,8 @@ class Batched(Generic[P, T]):
 
 @dataclass
 class ReadAll(Generic[T]):
-    """What `read_all` collected: one result per source read, the counters, the window."""
+    """What `read_all` collected: one result per source read (per batch of small files,
+    with `Batched`), the counters, the lines in the window."""
 
     results: list[T]
     stats: ReadStats
