@@ -47,7 +47,8 @@ def _frame(pieces: list[SpanPiece]) -> pd.DataFrame:
 
 @dataclass
 class LoadedRequests:
-    """Per-span partials of a read (one part per file), with its counters."""
+    """Per-span partials of a read (one part per file; a frame per file, or per batch of
+    small files), with its counters."""
 
     partials: list[pd.DataFrame]
     stats: ReadStats
