@@ -547,3 +547,35 @@ def test_a_server_span_is_an_error_with_its_error_type_for_5xx_and_crashes_only(
     assert (crashed.attributes or {})["error.type"] == "LookupError"
     (event,) = crashed.events
     assert event.name == "exception" and (event.attributes or {})["exception.type"] == "LookupError"
+
+
+def test_urls_opentelemetry_is_told_to_leave_out_get_no_span_but_keep_their_ids(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Health probes and scrapes every few seconds: OpenTelemetry's instrumentations leave
+    # out the URLs OTEL_PYTHON_EXCLUDED_URLS names, and ridtrace exported a span for each.
+    monkeypatch.setenv("OTEL_PYTHON_EXCLUDED_URLS", "/health$,metrics")
+    provider, exporter = _provider()
+    app = FastAPI(telemetry={"tracing": False}) if _has_native() else FastAPI()
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/work")
+    async def work() -> dict[str, str]:
+        return {"done": "yes"}
+
+    app.add_middleware(RequestTracingMiddleware, tracer_provider=provider)
+
+    async def go() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return [await client.get(p) for p in ("/health", "/work", "/health")]
+
+    answers = asyncio.run(go())
+    assert [a.status_code for a in answers] == [200, 200, 200]
+    ids = [a.headers["x-server-request-id"] for a in answers]
+    assert len(set(ids)) == 3  # every request still gets its own id
+    paths = [(s.attributes or {}).get("url.path") for s in exporter.get_finished_spans()]
+    assert paths == ["/work"]

@@ -30,6 +30,7 @@ from ridtrace.tracing.exchange import (
     start_attributes,
     start_fields,
 )
+from ridtrace.tracing.excluded_urls import excluded_urls, request_url
 from ridtrace.tracing.id_headers import IdHeaders
 from ridtrace.tracing.inbound import TRACE_HEADERS, InboundRules, note_inbound, read_inbound
 from ridtrace.tracing.lifecycle import running as running_requests
@@ -114,6 +115,7 @@ class RequestTracingMiddleware:
         self._max_len = config.max_client_id_length
         self._log_lifecycle = config.log_lifecycle
         self._span_name = config.span_name
+        self._excluded = excluded_urls()
         metrics.adopt_global_meter_provider()
         # Around a FastAPI app, the work is done by a twin inside its middleware stack,
         # within FastAPI's own server span (see ridtrace.tracing.placement).
@@ -139,8 +141,11 @@ class RequestTracingMiddleware:
 
         current = trace.get_current_span()
         # No instrumentation span and no span of ours would reach anyone (no SDK, or an
-        # SDK with no processor): pay only for the ids the log lines carry.
-        quiet = type(current) is NonRecordingSpan and records_nothing(self._tracer)
+        # SDK with no processor), or none is wanted for this URL (OTel's excluded URLs):
+        # pay only for the ids the log lines carry.
+        quiet = type(current) is NonRecordingSpan and (
+            records_nothing(self._tracer)
+            or (self._excluded is not None and self._excluded.url_disabled(request_url(scope))))
         if (
             quiet and carrier is None and not self._log_lifecycle
             and metrics._active is None
