@@ -38,9 +38,12 @@ def test_a_request_a_worker_rejects_does_not_mark_the_worker_down(tmp_path: Path
         assert rejected.headers["x-should-retry"] == "false"
         starts = len([x for x in stack.frontend.lines() if x.get("event") == "request.start"])
         sdk = openai.OpenAI(base_url=stack.url + "/v1", api_key="x", max_retries=2)
-        with pytest.raises(openai.InternalServerError):
+        with pytest.raises(openai.InternalServerError) as refused:
             sdk.chat.completions.create(model="echo", messages=[{"role": "user", "content": "hi"}],
                                         max_tokens=64)
+        # Its last line is written after its answer: every line before it is in.
+        stack.frontend.wait_for_event(
+            refused.value.response.headers["x-server-request-id"], "request.end")
         after = len([x for x in stack.frontend.lines() if x.get("event") == "request.start"])
         assert after - starts == 1
 
@@ -140,6 +143,8 @@ def test_a_reply_that_ends_before_its_first_line_is_named_for_what_it_is(
         body = {"model": "echo", "messages": [{"role": "user", "content": "hi"}]}
         reply = httpx.post(fe.url + "/v1/chat/completions", json=body, timeout=10)
         assert reply.status_code == 502, reply.text
+        # The request's last line is written after its answer: every retry line is in.
+        fe.wait_for_event(reply.headers["x-server-request-id"], "request.end")
         retries = [x for x in fe.lines() if x.get("event") == "dispatch.retry"]
         assert retries and {x["reason"] for x in retries} == {"closed_early"}, retries
         assert all(x["marked_down"] for x in retries)  # a worker that answers nothing
