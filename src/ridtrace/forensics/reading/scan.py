@@ -96,10 +96,10 @@ def source_sql(path: str | Sequence[str], *, lean: bool, window: Window | None) 
     """
     several = not isinstance(path, str)
     if isinstance(path, str):
-        files = literal(path)
+        files, file_index = literal(path), ""
     else:
         files = "[" + ", ".join(literal(p) for p in path) + "]"
-    file_index = "file_index AS _file, " if several else ""
+        file_index = "file_index AS _file, "
     fields = LEAN_FIELDS if lean else READ_FIELDS
     columns = ", ".join(f"{literal(f)}: 'VARCHAR'" for f in fields)
     raw = ", ".join(
