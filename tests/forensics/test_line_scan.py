@@ -119,3 +119,21 @@ def test_a_file_read_in_small_pieces_maps_every_line_across_the_reads() -> None:
     numbers = [1, 2, len(lines) // 2, len(lines) - 6, len(lines) - 5, len(lines)]
     got = fetch_lines(io.BytesIO(body), line_map, numbers)
     assert got == {n: lines[n - 1] for n in numbers}
+
+
+def test_a_small_file_that_grows_while_mapped_is_mapped_to_its_end(tmp_path) -> None:
+    # The read buffer is sized to the file when it opens (a megabyte per small file was
+    # most of a pod directory's line maps); lines written after that are still read.
+    path = tmp_path / "growing.jsonl"
+    path.write_bytes(LINE * 3)
+    more = LINE * 20_000 + b'{"long":"' + b"x" * 300_000 + b'"}\n' + LINE
+    with open(path, "rb") as stream:
+        with open(path, "ab") as writer:
+            writer.write(more)
+        line_map = map_file(stream)
+    body = LINE * 3 + more
+    lines = body.split(b"\n")[:-1]
+    assert line_map.lines == len(lines)
+    numbers = [1, 4, len(lines) - 1, len(lines)]
+    with open(path, "rb") as again:
+        assert fetch_lines(again, line_map, numbers) == {n: lines[n - 1] for n in numbers}

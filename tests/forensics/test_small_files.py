@@ -192,3 +192,29 @@ def test_plan_keeps_big_files_and_streams_alone_and_batches_runs_of_small_ones(
     many = [src(f"p{i}", 10) for i in range(small_files.BATCH_FILES + 1)]
     assert [len(r) for r in small_files.plan_reads(many, batch=True)] == [
         small_files.BATCH_FILES, 1]
+
+
+def test_a_file_s_rows_come_out_of_its_batch_in_first_seen_order() -> None:
+    import pyarrow as pa
+
+    # Each file's rows in order of their first line, so its span rows are a slice.
+    got = pa.table({
+        "_file": pa.array([1, 0, 1, 0], pa.int32()), "first_rn": [9, 4, 6, 1],
+        "last_rn": [9, 5, 8, 3], "lines": [1, 2, 3, 3], "unlinked_rn": pa.nulls(4, pa.int64()),
+        "foreign_rn": pa.nulls(4, pa.int64()), "deprecated_rn": pa.nulls(4, pa.int64()),
+    })
+    tables = small_files.split_by_file(got, ["a", "b"])
+    assert [t["first_rn"].to_pylist() for t in tables] == [[1, 4], [1, 4]]
+    assert [t["last_rn"].to_pylist() for t in tables] == [[3, 5], [3, 4]]
+
+
+@pytest.mark.parametrize("rows", [[], [0], [2, 3, 4], [3, 1], [0, 2], [4, 3, 2]])
+def test_take_rows_is_a_take_whether_or_not_it_slices(rows: list[int]) -> None:
+    import numpy as np
+    import pyarrow as pa
+
+    from ridtrace.forensics.reading.table import take_rows
+
+    table = pa.table({"n": list(range(5)), "s": [f"r{i}" for i in range(5)]})
+    index = np.asarray(rows, dtype=np.int64)
+    assert take_rows(table, index).equals(table.take(pa.array(index)))

@@ -58,8 +58,14 @@ def _nested(entry: dict[str, Any]) -> bool:
 _NESTING_KEY = re.compile(rb'"(?:fields|span)"\s*:\s*\{|"spans"\s*:\s*\[')
 
 
+# The regular expression is only searched for where one of these is in the head: a
+# plain log's head has none, and a search for its opening quote stops at every key.
+_NESTING_NAMES = (b'"fields"', b'"span"', b'"spans"')
+
+
 def nesting_in(head: bytes) -> Unwrapper | None:
-    found = _NESTING_KEY.search(head)
+    found = (_NESTING_KEY.search(head) if any(name in head for name in _NESTING_NAMES)
+             else None)
     if found is not None:
         start = head.rfind(b"\n", 0, found.start()) + 1
         end = head.find(b"\n", found.end())
@@ -69,9 +75,22 @@ def nesting_in(head: bytes) -> Unwrapper | None:
     # With flatten_event, a service's start-up lines have no nesting, and they can fill
     # the whole head (64 KiB read, 4 KiB followed): its first record is known by
     # tracing-subscriber's own keys instead, or every line after was "missing time".
-    line = next((line for line in head.split(b"\n") if line.lstrip()[:1] == b"{"), b"")
+    line = _first_json_line(head)
     first = json_object(line) if line else None
     return TracingJsonUnwrapper() if first is not None and _flat_tracing(first) else None
+
+
+def _first_json_line(head: bytes) -> bytes:
+    """The first line of `head` that opens a JSON object (b"" when none does)."""
+    start = 0
+    while start < len(head):
+        end = head.find(b"\n", start)
+        end = len(head) if end < 0 else end
+        line = head[start:end]
+        if line.lstrip()[:1] == b"{":
+            return line
+        start = end + 1
+    return b""
 
 
 def _flat_tracing(entry: dict[str, Any]) -> bool:

@@ -92,9 +92,11 @@ def batch_spans(con: duckdb.DuckDBPyConnection, paths: Sequence[str],
 def split_by_file(got: pa.Table, paths: Sequence[str]) -> list[pa.Table]:
     """A batch's per-span rows (with ``_file``), per file and numbered from its line 1."""
     file = got["_file"].to_numpy().astype(np.int64)
-    order = np.argsort(file, kind="stable")
-    bounds = np.searchsorted(file[order], np.arange(len(paths) + 1))
     first = got["first_rn"].to_numpy()
+    # By file, and within a file in first-seen order: each file's `LogTable` then keeps
+    # its span rows as a slice of its part, not one more `take` per file.
+    order = np.lexsort((first, file))
+    bounds = np.searchsorted(file[order], np.arange(len(paths) + 1))
     last = got["last_rn"].to_numpy()
     lines = got["lines"].to_numpy()
     start = np.zeros(len(got), dtype=np.int64)
