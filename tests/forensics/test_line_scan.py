@@ -8,12 +8,12 @@ import io
 import numpy as np
 import pytest
 
+from ridtrace.forensics.reading.file_map import map_file
 from ridtrace.forensics.reading.lines import (
     _COUNT_SLICE,
     BLOCK_BYTES,
     fetch_lines,
     map_blocks,
-    map_file,
     scan_lines,
 )
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from ridtrace.forensics.reading.connection import connect
+from ridtrace.forensics.reading.file_map import map_file
 from ridtrace.forensics.reading.files import parse
-from ridtrace.forensics.reading.lines import fetch_lines, map_blocks, map_file
+from ridtrace.forensics.reading.lines import fetch_lines, map_blocks
 from ridtrace.forensics.reading.overlong import (
     LONG_LINE_REASON,
     MAX_LINE_BYTES,

@@ -17,8 +17,9 @@ import duckdb
 import pyarrow as pa
 
 from ridtrace.forensics.reading.connection import PreparedReads
+from ridtrace.forensics.reading.file_map import map_file
 from ridtrace.forensics.reading.inputs import Source
-from ridtrace.forensics.reading.lines import LineMap, fetch_lines, map_file
+from ridtrace.forensics.reading.lines import LineMap, fetch_lines
 from ridtrace.forensics.reading.plain_copy import Progress, stage
 from ridtrace.forensics.reading.scan import Window
 from ridtrace.forensics.reading.source_open import note_failure, note_truncation, open_source

@@ -8,11 +8,8 @@ blocks serve to fetch the text of the few lines a row cannot explain (bad lines)
 
 from __future__ import annotations
 
-import os
-import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from io import BufferedReader
 from typing import BinaryIO, Protocol
 
 import numpy as np
@@ -28,9 +25,9 @@ class Readable(Protocol):
 _NEWLINE = 10
 # A line that is empty or starts with white space may be blank; JSON lines never do.
 # White space as DuckDB's reader skips it: vertical tab and form feed too.
-_WHITESPACE = b" \t\r\n\x0b\x0c"
+WHITESPACE = b" \t\r\n\x0b\x0c"
 _IS_SPACE = np.zeros(256, dtype=bool)
-_IS_SPACE[list(_WHITESPACE)] = True
+_IS_SPACE[list(WHITESPACE)] = True
 
 
 @dataclass(frozen=True)
@@ -94,11 +91,11 @@ def _blank_in(data: bytes, first_line: int) -> np.ndarray:
         starts = starts[:-1]
     ends = np.append(starts[1:], len(data))
     first = arr[starts]
-    maybe = (ends - starts <= 2) | np.isin(first, np.frombuffer(_WHITESPACE, dtype=np.uint8))
+    maybe = (ends - starts <= 2) | np.isin(first, np.frombuffer(WHITESPACE, dtype=np.uint8))
     out = [
         first_line + int(i)
         for i in np.flatnonzero(maybe)
-        if not data[starts[i] : ends[i]].strip(_WHITESPACE)
+        if not data[starts[i] : ends[i]].strip(WHITESPACE)
     ]
     return np.asarray(out, dtype=np.int64)
 
@@ -154,7 +151,7 @@ def scan_lines(
     return LineScan(newlines, maybe_blank, tuple(cuts))
 
 
-class _MapBuilder:
+class MapBuilder:
     """Adds newline-aligned blocks to a `LineMap`, one after the other."""
 
     def __init__(self) -> None:
@@ -198,7 +195,7 @@ class _MapBuilder:
 
     def add_line(self, size: int, *, blank: bool, last: bytes) -> None:
         """Add one line of `size` bytes (its newline included when `last` is one)
-        without its bytes: a line too long to hold (`map_file`)."""
+        without its bytes: a line too long to hold (`file_map.map_file`)."""
         ended = last == b"\n"
         if blank:
             self.map.blank.append(np.asarray([self._line], dtype=np.int64))
@@ -216,7 +213,7 @@ class _MapBuilder:
 
 def map_blocks(chunks: Iterable[bytes]) -> LineMap:
     """Build the map of a file from its bytes, given in newline-aligned chunks."""
-    builder = _MapBuilder()
+    builder = MapBuilder()
     for data in chunks:
         builder.add(data, len(data))
     return builder.finish()
@@ -224,99 +221,9 @@ def map_blocks(chunks: Iterable[bytes]) -> LineMap:
 
 def map_chunk(data: bytes | memoryview, scan: LineScan) -> LineMap:
     """The map of `data`, whole lines already scanned (`scan_lines`)."""
-    builder = _MapBuilder()
+    builder = MapBuilder()
     builder.add(data, len(data), scan)
     return builder.finish()
-
-
-# map_file's read size: a fresh 16 MiB buffer per file was ~4k page faults to touch, a
-# megabyte is as fast to scan and its pages come back from the allocator warm.
-_MAP_READ_BYTES = 1 << 20
-
-
-def map_file(
-    stream: BufferedReader, on_bytes: Callable[[int], None] | None = None,
-    size: int = _MAP_READ_BYTES, longest: int = BLOCK_BYTES,
-) -> LineMap:
-    """The map of a whole plain file, read into one reused buffer of `size` bytes.
-
-    Numbering runs beside DuckDB's parse over every byte of the file: joining each
-    block to the partial line before it (`plain_copy.newline_chunks`) copied every byte once
-    more and cost more than counting the newlines. Here only the partial line moves.
-    A line longer than the buffer grows it, up to `longest` (the longest line the
-    reader takes, `overlong.MAX_LINE_BYTES`); a longer one is passed over, not held.
-    """
-    builder = _MapBuilder()
-    buf = bytearray(_read_size(stream, size))
-    held = 0  # bytes of a partial line at the front of `buf`
-    while True:
-        if held == len(buf) < longest:  # a line longer than a read: room for more of it
-            buf.extend(bytes(min(len(buf), longest - len(buf))))
-        if held == len(buf):
-            # A line as long as the buffer: mapped without being held (it was, whole,
-            # so a zero-filled or newline-free file of some GiB took as much memory).
-            end = _pass_long_line(stream, buf, builder, on_bytes)
-            if end < 0:
-                return builder.finish()
-            held = 0
-        else:
-            with memoryview(buf) as view:
-                got = stream.readinto(view[held:])
-            if on_bytes is not None and got:
-                on_bytes(got)
-            end = held + got
-            if not got:
-                builder.add(buf, held)
-                return builder.finish()
-        cut = buf.rfind(b"\n", held, end) + 1
-        if cut:
-            builder.add(buf, cut)
-            buf[: end - cut] = buf[cut:end]
-            held = end - cut
-        else:
-            held = end
-
-
-# The least read buffer: a file that grows while it is mapped is read on in this size.
-_MIN_READ_BYTES = 64 << 10
-
-
-def _read_size(stream: BufferedReader, size: int) -> int:
-    """`size`, or less for a smaller file: a zero-filled megabyte per file was most of
-    the line map's cost on a directory of small pod logs (its pages faulted in)."""
-    try:
-        info = os.fstat(stream.fileno())
-    except (AttributeError, OSError, ValueError):  # no descriptor: a stream in memory
-        return size
-    if not stat.S_ISREG(info.st_mode):  # a pipe's size says nothing of what will come
-        return size
-    return min(size, max(info.st_size + 1, _MIN_READ_BYTES))
-
-
-def _pass_long_line(
-    stream: BufferedReader, buf: bytearray, builder: _MapBuilder,
-    on_bytes: Callable[[int], None] | None,
-) -> int:
-    """Map the line that fills `buf` as one block, reading on to its newline through
-    `buf`; the bytes read after that newline are moved to the front of `buf` and their
-    count returned (-1: the file ended first). Only its length and whether it is blank
-    are kept: the reader takes no line this long (`overlong`)."""
-    size, blank = len(buf), not buf.strip(_WHITESPACE)
-    with memoryview(buf) as view:
-        while True:
-            got = stream.readinto(view)
-            if on_bytes is not None and got:
-                on_bytes(got)
-            end = buf.find(b"\n", 0, got) if got else -1
-            blank = blank and not buf[: got if end < 0 else end].strip(_WHITESPACE)
-            if not got:
-                builder.add_line(size, blank=blank, last=b"x")
-                return -1
-            if end >= 0:
-                builder.add_line(size + end + 1, blank=blank, last=b"\n")
-                buf[: got - end - 1] = buf[end + 1 : got]
-                return got - end - 1
-            size += got
 
 
 def fetch_lines(stream: BinaryIO, line_map: LineMap, numbers: Iterable[int]) -> dict[int, bytes]:

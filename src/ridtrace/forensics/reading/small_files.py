@@ -19,10 +19,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ridtrace.forensics.reading.file_map import map_file
 from ridtrace.forensics.reading.files import parse, read_source
 from ridtrace.forensics.reading.inputs import Source
 from ridtrace.forensics.reading.lean import lean_spans_sql
-from ridtrace.forensics.reading.lines import LineMap, map_file
+from ridtrace.forensics.reading.lines import LineMap
 from ridtrace.forensics.reading.plain_copy import Progress
 from ridtrace.forensics.reading.scan import Window, source_sql
 from ridtrace.forensics.reading.source_open import (
