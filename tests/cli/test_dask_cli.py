@@ -53,7 +53,7 @@ def test_scheduler_is_honoured_and_reports_match(logs: Path, cluster: Any) -> No
     assert (code_d, json.loads(got)) == (code, json.loads(want)), err
     assert code == 1
     ran = cluster.scheduler.task_prefixes
-    assert "read_block" in ran and "read_block" not in before  # the blocks were read there
+    assert "read_blocks" in ran and "read_blocks" not in before  # the blocks were read there
 
 
 def test_audit_on_dask_matches(logs: Path, cluster: Any) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+import duckdb
 import fsspec
 import pandas as pd
 
@@ -155,6 +156,7 @@ def read_block(
     lean: bool,
     since_us: int | None = None,
     until_us: int | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
 ) -> BlockResult:
     """Read one block through the local engine's stages into partial requests.
 
@@ -204,7 +206,8 @@ def read_block(
             end = _line_start(fh, stop, block.block_bytes) if stop < block.file.size else stop
             head = b""
             stream = _Range(fh, start, end)
-        con = connect()
+        own = con is None
+        con = connect() if con is None else con
         try:
             with tempfile.TemporaryDirectory(prefix="ridtrace-block-") as tmp:
                 staged = Path(tmp) / "block.jsonl"
@@ -215,7 +218,8 @@ def read_block(
                 partial = partial_of(table, block.file_id, block.part)
                 in_window = table.window_lines
         finally:
-            con.close()
+            if own:
+                con.close()
         _note_if_truncated(opened, block.file, stats)
     return BlockResult(partial, stats, lines=line_map.lines, in_window=in_window)
 

@@ -38,13 +38,8 @@ import distributed
 import pandas as pd
 from dask.delayed import delayed
 
-from ridtrace.forensics.dask_engine.blocks import (
-    Block,
-    BlockResult,
-    empty_partial,
-    plan_blocks,
-    read_block,
-)
+from ridtrace.forensics.dask_engine.blocks import Block, empty_partial, plan_blocks
+from ridtrace.forensics.dask_engine.groups import GroupResult, group_blocks, read_blocks
 from ridtrace.forensics.dask_engine.urls import expand_urls
 from ridtrace.forensics.reading.stats import MAX_SAMPLES, BadLine, ReadStats
 from ridtrace.forensics.records.partials import KEY, combine_requests, finish_requests
@@ -118,11 +113,11 @@ def _us(stamp: pd.Timestamp | None) -> int | None:
     return None if stamp is None else int(stamp.value // 1000)
 
 
-def _counters(result: BlockResult) -> tuple[ReadStats, int, int]:
-    return result.stats, result.lines, result.in_window
+def _counters(result: GroupResult) -> list[tuple[ReadStats, int, int]]:
+    return result.counters
 
 
-def _partial(result: BlockResult) -> pd.DataFrame:
+def _partial(result: GroupResult) -> pd.DataFrame:
     return result.partial
 
 
@@ -178,17 +173,14 @@ def load_requests(
     shared = delayed(names, traverse=False)
     since_us, until_us = _us(since), _us(until)
     reads = [
-        delayed(read_block, pure=False)(
-            block, shared, lean=lean, since_us=since_us, until_us=until_us
+        delayed(read_blocks, pure=False)(
+            group, shared, lean=lean, since_us=since_us, until_us=until_us
         )
-        for block in blocks
+        for group in group_blocks(blocks, block_bytes)
     ]
     frame = dd.from_delayed([delayed(_partial)(r) for r in reads], meta=meta,
                             verify_meta=False)
-    # As many shuffle outputs as blocks: each holds about one block's partials, so
-    # unpacking and combining it needs less than reading a block did (four blocks per
-    # output raised the workers' peak by ~100 MiB at 64 MiB blocks, for no speed-up).
-    combined = frame.shuffle(KEY, npartitions=len(blocks)).map_partitions(
+    combined = frame.shuffle(KEY, npartitions=shuffle_outputs(blocks, block_bytes)).map_partitions(
         combine_requests, meta=meta.drop(columns=KEY)
     )
     # One compute, so each block is read once for both its counters and its partial.
@@ -197,11 +189,24 @@ def load_requests(
     counter_futures, piece_futures = futures[len(pieces) :], futures[: len(pieces)]
     del futures
     combined_frame = _fetch_each(piece_futures)
-    counters = client.gather(counter_futures)
+    counters = [c for group in client.gather(counter_futures) for c in group]
     offsets = _offsets(blocks, [c[1] for c in counters])
     requests = finish_requests(combined_frame, names, offsets)
     stats = merge_stats([c[0] for c in counters], offsets)
     return DaskLoad(requests, stats, sum(c[2] for c in counters))
+
+
+def shuffle_outputs(blocks: Sequence[Block], block_bytes: int) -> int:
+    """How many partitions the shuffle writes: one per block's worth of input.
+
+    Each then holds about one block's partials, so unpacking and combining it needs
+    less than reading a block did (four blocks per output raised the workers' peak by
+    ~100 MiB at 64 MiB blocks, for no speed-up). Counted in bytes, not blocks: a
+    directory of 500 small pod logs is 500 blocks of a few kilobytes, and 500 outputs
+    made 250,000 shuffle shards, minutes of work for 47 MiB.
+    """
+    total = sum(min(block.file.size, block_bytes) for block in blocks)
+    return max(1, min(len(blocks), -(-total // block_bytes)))
 
 
 def _fetch_each(futures: list[Any]) -> pd.DataFrame:

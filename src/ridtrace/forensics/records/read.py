@@ -27,10 +27,10 @@ Progress = Callable[[int], None]
 
 def partial_of(table: LogTable, file_id: int, part: int) -> pd.DataFrame:
     """A parsed file's (or block's) per-span rows as a partial frame of part `part`."""
-    return _frame([_piece(table, file_id, part)])
+    return pieces_partial([span_piece(table, file_id, part)])
 
 
-def _piece(table: LogTable, file_id: int, part: int | None = None) -> SpanPiece:
+def span_piece(table: LogTable, file_id: int, part: int | None = None) -> SpanPiece:
     """A file's per-span rows, its part numbered as its file unless it is a block."""
     from ridtrace.forensics.records.partials import SpanPiece
 
@@ -38,7 +38,7 @@ def _piece(table: LogTable, file_id: int, part: int | None = None) -> SpanPiece:
     return SpanPiece(spans, lines, file_id, file_id if part is None else part)
 
 
-def _frame(pieces: list[SpanPiece]) -> pd.DataFrame:
+def pieces_partial(pieces: list[SpanPiece]) -> pd.DataFrame:
     # Imported once the first file is parsed: the read starts without waiting for pandas.
     from ridtrace.forensics.records.partials import pieces_frame
 
@@ -66,6 +66,6 @@ def read_partials(
     """What `analyze` reads: per-span rows of every source's evidence lines."""
     read = read_all(sources, lambda table, file_id: partial_of(table, file_id, file_id),
                     lean=True, window=to_window(since, until), on_bytes=on_bytes,
-                    batched=Batched(_piece, _frame))
+                    batched=Batched(span_piece, pieces_partial))
     return LoadedRequests(read.results, read.stats, [src.name for src in sources],
                           window_lines=read.window_lines)
