@@ -149,6 +149,14 @@ def test_live_traces_have_their_root_the_callers_client_span(tmp_path: Path) -> 
         assert all(r.get("deployment.environment") == "qa" for r in resources), service
         assert {r.get("ridtrace.demo.policy") for r in resources} <= {"legacy", "safe"}, service
     assert {s.resource.get("ridtrace.demo.policy") for s in spans} == {"legacy", "safe"}
+    # Each run's traces are its own: both runs' calls shared their planned trace ids, so
+    # in Jaeger the request the demo says to search for came in one trace with the other
+    # run's, under two root spans of one span id.
+    policies_of_trace: dict[str, set[str]] = {}
+    for s in spans:
+        policies_of_trace.setdefault(s.trace_id, set()).add(s.resource["ridtrace.demo.policy"])
+    assert all(len(p) == 1 for p in policies_of_trace.values()), policies_of_trace
+    assert len(exported) == len(spans), "a (trace id, span id) exported twice"
 
 
 def test_a_trace_the_callers_sampler_left_out_is_left_out_by_the_stack(tmp_path: Path) -> None:

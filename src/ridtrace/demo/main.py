@@ -20,7 +20,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from ridtrace.demo.plan import CallResult, make_plan
+from ridtrace.demo.plan import CallResult, make_plan, with_own_traces
 from ridtrace.demo.proof import Detection, analyze_run, crossed_detection, write_audit, write_jaeger
 from ridtrace.demo.report import audit_table, before_after, findings_side_by_side
 from ridtrace.demo.run import POLICIES, PolicyRun, run_policy
@@ -112,7 +112,7 @@ def run_demo(
                 progress.advance(task_id)
 
             runs.append(
-                run_policy(policy, plan, out_dir, concurrency=concurrency,
+                run_policy(policy, with_own_traces(plan), out_dir, concurrency=concurrency,
                            token_delay=token_delay, on_done=advance, keep_running=hold)
             )
     legacy, safe = runs

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-__all__ = ["ROUTES", "CallResult", "PlannedCall", "make_plan", "verdict"]
+__all__ = ["ROUTES", "CallResult", "PlannedCall", "make_plan", "verdict", "with_own_traces"]
 
 ROUTES: tuple[str, ...] = (
     "/v1/chat/completions",
@@ -82,6 +82,24 @@ def make_plan(count: int, *, seed: int = 7, disconnect_share: float = 0.05) -> l
             PlannedCall(index, route, stream, prompt, headers, body_client_id, disconnect, trace_id)
         )
     return plan
+
+
+def with_own_traces(plan: list[PlannedCall]) -> list[PlannedCall]:
+    """The same calls under trace ids of their own, fresh at every call of this function.
+
+    The plan is seeded so both policies get the same traffic, but its trace ids must
+    not repeat: exported to one Jaeger, the legacy and the safe call (and every earlier
+    demo run's) were one trace, with two root spans of one span id, so the request the
+    demo says to search for showed beside another run's spans.
+    """
+    rng = random.SystemRandom()
+    fresh = []
+    for call in plan:
+        trace_id = f"{rng.getrandbits(128) | 1:032x}"
+        traceparent = f"00-{trace_id}-{rng.getrandbits(64) | 1:016x}-01"
+        headers = {**call.headers, "traceparent": traceparent}
+        fresh.append(replace(call, headers=headers, trace_id=trace_id))
+    return fresh
 
 
 def verdict(results: list[CallResult]) -> None:
