@@ -145,8 +145,12 @@ class OtlpReceiver:
 
 
 @contextmanager
-def otlp_receiver() -> Iterator[OtlpReceiver]:
-    """Run a receiver on a free loopback port for the duration of the block."""
+def otlp_receiver(*, metrics: bool = True) -> Iterator[OtlpReceiver]:
+    """Run a receiver on a free loopback port for the duration of the block.
+
+    ``metrics=False`` makes it a collector with no metrics pipeline, as Jaeger is: a
+    metrics export gets 404.
+    """
     receiver_ref: list[OtlpReceiver] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -161,7 +165,7 @@ def otlp_receiver() -> Iterator[OtlpReceiver]:
                 request.ParseFromString(body)
                 receiver_ref[0].add(request)
                 payload = ExportTraceServiceResponse().SerializeToString()
-            elif self.path == "/v1/metrics":
+            elif self.path == "/v1/metrics" and metrics:
                 metrics_request = ExportMetricsServiceRequest()
                 metrics_request.ParseFromString(body)
                 receiver_ref[0].add_metrics(metrics_request)

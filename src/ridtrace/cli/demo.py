@@ -9,7 +9,9 @@ import signal
 import socket
 import sys
 import threading
+import urllib.error
 import urllib.parse
+import urllib.request
 import warnings
 from pathlib import Path
 from types import FrameType
@@ -122,7 +124,12 @@ def _traces_endpoint() -> str | None:
     when none were. A variable such as OTEL_EXPORTER_OTLP_PROTOCOL=thrift ended the demo
     in a traceback and "internal error (exit 4)", where ``ridtrace serve`` names it.
     """
-    from ridtrace.tracing.otlp import exporter_names, otlp_export_endpoint, otlp_exporter
+    from ridtrace.tracing.otlp import (
+        exporter_names,
+        otlp_export_endpoint,
+        otlp_exporter,
+        otlp_protocol,
+    )
     from ridtrace.tracing.spans import sdk_disabled
 
     if sdk_disabled(os.environ):
@@ -133,15 +140,23 @@ def _traces_endpoint() -> str | None:
             if endpoint is None:
                 continue
             otlp_exporter(os.environ, signal_name, endpoint).shutdown()
+            why = None
             if not _answers(endpoint):
                 # Nothing listening (Jaeger not started yet): every process retried its
                 # export for seconds, printing ~20 warnings, the run took twice as long,
                 # and the demo still said the spans were exported. Said once instead.
+                why = f"nothing answers at {endpoint}"
+                hint = "start Jaeger first: docs/jaeger.md"
+            elif otlp_protocol(os.environ, signal_name) != "grpc" and _not_found(endpoint):
+                # Jaeger takes traces only: every process of both runs logged "Failed to
+                # export metrics batch code: 404" as an ERROR, the clean run's included.
+                why = f"{endpoint} answers 404 (Jaeger takes traces only)"
+                hint = f"set OTEL_{signal_name.upper()}_EXPORTER=none for it: docs/jaeger.md"
+            if why is not None:
                 others = sorted(n for n in exporter_names(os.environ, signal_name) if n != "otlp")
                 os.environ[f"OTEL_{signal_name.upper()}_EXPORTER"] = ",".join(others) or "none"
-                click.echo(f"ridtrace demo: nothing answers at {endpoint}: {signal_name} are "
-                           "not exported this run (start Jaeger first: docs/jaeger.md)",
-                           err=True)
+                click.echo(f"ridtrace demo: {why}: {signal_name} are not exported this run "
+                           f"({hint})", err=True)
         return otlp_export_endpoint(os.environ, "traces")
     except (ValueError, ImportError) as exc:
         raise click.ClickException(str(exc)) from None
@@ -155,6 +170,21 @@ def _answers(endpoint: str) -> bool:
         with socket.create_connection((url.hostname or "localhost", port), timeout=2.0):
             return True
     except (OSError, ValueError):  # refused, unreachable, unknown host, bad port
+        return False
+
+
+def _not_found(endpoint: str) -> bool:
+    """Whether an OTLP/HTTP endpoint answers an empty export with 404: a collector with
+    no pipeline for that signal. Anything else (200, 401, an error) leaves it in use."""
+    request = urllib.request.Request(endpoint, data=b"", method="POST",
+                                     headers={"content-type": "application/x-protobuf"})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(request, timeout=2.0):
+            return False
+    except urllib.error.HTTPError as answer:
+        return answer.code == 404
+    except (OSError, ValueError):
         return False
 
 
