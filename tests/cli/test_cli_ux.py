@@ -240,3 +240,13 @@ def test_every_option_says_in_its_help_what_it_is(name: str, command: click.Comm
     bare = [param.opts[0] for param in command.params
             if isinstance(param, click.Option) and not param.help]
     assert not bare, f"ridtrace {name}: {bare} have no help text"
+
+
+@pytest.mark.parametrize(("name", "command"), _commands(main), ids=[n for n, _ in _commands(main)])
+def test_no_option_help_is_only_a_unit(name: str, command: click.Command) -> None:
+    # `serve frontend --help` said "Seconds (default 30)." for --first-byte-timeout,
+    # --chunk-timeout and --total-timeout alike: three timeouts, nothing on which is which.
+    bare = [param.opts[0] for param in command.params
+            if isinstance(param, click.Option) and param.help
+            and len(re.findall(r"\w+", re.sub(r"\([^)]*\)", "", param.help))) < 2]
+    assert not bare, f"ridtrace {name}: {bare} say only a unit"

@@ -193,9 +193,15 @@ def _run(
 @click.option("--id-policy", type=_POLICY, default=None,
               help="'legacy' reproduces the pre-fix collisions: unsafe, for demos and tests "
                    "(default safe).")
-@click.option("--first-byte-timeout", type=float, default=None, help="Seconds (default 30).")
-@click.option("--chunk-timeout", type=float, default=None, help="Seconds (default 30).")
-@click.option("--total-timeout", type=float, default=None, help="Seconds (default 300).")
+@click.option("--first-byte-timeout", type=float, default=None,
+              help="Seconds a worker may take to send its first chunk (default 30); then "
+                   "the next worker is tried (504 when none is left).")
+@click.option("--chunk-timeout", type=float, default=None,
+              help="Seconds a worker may go silent mid-reply (default 30); then the "
+                   "caller's reply ends with an error.")
+@click.option("--total-timeout", type=float, default=None,
+              help="Seconds a whole request may take (default 300); then 504 or the "
+                   "stream's error event.")
 @click.option("--body-timeout", type=float, default=None,
               help="Seconds a request body may take to arrive (default 30); then 408.")
 @click.option("--max-body-bytes", type=int, default=None,
