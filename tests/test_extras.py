@@ -1,0 +1,81 @@
+"""pyproject.toml's extras install what README.md says they are for."""
+
+from __future__ import annotations
+
+import ast
+import sys
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+REPO = Path(__file__).resolve().parents[1]
+# README.md: "`bench` (the benchmarks' anchors)"; the benchmarks also use the engines the
+# other extras bring (gRPC, Dask), never the test tools of `dev`.
+_FOR_BENCHMARKS = ("grpc", "dask", "plot", "bench", "bench-readers")
+
+
+def _installed_closure(requirements: list[Requirement]) -> set[str]:
+    """The distributions ``requirements`` install, extras included, as installed here."""
+    seen: set[tuple[str, str]] = set()
+    todo = [(canonicalize_name(r.name), extra) for r in requirements for extra in ("", *r.extras)]
+    while todo:
+        name, extra = todo.pop()
+        if (name, extra) in seen:
+            continue
+        seen.add((name, extra))
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        for line in requires:
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": extra}):
+                todo += [(canonicalize_name(requirement.name), e)
+                         for e in ("", *requirement.extras)]
+    return {name for name, _ in seen}
+
+
+def _third_party_imports(path: Path, local: set[str]) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+    return {m for m in found - local if m not in sys.stdlib_module_names}
+
+
+def _missing(extras: tuple[str, ...], scripts: list[Path], local: set[str]) -> dict[str, str]:
+    """Modules the scripts import that the dependencies and ``extras`` do not install."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    declared = [*project["dependencies"]]
+    for extra in extras:
+        declared += project["optional-dependencies"][extra]
+    provided = _installed_closure([Requirement(r) for r in declared])
+    distributions = metadata.packages_distributions()
+    missing = {}
+    for script in scripts:
+        for module in _third_party_imports(script, local):
+            dists = {canonicalize_name(d) for d in distributions.get(module, [module])}
+            if not dists & provided:
+                missing[module] = str(script.relative_to(REPO))
+    return missing
+
+
+def test_the_bench_extra_with_the_engines_installs_every_benchmarks_import() -> None:
+    # `bench` lacked asgi-correlation-id, the anchor bench_tracing.py measures against:
+    # `pip install -e '.[bench]'` and the benchmark stopped on an ImportError.
+    scripts = sorted((REPO / "benchmarks").glob("*.py"))
+    local = {p.stem for p in scripts} | {"ridtrace"}
+    assert not _missing(_FOR_BENCHMARKS, scripts, local)
+
+
+def test_make_tests_extras_install_every_tests_import() -> None:
+    # README.md: `make` installs `dev,grpc,dask,plot`, and `dev` is what `make test` runs.
+    scripts = sorted((REPO / "tests").rglob("*.py"))
+    local = {"ridtrace", "tests", "inference_service", "ridtrace_inference_pb2",
+             "ridtrace_inference_pb2_grpc"}
+    assert not _missing(("dev", "grpc", "dask", "plot"), scripts, local)
