@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
+from collections.abc import Iterator
+from concurrent import futures
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,6 +16,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
 
 from ridtrace import configure_logging
 from ridtrace.tracing.grpc import RequestTracingInterceptor
@@ -238,3 +242,69 @@ def test_a_baggage_of_many_bad_entries_is_one_warning_with_the_calls_ids(proto: 
         "Baggage list-member `x` doesn't match the format (and 180 more warnings about "
         "this request's trace headers, not written)",
     )]
+
+
+@pytest.mark.parametrize("shape", ["client_stream", "bidi"])
+def test_a_request_message_grpc_cannot_decode_is_recorded_as_the_internal_the_client_got(
+    proto: Proto, log_lines: LogLines, shape: str
+) -> None:
+    """On a synchronous server gRPC answers such a message ``INTERNAL`` itself and just
+    ends the handler's request iterator; the call was recorded ``CANCELLED`` /
+    ``cancelled``, as if the client had gone away, though the client got an error."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    pb2 = proto.pb2
+
+    def collect(requests: Iterator[Any], context: grpc.ServicerContext) -> Any:
+        return pb2.InferResponse(text=",".join(r.prompt for r in requests))
+
+    def chat(requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
+        for r in requests:
+            yield pb2.InferResponse(text=r.prompt)
+
+    handlers = grpc.method_handlers_generic_handler("ridtrace.inference.v1.Inference", {
+        "InferCollect": grpc.stream_unary_rpc_method_handler(
+            collect, pb2.InferRequest.FromString, pb2.InferResponse.SerializeToString),
+        "InferChat": grpc.stream_stream_rpc_method_handler(
+            chat, pb2.InferRequest.FromString, pb2.InferResponse.SerializeToString),
+    })
+    server = grpc.server(futures.ThreadPoolExecutor(2),
+                         interceptors=[RequestTracingInterceptor(tracer_provider=provider)])
+    server.add_generic_rpc_handlers((handlers,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    # Raw bytes: a good message, then one that is no InferRequest (a field with no value).
+    sent = [pb2.InferRequest(prompt="fine").SerializeToString(), b"\x12\xff"]
+    metadata = (("x-request-id", "undecodable"),)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel, \
+                pytest.raises(grpc.RpcError) as refused:
+            if shape == "client_stream":
+                channel.stream_unary("/ridtrace.inference.v1.Inference/InferCollect")(
+                    iter(sent), metadata=metadata, timeout=10)
+            else:
+                list(channel.stream_stream("/ridtrace.inference.v1.Inference/InferChat")(
+                    iter(sent), metadata=metadata, timeout=10))
+    finally:
+        # grpc 1.85 can leave such a call's final batch pending for good when the
+        # handler returns after the refusal (with or without ridtrace), and stop()
+        # then never returns: stopped in a daemon thread, bounded.
+        stopper = threading.Thread(target=server.stop, args=(None,), daemon=True)
+        stopper.start()
+        stopper.join(5)
+    assert refused.value.code() is grpc.StatusCode.INTERNAL
+    (end,) = log_lines.events("request.end", stream_index=None)
+    assert end["x_request_id"] == "undecodable"
+    assert (end["grpc_status"], end["status"], end["outcome"], end["level"]) == (
+        "INTERNAL", 13, "error", "WARN")
+    assert end["error"] == "gRPC could not deserialize a request message and answered INTERNAL"
+    assert end["messages_in"] == 1
+    # The status gRPC sent carries the call's ids: the client can name the call.
+    trailing = metadata_dict(refused.value.trailing_metadata())
+    assert trailing["x-server-request-id"] == [end["request_id"]]
+    (span,) = [s for s in exporter.get_finished_spans()
+               if s.attributes and s.attributes["request_id"] == end["request_id"]]
+    assert span.attributes["rpc.grpc.status_code"] == 13
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.attributes["error.type"] == "INTERNAL" and not span.events

@@ -28,7 +28,13 @@ from ridtrace.tracing.context import RequestContext, remember_on_exception
 from ridtrace.tracing.deprecation import deprecation_response_headers
 from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.grpc.context import Metadata, TracedServicerContext
-from ridtrace.tracing.grpc.status import CANCELLED, mark_error, outcome_of, status_code_of
+from ridtrace.tracing.grpc.status import (
+    CANCELLED,
+    RequestUndecodable,
+    mark_error,
+    outcome_of,
+    status_code_of,
+)
 from ridtrace.tracing.grpc.stream import StreamItem
 from ridtrace.tracing.identity import shown_text, validate_client_id
 from ridtrace.tracing.inbound import TRACE_HEADERS, InboundRules, note_inbound, read_inbound
@@ -275,6 +281,8 @@ class GrpcCall:
                     fields["stream_requests"] = self.items
                 fields.update(self.ctx.annotations)
                 fields.pop("outcome_override", None)
+                if isinstance(failure, RequestUndecodable):
+                    fields["error"] = str(failure)  # the handler never saw why
                 log = events.warning if outcome == "error" else events.info
                 log(REQUEST_END, **fields)
         finally:

@@ -17,6 +17,7 @@ __all__ = [
     "CANCELLED",
     "SERVER_FAULTS",
     "CallEnded",
+    "RequestUndecodable",
     "deadline_passed",
     "mark_error",
     "outcome_of",
@@ -45,6 +46,16 @@ class CallEnded(GeneratorExit):
     handler made. Neither server interrupts every handler then: a synchronous server
     never does, and grpc.aio ends a request iterator at the deadline as if the client
     had closed its stream, and cannot cancel a handler that blocks."""
+
+
+class RequestUndecodable(BaseException):
+    """Not raised: what a call on a synchronous server is finished with when gRPC itself
+    ended it because a message of its request stream could not be deserialized. The
+    client got ``INTERNAL`` ("Exception deserializing request!"); the handler only saw
+    its request iterator end. (A ``BaseException``: it is no crash of the handler's.)"""
+
+    def __init__(self) -> None:
+        super().__init__("gRPC could not deserialize a request message and answered INTERNAL")
 
 
 def deadline_passed(context: Any) -> bool:
@@ -86,6 +97,8 @@ def status_code_of(
     if failure is None or aborted or isinstance(failure, grpc.aio.AbortError):
         code = context.code()
         return code if isinstance(code, grpc.StatusCode) else grpc.StatusCode.OK
+    if isinstance(failure, RequestUndecodable):
+        return grpc.StatusCode.INTERNAL
     if isinstance(failure, CANCELLED):
         if _deadline_reached(context):
             return grpc.StatusCode.DEADLINE_EXCEEDED

@@ -17,7 +17,7 @@ import grpc
 
 from ridtrace.tracing.grpc.call import CallConfig, GrpcCall, MethodInfo, behavior_of
 from ridtrace.tracing.grpc.context import IdMetadata, Metadata
-from ridtrace.tracing.grpc.status import CallEnded, deadline_passed
+from ridtrace.tracing.grpc.status import CallEnded, RequestUndecodable, deadline_passed
 
 __all__ = ["SyncTracedServicerContext", "wrap_sync_handler"]
 
@@ -32,6 +32,8 @@ class SyncTracedServicerContext(IdMetadata, grpc.ServicerContext):  # type: igno
         self.start(context, ours, owned_keys)
         # grpc's synchronous abort() raises a bare Exception: this says it was one.
         self.aborted = False
+        # gRPC ended the call itself over a request message it could not deserialize.
+        self.request_undecodable = False
 
     def ensure_initial_metadata(self) -> None:
         """Send ridtrace's initial metadata unless the handler already sent some; a
@@ -163,11 +165,13 @@ def _traced_unary(
         try:
             request = _requests(request, traced_context, streaming_in)
             result = behavior(request, traced_context)
-            if _call_ended(traced_context):
+            ended = _ended_without_handler(traced_context)
+            if ended is not None:
                 # A synchronous server never interrupts a handler: this one returned
-                # after the client cancelled or its deadline passed, and the client got
-                # CANCELLED / DEADLINE_EXCEEDED, not this result. Recorded as such.
-                failure = CallEnded()
+                # after the call had ended (the client cancelled, its deadline passed,
+                # or gRPC refused a request message), and the client got that status,
+                # not this result. Recorded as such.
+                failure = ended
                 return result
             traced_context.messages_out = 1
             if initial == "always":
@@ -204,8 +208,7 @@ def _traced_stream(
                     traced_context.ensure_initial_metadata()
                 traced_context.messages_out += 1
                 yield message
-            if _call_ended(traced_context):
-                failure = CallEnded()  # see _traced_unary
+            failure = _ended_without_handler(traced_context)  # see _traced_unary
         except BaseException as exc:
             failure = _failure(exc, traced_context)
             raise
@@ -226,11 +229,24 @@ def _failure(exc: BaseException, context: SyncTracedServicerContext) -> BaseExce
 
     When the call had already ended, the client got CANCELLED / DEADLINE_EXCEEDED
     whatever escaped: most often the bare ``grpc.RpcError`` the server's request
-    iterator raises then, which is no fault of the server's.
+    iterator raises then, which is no fault of the server's. After gRPC refused a
+    request message the client got INTERNAL, whatever the handler did next.
     """
+    if context.request_undecodable:
+        return RequestUndecodable()
     if isinstance(exc, GeneratorExit) or context.aborted or not _call_ended(context):
         return exc
     return CallEnded()
+
+
+def _ended_without_handler(context: SyncTracedServicerContext) -> BaseException | None:
+    """What a call the handler returned from is finished with: ``None`` when the
+    handler's result is what the client got."""
+    if context.request_undecodable:
+        return RequestUndecodable()
+    if _call_ended(context):
+        return CallEnded()
+    return None
 
 
 def _call_ended(context: SyncTracedServicerContext) -> bool:
@@ -263,9 +279,31 @@ class _CountingIterator:
         return self
 
     def __next__(self) -> Any:
-        message = next(self._source)
+        try:
+            message = next(self._source)
+        except StopIteration:
+            if _refused_by_grpc(self._context):
+                self._context.request_undecodable = True
+            raise
         context = self._context
         context.messages_in += 1
         if context.on_message is not None:
             context.on_message(message)
         return message
+
+
+def _refused_by_grpc(context: SyncTracedServicerContext) -> bool:
+    """The request stream just ended because gRPC could not deserialize a message.
+
+    gRPC then sends ``INTERNAL`` at once and ends the handler's request iterator as if
+    the client had closed its stream; the call is over though the handler neither
+    aborted nor returned. A client's cancel (or its deadline) makes the iterator raise
+    ``grpc.RpcError`` instead, and a stream the client closed leaves the call active.
+    A cancel that lands between the iterator's end and this check looks the same from
+    the public API; gRPC's call state (private, read only if it is there) tells them
+    apart.
+    """
+    if context.aborted or context.is_active() or deadline_passed(context):
+        return False
+    state = getattr(context._context, "_state", None)
+    return getattr(state, "client", None) != "cancelled"
