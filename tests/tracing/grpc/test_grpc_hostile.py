@@ -298,7 +298,7 @@ def test_a_request_message_grpc_cannot_decode_is_recorded_as_the_internal_the_cl
     assert end["x_request_id"] == "undecodable"
     assert (end["grpc_status"], end["status"], end["outcome"], end["level"]) == (
         "INTERNAL", 13, "error", "WARN")
-    assert end["error"] == "gRPC could not deserialize a request message and answered INTERNAL"
+    assert end["error"] == "gRPC could not deserialize a request message"
     assert end["messages_in"] == 1
     # The status gRPC sent carries the call's ids: the client can name the call.
     trailing = metadata_dict(refused.value.trailing_metadata())
@@ -308,3 +308,92 @@ def test_a_request_message_grpc_cannot_decode_is_recorded_as_the_internal_the_cl
     assert span.attributes["rpc.grpc.status_code"] == 13
     assert span.status.status_code is StatusCode.ERROR
     assert span.attributes["error.type"] == "INTERNAL" and not span.events
+
+
+def _unary_handlers(pb2: Any, *, aio: bool) -> Any:
+    """Infer and InferStream, the servicer's answers plain (synchronous) or async."""
+    def infer(request: Any, context: Any) -> Any:
+        return pb2.InferResponse(text=request.prompt)
+
+    def infer_stream(request: Any, context: Any) -> Iterator[Any]:
+        yield pb2.InferResponse(text=request.prompt)
+
+    async def infer_aio(request: Any, context: Any) -> Any:
+        return infer(request, context)
+
+    async def infer_stream_aio(request: Any, context: Any) -> Any:
+        yield pb2.InferResponse(text=request.prompt)
+
+    decode, encode = pb2.InferRequest.FromString, pb2.InferResponse.SerializeToString
+    return grpc.method_handlers_generic_handler("ridtrace.inference.v1.Inference", {
+        "Infer": grpc.unary_unary_rpc_method_handler(
+            infer_aio if aio else infer, decode, encode),
+        "InferStream": grpc.unary_stream_rpc_method_handler(
+            infer_stream_aio if aio else infer_stream, decode, encode),
+    })
+
+
+def _call_unary(channel: Any, method: str, data: bytes, metadata: Any) -> Any:
+    """A synchronous channel's call with raw request bytes; what it raised, or its reply."""
+    try:
+        if method.endswith("/Infer"):
+            return channel.unary_unary(method)(data, metadata=metadata, timeout=10)
+        return list(channel.unary_stream(method)(data, metadata=metadata, timeout=10))
+    except grpc.RpcError as exc:
+        return exc
+
+
+@pytest.mark.parametrize("server_kind", ["sync", "aio"])
+@pytest.mark.parametrize("method", [INFER, "/ridtrace.inference.v1.Inference/InferStream"])
+def test_a_unary_request_grpc_cannot_decode_gets_grpcs_answer_with_an_id_and_lines(
+    proto: Proto, log_lines: LogLines, server_kind: str, method: str
+) -> None:
+    """gRPC deserializes a unary request before any handler runs and answers a failure
+    itself: the call had no request_id (not even in its status), no request.start /
+    request.end and no span, and gRPC's error line named no request."""
+    pb2 = proto.pb2
+    handlers = _unary_handlers(pb2, aio=server_kind == "aio")
+    metadata = (("x-request-id", "undecodable-unary"),)
+    bad = b"\x12\xff"  # field 2 (prompt) with a length and no bytes
+    good = pb2.InferRequest(prompt="after").SerializeToString()
+
+    def calls(target: str) -> tuple[Any, Any]:
+        with grpc.insecure_channel(target) as channel:
+            return (_call_unary(channel, method, bad, metadata),
+                    _call_unary(channel, method, good, None))
+
+    if server_kind == "sync":
+        server = grpc.server(futures.ThreadPoolExecutor(2),
+                             interceptors=[RequestTracingInterceptor()])
+        server.add_generic_rpc_handlers((handlers,))
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        try:
+            refused, after = calls(f"127.0.0.1:{port}")
+        finally:
+            server.stop(None).wait(10)
+    else:
+        async def go() -> tuple[Any, Any]:
+            async with serving(lambda server: server.add_generic_rpc_handlers((handlers,)),
+                               interceptors=[RequestTracingInterceptor()]) as target:
+                return await asyncio.to_thread(calls, target)
+        refused, after = asyncio.run(go())
+
+    # What gRPC answers without ridtrace (checked by hand against grpcio 1.85).
+    assert isinstance(refused, grpc.RpcError), refused
+    if server_kind == "sync":
+        assert (refused.code(), refused.details()) == (
+            grpc.StatusCode.INTERNAL, "Exception deserializing request!")
+    else:
+        assert refused.code() is grpc.StatusCode.UNKNOWN
+        assert refused.details().startswith("Unexpected <class 'google.protobuf.")
+    assert "after" in str(after)  # the server is serving
+    ends = log_lines.events("request.end", x_request_id="undecodable-unary")
+    (end,) = ends
+    trailing = metadata_dict(refused.trailing_metadata())
+    assert trailing["x-server-request-id"] == [end["request_id"]]
+    assert (end["grpc_status"], end["outcome"], end["level"]) == (
+        refused.code().name, "error", "WARN")
+    assert end["error"] == "gRPC could not deserialize a request message (DecodeError)"
+    assert [x["request_id"] for x in log_lines.events(
+        "request.start", x_request_id="undecodable-unary")] == [end["request_id"]]

@@ -29,6 +29,11 @@ from ridtrace.tracing.grpc.context import TracedServicerContext
 from ridtrace.tracing.grpc.counting import count_requests
 from ridtrace.tracing.grpc.status import CallEnded, deadline_passed
 from ridtrace.tracing.grpc.sync import wrap_sync_handler
+from ridtrace.tracing.grpc.undecodable import (
+    Undecodable,
+    answer_undecodable,
+    tolerant_deserializer,
+)
 from ridtrace.tracing.grpc.unknown import unknown_method_handler
 from ridtrace.tracing.settings import TracingSettings
 
@@ -195,7 +200,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
             return handler
         return factory(
             new,
-            request_deserializer=handler.request_deserializer,
+            request_deserializer=tolerant_deserializer(handler),
             response_serializer=handler.response_serializer,
         )
 
@@ -219,6 +224,8 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
             failure: BaseException | None = None
             try:
                 request = count_requests(call, request, request_streaming, per_message)
+                if isinstance(request, Undecodable):
+                    answer_undecodable(request, traced_context, call.ctx.annotations, aio=True)
                 result = await behavior(request, traced_context)
                 if deadline_passed(traced_context):
                     failure = CallEnded()  # the client got DEADLINE_EXCEEDED (CallEnded)
@@ -250,6 +257,8 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
             responses: Any = None
             try:
                 request = count_requests(call, request, request_streaming, per_message)
+                if isinstance(request, Undecodable):
+                    answer_undecodable(request, traced_context, call.ctx.annotations, aio=True)
                 responses = behavior(request, traced_context)
                 async for message in responses:
                     if send_initial and not traced_context.initial_sent:

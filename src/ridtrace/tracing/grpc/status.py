@@ -11,6 +11,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 
 from ridtrace.tracing.context import RequestContext
 from ridtrace.tracing.grpc.context import TracedServicerContext
+from ridtrace.tracing.grpc.undecodable import UNDECODABLE_ERROR
 from ridtrace.tracing.inbound import decide_outcome
 
 __all__ = [
@@ -55,7 +56,7 @@ class RequestUndecodable(BaseException):
     its request iterator end. (A ``BaseException``: it is no crash of the handler's.)"""
 
     def __init__(self) -> None:
-        super().__init__("gRPC could not deserialize a request message and answered INTERNAL")
+        super().__init__(UNDECODABLE_ERROR)
 
 
 def deadline_passed(context: Any) -> bool:

@@ -18,6 +18,11 @@ import grpc
 from ridtrace.tracing.grpc.call import CallConfig, GrpcCall, MethodInfo, behavior_of
 from ridtrace.tracing.grpc.context import IdMetadata, Metadata
 from ridtrace.tracing.grpc.status import CallEnded, RequestUndecodable, deadline_passed
+from ridtrace.tracing.grpc.undecodable import (
+    Undecodable,
+    answer_undecodable,
+    tolerant_deserializer,
+)
 
 __all__ = ["SyncTracedServicerContext", "wrap_sync_handler"]
 
@@ -138,7 +143,7 @@ def wrap_sync_handler(
         new = _traced_unary(behavior, info, config, streaming_in, initial)
     return factory(
         new,
-        request_deserializer=handler.request_deserializer,
+        request_deserializer=tolerant_deserializer(handler),
         response_serializer=handler.response_serializer,
     )
 
@@ -164,6 +169,8 @@ def _traced_unary(
         failure: BaseException | None = None
         try:
             request = _requests(request, traced_context, streaming_in)
+            if isinstance(request, Undecodable):
+                answer_undecodable(request, traced_context, call.ctx.annotations, aio=False)
             result = behavior(request, traced_context)
             ended = _ended_without_handler(traced_context)
             if ended is not None:
@@ -202,6 +209,8 @@ def _traced_stream(
         responses: Any = None
         try:
             request = _requests(request, traced_context, streaming_in)
+            if isinstance(request, Undecodable):
+                answer_undecodable(request, traced_context, call.ctx.annotations, aio=False)
             responses = behavior(request, traced_context)
             for message in responses:
                 if initial != "never" and not traced_context.initial_sent:
