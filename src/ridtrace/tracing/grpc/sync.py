@@ -45,6 +45,11 @@ class SyncTracedServicerContext(IdMetadata, grpc.ServicerContext):  # type: igno
         failure (the call already ended) is left to the response send that follows."""
         if not self.initial_sent:
             self.initial_sent = True
+            if not self._context.is_active():
+                # Over already (gRPC answered a message it could not deserialize): the
+                # send would be refused by gRPC's core and never complete, and the
+                # server's stop() then waited for that call forever.
+                return
             with contextlib.suppress(Exception):  # telemetry never fails a call
                 self._context.send_initial_metadata(self._ours)
 
@@ -179,6 +184,8 @@ def _traced_unary(
                 # or gRPC refused a request message), and the client got that status,
                 # not this result. Recorded as such.
                 failure = ended
+                if isinstance(ended, RequestUndecodable):
+                    _end_as_refused(traced_context)
                 return result
             traced_context.messages_out = 1
             if initial == "always":
@@ -218,6 +225,8 @@ def _traced_stream(
                 traced_context.messages_out += 1
                 yield message
             failure = _ended_without_handler(traced_context)  # see _traced_unary
+            if isinstance(failure, RequestUndecodable):
+                _end_as_refused(traced_context)
         except BaseException as exc:
             failure = _failure(exc, traced_context)
             raise
@@ -316,3 +325,15 @@ def _refused_by_grpc(context: SyncTracedServicerContext) -> bool:
         return False
     state = getattr(context._context, "_state", None)
     return getattr(state, "client", None) != "cancelled"
+
+
+def _end_as_refused(context: SyncTracedServicerContext) -> None:
+    """Hand gRPC an abort (raises) instead of the result of a call it already answered
+    ``INTERNAL`` for a message it could not deserialize.
+
+    grpcio's synchronous server sends the result's status anyway, in a batch that may
+    never complete (1.85: about one client-streaming call in four): the call is never
+    finished, and ``server.stop()`` then waits for it forever. After an abort it does
+    not. The client's status was sent before and stays as it was.
+    """
+    context._context.abort(grpc.StatusCode.INTERNAL, "Exception deserializing request!")
