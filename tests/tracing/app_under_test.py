@@ -10,7 +10,7 @@ import logging
 import os
 from collections.abc import AsyncIterator
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import StreamingResponse
 from loguru import logger
 
@@ -66,6 +66,10 @@ def create_app() -> FastAPI:
                 await asyncio.sleep(delay)
 
         return StreamingResponse(events(), media_type="text/event-stream")
+
+    @app.post("/upload")
+    async def upload(request: Request) -> dict[str, int]:
+        return {"bytes": len(await request.body())}
 
     @app.get("/boom")
     async def boom() -> None:

@@ -475,3 +475,35 @@ def test_a_baggage_header_of_many_bad_entries_is_one_warning_with_the_requests_i
         "Baggage entry with key `\\x80` contains non-ASCII characters (and 2699 more "
         "warnings about this request's trace headers, not written)"
     )
+
+
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+def test_a_client_leaving_mid_upload_is_cancelled_not_a_server_error(
+    tmp_path: Path, receiver: OtlpReceiver, http: str
+) -> None:
+    """The route reads its body, the client hangs up halfway: Starlette raises
+    ClientDisconnect out of the route. The middleware answered that with a 500 nobody
+    could receive, and request.end said status 500, outcome ``error`` (a WARN, an error
+    span, a count in the error rate) for every caller who gave up mid-upload."""
+    log_path = tmp_path / "app.jsonl"
+    with _app_server(tmp_path, receiver, "--http", http) as running:
+        with socket.create_connection(("127.0.0.1", running.port), timeout=10) as sock:
+            sock.sendall(b"POST /upload HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+                         b"x-request-id: gone-mid-upload\r\ncontent-length: 4096\r\n\r\n"
+                         b"half of it")
+            wait_for_lines(log_path, lambda lines: any(
+                x.get("event") == "request.start" and x.get("x_request_id") == "gone-mid-upload"
+                for x in lines))
+        lines = wait_for_lines(log_path, lambda lines: any(
+            x.get("event") == "request.end" and x.get("x_request_id") == "gone-mid-upload"
+            for x in lines))
+        assert httpx.post(running.url + "/upload", content=b"whole").json() == {"bytes": 5}
+    (end,) = [x for x in lines if x.get("event") == "request.end"
+              and x.get("x_request_id") == "gone-mid-upload"]
+    assert (end["status"], end["outcome"], end["level"]) == (0, "cancelled", "INFO"), end
+    spans = receiver.wait_for(1)
+    while not any(s.attributes.get("request_id") == end["request_id"] for s in spans):
+        spans = receiver.wait_for(len(spans) + 1)
+    (span,) = [s for s in spans if s.attributes.get("request_id") == end["request_id"]]
+    assert span.status_code != 2  # STATUS_CODE_ERROR
+    assert "http.response.status_code" not in span.attributes

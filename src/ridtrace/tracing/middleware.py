@@ -287,7 +287,10 @@ class RequestTracingMiddleware:
                 # The server logs the escaped exception ("Exception in ASGI
                 # application") after our context is reset: the ids travel with it.
                 remember_on_exception(exc, ctx)
-                if not state.response_started:
+                # A client seen leaving (the app's body read got http.disconnect, and
+                # Starlette raised ClientDisconnect) gets no answer: a 500 to nobody
+                # made it a finished server error, where it was abandoned.
+                if not state.response_started and not state.disconnected:
                     await send_error_response(scope, receive, send_tagged, exc, self)
             raise
         finally:
