@@ -22,7 +22,7 @@ from tests.frontend_plugin.traffic import (
     Result,
     start_colliding_calls,
 )
-from tests.support.follower import FollowProcess, start_follower
+from tests.support.follower import start_follower
 
 N = 60
 CLIENT_IDS = COLLIDING_CLIENT_IDS
@@ -41,7 +41,7 @@ def _worker_starts(stack: Stack) -> int:
     )
 
 
-async def _fire(stack: Stack, follower: FollowProcess, seen: dict[str, float]) -> list[Result]:
+async def _fire(stack: Stack, seen: dict[str, float]) -> list[Result]:
     limits = httpx.Limits(max_connections=N + 10, max_keepalive_connections=N + 10)
     async with httpx.AsyncClient(limits=limits, timeout=60) as client:
         tasks = start_colliding_calls(client, stack.url, N)
@@ -70,7 +70,7 @@ def test_legacy_collisions_reported_live_within_the_latency_bound(tmp_path: Path
         follower = start_follower([str(tmp_path)])
         try:
             seen: dict[str, float] = {}
-            results = asyncio.run(_fire(stack, follower, seen))
+            results = asyncio.run(_fire(stack, seen))
             assert [r for r in results if not r.own], "legacy policy must cross or fail streams"
             # Pumps detached from their caller finish (and log their worker's end) later.
             stack.wait_inflight(lambda s: s["detached_pumps"] == 0, timeout=20)
@@ -120,7 +120,7 @@ def test_safe_policy_nothing_reported(tmp_path: Path) -> None:
         follower = start_follower([str(tmp_path)])
         try:
             seen: dict[str, float] = {}
-            results = asyncio.run(_fire(stack, follower, seen))
+            results = asyncio.run(_fire(stack, seen))
             assert all(r.own for r in results), [r for r in results if not r.own]
             stack.wait_inflight(lambda s: s["inflight"] == 0, timeout=10)
         finally:
@@ -132,3 +132,24 @@ def test_safe_policy_nothing_reported(tmp_path: Path) -> None:
     assert summary["errors"] == 0
     # Every request was read: a frontend span and a worker span each.
     assert summary["spans"] >= 2 * N
+
+
+def _key(finding: dict[str, object]) -> tuple[str, str]:
+    return str(finding["kind"]), str(finding["span_id"])
+
+
+def test_live_and_batch_cite_the_same_lines_for_a_duplicate(tmp_path: Path) -> None:
+    # Live cited every span that held the id, so each caller's worker span added its
+    # start and end to the caller's two lines: four lines a caller where `analyze` of
+    # the same logs cites two (the caller's first and last).
+    with _stack(tmp_path, "legacy") as stack:
+        asyncio.run(_fire(stack, {}))
+        stack.wait_inflight(lambda s: s["detached_pumps"] == 0, timeout=20)
+    follower = start_follower([str(tmp_path)], "--from-start")
+    assert follower.stop() == 1  # reads what is written, then the summary
+    live = sorted((p.json() for p in follower.findings()
+                   if p.json()["kind"] == "duplicate_in_flight"), key=_key)
+    batch = sorted((f for f in _batch_findings(tmp_path) if f["kind"] == "duplicate_in_flight"),
+                   key=_key)
+    assert {f["request_id"] for f in batch} == set(CLIENT_IDS)
+    assert live == batch

@@ -62,6 +62,22 @@ def _named(span: Span, caught_up: int) -> str:
     return span.caller()
 
 
+def _cited(members: list[Span]) -> list[Span]:
+    """The spans a duplicate cites, as the batch rule does: each caller's own span (a
+    worker span stands for its caller only when the caller's logs are absent), longest
+    first among those that start together.
+
+    Citing every member added each worker span's start and end to its caller's two lines,
+    so the live finding cited four lines a caller where `analyze` afterwards cited two.
+    """
+    own: dict[int, Span] = {}
+    for m in members:
+        up = m.parent_span
+        span = up if m.side == WORKER and up is not None and up.side != WORKER else m
+        own.setdefault(id(span), span)
+    return sorted(own.values(), key=lambda m: (m.start, -m.last))
+
+
 def _one_caller(members: list[Span]) -> bool:
     first = members[0].caller_key()
     return all(m.caller_key() == first for m in members[1:])
@@ -259,19 +275,20 @@ class LiveRules:
             if not verdict:
                 continue
             cluster.reported = True
+            cited = _cited(members)
             # Each caller by its first span, as `rules.overlap` names them.
             callers: dict[tuple[str | None, str], Span] = {}
-            for m in members:
+            for m in cited:
                 callers.setdefault(m.caller_key(), m)
             caught_up = state.caught_up_to()
             names = [_named(m, caught_up) for m in callers.values()]
             if len(set(names)) < len(names):  # one span id in several traces: say which
                 names = [f"{name} (trace {m.trace})"
                          for name, m in zip(names, callers.values(), strict=True)]
-            first = members[0]
+            first = cited[0]
             detail = (f"{len(callers)} requests held request_id {cluster.request_id} at "
                       f"overlapping times (spans {', '.join(names)})")
-            proof = [item for m in members
+            proof = [item for m in cited
                      for item in ((m.file, m.first_line), (m.last_file, m.last_line))]
             item = _finding("duplicate_in_flight", first, first.start, detail, proof,
                             request_id=cluster.request_id)
