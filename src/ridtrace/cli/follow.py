@@ -79,8 +79,13 @@ def summary_text(summary: dict[str, Any]) -> str:
         ("open at window edge", summary["open_at_window_edge"]),
         ("open at exit", summary["open_at_exit"]),
     ]
+    if summary["ahead_of_present"]:
+        rows.append(("ahead of present", summary["ahead_of_present"]))
     width = max(len(name) for name, _ in rows)
     lines = ["", "summary"] + [f"  {name:<{width}}  {value}" for name, value in rows]
+    for sample in summary["ahead_of_present_samples"]:
+        lines.append(visible(f"  stamped ahead: {sample['file']}:{sample['line']} "
+                             f"({sample['time']})"))
     for reason in summary["incomplete_reasons"]:
         lines.append(f"  incomplete: {reason}")
     return "\n".join(lines)

@@ -17,16 +17,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ridtrace.contract import FINDING_KINDS, SEVERITY
 from ridtrace.forensics.live.collector import PollCollector
-from ridtrace.forensics.live.parse import parse_chunk, span_rows
-from ridtrace.forensics.live.rules import Finding, LiveRules
+from ridtrace.forensics.live.parse import SpanRows, parse_chunk, span_rows
+from ridtrace.forensics.live.rules import Finding, LiveRules, iso_us
 from ridtrace.forensics.live.tail import Chunk
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.connection import PreparedReads, connect
 from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
 
 ERROR_KINDS = tuple(k for k in FINDING_KINDS if SEVERITY[k] == "error")
+
+AHEAD_LIMIT_US = 24 * 3600 * 10**6
+"""How far past the logs' present a span's time may be and still be taken as time. The
+present is this machine's clock plus the median offset of the latest lines' times from
+it, so services whose clocks all run hours off (local time written as UTC) are the
+present, and one line stamped years ahead is not: taken as the present, it ended the
+window for every request in flight then, and held the window's edge for good after."""
+RECENT_ENDS = 255
+"""Latest span times kept for that median."""
+AHEAD_SAMPLES = 10
 
 
 @dataclass(frozen=True)
@@ -42,8 +54,17 @@ class FollowSettings:
 class Follower:
     """Follows log inputs and yields findings as the logs make them certain."""
 
-    def __init__(self, inputs: Sequence[str], settings: FollowSettings | None = None) -> None:
+    def __init__(
+        self, inputs: Sequence[str], settings: FollowSettings | None = None,
+        *, clock: Callable[[], float] = time.time,
+    ) -> None:
         self.settings = settings or FollowSettings()
+        self._clock = clock
+        # Latest span times as offsets from the clock when they were read (µs); the
+        # clock itself to start with, so the first line read is not the present alone.
+        self._offsets = np.zeros(1, dtype=np.int64)
+        self.ahead = 0
+        self.ahead_samples: list[dict[str, Any]] = []
         self.stats = ReadStats()
         self.watch = Watch(inputs, self.stats, from_start=self.settings.from_start)
         self.rules = LiveRules(window_s=self.settings.window_s)
@@ -75,14 +96,14 @@ class Follower:
         return self._feed(self.watch.flush_held())
 
     def _feed(self, chunks: list[Chunk]) -> list[Finding]:
-        parts = []
-        for chunk in chunks:
-            part = parse_chunk(self._con, chunk, self.stats, self._staged, self._queries)
-            latest = part.latest
-            if latest is not None:
-                self._latest[chunk.name] = max(self._latest.get(chunk.name, 0), latest)
-            parts.append(part)
+        parts = [parse_chunk(self._con, chunk, self.stats, self._staged, self._queries)
+                 for chunk in chunks]
         batch = span_rows(parts)
+        limit = self._ahead_limit(batch)
+        for part in parts:
+            latest = part.latest(limit)
+            if latest is not None:
+                self._latest[part.name] = max(self._latest.get(part.name, 0), latest)
         # Files with more to read are only known up to their latest line so far.
         marks, behind = {}, {}
         for tail in self.watch.tails.values():
@@ -90,7 +111,28 @@ class Follower:
                 marks[tail.name] = self._latest.get(tail.name, 0)
                 if tail.behind:
                     behind[tail.name] = marks[tail.name]
-        return self.rules.feed(batch, marks, behind)
+        return self.rules.feed(batch, marks, behind, limit)
+
+    def _ahead_limit(self, batch: SpanRows) -> int:
+        """The latest time the batch may move the window to; spans past it are counted
+        (`ahead_of_present`) and the batch's watermark is taken from the others."""
+        now = int(self._clock() * 1e6)
+        ends = batch.ends
+        self._offsets = np.concatenate([self._offsets, ends[-RECENT_ENDS:] - now])[-RECENT_ENDS:]
+        # The lower median: one line ahead beside one on time is not the present.
+        middle = int(np.sort(self._offsets)[(len(self._offsets) - 1) // 2])
+        limit = now + middle + AHEAD_LIMIT_US
+        ahead = np.flatnonzero(ends > limit)
+        if len(ahead):
+            self.ahead += len(ahead)
+            for row in ahead[: AHEAD_SAMPLES - len(self.ahead_samples)].tolist():
+                self.ahead_samples.append({
+                    "file": batch.columns["file"][row], "line": batch.columns["last_line"][row],
+                    "time": iso_us(int(ends[row])),
+                })
+            on_time = ends[ends <= limit]
+            batch.watermark = int(on_time.max()) if len(on_time) else 0
+        return limit
 
     def run(
         self,
@@ -149,6 +191,8 @@ class Follower:
         out["errors"] = sum(self.reported[k] for k in ERROR_KINDS)
         out["open_at_window_edge"] = rules.state.open_at_edge
         out["open_at_exit"] = rules.open_spans()
+        out["ahead_of_present"] = self.ahead
+        out["ahead_of_present_samples"] = self.ahead_samples
         out["window_s"] = self.settings.window_s
         out.update(read_notes(stats))
         out["missing_inputs"] = sorted(self.watch.missing)

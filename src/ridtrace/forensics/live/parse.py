@@ -61,6 +61,8 @@ class SpanRows:
     rows: int
     watermark: int
     flags: dict[int, Flag] = field(default_factory=dict)
+    # The rows' latest times (``t1``) as one array, for what the follower checks per batch.
+    ends: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 @dataclass
@@ -71,12 +73,13 @@ class ChunkSpans:
     spans: pa.Table
     lines: dict[str, np.ndarray]
 
-    @property
-    def latest(self) -> int | None:
-        """The latest log time of the chunk's spans (epoch µs), None when it has none."""
+    def latest(self, limit: int) -> int | None:
+        """The latest log time of the chunk's spans (epoch µs) up to `limit`, None when
+        it has none."""
         if not self.spans.num_rows:
             return None
-        value = pc.max(self.spans["end"]).cast(pa.int64()).as_py()
+        ends = self.spans["end"].cast(pa.int64())
+        value = pc.max(ends.filter(pc.less_equal(ends, limit))).as_py()
         return int(value) if value is not None else None
 
 
@@ -151,7 +154,7 @@ def _span_rows(parts: list[ChunkSpans]) -> SpanRows:
     for name in _FLAGS:
         out[name] = _bools(table[name])
     flags = _flags(table, lines["unlinked_line"][order], lines["foreign_line"][order])
-    return SpanRows(out, table.num_rows, int(t1.max()), flags)
+    return SpanRows(out, table.num_rows, int(t1.max()), flags, t1[order])
 
 
 def _shared(column: pa.ChunkedArray) -> list[str | None]:

@@ -93,19 +93,22 @@ class LiveRules:
 
     def feed(
         self, batch: SpanRows, file_marks: dict[str, int] | None = None,
-        behind: dict[str, int] | None = None,
+        behind: dict[str, int] | None = None, limit: int | None = None,
     ) -> list[Finding]:
         """Take a batch (per-span rows in first-line order); return what it made certain.
 
         `file_marks` gives, for each file not read to its end, the log time it has been
         read up to; judgements that a lagging file could still change wait for it.
         `behind`: those of them with written bytes left to read, whose spans the window
-        keeps until they are read past them.
+        keeps until they are read past them. `limit`: times past it are a wild clock's,
+        which the window does not take as the present (the batch's watermark is below it).
         """
         if file_marks is not None:
             self.state.file_marks = file_marks
         if behind is not None:
             self.state.behind = behind
+        if limit is not None:
+            self.state.limit = limit
         # The window holds up to millions of small objects: a cyclic GC pass per few
         # hundred new spans would walk them all (it cost 10× the rules themselves).
         # Eviction breaks every cycle the state makes, so reference counting frees it.

@@ -107,6 +107,9 @@ class WindowState:
     # fp_out → callers delivered it, waiting for the worker that produced it.
     waiting: dict[str, list[Span]] = field(default_factory=dict)
     watermark: int = 0
+    # Times past this are a wild clock's, not the present (`Follower`): the window
+    # places such a span by its start, or lets it go when it reaches the front.
+    limit: int = 2**63 - 1
     open_at_edge: int = 0
     # Per file: the log time it has been read up to (absent: read to its end). A span
     # is certainly still open at time t only if its file was read past t without its end.
@@ -225,10 +228,17 @@ class WindowState:
         read_up_to = min(self.behind.values(), default=self.watermark)
         cutoff = min(self.watermark, read_up_to) - self.window_us
         spans, by_id, pairs, produced = self.spans, self.clusters, self.pairs, self.produced
+        limit = self.limit
         dropped = 0
         while spans:
             key, span = spans.popitem(last=False)
-            if span.last >= cutoff:  # inside the window: back to the front, and done
+            last = span.last
+            if last > limit:
+                # A line stamped years ahead held the front for good: nothing behind it
+                # left the window again. Such a span is as old as its start, or, stamped
+                # ahead throughout, as old as its place in the arrival order.
+                last = span.start if span.start <= limit else cutoff - 1
+            if last >= cutoff:  # inside the window: back to the front, and done
                 spans[key] = span
                 spans.move_to_end(key, last=False)
                 break
