@@ -258,7 +258,9 @@ class LiveRules:
         else:
             detail = (f"a worker chunk for request {flag.chunk_request_id} reached this "
                       "caller's stream; it was not forwarded and the stream ended with an error")
-        return [_finding("unlinked", span, span.start, detail, [(file, flag.line)])]
+        # The error line and the span's last line read, as the batch rule cites them.
+        return [_finding("unlinked", span, span.start, detail,
+                         [(file, flag.line), (span.last_file, span.last_line)])]
 
     def _duplicates(self, clusters: list[Cluster]) -> list[Finding]:
         state = self.state
