@@ -92,6 +92,23 @@ def test_header_facts_and_findings(tmp_path: Path) -> None:
     assert b.overlaps == (SPAN_A,)
 
 
+def test_a_callers_duration_ends_with_its_answer_not_its_last_line(tmp_path: Path) -> None:
+    # The legacy policy's detached pump logs its Unlinked response under the caller's ids
+    # after the caller got its 500: the request lasted 20 ms, its lines 80 ms.
+    tmp_path.mkdir(exist_ok=True)
+    ctx = {"request_id": RID, "trace_id": f"{SPAN_A:0>32}", "span_id": SPAN_A}
+    (tmp_path / "frontend.jsonl").write_text("\n".join([
+        rt("request.start", time=ts(0.0), **ctx, path="/v1/chat/completions"),
+        rt("request.end", time=ts(0.02), **ctx, status=500, outcome="error"),
+        rt("response.unlinked", time=ts(0.08), **ctx),
+    ]) + "\n")
+    (block,) = view_of([str(tmp_path)], RID).blocks
+    assert block.duration_ms == 20.0
+    assert [s.end_ms for s in block.spans] == [80.0]  # the id was held until then
+    doc = trace_document(view_of([str(tmp_path)], RID))
+    assert doc["requests"][0]["duration_ms"] == 20.0
+
+
 def test_events_in_time_order_relative_to_request_start(tmp_path: Path) -> None:
     view = view_of(write_incident(tmp_path), XRID_B)
     (block,) = view.blocks

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ridtrace.contract import FRONTEND, WORKER
+from ridtrace.contract import FRONTEND, REQUEST_END, RESPONSE_SENT, WORKER
 from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.rules.skew import correct_skew
 from ridtrace.forensics.rules.streams import unlinked
@@ -270,6 +270,11 @@ def _latest_end(spans: list[Any]) -> Any:
     return pd.Series([s.end for s in spans]).max()
 
 
+# A caller's own lines that end its request: ridtrace's `request.end`, Dynamo's
+# `request completed` and `http response sent` (the last of them, in time order).
+_ANSWERED = frozenset((REQUEST_END, RESPONSE_SENT))
+
+
 def _attach_events(
     blocks: list[RequestBlock], events: pd.DataFrame, offsets: dict[str, int]
 ) -> None:
@@ -279,17 +284,24 @@ def _attach_events(
     rows = events[events["span_id"].isin(list(wanted)).to_numpy()]
     rows = rows.assign(shifted_time=_shift_events(rows, offsets))
     rows = rows.sort_values(["shifted_time", "file", "line"], kind="stable")
+    answered: dict[int, tuple[RequestBlock, float]] = {}
     for r in rows.itertuples(index=False):
         block = wanted[str(r.span_id)]
-        block.events.append(
-            EventRow(
-                ms=_ms(r.shifted_time, block.start),
-                side=label[str(r.span_id)],
-                span_id=str(r.span_id),
-                event=text(r.event) or text(r.message) or "",
-                outcome=text(r.outcome),
-                level=text(r.level),
-                file=str(r.file),
-                line=int(r.line),  # type: ignore[arg-type]
-            )
+        event = EventRow(
+            ms=_ms(r.shifted_time, block.start),
+            side=label[str(r.span_id)],
+            span_id=str(r.span_id),
+            event=text(r.event) or text(r.message) or "",
+            outcome=text(r.outcome),
+            level=text(r.level),
+            file=str(r.file),
+            line=int(r.line),  # type: ignore[arg-type]
         )
+        block.events.append(event)
+        if event.event in _ANSWERED and event.span_id == block.span_id:
+            answered[id(block)] = (block, event.ms)
+    # The caller's duration ends with its answer: lines its tasks logged after it (the
+    # legacy pump's Unlinked response) showed a 500 sent at 24 ms as a request of 87 ms.
+    # Its bar still spans them: the id was held until then.
+    for block, ms in answered.values():
+        block.duration_ms = ms
