@@ -7,6 +7,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from ridtrace.forensics import analyze, load_events, report_json
 from ridtrace.forensics.live.follow import Follower, FollowSettings
 from ridtrace.forensics.live.parse import COLUMNS, Flag, SpanRows
 from ridtrace.forensics.live.rules import LiveRules
@@ -100,6 +101,71 @@ def test_crossed_stream_once_both_sides_are_in_and_its_own_work_is_done() -> Non
     found = rules.feed(_rows(_work("wb", "b", "B", "B-out", 4 * S)))
     assert [(f["kind"], f["span_id"]) for f in found] == [("crossed_stream", "b")]
     assert rules.feed(_rows(_end("a", "1", 5 * S, fp_in="A", fp_out="A-out"))) == []
+
+
+def _crossed_with_a_killed_worker(rules: LiveRules) -> None:
+    """b's first worker was killed mid-request (no worker.end ever), its retry served
+    it, and b was delivered a's output."""
+    rules.feed(_rows(_front("a", "1", 0), _front("b", "2", 0)))
+    rules.feed(_rows({"span_id": "killed", "parent_span_id": "b", "request_id": "2",
+                      "t0": 1, "worker": True}))
+    rules.feed(_rows(_work("wa", "a", "A", "A-out", 2 * S), _work("wb", "b", "B", "B-out", 2 * S)))
+    assert rules.feed(_rows(_end("b", "2", 3 * S, fp_in="B", fp_out="A-out"))) == []
+
+
+def test_a_caller_whose_worker_never_ended_is_judged_when_that_worker_leaves_the_window(
+) -> None:
+    # It waited for the killed worker for good: `analyze` reports b crossed, live never.
+    rules = LiveRules(window_s=10)
+    _crossed_with_a_killed_worker(rules)
+    assert rules.feed(_rows(_front("later", "3", 9 * S))) == []  # still in the window
+    found = rules.feed(_rows(_front("z", "9", 12 * S)))
+    assert [(f["kind"], f["span_id"]) for f in found] == [("crossed_stream", "b")]
+
+
+def test_a_caller_whose_worker_never_ended_is_judged_when_the_follow_ends() -> None:
+    rules = LiveRules(window_s=600)
+    _crossed_with_a_killed_worker(rules)
+    assert [(f["kind"], f["span_id"]) for f in rules.finish()] == [("crossed_stream", "b")]
+    assert rules.finish() == []  # once
+
+
+def test_a_follow_to_the_end_finds_what_analyze_finds_when_a_worker_was_killed(
+    tmp_path: Path,
+) -> None:
+    def ctx(span: str, trace: str, parent: str | None = None) -> dict[str, Any]:
+        up = {"parent_span_id": parent} if parent else {}
+        return {"request_id": "7", "trace_id": f"{trace:0>32}", "span_id": span, **up}
+
+    (tmp_path / "frontend.jsonl").write_text("\n".join([
+        rt("request.start", time=ts(0), **ctx("a", "a")),
+        rt("request.start", time=ts(0.1), **ctx("b", "b")),
+        rt("request.end", time=ts(1.0), **ctx("a", "a"), status=200, outcome="ok",
+           fp_in="in-a", fp_out="out-b"),
+        rt("request.end", time=ts(1.1), **ctx("b", "b"), status=200, outcome="ok",
+           fp_in="in-b", fp_out="out-b"),
+    ]) + "\n")
+    (tmp_path / "worker.jsonl").write_text("\n".join([
+        rt("worker.start", time=ts(0.05), **ctx("killed", "a", "a"), fp_in="in-a"),
+        rt("worker.start", time=ts(0.15), **ctx("wb", "b", "b"), fp_in="in-b"),
+        rt("worker.start", time=ts(0.3), **ctx("retry", "a", "a"), fp_in="in-a"),
+        rt("worker.end", time=ts(0.9), **ctx("retry", "a", "a"), outcome="ok",
+           fp_in="in-a", fp_out="out-a"),
+        rt("worker.end", time=ts(0.95), **ctx("wb", "b", "b"), outcome="ok",
+           fp_in="in-b", fp_out="out-b"),
+    ]) + "\n")
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
+    follower.start()
+    found: list[dict[str, Any]] = []
+    try:
+        follower.run(lambda f: found.append(f) is None, stop=lambda: True)
+    finally:
+        follower.close()
+    report = report_json(analyze(load_events([str(tmp_path)])))
+    batch = {(f["kind"], f["span_id"]) for f in report["findings"]
+             if f["severity"] == "error" and "no caller received" not in f["detail"]}
+    assert ("crossed_stream", "a") in batch
+    assert {(f["kind"], f["span_id"]) for f in found} == batch
 
 
 def test_same_output_for_its_own_prompt_is_not_crossed() -> None:

@@ -92,8 +92,9 @@ class Follower:
     def finish(self) -> list[Finding]:
         """The findings of the last lines that never got their newline, read as lines
         now that the follow ends, as the batch read reads a file's last line: held
-        back for good, an error on such a line was never reported."""
-        return self._feed(self.watch.flush_held())
+        back for good, an error on such a line was never reported; then the callers
+        whose judgement waited on a worker span that never ended."""
+        return [*self._feed(self.watch.flush_held()), *self.rules.finish()]
 
     def _feed(self, chunks: list[Chunk]) -> list[Finding]:
         parts = [parse_chunk(self._con, chunk, self.stats, self._staged, self._queries)

@@ -246,7 +246,10 @@ class LiveRules:
         found.extend(self._duplicates(clusters))
         found.extend(self._crossed(fronts))
         if batch.rows:
+            judged = len(state.pending_fronts)
             state.evict()
+            if len(state.pending_fronts) > judged:  # a caller's never-ended worker left
+                found.extend(self._crossed([]))
         return found
 
     def _unlinked(self, span: Span, flag: Flag, file: str) -> list[Finding]:
@@ -346,6 +349,16 @@ class LiveRules:
                      (work.file, work.first_line), (work.last_file, work.last_line)]
             found.append(_finding("crossed_stream", front, front.last, detail, proof))
         return found
+
+    def finish(self) -> list[Finding]:
+        """The follow ends: callers still waiting for a worker span of their own that
+        never ended (its worker killed mid-request, retried elsewhere) are judged with
+        what was read, as the batch report judges them."""
+        fronts = [span for span in self.state.spans.values()
+                  if span.closed and span.open_children > 0 and not span.crossed_done]
+        for front in fronts:
+            front.open_children = 0
+        return self._crossed(fronts)
 
     def open_spans(self) -> int:
         """Spans in the window that have not ended (open at exit, not findings)."""

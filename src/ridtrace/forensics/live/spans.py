@@ -245,6 +245,14 @@ class WindowState:
             dropped += 1
             if not span.closed:
                 self.open_at_edge += 1  # still open at the window's edge: counted, not judged
+                up = span.parent_span
+                if up is not None:
+                    # Its caller waited for it (its own work may still match what it was
+                    # delivered): a worker killed mid-request never ends, and the caller
+                    # it held was never judged, though `analyze` reports it crossed.
+                    up.open_children -= 1
+                    if up.closed and up.open_children <= 0:
+                        self.pending_fronts.append(up)
             for cluster in span.clusters:
                 members = cluster.members
                 members.remove(span)
