@@ -63,6 +63,18 @@ def _journal(lines: list[bytes]) -> bytes:
     return b"\n".join(out) + b"\n"
 
 
+def _journal_spaced(lines: list[bytes]) -> bytes:
+    """``journalctl -o json`` of older systemd (RHEL 8's 239): each object written by
+    hand, ``{ "__CURSOR" : "s=…", "__REALTIME_TIMESTAMP" : "…", … }``."""
+    out: list[bytes] = []
+    for n, line in enumerate(lines):
+        fields = {"__CURSOR": f"s=1;i={n}", "__REALTIME_TIMESTAMP": "1796205600000000",
+                  "_PID": "42", "MESSAGE": line.decode()}
+        pairs = ", ".join(f"{json.dumps(k)} : {json.dumps(v)}" for k, v in fields.items())
+        out.append(b"{ " + pairs.encode() + b" }")
+    return b"\n".join(out) + b"\n"
+
+
 def _kubectl(lines: list[bytes]) -> bytes:
     """``kubectl logs --prefix --timestamps`` (half the lines), ``--timestamps`` (the rest)."""
     stamp = b"2026-11-29T10:00:00.123456789Z "
@@ -79,7 +91,8 @@ def _shipper(field: str, **around: Any) -> Callable[[list[bytes]], bytes]:
 
 
 WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
-    "cri": _cri, "docker": _docker, "journald": _journal, "kubectl": _kubectl,
+    "cri": _cri, "docker": _docker, "journald": _journal, "journald-spaced": _journal_spaced,
+    "kubectl": _kubectl,
     # Vector's file sink (json), Fluent Bit's out_file (json_lines), Loki's logcli.
     "vector": _shipper("message", file="/var/log/pods/x/0.log", host="node-3",
                        source_type="kubernetes_logs", timestamp="2026-11-29T10:00:00Z"),

@@ -46,6 +46,10 @@ _CRI_LINE = re.compile(
     rb"(?::[^ \r]*)?(?: |\r?$)"
 )
 _STREAMS = ("stdout", "stderr")
+# journalctl -o json's first key: "__CURSOR", or "__REALTIME_TIMESTAMP" in an export whose
+# cursors were dropped. Older systemd releases (RHEL 8's 239, Ubuntu 20.04's 245) write
+# the object by hand with spaces, '{ "__CURSOR" : "s=…", … }'; newer ones compactly.
+_JOURNAL_HEAD = re.compile(rb'\{\s*"__(?:CURSOR|REALTIME_TIMESTAMP)"\s*:')
 # kubectl's --prefix, its --timestamps, or both; one of them at least.
 _PREFIX = re.compile(rb"\[[^\]\s]+\] (?:" + _TIME + rb" )?|" + _TIME + rb" ")
 
@@ -201,15 +205,14 @@ def _shipper_of(lines: list[bytes]) -> Unwrapper | None:
             if later[prefix.end():][:1] == b"{":
                 return PrefixUnwrapper()
         return None
-    # Docker writes "log" first; journalctl's first key is "__CURSOR" (or, in an export
-    # whose cursors were dropped, "__REALTIME_TIMESTAMP").
+    # Docker writes "log" first; journalctl "__CURSOR" (`_JOURNAL_HEAD`).
     if line.startswith(b'{"log":'):
         entry = json_object(line)
         if entry is not None and isinstance(entry.get("log"), str) and (
             entry.get("stream") in _STREAMS
         ):
             return DockerUnwrapper()
-    elif line.startswith((b'{"__CURSOR":', b'{"__REALTIME_TIMESTAMP":')):
+    elif _JOURNAL_HEAD.match(line):
         entry = json_object(line)
         if entry is not None and "MESSAGE" in entry:
             return JournalUnwrapper()
