@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from ridtrace.forensics.reading.judge import (
     CRASH_HOLE,
     CRASH_HOLE_BYTES,
+    PREFIXED_RECORD_LINE,
     copy_truncated,
     judge_records,
 )
@@ -44,6 +45,7 @@ from ridtrace.forensics.reading.scan import (
 from ridtrace.forensics.reading.schema import READ_FIELDS, TIME_TYPE
 from ridtrace.forensics.reading.sql import normalized_select, spans_select
 from ridtrace.forensics.reading.staging import make_dir, release
+from ridtrace.forensics.reading.unwrap import record_behind_prefix
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 
 
@@ -156,6 +158,10 @@ class LogTable:
             text = texts.get(line, b"")
             first_line = self.starts_file and line == 1
             rows, reason = judge_records(text, self.fields, first_line=first_line)
+            if reason == PREFIXED_RECORD_LINE:
+                inner = record_behind_prefix(text.strip())
+                if inner is not None:  # a container's line among the service's own
+                    rows, reason = judge_records(inner, self.fields)
             if not all(known_record(row) for row in rows):
                 rows, reason = [], reason or "unknown format"
             if reason is not None:  # with rows too: a crash's hole before a record

@@ -35,7 +35,7 @@ from ridtrace.forensics.reading.unwrap_parts import (
     json_object,
 )
 
-__all__ = ["Unwrapper", "cut_short", "unwrapped_head", "wrapper_of"]
+__all__ = ["Unwrapper", "cut_short", "record_behind_prefix", "unwrapped_head", "wrapper_of"]
 
 # RFC 3339 as Go's RFC3339Nano writes it (kubelet, containerd, Docker, kubectl).
 _TIME = rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})"
@@ -93,6 +93,22 @@ class PrefixUnwrapper(LineByLine):
     def unwrap(self, line: bytes, number: int) -> bytes:
         head = _PREFIX.match(line)
         return line if head is None else line[head.end():]
+
+
+def record_behind_prefix(line: bytes) -> bytes | None:
+    """The record of a line a runtime prefixed whole (a CRI ``F`` line, ``kubectl logs
+    --timestamps`` or ``--prefix``), or None.
+
+    For a bad line of a file whose first lines are not so wrapped: ``cat app.jsonl
+    0.log``, where the container's lines came after the service's own. Its records were
+    bad lines ("after a text prefix … syslog's?"), dropped under the 1 % of bad lines a
+    read may have. A record a runtime cut into parts (``P``) stays a bad line.
+    """
+    head = _CRI_LINE.match(line)
+    if head is not None:
+        return line[head.end():].removesuffix(b"\r") if head[2] == b"F" else None
+    head = _PREFIX.match(line)
+    return None if head is None else line[head.end():]
 
 
 class JournalUnwrapper(LineByLine):
