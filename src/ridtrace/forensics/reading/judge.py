@@ -148,6 +148,10 @@ def judge_line(text: bytes, fields: Sequence[str]) -> dict[str, Any] | str:
     return _row(obj, fields)
 
 
+_EPOCH = re.compile(r"\s*-?\d+(?:\.\d+)?\s*")
+EPOCH_TIME = "invalid time (an epoch number; RFC 3339 text expected)"
+
+
 def _row(obj: Any, fields: Sequence[str]) -> dict[str, Any] | str:
     if not isinstance(obj, dict):
         return "not a JSON object"
@@ -158,9 +162,12 @@ def _row(obj: Any, fields: Sequence[str]) -> dict[str, Any] | str:
     parsed = parse_time(time)
     if parsed is None:
         raw = obj.get("time")
-        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-            # Seconds, milliseconds or nanoseconds: a number does not say which.
-            return "invalid time (an epoch number; RFC 3339 text expected)"
+        # Seconds, milliseconds or nanoseconds: a number does not say which, nor does
+        # one written as a string ("1790949900123", as some shippers and loggers do).
+        if (isinstance(raw, (int, float)) and not isinstance(raw, bool)) or (
+            isinstance(raw, str) and _EPOCH.fullmatch(raw) is not None
+        ):
+            return EPOCH_TIME
         return "invalid time"
     row["time"] = parsed
     return row
