@@ -82,6 +82,15 @@ def _kubectl(lines: list[bytes]) -> bytes:
                     for n, line in enumerate(lines))
 
 
+def _logcli_text(lines: list[bytes]) -> bytes:
+    """``logcli query`` (its default output): the time in the local zone, the stream's
+    labels padded to the longest, then the line."""
+    labels = [b'{app="frontend", pod="frontend-7d9f"}', b'{app="frontend", pod="fe-2"}']
+    width = max(len(x) for x in labels)
+    return b"".join(b"2026-11-29T11:00:00+01:00 " + labels[n % 2].ljust(width) + b" " + line
+                    + b"\n" for n, line in enumerate(lines))
+
+
 def _shipper(field: str, **around: Any) -> Callable[[list[bytes]], bytes]:
     """A shipper writing each line as a JSON object of its own, the line in `field`."""
     def wrap(lines: list[bytes]) -> bytes:
@@ -99,6 +108,7 @@ WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
     "fluent-bit": _shipper("log", date=1796205600.25, stream="stdout",
                            kubernetes={"pod_name": "frontend-7d9f"}),
     "logcli": _shipper("line", labels={"job": "frontend"}, timestamp="2026-11-29T10:00:00Z"),
+    "logcli-text": _logcli_text,
 }
 
 

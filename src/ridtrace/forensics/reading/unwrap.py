@@ -50,8 +50,14 @@ _STREAMS = ("stdout", "stderr")
 # cursors were dropped. Older systemd releases (RHEL 8's 239, Ubuntu 20.04's 245) write
 # the object by hand with spaces, '{ "__CURSOR" : "s=…", … }'; newer ones compactly.
 _JOURNAL_HEAD = re.compile(rb'\{\s*"__(?:CURSOR|REALTIME_TIMESTAMP)"\s*:')
-# kubectl's --prefix, its --timestamps, or both; one of them at least.
-_PREFIX = re.compile(rb"\[[^\]\s]+\] (?:" + _TIME + rb" )?|" + _TIME + rb" ")
+# Loki's `logcli query` default output puts the stream's labels, as Prometheus writes
+# them and padded to the longest, between the time and the line: {app="x", pod="y"}.
+_LABELS = rb'\{(?:[A-Za-z_][A-Za-z0-9_]*="(?:[^"\\]|\\.)*"(?:, )?)*\} +'
+# kubectl's --prefix, its --timestamps, or both; one of them at least; logcli's time
+# and labels.
+_PREFIX = re.compile(
+    rb"\[[^\]\s]+\] (?:" + _TIME + rb" )?|" + _TIME + rb" (?:" + _LABELS + rb")?"
+)
 
 
 class CriUnwrapper(LineByLine):
@@ -86,7 +92,8 @@ class DockerUnwrapper(LineByLine):
 
 class PrefixUnwrapper(LineByLine):
     """``kubectl logs --timestamps`` / ``docker logs --timestamps`` (the time and a
-    space before each line) and ``kubectl logs --prefix`` (``[pod/NAME/CONTAINER] ``)."""
+    space before each line), ``kubectl logs --prefix`` (``[pod/NAME/CONTAINER] ``) and
+    Loki's ``logcli query`` (the time and the stream's labels)."""
 
     name = "kubectl logs"
 
