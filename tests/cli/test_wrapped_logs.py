@@ -91,6 +91,20 @@ def _logcli_text(lines: list[bytes]) -> bytes:
                     + b"\n" for n, line in enumerate(lines))
 
 
+def _fluent_bit_file(lines: list[bytes]) -> bytes:
+    """Fluent Bit's file output, default format: ``TAG: [TIME, RECORD]``, the record the
+    tail input's (the line in ``log``) or, for every other line, the service's own record
+    (an input parser made it so)."""
+    out: list[bytes] = []
+    for n, line in enumerate(lines):
+        record = line if n % 2 else json.dumps(
+            {"log": line.decode() + "\n", "stream": "stdout", "time": "2026-11-29T10:00:00Z"},
+            separators=(",", ":")).encode()
+        out.append(b"kube.var.log.containers.frontend-7d9f_default_frontend-0a1b.log: "
+                   b"[1796205600.123456789, " + record + b"]\n")
+    return b"".join(out)
+
+
 def _shipper(field: str, **around: Any) -> Callable[[list[bytes]], bytes]:
     """A shipper writing each line as a JSON object of its own, the line in `field`."""
     def wrap(lines: list[bytes]) -> bytes:
@@ -109,6 +123,7 @@ WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
                            kubernetes={"pod_name": "frontend-7d9f"}),
     "logcli": _shipper("line", labels={"job": "frontend"}, timestamp="2026-11-29T10:00:00Z"),
     "logcli-text": _logcli_text,
+    "fluent-bit-file": _fluent_bit_file,
 }
 
 

@@ -1,6 +1,6 @@
 """Logs shipped inside another format's lines: Kubernetes (CRI), Docker's json-file, journald,
 ``kubectl logs --timestamps/--prefix``, a shipper's JSON object per line (Vector, Fluent
-Bit, Loki's logcli); and Rust tracing-subscriber's nested JSON.
+Bit, Loki's logcli), Fluent Bit's file output; and Rust tracing-subscriber's nested JSON.
 
 A service's JSON lines rarely reach an incident as written. On a Kubernetes node each
 line is prefixed by the container runtime (``2026-10-02T14:00:00.003195123Z stderr F
@@ -173,6 +173,33 @@ class EnvelopeUnwrapper(LineByLine):
         return text.rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
 
 
+# Fluent Bit's file output in its default format (``out_file``): the tag, then the time
+# and the record as a JSON array: ``kube.var.log.containers.x.log: [1790949900.1, {…}]``.
+_FLUENT_BIT_FILE = re.compile(rb"[^\s:\[{]+: \[\d+(?:\.\d+)?, (\{.*\})\]\s*$")
+
+
+class FluentBitFileUnwrapper(LineByLine):
+    """Fluent Bit's ``out_file`` lines: the record itself when an input parser made it
+    the service's record, else the line in its ``log`` field (the tail input's, as
+    Docker's or CRI's parser leaves it) or ``message``."""
+
+    name = "Fluent Bit file"
+
+    def unwrap(self, line: bytes, number: int) -> bytes:
+        framed = _FLUENT_BIT_FILE.match(line)
+        if framed is None:
+            return line
+        record: bytes = framed[1]
+        entry = json_object(record)
+        if entry is None or _is_record(entry):
+            return record
+        for field in ("log", "message"):
+            text = entry.get(field)
+            if isinstance(text, str):
+                return text.rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
+        return record
+
+
 def _is_record(entry: dict[str, object]) -> bool:
     """A ridtrace or Dynamo record itself (whatever other keys it has), not a wrapper."""
     return "schema" in entry or "target" in entry
@@ -239,6 +266,9 @@ def _shipper_of(lines: list[bytes]) -> Unwrapper | None:
         entry = json_object(line)
         if entry is not None and "MESSAGE" in entry:
             return JournalUnwrapper()
+    framed = _FLUENT_BIT_FILE.match(line)
+    if framed is not None and json_object(framed[1]) is not None:
+        return FluentBitFileUnwrapper()
     return _envelope_of(lines)
 
 
