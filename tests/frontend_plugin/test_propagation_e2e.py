@@ -157,3 +157,29 @@ def test_a_frontend_propagating_nothing_still_names_itself_to_its_workers(
     assert frontend.trace_id != TRACE_ID and frontend.parent_span_id == ""  # none: not read
     assert (worker.trace_id, worker.parent_span_id) == (frontend.trace_id, frontend.span_id)
     assert worker_end["parent_span_id"] == frontend.span_id
+
+
+def test_propagators_none_reads_no_callers_trace_without_a_collector(tmp_path: Path) -> None:
+    # OTEL_PROPAGATORS=none is how a service says it does not trust its callers' trace
+    # context. With a collector the span ignored the caller's traceparent, but with none
+    # (nothing recording) it was parsed anyway: every frontend line named the caller's
+    # trace and span. The ids ridtrace owns (x-request-id, the minted request_id) flow.
+    env = {"OTEL_PROPAGATORS": "none"}
+    with start_stack(tmp_path, workers=[[]], env=env) as stack:
+        response = httpx.post(
+            stack.url + "/v1/chat/completions",
+            json={"model": "echo", "messages": [{"role": "user", "content": "untrusted"}]},
+            headers={"traceparent": f"00-{TRACE_ID}-{CALLER_SPAN}-01", "x-request-id": "c-1"},
+            timeout=30,
+        )
+        assert response.status_code == 200
+        assert response.headers["x-request-id"] == "c-1"
+        request_id = response.headers["x-server-request-id"]
+        stack.frontend.wait_for_event(request_id, "request.end")
+        worker_end = stack.workers[0].wait_for_event(request_id, "worker.end")
+    frontend_lines = _lines(stack.frontend, request_id)
+    assert frontend_lines and all(line["trace_id"] != TRACE_ID for line in frontend_lines)
+    assert all("parent_span_id" not in line for line in frontend_lines)
+    assert all(line["x_request_id"] == "c-1" for line in frontend_lines)
+    assert worker_end["x_request_id"] == "c-1" and worker_end["trace_id"] != TRACE_ID
+

@@ -72,7 +72,13 @@ _installed = False
 
 
 def extract(carrier: Any, getter: Getter[Any] = default_getter) -> tuple[Context, HeldWarnings]:
-    """``propagate.extract(carrier)``, with the propagators' warnings held back."""
+    """``propagate.extract(carrier)``, with the propagators' warnings held back.
+
+    Always a context: under ``OTEL_PROPAGATORS=none`` OpenTelemetry's composite of no
+    propagators hands back ``None``, which callers could not tell from "not extracted"
+    (and then read the caller's ``traceparent`` themselves); an empty context is what a
+    propagator that found nothing returns.
+    """
     global _installed
     if not _installed:
         for name in _PROPAGATOR_LOGGERS:
@@ -81,6 +87,8 @@ def extract(carrier: Any, getter: Getter[Any] = default_getter) -> tuple[Context
     held = HeldWarnings()
     token = _holding.set(held)
     try:
-        return propagate.extract(carrier, getter=getter), held
+        extracted = propagate.extract(carrier, getter=getter)
+        return (Context() if extracted is None else extracted), held
     finally:
         _holding.reset(token)
+

@@ -90,7 +90,11 @@ def request_context_for(
     non-recording span (no SDK, or sampled out) may carry the *caller's* span context,
     whose span id is not this request's: keep the caller's trace and mint our own span.
     ``extracted``: what the configured propagators read from ``carrier``, if the caller
-    extracted it (extracting again would repeat their warnings about a bad header).
+    extracted it (extracting again would repeat their warnings about a bad header). It
+    is then the only word on the caller's trace: under ``OTEL_PROPAGATORS=none`` (or
+    ``b3``) a ``traceparent`` the propagators did not read must not reach the lines
+    either, or they named the caller's trace only when no span recorded the request.
+    Without it, ``carrier`` is ridtrace's own (a gRPC stream item's) and is parsed.
     """
     span_context = span.get_span_context() if span.is_recording() else None
     if span_context is not None and span_context.is_valid:
@@ -102,10 +106,11 @@ def request_context_for(
             x_request_id,
             format(parent.span_id, "016x") if parent is not None else None,
         )
-    traceparent = carrier.get("traceparent") if carrier else None
-    remote = parse_traceparent(traceparent) if traceparent else None
-    if remote is None and extracted is not None:
+    if extracted is not None:
         remote = _caller_ids(extracted)
+    else:
+        traceparent = carrier.get("traceparent") if carrier else None
+        remote = parse_traceparent(traceparent) if traceparent else None
     if remote:
         return RequestContext(request_id, remote[0], mint_span_id(), x_request_id, remote[1])
     return minted_context(request_id, x_request_id)
@@ -115,10 +120,9 @@ def _caller_ids(parent: Context) -> tuple[str, str] | None:
     """The caller's (trace_id, span_id) in the context the configured propagators
     extracted.
 
-    ``traceparent`` is parsed directly above (the W3C default, and what ridtrace's own
-    hop to a worker sends); a caller speaking another format (``OTEL_PROPAGATORS=b3``)
-    had its trace dropped from the log lines whenever no span recorded the request (no
-    collector, or sampled out), though a recording span continued it.
+    A caller speaking another format than W3C (``OTEL_PROPAGATORS=b3``) had its trace
+    dropped from the log lines whenever no span recorded the request (no collector, or
+    sampled out), though a recording span continued it.
     """
     caller = trace.get_current_span(parent).get_span_context()
     if not caller.is_valid:

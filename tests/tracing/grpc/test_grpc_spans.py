@@ -325,3 +325,23 @@ def test_a_b3_callers_trace_is_continued_when_b3_is_the_configured_propagator(
     assert (span.trace_id, span.parent_span_id) == (CALLER_TRACE, CALLER_SPAN)
     (end,) = log_lines.events("request.end")
     assert (end["trace_id"], end["parent_span_id"]) == (CALLER_TRACE, CALLER_SPAN)
+
+
+def test_propagators_none_reads_no_callers_trace_when_nothing_records(
+    proto: Proto, log_lines: LogLines
+) -> None:
+    # OTEL_PROPAGATORS=none: OpenTelemetry's empty composite extracts None, which was
+    # taken for "not extracted", and the call's lines then parsed the caller's
+    # traceparent themselves: a caller's trace the service said not to trust.
+    from opentelemetry import propagate
+    from opentelemetry.propagators.composite import CompositePropagator
+
+    before = propagate.get_global_textmap()
+    propagate.set_global_textmap(CompositePropagator([]))
+    try:
+        ids = asyncio.run(_calls(proto, [RequestTracingInterceptor()]))
+    finally:
+        propagate.set_global_textmap(before)
+    (end,) = [x for x in log_lines.events("request.end") if x["request_id"] == ids["unary"]]
+    assert end["x_request_id"] == "corr-1"
+    assert end["trace_id"] != CALLER_TRACE and "parent_span_id" not in end
