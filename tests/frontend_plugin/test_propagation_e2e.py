@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
+import orjson
+import pytest
 
 from tests.frontend_plugin.conftest import Proc, start_stack
 from tests.support.otlp_receiver import ReceivedSpan, otlp_receiver
@@ -183,3 +188,43 @@ def test_propagators_none_reads_no_callers_trace_without_a_collector(tmp_path: P
     assert all(line["x_request_id"] == "c-1" for line in frontend_lines)
     assert worker_end["x_request_id"] == "c-1" and worker_end["trace_id"] != TRACE_ID
 
+
+@pytest.mark.parametrize("collector", [True, False], ids=["collector", "no-collector"])
+def test_a_worker_propagating_nothing_still_names_the_request_it_serves(
+    tmp_path: Path, collector: bool
+) -> None:
+    # OTEL_PROPAGATORS=none on every process: the worker ignored the traceparent its own
+    # frontend's hop always sends, so its span and lines began a trace of their own, and
+    # `ridtrace analyze` counted the frontend request and the worker's work for it as two
+    # holders of one request_id: a false duplicate_in_flight on every request.
+    with contextlib.ExitStack() as running:
+        env = {"OTEL_PROPAGATORS": "none", "OTEL_BSP_SCHEDULE_DELAY": "50"}
+        if collector:
+            receiver = running.enter_context(otlp_receiver())
+            env["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint
+        stack = running.enter_context(start_stack(tmp_path, workers=[[]], env=env))
+        response = httpx.post(
+            stack.url + "/v1/chat/completions",
+            json={"model": "echo", "messages": [{"role": "user", "content": "inside"}]},
+            headers={"traceparent": f"00-{TRACE_ID}-{CALLER_SPAN}-01"}, timeout=30,
+        )
+        request_id = response.headers["x-server-request-id"]
+        end = stack.frontend.wait_for_event(request_id, "request.end")
+        worker_end = stack.workers[0].wait_for_event(request_id, "worker.end")
+        if collector:
+            spans = receiver.wait_for(2)
+            while len(_server_spans(spans, request_id)) < 2:
+                spans = receiver.wait_for(len(spans) + 1)
+            found = _server_spans(spans, request_id)
+            assert found["frontend"].trace_id != TRACE_ID  # the caller's: not read
+            assert (found["worker"].trace_id, found["worker"].parent_span_id) == (
+                found["frontend"].trace_id, found["frontend"].span_id)
+    assert end["trace_id"] != TRACE_ID
+    assert (worker_end["trace_id"], worker_end["parent_span_id"]) == (end["trace_id"], end["span_id"])
+    report = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "analyze", str(stack.frontend.log),
+         str(stack.workers[0].log), "--format", "json"],
+        capture_output=True, timeout=120, check=False,
+    )
+    assert report.returncode == 0, report.stdout.decode()[-2000:] + report.stderr.decode()
+    assert orjson.loads(report.stdout)["summary"]["duplicate_in_flight"] == 0

@@ -10,6 +10,7 @@ carry the frontend request's ids (``request_id``, ``x_request_id``, ``trace_id``
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 from starlette.types import ASGIApp
 
@@ -90,7 +91,9 @@ def create_worker_app(
             gate.set()
             return {"gate": "open"}
 
-    tracing = tracing or TracingSettings(log_lifecycle=False)
+    # The frontend's hop always names its span in a traceparent (frontend_plugin.hop),
+    # read whatever OTEL_PROPAGATORS says: it is how a worker's lines name their request.
+    tracing = replace(tracing or TracingSettings(log_lifecycle=False), read_traceparent=True)
     # A legacy-policy frontend sends the client's id as request_id, up to its own limit.
     endpoint = WorkEndpoint(config, registry, engine, drain,
                             max_id_length=tracing.max_client_id_length)

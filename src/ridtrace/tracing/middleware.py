@@ -114,6 +114,7 @@ class RequestTracingMiddleware:
         self._mint = config.id_generator
         self._max_len = config.max_client_id_length
         self._log_lifecycle = config.log_lifecycle
+        self._read_traceparent = config.read_traceparent
         self._span_name = config.span_name
         self._excluded = excluded_urls()
         metrics.adopt_global_meter_provider()
@@ -196,14 +197,14 @@ class RequestTracingMiddleware:
             # caller's span context, or the current (invalid) span. The caller's context
             # still becomes current below, so its baggage stays visible to the app.
             if carrier:
-                parent, held = extract(carrier, _GETTER)
+                parent, held = extract(carrier, _GETTER, traceparent=self._read_traceparent)
                 span = trace.get_current_span(parent)
             else:
                 span = current
             recording = False
         else:
             if carrier:
-                parent, held = extract(carrier, _GETTER)
+                parent, held = extract(carrier, _GETTER, traceparent=self._read_traceparent)
             # Attributes go in with the span: samplers see them, and the SDK cleans
             # them while it builds the span instead of in a second locked call.
             span = self._tracer.start_span(

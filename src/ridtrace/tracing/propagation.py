@@ -15,9 +15,12 @@ import logging
 from contextvars import ContextVar
 from typing import Any
 
-from opentelemetry import propagate
+from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 from opentelemetry.propagators.textmap import Getter, default_getter
+from opentelemetry.trace import NonRecordingSpan
+
+from ridtrace.tracing.traceparent import traceparent_span_context
 
 __all__ = ["HeldWarnings", "extract"]
 
@@ -71,13 +74,19 @@ _FILTER = _HoldDuringExtraction()
 _installed = False
 
 
-def extract(carrier: Any, getter: Getter[Any] = default_getter) -> tuple[Context, HeldWarnings]:
+def extract(
+    carrier: Any, getter: Getter[Any] = default_getter, *, traceparent: bool = False
+) -> tuple[Context, HeldWarnings]:
     """``propagate.extract(carrier)``, with the propagators' warnings held back.
 
     Always a context: under ``OTEL_PROPAGATORS=none`` OpenTelemetry's composite of no
     propagators hands back ``None``, which callers could not tell from "not extracted"
     (and then read the caller's ``traceparent`` themselves); an empty context is what a
     propagator that found nothing returns.
+
+    With ``traceparent``, a W3C ``traceparent`` names the caller when the configured
+    propagators found none (``OTEL_PROPAGATORS=none``): ridtrace's worker reads its
+    frontend's hop so, see :attr:`TracingSettings.read_traceparent`.
     """
     global _installed
     if not _installed:
@@ -88,7 +97,22 @@ def extract(carrier: Any, getter: Getter[Any] = default_getter) -> tuple[Context
     token = _holding.set(held)
     try:
         extracted = propagate.extract(carrier, getter=getter)
-        return (Context() if extracted is None else extracted), held
+        if extracted is None:
+            extracted = Context()
+        if traceparent:
+            extracted = _or_traceparent(extracted, carrier, getter)
+        return extracted, held
     finally:
         _holding.reset(token)
 
+
+def _or_traceparent(extracted: Context, carrier: Any, getter: Getter[Any]) -> Context:
+    """``extracted``, or the caller the carrier's ``traceparent`` names in it when the
+    propagators found none."""
+    if trace.get_current_span(extracted).get_span_context().is_valid:
+        return extracted
+    values = getter.get(carrier, "traceparent")
+    caller = traceparent_span_context(values[0]) if values and len(values) == 1 else None
+    if caller is None:
+        return extracted
+    return trace.set_span_in_context(NonRecordingSpan(caller), extracted)

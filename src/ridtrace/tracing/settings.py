@@ -52,6 +52,12 @@ class TracingSettings:
             ``Sunset`` and ``Link: <...>; rel="deprecation"`` headers.
         log_lifecycle: write ``request.start`` / ``request.end`` lines.
         tracer_provider: provider for the server span; the global one by default.
+        read_traceparent: read a W3C ``traceparent`` when the configured propagators
+            found no caller (``OTEL_PROPAGATORS=none``, or a format the caller did not
+            send). For a service whose only caller is one of ours: ridtrace's worker
+            sets it, its frontend's hop always names the frontend's span that way, and
+            a worker that ignored it wrote lines forensics could not tie to their
+            request (two holders of one ``request_id``, a false ``duplicate_in_flight``).
     """
 
     span_name: str = "http-request"
@@ -65,6 +71,7 @@ class TracingSettings:
     deprecation_link: str | None = None
     log_lifecycle: bool = True
     tracer_provider: TracerProvider | None = None
+    read_traceparent: bool = False
 
     def __post_init__(self) -> None:
         # Refused when built, not on every request: a header name with a space made

@@ -13,7 +13,12 @@ import re
 from opentelemetry import propagate, trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-__all__ = ["format_traceparent", "parse_traceparent", "propagator_headers"]
+__all__ = [
+    "format_traceparent",
+    "parse_traceparent",
+    "propagator_headers",
+    "traceparent_span_context",
+]
 
 _TRACEPARENT = re.compile(
     r"^[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}(?:(-.*)|[ \t]*)$"
@@ -36,6 +41,15 @@ def parse_traceparent(value: str | None) -> tuple[str, str] | None:
     if trace_id == _ZERO_TRACE or span_id == _ZERO_SPAN:
         return None
     return trace_id, span_id
+
+
+def traceparent_span_context(value: str | None) -> SpanContext | None:
+    """The remote span context a valid ``traceparent`` names, with its sampled flag."""
+    ids = parse_traceparent(value)
+    if ids is None or value is None:
+        return None
+    flags = int(value.lstrip(" \t").split("-")[3][:2], 16) & TraceFlags.SAMPLED
+    return SpanContext(int(ids[0], 16), int(ids[1], 16), True, TraceFlags(flags))
 
 
 def format_traceparent(trace_id: str, span_id: str, *, sampled: bool = True) -> str:
