@@ -201,6 +201,30 @@ def test_under_b3_propagation_the_stack_continues_the_callers_traces(tmp_path: P
     assert roots and frontend == roots
 
 
+@pytest.mark.parametrize("collector", [True, False], ids=["collector", "no-collector"])
+def test_under_propagators_none_the_proof_matches_findings_to_calls(
+    tmp_path: Path, collector: bool
+) -> None:
+    # The proof matched findings to calls by the callers' trace ids, which a stack under
+    # OTEL_PROPAGATORS=none rightly does not read: "crossed streams callers saw were not
+    # reported" and "... reported that no caller saw", exit 1. (Without a collector the
+    # frontend read the callers' traceparent anyway, until that was mended.)
+    with otlp_receiver() as receiver:
+        env = {**os.environ, "OTEL_PROPAGATORS": "none", "OTEL_BSP_SCHEDULE_DELAY": "100"}
+        for name in ("COLUMNS", "OTEL_SERVICE_NAME", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+            env.pop(name, None)
+        if collector:
+            env["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint
+        done = subprocess.run(demo_argv(tmp_path / "out", requests=12), capture_output=True,
+                              text=True, timeout=300, env=env)
+        spans = list(receiver.spans)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    calls = json.loads((tmp_path / "out" / "legacy" / "calls.json").read_text())
+    frontend = {s.trace_id for s in spans if s.service_name == "frontend"}
+    assert not frontend & {c["trace_id"] for c in calls}  # none: callers' traces not read
+    assert bool(frontend) == collector
+
+
 def _searched_ids(stdout: str) -> tuple[str, str]:
     """The ``request_id`` and ``x_request_id`` the demo says to search for in Jaeger."""
     found = re.search(r"search tags request_id=(\S+) or x_request_id=(\S+)", stdout)

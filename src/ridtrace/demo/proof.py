@@ -8,6 +8,7 @@ from pathlib import Path
 import orjson
 import pandas as pd
 
+from ridtrace.contract import REQUEST_START
 from ridtrace.demo.run import PolicyRun
 from ridtrace.forensics.reading.events import load_events
 from ridtrace.forensics.records.spans import build_requests
@@ -40,7 +41,8 @@ class Detection:
 
 def analyze_run(run: PolicyRun) -> pd.DataFrame:
     """Analyze the run's logs, keep the JSON report on the run, return the requests frame."""
-    report = analyze(load_events([str(run.log_dir)]))
+    loaded = load_events([str(run.log_dir)])
+    report = analyze(loaded)
     run.report = report_json(report)
     (run.log_dir.parent / "report.json").write_bytes(
         orjson.dumps(run.report, option=orjson.OPT_INDENT_2)
@@ -49,6 +51,18 @@ def analyze_run(run: PolicyRun) -> pd.DataFrame:
     known = requests["span_id"].notna() & requests["trace_id"].notna()
     spans = requests.loc[known, "span_id"].astype(str)
     run.trace_of_span = dict(zip(spans, requests.loc[known, "trace_id"].astype(str), strict=True))
+    # Under OTEL_PROPAGATORS=none the stack reads no caller's traceparent: a span's trace
+    # is then none of the calls', and every crossed stream went unmatched. The request_id
+    # its request.start line carries (minted, whatever the id policy later logs) is the
+    # one its call got back in x-server-request-id, and names the call instead.
+    call_of_id = {r.server_request_id: r.call.trace_id for r in run.results
+                  if r.server_request_id}
+    planned = {r.call.trace_id for r in run.results}
+    events = loaded.events
+    starts = events[(events["event"] == REQUEST_START).to_numpy()]
+    for span, request_id in zip(starts["span_id"], starts["request_id"], strict=True):
+        if run.trace_of_span.get(str(span)) not in planned and request_id in call_of_id:
+            run.trace_of_span[str(span)] = call_of_id[request_id]
     return requests
 
 
