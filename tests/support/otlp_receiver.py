@@ -67,6 +67,8 @@ class OtlpReceiver:
     # Latest value per series: the SDK exports cumulative sums, so the last one counts.
     metrics: dict[MetricKey, float] = field(default_factory=dict)
     metric_exports: int = 0
+    # Each sum's aggregation temporality as last exported (1 delta, 2 cumulative).
+    temporality: dict[str, int] = field(default_factory=dict)
     requests: int = 0
     # Each export's headers (gRPC: its invocation metadata), keys lower-case, in order.
     headers: list[dict[str, str]] = field(default_factory=list)
@@ -110,6 +112,8 @@ class OtlpReceiver:
                         kind = metric.WhichOneof("data")
                         if kind not in ("sum", "gauge"):
                             continue
+                        if kind == "sum":
+                            self.temporality[metric.name] = metric.sum.aggregation_temporality
                         for point in getattr(metric, kind).data_points:
                             attrs = frozenset(
                                 (a.key, _value(a.value)) for a in point.attributes

@@ -233,6 +233,39 @@ def test_the_exporters_options_come_from_the_environ_mapping_given(
     assert all("process" not in str(h) for h in receiver.headers)
 
 
+@pytest.mark.parametrize(("process", "mapped", "counters"), [
+    # ridtrace's counters are observable ones, which lowmemory keeps cumulative.
+    ("cumulative", "delta", 1), ("delta", "", 2), ("delta", "LowMemory", 2),
+])
+def test_the_metrics_temporality_comes_from_the_environ_mapping_given(
+    monkeypatch: pytest.MonkeyPatch, process: str, mapped: str, counters: int
+) -> None:
+    # The exporter read OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE from
+    # os.environ: a mapping asking for delta sums exported cumulative ones (and one
+    # saying nothing got the process's delta), which a delta backend sums again.
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", process)
+    from tests.support.otlp_receiver import otlp_receiver
+
+    with otlp_receiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": receiver.endpoint + "/v1/metrics",
+               "OTEL_METRIC_EXPORT_INTERVAL": "600000"}
+        if mapped:
+            env["OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"] = mapped
+        assert configure_metrics("t", environ=env, set_global=False, prometheus=False)
+        metrics.request_finished("/x", "ok")
+        metrics.inflight_changed("frontend", 1)
+        shutdown_telemetry()
+    assert receiver.temporality["ridtrace.requests"] == counters  # 1 delta, 2 cumulative
+    assert receiver.temporality["ridtrace.inflight"] == 2  # an up-down counter: always
+
+
+def test_an_unknown_temporality_preference_is_refused_by_name() -> None:
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+           "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "deltas"}
+    with pytest.raises(ValueError, match="OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"):
+        configure_metrics("x", environ=env, set_global=False, prometheus=False)
+
+
 def test_the_grpc_exporter_sends_the_mappings_headers(monkeypatch: pytest.MonkeyPatch) -> None:
     for key, value in _PROCESS_OTLP.items():
         monkeypatch.setenv(key, value)

@@ -212,6 +212,8 @@ def otlp_exporter(env: Mapping[str, str], signal: str, endpoint: str) -> Any:
     options: dict[str, Any] = {"endpoint": endpoint, "timeout": otlp_timeout(env, signal)}
     if headers:
         options["headers"] = headers
+    if signal == "metrics":
+        options["preferred_temporality"] = _temporality(env)
     certificate = _file(env, signal, "CERTIFICATE")
     client_key = _file(env, signal, "CLIENT_KEY")
     client_certificate = _file(env, signal, "CLIENT_CERTIFICATE")
@@ -243,6 +245,29 @@ def otlp_exporter(env: Mapping[str, str], signal: str, endpoint: str) -> Any:
         options["client_key_file"] = client_key
         options["client_certificate_file"] = client_certificate
     return cls(**options)
+
+
+_TEMPORALITY_KEY = "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"
+# The instruments each preference makes delta (the specification's table); the others
+# stay cumulative, up-down counters (ridtrace.inflight) always.
+_DELTA = {"cumulative": (), "delta": ("Counter", "Histogram", "ObservableCounter"),
+          "lowmemory": ("Counter", "Histogram")}
+
+
+def _temporality(env: Mapping[str, str]) -> dict[type, Any]:
+    """Each instrument's temporality under the preference ``env`` names (cumulative by
+    default), given whole to the exporter: left to it, it read the variable from
+    ``os.environ`` whatever mapping ``configure_metrics(environ=...)`` had."""
+    import opentelemetry.sdk.metrics as sdk
+    from opentelemetry.sdk.metrics.export import AggregationTemporality as Temporality
+
+    raw = env.get(_TEMPORALITY_KEY, "").strip()
+    delta = _DELTA.get(raw.lower() or "cumulative")
+    if delta is None:
+        raise ValueError(f"{_TEMPORALITY_KEY}={raw!r}: it is cumulative, delta or lowmemory")
+    return {getattr(sdk, name): Temporality.DELTA if name in delta else Temporality.CUMULATIVE
+            for name in ("Counter", "UpDownCounter", "Histogram", "ObservableCounter",
+                         "ObservableUpDownCounter", "ObservableGauge")}
 
 
 def _read(path: str | None) -> bytes | None:
