@@ -579,3 +579,32 @@ def test_urls_opentelemetry_is_told_to_leave_out_get_no_span_but_keep_their_ids(
     assert len(set(ids)) == 3  # every request still gets its own id
     paths = [(s.attributes or {}).get("url.path") for s in exporter.get_finished_spans()]
     assert paths == ["/work"]
+
+
+@pytest.mark.parametrize("flags", ["01", "00"])
+def test_read_traceparent_continues_a_hop_the_propagators_do_not_read(flags: str) -> None:
+    # ridtrace's worker under OTEL_PROPAGATORS=none: the frontend's traceparent names
+    # the request the work is for, and its sampled flag is the frontend's decision.
+    from opentelemetry import propagate
+    from opentelemetry.propagators.composite import CompositePropagator
+
+    provider, exporter = _provider()
+    app = _app()
+    app.add_middleware(RequestTracingMiddleware, settings=TracingSettings(
+        tracer_provider=provider, read_traceparent=True))
+    ignoring = _app()
+    ignoring.add_middleware(RequestTracingMiddleware, settings=TracingSettings(
+        tracer_provider=provider))
+    hop = f"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-{flags}".encode()
+    before = propagate.get_global_textmap()
+    propagate.set_global_textmap(CompositePropagator([]))
+    try:
+        _get(app, "/ids", [(b"traceparent", hop)])
+        _get(ignoring, "/ids", [(b"traceparent", hop)])
+    finally:
+        propagate.set_global_textmap(before)
+    parents = [s.parent.span_id if s.parent else None for s in exporter.get_finished_spans()]
+    if flags == "00":  # sampled out by the frontend: left out here too
+        assert parents == [None]
+    else:
+        assert parents == [0x00f067aa0ba902b7, None]
