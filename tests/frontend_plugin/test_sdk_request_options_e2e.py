@@ -118,7 +118,8 @@ def test_well_formed_options_are_served(
         response_format={"type": "json_schema", "json_schema": {"name": "answer"}},
         tools=OPENAI_TOOLS, tool_choice="auto", parallel_tool_calls=False,
     )
-    assert reply.choices[0].message.content == "echo: user: request options"
+    # A JSON format gets a JSON reply (test_json_replies_e2e.py), with the same text.
+    assert reply.choices[0].message.content == '{"reply": "echo: user: request options"}'
     assert oai.chat.completions.create(model="echo", messages=CHAT, tools=OPENAI_TOOLS,
                                        tool_choice="none", response_format={"type": "text"})
     legacy = oai.completions.create(model="echo", prompt="legacy", suffix="!", best_of=2,
@@ -174,7 +175,7 @@ def test_a_responses_conversation_is_not_found_rather_than_ignored(oai: openai.O
         model="echo", input="x", user="u", tools=RESPONSES_TOOLS, tool_choice="auto",
         parallel_tool_calls=True,
         text={"format": {"type": "json_schema", "name": "answer", "schema": {}}})
-    assert served.output_text == "echo: user: x"
+    assert served.output_text == '{"reply": "echo: user: x"}'
 
 
 def test_token_counting_counts_a_forced_tool_choice(

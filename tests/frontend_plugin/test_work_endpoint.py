@@ -283,3 +283,19 @@ def test_a_worker_logs_the_client_id_as_long_as_its_max_client_id_length(
     lines = [orjson.loads(line) for line in log.read_bytes().splitlines()]
     work = [x for x in lines if x.get("event") in ("worker.start", "worker.end")]
     assert len(work) == 2 and {x.get("x_request_id") for x in work} == {"c" * 150}
+
+
+def test_a_ready_reply_to_a_json_envelope_is_the_json_document() -> None:
+    # The whole-reply path (no pacing) and the paced one must both follow json_schema.
+    app = create_worker_app(WorkerSettings())
+    for fields, text, finish in (
+        ({"json_schema": {}}, '{"reply": "echo: one two three"}', "stop"),
+        ({"json_schema": {}, "stop": ["three"]}, '{"reply": "echo: one two ', "stop"),
+        ({"json_schema": {"properties": {"n": {"type": "integer"}}}}, '{"n": 0}', "stop"),
+    ):
+        start, reply = _call(app, _scope(), [_envelope_with(**fields)])
+        lines = [orjson.loads(line) for line in reply["body"].splitlines()]
+        assert start["status"] == 200
+        assert "".join(line.get("text", "") for line in lines) == text, fields
+        assert lines[-1]["finish_reason"] == finish
+        assert lines[-1].get("stop_sequence") == (fields.get("stop") or [None])[0]

@@ -63,6 +63,8 @@ class Parsed:
     stop: tuple[str, ...] = ()
     # OpenAI's logprobs: None when not asked for, else how many top alternatives.
     logprobs: int | None = None
+    # A JSON response format: the schema the reply follows ({} for any JSON object).
+    json_schema: dict[str, Any] | None = None
     # Request fields the response object repeats as sent (the Responses API's
     # instructions, temperature, metadata...).
     echoed: dict[str, Any] = field(default_factory=dict)

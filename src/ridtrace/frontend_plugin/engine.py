@@ -7,6 +7,10 @@ a smaller limit cuts the reply and reports ``finish_reason == "length"``. Stop
 sequences cut the reply before the first one it contains (``finish_reason == "stop"``),
 as a real engine stops generating there. Because the
 reply names its prompt, a caller can check that the output it got is its own.
+
+A caller that asked for JSON (a ``json_schema``; ``{}`` for any JSON object) gets a JSON
+document carrying that text reply instead (:mod:`ridtrace.frontend_plugin.json_reply`),
+cut into tokens the same way.
 """
 
 from __future__ import annotations
@@ -15,8 +19,11 @@ import asyncio
 import contextlib
 import re
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
-__all__ = ["EchoEngine", "cut_at_stop", "echo_tokens"]
+from ridtrace.frontend_plugin.json_reply import json_document
+
+__all__ = ["EchoEngine", "cut_at_stop", "echo_reply", "echo_tokens"]
 
 # A token's visible part; its whitespace is whatever lies between it and the previous
 # one. Not one pattern for both (``\s*\S+``): at each position of a whitespace run the
@@ -37,8 +44,15 @@ def cut_at_stop(reply: str, stop: Sequence[str]) -> tuple[str, str | None]:
     return (reply, None) if earliest is None else (reply[:earliest[0]], earliest[1])
 
 
+def echo_reply(prompt: str, json_schema: dict[str, Any] | None = None) -> str:
+    """The whole reply to ``prompt``, before any token limit or stop sequence."""
+    text = PREFIX + prompt
+    return text if json_schema is None else json_document(json_schema, text)
+
+
 def echo_tokens(
-    prompt: str, max_tokens: int, stop: Sequence[str] = ()
+    prompt: str, max_tokens: int, stop: Sequence[str] = (),
+    json_schema: dict[str, Any] | None = None,
 ) -> tuple[list[str], str]:
     """The tokens the engine streams for ``prompt`` and the finish reason.
 
@@ -46,7 +60,7 @@ def echo_tokens(
     words is half a million tokens, and splitting all of them (to keep a few) cost a
     worker ~30 MB and ~50 ms of its event loop per request.
     """
-    reply, _ = cut_at_stop(PREFIX + prompt, stop)
+    reply, _ = cut_at_stop(echo_reply(prompt, json_schema), stop)
     tokens: list[str] = []
     end = 0
     for match in _WORD.finditer(reply):
@@ -88,10 +102,11 @@ class EchoEngine:
         self.hang_after_tokens = hang_after_tokens
 
     async def stream(
-        self, prompt: str, max_tokens: int, stop: Sequence[str] = ()
+        self, prompt: str, max_tokens: int, stop: Sequence[str] = (),
+        json_schema: dict[str, Any] | None = None,
     ) -> AsyncIterator[str]:
         """Yield the reply's tokens; the finish reason is :func:`echo_tokens`'s."""
-        async for batch in self.batches(prompt, max_tokens, stop):
+        async for batch in self.batches(prompt, max_tokens, stop, json_schema):
             for token in batch:
                 yield token
 
@@ -107,7 +122,8 @@ class EchoEngine:
         )
 
     async def batches(
-        self, prompt: str, max_tokens: int, stop: Sequence[str] = ()
+        self, prompt: str, max_tokens: int, stop: Sequence[str] = (),
+        json_schema: dict[str, Any] | None = None,
     ) -> AsyncIterator[list[str]]:
         """Yield the reply's tokens in batches of those ready at the same time.
 
@@ -115,7 +131,7 @@ class EchoEngine:
         engine would be; the worker then writes them in one go instead of one write
         per token (issue 15). With a delay (or a hang), one token per batch.
         """
-        tokens, _ = echo_tokens(prompt, max_tokens, stop)
+        tokens, _ = echo_tokens(prompt, max_tokens, stop, json_schema)
         if self.gate is not None and not self.gate.is_set():
             # A timeout opens the way anyway: a forgotten gate must not hang forever.
             with contextlib.suppress(asyncio.TimeoutError):

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from ridtrace.frontend_plugin.bodies import MAX_MODEL_LENGTH
+from ridtrace.frontend_plugin.json_reply import check_schema
 from ridtrace.frontend_plugin.sampling import MAX_STOP_LENGTH, MAX_STOP_SEQUENCES
 from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH, validate_client_id
 
@@ -59,6 +60,8 @@ class WorkRequest:
         max_tokens: generation limit.
         session_id: SGLang session key (the client's ``rid``), when given.
         stop: stop sequences: the reply ends before the first one it would contain.
+        json_schema: the caller asked for JSON: the schema the reply follows (``{}``
+            for any JSON object); ``None`` for text.
     """
 
     request_id: str
@@ -69,6 +72,7 @@ class WorkRequest:
     max_tokens: int
     session_id: str | None = None
     stop: tuple[str, ...] = ()
+    json_schema: dict[str, Any] | None = None
 
     def to_json(self) -> bytes:
         """Serialise for the request body."""
@@ -82,6 +86,7 @@ class WorkRequest:
                 "max_tokens": self.max_tokens,
                 "session_id": self.session_id,
                 "stop": self.stop,
+                "json_schema": self.json_schema,
             }
         )
 
@@ -127,6 +132,14 @@ class WorkRequest:
                 f"stop must be a list of at most {MAX_STOP_SEQUENCES} strings of "
                 f"1-{MAX_STOP_LENGTH} characters"
             )
+        json_schema = raw.get("json_schema")  # absent from an older frontend's envelope
+        if json_schema is not None:
+            if not isinstance(json_schema, dict):
+                raise ValueError("json_schema must be an object or null")
+            try:
+                check_schema(json_schema)
+            except ValueError as exc:
+                raise ValueError(f"json_schema: {exc}") from None
         max_tokens = raw.get("max_tokens")
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
             raise ValueError("max_tokens must be a positive integer")
@@ -139,6 +152,7 @@ class WorkRequest:
             max_tokens=max_tokens,
             session_id=raw.get("session_id"),
             stop=tuple(stop),
+            json_schema=json_schema,
         )
 
 

@@ -190,7 +190,8 @@ class WorkEndpoint:
             return
         started = time.perf_counter()
         outcome = OUTCOME_ERROR
-        tokens, finish_reason = echo_tokens(job.prompt, job.max_tokens, job.stop)
+        tokens, finish_reason = echo_tokens(job.prompt, job.max_tokens, job.stop,
+                                            job.json_schema)
         try:
             reply = whole_reply(job, tokens, finish_reason, config.foreign_chunk_after)
             await send({

@@ -124,13 +124,14 @@ class _MessagesSpec(ApiSpec):
         max_tokens = token_limit(body.get("max_tokens"), param="max_tokens",
                                  limit=settings.max_tokens_limit,
                                  default=settings.default_max_tokens, required=True)
-        anthropic_options(body, max_tokens)
+        json_schema = anthropic_options(body, max_tokens)
         return Parsed(
             model=model_name(body, settings.model),
             prompt=chat_prompt(body.get("messages"), "messages", system, MESSAGES_ROLES),
             max_tokens=max_tokens,
             stream=opt_bool(body, "stream"),
             stop=anthropic_sampling(body),
+            json_schema=json_schema,
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:

@@ -115,7 +115,7 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
         request_id=request_id, x_request_id=ctx.x_request_id if ctx is not None else client_id,
         endpoint=api.endpoint,
         model=parsed.model, prompt=parsed.prompt, max_tokens=parsed.max_tokens,
-        session_id=parsed.session_id, stop=parsed.stop,
+        session_id=parsed.session_id, stop=parsed.stop, json_schema=parsed.json_schema,
     )
     call = new_call(fe, key=key, work=work, trace_headers=worker_hop_headers(ctx))
     try:

@@ -131,7 +131,7 @@ class _ChatSpec(ApiSpec):
         single_choice(body)
         stream = opt_bool(body, "stream")
         stream_options_need_stream(body, stream)
-        chat_options(body)
+        json_schema = chat_options(body)
         return Parsed(
             model=model_name(body, settings.model),
             prompt=chat_prompt(body.get("messages"), roles=CHAT_ROLES),
@@ -140,6 +140,7 @@ class _ChatSpec(ApiSpec):
             include_usage=stream_usage(body),
             stop=openai_sampling(body),
             logprobs=chat_logprobs(body),
+            json_schema=json_schema,
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:

@@ -209,7 +209,7 @@ class _ResponsesSpec(ApiSpec):
         """The body checked as :meth:`parse` does; not ``replying`` (token counting,
         nothing generated), a ``tool_choice`` that forces a call is counted, not refused."""
         _no_stored_responses(body)
-        responses_options(body, replying=replying)
+        json_schema = responses_options(body, replying=replying)
         instructions = opt_str(body, "instructions")
         value = body.get("input")
         if isinstance(value, str):
@@ -226,6 +226,7 @@ class _ResponsesSpec(ApiSpec):
             stop=openai_sampling(body, penalties_and_stop=False),
             logprobs=_logprobs(body),
             echoed=_echoed(body, instructions),
+            json_schema=json_schema,
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:

@@ -1,0 +1,300 @@
+"""The echo engine's reply when the caller asked for JSON.
+
+A JSON response format (chat's ``response_format``, the Responses API's
+``text.format``, Anthropic's ``output_config.format``) is a promise that the reply
+parses: callers ``json.loads`` it, and the SDKs' ``parse`` helpers validate it against
+the caller's pydantic model. The plain echo (``"echo: " + prompt``) broke that promise
+on every such call, so the engine answers these with a JSON document that still carries
+its text reply:
+
+* ``json_object``, or a schema that says nothing of its shape: ``{"reply": TEXT}`` (an
+  object schema without properties holds one ``reply`` its ``additionalProperties``
+  allow: ``dict[str, int]`` gets ``{"reply": 0}``);
+* ``json_schema``: the least document the schema allows, read from its keywords —
+  every property of an object (one not required left out when its type recurses),
+  ``minItems`` items in an array (none
+  by default; ``prefixItems`` one each), an ``enum``'s first value or the ``const``,
+  ``0`` (or the bound nearest it) for a number, ``false``, ``null`` only where nothing
+  else is allowed, and TEXT in every string (cut to ``maxLength``, padded with dots to
+  ``minLength``; a known ``format`` such as ``date-time`` gets a fixed valid value).
+  ``$ref`` (within the schema), ``anyOf``/``oneOf`` (the first branch that is not
+  ``null`` and does not recurse), ``allOf`` and type lists are followed; ``pattern``
+  and ``multipleOf`` are not.
+
+TEXT is the reply a text call would get. The strings together hold at most
+:data:`MAX_STRINGS` characters, each cut to its share, so a long prompt in a schema of
+many strings cannot make a reply of gigabytes. A schema with no finite document (a
+required property that is its own type), nested deeper than :data:`MAX_DEPTH` or
+needing more than :data:`MAX_STEPS` values is refused with ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+__all__ = ["MAX_DEPTH", "MAX_STEPS", "MAX_STRINGS", "check_schema", "json_document"]
+
+MAX_DEPTH = 64
+"""Deepest nesting of a document followed (OpenAI allows 10 levels)."""
+MAX_STEPS = 20_000
+"""Most schema nodes looked at for one document (OpenAI allows 5000 properties)."""
+MAX_STRINGS = 1 << 20
+"""Most characters the strings of one document hold together."""
+
+# Fixed values for the string formats pydantic and the SDKs write, each one its
+# validator accepts.
+_FORMATS = {
+    "date-time": "1970-01-01T00:00:00Z",
+    "date": "1970-01-01",
+    "time": "00:00:00Z",
+    "duration": "PT0S",
+    "email": "echo@example.com",
+    "uri": "https://example.com/",
+    "uuid": "00000000-0000-4000-8000-000000000000",
+    "ipv4": "127.0.0.1",
+    "ipv6": "::1",
+    "hostname": "localhost",
+}
+
+
+class _NoDocument(Exception):
+    """This branch of the schema has no document (yet another may)."""
+
+
+class _Text:
+    """A string slot, filled once the number of slots (each one's share) is known."""
+
+    __slots__ = ("longest", "shortest")
+
+    def __init__(self, shortest: int, longest: int | None) -> None:
+        self.shortest = shortest
+        self.longest = longest
+
+
+class _Builder:
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        self.steps = 0
+        self.texts = 0
+        self.padding = 0  # the characters minLength asks for, all strings together
+        self.refs: list[str] = []  # the $refs being expanded, outermost first
+
+    def value(self, schema: Any, depth: int) -> Any:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise ValueError(f"the schema needs more than {MAX_STEPS} values")
+        if depth > MAX_DEPTH:
+            raise ValueError(f"the schema nests deeper than {MAX_DEPTH} levels")
+        if schema is True:
+            schema = {}
+        if not isinstance(schema, dict):
+            raise _NoDocument("a schema of false, or not an object")
+        if "$ref" in schema:
+            return self.ref(schema["$ref"], depth)
+        if "allOf" in schema:
+            return self.value(self.merged(schema), depth + 1)
+        if "const" in schema:
+            return schema["const"]
+        if isinstance(schema.get("enum"), list) and schema["enum"]:
+            return schema["enum"][0]
+        for key in ("anyOf", "oneOf"):
+            if isinstance(schema.get(key), list):
+                return self.first_of(schema[key], depth)
+        kind = schema.get("type")
+        if isinstance(kind, list):
+            kind = next((k for k in kind if k != "null"), "null")
+        if kind is None:
+            # Nothing said of its shape: the document is an object (as json_object
+            # asks), a value inside it the text.
+            kind = ("object" if depth == 0 or "properties" in schema
+                    else "array" if "items" in schema or "prefixItems" in schema else "string")
+        return self.typed(kind, schema, depth)
+
+    def typed(self, kind: Any, schema: dict[str, Any], depth: int) -> Any:
+        if kind == "object":
+            properties = schema.get("properties")
+            if not isinstance(properties, dict) or not properties:
+                # Nothing said of its keys: the reply under one, unless none are allowed
+                # (a map's values follow their schema: dict[str, int] gets a number).
+                extra = schema.get("additionalProperties", True)
+                if extra is False:
+                    return {}
+                return {"reply": self.value(extra if isinstance(extra, dict) else True,
+                                            depth + 1)}
+            return self.properties(properties, schema.get("required"), depth)
+        if kind == "array":
+            return self.array(schema, depth)
+        if kind == "string":
+            if isinstance(schema.get("format"), str) and schema["format"] in _FORMATS:
+                return _FORMATS[schema["format"]]
+            longest = schema.get("maxLength")
+            return self.text(_count(schema.get("minLength")),
+                             longest if isinstance(longest, int) else None)
+        if kind in ("integer", "number"):
+            return _number(schema, integer=kind == "integer")
+        if kind == "boolean":
+            return False
+        if kind == "null":
+            return None
+        raise _NoDocument(f"unknown type {kind!r}")
+
+    def properties(self, properties: dict[str, Any], required: Any, depth: int
+                   ) -> dict[str, Any]:
+        """Every property; one with no document is left out when not required (a
+        recursive type met through an optional property ends there)."""
+        needed = required if isinstance(required, list) else []
+        document: dict[str, Any] = {}
+        for name, sub in properties.items():
+            texts, padding = self.texts, self.padding
+            try:
+                document[str(name)] = self.value(sub, depth + 1)
+            except _NoDocument:
+                if name in needed:
+                    raise
+                self.texts, self.padding = texts, padding
+        return document
+
+    def array(self, schema: dict[str, Any], depth: int) -> list[Any]:
+        prefix = schema.get("prefixItems")
+        if prefix is None and isinstance(schema.get("items"), list):  # draft 4 tuples
+            prefix = schema["items"]
+        prefix = prefix if isinstance(prefix, list) else []
+        items = [self.value(sub, depth + 1) for sub in prefix]
+        rest = schema.get("items", True) if not isinstance(schema.get("items"), list) else True
+        while len(items) < _count(schema.get("minItems")):
+            items.append(self.value(rest, depth + 1))
+        return items
+
+    def text(self, shortest: int, longest: int | None) -> _Text:
+        self.texts += 1
+        self.padding += shortest
+        if self.padding > MAX_STRINGS:
+            raise ValueError(f"the schema's minLengths ask for more than {MAX_STRINGS} "
+                             "characters")
+        return _Text(shortest, max(longest, 0) if longest is not None else None)
+
+    def ref(self, ref: Any, depth: int) -> Any:
+        if ref in self.refs:
+            raise _NoDocument(f"{ref} contains itself")  # another branch may end it
+        target = self.target(ref)
+        self.refs.append(ref)
+        try:
+            return self.value(target, depth + 1)
+        finally:
+            self.refs.pop()
+
+    def first_of(self, branches: list[Any], depth: int) -> Any:
+        # null last: a document that carries the reply says more than a bare null.
+        self.steps += len(branches)  # the sort's work counts, each time it is done
+        ordered = sorted(branches,
+                         key=lambda sub: isinstance(sub, dict) and sub.get("type") == "null")
+        for branch in ordered:
+            texts, padding = self.texts, self.padding
+            try:
+                return self.value(branch, depth + 1)
+            except _NoDocument:
+                self.texts, self.padding = texts, padding
+        raise _NoDocument("no branch of an anyOf/oneOf has a document")
+
+    def merged(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """An ``allOf`` as one schema: the keywords of each part, the properties of all."""
+        merged = {key: value for key, value in schema.items() if key != "allOf"}
+        properties: dict[str, Any] = {}
+        parts = schema["allOf"] if isinstance(schema["allOf"], list) else []
+        for part in [schema, *parts]:
+            if isinstance(part, dict) and "$ref" in part and part is not schema:
+                part = self.target(part["$ref"])  # one level: a part's own refs stay
+            if not isinstance(part, dict):
+                continue
+            # Copying counts as work too: a part of thousands of properties merged at
+            # each of thousands of references held the event loop for seconds.
+            self.steps += len(part)
+            if isinstance(part.get("properties"), dict):
+                self.steps += len(part["properties"])
+                properties.update(part["properties"])
+            if part is not schema:
+                merged.update({k: v for k, v in part.items() if k != "properties"})
+        if properties:
+            merged["properties"] = properties
+        return merged
+
+    def target(self, ref: Any) -> Any:
+        """What a ``$ref`` names: a JSON pointer into the schema itself."""
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            raise ValueError("only '$ref's within the schema ('#/...') are followed")
+        target: Any = self.root
+        for part in filter(None, ref[1:].split("/")):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                target = target[int(part)]
+            elif isinstance(target, dict) and part in target:
+                target = target[part]
+            else:
+                raise ValueError(f"'$ref' {ref[:200]} names nothing in the schema")
+        return target
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _number(schema: dict[str, Any], *, integer: bool) -> int | float:
+    """0, or the in-bounds value nearest it (0 still when the bounds allow none)."""
+
+    def bound(name: str) -> float | None:
+        value = schema.get(name)
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    low, high = bound("minimum"), bound("maximum")
+    above, below = bound("exclusiveMinimum"), bound("exclusiveMaximum")
+
+    def allowed(value: float) -> bool:
+        return ((low is None or value >= low) and (high is None or value <= high)
+                and (above is None or value > above) and (below is None or value < below))
+
+    candidates: list[float] = [0]
+    candidates += [math.ceil(b) if integer else b for b in (low,) if b is not None]
+    candidates += [math.floor(b) if integer else b for b in (high,) if b is not None]
+    if above is not None:
+        candidates.append(math.floor(above) + 1)
+    if below is not None:
+        candidates.append(math.ceil(below) - 1)
+    if not integer:  # an open range narrower than 1: its middle
+        floor = max((b for b in (low, above) if b is not None), default=None)
+        ceiling = min((b for b in (high, below) if b is not None), default=None)
+        if floor is not None and ceiling is not None:
+            candidates.append((floor + ceiling) / 2)
+    value = min(filter(allowed, candidates), key=abs, default=0)
+    return int(value) if integer else value
+
+
+def _skeleton(schema: dict[str, Any]) -> tuple[Any, int]:
+    builder = _Builder(schema)
+    try:
+        document = builder.value(schema, 0)
+    except _NoDocument as exc:
+        raise ValueError(f"the schema allows no document ({exc})") from None
+    except RecursionError:
+        raise ValueError(f"the schema nests deeper than {MAX_DEPTH} levels") from None
+    return document, builder.texts
+
+
+def check_schema(schema: dict[str, Any]) -> None:
+    """Raise ``ValueError`` saying why no reply can be built for ``schema``."""
+    _skeleton(schema)
+
+
+def json_document(schema: dict[str, Any], text: str) -> str:
+    """The JSON reply for ``schema`` (``{}``: any object) carrying ``text``."""
+    document, texts = _skeleton(schema)
+    share = MAX_STRINGS // max(texts, 1)
+
+    def fill(slot: Any) -> str:
+        if not isinstance(slot, _Text):
+            raise TypeError(f"{type(slot).__name__} in a reply document")
+        cut = text[:min(share, slot.longest if slot.longest is not None else share)]
+        return cut + "." * (slot.shortest - len(cut))
+
+    return json.dumps(document, default=fill, ensure_ascii=False)

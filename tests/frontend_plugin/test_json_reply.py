@@ -1,0 +1,182 @@
+"""The echo engine's JSON replies: documents the caller's schema (and pydantic) accept."""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import json
+import uuid
+from typing import Any, Literal
+
+import pydantic
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from openai.lib._pydantic import to_strict_json_schema
+
+from ridtrace.frontend_plugin.engine import echo_reply, echo_tokens
+from ridtrace.frontend_plugin.json_reply import MAX_STRINGS, check_schema, json_document
+
+TEXT = "echo: user: what is the answer?"
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Inner(pydantic.BaseModel):
+    when: datetime.datetime
+    day: datetime.date
+    key: uuid.UUID
+    tags: list[str]
+    pair: tuple[int, str]
+
+
+class Tree(pydantic.BaseModel):
+    name: str
+    left: Tree | None
+    right: Tree | None
+    children: list[Tree]
+
+
+class Answer(pydantic.BaseModel):
+    text: str
+    count: int = pydantic.Field(ge=3, lt=9)
+    ratio: float = pydantic.Field(gt=0, lt=0.25)
+    confident: bool
+    maybe: str | None
+    kind: Literal["a", "b"]
+    color: Color
+    inner: Inner
+    tree: Tree
+    short: str = pydantic.Field(min_length=2, max_length=4)
+    padded: str = pydantic.Field(min_length=40)
+    many: list[int] = pydantic.Field(min_length=2)
+    counts: dict[str, int]
+
+
+@pytest.mark.parametrize("schema", [
+    to_strict_json_schema(Answer),                    # what the OpenAI SDK's parse sends
+    pydantic.TypeAdapter(Answer).json_schema(),       # plain pydantic
+])
+def test_the_document_follows_the_schema_pydantic_wrote(schema: dict[str, Any]) -> None:
+    answer = Answer.model_validate_json(json_document(schema, TEXT))
+    # Every string the schema leaves free carries the text reply.
+    assert answer.text == answer.maybe == answer.tree.name == TEXT
+    assert answer.short == TEXT[:4] and answer.padded == TEXT.ljust(40, ".")
+    assert (answer.count, answer.kind, answer.color, answer.confident) == (3, "a", Color.RED, False)
+    assert 0 < answer.ratio < 0.25 and answer.many == [0, 0]
+    assert answer.counts == {"reply": 0}  # a map's values follow their own schema
+    assert answer.tree.left is None and answer.tree.children == []  # recursion ends
+    assert answer.inner.pair == (0, TEXT) and answer.inner.tags == []
+
+
+def test_a_recursion_through_an_optional_property_ends_by_leaving_it_out() -> None:
+    # Anthropic's SDK leaves a defaulted field out of "required" without a null branch.
+    linked = {"$defs": {"Node": {"type": "object", "required": ["name"], "properties": {
+        "name": {"type": "string"}, "next": {"$ref": "#/$defs/Node"}}}},
+        "$ref": "#/$defs/Node"}
+    assert json.loads(json_document(linked, TEXT)) == {"name": TEXT}
+    linked["$defs"]["Node"]["required"] = ["name", "next"]  # type: ignore[index]
+    with pytest.raises(ValueError, match="allows no document"):
+        check_schema(linked)
+
+
+def test_json_object_and_schemas_that_say_nothing_carry_the_text_under_reply() -> None:
+    for schema in ({}, {"type": "object"}, {"title": "free"}):
+        assert json.loads(json_document(schema, TEXT)) == {"reply": TEXT}
+    assert json_document({"type": "object", "additionalProperties": False}, TEXT) == "{}"
+
+
+def test_the_reply_is_json_wherever_the_engine_cuts_it_into_tokens() -> None:
+    # The tokens concatenate back to the document, so a whole reply parses.
+    tokens, finish = echo_tokens("user: hi  there", 100, json_schema={})
+    assert finish == "stop" and json.loads("".join(tokens)) == {"reply": "echo: user: hi  there"}
+    assert echo_reply("user: hi") == "echo: user: hi"  # no schema: the text, as always
+    cut, finish = echo_tokens("user: hi there", 2, json_schema={})
+    assert finish == "length" and "".join(cut) == '{"reply": "echo:'
+
+
+def test_strings_share_a_bounded_budget_so_long_prompts_stay_bounded() -> None:
+    schema = {"type": "object", "properties": {f"s{i}": {"type": "string"} for i in range(1000)}}
+    document = json.loads(json_document(schema, "x" * MAX_STRINGS))
+    assert all(len(value) == MAX_STRINGS // 1000 for value in document.values())
+
+
+class Endless(pydantic.BaseModel):
+    again: Endless
+
+
+@pytest.mark.parametrize(("schema", "reason"), [
+    (to_strict_json_schema(Endless), "allows no document"),
+    ({"properties": {"a": {"$ref": "#/$defs/missing"}}}, "names nothing"),
+    ({"properties": {"a": {"$ref": "https://example.com/a.json"}}}, "within the schema"),
+    ({"$defs": {**{f"L{i}": {"properties": {f"p{j}": {"$ref": f"#/$defs/L{i + 1}"}
+                                          for j in range(10)}} for i in range(8)},
+                "L8": {"type": "string"}},
+      "$ref": "#/$defs/L0"}, "more than"),  # 10**8 strings: the work is bounded
+])
+def test_a_schema_with_no_answerable_document_is_refused(schema: dict[str, Any], reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        check_schema(schema)
+
+
+def test_a_deeply_nested_schema_is_refused_not_a_recursion_error() -> None:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(5000):
+        schema = {"type": "object", "properties": {"a": schema}}
+    with pytest.raises(ValueError, match="deeper than"):
+        check_schema(schema)
+
+
+def test_a_worker_refuses_an_envelope_whose_schema_it_cannot_answer() -> None:
+    # Only a caller of /v1/work other than the frontend (which refuses it first) sends one.
+    from ridtrace.frontend_plugin.wire import WorkRequest
+
+    work = WorkRequest(request_id="r", x_request_id=None, endpoint="chat_completions",
+                       model="m", prompt="p", max_tokens=8, json_schema={"type": "object"})
+    assert WorkRequest.from_json(work.to_json()) == work
+    for bad in (b'"json"', b'{"$ref": "#/nowhere"}'):
+        envelope = work.to_json().replace(b'"json_schema":{"type":"object"}',
+                                          b'"json_schema":' + bad)
+        with pytest.raises(ValueError, match="json_schema"):
+            WorkRequest.from_json(envelope)
+
+
+_KEYWORDS = ["type", "properties", "items", "prefixItems", "allOf", "anyOf", "oneOf", "$ref",
+             "enum", "const", "minItems", "minLength", "maxLength", "minimum",
+             "exclusiveMinimum", "maximum", "format", "additionalProperties", "$defs"]
+_SCHEMA_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 1 << 40), st.floats(allow_nan=False),
+    st.sampled_from(["string", "object", "array", "integer", "number", "null", "date-time",
+                     "#", "#/$defs/a", "#/properties/a", "#/allOf/0", "x"]))
+_SCHEMAS = st.recursive(_SCHEMA_VALUES, lambda inner: st.one_of(
+    st.lists(inner, max_size=3),
+    st.dictionaries(st.one_of(st.sampled_from(_KEYWORDS), st.sampled_from(["a", "b"])), inner,
+                    max_size=4)), max_leaves=20)
+
+
+@settings(max_examples=500, deadline=None)
+@given(schema=st.dictionaries(st.sampled_from(_KEYWORDS), _SCHEMAS, max_size=4))
+def test_any_schema_gets_a_json_document_or_a_value_error(schema: dict[str, Any]) -> None:
+    # A body's schema is the caller's: a keyword of the wrong type ('allOf': true, a list
+    # of properties) raised TypeError, a 500 from the frontend's parser.
+    try:
+        document = json_document(schema, TEXT)
+    except ValueError:
+        return
+    json.loads(document)
+
+
+def test_merging_and_padding_count_against_the_budget() -> None:
+    # 2000 references to an allOf of 2000 properties ending in a const: a few steps each,
+    # but the merge copied the properties every time (seconds of the event loop).
+    wide = {f"p{i}": {"type": "string"} for i in range(2000)}
+    schema = {"properties": {f"r{i}": {"$ref": "#/$defs/A"} for i in range(2000)},
+              "$defs": {"A": {"allOf": [{"$ref": "#/$defs/B"}]},
+                        "B": {"const": 1, "properties": wide}}}
+    with pytest.raises(ValueError, match="more than"):
+        check_schema(schema)
+    with pytest.raises(ValueError, match="minLength"):
+        check_schema({"properties": {"a": {"type": "string", "minLength": 1 << 40}}})
