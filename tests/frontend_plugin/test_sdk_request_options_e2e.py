@@ -87,6 +87,18 @@ def test_a_tool_choice_that_forces_a_call_is_refused_in_both_sdks(
         assert "'tool_choice' cannot force" in (refused.value.api_message or "")
 
 
+def test_chat_modalities_that_ask_for_audio_are_refused(oai: openai.OpenAI) -> None:
+    # The reply is text only: message.audio was None on a 200, so code reading
+    # message.audio.data failed on a "successful" reply.
+    for modalities in (["text", "audio"], ["audio"], ["video"], "text"):
+        with pytest.raises(openai.BadRequestError) as info:
+            oai.chat.completions.create(model="echo", messages=CHAT, modalities=modalities,  # type: ignore[arg-type]
+                                        audio={"voice": "alloy", "format": "wav"})
+        assert info.value.param == "modalities", modalities
+    text = oai.chat.completions.create(model="echo", messages=CHAT, modalities=["text"])
+    assert text.choices[0].message.content == "echo: user: request options"
+
+
 @pytest.mark.parametrize(("extra", "field"), [
     ({"metadata": {"user_id": 5}}, "metadata.user_id"),
     ({"metadata": {"session": "s-1"}}, "metadata"),

@@ -9,7 +9,8 @@ fields). Accepted silently, the request "worked" until it met the real API.
 
 A ``tool_choice`` that forces a tool call is refused too, as ``n`` above 1 is: the
 engines answer with text only, so the tool call the caller was promised would never
-come, and code that reads ``message.tool_calls[0]`` failed on a 200 instead.
+come, and code that reads ``message.tool_calls[0]`` failed on a 200 instead. So are
+chat ``modalities`` that ask for audio (``message.audio`` was ``None``).
 
 A JSON response format (chat's ``response_format``, Responses' ``text.format``,
 Anthropic's ``output_config.format``) is the one option the engine does use: each
@@ -47,6 +48,7 @@ _EFFORTS = ("low", "medium", "high", "xhigh", "max")
 _CHAT_TOOL_CHOICES = ("none", "auto", "required")
 _ANTHROPIC_TOOL_CHOICES = ("auto", "any", "tool", "none")
 _TEXT_ONLY = "the engines here answer with text only and cannot be made to call a tool"
+_MODALITIES = ("text", "audio")
 
 
 def _refuse(message: str, param: str) -> InvalidRequest:
@@ -144,6 +146,13 @@ def chat_options(body: dict[str, Any]) -> dict[str, Any] | None:
     _common(body)
     openai_metadata(body)
     _openai_tool_choice(body, _tools(body, "type"))
+    modalities = body.get("modalities")
+    if modalities is not None and not (isinstance(modalities, list)
+                                       and all(m in _MODALITIES for m in modalities)):
+        raise _refuse("'modalities' must be a list of 'text' and 'audio'", "modalities")
+    if modalities and "audio" in modalities:
+        raise _refuse("'modalities' cannot ask for audio: the engines here answer with text "
+                      "only", "modalities")
     response_format = _object(body, "response_format")
     if response_format is None:
         return None
