@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,30 @@ def test_openai_streams_end_with_the_usage_when_asked(oai: openai.OpenAI) -> Non
     assert done[-1].choices == [] and done[-1].usage is not None
     plain = list(oai.completions.create(model="echo", prompt="no usage", stream=True))
     assert all(c.usage is None and c.choices for c in plain)
+
+
+def test_with_include_usage_every_other_chunk_has_a_null_usage(oai: openai.OpenAI) -> None:
+    # OpenAI documents it: "All other chunks will also include a usage field, but with a
+    # null value"; they had no usage field at all, so a raw reader testing for the key
+    # took every chunk for the usage chunk, or none.
+    usage: Any = {"include_usage": True}
+    chat = oai.chat.completions.with_streaming_response.create(
+        model="echo", messages=[{"role": "user", "content": "raw usage"}], stream=True,
+        stream_options=usage)
+    legacy = oai.completions.with_streaming_response.create(
+        model="echo", prompt="raw usage", stream=True, stream_options=usage)
+    plain = oai.completions.with_streaming_response.create(
+        model="echo", prompt="no usage asked", stream=True)
+    for call, asked in ((chat, True), (legacy, True), (plain, False)):
+        with call as response:
+            events = [json.loads(line[6:]) for line in response.iter_lines()
+                      if line.startswith("data: {")]
+        if not asked:
+            assert all("usage" not in event for event in events)
+            continue
+        *chunks, last = events
+        assert last["choices"] == [] and last["usage"]["total_tokens"] > 0
+        assert chunks and all("usage" in c and c["usage"] is None for c in chunks)
 
 
 def test_openai_asks_for_one_choice_or_is_told_why_not(oai: openai.OpenAI) -> None:

@@ -56,6 +56,14 @@ def _usage(finished: Finished, tokens: int) -> dict[str, int]:
     }
 
 
+def _with_usage_field(event: dict[str, Any], parsed: Parsed) -> dict[str, Any]:
+    """``event`` with ``"usage": null`` when ``stream_options.include_usage`` is set: as
+    OpenAI documents it, every chunk but the usage chunk then has the field, null."""
+    if parsed.include_usage:
+        event["usage"] = None
+    return event
+
+
 def _usage_chunk(event: dict[str, Any], finished: Finished) -> bytes:
     """The last chunk ``stream_options.include_usage`` asks for: no choices, the usage."""
     return sse({**event, "choices": [], "usage": _usage(finished, finished.tokens)})
@@ -76,14 +84,14 @@ class _ChatRenderer(Renderer):
         return sse(self._event(delta, finish_reason))
 
     def _event(self, delta: dict[str, Any], finish_reason: str | None) -> dict[str, Any]:
-        return {
+        return _with_usage_field({
             "id": "chatcmpl-" + self.ids.request_id,
             "object": "chat.completion.chunk",
             "created": self.created,
             "model": self.parsed.model,
             "choices": [{"index": 0, "delta": delta, "logprobs": None,
                          "finish_reason": finish_reason}],
-        }
+        }, self.parsed)
 
     def start(self) -> bytes:
         return self._chunk({"role": "assistant", "content": ""}, None)
@@ -170,14 +178,14 @@ class _CompletionRenderer(Renderer):
         return sse(self._event(text, finish_reason))
 
     def _event(self, text: str, finish_reason: str | None) -> dict[str, Any]:
-        return {
+        return _with_usage_field({
             "id": "cmpl-" + self.ids.request_id,
             "object": "text_completion",
             "created": self.created,
             "model": self.parsed.model,
             "choices": [{"index": 0, "text": text, "logprobs": None,
                          "finish_reason": finish_reason}],
-        }
+        }, self.parsed)
 
     def delta(self, text: str) -> bytes:
         top = self.parsed.logprobs
