@@ -304,6 +304,32 @@ def test_a_role_the_api_does_not_take_is_refused_as_the_api_refuses_it(
         "echo: developer: d\nsystem: s\nuser: u\nassistant: a\ntool: t\nfunction: f")
 
 
+def test_an_empty_anthropic_message_is_refused_as_the_api_refuses_it(
+    claude: anthropic.Anthropic
+) -> None:
+    # Anthropic's API requires content in every message but a final assistant one (a
+    # prefill) and refuses an empty text block; they were answered here ("echo: user: "),
+    # so code that sent them "worked" until it met the real API.
+    for messages, where in (
+        ([{"role": "user", "content": ""}], "messages[0].content"),
+        ([{"role": "user", "content": []}], "messages[0].content"),
+        ([{"role": "user"}], "messages[0].content"),
+        ([{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""},
+          {"role": "user", "content": "again"}], "messages[1].content"),
+        ([{"role": "user", "content": [{"type": "text", "text": "a"},
+                                       {"type": "text", "text": ""}]}], "messages[0].content[1]"),
+    ):
+        with pytest.raises(anthropic.BadRequestError) as refused:
+            claude.messages.create(model="echo", max_tokens=8, messages=messages)  # type: ignore[arg-type]
+        assert refused.value.type == "invalid_request_error"
+        assert f"'{where}'" in (refused.value.api_message or ""), messages
+        with pytest.raises(anthropic.BadRequestError):
+            claude.messages.count_tokens(model="echo", messages=messages)  # type: ignore[arg-type]
+    prefill = claude.messages.create(model="echo", max_tokens=16, messages=[
+        {"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}])
+    assert prefill.content[0].text == "echo: user: hi\nassistant: "  # type: ignore[union-attr]
+
+
 def test_a_responses_tool_round_trip_is_served(oai: openai.OpenAI) -> None:
     # Responses input items without a role (the model's function_call, the caller's
     # function_call_output, reasoning) were refused: "'input[1].role' must be a

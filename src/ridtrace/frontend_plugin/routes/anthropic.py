@@ -19,7 +19,14 @@ from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemp
 from ridtrace.frontend_plugin.sampling import anthropic_sampling
 from ridtrace.frontend_plugin.settings import FrontendSettings
 
-__all__ = ["MESSAGES", "MESSAGES_ROLES", "input_tokens", "sent_by_anthropic_sdk", "system_text"]
+__all__ = [
+    "MESSAGES",
+    "MESSAGES_ROLES",
+    "input_tokens",
+    "messages_prompt",
+    "sent_by_anthropic_sdk",
+    "system_text",
+]
 
 _STOP = {"stop": "end_turn", "length": "max_tokens"}
 
@@ -55,6 +62,39 @@ def system_text(body: dict[str, Any]) -> str | None:
                 raise InvalidRequest(f"'system[{index}]' must be a text block",
                                      param=f"system[{index}]")
     return content_text(system, "system") if system is not None else None
+
+
+def _check_contents(messages: Any) -> None:
+    """Each message has content, as Anthropic's API requires: a string or a list of
+    blocks, empty only in a final assistant message (a prefill to continue), and no
+    ``text`` block empty. They were answered (``echo: user: ``) where the API refuses
+    them."""
+    if not isinstance(messages, list):
+        return  # chat_prompt says what is wrong
+    last = len(messages) - 1
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict):
+            return
+        where = f"messages[{index}].content"
+        content = message.get("content")
+        if content is None:
+            raise InvalidRequest(f"'{where}' is required", param=where)
+        empty = content in ("", [])  # another type: chat_prompt names it
+        if empty and not (index == last and message.get("role") == "assistant"):
+            raise InvalidRequest(f"'{where}' must not be empty: every message needs "
+                                 "content but a final assistant message", param=where)
+        for number, block in enumerate(content if isinstance(content, list) else ()):
+            if isinstance(block, dict) and block.get("type") == "text" and block.get("text") == "":
+                raise InvalidRequest(f"'{where}[{number}]': text content blocks must be "
+                                     "non-empty", param=f"{where}[{number}]")
+
+
+def messages_prompt(body: dict[str, Any]) -> str:
+    """The normalised prompt of a Messages body (system text, then the messages),
+    checked as Anthropic's API checks them."""
+    system = system_text(body)
+    _check_contents(body.get("messages"))
+    return chat_prompt(body.get("messages"), "messages", system, MESSAGES_ROLES)
 
 
 def input_tokens(prompt: str) -> int:
@@ -119,7 +159,6 @@ class _MessagesSpec(ApiSpec):
     legacy_id_headers = ("x-dynamo-request-id", "request-id", "x-request-id")
 
     def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
-        system = system_text(body)
         # Required by the Messages API, so required here too.
         max_tokens = token_limit(body.get("max_tokens"), param="max_tokens",
                                  limit=settings.max_tokens_limit,
@@ -127,7 +166,7 @@ class _MessagesSpec(ApiSpec):
         json_schema = anthropic_options(body, max_tokens)
         return Parsed(
             model=model_name(body, settings.model),
-            prompt=chat_prompt(body.get("messages"), "messages", system, MESSAGES_ROLES),
+            prompt=messages_prompt(body),
             max_tokens=max_tokens,
             stream=opt_bool(body, "stream"),
             stop=anthropic_sampling(body),

@@ -21,17 +21,11 @@ from starlette.types import Receive, Scope, Send
 from ridtrace.frontend_plugin.asgi_io import early_refusal, receive_body
 from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
-    chat_prompt,
     json_error,
     model_name,
     require_object,
 )
-from ridtrace.frontend_plugin.routes.anthropic import (
-    MESSAGES,
-    MESSAGES_ROLES,
-    input_tokens,
-    system_text,
-)
+from ridtrace.frontend_plugin.routes.anthropic import MESSAGES, input_tokens, messages_prompt
 from ridtrace.frontend_plugin.routes.base import ApiSpec
 from ridtrace.frontend_plugin.routes.responses import RESPONSES
 from ridtrace.frontend_plugin.settings import FrontendSettings
@@ -57,8 +51,7 @@ class TokenCounter:
 
 def _messages_prompt(request: dict[str, Any], settings: FrontendSettings) -> str:
     model_name(request, settings.model)  # checked as on /v1/messages
-    return chat_prompt(request.get("messages"), "messages", system_text(request),
-                       MESSAGES_ROLES)
+    return messages_prompt(request)
 
 
 COUNTERS = (
