@@ -13,6 +13,7 @@ import json
 from typing import Any, Literal
 
 import anthropic
+import httpx
 import openai
 import pydantic
 import pytest
@@ -127,3 +128,27 @@ def test_a_schema_the_engine_cannot_answer_is_a_400_naming_it(
             claude.messages.create(model="echo", max_tokens=8, messages=CHAT,
                                    output_config=config)
         assert f"'{field}'" in (messages.value.api_message or ""), config
+
+
+def test_sglang_json_schema_gets_a_json_text_and_other_grammars_are_refused(
+    stack: Stack
+) -> None:
+    # SGLang's /generate constrains its text to sampling_params.json_schema (a string);
+    # the echo answered it with plain text, and ignored a regex or ebnf it cannot follow.
+    schema = json.dumps(Verdict.model_json_schema())
+    for stream in (False, True):
+        answer = httpx.post(stack.url + "/generate", timeout=30, json={
+            "text": "structured please", "stream": stream,
+            "sampling_params": {"json_schema": schema, "max_new_tokens": 64}})
+        assert answer.status_code == 200, answer.text
+        last = (answer.json() if not stream else
+                [json.loads(line[6:]) for line in answer.text.splitlines()
+                 if line.startswith("data: {")][-1])
+        assert _is_verdict(Verdict.model_validate_json(last["text"]), "echo: structured please")
+    for params, field in (({"json_schema": "{not json"}, "json_schema"),
+                          ({"json_schema": {"type": "object"}}, "json_schema"),
+                          ({"regex": "[a-z]+"}, "regex"), ({"ebnf": "root ::= 'a'"}, "ebnf")):
+        refused = httpx.post(stack.url + "/generate", timeout=30,
+                             json={"text": "x", "sampling_params": params})
+        assert refused.status_code == 400, params
+        assert refused.json()["error"]["param"] == f"sampling_params.{field}"

@@ -12,10 +12,9 @@ engines answer with text only, so the tool call the caller was promised would ne
 come, and code that reads ``message.tool_calls[0]`` failed on a 200 instead. So are
 chat ``modalities`` that ask for audio (``message.audio`` was ``None``).
 
-A JSON response format (chat's ``response_format``, Responses' ``text.format``,
-Anthropic's ``output_config.format``) is the one option the engine does use: each
-checker returns the schema its reply must follow (``{}`` for any JSON object), or
-``None`` for a text reply (see ``json_reply``).
+A JSON response format is the one option the engine does use: the checkers of chat,
+Responses and Messages return the schema the reply must follow, from
+``reply_formats``.
 """
 
 from __future__ import annotations
@@ -23,7 +22,11 @@ from __future__ import annotations
 from typing import Any
 
 from ridtrace.frontend_plugin.bodies import InvalidRequest, integer_in, kind_of, opt_bool, opt_str
-from ridtrace.frontend_plugin.json_reply import check_schema
+from ridtrace.frontend_plugin.reply_formats import (
+    anthropic_format,
+    chat_format,
+    responses_format,
+)
 from ridtrace.tracing.identity import shown_text
 
 __all__ = [
@@ -43,8 +46,6 @@ MAX_USER_ID_LENGTH = 256
 """Anthropic's limit on ``metadata.user_id``."""
 MIN_THINKING_BUDGET = 1024
 """Anthropic's least ``thinking.budget_tokens``."""
-_RESPONSE_FORMATS = ("text", "json_object", "json_schema")
-_EFFORTS = ("low", "medium", "high", "xhigh", "max")
 _CHAT_TOOL_CHOICES = ("none", "auto", "required")
 _ANTHROPIC_TOOL_CHOICES = ("auto", "any", "tool", "none")
 _TEXT_ONLY = "the engines here answer with text only and cannot be made to call a tool"
@@ -76,23 +77,6 @@ def _common(body: dict[str, Any]) -> None:
                 or not -MAX_BIAS <= value <= MAX_BIAS):
             raise _refuse(f"'logit_bias' values must be numbers from -{MAX_BIAS} to "
                           f"{MAX_BIAS}", "logit_bias")
-
-
-def _reply_schema(schema: Any, param: str, *, replying: bool = True) -> dict[str, Any]:
-    """A JSON format's ``schema`` (``{}`` when none is given); when ``replying``, one
-    the echo engine can answer: refused now with a 400 rather than by the worker as a
-    502 (a count of tokens generates nothing, so needs no document)."""
-    if schema is None:
-        return {}
-    if not isinstance(schema, dict):
-        raise _refuse(f"'{param}.schema' must be an object, not {kind_of(schema)}", param)
-    if not replying:
-        return schema
-    try:
-        check_schema(schema)
-    except ValueError as exc:
-        raise _refuse(f"'{param}.schema' cannot be answered: {exc}", param) from None
-    return schema
 
 
 def _tools(body: dict[str, Any], named: str) -> list[Any]:
@@ -153,20 +137,7 @@ def chat_options(body: dict[str, Any]) -> dict[str, Any] | None:
     if modalities and "audio" in modalities:
         raise _refuse("'modalities' cannot ask for audio: the engines here answer with text "
                       "only", "modalities")
-    response_format = _object(body, "response_format")
-    if response_format is None:
-        return None
-    kind = response_format.get("type")
-    if kind not in _RESPONSE_FORMATS:
-        raise _refuse(f"'response_format.type' must be one of {', '.join(_RESPONSE_FORMATS)}",
-                      "response_format")
-    if kind != "json_schema":
-        return {} if kind == "json_object" else None
-    schema = response_format.get("json_schema")
-    if not (isinstance(schema, dict) and isinstance(schema.get("name"), str)):
-        raise _refuse("'response_format.json_schema' must be an object with a string "
-                      "'name'", "response_format")
-    return _reply_schema(schema.get("schema"), "response_format.json_schema")
+    return chat_format(body)
 
 
 def _openai_tool_choice(body: dict[str, Any], tools: list[Any], *, replying: bool = True
@@ -209,22 +180,7 @@ def responses_options(body: dict[str, Any], *, replying: bool = True) -> dict[st
                              param="conversation", status=404)
     opt_str(body, "user")
     _openai_tool_choice(body, _tools(body, "type"), replying=replying)
-    # Only an object's format is looked at: a plain-string ``text`` is what one body
-    # sent to every route carries for /generate, and was always served here.
-    text = body.get("text")
-    response_format = text.get("format") if isinstance(text, dict) else None
-    if response_format is None:
-        return None
-    kind = response_format.get("type") if isinstance(response_format, dict) else None
-    if kind not in _RESPONSE_FORMATS:
-        raise _refuse(f"'text.format.type' must be one of {', '.join(_RESPONSE_FORMATS)}",
-                      "text.format")
-    if kind != "json_schema":
-        return {} if kind == "json_object" else None
-    if not isinstance(response_format.get("name"), str):
-        raise _refuse("'text.format' of type json_schema needs a string 'name'",
-                      "text.format")
-    return _reply_schema(response_format.get("schema"), "text.format", replying=replying)
+    return responses_format(body, replying=replying)
 
 
 def completion_options(body: dict[str, Any], stream: bool) -> None:
@@ -245,7 +201,7 @@ def anthropic_options(body: dict[str, Any], max_tokens: int) -> dict[str, Any] |
     ``format``), if any."""
     _thinking(body, max_tokens)
     _anthropic_metadata_and_tools(body)
-    return _output_format(body)
+    return anthropic_format(body)
 
 
 def _anthropic_metadata_and_tools(body: dict[str, Any]) -> None:
@@ -270,31 +226,6 @@ def _anthropic_metadata_and_tools(body: dict[str, Any]) -> None:
                       f"{', '.join(_ANTHROPIC_TOOL_CHOICES)}", "tool_choice")
     if kind in ("any", "tool"):
         raise _refuse(f"'tool_choice' cannot force a tool call: {_TEXT_ONLY}", "tool_choice")
-
-
-def _output_format(body: dict[str, Any]) -> dict[str, Any] | None:
-    """``output_config`` (``effort``, ``format``) and the older top-level
-    ``output_format`` the beta SDK sends: a ``format`` is ``json_schema`` with a
-    ``schema``, as Anthropic's API takes it."""
-    config = _object(body, "output_config") or {}
-    effort = config.get("effort")
-    if effort is not None and effort not in _EFFORTS:
-        raise _refuse(f"'output_config.effort' must be one of {', '.join(_EFFORTS)}",
-                      "output_config.effort")
-    named = "output_config.format"
-    output_format = config.get("format")
-    if body.get("output_format") is not None:
-        if output_format is not None:
-            raise _refuse("give 'output_config.format' or 'output_format', not both",
-                          "output_format")
-        named, output_format = "output_format", body["output_format"]
-    if output_format is None:
-        return None
-    if not isinstance(output_format, dict) or output_format.get("type") != "json_schema":
-        raise _refuse(f"'{named}' must be an object whose 'type' is json_schema", named)
-    if output_format.get("schema") is None:
-        raise _refuse(f"'{named}.schema' is required", named)
-    return _reply_schema(output_format["schema"], named)
 
 
 def _thinking(body: dict[str, Any], max_tokens: int) -> None:

@@ -19,6 +19,7 @@ from ridtrace.frontend_plugin.bodies import (
     token_prompt,
 )
 from ridtrace.frontend_plugin.pump import Failed, Finished
+from ridtrace.frontend_plugin.reply_formats import sglang_format
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse
 from ridtrace.frontend_plugin.sampling import generate_sampling
 from ridtrace.frontend_plugin.settings import FrontendSettings
@@ -169,6 +170,7 @@ class _SglangSpec(ApiSpec):
             # SGLang uses a session request's rid as the session key: keep it for the worker.
             session_id=rid,
             stop=generate_sampling(params, "sampling_params"),
+            json_schema=sglang_format(params),
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:
