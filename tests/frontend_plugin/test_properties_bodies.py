@@ -30,7 +30,9 @@ from tests.support.servers import stop_process, wait_until_serving
 
 FIELDS = ["model", "messages", "prompt", "max_tokens", "stream", "input", "instructions",
           "system", "text", "rid", "request_id", "sampling_params", "token_ids", "input_ids",
-          "max_completion_tokens", "max_output_tokens", "role", "content", "max_new_tokens"]
+          "max_completion_tokens", "max_output_tokens", "role", "content", "max_new_tokens",
+          "response_format", "json_schema", "schema", "output_config", "output_format",
+          "format", "modalities", "type"]
 
 # Any JSON, lone surrogates included (characters() with no category excluded).
 _TEXT = st.one_of(st.text(max_size=12), st.text(st.characters(exclude_categories=()), max_size=12))
