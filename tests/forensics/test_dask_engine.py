@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,6 @@ pytest.importorskip("distributed")
 from ridtrace.forensics.dask_engine.blocks import LogFile, plan_blocks, read_block
 from ridtrace.forensics.dask_engine.engine import (
     analyze_dask,
-    dask_client,
     load_requests,
 )
 from ridtrace.forensics.dask_engine.urls import expand_urls
@@ -43,12 +41,6 @@ from tests.forensics.helpers import legacy_rotated, rt
 
 DATA = Path(__file__).parent / "data"
 BLOCK = 128 << 10  # small enough to split the test files into many blocks
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    with dask_client(n_workers=2, threads_per_worker=1, processes=False) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")

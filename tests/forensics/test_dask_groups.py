@@ -7,7 +7,6 @@ file took minutes for what the local engine reads in a second.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ pytest.importorskip("dask.dataframe")
 pytest.importorskip("distributed")
 
 from ridtrace.forensics.dask_engine.blocks import Block, LogFile, plan_blocks
-from ridtrace.forensics.dask_engine.engine import analyze_dask, dask_client, shuffle_outputs
+from ridtrace.forensics.dask_engine.engine import analyze_dask, shuffle_outputs
 from ridtrace.forensics.dask_engine.groups import GROUP_FILES, group_blocks
 from ridtrace.forensics.reading.inputs import expand_inputs
 from ridtrace.forensics.records.read import read_partials
@@ -25,12 +24,6 @@ from ridtrace.forensics.rules.report import analyze_read, parse_time, report_jso
 from ridtrace.testing.synth import SynthSpec, write_logs
 
 BLOCK = 256 << 10
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    with dask_client(n_workers=2, threads_per_worker=1, processes=False) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")

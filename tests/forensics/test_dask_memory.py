@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,18 +22,12 @@ import dask.dataframe as dd
 import distributed
 
 from ridtrace.forensics.dask_engine.blocks import plan_blocks, read_block
-from ridtrace.forensics.dask_engine.engine import _fetch_each, dask_client
+from ridtrace.forensics.dask_engine.engine import _fetch_each
 from ridtrace.forensics.dask_engine.urls import expand_urls
 from ridtrace.forensics.records.partials import KEY, combine_requests
 from ridtrace.testing.synth import SynthSpec, write_logs
 
 _GATE = "ridtrace-test-last-partition"
-
-
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    with dask_client(n_workers=2, threads_per_worker=1, processes=False) as c:
-        yield c
 
 
 def _piece(i: int, gated: bool) -> pd.DataFrame:

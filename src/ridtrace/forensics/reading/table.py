@@ -45,8 +45,8 @@ from ridtrace.forensics.reading.scan import (
 from ridtrace.forensics.reading.schema import READ_FIELDS, TIME_TYPE
 from ridtrace.forensics.reading.sql import normalized_select, spans_select
 from ridtrace.forensics.reading.staging import make_dir, release
-from ridtrace.forensics.reading.unwrap import record_behind_prefix
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
+from ridtrace.forensics.reading.unwrap import record_behind_prefix
 
 
 class LogTable:
