@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -70,3 +71,28 @@ def test_a_port_no_socket_can_have_is_refused_before_anything_starts(
         )
         assert done.returncode == 2 and "--port" in done.stderr, done.stderr
         assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_a_worker_on_port_0_is_named_after_the_port_it_got(tmp_path: Path) -> None:
+    # The name was built from --port before uvicorn bound: every worker started with
+    # --port 0 was 'worker-0', in Jaeger's service list and in every line's service.
+    import re
+    import signal
+
+    log = tmp_path / "w.jsonl"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ridtrace", "serve", "worker", "--port", "0", "--log-file",
+         str(log)], stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()  # the one line, once it listens
+        found = re.search(r"listening on http://127\.0\.0\.1:(\d+),", line)
+        assert found, line
+        port = int(found[1])
+        assert port != 0
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=60)
+    services = {json.loads(text)["service"] for text in log.read_text().splitlines()}
+    assert services == {f"worker-{port}"}, services

@@ -27,7 +27,7 @@ from ridtrace.contract import SHUTDOWN_DRAIN, SHUTDOWN_STOP
 from ridtrace.frontend_plugin.drain import Drain
 from ridtrace.tracing.eventlog import EventLog
 
-__all__ = ["DrainingServer", "stop_margin"]
+__all__ = ["DrainingServer", "bound_any_port", "stop_margin"]
 
 events = EventLog(__name__)
 
@@ -40,6 +40,32 @@ def stop_margin(graceful_timeout: float) -> float:
     two seconds still leave most of the time for requests to finish on their own.
     """
     return min(2.0, graceful_timeout / 5)
+
+
+def bound_any_port(host: str) -> socket.socket | None:
+    """A socket bound to a free port of ``host`` (``--port 0``), for uvicorn to serve on.
+
+    Bound before the app is set up so the process is named after the port it got: named
+    from ``--port`` itself, every worker started with ``--port 0`` was ``worker-0`` in
+    Jaeger and in its lines. ``None`` when ``host`` cannot be bound here: uvicorn then
+    tries, and reports the failure as for any other port.
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, 0, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError:
+        return None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:  # as asyncio binds a host: IPv6 alone
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        return None
+    return sock
 
 
 class DrainingServer(uvicorn.Server):

@@ -16,6 +16,8 @@ import click
 from ridtrace.cli.propagators import require_propagators
 
 if TYPE_CHECKING:
+    import socket
+
     from ridtrace.frontend_plugin.drain import Drain
 
 __all__ = ["serve"]
@@ -133,6 +135,7 @@ def _run(
     app: object, host: str, port: int, *, drain: Drain, graceful_timeout: float, name: str,
     log_file: Path, header_timeout: float, allowed_hosts: tuple[str, ...],
     on_misdirected: Callable[[str], None] | None = None,
+    sockets: list[socket.socket] | None = None,
 ) -> None:
     import uvicorn
     from uvicorn.config import STARTUP_FAILURE
@@ -174,7 +177,7 @@ def _run(
 
     server = DrainingServer(config, drain=drain, on_started=started)
     try:
-        server.run()  # uvicorn itself exits with STARTUP_FAILURE when it cannot bind
+        server.run(sockets)  # uvicorn itself exits with STARTUP_FAILURE when it cannot bind
     finally:
         if not server.started:
             click.echo(f"ridtrace serve {name}: could not start (address in use, or the "
@@ -323,10 +326,13 @@ def worker_command(
         tracing = replace(TracingSettings.from_env(), log_lifecycle=False)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
-    _setup(log_file, f"worker-{port}", log_level)
+    from ridtrace.cli.graceful import bound_any_port
+
+    bound = bound_any_port(host) if port == 0 else None
+    _setup(log_file, f"worker-{bound.getsockname()[1] if bound else port}", log_level)
     drain = Drain()
     # The worker writes no request.end: a 421 gets its own worker.refused line.
     _run(create_worker_app(settings, tracing=tracing, drain=drain), host, port, drain=drain,
          graceful_timeout=graceful_timeout, name="worker", log_file=log_file,
          header_timeout=header_timeout, allowed_hosts=allowed_hosts,
-         on_misdirected=log_misdirected)
+         on_misdirected=log_misdirected, sockets=[bound] if bound else None)
