@@ -248,6 +248,21 @@ def test_stdlib_extra_fields_reach_the_line(tmp_path: Path) -> None:
     assert not {"args", "msg", "exc_info", "levelno", "funcName"} & set(line)
 
 
+def test_uvicorns_terminal_copy_of_a_message_stays_off_the_line(tmp_path: Path) -> None:
+    # uvicorn logs its start-up and shutdown lines with extra={"color_message": ...}, for
+    # its own coloured console formatter: every `ridtrace serve` log began with a field
+    # holding the unformatted template and raw ANSI escapes ("[\x1b[36m%d\x1b[0m]").
+    path = tmp_path / "uvicorn.jsonl"
+    with _stdlib_logging_to(path):
+        logging.getLogger("uvicorn.error").info(
+            "Started server process [%d]", 42,
+            extra={"color_message": "Started server process [\x1b[36m%d\x1b[0m]"},
+        )
+    (line,) = read_lines(path)
+    assert line["message"] == "Started server process [42]"
+    assert "color_message" not in line
+
+
 def test_a_malformed_stdlib_log_call_is_reported_not_raised(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

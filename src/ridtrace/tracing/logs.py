@@ -114,10 +114,11 @@ def _flatten(line: dict[str, Any]) -> None:
 
 
 # Attributes every LogRecord has (and those logging adds while formatting): anything
-# else on a record came from the caller's extra={...}.
+# else on a record came from the caller's extra={...}. Except uvicorn's color_message:
+# the message again, unformatted and with ANSI colours, for its own console formatter.
 _RECORD_ATTRIBUTES = frozenset(
     vars(logging.LogRecord("", 0, "", 0, "", None, None))
-) | {"message", "asctime", "taskName"}
+) | {"message", "asctime", "taskName", "color_message"}
 
 
 def _extra_fields(record: logging.LogRecord) -> dict[str, Any]:
