@@ -77,6 +77,9 @@ def test_head_is_answered_wherever_get_is(defaults: Stack) -> None:
             assert (head.status_code, head.content) == (status, b""), path
             if path != "/metrics":  # whose counts move between the two requests
                 assert head.headers["content-length"] == str(len(client.get(path).content))
+            # And a 405 says so: the model routes answered HEAD but named only GET.
+            refused = client.delete(path)
+            assert (refused.status_code, refused.headers["allow"]) == (405, "GET, HEAD"), path
 
 
 def test_a_trailing_slash_is_a_404_not_a_redirect_to_the_callers_host(tmp_path: Path) -> None:

@@ -164,11 +164,15 @@ def create_router(
         return JSONResponse({"status": "ok", "workers": workers})
 
     # HEAD wherever GET is served (RFC 9110 section 9.1: every general-purpose server
-    # supports both); `curl -I` got 405. Kept out of the schema: the GET routes are
-    # there, and the same endpoint under two methods would repeat their operation id.
-    router.add_api_route("/v1/models", models, methods=["HEAD"], include_in_schema=False)
-    router.add_api_route("/v1/models/{model_id:path}", model, methods=["HEAD"],
-                         include_in_schema=False)
+    # supports both); `curl -I` got 405. One route takes both, so a 405 names both in
+    # Allow (a HEAD route beside the GET one answered "Allow: GET"); it goes ahead of the
+    # GET route, which is left for the schema alone: the same endpoint under two methods
+    # there would repeat its operation id.
+    for path, endpoint in (("/v1/models", models), ("/v1/models/{model_id:path}", model)):
+        router.add_api_route(path, endpoint, methods=["GET", "HEAD"], include_in_schema=False)
+        schema_route = next(i for i, r in enumerate(router.routes)
+                            if getattr(r, "path", None) == path)
+        router.routes.insert(schema_route, router.routes.pop())
 
     if fe.settings.debug_endpoints:
 
