@@ -150,7 +150,7 @@ def _traces_endpoint() -> str | None:
             elif otlp_protocol(os.environ, signal_name) != "grpc" and _not_found(endpoint):
                 # Jaeger takes traces only: every process of both runs logged "Failed to
                 # export metrics batch code: 404" as an ERROR, the clean run's included.
-                why = f"{endpoint} answers 404 (Jaeger takes traces only)"
+                why = f"{endpoint} answers 404, it takes no {signal_name} (as Jaeger)"
                 hint = f"set OTEL_{signal_name.upper()}_EXPORTER=none for it: docs/jaeger.md"
             if why is not None:
                 others = sorted(n for n in exporter_names(os.environ, signal_name) if n != "otlp")
