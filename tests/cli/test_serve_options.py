@@ -94,5 +94,8 @@ def test_a_worker_on_port_0_is_named_after_the_port_it_got(tmp_path: Path) -> No
     finally:
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=60)
-    services = {json.loads(text)["service"] for text in log.read_text().splitlines()}
-    assert services == {f"worker-{port}"}, services
+    lines = [json.loads(text) for text in log.read_text().splitlines()]
+    assert {line["service"] for line in lines} == {f"worker-{port}"}, lines
+    # uvicorn's own line saying where it listens, as for any other port.
+    assert f"Uvicorn running on http://127.0.0.1:{port} (Press CTRL+C to quit)" in [
+        line["message"] for line in lines]

@@ -85,6 +85,11 @@ class DrainingServer(uvicorn.Server):
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
+        if self.started and sockets is not None:
+            # uvicorn logs where it listens only for sockets it bound itself (given
+            # sockets mean its worker processes, whose parent said so): a --port 0
+            # worker's log lacked its "Uvicorn running on" line.
+            self._log_started_message(sockets)
         if self.started and self.on_started is not None:
             # The addresses actually bound (port 0 picks one), once the app is ready.
             self.on_started(
