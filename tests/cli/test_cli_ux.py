@@ -250,3 +250,11 @@ def test_no_option_help_is_only_a_unit(name: str, command: click.Command) -> Non
             if isinstance(param, click.Option) and param.help
             and len(re.findall(r"\w+", re.sub(r"\([^)]*\)", "", param.help))) < 2]
     assert not bare, f"ridtrace {name}: {bare} say only a unit"
+
+
+def test_the_window_options_help_allows_an_offset() -> None:
+    # "(ISO 8601, UTC)" read as "give it in UTC"; a time with +01:00 is taken as such
+    # (docs/cli.md), only a time without an offset is UTC.
+    out = " ".join(CliRunner().invoke(main, ["analyze", "--help"], terminal_width=200).stdout.split())
+    for option in ("--since TEXT", "--until TEXT"):
+        assert "UTC unless it names an offset" in out.split(option, 1)[1].split("--", 1)[0], out

@@ -212,8 +212,10 @@ def emit(text: str, output: Path | None) -> None:
     "--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table",
     show_default=True, help="Report format.",
 )
-@click.option("--since", help="Only requests active at or after this time (ISO 8601, UTC).")
-@click.option("--until", help="Only requests that started before this time (ISO 8601, UTC).")
+@click.option("--since", help="Only requests active at or after this time (ISO 8601; UTC "
+              "unless it names an offset).")
+@click.option("--until", help="Only requests that started before this time (ISO 8601; UTC "
+              "unless it names an offset).")
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
     help="Write the report to FILE instead of stdout.",
