@@ -11,12 +11,12 @@ from opentelemetry.trace import Span, Status, StatusCode
 
 from ridtrace.tracing.context import RequestContext
 from ridtrace.tracing.grpc.context import TracedServicerContext
-from ridtrace.tracing.grpc.undecodable import UNDECODABLE_ERROR
 from ridtrace.tracing.inbound import decide_outcome
 
 __all__ = [
     "CANCELLED",
     "SERVER_FAULTS",
+    "UNDECODABLE_ERROR",
     "CallEnded",
     "RequestUndecodable",
     "deadline_passed",
@@ -47,6 +47,11 @@ class CallEnded(GeneratorExit):
     handler made. Neither server interrupts every handler then: a synchronous server
     never does, and grpc.aio ends a request iterator at the deadline as if the client
     had closed its stream, and cannot cancel a handler that blocks."""
+
+
+UNDECODABLE_ERROR = "gRPC could not deserialize a request message"
+"""The ``error`` of the ``request.end`` of a call gRPC ended over such a message (the
+handler never saw why)."""
 
 
 class RequestUndecodable(BaseException):

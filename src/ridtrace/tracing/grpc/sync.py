@@ -21,6 +21,8 @@ from ridtrace.tracing.grpc.status import CallEnded, RequestUndecodable, deadline
 from ridtrace.tracing.grpc.undecodable import (
     Undecodable,
     answer_undecodable,
+    end_as_refused,
+    refused_by_grpc,
     tolerant_deserializer,
 )
 
@@ -185,7 +187,7 @@ def _traced_unary(
                 # not this result. Recorded as such.
                 failure = ended
                 if isinstance(ended, RequestUndecodable):
-                    _end_as_refused(traced_context)
+                    end_as_refused(traced_context)
                 return result
             traced_context.messages_out = 1
             if initial == "always":
@@ -226,7 +228,7 @@ def _traced_stream(
                 yield message
             failure = _ended_without_handler(traced_context)  # see _traced_unary
             if isinstance(failure, RequestUndecodable):
-                _end_as_refused(traced_context)
+                end_as_refused(traced_context)
         except BaseException as exc:
             failure = _failure(exc, traced_context)
             raise
@@ -300,7 +302,7 @@ class _CountingIterator:
         try:
             message = next(self._source)
         except StopIteration:
-            if _refused_by_grpc(self._context):
+            if refused_by_grpc(self._context):
                 self._context.request_undecodable = True
             raise
         context = self._context
@@ -308,32 +310,3 @@ class _CountingIterator:
         if context.on_message is not None:
             context.on_message(message)
         return message
-
-
-def _refused_by_grpc(context: SyncTracedServicerContext) -> bool:
-    """The request stream just ended because gRPC could not deserialize a message.
-
-    gRPC then sends ``INTERNAL`` at once and ends the handler's request iterator as if
-    the client had closed its stream; the call is over though the handler neither
-    aborted nor returned. A client's cancel (or its deadline) makes the iterator raise
-    ``grpc.RpcError`` instead, and a stream the client closed leaves the call active.
-    A cancel that lands between the iterator's end and this check looks the same from
-    the public API; gRPC's call state (private, read only if it is there) tells them
-    apart.
-    """
-    if context.aborted or context.is_active() or deadline_passed(context):
-        return False
-    state = getattr(context._context, "_state", None)
-    return getattr(state, "client", None) != "cancelled"
-
-
-def _end_as_refused(context: SyncTracedServicerContext) -> None:
-    """Hand gRPC an abort (raises) instead of the result of a call it already answered
-    ``INTERNAL`` for a message it could not deserialize.
-
-    grpcio's synchronous server sends the result's status anyway, in a batch that may
-    never complete (1.85: about one client-streaming call in four): the call is never
-    finished, and ``server.stop()`` then waits for it forever. After an abort it does
-    not. The client's status was sent before and stays as it was.
-    """
-    context._context.abort(grpc.StatusCode.INTERNAL, "Exception deserializing request!")

@@ -1,4 +1,4 @@
-"""A unary request message the method's deserializer refuses: answered as gRPC answers it,
+"""Request messages the method's deserializer refuses: answered as gRPC answers them,
 but traced.
 
 gRPC deserializes a unary request before any handler runs and answers a failure itself
@@ -8,8 +8,9 @@ no ``request_id`` (not even in the status's metadata), no lines, no span, and gR
 error line named no request. The interceptor gives the server a deserializer that hands
 the failure on as an :class:`Undecodable` instead; the traced handler begins the call as
 any other and then answers what gRPC would have (`answer_undecodable`), without ever
-calling the servicer. (A request *stream*'s messages keep gRPC's own deserializer: gRPC
-answers a refused one mid-stream, see ``ridtrace.tracing.grpc.sync``.)
+calling the servicer. A request *stream*'s messages keep gRPC's own deserializer: gRPC
+answers a refused one mid-stream, and a synchronous server's handler only sees its
+request iterator end; `refused_by_grpc` tells that end from a client's.
 """
 
 from __future__ import annotations
@@ -19,10 +20,15 @@ from typing import Any
 
 import grpc
 
-__all__ = ["UNDECODABLE_ERROR", "Undecodable", "answer_undecodable", "tolerant_deserializer"]
+from ridtrace.tracing.grpc.status import UNDECODABLE_ERROR, deadline_passed
 
-UNDECODABLE_ERROR = "gRPC could not deserialize a request message"
-"""The ``error`` of such a call's ``request.end`` (the handler never saw why)."""
+__all__ = [
+    "Undecodable",
+    "answer_undecodable",
+    "end_as_refused",
+    "refused_by_grpc",
+    "tolerant_deserializer",
+]
 
 # What grpc's synchronous server answers for the case (grpc._server).
 _SYNC_DETAILS = "Exception deserializing request!"
@@ -62,3 +68,33 @@ def answer_undecodable(request: Undecodable, context: Any, ctx_annotations: dict
     if aio:
         raise request.error
     context.abort(grpc.StatusCode.INTERNAL, _SYNC_DETAILS)
+
+
+def refused_by_grpc(context: Any) -> bool:
+    """On a synchronous server (``context``: ridtrace's proxy), the request stream just
+    ended because gRPC could not deserialize a message.
+
+    gRPC then sends ``INTERNAL`` at once and ends the handler's request iterator as if
+    the client had closed its stream; the call is over though the handler neither
+    aborted nor returned. A client's cancel (or its deadline) makes the iterator raise
+    ``grpc.RpcError`` instead, and a stream the client closed leaves the call active.
+    A cancel that lands between the iterator's end and this check looks the same from
+    the public API; gRPC's call state (private, read only if it is there) tells them
+    apart.
+    """
+    if context.aborted or context.is_active() or deadline_passed(context):
+        return False
+    state = getattr(context._context, "_state", None)
+    return getattr(state, "client", None) != "cancelled"
+
+
+def end_as_refused(context: Any) -> None:
+    """Hand gRPC an abort (raises) instead of the result of a call it already answered
+    ``INTERNAL`` for a message it could not deserialize.
+
+    grpcio's synchronous server sends the result's status anyway, in a batch that may
+    never complete (1.85: about one client-streaming call in four): the call is never
+    finished, and ``server.stop()`` then waits for it forever. After an abort it does
+    not. The client's status was sent before and stays as it was.
+    """
+    context._context.abort(grpc.StatusCode.INTERNAL, _SYNC_DETAILS)
