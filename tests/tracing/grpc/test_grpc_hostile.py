@@ -453,3 +453,50 @@ def test_a_synchronous_server_that_refused_undecodable_messages_still_stops(
     assert not stopper.is_alive(), "server.stop() never returned"
     ends = _when_written(log_lines, "request.end", count=40, stream_index=None)
     assert len(ends) == 40 and {x["grpc_status"] for x in ends} == {"INTERNAL"}
+
+
+def test_a_handler_crash_after_a_refused_message_is_logged_with_the_calls_ids(
+    proto: Proto,
+) -> None:
+    """The handler raises once its request stream ended short. The call is recorded as
+    the INTERNAL the client got, and gRPC still logs the handler's exception
+    ("Exception calling application"), after the call's context is gone: that line
+    named no request, where a crash in any other call carries its ids."""
+    lines = LogLines()
+    configure_logging(lines, service="grpc-test", level="INFO", intercept_stdlib=True)
+    pb2 = proto.pb2
+
+    def collect(requests: Iterator[Any], context: grpc.ServicerContext) -> Any:
+        prompts = [r.prompt for r in requests]
+        if len(prompts) < 2:
+            raise RuntimeError("the stream ended short")
+        return pb2.InferResponse(text=",".join(prompts))
+
+    handlers = grpc.method_handlers_generic_handler("ridtrace.inference.v1.Inference", {
+        "InferCollect": grpc.stream_unary_rpc_method_handler(
+            collect, pb2.InferRequest.FromString, pb2.InferResponse.SerializeToString),
+    })
+    server = grpc.server(futures.ThreadPoolExecutor(2),
+                         interceptors=[RequestTracingInterceptor()])
+    server.add_generic_rpc_handlers((handlers,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    sent = [pb2.InferRequest(prompt="fine").SerializeToString(), b"\x12\xff"]
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel, \
+                pytest.raises(grpc.RpcError) as refused:
+            channel.stream_unary("/ridtrace.inference.v1.Inference/InferCollect")(
+                iter(sent), metadata=(("x-request-id", "crash-after-refusal"),), timeout=10)
+        (end,) = _when_written(lines, "request.end")
+        deadline = time.monotonic() + 10
+        while not (crashed := [x for x in lines.lines
+                               if x["message"].startswith("Exception calling application")]):
+            assert time.monotonic() < deadline, "gRPC logged no crash"
+            time.sleep(0.01)
+    finally:
+        server.stop(None).wait(10)
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+    assert refused.value.code() is grpc.StatusCode.INTERNAL
+    assert end["grpc_status"] == "INTERNAL" and end["x_request_id"] == "crash-after-refusal"
+    assert [(x.get("request_id"), x.get("x_request_id")) for x in crashed] == [
+        (end["request_id"], "crash-after-refusal")]

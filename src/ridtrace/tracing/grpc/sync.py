@@ -15,6 +15,7 @@ from typing import Any
 
 import grpc
 
+from ridtrace.tracing.context import remember_on_exception
 from ridtrace.tracing.grpc.call import CallConfig, GrpcCall, MethodInfo, behavior_of
 from ridtrace.tracing.grpc.context import IdMetadata, Metadata
 from ridtrace.tracing.grpc.status import CallEnded, RequestUndecodable, deadline_passed
@@ -194,7 +195,7 @@ def _traced_unary(
                 traced_context.ensure_initial_metadata()
             return result
         except BaseException as exc:
-            failure = _failure(exc, traced_context)
+            failure = _failure(exc, traced_context, call)
             raise
         finally:
             call.finish(failure)
@@ -230,7 +231,7 @@ def _traced_stream(
             if isinstance(failure, RequestUndecodable):
                 end_as_refused(traced_context)
         except BaseException as exc:
-            failure = _failure(exc, traced_context)
+            failure = _failure(exc, traced_context, call)
             raise
         finally:
             try:
@@ -244,7 +245,9 @@ def _traced_stream(
     return traced
 
 
-def _failure(exc: BaseException, context: SyncTracedServicerContext) -> BaseException:
+def _failure(
+    exc: BaseException, context: SyncTracedServicerContext, call: GrpcCall
+) -> BaseException:
     """What a call is finished with when ``exc`` escaped its handler.
 
     When the call had already ended, the client got CANCELLED / DEADLINE_EXCEEDED
@@ -253,10 +256,17 @@ def _failure(exc: BaseException, context: SyncTracedServicerContext) -> BaseExce
     request message the client got INTERNAL, whatever the handler did next.
     """
     if context.request_undecodable:
-        return RequestUndecodable()
-    if isinstance(exc, GeneratorExit) or context.aborted or not _call_ended(context):
+        ended: BaseException = RequestUndecodable()
+    elif isinstance(exc, GeneratorExit) or context.aborted or not _call_ended(context):
         return exc
-    return CallEnded()
+    else:
+        ended = CallEnded()
+    if isinstance(exc, Exception):
+        # gRPC still logs the handler's own exception ("Exception calling
+        # application: ...") once the call's context is gone: the ids travel on it,
+        # as on any crash (GrpcCall.finish only sees what the call is finished with).
+        remember_on_exception(exc, call.ctx)
+    return ended
 
 
 def _ended_without_handler(context: SyncTracedServicerContext) -> BaseException | None:
