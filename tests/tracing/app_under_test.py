@@ -71,6 +71,10 @@ def create_app() -> FastAPI:
     async def upload(request: Request) -> dict[str, int]:
         return {"bytes": len(await request.body())}
 
+    @app.post("/typed-upload")
+    async def typed_upload(item: dict[str, str]) -> dict[str, int]:
+        return {"keys": len(item)}
+
     @app.get("/boom")
     async def boom() -> None:
         raise RuntimeError("boom")

@@ -74,6 +74,7 @@ class Exchange:
     response_started = False
     body_done = False
     disconnected = False
+    abandoned = False  # the client left before the response started
     finished_at = 0.0  # time.perf_counter() when the last body byte went out; 0: never
 
 

@@ -226,9 +226,17 @@ class RequestTracingMiddleware:
                 state.bytes_in += len(message.get("body", b""))
             elif message["type"] == "http.disconnect":
                 state.disconnected = True
+                # Before any answer: whatever the app sends now, the server drops.
+                state.abandoned = not state.response_started
             return message
 
         async def send_tagged(message: Message) -> None:
+            if state.abandoned:
+                # Nothing of it reaches the client, so nothing of it is recorded as
+                # sent: the request is the schema's status 0, outcome cancelled (a
+                # FastAPI route answered its cut-short body with a 400, logged 'ok').
+                await send(message)
+                return
             kind = message["type"]
             last = False
             if kind == "http.response.start":
@@ -291,7 +299,7 @@ class RequestTracingMiddleware:
                 # A client seen leaving (the app's body read got http.disconnect, and
                 # Starlette raised ClientDisconnect) gets no answer: a 500 to nobody
                 # made it a finished server error, where it was abandoned.
-                if not state.response_started and not state.disconnected:
+                if not state.response_started and not state.abandoned:
                     await send_error_response(scope, receive, send_tagged, exc, self)
             raise
         finally:
