@@ -16,7 +16,7 @@ request iterator end; `refused_by_grpc` tells that end from a client's.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
 
@@ -60,7 +60,7 @@ def tolerant_deserializer(handler: grpc.RpcMethodHandler) -> Callable[[bytes], A
 
 
 def answer_undecodable(request: Undecodable, context: Any, ctx_annotations: dict[str, Any],
-                       *, aio: bool) -> Any:
+                       *, aio: bool) -> NoReturn:
     """Answer as gRPC would have (raises). On grpc.aio the deserializer's exception
     escapes the handler, which is what the server did with it; a synchronous server
     aborts with its own code and details."""
@@ -68,6 +68,7 @@ def answer_undecodable(request: Undecodable, context: Any, ctx_annotations: dict
     if aio:
         raise request.error
     context.abort(grpc.StatusCode.INTERNAL, _SYNC_DETAILS)
+    raise AssertionError("abort() returned")  # pragma: no cover - abort always raises
 
 
 def refused_by_grpc(context: Any) -> bool:
@@ -88,7 +89,7 @@ def refused_by_grpc(context: Any) -> bool:
     return getattr(state, "client", None) != "cancelled"
 
 
-def end_as_refused(context: Any) -> None:
+def end_as_refused(context: Any) -> NoReturn:
     """Hand gRPC an abort (raises) instead of the result of a call it already answered
     ``INTERNAL`` for a message it could not deserialize.
 
@@ -98,3 +99,4 @@ def end_as_refused(context: Any) -> None:
     not. The client's status was sent before and stays as it was.
     """
     context._context.abort(grpc.StatusCode.INTERNAL, _SYNC_DETAILS)
+    raise AssertionError("abort() returned")  # pragma: no cover - abort always raises
