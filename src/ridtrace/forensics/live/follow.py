@@ -122,7 +122,8 @@ class Follower:
         self._offsets = np.concatenate([self._offsets, ends[-RECENT_ENDS:] - now])[-RECENT_ENDS:]
         # The lower median: one line ahead beside one on time is not the present.
         middle = int(np.sort(self._offsets)[(len(self._offsets) - 1) // 2])
-        limit = now + middle + AHEAD_LIMIT_US
+        # Within int64, where the times are (DuckDB reads years up to 294247).
+        limit = min(now + middle + AHEAD_LIMIT_US, int(np.iinfo(np.int64).max))
         ahead = np.flatnonzero(ends > limit)
         if len(ahead):
             self.ahead += len(ahead)
