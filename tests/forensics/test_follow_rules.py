@@ -130,42 +130,74 @@ def test_a_caller_whose_worker_never_ended_is_judged_when_the_follow_ends() -> N
     assert rules.finish() == []  # once
 
 
-def test_a_follow_to_the_end_finds_what_analyze_finds_when_a_worker_was_killed(
-    tmp_path: Path,
-) -> None:
-    def ctx(span: str, trace: str, parent: str | None = None) -> dict[str, Any]:
-        up = {"parent_span_id": parent} if parent else {}
-        return {"request_id": "7", "trace_id": f"{trace:0>32}", "span_id": span, **up}
+def _ctx(span: str, trace: str, parent: str | None = None) -> dict[str, Any]:
+    up = {"parent_span_id": parent} if parent else {}
+    return {"request_id": "7", "trace_id": f"{trace:0>32}", "span_id": span, **up}
 
-    (tmp_path / "frontend.jsonl").write_text("\n".join([
-        rt("request.start", time=ts(0), **ctx("a", "a")),
-        rt("request.start", time=ts(0.1), **ctx("b", "b")),
-        rt("request.end", time=ts(1.0), **ctx("a", "a"), status=200, outcome="ok",
-           fp_in="in-a", fp_out="out-b"),
-        rt("request.end", time=ts(1.1), **ctx("b", "b"), status=200, outcome="ok",
-           fp_in="in-b", fp_out="out-b"),
-    ]) + "\n")
-    (tmp_path / "worker.jsonl").write_text("\n".join([
-        rt("worker.start", time=ts(0.05), **ctx("killed", "a", "a"), fp_in="in-a"),
-        rt("worker.start", time=ts(0.15), **ctx("wb", "b", "b"), fp_in="in-b"),
-        rt("worker.start", time=ts(0.3), **ctx("retry", "a", "a"), fp_in="in-a"),
-        rt("worker.end", time=ts(0.9), **ctx("retry", "a", "a"), outcome="ok",
-           fp_in="in-a", fp_out="out-a"),
-        rt("worker.end", time=ts(0.95), **ctx("wb", "b", "b"), outcome="ok",
-           fp_in="in-b", fp_out="out-b"),
-    ]) + "\n")
-    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
+
+def _live_and_batch(
+    folder: Path, front: list[str], work: list[str]
+) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """(kind, span) of the error findings of a follow to the end and of `analyze`
+    (less the output no caller received, which only `analyze` judges)."""
+    (folder / "frontend.jsonl").write_text("\n".join(front) + "\n")
+    (folder / "worker.jsonl").write_text("\n".join(work) + "\n")
+    follower = Follower([str(folder)], FollowSettings(from_start=True))
     follower.start()
     found: list[dict[str, Any]] = []
     try:
         follower.run(lambda f: found.append(f) is None, stop=lambda: True)
     finally:
         follower.close()
-    report = report_json(analyze(load_events([str(tmp_path)])))
+    report = report_json(analyze(load_events([str(folder)])))
     batch = {(f["kind"], f["span_id"]) for f in report["findings"]
              if f["severity"] == "error" and "no caller received" not in f["detail"]}
+    return {(f["kind"], f["span_id"]) for f in found}, batch
+
+
+def test_a_follow_to_the_end_finds_what_analyze_finds_when_a_worker_was_killed(
+    tmp_path: Path,
+) -> None:
+    live, batch = _live_and_batch(tmp_path, [
+        rt("request.start", time=ts(0), **_ctx("a", "a")),
+        rt("request.start", time=ts(0.1), **_ctx("b", "b")),
+        rt("request.end", time=ts(1.0), **_ctx("a", "a"), status=200, outcome="ok",
+           fp_in="in-a", fp_out="out-b"),
+        rt("request.end", time=ts(1.1), **_ctx("b", "b"), status=200, outcome="ok",
+           fp_in="in-b", fp_out="out-b"),
+    ], [
+        rt("worker.start", time=ts(0.05), **_ctx("killed", "a", "a"), fp_in="in-a"),
+        rt("worker.start", time=ts(0.15), **_ctx("wb", "b", "b"), fp_in="in-b"),
+        rt("worker.start", time=ts(0.3), **_ctx("retry", "a", "a"), fp_in="in-a"),
+        rt("worker.end", time=ts(0.9), **_ctx("retry", "a", "a"), outcome="ok",
+           fp_in="in-a", fp_out="out-a"),
+        rt("worker.end", time=ts(0.95), **_ctx("wb", "b", "b"), outcome="ok",
+           fp_in="in-b", fp_out="out-b"),
+    ])
     assert ("crossed_stream", "a") in batch
-    assert {(f["kind"], f["span_id"]) for f in found} == batch
+    assert live == batch
+
+
+def test_a_worker_running_on_after_its_caller_left_is_no_duplicate_of_a_later_caller(
+    tmp_path: Path,
+) -> None:
+    # a left at 1 s, its worker ran on to 2 s; c took the id at 1.5 s. The callers did
+    # not overlap: `analyze` reports nothing, live reported a duplicate.
+    live, batch = _live_and_batch(tmp_path, [
+        rt("request.start", time=ts(0), **_ctx("a", "a")),
+        rt("request.end", time=ts(1.0), **_ctx("a", "a"), status=200, outcome="cancelled"),
+        rt("request.start", time=ts(1.5), **_ctx("c", "c")),
+        rt("request.end", time=ts(3.0), **_ctx("c", "c"), status=200, outcome="ok",
+           fp_in="in-c", fp_out="out-c"),
+    ], [
+        rt("worker.start", time=ts(0.1), **_ctx("wa", "a", "a"), fp_in="in-a"),
+        rt("worker.start", time=ts(1.6), **_ctx("wc", "c", "c"), fp_in="in-c"),
+        rt("worker.end", time=ts(2.0), **_ctx("wa", "a", "a"), outcome="ok",
+           fp_in="in-a", fp_out="out-a"),
+        rt("worker.end", time=ts(2.9), **_ctx("wc", "c", "c"), outcome="ok",
+           fp_in="in-c", fp_out="out-c"),
+    ])
+    assert live == batch == set()
 
 
 def test_same_output_for_its_own_prompt_is_not_crossed() -> None:

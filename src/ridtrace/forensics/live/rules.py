@@ -63,9 +63,9 @@ def _named(span: Span, caught_up: int) -> str:
 
 
 def _cited(members: list[Span]) -> list[Span]:
-    """The spans a duplicate cites, as the batch rule does: each caller's own span (a
-    worker span stands for its caller only when the caller's logs are absent), longest
-    first among those that start together.
+    """The spans a duplicate is judged by and cites, as the batch rule's rows: each
+    caller's own span (a worker span stands for its caller only when the caller's logs
+    are absent), by start, longest first among those that start together.
 
     Citing every member added each worker span's start and end to its caller's two lines,
     so the live finding cited four lines a caller where `analyze` afterwards cited two.
@@ -275,15 +275,17 @@ class LiveRules:
                 continue
             if _one_caller(cluster.members):
                 continue  # one caller: its worker spans and retries
-            members = sorted(cluster.members, key=lambda m: (m.start, -m.last))  # longest first
-            verdict = self._overlapping_callers(members)
+            # Callers overlap as their own spans do, as in the batch rule: a worker that
+            # ran on after its caller left (a detached pump) made a later caller of the
+            # id a duplicate live that `analyze` of the same logs does not report.
+            cited = _cited(cluster.members)
+            verdict = self._overlapping_callers(cited)
             if verdict is None:
                 state.pending_clusters.append(cluster)  # a lagging file may still end one
                 continue
             if not verdict:
                 continue
             cluster.reported = True
-            cited = _cited(members)
             # Each caller by its first span, as `rules.overlap` names them.
             callers: dict[tuple[str | None, str], Span] = {}
             for m in cited:
