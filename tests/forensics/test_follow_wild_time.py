@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ridtrace.cli.follow import summary_text
 from ridtrace.forensics.live.follow import Follower, FollowSettings
-from tests.forensics.helpers import rt, ts
+from tests.forensics.helpers import rt, rt_request, ts
 
 WILD = "2031-06-01T00:00:00.000000Z"
 
@@ -103,5 +104,29 @@ def test_times_at_the_end_of_the_calendar_leave_the_limit_in_range(tmp_path: Pat
     try:
         follower.run(lambda f: True, stop=lambda: True)
         assert follower.summary()["lines"] == 3
+    finally:
+        follower.close()
+
+
+def test_lines_written_now_after_an_old_backlog_are_the_present(tmp_path: Path) -> None:
+    # Read --from-start, days-old lines put the median of the latest times days behind
+    # the clock: the first lines written now were taken as stamped ahead of it, so they
+    # did not move the window and a duplicate among them waited for its first caller's end.
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("".join(
+        line + "\n" for k in range(300)
+        for line in rt_request(f"old{k}", f"old-{k}", k * 0.01, k * 0.01 + 0.005)))
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
+    follower.start()
+    found: list[dict[str, Any]] = []
+    try:
+        follower.poll()
+        for span in ("a", "b"):
+            now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            with open(log, "a") as fh:
+                fh.write(rt("request.start", time=now, **_ctx(span, "r")) + "\n")
+            found.extend(follower.poll()[0])
+        assert [f["kind"] for f in found] == ["duplicate_in_flight"]
+        assert follower.summary()["ahead_of_present"] == 0
     finally:
         follower.close()

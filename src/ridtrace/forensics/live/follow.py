@@ -32,8 +32,8 @@ ERROR_KINDS = tuple(k for k in FINDING_KINDS if SEVERITY[k] == "error")
 
 AHEAD_LIMIT_US = 24 * 3600 * 10**6
 """How far past the logs' present a span's time may be and still be taken as time. The
-present is this machine's clock plus the median offset of the latest lines' times from
-it, so services whose clocks all run hours off (local time written as UTC) are the
+present is this machine's clock, or later by the median offset of the latest lines' times
+from it, so services whose clocks all run hours ahead (local time written as UTC) are the
 present, and one line stamped years ahead is not: taken as the present, it ended the
 window for every request in flight then, and held the window's edge for good after."""
 RECENT_ENDS = 255
@@ -120,8 +120,10 @@ class Follower:
         now = int(self._clock() * 1e6)
         ends = batch.ends
         self._offsets = np.concatenate([self._offsets, ends[-RECENT_ENDS:] - now])[-RECENT_ENDS:]
-        # The lower median: one line ahead beside one on time is not the present.
-        middle = int(np.sort(self._offsets)[(len(self._offsets) - 1) // 2])
+        # The lower median: one line ahead beside one on time is not the present. Never
+        # behind the clock: read --from-start, a backlog's old lines put the median days
+        # back, and the first lines written now were taken as stamped ahead of it.
+        middle = max(int(np.sort(self._offsets)[(len(self._offsets) - 1) // 2]), 0)
         # Within int64, where the times are (DuckDB reads years up to 294247).
         limit = min(now + middle + AHEAD_LIMIT_US, int(np.iinfo(np.int64).max))
         ahead = np.flatnonzero(ends > limit)
