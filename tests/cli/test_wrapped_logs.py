@@ -425,3 +425,34 @@ def test_a_containers_lines_after_the_services_own_are_read(
     ]
     assert got["summary"]["requests"] == want["summary"]["requests"]
     assert code == want_code == 1
+
+
+def test_a_journal_line_journalctl_left_out_makes_the_read_incomplete(
+    plain: Path, tmp_path: Path
+) -> None:
+    # journalctl -o json writes a field over 4096 bytes as null unless run with --all:
+    # the line (a traceback, a request.end with a long error) is not in the export. It
+    # was one bad line saying "missing time", and under 1 % of bad lines the run said
+    # clean and complete.
+    wrapped = _wrap(plain, tmp_path / "journal", _journal)
+    log = wrapped / "frontend.jsonl"
+    entries = log.read_bytes().splitlines()
+    lost = json.loads(entries[5])
+    lost["MESSAGE"] = None
+    entries[5] = json.dumps(lost).encode()
+    log.write_bytes(b"\n".join(entries) + b"\n")
+    code, doc = analyze_json(str(log))
+    summary = doc["summary"]
+    assert summary["bad_line_samples"] == [{
+        "file": str(log), "line": 6,
+        "reason": "MESSAGE null: journalctl -o json leaves out a line over 4096 bytes",
+    }]
+    assert summary["bad_lines"] * 100 < summary["lines"]
+    assert summary["unreadable_files"] == [{
+        "file": str(log),
+        "reason": "journalctl -o json left out its lines over 4096 bytes (MESSAGE null, see "
+                  "its bad lines): export it again with journalctl --all -o json",
+    }]
+    assert summary["incomplete"] is True
+    assert any("journalctl --all" in r for r in summary["incomplete_reasons"])
+    assert code == 1  # the frontend's findings, still reported

@@ -109,7 +109,20 @@ PREFIXED_RECORD_LINE = (
 )
 
 
+# journalctl -o json writes a field over 4096 bytes as null unless run with --all, so a
+# long line (a traceback, an error with a body in it) is not in the export at all. The
+# journald unwrapper turns such an entry into this mark, no JSON, judged here.
+JOURNAL_LEFT_OUT_MARK = b"\x1eridtrace: journald MESSAGE null"
+JOURNAL_LEFT_OUT = "MESSAGE null: journalctl -o json leaves out a line over 4096 bytes"
+JOURNAL_LEFT_OUT_FILE = (
+    "journalctl -o json left out its lines over 4096 bytes (MESSAGE null, see its bad "
+    "lines): export it again with journalctl --all -o json"
+)
+
+
 def _malformed(text: bytes) -> str:
+    if text.startswith(JOURNAL_LEFT_OUT_MARK):
+        return JOURNAL_LEFT_OUT
     if b"\x00" in text:
         # Where the reader took a UTF-16 file's bytes as they are (`--follow`).
         return "UTF-16 text, not UTF-8" if _utf16_line(text) else "binary data"

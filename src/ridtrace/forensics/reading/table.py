@@ -21,6 +21,8 @@ import pyarrow.compute as pc
 from ridtrace.forensics.reading.judge import (
     CRASH_HOLE,
     CRASH_HOLE_BYTES,
+    JOURNAL_LEFT_OUT,
+    JOURNAL_LEFT_OUT_FILE,
     PREFIXED_RECORD_LINE,
     copy_truncated,
     judge_records,
@@ -150,7 +152,7 @@ class LogTable:
         texts = self._fetch(int(x) for x in lines[whole])
         rescued: list[dict[str, Any]] = []
         bad: list[tuple[int, str]] = []
-        holed = False
+        holed = left_out = False
         for i, line in enumerate(lines.tolist()):
             if not whole[i]:
                 bad.append((line, "missing time" if untimed[i] else "unknown format"))
@@ -166,6 +168,9 @@ class LogTable:
                 rows, reason = [], reason or "unknown format"
             if reason is not None:  # with rows too: a crash's hole before a record
                 bad.append((line, reason))
+            if reason == JOURNAL_LEFT_OUT and not left_out:
+                left_out = True  # a record is gone, however few the bad lines
+                self.stats.unreadable_files.append(FileNote(self.name, JOURNAL_LEFT_OUT_FILE))
             if (not holed and text.startswith(b"\x00" * CRASH_HOLE_BYTES)
                     and not copy_truncated(text, first_line=first_line)):
                 holed = True  # lines of this log are gone, however few bad lines

@@ -27,6 +27,7 @@ import copy
 import json
 import re
 
+from ridtrace.forensics.reading.judge import JOURNAL_LEFT_OUT_MARK
 from ridtrace.forensics.reading.nesting import nesting_in
 from ridtrace.forensics.reading.unwrap_parts import (
     LineByLine,
@@ -135,6 +136,8 @@ class JournalUnwrapper(LineByLine):
             part = bytes(b & 0xFF for b in message)
         elif isinstance(message, str):
             part = message.encode("utf-8", "surrogatepass")
+        elif message is None:  # too long for journalctl without --all: the line is lost
+            return JOURNAL_LEFT_OUT_MARK
         else:
             return line
         # Docker's journald log driver cuts a line every 16 KiB as its json-file driver
