@@ -403,20 +403,27 @@ def test_a_journal_field_written_as_an_array_is_no_crash(tmp_path: Path) -> None
 def test_a_containers_lines_after_the_services_own_are_read(
     plain: Path, tmp_path: Path, engine: str
 ) -> None:
-    # `cat frontend.jsonl 0.log`: the file opens with plain lines, so it is not unwrapped,
-    # and each runtime-prefixed record after them was a bad line ("a JSON record after a
-    # text prefix (syslog's …?)"), dropped under the 1 % of bad lines a read may have.
+    # `cat frontend.jsonl 0.log`, or a file two services' shippers write: it opens with
+    # plain lines, so it is not unwrapped, and each wrapped record after them was a bad
+    # line ("a JSON record after a text prefix (syslog's …?)", "missing time"), dropped
+    # under the 1 % of bad lines a read may have.
     stamp = b"2026-11-29T10:00:00.000000001Z"
+    wrappers: list[Callable[[list[bytes]], bytes]] = [  # each record whole, in one line
+        lambda lines: b"".join(stamp + b" stdout F " + x + b"\n" for x in lines),
+        _kubectl, _logcli_text, _shipper("log", stream="stdout"), _journal,
+        WRAPPERS["vector"], WRAPPERS["logcli"],
+    ]
     mixed = tmp_path / "mixed"
     mixed.mkdir()
     for path in plain.iterdir():
         lines = path.read_bytes().splitlines()
-        half, three_quarters = len(lines) // 2, 3 * len(lines) // 4
-        (mixed / path.name).write_bytes(
-            b"".join(x + b"\n" for x in lines[:half])
-            + b"".join(stamp + b" stdout F " + x + b"\n" for x in lines[half:three_quarters])
-            + _kubectl(lines[three_quarters:])
-        )
+        half = len(lines) // 2
+        step = -(-(len(lines) - half) // len(wrappers))
+        data = b"".join(x + b"\n" for x in lines[:half])
+        for k, wrap in enumerate(wrappers):
+            part = lines[half + k * step : half + (k + 1) * step]
+            data += wrap(part) if part else b""
+        (mixed / path.name).write_bytes(data)
     want_code, want = analyze_json(str(plain))
     code, got = analyze_json(str(mixed), "--engine", engine)
     assert got["summary"]["bad_line_samples"] == []
@@ -425,6 +432,30 @@ def test_a_containers_lines_after_the_services_own_are_read(
     ]
     assert got["summary"]["requests"] == want["summary"]["requests"]
     assert code == want_code == 1
+
+
+def test_a_tracing_subscriber_line_among_flat_ones_is_read(tmp_path: Path) -> None:
+    # A Rust service's nested line in a file of flat Dynamo lines (one file two writers
+    # share): "missing time", the Unlinked error on it dropped.
+    lines = Path("/work/shared/samples/dynamo-jsonl-sample.jsonl").read_text().splitlines()
+    flat = json.loads(lines[6])
+    assert "Unlinked" in flat["error"]
+    span = {k: flat.pop(k) for k in ("request_id", "span_id", "trace_id", "x_request_id")}
+    span["name"] = flat.pop("span_name")
+    nested = {"timestamp": flat.pop("time"), "level": flat.pop("level"),
+              "fields": {"message": flat.pop("message"), "error": flat.pop("error")},
+              "target": flat.pop("target"), "span": span, "spans": [span]}
+    # Past the first 64 KiB, where a file's nesting is looked for.
+    stats = json.dumps({"time": "2026-10-02T14:03:00Z", "level": "INFO", "target": "dynamo_vllm",
+                        "message": "engine stats", "kv_cache_usage": "0.125"})
+    head = [stats] * (65536 // len(stats) + 1) + lines[:6]
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join([*head, json.dumps(nested), *lines[7:]]) + "\n")
+    code, doc = analyze_json(str(log))
+    assert doc["summary"]["bad_lines"] == 0
+    assert [(f["kind"], f["evidence"]) for f in doc["findings"] if f["kind"] == "unlinked"] == [
+        ("unlinked", [{"file": str(log), "line": len(head) + 1}])]
+    assert code == 1
 
 
 def test_a_journal_line_journalctl_left_out_makes_the_read_incomplete(

@@ -48,7 +48,7 @@ class TracingJsonUnwrapper(LineByLine):
 _NESTING = ("fields", "span", "spans")
 
 
-def _nested(entry: dict[str, Any]) -> bool:
+def has_nesting(entry: dict[str, Any]) -> bool:
     return (isinstance(entry.get("fields"), dict) or isinstance(entry.get("span"), dict)
             or isinstance(entry.get("spans"), list))
 
@@ -70,14 +70,14 @@ def nesting_in(head: bytes) -> Unwrapper | None:
         start = head.rfind(b"\n", 0, found.start()) + 1
         end = head.find(b"\n", found.end())
         entry = json_object(head[start : end if end >= 0 else len(head)])
-        if entry is not None and _nested(entry):
+        if entry is not None and has_nesting(entry):
             return TracingJsonUnwrapper()
     # With flatten_event, a service's start-up lines have no nesting, and they can fill
     # the whole head (64 KiB read, 4 KiB followed): its first record is known by
     # tracing-subscriber's own keys instead, or every line after was "missing time".
     line = _first_json_line(head)
     first = json_object(line) if line else None
-    return TracingJsonUnwrapper() if first is not None and _flat_tracing(first) else None
+    return TracingJsonUnwrapper() if first is not None and flat_tracing(first) else None
 
 
 def _first_json_line(head: bytes) -> bytes:
@@ -93,6 +93,6 @@ def _first_json_line(head: bytes) -> bytes:
     return b""
 
 
-def _flat_tracing(entry: dict[str, Any]) -> bool:
+def flat_tracing(entry: dict[str, Any]) -> bool:
     """tracing-subscriber's line outside any span: "timestamp", never "time"."""
     return "time" not in entry and all(key in entry for key in ("timestamp", "level", "target"))

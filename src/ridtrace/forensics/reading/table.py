@@ -23,9 +23,7 @@ from ridtrace.forensics.reading.judge import (
     CRASH_HOLE_BYTES,
     JOURNAL_LEFT_OUT,
     JOURNAL_LEFT_OUT_FILE,
-    PREFIXED_RECORD_LINE,
     copy_truncated,
-    judge_records,
 )
 from ridtrace.forensics.reading.lean import OTHER, SPAN, SUSPECT, lean_spans_sql
 from ridtrace.forensics.reading.lines import LineMap
@@ -36,14 +34,8 @@ from ridtrace.forensics.reading.overlong import (
     long_lines,
     without_long_lines,
 )
-from ridtrace.forensics.reading.scan import (
-    FLAGS,
-    LEAN_FIELDS,
-    Window,
-    full_spans_sql,
-    known_record,
-    source_sql,
-)
+from ridtrace.forensics.reading.rescue import judge_unwrapped, records_inside
+from ridtrace.forensics.reading.scan import FLAGS, LEAN_FIELDS, Window, full_spans_sql, source_sql
 from ridtrace.forensics.reading.schema import READ_FIELDS, TIME_TYPE
 from ridtrace.forensics.reading.sql import normalized_select, spans_select
 from ridtrace.forensics.reading.staging import make_dir, release
@@ -150,22 +142,17 @@ class LogTable:
         # DuckDB gave no row, or took no time Python's ISO parser may take: judge it whole.
         whole = empty | (untimed & timed)
         texts = self._fetch(int(x) for x in lines[whole])
+        inside = records_inside(lines[~whole].tolist(), self._fetch)
         rescued: list[dict[str, Any]] = []
         bad: list[tuple[int, str]] = []
         holed = left_out = False
         for i, line in enumerate(lines.tolist()):
-            if not whole[i]:
+            if not whole[i] and line not in inside:
                 bad.append((line, "missing time" if untimed[i] else "unknown format"))
                 continue
-            text = texts.get(line, b"")
+            text = texts.get(line, b"") if whole[i] else inside[line]
             first_line = self.starts_file and line == 1
-            rows, reason = judge_records(text, self.fields, first_line=first_line)
-            if reason == PREFIXED_RECORD_LINE:
-                inner = record_behind_prefix(text.strip())
-                if inner is not None:  # a container's line among the service's own
-                    rows, reason = judge_records(inner, self.fields)
-            if not all(known_record(row) for row in rows):
-                rows, reason = [], reason or "unknown format"
+            rows, reason = judge_unwrapped(text, self.fields, first_line=first_line)
             if reason is not None:  # with rows too: a crash's hole before a record
                 bad.append((line, reason))
             if reason == JOURNAL_LEFT_OUT and not left_out:

@@ -36,17 +36,17 @@ from ridtrace.forensics.reading.unwrap_parts import (
     json_object,
 )
 
-__all__ = ["Unwrapper", "cut_short", "record_behind_prefix", "unwrapped_head", "wrapper_of"]
+__all__ = ["Unwrapper", "cut_short", "unwrapped_head", "wrapper_of"]
 
 # RFC 3339 as Go's RFC3339Nano writes it (kubelet, containerd, Docker, kubectl).
 _TIME = rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})"
 # Kubelet's CRI log line: RFC 3339 nano time, stream, tag (P partial / F full), content.
 # An empty line may end at its tag, without the space before the content.
-_CRI_LINE = re.compile(
+CRI_LINE = re.compile(
     _TIME + rb" (stdout|stderr) ([PF])"
     rb"(?::[^ \r]*)?(?: |\r?$)"
 )
-_STREAMS = ("stdout", "stderr")
+STREAMS = ("stdout", "stderr")
 # journalctl -o json's first key: "__CURSOR", or "__REALTIME_TIMESTAMP" in an export whose
 # cursors were dropped. Older systemd releases (RHEL 8's 239, Ubuntu 20.04's 245) write
 # the object by hand with spaces, '{ "__CURSOR" : "s=…", … }'; newer ones compactly.
@@ -56,7 +56,7 @@ _JOURNAL_HEAD = re.compile(rb'\{\s*"__(?:CURSOR|REALTIME_TIMESTAMP)"\s*:')
 _LABELS = rb'\{(?:[A-Za-z_][A-Za-z0-9_]*="(?:[^"\\]|\\.)*"(?:, )?)*\} +'
 # kubectl's --prefix, its --timestamps, or both; one of them at least; logcli's time
 # and labels.
-_PREFIX = re.compile(
+PREFIX = re.compile(
     rb"\[[^\]\s]+\] (?:" + _TIME + rb" )?|" + _TIME + rb" (?:" + _LABELS + rb")?"
 )
 
@@ -67,7 +67,7 @@ class CriUnwrapper(LineByLine):
     name = "Kubernetes CRI"
 
     def unwrap(self, line: bytes, number: int) -> bytes:
-        head = _CRI_LINE.match(line)
+        head = CRI_LINE.match(line)
         if head is None:
             return line
         content = line[head.end():].removesuffix(b"\r")
@@ -99,24 +99,8 @@ class PrefixUnwrapper(LineByLine):
     name = "kubectl logs"
 
     def unwrap(self, line: bytes, number: int) -> bytes:
-        head = _PREFIX.match(line)
+        head = PREFIX.match(line)
         return line if head is None else line[head.end():]
-
-
-def record_behind_prefix(line: bytes) -> bytes | None:
-    """The record of a line a runtime prefixed whole (a CRI ``F`` line, ``kubectl logs
-    --timestamps`` or ``--prefix``), or None.
-
-    For a bad line of a file whose first lines are not so wrapped: ``cat app.jsonl
-    0.log``, where the container's lines came after the service's own. Its records were
-    bad lines ("after a text prefix … syslog's?"), dropped under the 1 % of bad lines a
-    read may have. A record a runtime cut into parts (``P``) stays a bad line.
-    """
-    head = _CRI_LINE.match(line)
-    if head is not None:
-        return line[head.end():].removesuffix(b"\r") if head[2] == b"F" else None
-    head = _PREFIX.match(line)
-    return None if head is None else line[head.end():]
 
 
 class JournalUnwrapper(LineByLine):
@@ -155,7 +139,7 @@ class JournalUnwrapper(LineByLine):
 # The field a log shipper that writes each line as a JSON object of its own carries the
 # service's line in: Vector's ``message``, Fluent Bit's ``log`` (its ``date`` first, no
 # ``stream``: not Docker's shape), Loki's ``logcli --output=jsonl`` ``line``.
-_ENVELOPE_FIELDS = ("log", "message", "line")
+ENVELOPE_FIELDS = ("log", "message", "line")
 
 
 class EnvelopeUnwrapper(LineByLine):
@@ -169,7 +153,7 @@ class EnvelopeUnwrapper(LineByLine):
 
     def unwrap(self, line: bytes, number: int) -> bytes:
         entry = json_object(line)
-        if entry is None or _is_record(entry) or not isinstance(entry.get(self.field), str):
+        if entry is None or is_record(entry) or not isinstance(entry.get(self.field), str):
             return line
         text: str = entry[self.field]
         # One line in, one line out: line numbers stay the file's.
@@ -194,7 +178,7 @@ class FluentBitFileUnwrapper(LineByLine):
             return line
         record: bytes = framed[1]
         entry = json_object(record)
-        if entry is None or _is_record(entry):
+        if entry is None or is_record(entry):
             return record
         for field in ("log", "message"):
             text = entry.get(field)
@@ -203,7 +187,7 @@ class FluentBitFileUnwrapper(LineByLine):
         return record
 
 
-def _is_record(entry: dict[str, object]) -> bool:
+def is_record(entry: dict[str, object]) -> bool:
     """A ridtrace or Dynamo record itself (whatever other keys it has), not a wrapper."""
     return "schema" in entry or "target" in entry
 
@@ -216,9 +200,9 @@ def _envelope_of(lines: list[bytes]) -> EnvelopeUnwrapper | None:
         entry = json_object(line) if line.startswith(b"{") else None
         if entry is None:
             continue
-        if _is_record(entry):
+        if is_record(entry):
             return None
-        for field in _ENVELOPE_FIELDS:
+        for field in ENVELOPE_FIELDS:
             value = entry.get(field)
             if isinstance(value, str) and value.lstrip().startswith("{"):
                 return EnvelopeUnwrapper(field)
@@ -246,13 +230,13 @@ class _Chain:
 
 def _shipper_of(lines: list[bytes]) -> Unwrapper | None:
     line = lines[0] if lines else b""
-    if _CRI_LINE.match(line):
+    if CRI_LINE.match(line):
         return CriUnwrapper()
-    if _PREFIX.match(line):
+    if PREFIX.match(line):
         # A JSON line after the prefix, soon: a service's first lines may be a text
         # banner, prefixed too; a text log's own time and level are not JSON.
         for later in lines:
-            prefix = _PREFIX.match(later)
+            prefix = PREFIX.match(later)
             if prefix is None:
                 return None
             if later[prefix.end():][:1] == b"{":
@@ -262,7 +246,7 @@ def _shipper_of(lines: list[bytes]) -> Unwrapper | None:
     if line.startswith(b'{"log":'):
         entry = json_object(line)
         if entry is not None and isinstance(entry.get("log"), str) and (
-            entry.get("stream") in _STREAMS
+            entry.get("stream") in STREAMS
         ):
             return DockerUnwrapper()
     elif _JOURNAL_HEAD.match(line):

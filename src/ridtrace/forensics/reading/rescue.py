@@ -1,0 +1,117 @@
+"""Records inside the bad lines of a file that is not wrapped: another system's lines
+after a service's own.
+
+A file is unwrapped when its first lines are wrapped (`reading.unwrap`). One that opens
+with plain lines and goes on with a container's or a shipper's (``cat frontend.jsonl
+0.log``, an aggregated file two services write) is read as plain, and each wrapped
+record after the plain ones was a bad line: under the 1 % of bad lines a read may have,
+an Unlinked error there was dropped and the run said clean. These functions take such a
+line's wrapping off, one line at a time; they run on bad lines only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from ridtrace.forensics.reading.judge import judge_records
+from ridtrace.forensics.reading.nesting import TracingJsonUnwrapper, flat_tracing, has_nesting
+from ridtrace.forensics.reading.scan import known_record
+from ridtrace.forensics.reading.unwrap import (
+    CRI_LINE,
+    ENVELOPE_FIELDS,
+    PREFIX,
+    is_record,
+)
+from ridtrace.forensics.reading.unwrap_parts import json_object
+
+__all__ = ["judge_unwrapped", "record_behind_prefix", "record_inside", "records_inside"]
+
+# A file's valid JSON lines of no known format looked at first for a record inside them:
+# a file in another format altogether costs this many, not all of its lines.
+_PROBE_LINES = 64
+
+
+def judge_unwrapped(
+    text: bytes, fields: Sequence[str], *, first_line: bool
+) -> tuple[list[dict[str, Any]], str | None]:
+    """`judge.judge_records` of a bad line; when it is no log record, the records inside
+    it if it holds one whole (its own reason stands otherwise: a text log's line is
+    still one); rows of no known format are none ("unknown format")."""
+    rows, reason = judge_records(text, fields, first_line=first_line)
+    known = all(known_record(row) for row in rows)
+    if reason is None and known:
+        return rows, None
+    inner = record_behind_prefix(text.strip()) or record_inside(text)
+    if inner is not None:
+        inner_rows, inner_reason = judge_records(inner, fields)
+        if inner_rows and all(known_record(row) for row in inner_rows):
+            return inner_rows, inner_reason
+    if not known:
+        return [], reason or "unknown format"
+    return rows, reason
+
+
+def records_inside(
+    lines: list[int], fetch: Callable[[Iterable[int]], dict[int, bytes]]
+) -> dict[int, bytes]:
+    """The records valid JSON lines of no known format carry, by line (`record_inside`):
+    the first lines are looked at, the rest only when one of those held a record."""
+    found: dict[int, bytes] = {}
+    for batch in (lines[:_PROBE_LINES], lines[_PROBE_LINES:]):
+        if not batch:
+            break
+        for line, text in fetch(batch).items():
+            inner = record_inside(text)
+            if inner is not None:
+                found[line] = inner
+        if not found:
+            break
+    return found
+
+
+def record_behind_prefix(line: bytes) -> bytes | None:
+    """The record of a line a runtime prefixed whole (a CRI ``F`` line, ``kubectl logs
+    --timestamps`` or ``--prefix``, ``logcli query``), or None. A record the runtime cut
+    into parts (``P``) stays a bad line: its parts are not put together here."""
+    head = CRI_LINE.match(line)
+    if head is not None:
+        return line[head.end():].removesuffix(b"\r") if head[2] == b"F" else None
+    head = PREFIX.match(line)
+    return None if head is None else line[head.end():]
+
+
+def record_inside(line: bytes) -> bytes | None:
+    """The text a JSON line that is no log record itself carries, when it is a JSON
+    object, or None: a Docker json-file entry's ``log``, a ``journalctl -o json`` entry's
+    ``MESSAGE``, a shipper's field (Vector, Fluent Bit, logcli), or a tracing-subscriber
+    line flattened. A part of a record a runtime cut is no record: `judge_unwrapped`
+    keeps such a line bad."""
+    # A key that can carry a record, looked for before the line is parsed: a log in
+    # another format altogether has every line judged, and most hold none.
+    if _CARRIER_KEY.search(line) is None:
+        return None
+    entry = json_object(line)
+    if entry is None:
+        return None
+    if has_nesting(entry) or flat_tracing(entry):
+        return TracingJsonUnwrapper().unwrap(line, 0)
+    if is_record(entry):
+        return None
+    message = entry.get("MESSAGE")
+    if isinstance(message, list) and all(isinstance(b, int) for b in message):
+        return bytes(b & 0xFF for b in message)  # journald's MESSAGE that is no text
+    text: str | None = next((entry[f] for f in _CARRIERS if isinstance(entry.get(f), str)), None)
+    if text is None or not text.lstrip().startswith("{"):
+        return None
+    return text.rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
+
+
+# The fields a wrapped line carries its service's line in: Docker's and Fluent Bit's
+# "log", journald's "MESSAGE", Vector's "message", logcli's "line".
+_CARRIERS = ("log", "MESSAGE", *(f for f in ENVELOPE_FIELDS if f != "log"))
+_CARRIER_KEY = re.compile(
+    rb'"(?:' + b"|".join(f.encode() for f in (*_CARRIERS, "fields", "span", "spans", "timestamp"))
+    + rb')"\s*:'
+)
