@@ -608,3 +608,35 @@ def test_read_traceparent_continues_a_hop_the_propagators_do_not_read(flags: str
         assert parents == [None]
     else:
         assert parents == [0x00f067aa0ba902b7, None]
+
+
+def test_propagators_none_keeps_a_sampled_out_span_already_current_as_the_parent() -> None:
+    # Under OTEL_PROPAGATORS=none the extraction stood for an empty context, so a span
+    # of ours began a trace beside a sampled-out one already current (an outer
+    # instrumentation's, FastAPI's own) and was exported though the request was not.
+    from opentelemetry import context as otel_context
+    from opentelemetry import propagate, trace
+    from opentelemetry.propagators.composite import CompositePropagator
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    provider, exporter = _provider()
+    inner = _app()
+    inner.add_middleware(RequestTracingMiddleware, settings=TracingSettings(tracer_provider=provider))
+    outer_span = NonRecordingSpan(SpanContext(0x5 << 100, 0x7, False, TraceFlags(0)))
+
+    async def sampled_out_outside(scope: Scope, receive: Receive, send: Send) -> None:
+        token = otel_context.attach(trace.set_span_in_context(outer_span))
+        try:
+            await inner(scope, receive, send)
+        finally:
+            otel_context.detach(token)
+
+    before = propagate.get_global_textmap()
+    propagate.set_global_textmap(CompositePropagator([]))
+    try:
+        caller = b"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        response = _get(sampled_out_outside, "/ids", [(b"traceparent", caller)])
+    finally:
+        propagate.set_global_textmap(before)
+    assert response.status_code == 200
+    assert exporter.get_finished_spans() == ()

@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from opentelemetry import propagate, trace
-from opentelemetry.context import Context
+from opentelemetry.context import Context, get_current
 from opentelemetry.propagators.textmap import Getter, default_getter
 from opentelemetry.trace import NonRecordingSpan
 
@@ -81,8 +81,9 @@ def extract(
 
     Always a context: under ``OTEL_PROPAGATORS=none`` OpenTelemetry's composite of no
     propagators hands back ``None``, which callers could not tell from "not extracted"
-    (and then read the caller's ``traceparent`` themselves); an empty context is what a
-    propagator that found nothing returns.
+    (and then read the caller's ``traceparent`` themselves). The current context stands
+    in for it, as ``None`` does for a span's parent: an empty one made the span a root
+    beside a sampled-out span already current (FastAPI's own), exported all the same.
 
     With ``traceparent``, a W3C ``traceparent`` names the caller when the configured
     propagators found none (``OTEL_PROPAGATORS=none``): ridtrace's worker reads its
@@ -98,7 +99,7 @@ def extract(
     try:
         extracted = propagate.extract(carrier, getter=getter)
         if extracted is None:
-            extracted = Context()
+            extracted = get_current()
         if traceparent:
             extracted = _or_traceparent(extracted, carrier, getter)
         return extracted, held
