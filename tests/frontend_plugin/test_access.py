@@ -12,6 +12,7 @@ from opentelemetry import baggage, trace
 from opentelemetry import context as otel_context
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
+from starlette.types import Receive, Scope, Send
 
 from ridtrace.frontend_plugin import FrontendSettings, WorkerSettings, create_frontend_app
 from ridtrace.frontend_plugin.auth import SharedSecretMiddleware
@@ -205,3 +206,53 @@ def test_an_invented_method_is_named_capped_in_the_404() -> None:
     assert response.status_code == 404
     message = response.json()["error"]["message"]
     assert message == "Not Found: " + "PROPFIND" * 4 + "...[15000 chars] /nowhere"
+
+
+def test_a_root_the_frontends_ratio_sampler_left_out_goes_to_the_worker_as_judged() -> None:
+    # The lines and the hop of a sampled-out root named a minted trace, not the one the
+    # sampler judged: a worker sampling by trace id (traceidratio, not parent-based)
+    # judged another trace and exported spans whose parent never reached the collector.
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+    from opentelemetry.sdk.trace.sampling import TraceIdRatioBased
+
+    from ridtrace.tracing import RequestTracingMiddleware, TracingSettings
+    from ridtrace.tracing.context import current_context
+
+    judged = (0xABC << 64) | 0xFFFF_FFFF_FFFF_FFFF  # above every ratio's bound: left out
+
+    class FixedTrace(RandomIdGenerator):
+        def generate_trace_id(self) -> int:
+            return judged
+
+    def provider(exporter: InMemorySpanExporter, ids: RandomIdGenerator | None) -> TracerProvider:
+        made = TracerProvider(sampler=TraceIdRatioBased(0.5), id_generator=ids)
+        made.add_span_processor(SimpleSpanProcessor(exporter))
+        return made
+
+    frontend_spans, worker_spans = InMemorySpanExporter(), InMemorySpanExporter()
+    hop: dict[str, str] = {}
+
+    async def worker_app(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def frontend_app(scope: Scope, receive: Receive, send: Send) -> None:
+        hop.update(worker_hop_headers(current_context()))
+        await worker_app(scope, receive, send)
+
+    frontend = RequestTracingMiddleware(frontend_app, settings=TracingSettings(
+        tracer_provider=provider(frontend_spans, FixedTrace())))
+    worker = RequestTracingMiddleware(worker_app, settings=TracingSettings(
+        tracer_provider=provider(worker_spans, None)))
+
+    async def go() -> None:
+        for app, headers in ((frontend, {}), (worker, hop)):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+                await client.get("/", headers=headers)
+
+    asyncio.run(go())
+    assert hop["traceparent"] == f"00-{judged:032x}-{hop['traceparent'][36:52]}-00"
+    assert frontend_spans.get_finished_spans() == worker_spans.get_finished_spans() == ()

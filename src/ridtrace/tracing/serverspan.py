@@ -113,6 +113,15 @@ def request_context_for(
         remote = parse_traceparent(traceparent) if traceparent else None
     if remote:
         return RequestContext(request_id, remote[0], mint_span_id(), x_request_id, remote[1])
+    own = span.get_span_context()
+    if own.is_valid and not own.is_remote:
+        # A root the SDK's sampler left out: its trace id is the one the sampler judged.
+        # A minted one went on the hop instead, and a worker sampling by trace id
+        # (traceidratio) judged another trace: orphan spans under a parent never
+        # exported. The span id is minted all the same: a span that is merely current
+        # (an outer one, under a no-op tracer) is no key of this request's.
+        return RequestContext(request_id, format(own.trace_id, "032x"), mint_span_id(),
+                              x_request_id)
     return minted_context(request_id, x_request_id)
 
 
