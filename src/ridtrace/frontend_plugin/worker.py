@@ -47,7 +47,9 @@ def create_worker_app(
     (401 otherwise, logged as ``worker.refused`` with outcome ``unauthorized``). The
     tracing middleware is outermost, with lifecycle lines off: a worker's lifecycle is
     ``worker.start`` / ``worker.end`` / ``worker.refused``, written under the frontend's
-    ``request_id`` rather than the one the middleware mints for the hop.
+    ``request_id`` rather than the one the middleware mints for the hop; it reads the
+    frontend's ``traceparent`` whatever ``OTEL_PROPAGATORS`` says (``read_traceparent``
+    is set on ``tracing``).
 
     ``POST /v1/work`` is served as plain ASGI right below the tracing middleware (and
     the token check); the other routes and the lifespan by a FastAPI app behind it.
