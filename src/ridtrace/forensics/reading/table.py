@@ -40,7 +40,6 @@ from ridtrace.forensics.reading.schema import READ_FIELDS, TIME_TYPE
 from ridtrace.forensics.reading.sql import normalized_select, spans_select
 from ridtrace.forensics.reading.staging import make_dir, release
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
-from ridtrace.forensics.reading.unwrap import record_behind_prefix
 
 
 class LogTable:
