@@ -35,7 +35,7 @@ class _Status:
 
 class IdMetadata:
     """What the servicer contexts of both servers share (grpc.aio's below, the
-    synchronous server's in `ridtrace.tracing.grpc.sync`): the call's counters and
+    synchronous server's in `ridtrace.tracing.grpc.sync_context`): the call's counters and
     ridtrace's metadata, merged into whatever metadata the handler sends."""
 
     __slots__ = (
