@@ -27,6 +27,7 @@ from ridtrace.tracing.grpc.call import (
 )
 from ridtrace.tracing.grpc.context import TracedServicerContext
 from ridtrace.tracing.grpc.counting import count_requests
+from ridtrace.tracing.grpc.nonblocking import is_non_blocking, wrap_non_blocking_handler
 from ridtrace.tracing.grpc.status import CallEnded, deadline_passed
 from ridtrace.tracing.grpc.sync import wrap_sync_handler
 from ridtrace.tracing.grpc.undecodable import (
@@ -175,7 +176,10 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
     def _wrap_sync(
         self, handler: grpc.RpcMethodHandler, info: MethodInfo
     ) -> grpc.RpcMethodHandler:
-        """A synchronous ``grpc.server``'s handler: plain functions and generators."""
+        """A synchronous ``grpc.server``'s handler: plain functions and generators, and
+        streams answered through a callback (``experimental_non_blocking``)."""
+        if is_non_blocking(handler):
+            return wrap_non_blocking_handler(handler, info, self._config, initial=self._initial)
         return wrap_sync_handler(
             handler, info, self._config, initial=self._initial,
             per_message=self._per_message,

@@ -46,6 +46,7 @@ def wrap_sync_handler(
         new = _traced_stream(behavior, info, config, streaming_in, per_message, initial)
     else:
         new = _traced_unary(behavior, info, config, streaming_in, initial)
+    keep_thread_pool(new, behavior)
     return factory(
         new,
         request_deserializer=tolerant_deserializer(handler),
@@ -53,7 +54,15 @@ def wrap_sync_handler(
     )
 
 
-def _begin(
+def keep_thread_pool(traced: Callable[..., Any], behavior: Callable[..., Any]) -> None:
+    """The pool a behaviour asked to run in (``experimental_thread_pool``, which the
+    server reads from the handler's function): without it, the server's own."""
+    pool = getattr(behavior, "experimental_thread_pool", None)
+    if pool is not None:
+        traced.experimental_thread_pool = pool  # type: ignore[attr-defined]
+
+
+def begin_call(
     config: CallConfig, info: MethodInfo, context: grpc.ServicerContext
 ) -> tuple[GrpcCall, SyncTracedServicerContext]:
     call = GrpcCall(config, info, context, context_type=SyncTracedServicerContext)
@@ -70,14 +79,14 @@ def _traced_unary(
     initial: str,
 ) -> Callable[..., Any]:
     def traced(request: Any, context: grpc.ServicerContext) -> Any:
-        call, traced_context = _begin(config, info, context)
+        call, traced_context = begin_call(config, info, context)
         failure: BaseException | None = None
         try:
-            request = _requests(request, traced_context, streaming_in)
+            request = counted_requests(request, traced_context, streaming_in)
             if isinstance(request, Undecodable):
                 answer_undecodable(request, traced_context, call.ctx.annotations, aio=False)
             result = behavior(request, traced_context)
-            ended = _ended_without_handler(traced_context)
+            ended = ended_without_handler(traced_context)
             if ended is not None:
                 # A synchronous server never interrupts a handler: this one returned
                 # after the call had ended (the client cancelled, its deadline passed,
@@ -92,7 +101,7 @@ def _traced_unary(
                 traced_context.ensure_initial_metadata()
             return result
         except BaseException as exc:
-            failure = _failure(exc, traced_context, call)
+            failure = failure_of(exc, traced_context, call)
             raise
         finally:
             call.finish(failure)
@@ -109,13 +118,13 @@ def _traced_stream(
     initial: str,
 ) -> Callable[..., Any]:
     def traced(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-        call, traced_context = _begin(config, info, context)
+        call, traced_context = begin_call(config, info, context)
         if per_message:
             traced_context.on_message = call.next_item
         failure: BaseException | None = None
         responses: Any = None
         try:
-            request = _requests(request, traced_context, streaming_in)
+            request = counted_requests(request, traced_context, streaming_in)
             if isinstance(request, Undecodable):
                 answer_undecodable(request, traced_context, call.ctx.annotations, aio=False)
             responses = behavior(request, traced_context)
@@ -124,11 +133,11 @@ def _traced_stream(
                     traced_context.ensure_initial_metadata()
                 traced_context.messages_out += 1
                 yield message
-            failure = _ended_without_handler(traced_context)  # see _traced_unary
+            failure = ended_without_handler(traced_context)  # see _traced_unary
             if isinstance(failure, RequestUndecodable):
                 end_as_refused(traced_context)
         except BaseException as exc:
-            failure = _failure(exc, traced_context, call)
+            failure = failure_of(exc, traced_context, call)
             raise
         finally:
             try:
@@ -142,7 +151,7 @@ def _traced_stream(
     return traced
 
 
-def _failure(
+def failure_of(
     exc: BaseException, context: SyncTracedServicerContext, call: GrpcCall
 ) -> BaseException:
     """What a call is finished with when ``exc`` escaped its handler.
@@ -166,7 +175,7 @@ def _failure(
     return ended
 
 
-def _ended_without_handler(context: SyncTracedServicerContext) -> BaseException | None:
+def ended_without_handler(context: SyncTracedServicerContext) -> BaseException | None:
     """What a call the handler returned from is finished with: ``None`` when the
     handler's result is what the client got."""
     if context.request_undecodable:
@@ -185,7 +194,7 @@ def _call_ended(context: SyncTracedServicerContext) -> bool:
     return not context.is_active() or deadline_passed(context)
 
 
-def _requests(request: Any, context: SyncTracedServicerContext, streaming: bool) -> Any:
+def counted_requests(request: Any, context: SyncTracedServicerContext, streaming: bool) -> Any:
     if not streaming:
         context.messages_in = 1
         return request
