@@ -52,6 +52,12 @@ _NAMEABLE = re.compile(r"/[\w.$-]{1,200}/[\w.$-]{1,200}", re.ASCII)
 
 Behavior = Callable[..., Any]
 
+# Set (in OpenTelemetry's context, beside its suppress flag) while the interceptors
+# after a ridtrace interceptor look up the handler: a second one in the chain (a
+# framework's and the application's) passes the call on, as a nested HTTP middleware
+# does, so a call keeps one request_id, one span and one request.start / request.end.
+_TRACED_OUTSIDE = otel_context.create_key("ridtrace-grpc-call-traced")
+
 
 class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Mints a ``request_id`` per gRPC call and makes it visible everywhere.
@@ -133,6 +139,10 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
         interceptor object serves both; an awaitable handed to a synchronous server
         killed its serving thread and hung every call.
         """
+        if otel_context.get_value(_TRACED_OUTSIDE):
+            # Another ridtrace interceptor before this one traces the call; two would
+            # give the client one request_id and the handler's lines another.
+            return continuation(handler_call_details)
         with _instrumentation_suppressed():
             found = continuation(handler_call_details)
         if inspect.isawaitable(found):
@@ -296,11 +306,11 @@ def _instrumentation_suppressed() -> Iterator[None]:
     opened a second server span per call, a root of its own trace beside ridtrace's
     (it continues the metadata's trace context, not the current span). It checks the
     flag when it wraps the handler and then adds nothing; listed before ridtrace, it
-    has already wrapped, and ridtrace enriches its span instead.
+    has already wrapped, and ridtrace enriches its span instead. Another ridtrace
+    interceptor after this one sees ``_TRACED_OUTSIDE`` and passes the call on.
     """
-    token = otel_context.attach(
-        otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True)
-    )
+    suppressed = otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True)
+    token = otel_context.attach(otel_context.set_value(_TRACED_OUTSIDE, True, suppressed))
     try:
         yield
     finally:
