@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+import grpc
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
@@ -13,7 +14,7 @@ from ridtrace.contract import REQUEST_END, REQUEST_START
 from ridtrace.tracing import context as request_context
 from ridtrace.tracing import metrics
 from ridtrace.tracing.eventlog import EventLog
-from ridtrace.tracing.grpc.status import outcome_of, status_code_of
+from ridtrace.tracing.grpc.status import mark_error, outcome_of, status_code_of
 from ridtrace.tracing.identity import validate_client_id
 from ridtrace.tracing.inbound import decide_outcome
 from ridtrace.tracing.serverspan import request_context_for
@@ -108,6 +109,8 @@ class StreamItem:
     def finish(self, failure: BaseException | None) -> None:
         """End this request's span and write its ``request.end``."""
         if failure is None:
+            # Answered: the handler read the next request, or the stream ended well.
+            code = grpc.StatusCode.OK
             outcome = decide_outcome(self.ctx, None, finished=True, server_fault=False)
         else:
             code = status_code_of(failure, self.call.context)
@@ -127,8 +130,15 @@ class StreamItem:
             log = events.warning if outcome == "error" else events.info
             log(REQUEST_END, **fields)
         if self.owns_span:
+            # A SERVER span of the method like the call's, so it has what the rpc
+            # conventions require of one (span metrics group by the code) and the
+            # call's error marks.
+            self.span.set_attribute("rpc.grpc.status_code", code.value[0])
             if outcome == "error":
-                self.span.set_status(Status(StatusCode.ERROR))
+                if failure is None:  # the handler's outcome_override
+                    self.span.set_status(Status(StatusCode.ERROR))
+                else:
+                    mark_error(self.span, code, failure, self.call.context)
             self.span.end()
         # Only where this request is current, and in the context that made it so: the
         # asyncio finaliser of a stream gRPC abandoned runs in a copy of it, where
