@@ -28,6 +28,7 @@ from ridtrace.tracing.context import RequestContext, remember_on_exception
 from ridtrace.tracing.deprecation import deprecation_response_headers
 from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.grpc.context import Metadata, TracedServicerContext
+from ridtrace.tracing.grpc.method import MethodInfo
 from ridtrace.tracing.grpc.status import (
     CANCELLED,
     RequestUndecodable,
@@ -36,62 +37,16 @@ from ridtrace.tracing.grpc.status import (
     status_code_of,
 )
 from ridtrace.tracing.grpc.stream import StreamItem
-from ridtrace.tracing.identity import shown_text, validate_client_id
+from ridtrace.tracing.identity import validate_client_id
 from ridtrace.tracing.inbound import TRACE_HEADERS, InboundRules, note_inbound, read_inbound
 from ridtrace.tracing.lifecycle import running as running_calls
 from ridtrace.tracing.propagation import extract
 from ridtrace.tracing.serverspan import active_server_span, request_context_for
 from ridtrace.tracing.settings import TracingSettings
 
-__all__ = ["CallConfig", "GrpcCall", "MethodInfo"]
+__all__ = ["CallConfig", "GrpcCall"]
 
 events = EventLog(__name__)
-
-
-# A method the server does not have is the client's string: capped and escaped before
-# a log line or span attribute carries it (as the HTTP middleware does with a path).
-MAX_SHOWN_METHOD = 1024
-# OpenTelemetry's rpc conventions: ``rpc.method`` of a method the server does not know.
-OTHER_METHOD = "_OTHER"
-
-
-class MethodInfo:
-    """Names derived once per full method (``/pkg.Service/Method``)."""
-
-    __slots__ = ("full", "known", "method", "route", "service", "span_name")
-
-    def __init__(self, full: str, *, known: bool = True, route: str | None = None) -> None:
-        """``known=False``: a method the server does not have (``route`` ``unmatched``),
-        or one a generic handler served under a name the client chose (``route``
-        ``_OTHER``): named on the lines only, capped and escaped."""
-        self.known = known
-        if known:
-            self.full = full
-            service, _, method = full.lstrip("/").rpartition("/")
-            self.service = service
-            self.method = method
-            # OpenTelemetry's rpc conventions: span name "pkg.Service/Method".
-            self.span_name = full.lstrip("/")
-            self.route = full
-        else:
-            # The client's string stays on the lines (rpc_method, path) and in
-            # rpc.method_original; span name, rpc.method and the metric's route are
-            # fixed, so a scanner cannot grow Jaeger's operations or the series.
-            self.full = shown_text(full, MAX_SHOWN_METHOD)
-            self.service = ""
-            self.method = OTHER_METHOD
-            self.span_name = OTHER_METHOD
-            self.route = route or metrics.UNMATCHED_ROUTE
-
-    def span_attributes(self) -> dict[str, str]:
-        """The span's rpc attributes, set when it is created (samplers see them)."""
-        if not self.known:
-            return {
-                "rpc.system": "grpc",
-                "rpc.method": self.method,
-                "rpc.method_original": self.full,
-            }
-        return {"rpc.system": "grpc", "rpc.service": self.service, "rpc.method": self.method}
 
 
 class CallConfig:
@@ -314,17 +269,3 @@ def _peer_text(context: grpc.aio.ServicerContext) -> str | None:
         return None
     scheme, _, address = peer.partition(":")
     return address if scheme in ("ipv4", "ipv6") else peer
-
-
-def behavior_of(
-    handler: grpc.RpcMethodHandler,
-) -> tuple[Callable[..., Any], Callable[..., grpc.RpcMethodHandler]]:
-    """A handler's behaviour (the servicer's function for its shape: unary or streaming
-    each way) and the factory that builds a handler of that shape around another."""
-    if handler.request_streaming and handler.response_streaming:
-        return handler.stream_stream, grpc.stream_stream_rpc_method_handler
-    if handler.request_streaming:
-        return handler.stream_unary, grpc.stream_unary_rpc_method_handler
-    if handler.response_streaming:
-        return handler.unary_stream, grpc.unary_stream_rpc_method_handler
-    return handler.unary_unary, grpc.unary_unary_rpc_method_handler

@@ -18,15 +18,10 @@ import grpc.aio
 from opentelemetry import context as otel_context
 
 from ridtrace.tracing import metrics
-from ridtrace.tracing.grpc.call import (
-    OTHER_METHOD,
-    CallConfig,
-    GrpcCall,
-    MethodInfo,
-    behavior_of,
-)
+from ridtrace.tracing.grpc.call import CallConfig, GrpcCall
 from ridtrace.tracing.grpc.context import TracedServicerContext
 from ridtrace.tracing.grpc.counting import count_requests
+from ridtrace.tracing.grpc.method import OTHER_METHOD, MethodInfo, behavior_of
 from ridtrace.tracing.grpc.nonblocking import is_non_blocking, wrap_non_blocking_handler
 from ridtrace.tracing.grpc.status import CallEnded, deadline_passed
 from ridtrace.tracing.grpc.sync import wrap_sync_handler

@@ -1,0 +1,73 @@
+"""A gRPC method as the interceptor names it, and the handler shapes it wraps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from ridtrace.tracing import metrics
+from ridtrace.tracing.identity import shown_text
+
+__all__ = ["MAX_SHOWN_METHOD", "OTHER_METHOD", "MethodInfo", "behavior_of"]
+
+
+# A method the server does not have is the client's string: capped and escaped before
+# a log line or span attribute carries it (as the HTTP middleware does with a path).
+MAX_SHOWN_METHOD = 1024
+# OpenTelemetry's rpc conventions: ``rpc.method`` of a method the server does not know.
+OTHER_METHOD = "_OTHER"
+
+
+class MethodInfo:
+    """Names derived once per full method (``/pkg.Service/Method``)."""
+
+    __slots__ = ("full", "known", "method", "route", "service", "span_name")
+
+    def __init__(self, full: str, *, known: bool = True, route: str | None = None) -> None:
+        """``known=False``: a method the server does not have (``route`` ``unmatched``),
+        or one a generic handler served under a name the client chose (``route``
+        ``_OTHER``): named on the lines only, capped and escaped."""
+        self.known = known
+        if known:
+            self.full = full
+            service, _, method = full.lstrip("/").rpartition("/")
+            self.service = service
+            self.method = method
+            # OpenTelemetry's rpc conventions: span name "pkg.Service/Method".
+            self.span_name = full.lstrip("/")
+            self.route = full
+        else:
+            # The client's string stays on the lines (rpc_method, path) and in
+            # rpc.method_original; span name, rpc.method and the metric's route are
+            # fixed, so a scanner cannot grow Jaeger's operations or the series.
+            self.full = shown_text(full, MAX_SHOWN_METHOD)
+            self.service = ""
+            self.method = OTHER_METHOD
+            self.span_name = OTHER_METHOD
+            self.route = route or metrics.UNMATCHED_ROUTE
+
+    def span_attributes(self) -> dict[str, str]:
+        """The span's rpc attributes, set when it is created (samplers see them)."""
+        if not self.known:
+            return {
+                "rpc.system": "grpc",
+                "rpc.method": self.method,
+                "rpc.method_original": self.full,
+            }
+        return {"rpc.system": "grpc", "rpc.service": self.service, "rpc.method": self.method}
+
+
+def behavior_of(
+    handler: grpc.RpcMethodHandler,
+) -> tuple[Callable[..., Any], Callable[..., grpc.RpcMethodHandler]]:
+    """A handler's behaviour (the servicer's function for its shape: unary or streaming
+    each way) and the factory that builds a handler of that shape around another."""
+    if handler.request_streaming and handler.response_streaming:
+        return handler.stream_stream, grpc.stream_stream_rpc_method_handler
+    if handler.request_streaming:
+        return handler.stream_unary, grpc.stream_unary_rpc_method_handler
+    if handler.response_streaming:
+        return handler.unary_stream, grpc.unary_stream_rpc_method_handler
+    return handler.unary_unary, grpc.unary_unary_rpc_method_handler
