@@ -62,6 +62,7 @@ class CallConfig:
         "owned_keys",
         "response_key",
         "rules",
+        "server_key_only",
         "tracer",
     )
 
@@ -79,6 +80,7 @@ class CallConfig:
             trace_headers=(*TRACE_HEADERS, *propagate.get_global_textmap().fields),
         )
         self.owned_keys = frozenset({self.client_key, self.response_key})
+        self.server_key_only = frozenset({self.response_key})
         self.notices: Metadata = tuple(
             (name.decode("latin-1"), value.decode("latin-1"))
             for name, value in deprecation_response_headers(
@@ -169,8 +171,12 @@ class GrpcCall:
             ours += config.notices
         # Set now so an abort() without metadata, or a crash, still carries the id.
         context.set_trailing_metadata(ours)
+        # The handler's own x-request-id stays when the client sent none, as over HTTP
+        # (one the client sent is echoed instead; after a refused one, none is sent).
+        sent_one = x_request_id is not None or rejected is not None
+        owned = config.owned_keys if sent_one else config.server_key_only
         # Typed as the grpc.aio proxy; the synchronous one has the same attributes.
-        self.context: TracedServicerContext = context_type(context, ours, config.owned_keys)
+        self.context: TracedServicerContext = context_type(context, ours, owned)
 
         self._token: Token[RequestContext | None] = request_context.enter(ctx)
         self._otel_token: object | None = (
