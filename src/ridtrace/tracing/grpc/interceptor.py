@@ -6,21 +6,20 @@ stream); :mod:`ridtrace.tracing.grpc.call` decides *what*. See docs/grpc.md.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Literal
 
 import grpc
 import grpc.aio
-from opentelemetry import context as otel_context
 
 from ridtrace.tracing import metrics
 from ridtrace.tracing.grpc.call import CallConfig, GrpcCall
 from ridtrace.tracing.grpc.context import TracedServicerContext
 from ridtrace.tracing.grpc.counting import count_requests
+from ridtrace.tracing.grpc.lookup import instrumentation_suppressed, traced_outside
 from ridtrace.tracing.grpc.method import OTHER_METHOD, MethodInfo, behavior_of
 from ridtrace.tracing.grpc.nonblocking import is_non_blocking, wrap_non_blocking_handler
 from ridtrace.tracing.grpc.status import CallEnded, deadline_passed
@@ -46,13 +45,6 @@ _NAMED_LIMIT = 1024
 _NAMEABLE = re.compile(r"/[\w.$-]{1,200}/[\w.$-]{1,200}", re.ASCII)
 
 Behavior = Callable[..., Any]
-
-# Set (in OpenTelemetry's context, beside its suppress flag) while the interceptors
-# after a ridtrace interceptor look up the handler: a second one in the chain (a
-# framework's and the application's) passes the call on, as a nested HTTP middleware
-# does, so a call keeps one request_id, one span and one request.start / request.end.
-_TRACED_OUTSIDE = otel_context.create_key("ridtrace-grpc-call-traced")
-
 
 class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Mints a ``request_id`` per gRPC call and makes it visible everywhere.
@@ -134,11 +126,11 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
         interceptor object serves both; an awaitable handed to a synchronous server
         killed its serving thread and hung every call.
         """
-        if otel_context.get_value(_TRACED_OUTSIDE):
+        if traced_outside():
             # Another ridtrace interceptor before this one traces the call; two would
             # give the client one request_id and the handler's lines another.
             return continuation(handler_call_details)
-        with _instrumentation_suppressed():
+        with instrumentation_suppressed():
             found = continuation(handler_call_details)
         if inspect.isawaitable(found):
             return self._intercept_aio(found, handler_call_details.method)
@@ -147,7 +139,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
     async def _intercept_aio(
         self, found: Awaitable[grpc.RpcMethodHandler | None], method: str
     ) -> grpc.RpcMethodHandler:
-        with _instrumentation_suppressed():
+        with instrumentation_suppressed():
             handler = await found
         return self._wrapped_for(handler, method, self._wrap, aio=True)
 
@@ -290,23 +282,3 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
                     call.finish(failure)
 
         return traced
-
-
-@contextlib.contextmanager
-def _instrumentation_suppressed() -> Iterator[None]:
-    """OpenTelemetry's "suppress instrumentation" flag, while the interceptors listed
-    after this one look up the handler.
-
-    opentelemetry-instrumentation-grpc's server interceptor listed after ridtrace's
-    opened a second server span per call, a root of its own trace beside ridtrace's
-    (it continues the metadata's trace context, not the current span). It checks the
-    flag when it wraps the handler and then adds nothing; listed before ridtrace, it
-    has already wrapped, and ridtrace enriches its span instead. Another ridtrace
-    interceptor after this one sees ``_TRACED_OUTSIDE`` and passes the call on.
-    """
-    suppressed = otel_context.set_value(otel_context._SUPPRESS_INSTRUMENTATION_KEY, True)
-    token = otel_context.attach(otel_context.set_value(_TRACED_OUTSIDE, True, suppressed))
-    try:
-        yield
-    finally:
-        otel_context.detach(token)
