@@ -27,6 +27,8 @@ from ridtrace.tracing.grpc.sync import wrap_sync_handler
 from ridtrace.tracing.grpc.undecodable import (
     Undecodable,
     answer_undecodable,
+    answer_unserializable,
+    nothing_to_send,
     tolerant_deserializer,
 )
 from ridtrace.tracing.grpc.unknown import unknown_method_handler
@@ -195,7 +197,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
         elif inspect.iscoroutinefunction(behavior):
             new = self._wrap_coroutine(
                 behavior, info, handler.request_streaming, handler.response_streaming,
-                per_message,
+                per_message, handler.response_serializer,
             )
         else:
             return handler
@@ -212,6 +214,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
         request_streaming: bool,
         response_streaming: bool,
         per_message: bool,
+        serializer: Callable[[Any], bytes] | None,
     ) -> Behavior:
         """Unary responses, and streaming ones written with ``context.write()``."""
         config = self._config
@@ -232,6 +235,11 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
                     failure = CallEnded()  # the client got DEADLINE_EXCEEDED (CallEnded)
                     return result
                 if not response_streaming:
+                    refused = nothing_to_send(result, serializer, traced_context)
+                    if refused is not None:
+                        answer_unserializable(
+                            refused, traced_context, call.ctx.annotations, aio=True
+                        )
                     traced_context.messages_out = 1
                     if send_initial:
                         await traced_context.ensure_initial_metadata()

@@ -23,7 +23,9 @@ from ridtrace.tracing.grpc.sync_context import SyncTracedServicerContext
 from ridtrace.tracing.grpc.undecodable import (
     Undecodable,
     answer_undecodable,
+    answer_unserializable,
     end_as_refused,
+    nothing_to_send,
     refused_by_grpc,
     tolerant_deserializer,
 )
@@ -46,7 +48,9 @@ def wrap_sync_handler(
     if handler.response_streaming:
         new = _traced_stream(behavior, info, config, streaming_in, per_message, initial)
     else:
-        new = _traced_unary(behavior, info, config, streaming_in, initial)
+        new = _traced_unary(
+            behavior, info, config, streaming_in, initial, handler.response_serializer
+        )
     keep_thread_pool(new, behavior)
     return factory(
         new,
@@ -78,6 +82,7 @@ def _traced_unary(
     config: CallConfig,
     streaming_in: bool,
     initial: str,
+    serializer: Callable[[Any], bytes] | None,
 ) -> Callable[..., Any]:
     def traced(request: Any, context: grpc.ServicerContext) -> Any:
         call, traced_context = begin_call(config, info, context)
@@ -97,6 +102,9 @@ def _traced_unary(
                 if isinstance(ended, RequestUndecodable):
                     end_as_refused(traced_context)
                 return result
+            refused = nothing_to_send(result, serializer, traced_context)
+            if refused is not None:
+                answer_unserializable(refused, traced_context, call.ctx.annotations, aio=False)
             traced_context.messages_out = 1
             if initial == "always":
                 traced_context.ensure_initial_metadata()

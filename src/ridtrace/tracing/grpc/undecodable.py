@@ -1,5 +1,5 @@
-"""Request messages the method's deserializer refuses: answered as gRPC answers them,
-but traced.
+"""Request messages the method's deserializer refuses, or a unary handler's ``None`` its
+serializer refuses: answered as gRPC answers them, but traced.
 
 gRPC deserializes a unary request before any handler runs and answers a failure itself
 (``INTERNAL`` "Exception deserializing request!" on a synchronous server; on grpc.aio
@@ -25,13 +25,17 @@ from ridtrace.tracing.grpc.status import UNDECODABLE_ERROR, deadline_passed
 __all__ = [
     "Undecodable",
     "answer_undecodable",
+    "answer_unserializable",
     "end_as_refused",
+    "nothing_to_send",
     "refused_by_grpc",
     "tolerant_deserializer",
 ]
 
 # What grpc's synchronous server answers for the case (grpc._server).
 _SYNC_DETAILS = "Exception deserializing request!"
+# ... and for a unary response its serializer refuses.
+_SYNC_SERIALIZE_DETAILS = "Failed to serialize response!"
 
 
 class Undecodable:
@@ -100,3 +104,39 @@ def end_as_refused(context: Any) -> NoReturn:
     """
     context._context.abort(grpc.StatusCode.INTERNAL, _SYNC_DETAILS)
     raise AssertionError("abort() returned")  # pragma: no cover - abort always raises
+
+
+def nothing_to_send(
+    result: Any, serializer: Callable[[Any], bytes] | None, context: Any
+) -> Exception | None:
+    """What the response serializer raises for a unary handler's ``None`` (a forgotten
+    ``return``) when no status was set: gRPC then fails the call after the handler
+    returned, where ridtrace had recorded it ``OK``. ``None`` when gRPC will send it.
+
+    A code the handler set (``set_code(NOT_FOUND)``, then ``return``) is what both
+    servers answer such a call with, and what ridtrace records anyway.
+    """
+    if result is not None or serializer is None:
+        return None
+    code = context.code()
+    if isinstance(code, grpc.StatusCode) and code is not grpc.StatusCode.OK:
+        return None
+    try:
+        serializer(None)
+    except Exception as exc:  # what gRPC itself would catch
+        return exc
+    return None
+
+
+def answer_unserializable(
+    error: Exception, context: Any, ctx_annotations: dict[str, Any], *, aio: bool
+) -> Any:
+    """Answer as gRPC would have (raises): on grpc.aio the serializer's exception escapes
+    (``UNKNOWN``), a synchronous server aborts ``INTERNAL`` with its own details."""
+    ctx_annotations["error"] = (
+        f"gRPC could not serialize the response: the handler returned None "
+        f"({type(error).__qualname__})"
+    )
+    if aio:
+        raise error
+    context.abort(grpc.StatusCode.INTERNAL, _SYNC_SERIALIZE_DETAILS)

@@ -1,0 +1,125 @@
+"""A unary handler that returns ``None`` (a forgotten ``return``): gRPC fails the call
+after the handler returned, ``UNKNOWN`` on grpc.aio and ``INTERNAL`` on a synchronous
+server. Before, ridtrace had already recorded it ``OK`` / ``ok``: no WARN, no error
+span, and gRPC's own ERROR line about it carried no request id. The client's answer is
+unchanged; a code the handler set before returning is still what both answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent import futures
+from typing import Any
+
+import grpc
+import grpc.aio
+import pytest
+
+from ridtrace.tracing.grpc import RequestTracingInterceptor
+from tests.tracing.grpc.conftest import LogLines, Proto, metadata_dict, serving
+
+CALL_TIMEOUT = 10.0
+
+
+def _handlers(proto: Proto, aio: bool) -> grpc.GenericRpcHandler:
+    def forgot(request: Any, context: Any) -> None:
+        return None
+
+    def not_found(request: Any, context: Any) -> None:
+        context.set_code(grpc.StatusCode.NOT_FOUND)
+        context.set_details("no such model")
+
+    async def forgot_aio(request: Any, context: Any) -> None:
+        return forgot(request, context)
+
+    async def not_found_aio(request: Any, context: Any) -> None:
+        return not_found(request, context)
+
+    methods = {"Forgot": forgot_aio, "NotFound": not_found_aio} if aio else {
+        "Forgot": forgot, "NotFound": not_found}
+    return grpc.method_handlers_generic_handler(
+        "probe.None",
+        {
+            name: grpc.unary_unary_rpc_method_handler(
+                behavior,
+                request_deserializer=proto.pb2.InferRequest.FromString,
+                response_serializer=proto.pb2.InferResponse.SerializeToString,
+            )
+            for name, behavior in methods.items()
+        },
+    )
+
+
+def _aio(proto: Proto) -> dict[str, grpc.RpcError]:
+    async def run() -> dict[str, grpc.RpcError]:
+        failures = {}
+        async with (
+            serving(
+                lambda s: s.add_generic_rpc_handlers((_handlers(proto, True),)),
+                interceptors=[RequestTracingInterceptor()],
+            ) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            for name in ("Forgot", "NotFound"):
+                method = channel.unary_unary(
+                    f"/probe.None/{name}",
+                    request_serializer=proto.pb2.InferRequest.SerializeToString,
+                )
+                with pytest.raises(grpc.aio.AioRpcError) as failed:
+                    await method(proto.pb2.InferRequest(), timeout=CALL_TIMEOUT)
+                failures[name] = failed.value
+        return failures
+
+    return asyncio.run(run())
+
+
+def _sync(proto: Proto) -> dict[str, grpc.RpcError]:
+    pool = futures.ThreadPoolExecutor(2)
+    server = grpc.server(pool, interceptors=[RequestTracingInterceptor()])
+    server.add_generic_rpc_handlers((_handlers(proto, False),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    failures = {}
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            for name in ("Forgot", "NotFound"):
+                method = channel.unary_unary(
+                    f"/probe.None/{name}",
+                    request_serializer=proto.pb2.InferRequest.SerializeToString,
+                )
+                with pytest.raises(grpc.RpcError) as failed:
+                    method(proto.pb2.InferRequest(), timeout=CALL_TIMEOUT)
+                failures[name] = failed.value
+    finally:
+        stopper = threading.Thread(target=server.stop, args=(None,), daemon=True)
+        stopper.start()
+        stopper.join(CALL_TIMEOUT)
+        pool.shutdown(wait=False, cancel_futures=True)
+    return failures
+
+
+@pytest.mark.parametrize(
+    ("serve", "code", "details"),
+    [
+        (_aio, grpc.StatusCode.UNKNOWN, "Unexpected <class '"),  # the serializer's error
+        (_sync, grpc.StatusCode.INTERNAL, "Failed to serialize response!"),
+    ],
+    ids=["aio", "sync"],
+)
+def test_a_unary_handler_returning_none_is_recorded_as_the_client_got_it(
+    proto: Proto, log_lines: LogLines, serve: Any, code: grpc.StatusCode, details: str
+) -> None:
+    failures = serve(proto)
+    forgot = failures["Forgot"]
+    assert forgot.code() is code and forgot.details().startswith(details)
+    [server_id] = metadata_dict(forgot.trailing_metadata())["x-server-request-id"]
+    [end] = log_lines.events("request.end", request_id=server_id)
+    assert (end["grpc_status"], end["outcome"], end["level"]) == (code.name, "error", "WARN")
+    assert end["messages_out"] == 0 and "returned None" in end["error"]
+    # The status the handler set is what the client got, and what is recorded.
+    not_found = failures["NotFound"]
+    assert not_found.code() is grpc.StatusCode.NOT_FOUND
+    assert not_found.details() == "no such model"
+    [end] = log_lines.events("request.end", rpc_method="/probe.None/NotFound")
+    assert (end["grpc_status"], end["outcome"]) == ("NOT_FOUND", "ok")
