@@ -176,7 +176,8 @@ def serve_untraced(name: str, port: int, worker: str) -> None:
     """
     from loguru import logger
 
-    from ridtrace.cli.serve import DEFAULT_GRACEFUL_TIMEOUT, DEFAULT_HEADER_TIMEOUT, _run
+    from ridtrace.cli.serve import _run
+    from ridtrace.cli.serve_options import DEFAULT_GRACEFUL_TIMEOUT, DEFAULT_HEADER_TIMEOUT
     from ridtrace.frontend_plugin import (
         FrontendSettings,
         WorkerSettings,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import sys
 from collections.abc import Callable
@@ -14,6 +13,17 @@ from typing import TYPE_CHECKING
 import click
 
 from ridtrace.cli.propagators import require_propagators
+from ridtrace.cli.serve_options import (
+    _LOG_FILE_HELP,
+    _LOG_LEVEL_HELP,
+    _POLICY,
+    _PORT,
+    _allowed_host_option,
+    _debug_option,
+    _graceful_option,
+    _header_timeout_option,
+    _worker_token_option,
+)
 
 if TYPE_CHECKING:
     import socket
@@ -21,75 +31,6 @@ if TYPE_CHECKING:
     from ridtrace.frontend_plugin.drain import Drain
 
 __all__ = ["serve"]
-
-_POLICY = click.Choice(["safe", "legacy"])
-# A plain int let 99999 through, which the socket layer cut to 16 bits: the server
-# listened on 34463 instead of refusing the typo, and -5 failed only once started.
-_PORT = click.IntRange(0, 65535)
-
-DEFAULT_GRACEFUL_TIMEOUT = 25.0
-"""Seconds: a few under Kubernetes' default terminationGracePeriodSeconds (30), so the
-telemetry flush after the drain still happens before the SIGKILL."""
-
-DEFAULT_HEADER_TIMEOUT = 10.0
-"""Seconds a request's line and headers may take to arrive (see cli/header_guard.py)."""
-
-
-def _finite_seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    # FloatRange lets nan through, which then failed the shutdown itself.
-    if not math.isfinite(value):
-        raise click.BadParameter(f"not a finite number of seconds: {value}")
-    return value
-
-
-def _graceful_option(func: Callable[..., None]) -> Callable[..., None]:
-    return click.option(
-        "--graceful-timeout", type=click.FloatRange(min=0, min_open=True),
-        callback=_finite_seconds,
-        default=DEFAULT_GRACEFUL_TIMEOUT, show_default=True, metavar="SECONDS",
-        help="On SIGTERM/SIGINT, how long in-flight requests may take to finish; those "
-             "still running near the end are answered with an error (503 / an in-band "
-             "error event). Keep it under the orchestrator's kill timeout.",
-    )(func)
-
-
-def _header_timeout_option(func: Callable[..., None]) -> Callable[..., None]:
-    return click.option(
-        "--header-timeout", type=click.FloatRange(min=0, min_open=True),
-        callback=_finite_seconds, default=DEFAULT_HEADER_TIMEOUT, show_default=True,
-        metavar="SECONDS",
-        help="A request whose line and headers take longer gets 408 and its connection "
-             "is closed (slowloris); idle keep-alive connections close after 15 s.",
-    )(func)
-
-
-def _allowed_host_option(func: Callable[..., None]) -> Callable[..., None]:
-    return click.option(
-        "--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
-        help="Also answer requests whose Host is NAME (repeat; '*' for any). Bound to "
-             "loopback, only localhost and the loopback addresses are answered (421 "
-             "otherwise: DNS rebinding); on other addresses any Host unless listed.",
-    )(func)
-
-
-_LOG_FILE_HELP = "JSON-lines log the process writes, appended to (docs/log-schema.md)."
-_LOG_LEVEL_HELP = "Lowest level logged: TRACE, DEBUG, INFO, WARN(ING), ERROR or CRITICAL."
-
-
-def _debug_option(func: Callable[..., None]) -> Callable[..., None]:
-    return click.option(
-        "--debug-endpoints", is_flag=True, default=None,
-        help="Serve GET /debug/inflight (internal state) and, on the frontend, the API "
-             "docs (/docs, /redoc, /openapi.json); off by default.",
-    )(func)
-
-
-def _worker_token_option(func: Callable[..., None]) -> Callable[..., None]:
-    return click.option(
-        "--worker-token", default=None, metavar="TOKEN",
-        help="Shared secret between the frontend and its workers "
-             "(or RIDTRACE_WORKER_TOKEN); workers refuse work without it.",
-    )(func)
 
 
 @click.group()
