@@ -13,7 +13,8 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from ridtrace.frontend_plugin.worker_http import ConnectionPool, WorkerHttpError
+from ridtrace.frontend_plugin.worker_connection import WorkerHttpError
+from ridtrace.frontend_plugin.worker_http import ConnectionPool
 
 Answer = Callable[[asyncio.StreamWriter], Awaitable[bool]]  # True: keep the connection
 

@@ -27,7 +27,8 @@ from ridtrace.frontend_plugin.redaction import redacted_url
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.timers import Deadline
 from ridtrace.frontend_plugin.wire import WORK_PATH, WorkRequest
-from ridtrace.frontend_plugin.worker_http import ConnectionPool, WorkerHttpError, WorkerResponse
+from ridtrace.frontend_plugin.worker_connection import WorkerHttpError, WorkerResponse
+from ridtrace.frontend_plugin.worker_http import ConnectionPool
 from ridtrace.frontend_plugin.worker_pool import WorkerPool
 from ridtrace.frontend_plugin.worker_stream import WorkerStream, is_error_line
 from ridtrace.tracing import metrics

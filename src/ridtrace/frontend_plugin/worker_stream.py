@@ -6,7 +6,7 @@ from typing import Any
 
 from ridtrace.frontend_plugin.ndjson import NdjsonReader
 from ridtrace.frontend_plugin.timers import Deadline
-from ridtrace.frontend_plugin.worker_http import WorkerResponse
+from ridtrace.frontend_plugin.worker_connection import WorkerResponse
 
 
 class WorkerStream:
