@@ -20,67 +20,11 @@ later in the same batch is known before it is judged.
 from __future__ import annotations
 
 import gc
-from typing import Any
 
-import numpy as np
-
-from ridtrace.contract import OUTCOME_OK, RESPONSE_UNLINKED, SEVERITY, WORKER
+from ridtrace.contract import OUTCOME_OK, RESPONSE_UNLINKED, WORKER
+from ridtrace.forensics.live.findings import Finding, _cited, _finding, _named, _one_caller
 from ridtrace.forensics.live.parse import COLUMNS, Flag, SpanRows
 from ridtrace.forensics.live.spans import Cluster, Span, WindowState
-
-Finding = dict[str, Any]
-
-
-def iso_us(us: int) -> str:
-    """Epoch µs as RFC 3339 UTC, as the analyze report writes times."""
-    # numpy, not datetime: DuckDB reads year 0 and years past 9999, which a datetime
-    # cannot hold; numpy writes every year as the batch report's rfc3339_us does.
-    return f"{np.datetime64(us, 'us')}Z"
-
-
-def _finding(kind: str, span: Span, time: int, detail: str,
-             evidence: list[tuple[str, int]], request_id: str | None = None) -> Finding:
-    seen: list[tuple[str, int]] = []
-    for item in evidence:
-        if item[1] >= 0 and item not in seen:
-            seen.append(item)
-    return {
-        "kind": kind, "severity": SEVERITY[kind],
-        "request_id": request_id if request_id is not None else span.request_id,
-        "x_request_id": span.x_request_id, "span_id": span.span_id, "time": iso_us(time),
-        "detail": detail, "evidence": [{"file": f, "line": n} for f, n in seen],
-    }
-
-
-def _named(span: Span, caught_up: int) -> str:
-    """The span a finding names for `span`'s caller, as the batch report does: the
-    caller, or the worker span that stands for it when the caller's logs are absent
-    (known by its worker's span, which `trace` finds) — certain once every file is read
-    past the worker's start (`caught_up`) without the caller, who started before it."""
-    if span.side == WORKER and span.parent_span is None and caught_up >= span.start:
-        return span.span_id
-    return span.caller()
-
-
-def _cited(members: list[Span]) -> list[Span]:
-    """The spans a duplicate is judged by and cites, as the batch rule's rows: each
-    caller's own span (a worker span stands for its caller only when the caller's logs
-    are absent), by start, longest first among those that start together.
-
-    Citing every member added each worker span's start and end to its caller's two lines,
-    so the live finding cited four lines a caller where `analyze` afterwards cited two.
-    """
-    own: dict[int, Span] = {}
-    for m in members:
-        up = m.parent_span
-        span = up if m.side == WORKER and up is not None and up.side != WORKER else m
-        own.setdefault(id(span), span)
-    return sorted(own.values(), key=lambda m: (m.start, -m.last))
-
-
-def _one_caller(members: list[Span]) -> bool:
-    first = members[0].caller_key()
-    return all(m.caller_key() == first for m in members[1:])
 
 
 class LiveRules:
