@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 
 from ridtrace.contract import FINDING_KINDS, SEVERITY
+from ridtrace.forensics.live.chunk import Chunk
 from ridtrace.forensics.live.collector import PollCollector
 from ridtrace.forensics.live.findings import Finding, iso_us
 from ridtrace.forensics.live.parse import SpanRows, parse_chunk, span_rows
 from ridtrace.forensics.live.rules import LiveRules
-from ridtrace.forensics.live.tail import Chunk
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.connection import PreparedReads, connect
 from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes

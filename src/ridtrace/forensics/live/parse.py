@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ridtrace.contract import FOREIGN_CHUNK, RESPONSE_UNLINKED, WORKER
-from ridtrace.forensics.live.tail import Chunk
+from ridtrace.forensics.live.chunk import Chunk
 from ridtrace.forensics.reading.connection import PreparedReads
 from ridtrace.forensics.reading.files import parse
 from ridtrace.forensics.reading.lines import map_chunk

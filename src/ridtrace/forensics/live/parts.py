@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ridtrace.forensics.live.holes import past_hole
 from ridtrace.forensics.live.identity import HEAD_BYTES, Identities, first_lines
-from ridtrace.forensics.live.tail import past_hole
 from ridtrace.forensics.reading.decoding import DecodedStream
 from ridtrace.forensics.reading.rotation import rotation_place
 

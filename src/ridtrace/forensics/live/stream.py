@@ -17,8 +17,8 @@ import termios
 import time
 from pathlib import Path
 
+from ridtrace.forensics.live.chunk import Chunk
 from ridtrace.forensics.live.identity import HEAD_BYTES, Identity, first_lines
-from ridtrace.forensics.live.tail import Chunk
 from ridtrace.forensics.reading.lines import scan_lines
 from ridtrace.forensics.reading.overlong import held_piece
 from ridtrace.forensics.reading.unwrap import Unwrapper, cut_short, wrapper_of

@@ -14,12 +14,12 @@ read from the copy.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from ridtrace.forensics.live.chunk import Chunk
+from ridtrace.forensics.live.holes import past_hole
 from ridtrace.forensics.live.identity import HEAD_BYTES, Identities, Identity, first_lines
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream, compression_of
 from ridtrace.forensics.reading.inputs import display_name
@@ -28,46 +28,6 @@ from ridtrace.forensics.reading.overlong import held_piece
 from ridtrace.forensics.reading.unwrap import Unwrapper, cut_short, wrapper_of
 
 _COUNT_BYTES = 16 << 20
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """Whole lines of one file: ``data`` holds ``scan.newlines`` lines from
-    ``first_line`` on (`scan`: what the tail's one pass over them found)."""
-
-    name: str
-    first_line: int
-    data: memoryview
-    scan: LineScan
-    # The content stream (`Identity.label`): a rotated copy's or a renamed file's lines
-    # count with the lines read before, so a line torn by the rotation is not a file of
-    # its own with no log record in it.
-    stream: str
-
-    @property
-    def newlines(self) -> int:
-        """How many lines ``data`` holds."""
-        return self.scan.newlines
-
-
-def past_hole(fd: int, pos: int, size: int) -> int:
-    """The first byte at or after `pos` that is not NUL (`size` if none).
-
-    NULs where a line should start are the hole a copy-and-truncate leaves when its
-    writer does not append (``>`` rather than ``>>``, a handle opened for writing): its
-    next write lands at its old offset, and the bytes before it read as NULs.
-    """
-    if os.pread(fd, 1, pos) != b"\0":
-        return pos
-    with contextlib.suppress(OSError):  # no SEEK_DATA here, or nothing but hole
-        pos = max(pos, os.lseek(fd, pos, os.SEEK_DATA))  # past a sparse hole unread
-    while pos < size:
-        block = os.pread(fd, min(1 << 20, size - pos), pos)
-        rest = block.lstrip(b"\0")
-        pos += len(block) - len(rest)
-        if rest or not block:
-            break
-    return min(pos, size)
 
 
 class FileTail:

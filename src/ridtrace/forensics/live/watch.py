@@ -17,11 +17,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ridtrace.forensics.live.chunk import Chunk
 from ridtrace.forensics.live.identity import Identities
 from ridtrace.forensics.live.open_files import tail_budget, too_many_open
 from ridtrace.forensics.live.parts import Copies, parts_of_named, rotated_name
 from ridtrace.forensics.live.stream import StreamTail
-from ridtrace.forensics.live.tail import Chunk, FileTail
+from ridtrace.forensics.live.tail import FileTail
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream
 from ridtrace.forensics.reading.inputs import (
     NOT_REGULAR,
