@@ -15,7 +15,7 @@ from starlette.routing import Route
 
 from ridtrace.frontend_plugin.registry import DuplicateRequestId, InflightRegistry
 from ridtrace.tracing import RequestTracingMiddleware, TracingSettings, metrics
-from ridtrace.tracing.middleware import UNMATCHED_ROUTE
+from ridtrace.tracing.observed import UNMATCHED_ROUTE
 
 
 def _points(reader: InMemoryMetricReader) -> dict[tuple[str, frozenset[tuple[str, Any]]], float]:
