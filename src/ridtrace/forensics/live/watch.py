@@ -5,7 +5,7 @@ followed file: a file renamed by a rotation is followed under its new name to it
 a file whose name now holds another file (rename-and-create) is drained, then the new
 one is read from its first line; a file that lost every name is drained and closed.
 Files found by walking a directory are judged like `ridtrace analyze` judges them
-(`ignore_reason`): plainly not logs are listed as ignored once.
+(`ignore_reason`): plainly not logs are listed as ignored once (`live.file_notes`).
 """
 
 from __future__ import annotations
@@ -18,44 +18,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ridtrace.forensics.live.chunk import Chunk
+from ridtrace.forensics.live.file_notes import FileNotes, _stamp
 from ridtrace.forensics.live.identity import Identities
 from ridtrace.forensics.live.open_files import tail_budget, too_many_open
 from ridtrace.forensics.live.parts import Copies, parts_of_named, rotated_name
 from ridtrace.forensics.live.stream import StreamTail
 from ridtrace.forensics.live.tail import FileTail
-from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream
 from ridtrace.forensics.reading.inputs import (
     NOT_REGULAR,
-    SNIFF_BYTES,
     STDIN_NAME,
     display_name,
-    not_regular_reason,
     walk_tree,
 )
-from ridtrace.forensics.reading.log_names import ignore_reason, named_compressed, named_for_lines
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
-from ridtrace.forensics.reading.unwrap import unwrapped_head
 
 DevIno = tuple[int, int]
 Tail = FileTail | StreamTail
 STDIN = Path("-")
 
 
-def _stamp(st: os.stat_result) -> tuple[int, int]:
-    """What tells a file from another given its inode later: its mtime and size."""
-    return st.st_mtime_ns, st.st_size
-
-
-def _plain_lines_file(path: Path, plain: bool) -> bool:
-    """A file named for JSON lines whose first bytes are known to start no compressed
-    stream (`plain`): followed before its first newline. A compressed rotation being
-    written (``gzip app.jsonl.1``) is empty or a bare header at first: opened then, it
-    was read as plain text, its compressed bytes as bad lines."""
-    return plain and named_for_lines(path.name) and not named_compressed(path.name)
-
-
 @dataclass
-class Watch:
+class Watch(FileNotes):
     """The followed files of one `ridtrace analyze --follow` run."""
 
     inputs: Sequence[str]
@@ -127,12 +110,6 @@ class Watch:
             self.missing.discard(raw)
             self.appeared.add(raw)
         yield from ((part, "copy") for part in parts_of_named(named))
-
-    def _note_unreadable(self, name: str, reason: str) -> None:
-        """List `name` as unreadable, once however many polls see it."""
-        if name not in self.unlisted:
-            self.unlisted.add(name)
-            self.stats.unreadable_files.append(FileNote(name, reason))
 
     def discover(self) -> None:
         """Start following every file that appeared since the last poll."""
@@ -216,68 +193,6 @@ class Watch:
         ``kubectl`` exited)."""
         return (self._streams == len(set(self.inputs))
                 and not any(isinstance(t, StreamTail) for t in self.tails.values()))
-
-    def _block(self, name: str, reason: str) -> None:
-        """List `name` as unreadable while it cannot be read (once, however many polls).
-
-        A walked file the follower may not open was skipped without a word: the summary
-        said complete and clean on logs it never read.
-        """
-        if name not in self.blocked:
-            self.blocked[name] = note = FileNote(name, reason)
-            self.stats.unreadable_files.append(note)
-
-    def _unblock(self, name: str) -> None:
-        """`name` is read from its first line after all: no longer unreadable."""
-        note = self.blocked.pop(name, None)
-        if note is not None:
-            self.stats.unreadable_files.remove(note)
-
-    def _dangling_link(self, path: Path) -> None:
-        """A walked link to nothing: unreadable when named like a log (as the batch read
-        lists it), else ignored; followed once its target appears."""
-        if str(path) in self._followed:
-            return  # the file it led to was followed, then removed: nothing is lost
-        reason, lost = not_regular_reason(path)
-        if lost:
-            self._block(str(path), reason)
-        elif str(path) not in self._dangling:
-            self._dangling.add(str(path))
-            self.stats.ignored_files.append(FileNote(str(path), reason))
-
-    def _ignore(self, path: Path, reason: str) -> None:
-        """List `path` as ignored, once: a file changed since is judged again."""
-        note = FileNote(str(path), reason)
-        if note not in self.stats.ignored_files:
-            self.stats.ignored_files.append(note)
-
-    def _looks_like_log(self, path: Path, key: DevIno, st: os.stat_result) -> bool:
-        """Judge a walked file once it has a whole line (an empty file may become a log)."""
-        size = st.st_size
-        try:
-            with open(path, "rb") as raw:
-                decoded = DecodedStream(raw)
-                head = decoded.read(SNIFF_BYTES)
-        except OSError as exc:
-            self._block(str(path), f"cannot read it: {exc.strerror or exc}")
-            return False
-        if decoded.unsupported is not None:
-            # Nothing of it can be judged: followed, it is listed unreadable as the batch
-            # read lists it. A small zstd rotation was looked at again every poll, never
-            # read nor named, and the summary said complete.
-            return True
-        plain = size >= MAGIC_BYTES and decoded.compression is None
-        if b"\n" not in head and size < SNIFF_BYTES and not _plain_lines_file(path, plain):
-            # Nothing to judge yet: look again next poll. A plain file named for JSON
-            # lines is read whatever it holds, its lines held until their newline comes.
-            return False
-        # A container's log is judged by what the service wrote, whatever its name.
-        reason = ignore_reason(path.name, unwrapped_head(head), whole=len(head) < SNIFF_BYTES)
-        if reason is not None:
-            self._ignore(path, reason)
-            self.settled[key] = _stamp(st)
-            return False
-        return True
 
     def bound(self) -> None:
         """Stop at what is written now: every file found by now is read up to its
