@@ -79,3 +79,38 @@ def test_make_tests_extras_install_every_tests_import() -> None:
     local = {"ridtrace", "tests", "inference_service", "ridtrace_inference_pb2",
              "ridtrace_inference_pb2_grpc"}
     assert not _missing(("dev", "grpc", "dask", "plot"), scripts, local)
+
+
+def _declared_directly() -> set[str]:
+    """Distributions pyproject.toml names (dependencies and every extra), with those the
+    extras it asks of them bring (``dask[distributed]`` names distributed)."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    declared = [Requirement(r) for r in project["dependencies"]]
+    for extra in project["optional-dependencies"].values():
+        declared += [Requirement(r) for r in extra]
+    named = {canonicalize_name(r.name) for r in declared}
+    for requirement in declared:
+        for line in metadata.requires(requirement.name) or [] if requirement.extras else []:
+            needed = Requirement(line)
+            if needed.marker is not None and any(
+                needed.marker.evaluate({"extra": extra}) for extra in requirement.extras
+            ):
+                named.add(canonicalize_name(needed.name))
+    return named
+
+
+def test_every_library_src_imports_is_named_in_pyproject() -> None:
+    # src imported numpy and opentelemetry.util.http with neither declared: each came
+    # only through another package (pandas, the FastAPI instrumentation), which is free
+    # to drop it.
+    named = _declared_directly()
+    distributions = metadata.packages_distributions()
+    unnamed = {}
+    # `compression` is the standard library's from Python 3.14 (zstd), tried on import.
+    local = {"ridtrace", "compression"}
+    for script in sorted((REPO / "src").rglob("*.py")):
+        for module in _third_party_imports(script, local):
+            dists = {canonicalize_name(d) for d in distributions.get(module, [module])}
+            if not dists & named:
+                unnamed[module] = str(script.relative_to(REPO))
+    assert not unnamed
