@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 
 import orjson
@@ -52,8 +52,22 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         payload = MESSAGES.error_payload(exc.status_code, message, kind)
     else:
         payload = CHAT.error_payload(exc.status_code, message)
-    return Response(orjson.dumps(payload), exc.status_code, headers=exc.headers,
+    return Response(orjson.dumps(payload), exc.status_code, headers=_allow_in_order(exc.headers),
                     media_type="application/json")
+
+
+# Starlette lists a route's methods from a set, so a 405's Allow came out as "GET, HEAD"
+# or "HEAD, GET" as the process's hash seed fell: named in one order, as RFC 9110 shows.
+_METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def _allow_in_order(headers: Mapping[str, str] | None) -> Mapping[str, str] | None:
+    if not headers or "Allow" not in headers:
+        return headers
+    methods = [m.strip() for m in headers["Allow"].split(",") if m.strip()]
+    methods.sort(key=lambda m: (_METHOD_ORDER.index(m) if m in _METHOD_ORDER
+                                else len(_METHOD_ORDER), m))
+    return {**headers, "Allow": ", ".join(methods)}
 
 
 class AnthropicRequestId:
