@@ -267,8 +267,8 @@ def test_the_table_never_says_no_findings_over_an_incomplete_read(tmp_path: Path
 
 def test_one_banner_in_200_lines_is_complete(tmp_path: Path) -> None:
     good = [
-        rt("request.start", request_id=f"r{i}", span_id=f"{i:016x}", trace_id="t" * 32)
-        for i in range(200)
+        rt(event, request_id=f"r{i}", span_id=f"{i:016x}", trace_id="t" * 32)
+        for i in range(100) for event in ("request.start", "request.end")
     ]
     (tmp_path / "frontend.jsonl").write_text("\n".join([*good, "one banner"]) + "\n")
     code, doc, _ = run(str(tmp_path))

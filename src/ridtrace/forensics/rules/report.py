@@ -30,6 +30,7 @@ from ridtrace.forensics.rules.findings import (
     findings_frame,
     paused_gc,
 )
+from ridtrace.forensics.rules.instants import unseen_overlaps
 from ridtrace.forensics.rules.overlap import (
     caller_of,
     client_id_reuse,
@@ -231,6 +232,8 @@ def analyze_requests(
     summary["clock_offsets_ms"] = {name: us / 1000.0 for name, us in sorted(offsets.items())}
     read_all = len(requests) if read_spans is None else read_spans
     summary.update(completeness(stats, requests=read_all))
+    if (unseen := unseen_overlaps(spans, requests["lines"].to_numpy())) is not None:
+        summary.update(incomplete=True, incomplete_reasons=[*summary["incomplete_reasons"], unseen])
     return Report(summary=summary, found=found, source=requests, offsets_us=offsets)
 
 
