@@ -10,9 +10,7 @@ liveness probe makes) waited until its deadline.
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from collections.abc import Callable, Iterator
 from concurrent import futures
 from typing import Any
 
@@ -21,35 +19,21 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from loguru import logger
 
 from ridtrace.tracing import current_context
-from ridtrace.tracing.grpc import RequestTracingInterceptor
 from tests.tracing.grpc.conftest import LogLines, metadata_dict
-from tests.tracing.grpc.test_grpc_sync_server import CALL_TIMEOUT, _wait_until
+from tests.tracing.grpc.test_grpc_sync_server import (
+    CALL_TIMEOUT,
+    _wait_until,
+    traced_sync_server,
+)
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
 
-@contextlib.contextmanager
-def _server(add: Callable[[grpc.Server], None], *, workers: int) -> Iterator[grpc.Channel]:
-    pool = futures.ThreadPoolExecutor(workers)
-    server = grpc.server(pool, interceptors=[RequestTracingInterceptor()])
-    add(server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    try:
-        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            yield channel
-    finally:
-        stopper = threading.Thread(target=server.stop, args=(None,), daemon=True)
-        stopper.start()
-        stopper.join(CALL_TIMEOUT)
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
 def test_open_health_watches_leave_the_pool_to_other_calls(log_lines: LogLines) -> None:
     servicer = health.HealthServicer()
     workers = 2
-    with _server(
+    with traced_sync_server(
         lambda s: health_pb2_grpc.add_HealthServicer_to_server(servicer, s), workers=workers
     ) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
@@ -120,7 +104,7 @@ def test_a_callback_stream_ends_ok_in_its_own_pool_with_its_ids(log_lines: LogLi
         },
     )
     try:
-        with _server(lambda s: s.add_generic_rpc_handlers((generic,)), workers=2) as channel:
+        with traced_sync_server(lambda s: s.add_generic_rpc_handlers((generic,)), workers=2) as channel:
             call = channel.unary_stream("/probe.Callback/Countdown")(
                 b"", metadata=(("x-request-id", "cb-1"),), timeout=CALL_TIMEOUT
             )

@@ -68,13 +68,22 @@ def _handlers(extra: dict[str, grpc.RpcMethodHandler] | None = None) -> Any:
     return grpc.method_handlers_generic_handler(SERVICE, methods)
 
 
-@contextlib.contextmanager
 def _sync_server(
     extra: dict[str, grpc.RpcMethodHandler] | None = None, *, workers: int = 4
+) -> contextlib.AbstractContextManager[grpc.Channel]:
+    return traced_sync_server(lambda s: s.add_generic_rpc_handlers((_handlers(extra),)),
+                              workers=workers)
+
+
+@contextlib.contextmanager
+def traced_sync_server(
+    add: Callable[[grpc.Server], None], *, workers: int
 ) -> Iterator[grpc.Channel]:
+    """A synchronous server behind ridtrace's interceptor, its services added by `add`,
+    on a free loopback port; a channel to it."""
     pool = futures.ThreadPoolExecutor(workers)
     server = grpc.server(pool, interceptors=[RequestTracingInterceptor()])
-    server.add_generic_rpc_handlers((_handlers(extra),))
+    add(server)
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:
