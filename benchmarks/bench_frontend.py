@@ -33,7 +33,6 @@ import argparse
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +41,8 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
+
+from ridtrace.demo.processes import free_port
 
 SHORT_WORDS = 9  # + "echo:" = a 10-token reply
 STREAM_TOKENS = 1000
@@ -222,12 +223,6 @@ def serve_anchor(name: str, port: int, worker: str) -> None:
 # --- the harness ----------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _pin(cpu: int) -> list[str]:
     return ["taskset", "-c", str(cpu)] if shutil.which("taskset") else []
 
@@ -347,7 +342,7 @@ def main() -> None:
     me = [sys.executable, __file__]
 
     def launch(name: str, argv: list[str]) -> None:
-        ports[name] = _free_port()
+        ports[name] = free_port()
         procs[name] = _start([*argv, "--port", str(ports[name])], ports[name])
 
     try:

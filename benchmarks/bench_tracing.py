@@ -50,7 +50,6 @@ import os
 import platform
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -61,6 +60,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from ridtrace.demo.processes import free_port
 
 ASGIApp = Callable[[dict[str, Any], Any, Any], Awaitable[None]]
 
@@ -408,12 +409,6 @@ def serve(name: str, port: int, log_dir: Path) -> None:
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _pin(cpu: int) -> Callable[[], None] | None:
     if not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2:
         return None
@@ -551,7 +546,7 @@ def run_served(
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "FASTAPI_OTEL"))}
     try:
         for name in names:
-            port = _free_port()
+            port = free_port()
             cmd = [sys.executable, __file__, "--serve", name, "--port", str(port)]
             proc = subprocess.Popen(
                 [*cmd, "--log-dir", str(log_dir)], env=env, preexec_fn=_pin(SERVER_CPU)

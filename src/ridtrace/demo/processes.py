@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -18,11 +19,44 @@ import httpx
 __all__ = ["Stack", "free_port", "start_stack"]
 
 
+# Ports handed out by this process: a port is only reserved once its server binds it,
+# so two servers started side by side must not be given the same one.
+_handed_out: set[int] = set()
+_LOWEST_PORT = 10_000
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32_768, 60_999  # Linux's default; also where macOS's range begins
+
+
 def free_port() -> int:
-    """A loopback TCP port that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback TCP port that is free now and that this process has not handed out.
+
+    Chosen below the kernel's ephemeral range: ``bind(0)`` and every outgoing connection
+    take their local port from that range, so a port found there (as ``bind(0)`` finds
+    one) could be taken by a client's connection before the server bound it, and the
+    server then failed with "address in use".
+    """
+    low, _ = _ephemeral_range()
+    pick = secrets.SystemRandom()  # not `random`: a test plugin may seed it alike everywhere
+    for _ in range(200):
+        port = pick.randrange(_LOWEST_PORT, low) if low > _LOWEST_PORT + 1000 else 0
+        if port in _handed_out:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            port = int(sock.getsockname()[1])
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
+    raise OSError("no free loopback port below the ephemeral range")
 
 
 @dataclass
