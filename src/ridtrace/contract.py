@@ -63,6 +63,10 @@ DYNAMO_GENERATE_FAILED: Final = "engine generate call failed"
 DYNAMO_SPAN_CLOSED: Final = "SPAN_CLOSED"
 DYNAMO_WORKER_SPANS: Final[tuple[str, ...]] = ("handle_payload",)
 DYNAMO_FRONTEND_SPANS: Final[tuple[str, ...]] = ("http-request", "generate")
+# How long the span a line closes lasted: "http response sent" says it in milliseconds,
+# a SPAN_CLOSED line (DYN_LOGGING_SPAN_EVENTS=1) in microseconds since the span opened.
+DYNAMO_LATENCY_MS: Final = "latency_ms"
+DYNAMO_SPAN_DURATION_US: Final = "time.duration_us"
 # "x-dynamo-request-id header is deprecated (DEP #7812); ..." in older Dynamo releases.
 DYNAMO_DEPRECATED_PATTERN: Final = r"^(?P<header>[A-Za-z0-9-]+) header is deprecated"
 

@@ -1,13 +1,16 @@
-"""Dynamo at INFO level: frontend requests with one time each are named, not passed clean.
+"""Dynamo at INFO level: frontend requests start where their last line says they began.
 
-Without Dynamo's DEBUG ``request received`` line a frontend span is its last line alone,
-so requests in flight at once never overlapped, and a duplicate in flight went unseen:
-"No findings.", exit 0.
+Without Dynamo's DEBUG ``request received`` line a frontend span is its last line alone.
+Its start is that line's time less the duration it states (``latency_ms`` on ``http
+response sent``, ``time.duration_us`` on ``SPAN_CLOSED``), so requests in flight at once
+overlap. Where no line states one, the read is named incomplete, not passed clean
+("No findings.", exit 0, over a duplicate in flight).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -16,14 +19,22 @@ from ridtrace.cli.main import main
 from ridtrace.testing.dynamo import DynamoSpec, write_dynamo_logs
 
 
-def _logs(out: Path, *, drop_levels: tuple[str, ...]) -> Path:
+def _logs(out: Path, *, drop_levels: tuple[str, ...], frontend_only: bool = False) -> Path:
     # Enough requests that the banner line is far under 1 % of the lines.
     write_dynamo_logs(out, DynamoSpec(requests=1500, duplicates=3, cancelled=0, bad_lines=0))
     for log in out.glob("*.jsonl"):
         kept = [line for line in log.read_text().splitlines(keepends=True)
                 if not any(f'"level":"{level}"' in line for level in drop_levels)]
         log.write_text("".join(kept))
+    if frontend_only:  # at INFO its workers logged nothing but their banners
+        for worker in out.glob("worker-*.jsonl"):
+            worker.unlink()
     return out
+
+
+def _rewrite(logs: Path, change: re.Pattern[str], into: str) -> None:
+    for log in logs.glob("*.jsonl"):
+        log.write_text(change.sub(into, log.read_text()))
 
 
 def _analyze(logs: Path) -> tuple[int, dict]:
@@ -31,24 +42,65 @@ def _analyze(logs: Path) -> tuple[int, dict]:
     return result.exit_code, json.loads(result.stdout)
 
 
-def test_info_level_frontend_logs_make_the_report_incomplete(tmp_path: Path) -> None:
+def _instant_reasons(summary: dict) -> list[str]:
+    return [r for r in summary["incomplete_reasons"] if "at one instant" in r]
+
+
+def test_info_level_requests_start_by_their_stated_latency(tmp_path: Path) -> None:
     # DEBUG lines gone (the level Dynamo runs at), and the collisions' ERROR lines too:
-    # the duplicates in flight are in the traffic, and nothing left shows them. The
-    # frontend's log alone: at INFO its workers logged nothing but their banners.
-    logs = _logs(tmp_path, drop_levels=("DEBUG", "ERROR"))
-    for worker in logs.glob("worker-*.jsonl"):
-        worker.unlink()
+    # each request is its "http response sent" line, with its latency_ms.
+    logs = _logs(tmp_path, drop_levels=("DEBUG", "ERROR"), frontend_only=True)
+    code, doc = _analyze(logs)
+    summary = doc["summary"]
+    assert summary["duplicate_in_flight"] == 3 and code == 1
+    assert not summary["incomplete"] and _instant_reasons(summary) == []
+    ids = {f["x_request_id"] for f in doc["findings"] if f["kind"] == "duplicate_in_flight"}
+    assert len(ids) == 3 and all(i.startswith("retry-") for i in ids)
+
+
+def test_span_closed_lines_start_by_their_stated_duration(tmp_path: Path) -> None:
+    # DYN_LOGGING_SPAN_EVENTS=1 at INFO: the span's close, with time.duration_us (a JSON
+    # number) instead of the response line's latency.
+    logs = _logs(tmp_path, drop_levels=("DEBUG", "ERROR"), frontend_only=True)
+
+    def closed(match: re.Match[str]) -> str:
+        return (f'"message":"SPAN_CLOSED","time.duration_us":{int(match[1]) * 1000},'
+                f'"time.busy_us":12')
+    for log in logs.glob("*.jsonl"):
+        log.write_text(re.sub(
+            r'"message":"http response sent","latency_ms":"(\d+)"', closed, log.read_text()))
+    code, doc = _analyze(logs)
+    assert doc["summary"]["duplicate_in_flight"] == 3 and code == 1
+    assert _instant_reasons(doc["summary"]) == []
+
+
+def test_info_level_logs_with_no_duration_make_the_report_incomplete(tmp_path: Path) -> None:
+    # Nothing left shows when a request began: the duplicates in flight are in the
+    # traffic, and no overlap can be seen.
+    logs = _logs(tmp_path, drop_levels=("DEBUG", "ERROR"), frontend_only=True)
+    _rewrite(logs, re.compile(r'"latency_ms":"\d+",'), "")
     code, doc = _analyze(logs)
     summary = doc["summary"]
     assert summary["duplicate_in_flight"] == 0 and summary["errors"] == 0
-    assert summary["incomplete_reasons"] == [
-        r for r in summary["incomplete_reasons"] if "at one instant" in r
-    ] != []
+    assert summary["incomplete_reasons"] == _instant_reasons(summary) != []
     assert code == 3 and summary["incomplete"]
+
+
+def test_a_stated_duration_that_is_no_duration_is_not_used(tmp_path: Path) -> None:
+    # Negative, not a number, or longer than any request: the line's own time it is.
+    logs = _logs(tmp_path, drop_levels=("DEBUG", "ERROR"), frontend_only=True)
+    values = iter(["-5", "NaN", "1e30", "soon"] * 10_000)
+    for log in logs.glob("*.jsonl"):
+        log.write_text(re.sub(r'"latency_ms":"\d+"',
+                              lambda _: f'"latency_ms":"{next(values)}"', log.read_text()))
+    code, doc = _analyze(logs)
+    summary = doc["summary"]
+    assert summary["duplicate_in_flight"] == 0 and _instant_reasons(summary) != []
+    assert code == 3
 
 
 def test_debug_level_frontend_logs_are_complete(tmp_path: Path) -> None:
     code, doc = _analyze(_logs(tmp_path, drop_levels=()))
     summary = doc["summary"]
     assert code == 1 and summary["duplicate_in_flight"] == 3
-    assert not any("at one instant" in r for r in summary["incomplete_reasons"])
+    assert _instant_reasons(summary) == []

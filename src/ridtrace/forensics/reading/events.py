@@ -43,7 +43,7 @@ def empty_events_table() -> pa.Table:
             typ: pa.DataType = pa.int32()
         elif col == "line":
             typ = pa.int64()
-        elif col == "time":
+        elif col in ("time", "began"):
             typ = TIME_TYPE
         else:
             typ = pa.string()

@@ -39,6 +39,7 @@ from ridtrace.forensics.reading.sql import (
     DYNAMO_OUTCOME,
     DYNAMO_UNLINKED,
     RIDTRACE_DEPRECATED,
+    began,
     literal,
     literal_list,
 )
@@ -78,7 +79,7 @@ _LISTED = f"""(_rt AND deprecated_headers IS NOT NULL
     AND event IS DISTINCT FROM {literal(DEPRECATED_HEADER)})"""
 # Per line: the fields the aggregates read, each format's spelling resolved.
 _LINE = f"""
-    rn, _t AS time, request_id, x_request_id,
+    rn, _t AS time, {began("_rt")} AS _began, request_id, x_request_id,
     CASE WHEN _rt THEN parent_span_id ELSE parent_id END AS parent_span_id,
     CASE WHEN _rt THEN outcome ELSE {DYNAMO_OUTCOME} END AS outcome,
     CASE WHEN _rt THEN fp_in END AS fp_in,
@@ -146,7 +147,7 @@ SELECT CASE WHEN _row IS NOT NULL THEN {SUSPECT} WHEN _span IS NOT NULL THEN {SP
     _trace AS trace_id, _span AS span_id, hash(_trace, _span) AS span_key,
     arg_max(request_id, rn) AS request_id, {first}, {display},
     CASE WHEN {_has(_WORKER_BIT)} THEN {literal(WORKER)} ELSE {literal(FRONTEND)} END AS side,
-    min(time) AS start, max(time) AS "end",
+    min(_began) AS start, max(time) AS "end",
     min(rn) AS first_rn, max(rn) AS last_rn, count(*) AS lines,
     {_first_where("_unlinked", "_text", "unlinked", "unlinked_rn")},
     {_first_where("_foreign", "chunk_request_id", '"foreign"', "foreign_rn")},

@@ -11,6 +11,8 @@ from typing import Final
 
 import pyarrow as pa
 
+from ridtrace.contract import DYNAMO_LATENCY_MS, DYNAMO_SPAN_DURATION_US
+
 # Fields read from either format. Everything else on a line is ignored by the reader,
 # so wide Dynamo lines cost tokenising only, not memory.
 READ_FIELDS: Final[tuple[str, ...]] = (
@@ -42,6 +44,8 @@ READ_FIELDS: Final[tuple[str, ...]] = (
     "error",
     "worker",
     "chunk_request_id",
+    DYNAMO_LATENCY_MS,
+    DYNAMO_SPAN_DURATION_US,
 )
 
 TIME_TYPE: Final = pa.timestamp("us", tz="UTC")
@@ -79,6 +83,8 @@ EVENT_COLUMNS: Final[tuple[str, ...]] = (
     "file",
     "line",
     "time",
+    # When the line's span began, where the line says (`sql.BEGAN`); else its time.
+    "began",
     *EVENT_CATEGORY_COLUMNS,
     *EVENT_STRING_COLUMNS,
 )

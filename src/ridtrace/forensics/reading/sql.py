@@ -20,9 +20,11 @@ from ridtrace.contract import (
     DYNAMO_DEPRECATED_PATTERN,
     DYNAMO_FRONTEND_SPANS,
     DYNAMO_GENERATE_FAILED,
+    DYNAMO_LATENCY_MS,
     DYNAMO_RECEIVED,
     DYNAMO_RESPONSE_SENT,
     DYNAMO_SPAN_CLOSED,
+    DYNAMO_SPAN_DURATION_US,
     DYNAMO_WORKER_SPANS,
     FOREIGN_CHUNK,
     FRONTEND,
@@ -99,6 +101,28 @@ DYNAMO_OUTCOME = f"""CASE
 END"""
 
 
+# A stated duration beyond this is no request's: a garbage value would move its start
+# years back and overlap it with everything.
+_LONGEST_SPAN_US = 7 * 24 * 3600 * 1_000_000
+
+
+def began(is_ridtrace: str) -> str:
+    """When a line's span began: its time, less the duration a Dynamo line that closes the
+    span states (``http response sent``'s `latency_ms`, ``SPAN_CLOSED``'s
+    `time.duration_us`). Dynamo logs ``request received`` at DEBUG, so at its default
+    INFO level a frontend span is that one line: without the duration it starts where it
+    ends, and two requests that held one id at once never overlapped. Over raw fields
+    with ``_t``; `is_ridtrace` is the SQL test of a ridtrace/1 line."""
+    stated = f"""(CASE message
+        WHEN {literal(DYNAMO_RESPONSE_SENT)} THEN TRY_CAST("{DYNAMO_LATENCY_MS}" AS DOUBLE) * 1000
+        WHEN {literal(DYNAMO_SPAN_CLOSED)} THEN TRY_CAST("{DYNAMO_SPAN_DURATION_US}" AS DOUBLE)
+    END)"""
+    # NaN compares above every number in DuckDB, so the upper bound drops it too.
+    return f"""CASE WHEN ({is_ridtrace}) IS NOT TRUE
+        AND {stated} BETWEEN 0 AND {_LONGEST_SPAN_US}
+        THEN _t - to_microseconds(CAST({stated} AS BIGINT)) ELSE _t END"""
+
+
 def _pick(ridtrace: str, dynamo: str) -> str:
     return f"CASE WHEN {_RT} THEN {ridtrace} ELSE {dynamo} END"
 
@@ -109,6 +133,7 @@ RIDTRACE_DEPRECATED = (
 # Column name → expression over the raw fields, in the events frame's column order.
 NORMALIZED: dict[str, str] = {
     "time": "_t",
+    "began": began(_RT),
     "format": _pick("'ridtrace'", "'dynamo'"),
     "level": "CASE WHEN level = 'WARNING' THEN 'WARN' ELSE level END",
     "event": _pick("event", _DYN_EVENT),
@@ -143,10 +168,15 @@ NORMALIZED: dict[str, str] = {
 }
 
 
+_TIMES = ("time", "began")
+
+
 def normalized_select(source: str, *, keep: tuple[str, ...] = ()) -> str:
     """Events (``rn`` first, then `keep`) from a relation of raw fields with ``rn`` and ``_t``."""
-    cols = ",\n    ".join(f"({expr})::VARCHAR AS {name}" if name != "time" else f"{expr} AS time"
-                         for name, expr in NORMALIZED.items())
+    cols = ",\n    ".join(
+        f"{expr} AS {name}" if name in _TIMES else f"({expr})::VARCHAR AS {name}"
+        for name, expr in NORMALIZED.items()
+    )
     extra = "".join(f"{k}, " for k in keep)
     return f"SELECT rn, {extra}\n    {cols}\nFROM {source}"
 
@@ -189,7 +219,7 @@ def span_aggregates() -> str:
     {first},
     CASE WHEN bool_or(side = {literal(WORKER)}) THEN {literal(WORKER)}
          ELSE {literal(FRONTEND)} END AS side,
-    min(time) AS start, max(time) AS "end",
+    min(began) AS start, max(time) AS "end",
     min(rn) AS first_rn, max(rn) AS last_rn, count(*) AS lines,
     arg_min(coalesce(error, message), rn) FILTER (WHERE {unlinked}) AS unlinked,
     min(rn) FILTER (WHERE {unlinked}) AS unlinked_rn,

@@ -1,9 +1,11 @@
-"""Frontend requests logged in one line each: their overlaps cannot be seen.
+"""Frontend requests logged in one line each, at one instant: their overlaps cannot be seen.
 
 Dynamo logs a request's start (``request received``) at DEBUG. At its default INFO level
-a frontend span is one line, ``http response sent`` or ``SPAN_CLOSED``: it starts where it
-ends, so two requests that held the same id at once never overlap, and the report said
-"No findings." with exit 0 over a duplicate in flight. Such a read is incomplete.
+a frontend span is one line, ``http response sent`` or ``SPAN_CLOSED``. The read takes
+its start from the duration such a line states (`reading.sql.began`); a span whose
+line states none starts where it ends, so two requests that held the same id at once
+never overlap, and the report said "No findings." with exit 0 over a duplicate in
+flight. Such a read is incomplete.
 (A ridtrace request always has its ``request.start`` and ``request.end`` lines.)
 """
 
@@ -19,14 +21,15 @@ INSTANT_SHARE = 0.5
 
 
 def unseen_overlaps(spans: SpanColumns, lines: np.ndarray) -> str | None:
-    """The incomplete reason for a read whose frontend requests are mostly one line each
-    (`lines`: each span's line count, in the order of `spans`)."""
+    """The incomplete reason for a read whose frontend requests are mostly one line each,
+    with no duration to start them by (`lines`: each span's line count, in the order of
+    `spans`)."""
     front = spans.front
     total = int(front.sum())
-    instant = int((front & (lines == 1)).sum())
+    instant = int((front & (lines == 1) & (spans.start == spans.end)).sum())
     if not total or instant <= INSTANT_SHARE * total:
         return None
     return (f"{instant} of {total} frontend requests were logged in one line, at one "
-            "instant (no start line: Dynamo at INFO level?), so requests in flight at once "
-            "cannot be seen and duplicates may be missing; log at DEBUG for 'request "
-            "received'")
+            "instant (no start line and no duration: Dynamo at INFO level?), so requests "
+            "in flight at once cannot be seen and duplicates may be missing; log at DEBUG "
+            "for 'request received'")
