@@ -16,6 +16,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
+from ridtrace.forensics.live.follow import Follower, FollowSettings
 from ridtrace.testing.dynamo import DynamoSpec, write_dynamo_logs
 
 
@@ -104,3 +105,19 @@ def test_debug_level_frontend_logs_are_complete(tmp_path: Path) -> None:
     summary = doc["summary"]
     assert code == 1 and summary["duplicate_in_flight"] == 3
     assert _instant_reasons(summary) == []
+
+
+def test_live_detection_starts_them_alike(tmp_path: Path) -> None:
+    # The loser's one line comes before the first caller's, which ends later: the live
+    # window must place the first caller by its stated start, before the loser's.
+    logs = _logs(tmp_path, drop_levels=("DEBUG", "ERROR"), frontend_only=True)
+    follower = Follower([str(logs)], FollowSettings(from_start=True))
+    try:
+        found, _ = follower.poll()
+        found += follower.finish()
+    finally:
+        follower.close()
+    live = sorted(f["request_id"] for f in found if f["kind"] == "duplicate_in_flight")
+    _, doc = _analyze(logs)
+    batch = sorted(f["request_id"] for f in doc["findings"] if f["kind"] == "duplicate_in_flight")
+    assert live == batch and len(live) == 3
