@@ -65,7 +65,8 @@ class _ResponsesRenderer(Renderer):
         if finished is not None:
             usage = {
                 "input_tokens": finished.prompt_tokens,
-                "input_tokens_details": {"cached_tokens": 0},
+                # Both required by OpenAI's typed model: left out, the SDK read None.
+                "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
                 "output_tokens": finished.tokens,
                 "output_tokens_details": {"reasoning_tokens": 0},
                 "total_tokens": finished.prompt_tokens + finished.tokens,
