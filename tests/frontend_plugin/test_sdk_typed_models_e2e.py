@@ -2,17 +2,19 @@
 
 The SDKs build their objects without validating them, so a field their models require
 that a reply leaves out reads as ``None`` instead of failing: code that sums
-``usage.input_tokens_details.cache_write_tokens`` broke on a reply every SDK call
-"parsed".
+``usage.input_tokens_details.cache_write_tokens`` or keeps the models whose
+``lifecycle`` is ``"active"`` broke on a reply every SDK call "parsed".
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import anthropic
 import httpx
 import openai
 import orjson
+from anthropic.types import ModelInfo
 from openai.types.responses import Response, ResponseCompletedEvent, ResponseIncompleteEvent
 
 from tests.frontend_plugin.conftest import Stack
@@ -41,3 +43,14 @@ def test_a_response_and_its_final_events_validate_as_the_sdk_types_them(
     ResponseCompletedEvent.model_validate(completed)
     incomplete = _events(stack, {**body, "max_output_tokens": 1})["response.incomplete"]
     ResponseIncompleteEvent.model_validate(incomplete)
+
+
+def test_the_listed_model_validates_as_the_anthropic_sdk_types_it(
+    claude: anthropic.Anthropic
+) -> None:
+    listed = claude.models.with_raw_response.list()
+    [entry] = orjson.loads(listed.http_response.content)["data"]
+    assert ModelInfo.model_validate(entry).lifecycle == "active"
+    one = claude.models.with_raw_response.retrieve("echo")
+    assert ModelInfo.model_validate(orjson.loads(one.http_response.content)).lifecycle == "active"
+    assert [m.id for m in claude.models.list() if m.lifecycle == "active"] == ["echo"]

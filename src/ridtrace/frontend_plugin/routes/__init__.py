@@ -109,12 +109,13 @@ def create_router(
     router.routes.extend(CountTokensEndpoint(fe.settings, c).route for c in COUNTERS)
 
     def listed() -> dict[str, object]:
-        # OpenAI's fields and Anthropic's (type, display_name, created_at): both SDKs
-        # read /v1/models, each ignores the other's fields, and the Anthropic SDK's
-        # ModelInfo had None where it types a string and a datetime.
+        # OpenAI's fields and Anthropic's (type, display_name, created_at, lifecycle):
+        # both SDKs read /v1/models, each ignores the other's fields, and the Anthropic
+        # SDK's ModelInfo had None where it types a string, a datetime and a literal.
         name = fe.settings.model
         return {"id": name, "object": "model", "created": 0, "owned_by": "ridtrace",
-                "type": "model", "display_name": name, "created_at": "1970-01-01T00:00:00Z"}
+                "type": "model", "display_name": name, "created_at": "1970-01-01T00:00:00Z",
+                "lifecycle": "active"}
 
     @router.get("/v1/models")
     async def models(request: Request) -> JSONResponse:
