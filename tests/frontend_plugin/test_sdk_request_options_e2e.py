@@ -87,6 +87,32 @@ def test_a_tool_choice_that_forces_a_call_is_refused_in_both_sdks(
         assert "'tool_choice' cannot force" in (refused.value.api_message or "")
 
 
+LEGACY_FUNCTIONS: Any = [{"name": "lookup", "parameters": {"type": "object", "properties": {}}}]
+
+
+def test_the_legacy_function_call_is_checked_as_tool_choice_is(oai: openai.OpenAI) -> None:
+    # functions / function_call, the SDK's deprecated form of tools / tool_choice, were
+    # not looked at: a function_call naming a function got a 200 whose
+    # message.function_call was None, and one without functions was served.
+    for call, functions, fragment in (
+        ({"name": "lookup"}, LEGACY_FUNCTIONS, "cannot force"),
+        ("auto", None, "only allowed when 'functions'"),
+        ("sometimes", LEGACY_FUNCTIONS, "must be"),
+    ):
+        with pytest.raises(openai.BadRequestError) as info:
+            oai.chat.completions.create(model="echo", messages=CHAT, function_call=call,
+                                        **({"functions": functions} if functions else {}))
+        assert info.value.param == "function_call" and fragment in info.value.message
+    with pytest.raises(openai.BadRequestError) as unnamed:
+        oai.chat.completions.create(model="echo", messages=CHAT,
+                                    functions=[{"parameters": {}}])  # type: ignore[typeddict-item]
+    assert unnamed.value.param == "functions[0]"
+    for served in ("auto", "none"):
+        reply = oai.chat.completions.create(model="echo", messages=CHAT,
+                                            functions=LEGACY_FUNCTIONS, function_call=served)
+        assert reply.choices[0].message.content == "echo: user: request options"
+
+
 def test_chat_modalities_that_ask_for_audio_are_refused(oai: openai.OpenAI) -> None:
     # The reply is text only: message.audio was None on a 200, so code reading
     # message.audio.data failed on a "successful" reply.

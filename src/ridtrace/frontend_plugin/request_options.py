@@ -10,7 +10,8 @@ fields). Accepted silently, the request "worked" until it met the real API.
 A ``tool_choice`` that forces a tool call is refused too, as ``n`` above 1 is: the
 engines answer with text only, so the tool call the caller was promised would never
 come, and code that reads ``message.tool_calls[0]`` failed on a 200 instead. So are
-chat ``modalities`` that ask for audio (``message.audio`` was ``None``).
+chat's legacy ``function_call`` naming a function, and chat ``modalities`` that ask for
+audio (``message.audio`` was ``None``).
 
 A JSON response format is the one option the engine does use: the checkers of chat,
 Responses and Messages return the schema the reply must follow, from
@@ -79,18 +80,18 @@ def _common(body: dict[str, Any]) -> None:
                           f"{MAX_BIAS}", "logit_bias")
 
 
-def _tools(body: dict[str, Any], named: str) -> list[Any]:
+def _tools(body: dict[str, Any], named: str, field: str = "tools") -> list[Any]:
     """The ``tools`` list (each an object with ``named``'s string, OpenAI's ``type`` or
-    Anthropic's ``name``); ``[]`` when absent."""
-    tools = body.get("tools")
+    Anthropic's ``name``; chat's legacy ``functions`` as ``field``); ``[]`` when absent."""
+    tools = body.get(field)
     if tools is None:
         return []
     if not isinstance(tools, list):
-        raise _refuse(f"'tools' must be a list of tools, not {kind_of(tools)}", "tools")
+        raise _refuse(f"'{field}' must be a list of {field}, not {kind_of(tools)}", field)
     for index, tool in enumerate(tools):
         if not isinstance(tool, dict) or not isinstance(tool.get(named), str):
-            raise _refuse(f"'tools[{index}]' must be an object with a string '{named}'",
-                          f"tools[{index}]")
+            raise _refuse(f"'{field}[{index}]' must be an object with a string '{named}'",
+                          f"{field}[{index}]")
     return tools
 
 
@@ -130,6 +131,7 @@ def chat_options(body: dict[str, Any]) -> dict[str, Any] | None:
     _common(body)
     openai_metadata(body)
     _openai_tool_choice(body, _tools(body, "type"))
+    _legacy_function_call(body)
     modalities = body.get("modalities")
     if modalities is not None and not (isinstance(modalities, list)
                                        and all(m in _MODALITIES for m in modalities)):
@@ -138,6 +140,24 @@ def chat_options(body: dict[str, Any]) -> dict[str, Any] | None:
         raise _refuse("'modalities' cannot ask for audio: the engines here answer with text "
                       "only", "modalities")
     return chat_format(body)
+
+
+def _legacy_function_call(body: dict[str, Any]) -> None:
+    """Chat's deprecated ``functions`` and ``function_call`` (the SDKs still send them),
+    checked as ``tools`` and ``tool_choice`` are: a call naming a function forces it."""
+    functions = _tools(body, "name", "functions")
+    call = body.get("function_call")
+    if call is None:
+        return
+    if not functions:
+        raise _refuse("'function_call' is only allowed when 'functions' are specified",
+                      "function_call")
+    if isinstance(call, dict) and isinstance(call.get("name"), str):
+        raise _refuse(f"'function_call' cannot force a function call: {_TEXT_ONLY}",
+                      "function_call")
+    if call not in ("none", "auto"):
+        raise _refuse("'function_call' must be 'none', 'auto' or an object with a string "
+                      "'name'", "function_call")
 
 
 def _openai_tool_choice(body: dict[str, Any], tools: list[Any], *, replying: bool = True
