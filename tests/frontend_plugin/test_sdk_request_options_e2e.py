@@ -216,6 +216,25 @@ def test_a_responses_conversation_is_not_found_rather_than_ignored(oai: openai.O
     assert served.output_text == '{"reply": "echo: user: x"}'
 
 
+def test_a_stored_prompt_is_not_found_rather_than_ignored(oai: openai.OpenAI) -> None:
+    # A prompt template lives on OpenAI's platform and nothing is stored here: its
+    # instructions and messages were silently dropped and the input answered alone.
+    for reference in ({"id": "pmpt_123"}, {"id": "pmpt_123", "version": "2",
+                                           "variables": {"city": "Paris"}}):
+        with pytest.raises(openai.NotFoundError) as info:
+            oai.responses.create(model="echo", input="and then?",
+                                 prompt=reference)  # type: ignore[arg-type]
+        assert info.value.param == "prompt"
+        assert info.value.message.endswith("Prompt with id 'pmpt_123' not found.")
+    with pytest.raises(openai.NotFoundError):
+        oai.responses.input_tokens.count(model="echo", input="x", extra_body={
+            "prompt": {"id": "pmpt_123"}})
+    with pytest.raises(openai.BadRequestError) as shapeless:
+        oai.responses.create(model="echo", input="x", extra_body={"prompt": "pmpt_123"})
+    assert shapeless.value.param == "prompt"
+    assert oai.responses.create(model="echo", input="x", prompt=None).output_text
+
+
 def test_token_counting_counts_a_forced_tool_choice(
     oai: openai.OpenAI, claude: anthropic.Anthropic
 ) -> None:

@@ -128,15 +128,25 @@ def _status(finished: Finished) -> str:
 
 
 def _no_stored_responses(body: dict[str, Any]) -> None:
-    """Refuse ``previous_response_id`` as OpenAI refuses an id it does not hold: no
-    response is stored here, so none is ever found. Ignored, it answered the new input
-    alone as if the earlier turns had never been, and clients that recover from
-    ``previous_response_not_found`` by sending the whole conversation never did."""
+    """Refuse ``previous_response_id`` (and a stored ``prompt``, below) as OpenAI
+    refuses an id it does not hold: no response is stored here, so none is ever found.
+    Ignored, it answered the new input alone as if the earlier turns had never been,
+    and clients that recover from ``previous_response_not_found`` by sending the whole
+    conversation never did."""
     previous = opt_str(body, "previous_response_id")
     if previous is not None:
         shown = shown_text(previous, MAX_MODEL_LENGTH)  # the client's: capped, escaped
         raise InvalidRequest(f"Previous response with id '{shown}' not found.",
                              param="previous_response_id", code="previous_response_not_found")
+    # A prompt template is stored on OpenAI's platform, never here: ignored, its
+    # instructions and messages were dropped and the input answered without them.
+    prompt = body.get("prompt")
+    if prompt is not None:
+        named = prompt.get("id") if isinstance(prompt, dict) else None
+        if not isinstance(named, str):
+            raise InvalidRequest("'prompt' must be an object with a string 'id'", param="prompt")
+        raise InvalidRequest(f"Prompt with id '{shown_text(named, MAX_MODEL_LENGTH)}' not found.",
+                             param="prompt", status=404)
 
 
 _LOGPROBS_INCLUDE = "message.output_text.logprobs"
