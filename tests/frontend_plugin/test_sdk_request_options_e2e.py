@@ -94,19 +94,17 @@ def test_the_legacy_function_call_is_checked_as_tool_choice_is(oai: openai.OpenA
     # functions / function_call, the SDK's deprecated form of tools / tool_choice, were
     # not looked at: a function_call naming a function got a 200 whose
     # message.function_call was None, and one without functions was served.
-    for call, functions, fragment in (
-        ({"name": "lookup"}, LEGACY_FUNCTIONS, "cannot force"),
-        ("auto", None, "only allowed when 'functions'"),
-        ("sometimes", LEGACY_FUNCTIONS, "must be"),
-    ):
+    refused: Any = (
+        ({"function_call": {"name": "lookup"}, "functions": LEGACY_FUNCTIONS}, "cannot force"),
+        ({"function_call": "auto"}, "only allowed when 'functions'"),
+        ({"function_call": "sometimes", "functions": LEGACY_FUNCTIONS}, "must be"),
+        ({"functions": [{"parameters": {}}]}, "'functions[0]'"),
+    )
+    for extra, fragment in refused:
         with pytest.raises(openai.BadRequestError) as info:
-            oai.chat.completions.create(model="echo", messages=CHAT, function_call=call,
-                                        **({"functions": functions} if functions else {}))
-        assert info.value.param == "function_call" and fragment in info.value.message
-    with pytest.raises(openai.BadRequestError) as unnamed:
-        oai.chat.completions.create(model="echo", messages=CHAT,
-                                    functions=[{"parameters": {}}])  # type: ignore[typeddict-item]
-    assert unnamed.value.param == "functions[0]"
+            oai.chat.completions.create(model="echo", messages=CHAT, extra_body=extra)
+        assert info.value.param in ("function_call", "functions[0]")
+        assert fragment in info.value.message
     for served in ("auto", "none"):
         reply = oai.chat.completions.create(model="echo", messages=CHAT,
                                             functions=LEGACY_FUNCTIONS, function_call=served)
@@ -219,11 +217,11 @@ def test_a_responses_conversation_is_not_found_rather_than_ignored(oai: openai.O
 def test_a_stored_prompt_is_not_found_rather_than_ignored(oai: openai.OpenAI) -> None:
     # A prompt template lives on OpenAI's platform and nothing is stored here: its
     # instructions and messages were silently dropped and the input answered alone.
-    for reference in ({"id": "pmpt_123"}, {"id": "pmpt_123", "version": "2",
-                                           "variables": {"city": "Paris"}}):
+    references: Any = ({"id": "pmpt_123"},
+                       {"id": "pmpt_123", "version": "2", "variables": {"city": "Paris"}})
+    for reference in references:
         with pytest.raises(openai.NotFoundError) as info:
-            oai.responses.create(model="echo", input="and then?",
-                                 prompt=reference)  # type: ignore[arg-type]
+            oai.responses.create(model="echo", input="and then?", prompt=reference)
         assert info.value.param == "prompt"
         assert info.value.message.endswith("Prompt with id 'pmpt_123' not found.")
     with pytest.raises(openai.NotFoundError):
