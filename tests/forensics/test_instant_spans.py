@@ -43,6 +43,16 @@ def _analyze(logs: Path) -> tuple[int, dict]:
     return result.exit_code, json.loads(result.stdout)
 
 
+def _follow(logs: Path) -> tuple[list[dict], dict]:
+    follower = Follower([str(logs)], FollowSettings(from_start=True))
+    try:
+        found, _ = follower.poll()
+        found += follower.finish()
+        return found, follower.summary()
+    finally:
+        follower.close()
+
+
 def _instant_reasons(summary: dict) -> list[str]:
     return [r for r in summary["incomplete_reasons"] if "at one instant" in r]
 
@@ -111,13 +121,22 @@ def test_live_detection_starts_them_alike(tmp_path: Path) -> None:
     # The loser's one line comes before the first caller's, which ends later: the live
     # window must place the first caller by its stated start, before the loser's.
     logs = _logs(tmp_path, drop_levels=("DEBUG", "ERROR"), frontend_only=True)
-    follower = Follower([str(logs)], FollowSettings(from_start=True))
-    try:
-        found, _ = follower.poll()
-        found += follower.finish()
-    finally:
-        follower.close()
+    found, _ = _follow(logs)
     live = sorted(f["request_id"] for f in found if f["kind"] == "duplicate_in_flight")
     _, doc = _analyze(logs)
     batch = sorted(f["request_id"] for f in doc["findings"] if f["kind"] == "duplicate_in_flight")
     assert live == batch and len(live) == 3
+
+
+def test_live_detection_names_instants_as_the_batch_read_does(tmp_path: Path) -> None:
+    logs = _logs(tmp_path, drop_levels=("DEBUG", "ERROR"), frontend_only=True)
+    _rewrite(logs, re.compile(r'"latency_ms":"\d+",'), "")
+    _, summary = _follow(logs)
+    _, doc = _analyze(logs)
+    assert _instant_reasons(summary) == _instant_reasons(doc["summary"]) != []
+    assert summary["incomplete"]
+
+
+def test_live_detection_of_debug_logs_names_no_instants(tmp_path: Path) -> None:
+    _, summary = _follow(_logs(tmp_path, drop_levels=()))
+    assert _instant_reasons(summary) == []

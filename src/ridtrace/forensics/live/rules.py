@@ -34,6 +34,9 @@ class LiveRules:
         self.state = WindowState(window_us=int(window_s * 1e6))
         self.spans_seen = 0
         self.callers_seen = 0
+        # Frontend spans seen, and those still one line at one instant (`rules.instants`).
+        self.fronts_seen = 0
+        self.instants = 0
 
     def feed(
         self, batch: SpanRows, file_marks: dict[str, int] | None = None,
@@ -76,7 +79,7 @@ class LiveRules:
         found: list[Finding] = []
         clusters: list[Cluster] = []
         fronts: list[Span] = []
-        new_spans = new_callers = 0
+        new_spans = new_callers = new_fronts = instants = 0
         flags: list[Flag | None] = [None] * batch.rows
         for row, flag in batch.flags.items():
             flags[row] = flag
@@ -90,6 +93,11 @@ class LiveRules:
                             parent, WORKER if worker else None, xrid, fp_in, fp_out, outcome)
                 spans[key] = span
                 new_spans += 1
+                if not worker:
+                    new_fronts += 1
+                    if first_line == last_line and t1 <= t0:
+                        span.instant = True
+                        instants += 1
                 up = get((trace, parent)) if parent is not None else None
                 if up is not None:
                     span.parent_span = up
@@ -129,6 +137,9 @@ class LiveRules:
                             clusters.append(cluster)
             else:
                 move(key)
+                if span.instant:  # a second line: it has a start of its own
+                    span.instant = False
+                    instants -= 1
                 span.last_line = last_line
                 span.last_file = file
                 if t1 > span.last:
@@ -185,6 +196,8 @@ class LiveRules:
                         fronts.append(span)
         self.spans_seen += new_spans
         self.callers_seen += new_callers
+        self.fronts_seen += new_fronts
+        self.instants += instants
         if batch.rows:
             state.watermark = max(state.watermark, batch.watermark)
         found.extend(self._duplicates(clusters))

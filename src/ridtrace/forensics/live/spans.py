@@ -39,7 +39,8 @@ class Span:
     # __weakref__: tests watch evicted spans being freed.
     __slots__ = (
         "__weakref__", "closed", "clusters", "crossed_done", "file", "first_line", "fp_in",
-        "fp_out", "last", "last_file", "last_line", "open_children", "outcome", "paired", "parent",
+        "fp_out", "instant", "last", "last_file", "last_line", "open_children", "outcome",
+        "paired", "parent",
         "parent_span", "request_id", "side", "span_id", "start", "trace", "unlinked_done",
         "waiting", "x_request_id",
     )
@@ -76,6 +77,8 @@ class Span:
         self.waiting = False
         self.crossed_done = False
         self.unlinked_done = False
+        # A frontend span seen as one line at one instant so far (`rules.instants`).
+        self.instant = False
 
     def caller(self) -> str:
         """The span id of the caller it works for (`rules.overlap.caller_of`, live).

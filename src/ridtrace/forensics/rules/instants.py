@@ -11,9 +11,12 @@ flight. Such a read is incomplete.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
-from ridtrace.forensics.rules.columns import SpanColumns
+if TYPE_CHECKING:  # the live follower imports this module without the rules' imports
+    import numpy as np
+
+    from ridtrace.forensics.rules.columns import SpanColumns
 
 # Above this share of one-line frontend spans a read is named incomplete; a few (a
 # request cut at the log's start, a Dynamo span event alone) are no reason.
@@ -26,7 +29,12 @@ def unseen_overlaps(spans: SpanColumns, lines: np.ndarray) -> str | None:
     `spans`)."""
     front = spans.front
     total = int(front.sum())
-    instant = int((front & (lines == 1) & (spans.start == spans.end)).sum())
+    return instants_reason(int((front & (lines == 1) & (spans.start == spans.end)).sum()), total)
+
+
+def instants_reason(instant: int, total: int) -> str | None:
+    """The incomplete reason when `instant` of `total` frontend requests were one line at
+    one instant, if they are most of them (the batch read's and the live follower's)."""
     if not total or instant <= INSTANT_SHARE * total:
         return None
     return (f"{instant} of {total} frontend requests were logged in one line, at one "
