@@ -140,3 +140,30 @@ def test_live_detection_names_instants_as_the_batch_read_does(tmp_path: Path) ->
 def test_live_detection_of_debug_logs_names_no_instants(tmp_path: Path) -> None:
     _, summary = _follow(_logs(tmp_path, drop_levels=()))
     assert _instant_reasons(summary) == []
+
+
+def _response_sent(time: str, request_id: str, span: str, trace: str, latency_ms: int) -> str:
+    return json.dumps({
+        "time": time, "level": "INFO", "target": "dynamo_llm::http::service::service_v2",
+        "message": "http response sent", "latency_ms": str(latency_ms), "status": "200",
+        "request_id": request_id, "span_id": span, "span_name": "http-request",
+        "trace_id": trace, "method": "POST", "uri": "/v1/chat/completions",
+    })
+
+
+def test_live_detection_takes_a_response_line_as_its_span_closed(tmp_path: Path) -> None:
+    # At INFO level "http response sent" is a request's one line, and it closes the
+    # request. An id reused back to back (the first request over before the second
+    # began) is no duplicate: live, the first request was held open for good, and every
+    # later request with its id was printed as one, where `analyze` found none.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "frontend.jsonl").write_text("\n".join([
+        _response_sent("2026-10-02T14:00:01.000000Z", "again", "a" * 16, "1" * 32, 100),
+        _response_sent("2026-10-02T14:00:01.500000Z", "again", "b" * 16, "2" * 32, 100),
+        _response_sent("2026-10-02T14:00:03.000000Z", "other", "c" * 16, "3" * 32, 100),
+    ]) + "\n")
+    code, doc = _analyze(logs)
+    assert code == 0 and doc["findings"] == []
+    found, summary = _follow(logs)
+    assert found == [] and summary["errors"] == 0

@@ -65,12 +65,15 @@ _DYN_DEPRECATED = (
 )
 _DYN_COMPLETED = f"message = {literal(DYNAMO_COMPLETED)}"
 # How a line ends its span (``_end``): 1 request.end, 2 worker.end, 3 any other close.
+# Dynamo's "http response sent" is its request's last line (at INFO level its only one),
+# so it closes the span: read as no close, it held the span open for good live, and a
+# later holder of its id was printed as a duplicate `analyze` did not find.
 _RT_END = f"""CASE event WHEN {literal(REQUEST_END)} THEN 1 WHEN {literal(WORKER_END)} THEN 2
     WHEN {literal(SPAN_CLOSED)} THEN 3 WHEN {literal(WORKER_ERROR)} THEN 3
     WHEN {literal(WORKER_REFUSED)} THEN 3 ELSE 0 END"""
 _DYN_END = f"""CASE WHEN {_DYN_CLOSED} THEN 3 WHEN {_DYN_UNLINKED} THEN 0
     WHEN coalesce(header, {_DYN_OLD_HEADER}) IS NOT NULL THEN 0
-    WHEN message = {literal(DYNAMO_RESPONSE_SENT)} THEN 0
+    WHEN message = {literal(DYNAMO_RESPONSE_SENT)} THEN 3
     WHEN {_DYN_COMPLETED} AND span_name IN {literal_list(DYNAMO_FRONTEND_SPANS)} THEN 1
     WHEN {_DYN_COMPLETED} AND span_name IN {literal_list(DYNAMO_WORKER_SPANS)} THEN 2 ELSE 0 END"""
 # A line that lists a request's deprecated headers (`sql.span_aggregates`): preferred to

@@ -47,7 +47,10 @@ from ridtrace.contract import (
 )
 
 # Events that end a span: the live rules judge a span once it has one.
-CLOSING_EVENTS = (REQUEST_END, SPAN_CLOSED, WORKER_END, WORKER_ERROR, WORKER_REFUSED)
+# Dynamo's "http response sent" (RESPONSE_SENT) is its request's last line (`lean._DYN_END`).
+CLOSING_EVENTS = (
+    REQUEST_END, RESPONSE_SENT, SPAN_CLOSED, WORKER_END, WORKER_ERROR, WORKER_REFUSED,
+)
 # Dynamo's messages that are evidence on their own.
 DYNAMO_EVIDENCE_MESSAGES = (
     DYNAMO_RECEIVED, DYNAMO_COMPLETED, DYNAMO_RESPONSE_SENT, DYNAMO_GENERATE_FAILED,
