@@ -206,6 +206,17 @@ def test_same_output_for_its_own_prompt_is_not_crossed() -> None:
     assert rules.feed(_rows(_end("b", "2", S, fp_in="Q", fp_out="OUT"))) == []
 
 
+def test_a_cut_short_callers_prefix_equal_to_a_shorter_finished_reply_is_not_crossed() -> None:
+    # As the batch rule: a caller that hung up was delivered a prefix of its reply, and
+    # a prefix can be another prompt's whole (shorter) reply.
+    rules = LiveRules(window_s=600)
+    own = {**_work("wb", "b", "Q", "LONGER", 0), "outcome": "cancelled"}
+    rules.feed(_rows(_work("w1", "x", "P", "SHORT", 0), own))
+    cut_short = {**_end("b", "2", S, fp_in="Q", fp_out="SHORT"), "outcome": "cancelled"}
+    assert rules.feed(_rows(cut_short)) == []
+    assert rules.finish() == []
+
+
 def test_state_is_bounded_by_the_window_and_open_requests_are_counted_not_reported() -> None:
     rules = LiveRules(window_s=10)
     sizes = []

@@ -176,6 +176,18 @@ def test_cancelled_partial_outputs_sharing_a_prefix_are_not_crossed() -> None:
     assert crossed_stream(reqs).empty
 
 
+def test_a_cut_short_callers_prefix_equal_to_a_shorter_finished_reply_is_not_crossed() -> None:
+    # A hung up after "echo: user: a" of its longer reply; another caller's whole reply
+    # was "echo: user: a". A cut-short stream delivers a prefix, no proof of whose it was.
+    for outcome in ("cancelled", "error"):
+        reqs = requests_frame(
+            _caller("A", "inA", "short", outcome=outcome),
+            _work("wA", "A", "inA", "longer", outcome="cancelled"),
+            _caller("B", "inB", "short"), _work("wB", "B", "inB", "short"),
+        )
+        assert crossed_stream(reqs).empty, outcome
+
+
 def test_same_output_for_different_prompts_is_not_crossed_when_own_work_matches() -> None:
     reqs = requests_frame(
         _caller("A", "inA", "yes"), _caller("B", "inB", "yes"),

@@ -315,3 +315,26 @@ def test_a_worker_whose_parent_id_is_another_traces_span_is_not_that_ones(
     assert other.verdict.label == NO_CALLER and [b.span_id for b in other.spans] == [WORK_B]
     assert caller.findings == ("duplicate_in_flight",)
     assert {r["span_id"] for r in trace_document(view)["requests"]} == {SPAN_A}  # as logged
+
+
+def test_a_cut_short_callers_prefix_equal_to_a_shorter_finished_reply_is_not_crossed() -> None:
+    # As the crossed_stream rule: a caller that hung up was delivered a prefix of its
+    # reply, and a prefix can be another prompt's whole (shorter) reply.
+    import pandas as pd
+
+    from ridtrace.forensics.views.verdicts import UNMATCHED, OutputIndex
+
+    def row(span: str, side: str, fp_in: str, fp_out: str, outcome: str,
+            parent: str | None = None) -> dict[str, Any]:
+        return {"span_id": span, "parent_span_id": parent, "side": side, "fp_in": fp_in,
+                "fp_out": fp_out, "outcome": outcome, "request_id": span,
+                "x_request_id": None}
+
+    requests = pd.DataFrame([
+        row("a", "frontend", "inA", "short", "cancelled"),
+        row("wa", "worker", "inA", "longer", "cancelled", parent="a"),
+        row("b", "frontend", "inB", "short", "ok"),
+        row("wb", "worker", "inB", "short", "ok", parent="b"),
+    ])
+    verdicts = OutputIndex(requests).verdicts(requests[requests["side"] == "frontend"])
+    assert (verdicts["a"].label, verdicts["b"].label) == (UNMATCHED, OWN_OUTPUT)

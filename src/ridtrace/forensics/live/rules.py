@@ -6,7 +6,7 @@ Each finding is emitted once, when the logs make it certain:
   that one is still open (or ended after this one started). As in
   `rules.overlap.duplicate_in_flight`, callers must be distinct: a worker span, or a
   span nested in a known one, stands for its caller, so retries are one request.
-- ``crossed_stream``: a caller's ``request.end`` fingerprints and a finished worker
+- ``crossed_stream``: a finished caller's ``request.end`` fingerprints and a finished worker
   output are both in, the caller's (fp_in, fp_out) pair is no worker's own work, and
   the caller's own worker spans are all closed (`rules.streams.crossed_stream`).
 - ``unlinked``: a ``response.unlinked`` event (Dynamo's Unlinked errors included) or a
@@ -285,6 +285,10 @@ class LiveRules:
         for front in todo:
             if (front.crossed_done or front.side == WORKER or not front.closed
                     or front.fp_in is None or front.fp_out is None):
+                continue
+            if front.outcome != OUTCOME_OK:
+                # Cut short: a prefix of its reply, no proof (as `rules.streams`).
+                front.crossed_done = True
                 continue
             if state.pairs.get((front.fp_in, front.fp_out)):
                 front.crossed_done = True  # its own work: not crossed, whatever comes later

@@ -31,9 +31,11 @@ def _row_evidence(spans: SpanColumns, rows: np.ndarray) -> list[list[dict[str, o
 def find_crossed_stream(spans: SpanColumns) -> FindingColumns:
     """`crossed_stream` on converted columns."""
     works = spans.worker & _with_output(spans)
-    front = spans.front & _with_output(spans)
-    # Only a worker's *finished* output identifies it: the first tokens of different
-    # replies can be equal, so partial output of a cancelled or failed stream is no proof.
+    # Only *finished* output identifies its producer: the first tokens of different
+    # replies can be equal, so partial output of a cancelled or failed stream is no proof,
+    # on either side (a caller that hung up holds a prefix, which can be another
+    # prompt's whole, shorter reply).
+    front = spans.front & _with_output(spans) & spans.ok
     finished = works & spans.ok
     empty = np.zeros(0, dtype=np.int64)
     if not finished.any() or not front.any():

@@ -2,8 +2,8 @@
 
 The same logic as `ridtrace.forensics.rules.streams.crossed_stream`, asked per caller
 instead of listing only the crossed ones: a caller whose (fp_in, fp_out) pair matches
-some worker's own work got its own output; a caller delivered the *finished* output a
-worker produced for a different input got a crossed stream, and the producing worker
+some worker's own work got its own output; a finished caller delivered the *finished*
+output a worker produced for a different input got a crossed stream, and the producing worker
 names whose output it was.
 """
 
@@ -105,7 +105,8 @@ class OutputIndex:
                 out[str(c.span_id)] = Verdict(NO_OUTPUT if got_in else NO_FINGERPRINTS)
             elif is_own:
                 out[str(c.span_id)] = Verdict(OWN_OUTPUT)
-            elif got_in and str(c.fp_out) in producer:
+            elif got_in and str(c.fp_out) in producer and text(c.outcome) == OUTCOME_OK:
+                # A cut-short caller holds a prefix of its reply: no proof (as the rule).
                 out[str(c.span_id)] = Verdict(CROSSED, producer[str(c.fp_out)])
             else:
                 out[str(c.span_id)] = Verdict(UNMATCHED)
