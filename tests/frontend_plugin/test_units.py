@@ -108,6 +108,11 @@ def test_chat_prompt_normalisation() -> None:
         ("sglang_generate", {"text": "x", "rid": "bad\x01rid"}, "rid"),
         ("sglang_generate", {"text": ["a", "b"]}, "text"),
         ("sglang_generate", {"text": "x", "rid": 7}, "rid"),
+        # Text given as token ids was served as the prompt: a clear 400 instead.
+        ("generate", {"token_ids": "abc"}, "token_ids"),
+        ("generate", {"token_ids": ["abc"]}, "token_ids"),
+        ("sglang_generate", {"input_ids": "abc"}, "input_ids"),
+        ("sglang_generate", {"input_ids": ["abc"]}, "input_ids"),
     ],
 )
 def test_invalid_bodies_name_the_problem(endpoint: str, body: dict[str, object], needle: str) -> None:

@@ -29,6 +29,13 @@ __all__ = ["GENERATE", "SGLANG_GENERATE"]
 _DONE = b"data: [DONE]\n\n"
 
 
+def _token_ids(value: Any, param: str) -> str:
+    """Token ids only: text in ``token_ids`` / ``input_ids`` was served as the prompt."""
+    if isinstance(value, str) or (isinstance(value, list) and value and isinstance(value[0], str)):
+        raise InvalidRequest(f"'{param}' must be a non-empty list of token ids", param=param)
+    return token_prompt(value, param)
+
+
 def _params(body: dict[str, Any]) -> dict[str, Any]:
     params = body.get("sampling_params")
     if params is None:
@@ -79,7 +86,7 @@ class _GenerateSpec(ApiSpec):
 
     def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
         if "token_ids" in body:
-            prompt = token_prompt(body["token_ids"], "token_ids")
+            prompt = _token_ids(body["token_ids"], "token_ids")
         elif "prompt" in body:
             prompt = token_prompt(body["prompt"], "prompt")
         else:
@@ -148,7 +155,7 @@ class _SglangSpec(ApiSpec):
 
     def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
         if "input_ids" in body:
-            prompt = token_prompt(body["input_ids"], "input_ids")
+            prompt = _token_ids(body["input_ids"], "input_ids")
         elif "text" in body:
             if not isinstance(body["text"], str):
                 raise InvalidRequest("'text' must be a string (batches are not supported)",
