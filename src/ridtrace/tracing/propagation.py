@@ -12,6 +12,8 @@ once the request's context is current, saying how many more there were.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -22,7 +24,7 @@ from opentelemetry.trace import NonRecordingSpan
 
 from ridtrace.tracing.traceparent import traceparent_span_context
 
-__all__ = ["HeldWarnings", "extract"]
+__all__ = ["HeldWarnings", "extract", "holding"]
 
 # The loggers the API's propagators (W3C trace context, tracestate, baggage) write to.
 _PROPAGATOR_LOGGERS = (
@@ -35,9 +37,10 @@ _PROPAGATOR_LOGGERS = (
 class HeldWarnings:
     """The propagator warnings of one extraction: the first record and how many more."""
 
-    __slots__ = ("first", "more")
+    __slots__ = ("about", "first", "more")
 
-    def __init__(self) -> None:
+    def __init__(self, about: str = "this request's trace headers") -> None:
+        self.about = about
         self.first: logging.LogRecord | None = None
         self.more = 0
 
@@ -49,7 +52,7 @@ class HeldWarnings:
             return
         if self.more:
             record.msg = (f"{record.getMessage()} (and {self.more} more warnings about "
-                          "this request's trace headers, not written)")
+                          f"{self.about}, not written)")
             record.args = None
         logging.getLogger(record.name).handle(record)
 
@@ -71,7 +74,22 @@ class _HoldDuringExtraction(logging.Filter):
 
 
 _FILTER = _HoldDuringExtraction()
-_installed = False
+_installed: set[str] = set()  # the loggers _FILTER is on
+
+
+@contextmanager
+def holding(held: HeldWarnings, loggers: tuple[str, ...]) -> Iterator[HeldWarnings]:
+    """Hold back what ``loggers`` write in this block into ``held``, to be written
+    (:meth:`HeldWarnings.write`) once the request's context is current."""
+    for name in loggers:
+        if name not in _installed:
+            logging.getLogger(name).addFilter(_FILTER)
+            _installed.add(name)
+    token = _holding.set(held)
+    try:
+        yield held
+    finally:
+        _holding.reset(token)
 
 
 def extract(
@@ -89,22 +107,13 @@ def extract(
     propagators found none (``OTEL_PROPAGATORS=none``): ridtrace's worker reads its
     frontend's hop so, see :attr:`TracingSettings.read_traceparent`.
     """
-    global _installed
-    if not _installed:
-        for name in _PROPAGATOR_LOGGERS:
-            logging.getLogger(name).addFilter(_FILTER)
-        _installed = True
-    held = HeldWarnings()
-    token = _holding.set(held)
-    try:
+    with holding(HeldWarnings(), _PROPAGATOR_LOGGERS) as held:
         extracted = propagate.extract(carrier, getter=getter)
         if extracted is None:
             extracted = get_current()
         if traceparent:
             extracted = _or_traceparent(extracted, carrier, getter)
         return extracted, held
-    finally:
-        _holding.reset(token)
 
 
 def _or_traceparent(extracted: Context, carrier: Any, getter: Getter[Any]) -> Context:

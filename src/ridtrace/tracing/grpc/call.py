@@ -40,11 +40,14 @@ from ridtrace.tracing.grpc.stream import StreamItem
 from ridtrace.tracing.identity import validate_client_id
 from ridtrace.tracing.inbound import TRACE_HEADERS, InboundRules, note_inbound, read_inbound
 from ridtrace.tracing.lifecycle import running as running_calls
-from ridtrace.tracing.propagation import extract
+from ridtrace.tracing.propagation import HeldWarnings, extract, holding
 from ridtrace.tracing.serverspan import active_server_span, request_context_for
 from ridtrace.tracing.settings import TracingSettings
 
 __all__ = ["CallConfig", "GrpcCall"]
+
+# Where grpcio logs a metadata value it cannot decode as UTF-8.
+_GRPC_LOGGERS = ("grpc._cython.cygrpc",)
 
 events = EventLog(__name__)
 
@@ -135,8 +138,12 @@ class GrpcCall:
         self.config = config
         self.item: StreamItem | None = None
         self.items = 0
+        # grpc.aio decodes the metadata anew here, logging an ERROR per value that is not
+        # UTF-8: held back, so the line carries the call's ids.
+        with holding(HeldWarnings("this call's metadata"), _GRPC_LOGGERS) as undecodable:
+            metadata = context.invocation_metadata() or ()
         x_request_id, rejected, deprecated_sent, carrier, user_agent = read_inbound(
-            config.rules, context.invocation_metadata() or ()
+            config.rules, metadata
         )
         request_id = config.mint()
         span = active_server_span()
@@ -182,6 +189,7 @@ class GrpcCall:
         self._otel_token: object | None = (
             otel_context.attach(trace.set_span_in_context(span)) if self.owns_span else None
         )
+        undecodable.write()
         if held is not None:
             held.write()
         note_inbound(deprecated_sent, rejected)  # in the context: the WARN has the ids
