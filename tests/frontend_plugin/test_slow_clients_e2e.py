@@ -78,6 +78,27 @@ def test_oversized_headers_get_431(guarded: Stack, headers: bytes) -> None:
     assert _status(answer) == 431, answer[:200]
 
 
+def test_requests_refused_before_the_app_are_logged_saying_why(guarded: Stack) -> None:
+    # The parser's refusals had a WARN line; the 408 for headers that never end had
+    # none, and the 431 and the Host refusal only "Invalid HTTP request received.":
+    # hostile clients turned away at the door left no trace of why.
+    refused = [
+        (b"POST /v1/chat/complet", 408, "request headers not received within 1s"),
+        (_post(b"/v1/chat/completions", b"x-big: " + b"a" * 200_000 + b"\r\n\r\n"), 431,
+         "request headers exceed 65536 bytes"),
+        (b"GET /health HTTP/1.1\r\nhost: a\r\nhost: b\r\n\r\n", 400,
+         "a request needs exactly one Host header, not 2"),
+    ]
+    for sent, status, reason in refused:
+        answer, _ = _exchange(guarded.frontend.port, sent)
+        assert _status(answer) == status, answer[:200]
+        deadline = time.monotonic() + 10
+        while not [x for x in guarded.frontend.lines()
+                   if x["level"] == "WARN" and reason in str(x["message"])]:
+            assert time.monotonic() < deadline, f"no WARN line saying {reason!r}"
+            time.sleep(0.05)
+
+
 @pytest.mark.parametrize(("path", "framing"), [
     (b"/v1/chat/completions", b"transfer-encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n"),
     (b"/v1/messages", b"content-length: 500\r\n\r\n{\"max_tokens\": 5"),

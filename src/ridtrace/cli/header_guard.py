@@ -31,6 +31,9 @@ MAX_UNREAD_BODY_BYTES = 32 * 1024 * 1024
 connection is closed: what a 413 takes too (the 1 MiB body cap, 32 times)."""
 
 
+_REFUSED = "Invalid HTTP request received"  # as uvicorn's WARN for the parser's refusals
+
+
 class _HeadersTooLarge(Exception):
     """Raised in a parser callback: httptools then stops and reports a callback error."""
 
@@ -147,6 +150,14 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         # The app's task is created but has not run yet: its first send sees the class.
         framed_for_http10(self.cycle, self.scope)
 
+    def refusal(self, exc: Exception) -> str:
+        # Our callbacks' refusals: the log line says which, as the parser's own do.
+        if self._too_large:
+            return f"{_REFUSED}: request headers exceed {self.max_header_bytes} bytes"
+        if self._host_refusal is not None:
+            return f"{_REFUSED}: {self._host_refusal}"
+        return super().refusal(exc)
+
     def send_400_response(self, msg: str) -> None:
         # httptools reports our callback's exception as a parse error; say what it was.
         if self._too_large:
@@ -183,8 +194,9 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
             # once it is done.
             self._arm_header_timer()
             return
-        self._answer_and_close(408, "Request Timeout",
-                               f"request headers not received within {self.header_timeout:g}s")
+        message = f"request headers not received within {self.header_timeout:g}s"
+        self.logger.warning("Request Timeout (408): %s", message)  # slowloris leaves a trace
+        self._answer_and_close(408, "Request Timeout", message)
 
     def _answer_and_close(self, status: int, reason: str, message: str) -> None:
         body = message.encode("ascii")

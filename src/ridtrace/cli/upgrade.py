@@ -77,7 +77,7 @@ class UpgradeIgnoringProtocol(HttpToolsProtocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
-            reason = _parse_error(exc)
+            reason = self.refusal(exc)
             self.logger.warning(reason)
             self.send_400_response(reason)
         except httptools.HttpParserUpgrade as upgrade:
@@ -85,6 +85,10 @@ class UpgradeIgnoringProtocol(HttpToolsProtocol):
                 self.handle_websocket_upgrade()
             elif self._ignoring_upgrade:
                 self._start_body(data[int(upgrade.args[0]):])
+
+    def refusal(self, exc: Exception) -> str:
+        """What the log and the caller are told of a request the parser refused."""
+        return _parse_error(exc)
 
     def _start_body(self, rest: bytes) -> None:
         framing = _framing(self.headers)
