@@ -61,6 +61,8 @@ DYNAMO_COMPLETED: Final = "request completed"
 DYNAMO_RESPONSE_SENT: Final = "http response sent"
 DYNAMO_GENERATE_FAILED: Final = "engine generate call failed"
 DYNAMO_SPAN_CLOSED: Final = "SPAN_CLOSED"
+# With DYN_LOGGING_SPAN_EVENTS=1, at INFO level: a span's first line, where it began.
+DYNAMO_SPAN_CREATED: Final = "SPAN_CREATED"
 DYNAMO_WORKER_SPANS: Final[tuple[str, ...]] = ("handle_payload",)
 DYNAMO_FRONTEND_SPANS: Final[tuple[str, ...]] = ("http-request", "generate")
 # How long the span a line closes lasted: "http response sent" says it in milliseconds,

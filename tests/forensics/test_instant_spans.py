@@ -167,3 +167,29 @@ def test_live_detection_takes_a_response_line_as_its_span_closed(tmp_path: Path)
     assert code == 0 and doc["findings"] == []
     found, summary = _follow(logs)
     assert found == [] and summary["errors"] == 0
+
+
+def _span_line(time: str, message: str, span: str, trace: str) -> str:
+    return json.dumps({
+        "time": time, "level": "INFO", "target": "request_span", "message": message,
+        "request_id": "r1", "span_id": span, "span_name": "http-request", "trace_id": trace,
+        "method": "POST", "uri": "/v1/chat/completions",
+    })
+
+
+def test_a_span_created_line_starts_its_span(tmp_path: Path) -> None:
+    # DYN_LOGGING_SPAN_EVENTS=1 at INFO level, the response line stating no latency: each
+    # request is its SPAN_CREATED and its last line. Read without the first, each started
+    # where it ended, and two requests that held r1 at once never overlapped.
+    a, b = ("a" * 16, "1" * 32), ("b" * 16, "2" * 32)
+    (tmp_path / "frontend.jsonl").write_text("\n".join([
+        _span_line("2026-10-02T14:03:11.000000Z", "SPAN_CREATED", *a),
+        _span_line("2026-10-02T14:03:11.100000Z", "SPAN_CREATED", *b),
+        _span_line("2026-10-02T14:03:11.900000Z", "http response sent", *a),
+        _span_line("2026-10-02T14:03:12.000000Z", "http response sent", *b),
+    ]) + "\n")
+    code, doc = _analyze(tmp_path)
+    assert [f["span_id"] for f in doc["findings"] if f["kind"] == "duplicate_in_flight"] == [a[0]]
+    assert code == 1 and not doc["summary"]["incomplete"]
+    found, summary = _follow(tmp_path)
+    assert [f["kind"] for f in found] == ["duplicate_in_flight"] and not summary["incomplete"]

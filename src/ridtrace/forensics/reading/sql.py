@@ -24,6 +24,7 @@ from ridtrace.contract import (
     DYNAMO_RECEIVED,
     DYNAMO_RESPONSE_SENT,
     DYNAMO_SPAN_CLOSED,
+    DYNAMO_SPAN_CREATED,
     DYNAMO_SPAN_DURATION_US,
     DYNAMO_WORKER_SPANS,
     FOREIGN_CHUNK,
@@ -51,10 +52,11 @@ from ridtrace.contract import (
 CLOSING_EVENTS = (
     REQUEST_END, RESPONSE_SENT, SPAN_CLOSED, WORKER_END, WORKER_ERROR, WORKER_REFUSED,
 )
-# Dynamo's messages that are evidence on their own.
+# Dynamo's messages that are evidence on their own. SPAN_CREATED is no event of the
+# vocabulary, but where a span began: at INFO level, its only line before the last.
 DYNAMO_EVIDENCE_MESSAGES = (
     DYNAMO_RECEIVED, DYNAMO_COMPLETED, DYNAMO_RESPONSE_SENT, DYNAMO_GENERATE_FAILED,
-    DYNAMO_SPAN_CLOSED,
+    DYNAMO_SPAN_CLOSED, DYNAMO_SPAN_CREATED,
 )
 
 
