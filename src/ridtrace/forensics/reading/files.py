@@ -120,7 +120,14 @@ def parse(
             cache.append(line_map() if callable(line_map) else line_map)
         return cache[0]
 
+    def remapped() -> LineMap:
+        # A live log read in place grows between its numbering and DuckDB's parse; lines
+        # are only appended, so numbering it again keeps the earlier lines' numbers.
+        with open(path, "rb") as fh:
+            cache[:] = [map_file(fh)]
+        return cache[0]
+
     return LogTable(
         con, str(path), resolved, fetch, name=name, stats=stats, lean=lean, window=window,
-        run=run, starts_file=starts_file,
+        run=run, starts_file=starts_file, remap=remapped,
     )

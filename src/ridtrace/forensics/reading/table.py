@@ -64,6 +64,7 @@ class LogTable:
         window: Window | None = None,
         run: Callable[[str], pa.Table] | None = None,
         starts_file: bool = True,
+        remap: Callable[[], LineMap] | None = None,
     ) -> None:
         self.con, self.path, self.name, self.lean = con, path, name, lean
         # Whether line 1 is the file's own first line (not a later Dask block's).
@@ -75,6 +76,7 @@ class LogTable:
         self.fields = LEAN_FIELDS if lean else READ_FIELDS
         self.window_lines = 0
         self._line_map: LineMap | None = None
+        self._remap = remap  # numbers the file's lines again (`_row_lines`)
         # While a query method runs on a file with over-long lines: the copy DuckDB reads
         # instead, and those lines, counted as bad in file order with the judged ones.
         self._copy: Path | None = None
@@ -87,6 +89,17 @@ class LogTable:
             self._line_map = self._line_map_of()
             self.stats.count_lines(self.name, self._line_map.nonblank)
         return self._line_map
+
+    def _row_lines(self, rows: np.ndarray) -> np.ndarray:
+        """File lines of reader rows; rows of a live log past its map (made by another read,
+        which ended before DuckDB's) are numbered by mapping it again, not a crash."""
+        line_map = self.line_map
+        if (len(rows) and int(rows.max()) > line_map.nonblank and self._remap is not None
+                and self._copy is None):
+            grown = self._remap()
+            self.stats.count_lines(self.name, grown.nonblank - line_map.nonblank)
+            self._line_map = line_map = grown
+        return line_map.row_lines(rows)
 
     def _sql(self, sql: str) -> pa.Table:
         return self.con.sql(sql).to_arrow_table()
@@ -137,7 +150,7 @@ class LogTable:
     def _judge(self, rn: np.ndarray, empty: np.ndarray, timed: np.ndarray,
                untimed: np.ndarray) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
         """Valid JSON that DuckDB rejected, as rows; and the bad lines with their reasons."""
-        lines = self.line_map.row_lines(rn.astype(np.int64))
+        lines = self._row_lines(rn.astype(np.int64))
         # DuckDB gave no row, or took no time Python's ISO parser may take: judge it whole.
         whole = empty | (untimed & timed)
         texts = self._fetch(int(x) for x in lines[whole])
@@ -281,17 +294,17 @@ class LogTable:
         if rescued:
             extra = self._normalize_rows(rescued)
             good = pa.concat_tables([good.select(extra.column_names), extra]).sort_by("rn")
-        lines = self.line_map.row_lines(good["rn"].to_numpy())
+        lines = self._row_lines(good["rn"].to_numpy())
         drop = [c for c in good.column_names if c == "rn" or c.startswith("_")]
         return good.drop_columns(drop), lines
 
     def _lines_of(self, rn: pa.ChunkedArray) -> np.ndarray:
         values = rn.to_numpy(zero_copy_only=False)
         if rn.null_count == 0:
-            return self.line_map.row_lines(values.astype(np.int64))
+            return self._row_lines(values.astype(np.int64))
         present = ~np.isnan(values)
         out = np.full(len(values), -1, dtype=np.int64)
-        out[present] = self.line_map.row_lines(values[present].astype(np.int64))
+        out[present] = self._row_lines(values[present].astype(np.int64))
         return out
 
 
