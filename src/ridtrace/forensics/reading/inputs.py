@@ -44,6 +44,9 @@ class Source:
     # Why a walk's entry cannot be read at all (a directory it cannot list, a file it may
     # not open): listed as unreadable, which makes the result incomplete.
     unreadable: str | None = None
+    # The file (device, inode) the path led to when it was listed, to notice a rotation
+    # that gave the name to another file before or while it was read.
+    inode: tuple[int, int] | None = None
 
 
 def _has_glob(text: str) -> bool:
@@ -98,10 +101,11 @@ def _file_source(path: Path, *, from_directory: bool) -> Source:
     """A file as a source; one the user named and cannot be read stops the run (exit 2),
     one a walk found is listed as unreadable and the others are read."""
     problem: str | None = None
-    size, regular = 0, True
+    size, regular, inode = 0, True, None
     try:
         info = path.stat()
         size, regular = info.st_size, stat.S_ISREG(info.st_mode)
+        inode = (info.st_dev, info.st_ino) if info.st_ino else None
         if not os.access(path, os.R_OK):
             problem = "permission denied"
     except OSError as exc:
@@ -110,7 +114,8 @@ def _file_source(path: Path, *, from_directory: bool) -> Source:
         raise ForensicsInputError(f"cannot read {path}: {problem}")
     return Source(name=str(path), path=path, size=size, from_directory=from_directory,
                   regular=regular,
-                  unreadable=None if problem is None else f"cannot read it: {problem}")
+                  unreadable=None if problem is None else f"cannot read it: {problem}",
+                  inode=inode)
 
 
 def _kind(path: Path) -> str:

@@ -59,6 +59,12 @@ def open_source(src: Source, stats: ReadStats) -> OpenedSource | None:
     except OSError as exc:
         stats.unreadable_files.append(FileNote(src.name, f"cannot open: {exc}"))
         return None
+    if _replaced(src, raw):
+        # logrotate's `create` renamed it since it was listed: the name leads to the next
+        # part (or a new file), and the file listed is read under no name.
+        stats.unreadable_files.append(FileNote(src.name, REPLACED))
+        raw.close()
+        return None
     try:
         opened = sniff(src, raw, stats)
     except OSError as exc:
@@ -94,12 +100,37 @@ def sniff(src: Source, raw: BinaryIO, stats: ReadStats) -> OpenedSource | None:
 
 
 def note_truncation(src: Source, opened: OpenedSource, stats: ReadStats) -> None:
-    """Note a file that shrank while it was read (copytruncate under the reader)."""
+    """Note a file that shrank while it was read (copytruncate under the reader), or
+    whose name was given to another file meanwhile (a rename rotation)."""
     now = os.fstat(opened.raw.fileno()).st_size if opened.size is not None else None
     if opened.size is not None and now is not None and now < opened.size:
         # Lines that were there when the read began are not in the report, and
         # the line numbers DuckDB and the line map saw may differ.
         stats.unreadable_files.append(FileNote(src.name, truncated_while_read(opened.size, now)))
+    elif src.path is not None and _now_another(src.path, opened.raw):
+        # DuckDB and the line map open the file by its name: they may have read the other.
+        stats.unreadable_files.append(FileNote(src.name, REPLACED))
+
+
+REPLACED = ("replaced by another file since it was listed (rotated while the logs were "
+            "read?): read the logs again")
+
+
+def _replaced(src: Source, raw: BinaryIO) -> bool:
+    if src.inode is None or src.path is None:
+        return False
+    info = os.fstat(raw.fileno())
+    return (info.st_dev, info.st_ino) != src.inode
+
+
+def _now_another(path: Path, raw: BinaryIO) -> bool:
+    """Whether `path` now leads to another file than the one `raw` holds open."""
+    try:
+        now = os.stat(path)
+    except OSError:  # renamed away and not (yet) created again: nothing else to read
+        return False
+    held = os.fstat(raw.fileno())
+    return (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino)
 
 
 def note_failure(src: Source, exc: OSError | duckdb.OutOfMemoryException,

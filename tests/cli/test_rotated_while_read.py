@@ -1,0 +1,95 @@
+"""A log rotated by rename (logrotate's ``create``) while the logs are read is an
+incomplete read, not a clean one.
+
+The paths are listed first and opened one after the other. When ``app.jsonl.1`` became
+``app.jsonl.2`` and ``app.jsonl`` became ``app.jsonl.1`` in between, the names led to
+other files: the old ``app.jsonl.1`` was read under no name, its requests were missing
+from a report that said complete (exit 0). The rotation is made at a fixed point, as
+the first file is opened, so the test does not race the reader.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ridtrace.forensics.reading import files, small_files, source_open
+from tests.cli.helpers import analyze_json
+from tests.forensics.helpers import rt_request
+
+
+def _rotating_logs(logs: Path) -> None:
+    """Two callers holding ``r1`` at once in ``app.jsonl.1``; later requests in ``app.jsonl``."""
+    logs.mkdir()
+    (logs / "app.jsonl.1").write_text("\n".join(
+        [*rt_request("a" * 16, "r1", 0, 2), *rt_request("b" * 16, "r1", 1, 3)]) + "\n")
+    (logs / "app.jsonl").write_text("\n".join(
+        line for i in range(3) for line in rt_request(f"{i + 1:016x}", f"r{i + 2}", 5 + i, 6 + i)
+    ) + "\n")
+
+
+def _rotate_at_first_open(logs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = source_open.open_raw
+    rotated: list[bool] = []
+
+    def open_raw(src: Any) -> Any:
+        if not rotated:
+            rotated.append(True)
+            os.rename(logs / "app.jsonl.1", logs / "app.jsonl.2")
+            os.rename(logs / "app.jsonl", logs / "app.jsonl.1")
+            (logs / "app.jsonl").write_text("")
+        return real(src)
+
+    monkeypatch.setattr(source_open, "open_raw", open_raw)
+
+
+def test_a_log_rotated_between_listing_and_reading_makes_it_incomplete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    logs = tmp_path / "logs"
+    _rotating_logs(logs)
+    code, doc = analyze_json(str(logs))
+    assert code == 1 and doc["summary"]["incomplete"] is False  # read before the rotation
+    _rotate_at_first_open(logs, monkeypatch)
+    code, doc = analyze_json(str(logs))
+    assert code == 3, doc
+    notes = {Path(n["file"]).name: n["reason"] for n in doc["summary"]["unreadable_files"]}
+    assert set(notes) == {"app.jsonl.1", "app.jsonl"}
+    assert all("replaced by another file" in reason for reason in notes.values())
+
+
+def test_a_log_that_only_grew_is_the_file_listed(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    _rotating_logs(logs)
+    with open(logs / "app.jsonl", "a") as fh:
+        fh.write("\n".join(rt_request("c" * 16, "r9", 9, 10)) + "\n")
+    code, doc = analyze_json(str(logs))
+    assert code == 1 and doc["summary"]["unreadable_files"] == []
+
+
+def test_a_log_rotated_while_it_is_read_makes_it_incomplete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Opened before the rotation, but DuckDB and the line map open it again by its name.
+    logs = tmp_path / "logs"
+    _rotating_logs(logs)
+    monkeypatch.setattr(small_files, "SMALL_FILE_BYTES", 0)  # each file read alone, in place
+    real_parse = files.parse
+    rotated: list[bool] = []
+
+    def parse_after_a_rotation(*args: Any, **kwargs: Any) -> Any:
+        if not rotated:
+            rotated.append(True)
+            os.rename(logs / "app.jsonl.1", logs / "app.jsonl.2")
+            os.rename(logs / "app.jsonl", logs / "app.jsonl.1")
+            (logs / "app.jsonl").write_text("")
+        return real_parse(*args, **kwargs)
+
+    monkeypatch.setattr(files, "parse", parse_after_a_rotation)
+    code, doc = analyze_json(str(logs))
+    assert code == 3, doc
+    notes = {Path(n["file"]).name: n["reason"] for n in doc["summary"]["unreadable_files"]}
+    assert "replaced by another file" in notes["app.jsonl.1"]
