@@ -114,7 +114,9 @@ class Watch(FileNotes):
     def discover(self) -> None:
         """Start following every file that appeared since the last poll."""
         seen: dict[DevIno, Path] = {}
-        for path, how in self._candidates():
+        candidates = list(self._candidates())
+        named = _keys({path for path, how in candidates if how == "named" and path != STDIN})
+        for path, how in candidates:
             try:
                 st = os.fstat(0) if path == STDIN else path.stat()
             except OSError as exc:
@@ -127,6 +129,8 @@ class Watch(FileNotes):
                 continue
             key = (st.st_dev, st.st_ino)
             seen[key] = path
+            if how == "walked" and key in named:  # named too: read whatever it holds
+                how = "named"
             if self.settled.get(key) not in (None, _stamp(st)):
                 # Another file under a settled file's inode number: ext4 gives a removed
                 # file's number to the next file created, as when logrotate removes one
@@ -287,3 +291,16 @@ class Watch(FileNotes):
         for tail in self.tails.values():
             tail.close()
         self.tails.clear()
+
+
+def _keys(paths: set[Path]) -> set[DevIno]:
+    """The files `paths` lead to now (those that exist)."""
+    stats = [st for st in map(_stat_or_none, paths) if st is not None]
+    return {(st.st_dev, st.st_ino) for st in stats}
+
+
+def _stat_or_none(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except OSError:
+        return None

@@ -179,13 +179,18 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
     if not inputs:
         raise ForensicsInputError("no input paths given")
     sources: list[Source] = []
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
 
     def add(src: Source) -> None:
         key = _identity(src)
-        if key not in seen:
-            seen.add(key)
+        at = seen.get(key)
+        if at is None:
+            seen[key] = len(sources)
             sources.append(src)
+        elif sources[at].from_directory and not src.from_directory:
+            # Walked first, named too: a file the user names is always read, as named
+            # (by the walk's rule a long banner had it ignored, its requests missing).
+            sources[at] = src
 
     def add_tree(root: Path) -> None:
         files, unlisted = walk_tree(root)
