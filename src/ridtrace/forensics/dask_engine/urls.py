@@ -113,7 +113,7 @@ def expand_urls(inputs: Sequence[str]) -> list[LogFile]:
     if not inputs:
         raise ForensicsInputError("no input paths given")
     files: list[LogFile] = []
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for raw in inputs:
         if raw == "-":
             raise ForensicsInputError("--engine dask cannot read standard input; give paths")
@@ -122,9 +122,12 @@ def expand_urls(inputs: Sequence[str]) -> list[LogFile]:
         else:
             found = [_local_file(s) for s in expand_inputs([raw]) if s.path is not None]
         for f in found:
-            if f.url not in seen:
-                seen.add(f.url)
+            at = seen.get(f.url)
+            if at is None:
+                seen[f.url] = len(files)
                 files.append(f)
+            elif files[at].from_directory and not f.from_directory:
+                files[at] = f  # walked first, named too: read as named (`expand_inputs`)
     return oldest_first(files, _file_path)
 
 
