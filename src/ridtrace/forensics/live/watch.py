@@ -83,25 +83,25 @@ class Watch(FileNotes):
                 self._note_unreadable(raw, f"cannot read it: {exc.strerror}")
                 continue
             if is_dir:
-                # As `ridtrace analyze` walks: linked directories too, each once.
-                files, unlisted = walk_tree(path)
-                for entry in unlisted:
-                    self._note_unreadable(entry.name, entry.unreadable or "cannot list it")
-                yield from ((file, "walked") for file in files)
+                yield from self._walked(path)
             elif path.exists():  # a file, or a pipe or device `discover` sets aside
                 yield path, "named"
                 if path.is_file():
                     named.append(path)
             elif any(ch in raw for ch in "*?["):
-                matched = [Path(m) for m in sorted(glob.glob(raw, recursive=True))]
-                matched = [match for match in matched if match.is_file()]
-                # A glob that matches no file yet is waited for as a missing path is:
-                # taken as found, a mistyped one ('logs/*.jsnol') was followed without
-                # a word and the summary said complete.
+                # Directories matched are walked, as `analyze` walks them ('logs/*' over
+                # pod directories followed none). A glob that matches nothing yet is waited
+                # for as a missing path is: taken as found, a mistyped one ('*.jsnol') was
+                # followed without a word and the summary said complete.
+                matched = [m for m in map(Path, sorted(glob.glob(raw, recursive=True)))
+                           if m.is_file() or m.is_dir()]
                 if not matched:
                     self.missing.add(raw)
                     continue
                 for match in matched:
+                    if match.is_dir():
+                        yield from self._walked(match)
+                        continue
                     yield match, "named"
                     named.append(match)
             else:
@@ -110,6 +110,13 @@ class Watch(FileNotes):
             self.missing.discard(raw)
             self.appeared.add(raw)
         yield from ((part, "copy") for part in parts_of_named(named))
+
+    def _walked(self, path: Path) -> Iterator[tuple[Path, str]]:
+        # As `ridtrace analyze` walks: linked directories too, each once.
+        files, unlisted = walk_tree(path)
+        for entry in unlisted:
+            self._note_unreadable(entry.name, entry.unreadable or "cannot list it")
+        yield from ((file, "walked") for file in files)
 
     def discover(self) -> None:
         """Start following every file that appeared since the last poll."""
@@ -295,8 +302,7 @@ class Watch(FileNotes):
 
 def _keys(paths: set[Path]) -> set[DevIno]:
     """The files `paths` lead to now (those that exist)."""
-    stats = [st for st in map(_stat_or_none, paths) if st is not None]
-    return {(st.st_dev, st.st_ino) for st in stats}
+    return {(st.st_dev, st.st_ino) for st in map(_stat_or_none, paths) if st is not None}
 
 
 def _stat_or_none(path: Path) -> os.stat_result | None:
