@@ -10,10 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["HEAD_BYTES", "Identities", "Identity", "first_lines"]
+__all__ = ["HEAD_BYTES", "HEAD_READ", "Identities", "Identity", "first_lines"]
 
 # How many first bytes (whole lines) identify a file's content.
 HEAD_BYTES = 4096
+# How many first bytes are read to find them: a first line longer than `HEAD_BYTES` (a
+# container runtime's entry of a long record) is the head itself. Read to `HEAD_BYTES`
+# only, it gave no head, and a container log's lines were never unwrapped.
+HEAD_READ = 64 << 10
 
 
 @dataclass

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from ridtrace.forensics.live.chunk import Chunk
-from ridtrace.forensics.live.identity import HEAD_BYTES, Identity, first_lines
+from ridtrace.forensics.live.identity import HEAD_READ, Identity, first_lines
 from ridtrace.forensics.reading.lines import scan_lines
 from ridtrace.forensics.reading.overlong import held_piece
 from ridtrace.forensics.reading.unwrap import Unwrapper, cut_short, wrapper_of
@@ -123,7 +123,7 @@ class StreamTail:
         """The plain lines of the stream's whole lines, as many (`reading.unwrap`)."""
         if not self._sniffed:
             self._sniffed = True
-            self._unwrap = wrapper_of(first_lines(whole[:HEAD_BYTES + 1].tobytes()))
+            self._unwrap = wrapper_of(first_lines(whole[:HEAD_READ].tobytes()))
         if self._unwrap is None:
             return whole
         return memoryview(self._unwrap.feed(whole.tobytes()))

@@ -20,7 +20,7 @@ from typing import BinaryIO
 
 from ridtrace.forensics.live.chunk import Chunk
 from ridtrace.forensics.live.holes import past_hole
-from ridtrace.forensics.live.identity import HEAD_BYTES, Identities, Identity, first_lines
+from ridtrace.forensics.live.identity import HEAD_READ, Identities, Identity, first_lines
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream, compression_of
 from ridtrace.forensics.reading.inputs import display_name
 from ridtrace.forensics.reading.lines import LineScan, scan_lines
@@ -72,11 +72,11 @@ class FileTail:
             return
         if self.gzip:
             with open(self.path, "rb") as raw:
-                head = first_lines(DecodedStream(raw).read(HEAD_BYTES + 1))
+                head = first_lines(DecodedStream(raw).read(HEAD_READ))
         else:
             fd = self._fh.fileno()
             start = past_hole(fd, 0, os.fstat(fd).st_size)
-            head = first_lines(os.pread(fd, HEAD_BYTES + 1, start))
+            head = first_lines(os.pread(fd, HEAD_READ, start))
         if head:
             self.identity = self._identities.claim(head, self.path)
             self._unwrap, self._unwrap_from = wrapper_of(head), None
