@@ -42,9 +42,13 @@ def create_app() -> FastAPI:
     waiting: list[None] = []
 
     @app.get("/slow")
-    async def slow() -> dict[str, str]:
+    async def slow(cleanup: float = 0.0) -> dict[str, str]:
         waiting.append(None)
-        await asyncio.sleep(60)  # no answer yet when the server stops
+        try:
+            await asyncio.sleep(60)  # no answer yet when the server stops
+        finally:
+            # What a cancelled handler may still await (closing an upstream connection).
+            await asyncio.sleep(cleanup)
         return {"slow": "done"}
 
     @app.get("/slow/waiting")

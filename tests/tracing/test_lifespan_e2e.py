@@ -133,3 +133,42 @@ def test_a_request_cancelled_before_it_answered_has_no_response_status(tmp_path:
     (cut,) = [s for s in spans if s.attributes.get("x_request_id") == "unanswered"]
     assert "http.response.status_code" not in cut.attributes, cut.attributes
     assert cut.attributes["http.route"] == "/slow"
+
+
+@pytest.mark.parametrize("variable", ["OTEL_TRACES_EXPORTER=none", "OTEL_TRACES_SAMPLER=always_off"])
+def test_a_cancelled_request_is_counted_when_no_span_records_it(
+    tmp_path: Path, variable: str
+) -> None:
+    # Shutdown waited only for requests whose span recorded: with metrics exported and
+    # spans not (OTEL_TRACES_EXPORTER=none, or the request sampled out), a request the
+    # graceful timeout cancelled ended after the final metric export and was counted
+    # nowhere (uvicorn's cancellation reaches the app a few loop turns later, and an app
+    # may still await its clean-up).
+    name, _, value = variable.partition("=")
+    with otlp_receiver() as receiver:
+        port = free_port()
+        env = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+            "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000",
+            "LIFESPAN_APP_FASTAPI_TELEMETRY": "off", name: value,
+        }
+        argv = ["-m", "uvicorn", "tests.tracing.lifespan_app:create_app", "--factory",
+                "--host", "127.0.0.1", "--port", str(port), "--timeout-graceful-shutdown", "1"]
+        with run_server(argv, port=port, workdir=tmp_path, env=env, ready_path="/items/ready") as server:
+
+            def call() -> None:
+                with contextlib.suppress(httpx.HTTPError):
+                    httpx.get(f"{server.url}/slow", params={"cleanup": "0.2"}, timeout=30)
+
+            caller = threading.Thread(target=call)
+            caller.start()
+            deadline = time.monotonic() + 30
+            while httpx.get(f"{server.url}/slow/waiting").json()["waiting"] < 1:
+                assert time.monotonic() < deadline, "the request never reached the app"
+                time.sleep(0.02)
+            server.process.send_signal(signal.SIGTERM)
+            caller.join()
+            server.process.wait(timeout=30)
+        receiver.wait_for_metric_exports(1, timeout=10)
+        assert receiver.spans == []
+        assert receiver.metric("ridtrace.requests", route="/slow", outcome="cancelled") == 1

@@ -48,7 +48,9 @@ SDK_SHUTDOWN_SECONDS = 30.0
 
 # With the seconds each one's flush may take (None: no exporter that can hang).
 _owned: list[tuple[_Provider, float | None]] = []
-# The recording server spans of requests that have not ended yet.
+# One object per HTTP request that has not ended yet, whether or not a span records it
+# (its span, its count in ridtrace.requests and its request.end line all come at its
+# end), and the recording spans of gRPC calls still running.
 # set.add / set.discard are atomic under the GIL: transports on other threads are safe.
 running: set[object] = set()
 # Every provider ridtrace built, shut down or not: a global one of these is ridtrace's
@@ -146,9 +148,10 @@ async def shutdown_telemetry_async(*, span_wait: float = SPAN_WAIT_SECONDS) -> i
     """:func:`shutdown_telemetry` in a thread: exports block, the event loop must not.
 
     First, for up to ``span_wait`` seconds, the requests still running on this loop
-    may end their spans: a span ended after its provider shut down is dropped, and
-    the requests a server cancelled just before its lifespan shutdown (uvicorn's
-    ``timeout_graceful_shutdown``) were lost from every trace.
+    may end: a span ended after its provider shut down is dropped, and a count added
+    after the last metric export is never sent, so the requests a server cancelled
+    just before its lifespan shutdown (uvicorn's ``timeout_graceful_shutdown``) were
+    lost from every trace, and from the metrics when no span recorded them.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + span_wait

@@ -133,9 +133,11 @@ class ObservedServing:
             recording = span.is_recording()
         ctx = request_context_for(span, carrier, request_id, x_request_id, parent)
         ctx.server_span = span
-        if recording:  # shutdown waits for the span to end (lifecycle.running)
-            running_requests.add(span)
         state = Exchange()
+        # Shutdown waits for the request to end (lifecycle.running), recording or not:
+        # its count and its request.end line come at its end too. Keyed by `state`,
+        # which is this request's alone (a non-recording span may be shared).
+        running_requests.add(state)
 
         async def receive_counting() -> Message:
             message = await receive()
@@ -237,7 +239,7 @@ class ObservedServing:
                 log(REQUEST_END, **fields)
             if owns_span and recording:  # a non-recording span has nothing to end
                 span.end(end_time_ns(state.finished_at))
-            running_requests.discard(span)
+            running_requests.discard(state)
             if otel_token is not None:
                 otel_context.detach(otel_token)
             request_context.leave(token)
