@@ -102,6 +102,22 @@ def test_a_negative_ratio_samples_nothing_and_a_valid_setting_warns_of_nothing(
     assert not caplog.records
 
 
+def test_an_empty_sampler_variable_is_unset_and_warns_of_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The specification reads an empty variable as an unset one (a chart's `value: ""`):
+    # both were warned about as settings it could not use, on every start.
+    with caplog.at_level("WARNING"):
+        assert configure_tracing("s", environ={
+            "OTEL_TRACES_SAMPLER": " ", "OTEL_TRACES_SAMPLER_ARG": "",
+        }, set_global=False).sampler is DEFAULT_ON
+        ratio = configure_tracing("s", environ={
+            "OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "",
+        }, set_global=False).sampler
+    assert isinstance(ratio, TraceIdRatioBased) and ratio.rate == 1.0
+    assert not caplog.records, caplog.text
+
+
 def test_ratio_samplers_take_the_argument() -> None:
     ratio = configure_tracing("s", environ={
         "OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.25",

@@ -146,9 +146,10 @@ def service_resource(default_service: str | None, env: Mapping[str, str]) -> Res
 def _sampler(env: Mapping[str, str]) -> Sampler:
     """The sampler `OTEL_TRACES_SAMPLER` names; a value it cannot use is warned about,
     as the specification asks, not silently replaced (a typo sampled everything)."""
-    name = env.get("OTEL_TRACES_SAMPLER", "parentbased_always_on").strip().lower()
+    # Empty is unset, as the specification says (a chart's `value: ""` was warned about).
+    name = env.get("OTEL_TRACES_SAMPLER", "").strip().lower() or "parentbased_always_on"
     if name in _RATIO_SAMPLERS:
-        given = env.get("OTEL_TRACES_SAMPLER_ARG", "1.0")
+        given = env.get("OTEL_TRACES_SAMPLER_ARG", "").strip() or "1.0"
         try:
             rate = float(given)
         except ValueError:
