@@ -314,6 +314,23 @@ def test_a_bad_exporter_option_in_the_mapping_is_refused_by_name(
         configure_tracing("x", environ=env, set_global=False)
 
 
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("OTEL_BSP_SCHEDULE_DELAY", "0"), ("OTEL_BSP_MAX_QUEUE_SIZE", "-5"),
+     ("OTEL_METRIC_EXPORT_INTERVAL", "0"), ("OTEL_METRIC_EXPORT_INTERVAL", "-1")],
+)
+def test_a_batch_or_interval_setting_that_is_not_positive_is_refused_by_name(
+    variable: str, value: str
+) -> None:
+    # A 0 was silently the default (OTEL_BSP_SCHEDULE_DELAY=0, meant as "at once", held
+    # spans 5 s; an interval of 0 exported every 60 s), and a negative value stopped
+    # `ridtrace serve` with the SDK's "interval value -1 is invalid", naming no variable.
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", variable: value}
+    configure = configure_metrics if variable.startswith("OTEL_METRIC") else configure_tracing
+    with pytest.raises(ValueError, match=f"{variable}='{value}'"):
+        configure("x", environ=env, set_global=False)
+
+
 def test_the_otlp_protocol_picks_the_endpoint_shape_and_refuses_unknown_values() -> None:
     from ridtrace.tracing.spans import otlp_endpoint
 

@@ -274,14 +274,19 @@ def _read(path: str | None) -> bytes | None:
     return Path(path).read_bytes() if path else None
 
 
-def _int(env: Mapping[str, str], key: str) -> int | None:
+def _positive(env: Mapping[str, str], key: str, default: int) -> int:
+    """``key``'s positive integer, ``default`` when unset or empty. A 0 is no "unset"
+    (OTEL_BSP_SCHEDULE_DELAY=0 silently held spans 5 s)."""
     raw = env.get(key, "").strip()
     if not raw:
-        return None
+        return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
-        raise ValueError(f"{key}={raw!r}: not an integer") from None
+        value = 0
+    if value <= 0:
+        raise ValueError(f"{key}={raw!r}: not a positive integer")
+    return value
 
 
 def batch_span_processor(exporter: Any, env: Mapping[str, str]) -> Any:
@@ -291,10 +296,10 @@ def batch_span_processor(exporter: Any, env: Mapping[str, str]) -> Any:
 
     return BatchSpanProcessor(
         exporter,
-        max_queue_size=_int(env, "OTEL_BSP_MAX_QUEUE_SIZE") or 2048,
-        schedule_delay_millis=_int(env, "OTEL_BSP_SCHEDULE_DELAY") or 5000,
-        max_export_batch_size=_int(env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE") or 512,
-        export_timeout_millis=_int(env, "OTEL_BSP_EXPORT_TIMEOUT") or 30000,
+        max_queue_size=_positive(env, "OTEL_BSP_MAX_QUEUE_SIZE", 2048),
+        schedule_delay_millis=_positive(env, "OTEL_BSP_SCHEDULE_DELAY", 5000),
+        max_export_batch_size=_positive(env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512),
+        export_timeout_millis=_positive(env, "OTEL_BSP_EXPORT_TIMEOUT", 30000),
     )
 
 
@@ -304,6 +309,6 @@ def periodic_metric_reader(exporter: Any, env: Mapping[str, str]) -> Any:
 
     return PeriodicExportingMetricReader(
         exporter,
-        export_interval_millis=_int(env, "OTEL_METRIC_EXPORT_INTERVAL") or 60000,
-        export_timeout_millis=_int(env, "OTEL_METRIC_EXPORT_TIMEOUT") or 30000,
+        export_interval_millis=_positive(env, "OTEL_METRIC_EXPORT_INTERVAL", 60000),
+        export_timeout_millis=_positive(env, "OTEL_METRIC_EXPORT_TIMEOUT", 30000),
     )
