@@ -6,6 +6,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -329,6 +330,40 @@ def test_a_batch_or_interval_setting_that_is_not_positive_is_refused_by_name(
     configure = configure_metrics if variable.startswith("OTEL_METRIC") else configure_tracing
     with pytest.raises(ValueError, match=f"{variable}='{value}'"):
         configure("x", environ=env, set_global=False)
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
+@pytest.mark.parametrize(
+    "variable",
+    ["OTEL_EXPORTER_OTLP_CERTIFICATE", "OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY",
+     "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"],
+)
+def test_a_tls_file_that_is_not_there_is_refused_by_name(
+    tmp_path: Path, protocol: str, variable: str
+) -> None:
+    # Over grpc the exporter's build raised FileNotFoundError (`ridtrace serve`: "internal
+    # error (exit 4); please report it"); over https every export failed at run time
+    # ("Could not find a suitable TLS CA certificate bundle"), spans dropped.
+    missing = str(tmp_path / "missing.pem")
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "https://127.0.0.1:9",
+           "OTEL_EXPORTER_OTLP_PROTOCOL": protocol, variable: missing}
+    with pytest.raises(ValueError, match=f"{variable}='{missing}'"):
+        configure_tracing("x", environ=env, set_global=False)
+    if protocol == "http/protobuf":  # read only when it connects (grpc aborts on junk)
+        present = tmp_path / "present.pem"
+        present.write_bytes(b"-----BEGIN CERTIFICATE-----\n")
+        configure_tracing("x", environ={**env, variable: str(present)}, set_global=False)
+
+
+def test_tls_files_are_not_asked_for_over_plain_http(tmp_path: Path) -> None:
+    # An http:// (or grpc insecure) exporter reads no TLS file: one named but absent
+    # (a variable shared by several services) is no reason to refuse to start.
+    for protocol in ("grpc", "http/protobuf"):
+        configure_tracing("x", environ={
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+            "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+            "OTEL_EXPORTER_OTLP_CERTIFICATE": str(tmp_path / "missing.pem"),
+        }, set_global=False)
 
 
 def test_the_otlp_protocol_picks_the_endpoint_shape_and_refuses_unknown_values() -> None:

@@ -195,9 +195,16 @@ def _compression(env: Mapping[str, str], signal: str) -> str:
     return value
 
 
-def _file(env: Mapping[str, str], signal: str, name: str) -> str | None:
-    found = _setting(env, signal, name)
-    return found[1] if found else None
+def _files(env: Mapping[str, str], signal: str, tls: bool) -> list[str | None]:
+    """The TLS file paths; with ``tls`` each one named must exist (a missing one crashed
+    the grpc exporter's build, and failed every https export at run time)."""
+    paths: list[str | None] = []
+    for name in ("CERTIFICATE", "CLIENT_KEY", "CLIENT_CERTIFICATE"):
+        found = _setting(env, signal, name)
+        if found and tls and not Path(found[1]).is_file():
+            raise ValueError(f"{found[0]}={found[1]!r}: no such file")
+        paths.append(found[1] if found else None)
+    return paths
 
 
 def otlp_exporter(env: Mapping[str, str], signal: str, endpoint: str) -> Any:
@@ -214,9 +221,7 @@ def otlp_exporter(env: Mapping[str, str], signal: str, endpoint: str) -> Any:
         options["headers"] = headers
     if signal == "metrics":
         options["preferred_temporality"] = _temporality(env)
-    certificate = _file(env, signal, "CERTIFICATE")
-    client_key = _file(env, signal, "CLIENT_KEY")
-    client_certificate = _file(env, signal, "CLIENT_CERTIFICATE")
+    scheme = urlparse(endpoint).scheme
     if otlp_protocol(env, signal) == "grpc":
         import grpc
 
@@ -226,11 +231,11 @@ def otlp_exporter(env: Mapping[str, str], signal: str, endpoint: str) -> Any:
             "none": grpc.Compression.NoCompression,
         }[compression]
         insecure = _setting(env, signal, "INSECURE")
-        scheme = urlparse(endpoint).scheme
         # The exporter's rule: https is never insecure; else the variable; else http is.
         options["insecure"] = scheme != "https" and (
             insecure[1].lower() == "true" if insecure else scheme == "http"
         )
+        certificate, client_key, client_certificate = _files(env, signal, not options["insecure"])
         if not options["insecure"] and (certificate or client_key or client_certificate):
             options["credentials"] = grpc.ssl_channel_credentials(
                 root_certificates=_read(certificate),
@@ -241,6 +246,7 @@ def otlp_exporter(env: Mapping[str, str], signal: str, endpoint: str) -> Any:
         from opentelemetry.exporter.otlp.proto.http import Compression
 
         options["compression"] = Compression(compression)
+        certificate, client_key, client_certificate = _files(env, signal, scheme == "https")
         options["certificate_file"] = certificate
         options["client_key_file"] = client_key
         options["client_certificate_file"] = client_certificate
