@@ -57,6 +57,26 @@ def test_an_otel_variable_it_cannot_follow_is_the_operators_error_not_an_interna
         assert f"{variable}={value!r}" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("alone", ["CLIENT_KEY", "CLIENT_CERTIFICATE"])
+def test_a_grpc_client_key_without_its_certificate_is_refused_not_aborted(
+    tmp_path: Path, alone: str
+) -> None:
+    # gRPC's core aborted the process (SIGABRT, "Check failed: cert_chain != nullptr")
+    # when given one half of the client's key pair: no line said which variable.
+    pem = tmp_path / "half.pem"
+    pem.write_bytes(b"-----BEGIN PRIVATE KEY-----\n")
+    variable = f"OTEL_EXPORTER_OTLP_{alone}"
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": "https://127.0.0.1:9",
+           "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", variable: str(pem)}
+    done = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "serve", "worker", "--port", str(free_port()),
+         "--log-file", str(tmp_path / "x.jsonl")],
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    assert f"{variable}={str(pem)!r}" in done.stderr and "Traceback" not in done.stderr
+
+
 @pytest.mark.parametrize("port", ["99999", "65536", "-5"])
 def test_a_port_no_socket_can_have_is_refused_before_anything_starts(
     tmp_path: Path, port: str

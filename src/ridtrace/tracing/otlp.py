@@ -195,16 +195,23 @@ def _compression(env: Mapping[str, str], signal: str) -> str:
     return value
 
 
-def _files(env: Mapping[str, str], signal: str, tls: bool) -> list[str | None]:
+def _files(
+    env: Mapping[str, str], signal: str, tls: bool, *, pair: bool = False
+) -> list[str | None]:
     """The TLS file paths; with ``tls`` each one named must exist (a missing one crashed
-    the grpc exporter's build, and failed every https export at run time)."""
-    paths: list[str | None] = []
-    for name in ("CERTIFICATE", "CLIENT_KEY", "CLIENT_CERTIFICATE"):
-        found = _setting(env, signal, name)
-        if found and tls and not Path(found[1]).is_file():
-            raise ValueError(f"{found[0]}={found[1]!r}: no such file")
-        paths.append(found[1] if found else None)
-    return paths
+    the grpc exporter's build, and failed every https export at run time), and with
+    ``pair`` the client key and certificate come both or neither (gRPC's core aborted
+    the process, SIGABRT, on one alone)."""
+    found = [_setting(env, signal, name)
+             for name in ("CERTIFICATE", "CLIENT_KEY", "CLIENT_CERTIFICATE")]
+    for key, path in (f for f in found if f and tls):
+        if not Path(path).is_file():
+            raise ValueError(f"{key}={path!r}: no such file")
+    alone = found[1] or found[2]
+    if tls and pair and alone and not (found[1] and found[2]):
+        raise ValueError(f"{alone[0]}={alone[1]!r}: a gRPC client key and client "
+                         "certificate go together; set both or neither")
+    return [f[1] if f else None for f in found]
 
 
 def otlp_exporter(env: Mapping[str, str], signal: str, endpoint: str) -> Any:
@@ -235,7 +242,8 @@ def otlp_exporter(env: Mapping[str, str], signal: str, endpoint: str) -> Any:
         options["insecure"] = scheme != "https" and (
             insecure[1].lower() == "true" if insecure else scheme == "http"
         )
-        certificate, client_key, client_certificate = _files(env, signal, not options["insecure"])
+        certificate, client_key, client_certificate = _files(
+            env, signal, not options["insecure"], pair=True)
         if not options["insecure"] and (certificate or client_key or client_certificate):
             options["credentials"] = grpc.ssl_channel_credentials(
                 root_certificates=_read(certificate),
