@@ -47,6 +47,16 @@ def test_the_environment_names_the_service_over_the_code() -> None:
     assert _service(both) == "env"  # the specification: OTEL_SERVICE_NAME wins
 
 
+def test_an_empty_service_name_in_the_environment_leaves_the_default() -> None:
+    # `service.name=${SERVICE}` with SERVICE unset named every process
+    # "unknown_service:python", frontend and workers alike; a blank OTEL_SERVICE_NAME
+    # named them " ".
+    assert _service({"OTEL_RESOURCE_ATTRIBUTES": "service.name=,team=infer"}) == "ridtrace-default"
+    assert _service({"OTEL_RESOURCE_ATTRIBUTES": "service.name=%20"}) == "ridtrace-default"
+    assert _service({"OTEL_SERVICE_NAME": "  "}) == "ridtrace-default"
+    assert _service({"OTEL_SERVICE_NAME": " gw ", "OTEL_RESOURCE_ATTRIBUTES": "service.name="}) == "gw"
+
+
 def test_resource_attributes_are_kept_and_decoded() -> None:
     provider = configure_tracing(
         "svc", environ={"OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=prod%20eu, k8s.pod.name=p-1"},

@@ -122,13 +122,16 @@ def sdk_disabled(env: Mapping[str, str]) -> bool:
 def service_resource(default_service: str | None, env: Mapping[str, str]) -> Resource:
     """The resource: ``OTEL_RESOURCE_ATTRIBUTES`` and ``OTEL_SERVICE_NAME`` over ridtrace's
     default name (the SDK's own merge would let the code win)."""
-    attributes: dict[str, str] = {"service.name": default_service or "ridtrace"}
+    default = default_service or "ridtrace"
+    attributes: dict[str, str] = {}
     for item in env.get("OTEL_RESOURCE_ATTRIBUTES", "").split(","):
         key, sep, value = item.partition("=")
         if sep and key.strip():
             attributes[key.strip()] = unquote(value.strip())
-    if env.get("OTEL_SERVICE_NAME"):
-        attributes["service.name"] = env["OTEL_SERVICE_NAME"]
+    # An empty name is no name (`service.name=${SERVICE}` with SERVICE unset): it made
+    # every process "unknown_service:python" instead of frontend / worker-PORT.
+    attributes["service.name"] = (env.get("OTEL_SERVICE_NAME", "").strip()
+                                  or attributes.get("service.name", "").strip() or default)
     resource = Resource.create(attributes)
     if env is os.environ:
         return resource
