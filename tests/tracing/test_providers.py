@@ -545,3 +545,43 @@ def test_blanks_around_an_endpoint_are_no_part_of_it() -> None:
     assert otlp_export_endpoint(env, "traces") == "http://collector:4318/v1/traces"
     env = {"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://collector:4318/v1/metrics\n"}
     assert otlp_export_endpoint(env, "metrics") == "http://collector:4318/v1/metrics"
+
+
+_SCRIPT_EXITING_WITHOUT_SHUTDOWN = """
+from ridtrace.tracing import configure_metrics, configure_tracing
+provider = configure_tracing("batch-job")
+configure_metrics("batch-job", prometheus=False)
+tracer = provider.get_tracer("job")
+for i in range(12):
+    tracer.start_span(f"step-{i}").end()
+"""
+
+
+def test_a_process_that_never_calls_shutdown_is_flushed_at_exit_within_the_bound(
+    tmp_path: Path,
+) -> None:
+    # A script (a batch job, a CLI) leaves the flush to interpreter exit. The SDK's own
+    # exit hooks shut the tracer and then the meter provider down, every queued batch
+    # waiting the exporter's whole timeout on a hung collector: 12 batches of one span
+    # and a one-second timeout held the exit ~13 s, and the meter provider logged
+    # "shutdown can only be called once" after a lifespan's bounded shutdown.
+    import os
+    import subprocess
+    import sys
+
+    from tests.support.otlp_receiver import unresponsive_collector
+    from tests.support.servers import child_pythonpath
+
+    with unresponsive_collector() as endpoint:
+        env = {**os.environ, "PYTHONPATH": child_pythonpath(),
+               "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_TIMEOUT": "1",
+               "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "1", "OTEL_BSP_SCHEDULE_DELAY": "120000",
+               "OTEL_METRIC_EXPORT_INTERVAL": "120000"}
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-c", _SCRIPT_EXITING_WITHOUT_SHUTDOWN],
+                              env=env, capture_output=True, text=True, timeout=120)
+        took = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    # One export timeout and a margin, after the interpreter's own start-up.
+    assert took < 6, f"the exit took {took:.1f} s"
+    assert "shutdown can only be called once" not in done.stderr

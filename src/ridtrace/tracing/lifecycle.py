@@ -11,6 +11,7 @@ still alive.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import threading
 import time
@@ -57,6 +58,8 @@ running: set[object] = set()
 # own from an earlier call, any other global one is the application's.
 _built: weakref.WeakSet[_Provider] = weakref.WeakSet()
 _lock = threading.Lock()
+# Whether shutdown_telemetry is registered to run at interpreter exit (once).
+_exit_hook: list[bool] = []
 
 
 def own(provider: _Provider, *, flush_limit: float | None = None) -> None:
@@ -66,6 +69,13 @@ def own(provider: _Provider, *, flush_limit: float | None = None) -> None:
     a collector; shutdown waits for the provider that long (and a margin), no longer.
     """
     with _lock:
+        if not _exit_hook:
+            _exit_hook.append(True)
+            # A process that never calls shutdown_telemetry (a script, a forced stop)
+            # is flushed at exit with the same bound. The SDK's own exit hooks (turned
+            # off on ridtrace's providers) shut them down one after the other, each
+            # queued batch waiting its exporter's whole timeout on a hung collector.
+            atexit.register(shutdown_telemetry)
         _owned.append((provider, flush_limit))
         _built.add(provider)
 

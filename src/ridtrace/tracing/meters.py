@@ -80,8 +80,9 @@ def configure_metrics(
         from opentelemetry.exporter.prometheus import PrometheusMetricReader
 
         readers.append(PrometheusMetricReader())
-    provider = MeterProvider(
-        metric_readers=readers, resource=service_resource(service_name, env)
+    provider = MeterProvider(  # exit: lifecycle's bounded shutdown, not the SDK's hook
+        metric_readers=readers, resource=service_resource(service_name, env),
+        shutdown_on_exit=False,
     )
     lifecycle.own(provider, flush_limit=flush_limit)
     if set_global:

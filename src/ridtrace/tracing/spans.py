@@ -84,8 +84,9 @@ def configure_tracing(
     ridtrace's apps and :func:`telemetry_lifespan` call before the process exits.
     """
     env = os.environ if environ is None else environ
-    provider = TracerProvider(
-        resource=service_resource(service_name, env), sampler=_sampler(env)
+    provider = TracerProvider(  # exit: lifecycle's bounded shutdown, not the SDK's hook
+        resource=service_resource(service_name, env), sampler=_sampler(env),
+        shutdown_on_exit=False,
     )
     if sdk_disabled(env):
         return provider
