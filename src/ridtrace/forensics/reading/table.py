@@ -2,7 +2,7 @@
 
 The pass is `reading.scan`'s, numbered lines and their flags; `reading.lines` turns row
 numbers (``rn``) into file lines. The few lines that are no valid log record are judged
-in Python (`reading.judge`): the reason of a bad line, or the row of valid JSON that
+in Python (`reading.suspects`): the reason of a bad line, or the row of valid JSON that
 DuckDB rejected.
 """
 
@@ -18,13 +18,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ridtrace.forensics.reading.judge import (
-    CRASH_HOLE,
-    CRASH_HOLE_BYTES,
-    JOURNAL_LEFT_OUT,
-    JOURNAL_LEFT_OUT_FILE,
-    copy_truncated,
-)
 from ridtrace.forensics.reading.lean import OTHER, SPAN, SUSPECT, lean_spans_sql
 from ridtrace.forensics.reading.lines import LineMap
 from ridtrace.forensics.reading.overlong import (
@@ -34,19 +27,19 @@ from ridtrace.forensics.reading.overlong import (
     long_lines,
     without_long_lines,
 )
-from ridtrace.forensics.reading.rescue import judge_unwrapped, records_inside
 from ridtrace.forensics.reading.scan import FLAGS, LEAN_FIELDS, Window, full_spans_sql, source_sql
 from ridtrace.forensics.reading.schema import READ_FIELDS, TIME_TYPE
 from ridtrace.forensics.reading.sql import normalized_select, spans_select
 from ridtrace.forensics.reading.staging import make_dir, release
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
+from ridtrace.forensics.reading.suspects import judge_suspects
 
 
 class LogTable:
     """One plain log file read by DuckDB: as per-span rows or as ordered events.
 
     Each is one streaming pass over the file; the few suspect lines come out with
-    their flags and are judged in Python (`ridtrace.forensics.reading.judge`). A file
+    their flags and are judged in Python (`ridtrace.forensics.reading.suspects`). A file
     with a line too long for DuckDB is read from a copy without it
     (`ridtrace.forensics.reading.overlong`), that line counted as bad.
     """
@@ -149,37 +142,12 @@ class LogTable:
 
     def _judge(self, rn: np.ndarray, empty: np.ndarray, timed: np.ndarray,
                untimed: np.ndarray) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
-        """Valid JSON that DuckDB rejected, as rows; and the bad lines with their reasons."""
-        lines = self._row_lines(rn.astype(np.int64))
-        # DuckDB gave no row, or took no time Python's ISO parser may take: judge it whole.
-        whole = empty | (untimed & timed)
-        texts = self._fetch(int(x) for x in lines[whole])
-        inside = records_inside(lines[~whole].tolist(), self._fetch)
-        rescued: list[dict[str, Any]] = []
-        bad: list[tuple[int, str]] = []
-        holed = left_out = False
-        for i, line in enumerate(lines.tolist()):
-            if not whole[i] and line not in inside:
-                bad.append((line, "missing time" if untimed[i] else "unknown format"))
-                continue
-            text = texts.get(line, b"") if whole[i] else inside[line]
-            first_line = self.starts_file and line == 1
-            rows, reason = judge_unwrapped(text, self.fields, first_line=first_line)
-            if reason is not None:  # with rows too: a crash's hole before a record
-                bad.append((line, reason))
-            if reason == JOURNAL_LEFT_OUT and not left_out:
-                left_out = True  # a record is gone, however few the bad lines
-                self.stats.unreadable_files.append(FileNote(self.name, JOURNAL_LEFT_OUT_FILE))
-            if (not holed and text.startswith(b"\x00" * CRASH_HOLE_BYTES)
-                    and not copy_truncated(text, first_line=first_line)):
-                holed = True  # lines of this log are gone, however few bad lines
-                # No line number: a Dask block numbers its lines from 1.
-                self.stats.unreadable_files.append(FileNote(self.name, CRASH_HOLE))
-            for row in rows:  # several only when objects were joined on one line
-                row["rn"] = int(rn[i])
-                row["_t"] = row.pop("time")
-                rescued.append(row)
-        return rescued, bad
+        """Valid JSON that DuckDB rejected, as rows; and the bad lines with their reasons
+        (`reading.suspects`)."""
+        return judge_suspects(
+            self._row_lines(rn.astype(np.int64)), rn, empty, timed, untimed, self._fetch,
+            fields=self.fields, starts_file=self.starts_file, stats=self.stats, name=self.name,
+        )
 
     def spans(self) -> tuple[pa.Table, dict[str, np.ndarray]]:
         """One row per span (first-seen order), and its evidence lines by column."""

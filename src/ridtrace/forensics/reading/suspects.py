@@ -1,0 +1,64 @@
+"""The suspect lines of one read judged in Python: rows rescued, bad lines with reasons.
+
+DuckDB flags the few lines it gave no row or no time for (`reading.scan`); each is
+judged whole (`reading.rescue`, `reading.judge`), or by the record its valid JSON
+carries. A crash's hole or a journal's left-out record names the file in the stats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ridtrace.forensics.reading.judge import (
+    CRASH_HOLE,
+    CRASH_HOLE_BYTES,
+    JOURNAL_LEFT_OUT,
+    JOURNAL_LEFT_OUT_FILE,
+    copy_truncated,
+)
+from ridtrace.forensics.reading.rescue import judge_unwrapped, records_inside
+from ridtrace.forensics.reading.stats import FileNote, ReadStats
+
+
+def judge_suspects(
+    lines: np.ndarray, rn: np.ndarray, empty: np.ndarray, timed: np.ndarray,
+    untimed: np.ndarray, fetch: Callable[[Iterable[int]], dict[int, bytes]], *,
+    fields: Sequence[str], starts_file: bool, stats: ReadStats, name: str,
+) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
+    """Valid JSON that DuckDB rejected, as rows; and the bad lines with their reasons.
+
+    `lines` are the file lines of reader rows `rn`; `starts_file`: whether line 1 is the
+    file's own first line (not a later Dask block's).
+    """
+    # DuckDB gave no row, or took no time Python's ISO parser may take: judge it whole.
+    whole = empty | (untimed & timed)
+    texts = fetch(int(x) for x in lines[whole])
+    inside = records_inside(lines[~whole].tolist(), fetch)
+    rescued: list[dict[str, Any]] = []
+    bad: list[tuple[int, str]] = []
+    holed = left_out = False
+    for i, line in enumerate(lines.tolist()):
+        if not whole[i] and line not in inside:
+            bad.append((line, "missing time" if untimed[i] else "unknown format"))
+            continue
+        text = texts.get(line, b"") if whole[i] else inside[line]
+        first_line = starts_file and line == 1
+        rows, reason = judge_unwrapped(text, fields, first_line=first_line)
+        if reason is not None:  # with rows too: a crash's hole before a record
+            bad.append((line, reason))
+        if reason == JOURNAL_LEFT_OUT and not left_out:
+            left_out = True  # a record is gone, however few the bad lines
+            stats.unreadable_files.append(FileNote(name, JOURNAL_LEFT_OUT_FILE))
+        if (not holed and text.startswith(b"\x00" * CRASH_HOLE_BYTES)
+                and not copy_truncated(text, first_line=first_line)):
+            holed = True  # lines of this log are gone, however few bad lines
+            # No line number: a Dask block numbers its lines from 1.
+            stats.unreadable_files.append(FileNote(name, CRASH_HOLE))
+        for row in rows:  # several only when objects were joined on one line
+            row["rn"] = int(rn[i])
+            row["_t"] = row.pop("time")
+            rescued.append(row)
+    return rescued, bad
