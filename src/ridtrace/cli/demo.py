@@ -124,10 +124,10 @@ def _traces_endpoint() -> str | None:
     when none were. A variable such as OTEL_EXPORTER_OTLP_PROTOCOL=thrift ended the demo
     in a traceback and "internal error (exit 4)", where ``ridtrace serve`` names it.
     """
-    from ridtrace.tracing.otlp import (
+    from ridtrace.tracing.otlp import otlp_exporter
+    from ridtrace.tracing.otlp_endpoints import (
         exporter_names,
         otlp_export_endpoint,
-        otlp_exporter,
         otlp_protocol,
     )
     from ridtrace.tracing.spans import sdk_disabled

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from ridtrace.demo.plan import CallResult, PlannedCall
-from ridtrace.tracing.otlp import otlp_export_endpoint
+from ridtrace.tracing.otlp_endpoints import otlp_export_endpoint
 from ridtrace.tracing.spans import configure_tracing, sdk_disabled
 from ridtrace.tracing.traceparent import propagator_headers
 

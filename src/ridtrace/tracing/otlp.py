@@ -1,5 +1,5 @@
-"""OTLP export configured from one mapping of OTEL_* variables: which exporters, where,
-over which protocol, with which options.
+"""OTLP exporters and processors configured from one mapping of OTEL_* variables, with
+which options (which exporters, where and over which protocol: `tracing.otlp_endpoints`).
 
 ``configure_tracing(environ=...)`` and ``configure_metrics(environ=...)`` read the
 endpoint and protocol from the mapping they are given, but the exporter libraries read
@@ -21,124 +21,17 @@ from urllib.parse import urlparse
 
 from opentelemetry.util.re import parse_env_headers
 
+from ridtrace.tracing.otlp_endpoints import otlp_protocol
+
 __all__ = [
     "batch_span_processor",
-    "exporter_names",
-    "otlp_endpoint",
-    "otlp_export_endpoint",
     "otlp_exporter",
     "otlp_exporter_module",
-    "otlp_protocol",
     "otlp_timeout",
     "periodic_metric_reader",
 ]
 
 _COMPRESSIONS = ("gzip", "deflate", "none")
-
-
-def otlp_protocol(env: Mapping[str, str], signal: str) -> str:
-    """``OTEL_EXPORTER_OTLP_{SIGNAL}_PROTOCOL`` or ``OTEL_EXPORTER_OTLP_PROTOCOL``:
-    ``grpc``, or ``http/protobuf`` (the default). ``http/json`` is sent as
-    http/protobuf, which every OTLP/HTTP receiver also takes on the same URL.
-
-    Read, not assumed: a collector's gRPC port (4317) answers nothing an HTTP
-    exporter sends, and every span was lost with only the exporter's retries to show.
-    """
-    for key in (f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
-        value = env.get(key, "").strip().lower()
-        if not value:
-            continue
-        if value in ("http/protobuf", "http/json"):
-            return "http/protobuf"
-        if value == "grpc":
-            return "grpc"
-        raise ValueError(f"{key}={env[key]!r}: OTLP protocols are grpc, http/protobuf, http/json")
-    return "http/protobuf"
-
-
-# What OTEL_TRACES_EXPORTER / OTEL_METRICS_EXPORTER may name. "prometheus" is the
-# GET /metrics route, which ridtrace serves whatever the variable says.
-_EXPORTERS = {
-    "traces": ("otlp", "console", "none"),
-    "metrics": ("otlp", "prometheus", "console", "none"),
-}
-# The SDK's defaults when OTLP export is asked for by name but no endpoint is set.
-_DEFAULT_ENDPOINTS = {"grpc": "http://localhost:4317", "http/protobuf": "http://localhost:4318"}
-
-
-def exporter_names(env: Mapping[str, str], signal: str) -> frozenset[str]:
-    """The exporters ``OTEL_{SIGNAL}_EXPORTER`` names (comma list; ``otlp`` when unset),
-    ``none`` left out. An unknown name raises ``ValueError`` naming the variable.
-
-    Read, not assumed: ``OTEL_TRACES_EXPORTER=none`` beside a shared
-    ``OTEL_EXPORTER_OTLP_ENDPOINT`` (metrics wanted, spans not) exported every span.
-    """
-    key = f"OTEL_{signal.upper()}_EXPORTER"
-    raw = env.get(key, "")
-    names = {name.strip().lower() for name in raw.split(",") if name.strip()} or {"otlp"}
-    unknown = names.difference(_EXPORTERS[signal])
-    if unknown:
-        raise ValueError(
-            f"{key}={raw!r}: ridtrace exports {signal} with {', '.join(_EXPORTERS[signal])}"
-        )
-    return frozenset(names - {"none"})
-
-
-def otlp_export_endpoint(env: Mapping[str, str], signal: str) -> str | None:
-    """Where ``signal`` goes over OTLP, or ``None`` for no OTLP export.
-
-    ``OTEL_{SIGNAL}_EXPORTER`` decides whether OTLP is used at all; the endpoint
-    variables where to (:func:`otlp_endpoint`). With no endpoint set, nothing is sent,
-    unless the exporter variable names ``otlp`` itself: then the SDK's default
-    (``localhost:4318``, ``4317`` over grpc), as its documentation says.
-    """
-    if "otlp" not in exporter_names(env, signal):
-        return None
-    endpoint = otlp_endpoint(env, signal)
-    if endpoint is None and env.get(f"OTEL_{signal.upper()}_EXPORTER", "").strip():
-        protocol = otlp_protocol(env, signal)
-        endpoint = otlp_endpoint(
-            {**env, "OTEL_EXPORTER_OTLP_ENDPOINT": _DEFAULT_ENDPOINTS[protocol]}, signal
-        )
-    return endpoint
-
-
-def otlp_endpoint(env: Mapping[str, str], signal: str) -> str | None:
-    """The OTLP URL for ``signal`` (``traces``, ``metrics``), or ``None``.
-
-    Over http/protobuf the base endpoint gets the signal's path (``/v1/traces``); over
-    grpc it is used as it is, as the specification says. A signal's own endpoint is
-    always used as it is.
-    """
-    key = f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT"
-    # Blanks around a value (a quoted YAML line) are no part of the URL, as for the
-    # exporter's other variables: kept, they failed every export ("Host '…:4318 '
-    # contains invalid character").
-    specific = env.get(key, "").strip()
-    if specific:
-        return _url_checked(env, signal, key, specific)
-    base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
-    if not base:
-        return None
-    if otlp_protocol(env, signal) == "grpc":
-        return base
-    _url_checked(env, signal, "OTEL_EXPORTER_OTLP_ENDPOINT", base)
-    return f"{base.rstrip('/')}/v1/{signal}"
-
-
-def _url_checked(env: Mapping[str, str], signal: str, key: str, value: str) -> str:
-    """``value``, if the exporter can send to it: over http/protobuf, an http(s) URL.
-
-    ``collector:4318``, right for a gRPC exporter, is no URL to the HTTP one: every
-    batch failed ("No connection adapters were found") while the service ran on, its
-    spans and metrics dropped with one ERROR line per batch in its log.
-    """
-    if otlp_protocol(env, signal) == "grpc":
-        return value
-    url = urlparse(value)
-    if url.scheme not in ("http", "https") or not url.netloc:
-        raise ValueError(f"{key}={value!r}: an OTLP/HTTP endpoint is an http:// or https:// URL")
-    return value
 
 
 def otlp_exporter_module(env: Mapping[str, str], signal: str) -> Any:

@@ -24,13 +24,15 @@ from opentelemetry.sdk.trace.sampling import (
 from ridtrace.tracing import lifecycle
 from ridtrace.tracing.otlp import (
     batch_span_processor,
+    otlp_exporter,
+    otlp_exporter_module,
+    otlp_timeout,
+)
+from ridtrace.tracing.otlp_endpoints import (
     exporter_names,
     otlp_endpoint,
     otlp_export_endpoint,
-    otlp_exporter,
-    otlp_exporter_module,
     otlp_protocol,
-    otlp_timeout,
 )
 
 __all__ = [
