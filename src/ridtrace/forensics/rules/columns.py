@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -26,6 +25,7 @@ import pyarrow.compute as pc
 from ridtrace.contract import FRONTEND, OUTCOME_CANCELLED, OUTCOME_OK, WORKER
 from ridtrace.forensics.records.requests import LINE_FILES
 from ridtrace.forensics.rules.codes import Arrow, shared_codes
+from ridtrace.forensics.rules.frame_arrays import arrow_column, arrow_text, epoch_us, line_numbers
 
 # The string columns the rules hash, look up or quote in a finding.
 _TEXT = ("trace_id", "span_id", "parent_span_id", "request_id", "x_request_id", "fp_in",
@@ -255,41 +255,6 @@ def _links_across_traces(span: np.ndarray, parent: np.ndarray, trace: Arrow) -> 
     return bool(pc.any(apart).as_py())
 
 
-def arrow_text(series: pd.Series) -> Arrow:
-    """A column as Arrow strings, chunked as pandas holds them (no copy when Arrow-backed)."""
-    arr = arrow_column(series)
-    return arr.cast(pa.string()) if arr.type != pa.string() else arr
-
-
-def arrow_column(series: pd.Series) -> Arrow:
-    """A column as Arrow strings, or one dictionary array of strings for a categorical.
-
-    Chunks are kept: the rules only take a few rows from most columns, and the columns
-    they hash are copied into one array there anyway (`codes.shared_codes`).
-    """
-    try:
-        arr: Any = pa.array(series, from_pandas=True)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):  # mixed Python objects: ids as text
-        arr = pa.array([_as_text(v) for v in series.tolist()], type=pa.string())
-    if pa.types.is_dictionary(arr.type):
-        if isinstance(arr, pa.ChunkedArray):
-            arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-        if _unique(arr.dictionary):
-            return pa.DictionaryArray.from_arrays(arr.indices, arr.dictionary.cast(pa.string()))
-    return arr.cast(pa.string()) if arr.type != pa.string() else arr
-
-
-def _unique(values: pa.Array) -> bool:
-    # pandas' categories are unique; a dictionary with repeats would split equal values.
-    return len(pc.unique(values)) == len(values)
-
-
-def _as_text(value: Any) -> str | None:
-    if value is None or value is pd.NA or value is pd.NaT or value != value:
-        return None
-    return value if isinstance(value, str) else str(value)
-
-
 def _size(*codes: np.ndarray) -> int:
     return int(max((int(c.max()) for c in codes if len(c)), default=-1)) + 1
 
@@ -300,22 +265,6 @@ def _equals(column: pa.Array, value: str) -> np.ndarray:
         hit = pc.fill_null(pc.equal(dictionary, value), False).to_numpy(zero_copy_only=False)
         return np.asarray(np.r_[hit, False][codes])  # code -1 (missing) reads the False
     return np.asarray(pc.fill_null(pc.equal(column, value), False).to_numpy(zero_copy_only=False))
-
-
-def epoch_us(times: pd.Series) -> np.ndarray:
-    """Microseconds since the epoch of a datetime column (NaT: the int64 minimum)."""
-    if isinstance(times.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(times):
-        values = times.to_numpy(dtype="datetime64[us]")
-    else:
-        values = pd.to_datetime(times, utc=True).to_numpy(dtype="datetime64[us]")
-    return np.asarray(values.view(np.int64))
-
-
-def line_numbers(series: pd.Series) -> np.ndarray:
-    """A line column as int64, -1 where missing."""
-    if series.dtype == np.int64:
-        return np.asarray(series.to_numpy())
-    return np.asarray(series.astype("Int64").to_numpy(dtype=np.int64, na_value=-1))
 
 
 def first_rows(codes: np.ndarray, size: int, rows: Sequence[int] | np.ndarray) -> np.ndarray:

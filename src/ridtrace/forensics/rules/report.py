@@ -22,7 +22,7 @@ from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
 from ridtrace.forensics.records.read import LoadedRequests
 from ridtrace.forensics.records.spans import build_requests, requests_from_partials
 from ridtrace.forensics.rfc3339 import is_iso8601
-from ridtrace.forensics.rules.columns import epoch_us, lookup, span_columns
+from ridtrace.forensics.rules.columns import lookup, span_columns
 from ridtrace.forensics.rules.findings import (
     FindingColumns,
     concat,
@@ -30,6 +30,7 @@ from ridtrace.forensics.rules.findings import (
     findings_frame,
     paused_gc,
 )
+from ridtrace.forensics.rules.frame_arrays import epoch_us
 from ridtrace.forensics.rules.instants import unseen_overlaps
 from ridtrace.forensics.rules.overlap import (
     caller_of,

@@ -19,7 +19,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ridtrace.forensics.rules.columns import SpanColumns, arrow_text, first_rows, span_columns
+from ridtrace.forensics.rules.columns import SpanColumns, first_rows, span_columns
+from ridtrace.forensics.rules.frame_arrays import arrow_text
 
 
 def clock_offsets(requests: pd.DataFrame) -> dict[str, int]:
