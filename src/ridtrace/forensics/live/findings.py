@@ -1,6 +1,7 @@
 """How a live finding is written: its fields, its time, the spans it names and cites.
 
-`live.rules` decides when a finding is certain; this module writes it down.
+`live.rules` and `live.verdicts` decide when a finding is certain; this module writes it
+down.
 """
 
 from __future__ import annotations

@@ -22,9 +22,10 @@ from __future__ import annotations
 import gc
 
 from ridtrace.contract import OUTCOME_OK, RESPONSE_UNLINKED, WORKER
-from ridtrace.forensics.live.findings import Finding, _cited, _finding, _named, _one_caller
+from ridtrace.forensics.live.findings import Finding, _finding
 from ridtrace.forensics.live.parse import COLUMNS, Flag, SpanRows
 from ridtrace.forensics.live.spans import Cluster, Span, WindowState
+from ridtrace.forensics.live.verdicts import crossed, duplicates
 
 
 class LiveRules:
@@ -190,7 +191,7 @@ class LiveRules:
                     if (not span.crossed_done and span.fp_in is not None
                             and span.fp_out is not None and (span.fp_in, span.fp_out) in pairs):
                         # Its own worker's pair is in (its worker read first): not crossed,
-                        # as `_crossed` would find after the batch, whatever comes later.
+                        # as `verdicts.crossed` would find after the batch, whatever comes later.
                         span.crossed_done = True
                     else:
                         fronts.append(span)
@@ -200,13 +201,13 @@ class LiveRules:
         self.instants += instants
         if batch.rows:
             state.watermark = max(state.watermark, batch.watermark)
-        found.extend(self._duplicates(clusters))
-        found.extend(self._crossed(fronts))
+        found.extend(duplicates(state, clusters))
+        found.extend(crossed(state, fronts))
         if batch.rows:
             judged = len(state.pending_fronts)
             state.evict()
             if len(state.pending_fronts) > judged:  # a caller's never-ended worker left
-                found.extend(self._crossed([]))
+                found.extend(crossed(state, []))
         return found
 
     def _unlinked(self, span: Span, flag: Flag, file: str) -> list[Finding]:
@@ -222,97 +223,6 @@ class LiveRules:
         return [_finding("unlinked", span, span.start, detail,
                          [(file, flag.line), (span.last_file, span.last_line)])]
 
-    def _duplicates(self, clusters: list[Cluster]) -> list[Finding]:
-        state = self.state
-        found: list[Finding] = []
-        todo = dict.fromkeys(state.pending_clusters + clusters)
-        state.pending_clusters = []
-        for cluster in todo:
-            if cluster.reported or len(cluster.members) < 2:
-                continue
-            if _one_caller(cluster.members):
-                continue  # one caller: its worker spans and retries
-            # Callers overlap as their own spans do, as in the batch rule: a worker that
-            # ran on after its caller left (a detached pump) made a later caller of the
-            # id a duplicate live that `analyze` of the same logs does not report.
-            cited = _cited(cluster.members)
-            verdict = self._overlapping_callers(cited)
-            if verdict is None:
-                state.pending_clusters.append(cluster)  # a lagging file may still end one
-                continue
-            if not verdict:
-                continue
-            cluster.reported = True
-            # Each caller by its first span, as `rules.overlap` names them.
-            callers: dict[tuple[str | None, str], Span] = {}
-            for m in cited:
-                callers.setdefault(m.caller_key(), m)
-            caught_up = state.caught_up_to()
-            names = [_named(m, caught_up) for m in callers.values()]
-            if len(set(names)) < len(names):  # one span id in several traces: say which
-                names = [f"{name} (trace {m.trace})"
-                         for name, m in zip(names, callers.values(), strict=True)]
-            first = cited[0]
-            detail = (f"{len(callers)} requests held request_id {cluster.request_id} at "
-                      f"overlapping times (spans {', '.join(names)})")
-            proof = [item for m in cited
-                     for item in ((m.file, m.first_line), (m.last_file, m.last_line))]
-            item = _finding("duplicate_in_flight", first, first.start, detail, proof,
-                            request_id=cluster.request_id)
-            item["span_id"] = _named(first, caught_up)
-            found.append(item)
-        return found
-
-    def _overlapping_callers(self, members: list[Span]) -> bool | None:
-        """Two distinct callers certainly in flight together (None: not known yet)."""
-        unknown = False
-        for j, second in enumerate(members):
-            for first in members[:j]:
-                if first.caller_key() == second.caller_key():
-                    continue
-                overlap = self.state.overlap(first, second)
-                if overlap:
-                    return True
-                unknown = unknown or overlap is None
-        return None if unknown else False
-
-    def _crossed(self, fronts: list[Span]) -> list[Finding]:
-        state = self.state
-        found: list[Finding] = []
-        todo = dict.fromkeys(state.pending_fronts + fronts)
-        state.pending_fronts = []
-        caught_up = state.caught_up_to()
-        for front in todo:
-            if (front.crossed_done or front.side == WORKER or not front.closed
-                    or front.fp_in is None or front.fp_out is None):
-                continue
-            if front.outcome != OUTCOME_OK:
-                # Cut short: a prefix of its reply, no proof (as `rules.streams`).
-                front.crossed_done = True
-                continue
-            if state.pairs.get((front.fp_in, front.fp_out)):
-                front.crossed_done = True  # its own work: not crossed, whatever comes later
-                continue
-            work = state.produced.get(front.fp_out)
-            if work is None:
-                state.wait(front)
-                continue
-            if front.open_children > 0:
-                continue  # its own worker may still show the same pair
-            if caught_up < front.last:
-                state.pending_fronts.append(front)  # a lagging file may hold its own work
-                continue
-            front.crossed_done = True
-            detail = (
-                f"caller span {front.span_id} (fp_in {front.fp_in}) was delivered fp_out "
-                f"{front.fp_out}, produced by worker span {work.span_id} for fp_in "
-                f"{work.fp_in} (request_id {work.request_id}, x_request_id {work.x_request_id})"
-            )
-            proof = [(front.file, front.first_line), (front.last_file, front.last_line),
-                     (work.file, work.first_line), (work.last_file, work.last_line)]
-            found.append(_finding("crossed_stream", front, front.last, detail, proof))
-        return found
-
     def finish(self) -> list[Finding]:
         """The follow ends: callers still waiting for a worker span of their own that
         never ended (its worker killed mid-request, retried elsewhere) are judged with
@@ -321,7 +231,7 @@ class LiveRules:
                   if span.closed and span.open_children > 0 and not span.crossed_done]
         for front in fronts:
             front.open_children = 0
-        return self._crossed(fronts)
+        return crossed(self.state, fronts)
 
     def open_spans(self) -> int:
         """Spans in the window that have not ended (open at exit, not findings)."""
