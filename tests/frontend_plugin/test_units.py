@@ -19,8 +19,9 @@ from ridtrace.frontend_plugin import (
     WorkerSettings,
     echo_tokens,
 )
-from ridtrace.frontend_plugin.bodies import InvalidRequest, body_client_id, chat_prompt
+from ridtrace.frontend_plugin.bodies import InvalidRequest, body_client_id
 from ridtrace.frontend_plugin.host_check import allowed_hosts_for, host_of
+from ridtrace.frontend_plugin.prompts import chat_prompt
 from ridtrace.frontend_plugin.routes import APIS
 from ridtrace.frontend_plugin.wire import WorkRequest
 

@@ -1,9 +1,8 @@
-"""Request-body validation and prompt normalisation shared by the inference routes.
+"""Request-body validation shared by the inference routes (prompt text:
+`frontend_plugin.prompts`).
 
 Every check raises :class:`InvalidRequest` naming the offending field, so a malformed
-body is answered with a 4xx before anything is registered or dispatched. Prompt text is
-normalised as docs/log-schema.md (Fingerprints) specifies, so the frontend's ``fp_in``
-and the worker's compare.
+body is answered with a 4xx before anything is registered or dispatched.
 """
 
 from __future__ import annotations
@@ -12,15 +11,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ridtrace.tracing import validate_client_id
-from ridtrace.tracing.identity import shown_text
 
 __all__ = [
-    "NO_TEXT",
     "InvalidRequest",
     "Parsed",
     "body_client_id",
-    "chat_prompt",
-    "content_text",
     "integer_in",
     "json_error",
     "kind_of",
@@ -29,7 +24,6 @@ __all__ = [
     "opt_str",
     "require_object",
     "token_limit",
-    "token_prompt",
 ]
 
 
@@ -201,116 +195,6 @@ def body_client_id(body: dict[str, Any], name: str) -> str | None:
             param=name,
         )
     return checked
-
-
-# Parts whose words are text without a "text" field: a tool's result (Anthropic) counts
-# as its content's text.
-_TEXT_IN_CONTENT = frozenset({"tool_result"})
-
-
-def content_text(content: Any, param: str) -> str:
-    """Message content: a string, or a list of parts whose texts are joined with newlines.
-
-    Parts with a string ``text`` count (``text``, ``input_text``, ``output_text``), and a
-    ``tool_result`` counts as its ``content``'s text. Other typed parts (images, audio,
-    files, tool calls, thinking) carry no text for the engine and are left out: the
-    APIs accept them in any conversation, and refusing them failed every tool round
-    trip. A part that is no typed object, or a ``text`` part without string text, is a
-    400.
-    """
-    if isinstance(content, str):
-        return content
-    if content is None:
-        return ""
-    if isinstance(content, list):
-        texts: list[str] = []
-        for index, part in enumerate(content):
-            if isinstance(part, str):
-                texts.append(part)
-                continue
-            where = f"{param}[{index}]"
-            text = part.get("text") if isinstance(part, dict) else None
-            if isinstance(text, str):
-                texts.append(text)
-                continue
-            kind = part.get("type") if isinstance(part, dict) else None
-            if not isinstance(kind, str) or not kind or kind == "text":
-                raise InvalidRequest(f"'{where}' must be a text part with a string 'text'",
-                                     param=where)
-            if kind in _TEXT_IN_CONTENT:
-                inner = content_text(part.get("content"), where + ".content")
-                if inner:
-                    texts.append(inner)
-        return "\n".join(texts)
-    raise InvalidRequest(f"'{param}' must be a string or a list of parts", param=param)
-
-
-NO_TEXT: Any = object()
-"""Stands in a message list for an item with no text for the engine (a Responses
-``function_call``): :func:`chat_prompt` passes over it, later items keep their index."""
-
-
-def chat_prompt(messages: Any, param: str = "messages", system: str | None = None,
-                roles: tuple[str, ...] | None = None) -> str:
-    """``role: content`` per message, joined with ``\\n`` (a system text first);
-    ``roles``, when given, are the only roles the API takes (another is a 400)."""
-    if not isinstance(messages, list) or not messages:
-        raise InvalidRequest(f"'{param}' must be a non-empty list of messages", param=param)
-    lines = [f"system: {system}"] if system else []
-    for index, message in enumerate(messages):
-        if message is NO_TEXT:
-            continue
-        where = f"{param}[{index}]"
-        if not isinstance(message, dict):
-            raise InvalidRequest(f"'{where}' must be an object", param=where)
-        role = message.get("role")
-        if not isinstance(role, str) or not role:
-            raise InvalidRequest(f"'{where}.role' must be a non-empty string", param=where)
-        if roles is not None and role not in roles:
-            raise InvalidRequest(_role_refused(where, role, roles), param=where + ".role")
-        lines.append(f"{role}: {content_text(message.get('content'), where + '.content')}")
-    return "\n".join(lines)
-
-
-def _role_refused(where: str, role: str, roles: tuple[str, ...]) -> str:
-    # The role is the client's: capped and escaped before it reaches a log line.
-    message = f"'{where}.role' must be one of {', '.join(roles)}, not '{shown_text(role, 32)}'"
-    if role == "system":
-        message += " (a system prompt goes in the top-level 'system' field)"
-    return message
-
-
-def token_prompt(value: Any, param: str) -> str:
-    """A prompt given as a string or as token ids (ids joined with ``,``), alone or as
-    the one prompt of OpenAI's batch form (``["text"]``, ``[[1, 2, 3]]``)."""
-    prompt = _one_prompt(value)
-    if prompt is not None:
-        return prompt
-    if isinstance(value, list) and len(value) == 1:
-        prompt = _one_prompt(value[0])
-        if prompt is not None:
-            return prompt
-    if isinstance(value, list) and len(value) > 1 and _one_prompt(value[0]) is not None:
-        # The batch form (a choice per prompt): said so, not "must be ... token ids".
-        raise InvalidRequest(
-            f"'{param}' holds {len(value)} prompts: one prompt per request is supported",
-            param=param,
-        )
-    raise InvalidRequest(
-        f"'{param}' must be a string or a non-empty list of token ids", param=param
-    )
-
-
-def _one_prompt(value: Any) -> str | None:
-    if isinstance(value, str):
-        return value
-    if (
-        isinstance(value, list)
-        and value
-        and all(isinstance(t, int) and not isinstance(t, bool) for t in value)
-    ):
-        return ",".join(str(t) for t in value)
-    return None
 
 
 def kind_of(value: Any) -> str:

@@ -7,12 +7,11 @@ from typing import Any
 from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
     Parsed,
-    chat_prompt,
-    content_text,
     model_name,
     opt_bool,
     token_limit,
 )
+from ridtrace.frontend_plugin.prompts import chat_prompt, content_text
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.request_options import anthropic_options
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse

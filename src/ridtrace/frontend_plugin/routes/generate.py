@@ -16,8 +16,8 @@ from ridtrace.frontend_plugin.bodies import (
     model_name,
     opt_bool,
     token_limit,
-    token_prompt,
 )
+from ridtrace.frontend_plugin.prompts import token_prompt
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.reply_formats import sglang_format
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse

@@ -8,13 +8,11 @@ from typing import Any
 from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
     Parsed,
-    chat_prompt,
     model_name,
     opt_bool,
     single_choice,
     stream_usage,
     token_limit,
-    token_prompt,
 )
 from ridtrace.frontend_plugin.logprobs import (
     chat_logprobs,
@@ -22,6 +20,7 @@ from ridtrace.frontend_plugin.logprobs import (
     completion_logprobs,
     completion_token_logprobs,
 )
+from ridtrace.frontend_plugin.prompts import chat_prompt, token_prompt
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.request_options import chat_options, completion_options
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse

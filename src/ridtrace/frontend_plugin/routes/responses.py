@@ -8,16 +8,15 @@ from typing import Any
 
 from ridtrace.frontend_plugin.bodies import (
     MAX_MODEL_LENGTH,
-    NO_TEXT,
     InvalidRequest,
     Parsed,
-    chat_prompt,
     integer_in,
     model_name,
     opt_bool,
     opt_str,
 )
 from ridtrace.frontend_plugin.logprobs import MAX_TOP_LOGPROBS, chat_token_logprobs
+from ridtrace.frontend_plugin.prompts import NO_TEXT, chat_prompt
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.request_options import openai_metadata, responses_options
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, sse
