@@ -24,8 +24,9 @@ import gc
 from ridtrace.contract import OUTCOME_OK, RESPONSE_UNLINKED, WORKER
 from ridtrace.forensics.live.findings import Finding, _finding
 from ridtrace.forensics.live.parse import COLUMNS, Flag, SpanRows
-from ridtrace.forensics.live.spans import Cluster, Span, WindowState
+from ridtrace.forensics.live.spans import Cluster, Span
 from ridtrace.forensics.live.verdicts import crossed, duplicates
+from ridtrace.forensics.live.window import WindowState
 
 
 class LiveRules:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ridtrace.contract import OUTCOME_OK, WORKER
 from ridtrace.forensics.live.findings import Finding, _cited, _finding, _named, _one_caller
-from ridtrace.forensics.live.spans import Cluster, Span, WindowState
+from ridtrace.forensics.live.spans import Cluster, Span
+from ridtrace.forensics.live.window import WindowState
 
 
 def duplicates(state: WindowState, clusters: list[Cluster]) -> list[Finding]:
