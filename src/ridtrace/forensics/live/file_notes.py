@@ -3,8 +3,8 @@
 A file that cannot be read is listed as unreadable once, however many polls see it, and
 withdrawn once it is read from its first line; a file found by walking a directory is
 judged as `ridtrace analyze` judges it (`ignore_reason`), and one plainly not a log is
-listed as ignored once. `FileNotes` is `live.watch.Watch`'s base: `Watch` holds the
-state these methods read.
+listed as ignored once. `FileNotes` is a base of `live.watch.Watch` (through
+`live.input_files.InputFiles`): `Watch` holds the state these methods read.
 """
 
 from __future__ import annotations

@@ -5,40 +5,35 @@ followed file: a file renamed by a rotation is followed under its new name to it
 a file whose name now holds another file (rename-and-create) is drained, then the new
 one is read from its first line; a file that lost every name is drained and closed.
 Files found by walking a directory are judged like `ridtrace analyze` judges them
-(`ignore_reason`): plainly not logs are listed as ignored once (`live.file_notes`).
+(`ignore_reason`): plainly not logs are listed as ignored once (`live.file_notes`). The
+files the inputs name at each poll come from `live.input_files`.
 """
 
 from __future__ import annotations
 
-import glob
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ridtrace.forensics.live.chunk import Chunk
-from ridtrace.forensics.live.file_notes import FileNotes, _stamp
+from ridtrace.forensics.live.file_notes import _stamp
 from ridtrace.forensics.live.identity import Identities
+from ridtrace.forensics.live.input_files import STDIN, InputFiles
 from ridtrace.forensics.live.open_files import tail_budget, too_many_open
-from ridtrace.forensics.live.parts import Copies, parts_of_named, rotated_name
+from ridtrace.forensics.live.parts import Copies, rotated_name
 from ridtrace.forensics.live.stream import StreamTail
 from ridtrace.forensics.live.tail import FileTail
-from ridtrace.forensics.reading.inputs import (
-    NOT_REGULAR,
-    STDIN_NAME,
-    display_name,
-    walk_tree,
-)
+from ridtrace.forensics.reading.inputs import NOT_REGULAR, STDIN_NAME, display_name
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 
 DevIno = tuple[int, int]
 Tail = FileTail | StreamTail
-STDIN = Path("-")
 
 
 @dataclass
-class Watch(FileNotes):
+class Watch(InputFiles):
     """The followed files of one `ridtrace analyze --follow` run."""
 
     inputs: Sequence[str]
@@ -67,56 +62,6 @@ class Watch(FileNotes):
 
     def __post_init__(self) -> None:
         self.copies = Copies(self.identities)
-
-    def _candidates(self) -> Iterator[tuple[Path, str]]:
-        """(path, how it was found: "named", "walked" or "copy") for every file the
-        inputs name now; "copy": a part beside a named log, followed if it is a copy."""
-        named: list[Path] = []
-        for raw in self.inputs:
-            if raw == "-":
-                yield STDIN, "named"
-                continue
-            path = Path(raw)
-            try:
-                is_dir = path.is_dir()  # raises on Python 3.11 where it may not search
-            except PermissionError as exc:
-                self._note_unreadable(raw, f"cannot read it: {exc.strerror}")
-                continue
-            if is_dir:
-                yield from self._walked(path)
-            elif path.exists():  # a file, or a pipe or device `discover` sets aside
-                yield path, "named"
-                if path.is_file():
-                    named.append(path)
-            elif any(ch in raw for ch in "*?["):
-                # Directories matched are walked, as `analyze` walks them ('logs/*' over
-                # pod directories followed none). A glob that matches nothing yet is waited
-                # for as a missing path is: taken as found, a mistyped one ('*.jsnol') was
-                # followed without a word and the summary said complete.
-                matched = [m for m in map(Path, sorted(glob.glob(raw, recursive=True)))
-                           if m.is_file() or m.is_dir()]
-                if not matched:
-                    self.missing.add(raw)
-                    continue
-                for match in matched:
-                    if match.is_dir():
-                        yield from self._walked(match)
-                        continue
-                    yield match, "named"
-                    named.append(match)
-            else:
-                self.missing.add(raw)
-                continue
-            self.missing.discard(raw)
-            self.appeared.add(raw)
-        yield from ((part, "copy") for part in parts_of_named(named))
-
-    def _walked(self, path: Path) -> Iterator[tuple[Path, str]]:
-        # As `ridtrace analyze` walks: linked directories too, each once.
-        files, unlisted = walk_tree(path)
-        for entry in unlisted:
-            self._note_unreadable(entry.name, entry.unreadable or "cannot list it")
-        yield from ((file, "walked") for file in files)
 
     def discover(self) -> None:
         """Start following every file that appeared since the last poll."""

@@ -1,0 +1,77 @@
+"""The files a follow's inputs name now: named files, globs, everything under named
+directories, and the parts of a rotation beside a named log.
+
+`InputFiles` is `live.watch.Watch`'s base, as `FileNotes` is: `Watch` holds the state
+these methods read. A glob or a path that names nothing yet is waited for (`missing`),
+never taken as found.
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from ridtrace.forensics.live.file_notes import FileNotes
+from ridtrace.forensics.live.parts import parts_of_named
+from ridtrace.forensics.reading.inputs import walk_tree
+
+STDIN = Path("-")
+
+
+class InputFiles(FileNotes):
+    """The files the inputs of a `Watch` name, which holds these attributes."""
+
+    inputs: Sequence[str]
+    missing: set[str]
+    appeared: set[str]
+
+    def _candidates(self) -> Iterator[tuple[Path, str]]:
+        """(path, how it was found: "named", "walked" or "copy") for every file the
+        inputs name now; "copy": a part beside a named log, followed if it is a copy."""
+        named: list[Path] = []
+        for raw in self.inputs:
+            if raw == "-":
+                yield STDIN, "named"
+                continue
+            path = Path(raw)
+            try:
+                is_dir = path.is_dir()  # raises on Python 3.11 where it may not search
+            except PermissionError as exc:
+                self._note_unreadable(raw, f"cannot read it: {exc.strerror}")
+                continue
+            if is_dir:
+                yield from self._walked(path)
+            elif path.exists():  # a file, or a pipe or device `discover` sets aside
+                yield path, "named"
+                if path.is_file():
+                    named.append(path)
+            elif any(ch in raw for ch in "*?["):
+                # Directories matched are walked, as `analyze` walks them ('logs/*' over
+                # pod directories followed none). A glob that matches nothing yet is waited
+                # for as a missing path is: taken as found, a mistyped one ('*.jsnol') was
+                # followed without a word and the summary said complete.
+                matched = [m for m in map(Path, sorted(glob.glob(raw, recursive=True)))
+                           if m.is_file() or m.is_dir()]
+                if not matched:
+                    self.missing.add(raw)
+                    continue
+                for match in matched:
+                    if match.is_dir():
+                        yield from self._walked(match)
+                        continue
+                    yield match, "named"
+                    named.append(match)
+            else:
+                self.missing.add(raw)
+                continue
+            self.missing.discard(raw)
+            self.appeared.add(raw)
+        yield from ((part, "copy") for part in parts_of_named(named))
+
+    def _walked(self, path: Path) -> Iterator[tuple[Path, str]]:
+        # As `ridtrace analyze` walks: linked directories too, each once.
+        files, unlisted = walk_tree(path)
+        for entry in unlisted:
+            self._note_unreadable(entry.name, entry.unreadable or "cannot list it")
+        yield from ((file, "walked") for file in files)
