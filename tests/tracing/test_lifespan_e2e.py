@@ -100,35 +100,42 @@ def test_a_request_cancelled_by_the_graceful_timeout_keeps_its_span(
     assert cut[0].kind == 2 and cut[0].attributes["http.route"] == "/stream"
 
 
+def _cut_off_by_sigterm(workdir: Path, endpoint: str, extra_env: dict[str, str],
+                        **slow_request: Any) -> None:
+    """A user's app with a 1 s graceful timeout, stopped by SIGTERM while one GET /slow
+    (`slow_request`: httpx arguments) waits in the app; returns once it has exited."""
+    port = free_port()
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+        "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000",
+        "LIFESPAN_APP_FASTAPI_TELEMETRY": "off", **extra_env,
+    }
+    argv = ["-m", "uvicorn", "tests.tracing.lifespan_app:create_app", "--factory",
+            "--host", "127.0.0.1", "--port", str(port), "--timeout-graceful-shutdown", "1"]
+    with run_server(argv, port=port, workdir=workdir, env=env, ready_path="/items/ready") as server:
+
+        def call() -> None:
+            with contextlib.suppress(httpx.HTTPError):
+                httpx.get(f"{server.url}/slow", timeout=30, **slow_request)
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        deadline = time.monotonic() + 30
+        while httpx.get(f"{server.url}/slow/waiting").json()["waiting"] < 1:
+            assert time.monotonic() < deadline, "the request never reached the app"
+            time.sleep(0.02)
+        server.process.send_signal(signal.SIGTERM)
+        caller.join()
+        server.process.wait(timeout=30)
+
+
 def test_a_request_cancelled_before_it_answered_has_no_response_status(tmp_path: Path) -> None:
     # Its span said http.response.status_code 0, a status no response had: the
     # conventions set it only once a response is sent (uvicorn's own 500 after the
     # cancellation goes out past the app).
     with otlp_receiver() as receiver:
-        port = free_port()
-        env = {
-            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-            "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000",
-            "LIFESPAN_APP_FASTAPI_TELEMETRY": "off",
-        }
-        argv = ["-m", "uvicorn", "tests.tracing.lifespan_app:create_app", "--factory",
-                "--host", "127.0.0.1", "--port", str(port), "--timeout-graceful-shutdown", "1"]
-        with run_server(argv, port=port, workdir=tmp_path, env=env, ready_path="/items/ready") as server:
-
-            def call() -> None:
-                with contextlib.suppress(httpx.HTTPError):
-                    httpx.get(f"{server.url}/slow", headers={"x-request-id": "unanswered"},
-                              timeout=30)
-
-            caller = threading.Thread(target=call)
-            caller.start()
-            deadline = time.monotonic() + 30
-            while httpx.get(f"{server.url}/slow/waiting").json()["waiting"] < 1:
-                assert time.monotonic() < deadline, "the request never reached the app"
-                time.sleep(0.02)
-            server.process.send_signal(signal.SIGTERM)
-            caller.join()
-            server.process.wait(timeout=30)
+        _cut_off_by_sigterm(tmp_path, receiver.endpoint, {},
+                            headers={"x-request-id": "unanswered"})
         spans = receiver.wait_for(3, timeout=10)
     (cut,) = [s for s in spans if s.attributes.get("x_request_id") == "unanswered"]
     assert "http.response.status_code" not in cut.attributes, cut.attributes
@@ -146,29 +153,8 @@ def test_a_cancelled_request_is_counted_when_no_span_records_it(
     # may still await its clean-up).
     name, _, value = variable.partition("=")
     with otlp_receiver() as receiver:
-        port = free_port()
-        env = {
-            "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-            "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000",
-            "LIFESPAN_APP_FASTAPI_TELEMETRY": "off", name: value,
-        }
-        argv = ["-m", "uvicorn", "tests.tracing.lifespan_app:create_app", "--factory",
-                "--host", "127.0.0.1", "--port", str(port), "--timeout-graceful-shutdown", "1"]
-        with run_server(argv, port=port, workdir=tmp_path, env=env, ready_path="/items/ready") as server:
-
-            def call() -> None:
-                with contextlib.suppress(httpx.HTTPError):
-                    httpx.get(f"{server.url}/slow", params={"cleanup": "0.2"}, timeout=30)
-
-            caller = threading.Thread(target=call)
-            caller.start()
-            deadline = time.monotonic() + 30
-            while httpx.get(f"{server.url}/slow/waiting").json()["waiting"] < 1:
-                assert time.monotonic() < deadline, "the request never reached the app"
-                time.sleep(0.02)
-            server.process.send_signal(signal.SIGTERM)
-            caller.join()
-            server.process.wait(timeout=30)
+        _cut_off_by_sigterm(tmp_path, receiver.endpoint, {name: value},
+                            params={"cleanup": "0.2"})
         receiver.wait_for_metric_exports(1, timeout=10)
         assert receiver.spans == []
         assert receiver.metric("ridtrace.requests", route="/slow", outcome="cancelled") == 1
