@@ -1,6 +1,6 @@
 """Logs as infrastructure ships them: a Kubernetes node's CRI files, Docker's json-file
 driver, ``journalctl -o json``, ``kubectl logs --timestamps --prefix``, Vector's, Fluent
-Bit's and Loki's logcli JSON objects. Each wraps the same JSON lines; the report is the one the
+Bit's and Loki's logcli JSON objects, Fluent Bit's and Fluentd's file output. Each wraps the same JSON lines; the report is the one the
 plain lines give, with evidence citing the wrapped file's own lines."""
 
 from __future__ import annotations
@@ -105,6 +105,20 @@ def _fluent_bit_file(lines: list[bytes]) -> bytes:
     return b"".join(out)
 
 
+def _fluentd_file(lines: list[bytes]) -> bytes:
+    """Fluentd's file output, default format: ``TIME<TAB>TAG<TAB>RECORD``, the record the
+    tail input's (the line in ``log``, ``format none``'s ``message``) or the service's own
+    (a JSON parser made it so), the time as ISO 8601 or, with ``time_type float``, epoch."""
+    out: list[bytes] = []
+    for n, line in enumerate(lines):
+        field = ("log", "message", None)[n % 3]
+        record = line if field is None else json.dumps(
+            {field: line.decode() + "\n", "stream": "stdout"}, separators=(",", ":")).encode()
+        stamp = b"2026-11-29T10:00:00+00:00" if n % 2 else b"1796205600.123456"
+        out.append(stamp + b"\tkubernetes.var.log.containers.frontend.log\t" + record + b"\n")
+    return b"".join(out)
+
+
 def _shipper(field: str, **around: Any) -> Callable[[list[bytes]], bytes]:
     """A shipper writing each line as a JSON object of its own, the line in `field`."""
     def wrap(lines: list[bytes]) -> bytes:
@@ -124,6 +138,7 @@ WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
     "logcli": _shipper("line", labels={"job": "frontend"}, timestamp="2026-11-29T10:00:00Z"),
     "logcli-text": _logcli_text,
     "fluent-bit-file": _fluent_bit_file,
+    "fluentd-file": _fluentd_file,
 }
 
 

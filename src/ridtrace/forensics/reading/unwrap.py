@@ -1,6 +1,7 @@
 """Logs shipped inside another format's lines: Kubernetes (CRI), Docker's json-file, journald,
 ``kubectl logs --timestamps/--prefix``, a shipper's JSON object per line (Vector, Fluent
-Bit, Loki's logcli), Fluent Bit's file output; and Rust tracing-subscriber's nested JSON.
+Bit, Loki's logcli), Fluent Bit's and Fluentd's file output; and Rust tracing-subscriber's
+nested JSON.
 
 A service's JSON lines rarely reach an incident as written. On a Kubernetes node each
 line is prefixed by the container runtime (``2026-10-02T14:00:00.003195123Z stderr F
@@ -163,17 +164,25 @@ class EnvelopeUnwrapper(LineByLine):
 # Fluent Bit's file output in its default format (``out_file``): the tag, then the time
 # and the record as a JSON array: ``kube.var.log.containers.x.log: [1790949900.1, {…}]``.
 _FLUENT_BIT_FILE = re.compile(rb"[^\s:\[{]+: \[\d+(?:\.\d+)?, (\{.*\})\]\s*$")
+# Fluentd's file output in its default format (``out_file``): the time (ISO 8601, or
+# epoch seconds with ``time_type float``), the tag and the record, tab-separated.
+_FLUENTD_FILE = re.compile(
+    rb"(?:\d{4}-\d{2}-\d{2}[T ][^\t]*|\d+(?:\.\d+)?)\t[^\t\s]+\t(\{.*\})\s*$"
+)
 
 
-class FluentBitFileUnwrapper(LineByLine):
-    """Fluent Bit's ``out_file`` lines: the record itself when an input parser made it
+class ShipperFileUnwrapper(LineByLine):
+    """A shipper's file output, each record framed by the shipper's own fields (Fluent
+    Bit's and Fluentd's ``out_file``): the record itself when an input parser made it
     the service's record, else the line in its ``log`` field (the tail input's, as
     Docker's or CRI's parser leaves it) or ``message``."""
 
-    name = "Fluent Bit file"
+    def __init__(self, name: str, frame: re.Pattern[bytes]) -> None:
+        super().__init__()
+        self.name, self._frame = name, frame
 
     def unwrap(self, line: bytes, number: int) -> bytes:
-        framed = _FLUENT_BIT_FILE.match(line)
+        framed = self._frame.match(line)
         if framed is None:
             return line
         record: bytes = framed[1]
@@ -253,9 +262,10 @@ def _shipper_of(lines: list[bytes]) -> Unwrapper | None:
         entry = json_object(line)
         if entry is not None and "MESSAGE" in entry:
             return JournalUnwrapper()
-    framed = _FLUENT_BIT_FILE.match(line)
-    if framed is not None and json_object(framed[1]) is not None:
-        return FluentBitFileUnwrapper()
+    for name, frame in (("Fluent Bit file", _FLUENT_BIT_FILE), ("Fluentd file", _FLUENTD_FILE)):
+        framed = frame.match(line)
+        if framed is not None and json_object(framed[1]) is not None:
+            return ShipperFileUnwrapper(name, frame)
     return _envelope_of(lines)
 
 
