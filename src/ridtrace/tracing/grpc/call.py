@@ -34,6 +34,7 @@ from ridtrace.tracing.grpc.status import (
     RequestUndecodable,
     mark_error,
     outcome_of,
+    server_cut_off,
     status_code_of,
 )
 from ridtrace.tracing.grpc.stream import StreamItem
@@ -216,6 +217,7 @@ class GrpcCall:
 
     def finish(self, failure: BaseException | None) -> None:
         """End the span, write ``request.end`` and restore the contexts (in ``finally``)."""
+        failure = server_cut_off(failure)
         try:
             if self.item is not None:
                 self.item.finish(failure)

@@ -8,6 +8,7 @@ import signal
 
 import grpc.aio
 
+from ridtrace.tracing.grpc.status import cut_off_after
 from ridtrace.tracing.lifecycle import shutdown_telemetry_async
 
 __all__ = ["serve_until_signalled"]
@@ -40,10 +41,16 @@ async def serve_until_signalled(
     stopping = asyncio.ensure_future(stop.wait())
     try:
         await asyncio.wait({terminated, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        # Calls still running when the grace period ends are cancelled by gRPC, their
+        # clients told UNAVAILABLE: recorded so, not as the clients' cancels.
+        cut_off_after(grace or 0.0)
         await server.stop(grace)
     finally:
         stopping.cancel()
         terminated.cancel()
         for signum in installed:
             loop.remove_signal_handler(signum)
-        await shutdown_telemetry_async()
+        try:
+            await shutdown_telemetry_async()
+        finally:
+            cut_off_after(None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import grpc
@@ -19,9 +20,12 @@ __all__ = [
     "UNDECODABLE_ERROR",
     "CallEnded",
     "RequestUndecodable",
+    "ServerStopped",
+    "cut_off_after",
     "deadline_passed",
     "mark_error",
     "outcome_of",
+    "server_cut_off",
     "status_code_of",
 ]
 
@@ -62,6 +66,37 @@ class RequestUndecodable(BaseException):
 
     def __init__(self) -> None:
         super().__init__(UNDECODABLE_ERROR)
+
+
+class ServerStopped(BaseException):
+    """Not raised: what a call is finished with when the server's stop cut it off once
+    the grace period of :func:`~ridtrace.tracing.grpc.serve_until_signalled` was over.
+    gRPC cancels it (the handler sees what a client's cancel looks like), but the client
+    got ``UNAVAILABLE``: the server ended the call, as HTTP requests ended at shutdown
+    are outcome ``error``."""
+
+
+# When the stopping server's grace period ends (time.monotonic()); None while serving.
+_cut_off_at: float | None = None
+
+
+def cut_off_after(grace: float | None) -> None:
+    """A server is stopping: a call cancelled ``grace`` seconds from now or later was
+    cut off by the stop (:func:`server_cut_off`). ``None``: no server is stopping."""
+    global _cut_off_at
+    _cut_off_at = None if grace is None else time.monotonic() + grace
+
+
+def server_cut_off(failure: BaseException | None) -> BaseException | None:
+    """``failure``, or :class:`ServerStopped` for a cancel once the stop's grace is over."""
+    cut_off_at = _cut_off_at
+    if (
+        cut_off_at is not None
+        and isinstance(failure, CANCELLED)
+        and time.monotonic() >= cut_off_at
+    ):
+        return ServerStopped()
+    return failure
 
 
 def deadline_passed(context: Any) -> bool:
@@ -105,6 +140,8 @@ def status_code_of(
         return code if isinstance(code, grpc.StatusCode) else grpc.StatusCode.OK
     if isinstance(failure, RequestUndecodable):
         return grpc.StatusCode.INTERNAL
+    if isinstance(failure, ServerStopped):
+        return grpc.StatusCode.UNAVAILABLE
     if isinstance(failure, CANCELLED):
         if _deadline_reached(context):
             return grpc.StatusCode.DEADLINE_EXCEEDED
