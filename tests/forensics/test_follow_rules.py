@@ -415,3 +415,20 @@ def test_an_unlinked_line_is_cited_in_the_file_it_is_in() -> None:
     batch.flags[0] = Flag("response.unlinked", "Unlinked response; x", None, 3)
     [found] = rules.feed(batch)
     assert found["evidence"] == [{"file": "f.jsonl", "line": 3}]
+
+
+def test_a_legacy_caller_whose_worker_takes_the_id_after_the_holder_ended_is_a_duplicate() -> None:
+    # Under --id-policy legacy a caller's request.start logs a minted id and its worker the
+    # client's. Caller b started while a held "7", but b's worker took "7" only after a
+    # ended: the callers overlap as their own spans do, so analyze reports a duplicate.
+    # Live compared the worker span's start, opened a fresh cluster and never printed it
+    # (seen in `ridtrace demo`'s legacy logs: 2 of 22 duplicates missing under --follow).
+    rules = LiveRules(window_s=600)
+    assert rules.feed(_rows(_front("a", "m-a", 0), _front("b", "m-b", 2 * S))) == []
+    assert rules.feed(_rows(_worker("wa", "a", "7", 1 * S, closing=True))) == []
+    assert rules.feed(_rows(_end("a", "7", 3 * S))) == []
+    found = rules.feed(_rows(_worker("wb", "b", "7", 4 * S)))
+    assert [(f["kind"], f["request_id"], f["span_id"]) for f in found] == [
+        ("duplicate_in_flight", "7", "a")
+    ]
+    assert rules.feed(_rows(_end("b", "7", 6 * S))) == []

@@ -86,8 +86,13 @@ class WindowState:
             return cluster  # back to an id it held: already counted there
         # Overlap as the batch rule sees it, plus: a caller's worker span belongs with
         # its caller, even when it outlives every span of the cluster (a detached pump).
+        # A worker span stands for its caller: the caller may have been in flight (its
+        # start logged under a minted id, the legacy policy) before its worker took the id.
+        up = span.parent_span
+        start = up.start if span.side == WORKER and up is not None and up.side != WORKER \
+            else span.start
         if cluster is None or not (
-            span.start < cluster.max_end
+            start < cluster.max_end
             or any(not m.closed or m.caller_key() == span.caller_key()
                    or m.start == span.start
                    for m in cluster.members)
