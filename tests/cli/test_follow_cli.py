@@ -191,3 +191,37 @@ def test_more_files_than_the_open_file_limit_are_listed_not_a_crash(tmp_path: Pa
     assert unfollowed and summary["files"] + len(unfollowed) == 200
     assert summary["incomplete"] is True
     assert code == 3
+
+
+def test_a_second_signal_while_the_summary_is_made_still_prints_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `timeout` then a container stop, or Ctrl-C twice: the second signal came while the
+    # follower made its summary or closed its files, after the follow's own handlers were
+    # put back, so it killed the run (143 or 130, the summary lost or cut off) instead of
+    # exiting as the findings say. The follow had printed its findings: exit 1.
+    import os
+
+    from ridtrace.cli.follow import run_follow
+    from ridtrace.forensics.live.follow import Follower
+
+    write_logs(tmp_path, SynthSpec(requests=100))
+    run, summary = Follower.run, Follower.summary
+
+    def stopped_run(self: Follower, *args: object, **kwargs: object) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # the first stop: read what is written, end
+        run(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    def summary_then_signal(self: Follower) -> dict[str, object]:
+        os.kill(os.getpid(), signal.SIGINT)  # the second, while the summary is made
+        return summary(self)
+
+    monkeypatch.setattr(Follower, "run", stopped_run)
+    monkeypatch.setattr(Follower, "summary", summary_then_signal)
+    try:
+        code = run_follow((str(tmp_path),), fmt="json", from_start=True, window="10m",
+                          interval="0.05s", fail_fast=False, allow_incomplete=False, quiet=True)
+    except KeyboardInterrupt:
+        pytest.fail("the second signal killed the follow before its summary")
+    assert code == 1
+    assert json.loads(capsys.readouterr().err.splitlines()[-1])["errors"] >= 1

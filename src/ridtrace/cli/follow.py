@@ -214,18 +214,20 @@ def run_follow(
             return not fail_fast
         return True
 
-    try:
-        with _StopFlag(quiet=quiet) as stop:
+    # The stop flag stays in place until the summary is out: a second signal while it is
+    # made (a `timeout` then a container stop) must not kill the run it already ended.
+    with _StopFlag(quiet=quiet) as stop:
+        try:
             warm.join()
             _announce(follower, settings, quiet=quiet)
             follower.run(on_finding, stop=stop, stop_now=stop.now, sleep=stop.sleep)
-        summary = follower.summary()
-    finally:
-        follower.close()
-    if fmt == "json":
-        click.echo(json.dumps(summary), err=True)
-    else:  # a terminal gone with SIGHUP: exit 2 with a message, not a traceback
-        echo_out(summary_text(summary), what="the summary")
+            summary = follower.summary()
+        finally:
+            follower.close()
+        if fmt == "json":
+            click.echo(json.dumps(summary), err=True)
+        else:  # a terminal gone with SIGHUP: exit 2 with a message, not a traceback
+            echo_out(summary_text(summary), what="the summary")
     if failed[0]:
         return 1
     return 3 if summary["incomplete"] and not allow_incomplete else 0
