@@ -216,6 +216,9 @@ def test_a_second_signal_while_the_summary_is_made_still_prints_it(
         os.kill(os.getpid(), signal.SIGINT)  # the second, while the summary is made
         return summary(self)
 
+    from ridtrace.cli import quick_exit
+
+    monkeypatch.setattr(quick_exit, "_requested", [False])
     monkeypatch.setattr(Follower, "run", stopped_run)
     monkeypatch.setattr(Follower, "summary", summary_then_signal)
     try:
@@ -225,3 +228,6 @@ def test_a_second_signal_while_the_summary_is_made_still_prints_it(
         pytest.fail("the second signal killed the follow before its summary")
     assert code == 1
     assert json.loads(capsys.readouterr().err.splitlines()[-1])["errors"] >= 1
+    # And the process leaves at once (from the console entry): tearing the window's state
+    # down took seconds after a large follow, and a signal then ended it with 143.
+    assert quick_exit.requested()

@@ -205,6 +205,7 @@ def run_follow(
         (lambda f: json.dumps(f, separators=(",", ":"))) if fmt == "json" else table_line
     )
 
+    from ridtrace.cli import quick_exit
     from ridtrace.cli.analyze import echo_out
 
     def on_finding(finding: dict[str, Any]) -> bool:
@@ -228,6 +229,10 @@ def run_follow(
             click.echo(json.dumps(summary), err=True)
         else:  # a terminal gone with SIGHUP: exit 2 with a message, not a traceback
             echo_out(summary_text(summary), what="the summary")
+    # The summary is out: leave without freeing the window's state object by object (a
+    # second or more after a large follow), when a second SIGTERM, its handler gone, killed
+    # the process with 143 instead of the exit its findings give.
+    quick_exit.request()
     if failed[0]:
         return 1
     return 3 if summary["incomplete"] and not allow_incomplete else 0
