@@ -142,13 +142,20 @@ def test_live_detection_of_debug_logs_names_no_instants(tmp_path: Path) -> None:
     assert _instant_reasons(summary) == []
 
 
-def _response_sent(time: str, request_id: str, span: str, trace: str, latency_ms: int) -> str:
+def _frontend_line(time: str, message: str, span: str, trace: str, *,
+                   request_id: str = "r1", target: str = "request_span", **extra: str) -> str:
+    """One Dynamo frontend (``http-request``) span's line at INFO level."""
     return json.dumps({
-        "time": time, "level": "INFO", "target": "dynamo_llm::http::service::service_v2",
-        "message": "http response sent", "latency_ms": str(latency_ms), "status": "200",
+        "time": time, "level": "INFO", "target": target, "message": message, **extra,
         "request_id": request_id, "span_id": span, "span_name": "http-request",
         "trace_id": trace, "method": "POST", "uri": "/v1/chat/completions",
     })
+
+
+def _response_sent(time: str, request_id: str, span: str, trace: str, latency_ms: int) -> str:
+    return _frontend_line(time, "http response sent", span, trace, request_id=request_id,
+                          target="dynamo_llm::http::service::service_v2",
+                          latency_ms=str(latency_ms), status="200")
 
 
 def test_live_detection_takes_a_response_line_as_its_span_closed(tmp_path: Path) -> None:
@@ -169,24 +176,16 @@ def test_live_detection_takes_a_response_line_as_its_span_closed(tmp_path: Path)
     assert found == [] and summary["errors"] == 0
 
 
-def _span_line(time: str, message: str, span: str, trace: str) -> str:
-    return json.dumps({
-        "time": time, "level": "INFO", "target": "request_span", "message": message,
-        "request_id": "r1", "span_id": span, "span_name": "http-request", "trace_id": trace,
-        "method": "POST", "uri": "/v1/chat/completions",
-    })
-
-
 def test_a_span_created_line_starts_its_span(tmp_path: Path) -> None:
     # DYN_LOGGING_SPAN_EVENTS=1 at INFO level, the response line stating no latency: each
     # request is its SPAN_CREATED and its last line. Read without the first, each started
     # where it ended, and two requests that held r1 at once never overlapped.
     a, b = ("a" * 16, "1" * 32), ("b" * 16, "2" * 32)
     (tmp_path / "frontend.jsonl").write_text("\n".join([
-        _span_line("2026-10-02T14:03:11.000000Z", "SPAN_CREATED", *a),
-        _span_line("2026-10-02T14:03:11.100000Z", "SPAN_CREATED", *b),
-        _span_line("2026-10-02T14:03:11.900000Z", "http response sent", *a),
-        _span_line("2026-10-02T14:03:12.000000Z", "http response sent", *b),
+        _frontend_line("2026-10-02T14:03:11.000000Z", "SPAN_CREATED", *a),
+        _frontend_line("2026-10-02T14:03:11.100000Z", "SPAN_CREATED", *b),
+        _frontend_line("2026-10-02T14:03:11.900000Z", "http response sent", *a),
+        _frontend_line("2026-10-02T14:03:12.000000Z", "http response sent", *b),
     ]) + "\n")
     code, doc = _analyze(tmp_path)
     assert [f["span_id"] for f in doc["findings"] if f["kind"] == "duplicate_in_flight"] == [a[0]]
