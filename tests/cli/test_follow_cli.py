@@ -25,16 +25,18 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     ["--from-start"], ["--fail-fast"], ["--window", "5m"],
     ["--follow", "--format", "csv"], ["--follow", "--since", "2026-01-01"],
     ["--follow", "--window", "soon"], ["--follow", "--window", "0s"],
+    ["--settle", "2s"], ["--follow", "--settle", "-1s"], ["--follow", "--settle", "soon"],
 ])
 def test_usage_errors_exit_2(tmp_path: Path, args: list[str]) -> None:
     done = _run(str(tmp_path), *args)
     assert done.returncode == 2, done.stderr
 
 
-def test_fail_fast_exits_1_at_the_first_error_finding(tmp_path: Path) -> None:
+@pytest.mark.parametrize("settle", [[], ["--settle", "0"]])
+def test_fail_fast_exits_1_at_the_first_error_finding(tmp_path: Path, settle: list[str]) -> None:
     write_logs(tmp_path, SynthSpec(requests=400))
     done = _run(str(tmp_path), "--follow", "--from-start", "--fail-fast", "--format", "json",
-                "-q")
+                "-q", *settle)
     assert done.returncode == 1, done.stderr
     findings = [line for line in done.stdout.splitlines() if line]
     assert len(findings) == 1 and '"severity":"error"' in findings[0]

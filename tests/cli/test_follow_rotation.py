@@ -32,6 +32,7 @@ def _reference(src: Path) -> list[Key]:
     try:
         found, more = follower.poll()
         assert not more
+        found += follower.finish()  # what waited for the settle time
     finally:
         follower.close()
     return sorted(_key(f) for f in found)

@@ -3,9 +3,10 @@
 ``python -m tests.support.log_writer SRC DST [--rate N] [--rotate MODE] [--split-every K]``
 
 Copies every file of SRC into DST a few lines at a time, in time order across files
-(as running services write them), flushing each write, so a follower sees the logs
-grow as running services write them. Halfway
-through, each file is rotated:
+(as running services write them), each file flushed after every step of lines, so a
+follower sees the logs grow as running services write them — and, as with services,
+one file may show a later time than another has flushed yet. Halfway through, each
+file is rotated:
 
 * ``rename``: renamed to ``NAME.1``, a fresh ``NAME`` created (logrotate's ``create``);
 * ``copytruncate``: copied to ``NAME.1``, then truncated in place;

@@ -241,6 +241,7 @@ def analyze(
     from_start: bool,
     window: str | None,
     poll_interval: str | None,
+    settle: str | None,
     fail_fast: bool,
 ) -> None:
     """Find crossed streams, duplicate in-flight ids, unlinked responses, client id
@@ -253,11 +254,11 @@ def analyze(
     With --follow, watch the logs grow and print each error finding as soon as the
     logs prove it, one per line, until Ctrl-C, SIGTERM or SIGHUP (which print the summary).
     """
-    if follow or from_start or fail_fast or window or poll_interval:
+    if follow or from_start or fail_fast or window or poll_interval or settle:
         ctx.exit(follow_command(
             paths, follow=follow, fmt=fmt, output=output, since=since, until=until,
             engine=engine, from_start=from_start, window=window, interval=poll_interval,
-            fail_fast=fail_fast, allow_incomplete=allow_incomplete, quiet=quiet,
+            settle=settle, fail_fast=fail_fast, allow_incomplete=allow_incomplete, quiet=quiet,
         ))
     choice = engine_choice(engine, scheduler, partition_size)
     since_t = parse_time_option(since, "--since")

@@ -27,12 +27,14 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
-def parse_duration(value: str, name: str) -> float:
-    """``10m``, ``90s``, ``1h``, ``250ms`` or plain seconds → seconds (usage error if bad)."""
+def parse_duration(value: str, name: str, *, zero: bool = False) -> float:
+    """``10m``, ``90s``, ``1h``, ``250ms`` or plain seconds → seconds (usage error if bad;
+    0 only where `zero` allows it)."""
     match = _DURATION.match(value)
-    seconds = float(match.group(1)) * _UNIT_S[match.group(2)] if match else 0.0
-    if seconds <= 0:
-        raise click.BadParameter(f"not a positive duration: {value!r}", param_hint=name)
+    seconds = float(match.group(1)) * _UNIT_S[match.group(2)] if match else -1.0
+    if seconds < 0 or (seconds == 0 and not zero):
+        kind = "duration" if zero else "positive duration"
+        raise click.BadParameter(f"not a {kind}: {value!r}", param_hint=name)
     return seconds
 
 
@@ -151,6 +153,8 @@ def follow_options(func: F) -> F:
                      help="With --follow: log time a request is held, e.g. 10m (default)."),
         click.option("--poll-interval", metavar="DURATION",
                      help="With --follow: pause between polls when idle (default 0.25s)."),
+        click.option("--settle", metavar="DURATION",
+                     help="With --follow: how long one log may lag the others (1s)."),
         click.option("--fail-fast", is_flag=True,
                      help="With --follow: exit 1 at the first error finding."),
     )
@@ -161,25 +165,25 @@ def follow_options(func: F) -> F:
 
 def follow_command(
     paths: tuple[str, ...], *, follow: bool, fmt: str, output: Any, since: Any, until: Any,
-    engine: str, from_start: bool, window: str | None, interval: str | None, fail_fast: bool,
-    allow_incomplete: bool, quiet: bool,
+    engine: str, from_start: bool, window: str | None, interval: str | None,
+    settle: str | None, fail_fast: bool, allow_incomplete: bool, quiet: bool,
 ) -> int:
     """Check the --follow options (usage errors exit 2), then follow."""
     if not follow:
         raise click.UsageError(
-            "--from-start, --window, --poll-interval and --fail-fast need --follow"
+            "--from-start, --window, --poll-interval, --settle and --fail-fast need --follow"
         )
     check_follow_options(fmt=fmt, output=output, since=since, until=until, engine=engine)
     return run_follow(
         paths, fmt=fmt, from_start=from_start, window=window or "10m",
-        interval=interval or "0.25s", fail_fast=fail_fast,
+        interval=interval or "0.25s", settle=settle or "1s", fail_fast=fail_fast,
         allow_incomplete=allow_incomplete, quiet=quiet,
     )
 
 
 def run_follow(
     paths: tuple[str, ...], *, fmt: str, from_start: bool, window: str, interval: str,
-    fail_fast: bool, allow_incomplete: bool, quiet: bool,
+    fail_fast: bool, allow_incomplete: bool, quiet: bool, settle: str = "1s",
 ) -> int:
     """Follow `paths` until a signal (or the first error with `fail_fast`); the exit code."""
     from ridtrace.cli.analyze import InputError, import_beside
@@ -198,6 +202,7 @@ def run_follow(
     settings = FollowSettings(
         from_start=from_start, window_s=parse_duration(window, "--window"),
         interval=parse_duration(interval, "--poll-interval"),
+        settle_s=parse_duration(settle, "--settle", zero=True),
     )
     follower = Follower(paths, settings)
     failed = [False]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +25,7 @@ from ridtrace.forensics.live.collector import PollCollector
 from ridtrace.forensics.live.findings import Finding, iso_us
 from ridtrace.forensics.live.parse import SpanRows, parse_chunk, span_rows
 from ridtrace.forensics.live.rules import LiveRules
+from ridtrace.forensics.live.stream import StreamTail
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.connection import PreparedReads, connect
 from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
@@ -51,6 +52,12 @@ class FollowSettings:
     window_s: float = 600.0
     interval: float = 0.25
     max_bytes: int = 32 << 20
+    # How long a file read to its end may still lag the others (seconds): writers flush
+    # each log on their own, so a file caught up now may yet get lines older than what
+    # another file already shows. A judgement that rests on a line missing from a
+    # caught-up file waits this long (0: caught up means up to the latest time read).
+    # A stream has its own wait: it counts as caught up once quiet (`stream.QUIET_S`).
+    settle_s: float = 1.0
 
 
 class Follower:
@@ -59,9 +66,14 @@ class Follower:
     def __init__(
         self, inputs: Sequence[str], settings: FollowSettings | None = None,
         *, clock: Callable[[], float] = time.time,
+        ticks: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings or FollowSettings()
         self._clock = clock
+        self._ticks = ticks
+        # (ticks, watermark) after each poll, back to the settle time: what was read by then.
+        self._seen: deque[tuple[float, int]] = deque()
+        self._settled = 0
         # Latest span times as offsets from the clock when they were read (µs); the
         # clock itself to start with, so the first line read is not the present alone.
         self._offsets = np.zeros(1, dtype=np.int64)
@@ -96,9 +108,9 @@ class Follower:
         now that the follow ends, as the batch read reads a file's last line: held
         back for good, an error on such a line was never reported; then the callers
         whose judgement waited on a worker span that never ended."""
-        return [*self._feed(self.watch.flush_held()), *self.rules.finish()]
+        return [*self._feed(self.watch.flush_held(), final=True), *self.rules.finish()]
 
-    def _feed(self, chunks: list[Chunk]) -> list[Finding]:
+    def _feed(self, chunks: list[Chunk], *, final: bool = False) -> list[Finding]:
         parts = [parse_chunk(self._con, chunk, self.stats, self._staged, self._queries)
                  for chunk in chunks]
         batch = span_rows(parts)
@@ -107,14 +119,33 @@ class Follower:
             latest = part.latest(limit)
             if latest is not None:
                 self._latest[part.name] = max(self._latest.get(part.name, 0), latest)
-        # Files with more to read are only known up to their latest line so far.
+        # Files with more to read are only known up to their latest line so far; those
+        # read to their end, up to what the others showed a settle time ago (the end of
+        # the follow: up to the latest time read).
+        settled = None if final or self.settings.settle_s <= 0 else self._settled_mark()
         marks, behind = {}, {}
         for tail in self.watch.tails.values():
+            latest = self._latest.get(tail.name, 0)
             if not tail.at_eof:
-                marks[tail.name] = self._latest.get(tail.name, 0)
+                marks[tail.name] = latest
                 if tail.behind:
-                    behind[tail.name] = marks[tail.name]
-        return self.rules.feed(batch, marks, behind, limit)
+                    behind[tail.name] = latest
+            elif settled is not None and not isinstance(tail, StreamTail):
+                marks[tail.name] = max(latest, settled)
+        found = self.rules.feed(batch, marks, behind, limit)
+        self._seen.append((self._ticks(), self.rules.state.watermark))
+        return found
+
+    def _settled_mark(self) -> int:
+        """The latest log time read a settle time ago: a file read to its end now holds
+        every line up to it (a writer flushes within the settle time), while a line the
+        other files showed since may still have older lines on their way to it. Without
+        it, a caller whose end line a frontend had not flushed yet was taken as still in
+        flight when a worker of the id's next caller logged, and printed as a duplicate."""
+        cutoff = self._ticks() - self.settings.settle_s
+        while self._seen and self._seen[0][0] <= cutoff:
+            self._settled = self._seen.popleft()[1]
+        return self._settled
 
     def _ahead_limit(self, batch: SpanRows) -> int:
         """The latest time the batch may move the window to; spans past it are counted

@@ -1,0 +1,105 @@
+"""A file read to its end may still lag the others: judgements wait a settle time.
+
+Each service flushes its own log: a frontend may hold a request's end line in its
+buffer while a worker has already written the next caller's lines. The follower read the
+frontend to its end, took it as caught up to the worker's later time, and printed the
+caller whose end had not been flushed as a duplicate of the next caller of its id (the
+intermittent false finding of ``test_line_written_in_two_pieces_is_read_once_whole``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ridtrace.forensics.live.follow import Follower, FollowSettings
+from tests.forensics.helpers import rt, ts
+
+FRONT_TRACE, NEXT_TRACE = "a" * 32, "b" * 32
+
+
+class Ticks:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _append(path: Path, *lines: str) -> None:
+    with path.open("a") as handle:
+        handle.writelines(line + "\n" for line in lines)
+
+
+def _caller(event: str, span: str, trace: str, seconds: float) -> str:
+    return rt(event, time=ts(seconds), request_id="360", trace_id=trace, span_id=span,
+              status=200, outcome="ok")
+
+
+def _next_callers_worker(event: str, seconds: float) -> str:
+    return rt(event, time=ts(seconds), request_id="360", trace_id=NEXT_TRACE, span_id="w2",
+              parent_span_id="b2", service="worker", outcome="ok")
+
+
+def _start(tmp_path: Path, settle_s: float, ticks: Ticks) -> tuple[Follower, Path, Path]:
+    """The frontend read up to caller a1's start (its end still in the frontend's
+    buffer), the worker already showing the id's next caller at work."""
+    front, worker = tmp_path / "frontend.jsonl", tmp_path / "worker.jsonl"
+    _append(front, _caller("request.start", "a1", FRONT_TRACE, 0.90))
+    _append(worker, _next_callers_worker("worker.start", 1.32))
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, settle_s=settle_s),
+                        ticks=ticks)
+    follower.start()
+    return follower, front, worker
+
+
+def test_a_caller_whose_end_is_not_flushed_yet_is_no_duplicate(tmp_path: Path) -> None:
+    ticks = Ticks()
+    follower, front, worker = _start(tmp_path, 1.0, ticks)
+    try:
+        found, _ = follower.poll()
+        ticks.now += 0.5  # within the settle time the frontend flushes
+        _append(front, _caller("request.end", "a1", FRONT_TRACE, 1.30),
+                _caller("request.start", "b2", NEXT_TRACE, 1.31),
+                _caller("request.end", "b2", NEXT_TRACE, 1.80))
+        _append(worker, _next_callers_worker("worker.end", 1.70))
+        more, _ = follower.poll()
+        ticks.now += 5.0
+        later, _ = follower.poll()
+        found += more + later + follower.finish()
+    finally:
+        follower.close()
+    assert found == []
+
+
+def test_a_silent_file_is_taken_as_caught_up_once_the_settle_time_passed(
+    tmp_path: Path,
+) -> None:
+    # The same start, but the frontend never writes a1's end: a1 was in flight when
+    # the next caller's worker took the id, a duplicate once the frontend stayed silent.
+    ticks = Ticks()
+    follower, _, _ = _start(tmp_path, 1.0, ticks)
+    try:
+        early, _ = follower.poll()
+        ticks.now += 0.9
+        still_early, _ = follower.poll()
+        ticks.now += 0.2
+        settled, _ = follower.poll()
+    finally:
+        follower.close()
+    assert early == still_early == []
+    assert [(f["kind"], f["request_id"], f["span_id"]) for f in settled] == [
+        ("duplicate_in_flight", "360", "a1")
+    ]
+
+
+def test_with_no_settle_time_a_file_read_to_its_end_is_caught_up_at_once(
+    tmp_path: Path,
+) -> None:
+    follower, _, _ = _start(tmp_path, 0.0, Ticks())
+    try:
+        found, _ = follower.poll()
+    finally:
+        follower.close()
+    assert [(f["kind"], f["span_id"]) for f in found] == [("duplicate_in_flight", "a1")]
