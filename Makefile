@@ -23,7 +23,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 test: $(STAMP) lint
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto
 
 # Each benchmark takes minutes and wants a quiet machine; see docs/performance.md.
 bench: $(STAMP)

@@ -23,6 +23,15 @@ settings.register_profile("deep", max_examples=2000, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts as CI runs it: output to a pipe, no width set. A shell's exported
+    COLUMNS, or pytest-xdist's workers (they set COLUMNS=80, LINES=24), changed how every
+    table in the CLI tests was laid out. A test that wants a width sets it."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 def demo_argv(out: Path, requests: int = DEMO_REQUESTS) -> list[str]:
     """``ridtrace demo`` with small numbers, run by this interpreter."""
     return [sys.executable, "-m", "ridtrace", "demo", "--out", str(out),
