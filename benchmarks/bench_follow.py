@@ -19,7 +19,8 @@ running services write them.
   follower's RSS is sampled every second. Target: flat.
 
 Usage: ``.venv/bin/python benchmarks/bench_follow.py [--ingest-lines 1000000]
-[--latency-seconds 20] [--memory-minutes 30]``
+[--latency-seconds 20] [--memory-minutes 30] [--settle 1s --settle 0]`` (``--settle``:
+the follower's, each value a latency run of its own)
 """
 
 from __future__ import annotations
@@ -123,7 +124,7 @@ def _fresh(name: str) -> Path:
     return dst
 
 
-def bench_latency(seconds: float, rate: float) -> None:
+def bench_latency(seconds: float, rate: float, settle: str | None = None) -> None:
     import json
 
     lines = int(seconds * rate)
@@ -133,7 +134,7 @@ def bench_latency(seconds: float, rate: float) -> None:
     write_logs(src, spec)
     names, merged = _merged(src)
     dst = _fresh("latency")
-    proc, printed = _start_follower(dst)
+    proc, printed = _start_follower(dst, *(["--settle", settle] if settle else []))
     stamps: dict[tuple[str, int], float] = {}
     started_cpu, began = _cpu_seconds(proc.pid), time.monotonic()
     _replay(names, merged, dst, rate, stamps)
@@ -146,7 +147,8 @@ def bench_latency(seconds: float, rate: float) -> None:
         written = max(stamps[(Path(e["file"]).name, e["line"])] for e in finding["evidence"])
         latencies.append(at - written)
     latencies.sort()
-    print(f"latency: {len(merged)} lines at {rate:.0f} lines/s, {len(latencies)} findings "
+    print(f"latency (--settle {settle or 'default'}): {len(merged)} lines at {rate:.0f} "
+          f"lines/s, {len(latencies)} findings "
           f"({summary['errors']} errors): median {statistics.median(latencies):.3f} s, "
           f"p95 {latencies[int(0.95 * (len(latencies) - 1))]:.3f} s, max {latencies[-1]:.3f} s; "
           f"the follower used {share:.1%} of a core meanwhile")
@@ -246,10 +248,13 @@ def main() -> None:
     parser.add_argument("--memory-minutes", type=float, default=30.0)
     parser.add_argument("--memory-rate", type=float, default=25000.0)
     parser.add_argument("--only", choices=["latency", "ingest", "memory"])
+    parser.add_argument("--settle", action="append",
+                        help="latency: the follower's --settle; repeat to run each in turn")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     if args.only in (None, "latency"):
-        bench_latency(args.latency_seconds, args.latency_rate)
+        for settle in args.settle or [None]:
+            bench_latency(args.latency_seconds, args.latency_rate, settle)
     if args.only in (None, "ingest"):
         bench_ingest(args.ingest_lines, args.rounds)
     if args.only in (None, "memory"):
