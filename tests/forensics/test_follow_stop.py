@@ -104,3 +104,23 @@ def test_a_second_stop_ends_at_once_and_says_what_was_left(tmp_path: Path) -> No
     assert summary["incomplete"] is True
     [note] = summary["unreadable_files"]
     assert note["file"] == str(log) and "stopped before its end" in note["reason"], note
+
+
+def test_a_stop_while_a_line_longer_than_a_read_is_read_reads_every_line_after_it(
+    tmp_path: Path,
+) -> None:
+    # A read that is all one long line hands out no line: it was taken for "nothing
+    # left", so a follow stopped mid-way through such a line (a 40 MiB line under load)
+    # left every line written after it unread, and the summary counted fewer lines.
+    log = tmp_path / "frontend.jsonl"
+    long = rt(None, blob="x" * 20_000)
+    log.write_text("".join(f"{line}\n" for line in (rt(None, n=1), long, rt(None, n=2),
+                                                   rt(None, n=3))))
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, max_bytes=4096))
+    follower.start()
+    try:
+        follower.run(lambda f: True, stop=lambda: True)
+        summary = follower.summary()
+    finally:
+        follower.close()
+    assert (summary["lines"], summary["bad_lines"]) == (4, 0)

@@ -67,6 +67,20 @@ def test_a_wrapped_stream_is_unwrapped_as_a_file_is(pipe: tuple[StreamTail, int]
     assert last is not None and bytes(last.data) == b'{"n": 3}\n'
 
 
+def test_a_read_that_is_all_one_long_line_says_more_is_waiting(
+    pipe: tuple[StreamTail, int],
+) -> None:
+    # It hands out no line; taken for "nothing left", a stop then left the rest unread.
+    tail, writer = pipe
+    os.write(writer, b'{"n": "' + b"x" * 10_000 + b'"}\n{"n": 2}\n')
+    tail.bound()
+    assert tail.read(4096) is None and tail.more_to_read
+    while tail.more_to_read:
+        chunk = tail.read(4096)
+    assert chunk is not None and bytes(chunk.data).endswith(b'{"n": 2}\n')
+    assert tail.read(4096) is None and not tail.more_to_read
+
+
 @pytest.fixture
 def two_pipes() -> Iterator[list[tuple[str, int]]]:
     """Two pipes as `<(…)` names them (/dev/fd/N), with their write ends."""

@@ -53,6 +53,8 @@ class StreamTail:
         self._last_data = time.monotonic()  # when bytes last came
         self._held = b""
         self._budget: int | None = None  # bytes still to read once the follow stops
+        # The last read stopped at its size limit, not at an empty pipe or the stop's bound.
+        self.more_to_read = False
         # A named pipe (mkfifo) reads as ended until a writer opens it: wait for one.
         self._awaiting_writer = fd != 0
         # A shipper's wrapping (``kubectl logs -f --timestamps``), known from the first
@@ -105,6 +107,7 @@ class StreamTail:
             # Only a line the bound cut: with nothing held, the bound fell between lines
             # and what the pipe holds now was written after the stop.
             self._finish_line(data)
+        self.more_to_read = want <= 0 and (self._budget is None or self._budget > 0)
         quiet = time.monotonic() - self._last_data >= QUIET_S
         self.at_eof = self.done or (want > 0 and quiet)
         if self.done and data.strip() and not data.endswith(b"\n"):

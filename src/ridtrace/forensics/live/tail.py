@@ -130,6 +130,11 @@ class FileTail:
         self.stop_at = stop_at
         return min(size, stop_at)
 
+    @property
+    def more_to_read(self) -> bool:
+        """The last read stopped at its size limit with bytes written after it."""
+        return self.behind
+
     def left_unread(self) -> str | None:
         """Why a follow stopped at once left part of this file unread, or None when it
         was read to its end (to the stop's bound; a last line's held piece aside)."""

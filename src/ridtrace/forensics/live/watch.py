@@ -176,6 +176,10 @@ class Watch(InputFiles):
         for key, tail in list(self.tails.items()):
             try:
                 chunk = tail.read(max_bytes)
+                # A read that was all one long line hands out no line, yet more is written:
+                # taken for "nothing left", a follow stopped by a signal while reading a
+                # line over 16 MiB left every line after it unread.
+                more = more or tail.more_to_read
                 if chunk is None:
                     self._maybe_close(key, tail, chunks)
                     continue
