@@ -148,10 +148,19 @@ def _traces_endpoint() -> str | None:
                 why = f"nothing answers at {endpoint}"
                 hint = "start Jaeger first: docs/jaeger.md"
             elif otlp_protocol(os.environ, signal_name) != "grpc" and _not_found(endpoint):
-                # Jaeger takes traces only: every process of both runs logged "Failed to
-                # export metrics batch code: 404" as an ERROR, the clean run's included.
-                why = f"{endpoint} answers 404, it takes no {signal_name} (as Jaeger)"
-                hint = f"set OTEL_{signal_name.upper()}_EXPORTER=none for it: docs/jaeger.md"
+                meant = _signal_url(endpoint, signal_name)
+                if meant is not None and not _not_found(meant):
+                    # OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://jaeger:4318 is used as it
+                    # is, so every export went to "/": the demo said Jaeger took no traces
+                    # and advised turning them off, where the URL lacked its /v1/traces.
+                    why = f"{endpoint} answers 404"
+                    hint = (f"OTEL_EXPORTER_OTLP_{signal_name.upper()}_ENDPOINT is used as it "
+                            f"is: set it to {meant}")
+                else:
+                    # Jaeger takes traces only: every process of both runs logged "Failed
+                    # to export metrics batch code: 404" as an ERROR, the clean run's too.
+                    why = f"{endpoint} answers 404, it takes no {signal_name} (as Jaeger)"
+                    hint = f"set OTEL_{signal_name.upper()}_EXPORTER=none for it: docs/jaeger.md"
             if why is not None:
                 others = sorted(n for n in exporter_names(os.environ, signal_name) if n != "otlp")
                 os.environ[f"OTEL_{signal_name.upper()}_EXPORTER"] = ",".join(others) or "none"
@@ -171,6 +180,16 @@ def _answers(endpoint: str) -> bool:
             return True
     except (OSError, ValueError):  # refused, unreachable, unknown host, bad port
         return False
+
+
+def _signal_url(endpoint: str, signal_name: str) -> str | None:
+    """``endpoint`` with the signal's OTLP/HTTP path added, when it lacks it: the URL a
+    signal's own endpoint variable, which is used as it is, was most likely meant to be."""
+    suffix = f"/v1/{signal_name}"
+    url = urllib.parse.urlsplit(endpoint)
+    if url.path.rstrip("/").endswith(suffix):
+        return None
+    return urllib.parse.urlunsplit(url._replace(path=url.path.rstrip("/") + suffix))
 
 
 def _not_found(endpoint: str) -> bool:
