@@ -45,3 +45,28 @@ def test_a_collector_without_a_metrics_pipeline_is_still_said_to_take_none(
         assert _traces_endpoint() == receiver.endpoint + "/v1/traces"
     said = capsys.readouterr().err
     assert said.count("\n") == 1 and "it takes no metrics (as Jaeger)" in said, said
+
+
+@pytest.mark.parametrize("scheme", ["", "http://"])
+def test_a_plaintext_grpc_collector_named_without_a_scheme_is_said_to_need_one(
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], scheme: str
+) -> None:
+    # Over grpc an endpoint without a scheme (collector:4317) is a TLS channel: every
+    # export failed its handshake on Jaeger's plaintext port, the terminal filled with
+    # SSL errors, no span arrived, and the demo said "spans were exported to ...".
+    pytest.importorskip("grpc")
+    from tests.support.otlp_receiver import otlp_grpc_receiver
+
+    with otlp_grpc_receiver() as receiver:
+        endpoint = f"{scheme}127.0.0.1:{receiver.port}"
+        clean_env.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+        clean_env.setenv("OTEL_METRICS_EXPORTER", "none")
+        exported_to = _traces_endpoint()
+    said = capsys.readouterr().err
+    if scheme:  # the plaintext channel it names: nothing to say, the spans go
+        assert exported_to == endpoint and not said, said
+    else:
+        assert exported_to is None, exported_to  # not "spans were exported to ..."
+        assert said.count("\n") == 1 and "does not speak TLS" in said, said
+        assert f"name it http://{endpoint}" in said, said

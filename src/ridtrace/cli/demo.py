@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import socket
+import ssl
 import sys
 import threading
 import urllib.error
@@ -124,7 +125,7 @@ def _traces_endpoint() -> str | None:
     when none were. A variable such as OTEL_EXPORTER_OTLP_PROTOCOL=thrift ended the demo
     in a traceback and "internal error (exit 4)", where ``ridtrace serve`` names it.
     """
-    from ridtrace.tracing.otlp import otlp_exporter
+    from ridtrace.tracing.otlp import grpc_insecure, otlp_exporter
     from ridtrace.tracing.otlp_endpoints import (
         exporter_names,
         otlp_export_endpoint,
@@ -147,6 +148,15 @@ def _traces_endpoint() -> str | None:
                 # and the demo still said the spans were exported. Said once instead.
                 why = f"nothing answers at {endpoint}"
                 hint = "start Jaeger first: docs/jaeger.md"
+            elif (otlp_protocol(os.environ, signal_name) == "grpc" and "://" not in endpoint
+                  and not grpc_insecure(os.environ, signal_name, endpoint)
+                  and not _speaks_tls(endpoint)):
+                # OTEL_EXPORTER_OTLP_ENDPOINT=127.0.0.1:4317 over grpc: without a scheme
+                # the channel is TLS, every export failed its handshake on Jaeger's
+                # plaintext port (a screen of SSL errors), and the demo still said the
+                # spans were exported.
+                why = f"{endpoint} does not speak TLS, which gRPC uses without http://"
+                hint = f"name it http://{endpoint}, or set OTEL_EXPORTER_OTLP_INSECURE=true"
             elif otlp_protocol(os.environ, signal_name) != "grpc" and _not_found(endpoint):
                 meant = _signal_url(endpoint, signal_name)
                 if meant is not None and not _not_found(meant):
@@ -180,6 +190,25 @@ def _answers(endpoint: str) -> bool:
             return True
     except (OSError, ValueError):  # refused, unreachable, unknown host, bad port
         return False
+
+
+def _speaks_tls(endpoint: str) -> bool:
+    """Whether a scheme-less gRPC endpoint completes a TLS handshake (its certificate
+    not checked). A plaintext collector refuses the ClientHello; a timeout says nothing
+    either way, so the endpoint is left in use."""
+    url = urllib.parse.urlsplit("//" + endpoint)
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        host = url.hostname or "localhost"
+        with socket.create_connection((host, url.port or 4317), timeout=2.0) as raw, \
+                context.wrap_socket(raw, server_hostname=host):
+            return True
+    except (ssl.SSLError, ConnectionError):
+        return False
+    except (OSError, ValueError):
+        return True
 
 
 def _signal_url(endpoint: str, signal_name: str) -> str | None:

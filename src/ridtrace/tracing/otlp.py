@@ -107,6 +107,15 @@ def _files(
     return [f[1] if f else None for f in found]
 
 
+def grpc_insecure(env: Mapping[str, str], signal: str, endpoint: str) -> bool:
+    """Whether the gRPC exporter's channel to ``endpoint`` is plaintext. The exporter's
+    rule: https never is; else ``OTEL_EXPORTER_OTLP_[SIGNAL_]INSECURE`` says; else an
+    ``http://`` URL is, and an endpoint without a scheme (``collector:4317``) is TLS."""
+    scheme = urlparse(endpoint).scheme
+    insecure = _setting(env, signal, "INSECURE")
+    return scheme != "https" and (insecure[1].lower() == "true" if insecure else scheme == "http")
+
+
 def otlp_exporter(env: Mapping[str, str], signal: str, endpoint: str) -> Any:
     """The OTLP span or metric exporter for ``signal`` (``traces``, ``metrics``) sending
     to ``endpoint``, every option taken from ``env``: headers, timeout, compression,
@@ -130,11 +139,7 @@ def otlp_exporter(env: Mapping[str, str], signal: str, endpoint: str) -> Any:
             "deflate": grpc.Compression.Deflate,
             "none": grpc.Compression.NoCompression,
         }[compression]
-        insecure = _setting(env, signal, "INSECURE")
-        # The exporter's rule: https is never insecure; else the variable; else http is.
-        options["insecure"] = scheme != "https" and (
-            insecure[1].lower() == "true" if insecure else scheme == "http"
-        )
+        options["insecure"] = grpc_insecure(env, signal, endpoint)
         certificate, client_key, client_certificate = _files(
             env, signal, not options["insecure"], pair=True)
         if not options["insecure"] and (certificate or client_key or client_certificate):
