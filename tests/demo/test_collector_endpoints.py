@@ -20,19 +20,26 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     return monkeypatch
 
 
-def test_a_traces_endpoint_without_its_path_is_named_not_called_traceless(
-    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(("variable", "path", "meant"), [
+    ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "", "/v1/traces"),
+    ("OTEL_EXPORTER_OTLP_ENDPOINT", "/v1/traces", ""),
+])
+def test_an_endpoint_one_path_off_is_named_not_called_traceless(
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    variable: str, path: str, meant: str,
 ) -> None:
     # The signal's own variable is used as it is, so Jaeger's base URL there sends every
-    # export to "/" (404). The demo said "it takes no traces (as Jaeger)" and advised
-    # OTEL_TRACES_EXPORTER=none, where the URL only lacked its /v1/traces.
+    # export to "/"; the shared one gets /v1/traces added, so its whole URL there sends
+    # them to /v1/traces/v1/traces. Both 404: the demo said "it takes no traces (as
+    # Jaeger)" and advised OTEL_TRACES_EXPORTER=none, where the URL was one path off.
     with otlp_receiver(metrics=False) as receiver:
-        clean_env.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.endpoint)
+        clean_env.setenv(variable, receiver.endpoint + path)
         clean_env.setenv("OTEL_METRICS_EXPORTER", "none")
-        _traces_endpoint()
+        assert _traces_endpoint() is None
     said = capsys.readouterr().err
     assert said.count("\n") == 1, said
-    assert f"set it to {receiver.endpoint}/v1/traces" in said, said
+    assert said.startswith(f"ridtrace demo: {receiver.endpoint}{path}"), said
+    assert f"{variable} " in said and f"set it to {receiver.endpoint}{meant})" in said, said
     assert "takes no traces" not in said and "EXPORTER=none" not in said, said
 
 

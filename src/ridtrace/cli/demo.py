@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import signal
 import socket
 import ssl
@@ -158,14 +159,14 @@ def _traces_endpoint() -> str | None:
                 why = f"{endpoint} does not speak TLS, which gRPC uses without http://"
                 hint = f"name it http://{endpoint}, or set OTEL_EXPORTER_OTLP_INSECURE=true"
             elif otlp_protocol(os.environ, signal_name) != "grpc" and _not_found(endpoint):
-                meant = _signal_url(endpoint, signal_name)
-                if meant is not None and not _not_found(meant):
+                meant = _meant_endpoint(signal_name)
+                if meant is not None and not _not_found(meant[2]):
                     # OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://jaeger:4318 is used as it
-                    # is, so every export went to "/": the demo said Jaeger took no traces
-                    # and advised turning them off, where the URL lacked its /v1/traces.
+                    # is (and OTEL_EXPORTER_OTLP_ENDPOINT=…/v1/traces gets one more added),
+                    # so every export got 404: the demo said Jaeger took no traces and
+                    # advised turning them off, where the URL was one path off.
                     why = f"{endpoint} answers 404"
-                    hint = (f"OTEL_EXPORTER_OTLP_{signal_name.upper()}_ENDPOINT is used as it "
-                            f"is: set it to {meant}")
+                    hint = f"{meant[0]}: set it to {meant[1]}"
                 else:
                     # Jaeger takes traces only: every process of both runs logged "Failed
                     # to export metrics batch code: 404" as an ERROR, the clean run's too.
@@ -211,14 +212,28 @@ def _speaks_tls(endpoint: str) -> bool:
         return True
 
 
-def _signal_url(endpoint: str, signal_name: str) -> str | None:
-    """``endpoint`` with the signal's OTLP/HTTP path added, when it lacks it: the URL a
-    signal's own endpoint variable, which is used as it is, was most likely meant to be."""
+_SIGNAL_PATH = re.compile(r"/v1/(?:traces|metrics|logs)/*$")
+
+
+def _meant_endpoint(signal_name: str) -> tuple[str, str, str] | None:
+    """For an endpoint variable one path off, the mistake, the value meant, and the
+    signal's URL with it: the signal's own variable, used as it is, without its
+    ``/v1/<signal>``; or the shared one, which gets ``/v1/<signal>`` added, with it."""
     suffix = f"/v1/{signal_name}"
-    url = urllib.parse.urlsplit(endpoint)
-    if url.path.rstrip("/").endswith(suffix):
+    own = f"OTEL_EXPORTER_OTLP_{signal_name.upper()}_ENDPOINT"
+    value = os.environ.get(own, "").strip()
+    if value:
+        url = urllib.parse.urlsplit(value)
+        if url.path.rstrip("/").endswith(suffix):
+            return None
+        meant = urllib.parse.urlunsplit(url._replace(path=url.path.rstrip("/") + suffix))
+        return f"{own} is used as it is", meant, meant
+    url = urllib.parse.urlsplit(os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip())
+    if not _SIGNAL_PATH.search(url.path):
         return None
-    return urllib.parse.urlunsplit(url._replace(path=url.path.rstrip("/") + suffix))
+    base = urllib.parse.urlunsplit(url._replace(path=_SIGNAL_PATH.sub("", url.path)))
+    return (f"OTEL_EXPORTER_OTLP_ENDPOINT gets {suffix} added", base,
+            base.rstrip("/") + suffix)
 
 
 def _not_found(endpoint: str) -> bool:
