@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ridtrace.cli.demo import _traces_endpoint
@@ -77,3 +79,22 @@ def test_a_plaintext_grpc_collector_named_without_a_scheme_is_said_to_need_one(
         assert exported_to is None, exported_to  # not "spans were exported to ..."
         assert said.count("\n") == 1 and "does not speak TLS" in said, said
         assert f"name it http://{endpoint}" in said, said
+
+
+def test_a_grpc_collector_without_a_metrics_service_is_said_once_and_traces_still_go(
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Jaeger over gRPC (4317) has no metrics service: every process of both runs logged
+    # "Failed to export metrics … UNIMPLEMENTED" as an ERROR, and the demo, which checked
+    # this over HTTP only, said nothing.
+    pytest.importorskip("grpc")
+    from tests.support.otlp_receiver import otlp_grpc_receiver
+
+    with otlp_grpc_receiver(metrics=False) as receiver:
+        clean_env.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        assert _traces_endpoint() == receiver.endpoint
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1, said
+    assert "has no OTLP metrics service" in said and "metrics are not exported" in said, said
+    assert os.environ["OTEL_METRICS_EXPORTER"] == "none"

@@ -199,9 +199,12 @@ def otlp_receiver(*, metrics: bool = True) -> Iterator[OtlpReceiver]:
 
 
 @contextmanager
-def otlp_grpc_receiver() -> Iterator[OtlpReceiver]:
+def otlp_grpc_receiver(*, metrics: bool = True) -> Iterator[OtlpReceiver]:
     """The same receiver behind OTLP/gRPC (a collector's port 4317) on a free loopback
-    port; ``endpoint`` is ``http://127.0.0.1:PORT``, as exporters are given it."""
+    port; ``endpoint`` is ``http://127.0.0.1:PORT``, as exporters are given it.
+
+    ``metrics=False`` serves no metrics service, as Jaeger: an export is UNIMPLEMENTED.
+    """
     from concurrent.futures import ThreadPoolExecutor
 
     import grpc
@@ -227,7 +230,8 @@ def otlp_grpc_receiver() -> Iterator[OtlpReceiver]:
             return ExportMetricsServiceResponse()
 
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), server)
-    metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(Metrics(), server)
+    if metrics:
+        metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(Metrics(), server)
     server.start()
     try:
         yield receiver

@@ -5,15 +5,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import signal
-import socket
-import ssl
 import sys
 import threading
-import urllib.error
-import urllib.parse
-import urllib.request
 import warnings
 from pathlib import Path
 from types import FrameType
@@ -21,6 +15,13 @@ from typing import NoReturn
 
 import click
 
+from ridtrace.cli.collector_probe import (
+    answers,
+    grpc_unimplemented,
+    meant_endpoint,
+    not_found,
+    speaks_tls,
+)
 from ridtrace.cli.propagators import require_propagators
 from ridtrace.cli.stop import HungUp, Terminated, exit_code, hangup_to_handle, interrupt_behind
 
@@ -143,7 +144,7 @@ def _traces_endpoint() -> str | None:
                 continue
             otlp_exporter(os.environ, signal_name, endpoint).shutdown()
             why = None
-            if not _answers(endpoint):
+            if not answers(endpoint):
                 # Nothing listening (Jaeger not started yet): every process retried its
                 # export for seconds, printing ~20 warnings, the run took twice as long,
                 # and the demo still said the spans were exported. Said once instead.
@@ -151,16 +152,23 @@ def _traces_endpoint() -> str | None:
                 hint = "start Jaeger first: docs/jaeger.md"
             elif (otlp_protocol(os.environ, signal_name) == "grpc" and "://" not in endpoint
                   and not grpc_insecure(os.environ, signal_name, endpoint)
-                  and not _speaks_tls(endpoint)):
+                  and not speaks_tls(endpoint)):
                 # OTEL_EXPORTER_OTLP_ENDPOINT=127.0.0.1:4317 over grpc: without a scheme
                 # the channel is TLS, every export failed its handshake on Jaeger's
                 # plaintext port (a screen of SSL errors), and the demo still said the
                 # spans were exported.
                 why = f"{endpoint} does not speak TLS, which gRPC uses without http://"
                 hint = f"name it http://{endpoint}, or set OTEL_EXPORTER_OTLP_INSECURE=true"
-            elif otlp_protocol(os.environ, signal_name) != "grpc" and _not_found(endpoint):
-                meant = _meant_endpoint(signal_name)
-                if meant is not None and not _not_found(meant[2]):
+            elif (otlp_protocol(os.environ, signal_name) == "grpc"
+                  and grpc_insecure(os.environ, signal_name, endpoint)
+                  and grpc_unimplemented(endpoint, signal_name)):
+                # Jaeger's 4317 has no metrics service: every process logged "Failed to
+                # export metrics … UNIMPLEMENTED" as an ERROR, the clean run's included.
+                why = f"{endpoint} has no OTLP {signal_name} service (as Jaeger)"
+                hint = f"set OTEL_{signal_name.upper()}_EXPORTER=none for it: docs/jaeger.md"
+            elif otlp_protocol(os.environ, signal_name) != "grpc" and not_found(endpoint):
+                meant = meant_endpoint(signal_name)
+                if meant is not None and not not_found(meant[2]):
                     # OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://jaeger:4318 is used as it
                     # is (and OTEL_EXPORTER_OTLP_ENDPOINT=…/v1/traces gets one more added),
                     # so every export got 404: the demo said Jaeger took no traces and
@@ -180,75 +188,6 @@ def _traces_endpoint() -> str | None:
         return otlp_export_endpoint(os.environ, "traces")
     except (ValueError, ImportError) as exc:
         raise click.ClickException(str(exc)) from None
-
-
-def _answers(endpoint: str) -> bool:
-    """Whether something accepts a connection at the endpoint's host and port."""
-    url = urllib.parse.urlsplit(endpoint if "://" in endpoint else "http://" + endpoint)
-    try:
-        port = url.port or (443 if url.scheme == "https" else 80)
-        with socket.create_connection((url.hostname or "localhost", port), timeout=2.0):
-            return True
-    except (OSError, ValueError):  # refused, unreachable, unknown host, bad port
-        return False
-
-
-def _speaks_tls(endpoint: str) -> bool:
-    """Whether a scheme-less gRPC endpoint completes a TLS handshake (its certificate
-    not checked). A plaintext collector refuses the ClientHello; a timeout says nothing
-    either way, so the endpoint is left in use."""
-    url = urllib.parse.urlsplit("//" + endpoint)
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    try:
-        host = url.hostname or "localhost"
-        with socket.create_connection((host, url.port or 4317), timeout=2.0) as raw, \
-                context.wrap_socket(raw, server_hostname=host):
-            return True
-    except (ssl.SSLError, ConnectionError):
-        return False
-    except (OSError, ValueError):
-        return True
-
-
-_SIGNAL_PATH = re.compile(r"/v1/(?:traces|metrics|logs)/*$")
-
-
-def _meant_endpoint(signal_name: str) -> tuple[str, str, str] | None:
-    """For an endpoint variable one path off, the mistake, the value meant, and the
-    signal's URL with it: the signal's own variable, used as it is, without its
-    ``/v1/<signal>``; or the shared one, which gets ``/v1/<signal>`` added, with it."""
-    suffix = f"/v1/{signal_name}"
-    own = f"OTEL_EXPORTER_OTLP_{signal_name.upper()}_ENDPOINT"
-    value = os.environ.get(own, "").strip()
-    if value:
-        url = urllib.parse.urlsplit(value)
-        if url.path.rstrip("/").endswith(suffix):
-            return None
-        meant = urllib.parse.urlunsplit(url._replace(path=url.path.rstrip("/") + suffix))
-        return f"{own} is used as it is", meant, meant
-    url = urllib.parse.urlsplit(os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip())
-    if not _SIGNAL_PATH.search(url.path):
-        return None
-    base = urllib.parse.urlunsplit(url._replace(path=_SIGNAL_PATH.sub("", url.path)))
-    return (f"OTEL_EXPORTER_OTLP_ENDPOINT gets {suffix} added", base,
-            base.rstrip("/") + suffix)
-
-
-def _not_found(endpoint: str) -> bool:
-    """Whether an OTLP/HTTP endpoint answers an empty export with 404: a collector with
-    no pipeline for that signal. Anything else (200, 401, an error) leaves it in use."""
-    request = urllib.request.Request(endpoint, data=b"", method="POST",
-                                     headers={"content-type": "application/x-protobuf"})
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        with opener.open(request, timeout=2.0):
-            return False
-    except urllib.error.HTTPError as answer:
-        return answer.code == 404
-    except (OSError, ValueError):
-        return False
 
 
 def wait_for_interrupt(frontend_url: str) -> None:

@@ -1,0 +1,105 @@
+"""What ``ridtrace demo`` asks a collector before its processes export to it: whether it
+answers, speaks the TLS a gRPC endpoint without a scheme asks for, and takes the signal
+at the URL the variables give."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+
+__all__ = ["answers", "grpc_unimplemented", "meant_endpoint", "not_found", "speaks_tls"]
+
+
+def answers(endpoint: str) -> bool:
+    """Whether something accepts a connection at the endpoint's host and port."""
+    url = urllib.parse.urlsplit(endpoint if "://" in endpoint else "http://" + endpoint)
+    try:
+        port = url.port or (443 if url.scheme == "https" else 80)
+        with socket.create_connection((url.hostname or "localhost", port), timeout=2.0):
+            return True
+    except (OSError, ValueError):  # refused, unreachable, unknown host, bad port
+        return False
+
+
+def speaks_tls(endpoint: str) -> bool:
+    """Whether a scheme-less gRPC endpoint completes a TLS handshake (its certificate
+    not checked). A plaintext collector refuses the ClientHello; a timeout says nothing
+    either way, so the endpoint is left in use."""
+    url = urllib.parse.urlsplit("//" + endpoint)
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        host = url.hostname or "localhost"
+        with socket.create_connection((host, url.port or 4317), timeout=2.0) as raw, \
+                context.wrap_socket(raw, server_hostname=host):
+            return True
+    except (ssl.SSLError, ConnectionError):
+        return False
+    except (OSError, ValueError):
+        return True
+
+
+_SIGNAL_PATH = re.compile(r"/v1/(?:traces|metrics|logs)/*$")
+
+
+def meant_endpoint(signal_name: str) -> tuple[str, str, str] | None:
+    """For an endpoint variable one path off, the mistake, the value meant, and the
+    signal's URL with it: the signal's own variable, used as it is, without its
+    ``/v1/<signal>``; or the shared one, which gets ``/v1/<signal>`` added, with it."""
+    suffix = f"/v1/{signal_name}"
+    own = f"OTEL_EXPORTER_OTLP_{signal_name.upper()}_ENDPOINT"
+    value = os.environ.get(own, "").strip()
+    if value:
+        url = urllib.parse.urlsplit(value)
+        if url.path.rstrip("/").endswith(suffix):
+            return None
+        meant = urllib.parse.urlunsplit(url._replace(path=url.path.rstrip("/") + suffix))
+        return f"{own} is used as it is", meant, meant
+    url = urllib.parse.urlsplit(os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip())
+    if not _SIGNAL_PATH.search(url.path):
+        return None
+    base = urllib.parse.urlunsplit(url._replace(path=_SIGNAL_PATH.sub("", url.path)))
+    return (f"OTEL_EXPORTER_OTLP_ENDPOINT gets {suffix} added", base,
+            base.rstrip("/") + suffix)
+
+
+def not_found(endpoint: str) -> bool:
+    """Whether an OTLP/HTTP endpoint answers an empty export with 404: a collector with
+    no pipeline for that signal. Anything else (200, 401, an error) leaves it in use."""
+    request = urllib.request.Request(endpoint, data=b"", method="POST",
+                                     headers={"content-type": "application/x-protobuf"})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(request, timeout=2.0):
+            return False
+    except urllib.error.HTTPError as answer:
+        return answer.code == 404
+    except (OSError, ValueError):
+        return False
+
+
+_GRPC_EXPORT = {
+    "traces": "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+    "metrics": "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export",
+}
+
+
+def grpc_unimplemented(endpoint: str, signal_name: str) -> bool:
+    """Whether a plaintext OTLP/gRPC endpoint answers an empty export UNIMPLEMENTED: a
+    collector with no service for that signal (Jaeger's metrics). Anything else (OK, an
+    error, no answer in time) leaves it in use."""
+    import grpc
+
+    target = urllib.parse.urlsplit(endpoint).netloc if "://" in endpoint else endpoint
+    with grpc.insecure_channel(target) as channel:
+        try:
+            channel.unary_unary(_GRPC_EXPORT[signal_name])(b"", timeout=2.0)
+        except grpc.RpcError as error:
+            return bool(error.code() == grpc.StatusCode.UNIMPLEMENTED)
+    return False
