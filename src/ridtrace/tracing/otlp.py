@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,10 @@ __all__ = [
 ]
 
 _COMPRESSIONS = ("gzip", "deflate", "none")
+# Header names (lower-cased by the parser) each transport can send: an HTTP token;
+# gRPC metadata keys.
+_HTTP_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9a-z]+")
+_GRPC_NAME = re.compile(r"[0-9a-z_.\-]+")
 
 
 def otlp_exporter_module(env: Mapping[str, str], signal: str) -> Any:
@@ -75,6 +80,42 @@ def otlp_timeout(env: Mapping[str, str], signal: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{key}={raw!r}: a timeout is a positive number of seconds")
     return value
+
+
+def _headers(env: Mapping[str, str], signal: str) -> dict[str, str]:
+    """``OTEL_EXPORTER_OTLP_[SIGNAL_]HEADERS``, URL-decoded; an entry the exporters
+    cannot send raises ``ValueError`` naming the variable.
+
+    Left to them, an entry that is no ``name=value`` was dropped with a WARN (the
+    collector then refused every export for want of its ``authorization``), and a
+    value holding what a request cannot carry (a line break or NUL, ``%0A``; over HTTP
+    a character past Latin-1; over gRPC anything but printable ASCII) failed every
+    export, every span and metric lost while the service ran on.
+    """
+    found = _setting(env, signal, "HEADERS")
+    if found is None:
+        return {}
+    key, raw = found
+    grpc = otlp_protocol(env, signal) == "grpc"
+    headers: dict[str, str] = {}
+    for number, entry in enumerate((e.strip() for e in raw.split(",")), 1):
+        parsed = parse_env_headers(entry, liberal=True) if entry else {}
+        if entry and not parsed:
+            # Its name only: the value is often a credential.
+            name = entry.partition("=")[0].strip()[:40] if "=" in entry else "(no '=')"
+            raise ValueError(f"{key}: entry {number}, {name!r}, is no name=value header "
+                             "with its value URL-encoded")
+        for name, value in parsed.items():
+            if not (_GRPC_NAME if grpc else _HTTP_NAME).fullmatch(name):
+                raise ValueError(f"{key}: {name!r} is no OTLP/{'gRPC' if grpc else 'HTTP'} "
+                                 "header name")
+            bad = [c for c in value if not (" " <= c <= "~" or (
+                not grpc and (c == "\t" or "\x80" <= c <= "\xff")))]
+            if bad:
+                raise ValueError(f"{key}: the value of {name!r} holds {bad[0]!r}, which no "
+                                 f"OTLP/{'gRPC' if grpc else 'HTTP'} request can carry")
+            headers[name] = value
+    return headers
 
 
 def _compression(env: Mapping[str, str], signal: str) -> str:
@@ -122,8 +163,7 @@ def otlp_exporter(env: Mapping[str, str], signal: str, endpoint: str) -> Any:
     TLS files (and, over grpc, whether the channel is insecure)."""
     module = otlp_exporter_module(env, signal)
     cls = module.OTLPSpanExporter if signal == "traces" else module.OTLPMetricExporter
-    found = _setting(env, signal, "HEADERS")
-    headers = parse_env_headers(found[1], liberal=True) if found else {}
+    headers = _headers(env, signal)
     compression = _compression(env, signal)
     options: dict[str, Any] = {"endpoint": endpoint, "timeout": otlp_timeout(env, signal)}
     if headers:

@@ -1,0 +1,86 @@
+"""OTEL_EXPORTER_OTLP_[SIGNAL_]HEADERS as a real receiver gets them, and the entries no
+exporter can send refused by name when telemetry is configured.
+
+Left to the exporters, such an entry was dropped with a WARN (an ``authorization``
+the collector then missed on every export) or failed every export of the process
+("Invalid metadata", "Invalid ... character(s) in header value"), every span and metric
+lost while the service ran on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from ridtrace.tracing import configure_metrics, configure_tracing, metrics, shutdown_telemetry
+from tests.support.otlp_receiver import otlp_grpc_receiver, otlp_receiver
+
+
+@pytest.fixture(autouse=True)
+def _clean() -> Iterator[None]:
+    yield
+    shutdown_telemetry()
+    metrics.bind_meter_provider(None)
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+@pytest.mark.parametrize(("headers", "why"), [
+    ("authorization=Bearer%0Aabc", r"the value of 'authorization' holds '\\n'"),
+    ("x-tenant=a%00b", r"the value of 'x-tenant' holds '\\x00'"),
+    ("x-tenant=%E2%82%AC", "the value of 'x-tenant' holds '€'"),
+    ("x-tenant=ok,x-api-key abc", r"entry 2, \"\(no '='\)\", is no name=value header"),
+    ("x-api-key=abc;def", "entry 1, 'x-api-key', is no name=value header"),
+    ("a%0Ab=1", r"'a\\nb' is no OTLP/\w+ header name"),
+])
+def test_a_header_no_exporter_can_send_is_refused_by_name(
+    protocol: str, headers: str, why: str
+) -> None:
+    for variable in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"):
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+               "OTEL_EXPORTER_OTLP_PROTOCOL": protocol, variable: headers}
+        with pytest.raises(ValueError, match=f"{variable}: {why}") as refused:
+            configure_tracing("x", environ=env, set_global=False)
+        assert "abc" not in str(refused.value)  # a credential stays out of the message
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+           "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+           "OTEL_EXPORTER_OTLP_METRICS_HEADERS": headers}
+    with pytest.raises(ValueError, match=f"OTEL_EXPORTER_OTLP_METRICS_HEADERS: {why}"):
+        configure_metrics("x", environ=env, set_global=False, prometheus=False)
+
+
+def test_grpc_refuses_what_only_http_can_carry() -> None:
+    # Latin-1 text and any token are fine in an HTTP header, not in gRPC metadata.
+    for headers, why in (("x-city=M%C3%BCnchen", "holds 'ü'"), ("x!y=1", "'x!y' is no")):
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+               "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_HEADERS": headers}
+        with pytest.raises(ValueError, match=why):
+            configure_tracing("x", environ=env, set_global=False)
+
+
+HEADERS = "Authorization=Bearer%20a%3Db , x-tenant=t%2C1,,x-empty="
+
+
+def test_the_headers_reach_an_http_receiver_decoded() -> None:
+    with otlp_receiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+               "OTEL_EXPORTER_OTLP_HEADERS": HEADERS + ",x-city=M%C3%BCnchen"}
+        provider = configure_tracing("h", environ=env, set_global=False)
+        provider.get_tracer("t").start_span("s").end()
+        shutdown_telemetry()
+        receiver.wait_for(1, timeout=10)
+    sent = receiver.headers[0]
+    assert (sent["authorization"], sent["x-tenant"], sent["x-empty"]) == ("Bearer a=b", "t,1", "")
+    assert sent["x-city"] == "München"  # Latin-1 octets, which HTTP allows
+
+
+def test_the_headers_reach_a_grpc_receiver_decoded() -> None:
+    with otlp_grpc_receiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+               "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_HEADERS": HEADERS}
+        provider = configure_tracing("h", environ=env, set_global=False)
+        provider.get_tracer("t").start_span("s").end()
+        shutdown_telemetry()
+        receiver.wait_for(1, timeout=10)
+    sent = receiver.headers[0]
+    assert (sent["authorization"], sent["x-tenant"], sent["x-empty"]) == ("Bearer a=b", "t,1", "")
