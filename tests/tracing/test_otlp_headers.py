@@ -50,8 +50,10 @@ def test_a_header_no_exporter_can_send_is_refused_by_name(
 
 
 def test_grpc_refuses_what_only_http_can_carry() -> None:
-    # Latin-1 text and any token are fine in an HTTP header, not in gRPC metadata.
-    for headers, why in (("x-city=M%C3%BCnchen", "holds 'ü'"), ("x!y=1", "'x!y' is no")):
+    # Latin-1 text and any token are fine in an HTTP header, not in gRPC metadata; nor
+    # is a binary key, whose value the exporter would hand gRPC as text.
+    for headers, why in (("x-city=M%C3%BCnchen", "holds 'ü'"), ("x!y=1", "'x!y' is no"),
+                         ("x-token-bin=abc", "'x-token-bin' is no OTLP/gRPC header name")):
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
                "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_HEADERS": headers}
         with pytest.raises(ValueError, match=why):

@@ -34,9 +34,10 @@ __all__ = [
 
 _COMPRESSIONS = ("gzip", "deflate", "none")
 # Header names (lower-cased by the parser) each transport can send: an HTTP token;
-# gRPC metadata keys.
+# gRPC metadata keys, but not binary ones (``-bin``), whose values the exporter would
+# pass as text (a TypeError on every export).
 _HTTP_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9a-z]+")
-_GRPC_NAME = re.compile(r"[0-9a-z_.\-]+")
+_GRPC_NAME = re.compile(r"(?![0-9a-z_.\-]*-bin$)[0-9a-z_.\-]+")
 
 
 def otlp_exporter_module(env: Mapping[str, str], signal: str) -> Any:
