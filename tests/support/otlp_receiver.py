@@ -72,6 +72,8 @@ class OtlpReceiver:
     requests: int = 0
     # Each export's headers (gRPC: its invocation metadata), keys lower-case, in order.
     headers: list[dict[str, str]] = field(default_factory=list)
+    # Each OTLP/HTTP export's request target (path and query), in order.
+    paths: list[str] = field(default_factory=list)
     _cond: threading.Condition = field(default_factory=threading.Condition)
 
     @property
@@ -162,14 +164,16 @@ def otlp_receiver(*, metrics: bool = True) -> Iterator[OtlpReceiver]:
             body = self.rfile.read(int(self.headers.get("content-length", "0")))
             with receiver_ref[0]._cond:
                 receiver_ref[0].headers.append({k.lower(): v for k, v in self.headers.items()})
+                receiver_ref[0].paths.append(self.path)
             if self.headers.get("content-encoding") == "gzip":
                 body = gzip.decompress(body)
-            if self.path == "/v1/traces":
+            path = self.path.partition("?")[0]  # a collector routes by the path alone
+            if path == "/v1/traces":
                 request = ExportTraceServiceRequest()
                 request.ParseFromString(body)
                 receiver_ref[0].add(request)
                 payload = ExportTraceServiceResponse().SerializeToString()
-            elif self.path == "/v1/metrics" and metrics:
+            elif path == "/v1/metrics" and metrics:
                 metrics_request = ExportMetricsServiceRequest()
                 metrics_request.ParseFromString(body)
                 receiver_ref[0].add_metrics(metrics_request)

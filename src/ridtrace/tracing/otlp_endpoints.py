@@ -8,7 +8,7 @@ Read, not assumed, and from the mapping given (``configure_tracing(environ=...)`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from urllib.parse import urlparse
+from urllib.parse import urlparse, urlsplit, urlunsplit
 
 __all__ = [
     "exporter_names",
@@ -105,7 +105,11 @@ def otlp_endpoint(env: Mapping[str, str], signal: str) -> str | None:
     if otlp_protocol(env, signal) == "grpc":
         return base
     _url_checked(env, signal, "OTEL_EXPORTER_OTLP_ENDPOINT", base)
-    return f"{base.rstrip('/')}/v1/{signal}"
+    # Onto the URL's path, its query kept after it: appended to the whole string, a
+    # base with a query (`?tenant=a`, a gateway's key) sent every export to
+    # `/?tenant=a/v1/traces`, which no collector serves.
+    url = urlsplit(base)
+    return urlunsplit(url._replace(path=f"{url.path.rstrip('/')}/v1/{signal}"))
 
 
 def _url_checked(env: Mapping[str, str], signal: str, key: str, value: str) -> str:

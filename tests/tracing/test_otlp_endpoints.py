@@ -1,0 +1,39 @@
+"""Where OTLP/HTTP exports go, as a real receiver sees their request targets."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from ridtrace.tracing import configure_metrics, configure_tracing, metrics, shutdown_telemetry
+from tests.support.otlp_receiver import otlp_receiver
+
+
+@pytest.fixture(autouse=True)
+def _clean() -> Iterator[None]:
+    yield
+    shutdown_telemetry()
+    metrics.bind_meter_provider(None)
+
+
+@pytest.mark.parametrize(("suffix", "prefix"), [("?tenant=a%2Cb", ""), ("/otlp/?k=1&t=x", "/otlp")])
+def test_the_signal_path_goes_onto_the_base_urls_path_and_its_query_stays(
+    suffix: str, prefix: str
+) -> None:
+    # Appended to the whole string, a base endpoint with a query sent every export to
+    # `/?tenant=a%2Cb/v1/traces`: the collector answered 404 and nothing arrived.
+    with otlp_receiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint + suffix,
+               "OTEL_BSP_SCHEDULE_DELAY": "600000", "OTEL_METRIC_EXPORT_INTERVAL": "600000"}
+        provider = configure_tracing("q", environ=env, set_global=False)
+        assert configure_metrics("q", environ=env, set_global=False, prometheus=False)
+        provider.get_tracer("t").start_span("s").end()
+        metrics.request_finished("/x", "ok")
+        shutdown_telemetry()
+        query = suffix.partition("?")[2]
+        assert sorted(receiver.paths) == [f"{prefix}/v1/metrics?{query}",
+                                          f"{prefix}/v1/traces?{query}"]
+        if not prefix:  # the receiver serves /v1/... only, as a collector does
+            assert len(receiver.spans) == 1
+            assert receiver.metric("ridtrace.requests", "q", route="/x") == 1
