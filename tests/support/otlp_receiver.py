@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import threading
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -167,6 +168,8 @@ def otlp_receiver(*, metrics: bool = True) -> Iterator[OtlpReceiver]:
                 receiver_ref[0].paths.append(self.path)
             if self.headers.get("content-encoding") == "gzip":
                 body = gzip.decompress(body)
+            elif self.headers.get("content-encoding") == "deflate":  # zlib's, as HTTP's is
+                body = zlib.decompress(body)
             path = self.path.partition("?")[0]  # a collector routes by the path alone
             if path == "/v1/traces":
                 request = ExportTraceServiceRequest()

@@ -120,13 +120,22 @@ def _headers(env: Mapping[str, str], signal: str) -> dict[str, str]:
 
 
 def _compression(env: Mapping[str, str], signal: str) -> str:
+    """``OTEL_EXPORTER_OTLP_[SIGNAL_]COMPRESSION``: gzip, none, and over HTTP deflate.
+
+    Not deflate over gRPC: grpc-go, which the OpenTelemetry Collector and Jaeger
+    serve OTLP/gRPC with, has no deflate, and answered every export UNIMPLEMENTED
+    ("Decompressor is not installed for grpc-encoding \"deflate\"").
+    """
     found = _setting(env, signal, "COMPRESSION")
     if found is None:
         return "none"
     key, raw = found
     value = raw.lower()
-    if value not in _COMPRESSIONS:
-        raise ValueError(f"{key}={raw!r}: OTLP compressions are gzip, deflate, none")
+    grpc = otlp_protocol(env, signal) == "grpc"
+    if value not in _COMPRESSIONS or (grpc and value == "deflate"):
+        known = "gzip, none" if grpc else "gzip, deflate, none"
+        raise ValueError(f"{key}={raw!r}: OTLP/{'gRPC' if grpc else 'HTTP'} compressions "
+                         f"are {known}")
     return value
 
 
@@ -177,7 +186,6 @@ def otlp_exporter(env: Mapping[str, str], signal: str, endpoint: str) -> Any:
 
         options["compression"] = {
             "gzip": grpc.Compression.Gzip,
-            "deflate": grpc.Compression.Deflate,
             "none": grpc.Compression.NoCompression,
         }[compression]
         options["insecure"] = grpc_insecure(env, signal, endpoint)

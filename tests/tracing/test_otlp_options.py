@@ -1,5 +1,6 @@
-"""OTEL_EXPORTER_OTLP_[SIGNAL_]HEADERS as a real receiver gets them, and the entries no
-exporter can send refused by name when telemetry is configured.
+"""The OTLP exporters' options: OTEL_EXPORTER_OTLP_[SIGNAL_]HEADERS as a real receiver
+gets them, and the headers and compressions no exporter can send refused by name when
+telemetry is configured.
 
 Left to the exporters, such an entry was dropped with a WARN (an ``authorization``
 the collector then missed on every export) or failed every export of the process
@@ -86,3 +87,23 @@ def test_the_headers_reach_a_grpc_receiver_decoded() -> None:
         receiver.wait_for(1, timeout=10)
     sent = receiver.headers[0]
     assert (sent["authorization"], sent["x-tenant"], sent["x-empty"]) == ("Bearer a=b", "t,1", "")
+
+
+@pytest.mark.parametrize("variable", ["OTEL_EXPORTER_OTLP_COMPRESSION",
+                                      "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"])
+def test_deflate_is_refused_over_grpc_and_kept_over_http(variable: str) -> None:
+    # grpc-go (the OpenTelemetry Collector's and Jaeger's OTLP/gRPC server) has no
+    # deflate: every export was answered UNIMPLEMENTED, "Decompressor is not installed
+    # for grpc-encoding \"deflate\"", and lost.
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+           "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", variable: "Deflate"}
+    with pytest.raises(ValueError, match=f"{variable}='Deflate': OTLP/gRPC compressions "
+                                         "are gzip, none"):
+        configure_tracing("x", environ=env, set_global=False)
+    with otlp_receiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, variable: "deflate"}
+        provider = configure_tracing("h", environ=env, set_global=False)
+        provider.get_tracer("t").start_span("s").end()
+        shutdown_telemetry()
+        receiver.wait_for(1, timeout=10)
+    assert receiver.headers[0]["content-encoding"] == "deflate"
