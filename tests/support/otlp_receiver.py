@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import ssl
 import threading
 import zlib
 from collections.abc import Iterator
@@ -64,6 +65,8 @@ class OtlpReceiver:
     point posted to ``endpoint + /v1/metrics``."""
 
     port: int
+    # "https" behind a TLS context (otlp_receiver(tls=...)).
+    scheme: str = "http"
     spans: list[ReceivedSpan] = field(default_factory=list)
     # Latest value per series: the SDK exports cumulative sums, so the last one counts.
     metrics: dict[MetricKey, float] = field(default_factory=dict)
@@ -79,7 +82,7 @@ class OtlpReceiver:
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def add(self, request: ExportTraceServiceRequest) -> None:
         with self._cond:
@@ -152,11 +155,13 @@ class OtlpReceiver:
 
 
 @contextmanager
-def otlp_receiver(*, metrics: bool = True) -> Iterator[OtlpReceiver]:
+def otlp_receiver(
+    *, metrics: bool = True, tls: ssl.SSLContext | None = None
+) -> Iterator[OtlpReceiver]:
     """Run a receiver on a free loopback port for the duration of the block.
 
     ``metrics=False`` makes it a collector with no metrics pipeline, as Jaeger is: a
-    metrics export gets 404.
+    metrics export gets 404. ``tls``: a server context, and the receiver takes https.
     """
     receiver_ref: list[OtlpReceiver] = []
 
@@ -195,7 +200,10 @@ def otlp_receiver(*, metrics: bool = True) -> Iterator[OtlpReceiver]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    receiver_ref.append(OtlpReceiver(port=server.server_address[1]))
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    receiver_ref.append(OtlpReceiver(port=server.server_address[1],
+                                     scheme="http" if tls is None else "https"))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
