@@ -71,6 +71,31 @@ def test_anthropic_reports_the_stop_sequence(stop_stack: Stack) -> None:
     assert (plain.stop_reason, plain.stop_sequence) == ("end_turn", None)
 
 
+def test_a_stop_sequence_past_the_token_limit_never_ends_the_reply(stop_stack: Stack) -> None:
+    # max_tokens 4 lets "echo: user: alpha beta" through. The stop sequences were looked
+    # for in the whole reply first: one just past the limit (" STOP") or begun within it
+    # ("ta STOP") cut the reply and said stop_sequence / stop, though the limit ended
+    # it and the engine never produced the sequence (a caller continuing a reply the
+    # limit cut stopped there instead, with "echo: user: alpha be" for "ta STOP").
+    claude = anthropic.Anthropic(base_url=stop_stack.url, api_key="unused", max_retries=0)
+    oai = openai.OpenAI(base_url=stop_stack.url + "/v1", api_key="unused", max_retries=0)
+    whole = "echo: user: alpha beta"
+    for stop in (" STOP", "ta STOP"):
+        message = claude.messages.create(model="echo", max_tokens=4, messages=CHAT,
+                                         stop_sequences=[stop])
+        assert (message.content[0].text, message.stop_reason,  # type: ignore[union-attr]
+                message.stop_sequence) == (whole, "max_tokens", None), stop
+        chunks = list(oai.chat.completions.create(model="echo", messages=CHAT, stop=stop,
+                                                  max_tokens=4, stream=True))
+        assert "".join(c.choices[0].delta.content or "" for c in chunks) == whole
+        assert chunks[-1].choices[0].finish_reason == "length", stop
+    # One the limit lets through still ends the reply.
+    inside = claude.messages.create(model="echo", max_tokens=4, messages=CHAT,
+                                    stop_sequences=["eta"])
+    assert (inside.content[0].text, inside.stop_reason,  # type: ignore[union-attr]
+            inside.stop_sequence) == ("echo: user: alpha b", "stop_sequence", "eta")
+
+
 def test_generate_routes_take_sampling_params_stop(stop_stack: Stack) -> None:
     with httpx.Client(base_url=stop_stack.url, timeout=30) as client:
         native = client.post("/inference/v1/generate", json={
@@ -85,6 +110,10 @@ def test_generate_routes_take_sampling_params_stop(stop_stack: Stack) -> None:
 def test_the_engine_and_the_wire_carry_the_stop_sequences() -> None:
     tokens, reason = echo_tokens("a b c", 10, ("b",))
     assert ("".join(tokens), reason) == ("echo: a ", "stop")
+    # Only what the limit lets through is searched (see the test above).
+    assert echo_tokens("a b c", 2, (" b",)) == (["echo:", " a"], "length")
+    assert echo_tokens("a b c", 2, ("a b",)) == (["echo:", " a"], "length")
+    assert echo_tokens("a b c", 2, (" a",)) == (["echo:"], "stop")
     work = WorkRequest(request_id="r", x_request_id=None, endpoint="completions", model="m",
                        prompt="p", max_tokens=3, stop=("x", "y"))
     assert WorkRequest.from_json(work.to_json()) == work

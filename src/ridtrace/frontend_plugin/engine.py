@@ -4,8 +4,8 @@ The reply to ``prompt`` is ``"echo: " + prompt``, cut into whitespace-delimited 
 (each token carries the whitespace before it, so the tokens concatenate back to the
 exact reply). A prompt of *n* words is echoed in full when ``max_tokens >= n + 1``;
 a smaller limit cuts the reply and reports ``finish_reason == "length"``. Stop
-sequences cut the reply before the first one it contains (``finish_reason == "stop"``),
-as a real engine stops generating there. Because the
+sequences cut what the limit lets through before the first one it contains
+(``finish_reason == "stop"``), as a real engine stops generating there. Because the
 reply names its prompt, a caller can check that the output it got is its own.
 
 A caller that asked for JSON (a ``json_schema``; ``{}`` for any JSON object) gets a JSON
@@ -23,7 +23,7 @@ from typing import Any
 
 from ridtrace.frontend_plugin.json_reply import json_document
 
-__all__ = ["EchoEngine", "cut_at_stop", "echo_reply", "echo_tokens"]
+__all__ = ["EchoEngine", "cut_at_stop", "echo_reply", "echo_tokens", "generate"]
 
 # A token's visible part; its whitespace is whatever lies between it and the previous
 # one. Not one pattern for both (``\s*\S+``): at each position of a whitespace run the
@@ -54,25 +54,51 @@ def echo_tokens(
     prompt: str, max_tokens: int, stop: Sequence[str] = (),
     json_schema: dict[str, Any] | None = None,
 ) -> tuple[list[str], str]:
-    """The tokens the engine streams for ``prompt`` and the finish reason.
+    """The tokens the engine streams for ``prompt`` and the finish reason."""
+    tokens, finish_reason, _ = generate(prompt, max_tokens, stop, json_schema)
+    return tokens, finish_reason
 
-    Only the first ``max_tokens`` tokens are ever cut out: a 1 MiB prompt of one-letter
-    words is half a million tokens, and splitting all of them (to keep a few) cost a
-    worker ~30 MB and ~50 ms of its event loop per request.
+
+def generate(
+    prompt: str, max_tokens: int, stop: Sequence[str] = (),
+    json_schema: dict[str, Any] | None = None,
+) -> tuple[list[str], str, str | None]:
+    """:func:`echo_tokens` and the stop sequence that ended the reply (``None`` when
+    none did).
+
+    Stop sequences are looked for in what the token limit lets the engine produce, as a
+    real engine checks its output as it goes: one that only a longer reply would reach,
+    or that begins within the limit and ends past it, never ends the reply. They were
+    looked for in the whole reply first, so such a reply was cut at a sequence it never
+    produced and reported ``stop`` (``stop_sequence``) where the limit ended it.
     """
-    reply, _ = cut_at_stop(echo_reply(prompt, json_schema), stop)
+    tokens, cut = _first_tokens(echo_reply(prompt, json_schema), max_tokens)
+    if stop:
+        text, sequence = cut_at_stop("".join(tokens), stop)
+        if sequence is not None:
+            return _first_tokens(text, max_tokens)[0], "stop", sequence
+    return tokens, "length" if cut else "stop", None
+
+
+def _first_tokens(reply: str, max_tokens: int) -> tuple[list[str], bool]:
+    """The first ``max_tokens`` tokens of ``reply``, and whether the limit cut it.
+
+    Only those tokens are ever cut out: a 1 MiB prompt of one-letter words is half a
+    million tokens, and splitting all of them (to keep a few) cost a worker ~30 MB and
+    ~50 ms of its event loop per request.
+    """
     tokens: list[str] = []
     end = 0
     for match in _WORD.finditer(reply):
         if len(tokens) == max_tokens:
-            return tokens, "length"
+            return tokens, True
         tokens.append(reply[end:match.end()])
         end = match.end()
     if end < len(reply):  # trailing whitespace: keep it so the reply is exact
         if len(tokens) == max_tokens:
-            return tokens, "length"
+            return tokens, True
         tokens.append(reply[end:])
-    return tokens, "stop"
+    return tokens, False
 
 
 class EchoEngine:

@@ -15,7 +15,7 @@ from loguru import logger
 from ridtrace.contract import OUTCOME_CANCELLED, OUTCOME_ERROR, OUTCOME_OK, WORKER_END, WORKER_ERROR
 from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin.drain import Drain, StopOnDrain, Stopped
-from ridtrace.frontend_plugin.engine import EchoEngine, cut_at_stop, echo_reply, echo_tokens
+from ridtrace.frontend_plugin.engine import EchoEngine, echo_tokens, generate
 from ridtrace.frontend_plugin.settings import WorkerSettings
 from ridtrace.frontend_plugin.wire import (
     ChunkEncoder,
@@ -37,7 +37,7 @@ def _stopped_by(job: WorkRequest, finish_reason: str) -> str | None:
     """The stop sequence that ended the reply (none when the token limit came first)."""
     if not job.stop or finish_reason != "stop":
         return None
-    return cut_at_stop(echo_reply(job.prompt, job.json_schema), job.stop)[1]
+    return generate(job.prompt, job.max_tokens, job.stop, job.json_schema)[2]
 
 
 def whole_reply(
