@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import httpx
 import openai
 import pytest
+
+from tests.frontend_plugin.conftest import Stack
 
 
 def test_a_prompt_in_the_batch_form_is_served_as_one_prompt(oai: openai.OpenAI) -> None:
@@ -16,6 +19,29 @@ def test_a_prompt_in_the_batch_form_is_served_as_one_prompt(oai: openai.OpenAI) 
     for ids in ([7, 8, 9], [[7, 8, 9]]):
         assert oai.completions.create(model="echo", prompt=ids).choices[0].text == (
             "echo: 7,8,9")
+
+
+def test_a_prompt_of_token_ids_counts_each_id(oai: openai.OpenAI, stack: Stack) -> None:
+    # The ids reach the engine joined with commas ("7,8,9,10"), which it counts as one
+    # word: usage said prompt_tokens 1 for a prompt of 4 tokens, on every route that
+    # takes ids. A text prompt is still counted by its words.
+    for ids in ([7, 8, 9, 10], [[7, 8, 9, 10]]):
+        reply = oai.completions.create(model="echo", prompt=ids)
+        assert reply.usage is not None and reply.usage.prompt_tokens == 4
+        assert reply.usage.total_tokens == 4 + reply.usage.completion_tokens
+        last = list(oai.completions.create(model="echo", prompt=ids, stream=True,
+                                           stream_options={"include_usage": True}))[-1]
+        assert last.usage is not None and last.usage.prompt_tokens == 4
+    text = oai.completions.create(model="echo", prompt="seven eight")
+    assert text.usage is not None and text.usage.prompt_tokens == 2
+    with httpx.Client(base_url=stack.url, timeout=30) as client:
+        for body in ({"token_ids": [7, 8, 9, 10]}, {"prompt": [7, 8, 9, 10]}):
+            native = client.post("/inference/v1/generate", json=body).json()
+            assert native["usage"]["prompt_tokens"] == 4, body
+        sglang = {"input_ids": [7, 8, 9, 10]}
+        assert client.post("/generate", json=sglang).json()["meta_info"]["prompt_tokens"] == 4
+        streamed = client.post("/generate", json={**sglang, "stream": True}).text
+        assert '"prompt_tokens":4' in streamed and '"prompt_tokens":1' not in streamed
 
 
 @pytest.mark.parametrize("prompts", [["one", "two"], [[1, 2], [3, 4]]])

@@ -62,6 +62,9 @@ class Parsed:
     # Request fields the response object repeats as sent (the Responses API's
     # instructions, temperature, metadata...).
     echoed: dict[str, Any] = field(default_factory=dict)
+    # A prompt of token ids: how many (the worker counts their comma-joined prompt as
+    # one word); None for text, whose tokens the worker counts.
+    prompt_tokens: int | None = None
 
 
 def json_error(body: bytes, exc: ValueError) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from ridtrace.frontend_plugin.bodies import InvalidRequest
 from ridtrace.tracing.identity import shown_text
 
-__all__ = ["NO_TEXT", "chat_prompt", "content_text", "token_prompt"]
+__all__ = ["NO_TEXT", "chat_prompt", "content_text", "token_count", "token_prompt"]
 
 
 # Parts whose words are text without a "text" field: a tool's result (Anthropic) counts
@@ -112,6 +112,19 @@ def token_prompt(value: Any, param: str) -> str:
     raise InvalidRequest(
         f"'{param}' must be a string or a non-empty list of token ids", param=param
     )
+
+
+def token_count(value: Any) -> int | None:
+    """How many token ids a prompt :func:`token_prompt` took holds; ``None`` for text.
+
+    The normalised prompt joins the ids with commas, which the worker counts as one
+    word: a prompt of 4 ids was reported as ``prompt_tokens`` 1.
+    """
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], list):
+        value = value[0]
+    if isinstance(value, list) and value and all(isinstance(t, int) for t in value):
+        return len(value)
+    return None
 
 
 def _one_prompt(value: Any) -> str | None:

@@ -83,6 +83,12 @@ class Renderer:
         # before body() for what needs the tokens (logprobs).
         self.pieces: list[str] = []
 
+    def prompt_token_count(self, finished: Finished) -> int:
+        """The prompt's tokens: as many as the ids a caller sent as its prompt, else
+        what the worker counted."""
+        sent = self.parsed.prompt_tokens
+        return finished.prompt_tokens if sent is None else sent
+
     def start(self) -> bytes:
         """Events sent before the first piece of text."""
         return b""

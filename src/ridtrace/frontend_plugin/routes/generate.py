@@ -17,7 +17,7 @@ from ridtrace.frontend_plugin.bodies import (
     opt_bool,
     token_limit,
 )
-from ridtrace.frontend_plugin.prompts import token_prompt
+from ridtrace.frontend_plugin.prompts import token_count, token_prompt
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.reply_formats import sglang_format
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse
@@ -45,10 +45,6 @@ def _params(body: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-def _usage(finished: Finished) -> dict[str, int]:
-    return {"prompt_tokens": finished.prompt_tokens, "completion_tokens": finished.tokens}
-
-
 class _GenerateRenderer(Renderer):
     def __init__(self, parsed: Parsed, ids: Ids) -> None:
         super().__init__(parsed, ids)
@@ -58,6 +54,10 @@ class _GenerateRenderer(Renderer):
         return sse({"request_id": self.ids.public_id, "model": self.parsed.model, "text": text,
                     "finish_reason": finish_reason, **extra})
 
+    def _usage(self, finished: Finished) -> dict[str, int]:
+        return {"prompt_tokens": self.prompt_token_count(finished),
+                "completion_tokens": finished.tokens}
+
     def delta(self, text: str) -> bytes:
         if self._delta is None:
             self._delta = SseTemplate({"request_id": self.ids.public_id,
@@ -66,7 +66,7 @@ class _GenerateRenderer(Renderer):
         return self._delta.render(text)
 
     def finish(self, finished: Finished, text: str) -> bytes:
-        return self._chunk("", finished.finish_reason, usage=_usage(finished)) + _DONE
+        return self._chunk("", finished.finish_reason, usage=self._usage(finished)) + _DONE
 
     def fail(self, failed: Failed) -> bytes:
         return sse({"request_id": self.ids.public_id,
@@ -75,7 +75,7 @@ class _GenerateRenderer(Renderer):
 
     def body(self, text: str, finished: Finished) -> dict[str, Any]:
         return {"request_id": self.ids.public_id, "model": self.parsed.model, "text": text,
-                "finish_reason": finished.finish_reason, "usage": _usage(finished)}
+                "finish_reason": finished.finish_reason, "usage": self._usage(finished)}
 
 
 class _GenerateSpec(ApiSpec):
@@ -86,9 +86,11 @@ class _GenerateSpec(ApiSpec):
 
     def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
         if "token_ids" in body:
-            prompt = _token_ids(body["token_ids"], "token_ids")
+            sent = body["token_ids"]
+            prompt = _token_ids(sent, "token_ids")
         elif "prompt" in body:
-            prompt = token_prompt(body["prompt"], "prompt")
+            sent = body["prompt"]
+            prompt = token_prompt(sent, "prompt")
         else:
             raise InvalidRequest("'prompt' or 'token_ids' is required", param="prompt")
         params = _params(body)
@@ -102,6 +104,7 @@ class _GenerateSpec(ApiSpec):
             stream=opt_bool(body, "stream"),
             body_client_id=body_client_id(body, "request_id"),
             stop=generate_sampling(params, "sampling_params"),
+            prompt_tokens=token_count(sent),
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:
@@ -123,7 +126,8 @@ class _SglangRenderer(Renderer):
         self.text = ""
         # Counted once: every event carries it, and splitting a 1 MB prompt per event
         # (2.6 ms each) held the frontend's event loop for 21 s over 8192 events.
-        self.prompt_tokens = len(parsed.prompt.split())
+        self.prompt_tokens = (len(parsed.prompt.split()) if parsed.prompt_tokens is None
+                              else parsed.prompt_tokens)
 
     def _meta(self, finish: dict[str, str] | None, tokens: int) -> dict[str, Any]:
         return {"id": self.ids.public_id, "finish_reason": finish,
@@ -178,6 +182,7 @@ class _SglangSpec(ApiSpec):
             session_id=rid,
             stop=generate_sampling(params, "sampling_params"),
             json_schema=sglang_format(params),
+            prompt_tokens=token_count(body.get("input_ids")),
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:

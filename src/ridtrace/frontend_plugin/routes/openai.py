@@ -20,7 +20,7 @@ from ridtrace.frontend_plugin.logprobs import (
     completion_logprobs,
     completion_token_logprobs,
 )
-from ridtrace.frontend_plugin.prompts import chat_prompt, token_prompt
+from ridtrace.frontend_plugin.prompts import chat_prompt, token_count, token_prompt
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.request_options import chat_options, completion_options
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse
@@ -47,11 +47,11 @@ def max_tokens_of(body: dict[str, Any], settings: FrontendSettings, *names: str)
     return settings.default_max_tokens
 
 
-def _usage(finished: Finished, tokens: int) -> dict[str, int]:
+def _usage(prompt_tokens: int, tokens: int) -> dict[str, int]:
     return {
-        "prompt_tokens": finished.prompt_tokens,
+        "prompt_tokens": prompt_tokens,
         "completion_tokens": tokens,
-        "total_tokens": finished.prompt_tokens + tokens,
+        "total_tokens": prompt_tokens + tokens,
     }
 
 
@@ -63,9 +63,9 @@ def _with_usage_field(event: dict[str, Any], parsed: Parsed) -> dict[str, Any]:
     return event
 
 
-def _usage_chunk(event: dict[str, Any], finished: Finished) -> bytes:
+def _usage_chunk(event: dict[str, Any], usage: dict[str, int]) -> bytes:
     """The last chunk ``stream_options.include_usage`` asks for: no choices, the usage."""
-    return sse({**event, "choices": [], "usage": _usage(finished, finished.tokens)})
+    return sse({**event, "choices": [], "usage": usage})
 
 
 def _stream_error(failed: Failed) -> bytes:
@@ -106,7 +106,8 @@ class _ChatRenderer(Renderer):
     def finish(self, finished: Finished, text: str) -> bytes:
         last = self._chunk({}, finished.finish_reason)
         if self.parsed.include_usage:
-            last += _usage_chunk(self._event({}, None), finished)
+            last += _usage_chunk(self._event({}, None),
+                                 _usage(self.prompt_token_count(finished), finished.tokens))
         return last + _DONE
 
     def fail(self, failed: Failed) -> bytes:
@@ -125,7 +126,7 @@ class _ChatRenderer(Renderer):
                 else chat_token_logprobs(self.pieces, self.parsed.logprobs),
                 "finish_reason": finished.finish_reason,
             }],
-            "usage": _usage(finished, finished.tokens),
+            "usage": _usage(self.prompt_token_count(finished), finished.tokens),
         }
 
 
@@ -198,7 +199,8 @@ class _CompletionRenderer(Renderer):
     def finish(self, finished: Finished, text: str) -> bytes:
         last = self._chunk("", finished.finish_reason)
         if self.parsed.include_usage:
-            last += _usage_chunk(self._event("", None), finished)
+            last += _usage_chunk(self._event("", None),
+                                 _usage(self.prompt_token_count(finished), finished.tokens))
         return last + _DONE
 
     def fail(self, failed: Failed) -> bytes:
@@ -214,7 +216,7 @@ class _CompletionRenderer(Renderer):
                          "logprobs": None if self.parsed.logprobs is None
                          else completion_token_logprobs(self.pieces, self.parsed.logprobs),
                          "finish_reason": finished.finish_reason}],
-            "usage": _usage(finished, finished.tokens),
+            "usage": _usage(self.prompt_token_count(finished), finished.tokens),
         }
 
 
@@ -238,6 +240,7 @@ class _CompletionSpec(ApiSpec):
         return _CompletionParsed(
             model=model_name(body, settings.model),
             prompt=token_prompt(body["prompt"], "prompt"),
+            prompt_tokens=token_count(body["prompt"]),
             max_tokens=max_tokens_of(body, settings, "max_tokens"),
             stream=stream,
             include_usage=stream_usage(body),
