@@ -143,6 +143,12 @@ def test_anthropic_options_are_checked(
         claude.messages.create(model="echo", max_tokens=2048, messages=CHAT, extra_body=extra)
     assert info.value.type == "invalid_request_error"
     assert f"'{field}'" in (info.value.api_message or ""), info.value.body
+    if extra.get("thinking") == {"type": "enabled", "budget_tokens": 4096}:
+        return  # over this call's max_tokens; counting has none to stay below
+    # count_tokens counted such a body (200) that the call it precedes gets a 400 for.
+    with pytest.raises(anthropic.BadRequestError) as counted:
+        claude.messages.count_tokens(model="echo", messages=CHAT, extra_body=extra)
+    assert f"'{field}'" in (counted.value.api_message or ""), counted.value.body
 
 
 def test_well_formed_options_are_served(
@@ -244,3 +250,6 @@ def test_token_counting_counts_a_forced_tool_choice(
     assert claude.messages.count_tokens(
         model="echo", messages=CHAT, tools=ANTHROPIC_TOOLS,
         tool_choice={"type": "any"}).input_tokens == 3
+    assert claude.messages.count_tokens(
+        model="echo", messages=CHAT,
+        thinking={"type": "enabled", "budget_tokens": 4096}).input_tokens == 3

@@ -215,16 +215,22 @@ def completion_options(body: dict[str, Any], stream: bool) -> None:
             raise _refuse("'best_of' above 1 cannot be streamed", "best_of")
 
 
-def anthropic_options(body: dict[str, Any], max_tokens: int) -> dict[str, Any] | None:
+def anthropic_options(body: dict[str, Any], max_tokens: int | None) -> dict[str, Any] | None:
     """The Messages API's options the engines do not use: ``metadata``, ``thinking``,
     ``tools``, ``tool_choice``; the JSON schema the reply follows (``output_config``'s
-    ``format``), if any."""
+    ``format``), if any.
+
+    ``max_tokens`` is ``None`` for token counting (``count_tokens``), which checks the
+    same options (it counted bodies ``/v1/messages`` refuses) but generates nothing: a
+    ``tool_choice`` that forces a call is counted, not refused, and a thinking budget
+    has no ``max_tokens`` to stay below.
+    """
     _thinking(body, max_tokens)
-    _anthropic_metadata_and_tools(body)
+    _anthropic_metadata_and_tools(body, replying=max_tokens is not None)
     return anthropic_format(body)
 
 
-def _anthropic_metadata_and_tools(body: dict[str, Any]) -> None:
+def _anthropic_metadata_and_tools(body: dict[str, Any], *, replying: bool) -> None:
     metadata = _object(body, "metadata") or {}
     for name in metadata:
         if name != "user_id":
@@ -244,14 +250,15 @@ def _anthropic_metadata_and_tools(body: dict[str, Any]) -> None:
     if kind not in _ANTHROPIC_TOOL_CHOICES:
         raise _refuse("'tool_choice' must be an object whose 'type' is one of "
                       f"{', '.join(_ANTHROPIC_TOOL_CHOICES)}", "tool_choice")
-    if kind in ("any", "tool"):
+    if replying and kind in ("any", "tool"):
         raise _refuse(f"'tool_choice' cannot force a tool call: {_TEXT_ONLY}", "tool_choice")
 
 
-def _thinking(body: dict[str, Any], max_tokens: int) -> None:
+def _thinking(body: dict[str, Any], max_tokens: int | None) -> None:
     """``thinking``: an object with a string ``type``; ``enabled`` takes a
-    ``budget_tokens`` from 1024 to below ``max_tokens``, as Anthropic's API checks it (the
-    other types depend on the model, so only their shape is checked)."""
+    ``budget_tokens`` from 1024 to below ``max_tokens`` (when there is one), as
+    Anthropic's API checks it (the other types depend on the model, so only their shape
+    is checked)."""
     thinking = _object(body, "thinking")
     if thinking is None:
         return
@@ -259,8 +266,8 @@ def _thinking(body: dict[str, Any], max_tokens: int) -> None:
         raise _refuse("'thinking' must be an object with a string 'type'", "thinking")
     if thinking["type"] == "enabled":
         budget = thinking.get("budget_tokens")
+        below = f" and less than 'max_tokens' ({max_tokens})" if max_tokens else ""
         if (not isinstance(budget, int) or isinstance(budget, bool)
-                or not MIN_THINKING_BUDGET <= budget < max_tokens):
+                or not MIN_THINKING_BUDGET <= budget < (max_tokens or budget + 1)):
             raise _refuse(f"'thinking.budget_tokens' must be an integer of at least "
-                          f"{MIN_THINKING_BUDGET} and less than 'max_tokens' ({max_tokens})",
-                          "thinking")
+                          f"{MIN_THINKING_BUDGET}{below}", "thinking")

@@ -25,6 +25,7 @@ from ridtrace.frontend_plugin.bodies import (
     model_name,
     require_object,
 )
+from ridtrace.frontend_plugin.request_options import anthropic_options
 from ridtrace.frontend_plugin.routes.anthropic import MESSAGES, input_tokens, messages_prompt
 from ridtrace.frontend_plugin.routes.base import ApiSpec
 from ridtrace.frontend_plugin.routes.responses import RESPONSES
@@ -50,7 +51,8 @@ class TokenCounter:
 
 
 def _messages_prompt(request: dict[str, Any], settings: FrontendSettings) -> str:
-    model_name(request, settings.model)  # checked as on /v1/messages
+    model_name(request, settings.model)  # checked as on /v1/messages, and so are
+    anthropic_options(request, None)  # the options (tools, thinking...): see there
     return messages_prompt(request)
 
 
