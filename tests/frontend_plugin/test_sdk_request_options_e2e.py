@@ -220,6 +220,25 @@ def test_a_responses_conversation_is_not_found_rather_than_ignored(oai: openai.O
     assert served.output_text == '{"reply": "echo: user: x"}'
 
 
+def test_an_item_reference_is_not_found_rather_than_left_out(oai: openai.OpenAI) -> None:
+    # The usual way to refer back to an earlier output is an item_reference to it, and
+    # nothing is stored here: the referenced turn was dropped and the rest answered
+    # alone ("echo: user: and then?"), the model's earlier answer never seen.
+    first = oai.responses.create(model="echo", input="first question")
+    later: Any = [{"type": "item_reference", "id": first.output[0].id},
+                  {"role": "user", "content": "and then?"}]
+    with pytest.raises(openai.NotFoundError) as info:
+        oai.responses.create(model="echo", input=later)
+    assert info.value.param == "input[0]"
+    assert info.value.message.endswith(f"Item with id '{first.output[0].id}' not found.")
+    with pytest.raises(openai.NotFoundError):
+        oai.responses.input_tokens.count(model="echo", input=later)
+    # The items themselves, passed back, are served.
+    again: Any = [*first.output, {"role": "user", "content": "and then?"}]
+    assert oai.responses.create(model="echo", input=again).output_text == (
+        "echo: assistant: echo: user: first question\nuser: and then?")
+
+
 def test_a_stored_prompt_is_not_found_rather_than_ignored(oai: openai.OpenAI) -> None:
     # A prompt template lives on OpenAI's platform and nothing is stored here: its
     # instructions and messages were silently dropped and the input answered alone.

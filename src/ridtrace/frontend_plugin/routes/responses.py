@@ -11,6 +11,7 @@ from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
     Parsed,
     integer_in,
+    kind_of,
     model_name,
     opt_bool,
     opt_str,
@@ -191,14 +192,22 @@ def _echoed(body: dict[str, Any], instructions: str | None) -> dict[str, Any]:
 def _conversation_items(items: list[Any]) -> list[Any]:
     """Responses ``input`` items as messages: a ``function_call_output`` is the tool's
     ``tool`` message (as on chat); other items without a role (the model's
-    ``function_call``, ``reasoning``, references) hold no text for the engine and are
-    left out (:data:`NO_TEXT`, so later items keep their index in error messages).
-    Refusing them failed every tool round trip."""
+    ``function_call``, ``reasoning``) hold no text for the engine and are left out
+    (:data:`NO_TEXT`, so later items keep their index in error messages). Refusing them
+    failed every tool round trip. An ``item_reference`` names a stored item, and nothing
+    is stored here: it is not found (404), as a ``conversation`` is. Left out, the reply
+    answered the rest as if the referenced turn had never been."""
     kept: list[Any] = []
-    for item in items:
+    for index, item in enumerate(items):
         kind = item.get("type") if isinstance(item, dict) and "role" not in item else None
         if kind == "function_call_output":
             kept.append({"role": "tool", "content": item.get("output")})
+        elif kind == "item_reference":
+            named = item.get("id")
+            shown = shown_text(named, MAX_MODEL_LENGTH) if isinstance(named, str) else (
+                kind_of(named))
+            raise InvalidRequest(f"Item with id '{shown}' not found.",
+                                 param=f"input[{index}]", status=404)
         elif isinstance(kind, str) and kind:
             kept.append(NO_TEXT)
         else:
