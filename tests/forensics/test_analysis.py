@@ -165,3 +165,30 @@ def test_legacy_rekeyed_requests_are_duplicates(tmp_path: Path) -> None:
     assert [(f["kind"], f["request_id"]) for f in doc["findings"]] == [
         ("duplicate_in_flight", "rollout-7")
     ]
+
+
+def test_legacy_rekeyed_requests_logged_newest_first_are_duplicates(tmp_path: Path) -> None:
+    """Loki's ``logcli query`` prints newest first unless ``--forward``: a request's last
+    line in the file is its first in time. Taking the id a request ends with by line
+    order took the minted id of its request.start, and the two callers that held
+    ``rollout-7`` at once were reported as info client_id_reuse, exit 0."""
+    from tests.forensics.helpers import rt, ts
+
+    lines = []
+    for span, minted, start in (("a" * 16, "uuid-a", 0.0), ("b" * 16, "uuid-b", 0.1)):
+        ctx = {"trace_id": span * 2, "span_id": span, "x_request_id": "rollout-7"}
+        lines += [
+            (start, rt("request.start", time=ts(start), request_id=minted, **ctx)),
+            (start + 0.01, rt("dispatch.attempt", time=ts(start + 0.01),
+                              request_id="rollout-7", **ctx)),
+            (start + 1, rt("request.end", time=ts(start + 1), request_id="rollout-7",
+                           status=200, outcome="ok", id_policy="legacy", **ctx)),
+        ]
+    path = tmp_path / "frontend.jsonl"
+    path.write_text("".join(
+        f'{ts(t)} {{app="frontend"}} {line}\n' for t, line in sorted(lines, reverse=True)
+    ))
+    doc = report_json(analyze(load_events([str(path)])))
+    assert [(f["kind"], f["request_id"]) for f in doc["findings"]] == [
+        ("duplicate_in_flight", "rollout-7")
+    ]

@@ -346,3 +346,36 @@ def test_a_hole_is_copytruncate_only_at_the_file_start_in_both_engines(
         assert summary["bad_lines"] == 1 and holes
     else:
         assert summary["bad_lines"] == 0 and holes == []
+
+
+def test_a_newest_first_log_cut_into_blocks_ends_each_request_in_time(
+    client: Any, tmp_path: Path
+) -> None:
+    """Loki's ``logcli query`` prints newest first. Two legacy callers held client id
+    ``7`` for 100 s; their ends head the file, their minted-id starts close it, blocks
+    apart. Each partial's id is its latest line's, and the span's is the latest
+    partial's in time, not the last block's in the file (its start's minted id)."""
+    from tests.forensics.helpers import ts
+
+    lines: list[tuple[float, str]] = []
+    for span, minted, start in (("a1", "11111111-1111-4111-8111-111111111111", 0.0),
+                                ("b2", "22222222-2222-4222-8222-222222222222", 0.2)):
+        ctx = {"trace_id": f"{span:0>32}", "span_id": span, "x_request_id": "7"}
+        lines += [
+            (start, rt("request.start", time=ts(start), request_id=minted, **ctx)),
+            (start + 0.1, rt("dispatch.attempt", time=ts(start + 0.1), request_id="7", **ctx)),
+            (start + 100, rt("request.end", time=ts(start + 100), request_id="7", status=200,
+                             outcome="ok", **ctx)),
+        ]
+    for i in range(1200):  # other callers, one after another, between the two ends
+        ctx = {"trace_id": f"{i:032x}", "span_id": f"{i:016x}", "request_id": f"r-{i}"}
+        lines += [(1 + i / 20, rt("request.start", time=ts(1 + i / 20), **ctx)),
+                  (1.01 + i / 20, rt("request.end", time=ts(1.01 + i / 20), status=200,
+                                     outcome="ok", **ctx))]
+    path = tmp_path / "frontend.jsonl"
+    path.write_text("".join(line + "\n" for _, line in sorted(lines, reverse=True)))
+    assert path.stat().st_size > 2 * BLOCK
+    want, got = _docs(client, [str(path)])
+    held = [(f["kind"], f["request_id"]) for f in want["findings"]]
+    assert held == [("duplicate_in_flight", "7")]
+    assert got == want

@@ -38,6 +38,7 @@ from ridtrace.forensics.reading.sql import (
     DISPLAY_FIELDS,
     DYNAMO_OUTCOME,
     DYNAMO_UNLINKED,
+    LAST_ID_ORDER,
     RIDTRACE_DEPRECATED,
     began,
     literal,
@@ -148,7 +149,7 @@ def lean_spans_sql(source: str, *, by_file: bool = False) -> str:
 SELECT CASE WHEN _row IS NOT NULL THEN {SUSPECT} WHEN _span IS NOT NULL THEN {SPAN}
             ELSE {OTHER} END::TINYINT AS _kind,
     _trace AS trace_id, _span AS span_id, hash(_trace, _span) AS span_key,
-    arg_max(request_id, rn) AS request_id, {first}, {display},
+    arg_max(request_id, {LAST_ID_ORDER}) AS request_id, {first}, {display},
     CASE WHEN {_has(_WORKER_BIT)} THEN {literal(WORKER)} ELSE {literal(FRONTEND)} END AS side,
     min(_began) AS start, max(time) AS "end",
     min(rn) AS first_rn, max(rn) AS last_rn, count(*) AS lines,

@@ -202,13 +202,19 @@ FIRST_FIELDS = (
 DISPLAY_FIELDS = ("route", "client", "method", "service", "worker", "status", "error")
 
 
+# What the id a span ends with is the last of: its lines by time, then by line.
+LAST_ID_ORDER = "{'t': time, 'rn': rn}"
+
+
 def span_aggregates() -> str:
     """The per-span aggregate columns over normalised events with ``rn``.
 
     Lines are row numbers (``*_rn``): the caller turns them into file lines.
     The id a request *ends* with is the one it held in flight: under the legacy id
     policy the middleware logs a minted id at request.start, then the handler re-keys
-    the request by the client's id, and that is the id that collides. Its deprecated
+    the request by the client's id, and that is the id that collides. Ends with in
+    time, then in line order (`LAST_ID_ORDER`): Loki's ``logcli query`` prints newest
+    first, so by line order alone a request ended with its minted id. Its deprecated
     headers are those its own lines list (``deprecated_headers``), else the first a
     ``deprecated_header`` WARN names: the middleware writes the WARN first, naming one
     header, so the request's other headers went uncounted. ``deprecated_listed`` says
@@ -220,7 +226,8 @@ def span_aggregates() -> str:
     # A request's own line lists every deprecated header it sent; the WARN before it
     # names one, and only for the first request of the process to send that one.
     listed = f"deprecated IS NOT NULL AND event IS DISTINCT FROM {literal(DEPRECATED_HEADER)}"
-    return f"""arg_max(request_id, rn) FILTER (WHERE request_id IS NOT NULL) AS request_id,
+    return f"""arg_max(request_id, {LAST_ID_ORDER}) FILTER (WHERE request_id IS NOT NULL)
+        AS request_id,
     {first},
     CASE WHEN bool_or(side = {literal(WORKER)}) THEN {literal(WORKER)}
          ELSE {literal(FRONTEND)} END AS side,
