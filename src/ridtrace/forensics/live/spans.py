@@ -7,6 +7,7 @@ collide, as in the batch read. The window that holds them is `live.window`.
 from __future__ import annotations
 
 from ridtrace.contract import WORKER
+from ridtrace.forensics.rules.columns import MAX_CALLER_DEPTH
 
 SpanKey = tuple[str | None, str]
 
@@ -80,10 +81,18 @@ class Span:
 
         A worker span works for its parent, and so does a span nested in a known span
         (Dynamo's ``generate`` inside ``http-request``); any other span is its own caller.
+        A span working for a known span that works for another works for that one's
+        caller (a Dynamo processor's worker, a decode worker's prefill worker).
         """
-        if self.parent is not None and (self.side == WORKER or self.parent_span is not None):
-            return self.parent
-        return self.span_id
+        span = self
+        for _ in range(MAX_CALLER_DEPTH):
+            if span.parent is None or (span.side != WORKER and span.parent_span is None):
+                return span.span_id
+            up = span.parent_span
+            if up is None or up is span:
+                return span.parent
+            span = up
+        return span.span_id
 
     def caller_key(self) -> SpanKey:
         """The caller as the spans are keyed, (trace_id, span id): a span id logged in two

@@ -146,7 +146,25 @@ class SpanColumns:
         has_parent = self.parent >= 0
         nested = self.front & has_parent & is_front_span[np.maximum(self.parent, 0)]
         up = (self.worker | nested) & has_parent
-        return np.where(up, self.parent, self.span)
+        caller = np.where(up, self.parent, self.span)
+        # A span working for a span that works for another (a Dynamo processor's worker,
+        # a decode worker's prefill worker) works for that one's caller: one request, not
+        # two holding its id. Usually one lookup finds no such span.
+        step = np.full(max(self.span_codes, 1), -1, dtype=np.int64)
+        rows = np.flatnonzero(up & (self.span >= 0))
+        step[self.span[rows]] = self.parent[rows]
+        for _ in range(MAX_CALLER_DEPTH):
+            above = np.where(caller >= 0, step[np.maximum(caller, 0)], -1)
+            climb = (above >= 0) & (above != caller)
+            if not climb.any():
+                break
+            caller = np.where(climb, above, caller)
+        return caller
+
+
+# Callers above callers followed at most: a loop of spans logged as each other's parents
+# (which Jaeger cannot draw either) stops there.
+MAX_CALLER_DEPTH = 16
 
 
 def _one_array(values: Arrow) -> pa.Array:

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from ridtrace.contract import FRONTEND, WORKER
 from ridtrace.forensics.rules.codes import ranked
-from ridtrace.forensics.rules.columns import SpanColumns, span_columns
+from ridtrace.forensics.rules.columns import MAX_CALLER_DEPTH, SpanColumns, span_columns
 from ridtrace.forensics.rules.findings import (
     FindingColumns,
     evidence,
@@ -44,6 +44,16 @@ def caller_of(requests: pd.DataFrame) -> pd.Series:
     )
     up = ((side == WORKER) | nested) & pc.is_valid(parent).to_numpy(zero_copy_only=False)
     caller = pc.if_else(pa.array(up), parent, span)
+    # A span working for a span that works for another works for that one's caller
+    # (`SpanColumns.caller`).
+    mask = pa.array(up)
+    ups, their = span.filter(mask), caller.filter(mask)
+    for _ in range(MAX_CALLER_DEPTH):
+        above = pc.take(their, pc.index_in(caller, value_set=ups))
+        climb = pc.fill_null(pc.and_(pc.is_valid(above), pc.not_equal(above, caller)), False)
+        if not pc.any(climb).as_py():
+            break
+        caller = pc.if_else(climb, above, caller)
     out: pd.Series = pd.Series(caller, index=requests.index, dtype=pd.ArrowDtype(pa.string()))
     return out
 

@@ -1,0 +1,96 @@
+"""Worker spans called by worker spans: one request, whatever the depth.
+
+A Dynamo pipeline's frontend calls a processor that calls the engine worker, a decode
+worker calls its prefill worker: each logs a ``handle_payload`` span whose ``parent_id``
+is its caller's span, a worker's. Only the first level was followed, so without the
+frontend's logs the two spans of one request were two callers holding its id at once
+(an invented ``duplicate_in_flight``, exit 1), and with them ``requests`` counted two.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ridtrace.forensics import analyze, load_events, report_json
+from ridtrace.forensics.live.rules import LiveRules
+from tests.forensics.test_follow_rules import S, _rows
+
+_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+def _dynamo(t: str, message: str, span: str, parent: str, *, rid: str = "req-1",
+            name: str = "handle_payload", trace: str = _TRACE, **more: Any) -> str:
+    line = {"time": t, "level": "DEBUG", "file": "push_handler.rs", "line": 214,
+            "target": "dynamo_runtime::pipeline::network::ingress::push_handler",
+            "message": message, "request_id": rid, "span_id": span, "span_name": name,
+            "trace_id": trace, "x_request_id": "x", **more}
+    if parent:
+        line["parent_id"] = parent
+    return json.dumps(line)
+
+
+def _spans(directory: Path, chains: list[tuple[str, str, str]]) -> None:
+    """A decode span and its prefill span per (frontend span, decode span, trace)."""
+    decode, prefill = [], []
+    for i, (front, span, trace) in enumerate(chains):
+        decode += [_dynamo(f"2026-10-02T14:00:0{i}.100000Z", "request received", span, front,
+                           trace=trace),
+                   _dynamo("2026-10-02T14:00:05.000000Z", "request completed", span, front,
+                           trace=trace)]
+        prefill += [_dynamo(f"2026-10-02T14:00:0{i}.200000Z", "request received", f"p{span}",
+                            span, trace=trace),
+                    _dynamo(f"2026-10-02T14:00:0{i}.500000Z", "request completed", f"p{span}",
+                            span, trace=trace)]
+    directory.mkdir(exist_ok=True)
+    (directory / "decode.jsonl").write_text("\n".join(decode) + "\n")
+    (directory / "a-prefill.jsonl").write_text("\n".join(prefill) + "\n")
+
+
+def _report(directory: Path) -> dict[str, Any]:
+    return report_json(analyze(load_events([str(directory)])))
+
+
+def test_a_workers_own_worker_is_the_same_request(tmp_path: Path) -> None:
+    _spans(tmp_path, [("f000000000000001", "d000000000000001", _TRACE)])
+    doc = _report(tmp_path)
+    assert doc["findings"] == []
+    assert doc["summary"]["requests"] == 1 and doc["summary"]["spans"] == 2
+
+
+def test_two_callers_chains_holding_one_id_are_still_a_duplicate(tmp_path: Path) -> None:
+    _spans(tmp_path, [("f000000000000001", "d000000000000001", _TRACE),
+                      ("f000000000000002", "d000000000000002", "5" * 32)])
+    doc = _report(tmp_path)
+    assert [(f["kind"], f["request_id"]) for f in doc["findings"]] == [
+        ("duplicate_in_flight", "req-1")
+    ]
+    assert doc["findings"][0]["detail"].startswith("2 requests held request_id req-1")
+    assert doc["summary"]["requests"] == 2
+
+
+def test_with_the_frontend_a_chain_counts_one_request(tmp_path: Path) -> None:
+    _spans(tmp_path, [("f000000000000001", "d000000000000001", _TRACE)])
+    front = [_dynamo("2026-10-02T14:00:00.050000Z", "request received", "f000000000000001", "",
+                     name="http-request"),
+             _dynamo("2026-10-02T14:00:05.100000Z", "request completed", "f000000000000001", "",
+                     name="http-request", status="success")]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(front) + "\n")
+    doc = _report(tmp_path)
+    assert doc["findings"] == [] and doc["summary"]["requests"] == 1
+
+
+def _work(span: str, parent: str, t0: int, t1: int) -> dict[str, Any]:
+    return {"span_id": span, "parent_span_id": parent, "request_id": "7", "t0": t0, "t1": t1,
+            "worker": True}
+
+
+def test_live_a_workers_own_worker_is_no_duplicate() -> None:
+    for order in (1, -1):  # the prefill worker's file read first, or last
+        rules = LiveRules(window_s=600)
+        rows = [_work("d1", "f1", 0, 5 * S), _work("pd1", "d1", S // 10, S // 2)][::order]
+        assert rules.feed(_rows(*rows)) == []
+        # Another caller's chain holding the id is still one.
+        found = rules.feed(_rows(_work("d2", "f2", S, 3 * S), _work("pd2", "d2", 2 * S, 3 * S)))
+        assert [(f["kind"], f["request_id"]) for f in found] == [("duplicate_in_flight", "7")]
