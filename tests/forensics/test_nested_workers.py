@@ -94,3 +94,35 @@ def test_live_a_workers_own_worker_is_no_duplicate() -> None:
         # Another caller's chain holding the id is still one.
         found = rules.feed(_rows(_work("d2", "f2", S, 3 * S), _work("pd2", "d2", 2 * S, 3 * S)))
         assert [(f["kind"], f["request_id"]) for f in found] == [("duplicate_in_flight", "7")]
+
+
+def test_a_workers_own_workers_file_is_put_on_the_frontends_clock(tmp_path: Path) -> None:
+    """The decode worker's clock runs 300 ms ahead, the prefill worker's 200 ms behind.
+    Only files linked to frontend spans were corrected: the prefill spans stayed 200 ms
+    early, before the callers they worked for had started (in `trace`, in Jaeger)."""
+    front, decode, prefill = [], [], []
+
+    def at(us: int) -> str:
+        return f"2026-10-02T14:00:{us // 1_000_000:02d}.{us % 1_000_000:06d}Z"
+
+    for i in range(20):
+        t, trace, rid = 1_000_000 + 100_000 * i, f"{i + 1:032x}", f"r{i}"
+        f, d = f"f{i:015x}", f"d{i:015x}"
+        front += [_dynamo(at(t), "request received", f, "", name="http-request", trace=trace,
+                          rid=rid),
+                  _dynamo(at(t + 400_000), "request completed", f, "", name="http-request",
+                          trace=trace, rid=rid, status="success")]
+        # Inside [t + 20 ms, t + 380 ms] and [t + 40 ms, t + 100 ms] on the frontend's clock.
+        decode += [_dynamo(at(t + 320_000), "request received", d, f, trace=trace, rid=rid),
+                   _dynamo(at(t + 680_000), "request completed", d, f, trace=trace, rid=rid)]
+        prefill += [_dynamo(at(t - 160_000), "request received", f"p{d}", d, trace=trace,
+                            rid=rid),
+                    _dynamo(at(t - 100_000), "request completed", f"p{d}", d, trace=trace,
+                            rid=rid)]
+    for name, lines in (("frontend", front), ("decode", decode), ("prefill", prefill)):
+        (tmp_path / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
+    doc = _report(tmp_path)
+    # The offsets closest to zero that put every span inside its caller's.
+    assert doc["summary"]["clock_offsets_ms"] == {
+        str(tmp_path / "decode.jsonl"): -280.0, str(tmp_path / "prefill.jsonl"): 200.0,
+    }

@@ -29,31 +29,57 @@ def clock_offsets(requests: pd.DataFrame) -> dict[str, int]:
 
 
 def span_offsets(spans: SpanColumns) -> dict[str, int]:
-    """`clock_offsets` on converted columns."""
+    """`clock_offsets` on converted columns.
+
+    Files whose spans work for frontend spans come first; then, level by level, files
+    whose spans work only for worker spans of files already on the frontend's clock (a
+    Dynamo processor's engine worker, a decode worker's prefill worker), bounded by
+    their callers' corrected times.
+    """
     # Only a caller that finished well waited for its worker: a failed one (an Unlinked
     # error, a client gone) may end while its worker still runs.
-    callers = np.flatnonzero(spans.front & spans.ok)
+    callers = spans.front & spans.ok
     workers = np.flatnonzero(spans.worker & (spans.parent >= 0))
-    if not len(callers) or not len(workers):
+    if not callers.any() or not len(workers):
         return {}
+    on_clock: dict[int, int] = {}  # file code -> offset, for the files placed so far
+    shift = np.zeros(len(spans.start), dtype=np.int64)
+    worker_files = set(np.unique(spans.file[workers]).tolist())
+    while worker_files - on_clock.keys():
+        placed = _level(spans, np.flatnonzero(callers), workers, shift, on_clock)
+        if not placed:
+            break
+        on_clock.update(placed)
+        codes = np.fromiter(placed, dtype=np.int64)
+        now = np.isin(spans.file, codes)
+        table = dict(zip(codes.tolist(), placed.values(), strict=True))
+        by_code = np.array([table.get(c, 0) for c in range(-1, max(table) + 1)], dtype=np.int64)
+        shift = np.where(now, by_code[np.clip(spans.file, -1, max(table)) + 1], shift)
+        # Their worker spans that did not fail are callers of the next level's.
+        callers = callers | (spans.worker & now & (spans.ok | ~spans.ended))
+    return {spans.file_names[code] if code >= 0 else "nan": offset
+            for code, offset in on_clock.items() if offset}
+
+
+def _level(spans: SpanColumns, callers: np.ndarray, workers: np.ndarray, shift: np.ndarray,
+           on_clock: dict[int, int]) -> dict[int, int]:
+    """Offsets of the files not placed yet whose spans work for `callers` in other files,
+    the callers' times moved by `shift`."""
     caller = first_rows(spans.span, spans.span_codes, callers)[spans.parent[workers]]
     linked = caller >= 0
     workers, caller = workers[linked], caller[linked]
     # Callers and workers in one file share a clock: only links across files say anything.
     across = spans.file[workers] != spans.file[caller]
+    if on_clock:
+        across &= ~np.isin(spans.file[workers], list(on_clock))
     workers, caller = workers[across], caller[across]
     if not len(workers):
         return {}
-    lo = spans.start[caller] - spans.start[workers]
-    hi = spans.end[caller] - spans.end[workers]
+    lo = spans.start[caller] + shift[caller] - spans.start[workers]
+    hi = spans.end[caller] + shift[caller] - spans.end[workers]
     files = spans.file[workers]
-    offsets: dict[str, int] = {}
-    for code in np.unique(files).tolist():
-        mine = files == code
-        offset = _best_offset(lo[mine], hi[mine])
-        if offset:
-            offsets[spans.file_names[code] if code >= 0 else "nan"] = offset
-    return offsets
+    return {code: _best_offset(lo[files == code], hi[files == code])
+            for code in np.unique(files).tolist()}
 
 
 def _best_offset(lo: np.ndarray, hi: np.ndarray) -> int:
