@@ -126,3 +126,21 @@ def test_a_workers_own_workers_file_is_put_on_the_frontends_clock(tmp_path: Path
     assert doc["summary"]["clock_offsets_ms"] == {
         str(tmp_path / "decode.jsonl"): -280.0, str(tmp_path / "prefill.jsonl"): 200.0,
     }
+
+
+def test_trace_shows_a_chain_as_one_request(tmp_path: Path) -> None:
+    """`ridtrace trace` showed the prefill span as a request of its own, its caller
+    unknown, beside the frontend request it worked for."""
+    from ridtrace.forensics.records.spans import build_requests
+    from ridtrace.forensics.views.trace_model import build_trace
+
+    _spans(tmp_path, [("f000000000000001", "d000000000000001", _TRACE)])
+    front = [_dynamo("2026-10-02T14:00:00.050000Z", "request received", "f000000000000001", "",
+                     name="http-request"),
+             _dynamo("2026-10-02T14:00:05.100000Z", "request completed", "f000000000000001", "",
+                     name="http-request", status="success")]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(front) + "\n")
+    events = load_events([str(tmp_path)]).events
+    view = build_trace(events, build_requests(events), "req-1", limit=None)
+    assert [b.span_id for b in view.blocks] == ["f000000000000001"]
+    assert len(view.blocks[0].spans) == 3

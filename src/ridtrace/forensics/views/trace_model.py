@@ -15,6 +15,7 @@ import pandas as pd
 
 from ridtrace.contract import FRONTEND, REQUEST_END, RESPONSE_SENT, WORKER
 from ridtrace.forensics.records.requests import epoch_us
+from ridtrace.forensics.rules.columns import MAX_CALLER_DEPTH
 from ridtrace.forensics.rules.skew import correct_skew
 from ridtrace.forensics.rules.streams import unlinked
 from ridtrace.forensics.views import jaeger_ids
@@ -60,6 +61,16 @@ def _owners(requests: pd.DataFrame) -> pd.Series:
     worker_owner = parent.map(top)
     worker_owner = worker_owner.where(worker_owner.notna(), parent)
     owner = owner.where(is_front, worker_owner)
+    # A worker span working for another worker span (a Dynamo processor's engine worker,
+    # a decode worker's prefill worker) belongs to that one's caller, as the rules say.
+    workers = ~is_front & parent.notna().to_numpy()
+    above = dict(zip(span[workers], owner[workers], strict=False))
+    for _ in range(MAX_CALLER_DEPTH):
+        up = owner.map(above).where(pd.Series(workers, index=owner.index))
+        climb = up.notna() & (up != owner)
+        if not climb.any():
+            break
+        owner = owner.where(~climb, up)
     filled: pd.Series = owner.fillna(span)
     return filled
 
