@@ -127,12 +127,28 @@ def _shipper(field: str, **around: Any) -> Callable[[list[bytes]], bytes]:
     return wrap
 
 
+def _vector_parsed(lines: list[bytes]) -> bytes:
+    """Vector's file sink after ``.message = parse_json!(.message)``: the record is an
+    object in ``message``, not a string (its lines were all bad, "missing time")."""
+    out = []
+    for line in lines:
+        try:
+            message: Any = json.loads(line)
+        except ValueError:
+            message = line.decode()
+        out.append(json.dumps({"file": "/var/log/pods/x/0.log", "host": "node-3",
+                               "message": message, "source_type": "kubernetes_logs",
+                               "timestamp": "2026-11-29T10:00:00Z"}).encode() + b"\n")
+    return b"".join(out)
+
+
 WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
     "cri": _cri, "docker": _docker, "journald": _journal, "journald-spaced": _journal_spaced,
     "kubectl": _kubectl,
     # Vector's file sink (json), Fluent Bit's out_file (json_lines), Loki's logcli.
     "vector": _shipper("message", file="/var/log/pods/x/0.log", host="node-3",
                        source_type="kubernetes_logs", timestamp="2026-11-29T10:00:00Z"),
+    "vector-parsed": _vector_parsed,
     "fluent-bit": _shipper("log", date=1796205600.25, stream="stdout",
                            kubernetes={"pod_name": "frontend-7d9f"}),
     "logcli": _shipper("line", labels={"job": "frontend"}, timestamp="2026-11-29T10:00:00Z"),
@@ -426,7 +442,7 @@ def test_a_containers_lines_after_the_services_own_are_read(
     wrappers: list[Callable[[list[bytes]], bytes]] = [  # each record whole, in one line
         lambda lines: b"".join(stamp + b" stdout F " + x + b"\n" for x in lines),
         _kubectl, _logcli_text, _shipper("log", stream="stdout"), _journal,
-        WRAPPERS["vector"], WRAPPERS["logcli"],
+        WRAPPERS["vector"], WRAPPERS["logcli"], _vector_parsed,
     ]
     mixed = tmp_path / "mixed"
     mixed.mkdir()

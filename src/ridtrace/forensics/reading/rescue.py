@@ -23,6 +23,7 @@ from ridtrace.forensics.reading.unwrap import (
     ENVELOPE_FIELDS,
     PREFIX,
     is_record,
+    parsed_line,
 )
 from ridtrace.forensics.reading.unwrap_parts import json_object
 
@@ -102,6 +103,10 @@ def record_inside(line: bytes) -> bytes | None:
     message = entry.get("MESSAGE")
     if isinstance(message, list) and all(isinstance(b, int) for b in message):
         return bytes(b & 0xFF for b in message)  # journald's MESSAGE that is no text
+    parsed = next((entry[f] for f in _CARRIERS
+                   if isinstance(entry.get(f), dict) and is_record(entry[f])), None)
+    if parsed is not None:
+        return parsed_line(parsed)
     text: str | None = next((entry[f] for f in _CARRIERS if isinstance(entry.get(f), str)), None)
     if text is None or not text.lstrip().startswith("{"):
         return None

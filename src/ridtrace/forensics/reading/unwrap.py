@@ -37,7 +37,7 @@ from ridtrace.forensics.reading.unwrap_parts import (
     json_object,
 )
 
-__all__ = ["Unwrapper", "cut_short", "unwrapped_head", "wrapper_of"]
+__all__ = ["Unwrapper", "cut_short", "parsed_line", "unwrapped_head", "wrapper_of"]
 
 # RFC 3339 as Go's RFC3339Nano writes it (kubelet, containerd, Docker, kubectl).
 _TIME = rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})"
@@ -154,11 +154,23 @@ class EnvelopeUnwrapper(LineByLine):
 
     def unwrap(self, line: bytes, number: int) -> bytes:
         entry = json_object(line)
-        if entry is None or is_record(entry) or not isinstance(entry.get(self.field), str):
+        if entry is None or is_record(entry):
             return line
-        text: str = entry[self.field]
+        value = entry.get(self.field)
+        if isinstance(value, dict) and is_record(value):
+            return parsed_line(value)
+        if not isinstance(value, str):
+            return line
         # One line in, one line out: line numbers stay the file's.
-        return text.rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
+        return value.rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
+
+
+def parsed_line(record: dict[str, object]) -> bytes:
+    """A record a shipper parsed into an object of its own (Vector's ``.message =
+    parse_json!(.message)``) as a JSON line again. ASCII escapes keep a lone surrogate
+    valid JSON, and every value is read as text: a number parsed as text (`json_object`)
+    is that text quoted."""
+    return json.dumps(record, separators=(",", ":")).encode("ascii")
 
 
 # Fluent Bit's file output in its default format (``out_file``): the tag, then the time
@@ -213,7 +225,9 @@ def _envelope_of(lines: list[bytes]) -> EnvelopeUnwrapper | None:
             return None
         for field in ENVELOPE_FIELDS:
             value = entry.get(field)
-            if isinstance(value, str) and value.lstrip().startswith("{"):
+            if (isinstance(value, str) and value.lstrip().startswith("{")) or (
+                isinstance(value, dict) and is_record(value)
+            ):
                 return EnvelopeUnwrapper(field)
     return None
 
