@@ -144,3 +144,36 @@ def test_trace_shows_a_chain_as_one_request(tmp_path: Path) -> None:
     view = build_trace(events, build_requests(events), "req-1", limit=None)
     assert [b.span_id for b in view.blocks] == ["f000000000000001"]
     assert len(view.blocks[0].spans) == 3
+
+
+def test_live_counts_a_chain_as_one_request_whatever_order_its_spans_come_in() -> None:
+    """The follower's ``requests`` counted each prefill span read before its decode span
+    as a caller of its own: 120 requests for `analyze`'s 60."""
+    front = {"span_id": "f1", "request_id": "7", "t0": 0, "t1": 5 * S}
+    for rows in ([front, _work("pd1", "d1", S // 10, S // 2), _work("d1", "f1", 0, 4 * S)],
+                 [_work("pd1", "d1", S // 10, S // 2), _work("d1", "f1", 0, 4 * S), front],
+                 [front, _work("d1", "f1", 0, 4 * S), _work("pd1", "d1", S // 10, S // 2)]):
+        rules = LiveRules(window_s=600)
+        for row in rows:  # one poll each: the later ones find the earlier
+            rules.feed(_rows(row))
+        assert rules.callers_seen == 1, rows
+
+
+def test_workers_of_a_nested_frontend_span_are_its_callers_request(tmp_path: Path) -> None:
+    """Workers called from Dynamo's ``generate`` span (inside ``http-request``) work for
+    the ``http-request`` caller: one request, in `analyze` and live alike."""
+    front = [_dynamo("2026-10-02T14:00:00.050000Z", "request received", "h1", "",
+                     name="http-request"),
+             _dynamo("2026-10-02T14:00:00.060000Z", "generating", "g1", "h1", name="generate"),
+             _dynamo("2026-10-02T14:00:05.100000Z", "request completed", "h1", "",
+                     name="http-request", status="success")]
+    worker = [_dynamo("2026-10-02T14:00:00.100000Z", "request received", "w1", "g1"),
+              _dynamo("2026-10-02T14:00:05.000000Z", "request completed", "w1", "g1")]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(front) + "\n")
+    (tmp_path / "worker.jsonl").write_text("\n".join(worker) + "\n")
+    assert _report(tmp_path)["summary"]["requests"] == 1
+    rules = LiveRules(window_s=600)
+    rules.feed(_rows(_work("w1", "g1", S // 10, 5 * S)))
+    rules.feed(_rows({"span_id": "h1", "request_id": "7", "t0": 0, "t1": 5 * S}))
+    rules.feed(_rows({"span_id": "g1", "parent_span_id": "h1", "request_id": "7", "t0": S // 20}))
+    assert rules.callers_seen == 1

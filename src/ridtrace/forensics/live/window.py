@@ -132,8 +132,9 @@ class WindowState:
             kid.parent_span = span
             if not kid.closed:
                 span.open_children += 1
-        # The kids now work for `span`: one caller, already counted if `span` is its own.
-        return counted if span.caller() == span.span_id else counted - 1
+        # The kids now work for `span`'s caller (`Span.caller` climbs), counted already:
+        # `span` itself when it is its own, else when its own caller was read or parked.
+        return counted
 
     def wait(self, front: Span) -> None:
         """Park a caller until a worker's output for its fp_out is seen."""
