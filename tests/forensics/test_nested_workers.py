@@ -177,3 +177,26 @@ def test_workers_of_a_nested_frontend_span_are_its_callers_request(tmp_path: Pat
     rules.feed(_rows({"span_id": "h1", "request_id": "7", "t0": 0, "t1": 5 * S}))
     rules.feed(_rows({"span_id": "g1", "parent_span_id": "h1", "request_id": "7", "t0": S // 20}))
     assert rules.callers_seen == 1
+
+
+def test_jaeger_names_a_workers_own_worker_after_the_requests_route(tmp_path: Path) -> None:
+    """A worker span is named after its caller's route; the prefill span, whose parent
+    is the decode worker's span (no route of its own), was ``worker request``. Both start
+    together here: the name must not hang on which one is written first."""
+    from ridtrace.forensics.records.spans import build_requests
+    from ridtrace.forensics.views.jaeger import to_jaeger
+
+    _spans(tmp_path, [("f000000000000001", "d000000000000001", _TRACE)])
+    prefill = tmp_path / "a-prefill.jsonl"
+    prefill.write_text(prefill.read_text().replace("14:00:00.200000Z", "14:00:00.100000Z"))
+    front = [_dynamo("2026-10-02T14:00:00.050000Z", "request received", "f000000000000001", "",
+                     name="http-request", method="POST", uri="/v1/chat/completions"),
+             _dynamo("2026-10-02T14:00:05.100000Z", "request completed", "f000000000000001", "",
+                     name="http-request", status="success", method="POST",
+                     uri="/v1/chat/completions")]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(front) + "\n")
+    events = load_events([str(tmp_path)]).events
+    doc = to_jaeger(build_requests(events), events)
+    names = sorted(s["operationName"] for t in doc["data"] for s in t["spans"])
+    assert names == ["POST /v1/chat/completions", "worker /v1/chat/completions",
+                     "worker /v1/chat/completions"]

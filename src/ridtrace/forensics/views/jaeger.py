@@ -11,6 +11,7 @@ import pandas as pd
 
 from ridtrace.contract import WORKER
 from ridtrace.forensics.records.requests import epoch_us
+from ridtrace.forensics.rules.columns import MAX_CALLER_DEPTH
 from ridtrace.forensics.rules.skew import correct_skew
 from ridtrace.forensics.views import jaeger_ids
 
@@ -124,6 +125,25 @@ def _jaeger_form(ids: pd.Series, convert: Callable[[str], str]) -> np.ndarray:
     return text.map(forms).to_numpy(dtype=object)
 
 
+def _inherited_routes(req: pd.DataFrame, parents: dict[Any, Any], routes: dict[Any, Any],
+                      looped: set[Any]) -> dict[Any, Any]:
+    """The route of the request each worker span without one works for, through the worker
+    spans above it (a decode worker's prefill worker): its own workers are named after it."""
+    bare = {(t, s) for t, s, side, route in zip(req["jaeger_trace"], req["jaeger_span"],
+                                                 req["side"], req["route"], strict=True)
+            if side == WORKER and not _present(route)}
+    out = {}
+    for key in bare - looped:
+        up = parents.get(key)
+        for _ in range(MAX_CALLER_DEPTH):
+            if up not in bare or up in looped:
+                break
+            up = parents.get(up)
+        if up is not None and up not in bare and _present(routes.get(up)):
+            out[key] = routes[up]
+    return out
+
+
 def _operation(r: Any, caller_route: Any = None) -> str:
     if r.side == WORKER:
         # ridtrace's workers log no route (the frontend writes the request lifecycle),
@@ -233,6 +253,7 @@ def jaeger_traces(
         if p is not None and (t, p) in exported
     }
     looped = _in_loops(parents)
+    routes.update(_inherited_routes(req, parents, routes, looped))
     starts = epoch_us(req["start"]) if len(req) else np.zeros(0, dtype=np.int64)
     ends = epoch_us(req["end"]) if len(req) else np.zeros(0, dtype=np.int64)
     logs = _SpanLogs(events, offsets)
