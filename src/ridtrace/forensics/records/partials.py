@@ -25,6 +25,7 @@ from ridtrace.forensics.records.requests import (
     LINE_FILES,
     REQUEST_COLUMNS,
     group_rows,
+    latest_rows,
     take_rows,
 )
 
@@ -169,7 +170,7 @@ def _merge(parts: pd.DataFrame) -> pd.DataFrame:
     for col in _FIRST:
         out[col] = take_rows(parts[col], group_rows(codes, notna[col], n))
     out["request_id"] = take_rows(parts["request_id"],
-                                  _latest(codes, notna["request_id"], parts["end"], n))
+                                  latest_rows(codes, notna["request_id"], parts["end"], n))
     # A line and the file it is in come from the same partial.
     for col in ("last_line", "last_file"):
         out[col] = take_rows(parts[col], last)
@@ -192,23 +193,6 @@ def _merge(parts: pd.DataFrame) -> pd.DataFrame:
     side = np.where(group_rows(codes, is_worker, n) >= 0, WORKER, "frontend")
     out["side"] = pd.Series(side, dtype=_STRING).array
     return pd.DataFrame({col: out[col] for col in parts.columns if col != KEY})
-
-
-def _latest(codes: np.ndarray, mask: np.ndarray, ends: pd.Series, n: int) -> np.ndarray:
-    """Row of each group's partial, among those where `mask` holds, that ends latest in
-    time, the last in order among equals (-1 if none): the id a span ends with is its
-    latest line's, and a log printed newest first (Loki's ``logcli query``) holds its
-    latest lines in its first part."""
-    pos = np.flatnonzero(mask & (codes >= 0))
-    out = np.full(n, -1, dtype=np.int64)
-    if len(pos):
-        # NaT (no timed line) is the smallest int64: any timed partial is later.
-        naive = ends.astype("datetime64[us, UTC]").dt.tz_localize(None)
-        at = naive.to_numpy(dtype="datetime64[us]", na_value=np.datetime64("NaT")).view(np.int64)
-        pos = pos[np.lexsort((pos, at[pos]))][::-1]
-        uniq, first = np.unique(codes[pos], return_index=True)
-        out[uniq] = pos[first]
-    return out
 
 
 def _take_codes(codes: pd.Series, rows: np.ndarray) -> np.ndarray:

@@ -74,6 +74,23 @@ def group_rows(codes: np.ndarray, mask: np.ndarray, n: int, *, last: bool = Fals
     return out
 
 
+def latest_rows(codes: np.ndarray, mask: np.ndarray, ends: pd.Series, n: int) -> np.ndarray:
+    """Row of each group's partial, among those where `mask` holds, that ends latest in
+    time, the last in order among equals (-1 if none). The id a span ends with is its
+    latest line's, and a log printed newest first (Loki's ``logcli query``) holds its
+    latest lines in its first part."""
+    pos = np.flatnonzero(mask & (codes >= 0))
+    out = np.full(n, -1, dtype=np.int64)
+    if len(pos):
+        # NaT (no timed line) is the smallest int64: any timed partial is later.
+        naive = ends.astype("datetime64[us, UTC]").dt.tz_localize(None)
+        at = naive.to_numpy(dtype="datetime64[us]", na_value=np.datetime64("NaT")).view(np.int64)
+        pos = pos[np.lexsort((pos, at[pos]))][::-1]
+        uniq, first = np.unique(codes[pos], return_index=True)
+        out[uniq] = pos[first]
+    return out
+
+
 _STRING = pd.ArrowDtype(pa.string())
 
 
