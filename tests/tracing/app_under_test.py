@@ -71,6 +71,14 @@ def create_app() -> FastAPI:
     async def upload(request: Request) -> dict[str, int]:
         return {"bytes": len(await request.body())}
 
+    @app.post("/logged-params")
+    async def logged_params(request: Request) -> dict[str, int]:
+        # What an application does with a client's JSON: parse it with the standard
+        # library (as Starlette's request.json() does) and log the fields it got.
+        params = await request.json()
+        logger.bind(**params).info("params received")
+        return {"keys": len(params)}
+
     @app.post("/typed-upload")
     async def typed_upload(item: dict[str, str]) -> dict[str, int]:
         return {"keys": len(item)}

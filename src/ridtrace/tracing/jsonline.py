@@ -136,7 +136,19 @@ def dumps(line: Any) -> bytes:
     except (TypeError, orjson.JSONEncodeError):
         # Lone surrogates (undecodable bytes smuggled into str) and other values orjson
         # refuses: fall back to the stdlib's ASCII-escaping encoder rather than lose the line.
-        return (json.dumps(line, default=str, ensure_ascii=True) + "\n").encode("ascii")
+        # It writes NaN and Infinity bare (not JSON); null, as orjson writes them.
+        return (json.dumps(_finite(line), default=str, ensure_ascii=True) + "\n").encode("ascii")
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float (in lists, tuples and dict values) as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 def event_line(
