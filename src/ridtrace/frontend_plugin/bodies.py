@@ -13,13 +13,16 @@ from typing import Any
 from ridtrace.tracing import validate_client_id
 
 __all__ = [
+    "MAX_NESTING",
     "InvalidRequest",
     "Parsed",
     "body_client_id",
+    "check_nesting",
     "integer_in",
     "json_error",
     "kind_of",
     "model_name",
+    "nested_deeper_than",
     "opt_bool",
     "opt_str",
     "require_object",
@@ -80,6 +83,37 @@ def json_error(body: bytes, exc: ValueError) -> str:
         return (f"invalid JSON body: not valid UTF-8 "
                 f"(byte 0x{body[bad.start]:02x} at offset {bad.start})")
     return f"invalid JSON body: {exc}"
+
+
+MAX_NESTING = 200
+"""Deepest nesting of objects and arrays taken in a body (or a JSON schema). orjson
+reads 1024 levels but writes 254: a Responses call echoes its ``tools`` and a JSON
+schema travels to the worker, and a body nested deeper than the frontend could write
+back was a 500. A schema the reply builder can follow (``json_reply.MAX_DEPTH``) nests
+far less."""
+
+
+def nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` has objects or arrays nested more than ``limit`` levels deep."""
+    if not isinstance(value, (dict, list)):
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children
+                     if isinstance(child, (dict, list)))
+    return False
+
+
+def check_nesting(raw: dict[str, Any], body: bytes) -> None:
+    """Refuse a body nested deeper than :data:`MAX_NESTING` levels (``body``, its bytes,
+    spares the walk when it has too few brackets to be)."""
+    if (body.count(b"{") + body.count(b"[") > MAX_NESTING
+            and nested_deeper_than(raw, MAX_NESTING)):
+        raise InvalidRequest(f"invalid JSON body: nested deeper than {MAX_NESTING} levels")
 
 
 def require_object(raw: Any) -> dict[str, Any]:

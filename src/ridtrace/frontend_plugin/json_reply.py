@@ -34,6 +34,8 @@ import json
 import math
 from typing import Any
 
+from ridtrace.frontend_plugin.bodies import MAX_NESTING, nested_deeper_than
+
 __all__ = ["MAX_DEPTH", "MAX_STEPS", "MAX_STRINGS", "check_schema", "json_document"]
 
 MAX_DEPTH = 64
@@ -283,6 +285,10 @@ def _skeleton(schema: dict[str, Any]) -> tuple[Any, int]:
 
 def check_schema(schema: dict[str, Any]) -> None:
     """Raise ``ValueError`` saying why no reply can be built for ``schema``."""
+    # Checked apart from the document's depth: keywords the builder never follows
+    # (a const's value, a description object) travel in the work envelope too.
+    if nested_deeper_than(schema, MAX_NESTING):
+        raise ValueError(f"the schema nests deeper than {MAX_NESTING} levels as JSON")
     _skeleton(schema)
 
 

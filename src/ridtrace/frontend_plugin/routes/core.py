@@ -17,7 +17,13 @@ from starlette.types import Receive, Scope, Send
 from ridtrace.contract import SHUTTING_DOWN
 from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin.asgi_io import early_refusal, receive_body, wait_for_disconnect
-from ridtrace.frontend_plugin.bodies import InvalidRequest, Parsed, json_error, require_object
+from ridtrace.frontend_plugin.bodies import (
+    InvalidRequest,
+    Parsed,
+    check_nesting,
+    json_error,
+    require_object,
+)
 from ridtrace.frontend_plugin.direct import Call, new_call
 from ridtrace.frontend_plugin.failures import worth_retrying
 from ridtrace.frontend_plugin.frontend import CallerLeft, Frontend
@@ -90,7 +96,9 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
                       None)
         return
     try:
-        parsed = api.parse(require_object(orjson.loads(body)), settings)
+        raw = require_object(orjson.loads(body))
+        check_nesting(raw, body)
+        parsed = api.parse(raw, settings)
     except orjson.JSONDecodeError as exc:
         await _reject(send, api, 400, json_error(body, exc), None)
         return
