@@ -143,9 +143,9 @@ class RequestTracingMiddleware(ObservedServing):
             if deprecated_sent or rejected:
                 note_inbound(deprecated_sent, rejected)
             await self.app(scope, receive, send_with_ids)
-        except Exception as exc:
-            remember_on_exception(exc, ctx)
-            if not response_started:
+        except BaseException as exc:
+            remember_on_exception(exc, ctx)  # a cancellation's line names the request too
+            if not response_started and isinstance(exc, Exception):
                 await send_error_response(scope, receive, send_with_ids, exc, self)
             raise
         finally:

@@ -211,15 +211,16 @@ class ObservedServing:
             await self.app(scope, receive_counting, send_tagged)
         except BaseException as exc:
             failure = exc
-            if isinstance(exc, Exception):
-                # The server logs the escaped exception ("Exception in ASGI
-                # application") after our context is reset: the ids travel with it.
-                remember_on_exception(exc, ctx)
-                # A client seen leaving (the app's body read got http.disconnect, and
-                # Starlette raised ClientDisconnect) gets no answer: a 500 to nobody
-                # made it a finished server error, where it was abandoned.
-                if not state.response_started and not state.abandoned:
-                    await send_error_response(scope, receive, send_tagged, exc, self)
+            # The server logs the escaped exception ("Exception in ASGI application")
+            # after our context is reset: the ids travel with it. A cancellation too:
+            # uvicorn cancels what still runs when its graceful-shutdown timeout ends.
+            remember_on_exception(exc, ctx)
+            # A client seen leaving (the app's body read got http.disconnect, and
+            # Starlette raised ClientDisconnect) gets no answer: a 500 to nobody made
+            # it a finished server error, where it was abandoned.
+            if (isinstance(exc, Exception) and not state.response_started
+                    and not state.abandoned):
+                await send_error_response(scope, receive, send_tagged, exc, self)
             raise
         finally:
             outcome = outcome_of(state, failure, ctx)
