@@ -1,27 +1,57 @@
-"""A stream whose client stopped reading, still running when the server stops."""
+"""Slow clients still there when the server stops: what the log says of them."""
 
 from __future__ import annotations
 
 import json
 import signal
 import socket
+import time
 from pathlib import Path
 
 from tests.frontend_plugin.conftest import start_stack
 
 
-def test_the_servers_line_for_a_stream_it_cancelled_at_stop_carries_its_ids(
+def test_the_servers_line_for_a_request_it_cancelled_at_stop_carries_its_ids(
     tmp_path: Path,
 ) -> None:
-    # The client stopped reading, so the stop's in-band error event cannot be written:
-    # uvicorn cancels the request when --graceful-timeout runs out and logs "Exception
-    # in ASGI application" with the CancelledError, after the request's context is
-    # gone. Only an Exception carried the ids to that line: the ERROR and its traceback
-    # named no request.
+    # A body still arriving is not yet a call the stop can end: uvicorn cancels the
+    # request when --graceful-timeout runs out and logs "Exception in ASGI application"
+    # with the CancelledError, after the request's context is gone. Only an Exception
+    # carried the ids to that line: the ERROR and its traceback named no request.
+    with start_stack(tmp_path, workers=[[]], frontend=["--graceful-timeout", "2"]) as stack, \
+            socket.create_connection(("127.0.0.1", stack.frontend.port)) as sock:
+        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+                     b"content-type: application/json\r\nx-request-id: slow-upload\r\n"
+                     b"content-length: 1000\r\n\r\n{\"prompt\": \"")
+        deadline = time.monotonic() + 30
+        while not (starts := [x for x in stack.frontend.lines()
+                              if x.get("x_request_id") == "slow-upload"]):
+            assert time.monotonic() < deadline, "no request.start"
+            time.sleep(0.02)
+        start = starts[0]
+        stack.frontend.process.send_signal(signal.SIGTERM)
+        stack.frontend.process.wait(timeout=30)
+        lines = stack.frontend.lines()
+    errors = [x for x in lines if x["level"] == "ERROR" and "exception" in x]
+    assert errors, [x["message"] for x in lines][-10:]
+    for line in errors:
+        assert line["exception"].startswith("CancelledError"), line["exception"]
+        assert line.get("request_id") == start["request_id"], line["message"]
+        assert line.get("x_request_id") == "slow-upload"
+        assert line.get("trace_id") == start["trace_id"]
+
+
+def test_a_stream_whose_client_stopped_reading_ends_as_error_at_stop_not_cancelled(
+    tmp_path: Path,
+) -> None:
+    # The stop's in-band error event cannot reach a client that stopped reading: the
+    # writer sat in its write until uvicorn cancelled it at the end of the grace period,
+    # and request.end said "cancelled" (status 200), which the stop promises never to
+    # say (the client did not go away), beside a CancelledError traceback.
     words = " ".join(["w" * 100] * 8000)  # /generate: ~4 GB of cumulative events
     body = json.dumps({"text": words, "stream": True, "rid": "stops-reading",
                        "sampling_params": {"max_new_tokens": 8192}}).encode()
-    with start_stack(tmp_path, workers=[[]], frontend=["--graceful-timeout", "2"]) as stack, \
+    with start_stack(tmp_path, workers=[[]], frontend=["--graceful-timeout", "3"]) as stack, \
             socket.create_connection(("127.0.0.1", stack.frontend.port)) as sock:
         sock.sendall(b"POST /generate HTTP/1.1\r\nhost: 127.0.0.1\r\n"
                      b"content-type: application/json\r\ncontent-length: %d\r\n\r\n"
@@ -30,12 +60,8 @@ def test_the_servers_line_for_a_stream_it_cancelled_at_stop_carries_its_ids(
         stack.frontend.process.send_signal(signal.SIGTERM)
         stack.frontend.process.wait(timeout=30)
         lines = stack.frontend.lines()
-    start = next(x for x in lines if x.get("event") == "request.start"
-                 and x.get("path") == "/generate")
-    errors = [x for x in lines if x["level"] == "ERROR" and "exception" in x]
-    assert errors, [x["message"] for x in lines][-10:]
-    for line in errors:
-        assert line["exception"].startswith("CancelledError"), line["exception"]
-        assert line.get("request_id") == start["request_id"], line["message"]
-        assert line.get("x_request_id") == "stops-reading"
-        assert line.get("trace_id") == start["trace_id"]
+    end = next(x for x in lines if x.get("event") == "request.end"
+               and x.get("x_request_id") == "stops-reading")
+    assert end["outcome"] == "error", end
+    assert str(end["error"]).startswith("server shutting down"), end
+    assert not [x for x in lines if "exception" in x], [x["message"] for x in lines][-10:]

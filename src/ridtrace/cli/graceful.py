@@ -104,6 +104,7 @@ class DrainingServer(uvicorn.Server):
                 SHUTDOWN_DRAIN, event=SHUTDOWN_DRAIN, inflight=len(self.drain),
                 graceful_timeout=grace,
             )
+            self.drain.write_grace = stop_margin(grace) / 2
             timer = asyncio.get_running_loop().call_later(
                 grace - stop_margin(grace), self._stop_inflight
             )

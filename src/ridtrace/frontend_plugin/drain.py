@@ -36,12 +36,17 @@ class Drain:
     ``finally``; both are a set operation, nothing more on the hot path.
     """
 
-    __slots__ = ("_held", "stopping")
+    __slots__ = ("_held", "_helpers", "stopping", "write_grace")
 
     def __init__(self) -> None:
         self._held: set[Stoppable] = set()
+        self._helpers: set[Stoppable] = set()  # stopped with the requests, not counted
         self.stopping = False
         """True once :meth:`stop_all` ran: a request arriving now could not finish."""
+        self.write_grace = 0.5
+        """Seconds a stopped stream may still take to reach a client that reads slowly
+        before it is let go (``ridtrace serve`` sets half of what is left of its grace
+        period when it stops them), so the server's own cancellation never comes first."""
 
     def __len__(self) -> int:
         return len(self._held)
@@ -57,12 +62,25 @@ class Drain:
         """Stop tracking ``request`` (it ended on its own)."""
         self._held.discard(request)
 
+    def hold_helper(self, helper: Stoppable) -> None:
+        """Stop ``helper`` with the requests (a part of one, such as its writes), without
+        counting it as a request; stopped at once after :meth:`stop_all` ran."""
+        self._helpers.add(helper)
+        if self.stopping:
+            helper.stop(SHUTTING_DOWN)
+
+    def release_helper(self, helper: Stoppable) -> None:
+        """Stop tracking ``helper``."""
+        self._helpers.discard(helper)
+
     def stop_all(self, message: str = SHUTTING_DOWN) -> int:
         """End every held request with ``message``; returns how many there were."""
         self.stopping = True
         held = list(self._held)
         for request in held:
             request.stop(message)
+        for helper in list(self._helpers):
+            helper.stop(message)
         return len(held)
 
 

@@ -44,6 +44,14 @@ class Deadline:
         self._expired = True
         self._task.cancel()
 
+    def shorten(self, seconds: float) -> None:
+        """Expire within ``seconds`` from now, if that is sooner (inside the block)."""
+        loop = asyncio.get_running_loop()
+        due = loop.time() + max(seconds, 0.0)
+        if not self._expired and due < self._handle.when():
+            self._handle.cancel()
+            self._handle = loop.call_at(due, self._expire)
+
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None,
         tb: TracebackType | None,

@@ -144,7 +144,8 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
             elif isinstance(first, (Failed, Dropped)):
                 await _failure(send, api, first)
             else:
-                await stream_to_reader(send, call, renderer, first, settings.total_timeout)
+                await stream_to_reader(send, call, renderer, first, settings.total_timeout,
+                                       fe.drain)
             return
         pieces, end = await _collect(call)
         text = "".join(pieces)

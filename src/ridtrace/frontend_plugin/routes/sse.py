@@ -13,6 +13,7 @@ from starlette.types import Send
 from ridtrace.contract import RESPONSE_UNLINKED
 from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin.direct import Call
+from ridtrace.frontend_plugin.drain import Drain
 from ridtrace.frontend_plugin.frontend import CallerLeft, Item
 from ridtrace.frontend_plugin.pump import UNLINKED_REQUEST, Delta, Failed, Finished
 from ridtrace.frontend_plugin.registry import Dropped
@@ -38,8 +39,29 @@ _SSE_HEADERS = [
 ]
 
 
+class _WritesStop:
+    """A drain helper beside the call: a stop gives the writes ``drain.write_grace``.
+
+    The call's own stop reaches the stream only between writes; a client that stopped
+    reading keeps the writer in a write, which uvicorn then cancelled at the end of its
+    grace period: ``request.end`` said ``cancelled`` and uvicorn logged a traceback."""
+
+    __slots__ = ("_deadline", "_grace", "message")
+
+    def __init__(self, deadline: Deadline, grace: float) -> None:
+        self._deadline = deadline
+        self._grace = grace
+        self.message: str | None = None
+
+    def stop(self, message: str) -> None:
+        if self.message is None:
+            self.message = message
+            self._deadline.shorten(self._grace)
+
+
 async def stream_to_reader(
-    send: Send, call: Call, renderer: Renderer, first: Item, total_timeout: float
+    send: Send, call: Call, renderer: Renderer, first: Item, total_timeout: float,
+    drain: Drain | None = None,
 ) -> None:
     """:func:`_stream_events`, ended if the client stops reading past the total timeout.
 
@@ -49,11 +71,25 @@ async def stream_to_reader(
     worker's stream for as long as it kept the connection open (a slow-read attack
     needs no more). Past the deadline and a grace (so the reads' own timeouts, which
     tell the caller, come first) the stream is abandoned: uvicorn closes the connection.
+    With ``drain``, a server stop ends it sooner (:class:`_WritesStop`).
     """
+    stop: _WritesStop | None = None
     try:
-        with Deadline(call.deadline - time.monotonic() + _WRITE_GRACE):
-            await _stream_events(send, call, renderer, first)
+        with Deadline(call.deadline - time.monotonic() + _WRITE_GRACE) as deadline:
+            if drain is None:
+                await _stream_events(send, call, renderer, first)
+                return
+            stop = _WritesStop(deadline, drain.write_grace)
+            drain.hold_helper(stop)
+            try:
+                await _stream_events(send, call, renderer, first)
+            finally:
+                drain.release_helper(stop)
     except TimeoutError:
+        if stop is not None and stop.message is not None:
+            annotate_request(outcome_override="error", error=(
+                f"{stop.message}: the client did not read the end of its stream"))
+            return
         annotate_request(outcome_override="error", error=(
             f"client did not read the stream within the total timeout ({total_timeout:g}s)"))
 
