@@ -130,6 +130,9 @@ def test_each_request_of_a_stream_has_its_own_identity_span_and_lines(log_lines:
         assert item.parent is not None and item.parent.span_id == stream_span.context.span_id
         assert item.context.trace_id == stream_span.context.trace_id
         assert item.attributes["stream_request_id"] == stream_end["request_id"]
+    # The refused body id is flagged on its request's span too, as on a unary call's.
+    flags = [spans[server_id].attributes.get("x_request_id_rejected") for server_id in server_ids]
+    assert flags == [None, None, True, None]
 
 
 def test_unary_hostile_body_id_is_flagged_not_used(log_lines: LogLines) -> None:

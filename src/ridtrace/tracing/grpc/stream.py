@@ -75,6 +75,8 @@ class StreamItem:
                 "stream_request_id": stream.request_id,
                 "stream_index": index,
                 **({"x_request_id": x_request_id} if x_request_id is not None else {}),
+                # As a unary call's refused body id is (echo.correlate_client_id).
+                **({"x_request_id_rejected": True} if rejected is not None else {}),
             },
         )
         self.span = span
