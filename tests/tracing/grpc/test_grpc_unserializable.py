@@ -1,5 +1,5 @@
-"""A unary handler that returns ``None`` (a forgotten ``return``): gRPC fails the call
-after the handler returned, ``UNKNOWN`` on grpc.aio and ``INTERNAL`` on a synchronous
+"""A unary handler that returns ``None`` (a forgotten ``return``), or a value that is
+no message of its method (a ``dict``): gRPC fails the call after the handler returned, ``UNKNOWN`` on grpc.aio and ``INTERNAL`` on a synchronous
 server. Before, ridtrace had already recorded it ``OK`` / ``ok``: no WARN, no error
 span, and gRPC's own ERROR line about it carried no request id. The client's answer is
 unchanged; a code the handler set before returning is still what both answer.
@@ -26,6 +26,9 @@ def _handlers(proto: Proto, aio: bool) -> grpc.GenericRpcHandler:
     def forgot(request: Any, context: Any) -> None:
         return None
 
+    def wrong_type(request: Any, context: Any) -> Any:
+        return {"text": "a dict, not an InferResponse"}
+
     def not_found(request: Any, context: Any) -> None:
         context.set_code(grpc.StatusCode.NOT_FOUND)
         context.set_details("no such model")
@@ -33,11 +36,14 @@ def _handlers(proto: Proto, aio: bool) -> grpc.GenericRpcHandler:
     async def forgot_aio(request: Any, context: Any) -> None:
         return forgot(request, context)
 
+    async def wrong_type_aio(request: Any, context: Any) -> Any:
+        return wrong_type(request, context)
+
     async def not_found_aio(request: Any, context: Any) -> None:
         return not_found(request, context)
 
-    methods = {"Forgot": forgot_aio, "NotFound": not_found_aio} if aio else {
-        "Forgot": forgot, "NotFound": not_found}
+    methods = {"Forgot": forgot_aio, "WrongType": wrong_type_aio, "NotFound": not_found_aio} if aio else {
+        "Forgot": forgot, "WrongType": wrong_type, "NotFound": not_found}
     return grpc.method_handlers_generic_handler(
         "probe.None",
         {
@@ -61,7 +67,7 @@ def _aio(proto: Proto) -> dict[str, grpc.RpcError]:
             ) as target,
             grpc.aio.insecure_channel(target) as channel,
         ):
-            for name in ("Forgot", "NotFound"):
+            for name in ("Forgot", "WrongType", "NotFound"):
                 method = channel.unary_unary(
                     f"/probe.None/{name}",
                     request_serializer=proto.pb2.InferRequest.SerializeToString,
@@ -83,7 +89,7 @@ def _sync(proto: Proto) -> dict[str, grpc.RpcError]:
     failures = {}
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            for name in ("Forgot", "NotFound"):
+            for name in ("Forgot", "WrongType", "NotFound"):
                 method = channel.unary_unary(
                     f"/probe.None/{name}",
                     request_serializer=proto.pb2.InferRequest.SerializeToString,
@@ -117,6 +123,13 @@ def test_a_unary_handler_returning_none_is_recorded_as_the_client_got_it(
     [end] = log_lines.events("request.end", request_id=server_id)
     assert (end["grpc_status"], end["outcome"], end["level"]) == (code.name, "error", "WARN")
     assert end["messages_out"] == 0 and "returned None" in end["error"]
+    # The same for a value its serializer refuses (recorded OK / ok before).
+    wrong = failures["WrongType"]
+    assert wrong.code() is code and wrong.details().startswith(details)
+    [server_id] = metadata_dict(wrong.trailing_metadata())["x-server-request-id"]
+    [end] = log_lines.events("request.end", request_id=server_id)
+    assert (end["grpc_status"], end["outcome"], end["level"]) == (code.name, "error", "WARN")
+    assert end["messages_out"] == 0 and "returned a dict" in end["error"]
     # The status the handler set is what the client got, and what is recorded.
     not_found = failures["NotFound"]
     assert not_found.code() is grpc.StatusCode.NOT_FOUND

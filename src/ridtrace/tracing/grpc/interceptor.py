@@ -238,7 +238,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
                     refused = nothing_to_send(result, serializer, traced_context)
                     if refused is not None:
                         answer_unserializable(
-                            refused, traced_context, call.ctx.annotations, aio=True
+                            refused, result, traced_context, call.ctx.annotations, aio=True
                         )
                     traced_context.messages_out = 1
                     if send_initial:

@@ -104,7 +104,9 @@ def _traced_unary(
                 return result
             refused = nothing_to_send(result, serializer, traced_context)
             if refused is not None:
-                answer_unserializable(refused, traced_context, call.ctx.annotations, aio=False)
+                answer_unserializable(
+                    refused, result, traced_context, call.ctx.annotations, aio=False
+                )
             traced_context.messages_out = 1
             if initial == "always":
                 traced_context.ensure_initial_metadata()

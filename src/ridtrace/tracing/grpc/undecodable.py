@@ -1,5 +1,5 @@
-"""Request messages the method's deserializer refuses, or a unary handler's ``None`` its
-serializer refuses: answered as gRPC answers them, but traced.
+"""Request messages the method's deserializer refuses, or a unary handler's result its
+serializer refuses (``None``, a ``dict``): answered as gRPC answers them, but traced.
 
 gRPC deserializes a unary request before any handler runs and answers a failure itself
 (``INTERNAL`` "Exception deserializing request!" on a synchronous server; on grpc.aio
@@ -109,32 +109,36 @@ def end_as_refused(context: Any) -> NoReturn:
 def nothing_to_send(
     result: Any, serializer: Callable[[Any], bytes] | None, context: Any
 ) -> Exception | None:
-    """What the response serializer raises for a unary handler's ``None`` (a forgotten
-    ``return``) when no status was set: gRPC then fails the call after the handler
-    returned, where ridtrace had recorded it ``OK``. ``None`` when gRPC will send it.
+    """What the response serializer raises for a unary handler's result when no status
+    was set: ``None`` (a forgotten ``return``), or a value that is no message (a
+    ``dict``). gRPC then fails the call after the handler returned, where ridtrace had
+    recorded it ``OK``. ``None`` when gRPC will send it.
 
-    A code the handler set (``set_code(NOT_FOUND)``, then ``return``) is what both
-    servers answer such a call with, and what ridtrace records anyway.
+    A protobuf message is taken as sendable without a trial: serializing it twice
+    would cost every call. A code the handler set (``set_code(NOT_FOUND)``, then
+    ``return``) is what both servers answer such a call with, and what ridtrace
+    records anyway.
     """
-    if result is not None or serializer is None:
+    if serializer is None or hasattr(result, "SerializeToString"):
         return None
     code = context.code()
     if isinstance(code, grpc.StatusCode) and code is not grpc.StatusCode.OK:
         return None
     try:
-        serializer(None)
+        serializer(result)
     except Exception as exc:  # what gRPC itself would catch
         return exc
     return None
 
 
 def answer_unserializable(
-    error: Exception, context: Any, ctx_annotations: dict[str, Any], *, aio: bool
+    error: Exception, result: Any, context: Any, ctx_annotations: dict[str, Any], *, aio: bool
 ) -> Any:
     """Answer as gRPC would have (raises): on grpc.aio the serializer's exception escapes
     (``UNKNOWN``), a synchronous server aborts ``INTERNAL`` with its own details."""
+    returned = "None" if result is None else f"a {type(result).__qualname__}"
     ctx_annotations["error"] = (
-        f"gRPC could not serialize the response: the handler returned None "
+        f"gRPC could not serialize the response: the handler returned {returned} "
         f"({type(error).__qualname__})"
     )
     if aio:
