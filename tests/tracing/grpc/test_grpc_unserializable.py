@@ -136,3 +136,94 @@ def test_a_unary_handler_returning_none_is_recorded_as_the_client_got_it(
     assert not_found.details() == "no such model"
     [end] = log_lines.events("request.end", rpc_method="/probe.None/NotFound")
     assert (end["grpc_status"], end["outcome"]) == ("NOT_FOUND", "ok")
+
+
+def _stream_handlers(proto: Proto, aio: bool) -> grpc.GenericRpcHandler:
+    def chunks(request: Any, context: Any) -> Any:
+        yield proto.pb2.InferResponse(text="first")
+        yield {"text": "a dict, not an InferResponse"}
+
+    async def chunks_aio(request: Any, context: Any) -> Any:
+        for chunk in chunks(request, context):
+            yield chunk
+
+    return grpc.method_handlers_generic_handler(
+        "probe.None",
+        {
+            "Chunks": grpc.unary_stream_rpc_method_handler(
+                chunks_aio if aio else chunks,
+                request_deserializer=proto.pb2.InferRequest.FromString,
+                response_serializer=proto.pb2.InferResponse.SerializeToString,
+            )
+        },
+    )
+
+
+def _stream_aio(proto: Proto) -> tuple[list[str], grpc.RpcError]:
+    async def run() -> tuple[list[str], grpc.RpcError]:
+        async with (
+            serving(
+                lambda s: s.add_generic_rpc_handlers((_stream_handlers(proto, True),)),
+                interceptors=[RequestTracingInterceptor()],
+            ) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            call = channel.unary_stream(
+                "/probe.None/Chunks",
+                request_serializer=proto.pb2.InferRequest.SerializeToString,
+                response_deserializer=proto.pb2.InferResponse.FromString,
+            )(proto.pb2.InferRequest(), timeout=CALL_TIMEOUT)
+            got: list[str] = []
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                async for chunk in call:
+                    got.append(chunk.text)
+            return got, failed.value
+
+    return asyncio.run(run())
+
+
+def _stream_sync(proto: Proto) -> tuple[list[str], grpc.RpcError]:
+    pool = futures.ThreadPoolExecutor(2)
+    server = grpc.server(pool, interceptors=[RequestTracingInterceptor()])
+    server.add_generic_rpc_handlers((_stream_handlers(proto, False),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    got: list[str] = []
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            call = channel.unary_stream(
+                "/probe.None/Chunks",
+                request_serializer=proto.pb2.InferRequest.SerializeToString,
+                response_deserializer=proto.pb2.InferResponse.FromString,
+            )(proto.pb2.InferRequest(), timeout=CALL_TIMEOUT)
+            with pytest.raises(grpc.RpcError) as failed:
+                for chunk in call:
+                    got.append(chunk.text)
+    finally:
+        stopper = threading.Thread(target=server.stop, args=(None,), daemon=True)
+        stopper.start()
+        stopper.join(CALL_TIMEOUT)
+        pool.shutdown(wait=False, cancel_futures=True)
+    return got, failed.value
+
+
+@pytest.mark.parametrize(
+    ("serve", "code", "details"),
+    [
+        (_stream_aio, grpc.StatusCode.UNKNOWN, "Unexpected <class '"),  # the serializer's error
+        (_stream_sync, grpc.StatusCode.INTERNAL, "Failed to serialize response!"),
+    ],
+    ids=["aio", "sync"],
+)
+def test_a_streamed_message_its_serializer_refuses_is_recorded_as_the_client_got_it(
+    proto: Proto, log_lines: LogLines, serve: Any, code: grpc.StatusCode, details: str
+) -> None:
+    """gRPC fails the stream at a message it cannot serialize; the call was recorded
+    CANCELLED / cancelled (INFO), as if the client had gone away."""
+    got, failed = serve(proto)
+    assert got == ["first"]
+    assert failed.code() is code and failed.details().startswith(details)
+    [server_id] = metadata_dict(failed.trailing_metadata())["x-server-request-id"]
+    [end] = log_lines.events("request.end", request_id=server_id)
+    assert (end["grpc_status"], end["outcome"], end["level"]) == (code.name, "error", "WARN")
+    assert end["messages_out"] == 1 and "yielded a dict" in end["error"]

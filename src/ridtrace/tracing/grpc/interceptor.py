@@ -29,6 +29,7 @@ from ridtrace.tracing.grpc.undecodable import (
     answer_undecodable,
     answer_unserializable,
     nothing_to_send,
+    refuse_unsendable,
     tolerant_deserializer,
 )
 from ridtrace.tracing.grpc.unknown import unknown_method_handler
@@ -193,7 +194,10 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
             self._per_message and handler.request_streaming and handler.response_streaming
         )
         if inspect.isasyncgenfunction(behavior):
-            new = self._wrap_generator(behavior, info, handler.request_streaming, per_message)
+            new = self._wrap_generator(
+                behavior, info, handler.request_streaming, per_message,
+                handler.response_serializer,
+            )
         elif inspect.iscoroutinefunction(behavior):
             new = self._wrap_coroutine(
                 behavior, info, handler.request_streaming, handler.response_streaming,
@@ -253,7 +257,8 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
         return traced
 
     def _wrap_generator(
-        self, behavior: Behavior, info: MethodInfo, request_streaming: bool, per_message: bool
+        self, behavior: Behavior, info: MethodInfo, request_streaming: bool,
+        per_message: bool, serializer: Callable[[Any], bytes] | None,
     ) -> Behavior:
         """Streaming responses written as an async generator."""
         config = self._config
@@ -270,6 +275,9 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
                     answer_undecodable(request, traced_context, call.ctx.annotations, aio=True)
                 responses = behavior(request, traced_context)
                 async for message in responses:
+                    refuse_unsendable(  # gRPC's own refusal would look like a client's cancel
+                        message, serializer, traced_context, call.ctx.annotations, aio=True
+                    )
                     if send_initial and not traced_context.initial_sent:
                         await traced_context.ensure_initial_metadata()
                     traced_context.messages_out += 1

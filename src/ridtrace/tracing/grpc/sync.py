@@ -26,6 +26,7 @@ from ridtrace.tracing.grpc.undecodable import (
     answer_unserializable,
     end_as_refused,
     nothing_to_send,
+    refuse_unsendable,
     refused_by_grpc,
     tolerant_deserializer,
 )
@@ -46,7 +47,10 @@ def wrap_sync_handler(
     streaming_in = bool(handler.request_streaming)
     per_message = per_message and streaming_in and bool(handler.response_streaming)
     if handler.response_streaming:
-        new = _traced_stream(behavior, info, config, streaming_in, per_message, initial)
+        new = _traced_stream(
+            behavior, info, config, streaming_in, per_message, initial,
+            handler.response_serializer,
+        )
     else:
         new = _traced_unary(
             behavior, info, config, streaming_in, initial, handler.response_serializer
@@ -127,6 +131,7 @@ def _traced_stream(
     streaming_in: bool,
     per_message: bool,
     initial: str,
+    serializer: Callable[[Any], bytes] | None,
 ) -> Callable[..., Any]:
     def traced(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
         call, traced_context = begin_call(config, info, context)
@@ -140,6 +145,9 @@ def _traced_stream(
                 answer_undecodable(request, traced_context, call.ctx.annotations, aio=False)
             responses = behavior(request, traced_context)
             for message in responses:
+                refuse_unsendable(  # gRPC's own refusal would look like a client's cancel
+                    message, serializer, traced_context, call.ctx.annotations, aio=False
+                )
                 if initial != "never" and not traced_context.initial_sent:
                     traced_context.ensure_initial_metadata()
                 traced_context.messages_out += 1

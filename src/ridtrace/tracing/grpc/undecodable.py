@@ -28,6 +28,7 @@ __all__ = [
     "answer_unserializable",
     "end_as_refused",
     "nothing_to_send",
+    "refuse_unsendable",
     "refused_by_grpc",
     "tolerant_deserializer",
 ]
@@ -114,31 +115,55 @@ def nothing_to_send(
     ``dict``). gRPC then fails the call after the handler returned, where ridtrace had
     recorded it ``OK``. ``None`` when gRPC will send it.
 
-    A protobuf message is taken as sendable without a trial: serializing it twice
-    would cost every call. A code the handler set (``set_code(NOT_FOUND)``, then
-    ``return``) is what both servers answer such a call with, and what ridtrace
-    records anyway.
+    A code the handler set (``set_code(NOT_FOUND)``, then ``return``) is what both
+    servers answer such a call with, and what ridtrace records anyway.
     """
     if serializer is None or hasattr(result, "SerializeToString"):
         return None
     code = context.code()
     if isinstance(code, grpc.StatusCode) and code is not grpc.StatusCode.OK:
         return None
+    return _refusal(result, serializer)
+
+
+def refuse_unsendable(
+    message: Any,
+    serializer: Callable[[Any], bytes] | None,
+    context: Any,
+    ctx_annotations: dict[str, Any],
+    *,
+    aio: bool,
+) -> None:
+    """Answer as gRPC would (raises) for a streamed ``message`` its serializer refuses.
+
+    gRPC's own refusal ends the stream as a client's cancel does, so such a call was
+    recorded ``CANCELLED`` while its client got ``UNKNOWN`` / ``INTERNAL``. A protobuf
+    message is not tried: that would serialize every response twice.
+    """
+    if serializer is None or hasattr(message, "SerializeToString"):
+        return
+    refused = _refusal(message, serializer)
+    if refused is not None:
+        answer_unserializable(refused, message, context, ctx_annotations, aio=aio, verb="yielded")
+
+
+def _refusal(message: Any, serializer: Callable[[Any], bytes]) -> Exception | None:
     try:
-        serializer(result)
+        serializer(message)
     except Exception as exc:  # what gRPC itself would catch
         return exc
     return None
 
 
 def answer_unserializable(
-    error: Exception, result: Any, context: Any, ctx_annotations: dict[str, Any], *, aio: bool
+    error: Exception, result: Any, context: Any, ctx_annotations: dict[str, Any], *, aio: bool,
+    verb: str = "returned",
 ) -> Any:
     """Answer as gRPC would have (raises): on grpc.aio the serializer's exception escapes
     (``UNKNOWN``), a synchronous server aborts ``INTERNAL`` with its own details."""
     returned = "None" if result is None else f"a {type(result).__qualname__}"
     ctx_annotations["error"] = (
-        f"gRPC could not serialize the response: the handler returned {returned} "
+        f"gRPC could not serialize the response: the handler {verb} {returned} "
         f"({type(error).__qualname__})"
     )
     if aio:
