@@ -22,7 +22,7 @@ from ridtrace.tracing.grpc.counting import count_requests
 from ridtrace.tracing.grpc.lookup import instrumentation_suppressed, traced_outside
 from ridtrace.tracing.grpc.method import OTHER_METHOD, MethodInfo, behavior_of
 from ridtrace.tracing.grpc.nonblocking import is_non_blocking, wrap_non_blocking_handler
-from ridtrace.tracing.grpc.status import CallEnded, deadline_passed
+from ridtrace.tracing.grpc.status import CallEnded, ended_under_handler
 from ridtrace.tracing.grpc.sync import wrap_sync_handler
 from ridtrace.tracing.grpc.undecodable import (
     Undecodable,
@@ -235,8 +235,8 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
                 if isinstance(request, Undecodable):
                     answer_undecodable(request, traced_context, call.ctx.annotations, aio=True)
                 result = await behavior(request, traced_context)
-                if deadline_passed(traced_context):
-                    failure = CallEnded()  # the client got DEADLINE_EXCEEDED (CallEnded)
+                if ended_under_handler(traced_context):
+                    failure = CallEnded()  # the client got the call's end (CallEnded)
                     return result
                 if not response_streaming:
                     refused = nothing_to_send(result, serializer, traced_context)
@@ -282,8 +282,8 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
                         await traced_context.ensure_initial_metadata()
                     traced_context.messages_out += 1
                     yield message
-                if deadline_passed(traced_context):
-                    failure = CallEnded()  # the client got DEADLINE_EXCEEDED (CallEnded)
+                if ended_under_handler(traced_context):
+                    failure = CallEnded()  # the client got the call's end (CallEnded)
             except BaseException as exc:
                 failure = exc
                 raise

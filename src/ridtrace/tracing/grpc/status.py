@@ -23,6 +23,7 @@ __all__ = [
     "ServerStopped",
     "cut_off_after",
     "deadline_passed",
+    "ended_under_handler",
     "mark_error",
     "outcome_of",
     "server_cut_off",
@@ -104,6 +105,18 @@ def deadline_passed(context: Any) -> bool:
     handler does now."""
     remaining = context.time_remaining()
     return remaining is not None and remaining <= 0
+
+
+def ended_under_handler(context: Any) -> bool:
+    """A grpc.aio call ended while its handler ran on to a normal end: its deadline
+    passed, or its task was cancelled (the client cancelled, the server stopped) and
+    the handler caught the ``CancelledError`` and returned (a cleanup ending in
+    ``return``). Its client got the call's end, not the handler's result."""
+    if deadline_passed(context):
+        return True
+    task = asyncio.current_task()
+    # A cancel nobody took back (asyncio.timeout and TaskGroup uncancel theirs).
+    return task is not None and task.cancelling() > 0
 
 
 # A client's deadline ends the call a little before the server's copy of it passes: the

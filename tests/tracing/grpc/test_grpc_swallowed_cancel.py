@@ -1,0 +1,87 @@
+"""grpc.aio handlers that catch the cancellation of a call the client cancelled and
+return (a cleanup that ends in ``return``): the client got CANCELLED, but the handler's
+normal end was recorded ``OK`` / ``ok``, as if it had answered."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import grpc.aio
+import pytest
+from loguru import logger
+
+from ridtrace.tracing.grpc import RequestTracingInterceptor
+from tests.tracing.grpc.conftest import LogLines, metadata_dict, serving
+
+CALL_TIMEOUT = 10.0
+
+
+def _handlers(entered: asyncio.Event) -> grpc.GenericRpcHandler:
+    async def unary(request: bytes, context: Any) -> bytes:
+        entered.set()
+        try:
+            await asyncio.sleep(CALL_TIMEOUT)
+        except asyncio.CancelledError:
+            logger.info("cleaned up")
+            return b"nobody reads this"
+        return b"too slow to get here"
+
+    async def stream(request: bytes, context: Any) -> AsyncIterator[bytes]:
+        yield b"first"
+        entered.set()
+        try:
+            await asyncio.sleep(CALL_TIMEOUT)
+        except asyncio.CancelledError:
+            logger.info("cleaned up")
+            return
+
+    return grpc.method_handlers_generic_handler(
+        "probe.Swallow",
+        {
+            "Unary": grpc.unary_unary_rpc_method_handler(unary),
+            "Stream": grpc.unary_stream_rpc_method_handler(stream),
+        },
+    )
+
+
+@pytest.mark.parametrize(("method", "sent"), [("Unary", 0), ("Stream", 1)])
+def test_a_cancel_the_handler_caught_is_recorded_as_the_clients_cancel(
+    log_lines: LogLines, method: str, sent: int
+) -> None:
+    async def go() -> tuple[str, grpc.StatusCode]:
+        entered = asyncio.Event()
+        async with (
+            serving(
+                lambda s: s.add_generic_rpc_handlers((_handlers(entered),)),
+                interceptors=[RequestTracingInterceptor()],
+            ) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            if method == "Unary":
+                call: Any = channel.unary_unary(f"/probe.Swallow/{method}")(
+                    b"", timeout=CALL_TIMEOUT
+                )
+            else:
+                call = channel.unary_stream(f"/probe.Swallow/{method}")(
+                    b"", timeout=CALL_TIMEOUT
+                )
+                assert await call.read() == b"first"
+            await asyncio.wait_for(entered.wait(), CALL_TIMEOUT)
+            initial = metadata_dict(await call.initial_metadata()) if sent else {}
+            call.cancel()
+            await log_lines.wait_for(lambda lines: bool(lines.events("request.end")))
+            server_id = initial["x-server-request-id"][0] if sent else ""
+            return server_id, await call.code()
+
+    server_id, code = asyncio.run(go())
+    assert code is grpc.StatusCode.CANCELLED
+    (end,) = log_lines.events("request.end")
+    if server_id:
+        assert end["request_id"] == server_id
+    assert (end["grpc_status"], end["outcome"]) == ("CANCELLED", "cancelled")
+    assert end["messages_out"] == sent
+    (cleanup,) = [x for x in log_lines.lines if x["message"] == "cleaned up"]
+    assert cleanup["request_id"] == end["request_id"]
