@@ -34,8 +34,22 @@ def _call_until_serving(target: str, process: subprocess.Popen[bytes], ids: list
             assert call(b"", metadata=(("x-request-id", client_id),), timeout=10) == b"hello"
 
 
-@pytest.mark.parametrize("kind", ["aio", "sync"])
-def test_sigterm_flushes_spans_and_metrics(tmp_path: Path, kind: str) -> None:
+@pytest.mark.parametrize(
+    ("kind", "signum"),
+    [
+        ("aio", signal.SIGTERM),
+        ("sync", signal.SIGTERM),
+        # A terminal or ssh session closing: serve_until_signalled stops as on SIGTERM
+        # (its spans and metrics were lost with the process), as ridtrace serve does.
+        ("aio", signal.SIGHUP),
+    ],
+    ids=["aio", "sync", "aio-sighup"],
+)
+def test_sigterm_flushes_spans_and_metrics(
+    tmp_path: Path, kind: str, signum: signal.Signals
+) -> None:
+    if signal.getsignal(signum) == signal.SIG_IGN:
+        pytest.skip(f"{signum.name} is ignored here (nohup), and so in the server")
     ids = [f"g-{i}" for i in range(5)]
     with otlp_receiver() as receiver:
         port = free_port()
@@ -52,7 +66,7 @@ def test_sigterm_flushes_spans_and_metrics(tmp_path: Path, kind: str) -> None:
         try:
             _call_until_serving(f"127.0.0.1:{port}", process, ids)
             assert receiver.spans == [] and receiver.metric_exports == 0
-            process.send_signal(signal.SIGTERM)
+            process.send_signal(signum)
             assert process.wait(timeout=30) == 0, (tmp_path / "server.stderr").read_text()
         finally:
             if process.poll() is None:

@@ -18,9 +18,12 @@ async def serve_until_signalled(
     server: grpc.aio.Server,
     *,
     grace: float | None = 5.0,
-    signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT),
+    signals: tuple[signal.Signals, ...] | None = None,
 ) -> None:
     """Start ``server``, wait for one of ``signals``, stop it gracefully, flush telemetry.
+
+    ``signals`` defaults to SIGTERM, SIGINT and SIGHUP (a terminal or ssh session
+    closing; not when it is ignored, as under ``nohup``, where it must stay so).
 
     The stop lets calls in progress finish for up to ``grace`` seconds; then the tracer
     and meter providers ridtrace configured are shut down, so the spans and metrics of
@@ -29,6 +32,8 @@ async def serve_until_signalled(
     the batch still queued is lost). Also returns, the same way, if the server stops
     by itself.
     """
+    if signals is None:
+        signals = _default_signals()
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     installed: list[signal.Signals] = []
@@ -54,3 +59,12 @@ async def serve_until_signalled(
             await shutdown_telemetry_async()
         finally:
             cut_off_after(None)
+
+
+def _default_signals() -> tuple[signal.Signals, ...]:
+    # SIGHUP's default action killed the process where it stood, the spans and metrics
+    # still batched lost with it.
+    hangup = getattr(signal, "SIGHUP", None)  # not on Windows
+    if hangup is None or signal.getsignal(hangup) == signal.SIG_IGN:
+        return (signal.SIGTERM, signal.SIGINT)
+    return (signal.SIGTERM, signal.SIGINT, hangup)
