@@ -1,6 +1,8 @@
 """grpc.aio handlers that catch the cancellation of a call the client cancelled and
-return (a cleanup that ends in ``return``): the client got CANCELLED, but the handler's
-normal end was recorded ``OK`` / ``ok``, as if it had answered."""
+return (a cleanup that ends in ``return``), or raise another exception (a cleanup that
+fails, a library that turns the cancel into an error of its own): the client got
+CANCELLED, but the handler's normal end was recorded ``OK`` / ``ok``, as if it had
+answered, and its exception ``UNKNOWN`` / ``error`` with a WARN and an error span."""
 
 from __future__ import annotations
 
@@ -19,13 +21,15 @@ from tests.tracing.grpc.conftest import LogLines, metadata_dict, serving
 CALL_TIMEOUT = 10.0
 
 
-def _handlers(entered: asyncio.Event) -> grpc.GenericRpcHandler:
+def _handlers(entered: asyncio.Event, ending: str) -> grpc.GenericRpcHandler:
     async def unary(request: bytes, context: Any) -> bytes:
         entered.set()
         try:
             await asyncio.sleep(CALL_TIMEOUT)
         except asyncio.CancelledError:
             logger.info("cleaned up")
+            if ending == "raise":
+                raise RuntimeError("the cleanup failed") from None
             return b"nobody reads this"
         return b"too slow to get here"
 
@@ -36,6 +40,8 @@ def _handlers(entered: asyncio.Event) -> grpc.GenericRpcHandler:
             await asyncio.sleep(CALL_TIMEOUT)
         except asyncio.CancelledError:
             logger.info("cleaned up")
+            if ending == "raise":
+                raise RuntimeError("the cleanup failed") from None
             return
 
     return grpc.method_handlers_generic_handler(
@@ -47,15 +53,16 @@ def _handlers(entered: asyncio.Event) -> grpc.GenericRpcHandler:
     )
 
 
+@pytest.mark.parametrize("ending", ["return", "raise"])
 @pytest.mark.parametrize(("method", "sent"), [("Unary", 0), ("Stream", 1)])
 def test_a_cancel_the_handler_caught_is_recorded_as_the_clients_cancel(
-    log_lines: LogLines, method: str, sent: int
+    log_lines: LogLines, method: str, sent: int, ending: str
 ) -> None:
     async def go() -> tuple[str, grpc.StatusCode]:
         entered = asyncio.Event()
         async with (
             serving(
-                lambda s: s.add_generic_rpc_handlers((_handlers(entered),)),
+                lambda s: s.add_generic_rpc_handlers((_handlers(entered, ending),)),
                 interceptors=[RequestTracingInterceptor()],
             ) as target,
             grpc.aio.insecure_channel(target) as channel,
@@ -81,7 +88,7 @@ def test_a_cancel_the_handler_caught_is_recorded_as_the_clients_cancel(
     (end,) = log_lines.events("request.end")
     if server_id:
         assert end["request_id"] == server_id
-    assert (end["grpc_status"], end["outcome"]) == ("CANCELLED", "cancelled")
+    assert (end["grpc_status"], end["outcome"], end["level"]) == ("CANCELLED", "cancelled", "INFO")
     assert end["messages_out"] == sent
     (cleanup,) = [x for x in log_lines.lines if x["message"] == "cleaned up"]
     assert cleanup["request_id"] == end["request_id"]

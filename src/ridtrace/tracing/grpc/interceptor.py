@@ -22,7 +22,7 @@ from ridtrace.tracing.grpc.counting import count_requests
 from ridtrace.tracing.grpc.lookup import instrumentation_suppressed, traced_outside
 from ridtrace.tracing.grpc.method import OTHER_METHOD, MethodInfo, behavior_of
 from ridtrace.tracing.grpc.nonblocking import is_non_blocking, wrap_non_blocking_handler
-from ridtrace.tracing.grpc.status import CallEnded, ended_under_handler
+from ridtrace.tracing.grpc.status import CallEnded, ended_under_handler, escaped
 from ridtrace.tracing.grpc.sync import wrap_sync_handler
 from ridtrace.tracing.grpc.undecodable import (
     Undecodable,
@@ -249,7 +249,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
                         await traced_context.ensure_initial_metadata()
                 return result
             except BaseException as exc:
-                failure = exc
+                failure = escaped(exc, call.ctx)
                 raise
             finally:
                 call.finish(failure)
@@ -285,7 +285,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
                 if ended_under_handler(traced_context):
                     failure = CallEnded()  # the client got the call's end (CallEnded)
             except BaseException as exc:
-                failure = exc
+                failure = escaped(exc, call.ctx)
                 raise
             finally:
                 try:

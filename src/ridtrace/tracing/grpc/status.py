@@ -10,7 +10,7 @@ import grpc
 import grpc.aio
 from opentelemetry.trace import Span, Status, StatusCode
 
-from ridtrace.tracing.context import RequestContext
+from ridtrace.tracing.context import RequestContext, remember_on_exception
 from ridtrace.tracing.grpc.context import TracedServicerContext
 from ridtrace.tracing.inbound import decide_outcome
 
@@ -24,6 +24,7 @@ __all__ = [
     "cut_off_after",
     "deadline_passed",
     "ended_under_handler",
+    "escaped",
     "mark_error",
     "outcome_of",
     "server_cut_off",
@@ -112,8 +113,29 @@ def ended_under_handler(context: Any) -> bool:
     passed, or its task was cancelled (the client cancelled, the server stopped) and
     the handler caught the ``CancelledError`` and returned (a cleanup ending in
     ``return``). Its client got the call's end, not the handler's result."""
-    if deadline_passed(context):
-        return True
+    return deadline_passed(context) or _task_cancelled()
+
+
+def escaped(exc: BaseException, ctx: RequestContext) -> BaseException:
+    """What a grpc.aio call is finished with when ``exc`` escaped its handler.
+
+    A handler whose task was cancelled (the client cancelled, the deadline passed, the
+    server's stop) may raise another exception as it unwinds: a cleanup that fails, a
+    library that turns the cancel into an error of its own. Its client got the call's
+    end all the same, not ``UNKNOWN``. gRPC still logs the exception: the ids travel on
+    it, as on any crash.
+    """
+    if (
+        isinstance(exc, (CANCELLED, grpc.aio.AbortError))
+        or not isinstance(exc, Exception)
+        or not _task_cancelled()
+    ):
+        return exc
+    remember_on_exception(exc, ctx)
+    return CallEnded()
+
+
+def _task_cancelled() -> bool:
     task = asyncio.current_task()
     # A cancel nobody took back (asyncio.timeout and TaskGroup uncancel theirs).
     return task is not None and task.cancelling() > 0
