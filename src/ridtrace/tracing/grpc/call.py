@@ -215,6 +215,14 @@ class GrpcCall:
         self.item = StreamItem(self, message, self.items)
         self.items += 1
 
+    def end_item(self) -> None:
+        """The handler asks for the next request message: the one in scope was answered
+        (before, it ended only when the next one arrived, so its span lasted as long as
+        the client's pause, and a stream cancelled meanwhile made it ``CANCELLED``)."""
+        if self.item is not None:
+            self.item.finish(None)
+            self.item = None
+
     def finish(self, failure: BaseException | None) -> None:
         """End the span, write ``request.end`` and restore the contexts (in ``finally``)."""
         failure = server_cut_off(failure)

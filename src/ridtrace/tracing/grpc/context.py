@@ -46,6 +46,7 @@ class IdMetadata:
         "messages_in",
         "messages_out",
         "on_message",
+        "on_read",
         "timeout",
         "write_sends_initial",
     )
@@ -60,8 +61,10 @@ class IdMetadata:
         self.write_sends_initial = True
         self.messages_in = 0
         self.messages_out = 0
-        # Called with each request message read (a bidirectional stream's requests).
+        # Called with each request message read (a bidirectional stream's requests),
+        # and before each read: the request read before was answered.
         self.on_message: Callable[[Any], None] | None = None
+        self.on_read: Callable[[], None] | None = None
         # Seconds the call had when it began; None without a deadline (grpc.aio says
         # None, a synchronous server about 2**63 ns).
         remaining = context.time_remaining()
@@ -139,6 +142,8 @@ class TracedServicerContext(IdMetadata, grpc.aio.ServicerContext):  # type: igno
         await self._context.write(message)
 
     async def read(self) -> Any:
+        if self.on_read is not None:
+            self.on_read()
         message = await self._context.read()
         if message is not grpc.aio.EOF:
             self.messages_in += 1

@@ -16,6 +16,7 @@ def count_requests(call: GrpcCall, request: Any, streaming: bool, per_message: b
     context = call.context
     if per_message:
         context.on_message = call.next_item
+        context.on_read = call.end_item
     if streaming:
         return _CountingIterator(request, context)
     context.messages_in = 1
@@ -42,8 +43,10 @@ class _CountingIterator:
     async def __anext__(self) -> Any:
         if self._iterator is None:
             self._iterator = self._source.__aiter__()
-        message = await self._iterator.__anext__()
         context = self._context
+        if context.on_read is not None:
+            context.on_read()
+        message = await self._iterator.__anext__()
         context.messages_in += 1
         if context.on_message is not None:
             context.on_message(message)

@@ -64,7 +64,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
     In a bidirectional stream (KServe's ``ModelStreamInfer``) each request message is a
     request of its own: when the handler reads it, it gets its own ``request_id``, its
     own ``x_request_id`` from its body id, its own span (a child of the stream's) and
-    its own ``request.start`` / ``request.end`` lines, until the handler reads the next.
+    its own ``request.start`` / ``request.end`` lines, until the handler asks for the next.
 
     Handlers receive a :class:`~ridtrace.tracing.grpc.TracedServicerContext`
     that delegates to gRPC's and keeps the id keys in whatever metadata they send.

@@ -33,8 +33,8 @@ class StreamItem:
     child of the stream's) and its own ``request.start`` / ``request.end`` lines.
 
     It is made current in the stream's context when the handler reads the message,
-    and replaced when it reads the next: the handler's log lines, and the tasks it
-    starts meanwhile, belong to that request.
+    and ends when the handler asks for the next: the handler's log lines, and the
+    tasks it starts meanwhile, belong to that request.
     """
 
     __slots__ = (

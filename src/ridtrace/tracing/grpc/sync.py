@@ -137,6 +137,7 @@ def _traced_stream(
         call, traced_context = begin_call(config, info, context)
         if per_message:
             traced_context.on_message = call.next_item
+            traced_context.on_read = call.end_item
         failure: BaseException | None = None
         responses: Any = None
         try:
@@ -234,6 +235,8 @@ class _CountingIterator:
         return self
 
     def __next__(self) -> Any:
+        if self._context.on_read is not None:
+            self._context.on_read()
         try:
             message = next(self._source)
         except StopIteration:
