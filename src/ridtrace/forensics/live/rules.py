@@ -142,8 +142,11 @@ class LiveRules:
                 if span.instant:  # a second line: it has a start of its own
                     span.instant = False
                     instants -= 1
-                span.last_line = last_line
-                span.last_file = file
+                if t0 < span.start:
+                    clusters.extend(self._earlier_part(span, t0, file, first_line))
+                if file == span.last_file or t1 >= span.last:  # else an earlier part
+                    span.last_line = last_line
+                    span.last_file = file
                 if t1 > span.last:
                     span.last = t1
                 if worker:
@@ -210,6 +213,22 @@ class LiveRules:
             if len(state.pending_fronts) > judged:  # a caller's never-ended worker left
                 found.extend(crossed(state, []))
         return found
+
+    def _earlier_part(self, span: Span, t0: int, file: str, first_line: int) -> list[Cluster]:
+        """A span's lines from before those read so far, in another file read behind
+        (``--from-start`` over a rotated ``app.jsonl.1`` and the live ``app.jsonl``):
+        it started then, as the batch read merges it. Its clusters are judged again, and
+        it joins the id's latest cluster it now overlaps. Kept at the start of its later
+        lines, a caller in flight with the next holder of its id looked one after it."""
+        span.start = t0
+        if file != span.file:  # a clock stepping back within one file keeps its line
+            span.file, span.first_line = file, first_line
+        rid = span.request_id
+        latest = self.state.clusters.get(rid) if rid is not None else None
+        if (rid is not None and latest is not None and latest not in span.clusters
+                and t0 < latest.max_end):
+            self.state.join(span, rid)
+        return [cluster for cluster in span.clusters if len(cluster.members) > 1]
 
     def _unlinked(self, span: Span, flag: Flag, file: str) -> list[Finding]:
         if span.unlinked_done:

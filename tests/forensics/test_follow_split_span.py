@@ -1,0 +1,62 @@
+"""A span whose later lines are read before its first ones keeps its real start.
+
+``--from-start`` over a rotated log reads the older part (``app.jsonl.1``, or the copy
+a copy-and-truncate made) and the live file a chunk a poll each, side by side: the end
+of a request in flight at the rotation is read from the live file before its start is
+reached in the older part. The span was known from its end line only, its start taken
+from it for good: two callers that held one id together looked one after the other
+(the duplicate lost), or the second was taken for the first (the finding named it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ridtrace.forensics.live.follow import Follower, FollowSettings
+from ridtrace.forensics.reading.events import load_events
+from ridtrace.forensics.rules.report import analyze, report_json
+from tests.forensics.helpers import rt_request
+
+Key = tuple[str, str, str]
+
+
+def _key(finding: dict[str, object]) -> Key:
+    return (str(finding["kind"]), str(finding["span_id"]), str(finding["request_id"]))
+
+
+def _rotated_mid_incident(directory: Path, filler: int) -> None:
+    """Callers a1 and b2 held id 7 together; the log rotated while both were in flight:
+    their starts (after `filler` other requests) in ``frontend.jsonl.1``, their ends in
+    ``frontend.jsonl``."""
+    first, second = rt_request("a1", "7", 10.0, 12.0), rt_request("b2", "7", 10.5, 12.5)
+    older = [line for n in range(filler)
+             for line in rt_request(f"f{n}", f"r{n}", n / 10, n / 10 + 0.05)]
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "frontend.jsonl.1").write_text(
+        "".join(line + "\n" for line in [*older, first[0], second[0]]))
+    (directory / "frontend.jsonl").write_text(
+        "".join(line + "\n" for line in [first[1], second[1]]))
+
+
+def _live(directory: Path, max_bytes: int) -> list[Key]:
+    follower = Follower([str(directory)], FollowSettings(from_start=True, max_bytes=max_bytes))
+    found: list[Key] = []
+    try:
+        follower.start()
+        follower.run(lambda f: found.append(_key(f)) is None, stop=lambda: True)
+        assert follower.polls > (3 if max_bytes < 1 << 20 else 0)
+    finally:
+        follower.close()
+    return found
+
+
+def test_a_span_ended_in_the_live_file_keeps_its_start_from_the_older_part(
+    tmp_path: Path,
+) -> None:
+    _rotated_mid_incident(tmp_path, filler=60)
+    doc = report_json(analyze(load_events([str(tmp_path)], lean=True)))
+    batch = [_key(f) for f in doc["findings"] if f["severity"] == "error"]
+    assert batch == [("duplicate_in_flight", "a1", "7")]
+    assert _live(tmp_path, 64 << 20) == batch  # one poll: every line in one batch
+    assert _live(tmp_path, 8192) == batch  # the older part read behind the live file
+
