@@ -60,3 +60,22 @@ def test_a_span_ended_in_the_live_file_keeps_its_start_from_the_older_part(
     assert _live(tmp_path, 64 << 20) == batch  # one poll: every line in one batch
     assert _live(tmp_path, 8192) == batch  # the older part read behind the live file
 
+
+def test_a_duplicate_waits_for_the_older_part_to_name_the_first_caller(
+    tmp_path: Path,
+) -> None:
+    # a1's start is in the older part, b2 was served by another frontend: read from a1's
+    # end alone, b2 looked the first holder of 7, and the live finding named it.
+    _rotated_mid_incident(tmp_path, filler=60)
+    older = tmp_path / "frontend.jsonl.1"
+    older.write_text("".join(line for line in older.read_text().splitlines(keepends=True)
+                             if '"span_id": "b2"' not in line))
+    live = tmp_path / "frontend.jsonl"
+    live.write_text("".join(line for line in live.read_text().splitlines(keepends=True)
+                            if '"span_id": "b2"' not in line))
+    (tmp_path / "frontend-2.jsonl").write_text(
+        "".join(line + "\n" for line in rt_request("b2", "7", 10.5, 12.5)))
+    doc = report_json(analyze(load_events([str(tmp_path)], lean=True)))
+    batch = [_key(f) for f in doc["findings"] if f["severity"] == "error"]
+    assert batch == [("duplicate_in_flight", "a1", "7")]
+    assert _live(tmp_path, 8192) == batch

@@ -34,6 +34,12 @@ def duplicates(state: WindowState, clusters: list[Cluster]) -> list[Finding]:
             continue
         if not verdict:
             continue
+        if min(state.behind.values(), default=cited[0].start) < cited[0].start:
+            # A file read behind (a rotated part read from its start) may still hold an
+            # earlier start of a caller known so far by its later lines: the batch report
+            # names the one that started first, so the finding waits for that file.
+            state.pending_clusters.append(cluster)
+            continue
         cluster.reported = True
         # Each caller by its first span, as `rules.overlap` names them.
         callers: dict[tuple[str | None, str], Span] = {}
