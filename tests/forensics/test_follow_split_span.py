@@ -15,7 +15,7 @@ from pathlib import Path
 from ridtrace.forensics.live.follow import Follower, FollowSettings
 from ridtrace.forensics.reading.events import load_events
 from ridtrace.forensics.rules.report import analyze, report_json
-from tests.forensics.helpers import rt_request
+from tests.forensics.helpers import rt, rt_request, ts
 
 Key = tuple[str, str, str]
 
@@ -79,3 +79,51 @@ def test_a_duplicate_waits_for_the_older_part_to_name_the_first_caller(
     batch = [_key(f) for f in doc["findings"] if f["severity"] == "error"]
     assert batch == [("duplicate_in_flight", "a1", "7")]
     assert _live(tmp_path, 8192) == batch
+
+
+class _Ticks:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_caller_whose_end_is_in_the_live_file_read_behind_is_not_in_flight(
+    tmp_path: Path,
+) -> None:
+    # a1's start is in the renamed part, its end (10.3) in the live file past the
+    # first chunk; b2's worker took id 7 at 10.6. The part was read to its end, and
+    # once polls had taken longer than the settle time it counted as caught up to
+    # what the others showed: a1 looked in flight at 10.6, a false duplicate.
+    first, second = rt_request("a1", "7", 10.0, 10.3), rt_request("b2", "7", 10.5, 11.0)
+    others = [line for n in range(80)
+              for line in rt_request(f"f{n}", f"r{n}", 10.01 + n / 500, 10.02 + n / 500)]
+    (tmp_path / "frontend.jsonl.1").write_text(first[0] + "\n")
+    (tmp_path / "frontend.jsonl").write_text(
+        "".join(line + "\n" for line in [*others, first[1], *second]))
+    ctx = {"request_id": "7", "trace_id": f"{'b2':0>32}", "span_id": "w2",
+           "parent_span_id": "b2", "service": "worker"}
+    (tmp_path / "worker.jsonl").write_text(
+        rt("worker.start", time=ts(10.6), **ctx) + "\n"
+        + rt("worker.end", time=ts(10.9), outcome="ok", **ctx) + "\n")
+    doc = report_json(analyze(load_events([str(tmp_path)], lean=True)))
+    assert [f for f in doc["findings"] if f["severity"] == "error"] == []
+    ticks = _Ticks()
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, max_bytes=8192),
+                        ticks=ticks)
+    found: list[Key] = []
+    try:
+        follower.start()
+        more = True
+        while more:  # a backlog: each poll takes longer than the settle time
+            batch, more = follower.poll()
+            found.extend(map(_key, batch))
+            ticks.now += 2.0
+        found.extend(map(_key, follower.finish()))
+        assert follower.polls > 3
+    finally:
+        follower.close()
+    assert found == []

@@ -50,6 +50,15 @@ class WindowState:
         """The log time `file` is known up to (the latest time seen when it is caught up)."""
         return self.file_marks.get(file, self.watermark)
 
+    def open_up_to(self, span: Span) -> int:
+        """The log time up to which an open `span` is known not to have ended: its last
+        line's file's mark, and no later than any file read behind the others. Its end
+        may be in another file: a request in flight at a rotation has its start in the
+        renamed part, read to its end, and its end in the live file, read behind (a
+        backlog); taken from the part alone, it looked in flight past its end."""
+        known = self.read_up_to(span.last_file)
+        return min(known, *self.behind.values()) if self.behind else known
+
     def caught_up_to(self) -> int:
         """The log time every file has been read up to."""
         return min(self.file_marks.values(), default=self.watermark)
@@ -68,7 +77,7 @@ class WindowState:
             return True if True in either else None if None in either else False
         if first.closed:
             return False
-        return True if self.read_up_to(first.last_file) >= second.start else None
+        return True if self.open_up_to(first) >= second.start else None
 
     def _lasts(self, span: Span) -> bool | None:
         """Did `span` run past its first microsecond? None: not known yet."""
@@ -76,7 +85,7 @@ class WindowState:
             return True
         if span.closed:
             return False
-        return True if self.read_up_to(span.last_file) > span.start else None
+        return True if self.open_up_to(span) > span.start else None
 
     def join(self, span: Span, request_id: str) -> Cluster:
         """Add `span` to `request_id`'s cluster (a new one if it overlaps nothing held)."""
