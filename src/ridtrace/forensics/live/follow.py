@@ -132,7 +132,9 @@ class Follower:
                     behind[tail.name] = latest
             elif settled is not None and not isinstance(tail, StreamTail):
                 marks[tail.name] = max(latest, settled)
-        found = self.rules.feed(batch, marks, behind, limit)
+        # A log not followed yet (not created before its first flush) is caught up to
+        # the same settled time as one read to its end.
+        found = self.rules.feed(batch, marks, behind, limit, unseen=settled)
         self._seen.append((self._ticks(), self.rules.state.watermark))
         return found
 

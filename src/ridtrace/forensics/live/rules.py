@@ -43,6 +43,7 @@ class LiveRules:
     def feed(
         self, batch: SpanRows, file_marks: dict[str, int] | None = None,
         behind: dict[str, int] | None = None, limit: int | None = None,
+        unseen: int | None = None,
     ) -> list[Finding]:
         """Take a batch (per-span rows in first-line order); return what it made certain.
 
@@ -51,6 +52,7 @@ class LiveRules:
         `behind`: those of them with written bytes left to read, whose spans the window
         keeps until they are read past them. `limit`: times past it are a wild clock's,
         which the window does not take as the present (the batch's watermark is below it).
+        `unseen`: the log time a file not followed yet holds every line up to (None: any).
         """
         if file_marks is not None:
             self.state.file_marks = file_marks
@@ -58,6 +60,7 @@ class LiveRules:
             self.state.behind = behind
         if limit is not None:
             self.state.limit = limit
+        self.state.unseen = unseen
         # The window holds up to millions of small objects: a cyclic GC pass per few
         # hundred new spans would walk them all (it cost 10× the rules themselves).
         # Eviction breaks every cycle the state makes, so reference counting frees it.

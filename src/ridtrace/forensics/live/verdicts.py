@@ -40,12 +40,19 @@ def duplicates(state: WindowState, clusters: list[Cluster]) -> list[Finding]:
             # names the one that started first, so the finding waits for that file.
             state.pending_clusters.append(cluster)
             continue
+        caught_up = state.caught_up_to(unseen=True)
+        if any(m.side == WORKER and m.parent_span is None and caught_up < m.start
+               for m in cited):
+            # A caller known by its worker span alone: its own lines, older than the
+            # worker's, may still come in a log behind the others (or not created yet),
+            # and `analyze` names the caller. Named now, the finding named the worker.
+            state.pending_clusters.append(cluster)
+            continue
         cluster.reported = True
         # Each caller by its first span, as `rules.overlap` names them.
         callers: dict[tuple[str | None, str], Span] = {}
         for m in cited:
             callers.setdefault(m.caller_key(), m)
-        caught_up = state.caught_up_to()
         names = [_named(m, caught_up) for m in callers.values()]
         if len(set(names)) < len(names):  # one span id in several traces: say which
             names = [f"{name} (trace {m.trace})"

@@ -38,6 +38,10 @@ class WindowState:
     # Those of them read behind what is written (not a held piece of a line, which a
     # writer killed mid-line leaves for good): the window waits for them.
     behind: dict[str, int] = field(default_factory=dict)
+    # The log time a log not followed yet holds every line up to (None: no bound). A
+    # service creates its log when it first flushes it: until then the follower knows
+    # no such file, whose lines may be older than what the others show (`--settle`).
+    unseen: int | None = None
     # (trace_id, parent span id) → spans read before the span they name as parent: a
     # worker file ahead of its caller's (clock skew, flushing), a caller whose first line
     # was torn. They are linked to it when it comes, so it is one request with them.
@@ -59,9 +63,11 @@ class WindowState:
         known = self.read_up_to(span.last_file)
         return min(known, *self.behind.values()) if self.behind else known
 
-    def caught_up_to(self) -> int:
-        """The log time every file has been read up to."""
-        return min(self.file_marks.values(), default=self.watermark)
+    def caught_up_to(self, *, unseen: bool = False) -> int:
+        """The log time every file has been read up to (`unseen`: every log still to
+        appear too, for a judgement that waits on one rarely, so waits a settle time)."""
+        known = min(self.file_marks.values(), default=self.watermark)
+        return known if not unseen or self.unseen is None else min(known, self.unseen)
 
     def overlap(self, first: Span, second: Span) -> bool | None:
         """Did `first` (started no later) still run when `second` started? None: not known yet.
