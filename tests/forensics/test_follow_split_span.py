@@ -127,3 +127,30 @@ def test_a_caller_whose_end_is_in_the_live_file_read_behind_is_not_in_flight(
     finally:
         follower.close()
     assert found == []
+
+
+def test_a_crossed_caller_keeps_the_id_of_its_later_lines(tmp_path: Path) -> None:
+    # Under the legacy policy a1's start logs a minted id, its later lines the client's
+    # (7). Its end, read first from the live file, waited for the older part; reading
+    # its start there re-keyed it to the minted id, which the finding then reported.
+    older = [line for n in range(60)
+             for line in rt_request(f"f{n}", f"r{n}", n / 10, n / 10 + 0.05)]
+    ctx = {"trace_id": f"{'a1':0>32}", "span_id": "a1", "x_request_id": "7"}
+    older.append(rt("request.start", time=ts(10.0), request_id="minted-a1", method="POST",
+                    path="/v1/chat/completions", **ctx))
+    (tmp_path / "frontend.jsonl.1").write_text("".join(line + "\n" for line in older))
+    (tmp_path / "frontend.jsonl").write_text(
+        rt("request.end", time=ts(10.5), request_id="7", status=200, outcome="ok",
+           fp_in="in-a", fp_out="out-b", **ctx) + "\n")
+    work = []
+    for span, caller, rid, fp_in, fp_out in (("wa", "a1", "7", "in-a", "out-a"),
+                                             ("wb", "b2", "8", "in-b", "out-b")):
+        wctx = {"request_id": rid, "trace_id": f"{caller:0>32}", "span_id": span,
+                "parent_span_id": caller, "service": "worker", "fp_in": fp_in}
+        work += [rt("worker.start", time=ts(10.1), **wctx),
+                 rt("worker.end", time=ts(10.4), outcome="ok", fp_out=fp_out, **wctx)]
+    (tmp_path / "worker.jsonl").write_text("".join(line + "\n" for line in sorted(work)))
+    doc = report_json(analyze(load_events([str(tmp_path)], lean=True)))
+    crossed = [_key(f) for f in doc["findings"] if f["kind"] == "crossed_stream"]
+    assert crossed == [("crossed_stream", "a1", "7")]
+    assert _live(tmp_path, 8192) == crossed

@@ -147,7 +147,8 @@ class LiveRules:
                     instants -= 1
                 if t0 < span.start:
                     clusters.extend(self._earlier_part(span, t0, file, first_line))
-                if file == span.last_file or t1 >= span.last:  # else an earlier part
+                later = file == span.last_file or t1 >= span.last  # else an earlier part
+                if later:
                     span.last_line = last_line
                     span.last_file = file
                 if t1 > span.last:
@@ -163,7 +164,12 @@ class LiveRules:
                 if span.outcome is None:
                     span.outcome = outcome
                 if rid is not None and rid != span.request_id:
+                    own_id = span.request_id
                     cluster = state.join(span, rid)
+                    if not later and own_id is not None:
+                        # It held `rid` then (a minted id, the legacy policy), and holds
+                        # its later lines' id now, the one `analyze` reports it under.
+                        span.request_id = own_id
                     if len(cluster.members) > 1:  # one span alone holds no duplicate
                         clusters.append(cluster)
                 for cluster in span.clusters:
