@@ -154,3 +154,33 @@ def test_a_crossed_caller_keeps_the_id_of_its_later_lines(tmp_path: Path) -> Non
     crossed = [_key(f) for f in doc["findings"] if f["kind"] == "crossed_stream"]
     assert crossed == [("crossed_stream", "a1", "7")]
     assert _live(tmp_path, 8192) == crossed
+
+
+def test_a_worker_output_whose_start_is_read_last_still_proves_a_crossed_stream(
+    tmp_path: Path,
+) -> None:
+    # wb produced out-b for b2, a1 was delivered it. wb's start (its fp_in) is in the
+    # rotated part of its worker's log, its end (its fp_out) in the live file, read
+    # first: the output was taken as produced only on the end line, with both
+    # fingerprints, and a1's crossed stream was never printed.
+    def worker_line(event: str, span: str, caller: str, at: float, **fields: object) -> str:
+        return rt(event, time=ts(at), request_id=f"id-{caller}", trace_id=f"{caller:0>32}",
+                  span_id=span, parent_span_id=caller, service="worker", **fields)
+
+    older = [worker_line("worker.start", f"wf{n}", f"f{n}", n / 10, fp_in=f"in-f{n}")
+             for n in range(100)]
+    older.append(worker_line("worker.start", "wb", "b2", 10.1, fp_in="in-b"))
+    (tmp_path / "worker-1.jsonl.1").write_text("".join(line + "\n" for line in older))
+    (tmp_path / "worker-1.jsonl").write_text(
+        worker_line("worker.end", "wb", "b2", 10.4, outcome="ok", fp_out="out-b") + "\n")
+    (tmp_path / "worker-2.jsonl").write_text("".join(line + "\n" for line in [
+        worker_line("worker.start", "wa", "a1", 10.1, fp_in="in-a"),
+        worker_line("worker.end", "wa", "a1", 10.4, outcome="ok", fp_out="out-a"),
+    ]))
+    (tmp_path / "frontend.jsonl").write_text("".join(
+        line + "\n" for line in rt_request("a1", "id-a1", 10.0, 10.5, fp_in="in-a",
+                                           fp_out="out-b")))
+    doc = report_json(analyze(load_events([str(tmp_path)], lean=True)))
+    crossed = [_key(f) for f in doc["findings"] if f["kind"] == "crossed_stream"]
+    assert crossed == [("crossed_stream", "a1", "id-a1")]
+    assert [key for key in _live(tmp_path, 8192) if key[0] == "crossed_stream"] == crossed

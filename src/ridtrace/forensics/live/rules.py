@@ -93,6 +93,7 @@ class LiveRules:
              fp_out, outcome, worker, closing, request_end, worker_end, flag) in rows:
             key = (trace, span_id)
             span = get(key)
+            late_work = False
             if span is None:
                 span = Span(trace, span_id, file, first_line, last_line, t0, t1 if t1 > t0 else t0,
                             parent, WORKER if worker else None, xrid, fp_in, fp_out, outcome)
@@ -163,6 +164,9 @@ class LiveRules:
                     span.fp_out = fp_out
                 if span.outcome is None:
                     span.outcome = outcome
+                # Its end read before its start (a rotated part read behind): its output
+                # counts once its fp_in, on the start line, is in too.
+                late_work = span.work_ended and not span.paired
                 if rid is not None and rid != span.request_id:
                     own_id = span.request_id
                     cluster = state.join(span, rid)
@@ -177,9 +181,10 @@ class LiveRules:
                         cluster.max_end = span.last
             if flag is not None:
                 found.extend(self._unlinked(span, flag, file))
-            if worker_end:
+            if worker_end or late_work:
                 # A worker's (fp_in, fp_out) is its caller's own work; its first ok output
                 # is what a crossed caller was delivered.
+                span.work_ended = True
                 fp_in, fp_out = span.fp_in, span.fp_out
                 if fp_in is not None and fp_out is not None:
                     if not span.paired:

@@ -38,7 +38,7 @@ class Span:
         "fp_out", "instant", "last", "last_file", "last_line", "open_children", "outcome",
         "paired", "parent",
         "parent_span", "request_id", "side", "span_id", "start", "trace", "unlinked_done",
-        "waiting", "x_request_id",
+        "waiting", "work_ended", "x_request_id",
     )
 
     def __init__(self, trace: str | None, span_id: str, file: str, first_line: int,
@@ -70,6 +70,7 @@ class Span:
         # A shared empty tuple until it joins one: most spans join exactly one.
         self.clusters: list[Cluster] | tuple[()] = ()
         self.paired = False
+        self.work_ended = False  # its worker.end was read (its output, once fp_in is in)
         self.waiting = False
         self.crossed_done = False
         self.unlinked_done = False
