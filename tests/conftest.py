@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,12 +25,23 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(autouse=True)
-def _no_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test starts as CI runs it: output to a pipe, no width set. A shell's exported
-    COLUMNS, or pytest-xdist's workers (they set COLUMNS=80, LINES=24), changed how every
-    table in the CLI tests was laid out. A test that wants a width sets it."""
+def _own_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every test starts as CI runs it, and leaves the environment as it found it.
+
+    Output goes to a pipe with no width set: a shell's exported COLUMNS, or pytest-xdist's
+    workers (they set COLUMNS=80, LINES=24), changed how every table in the CLI tests was
+    laid out; a test that wants a width sets it. And code under test that sets a variable
+    itself (`ridtrace demo` sets OTEL_METRICS_EXPORTER=none for its children) left it set
+    for every later test of the worker, whose servers then exported nothing.
+    """
+    saved = dict(os.environ)
     monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.delenv("LINES", raising=False)
+    yield
+    monkeypatch.undo()
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def demo_argv(out: Path, requests: int = DEMO_REQUESTS) -> list[str]:

@@ -17,7 +17,8 @@ _VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
 
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    for name in _VARIABLES:  # also restores what _traces_endpoint sets
+    # What _traces_endpoint sets itself is undone by tests/conftest.py's own environment.
+    for name in _VARIABLES:
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
 

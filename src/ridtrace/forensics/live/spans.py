@@ -7,7 +7,7 @@ collide, as in the batch read. The window that holds them is `live.window`.
 from __future__ import annotations
 
 from ridtrace.contract import WORKER
-from ridtrace.forensics.rules.columns import MAX_CALLER_DEPTH
+from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 
 SpanKey = tuple[str | None, str]
 

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from ridtrace.contract import FRONTEND, OUTCOME_CANCELLED, OUTCOME_OK, WORKER
 from ridtrace.forensics.records.requests import LINE_FILES
+from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 from ridtrace.forensics.rules.codes import Arrow, shared_codes
 from ridtrace.forensics.rules.frame_arrays import arrow_column, arrow_text, epoch_us, line_numbers
 
@@ -160,11 +161,6 @@ class SpanColumns:
                 break
             caller = np.where(climb, above, caller)
         return caller
-
-
-# Callers above callers followed at most: a loop of spans logged as each other's parents
-# (which Jaeger cannot draw either) stops there.
-MAX_CALLER_DEPTH = 16
 
 
 def _one_array(values: Arrow) -> pa.Array:

@@ -15,8 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ridtrace.contract import FRONTEND, WORKER
+from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 from ridtrace.forensics.rules.codes import ranked
-from ridtrace.forensics.rules.columns import MAX_CALLER_DEPTH, SpanColumns, span_columns
+from ridtrace.forensics.rules.columns import SpanColumns, span_columns
 from ridtrace.forensics.rules.findings import (
     FindingColumns,
     evidence,

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ridtrace.contract import FRONTEND, REQUEST_END, RESPONSE_SENT, WORKER
 from ridtrace.forensics.records.requests import epoch_us
-from ridtrace.forensics.rules.columns import MAX_CALLER_DEPTH
+from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 from ridtrace.forensics.rules.skew import correct_skew
 from ridtrace.forensics.rules.streams import unlinked
 from ridtrace.forensics.views import jaeger_ids
