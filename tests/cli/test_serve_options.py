@@ -53,7 +53,7 @@ def test_an_otel_variable_it_cannot_follow_is_the_operators_error_not_an_interna
              "--log-file", str(tmp_path / "x.jsonl")],
             env=env, capture_output=True, text=True, timeout=60,
         )
-        assert done.returncode == 1, done.stderr
+        assert done.returncode == 2, done.stderr  # bad usage, as a bad option
         assert f"{variable}={value!r}" in done.stderr and "Traceback" not in done.stderr
 
 
@@ -73,7 +73,7 @@ def test_a_grpc_client_key_without_its_certificate_is_refused_not_aborted(
          "--log-file", str(tmp_path / "x.jsonl")],
         env=env, capture_output=True, text=True, timeout=60,
     )
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 2, done.stderr
     assert f"{variable}={str(pem)!r}" in done.stderr and "Traceback" not in done.stderr
 
 

@@ -260,11 +260,11 @@ def test_an_otel_variable_the_stack_cannot_follow_is_named_in_one_line(
     tmp_path: Path, variables: dict[str, str]
 ) -> None:
     # It ended in a traceback and "internal error (exit 4); please report it", where
-    # `ridtrace serve` says which variable it cannot follow and exits 1.
+    # `ridtrace serve` says which variable it cannot follow and exits 2 (bad usage).
     out = tmp_path / "out"
     done = subprocess.run(demo_argv(out), capture_output=True, text=True, timeout=60,
                           env={**os.environ, **variables})
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert done.stderr.startswith("Error: ") and done.stderr.count("\n") == 1, done.stderr
     assert next(iter(variables.keys() - {"OTEL_EXPORTER_OTLP_ENDPOINT"})) in done.stderr

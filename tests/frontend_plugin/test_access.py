@@ -118,7 +118,7 @@ def test_the_cli_refuses_an_empty_secret_as_a_usage_error(tmp_path: object) -> N
                  ["worker", "--worker-token", ""]):
         result = CliRunner().invoke(main, ["serve", *argv, "--port", "1", "--log-file",
                                            f"{tmp_path}/x.jsonl"])
-        assert result.exit_code == 1 and "must not be empty" in result.output, result.output
+        assert result.exit_code == 2 and "must not be empty" in result.output, result.output
 
 
 @pytest.mark.parametrize("key", [" sk-zq9", "sk-zq9 ", "sk-zq9\n", "sk zq9", "sk-zq\u00e99", "sk-zq9\x01"])
@@ -159,7 +159,7 @@ def test_serve_refuses_a_blank_key_list_in_the_environment(tmp_path: object) -> 
         result = CliRunner(env={"RIDTRACE_API_KEYS": " , "}).invoke(
             main, ["serve", "frontend", "--worker", "http://w", "--host", "127.0.0.1",
                    "--port", str(taken.getsockname()[1]), "--log-file", f"{tmp_path}/x.jsonl"])
-    assert result.exit_code == 1 and "RIDTRACE_API_KEYS" in result.output, result.output
+    assert result.exit_code == 2 and "RIDTRACE_API_KEYS" in result.output, result.output
 
 
 def test_the_comparison_takes_no_length_from_the_keys(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -40,11 +40,12 @@ def test_serve_reads_the_tracing_variables(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("flags", "named"),
     [
-        (["--max-body-bytes", "-1"], "max_body_bytes"),
-        (["--max-body-bytes", "0"], "max_body_bytes"),
-        (["--first-byte-timeout", "-5"], "first_byte_timeout"),
-        (["--total-timeout", "nan"], "total_timeout"),
-        (["--chunk-timeout", "inf"], "chunk_timeout"),
+        (["--max-body-bytes", "-1"], "'--max-body-bytes'"),
+        (["--max-body-bytes", "0"], "'--max-body-bytes'"),
+        (["--first-byte-timeout", "-5"], "'--first-byte-timeout'"),
+        (["--total-timeout", "nan"], "'--total-timeout'"),
+        (["--chunk-timeout", "inf"], "'--chunk-timeout'"),
+        (["--body-timeout", "0"], "'--body-timeout'"),
     ],
 )
 def test_a_frontend_setting_that_would_fail_every_request_is_refused(
@@ -55,7 +56,8 @@ def test_a_frontend_setting_that_would_fail_every_request_is_refused(
          "--worker", "http://127.0.0.1:9", "--log-file", str(tmp_path / "f.jsonl"), *flags],
         capture_output=True, text=True, timeout=60,
     )
-    assert done.returncode == 1 and named in done.stderr, done.stderr
+    # Bad usage, exit 2, naming the option as given (it said "first_byte_timeout", exit 1).
+    assert done.returncode == 2 and named in done.stderr, done.stderr
 
 
 def _serve_worker(log_file: Path, *flags: str) -> subprocess.CompletedProcess[str]:
@@ -67,25 +69,38 @@ def _serve_worker(log_file: Path, *flags: str) -> subprocess.CompletedProcess[st
     )
 
 
-def test_a_worker_delay_must_not_be_negative(tmp_path: Path) -> None:
-    done = _serve_worker(tmp_path / "w.jsonl", "--token-delay", "-0.5")
-    assert done.returncode == 1 and "token_delay" in done.stderr, done.stderr
+@pytest.mark.parametrize(("flags", "env", "named"), [
+    (["--token-delay", "-0.5"], {}, "'--token-delay'"),
+    (["--first-token-delay", "nan"], {}, "'--first-token-delay'"),
+    (["--hang-after-tokens", "-1"], {}, "'--hang-after-tokens'"),
+    ([], {"RIDTRACE_WORKER_TOKEN_DELAY": "-0.5"}, "token_delay"),
+    ([], {"RIDTRACE_WORKER_MAX_BODY_BYTES": "many"}, "RIDTRACE_WORKER_MAX_BODY_BYTES"),
+])
+def test_a_worker_setting_that_would_fail_is_a_usage_error(
+    tmp_path: Path, flags: list[str], env: dict[str, str], named: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "serve", "worker", "--port", "1",
+         "--log-file", str(tmp_path / "w.jsonl"), *flags],
+        capture_output=True, text=True, timeout=60, env={**os.environ, **env},
+    )
+    assert done.returncode == 2 and named in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize(
     ("flags", "env", "code", "says"),
     [
-        (["--worker", "http://alice:pw/s3cret@127.0.0.1:1"], {}, 1, "percent-encode"),
-        (["--worker", "http://127.0.0.1:notaport"], {}, 1, "the port must be"),
-        (["--worker", "ftp://127.0.0.1:21"], {}, 1, "http(s)://host"),
+        (["--worker", "http://alice:pw/s3cret@127.0.0.1:1"], {}, 2, "percent-encode"),
+        (["--worker", "http://127.0.0.1:notaport"], {}, 2, "the port must be"),
+        (["--worker", "ftp://127.0.0.1:21"], {}, 2, "http(s)://host"),
         # One worker twice: a retry would reach the worker that just refused the id.
         (["--worker", "http://127.0.0.1:8101", "--worker", "http://u:s3cret@127.0.0.1:8101/"],
-         {}, 1, "listed twice"),
+         {}, 2, "listed twice"),
         (["--graceful-timeout", "nan"], {}, 2, "not a finite number"),
-        ([], {"RIDTRACE_RESPONSE_ID_HEADER": "bad header"}, 1, "not an HTTP header name"),
-        ([], {"RIDTRACE_MAX_CLIENT_ID_LENGTH": "0"}, 1, "max_client_id_length"),
-        ([], {"RIDTRACE_MAX_CLIENT_ID_LENGTH": "abc"}, 1, "RIDTRACE_MAX_CLIENT_ID_LENGTH"),
-        ([], {"RIDTRACE_FRONTEND_MAX_BODY_BYTES": "abc"}, 1, "RIDTRACE_FRONTEND_MAX_BODY_BYTES"),
+        ([], {"RIDTRACE_RESPONSE_ID_HEADER": "bad header"}, 2, "not an HTTP header name"),
+        ([], {"RIDTRACE_MAX_CLIENT_ID_LENGTH": "0"}, 2, "max_client_id_length"),
+        ([], {"RIDTRACE_MAX_CLIENT_ID_LENGTH": "abc"}, 2, "RIDTRACE_MAX_CLIENT_ID_LENGTH"),
+        ([], {"RIDTRACE_FRONTEND_MAX_BODY_BYTES": "abc"}, 2, "RIDTRACE_FRONTEND_MAX_BODY_BYTES"),
     ],
 )
 def test_settings_that_would_break_serving_are_refused_naming_what_is_wrong(

@@ -23,6 +23,7 @@ from ridtrace.cli.collector_probe import (
     speaks_tls,
 )
 from ridtrace.cli.propagators import require_propagators
+from ridtrace.cli.serve_options import BadConfiguration
 from ridtrace.cli.stop import HungUp, Terminated, exit_code, hangup_to_handle, interrupt_behind
 
 __all__ = ["demo"]
@@ -187,7 +188,7 @@ def _traces_endpoint() -> str | None:
                            f"({hint})", err=True)
         return otlp_export_endpoint(os.environ, "traces")
     except (ValueError, ImportError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise BadConfiguration(str(exc)) from None
 
 
 def wait_for_interrupt(frontend_url: str) -> None:

@@ -5,7 +5,7 @@ is first imported, and raises ``ValueError`` there for a name it cannot load: ``
 ``jaeger`` without their packages, or a typo. FastAPI imports it, so ``ridtrace serve``
 and ``ridtrace demo`` died in an import with a traceback and "internal error (exit 4);
 please report it", where every other ``OTEL_*`` value they cannot follow is named in
-one line (exit 1).
+one line (exit 2, bad usage).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from importlib.metadata import entry_points
 
-import click
+from ridtrace.cli.serve_options import BadConfiguration
 
 __all__ = ["require_propagators"]
 
@@ -28,7 +28,7 @@ _PACKAGES = {
 
 
 def require_propagators() -> None:
-    """Load the propagators ``OTEL_PROPAGATORS`` names, or raise ``click.ClickException``
+    """Load the propagators ``OTEL_PROPAGATORS`` names, or raise ``BadConfiguration``
     naming the variable (and the package that brings a known name)."""
     try:
         import opentelemetry.propagate  # noqa: F401  (loads them on import)
@@ -37,7 +37,7 @@ def require_propagators() -> None:
         names = {name.strip() for name in raw.split(",")}
         hints = sorted({_PACKAGES[n] for n in names if n in _PACKAGES and not _installed(n)})
         hint = f" (pip install {' '.join(hints)})" if hints else ""
-        raise click.ClickException(f"OTEL_PROPAGATORS={raw!r}: {exc}{hint}") from None
+        raise BadConfiguration(f"OTEL_PROPAGATORS={raw!r}: {exc}{hint}") from None
 
 
 def _installed(name: str) -> bool:

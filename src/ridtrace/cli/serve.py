@@ -16,10 +16,16 @@ from ridtrace.cli.propagators import require_propagators
 from ridtrace.cli.serve_options import (
     _LOG_FILE_HELP,
     _LOG_LEVEL_HELP,
+    _NON_NEGATIVE_COUNT,
+    _NON_NEGATIVE_SECONDS,
     _POLICY,
     _PORT,
+    _POSITIVE_COUNT,
+    _POSITIVE_SECONDS,
+    BadConfiguration,
     _allowed_host_option,
     _debug_option,
+    _finite_seconds,
     _graceful_option,
     _header_timeout_option,
     _worker_token_option,
@@ -69,7 +75,7 @@ def _setup(log_file: Path, service: str, level: str) -> None:
     except (ValueError, ImportError) as exc:
         # An OTEL_* variable ridtrace cannot follow, or the grpc extra missing: the
         # operator's to fix, said in one line, not an internal error with a traceback.
-        raise click.ClickException(str(exc)) from None
+        raise BadConfiguration(str(exc)) from None
 
 
 def _run(
@@ -137,18 +143,22 @@ def _run(
 @click.option("--id-policy", type=_POLICY, default=None,
               help="'legacy' reproduces the pre-fix collisions: unsafe, for demos and tests "
                    "(default safe).")
-@click.option("--first-byte-timeout", type=float, default=None,
+@click.option("--first-byte-timeout", type=_POSITIVE_SECONDS, callback=_finite_seconds,
+              default=None,
               help="Seconds a worker may take to send its first chunk (default 30); then "
                    "the next worker is tried (504 when none is left).")
-@click.option("--chunk-timeout", type=float, default=None,
+@click.option("--chunk-timeout", type=_POSITIVE_SECONDS, callback=_finite_seconds,
+              default=None,
               help="Seconds a worker may go silent mid-reply (default 30); then the "
                    "caller's reply ends with an error.")
-@click.option("--total-timeout", type=float, default=None,
+@click.option("--total-timeout", type=_POSITIVE_SECONDS, callback=_finite_seconds,
+              default=None,
               help="Seconds a whole request may take (default 300); then 504 or the "
                    "stream's error event.")
-@click.option("--body-timeout", type=float, default=None,
+@click.option("--body-timeout", type=_POSITIVE_SECONDS, callback=_finite_seconds,
+              default=None,
               help="Seconds a request body may take to arrive (default 30); then 408.")
-@click.option("--max-body-bytes", type=int, default=None,
+@click.option("--max-body-bytes", type=_POSITIVE_COUNT, default=None,
               help="Bodies above get 413 (default 1048576, 1 MiB).")
 @click.option("--log-level", default="INFO", show_default=True, help=_LOG_LEVEL_HELP)
 @click.option("--api-key", "api_keys", multiple=True, metavar="KEY",
@@ -194,7 +204,7 @@ def frontend_command(
         settings = replace(FrontendSettings.from_env(), **overrides)  # type: ignore[arg-type]
         tracing = TracingSettings.from_env()  # RIDTRACE_ID_GENERATOR, deprecation dates, …
     except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise BadConfiguration(str(exc)) from None
     if not settings.workers:  # a frontend with nowhere to send work answers only 503s
         raise click.UsageError("Missing option '--worker' (or RIDTRACE_FRONTEND_WORKERS).")
     if not settings.api_keys and os.environ.get("RIDTRACE_API_KEYS") == "":
@@ -216,16 +226,19 @@ def frontend_command(
               help=_LOG_FILE_HELP)
 @click.option("--id-policy", type=_POLICY, default=None,
               help="'legacy' accepts duplicate in-flight ids (pre-fix; default safe).")
-@click.option("--token-delay", type=float, default=None, help="Seconds between tokens (default 0).")
-@click.option("--first-token-delay", type=float, default=None,
+@click.option("--token-delay", type=_NON_NEGATIVE_SECONDS, callback=_finite_seconds,
+              default=None, help="Seconds between tokens (default 0).")
+@click.option("--first-token-delay", type=_NON_NEGATIVE_SECONDS, callback=_finite_seconds,
+              default=None,
               help="Seconds before the first token (default 0); --token-delay paces the rest.")
 @click.option("--gate", is_flag=True, default=None,
               help="Test hook: hold first tokens until POST /debug/gate/open.")
-@click.option("--hang-after-tokens", type=int, default=None,
+@click.option("--hang-after-tokens", type=_NON_NEGATIVE_COUNT, default=None,
               help="Test fault: stop producing after N tokens, keep the stream open.")
-@click.option("--foreign-chunk-after", type=int, default=None,
+@click.option("--foreign-chunk-after", type=_NON_NEGATIVE_COUNT, default=None,
               help="Test fault: label the chunk after N tokens with another request id.")
-@click.option("--body-timeout", type=float, default=None,
+@click.option("--body-timeout", type=_POSITIVE_SECONDS, callback=_finite_seconds,
+              default=None,
               help="Seconds a work envelope may take to arrive (default 30); then 408.")
 @click.option("--log-level", default="INFO", show_default=True, help=_LOG_LEVEL_HELP)
 @click.option("--baggage-attribute", "baggage_attributes", multiple=True, metavar="NAME",
@@ -266,7 +279,7 @@ def worker_command(
         # The frontend writes the lifecycle lines; the worker writes worker.* events.
         tracing = replace(TracingSettings.from_env(), log_lifecycle=False)
     except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise BadConfiguration(str(exc)) from None
     from ridtrace.cli.graceful import bound_any_port
 
     bound = bound_any_port(host) if port == 0 else None

@@ -20,11 +20,28 @@ DEFAULT_HEADER_TIMEOUT = 10.0
 """Seconds a request's line and headers may take to arrive (see cli/header_guard.py)."""
 
 
-def _finite_seconds(ctx: click.Context, param: click.Parameter, value: float) -> float:
+class BadConfiguration(click.ClickException):
+    """A setting refused at start-up, from an option or an environment variable: bad
+    usage, exit 2, as click's own usage errors (a missing ``--worker``, an unknown
+    ``--log-level``). It was exit 1 for some, which a script reads as the server's
+    failure, and 2 for others."""
+
+    exit_code = 2
+
+
+def _finite_seconds(
+    ctx: click.Context, param: click.Parameter, value: float | None
+) -> float | None:
     # FloatRange lets nan through, which then failed the shutdown itself.
-    if not math.isfinite(value):
+    if value is not None and not math.isfinite(value):
         raise click.BadParameter(f"not a finite number of seconds: {value}")
     return value
+
+
+_POSITIVE_SECONDS = click.FloatRange(min=0, min_open=True)
+_NON_NEGATIVE_SECONDS = click.FloatRange(min=0)
+_POSITIVE_COUNT = click.IntRange(min=1)
+_NON_NEGATIVE_COUNT = click.IntRange(min=0)
 
 
 def _graceful_option(func: Callable[..., None]) -> Callable[..., None]:
