@@ -139,3 +139,33 @@ def test_the_findings_table_keeps_times_and_uuid_ids_whole(tmp_path: Path, colum
     assert finding and "│ 2026-11-29T10:00:00.100000Z │" in finding[0], "\n".join(rows)
     if columns >= 160:
         assert f"│ {rid} │ client-x     │" in finding[0], "\n".join(rows)
+
+
+def test_trace_cites_kubernetes_pod_logs_readably_on_80_columns(
+    logs: tuple[Path, SynthTruth], tmp_path: Path,
+) -> None:
+    # /var/log/pods/<ns>_<pod>_<uid>/<container>/0.log: relative to the pods directory,
+    # each file:line was still over 80 columns, so it began at column 0 and the terminal
+    # broke it mid-path, on every event of the trace.
+    path, truth = logs
+    pods = tmp_path / "var" / "log" / "pods"
+    uid = "3f1c2a9e-8b7d-4c6e-9a1f-2b3c4d5e6f7a"
+    for log in sorted(path.glob("*.jsonl")):
+        name = log.stem.replace("-", "")
+        container = pods / f"inference-prod_{name}-7f9c8d6b5-x2kqp_{uid}" / name
+        container.mkdir(parents=True)
+        (container / "0.log").write_bytes(log.read_bytes())
+    code, out = run_on_terminal("trace", _collided(truth), str(pods), "--limit", "2",
+                                "-q", columns=80)
+    assert code == 0, out
+    lines = [line.rstrip() for line in _lines(out)]
+    assert max(map(len, lines)) <= 80, "\n".join(lines)
+    text = "\n".join(lines)
+    assert "cited by number (names too long for 80 columns):" in text, text
+    legend = lines.index(next(line for line in lines if "cited by number" in line))
+    # The path broken after a '/', each directory's name whole.
+    assert [line.strip() for line in lines[legend + 1:legend + 4]] == [
+        "f1", f"inference-prod_frontend-7f9c8d6b5-x2kqp_{uid}/", "frontend/0.log",
+    ], text
+    events = [line for line in lines if line.startswith("      +")]
+    assert events and all(re.search(r"  f\d:\d+$", line) for line in events), text

@@ -59,6 +59,21 @@ def _short(path: str, base: str) -> str:
     return os.path.relpath(path, base) if base else path
 
 
+def _shown_names(view: TraceView, base: str, width: int) -> dict[str, str]:
+    """Each file as its lines cite it: relative to `base`, or, when one of those names
+    does not fit on a line of its own under its event, a number (``f1``) that the list
+    above the waterfall names. Kubernetes' ``<ns>_<pod>_<uid>/<container>/0.log`` is
+    longer than an 80-column line: its ``file:line`` began at column 0 and broke
+    mid-path, every event of the trace."""
+    files = sorted({ev.file for block in view.blocks for ev in block.events}
+                   | set(view.offsets_ms))
+    names = {f: _short(f, base) for f in files}
+    longest = max((cell_len(f"{name}:{1 << 20}") for name in names.values()), default=0)
+    if longest <= width - _BEFORE_EVENT:
+        return names
+    return {f: f"f{i}" for i, f in enumerate(files, 1)}
+
+
 def _whose(block: RequestBlock, numbers: dict[str, int]) -> str:
     producer = block.verdict.got_output_of
     if producer is None:
@@ -112,9 +127,11 @@ def header_lines(
     return lines
 
 
-def _event_width(blocks: list[RequestBlock], base: str, width: int) -> tuple[int, bool]:
+def _event_width(
+    blocks: list[RequestBlock], names: dict[str, str], width: int
+) -> tuple[int, bool]:
     """The event column's width, and whether `file:line` fits on the event's line."""
-    longest = max((cell_len(f"{_short(ev.file, base)}:{ev.line}") for block in blocks
+    longest = max((cell_len(f"{names[ev.file]}:{ev.line}") for block in blocks
                    for ev in block.events), default=0)
     room = width - _BEFORE_EVENT - _AFTER_EVENT
     if room - longest >= _MIN_EVENT:
@@ -122,17 +139,18 @@ def _event_width(blocks: list[RequestBlock], base: str, width: int) -> tuple[int
     return max(_MIN_EVENT, min(_EVENT, room)), False
 
 
-def event_lines(block: RequestBlock, base: str, width: int = 100, *,
+def event_lines(block: RequestBlock, names: dict[str, str], width: int = 100, *,
                 event_width: tuple[int, bool] | None = None) -> list[Text]:
     """One line per log line: ms since the request's start, side, event, outcome, file:line
-    (on a line of its own, under the event, when the terminal is too narrow for both)."""
-    column, inline = event_width or _event_width([block], base, width)
+    (on a line of its own, under the event, when the terminal is too narrow for both);
+    `names`: each file as `_shown_names` shows it."""
+    column, inline = event_width or _event_width([block], names, width)
     out = []
     for ev in block.events:
         event = fitted(ev.event, column)
         ms = span_ms(ev.ms, 10, digits=3, sign="+")
         line = Text(f"  {ms:>10}  {ev.side:<9} {event} {ev.outcome or '':<9} ")
-        location = Text(f"{_short(ev.file, base)}:{ev.line}", style="dim")
+        location = Text(f"{names[ev.file]}:{ev.line}", style="dim")
         if inline:
             line.append_text(location)
         else:
@@ -234,10 +252,20 @@ def trace_lines(view: TraceView, width: int = 100) -> Iterable[Text]:
                        Text(f"{view.matched} matching request(s), {shown} shown,", style="bold"),
                        Text("most relevant first", style="bold")], width, sep=" ")
     base = _base_dir(view)
-    if base:
-        yield Text(f"files under {base}{os.sep}", style="dim")
+    names = _shown_names(view, base, width)
+    numbered = any(_short(f, base) != name for f, name in names.items())
+    if base or numbered:
+        under = f"files under {base}{os.sep}" if base else "files"
+        yield Text(f"{under}, cited by number (names too long for {width} columns):"
+                   if numbered else under, style="dim")
+    for f, name in names.items() if numbered else ():
+        # Broken after a '/' where it must, never inside a directory's name.
+        steps = _short(f, base).split(os.sep)
+        dirs = [Text(step + os.sep, style="dim") for step in steps[:-1]]
+        yield from packed([Text(f"  {name}  ", style="dim"), *dirs,
+                           Text(steps[-1], style="dim")], width, sep="", indent=4)
     if any(view.offsets_ms.values()):
-        parts = [f"{_short(f, base)} {ms:+.1f} ms" for f, ms in view.offsets_ms.items() if ms]
+        parts = [f"{names[f]} {ms:+.1f} ms" for f, ms in view.offsets_ms.items() if ms]
         line = f"clock offsets corrected: {', '.join(parts)}"
         if len(line) <= width:
             yield Text(line, style="yellow")
@@ -246,7 +274,7 @@ def trace_lines(view: TraceView, width: int = 100) -> Iterable[Text]:
             yield from (Text(f"  {part}", style="yellow") for part in parts)
     yield from waterfall_lines(view, width)
     numbers = _number(view)
-    column, inline = columns = _event_width(view.blocks, base, width)
+    column, inline = columns = _event_width(view.blocks, names, width)
     yield Text("")
     heading = f"  {'ms':>10}  {'side':<9} {'event':<{column}} {'outcome':<9}"
     if inline:
@@ -257,7 +285,7 @@ def trace_lines(view: TraceView, width: int = 100) -> Iterable[Text]:
     for number, block in enumerate(view.blocks, 1):
         yield Text("")
         yield from header_lines(block, number, numbers, width)
-        yield from event_lines(block, base, width, event_width=columns)
+        yield from event_lines(block, names, width, event_width=columns)
     if view.more:
         yield Text("")
         yield Text(f"… {view.more} more matching request(s); --limit 0 shows all",
