@@ -258,3 +258,16 @@ def test_the_window_options_help_allows_an_offset() -> None:
     out = " ".join(CliRunner().invoke(main, ["analyze", "--help"], terminal_width=200).stdout.split())
     for option in ("--since TEXT", "--until TEXT"):
         assert "UTC unless it names an offset" in out.split(option, 1)[1].split("--", 1)[0], out
+
+
+@pytest.mark.parametrize(("name", "command"), _commands(main), ids=[n for n, _ in _commands(main)])
+def test_every_command_help_names_its_exit_status(name: str, command: click.Command) -> None:
+    # `serve frontend|worker --help` and `demo --help` said nothing of their exit codes
+    # (2 for a configuration they refuse, 3 a server that could not start, demo's 1).
+    if isinstance(command, click.Group):
+        return
+    out = " ".join(CliRunner().invoke(main, [*name.split(), "--help"],
+                                      terminal_width=200).stdout.split())
+    assert "Exit status: " in out, out
+    if name.startswith(("serve", "demo")):
+        assert "2 bad usage" in out or "2 a configuration it will not start with" in out, out

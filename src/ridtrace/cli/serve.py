@@ -136,7 +136,7 @@ def _run(
 @serve.command("frontend")
 @click.option("--port", type=_PORT, required=True, help="Port to listen on (0: any free one).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--worker", "workers", multiple=True,
+@click.option("--worker", "workers", multiple=True, metavar="URL",
               help="Worker base URL (repeat; or RIDTRACE_FRONTEND_WORKERS, comma list).")
 @click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help=_LOG_FILE_HELP)
@@ -180,7 +180,10 @@ def frontend_command(
     debug_endpoints: bool | None, graceful_timeout: float, header_timeout: float,
     allowed_hosts: tuple[str, ...],
 ) -> None:
-    """Serve the inference routes and dispatch to --worker URLs."""
+    """Serve the inference routes and dispatch to --worker URLs.
+
+    Exit status: 2 a configuration it will not start with (a bad option or variable,
+    named on stderr), 3 it could not start (the reason is in --log-file)."""
     require_propagators()  # before FastAPI's import loads them
     from ridtrace.frontend_plugin import FrontendSettings, create_frontend_app
     from ridtrace.frontend_plugin.drain import Drain
@@ -256,7 +259,10 @@ def worker_command(
     worker_token: str | None, debug_endpoints: bool | None, graceful_timeout: float,
     header_timeout: float, allowed_hosts: tuple[str, ...],
 ) -> None:
-    """Serve the echo engine at POST /v1/work."""
+    """Serve the echo engine at POST /v1/work.
+
+    Exit status: 2 a configuration it will not start with (a bad option or variable,
+    named on stderr), 3 it could not start (the reason is in --log-file)."""
     require_propagators()  # before FastAPI's import loads them
     from ridtrace.frontend_plugin import WorkerSettings, create_worker_app
     from ridtrace.frontend_plugin.drain import Drain
