@@ -73,7 +73,8 @@ def _serve_worker(log_file: Path, *flags: str) -> subprocess.CompletedProcess[st
     (["--token-delay", "-0.5"], {}, "'--token-delay'"),
     (["--first-token-delay", "nan"], {}, "'--first-token-delay'"),
     (["--hang-after-tokens", "-1"], {}, "'--hang-after-tokens'"),
-    ([], {"RIDTRACE_WORKER_TOKEN_DELAY": "-0.5"}, "token_delay"),
+    # A value refused once read is named by its variable, not only by its field.
+    ([], {"RIDTRACE_WORKER_TOKEN_DELAY": "-0.5"}, "RIDTRACE_WORKER_TOKEN_DELAY: token_delay"),
     ([], {"RIDTRACE_WORKER_MAX_BODY_BYTES": "many"}, "RIDTRACE_WORKER_MAX_BODY_BYTES"),
 ])
 def test_a_worker_setting_that_would_fail_is_a_usage_error(
@@ -101,6 +102,8 @@ def test_a_worker_setting_that_would_fail_is_a_usage_error(
         ([], {"RIDTRACE_MAX_CLIENT_ID_LENGTH": "0"}, 2, "max_client_id_length"),
         ([], {"RIDTRACE_MAX_CLIENT_ID_LENGTH": "abc"}, 2, "RIDTRACE_MAX_CLIENT_ID_LENGTH"),
         ([], {"RIDTRACE_FRONTEND_MAX_BODY_BYTES": "abc"}, 2, "RIDTRACE_FRONTEND_MAX_BODY_BYTES"),
+        ([], {"RIDTRACE_FRONTEND_TOTAL_TIMEOUT": "0"}, 2,
+         "RIDTRACE_FRONTEND_TOTAL_TIMEOUT: total_timeout must be a positive number"),
     ],
 )
 def test_settings_that_would_break_serving_are_refused_naming_what_is_wrong(

@@ -91,6 +91,18 @@ def _read(
     return out
 
 
+def _built(cls: Callable[..., _T], prefix: str, values: dict[str, Any]) -> _T:
+    """``cls(**values)``; a value it refuses is named by the variable that set it
+    (``total_timeout must be positive`` named no variable an operator could find)."""
+    try:
+        return cls(**values)
+    except ValueError as exc:
+        for name in values:
+            if str(exc).startswith(f"{name} "):
+                raise ValueError(f"{prefix}{name.upper()}: {exc}") from None
+        raise
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FrontendSettings:
     """How the frontend validates, registers and dispatches inference requests.
@@ -210,7 +222,7 @@ class FrontendSettings:
         if "api_keys" in keys and not keys["api_keys"]:
             # " " or ",": meant to require keys, would have served everyone without one.
             raise ValueError("RIDTRACE_API_KEYS is set but holds no key (a comma list)")
-        return cls(**values, **keys)
+        return _built(cls, "RIDTRACE_FRONTEND_", values | keys)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -289,4 +301,5 @@ class WorkerSettings:
             "debug_endpoints": _flag,
             "baggage_attributes": _comma_list,
         }
-        return cls(**_read(environ, "RIDTRACE_WORKER_", fields) | _secrets(environ))
+        return _built(cls, "RIDTRACE_WORKER_", _read(environ, "RIDTRACE_WORKER_", fields)
+                      | _secrets(environ))
