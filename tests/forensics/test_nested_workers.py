@@ -70,13 +70,18 @@ def test_two_callers_chains_holding_one_id_are_still_a_duplicate(tmp_path: Path)
     assert doc["summary"]["requests"] == 2
 
 
-def test_with_the_frontend_a_chain_counts_one_request(tmp_path: Path) -> None:
+def _chain_with_its_frontend(tmp_path: Path) -> None:
+    """One decode → prefill chain and the frontend request it works for."""
     _spans(tmp_path, [("f000000000000001", "d000000000000001", _TRACE)])
     front = [_dynamo("2026-10-02T14:00:00.050000Z", "request received", "f000000000000001", "",
                      name="http-request"),
              _dynamo("2026-10-02T14:00:05.100000Z", "request completed", "f000000000000001", "",
                      name="http-request", status="success")]
     (tmp_path / "frontend.jsonl").write_text("\n".join(front) + "\n")
+
+
+def test_with_the_frontend_a_chain_counts_one_request(tmp_path: Path) -> None:
+    _chain_with_its_frontend(tmp_path)
     doc = _report(tmp_path)
     assert doc["findings"] == [] and doc["summary"]["requests"] == 1
 
@@ -134,12 +139,7 @@ def test_trace_shows_a_chain_as_one_request(tmp_path: Path) -> None:
     from ridtrace.forensics.records.spans import build_requests
     from ridtrace.forensics.views.trace_model import build_trace
 
-    _spans(tmp_path, [("f000000000000001", "d000000000000001", _TRACE)])
-    front = [_dynamo("2026-10-02T14:00:00.050000Z", "request received", "f000000000000001", "",
-                     name="http-request"),
-             _dynamo("2026-10-02T14:00:05.100000Z", "request completed", "f000000000000001", "",
-                     name="http-request", status="success")]
-    (tmp_path / "frontend.jsonl").write_text("\n".join(front) + "\n")
+    _chain_with_its_frontend(tmp_path)
     events = load_events([str(tmp_path)]).events
     view = build_trace(events, build_requests(events), "req-1", limit=None)
     assert [b.span_id for b in view.blocks] == ["f000000000000001"]

@@ -11,6 +11,7 @@ lost while the service ran on.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -61,31 +62,31 @@ def test_grpc_refuses_what_only_http_can_carry() -> None:
             configure_tracing("x", environ=env, set_global=False)
 
 
+def _headers_of_one_export(receiver: Any, env: dict[str, str]) -> dict[str, str]:
+    """The headers one span's export brought `receiver`, exported with `env`."""
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, **env}
+    provider = configure_tracing("h", environ=env, set_global=False)
+    provider.get_tracer("t").start_span("s").end()
+    shutdown_telemetry()
+    receiver.wait_for(1, timeout=10)
+    return dict(receiver.headers[0])
+
+
 HEADERS = "Authorization=Bearer%20a%3Db , x-tenant=t%2C1,,x-empty="
 
 
 def test_the_headers_reach_an_http_receiver_decoded() -> None:
     with otlp_receiver() as receiver:
-        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-               "OTEL_EXPORTER_OTLP_HEADERS": HEADERS + ",x-city=M%C3%BCnchen"}
-        provider = configure_tracing("h", environ=env, set_global=False)
-        provider.get_tracer("t").start_span("s").end()
-        shutdown_telemetry()
-        receiver.wait_for(1, timeout=10)
-    sent = receiver.headers[0]
+        sent = _headers_of_one_export(receiver, {
+            "OTEL_EXPORTER_OTLP_HEADERS": HEADERS + ",x-city=M%C3%BCnchen"})
     assert (sent["authorization"], sent["x-tenant"], sent["x-empty"]) == ("Bearer a=b", "t,1", "")
     assert sent["x-city"] == "München"  # Latin-1 octets, which HTTP allows
 
 
 def test_the_headers_reach_a_grpc_receiver_decoded() -> None:
     with otlp_grpc_receiver() as receiver:
-        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-               "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_HEADERS": HEADERS}
-        provider = configure_tracing("h", environ=env, set_global=False)
-        provider.get_tracer("t").start_span("s").end()
-        shutdown_telemetry()
-        receiver.wait_for(1, timeout=10)
-    sent = receiver.headers[0]
+        sent = _headers_of_one_export(receiver, {
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_HEADERS": HEADERS})
     assert (sent["authorization"], sent["x-tenant"], sent["x-empty"]) == ("Bearer a=b", "t,1", "")
 
 
