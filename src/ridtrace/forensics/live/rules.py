@@ -152,7 +152,8 @@ class LiveRules:
                 if later:
                     span.last_line = last_line
                     span.last_file = file
-                if t1 > span.last:
+                grew = t1 > span.last
+                if grew:
                     span.last = t1
                 if worker:
                     span.side = WORKER
@@ -179,6 +180,8 @@ class LiveRules:
                 for cluster in span.clusters:
                     if span.last > cluster.max_end:
                         cluster.max_end = span.last
+                if grew and span.request_id is not None:
+                    clusters.extend(self._held_longer(span, span.request_id))
             if flag is not None:
                 found.extend(self._unlinked(span, flag, file))
             if worker_end or late_work:
@@ -243,6 +246,18 @@ class LiveRules:
                 and t0 < latest.max_end):
             self.state.join(span, rid)
         return [cluster for cluster in span.clusters if len(cluster.members) > 1]
+
+    def _held_longer(self, span: Span, rid: str) -> list[Cluster]:
+        """The id's later holders, judged apart, that `span` now overlaps: a later line
+        (the legacy policy's Unlinked error after `request.end`) holds the id longer, as
+        `analyze` reads it, and a caller that took the id in between is a duplicate."""
+        later = self.state.clusters.get(rid)
+        if later is None or later in span.clusters or not later.members:
+            return []
+        if min(m.start for m in later.members) >= span.last:
+            return []
+        joined = self.state.join(span, rid)
+        return [joined] if len(joined.members) > 1 else []
 
     def _unlinked(self, span: Span, flag: Flag, file: str) -> list[Finding]:
         if span.unlinked_done:
