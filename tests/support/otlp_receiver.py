@@ -6,7 +6,7 @@ import gzip
 import ssl
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -278,3 +278,20 @@ def unresponsive_collector() -> Iterator[str]:
         listener.close()
         for connection in held:
             connection.close()
+
+
+def export_one_of_each(service: str, env: Mapping[str, str]) -> None:
+    """One span and one finished request through exporters configured by `env` (not the
+    process environment), flushed by the shutdown."""
+    from ridtrace.tracing import (
+        configure_metrics,
+        configure_tracing,
+        metrics,
+        shutdown_telemetry,
+    )
+
+    provider = configure_tracing(service, environ=env, set_global=False)
+    assert configure_metrics(service, environ=env, set_global=False, prometheus=False)
+    provider.get_tracer("t").start_span("s").end()
+    metrics.request_finished("/x", "ok")
+    shutdown_telemetry()

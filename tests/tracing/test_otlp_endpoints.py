@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from ridtrace.tracing import configure_metrics, configure_tracing, metrics, shutdown_telemetry
-from tests.support.otlp_receiver import otlp_receiver
+from ridtrace.tracing import metrics, shutdown_telemetry
+from tests.support.otlp_receiver import export_one_of_each, otlp_receiver
 
 
 @pytest.fixture(autouse=True)
@@ -26,11 +26,7 @@ def test_the_signal_path_goes_onto_the_base_urls_path_and_its_query_stays(
     with otlp_receiver() as receiver:
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint + suffix,
                "OTEL_BSP_SCHEDULE_DELAY": "600000", "OTEL_METRIC_EXPORT_INTERVAL": "600000"}
-        provider = configure_tracing("q", environ=env, set_global=False)
-        assert configure_metrics("q", environ=env, set_global=False, prometheus=False)
-        provider.get_tracer("t").start_span("s").end()
-        metrics.request_finished("/x", "ok")
-        shutdown_telemetry()
+        export_one_of_each("q", env)
         query = suffix.partition("?")[2]
         assert sorted(receiver.paths) == [f"{prefix}/v1/metrics?{query}",
                                           f"{prefix}/v1/traces?{query}"]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ridtrace.tracing import configure_metrics, configure_tracing, metrics, shutdown_telemetry
-from tests.support.otlp_receiver import otlp_receiver
+from ridtrace.tracing import metrics, shutdown_telemetry
+from tests.support.otlp_receiver import export_one_of_each, otlp_receiver
 
 
 @pytest.fixture(autouse=True)
@@ -63,11 +63,7 @@ def test_the_certificate_variable_is_the_ca_verified_against(
                "OTEL_EXPORTER_OTLP_CERTIFICATE": str(pki / "ca.pem"),
                "OTEL_EXPORTER_OTLP_TIMEOUT": "2",
                "OTEL_BSP_SCHEDULE_DELAY": "600000", "OTEL_METRIC_EXPORT_INTERVAL": "600000"}
-        provider = configure_tracing("tls", environ=env, set_global=False)
-        assert configure_metrics("tls", environ=env, set_global=False, prometheus=False)
-        provider.get_tracer("t").start_span("s").end()
-        metrics.request_finished("/x", "ok")
-        shutdown_telemetry()
+        export_one_of_each("tls", env)
         assert receiver.endpoint.startswith("https://")
         assert [s.service_name for s in receiver.spans] == ["tls"]
         assert receiver.metric("ridtrace.requests", "tls", route="/x") == 1

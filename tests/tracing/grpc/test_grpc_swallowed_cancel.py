@@ -22,7 +22,8 @@ CALL_TIMEOUT = 10.0
 
 
 def _handlers(entered: asyncio.Event, ending: str) -> grpc.GenericRpcHandler:
-    async def unary(request: bytes, context: Any) -> bytes:
+    async def wait_for_the_cancel() -> None:
+        """Wait until the client cancels, then clean up: return, or fail (`ending`)."""
         entered.set()
         try:
             await asyncio.sleep(CALL_TIMEOUT)
@@ -30,19 +31,14 @@ def _handlers(entered: asyncio.Event, ending: str) -> grpc.GenericRpcHandler:
             logger.info("cleaned up")
             if ending == "raise":
                 raise RuntimeError("the cleanup failed") from None
-            return b"nobody reads this"
-        return b"too slow to get here"
+
+    async def unary(request: bytes, context: Any) -> bytes:
+        await wait_for_the_cancel()
+        return b"nobody reads this"
 
     async def stream(request: bytes, context: Any) -> AsyncIterator[bytes]:
         yield b"first"
-        entered.set()
-        try:
-            await asyncio.sleep(CALL_TIMEOUT)
-        except asyncio.CancelledError:
-            logger.info("cleaned up")
-            if ending == "raise":
-                raise RuntimeError("the cleanup failed") from None
-            return
+        await wait_for_the_cancel()
 
     return grpc.method_handlers_generic_handler(
         "probe.Swallow",
