@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from ridtrace.forensics.reading.lean import lean_spans_sql  # noqa: E402
-from ridtrace.forensics.reading.scan import LEAN_FIELDS, source_sql  # noqa: E402
+from ridtrace.forensics.reading.scan import LEAN_FIELDS, _quote, source_sql  # noqa: E402
 from ridtrace.forensics.reading.sql import literal  # noqa: E402
 
 DEFAULT = ROOT / "benchmarks/out/forensics/dynamo-incident/logs/frontend.jsonl"
@@ -69,7 +69,7 @@ def arrow_lines(path: Path) -> Iterator[pa.RecordBatch]:
 def contenders(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, Callable[[], Any]]:
     columns = "{" + ", ".join(f"{literal(f)}: 'VARCHAR'" for f in LEAN_FIELDS) + "}"
     struct = json.dumps({f: "VARCHAR" for f in LEAN_FIELDS})
-    counts = ", ".join(f"count({f})" for f in LEAN_FIELDS)
+    counts = ", ".join(f"count({_quote(f)})" for f in LEAN_FIELDS)
     numbered = (
         f"SELECT count(*), max(rn), {counts} FROM (SELECT row_number() OVER () AS rn, * "
         f"FROM read_json({literal(str(path))}, format = 'newline_delimited', "
