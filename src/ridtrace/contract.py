@@ -63,6 +63,8 @@ DYNAMO_GENERATE_FAILED: Final = "engine generate call failed"
 DYNAMO_SPAN_CLOSED: Final = "SPAN_CLOSED"
 # With DYN_LOGGING_SPAN_EVENTS=1, at INFO level: a span's first line, where it began.
 DYNAMO_SPAN_CREATED: Final = "SPAN_CREATED"
+# The same line in newer Dynamo releases, written when the span is first entered.
+DYNAMO_SPAN_FIRST_ENTRY: Final = "SPAN_FIRST_ENTRY"
 DYNAMO_WORKER_SPANS: Final[tuple[str, ...]] = ("handle_payload",)
 DYNAMO_FRONTEND_SPANS: Final[tuple[str, ...]] = ("http-request", "generate")
 # How long the span a line closes lasted: "http response sent" says it in milliseconds,

@@ -192,3 +192,32 @@ def test_a_span_created_line_starts_its_span(tmp_path: Path) -> None:
     assert code == 1 and not doc["summary"]["incomplete"]
     found, summary = _follow(tmp_path)
     assert [f["kind"] for f in found] == ["duplicate_in_flight"] and not summary["incomplete"]
+
+
+def test_a_span_first_entry_line_starts_its_span(tmp_path: Path) -> None:
+    # Newer Dynamo releases write a span's first line as SPAN_FIRST_ENTRY (from on_enter,
+    # under the span's own target) where older ones wrote SPAN_CREATED. A caller still
+    # in flight when the logs were taken is that line alone: read as no evidence, it was
+    # no request at all, and the live follower passed the second holder of its id clean.
+    a, b = ("a" * 16, "1" * 32), ("b" * 16, "2" * 32)
+    first = {"target": "dynamo_runtime::logging"}
+    (tmp_path / "frontend.jsonl").write_text("\n".join([
+        _frontend_line("2026-10-02T14:03:11.000000Z", "SPAN_FIRST_ENTRY", *a, **first),
+        _frontend_line("2026-10-02T14:03:11.100000Z", "SPAN_FIRST_ENTRY", *b, **first),
+        _frontend_line("2026-10-02T14:03:11.900000Z", "http response sent", *a),
+        _frontend_line("2026-10-02T14:03:12.000000Z", "http response sent", *b),
+        _frontend_line("2026-10-02T14:03:13.000000Z", "SPAN_FIRST_ENTRY", "c" * 16, "3" * 32,
+                       request_id="r2", **first),
+        _frontend_line("2026-10-02T14:03:13.500000Z", "SPAN_FIRST_ENTRY", "d" * 16, "4" * 32,
+                       request_id="r2", **first),
+        _frontend_line("2026-10-02T14:03:13.600000Z", "http response sent", "d" * 16, "4" * 32,
+                       request_id="r2", latency_ms="100"),
+    ]) + "\n")
+    code, doc = _analyze(tmp_path)
+    assert [f["span_id"] for f in doc["findings"] if f["kind"] == "duplicate_in_flight"] == [a[0]]
+    assert code == 1 and doc["summary"]["requests"] == 4
+    found, summary = _follow(tmp_path)
+    # Live, the caller c is still open when d takes r2: a duplicate the batch read, which
+    # holds an unended request to its last line, does not see.
+    assert sorted(f["span_id"] for f in found) == [a[0], "c" * 16]
+    assert summary["requests"] == 4

@@ -26,6 +26,7 @@ from ridtrace.contract import (
     DYNAMO_SPAN_CLOSED,
     DYNAMO_SPAN_CREATED,
     DYNAMO_SPAN_DURATION_US,
+    DYNAMO_SPAN_FIRST_ENTRY,
     DYNAMO_WORKER_SPANS,
     FOREIGN_CHUNK,
     FRONTEND,
@@ -52,11 +53,12 @@ from ridtrace.contract import (
 CLOSING_EVENTS = (
     REQUEST_END, RESPONSE_SENT, SPAN_CLOSED, WORKER_END, WORKER_ERROR, WORKER_REFUSED,
 )
-# Dynamo's messages that are evidence on their own. SPAN_CREATED is no event of the
-# vocabulary, but where a span began: at INFO level, its only line before the last.
+# Dynamo's messages that are evidence on their own. SPAN_CREATED (SPAN_FIRST_ENTRY in
+# newer releases) is no event of the vocabulary, but where a span began: at INFO level,
+# its only line before the last, and all there is of a request still in flight.
 DYNAMO_EVIDENCE_MESSAGES = (
     DYNAMO_RECEIVED, DYNAMO_COMPLETED, DYNAMO_RESPONSE_SENT, DYNAMO_GENERATE_FAILED,
-    DYNAMO_SPAN_CLOSED, DYNAMO_SPAN_CREATED,
+    DYNAMO_SPAN_CLOSED, DYNAMO_SPAN_CREATED, DYNAMO_SPAN_FIRST_ENTRY,
 )
 
 
