@@ -270,6 +270,32 @@ def test_a_shippers_wrapping_is_known_past_a_banner_and_not_taken_for_a_record(
     assert doc["summary"]["bad_lines"] == 0
 
 
+
+@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("kind", ["vector", "fluent-bit", "logcli"])
+def test_a_shippers_records_after_a_long_text_banner_are_read(
+    plain: Path, tmp_path: Path, kind: str, engine: str
+) -> None:
+    # A worker's start-up text (an engine loading its weights, CUDA's and NCCL's own
+    # lines) can fill the first hundred lines a shipper wraps. Its records came only
+    # after the first 64 lines looked at for one, and none of them was read: "none of
+    # its lines is a log record", 0 requests, where the file held them all.
+    banner = [b"INFO 11-29 10:00:00 [loader.py:%d] loading weights, shard %d of 200" % (n, n)
+              for n in range(200)]
+    wrapped = tmp_path / kind
+    wrapped.mkdir()
+    for path in plain.iterdir():
+        lines = path.read_bytes().splitlines()
+        (wrapped / path.name).write_bytes(WRAPPERS[kind](banner + lines))
+    _, want = analyze_json(str(plain))
+    code, got = analyze_json(str(wrapped), "--engine", engine)
+    assert [(f["kind"], f["span_id"]) for f in got["findings"]] == [
+        (f["kind"], f["span_id"]) for f in want["findings"]
+    ]
+    assert got["summary"]["requests"] == want["summary"]["requests"]
+    files = len(list(plain.iterdir()))
+    assert got["summary"]["bad_lines"] == len(banner) * files and code == 1
+
 def test_follow_unwraps_the_lines_it_tails(tmp_path: Path) -> None:
     record = _RECORD.encode()
     stamp = b"2026-11-29T10:00:00.000000001Z"

@@ -29,8 +29,9 @@ from ridtrace.forensics.reading.unwrap_parts import json_object
 
 __all__ = ["judge_unwrapped", "record_behind_prefix", "record_inside", "records_inside"]
 
-# A file's valid JSON lines of no known format looked at first for a record inside them:
-# a file in another format altogether costs this many, not all of its lines.
+# A file's valid JSON lines of no known format looked at first for a record inside them,
+# and as many again spread over the rest: a file in another format altogether costs
+# twice this many, not all of its lines.
 _PROBE_LINES = 64
 
 
@@ -58,17 +59,27 @@ def records_inside(
     lines: list[int], fetch: Callable[[Iterable[int]], dict[int, bytes]]
 ) -> dict[int, bytes]:
     """The records valid JSON lines of no known format carry, by line (`record_inside`):
-    the first lines are looked at, the rest only when one of those held a record."""
+    the first lines are looked at, then as many spread over the rest, and all of them
+    only when one of those held a record. A shipper wraps a service's start-up text too
+    (an engine loading its weights can print a few hundred lines), so its first records
+    may come long after the first lines: looked at in those alone, none was read."""
     found: dict[int, bytes] = {}
-    for batch in (lines[:_PROBE_LINES], lines[_PROBE_LINES:]):
-        if not batch:
-            break
+
+    def look(batch: list[int]) -> None:
         for line, text in fetch(batch).items():
             inner = record_inside(text)
             if inner is not None:
                 found[line] = inner
-        if not found:
-            break
+
+    head, rest = lines[:_PROBE_LINES], lines[_PROBE_LINES:]
+    spread = rest[:: max(1, len(rest) // _PROBE_LINES)][:_PROBE_LINES]
+    look(head)
+    if not found and spread:
+        look(spread)
+        probed = set(spread)
+        rest = [line for line in rest if line not in probed] if found else []
+    if found and rest:
+        look(rest)
     return found
 
 
