@@ -45,6 +45,29 @@ def test_rfc3339_times_in_any_allowed_spelling_are_read(tmp_path: Path, stamp: s
     assert [t.isoformat() for t in logs.events["time"]] == ["2026-11-29T10:00:01.500000+00:00"]
 
 
+
+@pytest.mark.parametrize("stamp", [
+    # Python before 3.12 leaves strftime's "%:z" as it is: the local time, its offset lost.
+    "2026-11-29T11:00:01.500000%:z", "2026-11-29T11:00:01.500000junkZ", "2026-11-29T11:00:01.500000%+01:00",
+])
+def test_a_time_with_text_before_its_offset_is_an_invalid_time(tmp_path: Path, stamp: str) -> None:
+    # DuckDB reads none of these; Python 3.11's fromisoformat skipped whatever followed
+    # six digits of fraction, so "%:z" became "Z" and the writer's local time was read as
+    # UTC, an hour off here and silently, where it is no RFC 3339 time at all.
+    good = rt_request("a" * 16, "r1", 0, 1)
+    logs = load_events([str(_write(tmp_path / "f.jsonl", [
+        good[0], rt("request.start", time=stamp, span_id="b" * 16), good[1]]))])
+    assert _reasons(logs) == {2: "invalid time"}
+    assert list(logs.events["line"]) == [1, 3]
+
+
+def test_a_nanosecond_time_python_judges_is_read_to_the_microsecond(tmp_path: Path) -> None:
+    # The lone surrogate sends the line to the standard library's parser.
+    odd = rt("request.start", time="2026-11-29T11:00:01.500000789+01:00", request_id="\udc80")
+    logs = load_events([str(_write(tmp_path / "f.jsonl", [odd]))])
+    assert logs.stats.bad_lines == 0, _reasons(logs)
+    assert [t.isoformat() for t in logs.events["time"]] == ["2026-11-29T10:00:01.500000+00:00"]
+
 def test_bad_lines_are_counted_and_located(tmp_path: Path) -> None:
     good = rt_request("a" * 16, "r1", 0, 1)
     lines: list[str | bytes] = [

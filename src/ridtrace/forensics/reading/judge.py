@@ -32,6 +32,15 @@ _BOM = "\ufeff"
 
 
 _LEAP_SECOND = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:60")
+# An ISO 8601 date and time as fromisoformat reads it, its fraction apart. Checked
+# first: Python 3.11's fromisoformat skips whatever follows six digits of fraction, so
+# "…01.500000%:z" (Python before 3.12 leaves strftime's "%:z" as it is) was read as UTC,
+# the writer's local time silently hours off, where DuckDB reads no time at all.
+_ISO_TIME = re.compile(
+    r"(\d{4}-?\d{2}-?\d{2}(?:[T ]\d{2}(?::?\d{2}(?::?\d{2})?)?)?)"  # date, time
+    r"(?:[.,](\d+))?"  # fraction, any number of digits
+    r"(Z|[+-]\d{2}(?::?\d{2}(?::?\d{2}(?:\.\d{1,6})?)?)?)?"  # offset
+)
 
 
 def parse_time(value: str) -> datetime | None:
@@ -46,8 +55,14 @@ def parse_time(value: str) -> datetime | None:
     leap = _LEAP_SECOND.match(value) is not None
     if leap:
         value = value[:17] + "59" + value[19:]
+    parts = _ISO_TIME.fullmatch(value)
+    if parts is None:
+        return None
+    when, fraction, offset = parts.groups()
+    if fraction is not None:  # kept to the microsecond, as DuckDB keeps it
+        when += "." + fraction[:6].ljust(6, "0")
     try:
-        parsed = datetime.fromisoformat(value)
+        parsed = datetime.fromisoformat(when + (offset or ""))
     except ValueError:
         return None
     try:
