@@ -338,3 +338,21 @@ def test_a_cut_short_callers_prefix_equal_to_a_shorter_finished_reply_is_not_cro
     ])
     verdicts = OutputIndex(requests).verdicts(requests[requests["side"] == "frontend"])
     assert (verdicts["a"].label, verdicts["b"].label) == (UNMATCHED, OWN_OUTPUT)
+
+
+def test_worker_spans_no_caller_sent_a_trace_context_to(tmp_path: Path) -> None:
+    # Work sent with no traceparent (a client calling the worker itself, a Dynamo worker
+    # whose caller propagated no trace context): no line of the read names a parent. The
+    # caller lookup compared each span's missing parent with pandas' NA and raised, so
+    # `ridtrace trace` over such a worker log crashed (exit 4) for any id.
+    lines = [
+        rt(WORKER_START, time=ts(0.1), request_id=RID, trace_id="1" * 32, span_id=WORK_A,
+           fp_in="in-a"),
+        rt(WORKER_END, time=ts(0.9), request_id=RID, trace_id="1" * 32, span_id=WORK_A,
+           outcome="ok", fp_out="out-a"),
+    ]
+    (tmp_path / "worker.jsonl").write_text("\n".join(lines) + "\n")
+    view = view_of([str(tmp_path / "worker.jsonl")], RID)
+    assert view.matched == 1
+    assert [b.span_id for b in view.blocks] == [WORK_A]
+    assert view.blocks[0].verdict.label == "no caller in logs"

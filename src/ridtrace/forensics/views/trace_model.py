@@ -64,6 +64,9 @@ def _owners(requests: pd.DataFrame) -> pd.Series:
     # A worker span working for another worker span (a Dynamo processor's engine worker,
     # a decode worker's prefill worker) belongs to that one's caller, as the rules say.
     workers = ~is_front & parent.notna().to_numpy()
+    # A worker span with no parent (work sent with no trace context) is its own caller;
+    # left missing, comparing it below raised (pandas' NA has no truth value).
+    owner = owner.where(owner.notna(), span)
     above = dict(zip(span[workers], owner[workers], strict=False))
     for _ in range(MAX_CALLER_DEPTH):
         up = owner.map(above).where(pd.Series(workers, index=owner.index))
