@@ -544,3 +544,37 @@ def test_a_journal_line_journalctl_left_out_makes_the_read_incomplete(
     assert summary["incomplete"] is True
     assert any("journalctl --all" in r for r in summary["incomplete_reasons"])
     assert code == 1  # the frontend's findings, still reported
+
+
+def test_lines_journald_dropped_under_its_rate_limit_make_the_read_incomplete(
+    plain: Path, tmp_path: Path
+) -> None:
+    # journald drops a service's lines past its rate limit (RateLimitBurst=, 10,000 in
+    # 30 s by default: a busy frontend at DEBUG passes it) and writes one entry of its
+    # own in their place, which `journalctl -u UNIT -o json` exports with the unit's
+    # lines. That entry was one text line among thousands of records: under 1 % of bad
+    # lines the run said clean and complete over 3184 lines never recorded.
+    wrapped = _wrap(plain, tmp_path / "journal", _journal)
+    log = wrapped / "frontend.jsonl"
+    entries = log.read_bytes().splitlines()
+    notice = {
+        "__CURSOR": "s=1;i=notice", "__REALTIME_TIMESTAMP": "1796205600000000",
+        "PRIORITY": "6", "SYSLOG_IDENTIFIER": "systemd-journald", "_PID": "301",
+        "_COMM": "systemd-journal", "MESSAGE_ID": "a596d6fe7bfa4994828e72309e95d61e",
+        "MESSAGE": "Suppressed 3184 messages from frontend.service", "N_DROPPED": "3184",
+        "OBJECT_PID": "42", "OBJECT_SYSTEMD_UNIT": "frontend.service",
+    }
+    entries.insert(20, json.dumps(notice).encode())
+    log.write_bytes(b"\n".join(entries) + b"\n")
+    code, doc = analyze_json(str(log))
+    summary = doc["summary"]
+    assert summary["bad_line_samples"] == [{
+        "file": str(log), "line": 21,
+        "reason": "journald dropped lines under its rate limit: "
+                  "Suppressed 3184 messages from frontend.service",
+    }]
+    assert summary["bad_lines"] * 100 < summary["lines"]
+    assert [note["file"] for note in summary["unreadable_files"]] == [str(log)]
+    assert "never recorded" in summary["unreadable_files"][0]["reason"]
+    assert summary["incomplete"] is True
+    assert code == 1  # the frontend's findings, still reported

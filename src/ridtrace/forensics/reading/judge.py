@@ -134,10 +134,25 @@ JOURNAL_LEFT_OUT_FILE = (
     "lines): export it again with journalctl --all -o json"
 )
 
+# journald drops a service's lines past its rate limit (RateLimitBurst=) and writes one
+# entry of its own in their place ("Suppressed 3184 messages from frontend.service"),
+# which `journalctl -u UNIT` exports with the unit's lines. The journald unwrapper turns
+# it into this mark and its message; the lines it stands for were never recorded.
+JOURNAL_DROPPED_MARK = b"\x1eridtrace: journald dropped: "
+JOURNAL_DROPPED = "journald dropped lines under its rate limit"
+JOURNAL_DROPPED_FILE = (
+    "journald dropped lines of this service under its rate limit (see its bad lines): "
+    "they were never recorded; raise RateLimitBurst= in journald.conf or "
+    "LogRateLimitBurst= on the unit"
+)
+
 
 def _malformed(text: bytes) -> str:
     if text.startswith(JOURNAL_LEFT_OUT_MARK):
         return JOURNAL_LEFT_OUT
+    if text.startswith(JOURNAL_DROPPED_MARK):
+        notice = text[len(JOURNAL_DROPPED_MARK):].decode("utf-8", "replace").strip()
+        return f"{JOURNAL_DROPPED}: {notice}"
     if b"\x00" in text:
         # Where the reader took a UTF-16 file's bytes as they are (`--follow`).
         return "UTF-16 text, not UTF-8" if _utf16_line(text) else "binary data"

@@ -15,6 +15,8 @@ import numpy as np
 from ridtrace.forensics.reading.judge import (
     CRASH_HOLE,
     CRASH_HOLE_BYTES,
+    JOURNAL_DROPPED,
+    JOURNAL_DROPPED_FILE,
     JOURNAL_LEFT_OUT,
     JOURNAL_LEFT_OUT_FILE,
     copy_truncated,
@@ -39,7 +41,7 @@ def judge_suspects(
     inside = records_inside(lines[~whole].tolist(), fetch)
     rescued: list[dict[str, Any]] = []
     bad: list[tuple[int, str]] = []
-    holed = left_out = False
+    holed = left_out = dropped = False
     for i, line in enumerate(lines.tolist()):
         if not whole[i] and line not in inside:
             bad.append((line, "missing time" if untimed[i] else "unknown format"))
@@ -52,6 +54,9 @@ def judge_suspects(
         if reason == JOURNAL_LEFT_OUT and not left_out:
             left_out = True  # a record is gone, however few the bad lines
             stats.unreadable_files.append(FileNote(name, JOURNAL_LEFT_OUT_FILE))
+        if reason is not None and reason.startswith(JOURNAL_DROPPED) and not dropped:
+            dropped = True  # lines are gone, however few the bad lines
+            stats.unreadable_files.append(FileNote(name, JOURNAL_DROPPED_FILE))
         if (not holed and text.startswith(b"\x00" * CRASH_HOLE_BYTES)
                 and not copy_truncated(text, first_line=first_line)):
             holed = True  # lines of this log are gone, however few bad lines

@@ -28,7 +28,7 @@ import copy
 import json
 import re
 
-from ridtrace.forensics.reading.judge import JOURNAL_LEFT_OUT_MARK
+from ridtrace.forensics.reading.judge import JOURNAL_DROPPED_MARK, JOURNAL_LEFT_OUT_MARK
 from ridtrace.forensics.reading.nesting import nesting_in
 from ridtrace.forensics.reading.unwrap_parts import (
     LineByLine,
@@ -104,6 +104,11 @@ class PrefixUnwrapper(LineByLine):
         return line if head is None else line[head.end():]
 
 
+# journald's own entry for the lines it dropped under a service's rate limit
+# (SD_MESSAGE_JOURNAL_DROPPED in systemd's sd-messages.h).
+JOURNAL_DROPPED_ID = "a596d6fe7bfa4994828e72309e95d61e"
+
+
 class JournalUnwrapper(LineByLine):
     """``journalctl -o json``: the line is ``MESSAGE`` (an array of bytes when it is not
     printable text); one longer than journald's LineMax is cut, each cut part but the
@@ -117,6 +122,8 @@ class JournalUnwrapper(LineByLine):
         if entry is None or "MESSAGE" not in entry:
             return line
         message = entry["MESSAGE"]
+        if entry.get("MESSAGE_ID") == JOURNAL_DROPPED_ID and isinstance(message, str):
+            return JOURNAL_DROPPED_MARK + message.encode("utf-8", "replace")
         if isinstance(message, list) and all(isinstance(b, int) for b in message):
             part = bytes(b & 0xFF for b in message)
         elif isinstance(message, str):
