@@ -73,6 +73,12 @@ DYNAMO_LATENCY_MS: Final = "latency_ms"
 DYNAMO_SPAN_DURATION_US: Final = "time.duration_us"
 # "x-dynamo-request-id header is deprecated (DEP #7812); ..." in older Dynamo releases.
 DYNAMO_DEPRECATED_PATTERN: Final = r"^(?P<header>[A-Za-z0-9-]+) header is deprecated"
+# Dynamo releases before the fix log no WARN for the header: they took a client's
+# x-dynamo-request-id (a UUID) as the request's id and record it on the request's
+# http-request span, so each of its lines names it in this field.
+DYNAMO_SENT_ID_FIELD: Final = "x_dynamo_request_id"
+DYNAMO_SENT_ID_HEADER: Final = "x-dynamo-request-id"
+DYNAMO_HTTP_SPAN: Final = "http-request"
 
 # Finding kinds and their severities: the JSON contract of `ridtrace analyze`.
 SEVERITY: Final[dict[str, str]] = {

@@ -192,3 +192,30 @@ def test_legacy_rekeyed_requests_logged_newest_first_are_duplicates(tmp_path: Pa
     assert [(f["kind"], f["request_id"]) for f in doc["findings"]] == [
         ("duplicate_in_flight", "rollout-7")
     ]
+
+
+@pytest.mark.parametrize("lean", [True, False])
+def test_dynamo_requests_that_sent_x_dynamo_request_id_are_counted(
+    tmp_path: Path, lean: bool
+) -> None:
+    # Dynamo releases before the fix wrote no WARN for the header: they took a client's
+    # x-dynamo-request-id (a UUID) as the request's id and record it on its http-request
+    # span, so each of its lines names it as x_dynamo_request_id. Read without it, an
+    # audit of the very logs a header's removal is planned from said nobody sent it.
+    sent = {"x_dynamo_request_id": "5c3d5e1a-0b7e-4b8f-9d2a-7f1e2d3c4b5a"}
+    front = {"span_name": "http-request", "uri": "/v1/chat/completions"}
+    lines = [
+        _dyn("2026-10-02T14:05:00.000000Z", "a" * 16, "1", "request received", **front, **sent),
+        _dyn("2026-10-02T14:05:00.100000Z", "b" * 16, "2", "request received", **front),
+        _dyn("2026-10-02T14:05:00.200000Z", "a" * 16, "1", "SPAN_CLOSED", **front, **sent),
+        _dyn("2026-10-02T14:05:00.300000Z", "b" * 16, "2", "SPAN_CLOSED", **front),
+        # the worker span of the request that sent it carries it too: still one request
+        _dyn("2026-10-02T14:05:00.050000Z", "c" * 16, "1", "request received",
+             span_name="handle_payload", parent_id="a" * 16, trace_id="a" * 32, **sent),
+    ]
+    path = tmp_path / "frontend.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    doc = report_json(analyze(load_events([str(path)], lean=lean)))
+    found = [(f["kind"], f["span_id"], f["detail"], f["evidence"]) for f in doc["findings"]]
+    assert found == [("deprecated_header", "a" * 16, "sent deprecated header x-dynamo-request-id",
+                      [{"file": str(path), "line": 1}])]

@@ -37,6 +37,7 @@ from ridtrace.contract import (
 from ridtrace.forensics.reading.sql import (
     DISPLAY_FIELDS,
     DYNAMO_OUTCOME,
+    DYNAMO_SENT_ID,
     DYNAMO_UNLINKED,
     RIDTRACE_DEPRECATED,
     began,
@@ -61,7 +62,7 @@ _DYN_OLD_HEADER = (
 )
 _DYN_DEPRECATED = (
     f"CASE WHEN {_DYN_CLOSED} OR {_DYN_UNLINKED} THEN NULL "
-    f"ELSE coalesce(header, {_DYN_OLD_HEADER}) END"
+    f"ELSE coalesce(header, {_DYN_OLD_HEADER}, {DYNAMO_SENT_ID}) END"
 )
 _DYN_COMPLETED = f"message = {literal(DYNAMO_COMPLETED)}"
 # How a line ends its span (``_end``): 1 request.end, 2 worker.end, 3 any other close.

@@ -11,7 +11,7 @@ from typing import Final
 
 import pyarrow as pa
 
-from ridtrace.contract import DYNAMO_LATENCY_MS, DYNAMO_SPAN_DURATION_US
+from ridtrace.contract import DYNAMO_LATENCY_MS, DYNAMO_SENT_ID_FIELD, DYNAMO_SPAN_DURATION_US
 
 # Fields read from either format. Everything else on a line is ignored by the reader,
 # so wide Dynamo lines cost tokenising only, not memory.
@@ -44,6 +44,7 @@ READ_FIELDS: Final[tuple[str, ...]] = (
     "error",
     "worker",
     "chunk_request_id",
+    DYNAMO_SENT_ID_FIELD,
     DYNAMO_LATENCY_MS,
     DYNAMO_SPAN_DURATION_US,
 )

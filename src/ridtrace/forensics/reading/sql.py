@@ -20,9 +20,12 @@ from ridtrace.contract import (
     DYNAMO_DEPRECATED_PATTERN,
     DYNAMO_FRONTEND_SPANS,
     DYNAMO_GENERATE_FAILED,
+    DYNAMO_HTTP_SPAN,
     DYNAMO_LATENCY_MS,
     DYNAMO_RECEIVED,
     DYNAMO_RESPONSE_SENT,
+    DYNAMO_SENT_ID_FIELD,
+    DYNAMO_SENT_ID_HEADER,
     DYNAMO_SPAN_CLOSED,
     DYNAMO_SPAN_CREATED,
     DYNAMO_SPAN_DURATION_US,
@@ -89,6 +92,10 @@ DYNAMO_UNLINKED = (
 )
 _OLD_HEADER = f"nullif(regexp_extract(message, {literal(DYNAMO_DEPRECATED_PATTERN)}, 1), '')"
 _DYN_DEPRECATED = f"coalesce(header, {_OLD_HEADER})"
+# A request a Dynamo release before the fix took an x-dynamo-request-id from: each line
+# of its http-request span names the header's value (`contract.DYNAMO_SENT_ID_FIELD`).
+DYNAMO_SENT_ID = f"""(CASE WHEN span_name = {literal(DYNAMO_HTTP_SPAN)}
+    AND "{DYNAMO_SENT_ID_FIELD}" IS NOT NULL THEN {literal(DYNAMO_SENT_ID_HEADER)} END)"""
 # Later rows of the translation table win, as a line can match several.
 _DYN_EVENT = f"""CASE
     WHEN message = {literal(DYNAMO_SPAN_CLOSED)} THEN {literal(SPAN_CLOSED)}
@@ -167,7 +174,9 @@ NORMALIZED: dict[str, str] = {
     "fp_out": _pick("fp_out", "NULL"),
     "deprecated": _pick(
         RIDTRACE_DEPRECATED,
-        f"CASE WHEN ({_DYN_EVENT}) = {literal(DEPRECATED_HEADER)} THEN {_DYN_DEPRECATED} END",
+        f"""CASE ({_DYN_EVENT}) WHEN {literal(DEPRECATED_HEADER)} THEN {_DYN_DEPRECATED}
+            WHEN {literal(SPAN_CLOSED)} THEN NULL WHEN {literal(RESPONSE_UNLINKED)} THEN NULL
+            ELSE {DYNAMO_SENT_ID} END""",
     ),
     "client": "client",
     "error": "error",
@@ -227,7 +236,9 @@ def span_aggregates() -> str:
     foreign = f"event = {literal(FOREIGN_CHUNK)}"
     # A request's own line lists every deprecated header it sent; the WARN before it
     # names one, and only for the first request of the process to send that one.
-    listed = f"deprecated IS NOT NULL AND event IS DISTINCT FROM {literal(DEPRECATED_HEADER)}"
+    # (Only ridtrace's: a Dynamo line naming x_dynamo_request_id is no such list.)
+    listed = (f"deprecated IS NOT NULL AND event IS DISTINCT FROM {literal(DEPRECATED_HEADER)}"
+              " AND format = 'ridtrace'")
     return f"""arg_max(request_id, {LAST_ID_ORDER}) FILTER (WHERE request_id IS NOT NULL)
         AS request_id,
     {first},
