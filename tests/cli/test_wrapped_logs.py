@@ -142,6 +142,31 @@ def _vector_parsed(lines: list[bytes]) -> bytes:
     return b"".join(out)
 
 
+def _gcp_export(lines: list[bytes]) -> bytes:
+    """Cloud Logging's LogEntry, as a sink writes them to Cloud Storage: GKE's agent parses
+    a JSON line into ``jsonPayload`` and moves its ``time`` to the entry's ``timestamp``;
+    a line that is no JSON object stays text in ``textPayload``."""
+    out = []
+    for line in lines:
+        entry: dict[str, Any] = {
+            "insertId": "x1", "logName": "projects/p/logs/stderr",
+            "resource": {"type": "k8s_container", "labels": {"pod_name": "frontend-7d9f"}},
+            "receiveTimestamp": "2026-11-29T10:00:05.000000001Z", "severity": "INFO",
+        }
+        try:
+            payload = json.loads(line)
+        except ValueError:
+            payload = None
+        if isinstance(payload, dict) and "time" in payload:
+            entry["timestamp"] = payload.pop("time")
+            entry["jsonPayload"] = payload
+        else:
+            entry["timestamp"] = "2026-11-29T10:00:00Z"
+            entry["textPayload"] = line.decode()
+        out.append(json.dumps(entry).encode() + b"\n")
+    return b"".join(out)
+
+
 WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
     "cri": _cri, "docker": _docker, "journald": _journal, "journald-spaced": _journal_spaced,
     "kubectl": _kubectl,
@@ -155,6 +180,7 @@ WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
     "logcli-text": _logcli_text,
     "fluent-bit-file": _fluent_bit_file,
     "fluentd-file": _fluentd_file,
+    "gcp-export": _gcp_export,
 }
 
 

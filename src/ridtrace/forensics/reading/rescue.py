@@ -22,6 +22,7 @@ from ridtrace.forensics.reading.unwrap import (
     CRI_LINE,
     ENVELOPE_FIELDS,
     PREFIX,
+    envelope_record,
     is_record,
     parsed_line,
 )
@@ -114,8 +115,8 @@ def record_inside(line: bytes) -> bytes | None:
     message = entry.get("MESSAGE")
     if isinstance(message, list) and all(isinstance(b, int) for b in message):
         return bytes(b & 0xFF for b in message)  # journald's MESSAGE that is no text
-    parsed = next((entry[f] for f in _CARRIERS
-                   if isinstance(entry.get(f), dict) and is_record(entry[f])), None)
+    parsed = next((record for f in _CARRIERS
+                   if (record := envelope_record(entry, f)) is not None), None)
     if parsed is not None:
         return parsed_line(parsed)
     text: str | None = next((entry[f] for f in _CARRIERS if isinstance(entry.get(f), str)), None)

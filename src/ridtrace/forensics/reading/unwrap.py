@@ -146,8 +146,24 @@ class JournalUnwrapper(LineByLine):
 
 # The field a log shipper that writes each line as a JSON object of its own carries the
 # service's line in: Vector's ``message``, Fluent Bit's ``log`` (its ``date`` first, no
-# ``stream``: not Docker's shape), Loki's ``logcli --output=jsonl`` ``line``.
-ENVELOPE_FIELDS = ("log", "message", "line")
+# ``stream``: not Docker's shape), Loki's ``logcli --output=jsonl`` ``line``, and Cloud
+# Logging's ``jsonPayload`` (a LogEntry as a sink exports it).
+ENVELOPE_FIELDS = ("log", "message", "line", "jsonPayload")
+# Cloud Logging's agent (GKE's) parses a JSON line into the entry's jsonPayload and moves
+# its "time" to the entry's "timestamp": the line's own time, to the nanosecond.
+_TIME_MOVED_TO = {"jsonPayload": "timestamp"}
+
+
+def envelope_record(entry: dict[str, object], field: str) -> dict[str, object] | None:
+    """The record a shipper parsed into `field` of `entry`, its time put back where the
+    shipper moved it; None when `field` holds no record."""
+    value = entry.get(field)
+    if not (isinstance(value, dict) and is_record(value)):
+        return None
+    moved = entry.get(_TIME_MOVED_TO.get(field, ""))
+    if "time" not in value and isinstance(moved, str):
+        return {"time": moved, **value}
+    return value
 
 
 class EnvelopeUnwrapper(LineByLine):
@@ -163,9 +179,10 @@ class EnvelopeUnwrapper(LineByLine):
         entry = json_object(line)
         if entry is None or is_record(entry):
             return line
+        record = envelope_record(entry, self.field)
+        if record is not None:
+            return parsed_line(record)
         value = entry.get(self.field)
-        if isinstance(value, dict) and is_record(value):
-            return parsed_line(value)
         if not isinstance(value, str):
             return line
         # One line in, one line out: line numbers stay the file's.
