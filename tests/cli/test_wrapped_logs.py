@@ -82,6 +82,16 @@ def _kubectl(lines: list[bytes]) -> bytes:
                     for n, line in enumerate(lines))
 
 
+def _compose(lines: list[bytes]) -> bytes:
+    """``docker compose logs`` into a file: each container's name padded to the longest
+    and " | ", half the lines with ``--timestamps`` (a run of its own in practice)."""
+    names = [b"dynamo-frontend-1", b"nats-1"]
+    width = max(len(x) for x in names)
+    stamp = b"2026-11-29T10:00:00.123456789Z "
+    return b"".join(names[0].ljust(width) + b" | " + (stamp if n % 2 else b"") + line + b"\n"
+                    for n, line in enumerate(lines))
+
+
 def _logcli_text(lines: list[bytes]) -> bytes:
     """``logcli query`` (its default output): the time in the local zone, the stream's
     labels padded to the longest, then the line."""
@@ -169,7 +179,7 @@ def _gcp_export(lines: list[bytes]) -> bytes:
 
 WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
     "cri": _cri, "docker": _docker, "journald": _journal, "journald-spaced": _journal_spaced,
-    "kubectl": _kubectl,
+    "kubectl": _kubectl, "docker-compose": _compose,
     # Vector's file sink (json), Fluent Bit's out_file (json_lines), Loki's logcli.
     "vector": _shipper("message", file="/var/log/pods/x/0.log", host="node-3",
                        source_type="kubernetes_logs", timestamp="2026-11-29T10:00:00Z"),
