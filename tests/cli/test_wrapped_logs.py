@@ -92,6 +92,13 @@ def _compose(lines: list[bytes]) -> bytes:
                     for n, line in enumerate(lines))
 
 
+def _aws_logs_tail(lines: list[bytes]) -> bytes:
+    """``aws logs tail GROUP`` (its default, detailed output): the time, the log stream's
+    name, then the line."""
+    return b"".join(b"2026-11-29T10:00:00.123000+00:00 ecs/frontend/4f1e2d3c " + line + b"\n"
+                    for line in lines)
+
+
 def _logcli_text(lines: list[bytes]) -> bytes:
     """``logcli query`` (its default output): the time in the local zone, the stream's
     labels padded to the longest, then the line."""
@@ -179,7 +186,7 @@ def _gcp_export(lines: list[bytes]) -> bytes:
 
 WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
     "cri": _cri, "docker": _docker, "journald": _journal, "journald-spaced": _journal_spaced,
-    "kubectl": _kubectl, "docker-compose": _compose,
+    "kubectl": _kubectl, "docker-compose": _compose, "aws-logs-tail": _aws_logs_tail,
     # Vector's file sink (json), Fluent Bit's out_file (json_lines), Loki's logcli.
     "vector": _shipper("message", file="/var/log/pods/x/0.log", host="node-3",
                        source_type="kubernetes_logs", timestamp="2026-11-29T10:00:00Z"),

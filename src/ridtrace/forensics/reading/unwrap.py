@@ -55,13 +55,18 @@ _JOURNAL_HEAD = re.compile(rb'\{\s*"__(?:CURSOR|REALTIME_TIMESTAMP)"\s*:')
 # Loki's `logcli query` default output puts the stream's labels, as Prometheus writes
 # them and padded to the longest, between the time and the line: {app="x", pod="y"}.
 _LABELS = rb'\{(?:[A-Za-z_][A-Za-z0-9_]*="(?:[^"\\]|\\.)*"(?:, )?)*\} +'
+# `aws logs tail` (its default, detailed output) puts the log stream's name between the
+# time and the line: "2026-10-02T14:00:00.003000+00:00 ecs/frontend/4f1e {...}".
+_STREAM_NAME = rb"[^\s{\[]+ (?=\{)"
 # `docker compose logs` (without a terminal, so no colours): each container's name
 # padded to the longest, " | ", then with --timestamps the time: "frontend-1  | {...}".
 _COMPOSE = rb"[A-Za-z0-9][A-Za-z0-9_.-]* +\| "
 # kubectl's --prefix, its --timestamps, or both; one of them at least; logcli's time
-# and labels; docker compose's container name, perhaps with the time.
+# and labels; aws logs tail's time and stream; docker compose's container name, perhaps
+# with the time.
 PREFIX = re.compile(
-    rb"\[[^\]\s]+\] (?:" + _TIME + rb" )?|" + _TIME + rb" (?:" + _LABELS + rb")?|"
+    rb"\[[^\]\s]+\] (?:" + _TIME + rb" )?|"
+    + _TIME + rb" (?:" + _LABELS + rb"|" + _STREAM_NAME + rb")?|"
     + _COMPOSE + rb"(?:" + _TIME + rb" )?"
 )
 
