@@ -139,3 +139,20 @@ def test_jaeger_leaves_out_dynamos_live_probe_and_health_subpaths() -> None:
     kept = {t["value"] for trace in to_jaeger(frame)["data"] for s in trace["spans"]
             for t in s["tags"] if t["key"] == "request_id"}
     assert kept == {"r1", "r2"}
+
+
+def test_jaeger_flags_a_5xx_answer_as_an_error_when_no_outcome_was_logged() -> None:
+    # Dynamo at INFO level logs a request's HTTP status on "http response sent" and no
+    # outcome (its "request completed" is DEBUG): a request answered 500, its Unlinked
+    # error on the child span, was drawn as a success in Jaeger's trace list.
+    frame = requests_frame(
+        {"span_id": "dynamo-500", "status": "500", "route": "/v1/chat/completions"},
+        {"span_id": "dynamo-200", "status": "200", "route": "/v1/chat/completions"},
+        {"span_id": "rt-error", "status": "503", "outcome": "error"},
+        {"span_id": "grpc-unavailable", "status": "14", "outcome": "error"},
+        {"span_id": "cancelled-499", "status": "499", "outcome": "cancelled"},
+    )
+    spans = jaeger_spans(to_jaeger(frame))
+    flagged = {span for span, s in spans.items()
+               if {"key": "error", "type": "bool", "value": True} in s["tags"]}
+    assert flagged == {"dynamo-500", "rt-error", "grpc-unavailable"}

@@ -75,6 +75,16 @@ def _present(value: Any) -> bool:
     return value is not None and value is not pd.NA and value == value
 
 
+def _failed(outcome: Any, status: Any) -> bool:
+    """Whether a span gets Jaeger's error flag: its outcome says error, or, where none was
+    logged (Dynamo at INFO level writes only "http response sent"), it answered an HTTP
+    5xx, as OpenTelemetry's HTTP conventions mark a server span."""
+    if _present(outcome):
+        return bool(outcome == "error")
+    text = str(status) if _present(status) else ""
+    return text.isascii() and text.isdigit() and 500 <= int(text) <= 599
+
+
 class _SpanLogs:
     """Lifecycle lines (only lines with an ``event``) as Jaeger span logs, built per span
     when its trace is written: all of them at once held every line of the input as
@@ -286,7 +296,7 @@ def jaeger_traces(
                 caller_route = routes[(jaeger_trace, parent)]
             else:
                 tags.append(_tag("parent_span_id", str(r.parent_span_id)))
-        if _present(r.outcome) and r.outcome == "error":
+        if _failed(r.outcome, r.status):
             tags.append(_tag("error", True))
         trace["spans"].append(
             {
