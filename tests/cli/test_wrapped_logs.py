@@ -184,6 +184,41 @@ def _gcp_export(lines: list[bytes]) -> bytes:
     return b"".join(out)
 
 
+def _any_value(value: Any) -> dict[str, Any]:
+    """A JSON value as OTLP JSON's AnyValue."""
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, dict):
+        return {"kvlistValue": {"values": [{"key": k, "value": _any_value(v)}
+                                           for k, v in value.items()]}}
+    return {"stringValue": value}
+
+
+def _otel_file(lines: list[bytes], *, batch: int = 7) -> bytes:
+    """The OpenTelemetry Collector's file exporter: a batch of log records a line, each
+    body the line's text (filelog's container operator) or, every other batch, the map a
+    json_parser operator made of it."""
+    out = []
+    for first in range(0, len(lines), batch):
+        parsed = (first // batch) % 2 == 1
+        records = [{
+            "timeUnixNano": "1796205600123456789", "observedTimeUnixNano": "1796205600200000000",
+            "body": _any_value(json.loads(line) if parsed else line.decode()),
+            "attributes": [{"key": "log.iostream", "value": {"stringValue": "stderr"}}],
+            "traceId": "", "spanId": "",
+        } for line in lines[first:first + batch]]
+        out.append(json.dumps({"resourceLogs": [{
+            "resource": {"attributes": [
+                {"key": "k8s.pod.name", "value": {"stringValue": "frontend-7d9f"}}]},
+            "scopeLogs": [{"scope": {}, "logRecords": records}],
+        }]}).encode() + b"\n")
+    return b"".join(out)
+
+
 WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
     "cri": _cri, "docker": _docker, "journald": _journal, "journald-spaced": _journal_spaced,
     "kubectl": _kubectl, "docker-compose": _compose, "aws-logs-tail": _aws_logs_tail,
@@ -198,6 +233,7 @@ WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
     "fluent-bit-file": _fluent_bit_file,
     "fluentd-file": _fluentd_file,
     "gcp-export": _gcp_export,
+    "otel-collector-file": _otel_file,
 }
 
 
@@ -621,3 +657,23 @@ def test_lines_journald_dropped_under_its_rate_limit_make_the_read_incomplete(
     assert "never recorded" in summary["unreadable_files"][0]["reason"]
     assert summary["incomplete"] is True
     assert code == 1  # the frontend's findings, still reported
+
+
+def test_a_text_body_in_a_collectors_batch_is_a_bad_line_its_records_read(
+    tmp_path: Path,
+) -> None:
+    # A start-up banner's text is a log record's body like any line: its batch's line
+    # is a bad one, and the records beside it are read all the same.
+    request = {**json.loads(_RECORD), "request_id": "r1", "trace_id": "1" * 32,
+               "span_id": "a" * 16, "method": "POST", "path": "/v1/completions"}
+    lines = [b"starting frontend",
+             json.dumps({**request, "event": "request.start"}).encode(),
+             json.dumps({**request, "event": "request.end", "time": "2026-11-29T10:00:01Z",
+                         "status": 200, "outcome": "ok"}).encode()]
+    log = tmp_path / "otel-logs.json"
+    log.write_bytes(_otel_file(lines, batch=3))
+    _, doc = analyze_json(str(log))
+    assert doc["summary"]["lines"] == 1 and doc["summary"]["requests"] == 1
+    assert doc["summary"]["bad_line_samples"] == [
+        {"file": str(log), "line": 1, "reason": "3 JSON objects on one line, one missing time"}
+    ]

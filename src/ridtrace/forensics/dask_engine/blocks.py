@@ -193,7 +193,8 @@ def read_block(
             unwrap = wrapper_of(head) if block.whole else None
             if block.file.from_directory:
                 seen = head if unwrap is None else unwrapped_head(head)
-                ignored = ignore_reason(block.file.name, seen, whole=len(head) < SNIFF_BYTES)
+                ignored = ignore_reason(block.file.name, seen, whole=len(head) < SNIFF_BYTES,
+                                        wrapped=unwrap is not None)
                 if ignored is not None:
                     stats.ignored_files.append(FileNote(block.file.name, ignored))
                     return BlockResult(_empty(), stats)

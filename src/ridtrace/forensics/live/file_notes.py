@@ -17,7 +17,7 @@ from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES, not_regular_reason
 from ridtrace.forensics.reading.log_names import ignore_reason, named_compressed, named_for_lines
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
-from ridtrace.forensics.reading.unwrap import unwrapped_head
+from ridtrace.forensics.reading.unwrap import unwrapped_head, wrapper_of
 
 
 def _stamp(st: os.stat_result) -> tuple[int, int]:
@@ -104,7 +104,8 @@ class FileNotes:
             # lines is read whatever it holds, its lines held until their newline comes.
             return False
         # A container's log is judged by what the service wrote, whatever its name.
-        reason = ignore_reason(path.name, unwrapped_head(head), whole=len(head) < SNIFF_BYTES)
+        reason = ignore_reason(path.name, unwrapped_head(head), whole=len(head) < SNIFF_BYTES,
+                               wrapped=wrapper_of(head) is not None)
         if reason is not None:
             self._ignore(path, reason)
             self.settled[key] = _stamp(st)

@@ -274,10 +274,10 @@ def _records(text: bytes, fields: Sequence[str]) -> tuple[list[dict[str, Any]], 
     if objects is None:
         return [], verdict
     rows = [_row(obj, fields) for obj in objects]
+    good = [row for row in rows if isinstance(row, dict)]
     bad = next((row for row in rows if isinstance(row, str)), None)
-    if bad is not None:
-        return [], f"{len(rows)} JSON objects on one line, one {bad}"
-    return [row for row in rows if isinstance(row, dict)], None
+    # The line is a bad one; its good records are read all the same.
+    return good, None if bad is None else f"{len(rows)} JSON objects on one line, one {bad}"
 
 
 def _back_to_back(text: str) -> list[Any] | None:

@@ -77,17 +77,18 @@ def named_compressed(name: str) -> bool:
     return _PACKED_NAME.search(name.lower()) is not None
 
 
-def ignore_reason(name: str, head: bytes, *, whole: bool) -> str | None:
+def ignore_reason(name: str, head: bytes, *, whole: bool, wrapped: bool = False) -> str | None:
     """Why a file found in a directory walk is plainly not a log, or None to read it.
 
-    `head` is the start of the decoded file (`whole` when it is all of it). A file
-    named for JSON lines (.jsonl, .ndjson, .log, rotated or compressed) is always read;
-    so is a file with a JSON object among its first lines, banners and all; a .json or
-    rotation-named file is read too, unless it holds one JSON document (a report).
+    `head` is the start of the decoded file (`whole` when it is all of it), unwrapped
+    when a shipper's format was known in it (`wrapped`). A file named for JSON lines
+    (.jsonl, .ndjson, .log, rotated or compressed) is always read; so is a file with a
+    JSON object among its first lines, banners and all; a .json or rotation-named file
+    is read too, unless it holds one JSON document (a report) that no shipper wrapped.
     """
     if named_for_lines(name):
         return None  # pretty-printed records, a config dump: bad lines, not a skipped file
-    if whole and _one_line_document(name, head):
+    if whole and not wrapped and _one_line_document(name, head):
         return "a JSON document, not JSON lines"
     if not whole and _JAEGER_EXPORT.match(head) and b"\n" not in head:
         # Past the sniff, so not judged whole above: a trace file of more than 64 KiB

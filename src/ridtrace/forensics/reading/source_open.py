@@ -85,7 +85,8 @@ def sniff(src: Source, raw: BinaryIO, stats: ReadStats) -> OpenedSource | None:
     unwrap = wrapper_of(head)
     if src.from_directory:
         seen = head if unwrap is None else unwrapped_head(head)
-        reason = ignore_reason(src.name, seen, whole=len(head) < SNIFF_BYTES)
+        reason = ignore_reason(src.name, seen, whole=len(head) < SNIFF_BYTES,
+                               wrapped=unwrap is not None)
         if reason is not None:
             stats.ignored_files.append(FileNote(src.name, reason))
             return None

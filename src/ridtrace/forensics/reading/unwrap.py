@@ -30,6 +30,7 @@ import re
 
 from ridtrace.forensics.reading.judge import JOURNAL_DROPPED_MARK, JOURNAL_LEFT_OUT_MARK
 from ridtrace.forensics.reading.nesting import nesting_in
+from ridtrace.forensics.reading.otlp import OTLP_HEAD, OtlpUnwrapper
 from ridtrace.forensics.reading.unwrap_parts import (
     LineByLine,
     Unwrapper,
@@ -309,6 +310,8 @@ def _shipper_of(lines: list[bytes]) -> Unwrapper | None:
         entry = json_object(line)
         if entry is not None and "MESSAGE" in entry:
             return JournalUnwrapper()
+    elif OTLP_HEAD.match(line):
+        return OtlpUnwrapper()
     for name, frame in (("Fluent Bit file", _FLUENT_BIT_FILE), ("Fluentd file", _FLUENTD_FILE)):
         framed = frame.match(line)
         if framed is not None and json_object(framed[1]) is not None:

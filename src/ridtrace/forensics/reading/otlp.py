@@ -1,0 +1,74 @@
+"""The OpenTelemetry Collector's file exporter: OTLP JSON, a batch of log records a line.
+
+A collector whose filelog receiver tails a pod's logs and whose ``file`` exporter writes
+them down holds each service line as a log record's ``body`` (its text, or the map a
+``json_parser`` operator made of it), many records to a line:
+``{"resourceLogs":[{"resource":…,"scopeLogs":[{"logRecords":[{"body":{…}},…]}]}]}``.
+Read as it is, each such line was a bad one, the report "none of its lines is a log
+record" with 0 requests. A line's records are written back to back on that line, each
+then read as a record and cited at the line, as records a ``cat`` joined are.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ridtrace.forensics.reading.unwrap_parts import LineByLine, json_object
+
+__all__ = ["OTLP_HEAD", "OtlpUnwrapper"]
+
+OTLP_HEAD = re.compile(rb'\{\s*"resourceLogs"\s*:')
+
+
+def _value(any_value: Any) -> Any:
+    """An OTLP AnyValue (``{"stringValue": …}``, ``{"kvlistValue": {"values": […]}}``, …)
+    as the plain JSON value it stands for."""
+    if not isinstance(any_value, dict) or len(any_value) != 1:
+        return None
+    (kind, value), = any_value.items()
+    if kind == "kvlistValue":
+        pairs = value.get("values") if isinstance(value, dict) else None
+        return {p.get("key"): _value(p.get("value")) for p in pairs or []
+                if isinstance(p, dict) and isinstance(p.get("key"), str)}
+    if kind == "arrayValue":
+        items = value.get("values") if isinstance(value, dict) else None
+        return [_value(v) for v in items or []]
+    return value  # string, bool, int (a string in OTLP JSON), double, bytes (base64)
+
+
+def _record_text(log_record: Any) -> bytes:
+    body = _value(log_record.get("body")) if isinstance(log_record, dict) else None
+    if isinstance(body, str) and body.lstrip().startswith("{"):
+        # One line in, one line out: the record stays on its batch's line.
+        return body.strip().replace("\n", " ").encode("utf-8", "surrogatepass")
+    if isinstance(body, dict):
+        return json.dumps(body, separators=(",", ":")).encode("ascii")
+    # A body that is text (a start-up banner) is no record: an object without a time,
+    # so the line is a bad one and says so, its other records read all the same.
+    return json.dumps({"otlp_body": body}, separators=(",", ":")).encode("ascii")
+
+
+class OtlpUnwrapper(LineByLine):
+    """The collector's file exporter: each line's log records, back to back."""
+
+    name = "OpenTelemetry Collector file"
+
+    def unwrap(self, line: bytes, number: int) -> bytes:
+        if OTLP_HEAD.match(line) is None:
+            return line
+        batch = json_object(line)
+        if batch is None:
+            return line
+        records = [
+            record
+            for resource in _list(batch.get("resourceLogs"))
+            for scope in _list(resource.get("scopeLogs") if isinstance(resource, dict) else None)
+            for record in _list(scope.get("logRecords") if isinstance(scope, dict) else None)
+        ]
+        return b"".join(_record_text(record) for record in records)
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
