@@ -677,3 +677,29 @@ def test_a_text_body_in_a_collectors_batch_is_a_bad_line_its_records_read(
     assert doc["summary"]["bad_line_samples"] == [
         {"file": str(log), "line": 1, "reason": "3 JSON objects on one line, one missing time"}
     ]
+
+
+def test_a_containers_stdout_and_stderr_lines_cut_at_once_are_put_together_apart(
+    tmp_path: Path,
+) -> None:
+    # Docker's journald driver writes a container's stdout at PRIORITY 6 and its stderr
+    # at 3, both under the container's id: a long line on each, cut and interleaved,
+    # was put together as one, and both records were lost as bad lines.
+    def entry(n: int, priority: str, message: str, **more: str) -> str:
+        return json.dumps({"__CURSOR": f"s=1;i={n}", "_PID": "811", "CONTAINER_ID": "fe",
+                           "PRIORITY": priority, "MESSAGE": message, **more})
+
+    record = json.loads(_RECORD)
+    out = json.dumps({**record, "stream": "stdout", "body": "o" * 20_000})
+    err = json.dumps({**record, "stream": "stderr", "body": "e" * 20_000})
+    partial = {"CONTAINER_PARTIAL_MESSAGE": "true"}
+    log = tmp_path / "journal.json"
+    log.write_text("\n".join([
+        entry(1, "6", out[:16384], **partial),
+        entry(2, "3", err[:16384], **partial),
+        entry(3, "6", out[16384:]),
+        entry(4, "3", err[16384:]),
+    ]) + "\n")
+    _, doc = analyze_json(str(log))
+    assert doc["summary"]["bad_lines"] == 0
+    assert doc["summary"]["lines"] == 2

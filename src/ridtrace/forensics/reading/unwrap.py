@@ -144,8 +144,12 @@ class JournalUnwrapper(LineByLine):
             return line
         # Docker's journald log driver cuts a line every 16 KiB as its json-file driver
         # does, marking each part but the last CONTAINER_PARTIAL_MESSAGE=true; its entries
-        # all carry dockerd's _PID, so the container tells the streams apart.
-        stream = entry.get("_STREAM_ID") or entry.get("CONTAINER_ID") or entry.get("_PID")
+        # all carry dockerd's _PID, so the container tells the streams apart, and within
+        # it the priority (stdout 6, stderr 3): a long line on each, cut at once, would
+        # otherwise be put together as one.
+        container = entry.get("CONTAINER_ID")
+        stream: object = entry.get("_STREAM_ID") or (
+            [container, entry.get("PRIORITY")] if container else entry.get("_PID"))
         if isinstance(stream, (list, dict)):
             # A field held twice, or as binary, is a JSON array: a key all the same.
             stream = json.dumps(stream, sort_keys=True)
