@@ -18,14 +18,13 @@ from typing import Any
 from ridtrace.forensics.reading.judge import judge_records
 from ridtrace.forensics.reading.nesting import TracingJsonUnwrapper, flat_tracing, has_nesting
 from ridtrace.forensics.reading.scan import known_record
-from ridtrace.forensics.reading.unwrap import (
-    CRI_LINE,
+from ridtrace.forensics.reading.shippers import (
     ENVELOPE_FIELDS,
-    PREFIX,
     envelope_record,
     is_record,
     parsed_line,
 )
+from ridtrace.forensics.reading.unwrap import CRI_LINE, PREFIX
 from ridtrace.forensics.reading.unwrap_parts import json_object
 
 __all__ = ["judge_unwrapped", "record_behind_prefix", "record_inside", "records_inside"]

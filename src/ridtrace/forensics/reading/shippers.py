@@ -1,0 +1,134 @@
+"""Log shippers that write each line as a JSON object of their own, or frame it in their
+file output: Vector, Fluent Bit, Loki's logcli, Cloud Logging's exported LogEntry;
+Fluent Bit's and Fluentd's ``out_file``. `reading.unwrap` recognises them among the
+other wrappers; `reading.rescue` takes them off lines a plain file holds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ridtrace.forensics.reading.unwrap_parts import LineByLine, json_object
+
+__all__ = [
+    "ENVELOPE_FIELDS", "EnvelopeUnwrapper", "ShipperFileUnwrapper", "envelope_of",
+    "envelope_record", "is_record", "parsed_line", "shipper_file_frames",
+]
+
+
+# The field a log shipper that writes each line as a JSON object of its own carries the
+# service's line in: Vector's ``message``, Fluent Bit's ``log`` (its ``date`` first, no
+# ``stream``: not Docker's shape), Loki's ``logcli --output=jsonl`` ``line``, and Cloud
+# Logging's ``jsonPayload`` (a LogEntry as a sink exports it).
+ENVELOPE_FIELDS = ("log", "message", "line", "jsonPayload")
+# Cloud Logging's agent (GKE's) parses a JSON line into the entry's jsonPayload and moves
+# its "time" to the entry's "timestamp": the line's own time, to the nanosecond.
+_TIME_MOVED_TO = {"jsonPayload": "timestamp"}
+
+
+def envelope_record(entry: dict[str, object], field: str) -> dict[str, object] | None:
+    """The record a shipper parsed into `field` of `entry`, its time put back where the
+    shipper moved it; None when `field` holds no record."""
+    value = entry.get(field)
+    if not (isinstance(value, dict) and is_record(value)):
+        return None
+    moved = entry.get(_TIME_MOVED_TO.get(field, ""))
+    if "time" not in value and isinstance(moved, str):
+        return {"time": moved, **value}
+    return value
+
+
+class EnvelopeUnwrapper(LineByLine):
+    """A shipper's JSON object per line holding the service's line in one field."""
+
+    name = "log shipper JSON"
+
+    def __init__(self, field: str = "message") -> None:
+        super().__init__()
+        self.field = field
+
+    def unwrap(self, line: bytes, number: int) -> bytes:
+        entry = json_object(line)
+        if entry is None or is_record(entry):
+            return line
+        record = envelope_record(entry, self.field)
+        if record is not None:
+            return parsed_line(record)
+        value = entry.get(self.field)
+        if not isinstance(value, str):
+            return line
+        # One line in, one line out: line numbers stay the file's.
+        return value.rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
+
+
+def parsed_line(record: dict[str, object]) -> bytes:
+    """A record a shipper parsed into an object of its own (Vector's ``.message =
+    parse_json!(.message)``) as a JSON line again. ASCII escapes keep a lone surrogate
+    valid JSON, and every value is read as text: a number parsed as text (`json_object`)
+    is that text quoted."""
+    return json.dumps(record, separators=(",", ":")).encode("ascii")
+
+
+# Fluent Bit's file output in its default format (``out_file``): the tag, then the time
+# and the record as a JSON array: ``kube.var.log.containers.x.log: [1790949900.1, {…}]``.
+_FLUENT_BIT_FILE = re.compile(rb"[^\s:\[{]+: \[\d+(?:\.\d+)?, (\{.*\})\]\s*$")
+# Fluentd's file output in its default format (``out_file``): the time (ISO 8601, or
+# epoch seconds with ``time_type float``), the tag and the record, tab-separated.
+_FLUENTD_FILE = re.compile(
+    rb"(?:\d{4}-\d{2}-\d{2}[T ][^\t]*|\d+(?:\.\d+)?)\t[^\t\s]+\t(\{.*\})\s*$"
+)
+
+
+class ShipperFileUnwrapper(LineByLine):
+    """A shipper's file output, each record framed by the shipper's own fields (Fluent
+    Bit's and Fluentd's ``out_file``): the record itself when an input parser made it
+    the service's record, else the line in its ``log`` field (the tail input's, as
+    Docker's or CRI's parser leaves it) or ``message``."""
+
+    def __init__(self, name: str, frame: re.Pattern[bytes]) -> None:
+        super().__init__()
+        self.name, self._frame = name, frame
+
+    def unwrap(self, line: bytes, number: int) -> bytes:
+        framed = self._frame.match(line)
+        if framed is None:
+            return line
+        record: bytes = framed[1]
+        entry = json_object(record)
+        if entry is None or is_record(entry):
+            return record
+        for field in ("log", "message"):
+            text = entry.get(field)
+            if isinstance(text, str):
+                return text.rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
+        return record
+
+
+def is_record(entry: dict[str, object]) -> bool:
+    """A ridtrace or Dynamo record itself (whatever other keys it has), not a wrapper."""
+    return "schema" in entry or "target" in entry
+
+
+def envelope_of(lines: list[bytes]) -> EnvelopeUnwrapper | None:
+    """The shipper envelope the first lines are in, known by a JSON record in one of its
+    fields (a banner's text in the first ones is passed over); None at the first line
+    that is a record itself, as a plain log's first line is."""
+    for line in lines:
+        entry = json_object(line) if line.startswith(b"{") else None
+        if entry is None:
+            continue
+        if is_record(entry):
+            return None
+        for field in ENVELOPE_FIELDS:
+            value = entry.get(field)
+            if (isinstance(value, str) and value.lstrip().startswith("{")) or (
+                isinstance(value, dict) and is_record(value)
+            ):
+                return EnvelopeUnwrapper(field)
+    return None
+
+
+def shipper_file_frames() -> tuple[tuple[str, re.Pattern[bytes]], ...]:
+    """The shippers' file outputs by name, with the frame their lines are in."""
+    return (("Fluent Bit file", _FLUENT_BIT_FILE), ("Fluentd file", _FLUENTD_FILE))
