@@ -10,7 +10,7 @@ import logging
 import os
 from collections.abc import AsyncIterator
 
-from fastapi import FastAPI, Request
+from fastapi import BackgroundTasks, FastAPI, Request
 from fastapi.responses import StreamingResponse
 from loguru import logger
 
@@ -86,5 +86,16 @@ def create_app() -> FastAPI:
     @app.get("/boom")
     async def boom() -> None:
         raise RuntimeError("boom")
+
+    @app.get("/after")
+    async def after(tasks: BackgroundTasks) -> dict[str, str | None]:
+        # Work after the response: the request (and its span) is still running while the
+        # server already serves the next request of the connection.
+        async def later() -> None:
+            await asyncio.sleep(0.2)
+            logger.info("after the response")
+
+        tasks.add_task(later)
+        return {"request_id": current_request_id(), "x_request_id": current_x_request_id()}
 
     return app

@@ -384,3 +384,35 @@ def test_a_500_handler_that_reads_the_body_gets_the_request_the_layer_gives_it()
     response = asyncio.run(go())
     assert (response.status_code, response.text) == (500, "Internal Server Error")
     assert "x-server-request-id" in response.headers
+
+
+def test_a_request_made_in_process_from_inside_a_request_does_not_take_over_its_span() -> None:
+    # The inner request (httpx's ASGITransport, in the outer request's task) found the
+    # outer request's span current, took it for an instrumentation's server span and
+    # wrote its own request_id over it: the outer request had no span naming its id.
+    provider, exporter = _provider()
+    app = FastAPI(telemetry={"tracing": False})
+
+    @app.get("/inner")
+    async def inner() -> dict[str, str | None]:
+        return {"request_id": current_request_id()}
+
+    @app.get("/outer")
+    async def outer() -> dict[str, Any]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://t") as client:
+            called = (await client.get("/inner")).json()
+        return {"request_id": current_request_id(), "inner": called["request_id"]}
+
+    app.add_middleware(RequestTracingMiddleware, tracer_provider=provider)
+
+    async def go() -> dict[str, Any]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://t") as client:
+            return dict((await client.get("/outer")).json())
+
+    body = asyncio.run(go())
+    spans = {span.attributes["request_id"]: span for span in exporter.get_finished_spans()}
+    assert set(spans) == {body["request_id"], body["inner"]}
+    assert spans[body["request_id"]].attributes["url.path"] == "/outer"
+    assert spans[body["inner"]].attributes["url.path"] == "/inner"

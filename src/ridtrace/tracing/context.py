@@ -86,6 +86,9 @@ def annotate_span(**attributes: str | bool | int | float) -> None:
 # twice on every request.
 enter = _current.set
 leave = _current.reset
+# current() is current_context() without the call around it, for the middleware's check
+# of a context inherited from another request, on every request too.
+current = _current.get
 
 _EXCEPTION_ATTRIBUTE = "__ridtrace_context__"
 

@@ -6,6 +6,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.trace import NonRecordingSpan
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -81,6 +82,10 @@ class RequestTracingMiddleware(ObservedServing):
         if scope["type"] != "http" or self._pass_through or SCOPE_KEY in scope:
             await self.app(scope, receive, send)
             return
+        inherited = request_context.current()
+        if inherited is not None and _span_of(inherited):
+            await self._serve_apart_from(scope, receive, send)
+            return
 
         started = time.perf_counter()
         x_request_id, rejected, deprecated_sent, carrier, user_agent = read_inbound(
@@ -115,6 +120,22 @@ class RequestTracingMiddleware(ObservedServing):
             scope, receive, send, started, request_id, x_request_id, extra_headers,
             deprecated_text, rejected, carrier, user_agent, current, quiet,
         )
+
+    async def _serve_apart_from(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve a request whose task inherited another request's span as current.
+
+        uvicorn starts a pipelined request's task inside the previous request's last
+        ``send``, so the task copies that request's context (a request made in process
+        from inside a request, through httpx's ``ASGITransport``, runs in it too). Its
+        span looked like an instrumentation's server span: the new request wrote its
+        ids over it and opened none, or, once it had ended, became its child. Served
+        under an empty OpenTelemetry context, the request is one of its own.
+        """
+        token = otel_context.attach(otel_context.Context())
+        try:
+            await self(scope, receive, send)
+        finally:
+            otel_context.detach(token)
 
     async def _serve_identity_only(
         self,
@@ -152,3 +173,16 @@ class RequestTracingMiddleware(ObservedServing):
             request_context.leave(token)
             # A caller may hand the same scope dict in again (a harness, a retry).
             scope.pop(SCOPE_KEY, None)
+
+
+def _span_of(inherited: RequestContext) -> bool:
+    """Whether the current span is the server span of ``inherited``, another request's.
+
+    A valid one only: a request served with no span may leave the invalid span as its
+    own, and that is current in every context OpenTelemetry was never attached in.
+    """
+    span = inherited.server_span
+    return (
+        span is not None and span is trace.get_current_span()
+        and span.get_span_context().is_valid
+    )

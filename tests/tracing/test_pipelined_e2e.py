@@ -1,0 +1,107 @@
+"""HTTP/1.1 pipelining under a real uvicorn: each queued request is a request of its own.
+
+uvicorn starts a queued request's task from inside the previous request's last
+``send`` (unless ``--reset-contextvars``), so the new task inherits that request's
+context: ridtrace's ids and the OpenTelemetry span it made current.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan, otlp_receiver
+from tests.support.servers import RunningServer, child_pythonpath, free_port, run_server
+from tests.tracing.conftest import wait_for_lines
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[OtlpReceiver]:
+    with otlp_receiver() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, receiver: OtlpReceiver
+) -> Iterator[tuple[RunningServer, Path]]:
+    workdir = tmp_path_factory.mktemp("pipelined")
+    port = free_port()
+    env = {
+        "RIDTRACE_TEST_LOG": str(workdir / "app.jsonl"),
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+        "OTEL_BSP_SCHEDULE_DELAY": "50",
+        "PYTHONPATH": child_pythonpath(),
+    }
+    argv = [
+        "-m", "uvicorn", "tests.tracing.app_under_test:create_app", "--factory",
+        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+    ]  # fmt: skip
+    with run_server(argv, port=port, workdir=workdir, env=env) as running:
+        yield running, workdir / "app.jsonl"
+
+
+def _pipelined(port: int, paths: list[str]) -> list[dict[str, str]]:
+    """Send every request in one write on one connection; the JSON bodies, in order."""
+    request = b"".join(
+        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nx-request-id: piped-{index}\r\n"
+        f"{'Connection: close' + chr(13) + chr(10) if index == len(paths) - 1 else ''}"
+        "\r\n".encode()
+        for index, path in enumerate(paths)
+    )
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(request)
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    bodies = []
+    for response in received.split(b"HTTP/1.1 ")[1:]:
+        head, _, body = response.partition(b"\r\n\r\n")
+        assert head.startswith(b"200"), head
+        bodies.append(json.loads(body))
+    return bodies
+
+
+def _spans_of(receiver: OtlpReceiver, ids: list[str]) -> dict[str, ReceivedSpan]:
+    """The spans naming these request ids, once each has one (or after 10 s)."""
+    deadline = time.monotonic() + 10
+    while True:
+        spans = {s.attributes.get("request_id"): s for s in list(receiver.spans)}
+        if all(request_id in spans for request_id in ids) or time.monotonic() > deadline:
+            return {x: span for x, span in spans.items() if x in ids}
+        time.sleep(0.05)
+
+
+def test_pipelined_requests_each_get_a_span_and_a_trace_of_their_own(
+    server: tuple[RunningServer, Path], receiver: OtlpReceiver
+) -> None:
+    # The second and third requests enriched the first one's span (it was still
+    # recording: its background task ran), overwriting its request_id, and had no span
+    # of their own; without a background task each was its predecessor's child. Their
+    # log lines carried the first request's span id, the per-request key.
+    running, log_path = server
+    bodies = _pipelined(running.port, ["/after", "/ids", "/ids"])
+    ids = [body["request_id"] for body in bodies]
+    assert [body["x_request_id"] for body in bodies] == ["piped-0", "piped-1", "piped-2"]
+    lines = wait_for_lines(
+        log_path,
+        lambda got: sum(1 for x in got if x.get("event") == "request.end"
+                        and x.get("request_id") in ids) == 3,
+    )
+    mine = _spans_of(receiver, ids)
+    assert set(mine) == set(ids)
+    for index, request_id in enumerate(ids):
+        span = mine[request_id]
+        assert span.attributes["x_request_id"] == f"piped-{index}"
+        assert span.parent_span_id == "", "a request nobody called from a trace is a root"
+        own_lines = [x for x in lines if x.get("request_id") == request_id]
+        assert {(x["trace_id"], x["span_id"]) for x in own_lines} == {
+            (span.trace_id, span.span_id)
+        }
+        assert all("parent_span_id" not in x for x in own_lines)
+    assert len({s.trace_id for s in mine.values()}) == 3
