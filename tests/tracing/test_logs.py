@@ -216,6 +216,21 @@ def test_object_and_array_values_are_written_as_json_text(log_file: Path) -> Non
     assert not any(isinstance(value, (dict, list)) for value in line.values())
 
 
+def test_values_no_json_encoder_takes_as_they_are_are_still_written(
+    log_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A dict keyed by pairs (a routing table, a Counter of pairs) or holding itself: both
+    # encoders refused it, and loguru dropped the whole line with a "Logging error".
+    cyclic: dict[str, object] = {"name": "loop"}
+    cyclic["self"] = cyclic
+    logger.info("pairs", by_pair={("gpu", 0): 3, 7: "int key"})
+    logger.info("cyclic", graph=cyclic)
+    pairs, looped = read_lines(log_file)
+    assert json.loads(pairs["by_pair"]) == {"('gpu', 0)": 3, "7": "int key"}
+    assert looped["message"] == "cyclic" and "loop" in looped["graph"]
+    assert "Logging error" not in capsys.readouterr().err
+
+
 def test_exception_lines_carry_the_traceback_and_only_a_real_exception(log_file: Path) -> None:
     def fail() -> None:
         raise ValueError("bad\nvalue")

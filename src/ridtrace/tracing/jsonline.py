@@ -130,24 +130,37 @@ def add_fields(line: dict[str, Any], fields: Mapping[str, Any]) -> None:
 
 
 def dumps(line: Any) -> bytes:
-    """``line`` as newline-terminated JSON; never fails on a string's content."""
+    """``line`` as newline-terminated JSON; never fails on a value's content."""
     try:
         return orjson.dumps(line, default=str, option=orjson.OPT_APPEND_NEWLINE)
     except (TypeError, orjson.JSONEncodeError):
         # Lone surrogates (undecodable bytes smuggled into str) and other values orjson
         # refuses: fall back to the stdlib's ASCII-escaping encoder rather than lose the line.
         # It writes NaN and Infinity bare (not JSON); null, as orjson writes them.
-        return (json.dumps(_finite(line), default=str, ensure_ascii=True) + "\n").encode("ascii")
+        return (json.dumps(_plain(line), default=str, ensure_ascii=True) + "\n").encode("ascii")
 
 
-def _finite(value: Any) -> Any:
-    """``value`` with every non-finite float (in lists, tuples and dict values) as None."""
+# Dict keys the stdlib encoder writes itself (as strings); it refuses any other.
+_JSON_KEYS = (str, int, float, bool, type(None))
+# Deeper nesting is written as its text: a structure that holds itself has no end.
+_MAX_DEPTH = 64
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """``value`` as the stdlib encoder takes it: every non-finite float (in lists, tuples
+    and dict values) as None, a dict key it refuses (a tuple) as its text, and nesting
+    past ``_MAX_DEPTH`` (a cycle) as text. Either refusal lost the whole line."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
+    if isinstance(value, (dict, list, tuple)) and depth >= _MAX_DEPTH:
+        return str(value)
     if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
+        return {
+            key if isinstance(key, _JSON_KEYS) else str(key): _plain(item, depth + 1)
+            for key, item in value.items()
+        }
     if isinstance(value, (list, tuple)):
-        return [_finite(item) for item in value]
+        return [_plain(item, depth + 1) for item in value]
     return value
 
 
