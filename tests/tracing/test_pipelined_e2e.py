@@ -46,8 +46,9 @@ def server(
         yield running, workdir / "app.jsonl"
 
 
-def _pipelined(port: int, paths: list[str]) -> list[dict[str, str]]:
-    """Send every request in one write on one connection; the JSON bodies, in order."""
+def _pipelined(port: int, paths: list[str]) -> list[tuple[int, dict[str, str], bytes]]:
+    """Send every request in one write on one connection (the i-th with x-request-id
+    ``piped-i``); each response's status, headers and body, in order."""
     request = b"".join(
         f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nx-request-id: piped-{index}\r\n"
         f"{'Connection: close' + chr(13) + chr(10) if index == len(paths) - 1 else ''}"
@@ -59,12 +60,13 @@ def _pipelined(port: int, paths: list[str]) -> list[dict[str, str]]:
         received = b""
         while chunk := sock.recv(65536):
             received += chunk
-    bodies = []
+    responses = []
     for response in received.split(b"HTTP/1.1 ")[1:]:
         head, _, body = response.partition(b"\r\n\r\n")
-        assert head.startswith(b"200"), head
-        bodies.append(json.loads(body))
-    return bodies
+        status, *fields = head.decode().split("\r\n")
+        headers = dict(field.lower().split(": ", 1) for field in fields)
+        responses.append((int(status.split()[0]), headers, body))
+    return responses
 
 
 def _spans_of(receiver: OtlpReceiver, ids: list[str]) -> dict[str, ReceivedSpan]:
@@ -85,7 +87,8 @@ def test_pipelined_requests_each_get_a_span_and_a_trace_of_their_own(
     # of their own; without a background task each was its predecessor's child. Their
     # log lines carried the first request's span id, the per-request key.
     running, log_path = server
-    bodies = _pipelined(running.port, ["/after", "/ids", "/ids"])
+    answers = _pipelined(running.port, ["/after", "/ids", "/ids"])
+    bodies = [json.loads(body) for _, _, body in answers]
     ids = [body["request_id"] for body in bodies]
     assert [body["x_request_id"] for body in bodies] == ["piped-0", "piped-1", "piped-2"]
     lines = wait_for_lines(
@@ -105,3 +108,26 @@ def test_pipelined_requests_each_get_a_span_and_a_trace_of_their_own(
         }
         assert all("parent_span_id" not in x for x in own_lines)
     assert len({s.trace_id for s in mine.values()}) == 3
+
+
+def test_the_servers_crash_line_for_a_pipelined_request_carries_its_own_ids(
+    server: tuple[RunningServer, Path],
+) -> None:
+    # uvicorn logs "Exception in ASGI application" after the middleware has left the
+    # request, in a task that inherited the previous request's context: the crash line
+    # named the previous request (piped-0), so the crash was joined to the wrong one.
+    running, log_path = server
+    (_, _, first), (status, headers, _) = _pipelined(running.port, ["/after", "/boom"])
+    crashed = headers["x-server-request-id"]
+    assert status == 500 and json.loads(first)["request_id"] != crashed
+
+    def crash_lines(got: list[dict[str, str]]) -> list[dict[str, str]]:
+        # This module's server crashes for this test only.
+        return [x for x in got if x.get("logger") == "uvicorn.error"
+                and x.get("exception") == "RuntimeError: boom"]
+
+    lines = wait_for_lines(log_path, lambda got: bool(crash_lines(got)))
+    (crash,) = crash_lines(lines)
+    end = next(x for x in lines if x.get("event") == "request.end" and x["request_id"] == crashed)
+    assert (crash["request_id"], crash["x_request_id"]) == (crashed, "piped-1")
+    assert (crash["trace_id"], crash["span_id"]) == (end["trace_id"], end["span_id"])

@@ -91,19 +91,41 @@ leave = _current.reset
 current = _current.get
 
 _EXCEPTION_ATTRIBUTE = "__ridtrace_context__"
+_ESCAPED_INTO_ATTRIBUTE = "__ridtrace_escaped_into__"
 
 
-def remember_on_exception(exc: BaseException, ctx: RequestContext) -> None:
+def remember_on_exception(exc: BaseException, ctx: RequestContext, outer: object = None) -> None:
     """Attach ``ctx`` to an exception that escapes the request.
 
-    A server (grpc.aio) logs such an exception after the request's context is gone;
-    the log handler then takes the ids from the exception (:func:`context_of_exception`).
+    A server (grpc.aio, uvicorn) logs such an exception after the request's context is
+    gone; the log handler then takes the ids from the exception
+    (:func:`context_for_exception_line`). ``outer`` is what was current around the
+    request (its token's ``old_value``): another request's context when the request ran
+    in a task that inherited it, as a pipelined request does under uvicorn.
     """
     with contextlib.suppress(AttributeError, TypeError):
         setattr(exc, _EXCEPTION_ATTRIBUTE, ctx)
+        setattr(exc, _ESCAPED_INTO_ATTRIBUTE, outer if isinstance(outer, RequestContext) else None)
 
 
 def context_of_exception(exc: BaseException | None) -> RequestContext | None:
     """The context :func:`remember_on_exception` attached to ``exc``, if any."""
     ctx = getattr(exc, _EXCEPTION_ATTRIBUTE, None)
     return ctx if isinstance(ctx, RequestContext) else None
+
+
+def context_for_exception_line(exc: BaseException | None) -> RequestContext | None:
+    """The context a line logging ``exc`` names instead of the current one, if any.
+
+    The request ``exc`` escaped from, when no request is current or the current one is
+    the request it escaped into. uvicorn starts a pipelined request's task inside the
+    previous request's last ``send``: its "Exception in ASGI application" line, written
+    after the middleware restored that inherited context, named the previous request.
+    """
+    ctx = context_of_exception(exc)
+    if ctx is None:
+        return None
+    now = _current.get()
+    if now is None or now is getattr(exc, _ESCAPED_INTO_ATTRIBUTE, None):
+        return ctx
+    return None

@@ -25,7 +25,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 from loguru import logger
 
 from ridtrace.contract import LOG_SCHEMA
-from ridtrace.tracing.context import context_of_exception, current_context
+from ridtrace.tracing.context import context_for_exception_line, current_context
 from ridtrace.tracing.identity import shown_text
 from ridtrace.tracing.jsonline import (
     CONTEXT_KEYS,
@@ -152,14 +152,17 @@ class _InterceptHandler(logging.Handler):
             level = record.levelno
         # A server that logs a request's escaped exception after the request's context
         # is gone (grpc.aio does): the ids travel on the exception.
-        ctx = None
-        if record.exc_info and current_context() is None:
-            ctx = context_of_exception(record.exc_info[1])
+        ctx = context_for_exception_line(record.exc_info[1]) if record.exc_info else None
 
         extra = _extra_fields(record)
 
         def patch(r: Record) -> None:
             r["name"] = record.name
+            if ctx is not None:
+                # The ids the patcher copied from the current context (the request the
+                # exception escaped into) are not this line's.
+                for key in CONTEXT_KEYS:
+                    r["extra"].pop(key, None)
             r["extra"].update(extra)  # the caller's fields, as loguru's bind() would add
             if ctx is not None:
                 add_context_ids(r["extra"], ctx)

@@ -165,7 +165,8 @@ class RequestTracingMiddleware(ObservedServing):
                 note_inbound(deprecated_sent, rejected)
             await self.app(scope, receive, send_with_ids)
         except BaseException as exc:
-            remember_on_exception(exc, ctx)  # a cancellation's line names the request too
+            # A cancellation's line names the request too.
+            remember_on_exception(exc, ctx, token.old_value)
             if not response_started and isinstance(exc, Exception):
                 await send_error_response(scope, receive, send_with_ids, exc, self)
             raise

@@ -214,7 +214,7 @@ class ObservedServing:
             # The server logs the escaped exception ("Exception in ASGI application")
             # after our context is reset: the ids travel with it. A cancellation too:
             # uvicorn cancels what still runs when its graceful-shutdown timeout ends.
-            remember_on_exception(exc, ctx)
+            remember_on_exception(exc, ctx, token.old_value)
             # A client seen leaving (the app's body read got http.disconnect, and
             # Starlette raised ClientDisconnect) gets no answer: a 500 to nobody made
             # it a finished server error, where it was abandoned.
