@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from datetime import UTC, datetime
 from email.utils import format_datetime
@@ -38,6 +39,19 @@ def reset_warnings() -> None:
     """Forget which headers were warned about (tests and long-lived embedders)."""
     with _warned_lock:
         _warned.clear()
+
+
+def _forget_warnings_in_child() -> None:
+    """A forked child is a process of its own: it warns once itself (its lines carry
+    its own pid, and an audit of its log found no WARN for a header it was sent). A
+    new lock too: another thread of the parent may have held this one at the fork."""
+    global _warned_lock
+    _warned.clear()
+    _warned_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_warnings_in_child)
 
 
 def deprecation_response_headers(
