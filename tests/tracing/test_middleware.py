@@ -581,6 +581,23 @@ def test_urls_opentelemetry_is_told_to_leave_out_get_no_span_but_keep_their_ids(
     assert paths == ["/work"]
 
 
+def test_a_request_fastapis_telemetry_was_told_to_leave_out_gets_no_span_of_ours() -> None:
+    # FastAPI(telemetry={"exclude": ...}) skips health probes; ridtrace, finding no
+    # server span, opened its own http-request span for every probe the app excluded.
+    provider, exporter = _provider()
+    app = _app(telemetry={
+        "tracer_provider": provider, "metrics": False, "logs": False,
+        "exclude": lambda scope: scope.get("path") == "/own-header",
+    })
+    app.add_middleware(RequestTracingMiddleware, tracer_provider=provider)
+    excluded = _get(app, "/own-header")
+    traced = _get(app, "/ids")
+    assert excluded.headers["x-server-request-id"] != "x"  # the request keeps its id
+    spans = [(s.attributes or {}).get("request_id") for s in exporter.get_finished_spans()
+             if s.kind is SpanKind.SERVER]
+    assert spans == [traced.json()["request_id"]]
+
+
 @pytest.mark.parametrize("flags", ["01", "00"])
 def test_read_traceparent_continues_a_hop_the_propagators_do_not_read(flags: str) -> None:
     # ridtrace's worker under OTEL_PROPAGATORS=none: the frontend's traceparent names

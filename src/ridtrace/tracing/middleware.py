@@ -26,6 +26,10 @@ from ridtrace.tracing.settings import TracingSettings
 
 __all__ = ["RequestTracingMiddleware"]
 
+# FastAPI's built-in telemetry keeps a request's telemetry under this scope key, and
+# sets it to None for a request its ``exclude`` function left out.
+_FASTAPI_TELEMETRY = "fastapi.telemetry"
+
 
 class RequestTracingMiddleware(ObservedServing):
     """Mints a ``request_id`` per HTTP request and makes it visible everywhere.
@@ -100,10 +104,12 @@ class RequestTracingMiddleware(ObservedServing):
 
         current = trace.get_current_span()
         # No instrumentation span and no span of ours would reach anyone (no SDK, or an
-        # SDK with no processor), or none is wanted for this URL (OTel's excluded URLs):
-        # pay only for the ids the log lines carry.
+        # SDK with no processor), or none is wanted for this request (OTel's excluded
+        # URLs; FastAPI's telemetry told to leave it out, which marks the scope with a
+        # None): pay only for the ids the log lines carry.
         quiet = type(current) is NonRecordingSpan and (
             records_nothing(self._tracer)
+            or scope.get(_FASTAPI_TELEMETRY, True) is None
             or (self._excluded is not None and self._excluded.url_disabled(request_url(scope))))
         if (
             quiet and carrier is None and not self._log_lifecycle
