@@ -427,6 +427,34 @@ def test_the_callers_baggage_is_current_while_the_request_is_handled(log_file: P
     assert response.json() == {"tenant": "acme"}
 
 
+@pytest.mark.parametrize("exporting", [True, False], ids=["sdk", "no-processor"])
+def test_baggage_sent_without_a_traceparent_is_current_and_stays_with_its_request(
+    exporting: bool,
+) -> None:
+    # A caller that propagates baggage (a tenant) but no trace: with no span processor
+    # (no collector) the baggage never became current, though the docs promise the
+    # caller's context is. A request made in process from inside it is one of its own.
+    from opentelemetry import baggage
+
+    provider = _provider()[0] if exporting else TracerProvider()
+    app = FastAPI(telemetry={"tracing": False}) if _has_native() else FastAPI()
+
+    @app.get("/inner")
+    async def inner() -> dict[str, object]:
+        return {"tenant": baggage.get_baggage("tenant")}
+
+    @app.get("/outer")
+    async def outer() -> dict[str, object]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://t") as client:
+            called = (await client.get("/inner")).json()
+        return {"tenant": baggage.get_baggage("tenant"), "inner": called["tenant"]}
+
+    app.add_middleware(RequestTracingMiddleware, tracer_provider=provider)
+    response = _get(app, "/outer", [(b"baggage", b"tenant=acme")])
+    assert response.json() == {"tenant": "acme", "inner": None}
+
+
 @pytest.mark.parametrize("log_lifecycle", [True, False], ids=["observed", "identity-only"])
 def test_an_escaped_exception_carries_the_request_ids_to_the_servers_error_line(
     log_file: Path, log_lifecycle: bool

@@ -8,7 +8,7 @@ from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
-from opentelemetry.trace import NonRecordingSpan
+from opentelemetry.trace import INVALID_SPAN, NonRecordingSpan
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ridtrace.tracing import context as request_context
@@ -185,11 +185,8 @@ class RequestTracingMiddleware(ObservedServing):
 def _span_of(inherited: RequestContext) -> bool:
     """Whether the current span is the server span of ``inherited``, another request's.
 
-    A valid one only: a request served with no span may leave the invalid span as its
-    own, and that is current in every context OpenTelemetry was never attached in.
+    Never the invalid span: a request served with no span may leave it as its own, and
+    it is current in every context OpenTelemetry was never attached in.
     """
     span = inherited.server_span
-    return (
-        span is not None and span is trace.get_current_span()
-        and span.get_span_context().is_valid
-    )
+    return span is not None and span is not INVALID_SPAN and span is trace.get_current_span()

@@ -13,7 +13,14 @@ import time
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.propagators.textmap import Getter
-from opentelemetry.trace import Span, SpanKind, Tracer
+from opentelemetry.trace import (
+    INVALID_SPAN,
+    INVALID_SPAN_CONTEXT,
+    NonRecordingSpan,
+    Span,
+    SpanKind,
+    Tracer,
+)
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ridtrace.contract import REQUEST_END, REQUEST_START
@@ -116,6 +123,11 @@ class ObservedServing:
             if carrier:
                 parent, held = extract(carrier, _GETTER, traceparent=self._read_traceparent)
                 span = trace.get_current_span(parent)
+                if span is INVALID_SPAN:
+                    # No caller's span (baggage alone, say): a span object of this
+                    # request's own, so that its context (the baggage) is attached
+                    # below, and a request inheriting it knows it for another's.
+                    span = NonRecordingSpan(INVALID_SPAN_CONTEXT)
             else:
                 span = current
             recording = False
