@@ -187,8 +187,11 @@ class GrpcCall:
         self.context: TracedServicerContext = context_type(context, ours, owned)
 
         self._token: Token[RequestContext | None] = request_context.enter(ctx)
+        # On the context the propagators extracted: the caller's baggage stays current
+        # for the handler and every hop it makes onward, as over HTTP.
         self._otel_token: object | None = (
-            otel_context.attach(trace.set_span_in_context(span)) if self.owns_span else None
+            otel_context.attach(trace.set_span_in_context(span, parent))
+            if self.owns_span else None
         )
         undecodable.write()
         if held is not None:
