@@ -263,6 +263,23 @@ def test_stdlib_extra_fields_reach_the_line(tmp_path: Path) -> None:
     assert not {"args", "msg", "exc_info", "levelno", "funcName"} & set(line)
 
 
+def test_a_stdlib_records_stack_reaches_the_line(tmp_path: Path) -> None:
+    # logging's stack_info=True asks for the caller's stack (the standard library's own
+    # formatter appends it to the message): the bridge dropped it, so the line said a
+    # library warned but not from where.
+    path = tmp_path / "stack.jsonl"
+
+    def deep_in_a_library() -> None:
+        logging.getLogger("lib").warning("who called me?", stack_info=True)
+
+    with _stdlib_logging_to(path):
+        deep_in_a_library()
+    (line,) = read_lines(path)
+    assert line["message"] == "who called me?"
+    assert line["stack"].startswith("Stack (most recent call last):\n")
+    assert "in deep_in_a_library" in line["stack"]
+
+
 def test_uvicorns_terminal_copy_of_a_message_stays_off_the_line(tmp_path: Path) -> None:
     # uvicorn logs its start-up and shutdown lines with extra={"color_message": ...}, for
     # its own coloured console formatter: every `ridtrace serve` log began with a field

@@ -155,6 +155,8 @@ class _InterceptHandler(logging.Handler):
         ctx = context_for_exception_line(record.exc_info[1]) if record.exc_info else None
 
         extra = _extra_fields(record)
+        if record.stack_info:  # stack_info=True: the stack logging's formatter appends
+            extra.setdefault("stack", record.stack_info)
 
         def patch(r: Record) -> None:
             r["name"] = record.name
