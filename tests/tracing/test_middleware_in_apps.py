@@ -416,3 +416,33 @@ def test_a_request_made_in_process_from_inside_a_request_does_not_take_over_its_
     assert set(spans) == {body["request_id"], body["inner"]}
     assert spans[body["request_id"]].attributes["url.path"] == "/outer"
     assert spans[body["inner"]].attributes["url.path"] == "/inner"
+
+
+def test_a_sub_app_with_the_middleware_names_its_routes_with_the_mount_it_is_served_under(
+    log_file: Path,
+) -> None:
+    # A team's sub-app ships with the middleware and is mounted in an app without it: its
+    # routes were named without the mount (/invoices/{number}), so two sub-apps' routes
+    # shared one name in request.end, the span and the metric, and FastAPI's own span
+    # named the request /billing/invoices/{number}.
+    provider, exporter = _provider()
+    app = FastAPI(telemetry={"tracing": False})
+    billing = FastAPI(telemetry={"tracing": False})
+
+    @billing.get("/invoices/{number}")
+    async def invoice(number: int) -> dict[str, int]:
+        return {"number": number}
+
+    billing.add_middleware(RequestTracingMiddleware, tracer_provider=provider)
+    app.mount("/billing", billing)
+
+    async def go() -> int:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://t") as client:
+            return (await client.get("/billing/invoices/7")).status_code
+
+    assert asyncio.run(go()) == 200
+    (end,) = _ends(log_file)
+    (span,) = exporter.get_finished_spans()
+    assert end["route"] == "/billing/invoices/{number}"
+    assert (span.attributes or {})["http.route"] == "/billing/invoices/{number}"

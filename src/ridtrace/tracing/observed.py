@@ -109,8 +109,10 @@ class ObservedServing:
         span = active_server_span(current)
         owns_span = span is None
         # A Mount lengthens root_path in place: what it was tells route_template which
-        # part of the path the mounts took.
-        root_path = scope.get("root_path", "")
+        # part of the path the mounts took. In a mounted sub-app that has the middleware
+        # itself, from the top: Starlette's first Mount keeps the app's own root path in
+        # app_root_path, and the sub-app's routes are named with the mounts before them.
+        root_path = scope.get("app_root_path", scope.get("root_path", ""))
         parent: otel_context.Context | None = None
         held: HeldWarnings | None = None  # the propagators' warnings, for our context
         if span is not None:  # an instrumentation's server span, recording by construction
