@@ -1,0 +1,26 @@
+"""SGLang-style ``/generate`` streams as SGLang's own server does, through a real stack."""
+
+from __future__ import annotations
+
+import httpx
+import orjson
+
+from tests.frontend_plugin.conftest import Stack
+
+
+def _events(body: str) -> list[dict[str, object]]:
+    return [orjson.loads(line[len("data: "):]) for line in body.splitlines()
+            if line.startswith("data: {")]
+
+
+def test_every_event_counts_the_tokens_generated_so_far(stack: Stack) -> None:
+    # SGLang puts the tokens generated so far in every event's meta_info (its benchmark
+    # and progress bars read them mid-stream); every event but the last said 0 here.
+    response = httpx.post(stack.url + "/generate", timeout=30, json={
+        "text": "one two three four", "stream": True,
+        "sampling_params": {"max_new_tokens": 16}})
+    assert response.status_code == 200, response.text
+    events = _events(response.text)
+    counts = [event["meta_info"]["completion_tokens"] for event in events]  # type: ignore[index]
+    assert counts == [1, 2, 3, 4, 5, 5], counts
+    assert events[-1]["meta_info"]["finish_reason"] == {"type": "stop"}  # type: ignore[index]
