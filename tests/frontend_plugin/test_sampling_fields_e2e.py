@@ -90,3 +90,23 @@ def test_generate_sampling_params_are_checked(stack: Stack) -> None:
             response = client.post(path, json=body)
             assert response.status_code == 400, (path, response.text)
             assert response.json()["error"]["param"].startswith("sampling_params."), body
+
+
+def test_generate_routes_refuse_more_than_one_sample(stack: Stack) -> None:
+    # SGLang answers sampling_params.n = 2 with two outputs; one output, with 200, told
+    # the caller its second sample was simply the same text, as on the OpenAI routes
+    # before `n` was refused there.
+    with httpx.Client(base_url=stack.url, timeout=30) as client:
+        for path, body in (
+            ("/inference/v1/generate", {"prompt": "x", "sampling_params": {"n": 2}}),
+            ("/generate", {"text": "x", "sampling_params": {"n": 3}}),
+            ("/generate", {"text": "x", "sampling_params": {"n": "2"}}),
+        ):
+            response = client.post(path, json=body)
+            assert response.status_code == 400, (path, response.text)
+            assert response.json()["error"]["param"] == "sampling_params.n", body
+        for path, body in (
+            ("/inference/v1/generate", {"prompt": "x", "sampling_params": {"n": 1}}),
+            ("/generate", {"text": "x", "sampling_params": {"n": None}}),
+        ):
+            assert client.post(path, json=body).status_code == 200, body

@@ -181,15 +181,19 @@ def stream_usage(body: dict[str, Any]) -> bool:
     return bool(value)
 
 
-def single_choice(body: dict[str, Any]) -> None:
-    """OpenAI's ``n``: one choice per request is what the engines produce."""
+def single_choice(body: dict[str, Any], param: str = "n") -> None:
+    """OpenAI's ``n`` (``sampling_params.n`` on the generate routes, SGLang's): one
+    choice per request is what the engines produce.
+
+    ``param`` names the field in the error; ``body`` is the object holding ``n``.
+    """
     value = body.get("n")
     if value is None or (value == 1 and isinstance(value, int) and not isinstance(value, bool)):
         return
     # The value is the client's: shown only when it is short (the message is logged).
     shown = repr(value) if isinstance(value, (int, float)) else kind_of(value)
-    raise InvalidRequest(f"'n' must be 1: one choice per request is supported, got {shown}",
-                         param="n")
+    raise InvalidRequest(
+        f"'{param}' must be 1: one choice per request is supported, got {shown}", param=param)
 
 
 def token_limit(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
+from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of, single_choice
 
 __all__ = [
     "MAX_STOP_SEQUENCES",
@@ -91,6 +91,8 @@ def anthropic_sampling(body: dict[str, Any]) -> tuple[str, ...]:
 
 def generate_sampling(params: dict[str, Any], prefix: str) -> tuple[str, ...]:
     """Check a native/SGLang ``sampling_params`` object; its ``stop`` strings."""
+    # SGLang answers n > 1 with as many outputs; one, with 200, was a silent wrong answer.
+    single_choice(params, f"{prefix}.n")
     _number(params, "temperature", 0, 2, f"{prefix}.temperature")
     _number(params, "top_p", 0, 1, f"{prefix}.top_p")
     return stop_strings(params.get("stop"), f"{prefix}.stop", single_allowed=True)
