@@ -110,3 +110,17 @@ def test_generate_routes_refuse_more_than_one_sample(stack: Stack) -> None:
             ("/generate", {"text": "x", "sampling_params": {"n": None}}),
         ):
             assert client.post(path, json=body).status_code == 200, body
+
+
+def test_sglang_return_logprob_is_refused_rather_than_left_out(stack: Stack) -> None:
+    # SGLang answers return_logprob with meta_info.output_token_logprobs as
+    # [logprob, token_id, text] triples; the echo engine has no token ids, and a 200
+    # without them failed the caller later, on a missing key, far from the cause.
+    with httpx.Client(base_url=stack.url, timeout=30) as client:
+        for body in ({"text": "x", "return_logprob": True},
+                     {"text": "x", "return_logprob": "yes"}):
+            response = client.post("/generate", json=body)
+            assert response.status_code == 400, response.text
+            assert response.json()["error"]["param"] == "return_logprob"
+        assert client.post("/generate", json={"text": "x", "return_logprob": False}
+                           ).status_code == 200

@@ -173,6 +173,12 @@ class _SglangSpec(ApiSpec):
             prompt = body["text"]
         else:
             raise InvalidRequest("'text' or 'input_ids' is required", param="text")
+        if opt_bool(body, "return_logprob"):
+            # SGLang's answer is [logprob, token_id, text] per token in meta_info, and the
+            # echo engine has no token ids: a 200 without them failed the caller later,
+            # on a missing key.
+            raise InvalidRequest("'return_logprob' is not supported: the echo engine has "
+                                 "no token ids to return", param="return_logprob")
         rid = body_client_id(body, "rid")
         params = _params(body)
         return Parsed(
