@@ -7,6 +7,7 @@ reply before the first stop sequence it would contain, as a real engine stops th
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -120,3 +121,37 @@ def test_the_engine_and_the_wire_carry_the_stop_sequences() -> None:
     # An envelope from a frontend that sends no stop sequences still parses.
     assert WorkRequest.from_json(work.to_json().replace(b'"stop":["x","y"]', b'"z":0')).stop == ()
     assert b"stop_sequence" not in done_line("r", finish_reason="stop", tokens=1, prompt_tokens=1)
+
+
+@pytest.mark.parametrize(("path", "body"), [
+    ("/v1/chat/completions", {"model": "echo", "messages": CHAT, "stop": ["echo"]}),
+    ("/v1/messages", {"model": "echo", "max_tokens": 16, "messages": CHAT,
+                      "stop_sequences": ["echo"]}),
+    ("/generate", {"text": PROMPT, "sampling_params": {"stop": "echo"}}),
+])
+def test_a_streamed_reply_the_stop_sequence_empties_is_still_fingerprinted(
+    stop_stack: Stack, path: str, body: dict[str, Any]
+) -> None:
+    # The reply is empty but whole: the worker logs its fp_out, and the frontend did
+    # not (it fingerprinted streams only once a piece had been sent), so `ridtrace
+    # analyze` reported the worker's output as unlinked, an error, for healthy traffic.
+    # Not streamed, the same reply was fingerprinted.
+    response = httpx.post(stop_stack.url + path, json={**body, "stream": True}, timeout=30)
+    assert response.status_code == 200, response.text
+    request_id = response.headers["x-server-request-id"]
+    end = stop_stack.frontend.wait_for_event(request_id, "request.end")
+    done = _worker_end(stop_stack, request_id)
+    assert done["tokens"] == 0 and done["outcome"] == "ok"
+    assert end["outcome"] == "ok" and end.get("fp_out") == done["fp_out"], end
+
+
+def _worker_end(stack: Stack, request_id: str) -> dict[str, object]:
+    """The ``worker.end`` line of ``request_id``, on whichever worker served it."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for worker in stack.workers:
+            for line in worker.lines():
+                if line.get("request_id") == request_id and line.get("event") == "worker.end":
+                    return line
+        time.sleep(0.02)
+    raise AssertionError(f"no worker.end of {request_id}")

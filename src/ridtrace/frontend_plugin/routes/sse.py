@@ -97,6 +97,7 @@ async def stream_to_reader(
 async def _stream_events(send: Send, call: Call, renderer: Renderer, first: Item) -> None:
     """Write the SSE stream; the call is closed by the caller's ``finally``."""
     sent: list[str] = []
+    finished = False
     item: Item | None = first
     out = [renderer.start()]
     pending = 0
@@ -117,6 +118,7 @@ async def _stream_events(send: Send, call: Call, renderer: Renderer, first: Item
                     if pending >= _MAX_WRITE:
                         break
                 elif isinstance(item, Finished):
+                    finished = True
                     out.append(renderer.finish(item, "".join(sent)))
                     await send({"type": "http.response.body", "body": b"".join(out)})
                     return
@@ -135,7 +137,10 @@ async def _stream_events(send: Send, call: Call, renderer: Renderer, first: Item
             pending = 0
             item = await call.next()
     finally:
-        if sent:
+        # A whole reply is delivered even when empty (a stop sequence at its start):
+        # the worker fingerprints it, and without the caller's fp_out `ridtrace analyze`
+        # took that worker output for one no caller received (unlinked).
+        if sent or finished:
             annotate_request(fp_out=fingerprint("".join(sent)))
 
 
