@@ -24,3 +24,16 @@ def test_every_event_counts_the_tokens_generated_so_far(stack: Stack) -> None:
     counts = [event["meta_info"]["completion_tokens"] for event in events]  # type: ignore[index]
     assert counts == [1, 2, 3, 4, 5, 5], counts
     assert events[-1]["meta_info"]["finish_reason"] == {"type": "stop"}  # type: ignore[index]
+
+
+def test_a_reply_cut_by_the_token_limit_says_the_length_as_sglang_does(stack: Stack) -> None:
+    # SGLang's finish_reason for the limit is {"type": "length", "length": N}; callers
+    # that read the length (to retry with a larger limit) found no key.
+    body = {"text": "one two three four", "sampling_params": {"max_new_tokens": 2}}
+    whole = httpx.post(stack.url + "/generate", json=body, timeout=30).json()
+    streamed = _events(httpx.post(stack.url + "/generate", json={**body, "stream": True},
+                                  timeout=30).text)[-1]
+    for reply in (whole, streamed):
+        meta = reply["meta_info"]
+        assert meta["finish_reason"] == {"type": "length", "length": 2}, meta  # type: ignore[index]
+        assert meta["completion_tokens"] == 2  # type: ignore[index]

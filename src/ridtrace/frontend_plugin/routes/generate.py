@@ -111,10 +111,13 @@ class _GenerateSpec(ApiSpec):
         return _GenerateRenderer(parsed, ids)
 
 
-def _sglang_finish(finished: Finished) -> dict[str, str]:
-    """SGLang's ``finish_reason``: ``matched`` names the stop string that ended the text."""
+def _sglang_finish(finished: Finished) -> dict[str, str | int]:
+    """SGLang's ``finish_reason``: ``matched`` names the stop string that ended the text,
+    ``length`` the token limit that cut it (the tokens produced, as many as the limit)."""
     if finished.stop_sequence is not None:
         return {"type": finished.finish_reason, "matched": finished.stop_sequence}
+    if finished.finish_reason == "length":
+        return {"type": "length", "length": finished.tokens}
     return {"type": finished.finish_reason}
 
 
@@ -133,7 +136,7 @@ class _SglangRenderer(Renderer):
         self.prompt_tokens = (len(parsed.prompt.split()) if parsed.prompt_tokens is None
                               else parsed.prompt_tokens)
 
-    def _meta(self, finish: dict[str, str] | None, tokens: int) -> dict[str, Any]:
+    def _meta(self, finish: dict[str, str | int] | None, tokens: int) -> dict[str, Any]:
         return {"id": self.ids.public_id, "finish_reason": finish,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": tokens}
 
