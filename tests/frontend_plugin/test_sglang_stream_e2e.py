@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import orjson
 
-from tests.frontend_plugin.conftest import Stack
+from tests.frontend_plugin.conftest import Stack, start_stack
 
 
 def _events(body: str) -> list[dict[str, object]]:
@@ -37,3 +39,18 @@ def test_a_reply_cut_by_the_token_limit_says_the_length_as_sglang_does(stack: St
         meta = reply["meta_info"]
         assert meta["finish_reason"] == {"type": "length", "length": 2}, meta  # type: ignore[index]
         assert meta["completion_tokens"] == 2  # type: ignore[index]
+
+
+def test_a_stream_that_fails_still_ends_with_done(tmp_path: Path) -> None:
+    # SGLang's server writes `data: [DONE]` after the error event too: a client (or a
+    # proxy) reading to [DONE] told a failed generation from a dropped connection by it,
+    # and here the stream ended without it.
+    with start_stack(tmp_path, workers=[["--hang-after-tokens", "2"]],
+                     frontend=["--chunk-timeout", "1"]) as stack:
+        response = httpx.post(stack.url + "/generate", timeout=30, json={
+            "text": "one two three four", "rid": "failing", "stream": True})
+    assert response.status_code == 200
+    *_, error, done = [line for line in response.text.split("\n") if line]
+    assert orjson.loads(error[len("data: "):]) == {"rid": "failing", "error": {
+        "message": "worker timed out", "type": "server_error", "code": "timeout"}}
+    assert done == "data: [DONE]"

@@ -151,9 +151,11 @@ class _SglangRenderer(Renderer):
         return sse({"text": text, "rid": self.ids.public_id, "meta_info": meta}) + _DONE
 
     def fail(self, failed: Failed) -> bytes:
+        # SGLang ends a failed stream with [DONE] too, so a client reading to it tells a
+        # failed generation from a dropped connection.
         return sse({"rid": self.ids.public_id,
                     "error": {"message": failed.message, "type": "server_error",
-                              "code": failed.reason}})
+                              "code": failed.reason}}) + _DONE
 
     def body(self, text: str, finished: Finished) -> dict[str, Any]:
         return {"text": text, "rid": self.ids.public_id,
