@@ -8,6 +8,7 @@ request's id) without the password, and ``/health`` shows no worker URL.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from pathlib import Path
 
@@ -42,8 +43,11 @@ def _calls(url: str, marker: str) -> list[tuple[str, bool, httpx.Response]]:
 
 
 def _assert_nothing_internal(text: str, port: int) -> None:
-    for secret in (PASSWORD, "user:", "127.0.0.1", str(port), "Error:", "Errno", "http://"):
+    for secret in (PASSWORD, "127.0.0.1", str(port), "Error:", "Errno", "http://"):
         assert secret not in text, (secret, text)
+    # The worker URL's user name before its password or `***` (the echo's own role
+    # label, `user:` then a space or the token's end, is a chat reply's second token).
+    assert re.search(r'user:[^\s"]', text) is None, text
 
 
 def _ends(frontend: Proc, answers: list[tuple[str, bool, httpx.Response]]

@@ -89,9 +89,11 @@ async def paced_reply(
     produced: list[str] = []
     outcome = OUTCOME_ERROR
     error: str | None = None
-    _, finish_reason = echo_tokens(job.prompt, job.max_tokens, job.stop, job.json_schema)
-    # Each batch is held until the next one exists, so the last goes out in the same
-    # write as the done line.
+    tokens, finish_reason = echo_tokens(job.prompt, job.max_tokens, job.stop, job.json_schema)
+    # The batch that ends the reply is held, so it goes out in the same write as the
+    # done line; every other one is written as soon as it exists. (Holding each batch
+    # until the next existed delayed the first token by a token delay, and a hung
+    # engine's last token forever.)
     held = b""
     stop = StopOnDrain()
     drain.hold(stop)
@@ -102,10 +104,12 @@ async def paced_reply(
                 batch = await stop.wait(anext(batches))
             except StopAsyncIteration:
                 break
-            if held:
-                yield held
-            held = _encode(job, batch, len(produced), config.foreign_chunk_after)
+            line = _encode(job, batch, len(produced), config.foreign_chunk_after)
             produced.extend(batch)
+            if len(produced) < len(tokens):
+                yield line
+            else:
+                held = line
         yield held + _done(job, finish_reason, len(produced))
         outcome = OUTCOME_OK
     except Stopped as exc:
