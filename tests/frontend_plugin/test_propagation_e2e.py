@@ -136,6 +136,34 @@ def test_a_recording_b3_worker_continues_a_frontend_that_records_nothing(
     assert [s for s in spans if s.trace_id == unsampled_trace] == []
 
 
+def test_a_b3_caller_sending_b3s_multiple_headers_is_continued(tmp_path: Path) -> None:
+    # Envoy / Istio and Zipkin's libraries send B3 as X-B3-TraceId, X-B3-SpanId and
+    # X-B3-Sampled (or X-B3-Flags: 1, debug), which OpenTelemetry's b3 propagator reads
+    # as well as the single header. The middleware collected only the headers the
+    # propagator writes (`b3`): behind such a proxy every request began a new trace, and
+    # a debug-flagged one was not sampled.
+    with otlp_receiver() as receiver:
+        env = {**B3_ENV, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+        with start_stack(tmp_path, workers=[[]], env=env) as stack:
+            response = httpx.post(
+                stack.url + "/v1/chat/completions",
+                json={"model": "echo", "messages": [{"role": "user", "content": "envoy"}]},
+                headers={"X-B3-TraceId": TRACE_ID, "X-B3-SpanId": CALLER_SPAN,
+                         "X-B3-Flags": "1"},
+                timeout=30,
+            )
+            assert response.status_code == 200
+            request_id = response.headers["x-server-request-id"]
+            end = stack.frontend.wait_for_event(request_id, "request.end")
+            spans = receiver.wait_for(1)
+            while len(_server_spans(spans, request_id)) < 2:
+                spans = receiver.wait_for(len(spans) + 1, timeout=10)
+    assert (end["trace_id"], end["parent_span_id"]) == (TRACE_ID, CALLER_SPAN)
+    found = _server_spans(spans, request_id)
+    assert found["frontend"].trace_id == found["worker"].trace_id == TRACE_ID
+    assert found["frontend"].parent_span_id == CALLER_SPAN
+
+
 def test_a_frontend_propagating_nothing_still_names_itself_to_its_workers(
     tmp_path: Path,
 ) -> None:

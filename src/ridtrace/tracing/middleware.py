@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from opentelemetry import context as otel_context
-from opentelemetry import propagate, trace
+from opentelemetry import trace
 from opentelemetry.trace import INVALID_SPAN, NonRecordingSpan
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -18,9 +18,10 @@ from ridtrace.tracing.crash import send_error_response
 from ridtrace.tracing.deprecation import deprecation_response_headers
 from ridtrace.tracing.excluded_urls import excluded_urls, request_url
 from ridtrace.tracing.id_headers import IdHeaders
-from ridtrace.tracing.inbound import TRACE_HEADERS, InboundRules, note_inbound, read_inbound
+from ridtrace.tracing.inbound import InboundRules, note_inbound, read_inbound
 from ridtrace.tracing.observed import SCOPE_KEY, ObservedServing
 from ridtrace.tracing.placement import moved_into_fastapi
+from ridtrace.tracing.propagation import extracted_header_names
 from ridtrace.tracing.serverspan import minted_context, records_nothing
 from ridtrace.tracing.settings import TracingSettings
 
@@ -60,7 +61,7 @@ class RequestTracingMiddleware(ObservedServing):
             deprecated_headers=config.deprecated_headers,
             max_length=config.max_client_id_length,
             as_bytes=True,
-            trace_headers=(*TRACE_HEADERS, *propagate.get_global_textmap().fields),
+            trace_headers=extracted_header_names(),
         )
         self._deprecation_headers = deprecation_response_headers(
             deprecation_at=config.deprecation_at,

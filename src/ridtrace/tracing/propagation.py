@@ -22,9 +22,10 @@ from opentelemetry.context import Context, get_current
 from opentelemetry.propagators.textmap import Getter, default_getter
 from opentelemetry.trace import NonRecordingSpan
 
+from ridtrace.tracing.inbound import TRACE_HEADERS
 from ridtrace.tracing.traceparent import traceparent_span_context
 
-__all__ = ["HeldWarnings", "extract", "holding"]
+__all__ = ["HeldWarnings", "extract", "extracted_header_names", "holding"]
 
 # The loggers the API's propagators (W3C trace context, tracestate, baggage) write to.
 _PROPAGATOR_LOGGERS = (
@@ -32,6 +33,25 @@ _PROPAGATOR_LOGGERS = (
     "opentelemetry.trace.propagation.tracecontext",
     "opentelemetry.trace.span",
 )
+
+
+# What OpenTelemetry's B3 propagators read, whichever format they write (``b3`` the
+# single header, ``b3multi`` the X-B3-* ones): their ``fields`` name only the headers
+# they inject, and X-B3-Flags (debug, which samples) in neither.
+_B3_HEADERS = frozenset({"b3", "x-b3-traceid", "x-b3-spanid", "x-b3-sampled", "x-b3-flags"})
+
+
+def extracted_header_names() -> tuple[str, ...]:
+    """The headers (metadata keys) to collect for the configured propagators' extraction.
+
+    A propagator's ``fields`` are what it writes, not all it reads: collected alone,
+    under ``OTEL_PROPAGATORS=b3`` the X-B3-* headers Envoy, Istio and Zipkin's libraries
+    send never reached the propagator, and every request behind them began a new trace.
+    """
+    fields = set(propagate.get_global_textmap().fields)
+    if fields & _B3_HEADERS:
+        fields |= _B3_HEADERS
+    return (*TRACE_HEADERS, *sorted(fields))
 
 
 class HeldWarnings:

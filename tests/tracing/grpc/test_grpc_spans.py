@@ -327,6 +327,52 @@ def test_a_b3_callers_trace_is_continued_when_b3_is_the_configured_propagator(
     assert (end["trace_id"], end["parent_span_id"]) == (CALLER_TRACE, CALLER_SPAN)
 
 
+def test_b3s_multiple_keys_are_read_whichever_b3_format_is_configured(
+    proto: Proto, log_lines: LogLines
+) -> None:
+    # OpenTelemetry's b3 propagators read both B3 formats, and X-B3-Flags (debug, which
+    # samples), but name only the keys they write as their fields: the interceptor
+    # collected those alone, so a b3multi caller's debug flag was dropped (its trace
+    # not sampled) and, under b3, a multi-key caller's trace was lost.
+    from opentelemetry import propagate
+    from opentelemetry.propagators.b3 import B3MultiFormat, B3SingleFormat
+
+    before = propagate.get_global_textmap()
+    cases = [(B3SingleFormat(), (("x-b3-traceid", CALLER_TRACE), ("x-b3-spanid", CALLER_SPAN),
+                                 ("x-b3-sampled", "1"))),
+             (B3MultiFormat(), (("x-b3-traceid", CALLER_TRACE), ("x-b3-spanid", CALLER_SPAN),
+                                ("x-b3-flags", "1")))]
+    try:
+        with otlp_receiver() as receiver:
+            provider = _provider(receiver)
+            for propagator, metadata in cases:
+                propagate.set_global_textmap(propagator)
+                interceptor = RequestTracingInterceptor(tracer_provider=provider)
+
+                async def go(interceptor: Any = interceptor, metadata: Any = metadata) -> None:
+                    servicer = build_servicer(proto)
+                    async with (
+                        serving(
+                            lambda s: proto.pb2_grpc.add_InferenceServicer_to_server(
+                                servicer, s),
+                            interceptors=[interceptor],
+                        ) as target,
+                        grpc.aio.insecure_channel(target) as channel,
+                    ):
+                        stub = proto.pb2_grpc.InferenceStub(channel)
+                        await stub.Infer(proto.pb2.InferRequest(prompt="p"), metadata=metadata)
+
+                asyncio.run(go())
+            provider.force_flush()
+            spans = receiver.wait_for(2, timeout=10)
+            provider.shutdown()
+    finally:
+        propagate.set_global_textmap(before)
+    assert [(s.trace_id, s.parent_span_id) for s in spans] == [(CALLER_TRACE, CALLER_SPAN)] * 2
+    assert [(e["trace_id"], e["parent_span_id"]) for e in log_lines.events("request.end")] == [
+        (CALLER_TRACE, CALLER_SPAN)] * 2
+
+
 def test_propagators_none_reads_no_callers_trace_when_nothing_records(
     proto: Proto, log_lines: LogLines
 ) -> None:

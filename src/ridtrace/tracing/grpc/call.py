@@ -18,7 +18,7 @@ from typing import Any
 import grpc
 import grpc.aio
 from opentelemetry import context as otel_context
-from opentelemetry import propagate, trace
+from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
 from ridtrace.contract import REQUEST_END, REQUEST_START
@@ -39,9 +39,9 @@ from ridtrace.tracing.grpc.status import (
 )
 from ridtrace.tracing.grpc.stream import StreamItem
 from ridtrace.tracing.identity import validate_client_id
-from ridtrace.tracing.inbound import TRACE_HEADERS, InboundRules, note_inbound, read_inbound
+from ridtrace.tracing.inbound import InboundRules, note_inbound, read_inbound
 from ridtrace.tracing.lifecycle import running as running_calls
-from ridtrace.tracing.propagation import HeldWarnings, extract, holding
+from ridtrace.tracing.propagation import HeldWarnings, extract, extracted_header_names, holding
 from ridtrace.tracing.serverspan import active_server_span, request_context_for
 from ridtrace.tracing.settings import TracingSettings
 
@@ -79,9 +79,9 @@ class CallConfig:
             deprecated_headers=settings.deprecated_headers,
             max_length=settings.max_client_id_length,
             as_bytes=False,
-            # The configured propagators' keys too (b3 …), as the HTTP middleware
+            # The keys the configured propagators read (b3 …), as the HTTP middleware
             # collects them: only the W3C ones were, so a b3 caller's trace was lost.
-            trace_headers=(*TRACE_HEADERS, *propagate.get_global_textmap().fields),
+            trace_headers=extracted_header_names(),
         )
         self.owned_keys = frozenset({self.client_key, self.response_key})
         self.server_key_only = frozenset({self.response_key})
