@@ -342,6 +342,29 @@ def test_a_batch_or_interval_setting_that_is_not_positive_is_refused_by_name(
         configure("x", environ=env, set_global=False)
 
 
+def test_a_queue_smaller_than_the_default_batch_is_the_batch_size() -> None:
+    # OTEL_BSP_MAX_QUEUE_SIZE=256 alone (a bound on the memory spans may hold) stopped
+    # `ridtrace serve` with the SDK's "max_export_batch_size must be less than or equal
+    # to max_queue_size.", a variable the operator never set, named by no variable; the
+    # Go and Java SDKs export batches of the queue's size then.
+    from tests.support.otlp_receiver import export_one_of_each, otlp_receiver
+
+    with otlp_receiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+               "OTEL_BSP_MAX_QUEUE_SIZE": "256", "OTEL_BSP_SCHEDULE_DELAY": "600000",
+               "OTEL_METRIC_EXPORT_INTERVAL": "600000"}
+        export_one_of_each("small-queue", env)
+        assert [s.service_name for s in receiver.spans] == ["small-queue"]
+
+
+def test_a_batch_larger_than_the_queue_is_refused_naming_both_variables() -> None:
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+           "OTEL_BSP_MAX_QUEUE_SIZE": "100", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "200"}
+    with pytest.raises(ValueError, match=r"OTEL_BSP_MAX_EXPORT_BATCH_SIZE='200'.*"
+                                         r"OTEL_BSP_MAX_QUEUE_SIZE='100'"):
+        configure_tracing("x", environ=env, set_global=False)
+
+
 @pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
 @pytest.mark.parametrize(
     "variable",

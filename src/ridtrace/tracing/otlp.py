@@ -274,16 +274,27 @@ def _positive(env: Mapping[str, str], key: str, default: int) -> int:
     return value
 
 
+_QUEUE_KEY, _BATCH_KEY = "OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"
+
+
 def batch_span_processor(exporter: Any, env: Mapping[str, str]) -> Any:
     """A batch span processor with ``OTEL_BSP_*`` taken from ``env`` (the SDK's defaults
-    for what it does not set)."""
+    for what it does not set). A queue below the default batch (512) is the batch size,
+    as in the Go and Java SDKs: the Python SDK refused ``OTEL_BSP_MAX_QUEUE_SIZE=256``
+    alone, naming a setting nobody set ("max_export_batch_size must be less than or
+    equal to max_queue_size."). A batch set above the queue is refused naming both."""
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+    queue = _positive(env, _QUEUE_KEY, 2048)
+    batch = _positive(env, _BATCH_KEY, min(512, queue))
+    if batch > queue:
+        raise ValueError(f"{_BATCH_KEY}={env[_BATCH_KEY].strip()!r}: a batch is at most the "
+                         f"queue, {_QUEUE_KEY}='{queue}'")
     return BatchSpanProcessor(
         exporter,
-        max_queue_size=_positive(env, "OTEL_BSP_MAX_QUEUE_SIZE", 2048),
+        max_queue_size=queue,
         schedule_delay_millis=_positive(env, "OTEL_BSP_SCHEDULE_DELAY", 5000),
-        max_export_batch_size=_positive(env, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512),
+        max_export_batch_size=batch,
         export_timeout_millis=_positive(env, "OTEL_BSP_EXPORT_TIMEOUT", 30000),
     )
 
