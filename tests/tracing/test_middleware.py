@@ -28,6 +28,7 @@ from ridtrace import (
     current_x_request_id,
     uuid7_id,
 )
+from tests.support.propagators import XRAY_HEADER, XRAY_PARENT, XRAY_TRACE, XRayLikePropagator
 from tests.tracing.conftest import read_lines
 
 
@@ -685,3 +686,24 @@ def test_propagators_none_keeps_a_sampled_out_span_already_current_as_the_parent
         propagate.set_global_textmap(before)
     assert response.status_code == 200
     assert exporter.get_finished_spans() == ()
+
+
+def test_a_propagator_asking_for_its_header_in_mixed_case_finds_it() -> None:
+    # ASGI servers hand header names over in lower case, and the middleware looked them
+    # up as the propagator spelt them: X-Ray's `X-Amzn-Trace-Id` was never found, so
+    # under OTEL_PROPAGATORS=xray every request began a new trace. (OpenTelemetry's
+    # ASGI instrumentation compares the names in lower case.)
+    from opentelemetry import propagate
+
+    provider, exporter = _provider()
+    app = _app()
+    app.add_middleware(RequestTracingMiddleware, settings=TracingSettings(tracer_provider=provider))
+    before = propagate.get_global_textmap()
+    propagate.set_global_textmap(XRayLikePropagator())
+    try:
+        _get(app, "/ids", [(b"x-amzn-trace-id", XRAY_HEADER.encode())])
+    finally:
+        propagate.set_global_textmap(before)
+    (span,) = exporter.get_finished_spans()
+    assert span.parent is not None and f"{span.parent.span_id:016x}" == XRAY_PARENT
+    assert f"{span.context.trace_id:032x}" == XRAY_TRACE

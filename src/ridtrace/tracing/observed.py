@@ -12,7 +12,6 @@ import time
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.propagators.textmap import Getter
 from opentelemetry.trace import (
     INVALID_SPAN,
     INVALID_SPAN_CONTEXT,
@@ -62,20 +61,6 @@ UNMATCHED_ROUTE = metrics.UNMATCHED_ROUTE
 SCOPE_KEY = "ridtrace.context"
 
 
-class _HeaderGetter(Getter[dict[str, str]]):
-    """OpenTelemetry getter over the raw ASGI header list we collected."""
-
-    def get(self, carrier: dict[str, str], key: str) -> list[str] | None:
-        value = carrier.get(key)
-        return None if value is None else [value]
-
-    def keys(self, carrier: dict[str, str]) -> list[str]:
-        return list(carrier)
-
-
-_GETTER = _HeaderGetter()
-
-
 class ObservedServing:
     """The observed path of `RequestTracingMiddleware`, which sets these attributes."""
 
@@ -123,7 +108,7 @@ class ObservedServing:
             # caller's span context, or the current (invalid) span. The caller's context
             # still becomes current below, so its baggage stays visible to the app.
             if carrier:
-                parent, held = extract(carrier, _GETTER, traceparent=self._read_traceparent)
+                parent, held = extract(carrier, traceparent=self._read_traceparent)
                 span = trace.get_current_span(parent)
                 if span is INVALID_SPAN:
                     # No caller's span (baggage alone, say): a span object of this
@@ -135,7 +120,7 @@ class ObservedServing:
             recording = False
         else:
             if carrier:
-                parent, held = extract(carrier, _GETTER, traceparent=self._read_traceparent)
+                parent, held = extract(carrier, traceparent=self._read_traceparent)
             # Attributes go in with the span: samplers see them, and the SDK cleans
             # them while it builds the span instead of in a second locked call.
             span = self._tracer.start_span(

@@ -19,7 +19,7 @@ from typing import Any
 
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context, get_current
-from opentelemetry.propagators.textmap import Getter, default_getter
+from opentelemetry.propagators.textmap import Getter
 from opentelemetry.trace import NonRecordingSpan
 
 from ridtrace.tracing.inbound import TRACE_HEADERS
@@ -52,6 +52,28 @@ def extracted_header_names() -> tuple[str, ...]:
     if fields & _B3_HEADERS:
         fields |= _B3_HEADERS
     return (*TRACE_HEADERS, *sorted(fields))
+
+
+class _CarrierGetter(Getter[dict[str, str]]):
+    """OpenTelemetry getter over the trace headers (metadata) a request sent, names in
+    lower case as servers hand them over.
+
+    Looked up in lower case: a propagator may ask for its header as it is spelt (AWS
+    X-Ray's ``X-Amzn-Trace-Id``), and an exact lookup never found it, so every X-Ray
+    caller's trace was lost. OpenTelemetry's ASGI instrumentation compares the same way.
+    """
+
+    def get(self, carrier: dict[str, str], key: str) -> list[str] | None:
+        value = carrier.get(key)
+        if value is None:
+            value = carrier.get(key.lower())
+        return None if value is None else [value]
+
+    def keys(self, carrier: dict[str, str]) -> list[str]:
+        return list(carrier)
+
+
+CARRIER_GETTER = _CarrierGetter()
 
 
 class HeldWarnings:
@@ -113,7 +135,7 @@ def holding(held: HeldWarnings, loggers: tuple[str, ...]) -> Iterator[HeldWarnin
 
 
 def extract(
-    carrier: Any, getter: Getter[Any] = default_getter, *, traceparent: bool = False
+    carrier: Any, getter: Getter[Any] = CARRIER_GETTER, *, traceparent: bool = False
 ) -> tuple[Context, HeldWarnings]:
     """``propagate.extract(carrier)``, with the propagators' warnings held back.
 

@@ -22,6 +22,7 @@ from opentelemetry.trace import SpanKind
 from ridtrace.tracing import configure_tracing, format_traceparent
 from ridtrace.tracing.grpc import RequestTracingInterceptor
 from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan, otlp_receiver
+from tests.support.propagators import XRAY_HEADER, XRAY_PARENT, XRAY_TRACE, XRayLikePropagator
 from tests.tracing.grpc.conftest import LogLines, Proto, metadata_dict, serving
 from tests.tracing.grpc.inference_service import build_servicer
 
@@ -371,6 +372,43 @@ def test_b3s_multiple_keys_are_read_whichever_b3_format_is_configured(
     assert [(s.trace_id, s.parent_span_id) for s in spans] == [(CALLER_TRACE, CALLER_SPAN)] * 2
     assert [(e["trace_id"], e["parent_span_id"]) for e in log_lines.events("request.end")] == [
         (CALLER_TRACE, CALLER_SPAN)] * 2
+
+
+def test_a_propagator_asking_for_its_key_in_mixed_case_finds_it(
+    proto: Proto, log_lines: LogLines
+) -> None:
+    # Metadata keys arrive in lower case; X-Ray's propagator asks for X-Amzn-Trace-Id,
+    # which an exact lookup never found: every X-Ray caller's call began a new trace.
+    from opentelemetry import propagate
+
+    before = propagate.get_global_textmap()
+    propagate.set_global_textmap(XRayLikePropagator())
+    try:
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        interceptor = RequestTracingInterceptor(tracer_provider=provider)
+
+        async def go() -> None:
+            servicer = build_servicer(proto)
+            async with (
+                serving(
+                    lambda s: proto.pb2_grpc.add_InferenceServicer_to_server(servicer, s),
+                    interceptors=[interceptor],
+                ) as target,
+                grpc.aio.insecure_channel(target) as channel,
+            ):
+                stub = proto.pb2_grpc.InferenceStub(channel)
+                await stub.Infer(proto.pb2.InferRequest(prompt="p"),
+                                 metadata=(("x-amzn-trace-id", XRAY_HEADER),))
+
+        asyncio.run(go())
+    finally:
+        propagate.set_global_textmap(before)
+    (span,) = exporter.get_finished_spans()
+    assert span.parent is not None and f"{span.parent.span_id:016x}" == XRAY_PARENT
+    (end,) = log_lines.events("request.end")
+    assert (end["trace_id"], end["parent_span_id"]) == (XRAY_TRACE, XRAY_PARENT)
 
 
 def test_propagators_none_reads_no_callers_trace_when_nothing_records(
