@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,6 +27,7 @@ from ridtrace.tracing import (
     metrics,
     shutdown_telemetry,
 )
+from tests.support.servers import child_pythonpath
 
 
 @pytest.fixture(autouse=True)
@@ -127,6 +131,41 @@ def test_an_empty_sampler_variable_is_unset_and_warns_of_nothing(
         }, set_global=False).sampler
     assert isinstance(ratio, TraceIdRatioBased) and ratio.rate == 1.0
     assert not caplog.records, caplog.text
+
+
+def test_a_sampler_an_installed_package_registers_is_used(tmp_path: Path) -> None:
+    # OTEL_TRACES_SAMPLER may name a sampler a package registers under OpenTelemetry's
+    # `opentelemetry_traces_sampler` entry points, as opentelemetry-instrument builds
+    # them (its factory given OTEL_TRACES_SAMPLER_ARG). ridtrace knew only the six
+    # built-in names: it warned and sampled every trace, the volume the sampler was
+    # installed to cut.
+    (tmp_path / "keep_errors_sampler.py").write_text(
+        "from opentelemetry.sdk.trace.sampling import ParentBasedTraceIdRatio\n"
+        "def factory(arg):\n"
+        "    return ParentBasedTraceIdRatio(float(arg) / 100)\n"
+    )
+    dist = tmp_path / "keep_errors_sampler-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: keep-errors-sampler\n"
+                                   "Version: 1.0\n")
+    (dist / "entry_points.txt").write_text(
+        "[opentelemetry_traces_sampler]\nkeep_errors = keep_errors_sampler:factory\n"
+        "KeepErrors = keep_errors_sampler:factory\n")
+    script = (
+        "from ridtrace.tracing import configure_tracing\n"
+        "p = configure_tracing('s', environ={'OTEL_TRACES_SAMPLER': 'keep_errors',"
+        " 'OTEL_TRACES_SAMPLER_ARG': '5'}, set_global=False)\n"
+        "print(p.sampler.get_description())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), child_pythonpath()])}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=60, check=True)
+    assert "TraceIdRatioBased{0.05}" in done.stdout, done.stdout + done.stderr
+    # Looked up as OpenTelemetry's configuration does: as registered, case kept.
+    cased = subprocess.run([sys.executable, "-c", script.replace("'keep_errors'", "'KeepErrors'")],
+                           env=env, capture_output=True, text=True, timeout=60, check=True)
+    assert "TraceIdRatioBased{0.05}" in cased.stdout, cased.stdout + cased.stderr
+    assert "WARN" not in done.stderr.upper(), done.stderr
 
 
 def test_ratio_samplers_take_the_argument() -> None:

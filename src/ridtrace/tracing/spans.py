@@ -165,10 +165,47 @@ def _sampler(env: Mapping[str, str]) -> Sampler:
                   f"{name} samples {'every' if not rate < 0 else 'no'} trace")
             rate = 0.0 if rate < 0 else 1.0
         return _RATIO_SAMPLERS[name](rate)
-    if name not in _FIXED_SAMPLERS:
+    if name in _FIXED_SAMPLERS:
+        return _FIXED_SAMPLERS[name]
+    # A package's name as registered (OpenTelemetry's own lookup keeps its case).
+    installed = _installed_sampler(env["OTEL_TRACES_SAMPLER"].strip(), env)
+    if installed is None:
         _warn(f"OTEL_TRACES_SAMPLER={name!r} is no sampler this SDK knows; "
               "using parentbased_always_on")
-    return _FIXED_SAMPLERS.get(name, DEFAULT_ON)
+    return installed or DEFAULT_ON
+
+
+# Where packages register samplers for OTEL_TRACES_SAMPLER, as OpenTelemetry's own
+# configuration (opentelemetry-instrument) looks them up.
+_SAMPLER_ENTRY_POINTS = "opentelemetry_traces_sampler"
+
+
+def _installed_sampler(name: str, env: Mapping[str, str]) -> Sampler | None:
+    """The sampler an installed package registers as `name`, built by its factory from
+    ``OTEL_TRACES_SAMPLER_ARG`` as OpenTelemetry's configuration builds it; ``None`` when
+    no package registers one; parentbased_always_on, warned about, when its factory
+    fails or gives no sampler.
+
+    Only the six built-in names were read: a sampler installed to cut the volume
+    (`OTEL_TRACES_SAMPLER=my_rules`) was warned about and every trace sampled.
+    """
+    from importlib.metadata import entry_points
+
+    found = entry_points(group=_SAMPLER_ENTRY_POINTS, name=name) or entry_points(
+        group=_SAMPLER_ENTRY_POINTS, name=name.lower())
+    for entry in found:
+        try:
+            sampler = entry.load()(env.get("OTEL_TRACES_SAMPLER_ARG"))
+        except Exception as exc:  # a plugin's failure, whatever it is, is reported
+            _warn(f"OTEL_TRACES_SAMPLER={name!r}: its factory ({entry.value}) failed: "
+                  f"{exc!r}; using parentbased_always_on")
+            return DEFAULT_ON
+        if isinstance(sampler, Sampler):
+            return sampler
+        _warn(f"OTEL_TRACES_SAMPLER={name!r}: its factory ({entry.value}) gave no sampler; "
+              "using parentbased_always_on")
+        return DEFAULT_ON
+    return None
 
 
 def _warn(message: str) -> None:
