@@ -135,3 +135,34 @@ def test_every_instrument_has_the_documented_kind_unit_and_attributes(
                 keys = set().union(*(p.attributes.keys() for p in metric.data.data_points))
                 seen[metric.name] = (metric.data.is_monotonic, metric.unit, keys)
     assert seen == _CONTRACT
+
+
+_CONFIGURED_TWICE = """
+from prometheus_client import REGISTRY, generate_latest
+from ridtrace.tracing import configure_metrics, metrics
+first = configure_metrics("twice")
+metrics.request_finished("/x", "ok")
+second = configure_metrics("twice")
+metrics.request_finished("/x", "ok")
+print(first is second)
+print(generate_latest(REGISTRY).decode())
+"""
+
+
+def test_configure_metrics_called_again_keeps_one_exposition() -> None:
+    # A second call (an app factory run twice, a lifespan and a module both setting up)
+    # built a second provider, which OpenTelemetry would not make global, with a second
+    # Prometheus reader: GET /metrics listed every family twice, which Prometheus refuses
+    # whole ("second HELP line for metric name"), each copy with part of the counts.
+    import subprocess
+    import sys
+
+    from tests.support.servers import child_pythonpath
+
+    done = subprocess.run([sys.executable, "-c", _CONFIGURED_TWICE], capture_output=True,
+                          text=True, timeout=60, check=True,
+                          env={"PYTHONPATH": child_pythonpath(), "PATH": ""})
+    same, text = done.stdout.split("\n", 1)
+    assert same == "True"
+    assert text.count("# HELP ridtrace_requests_total") == 1, text
+    assert 'outcome="ok",route="/x"} 2.0' in text, text

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 __all__ = [
     "built_here",
+    "in_service",
     "own",
     "running",
     "shutdown_telemetry",
@@ -84,6 +85,12 @@ def built_here(provider: object) -> bool:
     """True if ridtrace built ``provider`` (see :func:`own`)."""
     with _lock:
         return provider in _built
+
+
+def in_service(provider: object) -> bool:
+    """True if ridtrace built ``provider`` and has not shut it down yet."""
+    with _lock:
+        return any(owned is provider for owned, _ in _owned)
 
 
 def shutdown_telemetry() -> int:

@@ -44,7 +44,8 @@ def configure_metrics(
     With ``set_global``, an SDK provider the application already set globally is used
     instead and returned: ridtrace's instruments are recorded on it, its readers
     (Prometheus included, if it has one) export them, and it stays the application's
-    to shut down.
+    to shut down. Called again before :func:`shutdown_telemetry`, it returns the
+    provider of the first call.
     """
     env = os.environ if environ is None else environ
     if sdk_disabled(env):
@@ -54,10 +55,16 @@ def configure_metrics(
 
     if set_global:
         existing = otel_metrics.get_meter_provider()
-        if isinstance(existing, MeterProvider) and not lifecycle.built_here(existing):
+        if isinstance(existing, MeterProvider) and (
+            not lifecycle.built_here(existing) or lifecycle.in_service(existing)
+        ):
             # The application's own provider: ridtrace's instruments go where its
             # other metrics go. A second provider beside it kept them from its readers.
-            metrics.bind_meter_provider(existing)
+            # Or an earlier call's, still serving: a second one (never global) added a
+            # second Prometheus reader, and GET /metrics listed every family twice,
+            # which Prometheus refuses whole.
+            if metrics.instruments() is None or not lifecycle.built_here(existing):
+                metrics.bind_meter_provider(existing)
             return existing
 
     readers: list[MetricReader] = []
