@@ -28,7 +28,13 @@ from ridtrace import (
     current_x_request_id,
     uuid7_id,
 )
-from tests.support.propagators import XRAY_HEADER, XRAY_PARENT, XRAY_TRACE, XRayLikePropagator
+from tests.support.propagators import (
+    XRAY_HEADER,
+    XRAY_PARENT,
+    XRAY_TRACE,
+    JaegerLikePropagator,
+    XRayLikePropagator,
+)
 from tests.tracing.conftest import read_lines
 
 
@@ -707,3 +713,51 @@ def test_a_propagator_asking_for_its_header_in_mixed_case_finds_it() -> None:
     (span,) = exporter.get_finished_spans()
     assert span.parent is not None and f"{span.parent.span_id:016x}" == XRAY_PARENT
     assert f"{span.context.trace_id:032x}" == XRAY_TRACE
+
+
+def test_a_propagator_reading_headers_beyond_its_fields_sees_them() -> None:
+    # Jaeger's propagator takes baggage from every `uberctx-*` header (OT's from
+    # `ot-baggage-*`), which its `fields` cannot list: the middleware handed the
+    # propagators only the headers named there, and under OTEL_PROPAGATORS=jaeger the
+    # caller's baggage never reached the app. OpenTelemetry's ASGI instrumentation
+    # shows them every header.
+    from opentelemetry import baggage, propagate
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.routing import Route
+
+    async def tenant(request: Request) -> JSONResponse:
+        return JSONResponse({"tenant": baggage.get_baggage("tenant")})
+
+    provider, _ = _provider()
+    before = propagate.get_global_textmap()
+    propagate.set_global_textmap(JaegerLikePropagator())  # as OTEL_PROPAGATORS sets it
+    try:
+        app = RequestTracingMiddleware(Starlette(routes=[Route("/tenant", tenant)]),
+                                       settings=TracingSettings(tracer_provider=provider))
+        response = _get(app, "/tenant", [(b"uberctx-tenant", b"acme")])
+    finally:
+        propagate.set_global_textmap(before)
+    assert response.json() == {"tenant": "acme"}
+
+
+def test_only_propagators_that_may_read_any_header_are_shown_every_header() -> None:
+    # Collecting every header costs the identity-only fast path each request: only for
+    # propagators that may need it, not the W3C default nor OTEL_PROPAGATORS=none.
+    from opentelemetry import propagate
+    from opentelemetry.propagators.composite import CompositePropagator
+
+    from ridtrace.tracing.inbound import TRACE_HEADERS
+    from ridtrace.tracing.propagation import extracted_header_names
+
+    before = propagate.get_global_textmap()
+    try:
+        seen = []
+        for textmap in (CompositePropagator([]), before, JaegerLikePropagator()):
+            propagate.set_global_textmap(textmap)
+            seen.append(extracted_header_names())
+    finally:
+        propagate.set_global_textmap(before)
+    assert seen[0] is not None and set(seen[0]) == set(TRACE_HEADERS)
+    assert seen[1] is not None and set(seen[1]) == set(TRACE_HEADERS)
+    assert seen[2] is None

@@ -37,7 +37,8 @@ Inbound = tuple[
 class InboundRules(Generic[K]):
     """Header (or metadata key) names a transport acts on, in its own key type."""
 
-    __slots__ = ("client", "client_bin", "deprecated", "max_len", "user_agent", "watched")
+    __slots__ = ("client", "client_bin", "deprecated", "every_header", "max_len", "user_agent",
+                 "watched")
 
     def __init__(
         self,
@@ -46,8 +47,10 @@ class InboundRules(Generic[K]):
         deprecated_headers: Iterable[str],
         max_length: int,
         as_bytes: bool,
-        trace_headers: Iterable[str] = TRACE_HEADERS,
+        trace_headers: Iterable[str] | None = TRACE_HEADERS,
     ) -> None:
+        """``trace_headers``: what the configured propagators read; ``None`` for every
+        header (`ridtrace.tracing.propagation.extracted_header_names`)."""
         def key(name: str) -> K:
             return name.lower().encode("latin-1") if as_bytes else name.lower()  # type: ignore[return-value]
 
@@ -66,7 +69,9 @@ class InboundRules(Generic[K]):
         self.max_len = max_length
         watched: set[K] = {self.client, self.user_agent}
         watched.update(self.deprecated.keys())
-        watched.update(key(name) for name in trace_headers)
+        # Every header not acted on otherwise goes to the propagators then.
+        self.every_header = trace_headers is None
+        watched.update(key(name) for name in trace_headers or ())
         if self.client_bin is not None:
             watched.add(self.client_bin)
         self.watched: frozenset[K] = frozenset(watched)
@@ -90,8 +95,9 @@ def read_inbound(rules: InboundRules[K], pairs: Iterable[tuple[K, str | bytes]])
     repeated: dict[str, list[str]] | None = None  # trace headers sent more than once
     user_agent: str | bytes | None = None
     watched = rules.watched
+    every_header = rules.every_header
     for name, value in pairs:
-        if name not in watched:
+        if name not in watched and not every_header:
             continue
         if name == rules.client:
             if x_request_id is None:

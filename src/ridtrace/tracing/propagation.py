@@ -41,14 +41,35 @@ _PROPAGATOR_LOGGERS = (
 _B3_HEADERS = frozenset({"b3", "x-b3-traceid", "x-b3-spanid", "x-b3-sampled", "x-b3-flags"})
 
 
-def extracted_header_names() -> tuple[str, ...]:
-    """The headers (metadata keys) to collect for the configured propagators' extraction.
+# Propagators that read no header beyond their fields (B3's with _B3_HEADERS): W3C
+# trace context and baggage, B3, AWS X-Ray. Others (Jaeger's `uberctx-*` baggage, OT's
+# `ot-baggage-*`, an in-house one) may read any header, through the getter's `keys`.
+_FIELDS_ONLY = (
+    "opentelemetry.trace.propagation.tracecontext",
+    "opentelemetry.baggage.propagation",
+    "opentelemetry.propagators.b3",
+    "opentelemetry.propagators.aws",
+)
+
+
+def extracted_header_names() -> tuple[str, ...] | None:
+    """The headers (metadata keys) to collect for the configured propagators' extraction;
+    ``None`` for every header, when a propagator may read headers it cannot name.
 
     A propagator's ``fields`` are what it writes, not all it reads: collected alone,
     under ``OTEL_PROPAGATORS=b3`` the X-B3-* headers Envoy, Istio and Zipkin's libraries
-    send never reached the propagator, and every request behind them began a new trace.
+    send never reached the propagator, and every request behind them began a new trace;
+    under ``jaeger`` a caller's ``uberctx-*`` baggage never reached the app.
     """
-    fields = set(propagate.get_global_textmap().fields)
+    textmap = propagate.get_global_textmap()
+    # OTEL_PROPAGATORS builds a composite; its parts are not public API (none under
+    # OTEL_PROPAGATORS=none, which reads no header at all).
+    parts = getattr(textmap, "_propagators", None)
+    if parts is None:
+        parts = [textmap]
+    if any(not type(part).__module__.startswith(_FIELDS_ONLY) for part in parts):
+        return None
+    fields = set(textmap.fields)
     if fields & _B3_HEADERS:
         fields |= _B3_HEADERS
     return (*TRACE_HEADERS, *sorted(fields))
