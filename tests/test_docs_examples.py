@@ -214,3 +214,35 @@ def test_follow_example_runs(doc: str, command: str, demo_output: Path, tmp_path
     assert code == 1, (doc, command, follower.stderr[-5:])
     assert "summary" in printed, printed  # the Ctrl-C summary, after the findings
     assert follower.stderr[0].startswith("ridtrace: following 0 file(s) from the end"), follower.stderr
+
+
+def _demo_requests_named_before(text: str, index: int) -> int:
+    """The ``--requests`` of the ``ridtrace demo`` the prose before ``index`` names, else
+    the demo's default (what ``make demo`` runs)."""
+    from ridtrace.cli.demo import demo
+
+    named = re.findall(r"ridtrace demo --requests (\d+)", text[:index])
+    if named:
+        return int(named[-1])
+    default = next(p.default for p in demo.params if p.name == "count")
+    return int(default)  # type: ignore[arg-type]
+
+
+def test_the_trace_example_matches_the_demo_it_names() -> None:
+    # cli.md's `ridtrace trace rollout-7 demo-out/legacy/logs --limit 2` sample said 11
+    # requests matched "on the legacy run of `make demo`", whose 240 calls hold 66 with
+    # that id: the sample came from the tests' 36-call demo. Every call of the seeded plan
+    # is one frontend request, so the count it prints is known before any run.
+    from ridtrace.demo.plan import make_plan
+
+    text = (REPO / "docs" / "cli.md").read_text()
+    sample = re.search(r"^(rollout-7): (\d+) matching request\(s\), (\d+) shown", text, re.M)
+    assert sample, "cli.md shows no `ridtrace trace rollout-7` sample"
+    requests = _demo_requests_named_before(text, sample.start())
+    plan = make_plan(requests)
+    holding = sum(1 for call in plan
+                  if "rollout-7" in (call.headers.get("x-request-id"), call.body_client_id))
+    matched, shown = int(sample[2]), int(sample[3])
+    assert matched == holding, (requests, matched, holding)
+    assert f"… {matched - shown} more matching request(s)" in text
+    assert f'"id": "rollout-7", "matched": {matched}, "shown": {shown}, "more": {matched - shown}' in text
