@@ -7,9 +7,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from ridtrace.forensics.reading.events import load_events
+from ridtrace.forensics.records.spans import build_requests
 from ridtrace.forensics.views.audit import pick_bucket, plot_usage, usage_series
 from ridtrace.forensics.views.jaeger import to_jaeger
-from tests.forensics.helpers import jaeger_spans, requests_frame
+from tests.forensics.helpers import jaeger_spans, requests_frame, rt, ts
 
 
 def _dep(*starts: float) -> pd.DataFrame:
@@ -156,3 +158,22 @@ def test_jaeger_flags_a_5xx_answer_as_an_error_when_no_outcome_was_logged() -> N
     flagged = {span for span, s in spans.items()
                if {"key": "error", "type": "bool", "value": True} in s["tags"]}
     assert flagged == {"dynamo-500", "rt-error", "grpc-unavailable"}
+
+
+def test_jaeger_span_lasts_until_its_answer_as_the_live_span_did(tmp_path: Path) -> None:
+    # The legacy policy's detached pump logs its Unlinked response under the caller's ids
+    # after the caller got its 500. The span exported live ended with the response (20 ms);
+    # the file said 80 ms, so the same request looked four times longer uploaded than in
+    # Jaeger (89 of the 240 frontend spans of a legacy demo run, by up to 97 ms).
+    ctx = {"request_id": "r1", "trace_id": "a" * 32, "span_id": "a" * 16}
+    (tmp_path / "frontend.jsonl").write_text("\n".join([
+        rt("request.start", time=ts(0.0), **ctx, method="POST", path="/v1/chat/completions"),
+        rt("request.end", time=ts(0.02), **ctx, status=500, outcome="error"),
+        rt("response.unlinked", time=ts(0.08), **ctx),
+    ]) + "\n")
+    events = load_events([str(tmp_path)]).events
+    span = jaeger_spans(to_jaeger(build_requests(events), events))["a" * 16]
+    assert span["duration"] == 20_000
+    # The later line is still the span's: a log of it, at its own time.
+    logs = [(log["timestamp"] - span["startTime"], log["fields"][0]["value"]) for log in span["logs"]]
+    assert logs == [(0, "request.start"), (20_000, "request.end"), (80_000, "response.unlinked")]

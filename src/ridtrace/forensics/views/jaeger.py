@@ -14,6 +14,7 @@ from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 from ridtrace.forensics.rules.skew import correct_skew
 from ridtrace.forensics.views import jaeger_ids
+from ridtrace.forensics.views.jaeger_logs import SpanLogs, failed, jaeger_form, present, tag
 
 _TAGS = ("request_id", "x_request_id", "side", "outcome", "status", "route", "fp_in", "fp_out",
          "deprecated", "worker", "error")
@@ -57,91 +58,13 @@ def untraced(requests: pd.DataFrame, *, health: bool = False) -> int:
     return int(missing.sum())
 
 
-# Numbers in Jaeger's and OpenTelemetry's model (an HTTP status is an integer
-# attribute): as strings, a tool reading the file compares "500" with "60" as text.
-_INT_TAGS = frozenset({"status"})
-
-
-def _tag(key: str, value: Any) -> dict[str, Any]:
-    if isinstance(value, bool):
-        return {"key": key, "type": "bool", "value": value}
-    text = str(value)
-    if key in _INT_TAGS and text.isascii() and text.isdigit() and len(text) <= 18:  # int64
-        return {"key": key, "type": "int64", "value": int(text)}
-    return {"key": key, "type": "string", "value": text}
-
-
-def _present(value: Any) -> bool:
-    return value is not None and value is not pd.NA and value == value
-
-
-def _failed(outcome: Any, status: Any) -> bool:
-    """Whether a span gets Jaeger's error flag: its outcome says error, or, where none was
-    logged (Dynamo at INFO level writes only "http response sent"), it answered an HTTP
-    5xx, as OpenTelemetry's HTTP conventions mark a server span."""
-    if _present(outcome):
-        return bool(outcome == "error")
-    text = str(status) if _present(status) else ""
-    return text.isascii() and text.isdigit() and 500 <= int(text) <= 599
-
-
-class _SpanLogs:
-    """Lifecycle lines (only lines with an ``event``) as Jaeger span logs, built per span
-    when its trace is written: all of them at once held every line of the input as
-    Python objects. A span id says which span only within its trace, as requests are
-    keyed. Each line is moved by its file's clock offset (µs), as its span is."""
-
-    def __init__(self, events: pd.DataFrame | None, offsets: dict[str, int]) -> None:
-        self._rows: dict[tuple[str, str], np.ndarray] = {}
-        if events is None or events.empty:
-            return
-        # Only lines of spans that can be exported: a span needs both ids (Dynamo logs
-        # no trace_id when its trace context is missing), and a missing one is no id.
-        rows = events[events["event"].notna().to_numpy() & events["span_id"].notna().to_numpy()
-                      & events["trace_id"].notna().to_numpy()]
-        if not len(rows):
-            return
-        us = epoch_us(rows["time"])
-        if offsets:
-            us = us + rows["file"].astype(str).map(offsets).fillna(0).to_numpy(dtype=np.int64)
-        self._us = us
-        self._event = rows["event"].astype("object").to_numpy()
-        self._message = rows["message"].astype("object").to_numpy()
-        # Keyed by the ids' Jaeger form, as the spans are: one spelling per line.
-        keys = pd.DataFrame({"trace": _jaeger_form(rows["trace_id"], jaeger_ids.trace_id),
-                             "span": _jaeger_form(rows["span_id"], jaeger_ids.span_id)})
-        # pandas-stubs types a group key as Hashable; these are (trace, span) strings.
-        self._rows = keys.groupby(["trace", "span"], sort=False).indices  # type: ignore[assignment]
-
-    def get(self, trace: str, span: str) -> list[dict[str, Any]]:
-        at = self._rows.get((trace, span))
-        if at is None:
-            return []
-        at = at[np.argsort(self._us[at], kind="stable")]
-        logs = []
-        for i in at:
-            fields = [_tag("event", self._event[i])]
-            if _present(self._message[i]):
-                fields.append(_tag("message", self._message[i]))
-            logs.append({"timestamp": int(self._us[i]), "fields": fields})
-        return logs
-
-
-def _jaeger_form(ids: pd.Series, convert: Callable[[str], str]) -> np.ndarray:
-    """Each id of ``ids`` (none missing) in its Jaeger form, converted once per distinct
-    spelling."""
-    text = ids.astype(str)
-    forms = {logged: convert(logged) for logged in text.unique()}
-    return text.map(forms).to_numpy(dtype=object)
-
-
 def _inherited_routes(req: pd.DataFrame, parents: dict[Any, Any], routes: dict[Any, Any],
                       looped: set[Any]) -> dict[Any, Any]:
     """The route of the request each worker span without one works for, through the worker
     spans above it (a decode worker's prefill worker): its own workers are named after it."""
     bare = {(t, s) for t, s, side, route in zip(req["jaeger_trace"], req["jaeger_span"],
                                                  req["side"], req["route"], strict=True)
-            if side == WORKER and not _present(route)}
+            if side == WORKER and not present(route)}
     out = {}
     for key in bare - looped:
         up = parents.get(key)
@@ -149,7 +72,7 @@ def _inherited_routes(req: pd.DataFrame, parents: dict[Any, Any], routes: dict[A
             if up not in bare or up in looped:
                 break
             up = parents.get(up)
-        if up is not None and up not in bare and _present(routes.get(up)):
+        if up is not None and up not in bare and present(routes.get(up)):
             out[key] = routes[up]
     return out
 
@@ -159,11 +82,11 @@ def _operation(r: Any, caller_route: Any = None) -> str:
         # ridtrace's workers log no route (the frontend writes the request lifecycle),
         # so "worker request" was every worker span's name: the caller's route says
         # which API the work was for, and Jaeger's operation list can tell them apart.
-        if _present(r.route):
+        if present(r.route):
             return f"worker {r.route}"
-        return f"worker {caller_route}" if _present(caller_route) else "worker request"
-    route = r.route if _present(r.route) else "request"
-    method = f"{r.method} " if _present(r.method) else ""
+        return f"worker {caller_route}" if present(caller_route) else "worker request"
+    route = r.route if present(r.route) else "request"
+    method = f"{r.method} " if present(r.method) else ""
     return f"{method}{route}"
 
 
@@ -247,9 +170,9 @@ def jaeger_traces(
     parent_ids = req["parent_span_id"]
     has_parent = parent_ids.notna().to_numpy()
     parent_form = np.full(len(req), None, dtype=object)
-    parent_form[has_parent] = _jaeger_form(parent_ids[has_parent], jaeger_ids.span_id)
-    req = req.assign(jaeger_trace=_jaeger_form(req["trace_id"], jaeger_ids.trace_id),
-                     jaeger_span=_jaeger_form(req["span_id"], jaeger_ids.span_id),
+    parent_form[has_parent] = jaeger_form(parent_ids[has_parent], jaeger_ids.span_id)
+    req = req.assign(jaeger_trace=jaeger_form(req["trace_id"], jaeger_ids.trace_id),
+                     jaeger_span=jaeger_form(req["span_id"], jaeger_ids.span_id),
                      jaeger_parent=parent_form)
     req = req.assign(_first=req.groupby("jaeger_trace", sort=False)["start"].transform("min"))
     req = req.sort_values(["_first", "jaeger_trace", "start", "jaeger_span"], kind="stable")
@@ -266,7 +189,7 @@ def jaeger_traces(
     routes.update(_inherited_routes(req, parents, routes, looped))
     starts = epoch_us(req["start"]) if len(req) else np.zeros(0, dtype=np.int64)
     ends = epoch_us(req["end"]) if len(req) else np.zeros(0, dtype=np.int64)
-    logs = _SpanLogs(events, offsets)
+    logs = SpanLogs(events, offsets)
     trace: dict[str, Any] | None = None
     for r, start, end in zip(_rows(req), starts, ends, strict=True):
         trace_id = str(r.trace_id)
@@ -275,7 +198,7 @@ def jaeger_traces(
             if trace is not None:
                 yield trace
             trace = {"traceID": jaeger_trace, "spans": [], "processes": {}}
-        service = str(r.service) if _present(r.service) else str(r.side)
+        service = str(r.service) if present(r.service) else str(r.side)
         procs: dict[str, Any] = trace["processes"]
         pid = next((k for k, v in procs.items() if v["serviceName"] == service), None)
         if pid is None:
@@ -283,9 +206,9 @@ def jaeger_traces(
             procs[pid] = {"serviceName": service, "tags": []}
         refs = []
         caller_route = None
-        tags = [_tag(_TAG_KEY.get(k, k), getattr(r, k)) for k in _TAGS if _present(getattr(r, k))]
+        tags = [tag(_TAG_KEY.get(k, k), getattr(r, k)) for k in _TAGS if present(getattr(r, k))]
         tags += jaeger_ids.logged_id_tags(trace_id, str(r.span_id))
-        if _present(r.parent_span_id):
+        if present(r.parent_span_id):
             parent = r.jaeger_parent
             # No reference closes a loop (a span its own parent, or two each other's):
             # Jaeger's trace tree would loop on it.
@@ -295,9 +218,14 @@ def jaeger_traces(
                 refs.append({"refType": "CHILD_OF", "traceID": jaeger_trace, "spanID": parent})
                 caller_route = routes[(jaeger_trace, parent)]
             else:
-                tags.append(_tag("parent_span_id", str(r.parent_span_id)))
-        if _failed(r.outcome, r.status):
-            tags.append(_tag("error", True))
+                tags.append(tag("parent_span_id", str(r.parent_span_id)))
+        if failed(r.outcome, r.status):
+            tags.append(tag("error", True))
+        # The span exported live ended with its answer: a 500 sent at 20 ms whose pump
+        # logged an Unlinked line at 80 ms was a 20 ms span in Jaeger, not 80 ms.
+        answered = logs.answered_at(jaeger_trace, jaeger_span)
+        if answered is not None and start <= answered < end:
+            end = answered
         trace["spans"].append(
             {
                 "traceID": trace["traceID"],
