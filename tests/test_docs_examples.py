@@ -28,7 +28,7 @@ from tests.support.servers import child_pythonpath, free_port, stop_process, wai
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
-_SYNOPSIS = re.compile(r"\b(PATH|ID|FILE)\.\.\.|\bID PATH\b|\[-")
+_GRAMMAR = re.compile(r"\b(PATH|ID|FILE)\.\.\.|\bID PATH\b")
 # Covered elsewhere: the mounting and traffic examples have their own tests against a
 # real stack (tests/frontend_plugin/test_docs_example.py); gRPC blocks need generated stubs
 # (tests/tracing/grpc); `make` and docker lines are not ridtrace's commands.
@@ -58,9 +58,10 @@ def _shell_examples() -> list[tuple[str, str]]:
             command = line.split("  #")[0].split(" # ")[0].strip()
             # Variables set for the one command (docs/migration.md) are part of it.
             bare = _ENV_PREFIX.sub("", command)
-            # A serve line's optional parts in brackets are dropped when it runs.
-            synopsis = _SYNOPSIS.search(command) and not bare.startswith("ridtrace serve ")
-            if (bare.startswith("ridtrace ") or _FEEDS_RIDTRACE.match(bare)) and not synopsis:
+            # Live `--follow` lines run until Ctrl-C: test_follow_example_runs runs them.
+            live = "--follow" in command.split()
+            if (bare.startswith("ridtrace ") or _FEEDS_RIDTRACE.match(bare)) \
+                    and not _GRAMMAR.search(command) and not live:
                 examples.append((doc, command))
     return examples
 
@@ -111,7 +112,6 @@ def _run_server_example(command: str, scratch: Path) -> None:
     prefix = _ENV_PREFIX.match(command)
     variables = dict(word.split("=", 1) for word in shlex.split(prefix[0])) if prefix else {}
     command = _ENV_PREFIX.sub("", command)
-    command = re.sub(r"\[[^\]]*\]", "", command)  # optional parts shown in brackets
     command = re.sub(r"--port \d+", f"--port {port}", command)
     process = subprocess.Popen(["bash", "-c", "exec " + command], cwd=scratch,
                                env={**_ridtrace_env(), **variables}, stdout=subprocess.DEVNULL,
@@ -173,14 +173,14 @@ def test_python_example_runs(doc: str, code: str, tmp_path: Path, scratch: Path)
 
 
 def _follow_examples() -> list[tuple[str, str]]:
-    """The live `analyze --follow` lines (README, cli.md's `$ ` session), optional parts dropped:
-    they run until Ctrl-C, so test_shell_example_runs leaves them out."""
+    """The live `analyze --follow` lines (README, cli.md's `$ ` session), as printed: they
+    run until Ctrl-C, so test_shell_example_runs leaves them out."""
     examples = []
     for doc, body in _blocks("shell"):
         for line in body.splitlines():
-            command = re.sub(r"\[[^\]]*\]", "", line.split("  #")[0].removeprefix("$ ")).strip()
-            if command.startswith("ridtrace analyze ") and "--follow" in command \
-                    and not _SYNOPSIS.search(command):
+            command = line.split("  #")[0].removeprefix("$ ").strip()
+            if command.startswith("ridtrace analyze ") and "--follow" in command.split() \
+                    and not _GRAMMAR.search(command):
                 examples.append((doc, " ".join(command.split())))
     return examples
 
@@ -213,7 +213,8 @@ def test_follow_example_runs(doc: str, command: str, demo_output: Path, tmp_path
     printed = [p.text for p in follower.stdout]
     assert code == 1, (doc, command, follower.stderr[-5:])
     assert "summary" in printed, printed  # the Ctrl-C summary, after the findings
-    assert follower.stderr[0].startswith("ridtrace: following 0 file(s) from the end"), follower.stderr
+    where = "the start" if "--from-start" in command.split() else "the end"
+    assert follower.stderr[0].startswith(f"ridtrace: following 0 file(s) from {where}"), follower.stderr
 
 
 def _demo_requests_named_before(text: str, index: int) -> int:
@@ -246,3 +247,20 @@ def test_the_trace_example_matches_the_demo_it_names() -> None:
     assert matched == holding, (requests, matched, holding)
     assert f"… {matched - shown} more matching request(s)" in text
     assert f'"id": "rollout-7", "matched": {matched}, "shown": {shown}, "more": {matched - shown}' in text
+
+
+def test_examples_hold_no_optional_parts_in_brackets() -> None:
+    # Brackets are grammar in a synopsis (`ridtrace analyze PATH... [-q]`), not in an
+    # example a reader copies: README's `ridtrace analyze demo-out/legacy/logs --follow
+    # [--from-start]` followed a path named `[--from-start]` that never appeared (the run
+    # incomplete), frontend-plugin.md's `ridtrace serve worker ... [--token-delay 0.01]`
+    # exited 2 ("unexpected extra arguments"). This file skipped the one and stripped the
+    # brackets from the other before running them, so neither was ever run as printed.
+    bracketed = []
+    for doc, body in _blocks("shell"):
+        for line in body.replace("\\\n", " ").splitlines():
+            command = line.split("  #")[0].removeprefix("$ ").strip()
+            if command.startswith("ridtrace ") and not _GRAMMAR.search(command) \
+                    and re.search(r"\[-", command):
+                bracketed.append((doc, command))
+    assert not bracketed
