@@ -81,8 +81,11 @@ def run_policy(
     ``--keep-running`` option waits there for Ctrl-C).
     """
     log_dir = out_dir / policy / "logs"
-    if log_dir.exists():
-        shutil.rmtree(log_dir)  # old logs would mix two runs into one report
+    # Old logs would mix two runs into one report; old stderr files (workers listen on
+    # fresh ports, so each run names its own) would pass for this run's processes'.
+    for earlier in (log_dir, out_dir / policy / "stderr"):
+        if earlier.exists():
+            shutil.rmtree(earlier)
     run_env = {**(env or {})}
     run_env["OTEL_RESOURCE_ATTRIBUTES"] = _with_policy(policy, {**os.environ, **run_env})
     # The callers' spans go where the stack's go, named as they are (see demo.callers).
