@@ -99,3 +99,22 @@ def test_a_grpc_collector_without_a_metrics_service_is_said_once_and_traces_stil
     assert said.count("\n") == 1, said
     assert "has no OTLP metrics service" in said and "metrics are not exported" in said, said
     assert os.environ["OTEL_METRICS_EXPORTER"] == "none"
+
+
+def test_nothing_answering_for_metrics_names_the_way_jaeger_needs(
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Jaeger not started, OTEL_METRICS_EXPORTER left unset: both signals said "start
+    # Jaeger first". Jaeger started, the next run said its metrics answer 404: the advice
+    # for metrics led to a second failed run, where docs/jaeger.md says to turn them off.
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    assert _traces_endpoint() is None
+    metrics, traces = capsys.readouterr().err.splitlines()
+    assert f"nothing answers at {endpoint}/v1/metrics" in metrics
+    assert "set OTEL_METRICS_EXPORTER=none" in metrics and "Jaeger" in metrics, metrics
+    assert traces.endswith("(start Jaeger first: docs/jaeger.md)"), traces

@@ -155,6 +155,11 @@ def _traces_endpoint() -> str | None:
                 # and the demo still said the spans were exported. Said once instead.
                 why = f"nothing answers at {endpoint}"
                 hint = "start Jaeger first: docs/jaeger.md"
+                if signal_name == "metrics":
+                    # Started, Jaeger answers metrics with 404: that advice alone led to
+                    # a second run that failed them again.
+                    hint = ("start the collector first; for Jaeger, which takes none, set "
+                            "OTEL_METRICS_EXPORTER=none: docs/jaeger.md")
             elif (otlp_protocol(os.environ, signal_name) == "grpc" and "://" not in endpoint
                   and not grpc_insecure(os.environ, signal_name, endpoint)
                   and not speaks_tls(endpoint)):
