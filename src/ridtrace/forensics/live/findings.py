@@ -57,8 +57,7 @@ def _cited(members: list[Span]) -> list[Span]:
     """
     own: dict[int, Span] = {}
     for m in members:
-        up = m.parent_span
-        span = up if m.side == WORKER and up is not None and up.side != WORKER else m
+        span = m.holder()
         own.setdefault(id(span), span)
     return sorted(own.values(), key=lambda m: (m.start, -m.last))
 

@@ -113,10 +113,12 @@ class LiveRules:
                 if orphans and key in orphans:  # read after spans that work for it
                     new_callers -= state.adopt(key, span)
                 if rid is not None:
+                    # The span holding the id for it (`Span.holder`): a worker's caller.
+                    own = up if worker and up is not None and up.side != WORKER else span
                     cluster = by_id.get(rid)
                     if cluster is None:  # a fresh id: a cluster of one, nothing to judge
                         span.request_id = rid
-                        cluster = by_id[rid] = Cluster(rid, [span], span.last)
+                        cluster = by_id[rid] = Cluster(rid, [span], own.last)
                         span.clusters = [cluster]
                     elif span.start < cluster.max_end:  # overlaps: joins (`WindowState.join`)
                         span.request_id = rid
@@ -132,8 +134,8 @@ class LiveRules:
                                 and held.parent == span_id and held.trace == trace)
                         )
                         members.append(span)
-                        if span.last > cluster.max_end:
-                            cluster.max_end = span.last
+                        if own.last > cluster.max_end:
+                            cluster.max_end = own.last
                         span.clusters = [cluster]
                         if not alone:
                             clusters.append(cluster)
@@ -177,9 +179,11 @@ class LiveRules:
                         span.request_id = own_id
                     if len(cluster.members) > 1:  # one span alone holds no duplicate
                         clusters.append(cluster)
-                for cluster in span.clusters:
-                    if span.last > cluster.max_end:
-                        cluster.max_end = span.last
+                if span.clusters:
+                    own = span.holder()
+                    for cluster in span.clusters:
+                        if own.last > cluster.max_end:
+                            cluster.max_end = own.last
                 if grew and span.request_id is not None:
                     clusters.extend(self._held_longer(span, span.request_id))
             if flag is not None:
@@ -254,7 +258,8 @@ class LiveRules:
         later = self.state.clusters.get(rid)
         if later is None or later in span.clusters or not later.members:
             return []
-        if min(m.start for m in later.members) >= span.last:
+        # A worker span's later line holds nothing longer than its caller does.
+        if min(m.holder().start for m in later.members) >= span.holder().last:
             return []
         joined = self.state.join(span, rid)
         return [joined] if len(joined.members) > 1 else []

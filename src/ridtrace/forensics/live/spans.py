@@ -13,7 +13,11 @@ SpanKey = tuple[str | None, str]
 
 
 class Cluster:
-    """Spans that held one request_id at overlapping times (reported at most once)."""
+    """Spans that held one request_id at overlapping times (reported at most once).
+
+    `max_end`: the latest last line of the members' holders (`Span.holder`), not of a
+    worker span that ran on after its caller left.
+    """
 
     __slots__ = ("max_end", "members", "reported", "request_id")
 
@@ -94,6 +98,16 @@ class Span:
                 return span.parent
             span = up
         return span.span_id
+
+    def holder(self) -> Span:
+        """The span that holds the id for this one, as the batch rule's rows: a worker
+        span's caller once the caller's own span is read (a worker may run on after
+        its caller left, a detached pump, and that does not keep the id held), else
+        the span itself."""
+        up = self.parent_span
+        if self.side == WORKER and up is not None and up.side != WORKER:
+            return up
+        return self
 
     def caller_key(self) -> SpanKey:
         """The caller as the spans are keyed, (trace_id, span id): a span id logged in two

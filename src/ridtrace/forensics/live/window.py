@@ -103,21 +103,23 @@ class WindowState:
         # its caller, even when it outlives every span of the cluster (a detached pump).
         # A worker span stands for its caller: the caller may have been in flight (its
         # start logged under a minted id, the legacy policy) before its worker took the id.
-        up = span.parent_span
-        start = up.start if span.side == WORKER and up is not None and up.side != WORKER \
-            else span.start
+        # Members count by their holders too: a detached worker still streaming, or
+        # logging past the next caller's start, does not keep its caller's id held, and
+        # joined to a cluster already reported, the next callers' duplicate was lost.
+        own = span.holder()
+        start = own.start
         if cluster is None or not (
             start < cluster.max_end
-            or any(not m.closed or m.caller_key() == span.caller_key()
-                   or m.start == span.start
-                   for m in cluster.members)
+            or any(not held.closed or held.last > start or held.start == span.start
+                   or m.caller_key() == span.caller_key()
+                   for m in cluster.members for held in (m.holder(),))
         ):
-            cluster = Cluster(request_id, [span], span.last)
+            cluster = Cluster(request_id, [span], own.last)
             self.clusters[request_id] = cluster
         else:
             cluster.members.append(span)
-            if span.last > cluster.max_end:
-                cluster.max_end = span.last
+            if own.last > cluster.max_end:
+                cluster.max_end = own.last
         if span.clusters:
             span.clusters.append(cluster)
         else:
