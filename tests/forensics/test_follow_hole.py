@@ -7,6 +7,7 @@ offset: the file then starts with that many NUL bytes (a sparse hole) and the li
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import threading
@@ -79,3 +80,42 @@ def test_analyze_reads_the_line_after_a_hole(tmp_path: Path) -> None:
     report = analyze(load_events([str(log)]))
     assert report.summary["bad_lines"] == 0
     assert report.summary["unlinked"] == 1
+
+
+def test_a_compressed_copy_of_a_log_with_a_hole_is_known_as_that_log(tmp_path: Path) -> None:
+    """logrotate's ``copytruncate`` with ``compress``: each copy is gzipped at once, and
+    from the second rotation on the copy starts with the hole the first one left. Its
+    first lines were taken with the NULs, so it was no copy of the log read: every line
+    in it was read again (62 lines for 50), or, the hole longer than the 64 KiB a head
+    is looked for in, it had no head at all, and the lines it held that the follower
+    had not read yet from the log were never placed."""
+    log = tmp_path / "frontend.jsonl"
+    writer = open(log, "w")  # noqa: SIM115 (the service's handle, no O_APPEND)
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, settle_s=0))
+    follower.start()
+    written = 0
+    try:
+        for rotation in range(3):
+            # Lines the follower reads, then lines it has not read when the copy is made.
+            for count, poll in ((400, True), (20, False)):
+                batch = _requests(rotation * 1000 + (count == 20) * 500, count)
+                writer.write("".join(line + "\n" for line in batch))
+                writer.flush()
+                written += len(batch)
+                if poll:
+                    follower.poll()
+            for k in range(rotation, 0, -1):
+                part = log.with_name(f"frontend.jsonl.{k}.gz")
+                part.rename(log.with_name(f"frontend.jsonl.{k + 1}.gz"))
+            copy = log.with_name("frontend.jsonl.1")
+            shutil.copyfile(log, copy)
+            os.truncate(log, 0)
+            with copy.open("rb") as plain, gzip.open(f"{copy}.gz", "wb") as packed:
+                shutil.copyfileobj(plain, packed)
+            copy.unlink()
+            for _ in range(3):
+                follower.poll()
+            assert (follower.stats.lines, follower.stats.bad_lines) == (written, 0)
+    finally:
+        writer.close()
+        follower.close()

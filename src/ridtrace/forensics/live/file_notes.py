@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ridtrace.forensics.live.identity import read_past_nuls
 from ridtrace.forensics.live.parts import DevIno
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES, not_regular_reason
@@ -89,7 +90,10 @@ class FileNotes:
         try:
             with open(path, "rb") as raw:
                 decoded = DecodedStream(raw)
-                head = decoded.read(SNIFF_BYTES)
+                # A compressed copy of a log with a hole at its start (`read_past_nuls`)
+                # is judged by its lines: its NULs alone were nothing to judge, for good.
+                head = (decoded.read(SNIFF_BYTES) if decoded.compression is None
+                        else read_past_nuls(decoded, SNIFF_BYTES))
         except OSError as exc:
             self._block(str(path), f"cannot read it: {exc.strerror or exc}")
             return False
@@ -97,6 +101,9 @@ class FileNotes:
             # Nothing of it can be judged: followed, it is listed unreadable as the batch
             # read lists it. A small zstd rotation was looked at again every poll, never
             # read nor named, and the summary said complete.
+            return True
+        if not head and decoded.compression is not None and decoded.tear is None:
+            # Whole, and nothing but NULs: read, a bad line as the batch read counts it.
             return True
         plain = size >= MAGIC_BYTES and decoded.compression is None
         if b"\n" not in head and size < SNIFF_BYTES and not _plain_lines_file(path, plain):

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-__all__ = ["HEAD_BYTES", "HEAD_READ", "Identities", "Identity", "first_lines"]
+__all__ = ["HEAD_BYTES", "HEAD_READ", "Identities", "Identity", "decoded_head", "first_lines",
+           "read_past_nuls"]
 
 # How many first bytes (whole lines) identify a file's content.
 HEAD_BYTES = 4096
@@ -83,3 +85,30 @@ def first_lines(data: bytes) -> bytes:
         return head[: cut + 1]
     end = data.find(b"\n")
     return data[: end + 1] if end >= 0 else b""
+
+
+class _Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes | None: ...
+
+
+def read_past_nuls(decoded: _Readable, size: int) -> bytes:
+    """Up to `size` bytes of a decompressed log from its first byte that is not NUL.
+
+    A copy-and-truncate under a writer that does not append leaves a hole of NULs at the
+    log's start, and every later copy holds it (`holes.past_hole` skips it in a plain
+    file). Taken with the NULs, a compressed copy's head was no copy of the log read (its
+    lines read twice), and a hole longer than what is looked at left it nothing to be
+    judged by: never read, the lines only it held were lost.
+    """
+    data = b""
+    while len(data) < size:
+        block = decoded.read(size)
+        if not block:
+            break
+        data = (data + block) if data else block.lstrip(b"\0")
+    return data[:size]
+
+
+def decoded_head(decoded: _Readable) -> bytes:
+    """The first whole lines of a decompressed log, past the NULs at its start."""
+    return first_lines(read_past_nuls(decoded, HEAD_READ))

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ridtrace.forensics.live.holes import past_hole
-from ridtrace.forensics.live.identity import HEAD_READ, Identities, first_lines
+from ridtrace.forensics.live.identity import HEAD_READ, Identities, decoded_head, first_lines
 from ridtrace.forensics.reading.decoding import DecodedStream
 from ridtrace.forensics.reading.rotation import rotation_place
 
@@ -84,7 +84,7 @@ def content_head(path: Path) -> bytes:
     with open(path, "rb") as raw:
         decoded = DecodedStream(raw)
         if decoded.compression is not None:
-            return first_lines(decoded.read(HEAD_READ))
+            return decoded_head(decoded)
         fd = raw.fileno()
         start = past_hole(fd, 0, os.fstat(fd).st_size)
         return first_lines(os.pread(fd, HEAD_READ, start))

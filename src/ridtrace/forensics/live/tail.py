@@ -20,7 +20,13 @@ from typing import BinaryIO
 
 from ridtrace.forensics.live.chunk import Chunk
 from ridtrace.forensics.live.holes import past_hole
-from ridtrace.forensics.live.identity import HEAD_READ, Identities, Identity, first_lines
+from ridtrace.forensics.live.identity import (
+    HEAD_READ,
+    Identities,
+    Identity,
+    decoded_head,
+    first_lines,
+)
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream, compression_of
 from ridtrace.forensics.reading.inputs import display_name
 from ridtrace.forensics.reading.lines import LineScan, scan_lines
@@ -72,7 +78,7 @@ class FileTail:
             return
         if self.gzip:
             with open(self.path, "rb") as raw:
-                head = first_lines(DecodedStream(raw).read(HEAD_READ))
+                head = decoded_head(DecodedStream(raw))
         else:
             fd = self._fh.fileno()
             start = past_hole(fd, 0, os.fstat(fd).st_size)
