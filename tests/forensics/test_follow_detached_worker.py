@@ -81,3 +81,44 @@ def test_the_next_pair_of_holders_is_a_duplicate_of_its_own(tmp_path: Path) -> N
     expected = _duplicates(json.loads(batch.stdout)["findings"])
     assert [span for span, _ in expected] == ["a1", "c3"]
     assert live == expected
+
+
+def test_a_caller_that_took_the_id_late_joins_the_holder_it_started_beside(
+    tmp_path: Path,
+) -> None:
+    """b2 started beside a1 but reached its worker only after c3 had taken the id: under
+    the legacy policy it held the id from its start, so `analyze` has a1, b2 and c3 in
+    one duplicate. Live, b2 joined c3's cluster alone, a1's left behind."""
+    lines = [
+        *_caller("a1", 0.0, 0.12, 0.10, 0.60),
+        *_caller("b2", 0.01, 0.55, 0.30, 0.50),
+        *_caller("c3", 0.20, 0.70, 0.21, 0.65),
+    ]
+    live = _duplicates(_found(tmp_path, lines))
+    batch = CliRunner().invoke(main, ["analyze", str(tmp_path), "--format", "json", "-q"])
+    expected = _duplicates(json.loads(batch.stdout)["findings"])
+    assert [span for span, _ in expected] == ["a1"]
+    assert live == expected
+
+
+def test_a_reported_caller_whose_later_line_holds_the_id_longer_is_not_reported_again(
+    tmp_path: Path,
+) -> None:
+    """a1 and b2 are printed as a duplicate; c3 takes the id after both ended, alone.
+    a1's Unlinked error, logged after its end (the legacy pump), holds the id past c3's
+    start: `analyze` has a1, b2 and c3 in one duplicate, printed already. Live, a1 joined
+    c3's cluster, and a second finding named a1 again with c3."""
+    unlinked = rt("response.unlinked", time=ts(0.40), request_id="7", x_request_id="7",
+                  trace_id=f"{'a1':0>32}", span_id="a1",
+                  error="Unlinked response; response task was dropped or cancelled")
+    lines = [
+        *_caller("a1", 0.0, 0.10, 0.02, 0.09),
+        *_caller("b2", 0.05, 0.20, 0.06, 0.19),
+        *_caller("c3", 0.25, 0.50, 0.26, 0.49),
+        (0.40, "frontend.jsonl", unlinked),
+    ]
+    live = _duplicates(_found(tmp_path, lines))
+    batch = CliRunner().invoke(main, ["analyze", str(tmp_path), "--format", "json", "-q"])
+    expected = _duplicates(json.loads(batch.stdout)["findings"])
+    assert [span for span, _ in expected] == ["a1"]
+    assert [span for span, _ in live] == ["a1"]

@@ -137,6 +137,8 @@ class LiveRules:
                         if own.last > cluster.max_end:
                             cluster.max_end = own.last
                         span.clusters = [cluster]
+                        if cluster.previous is not None:
+                            cluster = state.merge_previous(cluster, span)
                         if not alone:
                             clusters.append(cluster)
                     else:

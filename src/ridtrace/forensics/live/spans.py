@@ -19,13 +19,16 @@ class Cluster:
     worker span that ran on after its caller left.
     """
 
-    __slots__ = ("max_end", "members", "reported", "request_id")
+    __slots__ = ("max_end", "members", "previous", "reported", "request_id")
 
     def __init__(self, request_id: str, members: list[Span], max_end: int = 0) -> None:
         self.request_id = request_id
         self.members = members
         self.max_end = max_end
         self.reported = False
+        # The id's cluster before this one (one back only, so the state stays bounded):
+        # a caller whose worker takes the id late may have started beside it.
+        self.previous: Cluster | None = None
 
 
 class Span:

@@ -103,18 +103,12 @@ class WindowState:
         # its caller, even when it outlives every span of the cluster (a detached pump).
         # A worker span stands for its caller: the caller may have been in flight (its
         # start logged under a minted id, the legacy policy) before its worker took the id.
-        # Members count by their holders too: a detached worker still streaming, or
-        # logging past the next caller's start, does not keep its caller's id held, and
-        # joined to a cluster already reported, the next callers' duplicate was lost.
         own = span.holder()
-        start = own.start
-        if cluster is None or not (
-            start < cluster.max_end
-            or any(not held.closed or held.last > start or held.start == span.start
-                   or m.caller_key() == span.caller_key()
-                   for m in cluster.members for held in (m.holder(),))
-        ):
-            cluster = Cluster(request_id, [span], own.last)
+        if cluster is None or not _held_beside(cluster, span, own.start):
+            previous, cluster = cluster, Cluster(request_id, [span], own.last)
+            if previous is not None:
+                previous.previous = None
+            cluster.previous = previous
             self.clusters[request_id] = cluster
         else:
             cluster.members.append(span)
@@ -124,7 +118,37 @@ class WindowState:
             span.clusters.append(cluster)
         else:
             span.clusters = [cluster]
-        return cluster
+        return self.merge_previous(cluster, span)
+
+    def merge_previous(self, cluster: Cluster, span: Span) -> Cluster:
+        """`cluster` and the id's previous one as one (returned) when `span`, just
+        joined, held the id beside both: `analyze` clusters holders by start, so a holder
+        that bridges two clusters makes them one duplicate (a legacy caller whose worker
+        took the id late; a reported caller's Unlinked error after its end, which printed
+        it again once the next cluster had a second holder). A reported one stays as it
+        was printed: the other's holders are not added to its finding."""
+        previous = cluster.previous
+        if (previous is None or not previous.members
+                or (previous.reported and cluster.reported)
+                or not _held_beside(previous, span, span.holder().start)):
+            return cluster
+        keep, gone = (previous, cluster) if previous.reported else (cluster, previous)
+        keep.previous = None
+        have = {id(m) for m in keep.members}
+        for m in gone.members:
+            held = m.clusters
+            if isinstance(held, list):
+                held.remove(gone)
+                if keep not in held:
+                    held.append(keep)
+            if id(m) not in have:
+                have.add(id(m))
+                keep.members.append(m)
+        gone.members = []
+        keep.max_end = max(keep.max_end, gone.max_end)
+        if self.clusters.get(keep.request_id) is gone:
+            self.clusters[keep.request_id] = keep
+        return keep
 
     def park(self, trace: str | None, span: Span) -> int:
         """Hold a span whose parent is not read (yet); 1 if it is a caller not counted yet.
@@ -261,3 +285,21 @@ class WindowState:
         return len(self.spans) + len(self.clusters) + len(self.pairs) + len(
             self.produced
         ) + sum(len(v) for v in self.waiting.values()) + len(self.orphans)
+
+
+def _held_beside(cluster: Cluster, span: Span, start: int) -> bool:
+    """Whether `span`, whose holder started at `start`, held its id beside `cluster`.
+
+    Members count by their holders: a detached worker still streaming, or logging past
+    the next caller's start, does not keep its caller's id held; joined to a cluster
+    already reported, the next callers' duplicate was lost.
+    """
+    if start < cluster.max_end:
+        return True
+    key = span.caller_key()
+    for m in cluster.members:
+        held = m.holder()
+        if (not held.closed or held.last > start or held.start == span.start
+                or m.caller_key() == key):
+            return True
+    return False
