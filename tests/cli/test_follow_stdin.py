@@ -61,3 +61,20 @@ def test_a_named_pipe_is_followed_once_its_writer_comes(tmp_path: Path) -> None:
     assert follower.findings()[0].json()["evidence"] == [{"file": str(fifo), "line": 3}]
     assert follower.summary()["lines"] == 3
     assert code == 1
+
+
+def test_the_start_line_says_standard_input_is_read_from_its_first_line(
+    tmp_path: Path,
+) -> None:
+    # `kubectl logs -f pod | ridtrace analyze - --follow` said "following 1 file(s) from
+    # the end", as if the pod's history kubectl writes first were skipped: it is read.
+    log = tmp_path / "frontend.jsonl"
+    log.write_text(rt_request("a", "7", 0, 2)[0] + "\n")
+    follower = start_follower(["-", str(log)], stdin=subprocess.PIPE)
+    try:
+        started = next(line for line in follower.stderr if "following" in line)
+    finally:
+        follower.stop()
+    assert started.startswith(
+        "ridtrace: following 1 file(s) from the end and standard input from its first line,"
+    ), started

@@ -244,12 +244,22 @@ def run_follow(
 
 
 def _announce(follower: Follower, settings: FollowSettings, *, quiet: bool) -> None:
+    from ridtrace.forensics.reading.inputs import STDIN_NAME  # loaded with the follower
+
     files, missing = follower.start()
     if quiet:
         return
     where = "from the start" if settings.from_start else "from the end"
+    # Streams are read from their first line: `kubectl logs -f pod | … -` counted as a
+    # file "from the end" read as if the history kubectl writes first were skipped.
+    streams = follower.streams()
+    what = [f"{files - len(streams)} file(s) {where}"] if files > len(streams) or not streams \
+        else []
+    if streams:
+        named = "standard input" if streams == [STDIN_NAME] else f"{len(streams)} stream(s)"
+        what.append(f"{named} from {'its' if len(streams) == 1 else 'their'} first line")
     click.echo(
-        f"ridtrace: following {files} file(s) {where}, window "
+        f"ridtrace: following {' and '.join(what)}, window "
         f"{settings.window_s:g}s; Ctrl-C prints the summary", err=True,
     )
     for raw in missing:

@@ -96,6 +96,11 @@ class Follower:
         self.watch.discover()
         return len(self.watch.tails), sorted(self.watch.missing)
 
+    def streams(self) -> list[str]:
+        """The streams followed (standard input, named pipes): read from their first line,
+        whatever `from_start` says of files."""
+        return [tail.name for tail in self.watch.tails.values() if isinstance(tail, StreamTail)]
+
     def poll(self) -> tuple[list[Finding], bool]:
         """One round: the findings it made certain, and whether data is still pending."""
         self.watch.discover()
