@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import stat
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -33,8 +35,16 @@ def whole_file(path: Path) -> Iterator[TextIO]:
     """A text handle whose content becomes `path` when the block ends without error.
 
     Anything but a regular file (``/dev/stdout``, a named pipe, a device) is written in
-    place: it cannot be replaced, and a reader may be waiting on it.
+    place: it cannot be replaced, and a reader may be waiting on it. A name for one of
+    this process's descriptors (``/dev/stdout``, ``/dev/fd/3``, a shell's ``>(…)``) is
+    written through that descriptor, as the shell itself does.
     """
+    inherited = _inherited_descriptor(path)
+    if inherited is not None:
+        sys.stdout.flush()  # nothing written earlier comes after the report
+        with os.fdopen(os.dup(inherited), "w", encoding="utf-8") as handle:
+            yield handle
+        return
     if path.is_symlink():  # replace what the link points to, not the link
         path = Path(os.path.realpath(path))
     try:
@@ -58,6 +68,33 @@ def whole_file(path: Path) -> Iterator[TextIO]:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+# Where /dev/stdout, /dev/fd/N and /proc/self/fd/N lead: this process's descriptors.
+_DESCRIPTORS = re.compile(r"/proc/(\d+)/fd/(\d+)")
+
+
+def _inherited_descriptor(path: Path) -> int | None:
+    """The descriptor `path` names when it leads through ``/proc/self/fd`` (which
+    ``/dev/stdout`` and ``/dev/fd`` are links to), else None.
+
+    Followed to its end, such a link is a pipe's ``pipe:[N]``, a name no file has, or
+    the file the shell opened: the report went to a temporary file beside a path that
+    does not exist (``cannot write /dev/stdout``), or replaced a file opened for
+    appending (``>> reports.txt``) instead of adding to it.
+    """
+    current = str(path)
+    for _ in range(40):  # the kernel's own limit on links followed
+        parent, name = os.path.split(os.path.abspath(current))
+        found = _DESCRIPTORS.fullmatch(os.path.join(os.path.realpath(parent), name))
+        if found is not None and int(found.group(1)) == os.getpid():
+            return int(found.group(2))
+        try:
+            target = os.readlink(current)
+        except OSError:  # not a link (or not there): a path of its own
+            return None
+        current = os.path.join(parent, target)
+    return None
 
 
 # How fsspec (the Dask engine's inputs) names a local file.
