@@ -261,3 +261,44 @@ def test_a_connection_answered_before_its_body_is_not_held_open(
         if not trickle:
             sock.sendall(b" " * length)  # the body is in: the connection is idle
         assert _closed_within(sock, DEADLINE + 8, trickle=trickle)
+
+
+def _pushed_until_closed(port: int, head: bytes, chunk: bytes) -> tuple[bytes, int]:
+    """Send ``head``, then ``chunk`` after chunk until the server closes (or 1 GiB went
+    in): what the server answered and the bytes taken."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(head)
+        pushed = 0
+        try:
+            while pushed < 1 << 30:
+                pushed += sock.send(chunk)
+        except OSError:  # reset or broken pipe: the server closed the connection
+            pass
+        answer = b""
+        try:
+            while part := sock.recv(65536):
+                answer += part
+        except OSError:
+            pass
+    return answer, pushed
+
+
+@pytest.mark.parametrize("framing", [b"1;" + b"x" * 64, b"0" * 64],
+                         ids=["chunk-extension", "leading-zeros"])
+@pytest.mark.parametrize("path", [b"/v1/chat/completions", b"/health"])
+def test_a_chunk_size_line_without_end_is_not_taken_without_end(
+    guarded: Stack, framing: bytes, path: bytes,
+) -> None:
+    # A chunk's size line may carry extensions (`1;name=value`) and leading zeros, and
+    # neither is body: megabytes of them went by --max-body-bytes and the 32 MiB an
+    # unread body may take, so one client pushed ~500 MB/s into the server until the
+    # body deadline (30 s by default), as Node's CVE-2024-22019.
+    head = _post(path, b"transfer-encoding: chunked\r\n\r\n") + framing
+    answer, pushed = _pushed_until_closed(guarded.frontend.port, head, framing[-1:] * 65536)
+    assert pushed < 16 << 20, f"{pushed >> 20} MiB taken"
+    if path == b"/health":  # answered (405) before its body, then closed
+        assert answer.startswith(b"HTTP/1.1 405"), answer[:200]
+    else:
+        assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
+        assert b"chunk sizes and extensions" in answer
+    assert httpx.get(guarded.url + "/health", timeout=10).status_code == 200

@@ -22,13 +22,20 @@ import httptools
 from ridtrace.cli.http10 import framed_for_http10
 from ridtrace.cli.upgrade import UpgradeIgnoringProtocol
 
-__all__ = ["MAX_HEADER_BYTES", "MAX_UNREAD_BODY_BYTES", "guarded_http_protocol"]
+__all__ = [
+    "CHUNK_FRAMING_PER_BODY_BYTE", "MAX_HEADER_BYTES", "MAX_UNREAD_BODY_BYTES",
+    "guarded_http_protocol",
+]
 
 MAX_HEADER_BYTES = 64 * 1024
 """Largest request line plus headers accepted (nginx and Node allow 8-16 KiB)."""
 MAX_UNREAD_BODY_BYTES = 32 * 1024 * 1024
 """Most of a request body the app left unread that is taken after its answer before the
 connection is closed: what a 413 takes too (the 1 MiB body cap, 32 times)."""
+CHUNK_FRAMING_PER_BODY_BYTE = 16
+"""Bytes of chunk-size lines a chunked body may spend per byte of body, beyond room for
+its trailers: a body sent one byte a chunk spends 5 (``1\r\nX\r\n``), 9 with an
+extension (``1;a=b``)."""
 
 
 _REFUSED = "Invalid HTTP request received"  # as uvicorn's WARN for the parser's refusals
@@ -56,6 +63,11 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         self._host_refusal: str | None = None
         self._in_trailer = False  # the header section is over: fields now are trailers
         self._unread_body = 0  # body bytes that came after the request was answered
+        # Bytes received while the request's body was being read, and how many of them
+        # were body: the rest is chunked framing (sizes, extensions, trailers).
+        self._body_open = False
+        self._received_in_body = 0
+        self._body_bytes = 0
         # This connection's requests not yet answered, oldest first (answers go out in
         # order, so the answered ones are always at the left).
         self._cycles: deque[Any] = deque()
@@ -82,6 +94,7 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         self._hosts = 0
         self._in_trailer = False
         self._unread_body = 0
+        self._body_open = False
         self._arm_header_timer()
 
     def on_url(self, url: bytes) -> None:
@@ -100,7 +113,35 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
             self._hosts += 1
         super().on_header(name, value)
 
+    def data_received(self, data: bytes) -> None:
+        # Counted before the parser takes it: the part of a buffer that ends one request
+        # and begins the next is then left out of the next one's count, never added.
+        if self._body_open:
+            self._received_in_body += len(data)
+        super().data_received(data)
+        if self._body_open and not self.transport.is_closing():
+            self._check_chunk_framing()
+
+    def _check_chunk_framing(self) -> None:
+        # A chunk's size line may carry extensions (``1;name=value``) and leading zeros
+        # without end, and none of it is body: it went by the app's body cap and by
+        # max_unread_body_bytes, so one client pushed hundreds of MB/s into the server
+        # until the body deadline (Node's CVE-2024-22019).
+        framing = self._received_in_body - self._body_bytes
+        room = 2 * self.max_header_bytes + CHUNK_FRAMING_PER_BODY_BYTE * self._body_bytes
+        if framing <= room:
+            return
+        message = (f"chunk sizes and extensions took {framing} bytes for "
+                   f"{self._body_bytes} bytes of body")
+        self.logger.warning("%s: %s", _REFUSED, message)
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_started:
+            self._answer_and_close(400, "Bad Request", message)
+        else:  # answered already: nothing more can be said on this connection
+            self.transport.close()
+
     def on_body(self, body: bytes) -> None:
+        self._body_bytes += len(body)
         cycle = self.cycle
         if cycle is None or not cycle.response_complete:
             # Called per chunk of a chunked body: spared super()'s lookup.
@@ -129,12 +170,21 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         cycle = self.cycle
         answered_first = cycle is not None and cycle.response_complete
         super().on_message_complete()
+        # After an ignored upgrade offer this is the end of the headers: the body is
+        # still to come (ignored_upgrade_body_complete).
+        self._body_open = self._ignoring_upgrade
         if answered_first and not self.transport.is_closing():
             self._arm_header_timer()  # idle from here until the next request begins
+
+    def ignored_upgrade_body_complete(self) -> None:
+        self._body_open = False
+        super().ignored_upgrade_body_complete()
 
     def on_headers_complete(self) -> None:
         self._disarm_header_timer()
         self._in_trailer = True
+        self._body_open = True
+        self._received_in_body = self._body_bytes = 0
         # RFC 9112 section 3.2: 400 for an HTTP/1.1 request without Host and for any
         # request with several (h11 answers both so; httptools served them, and the Host
         # check read only the first of several, which a proxy may read otherwise).
