@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -16,6 +17,8 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from ridtrace.tracing import metrics
 from ridtrace.tracing.deprecation import reset_warnings
 from ridtrace.tracing.logs import configure_logging
+from tests.support.otlp_receiver import OtlpReceiver
+from tests.support.servers import RunningServer, child_pythonpath, free_port, run_server
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,3 +65,24 @@ def reader() -> Iterator[InMemoryMetricReader]:
     metrics.bind_meter_provider(MeterProvider(metric_readers=[reader]))
     yield reader
     metrics.bind_meter_provider(None)
+
+
+@contextlib.contextmanager
+def app_server(
+    workdir: Path, receiver: OtlpReceiver, *uvicorn_options: str
+) -> Iterator[RunningServer]:
+    """The test app under uvicorn, logging to ``workdir/app.jsonl``, spans to `receiver`."""
+    port = free_port()
+    env = {
+        "RIDTRACE_TEST_LOG": str(workdir / "app.jsonl"),
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+        "OTEL_BSP_SCHEDULE_DELAY": "50",
+        "PYTHONPATH": child_pythonpath(),
+    }
+    argv = [
+        "-m", "uvicorn", "tests.tracing.app_under_test:create_app", "--factory",
+        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+        *uvicorn_options,
+    ]  # fmt: skip
+    with run_server(argv, port=port, workdir=workdir, env=env) as running:
+        yield running

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 import uuid
 from collections import defaultdict
@@ -16,7 +15,7 @@ import pytest
 
 from tests.support.otlp_receiver import OtlpReceiver, otlp_receiver
 from tests.support.servers import RunningServer, child_pythonpath, free_port, run_server
-from tests.tracing.conftest import read_lines, wait_for_lines
+from tests.tracing.conftest import app_server, read_lines, wait_for_lines
 
 SHARED_CLIENT_ID = "rollout-42-s7"
 
@@ -32,29 +31,8 @@ def server(
     tmp_path_factory: pytest.TempPathFactory, receiver: OtlpReceiver
 ) -> Iterator[tuple[RunningServer, Path]]:
     workdir = tmp_path_factory.mktemp("server")
-    with _app_server(workdir, receiver) as running:
+    with app_server(workdir, receiver) as running:
         yield running, workdir / "app.jsonl"
-
-
-@contextlib.contextmanager
-def _app_server(
-    workdir: Path, receiver: OtlpReceiver, *uvicorn_options: str
-) -> Iterator[RunningServer]:
-    """The test app under uvicorn, logging to ``workdir/app.jsonl``, spans to `receiver`."""
-    port = free_port()
-    env = {
-        "RIDTRACE_TEST_LOG": str(workdir / "app.jsonl"),
-        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-        "OTEL_BSP_SCHEDULE_DELAY": "50",
-        "PYTHONPATH": child_pythonpath(),
-    }
-    argv = [
-        "-m", "uvicorn", "tests.tracing.app_under_test:create_app", "--factory",
-        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
-        *uvicorn_options,
-    ]  # fmt: skip
-    with run_server(argv, port=port, workdir=workdir, env=env) as running:
-        yield running
 
 
 def _ended(request_id: str) -> Callable[[list[dict[str, Any]]], bool]:
@@ -416,7 +394,7 @@ def test_an_invented_method_reaches_lines_and_spans_capped(
     # request.end and the span, where the path, also the client's, is capped.
     log_path = tmp_path / "app.jsonl"
     method = "PROPFIND" * 1875
-    with _app_server(tmp_path, receiver, "--http", "h11") as running:
+    with app_server(tmp_path, receiver, "--http", "h11") as running:
         response = httpx.request(method, running.url + "/ids")
         assert response.status_code == 405
         request_id = response.headers["x-server-request-id"]
@@ -490,7 +468,7 @@ def test_a_client_leaving_mid_upload_is_cancelled_not_a_server_error(
     route with a typed body answers the cut-short body itself with a 400, to nobody:
     that was status 400, outcome ``ok``."""
     log_path = tmp_path / "app.jsonl"
-    with _app_server(tmp_path, receiver, "--http", http) as running:
+    with app_server(tmp_path, receiver, "--http", http) as running:
         with socket.create_connection(("127.0.0.1", running.port), timeout=10) as sock:
             sock.sendall(b"POST %s HTTP/1.1\r\nhost: 127.0.0.1\r\n"
                          b"x-request-id: gone-mid-upload\r\ncontent-length: 4096\r\n"

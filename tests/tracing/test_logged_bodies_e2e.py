@@ -12,14 +12,14 @@ import pytest
 
 from tests.support.otlp_receiver import OtlpReceiver, otlp_receiver
 from tests.support.servers import RunningServer
-from tests.tracing.test_e2e_server import _app_server
+from tests.tracing.conftest import app_server
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunningServer, Path]]:
     workdir = tmp_path_factory.mktemp("logged-bodies")
     receiver: OtlpReceiver
-    with otlp_receiver() as receiver, _app_server(workdir, receiver) as running:
+    with otlp_receiver() as receiver, app_server(workdir, receiver) as running:
         yield running, workdir / "app.jsonl"
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan, otlp_receiver
-from tests.support.servers import RunningServer, child_pythonpath, free_port, run_server
-from tests.tracing.conftest import wait_for_lines
+from tests.support.servers import RunningServer
+from tests.tracing.conftest import app_server, wait_for_lines
 
 
 @pytest.fixture(scope="module")
@@ -31,18 +31,7 @@ def server(
     tmp_path_factory: pytest.TempPathFactory, receiver: OtlpReceiver
 ) -> Iterator[tuple[RunningServer, Path]]:
     workdir = tmp_path_factory.mktemp("pipelined")
-    port = free_port()
-    env = {
-        "RIDTRACE_TEST_LOG": str(workdir / "app.jsonl"),
-        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-        "OTEL_BSP_SCHEDULE_DELAY": "50",
-        "PYTHONPATH": child_pythonpath(),
-    }
-    argv = [
-        "-m", "uvicorn", "tests.tracing.app_under_test:create_app", "--factory",
-        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
-    ]  # fmt: skip
-    with run_server(argv, port=port, workdir=workdir, env=env) as running:
+    with app_server(workdir, receiver) as running:
         yield running, workdir / "app.jsonl"
 
 
