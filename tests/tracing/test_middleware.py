@@ -470,7 +470,7 @@ def test_an_escaped_exception_carries_the_request_ids_to_the_servers_error_line(
     # the exception has left the middleware, so after the request's context is reset.
     import logging
 
-    from ridtrace.tracing.logs import _InterceptHandler
+    from ridtrace.tracing.stdlib_bridge import InterceptHandler
 
     async def crash(scope: Scope, receive: Receive, send: Send) -> None:
         raise RuntimeError("kaboom")
@@ -487,7 +487,7 @@ def test_an_escaped_exception_carries_the_request_ids_to_the_servers_error_line(
     exc = asyncio.run(go())
     assert current_request_id() is None
     server_log = logging.getLogger("probe.server")
-    server_log.addHandler(_InterceptHandler())
+    server_log.addHandler(InterceptHandler())
     try:
         server_log.error("Exception in ASGI application\n", exc_info=exc)
     finally:

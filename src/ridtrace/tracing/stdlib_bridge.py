@@ -1,0 +1,116 @@
+"""The standard library's logging into loguru: uvicorn's, httpx's and any library's
+records become JSON lines of the same shape as ridtrace's own (`ridtrace.tracing.logs`),
+with the request's ids, the caller's ``extra={...}`` fields, and a library's message
+capped and escaped."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from loguru import logger
+
+from ridtrace.tracing.context import context_for_exception_line
+from ridtrace.tracing.identity import shown_text
+from ridtrace.tracing.jsonline import CONTEXT_KEYS, add_context_ids
+
+if TYPE_CHECKING:
+    from loguru import Record
+
+__all__ = ["MAX_LIBRARY_MESSAGE", "InterceptHandler", "library_message", "route_stdlib_logging"]
+
+
+# Attributes every LogRecord has (and those logging adds while formatting): anything
+# else on a record came from the caller's extra={...}. Except uvicorn's color_message:
+# the message again, unformatted and with ANSI colours, for its own console formatter.
+_RECORD_ATTRIBUTES = frozenset(
+    vars(logging.LogRecord("", 0, "", 0, "", None, None))
+) | {"message", "asctime", "taskName", "color_message"}
+
+
+def _extra_fields(record: logging.LogRecord) -> dict[str, Any]:
+    """The caller's extra={...} fields. Libraries put ids of their own under names such
+    as ``request_id``; the request's ids are the server's, so such a field is written
+    with a leading ``_``, as a reserved name is."""
+    return {
+        "_" + k if k in CONTEXT_KEYS else k: v
+        for k, v in vars(record).items()
+        if k not in _RECORD_ATTRIBUTES
+    }
+
+
+class InterceptHandler(logging.Handler):
+    """Forwards standard-library records to loguru, keeping level and logger name."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # The standard library's handler contract: a record that cannot be rendered (a
+        # "%d" given a string, an argument whose __str__ raises) goes to handleError,
+        # which reports it on stderr and returns. Raised from here, it reached the
+        # code that logged: one library's bad log call failed the request with a 500.
+        try:
+            self._forward(record)
+        except Exception:
+            self.handleError(record)
+
+    def _forward(self, record: logging.LogRecord) -> None:
+        try:
+            level: str | int = logger.level(record.levelname).name
+        except ValueError:
+            level = record.levelno
+        # A server that logs a request's escaped exception after the request's context
+        # is gone (grpc.aio does): the ids travel on the exception.
+        ctx = context_for_exception_line(record.exc_info[1]) if record.exc_info else None
+
+        extra = _extra_fields(record)
+        if record.stack_info:  # stack_info=True: the stack logging's formatter appends
+            extra.setdefault("stack", record.stack_info)
+
+        def patch(r: Record) -> None:
+            r["name"] = record.name
+            if ctx is not None:
+                # The ids the patcher copied from the current context (the request the
+                # exception escaped into) are not this line's.
+                for key in CONTEXT_KEYS:
+                    r["extra"].pop(key, None)
+            r["extra"].update(extra)  # the caller's fields, as loguru's bind() would add
+            if ctx is not None:
+                add_context_ids(r["extra"], ctx)
+
+        logger.patch(patch).opt(
+            exception=record.exc_info, depth=0
+        ).log(level, library_message(record.getMessage()))
+
+
+MAX_LIBRARY_MESSAGE = 4096
+"""Longest message a standard-library record is written with (then cut, with a note)."""
+# Line breaks and tabs are a library message's own layout, not something to hide.
+_LAYOUT = str.maketrans("", "", "\n\t")
+
+
+def library_message(message: str) -> str:
+    """A library's message as a log line may carry it.
+
+    Libraries put request data in their messages: OpenTelemetry's baggage propagator
+    logs a whole over-long ``baggage`` header (up to the 64 KiB a request's headers may
+    hold, on every such request) and each malformed entry, raw, obs-text bytes read as
+    C1 control characters included. Such a message is capped and its non-printable
+    characters escaped, as ridtrace's own client-chosen fields are.
+    """
+    if len(message) <= MAX_LIBRARY_MESSAGE and (
+        message.isprintable() or message.translate(_LAYOUT).isprintable()
+    ):
+        return message
+    return shown_text(message, MAX_LIBRARY_MESSAGE)
+
+
+def route_stdlib_logging(numeric: int) -> None:
+    """The standard library's records (uvicorn, httpx, libraries) into loguru's sinks."""
+    handler = InterceptHandler()
+    logging.basicConfig(handlers=[handler], level=numeric, force=True)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "httpx", "httpcore"):
+        std = logging.getLogger(name)
+        std.handlers = []
+        std.propagate = True
+    # httpx logs every request at INFO; that noise is the caller's choice, not ours.
+    logging.getLogger("httpx").setLevel(max(numeric, logging.WARNING))
+    logging.getLogger("httpcore").setLevel(max(numeric, logging.WARNING))
