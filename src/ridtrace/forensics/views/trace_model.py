@@ -18,8 +18,8 @@ from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 from ridtrace.forensics.rules.skew import correct_skew
 from ridtrace.forensics.rules.streams import unlinked
-from ridtrace.forensics.views import jaeger_ids
 from ridtrace.forensics.views.trace_keys import apart_by_trace
+from ridtrace.forensics.views.trace_match import matching_spans
 from ridtrace.forensics.views.trace_rank import (
     Holders,
     callers_by_id,
@@ -103,42 +103,6 @@ def _ms(t: Any, t0: pd.Timestamp) -> float:
     return round(float((pd.Timestamp(t) - t0).total_seconds()) * 1000.0, 3)
 
 
-def _jaeger_ids_match(requests: pd.DataFrame, ident: str) -> np.ndarray:
-    """Spans whose trace or span id is `ident` as Jaeger reads ids: an id logged as
-    ``DEADBEEF`` is ``00000000deadbeef`` in Jaeger's UI, where the operator copies it.
-
-    `ident` is read as Jaeger reads it too, a hex number whatever its case, zeros or
-    ``0x``: Jaeger finds ``F81E…`` as the trace ``f81e…``, and the id copied from an
-    upper-case log or a 16-digit trace id padded to 32 found nothing here.
-    """
-    digits = jaeger_ids.significant_digits(ident)
-    if digits is None or len(digits) > max(jaeger_ids.TRACE_WIDTHS):
-        return np.zeros(len(requests), dtype=bool)
-    trace = requests["trace_id"].astype("object")
-    span = requests["span_id"].astype("object")
-    as_trace = jaeger_ids.trace_id(ident)
-    hit = trace.map(lambda t: isinstance(t, str) and jaeger_ids.trace_id(t) == as_trace)
-    if len(digits) <= jaeger_ids.SPAN_WIDTH:
-        as_span = jaeger_ids.span_id(ident)
-        hit |= span.map(lambda s: isinstance(s, str) and jaeger_ids.span_id(s) == as_span)
-    return np.asarray(hit.to_numpy(dtype=bool), dtype=bool)
-
-
-def _logged_under(requests: pd.DataFrame, events: pd.DataFrame, ident: str) -> np.ndarray:
-    """Spans with a line logged under the request id `ident` that they did not end with:
-    under the legacy id policy `request.start` logs a minted id and the later lines the
-    client's, the id the request is judged by, so the minted id an operator read in the
-    log found "no request"."""
-    lines = events[(events["request_id"] == ident).fillna(False).to_numpy()]
-    if lines.empty:
-        return np.zeros(len(requests), dtype=bool)
-    logged = pd.MultiIndex.from_arrays([lines["trace_id"].astype(object),
-                                        lines["span_id"].astype(object)])
-    spans = pd.MultiIndex.from_arrays([requests["trace_id"].astype(object),
-                                       requests["span_id"].astype(object)])
-    return np.asarray(spans.isin(logged), dtype=bool)
-
-
 def build_trace(
     events: pd.DataFrame, requests: pd.DataFrame, ident: str, *, limit: int | None = 10
 ) -> TraceView:
@@ -151,17 +115,7 @@ def build_trace(
     finding, then the others, each by time; `limit` None keeps them all.
     """
     requests, offsets = correct_skew(requests)
-    hit = (
-        (requests["request_id"] == ident).fillna(False)
-        | (requests["x_request_id"] == ident).fillna(False)
-        | (requests["span_id"] == ident).fillna(False)
-        # The id Jaeger shows, and the one `export jaeger` files each request under.
-        | (requests["trace_id"] == ident).fillna(False)
-    ).to_numpy()
-    if not hit.any():
-        hit = _jaeger_ids_match(requests, ident)
-    if not hit.any():
-        hit = _logged_under(requests, events, ident)
+    hit = matching_spans(requests, events, ident)
     requests, events, logged = apart_by_trace(requests, events)
     owner = _owners(requests)
     roots = set(owner[hit])

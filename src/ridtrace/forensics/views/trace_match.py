@@ -1,0 +1,64 @@
+"""Which spans an id given to `ridtrace trace` points at (`views.trace_model`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ridtrace.forensics.views import jaeger_ids
+
+__all__ = ["matching_spans"]
+
+
+def matching_spans(requests: pd.DataFrame, events: pd.DataFrame, ident: str) -> np.ndarray:
+    """The spans `ident` names, as a mask over `requests`: its request_id, x_request_id,
+    span_id or trace_id as logged; else its trace or span id as Jaeger writes ids; else
+    a request id logged on a span's line that the span did not end with."""
+    hit = (
+        (requests["request_id"] == ident).fillna(False)
+        | (requests["x_request_id"] == ident).fillna(False)
+        | (requests["span_id"] == ident).fillna(False)
+        # The id Jaeger shows, and the one `export jaeger` files each request under.
+        | (requests["trace_id"] == ident).fillna(False)
+    ).to_numpy()
+    if not hit.any():
+        hit = _jaeger_ids_match(requests, ident)
+    if not hit.any():
+        hit = _logged_under(requests, events, ident)
+    return hit
+
+
+def _jaeger_ids_match(requests: pd.DataFrame, ident: str) -> np.ndarray:
+    """Spans whose trace or span id is `ident` as Jaeger reads ids: an id logged as
+    ``DEADBEEF`` is ``00000000deadbeef`` in Jaeger's UI, where the operator copies it.
+
+    `ident` is read as Jaeger reads it too, a hex number whatever its case, zeros or
+    ``0x``: Jaeger finds ``F81E…`` as the trace ``f81e…``, and the id copied from an
+    upper-case log or a 16-digit trace id padded to 32 found nothing here.
+    """
+    digits = jaeger_ids.significant_digits(ident)
+    if digits is None or len(digits) > max(jaeger_ids.TRACE_WIDTHS):
+        return np.zeros(len(requests), dtype=bool)
+    trace = requests["trace_id"].astype("object")
+    span = requests["span_id"].astype("object")
+    as_trace = jaeger_ids.trace_id(ident)
+    hit = trace.map(lambda t: isinstance(t, str) and jaeger_ids.trace_id(t) == as_trace)
+    if len(digits) <= jaeger_ids.SPAN_WIDTH:
+        as_span = jaeger_ids.span_id(ident)
+        hit |= span.map(lambda s: isinstance(s, str) and jaeger_ids.span_id(s) == as_span)
+    return np.asarray(hit.to_numpy(dtype=bool), dtype=bool)
+
+
+def _logged_under(requests: pd.DataFrame, events: pd.DataFrame, ident: str) -> np.ndarray:
+    """Spans with a line logged under the request id `ident` that they did not end with:
+    under the legacy id policy `request.start` logs a minted id and the later lines the
+    client's, the id the request is judged by, so the minted id an operator read in the
+    log found "no request"."""
+    lines = events[(events["request_id"] == ident).fillna(False).to_numpy()]
+    if lines.empty:
+        return np.zeros(len(requests), dtype=bool)
+    logged = pd.MultiIndex.from_arrays([lines["trace_id"].astype(object),
+                                        lines["span_id"].astype(object)])
+    spans = pd.MultiIndex.from_arrays([requests["trace_id"].astype(object),
+                                       requests["span_id"].astype(object)])
+    return np.asarray(spans.isin(logged), dtype=bool)
