@@ -1,0 +1,114 @@
+"""`ridtrace trace`'s waterfall: each request's spans as bars on one time axis
+(`views.trace_text` prints it above the blocks)."""
+
+from __future__ import annotations
+
+import math
+
+from rich.text import Text
+
+from ridtrace.contract import FRONTEND
+from ridtrace.forensics.rfc3339 import rfc3339_us
+from ridtrace.forensics.views.text_fit import indented, packed, span_ms, with_ms
+from ridtrace.forensics.views.trace_rows import RequestBlock, TraceView
+from ridtrace.forensics.views.verdicts import CROSSED
+
+__all__ = ["block_numbers", "waterfall_lines", "whose"]
+
+_LABEL = 15  # "┌#10 worker-12"
+_DURATION = 11
+_MIN_BAR = 10
+
+
+def block_numbers(view: TraceView) -> dict[str, int]:
+    """Each block's number as `ridtrace trace` shows it (#1 first), by its span id."""
+    return {block.span_id: i for i, block in enumerate(view.blocks, 1)}
+
+
+def whose(block: RequestBlock, numbers: dict[str, int]) -> str:
+    """Whose output a crossed caller got: the producing span, with its number if shown."""
+    producer = block.verdict.got_output_of
+    if producer is None:
+        return ""
+    ref = f" (#{numbers[producer.span_id]})" if producer.span_id in numbers else ""
+    return f"span {producer.span_id or '?'}{ref}"
+
+
+def _collision_order(blocks: list[RequestBlock]) -> list[list[RequestBlock]]:
+    """Blocks in time order, requests that overlapped under one id kept together."""
+    groups: list[list[RequestBlock]] = []
+    placed: dict[str, list[RequestBlock]] = {}
+    for block in sorted(blocks, key=lambda b: b.start):
+        group = next((placed[s] for s in block.overlaps if s in placed), None)
+        if group is None:
+            group = []
+            groups.append(group)
+        group.append(block)
+        placed[block.span_id] = group
+    return groups
+
+
+def _bar(start: float, end: float, lo: float, scale: float, width: int) -> tuple[int, int]:
+    left = min(width - 1, max(0, math.floor((start - lo) * scale)))
+    right = min(width, max(left + 1, math.ceil((end - lo) * scale)))
+    return left, right
+
+
+def waterfall_lines(view: TraceView, width: int) -> list[Text]:
+    """Each request's spans as bars on one time axis, collisions stacked, crossings marked."""
+    if not view.blocks:
+        return []
+    numbers = block_numbers(view)
+    bar_width = max(_MIN_BAR, width - _LABEL - _DURATION - 2)
+    t0 = min(b.start for b in view.blocks)
+
+    def at(block: RequestBlock, ms: float) -> float:
+        return (block.start - t0).total_seconds() * 1000.0 + ms
+
+    lo = 0.0
+    hi = max(at(b, bar.end_ms) for b in view.blocks for bar in b.spans)
+    scale = bar_width / max(hi - lo, 1e-3)
+    lines = packed([Text(f"waterfall from {rfc3339_us(t0)} (0 ms);", style="bold"),
+                    Text("right: each span's ms", style="bold")], width, sep=" ")
+    for group in _collision_order(view.blocks):
+        stacked = len(group) > 1
+        for k, block in enumerate(group):
+            crossed = block.verdict.label == CROSSED
+            for j, bar in enumerate(block.spans):
+                mark = " "
+                if stacked:
+                    mark = "┌" if k == 0 and j == 0 else ("└" if k == len(group) - 1 and
+                                                         j == len(block.spans) - 1 else "│")
+                name = f"#{numbers[block.span_id]} {bar.side}" if j == 0 else f"   {bar.side}"
+                label = f"{mark}{name}"[: _LABEL - 2] + (" ✗" if crossed and j == 0 else "")
+                left, right = _bar(at(block, bar.start_ms), at(block, bar.end_ms), lo, scale,
+                                   bar_width)
+                style = "cyan" if bar.side == FRONTEND else "green"
+                if bar.outcome not in (None, "ok") or (crossed and j == 0):
+                    style = "red"
+                row = Text(f"{label:<{_LABEL}}")
+                row.append(" " * left)
+                row.append("█" * (right - left), style=style)
+                row.append(" " * (bar_width - right))
+                duration = span_ms(bar.end_ms - bar.start_ms, _DURATION - 1)
+                row.append(f"{duration:>{_DURATION}}", style="dim")
+                lines.append(row)
+            if crossed:
+                lines += packed([
+                    Text(f"  ✗ #{numbers[block.span_id]} got output of", style="bold red"),
+                    Text(whose(block, numbers), style="bold red"),
+                ], width, sep=" ", indent=4)
+                producer = block.verdict.got_output_of
+                if producer is not None:
+                    lines.append(indented(f"request {producer.request_id or '-'}", 4, width,
+                                           "red"))
+        if stacked:
+            ids = " ".join(f"#{n}" for n in sorted(numbers[b.span_id] for b in group))
+            lines += packed([Text(f"  ↕ {ids} held request", style="yellow"),
+                             Text(str(group[0].request_id), style="yellow"),
+                             Text("at the same time", style="yellow")], width, sep=" ", indent=4)
+    axis = Text(" " * _LABEL + "0 ms")
+    end = with_ms(span_ms(hi, 10))
+    axis.append(" " * max(1, bar_width - 4 - len(end)) + end)
+    lines.append(axis)
+    return lines
