@@ -11,7 +11,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ridtrace.tracing import lifecycle, metrics
-from ridtrace.tracing.otlp import otlp_exporter, otlp_timeout, periodic_metric_reader
+from ridtrace.tracing.export_schedule import periodic_metric_reader
+from ridtrace.tracing.otlp import otlp_exporter, otlp_timeout
 from ridtrace.tracing.otlp_endpoints import exporter_names, otlp_export_endpoint
 from ridtrace.tracing.spans import sdk_disabled, service_resource
 

@@ -22,8 +22,8 @@ from opentelemetry.sdk.trace.sampling import (
 )
 
 from ridtrace.tracing import lifecycle
+from ridtrace.tracing.export_schedule import batch_span_processor
 from ridtrace.tracing.otlp import (
-    batch_span_processor,
     otlp_exporter,
     otlp_exporter_module,
     otlp_timeout,

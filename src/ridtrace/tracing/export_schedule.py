@@ -1,0 +1,62 @@
+"""When and how much telemetry is exported: the batch span processor's ``OTEL_BSP_*``
+and the metric reader's ``OTEL_METRIC_EXPORT_*``, read from one mapping of OTEL_*
+variables (as `tracing.otlp` reads the exporters' own), never from ``os.environ``
+behind the caller's back."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["batch_span_processor", "periodic_metric_reader"]
+
+
+def _positive(env: Mapping[str, str], key: str, default: int) -> int:
+    """``key``'s positive integer, ``default`` when unset or empty. A 0 is no "unset"
+    (OTEL_BSP_SCHEDULE_DELAY=0 silently held spans 5 s)."""
+    raw = env.get(key, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise ValueError(f"{key}={raw!r}: not a positive integer")
+    return value
+
+
+_QUEUE_KEY, _BATCH_KEY = "OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"
+
+
+def batch_span_processor(exporter: Any, env: Mapping[str, str]) -> Any:
+    """A batch span processor with ``OTEL_BSP_*`` taken from ``env`` (the SDK's defaults
+    for what it does not set). A queue below the default batch (512) is the batch size,
+    as in the Go and Java SDKs: the Python SDK refused ``OTEL_BSP_MAX_QUEUE_SIZE=256``
+    alone, naming a setting nobody set ("max_export_batch_size must be less than or
+    equal to max_queue_size."). A batch set above the queue is refused naming both."""
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    queue = _positive(env, _QUEUE_KEY, 2048)
+    batch = _positive(env, _BATCH_KEY, min(512, queue))
+    if batch > queue:
+        raise ValueError(f"{_BATCH_KEY}={env[_BATCH_KEY].strip()!r}: a batch is at most the "
+                         f"queue, {_QUEUE_KEY}='{queue}'")
+    return BatchSpanProcessor(
+        exporter,
+        max_queue_size=queue,
+        schedule_delay_millis=_positive(env, "OTEL_BSP_SCHEDULE_DELAY", 5000),
+        max_export_batch_size=batch,
+        export_timeout_millis=_positive(env, "OTEL_BSP_EXPORT_TIMEOUT", 30000),
+    )
+
+
+def periodic_metric_reader(exporter: Any, env: Mapping[str, str]) -> Any:
+    """A periodic reader with ``OTEL_METRIC_EXPORT_INTERVAL`` / ``_TIMEOUT`` from ``env``."""
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+    return PeriodicExportingMetricReader(
+        exporter,
+        export_interval_millis=_positive(env, "OTEL_METRIC_EXPORT_INTERVAL", 60000),
+        export_timeout_millis=_positive(env, "OTEL_METRIC_EXPORT_TIMEOUT", 30000),
+    )
