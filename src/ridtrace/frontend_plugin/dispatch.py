@@ -17,7 +17,6 @@ import time
 from ridtrace.contract import DISPATCH_ATTEMPT, DISPATCH_RETRY
 from ridtrace.frontend_plugin.failures import (
     REQUEST_TIMED_OUT,
-    WORKER_TOKEN_REFUSED,
     WORKER_UNAUTHORIZED,
     WORKER_UNAVAILABLE,
     dispatch_message,
@@ -30,6 +29,12 @@ from ridtrace.frontend_plugin.wire import WORK_PATH, WorkRequest
 from ridtrace.frontend_plugin.worker_connection import WorkerHttpError, WorkerResponse
 from ridtrace.frontend_plugin.worker_http import ConnectionPool
 from ridtrace.frontend_plugin.worker_pool import WorkerPool
+from ridtrace.frontend_plugin.worker_refusals import (
+    ERROR_BODY_LIMIT,
+    HEALTHY_REFUSALS,
+    Refused,
+    refusal_of,
+)
 from ridtrace.frontend_plugin.worker_stream import WorkerStream, is_error_line
 from ridtrace.tracing import metrics
 from ridtrace.tracing.eventlog import EventLog
@@ -145,7 +150,7 @@ class Dispatcher:
                 reason, detail = "timeout", str(overdue)
                 caller_message = REQUEST_TIMED_OUT
                 break
-            except _Refused as refusal:
+            except Refused as refusal:
                 message = refusal.message
                 # A Conflict says only that this worker holds the id: after a worker that
                 # failed, the caller is told of that failure, not "every worker tried
@@ -157,7 +162,7 @@ class Dispatcher:
                 # A Conflict or another 4xx is about this request, not the worker's
                 # health: marking it down would let one bad request take a healthy
                 # worker (with one worker, the frontend's /health) out of rotation.
-                marked_down = refusal.reason not in _HEALTHY_REFUSALS
+                marked_down = refusal.reason not in HEALTHY_REFUSALS
                 if refusal.reason == "conflict":
                     metrics.conflict_retry()
                 if marked_down:
@@ -212,31 +217,17 @@ class Dispatcher:
                     # Read to its end, so the connection goes back to the pool (release()
                     # drops it otherwise), but not past a cap: a body that never ends held
                     # the request for its whole first-byte budget, kept in memory.
-                    detail = (await response.read(_ERROR_BODY_LIMIT))[:200].decode(
+                    detail = (await response.read(ERROR_BODY_LIMIT))[:200].decode(
                         "utf-8", "replace"
                     )
                     response.release()
-                    if status == 409:
-                        raise _Refused("conflict", f"worker refused duplicate id: {detail}")
-                    if status in (401, 403):
-                        # A token mismatch is configuration, not load: fail the request
-                        # clearly instead of trying it on every worker.
-                        raise _Refused(
-                            WORKER_UNAUTHORIZED, f"{WORKER_TOKEN_REFUSED} (HTTP {status})",
-                            fatal=True,
-                        )
-                    if status >= 500:
-                        raise _Refused("status_5xx", f"worker answered {status}")
-                    if status in _WORKER_SIDE_4XX:
-                        # Not about this request: another worker may well take it.
-                        raise _Refused(f"status_{status}", f"worker answered {status}: {detail}")
-                    raise _Refused("status_4xx", f"worker answered {status}: {detail}", fatal=True)
+                    raise refusal_of(status, detail)
                 reader = NdjsonReader(response)
                 first = await reader.next()
         except (WorkerHttpError, BadLine) as exc:
             if response is not None:
                 response.close()
-            raise _Refused("connect", f"{type(exc).__name__}: {exc}") from None
+            raise Refused("connect", f"{type(exc).__name__}: {exc}") from None
         except TimeoutError:
             if response is not None:
                 response.close()
@@ -245,7 +236,7 @@ class Dispatcher:
                     f"worker {redacted_url(worker)}: no first chunk before the request's "
                     f"total timeout ({budget:.1f}s left)"
                 ) from None
-            raise _Refused(
+            raise Refused(
                 "timeout", f"no first chunk within {budget:.1f}s"
             ) from None
         except asyncio.CancelledError:
@@ -257,12 +248,12 @@ class Dispatcher:
         if first is None:
             response.close()
             # A 200 that ends before its first line: no 5xx, yet as unhealthy a reply.
-            raise _Refused("closed_early", "worker closed the stream before the first chunk")
+            raise Refused("closed_early", "worker closed the stream before the first chunk")
         if is_error_line(first, request_id):
             # The worker gave up before producing anything (it is stopping, its engine
             # failed): nothing reached the caller, so another worker may still answer.
             response.close()
-            raise _Refused(
+            raise Refused(
                 "worker_error", f"worker error before its first chunk: {str(first['error'])[:200]}"
             )
         return WorkerStream(
@@ -286,25 +277,3 @@ class _Overdue(Exception):
 
 
 _QUEUED = "request deadline passed while waiting for a connection to a worker"
-
-
-# How much of a refusal's body is read: its first 200 characters are logged.
-_ERROR_BODY_LIMIT = 64 * 1024
-
-# 4xx answers about the worker, not the request, retried elsewhere like a 5xx: 429 Too
-# Many Requests (an engine or a proxy in front of it shedding load) and 421 Misdirected
-# Request (RFC 9110: retry over another connection; a worker that refuses the Host it is
-# reached by). They failed the request with 'worker rejected the request' while other
-# workers were free.
-_WORKER_SIDE_4XX = frozenset({421, 429})
-
-# Refusals that say nothing about the worker's health: it stays in rotation.
-_HEALTHY_REFUSALS = frozenset({"conflict", "status_4xx"})
-
-
-class _Refused(Exception):
-    def __init__(self, reason: str, message: str, *, fatal: bool = False) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
-        self.fatal = fatal
