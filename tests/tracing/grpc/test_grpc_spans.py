@@ -288,6 +288,24 @@ def test_opentelemetry_grpc_interceptor_listed_after_ours_adds_no_second_server_
     assert {format(s.context.span_id, "016x") for s in servers} == set(ends)
 
 
+def _infer_once(proto: Proto, interceptor: Any, metadata: Any) -> None:
+    """One Infer call with `metadata` through a grpc.aio server behind `interceptor`."""
+
+    async def go() -> None:
+        servicer = build_servicer(proto)
+        async with (
+            serving(
+                lambda s: proto.pb2_grpc.add_InferenceServicer_to_server(servicer, s),
+                interceptors=[interceptor],
+            ) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            stub = proto.pb2_grpc.InferenceStub(channel)
+            await stub.Infer(proto.pb2.InferRequest(prompt="p"), metadata=metadata)
+
+    asyncio.run(go())
+
+
 def test_a_b3_callers_trace_is_continued_when_b3_is_the_configured_propagator(
     proto: Proto, log_lines: LogLines
 ) -> None:
@@ -303,21 +321,7 @@ def test_a_b3_callers_trace_is_continued_when_b3_is_the_configured_propagator(
         with otlp_receiver() as receiver:
             provider = _provider(receiver)
             interceptor = RequestTracingInterceptor(tracer_provider=provider)
-
-            async def go() -> None:
-                servicer = build_servicer(proto)
-                async with (
-                    serving(
-                        lambda s: proto.pb2_grpc.add_InferenceServicer_to_server(servicer, s),
-                        interceptors=[interceptor],
-                    ) as target,
-                    grpc.aio.insecure_channel(target) as channel,
-                ):
-                    stub = proto.pb2_grpc.InferenceStub(channel)
-                    await stub.Infer(proto.pb2.InferRequest(prompt="p"),
-                                     metadata=(("b3", f"{CALLER_TRACE}-{CALLER_SPAN}-1"),))
-
-            asyncio.run(go())
+            _infer_once(proto, interceptor, (("b3", f"{CALLER_TRACE}-{CALLER_SPAN}-1"),))
             provider.force_flush()
             (span,) = receiver.wait_for(1)
             provider.shutdown()
@@ -349,21 +353,7 @@ def test_b3s_multiple_keys_are_read_whichever_b3_format_is_configured(
             for propagator, metadata in cases:
                 propagate.set_global_textmap(propagator)
                 interceptor = RequestTracingInterceptor(tracer_provider=provider)
-
-                async def go(interceptor: Any = interceptor, metadata: Any = metadata) -> None:
-                    servicer = build_servicer(proto)
-                    async with (
-                        serving(
-                            lambda s: proto.pb2_grpc.add_InferenceServicer_to_server(
-                                servicer, s),
-                            interceptors=[interceptor],
-                        ) as target,
-                        grpc.aio.insecure_channel(target) as channel,
-                    ):
-                        stub = proto.pb2_grpc.InferenceStub(channel)
-                        await stub.Infer(proto.pb2.InferRequest(prompt="p"), metadata=metadata)
-
-                asyncio.run(go())
+                _infer_once(proto, interceptor, metadata)
             provider.force_flush()
             spans = receiver.wait_for(2, timeout=10)
             provider.shutdown()
@@ -388,21 +378,7 @@ def test_a_propagator_asking_for_its_key_in_mixed_case_finds_it(
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(exporter))
         interceptor = RequestTracingInterceptor(tracer_provider=provider)
-
-        async def go() -> None:
-            servicer = build_servicer(proto)
-            async with (
-                serving(
-                    lambda s: proto.pb2_grpc.add_InferenceServicer_to_server(servicer, s),
-                    interceptors=[interceptor],
-                ) as target,
-                grpc.aio.insecure_channel(target) as channel,
-            ):
-                stub = proto.pb2_grpc.InferenceStub(channel)
-                await stub.Infer(proto.pb2.InferRequest(prompt="p"),
-                                 metadata=(("x-amzn-trace-id", XRAY_HEADER),))
-
-        asyncio.run(go())
+        _infer_once(proto, interceptor, (("x-amzn-trace-id", XRAY_HEADER),))
     finally:
         propagate.set_global_textmap(before)
     (span,) = exporter.get_finished_spans()
