@@ -30,7 +30,6 @@ from ridtrace.forensics.rules.findings import (
     findings_frame,
     paused_gc,
 )
-from ridtrace.forensics.rules.frame_arrays import epoch_us
 from ridtrace.forensics.rules.instants import unseen_overlaps
 from ridtrace.forensics.rules.overlap import (
     caller_of,
@@ -236,25 +235,6 @@ def analyze_requests(
     if (unseen := unseen_overlaps(spans, requests["lines"].to_numpy())) is not None:
         summary.update(incomplete=True, incomplete_reasons=[*summary["incomplete_reasons"], unseen])
     return Report(summary=summary, found=found, source=requests, offsets_us=offsets)
-
-
-def finding_records(findings: pd.DataFrame) -> list[dict[str, Any]]:
-    """A findings DataFrame as plain JSON-ready dicts (ISO times, None for missing ids)."""
-    columns = FindingColumns(
-        kind=[str(k) for k in findings["kind"].tolist()],
-        request_id=_texts(findings["request_id"]),
-        x_request_id=_texts(findings["x_request_id"]),
-        span_id=_texts(findings["span_id"]),
-        time_us=epoch_us(findings["time"]) if len(findings) else np.zeros(0, dtype=np.int64),
-        detail=_texts(findings["detail"]),  # type: ignore[arg-type]
-        evidence=findings["evidence"].tolist(),
-    )
-    return finding_dicts(columns)
-
-
-def _texts(column: pd.Series) -> list[str | None]:
-    # pandas turns a missing string into NaN
-    return [v if isinstance(v, str) else None for v in column.tolist()]
 
 
 def report_json(report: Report) -> dict[str, Any]:
