@@ -232,13 +232,6 @@ def _print_frame(console: Console, frame: pd.DataFrame, *, title: str) -> None:
     console.print()
 
 
-def render_frame(frame: pd.DataFrame, *, title: str, to_terminal: bool) -> str:
-    """Any DataFrame as a rich table, or a block per row when the table would not fit."""
-    console, buf = _console(to_terminal)
-    _print_frame(console, frame, title=title)
-    return buf.getvalue()
-
-
 def render_audit(
     table: pd.DataFrame, summary: dict[str, Any], *, by: str, to_terminal: bool
 ) -> str:

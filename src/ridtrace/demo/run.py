@@ -47,10 +47,6 @@ class PolicyRun:
         """200 answers that were not the caller's own output."""
         return [r for r in self.answered if r.status == 200 and not is_own_output(r)]
 
-    @property
-    def other_errors(self) -> int:
-        return sum(1 for r in self.answered if r.status == 200 and r.error is not None)
-
     def findings(self, kind: str) -> list[dict[str, Any]]:
         return [f for f in self.report.get("findings", []) if f["kind"] == kind]
 

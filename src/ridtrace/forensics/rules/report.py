@@ -114,17 +114,11 @@ def parse_time(text: str | None, *, bound: str | None = None) -> pd.Timestamp | 
     return utc.ceil("us") if utc.nanosecond and utc < highest.floor("us") else utc
 
 
-def select_window(
-    requests: pd.DataFrame, since: pd.Timestamp | None, until: pd.Timestamp | None
-) -> pd.DataFrame:
-    """Keep requests whose [start, end] meets [since, until): whole, never clipped."""
-    return window_requests(requests, since, until)[0]
-
-
 def window_requests(
     requests: pd.DataFrame, since: pd.Timestamp | None, until: pd.Timestamp | None
 ) -> tuple[pd.DataFrame, dict[str, int] | None]:
-    """`select_window`, and the clock offsets it compared on (None: no window).
+    """Requests whose [start, end] meets [since, until), whole, never clipped; and the
+    clock offsets they were compared on (None: no window).
 
     Times are compared on the corrected clock (`rules.skew`, offsets estimated over all
     of `requests`), and a caller is kept with every span that worked for it: a worker
