@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import httpx
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
@@ -66,16 +67,23 @@ class CallerSpans:
         self._provider = provider
         self._tracer = provider.get_tracer("ridtrace.demo")
 
-    def start(self, call: PlannedCall) -> Span | None:
-        """The call's span, with the ids its ``traceparent`` sends (a root span)."""
+    def start(self, call: PlannedCall, base_url: str | httpx.URL) -> Span | None:
+        """The call's span, with the ids its ``traceparent`` sends (a root span), sent to
+        the frontend at ``base_url``."""
         if self._tracer is None:
             return None
         self._ids.trace_id, self._ids.span_id = _planned_ids(call)
+        url = httpx.URL(str(base_url).rstrip("/") + call.route)
         return self._tracer.start_span(
             f"POST {call.route}",
             kind=SpanKind.CLIENT,
             attributes={
+                # What the HTTP client conventions require: without the server's address
+                # a backend's service graph and peer views had no callee to name.
                 "http.request.method": "POST",
+                "url.full": str(url),
+                "server.address": url.host,
+                "server.port": url.port or (443 if url.scheme == "https" else 80),
                 "url.path": call.route,
                 # The correlation id the call sent, in a header or (generate routes)
                 # in its body, so x_request_id=… in Jaeger finds the trace's root too.
@@ -103,8 +111,9 @@ class CallerSpans:
         return {**headers, **extra} if extra else headers
 
     @staticmethod
-    def end(span: Span | None, result: CallResult) -> None:
-        """End ``span`` with what the caller saw."""
+    def end(span: Span | None, result: CallResult, error_type: str | None = None) -> None:
+        """End ``span`` with what the caller saw; ``error_type``: the class of the
+        exception that left the call without an answer."""
         if span is None:
             return
         if result.status:
@@ -114,6 +123,11 @@ class CallerSpans:
         if result.disconnected:
             span.set_attribute("disconnected", True)
         if result.error is not None or not result.status:
+            # `error.type`, as the conventions ask of every failed call, so errors can be
+            # told apart by kind: the status of a 4xx/5xx answer, the exception's class
+            # for none, _OTHER for an error inside a 200 (a stream's error event).
+            span.set_attribute("error.type", str(result.status) if result.status >= 400
+                               else error_type or "_OTHER")
             span.set_status(Status(StatusCode.ERROR, result.error or f"HTTP {result.status}"))
         span.end()
 

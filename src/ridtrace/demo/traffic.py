@@ -22,7 +22,8 @@ async def _one(client: httpx.AsyncClient, call: PlannedCall, spans: CallerSpans 
                 ) -> CallResult:
     result = CallResult(call=call)
     body = request_body(call)
-    span = spans.start(call) if spans is not None else None
+    span = spans.start(call, client.base_url) if spans is not None else None
+    error_type = None
     try:
         headers = CallerSpans.headers(call, span)
         async with client.stream("POST", call.route, json=body, headers=headers) as response:
@@ -38,8 +39,9 @@ async def _one(client: httpx.AsyncClient, call: PlannedCall, spans: CallerSpans 
         result.text, result.error = read_answer(call, response.status_code, raw)
     except httpx.HTTPError as exc:
         result.error = f"{type(exc).__name__}: {exc}"
+        error_type = type(exc).__name__
     finally:
-        CallerSpans.end(span, result)
+        CallerSpans.end(span, result, error_type)
     return result
 
 
