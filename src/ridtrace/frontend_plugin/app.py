@@ -44,6 +44,15 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     error shape: FastAPI's ``{"detail": ...}`` left the OpenAI SDK's error without a
     message and is neither API's shape."""
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 405 and "route" not in request.scope:
+        # The path is a route's, the method not: label the request with that route
+        # (``http.route``, the ``route`` of ``ridtrace.requests``), as FastAPI's own routes
+        # and OpenTelemetry's FastAPI instrumentation do. The inference routes are plain
+        # Starlette ones, which name themselves only when they serve: a wrong method
+        # was counted "unmatched", as if the client had asked for an unknown URL.
+        route = request.app.state.route_of(request.scope)
+        if route is not None:
+            request.scope["route"] = route
     path = request.url.path
     method = shown_text(request.method, MAX_SHOWN_METHOD)  # any token, under h11
     message = f"{exc.detail}: {method} {shown_text(path, 256)}"
@@ -188,6 +197,9 @@ def create_frontend_app(
     app.add_api_route(
         METRICS_PATH, metrics_endpoint, methods=["GET", "HEAD"], include_in_schema=False
     )
+    # The route a request's path names, whatever its method (the included router's
+    # routes are its own, not app.router's): for key refusals and 405s.
+    app.state.route_of = matching_route([*router.routes, *app.router.routes])
     config = fe.settings
     # Added before the tracing middleware, so it runs inside it: a refusal has its ids and
     # its request.end line like any other answer. Not added at all without keys: an
@@ -201,7 +213,7 @@ def create_frontend_app(
             error_of=lambda scope: (
                 anthropic_error if sent_by_anthropic_sdk(scope["headers"]) else None),
             hint=": send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'",
-            route_of=matching_route([*router.routes, *app.router.routes]),
+            route_of=app.state.route_of,
         )
     app.add_middleware(AnthropicRequestId)
     app.add_middleware(
