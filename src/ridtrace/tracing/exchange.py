@@ -19,6 +19,7 @@ from ridtrace.contract import REQUEST_END, REQUEST_START
 from ridtrace.tracing.context import RequestContext
 from ridtrace.tracing.identity import shown_text, validate_client_id
 from ridtrace.tracing.inbound import decide_outcome
+from ridtrace.tracing.url_query import shown_query
 
 __all__ = [
     "MAX_SHOWN_CLIENT",
@@ -126,6 +127,9 @@ def start_attributes(
             attributes["http.request.method"] = "_OTHER"
             attributes["http.request.method_original"] = shown_text(method, MAX_SHOWN_METHOD)
         attributes["url.path"] = shown_text(scope.get("path", ""), MAX_SHOWN_PATH)
+        query = scope.get("query_string")
+        if query:  # required by the conventions when one was received
+            attributes["url.query"] = shown_query(query)
         attributes["url.scheme"] = scope.get("scheme", "http")
         attributes["network.protocol.version"] = scope.get("http_version", "1.1")
         server = scope.get("server")
