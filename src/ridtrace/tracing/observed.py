@@ -149,10 +149,13 @@ class ObservedServing:
             return message
 
         async def send_tagged(message: Message) -> None:
-            if state.abandoned:
-                # Nothing of it reaches the client, so nothing of it is recorded as
-                # sent: the request is the schema's status 0, outcome cancelled (a
-                # FastAPI route answered its cut-short body with a 400, logged 'ok').
+            if state.disconnected:
+                # Nothing sent after the client left reaches it (uvicorn drops it), so
+                # nothing of it is recorded as sent. Before any answer, the request is
+                # the schema's status 0, outcome cancelled (a FastAPI route answered its
+                # cut-short body with a 400, logged 'ok'); mid-body, the stream's end is
+                # not the response finished (a BaseHTTPMiddleware inside still sends
+                # its last empty body message: a stream cut short was logged 'ok').
                 await send(message)
                 return
             kind = message["type"]
