@@ -46,4 +46,13 @@ def create_app() -> FastAPI:
 
         return StreamingResponse(generate())
 
+    @app.get("/breaks")
+    async def breaks() -> StreamingResponse:
+        async def generate() -> AsyncIterator[str]:
+            yield "token 0\n"
+            await asyncio.sleep(0.01)
+            raise RuntimeError("the model crashed mid-stream")
+
+        return StreamingResponse(generate())
+
     return app

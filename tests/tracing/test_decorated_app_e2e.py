@@ -48,3 +48,22 @@ def test_a_stream_its_client_left_is_cancelled_behind_a_base_http_middleware(
               and x.get("request_id") == request_id]
     assert (end["status"], end["outcome"]) == (200, "cancelled"), end
     assert end["bytes_out"] < len(b"token 999\n") * 1000
+
+
+def test_a_stream_that_crashed_is_an_error_though_its_end_went_out(
+    server: tuple[RunningServer, Path],
+) -> None:
+    """The route's stream raises after its first token. The BaseHTTPMiddleware ends the
+    response it re-sends (the client sees a complete, cut-short body) and then raises
+    the route's exception, which uvicorn logs as an ERROR: request.end said INFO,
+    outcome ``ok``, because the body had finished."""
+    running, log_path = server
+    response = httpx.get(running.url + "/breaks", timeout=10)
+    assert (response.status_code, response.text) == (200, "token 0\n")
+    request_id = response.headers["x-server-request-id"]
+    lines = wait_for_lines(log_path, lambda lines: any(
+        x.get("event") == "request.end" and x.get("request_id") == request_id for x in lines
+    ))
+    (end,) = [x for x in lines if x.get("event") == "request.end"
+              and x.get("request_id") == request_id]
+    assert (end["status"], end["outcome"], end["level"]) == (200, "error", "WARN"), end

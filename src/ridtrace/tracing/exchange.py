@@ -206,10 +206,17 @@ def end_fields(
 
 
 def outcome_of(state: Exchange, failure: BaseException | None, ctx: RequestContext) -> str:
-    """ok / error / cancelled by the rules every transport shares (``decide_outcome``)."""
+    """ok / error / cancelled by the rules every transport shares (``decide_outcome``).
+
+    An exception the app raised after its last body byte is its failure too: a
+    ``BaseHTTPMiddleware`` inside sends the end of a stream its route broke off (the
+    client gets a cut-short body that looks whole) and only then raises the route's
+    exception, and a background task fails after the response; both were ``ok``.
+    """
+    raised_after_end = state.body_done and isinstance(failure, Exception)
     return decide_outcome(
-        ctx, failure, finished=state.body_done, server_fault=state.status >= 500,
-        gone=state.disconnected,
+        ctx, failure, finished=state.body_done,
+        server_fault=state.status >= 500 or raised_after_end, gone=state.disconnected,
     )
 
 
