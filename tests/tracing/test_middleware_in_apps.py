@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import BackgroundTasks, FastAPI
+from fastapi import BackgroundTasks, FastAPI, WebSocket
 from fastapi.responses import JSONResponse
 from loguru import logger
 from opentelemetry.sdk.trace import TracerProvider
@@ -21,9 +21,16 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, StreamingResponse
 from starlette.routing import Route
+from starlette.testclient import TestClient
 from starlette.types import Message
 
-from ridtrace import RequestTracingMiddleware, TracingSettings, current_request_id
+from ridtrace import (
+    RequestTracingMiddleware,
+    TracingSettings,
+    current_request_id,
+    current_x_request_id,
+)
+from ridtrace.tracing import annotate_span
 from tests.tracing.conftest import read_lines
 
 
@@ -446,3 +453,68 @@ def test_a_sub_app_with_the_middleware_names_its_routes_with_the_mount_it_is_ser
     (span,) = exporter.get_finished_spans()
     assert end["route"] == "/billing/invoices/{number}"
     assert (span.attributes or {})["http.route"] == "/billing/invoices/{number}"
+
+
+def test_a_websocket_connection_is_served_under_ids_of_its_own(log_file: Path) -> None:
+    # A WebSocket handshake is an HTTP request, and its handler's lines are written
+    # while it is handled: they carried no ids at all (the scope passed straight
+    # through), and the client got no x-server-request-id to quote.
+    app = FastAPI(telemetry={"tracing": False})
+
+    @app.websocket("/chat")
+    async def chat(websocket: WebSocket) -> None:
+        await websocket.accept()
+        logger.info("chat message")
+        await websocket.send_json(
+            {"request_id": current_request_id(), "x_request_id": current_x_request_id()}
+        )
+        await websocket.close()
+
+    app.add_middleware(RequestTracingMiddleware)
+    seen = []
+    with TestClient(app) as client:
+        for _ in range(2):
+            with client.websocket_connect(
+                "/chat", headers={"x-request-id": "chat-1", "request-id": "legacy"}
+            ) as session:
+                ids = session.receive_json()
+                accept_headers = {
+                    bytes(name).decode(): bytes(value).decode()
+                    for name, value in session.extra_headers or ()
+                }
+            seen.append(ids["request_id"])
+            assert ids["x_request_id"] == "chat-1"
+            assert accept_headers["x-server-request-id"] == ids["request_id"]
+            assert accept_headers["x-request-id"] == "chat-1"
+    assert len(set(seen)) == 2 and None not in seen  # fresh per connection
+    lines = read_lines(log_file)
+    chats = [x for x in lines if x["message"] == "chat message"]
+    assert [x["request_id"] for x in chats] == seen
+    assert all(x["x_request_id"] == "chat-1" and x["trace_id"] and x["span_id"] for x in chats)
+    (warned,) = [x for x in lines if x.get("event") == "deprecated_header"]
+    assert (warned["header"], warned["request_id"]) == ("request-id", seen[0])
+
+
+def test_an_instrumentations_span_for_a_websocket_gets_its_ids(log_file: Path) -> None:
+    from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
+    from starlette.routing import WebSocketRoute
+
+    provider, exporter = _provider()
+
+    async def chat(websocket: WebSocket) -> None:
+        await websocket.accept()
+        annotate_span(room="lobby")
+        await websocket.send_text(current_request_id() or "")
+        await websocket.close()
+
+    inner = RequestTracingMiddleware(Starlette(routes=[WebSocketRoute("/chat", chat)]))
+    app = OpenTelemetryMiddleware(inner, tracer_provider=provider)
+    with TestClient(app) as client, client.websocket_connect(
+        "/chat", headers={"x-request-id": "chat-2"}
+    ) as session:
+        request_id = session.receive_text()
+    (server,) = [s for s in exporter.get_finished_spans() if s.kind.name == "SERVER"]
+    assert server.attributes is not None
+    assert server.attributes["request_id"] == request_id
+    assert server.attributes["x_request_id"] == "chat-2"
+    assert server.attributes["room"] == "lobby"

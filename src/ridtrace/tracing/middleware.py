@@ -24,6 +24,7 @@ from ridtrace.tracing.placement import moved_into_fastapi
 from ridtrace.tracing.propagation import extracted_header_names
 from ridtrace.tracing.serverspan import minted_context, records_nothing
 from ridtrace.tracing.settings import TracingSettings
+from ridtrace.tracing.websocket import serve_websocket
 
 __all__ = ["RequestTracingMiddleware"]
 
@@ -40,8 +41,9 @@ class RequestTracingMiddleware(ObservedServing):
     echoed back, deprecated id headers ignored with one WARN per name per process,
     one server span (or the attributes added to the server span another
     instrumentation already opened), both ids on every log line through the context,
-    and ``request.start`` / ``request.end`` lifecycle lines. Non-HTTP scopes pass
-    straight through.
+    and ``request.start`` / ``request.end`` lifecycle lines. A WebSocket connection
+    gets the ids, their log context and the id headers on its handshake's answer
+    (``ridtrace.tracing.websocket``); other scopes pass straight through.
     """
 
     def __init__(
@@ -85,6 +87,10 @@ class RequestTracingMiddleware(ObservedServing):
         # SCOPE_KEY: a ridtrace middleware further out (the parent app's, around a
         # mounted sub-app that has its own) already handles this very request.
         if scope["type"] != "http" or self._pass_through or SCOPE_KEY in scope:
+            # A WebSocket handshake is a request too; checked only off the HTTP path.
+            if scope["type"] == "websocket" and not self._pass_through and SCOPE_KEY not in scope:
+                await serve_websocket(self, scope, receive, send)
+                return
             await self.app(scope, receive, send)
             return
         inherited = request_context.current()
