@@ -38,9 +38,9 @@ def create_app() -> FastAPI:
         return {"status": "ok"}
 
     @app.get("/tokens")
-    async def tokens() -> StreamingResponse:
+    async def tokens(count: int = 1000) -> StreamingResponse:
         async def generate() -> AsyncIterator[str]:
-            for i in range(1000):
+            for i in range(count):
                 yield f"token {i}\n"
                 await asyncio.sleep(0.01)
 

@@ -50,6 +50,21 @@ def test_a_stream_its_client_left_is_cancelled_behind_a_base_http_middleware(
     assert end["bytes_out"] < len(b"token 999\n") * 1000
 
 
+def test_a_stream_read_to_its_end_behind_a_base_http_middleware_is_ok(
+    server: tuple[RunningServer, Path],
+) -> None:
+    running, log_path = server
+    response = httpx.get(running.url + "/tokens?count=5", timeout=10)
+    assert response.text == "".join(f"token {i}\n" for i in range(5))
+    request_id = response.headers["x-server-request-id"]
+    lines = wait_for_lines(log_path, lambda lines: any(
+        x.get("event") == "request.end" and x.get("request_id") == request_id for x in lines
+    ))
+    (end,) = [x for x in lines if x.get("event") == "request.end"
+              and x.get("request_id") == request_id]
+    assert (end["status"], end["outcome"], end["bytes_out"]) == (200, "ok", len(response.content))
+
+
 def test_a_stream_that_crashed_is_an_error_though_its_end_went_out(
     server: tuple[RunningServer, Path],
 ) -> None:
