@@ -84,6 +84,43 @@ def test_without_configure_logging_events_reach_plain_loguru_handlers() -> None:
     assert record["extra"] == {"event": "dispatch.attempt", "attempt": 1}
 
 
+def test_without_configure_logging_events_carry_the_requests_ids(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The ids came only from configure_logging's patcher: an application with its own
+    # loguru handlers alone got every request.start / request.end and deprecation WARN
+    # without request_id, x_request_id, trace_id or span_id, nothing to join them by.
+    import httpx
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    from ridtrace import RequestTracingMiddleware
+
+    async def hello(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("hello")
+
+    # As in a process that never called configure_logging (an earlier test's call
+    # left its patcher installed on loguru).
+    monkeypatch.setattr(logger._core, "patcher", None)  # type: ignore[attr-defined]
+    app = RequestTracingMiddleware(Starlette(routes=[Route("/", hello)]))
+    records: list[dict[str, Any]] = []
+    logger.add(lambda message: records.append(message.record), level="DEBUG")
+
+    async def call() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return await client.get("/", headers={"x-request-id": "mine", "request-id": "old"})
+
+    request_id = asyncio.run(call()).headers["x-server-request-id"]
+    events_seen = {r["extra"]["event"]: r["extra"] for r in records}
+    assert set(events_seen) == {"deprecated_header", "request.start", "request.end"}
+    for extra in events_seen.values():
+        assert (extra["request_id"], extra["x_request_id"]) == (request_id, "mine"), extra
+        assert len(extra["trace_id"]) == 32 and len(extra["span_id"]) == 16, extra
+
+
 def test_removing_the_handler_stops_events_and_closes_the_file(tmp_path: Path) -> None:
     path = tmp_path / "app.jsonl"
     handler = configure_logging(path, intercept_stdlib=False)

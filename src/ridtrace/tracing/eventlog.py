@@ -16,7 +16,7 @@ from typing import Any
 from loguru import logger
 
 from ridtrace.tracing.context import current_context
-from ridtrace.tracing.jsonline import event_tail, utc_now
+from ridtrace.tracing.jsonline import add_context_ids, event_tail, utc_now
 from ridtrace.tracing.sinks import event_sinks, report_write_error
 
 __all__ = ["EventLog"]
@@ -51,6 +51,13 @@ class EventLog:
     def _emit(self, level: str, message: str, fields: dict[str, Any]) -> None:
         sinks = event_sinks()
         if not sinks:
+            # The ids go with the event itself: configure_logging's patcher, which
+            # copies them into every record, is not there in an application that only
+            # has loguru handlers of its own, whose events then carried none. A field
+            # the caller passed wins, as the patcher has it.
+            ctx = current_context()
+            if ctx is not None:
+                add_context_ids(fields, ctx)
             # depth=2: loguru names the line after the module that called info() & co.
             logger.opt(depth=2).log(level, message, **fields)
             return
