@@ -52,7 +52,9 @@ def completion_logprobs(body: dict[str, Any]) -> int | None:
 
 
 def _entry(token: str) -> dict[str, Any]:
-    return {"token": token, "logprob": 0.0, "bytes": list(token.encode())}
+    # surrogatepass: a lone surrogate the prompt carried has no UTF-8 bytes; these are
+    # its WTF-8 ones, as the fingerprints take it.
+    return {"token": token, "logprob": 0.0, "bytes": list(token.encode("utf-8", "surrogatepass"))}
 
 
 def chat_token_logprobs(tokens: list[str], top: int) -> dict[str, Any]:

@@ -7,6 +7,8 @@ from typing import Any, Protocol
 
 import orjson
 
+from ridtrace.frontend_plugin import json_codec
+
 __all__ = ["BadLine", "ByteSource", "NdjsonReader"]
 
 
@@ -65,7 +67,7 @@ class NdjsonReader:
 def decode(line: bytes) -> dict[str, Any]:
     """One line as a JSON object; raises :class:`BadLine`."""
     try:
-        value = orjson.loads(line)
+        value = json_codec.loads(line)
     except orjson.JSONDecodeError as exc:
         raise BadLine(f"invalid worker line: {exc}") from None
     if not isinstance(value, dict):

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from ridtrace.frontend_plugin import json_codec
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
 from ridtrace.frontend_plugin.json_reply import check_schema
 
@@ -129,7 +130,7 @@ def sglang_format(params: dict[str, Any]) -> dict[str, Any] | None:
         return None
     param = "sampling_params.json_schema"
     try:
-        schema = orjson.loads(text) if isinstance(text, str) else None
+        schema = json_codec.loads(text) if isinstance(text, str) else None
     except orjson.JSONDecodeError:
         schema = None
     if not isinstance(schema, dict):

@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from ridtrace.frontend_plugin import json_codec
 from ridtrace.frontend_plugin.bodies import MAX_MODEL_LENGTH
 from ridtrace.frontend_plugin.json_reply import check_schema
 from ridtrace.frontend_plugin.sampling import MAX_STOP_LENGTH, MAX_STOP_SEQUENCES
@@ -76,7 +77,7 @@ class WorkRequest:
 
     def to_json(self) -> bytes:
         """Serialise for the request body."""
-        return orjson.dumps(
+        return json_codec.dumps(
             {
                 "request_id": self.request_id,
                 "x_request_id": self.x_request_id,
@@ -101,7 +102,7 @@ class WorkRequest:
         (RIDTRACE_MAX_CLIENT_ID_LENGTH) accepts and sends on.
         """
         try:
-            raw: Any = orjson.loads(data)
+            raw: Any = json_codec.loads(data)
         except orjson.JSONDecodeError as exc:
             raise ValueError(f"invalid JSON: {exc}") from None
         if not isinstance(raw, dict):
@@ -166,12 +167,15 @@ class ChunkEncoder:
 
     def __call__(self, text: str) -> bytes:
         """The same bytes as ``chunk_line(request_id, text)``."""
-        return self._prefix + orjson.dumps(text) + b"}\n"
+        try:
+            return self._prefix + orjson.dumps(text) + b"}\n"
+        except TypeError:  # a lone surrogate the prompt carried (json_codec)
+            return self._prefix + json_codec.dumps(text) + b"}\n"
 
 
 def chunk_line(request_id: str, text: str) -> bytes:
     """One generated token."""
-    return orjson.dumps({"request_id": request_id, "text": text}, option=orjson.OPT_APPEND_NEWLINE)
+    return json_codec.dumps({"request_id": request_id, "text": text}, newline=True)
 
 
 def done_line(
@@ -188,11 +192,9 @@ def done_line(
     }
     if stop_sequence is not None:
         done["stop_sequence"] = stop_sequence
-    return orjson.dumps(done, option=orjson.OPT_APPEND_NEWLINE)
+    return json_codec.dumps(done, newline=True)
 
 
 def error_line(request_id: str, message: str) -> bytes:
     """The last line of a stream the worker could not finish."""
-    return orjson.dumps(
-        {"request_id": request_id, "error": message}, option=orjson.OPT_APPEND_NEWLINE
-    )
+    return json_codec.dumps({"request_id": request_id, "error": message}, newline=True)

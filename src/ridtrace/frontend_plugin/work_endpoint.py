@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from opentelemetry import baggage
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -33,6 +32,7 @@ from ridtrace.contract import (
     WORKER_START,
 )
 from ridtrace.fingerprint import fingerprint
+from ridtrace.frontend_plugin import json_codec
 from ridtrace.frontend_plugin.asgi_io import GuardedStreamingResponse, transfer_coding_refusal
 from ridtrace.frontend_plugin.drain import Drain
 from ridtrace.frontend_plugin.engine import EchoEngine, echo_tokens
@@ -295,7 +295,7 @@ async def _send_error(
 async def _send_json(
     send: Send, status: int, content: Any, *, extra: tuple[tuple[bytes, bytes], ...] = ()
 ) -> None:
-    body = orjson.dumps(content)
+    body = json_codec.dumps(content)
     await send({
         "type": "http.response.start", "status": status,
         "headers": [_JSON_HEADER, (b"content-length", b"%d" % len(body)), *extra],

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from ridtrace.frontend_plugin import json_codec
 from ridtrace.frontend_plugin.bodies import Parsed
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.settings import FrontendSettings
@@ -18,7 +19,7 @@ __all__ = ["ApiSpec", "Ids", "Renderer", "SseTemplate", "sse"]
 
 def sse(data: dict[str, Any] | str, event: str | None = None) -> bytes:
     """One server-sent event."""
-    payload = data.encode() if isinstance(data, str) else orjson.dumps(data)
+    payload = data.encode() if isinstance(data, str) else json_codec.dumps(data)
     if event is None:
         return b"data: " + payload + b"\n\n"
     return b"event: " + event.encode() + b"\ndata: " + payload + b"\n\n"
@@ -48,7 +49,10 @@ class SseTemplate:
 
     def render(self, text: str) -> bytes:
         """The event with ``text`` in the hole."""
-        return self._prefix + orjson.dumps(text) + self._suffix
+        try:
+            return self._prefix + orjson.dumps(text) + self._suffix
+        except TypeError:  # a lone surrogate the prompt carried (json_codec)
+            return self._prefix + json_codec.dumps(text) + self._suffix
 
 
 @dataclass(frozen=True, slots=True)

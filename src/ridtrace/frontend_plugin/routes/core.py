@@ -16,6 +16,7 @@ from starlette.types import Receive, Scope, Send
 
 from ridtrace.contract import SHUTTING_DOWN
 from ridtrace.fingerprint import fingerprint
+from ridtrace.frontend_plugin import json_codec
 from ridtrace.frontend_plugin.asgi_io import early_refusal, receive_body, wait_for_disconnect
 from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
@@ -96,7 +97,7 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
                       None)
         return
     try:
-        raw = require_object(orjson.loads(body))
+        raw = require_object(json_codec.loads(body))
         check_nesting(raw, body)
         parsed = api.parse(raw, settings)
     except orjson.JSONDecodeError as exc:
@@ -154,7 +155,7 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
         elif isinstance(end, Finished):
             annotate_request(fp_out=fingerprint(text))
             renderer.pieces = pieces
-            await _send_json(send, 200, orjson.dumps(renderer.body(text, end)))
+            await _send_json(send, 200, json_codec.dumps(renderer.body(text, end)))
         else:
             await _failure(send, api, end)
     finally:
@@ -241,7 +242,7 @@ async def _send_error(
     param: str | None = None, code: str | None = None,
     headers: tuple[tuple[bytes, bytes], ...] = (),
 ) -> None:
-    payload = orjson.dumps(api.error_payload(status, message, kind, param, code))
+    payload = json_codec.dumps(api.error_payload(status, message, kind, param, code))
     await _send_json(send, status, payload, headers)
 
 

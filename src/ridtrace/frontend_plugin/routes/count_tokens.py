@@ -18,6 +18,7 @@ from starlette.requests import ClientDisconnect
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from ridtrace.frontend_plugin import json_codec
 from ridtrace.frontend_plugin.asgi_io import early_refusal, receive_body
 from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
@@ -102,7 +103,7 @@ class CountTokensEndpoint:
                 api, 413, f"request body exceeds {settings.max_body_bytes} bytes"))
             return
         try:
-            prompt = self.counter.prompt(require_object(orjson.loads(body)), settings)
+            prompt = self.counter.prompt(require_object(json_codec.loads(body)), settings)
         except orjson.JSONDecodeError as exc:
             await _answer(send, 400, _error(api, 400, json_error(body, exc)))
             return
@@ -121,7 +122,7 @@ def _error(api: ApiSpec, status: int, message: str, kind: str | None = None,
 
 async def _answer(send: Send, status: int, payload: dict[str, object],
                   close: bool = False) -> None:
-    body = orjson.dumps(payload)
+    body = json_codec.dumps(payload)
     headers = [(b"content-length", str(len(body)).encode("latin-1")),
                (b"content-type", b"application/json")]
     if close:
