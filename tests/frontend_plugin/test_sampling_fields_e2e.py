@@ -37,6 +37,34 @@ def test_openai_sampling_fields_of_the_wrong_type_or_range_are_400(
     assert_both_openai_routes_refuse(oai, extra, param)
 
 
+@pytest.mark.parametrize("max_tokens", ["lots", 0, 10**9])
+def test_max_tokens_beside_max_completion_tokens_is_checked_too(
+    oai: openai.OpenAI, max_tokens: object
+) -> None:
+    # max_completion_tokens wins, but a max_tokens of the wrong type or range was taken
+    # silently because only the first limit set was read.
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.chat.completions.create(model="echo", messages=CHAT, max_completion_tokens=3,
+                                    extra_body={"max_tokens": max_tokens})
+    assert info.value.param == "max_tokens"
+    reply = oai.chat.completions.create(model="echo", messages=CHAT, max_completion_tokens=1,
+                                        max_tokens=5)
+    assert reply.usage is not None and reply.usage.completion_tokens == 1
+
+
+@pytest.mark.parametrize(("body", "param"), [
+    ({"max_tokens": "lots", "sampling_params": {"max_tokens": 2}}, "max_tokens"),
+    ({"max_tokens": 2, "sampling_params": {"max_tokens": 0}}, "sampling_params.max_tokens"),
+])
+def test_both_token_limits_of_native_generate_are_checked(
+    stack: Stack, body: dict[str, Any], param: str
+) -> None:
+    reply = httpx.post(stack.url + "/inference/v1/generate", json={"prompt": "a b c", **body},
+                       timeout=30)
+    assert reply.status_code == 400, reply.text
+    assert reply.json()["error"]["param"] == param
+
+
 def test_stream_options_without_stream_is_400_as_openai_answers(oai: openai.OpenAI) -> None:
     # Silently ignored before: a caller waiting for the usage chunk never got one.
     with pytest.raises(openai.BadRequestError) as info:

@@ -94,13 +94,19 @@ class _GenerateSpec(ApiSpec):
         else:
             raise InvalidRequest("'prompt' or 'token_ids' is required", param="prompt")
         params = _params(body)
-        name = "sampling_params.max_tokens" if "max_tokens" in params else "max_tokens"
-        value = params.get("max_tokens", body.get("max_tokens"))
+        # sampling_params' limit wins, but both are checked: the other was taken whatever
+        # it held.
+        limits = [
+            token_limit(value, param=name, limit=settings.max_tokens_limit,
+                        default=settings.default_max_tokens)
+            for name, value in (("sampling_params.max_tokens", params.get("max_tokens")),
+                                ("max_tokens", body.get("max_tokens")))
+            if value is not None
+        ]
         return Parsed(
             model=model_name(body, settings.model),
             prompt=prompt,
-            max_tokens=token_limit(value, param=name, limit=settings.max_tokens_limit,
-                                   default=settings.default_max_tokens),
+            max_tokens=limits[0] if limits else settings.default_max_tokens,
             stream=opt_bool(body, "stream"),
             body_client_id=body_client_id(body, "request_id"),
             stop=generate_sampling(params, "sampling_params"),

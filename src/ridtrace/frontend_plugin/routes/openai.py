@@ -37,14 +37,17 @@ CHAT_ROLES = ("developer", "system", "user", "assistant", "tool", "function")
 
 
 def max_tokens_of(body: dict[str, Any], settings: FrontendSettings, *names: str) -> int:
-    """The first of `names` the body sets, as a token limit (the settings' default else)."""
-    for name in names:
-        if body.get(name) is not None:
-            return token_limit(
-                body[name], param=name, limit=settings.max_tokens_limit,
-                default=settings.default_max_tokens,
-            )
-    return settings.default_max_tokens
+    """The first of `names` the body sets, as a token limit (the settings' default else).
+
+    Every one set is checked, not only the first: chat's ``max_tokens`` beside
+    ``max_completion_tokens`` was taken whatever it held (``"lots"``, ``0``), where the
+    real API (and vLLM) refuse it."""
+    limits = [
+        token_limit(body[name], param=name, limit=settings.max_tokens_limit,
+                    default=settings.default_max_tokens)
+        for name in names if body.get(name) is not None
+    ]
+    return limits[0] if limits else settings.default_max_tokens
 
 
 def _usage(prompt_tokens: int, tokens: int) -> dict[str, int]:
