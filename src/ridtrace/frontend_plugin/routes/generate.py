@@ -36,6 +36,19 @@ def _token_ids(value: Any, param: str) -> str:
     return token_prompt(value, param)
 
 
+def _prompt_field(body: dict[str, Any], text: str, ids: str) -> str:
+    """Which of the two prompt fields ``body`` sets. ``null`` is not set, as in SGLang's
+    and vLLM's request models (a client writing its request object whole sends the
+    other one as ``null``: that was a 400); both set is refused, as SGLang refuses it,
+    instead of answering the token ids and dropping the text."""
+    given = [name for name in (ids, text) if body.get(name) is not None]
+    if len(given) == 2:
+        raise InvalidRequest(f"give '{text}' or '{ids}', not both", param=ids)
+    if not given:
+        raise InvalidRequest(f"'{text}' or '{ids}' is required", param=text)
+    return given[0]
+
+
 def _params(body: dict[str, Any]) -> dict[str, Any]:
     params = body.get("sampling_params")
     if params is None:
@@ -85,14 +98,9 @@ class _GenerateSpec(ApiSpec):
     body_id_first = False
 
     def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
-        if "token_ids" in body:
-            sent = body["token_ids"]
-            prompt = _token_ids(sent, "token_ids")
-        elif "prompt" in body:
-            sent = body["prompt"]
-            prompt = token_prompt(sent, "prompt")
-        else:
-            raise InvalidRequest("'prompt' or 'token_ids' is required", param="prompt")
+        name = _prompt_field(body, "prompt", "token_ids")
+        sent = body[name]
+        prompt = _token_ids(sent, name) if name == "token_ids" else token_prompt(sent, name)
         params = _params(body)
         # sampling_params' limit wins, but both are checked: the other was taken whatever
         # it held.
@@ -175,15 +183,13 @@ class _SglangSpec(ApiSpec):
     body_id_first = True
 
     def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
-        if "input_ids" in body:
+        if _prompt_field(body, "text", "input_ids") == "input_ids":
             prompt = _token_ids(body["input_ids"], "input_ids")
-        elif "text" in body:
-            if not isinstance(body["text"], str):
-                raise InvalidRequest("'text' must be a string (batches are not supported)",
-                                     param="text")
+        elif isinstance(body["text"], str):
             prompt = body["text"]
         else:
-            raise InvalidRequest("'text' or 'input_ids' is required", param="text")
+            raise InvalidRequest("'text' must be a string (batches are not supported)",
+                                 param="text")
         if opt_bool(body, "return_logprob"):
             # SGLang's answer is [logprob, token_id, text] per token in meta_info, and the
             # echo engine has no token ids: a 200 without them failed the caller later,
