@@ -50,3 +50,15 @@ def test_neither_prompt_field_is_refused(stack: Stack, path: str, param: str) ->
     reply = httpx.post(stack.url + path, json={"max_tokens": 3}, timeout=30)
     assert reply.status_code == 400, reply.text
     assert reply.json()["error"]["param"] == param
+
+
+@pytest.mark.parametrize("input_ids", [[[7, 8]], [[7, 8], [9]]])
+def test_a_batch_of_input_ids_is_refused_as_a_batch_of_texts_is(
+    stack: Stack, input_ids: list[list[int]]
+) -> None:
+    # SGLang answers a list of lists (of one too) with a list of replies; one reply object
+    # in its place broke the caller's reply[0]. A list of texts was already refused.
+    for body in ({"input_ids": input_ids}, {"text": ["a b"] * len(input_ids)}):
+        reply = httpx.post(stack.url + "/generate", json=body, timeout=30)
+        assert reply.status_code == 400, reply.text
+        assert "batches are not supported" in reply.json()["error"]["message"]

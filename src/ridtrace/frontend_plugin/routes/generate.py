@@ -184,7 +184,13 @@ class _SglangSpec(ApiSpec):
 
     def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
         if _prompt_field(body, "text", "input_ids") == "input_ids":
-            prompt = _token_ids(body["input_ids"], "input_ids")
+            ids = body["input_ids"]
+            if isinstance(ids, list) and ids and isinstance(ids[0], list):
+                # SGLang answers a list of lists, even of one, with a list of replies: one
+                # reply object, as for a single prompt, broke the caller's [0].
+                raise InvalidRequest("'input_ids' must be one list of token ids (batches are "
+                                     "not supported)", param="input_ids")
+            prompt = _token_ids(ids, "input_ids")
         elif isinstance(body["text"], str):
             prompt = body["text"]
         else:
