@@ -35,7 +35,6 @@ from ridtrace.tracing.exchange import (
     end_time_ns,
     file_size,
     outcome_of,
-    route_template,
     start_attributes,
     start_fields,
 )
@@ -43,6 +42,7 @@ from ridtrace.tracing.id_headers import IdHeaders
 from ridtrace.tracing.inbound import note_inbound
 from ridtrace.tracing.lifecycle import running as running_requests
 from ridtrace.tracing.propagation import HeldWarnings, extract
+from ridtrace.tracing.route_template import route_template
 from ridtrace.tracing.serverspan import active_server_span, request_context_for
 
 __all__ = ["SCOPE_KEY", "UNMATCHED_ROUTE", "ObservedServing"]
