@@ -8,8 +8,8 @@ deprecated-header line, and how the span ended. This pass computes just those fr
 raw fields, with the same picks as `sql.span_aggregates` (display-only fields left
 null), so its rows equal the full path's (``tests/forensics/test_lean_spans.py``).
 
-A span's lines group on (trace_id, span_id); a suspect line is a row of its own, keyed
-by its row number, to be judged in Python.
+A span's lines group on (trace_id, span_id); the suspect lines are one row, listing
+their row numbers and flags (``_suspects``), to be judged in Python.
 """
 
 from __future__ import annotations
@@ -114,6 +114,13 @@ _BITS = f"""(CASE WHEN _worker THEN {_WORKER_BIT} ELSE 0 END
         + CASE WHEN time IS NULL THEN {_UNTIMED_BIT} ELSE 0 END) ELSE 0 END)::UTINYINT"""
 
 
+# Suspect lines (no record, or no time) are one group per file, each line in its
+# ``_suspects`` list as ``rn * SUSPECT_PACK + _bits``: a group of its own per line held
+# every aggregate's state for it, ~1 KiB a line, and a plain-text log of 1M lines in a
+# log folder took 1.2 GB. The few flags they are judged by fit below the pack.
+SUSPECT_PACK = 128
+SUSPECT_EMPTY, SUSPECT_TIMED, SUSPECT_UNTIMED = _EMPTY_BIT, _TIMED_BIT, _UNTIMED_BIT
+
 # A line that lists deprecated headers ranks before every WARN naming one: one pick, not
 # a pick of each kind. Row numbers stay far below it (a file of 2**40 lines).
 _UNLISTED = 1 << 40
@@ -137,7 +144,7 @@ def _first_where(flag: str, value: str, name: str, row: str) -> str:
 
 
 def lean_spans_sql(source: str, *, by_file: bool = False) -> str:
-    """Per-span rows of `source` (`scan.source_sql`, lean), one row per suspect line.
+    """Per-span rows of `source` (`scan.source_sql`, lean), and one row of its suspect lines.
 
     Columns as `sql.span_aggregates` gives them (display fields null), plus ``_kind``,
     ``span_key`` and the flags `LogTable.spans` judges suspect lines by. ``by_file``: the
@@ -166,12 +173,13 @@ SELECT CASE WHEN _row IS NOT NULL THEN {SUSPECT} WHEN _span IS NOT NULL THEN {SP
     {_has(_CLOSING_BIT)} AS closing, {_has(_REQUEST_END_BIT)} AS request_end,
     {_has(_WORKER_END_BIT)} AS worker_end,
     {_has(_EMPTY_BIT)} AS _empty, {_has(_TIMED_BIT)} AS _timed,
-    {_has(_UNTIMED_BIT)} AS _untimed, count(*) FILTER (WHERE _in_window) AS _window{file}
+    {_has(_UNTIMED_BIT)} AS _untimed, count(*) FILTER (WHERE _in_window) AS _window,
+    list(rn * {SUSPECT_PACK} + _bits) FILTER (WHERE _row IS NOT NULL) AS _suspects{file}
 FROM (
     SELECT *, {_BITS} AS _bits,
         CASE WHEN deprecated IS NOT NULL THEN rn + CASE WHEN _listed THEN 0
              ELSE {_UNLISTED} END END AS _deprecated_rank,
-        CASE _kind WHEN {SUSPECT} THEN rn END AS _row,
+        CASE _kind WHEN {SUSPECT} THEN 0 END AS _row,
         CASE _kind WHEN {SPAN} THEN trace_id END AS _trace,
         CASE _kind WHEN {SPAN} THEN span_id END AS _span
     FROM (SELECT {_LINE}{file} FROM (SELECT *, {_RT} AS _rt FROM ({source})))

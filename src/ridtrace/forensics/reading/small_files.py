@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from ridtrace.forensics.reading.file_map import map_file
 from ridtrace.forensics.reading.files import parse, read_source
 from ridtrace.forensics.reading.inputs import Source
-from ridtrace.forensics.reading.lean import lean_spans_sql
+from ridtrace.forensics.reading.lean import SUSPECT_PACK, lean_spans_sql
 from ridtrace.forensics.reading.lines import LineMap
 from ridtrace.forensics.reading.plain_copy import Progress
 from ridtrace.forensics.reading.scan import Window, source_sql
@@ -117,7 +117,19 @@ def split_by_file(got: pa.Table, paths: Sequence[str]) -> list[pa.Table]:
     for name in _RN_COLUMNS:
         at = local.column_names.index(name)
         local = local.set_column(at, name, pc.subtract(local[name], shift))
+    at = local.column_names.index("_suspects")
+    local = local.set_column(at, "_suspects", _shift_suspects(local["_suspects"], start[order]))
     return [local.slice(bounds[i], bounds[i + 1] - bounds[i]) for i in range(len(paths))]
+
+
+def _shift_suspects(column: pa.ChunkedArray, start: np.ndarray) -> pa.Array:
+    """Each row's suspect lines (`lean.SUSPECT_PACK`) numbered from its file's line 1."""
+    lists = column.combine_chunks()
+    lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy()
+    values = pc.list_flatten(lists).to_numpy() - np.repeat(start * SUSPECT_PACK, lengths)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, pa.int64()),
+                                    mask=pc.is_null(lists))
 
 
 def read_batch(

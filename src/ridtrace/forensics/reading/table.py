@@ -8,6 +8,7 @@ DuckDB rejected.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -18,7 +19,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ridtrace.forensics.reading.lean import OTHER, SPAN, SUSPECT, lean_spans_sql
+from ridtrace.forensics.reading.lean import (
+    OTHER,
+    SPAN,
+    SUSPECT,
+    SUSPECT_EMPTY,
+    SUSPECT_PACK,
+    SUSPECT_TIMED,
+    SUSPECT_UNTIMED,
+    lean_spans_sql,
+)
 from ridtrace.forensics.reading.lines import LineMap
 from ridtrace.forensics.reading.overlong import (
     LONG_LINE_REASON,
@@ -134,11 +144,17 @@ class LogTable:
             release(self._copy.parent)
             self._copy = None
 
-    def _count_bad(self, judged: list[tuple[int, str]]) -> None:
-        """Bad lines into the stats, in file order: those judged and the over-long ones."""
-        for line, reason in heapq.merge(judged, self._long_bad):
+    def _count_bad(self, judged: list[tuple[int, str]], *, through: int | None = None) -> None:
+        """Bad lines into the stats, in file order: those judged and the over-long ones.
+
+        ``through``: more judged lines follow, all after this line; over-long lines after
+        it wait for them.
+        """
+        cut = len(self._long_bad) if through is None else bisect.bisect_right(
+            self._long_bad, through, key=lambda bad: bad[0])
+        long, self._long_bad = self._long_bad[:cut], self._long_bad[cut:]
+        for line, reason in heapq.merge(judged, long):
             self.stats.bad(self.name, line, reason)
-        self._long_bad = []
 
     def _judge(self, rn: np.ndarray, empty: np.ndarray, timed: np.ndarray,
                untimed: np.ndarray) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
@@ -170,16 +186,17 @@ class LogTable:
         self._note_unkeyed(got, order[kind == OTHER])
         bad = kind == SUSPECT
         rescued: list[dict[str, Any]] = []
-        judged: list[tuple[int, str]] = []
         if bad.any():
-            flags = take_rows(got, order[bad])
-            rescued, judged = self._judge(
-                flags["first_rn"].to_numpy(), *(
-                    flags[c].to_numpy(zero_copy_only=False)
-                    for c in ("_empty", "_timed", "_untimed")
-                ),
-            )
-        self._count_bad(judged)
+            rn, empty, timed, untimed = suspect_lines(take_rows(got, order[bad]))
+            # In slices: a log of plain text is all suspect lines, and each slice's texts
+            # and reasons are let go before the next is fetched.
+            for lo in range(0, len(rn), _JUDGED_AT_ONCE):
+                at = slice(lo, lo + _JUDGED_AT_ONCE)
+                more, judged = self._judge(rn[at], empty[at], timed[at], untimed[at])
+                rescued.extend(more)
+                if judged:
+                    self._count_bad(judged, through=judged[-1][0])
+        self._count_bad([])
         if rescued:  # rare: rebuild from ordered events, the rescued rows in their place
             events = self._events_with(rescued)
             self.con.register("ridtrace_events", events)
@@ -277,6 +294,21 @@ class LogTable:
 
 
 _LINE_KINDS = ("first", "last", "unlinked", "foreign", "deprecated")
+# Suspect lines judged per slice: their texts and reasons, not the file's, in memory.
+_JUDGED_AT_ONCE = 1 << 16
+
+
+def suspect_lines(rows: pa.Table) -> tuple[np.ndarray, ...]:
+    """The suspect rows' lines in file order: row numbers and the empty, timed and untimed
+    flags. The lean pass lists them in one row (`lean.SUSPECT_PACK`); the full pass gives
+    each line a row of its own."""
+    if "_suspects" not in rows.column_names:
+        return (rows["first_rn"].to_numpy(), *(
+            rows[c].to_numpy(zero_copy_only=False) for c in ("_empty", "_timed", "_untimed")))
+    packed = np.sort(pc.list_flatten(rows["_suspects"]).to_numpy())
+    bits = packed % SUSPECT_PACK
+    return (packed // SUSPECT_PACK, (bits & SUSPECT_EMPTY) != 0, (bits & SUSPECT_TIMED) != 0,
+            (bits & SUSPECT_UNTIMED) != 0)
 
 
 # A big file's span rows are taken, never sliced: the take's copy lets DuckDB's output
