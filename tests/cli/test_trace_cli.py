@@ -10,9 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
+from ridtrace.contract import WORKER_END, WORKER_START
 from ridtrace.testing.dynamo import DynamoSpec, write_dynamo_logs
 from ridtrace.testing.synth import SynthSpec, SynthTruth, write_logs
-from tests.forensics.helpers import rt_request
+from tests.forensics.helpers import rt, rt_request, ts
 
 SAMPLE = Path("/work/shared/samples/dynamo-jsonl-sample.jsonl")
 
@@ -25,8 +26,8 @@ REQUEST_KEYS = {
 PRODUCER_KEYS = {"request_id", "x_request_id", "span_id", "worker_span_id"}
 SPAN_KEYS = {"side", "span_id", "start_ms", "end_ms", "outcome", "file"}
 EVENT_KEYS = {"ms", "side", "span_id", "event", "outcome", "level", "file", "line"}
-VERDICTS = {"own output", "crossed", "no output", "unmatched output", "no fingerprints",
-            "no caller in logs"}
+VERDICTS = {"own output", "crossed", "no output", "unmatched output", "cut short",
+            "no fingerprints", "no caller in logs"}
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -274,3 +275,35 @@ def test_a_blank_id_is_bad_usage_not_a_request_not_found(tmp_path: Path, ident: 
     code, _, err = run("trace", ident, str(log))
     assert code == 2, err
     assert "ID" in err and "is empty" in err
+
+
+def test_a_caller_that_hung_up_mid_stream_is_cut_short_not_unmatched(tmp_path: Path) -> None:
+    # Seen on a real frontend and worker (--token-delay 0.1, the client closing its socket
+    # after the first chunk): the worker had produced one token more than the frontend
+    # forwarded before it saw the hang-up, so the two fp_outs differ. With the worker's
+    # log right there, `trace` said "unmatched output", which cli.md explains as output
+    # no worker in these logs produced (worker logs missing).
+    span, work, rid = "79467e8e0b58bc0a", "250cf900be50e2b7", "r-hung-up"
+    ctx = {"request_id": rid, "x_request_id": "hang-1", "trace_id": f"{span:0>32}"}
+    front = [
+        rt("request.start", time=ts(0.0), **ctx, span_id=span, method="POST",
+           path="/v1/chat/completions", client="127.0.0.1:47714"),
+        rt("request.end", time=ts(0.216), **ctx, span_id=span, status=200,
+           outcome="cancelled", route="/v1/chat/completions", fp_in="bf64983d58e07db1",
+           fp_out="1111111111111111"),
+    ]
+    worker = [
+        rt(WORKER_START, time=ts(0.001), **ctx, span_id=work, parent_span_id=span,
+           service="worker-51075", fp_in="bf64983d58e07db1"),
+        rt(WORKER_END, time=ts(0.2165), **ctx, span_id=work, parent_span_id=span,
+           service="worker-51075", outcome="cancelled", fp_out="2222222222222222"),
+    ]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(front) + "\n")
+    (tmp_path / "worker.jsonl").write_text("\n".join(worker) + "\n")
+    code, out, err = run("trace", "hang-1", str(tmp_path), "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    check_shape(doc)
+    assert [r["verdict"] for r in doc["requests"]] == ["cut short"]
+    code, out, _ = run("trace", "hang-1", str(tmp_path))
+    assert "verdict: cut short (cancelled)" in out and "unmatched" not in out

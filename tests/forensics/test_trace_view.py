@@ -322,7 +322,7 @@ def test_a_cut_short_callers_prefix_equal_to_a_shorter_finished_reply_is_not_cro
     # reply, and a prefix can be another prompt's whole (shorter) reply.
     import pandas as pd
 
-    from ridtrace.forensics.views.verdicts import UNMATCHED, OutputIndex
+    from ridtrace.forensics.views.verdicts import CUT_SHORT, OutputIndex
 
     def row(span: str, side: str, fp_in: str, fp_out: str, outcome: str,
             parent: str | None = None) -> dict[str, Any]:
@@ -337,7 +337,7 @@ def test_a_cut_short_callers_prefix_equal_to_a_shorter_finished_reply_is_not_cro
         row("wb", "worker", "inB", "short", "ok", parent="b"),
     ])
     verdicts = OutputIndex(requests).verdicts(requests[requests["side"] == "frontend"])
-    assert (verdicts["a"].label, verdicts["b"].label) == (UNMATCHED, OWN_OUTPUT)
+    assert (verdicts["a"].label, verdicts["b"].label) == (CUT_SHORT, OWN_OUTPUT)
 
 
 def test_worker_spans_no_caller_sent_a_trace_context_to(tmp_path: Path) -> None:

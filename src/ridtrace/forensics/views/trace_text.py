@@ -21,7 +21,7 @@ from ridtrace.forensics.views.text_fit import fitted, indented, packed, span_ms,
 from ridtrace.forensics.views.trace_printable import printable_view
 from ridtrace.forensics.views.trace_rows import DUPLICATE_IN_FLIGHT, RequestBlock, TraceView
 from ridtrace.forensics.views.trace_waterfall import block_numbers, waterfall_lines, whose
-from ridtrace.forensics.views.verdicts import CROSSED, OWN_OUTPUT
+from ridtrace.forensics.views.verdicts import CROSSED, CUT_SHORT, OWN_OUTPUT
 
 _EVENT = 28
 _MIN_EVENT = 12  # narrower, an event's file:line goes on a line of its own
@@ -82,6 +82,8 @@ def header_lines(
     )], width)
     verdict = Text("verdict: ")
     verdict.append(block.verdict.label, style=_STYLE.get(block.verdict.label, "yellow"))
+    if block.verdict.label == CUT_SHORT:
+        verdict.append(f" ({block.outcome})", style="yellow")  # hung up, or failed
     producer = block.verdict.got_output_of
     if producer is not None:
         verdict.append(" — got output of", style="bold red")

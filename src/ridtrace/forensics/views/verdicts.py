@@ -22,6 +22,9 @@ OWN_OUTPUT = "own output"
 CROSSED = "crossed"
 NO_OUTPUT = "no output"
 UNMATCHED = "unmatched output"  # an fp_out no worker in these logs produced
+# A caller whose stream ended early (it hung up, or the stream failed): it holds a prefix
+# of a reply, which no worker's whole output equals, so the fingerprints prove nothing.
+CUT_SHORT = "cut short"
 NO_FINGERPRINTS = "no fingerprints"  # Dynamo's logs carry none
 NO_CALLER = "no caller in logs"  # only worker spans of this request were read
 
@@ -108,6 +111,8 @@ class OutputIndex:
             elif got_in and str(c.fp_out) in producer and text(c.outcome) == OUTCOME_OK:
                 # A cut-short caller holds a prefix of its reply: no proof (as the rule).
                 out[str(c.span_id)] = Verdict(CROSSED, producer[str(c.fp_out)])
+            elif text(c.outcome) not in (None, OUTCOME_OK):
+                out[str(c.span_id)] = Verdict(CUT_SHORT)
             else:
                 out[str(c.span_id)] = Verdict(UNMATCHED)
         return out
