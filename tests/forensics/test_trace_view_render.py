@@ -175,7 +175,7 @@ def test_invisible_characters_are_laid_out_as_the_marks_they_print_as(tmp_path: 
     rid = "r\u200b\x1b" * 10
     lines = rt_request("a" * 16, rid, 0, 1, xrid="x\u200b" * 30)
     lines.insert(1, rt(None, time=ts(0.5), message="m" + "\u200b\x07" * 20, request_id=rid,
-                       trace_id="a" * 32, span_id="a" * 16))
+                       trace_id=f"{'a' * 16:0>32}", span_id="a" * 16))
     (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
     view = view_of([str(tmp_path / "frontend.jsonl")], "a" * 16)
     shown = rendered(view, 100)
@@ -206,3 +206,38 @@ def test_lines_written_without_rich_are_what_rich_would_print(
         shown.plain = visible(line.plain)
         console.print(shown, overflow="fold", crop=False)
     assert fast.getvalue() == slow.getvalue()
+
+
+@pytest.mark.parametrize("width", [40, 43, 46])
+def test_the_narrowest_terminals_keep_each_event_with_its_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, width: int,
+) -> None:
+    # Seen in COLUMNS=40 on a retried dispatch (a worker's Conflict): between 40 and 46
+    # columns the event column stayed 12 wide and the outcome stayed beside it, so a
+    # `conflict` or `cancelled` ran past the line's end and printed alone at column 0,
+    # the next line down, looking like a line of its own; events were cut to 12
+    # (`worker.refu…`, `dispatch.re…`) with columns to spare; and the closing
+    # `… N more matching request(s)` line, 51 columns, was folded by the terminal.
+    from ridtrace.contract import WORKER_REFUSED
+
+    monkeypatch.chdir(tmp_path)
+    Path("logs").mkdir()
+    front = [*rt_request("a" * 16, "r1", 0.0, 1.0, fp_in="in-a", fp_out="out-a"),
+             rt("dispatch.retry", time=ts(0.2), request_id="r1", trace_id=f"{'a' * 16:0>32}",
+                span_id="a" * 16, reason="conflict"),
+             *rt_request("b" * 16, "r1", 2.0, 3.0)]
+    refused = rt(WORKER_REFUSED, time=ts(0.1), request_id="r1", trace_id=f"{'a' * 16:0>32}",
+                 span_id="c" * 16, parent_span_id="a" * 16, outcome="conflict",
+                 service="worker-8101")
+    Path("logs/frontend.jsonl").write_text("\n".join(front) + "\n")
+    Path("logs/worker.jsonl").write_text(refused + "\n")
+    view = view_of(["logs/frontend.jsonl", "logs/worker.jsonl"], "r1", limit=1)
+    lines = rendered(view, width)
+    assert max(len(line) for line in lines) <= width
+    assert len(lines) == len(list(trace_lines(view, width)))  # no line was wrapped
+    assert not any(line.strip() == "conflict" for line in lines)
+    assert any(line.split()[1:3] == ["worker-0", "worker.refused"] for line in lines)
+    assert any(line.split()[1:3] == ["frontend", "dispatch.retry"] for line in lines)
+    assert any(line.split()[:1] == ["conflict"] and line.rstrip().endswith(":1")
+               for line in lines) or any(
+        line.split()[-2:] == ["conflict", "worker.jsonl:1"] for line in lines)

@@ -3,13 +3,15 @@
 Laid out for the terminal's width (100 columns for a file or a pipe): every line is
 built so that ids of up to 36 characters (a UUID) stay whole on one line; nothing is a
 table cell that could wrap. In fewer columns, a line's parts go on lines of their own
-(between parts, never inside one) and an event's `file:line` goes under it.
+(between parts, never inside one) and an event's `file:line` goes under it (below 47
+columns, after its outcome).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from rich.cells import cell_len
 from rich.console import Console
@@ -61,7 +63,7 @@ def _shown_names(view: TraceView, base: str, width: int) -> dict[str, str]:
                    | set(view.offsets_ms))
     names = {f: _short(f, base) for f in files}
     longest = max((cell_len(f"{name}:{1 << 20}") for name in names.values()), default=0)
-    if longest <= width - _BEFORE_EVENT:
+    if longest <= width - _BEFORE_EVENT - (0 if _outcome_beside(width) else _AFTER_EVENT):
         return names
     return {f: f"f{i}" for i, f in enumerate(files, 1)}
 
@@ -113,30 +115,52 @@ def header_lines(
     return lines
 
 
-def _event_width(
-    blocks: list[RequestBlock], names: dict[str, str], width: int
-) -> tuple[int, bool]:
-    """The event column's width, and whether `file:line` fits on the event's line."""
+class EventLayout(NamedTuple):
+    """Where an event line's parts go in the terminal's width."""
+
+    column: int  # the event column's width
+    inline: bool  # `file:line` fits on the event's line; else it goes on the next
+    outcome_beside: bool  # the outcome fits beside the event; else it goes before file:line
+    below: int  # the indent of that next line
+
+
+def _outcome_beside(width: int) -> bool:
+    # Below 47 columns an outcome beside a 12-column event runs past the line's end.
+    return width - _BEFORE_EVENT - _AFTER_EVENT >= _MIN_EVENT
+
+
+def _event_width(blocks: list[RequestBlock], names: dict[str, str], width: int) -> EventLayout:
+    """How `event_lines` lays out the events of `blocks` in `width` columns."""
     longest = max((cell_len(f"{names[ev.file]}:{ev.line}") for block in blocks
                    for ev in block.events), default=0)
     room = width - _BEFORE_EVENT - _AFTER_EVENT
     if room - longest >= _MIN_EVENT:
-        return min(_EVENT, room - longest), True
-    return max(_MIN_EVENT, min(_EVENT, room)), False
+        return EventLayout(min(_EVENT, room - longest), True, True, _BEFORE_EVENT)
+    if _outcome_beside(width):
+        return EventLayout(min(_EVENT, room), False, True,
+                           max(0, min(_BEFORE_EVENT, width - longest)))
+    # The heading's `outcome   file:line` (19) shares the indent, so the columns line up.
+    under = max(19, _AFTER_EVENT - 1 + longest)
+    return EventLayout(min(_EVENT, width - _BEFORE_EVENT), False, False,
+                       max(0, min(_BEFORE_EVENT, width - under)))
 
 
 def event_lines(block: RequestBlock, names: dict[str, str], width: int = 100, *,
-                event_width: tuple[int, bool] | None = None) -> list[Text]:
+                event_width: EventLayout | None = None) -> list[Text]:
     """One line per log line: ms since the request's start, side, event, outcome, file:line
     (on a line of its own, under the event, when the terminal is too narrow for both);
     `names`: each file as `_shown_names` shows it."""
-    column, inline = event_width or _event_width([block], names, width)
+    column, inline, outcome_beside, below = event_width or _event_width([block], names, width)
     out = []
     for ev in block.events:
         event = fitted(ev.event, column)
         ms = span_ms(ev.ms, 10, digits=3, sign="+")
-        line = Text(f"  {ms:>10}  {ev.side:<9} {event} {ev.outcome or '':<9} ")
+        line = Text(f"  {ms:>10}  {ev.side:<9} {event} ")
         location = Text(f"{names[ev.file]}:{ev.line}", style="dim")
+        if outcome_beside:
+            line.append(f"{ev.outcome or '':<9} ")
+        else:  # padded when there is none, so file:line stays under its heading
+            location = Text(f"{ev.outcome or '':<9} ") + location
         if inline:
             line.append_text(location)
         else:
@@ -145,8 +169,7 @@ def event_lines(block: RequestBlock, names: dict[str, str], width: int = 100, *,
             line.stylize("red")
         out.append(line)
         if not inline:
-            out.append(Text(" " * max(0, min(_BEFORE_EVENT, width - location.cell_len)))
-                       + location)
+            out.append(Text(" " * max(0, min(below, width - location.cell_len))) + location)
     return out
 
 
@@ -162,8 +185,9 @@ def trace_lines(view: TraceView, width: int = 100) -> Iterable[Text]:
     numbered = any(_short(f, base) != name for f, name in names.items())
     if base or numbered:
         under = f"files under {base}{os.sep}" if base else "files"
-        yield Text(f"{under}, cited by number (names too long for {width} columns):"
-                   if numbered else under, style="dim")
+        said = f"{under}, cited by number (names too long for {width} columns):"
+        yield from packed([Text(word, style="dim") for word in
+                           (said if numbered else under).split(" ")], width, sep=" ")
     for f, name in names.items() if numbered else ():
         # Broken after a '/' where it must, never inside a directory's name.
         steps = _short(f, base).split(os.sep)
@@ -180,22 +204,25 @@ def trace_lines(view: TraceView, width: int = 100) -> Iterable[Text]:
             yield from (Text(f"  {part}", style="yellow") for part in parts)
     yield from waterfall_lines(view, width)
     numbers = block_numbers(view)
-    column, inline = columns = _event_width(view.blocks, names, width)
+    column, inline, outcome_beside, below = columns = _event_width(view.blocks, names, width)
     yield Text("")
-    heading = f"  {'ms':>10}  {'side':<9} {'event':<{column}} {'outcome':<9}"
+    heading = f"  {'ms':>10}  {'side':<9} {'event':<{column}}"
+    under_event = "file:line" if outcome_beside else f"{'outcome':<9} file:line"
+    if outcome_beside:
+        heading += f" {'outcome':<9}"
     if inline:
-        yield Text(f"{heading} file:line", style="dim")
+        yield Text(f"{heading} {under_event}", style="dim")
     else:
         yield Text(heading.rstrip(), style="dim")
-        yield Text(" " * _BEFORE_EVENT + "file:line", style="dim")
+        yield Text(" " * below + under_event, style="dim")
     for number, block in enumerate(view.blocks, 1):
         yield Text("")
         yield from header_lines(block, number, numbers, width)
         yield from event_lines(block, names, width, event_width=columns)
     if view.more:
         yield Text("")
-        yield Text(f"… {view.more} more matching request(s); --limit 0 shows all",
-                   style="bold")
+        yield from packed([Text(f"… {view.more} more matching request(s);", style="bold"),
+                           Text("--limit 0 shows all", style="bold")], width, sep=" ")
 
 
 def print_trace(view: TraceView, console: Console, *, direct: bool = False) -> None:

@@ -68,7 +68,8 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
     lo = 0.0
     hi = max(at(b, bar.end_ms) for b in view.blocks for bar in b.spans)
     scale = bar_width / max(hi - lo, 1e-3)
-    lines = packed([Text(f"waterfall from {rfc3339_us(t0)} (0 ms);", style="bold"),
+    lines = packed([Text("waterfall from", style="bold"),
+                    Text(f"{rfc3339_us(t0)} (0 ms);", style="bold"),
                     Text("right: each span's ms", style="bold")], width, sep=" ")
     for group in _collision_order(view.blocks):
         stacked = len(group) > 1
