@@ -26,6 +26,7 @@ from ridtrace.forensics.reading.connection import PreparedReads
 from ridtrace.forensics.reading.files import parse
 from ridtrace.forensics.reading.lines import map_chunk
 from ridtrace.forensics.reading.stats import BadLine, ReadStats
+from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 
 # Per span and batch: what the incremental rules read, one row per span of a chunk.
 COLUMNS = (
@@ -139,7 +140,8 @@ def _span_rows(parts: list[ChunkSpans]) -> SpanRows:
     t0 = table["start"].cast(pa.int64()).fill_null(0).to_numpy()
     t1 = table["end"].cast(pa.int64()).fill_null(0).to_numpy()
     part = np.repeat(np.arange(len(parts)), [p.spans.num_rows for p in parts])
-    order = np.lexsort((lines["first_line"], part, t0))
+    at, depth = _after_callers(table, t0)
+    order = np.lexsort((lines["first_line"], part, depth, at))
     # Only the columns the rules read are put in order (the spans table has ~25).
     table = table.select([*_AS_IS, *_READ]).take(pa.array(order))
     out: dict[str, list[Any]] = {c: table[c].to_pylist() for c in _AS_IS}
@@ -155,6 +157,34 @@ def _span_rows(parts: list[ChunkSpans]) -> SpanRows:
         out[name] = _bools(table[name])
     flags = _flags(table, lines["unlinked_line"][order], lines["foreign_line"][order])
     return SpanRows(out, table.num_rows, int(t1.max()), flags, t1[order])
+
+
+def _after_callers(table: pa.Table, t0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's place in time: its start, or its caller's when the caller is a row of
+    this batch that started later; and its depth below such a caller, so a caller comes
+    first among rows of one time.
+
+    A span starts after its caller. A worker whose clock runs behind stamps its span
+    before its caller's start, and taken first, with no caller known yet, it stood for
+    its caller at that earlier time: it joined the previous holders of the id, an
+    already reported cluster, which then took in every later holder, so their
+    duplicates were never printed.
+    """
+    depth = np.zeros(len(t0), dtype=np.int64)
+    joint = pc.binary_join_element_wise(table["trace_id"], table["span_id"], "\x00")
+    up = pc.binary_join_element_wise(table["trace_id"], table["parent_span_id"], "\x00")
+    caller = pc.index_in(up, value_set=joint).to_numpy(zero_copy_only=False)
+    has = ~np.isnan(caller)
+    if not has.any():
+        return t0, depth
+    rows, callers = np.flatnonzero(has), caller[has].astype(np.int64)
+    at = t0.copy()
+    for _ in range(MAX_CALLER_DEPTH):  # a worker's worker after its caller's caller
+        later, below = np.maximum(at[rows], at[callers]), depth[callers] + 1
+        if np.array_equal(later, at[rows]) and np.array_equal(below, depth[rows]):
+            break
+        at[rows], depth[rows] = later, below
+    return at, depth
 
 
 def _shared(column: pa.ChunkedArray) -> list[str | None]:

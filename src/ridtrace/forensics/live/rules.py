@@ -120,7 +120,9 @@ class LiveRules:
                         span.request_id = rid
                         cluster = by_id[rid] = Cluster(rid, [span], own.last)
                         span.clusters = [cluster]
-                    elif span.start < cluster.max_end:  # overlaps: joins (`WindowState.join`)
+                    # Overlaps (`WindowState.join`): by its holder's start, as `join` has it;
+                    # a worker's own start is on its own clock, seconds off its caller's.
+                    elif own.start < cluster.max_end:
                         span.request_id = rid
                         members = cluster.members
                         # A caller and its worker span, alone in the cluster (either may
