@@ -19,12 +19,11 @@ from ridtrace.forensics.live.follow import Follower, FollowSettings
 from tests.forensics.helpers import T0, rt, ts
 from tests.support.lagged_replay import Ticks, batch_errors, key
 
-SKEW = -3.0  # the worker's clock, against the frontend's
 RID = "rollout-7"
 
 
-def caller(name: str, start: float, end: float, worker_end: float,
-           outcome: str = "ok") -> list[tuple[float, str, str]]:
+def caller(name: str, start: float, end: float, worker_end: float, *,
+           skew: float) -> list[tuple[float, str, str]]:
     """(true time, file, line) of one legacy caller and its worker span: the frontend's
     request.start logs a minted id, its later lines and its worker the client's."""
     span, work = name * 16, (name.upper() if name.isalpha() else "9") * 16
@@ -35,22 +34,21 @@ def caller(name: str, start: float, end: float, worker_end: float,
     return [
         (start, "frontend.jsonl", rt("request.start", time=ts(start), request_id=f"m-{name}",
                                      method="POST", path="/v1/completions", **front)),
-        (start + 0.01, "worker.jsonl", rt(WORKER_START, time=ts(start + 0.01 + SKEW),
+        (start + 0.01, "worker.jsonl", rt(WORKER_START, time=ts(start + 0.01 + skew),
                                           fp_in=f"in-{name}", **ctx)),
-        (worker_end, "worker.jsonl", rt(WORKER_END, time=ts(worker_end + SKEW), outcome="ok",
+        (worker_end, "worker.jsonl", rt(WORKER_END, time=ts(worker_end + skew), outcome="ok",
                                         fp_out=f"out-{name}", **ctx)),
         (end, "frontend.jsonl", rt("request.end", time=ts(end), request_id=RID, status=200,
-                                   outcome=outcome, fp_in=f"in-{name}",
+                                   outcome="ok", fp_in=f"in-{name}",
                                    fp_out=f"out-{name}", **front)),
     ]
 
 
-def test_a_worker_clock_behind_loses_no_later_duplicate(tmp_path: Path) -> None:
-    writes = sorted([
-        # Two callers of the id at once (a duplicate), then two more a second later.
-        *caller("a", 10.0, 10.2, 10.15), *caller("b", 10.05, 10.25, 10.2),
-        *caller("c", 11.0, 11.2, 11.15), *caller("d", 11.05, 11.25, 11.2),
-    ])
+def replayed(tmp_path: Path, writes: list[tuple[float, str, str]],
+             poll: float) -> tuple[list[Any], list[Any]]:
+    """(printed live, `analyze` of the final files): each line written at its true time,
+    a poll every `poll` seconds of the run."""
+    writes = sorted(writes)
     ticks = Ticks()
     t0 = T0.timestamp()
     follower = Follower([str(tmp_path)], FollowSettings(from_start=True, settle_s=1.0),
@@ -59,8 +57,8 @@ def test_a_worker_clock_behind_loses_no_later_duplicate(tmp_path: Path) -> None:
     try:
         follower.start()
         i = 0
-        for step in range(1, 60):  # polls every 50 ms of the run, the lines as written
-            tick = 10.0 + step * 0.05
+        for step in range(1, int(3 / poll)):
+            tick = 10.0 + step * poll
             while i < len(writes) and writes[i][0] <= tick:
                 _, name, line = writes[i]
                 with (tmp_path / name).open("a") as fh:
@@ -72,6 +70,27 @@ def test_a_worker_clock_behind_loses_no_later_duplicate(tmp_path: Path) -> None:
         follower.run(lambda f: live.append(key(f)) is None, stop=lambda: True)
     finally:
         follower.close()
-    batch = batch_errors(tmp_path)
+    return live, batch_errors(tmp_path)
+
+
+def test_a_worker_clock_behind_loses_no_later_duplicate(tmp_path: Path) -> None:
+    live, batch = replayed(tmp_path, [
+        # Two callers of the id at once (a duplicate), then two more a second later.
+        *caller("a", 10.0, 10.2, 10.15, skew=-3.0), *caller("b", 10.05, 10.25, 10.2, skew=-3.0),
+        *caller("c", 11.0, 11.2, 11.15, skew=-3.0), *caller("d", 11.05, 11.25, 11.2, skew=-3.0),
+    ], poll=0.05)
     assert [k[0] for k in batch] == ["duplicate_in_flight"] * 2
+    assert sorted(live) == batch
+
+
+def test_a_worker_clock_ahead_adds_no_earlier_caller_to_a_duplicate(tmp_path: Path) -> None:
+    # The worker 2 s ahead, polls 0.3 s apart: caller a's worker span, stamped ahead of
+    # what the frontend's log showed, was taken after the next holders of the id (b and
+    # c, together) had come, and joined them by a's start although a had ended before
+    # they started: the finding named a first, `analyze` names b.
+    live, batch = replayed(tmp_path, [
+        *caller("a", 10.0, 10.1, 10.09, skew=2.0),
+        *caller("b", 10.25, 10.26, 10.258, skew=2.0), *caller("c", 10.2501, 10.34, 10.33, skew=2.0),
+    ], poll=0.3)
+    assert [k[0] for k in batch] == ["duplicate_in_flight"]
     assert sorted(live) == batch

@@ -122,7 +122,7 @@ class LiveRules:
                         span.clusters = [cluster]
                     # Overlaps (`WindowState.join`): by its holder's start, as `join` has it;
                     # a worker's own start is on its own clock, seconds off its caller's.
-                    elif own.start < cluster.max_end:
+                    elif own.start < cluster.max_end and not cluster.after(span):
                         span.request_id = rid
                         members = cluster.members
                         # A caller and its worker span, alone in the cluster (either may

@@ -30,6 +30,16 @@ class Cluster:
         # a caller whose worker takes the id late may have started beside it.
         self.previous: Cluster | None = None
 
+    def after(self, span: Span) -> bool:
+        """Whether every member's holder started once the caller `span` works for had
+        ended: a worker span read late (stamped ahead of the other logs, so taken once
+        they caught up with it) belongs with the id's earlier holders, not with these.
+        Only a worker's: a caller's own start may still move earlier (its first lines in
+        a rotated part read behind), and so may the members'."""
+        holder = span.holder()
+        return holder is not span and holder.closed and bool(self.members) and all(
+            holder.last <= m.holder().start for m in self.members)
+
 
 class Span:
     """What the rules know of one request span so far (times in epoch µs).
@@ -116,3 +126,21 @@ class Span:
         """The caller as the spans are keyed, (trace_id, span id): a span id logged in two
         traces is two callers. A parent is looked up in the span's own trace."""
         return (self.trace, self.caller())
+
+
+def held_beside(cluster: Cluster, span: Span, start: int) -> bool:
+    """Whether `span`, whose holder started at `start`, held its id beside `cluster`.
+
+    Members count by their holders: a detached worker still streaming, or logging past
+    the next caller's start, does not keep its caller's id held; joined to a cluster
+    already reported, the next callers' duplicate was lost.
+    """
+    if start < cluster.max_end:
+        return True
+    key = span.caller_key()
+    for m in cluster.members:
+        held = m.holder()
+        if (not held.closed or held.last > start or held.start == span.start
+                or m.caller_key() == key):
+            return True
+    return False

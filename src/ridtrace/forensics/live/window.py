@@ -11,7 +11,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from ridtrace.contract import WORKER
-from ridtrace.forensics.live.spans import Cluster, Span, SpanKey
+from ridtrace.forensics.live.spans import Cluster, Span, SpanKey, held_beside
 
 
 @dataclass
@@ -104,7 +104,16 @@ class WindowState:
         # A worker span stands for its caller: the caller may have been in flight (its
         # start logged under a minted id, the legacy policy) before its worker took the id.
         own = span.holder()
-        if cluster is None or not _held_beside(cluster, span, own.start):
+        if cluster is not None and cluster.after(span):
+            # Read late, over before the id's current holders: with the earlier ones.
+            late = cluster.previous
+            if late is None or not held_beside(late, span, own.start):
+                late = Cluster(request_id, [], own.last)  # alone: displaces nobody
+            late.members.append(span)
+            late.max_end = max(late.max_end, own.last)
+            span.clusters = [*span.clusters, late]
+            return late
+        if cluster is None or not held_beside(cluster, span, own.start):
             previous, cluster = cluster, Cluster(request_id, [span], own.last)
             if previous is not None:
                 previous.previous = None
@@ -130,7 +139,7 @@ class WindowState:
         previous = cluster.previous
         if (previous is None or not previous.members
                 or (previous.reported and cluster.reported)
-                or not _held_beside(previous, span, span.holder().start)):
+                or not held_beside(previous, span, span.holder().start)):
             return cluster
         keep, gone = (previous, cluster) if previous.reported else (cluster, previous)
         keep.previous = None
@@ -285,21 +294,3 @@ class WindowState:
         return len(self.spans) + len(self.clusters) + len(self.pairs) + len(
             self.produced
         ) + sum(len(v) for v in self.waiting.values()) + len(self.orphans)
-
-
-def _held_beside(cluster: Cluster, span: Span, start: int) -> bool:
-    """Whether `span`, whose holder started at `start`, held its id beside `cluster`.
-
-    Members count by their holders: a detached worker still streaming, or logging past
-    the next caller's start, does not keep its caller's id held; joined to a cluster
-    already reported, the next callers' duplicate was lost.
-    """
-    if start < cluster.max_end:
-        return True
-    key = span.caller_key()
-    for m in cluster.members:
-        held = m.holder()
-        if (not held.closed or held.last > start or held.start == span.start
-                or m.caller_key() == key):
-            return True
-    return False
