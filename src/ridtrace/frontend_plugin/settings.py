@@ -42,8 +42,15 @@ def _optional_int(value: str) -> int | None:
     return int(value) if value.strip() else None
 
 
+_ON, _OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
 def _flag(value: str) -> bool:
-    return value.lower() in ("1", "true", "yes")
+    # Any other word was read as off: ..._METRICS_REQUIRE_KEY=on left /metrics open.
+    word = value.strip().lower()
+    if word not in _ON + _OFF:
+        raise ValueError(f"neither on ({', '.join(_ON)}) nor off ({', '.join(_OFF)})")
+    return word in _ON
 
 
 def _comma_list(value: str) -> tuple[str, ...]:

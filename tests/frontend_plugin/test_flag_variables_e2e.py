@@ -1,0 +1,56 @@
+"""`RIDTRACE_FRONTEND_*` / `RIDTRACE_WORKER_*` on/off variables, read by `ridtrace serve`.
+
+Only ``1``, ``true`` and ``yes`` counted as on; any other value was read as off without a
+word: ``RIDTRACE_FRONTEND_METRICS_REQUIRE_KEY=on`` left ``/metrics`` open to anyone, and
+``RIDTRACE_FRONTEND_CHECK_CHUNK_IDS=enabled`` turned the foreign-chunk check off. ``on`` /
+``off`` (and ``0``, ``false``, ``no``) are read as the words say; anything else is a
+configuration the server does not start with (exit 2, the variable named), as every
+other bad ``RIDTRACE_*`` value is.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.servers import free_port, run_server
+
+
+def test_metrics_require_key_on_closes_metrics(tmp_path: Path) -> None:
+    port = free_port()
+    env = {"RIDTRACE_API_KEYS": "k1", "RIDTRACE_FRONTEND_METRICS_REQUIRE_KEY": "on"}
+    argv = ["-m", "ridtrace", "serve", "frontend", "--port", str(port),
+            "--worker", "http://127.0.0.1:9", "--log-file", str(tmp_path / "f.jsonl")]
+    with run_server(argv, port=port, workdir=tmp_path, env=env, ready_path="/health") as server:
+        assert httpx.get(server.url + "/metrics").status_code == 401
+        scrape = httpx.get(server.url + "/metrics", headers={"x-api-key": "k1"})
+        assert scrape.status_code == 200 and "ridtrace_inflight" in scrape.text
+
+
+@pytest.mark.parametrize(("side", "variable", "value"), [
+    ("frontend", "RIDTRACE_FRONTEND_CHECK_CHUNK_IDS", "enabled"),
+    ("frontend", "RIDTRACE_FRONTEND_METRICS_REQUIRE_KEY", "required"),
+    ("frontend", "RIDTRACE_FRONTEND_DEBUG_ENDPOINTS", "maybe"),
+    ("worker", "RIDTRACE_WORKER_DEBUG_ENDPOINTS", "2"),
+    ("worker", "RIDTRACE_WORKER_GATE", "closed"),
+])
+def test_a_flag_variable_that_says_neither_on_nor_off_is_a_usage_error(
+    tmp_path: Path, side: str, variable: str, value: str
+) -> None:
+    where = ["--worker", "http://127.0.0.1:9"] if side == "frontend" else []
+    with socket.socket() as taken:  # read as off, the server got as far as its bind: exit 3
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        done = subprocess.run(
+            [sys.executable, "-m", "ridtrace", "serve", side, "--port",
+             str(taken.getsockname()[1]), *where, "--log-file", str(tmp_path / "x.jsonl")],
+            capture_output=True, text=True, timeout=60, env={**os.environ, variable: value},
+        )
+    assert done.returncode == 2, done.stderr
+    assert f"{variable}={value!r}" in done.stderr and "Traceback" not in done.stderr
