@@ -210,3 +210,23 @@ def test_a_frontend_with_no_worker_anywhere_is_a_usage_error(tmp_path: Path) -> 
     )
     assert done.returncode == 2, done.stderr
     assert "--worker" in done.stderr and "RIDTRACE_FRONTEND_WORKERS" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(("env", "named"), [
+    ({"RIDTRACE_MAX_CLIENT_ID_LENGTH": "0"}, "RIDTRACE_MAX_CLIENT_ID_LENGTH"),
+    ({"RIDTRACE_CLIENT_ID_HEADER": "client id"}, "RIDTRACE_CLIENT_ID_HEADER"),
+    ({"RIDTRACE_DEPRECATED_HEADERS": "request-id,x dynamo"}, "RIDTRACE_DEPRECATED_HEADERS"),
+    ({"RIDTRACE_RESPONSE_ID_HEADER": "x-request-id"}, "RIDTRACE_RESPONSE_ID_HEADER"),
+])
+def test_a_tracing_variable_refused_once_read_is_named(
+    tmp_path: Path, env: dict[str, str], named: str
+) -> None:
+    # Said by its field alone ("max_client_id_length must be at least 1, not 0",
+    # "not an HTTP header name: 'client id'"), which no variable is called.
+    for side, where in (("frontend", ["--worker", "http://127.0.0.1:9"]), ("worker", [])):
+        done = subprocess.run(
+            [sys.executable, "-m", "ridtrace", "serve", side, "--port", str(free_port()),
+             *where, "--log-file", str(tmp_path / f"{side}.jsonl")],
+            capture_output=True, text=True, timeout=60, env={**os.environ, **env},
+        )
+        assert done.returncode == 2 and f"Error: {named}: " in done.stderr, done.stderr

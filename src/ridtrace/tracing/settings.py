@@ -126,4 +126,32 @@ class TracingSettings:
         ):
             if env.get(key):
                 kwargs[name] = _parsed(env, key, datetime.fromisoformat)
-        return cls(**kwargs)  # type: ignore[arg-type]
+        try:
+            return cls(**kwargs)  # type: ignore[arg-type]
+        except ValueError as exc:
+            # Name the variable as a parse error does: "max_client_id_length must be at
+            # least 1" named nothing an operator could find in the environment.
+            culprits = [_VARIABLES[name] for name, value in kwargs.items()
+                        if _refused(cls, name, value)]
+            named = culprits or [_VARIABLES[name] for name in kwargs]  # refused together
+            raise ValueError(f"{', '.join(named)}: {exc}") from None
+
+
+# Each field from_env sets, by the variable that sets it.
+_VARIABLES = {
+    "span_name": "RIDTRACE_SPAN_NAME", "client_id_header": "RIDTRACE_CLIENT_ID_HEADER",
+    "response_id_header": "RIDTRACE_RESPONSE_ID_HEADER",
+    "deprecation_link": "RIDTRACE_DEPRECATION_LINK",
+    "max_client_id_length": "RIDTRACE_MAX_CLIENT_ID_LENGTH",
+    "deprecated_headers": "RIDTRACE_DEPRECATED_HEADERS",
+    "id_generator": "RIDTRACE_ID_GENERATOR", "deprecation_at": "RIDTRACE_DEPRECATION_AT",
+    "sunset_at": "RIDTRACE_SUNSET_AT",
+}
+
+
+def _refused(cls: type[TracingSettings], name: str, value: object) -> bool:
+    try:
+        cls(**{name: value})  # type: ignore[arg-type]
+    except ValueError:
+        return True
+    return False
