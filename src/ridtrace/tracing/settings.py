@@ -22,6 +22,9 @@ _GENERATORS: dict[str, Callable[[], str]] = {"uuid4": uuid4_id, "uuid7": uuid7_i
 
 # RFC 9110 §5.1: a field name is a token.
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# What the Link header's <URI-reference> holds as sent: printable ASCII, no space, '"',
+# '<' or '>' (RFC 3986: other characters percent-encoded).
+_LINK = re.compile(r"[!#-;=?-~]+")
 _T = TypeVar("_T")
 
 
@@ -87,6 +90,12 @@ class TracingSettings:
             raise ValueError(
                 f"response_id_header and client_id_header are both {client!r}: the "
                 "server's id and the client's echoed one need headers of their own")
+        # A line break or a non-Latin-1 IRI in the link made every response to a request
+        # with a deprecated header fail (or the middleware's start), so refuse it here.
+        if self.deprecation_link and not _LINK.fullmatch(self.deprecation_link):
+            raise ValueError(
+                f"deprecation_link {self.deprecation_link!r} is no URI a header can carry: "
+                "printable ASCII without spaces, '\"', '<' or '>' (percent-encode the rest)")
         if self.max_client_id_length < 1:
             raise ValueError(
                 f"max_client_id_length must be at least 1, not {self.max_client_id_length}")
