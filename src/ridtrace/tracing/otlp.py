@@ -49,8 +49,11 @@ def otlp_exporter_module(env: Mapping[str, str], signal: str) -> Any:
     try:
         return importlib.import_module(f"opentelemetry.exporter.otlp.proto.grpc.{module}")
     except ImportError as exc:
+        # Name the variable that chose gRPC: the signal's own one, when that was it.
+        chosen = _setting(env, signal, "PROTOCOL")
+        variable = chosen[0] if chosen else "OTEL_EXPORTER_OTLP_PROTOCOL"
         raise ImportError(
-            "OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs opentelemetry-exporter-otlp-proto-grpc: "
+            f"{variable}=grpc needs opentelemetry-exporter-otlp-proto-grpc: "
             "pip install 'ridtrace[grpc]'"
         ) from exc
 
