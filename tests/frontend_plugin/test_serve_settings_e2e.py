@@ -236,3 +236,29 @@ def test_a_tracing_variable_refused_once_read_is_named(
             capture_output=True, text=True, timeout=60, env={**os.environ, **env},
         )
         assert done.returncode == 2 and f"Error: {named}: " in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(("flags", "env"), [
+    (["--metrics-require-key"], {}),
+    ([], {"RIDTRACE_FRONTEND_METRICS_REQUIRE_KEY": "1"}),
+    (["--metrics-require-key"], {"RIDTRACE_API_KEYS": ""}),
+])
+def test_metrics_require_key_without_any_key_is_a_usage_error(
+    tmp_path: Path, flags: list[str], env: dict[str, str]
+) -> None:
+    # With no key configured there was nothing to require: /metrics answered everyone,
+    # without a word, while the operator had asked for it to be closed.
+    import socket
+
+    environ = {k: v for k, v in os.environ.items() if k != "RIDTRACE_API_KEYS"} | env
+    with socket.socket() as taken:  # started, it stops at its bind: exit 3
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        done = subprocess.run(
+            [sys.executable, "-m", "ridtrace", "serve", "frontend",
+             "--port", str(taken.getsockname()[1]), "--worker", "http://127.0.0.1:9",
+             "--log-file", str(tmp_path / "f.jsonl"), *flags],
+            capture_output=True, text=True, timeout=60, env=environ,
+        )
+    assert done.returncode == 2, done.stderr
+    assert "--metrics-require-key" in done.stderr and "API key" in done.stderr, done.stderr

@@ -210,6 +210,9 @@ def frontend_command(
         raise BadConfiguration(str(exc)) from None
     if not settings.workers:  # a frontend with nowhere to send work answers only 503s
         raise click.UsageError("Missing option '--worker' (or RIDTRACE_FRONTEND_WORKERS).")
+    if settings.metrics_require_key and not settings.api_keys:  # /metrics would stay open
+        raise click.UsageError("--metrics-require-key (or RIDTRACE_FRONTEND_METRICS_REQUIRE_KEY)"
+                               " needs an API key: --api-key or RIDTRACE_API_KEYS")
     if not settings.api_keys and os.environ.get("RIDTRACE_API_KEYS") == "":
         # `RIDTRACE_API_KEYS=$KEY` with $KEY unset: meant to require a key, it leaves
         # every route open (an empty variable is "not set", as OTEL_* ones are).
