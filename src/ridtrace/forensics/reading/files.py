@@ -22,7 +22,12 @@ from ridtrace.forensics.reading.inputs import Source
 from ridtrace.forensics.reading.lines import LineMap, fetch_lines
 from ridtrace.forensics.reading.plain_copy import Progress, stage
 from ridtrace.forensics.reading.scan import Window
-from ridtrace.forensics.reading.source_open import note_failure, note_truncation, open_source
+from ridtrace.forensics.reading.source_open import (
+    note_failure,
+    note_gone,
+    note_truncation,
+    open_source,
+)
 from ridtrace.forensics.reading.staging import staging_dir
 from ridtrace.forensics.reading.stats import ReadStats
 from ridtrace.forensics.reading.table import LogTable
@@ -90,6 +95,10 @@ def read_source(
         return result
     except (OSError, duckdb.OutOfMemoryException) as exc:
         note_failure(src, exc, stats)
+        return None
+    except duckdb.IOException:
+        if not note_gone(src, opened, stats):
+            raise
         return None
     finally:
         if src.path is not None:

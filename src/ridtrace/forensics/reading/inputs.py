@@ -268,11 +268,13 @@ def _source_path(src: Source) -> str | None:
 
 
 def open_raw(src: Source) -> BinaryIO:
-    """The source's bytes as stored (the caller closes a file)."""
+    """The source's bytes as stored (the caller closes a file).
+
+    Raises OSError: the paths were checked when they were listed, so a file that cannot
+    be opened now was deleted or changed since (logrotate removing its oldest part),
+    which the caller notes as unreadable; a usage error here stopped the run, exit 4.
+    """
     if src.path is None:
         stdin: Any = sys.stdin.buffer
         return stdin if hasattr(stdin, "peek") else io.BufferedReader(stdin)
-    try:
-        return open(src.path, "rb")
-    except OSError as exc:
-        raise ForensicsInputError(f"cannot read {src.name}: {exc.strerror}") from exc
+    return open(src.path, "rb")

@@ -56,6 +56,9 @@ def open_source(src: Source, stats: ReadStats) -> OpenedSource | None:
         return None
     try:
         raw = open_raw(src)
+    except FileNotFoundError:
+        stats.unreadable_files.append(FileNote(src.name, DELETED))
+        return None
     except OSError as exc:
         stats.unreadable_files.append(FileNote(src.name, f"cannot open: {exc}"))
         return None
@@ -115,6 +118,23 @@ def note_truncation(src: Source, opened: OpenedSource, stats: ReadStats) -> None
 
 REPLACED = ("replaced by another file since it was listed (rotated while the logs were "
             "read?): read the logs again")
+DELETED = ("No such file or directory: deleted since it was listed (a rotation removed it "
+           "while the logs were read?): read the logs again")
+
+
+def note_gone(src: Source, opened: OpenedSource, stats: ReadStats) -> bool:
+    """Note a file whose name leads nowhere now, or to another file, and say so: DuckDB
+    opens a file read in place by its name, and a name deleted since the file was opened
+    was its IO Error, a traceback (exit 4) instead of an incomplete read."""
+    if src.path is None:
+        return False
+    if not os.path.lexists(src.path):
+        stats.unreadable_files.append(FileNote(src.name, DELETED))
+        return True
+    if _now_another(src.path, opened.raw):
+        stats.unreadable_files.append(FileNote(src.name, REPLACED))
+        return True
+    return False
 
 
 def _replaced(src: Source, raw: BinaryIO) -> bool:

@@ -1,0 +1,76 @@
+"""A log deleted after the paths were listed (logrotate removing its oldest part,
+``maxage`` or ``rotate N``, while the logs are read) is an incomplete read, not a crash.
+
+The paths are listed first and opened one after the other: a file that vanished in
+between stopped the run with a traceback, exit 4 ('ridtrace itself failed'), and no
+report. The deletion is made at a fixed point, as a file is opened, so the test does not
+race the reader.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ridtrace.forensics.reading import files, small_files, source_open
+from tests.cli.helpers import analyze_json
+from tests.forensics.helpers import rt_request
+
+
+def _logs(logs: Path) -> None:
+    """Two callers holding ``r1`` at once in ``app.jsonl.1``; later requests in ``app.jsonl``."""
+    logs.mkdir()
+    (logs / "app.jsonl.1").write_text("\n".join(
+        [*rt_request("a" * 16, "r1", 0, 2), *rt_request("b" * 16, "r1", 1, 3)]) + "\n")
+    (logs / "app.jsonl").write_text("\n".join(
+        line for i in range(3) for line in rt_request(f"{i + 1:016x}", f"r{i + 2}", 5 + i, 6 + i)
+    ) + "\n")
+
+
+@pytest.mark.parametrize("alone", [True, False], ids=["read-alone", "read-batched"])
+def test_a_log_deleted_between_listing_and_reading_makes_it_incomplete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, alone: bool,
+) -> None:
+    logs = tmp_path / "logs"
+    _logs(logs)
+    if alone:
+        monkeypatch.setattr(small_files, "SMALL_FILE_BYTES", 0)
+    real = source_open.open_raw
+
+    def open_raw(src: Any) -> Any:
+        if (logs / "app.jsonl.1").exists():
+            os.unlink(logs / "app.jsonl.1")
+        return real(src)
+
+    monkeypatch.setattr(source_open, "open_raw", open_raw)
+    code, doc = analyze_json(str(logs))
+    assert code == 3, doc
+    notes = {Path(n["file"]).name: n["reason"] for n in doc["summary"]["unreadable_files"]}
+    assert list(notes) == ["app.jsonl.1"]
+    assert "no such file or directory" in notes["app.jsonl.1"].lower()
+    assert doc["summary"]["requests"] == 3  # the other file is read
+
+
+def test_a_log_deleted_before_duckdb_opens_it_makes_it_incomplete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Opened and sniffed, then DuckDB and the line map open it again by its name.
+    logs = tmp_path / "logs"
+    _logs(logs)
+    monkeypatch.setattr(small_files, "SMALL_FILE_BYTES", 0)  # each file read alone, in place
+    real_parse = files.parse
+
+    def parse_after_a_deletion(*args: Any, **kwargs: Any) -> Any:
+        if (logs / "app.jsonl.1").exists():
+            os.unlink(logs / "app.jsonl.1")
+        return real_parse(*args, **kwargs)
+
+    monkeypatch.setattr(files, "parse", parse_after_a_deletion)
+    code, doc = analyze_json(str(logs))
+    assert code == 3, doc
+    notes = {Path(n["file"]).name: n["reason"] for n in doc["summary"]["unreadable_files"]}
+    assert list(notes) == ["app.jsonl.1"]
+    assert "deleted since it was listed" in notes["app.jsonl.1"]
