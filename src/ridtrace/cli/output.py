@@ -10,6 +10,7 @@ replaces the target only once it is complete.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import secrets
@@ -55,6 +56,10 @@ def whole_file(path: Path) -> Iterator[TextIO]:
         with open(path, "w", encoding="utf-8") as handle:
             yield handle
         return
+    if mode is not None and not os.access(path, os.W_OK):
+        # A rename needs only the directory's permission: a report its user made
+        # read-only (an incident's evidence) was replaced where `>` would refuse.
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
     # Created as `open` creates a file (0666 less the umask), not mkstemp's 0600.
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
