@@ -94,12 +94,16 @@ def sniff(src: Source, raw: BinaryIO, stats: ReadStats) -> OpenedSource | None:
             stats.ignored_files.append(FileNote(src.name, reason))
             return None
     stats.files += 1
-    # A pipe is read once, as a stream: DuckDB and the line map cannot both open it.
-    in_place = (src.path is not None and src.regular and decoded.compression is None
-                and decoded.encoding is None and unwrap is None
-                and _sql_path(src.path) and not _had_bom(src.path))
     # A staged copy loses the lines past the cut as surely as an in-place read.
     size = os.fstat(raw.fileno()).st_size if src.path is not None and src.regular else None
+    # A pipe is read once, as a stream: DuckDB and the line map cannot both open it. So
+    # is a file that holds more than its size says (/proc and /sys say 0 or a page):
+    # DuckDB read it as that size, and its lines were counted but never parsed, so a
+    # named file of any content added no bad line and no request to a report that said
+    # it was read whole.
+    in_place = (size is not None and size >= len(head) and src.path is not None
+                and decoded.compression is None and decoded.encoding is None
+                and unwrap is None and _sql_path(src.path) and not _had_bom(src.path))
     return OpenedSource(raw, decoded, head, unwrap, in_place, size)
 
 
