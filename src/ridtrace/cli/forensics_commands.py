@@ -42,8 +42,9 @@ _OUTPUT = click.option(
 )
 @click.option(
     "--plot", type=click.Path(dir_okay=False, path_type=Path),
-    help="Write a PNG of requests per header over time, per second, minute, hour, day, "
-         "month or year as the time span of the use needs (needs the `plot` extra).",
+    help="Write a PNG (or the image format the name's extension gives) of requests per "
+         "header over time, per second, minute, hour, day, month or year as the time span "
+         "of the use needs (needs the `plot` extra).",
 )
 @_FORMAT
 @_OUTPUT
@@ -63,13 +64,14 @@ def audit(
     130 and 143 as for analyze.
     """
     from ridtrace.forensics.records.spans import build_requests
-    from ridtrace.forensics.views.audit import audit as run_audit
     from ridtrace.forensics.views.audit import (
+        PlotFormatError,
         audit_summary,
         daily_series,
         plot_usage,
         usage_series,
     )
+    from ridtrace.forensics.views.audit import audit as run_audit
 
     choice = engine_choice(engine, scheduler, partition_size)
     if choice.dask:
@@ -88,6 +90,8 @@ def audit(
             raise InputError("--plot needs matplotlib: pip install 'ridtrace[plot]'") from exc
         except OSError as exc:  # a report that cannot be written, as -o's: exit 2
             raise InputError(f"cannot write {plot}: {exc.strerror or exc}") from exc
+        except PlotFormatError as exc:
+            raise InputError(f"cannot write {plot}: {exc}") from exc
     if fmt == "json":
         doc = {
             "summary": summary,

@@ -167,6 +167,10 @@ def _legend_text(header: str, width: int = 60) -> str:
     return shown if len(shown) <= width else shown[: width - 1] + "…"
 
 
+class PlotFormatError(ValueError):
+    """A plot file named for no format matplotlib writes (``use.txt``)."""
+
+
 def plot_usage(series: pd.DataFrame, path: Path) -> None:
     """Write a PNG of use per bucket per header (matplotlib, imported only here).
 
@@ -192,6 +196,14 @@ def _draw(series: pd.DataFrame, path: Path, bucket: str) -> None:
 
     fig, ax = plt.subplots(figsize=(8, 4))
     try:
+        # The format is the name's, given to savefig: left to infer it, matplotlib
+        # appended ".png" to a name without an extension (--plot /dev/full made
+        # /dev/full.png, exit 0) and raised ValueError for one no image has (exit 4).
+        fmt = path.suffix[1:].lower() or "png"
+        formats = fig.canvas.get_supported_filetypes()
+        if fmt not in formats:
+            raise PlotFormatError(f"'.{fmt}' is no image format; name the file .png, or "
+                                  f"one of .{', .'.join(sorted(formats))}")
         if series.empty:
             ax.text(0.5, 0.5, "no deprecated headers seen", ha="center", va="center")
         else:
@@ -218,6 +230,6 @@ def _draw(series: pd.DataFrame, path: Path, bucket: str) -> None:
         ax.set_xlabel(f"time (UTC), per {bucket}")
         fig.autofmt_xdate()
         fig.tight_layout()
-        fig.savefig(path)
+        fig.savefig(path, format=fmt)
     finally:
         plt.close(fig)
