@@ -80,6 +80,7 @@ class JsonLinesSink:
         # Loguru's handler lock does not cover write_event: the sink needs its own.
         self._lock = threading.Lock()
         self._stopped = False
+        self._torn = False  # the file ends with part of a line (a write failed mid-line)
         _all_sinks.add(self)
         _flush_at_exit()
 
@@ -137,10 +138,22 @@ class JsonLinesSink:
     def _write_out(self, data: bytes) -> None:  # under self._lock
         stream = self._stream
         if self._raw:
-            written = stream.write(data)
-            while written is not None and written < len(data):  # never half a line
-                data = data[written:]
+            if self._torn:
+                # A full disk (or a file size limit) cut the last write part way through
+                # a line: appended to it, this record would be glued to half of that one,
+                # one line that is no JSON. The torn line is ended first, alone.
+                data = b"\n" + data
+            torn = self._torn  # still, if not even the newline gets out
+            try:
                 written = stream.write(data)
+                while written is not None and written < len(data):  # never half a line
+                    torn = torn or written > 0
+                    data = data[written:]
+                    written = stream.write(data)
+            except BaseException:
+                self._torn = torn
+                raise
+            self._torn = False
         else:
             stream.write(data)
             stream.flush()
