@@ -6,6 +6,7 @@ operator gets: no key, no ``--debug-endpoints``.
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,6 +122,30 @@ def test_a_host_that_is_not_this_servers_is_refused_on_loopback(defaults: Stack)
         assert answer.json()["error"]["code"] == "misdirected_request"
         for own in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", "LOCALHOST."):
             assert _status_for_host(url, own) == 200, (url, own)
+
+
+def _status_for_target(url: str, target: str, host: str) -> int:
+    port = int(url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(f"GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+                     .encode())
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return int(answer.split(b" ", 2)[1])
+
+
+def test_an_absolute_form_target_is_checked_by_its_own_host(defaults: Stack) -> None:
+    # RFC 9112 section 3.2.2: a server receiving an absolute-form target uses its host,
+    # not Host's. The check read Host alone: 'GET http://rebound.example/health' with
+    # Host: 127.0.0.1 was answered, and the target naming this server refused (421).
+    for url in (defaults.url, defaults.workers[0].url):
+        port = url.rsplit(":", 1)[1]
+        assert _status_for_target(url, "http://rebound.example/health", "127.0.0.1") == 421
+        assert _status_for_target(url, f"http://127.0.0.1:{port}/health",
+                                  "rebound.example") == 200
+        assert _status_for_target(url, f"http://[::1]:{port}/health", "other") == 200
+        assert _status_for_target(url, "/health", "127.0.0.1") == 200
 
 
 def test_allowed_host_adds_a_name_to_answer_for(tmp_path: Path) -> None:

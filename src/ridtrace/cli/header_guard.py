@@ -192,6 +192,7 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
             self._host_refusal = (f"a request needs exactly one Host header, not {self._hosts} "
                                   "(RFC 9112, section 3.2)")
             raise _HostCountWrong
+        self._host_from_target()
         super().on_headers_complete()
         cycles = self._cycles
         while cycles and cycles[0].response_complete:
@@ -199,6 +200,24 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         cycles.append(self.cycle)
         # The app's task is created but has not run yet: its first send sees the class.
         framed_for_http10(self.cycle, self.scope)
+
+    def _host_from_target(self) -> None:
+        """RFC 9112 section 3.2.2: with an absolute-form target (``GET http://h/p``) the
+        server MUST use the target's host and ignore Host. uvicorn keeps only the path,
+        so the Host check judged the Host header: a request for another host was
+        answered, and one naming this server with any Host refused (421)."""
+        if self.url.startswith(b"/") or self.url == b"*":
+            return
+        try:
+            target = httptools.parse_url(self.url)
+        except httptools.HttpParserInvalidURLError:
+            return
+        if not target.host:
+            return
+        host = b"[" + target.host + b"]" if b":" in target.host else target.host
+        authority = host if target.port is None else b"%s:%d" % (host, target.port)
+        self.headers[:] = [(name, authority if name == b"host" else value)
+                           for name, value in self.headers]
 
     def refusal(self, exc: Exception) -> str:
         # Our callbacks' refusals: the log line says which, as the parser's own do.
