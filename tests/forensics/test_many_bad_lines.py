@@ -67,8 +67,8 @@ def test_bad_lines_judged_in_slices_stay_in_file_order_with_over_long_ones(
 ) -> None:
     monkeypatch.setattr(table_module, "_JUDGED_AT_ONCE", 3)
     long = '{"time":"2026-11-29T10:00:00Z","schema":"ridtrace/1","message":"' + "a" * (20 << 20)
-    lines = (["text 1", "text 2", "text 3", "text 4", long + '"}', "text 6", "text 7",
-              long + '"}', "text 9"] + rt_request("00000000000000a1", "r1", 0, 1))
+    lines = ["text 1", "text 2", "text 3", "text 4", long + '"}', "text 6", "text 7",
+             long + '"}', "text 9", *rt_request("00000000000000a1", "r1", 0, 1)]
     path = tmp_path / "app.log"
     path.write_text("\n".join(lines) + "\n")
     stats, _, spans = _read(path)
