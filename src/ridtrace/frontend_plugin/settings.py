@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
+from ridtrace.frontend_plugin.env_values import (
+    built_from,
+    comma_list,
+    flag,
+    optional_int,
+    read_prefixed,
+    require_numbers,
+)
 from ridtrace.frontend_plugin.redaction import checked_worker_url, redacted_url
 from ridtrace.frontend_plugin.registry import IdPolicy
 
 __all__ = ["FrontendSettings", "WorkerSettings"]
-
-_T = TypeVar("_T")
 
 
 def _policy(value: str) -> IdPolicy:
@@ -22,39 +27,6 @@ def _policy(value: str) -> IdPolicy:
     if value == "legacy":
         return "legacy"
     raise ValueError(f"id policy must be 'safe' or 'legacy', not {value!r}")
-
-
-def _require_numbers(
-    settings: object, *, positive: tuple[str, ...] = (), non_negative: tuple[str, ...] = ()
-) -> None:
-    """Refuse at start-up what would fail every request later: a negative or zero
-    body limit answered every request 413, a negative timeout every request 504."""
-    for names, least in ((positive, "positive"), (non_negative, "non-negative")):
-        for name in names:
-            value = getattr(settings, name)
-            if value is None:
-                continue
-            if not math.isfinite(value) or value < 0 or (value == 0 and least == "positive"):
-                raise ValueError(f"{name} must be a {least} number, not {value!r}")
-
-
-def _optional_int(value: str) -> int | None:
-    return int(value) if value.strip() else None
-
-
-_ON, _OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
-
-
-def _flag(value: str) -> bool:
-    # Any other word was read as off: ..._METRICS_REQUIRE_KEY=on left /metrics open.
-    word = value.strip().lower()
-    if word not in _ON + _OFF:
-        raise ValueError(f"neither on ({', '.join(_ON)}) nor off ({', '.join(_OFF)})")
-    return word in _ON
-
-
-def _comma_list(value: str) -> tuple[str, ...]:
-    return tuple(item.strip() for item in value.split(",") if item.strip())
 
 
 def _check_secret(value: str, what: str) -> None:
@@ -79,35 +51,6 @@ def _secrets(environ: Mapping[str, str] | None) -> dict[str, Any]:
     if env.get("RIDTRACE_WORKER_TOKEN"):
         out["worker_token"] = env["RIDTRACE_WORKER_TOKEN"]
     return out
-
-
-def _read(
-    environ: Mapping[str, str] | None,
-    prefix: str,
-    fields: Mapping[str, Callable[[str], Any]],
-) -> dict[str, Any]:
-    env = os.environ if environ is None else environ
-    out: dict[str, Any] = {}
-    for name, parse in fields.items():
-        raw = env.get(prefix + name.upper())
-        if raw is not None and raw != "":
-            try:
-                out[name] = parse(raw)
-            except ValueError as exc:  # "invalid literal for int()" alone names nothing
-                raise ValueError(f"{prefix}{name.upper()}={raw!r}: {exc}") from None
-    return out
-
-
-def _built(cls: Callable[..., _T], prefix: str, values: dict[str, Any]) -> _T:
-    """``cls(**values)``; a value it refuses is named by the variable that set it
-    (``total_timeout must be positive`` named no variable an operator could find)."""
-    try:
-        return cls(**values)
-    except ValueError as exc:
-        for name in values:
-            if str(exc).startswith(f"{name} "):
-                raise ValueError(f"{prefix}{name.upper()}: {exc}") from None
-        raise
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -172,7 +115,7 @@ class FrontendSettings:
             _check_secret(key, "an API key")
         if self.worker_token is not None:
             _check_secret(self.worker_token, "the worker token")
-        _require_numbers(self, positive=(
+        require_numbers(self, positive=(
             "max_body_bytes", "max_tokens_limit", "default_max_tokens", "connect_timeout",
             "first_byte_timeout", "chunk_timeout", "total_timeout", "body_timeout",
             "max_attempts",
@@ -206,7 +149,7 @@ class FrontendSettings:
         ``RIDTRACE_WORKER_TOKEN`` (shared with ``WorkerSettings.from_env``).
         """
         fields: dict[str, Callable[[str], Any]] = {
-            "workers": _comma_list,
+            "workers": comma_list,
             "id_policy": _policy,
             "model": str,
             "max_body_bytes": int,
@@ -219,17 +162,17 @@ class FrontendSettings:
             "body_timeout": float,
             "max_attempts": int,
             "down_cooldown": float,
-            "check_chunk_ids": _flag,
-            "debug_endpoints": _flag,
+            "check_chunk_ids": flag,
+            "debug_endpoints": flag,
             "max_connections": int,
-            "metrics_require_key": _flag,
+            "metrics_require_key": flag,
         }
-        values = _read(environ, "RIDTRACE_FRONTEND_", fields) | _secrets(environ)
-        keys = _read(environ, "RIDTRACE_", {"api_keys": _comma_list})
+        values = read_prefixed(environ, "RIDTRACE_FRONTEND_", fields) | _secrets(environ)
+        keys = read_prefixed(environ, "RIDTRACE_", {"api_keys": comma_list})
         if "api_keys" in keys and not keys["api_keys"]:
             # " " or ",": meant to require keys, would have served everyone without one.
             raise ValueError("RIDTRACE_API_KEYS is set but holds no key (a comma list)")
-        return _built(cls, "RIDTRACE_FRONTEND_", values | keys)
+        return built_from(cls, "RIDTRACE_FRONTEND_", values | keys)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -279,7 +222,7 @@ class WorkerSettings:
     def __post_init__(self) -> None:
         if self.worker_token is not None:
             _check_secret(self.worker_token, "the worker token")
-        _require_numbers(
+        require_numbers(
             self, positive=("gate_timeout", "max_body_bytes", "body_timeout",
                             "max_tokens_limit"),
             non_negative=("token_delay", "first_token_delay", "hang_after_tokens",
@@ -298,15 +241,15 @@ class WorkerSettings:
             "model": str,
             "token_delay": float,
             "first_token_delay": float,
-            "gate": _flag,
+            "gate": flag,
             "gate_timeout": float,
-            "hang_after_tokens": _optional_int,
-            "foreign_chunk_after": _optional_int,
+            "hang_after_tokens": optional_int,
+            "foreign_chunk_after": optional_int,
             "max_body_bytes": int,
             "body_timeout": float,
             "max_tokens_limit": int,
-            "debug_endpoints": _flag,
-            "baggage_attributes": _comma_list,
+            "debug_endpoints": flag,
+            "baggage_attributes": comma_list,
         }
-        return _built(cls, "RIDTRACE_WORKER_", _read(environ, "RIDTRACE_WORKER_", fields)
-                      | _secrets(environ))
+        values = read_prefixed(environ, "RIDTRACE_WORKER_", fields) | _secrets(environ)
+        return built_from(cls, "RIDTRACE_WORKER_", values)
