@@ -128,6 +128,14 @@ class DecodedStream(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def consumed(self) -> int | None:
+        """The source's bytes read so far (compressed ones, for a compressed file), which
+        a progress bar over file sizes counts; None where the source cannot say (a pipe)."""
+        try:
+            return self._raw.tell()
+        except (OSError, ValueError):
+            return None
+
     def _next_bytes(self) -> bytes:
         if self.unsupported is not None or self._stopped:
             return b""

@@ -31,12 +31,25 @@ def stage(
     out of the container runtime's or journal's wrapping (`reading.unwrap`), line for line.
     """
 
+    # Progress in the source's own bytes where it says how many it read: the bar's total
+    # is the files' sizes, and a gzip's decompressed bytes ran it past 100 %.
+    consumed = getattr(stream, "consumed", lambda: None)
+    counted = [0]
+
+    def progress(chunk: bytes) -> None:
+        if on_bytes is None:
+            return
+        read = consumed()
+        step = len(chunk) if read is None else read - counted[0]
+        counted[0] = counted[0] + step
+        if step > 0:
+            on_bytes(step)
+
     def chunks() -> Iterator[bytes]:
         # A line over the limit is a bad line whatever it holds: the copy keeps enough
         # of it to be one (`overlong`), not all of it.
         for chunk in newline_chunks(_Prefixed(head, stream), max_line=MAX_LINE_BYTES):
-            if on_bytes is not None:
-                on_bytes(len(chunk))
+            progress(chunk)
             if getattr(stream, "tear", None) is not None and not chunk.endswith(b"\n"):
                 cut = chunk.rfind(b"\n") + 1
                 chunk, torn[0] = chunk[:cut], chunk[cut:]
