@@ -117,8 +117,10 @@ def split_by_file(got: pa.Table, paths: Sequence[str]) -> list[pa.Table]:
     for name in _RN_COLUMNS:
         at = local.column_names.index(name)
         local = local.set_column(at, name, pc.subtract(local[name], shift))
-    at = local.column_names.index("_suspects")
-    local = local.set_column(at, "_suspects", _shift_suspects(local["_suspects"], start[order]))
+    if "_suspects" in local.column_names:
+        at = local.column_names.index("_suspects")
+        local = local.set_column(at, "_suspects",
+                                 _shift_suspects(local["_suspects"], start[order]))
     return [local.slice(bounds[i], bounds[i + 1] - bounds[i]) for i in range(len(paths))]
 
 
