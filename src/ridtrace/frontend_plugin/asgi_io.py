@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI
@@ -15,73 +14,17 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 __all__ = [
-    "EarlyRefusal",
     "GuardedStreamingResponse",
-    "early_refusal",
     "fastapi_app",
-    "json_body_refusal",
     "plain_route",
     "read_body",
     "receive_body",
-    "transfer_coding_refusal",
     "wait_for_disconnect",
 ]
 
 # A body over the cap is still read (and thrown away) up to this multiple of the cap,
 # so the client gets to read our 413 instead of a reset connection mid-upload.
 _DRAIN_FACTOR = 32
-
-
-def json_body_refusal(scope: Scope) -> str | None:
-    """Why a request's body cannot be read as JSON from its headers, or ``None``.
-
-    The body is JSON when ``content-type`` is absent (curl with ``--data-binary``,
-    clients that send none) or names JSON (``application/json``,
-    ``application/*+json``), as FastAPI decides for its own body parameters, and it
-    is not compressed. Parsing a ``text/plain``, form or multipart body as JSON
-    anyway would let any web page make a visitor's browser call the routes (those
-    types are sent cross-site without a preflight), and a gzip body failed with a
-    confusing "not valid UTF-8".
-    """
-    for name, value in scope["headers"]:
-        if name == b"content-type":
-            media = value.split(b";", 1)[0].strip().lower()
-            main, _, sub = media.partition(b"/")
-            if main != b"application" or not (sub == b"json" or sub.endswith(b"+json")):
-                shown = media.decode("latin-1")[:64]
-                if not shown.isprintable():
-                    shown = "?"
-                return f"unsupported content-type '{shown}': send 'application/json'"
-        elif name == b"content-encoding" and value.strip().lower() not in (b"", b"identity"):
-            return "unsupported content-encoding: send the JSON body uncompressed"
-    return None
-
-
-# Transfer codings the server undoes itself: chunked (the HTTP parser), and identity
-# (no coding at all, as old clients still name it).
-_KNOWN_TRANSFER_CODINGS = frozenset({b"chunked", b"identity"})
-
-
-def transfer_coding_refusal(scope: Scope) -> str | None:
-    """Why the request's ``transfer-encoding`` cannot be read, or ``None``.
-
-    The HTTP parser undoes ``chunked`` only: for ``gzip, chunked`` it hands on the body
-    still gzipped, which then failed as "invalid JSON body" (400). RFC 9112 (section
-    6.1) asks for 501 Not Implemented for a transfer coding the server does not
-    understand. A coding list that does not end in ``chunked`` never gets here: the
-    parser answers that 400 itself, as the RFC requires (section 6.3).
-    """
-    for name, value in scope["headers"]:
-        if name == b"transfer-encoding":
-            for coding in value.split(b","):
-                coding = coding.split(b";", 1)[0].strip().lower()
-                if coding and coding not in _KNOWN_TRANSFER_CODINGS:
-                    shown = coding.decode("latin-1")[:32]
-                    if not shown.isprintable():
-                        shown = "?"
-                    return (f"unsupported transfer-encoding '{shown}': "
-                            "send the body chunked or with a content-length")
-    return None
 
 
 def fastapi_app(*, app_class: type[FastAPI] = FastAPI, **options: Any) -> FastAPI:
@@ -140,50 +83,6 @@ async def read_body(request: Request, limit: int) -> bytes | None:
         if not body.add(chunk):
             break
     return body.result()
-
-
-@dataclass(frozen=True)
-class EarlyRefusal:
-    """A request answered from its headers alone, its body left unread."""
-
-    status: int
-    message: str
-    # The unread body may still come: the connection cannot carry another request.
-    close: bool
-
-
-def early_refusal(scope: Scope, limit: int) -> EarlyRefusal | None:
-    """What every route that reads a JSON body answers before reading it, or ``None``:
-    501 for a transfer coding the parser does not undo (the client's fault though a
-    5xx: the RFC's code), 415 for a body that is not plain JSON, 413 for an announced
-    body over ``limit`` that waits for ``100 Continue``."""
-    refusal = transfer_coding_refusal(scope)
-    if refusal is not None:
-        return EarlyRefusal(501, refusal, close=True)
-    refusal = json_body_refusal(scope)
-    if refusal is not None:
-        return EarlyRefusal(415, refusal, close=False)
-    if _refused_before_continue(scope, limit):
-        return EarlyRefusal(413, f"request body exceeds {limit} bytes", close=True)
-    return None
-
-
-def _refused_before_continue(scope: Scope, limit: int) -> bool:
-    """True when the client waits for ``100 Continue`` before sending a body whose
-    ``content-length`` is already over ``limit``.
-
-    Answering 413 without the 100 spares it the upload (RFC 9110 §10.1.1); reading
-    the body, as for any request, first sent it the 100 and then took up to the drain
-    cap of bytes it did not want. The body is then never sent, so the connection
-    cannot carry another request: the answer closes it.
-    """
-    expects = declared = False
-    for name, value in scope["headers"]:
-        if name == b"expect":
-            expects = value.lower() == b"100-continue"
-        elif name == b"content-length":
-            declared = value.isdigit() and int(value) > limit
-    return expects and declared
 
 
 async def receive_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:

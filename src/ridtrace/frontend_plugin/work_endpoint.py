@@ -33,8 +33,9 @@ from ridtrace.contract import (
 )
 from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin import json_codec
-from ridtrace.frontend_plugin.asgi_io import GuardedStreamingResponse, transfer_coding_refusal
+from ridtrace.frontend_plugin.asgi_io import GuardedStreamingResponse
 from ridtrace.frontend_plugin.drain import Drain
+from ridtrace.frontend_plugin.early_refusals import transfer_coding_refusal
 from ridtrace.frontend_plugin.engine import EchoEngine, echo_tokens
 from ridtrace.frontend_plugin.registry import DuplicateRequestId, InflightRegistry
 from ridtrace.frontend_plugin.settings import WorkerSettings

@@ -17,7 +17,7 @@ from starlette.types import Receive, Scope, Send
 from ridtrace.contract import SHUTTING_DOWN
 from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin import json_codec
-from ridtrace.frontend_plugin.asgi_io import early_refusal, receive_body, wait_for_disconnect
+from ridtrace.frontend_plugin.asgi_io import receive_body, wait_for_disconnect
 from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
     Parsed,
@@ -26,6 +26,7 @@ from ridtrace.frontend_plugin.bodies import (
     require_object,
 )
 from ridtrace.frontend_plugin.direct import Call, new_call
+from ridtrace.frontend_plugin.early_refusals import early_refusal
 from ridtrace.frontend_plugin.failures import worth_retrying
 from ridtrace.frontend_plugin.frontend import CallerLeft, Frontend
 from ridtrace.frontend_plugin.hop import worker_hop_headers

@@ -19,13 +19,14 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ridtrace.frontend_plugin import json_codec
-from ridtrace.frontend_plugin.asgi_io import early_refusal, receive_body
+from ridtrace.frontend_plugin.asgi_io import receive_body
 from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
     json_error,
     model_name,
     require_object,
 )
+from ridtrace.frontend_plugin.early_refusals import early_refusal
 from ridtrace.frontend_plugin.request_options import anthropic_options
 from ridtrace.frontend_plugin.routes.anthropic import MESSAGES, input_tokens, messages_prompt
 from ridtrace.frontend_plugin.routes.base import ApiSpec
