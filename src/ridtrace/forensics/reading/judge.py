@@ -174,11 +174,21 @@ def _malformed(text: bytes) -> str:
     return "not JSON"
 
 
+# First bytes no JSON text begins with (after NULs and blanks): printable ASCII but
+# the starts of an object, array, string, number or literal.
+_NO_JSON_START = frozenset(bytes([b]) for b in range(0x21, 0x7F)) - {
+    bytes([b]) for b in b'{["-0123456789tfn'}
+
+
 def judge_line(text: bytes, fields: Sequence[str]) -> dict[str, Any] | str:
     """The line's fields (strings, ``time`` a datetime), or the reason it is bad."""
     # NULs before a line are no part of it: the hole a copy-and-truncate leaves when its
     # writer does not append (its next write lands at its old offset). The record after
     # the hole is whole; it was a bad line ("binary data") after every such rotation.
+    if text.lstrip(b"\0 \t\r\n")[:1] in _NO_JSON_START:
+        # A text log's line (a word, a bracket, a time in brackets): no JSON parser could
+        # start on it, and building its decode error was a third of judging it.
+        return _malformed(text)
     try:
         decoded = text.lstrip(b"\0").decode("utf-8", errors="strict")
         obj = _DECODE.decode(decoded.strip().removeprefix(_BOM).strip())
