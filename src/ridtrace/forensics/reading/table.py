@@ -41,8 +41,13 @@ from ridtrace.forensics.reading.scan import FLAGS, LEAN_FIELDS, Window, full_spa
 from ridtrace.forensics.reading.schema import READ_FIELDS, TIME_TYPE
 from ridtrace.forensics.reading.sql import normalized_select, spans_select
 from ridtrace.forensics.reading.staging import make_dir, release
-from ridtrace.forensics.reading.stats import FileNote, ReadStats
+from ridtrace.forensics.reading.stats import ReadStats
 from ridtrace.forensics.reading.suspects import judge_suspects
+from ridtrace.forensics.reading.unkeyed import (
+    UNKEYED_KINDS,
+    unkeyed_events_notes,
+    unkeyed_notes,
+)
 
 
 class LogTable:
@@ -211,18 +216,13 @@ class LogTable:
         return got.select(fields), lines
 
     def _note_unkeyed(self, got: pa.Table, other: np.ndarray) -> None:
-        """Name the file when an Unlinked error or a foreign chunk is on a line with no
-        ``span_id`` (a record logged outside the request's span): no request can hold
-        it, so it was dropped, and the report said clean and complete (exit 0)."""
+        """Name the file when evidence is on a line with no ``span_id`` (`unkeyed`)."""
         if not len(other):
             return
         rows = take_rows(got, other)
-        for kind, what in (("unlinked", "an Unlinked error"), ("foreign", "a foreign chunk")):
-            line = self._lines_of(rows[f"{kind}_rn"])
-            if len(line) and line[0] >= 0:
-                self.stats.unreadable_files.append(FileNote(
-                    self.name, f"{what} at line {int(line[0])} names no span_id, so no "
-                    "request holds it: the finding is missing (read that line)"))
+        first = {kind: self._lines_of(rows[f"{kind}_rn"]) for kind, _, _ in UNKEYED_KINDS}
+        self.stats.unreadable_files.extend(unkeyed_notes(
+            self.name, lambda kind: int(first[kind][0]) if len(first[kind]) else -1))
 
     def _ordered_events(self) -> pa.Table:
         return self._read(
@@ -279,6 +279,8 @@ class LogTable:
         if rescued:
             extra = self._normalize_rows(rescued)
             good = pa.concat_tables([good.select(extra.column_names), extra]).sort_by("rn")
+        self.stats.unreadable_files.extend(
+            unkeyed_events_notes(self.name, good, self._row_lines))
         lines = self._row_lines(good["rn"].to_numpy())
         drop = [c for c in good.column_names if c == "rn" or c.startswith("_")]
         return good.drop_columns(drop), lines

@@ -1,0 +1,85 @@
+"""Evidence on a line with no ``span_id`` is named, whatever the command and engine.
+
+Requests are keyed by span id, so a line logged outside the request's span joins none.
+Dynamo's deprecated-header WARN is the only record that a request sent the header: one
+without span fields was dropped in silence, and `audit` counted one use fewer, complete,
+exit 0, the very count an API owner removes the header by. The Unlinked error such a
+line can be was named by `analyze` and by `audit --engine dask` but not by `audit`, so
+the two engines gave one input two exit codes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+
+pytest.importorskip("dask.dataframe")
+pytest.importorskip("distributed")
+
+_HEAD = {"level": "DEBUG", "target": "dynamo_llm::http::service::metrics",
+         "span_name": "http-request", "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+         "uri": "/v1/chat/completions"}
+
+
+def _request(rid: str, span: str, t0: int) -> list[dict[str, object]]:
+    head = {**_HEAD, "request_id": rid, "span_id": span}
+    return [
+        {"time": f"2026-10-02T14:03:1{t0}.000001Z", **head, "message": "request received"},
+        {"time": f"2026-10-02T14:03:1{t0}.500000Z", **head, "message": "request completed",
+         "status": "success"},
+    ]
+
+
+def _warn(message: str, **fields: str) -> dict[str, object]:
+    # Logged outside the request's span: no span_id, span_name or trace_id.
+    return {"time": "2026-10-02T14:03:13.000002Z", "level": "WARN",
+            "target": "dynamo_llm::http::service::openai", "message": message, **fields}
+
+
+def _write(path: Path, lines: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def _run(*args: str) -> tuple[int, dict[str, object]]:
+    result = CliRunner().invoke(main, [*args, "--format", "json", "-q"])
+    return result.exit_code, json.loads(result.stdout)
+
+
+SPANLESS_WARNS = [
+    _warn("x-dynamo-request-id header is deprecated (DEP #7812); server-generated request "
+          "IDs should be used instead", request_id="c"),
+    _warn("ignoring deprecated client request id header", header="request-id", request_id="c"),
+]
+
+
+@pytest.mark.parametrize("warn", SPANLESS_WARNS, ids=["message form", "header field"])
+@pytest.mark.parametrize("command", ["analyze", "audit"])
+@pytest.mark.parametrize("engine", ["pandas", "dask"])
+def test_a_deprecated_header_warn_with_no_span_id_is_named_not_dropped(
+    tmp_path: Path, warn: dict[str, object], command: str, engine: str,
+) -> None:
+    log = _write(tmp_path / "frontend.jsonl",
+                 [*_request("a", "a1b2c3d4e5f60718", 1), *_request("b", "b1b2c3d4e5f60718", 2),
+                  warn])
+    code, doc = _run(command, str(log), "--engine", engine)
+    assert doc["summary"]["unreadable_files"] == [{  # type: ignore[index]
+        "file": str(log), "reason": "a deprecated-header WARN at line 5 names no span_id, "
+        "so no request holds it: that use of the header is missing (read that line)"}]
+    assert code == 3
+
+
+def test_audit_names_an_unlinked_error_with_no_span_id_as_its_dask_engine_does(
+    tmp_path: Path,
+) -> None:
+    unlinked = _warn("engine generate call failed", request_id="c",
+                     error="Unlinked response; response task was dropped or cancelled")
+    log = _write(tmp_path / "frontend.jsonl", [*_request("a", "a1b2c3d4e5f60718", 1), unlinked])
+    pandas = _run("audit", str(log))
+    assert _run("audit", str(log), "--engine", "dask") == pandas
+    assert pandas[0] == 3
