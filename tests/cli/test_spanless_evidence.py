@@ -83,3 +83,19 @@ def test_audit_names_an_unlinked_error_with_no_span_id_as_its_dask_engine_does(
     pandas = _run("audit", str(log))
     assert _run("audit", str(log), "--engine", "dask") == pandas
     assert pandas[0] == 3
+
+
+def test_the_dask_engine_names_the_line_in_its_file_not_in_its_block(tmp_path: Path) -> None:
+    # A file bigger than a partition is read in blocks: the note named the line within
+    # its block (line 730 of a WARN at line 17399), and a second such line in another
+    # block was a second note, where the pandas engine names the file's first one.
+    requests = [line for i in range(6000)
+                for line in _request(f"r{i}", f"{i:016x}", 1)]
+    warn = SPANLESS_WARNS[1]
+    log = _write(tmp_path / "frontend.jsonl", [*requests[:10], warn, *requests[10:], warn])
+    assert log.stat().st_size > 3 << 20
+    pandas = _run("audit", str(log))
+    assert pandas[1]["summary"]["unreadable_files"] == [{  # type: ignore[index]
+        "file": str(log), "reason": "a deprecated-header WARN at line 11 names no span_id, "
+        "so no request holds it: that use of the header is missing (read that line)"}]
+    assert _run("audit", str(log), "--engine", "dask", "--partition-size", "1MiB") == pandas

@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import dask.dataframe as dd
@@ -42,6 +42,7 @@ from ridtrace.forensics.dask_engine.blocks import Block, empty_partial, plan_blo
 from ridtrace.forensics.dask_engine.groups import GroupResult, group_blocks, read_blocks
 from ridtrace.forensics.dask_engine.urls import expand_urls
 from ridtrace.forensics.reading.stats import MAX_SAMPLES, BadLine, ReadStats
+from ridtrace.forensics.reading.unkeyed import in_whole_file
 from ridtrace.forensics.records.partials import KEY, combine_requests, finish_requests
 from ridtrace.forensics.rules.report import Report, analyze_requests, window_requests
 
@@ -140,7 +141,9 @@ def merge_stats(counters: Sequence[ReadStats], offsets: Sequence[int]) -> ReadSt
     """
     total = ReadStats()
     for stats, offset in zip(counters, offsets, strict=True):
-        total.merge_counts(stats)
+        # A copy: the block's counters may be the cluster's own object (threads).
+        total.merge_counts(replace(stats, unreadable_files=in_whole_file(
+            stats.unreadable_files, offset, total.unreadable_files)))
         for s in stats.samples:
             if len(total.samples) < MAX_SAMPLES:
                 line = s.line + offset if s.line else 0

@@ -10,7 +10,8 @@ jaeger`) alike, so each command and engine says the same of one input.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -19,7 +20,9 @@ import pyarrow.compute as pc
 from ridtrace.contract import FOREIGN_CHUNK, RESPONSE_UNLINKED
 from ridtrace.forensics.reading.stats import FileNote
 
-__all__ = ["UNKEYED_KINDS", "unkeyed_events_notes", "unkeyed_notes"]
+__all__ = [
+    "UNKEYED_KINDS", "UnkeyedNote", "in_whole_file", "unkeyed_events_notes", "unkeyed_notes",
+]
 
 # The span row's column prefix (``{kind}_rn``), what the line is, what goes missing.
 UNKEYED_KINDS = (
@@ -29,16 +32,40 @@ UNKEYED_KINDS = (
 )
 
 
+@dataclass(frozen=True)
+class UnkeyedNote(FileNote):
+    """A `FileNote` that keeps its kind and line, so a Dask block's can be made the
+    file's (`in_whole_file`)."""
+
+    kind: str = ""
+    line: int = 0
+
+
+def _note(name: str, kind: str, line: int) -> UnkeyedNote:
+    what, missing = next((w, m) for k, w, m in UNKEYED_KINDS if k == kind)
+    reason = (f"{what} at line {line} names no span_id, so no request holds it: "
+              f"{missing} (read that line)")
+    return UnkeyedNote(name, reason, kind, line)
+
+
 def unkeyed_notes(name: str, first_line: Callable[[str], int]) -> list[FileNote]:
     """Notes for file `name`, given the first line of each kind with no span (-1: none)."""
-    notes = []
-    for kind, what, missing in UNKEYED_KINDS:
-        line = first_line(kind)
-        if line >= 0:
-            notes.append(FileNote(
-                name, f"{what} at line {line} names no span_id, so no request holds it: "
-                f"{missing} (read that line)"))
-    return notes
+    return [_note(name, kind, line) for kind, _, _ in UNKEYED_KINDS
+            if (line := first_line(kind)) >= 0]
+
+
+def in_whole_file(
+    notes: Sequence[FileNote], offset: int, earlier: Sequence[FileNote],
+) -> list[FileNote]:
+    """A Dask block's notes as the file's: its lines moved by the `offset` lines before
+    the block, and none of a kind an `earlier` block of the file already named (the
+    pandas engine names each kind's first line only)."""
+    named = {(n.file, n.kind) for n in earlier if isinstance(n, UnkeyedNote)}
+    return [
+        _note(n.file, n.kind, n.line + offset) if isinstance(n, UnkeyedNote) else n
+        for n in notes
+        if not (isinstance(n, UnkeyedNote) and (n.file, n.kind) in named)
+    ]
 
 
 def unkeyed_events_notes(
