@@ -1,6 +1,6 @@
 """Logs as infrastructure ships them: a Kubernetes node's CRI files, Docker's json-file
 driver, ``journalctl -o json``, ``kubectl logs --timestamps --prefix``, Vector's, Fluent
-Bit's and Loki's logcli JSON objects, Fluent Bit's and Fluentd's file output. Each wraps the same JSON lines; the report is the one the
+Bit's, Filebeat's and Loki's logcli JSON objects, Fluent Bit's and Fluentd's file output. Each wraps the same JSON lines; the report is the one the
 plain lines give, with evidence citing the wrapped file's own lines."""
 
 from __future__ import annotations
@@ -159,6 +159,25 @@ def _vector_parsed(lines: list[bytes]) -> bytes:
     return b"".join(out)
 
 
+def _filebeat_json(lines: list[bytes]) -> bytes:
+    """Filebeat's log input with ``json.*`` decoding (``keys_under_root: false``, its
+    default): the record under ``json``, beside Filebeat's own ``log`` object (its lines
+    were all bad, "missing time", the report none of the incident)."""
+    out = []
+    for n, line in enumerate(lines):
+        entry: dict[str, Any] = {
+            "@timestamp": "2026-11-29T10:00:00.000Z",
+            "log": {"offset": n * 400, "file": {"path": "/var/log/app/frontend.jsonl"}},
+            "input": {"type": "log"}, "agent": {"type": "filebeat", "version": "8.15.0"},
+        }
+        try:
+            entry["json"] = json.loads(line)
+        except ValueError:
+            entry["message"] = line.decode()
+        out.append(json.dumps(entry).encode() + b"\n")
+    return b"".join(out)
+
+
 def _gcp_export(lines: list[bytes]) -> bytes:
     """Cloud Logging's LogEntry, as a sink writes them to Cloud Storage: GKE's agent parses
     a JSON line into ``jsonPayload`` and moves its ``time`` to the entry's ``timestamp``;
@@ -233,6 +252,12 @@ WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
     "fluent-bit-file": _fluent_bit_file,
     "fluentd-file": _fluentd_file,
     "gcp-export": _gcp_export,
+    # Filebeat's ndjson as Elasticsearch or its file output gets it: the line in
+    # "message", or (json.* decoding) the record under "json".
+    "filebeat": _shipper("message", **{"@timestamp": "2026-11-29T10:00:00.000Z"},
+                         log={"offset": 0, "file": {"path": "/var/log/app/frontend.jsonl"}},
+                         input={"type": "filestream"}, ecs={"version": "8.0.0"}),
+    "filebeat-json": _filebeat_json,
     "otel-collector-file": _otel_file,
 }
 

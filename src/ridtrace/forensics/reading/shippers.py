@@ -1,5 +1,5 @@
 """Log shippers that write each line as a JSON object of their own, or frame it in their
-file output: Vector, Fluent Bit, Loki's logcli, Cloud Logging's exported LogEntry;
+file output: Vector, Fluent Bit, Loki's logcli, Cloud Logging's exported LogEntry, Filebeat;
 Fluent Bit's and Fluentd's ``out_file``. `reading.unwrap` recognises them among the
 other wrappers; `reading.rescue` takes them off lines a plain file holds.
 """
@@ -19,9 +19,11 @@ __all__ = [
 
 # The field a log shipper that writes each line as a JSON object of its own carries the
 # service's line in: Vector's ``message``, Fluent Bit's ``log`` (its ``date`` first, no
-# ``stream``: not Docker's shape), Loki's ``logcli --output=jsonl`` ``line``, and Cloud
-# Logging's ``jsonPayload`` (a LogEntry as a sink exports it).
-ENVELOPE_FIELDS = ("log", "message", "line", "jsonPayload")
+# ``stream``: not Docker's shape), Loki's ``logcli --output=jsonl`` ``line``, Cloud
+# Logging's ``jsonPayload`` (a LogEntry as a sink exports it), and Filebeat's ``json``
+# (its log input's ``json.*`` decoding puts the record there unless ``keys_under_root``;
+# without decoding the line is in ``message``).
+ENVELOPE_FIELDS = ("log", "message", "line", "jsonPayload", "json")
 # Cloud Logging's agent (GKE's) parses a JSON line into the entry's jsonPayload and moves
 # its "time" to the entry's "timestamp": the line's own time, to the nanosecond.
 _TIME_MOVED_TO = {"jsonPayload": "timestamp"}
