@@ -75,6 +75,12 @@ def _journal_spaced(lines: list[bytes]) -> bytes:
     return b"\n".join(out) + b"\n"
 
 
+def _journal_seq(lines: list[bytes]) -> bytes:
+    """``journalctl -o json-seq`` (systemd 252): RFC 7464's record separator, 0x1E,
+    before each entry (its lines were all bad, "missing time", no request read)."""
+    return b"".join(b"\x1e" + entry + b"\n" for entry in _journal(lines).splitlines())
+
+
 def _kubectl(lines: list[bytes]) -> bytes:
     """``kubectl logs --prefix --timestamps`` (half the lines), ``--timestamps`` (the rest)."""
     stamp = b"2026-11-29T10:00:00.123456789Z "
@@ -240,6 +246,7 @@ def _otel_file(lines: list[bytes], *, batch: int = 7) -> bytes:
 
 WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
     "cri": _cri, "docker": _docker, "journald": _journal, "journald-spaced": _journal_spaced,
+    "journald-seq": _journal_seq,
     "kubectl": _kubectl, "docker-compose": _compose, "aws-logs-tail": _aws_logs_tail,
     # Vector's file sink (json), Fluent Bit's out_file (json_lines), Loki's logcli.
     "vector": _shipper("message", file="/var/log/pods/x/0.log", host="node-3",

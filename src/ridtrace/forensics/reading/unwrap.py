@@ -56,8 +56,9 @@ CRI_LINE = re.compile(
 STREAMS = ("stdout", "stderr")
 # journalctl -o json's first key: "__CURSOR", or "__REALTIME_TIMESTAMP" in an export whose
 # cursors were dropped. Older systemd releases (RHEL 8's 239, Ubuntu 20.04's 245) write
-# the object by hand with spaces, '{ "__CURSOR" : "s=…", … }'; newer ones compactly.
-_JOURNAL_HEAD = re.compile(rb'\{\s*"__(?:CURSOR|REALTIME_TIMESTAMP)"\s*:')
+# the object by hand with spaces, '{ "__CURSOR" : "s=…", … }'; newer ones compactly;
+# `-o json-seq` (systemd 252) puts RFC 7464's record separator, 0x1E, before it.
+_JOURNAL_HEAD = re.compile(rb'\x1e?\{\s*"__(?:CURSOR|REALTIME_TIMESTAMP)"\s*:')
 # Loki's `logcli query` default output puts the stream's labels, as Prometheus writes
 # them and padded to the longest, between the time and the line: {app="x", pod="y"}.
 _LABELS = rb'\{(?:[A-Za-z_][A-Za-z0-9_]*="(?:[^"\\]|\\.)*"(?:, )?)*\} +'

@@ -90,6 +90,9 @@ class LineByLine:
 
 
 def json_object(line: bytes) -> dict[str, Any] | None:
+    # RFC 7464's record separator before a JSON text (`journalctl -o json-seq`, `jq
+    # --seq`) is framing, as DuckDB's reader takes it; Python's parser refuses it.
+    line = line.removeprefix(b"\x1e")
     try:
         # A float kept as its text: 1e400 written back as Infinity is no JSON, and the
         # reader takes every field as text anyway.
