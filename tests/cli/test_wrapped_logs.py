@@ -184,6 +184,26 @@ def _filebeat_json(lines: list[bytes]) -> bytes:
     return b"".join(out)
 
 
+def _elasticsearch_hits(lines: list[bytes]) -> bytes:
+    """Elasticsearch or OpenSearch hits a line (elasticdump, a ``_search`` saved as
+    ndjson): the shipped document in ``_source``, Filebeat's with the line in
+    ``message``, or (decoded under the root) the record itself (its lines were all bad,
+    "missing time", no request read)."""
+    out = []
+    for n, line in enumerate(lines):
+        try:
+            record: Any = json.loads(line)
+        except ValueError:
+            record = None
+        document = ({**record, "@timestamp": "2026-11-29T10:00:00.000Z"}
+                    if n % 2 and isinstance(record, dict)
+                    else {"@timestamp": "2026-11-29T10:00:00.000Z", "message": line.decode(),
+                          "log": {"offset": n * 400}})
+        out.append(json.dumps({"_index": "filebeat-8.15.0", "_id": f"id{n}", "_score": 1.0,
+                               "_source": document}).encode() + b"\n")
+    return b"".join(out)
+
+
 def _gcp_export(lines: list[bytes]) -> bytes:
     """Cloud Logging's LogEntry, as a sink writes them to Cloud Storage: GKE's agent parses
     a JSON line into ``jsonPayload`` and moves its ``time`` to the entry's ``timestamp``;
@@ -265,6 +285,7 @@ WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
                          log={"offset": 0, "file": {"path": "/var/log/app/frontend.jsonl"}},
                          input={"type": "filestream"}, ecs={"version": "8.0.0"}),
     "filebeat-json": _filebeat_json,
+    "elasticsearch-hits": _elasticsearch_hits,
     "otel-collector-file": _otel_file,
 }
 

@@ -1,5 +1,6 @@
 """Log shippers that write each line as a JSON object of their own, or frame it in their
-file output: Vector, Fluent Bit, Loki's logcli, Cloud Logging's exported LogEntry, Filebeat;
+file output: Vector, Fluent Bit, Loki's logcli, Cloud Logging's exported LogEntry, Filebeat
+(also as Elasticsearch hits);
 Fluent Bit's and Fluentd's ``out_file``. `reading.unwrap` recognises them among the
 other wrappers; `reading.rescue` takes them off lines a plain file holds.
 """
@@ -12,7 +13,7 @@ import re
 from ridtrace.forensics.reading.unwrap_parts import LineByLine, json_object
 
 __all__ = [
-    "ENVELOPE_FIELDS", "EnvelopeUnwrapper", "ShipperFileUnwrapper", "envelope_of",
+    "ENVELOPE_FIELDS", "HIT_SOURCE", "EnvelopeUnwrapper", "ShipperFileUnwrapper", "envelope_of",
     "envelope_record", "is_record", "parsed_line", "shipper_file_frames",
 ]
 
@@ -54,6 +55,11 @@ class EnvelopeUnwrapper(LineByLine):
         entry = json_object(line)
         if entry is None or is_record(entry):
             return line
+        document = entry.get(HIT_SOURCE)
+        if isinstance(document, dict):
+            if is_record(document):
+                return parsed_line(document)
+            entry = document
         record = envelope_record(entry, self.field)
         if record is not None:
             return parsed_line(record)
@@ -107,6 +113,12 @@ class ShipperFileUnwrapper(LineByLine):
         return record
 
 
+# An Elasticsearch or OpenSearch hit (elasticdump's output, a ``_search`` saved a hit a
+# line) holds the document a shipper indexed in ``_source``: Filebeat's, its line in
+# ``message``, or the record itself where its JSON was decoded under the root.
+HIT_SOURCE = "_source"
+
+
 def is_record(entry: dict[str, object]) -> bool:
     """A ridtrace or Dynamo record itself (whatever other keys it has), not a wrapper."""
     return "schema" in entry or "target" in entry
@@ -122,6 +134,11 @@ def envelope_of(lines: list[bytes]) -> EnvelopeUnwrapper | None:
             continue
         if is_record(entry):
             return None
+        document = entry.get(HIT_SOURCE)
+        if isinstance(document, dict):
+            if is_record(document):
+                return EnvelopeUnwrapper()
+            entry = document
         for field in ENVELOPE_FIELDS:
             value = entry.get(field)
             if (isinstance(value, str) and value.lstrip().startswith("{")) or (
