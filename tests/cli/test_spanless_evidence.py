@@ -99,3 +99,4 @@ def test_the_dask_engine_names_the_line_in_its_file_not_in_its_block(tmp_path: P
         "file": str(log), "reason": "a deprecated-header WARN at line 11 names no span_id, "
         "so no request holds it: that use of the header is missing (read that line)"}]
     assert _run("audit", str(log), "--engine", "dask", "--partition-size", "1MiB") == pandas
+

@@ -39,6 +39,7 @@ from ridtrace.forensics.reading.sql import (
     DYNAMO_OUTCOME,
     DYNAMO_SENT_ID,
     DYNAMO_UNLINKED,
+    DYNAMO_WARNED_HEADER,
     RIDTRACE_DEPRECATED,
     began,
     literal,
@@ -62,7 +63,7 @@ _DYN_OLD_HEADER = (
 )
 _DYN_DEPRECATED = (
     f"CASE WHEN {_DYN_CLOSED} OR {_DYN_UNLINKED} THEN NULL "
-    f"ELSE coalesce(header, {_DYN_OLD_HEADER}, {DYNAMO_SENT_ID}) END"
+    f"ELSE coalesce({DYNAMO_WARNED_HEADER}, {_DYN_OLD_HEADER}, {DYNAMO_SENT_ID}) END"
 )
 _DYN_COMPLETED = f"message = {literal(DYNAMO_COMPLETED)}"
 # How a line ends its span (``_end``): 1 request.end, 2 worker.end, 3 any other close.
@@ -73,7 +74,7 @@ _RT_END = f"""CASE event WHEN {literal(REQUEST_END)} THEN 1 WHEN {literal(WORKER
     WHEN {literal(SPAN_CLOSED)} THEN 3 WHEN {literal(WORKER_ERROR)} THEN 3
     WHEN {literal(WORKER_REFUSED)} THEN 3 ELSE 0 END"""
 _DYN_END = f"""CASE WHEN {_DYN_CLOSED} THEN 3 WHEN {_DYN_UNLINKED} THEN 0
-    WHEN coalesce(header, {_DYN_OLD_HEADER}) IS NOT NULL THEN 0
+    WHEN coalesce({DYNAMO_WARNED_HEADER}, {_DYN_OLD_HEADER}) IS NOT NULL THEN 0
     WHEN message = {literal(DYNAMO_RESPONSE_SENT)} THEN 3
     WHEN {_DYN_COMPLETED} AND span_name IN {literal_list(DYNAMO_FRONTEND_SPANS)} THEN 1
     WHEN {_DYN_COMPLETED} AND span_name IN {literal_list(DYNAMO_WORKER_SPANS)} THEN 2 ELSE 0 END"""

@@ -91,7 +91,12 @@ DYNAMO_UNLINKED = (
     f"OR contains(message, {literal(UNLINKED_REQUEST)}))"
 )
 _OLD_HEADER = f"nullif(regexp_extract(message, {literal(DYNAMO_DEPRECATED_PATTERN)}, 1), '')"
-_DYN_DEPRECATED = f"coalesce(header, {_OLD_HEADER})"
+# The newer deprecation WARN names the header in a `header` field. Rust services log
+# `header = %name` on other warnings too ("Skipping invalid header value"): read as the
+# WARN, such a line sent a deprecated "content-type". The field counts on a line that
+# says deprecated, as both of Dynamo's WARNs do.
+DYNAMO_WARNED_HEADER = "(CASE WHEN contains(lower(message), 'deprecated') THEN header END)"
+_DYN_DEPRECATED = f"coalesce({DYNAMO_WARNED_HEADER}, {_OLD_HEADER})"
 # A request a Dynamo release before the fix took an x-dynamo-request-id from: each line
 # of its http-request span names the header's value (`contract.DYNAMO_SENT_ID_FIELD`).
 DYNAMO_SENT_ID = f"""(CASE WHEN span_name = {literal(DYNAMO_HTTP_SPAN)}
