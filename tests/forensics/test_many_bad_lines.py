@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from ridtrace.forensics.reading import table as table_module
+from ridtrace.forensics.reading import suspects
 from ridtrace.forensics.reading.connection import connect
 from ridtrace.forensics.reading.file_map import map_file
 from ridtrace.forensics.reading.files import parse
@@ -65,7 +65,7 @@ def test_a_files_suspect_lines_are_one_row_of_the_pass(tmp_path: Path) -> None:
 def test_bad_lines_judged_in_slices_stay_in_file_order_with_over_long_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(table_module, "_JUDGED_AT_ONCE", 3)
+    monkeypatch.setattr(suspects, "JUDGED_AT_ONCE", 3)
     long = '{"time":"2026-11-29T10:00:00Z","schema":"ridtrace/1","message":"' + "a" * (20 << 20)
     lines = ["text 1", "text 2", "text 3", "text 4", long + '"}', "text 6", "text 7",
              long + '"}', "text 9", *rt_request("00000000000000a1", "r1", 0, 1)]

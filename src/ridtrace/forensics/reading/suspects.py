@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ridtrace.forensics.reading.judge import (
     CRASH_HOLE,
@@ -20,6 +22,12 @@ from ridtrace.forensics.reading.judge import (
     JOURNAL_LEFT_OUT,
     JOURNAL_LEFT_OUT_FILE,
     copy_truncated,
+)
+from ridtrace.forensics.reading.lean import (
+    SUSPECT_EMPTY,
+    SUSPECT_PACK,
+    SUSPECT_TIMED,
+    SUSPECT_UNTIMED,
 )
 from ridtrace.forensics.reading.rescue import judge_unwrapped, records_inside
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
@@ -67,3 +75,39 @@ def judge_suspects(
             row["_t"] = row.pop("time")
             rescued.append(row)
     return rescued, bad
+
+
+# Suspect lines judged per slice: their texts and reasons, not the file's, in memory.
+JUDGED_AT_ONCE = 1 << 16
+
+
+def suspect_lines(rows: pa.Table) -> tuple[np.ndarray, ...]:
+    """The suspect rows' lines in file order: row numbers and the empty, timed and untimed
+    flags. The lean pass lists them in one row (`lean.SUSPECT_PACK`); the full pass gives
+    each line a row of its own."""
+    if "_suspects" not in rows.column_names:
+        return (rows["first_rn"].to_numpy(), *(
+            rows[c].to_numpy(zero_copy_only=False) for c in ("_empty", "_timed", "_untimed")))
+    packed = np.sort(pc.list_flatten(rows["_suspects"]).to_numpy())
+    bits = packed % SUSPECT_PACK
+    return (packed // SUSPECT_PACK, (bits & SUSPECT_EMPTY) != 0, (bits & SUSPECT_TIMED) != 0,
+            (bits & SUSPECT_UNTIMED) != 0)
+
+Judge = Callable[..., tuple[list[dict[str, Any]], list[tuple[int, str]]]]
+
+
+def judge_in_slices(lines: tuple[np.ndarray, ...], judge: Judge,
+                    count: Callable[..., None]) -> list[dict[str, Any]]:
+    """`judge` (`LogTable._judge`) over suspect `lines` (`suspect_lines`), a slice at a
+    time, each slice's bad lines handed to `count` with the last of them (``through``);
+    the rows rescued. A log of plain text is all suspect lines: each slice's texts and
+    reasons are let go before the next is fetched."""
+    rn, empty, timed, untimed = lines
+    rescued: list[dict[str, Any]] = []
+    for lo in range(0, len(rn), JUDGED_AT_ONCE):
+        at = slice(lo, lo + JUDGED_AT_ONCE)
+        more, judged = judge(rn[at], empty[at], timed[at], untimed[at])
+        rescued.extend(more)
+        if judged:
+            count(judged, through=judged[-1][0])
+    return rescued

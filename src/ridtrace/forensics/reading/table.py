@@ -19,16 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ridtrace.forensics.reading.lean import (
-    OTHER,
-    SPAN,
-    SUSPECT,
-    SUSPECT_EMPTY,
-    SUSPECT_PACK,
-    SUSPECT_TIMED,
-    SUSPECT_UNTIMED,
-    lean_spans_sql,
-)
+from ridtrace.forensics.reading.lean import OTHER, SPAN, SUSPECT, lean_spans_sql
 from ridtrace.forensics.reading.lines import LineMap
 from ridtrace.forensics.reading.overlong import (
     LONG_LINE_REASON,
@@ -42,7 +33,7 @@ from ridtrace.forensics.reading.schema import READ_FIELDS, TIME_TYPE
 from ridtrace.forensics.reading.sql import normalized_select, spans_select
 from ridtrace.forensics.reading.staging import make_dir, release
 from ridtrace.forensics.reading.stats import ReadStats
-from ridtrace.forensics.reading.suspects import judge_suspects
+from ridtrace.forensics.reading.suspects import judge_in_slices, judge_suspects, suspect_lines
 from ridtrace.forensics.reading.unkeyed import (
     UNKEYED_KINDS,
     unkeyed_events_notes,
@@ -192,15 +183,8 @@ class LogTable:
         bad = kind == SUSPECT
         rescued: list[dict[str, Any]] = []
         if bad.any():
-            rn, empty, timed, untimed = suspect_lines(take_rows(got, order[bad]))
-            # In slices: a log of plain text is all suspect lines, and each slice's texts
-            # and reasons are let go before the next is fetched.
-            for lo in range(0, len(rn), _JUDGED_AT_ONCE):
-                at = slice(lo, lo + _JUDGED_AT_ONCE)
-                more, judged = self._judge(rn[at], empty[at], timed[at], untimed[at])
-                rescued.extend(more)
-                if judged:
-                    self._count_bad(judged, through=judged[-1][0])
+            rescued = judge_in_slices(suspect_lines(take_rows(got, order[bad])),
+                                      self._judge, self._count_bad)
         self._count_bad([])
         if rescued:  # rare: rebuild from ordered events, the rescued rows in their place
             events = self._events_with(rescued)
@@ -296,23 +280,6 @@ class LogTable:
 
 
 _LINE_KINDS = ("first", "last", "unlinked", "foreign", "deprecated")
-# Suspect lines judged per slice: their texts and reasons, not the file's, in memory.
-_JUDGED_AT_ONCE = 1 << 16
-
-
-def suspect_lines(rows: pa.Table) -> tuple[np.ndarray, ...]:
-    """The suspect rows' lines in file order: row numbers and the empty, timed and untimed
-    flags. The lean pass lists them in one row (`lean.SUSPECT_PACK`); the full pass gives
-    each line a row of its own."""
-    if "_suspects" not in rows.column_names:
-        return (rows["first_rn"].to_numpy(), *(
-            rows[c].to_numpy(zero_copy_only=False) for c in ("_empty", "_timed", "_untimed")))
-    packed = np.sort(pc.list_flatten(rows["_suspects"]).to_numpy())
-    bits = packed % SUSPECT_PACK
-    return (packed // SUSPECT_PACK, (bits & SUSPECT_EMPTY) != 0, (bits & SUSPECT_TIMED) != 0,
-            (bits & SUSPECT_UNTIMED) != 0)
-
-
 # A big file's span rows are taken, never sliced: the take's copy lets DuckDB's output
 # go before the frame is built; a slice kept it (+100-200 MiB peak on 5M lines).
 _SLICE_ROWS = 1 << 16
