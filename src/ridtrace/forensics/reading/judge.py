@@ -175,9 +175,27 @@ def _malformed(text: bytes) -> str:
 
 
 # First bytes no JSON text begins with (after NULs and blanks): printable ASCII but
-# the starts of an object, array, string, number or literal.
+# the starts of an object, array, string, number or literal (the standard library also
+# reads NaN and Infinity).
 _NO_JSON_START = frozenset(bytes([b]) for b in range(0x21, 0x7F)) - {
     bytes([b]) for b in b'{["-0123456789tfn'}
+_NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_BLANKS = b"\0 \t\r\n"
+
+
+def cannot_be_json(text: bytes) -> bool:
+    """Whether `text` is surely no JSON text, seen from its first bytes: a printable byte
+    no JSON value begins with (``INFO``, ``[``, ``<``), or a number followed by a
+    printable byte (an address or a date: ``127.0.0.1 - -``, ``2026-12-02 10:00``).
+    False when unsure: the parser decides."""
+    body = text.lstrip(_BLANKS)
+    if body[:1] in _NO_JSON_START:
+        return not body.startswith((b"NaN", b"Infinity"))
+    number = _NUMBER.match(body)
+    if number is None:
+        return False
+    after = body[number.end():].lstrip(b" \t\r\n")[:1]
+    return bool(after) and 0x21 <= after[0] <= 0x7E
 
 
 def judge_line(text: bytes, fields: Sequence[str]) -> dict[str, Any] | str:
@@ -185,9 +203,8 @@ def judge_line(text: bytes, fields: Sequence[str]) -> dict[str, Any] | str:
     # NULs before a line are no part of it: the hole a copy-and-truncate leaves when its
     # writer does not append (its next write lands at its old offset). The record after
     # the hole is whole; it was a bad line ("binary data") after every such rotation.
-    if text.lstrip(b"\0 \t\r\n")[:1] in _NO_JSON_START:
-        # A text log's line (a word, a bracket, a time in brackets): no JSON parser could
-        # start on it, and building its decode error was a third of judging it.
+    if cannot_be_json(text):
+        # A text log's line: building the parser's error was half of judging it.
         return _malformed(text)
     try:
         decoded = text.lstrip(b"\0").decode("utf-8", errors="strict")
