@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
+from tests.forensics.helpers import rt_request
 
 
 def analyze_json(*args: str) -> tuple[int, dict[str, Any]]:
     """``ridtrace analyze ARGS --format json -q``: its exit code and its report."""
     result = CliRunner().invoke(main, ["analyze", *args, "--format", "json", "-q"])
     return result.exit_code, json.loads(result.stdout)
+
+
+def rotated_app_logs(logs: Path) -> None:
+    """A log folder mid-rotation: two callers holding ``r1`` at once in ``app.jsonl.1``,
+    later requests in ``app.jsonl``."""
+    logs.mkdir()
+    (logs / "app.jsonl.1").write_text("\n".join(
+        [*rt_request("a" * 16, "r1", 0, 2), *rt_request("b" * 16, "r1", 1, 3)]) + "\n")
+    (logs / "app.jsonl").write_text("\n".join(
+        line for i in range(3) for line in rt_request(f"{i + 1:016x}", f"r{i + 2}", 5 + i, 6 + i)
+    ) + "\n")

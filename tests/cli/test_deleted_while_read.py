@@ -16,18 +16,7 @@ from typing import Any
 import pytest
 
 from ridtrace.forensics.reading import files, small_files, source_open
-from tests.cli.helpers import analyze_json
-from tests.forensics.helpers import rt_request
-
-
-def _logs(logs: Path) -> None:
-    """Two callers holding ``r1`` at once in ``app.jsonl.1``; later requests in ``app.jsonl``."""
-    logs.mkdir()
-    (logs / "app.jsonl.1").write_text("\n".join(
-        [*rt_request("a" * 16, "r1", 0, 2), *rt_request("b" * 16, "r1", 1, 3)]) + "\n")
-    (logs / "app.jsonl").write_text("\n".join(
-        line for i in range(3) for line in rt_request(f"{i + 1:016x}", f"r{i + 2}", 5 + i, 6 + i)
-    ) + "\n")
+from tests.cli.helpers import analyze_json, rotated_app_logs
 
 
 @pytest.mark.parametrize("alone", [True, False], ids=["read-alone", "read-batched"])
@@ -35,7 +24,7 @@ def test_a_log_deleted_between_listing_and_reading_makes_it_incomplete(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, alone: bool,
 ) -> None:
     logs = tmp_path / "logs"
-    _logs(logs)
+    rotated_app_logs(logs)
     if alone:
         monkeypatch.setattr(small_files, "SMALL_FILE_BYTES", 0)
     real = source_open.open_raw
@@ -59,7 +48,7 @@ def test_a_log_deleted_before_duckdb_opens_it_makes_it_incomplete(
 ) -> None:
     # Opened and sniffed, then DuckDB and the line map open it again by its name.
     logs = tmp_path / "logs"
-    _logs(logs)
+    rotated_app_logs(logs)
     monkeypatch.setattr(small_files, "SMALL_FILE_BYTES", 0)  # each file read alone, in place
     real_parse = files.parse
 

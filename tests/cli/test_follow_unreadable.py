@@ -3,23 +3,13 @@ read from their first line once they can be."""
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
-
-import pytest
 
 from tests.forensics.helpers import rt, rt_request
 from tests.support.follower import start_follower
+from tests.support.unprivileged import unprivileged_prefix
 
-# Root reads any file whatever its mode: without these capabilities it obeys the modes,
-# as an operator's unprivileged follower does.
-_AS_USER: list[str] = []
-if os.geteuid() == 0:
-    if shutil.which("setpriv") is None:
-        pytest.skip("root without setpriv cannot be denied a read", allow_module_level=True)
-    _DROP = "-dac_override,-dac_read_search"
-    _AS_USER = ["setpriv", f"--bounding-set={_DROP}", f"--inh-caps={_DROP}"]
+_AS_USER = unprivileged_prefix("a read")
 
 
 def _unlinked_log(path: Path, span: str) -> None:

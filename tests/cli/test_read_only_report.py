@@ -8,8 +8,6 @@ took its read-only mode.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,15 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.forensics.helpers import rt_request
+from tests.support.unprivileged import unprivileged_prefix
 
-# Root writes any file whatever its mode: without this capability it obeys the modes,
-# as an operator's unprivileged run does.
-_AS_USER: list[str] = []
-if os.geteuid() == 0:
-    if shutil.which("setpriv") is None:
-        pytest.skip("root without setpriv cannot be denied a write", allow_module_level=True)
-    _DROP = "-dac_override,-dac_read_search"
-    _AS_USER = ["setpriv", f"--bounding-set={_DROP}", f"--inh-caps={_DROP}"]
+_AS_USER = unprivileged_prefix("a write")
 
 
 @pytest.mark.parametrize("command", [

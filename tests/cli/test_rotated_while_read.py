@@ -17,18 +17,8 @@ from typing import Any
 import pytest
 
 from ridtrace.forensics.reading import files, small_files, source_open
-from tests.cli.helpers import analyze_json
+from tests.cli.helpers import analyze_json, rotated_app_logs
 from tests.forensics.helpers import rt_request
-
-
-def _rotating_logs(logs: Path) -> None:
-    """Two callers holding ``r1`` at once in ``app.jsonl.1``; later requests in ``app.jsonl``."""
-    logs.mkdir()
-    (logs / "app.jsonl.1").write_text("\n".join(
-        [*rt_request("a" * 16, "r1", 0, 2), *rt_request("b" * 16, "r1", 1, 3)]) + "\n")
-    (logs / "app.jsonl").write_text("\n".join(
-        line for i in range(3) for line in rt_request(f"{i + 1:016x}", f"r{i + 2}", 5 + i, 6 + i)
-    ) + "\n")
 
 
 def _rotate_at_first_open(logs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -50,7 +40,7 @@ def test_a_log_rotated_between_listing_and_reading_makes_it_incomplete(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     logs = tmp_path / "logs"
-    _rotating_logs(logs)
+    rotated_app_logs(logs)
     code, doc = analyze_json(str(logs))
     assert code == 1 and doc["summary"]["incomplete"] is False  # read before the rotation
     _rotate_at_first_open(logs, monkeypatch)
@@ -63,7 +53,7 @@ def test_a_log_rotated_between_listing_and_reading_makes_it_incomplete(
 
 def test_a_log_that_only_grew_is_the_file_listed(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
-    _rotating_logs(logs)
+    rotated_app_logs(logs)
     with open(logs / "app.jsonl", "a") as fh:
         fh.write("\n".join(rt_request("c" * 16, "r9", 9, 10)) + "\n")
     code, doc = analyze_json(str(logs))
@@ -75,7 +65,7 @@ def test_a_log_rotated_while_it_is_read_makes_it_incomplete(
 ) -> None:
     # Opened before the rotation, but DuckDB and the line map open it again by its name.
     logs = tmp_path / "logs"
-    _rotating_logs(logs)
+    rotated_app_logs(logs)
     monkeypatch.setattr(small_files, "SMALL_FILE_BYTES", 0)  # each file read alone, in place
     real_parse = files.parse
     rotated: list[bool] = []

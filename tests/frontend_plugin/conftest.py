@@ -165,3 +165,21 @@ def oai(stack: Stack) -> openai.OpenAI:
 def claude(stack: Stack) -> anthropic.Anthropic:
     """The official Anthropic SDK, pointed at the shared stack's frontend."""
     return anthropic.Anthropic(base_url=stack.url, api_key="unused", max_retries=0)
+
+
+# Exports held back until the frontend stops: what reaches the receiver is what its
+# SIGTERM flushed.
+EXPORT_AT_EXIT = {"OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000"}
+
+
+@contextlib.contextmanager
+def exporting_frontend(workdir: Path, endpoint: str) -> Iterator[Proc]:
+    """A serving frontend (no worker behind it) exporting to the OTLP `endpoint` at exit;
+    stopped by SIGTERM when the block ends, so its spans and metrics are flushed."""
+    frontend = _spawn(["frontend", "--worker", f"http://127.0.0.1:{free_port()}"], workdir,
+                      "frontend", {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, **EXPORT_AT_EXIT})
+    try:
+        wait_until_serving(frontend.url, frontend.process, timeout=60, path="/health")
+        yield frontend
+    finally:
+        stop_process(frontend.process)

@@ -8,11 +8,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.frontend_plugin.conftest import _spawn
+from tests.frontend_plugin.conftest import exporting_frontend
 from tests.support.otlp_receiver import otlp_receiver
-from tests.support.servers import free_port, stop_process, wait_until_serving
-
-LONG_DELAY = {"OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000"}
 
 
 def test_a_405_names_the_route_whose_path_it_asked_for(tmp_path: Path) -> None:
@@ -21,11 +18,7 @@ def test_a_405_names_the_route_whose_path_it_asked_for(tmp_path: Path) -> None:
     # FastAPI's own routes (/v1/models) named themselves for the same mistake: a dashboard
     # by route sent the operator looking for a wrong URL instead of a wrong method.
     with otlp_receiver() as receiver:
-        frontend = _spawn(["frontend", "--worker", f"http://127.0.0.1:{free_port()}"],
-                          tmp_path, "frontend",
-                          {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, **LONG_DELAY})
-        try:
-            wait_until_serving(frontend.url, frontend.process, timeout=60, path="/health")
+        with exporting_frontend(tmp_path, receiver.endpoint) as frontend:
             asked = {
                 "/v1/chat/completions": "GET",
                 "/v1/messages/count_tokens": "PUT",
@@ -38,8 +31,6 @@ def test_a_405_names_the_route_whose_path_it_asked_for(tmp_path: Path) -> None:
                     assert answer.json()["error"]["message"].startswith("Method Not Allowed")
                 unknown = client.get("/v1/no/such/route", headers={"x-request-id": "unknown"})
                 assert unknown.status_code == 404
-        finally:
-            stop_process(frontend.process)
         spans = {s.attributes.get("x_request_id"): s for s in receiver.wait_for(5, timeout=20)}
         receiver.wait_for_metric_exports(1, timeout=20)
         for path in asked:

@@ -8,11 +8,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.frontend_plugin.conftest import _spawn
+from tests.frontend_plugin.conftest import exporting_frontend
 from tests.support.otlp_receiver import otlp_receiver
-from tests.support.servers import free_port, stop_process, wait_until_serving
-
-LONG_DELAY = {"OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000"}
 
 
 def test_the_query_is_on_the_span_without_its_credentials(tmp_path: Path) -> None:
@@ -20,23 +17,17 @@ def test_the_query_is_on_the_span_without_its_credentials(tmp_path: Path) -> Non
     # `?after=…&limit=…` showed in the backend as the bare path, where FastAPI's own
     # telemetry and OpenTelemetry's ASGI instrumentation record the query.
     with otlp_receiver() as receiver:
-        frontend = _spawn(["frontend", "--worker", f"http://127.0.0.1:{free_port()}"],
-                          tmp_path, "frontend",
-                          {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, **LONG_DELAY})
-        try:
-            wait_until_serving(frontend.url, frontend.process, timeout=60, path="/health")
-            with httpx.Client(base_url=frontend.url, timeout=30) as client:
-                paged = client.get("/v1/models?limit=2&after_id=m%20one&sig=s3cr3t"
-                                   "&X-Goog-Signature=abc&AWSAccessKeyId=AKIA&flag",
-                                   headers={"x-request-id": "paged"})
-                assert paged.status_code == 200, paged.text
-                hostile = client.get("/v1/models?q=%0D%0Aforged&" + "a" * 5000,
-                                     headers={"x-request-id": "hostile"})
-                assert hostile.status_code == 200, hostile.text
-                plain = client.get("/v1/models", headers={"x-request-id": "plain"})
-                assert plain.status_code == 200
-        finally:
-            stop_process(frontend.process)
+        with (exporting_frontend(tmp_path, receiver.endpoint) as frontend,
+              httpx.Client(base_url=frontend.url, timeout=30) as client):
+            paged = client.get("/v1/models?limit=2&after_id=m%20one&sig=s3cr3t"
+                               "&X-Goog-Signature=abc&AWSAccessKeyId=AKIA&flag",
+                               headers={"x-request-id": "paged"})
+            assert paged.status_code == 200, paged.text
+            hostile = client.get("/v1/models?q=%0D%0Aforged&" + "a" * 5000,
+                                 headers={"x-request-id": "hostile"})
+            assert hostile.status_code == 200, hostile.text
+            plain = client.get("/v1/models", headers={"x-request-id": "plain"})
+            assert plain.status_code == 200
         spans = {s.attributes.get("x_request_id"): s for s in receiver.wait_for(4, timeout=20)}
     # As received (still percent-encoded), the credentials the conventions name replaced.
     assert spans["paged"].attributes["url.query"] == (
