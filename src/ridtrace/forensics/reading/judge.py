@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from ridtrace.forensics.reading.json_start import cannot_be_json
+from ridtrace.forensics.reading.record_time import parse_time
 
 
 def first_of_each_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -29,52 +31,6 @@ _DECODE = json.JSONDecoder(object_pairs_hook=first_of_each_key)
 # A byte order mark opens each file written by some Windows tools; in the middle of a
 # file it is where `cat` joined two of them. It is no part of the line's JSON.
 _BOM = "\ufeff"
-
-
-_LEAP_SECOND = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:60")
-# An ISO 8601 date and time as fromisoformat reads it, its fraction apart. Checked
-# first: Python 3.11's fromisoformat skips whatever follows six digits of fraction, so
-# "…01.500000%:z" (Python before 3.12 leaves strftime's "%:z" as it is) was read as UTC,
-# the writer's local time silently hours off, where DuckDB reads no time at all.
-_ISO_TIME = re.compile(
-    r"(\d{4}-?\d{2}-?\d{2}(?:[T ]\d{2}(?::?\d{2}(?::?\d{2})?)?)?)"  # date, time
-    r"(?:[.,](\d+))?"  # fraction, any number of digits
-    r"(Z|[+-]\d{2}(?::?\d{2}(?::?\d{2}(?:\.\d{1,6})?)?)?)?"  # offset
-)
-
-
-def parse_time(value: str) -> datetime | None:
-    """An ISO 8601 time as a UTC datetime (naive means UTC), or None."""
-    # RFC 3339 allows a lower-case "t" and "z" (§5.6); fromisoformat and DuckDB do not.
-    if value[10:11] == "t":
-        value = value[:10] + "T" + value[11:]
-    if value.endswith("z"):
-        value = value[:-1] + "Z"
-    # A leap second (RFC 3339 allows :60) is read as the next second, as POSIX time
-    # counts it; neither fromisoformat nor DuckDB takes it.
-    leap = _LEAP_SECOND.match(value) is not None
-    if leap:
-        value = value[:17] + "59" + value[19:]
-    parts = _ISO_TIME.fullmatch(value)
-    if parts is None:
-        return None
-    when, fraction, offset = parts.groups()
-    if fraction is not None:  # kept to the microsecond, as DuckDB keeps it
-        when += "." + fraction[:6].ljust(6, "0")
-    try:
-        parsed = datetime.fromisoformat(when + (offset or ""))
-    except ValueError:
-        return None
-    try:
-        if leap:
-            parsed += timedelta(seconds=1)
-        if parsed.tzinfo is None:
-            return parsed.replace(tzinfo=UTC)
-        return parsed.astimezone(UTC)
-    except OverflowError:
-        # Past the years a datetime holds (1-9999): the last second of year 9999 has
-        # no next one, and 9999-12-31T23:00-05:00 or 0001-01-01T00:00+01:00 has no UTC.
-        return None
 
 
 # A lone surrogate is valid JSON but no Unicode scalar value: Arrow strings are UTF-8,
@@ -174,38 +130,14 @@ def _malformed(text: bytes) -> str:
     return "not JSON"
 
 
-# First bytes no JSON text begins with (after NULs and blanks): printable ASCII but
-# the starts of an object, array, string, number or literal (the standard library also
-# reads NaN and Infinity).
-_NO_JSON_START = frozenset(bytes([b]) for b in range(0x21, 0x7F)) - {
-    bytes([b]) for b in b'{["-0123456789tfn'}
-_NUMBER = re.compile(rb"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_BLANKS = b"\0 \t\r\n"
-
-
-def cannot_be_json(text: bytes) -> bool:
-    """Whether `text` is surely no JSON text, seen from its first bytes: a printable byte
-    no JSON value begins with (``INFO``, ``[``, ``<``), or a number followed by a
-    printable byte (an address or a date: ``127.0.0.1 - -``, ``2026-12-02 10:00``).
-    False when unsure: the parser decides."""
-    body = text.lstrip(_BLANKS)
-    if body[:1] in _NO_JSON_START:
-        return not body.startswith((b"NaN", b"Infinity"))
-    number = _NUMBER.match(body)
-    if number is None:
-        return False
-    after = body[number.end():].lstrip(b" \t\r\n")[:1]
-    return bool(after) and 0x21 <= after[0] <= 0x7E
-
-
 def judge_line(text: bytes, fields: Sequence[str]) -> dict[str, Any] | str:
     """The line's fields (strings, ``time`` a datetime), or the reason it is bad."""
-    # NULs before a line are no part of it: the hole a copy-and-truncate leaves when its
-    # writer does not append (its next write lands at its old offset). The record after
-    # the hole is whole; it was a bad line ("binary data") after every such rotation.
     if cannot_be_json(text):
         # A text log's line: building the parser's error was half of judging it.
         return _malformed(text)
+    # NULs before a line are no part of it: the hole a copy-and-truncate leaves when its
+    # writer does not append (its next write lands at its old offset). The record after
+    # the hole is whole; it was a bad line ("binary data") after every such rotation.
     try:
         decoded = text.lstrip(b"\0").decode("utf-8", errors="strict")
         obj = _DECODE.decode(decoded.strip().removeprefix(_BOM).strip())
