@@ -31,10 +31,10 @@ needing more than :data:`MAX_STEPS` values is refused with ``ValueError``.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from ridtrace.frontend_plugin.bodies import MAX_NESTING, nested_deeper_than
+from ridtrace.frontend_plugin.schema_numbers import nearest_allowed_number
 
 __all__ = ["MAX_DEPTH", "MAX_STEPS", "MAX_STRINGS", "check_schema", "json_document"]
 
@@ -135,7 +135,7 @@ class _Builder:
             return self.text(_count(schema.get("minLength")),
                              longest if isinstance(longest, int) else None)
         if kind in ("integer", "number"):
-            return _number(schema, integer=kind == "integer")
+            return nearest_allowed_number(schema, integer=kind == "integer")
         if kind == "boolean":
             return False
         if kind == "null":
@@ -240,36 +240,6 @@ class _Builder:
 
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _number(schema: dict[str, Any], *, integer: bool) -> int | float:
-    """0, or the in-bounds value nearest it (0 still when the bounds allow none)."""
-
-    def bound(name: str) -> float | None:
-        value = schema.get(name)
-        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-    low, high = bound("minimum"), bound("maximum")
-    above, below = bound("exclusiveMinimum"), bound("exclusiveMaximum")
-
-    def allowed(value: float) -> bool:
-        return ((low is None or value >= low) and (high is None or value <= high)
-                and (above is None or value > above) and (below is None or value < below))
-
-    candidates: list[float] = [0]
-    candidates += [math.ceil(b) if integer else b for b in (low,) if b is not None]
-    candidates += [math.floor(b) if integer else b for b in (high,) if b is not None]
-    if above is not None:
-        candidates.append(math.floor(above) + 1)
-    if below is not None:
-        candidates.append(math.ceil(below) - 1)
-    if not integer:  # an open range narrower than 1: its middle
-        floor = max((b for b in (low, above) if b is not None), default=None)
-        ceiling = min((b for b in (high, below) if b is not None), default=None)
-        if floor is not None and ceiling is not None:
-            candidates.append((floor + ceiling) / 2)
-    value = min(filter(allowed, candidates), key=abs, default=0)
-    return int(value) if integer else value
 
 
 def _skeleton(schema: dict[str, Any]) -> tuple[Any, int]:
