@@ -239,7 +239,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
                     failure = CallEnded()  # the client got the call's end (CallEnded)
                     return result
                 if not response_streaming:
-                    refused = nothing_to_send(result, serializer, traced_context)
+                    refused = nothing_to_send(result, serializer, traced_context, aio=True)
                     if refused is not None:
                         answer_unserializable(
                             refused, result, traced_context, call.ctx.annotations, aio=True

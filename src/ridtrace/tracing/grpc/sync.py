@@ -106,7 +106,7 @@ def _traced_unary(
                 if isinstance(ended, RequestUndecodable):
                     end_as_refused(traced_context)
                 return result
-            refused = nothing_to_send(result, serializer, traced_context)
+            refused = nothing_to_send(result, serializer, traced_context, aio=False)
             if refused is not None:
                 answer_unserializable(
                     refused, result, traced_context, call.ctx.annotations, aio=False

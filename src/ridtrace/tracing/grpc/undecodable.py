@@ -108,21 +108,29 @@ def end_as_refused(context: Any) -> NoReturn:
 
 
 def nothing_to_send(
-    result: Any, serializer: Callable[[Any], bytes] | None, context: Any
+    result: Any, serializer: Callable[[Any], bytes] | None, context: Any, *, aio: bool
 ) -> Exception | None:
     """What the response serializer raises for a unary handler's result when no status
     was set: ``None`` (a forgotten ``return``), or a value that is no message (a
     ``dict``). gRPC then fails the call after the handler returned, where ridtrace had
     recorded it ``OK``. ``None`` when gRPC will send it.
 
+    Without a serializer (a bytes handler) a synchronous server fails a ``None`` too
+    ("Failed to serialize response!": gRPC takes a None from any serializer for a
+    refusal), where grpc.aio sends it as an empty message.
+
     A code the handler set (``set_code(NOT_FOUND)``, then ``return``) is what both
     servers answer such a call with, and what ridtrace records anyway.
     """
-    if serializer is None or hasattr(result, "SerializeToString"):
+    if hasattr(result, "SerializeToString"):
+        return None
+    if serializer is None and (aio or result is not None):
         return None
     code = context.code()
     if isinstance(code, grpc.StatusCode) and code is not grpc.StatusCode.OK:
         return None
+    if serializer is None:
+        return TypeError("a response without a serializer must be bytes, not None")
     return _refusal(result, serializer)
 
 

@@ -1,0 +1,62 @@
+"""Handlers without serializers (raw bytes in and out, as docs/grpc.md's examples are
+written, and as proxies are) on a synchronous ``grpc.server``: a ``None`` they return
+or yield is no message, and gRPC answers it in its own way, which ridtrace records.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from concurrent import futures
+from typing import Any
+
+import grpc
+import pytest
+
+from ridtrace.tracing.grpc import RequestTracingInterceptor
+from tests.tracing.grpc.conftest import LogLines, metadata_dict
+
+CALL_TIMEOUT = 10.0
+
+
+@pytest.fixture
+def channel() -> Iterator[grpc.Channel]:
+    def forgot(request: bytes, context: Any) -> None:
+        return None  # a forgotten return
+
+    def chunks(request: bytes, context: Any) -> Iterator[bytes | None]:
+        yield b"first"
+        yield None  # to a synchronous server: the end of the stream
+        yield b"never sent"
+
+    methods = {
+        "Forgot": grpc.unary_unary_rpc_method_handler(forgot),
+        "Chunks": grpc.unary_stream_rpc_method_handler(chunks),
+    }
+    pool = futures.ThreadPoolExecutor(2)
+    server = grpc.server(pool, interceptors=[RequestTracingInterceptor()])
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("raw.Bytes", methods),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as opened:
+            yield opened
+    finally:
+        stopper = threading.Thread(target=server.stop, args=(None,), daemon=True)
+        stopper.start()
+        stopper.join(CALL_TIMEOUT)
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def test_a_bytes_handler_returning_none_is_recorded_as_the_client_got_it(
+    channel: grpc.Channel, log_lines: LogLines
+) -> None:
+    with pytest.raises(grpc.RpcError) as failed:
+        channel.unary_unary("/raw.Bytes/Forgot")(b"", timeout=CALL_TIMEOUT)
+    assert failed.value.code() is grpc.StatusCode.INTERNAL
+    assert failed.value.details() == "Failed to serialize response!"
+    [server_id] = metadata_dict(failed.value.trailing_metadata())["x-server-request-id"]
+    [end] = log_lines.events("request.end", request_id=server_id)
+    # Was OK / ok, messages_out 1: only a serializer's refusal was looked for.
+    assert (end["grpc_status"], end["outcome"], end["level"]) == ("INTERNAL", "error", "WARN")
+    assert end["messages_out"] == 0 and "returned None" in end["error"]
