@@ -60,3 +60,44 @@ def test_a_bytes_handler_returning_none_is_recorded_as_the_client_got_it(
     # Was OK / ok, messages_out 1: only a serializer's refusal was looked for.
     assert (end["grpc_status"], end["outcome"], end["level"]) == ("INTERNAL", "error", "WARN")
     assert end["messages_out"] == 0 and "returned None" in end["error"]
+
+
+def test_a_stream_yielding_none_ends_ok_there_as_without_ridtrace(
+    channel: grpc.Channel, log_lines: LogLines
+) -> None:
+    call = channel.unary_stream("/raw.Bytes/Chunks")(b"", timeout=CALL_TIMEOUT)
+    assert list(call) == [b"first"]
+    assert call.code() is grpc.StatusCode.OK
+    [server_id] = metadata_dict(call.trailing_metadata())["x-server-request-id"]
+    [end] = log_lines.events("request.end", request_id=server_id)
+    # Was CANCELLED / cancelled, messages_out 2: the wrapper handed gRPC the None and
+    # was abandoned, as a client's cancel leaves it.
+    assert (end["grpc_status"], end["outcome"], end["messages_out"]) == ("OK", "ok", 1)
+
+
+def test_a_stream_yielding_none_is_not_failed_by_its_serializer(log_lines: LogLines) -> None:
+    """With a serializer, ridtrace asked it about the None and answered INTERNAL where
+    the server without ridtrace ends the call OK."""
+
+    def chunks(request: bytes, context: Any) -> Iterator[bytes | None]:
+        yield b"first"
+        yield None
+
+    handler = grpc.unary_stream_rpc_method_handler(chunks, response_serializer=bytes)
+    pool = futures.ThreadPoolExecutor(2)
+    server = grpc.server(pool, interceptors=[RequestTracingInterceptor()])
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler("raw.Bytes", {"Chunks": handler}),)
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            call = channel.unary_stream("/raw.Bytes/Chunks")(b"", timeout=CALL_TIMEOUT)
+            assert list(call) == [b"first"]
+            assert call.code() is grpc.StatusCode.OK
+    finally:
+        server.stop(None)
+        pool.shutdown(wait=False, cancel_futures=True)
+    [end] = log_lines.events("request.end", rpc_method="/raw.Bytes/Chunks")
+    assert (end["grpc_status"], end["outcome"], end["messages_out"]) == ("OK", "ok", 1)

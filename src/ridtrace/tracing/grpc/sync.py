@@ -146,6 +146,12 @@ def _traced_stream(
                 answer_undecodable(request, traced_context, call.ctx.annotations, aio=False)
             responses = behavior(request, traced_context)
             for message in responses:
+                if message is None:
+                    # A synchronous server ends the call there, OK, and leaves the rest
+                    # of the handler's stream unread: end it so, as gRPC would have
+                    # (a serializer asked about None refused it: INTERNAL; yielded on,
+                    # the abandoned stream was recorded as a client's cancel).
+                    break
                 refuse_unsendable(  # gRPC's own refusal would look like a client's cancel
                     message, serializer, traced_context, call.ctx.annotations, aio=False
                 )
