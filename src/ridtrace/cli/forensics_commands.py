@@ -228,7 +228,10 @@ def export() -> None:
 )
 @click.option(
     "--include-health", is_flag=True,
-    help="Keep health and readiness probes (/health, /readyz, /metrics, …), left out by default.",
+    help=(
+        "Keep health and readiness probes (/health, /readyz, /metrics, gRPC's "
+        "/grpc.health.v1.Health/Check, …), left out by default."
+    ),
 )
 @allow_incomplete_option
 @quiet_option

@@ -10,14 +10,18 @@ liveness probe makes) waited until its deadline.
 
 from __future__ import annotations
 
+import json
 import threading
 from concurrent import futures
+from pathlib import Path
 from typing import Any
 
 import grpc
+from click.testing import CliRunner
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from loguru import logger
 
+from ridtrace.cli.main import main
 from ridtrace.tracing import current_context
 from tests.tracing.grpc.conftest import LogLines, metadata_dict
 from tests.tracing.grpc.test_grpc_sync_server import (
@@ -125,3 +129,38 @@ def test_a_callback_stream_ends_ok_in_its_own_pool_with_its_ids(log_lines: LogLi
     assert (end["grpc_status"], end["outcome"], end["messages_out"]) == ("OK", "ok", 3)
     [line] = [x for x in log_lines.lines if x["message"] == "counting down"]
     assert line["request_id"] == request_id
+
+
+def test_health_checks_are_left_out_of_the_jaeger_export_as_http_probes_are(
+    log_lines: LogLines, tmp_path: Path
+) -> None:
+    """A gRPC service's liveness probe (Kubernetes' grpc probe, grpc-health-probe) is
+    a Check every few seconds: thousands of spans that hid the requests in Jaeger, where
+    the HTTP probes (/health, /healthz...) were left out unless --include-health."""
+
+    def add(server: grpc.Server) -> None:
+        health_pb2_grpc.add_HealthServicer_to_server(health.HealthServicer(), server)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+            "demo.Greeter", {"Hello": grpc.unary_unary_rpc_method_handler(lambda r, c: b"hi")}
+        ),))
+
+    with traced_sync_server(add, workers=2) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        for _ in range(3):
+            stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=CALL_TIMEOUT)
+        channel.unary_unary("/demo.Greeter/Hello")(b"", timeout=CALL_TIMEOUT)
+    _wait_until(lambda: len(log_lines.events("request.end")) == 4)
+    logs = tmp_path / "service.jsonl"
+    logs.write_bytes(b"".join(raw + b"\n" for raw in log_lines.raw_lines))
+
+    def exported(*flags: str) -> list[str]:
+        out = tmp_path / "traces.json"
+        result = CliRunner().invoke(main, ["export", "jaeger", str(logs), "-o", str(out), *flags])
+        assert result.exit_code == 0, result.output
+        return sorted(
+            span["operationName"]
+            for trace in json.loads(out.read_text())["data"] for span in trace["spans"]
+        )
+
+    assert exported() == ["/demo.Greeter/Hello"]
+    assert exported("--include-health").count("/grpc.health.v1.Health/Check") == 3

@@ -28,13 +28,18 @@ HEALTH_ROUTES = frozenset(
     {"/health", "/healthz", "/livez", "/readyz", "/ready", "/live", "/ping", "/metrics",
      "/v1/health", "/debug/inflight"}
 )
+# gRPC's standard health service (Kubernetes' grpc probes and grpc-health-probe call
+# Check; load balancers keep a Watch open): a gRPC call's route is its full method.
+GRPC_HEALTH_SERVICE = "/grpc.health.v1.Health/"
 
 
 def _is_probe(route: object) -> bool:
     if not isinstance(route, str):
         return False
     route = route.rstrip("/")
-    return route in HEALTH_ROUTES or route.startswith(("/health/", "/healthz/"))
+    return route in HEALTH_ROUTES or route.startswith(
+        ("/health/", "/healthz/", GRPC_HEALTH_SERVICE)
+    )
 
 
 def _health_probes(requests: pd.DataFrame) -> np.ndarray:
