@@ -231,7 +231,7 @@ class GrpcCall:
         failure = server_cut_off(failure)
         try:
             if self.item is not None:
-                self.item.finish(failure)
+                self.item.finish(failure, call_ended=True)
                 self.item = None
             code = status_code_of(failure, self.context)
             outcome = outcome_of(code, failure, self.ctx)

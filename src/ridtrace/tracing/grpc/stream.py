@@ -108,14 +108,18 @@ class StreamItem:
                 x_request_id_rejected=(rejected is not None) or None,
             )
 
-    def finish(self, failure: BaseException | None) -> None:
-        """End this request's span and write its ``request.end``."""
-        if failure is None:
+    def finish(self, failure: BaseException | None, *, call_ended: bool = False) -> None:
+        """End this request's span and write its ``request.end``; ``call_ended``: the
+        call ended with this request in scope, so it ends with the call's code."""
+        code = grpc.StatusCode.OK
+        if failure is not None or call_ended:
+            # A handler that set a code and returned (shedding load: UNAVAILABLE) ended
+            # the call on this request as surely as one that raised.
+            code = status_code_of(failure, self.call.context)
+        if failure is None and code is grpc.StatusCode.OK:
             # Answered: the handler read the next request, or the stream ended well.
-            code = grpc.StatusCode.OK
             outcome = decide_outcome(self.ctx, None, finished=True, server_fault=False)
         else:
-            code = status_code_of(failure, self.call.context)
             outcome = outcome_of(code, failure, self.ctx)
         if self.call.config.log_lifecycle:
             fields: dict[str, Any] = {
@@ -137,7 +141,7 @@ class StreamItem:
             # call's error marks.
             self.span.set_attribute("rpc.grpc.status_code", code.value[0])
             if outcome == "error":
-                if failure is None:  # the handler's outcome_override
+                if failure is None and code is grpc.StatusCode.OK:  # outcome_override
                     self.span.set_status(Status(StatusCode.ERROR))
                 else:
                     mark_error(self.span, code, failure, self.call.context)
