@@ -227,3 +227,45 @@ def test_a_streamed_message_its_serializer_refuses_is_recorded_as_the_client_got
     [end] = log_lines.events("request.end", request_id=server_id)
     assert (end["grpc_status"], end["outcome"], end["level"]) == (code.name, "error", "WARN")
     assert end["messages_out"] == 1 and "yielded a dict" in end["error"]
+
+
+def test_a_written_message_its_serializer_refuses_is_not_counted_as_sent(
+    proto: Proto, log_lines: LogLines
+) -> None:
+    """A stream written with context.write(): the refused message was counted before
+    gRPC's write raised, so messages_out said two where the client got one."""
+
+    async def chunks(request: Any, context: Any) -> None:
+        await context.write(proto.pb2.InferResponse(text="first"))
+        await context.write({"text": "a dict, not an InferResponse"})
+
+    generic = grpc.method_handlers_generic_handler("probe.Write", {
+        "Chunks": grpc.unary_stream_rpc_method_handler(
+            chunks,
+            request_deserializer=proto.pb2.InferRequest.FromString,
+            response_serializer=proto.pb2.InferResponse.SerializeToString,
+        ),
+    })
+
+    async def run() -> tuple[list[str], grpc.aio.AioRpcError]:
+        got: list[str] = []
+        async with (
+            serving(lambda s: s.add_generic_rpc_handlers((generic,)),
+                    interceptors=[RequestTracingInterceptor()]) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            call = channel.unary_stream(
+                "/probe.Write/Chunks",
+                request_serializer=proto.pb2.InferRequest.SerializeToString,
+                response_deserializer=proto.pb2.InferResponse.FromString,
+            )(proto.pb2.InferRequest(), timeout=CALL_TIMEOUT)
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                async for chunk in call:
+                    got.append(chunk.text)
+        return got, failed.value
+
+    got, failed = asyncio.run(run())
+    assert got == ["first"] and failed.code() is grpc.StatusCode.UNKNOWN
+    [server_id] = metadata_dict(failed.trailing_metadata())["x-server-request-id"]
+    [end] = log_lines.events("request.end", request_id=server_id)
+    assert (end["grpc_status"], end["outcome"], end["messages_out"]) == ("UNKNOWN", "error", 1)

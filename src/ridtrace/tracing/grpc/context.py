@@ -136,10 +136,12 @@ class TracedServicerContext(IdMetadata, grpc.aio.ServicerContext):  # type: igno
         raise AssertionError("unreachable: abort raises")  # pragma: no cover
 
     async def write(self, message: Any) -> None:
-        self.messages_out += 1
         if self.write_sends_initial:
             await self.ensure_initial_metadata()
         await self._context.write(message)
+        # Counted once gRPC took it: a message its serializer refused (the write
+        # raises) or a cancel mid-write is no message the client got.
+        self.messages_out += 1
 
     async def read(self) -> Any:
         if self.on_read is not None:
