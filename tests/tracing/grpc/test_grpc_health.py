@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import pytest
 from click.testing import CliRunner
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from loguru import logger
@@ -129,6 +130,40 @@ def test_a_callback_stream_ends_ok_in_its_own_pool_with_its_ids(log_lines: LogLi
     assert (end["grpc_status"], end["outcome"], end["messages_out"]) == ("OK", "ok", 3)
     [line] = [x for x in log_lines.lines if x["message"] == "counting down"]
     assert line["request_id"] == request_id
+
+
+def test_a_callback_stream_message_its_serializer_refuses_is_recorded_as_the_client_got_it(
+    log_lines: LogLines,
+) -> None:
+    """gRPC answers INTERNAL for a response its serializer refuses, as for a generator's;
+    sent through the callback, the call was recorded CANCELLED / cancelled (the end
+    gRPC reports for any call it ended), with the refused message counted as sent."""
+
+    def answers(request: bytes, context: grpc.ServicerContext, send: Any) -> None:
+        def later() -> None:
+            send(b"first")
+            send({"text": "a dict, not bytes"})
+            send(None)
+
+        threading.Thread(target=later).start()
+
+    answers.experimental_non_blocking = True  # type: ignore[attr-defined]
+    generic = grpc.method_handlers_generic_handler("probe.Callback", {
+        "Answers": grpc.unary_stream_rpc_method_handler(answers, response_serializer=bytes),
+    })
+    with traced_sync_server(lambda s: s.add_generic_rpc_handlers((generic,)), workers=2) as channel:
+        call = channel.unary_stream("/probe.Callback/Answers")(b"", timeout=CALL_TIMEOUT)
+        got = []
+        with pytest.raises(grpc.RpcError):
+            for answer in call:
+                got.append(answer)
+        assert got == [b"first"]
+        assert call.code() is grpc.StatusCode.INTERNAL
+        [server_id] = metadata_dict(call.trailing_metadata())["x-server-request-id"]
+        _wait_until(lambda: bool(log_lines.events("request.end")))
+    [end] = log_lines.events("request.end", request_id=server_id)
+    assert (end["grpc_status"], end["outcome"], end["level"]) == ("INTERNAL", "error", "WARN")
+    assert end["messages_out"] == 1 and "sent a dict" in end["error"]
 
 
 def test_health_checks_are_left_out_of_the_jaeger_export_as_http_probes_are(

@@ -37,6 +37,8 @@ from ridtrace.tracing.grpc.undecodable import (
     Undecodable,
     answer_undecodable,
     tolerant_deserializer,
+    unsendable,
+    unserializable_reason,
 )
 
 __all__ = ["is_non_blocking", "wrap_non_blocking_handler"]
@@ -61,6 +63,7 @@ def wrap_non_blocking_handler(
     may read them in any thread)."""
     behavior, factory = behavior_of(handler)
     streaming_in = bool(handler.request_streaming)
+    serializer = handler.response_serializer
 
     def traced(request: Any, context: grpc.ServicerContext, send_response: Any) -> None:
         # The call's ids go into a context of its own, not the pool thread's: its
@@ -85,6 +88,17 @@ def wrap_non_blocking_handler(
                 ended = ended_without_handler(traced_context)  # before the status goes
                 send_response(None)
                 ending.finish(ended)
+                return
+            refused = unsendable(response, serializer)
+            if refused is not None:
+                # gRPC answers INTERNAL ("Failed to serialize response!") by itself and
+                # reports the call's end as any other: recorded as the client got it,
+                # not as a cancel (as a generator's refused message is).
+                call.ctx.annotations["error"] = unserializable_reason(refused, response, "sent")
+                if traced_context.code() is None:
+                    traced_context.set_code(grpc.StatusCode.INTERNAL)  # what gRPC answers
+                send_response(response)
+                ending.finish(None)
                 return
             with ending.lock:  # responses may come from several threads at once
                 traced_context.messages_out += 1

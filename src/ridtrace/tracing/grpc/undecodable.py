@@ -31,6 +31,8 @@ __all__ = [
     "refuse_unsendable",
     "refused_by_grpc",
     "tolerant_deserializer",
+    "unsendable",
+    "unserializable_reason",
 ]
 
 # What grpc's synchronous server answers for the case (grpc._server).
@@ -148,11 +150,17 @@ def refuse_unsendable(
     recorded ``CANCELLED`` while its client got ``UNKNOWN`` / ``INTERNAL``. A protobuf
     message is not tried: that would serialize every response twice.
     """
-    if serializer is None or hasattr(message, "SerializeToString"):
-        return
-    refused = _refusal(message, serializer)
+    refused = unsendable(message, serializer)
     if refused is not None:
         answer_unserializable(refused, message, context, ctx_annotations, aio=aio, verb="yielded")
+
+
+def unsendable(message: Any, serializer: Callable[[Any], bytes] | None) -> Exception | None:
+    """What the method's serializer raises for a streamed ``message`` (``None`` when it
+    takes it); a protobuf message is not tried (that would serialize it twice)."""
+    if serializer is None or hasattr(message, "SerializeToString"):
+        return None
+    return _refusal(message, serializer)
 
 
 def _refusal(message: Any, serializer: Callable[[Any], bytes]) -> Exception | None:
@@ -169,11 +177,16 @@ def answer_unserializable(
 ) -> Any:
     """Answer as gRPC would have (raises): on grpc.aio the serializer's exception escapes
     (``UNKNOWN``), a synchronous server aborts ``INTERNAL`` with its own details."""
-    returned = "None" if result is None else f"a {type(result).__qualname__}"
-    ctx_annotations["error"] = (
-        f"gRPC could not serialize the response: the handler {verb} {returned} "
-        f"({type(error).__qualname__})"
-    )
+    ctx_annotations["error"] = unserializable_reason(error, result, verb)
     if aio:
         raise error
     context.abort(grpc.StatusCode.INTERNAL, _SYNC_SERIALIZE_DETAILS)
+
+
+def unserializable_reason(error: Exception, result: Any, verb: str) -> str:
+    """The ``error`` a call's ``request.end`` names for a response gRPC could not send."""
+    returned = "None" if result is None else f"a {type(result).__qualname__}"
+    return (
+        f"gRPC could not serialize the response: the handler {verb} {returned} "
+        f"({type(error).__qualname__})"
+    )
