@@ -172,10 +172,12 @@ class DirectCall(CallState):
         fe = self._frontend
         try:
             stream = await fe.dispatcher.open(
-                self.work, trace_headers=self.trace_headers, deadline=self.deadline
+                self.work, trace_headers=self.trace_headers, deadline=self.deadline,
+                on_attempt=self._attempting,
             )
         except DispatchError as exc:
-            self.attempts = exc.attempts
+            # Every attempt failed: no worker served it (the error names the last one).
+            self.worker, self.attempts = None, exc.attempts
             return Failed(str(exc), exc.status, exc.reason, exc.attempts, exc.detail)
         self._stream = stream
         self.worker, self.attempts = stream.worker, stream.attempts
@@ -184,6 +186,12 @@ class DirectCall(CallState):
             return overdue(stream.worker, fe.settings.total_timeout, self.attempts)
         item = await self._item(stream, stream.first)
         return item if item is not None else await self._read(stream)
+
+    def _attempting(self, worker: str, attempt: int) -> None:
+        # A caller that leaves (or a shutdown) mid-dispatch ends the call before open()
+        # returns; its request.end must still name the worker the request went to and
+        # count the attempts made, not say 0 as if nothing had been sent.
+        self.worker, self.attempts = worker, attempt
 
     async def _read(self, stream: WorkerStream) -> Item:
         settings = self._frontend.settings

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 from ridtrace.contract import DISPATCH_ATTEMPT, DISPATCH_RETRY
 from ridtrace.frontend_plugin.failures import (
@@ -111,11 +112,13 @@ class Dispatcher:
         *,
         trace_headers: dict[str, str] | None = None,
         deadline: float | None = None,
+        on_attempt: Callable[[str, int], None] | None = None,
     ) -> WorkerStream:
         """Start ``work`` on some worker; retries per the module's rules.
 
         ``trace_headers`` (``traceparent`` and whatever else the propagators wrote) go
-        with the envelope.
+        with the envelope. ``on_attempt(worker, attempt)`` is called as each attempt
+        begins, so a caller that leaves mid-dispatch still knows where its request went.
 
         Raises:
             DispatchError: every attempt failed (``reason`` of the last failure).
@@ -136,6 +139,8 @@ class Dispatcher:
                 DISPATCH_ATTEMPT, event=DISPATCH_ATTEMPT, worker=redacted_url(worker),
                 attempt=attempt,
             )
+            if on_attempt is not None:
+                on_attempt(worker, attempt)
             budget = min(s.first_byte_timeout, end - time.monotonic())
             if budget <= 0:
                 reason, detail = "timeout", "request deadline passed before a worker answered"
