@@ -299,3 +299,26 @@ def test_a_ready_reply_to_a_json_envelope_is_the_json_document() -> None:
         assert "".join(line.get("text", "") for line in lines) == text, fields
         assert lines[-1]["finish_reason"] == finish
         assert lines[-1].get("stop_sequence") == (fields.get("stop") or [None])[0]
+
+
+def test_a_reply_that_fails_to_be_made_holds_no_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The id was registered before the reply's tokens were made, outside the block that
+    # frees it: had making them raised, the id would have stayed held for good (409s).
+    from ridtrace.frontend_plugin import work_endpoint
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("the engine broke")
+
+    monkeypatch.setattr(work_endpoint, "echo_tokens", broken)
+    app = create_worker_app(WorkerSettings(debug_endpoints=True))
+    with pytest.raises(RuntimeError, match="the engine broke"):
+        _call(app, _scope(), [_envelope("rid-broken")])
+
+    async def counters() -> dict[str, Any]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://w") as client:
+            response = await client.get("/debug/inflight")
+            return dict(response.json())
+
+    held = asyncio.run(counters())
+    assert (held["registered"], held["released"], held["inflight"]) == (1, 1, 0)

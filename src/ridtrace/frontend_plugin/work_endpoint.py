@@ -191,9 +191,10 @@ class WorkEndpoint:
             return
         started = time.perf_counter()
         outcome = OUTCOME_ERROR
-        tokens, finish_reason = echo_tokens(job.prompt, job.max_tokens, job.stop,
-                                            job.json_schema)
-        try:
+        tokens: list[str] = []
+        try:  # from here on the id is freed whatever happens, the reply's making included
+            tokens, finish_reason = echo_tokens(job.prompt, job.max_tokens, job.stop,
+                                                job.json_schema)
             reply = whole_reply(job, tokens, finish_reason, config.foreign_chunk_after)
             await send({
                 "type": "http.response.start", "status": 200,
