@@ -23,7 +23,7 @@ from rich.text import Text
 from ridtrace.demo.plan import CallResult, make_plan, with_own_traces
 from ridtrace.demo.proof import Detection, analyze_run, crossed_detection, write_audit, write_jaeger
 from ridtrace.demo.report import audit_table, before_after, findings_side_by_side
-from ridtrace.demo.run import POLICIES, PolicyRun, run_policy
+from ridtrace.demo.run import POLICIES, PolicyRun, forget_earlier_run, run_policy
 
 __all__ = ["ridtrace_command", "run_demo"]
 
@@ -91,6 +91,10 @@ def run_demo(
     """Run the whole demo; return the process exit code (0 = point proven)."""
     console = console or Console()
     out_dir.mkdir(parents=True, exist_ok=True)
+    # Both policies' at once: a demo stopped during its legacy run must not leave the
+    # last run's safe/ beside this run's legacy/ as if one run had made both.
+    for policy in POLICIES:
+        forget_earlier_run(out_dir, policy)
     plan = make_plan(count)
     ridtrace = ridtrace_command()
     console.print("Watch the legacy run live from a second terminal (it waits for the logs):")

@@ -17,9 +17,27 @@ from ridtrace.demo.plan import CallResult, PlannedCall, is_own_output
 from ridtrace.demo.processes import start_stack
 from ridtrace.demo.traffic import send_traffic
 
-__all__ = ["PolicyRun", "run_policy"]
+__all__ = ["PolicyRun", "forget_earlier_run", "run_policy"]
 
 POLICIES: tuple[str, ...] = ("legacy", "safe")
+# What a run leaves in its policy's folder besides logs/ and stderr/ (demo.proof writes
+# the last three).
+RESULT_FILES: tuple[str, ...] = (
+    "calls.json", "report.json", "traces.json", "deprecated-headers.png",
+)
+
+
+def forget_earlier_run(out_dir: Path, policy: str) -> None:
+    """Remove what an earlier run left for ``policy``: its logs would mix two runs into one
+    report, its stderr files (workers listen on fresh ports, so each run names its own)
+    would pass for this run's processes', and its results, if this run is stopped before
+    it writes its own, would sit beside this run's logs as if they described them."""
+    folder = out_dir / policy
+    for earlier in (folder / "logs", folder / "stderr"):
+        if earlier.exists():
+            shutil.rmtree(earlier)
+    for name in RESULT_FILES:
+        (folder / name).unlink(missing_ok=True)
 
 
 @dataclass
@@ -77,11 +95,7 @@ def run_policy(
     ``--keep-running`` option waits there for Ctrl-C).
     """
     log_dir = out_dir / policy / "logs"
-    # Old logs would mix two runs into one report; old stderr files (workers listen on
-    # fresh ports, so each run names its own) would pass for this run's processes'.
-    for earlier in (log_dir, out_dir / policy / "stderr"):
-        if earlier.exists():
-            shutil.rmtree(earlier)
+    forget_earlier_run(out_dir, policy)
     run_env = {**(env or {})}
     run_env["OTEL_RESOURCE_ATTRIBUTES"] = _with_policy(policy, {**os.environ, **run_env})
     # The callers' spans go where the stack's go, named as they are (see demo.callers).

@@ -1,0 +1,44 @@
+"""A demo stopped part way leaves no earlier run's results beside its own logs."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from tests.conftest import demo_argv
+
+RESULTS = ("calls.json", "report.json", "traces.json", "deprecated-headers.png")
+
+
+def _worker_logs(out: Path) -> set[str]:
+    return {p.name for p in (out / "legacy" / "logs").glob("worker-*.jsonl")}
+
+
+def test_ctrl_c_on_a_rerun_leaves_no_report_of_the_last_run(tmp_path: Path) -> None:
+    # Stopped during its legacy traffic, a second `make demo` left legacy/report.json and
+    # calls.json of the run before it beside its own new logs (evidence file:line into
+    # worker files that no longer exist), and safe/ whole from that run: results the
+    # user would read as this run's.
+    out = tmp_path / "out"
+    first = subprocess.run(demo_argv(out, requests=12), capture_output=True, timeout=300)
+    assert first.returncode == 0, first.stdout[-2000:]
+    assert all((out / "safe" / name).exists() for name in RESULTS)
+    earlier_workers = _worker_logs(out)
+
+    demo = subprocess.Popen(demo_argv(out, requests=600), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    frontend_log = out / "legacy" / "logs" / "frontend.jsonl"
+    deadline = time.monotonic() + 120
+    # This run's stack is up once its own workers' logs exist and a request came in.
+    while not (_worker_logs(out) - earlier_workers and frontend_log.exists()
+               and b"request.start" in frontend_log.read_bytes()):
+        assert demo.poll() is None, "demo ended before traffic started"
+        assert time.monotonic() < deadline, "traffic never started"
+        time.sleep(0.05)
+    demo.send_signal(signal.SIGINT)
+    assert demo.wait(timeout=60) == 130
+    left = sorted(str(p.relative_to(out)) for policy in ("legacy", "safe")
+                  for name in RESULTS if (p := out / policy / name).exists())
+    assert left == []
