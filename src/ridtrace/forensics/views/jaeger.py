@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import pandas as pd
@@ -112,6 +112,10 @@ def _in_loops(parents: dict[tuple[str, str], tuple[str, str]]) -> set[tuple[str,
         walked.update(path)
     return looped
 
+
+NO_ANSWER: Final = ("no answer logged (no request.end, nor Dynamo's http response sent): "
+                    "in flight when its process stopped, or lines of it were lost; "
+                    "the span runs to its last line")
 
 _CHUNK = 4096  # rows turned into Python objects at a time
 
@@ -231,6 +235,13 @@ def jaeger_traces(
         answered = logs.answered_at(jaeger_trace, jaeger_span)
         if answered is not None and start <= answered < end:
             end = answered
+        span_logs = logs.get(jaeger_trace, jaeger_span)
+        # A span exported live ends or is never sent; one built from logs whose caller
+        # was never answered (its process killed mid-request, its last lines lost) ran
+        # to its last line, a 0 µs span when request.start is its only one: the request
+        # an incident is about looked like an instant success. Jaeger shows `warnings`.
+        # Worker spans are left alone: Dynamo's workers log no line that ends them.
+        unanswered = answered is None and span_logs and r.side != WORKER
         trace["spans"].append(
             {
                 "traceID": trace["traceID"],
@@ -240,9 +251,9 @@ def jaeger_traces(
                 "startTime": int(start),
                 "duration": int(end - start),
                 "tags": tags,
-                "logs": logs.get(jaeger_trace, jaeger_span),
+                "logs": span_logs,
                 "processID": pid,
-                "warnings": None,
+                "warnings": [NO_ANSWER] if unanswered else None,
             }
         )
     if trace is not None:
