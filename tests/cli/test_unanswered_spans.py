@@ -1,4 +1,5 @@
-"""A request its frontend never answered (killed mid-stream) is no 0 µs span in Jaeger."""
+"""A request its frontend never answered (killed mid-stream): no 0 µs span in Jaeger, no
+'no fingerprints' in `ridtrace trace`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.support.servers import free_port, run_server
 
@@ -17,11 +19,11 @@ CHAT = {"model": "echo", "stream": True, "max_tokens": 200,
         "messages": [{"role": "user", "content": "a long answer please"}]}
 
 
-def test_a_frontend_killed_mid_stream_leaves_a_span_with_a_warning(tmp_path: Path) -> None:
-    # The frontend's request.start was its span's only line, so the export wrote a span
-    # of duration 0, no outcome, no error flag: the request the crash cut off, the one an
-    # incident is about, looked like an instant success in Jaeger. Live export never
-    # sends a span that did not end; a span built from logs says it has no end.
+@pytest.fixture(scope="module")
+def killed_mid_stream(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """Logs of a real frontend and worker, the frontend SIGKILLed while it streamed an
+    answer; and that request's server id."""
+    tmp_path = tmp_path_factory.mktemp("killed")
     logs = tmp_path / "logs"
     worker_port, frontend_port = free_port(), free_port()
     worker = ["-m", "ridtrace", "serve", "worker", "--port", str(worker_port),
@@ -34,15 +36,32 @@ def test_a_frontend_killed_mid_stream_leaves_a_span_with_a_warning(tmp_path: Pat
                      ready_path="/health") as front,
           httpx.stream("POST", f"{front.url}/v1/chat/completions", json=CHAT,
                        timeout=30) as answer):
+        request_id = answer.headers["x-server-request-id"]
         chunks = answer.iter_lines()
         next(chunks)
         next(chunks)  # the stream is under way: the frontend is mid-request
         os.killpg(front.process.pid, signal.SIGKILL)
         front.process.wait(timeout=10)
-    out = tmp_path / "traces.json"
-    done = subprocess.run([sys.executable, "-m", "ridtrace", "export", "jaeger", str(logs),
-                           "-o", str(out)], capture_output=True, text=True, timeout=120)
+    return logs, request_id
+
+
+def _ridtrace(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "ridtrace", *args], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "COLUMNS": "100"})
     assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_frontend_killed_mid_stream_leaves_a_span_with_a_warning(
+    killed_mid_stream: tuple[Path, str], tmp_path: Path
+) -> None:
+    # The frontend's request.start was its span's only line, so the export wrote a span
+    # of duration 0, no outcome, no error flag: the request the crash cut off, the one an
+    # incident is about, looked like an instant success in Jaeger. Live export never
+    # sends a span that did not end; a span built from logs says it has no end.
+    logs, _ = killed_mid_stream
+    out = tmp_path / "traces.json"
+    _ridtrace("export", "jaeger", str(logs), "-o", str(out))
     spans = [s for t in json.loads(out.read_text())["data"] for s in t["spans"]]
     frontend = [s for s in spans if s["operationName"] == "POST /v1/chat/completions"]
     assert len(frontend) == 1
@@ -50,3 +69,13 @@ def test_a_frontend_killed_mid_stream_leaves_a_span_with_a_warning(tmp_path: Pat
     # The worker's own span ended (the frontend's hang-up cancelled it): no warning.
     workers = [s for s in spans if s["operationName"].startswith("worker")]
     assert workers and all(s["warnings"] is None for s in workers)
+
+
+def test_trace_says_the_request_was_never_answered(killed_mid_stream: tuple[Path, str]) -> None:
+    # Its verdict was 'no fingerprints', which cli.md explains as logs that carry none
+    # (Dynamo's, a service without the plugin): the reader went looking for a missing
+    # plugin, not for the crash. The fingerprints are on request.end, never written.
+    logs, request_id = killed_mid_stream
+    doc = json.loads(_ridtrace("trace", request_id, str(logs), "--format", "json"))
+    assert [r["verdict"] for r in doc["requests"]] == ["no answer logged"]
+    assert "verdict: no answer logged" in _ridtrace("trace", request_id, str(logs))

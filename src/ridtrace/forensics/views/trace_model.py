@@ -40,7 +40,10 @@ from ridtrace.forensics.views.trace_rows import (
 )
 from ridtrace.forensics.views.verdicts import (
     CROSSED,
+    NO_ANSWER,
     NO_CALLER,
+    NO_FINGERPRINTS,
+    NO_OUTPUT,
     OutputIndex,
     Verdict,
     text,
@@ -273,3 +276,6 @@ def _attach_events(
     # Its bar still spans them: the id was held until then.
     for block, ms in answered.values():
         block.duration_ms = ms
+    for block in blocks:
+        if id(block) not in answered and block.verdict.label in (NO_FINGERPRINTS, NO_OUTPUT):
+            block.verdict = Verdict(NO_ANSWER)

@@ -27,6 +27,11 @@ UNMATCHED = "unmatched output"  # an fp_out no worker in these logs produced
 CUT_SHORT = "cut short"
 NO_FINGERPRINTS = "no fingerprints"  # Dynamo's logs carry none
 NO_CALLER = "no caller in logs"  # only worker spans of this request were read
+# A caller with lines but none that answered (no request.end, nor Dynamo's http response
+# sent): its process was killed mid-request, or its last lines were lost. ridtrace logs
+# the fingerprints on request.end, so 'no fingerprints' sent readers after a missing
+# plugin instead of the crash.
+NO_ANSWER = "no answer logged"
 
 
 _PAIR = "\x00"
