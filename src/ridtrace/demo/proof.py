@@ -9,7 +9,7 @@ import orjson
 import pandas as pd
 
 from ridtrace.contract import REQUEST_START
-from ridtrace.demo.run import PolicyRun
+from ridtrace.demo.run import PolicyRun, written_whole
 from ridtrace.forensics.reading.events import load_events
 from ridtrace.forensics.records.spans import build_requests
 from ridtrace.forensics.rules.report import analyze, report_json
@@ -44,9 +44,8 @@ def analyze_run(run: PolicyRun) -> pd.DataFrame:
     loaded = load_events([str(run.log_dir)])
     report = analyze(loaded)
     run.report = report_json(report)
-    (run.log_dir.parent / "report.json").write_bytes(
-        orjson.dumps(run.report, option=orjson.OPT_INDENT_2)
-    )
+    with written_whole(run.log_dir.parent / "report.json") as report_file:
+        report_file.write_bytes(orjson.dumps(run.report, option=orjson.OPT_INDENT_2))
     requests = report.requests
     known = requests["span_id"].notna() & requests["trace_id"].notna()
     spans = requests.loc[known, "span_id"].astype(str)
@@ -83,7 +82,7 @@ def write_jaeger(run: PolicyRun) -> Path:
     came without them)."""
     events = load_events([str(run.log_dir)]).events
     path = run.log_dir.parent / "traces.json"
-    with path.open("w", encoding="utf-8") as out:
+    with written_whole(path) as partial, partial.open("w", encoding="utf-8") as out:
         write_traces(jaeger_traces(build_requests(events), events), out.write)
     return path
 
@@ -93,7 +92,8 @@ def write_audit(run: PolicyRun, requests: pd.DataFrame) -> tuple[pd.DataFrame, P
     table = audit(requests, by="header")
     path = run.log_dir.parent / "deprecated-headers.png"
     try:
-        plot_usage(usage_series(requests), path)
+        with written_whole(path) as partial:
+            plot_usage(usage_series(requests), partial)
     except ImportError:
         return table, None
     return table, path

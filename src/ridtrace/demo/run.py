@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from ridtrace.demo.plan import CallResult, PlannedCall, is_own_output
 from ridtrace.demo.processes import start_stack
 from ridtrace.demo.traffic import send_traffic
 
-__all__ = ["PolicyRun", "forget_earlier_run", "run_policy"]
+__all__ = ["PolicyRun", "forget_earlier_run", "run_policy", "written_whole"]
 
 POLICIES: tuple[str, ...] = ("legacy", "safe")
 # What a run leaves in its policy's folder besides logs/ and stderr/ (demo.proof writes
@@ -25,6 +26,22 @@ POLICIES: tuple[str, ...] = ("legacy", "safe")
 RESULT_FILES: tuple[str, ...] = (
     "calls.json", "report.json", "traces.json", "deprecated-headers.png",
 )
+
+
+@contextlib.contextmanager
+def written_whole(path: Path) -> Iterator[Path]:
+    """A name to write ``path``'s content under, renamed to ``path`` once it is complete.
+
+    Ctrl-C while the demo wrote a result left it half written (an empty traces.json,
+    measured) among the run's results; now there is none. The name keeps the extension,
+    which the plot's format is chosen by.
+    """
+    partial = path.with_name(f".partial-{path.name}")
+    try:
+        yield partial
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def forget_earlier_run(out_dir: Path, policy: str) -> None:
@@ -111,9 +128,10 @@ def run_policy(
     finally:
         spans.shutdown()
     run = PolicyRun(policy, log_dir, results, inflight)
-    (out_dir / policy / "calls.json").write_bytes(
-        orjson.dumps([_call_record(r) for r in results], option=orjson.OPT_INDENT_2)
-    )
+    with written_whole(out_dir / policy / "calls.json") as calls:
+        calls.write_bytes(
+            orjson.dumps([_call_record(r) for r in results], option=orjson.OPT_INDENT_2)
+        )
     return run
 
 
