@@ -1,0 +1,39 @@
+"""A worker does no work for a body a web page could make a browser send cross-site."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.servers import free_port, run_server
+
+ENVELOPE = (b'{"request_id": "page-1", "x_request_id": null, "endpoint": "chat_completions",'
+            b' "model": "echo", "prompt": "from a web page", "max_tokens": 4}')
+
+
+@pytest.mark.parametrize("content_type", ["text/plain;charset=UTF-8",
+                                          "application/x-www-form-urlencoded",
+                                          "multipart/form-data; boundary=x"])
+def test_a_simple_cross_site_post_gets_415_and_no_work(tmp_path: Path, content_type: str) -> None:
+    # Any page a developer visits can POST these types to 127.0.0.1 without a CORS
+    # preflight, and its Host (127.0.0.1:PORT) passes the worker's Host check: a worker
+    # without a token parsed the text/plain body as JSON and generated for it, 200, as
+    # the frontend, which answers 415 for these types (frontend-plugin.md), never did.
+    log = tmp_path / "worker.jsonl"
+    port = free_port()
+    with run_server(["-m", "ridtrace", "serve", "worker", "--port", str(port),
+                     "--log-file", str(log)], port=port, workdir=tmp_path,
+                    ready_path="/health") as worker:
+        answer = httpx.post(f"{worker.url}/v1/work", content=ENVELOPE, timeout=10,
+                            headers={"content-type": content_type,
+                                     "origin": "https://page.example"})
+        # The frontend's own dispatch (application/json) is still served.
+        served = httpx.post(f"{worker.url}/v1/work", content=ENVELOPE.replace(b"page-1", b"fe-1"),
+                            headers={"content-type": "application/json"}, timeout=10)
+    assert answer.status_code == 415, answer.text
+    assert answer.json()["error"]["type"] == "invalid_request"
+    assert served.status_code == 200
+    logged = log.read_text()
+    assert '"fe-1"' in logged and '"page-1"' not in logged  # the page's envelope was not read
