@@ -8,7 +8,10 @@ from dataclasses import dataclass
 
 from starlette.types import Scope
 
-__all__ = ["EarlyRefusal", "early_refusal", "json_body_refusal", "transfer_coding_refusal"]
+__all__ = [
+    "EarlyRefusal", "early_refusal", "json_body_refusal", "transfer_coding_refusal",
+    "web_page_refusal",
+]
 
 
 def json_body_refusal(scope: Scope) -> str | None:
@@ -34,6 +37,20 @@ def json_body_refusal(scope: Scope) -> str | None:
         elif name == b"content-encoding" and value.strip().lower() not in (b"", b"identity"):
             return "unsupported content-encoding: send the JSON body uncompressed"
     return None
+
+
+def web_page_refusal(scope: Scope) -> tuple[int, str] | None:
+    """Status and reason a worker refuses work a web page sent, or ``None``.
+
+    Any page a browser opens can POST to a worker on 127.0.0.1 without a CORS
+    preflight — text/plain, a form, or a body with no content-type at all — and its
+    Host passes the Host check: a worker without a token did that work. Browsers name
+    the page in ``Origin`` on every POST; the frontend's dispatch sends none, and JSON.
+    """
+    if any(name == b"origin" for name, _ in scope["headers"]):
+        return 403, "a web page's request (it sent Origin): workers take work from a frontend"
+    refusal = json_body_refusal(scope)
+    return None if refusal is None else (415, refusal)
 
 
 # Transfer codings the server undoes itself: chunked (the HTTP parser), and identity

@@ -35,7 +35,7 @@ from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin import json_codec
 from ridtrace.frontend_plugin.asgi_io import GuardedStreamingResponse
 from ridtrace.frontend_plugin.drain import Drain
-from ridtrace.frontend_plugin.early_refusals import json_body_refusal, transfer_coding_refusal
+from ridtrace.frontend_plugin.early_refusals import transfer_coding_refusal, web_page_refusal
 from ridtrace.frontend_plugin.engine import EchoEngine, echo_tokens
 from ridtrace.frontend_plugin.registry import DuplicateRequestId, InflightRegistry
 from ridtrace.frontend_plugin.settings import WorkerSettings
@@ -132,11 +132,9 @@ class WorkEndpoint:
         if refusal is not None:  # RFC 9112: 501; the body is left unread
             await _refuse_invalid(send, 501, refusal, extra=((b"connection", b"close"),))
             return
-        # Any web page can make a browser POST text/plain or a form here, preflight-free:
-        # a keyless worker did that work. The frontend sends JSON; the body stays unread.
-        refusal = json_body_refusal(scope)
-        if refusal is not None:
-            await _refuse_invalid(send, 415, refusal, extra=((b"connection", b"close"),))
+        from_a_page = web_page_refusal(scope)
+        if from_a_page is not None:  # the body stays unread
+            await _refuse_invalid(send, *from_a_page, extra=((b"connection", b"close"),))
             return
         try:
             # An envelope that never ends (a content-length larger than what is sent, a
