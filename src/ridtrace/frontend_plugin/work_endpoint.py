@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry import baggage
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ridtrace.contract import (
@@ -42,7 +41,8 @@ from ridtrace.frontend_plugin.settings import WorkerSettings
 from ridtrace.frontend_plugin.timers import Deadline
 from ridtrace.frontend_plugin.wire import WORK_PATH, WorkRequest
 from ridtrace.frontend_plugin.work_reply import log_end, paced_reply, whole_reply
-from ridtrace.tracing import annotate_request, current_context, validate_client_id
+from ridtrace.frontend_plugin.worker_identity import adopt_identity
+from ridtrace.tracing import annotate_request
 from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH
 
@@ -164,7 +164,7 @@ class WorkEndpoint:
                 send, 400, f"max_tokens must be at most {config.max_tokens_limit}"
             )
             return
-        _adopt_identity(job, config.baggage_attributes, self.max_id_length)
+        adopt_identity(job, config.baggage_attributes, self.max_id_length)
         # The channel is this request's identity in the table: release() frees the id
         # only while it is still ours.
         channel: asyncio.Queue[object] = asyncio.Queue()
@@ -212,39 +212,6 @@ class WorkEndpoint:
         finally:
             registry.release(job.request_id, channel)
             log_end(job, outcome, started, "".join(tokens), len(tokens))
-
-
-def _adopt_identity(
-    job: WorkRequest, baggage_names: tuple[str, ...], max_id_length: int
-) -> None:
-    """Write this hop's lines, and name its span, under the frontend request's ids.
-
-    The client's id is held to the worker's ``max_client_id_length`` (never below the
-    default, as the envelope's ids): a frontend set for longer ids sends them on, and a
-    fixed 128 here dropped them from every line.
-    """
-    ctx = current_context()
-    if ctx is None:
-        return
-    ctx.request_id = job.request_id
-    ctx.x_request_id = (
-        validate_client_id(job.x_request_id, max(max_id_length, DEFAULT_MAX_CLIENT_ID_LENGTH))
-        if job.x_request_id
-        else None
-    )
-    span = ctx.server_span
-    if span is None or not span.is_recording():
-        return
-    attributes: dict[str, str] = {"request_id": job.request_id}
-    if ctx.x_request_id is not None:
-        attributes["x_request_id"] = ctx.x_request_id
-    for name in baggage_names:
-        # Baggage is the caller's text: vetted like a client id before it goes on a span.
-        value = baggage.get_baggage(name)
-        checked = validate_client_id(value) if isinstance(value, str) else None
-        if checked is not None:
-            attributes["baggage." + name] = checked
-    span.set_attributes(attributes)  # one call: the SDK takes its lock once
 
 
 async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:

@@ -1,0 +1,45 @@
+"""A worker's request takes the frontend request's identity: its lines and its span carry
+the ids the envelope names, and the baggage entries the worker is set to record."""
+
+from __future__ import annotations
+
+from opentelemetry import baggage
+
+from ridtrace.frontend_plugin.wire import WorkRequest
+from ridtrace.tracing import current_context, validate_client_id
+from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH
+
+__all__ = ["adopt_identity"]
+
+
+def adopt_identity(
+    job: WorkRequest, baggage_names: tuple[str, ...], max_id_length: int
+) -> None:
+    """Write this hop's lines, and name its span, under the frontend request's ids.
+
+    The client's id is held to the worker's ``max_client_id_length`` (never below the
+    default, as the envelope's ids): a frontend set for longer ids sends them on, and a
+    fixed 128 here dropped them from every line.
+    """
+    ctx = current_context()
+    if ctx is None:
+        return
+    ctx.request_id = job.request_id
+    ctx.x_request_id = (
+        validate_client_id(job.x_request_id, max(max_id_length, DEFAULT_MAX_CLIENT_ID_LENGTH))
+        if job.x_request_id
+        else None
+    )
+    span = ctx.server_span
+    if span is None or not span.is_recording():
+        return
+    attributes: dict[str, str] = {"request_id": job.request_id}
+    if ctx.x_request_id is not None:
+        attributes["x_request_id"] = ctx.x_request_id
+    for name in baggage_names:
+        # Baggage is the caller's text: vetted like a client id before it goes on a span.
+        value = baggage.get_baggage(name)
+        checked = validate_client_id(value) if isinstance(value, str) else None
+        if checked is not None:
+            attributes["baggage." + name] = checked
+    span.set_attributes(attributes)  # one call: the SDK takes its lock once
