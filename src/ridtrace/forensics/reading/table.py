@@ -247,16 +247,15 @@ class LogTable:
         self.window_lines = int(pc.sum(got["_in_window"]).as_py() or 0)
         suspect = got["_suspect"].to_numpy(zero_copy_only=False)
         rescued: list[dict[str, Any]] = []
-        judged: list[tuple[int, str]] = []
-        if suspect.any():
+        if suspect.any():  # judged in slices, as the span read judges them
             flags = got.filter(got["_suspect"])
-            rescued, judged = self._judge(
+            rescued = judge_in_slices((
                 flags["rn"].to_numpy(),
                 flags["_empty"].to_numpy(zero_copy_only=False),
                 pc.is_valid(flags["_time_text"]).to_numpy(zero_copy_only=False),
                 pc.is_null(flags["time"]).to_numpy(zero_copy_only=False),
-            )
-        self._count_bad(judged)
+            ), self._judge, self._count_bad)
+        self._count_bad([])
         good = got.filter(pc.invert(got["_suspect"]))
         if self.lean:
             good = good.filter(good["_ev"])
