@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -11,6 +14,16 @@ from tests.support.servers import free_port, run_server
 
 ENVELOPE = (b'{"request_id": "page-1", "x_request_id": null, "endpoint": "chat_completions",'
             b' "model": "echo", "prompt": "from a web page", "max_tokens": 4}')
+
+
+@contextlib.contextmanager
+def _worker(workdir: Path, log: Path) -> Iterator[Any]:
+    """A real worker (no token) logging to `log`, serving until the block ends."""
+    port = free_port()
+    with run_server(["-m", "ridtrace", "serve", "worker", "--port", str(port),
+                     "--log-file", str(log)], port=port, workdir=workdir,
+                    ready_path="/health") as worker:
+        yield worker
 
 
 @pytest.mark.parametrize("content_type", ["text/plain;charset=UTF-8",
@@ -23,10 +36,7 @@ def test_a_simple_cross_site_post_gets_415_and_no_work(tmp_path: Path, content_t
     # the frontend, which answers 415 for these types (frontend-plugin.md), never did.
     # (Sent here without the Origin a browser adds, which is refused on its own below.)
     log = tmp_path / "worker.jsonl"
-    port = free_port()
-    with run_server(["-m", "ridtrace", "serve", "worker", "--port", str(port),
-                     "--log-file", str(log)], port=port, workdir=tmp_path,
-                    ready_path="/health") as worker:
+    with _worker(tmp_path, log) as worker:
         answer = httpx.post(f"{worker.url}/v1/work", content=ENVELOPE, timeout=10,
                             headers={"content-type": content_type})
         # The frontend's own dispatch (application/json) is still served.
@@ -45,10 +55,7 @@ def test_a_cross_site_post_without_a_content_type_does_no_work(tmp_path: Path) -
     # above does not stop it. Browsers name the page's origin in `Origin` on every POST;
     # the frontend's dispatch, and any program, sends none.
     log = tmp_path / "worker.jsonl"
-    port = free_port()
-    with run_server(["-m", "ridtrace", "serve", "worker", "--port", str(port),
-                     "--log-file", str(log)], port=port, workdir=tmp_path,
-                    ready_path="/health") as worker:
+    with _worker(tmp_path, log) as worker:
         answer = httpx.post(f"{worker.url}/v1/work", content=ENVELOPE, timeout=10,
                             headers={"origin": "https://page.example"})
         served = httpx.post(f"{worker.url}/v1/work", timeout=10,
