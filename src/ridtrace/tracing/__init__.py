@@ -13,6 +13,7 @@ from ridtrace.tracing.context import (
 )
 from ridtrace.tracing.identity import uuid4_id, uuid7_id, validate_client_id
 from ridtrace.tracing.lifecycle import shutdown_telemetry, telemetry_lifespan
+from ridtrace.tracing.log_ids import RequestIdsFilter, add_request_ids
 from ridtrace.tracing.logs import LOG_SCHEMA, configure_logging
 from ridtrace.tracing.meters import configure_metrics
 from ridtrace.tracing.middleware import RequestTracingMiddleware
@@ -24,8 +25,10 @@ __all__ = [
     "DEFAULT_DEPRECATED_HEADERS",
     "LOG_SCHEMA",
     "RequestContext",
+    "RequestIdsFilter",
     "RequestTracingMiddleware",
     "TracingSettings",
+    "add_request_ids",
     "annotate_request",
     "annotate_span",
     "configure_logging",

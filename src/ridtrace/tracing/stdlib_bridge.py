@@ -13,6 +13,7 @@ from loguru import logger
 from ridtrace.tracing.context import context_for_exception_line
 from ridtrace.tracing.identity import shown_text
 from ridtrace.tracing.jsonline import CONTEXT_KEYS, add_context_ids
+from ridtrace.tracing.log_ids import FILLED_BY_FILTER
 
 if TYPE_CHECKING:
     from loguru import Record
@@ -32,10 +33,13 @@ def _extra_fields(record: logging.LogRecord) -> dict[str, Any]:
     """The caller's extra={...} fields. Libraries put ids of their own under names such
     as ``request_id``; the request's ids are the server's, so such a field is written
     with a leading ``_``, as a reserved name is."""
+    fields = vars(record)
+    # Ids a RequestIdsFilter on another handler set are the context's, not the caller's.
+    filled = fields.get(FILLED_BY_FILTER, ())
     return {
         "_" + k if k in CONTEXT_KEYS else k: v
-        for k, v in vars(record).items()
-        if k not in _RECORD_ATTRIBUTES
+        for k, v in fields.items()
+        if k not in _RECORD_ATTRIBUTES and k not in filled and k != FILLED_BY_FILTER
     }
 
 

@@ -1,0 +1,85 @@
+"""`RequestIdsFilter` and `add_request_ids`: the request's ids for logging set-ups that
+are not ridtrace's sink (the end-to-end run under uvicorn is test_stdlib_ids_e2e.py)."""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ridtrace import RequestIdsFilter, add_request_ids, configure_logging
+from ridtrace.tracing import context
+from ridtrace.tracing.context import RequestContext
+from tests.tracing.conftest import read_lines
+
+REQUEST = RequestContext(request_id="r-1", trace_id="a" * 32, span_id="b" * 16,
+                         x_request_id="c-1")
+
+
+@pytest.fixture
+def in_request() -> Iterator[RequestContext]:
+    token = context.enter(REQUEST)
+    yield REQUEST
+    context.leave(token)
+
+
+def _own_handler(logger_name: str, fmt: str, **options: str) -> tuple[logging.Logger, io.StringIO]:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter(fmt))
+    handler.addFilter(RequestIdsFilter(**options))
+    log = logging.getLogger(logger_name)
+    log.handlers, log.propagate = [handler], False
+    log.setLevel(logging.INFO)
+    return log, stream
+
+
+def test_a_format_string_names_the_ids_inside_and_outside_a_request() -> None:
+    log, stream = _own_handler("own.format", "%(request_id)s %(x_request_id)s %(span_id)s %(message)s",
+                               default="-")
+    token = context.enter(REQUEST)
+    try:
+        log.info("inside")
+    finally:
+        context.leave(token)
+    log.info("outside")
+    assert stream.getvalue().splitlines() == [f"r-1 c-1 {'b' * 16} inside", "- - - outside"]
+
+
+def test_an_id_the_caller_passed_in_extra_is_kept(in_request: RequestContext) -> None:
+    log, stream = _own_handler("own.extra", "%(request_id)s %(trace_id)s")
+    log.info("mine", extra={"request_id": "callers"})
+    assert stream.getvalue() == f"callers {'a' * 32}\n"
+
+
+def test_the_json_sink_does_not_take_the_filters_ids_for_a_callers_fields(
+    tmp_path: Path, in_request: RequestContext,
+) -> None:
+    """An application's own handler with the filter, and configure_logging's bridge on
+    the root logger: the record reaching the bridge carries the ids the filter set. They
+    were written again as the caller's ``_request_id``, ``_trace_id`` ... fields."""
+    path = tmp_path / "both.jsonl"
+    configure_logging(path, service="svc", level="INFO")
+    try:
+        log, stream = _own_handler("own.both", "%(request_id)s")
+        log.propagate = True
+        log.info("to both")
+    finally:
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+    (line,) = read_lines(path)
+    assert stream.getvalue() == "r-1\n"
+    assert (line["request_id"], line["x_request_id"]) == ("r-1", "c-1")
+    assert not [key for key in line if key.startswith("_") or key.startswith("ridtrace")], line
+
+
+def test_the_structlog_processor_adds_the_ids_the_request_has(in_request: RequestContext) -> None:
+    event = add_request_ids(None, "info", {"event": "paid", "span_id": "mine"})
+    assert event == {"event": "paid", "span_id": "mine", "request_id": "r-1",
+                     "x_request_id": "c-1", "trace_id": "a" * 32}
+
+
+def test_the_structlog_processor_adds_nothing_outside_a_request() -> None:
+    assert add_request_ids(None, "info", {"event": "boot"}) == {"event": "boot"}
