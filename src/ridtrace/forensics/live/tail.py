@@ -27,13 +27,12 @@ from ridtrace.forensics.live.identity import (
     decoded_head,
     first_lines,
 )
+from ridtrace.forensics.live.line_ends import lines_before_last_newline, to_line_end
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream, compression_of
 from ridtrace.forensics.reading.inputs import display_name
 from ridtrace.forensics.reading.lines import LineScan, scan_lines
 from ridtrace.forensics.reading.overlong import held_piece
 from ridtrace.forensics.reading.unwrap import Unwrapper, cut_short, wrapper_of
-
-_COUNT_BYTES = 16 << 20
 
 
 class FileTail:
@@ -92,16 +91,7 @@ class FileTail:
         if self.gzip:
             self.done = True
             return
-        lines, pos, last_newline = 0, 0, 0
-        while pos < size:
-            block = os.pread(self._fh.fileno(), min(_COUNT_BYTES, size - pos), pos)
-            if not block:
-                break
-            lines += block.count(b"\n")
-            cut = block.rfind(b"\n")
-            if cut >= 0:
-                last_newline = pos + cut + 1
-            pos += len(block)
+        lines, last_newline = lines_before_last_newline(self._fh.fileno(), size)
         self.offset, self.line = last_newline, lines
         if self.identity is not None:
             self.identity.lines = max(self.identity.lines, lines)
@@ -126,14 +116,7 @@ class FileTail:
         stop_at = self.stop_at
         if stop_at is None:
             return size
-        fd = self._fh.fileno()
-        while 0 < stop_at < size and os.pread(fd, 1, stop_at - 1) != b"\n":
-            block = os.pread(fd, min(1 << 20, size - stop_at), stop_at)
-            if not block:
-                break
-            cut = block.find(b"\n")
-            stop_at += len(block) if cut < 0 else cut + 1
-        self.stop_at = stop_at
+        stop_at = self.stop_at = to_line_end(self._fh.fileno(), stop_at, size)
         return min(size, stop_at)
 
     @property
