@@ -389,3 +389,36 @@ def test_a_request_the_parser_refuses_is_told_why_and_logged(
                and x.get("level") == "WARN"]:
         assert time.monotonic() < deadline, f"no WARN {expected!r}"
         time.sleep(0.02)
+
+
+def test_a_schema_the_engine_refuses_is_logged_capped_and_escaped(stack: Stack) -> None:
+    """The refusal of a response schema quotes the schema's own strings (a ``$ref``, a
+    ``type``): on the frontend's request.end and on a worker's worker.refused for an
+    envelope sent to it directly, they are capped and their controls escaped, as every
+    other client string on a line is. A C1 CSI and a bidi override went raw onto the
+    line (orjson writes them so), and a 1 MB type name whole."""
+    tag = "hostile-schema"
+    evil = "\x9b2J\u202eevil\u2028" + "L" * 600_000
+    chat = {"model": "echo", "messages": [{"role": "user", "content": "x"}]}
+    schemas = [{"$ref": "#/" + evil}, {"type": evil},
+               {"type": "object", "properties": {"a": {"type": evil}}, "required": ["a"]}]
+    with httpx.Client(base_url=stack.url, timeout=30, headers={"x-request-id": tag}) as client:
+        for schema in schemas:
+            response = client.post("/v1/chat/completions", json={**chat, "response_format": {
+                "type": "json_schema", "json_schema": {"name": "s", "schema": schema}}})
+            assert response.status_code == 400, response.text[:200]
+        envelope = {"request_id": "hostile-envelope", "x_request_id": tag,
+                    "endpoint": "chat_completions", "model": "echo", "prompt": "x",
+                    "max_tokens": 3}
+        for schema in schemas:
+            refused = client.post(stack.workers[0].url + "/v1/work",
+                                  json={**envelope, "json_schema": schema})
+            assert refused.status_code == 400, refused.text[:200]
+    frontend = [line for line in stack.frontend.lines()
+                if line.get("x_request_id") == tag and line.get("event") == "request.end"]
+    worker = [line for line in stack.workers[0].lines()
+              if line.get("event") == "worker.refused" and "json_schema" in str(line["error"])]
+    assert len(frontend) == 3 and len(worker) >= 3
+    for line in frontend + worker:
+        error = str(line["error"])
+        assert len(error) <= 2048 and error.isprintable(), error[:120]

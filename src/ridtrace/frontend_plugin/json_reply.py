@@ -35,6 +35,7 @@ from typing import Any
 
 from ridtrace.frontend_plugin.bodies import MAX_NESTING, nested_deeper_than
 from ridtrace.frontend_plugin.schema_numbers import nearest_allowed_number
+from ridtrace.tracing.identity import shown_text
 
 __all__ = ["MAX_DEPTH", "MAX_STEPS", "MAX_STRINGS", "check_schema", "json_document"]
 
@@ -140,7 +141,7 @@ class _Builder:
             return False
         if kind == "null":
             return None
-        raise _NoDocument(f"unknown type {kind!r}")
+        raise _NoDocument(f"unknown type {_quoted(kind)}")
 
     def properties(self, properties: dict[str, Any], required: Any, depth: int
                    ) -> dict[str, Any]:
@@ -179,7 +180,7 @@ class _Builder:
 
     def ref(self, ref: Any, depth: int) -> Any:
         if ref in self.refs:
-            raise _NoDocument(f"{ref} contains itself")  # another branch may end it
+            raise _NoDocument(f"{_quoted(ref)} contains itself")  # another branch may end it
         target = self.target(ref)
         self.refs.append(ref)
         try:
@@ -234,8 +235,19 @@ class _Builder:
             elif isinstance(target, dict) and part in target:
                 target = target[part]
             else:
-                raise ValueError(f"'$ref' {ref[:200]} names nothing in the schema")
+                raise ValueError(f"'$ref' {_quoted(ref)} names nothing in the schema")
         return target
+
+
+# The refusals quote the caller's schema, and they end up on log lines (the frontend's
+# request.end, a worker's worker.refused): capped and with controls escaped, as every
+# client string on a line is. repr() alone left a 1 MB type name whole, and a $ref's
+# C1 CSI or bidi override went raw (orjson writes both as they are).
+_MAX_QUOTED = 200
+
+
+def _quoted(value: Any) -> str:
+    return shown_text(repr(value), _MAX_QUOTED)
 
 
 def _count(value: Any) -> int:
