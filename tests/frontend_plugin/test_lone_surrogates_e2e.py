@@ -114,3 +114,27 @@ def test_a_lone_surrogate_escape_in_sglangs_schema_string_is_json_too(stack: Sta
     reply = httpx.post(stack.url + "/generate", content=body, headers=JSON, timeout=30)
     assert reply.status_code == 200, reply.text
     assert json.loads(reply.json()["text"]) == {"a": f"echo: {TEXT}"}
+
+
+HUGE_INTEGER = "9" * 400  # past a double's range: orjson refuses it ("infinity")
+INTEGER_SCHEMA = ('{"type": "object", "properties": {"a": {"type": "integer", "description": '
+                  f'"\\udc80", "minimum": {HUGE_INTEGER}}}}}, "required": ["a"]}}')
+
+
+@pytest.mark.parametrize(("path", "body", "needle"), [
+    ("/v1/chat/completions",
+     '{"model": "echo", "messages": [{"role": "user", "content": "a \\udc80"}], '
+     '"response_format": {"type": "json_schema", "json_schema": {"name": "n", "schema": '
+     f'{INTEGER_SCHEMA}}}}}}}', "infinity"),
+    ("/generate", json.dumps({"text": "x", "sampling_params": {"json_schema": INTEGER_SCHEMA}}),
+     "'sampling_params.json_schema' must be a JSON schema object"),
+], ids=["chat", "sglang"])
+def test_an_integer_past_a_double_after_a_lone_surrogate_is_refused_as_orjson_does(
+    stack: Stack, path: str, body: str, needle: str
+) -> None:
+    # The standard library's reading took an integer of over 308 digits for infinity
+    # where orjson refuses it, and the schema's integer bound then failed in math.ceil:
+    # a 500 for a body any client may send.
+    reply = httpx.post(stack.url + path, content=body, headers=JSON, timeout=30)
+    assert reply.status_code == 400, reply.text
+    assert needle in reply.json()["error"]["message"]

@@ -67,7 +67,11 @@ def _finite(literal: str) -> float:
 
 def _orjson_int(literal: str) -> int | float:
     value = int(literal)
-    return value if _INT64_MIN <= value <= _UINT64_MAX else float(literal)
+    if _INT64_MIN <= value <= _UINT64_MAX:
+        return value
+    # Past 308 digits float() gives infinity where orjson refuses the number: read on,
+    # it reached a schema's integer bound (math.ceil) and answered a 500.
+    return _finite(literal)
 
 
 def dumps(value: Any, *, newline: bool = False) -> bytes:
