@@ -7,6 +7,8 @@ window, a CR or newline rewrites the report's lines: ids are the clients' text.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -14,6 +16,7 @@ from click.testing import CliRunner
 from ridtrace.cli.follow import table_line
 from ridtrace.cli.main import main
 from tests.forensics.helpers import rt_request
+from tests.support.follower import start_follower
 
 HOSTILE = "\x1b[31mRED\x1b[0m\x1b]0;pwned\x07\rover\nline\x9b\u202egnp.exe"
 CONTROLS = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0), 0x202E) if chr(c) != "\n"]
@@ -104,3 +107,36 @@ def test_json_escapes_every_character_the_table_would_not_show(tmp_path: Path) -
     assert not [c for c in text if c in hidden], repr(text[:300])
     assert visible(sneaky) == "rollout-7" + "\ufffd" * len(hidden)
     assert {f["request_id"] for f in json.loads(text)["findings"]} == {sneaky}
+
+
+def _log_dir_with_a_hostile_file_name(tmp_path: Path) -> Path:
+    """A log beside a file of no log lines whose name holds control sequences (an
+    incident bundle's names are whoever made it's text): the input is incomplete, and
+    the reason names that file."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "frontend.jsonl").write_text("\n".join(rt_request("c" * 16, "ok-id", 0, 2)) + "\n")
+    (logs / "app\x1b]0;pwned\x07\x1b[2J\x9b.jsonl").write_text("not json\nnot json either\n")
+    return logs
+
+
+def test_the_incomplete_input_warning_shows_file_names_control_characters(
+    tmp_path: Path
+) -> None:
+    logs = _log_dir_with_a_hostile_file_name(tmp_path)
+    jaeger = tmp_path / "traces.json"
+    for argv in (["analyze", str(logs)], ["audit", str(logs)], ["trace", "ok-id", str(logs)],
+                 ["export", "jaeger", str(logs), "-o", str(jaeger)]):
+        done = subprocess.run([sys.executable, "-m", "ridtrace", *argv], capture_output=True,
+                              text=True, timeout=120)
+        assert "input incomplete" in done.stderr, (argv, done.stderr)
+        _no_controls(done.stderr.replace("\n", ""))
+
+
+def test_the_follow_summary_shows_file_names_control_characters(tmp_path: Path) -> None:
+    logs = _log_dir_with_a_hostile_file_name(tmp_path)
+    follower = start_follower([str(logs)], "--from-start", fmt="table")
+    follower.stop()
+    summary = "".join(p.text for p in follower.stdout)
+    assert "incomplete:" in summary, summary
+    _no_controls(summary)

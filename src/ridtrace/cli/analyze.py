@@ -288,8 +288,11 @@ def analyze(
         emit(render_report(report, to_terminal=output is None), output)
     code = exit_code(report, allow_incomplete=allow_incomplete)
     if code == 3 and not quiet:
+        from ridtrace.forensics.printable import visible  # the reasons name files
+
         reasons = "; ".join(report.summary["incomplete_reasons"][:3])
-        click.echo(f"ridtrace: input incomplete, incidents may be missing: {reasons}", err=True)
+        click.echo(visible(f"ridtrace: input incomplete, incidents may be missing: {reasons}"),
+                   err=True)
     if not choice.dask:  # a Dask cluster is shut down in order, not dropped
         quick_exit.request()  # everything is written; the rest would be freeing memory
     ctx.exit(code)

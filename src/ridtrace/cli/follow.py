@@ -89,7 +89,7 @@ def summary_text(summary: dict[str, Any]) -> str:
         lines.append(visible(f"  stamped ahead: {sample['file']}:{sample['line']} "
                              f"({sample['time']})"))
     for reason in summary["incomplete_reasons"]:
-        lines.append(f"  incomplete: {reason}")
+        lines.append(visible(f"  incomplete: {reason}"))  # reasons name files
     return "\n".join(lines)
 
 

@@ -19,6 +19,7 @@ from ridtrace.cli.analyze import (
 )
 from ridtrace.cli.engine import dask_load, engine_choice, engine_options
 from ridtrace.cli.output import whole_file
+from ridtrace.forensics.printable import visible
 from ridtrace.forensics.reading.stats import incomplete_reasons
 
 if TYPE_CHECKING:
@@ -115,8 +116,9 @@ def _exit_if_incomplete(ctx: click.Context, reasons: list[str], what: str, *,
     """Exit 3 (unless allowed) when the input was read only in part: `what` may be missing."""
     if reasons and not allow_incomplete:
         if not quiet:
-            click.echo(f"ridtrace: input incomplete, {what} may be missing: "
-                       f"{'; '.join(reasons[:3])}", err=True)
+            # The reasons name files, and file names are anyone's text.
+            click.echo(visible(f"ridtrace: input incomplete, {what} may be missing: "
+                               f"{'; '.join(reasons[:3])}"), err=True)
         ctx.exit(3)
 
 
@@ -211,8 +213,8 @@ def trace(
 
         emit(render_trace(view, to_terminal=output is None), output)
     if reasons and not quiet:  # what was found is shown; a note says what may be missing
-        click.echo(f"ridtrace: input incomplete, lines of these requests may be missing: "
-                   f"{'; '.join(reasons[:3])}", err=True)
+        click.echo(visible(f"ridtrace: input incomplete, lines of these requests may be "
+                           f"missing: {'; '.join(reasons[:3])}"), err=True)
 
 
 @click.group("export")
