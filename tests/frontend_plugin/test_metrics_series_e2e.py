@@ -119,3 +119,41 @@ def test_a_workers_refusals_and_failed_replies_count_as_they_are_logged(tmp_path
     assert requests[frozenset({("route", "/v1/work"), ("outcome", "ok")})] == 1
     refused = [x for x in stack.workers[0].lines() if x.get("event") == "worker.refused"]
     assert [x["outcome"] for x in refused] == ["conflict"]
+
+
+# What Prometheus 3 sends by default (its scrape_protocols, most wanted first).
+PROMETHEUS_ACCEPT = (
+    "application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,"
+    "application/openmetrics-text;version=0.0.1;q=0.5,"
+    "text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4,"
+    "text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
+)
+
+
+def test_a_scraper_gets_the_exposition_format_it_asks_for(tmp_path: Path) -> None:
+    # GET /metrics answered Prometheus text 1.0.0 whatever the scraper's Accept said:
+    # Prometheus asks for OpenMetrics first (whose `# EOF` tells a whole scrape from a
+    # cut one), and a scraper that takes only text 0.0.4 was answered 1.0.0.
+    from prometheus_client.openmetrics.parser import (
+        text_string_to_metric_families as openmetrics_families,
+    )
+
+    with start_stack(tmp_path, workers=[[]], debug_endpoints=False) as stack:
+        for url in (stack.url, stack.workers[0].url):
+            scrape = httpx.get(url + "/metrics", headers={"accept": PROMETHEUS_ACCEPT},
+                               timeout=10)
+            media_type = scrape.headers["content-type"].partition(";")[0]
+            assert media_type == "application/openmetrics-text", url
+            assert "accept" in scrape.headers.get("vary", "").lower()
+            families = {f.name: f for f in openmetrics_families(scrape.text)}  # strict
+            assert families["ridtrace_inflight"].type == "gauge"
+            assert families["ridtrace_duplicate_refused"].type == "counter"
+            assert {s.name for s in families["ridtrace_duplicate_refused"].samples} == {
+                "ridtrace_duplicate_refused_total"}
+            head = httpx.head(url + "/metrics", headers={"accept": PROMETHEUS_ACCEPT},
+                              timeout=10)
+            assert head.headers["content-type"] == scrape.headers["content-type"]
+            old = httpx.get(url + "/metrics", headers={"accept": "text/plain;version=0.0.4"},
+                            timeout=10)
+            assert "version=0.0.4" in old.headers["content-type"]
+            assert "ridtrace_inflight" in {f.name for f in text_string_to_metric_families(old.text)}

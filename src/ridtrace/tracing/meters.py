@@ -95,11 +95,19 @@ def configure_metrics(
 
 
 async def metrics_endpoint(request: Request) -> Response:
-    """``GET /metrics``: Prometheus text exposition of the process's registry.
+    """``GET /metrics``: the process's registry in the exposition format the scraper's
+    ``Accept`` asks for: OpenMetrics, or Prometheus text (0.0.4 when nothing is asked).
+
+    Negotiated as prometheus_client's own handlers do: Prometheus asks for OpenMetrics
+    first (its ``# EOF`` tells a whole scrape from a cut one), and a scraper that takes
+    only text 0.0.4 was answered 1.0.0 text, whatever either asked.
 
     Its types are imported at run time: FastAPI reads them to serve it as an API route
     (``app.add_api_route``), which labels the scrape with its route template.
     """
-    from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+    from prometheus_client import REGISTRY
+    from prometheus_client.exposition import choose_encoder
 
-    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+    encoder, content_type = choose_encoder(request.headers.get("accept", ""))
+    # Vary: a cache between scraper and process must not answer one format for another.
+    return Response(encoder(REGISTRY), media_type=content_type, headers={"vary": "Accept"})
