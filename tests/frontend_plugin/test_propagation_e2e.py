@@ -54,6 +54,33 @@ def test_tracestate_and_baggage_reach_the_worker(tmp_path: Path) -> None:
     assert "baggage.session" not in worker.attributes  # only the names asked for
 
 
+def test_a_baggage_entrys_properties_are_no_part_of_its_value(tmp_path: Path) -> None:
+    # W3C baggage puts an entry's properties after its value (`key=value;prop=x`), and
+    # OpenTelemetry's propagator keeps them in the value it extracts: the worker span's
+    # baggage.tenant read "acme-corp;region=eu", so a search for tenant acme-corp missed
+    # every request from a caller (a .NET or Go SDK, a gateway) that sends properties.
+    with otlp_receiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "50"}
+        with start_stack(
+            tmp_path, workers=[["--baggage-attribute", "tenant", "--baggage-attribute", "user"]],
+            env=env,
+        ) as stack:
+            response = httpx.post(
+                stack.url + "/v1/chat/completions",
+                json={"model": "echo", "messages": [{"role": "user", "content": "props"}]},
+                headers={"baggage": "tenant=acme-corp ; region=eu;sticky, user=Alice%20B;p"},
+                timeout=30,
+            )
+            assert response.status_code == 200
+            request_id = response.headers["x-server-request-id"]
+            spans = receiver.wait_for(2)
+            while "worker" not in _server_spans(spans, request_id):
+                spans = receiver.wait_for(len(spans) + 1)
+    worker = _server_spans(spans, request_id)["worker"]
+    assert worker.attributes["baggage.tenant"] == "acme-corp"
+    assert worker.attributes["baggage.user"] == "Alice B"
+
+
 def test_a_trace_the_caller_sampled_out_is_not_recorded_by_the_worker(tmp_path: Path) -> None:
     # The frontend's parent-based sampler honours the caller's unsampled flag; the hop
     # named the trace sampled all the same, and every worker span was exported as an

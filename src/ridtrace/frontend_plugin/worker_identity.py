@@ -39,7 +39,19 @@ def adopt_identity(
     for name in baggage_names:
         # Baggage is the caller's text: vetted like a client id before it goes on a span.
         value = baggage.get_baggage(name)
-        checked = validate_client_id(value) if isinstance(value, str) else None
+        checked = validate_client_id(_entry_value(value)) if isinstance(value, str) else None
         if checked is not None:
             attributes["baggage." + name] = checked
     span.set_attributes(attributes)  # one call: the SDK takes its lock once
+
+
+def _entry_value(extracted: str) -> str:
+    """The W3C value of a baggage entry OpenTelemetry extracted: what comes before its
+    properties (``acme;region=eu``), blanks around it trimmed.
+
+    The propagator keeps the properties in the value it returns (and the frontend's hop
+    sends them on inside it); a raw ``;`` is no value character, so the first one ends
+    the value. A value holding a percent-encoded ``;`` is cut there too: decoded, the two
+    no longer differ.
+    """
+    return extracted.partition(";")[0].strip()
