@@ -54,3 +54,35 @@ def test_worker_span_is_a_child_of_the_frontend_span_with_the_same_ids(tmp_path:
     assert sorted(s.span_id for s in same_trace) == sorted([frontend.span_id, worker.span_id])
     for log in (tmp_path / "frontend.jsonl", tmp_path / "worker0.jsonl"):
         assert b"ended span" not in log.read_bytes(), f"{log.name}: attributes written after the span ended"
+
+
+def test_spans_and_metrics_name_ridtraces_version_as_their_scopes(tmp_path: Path) -> None:
+    # The tracer and meter were asked for by name alone: every span reached the
+    # collector with an empty instrumentation-scope version (Jaeger's
+    # otel.scope.version missing), and every series carried otel_scope_version="", so
+    # nothing told data recorded under one release's rules from another's.
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from ridtrace import __version__
+
+    with otlp_receiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "50"}
+        with start_stack(tmp_path, workers=[[]], env=env) as stack:
+            response = httpx.post(
+                stack.url + "/v1/chat/completions",
+                json={"model": "echo", "messages": [{"role": "user", "content": "scope"}]},
+                timeout=30,
+            )
+            assert response.status_code == 200
+            request_id = response.headers["x-server-request-id"]
+            spans = receiver.wait_for(2)
+            while len(_spans_for(spans, request_id)) < 2:
+                spans = receiver.wait_for(len(spans) + 1)
+            scrapes = [httpx.get(url + "/metrics", timeout=10).text
+                       for url in (stack.url, stack.workers[0].url)]
+    assert {s.scope for s in _spans_for(spans, request_id)} == {("ridtrace.tracing", __version__)}
+    for text in scrapes:
+        versions = {sample.labels.get("otel_scope_version")
+                    for family in text_string_to_metric_families(text)
+                    if family.name.startswith("ridtrace_") for sample in family.samples}
+        assert versions == {__version__}

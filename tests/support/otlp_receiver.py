@@ -39,6 +39,8 @@ class ReceivedSpan:
     trace_state: str = ""
     # Every resource attribute of the export (service.name included).
     resource: dict[str, Any] = field(default_factory=dict)
+    # The instrumentation scope that made the span (its name and version).
+    scope: tuple[str, str] = ("", "")
 
 
 MetricKey = tuple[str | None, str, frozenset[tuple[str, Any]]]
@@ -104,6 +106,7 @@ class OtlpReceiver:
                                 status_code=span.status.code,
                                 trace_state=span.trace_state,
                                 resource=resource,
+                                scope=(scope_spans.scope.name, scope_spans.scope.version),
                             )
                         )
             self._cond.notify_all()

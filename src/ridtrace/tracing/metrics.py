@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Meter, MeterProvider, Observation
 
+from ridtrace import __version__
+
 __all__ = [
     "INSTRUMENT_NAMES",
     "UNMATCHED_ROUTE",
@@ -173,7 +175,9 @@ def bind_meter_provider(provider: MeterProvider | None) -> Instruments | None:
     global _active, _bound_to
     with _lock:
         _bound_to = provider
-        _active = None if provider is None else Instruments(provider.get_meter("ridtrace"))
+        # The version names the release whose counting rules the series follow.
+        meter = None if provider is None else provider.get_meter("ridtrace", __version__)
+        _active = None if meter is None else Instruments(meter)
         return _active
 
 

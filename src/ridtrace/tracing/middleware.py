@@ -11,6 +11,7 @@ from opentelemetry import trace
 from opentelemetry.trace import INVALID_SPAN, NonRecordingSpan
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ridtrace import __version__
 from ridtrace.tracing import context as request_context
 from ridtrace.tracing import metrics
 from ridtrace.tracing.context import RequestContext, remember_on_exception
@@ -71,7 +72,7 @@ class RequestTracingMiddleware(ObservedServing):
             link=config.deprecation_link,
         )
         provider = config.tracer_provider or trace.get_tracer_provider()
-        self._tracer = provider.get_tracer("ridtrace.tracing")
+        self._tracer = provider.get_tracer("ridtrace.tracing", __version__)
         self._mint = config.id_generator
         self._max_len = config.max_client_id_length
         self._log_lifecycle = config.log_lifecycle

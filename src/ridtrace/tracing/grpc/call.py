@@ -21,6 +21,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
+from ridtrace import __version__
 from ridtrace.contract import REQUEST_END, REQUEST_START
 from ridtrace.tracing import context as request_context
 from ridtrace.tracing import metrics
@@ -94,7 +95,7 @@ class CallConfig:
             )
         )
         provider = settings.tracer_provider or trace.get_tracer_provider()
-        self.tracer = provider.get_tracer("ridtrace.tracing")
+        self.tracer = provider.get_tracer("ridtrace.tracing", __version__)
         self.mint: Callable[[], str] = settings.id_generator
         self.max_len = settings.max_client_id_length
         self.log_lifecycle = settings.log_lifecycle
