@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 __all__ = ["built_from", "comma_list", "flag", "optional_int", "read_prefixed",
-           "require_numbers"]
+           "refuse_unknown", "require_numbers"]
 
 _T = TypeVar("_T")
 
@@ -62,6 +62,29 @@ def read_prefixed(
             except ValueError as exc:  # "invalid literal for int()" alone names nothing
                 raise ValueError(f"{prefix}{name.upper()}={raw!r}: {exc}") from None
     return out
+
+
+def refuse_unknown(
+    environ: Mapping[str, str] | None,
+    prefix: str,
+    known: Iterable[str],
+    elsewhere: Mapping[str, str] | None = None,
+) -> None:
+    """Refuse a non-empty ``PREFIX*`` variable that names none of `known` (field names).
+
+    Ignored, a misnamed variable left its setting at the default without a word:
+    ``RIDTRACE_FRONTEND_API_KEYS`` (the field is ``api_keys``, the variable
+    ``RIDTRACE_API_KEYS``) served every route without a key. `elsewhere` maps a suffix
+    to the variable actually read for it. The value is never shown: it may be a secret.
+    """
+    env = os.environ if environ is None else environ
+    names = {prefix + name.upper() for name in known}
+    for variable in sorted(env):
+        if variable.startswith(prefix) and variable not in names and env[variable] != "":
+            meant = (elsewhere or {}).get(variable[len(prefix):])
+            raise ValueError(f"{variable} names no setting" + (
+                f": the variable for it is {meant}" if meant else
+                f" (the {prefix}* variables are listed in docs/frontend-plugin.md)"))
 
 
 def built_from(cls: Callable[..., _T], prefix: str, values: dict[str, Any]) -> _T:

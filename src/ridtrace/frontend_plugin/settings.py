@@ -13,6 +13,7 @@ from ridtrace.frontend_plugin.env_values import (
     flag,
     optional_int,
     read_prefixed,
+    refuse_unknown,
     require_numbers,
 )
 from ridtrace.frontend_plugin.redaction import checked_worker_url, redacted_url
@@ -146,7 +147,8 @@ class FrontendSettings:
         ``..._WORKERS`` is a comma list of URLs; ``..._ID_POLICY`` is ``safe``/``legacy``;
         the others are named after the attributes (``RIDTRACE_FRONTEND_TOTAL_TIMEOUT``).
         The secrets have their own names: ``RIDTRACE_API_KEYS`` (comma list) and
-        ``RIDTRACE_WORKER_TOKEN`` (shared with ``WorkerSettings.from_env``).
+        ``RIDTRACE_WORKER_TOKEN`` (shared with ``WorkerSettings.from_env``). A non-empty
+        ``RIDTRACE_FRONTEND_*`` variable that names no field raises ValueError.
         """
         fields: dict[str, Callable[[str], Any]] = {
             "workers": comma_list,
@@ -167,6 +169,8 @@ class FrontendSettings:
             "max_connections": int,
             "metrics_require_key": flag,
         }
+        refuse_unknown(environ, "RIDTRACE_FRONTEND_", fields, elsewhere={
+            "API_KEYS": "RIDTRACE_API_KEYS", "WORKER_TOKEN": "RIDTRACE_WORKER_TOKEN"})
         values = read_prefixed(environ, "RIDTRACE_FRONTEND_", fields) | _secrets(environ)
         keys = read_prefixed(environ, "RIDTRACE_", {"api_keys": comma_list})
         if "api_keys" in keys and not keys["api_keys"]:
@@ -234,7 +238,8 @@ class WorkerSettings:
         """Build settings from ``RIDTRACE_WORKER_*`` variables (unset ones keep defaults).
 
         ``RIDTRACE_WORKER_TOKEN`` is the shared token (the frontend reads the same name);
-        ``RIDTRACE_WORKER_BAGGAGE_ATTRIBUTES`` is a comma list.
+        ``RIDTRACE_WORKER_BAGGAGE_ATTRIBUTES`` is a comma list. A non-empty
+        ``RIDTRACE_WORKER_*`` variable that names no field (nor the token) raises ValueError.
         """
         fields: dict[str, Callable[[str], Any]] = {
             "id_policy": _policy,
@@ -251,5 +256,7 @@ class WorkerSettings:
             "debug_endpoints": flag,
             "baggage_attributes": comma_list,
         }
+        # RIDTRACE_WORKER_TOKEN, the secret both sides read, shares the prefix.
+        refuse_unknown(environ, "RIDTRACE_WORKER_", [*fields, "token"])
         values = read_prefixed(environ, "RIDTRACE_WORKER_", fields) | _secrets(environ)
         return built_from(cls, "RIDTRACE_WORKER_", values)
