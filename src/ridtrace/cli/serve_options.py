@@ -65,9 +65,25 @@ def _header_timeout_option(func: Callable[..., None]) -> Callable[..., None]:
     )(func)
 
 
+def _checked_host_names(
+    ctx: click.Context, param: click.Parameter, names: tuple[str, ...]
+) -> tuple[str, ...]:
+    # Refused here, before the log file is opened: one the check could never match
+    # answered 421 to every request it was listed for.
+    from ridtrace.frontend_plugin.host_check import checked_host_name
+
+    try:
+        for name in names:
+            checked_host_name(name)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return names
+
+
 def _allowed_host_option(func: Callable[..., None]) -> Callable[..., None]:
     return click.option(
         "--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
+        callback=_checked_host_names,
         help="Also answer requests whose Host is NAME (repeat; '*' for any). Bound to "
              "loopback, only localhost and the loopback addresses are answered (421 "
              "otherwise: DNS rebinding); on other addresses any Host unless listed.",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from collections.abc import Callable, Iterable
 
 from starlette.applications import Starlette
@@ -26,7 +27,8 @@ from ridtrace.tracing import RequestTracingMiddleware, annotate_request
 from ridtrace.tracing.identity import shown_text
 
 __all__ = [
-    "LOOPBACK_NAMES", "HostCheck", "allowed_hosts_for", "host_checked", "is_loopback",
+    "LOOPBACK_NAMES", "HostCheck", "allowed_hosts_for", "checked_host_name", "host_checked",
+    "is_loopback",
 ]
 
 ANY_HOST = "*"
@@ -37,6 +39,9 @@ _REFUSAL = json.dumps({"error": {
     "type": "invalid_request_error", "code": "misdirected_request"}}).encode()
 # Longest Host shown in a log line: the header is the caller's text.
 _MAX_SHOWN_HOST = 256
+# A DNS name as the check compares it (lower case, no trailing dot); "_" is allowed, as
+# Docker and Compose service names have it.
+_HOST_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
 
 
 def is_loopback(bind: str) -> bool:
@@ -55,12 +60,33 @@ def allowed_hosts_for(bind: str, extra: Iterable[str]) -> frozenset[str] | None:
     Loopback binds get the loopback names; other binds are checked only when the
     operator lists hosts.
     """
-    names = {_normal(name) for name in extra}
+    names = {checked_host_name(name) for name in extra}
     if ANY_HOST in names or (not names and not is_loopback(bind)):
         return None
     if is_loopback(bind):
         names |= LOOPBACK_NAMES | {_normal(bind)}
     return frozenset(names)
+
+
+def checked_host_name(name: str) -> str:
+    """`name` as requests' hosts are compared with it; ValueError when no ``Host`` can
+    match it.
+
+    A request's host is compared with its port dropped, so a name written as a proxy's
+    ``Host`` value (``api.example.com:8443``), a URL, a pattern (``*.internal``: only
+    ``*`` alone means any) or an empty name (``--allowed-host "$NAME"``, unset) matched
+    nothing, and every request the operator meant to let in got 421.
+    """
+    normal = _normal(name)
+    if normal == ANY_HOST or _HOST_NAME.fullmatch(normal):
+        return normal
+    try:
+        ipaddress.ip_address(normal)
+    except ValueError:
+        raise ValueError(
+            f"{name!r} is not a host name or address a Host header can carry: no scheme, "
+            f"port, path or spaces; {ANY_HOST!r} alone answers any host") from None
+    return normal
 
 
 def host_of(header: bytes) -> str | None:
