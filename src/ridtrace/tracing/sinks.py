@@ -20,6 +20,7 @@ import contextlib
 import os
 import sys
 import threading
+import time
 import weakref
 from typing import IO, TYPE_CHECKING
 
@@ -41,6 +42,10 @@ __all__ = [
 # An event's head is cached per (level, message, logger, pid); messages are the log
 # contract's few names, but a caller could vary them, so the cache stops growing here.
 _MAX_HEADS = 512
+
+# Seconds between two looks at whether a file sink's path still names the file written
+# to (logrotate renamed it): one stat a second, not one per write.
+ROTATION_CHECK_SECONDS = 1.0
 
 
 class JsonLinesSink:
@@ -81,6 +86,7 @@ class JsonLinesSink:
         self._lock = threading.Lock()
         self._stopped = False
         self._torn = False  # the file ends with part of a line (a write failed mid-line)
+        self._rotation_check_at = time.monotonic() + ROTATION_CHECK_SECONDS
         _all_sinks.add(self)
         _flush_at_exit()
 
@@ -136,6 +142,11 @@ class JsonLinesSink:
             self._write_out(data)
 
     def _write_out(self, data: bytes) -> None:  # under self._lock
+        if self._raw and isinstance(self.target, str):
+            now = time.monotonic()
+            if now >= self._rotation_check_at:
+                self._rotation_check_at = now + ROTATION_CHECK_SECONDS
+                self._follow_rotation(self.target)
         stream = self._stream
         if self._raw:
             if self._torn:
@@ -157,6 +168,35 @@ class JsonLinesSink:
         else:
             stream.write(data)
             stream.flush()
+
+    def _follow_rotation(self, path: str) -> None:  # under self._lock
+        """Open ``path`` anew when it no longer names the file written to.
+
+        logrotate's default renames the log and leaves the program running: held open,
+        the renamed file took every later line, and lost them all once compressed or
+        deleted. As the standard library's ``WatchedFileHandler``, the sink follows the
+        path (a new file, or a file created there). Whatever cannot be opened leaves the
+        lines going where they went.
+        """
+        try:
+            on_disk = os.stat(path)
+            written = os.fstat(self._stream.fileno())
+        except FileNotFoundError:
+            on_disk = None
+        except OSError:
+            return
+        if on_disk is not None and (on_disk.st_dev, on_disk.st_ino) == (
+            written.st_dev, written.st_ino
+        ):
+            return
+        try:
+            fresh = open(path, "ab", buffering=0)  # noqa: SIM115  (the sink owns it)
+        except OSError:
+            return
+        old, self._stream = self._stream, fresh
+        self._torn = False  # a torn line stays in the old file; the new one starts clean
+        with contextlib.suppress(OSError):
+            old.close()
 
     def stop(self) -> None:
         """Loguru calls this when the handler is removed: flush, leave the event
