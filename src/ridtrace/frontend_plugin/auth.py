@@ -50,7 +50,9 @@ def anthropic_error(message: str) -> dict[str, object]:
 
 
 class SharedSecretMiddleware:
-    """Refuses HTTP requests that do not present one of ``secrets``, with a 401.
+    """Refuses HTTP requests and WebSocket handshakes that do not present one of
+    ``secrets``, with a 401 (a handshake the server cannot answer with a denial response
+    is closed with 1008 instead).
 
     Accepted as ``Authorization: Bearer SECRET`` or (``accept_x_api_key``) as
     ``x-api-key: SECRET``, the headers the OpenAI and Anthropic SDKs send; a request
@@ -107,7 +109,10 @@ class SharedSecretMiddleware:
         self._hint = hint
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self._secrets or scope["path"] in self._open:
+        # A WebSocket handshake is checked too: passed through, an app's WebSocket route
+        # behind this check took every connection without a key.
+        if (scope["type"] not in ("http", "websocket") or not self._secrets
+                or scope["path"] in self._open):
             await self.app(scope, receive, send)
             return
         presented: set[bytes] = set()
@@ -125,6 +130,14 @@ class SharedSecretMiddleware:
             return
         reason = ("API key header sent more than once" if repeated
                   else "invalid API key" if presented else "missing API key")
+        if scope["type"] == "websocket" and "websocket.http.response" not in scope.get(
+                "extensions", {}):
+            # No denial response to send: closing before accepting denies the handshake
+            # (the server answers it 403), 1008 being "policy violation".
+            if self._on_refused is not None:
+                self._on_refused(scope["path"])
+            await send({"type": "websocket.close", "code": 1008, "reason": reason})
+            return
         await self._refuse(scope, send, reason)
 
     def _matches(self, candidate: bytes) -> bool:
@@ -160,8 +173,10 @@ class SharedSecretMiddleware:
             # drains an unread body to reach the next request), so a caller with no key
             # could push gigabytes at the server. Closed, it is dropped.
             headers.append((b"connection", b"close"))
-        await send({"type": "http.response.start", "status": 401, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        # A WebSocket handshake's denial goes through the ASGI extension, as an HTTP answer.
+        kind = "websocket.http.response" if scope["type"] == "websocket" else "http.response"
+        await send({"type": f"{kind}.start", "status": 401, "headers": headers})
+        await send({"type": f"{kind}.body", "body": body})
 
 
 def _announces_body(scope: Scope) -> bool:
