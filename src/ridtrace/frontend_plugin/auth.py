@@ -112,7 +112,7 @@ class SharedSecretMiddleware:
         # A WebSocket handshake is checked too: passed through, an app's WebSocket route
         # behind this check took every connection without a key.
         if (scope["type"] not in ("http", "websocket") or not self._secrets
-                or scope["path"] in self._open):
+                or _own_path(scope) in self._open):
             await self.app(scope, receive, send)
             return
         presented: set[bytes] = set()
@@ -160,7 +160,8 @@ class SharedSecretMiddleware:
             self._on_refused(path)
         build = self._error_of(scope) if self._error_of is not None else None
         if build is None:
-            build = next((b for prefix, b in self._errors if path.startswith(prefix)),
+            own = _own_path(scope)
+            build = next((b for prefix, b in self._errors if own.startswith(prefix)),
                          self._default_error)
         body = orjson.dumps(build(reason + self._hint))
         headers = [
@@ -202,6 +203,20 @@ def matching_route(routes: Sequence[BaseRoute]) -> Callable[[Scope], BaseRoute |
                      and r.matches(scope)[0] != Match.NONE), None)
 
     return route_of
+
+
+def _own_path(scope: Scope) -> str:
+    """The path as the app itself names it: without the prefix it is mounted under.
+
+    Mounted (``Mount("/api", app)``, a server's ``--root-path``), ``path`` carries the
+    prefix ``root_path`` names: compared whole, ``/api/health`` was not the open
+    ``/health`` and every load balancer probe got 401.
+    """
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root):
+        return path[len(root):] or "/"
+    return path
 
 
 def _digest(value: bytes) -> bytes:
