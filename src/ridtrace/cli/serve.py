@@ -28,6 +28,7 @@ from ridtrace.cli.serve_options import (
     _finite_seconds,
     _graceful_option,
     _header_timeout_option,
+    _host_option,
     _worker_token_option,
 )
 
@@ -135,7 +136,7 @@ def _run(
 
 @serve.command("frontend")
 @click.option("--port", type=_PORT, required=True, help="Port to listen on (0: any free one).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@_host_option
 @click.option("--worker", "workers", multiple=True, metavar="URL",
               help="Worker base URL (repeat; or RIDTRACE_FRONTEND_WORKERS, comma list).")
 @click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), required=True,
@@ -227,7 +228,7 @@ def frontend_command(
 
 @serve.command("worker")
 @click.option("--port", type=_PORT, required=True, help="Port to listen on (0: any free one).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@_host_option
 @click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help=_LOG_FILE_HELP)
 @click.option("--id-policy", type=_POLICY, default=None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from collections.abc import Callable
 
@@ -36,6 +37,23 @@ def _finite_seconds(
     if value is not None and not math.isfinite(value):
         raise click.BadParameter(f"not a finite number of seconds: {value}")
     return value
+
+
+def _bind_host(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    # `listening on http://[::1]:8000` writes an IPv6 address as URLs do; copied into
+    # --host, the brackets went to the resolver as part of the name and the server did
+    # not start ("address in use, or the app failed at startup").
+    if not (value.startswith("[") and value.endswith("]")):
+        return value
+    try:
+        return str(ipaddress.IPv6Address(value[1:-1]))
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: only an IPv6 address goes in brackets") from None
+
+
+def _host_option(func: Callable[..., None]) -> Callable[..., None]:
+    return click.option("--host", default="127.0.0.1", show_default=True,
+                        callback=_bind_host, help="Address to bind.")(func)
 
 
 _POSITIVE_SECONDS = click.FloatRange(min=0, min_open=True)
