@@ -165,7 +165,7 @@ def _run(
 @click.option("--api-key", "api_keys", multiple=True, metavar="KEY",
               help="Require this key (repeat for several; or RIDTRACE_API_KEYS, comma list) "
                    "as 'Authorization: Bearer KEY' or 'x-api-key: KEY'.")
-@click.option("--metrics-require-key", is_flag=True, default=None,
+@click.option("--metrics-require-key/--no-metrics-require-key", default=None,
               help="/metrics needs an API key too (open by default).")
 @_worker_token_option
 @_debug_option

@@ -113,8 +113,10 @@ _LOG_LEVEL_HELP = "Lowest level logged: TRACE, DEBUG, INFO, WARN(ING), ERROR or 
 
 
 def _debug_option(func: Callable[..., None]) -> Callable[..., None]:
+    # Each on/off option has its "off" too: a variable that turned it on (a stack's
+    # shared environment) could not be overridden for one process.
     return click.option(
-        "--debug-endpoints", is_flag=True, default=None,
+        "--debug-endpoints/--no-debug-endpoints", default=None,
         help="Serve GET /debug/inflight (internal state) and, on the frontend, the API "
              "docs (/docs, /redoc, /openapi.json); off by default.",
     )(func)
