@@ -49,6 +49,16 @@ def checked_worker_url(url: str) -> SplitResult:
     if "@" in url.partition("://")[2] and "@" not in parts.netloc:
         raise ValueError(f"worker URL {shown!r}: percent-encode '/', '?' and '#' in its "
                          "user and password")
+    after_userinfo = url.rpartition("@")[2]
+    if "?" in after_userinfo or "#" in after_userinfo:
+        # The dispatch posts to host, port and path: the rest was dropped without a word.
+        # Not shown: a query may hold a credential, as the userinfo may.
+        base = shown.partition("?")[0].partition("#")[0]
+        raise ValueError(f"worker URL {base + '?…'!r}: a query or fragment is never sent; "
+                         "give http(s)://host[:port][/path]")
+    if any(char.isspace() or not char.isprintable() for char in parts.hostname):
+        # A space pasted into the name: no resolver knows it, every request got 502.
+        raise ValueError(f"worker URL {shown!r}: the host holds a space or control character")
     try:
         parts.port  # noqa: B018  (raises on a port that is not a number in range)
     except ValueError:
