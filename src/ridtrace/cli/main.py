@@ -1,6 +1,8 @@
 """Entry point of the ``ridtrace`` command."""
 
+import codecs
 import contextlib
+import io
 import os
 import signal
 import sys
@@ -107,11 +109,27 @@ def _stand_in_for_closed_streams() -> None:
         sys.stdout = os.fdopen(os.open(os.devnull, os.O_RDONLY), "w")
 
 
+def _report_in_utf8() -> None:
+    """Standard output in UTF-8, whatever the locale, as ``-o FILE`` is written.
+
+    Under a locale that is not UTF-8 (a Windows runner's redirected stdout is cp1252, an
+    older server's Latin-1) the table's box drawing or a client's id in CJK could not be
+    encoded, and the report was a traceback and exit 4 in place of the report and its
+    exit code. JSON must be UTF-8 between systems (RFC 8259 §8.1), `-o -` must give the
+    bytes `-o FILE` gives, and click already writes UTF-8 where the locale is ASCII.
+    Stderr needs nothing: Python escapes what its encoding cannot hold there.
+    """
+    stream = sys.stdout
+    if isinstance(stream, io.TextIOWrapper) and codecs.lookup(stream.encoding).name != "utf-8":
+        stream.reconfigure(encoding="utf-8")
+
+
 def run() -> None:
     """The ``ridtrace`` console script and ``python -m ridtrace``: `main`, ending the
     process at once when the command asked for it (`ridtrace.cli.quick_exit`), and
     with exit 4 and the traceback when ridtrace itself failed."""
     _stand_in_for_closed_streams()
+    _report_in_utf8()
     try:
         main()
     except SystemExit as done:
