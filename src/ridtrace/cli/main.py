@@ -9,8 +9,10 @@ import sys
 import threading
 import traceback
 from collections.abc import Iterator
+from typing import Any
 
 import click
+import click.utils
 
 from ridtrace.cli import quick_exit
 
@@ -52,12 +54,52 @@ def _sigterm_as_interrupt() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+class _UnwritableStdout(click.ClickException):
+    """What click printed itself (``--help``, ``--version``) could not be written: exit
+    2, as for a report, with the reason on stderr."""
+
+    exit_code = 2
+
+
+def _click_failed_on_stdout(exc: BaseException) -> _UnwritableStdout | None:
+    """`_UnwritableStdout` when `exc` is click's own ``echo`` failing on stdout, else None.
+
+    Help and version text do not go through the report's writer (`analyze.echo_out`):
+    a full disk was a traceback and exit 4, ``>&-`` an ignored exception and exit 120,
+    and a closed pipe exit 1, which a CI gate reads as error findings.
+    """
+    if not isinstance(exc, OSError):
+        return None
+    trace = exc.__traceback__
+    while trace is not None:
+        frame = trace.tb_frame
+        if frame.f_code is click.utils.echo.__code__ and not frame.f_locals.get("err"):
+            # The exit's flush would fail again on what is still buffered.
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return _UnwritableStdout(f"cannot write to standard output: {exc.strerror or exc}")
+        trace = trace.tb_next
+    return None
+
+
 class _Main(click.Group):
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:  # ridtrace --help / --version
+            return super().make_context(*args, **kwargs)
+        except OSError as exc:
+            unwritten = _click_failed_on_stdout(exc)
+            if unwritten is None:
+                raise
+            raise unwritten from None
+
     def invoke(self, ctx: click.Context) -> object:
         try:
             with _sigterm_as_interrupt():
                 return super().invoke(ctx)
         except Exception as exc:
+            unwritten = _click_failed_on_stdout(exc)  # ridtrace COMMAND --help
+            if unwritten is not None:
+                raise unwritten from None
             # Ctrl-C raised inside a lock's own bookkeeping (a Condition's wait) surfaces
             # as "cannot release un-acquired lock", the interrupt as its context: still
             # the user's stop, not ridtrace failing (exit 4, and a hang on the threads).
