@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import signal
@@ -73,6 +74,7 @@ def demo(
     from ridtrace.demo.main import run_demo
 
     traces_endpoint = _traces_endpoint()
+    _make_out_folder(out_dir)
     signal.signal(signal.SIGTERM, _raise_interrupt)
     # Ctrl-C too, though Python's default handler raises the same: asyncio.run() swaps
     # the *default* handler for one that only cancels its main task, and a cancellation
@@ -113,6 +115,20 @@ def demo(
             raise
         _stopped(behind)
     sys.exit(code)
+
+
+def _make_out_folder(out_dir: Path) -> None:
+    """Create `--out` before anything starts. One the user may not create or write in
+    (``/opt/demo``, a path through a file) ended in a traceback and exit 4, "please
+    report it", where ``serve``'s unwritable ``--log-file`` is bad usage (exit 2)."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise click.BadParameter(f"cannot create {out_dir}: {exc.strerror or exc}",
+                                 param_hint="'--out'") from None
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        raise click.BadParameter(f"cannot write in {out_dir}: "
+                                 f"{os.strerror(errno.EACCES)}", param_hint="'--out'")
 
 
 def _stopped(stop: KeyboardInterrupt) -> NoReturn:

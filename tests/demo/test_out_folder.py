@@ -1,0 +1,29 @@
+"""A `--out` the demo cannot make is bad usage, said in one line.
+
+`ridtrace demo --out /opt/demo` without the right to create it (or a path through a
+file, or under /proc) ended in a traceback and "internal error (exit 4); please report
+it", where an unwritable `ridtrace serve --log-file` is exit 2 naming the option.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import demo_argv
+
+
+@pytest.mark.parametrize("where", ["through a file", "under /proc"])
+def test_an_out_folder_that_cannot_be_made_is_exit_2(tmp_path: Path, where: str) -> None:
+    if where == "through a file":
+        (tmp_path / "notes.txt").write_text("not a folder\n")
+        out = tmp_path / "notes.txt" / "demo-out"
+    else:
+        out = Path("/proc/ridtrace-demo-out")  # no one, root included, creates one there
+    done = subprocess.run(demo_argv(out), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "--out" in done.stderr and str(out) in done.stderr, done.stderr
+    assert done.stdout == ""  # stopped before it printed or started anything
