@@ -64,3 +64,18 @@ def test_a_plot_is_written_in_the_format_its_name_asks_for(
     result = CliRunner().invoke(main, ["audit", str(log), "--plot", str(plot), "-q"])
     assert result.exit_code == 0, result.output
     assert plot.read_bytes().startswith(magic)
+
+
+def test_a_plot_to_dash_is_bad_usage_not_a_file_named_dash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `-o -` is standard output, as `-` is standard input among the PATHs; `--plot -`
+    # silently wrote a PNG named "-" in the working directory, exit 0, and the report
+    # the user may have redirected to an image file was the table.
+    log = _log(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["audit", str(log), "--plot", "-", "-q"])
+    assert result.exit_code == 2, result.output
+    assert "--plot" in result.stderr and "standard output" in result.stderr
+    assert not (tmp_path / "-").exists()
+    assert result.stdout == ""  # refused before the read, as any bad usage

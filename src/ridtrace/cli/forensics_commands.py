@@ -64,6 +64,11 @@ def audit(
     was incomplete (use of the headers may be missing; --allow-incomplete: 0); 4, 129,
     130 and 143 as for analyze.
     """
+    if plot is not None and str(plot) == "-":
+        # `-` is standard output to -o and standard input among the PATHs: here it was
+        # a PNG file named "-" in the working directory, exit 0.
+        raise click.BadParameter("an image needs a file name: standard output carries "
+                                 "the report", param_hint="'--plot'")
     from ridtrace.forensics.records.spans import build_requests
     from ridtrace.forensics.views.audit import (
         PlotFormatError,
