@@ -30,6 +30,8 @@ from ridtrace.cli.serve_options import (
     _header_timeout_option,
     _host_option,
     _worker_token_option,
+    log_place,
+    log_sink,
 )
 
 if TYPE_CHECKING:
@@ -53,7 +55,7 @@ def _setup(log_file: Path, service: str, level: str) -> None:
 
     logger.remove()  # loguru's default stderr handler would duplicate every line
     try:
-        configure_logging(log_file, service=service, level=level)
+        configure_logging(log_sink(log_file), service=service, level=level)
     except OSError as exc:
         raise click.BadParameter(f"cannot write {log_file}: {exc.strerror or exc}",
                                  param_hint="--log-file") from None
@@ -120,7 +122,7 @@ def _run(
         urls = ", ".join(
             f"http://[{h}]:{p}" if ":" in h else f"http://{h}:{p}" for h, p in addresses
         )
-        click.echo(f"ridtrace serve {name}: listening on {urls}, logging to {log_file}",
+        click.echo(f"ridtrace serve {name}: listening on {urls}, logging to {log_place(log_file)}",
                    err=True)
 
     server = DrainingServer(config, drain=drain, on_started=started)
@@ -129,7 +131,7 @@ def _run(
     finally:
         if not server.started:
             click.echo(f"ridtrace serve {name}: could not start (address in use, or the "
-                       f"app failed at startup); the reason is in {log_file}", err=True)
+                       f"app failed at startup); the reason is in {log_place(log_file)}", err=True)
     if not server.started:  # as uvicorn.run: the lifespan failed
         sys.exit(STARTUP_FAILURE)
 

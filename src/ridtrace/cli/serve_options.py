@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import ipaddress
 import math
+import sys
 from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
 
 import click
 
@@ -108,7 +111,20 @@ def _allowed_host_option(func: Callable[..., None]) -> Callable[..., None]:
     )(func)
 
 
-_LOG_FILE_HELP = "JSON-lines log the process writes, appended to (docs/log-schema.md)."
+_LOG_FILE_HELP = ("JSON-lines log the process writes, appended to (docs/log-schema.md); "
+                  "'-' for standard output.")
+
+
+def log_sink(log_file: Path) -> Path | BinaryIO:
+    """Where `--log-file` sends the lines: ``-`` is standard output, as to every ``-o``,
+    and where a container's service logs (its runtime's files are made from it). It was
+    a file named "-" in the working directory, and the container's log stayed empty."""
+    return sys.stdout.buffer if str(log_file) == "-" else log_file
+
+
+def log_place(log_file: Path) -> str:
+    """`--log-file` as the serve's own lines on stderr name it."""
+    return "standard output" if str(log_file) == "-" else str(log_file)
 _LOG_LEVEL_HELP = "Lowest level logged: TRACE, DEBUG, INFO, WARN(ING), ERROR or CRITICAL."
 
 
