@@ -34,14 +34,14 @@ def _ridtrace(*args: str, encoding: str) -> subprocess.CompletedProcess[bytes]:
                           capture_output=True, env=env, timeout=120, check=False)
 
 
-@pytest.mark.parametrize("encoding", ["latin-1", "cp1252"])
 @pytest.mark.parametrize("command", [
     ["analyze"], ["analyze", "--format", "json"], ["analyze", "--format", "csv"],
     ["trace", "请求-7"], ["audit"], ["export", "jaeger"],
 ])
 def test_stdout_gets_the_report_file_in_utf8(
-    logs: Path, tmp_path: Path, command: list[str], encoding: str,
+    logs: Path, tmp_path: Path, command: list[str],
 ) -> None:
+    encoding = "cp1252"  # a Windows runner's redirected stdout; Latin-1 fails alike
     extra = ["-o", "-"] if command == ["export", "jaeger"] else []
     to_stdout = _ridtrace(*command, str(logs), *extra, encoding=encoding)
     assert b"Traceback" not in to_stdout.stderr, to_stdout.stderr.decode(errors="replace")
