@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -163,7 +164,13 @@ def _an_id(ctx: click.Context, param: click.Parameter, value: str) -> str:
     no log can answer: it was read in full and ended "no request", exit 1."""
     if not value.strip():
         raise click.BadParameter("is empty: give a request, client, trace or span id")
-    return value
+    # Bytes that are not UTF-8 (an id copied from a Latin-1 terminal) arrive as lone
+    # surrogates, which Arrow's strings cannot hold: a traceback and exit 4. The reader
+    # keeps the logs' undecodable text as U+FFFD; the id is read the same way.
+    return _UNDECODABLE.sub("\ufffd", value)
+
+
+_UNDECODABLE = re.compile("[\ud800-\udfff]")
 
 
 @click.command("trace")
