@@ -36,6 +36,7 @@ from ridtrace.tracing.grpc.status import (
     mark_error,
     outcome_of,
     server_cut_off,
+    span_is_error,
     status_code_of,
 )
 from ridtrace.tracing.grpc.stream import StreamItem
@@ -244,7 +245,7 @@ class GrpcCall:
             span = self.span
             if span.is_recording():
                 span.set_attribute("rpc.grpc.status_code", code.value[0])
-                if outcome == "error" and self.owns_span:
+                if self.owns_span and span_is_error(code, outcome):
                     mark_error(span, code, failure, self.context)
             if self.config.log_lifecycle:
                 fields: dict[str, Any] = {

@@ -28,6 +28,7 @@ __all__ = [
     "mark_error",
     "outcome_of",
     "server_cut_off",
+    "span_is_error",
     "status_code_of",
 ]
 
@@ -194,6 +195,17 @@ def outcome_of(code: grpc.StatusCode, failure: BaseException | None, ctx: Reques
         ctx, failure, finished=not isinstance(failure, CANCELLED),
         server_fault=code in SERVER_FAULTS,
     )
+
+
+def span_is_error(code: grpc.StatusCode, outcome: str) -> bool:
+    """Whether a call's server span gets the ``ERROR`` status.
+
+    OpenTelemetry's rpc conventions make a server span an error for the server-fault
+    codes, whatever ended the call: a call whose deadline passed is ``cancelled`` on
+    the lines (its client gave up), but its span is a ``DEADLINE_EXCEEDED`` error,
+    which it was not before (status unset, as if it had succeeded).
+    """
+    return outcome == "error" or code in SERVER_FAULTS
 
 
 def mark_error(

@@ -14,7 +14,7 @@ from ridtrace.contract import REQUEST_END, REQUEST_START
 from ridtrace.tracing import context as request_context
 from ridtrace.tracing import metrics
 from ridtrace.tracing.eventlog import EventLog
-from ridtrace.tracing.grpc.status import mark_error, outcome_of, status_code_of
+from ridtrace.tracing.grpc.status import mark_error, outcome_of, span_is_error, status_code_of
 from ridtrace.tracing.identity import validate_client_id
 from ridtrace.tracing.inbound import decide_outcome
 from ridtrace.tracing.serverspan import request_context_for
@@ -140,7 +140,7 @@ class StreamItem:
             # conventions require of one (span metrics group by the code) and the
             # call's error marks.
             self.span.set_attribute("rpc.grpc.status_code", code.value[0])
-            if outcome == "error":
+            if span_is_error(code, outcome):
                 if failure is None and code is grpc.StatusCode.OK:  # outcome_override
                     self.span.set_status(Status(StatusCode.ERROR))
                 else:
