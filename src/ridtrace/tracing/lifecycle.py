@@ -52,7 +52,7 @@ SDK_SHUTDOWN_SECONDS = 30.0
 _owned: list[tuple[_Provider, float | None]] = []
 # One object per HTTP request that has not ended yet, whether or not a span records it
 # (its span, its count in ridtrace.requests and its request.end line all come at its
-# end), and the recording spans of gRPC calls still running.
+# end), and likewise one per gRPC call still running.
 # set.add / set.discard are atomic under the GIL: transports on other threads are safe.
 running: set[object] = set()
 # Every provider ridtrace built, shut down or not: a global one of these is ridtrace's

@@ -15,6 +15,8 @@ from collections.abc import AsyncIterator
 
 import grpc
 import grpc.aio
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.trace import NoOpTracerProvider
 
 from ridtrace.tracing.grpc import RequestTracingInterceptor, serve_until_signalled
 from tests.tracing.grpc.conftest import LogLines
@@ -72,3 +74,63 @@ def test_calls_cut_off_by_the_stop_are_recorded_unavailable_not_cancelled(
         assert (end["grpc_status"], end["status"], end["outcome"], end["level"]) == (
             "UNAVAILABLE", 14, "error", "WARN",
         ), end
+
+
+def test_a_cut_off_call_is_waited_for_and_counted_when_no_span_records(
+    log_lines: LogLines, reader: InMemoryMetricReader
+) -> None:
+    # serve_until_signalled flushes once the calls still running have ended; a call was
+    # "running" only while a span recorded it. With metrics and no tracing, a cut-off
+    # call whose cleanup awaits ended after the flush: its count never reached the
+    # collector, and its request.end came after the stop, recorded CANCELLED.
+    started = asyncio.Event()
+
+    async def hang_then_clean_up(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        started.set()
+        try:
+            await asyncio.Event().wait()  # outlives the grace period
+        finally:
+            await asyncio.sleep(0.2)  # a cleanup that awaits (a release over the network)
+        raise AssertionError("unreachable")
+
+    methods = {"Hang": grpc.unary_unary_rpc_method_handler(hang_then_clean_up)}
+
+    async def go() -> grpc.StatusCode:
+        interceptor = RequestTracingInterceptor(tracer_provider=NoOpTracerProvider())
+        server = grpc.aio.server(interceptors=[interceptor])
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(SERVICE, methods),)
+        )
+        port = server.add_insecure_port("127.0.0.1:0")
+        serving = asyncio.ensure_future(
+            serve_until_signalled(server, grace=0.1, signals=(signal.SIGUSR1,))
+        )
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            call = channel.unary_unary(f"/{SERVICE}/Hang")(b"", timeout=CALL_TIMEOUT)
+            await asyncio.wait_for(started.wait(), CALL_TIMEOUT)
+            os.kill(os.getpid(), signal.SIGUSR1)
+            await asyncio.wait_for(serving, CALL_TIMEOUT)
+            # What the flush at the end of serve_until_signalled could send: all of it.
+            (end,) = log_lines.events("request.end")
+            assert (end["grpc_status"], end["outcome"]) == ("UNAVAILABLE", "error"), end
+            counted = _requests_counted(reader)
+            assert counted == {("error", f"/{SERVICE}/Hang"): 1}, counted
+            return await call.code()
+
+    assert asyncio.run(go()) is grpc.StatusCode.UNAVAILABLE
+
+
+def _requests_counted(reader: InMemoryMetricReader) -> dict[tuple[str, str], float]:
+    data = reader.get_metrics_data()
+    counted: dict[tuple[str, str], float] = {}
+    for resource in data.resource_metrics if data else ():
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name != "ridtrace.requests":
+                    continue
+                for point in metric.data.data_points:
+                    attributes = dict(point.attributes or {})
+                    key = (str(attributes["outcome"]), str(attributes["route"]))
+                    if point.value:  # series declared at 0 are no calls
+                        counted[key] = point.value
+    return counted

@@ -166,8 +166,10 @@ class GrpcCall:
         self.ctx = ctx = request_context_for(span, carrier, request_id, x_request_id, parent)
         ctx.server_span = span
         self.deprecated_text = ",".join(deprecated_sent) if deprecated_sent else None
+        # Shutdown waits for the call's end (lifecycle.running), span recording or not:
+        # its count and request.end come then too (only recording spans were waited for).
+        running_calls.add(self)
         if span.is_recording():
-            running_calls.add(span)  # shutdown waits for the span to end (lifecycle.running)
             span.set_attribute("request_id", request_id)
             if x_request_id is not None:
                 span.set_attribute("x_request_id", x_request_id)
@@ -272,7 +274,7 @@ class GrpcCall:
         finally:
             if self.owns_span:
                 self.span.end()
-            running_calls.discard(self.span)
+            running_calls.discard(self)
             self._restore()
 
     def _restore(self) -> None:
