@@ -29,6 +29,7 @@ from ridtrace.tracing.context import RequestContext, remember_on_exception
 from ridtrace.tracing.deprecation import deprecation_response_headers
 from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.grpc.context import Metadata, TracedServicerContext
+from ridtrace.tracing.grpc.excluded import excluded_services, quiet_span
 from ridtrace.tracing.grpc.method import MethodInfo
 from ridtrace.tracing.grpc.status import (
     CANCELLED,
@@ -58,19 +59,9 @@ events = EventLog(__name__)
 class CallConfig:
     """Everything a call compares or needs, computed once per interceptor."""
 
-    __slots__ = (
-        "body_id_field",
-        "client_key",
-        "log_lifecycle",
-        "max_len",
-        "mint",
-        "notices",
-        "owned_keys",
-        "response_key",
-        "rules",
-        "server_key_only",
-        "tracer",
-    )
+    __slots__ = ("body_id_field", "client_key", "excluded_services", "log_lifecycle",
+                 "max_len", "mint", "notices", "owned_keys", "response_key", "rules",
+                 "server_key_only", "tracer")
 
     def __init__(self, settings: TracingSettings, *, body_id_field: str = "id") -> None:
         # gRPC metadata keys are lower-case on the wire; compare lower-case str once.
@@ -101,6 +92,7 @@ class CallConfig:
         self.max_len = settings.max_client_id_length
         self.log_lifecycle = settings.log_lifecycle
         self.body_id_field = body_id_field
+        self.excluded_services = excluded_services()
 
 
 class GrpcCall:
@@ -156,12 +148,15 @@ class GrpcCall:
         if span is None:
             if carrier:
                 parent, held = extract(carrier)
-            span = config.tracer.start_span(
-                info.span_name,
-                context=parent,
-                kind=SpanKind.SERVER,
-                attributes=info.span_attributes(),
-            )
+            if info.service in config.excluded_services:
+                # No span wanted (a health check): one of ours was opened for each
+                # call the instrumentation, told the same, had left out.
+                span = quiet_span(parent)
+            else:
+                span = config.tracer.start_span(
+                    info.span_name, context=parent, kind=SpanKind.SERVER,
+                    attributes=info.span_attributes(),
+                )
         self.span = span
         self.ctx = ctx = request_context_for(span, carrier, request_id, x_request_id, parent)
         ctx.server_span = span

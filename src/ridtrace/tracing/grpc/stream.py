@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Any
 import grpc
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import (
+    INVALID_SPAN_CONTEXT,
+    NonRecordingSpan,
+    Span,
+    SpanKind,
+    Status,
+    StatusCode,
+)
 
 from ridtrace.contract import REQUEST_END, REQUEST_START
 from ridtrace.tracing import context as request_context
@@ -64,21 +71,24 @@ class StreamItem:
             else:
                 x_request_id = valid
         request_id = config.mint()
-        parent = trace.set_span_in_context(call.span)
-        span: Span = config.tracer.start_span(
-            call.info.span_name,
-            context=parent,
-            kind=SpanKind.SERVER,
-            attributes={
-                **call.info.span_attributes(),
-                "request_id": request_id,
-                "stream_request_id": stream.request_id,
-                "stream_index": index,
-                **({"x_request_id": x_request_id} if x_request_id is not None else {}),
-                # As a unary call's refused body id is (echo.correlate_client_id).
-                **({"x_request_id_rejected": True} if rejected is not None else {}),
-            },
-        )
+        # No span when the call records none: a service left out of tracing
+        # (OTEL_PYTHON_GRPC_EXCLUDED_SERVICES) had a root span per request message.
+        span: Span = NonRecordingSpan(INVALID_SPAN_CONTEXT)
+        if call.span.is_recording():
+            span = config.tracer.start_span(
+                call.info.span_name,
+                context=trace.set_span_in_context(call.span),
+                kind=SpanKind.SERVER,
+                attributes={
+                    **call.info.span_attributes(),
+                    "request_id": request_id,
+                    "stream_request_id": stream.request_id,
+                    "stream_index": index,
+                    **({"x_request_id": x_request_id} if x_request_id is not None else {}),
+                    # As a unary call's refused body id is (echo.correlate_client_id).
+                    **({"x_request_id_rejected": True} if rejected is not None else {}),
+                },
+            )
         self.span = span
         self.owns_span = span.is_recording()
         if self.owns_span:
