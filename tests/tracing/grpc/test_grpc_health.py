@@ -24,6 +24,7 @@ from loguru import logger
 
 from ridtrace.cli.main import main
 from ridtrace.tracing import current_context
+from ridtrace.tracing.grpc import RequestTracingInterceptor
 from tests.tracing.grpc.conftest import LogLines, metadata_dict
 from tests.tracing.grpc.test_grpc_sync_server import (
     CALL_TIMEOUT,
@@ -199,3 +200,48 @@ def test_health_checks_are_left_out_of_the_jaeger_export_as_http_probes_are(
 
     assert exported() == ["/demo.Greeter/Hello"]
     assert exported("--include-health").count("/grpc.health.v1.Health/Check") == 3
+
+
+def test_a_health_watch_behind_opentelemetrys_interceptor_listed_first_is_answered(
+    log_lines: LogLines,
+) -> None:
+    """docs/grpc.md has OpenTelemetry's interceptor listed first. Its wrapper hides the
+    Watch's non-blocking mark, so the server calls it without the callback, and
+    ridtrace's wrapper, which required it, raised TypeError: every Watch failed UNKNOWN
+    (without ridtrace it streams, as a blocking iterator)."""
+    from opentelemetry.instrumentation.grpc import server_interceptor
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    pool = futures.ThreadPoolExecutor(2)
+    server = grpc.server(
+        pool,
+        interceptors=[server_interceptor(tracer_provider=provider), RequestTracingInterceptor()],
+    )
+    health_pb2_grpc.add_HealthServicer_to_server(health.HealthServicer(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            watch = health_pb2_grpc.HealthStub(channel).Watch(
+                health_pb2.HealthCheckRequest(service=""),
+                metadata=(("x-request-id", "watch-otel"),),
+                timeout=CALL_TIMEOUT,
+            )
+            assert next(watch).status == SERVING
+            [request_id] = metadata_dict(watch.initial_metadata())["x-server-request-id"]
+            watch.cancel()
+            _wait_until(lambda: bool(log_lines.events("request.end")))
+            _wait_until(lambda: len(exporter.get_finished_spans()) == 1)
+    finally:
+        server.stop(None)
+        pool.shutdown(wait=False)
+    [end] = log_lines.events("request.end")
+    assert (end["request_id"], end["x_request_id"]) == (request_id, "watch-otel")
+    assert (end["grpc_status"], end["outcome"]) == ("CANCELLED", "cancelled")
+    [span] = exporter.get_finished_spans()  # OpenTelemetry's, enriched: one per call
+    assert (span.attributes or {})["request_id"] == request_id

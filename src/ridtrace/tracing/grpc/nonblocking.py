@@ -32,6 +32,7 @@ from ridtrace.tracing.grpc.sync import (
     ended_without_handler,
     failure_of,
     keep_thread_pool,
+    wrap_sync_handler,
 )
 from ridtrace.tracing.grpc.undecodable import (
     Undecodable,
@@ -64,8 +65,18 @@ def wrap_non_blocking_handler(
     behavior, factory = behavior_of(handler)
     streaming_in = bool(handler.request_streaming)
     serializer = handler.response_serializer
+    # Called without the callback, the behaviour streams as a blocking iterator
+    # (grpcio-health-checking's Watch does): traced then as a generator handler is.
+    blocking, _ = behavior_of(
+        wrap_sync_handler(handler, info, config, initial=initial, per_message=False)
+    )
 
-    def traced(request: Any, context: grpc.ServicerContext, send_response: Any) -> None:
+    def traced(request: Any, context: grpc.ServicerContext, send_response: Any = None) -> Any:
+        if send_response is None:
+            # An interceptor listed before ours (OpenTelemetry's) wraps the behaviour
+            # in a function without the mark, so the server calls it without the
+            # callback: this raised a TypeError, and every health Watch failed UNKNOWN.
+            return blocking(request, context)
         # The call's ids go into a context of its own, not the pool thread's: its
         # request.end is written later, from whichever thread ends the call, there.
         ending = _Ending(contextvars.copy_context())
@@ -73,6 +84,7 @@ def wrap_non_blocking_handler(
             ending.call_context.run(_start, request, context, send_response, ending)
         finally:
             ending.leave()
+        return None
 
     def _start(
         request: Any,
