@@ -25,6 +25,7 @@ __all__ = [
     "in_service",
     "own",
     "running",
+    "running_in_threads",
     "shutdown_telemetry",
     "shutdown_telemetry_async",
     "telemetry_lifespan",
@@ -55,6 +56,9 @@ _owned: list[tuple[_Provider, float | None]] = []
 # end), and likewise one per gRPC call still running.
 # set.add / set.discard are atomic under the GIL: transports on other threads are safe.
 running: set[object] = set()
+# The gRPC calls of synchronous servers among them: each ends in a thread of its
+# server's pool, which a synchronous shutdown can wait for.
+running_in_threads: set[object] = set()
 # Every provider ridtrace built, shut down or not: a global one of these is ridtrace's
 # own from an earlier call, any other global one is the application's.
 _built: weakref.WeakSet[_Provider] = weakref.WeakSet()
@@ -103,6 +107,12 @@ def shutdown_telemetry() -> int:
     """
     from ridtrace.tracing.sinks import flush_sinks
 
+    # A synchronous gRPC server's wait_for_termination() returns once gRPC cancelled the
+    # calls its stop cut off, while their handlers still unwind in its pool: their
+    # spans and counts came after this flush, and were lost.
+    deadline = time.monotonic() + SPAN_WAIT_SECONDS
+    while running_in_threads and time.monotonic() < deadline:
+        time.sleep(0.01)
     # Event lines gathered for the loop's next turn first: the process may die right
     # after this (uvicorn re-raises the signal it caught).
     flush_sinks()

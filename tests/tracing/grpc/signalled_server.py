@@ -9,6 +9,9 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -33,12 +36,25 @@ async def main(port: int) -> None:
     await serve_until_signalled(server, grace=2.0)
 
 
+def trickle(request: bytes, context: grpc.ServicerContext) -> Iterator[bytes]:
+    """One message, then on until the server's stop cuts the call off, and a cleanup
+    after that: the handler still unwinds when the server has stopped."""
+    cut_off = threading.Event()
+    context.add_callback(cut_off.set)
+    yield b"first"
+    cut_off.wait(60)
+    time.sleep(0.3)  # a cleanup after the cut (a release over the network)
+
+
 def sync_main(port: int) -> None:
     """docs/grpc.md's recipe for a synchronous server, line for line at its end."""
     configure_tracing("grpc-default-name")
     configure_metrics("grpc-default-name", prometheus=False)
     server = grpc.server(ThreadPoolExecutor(4), interceptors=[RequestTracingInterceptor()])
-    methods = {"Hello": grpc.unary_unary_rpc_method_handler(lambda request, context: b"hello")}
+    methods = {
+        "Hello": grpc.unary_unary_rpc_method_handler(lambda request, context: b"hello"),
+        "Trickle": grpc.unary_stream_rpc_method_handler(trickle),
+    }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("demo.Greeter", methods),))
     server.add_insecure_port(f"127.0.0.1:{port}")
     server.start()

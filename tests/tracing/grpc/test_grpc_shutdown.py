@@ -78,3 +78,45 @@ def test_sigterm_flushes_spans_and_metrics(
         assert {s.service_name for s in spans} == {"grpc-from-env"}
         receiver.wait_for_metric_exports(1, timeout=10)
         assert receiver.metric("ridtrace.requests", "grpc-from-env", route=METHOD, outcome="ok") == 5
+
+
+def test_a_synchronous_servers_cut_off_call_reaches_the_collector(tmp_path: Path) -> None:
+    """docs/grpc.md's recipe for a synchronous server: its wait_for_termination() returns
+    once gRPC cancelled a call the stop cut off, while the handler still unwinds in the
+    pool. shutdown_telemetry() flushed before that call's span and count existed: both
+    were lost."""
+    with otlp_receiver() as receiver:
+        port = free_port()
+        env = {
+            **os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+            "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000",
+            "OTEL_SERVICE_NAME": "grpc-cut-off",
+        }
+        stderr = (tmp_path / "server.stderr").open("wb")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.tracing.grpc.signalled_server", str(port), "sync"],
+            env=env, stdout=subprocess.DEVNULL, stderr=stderr,
+        )
+        try:
+            _call_until_serving(f"127.0.0.1:{port}", process, ["ready"])
+            with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+                stream = channel.unary_stream("/demo.Greeter/Trickle")(
+                    b"", metadata=(("x-request-id", "cut-off"),), timeout=30
+                )
+                assert next(stream) == b"first"
+                process.send_signal(signal.SIGTERM)
+                with pytest.raises(grpc.RpcError) as raised:
+                    next(stream)
+                assert raised.value.code() is grpc.StatusCode.UNAVAILABLE
+            assert process.wait(timeout=30) == 0, (tmp_path / "server.stderr").read_text()
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            stderr.close()
+        spans = receiver.wait_for(2, timeout=10)
+        assert sorted(s.attributes["x_request_id"] for s in spans) == ["cut-off", "ready"]
+        receiver.wait_for_metric_exports(1, timeout=10)
+        route = "/demo.Greeter/Trickle"
+        assert receiver.metric("ridtrace.requests", "grpc-cut-off", route=route,
+                               outcome="cancelled") == 1

@@ -44,6 +44,7 @@ from ridtrace.tracing.grpc.stream import StreamItem
 from ridtrace.tracing.identity import validate_client_id
 from ridtrace.tracing.inbound import InboundRules, note_inbound, read_inbound
 from ridtrace.tracing.lifecycle import running as running_calls
+from ridtrace.tracing.lifecycle import running_in_threads
 from ridtrace.tracing.propagation import HeldWarnings, extract, extracted_header_names, holding
 from ridtrace.tracing.serverspan import active_server_span, request_context_for
 from ridtrace.tracing.settings import TracingSettings
@@ -270,6 +271,7 @@ class GrpcCall:
             if self.owns_span:
                 self.span.end()
             running_calls.discard(self)
+            running_in_threads.discard(self)
             self._restore()
 
     def _restore(self) -> None:

@@ -30,6 +30,7 @@ from ridtrace.tracing.grpc.undecodable import (
     refused_by_grpc,
     tolerant_deserializer,
 )
+from ridtrace.tracing.lifecycle import running_in_threads
 
 __all__ = ["SyncTracedServicerContext", "wrap_sync_handler"]
 
@@ -75,6 +76,8 @@ def begin_call(
     config: CallConfig, info: MethodInfo, context: grpc.ServicerContext
 ) -> tuple[GrpcCall, SyncTracedServicerContext]:
     call = GrpcCall(config, info, context, context_type=SyncTracedServicerContext)
+    # Shutdown waits for it: the server's stop returns while its handler still unwinds.
+    running_in_threads.add(call)
     traced_context = call.context
     assert isinstance(traced_context, SyncTracedServicerContext)
     return call, traced_context
