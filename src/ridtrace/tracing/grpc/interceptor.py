@@ -20,10 +20,10 @@ from ridtrace.tracing.grpc.call import CallConfig, GrpcCall
 from ridtrace.tracing.grpc.context import TracedServicerContext
 from ridtrace.tracing.grpc.counting import count_requests
 from ridtrace.tracing.grpc.lookup import instrumentation_suppressed, traced_outside
+from ridtrace.tracing.grpc.lookup_failed import lookup_failed
 from ridtrace.tracing.grpc.method import OTHER_METHOD, MethodInfo, behavior_of
-from ridtrace.tracing.grpc.nonblocking import is_non_blocking, wrap_non_blocking_handler
+from ridtrace.tracing.grpc.nonblocking import wrap_for_sync_server
 from ridtrace.tracing.grpc.status import CallEnded, ended_under_handler, escaped
-from ridtrace.tracing.grpc.sync import wrap_sync_handler
 from ridtrace.tracing.grpc.undecodable import (
     Undecodable,
     answer_undecodable,
@@ -133,17 +133,24 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
             # Another ridtrace interceptor before this one traces the call; two would
             # give the client one request_id and the handler's lines another.
             return continuation(handler_call_details)
+        method = handler_call_details.method
         with instrumentation_suppressed():
-            found = continuation(handler_call_details)
+            try:
+                found = continuation(handler_call_details)
+            except Exception as exc:  # an interceptor after ours: traced as gRPC answers it
+                return lookup_failed(exc, method, self._wrapped, self._wrap_sync)
         if inspect.isawaitable(found):
-            return self._intercept_aio(found, handler_call_details.method)
-        return self._wrapped_for(found, handler_call_details.method, self._wrap_sync, aio=False)
+            return self._intercept_aio(found, method)
+        return self._wrapped_for(found, method, self._wrap_sync, aio=False)
 
     async def _intercept_aio(
         self, found: Awaitable[grpc.RpcMethodHandler | None], method: str
     ) -> grpc.RpcMethodHandler:
         with instrumentation_suppressed():
-            handler = await found
+            try:
+                handler = await found
+            except Exception as exc:  # an interceptor after ours: traced as gRPC answers it
+                return lookup_failed(exc, method, self._wrapped, self._wrap, aio=True)
         return self._wrapped_for(handler, method, self._wrap, aio=True)
 
     def _wrapped_for(
@@ -176,13 +183,8 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
     def _wrap_sync(
         self, handler: grpc.RpcMethodHandler, info: MethodInfo
     ) -> grpc.RpcMethodHandler:
-        """A synchronous ``grpc.server``'s handler: plain functions and generators, and
-        streams answered through a callback (``experimental_non_blocking``)."""
-        if is_non_blocking(handler):
-            return wrap_non_blocking_handler(handler, info, self._config, initial=self._initial)
-        return wrap_sync_handler(
-            handler, info, self._config, initial=self._initial,
-            per_message=self._per_message,
+        return wrap_for_sync_server(
+            handler, info, self._config, initial=self._initial, per_message=self._per_message
         )
 
     def _wrap(self, handler: grpc.RpcMethodHandler, info: MethodInfo) -> grpc.RpcMethodHandler:

@@ -42,7 +42,7 @@ from ridtrace.tracing.grpc.undecodable import (
     unserializable_reason,
 )
 
-__all__ = ["is_non_blocking", "wrap_non_blocking_handler"]
+__all__ = ["is_non_blocking", "wrap_for_sync_server", "wrap_non_blocking_handler"]
 
 _UNSET: Any = object()
 
@@ -54,6 +54,17 @@ def is_non_blocking(handler: grpc.RpcMethodHandler) -> bool:
         return False
     behavior, _ = behavior_of(handler)
     return bool(getattr(behavior, "experimental_non_blocking", False))
+
+
+def wrap_for_sync_server(
+    handler: grpc.RpcMethodHandler, info: MethodInfo, config: CallConfig, *, initial: str,
+    per_message: bool,
+) -> grpc.RpcMethodHandler:
+    """A synchronous ``grpc.server``'s handler traced: plain functions and generators,
+    and streams answered through a callback (``experimental_non_blocking``)."""
+    if is_non_blocking(handler):
+        return wrap_non_blocking_handler(handler, info, config, initial=initial)
+    return wrap_sync_handler(handler, info, config, initial=initial, per_message=per_message)
 
 
 def wrap_non_blocking_handler(
