@@ -22,6 +22,7 @@ from ridtrace.frontend_plugin.auth import (
 )
 from ridtrace.frontend_plugin.drain import Drain
 from ridtrace.frontend_plugin.frontend import Frontend
+from ridtrace.frontend_plugin.host_check import MISDIRECTED, MISDIRECTED_CODE
 from ridtrace.frontend_plugin.routes import InferenceFastPath, create_router
 from ridtrace.frontend_plugin.routes.anthropic import MESSAGES, sent_by_anthropic_sdk
 from ridtrace.frontend_plugin.routes.openai import CHAT
@@ -77,6 +78,19 @@ def _allow_in_order(headers: Mapping[str, str] | None) -> Mapping[str, str] | No
     methods.sort(key=lambda m: (_METHOD_ORDER.index(m) if m in _METHOD_ORDER
                                 else len(_METHOD_ORDER), m))
     return {**headers, "Allow": ", ".join(methods)}
+
+
+_MISDIRECTED_ANTHROPIC = orjson.dumps(
+    MESSAGES.error_payload(421, MISDIRECTED, "invalid_request_error"))
+_MISDIRECTED_OPENAI = orjson.dumps(CHAT.error_payload(421, MISDIRECTED, code=MISDIRECTED_CODE))
+
+
+def _misdirected_refusal(scope: Scope) -> bytes:
+    """The 421 of the Host check in the API's error shape, chosen as a 404's is: the
+    Anthropic SDK showed OpenAI's body as a raw dict and read no ``error.type``."""
+    if scope["path"].startswith(MESSAGES.path) or sent_by_anthropic_sdk(scope["headers"]):
+        return _MISDIRECTED_ANTHROPIC
+    return _MISDIRECTED_OPENAI
 
 
 class AnthropicRequestId:
@@ -216,6 +230,10 @@ def create_frontend_app(
             route_of=app.state.route_of,
         )
     app.add_middleware(AnthropicRequestId)
+    # For `ridtrace serve`'s Host check (host_checked): inside AnthropicRequestId, so a
+    # 421 has the `request-id` the Anthropic SDK reads, in the API's own error shape.
+    app.state.answer_labels = (AnthropicRequestId,)
+    app.state.misdirected_refusal = _misdirected_refusal
     app.add_middleware(
         RequestTracingMiddleware,  # type: ignore[arg-type]  # Starlette's factory typing
         settings=tracing or TracingSettings(),

@@ -27,16 +27,19 @@ from ridtrace.tracing import RequestTracingMiddleware, annotate_request
 from ridtrace.tracing.identity import shown_text
 
 __all__ = [
-    "LOOPBACK_NAMES", "HostCheck", "allowed_hosts_for", "checked_host_name", "host_checked",
-    "is_loopback",
+    "LOOPBACK_NAMES", "MISDIRECTED", "MISDIRECTED_CODE", "HostCheck", "allowed_hosts_for",
+    "checked_host_name", "host_checked", "is_loopback",
 ]
 
 ANY_HOST = "*"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+MISDIRECTED = ("Misdirected request: this server does not answer for that Host "
+               "(ridtrace serve --allowed-host adds names)")
+"""What a 421 tells the caller."""
+MISDIRECTED_CODE = "misdirected_request"
 _REFUSAL = json.dumps({"error": {
-    "message": "Misdirected request: this server does not answer for that Host "
-               "(ridtrace serve --allowed-host adds names)",
-    "type": "invalid_request_error", "code": "misdirected_request"}}).encode()
+    "message": MISDIRECTED, "type": "invalid_request_error", "param": None,
+    "code": MISDIRECTED_CODE}}).encode()
 # Longest Host shown in a log line: the header is the caller's text.
 _MAX_SHOWN_HOST = 256
 # A DNS name as the check compares it (lower case, no trailing dot); "_" is allowed, as
@@ -119,16 +122,19 @@ class HostCheck:
 
     A request without ``Host`` (HTTP/1.0) passes: a browser always sends one. The
     refusal's reason goes on the request (``error`` on ``request.end``) and to
-    `on_refused`, with the ``Host`` as it may be shown in a log line.
+    `on_refused`, with the ``Host`` as it may be shown in a log line. `refusal` picks
+    the 421's JSON body for a request (an API's error shape); OpenAI's by default.
     """
 
     def __init__(
         self, app: ASGIApp, *, allowed: frozenset[str],
         on_refused: Callable[[str], None] | None = None,
+        refusal: Callable[[Scope], bytes] | None = None,
     ) -> None:
         self.app = app
         self._allowed = allowed
         self._on_refused = on_refused
+        self._refusal = refusal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -138,11 +144,12 @@ class HostCheck:
                 annotate_request(error=reason)
                 if self._on_refused is not None:
                     self._on_refused(reason)
+                body = _REFUSAL if self._refusal is None else self._refusal(scope)
                 await send({"type": "http.response.start", "status": 421, "headers": [
                     (b"content-type", b"application/json"),
-                    (b"content-length", str(len(_REFUSAL)).encode()),
+                    (b"content-length", str(len(body)).encode()),
                 ]})
-                await send({"type": "http.response.body", "body": _REFUSAL})
+                await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
 
@@ -163,7 +170,11 @@ def host_checked(
     its span, its ``request.end`` line (status 421, the Host in ``error``) and its count.
     Wrapped around the whole app, a 421 (a DNS-rebinding attempt, or a proxy that
     forwards its public Host) left no trace anywhere. An app without a ridtrace
-    middleware gets the check around it.
+    middleware gets the check around it. A Starlette app whose ``state`` holds
+    ``misdirected_refusal`` (a body per request, see :class:`HostCheck`) and
+    ``answer_labels`` (middleware classes that add headers to every answer) gets the
+    check inside those too, answering in that body: the frontend's 421 is then in each
+    API's error shape with the ids its SDK reads, as every other refusal is.
     """
     if isinstance(app, RequestTracingMiddleware):
         app.app = HostCheck(app.app, allowed=allowed, on_refused=on_refused)
@@ -172,7 +183,11 @@ def host_checked(
         stack = app.user_middleware  # outermost first; built when the server starts
         classes: list[object] = [m.cls for m in stack]
         if RequestTracingMiddleware in classes:
-            stack.insert(classes.index(RequestTracingMiddleware) + 1,
-                         Middleware(HostCheck, allowed=allowed, on_refused=on_refused))
+            labels = getattr(app.state, "answer_labels", ())
+            outer = max(classes.index(cls) for cls in (RequestTracingMiddleware, *labels)
+                        if cls in classes)
+            refusal = getattr(app.state, "misdirected_refusal", None)
+            stack.insert(outer + 1, Middleware(HostCheck, allowed=allowed,
+                                               on_refused=on_refused, refusal=refusal))
             return app
     return HostCheck(app, allowed=allowed, on_refused=on_refused)
