@@ -72,3 +72,27 @@ def test_echo_begins_the_text_with_the_prompt(oai: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as info:
         oai.completions.create(model="echo", prompt="x", echo=True, logprobs=1)
     assert info.value.param == "echo"
+
+
+def test_a_negative_token_id_is_refused_on_every_route_that_takes_ids(
+    oai: openai.OpenAI, stack: Stack
+) -> None:
+    # A token id is an index into the vocabulary: -100 (the label padding of ML
+    # pipelines) or -1 (a pad id left in) is a caller's bug the real servers refuse
+    # (vLLM: out of vocabulary). It was echoed back as if it were a token, so a client
+    # tested here passed and failed against the real thing.
+    for prompt in ([-100, 7, 8], [[7, -1]]):
+        with pytest.raises(openai.BadRequestError) as info:
+            oai.completions.create(model="echo", prompt=prompt)
+        assert info.value.param == "prompt" and "token ids" in info.value.message
+    with httpx.Client(base_url=stack.url, timeout=30) as client:
+        for path, body, param in (
+            ("/inference/v1/generate", {"token_ids": [7, -1]}, "token_ids"),
+            ("/inference/v1/generate", {"prompt": [-1]}, "prompt"),
+            ("/generate", {"input_ids": [-5, 3]}, "input_ids"),
+        ):
+            answer = client.post(path, json=body)
+            assert answer.status_code == 400, (path, body, answer.text)
+            assert answer.json()["error"]["param"] == param, answer.text
+    # Zero is a token id like any other.
+    assert oai.completions.create(model="echo", prompt=[0, 7]).choices[0].text == "echo: 0,7"

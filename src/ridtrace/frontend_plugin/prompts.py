@@ -110,7 +110,8 @@ def token_prompt(value: Any, param: str) -> str:
             param=param,
         )
     raise InvalidRequest(
-        f"'{param}' must be a string or a non-empty list of token ids", param=param
+        f"'{param}' must be a string or a non-empty list of token ids (integers from 0)",
+        param=param,
     )
 
 
@@ -130,10 +131,12 @@ def token_count(value: Any) -> int | None:
 def _one_prompt(value: Any) -> str | None:
     if isinstance(value, str):
         return value
+    # A token id indexes the vocabulary: a negative one (-100, the label padding of ML
+    # pipelines) is the caller's bug, which the real servers refuse as out of vocabulary.
     if (
         isinstance(value, list)
         and value
-        and all(isinstance(t, int) and not isinstance(t, bool) for t in value)
+        and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in value)
     ):
         return ",".join(str(t) for t in value)
     return None
