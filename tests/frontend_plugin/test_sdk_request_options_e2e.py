@@ -272,3 +272,41 @@ def test_token_counting_counts_a_forced_tool_choice(
     assert claude.messages.count_tokens(
         model="echo", messages=CHAT,
         thinking={"type": "enabled", "budget_tokens": 4096}).input_tokens == 3
+
+
+@pytest.mark.parametrize(("route", "extra", "param"), [
+    ("chat", {"tools": [{"type": "function"}]}, "tools[0].function"),
+    ("chat", {"tools": [{"type": "function", "function": {}}]}, "tools[0].function.name"),
+    ("chat", {"tools": [{"type": "function", "function": {"name": "get weather"}}]},
+     "tools[0].function.name"),
+    ("chat", {"tools": [*OPENAI_TOOLS, {"type": "function", "function": {"name": "f" * 65}}]},
+     "tools[1].function.name"),
+    ("chat", {"functions": [{"name": "get.weather"}]}, "functions[0].name"),
+    ("responses", {"tools": [{"type": "function", "name": "get weather", "parameters": {}}]},
+     "tools[0].name"),
+    ("responses", {"tools": [{"type": "function", "parameters": {}}]}, "tools[0].name"),
+])
+def test_a_function_tool_needs_a_name_openai_takes(
+    oai: openai.OpenAI, route: str, extra: dict[str, Any], param: str
+) -> None:
+    # OpenAI takes function names of 1-64 letters, digits, '_' and '-'. A tool named
+    # "get weather" (or one without its function object) was served here and refused
+    # by the real API, so tool definitions tested against the frontend broke there.
+    with pytest.raises(openai.BadRequestError) as info:
+        if route == "chat":
+            oai.chat.completions.create(model="echo", messages=CHAT, extra_body=extra)
+        else:
+            oai.responses.create(model="echo", input="x", extra_body=extra)
+    assert info.value.param == param, info.value.body
+
+
+def test_function_names_openai_takes_are_served(oai: openai.OpenAI) -> None:
+    for name in ("lookup", "get_weather-2", "f" * 64):
+        tools: Any = [{"type": "function", "function": {"name": name}}]
+        assert oai.chat.completions.create(model="echo", messages=CHAT, tools=tools)
+        flat: Any = [{"type": "function", "name": name, "parameters": {}}]
+        assert oai.responses.create(model="echo", input="x", tools=flat)
+    assert oai.chat.completions.create(model="echo", messages=CHAT,
+                                       functions=[{"name": "lookup"}])
+    # Tools of other kinds carry no function name.
+    assert oai.responses.create(model="echo", input="x", tools=[{"type": "web_search"}])

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from ridtrace.frontend_plugin.bodies import InvalidRequest, integer_in, kind_of, opt_bool, opt_str
+from ridtrace.frontend_plugin.function_tools import check_function_names
 from ridtrace.frontend_plugin.reply_formats import (
     anthropic_format,
     chat_format,
@@ -130,7 +131,9 @@ def chat_options(body: dict[str, Any]) -> dict[str, Any] | None:
     follows (``response_format``), if any."""
     _common(body)
     openai_metadata(body)
-    _openai_tool_choice(body, _tools(body, "type"))
+    tools = _tools(body, "type")
+    check_function_names(tools, "tools", nested=True)
+    _openai_tool_choice(body, tools)
     _legacy_function_call(body)
     modalities = body.get("modalities")
     if modalities is not None and not (isinstance(modalities, list)
@@ -146,6 +149,7 @@ def _legacy_function_call(body: dict[str, Any]) -> None:
     """Chat's deprecated ``functions`` and ``function_call`` (the SDKs still send them),
     checked as ``tools`` and ``tool_choice`` are: a call naming a function forces it."""
     functions = _tools(body, "name", "functions")
+    check_function_names(functions, "functions", nested=False)
     call = body.get("function_call")
     if call is None:
         return
@@ -199,7 +203,9 @@ def responses_options(body: dict[str, Any], *, replying: bool = True) -> dict[st
         raise InvalidRequest(f"Conversation with id '{shown}' not found.",
                              param="conversation", status=404)
     opt_str(body, "user")
-    _openai_tool_choice(body, _tools(body, "type"), replying=replying)
+    tools = _tools(body, "type")
+    check_function_names(tools, "tools", nested=False)
+    _openai_tool_choice(body, tools, replying=replying)
     return responses_format(body, replying=replying)
 
 
