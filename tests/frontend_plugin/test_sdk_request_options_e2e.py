@@ -310,3 +310,18 @@ def test_function_names_openai_takes_are_served(oai: openai.OpenAI) -> None:
                                        functions=[{"name": "lookup"}])
     # Tools of other kinds carry no function name.
     assert oai.responses.create(model="echo", input="x", tools=[{"type": "web_search"}])
+
+
+@pytest.mark.parametrize("name", ["my schema", "", "answer.v2", "n" * 65])
+def test_a_json_schema_format_needs_a_name_openai_takes(oai: openai.OpenAI, name: str) -> None:
+    # OpenAI names formats as it names functions (1-64 letters, digits, '_', '-'); a
+    # hand-written "my schema" got a JSON reply here and a 400 from the real API.
+    schema: Any = {"type": "object"}
+    with pytest.raises(openai.BadRequestError) as chat:
+        oai.chat.completions.create(model="echo", messages=CHAT, response_format={
+            "type": "json_schema", "json_schema": {"name": name, "schema": schema}})
+    assert chat.value.param == "response_format.json_schema.name", chat.value.body
+    with pytest.raises(openai.BadRequestError) as responses:
+        oai.responses.create(model="echo", input="x", text={"format": {
+            "type": "json_schema", "name": name, "schema": schema}})
+    assert responses.value.param == "text.format.name", responses.value.body

@@ -18,6 +18,7 @@ import orjson
 from ridtrace.frontend_plugin import json_codec
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
 from ridtrace.frontend_plugin.json_reply import check_schema
+from ridtrace.frontend_plugin.openai_names import check_openai_name
 
 __all__ = ["anthropic_format", "chat_format", "responses_format", "sglang_format"]
 
@@ -65,6 +66,7 @@ def chat_format(body: dict[str, Any]) -> dict[str, Any] | None:
     if not (isinstance(schema, dict) and isinstance(schema.get("name"), str)):
         raise _refuse("'response_format.json_schema' must be an object with a string "
                       "'name'", "response_format")
+    check_openai_name(schema["name"], "response_format.json_schema.name")
     return _reply_schema(schema.get("schema"), "response_format.json_schema")
 
 
@@ -85,6 +87,7 @@ def responses_format(body: dict[str, Any], *, replying: bool = True) -> dict[str
     if not isinstance(response_format.get("name"), str):
         raise _refuse("'text.format' of type json_schema needs a string 'name'",
                       "text.format")
+    check_openai_name(response_format["name"], "text.format.name")
     return _reply_schema(response_format.get("schema"), "text.format", replying=replying)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from ridtrace.frontend_plugin.bodies import InvalidRequest, integer_in, kind_of, opt_bool, opt_str
-from ridtrace.frontend_plugin.function_tools import check_function_names
+from ridtrace.frontend_plugin.openai_names import check_function_names
 from ridtrace.frontend_plugin.reply_formats import (
     anthropic_format,
     chat_format,

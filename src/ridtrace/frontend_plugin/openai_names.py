@@ -1,0 +1,50 @@
+"""Names OpenAI takes, checked as it checks them: function tools' and JSON formats'.
+
+The engines never call a tool and need no format name, but a caller's definitions are
+sent on to the real API unchanged: a function or a ``json_schema`` format named
+``get weather``, or a chat tool without its ``function`` object, was served here and
+refused there (400), so definitions tested against the frontend broke at the first
+real call.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ridtrace.frontend_plugin.bodies import InvalidRequest
+from ridtrace.tracing.identity import shown_text
+
+__all__ = ["MAX_OPENAI_NAME", "check_function_names", "check_openai_name"]
+
+MAX_OPENAI_NAME = 64
+"""OpenAI's limit on a function's or a response format's name."""
+_NAME = re.compile(r"[a-zA-Z0-9_-]+")
+
+
+def check_function_names(tools: list[Any], field: str, *, nested: bool) -> None:
+    """Refuse a function tool in ``tools`` (the list at ``field``) without a name OpenAI
+    takes (:func:`check_openai_name`). ``nested``: Chat Completions' shape, the name in
+    ``function``; else the Responses shape (or chat's legacy ``functions``), the name on
+    the tool itself. Tools of other types are not looked at."""
+    for index, tool in enumerate(tools):
+        if tool.get("type", "function") != "function":  # legacy functions have no type
+            continue
+        where, holder = f"{field}[{index}]", tool
+        if nested:
+            holder = tool.get("function")
+            if not isinstance(holder, dict):
+                raise InvalidRequest(f"Missing required parameter: '{where}.function'.",
+                                     param=f"{where}.function")
+            where += ".function"
+        check_openai_name(holder.get("name"), where + ".name")
+
+
+def check_openai_name(name: Any, param: str) -> None:
+    """Refuse ``name`` (at ``param``) unless it is 1-64 letters, digits, ``_`` and ``-``."""
+    if not isinstance(name, str) or not name:
+        raise InvalidRequest(f"Missing required parameter: '{param}'.", param=param)
+    if len(name) > MAX_OPENAI_NAME or _NAME.fullmatch(name) is None:
+        raise InvalidRequest(
+            f"Invalid '{param}': '{shown_text(name, MAX_OPENAI_NAME)}' must be 1 to "
+            f"{MAX_OPENAI_NAME} letters, digits, underscores and dashes", param=param)
