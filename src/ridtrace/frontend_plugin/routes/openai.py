@@ -14,6 +14,7 @@ from ridtrace.frontend_plugin.bodies import (
     stream_usage,
     token_limit,
 )
+from ridtrace.frontend_plugin.chat_turns import check_tool_turns
 from ridtrace.frontend_plugin.logprobs import (
     chat_logprobs,
     chat_token_logprobs,
@@ -143,9 +144,11 @@ class _ChatSpec(ApiSpec):
         stream = opt_bool(body, "stream")
         stream_options_need_stream(body, stream)
         json_schema = chat_options(body)
+        prompt = chat_prompt(body.get("messages"), roles=CHAT_ROLES)
+        check_tool_turns(body["messages"])
         return Parsed(
             model=model_name(body, settings.model),
-            prompt=chat_prompt(body.get("messages"), roles=CHAT_ROLES),
+            prompt=prompt,
             max_tokens=max_tokens_of(body, settings, "max_completion_tokens", "max_tokens"),
             stream=stream,
             include_usage=stream_usage(body),

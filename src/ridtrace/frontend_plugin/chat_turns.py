@@ -1,0 +1,80 @@
+"""A chat conversation's tool turns, checked as OpenAI checks them.
+
+The engines never call a tool, but an agent loop sends its history back with the
+assistant's ``tool_calls`` and a ``tool`` message answering each. Dropping a result,
+sending ``arguments`` as an object, or a ``tool`` message without its
+``tool_call_id`` are the usual agent-loop bugs, and the real API refuses each with a
+400; served here, a loop tested against the frontend broke at its first real call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
+from ridtrace.tracing.identity import shown_text
+
+__all__ = ["check_tool_turns"]
+
+_SHOWN_ID = 64  # a call id is the caller's text: capped in the messages it appears in
+
+
+def check_tool_turns(messages: list[Any]) -> None:
+    """Refuse tool calls OpenAI refuses: a call without a string ``id`` or with
+    ``function.arguments`` that are not a string, a call no ``tool`` message answers
+    before the next other message (or the end), and a ``tool`` message without a
+    ``tool_call_id`` or answering a call the assistant message before it did not make.
+    ``messages`` has been read by ``chat_prompt`` (objects with a role)."""
+    calls: list[str] | None = None  # the last assistant's calls, while tool messages follow
+    pending: dict[str, None] = {}  # those not answered yet, in order
+    asked_at = ""
+    for index, message in enumerate(messages):
+        where = f"messages[{index}]"
+        if message.get("role") == "tool":
+            call_id = message.get("tool_call_id")
+            if not isinstance(call_id, str) or not call_id:
+                raise InvalidRequest(
+                    f"Missing parameter 'tool_call_id': messages with role 'tool' must have "
+                    f"a 'tool_call_id' ('{where}')", param=f"{where}.tool_call_id")
+            if calls is not None and call_id not in calls:
+                raise InvalidRequest(
+                    f"Invalid parameter: 'tool_call_id' of '{shown_text(call_id, _SHOWN_ID)}' "
+                    f"not found in 'tool_calls' of previous message ('{where}')",
+                    param=f"{where}.tool_call_id")
+            pending.pop(call_id, None)
+            continue
+        _all_answered(pending, asked_at)
+        calls = None
+        if message.get("role") == "assistant" and message.get("tool_calls") is not None:
+            asked_at = f"{where}.tool_calls"
+            calls = _call_ids(message["tool_calls"], asked_at)
+            pending = dict.fromkeys(calls)
+    _all_answered(pending, asked_at)
+
+
+def _all_answered(pending: dict[str, None], asked_at: str) -> None:
+    if pending:
+        unanswered = ", ".join(shown_text(i, _SHOWN_ID) for i in list(pending)[:8])
+        raise InvalidRequest(
+            "An assistant message with 'tool_calls' must be followed by tool messages "
+            "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+            f"response messages: {unanswered}", param=asked_at)
+
+
+def _call_ids(tool_calls: Any, where: str) -> list[str]:
+    if not isinstance(tool_calls, list):
+        raise InvalidRequest(f"'{where}' must be a list of tool calls, not "
+                             f"{kind_of(tool_calls)}", param=where)
+    ids = []
+    for index, call in enumerate(tool_calls):
+        at = f"{where}[{index}]"
+        if not isinstance(call, dict) or not isinstance(call.get("id"), str) or not call["id"]:
+            raise InvalidRequest(f"'{at}' must be an object with a string 'id'", param=at)
+        function = call.get("function")
+        if isinstance(function, dict) and not isinstance(function.get("arguments"), str):
+            raise InvalidRequest(
+                f"Invalid type for '{at}.function.arguments': expected a string (the "
+                f"arguments as JSON text), but got {kind_of(function.get('arguments'))} "
+                "instead", param=f"{at}.function.arguments")
+        ids.append(call["id"])
+    return ids

@@ -1,0 +1,55 @@
+"""An agent loop's tool turns through the openai SDK, checked as OpenAI checks them.
+
+A history that drops a tool result, sends a call's ``arguments`` as an object, or a
+``tool`` message without its ``tool_call_id`` was served here and refused by the real
+API (400), so an agent loop tested against the frontend broke at its first real call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+import pytest
+
+ASK: Any = {"role": "user", "content": "weather in Paris?"}
+
+
+def _calls(*ids: str, arguments: Any = '{"city": "Paris"}') -> Any:
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": i, "type": "function", "function": {"name": "weather", "arguments": arguments}}
+        for i in ids]}
+
+
+def _result(call_id: str | None) -> Any:
+    message = {"role": "tool", "content": "sunny"}
+    return message if call_id is None else {**message, "tool_call_id": call_id}
+
+
+@pytest.mark.parametrize(("messages", "param", "says"), [
+    # The loop forgot to append a result (or trimmed it from the history).
+    ([ASK, _calls("call_1", "call_2"), _result("call_1"), {"role": "user", "content": "and?"}],
+     "messages[1].tool_calls", "did not have response messages: call_2"),
+    ([ASK, _calls("call_1")], "messages[1].tool_calls", "call_1"),
+    ([ASK, _calls("call_1"), _result(None)], "messages[2].tool_call_id", "tool_call_id"),
+    ([ASK, _calls("call_1"), _result("call_9")], "messages[2].tool_call_id", "call_9"),
+    ([ASK, _calls("call_1", arguments={"city": "Paris"}), _result("call_1")],
+     "messages[1].tool_calls[0].function.arguments", "expected a string"),
+])
+def test_a_broken_tool_turn_is_refused_as_openai_refuses_it(
+    oai: openai.OpenAI, messages: Any, param: str, says: str
+) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.chat.completions.create(model="echo", messages=messages)
+    assert info.value.param == param, info.value.body
+    assert says in info.value.message
+
+
+def test_a_whole_tool_round_trip_is_served(oai: openai.OpenAI) -> None:
+    messages: Any = [ASK, _calls("call_1", "call_2"), _result("call_2"), _result("call_1"),
+                     {"role": "assistant", "content": "sunny twice"},
+                     {"role": "user", "content": "thanks"}]
+    reply = oai.chat.completions.create(model="echo", messages=messages)
+    assert reply.choices[0].message.content == (
+        "echo: user: weather in Paris?\nassistant: \ntool: sunny\ntool: sunny\n"
+        "assistant: sunny twice\nuser: thanks")
