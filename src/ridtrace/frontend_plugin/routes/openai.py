@@ -14,7 +14,6 @@ from ridtrace.frontend_plugin.bodies import (
     stream_usage,
     token_limit,
 )
-from ridtrace.frontend_plugin.chat_turns import check_tool_turns
 from ridtrace.frontend_plugin.logprobs import (
     chat_logprobs,
     chat_token_logprobs,
@@ -27,6 +26,7 @@ from ridtrace.frontend_plugin.request_options import chat_options, completion_op
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse
 from ridtrace.frontend_plugin.sampling import openai_sampling, stream_options_need_stream
 from ridtrace.frontend_plugin.settings import FrontendSettings
+from ridtrace.frontend_plugin.tool_turns import check_tool_turns
 
 __all__ = ["CHAT", "COMPLETIONS", "LEGACY_ID_HEADERS", "max_tokens_of"]
 

@@ -24,6 +24,7 @@ from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, sse
 from ridtrace.frontend_plugin.routes.openai import LEGACY_ID_HEADERS, max_tokens_of
 from ridtrace.frontend_plugin.sampling import openai_sampling
 from ridtrace.frontend_plugin.settings import FrontendSettings
+from ridtrace.frontend_plugin.tool_turns import check_function_call_items
 from ridtrace.tracing.identity import shown_text
 
 __all__ = ["RESPONSES"]
@@ -235,6 +236,7 @@ class _ResponsesSpec(ApiSpec):
             prompt = chat_prompt([{"role": "user", "content": value}], "input", instructions)
         elif isinstance(value, list):
             prompt = chat_prompt(_conversation_items(value), "input", instructions)
+            check_function_call_items(value)
         else:
             raise InvalidRequest("'input' must be a string or a list of messages", param="input")
         return Parsed(

@@ -1,4 +1,5 @@
-"""An agent loop's tool turns through the openai SDK, checked as OpenAI checks them.
+"""An agent loop's tool turns (chat and Responses) through the openai SDK, checked as
+OpenAI checks them.
 
 A history that drops a tool result, sends a call's ``arguments`` as an object, or a
 ``tool`` message without its ``tool_call_id`` was served here and refused by the real
@@ -53,3 +54,34 @@ def test_a_whole_tool_round_trip_is_served(oai: openai.OpenAI) -> None:
     assert reply.choices[0].message.content == (
         "echo: user: weather in Paris?\nassistant: \ntool: sunny\ntool: sunny\n"
         "assistant: sunny twice\nuser: thanks")
+
+
+CALL: Any = {"type": "function_call", "call_id": "call_1", "name": "weather",
+             "arguments": '{"city": "Paris"}'}
+OUTPUT: Any = {"type": "function_call_output", "call_id": "call_1", "output": "sunny"}
+
+
+@pytest.mark.parametrize(("items", "param", "says"), [
+    # Nothing is stored here, so the call an output answers must be in the input.
+    ([ASK, OUTPUT], "input[1]", "No tool call found for function call output"),
+    ([ASK, CALL], "input[1]", "No tool output found for function call call_1"),
+    ([ASK, CALL, {**OUTPUT, "call_id": "call_9"}], "input[2]", "call_9"),
+    ([ASK, {**CALL, "arguments": {"city": "Paris"}}, OUTPUT], "input[1].arguments",
+     "expected a string"),
+    ([ASK, {**CALL, "call_id": None}, OUTPUT], "input[1].call_id", "call_id"),
+])
+def test_a_broken_responses_tool_turn_is_refused_as_openai_refuses_it(
+    oai: openai.OpenAI, items: Any, param: str, says: str
+) -> None:
+    for call in (oai.responses.create, oai.responses.input_tokens.count):
+        with pytest.raises(openai.BadRequestError) as info:
+            call(model="echo", input=items)
+        assert info.value.param == param, info.value.body
+        assert says in info.value.message
+
+
+def test_a_whole_responses_tool_round_trip_is_served(oai: openai.OpenAI) -> None:
+    second = {**CALL, "call_id": "call_2"}
+    items: Any = [ASK, CALL, second, {**OUTPUT, "call_id": "call_2"}, OUTPUT]
+    assert oai.responses.create(model="echo", input=items).output_text == (
+        "echo: user: weather in Paris?\ntool: sunny\ntool: sunny")

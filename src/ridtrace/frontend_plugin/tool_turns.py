@@ -1,9 +1,10 @@
-"""A chat conversation's tool turns, checked as OpenAI checks them.
+"""A conversation's tool turns (chat messages, Responses input items), checked as
+OpenAI checks them.
 
 The engines never call a tool, but an agent loop sends its history back with the
-assistant's ``tool_calls`` and a ``tool`` message answering each. Dropping a result,
-sending ``arguments`` as an object, or a ``tool`` message without its
-``tool_call_id`` are the usual agent-loop bugs, and the real API refuses each with a
+model's calls (chat's ``tool_calls``, Responses' ``function_call`` items) and a result
+answering each. Dropping a result, sending ``arguments`` as an object, or a result
+without its call id are the usual agent-loop bugs, and the real API refuses each with a
 400; served here, a loop tested against the frontend broke at its first real call.
 """
 
@@ -14,7 +15,7 @@ from typing import Any
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
 from ridtrace.tracing.identity import shown_text
 
-__all__ = ["check_tool_turns"]
+__all__ = ["check_function_call_items", "check_tool_turns"]
 
 _SHOWN_ID = 64  # a call id is the caller's text: capped in the messages it appears in
 
@@ -78,3 +79,42 @@ def _call_ids(tool_calls: Any, where: str) -> list[str]:
                 "instead", param=f"{at}.function.arguments")
         ids.append(call["id"])
     return ids
+
+
+def check_function_call_items(items: list[Any]) -> None:
+    """Refuse Responses ``input`` items OpenAI refuses (nothing is stored here, so every
+    call is in the input): a ``function_call`` without a string ``call_id``, with
+    ``arguments`` that are not a string, or with no ``function_call_output`` after it,
+    and an output whose ``call_id`` no ``function_call`` in the input has."""
+    called: dict[str, int] = {}
+    answered: set[str] = set()
+    for index, item in enumerate(items):
+        kind = item.get("type") if isinstance(item, dict) and "role" not in item else None
+        if kind not in ("function_call", "function_call_output"):
+            continue
+        where = f"input[{index}]"
+        call_id = item.get("call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise InvalidRequest(f"Missing required parameter: '{where}.call_id'.",
+                                 param=f"{where}.call_id")
+        if kind == "function_call_output":
+            answered.add(call_id)
+            continue
+        if not isinstance(item.get("arguments"), str):
+            raise InvalidRequest(
+                f"Invalid type for '{where}.arguments': expected a string (the arguments "
+                f"as JSON text), but got {kind_of(item.get('arguments'))} instead",
+                param=f"{where}.arguments")
+        called[call_id] = index
+        answered.discard(call_id)  # an output counts only after its call
+    for index, item in enumerate(items):
+        kind = item.get("type") if isinstance(item, dict) and "role" not in item else None
+        if kind == "function_call_output" and item["call_id"] not in called:
+            raise InvalidRequest(
+                "No tool call found for function call output with call_id "
+                f"{shown_text(item['call_id'], _SHOWN_ID)}.", param=f"input[{index}]")
+    for call_id, index in called.items():
+        if call_id not in answered:
+            raise InvalidRequest(
+                f"No tool output found for function call {shown_text(call_id, _SHOWN_ID)}.",
+                param=f"input[{index}]")
