@@ -19,6 +19,7 @@ from ridtrace.frontend_plugin import json_codec
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
 from ridtrace.frontend_plugin.json_reply import check_schema
 from ridtrace.frontend_plugin.openai_names import check_openai_name
+from ridtrace.frontend_plugin.strict_schemas import check_strict_schema
 
 __all__ = ["anthropic_format", "chat_format", "responses_format", "sglang_format"]
 
@@ -67,7 +68,10 @@ def chat_format(body: dict[str, Any]) -> dict[str, Any] | None:
         raise _refuse("'response_format.json_schema' must be an object with a string "
                       "'name'", "response_format")
     check_openai_name(schema["name"], "response_format.json_schema.name")
-    return _reply_schema(schema.get("schema"), "response_format.json_schema")
+    reply_schema = _reply_schema(schema.get("schema"), "response_format.json_schema")
+    if schema.get("strict") is True:
+        check_strict_schema(reply_schema, schema["name"], "response_format")
+    return reply_schema
 
 
 def responses_format(body: dict[str, Any], *, replying: bool = True) -> dict[str, Any] | None:
@@ -88,7 +92,11 @@ def responses_format(body: dict[str, Any], *, replying: bool = True) -> dict[str
         raise _refuse("'text.format' of type json_schema needs a string 'name'",
                       "text.format")
     check_openai_name(response_format["name"], "text.format.name")
-    return _reply_schema(response_format.get("schema"), "text.format", replying=replying)
+    reply_schema = _reply_schema(response_format.get("schema"), "text.format",
+                                 replying=replying)
+    if response_format.get("strict") is True:
+        check_strict_schema(reply_schema, response_format["name"], "text.format.schema")
+    return reply_schema
 
 
 def anthropic_format(body: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,0 +1,60 @@
+"""A ``strict`` JSON schema response format, checked as OpenAI checks it.
+
+With ``strict: true`` OpenAI takes only schemas whose every object lists all its
+properties in ``required`` and sets ``additionalProperties: false``; a hand-written
+schema missing either is its most common structured-output 400. The echo engine can
+answer such a schema, so it was served here and refused at the real API. The SDKs'
+``parse`` helpers write schemas that pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ridtrace.frontend_plugin.bodies import InvalidRequest
+from ridtrace.tracing.identity import shown_text
+
+__all__ = ["check_strict_schema"]
+
+# Where subschemas sit, as OpenAI's strict mode walks them.
+_SCHEMA_MAPS = ("properties", "$defs", "definitions")
+_SCHEMA_LISTS = ("anyOf",)
+_SHOWN_KEY = 64  # property names are the caller's text
+
+
+def check_strict_schema(schema: dict[str, Any], name: str, param: str) -> None:
+    """Refuse ``schema`` (of the format ``name``, at ``param``) unless every object in
+    it has ``additionalProperties: false`` and all its properties ``required``."""
+    stack: list[tuple[Any, tuple[str, ...]]] = [(schema, ())]
+    while stack:
+        node, context = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        if node.get("type") == "object" or "properties" in node:
+            _check_object(node, context, name, param)
+        for key in _SCHEMA_MAPS:
+            children = node.get(key)
+            if isinstance(children, dict):
+                stack.extend((child, (*context, key, str(k))) for k, child in children.items())
+        for key in _SCHEMA_LISTS:
+            children = node.get(key)
+            if isinstance(children, list):
+                stack.extend((child, (*context, key, str(i))) for i, child in enumerate(children))
+        if isinstance(node.get("items"), dict):
+            stack.append((node["items"], (*context, "items")))
+
+
+def _check_object(node: dict[str, Any], context: tuple[str, ...], name: str, param: str) -> None:
+    where = f"Invalid schema for response_format '{shown_text(name, 64)}': In context={context!r}"
+    if node.get("additionalProperties") is not False:
+        raise InvalidRequest(f"{where}, 'additionalProperties' is required to be supplied "
+                             "and to be false.", param=param)
+    properties = node.get("properties")
+    keys = list(properties) if isinstance(properties, dict) else []
+    required = node.get("required")
+    missing = [k for k in keys if not isinstance(required, list) or k not in required]
+    if missing:
+        raise InvalidRequest(
+            f"{where}, 'required' is required to be supplied and to be an array including "
+            f"every key in properties. Missing '{shown_text(missing[0], _SHOWN_KEY)}'.",
+            param=param)
