@@ -1,0 +1,78 @@
+"""`make`'s virtual environment is one interpreter's, the one README.md tells you to name.
+
+The interpreters here are stand-ins (a shell script per Python version) so the test runs
+in a second, without PyPI: they answer ``-c`` with the real Python under a version they
+pretend to be, and ``-m venv DIR`` by writing a copy of themselves and a no-op pip there.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+
+_STAND_IN = """#!/bin/sh
+# Python {major}.{minor} stand-in.
+if [ "$1" = "-c" ]; then
+    exec "{real}" -c "import sys; sys.version_info = ({major}, {minor}, 0, 'final', 0); $2"
+fi
+if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
+    for arg in "$@"; do dir="$arg"; done
+    mkdir -p "$dir/bin"
+    # As venv does over an existing environment: a bin/python already there is kept.
+    [ -e "$dir/bin/python" ] || cp "$0" "$dir/bin/python"
+    printf '#!/bin/sh\\nexit 0\\n' > "$dir/bin/pip" && chmod +x "$dir/bin/pip"
+    exit 0
+fi
+exit 3
+"""
+
+
+def _stand_in(folder: Path, major: int, minor: int) -> Path:
+    path = folder / f"python{major}.{minor}"
+    path.write_text(_STAND_IN.format(major=major, minor=minor, real=sys.executable))
+    path.chmod(0o755)
+    return path
+
+
+def _make_venv(clone: Path, python: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["make", "--no-print-directory", "venv", f"PYTHON={python}"],
+                          cwd=clone, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def clone(tmp_path: Path) -> Path:
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    for name in ("Makefile", "pyproject.toml"):
+        shutil.copy2(REPO / name, clone / name)
+    return clone
+
+
+def test_an_older_python3_stops_before_any_venv_is_made(clone: Path, tmp_path: Path) -> None:
+    result = _make_venv(clone, _stand_in(tmp_path, 3, 10))
+    assert result.returncode != 0
+    assert "3.11" in result.stderr and "PYTHON=" in result.stderr
+    assert not (clone / ".venv").exists()
+
+
+def test_naming_another_python_after_a_failed_run_rebuilds_the_venv(
+    clone: Path, tmp_path: Path
+) -> None:
+    # README: where python3 is older, `make demo PYTHON=python3.12`. The first run had
+    # left a 3.10 venv; the second added 3.12 beside it, so .venv/bin/python (and
+    # `python` after activate) stayed the 3.10 one, without ridtrace or the benchmarks'
+    # imports, while the console scripts ran 3.12.
+    stale = clone / ".venv" / "bin"
+    stale.mkdir(parents=True)
+    shutil.copy2(_stand_in(tmp_path, 3, 10), stale / "python")
+    result = _make_venv(clone, _stand_in(tmp_path, 3, 12))
+    assert result.returncode == 0, result.stderr
+    assert "Python 3.12 stand-in" in (stale / "python").read_text()
