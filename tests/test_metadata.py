@@ -25,3 +25,15 @@ def test_the_classifiers_name_the_supported_pythons_and_the_shipped_types() -> N
     # PEP 639: the license is the `license` expression; setuptools refuses both.
     assert not [c for c in classifiers if c.startswith("License ::")]
     assert PROJECT.get("keywords")
+
+
+def test_the_version_is_written_once() -> None:
+    # pyproject.toml and ridtrace/__init__.py each held "0.1.0": a release that bumped
+    # one would have `ridtrace --version` (the installed metadata) disagree with
+    # ridtrace.__version__ and the version on every span and metric.
+    import ridtrace
+
+    assert "version" not in PROJECT and "version" in PROJECT.get("dynamic", [])
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert setuptools["dynamic"]["version"] == {"attr": "ridtrace.__version__"}
+    assert ridtrace.__version__
