@@ -10,7 +10,8 @@ STAMP := $(VENV)/.installed
 # ridtrace needs Python 3.11: an older $(PYTHON) stops here, before it leaves a venv
 # behind. A venv made by another interpreter (python3 before PYTHON=python3.12, as
 # README.md suggests) is made afresh: venv keeps an existing bin/python, so the old
-# interpreter stayed .venv/bin/python (and `python` after activate), without ridtrace.
+# interpreter stayed .venv/bin/python (and `python` after activate), without ridtrace;
+# so did a link to an interpreter since removed.
 PY_VERSION := import sys; print('%d.%d' % sys.version_info[:2])
 
 $(STAMP): pyproject.toml
@@ -18,7 +19,7 @@ $(STAMP): pyproject.toml
 	  found=$$($(PYTHON) -c "$(PY_VERSION)" 2>/dev/null); \
 	  echo "make: ridtrace needs Python 3.11 or newer; $(PYTHON) is $${found:+Python }$${found:-not found}: make $(or $(MAKECMDGOALS),demo) PYTHON=python3.12 (or another)" >&2; \
 	  exit 1; }
-	@if [ -e $(BIN)/python ] && [ "$$($(BIN)/python -c "$(PY_VERSION)" 2>/dev/null)" != "$$($(PYTHON) -c "$(PY_VERSION)")" ]; then \
+	@if { [ -e $(BIN)/python ] || [ -L $(BIN)/python ]; } && [ "$$($(BIN)/python -c "$(PY_VERSION)" 2>/dev/null)" != "$$($(PYTHON) -c "$(PY_VERSION)")" ]; then \
 	  echo "rm -rf $(VENV)  # made by another Python than $(PYTHON)"; rm -rf $(VENV); fi
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip

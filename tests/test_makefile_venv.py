@@ -26,8 +26,9 @@ fi
 if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then
     for arg in "$@"; do dir="$arg"; done
     mkdir -p "$dir/bin"
-    # As venv does over an existing environment: a bin/python already there is kept.
-    [ -e "$dir/bin/python" ] || cp "$0" "$dir/bin/python"
+    # As venv does over an existing environment: a bin/python already there (a link
+    # to a removed interpreter too) is kept.
+    [ -e "$dir/bin/python" ] || [ -L "$dir/bin/python" ] || cp "$0" "$dir/bin/python"
     printf '#!/bin/sh\\nexit 0\\n' > "$dir/bin/pip" && chmod +x "$dir/bin/pip"
     exit 0
 fi
@@ -73,6 +74,17 @@ def test_naming_another_python_after_a_failed_run_rebuilds_the_venv(
     stale = clone / ".venv" / "bin"
     stale.mkdir(parents=True)
     shutil.copy2(_stand_in(tmp_path, 3, 10), stale / "python")
+    result = _make_venv(clone, _stand_in(tmp_path, 3, 12))
+    assert result.returncode == 0, result.stderr
+    assert "Python 3.12 stand-in" in (stale / "python").read_text()
+
+
+def test_a_venv_whose_python_was_removed_is_made_afresh(clone: Path, tmp_path: Path) -> None:
+    # An interpreter uninstalled (pyenv, a distribution upgrade) leaves bin/python a
+    # dangling link, which venv keeps as it keeps any existing one.
+    stale = clone / ".venv" / "bin"
+    stale.mkdir(parents=True)
+    (stale / "python").symlink_to(tmp_path / "removed" / "python3.10")
     result = _make_venv(clone, _stand_in(tmp_path, 3, 12))
     assert result.returncode == 0, result.stderr
     assert "Python 3.12 stand-in" in (stale / "python").read_text()
