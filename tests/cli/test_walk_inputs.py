@@ -386,3 +386,36 @@ def test_a_one_line_log_in_another_format_is_read_not_ignored_as_a_document(
     assert any("app.json: none of its 1 lines is a log record" in reason
                for reason in doc["summary"]["incomplete_reasons"])
     assert code == 3
+
+
+def _cloudwatch_events(lines: list[str]) -> dict[str, Any]:
+    """`aws logs filter-log-events --output json`: one pretty document, each line a
+    string in an event's `message`."""
+    return {"events": [{"logStreamName": "frontend/1", "timestamp": 1790949600000 + i,
+                        "message": line, "eventId": str(i)} for i, line in enumerate(lines)],
+            "searchedLogStreams": []}
+
+
+def _gcloud_entries(lines: list[str]) -> list[dict[str, Any]]:
+    """`gcloud logging read --format=json`: one pretty array of LogEntries."""
+    return [{"insertId": str(i), "jsonPayload": json.loads(line), "timestamp": "2026-11-30T10:00:00Z"}
+            for i, line in enumerate(lines)]
+
+
+@pytest.mark.parametrize("document", [_cloudwatch_events, _gcloud_entries])
+def test_a_json_document_holding_log_records_is_read_not_ignored(
+    tmp_path: Path, document: Callable[[list[str]], Any],
+) -> None:
+    # A log fetched with `aws logs filter-log-events` or `gcloud logging read` is one
+    # pretty-printed JSON document. A walk passed it over like a report ("a JSON
+    # document, not JSON lines") and said complete: with the frontend's log fetched
+    # that way, the incident in it was never read and the walk exited 0.
+    (tmp_path / "worker.jsonl").write_text("\n".join(rt_request("w", "1", 0, 1)) + "\n")
+    frontend = rt_request("a", "7", 0, 1) + rt_request("b", "7", 0.5, 1.5)
+    (tmp_path / "frontend.json").write_text(json.dumps(document(frontend), indent=4))
+    (tmp_path / "report.json").write_text(json.dumps({"summary": {}, "findings": []}, indent=2))
+    code, doc = run(str(tmp_path))
+    assert notes(doc, "ignored_files") == {"report.json": "a JSON document, not JSON lines"}
+    assert any(reason.startswith(str(tmp_path / "frontend.json"))
+               for reason in doc["summary"]["incomplete_reasons"])
+    assert code == 3

@@ -44,11 +44,25 @@ _LOG_LINE_KEYS = frozenset({
 })
 
 
+# A ridtrace or Dynamo record inside a JSON document, as an object or as a string's
+# escaped text: ``aws logs filter-log-events --output json`` holds each line in an
+# event's ``message``, ``gcloud logging read --format=json`` each record in an entry's
+# ``jsonPayload``. Such a document is a log fetched whole, not a report beside the logs.
+_RIDTRACE_RECORD = re.compile(rb'\\*"schema\\*"\s*:\s*\\*"ridtrace/')
+_DYNAMO_TARGET = re.compile(rb'\\*"target\\*"\s*:')
+_SPAN_KEY = re.compile(rb'\\*"(?:span_id|trace_id)\\*"\s*:')
+
+
+def _holds_records(text: bytes) -> bool:
+    return _RIDTRACE_RECORD.search(text) is not None or (
+        _DYNAMO_TARGET.search(text) is not None and _SPAN_KEY.search(text) is not None)
+
+
 def _one_line_document(name: str, data: bytes) -> bool:
     """A whole .json file that is one line of JSON without a log line's keys: a report
     or a trace export (``export jaeger -o logs/traces.json``), not one log line."""
     text = data.strip()
-    if not name.lower().endswith(".json") or not text or b"\n" in text:
+    if not name.lower().endswith(".json") or not text or b"\n" in text or _holds_records(text):
         return False
     try:
         value = json.loads(text)
@@ -107,7 +121,9 @@ def ignore_reason(name: str, head: bytes, *, whole: bool, wrapped: bool = False)
     stripped = head.strip()
     if not stripped:
         return None  # an empty log is still a log: it holds nothing, and says so
-    if stripped[:1] in (b"{", b"[") and b"\n" in stripped:
+    if stripped[:1] in (b"{", b"[") and b"\n" in stripped and not _holds_records(head):
+        # A document that holds records is read: its lines are bad ones, so the result
+        # says incomplete; passed over, the walk said clean on a log it never read.
         return "a JSON document, not JSON lines"
     if named_like_log(name):
         return None
