@@ -279,6 +279,11 @@ WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
     "fluent-bit-file": _fluent_bit_file,
     "fluentd-file": _fluentd_file,
     "gcp-export": _gcp_export,
+    # Cloud Logging's Ops Agent (a VM's files receiver, no parse_json processor) keeps
+    # every line as text: a sink's export holds the record in textPayload.
+    "gcp-export-text": _shipper("textPayload", insertId="x1", logName="projects/p/logs/frontend",
+                                resource={"type": "gce_instance", "labels": {}},
+                                timestamp="2026-11-29T10:00:00.000000001Z", severity="DEFAULT"),
     # Filebeat's ndjson as Elasticsearch or its file output gets it: the line in
     # "message", or (json.* decoding) the record under "json".
     "filebeat": _shipper("message", **{"@timestamp": "2026-11-29T10:00:00.000Z"},

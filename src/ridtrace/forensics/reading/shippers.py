@@ -21,10 +21,11 @@ __all__ = [
 # The field a log shipper that writes each line as a JSON object of its own carries the
 # service's line in: Vector's ``message``, Fluent Bit's ``log`` (its ``date`` first, no
 # ``stream``: not Docker's shape), Loki's ``logcli --output=jsonl`` ``line``, Cloud
-# Logging's ``jsonPayload`` (a LogEntry as a sink exports it), and Filebeat's ``json``
-# (its log input's ``json.*`` decoding puts the record there unless ``keys_under_root``;
-# without decoding the line is in ``message``).
-ENVELOPE_FIELDS = ("log", "message", "line", "jsonPayload", "json")
+# Logging's ``jsonPayload`` (a LogEntry as a sink exports it) or ``textPayload`` (where
+# the agent kept the line as text: the Ops Agent's files receiver without a parse_json
+# processor), and Filebeat's ``json`` (its log input's ``json.*`` decoding puts the record
+# there unless ``keys_under_root``; without decoding the line is in ``message``).
+ENVELOPE_FIELDS = ("log", "message", "line", "jsonPayload", "textPayload", "json")
 # Cloud Logging's agent (GKE's) parses a JSON line into the entry's jsonPayload and moves
 # its "time" to the entry's "timestamp": the line's own time, to the nanosecond.
 _TIME_MOVED_TO = {"jsonPayload": "timestamp"}
