@@ -221,3 +221,23 @@ def test_a_span_first_entry_line_starts_its_span(tmp_path: Path) -> None:
     # holds an unended request to its last line, does not see.
     assert sorted(f["span_id"] for f in found) == [a[0], "c" * 16]
     assert summary["requests"] == 4
+
+
+def test_requests_still_in_flight_are_no_instants(tmp_path: Path) -> None:
+    # ridtrace's logs read while the frontend runs: most callers have logged their
+    # request.start and are still streaming. Their one line is where they began, not a
+    # closing line with no stated start, yet the read was named incomplete (exit 3) as
+    # "Dynamo at INFO level?", telling the user to log at DEBUG, batch and live alike.
+    from tests.forensics.helpers import rt, rt_request, ts
+
+    lines = [line for i in range(3) for line in rt_request(f"{i + 1:x}", f"r{i}", i, i + 0.5)]
+    for i in range(4):
+        ctx = {"request_id": f"open-{i}", "trace_id": f"a{i}".rjust(32, "0"), "span_id": f"a{i}"}
+        lines.append(rt("request.start", time=ts(4 + i), **ctx, method="POST",
+                        path="/v1/chat/completions", client="10.0.0.1:5000"))
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    code, doc = _analyze(tmp_path)
+    assert _instant_reasons(doc["summary"]) == []
+    assert code == 0
+    _, summary = _follow(tmp_path)
+    assert _instant_reasons(summary) == []

@@ -101,7 +101,9 @@ class LiveRules:
                 new_spans += 1
                 if not worker:
                     new_fronts += 1
-                    if first_line == last_line and t1 <= t0:
+                    # One closing line, no start stated (`rules.instants`): a span
+                    # whose one line opened it is in flight, its start known.
+                    if first_line == last_line and t1 <= t0 and closing:
                         span.instant = True
                         instants += 1
                 up = get((trace, parent)) if parent is not None else None

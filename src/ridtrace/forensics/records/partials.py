@@ -189,6 +189,8 @@ def _merge(parts: pd.DataFrame) -> pd.DataFrame:
                                          lines=("lines", "sum"))
     out["start"], out["end"] = agg["start"].array, agg["end"].array
     out["lines"] = agg["lines"].to_numpy()
+    closing = np.asarray(parts["closing"].fillna(False).to_numpy(), dtype=bool)
+    out["closing"] = group_rows(codes, closing, n) >= 0
     is_worker = np.asarray((parts["side"] == WORKER).fillna(False).to_numpy(), dtype=bool)
     side = np.where(group_rows(codes, is_worker, n) >= 0, WORKER, "frontend")
     out["side"] = pd.Series(side, dtype=_STRING).array

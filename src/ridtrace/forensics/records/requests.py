@@ -37,6 +37,7 @@ REQUEST_COLUMNS = (
     "last_line",
     "last_file",
     "lines",
+    "closing",
     "unlinked",
     "unlinked_line",
     "unlinked_file",

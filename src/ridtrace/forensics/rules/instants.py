@@ -6,7 +6,9 @@ its start from the duration such a line states (`reading.sql.began`); a span who
 line states none starts where it ends, so two requests that held the same id at once
 never overlap, and the report said "No findings." with exit 0 over a duplicate in
 flight. Such a read is incomplete.
-(A ridtrace request always has its ``request.start`` and ``request.end`` lines.)
+A span whose one line opened it (ridtrace's ``request.start``, Dynamo's
+``SPAN_FIRST_ENTRY``) is a request still in flight when the logs were read, its start
+known: no such instant.
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ if TYPE_CHECKING:  # the live follower imports this module without the rules' im
 INSTANT_SHARE = 0.5
 
 
-def unseen_overlaps(spans: SpanColumns, lines: np.ndarray) -> str | None:
+def unseen_overlaps(spans: SpanColumns, lines: np.ndarray, closing: np.ndarray) -> str | None:
     """The incomplete reason for a read whose frontend requests are mostly one line each,
-    with no duration to start them by (`lines`: each span's line count, in the order of
-    `spans`)."""
+    a closing one with no duration to start them by (`lines`: each span's line count,
+    `closing`: whether a line of it closes it, both in the order of `spans`)."""
     front = spans.front
     total = int(front.sum())
-    return instants_reason(int((front & (lines == 1) & (spans.start == spans.end)).sum()), total)
+    one = front & (lines == 1) & closing & (spans.start == spans.end)
+    return instants_reason(int(one.sum()), total)
 
 
 def instants_reason(instant: int, total: int) -> str | None:

@@ -226,7 +226,8 @@ def analyze_requests(
     summary["clock_offsets_ms"] = {name: us / 1000.0 for name, us in sorted(offsets.items())}
     read_all = len(requests) if read_spans is None else read_spans
     summary.update(completeness(stats, requests=read_all))
-    if (unseen := unseen_overlaps(spans, requests["lines"].to_numpy())) is not None:
+    closing = np.asarray(requests["closing"].fillna(True).to_numpy(), dtype=bool)
+    if (unseen := unseen_overlaps(spans, requests["lines"].to_numpy(), closing)) is not None:
         summary.update(incomplete=True, incomplete_reasons=[*summary["incomplete_reasons"], unseen])
     return Report(summary=summary, found=found, source=requests, offsets_us=offsets)
 
