@@ -105,6 +105,12 @@ def _aws_logs_tail(lines: list[bytes]) -> bytes:
                     for line in lines)
 
 
+def _aws_logs_tail_short(lines: list[bytes]) -> bytes:
+    """``aws logs tail GROUP --format short``: the time to the second, no offset (UTC),
+    then the line."""
+    return b"".join(b"2026-11-29T10:00:00 " + line + b"\n" for line in lines)
+
+
 def _logcli_text(lines: list[bytes]) -> bytes:
     """``logcli query`` (its default output): the time in the local zone, the stream's
     labels padded to the longest, then the line."""
@@ -268,6 +274,7 @@ WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
     "cri": _cri, "docker": _docker, "journald": _journal, "journald-spaced": _journal_spaced,
     "journald-seq": _journal_seq,
     "kubectl": _kubectl, "docker-compose": _compose, "aws-logs-tail": _aws_logs_tail,
+    "aws-logs-tail-short": _aws_logs_tail_short,
     # Vector's file sink (json), Fluent Bit's out_file (json_lines), Loki's logcli.
     "vector": _shipper("message", file="/var/log/pods/x/0.log", host="node-3",
                        source_type="kubernetes_logs", timestamp="2026-11-29T10:00:00Z"),

@@ -65,16 +65,19 @@ _LABELS = rb'\{(?:[A-Za-z_][A-Za-z0-9_]*="(?:[^"\\]|\\.)*"(?:, )?)*\} +'
 # `aws logs tail` (its default, detailed output) puts the log stream's name between the
 # time and the line: "2026-10-02T14:00:00.003000+00:00 ecs/frontend/4f1e {...}".
 _STREAM_NAME = rb"[^\s{\[]+ (?=\{)"
+# `aws logs tail --format short`: the time to the second, in UTC with no offset, then
+# the line: "2026-10-02T14:00:00 {...}".
+_AWS_SHORT = rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2} (?=\{)"
 # `docker compose logs` (without a terminal, so no colours): each container's name
 # padded to the longest, " | ", then with --timestamps the time: "frontend-1  | {...}".
 _COMPOSE = rb"[A-Za-z0-9][A-Za-z0-9_.-]* +\| "
 # kubectl's --prefix, its --timestamps, or both; one of them at least; logcli's time
 # and labels; aws logs tail's time and stream; docker compose's container name, perhaps
-# with the time.
+# with the time; aws logs tail's short time.
 PREFIX = re.compile(
     rb"\[[^\]\s]+\] (?:" + _TIME + rb" )?|"
     + _TIME + rb" (?:" + _LABELS + rb"|" + _STREAM_NAME + rb")?|"
-    + _COMPOSE + rb"(?:" + _TIME + rb" )?"
+    + _COMPOSE + rb"(?:" + _TIME + rb" )?|" + _AWS_SHORT
 )
 
 
