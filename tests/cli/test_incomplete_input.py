@@ -370,3 +370,13 @@ def test_an_error_line_with_no_span_id_is_named_not_dropped(
         "file": str(log), "reason": f"{what} at line 3 names no span_id, so no request "
         "holds it: the finding is missing (read that line)"}]
     assert code == 3
+
+
+def test_an_empty_folder_is_not_reported_as_healthy_logs(tmp_path: Path) -> None:
+    # No input is complete by the contract (exit 0), but a bare "No findings." over a
+    # folder holding no log line read as a clean bill of health: a wrong path, logs not
+    # shipped yet.
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path)])
+    assert result.exit_code == 0
+    assert "No findings: no log line was read." in result.stdout
+    assert "no log lines found" in result.stderr

@@ -99,6 +99,9 @@ def render_report(report: Report, *, to_terminal: bool) -> str:
         if report.summary["incomplete"]:
             _print_incomplete(console, report.summary, "No findings in what was read, but "
                               "incidents may be missing:")
+        elif not report.summary["lines"]:
+            # Nothing read is no evidence of health: an empty folder, a wrong path.
+            console.print("No findings: no log line was read.")
         else:
             console.print("No findings.")
         return buf.getvalue()

@@ -9,6 +9,8 @@ of requests, not of findings.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -90,11 +92,10 @@ def _clusters(
     return rows[keep], cluster[keep]
 
 
-def _cluster_findings(
-    kind: str, spans: SpanColumns, rows: np.ndarray, distinct: np.ndarray,
-    *, key_column: str, what: str,
-) -> FindingColumns:
-    """One finding per cluster holding at least two distinct `distinct` codes."""
+def _shared_clusters(
+    spans: SpanColumns, key_column: str, rows: np.ndarray, distinct: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """`_clusters` holding at least two distinct `distinct` codes (two callers, say)."""
     rows, cluster = _clusters(spans, key_column, rows)
     if len(rows):
         ident = distinct[rows]
@@ -103,6 +104,15 @@ def _cluster_findings(
         pairs = np.unique(cluster[known] * width + ident[known])
         many = np.bincount(pairs // width, minlength=int(cluster.max()) + 1) >= 2
         rows, cluster = rows[many[cluster]], cluster[many[cluster]]
+    return rows, cluster
+
+
+def _cluster_findings(
+    kind: str, spans: SpanColumns, rows: np.ndarray, distinct: np.ndarray,
+    *, key_column: str, what: str,
+) -> FindingColumns:
+    """One finding per cluster holding at least two distinct `distinct` codes."""
+    rows, cluster = _shared_clusters(spans, key_column, rows, distinct)
     if not len(rows):
         return of_rows(kind, spans, rows, rows, [], [])
     starts = np.flatnonzero(np.r_[True, cluster[1:] != cluster[:-1]])
@@ -135,21 +145,56 @@ def _cluster_findings(
     return of_rows(kind, spans, first, spans.start[first], details, proof)
 
 
-def find_duplicate_in_flight(spans: SpanColumns) -> FindingColumns:
-    """`duplicate_in_flight` on converted columns."""
-    # Frontend requests, plus worker spans of traces whose frontend logs are absent;
-    # only a worker span whose request_id repeats can matter, so only those are looked up.
+def _id_holders(spans: SpanColumns) -> np.ndarray:
+    """Rows whose overlaps make a duplicate in flight: frontend requests, plus worker
+    spans of traces whose frontend logs are absent (only a worker span whose request_id
+    repeats can matter, so only those are looked up)."""
     rid = spans.request_id
     counts = np.bincount(rid[rid >= 0]) if (rid >= 0).any() else np.zeros(1, dtype=np.int64)
     repeated = (rid >= 0) & (counts[np.maximum(rid, 0)] > 1)
     workers = np.flatnonzero(spans.worker & repeated)
     candidate = spans.front.copy()
     candidate[workers[~spans.trace_in_front(workers)]] = True
+    return np.flatnonzero(candidate)
+
+
+def find_duplicate_in_flight(spans: SpanColumns) -> FindingColumns:
+    """`duplicate_in_flight` on converted columns."""
     # A worker span stands for its caller: retries of one caller are one request.
     return _cluster_findings(
-        "duplicate_in_flight", spans, np.flatnonzero(candidate), spans.caller(),
+        "duplicate_in_flight", spans, _id_holders(spans), spans.caller(),
         key_column="request_id", what="request_id",
     )
+
+
+def open_id_holders(spans: SpanColumns) -> int:
+    """Ids held by a request with no end line and taken by a later caller (how many).
+
+    A request's span ends at its last line read, so one still in flight when the logs
+    were read (or whose process died mid-request) ends where its lines stop: a second
+    caller that took its id afterwards overlaps nothing, and two requests holding one id
+    at the end of the logs were "No findings.". Held open to the logs' latest time
+    instead, such a request would be a duplicate in flight if it was still running, or
+    none if its process had died: the logs cannot tell which, so the read is incomplete.
+    """
+    rows = _id_holders(spans)
+    unended = rows[~spans.ended[rows]]
+    if not len(unended):
+        return 0
+    # Open through the latest time read: a caller starting at that very time overlaps.
+    held_open = replace(spans, end=np.where(spans.ended, spans.end, spans.end.max() + 1))
+    callers = spans.caller()
+    found, _ = _shared_clusters(spans, "request_id", rows, callers)
+    if_open, cluster = _shared_clusters(held_open, "request_id", rows, callers)
+    unseen = np.isin(if_open, unended) & ~np.isin(if_open, found)
+    return int(np.unique(cluster[unseen]).size)
+
+
+def open_holders_reason(count: int) -> str:
+    """The incomplete reason for `open_id_holders`' requests."""
+    return (f"{count} request_id(s) held by a request with no end line in the logs were "
+            "taken by a later caller: if that request was still in flight then (not cut "
+            "short by its process's end), it is a duplicate in flight")
 
 
 def duplicate_in_flight(requests: pd.DataFrame) -> pd.DataFrame:

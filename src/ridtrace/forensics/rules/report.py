@@ -39,6 +39,8 @@ from ridtrace.forensics.rules.overlap import (
     find_client_id_reuse,
     find_deprecated_header,
     find_duplicate_in_flight,
+    open_holders_reason,
+    open_id_holders,
 )
 from ridtrace.forensics.rules.skew import apply_offsets, shift_spans, span_offsets
 from ridtrace.forensics.rules.streams import (
@@ -229,6 +231,9 @@ def analyze_requests(
     closing = np.asarray(requests["closing"].fillna(True).to_numpy(), dtype=bool)
     if (unseen := unseen_overlaps(spans, requests["lines"].to_numpy(), closing)) is not None:
         summary.update(incomplete=True, incomplete_reasons=[*summary["incomplete_reasons"], unseen])
+    if open_held := open_id_holders(spans):
+        summary.update(incomplete=True, incomplete_reasons=[
+            *summary["incomplete_reasons"], open_holders_reason(open_held)])
     return Report(summary=summary, found=found, source=requests, offsets_us=offsets)
 
 
