@@ -73,7 +73,8 @@ class FrontendSettings:
         total_timeout: longest a caller waits for its whole answer.
         body_timeout: longest the frontend waits for a request body to arrive in full;
             a slower one gets HTTP 408 and the connection is closed.
-        max_attempts: dispatch attempts per request (Conflicts and failed workers).
+        max_attempts: dispatch attempts per request (Conflicts and failed workers),
+            each on a different worker: never more than the workers configured.
         down_cooldown: seconds a failed worker is skipped while others are healthy.
         check_chunk_ids: refuse worker chunks naming another request (safe policy only;
             the legacy policy never checks, as the pre-fix frontend did not).
