@@ -42,9 +42,7 @@ def test_tracestate_and_baggage_reach_the_worker(tmp_path: Path) -> None:
             )
             assert response.status_code == 200
             request_id = response.headers["x-server-request-id"]
-            spans = receiver.wait_for(2)
-            while len(_server_spans(spans, request_id)) < 2:
-                spans = receiver.wait_for(len(spans) + 1)
+            spans = receiver.wait_until(lambda spans: len(_server_spans(spans, request_id)) == 2)
     found = _server_spans(spans, request_id)
     frontend, worker = found["frontend"], found["worker"]
     assert frontend.trace_id == worker.trace_id == TRACE_ID
@@ -73,9 +71,7 @@ def test_a_baggage_entrys_properties_are_no_part_of_its_value(tmp_path: Path) ->
             )
             assert response.status_code == 200
             request_id = response.headers["x-server-request-id"]
-            spans = receiver.wait_for(2)
-            while "worker" not in _server_spans(spans, request_id):
-                spans = receiver.wait_for(len(spans) + 1)
+            spans = receiver.wait_until(lambda spans: "worker" in _server_spans(spans, request_id))
     worker = _server_spans(spans, request_id)["worker"]
     assert worker.attributes["baggage.tenant"] == "acme-corp"
     assert worker.attributes["baggage.user"] == "Alice B"
@@ -102,9 +98,7 @@ def test_a_trace_the_caller_sampled_out_is_not_recorded_by_the_worker(tmp_path: 
                 headers={"traceparent": f"00-{TRACE_ID}-{CALLER_SPAN}-01"},
             )
             request_id = sampled.headers["x-server-request-id"]
-            spans = receiver.wait_for(2)
-            while len(_server_spans(spans, request_id)) < 2:
-                spans = receiver.wait_for(len(spans) + 1)
+            spans = receiver.wait_until(lambda spans: len(_server_spans(spans, request_id)) == 2)
     assert [s for s in spans if s.trace_id == unsampled_trace] == []
 
 
@@ -154,9 +148,7 @@ def test_a_recording_b3_worker_continues_a_frontend_that_records_nothing(
             sampled = httpx.post(stack.url + "/v1/chat/completions", json=body, timeout=30,
                                  headers={"b3": f"{TRACE_ID}-{CALLER_SPAN}-1"})
             request_id = sampled.headers["x-server-request-id"]
-            spans = receiver.wait_for(1)
-            while "worker" not in _server_spans(spans, request_id):
-                spans = receiver.wait_for(len(spans) + 1)
+            spans = receiver.wait_until(lambda spans: "worker" in _server_spans(spans, request_id))
             end = stack.frontend.wait_for_event(request_id, "request.end")
     worker = _server_spans(spans, request_id)["worker"]
     assert (worker.trace_id, worker.parent_span_id) == (TRACE_ID, end["span_id"])
@@ -182,9 +174,7 @@ def test_a_b3_caller_sending_b3s_multiple_headers_is_continued(tmp_path: Path) -
             assert response.status_code == 200
             request_id = response.headers["x-server-request-id"]
             end = stack.frontend.wait_for_event(request_id, "request.end")
-            spans = receiver.wait_for(1)
-            while len(_server_spans(spans, request_id)) < 2:
-                spans = receiver.wait_for(len(spans) + 1, timeout=10)
+            spans = receiver.wait_until(lambda spans: len(_server_spans(spans, request_id)) == 2, timeout=10)
     assert (end["trace_id"], end["parent_span_id"]) == (TRACE_ID, CALLER_SPAN)
     found = _server_spans(spans, request_id)
     assert found["frontend"].trace_id == found["worker"].trace_id == TRACE_ID
@@ -208,9 +198,7 @@ def test_a_frontend_propagating_nothing_still_names_itself_to_its_workers(
                 headers={"traceparent": f"00-{TRACE_ID}-{CALLER_SPAN}-01"}, timeout=30,
             )
             request_id = response.headers["x-server-request-id"]
-            spans = receiver.wait_for(2)
-            while len(_server_spans(spans, request_id)) < 2:
-                spans = receiver.wait_for(len(spans) + 1)
+            spans = receiver.wait_until(lambda spans: len(_server_spans(spans, request_id)) == 2)
             worker_end = stack.workers[0].wait_for_event(request_id, "worker.end")
     found = _server_spans(spans, request_id)
     frontend, worker = found["frontend"], found["worker"]
@@ -267,9 +255,7 @@ def test_a_worker_propagating_nothing_still_names_the_request_it_serves(
         end = stack.frontend.wait_for_event(request_id, "request.end")
         worker_end = stack.workers[0].wait_for_event(request_id, "worker.end")
         if collector:
-            spans = receiver.wait_for(2)
-            while len(_server_spans(spans, request_id)) < 2:
-                spans = receiver.wait_for(len(spans) + 1)
+            spans = receiver.wait_until(lambda spans: len(_server_spans(spans, request_id)) == 2)
             found = _server_spans(spans, request_id)
             assert found["frontend"].trace_id != TRACE_ID  # the caller's: not read
             assert (found["worker"].trace_id, found["worker"].parent_span_id) == (

@@ -29,9 +29,7 @@ def test_worker_span_is_a_child_of_the_frontend_span_with_the_same_ids(tmp_path:
             )
             assert response.status_code == 200
             request_id = response.headers["x-server-request-id"]
-            spans = receiver.wait_for(2)
-            while len(_spans_for(spans, request_id)) < 2:
-                spans = receiver.wait_for(len(spans) + 1)
+            spans = receiver.wait_until(lambda spans: len(_spans_for(spans, request_id)) >= 2)
     mine = _spans_for(spans, request_id)
     (frontend,) = [s for s in mine if s.service_name == "frontend"]
     (worker,) = [s for s in mine if s.service_name and s.service_name.startswith("worker")]
@@ -75,9 +73,7 @@ def test_spans_and_metrics_name_ridtraces_version_as_their_scopes(tmp_path: Path
             )
             assert response.status_code == 200
             request_id = response.headers["x-server-request-id"]
-            spans = receiver.wait_for(2)
-            while len(_spans_for(spans, request_id)) < 2:
-                spans = receiver.wait_for(len(spans) + 1)
+            spans = receiver.wait_until(lambda spans: len(_spans_for(spans, request_id)) >= 2)
             scrapes = [httpx.get(url + "/metrics", timeout=10).text
                        for url in (stack.url, stack.workers[0].url)]
     assert {s.scope for s in _spans_for(spans, request_id)} == {("ridtrace.tracing", __version__)}

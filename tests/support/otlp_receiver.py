@@ -6,7 +6,7 @@ import gzip
 import ssl
 import threading
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -154,6 +154,15 @@ class OtlpReceiver:
         with self._cond:
             if not self._cond.wait_for(lambda: len(self.spans) >= count, timeout=timeout):
                 raise TimeoutError(f"got {len(self.spans)} spans, expected {count}")
+            return list(self.spans)
+
+    def wait_until(
+        self, holds: Callable[[list[ReceivedSpan]], bool], *, timeout: float = 30.0
+    ) -> list[ReceivedSpan]:
+        """Block until the spans received so far satisfy ``holds``; those spans."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: holds(list(self.spans)), timeout=timeout):
+                raise TimeoutError(f"got {len(self.spans)} spans, never what was waited for")
             return list(self.spans)
 
 

@@ -3,17 +3,19 @@ through serve_until_signalled, a synchronous one as docs/grpc.md shows."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
 
-from tests.support.otlp_receiver import otlp_receiver
+from tests.support.otlp_receiver import OtlpReceiver, otlp_receiver
 from tests.support.servers import free_port
 
 METHOD = "/demo.Greeter/Hello"
@@ -34,6 +36,31 @@ def _call_until_serving(target: str, process: subprocess.Popen[bytes], ids: list
             assert call(b"", metadata=(("x-request-id", client_id),), timeout=10) == b"hello"
 
 
+@contextlib.contextmanager
+def _signalled_server(
+    tmp_path: Path, receiver: OtlpReceiver, kind: str, service: str
+) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """`signalled_server` exporting to `receiver` with batches that only a flush sends;
+    killed at the end if it is still running."""
+    port = free_port()
+    env = {
+        **os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+        "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000",
+        "OTEL_SERVICE_NAME": service,
+    }
+    with (tmp_path / "server.stderr").open("wb") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.tracing.grpc.signalled_server", str(port), kind],
+            env=env, stdout=subprocess.DEVNULL, stderr=stderr,
+        )
+        try:
+            yield process, port
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
 @pytest.mark.parametrize(
     ("kind", "signum"),
     [
@@ -52,27 +79,11 @@ def test_sigterm_flushes_spans_and_metrics(
         pytest.skip(f"{signum.name} is ignored here (nohup), and so in the server")
     ids = [f"g-{i}" for i in range(5)]
     with otlp_receiver() as receiver:
-        port = free_port()
-        env = {
-            **os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-            "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000",
-            "OTEL_SERVICE_NAME": "grpc-from-env",
-        }
-        stderr = (tmp_path / "server.stderr").open("wb")
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tests.tracing.grpc.signalled_server", str(port), kind],
-            env=env, stdout=subprocess.DEVNULL, stderr=stderr,
-        )
-        try:
+        with _signalled_server(tmp_path, receiver, kind, "grpc-from-env") as (process, port):
             _call_until_serving(f"127.0.0.1:{port}", process, ids)
             assert receiver.spans == [] and receiver.metric_exports == 0
             process.send_signal(signum)
             assert process.wait(timeout=30) == 0, (tmp_path / "server.stderr").read_text()
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-            stderr.close()
         spans = receiver.wait_for(len(ids), timeout=10)
         assert sorted(s.attributes["x_request_id"] for s in spans) == ids
         assert {s.service_name for s in spans} == {"grpc-from-env"}
@@ -86,18 +97,7 @@ def test_a_synchronous_servers_cut_off_call_reaches_the_collector(tmp_path: Path
     pool. shutdown_telemetry() flushed before that call's span and count existed: both
     were lost."""
     with otlp_receiver() as receiver:
-        port = free_port()
-        env = {
-            **os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-            "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000",
-            "OTEL_SERVICE_NAME": "grpc-cut-off",
-        }
-        stderr = (tmp_path / "server.stderr").open("wb")
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tests.tracing.grpc.signalled_server", str(port), "sync"],
-            env=env, stdout=subprocess.DEVNULL, stderr=stderr,
-        )
-        try:
+        with _signalled_server(tmp_path, receiver, "sync", "grpc-cut-off") as (process, port):
             _call_until_serving(f"127.0.0.1:{port}", process, ["ready"])
             with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
                 stream = channel.unary_stream("/demo.Greeter/Trickle")(
@@ -109,11 +109,6 @@ def test_a_synchronous_servers_cut_off_call_reaches_the_collector(tmp_path: Path
                     next(stream)
                 assert raised.value.code() is grpc.StatusCode.UNAVAILABLE
             assert process.wait(timeout=30) == 0, (tmp_path / "server.stderr").read_text()
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-            stderr.close()
         spans = receiver.wait_for(2, timeout=10)
         assert sorted(s.attributes["x_request_id"] for s in spans) == ["cut-off", "ready"]
         receiver.wait_for_metric_exports(1, timeout=10)
