@@ -91,7 +91,7 @@ def _checked_host_names(
 ) -> tuple[str, ...]:
     # Refused here, before the log file is opened: one the check could never match
     # answered 421 to every request it was listed for.
-    from ridtrace.frontend_plugin.host_check import checked_host_name
+    from ridtrace.host_names import checked_host_name
 
     try:
         for name in names:

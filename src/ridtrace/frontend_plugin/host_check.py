@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import re
 from collections.abc import Callable, Iterable
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ridtrace.host_names import ANY_HOST, checked_host_name, normal_host
 from ridtrace.tracing import RequestTracingMiddleware, annotate_request
 from ridtrace.tracing.identity import shown_text
 
@@ -31,7 +31,6 @@ __all__ = [
     "checked_host_name", "host_checked", "is_loopback",
 ]
 
-ANY_HOST = "*"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 MISDIRECTED = ("Misdirected request: this server does not answer for that Host "
                "(ridtrace serve --allowed-host adds names)")
@@ -42,9 +41,6 @@ _REFUSAL = json.dumps({"error": {
     "code": MISDIRECTED_CODE}}).encode()
 # Longest Host shown in a log line: the header is the caller's text.
 _MAX_SHOWN_HOST = 256
-# A DNS name as the check compares it (lower case, no trailing dot); "_" is allowed, as
-# Docker and Compose service names have it.
-_HOST_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
 
 
 def is_loopback(bind: str) -> bool:
@@ -67,29 +63,8 @@ def allowed_hosts_for(bind: str, extra: Iterable[str]) -> frozenset[str] | None:
     if ANY_HOST in names or (not names and not is_loopback(bind)):
         return None
     if is_loopback(bind):
-        names |= LOOPBACK_NAMES | {_normal(bind)}
+        names |= LOOPBACK_NAMES | {normal_host(bind)}
     return frozenset(names)
-
-
-def checked_host_name(name: str) -> str:
-    """`name` as requests' hosts are compared with it; ValueError when no ``Host`` can
-    match it.
-
-    A request's host is compared with its port dropped, so a name written as a proxy's
-    ``Host`` value (``api.example.com:8443``), a URL, a pattern (``*.internal``: only
-    ``*`` alone means any) or an empty name (``--allowed-host "$NAME"``, unset) matched
-    nothing, and every request the operator meant to let in got 421.
-    """
-    normal = _normal(name)
-    if normal == ANY_HOST or _HOST_NAME.fullmatch(normal):
-        return normal
-    try:
-        ipaddress.ip_address(normal)
-    except ValueError:
-        raise ValueError(
-            f"{name!r} is not a host name or address a Host header can carry: no scheme, "
-            f"port, path or spaces; {ANY_HOST!r} alone answers any host") from None
-    return normal
 
 
 def host_of(header: bytes) -> str | None:
@@ -104,17 +79,13 @@ def host_of(header: bytes) -> str | None:
         rest = text[end + 1:] if end > 0 else "x"
         if rest and not (rest.startswith(":") and rest[1:].isdigit()):
             return None
-        return _normal(text[1:end])
+        return normal_host(text[1:end])
     name, colon, port = text.rpartition(":")
     if not colon:
         name = port
     elif not port.isdigit():
         return None
-    return _normal(name) if name else None
-
-
-def _normal(name: str) -> str:
-    return name.strip().strip("[]").rstrip(".").lower()
+    return normal_host(name) if name else None
 
 
 class HostCheck:
