@@ -167,7 +167,7 @@ def find_duplicate_in_flight(spans: SpanColumns) -> FindingColumns:
     )
 
 
-def open_id_holders(spans: SpanColumns) -> int:
+def open_id_holders(spans: SpanColumns, closing: np.ndarray) -> int:
     """Ids held by a request with no end line and taken by a later caller (how many).
 
     A request's span ends at its last line read, so one still in flight when the logs
@@ -176,13 +176,14 @@ def open_id_holders(spans: SpanColumns) -> int:
     at the end of the logs were "No findings.". Held open to the logs' latest time
     instead, such a request would be a duplicate in flight if it was still running, or
     none if its process had died: the logs cannot tell which, so the read is incomplete.
+    `closing`: whether a line of each span closes it (its end is in the logs).
     """
     rows = _id_holders(spans)
-    unended = rows[~spans.ended[rows]]
+    unended = rows[~closing[rows]]
     if not len(unended):
         return 0
     # Open through the latest time read: a caller starting at that very time overlaps.
-    held_open = replace(spans, end=np.where(spans.ended, spans.end, spans.end.max() + 1))
+    held_open = replace(spans, end=np.where(closing, spans.end, spans.end.max() + 1))
     callers = spans.caller()
     found, _ = _shared_clusters(spans, "request_id", rows, callers)
     if_open, cluster = _shared_clusters(held_open, "request_id", rows, callers)

@@ -231,7 +231,7 @@ def analyze_requests(
     closing = np.asarray(requests["closing"].fillna(True).to_numpy(), dtype=bool)
     if (unseen := unseen_overlaps(spans, requests["lines"].to_numpy(), closing)) is not None:
         summary.update(incomplete=True, incomplete_reasons=[*summary["incomplete_reasons"], unseen])
-    if open_held := open_id_holders(spans):
+    if open_held := open_id_holders(spans, closing):
         summary.update(incomplete=True, incomplete_reasons=[
             *summary["incomplete_reasons"], open_holders_reason(open_held)])
     return Report(summary=summary, found=found, source=requests, offsets_us=offsets)
