@@ -62,7 +62,7 @@ def caller_of(requests: pd.DataFrame) -> pd.Series:
 
 
 def _clusters(
-    spans: SpanColumns, key_column: str, rows: np.ndarray
+    spans: SpanColumns, key_column: str, rows: np.ndarray, *, keys_in_text_order: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rows of `rows` in clusters of overlapping spans sharing `key_column`, and cluster numbers.
 
@@ -78,7 +78,8 @@ def _clusters(
     rows = rows[(k >= 0) & (counts[np.maximum(k, 0)] > 1)]
     if not len(rows):
         return rows, rows
-    k = ranked(key[rows], spans.dictionary[key_column])
+    # Keys in text order number the findings as they are reported; a count needs none.
+    k = ranked(key[rows], spans.dictionary[key_column]) if keys_in_text_order else key[rows]
     order = np.lexsort((-spans.end[rows], spans.start[rows], k))
     rows, k = rows[order], k[order]
     start, end = spans.start[rows], spans.end[rows]
@@ -93,10 +94,11 @@ def _clusters(
 
 
 def _shared_clusters(
-    spans: SpanColumns, key_column: str, rows: np.ndarray, distinct: np.ndarray
+    spans: SpanColumns, key_column: str, rows: np.ndarray, distinct: np.ndarray,
+    *, keys_in_text_order: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """`_clusters` holding at least two distinct `distinct` codes (two callers, say)."""
-    rows, cluster = _clusters(spans, key_column, rows)
+    rows, cluster = _clusters(spans, key_column, rows, keys_in_text_order=keys_in_text_order)
     if len(rows):
         ident = distinct[rows]
         known = ident >= 0
@@ -145,15 +147,19 @@ def _cluster_findings(
     return of_rows(kind, spans, first, spans.start[first], details, proof)
 
 
-def _id_holders(spans: SpanColumns) -> np.ndarray:
+def _id_holders(spans: SpanColumns, among: np.ndarray | None = None) -> np.ndarray:
     """Rows whose overlaps make a duplicate in flight: frontend requests, plus worker
     spans of traces whose frontend logs are absent (only a worker span whose request_id
-    repeats can matter, so only those are looked up)."""
+    repeats can matter, so only those are looked up); only rows of the mask `among`
+    when given."""
     rid = spans.request_id
     counts = np.bincount(rid[rid >= 0]) if (rid >= 0).any() else np.zeros(1, dtype=np.int64)
     repeated = (rid >= 0) & (counts[np.maximum(rid, 0)] > 1)
-    workers = np.flatnonzero(spans.worker & repeated)
     candidate = spans.front.copy()
+    if among is not None:
+        candidate &= among
+        repeated &= among
+    workers = np.flatnonzero(spans.worker & repeated)
     candidate[workers[~spans.trace_in_front(workers)]] = True
     return np.flatnonzero(candidate)
 
@@ -178,15 +184,21 @@ def open_id_holders(spans: SpanColumns, closing: np.ndarray) -> int:
     none if its process had died: the logs cannot tell which, so the read is incomplete.
     `closing`: whether a line of each span closes it (its end is in the logs).
     """
-    rows = _id_holders(spans)
+    open_ids = spans.request_id[~closing]
+    open_ids = open_ids[open_ids >= 0]
+    if not len(open_ids):
+        return 0
+    # Only the ids an open span holds can change (clusters are per id).
+    rows = _id_holders(spans, np.isin(spans.request_id, open_ids))
     unended = rows[~closing[rows]]
     if not len(unended):
         return 0
     # Open through the latest time read: a caller starting at that very time overlaps.
     held_open = replace(spans, end=np.where(closing, spans.end, spans.end.max() + 1))
     callers = spans.caller()
-    found, _ = _shared_clusters(spans, "request_id", rows, callers)
-    if_open, cluster = _shared_clusters(held_open, "request_id", rows, callers)
+    found, _ = _shared_clusters(spans, "request_id", rows, callers, keys_in_text_order=False)
+    if_open, cluster = _shared_clusters(held_open, "request_id", rows, callers,
+                                        keys_in_text_order=False)
     unseen = np.isin(if_open, unended) & ~np.isin(if_open, found)
     return int(np.unique(cluster[unseen]).size)
 
