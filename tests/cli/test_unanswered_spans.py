@@ -79,3 +79,48 @@ def test_trace_says_the_request_was_never_answered(killed_mid_stream: tuple[Path
     doc = json.loads(_ridtrace("trace", request_id, str(logs), "--format", "json"))
     assert [r["verdict"] for r in doc["requests"]] == ["no answer logged"]
     assert "verdict: no answer logged" in _ridtrace("trace", request_id, str(logs))
+
+
+@pytest.fixture(scope="module")
+def worker_killed_mid_stream(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Logs of a real frontend and worker, the worker SIGKILLed while it streamed an
+    answer (the frontend answered its caller with the stream's error)."""
+    tmp_path = tmp_path_factory.mktemp("worker-killed")
+    logs = tmp_path / "logs"
+    worker_port, frontend_port = free_port(), free_port()
+    worker_argv = ["-m", "ridtrace", "serve", "worker", "--port", str(worker_port),
+                   "--token-delay", "0.05",
+                   "--log-file", str(logs / f"worker-{worker_port}.jsonl")]
+    frontend_argv = ["-m", "ridtrace", "serve", "frontend", "--port", str(frontend_port),
+                     "--worker", f"http://127.0.0.1:{worker_port}",
+                     "--log-file", str(logs / "frontend.jsonl")]
+    with (run_server(worker_argv, port=worker_port, workdir=tmp_path,
+                     ready_path="/health") as worker,
+          run_server(frontend_argv, port=frontend_port, workdir=tmp_path,
+                     ready_path="/health") as front,
+          httpx.stream("POST", f"{front.url}/v1/chat/completions", json=CHAT,
+                       timeout=30) as answer):
+        chunks = answer.iter_lines()
+        next(chunks)
+        next(chunks)  # the worker is mid-stream
+        os.killpg(worker.process.pid, signal.SIGKILL)
+        worker.process.wait(timeout=10)
+        assert "worker connection lost" in "".join(chunks)  # the caller was told
+    return logs
+
+
+def test_a_worker_killed_mid_stream_leaves_a_span_with_a_warning(
+    worker_killed_mid_stream: Path, tmp_path: Path
+) -> None:
+    # The worker's worker.start was its span's only line: the export wrote a worker span
+    # of 0 µs with no outcome and no error flag, the work the crash cut off drawn as an
+    # instant success under a caller whose stream failed.
+    out = tmp_path / "traces.json"
+    _ridtrace("export", "jaeger", str(worker_killed_mid_stream), "-o", str(out))
+    spans = [s for t in json.loads(out.read_text())["data"] for s in t["spans"]]
+    workers = [s for s in spans if s["operationName"].startswith("worker")]
+    assert len(workers) == 1
+    assert workers[0]["warnings"] and "no end logged" in workers[0]["warnings"][0]
+    # The frontend answered (its stream's error): its span ended.
+    frontend = [s for s in spans if s["operationName"] == "POST /v1/chat/completions"]
+    assert len(frontend) == 1 and frontend[0]["warnings"] is None

@@ -116,6 +116,9 @@ def _in_loops(parents: dict[tuple[str, str], tuple[str, str]]) -> set[tuple[str,
 NO_ANSWER: Final = ("no answer logged (no request.end, nor Dynamo's http response sent): "
                     "in flight when its process stopped, or lines of it were lost; "
                     "the span runs to its last line")
+NO_END: Final = ("no end logged (no worker.end, nor Dynamo's request completed): "
+                 "in flight when its process stopped, or lines of it were lost; "
+                 "the span runs to its last line")
 
 _CHUNK = 4096  # rows turned into Python objects at a time
 
@@ -240,8 +243,12 @@ def jaeger_traces(
         # was never answered (its process killed mid-request, its last lines lost) ran
         # to its last line, a 0 µs span when request.start is its only one: the request
         # an incident is about looked like an instant success. Jaeger shows `warnings`.
-        # Worker spans are left alone: Dynamo's workers log no line that ends them.
+        # A worker span is judged by its own start and end lines: one killed mid-stream
+        # (worker.start its only line) was a 0 µs span with no outcome under a caller
+        # whose stream failed. Dynamo's workers at INFO level log neither line.
         unanswered = answered is None and span_logs and r.side != WORKER
+        unended = r.side == WORKER and logs.began_work_unended(jaeger_trace, jaeger_span)
+        warning = [NO_ANSWER] if unanswered else [NO_END] if unended else None
         trace["spans"].append(
             {
                 "traceID": trace["traceID"],
@@ -253,7 +260,7 @@ def jaeger_traces(
                 "tags": tags,
                 "logs": span_logs,
                 "processID": pid,
-                "warnings": [NO_ANSWER] if unanswered else None,
+                "warnings": warning,
             }
         )
     if trace is not None:

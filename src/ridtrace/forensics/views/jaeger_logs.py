@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ridtrace.contract import REQUEST_END, RESPONSE_SENT
+from ridtrace.contract import REQUEST_END, RESPONSE_SENT, WORKER_START
+from ridtrace.forensics.reading.sql import CLOSING_EVENTS
 from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.views import jaeger_ids
 
@@ -47,6 +48,9 @@ def failed(outcome: Any, status: Any) -> bool:
 # A span's own lines that end it: what it answered with. Lines its tasks log afterwards
 # (the legacy pump's Unlinked response) are its logs, not its duration.
 ANSWERS = np.array([REQUEST_END, RESPONSE_SENT], dtype=object)
+# A span's lines that end it, whatever its side: a worker's worker.end (Dynamo's "request
+# completed"), its refusal or error, a span's close.
+_CLOSES = np.array(CLOSING_EVENTS, dtype=object)
 
 
 class SpanLogs:
@@ -85,6 +89,16 @@ class SpanLogs:
             return None
         answers = at[np.isin(self._event[at], ANSWERS)]
         return int(self._us[answers].max()) if len(answers) else None
+
+    def began_work_unended(self, trace: str, span: str) -> bool:
+        """Whether the span logged `worker.start` (Dynamo's worker "request received")
+        and no line that ends it. Dynamo's workers at INFO level log neither, so a span
+        with no start line is not judged."""
+        at = self._rows.get((trace, span))
+        if at is None:
+            return False
+        events = self._event[at]
+        return bool(np.isin(WORKER_START, events)) and not np.isin(events, _CLOSES).any()
 
     def get(self, trace: str, span: str) -> list[dict[str, Any]]:
         """The span's lines as Jaeger logs, in time order."""
