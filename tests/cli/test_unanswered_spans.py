@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ridtrace.testing.dynamo import DynamoSpec, write_dynamo_logs
 from tests.support.servers import free_port, run_server
 
 CHAT = {"model": "echo", "stream": True, "max_tokens": 200,
@@ -124,3 +125,39 @@ def test_a_worker_killed_mid_stream_leaves_a_span_with_a_warning(
     # The frontend answered (its stream's error): its span ended.
     frontend = [s for s in spans if s["operationName"] == "POST /v1/chat/completions"]
     assert len(frontend) == 1 and frontend[0]["warnings"] is None
+
+
+def test_a_dynamo_generate_step_of_an_answered_request_has_no_warning(tmp_path: Path) -> None:
+    # Dynamo logs the Unlinked error on the request's `generate` span, a child of its
+    # `http-request` span, which answered 500: the step was said to have "no answer
+    # logged ... its process stopped, or lines were lost", at every incident of the seed.
+    write_dynamo_logs(tmp_path / "logs", DynamoSpec(requests=60, duplicates=1, cancelled=1,
+                                                    bad_lines=0))
+    out = tmp_path / "traces.json"
+    _ridtrace("export", "jaeger", str(tmp_path / "logs"), "-o", str(out), "-q")
+    traces = json.loads(out.read_text())["data"]
+    steps = [(s, t) for t in traces for s in t["spans"]
+             if any(e["fields"][0]["value"] == "response.unlinked" for e in s["logs"])]
+    assert len(steps) == 2  # a colliding pair's loser, a caller that went away
+    for step, trace in steps:
+        (parent,) = [p for p in trace["spans"] if p["spanID"] == step["references"][0]["spanID"]]
+        assert parent["warnings"] is None  # the request answered (its 500)
+        assert step["warnings"] is None, step["warnings"]
+
+
+def test_a_frontend_called_by_another_frontend_is_still_judged(tmp_path: Path) -> None:
+    # A gateway in front of an inner service, both with the middleware: the inner
+    # request (its own request.start) was cut off, and is no step of its caller.
+    from tests.forensics.helpers import rt, rt_request, ts
+
+    trace = "ab" * 16
+    outer = rt_request("1" * 16, "outer", 0.0, 0.5, trace=trace)
+    inner = rt("request.start", time=ts(0.1), request_id="inner", trace_id=trace,
+               span_id="2" * 16, parent_span_id="1" * 16, method="POST",
+               path="/v1/chat/completions", client="10.0.0.2:5000")
+    (tmp_path / "app.jsonl").write_text("\n".join([outer[0], inner, outer[1]]) + "\n")
+    out = tmp_path / "traces.json"
+    _ridtrace("export", "jaeger", str(tmp_path / "app.jsonl"), "-o", str(out), "-q")
+    spans = {s["spanID"]: s for t in json.loads(out.read_text())["data"] for s in t["spans"]}
+    assert spans["1" * 16]["warnings"] is None
+    assert spans["2" * 16]["warnings"] and "no answer logged" in spans["2" * 16]["warnings"][0]

@@ -9,7 +9,7 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 
-from ridtrace.contract import WORKER
+from ridtrace.contract import REQUEST_START, WORKER
 from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 from ridtrace.forensics.rules.skew import correct_skew
@@ -191,6 +191,10 @@ def jaeger_traces(
     routes = dict(zip(zip(req["jaeger_trace"], req["jaeger_span"], strict=True),
                       req["route"].astype("object"), strict=True))
     exported = set(routes)
+    # Frontend spans, whose children may be steps (Dynamo's `generate` under its
+    # `http-request`): the request answers on the span above, never on the step.
+    frontends = {(t, s) for t, s, side in zip(req["jaeger_trace"], req["jaeger_span"],
+                                              req["side"], strict=True) if side != WORKER}
     parents = {
         (t, s): (t, p)
         for t, s, p in zip(req["jaeger_trace"], req["jaeger_span"], req["jaeger_parent"],
@@ -246,7 +250,11 @@ def jaeger_traces(
         # A worker span is judged by its own start and end lines: one killed mid-stream
         # (worker.start its only line) was a 0 µs span with no outcome under a caller
         # whose stream failed. Dynamo's workers at INFO level log neither line.
-        unanswered = answered is None and span_logs and r.side != WORKER
+        # A step logs no request.start: a frontend called by another (a gateway's
+        # inner service) is a request of its own, judged as one.
+        step = (bool(refs) and (jaeger_trace, refs[0]["spanID"]) in frontends
+                and not any(log["fields"][0]["value"] == REQUEST_START for log in span_logs))
+        unanswered = answered is None and span_logs and r.side != WORKER and not step
         unended = r.side == WORKER and logs.began_work_unended(jaeger_trace, jaeger_span)
         warning = [NO_ANSWER] if unanswered else [NO_END] if unended else None
         trace["spans"].append(
