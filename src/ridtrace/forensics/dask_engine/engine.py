@@ -191,8 +191,16 @@ def load_requests(
     futures = client.compute([*pieces, *(delayed(_counters)(r) for r in reads)])
     counter_futures, piece_futures = futures[len(pieces) :], futures[: len(pieces)]
     del futures
-    combined_frame = _fetch_each(piece_futures)
-    counters = [c for group in client.gather(counter_futures) for c in group]
+    try:
+        combined_frame = _fetch_each(piece_futures)
+        counters = [c for group in client.gather(counter_futures) for c in group]
+    except _dist.KilledWorker as exc:
+        # The cluster's failure, not ridtrace's (a worker over its memory limit, a node
+        # lost): no report, since the work it held would be missing from it.
+        raise DaskEngineError(
+            f"a Dask worker died while reading the logs, so no report was made: {exc} "
+            "(over its memory limit? try a smaller --partition-size or more memory "
+            "per worker)") from exc
     offsets = _offsets(blocks, [c[1] for c in counters])
     requests = finish_requests(combined_frame, names, offsets)
     stats = merge_stats([c[0] for c in counters], offsets)
