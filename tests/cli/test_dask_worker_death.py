@@ -81,3 +81,14 @@ def test_a_worker_dying_mid_run_is_a_clear_error_not_an_internal_one(tmp_path: P
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""  # no report: the dead worker's part would be missing from it
     assert "a Dask worker died" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_scheduler_lost_mid_run_is_a_clear_error_not_an_internal_one(tmp_path: Path) -> None:
+    with _cluster(tmp_path, kill_scheduler=True) as address:
+        done = _analyze_on(address, tmp_path)
+    # It was exit 4 with FutureCancelledError ("scheduler-connection-lost") and "internal
+    # error; please report it", where a scheduler unreachable at the start is exit 2.
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    # (distributed's own client logs its failed reconnection, a traceback of its own.)
+    assert "lost the Dask scheduler" in done.stderr and "internal error" not in done.stderr

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -201,6 +202,12 @@ def load_requests(
             f"a Dask worker died while reading the logs, so no report was made: {exc} "
             "(over its memory limit? try a smaller --partition-size or more memory "
             "per worker)") from exc
+    except CancelledError as exc:
+        # distributed cancels every future of a client whose scheduler went away (its
+        # host down, restarted): as an unreachable scheduler at the start, exit 2.
+        raise DaskEngineError(
+            f"lost the Dask scheduler, or it cancelled the work, while reading the logs, "
+            f"so no report was made: {exc}") from exc
     offsets = _offsets(blocks, [c[1] for c in counters])
     requests = finish_requests(combined_frame, names, offsets)
     stats = merge_stats([c[0] for c in counters], offsets)
