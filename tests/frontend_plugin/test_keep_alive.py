@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 
-from ridtrace.cli import serve
+from ridtrace.cli import serve_run
 from ridtrace.frontend_plugin import Dispatcher, FrontendSettings
 from ridtrace.frontend_plugin.wire import CLIENT_KEEP_ALIVE_SECONDS, SERVER_KEEP_ALIVE_SECONDS
 
 
 def test_client_expiry_is_well_below_the_servers_keep_alive() -> None:
     assert CLIENT_KEEP_ALIVE_SECONDS * 2 <= SERVER_KEEP_ALIVE_SECONDS
-    assert "timeout_keep_alive=SERVER_KEEP_ALIVE_SECONDS" in inspect.getsource(serve._run)
+    assert "timeout_keep_alive=SERVER_KEEP_ALIVE_SECONDS" in inspect.getsource(serve_run.run_server)
 
 
 def test_dispatcher_pool_uses_the_short_expiry() -> None:

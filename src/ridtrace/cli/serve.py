@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -30,14 +26,8 @@ from ridtrace.cli.serve_options import (
     _header_timeout_option,
     _host_option,
     _worker_token_option,
-    log_place,
-    log_sink,
 )
-
-if TYPE_CHECKING:
-    import socket
-
-    from ridtrace.frontend_plugin.drain import Drain
+from ridtrace.cli.serve_run import run_server, setup_telemetry
 
 __all__ = ["serve"]
 
@@ -45,95 +35,6 @@ __all__ = ["serve"]
 @click.group()
 def serve() -> None:
     """Run an inference frontend or an echo worker (JSON-lines logs to --log-file)."""
-
-
-def _setup(log_file: Path, service: str, level: str) -> None:
-    # Imported here so `ridtrace analyze` and friends never pay for FastAPI/uvicorn.
-    from loguru import logger
-
-    from ridtrace.tracing import configure_logging, configure_metrics, configure_tracing
-
-    logger.remove()  # loguru's default stderr handler would duplicate every line
-    try:
-        configure_logging(log_sink(log_file), service=service, level=level)
-    except OSError as exc:
-        raise click.BadParameter(f"cannot write {log_file}: {exc.strerror or exc}",
-                                 param_hint="--log-file") from None
-    except ValueError:
-        raise click.BadParameter(
-            f"{level!r} is not a level: TRACE, DEBUG, INFO, WARN(ING), ERROR or CRITICAL",
-            param_hint="--log-level") from None
-    # /metrics is open to anyone who can reach the port (scrapers need no key), and
-    # prometheus_client's python_info told them the exact interpreter release, as
-    # 'server: uvicorn' told the server: what to look up exploits for. The process and
-    # GC series stay (an operator's), they name no version.
-    from prometheus_client import PLATFORM_COLLECTOR, REGISTRY
-
-    with contextlib.suppress(KeyError):  # unregistered already (a second setup in-process)
-        REGISTRY.unregister(PLATFORM_COLLECTOR)
-    # The service name is a default: OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES win.
-    try:
-        configure_tracing(service)
-        configure_metrics(service)
-    except (ValueError, ImportError) as exc:
-        # An OTEL_* variable ridtrace cannot follow, or the grpc extra missing: the
-        # operator's to fix, said in one line, not an internal error with a traceback.
-        raise BadConfiguration(str(exc)) from None
-
-
-def _run(
-    app: object, host: str, port: int, *, drain: Drain, graceful_timeout: float, name: str,
-    log_file: Path, header_timeout: float, allowed_hosts: tuple[str, ...],
-    on_misdirected: Callable[[str], None] | None = None,
-    sockets: list[socket.socket] | None = None,
-) -> None:
-    import uvicorn
-    from uvicorn.config import STARTUP_FAILURE
-
-    from ridtrace.cli.graceful import DrainingServer
-    from ridtrace.cli.header_guard import guarded_http_protocol
-    from ridtrace.frontend_plugin.host_check import allowed_hosts_for, host_checked
-    from ridtrace.frontend_plugin.wire import SERVER_KEEP_ALIVE_SECONDS
-
-    allowed = allowed_hosts_for(host, allowed_hosts)
-    if allowed is not None:
-        app = host_checked(app, allowed, on_refused=on_misdirected)  # type: ignore[arg-type]
-
-    # log_config=None keeps the stdlib routing configure_logging installed; access
-    # lines would only repeat request.end.
-    config = uvicorn.Config(
-        app,  # type: ignore[arg-type]
-        host=host,
-        port=port,
-        log_config=None,
-        access_log=False,
-        # uvicorn's hint says int; it is only ever a wait_for timeout.
-        timeout_graceful_shutdown=graceful_timeout,  # type: ignore[arg-type]
-        timeout_keep_alive=SERVER_KEEP_ALIVE_SECONDS,
-        backlog=4096,
-        # 'server: uvicorn' told every caller, key or not, what to look up exploits for.
-        server_header=False,
-        # uvicorn waits forever for headers and takes any amount of them (slowloris).
-        http=guarded_http_protocol(header_timeout=header_timeout),
-    )
-    def started(addresses: list[tuple[str, int]]) -> None:
-        # Every other line goes to the log file, so without this one a terminal shows
-        # nothing at all: not whether the server is up, nor where to look.
-        urls = ", ".join(
-            f"http://[{h}]:{p}" if ":" in h else f"http://{h}:{p}" for h, p in addresses
-        )
-        click.echo(f"ridtrace serve {name}: listening on {urls}, logging to {log_place(log_file)}",
-                   err=True)
-
-    server = DrainingServer(config, drain=drain, on_started=started)
-    try:
-        server.run(sockets)  # uvicorn itself exits with STARTUP_FAILURE when it cannot bind
-    finally:
-        if not server.started:
-            click.echo(f"ridtrace serve {name}: could not start (address in use, or the "
-                       f"app failed at startup); the reason is in {log_place(log_file)}", err=True)
-    if not server.started:  # as uvicorn.run: the lifespan failed
-        sys.exit(STARTUP_FAILURE)
 
 
 @serve.command("frontend")
@@ -221,9 +122,9 @@ def frontend_command(
         # every route open (an empty variable is "not set", as OTEL_* ones are).
         click.echo("ridtrace serve frontend: RIDTRACE_API_KEYS is empty: no API key is "
                    "required on any route", err=True)
-    _setup(log_file, "frontend", log_level)
+    setup_telemetry(log_file, "frontend", log_level)
     drain = Drain()
-    _run(create_frontend_app(settings, tracing=tracing, drain=drain), host, port, drain=drain,
+    run_server(create_frontend_app(settings, tracing=tracing, drain=drain), host, port, drain=drain,
          graceful_timeout=graceful_timeout, name="frontend", log_file=log_file,
          header_timeout=header_timeout, allowed_hosts=allowed_hosts)
 
@@ -295,10 +196,10 @@ def worker_command(
     from ridtrace.cli.graceful import bound_any_port
 
     bound = bound_any_port(host) if port == 0 else None
-    _setup(log_file, f"worker-{bound.getsockname()[1] if bound else port}", log_level)
+    setup_telemetry(log_file, f"worker-{bound.getsockname()[1] if bound else port}", log_level)
     drain = Drain()
     # The worker writes no request.end: a 421 gets its own worker.refused line.
-    _run(create_worker_app(settings, tracing=tracing, drain=drain), host, port, drain=drain,
+    run_server(create_worker_app(settings, tracing=tracing, drain=drain), host, port, drain=drain,
          graceful_timeout=graceful_timeout, name="worker", log_file=log_file,
          header_timeout=header_timeout, allowed_hosts=allowed_hosts,
          on_misdirected=log_misdirected, sockets=[bound] if bound else None)
