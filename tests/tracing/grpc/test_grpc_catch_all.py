@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from ridtrace.tracing import metrics
-from ridtrace.tracing.grpc import RequestTracingInterceptor, interceptor
+from ridtrace.tracing.grpc import RequestTracingInterceptor, method
 from tests.tracing.grpc.conftest import LogLines, serving
 
 
@@ -65,7 +65,7 @@ def _serve_calls(methods: list[str], tracer_provider: TracerProvider) -> None:
 def test_invented_methods_cannot_grow_the_series_or_reach_lines_unchecked(
     reader: InMemoryMetricReader, log_lines: LogLines, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(interceptor, "_NAMED_LIMIT", 3, raising=False)
+    monkeypatch.setattr(method, "NAMED_LIMIT", 3)
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))

@@ -7,7 +7,6 @@ stream); :mod:`ridtrace.tracing.grpc.call` decides *what*. See docs/grpc.md.
 from __future__ import annotations
 
 import inspect
-import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Literal
@@ -21,7 +20,7 @@ from ridtrace.tracing.grpc.context import TracedServicerContext
 from ridtrace.tracing.grpc.counting import count_requests
 from ridtrace.tracing.grpc.lookup import instrumentation_suppressed, traced_outside
 from ridtrace.tracing.grpc.lookup_failed import lookup_failed
-from ridtrace.tracing.grpc.method import OTHER_METHOD, MethodInfo, behavior_of
+from ridtrace.tracing.grpc.method import OTHER_METHOD, MethodInfo, behavior_of, may_be_named
 from ridtrace.tracing.grpc.nonblocking import wrap_for_sync_server
 from ridtrace.tracing.grpc.status import CallEnded, ended_under_handler, escaped
 from ridtrace.tracing.grpc.undecodable import (
@@ -37,17 +36,8 @@ from ridtrace.tracing.settings import TracingSettings
 
 __all__ = ["RequestTracingInterceptor", "TracedServicerContext"]
 
-# Handlers are looked up per call; wrapping is cached per method, and a method gets
-# its own route (metric series) and span name only while fewer than this many have
-# one. It only matters for a generic handler that serves any method (a proxy): the
-# method is then the client's string, and a scanner inventing names must grow neither
-# memory, nor the metric's series, nor Jaeger's operations without bound.
-_NAMED_LIMIT = 1024
-# The names an IDL gives a method (``/pkg.Service/Method``), with room to spare; a
-# method not so named is served, under the fixed name ``_OTHER``.
-_NAMEABLE = re.compile(r"/[\w.$-]{1,200}/[\w.$-]{1,200}", re.ASCII)
-
 Behavior = Callable[..., Any]
+
 
 class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Mints a ``request_id`` per gRPC call and makes it visible everywhere.
@@ -169,12 +159,10 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
         cached = self._wrapped.get(method)
         if cached is not None and cached[0] is handler:
             return cached[1]
-        named = cached is not None or (
-            len(self._wrapped) < _NAMED_LIMIT and _NAMEABLE.fullmatch(method) is not None
-        )
+        named = cached is not None or may_be_named(method, len(self._wrapped))
         if not named:
             # Served, but its name stays on the lines only (capped, escaped): a
-            # generic handler answered a name the client chose (see _NAMED_LIMIT).
+            # generic handler answered a name the client chose (see method.NAMED_LIMIT).
             return wrap(handler, MethodInfo(method, known=False, route=OTHER_METHOD))
         wrapped = wrap(handler, MethodInfo(method))
         self._wrapped[method] = (handler, wrapped)

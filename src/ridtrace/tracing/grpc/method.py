@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -10,7 +11,7 @@ import grpc
 from ridtrace.tracing import metrics
 from ridtrace.tracing.identity import shown_text
 
-__all__ = ["MAX_SHOWN_METHOD", "OTHER_METHOD", "MethodInfo", "behavior_of"]
+__all__ = ["MAX_SHOWN_METHOD", "OTHER_METHOD", "MethodInfo", "behavior_of", "may_be_named"]
 
 
 # A method the server does not have is the client's string: capped and escaped before
@@ -18,6 +19,21 @@ __all__ = ["MAX_SHOWN_METHOD", "OTHER_METHOD", "MethodInfo", "behavior_of"]
 MAX_SHOWN_METHOD = 1024
 # OpenTelemetry's rpc conventions: ``rpc.method`` of a method the server does not know.
 OTHER_METHOD = "_OTHER"
+# Handlers are looked up per call; wrapping is cached per method, and a method gets
+# its own route (metric series) and span name only while fewer than this many have
+# one. It only matters for a generic handler that serves any method (a proxy): the
+# method is then the client's string, and a scanner inventing names must grow neither
+# memory, nor the metric's series, nor Jaeger's operations without bound.
+NAMED_LIMIT = 1024
+# The names an IDL gives a method (``/pkg.Service/Method``), with room to spare; a
+# method not so named is served, under the fixed name ``_OTHER``.
+_NAMEABLE = re.compile(r"/[\w.$-]{1,200}/[\w.$-]{1,200}", re.ASCII)
+
+
+def may_be_named(method: str, named_so_far: int) -> bool:
+    """Whether `method` gets a route and span name of its own, `named_so_far` methods
+    having one already (see `NAMED_LIMIT`)."""
+    return named_so_far < NAMED_LIMIT and _NAMEABLE.fullmatch(method) is not None
 
 
 class MethodInfo:
