@@ -105,6 +105,7 @@ class Follower:
         """One round: the findings it made certain, and whether data is still pending."""
         self.watch.discover()
         chunks, more = self.watch.read(self.settings.max_bytes)
+        self._renamed()
         self.polls += 1
         return self._feed(chunks), more
 
@@ -114,6 +115,21 @@ class Follower:
         back for good, an error on such a line was never reported; then the callers
         whose judgement waited on a worker span that never ended."""
         return [*self._feed(self.watch.flush_held(), final=True), *self.rules.finish()]
+
+    def _renamed(self) -> None:
+        """Spans read from a file a rotation renamed (or copied, then truncated) cite
+        its new name: a finding printed after the rotation cited the old name's line
+        numbers, other requests' lines in the file now under that name."""
+        for old, new in self.watch.take_renamed():
+            # Every line read under `old` so far is in `new`: lines read after the
+            # rotation under `old` are the new file's, and not taken in yet.
+            for span in self.rules.state.spans.values():
+                if span.file == old:
+                    span.file = new
+                if span.last_file == old:
+                    span.last_file = new
+            if old in self._latest:  # what was read of it is read of the new name
+                self._latest[new] = max(self._latest.get(new, 0), self._latest[old])
 
     def _feed(self, chunks: list[Chunk], *, final: bool = False) -> list[Finding]:
         parts = [parse_chunk(self._con, chunk, self.stats, self._staged, self._queries)

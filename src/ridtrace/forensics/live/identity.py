@@ -32,6 +32,9 @@ class Identity:
     # The stream's name in the per-file counters: its first file's name (``#2`` on for
     # later streams under that name), whatever names its lines are read under since.
     label: str = ""
+    # The latest file found to hold a copy of this content (copy-and-truncate's
+    # ``app.jsonl.1``): where the lines read from the original are once it is truncated.
+    copy: Path | None = None
 
 
 def _stem(path: Path) -> tuple[Path, str]:
@@ -56,6 +59,7 @@ class Identities:
         """
         best = self.copy_of(head, path)
         if best is not None:
+            best.copy = path
             return best
         taken = self._labels[str(path)] = self._labels.get(str(path), 0) + 1
         label = str(path) if taken == 1 else f"{path}#{taken}"

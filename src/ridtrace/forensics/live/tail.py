@@ -67,6 +67,9 @@ class FileTail:
         # how many lines of the file came before the first it was fed.
         self._unwrap: Unwrapper | None = None
         self._unwrap_from: int | None = None
+        # Set when a copy-and-truncate was seen: the copy's name, where the lines read
+        # from this file so far are now (`Watch.renamed`).
+        self.moved_to: str | None = None
         self._claim_head()
         if from_end:
             self._skip_to_end(st.st_size)
@@ -216,6 +219,8 @@ class FileTail:
         read into one buffer."""
         size = os.fstat(self._fh.fileno()).st_size
         if size < self.offset or self._replaced():  # copy-and-truncate: content starts over
+            if self.identity is not None and self.identity.copy is not None:
+                self.moved_to = display_name(str(self.identity.copy))
             self.offset, self.line, self._held, self.identity = 0, 0, b"", None
             self._unwrap, self._unwrap_from = None, None
             self._claim_head()

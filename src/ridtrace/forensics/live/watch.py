@@ -58,6 +58,10 @@ class Watch(InputFiles):
     max_tails: int = field(default_factory=tail_budget)
     _started: bool = False
     _bounded: bool = False
+    # (old name, new name) of files whose lines read so far are under another name now
+    # (renamed by a rotation, or copied before a truncation): spans read from them cite
+    # the new name (`take_renamed`), or findings printed later named another file's line.
+    renamed: list[tuple[str, str]] = field(default_factory=list)
     copies: Copies = field(init=False)
 
     def __post_init__(self) -> None:
@@ -126,7 +130,9 @@ class Watch(InputFiles):
             moved = seen.get(key) or (
                 None if followed.done else rotated_name(followed.path, key))
             if moved is not None and moved != followed.path:  # renamed: evidence names it
-                followed.path, followed.name = moved, display_name(str(moved))
+                new_name = display_name(str(moved))
+                self.renamed.append((followed.name, new_name))
+                followed.path, followed.name = moved, new_name
         # A settled file that disappeared frees its inode number for a new file.
         self.settled = {key: mtime for key, mtime in self.settled.items() if key in seen}
         self.copies.forget(set(seen))
@@ -176,6 +182,7 @@ class Watch(InputFiles):
         for key, tail in list(self.tails.items()):
             try:
                 chunk = tail.read(max_bytes)
+                self._note_truncated(tail)
                 # A read that was all one long line hands out no line, yet more is written:
                 # taken for "nothing left", a follow stopped by a signal while reading a
                 # line over 16 MiB left every line after it unread.
@@ -190,6 +197,17 @@ class Watch(InputFiles):
             chunks.append(chunk)
             more = more or len(chunk.data) >= max_bytes // 2
         return chunks, more
+
+    def _note_truncated(self, tail: Tail) -> None:
+        """A copy-and-truncate: the lines read from `tail` before it are in the copy."""
+        if isinstance(tail, FileTail) and tail.moved_to is not None:
+            self.renamed.append((tail.name, tail.moved_to))
+            tail.moved_to = None
+
+    def take_renamed(self) -> list[tuple[str, str]]:
+        """The renames noted since the last call (`renamed`), oldest first."""
+        renamed, self.renamed = self.renamed, []
+        return renamed
 
     def flush_held(self) -> list[Chunk]:
         """Every followed file's last line that never got its newline, as a line (the

@@ -1,0 +1,65 @@
+"""A finding printed after a rotation cites its lines where they are now.
+
+A caller's first line was read from ``frontend.jsonl``; the log was then rotated and the
+next holder of the caller's id logged to the new ``frontend.jsonl``. The duplicate is
+printed after the rotation, so its evidence must name where the first caller's line is
+now, ``frontend.jsonl.1`` (the renamed file, or the copy a copy-and-truncate made):
+``frontend.jsonl:1`` is another request's line by then, as ``analyze`` of the same files
+afterwards shows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ridtrace.forensics.live.follow import Follower, FollowSettings
+from tests.forensics.helpers import rt, ts
+
+
+def _caller(event: str, span: str, seconds: float) -> str:
+    return rt(event, time=ts(seconds), request_id="360", trace_id=span * 16, span_id=span,
+              path="/v1/chat/completions", status=200, outcome="ok")
+
+
+def _append(path: Path, *lines: str) -> None:
+    with path.open("a") as handle:
+        handle.writelines(line + "\n" for line in lines)
+
+
+def _rotate(log: Path, mode: str) -> Path:
+    part = log.with_name(log.name + ".1")
+    if mode == "create":  # logrotate's create: rename, then a new file under the name
+        os.rename(log, part)
+        log.touch()
+    else:  # logrotate's copytruncate
+        shutil.copyfile(log, part)
+        os.truncate(log, 0)
+    return part
+
+
+@pytest.mark.parametrize("mode", ["create", "copytruncate"])
+def test_evidence_read_before_a_rotation_names_the_rotated_part(tmp_path: Path, mode: str) -> None:
+    log = tmp_path / "frontend.jsonl"
+    _append(log, rt("hello", time=ts(0.0)), _caller("request.start", "a1", 0.5))
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, settle_s=0))
+    try:
+        found, _ = follower.poll()
+        assert found == []
+        part = _rotate(log, mode)
+        _append(log, _caller("request.start", "b2", 1.0), _caller("request.end", "b2", 1.5))
+        later, _ = follower.poll()
+        found = later + follower.finish()
+    finally:
+        follower.close()
+    duplicates = [f for f in found if f["kind"] == "duplicate_in_flight"]
+    assert len(duplicates) == 1, found
+    evidence = duplicates[0]["evidence"]
+    assert evidence[0] == {"file": str(part), "line": 2}  # a1's request.start
+    cited = {json.loads(Path(e["file"]).read_text().splitlines()[e["line"] - 1])["span_id"]
+             for e in evidence}
+    assert cited == {"a1", "b2"}
