@@ -128,6 +128,16 @@ async def serving(
         await server.stop(None)
 
 
+def service_of(
+    handlers: dict[str, grpc.RpcMethodHandler], service: str = "t.S"
+) -> Callable[[grpc.aio.Server], None]:
+    """What `serving` takes to serve `handlers` (method name → handler) as `service`."""
+    def add(server: grpc.aio.Server) -> None:
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
+
+    return add
+
+
 def metadata_dict(metadata: Any) -> dict[str, list[Any]]:
     """All values per key (to catch duplicates)."""
     out: dict[str, list[Any]] = {}

@@ -12,7 +12,7 @@ import grpc.aio
 from ridtrace.frontend_plugin.engine import EchoEngine
 from ridtrace.tracing import current_context
 from ridtrace.tracing.grpc import RequestTracingInterceptor
-from tests.tracing.grpc.conftest import LogLines, Proto, metadata_dict, serving
+from tests.tracing.grpc.conftest import LogLines, Proto, metadata_dict, service_of, serving
 from tests.tracing.grpc.inference_service import build_servicer
 
 CALLS = 200
@@ -192,8 +192,7 @@ def test_a_passed_deadline_ends_the_call_as_cancelled_with_deadline_exceeded(
 
     handlers = {"Stuck": grpc.unary_unary_rpc_method_handler(stuck)}
 
-    def add(server: grpc.aio.Server) -> None:
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("t.S", handlers),))
+    add = service_of(handlers)
 
     async def go() -> grpc.StatusCode:
         async with (

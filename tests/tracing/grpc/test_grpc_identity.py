@@ -15,7 +15,7 @@ import pytest
 
 from ridtrace.tracing import current_context, current_request_id
 from ridtrace.tracing.grpc import RequestTracingInterceptor
-from tests.tracing.grpc.conftest import LogLines, Proto, metadata_dict, serving
+from tests.tracing.grpc.conftest import LogLines, Proto, metadata_dict, service_of, serving
 from tests.tracing.grpc.inference_service import build_servicer
 
 SHARED = "client-7"
@@ -197,8 +197,7 @@ def test_handler_metadata_is_merged_never_duplicated(proto: Proto, log_lines: Lo
         "Crash": grpc.unary_unary_rpc_method_handler(crashes),
     }
 
-    def add(server: grpc.aio.Server) -> None:
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("t.S", handlers),))
+    add = service_of(handlers)
 
     async def go() -> dict[str, Any]:
         results: dict[str, Any] = {}
@@ -245,8 +244,7 @@ def test_sync_handlers_pass_through_untraced(proto: Proto, log_lines: LogLines) 
 
     handlers = {"Sync": grpc.unary_unary_rpc_method_handler(sync_unary)}
 
-    def add(server: grpc.aio.Server) -> None:
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("t.S", handlers),))
+    add = service_of(handlers)
 
     async def go() -> bytes:
         async with (
@@ -277,8 +275,7 @@ def test_streams_written_with_context_write_are_traced_too(log_lines: LogLines) 
         "AbortStatus": grpc.unary_unary_rpc_method_handler(status_abort),
     }
 
-    def add(server: grpc.aio.Server) -> None:
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("t.S", handlers),))
+    add = service_of(handlers)
 
     async def go() -> tuple[list[bytes], dict[str, list[Any]], Any]:
         async with (

@@ -23,7 +23,7 @@ from ridtrace.tracing import configure_tracing, format_traceparent
 from ridtrace.tracing.grpc import RequestTracingInterceptor
 from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan, otlp_receiver
 from tests.support.propagators import XRAY_HEADER, XRAY_PARENT, XRAY_TRACE, XRayLikePropagator
-from tests.tracing.grpc.conftest import LogLines, Proto, metadata_dict, serving
+from tests.tracing.grpc.conftest import LogLines, Proto, metadata_dict, service_of, serving
 from tests.tracing.grpc.inference_service import build_servicer
 
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -118,9 +118,7 @@ def test_a_failing_call_marks_the_span_as_an_error(proto: Proto, log_lines: LogL
         async def go() -> None:
             async with (
                 serving(
-                    lambda s: s.add_generic_rpc_handlers(
-                        (grpc.method_handlers_generic_handler("t.S", handlers),)
-                    ),
+                    service_of(handlers),
                     interceptors=[RequestTracingInterceptor(tracer_provider=provider)],
                 ) as target,
                 grpc.aio.insecure_channel(target) as channel,
@@ -253,9 +251,7 @@ def test_opentelemetry_grpc_interceptor_listed_after_ours_adds_no_second_server_
         async def go() -> None:
             async with (
                 serving(
-                    lambda s: s.add_generic_rpc_handlers(
-                        (grpc.method_handlers_generic_handler("t.S", handlers),)
-                    ),
+                    service_of(handlers),
                     interceptors=[ours, otel],
                 ) as target,
                 grpc.aio.insecure_channel(target) as channel,
