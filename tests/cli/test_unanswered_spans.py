@@ -161,3 +161,15 @@ def test_a_frontend_called_by_another_frontend_is_still_judged(tmp_path: Path) -
     spans = {s["spanID"]: s for t in json.loads(out.read_text())["data"] for s in t["spans"]}
     assert spans["1" * 16]["warnings"] is None
     assert spans["2" * 16]["warnings"] and "no answer logged" in spans["2" * 16]["warnings"][0]
+
+
+def test_the_waterfall_says_the_killed_request_has_no_end(
+    killed_mid_stream: tuple[Path, str],
+) -> None:
+    # Its bar ended at request.start, its only line: "0.0" ms read as an instant answer.
+    logs, request_id = killed_mid_stream
+    rows = _ridtrace("trace", request_id, str(logs)).splitlines()
+    frontend = next(r for r in rows if r.startswith(" #1 frontend"))
+    worker = next(r for r in rows if r.lstrip().startswith("worker"))
+    assert frontend.rstrip().endswith("no end"), frontend
+    assert not worker.rstrip().endswith("no end"), worker

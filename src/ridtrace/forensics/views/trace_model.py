@@ -153,7 +153,7 @@ def build_trace(
 
 
 _BLOCK_COLUMNS = ("span_id", "side", "start", "end", "outcome", "file", "service",
-                  "request_id", "x_request_id", "trace_id", "route", "status")
+                  "request_id", "x_request_id", "trace_id", "route", "status", "closing")
 
 
 def _spans_by_owner(mine: pd.DataFrame, chosen: list[str]) -> dict[str, list[Any]]:
@@ -230,7 +230,7 @@ def _block(
         overlaps=overlaps,
         spans=[
             SpanBar(_side(s, sides), str(s.span_id), _ms(s.start, t0), _ms(s.end, t0),
-                    text(s.outcome), str(s.file))
+                    text(s.outcome), str(s.file), closed=s.closing is not False)
             for s in spans
         ],
     )

@@ -26,6 +26,9 @@ class SpanBar:
     end_ms: float
     outcome: str | None
     file: str
+    # A line of it closes it: without one (a worker killed mid-stream, a request still
+    # in flight), the bar ends at its last line, not where the span ended.
+    closed: bool = True
 
 
 @dataclass(frozen=True)
