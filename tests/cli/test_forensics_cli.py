@@ -471,3 +471,9 @@ def test_export_jaeger_ids_are_lower_case_hex_of_jaegers_widths(tmp_path: Path) 
     assert plain["traceID"] == "b" * 32 and "trace_id" not in plain_tags
     other, other_tags = logged["span-two"]
     assert other_tags["trace_id"] == "trace two" and other["traceID"] != "trace two"
+
+
+def test_export_to_standard_output_says_so_not_to_a_file_named_dash(clean: Path) -> None:
+    code, out, err = run("export", "jaeger", str(clean), "-o", "-")
+    assert code == 0 and json.loads(out)["data"]
+    assert "trace(s) to standard output" in err and " to -" not in err

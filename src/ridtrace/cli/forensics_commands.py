@@ -277,7 +277,8 @@ def jaeger(ctx: click.Context, paths: tuple[str, ...], output: Path, include_hea
         except OSError as exc:
             raise InputError(f"cannot write {output}: {exc.strerror}") from exc
     if not quiet:
-        click.echo(f"wrote {count} trace(s) to {output}", err=True)
+        where = "standard output" if str(output) == "-" else visible(str(output))
+        click.echo(f"wrote {count} trace(s) to {where}", err=True)
     reasons = incomplete_reasons(logs.stats, requests=len(requests))
     left_out = untraced(requests, health=include_health)
     if left_out:  # written nowhere else: a file of 0 traces read as all there was
