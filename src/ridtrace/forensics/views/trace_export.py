@@ -47,7 +47,9 @@ def block_record(block: RequestBlock, logged: dict[str, str] | None = None) -> d
         "got_output_of": got,
         "findings": list(block.findings),
         "overlaps": [span(key) for key in block.overlaps],
-        "spans": [with_span(asdict(bar)) for bar in block.spans],
+        # The documented span keys: `closed` only tells the waterfall to say "no end".
+        "spans": [with_span({k: v for k, v in asdict(bar).items() if k != "closed"})
+                  for bar in block.spans],
         "events": [with_span(asdict(ev)) for ev in block.events],
     }
 
