@@ -94,7 +94,10 @@ def read_source(
         note_truncation(src, opened, stats)
         return result
     except (OSError, duckdb.OutOfMemoryException) as exc:
-        note_failure(src, exc, stats)
+        # The line map opens the file by its name too, beside DuckDB: whichever comes
+        # first meets a deletion, and both are the same deleted file.
+        if not (isinstance(exc, FileNotFoundError) and note_gone(src, opened, stats)):
+            note_failure(src, exc, stats)
         return None
     except duckdb.IOException:
         if not note_gone(src, opened, stats):
