@@ -14,7 +14,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -50,7 +50,7 @@ _LEVEL_FLOORS = ((50, "CRITICAL"), (40, "ERROR"), (30, "WARN"), (20, "INFO"), (1
 _NONE_ID = id(None)
 
 
-def add_context_ids(extra: dict[str, Any], ctx: RequestContext) -> None:
+def add_context_ids(extra: MutableMapping[str, Any], ctx: RequestContext) -> None:
     """The request's ids, except where the line already names one: an id the caller
     passed wins over the context's."""
     for key in CONTEXT_KEYS:

@@ -15,7 +15,7 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from ridtrace.tracing.context import context_for_exception_line, current
-from ridtrace.tracing.jsonline import CONTEXT_KEYS
+from ridtrace.tracing.jsonline import CONTEXT_KEYS, add_context_ids
 
 __all__ = ["FILLED_BY_FILTER", "RequestIdsFilter", "add_request_ids"]
 
@@ -65,8 +65,5 @@ def add_request_ids(
     the ids the request has are added, and a key the event already holds is kept."""
     ctx = current()
     if ctx is not None:
-        for key in CONTEXT_KEYS:
-            value = getattr(ctx, key)
-            if value is not None:
-                event_dict.setdefault(key, value)
+        add_context_ids(event_dict, ctx)
     return event_dict
