@@ -18,6 +18,7 @@ import grpc.aio
 import pytest
 from grpc_tools import protoc
 
+from ridtrace.tracing.grpc import RequestTracingInterceptor
 from ridtrace.tracing.logs import configure_logging
 
 PROTO_DIR = Path(__file__).parent / "protos"
@@ -126,6 +127,19 @@ async def serving(
         yield f"127.0.0.1:{port}"
     finally:
         await server.stop(None)
+
+
+@contextlib.asynccontextmanager
+async def traced_channel(
+    add: Callable[[grpc.aio.Server], None], provider: Any
+) -> AsyncIterator[grpc.aio.Channel]:
+    """A channel to a `serving` server whose calls ridtrace traces into `provider`."""
+    interceptor = RequestTracingInterceptor(tracer_provider=provider)
+    async with (
+        serving(add, interceptors=[interceptor]) as target,
+        grpc.aio.insecure_channel(target) as channel,
+    ):
+        yield channel
 
 
 def service_of(

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from ridtrace.tracing.grpc import RequestTracingInterceptor
-from tests.tracing.grpc.conftest import LogLines, service_of, serving
+from tests.tracing.grpc.conftest import LogLines, service_of, traced_channel
 from tests.tracing.grpc.test_grpc_sync_server import CALL_TIMEOUT, _wait_until
 
 DEADLINE = 0.3
@@ -74,13 +74,7 @@ def test_a_grpc_aio_call_past_its_deadline_has_an_error_span(
     }
 
     async def go() -> grpc.StatusCode | None:
-        async with (
-            serving(
-                service_of(handlers),
-                interceptors=[RequestTracingInterceptor(tracer_provider=provider)],
-            ) as target,
-            grpc.aio.insecure_channel(target) as channel,
-        ):
+        async with traced_channel(service_of(handlers), provider) as channel:
             code = None
             try:
                 if method == "Waits":

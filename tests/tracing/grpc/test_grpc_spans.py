@@ -23,7 +23,14 @@ from ridtrace.tracing import configure_tracing, format_traceparent
 from ridtrace.tracing.grpc import RequestTracingInterceptor
 from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan, otlp_receiver
 from tests.support.propagators import XRAY_HEADER, XRAY_PARENT, XRAY_TRACE, XRayLikePropagator
-from tests.tracing.grpc.conftest import LogLines, Proto, metadata_dict, service_of, serving
+from tests.tracing.grpc.conftest import (
+    LogLines,
+    Proto,
+    metadata_dict,
+    service_of,
+    serving,
+    traced_channel,
+)
 from tests.tracing.grpc.inference_service import build_servicer
 
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -116,13 +123,7 @@ def test_a_failing_call_marks_the_span_as_an_error(proto: Proto, log_lines: LogL
         provider = _provider(receiver)
 
         async def go() -> None:
-            async with (
-                serving(
-                    service_of(handlers),
-                    interceptors=[RequestTracingInterceptor(tracer_provider=provider)],
-                ) as target,
-                grpc.aio.insecure_channel(target) as channel,
-            ):
+            async with traced_channel(service_of(handlers), provider) as channel:
                 with pytest.raises(grpc.aio.AioRpcError):
                     await channel.unary_unary("/t.S/Crash")(b"")
 
@@ -171,13 +172,7 @@ def test_a_call_to_an_unknown_method_is_answered_unimplemented_and_traced(
         provider = _provider(receiver)
 
         async def go() -> tuple[Any, dict[str, list[Any]]]:
-            async with (
-                serving(
-                    lambda s: None,
-                    interceptors=[RequestTracingInterceptor(tracer_provider=provider)],
-                ) as target,
-                grpc.aio.insecure_channel(target) as channel,
-            ):
+            async with traced_channel(lambda s: None, provider) as channel:
                 call = channel.unary_unary("/t.S/Nope\n")(
                     b"x", metadata=(("x-request-id", "corr-9"),)
                 )

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from ridtrace.tracing.grpc import RequestTracingInterceptor
-from tests.tracing.grpc.conftest import LogLines, serving
+from tests.tracing.grpc.conftest import LogLines, traced_channel
 
 
 async def _answer(
@@ -45,13 +45,7 @@ def test_each_stream_request_span_has_its_status_code_and_error_marks(
     )
 
     async def run() -> grpc.StatusCode:
-        async with (
-            serving(
-                lambda s: s.add_generic_rpc_handlers((generic,)),
-                interceptors=[RequestTracingInterceptor(tracer_provider=provider)],
-            ) as target,
-            grpc.aio.insecure_channel(target) as channel,
-        ):
+        async with traced_channel(lambda s: s.add_generic_rpc_handlers((generic,)), provider) as channel:
             call = channel.stream_stream("/probe.Chat/Talk")(
                 iter([b"a", b"b", b"boom"]), timeout=10
             )
@@ -99,13 +93,7 @@ def _refuse_sync(requests: Iterator[bytes], context: grpc.ServicerContext) -> It
 
 def _talk_aio(generic: grpc.GenericRpcHandler, provider: TracerProvider) -> grpc.StatusCode:
     async def run() -> grpc.StatusCode:
-        async with (
-            serving(
-                lambda s: s.add_generic_rpc_handlers((generic,)),
-                interceptors=[RequestTracingInterceptor(tracer_provider=provider)],
-            ) as target,
-            grpc.aio.insecure_channel(target) as channel,
-        ):
+        async with traced_channel(lambda s: s.add_generic_rpc_handlers((generic,)), provider) as channel:
             call = channel.stream_stream("/probe.Chat/Talk")(
                 iter([b"a", b"overload", b"c"]), timeout=10
             )
