@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,23 +34,38 @@ class Proc:
         return f"http://127.0.0.1:{self.port}"
 
     def lines(self) -> list[dict[str, object]]:
-        """The JSON log lines written so far."""
+        """The JSON log lines written in full so far (a line still being written, with
+        no newline yet, is left for the next look)."""
         if not self.log.exists():
             return []
-        return [orjson.loads(x) for x in self.log.read_bytes().splitlines() if x.strip()]
+        whole = self.log.read_bytes().rpartition(b"\n")[0]
+        return [orjson.loads(x) for x in whole.splitlines() if x.strip()]
+
+    def wait_for_lines(
+        self, predicate: Callable[[dict[str, object]], bool], count: int, *,
+        timeout: float = 30.0,
+    ) -> list[dict[str, object]]:
+        """Poll the log until at least ``count`` lines satisfy ``predicate``; return them.
+
+        The sink writes an event's line at the next turn of the server's event loop, so
+        a response can reach the caller before the line its handler logged (a condition
+        with a deadline, not a nap)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [line for line in self.lines() if predicate(line)]
+            if len(found) >= count:
+                return found
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{len(found)} of {count} wanted lines in {self.log}")
+            time.sleep(0.02)
 
     def wait_for_event(
         self, request_id: str, event: str, *, timeout: float = 30.0
     ) -> dict[str, object]:
         """Poll the log until the ``event`` line of ``request_id`` is written."""
-        deadline = time.monotonic() + timeout
-        while True:
-            for line in self.lines():
-                if line.get("request_id") == request_id and line.get("event") == event:
-                    return line
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no {event} of {request_id} in {self.log}")
-            time.sleep(0.02)
+        return self.wait_for_lines(
+            lambda line: line.get("request_id") == request_id and line.get("event") == event,
+            1, timeout=timeout)[0]
 
 
 @dataclass

@@ -414,11 +414,14 @@ def test_a_schema_the_engine_refuses_is_logged_capped_and_escaped(stack: Stack) 
             refused = client.post(stack.workers[0].url + "/v1/work",
                                   json={**envelope, "json_schema": schema})
             assert refused.status_code == 400, refused.text[:200]
-    frontend = [line for line in stack.frontend.lines()
-                if line.get("x_request_id") == tag and line.get("event") == "request.end"]
-    worker = [line for line in stack.workers[0].lines()
-              if line.get("event") == "worker.refused" and "json_schema" in str(line["error"])]
-    assert len(frontend) == 3 and len(worker) >= 3
+    # Each line is written at the server loop's next turn, which may come after the
+    # answer reached us: wait for the lines, not race them.
+    frontend = stack.frontend.wait_for_lines(
+        lambda line: line.get("x_request_id") == tag and line.get("event") == "request.end", 3)
+    worker = stack.workers[0].wait_for_lines(
+        lambda line: line.get("event") == "worker.refused"
+        and "json_schema" in str(line["error"]), 3)
+    assert len(frontend) == 3
     for line in frontend + worker:
         error = str(line["error"])
         assert len(error) <= 2048 and error.isprintable(), error[:120]
