@@ -64,7 +64,7 @@ def test_a_call_past_its_deadline_is_recorded_as_the_client_saw_it(
         ):
             try:
                 if method == "Count":
-                    await channel.stream_unary("/t.S/Count")(slow_requests(), timeout=0.3)
+                    await channel.stream_unary("/t.S/Count")(slow_requests(), timeout=1.0)
                 elif method == "Blocks":
                     await channel.unary_unary("/t.S/Blocks")(b"", timeout=0.2)
                 else:
@@ -75,5 +75,42 @@ def test_a_call_past_its_deadline_is_recorded_as_the_client_saw_it(
             return code
 
     assert asyncio.run(go()) is grpc.StatusCode.DEADLINE_EXCEEDED
+    (end,) = log_lines.events("request.end")
+    assert (end["grpc_status"], end["outcome"]) == ("DEADLINE_EXCEEDED", "cancelled")
+
+
+def test_a_request_stream_cut_short_at_its_deadline_is_not_recorded_ok(
+    log_lines: LogLines,
+) -> None:
+    """The client's deadline ends its call a little before the server's copy of it
+    passes (the server counts from when the headers arrived): the handler reads the
+    request stream's end as if the client had half-closed, and returns with time left.
+    That client got DEADLINE_EXCEEDED (the CI once saw ``OK`` logged under load). Here
+    the client's side of it is its own cancel, 60 ms before its 1 s deadline."""
+
+    async def cut_short() -> AsyncIterator[bytes]:
+        yield b"a"
+        await asyncio.sleep(5)
+
+    async def go() -> None:
+        async with (
+            serving(
+                lambda s: s.add_generic_rpc_handlers(
+                    (grpc.method_handlers_generic_handler("t.S", _HANDLERS),)
+                ),
+                interceptors=[RequestTracingInterceptor()],
+            ) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            began = time.monotonic()
+            call = channel.stream_unary("/t.S/Count")(cut_short(), timeout=1.0)
+            await log_lines.wait_for(lambda lines: bool(lines.events("request.start")))
+            await asyncio.sleep(max(0.0, began + 0.94 - time.monotonic()))
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            await log_lines.wait_for(lambda lines: bool(lines.events("request.end")))
+
+    asyncio.run(go())
     (end,) = log_lines.events("request.end")
     assert (end["grpc_status"], end["outcome"]) == ("DEADLINE_EXCEEDED", "cancelled")

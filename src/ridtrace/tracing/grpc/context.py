@@ -47,6 +47,7 @@ class IdMetadata:
         "messages_out",
         "on_message",
         "on_read",
+        "requests_ended",
         "timeout",
         "write_sends_initial",
     )
@@ -65,6 +66,8 @@ class IdMetadata:
         # and before each read: the request read before was answered.
         self.on_message: Callable[[Any], None] | None = None
         self.on_read: Callable[[], None] | None = None
+        # A streamed request ended (the client half-closed, or its call ended).
+        self.requests_ended = False
         # Seconds the call had when it began; None without a deadline (grpc.aio says
         # None, a synchronous server about 2**63 ns).
         remaining = context.time_remaining()

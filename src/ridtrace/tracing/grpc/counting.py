@@ -46,7 +46,11 @@ class _CountingIterator:
         context = self._context
         if context.on_read is not None:
             context.on_read()
-        message = await self._iterator.__anext__()
+        try:
+            message = await self._iterator.__anext__()
+        except StopAsyncIteration:
+            context.requests_ended = True
+            raise
         context.messages_in += 1
         if context.on_message is not None:
             context.on_message(message)

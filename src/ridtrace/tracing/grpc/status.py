@@ -113,8 +113,16 @@ def ended_under_handler(context: Any) -> bool:
     """A grpc.aio call ended while its handler ran on to a normal end: its deadline
     passed, or its task was cancelled (the client cancelled, the server stopped) and
     the handler caught the ``CancelledError`` and returned (a cleanup ending in
-    ``return``). Its client got the call's end, not the handler's result."""
-    return deadline_passed(context) or _task_cancelled()
+    ``return``). Its client got the call's end, not the handler's result.
+
+    A client's deadline also ends a streamed request as its half-close would: the
+    handler reads the stream's end and returns, still a little before the server's
+    copy of the deadline passes (see `_deadline_reached`), and before the cancel
+    reaches its task. A stream that ended that close to the deadline is taken for it.
+    """
+    if deadline_passed(context) or _task_cancelled():
+        return True
+    return bool(getattr(context, "requests_ended", False)) and _deadline_reached(context)
 
 
 def escaped(exc: BaseException, ctx: RequestContext) -> BaseException:
