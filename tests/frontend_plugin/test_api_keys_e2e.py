@@ -114,9 +114,16 @@ def test_error_shapes_without_a_key_and_open_health(keyed: Stack) -> None:
         assert chat.json() == {"error": {
             "message": chat.json()["error"]["message"], "type": "invalid_request_error",
             "param": None, "code": "invalid_api_key"}}
-        assert chat.headers["www-authenticate"].startswith("Bearer")
+        # RFC 6750 (3.1): no error code without credentials, invalid_token for a wrong key.
+        assert chat.headers["www-authenticate"] == 'Bearer realm="ridtrace"'
         messages = client.post("/v1/messages", json={}, headers={"x-api-key": WRONG})
         assert messages.status_code == 401
+        assert messages.headers["www-authenticate"] == (
+            'Bearer realm="ridtrace", error="invalid_token"')
+        twice = client.get("/v1/models", headers=[("x-api-key", KEY), ("x-api-key", KEY)])
+        assert twice.status_code == 401
+        assert twice.headers["www-authenticate"] == (
+            'Bearer realm="ridtrace", error="invalid_request"')
         assert messages.json()["type"] == "error"
         assert messages.json()["error"]["type"] == "authentication_error"
         for path in ("/generate", "/inference/v1/generate"):

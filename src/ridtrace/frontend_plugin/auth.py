@@ -138,7 +138,7 @@ class SharedSecretMiddleware:
                 self._on_refused(scope["path"])
             await send({"type": "websocket.close", "code": 1008, "reason": reason})
             return
-        await self._refuse(scope, send, reason)
+        await self._refuse(scope, send, reason, _CHALLENGES[repeated, bool(presented)])
 
     def _matches(self, candidate: bytes) -> bool:
         # Every secret is compared, match or not: the loop's time does not depend on
@@ -149,7 +149,7 @@ class SharedSecretMiddleware:
             matched |= hmac.compare_digest(digest, secret)
         return matched
 
-    async def _refuse(self, scope: Scope, send: Send, reason: str) -> None:
+    async def _refuse(self, scope: Scope, send: Send, reason: str, challenge: bytes) -> None:
         path: str = scope["path"]
         annotate_request(outcome_override=UNAUTHORIZED, error=reason)
         # Refusals are rare: matching the routes here costs the served requests nothing.
@@ -167,7 +167,7 @@ class SharedSecretMiddleware:
         headers = [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),
-            (b"www-authenticate", b'Bearer realm="ridtrace"'),
+            (b"www-authenticate", challenge),
         ]
         if _announces_body(scope):
             # The body is never read: kept open, the connection went on taking it (uvicorn
@@ -178,6 +178,17 @@ class SharedSecretMiddleware:
         kind = "websocket.http.response" if scope["type"] == "websocket" else "http.response"
         await send({"type": f"{kind}.start", "status": 401, "headers": headers})
         await send({"type": f"{kind}.body", "body": body})
+
+
+# The WWW-Authenticate challenge per (key header repeated, some key presented), as RFC
+# 6750 (3.1) has it: no error code for a request without credentials, ``invalid_token``
+# for a wrong key, ``invalid_request`` for a key header sent more than once. Clients
+# and proxies tell "log in" from "your key is wrong" by it.
+_CHALLENGES: dict[tuple[bool, bool], bytes] = {
+    (False, False): b'Bearer realm="ridtrace"',
+    (False, True): b'Bearer realm="ridtrace", error="invalid_token"',
+    (True, True): b'Bearer realm="ridtrace", error="invalid_request"',
+}
 
 
 def _announces_body(scope: Scope) -> bool:
