@@ -10,6 +10,11 @@ from starlette.types import Scope
 
 __all__ = ["route_template"]
 
+# FastAPI keeps what it knows of the request's route under this scope key, and there,
+# under the second, the route as the application serves it: the routers' prefixes in.
+_FASTAPI_SCOPE = "fastapi"
+_FASTAPI_ROUTE_CONTEXT = "effective_route_context"
+
 
 def route_template(scope: Scope, root_path: str = "") -> str | None:
     """The matched route's path template (``/items/{id}``), when the router set one.
@@ -21,7 +26,7 @@ def route_template(scope: Scope, root_path: str = "") -> str | None:
     two sub-apps never share one name (FastAPI's telemetry names them the same way).
     """
     route = scope.get("route")
-    path = getattr(route, "path", None)
+    path = _served_path(scope, route)
     if not isinstance(path, str):
         return None
     if scope.get("root_path", "") != root_path:
@@ -58,3 +63,26 @@ def _mounts_taken(scope: Scope, root_path: str) -> list[Any] | None:
         if len(mounts) > 32:  # a mount cycle, somehow
             return None
     return mounts
+
+
+def _served_path(scope: Scope, route: Any) -> Any:
+    """``route``'s path template as the application serves it.
+
+    FastAPI (0.137 and later) serves a router included with a prefix
+    (``app.include_router(users, prefix="/users")``) without copying its routes: the
+    route it leaves in ``scope["route"]`` is the router's own, whose path lacks every
+    prefix it was included under (``/{user_id}``), and the path the application serves
+    (``/users/{user_id}``) is on the route context FastAPI keeps in its part of the
+    scope. The routes of two routers were named alike (``/{user_id}``, ``/{item_id}``
+    as ``/{id}``), in ``request.end``, on the span and in the metric, where FastAPI's
+    own span and OpenTelemetry's FastAPI instrumentation name them with the prefix.
+    """
+    fastapi_scope = scope.get(_FASTAPI_SCOPE)
+    if isinstance(fastapi_scope, dict):
+        served = fastapi_scope.get(_FASTAPI_ROUTE_CONTEXT)
+        # Only the context of this very route: FastAPI leaves it for the route it chose.
+        if served is not None and getattr(served, "original_route", None) is route:
+            path = getattr(served, "path", None)
+            if isinstance(path, str) and path:
+                return path
+    return getattr(route, "path", None)

@@ -1,0 +1,88 @@
+"""Route names (request.end's ``route``, the span's ``http.route``, the metric's
+``route``) in a FastAPI app split into routers and sub-apps, behind a real uvicorn."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.otlp_receiver import OtlpReceiver, otlp_receiver
+from tests.support.servers import RunningServer, child_pythonpath, free_port, run_server
+from tests.tracing.conftest import wait_for_lines
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[OtlpReceiver]:
+    with otlp_receiver() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, receiver: OtlpReceiver
+) -> Iterator[tuple[RunningServer, Path]]:
+    workdir = tmp_path_factory.mktemp("routers")
+    log_path = workdir / "app.jsonl"
+    port = free_port()
+    env = {
+        "RIDTRACE_TEST_LOG": str(log_path),
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+        "OTEL_BSP_SCHEDULE_DELAY": "50",
+        "OTEL_METRIC_EXPORT_INTERVAL": "100",
+        "PYTHONPATH": child_pythonpath(),
+    }
+    argv = [
+        "-m", "uvicorn", "tests.tracing.routers_app:create_app", "--factory",
+        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+    ]  # fmt: skip
+    with run_server(argv, port=port, workdir=workdir, env=env, ready_path="/items/ready") as running:
+        yield running, log_path
+
+
+def _route_of(running: RunningServer, log_path: Path, receiver: OtlpReceiver, path: str) -> str:
+    """The route request.end and the span give one request of ``path`` (they must agree)."""
+    response = httpx.get(running.url + path, timeout=10)
+    assert response.status_code == 200, (path, response.text)
+    request_id = response.headers["x-server-request-id"]
+    lines = wait_for_lines(log_path, lambda lines: any(
+        line.get("event") == "request.end" and line.get("request_id") == request_id
+        for line in lines
+    ))
+    (end,) = [x for x in lines if x.get("event") == "request.end"
+              and x.get("request_id") == request_id]
+    spans = receiver.wait_until(
+        lambda spans: any(s.attributes.get("request_id") == request_id for s in spans)
+    )
+    (span,) = [s for s in spans if s.attributes.get("request_id") == request_id]
+    assert span.attributes["http.route"] == end["route"], json.dumps(end)
+    return str(end["route"])
+
+
+def test_routes_of_routers_included_with_a_prefix_are_named_with_it(
+    server: tuple[RunningServer, Path], receiver: OtlpReceiver
+) -> None:
+    # app.include_router(users, prefix="/users"), the way FastAPI apps are split up:
+    # FastAPI serves the router's own route, whose path lacks the prefix, so /users/7
+    # and /items/7 were both named /{key}, one series in the metric and one name in
+    # Jaeger, while FastAPI's own span and OpenTelemetry's instrumentation name them
+    # /users/{key} and /items/{key}.
+    running, log_path = server
+    assert _route_of(running, log_path, receiver, "/users/7") == "/users/{key}"
+    assert _route_of(running, log_path, receiver, "/items/7") == "/items/{key}"
+    assert _route_of(running, log_path, receiver, "/admin/users/7") == "/admin/users/{key}"
+    # A mounted sub-app's router: the mount, then the router's prefix.
+    assert (
+        _route_of(running, log_path, receiver, "/billing/v1/invoices/3")
+        == "/billing/v1/invoices/{number}"
+    )
+    # The metric: one snapshot of every series per export, so once the last request's
+    # series is in, the others' are too.
+    named = ("/users/{key}", "/admin/users/{key}", "/billing/v1/invoices/{number}")
+    receiver.wait_until(lambda _: all(
+        receiver.metric("ridtrace.requests", route=route) >= 1 for route in named
+    ))
+    assert receiver.metric("ridtrace.requests", route="/{key}") == 0
