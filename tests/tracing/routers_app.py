@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 
 from fastapi import APIRouter, FastAPI
+from starlette.responses import PlainTextResponse
+from starlette.types import Receive, Scope, Send
 
 from ridtrace import (
     RequestTracingMiddleware,
@@ -54,5 +56,11 @@ def create_app() -> FastAPI:
 
     billing.include_router(invoices, prefix="/v1/invoices")
     app.mount("/billing", billing)
+
+    async def exposition(scope: Scope, receive: Receive, send: Send) -> None:
+        # A plain ASGI app, as prometheus_client's make_asgi_app() or StaticFiles is.
+        await PlainTextResponse("requests_total 1\n")(scope, receive, send)
+
+    app.mount("/prometheus", exposition)
     app.add_middleware(RequestTracingMiddleware)
     return app

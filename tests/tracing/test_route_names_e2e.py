@@ -86,3 +86,17 @@ def test_routes_of_routers_included_with_a_prefix_are_named_with_it(
         receiver.metric("ridtrace.requests", route=route) >= 1 for route in named
     ))
     assert receiver.metric("ridtrace.requests", route="/{key}") == 0
+
+
+def test_a_plain_asgi_app_mounted_in_a_fastapi_app_is_named_by_its_mount(
+    server: tuple[RunningServer, Path], receiver: OtlpReceiver
+) -> None:
+    # app.mount("/prometheus", make_asgi_app()), or StaticFiles: FastAPI's router leaves
+    # no route in the scope for a mount (Starlette's leaves the Mount), so such requests
+    # had no route on request.end or the span and were counted under "unmatched".
+    running, log_path = server
+    assert _route_of(running, log_path, receiver, "/prometheus/") == "/prometheus"
+    assert _route_of(running, log_path, receiver, "/prometheus/metrics") == "/prometheus"
+    receiver.wait_until(
+        lambda _: receiver.metric("ridtrace.requests", route="/prometheus") >= 2
+    )

@@ -28,6 +28,14 @@ def route_template(scope: Scope, root_path: str = "") -> str | None:
     route = scope.get("route")
     path = _served_path(scope, route)
     if not isinstance(path, str):
+        if route is None and scope.get("root_path", "") != root_path:
+            # FastAPI's router, unlike Starlette's, leaves no route in the scope for a
+            # Mount: a plain ASGI app mounted in a FastAPI app (StaticFiles,
+            # prometheus_client's make_asgi_app) had no route at all, and its requests
+            # were counted as unmatched. Named by its mounts, as under Starlette.
+            mounts = _mounts_taken(scope, root_path)
+            if mounts:
+                return "".join(mount.path for mount in mounts)
         return None
     if scope.get("root_path", "") != root_path:
         mounts = _mounts_taken(scope, root_path)
