@@ -113,6 +113,11 @@ def route_stdlib_logging(numeric: int) -> None:
     logging.basicConfig(handlers=[handler], level=numeric, force=True)
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "httpx", "httpcore"):
         std = logging.getLogger(name)
+        if not std.propagate and not std.handlers:
+            # Switched off, and meant to be: a logger that writes nowhere is what
+            # uvicorn --no-access-log leaves (it configures logging before importing the
+            # app); made to propagate, every request wrote its access line again.
+            continue
         std.handlers = []
         std.propagate = True
     # httpx logs every request at INFO; that noise is the caller's choice, not ours.
