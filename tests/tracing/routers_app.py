@@ -62,5 +62,16 @@ def create_app() -> FastAPI:
         await PlainTextResponse("requests_total 1\n")(scope, receive, send)
 
     app.mount("/prometheus", exposition)
+
+    # A sub-app mounted on a router that is included with a prefix.
+    reports = FastAPI(telemetry={"tracing": False})  # type: ignore[call-arg]
+
+    @reports.get("/daily/{day}")
+    async def daily(day: str) -> dict[str, str]:
+        return {"day": day}
+
+    team = APIRouter()
+    team.mount("/reports", reports)
+    app.include_router(team, prefix="/team")
     app.add_middleware(RequestTracingMiddleware)
     return app

@@ -100,3 +100,16 @@ def test_a_plain_asgi_app_mounted_in_a_fastapi_app_is_named_by_its_mount(
     receiver.wait_until(
         lambda _: receiver.metric("ridtrace.requests", route="/prometheus") >= 2
     )
+
+
+def test_a_sub_app_mounted_on_a_router_included_with_a_prefix_is_named_with_both(
+    server: tuple[RunningServer, Path], receiver: OtlpReceiver
+) -> None:
+    # router.mount("/reports", reports); app.include_router(router, prefix="/team"): the
+    # mount is kept inside FastAPI's included router, where the mounts were not looked
+    # for, so the sub-app's routes were named without it (/daily/{day}).
+    running, log_path = server
+    assert (
+        _route_of(running, log_path, receiver, "/team/reports/daily/mon")
+        == "/team/reports/daily/{day}"
+    )

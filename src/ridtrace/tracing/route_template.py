@@ -49,8 +49,6 @@ def _mounts_taken(scope: Scope, root_path: str) -> list[Any] | None:
     """The ``Mount`` routes the request went through, outermost first, found again by
     matching its path from the outermost router (``scope["router"]`` is set once, by
     it); ``None`` when they cannot be found (a root_path changed by something else)."""
-    from starlette.routing import Match, Mount  # only requests that crossed a mount
-
     routes = getattr(scope.get("router"), "routes", None)
     final_root = scope.get("root_path", "")
     probe: dict[str, Any] = {
@@ -58,19 +56,44 @@ def _mounts_taken(scope: Scope, root_path: str) -> list[Any] | None:
     }
     mounts: list[Any] = []
     while probe["root_path"] != final_root:
-        for candidate in routes or ():
-            if isinstance(candidate, Mount):
-                match, child_scope = candidate.matches(probe)
-                if match is Match.FULL:
-                    mounts.append(candidate)
-                    probe.update(child_scope)
-                    routes = candidate.routes
-                    break
-        else:
+        found = _mount_matching(probe, routes)
+        if found is None:
             return None
+        mount, child_scope = found
+        mounts.append(mount)
+        probe.update(child_scope)
+        routes = mount.routes
         if len(mounts) > 32:  # a mount cycle, somehow
             return None
     return mounts
+
+
+def _mount_matching(probe: Scope, routes: Any) -> tuple[Any, Scope] | None:
+    """The first of ``routes``' mounts that ``probe`` fully matches, with its child
+    scope; ``None`` when none does."""
+    from starlette.routing import Match, Mount
+
+    for candidate in routes or ():
+        if isinstance(candidate, Mount):
+            match, child_scope = candidate.matches(probe)
+            if match is Match.FULL:
+                return candidate, child_scope
+    # FastAPI (0.137 and later) keeps the mounts of a router included with a prefix
+    # (router.mount("/m", sub); app.include_router(router, prefix="/users")) on its
+    # included router's route contexts, with the prefix in their path: looked through
+    # only when no mount of the list itself matched, the common case costing nothing
+    # more. Not found, such a sub-app's routes were named without their mount.
+    for candidate in routes or ():
+        contexts = getattr(candidate, "effective_route_contexts", None)
+        if not callable(contexts):
+            continue
+        for context in contexts():
+            mount = getattr(context, "starlette_route", None)
+            if isinstance(mount, Mount):
+                match, child_scope = mount.matches(probe)
+                if match is Match.FULL:
+                    return mount, child_scope
+    return None
 
 
 def _served_path(scope: Scope, route: Any) -> Any:
