@@ -24,6 +24,7 @@ __all__ = [
     "built_here",
     "in_service",
     "own",
+    "owns_any",
     "running",
     "running_in_threads",
     "shutdown_telemetry",
@@ -95,6 +96,12 @@ def in_service(provider: object) -> bool:
     """True if ridtrace built ``provider`` and has not shut it down yet."""
     with _lock:
         return any(owned is provider for owned, _ in _owned)
+
+
+def owns_any() -> bool:
+    """True while a provider ridtrace built waits for :func:`shutdown_telemetry`."""
+    with _lock:
+        return bool(_owned)
 
 
 def shutdown_telemetry() -> int:

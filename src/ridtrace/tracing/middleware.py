@@ -20,6 +20,7 @@ from ridtrace.tracing.deprecation import deprecation_response_headers
 from ridtrace.tracing.excluded_urls import excluded_urls, request_url
 from ridtrace.tracing.id_headers import IdHeaders
 from ridtrace.tracing.inbound import InboundRules, note_inbound, read_inbound
+from ridtrace.tracing.lifespan_scope import serve_lifespan
 from ridtrace.tracing.observed import SCOPE_KEY, ObservedServing
 from ridtrace.tracing.placement import moved_into_fastapi
 from ridtrace.tracing.propagation import extracted_header_names
@@ -44,7 +45,9 @@ class RequestTracingMiddleware(ObservedServing):
     instrumentation already opened), both ids on every log line through the context,
     and ``request.start`` / ``request.end`` lifecycle lines. A WebSocket connection
     gets the ids, their log context and the id headers on its handshake's answer
-    (``ridtrace.tracing.websocket``); other scopes pass straight through.
+    (``ridtrace.tracing.websocket``); at the end of the lifespan scope ridtrace's
+    telemetry is flushed (``ridtrace.tracing.lifespan_scope``); other scopes pass
+    straight through.
     """
 
     def __init__(
@@ -91,6 +94,9 @@ class RequestTracingMiddleware(ObservedServing):
             # A WebSocket handshake is a request too; checked only off the HTTP path.
             if scope["type"] == "websocket" and not self._pass_through and SCOPE_KEY not in scope:
                 await serve_websocket(self, scope, receive, send)
+                return
+            if scope["type"] == "lifespan" and not self._pass_through:
+                await serve_lifespan(self.app, scope, receive, send)
                 return
             await self.app(scope, receive, send)
             return

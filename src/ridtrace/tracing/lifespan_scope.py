@@ -1,0 +1,73 @@
+"""The lifespan scope through the middleware: ridtrace's telemetry is flushed when the
+server stops, whether or not the application's lifespan does it.
+
+uvicorn re-raises SIGTERM after its graceful shutdown, so the process dies before
+``atexit`` runs, and the end of the lifespan is the last moment to export what a batch
+span processor and a metric reader still hold. ``telemetry_lifespan`` is that moment
+in a FastAPI or Starlette app, but a bare ASGI app wrapped in the middleware has no
+lifespan to put it in: it refuses the scope (uvicorn's own quickstart app asserts
+``scope["type"] == "http"``) or ignores it, and lost every span and metric still
+batched, and the event lines gathered for the loop's next turn, at each SIGTERM.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ridtrace.tracing import lifecycle
+from ridtrace.tracing.sinks import flush_sinks
+
+__all__ = ["serve_lifespan"]
+
+_SHUTDOWN_ANSWERS = ("lifespan.shutdown.complete", "lifespan.shutdown.failed")
+
+
+async def serve_lifespan(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """Pass the lifespan scope to ``app``, flushing telemetry before its shutdown answer;
+    answer the protocol for an app that does not speak it (it raised or returned before
+    asking for the first message), so that its shutdown flushes telemetry too."""
+    asked = False
+
+    async def receive_noted() -> Message:
+        nonlocal asked
+        asked = True
+        return await receive()
+
+    async def send_after_flush(message: Message) -> None:
+        if message["type"] in _SHUTDOWN_ANSWERS:
+            await _flush()
+        await send(message)
+
+    try:
+        await app(scope, receive_noted, send_after_flush)
+    except Exception:
+        if asked:  # the app's own lifespan failed: the server reports it
+            raise
+    if not asked:
+        await _answer(receive, send)
+
+
+async def _answer(receive: Receive, send: Send) -> None:
+    """The lifespan protocol for an app without one: startup, then shutdown and flush.
+    Any other message ends it, as a server sends each of them once."""
+    if (await receive())["type"] != "lifespan.startup":
+        return
+    await send({"type": "lifespan.startup.complete"})
+    if (await receive())["type"] != "lifespan.shutdown":
+        return
+    await _flush()
+    await send({"type": "lifespan.shutdown.complete"})
+
+
+async def _flush() -> None:
+    """What ``telemetry_lifespan`` does, once: an app that has it already flushed, and
+    waiting again for the requests still running would only lengthen the stop."""
+    if not lifecycle.owns_any():
+        flush_sinks()
+        return
+    try:
+        await lifecycle.shutdown_telemetry_async()
+    except Exception:  # telemetry never keeps a server from stopping
+        logging.getLogger(__name__).exception("shutting telemetry down failed")
