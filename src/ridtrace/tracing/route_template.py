@@ -113,7 +113,11 @@ def _served_path(scope: Scope, route: Any) -> Any:
         served = fastapi_scope.get(_FASTAPI_ROUTE_CONTEXT)
         # Only the context of this very route: FastAPI leaves it for the route it chose.
         if served is not None and getattr(served, "original_route", None) is route:
-            path = getattr(served, "path", None)
+            # The prefixed copy FastAPI matches with (a plain Starlette route's, as
+            # create_router's), else the context's own path.
+            path = getattr(getattr(served, "starlette_route", None), "path", None)
+            if not isinstance(path, str) or not path:
+                path = getattr(served, "path", None)
             if isinstance(path, str) and path:
                 return path
     return getattr(route, "path", None)
