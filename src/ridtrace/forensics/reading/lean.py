@@ -164,7 +164,7 @@ SELECT CASE WHEN _row IS NOT NULL THEN {SUSPECT} WHEN _span IS NOT NULL THEN {SP
     _trace AS trace_id, _span AS span_id, hash(_trace, _span) AS span_key,
     arg_max(request_id, {_LAST_ID_KEY}) AS request_id, {first}, {display},
     CASE WHEN {_has(_WORKER_BIT)} THEN {literal(WORKER)} ELSE {literal(FRONTEND)} END AS side,
-    min(_began) AS start, max(time) AS "end",
+    min(_began) AS start, max(time) AS "end", min(time) AS first_time,
     min(rn) AS first_rn, max(rn) AS last_rn, count(*) AS lines,
     {_first_where("_unlinked", "_text", "unlinked", "unlinked_rn")},
     {_first_where("_foreign", "chunk_request_id", '"foreign"', "foreign_rn")},

@@ -249,7 +249,7 @@ def span_aggregates() -> str:
     {first},
     CASE WHEN bool_or(side = {literal(WORKER)}) THEN {literal(WORKER)}
          ELSE {literal(FRONTEND)} END AS side,
-    min(began) AS start, max(time) AS "end",
+    min(began) AS start, max(time) AS "end", min(time) AS first_time,
     min(rn) AS first_rn, max(rn) AS last_rn, count(*) AS lines,
     arg_min(coalesce(error, message), rn) FILTER (WHERE {unlinked}) AS unlinked,
     min(rn) FILTER (WHERE {unlinked}) AS unlinked_rn,

@@ -33,6 +33,8 @@ PART, POS, KEY = "_part", "_pos", "_key"
 # Whether a partial's deprecated headers are the ones a request's own line lists (not a
 # WARN's single header): a span cut between its WARN and its list takes the list.
 LISTED = "_deprecated_listed"
+# A partial's first line's time; its start may be earlier (`_in_time_order`).
+FIRST_TIME = "_first_time"
 # Evidence line columns. In a partial they hold ``part << 32 | line within the
 # partition``: combining carries each value with the row it came from, and the client
 # resolves them once every partition's line count is known — no barrier before the
@@ -118,6 +120,7 @@ def pieces_frame(pieces: Sequence[SpanPiece]) -> pd.DataFrame:
     result = pd.DataFrame({col: out[col] for col in REQUEST_COLUMNS})
     result[LISTED] = np.asarray(
         spans["deprecated_listed"].to_numpy(zero_copy_only=False), dtype=bool)
+    result[FIRST_TIME] = frame["first_time"].array
     result[PART] = part
     # Each row's place in its part: the part's first row is at 0.
     result[POS] = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
@@ -149,6 +152,7 @@ def partial_requests(requests: pd.DataFrame, part: int) -> pd.DataFrame:
         out[col] = out[col] + (part << _LINE_BITS)
     # A whole input's requests: no other partial of a span to prefer a list over.
     out[LISTED] = np.zeros(len(out), dtype=bool)
+    out[FIRST_TIME] = out["start"]
     out[PART] = np.full(len(out), part, dtype=np.int64)
     out[POS] = np.arange(len(out), dtype=np.int64)
     out[KEY] = pd.util.hash_pandas_object(out[KEYS], index=False).to_numpy()
@@ -184,10 +188,11 @@ def _merge(parts: pd.DataFrame) -> pd.DataFrame:
         out[LINE_FILES[line]] = _take_codes(parts[LINE_FILES[line]], rows)
     out[LISTED] = group_rows(codes, listed, n) >= 0
     by = pd.DataFrame({"c": codes, "start": parts["start"].array, "end": parts["end"].array,
-                       "lines": parts["lines"].to_numpy()})
+                       "first": parts[FIRST_TIME].array, "lines": parts["lines"].to_numpy()})
     agg = by.groupby("c", sort=True).agg(start=("start", "min"), end=("end", "max"),
-                                         lines=("lines", "sum"))
+                                         first=("first", "min"), lines=("lines", "sum"))
     out["start"], out["end"] = agg["start"].array, agg["end"].array
+    out[FIRST_TIME] = agg["first"].array
     out["lines"] = agg["lines"].to_numpy()
     closing = np.asarray(parts["closing"].fillna(False).to_numpy(), dtype=bool)
     out["closing"] = group_rows(codes, closing, n) >= 0
@@ -241,9 +246,11 @@ def _in_time_order(parts: pd.DataFrame) -> pd.DataFrame:
     holds its earlier lines, whatever order the files were given in; files whose first
     lines of the span have the same time keep input order, where the parts of a rotated
     log are oldest first (`reading.rotation`). Within one file lines keep file order,
-    not time: a file cut into blocks combines exactly as it is read whole.
+    not time: a file cut into blocks combines exactly as it is read whole. By the
+    lines' own times, not the start: Dynamo's closing line dates a part holding it back
+    by its ``latency_ms``, to before the span's first line in another file.
     """
-    first_in_file = parts.groupby([*KEYS, "file"], sort=False, dropna=False)["start"]
+    first_in_file = parts.groupby([*KEYS, "file"], sort=False, dropna=False)[FIRST_TIME]
     by_time = parts.assign(_first_in_file=first_in_file.transform("min"))
     ordered = by_time.sort_values(["_first_in_file", PART, POS], kind="stable",
                                   na_position="last", ignore_index=True)
