@@ -19,6 +19,7 @@ import pytest
 
 from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import ts
+from tests.support.follower import start_follower
 
 _FRONTEND = {"method": "POST", "span_name": "http-request", "uri": "/v1/chat/completions",
              "version": "HTTP/1.1"}
@@ -42,10 +43,8 @@ def _request(span: str, start: float, end: float) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("order", ["directory", "oldest first", "newest first"])
-def test_a_request_split_by_a_rotation_cites_its_own_first_and_last_lines(
-    tmp_path: Path, order: str
-) -> None:
+def _split_logs(tmp_path: Path, order: str) -> tuple[Path, list[Path]]:
+    """The rotated part holding the first caller's first line, and the inputs to name."""
     first, second = _request("a" * 16, 0.0, 0.4), _request("b" * 16, 0.1, 0.2)
     # The log rotated once the first caller's request received was written: its other
     # lines, and the second caller's, are in the live log. Named, the rotated part has a
@@ -57,6 +56,17 @@ def test_a_request_split_by_a_rotation_cites_its_own_first_and_last_lines(
     live.write_text("\n".join([second[0], *second[1:], *first[1:]]) + "\n")
     named = {"directory": [tmp_path], "oldest first": [before, live],
              "newest first": [live, before]}[order]
+    return before, named
+
+
+ORDERS = ["directory", "oldest first", "newest first"]
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_request_split_by_a_rotation_cites_its_own_first_and_last_lines(
+    tmp_path: Path, order: str
+) -> None:
+    before, named = _split_logs(tmp_path, order)
 
     code, doc = analyze_json(*map(str, named))
 
@@ -69,3 +79,18 @@ def test_a_request_split_by_a_rotation_cites_its_own_first_and_last_lines(
                      ("frontend.jsonl", 1), ("frontend.jsonl", 3)]
     # The request still starts when it arrived, as its latency_ms says.
     assert finding["time"] == "2026-11-29T09:59:59.998000Z"
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_the_follower_cites_the_lines_analyze_cites(tmp_path: Path, order: str) -> None:
+    _, named = _split_logs(tmp_path, order)
+    _, doc = analyze_json(*map(str, named))
+    [batch] = [f for f in doc["findings"] if f["kind"] == "duplicate_in_flight"]
+
+    follower = start_follower([str(p) for p in named], "--from-start")
+    follower.wait_for(lambda: bool(follower.findings()), timeout=60, what="the duplicate")
+    assert follower.stop() == 1
+
+    [live] = [p.json() for p in follower.findings()]
+    assert (live["kind"], live["time"]) == ("duplicate_in_flight", batch["time"])
+    assert live["evidence"] == batch["evidence"]

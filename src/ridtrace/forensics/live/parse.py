@@ -32,7 +32,7 @@ from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 COLUMNS = (
     "trace_id", "span_id", "file", "first_line", "last_line", "t0", "t1", "request_id",
     "x_request_id", "parent_span_id", "fp_in", "fp_out", "outcome", "worker", "closing",
-    "request_end", "worker_end",
+    "request_end", "worker_end", "first_time",
 )
 _AS_IS = ("trace_id", "span_id", "request_id", "x_request_id", "parent_span_id", "fp_in",
           "fp_out")
@@ -139,6 +139,8 @@ def _span_rows(parts: list[ChunkSpans]) -> SpanRows:
     lines = {k: np.concatenate([p.lines[k] for p in parts]) for k in parts[0].lines}
     t0 = table["start"].cast(pa.int64()).fill_null(0).to_numpy()
     t1 = table["end"].cast(pa.int64()).fill_null(0).to_numpy()
+    # Its first line's own time: `t0` may be earlier (`records.partials._in_time_order`).
+    first_time = table["first_time"].cast(pa.int64()).fill_null(0).to_numpy()
     part = np.repeat(np.arange(len(parts)), [p.spans.num_rows for p in parts])
     at, depth = _after_callers(table, t0)
     order = np.lexsort((lines["first_line"], part, depth, at))
@@ -150,6 +152,7 @@ def _span_rows(parts: list[ChunkSpans]) -> SpanRows:
     out["first_line"] = lines["first_line"][order].tolist()
     out["last_line"] = lines["last_line"][order].tolist()
     out["t0"], out["t1"] = t0[order].tolist(), t1[order].tolist()
+    out["first_time"] = first_time[order].tolist()
     # Few distinct values: one str object each instead of one per row.
     out["outcome"] = _shared(table["outcome"])
     out["worker"] = _bools(pc.equal(table["side"], WORKER))

@@ -90,13 +90,16 @@ class LiveRules:
             flags[row] = flag
         rows = zip(*(batch.columns[c] for c in COLUMNS), flags, strict=True)
         for (trace, span_id, file, first_line, last_line, t0, t1, rid, xrid, parent, fp_in,
-             fp_out, outcome, worker, closing, request_end, worker_end, flag) in rows:
+             fp_out, outcome, worker, closing, request_end, worker_end, first_time,
+             flag) in rows:
+            first_time = t0 if first_time is None else first_time
             key = (trace, span_id)
             span = get(key)
             late_work = False
             if span is None:
                 span = Span(trace, span_id, file, first_line, last_line, t0, t1 if t1 > t0 else t0,
                             parent, WORKER if worker else None, xrid, fp_in, fp_out, outcome)
+                span.first_time = first_time
                 spans[key] = span
                 new_spans += 1
                 if not worker:
@@ -154,8 +157,11 @@ class LiveRules:
                 if span.instant:  # a second line: it has a start of its own
                     span.instant = False
                     instants -= 1
+                # An earlier part's lines, by their own times (`Span.first_time`).
+                if first_time < span.first_time and file != span.file:
+                    span.first_time, span.file, span.first_line = first_time, file, first_line
                 if t0 < span.start:
-                    clusters.extend(self._earlier_part(span, t0, file, first_line))
+                    clusters.extend(self._earlier_part(span, t0))
                 later = file == span.last_file or t1 >= span.last  # else an earlier part
                 if later:
                     span.last_line = last_line
@@ -241,15 +247,13 @@ class LiveRules:
                 found.extend(crossed(state, []))
         return found
 
-    def _earlier_part(self, span: Span, t0: int, file: str, first_line: int) -> list[Cluster]:
+    def _earlier_part(self, span: Span, t0: int) -> list[Cluster]:
         """A span's lines from before those read so far, in another file read behind
         (``--from-start`` over a rotated ``app.jsonl.1`` and the live ``app.jsonl``):
         it started then, as the batch read merges it. Its clusters are judged again, and
         it joins the id's latest cluster it now overlaps. Kept at the start of its later
         lines, a caller in flight with the next holder of its id looked one after it."""
         span.start = t0
-        if file != span.file:  # a clock stepping back within one file keeps its line
-            span.file, span.first_line = file, first_line
         rid = span.request_id
         latest = self.state.clusters.get(rid) if rid is not None else None
         if (rid is not None and latest is not None and latest not in span.clusters

@@ -51,7 +51,8 @@ class Span:
 
     # __weakref__: tests watch evicted spans being freed.
     __slots__ = (
-        "__weakref__", "closed", "clusters", "crossed_done", "file", "first_line", "fp_in",
+        "__weakref__", "closed", "clusters", "crossed_done", "file", "first_line",
+        "first_time", "fp_in",
         "fp_out", "instant", "last", "last_file", "last_line", "open_children", "outcome",
         "paired", "parent",
         "parent_span", "request_id", "side", "span_id", "start", "trace", "unlinked_done",
@@ -69,6 +70,9 @@ class Span:
         # lines in the rotated part and its last ones in the new file.
         self.last_file = file
         self.first_line = first_line
+        # When `first_line` was written; `start` may be earlier, dated back by a stated
+        # duration (Dynamo's latency_ms) on a closing line in another file.
+        self.first_time = start
         self.last_line = last_line
         self.start = start
         self.last = last
