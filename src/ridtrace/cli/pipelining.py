@@ -1,0 +1,80 @@
+"""Pipelined HTTP/1.1 requests: refusals answered in their turn.
+
+A server must answer pipelined requests in the order they came (RFC 9112 section
+9.3.2). uvicorn writes its answer to a request the parser refuses (and ridtrace's header
+guard its 431, Host and chunk-framing refusals) the moment it reads it, ahead of the
+answers still owed to the requests before it, and closes the connection: their client
+read the refusal as the first request's answer, which was never sent, and the requests
+were cancelled. Here such a refusal waits until the answers before it have gone out;
+nothing after the refused request is read.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+__all__ = ["InOrderRefusals"]
+
+
+class InOrderRefusals(HttpToolsProtocol):
+    """Put first among the bases of a protocol built on the header guard, which keeps
+    ``_cycles`` (the connection's requests, oldest first) and ``_answer_and_close``."""
+
+    _cycles: deque[Any]
+    _deferred_refusal: Callable[[], None] | None = None
+    _parser_stopped = False  # at a refused request: nothing after it is read
+
+    def _answer_and_close(self, status: int, reason: str, message: str) -> None:
+        if not self._deferred(lambda: super(InOrderRefusals, self)._answer_and_close(  # type: ignore[misc]
+                status, reason, message)):
+            super()._answer_and_close(status, reason, message)  # type: ignore[misc]
+
+    def send_400_response(self, msg: str) -> None:
+        if not self._deferred(lambda: super(InOrderRefusals, self).send_400_response(msg)):
+            super().send_400_response(msg)
+
+    def data_received(self, data: bytes) -> None:
+        if not self._parser_stopped:
+            super().data_received(data)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        refusal = self._deferred_refusal
+        if refusal is None or self.transport.is_closing():
+            return
+        if self._owed():
+            self.flow.pause_reading()  # uvicorn resumed it for the next request
+            return
+        self._deferred_refusal = None
+        refusal()
+
+    def _deferred(self, refusal: Callable[[], None]) -> bool:
+        """Hold ``refusal`` back while answers to earlier requests are owed: true if so."""
+        if self._deferred_refusal is not None:
+            return True  # the first refusal stands; a parser in error may report again
+        refused = self.cycle
+        # Refused in its body (not between requests, nor in a new one's headers): the
+        # refusal is its answer. Queued behind earlier requests (not started), it never
+        # runs.
+        if refused is not None and refused.more_body and refused in self._cycles:
+            self._cycles.remove(refused)
+            for queued in self.pipeline:
+                if queued[0] is refused:
+                    self.pipeline.remove(queued)
+                    break
+        if not self._owed():
+            return False
+        self._deferred_refusal = refusal
+        self._parser_stopped = True
+        self.flow.pause_reading()
+        timer = getattr(self, "_disarm_header_timer", None)
+        if timer is not None:
+            timer()  # the request was read: no 408 for it
+        return True
+
+    def _owed(self) -> bool:
+        return any(not cycle.response_complete for cycle in self._cycles)

@@ -1,0 +1,74 @@
+"""Pipelined HTTP/1.1 requests on a real `ridtrace serve frontend`, sent as raw bytes.
+
+A server must answer pipelined requests in the order they came (RFC 9112 section
+9.3.2), whatever it thinks of the later ones.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import httpx
+import pytest
+
+from tests.frontend_plugin.conftest import Stack
+
+STREAMED = (b'{"prompt": "one two three four five six seven eight nine ten", '
+            b'"max_tokens": 200, "stream": true}')
+
+
+def _completion(client_id: bytes) -> bytes:
+    return (b"POST /v1/completions HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+            b"content-type: application/json\r\nx-request-id: " + client_id + b"\r\n"
+            b"content-length: %d\r\n\r\n" % len(STREAMED) + STREAMED)
+
+
+def _until_closed(port: int, sent: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(sent)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+@pytest.mark.parametrize(("refused", "status", "reason"), [
+    (b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\nx-big: " + b"a" * 70_000 + b"\r\n\r\n",
+     431, b"request headers exceed 65536 bytes"),
+    (b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\nhost: other\r\n\r\n",
+     400, b"a request needs exactly one Host header, not 2 (RFC 9112, section 3.2)"),
+    (b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\nx-a: a\x01b\r\n\r\n",
+     400, b"Invalid HTTP request received: Invalid header value char"),
+    (b"POST /v1/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 2\r\n"
+     b"content-length: 3\r\n\r\n{}", 400, b"Invalid HTTP request received: Duplicate Content-Length"),
+    # Refused in its body, its headers read: queued behind the others, it never runs.
+    (b"POST /v1/completions HTTP/1.1\r\nhost: 127.0.0.1\r\nx-request-id: refused\r\n"
+     b"transfer-encoding: chunked\r\n\r\nzz\r\n", 400, b"Invalid HTTP request received: Invalid character in chunk size"),
+], ids=["431", "two-hosts", "control-character", "two-lengths", "chunk-size"])
+def test_a_refused_request_is_answered_after_the_requests_before_it(
+    stack: Stack, refused: bytes, status: int, reason: bytes
+) -> None:
+    # The refusal of a request the parser (or ridtrace's header guard) turns away was
+    # written the moment it was read, ahead of the answers still owed to the requests
+    # pipelined before it: their client read the refusal as the first request's answer,
+    # that answer was never sent, and the request was cancelled (the connection closed).
+    # Now the answers go out in order, the refusal last, then the connection closes.
+    answer = _until_closed(stack.frontend.port, _completion(b"piped-first") * 2 + refused)
+    first, second, rest = answer.split(b"HTTP/1.1 ", 3)[1:]
+    for streamed in (first, second):
+        assert streamed.startswith(b"200 OK\r\n"), answer[:300]
+        assert b"x-request-id: piped-first\r\n" in streamed
+        assert streamed.endswith(b"data: [DONE]\n\n\r\n0\r\n\r\n"), streamed[-200:]
+    assert rest.startswith(b"%d " % status) and rest.endswith(reason), rest[:300]
+    assert b"connection: close" in rest.lower()
+    ends = stack.frontend.wait_for_lines(
+        lambda line: line.get("event") == "request.end"
+        and line.get("x_request_id") == "piped-first", 2)
+    assert all(end["outcome"] == "ok" and end["status"] == 200 for end in ends[-2:]), ends
+    # One more request's end line, written after any line of the refused request: none.
+    after = httpx.post(stack.url + "/v1/completions", json={"prompt": "after"},
+                       headers={"x-request-id": "after-refusal"}, timeout=30)
+    assert after.status_code == 200
+    stack.frontend.wait_for_event(after.headers["x-server-request-id"], "request.end")
+    assert not [x for x in stack.frontend.lines() if x.get("x_request_id") == "refused"]
+    stack.wait_inflight(lambda snap: snap["inflight"] == 0)
