@@ -20,7 +20,7 @@ from typing import Any
 import httptools
 
 from ridtrace.cli.http10 import framed_for_http10
-from ridtrace.cli.pipelining import InOrderRefusals
+from ridtrace.cli.pipelining import BoundedPipeline, InOrderRefusals
 from ridtrace.cli.upgrade import UpgradeIgnoringProtocol
 
 __all__ = [
@@ -282,6 +282,7 @@ def guarded_http_protocol(*, header_timeout: float,
                           max_header_bytes: int = MAX_HEADER_BYTES) -> type[asyncio.Protocol]:
     """The protocol class to give ``uvicorn.Config(http=...)``."""
     assert httptools is not None  # a dependency: uvicorn would pick it on its own
-    return type("GuardedHttpToolsProtocol", (InOrderRefusals, _GuardedHttpToolsProtocol), {
+    bases = (BoundedPipeline, InOrderRefusals, _GuardedHttpToolsProtocol)
+    return type("GuardedHttpToolsProtocol", bases, {
         "header_timeout": header_timeout, "max_header_bytes": max_header_bytes,
     })
