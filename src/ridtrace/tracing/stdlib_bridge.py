@@ -71,6 +71,10 @@ class InterceptHandler(logging.Handler):
 
         def patch(r: Record) -> None:
             r["name"] = record.name
+            # Where the standard library's call was, not this handler: loguru's console
+            # handlers show {function}:{line}, which read `_forward:85` on every line.
+            r["function"], r["line"], r["module"] = record.funcName, record.lineno, record.module
+            r["file"].name, r["file"].path = record.filename, record.pathname  # this record's own
             if ctx is not None:
                 # The ids the patcher copied from the current context (the request the
                 # exception escaped into) are not this line's.
