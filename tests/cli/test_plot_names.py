@@ -79,3 +79,22 @@ def test_a_plot_to_dash_is_bad_usage_not_a_file_named_dash(
     assert "--plot" in result.stderr and "standard output" in result.stderr
     assert not (tmp_path / "-").exists()
     assert result.stdout == ""  # refused before the read, as any bad usage
+
+
+def test_a_pgf_plot_without_latex_is_exit_2_naming_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The error for `use.txt` lists .pgf among the formats it writes, and matplotlib's pgf
+    # backend sets the text through a TeX system it runs (xelatex): on a machine without
+    # one (a plain `pip install 'ridtrace[plot]'`) the audit stopped with matplotlib's
+    # RuntimeError, a traceback and exit 4, "ridtrace itself failed, please report it".
+    log = _log(tmp_path)
+    plot = tmp_path / "use.pgf"
+    no_tools = tmp_path / "empty-bin"
+    no_tools.mkdir()
+    monkeypatch.setenv("PATH", str(no_tools))
+    result = CliRunner().invoke(main, ["audit", str(log), "--plot", str(plot), "-q"])
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert f"cannot write {plot}: " in result.stderr and "xelatex" in result.stderr
+    assert ".pdf" in result.stderr  # what to name it instead
+    assert not plot.exists()

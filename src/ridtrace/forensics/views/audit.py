@@ -8,6 +8,7 @@ decision's trigger, so the audit says how much of the input it could read
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -204,6 +205,11 @@ def _draw(series: pd.DataFrame, path: Path, bucket: str) -> None:
         if fmt not in formats:
             raise PlotFormatError(f"'.{fmt}' is no image format; name the file .png, or "
                                   f"one of .{', .'.join(sorted(formats))}")
+        if fmt == "pgf" and shutil.which(tex := plt.rcParams["pgf.texsystem"]) is None:
+            # matplotlib's pgf backend sets the text through a TeX system it runs: without
+            # one, savefig raised RuntimeError (a traceback, exit 4: "ridtrace failed").
+            raise PlotFormatError(f"'.pgf' is typeset by {tex}, which is not installed; "
+                                  "name the file .pdf or .svg for a vector image")
         if series.empty:
             ax.text(0.5, 0.5, "no deprecated headers seen", ha="center", va="center")
         else:
