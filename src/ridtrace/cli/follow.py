@@ -187,10 +187,14 @@ def run_follow(
 ) -> int:
     """Follow `paths` until a signal (or the first error with `fail_fast`); the exit code."""
     from ridtrace.cli.analyze import InputError, import_beside
-    from ridtrace.forensics.reading.inputs import CLOSED_STDIN, stdin_closed
+    from ridtrace.forensics.reading.inputs import CLOSED_STDIN, is_url, stdin_closed
 
     if "-" in paths and stdin_closed():
         raise InputError(CLOSED_STDIN)
+    # A URL never appears as a local path: the follower waited for it until Ctrl-C.
+    url = next((p for p in paths if is_url(p)), None)
+    if url is not None:
+        raise InputError(f"--follow reads local files and pipes, not a URL: {url}")
     # pyarrow imports pandas the first time a parsed chunk becomes numpy: about a second
     # added to the first finding after the follower started, half the 2 s live target,
     # more on a loaded machine. Imported beside the start, it is in before "following".

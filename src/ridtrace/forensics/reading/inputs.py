@@ -12,6 +12,7 @@ from __future__ import annotations
 import glob
 import io
 import os
+import re
 import stat
 import sys
 from collections.abc import Sequence
@@ -21,6 +22,14 @@ from typing import Any, BinaryIO
 
 from ridtrace.forensics.reading.log_names import named_like_log
 from ridtrace.forensics.reading.rotation import absolute_path, oldest_first
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_url(raw: str) -> bool:
+    """Whether a PATH is an fsspec URL (``s3://bucket/…``, ``file:///…``), which only
+    the Dask engine opens."""
+    return _URL.match(raw) is not None
 
 STDIN_NAME = "<stdin>"
 SNIFF_BYTES = 64 << 10
@@ -238,7 +247,10 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
             # for a typo that was not there.
             why = ("a broken symbolic link (its target is missing, or it is a loop)"
                    if path.is_symlink() else "no such file or directory")
-            raise ForensicsInputError(f"{why}: {raw}")
+            # An s3:// or file:// URL (docs/scale-out.md) is no typo: say who reads it.
+            where = (" (a URL: only `analyze` and `audit` with --engine dask read those)"
+                     if is_url(raw) else "")
+            raise ForensicsInputError(f"{why}: {raw}{where}")
     return [replace(src, name=display_name(src.name)) if src.path is not None else src
             for src in oldest_first(sources, _source_path)]
 
