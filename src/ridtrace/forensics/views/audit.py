@@ -177,7 +177,10 @@ def plot_usage(series: pd.DataFrame, path: Path) -> None:
 
     The y axis starts at zero, so a drop to few requests looks like one.
     """
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError as exc:  # named as the CLI, the Dask engine and the gRPC package do
+        raise ImportError("plot_usage needs the plot extra: pip install 'ridtrace[plot]'") from exc
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
