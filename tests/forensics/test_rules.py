@@ -313,3 +313,24 @@ def test_only_a_finding_whose_span_ids_repeat_names_their_traces() -> None:
     details = sorted(duplicate_in_flight(reqs)["detail"])
     assert details[0].endswith("(spans s1 (trace ta), s1 (trace tb))")
     assert details[1].endswith("(spans s2, s3)")
+
+
+def test_output_finished_after_its_caller_gave_up_is_not_lost() -> None:
+    # A safe stack's timeout: the frontend answered 504 at 0.5 s, its worker, not yet
+    # aware of the hang-up, finished its reply at 0.8 s. That output was reported as no
+    # caller's (unlinked, exit 1), an incident for the race of any timeout.
+    timed_out = requests_frame(_caller("A", "inA", None, outcome="error", end=0.5),
+                               _work("wA", "A", "inA", "outA", end=0.8))
+    assert unlinked(timed_out).empty
+    # Finished while its caller still waited, yet never delivered: lost.
+    dropped = requests_frame(_caller("A", "inA", None, outcome="error", end=0.9),
+                             _work("wA", "A", "inA", "outA", end=0.8))
+    assert list(unlinked(dropped)["span_id"]) == ["wA"]
+    # A caller with an Unlinked error of its own keeps its worker's output as evidence.
+    displaced = requests_frame(
+        _caller("A", "inA", None, outcome="error", end=0.5, unlinked="Unlinked request; x",
+                unlinked_line=5),
+        _work("wA", "A", "inA", "outA", end=0.8))
+    found = unlinked(displaced)
+    assert list(found["span_id"]) == ["A"]
+    assert "worker span wA produced fp_out outA" in found.loc[0, "detail"]

@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ridtrace.contract import FRONTEND, OUTCOME_CANCELLED, OUTCOME_OK, WORKER
+from ridtrace.contract import FRONTEND, OUTCOME_CANCELLED, OUTCOME_ERROR, OUTCOME_OK, WORKER
 from ridtrace.forensics.records.requests import LINE_FILES
 from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 from ridtrace.forensics.rules.codes import Arrow, shared_codes
@@ -55,6 +55,7 @@ class SpanColumns:
     worker: np.ndarray
     ok: np.ndarray
     cancelled: np.ndarray
+    failed: np.ndarray  # outcome error
     ended: np.ndarray  # an outcome is logged: the span's end line is in the logs
     span: np.ndarray
     parent: np.ndarray
@@ -209,6 +210,7 @@ def span_columns(requests: pd.DataFrame) -> SpanColumns:
         worker=_equals(side, WORKER),
         ok=_equals(outcome, OUTCOME_OK),
         cancelled=_equals(outcome, OUTCOME_CANCELLED),
+        failed=_equals(outcome, OUTCOME_ERROR),
         ended=np.asarray(pc.is_valid(outcome).to_numpy(zero_copy_only=False), dtype=bool),
         span=span,
         parent=parent,

@@ -86,13 +86,23 @@ def _lost_output(spans: SpanColumns) -> np.ndarray:
     Only judged where the frontend's logs for the trace are present (a worker log on
     its own proves nothing), and not when the caller itself went away or its end is not
     in the logs: a caller still streaming when the logs were read (its worker done, its
-    request.end not written yet) has not been delivered its output *yet*.
+    request.end not written yet) has not been delivered its output *yet*. Nor when the
+    output was finished after its caller had already ended in error with no Unlinked
+    error or foreign chunk of its own: the frontend gave up on that worker (a timeout),
+    which finished before it saw the hang-up, the race of any timeout; such a caller was
+    told it failed, not left for another's output. (Output a caller with an Unlinked
+    error lost still joins that finding.)
     """
     front = spans.front
     works = spans.worker & _with_output(spans) & spans.ok
     delivered = spans.fp_out[front]
     works &= ~isin(spans.fp_out, delivered[delivered >= 0])
     works &= ~isin(spans.parent, spans.span[front & (spans.cancelled | ~spans.ended)])
+    gave_up = np.flatnonzero(front & spans.failed & (spans.span >= 0)
+                             & ~_valid(spans, "unlinked") & ~_valid(spans, "foreign"))
+    given_up_at = np.full(max(spans.span_codes, 1), np.iinfo(np.int64).max, dtype=np.int64)
+    given_up_at[spans.span[gave_up]] = spans.end[gave_up]
+    works &= ~((spans.parent >= 0) & (spans.end > given_up_at[np.maximum(spans.parent, 0)]))
     rows = np.flatnonzero(works)
     return np.asarray(rows[spans.trace_in_front(rows)])
 
