@@ -164,8 +164,41 @@ def _id_holders(spans: SpanColumns, among: np.ndarray | None = None) -> np.ndarr
     return np.flatnonzero(candidate)
 
 
+def _unended_callers_by_their_workers(spans: SpanColumns) -> SpanColumns:
+    """`spans` with each frontend caller that logged no end holding the id its worker
+    spans hold (the latest-starting one's), for at least as long as they worked for it.
+
+    Under the legacy id policy a caller's `request.start` logs a minted id and its later
+    lines the client's, which it held: a caller whose frontend was killed left that one
+    line, a minted id and an instant, and two callers in flight under one client id at
+    the kill were no duplicate, though their workers' lines prove both (`--follow`,
+    which holds a caller by its worker spans, printed it).
+    """
+    unended = spans.front & ~spans.ended & (spans.span >= 0)
+    works = np.flatnonzero(spans.worker & (spans.parent >= 0) & (spans.request_id >= 0))
+    if not unended.any() or not len(works):
+        return spans
+    row_of = np.full(max(spans.span_codes, 1), -1, dtype=np.int64)
+    row_of[spans.span[unended]] = np.flatnonzero(unended)
+    callers = row_of[spans.parent[works]]
+    works, callers = works[callers >= 0], callers[callers >= 0]
+    if not len(works):
+        return spans
+    order = np.argsort(spans.start[works], kind="stable")  # the latest start writes last
+    works, callers = works[order], callers[order]
+    source = np.arange(len(spans), dtype=np.int64)
+    source[callers] = works
+    request_id = spans.request_id.copy()
+    request_id[callers] = spans.request_id[works]
+    end = spans.end.copy()
+    np.maximum.at(end, callers, spans.end[works])
+    text = {**spans.text, "request_id": spans.text["request_id"].take(pa.array(source))}
+    return replace(spans, request_id=request_id, end=end, text=text)
+
+
 def find_duplicate_in_flight(spans: SpanColumns) -> FindingColumns:
     """`duplicate_in_flight` on converted columns."""
+    spans = _unended_callers_by_their_workers(spans)
     # A worker span stands for its caller: retries of one caller are one request.
     return _cluster_findings(
         "duplicate_in_flight", spans, _id_holders(spans), spans.caller(),
@@ -184,6 +217,7 @@ def open_id_holders(spans: SpanColumns, closing: np.ndarray) -> int:
     none if its process had died: the logs cannot tell which, so the read is incomplete.
     `closing`: whether a line of each span closes it (its end is in the logs).
     """
+    spans = _unended_callers_by_their_workers(spans)
     open_ids = spans.request_id[~closing]
     open_ids = open_ids[open_ids >= 0]
     if not len(open_ids):

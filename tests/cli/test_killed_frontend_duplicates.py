@@ -1,0 +1,86 @@
+"""Two callers holding one id when their legacy frontend was killed are a duplicate in flight.
+
+Found against real runs: under `--id-policy legacy` a request's `request.start` logs a
+minted id and its later lines the client's, which it held; a frontend SIGKILLed with two
+callers of `x-request-id: dup-1` in flight left each with its `request.start` alone. Its
+workers' lines (`worker.start` under `dup-1`, parented to the caller) prove which id each
+held and that both were in flight at once, and `ridtrace analyze --follow` printed the
+duplicate live; the batch `analyze` judged each caller by its one line — a minted id, an
+instant — and reported nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.servers import free_port, run_server
+
+CHAT = {"model": "echo", "stream": True, "max_tokens": 200,
+        "messages": [{"role": "user", "content": "a long answer please, word by word"}]}
+
+
+def _read_to_the_first_token(lines: Iterator[str]) -> None:
+    """Read the stream up to its first generated token: the worker's first chunk has
+    reached the frontend, which has linked it to this caller."""
+    for line in lines:
+        if '"content":"echo' in line:
+            return
+    raise AssertionError("the stream ended before its first token")
+
+
+@pytest.fixture(scope="module")
+def killed_with_two_holders(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Logs of a legacy stack whose frontend was SIGKILLed while two callers of
+    ``x-request-id: dup-1`` were both streaming their answers."""
+    tmp_path = tmp_path_factory.mktemp("killed-dup")
+    logs = tmp_path / "logs"
+    worker_port, frontend_port = free_port(), free_port()
+    worker_argv = ["-m", "ridtrace", "serve", "worker", "--port", str(worker_port),
+                   "--id-policy", "legacy", "--token-delay", "0.05",
+                   "--log-file", str(logs / f"worker-{worker_port}.jsonl")]
+    frontend_argv = ["-m", "ridtrace", "serve", "frontend", "--port", str(frontend_port),
+                     "--id-policy", "legacy", "--worker", f"http://127.0.0.1:{worker_port}",
+                     "--log-file", str(logs / "frontend.jsonl")]
+    headers = {"x-request-id": "dup-1"}
+    with (run_server(worker_argv, port=worker_port, workdir=tmp_path, ready_path="/health"),
+          run_server(frontend_argv, port=frontend_port, workdir=tmp_path,
+                     ready_path="/health") as front):
+        url = f"{front.url}/v1/chat/completions"
+        # The first caller's stream is under way (its entry claimed by its worker's
+        # first chunk) before the second caller registers the same key.
+        with httpx.stream("POST", url, json=CHAT, headers=headers, timeout=30) as first:
+            first_lines = first.iter_lines()  # held: a dropped iterator closes the stream
+            _read_to_the_first_token(first_lines)
+            with httpx.stream("POST", url, json=CHAT, headers=headers, timeout=30) as second:
+                second_lines = second.iter_lines()
+                _read_to_the_first_token(second_lines)
+                os.killpg(front.process.pid, signal.SIGKILL)
+                front.process.wait(timeout=10)
+    return logs
+
+
+def test_batch_analyze_reports_the_duplicate(killed_with_two_holders: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "analyze", str(killed_with_two_holders),
+         "--format", "json", "-q"], capture_output=True, text=True, timeout=120)
+    report = json.loads(done.stdout)
+    chat = [json.loads(line) for line in
+            (killed_with_two_holders / "frontend.jsonl").read_text().splitlines()
+            if '"/v1/chat/completions"' in line]
+    starts = [line for line in chat if line["event"] == "request.start"]
+    assert len(starts) == 2 and len(chat) == 2  # no request.end: both were in flight
+    (dup,) = [f for f in report["findings"] if f["kind"] == "duplicate_in_flight"]
+    assert dup["request_id"] == "dup-1"
+    assert dup["detail"].startswith("2 requests held request_id dup-1")
+    assert {s["span_id"] for s in starts} <= set(dup["detail"].split("(spans ")[1][:-1]
+                                                 .split(", "))
+    assert done.returncode == 1, done.stderr
