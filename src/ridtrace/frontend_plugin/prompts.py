@@ -13,7 +13,14 @@ from typing import Any
 from ridtrace.frontend_plugin.bodies import InvalidRequest
 from ridtrace.tracing.identity import shown_text
 
-__all__ = ["NO_TEXT", "chat_prompt", "content_text", "token_count", "token_prompt"]
+__all__ = [
+    "NO_TEXT",
+    "chat_prompt",
+    "content_text",
+    "require_content",
+    "token_count",
+    "token_prompt",
+]
 
 
 # Parts whose words are text without a "text" field: a tool's result (Anthropic) counts
@@ -83,6 +90,23 @@ def chat_prompt(messages: Any, param: str = "messages", system: str | None = Non
             raise InvalidRequest(_role_refused(where, role, roles), param=where + ".role")
         lines.append(f"{role}: {content_text(message.get('content'), where + '.content')}")
     return "\n".join(lines)
+
+
+def require_content(messages: list[Any], param: str, roles: frozenset[str]) -> None:
+    """Each message of one of ``roles`` has content, as OpenAI requires: a string (empty
+    or not) or a non-empty list of parts. ``None``, a missing field or ``[]`` is a 400
+    naming the message: taken as empty text, a turn whose text the caller's code dropped
+    was answered here (``echo: user: ``) where OpenAI refuses it. Run after
+    :func:`chat_prompt`, which has checked the list and the roles."""
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in roles:
+            continue
+        content = message.get("content")
+        if content is None or content == []:
+            where = f"{param}[{index}].content"
+            said = "an empty list" if content == [] else "missing"
+            raise InvalidRequest(f"'{where}' is required: a string or a non-empty list of "
+                                 f"parts, not {said}", param=where)
 
 
 def _role_refused(where: str, role: str, roles: tuple[str, ...]) -> str:

@@ -20,7 +20,12 @@ from ridtrace.frontend_plugin.logprobs import (
     completion_logprobs,
     completion_token_logprobs,
 )
-from ridtrace.frontend_plugin.prompts import chat_prompt, token_count, token_prompt
+from ridtrace.frontend_plugin.prompts import (
+    chat_prompt,
+    require_content,
+    token_count,
+    token_prompt,
+)
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.request_options import chat_options, completion_options
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse
@@ -35,6 +40,9 @@ LEGACY_ID_HEADERS = ("x-dynamo-request-id", "request-id", "x-request-id")
 _DONE = b"data: [DONE]\n\n"
 CHAT_ROLES = ("developer", "system", "user", "assistant", "tool", "function")
 """The roles Chat Completions takes."""
+# The roles whose messages OpenAI refuses without content (an assistant turn may hold
+# only tool calls, a refusal or an audio reference; a legacy function result may be null).
+_CONTENT_REQUIRED = frozenset({"developer", "system", "user", "tool"})
 
 
 def max_tokens_of(body: dict[str, Any], settings: FrontendSettings, *names: str) -> int:
@@ -145,6 +153,7 @@ class _ChatSpec(ApiSpec):
         stream_options_need_stream(body, stream)
         json_schema = chat_options(body)
         prompt = chat_prompt(body.get("messages"), roles=CHAT_ROLES)
+        require_content(body["messages"], "messages", _CONTENT_REQUIRED)
         check_tool_turns(body["messages"])
         return Parsed(
             model=model_name(body, settings.model),

@@ -17,7 +17,7 @@ from ridtrace.frontend_plugin.bodies import (
     opt_str,
 )
 from ridtrace.frontend_plugin.logprobs import MAX_TOP_LOGPROBS, chat_token_logprobs
-from ridtrace.frontend_plugin.prompts import NO_TEXT, chat_prompt
+from ridtrace.frontend_plugin.prompts import NO_TEXT, chat_prompt, require_content
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.request_options import openai_metadata, responses_options
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, sse
@@ -28,6 +28,9 @@ from ridtrace.frontend_plugin.tool_turns import check_function_call_items
 from ridtrace.tracing.identity import shown_text
 
 __all__ = ["RESPONSES"]
+
+# A message item of any of these roles needs its content, as OpenAI's input items do.
+_MESSAGE_ROLES = frozenset({"user", "assistant", "system", "developer"})
 
 
 class _ResponsesRenderer(Renderer):
@@ -236,6 +239,7 @@ class _ResponsesSpec(ApiSpec):
             prompt = chat_prompt([{"role": "user", "content": value}], "input", instructions)
         elif isinstance(value, list):
             prompt = chat_prompt(_conversation_items(value), "input", instructions)
+            require_content(value, "input", _MESSAGE_ROLES)
             check_function_call_items(value)
         else:
             raise InvalidRequest("'input' must be a string or a list of messages", param="input")
