@@ -1,5 +1,5 @@
-"""A conversation's tool turns (chat messages, Responses input items), checked as
-OpenAI checks them.
+"""A conversation's tool turns (chat messages, Responses input items, Messages
+``tool_use`` blocks), checked as OpenAI and Anthropic check them.
 
 The engines never call a tool, but an agent loop sends its history back with the
 model's calls (chat's ``tool_calls``, Responses' ``function_call`` items) and a result
@@ -15,7 +15,7 @@ from typing import Any
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
 from ridtrace.tracing.identity import shown_text
 
-__all__ = ["check_function_call_items", "check_tool_turns"]
+__all__ = ["check_function_call_items", "check_tool_turns", "check_tool_uses"]
 
 _SHOWN_ID = 64  # a call id is the caller's text: capped in the messages it appears in
 
@@ -118,3 +118,73 @@ def check_function_call_items(items: list[Any]) -> None:
             raise InvalidRequest(
                 f"No tool output found for function call {shown_text(call_id, _SHOWN_ID)}.",
                 param=f"input[{index}]")
+
+
+def check_tool_uses(messages: list[Any]) -> None:
+    """Refuse ``tool_use`` / ``tool_result`` blocks Anthropic's API refuses: a
+    ``tool_use`` without a string ``id`` or whose ``input`` is no object, one the next
+    message answers with no ``tool_result``, a ``tool_result`` without a
+    ``tool_use_id``, after a message that made no call (its call trimmed from the
+    history, or a result sent twice), or after another block of its message (results
+    come first). A final assistant turn is a prefill and needs no results.
+    (Anthropic also refuses a result for an id the previous turn did not use beside the
+    answers to the ones it did; that is still served: ``test_sdks_e2e`` sends one.)
+    ``messages`` has been read by ``chat_prompt``."""
+    pending: dict[str, None] = {}  # the previous assistant turn's tool_use ids
+    for index, message in enumerate(messages):
+        where = f"messages[{index}]"
+        content = message.get("content")
+        blocks = [b if isinstance(b, dict) else {} for b in content] if isinstance(
+            content, list) else []
+        answered = _tool_results(blocks, where, pending)
+        unanswered = [i for i in pending if i not in answered]
+        if unanswered:
+            shown = ", ".join(shown_text(i, _SHOWN_ID) for i in unanswered[:8])
+            raise InvalidRequest(
+                f"'{where}.content': `tool_use` ids were found without `tool_result` blocks "
+                f"immediately after: {shown}. Each `tool_use` block must have a "
+                "corresponding `tool_result` block in the next message.",
+                param=f"{where}.content")
+        pending = {}
+        if message.get("role") == "assistant":
+            pending = dict.fromkeys(_tool_use_ids(blocks, where))
+
+
+def _tool_results(blocks: list[dict[str, Any]], where: str, pending: dict[str, None]
+                  ) -> set[str]:
+    answered: set[str] = set()
+    others = False  # a block that is no tool_result came first
+    for number, block in enumerate(blocks):
+        at = f"{where}.content[{number}]"
+        if block.get("type") != "tool_result":
+            others = True
+            continue
+        use_id = block.get("tool_use_id")
+        if not isinstance(use_id, str) or not use_id:
+            raise InvalidRequest(f"'{at}.tool_use_id' must be a non-empty string",
+                                 param=f"{at}.tool_use_id")
+        if not pending:  # the message before made no call: the result answers nothing
+            raise InvalidRequest(
+                f"'{at}': unexpected `tool_use_id` found in `tool_result` blocks: "
+                f"{shown_text(use_id, _SHOWN_ID)}. Each `tool_result` block must have a "
+                "corresponding `tool_use` block in the previous message.", param=at)
+        if others:
+            raise InvalidRequest(f"'{at}': `tool_result` blocks must come first in a "
+                                 "message's content, before any other block", param=at)
+        answered.add(use_id)
+    return answered
+
+
+def _tool_use_ids(blocks: list[dict[str, Any]], where: str) -> list[str]:
+    ids = []
+    for number, block in enumerate(blocks):
+        if block.get("type") != "tool_use":
+            continue
+        at = f"{where}.content[{number}]"
+        if not isinstance(block.get("id"), str) or not block["id"]:
+            raise InvalidRequest(f"'{at}.id' must be a non-empty string", param=f"{at}.id")
+        if not isinstance(block.get("input"), dict):
+            raise InvalidRequest(f"'{at}.input' must be an object (the tool's input), not "
+                                 f"{kind_of(block.get('input'))}", param=f"{at}.input")
+        ids.append(block["id"])
+    return ids

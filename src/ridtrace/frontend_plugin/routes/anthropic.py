@@ -17,6 +17,7 @@ from ridtrace.frontend_plugin.request_options import anthropic_options
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse
 from ridtrace.frontend_plugin.sampling import anthropic_sampling
 from ridtrace.frontend_plugin.settings import FrontendSettings
+from ridtrace.frontend_plugin.tool_turns import check_tool_uses
 
 __all__ = [
     "MESSAGES",
@@ -90,10 +91,12 @@ def _check_contents(messages: Any) -> None:
 
 def messages_prompt(body: dict[str, Any]) -> str:
     """The normalised prompt of a Messages body (system text, then the messages),
-    checked as Anthropic's API checks them."""
+    checked as Anthropic's API checks them (tool turns included)."""
     system = system_text(body)
     _check_contents(body.get("messages"))
-    return chat_prompt(body.get("messages"), "messages", system, MESSAGES_ROLES)
+    prompt = chat_prompt(body.get("messages"), "messages", system, MESSAGES_ROLES)
+    check_tool_uses(body["messages"])
+    return prompt
 
 
 def input_tokens(prompt: str) -> int:
