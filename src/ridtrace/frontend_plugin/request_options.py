@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ridtrace.frontend_plugin.anthropic_tools import check_anthropic_tools
 from ridtrace.frontend_plugin.bodies import InvalidRequest, integer_in, kind_of, opt_bool, opt_str
 from ridtrace.frontend_plugin.openai_names import check_function_names
 from ridtrace.frontend_plugin.reply_formats import (
@@ -249,6 +250,7 @@ def _anthropic_metadata_and_tools(body: dict[str, Any], *, replying: bool) -> No
         raise _refuse(f"'metadata.user_id' must be a string of at most {MAX_USER_ID_LENGTH} "
                       "characters", "metadata")
     tools = _tools(body, "name")
+    check_anthropic_tools(tools)
     choice = _tool_choice(body, tools)
     if choice is None:
         return
