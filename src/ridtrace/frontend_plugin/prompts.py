@@ -16,6 +16,7 @@ from ridtrace.tracing.identity import shown_text
 __all__ = [
     "NO_TEXT",
     "chat_prompt",
+    "check_roles",
     "content_text",
     "require_content",
     "token_count",
@@ -107,6 +108,17 @@ def require_content(messages: list[Any], param: str, roles: frozenset[str]) -> N
             said = "an empty list" if content == [] else "missing"
             raise InvalidRequest(f"'{where}' is required: a string or a non-empty list of "
                                  f"parts, not {said}", param=where)
+
+
+def check_roles(items: list[Any], param: str, roles: tuple[str, ...]) -> None:
+    """Refuse an item of ``items`` whose ``role`` is none of ``roles``; items without a
+    role (Responses' ``function_call``, ``function_call_output``…) are not messages and
+    are passed over. Run after :func:`chat_prompt`, which has checked the roles' type."""
+    for index, item in enumerate(items):
+        role = item.get("role") if isinstance(item, dict) else None
+        if isinstance(role, str) and role not in roles:
+            where = f"{param}[{index}]"
+            raise InvalidRequest(_role_refused(where, role, roles), param=where + ".role")
 
 
 def _role_refused(where: str, role: str, roles: tuple[str, ...]) -> str:

@@ -17,7 +17,7 @@ from ridtrace.frontend_plugin.bodies import (
     opt_str,
 )
 from ridtrace.frontend_plugin.logprobs import MAX_TOP_LOGPROBS, chat_token_logprobs
-from ridtrace.frontend_plugin.prompts import NO_TEXT, chat_prompt, require_content
+from ridtrace.frontend_plugin.prompts import NO_TEXT, chat_prompt, check_roles, require_content
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.request_options import openai_metadata, responses_options
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, sse
@@ -29,8 +29,10 @@ from ridtrace.tracing.identity import shown_text
 
 __all__ = ["RESPONSES"]
 
-# A message item of any of these roles needs its content, as OpenAI's input items do.
-_MESSAGE_ROLES = frozenset({"user", "assistant", "system", "developer"})
+# The roles of Responses input messages (a tool's result is a function_call_output
+# item, not a "tool" message); each needs its content, as OpenAI's input items do.
+RESPONSES_ROLES = ("assistant", "system", "developer", "user")
+_MESSAGE_ROLES = frozenset(RESPONSES_ROLES)
 
 
 class _ResponsesRenderer(Renderer):
@@ -239,6 +241,7 @@ class _ResponsesSpec(ApiSpec):
             prompt = chat_prompt([{"role": "user", "content": value}], "input", instructions)
         elif isinstance(value, list):
             prompt = chat_prompt(_conversation_items(value), "input", instructions)
+            check_roles(value, "input", RESPONSES_ROLES)
             require_content(value, "input", _MESSAGE_ROLES)
             check_function_call_items(value)
         else:
