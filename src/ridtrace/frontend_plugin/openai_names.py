@@ -1,4 +1,5 @@
-"""Names OpenAI takes, checked as it checks them: function tools' and JSON formats'.
+"""Names OpenAI takes, checked as it checks them: function tools' and JSON formats'
+(and a function tool's ``parameters``, which its name check walks past).
 
 The engines never call a tool and need no format name, but a caller's definitions are
 sent on to the real API unchanged: a function or a ``json_schema`` format named
@@ -12,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ridtrace.frontend_plugin.bodies import InvalidRequest
+from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
 from ridtrace.tracing.identity import shown_text
 
 __all__ = ["MAX_OPENAI_NAME", "check_function_names", "check_openai_name"]
@@ -24,9 +25,10 @@ _NAME = re.compile(r"[a-zA-Z0-9_-]+")
 
 def check_function_names(tools: list[Any], field: str, *, nested: bool) -> None:
     """Refuse a function tool in ``tools`` (the list at ``field``) without a name OpenAI
-    takes (:func:`check_openai_name`). ``nested``: Chat Completions' shape, the name in
-    ``function``; else the Responses shape (or chat's legacy ``functions``), the name on
-    the tool itself. Tools of other types are not looked at."""
+    takes (:func:`check_openai_name`) or with ``parameters`` that are no object.
+    ``nested``: Chat Completions' shape, the name in ``function``; else the Responses
+    shape (or chat's legacy ``functions``), the name on the tool itself. Tools of other
+    types are not looked at."""
     for index, tool in enumerate(tools):
         if tool.get("type", "function") != "function":  # legacy functions have no type
             continue
@@ -38,6 +40,13 @@ def check_function_names(tools: list[Any], field: str, *, nested: bool) -> None:
                                      param=f"{where}.function")
             where += ".function"
         check_openai_name(holder.get("name"), where + ".name")
+        # The schema as its JSON text (json.dumps of a definition read from a file) is
+        # the usual slip; OpenAI refuses it, and so does this.
+        parameters = holder.get("parameters")
+        if parameters is not None and not isinstance(parameters, dict):
+            raise InvalidRequest(
+                f"Invalid type for '{where}.parameters': expected an object (a JSON "
+                f"schema), but got {kind_of(parameters)} instead.", param=where + ".parameters")
 
 
 def check_openai_name(name: Any, param: str) -> None:
