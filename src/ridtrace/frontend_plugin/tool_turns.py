@@ -21,8 +21,9 @@ _SHOWN_ID = 64  # a call id is the caller's text: capped in the messages it appe
 
 
 def check_tool_turns(messages: list[Any]) -> None:
-    """Refuse tool calls OpenAI refuses: a call without a string ``id`` or with
-    ``function.arguments`` that are not a string, a call no ``tool`` message answers
+    """Refuse tool calls OpenAI refuses: a call without a string ``id`` or ``type``, a
+    ``function`` call without its ``function`` object or with ``function.arguments``
+    that are not a string, a call no ``tool`` message answers
     before the next other message (or the end), and a ``tool`` message without a
     ``tool_call_id`` or answering a call the assistant message before it did not make.
     ``messages`` has been read by ``chat_prompt`` (objects with a role)."""
@@ -71,7 +72,14 @@ def _call_ids(tool_calls: Any, where: str) -> list[str]:
         at = f"{where}[{index}]"
         if not isinstance(call, dict) or not isinstance(call.get("id"), str) or not call["id"]:
             raise InvalidRequest(f"'{at}' must be an object with a string 'id'", param=at)
+        kind = call.get("type")
+        if not isinstance(kind, str) or not kind:
+            raise InvalidRequest(f"Missing required parameter: '{at}.type'.", param=f"{at}.type")
         function = call.get("function")
+        if kind == "function" and not isinstance(function, dict):
+            raise InvalidRequest(f"Missing required parameter: '{at}.function' (an object "
+                                 "with the function's name and arguments).",
+                                 param=f"{at}.function")
         if isinstance(function, dict) and not isinstance(function.get("arguments"), str):
             raise InvalidRequest(
                 f"Invalid type for '{at}.function.arguments': expected a string (the "
