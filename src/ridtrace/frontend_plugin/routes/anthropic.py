@@ -7,6 +7,7 @@ from typing import Any
 from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
     Parsed,
+    kind_of,
     model_name,
     opt_bool,
     token_limit,
@@ -18,6 +19,7 @@ from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemp
 from ridtrace.frontend_plugin.sampling import anthropic_sampling
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.tool_turns import check_tool_uses
+from ridtrace.tracing.identity import shown_text
 
 __all__ = [
     "MESSAGES",
@@ -87,6 +89,25 @@ def _check_contents(messages: Any) -> None:
             if isinstance(block, dict) and block.get("type") == "text" and block.get("text") == "":
                 raise InvalidRequest(f"'{where}[{number}]': text content blocks must be "
                                      "non-empty", param=f"{where}[{number}]")
+            if isinstance(block, dict) and block.get("type") == "image":
+                _check_image_type(block.get("source"), f"{where}[{number}].source")
+
+
+# The base64 image types Anthropic's API takes; "image/jpg" (from a file's extension)
+# is the usual slip, refused there and served here before.
+_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
+def _check_image_type(source: Any, where: str) -> None:
+    if not isinstance(source, dict) or source.get("type") != "base64":
+        return  # a URL or a file id: the type is the server's to find out
+    media_type = source.get("media_type")
+    if media_type not in _IMAGE_TYPES:
+        # The type is the client's text: capped and escaped before it is logged.
+        sent = f"'{shown_text(media_type, 64)}'" if isinstance(media_type, str) else (
+            kind_of(media_type))
+        raise InvalidRequest(f"'{where}.media_type' must be {', '.join(_IMAGE_TYPES[:-1])} "
+                             f"or {_IMAGE_TYPES[-1]}, not {sent}", param=f"{where}.media_type")
 
 
 def messages_prompt(body: dict[str, Any]) -> str:
