@@ -11,22 +11,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.servers import child_pythonpath
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+from tests.support.servers import child_pythonpath, free_port
 
 
 def test_log_file_dash_is_standard_output(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     worker = subprocess.Popen(
         [sys.executable, "-m", "ridtrace", "serve", "worker", "--port", str(port),
          "--log-file", "-"],
