@@ -29,13 +29,24 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.splitlines()]
 
 
+def _written_in_full(path: Path) -> list[dict[str, Any]]:
+    """The lines of a log a running server writes, up to its last newline: a read may
+    meet a write part way through (the kernel copies a write page by page, and a reader
+    can see the first page of it), and that unfinished line (maybe cut inside a UTF-8
+    character) is left for the next look, not parsed as a broken one."""
+    if not path.exists():
+        return []
+    whole = path.read_bytes().rpartition(b"\n")[0].decode("utf-8")
+    return [json.loads(line) for line in whole.splitlines()]
+
+
 def wait_for_lines(
     path: Path, predicate: Callable[[list[dict[str, Any]]], bool], *, timeout: float = 20.0
 ) -> list[dict[str, Any]]:
     """Poll the log until ``predicate`` holds (the server writes asynchronously to us)."""
     deadline = time.monotonic() + timeout
     while True:
-        lines = read_lines(path) if path.exists() else []
+        lines = _written_in_full(path)
         if predicate(lines):
             return lines
         if time.monotonic() > deadline:
