@@ -8,6 +8,7 @@ cleanup, so the copies in flight are kept here and the interrupt removes them fi
 from __future__ import annotations
 
 import contextlib
+import secrets
 import shutil
 import tempfile
 import threading
@@ -30,18 +31,31 @@ def staging_dir(prefix: str) -> Iterator[Path]:
 
 
 def make_dir(prefix: str) -> Path:
-    """A temporary directory the caller removes with `release`."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
+    """A temporary directory the caller removes with `release`.
+
+    Its name is in flight before the directory exists: made first (mkdtemp) and noted
+    after, a stop that came in between (the interrupt raised there, or `remove_all` run
+    from the main thread while a reading thread stood there) left a directory nobody
+    knew of, as large as the log once the copy was written. The lock holds `remove_all`
+    off until the directory it will find is made.
+    """
     with _LOCK:
-        _IN_FLIGHT.add(str(path))
-    return path
+        while True:
+            path = Path(tempfile.gettempdir(), prefix + secrets.token_hex(8))
+            _IN_FLIGHT.add(str(path))
+            try:
+                path.mkdir(mode=0o700)  # mkdtemp's mode: the copy is the log's content
+            except FileExistsError:
+                _IN_FLIGHT.discard(str(path))
+                continue
+            return path
 
 
 def release(path: Path) -> None:
-    """Remove `path` and forget it."""
+    """Remove `path` and forget it (in that order: a stop mid-removal still finds it)."""
+    shutil.rmtree(path, ignore_errors=True)
     with _LOCK:
         _IN_FLIGHT.discard(str(path))
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def remove_all() -> None:
