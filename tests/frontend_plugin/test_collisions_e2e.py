@@ -11,6 +11,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -55,6 +56,25 @@ def _analyze(logs: Path) -> tuple[int, dict[str, object]]:
     return done.returncode, json.loads(done.stdout)["summary"]
 
 
+def _worker_lines(
+    stack: Stack, *, ends: int, timeout: float = 30.0
+) -> tuple[dict[str, dict[str, object]], dict[str, dict[str, object]]]:
+    """The workers' worker.start and worker.end lines by request id, once ``ends``
+    worker.end lines are written (or the deadline passed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        starts, finished = {}, {}
+        for worker in stack.workers:
+            for line in worker.lines():
+                if line.get("event") == "worker.start":
+                    starts[str(line["request_id"])] = line
+                elif line.get("event") == "worker.end":
+                    finished[str(line["request_id"])] = line
+        if len(finished) >= ends or time.monotonic() > deadline:
+            return starts, finished
+        time.sleep(0.02)
+
+
 def _stack(tmp_path: Path, policy: str):  # type: ignore[no-untyped-def]
     worker = ["--gate", "--token-delay", "0.002", "--id-policy", policy]
     return start_stack(tmp_path, workers=[worker, worker], frontend=["--id-policy", policy])
@@ -79,14 +99,10 @@ def test_safe_policy_every_caller_gets_its_own_output(tmp_path: Path) -> None:
             if line.get("event") == "request.end" and line.get("endpoint")
         }
         assert len(ends) == N
-        starts = {}
-        finished = {}
-        for worker in stack.workers:
-            for line in worker.lines():
-                if line.get("event") == "worker.start":
-                    starts[line["request_id"]] = line
-                elif line.get("event") == "worker.end":
-                    finished[line["request_id"]] = line
+        # A worker writes worker.end as its reply ends and the line goes out at its loop's
+        # next turn, in another process than the frontend whose answer the test has: wait
+        # for the N lines (a condition with a deadline), then compare them all.
+        starts, finished = _worker_lines(stack, ends=N)
         assert set(starts) == set(finished) == set(ends)
         for rid, end in ends.items():
             start, done = starts[rid], finished[rid]
