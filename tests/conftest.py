@@ -28,7 +28,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # SIGINT ignored, and every process the suite starts inherits that: the Ctrl-C tests
 # then saw nothing stop, timed out and failed. The suite, and the servers and commands
 # it starts, take Ctrl-C as a user at a terminal gives it. (SIGHUP under nohup is left
-# ignored: those tests skip, as ridtrace honours nohup.)
+# ignored in the suite, so closing the terminal does not end it; the tests of a hangup
+# start their child as a terminal's, tests.support.signals.hangup_as_from_a_terminal.)
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from ridtrace.cli.main import main
 from tests.forensics.helpers import rt_request
+from tests.support.signals import hangup_as_from_a_terminal
 
 
 def _interrupt_analyze_of_a_pipe(
@@ -35,7 +36,8 @@ def _interrupt_analyze_of_a_pipe(
     os.mkfifo(fifo)
     process = subprocess.Popen([sys.executable, "-m", "ridtrace", "analyze", *options, str(fifo)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, **(env or {})})
+                               env={**os.environ, **(env or {})},
+                               preexec_fn=hangup_as_from_a_terminal)
     try:
         with open(fifo, "w") as writer:
             for i in range(requests):

@@ -17,6 +17,7 @@ import pytest
 from ridtrace.demo.main import ridtrace_command
 from tests.conftest import DEMO_REQUESTS, demo_argv
 from tests.support.otlp_receiver import otlp_receiver
+from tests.support.signals import hangup_as_from_a_terminal
 
 
 def _processes_mentioning(marker: str) -> list[int]:
@@ -314,7 +315,7 @@ def test_ctrl_c_during_traffic_leaves_no_process_behind(
     stderr = tmp_path / "demo.stderr"
     with stderr.open("wb") as err:
         demo = subprocess.Popen(demo_argv(out, requests=600), stdout=subprocess.DEVNULL,
-                                stderr=err)
+                                stderr=err, preexec_fn=hangup_as_from_a_terminal)
     _wait_for_traffic(demo, out)
     assert len(_processes_mentioning(str(out))) >= 3  # frontend + 2 workers are up
     demo.send_signal(stop)

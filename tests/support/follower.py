@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from tests.support.signals import hangup_as_from_a_terminal
+
 
 @dataclass
 class Printed:
@@ -101,6 +103,7 @@ def start_follower(
          fmt,
          "--poll-interval", "0.2s", *extra],
         stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=hangup_as_from_a_terminal,
     )
     follower = FollowProcess(process)
     assert process.stdout is not None and process.stderr is not None
