@@ -77,7 +77,14 @@ class FollowProcess:
         """Signal the follower and wait for it (its final summary is then collected)."""
         if self.process.poll() is None:
             os.kill(self.process.pid, sig)
-        code = self.process.wait(timeout=timeout)
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # The test fails on it; the follower must not outlive it, polling on for ever
+            # (one from a failed run was still going 40 minutes later).
+            self.process.kill()
+            self.process.wait()
+            raise
         for thread in self._threads:
             thread.join(timeout=5)
         return code
