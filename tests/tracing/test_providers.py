@@ -32,6 +32,9 @@ from tests.support.servers import child_pythonpath
 
 @pytest.fixture(autouse=True)
 def _clean() -> Iterator[None]:
+    # Before too: these tests count the providers shut down, and a test of another file
+    # run earlier in the same worker process may have left one owned.
+    shutdown_telemetry()
     yield
     shutdown_telemetry()
     metrics.bind_meter_provider(None)
