@@ -11,7 +11,7 @@ import httpx
 
 from ridtrace.demo.callers import CallerSpans
 from ridtrace.demo.clients import read_answer, request_body
-from ridtrace.demo.loop_signals import stop_signals_cancel
+from ridtrace.demo.loop_signals import stop_signals_cancel, stop_signals_deferred
 from ridtrace.demo.plan import CallResult, PlannedCall, verdict
 from ridtrace.frontend_plugin.wire import CLIENT_KEEP_ALIVE_SECONDS
 
@@ -103,8 +103,12 @@ def send_traffic(
     """Send every planned call (at most ``concurrency`` at once) and judge the answers;
     with ``spans``, each call exports its client span (the root of its trace)."""
     try:
-        with asyncio.Runner() as runner:
-            loop = runner.get_loop()
+        # A stop signal is held back while the loop is made and closed (raised there, it
+        # left a half-made loop behind), and taken by the loop while it runs.
+        runner = asyncio.Runner()
+        try:
+            with stop_signals_deferred():
+                loop = runner.get_loop()
 
             def cancel_all() -> None:
                 for task in asyncio.all_tasks(loop):
@@ -112,6 +116,9 @@ def send_traffic(
 
             with stop_signals_cancel(loop, cancel_all):
                 results = runner.run(_run(base_url, plan, concurrency, on_done, spans))
+        finally:
+            with stop_signals_deferred():
+                runner.close()
     except BaseException as exc:
         # A Ctrl-C that landed in httpx's connect arrives as a BaseExceptionGroup, which
         # `except KeyboardInterrupt` upstream would not catch: one type for callers.
