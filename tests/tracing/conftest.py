@@ -80,20 +80,25 @@ def reader() -> Iterator[InMemoryMetricReader]:
 
 @contextlib.contextmanager
 def app_server(
-    workdir: Path, receiver: OtlpReceiver, *uvicorn_options: str
+    workdir: Path, receiver: OtlpReceiver, *uvicorn_options: str,
+    app: str = "tests.tracing.app_under_test:create_app", ready_path: str = "/",
+    env: dict[str, str] | None = None,
 ) -> Iterator[RunningServer]:
-    """The test app under uvicorn, logging to ``workdir/app.jsonl``, spans to `receiver`."""
+    """A test app (`app`, a factory) under uvicorn, logging to ``workdir/app.jsonl``,
+    spans to `receiver`; `env` adds to its environment."""
     port = free_port()
-    env = {
+    child_env = {
         "RIDTRACE_TEST_LOG": str(workdir / "app.jsonl"),
         "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
         "OTEL_BSP_SCHEDULE_DELAY": "50",
         "PYTHONPATH": child_pythonpath(),
+        **(env or {}),
     }
     argv = [
-        "-m", "uvicorn", "tests.tracing.app_under_test:create_app", "--factory",
+        "-m", "uvicorn", app, "--factory",
         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
         *uvicorn_options,
     ]  # fmt: skip
-    with run_server(argv, port=port, workdir=workdir, env=env) as running:
+    with run_server(argv, port=port, workdir=workdir, env=child_env,
+                    ready_path=ready_path) as running:
         yield running

@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from tests.support.otlp_receiver import OtlpReceiver, otlp_receiver
-from tests.support.servers import RunningServer, child_pythonpath, free_port, run_server
-from tests.tracing.conftest import wait_for_lines
+from tests.support.servers import RunningServer
+from tests.tracing.conftest import app_server, wait_for_lines
 
 
 @pytest.fixture(scope="module")
@@ -26,21 +26,10 @@ def server(
     tmp_path_factory: pytest.TempPathFactory, receiver: OtlpReceiver
 ) -> Iterator[tuple[RunningServer, Path]]:
     workdir = tmp_path_factory.mktemp("routers")
-    log_path = workdir / "app.jsonl"
-    port = free_port()
-    env = {
-        "RIDTRACE_TEST_LOG": str(log_path),
-        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-        "OTEL_BSP_SCHEDULE_DELAY": "50",
-        "OTEL_METRIC_EXPORT_INTERVAL": "100",
-        "PYTHONPATH": child_pythonpath(),
-    }
-    argv = [
-        "-m", "uvicorn", "tests.tracing.routers_app:create_app", "--factory",
-        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
-    ]  # fmt: skip
-    with run_server(argv, port=port, workdir=workdir, env=env, ready_path="/items/ready") as running:
-        yield running, log_path
+    with app_server(workdir, receiver, app="tests.tracing.routers_app:create_app",
+                    ready_path="/items/ready",
+                    env={"OTEL_METRIC_EXPORT_INTERVAL": "100"}) as running:
+        yield running, workdir / "app.jsonl"
 
 
 def _route_of(running: RunningServer, log_path: Path, receiver: OtlpReceiver, path: str) -> str:
