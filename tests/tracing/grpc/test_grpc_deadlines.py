@@ -17,8 +17,7 @@ import grpc
 import grpc.aio
 import pytest
 
-from ridtrace.tracing.grpc import RequestTracingInterceptor
-from tests.tracing.grpc.conftest import LogLines, serving
+from tests.tracing.grpc.conftest import LogLines, service_of, traced_channel
 
 
 async def _count(requests: AsyncIterator[bytes], context: Any) -> bytes:
@@ -53,15 +52,7 @@ def test_a_call_past_its_deadline_is_recorded_as_the_client_saw_it(
 
     async def go() -> grpc.StatusCode:
         code = grpc.StatusCode.OK
-        async with (
-            serving(
-                lambda s: s.add_generic_rpc_handlers(
-                    (grpc.method_handlers_generic_handler("t.S", _HANDLERS),)
-                ),
-                interceptors=[RequestTracingInterceptor()],
-            ) as target,
-            grpc.aio.insecure_channel(target) as channel,
-        ):
+        async with traced_channel(service_of(_HANDLERS), None) as channel:
             try:
                 if method == "Count":
                     await channel.stream_unary("/t.S/Count")(slow_requests(), timeout=1.0)
@@ -93,15 +84,7 @@ def test_a_request_stream_cut_short_at_its_deadline_is_not_recorded_ok(
         await asyncio.sleep(5)
 
     async def go() -> None:
-        async with (
-            serving(
-                lambda s: s.add_generic_rpc_handlers(
-                    (grpc.method_handlers_generic_handler("t.S", _HANDLERS),)
-                ),
-                interceptors=[RequestTracingInterceptor()],
-            ) as target,
-            grpc.aio.insecure_channel(target) as channel,
-        ):
+        async with traced_channel(service_of(_HANDLERS), None) as channel:
             began = time.monotonic()
             call = channel.stream_unary("/t.S/Count")(cut_short(), timeout=1.0)
             await log_lines.wait_for(lambda lines: bool(lines.events("request.start")))
