@@ -17,7 +17,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from ridtrace.tracing import metrics
 from ridtrace.tracing.deprecation import reset_warnings
 from ridtrace.tracing.logs import configure_logging
-from tests.support.otlp_receiver import OtlpReceiver
+from tests.support.otlp_receiver import OtlpReceiver, otlp_receiver
 from tests.support.servers import RunningServer, child_pythonpath, free_port, run_server
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -67,6 +67,13 @@ def log_file(tmp_path: Path) -> Path:
     path = tmp_path / "app.jsonl"
     configure_logging(path, service="test", level="DEBUG", intercept_stdlib=False)
     return path
+
+
+@pytest.fixture(scope="module")
+def receiver() -> Iterator[OtlpReceiver]:
+    """A real OTLP/HTTP receiver on loopback, one per test module."""
+    with otlp_receiver() as running:
+        yield running
 
 
 @pytest.fixture

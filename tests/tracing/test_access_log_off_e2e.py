@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
-from tests.support.otlp_receiver import OtlpReceiver, otlp_receiver
+from tests.support.otlp_receiver import OtlpReceiver
 from tests.tracing.conftest import app_server, wait_for_lines
-
-
-@pytest.fixture(scope="module")
-def receiver() -> Iterator[OtlpReceiver]:
-    with otlp_receiver() as running:
-        yield running
 
 
 def _served_once(workdir: Path, receiver: OtlpReceiver, *options: str) -> list[dict[str, object]]:

@@ -13,17 +13,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.otlp_receiver import OtlpReceiver, otlp_receiver
+from tests.support.otlp_receiver import OtlpReceiver
 from tests.support.servers import RunningServer, child_pythonpath, free_port, run_server
 from tests.tracing.conftest import app_server, read_lines, wait_for_lines
 
 SHARED_CLIENT_ID = "rollout-42-s7"
-
-
-@pytest.fixture(scope="module")
-def receiver() -> Iterator[OtlpReceiver]:
-    with otlp_receiver() as running:
-        yield running
 
 
 @pytest.fixture(scope="module")

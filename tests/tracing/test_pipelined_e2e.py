@@ -15,15 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan, otlp_receiver
+from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan
 from tests.support.servers import RunningServer
 from tests.tracing.conftest import app_server, wait_for_lines
-
-
-@pytest.fixture(scope="module")
-def receiver() -> Iterator[OtlpReceiver]:
-    with otlp_receiver() as running:
-        yield running
 
 
 @pytest.fixture(scope="module")
