@@ -48,20 +48,13 @@ def stop_signals_cancel(
     if threading.current_thread() is not threading.main_thread():
         yield received  # only the main thread gets signals
         return
-    previous: dict[int, Callable[..., object] | int] = {}
+    previous = _replaceable_handlers()
 
     def taken(signum: int) -> None:
-        if received:  # the second one: stop now, whatever is running
-            signal.signal(signum, previous[signum])
-            signal.raise_signal(signum)
-        received.append(signum)
+        _note(received, previous, signum)
         cancel()
 
-    for signum in _STOP_SIGNALS:
-        handler = signal.getsignal(signum)
-        if handler in (None, signal.SIG_IGN):  # not Python's to restore; ignored (nohup)
-            continue
-        previous[signum] = handler
+    for signum in previous:
         loop.add_signal_handler(signum, taken, signum)
     try:
         yield received
@@ -83,19 +76,12 @@ def stop_signals_deferred() -> Iterator[None]:
         yield  # only the main thread gets signals
         return
     received: list[int] = []
-    previous: dict[int, Callable[..., object] | int] = {}
+    previous = _replaceable_handlers()
 
     def noted(signum: int, _frame: object) -> None:
-        if received:  # the second one: stop now, whatever is running
-            signal.signal(signum, previous[signum])
-            signal.raise_signal(signum)
-        received.append(signum)
+        _note(received, previous, signum)
 
-    for signum in _STOP_SIGNALS:
-        handler = signal.getsignal(signum)
-        if handler in (None, signal.SIG_IGN):  # not Python's to restore; ignored (nohup)
-            continue
-        previous[signum] = handler
+    for signum in previous:
         signal.signal(signum, noted)
     try:
         yield
@@ -104,3 +90,23 @@ def stop_signals_deferred() -> Iterator[None]:
             signal.signal(signum, handler)
         if received:
             signal.raise_signal(received[0])
+
+
+_Handler = Callable[..., object] | int
+
+
+def _replaceable_handlers() -> dict[int, _Handler]:
+    """The stop signals' handlers now, of those Python may replace and put back: one
+    not set from Python, or ignored (nohup), stays as it is."""
+    handlers = {signum: signal.getsignal(signum) for signum in _STOP_SIGNALS}
+    return {signum: handler for signum, handler in handlers.items()
+            if handler not in (None, signal.SIG_IGN)}
+
+
+def _note(received: list[int], previous: dict[int, _Handler], signum: int) -> None:
+    """Note a stop signal; the second one stops now, through the process's handler,
+    whatever is running."""
+    if received:
+        signal.signal(signum, previous[signum])
+        signal.raise_signal(signum)
+    received.append(signum)
