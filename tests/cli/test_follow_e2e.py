@@ -27,7 +27,6 @@ from tests.support.follower import start_follower
 
 N = 60
 CLIENT_IDS = COLLIDING_CLIENT_IDS
-LATENCY_S = 2.0
 
 
 def _stack(tmp_path: Path, policy: str):  # type: ignore[no-untyped-def]
@@ -66,7 +65,7 @@ def _batch_findings(log_dir: Path) -> list[dict[str, object]]:
     return list(json.loads(done.stdout)["findings"])
 
 
-def test_legacy_collisions_reported_live_within_the_latency_bound(tmp_path: Path) -> None:
+def test_legacy_collisions_reported_live(tmp_path: Path) -> None:
     with _stack(tmp_path, "legacy") as stack:
         follower = start_follower([str(tmp_path)])
         try:
@@ -75,7 +74,6 @@ def test_legacy_collisions_reported_live_within_the_latency_bound(tmp_path: Path
             assert [r for r in results if not r.own], "legacy policy must cross or fail streams"
             # Pumps detached from their caller finish (and log their worker's end) later.
             stack.wait_inflight(lambda s: s["detached_pumps"] == 0, timeout=20)
-            seen["quiet"] = time.monotonic()
 
             # Duplicates are proven once the second worker start is written.
             def duplicates() -> set[str]:
@@ -96,14 +94,12 @@ def test_legacy_collisions_reported_live_within_the_latency_bound(tmp_path: Path
         finally:
             code = follower.stop()
     printed = follower.findings()
-    at = {(p.json()["kind"], p.json()["span_id"], p.json()["request_id"]): p.at for p in printed}
-    assert len(at) == len(printed), [p.text for p in printed]  # none printed twice
+    # How soon a finding follows its line is measured in benchmarks/bench_follow.py
+    # (docs/performance.md, *Live detection*), not bounded here: a timed test fails
+    # on a busy CI machine without any defect.
+    keys = {(p.json()["kind"], p.json()["span_id"], p.json()["request_id"]) for p in printed}
+    assert len(keys) == len(printed), [p.text for p in printed]  # none printed twice
     assert live_crossed() == crossed  # none invented
-    dup_times = [t for (kind, _, _), t in at.items() if kind == "duplicate_in_flight"]
-    assert max(dup_times) - seen["starts_written"] <= LATENCY_S, dup_times
-    crossed_times = [t for (kind, _, _), t in at.items() if kind == "crossed_stream"]
-    if crossed_times:
-        assert max(crossed_times) - seen["quiet"] <= LATENCY_S, crossed_times
     # The batch report proves the same incidents: every duplicate id, every unlinked caller.
     assert {f["request_id"] for f in truth if f["kind"] == "duplicate_in_flight"} == set(
         CLIENT_IDS
