@@ -100,7 +100,7 @@ class Stack:
 
 def _spawn(
     args: list[str], workdir: Path, name: str, env: dict[str, str] | None = None,
-    *, port: int | None = None,
+    *, port: int | None = None, preexec_fn: Callable[[], None] | None = None,
 ) -> Proc:
     port = port or free_port()
     log = workdir / f"{name}.jsonl"
@@ -111,6 +111,7 @@ def _spawn(
              "--log-file", str(log)],
             stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
             env={**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": "", **(env or {})},
+            preexec_fn=preexec_fn,
         )
     return Proc(process, port, log, stderr)
 
@@ -125,6 +126,7 @@ def start_stack(
     debug_endpoints: bool = True,
     worker_userinfo: str | None = None,
     worker_env: dict[str, str] | None = None,
+    frontend_preexec_fn: Callable[[], None] | None = None,
 ) -> Iterator[Stack]:
     """Start workers (each with its own extra flags) and a frontend, all in parallel.
 
@@ -133,6 +135,8 @@ def start_stack(
     The frontend serves ``/debug/inflight`` (off by default in ``ridtrace serve``) unless
     ``debug_endpoints`` is false: these tests poll it for their conditions. With
     ``worker_userinfo`` (``user:password``) the frontend gets the worker URLs with it.
+    ``frontend_preexec_fn`` runs in the frontend's child before it starts (to lower a
+    resource limit, say).
     """
     workdir.mkdir(parents=True, exist_ok=True)
     procs: list[Proc] = []
@@ -146,7 +150,8 @@ def start_stack(
         prefix = f"http://{worker_userinfo}@" if worker_userinfo else "http://"
         worker_args = [a for w in ws for a in ("--worker", w.url.replace("http://", prefix))]
         debug = ["--debug-endpoints"] if debug_endpoints else []
-        fe = _spawn(["frontend", *worker_args, *debug, *(frontend or [])], workdir, "frontend", env)
+        fe = _spawn(["frontend", *worker_args, *debug, *(frontend or [])], workdir, "frontend", env,
+                    preexec_fn=frontend_preexec_fn)
         procs.append(fe)
         for proc in procs:
             try:

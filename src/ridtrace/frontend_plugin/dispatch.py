@@ -15,8 +15,10 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from ridtrace.contract import DISPATCH_ATTEMPT, DISPATCH_RETRY
+from ridtrace.contract import DISPATCH_ATTEMPT, DISPATCH_OVERLOADED, DISPATCH_RETRY
 from ridtrace.frontend_plugin.failures import (
+    FRONTEND_OVERLOADED,
+    OVERLOADED,
     REQUEST_TIMED_OUT,
     WORKER_UNAUTHORIZED,
     WORKER_UNAVAILABLE,
@@ -27,7 +29,11 @@ from ridtrace.frontend_plugin.redaction import redacted_url
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.timers import Deadline
 from ridtrace.frontend_plugin.wire import WORK_PATH, WorkRequest
-from ridtrace.frontend_plugin.worker_connection import WorkerHttpError, WorkerResponse
+from ridtrace.frontend_plugin.worker_connection import (
+    OutOfLocalResources,
+    WorkerHttpError,
+    WorkerResponse,
+)
 from ridtrace.frontend_plugin.worker_http import ConnectionPool
 from ridtrace.frontend_plugin.worker_pool import WorkerPool
 from ridtrace.frontend_plugin.worker_refusals import (
@@ -155,6 +161,14 @@ class Dispatcher:
                 reason, detail = "timeout", str(overdue)
                 caller_message = REQUEST_TIMED_OUT
                 break
+            except OutOfLocalResources as exc:
+                # This process has no descriptor left for a connection: no worker was
+                # asked, so none is marked down (that emptied the pool and /health), and
+                # the next one would fail alike. The caller is told to come back (503).
+                events.error(DISPATCH_OVERLOADED, event=DISPATCH_OVERLOADED,
+                             worker=redacted_url(worker), attempt=attempt, error=str(exc))
+                raise DispatchError(FRONTEND_OVERLOADED, reason=OVERLOADED, status=503,
+                                    attempts=attempt, detail=str(exc)) from None
             except Refused as refusal:
                 message = refusal.message
                 # A Conflict says only that this worker holds the id: after a worker that

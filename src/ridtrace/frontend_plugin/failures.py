@@ -15,6 +15,8 @@ from dataclasses import dataclass
 __all__ = [
     "DUPLICATE_EVERYWHERE",
     "FOREIGN_CHUNK_STOPPED",
+    "FRONTEND_OVERLOADED",
+    "OVERLOADED",
     "REQUEST_TIMED_OUT",
     "WORKER_CONNECTION_LOST",
     "WORKER_ERROR",
@@ -25,6 +27,7 @@ __all__ = [
     "WORKER_UNAVAILABLE",
     "Failed",
     "dispatch_message",
+    "retry_advice",
     "worth_retrying",
 ]
 
@@ -50,8 +53,13 @@ WORKER_TOKEN_REFUSED = (
 )
 """A worker answered 401/403: configuration the operator must fix, so it is named."""
 
+FRONTEND_OVERLOADED = "frontend overloaded; retry shortly"
+"""The frontend could not open a connection to a worker (out of file descriptors)."""
+
 WORKER_UNAUTHORIZED = "worker_unauthorized"
 """Dispatch failure reason: a worker answered 401/403 to the frontend's worker token."""
+OVERLOADED = "overloaded"
+"""Dispatch failure reason: this process could not open a connection to a worker."""
 
 _DISPATCH_MESSAGES = {
     "conflict": DUPLICATE_EVERYWHERE,
@@ -71,6 +79,19 @@ _FINAL_REASONS = frozenset({"status_4xx", WORKER_UNAUTHORIZED})
 def worth_retrying(reason: str) -> bool:
     """Whether a caller's retry of a request that failed for ``reason`` may succeed."""
     return reason not in _FINAL_REASONS
+
+
+# The frontend's own overload passes once connections close: the SDKs retry a 503, and
+# wait this long first when told (without it, 0.5 s and less for the first retry).
+_OVERLOADED_ADVICE = ((b"retry-after", b"1"),)
+_FINAL_ADVICE = ((b"x-should-retry", b"false"),)
+
+
+def retry_advice(failed: Failed) -> tuple[tuple[bytes, bytes], ...]:
+    """The headers that tell a caller's SDK whether, and when, to retry ``failed``."""
+    if failed.reason == OVERLOADED:
+        return _OVERLOADED_ADVICE
+    return () if worth_retrying(failed.reason) else _FINAL_ADVICE
 
 
 def dispatch_message(reason: str) -> str:

@@ -18,6 +18,7 @@ The pool is here; one connection and the answer read on it are in `worker_connec
 from __future__ import annotations
 
 import asyncio
+import errno
 import time
 from collections import deque
 from typing import cast
@@ -25,6 +26,7 @@ from typing import cast
 from ridtrace.frontend_plugin.timers import Deadline
 from ridtrace.frontend_plugin.wire import CLIENT_KEEP_ALIVE_SECONDS
 from ridtrace.frontend_plugin.worker_connection import (
+    OutOfLocalResources,
     WorkerHttpError,
     WorkerResponse,
     _Connection,
@@ -32,6 +34,11 @@ from ridtrace.frontend_plugin.worker_connection import (
 )
 
 __all__ = ["ConnectionPool"]
+
+# What socket() and connect() fail with when this process or the kernel has no room for
+# another connection (the errors asyncio's accept loop treats as "out of system
+# resource"): no fault of the worker being connected to.
+_OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
 class ConnectionPool:
@@ -77,6 +84,7 @@ class ConnectionPool:
 
         Raises:
             WorkerHttpError: the connection failed or the answer was not HTTP.
+            OutOfLocalResources: this process could not open a connection.
         """
         try:
             origin = self._origins.get(url)
@@ -132,6 +140,12 @@ class ConnectionPool:
                 f"connect to {origin.host}:{origin.port} timed out"
             ) from None
         except OSError as exc:
+            if exc.errno in _OUT_OF_RESOURCES:
+                raise OutOfLocalResources(
+                    f"connect to {origin.host}:{origin.port}: {exc}: this process is out of "
+                    "file descriptors or socket memory; raise its open-file limit (ulimit -n, "
+                    "LimitNOFILE) or lower max_connections"
+                ) from None
             raise WorkerHttpError(f"connect to {origin.host}:{origin.port}: {exc}") from None
         self.opened += 1
         return conn

@@ -27,7 +27,7 @@ from ridtrace.frontend_plugin.bodies import (
 )
 from ridtrace.frontend_plugin.direct import Call, new_call
 from ridtrace.frontend_plugin.early_refusals import early_refusal
-from ridtrace.frontend_plugin.failures import worth_retrying
+from ridtrace.frontend_plugin.failures import retry_advice
 from ridtrace.frontend_plugin.frontend import CallerLeft, Frontend
 from ridtrace.frontend_plugin.hop import worker_hop_headers
 from ridtrace.frontend_plugin.pump import Delta, Failed, Finished
@@ -251,8 +251,8 @@ async def _failure(send: Send, api: ApiSpec, item: Failed | Dropped) -> None:
     failed = as_failed(item)
     annotate_request(error=failed.logged)
     kind = "timeout" if failed.reason == "timeout" else None
-    final = () if worth_retrying(failed.reason) else ((b"x-should-retry", b"false"),)
-    await _send_error(send, api, failed.status, failed.message, kind=kind, headers=final)
+    await _send_error(send, api, failed.status, failed.message, kind=kind,
+                      headers=retry_advice(failed))
 
 
 async def _reject(send: Send, api: ApiSpec, status: int, message: str, param: str | None,
