@@ -91,6 +91,12 @@ def retry_advice(failed: Failed) -> tuple[tuple[bytes, bytes], ...]:
     """The headers that tell a caller's SDK whether, and when, to retry ``failed``."""
     if failed.reason == OVERLOADED:
         return _OVERLOADED_ADVICE
+    if failed.message == REQUEST_TIMED_OUT:
+        # The request's whole budget ran out (a reply longer than total_timeout, or as
+        # long a wait for a worker): a retry gets the same budget for the same work, and
+        # the SDKs' two retries tripled the wait and the load. A worker that timed out
+        # (WORKER_TIMED_OUT) is not final: the retry may reach another worker.
+        return _FINAL_ADVICE
     return () if worth_retrying(failed.reason) else _FINAL_ADVICE
 
 
