@@ -1,5 +1,8 @@
 """A frontend out of file descriptors is overloaded itself; its workers are fine.
 
+It raises its soft limit as far as the hard one lets it, and says in the log when even
+that holds fewer requests than ``max_connections``.
+
 The frontend runs with a low ``RLIMIT_NOFILE`` and idle client connections hold all but
 one of its descriptors: the one connection left can still bring requests, but no
 connection to a worker can be opened for them (``EMFILE``, errno 24). Before the fix that
@@ -23,6 +26,7 @@ import httpx
 import openai
 import pytest
 
+from ridtrace.cli.serve_run import FEW_DESCRIPTORS
 from tests.frontend_plugin.conftest import Stack, start_stack
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(),
@@ -131,6 +135,10 @@ def test_a_frontend_out_of_descriptors_answers_503_and_keeps_its_workers(
     assert claude_refused.value.response.headers["retry-after"] == "1"
 
     frontend = stack.frontend
+    # Said at start-up, with what to raise.
+    warned = frontend.wait_for_lines(lambda line: line.get("message") == FEW_DESCRIPTORS, 1)
+    assert warned[0]["level"] == "WARN"
+    assert (warned[0]["open_file_limit"], warned[0]["concurrent_requests"]) == (64, 0)
     overloaded = frontend.wait_for_lines(
         lambda line: line.get("event") == "dispatch.overloaded", 4)
     assert all(line["level"] == "ERROR" for line in overloaded)
@@ -152,3 +160,35 @@ def test_a_frontend_out_of_descriptors_answers_503_and_keeps_its_workers(
             assert f"again {i}" in served.json()["choices"][0]["message"]["content"]
     for worker in stack.workers:
         worker.wait_for_lines(lambda line: line.get("event") == "worker.end", 2)
+
+
+def _soft_limit(pid: int) -> int:
+    for row in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if row.startswith("Max open files"):
+            return int(row.split()[3])
+    raise AssertionError("no open-file limit in /proc")
+
+
+def test_the_frontend_raises_its_soft_limit_to_the_hard_one(tmp_path: Path) -> None:
+    # A login shell's soft limit (1024 on most distributions; 64 here) under a higher
+    # hard one: before, the frontend kept the soft one and ran out at half of it.
+    def low_soft_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (_FD_LIMIT, 4096))
+
+    with start_stack(tmp_path, workers=[[]], frontend=["--header-timeout", "300"],
+                     frontend_preexec_fn=low_soft_limit) as stack:
+        pid = stack.frontend.process.pid
+        assert _soft_limit(pid) == 4096
+        port = stack.frontend.port
+        held = [socket.create_connection(("127.0.0.1", port), timeout=10)
+                for _ in range(2 * _FD_LIMIT)]
+        try:
+            _wait_fds(pid, lambda now: now > 2 * _FD_LIMIT)  # every one accepted
+            served = httpx.post(stack.url + "/v1/chat/completions", timeout=30, json={
+                "model": "echo", "messages": [{"role": "user", "content": "room enough"}]})
+            assert served.status_code == 200, served.text
+        finally:
+            for sock in held:
+                sock.close()
+        assert not [line for line in stack.frontend.lines()
+                    if line.get("message") == FEW_DESCRIPTORS]

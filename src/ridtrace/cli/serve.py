@@ -27,7 +27,7 @@ from ridtrace.cli.serve_options import (
     _host_option,
     _worker_token_option,
 )
-from ridtrace.cli.serve_run import run_server, setup_telemetry
+from ridtrace.cli.serve_run import check_open_file_limit, run_server, setup_telemetry
 
 __all__ = ["serve"]
 
@@ -124,6 +124,7 @@ def frontend_command(
                    "required on any route", err=True)
     setup_telemetry(log_file, "frontend", log_level)
     drain = Drain()
+    check_open_file_limit(settings.max_connections)
     run_server(create_frontend_app(settings, tracing=tracing, drain=drain), host, port, drain=drain,
          graceful_timeout=graceful_timeout, name="frontend", log_file=log_file,
          header_timeout=header_timeout, allowed_hosts=allowed_hosts)

@@ -19,7 +19,17 @@ if TYPE_CHECKING:
 
     from ridtrace.frontend_plugin.drain import Drain
 
-__all__ = ["run_server", "setup_telemetry"]
+__all__ = ["check_open_file_limit", "run_server", "setup_telemetry"]
+
+# Descriptors a served process holds besides its connections: the log file, the event
+# loop's, the listener, the standard streams, an exporter's.
+_FD_RESERVE = 64
+
+FEW_DESCRIPTORS = (
+    "the open-file limit leaves room for fewer concurrent requests than max_connections; "
+    "past them requests get 503 'frontend overloaded' (raise the hard limit: ulimit -Hn, "
+    "LimitNOFILE)"
+)
 
 
 def setup_telemetry(log_file: Path, service: str, level: str) -> None:
@@ -57,6 +67,24 @@ def setup_telemetry(log_file: Path, service: str, level: str) -> None:
         raise BadConfiguration(str(exc)) from None
 
 
+def check_open_file_limit(max_connections: int) -> None:
+    """Raise the open-file limit as far as allowed, then warn in the log when it still
+    caps a frontend below ``max_connections``: each request in flight holds its caller's
+    connection and one to a worker."""
+    import resource
+
+    from ridtrace.forensics.live.open_files import raise_open_file_limit
+    from ridtrace.tracing.eventlog import EventLog
+
+    raise_open_file_limit()
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    room = (soft - _FD_RESERVE) // 2
+    if soft != resource.RLIM_INFINITY and room < max_connections:
+        EventLog(__name__).warning(FEW_DESCRIPTORS, open_file_limit=soft,
+                                   concurrent_requests=max(room, 0),
+                                   max_connections=max_connections)
+
+
 def run_server(
     app: object, host: str, port: int, *, drain: Drain, graceful_timeout: float, name: str,
     log_file: Path, header_timeout: float, allowed_hosts: tuple[str, ...],
@@ -69,9 +97,14 @@ def run_server(
 
     from ridtrace.cli.graceful import DrainingServer
     from ridtrace.cli.header_guard import guarded_http_protocol
+    from ridtrace.forensics.live.open_files import raise_open_file_limit
     from ridtrace.frontend_plugin.host_check import allowed_hosts_for, host_checked
     from ridtrace.frontend_plugin.wire import SERVER_KEEP_ALIVE_SECONDS
 
+    # Every connection is a descriptor, and the soft limit is often 1024 (a login shell's)
+    # under a far higher hard one: a frontend ran out at about 500 concurrent requests,
+    # half its own max_connections. Raised as far as allowed, as Go programs do.
+    raise_open_file_limit()
     allowed = allowed_hosts_for(host, allowed_hosts)
     if allowed is not None:
         app = host_checked(app, allowed, on_refused=on_misdirected)  # type: ignore[arg-type]
