@@ -127,6 +127,7 @@ def start_stack(
     worker_userinfo: str | None = None,
     worker_env: dict[str, str] | None = None,
     frontend_preexec_fn: Callable[[], None] | None = None,
+    worker_host: str = "127.0.0.1",
 ) -> Iterator[Stack]:
     """Start workers (each with its own extra flags) and a frontend, all in parallel.
 
@@ -136,7 +137,8 @@ def start_stack(
     ``debug_endpoints`` is false: these tests poll it for their conditions. With
     ``worker_userinfo`` (``user:password``) the frontend gets the worker URLs with it.
     ``frontend_preexec_fn`` runs in the frontend's child before it starts (to lower a
-    resource limit, say).
+    resource limit, say). ``worker_host`` is how the frontend names its workers
+    (``localhost``: looked up by name).
     """
     workdir.mkdir(parents=True, exist_ok=True)
     procs: list[Proc] = []
@@ -148,7 +150,8 @@ def start_stack(
         ]
         procs.extend(ws)
         prefix = f"http://{worker_userinfo}@" if worker_userinfo else "http://"
-        worker_args = [a for w in ws for a in ("--worker", w.url.replace("http://", prefix))]
+        worker_args = [a for w in ws for a in (
+            "--worker", w.url.replace("http://", prefix).replace("127.0.0.1", worker_host))]
         debug = ["--debug-endpoints"] if debug_endpoints else []
         fe = _spawn(["frontend", *worker_args, *debug, *(frontend or [])], workdir, "frontend", env,
                     preexec_fn=frontend_preexec_fn)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import socket
 import time
 from collections import deque
 from typing import cast
@@ -39,6 +40,20 @@ __all__ = ["ConnectionPool"]
 # another connection (the errors asyncio's accept loop treats as "out of system
 # resource"): no fault of the worker being connected to.
 _OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+
+
+def _out_of_descriptors() -> bool:
+    """Whether this process can open no socket now.
+
+    A worker named by host name is looked up first, and a lookup with no descriptor left
+    to read /etc/hosts or ask DNS with fails as 'Name or service not known': it was
+    taken for a worker that does not exist, and marked it down.
+    """
+    try:
+        socket.socket().close()
+    except OSError as exc:
+        return exc.errno in _OUT_OF_RESOURCES
+    return False
 
 
 class ConnectionPool:
@@ -140,7 +155,9 @@ class ConnectionPool:
                 f"connect to {origin.host}:{origin.port} timed out"
             ) from None
         except OSError as exc:
-            if exc.errno in _OUT_OF_RESOURCES:
+            if exc.errno in _OUT_OF_RESOURCES or (
+                isinstance(exc, socket.gaierror) and _out_of_descriptors()
+            ):
                 raise OutOfLocalResources(
                     f"connect to {origin.host}:{origin.port}: {exc}: this process is out of "
                     "file descriptors or socket memory; raise its open-file limit (ulimit -n, "
