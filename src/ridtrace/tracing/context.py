@@ -4,6 +4,8 @@ This module is ridtrace's only global state: one ContextVar holding the context 
 the request being handled. The middleware (and the gRPC interceptor) set it with a
 token and reset it in ``finally``, so nothing leaks into the next request on the same
 connection, while tasks spawned inside a request inherit a copy and keep the ids.
+A second one names the request a grpc.aio call's own task serves, for the lines gRPC
+writes there after the call's context was reset (see `serve_in_this_task`).
 """
 
 from __future__ import annotations
@@ -48,6 +50,11 @@ class RequestContext:
 
 
 _current: ContextVar[RequestContext | None] = ContextVar("ridtrace_request", default=None)
+# The request a grpc.aio call's task serves. Set once when the call starts and left set,
+# unlike _current: grpc.aio logs about the call in its task after the handler ended and
+# _current was reset (its DEBUG "RPC cancelled for servicer method [...]"), and that line
+# is the call's. grpc.aio runs each call in a task of its own, so it names no other call.
+_serving: ContextVar[RequestContext | None] = ContextVar("ridtrace_serving", default=None)
 
 
 def current_context() -> RequestContext | None:
@@ -89,6 +96,23 @@ leave = _current.reset
 # current() is current_context() without the call around it, for the middleware's check
 # of a context inherited from another request, on every request too.
 current = _current.get
+
+
+
+def serve_in_this_task(ctx: RequestContext) -> None:
+    """Name ``ctx`` as the request this task serves, for the lines written in the task
+    after the request's context was reset (:func:`line_context`). Only for a task that
+    serves one request and ends with it, as grpc.aio's call tasks do: a thread of a
+    synchronous server's pool, or a connection's task, would name it on later lines."""
+    _serving.set(ctx)
+
+
+def line_context() -> RequestContext | None:
+    """The request whose ids a log line written now carries: the current one, else the
+    one this task served (see :func:`serve_in_this_task`)."""
+    ctx = _current.get()
+    return ctx if ctx is not None else _serving.get()
+
 
 _EXCEPTION_ATTRIBUTE = "__ridtrace_context__"
 _ESCAPED_INTO_ATTRIBUTE = "__ridtrace_escaped_into__"

@@ -14,7 +14,7 @@ import logging
 from collections.abc import MutableMapping
 from typing import Any
 
-from ridtrace.tracing.context import context_for_exception_line, current
+from ridtrace.tracing.context import context_for_exception_line, line_context
 from ridtrace.tracing.jsonline import CONTEXT_KEYS, add_context_ids
 
 __all__ = ["FILLED_BY_FILTER", "RequestIdsFilter", "add_request_ids"]
@@ -44,7 +44,7 @@ class RequestIdsFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         escaped = record.exc_info[1] if record.exc_info else None
-        ctx = context_for_exception_line(escaped) or current()
+        ctx = context_for_exception_line(escaped) or line_context()
         filled = []
         for key in CONTEXT_KEYS:
             if key in record.__dict__:
@@ -63,7 +63,7 @@ def add_request_ids(
     """structlog processor: the request's ids into the event dict, before the renderer
     (``structlog.configure(processors=[..., add_request_ids, JSONRenderer()])``). Only
     the ids the request has are added, and a key the event already holds is kept."""
-    ctx = current()
+    ctx = line_context()
     if ctx is not None:
         add_context_ids(event_dict, ctx)
     return event_dict

@@ -24,7 +24,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 from loguru import logger
 
 from ridtrace.contract import LOG_SCHEMA
-from ridtrace.tracing.context import current_context
+from ridtrace.tracing.context import line_context
 from ridtrace.tracing.jsonline import (
     add_context_ids,
     add_fields,
@@ -48,7 +48,7 @@ __all__ = ["LOG_SCHEMA", "configure_logging"]
 def _patch_request_context(record: Record) -> None:
     """Copy the current request's ids into ``extra`` (a patcher, not contextualize:
     contextualize breaks in async generators cancelled by a client disconnect)."""
-    ctx = current_context()
+    ctx = line_context()
     if ctx is not None:
         add_context_ids(record["extra"], ctx)
 

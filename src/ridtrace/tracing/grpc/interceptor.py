@@ -15,6 +15,7 @@ import grpc
 import grpc.aio
 
 from ridtrace.tracing import metrics
+from ridtrace.tracing.context import serve_in_this_task
 from ridtrace.tracing.grpc.call import CallConfig, GrpcCall
 from ridtrace.tracing.grpc.context import TracedServicerContext
 from ridtrace.tracing.grpc.counting import count_requests
@@ -217,6 +218,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
 
         async def traced(request: Any, context: grpc.aio.ServicerContext) -> Any:
             call = GrpcCall(config, info, context)
+            serve_in_this_task(call.ctx)  # grpc.aio's lines after the handler: the call's
             traced_context = call.context
             traced_context.write_sends_initial = write_sends_initial
             failure: BaseException | None = None
@@ -256,6 +258,7 @@ class RequestTracingInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[mis
 
         async def traced(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             call = GrpcCall(config, info, context)
+            serve_in_this_task(call.ctx)  # grpc.aio's lines after the handler: the call's
             traced_context = call.context
             failure: BaseException | None = None
             responses: Any = None
