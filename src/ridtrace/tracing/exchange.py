@@ -8,6 +8,7 @@ sends for a crashed request.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 from typing import Any
@@ -27,6 +28,7 @@ __all__ = [
     "MAX_SHOWN_PATH",
     "Exchange",
     "annotate_end",
+    "answer_unanswered",
     "end_fields",
     "end_time_ns",
     "error_type",
@@ -232,6 +234,20 @@ async def send_internal_error(send: Send) -> None:
             {"type": "http.response.start", "status": 500, "headers": list(_INTERNAL_ERROR_HEADERS)}
         )
         await send({"type": "http.response.body", "body": _INTERNAL_ERROR_BODY})
+
+
+async def answer_unanswered(send: Send) -> None:
+    """The 500 for a request the application returned from without answering (a
+    branch that forgot to respond).
+
+    The server sends one then (uvicorn: "ASGI callable returned without starting
+    response."), but after the application returned, once the request's context was
+    gone: the client's 500 had no id header, the server's ERROR line no ids, and the
+    request's ``request.end`` and span said no answer went out. Sent from here, it is
+    the request's own, as the 500 of an unhandled exception is, and so is the line.
+    """
+    logging.getLogger(__name__).error("ASGI application returned without starting a response")
+    await send_internal_error(send)
 
 
 def annotate_end(

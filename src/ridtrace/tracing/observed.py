@@ -31,6 +31,7 @@ from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.exchange import (
     Exchange,
     annotate_end,
+    answer_unanswered,
     end_fields,
     end_time_ns,
     file_size,
@@ -211,6 +212,8 @@ class ObservedServing:
                     ),
                 )
             await self.app(scope, receive_counting, send_tagged)
+            if not state.response_started and not state.disconnected:
+                await answer_unanswered(send_tagged)
         except BaseException as exc:
             failure = exc
             # The server logs the escaped exception ("Exception in ASGI application")
