@@ -14,7 +14,7 @@ from ridtrace.tracing import lifecycle, metrics
 from ridtrace.tracing.export_schedule import periodic_metric_reader
 from ridtrace.tracing.otlp import otlp_exporter, otlp_timeout
 from ridtrace.tracing.otlp_endpoints import exporter_names, otlp_export_endpoint
-from ridtrace.tracing.spans import sdk_disabled, service_resource
+from ridtrace.tracing.spans import console_stream, sdk_disabled, service_resource
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics import MeterProvider
@@ -78,7 +78,7 @@ def configure_metrics(
     if "console" in exporter_names(env, "metrics"):
         from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
 
-        readers.append(periodic_metric_reader(ConsoleMetricExporter(), env))
+        readers.append(periodic_metric_reader(ConsoleMetricExporter(out=console_stream()), env))
     if prometheus:
         from opentelemetry.exporter.prometheus import PrometheusMetricReader
 

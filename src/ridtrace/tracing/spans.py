@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import math
 import os
+import sys
 from collections.abc import Mapping
+from typing import TextIO
 from urllib.parse import unquote
 
 from opentelemetry import trace
@@ -34,9 +36,11 @@ from ridtrace.tracing.otlp_endpoints import (
     otlp_export_endpoint,
     otlp_protocol,
 )
+from ridtrace.tracing.sinks import event_sinks
 
 __all__ = [
     "configure_tracing",
+    "console_stream",
     "exporter_names",
     "otlp_endpoint",
     "otlp_export_endpoint",
@@ -110,11 +114,24 @@ def configure_tracing(
     if "console" in exporter_names(env, "traces"):
         from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
-        provider.add_span_processor(batch_span_processor(ConsoleSpanExporter(), env))
+        provider.add_span_processor(
+            batch_span_processor(ConsoleSpanExporter(out=console_stream()), env)
+        )
     lifecycle.own(provider, flush_limit=flush_limit)
     if set_global:
         trace.set_tracer_provider(provider)
     return provider
+
+
+def console_stream() -> TextIO:
+    """Where the ``console`` exporters print: standard output, as OpenTelemetry's do,
+    unless `configure_logging` writes its JSON lines there (``ridtrace serve --log-file
+    -``); then standard error. Their indented JSON among the lines made most of a
+    container's log lines that are no log line."""
+    streams = (sys.stdout, getattr(sys.stdout, "buffer", None))
+    if any(sink.target in streams for sink in event_sinks()):
+        return sys.stderr
+    return sys.stdout
 
 
 def sdk_disabled(env: Mapping[str, str]) -> bool:
