@@ -200,7 +200,7 @@ def run_follow(
     # more on a loaded machine. Imported beside the start, it is in before "following".
     warm = import_beside("pandas")
     from ridtrace.forensics.live.follow import Follower, FollowSettings
-    from ridtrace.forensics.live.open_files import raise_open_file_limit
+    from ridtrace.open_file_limit import raise_open_file_limit
 
     raise_open_file_limit()  # one descriptor per followed file
     settings = FollowSettings(

@@ -73,7 +73,7 @@ def check_open_file_limit(max_connections: int) -> None:
     connection and one to a worker."""
     import resource
 
-    from ridtrace.forensics.live.open_files import raise_open_file_limit
+    from ridtrace.open_file_limit import raise_open_file_limit
     from ridtrace.tracing.eventlog import EventLog
 
     raise_open_file_limit()
@@ -97,9 +97,9 @@ def run_server(
 
     from ridtrace.cli.graceful import DrainingServer
     from ridtrace.cli.header_guard import guarded_http_protocol
-    from ridtrace.forensics.live.open_files import raise_open_file_limit
     from ridtrace.frontend_plugin.host_check import allowed_hosts_for, host_checked
     from ridtrace.frontend_plugin.wire import SERVER_KEEP_ALIVE_SECONDS
+    from ridtrace.open_file_limit import raise_open_file_limit
 
     # Every connection is a descriptor, and the soft limit is often 1024 (a login shell's)
     # under a far higher hard one: a frontend ran out at about 500 concurrent requests,

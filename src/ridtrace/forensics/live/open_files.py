@@ -8,33 +8,22 @@ itself opened (the staged chunk, DuckDB's) stopped the follow with a traceback, 
 
 from __future__ import annotations
 
-import contextlib
 import resource
 
-__all__ = ["RESERVE", "raise_open_file_limit", "tail_budget", "too_many_open"]
+from ridtrace.open_file_limit import UNLIMITED_CEILING
+
+__all__ = ["RESERVE", "tail_budget", "too_many_open"]
 
 # Descriptors kept for what a poll opens besides the followed files: the staged chunk,
 # DuckDB's files, a compressed rotation read a second time, the terminal.
 RESERVE = 64
-# A ceiling for a soft limit raised to an unlimited hard one (the kernel's nr_open).
-_UNLIMITED_CEILING = 1 << 20
-
-
-def raise_open_file_limit() -> None:
-    """Raise this process's soft limit on open files to its hard limit, as far as allowed."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    target = _UNLIMITED_CEILING if hard == resource.RLIM_INFINITY else hard
-    if soft != resource.RLIM_INFINITY and soft < target:
-        # Above the kernel's nr_open the call fails: keep the limit there is.
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
 def tail_budget() -> int:
     """How many followed files may be open at once under the current soft limit."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
-        return _UNLIMITED_CEILING
+        return UNLIMITED_CEILING
     return max(soft - RESERVE, 16)
 
 
