@@ -7,17 +7,13 @@ finding as it comes, print the summary on SIGINT/SIGTERM (or at --fail-fast).
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import threading
 from collections.abc import Callable
-from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ridtrace.cli.stop import hangup_to_handle
+from ridtrace.cli.follow_stop import WRITE_GRACE_S, StopFlag
 from ridtrace.forensics.printable import visible
 
 if TYPE_CHECKING:
@@ -91,52 +87,6 @@ def summary_text(summary: dict[str, Any]) -> str:
     for reason in summary["incomplete_reasons"]:
         lines.append(visible(f"  incomplete: {reason}"))  # reasons name files
     return "\n".join(lines)
-
-
-class _StopFlag:
-    """SIGINT, SIGTERM and SIGHUP end the loop between polls instead of killing it
-    mid-read: the first after the lines already written are read, a second one at once.
-    (SIGHUP: the terminal or ssh session closed; it stays ignored under nohup.)"""
-
-    def __init__(self, *, quiet: bool) -> None:
-        self.signals = 0
-        self._quiet = quiet
-        self._old: dict[int, Any] = {}
-        self._signalled = threading.Event()
-
-    def __enter__(self) -> _StopFlag:
-        stops = [int(signal.SIGINT), int(signal.SIGTERM)]
-        hangup = hangup_to_handle()
-        if hangup is not None:
-            stops.append(hangup)
-        for sig in stops:
-            self._old[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        self.signals += 1
-        self._signalled.set()
-        if self.signals == 1 and not self._quiet:
-            # os.write: a handler may run while click is writing to stderr.
-            os.write(2, b"ridtrace: stopping: reading the lines already written "
-                        b"(again to stop at once)\n")
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self._old.items():
-            signal.signal(sig, handler)
-
-    def __call__(self) -> bool:
-        return self.signals > 0
-
-    def now(self) -> bool:
-        """A second signal: stop without reading further."""
-        return self.signals > 1
-
-    def sleep(self, seconds: float) -> None:
-        """The pause between idle polls, cut short by a signal: time.sleep goes on after
-        the handler returns, so with --poll-interval 30s Ctrl-C or a container's SIGTERM
-        waited up to 30 s, past a stop's usual 10 s grace, and the summary was lost."""
-        self._signalled.wait(seconds)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -218,7 +168,9 @@ def run_follow(
     from ridtrace.cli.analyze import echo_out
 
     def on_finding(finding: dict[str, Any]) -> bool:
-        echo_out(render(finding), what="findings")
+        with stop.writing(1, "findings to standard output"):
+            echo_out(render(finding), what="findings")
+        _check_written(stop)
         if finding["severity"] == "error":
             failed[0] = True
             return not fail_fast
@@ -226,7 +178,7 @@ def run_follow(
 
     # The stop flag stays in place until the summary is out: a second signal while it is
     # made (a `timeout` then a container stop) must not kill the run it already ended.
-    with _StopFlag(quiet=quiet) as stop:
+    with StopFlag(quiet=quiet) as stop:
         try:
             warm.join()
             _announce(follower, settings, quiet=quiet)
@@ -235,9 +187,12 @@ def run_follow(
         finally:
             follower.close()
         if fmt == "json":
-            click.echo(json.dumps(summary), err=True)
+            with stop.writing(2, "the summary to standard error"):
+                click.echo(json.dumps(summary), err=True)
         else:  # a terminal gone with SIGHUP: exit 2 with a message, not a traceback
-            echo_out(summary_text(summary), what="the summary")
+            with stop.writing(1, "the summary to standard output"):
+                echo_out(summary_text(summary), what="the summary")
+        _check_written(stop)
     # The summary is out: leave without freeing the window's state object by object (a
     # second or more after a large follow), when a second SIGTERM, its handler gone, killed
     # the process with 143 instead of the exit its findings give.
@@ -245,6 +200,16 @@ def run_follow(
     if failed[0]:
         return 1
     return 3 if summary["incomplete"] and not allow_incomplete else 0
+
+
+def _check_written(stop: StopFlag) -> None:
+    """A write the stop gave up on (nothing read it) fails the run as an unwritable
+    stdout does: exit 2, not a code that reads as what the findings say."""
+    from ridtrace.cli.analyze import InputError
+
+    if stop.lost is not None:
+        raise InputError(f"cannot write {stop.lost}: nothing read it within "
+                         f"{WRITE_GRACE_S:g} s of the stop")
 
 
 def _announce(follower: Follower, settings: FollowSettings, *, quiet: bool) -> None:
