@@ -71,9 +71,11 @@ class Follower:
         self.settings = settings or FollowSettings()
         self._clock = clock
         self._ticks = ticks
-        # (ticks, watermark) after each poll, back to the settle time: what was read by then.
-        self._seen: deque[tuple[float, int]] = deque()
+        # (ticks, watermark, batch) after each poll, back to the settle time: what was read
+        # by then.
+        self._seen: deque[tuple[float, int, int]] = deque()
         self._settled = 0
+        self._settled_batch = 0
         # Latest span times as offsets from the clock when they were read (µs); the
         # clock itself to start with, so the first line read is not the present alone.
         self._offsets = np.zeros(1, dtype=np.int64)
@@ -155,8 +157,9 @@ class Follower:
                 marks[tail.name] = max(latest, settled)
         # A log not followed yet (not created before its first flush) is caught up to
         # the same settled time as one read to its end.
-        found = self.rules.feed(batch, marks, behind, limit, unseen=settled)
-        self._seen.append((self._ticks(), self.rules.state.watermark))
+        found = self.rules.feed(batch, marks, behind, limit, unseen=settled,
+                                settled_batch=None if settled is None else self._settled_batch)
+        self._seen.append((self._ticks(), self.rules.state.watermark, self.rules.state.batches))
         return found
 
     def _settled_mark(self) -> int:
@@ -167,7 +170,7 @@ class Follower:
         flight when a worker of the id's next caller logged, and printed as a duplicate."""
         cutoff = self._ticks() - self.settings.settle_s
         while self._seen and self._seen[0][0] <= cutoff:
-            self._settled = self._seen.popleft()[1]
+            _, self._settled, self._settled_batch = self._seen.popleft()
         return self._settled
 
     def _ahead_limit(self, batch: SpanRows) -> int:

@@ -43,7 +43,7 @@ class LiveRules:
     def feed(
         self, batch: SpanRows, file_marks: dict[str, int] | None = None,
         behind: dict[str, int] | None = None, limit: int | None = None,
-        unseen: int | None = None,
+        unseen: int | None = None, settled_batch: int | None = None,
     ) -> list[Finding]:
         """Take a batch (per-span rows in first-line order); return what it made certain.
 
@@ -53,7 +53,10 @@ class LiveRules:
         keeps until they are read past them. `limit`: times past it are a wild clock's,
         which the window does not take as the present (the batch's watermark is below it).
         `unseen`: the log time a file not followed yet holds every line up to (None: any).
+        `settled_batch`: the latest batch fed a settle time ago (None: every one).
         """
+        self.state.batches += 1
+        self.state.settled_batch = settled_batch
         if file_marks is not None:
             self.state.file_marks = file_marks
         if behind is not None:

@@ -55,9 +55,14 @@ class Span:
         "first_time", "fp_in",
         "fp_out", "instant", "last", "last_file", "last_line", "open_children", "outcome",
         "paired", "parent",
-        "parent_span", "request_id", "side", "span_id", "start", "trace", "unlinked_done",
+        "parent_span", "read_in", "request_id", "side", "span_id", "start", "trace",
+        "unlinked_done",
         "waiting", "work_ended", "x_request_id",
     )
+
+    # The batch a span read before its caller was first read in (`WindowState.park`);
+    # left unset on the common span, which never needs it.
+    read_in: int
 
     def __init__(self, trace: str | None, span_id: str, file: str, first_line: int,
                  last_line: int, start: int, last: int, parent: str | None, side: str | None,

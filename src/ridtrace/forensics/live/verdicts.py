@@ -41,7 +41,7 @@ def duplicates(state: WindowState, clusters: list[Cluster]) -> list[Finding]:
             state.pending_clusters.append(cluster)
             continue
         caught_up = state.caught_up_to(unseen=True)
-        if any(m.side == WORKER and m.parent_span is None and caught_up < m.start
+        if any(m.side == WORKER and m.parent_span is None and caller_may_come(state, m)
                for m in cited):
             # A caller known by its worker span alone: its own lines, older than the
             # worker's, may still come in a log behind the others (or not created yet),
@@ -67,6 +67,21 @@ def duplicates(state: WindowState, clusters: list[Cluster]) -> list[Finding]:
         item["span_id"] = _named(first, caught_up)
         found.append(item)
     return found
+
+def caller_may_come(state: WindowState, worker: Span) -> bool:
+    """Whether the lines of the caller a `worker` span stands for (none read yet) may
+    still come: some file not read past the worker's start, or the worker read less than
+    a settle time ago. The second in wall-clock time: the caller logged before its
+    worker did, and every log flushes within the settle time, whatever its clock says.
+    By log time alone, a worker whose clock runs behind (or another whose clock runs
+    ahead, moving the logs' latest time) looked read long after its caller could have
+    logged, and the finding named worker spans whose callers' lines were on their way
+    (`analyze` of the same files names the callers)."""
+    if state.caught_up_to(unseen=True) < worker.start:
+        return True
+    settled = state.settled_batch
+    return settled is not None and getattr(worker, "read_in", 0) > settled
+
 
 def overlapping_callers(state: WindowState, members: list[Span]) -> bool | None:
     """Two distinct callers certainly in flight together (None: not known yet)."""

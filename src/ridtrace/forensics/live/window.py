@@ -42,6 +42,9 @@ class WindowState:
     # service creates its log when it first flushes it: until then the follower knows
     # no such file, whose lines may be older than what the others show (`--settle`).
     unseen: int | None = None
+    # Batches fed, and the latest fed a settle time ago (None: all): `verdicts.caller_may_come`.
+    batches: int = 0
+    settled_batch: int | None = None
     # (trace_id, parent span id) → spans read before the span they name as parent: a
     # worker file ahead of its caller's (clock skew, flushing), a caller whose first line
     # was torn. They are linked to it when it comes, so it is one request with them.
@@ -167,6 +170,7 @@ class WindowState:
         """
         if span.parent is None:
             return 1
+        span.read_in = self.batches
         kin = self.orphans.setdefault((trace, span.parent), [])
         counted = span.side == WORKER and any(k.side == WORKER for k in kin)
         kin.append(span)
