@@ -11,6 +11,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from ridtrace.contract import WORKER
+from ridtrace.forensics.live.regroup import regroup
 from ridtrace.forensics.live.spans import Cluster, Span, SpanKey, held_beside
 
 
@@ -186,6 +187,7 @@ class WindowState:
             kid.parent_span = span
             if not kid.closed:
                 span.open_children += 1
+        regroup(self, kids)
         # The kids now work for `span`'s caller (`Span.caller` climbs), counted already:
         # `span` itself when it is its own, else when its own caller was read or parked.
         return counted
