@@ -45,6 +45,11 @@ def _results(*ids: str, text_first: bool = False) -> Any:
      "toolu_9"),
     ([ASK, _uses("toolu_1"), _results("toolu_1"), {"role": "assistant", "content": "ok"},
       _results("toolu_1")], "unexpected `tool_use_id`"),
+    # A result for a call the previous turn did not make, beside the answers to the ones
+    # it did (an id from an older turn, or a made-up one): it was served here.
+    ([ASK, _uses("toolu_1"), _results("toolu_1", "toolu_2")],
+     "'messages[2].content[1]': unexpected `tool_use_id` found in `tool_result` blocks: "
+     "toolu_2"),
     ([ASK, _uses("toolu_1"), _results("toolu_1", text_first=True)],
      "'messages[2].content[1]': `tool_result` blocks must come first"),
     ([ASK, _uses("toolu_1", tool_input='{"city": "Paris"}'), _results("toolu_1")],

@@ -248,7 +248,8 @@ def test_conversations_with_tool_calls_and_images_are_served(
         {"role": "assistant", "content": [
             {"type": "thinking", "thinking": "use the tool", "signature": "sig"},
             {"type": "text", "text": "let me look"},
-            {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"q": "6*7"}}]},
+            {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"q": "6*7"}},
+            {"type": "tool_use", "id": "toolu_2", "name": "lookup", "input": {"q": "7*6"}}]},
         {"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": "toolu_1", "content": "forty two"},
             {"type": "tool_result", "tool_use_id": "toolu_2",

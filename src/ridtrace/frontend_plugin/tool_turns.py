@@ -132,12 +132,10 @@ def check_tool_uses(messages: list[Any]) -> None:
     """Refuse ``tool_use`` / ``tool_result`` blocks Anthropic's API refuses: a
     ``tool_use`` without a string ``id`` or whose ``input`` is no object, one the next
     message answers with no ``tool_result``, a ``tool_result`` without a
-    ``tool_use_id``, after a message that made no call (its call trimmed from the
-    history, or a result sent twice), or after another block of its message (results
-    come first). A final assistant turn is a prefill and needs no results.
-    (Anthropic also refuses a result for an id the previous turn did not use beside the
-    answers to the ones it did; that is still served: ``test_sdks_e2e`` sends one.)
-    ``messages`` has been read by ``chat_prompt``."""
+    ``tool_use_id``, for an id the message before did not use (its call trimmed from
+    the history, a result sent twice, an id made up beside the real answers), or after
+    another block of its message (results come first). A final assistant turn is a
+    prefill and needs no results. ``messages`` has been read by ``chat_prompt``."""
     pending: dict[str, None] = {}  # the previous assistant turn's tool_use ids
     for index, message in enumerate(messages):
         where = f"messages[{index}]"
@@ -171,7 +169,7 @@ def _tool_results(blocks: list[dict[str, Any]], where: str, pending: dict[str, N
         if not isinstance(use_id, str) or not use_id:
             raise InvalidRequest(f"'{at}.tool_use_id' must be a non-empty string",
                                  param=f"{at}.tool_use_id")
-        if not pending:  # the message before made no call: the result answers nothing
+        if use_id not in pending:  # the message before made no such call
             raise InvalidRequest(
                 f"'{at}': unexpected `tool_use_id` found in `tool_result` blocks: "
                 f"{shown_text(use_id, _SHOWN_ID)}. Each `tool_result` block must have a "
