@@ -30,7 +30,8 @@ def test_a_request_arriving_after_the_stop_is_sent_elsewhere_with_its_ids() -> N
     assert response.headers["retry-after"] == "0" and response.headers["connection"] == "close"
     assert response.headers["x-request-id"] == "late-1" and response.headers["x-server-request-id"]
     assert orjson.loads(response.content) == {
-        "type": "error", "error": {"type": "api_error", "message": SHUTTING_DOWN}}
+        "type": "error", "error": {"type": "api_error", "message": SHUTTING_DOWN},
+        "request_id": response.headers["request-id"]}
 
 
 def test_a_body_that_finishes_arriving_after_the_stop_is_sent_elsewhere() -> None:

@@ -60,7 +60,8 @@ def test_the_anthropic_sdk_reads_a_421_in_anthropics_error_shape(stack: Stack) -
         error = caught.value
         assert error.status_code == 421
         assert error.body == {"type": "error", "error": {
-            "type": "invalid_request_error", "message": error.body["error"]["message"]}}
+            "type": "invalid_request_error", "message": error.body["error"]["message"]},
+            "request_id": error.request_id}
         assert error.body["error"]["message"].startswith(MESSAGE)
         server_id = error.response.headers["x-server-request-id"]
         assert error.request_id == server_id

@@ -107,4 +107,5 @@ def test_a_timeout_mid_stream_is_timeout_error_as_when_not_streamed(
     assert plain.value.status_code == 504
     for error in (raw.value, helper.value, plain.value):
         assert error.body == {"type": "error", "error": {
-            "type": "timeout_error", "message": "worker timed out"}}, error.body
+            "type": "timeout_error", "message": "worker timed out"},
+            "request_id": error.request_id}, error.body

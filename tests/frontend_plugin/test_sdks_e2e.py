@@ -147,7 +147,8 @@ def test_unknown_routes_and_methods_are_errors_the_sdks_can_read(
     with pytest.raises(anthropic.NotFoundError) as missing:
         claude.messages.batches.retrieve("batch_1")
     assert missing.value.body == {"type": "error", "error": {
-        "type": "not_found_error", "message": "Not Found: GET /v1/messages/batches/batch_1"}}
+        "type": "not_found_error", "message": "Not Found: GET /v1/messages/batches/batch_1"},
+        "request_id": missing.value.request_id}
     wrong = httpx.get(stack.url + "/v1/chat/completions", headers={"x-request-id": "m-405"})
     assert wrong.status_code == 405 and wrong.headers["allow"] == "POST"
     assert wrong.headers["x-request-id"] == "m-405" and "x-server-request-id" in wrong.headers

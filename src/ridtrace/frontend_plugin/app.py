@@ -80,8 +80,6 @@ def _allow_in_order(headers: Mapping[str, str] | None) -> Mapping[str, str] | No
     return {**headers, "Allow": ", ".join(methods)}
 
 
-_MISDIRECTED_ANTHROPIC = orjson.dumps(
-    MESSAGES.error_payload(421, MISDIRECTED, "invalid_request_error"))
 _MISDIRECTED_OPENAI = orjson.dumps(CHAT.error_payload(421, MISDIRECTED, code=MISDIRECTED_CODE))
 
 
@@ -89,7 +87,8 @@ def _misdirected_refusal(scope: Scope) -> bytes:
     """The 421 of the Host check in the API's error shape, chosen as a 404's is: the
     Anthropic SDK showed OpenAI's body as a raw dict and read no ``error.type``."""
     if scope["path"].startswith(MESSAGES.path) or sent_by_anthropic_sdk(scope["headers"]):
-        return _MISDIRECTED_ANTHROPIC
+        # Built per request: it names the request, as every Anthropic error body does.
+        return orjson.dumps(MESSAGES.error_payload(421, MISDIRECTED, "invalid_request_error"))
     return _MISDIRECTED_OPENAI
 
 

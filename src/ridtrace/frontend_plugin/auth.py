@@ -21,7 +21,7 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ridtrace.contract import OUTCOME_UNAUTHORIZED
-from ridtrace.tracing import annotate_request
+from ridtrace.tracing import annotate_request, current_request_id
 
 __all__ = [
     "UNAUTHORIZED",
@@ -45,8 +45,11 @@ def openai_error(message: str) -> dict[str, object]:
 
 
 def anthropic_error(message: str) -> dict[str, object]:
-    """Anthropic's 401 shape: the official SDK raises ``anthropic.AuthenticationError``."""
-    return {"type": "error", "error": {"type": "authentication_error", "message": message}}
+    """Anthropic's 401 shape: the official SDK raises ``anthropic.AuthenticationError``.
+    Its ``request_id`` is the request's, as on Anthropic's every error body (this
+    module must not import the routes, which build the others)."""
+    return {"type": "error", "error": {"type": "authentication_error", "message": message},
+            "request_id": current_request_id()}
 
 
 class SharedSecretMiddleware:

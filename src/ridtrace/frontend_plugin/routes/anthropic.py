@@ -19,11 +19,13 @@ from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemp
 from ridtrace.frontend_plugin.sampling import anthropic_sampling
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.tool_turns import check_tool_uses
+from ridtrace.tracing import current_request_id
 from ridtrace.tracing.identity import shown_text
 
 __all__ = [
     "MESSAGES",
     "MESSAGES_ROLES",
+    "anthropic_error_body",
     "input_tokens",
     "messages_prompt",
     "sent_by_anthropic_sdk",
@@ -40,6 +42,17 @@ def _stop_reason(finished: Finished) -> str:
     if finished.stop_sequence is not None:
         return "stop_sequence"
     return _STOP.get(finished.finish_reason, "end_turn")
+
+
+def anthropic_error_body(kind: str, message: str, request_id: str | None) -> dict[str, Any]:
+    """Anthropic's error body, for an answer and for an ``error`` event mid-stream.
+
+    Anthropic's API puts the answer's ``request-id`` in the body too, as
+    ``request_id`` (``None`` here only outside a traced request), the field its docs
+    give for quoting an error; the body without it left code that reads it nothing.
+    """
+    return {"type": "error", "error": {"type": kind, "message": message},
+            "request_id": request_id}
 
 
 def sent_by_anthropic_sdk(headers: list[tuple[bytes, bytes]]) -> bool:
@@ -168,8 +181,7 @@ class _MessagesRenderer(Renderer):
         # The type a non-streamed reply of the same failure has (a timeout is
         # timeout_error, not api_error, which reads as a server bug).
         kind = _TYPE_OF_STATUS.get(failed.status, "api_error")
-        return sse({"type": "error", "error": {"type": kind, "message": failed.message}},
-                   "error")
+        return sse(anthropic_error_body(kind, failed.message, self.ids.request_id), "error")
 
     def body(self, text: str, finished: Finished) -> dict[str, Any]:
         return self._message([{"type": "text", "text": text}], _stop_reason(finished),
@@ -204,7 +216,8 @@ class _MessagesSpec(ApiSpec):
         kinds = {"invalid_request_error": "invalid_request_error", "conflict": "conflict_error",
                  "not_found_error": "not_found_error"}
         name = _TYPE_OF_STATUS.get(status) or kinds.get(kind, "api_error")
-        return {"type": "error", "error": {"type": name, "message": message}}
+        # Read when the answer is built: the legacy policy re-keys the request.
+        return anthropic_error_body(name, message, current_request_id())
 
 
 # The error types Anthropic's API documents for these statuses (its SDK picks the error
