@@ -60,6 +60,14 @@ def _results(*ids: str, text_first: bool = False) -> Any:
     ([ASK, _uses("toolu_1"), {"role": "user", "content": [{"type": "tool_result",
                                                             "content": "sunny"}]}],
      "'messages[2].content[0].tool_use_id' must be a non-empty string"),
+    # Ids Anthropic's pattern refuses: another provider's call ids (Kimi's
+    # "functions.name:0"), MCP-namespaced ones, in a call or in its result.
+    ([ASK, _uses("functions.weather:0"), _results("functions.weather:0")],
+     "'messages[1].content[1].id': 'functions.weather:0' must be letters, digits, "
+     "underscores and dashes (the pattern ^[a-zA-Z0-9_-]+$)"),
+    ([ASK, _uses("toolu_1"), _results("toolu 1")],
+     "'messages[2].content[0].tool_use_id': 'toolu 1' must be letters, digits, "
+     "underscores and dashes"),
 ])
 def test_a_broken_tool_turn_is_refused_as_anthropic_refuses_it(
     claude: anthropic.Anthropic, messages: Any, says: str

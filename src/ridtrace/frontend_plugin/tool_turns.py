@@ -10,6 +10,7 @@ without its call id are the usual agent-loop bugs, and the real API refuses each
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
@@ -18,6 +19,9 @@ from ridtrace.tracing.identity import shown_text
 __all__ = ["check_function_call_items", "check_tool_turns", "check_tool_uses"]
 
 _SHOWN_ID = 64  # a call id is the caller's text: capped in the messages it appears in
+# Anthropic's pattern for tool_use ids (and the tool_use_id of their results): another
+# provider's call ids ("functions.name:0") or MCP-namespaced ones are refused there.
+_TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
 
 
 def check_tool_turns(messages: list[Any]) -> None:
@@ -130,7 +134,8 @@ def check_function_call_items(items: list[Any]) -> None:
 
 def check_tool_uses(messages: list[Any]) -> None:
     """Refuse ``tool_use`` / ``tool_result`` blocks Anthropic's API refuses: a
-    ``tool_use`` without a string ``id`` or whose ``input`` is no object, one the next
+    ``tool_use`` without a string ``id`` or whose ``input`` is no object, an id (or a
+    result's ``tool_use_id``) with characters Anthropic's pattern does not take, one the next
     message answers with no ``tool_result``, a ``tool_result`` without a
     ``tool_use_id``, for an id the message before did not use (its call trimmed from
     the history, a result sent twice, an id made up beside the real answers), or after
@@ -169,6 +174,7 @@ def _tool_results(blocks: list[dict[str, Any]], where: str, pending: dict[str, N
         if not isinstance(use_id, str) or not use_id:
             raise InvalidRequest(f"'{at}.tool_use_id' must be a non-empty string",
                                  param=f"{at}.tool_use_id")
+        _check_id_pattern(use_id, f"{at}.tool_use_id")
         if use_id not in pending:  # the message before made no such call
             raise InvalidRequest(
                 f"'{at}': unexpected `tool_use_id` found in `tool_result` blocks: "
@@ -189,8 +195,16 @@ def _tool_use_ids(blocks: list[dict[str, Any]], where: str) -> list[str]:
         at = f"{where}.content[{number}]"
         if not isinstance(block.get("id"), str) or not block["id"]:
             raise InvalidRequest(f"'{at}.id' must be a non-empty string", param=f"{at}.id")
+        _check_id_pattern(block["id"], f"{at}.id")
         if not isinstance(block.get("input"), dict):
             raise InvalidRequest(f"'{at}.input' must be an object (the tool's input), not "
                                  f"{kind_of(block.get('input'))}", param=f"{at}.input")
         ids.append(block["id"])
     return ids
+
+
+def _check_id_pattern(tool_use_id: str, where: str) -> None:
+    if _TOOL_USE_ID.fullmatch(tool_use_id) is None:
+        raise InvalidRequest(
+            f"'{where}': '{shown_text(tool_use_id, _SHOWN_ID)}' must be letters, digits, "
+            "underscores and dashes (the pattern ^[a-zA-Z0-9_-]+$)", param=where)
