@@ -68,6 +68,12 @@ def _results(*ids: str, text_first: bool = False) -> Any:
     ([ASK, _uses("toolu_1"), _results("toolu 1")],
      "'messages[2].content[0].tool_use_id': 'toolu 1' must be letters, digits, "
      "underscores and dashes"),
+    # One id twice: a stream's call kept twice, or a backend counting its calls from
+    # call_0 in every reply. Anthropic wants every tool_use id of a request unique.
+    ([ASK, _uses("toolu_1", "toolu_1"), _results("toolu_1")],
+     "'messages[1].content[2]': `tool_use` ids must be unique: toolu_1"),
+    ([ASK, _uses("call_0"), _results("call_0"), _uses("call_0"), _results("call_0")],
+     "'messages[3].content[1]': `tool_use` ids must be unique: call_0"),
 ])
 def test_a_broken_tool_turn_is_refused_as_anthropic_refuses_it(
     claude: anthropic.Anthropic, messages: Any, says: str

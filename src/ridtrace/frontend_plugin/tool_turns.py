@@ -135,13 +135,15 @@ def check_function_call_items(items: list[Any]) -> None:
 def check_tool_uses(messages: list[Any]) -> None:
     """Refuse ``tool_use`` / ``tool_result`` blocks Anthropic's API refuses: a
     ``tool_use`` without a string ``id`` or whose ``input`` is no object, an id (or a
-    result's ``tool_use_id``) with characters Anthropic's pattern does not take, one the next
+    result's ``tool_use_id``) with characters Anthropic's pattern does not take, an id
+    another ``tool_use`` of the request already has, one the next
     message answers with no ``tool_result``, a ``tool_result`` without a
     ``tool_use_id``, for an id the message before did not use (its call trimmed from
     the history, a result sent twice, an id made up beside the real answers), or after
     another block of its message (results come first). A final assistant turn is a
     prefill and needs no results. ``messages`` has been read by ``chat_prompt``."""
     pending: dict[str, None] = {}  # the previous assistant turn's tool_use ids
+    used: set[str] = set()  # every tool_use id so far: Anthropic wants each one unique
     for index, message in enumerate(messages):
         where = f"messages[{index}]"
         content = message.get("content")
@@ -158,7 +160,7 @@ def check_tool_uses(messages: list[Any]) -> None:
                 param=f"{where}.content")
         pending = {}
         if message.get("role") == "assistant":
-            pending = dict.fromkeys(_tool_use_ids(blocks, where))
+            pending = dict.fromkeys(_tool_use_ids(blocks, where, used))
 
 
 def _tool_results(blocks: list[dict[str, Any]], where: str, pending: dict[str, None]
@@ -187,7 +189,7 @@ def _tool_results(blocks: list[dict[str, Any]], where: str, pending: dict[str, N
     return answered
 
 
-def _tool_use_ids(blocks: list[dict[str, Any]], where: str) -> list[str]:
+def _tool_use_ids(blocks: list[dict[str, Any]], where: str, used: set[str]) -> list[str]:
     ids = []
     for number, block in enumerate(blocks):
         if block.get("type") != "tool_use":
@@ -196,6 +198,10 @@ def _tool_use_ids(blocks: list[dict[str, Any]], where: str) -> list[str]:
         if not isinstance(block.get("id"), str) or not block["id"]:
             raise InvalidRequest(f"'{at}.id' must be a non-empty string", param=f"{at}.id")
         _check_id_pattern(block["id"], f"{at}.id")
+        if block["id"] in used:  # a result could not tell which call it answers
+            raise InvalidRequest(f"'{at}': `tool_use` ids must be unique: "
+                                 f"{shown_text(block['id'], _SHOWN_ID)}", param=at)
+        used.add(block["id"])
         if not isinstance(block.get("input"), dict):
             raise InvalidRequest(f"'{at}.input' must be an object (the tool's input), not "
                                  f"{kind_of(block.get('input'))}", param=f"{at}.input")
