@@ -81,9 +81,9 @@ def system_text(body: dict[str, Any]) -> str | None:
 
 def _check_contents(messages: Any) -> None:
     """Each message has content, as Anthropic's API requires: a string or a list of
-    blocks, empty only in a final assistant message (a prefill to continue), and no
-    ``text`` block empty. They were answered (``echo: user: ``) where the API refuses
-    them."""
+    blocks, empty only in a final assistant message (a prefill to continue), no
+    ``text`` empty or only whitespace, and a prefill not ending in whitespace. They were
+    answered (``echo: user: ``) where the API refuses them."""
     if not isinstance(messages, list):
         return  # chat_prompt says what is wrong
     last = len(messages) - 1
@@ -94,16 +94,42 @@ def _check_contents(messages: Any) -> None:
         content = message.get("content")
         if content is None:
             raise InvalidRequest(f"'{where}' is required", param=where)
+        prefill = index == last and message.get("role") == "assistant"
         empty = content in ("", [])  # another type: chat_prompt names it
-        if empty and not (index == last and message.get("role") == "assistant"):
+        if empty and not prefill:
             raise InvalidRequest(f"'{where}' must not be empty: every message needs "
                                  "content but a final assistant message", param=where)
+        if prefill:
+            _check_prefill_end(content, where)
+        if isinstance(content, str):
+            _check_text(content, where)
         for number, block in enumerate(content if isinstance(content, list) else ()):
-            if isinstance(block, dict) and block.get("type") == "text" and block.get("text") == "":
-                raise InvalidRequest(f"'{where}[{number}]': text content blocks must be "
-                                     "non-empty", param=f"{where}[{number}]")
+            if isinstance(block, dict) and block.get("type") == "text":
+                if block.get("text") == "":
+                    raise InvalidRequest(f"'{where}[{number}]': text content blocks must be "
+                                         "non-empty", param=f"{where}[{number}]")
+                _check_text(block.get("text"), f"{where}[{number}]")
             if isinstance(block, dict) and block.get("type") == "image":
                 _check_image_type(block.get("source"), f"{where}[{number}].source")
+
+
+def _check_text(text: Any, where: str) -> None:
+    # A padding turn of " ", or a template whose words were left out: refused there.
+    if isinstance(text, str) and text and not text.strip():
+        raise InvalidRequest(f"'{where}': text content blocks must contain non-whitespace "
+                             "text", param=where)
+
+
+def _check_prefill_end(content: Any, where: str) -> None:
+    """A prefill (``"The answer is "``) must not end in whitespace, as the API says."""
+    if isinstance(content, list) and content and isinstance(content[-1], dict) and (
+            content[-1].get("type") == "text"):
+        text, where = content[-1].get("text"), f"{where}[{len(content) - 1}]"
+    else:
+        text = content
+    if isinstance(text, str) and text != text.rstrip():
+        raise InvalidRequest(f"'{where}': final assistant content cannot end with trailing "
+                             "whitespace", param=where)
 
 
 # The base64 image types Anthropic's API takes; "image/jpg" (from a file's extension)
