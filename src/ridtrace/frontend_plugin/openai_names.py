@@ -16,7 +16,8 @@ from typing import Any
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
 from ridtrace.tracing.identity import shown_text
 
-__all__ = ["MAX_OPENAI_NAME", "check_function_names", "check_openai_name"]
+__all__ = ["MAX_OPENAI_NAME", "check_function_names", "check_message_names",
+           "check_openai_name"]
 
 MAX_OPENAI_NAME = 64
 """OpenAI's limit on a function's or a response format's name."""
@@ -57,3 +58,21 @@ def check_openai_name(name: Any, param: str) -> None:
         raise InvalidRequest(
             f"Invalid '{param}': '{shown_text(name, MAX_OPENAI_NAME)}' must be 1 to "
             f"{MAX_OPENAI_NAME} letters, digits, underscores and dashes", param=param)
+
+
+def check_message_names(messages: list[Any]) -> None:
+    """Refuse a chat message ``name`` OpenAI refuses: a participant's name, written as a
+    person's ("John Doe") or an agent's ("planner.v2"), must match its pattern there
+    (400 "string does not match pattern"), so a multi-agent chat served here broke at
+    its first real call. ``messages`` has been read by ``chat_prompt``."""
+    for index, message in enumerate(messages):
+        name = message.get("name")
+        if name is None:
+            continue
+        param = f"messages[{index}].name"
+        if not isinstance(name, str) or _NAME.fullmatch(name) is None:
+            shown = f"'{shown_text(name, MAX_OPENAI_NAME)}'" if isinstance(name, str) else (
+                kind_of(name))
+            raise InvalidRequest(f"Invalid '{param}': {shown} must be letters, digits, "
+                                 "underscores and dashes (the pattern ^[a-zA-Z0-9_-]+$)",
+                                 param=param)

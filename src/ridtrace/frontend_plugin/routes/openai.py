@@ -20,6 +20,7 @@ from ridtrace.frontend_plugin.logprobs import (
     completion_logprobs,
     completion_token_logprobs,
 )
+from ridtrace.frontend_plugin.openai_names import check_message_names
 from ridtrace.frontend_plugin.prompts import (
     chat_prompt,
     require_content,
@@ -155,6 +156,7 @@ class _ChatSpec(ApiSpec):
         prompt = chat_prompt(body.get("messages"), roles=CHAT_ROLES)
         require_content(body["messages"], "messages", _CONTENT_REQUIRED)
         check_tool_turns(body["messages"])
+        check_message_names(body["messages"])
         return Parsed(
             model=model_name(body, settings.model),
             prompt=prompt,
