@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
+from ridtrace.frontend_plugin.openai_names import check_openai_name
 from ridtrace.tracing.identity import shown_text
 
 __all__ = ["check_function_call_items", "check_tool_turns", "check_tool_uses"]
@@ -95,7 +96,8 @@ def _call_ids(tool_calls: Any, where: str) -> list[str]:
 
 def check_function_call_items(items: list[Any]) -> None:
     """Refuse Responses ``input`` items OpenAI refuses (nothing is stored here, so every
-    call is in the input): a ``function_call`` without a string ``call_id``, with
+    call is in the input): a ``function_call`` without a string ``call_id``, without a
+    ``name`` OpenAI takes (a model's "functions.get_me" sent back), with
     ``arguments`` that are not a string, or with no ``function_call_output`` after it,
     and an output whose ``call_id`` no ``function_call`` in the input has."""
     called: dict[str, int] = {}
@@ -112,6 +114,7 @@ def check_function_call_items(items: list[Any]) -> None:
         if kind == "function_call_output":
             answered.add(call_id)
             continue
+        check_openai_name(item.get("name"), f"{where}.name")
         if not isinstance(item.get("arguments"), str):
             raise InvalidRequest(
                 f"Invalid type for '{where}.arguments': expected a string (the arguments "
