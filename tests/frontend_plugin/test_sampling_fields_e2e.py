@@ -108,6 +108,23 @@ def test_anthropic_sampling_fields_are_checked(
     assert error["type"] == "invalid_request_error" and param in error["message"]
 
 
+@pytest.mark.parametrize("stop", ["\n", " ", "\n\n\t"])
+def test_a_whitespace_stop_sequence_is_refused_as_anthropic_refuses_it(
+    claude: anthropic.Anthropic, stop: str
+) -> None:
+    # A newline stop, carried over from completions-era code, was served here and is a
+    # 400 at Anthropic's API: every such call broke at its first real call.
+    with pytest.raises(anthropic.BadRequestError) as info:
+        claude.messages.create(model="echo", max_tokens=8, messages=CHAT,
+                               stop_sequences=["END", stop])
+    assert info.value.type == "invalid_request_error"
+    assert ("'stop_sequences': each stop sequence must contain non-whitespace"
+            in (info.value.api_message or ""))
+    served = claude.messages.create(model="echo", max_tokens=8, messages=CHAT,
+                                    stop_sequences=[" END\n"])
+    assert served.stop_reason in ("end_turn", "max_tokens")
+
+
 def test_generate_sampling_params_are_checked(stack: Stack) -> None:
     with httpx.Client(base_url=stack.url, timeout=30) as client:
         for path, body in (

@@ -86,7 +86,12 @@ def anthropic_sampling(body: dict[str, Any]) -> tuple[str, ...]:
     if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool)
                               or top_k < 0):
         raise InvalidRequest("'top_k' must be a non-negative integer", param="top_k")
-    return stop_strings(body.get("stop_sequences"), "stop_sequences", single_allowed=False)
+    stops = stop_strings(body.get("stop_sequences"), "stop_sequences", single_allowed=False)
+    # A newline stop from completions-era code: Anthropic's API refuses it (400).
+    if any(not stop.strip() for stop in stops):
+        raise InvalidRequest("'stop_sequences': each stop sequence must contain "
+                             "non-whitespace", param="stop_sequences")
+    return stops
 
 
 def generate_sampling(params: dict[str, Any], prefix: str) -> tuple[str, ...]:
