@@ -27,10 +27,11 @@ _TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
 
 def check_tool_turns(messages: list[Any]) -> None:
     """Refuse tool calls OpenAI refuses: a call without a string ``id`` or ``type``, a
-    ``function`` call without its ``function`` object or with ``function.arguments``
-    that are not a string, a call no ``tool`` message answers
-    before the next other message (or the end), and a ``tool`` message without a
-    ``tool_call_id`` or answering a call the assistant message before it did not make.
+    ``function`` call without its ``function`` object, without a ``function.name``
+    OpenAI takes or with ``function.arguments`` that are not a string, a call no
+    ``tool`` message answers before the next other message (or the end), and a ``tool``
+    message without a ``tool_call_id`` or answering a call the assistant message before
+    it did not make.
     ``messages`` has been read by ``chat_prompt`` (objects with a role)."""
     calls: list[str] | None = None  # the last assistant's calls, while tool messages follow
     pending: dict[str, None] = {}  # those not answered yet, in order
@@ -85,6 +86,8 @@ def _call_ids(tool_calls: Any, where: str) -> list[str]:
             raise InvalidRequest(f"Missing required parameter: '{at}.function' (an object "
                                  "with the function's name and arguments).",
                                  param=f"{at}.function")
+        if isinstance(function, dict):  # the model's call sent back, named as OpenAI takes
+            check_openai_name(function.get("name"), f"{at}.function.name")
         if isinstance(function, dict) and not isinstance(function.get("arguments"), str):
             raise InvalidRequest(
                 f"Invalid type for '{at}.function.arguments': expected a string (the "
