@@ -15,6 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ridtrace.forensics.reading.judge import (
+    CR_SEPARATED,
+    CR_SEPARATED_FILE,
     CRASH_HOLE,
     CRASH_HOLE_BYTES,
     JOURNAL_DROPPED,
@@ -49,7 +51,7 @@ def judge_suspects(
     inside = records_inside(lines[~whole].tolist(), fetch)
     rescued: list[dict[str, Any]] = []
     bad: list[tuple[int, str]] = []
-    holed = left_out = dropped = False
+    holed = left_out = dropped = cr_separated = False
     for i, line in enumerate(lines.tolist()):
         if not whole[i] and line not in inside:
             bad.append((line, "missing time" if untimed[i] else "unknown format"))
@@ -65,6 +67,9 @@ def judge_suspects(
         if reason is not None and reason.startswith(JOURNAL_DROPPED) and not dropped:
             dropped = True  # lines are gone, however few the bad lines
             stats.unreadable_files.append(FileNote(name, JOURNAL_DROPPED_FILE))
+        if reason is not None and reason.endswith(CR_SEPARATED) and not cr_separated:
+            cr_separated = True  # records are unread, however few the bad lines
+            stats.unreadable_files.append(FileNote(name, CR_SEPARATED_FILE))
         if (not holed and text.startswith(b"\x00" * CRASH_HOLE_BYTES)
                 and not copy_truncated(text, first_line=first_line)):
             holed = True  # lines of this log are gone, however few bad lines
