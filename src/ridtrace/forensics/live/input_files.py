@@ -8,12 +8,12 @@ never taken as found.
 
 from __future__ import annotations
 
-import glob
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ridtrace.forensics.live.file_notes import FileNotes
 from ridtrace.forensics.live.parts import parts_of_named
+from ridtrace.forensics.reading.globs import glob_matches
 from ridtrace.forensics.reading.inputs import walk_tree
 
 STDIN = Path("-")
@@ -51,7 +51,7 @@ class InputFiles(FileNotes):
                 # pod directories followed none). A glob that matches nothing yet is waited
                 # for as a missing path is: taken as found, a mistyped one ('*.jsnol') was
                 # followed without a word and the summary said complete.
-                matched = [m for m in map(Path, sorted(glob.glob(raw, recursive=True)))
+                matched = [m for m in map(Path, glob_matches(raw))
                            if m.is_file() or m.is_dir()]
                 if not matched:
                     self.missing.add(raw)

@@ -9,7 +9,6 @@ are ignored with a reason that the report lists (`reading.log_names`).
 
 from __future__ import annotations
 
-import glob
 import io
 import os
 import re
@@ -20,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from ridtrace.forensics.reading.globs import glob_matches
 from ridtrace.forensics.reading.log_names import named_like_log
 from ridtrace.forensics.reading.rotation import absolute_path, oldest_first
 
@@ -232,7 +232,7 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
         elif kind != "missing":
             add(_file_source(path, from_directory=False))
         elif _has_glob(raw):
-            matches = sorted(glob.glob(raw, recursive=True))
+            matches = glob_matches(raw)
             if not matches:
                 raise ForensicsInputError(f"no files match {raw!r}")
             for match in matches:
