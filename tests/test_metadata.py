@@ -37,3 +37,32 @@ def test_the_version_is_written_once() -> None:
     setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert setuptools["dynamic"]["version"] == {"attr": "ridtrace.__version__"}
     assert ridtrace.__version__
+
+
+def test_the_pyarrow_floor_converts_pandas_times_without_a_deprecation() -> None:
+    # At the floors (pandas 3.1, pyarrow 16.1) `ridtrace demo` under
+    # -W error::DeprecationWarning ended in an internal error: pyarrow before 26.0 read a
+    # time-zone-aware column through Series.values, which pandas 3.1 deprecates. The span
+    # table (forensics/records/spans.py) converts such columns on every analyze.
+    import warnings
+
+    import pandas as pd
+    import pyarrow as pa
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    floors = {}
+    for spec in PROJECT["dependencies"]:
+        requirement = Requirement(spec)
+        floors[requirement.name] = min(
+            (Version(s.version) for s in requirement.specifier if s.operator == ">="),
+            default=None,
+        )
+    if floors["pandas"] is not None and floors["pandas"] >= Version("3.1"):
+        assert floors["pyarrow"] is not None and floors["pyarrow"] >= Version("26.0")
+    frame = pd.DataFrame({"time": pd.to_datetime(["2026-10-02T14:03:11Z"], utc=True)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+    assert pa.types.is_timestamp(table.column("time").type)
+    assert table.column("time").type.tz == "UTC"
