@@ -217,6 +217,8 @@ def test_a_frontend_with_no_worker_anywhere_is_a_usage_error(tmp_path: Path) -> 
     ({"RIDTRACE_CLIENT_ID_HEADER": "client id"}, "RIDTRACE_CLIENT_ID_HEADER"),
     ({"RIDTRACE_DEPRECATED_HEADERS": "request-id,x dynamo"}, "RIDTRACE_DEPRECATED_HEADERS"),
     ({"RIDTRACE_RESPONSE_ID_HEADER": "x-request-id"}, "RIDTRACE_RESPONSE_ID_HEADER"),
+    # The client's id header listed as deprecated was silently not deprecated.
+    ({"RIDTRACE_DEPRECATED_HEADERS": "request-id,x-request-id"}, "RIDTRACE_DEPRECATED_HEADERS"),
     # The link goes out in a header. A line break in it (read from a file) made every
     # request that sent a deprecated header end without an answer (uvicorn's "Invalid
     # HTTP header value"), the very clients it is for; a non-Latin-1 IRI crashed the

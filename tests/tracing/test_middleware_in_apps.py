@@ -349,6 +349,23 @@ def test_the_server_id_cannot_be_sent_under_the_client_ids_header() -> None:
                         response_id_header="X-Correlation-Id")
 
 
+def test_the_client_ids_header_cannot_also_be_deprecated() -> None:
+    # deprecated_headers=("x-request-id",) beside the default client_id_header (an
+    # operator starting the move off x-request-id) was silently not deprecated: the
+    # header stayed the client's id, no WARN, nothing in deprecated_headers, and the
+    # deprecated-header metric and audit reported 0 requests for it while every client
+    # sent it: a confident "nobody uses it" before its removal. Refused when built.
+    async def ok(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    with pytest.raises(ValueError, match="x-request-id"):
+        RequestTracingMiddleware(Starlette(routes=[Route("/", ok)]),
+                                 deprecated_headers=("request-id", "X-Request-ID"))
+    with pytest.raises(ValueError, match="x-dynamo-request-id"):
+        TracingSettings(client_id_header="X-Dynamo-Request-Id")
+    TracingSettings(client_id_header="x-correlation-id", deprecated_headers=("x-request-id",))
+
+
 def test_a_head_response_sends_no_body_bytes(log_file: Path) -> None:
     # Starlette hands a HEAD response's body to the server, which drops it: request.end
     # counted a load balancer's HEAD health checks as the full page each.

@@ -43,7 +43,7 @@ class TracingSettings:
         span_name: name of the server span ridtrace opens when no other
             instrumentation has opened one.
         client_id_header: the client's correlation header (echoed back, logged as
-            ``x_request_id``).
+            ``x_request_id``); not one of the ``deprecated_headers`` (``ValueError``).
         response_id_header: response header that carries the server ``request_id``;
             not the ``client_id_header`` (``ValueError``).
         max_client_id_length: longest accepted client id; longer ones are dropped.
@@ -90,6 +90,14 @@ class TracingSettings:
             raise ValueError(
                 f"response_id_header and client_id_header are both {client!r}: the "
                 "server's id and the client's echoed one need headers of their own")
+        # The client's id header read first, a deprecated listing of it was never acted
+        # on: no WARN, no record, and the deprecated-header count stayed 0 for a header
+        # every client sent, which an audit reads as "safe to remove".
+        if client in {name.lower() for name in self.deprecated_headers}:
+            raise ValueError(
+                f"client_id_header {client!r} is among deprecated_headers: a header is "
+                "either the client's id or deprecated (move clients to another "
+                "client_id_header first)")
         # A line break or a non-Latin-1 IRI in the link made every response to a request
         # with a deprecated header fail (or the middleware's start), so refuse it here.
         if self.deprecation_link and not _LINK.fullmatch(self.deprecation_link):
