@@ -84,3 +84,27 @@ def test_batch_analyze_reports_the_duplicate(killed_with_two_holders: Path) -> N
     assert {s["span_id"] for s in starts} <= set(dup["detail"].split("(spans ")[1][:-1]
                                                  .split(", "))
     assert done.returncode == 1, done.stderr
+
+
+def test_trace_shows_the_duplicate(killed_with_two_holders: Path) -> None:
+    """`ridtrace trace` judges the callers as `analyze` does: each held the id its
+    workers' lines name while they worked for it, so both are in the duplicate, each
+    naming the other, under the id they held (not the minted one of their one line)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "trace", "dup-1", str(killed_with_two_holders),
+         "--format", "json", "-q"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    chat = [b for b in doc["requests"] if b["route"] == "/v1/chat/completions"]
+    assert len(chat) == 2, doc
+    first, second = chat
+    assert first["request_id"] == second["request_id"] == "dup-1"
+    assert "duplicate_in_flight" in first["findings"]
+    assert "duplicate_in_flight" in second["findings"]
+    assert second["span_id"] in first["overlaps"] and first["span_id"] in second["overlaps"]
+    # Ranked as a duplicate: ahead of any request in no finding.
+    assert [b["span_id"] for b in doc["requests"][:2]] == [first["span_id"], second["span_id"]]
+    text = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "trace", "dup-1", str(killed_with_two_holders),
+         "-q"], capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "100"})
+    assert "held request dup-1 at the same time" in text.stdout, text.stdout

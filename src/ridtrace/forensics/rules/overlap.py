@@ -196,6 +196,17 @@ def _unended_callers_by_their_workers(spans: SpanColumns) -> SpanColumns:
     return replace(spans, request_id=request_id, end=end, text=text)
 
 
+def ids_held_in_flight(requests: pd.DataFrame) -> tuple[pd.Series, np.ndarray]:
+    """Each span's request_id and end (epoch µs) as `duplicate_in_flight` judges who held
+    which id until when: a caller that logged no end holds its worker spans' id, for as
+    long as they worked for it (`_unended_callers_by_their_workers`). The views ask it so
+    they name the duplicates `analyze` reports."""
+    spans = _unended_callers_by_their_workers(span_columns(requests))
+    request_id = pd.Series(pd.arrays.ArrowExtensionArray(spans.text["request_id"]),
+                           index=requests.index)
+    return request_id, spans.end
+
+
 def find_duplicate_in_flight(spans: SpanColumns) -> FindingColumns:
     """`duplicate_in_flight` on converted columns."""
     spans = _unended_callers_by_their_workers(spans)

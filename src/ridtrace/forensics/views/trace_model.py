@@ -16,11 +16,13 @@ import pandas as pd
 from ridtrace.contract import FRONTEND, REQUEST_END, RESPONSE_SENT, WORKER
 from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.rules import MAX_CALLER_DEPTH
+from ridtrace.forensics.rules.overlap import ids_held_in_flight
 from ridtrace.forensics.rules.skew import correct_skew
 from ridtrace.forensics.rules.streams import unlinked
 from ridtrace.forensics.views.trace_keys import apart_by_trace
 from ridtrace.forensics.views.trace_match import matching_spans
 from ridtrace.forensics.views.trace_rank import (
+    HELD_END,
     Holders,
     callers_by_id,
     overlapping,
@@ -120,6 +122,7 @@ def build_trace(
     requests, offsets = correct_skew(requests)
     hit = matching_spans(requests, events, ident)
     requests, events, logged = apart_by_trace(requests, events)
+    requests = _held_in_flight(requests)
     owner = _owners(requests)
     roots = set(owner[hit])
     mine = requests[owner.isin(roots).to_numpy()].assign(_owner=owner[owner.isin(roots)])
@@ -153,7 +156,21 @@ def build_trace(
 
 
 _BLOCK_COLUMNS = ("span_id", "side", "start", "end", "outcome", "file", "service",
-                  "request_id", "x_request_id", "trace_id", "route", "status", "closing")
+                  "request_id", "x_request_id", "trace_id", "route", "status", "closing",
+                  HELD_END)
+
+
+def _held_in_flight(requests: pd.DataFrame) -> pd.DataFrame:
+    """`requests` with each span's id and the end of its hold on it (`HELD_END`, µs) as
+    the duplicate_in_flight rule judges them: a caller whose frontend was killed under
+    the legacy id policy logged one line under a minted id, and held the client's id its
+    workers' lines name while they worked for it. Judged by its one line, two such
+    callers were no duplicate here, while `analyze` reported them."""
+    front = (requests["side"] == FRONTEND).to_numpy()
+    if not (front & requests["outcome"].isna().to_numpy()).any():
+        return requests.assign(**{HELD_END: epoch_us(requests["end"])})
+    request_id, held_end = ids_held_in_flight(requests)
+    return requests.assign(request_id=request_id, **{HELD_END: held_end})
 
 
 def _spans_by_owner(mine: pd.DataFrame, chosen: list[str]) -> dict[str, list[Any]]:
@@ -203,12 +220,13 @@ def _block(
     overlaps: tuple[str, ...] = ()
     if caller is not None:
         overlaps = tuple(
-            overlapping(holders, root.request_id, root_id, caller.start_us, caller.end_us)
+            overlapping(holders, root.request_id, root_id, caller.start_us,
+                        getattr(caller, HELD_END))
             .tolist()
         )
     elif root_id in stand_ins:  # its worker spans stand for it, as in analyze
         overlaps = overlaps_of_spans(
-            holders, root_id, [(s.request_id, s.start_us, s.end_us) for s in spans])
+            holders, root_id, [(s.request_id, s.start_us, getattr(s, HELD_END)) for s in spans])
     kinds = {
         CROSSED_STREAM: verdict.label == CROSSED,
         DUPLICATE_IN_FLIGHT: bool(overlaps),

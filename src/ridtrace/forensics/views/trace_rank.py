@@ -22,6 +22,10 @@ _CROSSED, _DUPLICATE, _UNLINKED, _NONE = range(4)
 
 
 Holders = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+# The column of the end (µs) of each span's hold on its request_id, which outlasts its
+# own lines for a caller whose frontend died while its workers worked on
+# (`rules.overlap.ids_held_in_flight`).
+HELD_END = "held_end_us"
 
 
 def standing_workers(requests: pd.DataFrame, owner: pd.Series) -> pd.DataFrame:
@@ -36,14 +40,15 @@ def standing_workers(requests: pd.DataFrame, owner: pd.Series) -> pd.DataFrame:
 
 
 def callers_by_id(callers: pd.DataFrame) -> Holders:
-    """Span ids, starts and ends (µs) of the callers holding each request_id, in the
-    order of `callers`."""
+    """Span ids, starts and ends (µs, of their hold: `HELD_END`) of the callers holding
+    each request_id, in the order of `callers`."""
     rid = callers["request_id"].astype("object")
     known = rid.notna().to_numpy()
     if not known.any():
         return {}
     spans = callers["span_id"].astype(str).to_numpy()[known]
-    starts, ends = epoch_us(callers["start"])[known], epoch_us(callers["end"])[known]
+    starts = epoch_us(callers["start"])[known]
+    ends = np.asarray(callers[HELD_END].to_numpy(), dtype=np.int64)[known]
     rows = pd.Series(np.arange(len(spans))).groupby(rid[known].astype(str).to_numpy()).indices
     return {str(key): (spans[at], starts[at], ends[at]) for key, at in rows.items()}
 
@@ -80,7 +85,8 @@ def ranked_owners(
     (the caller's, or its first span's when the caller is not in the logs; such a
     caller is in a duplicate when it is one of `standing`, `standing_workers`' callers)."""
     owners = mine["_owner"].astype(str).to_numpy()
-    starts, ends = epoch_us(mine["start"]), epoch_us(mine["end"])
+    starts = epoch_us(mine["start"])
+    ends = np.asarray(mine[HELD_END].to_numpy(), dtype=np.int64)
     first = pd.Series(starts).groupby(owners, sort=False).min()
     roots: dict[str, tuple[object, int, int]] = {}
     rids = mine["request_id"].astype("object").to_numpy()
