@@ -17,6 +17,9 @@ LOG_SCHEMA: Final = "ridtrace/1"
 # Lifecycle and incident events (the ``event`` field).
 REQUEST_START: Final = "request.start"
 REQUEST_END: Final = "request.end"
+# How long a request took, on its `request.end` (`worker.end`: the work): the one line that
+# says when a request whose `request.start` is not in the logs began.
+DURATION_MS: Final = "duration_ms"
 WORKER_START: Final = "worker.start"
 WORKER_END: Final = "worker.end"
 WORKER_ERROR: Final = "worker.error"

@@ -11,7 +11,12 @@ from typing import Final
 
 import pyarrow as pa
 
-from ridtrace.contract import DYNAMO_LATENCY_MS, DYNAMO_SENT_ID_FIELD, DYNAMO_SPAN_DURATION_US
+from ridtrace.contract import (
+    DURATION_MS,
+    DYNAMO_LATENCY_MS,
+    DYNAMO_SENT_ID_FIELD,
+    DYNAMO_SPAN_DURATION_US,
+)
 
 # Fields read from either format. Everything else on a line is ignored by the reader,
 # so wide Dynamo lines cost tokenising only, not memory.
@@ -47,6 +52,7 @@ READ_FIELDS: Final[tuple[str, ...]] = (
     DYNAMO_SENT_ID_FIELD,
     DYNAMO_LATENCY_MS,
     DYNAMO_SPAN_DURATION_US,
+    DURATION_MS,
 )
 
 TIME_TYPE: Final = pa.timestamp("us", tz="UTC")
@@ -66,6 +72,9 @@ EVENT_STRING_COLUMNS: Final[tuple[str, ...]] = (
     "client",
     "error",
     "chunk_request_id",
+    # What a ridtrace line states its request lasted (`ridtrace trace`: a request whose
+    # start is not in the logs).
+    DURATION_MS,
 )
 EVENT_CATEGORY_COLUMNS: Final[tuple[str, ...]] = (
     "format",

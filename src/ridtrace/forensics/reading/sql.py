@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ridtrace.contract import (
     DEPRECATED_HEADER,
+    DURATION_MS,
     DYNAMO_COMPLETED,
     DYNAMO_DEPRECATED_PATTERN,
     DYNAMO_FRONTEND_SPANS,
@@ -186,6 +187,8 @@ NORMALIZED: dict[str, str] = {
     "client": "client",
     "error": "error",
     "chunk_request_id": _pick("chunk_request_id", "NULL"),
+    # Dynamo's stated durations date its spans back already (`began`).
+    DURATION_MS: _pick(f'"{DURATION_MS}"', "NULL"),
 }
 
 

@@ -47,8 +47,10 @@ def block_record(block: RequestBlock, logged: dict[str, str] | None = None) -> d
         "got_output_of": got,
         "findings": list(block.findings),
         "overlaps": [span(key) for key in block.overlaps],
-        # The documented span keys: `closed` only tells the waterfall to say "no end".
-        "spans": [with_span({k: v for k, v in asdict(bar).items() if k != "closed"})
+        # The documented span keys: `closed` and `opened` only tell the waterfall to say
+        # "no end" or "no start".
+        "spans": [with_span({k: v for k, v in asdict(bar).items()
+                             if k not in ("closed", "opened")})
                   for bar in block.spans],
         "events": [with_span(asdict(ev)) for ev in block.events],
     }

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ridtrace.contract import FRONTEND, REQUEST_END, RESPONSE_SENT, WORKER
+from ridtrace.contract import FRONTEND, WORKER
 from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 from ridtrace.forensics.rules.overlap import ids_held_in_flight
@@ -40,6 +40,7 @@ from ridtrace.forensics.views.trace_rows import (
     SpanBar,
     TraceView,
 )
+from ridtrace.forensics.views.trace_starts import ANSWERS, shifted_times, unlogged_starts
 from ridtrace.forensics.views.verdicts import (
     CROSSED,
     NO_ANSWER,
@@ -93,17 +94,6 @@ def worker_sides(requests: pd.DataFrame) -> dict[tuple[str, str], str]:
     return {key: f"worker-{i}" for i, key in enumerate(keys)}
 
 
-def _shift_events(events: pd.DataFrame, offsets: dict[str, int]) -> pd.Series:
-    times = events["time"]
-    if not offsets:
-        return times
-    shift = events["file"].astype(str).map(offsets).fillna(0).to_numpy(dtype=np.int64)
-    # In microseconds, the times' own unit: nanoseconds would cast the times to a
-    # range of 1677-2262 and fail on a Go zero time (0001-01-01) in the logs.
-    shifted: pd.Series = times + shift.astype("timedelta64[us]")
-    return shifted
-
-
 def _ms(t: Any, t0: pd.Timestamp) -> float:
     return round(float((pd.Timestamp(t) - t0).total_seconds()) * 1000.0, 3)
 
@@ -142,7 +132,10 @@ def build_trace(
     stand_ins = set(standing["span_id"])
     ranked = ranked_owners(mine, is_root, verdicts, holders, lost, stand_ins)
     chosen = ranked if limit is None else ranked[:limit]
-    shown = [_block(owner, spans, verdicts, sides, holders, lost, stand_ins)
+    roots_shown = mine[is_root & mine["_owner"].isin(chosen).to_numpy()]
+    starts = unlogged_starts(events, offsets, dict(zip(
+        roots_shown["span_id"].astype(str), roots_shown["start"], strict=True)))
+    shown = [_block(owner, spans, verdicts, sides, (holders, lost, stand_ins), starts)
              for owner, spans in _spans_by_owner(mine, chosen).items()]
     _attach_events(shown, events, offsets)
     return TraceView(
@@ -207,11 +200,13 @@ def _block(
     spans: list[Any],
     verdicts: dict[str, Verdict],
     sides: dict[tuple[str, str], str],
-    holders: Holders,
-    lost: set[str],
-    stand_ins: set[str],
+    found: tuple[Holders, set[str], set[str]],
+    starts: dict[str, pd.Timestamp | None],
 ) -> RequestBlock:
-    """One block from its spans' rows (by start; see `_spans_by_owner`)."""
+    """One block from its spans' rows (by start; see `_spans_by_owner`); `found`: the
+    holders of each id, the callers in an unlinked finding, the worker-only callers;
+    `starts`: callers whose start is not logged (`trace_starts.unlogged_starts`)."""
+    holders, lost, stand_ins = found
     caller = next(
         (s for s in spans if str(s.span_id) == root_id and s.side == FRONTEND), None
     )
@@ -232,7 +227,12 @@ def _block(
         DUPLICATE_IN_FLIGHT: bool(overlaps),
         UNLINKED: root_id in lost,
     }
-    t0 = pd.Timestamp(root.start)
+    start_logged = root_id not in starts
+    stated = starts.get(root_id)
+    t0 = pd.Timestamp(root.start if stated is None else stated)
+    duration: float | None = _ms(_latest_end(spans) if caller is None else root.end, t0)
+    if not start_logged and stated is None:
+        duration = None  # it began before its first line read, nobody knows when
     return RequestBlock(
         span_id=root_id,
         request_id=text(root.request_id),
@@ -242,14 +242,18 @@ def _block(
         status=text(root.status),
         outcome=text(root.outcome),
         start=t0,
-        duration_ms=_ms(_latest_end(spans) if caller is None else root.end, t0),
+        duration_ms=duration,
+        start_logged=start_logged,
         verdict=verdict,
         findings=tuple(k for k in ERROR_KINDS if kinds[k]),
         overlaps=overlaps,
         spans=[
-            SpanBar(_side(s, sides), str(s.span_id), _ms(s.start, t0), _ms(s.end, t0),
-                    text(s.outcome), str(s.file), closed=s.closing is not False)
-            for s in spans
+            SpanBar(_side(s, sides), str(s.span_id), 0.0 if s is caller else _ms(s.start, t0),
+                    _ms(s.end, t0), text(s.outcome), str(s.file),
+                    closed=s.closing is not False,
+                    opened=s is not caller or start_logged or stated is not None)
+            # The caller first, as its start's is the block's clock; then by start.
+            for s in sorted(spans, key=lambda s: s is not caller)
         ],
     )
 
@@ -259,10 +263,6 @@ def _latest_end(spans: list[Any]) -> Any:
     return pd.Series([s.end for s in spans]).max()
 
 
-# A caller's own lines that end its request: ridtrace's `request.end`, Dynamo's
-# `request completed` and `http response sent` (the last of them, in time order).
-_ANSWERED = frozenset((REQUEST_END, RESPONSE_SENT))
-
 
 def _attach_events(
     blocks: list[RequestBlock], events: pd.DataFrame, offsets: dict[str, int]
@@ -271,7 +271,7 @@ def _attach_events(
     wanted = {bar.span_id: block for block in blocks for bar in block.spans}
     label = {bar.span_id: bar.side for block in blocks for bar in block.spans}
     rows = events[events["span_id"].isin(list(wanted)).to_numpy()]
-    rows = rows.assign(shifted_time=_shift_events(rows, offsets))
+    rows = rows.assign(shifted_time=shifted_times(rows, offsets))
     rows = rows.sort_values(["shifted_time", "file", "line"], kind="stable")
     answered: dict[int, tuple[RequestBlock, float]] = {}
     for r in rows.itertuples(index=False):
@@ -287,13 +287,14 @@ def _attach_events(
             line=int(r.line),  # type: ignore[arg-type]
         )
         block.events.append(event)
-        if event.event in _ANSWERED and event.span_id == block.span_id:
+        if event.event in ANSWERS and event.span_id == block.span_id:
             answered[id(block)] = (block, event.ms)
     # The caller's duration ends with its answer: lines its tasks logged after it (the
     # legacy pump's Unlinked response) showed a 500 sent at 24 ms as a request of 87 ms.
     # Its bar still spans them: the id was held until then.
     for block, ms in answered.values():
-        block.duration_ms = ms
+        if block.duration_ms is not None:  # None: its start, and so its duration, unknown
+            block.duration_ms = ms
     for block in blocks:
         if id(block) not in answered and block.verdict.label in (NO_FINGERPRINTS, NO_OUTPUT):
             block.verdict = Verdict(NO_ANSWER)

@@ -29,6 +29,9 @@ class SpanBar:
     # A line of it closes it: without one (a worker killed mid-stream, a request still
     # in flight), the bar ends at its last line, not where the span ended.
     closed: bool = True
+    # A line of it opens it: without one (its request.start rotated away), the bar
+    # starts at its first line, or where its answer says it began.
+    opened: bool = True
 
 
 @dataclass(frozen=True)
@@ -57,10 +60,12 @@ class RequestBlock:
     status: str | None
     outcome: str | None
     start: pd.Timestamp
-    duration_ms: float
+    duration_ms: float | None  # None: its start is not in the logs, nor stated
     verdict: Verdict
     findings: tuple[str, ...] = ()
     overlaps: tuple[str, ...] = ()  # other callers that held this request_id at once
+    # Whether a line of the caller says where it began (`trace_starts`).
+    start_logged: bool = True
     spans: list[SpanBar] = field(default_factory=list)
     events: list[EventRow] = field(default_factory=list)
 

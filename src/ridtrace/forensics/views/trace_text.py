@@ -68,6 +68,14 @@ def _shown_names(view: TraceView, base: str, width: int) -> dict[str, str]:
     return {f: f"f{i}" for i, f in enumerate(files, 1)}
 
 
+def _duration(block: RequestBlock) -> str:
+    """The block's duration, and when no line of it says where it began, that."""
+    if block.duration_ms is None:
+        return "start not in logs"
+    shown = with_ms(span_ms(block.duration_ms, 10))
+    return shown if block.start_logged else f"{shown} (start not in logs)"
+
+
 def header_lines(
     block: RequestBlock, number: int, numbers: dict[str, int], width: int = 100
 ) -> list[Text]:
@@ -80,7 +88,7 @@ def header_lines(
     lines = packed(id_parts, width, indent=len(f"#{number} "))
     lines += packed([Text(part) for part in (
         block.route or "-", block.status or "-", block.outcome or "-",
-        with_ms(span_ms(block.duration_ms, 10)), _iso(block), f"span {block.span_id}",
+        _duration(block), _iso(block), f"span {block.span_id}",
     )], width)
     verdict = Text("verdict: ")
     verdict.append(block.verdict.label, style=_STYLE.get(block.verdict.label, "yellow"))

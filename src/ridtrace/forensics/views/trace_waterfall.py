@@ -91,8 +91,9 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
                 row.append(" " * left)
                 row.append("█" * (right - left), style=style)
                 row.append(" " * (bar_width - right))
-                duration = (span_ms(bar.end_ms - bar.start_ms, _DURATION - 1) if bar.closed
-                            else "no end")
+                duration = (span_ms(bar.end_ms - bar.start_ms, _DURATION - 1)
+                            if bar.closed and bar.opened
+                            else "no end" if bar.opened else "no start")
                 row.append(f"{duration:>{_DURATION}}", style="dim")
                 lines.append(row)
             if crossed:
