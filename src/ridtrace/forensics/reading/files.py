@@ -118,9 +118,11 @@ def parse(
     con: duckdb.DuckDBPyConnection, path: Path, line_map: LineMap | Callable[[], LineMap],
     name: str, stats: ReadStats, lean: bool, window: Window | None,
     run: Callable[[str], pa.Table] | None = None, *, starts_file: bool = True,
+    events_run: Callable[[str], pa.Table] | None = None,
 ) -> LogTable:
     """A `LogTable` over the plain file at `path` (its queries run when asked, by `run`
-    when given); ``starts_file`` False for a block that begins inside its file."""
+    and `events_run` when given); ``starts_file`` False for a block that begins inside
+    its file."""
     def fetch(numbers: Iterable[int]) -> dict[int, bytes]:
         with open(path, "rb") as fh:
             return fetch_lines(fh, resolved(), numbers)
@@ -141,5 +143,5 @@ def parse(
 
     return LogTable(
         con, str(path), resolved, fetch, name=name, stats=stats, lean=lean, window=window,
-        run=run, starts_file=starts_file, remap=remapped,
+        run=run, starts_file=starts_file, remap=remapped, events_run=events_run,
     )

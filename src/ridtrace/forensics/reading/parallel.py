@@ -37,6 +37,8 @@ class Batched(Generic[P, T]):
 
     piece: Callable[[LogTable, int], P]
     gather: Callable[[list[P]], T]
+    # The pieces are of a full read's events (`LogTable.events`), not of a lean read's spans.
+    events: bool = False
 
 
 @dataclass
@@ -62,10 +64,10 @@ def read_all(
 
     Counters merge in source order, so samples come out as a one-by-one read gives them.
     Ignored and unreadable sources give no result; they are in the counters.
-    `batched` (a lean read): small files are parsed many to a query, and each batch
-    gives one result.
+    `batched` (a lean read, or a full one of events): small files are parsed many to a
+    query, and each batch gives one result.
     """
-    reads = plan_reads(sources, batch=batched is not None and lean)
+    reads = plan_reads(sources, batch=batched is not None and (lean or batched.events))
     width = max(1, min(len(reads), usable_cpus(), _PARALLEL_FILES))
     con = connect()
     # A file's numbered scan runs on the thread that asked for it; DuckDB's own workers
@@ -135,7 +137,7 @@ def _batch_result(
     """One batch of small files as one result, and its files' counters in their order."""
     outs = read_batch(
         cursor, batch, lambda at, table: (batched.piece(table, ids[at]), table.window_lines),
-        window=window, on_bytes=on_bytes,
+        window=window, on_bytes=on_bytes, events=batched.events,
     )
     stats = ReadStats()
     for _, one in outs:

@@ -5,6 +5,8 @@ per-span query costs about 10 ms, running it on such a file about 1 ms: 500 file
 4 KiB took 7.8 s. Read as one query over a batch of files, each file grouped apart,
 the plan is made once per batch. The rows are then split per file and numbered as the
 file's own, and each file goes on as if it had been read alone (`LogTable`'s `run`).
+The views' read of every event (`trace`, `export jaeger`, `audit`) is batched the same
+way (`batch_events`, `LogTable`'s `events_run`).
 """
 
 from __future__ import annotations
@@ -25,13 +27,14 @@ from ridtrace.forensics.reading.inputs import Source
 from ridtrace.forensics.reading.lean import SUSPECT_PACK, lean_spans_sql
 from ridtrace.forensics.reading.lines import LineMap
 from ridtrace.forensics.reading.plain_copy import Progress
-from ridtrace.forensics.reading.scan import Window, source_sql
+from ridtrace.forensics.reading.scan import FLAGS, Window, source_sql
 from ridtrace.forensics.reading.source_open import (
     OpenedSource,
     note_failure,
     note_truncation,
     open_source,
 )
+from ridtrace.forensics.reading.sql import normalized_select
 from ridtrace.forensics.reading.stats import ReadStats
 from ridtrace.forensics.reading.table import LogTable
 
@@ -90,6 +93,36 @@ def batch_spans(con: duckdb.DuckDBPyConnection, paths: Sequence[str],
     return split_by_file(con.sql(sql).to_arrow_table(), paths)
 
 
+def batch_events(con: duckdb.DuckDBPyConnection, paths: Sequence[str],
+                 window: Window | None) -> list[pa.Table]:
+    """Each file's ordered event rows (`LogTable`'s events query) as a read of it alone
+    gives them, numbered from its line 1.
+
+    Raises `BatchMismatch` when a file's rows are not one unbroken run of the batch's
+    numbering; the caller then reads the files one by one.
+    """
+    source = source_sql(list(paths), lean=False, window=window)
+    sql = normalized_select(f"({source})", keep=(*FLAGS, "_file")) + " ORDER BY rn"
+    got = con.sql(sql).to_arrow_table()
+    file = got["_file"].to_numpy().astype(np.int64)
+    rn = got["rn"].to_numpy()
+    if len(file) and bool((np.diff(file) < 0).any()):
+        raise BatchMismatch(paths[int(np.flatnonzero(np.diff(file) < 0)[0])])
+    bounds = np.searchsorted(file, np.arange(len(paths) + 1))
+    shift = np.zeros(len(got), dtype=np.int64)
+    for i in range(len(paths)):
+        lo, hi = int(bounds[i]), int(bounds[i + 1])
+        if lo == hi:
+            continue  # no line at all (empty, or blank lines only)
+        if int(rn[hi - 1]) - int(rn[lo]) + 1 != hi - lo:
+            raise BatchMismatch(paths[i])
+        shift[lo:hi] = int(rn[lo]) - 1
+    local = got.drop_columns(["_file"])
+    local = local.set_column(0, "rn", pc.subtract(local["rn"], pa.array(shift)))
+    return [local.slice(int(bounds[i]), int(bounds[i + 1] - bounds[i]))
+            for i in range(len(paths))]
+
+
 def split_by_file(got: pa.Table, paths: Sequence[str]) -> list[pa.Table]:
     """A batch's per-span rows (with ``_file``), per file and numbered from its line 1."""
     file = got["_file"].to_numpy().astype(np.int64)
@@ -141,6 +174,7 @@ def read_batch(
     *,
     window: Window | None = None,
     on_bytes: Progress | None = None,
+    events: bool = False,
 ) -> list[tuple[T | None, ReadStats]]:
     """``use(i, table)`` for each source's lean read (`i` its place in `sources`), with
     the counters of each, in source order.
@@ -148,6 +182,7 @@ def read_batch(
     Each source is skipped, sniffed and numbered as `files.read_source` does it; the
     plain files on disk among them are parsed by one query, any other alone. `use` may
     ask a table for its spans (from the batch) or read the file again (its events).
+    `events`: a full read instead, whose tables answer `LogTable.events` from the batch.
     """
     stats = [ReadStats() for _ in sources]
     results: list[T | None] = [None] * len(sources)
@@ -169,7 +204,8 @@ def read_batch(
             except OSError as exc:
                 opened.raw.close()
                 note_failure(src, exc, stats[i])
-        tables = _batch_or_none(con, [str(path) for _, path, _ in plain.values()], window)
+        tables = _batch_or_none(con, [str(path) for _, path, _ in plain.values()], window,
+                                batch_events if events else batch_spans)
         for at, (i, (opened, path, line_map)) in enumerate(plain.items()):
             src = sources[i]
             if tables is None:
@@ -177,8 +213,10 @@ def read_batch(
                 stats[i] = ReadStats()
                 continue
             try:
-                results[i] = use(i, parse(con, path, line_map, src.name, stats[i], True,
-                                          window, run=_answer(tables[at])))
+                answer = _answer(tables[at])
+                results[i] = use(i, parse(con, path, line_map, src.name, stats[i], not events,
+                                          window, run=None if events else answer,
+                                          events_run=answer if events else None))
                 note_truncation(src, opened, stats[i])
             except (OSError, duckdb.OutOfMemoryException) as exc:
                 note_failure(src, exc, stats[i])
@@ -186,7 +224,7 @@ def read_batch(
         for opened, _, _ in plain.values():
             opened.raw.close()
     for i in sorted(alone):
-        results[i] = read_source(con, sources[i], _at(use, i), stats=stats[i], lean=True,
+        results[i] = read_source(con, sources[i], _at(use, i), stats=stats[i], lean=not events,
                                  window=window, on_bytes=on_bytes)
     return list(zip(results, stats, strict=True))
 
@@ -200,13 +238,15 @@ def _answer(table: pa.Table) -> Callable[[str], pa.Table]:
     return lambda _sql: table
 
 
-def _batch_or_none(con: duckdb.DuckDBPyConnection, paths: list[str],
-                   window: Window | None) -> list[pa.Table] | None:
+def _batch_or_none(
+    con: duckdb.DuckDBPyConnection, paths: list[str], window: Window | None,
+    query: Callable[[duckdb.DuckDBPyConnection, Sequence[str], Window | None], list[pa.Table]],
+) -> list[pa.Table] | None:
     """The batch's per-file tables, or None to read each file alone: DuckDB could not
     read them as one (a line over its object size, memory) or did not number them in
     one run each."""
     if not paths:
         return []
     with contextlib.suppress(BatchMismatch, duckdb.Error):
-        return batch_spans(con, paths, window)
+        return query(con, paths, window)
     return None

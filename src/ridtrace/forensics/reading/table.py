@@ -64,6 +64,7 @@ class LogTable:
         run: Callable[[str], pa.Table] | None = None,
         starts_file: bool = True,
         remap: Callable[[], LineMap] | None = None,
+        events_run: Callable[[str], pa.Table] | None = None,
     ) -> None:
         self.con, self.path, self.name, self.lean = con, path, name, lean
         # Whether line 1 is the file's own first line (not a later Dask block's).
@@ -72,6 +73,9 @@ class LogTable:
         # How the per-span query runs: as given, or prepared once by a caller that runs
         # the same text again and again (`PreparedReads`).
         self._run = run or self._sql
+        # How `events` runs its query: as given, or answered from a batch of small files
+        # read as one (`small_files.batch_events`).
+        self._events_run = events_run or self._sql
         self.fields = LEAN_FIELDS if lean else READ_FIELDS
         self.window_lines = 0
         self._line_map: LineMap | None = None
@@ -208,10 +212,10 @@ class LogTable:
         self.stats.unreadable_files.extend(unkeyed_notes(
             self.name, lambda kind: int(first[kind][0]) if len(first[kind]) else -1))
 
-    def _ordered_events(self) -> pa.Table:
+    def _ordered_events(self, run: Callable[[str], pa.Table] | None = None) -> pa.Table:
         return self._read(
             lambda source: normalized_select(f"({source})", keep=FLAGS) + " ORDER BY rn",
-            self._sql,
+            run or self._sql,
         )
 
     def _events_with(self, rescued: list[dict[str, Any]]) -> pa.Table:
@@ -243,7 +247,7 @@ class LogTable:
             self._drop_copy()
 
     def _events(self) -> tuple[pa.Table, np.ndarray]:
-        got = self._ordered_events()
+        got = self._ordered_events(self._events_run)
         self.window_lines = int(pc.sum(got["_in_window"]).as_py() or 0)
         suspect = got["_suspect"].to_numpy(zero_copy_only=False)
         rescued: list[dict[str, Any]] = []
