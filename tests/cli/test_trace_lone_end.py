@@ -136,3 +136,20 @@ def test_a_request_whose_start_is_logged_is_shown_as_before(
     block = _block(json.loads(_trace("lone-2", str(whole), "--format", "json")))
     assert block["duration_ms"] > 0
     assert "start not in logs" not in _trace("lone-2", str(whole))
+
+
+def test_the_jaeger_export_dates_the_span_back_or_warns(
+    rotated_away: tuple[Path, dict[str, Any], dict[str, Any]], tmp_path: Path,
+) -> None:
+    # A 0 µs span ending at its request.end, no warning: the request passed for an
+    # instant answer in Jaeger, as a request killed mid-way did before NO_ANSWER.
+    logs, stated, bare = rotated_away
+    out = tmp_path / "traces.json"
+    done = subprocess.run([sys.executable, "-m", "ridtrace", "export", "jaeger", str(logs),
+                           "-o", str(out), "-q"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    spans = {s["spanID"]: s for t in json.loads(out.read_text())["data"] for s in t["spans"]}
+    dated, unknown = spans[stated["span_id"]], spans[bare["span_id"]]
+    assert dated["duration"] == pytest.approx(stated["duration_ms"] * 1000, abs=2)
+    assert dated["warnings"] is None
+    assert unknown["warnings"] and "no start logged" in unknown["warnings"][0]

@@ -116,6 +116,9 @@ def _in_loops(parents: dict[tuple[str, str], tuple[str, str]]) -> set[tuple[str,
 NO_ANSWER: Final = ("no answer logged (no request.end, nor Dynamo's http response sent): "
                     "in flight when its process stopped, or lines of it were lost; "
                     "the span runs to its last line")
+NO_START: Final = ("no start logged (no request.start, nor a duration on its answer): "
+                   "its first lines were rotated away or lost; the span starts at its "
+                   "first line read, not where the request began")
 NO_END: Final = ("no end logged (no worker.end, nor Dynamo's request completed): "
                  "in flight when its process stopped, or lines of it were lost; "
                  "the span runs to its last line")
@@ -257,6 +260,12 @@ def jaeger_traces(
         unanswered = answered is None and span_logs and r.side != WORKER and not step
         unended = r.side == WORKER and logs.began_work_unended(jaeger_trace, jaeger_span)
         warning = [NO_ANSWER] if unanswered else [NO_END] if unended else None
+        if r.side != WORKER and not step and answered is not None:
+            # Its request.start rotated away: a 0 µs span ending at its request.end, an
+            # instant answer. The duration its answer states dates it back.
+            unlogged, stated = logs.stated_start(jaeger_trace, jaeger_span, int(start))
+            start = stated if stated is not None else start
+            warning = [NO_START] if unlogged and stated is None else warning
         trace["spans"].append(
             {
                 "traceID": trace["traceID"],

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ridtrace.contract import REQUEST_END, RESPONSE_SENT, WORKER_START
+from ridtrace.contract import DURATION_MS, REQUEST_END, REQUEST_START, RESPONSE_SENT, WORKER_START
 from ridtrace.forensics.reading.sql import CLOSING_EVENTS
 from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.views import jaeger_ids
@@ -51,6 +51,8 @@ ANSWERS = np.array([REQUEST_END, RESPONSE_SENT], dtype=object)
 # A span's lines that end it, whatever its side: a worker's worker.end (Dynamo's "request
 # completed"), its refusal or error, a span's close.
 _CLOSES = np.array(CLOSING_EVENTS, dtype=object)
+# A stated duration beyond this is no request's (as `reading.sql` bounds Dynamo's).
+_LONGEST_MS = 7 * 24 * 3600 * 1000.0
 
 
 class SpanLogs:
@@ -75,6 +77,9 @@ class SpanLogs:
         self._us = us
         self._event = rows["event"].astype("object").to_numpy()
         self._message = rows["message"].astype("object").to_numpy()
+        self._stated = pd.to_numeric(
+            rows[DURATION_MS].astype("object") if DURATION_MS in rows else pd.Series(
+                np.full(len(rows), None, dtype=object)), errors="coerce").to_numpy()
         # Keyed by the ids' Jaeger form, as the spans are: one spelling per line.
         keys = pd.DataFrame({"trace": jaeger_form(rows["trace_id"], jaeger_ids.trace_id),
                              "span": jaeger_form(rows["span_id"], jaeger_ids.span_id)})
@@ -89,6 +94,23 @@ class SpanLogs:
             return None
         answers = at[np.isin(self._event[at], ANSWERS)]
         return int(self._us[answers].max()) if len(answers) else None
+
+    def stated_start(self, trace: str, span: str, start: int) -> tuple[bool, int | None]:
+        """Whether the span logged no line where it began (no `request.start`; rotated
+        away, or lost), its `start` (µs) not dated back by a duration a line states (as
+        Dynamo's are read); and then when its answer says it began, its time less the
+        `duration_ms` it states, or None when it states none."""
+        at = self._rows.get((trace, span))
+        if at is None or REQUEST_START in self._event[at] or start < self._us[at].min():
+            return False, None
+        answers = at[np.isin(self._event[at], ANSWERS)]
+        if not len(answers):
+            return True, None
+        last = answers[np.argmax(self._us[answers])]
+        stated = float(self._stated[last])
+        if not 0 <= stated <= _LONGEST_MS:  # NaN (none stated) too
+            return True, None
+        return True, min(start, int(self._us[last]) - round(stated * 1000))
 
     def began_work_unended(self, trace: str, span: str) -> bool:
         """Whether the span logged `worker.start` (Dynamo's worker "request received")
