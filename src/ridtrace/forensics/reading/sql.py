@@ -268,13 +268,15 @@ def span_aggregates() -> str:
     bool_or(event = {literal(WORKER_END)}) IS TRUE AS worker_end"""
 
 
-def spans_select(events: str) -> str:
-    """One row per span of `events` (normalised, with ``rn``), in first-seen order."""
+def spans_select(events: str, *, by_file: bool = False) -> str:
+    """One row per span of `events` (normalised, with ``rn``), in first-seen order;
+    `by_file`: per span of each ``file`` (its first column), by file."""
+    file = "file, " if by_file else ""
     return f"""
-SELECT trace_id, span_id, hash(trace_id, span_id) AS span_key,
+SELECT {file}trace_id, span_id, hash(trace_id, span_id) AS span_key,
     {span_aggregates()}
 FROM {events}
 WHERE span_id IS NOT NULL
-GROUP BY trace_id, span_id
-ORDER BY first_rn
+GROUP BY {file}trace_id, span_id
+ORDER BY {file}first_rn
 """
