@@ -22,7 +22,7 @@ import dask.dataframe as dd
 import distributed
 
 from ridtrace.forensics.dask_engine.blocks import plan_blocks, read_block
-from ridtrace.forensics.dask_engine.engine import _fetch_each
+from ridtrace.forensics.dask_engine.collect import fetch_each
 from ridtrace.forensics.dask_engine.urls import expand_urls
 from ridtrace.forensics.records.partials import KEY, combine_requests
 from ridtrace.testing.synth import SynthSpec, write_logs
@@ -52,7 +52,8 @@ def test_fetched_partitions_are_freed_before_the_last_is_done(client: Any) -> No
     distributed.wait(futures[1:], timeout=20)
     keys = [f.key for f in futures]
     out: dict[str, pd.DataFrame] = {}
-    fetch = threading.Thread(target=lambda: out.update(frame=_fetch_each(futures)))
+    fetch = threading.Thread(target=lambda: out.update(
+        frame=pd.concat(fetch_each(client, futures, no_workers_timeout=60))))
     fetch.start()
     try:
         deadline = time.monotonic() + 10

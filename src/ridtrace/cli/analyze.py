@@ -237,6 +237,7 @@ def analyze(
     engine: str,
     scheduler: str | None,
     partition_size: str | None,
+    no_workers_timeout: str | None,
     follow: bool,
     from_start: bool,
     window: str | None,
@@ -260,7 +261,7 @@ def analyze(
             engine=engine, from_start=from_start, window=window, interval=poll_interval,
             settle=settle, fail_fast=fail_fast, allow_incomplete=allow_incomplete, quiet=quiet,
         ))
-    choice = engine_choice(engine, scheduler, partition_size)
+    choice = engine_choice(engine, scheduler, partition_size, no_workers_timeout)
     since_t = parse_time_option(since, "--since")
     until_t = parse_time_option(until, "--until")
     if since_t is not None and until_t is not None and since_t >= until_t:

@@ -1,4 +1,4 @@
-"""``--engine pandas|dask``, ``--scheduler`` and ``--partition-size`` for analyze and audit.
+"""``--engine pandas|dask`` and the Dask engine's options for analyze and audit.
 
 The pandas engine is the default and needs nothing more. ``--engine dask`` imports
 dask only then (the ``dask`` extra), runs the read and the per-request join on a Dask
@@ -32,6 +32,7 @@ class EngineChoice:
     engine: str
     scheduler: str | None
     partition_size: str | None
+    no_workers_timeout: float | None = None  # seconds; None: the engine's default
 
     @property
     def dask(self) -> bool:
@@ -40,7 +41,7 @@ class EngineChoice:
 
 
 def engine_options(func: F) -> F:
-    """Add ``--engine``, ``--scheduler`` and ``--partition-size`` to a command."""
+    """Add ``--engine``, ``--scheduler``, ``--partition-size`` and ``--no-workers-timeout``."""
     options = [
         click.option(
             "--engine", type=click.Choice(["pandas", "dask"]), default="pandas",
@@ -56,19 +57,31 @@ def engine_options(func: F) -> F:
             "--partition-size", metavar="SIZE",
             help="Bytes of log per Dask partition (default 64MiB).",
         ),
+        click.option(
+            "--no-workers-timeout", metavar="DURATION",
+            help="How long the Dask cluster may have no worker before the run stops with "
+            "exit 2 (default 60s).",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
     return func
 
 
-def engine_choice(engine: str, scheduler: str | None, partition_size: str | None) -> EngineChoice:
+def engine_choice(engine: str, scheduler: str | None, partition_size: str | None,
+                  no_workers_timeout: str | None = None) -> EngineChoice:
     """Validate the combination: the Dask options mean nothing to the pandas engine."""
     if engine != "dask":
-        for name, value in (("--scheduler", scheduler), ("--partition-size", partition_size)):
+        for name, value in (("--scheduler", scheduler), ("--partition-size", partition_size),
+                            ("--no-workers-timeout", no_workers_timeout)):
             if value is not None:
                 raise click.UsageError(f"{name} needs --engine dask")
-    return EngineChoice(engine, scheduler, partition_size)
+    seconds = None
+    if no_workers_timeout is not None and engine == "dask":
+        from ridtrace.cli.follow import parse_duration
+
+        seconds = parse_duration(no_workers_timeout, "--no-workers-timeout")
+    return EngineChoice(engine, scheduler, partition_size, seconds)
 
 
 def _block_bytes(partition_size: str | None, default: int) -> int:
@@ -111,10 +124,14 @@ def dask_load(
     from ridtrace.forensics.reading.inputs import ForensicsInputError
 
     block_bytes = _block_bytes(choice.partition_size, dask_engine.DEFAULT_BLOCK_BYTES)
+    from ridtrace.forensics.dask_engine.collect import DEFAULT_NO_WORKERS_TIMEOUT
+
+    no_workers = choice.no_workers_timeout or DEFAULT_NO_WORKERS_TIMEOUT
     try:
         with dask_engine.dask_client(choice.scheduler) as client:
             load = dask_engine.load_requests(
-                client, paths, lean=lean, block_bytes=block_bytes, since=since, until=until
+                client, paths, lean=lean, block_bytes=block_bytes, since=since, until=until,
+                no_workers_timeout=no_workers,
             )
     except (ForensicsInputError, dask_engine.DaskEngineError) as exc:
         raise InputError(str(exc)) from exc

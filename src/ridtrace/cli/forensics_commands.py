@@ -57,7 +57,7 @@ _OUTPUT = click.option(
 def audit(
     ctx: click.Context, paths: tuple[str, ...], by: str, plot: Path | None, fmt: str,
     output: Path | None, allow_incomplete: bool, quiet: bool, engine: str,
-    scheduler: str | None, partition_size: str | None,
+    scheduler: str | None, partition_size: str | None, no_workers_timeout: str | None,
 ) -> None:
     """Deprecated request-id headers: requests, distinct clients, first/last seen, per day.
 
@@ -80,7 +80,7 @@ def audit(
     )
     from ridtrace.forensics.views.audit import audit as run_audit
 
-    choice = engine_choice(engine, scheduler, partition_size)
+    choice = engine_choice(engine, scheduler, partition_size, no_workers_timeout)
     if choice.dask:
         load = dask_load(choice, paths, lean=False, quiet=quiet, writes=(output, plot))
         requests, stats = load.requests, load.stats

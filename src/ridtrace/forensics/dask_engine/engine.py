@@ -40,6 +40,11 @@ import pandas as pd
 from dask.delayed import delayed
 
 from ridtrace.forensics.dask_engine.blocks import Block, empty_partial, plan_blocks
+from ridtrace.forensics.dask_engine.collect import (
+    DEFAULT_NO_WORKERS_TIMEOUT,
+    NoWorkersError,
+    fetch_each,
+)
 from ridtrace.forensics.dask_engine.groups import GroupResult, group_blocks, read_blocks
 from ridtrace.forensics.dask_engine.urls import expand_urls
 from ridtrace.forensics.reading.stats import MAX_SAMPLES, BadLine, ReadStats
@@ -160,11 +165,13 @@ def load_requests(
     block_bytes: int = DEFAULT_BLOCK_BYTES,
     since: pd.Timestamp | None = None,
     until: pd.Timestamp | None = None,
+    no_workers_timeout: float = DEFAULT_NO_WORKERS_TIMEOUT,
 ) -> DaskLoad:
     """Read `inputs` (paths or fsspec URLs) on the cluster into one requests frame.
 
     The frame equals `build_requests` of the whole input (same rows, order and values)
-    before the --since/--until window is applied.
+    before the --since/--until window is applied. A cluster with no worker for
+    `no_workers_timeout` seconds while work is left raises `DaskEngineError`.
     """
     files = expand_urls(inputs)
     names = [f.name for f in files]
@@ -190,11 +197,14 @@ def load_requests(
     # One compute, so each block is read once for both its counters and its partial.
     pieces = combined.to_delayed()
     futures = client.compute([*pieces, *(delayed(_counters)(r) for r in reads)])
-    counter_futures, piece_futures = futures[len(pieces) :], futures[: len(pieces)]
-    del futures
     try:
-        combined_frame = _fetch_each(piece_futures)
-        counters = [c for group in client.gather(counter_futures) for c in group]
+        results = fetch_each(client, futures, no_workers_timeout=no_workers_timeout)
+    except NoWorkersError as exc:
+        # Dask would hold the tasks until a worker joins: forever, for a command.
+        raise DaskEngineError(
+            f"no Dask worker for {exc.seconds:g}s at the scheduler, so no report was made "
+            "(were the workers killed, or never started? start one with `dask worker "
+            "SCHEDULER_ADDRESS`, or wait longer with --no-workers-timeout)") from exc
     except _dist.KilledWorker as exc:
         # The cluster's failure, not ridtrace's (a worker over its memory limit, a node
         # lost): no report, since the work it held would be missing from it.
@@ -208,6 +218,10 @@ def load_requests(
         raise DaskEngineError(
             f"lost the Dask scheduler, or it cancelled the work, while reading the logs, "
             f"so no report was made: {exc}") from exc
+    # Concatenated here: Dask's own final concatenation task first moves every
+    # partition to one worker.
+    combined_frame = pd.concat(results[: len(pieces)], ignore_index=True)
+    counters = [c for group in results[len(pieces) :] for c in group]
     offsets = _offsets(blocks, [c[1] for c in counters])
     requests = finish_requests(combined_frame, names, offsets)
     stats = merge_stats([c[0] for c in counters], offsets)
@@ -227,29 +241,6 @@ def shuffle_outputs(blocks: Sequence[Block], block_bytes: int) -> int:
     return max(1, min(len(blocks), -(-total // block_bytes)))
 
 
-def _fetch_each(futures: list[Any]) -> pd.DataFrame:
-    """Fetch the combined partitions as they finish and concatenate them in order.
-
-    A worker frees a result once no client holds its future. One `gather` of them all
-    left every finished partition on the workers until the last one was done — the
-    whole requests frame spread over them: per-worker memory grew with the input.
-    Fetching in completion order and releasing each future at once bounds what waits
-    on a worker to the few partitions finished but not fetched yet. (Concatenating on
-    the client is also cheaper than Dask's own final concatenation task, which first
-    moves every partition to one worker.)
-
-    `futures` is emptied: the caller's list must not keep the futures alive either.
-    """
-    slot = {future.key: i for i, future in enumerate(futures)}
-    pending = _dist.as_completed(futures)  # drops each future as it yields it
-    futures.clear()
-    done: list[pd.DataFrame | None] = [None] * len(slot)
-    for future in pending:
-        done[slot[future.key]] = future.result()
-        future.release()
-    return pd.concat(done, ignore_index=True)
-
-
 def analyze_load(
     load: DaskLoad, *, since: pd.Timestamp | None = None, until: pd.Timestamp | None = None
 ) -> Report:
@@ -267,9 +258,9 @@ def analyze_dask(
     block_bytes: int = DEFAULT_BLOCK_BYTES,
     since: pd.Timestamp | None = None,
     until: pd.Timestamp | None = None,
+    no_workers_timeout: float = DEFAULT_NO_WORKERS_TIMEOUT,
 ) -> Report:
     """`ridtrace.forensics.rules.report.analyze` on a Dask cluster: the same report."""
-    load = load_requests(
-        client, inputs, lean=True, block_bytes=block_bytes, since=since, until=until
-    )
+    load = load_requests(client, inputs, lean=True, block_bytes=block_bytes, since=since,
+                         until=until, no_workers_timeout=no_workers_timeout)
     return analyze_load(load, since=since, until=until)

@@ -1,0 +1,161 @@
+"""``--engine dask`` on a scheduler with no worker left: a clear error in bounded time.
+
+Dask never fails a task for want of a worker: the scheduler holds it until one joins,
+and the command waited with it, forever. The scheduler and workers here are real
+processes, as `dask scheduler` and `dask worker` start them; a worker is gone (SIGKILL,
+as the OOM killer sends it) before the test runs the command, or kills itself when it
+reads a block, so no timing is involved.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from ridtrace.testing.synth import SynthSpec, write_logs
+from tests.support.servers import free_port, stop_process
+
+distributed = pytest.importorskip("distributed")
+
+# A bound on the command only: without the fix it never ended, so this fails it.
+HANG = 120
+NO_WORKERS = "no Dask worker"
+
+_DIE_ON_READ = '''
+import os, signal
+from ridtrace.forensics.dask_engine import groups
+
+def _die(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)  # no nanny: nobody starts it again
+
+groups.read_blocks = _die
+'''
+
+
+class _Cluster:
+    """A `dask scheduler` and the `dask worker` processes the test starts on it."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.address = f"tcp://127.0.0.1:{free_port()}"
+        self.started: list[subprocess.Popen[bytes]] = []
+
+    def start(self, *argv: str) -> subprocess.Popen[bytes]:
+        self.started.append(subprocess.Popen(
+            [sys.executable, "-m", *argv, "--host", "127.0.0.1",
+             "--dashboard-address", "127.0.0.1:0"], cwd=self.workdir,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+        return self.started[-1]
+
+    def worker(self, *options: str) -> subprocess.Popen[bytes]:
+        """A worker without a nanny (nothing restarts it), once the scheduler has it."""
+        process = self.start("distributed.cli.dask_worker", self.address, "--nthreads", "1",
+                             "--no-nanny", *options)
+        self.wait_for(lambda n: n >= 1)
+        return process
+
+    def wait_for(self, workers: Callable[[int], bool]) -> None:
+        with distributed.Client(self.address, timeout="30s") as client:
+            deadline = time.monotonic() + 60
+            while not workers(client.scheduler_info(n_workers=0)["n_workers"]):
+                assert time.monotonic() < deadline, "the scheduler's workers did not change"
+                time.sleep(0.1)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[_Cluster]:
+    c = _Cluster(tmp_path)
+    try:
+        c.start("distributed.cli.dask_scheduler", "--port", c.address.rsplit(":")[-1])
+        c.wait_for(lambda n: n == 0)  # it answers
+        yield c
+    finally:
+        for process in reversed(c.started):
+            stop_process(process)
+
+
+def _analyze_on(address: str, tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    write_logs(tmp_path / "logs", SynthSpec(requests=50))
+    return subprocess.run(
+        [sys.executable, "-m", "ridtrace", "analyze", str(tmp_path / "logs"), "--format", "json",
+         "--engine", "dask", "--scheduler", address, *options],
+        capture_output=True, text=True, timeout=HANG,
+    )
+
+
+def _assert_no_workers_error(done: subprocess.CompletedProcess[str]) -> None:
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""  # no report: nothing was read
+    assert NO_WORKERS in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert "--no-workers-timeout" in done.stderr  # what the user can change
+
+
+def test_a_scheduler_that_never_had_a_worker(cluster: _Cluster, tmp_path: Path) -> None:
+    started = time.monotonic()
+    done = _analyze_on(cluster.address, tmp_path, "--no-workers-timeout", "1s")
+    _assert_no_workers_error(done)
+    assert "for 1s" in done.stderr, done.stderr
+    assert time.monotonic() - started < HANG
+
+
+def test_every_worker_killed_before_the_run(cluster: _Cluster, tmp_path: Path) -> None:
+    worker = cluster.worker()
+    os.kill(worker.pid, signal.SIGKILL)
+    cluster.wait_for(lambda n: n == 0)
+    _assert_no_workers_error(_analyze_on(cluster.address, tmp_path, "--no-workers-timeout", "1s"))
+
+
+def test_the_last_worker_dying_mid_run(cluster: _Cluster, tmp_path: Path) -> None:
+    # Dask's default allowed-failures (3): the task a dead worker held waits for another
+    # worker rather than failing, and there is none.
+    preload = tmp_path / "die_on_read.py"
+    preload.write_text(_DIE_ON_READ)
+    cluster.worker("--preload", str(preload))
+    _assert_no_workers_error(_analyze_on(cluster.address, tmp_path, "--no-workers-timeout", "1s"))
+
+
+def test_a_worker_joining_within_the_timeout_runs_the_analysis(
+    cluster: _Cluster, tmp_path: Path,
+) -> None:
+    # The timeout is for a cluster with no worker, not a deadline on the run: a worker
+    # that joins after the command started (an adaptive cluster scaling up) does the work.
+    write_logs(tmp_path / "logs", SynthSpec(requests=50))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ridtrace", "analyze", str(tmp_path / "logs"), "--format",
+         "json", "--engine", "dask", "--scheduler", cluster.address,
+         "--no-workers-timeout", "5m"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        cluster.worker()
+        out, err = process.communicate(timeout=HANG)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    want = subprocess.run([sys.executable, "-m", "ridtrace", "analyze", str(tmp_path / "logs"),
+                           "--format", "json"], capture_output=True, text=True, timeout=HANG)
+    assert (process.returncode, out) == (want.returncode, want.stdout), err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--no-workers-timeout", "10s"], "--no-workers-timeout needs --engine dask"),
+        (["--engine", "dask", "--no-workers-timeout", "soon"], "not a positive duration"),
+        (["--engine", "dask", "--no-workers-timeout", "0"], "not a positive duration"),
+    ],
+)
+def test_bad_timeouts_are_usage_errors(args: list[str], message: str, tmp_path: Path) -> None:
+    write_logs(tmp_path / "logs", SynthSpec(requests=5))
+    for command in ("analyze", "audit"):
+        done = CliRunner().invoke(main, [command, str(tmp_path / "logs"), *args])
+        assert done.exit_code == 2 and message in done.stderr, done.stderr
