@@ -27,7 +27,9 @@ Importing this module imports dask and distributed; the CLI imports it only for
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import CancelledError
 from contextlib import contextmanager
@@ -57,6 +59,8 @@ DEFAULT_BLOCK_BYTES = 64 << 20
 # What a local cluster gets on top of Dask's machine-sized defaults: quiet logs and a
 # dashboard on a free port (8787 is often taken by another cluster on the machine).
 LOCAL_CLUSTER_OPTIONS: dict[str, Any] = {"dashboard_address": ":0", "silence_logs": logging.ERROR}
+# Seconds a scheduler has to accept the client and answer it.
+CONNECT_TIMEOUT = 10.0
 # distributed's annotations are partial; the engine talks to it through `Any`.
 _dist: Any = distributed
 DaskClient = Any
@@ -85,7 +89,8 @@ def dask_client(scheduler: str | None = None, **cluster_options: Any) -> Iterato
     if scheduler is not None:
         try:
             _check_address(scheduler)
-            client = _dist.Client(scheduler, timeout="10s")
+            _check_answers(scheduler)
+            client = _dist.Client(scheduler, timeout=CONNECT_TIMEOUT)
         except (OSError, TimeoutError) as exc:
             raise DaskEngineError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from exc
         except (ValueError, TypeError) as exc:  # the user's mistake, not a crash of ridtrace
@@ -114,6 +119,39 @@ def _check_address(scheduler: str) -> None:
     if scheme in ("tls", "wss") and tls is None:
         raise ValueError(f"{scheme}:// needs Dask's TLS configuration "
                          "(distributed.comm.tls.* or DASK_DISTRIBUTED__COMM__TLS__*)")
+
+
+def _check_answers(scheduler: str) -> None:
+    """Fail unless a Dask scheduler answers at `scheduler` within `CONNECT_TIMEOUT`.
+
+    distributed bounds a client's TCP connect, not the handshake after it: a server that
+    accepts and never answers as a scheduler (the dashboard's HTTP port, a tunnel with
+    nothing behind it) kept `Client(...)` waiting forever. On its own loop in a thread,
+    so a caller's running loop (a notebook) is no obstacle.
+    """
+    args = _dist.Security().get_connection_args("client")
+    failed: list[BaseException] = []
+
+    async def handshake() -> None:
+        connect = _dist.comm.connect(scheduler, timeout=CONNECT_TIMEOUT, **args)
+        try:  # (a connect that finds no listener fails on its own, with an OSError)
+            await (await asyncio.wait_for(connect, CONNECT_TIMEOUT)).close()
+        except TimeoutError as exc:
+            raise TimeoutError(
+                f"no Dask scheduler answered there within {CONNECT_TIMEOUT:g}s (the "
+                "dashboard's port? a scheduler listens on 8786 unless told otherwise)") from exc
+
+    def run() -> None:
+        try:
+            asyncio.run(handshake())
+        except BaseException as exc:  # raised again in the caller's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="ridtrace-dask-handshake", daemon=True)
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
 
 
 def _us(stamp: pd.Timestamp | None) -> int | None:

@@ -1,0 +1,105 @@
+"""``--scheduler`` at an address where something answers, but not a Dask scheduler.
+
+distributed bounds a client's TCP connect by its timeout, not the handshake after it: a
+server that accepts the connection and never answers as a scheduler does kept the
+command waiting forever. The servers here are real processes on loopback ports.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ridtrace.testing.synth import SynthSpec, write_logs
+from tests.support.servers import free_port, stop_process
+
+pytest.importorskip("distributed")
+
+# A bound on the command only: without the fix it never ended, so this fails it.
+HANG = 120
+
+
+def _analyze_on(address: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    write_logs(tmp_path / "logs", SynthSpec(requests=20))
+    return subprocess.run(
+        [sys.executable, "-m", "ridtrace", "analyze", str(tmp_path / "logs"), "--format", "json",
+         "--engine", "dask", "--scheduler", address],
+        capture_output=True, text=True, timeout=HANG,
+    )
+
+
+@pytest.fixture
+def dashboard_port(tmp_path: Path) -> Iterator[int]:
+    """A `dask scheduler` whose dashboard (HTTP) listens on the port returned."""
+    port = free_port()
+    scheduler = subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+         "--port", str(free_port()), "--dashboard-address", f"127.0.0.1:{port}"],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
+    try:
+        _wait_listening(port, scheduler)
+        yield port
+    finally:
+        stop_process(scheduler)
+
+
+def _wait_listening(port: int, process: subprocess.Popen[bytes]) -> None:
+    import time
+
+    deadline = time.monotonic() + 60
+    while True:
+        assert process.poll() is None, "the scheduler exited"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, "the dashboard did not listen"
+            time.sleep(0.1)
+
+
+def test_the_dashboard_port_is_an_error_not_a_hang(dashboard_port: int, tmp_path: Path) -> None:
+    # The port the browser shows (8787) instead of the scheduler's (8786).
+    done = _analyze_on(f"tcp://127.0.0.1:{dashboard_port}", tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == ""
+    assert "cannot reach the Dask scheduler" in done.stderr, done.stderr
+    assert "answered" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_a_listener_that_never_answers_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    # A tunnel or port-forward with nothing behind it: the connection is accepted, and
+    # no byte ever comes back.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        done = _analyze_on(f"tcp://127.0.0.1:{listener.getsockname()[1]}", tmp_path)
+    finally:
+        stop.set()
+        thread.join(10)
+        for conn in accepted:
+            conn.close()
+        listener.close()
+    assert done.returncode == 2, done.stderr
+    assert "cannot reach the Dask scheduler" in done.stderr and "answered" in done.stderr
+    assert accepted  # it did reach the listener: the wait was on the handshake
