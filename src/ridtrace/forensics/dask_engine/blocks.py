@@ -29,6 +29,7 @@ from ridtrace.forensics.reading.files import parse
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES
 from ridtrace.forensics.reading.log_names import ignore_reason
 from ridtrace.forensics.reading.plain_copy import stage
+from ridtrace.forensics.reading.source_open import DELETED
 from ridtrace.forensics.reading.stats import FileNote, ReadStats, truncated_while_read
 from ridtrace.forensics.reading.unwrap import unwrapped_head, wrapper_of
 from ridtrace.forensics.records.read import partial_of
@@ -173,7 +174,13 @@ def read_block(
         notes.append(FileNote(block.file.name, reason))
         return BlockResult(_empty(), stats)
     opened = fsspec.open(block.file.url, "rb")
-    with opened as raw:
+    try:
+        raw = opened.open()
+    except OSError as exc:  # gone since the client listed it, as the local engine notes it
+        lost = DELETED if isinstance(exc, FileNotFoundError) else f"cannot open: {exc}"
+        stats.unreadable_files.append(FileNote(block.file.name, lost))
+        return BlockResult(_empty(), stats)
+    with raw:
         fh = cast(Any, raw)
         stream: Any = fh
         if block.whole:

@@ -1,0 +1,86 @@
+"""``--engine dask`` on a file gone when a worker opens it: an incomplete read, not a crash.
+
+logrotate removing the oldest part between the listing and the read is noted as the
+local engine notes it (`deleted since it was listed`, exit 3). A file split into
+blocks, and any file `audit` reads, was opened through fsspec with nothing to catch
+the error: exit 4, "internal error". The scheduler and worker are real processes; the
+worker's preload deletes the file just before its block is read: no timing involved.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ridtrace.testing.synth import SynthSpec, write_logs
+from tests.support.servers import free_port, stop_process
+
+distributed = pytest.importorskip("distributed")
+
+_DELETE_ON_READ = '''
+import os
+from ridtrace.forensics.dask_engine import groups
+
+_read = getattr(groups.read_blocks, "wrapped", groups.read_blocks)  # preloaded twice
+
+def _read_after_deleting(group, *args, **kwargs):
+    for block in group:
+        if block.file.name.endswith("frontend.jsonl") and os.path.exists(block.file.url):
+            os.unlink(block.file.url)  # a rotation removing the oldest part
+    return _read(group, *args, **kwargs)
+
+_read_after_deleting.wrapped = _read
+groups.read_blocks = _read_after_deleting
+'''
+
+
+@pytest.fixture
+def address(tmp_path: Path) -> Iterator[str]:
+    preload = tmp_path / "delete_on_read.py"
+    preload.write_text(_DELETE_ON_READ)
+    address = f"tcp://127.0.0.1:{free_port()}"
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        for argv in (["distributed.cli.dask_scheduler", "--port", address.rsplit(":")[-1]],
+                     ["distributed.cli.dask_worker", address, "--nthreads", "1",
+                      "--preload", str(preload)]):
+            started.append(subprocess.Popen(
+                [sys.executable, "-m", *argv, "--host", "127.0.0.1", "--dashboard-address",
+                 "127.0.0.1:0"], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, start_new_session=True))
+        with distributed.Client(address, timeout="30s") as client:
+            client.wait_for_workers(1, timeout=60)
+        yield address
+    finally:
+        for process in reversed(started):
+            stop_process(process)
+
+
+@pytest.mark.parametrize(("command", "options"), [
+    ("analyze", ["--partition-size", "1MiB"]),  # the frontend's log is split into blocks
+    ("audit", []),  # audit reads every file through the block reader
+])
+def test_a_file_deleted_before_its_block_is_read(
+    address: str, tmp_path: Path, command: str, options: list[str],
+) -> None:
+    logs = tmp_path / "logs"
+    write_logs(logs, SynthSpec(requests=1500 if command == "analyze" else 50))
+    if command == "analyze":
+        assert (logs / "frontend.jsonl").stat().st_size > 2 << 20
+    done = subprocess.run(
+        [sys.executable, "-m", "ridtrace", command, str(logs), "--format", "json",
+         "--engine", "dask", "--scheduler", address, *options],
+        capture_output=True, text=True, timeout=300)
+    # analyze: the workers' own logs still show error findings, which exit 1 reports.
+    assert done.returncode == (1 if command == "analyze" else 3), done.stderr
+    assert "Traceback" not in done.stderr
+    summary = json.loads(done.stdout)["summary"]
+    assert summary["incomplete"] is True
+    unreadable = summary["unreadable_files"]
+    assert [(Path(u["file"]).name, "deleted since it was listed" in u["reason"])
+            for u in unreadable] == [("frontend.jsonl", True)], unreadable
