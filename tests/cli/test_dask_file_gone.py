@@ -38,11 +38,34 @@ _read_after_deleting.wrapped = _read
 groups.read_blocks = _read_after_deleting
 '''
 
+# A worker on a host where the logs are not mounted: it finds no file at the path the
+# client lists; the client still finds it there afterwards.
+_HIDE_ON_READ = '''
+import os
+from ridtrace.forensics.dask_engine import groups
+
+_read = getattr(groups.read_blocks, "wrapped", groups.read_blocks)  # preloaded twice
+
+def _read_unseen(group, *args, **kwargs):
+    hidden = [b.file.url for b in group if b.file.name.endswith("frontend.jsonl")
+              and os.path.exists(b.file.url)]
+    for path in hidden:
+        os.rename(path, path + ".elsewhere")
+    try:
+        return _read(group, *args, **kwargs)
+    finally:
+        for path in hidden:
+            os.rename(path + ".elsewhere", path)
+
+_read_unseen.wrapped = _read
+groups.read_blocks = _read_unseen
+'''
+
 
 @pytest.fixture
-def address(tmp_path: Path) -> Iterator[str]:
-    preload = tmp_path / "delete_on_read.py"
-    preload.write_text(_DELETE_ON_READ)
+def address(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    preload = tmp_path / "on_read.py"
+    preload.write_text(getattr(request, "param", _DELETE_ON_READ))
     address = f"tcp://127.0.0.1:{free_port()}"
     started: list[subprocess.Popen[bytes]] = []
     try:
@@ -84,3 +107,21 @@ def test_a_file_deleted_before_its_block_is_read(
     unreadable = summary["unreadable_files"]
     assert [(Path(u["file"]).name, "deleted since it was listed" in u["reason"])
             for u in unreadable] == [("frontend.jsonl", True)], unreadable
+
+
+@pytest.mark.parametrize("address", [_HIDE_ON_READ], indirect=True)
+def test_a_file_the_workers_cannot_see_is_not_called_deleted(address: str, tmp_path: Path) -> None:
+    # It said "deleted since it was listed (a rotation …): read the logs again", of a file
+    # still there: reading again gives the same, and the cause (the path is not shared
+    # with the workers) went unsaid.
+    logs = tmp_path / "logs"
+    write_logs(logs, SynthSpec(requests=50))
+    done = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "audit", str(logs), "--format", "json",
+         "--engine", "dask", "--scheduler", address],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3, done.stderr
+    [note] = json.loads(done.stdout)["summary"]["unreadable_files"]
+    assert Path(note["file"]).name == "frontend.jsonl"
+    assert "deleted since it was listed" not in note["reason"], note
+    assert "Dask worker" in note["reason"] and "same path" in note["reason"], note

@@ -13,6 +13,7 @@ before it in the same file. One pass over the data, exact ``file:line`` evidence
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -230,6 +231,24 @@ def read_block(
                 con.close()
         _note_if_truncated(opened, block.file, stats)
     return BlockResult(partial, stats, lines=line_map.lines, in_window=in_window)
+
+
+UNSEEN = ("no such file on a Dask worker, though the client finds it there: every worker "
+          "must see the logs at the same path (a shared filesystem or object storage)")
+
+
+def name_unseen(stats: ReadStats, files: Sequence[LogFile]) -> None:
+    """Say why a local file a worker found deleted is still there for the client.
+
+    A worker on a host where the logs are not mounted finds no file at the path, which
+    read as "deleted since it was listed (a rotation?): read the logs again": reading
+    again gave the same, and the cause went unsaid.
+    """
+    paths = {f.name: f.url for f in files if "://" not in f.url}
+    for i, note in enumerate(stats.unreadable_files):
+        path = paths.get(note.file)
+        if note.reason == DELETED and path is not None and os.path.isfile(path):
+            stats.unreadable_files[i] = FileNote(note.file, UNSEEN)
 
 
 def _note_if_truncated(opened: Any, f: LogFile, stats: ReadStats) -> None:

@@ -41,7 +41,7 @@ import distributed
 import pandas as pd
 from dask.delayed import delayed
 
-from ridtrace.forensics.dask_engine.blocks import Block, empty_partial, plan_blocks
+from ridtrace.forensics.dask_engine.blocks import Block, empty_partial, name_unseen, plan_blocks
 from ridtrace.forensics.dask_engine.collect import (
     DEFAULT_NO_WORKERS_TIMEOUT,
     NoWorkersError,
@@ -263,6 +263,7 @@ def load_requests(
     offsets = _offsets(blocks, [c[1] for c in counters])
     requests = finish_requests(combined_frame, names, offsets)
     stats = merge_stats([c[0] for c in counters], offsets)
+    name_unseen(stats, files)
     return DaskLoad(requests, stats, sum(c[2] for c in counters))
 
 
