@@ -1,0 +1,106 @@
+"""Reaching a Dask cluster: a scheduler the user names, checked before a client is
+built for it, or a local cluster sized to the machine (`dask_engine.engine` runs on it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import distributed
+
+__all__ = [
+    "CONNECT_TIMEOUT", "LOCAL_CLUSTER_OPTIONS", "DaskClient", "DaskEngineError", "dask_client",
+]
+
+# What a local cluster gets on top of Dask's machine-sized defaults: quiet logs and a
+# dashboard on a free port (8787 is often taken by another cluster on the machine).
+LOCAL_CLUSTER_OPTIONS: dict[str, Any] = {"dashboard_address": ":0", "silence_logs": logging.ERROR}
+# Seconds a scheduler has to accept the client and answer it.
+CONNECT_TIMEOUT = 10.0
+# distributed's annotations are partial; the engine talks to it through `Any`.
+_dist: Any = distributed
+DaskClient = Any
+
+
+class DaskEngineError(RuntimeError):
+    """The cluster cannot be reached or created (the CLI exits 2)."""
+
+
+@contextmanager
+def dask_client(scheduler: str | None = None, **cluster_options: Any) -> Iterator[DaskClient]:
+    """A client of the cluster at `scheduler`, or of a local cluster sized to the machine.
+
+    A local cluster gets Dask's defaults (worker processes and threads from the CPU
+    count, memory split evenly between workers) unless `cluster_options` say otherwise.
+    """
+    if scheduler is not None:
+        try:
+            _check_address(scheduler)
+            _check_answers(scheduler)
+            client = _dist.Client(scheduler, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError) as exc:
+            raise DaskEngineError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from exc
+        except (ValueError, TypeError) as exc:  # the user's mistake, not a crash of ridtrace
+            raise DaskEngineError(
+                f"not a usable Dask scheduler address {scheduler!r}: {exc}"
+                " (expected e.g. tcp://host:8786)"
+            ) from exc
+        with client:
+            yield client
+        return
+    options = {**LOCAL_CLUSTER_OPTIONS, **cluster_options}
+    with _dist.LocalCluster(**options) as cluster, _dist.Client(cluster) as client:
+        yield client
+
+
+def _check_address(scheduler: str) -> None:
+    """Refuse an address distributed cannot use, before a client exists for it.
+
+    A client that distributed refuses to build (no port, an unknown scheme, ``tls://``
+    without Dask's TLS configuration) leaves its event loop behind, and the next client
+    of the same process then fails to start.
+    """
+    _dist.comm.resolve_address(scheduler)  # ValueError for the address, OSError for DNS
+    scheme, _ = _dist.comm.parse_address(scheduler)
+    tls = _dist.Security().get_connection_args("client").get("ssl_context")
+    if scheme in ("tls", "wss") and tls is None:
+        raise ValueError(f"{scheme}:// needs Dask's TLS configuration "
+                         "(distributed.comm.tls.* or DASK_DISTRIBUTED__COMM__TLS__*)")
+
+
+def _check_answers(scheduler: str) -> None:
+    """Fail unless a Dask scheduler answers at `scheduler` within `CONNECT_TIMEOUT`.
+
+    distributed bounds a client's TCP connect, not the handshake after it: a server that
+    accepts and never answers as a scheduler (the dashboard's HTTP port, a tunnel with
+    nothing behind it) kept `Client(...)` waiting forever. On its own loop in a thread,
+    so a caller's running loop (a notebook) is no obstacle.
+    """
+    args = _dist.Security().get_connection_args("client")
+    failed: list[BaseException] = []
+
+    async def handshake() -> None:
+        connect = _dist.comm.connect(scheduler, timeout=CONNECT_TIMEOUT, **args)
+        try:  # (a connect that finds no listener fails on its own, with an OSError)
+            await (await asyncio.wait_for(connect, CONNECT_TIMEOUT)).close()
+        except TimeoutError as exc:
+            raise TimeoutError(
+                f"no Dask scheduler answered there within {CONNECT_TIMEOUT:g}s (the "
+                "dashboard's port? a scheduler listens on 8786 unless told otherwise)") from exc
+
+    def run() -> None:
+        try:
+            asyncio.run(handshake())
+        except BaseException as exc:  # raised again in the caller's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="ridtrace-dask-handshake", daemon=True)
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
