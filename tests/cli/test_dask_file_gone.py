@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ridtrace.testing.synth import SynthSpec, write_logs
-from tests.support.servers import free_port, stop_process
+from tests.support.dask_processes import dask_processes
 
 distributed = pytest.importorskip("distributed")
 
@@ -66,22 +66,9 @@ groups.read_blocks = _read_unseen
 def address(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
     preload = tmp_path / "on_read.py"
     preload.write_text(getattr(request, "param", _DELETE_ON_READ))
-    address = f"tcp://127.0.0.1:{free_port()}"
-    started: list[subprocess.Popen[bytes]] = []
-    try:
-        for argv in (["distributed.cli.dask_scheduler", "--port", address.rsplit(":")[-1]],
-                     ["distributed.cli.dask_worker", address, "--nthreads", "1",
-                      "--preload", str(preload)]):
-            started.append(subprocess.Popen(
-                [sys.executable, "-m", *argv, "--host", "127.0.0.1", "--dashboard-address",
-                 "127.0.0.1:0"], cwd=tmp_path, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, start_new_session=True))
-        with distributed.Client(address, timeout="30s") as client:
-            client.wait_for_workers(1, timeout=60)
-        yield address
-    finally:
-        for process in reversed(started):
-            stop_process(process)
+    with dask_processes(tmp_path) as cluster:
+        cluster.worker("--preload", str(preload))
+        yield cluster.address
 
 
 @pytest.mark.parametrize(("command", "options"), [

@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from ridtrace.cli.main import main
 from ridtrace.testing.synth import SynthSpec, write_logs
-from tests.support.servers import free_port, stop_process
+from tests.support.dask_processes import DaskProcesses, dask_processes
 
 distributed = pytest.importorskip("distributed")
 
@@ -41,46 +41,10 @@ groups.read_blocks = _die
 '''
 
 
-class _Cluster:
-    """A `dask scheduler` and the `dask worker` processes the test starts on it."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        self.address = f"tcp://127.0.0.1:{free_port()}"
-        self.started: list[subprocess.Popen[bytes]] = []
-
-    def start(self, *argv: str) -> subprocess.Popen[bytes]:
-        self.started.append(subprocess.Popen(
-            [sys.executable, "-m", *argv, "--host", "127.0.0.1",
-             "--dashboard-address", "127.0.0.1:0"], cwd=self.workdir,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
-        return self.started[-1]
-
-    def worker(self, *options: str) -> subprocess.Popen[bytes]:
-        """A worker without a nanny (nothing restarts it), once the scheduler has it."""
-        process = self.start("distributed.cli.dask_worker", self.address, "--nthreads", "1",
-                             "--no-nanny", *options)
-        self.wait_for(lambda n: n >= 1)
-        return process
-
-    def wait_for(self, workers: Callable[[int], bool]) -> None:
-        with distributed.Client(self.address, timeout="30s") as client:
-            deadline = time.monotonic() + 60
-            while not workers(client.scheduler_info(n_workers=0)["n_workers"]):
-                assert time.monotonic() < deadline, "the scheduler's workers did not change"
-                time.sleep(0.1)
-
-
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[_Cluster]:
-    c = _Cluster(tmp_path)
-    try:
-        c.start("distributed.cli.dask_scheduler", "--port", c.address.rsplit(":")[-1])
-        c.wait_for(lambda n: n == 0)  # it answers
-        yield c
-    finally:
-        for process in reversed(c.started):
-            stop_process(process)
+def cluster(tmp_path: Path) -> Iterator[DaskProcesses]:
+    with dask_processes(tmp_path) as processes:
+        yield processes
 
 
 def _analyze_on(address: str, tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
@@ -99,7 +63,7 @@ def _assert_no_workers_error(done: subprocess.CompletedProcess[str]) -> None:
     assert "--no-workers-timeout" in done.stderr  # what the user can change
 
 
-def test_a_scheduler_that_never_had_a_worker(cluster: _Cluster, tmp_path: Path) -> None:
+def test_a_scheduler_that_never_had_a_worker(cluster: DaskProcesses, tmp_path: Path) -> None:
     started = time.monotonic()
     done = _analyze_on(cluster.address, tmp_path, "--no-workers-timeout", "1s")
     _assert_no_workers_error(done)
@@ -107,24 +71,24 @@ def test_a_scheduler_that_never_had_a_worker(cluster: _Cluster, tmp_path: Path) 
     assert time.monotonic() - started < HANG
 
 
-def test_every_worker_killed_before_the_run(cluster: _Cluster, tmp_path: Path) -> None:
-    worker = cluster.worker()
+def test_every_worker_killed_before_the_run(cluster: DaskProcesses, tmp_path: Path) -> None:
+    worker = cluster.worker("--no-nanny")
     os.kill(worker.pid, signal.SIGKILL)
     cluster.wait_for(lambda n: n == 0)
     _assert_no_workers_error(_analyze_on(cluster.address, tmp_path, "--no-workers-timeout", "1s"))
 
 
-def test_the_last_worker_dying_mid_run(cluster: _Cluster, tmp_path: Path) -> None:
+def test_the_last_worker_dying_mid_run(cluster: DaskProcesses, tmp_path: Path) -> None:
     # Dask's default allowed-failures (3): the task a dead worker held waits for another
     # worker rather than failing, and there is none.
     preload = tmp_path / "die_on_read.py"
     preload.write_text(_DIE_ON_READ)
-    cluster.worker("--preload", str(preload))
+    cluster.worker("--no-nanny", "--preload", str(preload))
     _assert_no_workers_error(_analyze_on(cluster.address, tmp_path, "--no-workers-timeout", "1s"))
 
 
 def test_a_worker_joining_within_the_timeout_runs_the_analysis(
-    cluster: _Cluster, tmp_path: Path,
+    cluster: DaskProcesses, tmp_path: Path,
 ) -> None:
     # The timeout is for a cluster with no worker, not a deadline on the run: a worker
     # that joins after the command started (an adaptive cluster scaling up) does the work.
@@ -135,7 +99,7 @@ def test_a_worker_joining_within_the_timeout_runs_the_analysis(
          "--no-workers-timeout", "5m"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        cluster.worker()
+        cluster.worker("--no-nanny")
         out, err = process.communicate(timeout=HANG)
     finally:
         if process.poll() is None:

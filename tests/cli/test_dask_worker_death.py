@@ -8,7 +8,6 @@ timing involved.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ridtrace.testing.synth import SynthSpec, write_logs
-from tests.support.servers import free_port, stop_process
+from tests.support.dask_processes import dask_processes
 
 distributed = pytest.importorskip("distributed")
 
@@ -41,27 +40,12 @@ def _cluster(workdir: Path, *, kill_scheduler: bool) -> Iterator[str]:
     SIGKILLs itself, or the scheduler, when it reads a block."""
     preload = workdir / "on_read.py"
     preload.write_text(_ON_READ)
-    address = f"tcp://127.0.0.1:{free_port()}"
-    env = {**os.environ, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
-    started: list[subprocess.Popen[bytes]] = []
-
-    def start(argv: list[str], **extra: str) -> subprocess.Popen[bytes]:
-        started.append(subprocess.Popen(
-            [sys.executable, "-m", *argv, "--host", "127.0.0.1",
-             "--dashboard-address", "127.0.0.1:0"], cwd=workdir, env={**env, **extra},
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
-        return started[-1]
-
-    try:
-        scheduler = start(["distributed.cli.dask_scheduler", "--port", address.rsplit(":")[-1]])
-        start(["distributed.cli.dask_worker", address, "--nthreads", "1", "--preload",
-               str(preload)], RIDTRACE_TEST_KILL_PID=str(scheduler.pid) if kill_scheduler else "")
-        with distributed.Client(address, timeout="30s") as client:
-            client.wait_for_workers(1, timeout=60)
-        yield address
-    finally:
-        for process in reversed(started):
-            stop_process(process)
+    env = {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
+    with dask_processes(workdir, env) as cluster:
+        killed = cluster.scheduler_process.pid if kill_scheduler else None
+        cluster.worker("--preload", str(preload),
+                       env={"RIDTRACE_TEST_KILL_PID": str(killed or "")})
+        yield cluster.address
 
 
 def _analyze_on(address: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
