@@ -57,6 +57,7 @@ class SpanColumns:
     cancelled: np.ndarray
     failed: np.ndarray  # outcome error
     ended: np.ndarray  # an outcome is logged: the span's end line is in the logs
+    unstarted: np.ndarray  # one closing line at one instant: its start line not read
     span: np.ndarray
     parent: np.ndarray
     span_codes: int
@@ -201,6 +202,10 @@ def span_columns(requests: pd.DataFrame) -> SpanColumns:
     (file,), file_names = shared_codes(arrow_column(requests["file"]))
     (request_id,), request_ids = shared_codes(text["request_id"])
     front = _equals(side, FRONTEND)
+    start, end = epoch_us(requests["start"]), epoch_us(requests["end"])
+    # A frame built by hand may not say whether a line closes a span: taken as started.
+    closing = np.asarray(requests["closing"].fillna(True).to_numpy(), dtype=bool)
+    one_line = np.asarray(requests["lines"].fillna(0).to_numpy() == 1, dtype=bool)
     # Client ids only matter on frontend spans (client_id_reuse): hash only those.
     (front_xrid,), x_request_ids = shared_codes(text["x_request_id"].filter(pa.array(front)))
     x_request_id = np.full(len(front), -1, dtype=np.int64)
@@ -212,6 +217,7 @@ def span_columns(requests: pd.DataFrame) -> SpanColumns:
         cancelled=_equals(outcome, OUTCOME_CANCELLED),
         failed=_equals(outcome, OUTCOME_ERROR),
         ended=np.asarray(pc.is_valid(outcome).to_numpy(zero_copy_only=False), dtype=bool),
+        unstarted=one_line & closing & (start == end),
         span=span,
         parent=parent,
         span_codes=_size(span, parent),
@@ -221,8 +227,8 @@ def span_columns(requests: pd.DataFrame) -> SpanColumns:
         fp_in=fp_in,
         fp_out=fp_out,
         fp_codes=_size(fp_in, fp_out),
-        start=epoch_us(requests["start"]),
-        end=epoch_us(requests["end"]),
+        start=start,
+        end=end,
         file=file,
         file_names=[str(name) for name in file_names.to_pylist()],
         lines={col: line_numbers(requests[col]) for col in LINE_FILES},

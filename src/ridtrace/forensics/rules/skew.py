@@ -7,7 +7,10 @@ file's offset from below (``caller.start - span.start``) and from above
 (``caller.end - span.end``), as Jaeger's clock-skew adjuster does for one span. The
 offset of a file is the value inside all its bounds closest to zero: no correction
 when the clocks already agree. Frontend files are the reference; a file with no link
-keeps its own clock.
+keeps its own clock. A caller whose start is not in the logs (its ``request.start``
+rotated away: read as an instant at its end) bounds the offset from above only; taken
+as a whole request, no worker span fit in it, and the bounds' middle put the worker's
+span around its caller's end, running past it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ import pyarrow.compute as pc
 
 from ridtrace.forensics.rules.columns import SpanColumns, first_rows, span_columns
 from ridtrace.forensics.rules.frame_arrays import arrow_text
+
+# The lower bound of a link whose caller's start is unknown: below any real offset,
+# far enough from int64's end that no arithmetic on it overflows.
+_NO_LOWER_BOUND = -(1 << 62)
 
 
 def clock_offsets(requests: pd.DataFrame) -> dict[str, int]:
@@ -75,7 +82,8 @@ def _level(spans: SpanColumns, callers: np.ndarray, workers: np.ndarray, shift: 
     workers, caller = workers[across], caller[across]
     if not len(workers):
         return {}
-    lo = spans.start[caller] + shift[caller] - spans.start[workers]
+    lo = np.where(spans.unstarted[caller], _NO_LOWER_BOUND,
+                  spans.start[caller] + shift[caller] - spans.start[workers])
     hi = spans.end[caller] + shift[caller] - spans.end[workers]
     files = spans.file[workers]
     return {code: _best_offset(lo[files == code], hi[files == code])
