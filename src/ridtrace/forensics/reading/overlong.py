@@ -12,10 +12,16 @@ every MiB that holds a newline, so only a block longer than the limit can hold s
 line, and only such a block is read again. A file with one is read by DuckDB from a
 temporary copy in which that line is empty (its newline kept, so line numbers do not
 move and the empty line yields no row): the rare file pays for the copy, not every read.
+
+Such a line is one bad line, far under the 1 % a read tolerates; yet when it is a log
+record (an Unlinked error whose field holds a huge payload) an incident is left out. A
+line whose first KiB reads as a record's start lists its file as read in part, so the
+run is never a silent "No findings".
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -26,9 +32,26 @@ import duckdb
 import numpy as np
 
 from ridtrace.forensics.reading.lines import BLOCK_BYTES, Block, LineMap
+from ridtrace.forensics.reading.staging import make_dir
+from ridtrace.forensics.reading.stats import FileNote, ReadStats
 
 MAX_LINE_BYTES = 16 << 20
 LONG_LINE_REASON = f"line longer than {MAX_LINE_BYTES >> 20} MiB"
+# Why a file with an over-long record is read in part. No line number: a Dask block
+# numbers its lines from 1 (its bad lines say where, in the file's numbering).
+LONG_RECORD = (
+    f"a log record longer than {MAX_LINE_BYTES >> 20} MiB is not read (see its bad lines), "
+    "so an incident it shows may be missing: look at its start "
+    "(sed -n 'LINEp' FILE | head -c 4096) and have the service log less in one line"
+)
+# How much of an over-long line tells a record from a blob: both formats write ``time``
+# first and the format's own keys (``level``, ``target``, ``schema``) right after it.
+RECORD_HEAD_BYTES = 1024
+# A key of the line's object: after ``{`` or ``,``, so text inside a string value, whose
+# quotes are escaped (``\"time\":``), is no key.
+_TIME_KEY = re.compile(rb'[{,]\s*"(?:time|timestamp)"\s*:')
+_RECORD_KEY = re.compile(
+    rb'[{,]\s*"(?:schema|target|level|message|event|span_id|trace_id|request_id|fields)"\s*:')
 
 _NEWLINE = 10
 
@@ -107,6 +130,40 @@ def _copy_range(src: BinaryIO, out: BinaryIO, start: int, stop: int) -> None:
             return
         out.write(data)
         left -= len(data)
+
+
+def set_aside(
+    path: str | Path, line_map: LineMap, lines: Sequence[LongLine], *, name: str,
+    stats: ReadStats,
+) -> tuple[Path, LineMap, list[tuple[int, str]]]:
+    """A copy of `path` without `lines` to read instead, the map numbering its rows, and
+    those lines as bad ones (line, reason); the file is noted in `stats` as read in part
+    when one of them starts like a log record (`starts_like_record`)."""
+    copy = make_dir("ridtrace-long-lines-") / "copy.jsonl"
+    with open(copy, "wb") as out:
+        copy_without(path, out, lines)
+    note = FileNote(name, LONG_RECORD)
+    if note not in stats.unreadable_files and any(
+            starts_like_record(_head(path, x)) for x in lines):
+        stats.unreadable_files.append(note)
+    # The map counted the lines already (they are lines read); now they are blank rows.
+    return copy, without_long_lines(line_map, lines), [(x.line, LONG_LINE_REASON) for x in lines]
+
+
+def _head(path: str | Path, line: LongLine) -> bytes:
+    with open(path, "rb") as fh:
+        fh.seek(line.start)
+        return fh.read(RECORD_HEAD_BYTES)
+
+
+def starts_like_record(head: bytes) -> bool:
+    """Whether a line's first bytes are those of a log record of either format: a JSON
+    object with a time key and another key records have. Cheap, and read on a line's
+    start only: a record's own fields may come after the huge one (ridtrace's
+    ``schema`` follows its ``message``), so no format's marker is required."""
+    body = head.lstrip(b"\0 \t\r").removeprefix(b"\xef\xbb\xbf").lstrip(b" \t")
+    return (body.startswith(b"{") and _TIME_KEY.search(body) is not None
+            and _RECORD_KEY.search(body) is not None)
 
 
 def without_long_lines(line_map: LineMap, lines: Sequence[LongLine]) -> LineMap:

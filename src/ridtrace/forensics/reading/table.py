@@ -21,17 +21,11 @@ import pyarrow.compute as pc
 
 from ridtrace.forensics.reading.lean import OTHER, SPAN, SUSPECT, lean_spans_sql
 from ridtrace.forensics.reading.lines import LineMap
-from ridtrace.forensics.reading.overlong import (
-    LONG_LINE_REASON,
-    copy_without,
-    is_object_size_error,
-    long_lines,
-    without_long_lines,
-)
+from ridtrace.forensics.reading.overlong import is_object_size_error, long_lines, set_aside
 from ridtrace.forensics.reading.scan import FLAGS, LEAN_FIELDS, Window, full_spans_sql, source_sql
 from ridtrace.forensics.reading.schema import READ_FIELDS, TIME_TYPE
 from ridtrace.forensics.reading.sql import normalized_select, spans_select
-from ridtrace.forensics.reading.staging import make_dir, release
+from ridtrace.forensics.reading.staging import release
 from ridtrace.forensics.reading.stats import ReadStats
 from ridtrace.forensics.reading.suspects import judge_in_slices, judge_suspects, suspect_lines
 from ridtrace.forensics.reading.unkeyed import (
@@ -130,12 +124,8 @@ class LogTable:
             long = long_lines(self.path, self.line_map)
             if not long:
                 return got
-        self._copy = make_dir("ridtrace-long-lines-") / "copy.jsonl"
-        with open(self._copy, "wb") as out:
-            copy_without(self.path, out, long)
-        # The map counted the lines already (they are lines read); now they are blank rows.
-        self._line_map = without_long_lines(self.line_map, long)
-        self._long_bad = [(x.line, LONG_LINE_REASON) for x in long]
+        self._copy, self._line_map, self._long_bad = set_aside(
+            self.path, self.line_map, long, name=self.name, stats=self.stats)
         # Not prepared: the copy's path is new, the prepared text would not be run again.
         return self._sql(query(self._source(str(self._copy))))
 
