@@ -14,24 +14,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from ridtrace.forensics.reading.json_start import cannot_be_json
+from ridtrace.forensics.reading.packed_lines import (
+    BOM,
+    DECODE,
+    array_of_objects,
+    back_to_back,
+    cr_separated,
+)
 from ridtrace.forensics.reading.record_time import parse_time
-
-
-def first_of_each_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object's pairs as a dict, a key given twice keeping its first value, as
-    DuckDB's reader keeps it: the same line means the same thing whichever parser reads
-    it (an ``object_pairs_hook``)."""
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        obj.setdefault(key, value)
-    return obj
-
-
-_DECODE = json.JSONDecoder(object_pairs_hook=first_of_each_key)
-# A byte order mark opens each file written by some Windows tools; in the middle of a
-# file it is where `cat` joined two of them. It is no part of the line's JSON.
-_BOM = "\ufeff"
-
 
 # A lone surrogate is valid JSON but no Unicode scalar value: Arrow strings are UTF-8,
 # so it is kept as U+FFFD, the replacement character, like any undecodable text.
@@ -140,7 +130,7 @@ def judge_line(text: bytes, fields: Sequence[str]) -> dict[str, Any] | str:
     # the hole is whole; it was a bad line ("binary data") after every such rotation.
     try:
         decoded = text.lstrip(b"\0").decode("utf-8", errors="strict")
-        obj = _DECODE.decode(decoded.strip().removeprefix(_BOM).strip())
+        obj = DECODE.decode(decoded.strip().removeprefix(BOM).strip())
     except (UnicodeDecodeError, ValueError):
         return _malformed(text)
     except RecursionError:
@@ -231,15 +221,15 @@ def _records(text: bytes, fields: Sequence[str]) -> tuple[list[dict[str, Any]], 
     if isinstance(verdict, dict):
         return [verdict], None
     if verdict == NOT_AN_OBJECT:
-        batch = _array_of_objects(text)
+        batch = array_of_objects(text)
         if batch is None:
             return [], verdict
         return _each_read(batch, fields, f"an array of {len(batch)} JSON objects on one line")
     if verdict != "not JSON":
         return [], verdict
-    objects = _back_to_back(text.decode("utf-8").strip().removeprefix(_BOM))
+    objects = back_to_back(text.decode("utf-8").strip().removeprefix(BOM))
     if objects is None:
-        return [], _cr_separated(text) or verdict
+        return [], cr_separated(text) or verdict
     return _each_read(objects, fields, f"{len(objects)} JSON objects on one line")
 
 
@@ -251,62 +241,3 @@ def _each_read(
     bad = next((row for row in rows if isinstance(row, str)), None)
     # The line is a bad one; its good records are read all the same.
     return good, None if bad is None else f"{what}, one {bad}"
-
-
-def _array_of_objects(text: bytes) -> list[dict[str, Any]] | None:
-    """The line's JSON objects when it is an array of them, None otherwise.
-
-    A batch of records written as one JSON array (Fluent Bit's ``http`` output posts
-    its records so, and a receiver that writes what it is posted keeps them so) was one
-    bad line however many records it held, under the 1 % of bad lines a read may have:
-    an Unlinked error in it was dropped and the run said clean.
-    """
-    try:
-        value = _DECODE.decode(text.lstrip(b"\0").decode("utf-8").strip().removeprefix(_BOM))
-    except (ValueError, RecursionError):
-        return None
-    if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
-        return value
-    return None
-
-
-CR_SEPARATED = "JSON records separated by carriage returns alone, not newlines"
-# Why a file with such a line is read only in part: the line is one bad line however
-# many records it holds, far under the 1 % of bad lines a read may have.
-CR_SEPARATED_FILE = (
-    "records separated by carriage returns alone (old Mac line ends) are not read (see "
-    "its bad lines): convert them to newlines, tr '\\r' '\\n' < FILE"
-)
-
-
-def _cr_separated(text: bytes) -> str | None:
-    """`CR_SEPARATED` with the count, when the line holds JSON records a lone CR ends
-    each of (a stretch of a log written with classic Mac line ends); None otherwise."""
-    if b"\r" not in text.strip():
-        return None
-    records = 0
-    for part in text.split(b"\r"):
-        try:
-            records += isinstance(json.loads(part), dict)
-        except (ValueError, RecursionError):  # a torn or text part among them
-            continue
-    return f"{records} {CR_SEPARATED}" if records > 1 else None
-
-
-def _back_to_back(text: str) -> list[Any] | None:
-    """The JSON objects `text` is made of, one after the other, or None."""
-    objects: list[Any] = []
-    at = 0
-    try:
-        while at < len(text):
-            if text[at] != "{":
-                return None
-            obj, at = _DECODE.raw_decode(text, at)
-            objects.append(obj)
-            # Not a carriage return: a CR-only file is one line of many records whose
-            # lines cannot be cited; it stays a bad line, the read incomplete.
-            while at < len(text) and text[at] in " \t\ufeff":
-                at += 1
-    except (ValueError, RecursionError):
-        return None
-    return objects if len(objects) > 1 else None

@@ -15,8 +15,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ridtrace.forensics.reading.judge import (
-    CR_SEPARATED,
-    CR_SEPARATED_FILE,
     CRASH_HOLE,
     CRASH_HOLE_BYTES,
     JOURNAL_DROPPED,
@@ -31,6 +29,7 @@ from ridtrace.forensics.reading.lean import (
     SUSPECT_TIMED,
     SUSPECT_UNTIMED,
 )
+from ridtrace.forensics.reading.packed_lines import CR_SEPARATED, CR_SEPARATED_FILE
 from ridtrace.forensics.reading.rescue import judge_unwrapped, records_inside
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 

@@ -9,8 +9,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ridtrace.forensics.reading.judge import first_of_each_key
 from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
+from ridtrace.forensics.reading.packed_lines import first_of_each_key
 
 
 class Unwrapper(Protocol):

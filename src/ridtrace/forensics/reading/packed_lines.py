@@ -1,0 +1,89 @@
+"""Lines that hold more than one record: a JSON array of them, objects `cat` joined back
+to back, or a stretch of records ended by lone carriage returns. `judge` reads the first
+two as their records, each cited at the line; the third makes its file incomplete.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = [
+    "BOM", "CR_SEPARATED", "CR_SEPARATED_FILE", "DECODE", "array_of_objects", "back_to_back",
+    "cr_separated", "first_of_each_key",
+]
+
+
+def first_of_each_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict, a key given twice keeping its first value, as
+    DuckDB's reader keeps it: the same line means the same thing whichever parser reads
+    it (an ``object_pairs_hook``)."""
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        obj.setdefault(key, value)
+    return obj
+
+
+DECODE = json.JSONDecoder(object_pairs_hook=first_of_each_key)
+# A byte order mark opens each file written by some Windows tools; in the middle of a
+# file it is where `cat` joined two of them. It is no part of the line's JSON.
+BOM = "\ufeff"
+
+
+def array_of_objects(text: bytes) -> list[dict[str, Any]] | None:
+    """The line's JSON objects when it is an array of them, None otherwise.
+
+    A batch of records written as one JSON array (Fluent Bit's ``http`` output posts
+    its records so, and a receiver that writes what it is posted keeps them so) was one
+    bad line however many records it held, under the 1 % of bad lines a read may have:
+    an Unlinked error in it was dropped and the run said clean.
+    """
+    try:
+        value = DECODE.decode(text.lstrip(b"\0").decode("utf-8").strip().removeprefix(BOM))
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
+        return value
+    return None
+
+
+CR_SEPARATED = "JSON records separated by carriage returns alone, not newlines"
+# Why a file with such a line is read only in part: the line is one bad line however
+# many records it holds, far under the 1 % of bad lines a read may have.
+CR_SEPARATED_FILE = (
+    "records separated by carriage returns alone (old Mac line ends) are not read (see "
+    "its bad lines): convert them to newlines, tr '\\r' '\\n' < FILE"
+)
+
+
+def cr_separated(text: bytes) -> str | None:
+    """`CR_SEPARATED` with the count, when the line holds JSON records a lone CR ends
+    each of (a stretch of a log written with classic Mac line ends); None otherwise."""
+    if b"\r" not in text.strip():
+        return None
+    records = 0
+    for part in text.split(b"\r"):
+        try:
+            records += isinstance(json.loads(part), dict)
+        except (ValueError, RecursionError):  # a torn or text part among them
+            continue
+    return f"{records} {CR_SEPARATED}" if records > 1 else None
+
+
+def back_to_back(text: str) -> list[Any] | None:
+    """The JSON objects `text` is made of, one after the other, or None."""
+    objects: list[Any] = []
+    at = 0
+    try:
+        while at < len(text):
+            if text[at] != "{":
+                return None
+            obj, at = DECODE.raw_decode(text, at)
+            objects.append(obj)
+            # Not a carriage return: a CR-only file is one line of many records whose
+            # lines cannot be cited; it stays a bad line, the read incomplete.
+            while at < len(text) and text[at] in " \t\ufeff":
+                at += 1
+    except (ValueError, RecursionError):
+        return None
+    return objects if len(objects) > 1 else None
