@@ -10,6 +10,11 @@ the interrupted write after the handler returns, so a stopped follower waited in
 good, past a container's grace, until SIGKILL. Once stopped, a write gets `WRITE_GRACE_S`
 (none after a second signal); then its descriptor is pointed at /dev/null, the retried
 write returns, and `lost` names the output for the caller to report.
+
+The handler's own "stopping" line is such a write: with `2>&1 | script` stderr is the
+very pipe stdout is stuck on, and that line, written in the handler, blocked there for
+good. And an output given up on takes stdout or stderr with it when it is the same file:
+its reader reads neither, so the summary or the closing error would block on it next.
 """
 
 from __future__ import annotations
@@ -38,7 +43,10 @@ class StopFlag:
         self._quiet = quiet
         self._old: dict[int, Any] = {}
         self._signalled = threading.Event()
-        self._writing: tuple[int, str] | None = None  # descriptor and what is written
+        # The writes in progress, innermost (the one blocked) last: descriptor and what is
+        # written, None for the stop notice, whose loss fails nothing (stderr's warnings).
+        self._writes: list[tuple[int, str | None]] = []
+        self._dropped: set[int] = set()  # descriptors pointed at /dev/null
         self._armed = False
 
     def __enter__(self) -> StopFlag:
@@ -54,46 +62,57 @@ class StopFlag:
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         self.signals += 1
         self._signalled.set()
-        if self._writing is not None:
-            if self.signals > 1:
-                self._drop_output()
-            else:
-                self._arm()
+        if self.signals > 1:
+            for fd, what in list(self._writes):
+                self._drop_output(fd, what)
+        elif self._writes:
+            self._arm()
         if self.signals == 1 and not self._quiet:
-            # os.write: a handler may run while click is writing to stderr.
-            with contextlib.suppress(OSError):
+            # os.write: a handler may run while click is writing to stderr. A write the
+            # stop may give up on: stderr can be a pipe nobody reads (`2>&1 | script`).
+            with self.writing(2, None), contextlib.suppress(OSError):
                 os.write(2, b"ridtrace: stopping: reading the lines already written "
                             b"(again to stop at once)\n")
 
     def _arm(self) -> None:
-        signal.setitimer(signal.ITIMER_REAL, WRITE_GRACE_S)
-        self._armed = True
+        if not self._armed:
+            signal.setitimer(signal.ITIMER_REAL, WRITE_GRACE_S)
+            self._armed = True
 
     def _give_up_write(self, signum: int, frame: FrameType | None) -> None:
-        if self._writing is not None:
-            self._drop_output()
+        self._armed = False
+        if not self._writes:
+            return
+        fd, what = self._writes[-1]  # the one this thread is blocked in
+        self._drop_output(fd, what)
+        if len(self._writes) > 1:  # the write the handler interrupted gets its grace too
+            self._arm()
 
-    def _drop_output(self) -> None:
-        assert self._writing is not None
-        fd, what = self._writing
+    def _drop_output(self, fd: int, what: str | None) -> None:
         null = os.open(os.devnull, os.O_WRONLY)
         try:
-            os.dup2(null, fd)  # the interrupted write, retried, now returns
+            for target in _same_file(fd):
+                os.dup2(null, target)  # the interrupted write, retried, now returns
+                self._dropped.add(target)
         finally:
             os.close(null)
-        self.lost = self.lost or what
+        if what is not None:
+            self.lost = self.lost or what
 
     @contextlib.contextmanager
-    def writing(self, fd: int, what: str) -> Iterator[None]:
-        """A write of `what` to `fd` that a stop may give up on (see the module)."""
-        self._writing = (fd, what)
+    def writing(self, fd: int, what: str | None) -> Iterator[None]:
+        """A write of `what` to `fd` that a stop may give up on (see the module); `what`
+        None: a notice, whose loss does not fail the run."""
+        if fd in self._dropped and what is not None:
+            self.lost = self.lost or what  # to /dev/null: its reader already read nothing
+        self._writes.append((fd, what))
         if self.signals:
             self._arm()
         try:
             yield
         finally:
-            self._writing = None
-            if self._armed:
+            self._writes.pop()
+            if not self._writes and self._armed:
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 self._armed = False
 
@@ -113,3 +132,17 @@ class StopFlag:
         the handler returns, so with --poll-interval 30s Ctrl-C or a container's SIGTERM
         waited up to 30 s, past a stop's usual 10 s grace, and the summary was lost."""
         self._signalled.wait(seconds)
+
+
+def _same_file(fd: int) -> list[int]:
+    """`fd`, with stdout and stderr when they are the same file (`2>&1`, one terminal)."""
+    def identity(descriptor: int) -> tuple[int, int] | None:
+        try:
+            status = os.fstat(descriptor)
+        except OSError:  # closed (`2>&-`)
+            return None
+        return status.st_dev, status.st_ino
+
+    own = identity(fd)
+    return [fd] + [other for other in (1, 2)
+                   if other != fd and own is not None and identity(other) == own]
