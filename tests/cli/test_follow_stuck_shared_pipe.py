@@ -1,4 +1,4 @@
-"""A stop reaches a follower whose stdout and stderr are one pipe nobody reads.
+"""A stop reaches a follower whose stdout and stderr are one pipe (or two) nobody reads.
 
 `ridtrace analyze --follow logs 2>&1 | alert-script`: when the script hangs, the pipe
 fills with findings, and stderr is that same full pipe. A SIGTERM then wrote the
@@ -92,4 +92,39 @@ def test_sigterm_ends_a_follower_whose_stdout_and_stderr_are_one_full_pipe(
             os.close(write_end)
         os.close(read_end)
     # Exit 2 as for any output nobody reads; its message had nowhere to go but that pipe.
+    assert code == 2
+
+
+@pytest.mark.parametrize("fmt", ["json", "table"])
+def test_sigterm_ends_a_quiet_follower_whose_stderr_is_another_full_pipe(
+    tmp_path: Path, fmt: str,
+) -> None:
+    # stdout and stderr each to a script that hung: with -q no "stopping" line gave
+    # stderr up, and the closing "cannot write findings ..." blocked on it for good.
+    _duplicates(tmp_path)
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    for end in (out_write, err_write):
+        fcntl.fcntl(end, F_SETPIPE_SZ, 4096)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ridtrace", "analyze", str(tmp_path), "--follow", "--from-start",
+         "--format", fmt, "--poll-interval", "0.2s", "-q"],
+        stdout=out_write, stderr=err_write, preexec_fn=hangup_as_from_a_terminal,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while _buffered(out_read) < 2048:
+            assert time.monotonic() < deadline, "no findings written"
+            assert process.poll() is None, process.returncode
+            time.sleep(0.05)
+        _fill_to_the_last_byte(out_write)
+        _fill_to_the_last_byte(err_write)
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=20)  # hung for good before the fix
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for end in (out_read, out_write, err_read, err_write):
+            os.close(end)
     assert code == 2

@@ -207,9 +207,18 @@ def _check_written(stop: StopFlag) -> None:
     stdout does: exit 2, not a code that reads as what the findings say."""
     from ridtrace.cli.analyze import InputError
 
+    class Shown(InputError):
+        def show(self, file: Any = None) -> None:
+            pass  # shown already, within the stop's grace
+
     if stop.lost is not None:
-        raise InputError(f"cannot write {stop.lost}: nothing read it within "
-                         f"{WRITE_GRACE_S:g} s of the stop")
+        error = Shown(f"cannot write {stop.lost}: nothing read it within "
+                      f"{WRITE_GRACE_S:g} s of the stop")
+        # Shown here, not as click leaves: stderr may be a full pipe too, and a stop gives
+        # up on it only while its flag is in place (with -q no "stopping" line gave it up).
+        with stop.writing(2, None):
+            InputError.show(error)
+        raise error
 
 
 def _announce(follower: Follower, settings: FollowSettings, *, quiet: bool) -> None:
