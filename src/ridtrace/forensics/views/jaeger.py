@@ -133,6 +133,14 @@ def _rows(frame: pd.DataFrame) -> Iterator[Any]:
         yield from frame.iloc[at:at + _CHUNK].itertuples(index=False)
 
 
+def _in_start_order(trace: dict[str, Any]) -> dict[str, Any]:
+    """The trace with its spans by startTime, as Jaeger's own JSON lists them: a span dated
+    back by the duration its answer states (its request.start not in the logs) was sorted
+    by its first line's time, after the spans it called. Ties keep their order (stable)."""
+    trace["spans"].sort(key=lambda span: span["startTime"])
+    return trace
+
+
 def to_jaeger(
     requests: pd.DataFrame, events: pd.DataFrame | None = None, *, health: bool = False
 ) -> dict[str, Any]:
@@ -215,7 +223,7 @@ def jaeger_traces(
         jaeger_trace, jaeger_span = r.jaeger_trace, r.jaeger_span
         if trace is None or jaeger_trace != trace["traceID"]:
             if trace is not None:
-                yield trace
+                yield _in_start_order(trace)
             trace = {"traceID": jaeger_trace, "spans": [], "processes": {}}
         service = str(r.service) if present(r.service) else str(r.side)
         procs: dict[str, Any] = trace["processes"]
@@ -281,4 +289,4 @@ def jaeger_traces(
             }
         )
     if trace is not None:
-        yield trace
+        yield _in_start_order(trace)
