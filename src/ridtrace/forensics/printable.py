@@ -9,7 +9,7 @@ replaced by one visible character (C0 and DEL by their Unicode control pictures;
 format characters such as the bidirectional and zero-width ones, line and paragraph
 separators, lone surrogates and unassigned code points by U+FFFD), so a styled line
 keeps its spans in place.
-JSON output keeps every character, escaped where it would be obeyed or hide
+JSON output (and CSV, `csv_cell`) keeps every character, escaped where it would be obeyed or hide
 (`json_escaped`): JSON itself escapes only C0.
 """
 
@@ -50,10 +50,41 @@ def visible(text: str) -> str:
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
+# Where a backslash of the value would read as the start of an escape in a CSV cell.
+_READS_AS_ESCAPE = re.compile(r"\\|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}")
+
+
+def _hidden(char: str) -> bool:
+    return ord(char) in _SHOWN or unicodedata.category(char) in _HIDDEN
+
+
+def _code_escape(char: str) -> str:
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
 def csv_cell(text: str) -> str:
     """`text` for a CSV cell: a would-be formula behind a leading apostrophe (which
-    spreadsheets show as text), and control characters shown, not obeyed (`visible`)."""
-    return visible("'" + text if text.startswith(_FORMULA_START) else text)
+    spreadsheets show as text), and every character `visible` replaces written as its
+    ``\\uXXXX`` (``\\UXXXXXXXX`` outside the BMP) escape, as JSON output writes it.
+    `visible`'s U+FFFD lost the value (a CSV is data to filter and join on, not a
+    view); raw, a bidi control reordered the cell in a terminal or a spreadsheet. A
+    backslash is doubled only where it would read as an escape (before another
+    backslash, an escape's spelling, or an escaped character), so Windows paths keep
+    theirs and the value is recoverable: ``\\\\`` is one backslash, ``\\uXXXX`` one
+    character, any other backslash itself."""
+    text = "'" + text if text.startswith(_FORMULA_START) else text
+    if text.isprintable() and "\\" not in text:  # the common case: nothing to escape
+        return text
+    out = []
+    for at, char in enumerate(text):
+        if char == "\\":
+            after = text[at + 1:at + 10]
+            doubled = _READS_AS_ESCAPE.match(after) or (after and _hidden(after[0]))
+            out.append("\\\\" if doubled else char)
+        else:
+            out.append(_code_escape(char) if _hidden(char) else char)
+    return "".join(out)
 
 
 # In JSON text, what JSON does not escape but a terminal obeys or hides: exactly what

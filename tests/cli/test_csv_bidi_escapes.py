@@ -1,0 +1,46 @@
+"""`ridtrace trace --format csv` keeps a client's bidi control recoverable, yet inert.
+
+A bidirectional control (U+202E RIGHT-TO-LEFT OVERRIDE) in a client's id was written as
+U+FFFD: the value was lost (two clients' ids differing only there were one in the CSV,
+and the cell matched neither id as logged). Raw, it would reorder the cell in a terminal
+or a spreadsheet. It is now its ``\\uXXXX`` escape, as JSON output writes it, a backslash
+doubled only where it would read as an escape (docs/cli.md).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.forensics.helpers import rt_request
+
+# A bidi override, an isolate, a tag character (outside the BMP), a backslash before
+# what reads as an escape, one before an escaped character, and a Windows-style path.
+CLIENT_ID = "ord\u202eer-7\u2066x\U000e0041 lit\\u202e \\\u202e C:\\Users\\logs"
+_ESCAPE = re.compile(r"\\(\\|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})")
+
+
+def _unescaped(cell: str) -> str:
+    """The documented reading: ``\\\\`` one backslash, ``\\uXXXX`` / ``\\UXXXXXXXX`` one
+    character, any other backslash itself."""
+    return _ESCAPE.sub(lambda m: "\\" if m[1] == "\\" else chr(int(m[1][1:], 16)), cell)
+
+
+def test_trace_csv_writes_a_bidi_control_as_its_escape(tmp_path: Path) -> None:
+    (tmp_path / "frontend.jsonl").write_text(
+        "\n".join(rt_request("a" * 16, "r-1", 0, 2, xrid=CLIENT_ID)) + "\n")
+    done = subprocess.run([sys.executable, "-m", "ridtrace", "trace", "r-1", str(tmp_path),
+                           "--format", "csv"], capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    text = done.stdout.decode("utf-8")
+    assert not [c for c in text if c in "\u202e\u2066\U000e0041\ufffd"], ascii(text)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert len(rows) == 2
+    cell = rows[0]["x_request_id"]
+    assert cell == ("ord\\u202eer-7\\u2066x\\U000e0041 lit\\\\u202e \\\\\\u202e "
+                    "C:\\Users\\logs")
+    assert _unescaped(cell) == CLIENT_ID
