@@ -91,7 +91,13 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
                 row.append(" " * left)
                 row.append("█" * (right - left), style=style)
                 row.append(" " * (bar_width - right))
-                duration = (span_ms(bar.end_ms - bar.start_ms, _DURATION - 1)
+                # A caller's ms end with its answer, as its block's header says: lines
+                # logged under its ids after it (the legacy pump's Unlinked response) are
+                # in its bar, the id held until then, not in its duration.
+                shown_ms = bar.end_ms - bar.start_ms
+                if bar.span_id == block.span_id and block.duration_ms is not None:
+                    shown_ms = block.duration_ms
+                duration = (span_ms(shown_ms, _DURATION - 1)
                             if bar.closed and bar.opened
                             else "no end" if bar.opened else "no start")
                 row.append(f"{duration:>{_DURATION}}", style="dim")
