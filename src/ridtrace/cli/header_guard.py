@@ -21,6 +21,7 @@ import httptools
 
 from ridtrace.cli.http10 import framed_for_http10
 from ridtrace.cli.pipelining import BoundedPipeline, InOrderRefusals
+from ridtrace.cli.request_target import with_root_path
 from ridtrace.cli.upgrade import UpgradeIgnoringProtocol
 
 __all__ = [
@@ -193,6 +194,7 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
             self._host_refusal = (f"a request needs exactly one Host header, not {self._hosts} "
                                   "(RFC 9112, section 3.2)")
             raise _HostCountWrong
+        self.url = with_root_path(self.url)  # uvicorn took no path from it: a 400
         self._host_from_target()
         super().on_headers_complete()
         cycles = self._cycles

@@ -1,0 +1,54 @@
+"""Request lines whose target uvicorn's httptools protocol mishandled (RFC 9112 section
+3.2), probed on a real `ridtrace serve` frontend and worker with raw sockets, since no
+well-behaved client sends these.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import pytest
+
+from tests.frontend_plugin.conftest import Proc, Stack
+
+
+def _exchange(port: int, line: bytes) -> bytes:
+    """Send one request with ``line`` as its request line; read until the server closes."""
+    sent = line + b"\r\nhost: 127.0.0.1:%d\r\nconnection: close\r\n\r\n" % port
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(sent)
+        answer = b""
+        try:
+            while chunk := sock.recv(65536):
+                answer += chunk
+        except ConnectionResetError:  # closed with our bytes unread
+            pass
+    return answer
+
+
+def _ports(stack: Stack) -> list[Proc]:
+    return [stack.frontend, stack.workers[0]]
+
+
+def _wait_for_warning(proc: Proc, reason: str) -> None:
+    deadline = time.monotonic() + 10
+    while not [x for x in proc.lines()
+               if x["level"] == "WARN" and reason in str(x["message"])]:
+        assert time.monotonic() < deadline, f"no WARN line saying {reason!r}"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("query", [b"", b"?probe=1"])
+def test_an_absolute_target_with_an_empty_path_is_the_root(stack: Stack, query: bytes) -> None:
+    # RFC 9112 sections 3.2.2 and 4.2.1: "http://host:port" asks for "/" (uvicorn found
+    # no path in it: a 400 "Invalid HTTP request received."). The root is a 404 in each
+    # route's shape; with a path, as a proxy sends it, the target is served.
+    for proc in _ports(stack):
+        answer = _exchange(proc.port, b"GET http://127.0.0.1:%d%s HTTP/1.1" % (proc.port, query))
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 404 "), answer[:300]
+        assert b"application/json" in head and json.loads(body), answer[:300]
+        health = _exchange(proc.port, b"GET http://127.0.0.1:%d/health HTTP/1.1" % proc.port)
+        assert health.startswith(b"HTTP/1.1 200 "), health[:300]
