@@ -52,3 +52,27 @@ def test_an_absolute_target_with_an_empty_path_is_the_root(stack: Stack, query: 
         assert b"application/json" in head and json.loads(body), answer[:300]
         health = _exchange(proc.port, b"GET http://127.0.0.1:%d/health HTTP/1.1" % proc.port)
         assert health.startswith(b"HTTP/1.1 200 "), health[:300]
+
+
+@pytest.mark.parametrize(("line", "reason"), [
+    # Only OPTIONS may use the asterisk-form (RFC 9112 section 3.2.4): these reached
+    # the routes as the path "/*", a 404.
+    (b"GET * HTTP/1.1", "the asterisk-form target (*) is only for OPTIONS"),
+    (b"POST * HTTP/1.1", "the asterisk-form target (*) is only for OPTIONS"),
+])
+def test_targets_not_for_this_server_get_400_saying_why(
+    stack: Stack, line: bytes, reason: str,
+) -> None:
+    for proc in _ports(stack):
+        answer = _exchange(proc.port, line.replace(b"PORT", b"%d" % proc.port))
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400 "), answer[:300]
+        assert b"connection: close" in head.lower()
+        assert reason in body.decode(), answer[:300]
+        _wait_for_warning(proc, reason)
+
+
+def test_options_asterisk_is_not_refused_as_a_target(stack: Stack) -> None:
+    for proc in _ports(stack):
+        options = _exchange(proc.port, b"OPTIONS * HTTP/1.1")
+        assert options.startswith(b"HTTP/1.1 404 "), options[:300]

@@ -21,7 +21,7 @@ import httptools
 
 from ridtrace.cli.http10 import framed_for_http10
 from ridtrace.cli.pipelining import BoundedPipeline, InOrderRefusals
-from ridtrace.cli.request_target import with_root_path
+from ridtrace.cli.request_target import target_refusal, with_root_path
 from ridtrace.cli.upgrade import UpgradeIgnoringProtocol
 
 __all__ = [
@@ -47,8 +47,9 @@ class _HeadersTooLarge(Exception):
     """Raised in a parser callback: httptools then stops and reports a callback error."""
 
 
-class _HostCountWrong(Exception):
-    """Raised in a parser callback, as :class:`_HeadersTooLarge`: RFC 9112 section 3.2."""
+class _HeadRefused(Exception):
+    """Raised in a parser callback, as :class:`_HeadersTooLarge`: a Host count or a request
+    target RFC 9112 section 3.2 refuses."""
 
 
 class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
@@ -62,7 +63,7 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         self._header_bytes = 0
         self._too_large = False
         self._hosts = 0  # Host header lines of the request being parsed
-        self._host_refusal: str | None = None
+        self._head_refusal: str | None = None
         self._in_trailer = False  # the header section is over: fields now are trailers
         self._unread_body = 0  # body bytes that came after the request was answered
         # Bytes received while the request's body was being read, and how many of them
@@ -191,9 +192,12 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         # request with several (h11 answers both so; httptools served them, and the Host
         # check read only the first of several, which a proxy may read otherwise).
         if self._hosts > 1 or (self._hosts == 0 and self.parser.get_http_version() == "1.1"):
-            self._host_refusal = (f"a request needs exactly one Host header, not {self._hosts} "
+            self._head_refusal = (f"a request needs exactly one Host header, not {self._hosts} "
                                   "(RFC 9112, section 3.2)")
-            raise _HostCountWrong
+            raise _HeadRefused
+        self._head_refusal = target_refusal(self.parser.get_method(), self.url)
+        if self._head_refusal is not None:
+            raise _HeadRefused
         self.url = with_root_path(self.url)  # uvicorn took no path from it: a 400
         self._host_from_target()
         super().on_headers_complete()
@@ -226,8 +230,8 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         # Our callbacks' refusals: the log line says which, as the parser's own do.
         if self._too_large:
             return f"{_REFUSED}: request headers exceed {self.max_header_bytes} bytes"
-        if self._host_refusal is not None:
-            return f"{_REFUSED}: {self._host_refusal}"
+        if self._head_refusal is not None:
+            return f"{_REFUSED}: {self._head_refusal}"
         return super().refusal(exc)
 
     def send_400_response(self, msg: str) -> None:
@@ -236,8 +240,8 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
             self._answer_and_close(431, "Request Header Fields Too Large",
                                    f"request headers exceed {self.max_header_bytes} bytes")
             return
-        if self._host_refusal is not None:
-            self._answer_and_close(400, "Bad Request", self._host_refusal)
+        if self._head_refusal is not None:
+            self._answer_and_close(400, "Bad Request", self._head_refusal)
             return
         super().send_400_response(msg)
 

@@ -3,14 +3,24 @@
 uvicorn hands any target llhttp reads to ``httptools.parse_url`` and takes its path:
 an absolute-form target with an empty path (``http://host:8000``, which RFC 9112
 section 3.2.2 reads as ``/``) has none, so it failed in a parser callback, a 400 that
-said only "Invalid HTTP request received.".
+said only "Invalid HTTP request received."; the asterisk-form (``*``), which only
+OPTIONS may use, reached the routes as the path ``/*``.
 """
 
 from __future__ import annotations
 
 import httptools
 
-__all__ = ["with_root_path"]
+__all__ = ["target_refusal", "with_root_path"]
+
+
+def target_refusal(method: bytes, target: bytes) -> str | None:
+    """Why a request with this method and target cannot be served, or ``None``.
+
+    The reasons are fixed phrases: the target's bytes are never repeated."""
+    if target == b"*" and method != b"OPTIONS":
+        return "the asterisk-form target (*) is only for OPTIONS (RFC 9112, section 3.2.4)"
+    return None
 
 
 def with_root_path(target: bytes) -> bytes:
