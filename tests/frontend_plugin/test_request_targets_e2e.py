@@ -59,6 +59,9 @@ def test_an_absolute_target_with_an_empty_path_is_the_root(stack: Stack, query: 
     # the routes as the path "/*", a 404.
     (b"GET * HTTP/1.1", "the asterisk-form target (*) is only for OPTIONS"),
     (b"POST * HTTP/1.1", "the asterisk-form target (*) is only for OPTIONS"),
+    # A proxy's method: uvicorn found no path in its authority-form target, a 400 with
+    # no reason.
+    (b"CONNECT 127.0.0.1:443 HTTP/1.1", "CONNECT asks a proxy for a tunnel"),
 ])
 def test_targets_not_for_this_server_get_400_saying_why(
     stack: Stack, line: bytes, reason: str,

@@ -1,10 +1,11 @@
 """Request targets uvicorn's httptools protocol mishandles (RFC 9112 section 3.2).
 
 uvicorn hands any target llhttp reads to ``httptools.parse_url`` and takes its path:
-an absolute-form target with an empty path (``http://host:8000``, which RFC 9112
-section 3.2.2 reads as ``/``) has none, so it failed in a parser callback, a 400 that
-said only "Invalid HTTP request received."; the asterisk-form (``*``), which only
-OPTIONS may use, reached the routes as the path ``/*``.
+a CONNECT's authority-form (``host:443``) does not parse and an absolute-form target
+with an empty path (``http://host:8000``, which RFC 9112 section 3.2.2 reads as ``/``)
+has no path, so both failed in a parser callback, a 400 that said only "Invalid HTTP
+request received."; the asterisk-form (``*``), which only OPTIONS may use, reached the
+routes as the path ``/*``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ def target_refusal(method: bytes, target: bytes) -> str | None:
     """Why a request with this method and target cannot be served, or ``None``.
 
     The reasons are fixed phrases: the target's bytes are never repeated."""
+    if method == b"CONNECT":
+        return ("CONNECT asks a proxy for a tunnel; this server is not a proxy "
+                "(RFC 9110, section 9.3.6)")
     if target == b"*" and method != b"OPTIONS":
         return "the asterisk-form target (*) is only for OPTIONS (RFC 9112, section 3.2.4)"
     return None
