@@ -62,6 +62,11 @@ def test_an_absolute_target_with_an_empty_path_is_the_root(stack: Stack, query: 
     # A proxy's method: uvicorn found no path in its authority-form target, a 400 with
     # no reason.
     (b"CONNECT 127.0.0.1:443 HTTP/1.1", "CONNECT asks a proxy for a tunnel"),
+    # Served as their path before: a server for http(s) is not one for ftp or file.
+    (b"GET ftp://127.0.0.1:PORT/health HTTP/1.1",
+     "an absolute request target must be an http or https URI"),
+    (b"GET FILE://127.0.0.1:PORT/health HTTP/1.1",
+     "an absolute request target must be an http or https URI"),
 ])
 def test_targets_not_for_this_server_get_400_saying_why(
     stack: Stack, line: bytes, reason: str,
@@ -75,7 +80,11 @@ def test_targets_not_for_this_server_get_400_saying_why(
         _wait_for_warning(proc, reason)
 
 
-def test_options_asterisk_is_not_refused_as_a_target(stack: Stack) -> None:
+def test_https_targets_and_options_asterisk_are_still_served(stack: Stack) -> None:
     for proc in _ports(stack):
+        for line in (b"GET https://127.0.0.1:%d/health HTTP/1.1" % proc.port,
+                     b"GET HTTP://127.0.0.1:%d/health HTTP/1.1" % proc.port):
+            answer = _exchange(proc.port, line)
+            assert answer.startswith(b"HTTP/1.1 200 "), (line, answer[:300])
         options = _exchange(proc.port, b"OPTIONS * HTTP/1.1")
         assert options.startswith(b"HTTP/1.1 404 "), options[:300]

@@ -4,8 +4,9 @@ uvicorn hands any target llhttp reads to ``httptools.parse_url`` and takes its p
 a CONNECT's authority-form (``host:443``) does not parse and an absolute-form target
 with an empty path (``http://host:8000``, which RFC 9112 section 3.2.2 reads as ``/``)
 has no path, so both failed in a parser callback, a 400 that said only "Invalid HTTP
-request received."; the asterisk-form (``*``), which only OPTIONS may use, reached the
-routes as the path ``/*``.
+request received."; an absolute-form target of any scheme (``ftp://host/health``) was
+served as its path, and the asterisk-form (``*``), which only OPTIONS may use, reached
+the routes as the path ``/*``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import httptools
 
 __all__ = ["target_refusal", "with_root_path"]
+
+_WEB_SCHEMES = (b"http", b"https")
 
 
 def target_refusal(method: bytes, target: bytes) -> str | None:
@@ -24,6 +27,14 @@ def target_refusal(method: bytes, target: bytes) -> str | None:
                 "(RFC 9110, section 9.3.6)")
     if target == b"*" and method != b"OPTIONS":
         return "the asterisk-form target (*) is only for OPTIONS (RFC 9112, section 3.2.4)"
+    if target.startswith(b"/") or target == b"*":
+        return None
+    try:
+        scheme = httptools.parse_url(target).schema
+    except httptools.HttpParserInvalidURLError:
+        return None  # llhttp refuses the other forms itself, saying why
+    if scheme is not None and scheme.lower() not in _WEB_SCHEMES:
+        return "an absolute request target must be an http or https URI (RFC 9110, section 4.2)"
     return None
 
 
