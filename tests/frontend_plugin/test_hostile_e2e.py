@@ -52,6 +52,27 @@ def test_hostile_bodies(stack: Stack) -> None:
     assert stack.inflight()["registered"] == before + 1
 
 
+def test_a_work_envelope_not_in_utf8_is_told_which_byte_and_where(stack: Stack) -> None:
+    # orjson says "str is not valid UTF-8: surrogates not allowed" at line 1 column 1
+    # for any byte that is not UTF-8: the worker repeated it, where the frontend names
+    # the byte and its offset.
+    worker = stack.workers[0]
+    body = b'{"request_id": "utf8-env", "model": "caf\xe9", "prompt": "x"}'
+    with socket.create_connection(("127.0.0.1", worker.port), timeout=30) as sock:
+        sock.sendall(b"POST /v1/work HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n"
+                     b"content-type: application/json\r\ncontent-length: %d\r\n\r\n%s"
+                     % (len(body), body))
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 "), answer[:300]
+    reason = "invalid JSON body: not valid UTF-8 (byte 0xe9 at offset 40)"
+    assert json.loads(payload)["error"]["message"] == reason
+    worker.wait_for_lines(lambda line: line.get("event") == "worker.refused"
+                          and line.get("error") == reason, 1)
+
+
 @pytest.mark.parametrize(("blank", "count"), [(" ", 1_000_000), ("\n", 500_000)])
 def test_a_prompt_of_whitespace_is_answered_at_once(stack: Stack, blank: str, count: int) -> None:
     # The engine's tokenizer backtracked through the rest of a whitespace run at each of

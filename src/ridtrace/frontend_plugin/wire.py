@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from ridtrace.frontend_plugin import json_codec
-from ridtrace.frontend_plugin.bodies import MAX_MODEL_LENGTH
+from ridtrace.frontend_plugin.bodies import MAX_MODEL_LENGTH, json_error
 from ridtrace.frontend_plugin.json_reply import check_schema
 from ridtrace.frontend_plugin.sampling import MAX_STOP_LENGTH, MAX_STOP_SEQUENCES
 from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH, validate_client_id
@@ -104,7 +104,9 @@ class WorkRequest:
         try:
             raw: Any = json_codec.loads(data)
         except orjson.JSONDecodeError as exc:
-            raise ValueError(f"invalid JSON: {exc}") from None
+            # As the frontend words it: orjson calls any byte that is not UTF-8
+            # "surrogates not allowed" at line 1 column 1, wherever it is.
+            raise ValueError(json_error(data, exc)) from None
         if not isinstance(raw, dict):
             raise ValueError("envelope must be a JSON object")
         for name in _STR_FIELDS:
