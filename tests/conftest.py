@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.support.extras import EXTRA_MODULES, require_extra
+
 DEMO_REQUESTS = 36
 
 # Property tests run a bounded number of examples in the suite ("ci", the default) so
@@ -32,6 +34,18 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # start their child as a terminal's, tests.support.signals.hangup_as_from_a_terminal.)
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"extra(*names): needs the optional extras `names` ({', '.join(EXTRA_MODULES)}); "
+        "skips without it (tests/support/extras.py)")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for marker in item.iter_markers("extra"):
+        for extra in marker.args:
+            require_extra(extra)
 
 
 @pytest.fixture(autouse=True)

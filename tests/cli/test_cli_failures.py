@@ -92,8 +92,8 @@ def test_our_own_trace_export_beside_the_logs_is_not_a_bad_line(tmp_path: Path) 
     assert result.exit_code == 1  # the duplicate in flight, nothing incomplete
 
 
+@pytest.mark.extra("plot")
 def test_audit_plot_draws_a_time_at_year_1(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
     from tests.forensics.helpers import rt
 
     lines = [rt("request.start", time=ts(i), request_id=f"r{i}", span_id=f"{i:016x}",
@@ -116,12 +116,12 @@ def test_audit_plot_draws_a_time_at_year_1(tmp_path: Path) -> None:
     assert sum(day["x-dynamo-request-id"] for day in daily.values()) == 4
 
 
+@pytest.mark.extra("plot")
 def test_audit_plot_draws_header_names_as_text(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Names come from the logs: "$...$" was read as math by matplotlib (one it could not
     # parse: exit 4 with its traceback) and a name starting with "_" left the legend.
-    pytest.importorskip("matplotlib")
     from matplotlib.figure import Figure
 
     from tests.forensics.helpers import rt
@@ -208,10 +208,10 @@ def test_a_trace_export_past_the_sniff_beside_the_logs_is_not_a_log(tmp_path: Pa
     assert result.exit_code == 0
 
 
+@pytest.mark.extra("plot")
 def test_audit_plot_to_a_path_it_cannot_write_is_exit_2_not_a_crash(tmp_path: Path) -> None:
     # A typo'd directory in --plot raised FileNotFoundError from matplotlib: a traceback
     # and exit 4, "ridtrace itself failed", for a user's mistake.
-    pytest.importorskip("matplotlib")
     log = _logs(tmp_path)
     for plot in (tmp_path / "no-such-dir" / "use.png", log / "use.png"):  # under a file too
         result = CliRunner().invoke(main, ["audit", str(log), "--plot", str(plot)])

@@ -110,8 +110,8 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.extra("dask")
 def test_sigterm_on_a_dask_run_shuts_its_cluster_down(tmp_path: Path) -> None:
-    pytest.importorskip("distributed")
     temp = tmp_path / "tmp"
     temp.mkdir()
     scratch = temp / "dask-scratch-space"  # where Dask's local cluster keeps its files

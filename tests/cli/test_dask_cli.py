@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from ridtrace.cli.main import main
 from ridtrace.testing.synth import SynthSpec, write_logs
+from tests.support.extras import require_extra
 
-pytest.importorskip("dask.dataframe")
-pytest.importorskip("distributed")
+require_extra("dask")
 
 SAMPLE = Path(__file__).parents[1] / "forensics" / "data" / "dynamo-jsonl-sample.jsonl"
 

@@ -19,8 +19,9 @@ import pytest
 
 from ridtrace.testing.synth import SynthSpec, write_logs
 from tests.support.dask_processes import dask_processes
+from tests.support.extras import require_extra
 
-distributed = pytest.importorskip("distributed")
+require_extra("dask")
 
 _DELETE_ON_READ = '''
 import os

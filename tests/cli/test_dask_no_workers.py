@@ -23,8 +23,9 @@ from click.testing import CliRunner
 from ridtrace.cli.main import main
 from ridtrace.testing.synth import SynthSpec, write_logs
 from tests.support.dask_processes import DaskProcesses, dask_processes
+from tests.support.extras import require_extra
 
-distributed = pytest.importorskip("distributed")
+require_extra("dask")
 
 # A bound on the command only: without the fix it never ended, so this fails it.
 HANG = 120

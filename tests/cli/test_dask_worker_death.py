@@ -14,12 +14,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
-
 from ridtrace.testing.synth import SynthSpec, write_logs
 from tests.support.dask_processes import dask_processes
+from tests.support.extras import require_extra
 
-distributed = pytest.importorskip("distributed")
+require_extra("dask")
 
 _ON_READ = '''
 import os, signal, time

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from ridtrace.testing.synth import SynthSpec, write_logs
+from tests.support.extras import require_extra
 from tests.support.servers import free_port, stop_process
 
-pytest.importorskip("distributed")
+require_extra("dask")
 
 # A bound on the command only: without the fix it never ended, so this fails it.
 HANG = 120

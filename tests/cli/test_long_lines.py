@@ -118,11 +118,10 @@ def test_audit_counts_the_header_sent_after_the_long_line(logs: Path) -> None:
     ]
 
 
+@pytest.mark.extra("dask")
 def test_dask_engine_gives_the_same_report(
     logs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("dask.dataframe")
-    pytest.importorskip("distributed")
     from ridtrace.forensics.dask_engine import engine as dask_engine
 
     # The CLI's own cluster, in threads: worker processes take ~10 s to start here.

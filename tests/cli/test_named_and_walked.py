@@ -59,8 +59,8 @@ def test_a_follower_follows_a_named_file_whatever_comes_first(logs: Path, first:
         watch.close()
 
 
+@pytest.mark.extra("dask")
 def test_the_dask_engine_reads_a_named_file_as_named(logs: Path) -> None:
-    pytest.importorskip("dask")
     from ridtrace.forensics.dask_engine.urls import expand_urls
 
     files = expand_urls([str(logs), str(logs / "frontend.out")])

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from ridtrace.cli.main import main
 from tests.forensics.helpers import rt_request
+from tests.support.extras import require_extra
 
 COMMANDS = {
     "analyze": ["analyze", "{logs}", "--format", "json", "-o", "{target}"],
@@ -36,9 +37,9 @@ def _logs(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("named", ["the file", "its directory"])
 def test_the_output_is_never_a_log_read(tmp_path: Path, command: str, named: str) -> None:
     if command.startswith("analyze dask"):
-        pytest.importorskip("dask.distributed")
+        require_extra("dask")
     if command == "audit plot":
-        pytest.importorskip("matplotlib")
+        require_extra("plot")
     logs = _logs(tmp_path)
     log = logs / "frontend.jsonl"
     before = log.read_bytes()
@@ -59,7 +60,7 @@ def test_an_earlier_report_beside_the_logs_is_replaced(tmp_path: Path, engine: s
     logs = _logs(tmp_path)
     report = logs / "report.json"
     if engine == "dask":
-        pytest.importorskip("dask.distributed")
+        require_extra("dask")
         named = [f"file://{logs}", "--engine", "dask"]
     else:
         named = [str(logs)]

@@ -16,8 +16,9 @@ from click.testing import CliRunner
 
 from ridtrace.cli.main import main
 from tests.forensics.helpers import rt_request
+from tests.support.extras import require_extra
 
-pytest.importorskip("matplotlib")
+require_extra("plot")
 
 
 def _log(tmp_path: Path) -> Path:

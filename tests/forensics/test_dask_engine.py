@@ -5,6 +5,7 @@ start-up). Small blocks split the test files into many parts, each read through 
 same stages as a whole file.
 """
 
+# ruff: noqa: E402  (the imports after require_extra need the extra)
 from __future__ import annotations
 
 import gzip
@@ -16,8 +17,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-pytest.importorskip("dask.dataframe")
-pytest.importorskip("distributed")
+from tests.support.extras import require_extra
+
+require_extra("dask")  # before the imports below, which need it
 
 from ridtrace.forensics.dask_engine.blocks import LogFile, plan_blocks, read_block
 from ridtrace.forensics.dask_engine.engine import (

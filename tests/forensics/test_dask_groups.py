@@ -4,6 +4,7 @@ A directory of pod logs is hundreds of small files; a task (and a shuffle output
 file took minutes for what the local engine reads in a second.
 """
 
+# ruff: noqa: E402  (the imports after require_extra need the extra)
 from __future__ import annotations
 
 import gzip
@@ -12,8 +13,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("dask.dataframe")
-pytest.importorskip("distributed")
+from tests.support.extras import require_extra
+
+require_extra("dask")  # before the imports below, which need it
 
 from ridtrace.forensics.dask_engine.blocks import Block, LogFile, plan_blocks
 from ridtrace.forensics.dask_engine.engine import analyze_dask, shuffle_outputs

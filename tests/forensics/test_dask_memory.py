@@ -5,6 +5,7 @@ one by one and lets the workers free each at once, and the shuffle hands text ba
 Arrow strings rather than as Python objects.
 """
 
+# ruff: noqa: E402  (the imports after require_extra need the extra)
 from __future__ import annotations
 
 import threading
@@ -13,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import pytest
 
-pytest.importorskip("dask.dataframe")
-pytest.importorskip("distributed")
+from tests.support.extras import require_extra
+
+require_extra("dask")  # before the imports below, which need it
 
 import dask.dataframe as dd
 import distributed
