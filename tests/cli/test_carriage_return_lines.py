@@ -17,6 +17,7 @@ import pytest
 from ridtrace.forensics.live.follow import Follower, FollowSettings
 from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import rt, rt_request, ts
+from tests.support.extras import ENGINES
 
 
 def _log_with_cr_run(log: Path) -> None:
@@ -29,7 +30,7 @@ def _log_with_cr_run(log: Path) -> None:
     log.write_text("\n".join([*lines[:100], joined, *lines[100:]]) + "\n")
 
 
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_records_separated_by_lone_carriage_returns_make_the_read_incomplete(
     tmp_path: Path, engine: str
 ) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from ridtrace.testing.synth import SynthSpec, write_logs
 from tests.cli.helpers import analyze_json
+from tests.support.extras import ENGINES
 
 
 def _logs_and_a_copy(tmp_path: Path, *, requests: int) -> tuple[Path, Path]:
@@ -24,7 +25,7 @@ def _logs_and_a_copy(tmp_path: Path, *, requests: int) -> tuple[Path, Path]:
     return plain, holed
 
 
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_the_record_after_a_crash_hole_is_read_and_the_read_is_incomplete(
     tmp_path: Path, engine: str
 ) -> None:
@@ -63,7 +64,7 @@ def test_a_hole_at_the_end_is_a_bad_line_and_an_incomplete_read(tmp_path: Path) 
     assert code == 3
 
 
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_hole_opening_the_file_is_a_copytruncates_not_a_crashs(
     tmp_path: Path, engine: str
 ) -> None:

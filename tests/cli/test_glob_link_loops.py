@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.forensics.helpers import rt, rt_request, ts
+from tests.support.extras import ENGINES
 
 
 def _looping_logs(root: Path) -> Path:
@@ -37,7 +38,7 @@ def _run(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           cwd=root, capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_recursive_glob_over_link_loops_reads_each_log_once(
     tmp_path: Path, engine: str
 ) -> None:

@@ -11,9 +11,10 @@ import pytest
 
 from ridtrace.testing.synth import SynthSpec, write_logs
 from tests.cli.helpers import analyze_json
+from tests.support.extras import ENGINES
 
 
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_records_joined_on_one_line_are_each_read(tmp_path: Path, engine: str) -> None:
     plain = tmp_path / "plain"
     write_logs(plain, SynthSpec(requests=80))

@@ -16,6 +16,7 @@ import pytest
 
 from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import rt, rt_request, ts
+from tests.support.extras import ENGINES
 
 
 def _log_with_batch(log: Path, batch: list[str]) -> None:
@@ -29,7 +30,7 @@ def _lost_request() -> list[str]:
     return [start, rt("response.unlinked", time=ts(300.5), **ctx), end]
 
 
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_an_array_of_records_on_a_line_is_read_as_its_records(
     tmp_path: Path, engine: str
 ) -> None:

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from ridtrace.cli.main import main
 from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import rt, rt_request, ts
+from tests.support.extras import ENGINES
 
 
 def _write(path: Path, lines: list[str]) -> Path:
@@ -26,7 +27,7 @@ def _work(span: str, parent: str, trace: str, rid: str, start: float, end: float
             rt("worker.end", time=ts(end), outcome="ok", fp_out=fp_out, **ctx)]
 
 
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_one_span_id_in_two_traces_is_two_requests(tmp_path: Path, engine: str) -> None:
     # Two callers that logged the same span id in different traces held id 7 at once.
     # On span ids alone they were one caller: 1 request, no finding, exit 0.
@@ -68,7 +69,7 @@ def _crossed_incident(directory: Path, *, worker_skew: float) -> None:
     ])
 
 
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_since_keeps_the_spans_of_a_worker_whose_clock_runs_behind(
     tmp_path: Path, engine: str
 ) -> None:
@@ -88,7 +89,7 @@ def test_since_keeps_the_spans_of_a_worker_whose_clock_runs_behind(
     assert windowed["summary"]["clock_offsets_ms"] == whole["summary"]["clock_offsets_ms"]
 
 
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_each_deprecated_header_a_request_sent_is_counted(tmp_path: Path, engine: str) -> None:
     # The middleware's WARN (once per header per process) comes before request.start and
     # names one header. The first request's deprecated headers were taken from the

@@ -17,9 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
-
-pytest.importorskip("dask.dataframe")
-pytest.importorskip("distributed")
+from tests.support.extras import ENGINES
 
 _HEAD = {"level": "DEBUG", "target": "dynamo_llm::http::service::metrics",
          "span_name": "http-request", "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
@@ -60,7 +58,7 @@ SPANLESS_WARNS = [
 
 @pytest.mark.parametrize("warn", SPANLESS_WARNS, ids=["message form", "header field"])
 @pytest.mark.parametrize("command", ["analyze", "audit"])
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_deprecated_header_warn_with_no_span_id_is_named_not_dropped(
     tmp_path: Path, warn: dict[str, object], command: str, engine: str,
 ) -> None:
@@ -74,6 +72,7 @@ def test_a_deprecated_header_warn_with_no_span_id_is_named_not_dropped(
     assert code == 3
 
 
+@pytest.mark.extra("dask")
 def test_audit_names_an_unlinked_error_with_no_span_id_as_its_dask_engine_does(
     tmp_path: Path,
 ) -> None:
@@ -85,6 +84,7 @@ def test_audit_names_an_unlinked_error_with_no_span_id_as_its_dask_engine_does(
     assert pandas[0] == 3
 
 
+@pytest.mark.extra("dask")
 def test_the_dask_engine_names_the_line_in_its_file_not_in_its_block(tmp_path: Path) -> None:
     # A file bigger than a partition is read in blocks: the note named the line within
     # its block (line 730 of a WARN at line 17399), and a second such line in another

@@ -11,6 +11,7 @@ import pytest
 from ridtrace.forensics.reading.judge import judge_line
 from ridtrace.testing.synth import SynthSpec, write_logs
 from tests.cli.helpers import analyze_json
+from tests.support.extras import ENGINES
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,7 @@ ENCODINGS = {
 }
 
 
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("encoding", sorted(ENCODINGS))
 def test_utf16_logs_give_the_utf8_report(
     plain: Path, tmp_path: Path, encoding: str, engine: str

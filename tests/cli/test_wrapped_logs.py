@@ -17,6 +17,7 @@ from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.stats import ReadStats
 from ridtrace.testing.synth import SynthSpec, write_logs
 from tests.cli.helpers import analyze_json
+from tests.support.extras import ENGINES
 
 # Longer lines are cut into parts, as the runtimes cut lines longer than their buffers.
 _CUT = 120
@@ -320,7 +321,7 @@ def _record_at(path: Path, line: int) -> bytes:
     return path.read_bytes().split(b"\n")[line - 1]
 
 
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("kind", sorted(WRAPPERS))
 def test_wrapped_logs_give_the_plain_logs_report(
     plain: Path, tmp_path: Path, kind: str, engine: str
@@ -415,7 +416,7 @@ def test_a_shippers_wrapping_is_known_past_a_banner_and_not_taken_for_a_record(
 
 
 
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("kind", ["vector", "fluent-bit", "logcli"])
 def test_a_shippers_records_after_a_long_text_banner_are_read(
     plain: Path, tmp_path: Path, kind: str, engine: str
@@ -600,7 +601,7 @@ def test_a_journal_field_written_as_an_array_is_no_crash(tmp_path: Path) -> None
     assert code == 3  # read, and no request in them: incomplete, not an internal error (4)
 
 
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_containers_lines_after_the_services_own_are_read(
     plain: Path, tmp_path: Path, engine: str
 ) -> None:

@@ -78,6 +78,7 @@ def test_an_open_request_already_found_as_a_duplicate_adds_no_reason(tmp_path: P
     assert _open_reasons(doc["summary"]) == []
 
 
+@pytest.mark.extra("dask")
 def test_the_dask_engine_names_the_same_incomplete_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
