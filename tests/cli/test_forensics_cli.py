@@ -139,7 +139,7 @@ def test_dynamo_sample_cli() -> None:
     assert (summary["unlinked"], summary["deprecated_header"]) == (1, 2)
 
 
-def test_audit(logs: tuple[Path, SynthTruth], tmp_path: Path) -> None:
+def test_audit(logs: tuple[Path, SynthTruth]) -> None:
     path, truth = logs
     expected = sum(1 for kind, _ in truth.expected if kind == "deprecated_header")
     code, out, _ = run("audit", str(path), "--format", "json")
@@ -152,6 +152,11 @@ def test_audit(logs: tuple[Path, SynthTruth], tmp_path: Path) -> None:
     for by in ("client", "route", "day"):
         code, out, _ = run("audit", str(path), "--by", by)
         assert code == 0 and "deprecated headers by" in out
+
+
+@pytest.mark.extra("plot")
+def test_audit_plot(logs: tuple[Path, SynthTruth], tmp_path: Path) -> None:
+    path, _ = logs
     plot = tmp_path / "use.png"
     code, _, _ = run("audit", str(path), "--plot", str(plot))
     assert code == 0 and plot.read_bytes()[:4] == b"\x89PNG"

@@ -53,6 +53,7 @@ def test_use_over_years_is_counted_per_month_from_the_first_of_each(tmp_path: Pa
     assert list(series["request-id"][:2]) == [2, 0]
 
 
+@pytest.mark.extra("plot")
 def test_plot_y_axis_starts_at_zero(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import matplotlib.axes
 
