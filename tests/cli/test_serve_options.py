@@ -57,6 +57,7 @@ def test_an_otel_variable_it_cannot_follow_is_the_operators_error_not_an_interna
         assert f"{variable}={value!r}" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.extra("grpc")
 @pytest.mark.parametrize("alone", ["CLIENT_KEY", "CLIENT_CERTIFICATE"])
 def test_a_grpc_client_key_without_its_certificate_is_refused_not_aborted(
     tmp_path: Path, alone: str

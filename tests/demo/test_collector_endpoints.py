@@ -57,6 +57,7 @@ def test_a_collector_without_a_metrics_pipeline_is_still_said_to_take_none(
     assert said.count("\n") == 1 and "it takes no metrics (as Jaeger)" in said, said
 
 
+@pytest.mark.extra("grpc")
 @pytest.mark.parametrize("scheme", ["", "http://"])
 def test_a_plaintext_grpc_collector_named_without_a_scheme_is_said_to_need_one(
     clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], scheme: str
@@ -64,7 +65,6 @@ def test_a_plaintext_grpc_collector_named_without_a_scheme_is_said_to_need_one(
     # Over grpc an endpoint without a scheme (collector:4317) is a TLS channel: every
     # export failed its handshake on Jaeger's plaintext port, the terminal filled with
     # SSL errors, no span arrived, and the demo said "spans were exported to ...".
-    pytest.importorskip("grpc")
     from tests.support.otlp_receiver import otlp_grpc_receiver
 
     with otlp_grpc_receiver() as receiver:
@@ -82,13 +82,13 @@ def test_a_plaintext_grpc_collector_named_without_a_scheme_is_said_to_need_one(
         assert f"name it http://{endpoint}" in said, said
 
 
+@pytest.mark.extra("grpc")
 def test_a_grpc_collector_without_a_metrics_service_is_said_once_and_traces_still_go(
     clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Jaeger over gRPC (4317) has no metrics service: every process of both runs logged
     # "Failed to export metrics … UNIMPLEMENTED" as an ERROR, and the demo, which checked
     # this over HTTP only, said nothing.
-    pytest.importorskip("grpc")
     from tests.support.otlp_receiver import otlp_grpc_receiver
 
     with otlp_grpc_receiver(metrics=False) as receiver:

@@ -135,6 +135,7 @@ def test_under_nohup_a_hangup_leaves_it_serving(tmp_path: Path) -> None:
     assert process.returncode == 0
 
 
+@pytest.mark.extra("grpc")
 def test_ctrl_c_flushes_over_otlp_grpc(tmp_path: Path) -> None:
     # The same promise over the other documented protocol (a collector's port 4317),
     # stopped the other documented way: Ctrl-C in the terminal, the whole group.

@@ -26,7 +26,7 @@ def _clean() -> Iterator[None]:
     metrics.bind_meter_provider(None)
 
 
-@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+@pytest.mark.parametrize("protocol", ["http/protobuf", pytest.param("grpc", marks=pytest.mark.extra("grpc"))])
 @pytest.mark.parametrize(("headers", "why"), [
     ("authorization=Bearer%0Aabc", r"the value of 'authorization' holds '\\n'"),
     ("x-tenant=a%00b", r"the value of 'x-tenant' holds '\\x00'"),
@@ -51,6 +51,7 @@ def test_a_header_no_exporter_can_send_is_refused_by_name(
         configure_metrics("x", environ=env, set_global=False, prometheus=False)
 
 
+@pytest.mark.extra("grpc")
 def test_grpc_refuses_what_only_http_can_carry() -> None:
     # Latin-1 text and any token are fine in an HTTP header, not in gRPC metadata; nor
     # is a binary key, whose value the exporter would hand gRPC as text.
@@ -83,6 +84,7 @@ def test_the_headers_reach_an_http_receiver_decoded() -> None:
     assert sent["x-city"] == "München"  # Latin-1 octets, which HTTP allows
 
 
+@pytest.mark.extra("grpc")
 def test_the_headers_reach_a_grpc_receiver_decoded() -> None:
     with otlp_grpc_receiver() as receiver:
         sent = _headers_of_one_export(receiver, {
@@ -90,6 +92,7 @@ def test_the_headers_reach_a_grpc_receiver_decoded() -> None:
     assert (sent["authorization"], sent["x-tenant"], sent["x-empty"]) == ("Bearer a=b", "t,1", "")
 
 
+@pytest.mark.extra("grpc")
 @pytest.mark.parametrize("variable", ["OTEL_EXPORTER_OTLP_COMPRESSION",
                                       "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"])
 def test_deflate_is_refused_over_grpc_and_kept_over_http(variable: str) -> None:

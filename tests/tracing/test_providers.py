@@ -229,6 +229,7 @@ def _one_traced_request(provider: object) -> str:
     return asyncio.run(go())
 
 
+@pytest.mark.extra("grpc")
 @pytest.mark.parametrize("variable", ["OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"])
 def test_spans_and_metrics_go_over_grpc_when_the_protocol_says_so(variable: str) -> None:
     # The protocol variable was ignored: spans went as HTTP to the collector's gRPC
@@ -335,6 +336,7 @@ def test_an_unknown_temporality_preference_is_refused_by_name() -> None:
         configure_metrics("x", environ=env, set_global=False, prometheus=False)
 
 
+@pytest.mark.extra("grpc")
 def test_the_grpc_exporter_sends_the_mappings_headers(monkeypatch: pytest.MonkeyPatch) -> None:
     for key, value in _PROCESS_OTLP.items():
         monkeypatch.setenv(key, value)
@@ -407,7 +409,7 @@ def test_a_batch_larger_than_the_queue_is_refused_naming_both_variables() -> Non
         configure_tracing("x", environ=env, set_global=False)
 
 
-@pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
+@pytest.mark.parametrize("protocol", [pytest.param("grpc", marks=pytest.mark.extra("grpc")), "http/protobuf"])
 @pytest.mark.parametrize(
     "variable",
     ["OTEL_EXPORTER_OTLP_CERTIFICATE", "OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY",
@@ -430,15 +432,15 @@ def test_a_tls_file_that_is_not_there_is_refused_by_name(
         configure_tracing("x", environ={**env, variable: str(present)}, set_global=False)
 
 
-def test_tls_files_are_not_asked_for_over_plain_http(tmp_path: Path) -> None:
+@pytest.mark.parametrize("protocol", [pytest.param("grpc", marks=pytest.mark.extra("grpc")), "http/protobuf"])
+def test_tls_files_are_not_asked_for_over_plain_http(tmp_path: Path, protocol: str) -> None:
     # An http:// (or grpc insecure) exporter reads no TLS file: one named but absent
     # (a variable shared by several services) is no reason to refuse to start.
-    for protocol in ("grpc", "http/protobuf"):
-        configure_tracing("x", environ={
-            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
-            "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
-            "OTEL_EXPORTER_OTLP_CERTIFICATE": str(tmp_path / "missing.pem"),
-        }, set_global=False)
+    configure_tracing("x", environ={
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+        "OTEL_EXPORTER_OTLP_CERTIFICATE": str(tmp_path / "missing.pem"),
+    }, set_global=False)
 
 
 def test_the_otlp_protocol_picks_the_endpoint_shape_and_refuses_unknown_values() -> None:
