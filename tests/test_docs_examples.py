@@ -71,6 +71,23 @@ def _python_examples() -> list[tuple[str, str]]:
             if not any(marker in body for marker in _OWN_TEST_MARKERS)]
 
 
+# What in an example needs an optional extra: without it installed, the example's test
+# skips (tests/support/extras.py), as the docs name the extra the example needs.
+_EXTRA_USES = {
+    "dask": re.compile(r"--engine[ =]dask|ridtrace\.forensics\.dask_engine|^\s*(?:import|from) (?:dask|distributed|fsspec)\b", re.M),
+    "plot": re.compile(r"--plot\b|^\s*(?:import|from) matplotlib\b", re.M),
+    "grpc": re.compile(r"PROTOCOL=grpc\b"),
+}
+
+
+def _with_extras(examples: list[tuple[str, str]]) -> list[object]:
+    """``examples`` as parameters, each marked with the extras its text uses."""
+    return [pytest.param(doc, text, marks=[pytest.mark.extra(extra)
+                                           for extra, use in _EXTRA_USES.items()
+                                           if use.search(text)])
+            for doc, text in examples]
+
+
 def test_the_docs_do_show_examples() -> None:
     assert len(_shell_examples()) >= 10
     assert len(_python_examples()) >= 3
@@ -90,7 +107,7 @@ def _ridtrace_env() -> dict[str, str]:
     return {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
 
 
-@pytest.mark.parametrize(("doc", "command"), _shell_examples())
+@pytest.mark.parametrize(("doc", "command"), _with_extras(_shell_examples()))
 def test_shell_example_runs(doc: str, command: str, scratch: Path) -> None:
     words = shlex.split(_ENV_PREFIX.sub("", command))
     if words[0] == "cat":
@@ -159,7 +176,7 @@ asyncio.run(_check())
 """
 
 
-@pytest.mark.parametrize(("doc", "code"), _python_examples())
+@pytest.mark.parametrize(("doc", "code"), _with_extras(_python_examples()))
 def test_python_example_runs(doc: str, code: str, tmp_path: Path, scratch: Path) -> None:
     # A fresh interpreter per example: examples set process-wide things (the global
     # tracer provider, loguru sinks) that must not leak into other tests.
@@ -189,7 +206,7 @@ def test_the_docs_show_the_live_follow() -> None:
     assert {doc for doc, _ in _follow_examples()} >= {"README.md", "cli.md"}
 
 
-@pytest.mark.parametrize(("doc", "command"), _follow_examples())
+@pytest.mark.parametrize(("doc", "command"), _with_extras(_follow_examples()))
 def test_follow_example_runs(doc: str, command: str, demo_output: Path, tmp_path: Path) -> None:
     # As cli.md's session shows it: started before the demo wrote its logs, the follower
     # waits for the directory, reads the files that appear from their first line, prints
