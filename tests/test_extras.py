@@ -8,6 +8,7 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
+import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -65,6 +66,7 @@ def _missing(extras: tuple[str, ...], scripts: list[Path], local: set[str]) -> d
     return missing
 
 
+@pytest.mark.extra("grpc", "dask", "plot")  # reads their installed metadata
 def test_the_bench_extra_with_the_engines_installs_every_benchmarks_import() -> None:
     # `bench` lacked asgi-correlation-id, the anchor bench_tracing.py measures against:
     # `pip install -e '.[bench]'` and the benchmark stopped on an ImportError.
@@ -73,6 +75,7 @@ def test_the_bench_extra_with_the_engines_installs_every_benchmarks_import() -> 
     assert not _missing(_FOR_BENCHMARKS, scripts, local)
 
 
+@pytest.mark.extra("grpc", "dask", "plot")  # reads their installed metadata
 def test_make_tests_extras_install_every_tests_import() -> None:
     # README.md: `make` installs `dev,grpc,dask,plot`, and `dev` is what `make test` runs.
     scripts = sorted((REPO / "tests").rglob("*.py"))
@@ -99,6 +102,7 @@ def _declared_directly() -> set[str]:
     return named
 
 
+@pytest.mark.extra("grpc", "dask", "plot")  # reads their installed metadata
 def test_every_library_src_imports_is_named_in_pyproject() -> None:
     # src imported numpy and opentelemetry.util.http with neither declared: each came
     # only through another package (pandas, the FastAPI instrumentation), which is free
