@@ -109,8 +109,8 @@ def test_an_over_long_line_that_is_no_record_stays_a_bad_line(tmp_path: Path, ki
     assert summary["incomplete"] is False
 
 
+@pytest.mark.extra("dask")
 def test_dask_engine_lists_the_file_as_the_local_read_does(tmp_path: Path) -> None:
-    pytest.importorskip("distributed")
     log = _log(tmp_path / "frontend.jsonl", _dynamo_unlinked())
     want = _run("analyze", str(log), "-q")
     # 16 MiB blocks: the long line lies across blocks, cut from both sides.

@@ -75,8 +75,8 @@ def test_a_caller_without_its_start_line_does_not_place_its_worker(tmp_path: Pat
     assert doc["summary"]["errors"] == 0
 
 
+@pytest.mark.extra("dask")
 def test_the_dask_engine_reports_the_same_offsets(client: Any, tmp_path: Path) -> None:
-    pytest.importorskip("distributed")
     from ridtrace.forensics.dask_engine.engine import analyze_dask
 
     _logs(tmp_path)
