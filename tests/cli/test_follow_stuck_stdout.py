@@ -9,44 +9,23 @@ drops what it cannot write and exits 2, as for any stdout it cannot write.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import signal
 import subprocess
 import sys
-import termios
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.forensics.helpers import rt_request
+from tests.support.full_pipes import small_pipe, wait_until_half_full, write_duplicates
 from tests.support.signals import hangup_as_from_a_terminal
-
-PAIRS = 400  # a duplicate each, ~300 bytes a finding: far more than the pipe holds
-F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
-
-
-def _duplicates(directory: Path) -> None:
-    lines = []
-    for n in range(PAIRS):
-        lines += rt_request(f"a{n}", f"rid-{n}", n, n + 0.5)
-        lines += rt_request(f"b{n}", f"rid-{n}", n + 0.2, n + 0.7)
-    (directory / "frontend.jsonl").write_text("\n".join(lines) + "\n")
-
-
-def _buffered(read_end: int) -> int:
-    held = bytearray(4)
-    fcntl.ioctl(read_end, termios.FIONREAD, held)
-    return int.from_bytes(held, sys.byteorder)
 
 
 @pytest.mark.parametrize("fmt", ["json", "table"])
 def test_sigterm_ends_a_follower_blocked_on_a_full_stdout(tmp_path: Path, fmt: str) -> None:
-    _duplicates(tmp_path)
-    read_end, write_end = os.pipe()
-    fcntl.fcntl(write_end, F_SETPIPE_SZ, 4096)
+    write_duplicates(tmp_path)
+    read_end, write_end = small_pipe()
     process = subprocess.Popen(
         [sys.executable, "-m", "ridtrace", "analyze", str(tmp_path), "--follow", "--from-start",
          "--format", fmt, "--poll-interval", "0.2s"],
@@ -60,11 +39,7 @@ def test_sigterm_ends_a_follower_blocked_on_a_full_stdout(tmp_path: Path, fmt: s
     try:
         # The findings fill the pipe nobody reads: the follower is (or soon will be)
         # blocked in a write when the stop comes.
-        deadline = time.monotonic() + 60
-        while _buffered(read_end) < 2048:
-            assert time.monotonic() < deadline, b"".join(stderr)
-            assert process.poll() is None, b"".join(stderr)
-            time.sleep(0.05)
+        wait_until_half_full(read_end, process, lambda: b"".join(stderr))
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=20)  # hung for good before the fix
     finally:
