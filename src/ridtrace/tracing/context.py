@@ -98,7 +98,6 @@ leave = _current.reset
 current = _current.get
 
 
-
 def serve_in_this_task(ctx: RequestContext) -> None:
     """Name ``ctx`` as the request this task serves, for the lines written in the task
     after the request's context was reset (:func:`line_context`). Only for a task that

@@ -16,8 +16,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the live follower imports this module without the rules' imports
-    import numpy as np
-
     from ridtrace.forensics.rules.columns import SpanColumns
 
 # Above this share of one-line frontend spans a read is named incomplete; a few (a
@@ -25,14 +23,11 @@ if TYPE_CHECKING:  # the live follower imports this module without the rules' im
 INSTANT_SHARE = 0.5
 
 
-def unseen_overlaps(spans: SpanColumns, lines: np.ndarray, closing: np.ndarray) -> str | None:
+def unseen_overlaps(spans: SpanColumns) -> str | None:
     """The incomplete reason for a read whose frontend requests are mostly one line each,
-    a closing one with no duration to start them by (`lines`: each span's line count,
-    `closing`: whether a line of it closes it, both in the order of `spans`)."""
+    a closing one with no duration to start them by (`SpanColumns.unstarted`)."""
     front = spans.front
-    total = int(front.sum())
-    one = front & (lines == 1) & closing & (spans.start == spans.end)
-    return instants_reason(int(one.sum()), total)
+    return instants_reason(int((front & spans.unstarted).sum()), int(front.sum()))
 
 
 def instants_reason(instant: int, total: int) -> str | None:

@@ -228,9 +228,9 @@ def analyze_requests(
     summary["clock_offsets_ms"] = {name: us / 1000.0 for name, us in sorted(offsets.items())}
     read_all = len(requests) if read_spans is None else read_spans
     summary.update(completeness(stats, requests=read_all))
-    closing = np.asarray(requests["closing"].fillna(True).to_numpy(), dtype=bool)
-    if (unseen := unseen_overlaps(spans, requests["lines"].to_numpy(), closing)) is not None:
+    if (unseen := unseen_overlaps(spans)) is not None:
         summary.update(incomplete=True, incomplete_reasons=[*summary["incomplete_reasons"], unseen])
+    closing = np.asarray(requests["closing"].fillna(True).to_numpy(), dtype=bool)
     if open_held := open_id_holders(spans, closing):
         summary.update(incomplete=True, incomplete_reasons=[
             *summary["incomplete_reasons"], open_holders_reason(open_held)])
