@@ -29,6 +29,7 @@ __all__ = [
     "anthropic_error",
     "matching_route",
     "openai_error",
+    "secrets_given",
 ]
 
 UNAUTHORIZED = OUTCOME_UNAUTHORIZED
@@ -36,6 +37,19 @@ UNAUTHORIZED = OUTCOME_UNAUTHORIZED
 
 ErrorBody = Callable[[str], dict[str, object]]
 """Builds the JSON error body for a refusal from its message."""
+
+
+def secrets_given(secrets: Iterable[str], what: str) -> tuple[str, ...]:
+    """``secrets`` as a tuple, refusing one string given in place of the collection.
+
+    A ``str`` is itself an iterable of ``str``: taken as the collection, each of its
+    characters became a key, so ``Bearer s`` got in while the real key got 401. Raises
+    ``TypeError`` naming ``what`` (the argument), never the value: it is a secret.
+    """
+    if isinstance(secrets, (str, bytes)):
+        raise TypeError(f"{what} takes a collection of secrets, not one string: "
+                        f"pass {what}=(key,)")
+    return tuple(secrets)
 
 
 def openai_error(message: str) -> dict[str, object]:
@@ -101,7 +115,9 @@ class SharedSecretMiddleware:
         self._route_of = route_of
         # Compared as SHA-256 digests: hmac.compare_digest returns at once on a length
         # mismatch, so comparing the raw values told a caller each key's length.
-        self._secrets = tuple(_digest(s.encode("utf-8")) for s in secrets if s)
+        self._secrets = tuple(
+            _digest(s.encode("utf-8")) for s in secrets_given(secrets, "secrets") if s
+        )
         self._open = frozenset(open_paths)
         # Longest prefix first, so "/v1/messages" wins over "/v1".
         self._errors = sorted((error_bodies or {}).items(), key=lambda kv: -len(kv[0]))

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ridtrace.frontend_plugin.auth import secrets_given
 from ridtrace.frontend_plugin.env_values import (
     built_from,
     comma_list,
@@ -113,7 +114,7 @@ class FrontendSettings:
 
     def __post_init__(self) -> None:
         # An empty secret would look configured and leave the door open.
-        for key in self.api_keys:
+        for key in secrets_given(self.api_keys, "api_keys"):
             _check_secret(key, "an API key")
         if self.worker_token is not None:
             _check_secret(self.worker_token, "the worker token")
