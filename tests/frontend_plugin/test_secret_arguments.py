@@ -43,6 +43,24 @@ def test_one_key_given_as_a_string_is_refused_not_taken_as_its_characters() -> N
     assert _status(keyed, {"authorization": "Bearer sk-secret"}) == 200
 
 
+@pytest.mark.parametrize("secrets", [
+    [""],  # os.environ.get("KEYS", "").split(","), the variable unset
+    ["sk-secret", ""],
+])
+def test_an_empty_secret_is_refused_rather_than_leaving_every_route_open(
+    secrets: list[str],
+) -> None:
+    # Empty secrets were dropped without a word; none left meant no check at all.
+    with pytest.raises(ValueError, match="must not be empty"):
+        SharedSecretMiddleware(_served, secrets=secrets)
+
+
+def test_a_secret_no_client_could_present_is_refused_as_the_settings_refuse_it() -> None:
+    with pytest.raises(ValueError, match="printable ASCII") as info:
+        SharedSecretMiddleware(_served, secrets=["sk-secret\n"])  # read from a file
+    assert "sk-secret" not in str(info.value)
+
+
 def test_no_secrets_at_all_still_means_no_check() -> None:
     # As documented: the middleware is added unconditionally and turned off by ().
     assert _status(SharedSecretMiddleware(_served, secrets=()), {}) == 200

@@ -27,6 +27,7 @@ __all__ = [
     "UNAUTHORIZED",
     "SharedSecretMiddleware",
     "anthropic_error",
+    "check_secret",
     "matching_route",
     "openai_error",
     "secrets_given",
@@ -37,6 +38,21 @@ UNAUTHORIZED = OUTCOME_UNAUTHORIZED
 
 ErrorBody = Callable[[str], dict[str, object]]
 """Builds the JSON error body for a refusal from its message."""
+
+
+def check_secret(value: str, what: str) -> None:
+    """Refuse a secret no client could present: the check would lock everyone out.
+
+    The SDKs send a key as an HTTP header value, which is ASCII, and the check strips
+    the whitespace around what it receives; a key with whitespace, control or non-ASCII
+    characters (a stray space or newline from a secret file) can never match. The
+    value itself is never shown: it is a secret.
+    """
+    if not value:
+        raise ValueError(f"{what} must not be empty")
+    if not all("!" <= char <= "~" for char in value):
+        raise ValueError(f"{what} must be printable ASCII without spaces "
+                         "(an HTTP header carries it; check for stray whitespace)")
 
 
 def secrets_given(secrets: Iterable[str], what: str) -> tuple[str, ...]:
@@ -79,7 +95,9 @@ class SharedSecretMiddleware:
 
     Args:
         app: the wrapped ASGI app.
-        secrets: the accepted secrets; empty turns the check off.
+        secrets: the accepted secrets; none at all turns the check off. An empty
+            one, or one no client could present (see `check_secret`), is a
+            ``ValueError``; one string in place of the collection a ``TypeError``.
         open_paths: exact paths that need no secret (``/health``).
         error_bodies: path prefix → error body builder; the longest matching prefix wins,
             ``default_error`` otherwise.
@@ -115,9 +133,12 @@ class SharedSecretMiddleware:
         self._route_of = route_of
         # Compared as SHA-256 digests: hmac.compare_digest returns at once on a length
         # mismatch, so comparing the raw values told a caller each key's length.
-        self._secrets = tuple(
-            _digest(s.encode("utf-8")) for s in secrets_given(secrets, "secrets") if s
-        )
+        given = secrets_given(secrets, "secrets")
+        for secret in given:
+            # Dropped without a word, an empty secret (the "".split(",") of a variable
+            # left unset) turned the whole check off when it was the only one.
+            check_secret(secret, "a secret")
+        self._secrets = tuple(_digest(s.encode("utf-8")) for s in given)
         self._open = frozenset(open_paths)
         # Longest prefix first, so "/v1/messages" wins over "/v1".
         self._errors = sorted((error_bodies or {}).items(), key=lambda kv: -len(kv[0]))

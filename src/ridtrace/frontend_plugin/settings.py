@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ridtrace.frontend_plugin.auth import secrets_given
+from ridtrace.frontend_plugin.auth import check_secret, secrets_given
 from ridtrace.frontend_plugin.env_values import (
     built_from,
     comma_list,
@@ -29,21 +29,6 @@ def _policy(value: str) -> IdPolicy:
     if value == "legacy":
         return "legacy"
     raise ValueError(f"id policy must be 'safe' or 'legacy', not {value!r}")
-
-
-def _check_secret(value: str, what: str) -> None:
-    """Refuse a secret no client could present: the check would lock everyone out.
-
-    The SDKs send a key as an HTTP header value, which is ASCII, and the check strips
-    the whitespace around what it receives; a key with whitespace, control or non-ASCII
-    characters (a stray space or newline from a secret file) can never match. The
-    value itself is never shown: it is a secret.
-    """
-    if not value:
-        raise ValueError(f"{what} must not be empty")
-    if not all("!" <= char <= "~" for char in value):
-        raise ValueError(f"{what} must be printable ASCII without spaces "
-                         "(an HTTP header carries it; check for stray whitespace)")
 
 
 def _secrets(environ: Mapping[str, str] | None) -> dict[str, Any]:
@@ -115,9 +100,9 @@ class FrontendSettings:
     def __post_init__(self) -> None:
         # An empty secret would look configured and leave the door open.
         for key in secrets_given(self.api_keys, "api_keys"):
-            _check_secret(key, "an API key")
+            check_secret(key, "an API key")
         if self.worker_token is not None:
-            _check_secret(self.worker_token, "the worker token")
+            check_secret(self.worker_token, "the worker token")
         require_numbers(self, positive=(
             "max_body_bytes", "max_tokens_limit", "default_max_tokens", "connect_timeout",
             "first_byte_timeout", "chunk_timeout", "total_timeout", "body_timeout",
@@ -227,7 +212,7 @@ class WorkerSettings:
 
     def __post_init__(self) -> None:
         if self.worker_token is not None:
-            _check_secret(self.worker_token, "the worker token")
+            check_secret(self.worker_token, "the worker token")
         require_numbers(
             self, positive=("gate_timeout", "max_body_bytes", "body_timeout",
                             "max_tokens_limit"),
