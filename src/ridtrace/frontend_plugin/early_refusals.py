@@ -23,10 +23,17 @@ def json_body_refusal(scope: Scope) -> str | None:
     is not compressed. Parsing a ``text/plain``, form or multipart body as JSON
     anyway would let any web page make a visitor's browser call the routes (those
     types are sent cross-site without a preflight), and a gzip body failed with a
-    confusing "not valid UTF-8".
+    confusing "not valid UTF-8". A body of no content-type is sent cross-site without
+    a preflight too (a ``fetch`` of a ``Blob``, ``sendBeacon``), so from a web page (it
+    sent ``Origin``, which browsers add to every POST and programs do not) it is not
+    taken for JSON either.
     """
+    typed = from_page = False
     for name, value in scope["headers"]:
-        if name == b"content-type":
+        if name == b"origin":
+            from_page = True
+        elif name == b"content-type":
+            typed = True
             media = value.split(b";", 1)[0].strip().lower()
             main, _, sub = media.partition(b"/")
             if main != b"application" or not (sub == b"json" or sub.endswith(b"+json")):
@@ -36,6 +43,9 @@ def json_body_refusal(scope: Scope) -> str | None:
                 return f"unsupported content-type '{shown}': send 'application/json'"
         elif name == b"content-encoding" and value.strip().lower() not in (b"", b"identity"):
             return "unsupported content-encoding: send the JSON body uncompressed"
+    if from_page and not typed:
+        return ("a web page's body without content-type (it sent Origin): "
+                "send 'application/json'")
     return None
 
 
