@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from ridtrace.demo.processes import start_stack
+from tests.support.otlp_receiver import otlp_receiver
 
 
 @pytest.mark.parametrize("variable", [
@@ -27,3 +28,26 @@ def test_worker_fault_variables_of_the_shell_do_not_reach_the_demos_workers(
     assert answer.status_code == 200, answer.text
     choice = answer.json()["choices"][0]
     assert choice["text"].startswith("echo: one two") and choice["finish_reason"] == "length"
+
+
+def test_the_stack_stops_after_its_processes_flushed_to_a_slow_collector(
+    tmp_path: Path,
+) -> None:
+    # A served process flushes its spans and metrics at a stop for up to its exporter's
+    # timeout and a second (11 s by default): the demo SIGKILLed its frontend and
+    # workers 5 s after SIGTERM, so a collector answering in 6 s (under load, far
+    # away) lost every span and final metric the stack still held.
+    with otlp_receiver(delay=6.0) as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+               "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000"}
+        with start_stack(tmp_path / "logs", id_policy="safe", workers=1, env=env) as stack:
+            answer = httpx.post(stack.frontend_url + "/v1/completions", timeout=20,
+                                headers={"x-request-id": "slow-collector"},
+                                json={"model": "echo", "prompt": "one two", "max_tokens": 2})
+            assert answer.status_code == 200, answer.text
+        # Each process ended on its own once its last export was answered.
+        assert [process.returncode for process in stack.processes] == [0, 0]
+        spans = receiver.wait_until(lambda spans: sum(
+            s.attributes.get("x_request_id") == "slow-collector" for s in spans) >= 2)
+        assert {s.service_name.split("-")[0] for s in spans
+                if s.attributes.get("x_request_id") == "slow-collector"} == {"frontend", "worker"}

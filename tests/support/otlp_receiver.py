@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import ssl
 import threading
+import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -168,18 +169,20 @@ class OtlpReceiver:
 
 @contextmanager
 def otlp_receiver(
-    *, metrics: bool = True, tls: ssl.SSLContext | None = None
+    *, metrics: bool = True, tls: ssl.SSLContext | None = None, delay: float = 0.0
 ) -> Iterator[OtlpReceiver]:
     """Run a receiver on a free loopback port for the duration of the block.
 
     ``metrics=False`` makes it a collector with no metrics pipeline, as Jaeger is: a
     metrics export gets 404. ``tls``: a server context, and the receiver takes https.
+    ``delay``: seconds it takes to answer each export, as a collector under load does.
     """
     receiver_ref: list[OtlpReceiver] = []
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("content-length", "0")))
+            time.sleep(delay)
             with receiver_ref[0]._cond:
                 receiver_ref[0].headers.append({k.lower(): v for k, v in self.headers.items()})
                 receiver_ref[0].paths.append(self.path)

@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,8 +109,34 @@ def _wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = 30.
     raise TimeoutError(f"{url} did not become healthy within {timeout:.0f}s")
 
 
-def stop(processes: Sequence[subprocess.Popen[bytes]], *, grace: float = 5.0) -> None:
-    """SIGTERM every process group, then SIGKILL whatever is still there."""
+# Seconds a served process may take to stop besides flushing its telemetry: the demo's
+# traffic is over by then, so the drain has little left to wait for.
+_STOP_GRACE = 5.0
+
+
+def stop_grace(env: Mapping[str, str]) -> float:
+    """How long processes run with ``env`` may take to stop before they are killed.
+
+    Each flushes its spans and metrics at a stop for up to its exporter's timeout and a
+    margin (``OTEL_EXPORTER_OTLP_TIMEOUT``, 10 s by default; tracing.md, Nothing lost
+    at shutdown), after waiting for the requests still ending. Killed 5 s after
+    SIGTERM, a stack exporting to a collector that answered in 6 s lost every span and
+    final metric it still held.
+    """
+    from ridtrace.tracing import lifecycle
+    from ridtrace.tracing.otlp import otlp_timeout
+
+    try:
+        timeout = max(otlp_timeout(env, signal_name) for signal_name in ("traces", "metrics"))
+    except ValueError:  # the processes refuse it and exit at once
+        timeout = 0.0
+    flush = min(timeout + lifecycle.FLUSH_MARGIN_SECONDS, lifecycle.SDK_SHUTDOWN_SECONDS)
+    return _STOP_GRACE + lifecycle.SPAN_WAIT_SECONDS + flush
+
+
+def stop(processes: Sequence[subprocess.Popen[bytes]], *, grace: float = _STOP_GRACE) -> None:
+    """SIGTERM every process group, then SIGKILL whatever is still there after
+    ``grace`` seconds."""
     for process in processes:
         if process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
@@ -171,4 +197,4 @@ def start_stack(
             _wait_ready(url, process)
         yield Stack(frontend_url, worker_urls, log_dir, processes)
     finally:
-        stop(processes)
+        stop(processes, grace=stop_grace({**os.environ, **(env or {})}))
