@@ -3,13 +3,14 @@ semantic conventions' required attributes, and why a call failed."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from ridtrace.demo.callers import CallerSpans
-from ridtrace.demo.plan import make_plan
+from ridtrace.demo.plan import CallResult, make_plan
 from ridtrace.demo.traffic import send_traffic
 from tests.frontend_plugin.conftest import _spawn
-from tests.support.otlp_receiver import otlp_receiver
+from tests.support.otlp_receiver import otlp_receiver, unresponsive_collector
 from tests.support.servers import free_port, stop_process, wait_until_serving
 
 # OpenTelemetry's HTTP client span: `server.address`, `server.port` and `url.full` are
@@ -49,3 +50,24 @@ def test_client_spans_name_the_server_the_url_and_the_error(tmp_path: Path) -> N
     assert no_answer.attributes["server.port"] == int(closed.rsplit(":", 1)[1])
     assert "http.response.status_code" not in no_answer.attributes
     assert no_answer.attributes["error.type"] == "ConnectError"
+
+
+def test_a_hung_collector_holds_the_callers_shutdown_for_one_export_timeout() -> None:
+    # The callers' spans go out a batch at a time when the run ends, and each batch
+    # waited the exporter's whole timeout on a collector that never answers: a backlog
+    # of batches held every run's end that many timeouts (a full queue is four batches
+    # of 512, so 40 s per run by default), where the stack's own processes stop after
+    # one (tracing.md, Nothing lost at shutdown). Batches of one span make each call a
+    # batch; the exporter's timeout is one second.
+    with unresponsive_collector() as endpoint:
+        spans = CallerSpans({
+            "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint, "OTEL_EXPORTER_OTLP_TIMEOUT": "1",
+            "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "1", "OTEL_BSP_SCHEDULE_DELAY": "120000",
+        })
+        for call in make_plan(12)[:8]:
+            spans.end(spans.start(call, endpoint), CallResult(call, status=200))
+        started = time.monotonic()
+        spans.shutdown()
+        took = time.monotonic() - started
+    # One export timeout and a margin (8 s or more, one per batch, before).
+    assert took < 5, f"the callers' shutdown took {took:.1f} s"

@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from ridtrace.demo.plan import CallResult, PlannedCall
+from ridtrace.tracing import lifecycle
 from ridtrace.tracing.otlp_endpoints import otlp_export_endpoint
 from ridtrace.tracing.spans import configure_tracing, sdk_disabled
 from ridtrace.tracing.traceparent import propagator_headers
@@ -132,6 +133,7 @@ class CallerSpans:
         span.end()
 
     def shutdown(self) -> None:
-        """Export what is still queued (the caller process exits right after)."""
+        """Export what is still queued, for at most the exporter's timeout and a margin
+        (tracing.md, Nothing lost at shutdown), as the stack's processes do."""
         if self._provider is not None:
-            self._provider.shutdown()
+            lifecycle.shutdown_provider(self._provider)

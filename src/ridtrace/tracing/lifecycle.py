@@ -27,6 +27,7 @@ __all__ = [
     "owns_any",
     "running",
     "running_in_threads",
+    "shutdown_provider",
     "shutdown_telemetry",
     "shutdown_telemetry_async",
     "telemetry_lifespan",
@@ -127,10 +128,7 @@ def shutdown_telemetry() -> int:
         owned = list(_owned)
         _owned.clear()
     providers = [provider for provider, _ in owned]
-    limits = [limit for _, limit in owned if limit is not None]
-    # Unbounded when no provider has an exporter that could hang (console, Prometheus).
-    limit = min(max(limits) + FLUSH_MARGIN_SECONDS, SDK_SHUTDOWN_SECONDS) if limits else None
-    _shut_down_together(providers, limit)
+    _shut_down_together(providers, _flush_bound(owned))
     if providers:
         from ridtrace.tracing import metrics
 
@@ -139,6 +137,27 @@ def shutdown_telemetry() -> int:
         ):
             metrics.bind_meter_provider(None)
     return len(providers)
+
+
+def shutdown_provider(provider: _Provider) -> None:
+    """Flush and shut down one provider ridtrace built (see :func:`own`), with the bound
+    :func:`shutdown_telemetry` keeps: its exporter's timeout and a margin at most.
+
+    For a provider whose work ends before the process does (the demo's callers, one
+    per run). Its own ``shutdown()`` exports what it holds one batch at a time, each
+    batch waiting the exporter's whole timeout on a hung collector.
+    """
+    with _lock:
+        owned = [entry for entry in _owned if entry[0] is provider]
+        _owned[:] = [entry for entry in _owned if entry[0] is not provider]
+    _shut_down_together([provider], _flush_bound(owned or [(provider, None)]))
+
+
+def _flush_bound(owned: list[tuple[_Provider, float | None]]) -> float | None:
+    """Seconds the flush of these providers may take; ``None`` (unbounded) when none
+    has an exporter that could hang (console, Prometheus)."""
+    limits = [limit for _, limit in owned if limit is not None]
+    return min(max(limits) + FLUSH_MARGIN_SECONDS, SDK_SHUTDOWN_SECONDS) if limits else None
 
 
 def _shut_down_together(providers: list[_Provider], limit: float | None) -> None:
