@@ -21,6 +21,7 @@ import httptools
 
 from ridtrace.cli.http10 import framed_for_http10
 from ridtrace.cli.pipelining import BoundedPipeline, InOrderRefusals
+from ridtrace.cli.refused_bodies import RefusedBodies
 from ridtrace.cli.request_target import target_refusal, with_root_path
 from ridtrace.cli.upgrade import UpgradeIgnoringProtocol
 
@@ -288,7 +289,7 @@ def guarded_http_protocol(*, header_timeout: float,
                           max_header_bytes: int = MAX_HEADER_BYTES) -> type[asyncio.Protocol]:
     """The protocol class to give ``uvicorn.Config(http=...)``."""
     assert httptools is not None  # a dependency: uvicorn would pick it on its own
-    bases = (BoundedPipeline, InOrderRefusals, _GuardedHttpToolsProtocol)
+    bases = (BoundedPipeline, RefusedBodies, InOrderRefusals, _GuardedHttpToolsProtocol)
     return type("GuardedHttpToolsProtocol", bases, {
         "header_timeout": header_timeout, "max_header_bytes": max_header_bytes,
     })

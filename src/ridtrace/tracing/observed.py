@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ridtrace.contract import REQUEST_END, REQUEST_START
 from ridtrace.tracing import context as request_context
 from ridtrace.tracing import metrics
-from ridtrace.tracing.context import remember_on_exception
+from ridtrace.tracing.context import RequestContext, remember_on_exception
 from ridtrace.tracing.crash import send_error_response
 from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.exchange import (
@@ -46,7 +46,7 @@ from ridtrace.tracing.propagation import HeldWarnings, extract
 from ridtrace.tracing.route_template import route_template
 from ridtrace.tracing.serverspan import active_server_span, request_context_for
 
-__all__ = ["SCOPE_KEY", "UNMATCHED_ROUTE", "ObservedServing"]
+__all__ = ["SCOPE_KEY", "UNMATCHED_ROUTE", "ObservedServing", "answered_by_server"]
 
 # The lifecycle lines name the middleware as their logger (docs/log-schema.md).
 events = EventLog("ridtrace.tracing.middleware")
@@ -60,6 +60,31 @@ UNMATCHED_ROUTE = metrics.UNMATCHED_ROUTE
 # from inside a request (httpx's ASGITransport) has a scope of its own: it is a request
 # of its own.
 SCOPE_KEY = "ridtrace.context"
+# The scope key under which a server notes the answer it gave a request itself.
+_SERVER_ANSWER_KEY = "ridtrace.server_answer"
+
+
+def answered_by_server(scope: Scope, status: int, reason: str, size: int) -> None:
+    """Note that the server itself answered ``scope``'s request (``status``, a body of
+    ``size`` bytes saying ``reason``) while its app was reading, or about to read, its
+    body.
+
+    A server that refuses a body mid-read (bad chunk framing) writes its answer and
+    closes, and the app sees only ``http.disconnect``: request.end said status 0 and
+    outcome ``cancelled``, a client gone, for a client that stayed and was told why.
+    The middleware takes the note when the request ends, unless the app had answered.
+    """
+    scope[_SERVER_ANSWER_KEY] = (status, reason, size)
+
+
+def _take_server_answer(scope: Scope, state: Exchange, ctx: RequestContext) -> None:
+    answer = scope.pop(_SERVER_ANSWER_KEY, None)
+    if answer is None or state.response_started:
+        return
+    state.status, reason, size = answer
+    state.body_done = True
+    state.bytes_out += size
+    ctx.annotations.setdefault("error", reason)
 
 
 class ObservedServing:
@@ -228,6 +253,7 @@ class ObservedServing:
                 await send_error_response(scope, receive, send_tagged, exc, self)
             raise
         finally:
+            _take_server_answer(scope, state, ctx)
             outcome = outcome_of(state, failure, ctx)
             route = route_template(scope, root_path)
             metrics.request_finished(route or UNMATCHED_ROUTE, outcome)

@@ -1,0 +1,88 @@
+"""A body the server itself refuses mid-read (bad chunk framing) is logged as answered.
+
+The parser's 400 goes out from the protocol while the app is still reading the body:
+the app only ever sees ``http.disconnect``. request.end said status 0, outcome
+``cancelled`` (the client left) for a client that stayed and was told 400, and the WARN
+saying why carried none of the request's ids.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+
+import pytest
+
+from tests.frontend_plugin.conftest import Proc, Stack
+
+_BODY = b'{"prompt": "hi", "max_tokens": 3}'
+
+
+def _head(path: bytes, client_id: bytes) -> bytes:
+    return (b"POST %s HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            b"x-request-id: %s\r\ntransfer-encoding: chunked\r\n\r\n" % (path, client_id))
+
+
+def _send_and_answer(sock: socket.socket, data: bytes) -> bytes:
+    with contextlib.suppress(OSError):  # the server may close before taking it all
+        sock.sendall(data)
+    answer = b""
+    with contextlib.suppress(OSError):
+        while chunk := sock.recv(65536):  # the server closes after its refusal
+            answer += chunk
+    return answer
+
+
+CASES = [
+    (b"zz\r\n" + _BODY + b"\r\n0\r\n\r\n",
+     "Invalid HTTP request received: Invalid character in chunk size"),
+    (b"%x\r\n%sXX0\r\n\r\n" % (len(_BODY), _BODY),
+     "Invalid HTTP request received: Expected LF after chunk data"),
+    # The header guard's own refusal of chunk framing without end.
+    (b"1;" + b"x" * 140_000, "Invalid HTTP request received: chunk sizes and extensions took"),
+]
+
+
+def _check_request_end(proc: Proc, client_id: str, reason: str) -> dict[str, object]:
+    end = proc.wait_for_lines(lambda line: line.get("event") == "request.end"
+                              and line.get("x_request_id") == client_id, 1)[0]
+    assert end["status"] == 400 and end["outcome"] == "ok", end
+    assert reason.split(": ", 1)[1] in str(end["error"]), end  # what the client was told
+    assert isinstance(end["bytes_out"], int) and end["bytes_out"] > 0
+    return end
+
+
+@pytest.mark.parametrize(("chunks", "reason"), CASES,
+                         ids=["chunk-size", "chunk-end", "chunk-extensions"])
+def test_a_body_the_server_refuses_mid_read_is_logged_as_its_400_with_the_ids(
+    stack: Stack, chunks: bytes, reason: str
+) -> None:
+    proc = stack.frontend
+    client_id = f"refused-{len(chunks)}-{chunks[:2].hex()}"
+    with socket.create_connection(("127.0.0.1", proc.port), timeout=30) as sock:
+        sock.sendall(_head(b"/v1/completions", client_id.encode()))
+        # The app is reading the body when the bad framing comes.
+        proc.wait_for_lines(lambda line: line.get("event") == "request.start"
+                            and line.get("x_request_id") == client_id, 1)
+        answer = _send_and_answer(sock, chunks)
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    assert reason.split(": ", 1)[1].encode() in answer
+
+    end = _check_request_end(proc, client_id, reason)
+    warn = proc.wait_for_lines(lambda line: line.get("level") == "WARN"
+                               and str(line.get("message", "")).startswith(reason)
+                               and line.get("x_request_id") == client_id, 1)[0]
+    assert warn["request_id"] == end["request_id"] and warn["span_id"] == end["span_id"]
+    stack.wait_inflight(lambda snap: snap["inflight"] == 0)
+
+
+@pytest.mark.parametrize(("chunks", "reason"), CASES[:1], ids=["chunk-size"])
+def test_a_body_refused_in_the_read_that_ends_its_headers_is_logged_as_its_400(
+    stack: Stack, chunks: bytes, reason: str
+) -> None:
+    # The refusal comes before the app has even started: it is still the request's.
+    client_id = "refused-at-once"
+    with socket.create_connection(("127.0.0.1", stack.frontend.port), timeout=30) as sock:
+        answer = _send_and_answer(sock, _head(b"/v1/chat/completions", client_id.encode()) + chunks)
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    _check_request_end(stack.frontend, client_id, reason)
