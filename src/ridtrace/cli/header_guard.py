@@ -22,7 +22,7 @@ import httptools
 from ridtrace.cli.http10 import framed_for_http10
 from ridtrace.cli.pipelining import BoundedPipeline, InOrderRefusals
 from ridtrace.cli.refused_bodies import RefusedBodies
-from ridtrace.cli.request_target import target_refusal, with_root_path
+from ridtrace.cli.request_target import target_refusal, version_refusal, with_root_path
 from ridtrace.cli.upgrade import UpgradeIgnoringProtocol
 
 __all__ = [
@@ -65,6 +65,7 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         self._too_large = False
         self._hosts = 0  # Host header lines of the request being parsed
         self._head_refusal: str | None = None
+        self._head_status = (400, "Bad Request")  # of a _head_refusal (505: a version)
         self._in_trailer = False  # the header section is over: fields now are trailers
         self._unread_body = 0  # body bytes that came after the request was answered
         # Bytes received while the request's body was being read, and how many of them
@@ -189,10 +190,14 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         self._in_trailer = True
         self._body_open = True
         self._received_in_body = self._body_bytes = 0
+        version = self.parser.get_http_version()
+        if (refusal := version_refusal(version)) is not None:
+            self._head_refusal, self._head_status = refusal, (505, "HTTP Version Not Supported")
+            raise _HeadRefused
         # RFC 9112 section 3.2: 400 for an HTTP/1.1 request without Host and for any
         # request with several (h11 answers both so; httptools served them, and the Host
         # check read only the first of several, which a proxy may read otherwise).
-        if self._hosts > 1 or (self._hosts == 0 and self.parser.get_http_version() == "1.1"):
+        if self._hosts > 1 or (self._hosts == 0 and version == "1.1"):
             self._head_refusal = (f"a request needs exactly one Host header, not {self._hosts} "
                                   "(RFC 9112, section 3.2)")
             raise _HeadRefused
@@ -242,7 +247,7 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
                                    f"request headers exceed {self.max_header_bytes} bytes")
             return
         if self._head_refusal is not None:
-            self._answer_and_close(400, "Bad Request", self._head_refusal)
+            self._answer_and_close(*self._head_status, self._head_refusal)
             return
         super().send_400_response(msg)
 

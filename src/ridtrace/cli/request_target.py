@@ -13,9 +13,23 @@ from __future__ import annotations
 
 import httptools
 
-__all__ = ["target_refusal", "with_root_path"]
+__all__ = ["target_refusal", "version_refusal", "with_root_path"]
 
 _WEB_SCHEMES = (b"http", b"https")
+_SERVED_VERSIONS = ("1.0", "1.1")
+
+
+def version_refusal(version: str) -> str | None:
+    """Why a request line naming HTTP ``version`` is not served (505), or ``None``.
+
+    llhttp also reads ``HTTP/2.0`` and ``HTTP/0.9`` (and a line with no version, 0.9's
+    form): uvicorn answered them as HTTP/1.1, spans said version 2.0, and with no Host
+    header (only 1.1 must send one) they passed the Host rule. HTTP/2 has no text
+    request line, and a 0.9 client cannot read a status line (RFC 9112, section 2.3:
+    a server may refuse a major version with 505)."""
+    if version in _SERVED_VERSIONS:
+        return None
+    return f"HTTP/{version} is not served here: send HTTP/1.1 (RFC 9112, section 2.3)"
 
 
 def target_refusal(method: bytes, target: bytes) -> str | None:
