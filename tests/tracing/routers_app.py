@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from fastapi import APIRouter, FastAPI
+from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
@@ -73,5 +74,16 @@ def create_app() -> FastAPI:
     team = APIRouter()
     team.mount("/reports", reports)
     app.include_router(team, prefix="/team")
+
+    # Starlette routes (app.add_route), as FastAPI serves /docs and /openapi.json: at
+    # the top, in a router included with a prefix, in a mounted sub-app.
+    async def plain(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("plain")
+
+    app.add_route("/plain/{name}", plain)
+    assets = APIRouter()
+    assets.add_route("/{name}", plain)
+    app.include_router(assets, prefix="/assets")
+    billing.add_route("/status", plain)
     app.add_middleware(RequestTracingMiddleware)
     return app

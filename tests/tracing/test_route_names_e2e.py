@@ -96,3 +96,22 @@ def test_a_sub_app_mounted_on_a_router_included_with_a_prefix_is_named_with_both
         _route_of(running, log_path, receiver, "/team/reports/daily/mon")
         == "/team/reports/daily/{day}"
     )
+
+
+def test_starlette_routes_in_a_fastapi_app_are_named_by_their_template(
+    server: tuple[RunningServer, Path], receiver: OtlpReceiver
+) -> None:
+    # app.add_route (a Starlette route, as FastAPI serves /docs and /openapi.json):
+    # FastAPI's router, unlike Starlette's, leaves no route in the scope for one, so its
+    # requests had no route on request.end or the span and were counted "unmatched",
+    # beside the 404s, though FastAPI's own telemetry names them.
+    running, log_path = server
+    assert _route_of(running, log_path, receiver, "/plain/a") == "/plain/{name}"
+    assert _route_of(running, log_path, receiver, "/assets/logo") == "/assets/{name}"
+    assert _route_of(running, log_path, receiver, "/billing/status") == "/billing/status"
+    assert _route_of(running, log_path, receiver, "/docs") == "/docs"
+    named = ("/plain/{name}", "/assets/{name}", "/billing/status", "/docs")
+    receiver.wait_until(lambda _: all(
+        receiver.metric("ridtrace.requests", route=route) >= 1 for route in named
+    ))
+    assert receiver.metric("ridtrace.requests", route="unmatched") == 0

@@ -26,6 +26,11 @@ def route_template(scope: Scope, root_path: str = "") -> str | None:
     two sub-apps never share one name (FastAPI's telemetry names them the same way).
     """
     route = scope.get("route")
+    if route is None and "endpoint" in scope:
+        # FastAPI's router, unlike Starlette's, leaves no route in the scope for a
+        # Starlette route (app.add_route; FastAPI's own /docs and /openapi.json), only
+        # its endpoint: such requests had no route and were counted as unmatched.
+        route = _starlette_route(scope, root_path)
     path = _served_path(scope, route)
     if not isinstance(path, str):
         if route is None and scope.get("root_path", "") != root_path:
@@ -43,6 +48,35 @@ def route_template(scope: Scope, root_path: str = "") -> str | None:
             prefix = "".join(mount.path for mount in mounts)
             return prefix if mounts[-1] is route else prefix + path
     return path
+
+
+def _starlette_route(scope: Scope, root_path: str) -> Any:
+    """The route whose endpoint served the request, when FastAPI left none in the scope.
+
+    A route of a router included with a prefix is the one on FastAPI's route context;
+    one of the application's (or of a mounted sub-app's) own list is found there by its
+    endpoint, the same function on two paths told apart by matching the request again.
+    """
+    from starlette.routing import Match
+
+    endpoint = scope["endpoint"]
+    fastapi_scope = scope.get(_FASTAPI_SCOPE)
+    if isinstance(fastapi_scope, dict):
+        served = fastapi_scope.get(_FASTAPI_ROUTE_CONTEXT)
+        original = getattr(served, "original_route", None)
+        if getattr(original, "endpoint", None) is endpoint:
+            return original
+    routes = getattr(scope.get("router"), "routes", None)
+    if scope.get("root_path", "") != root_path:
+        mounts = _mounts_taken(scope, root_path)
+        routes = mounts[-1].routes if mounts else None
+    probe = {"type": scope["type"], "path": scope.get("path", ""),
+             "root_path": scope.get("root_path", ""), "method": scope.get("method", "GET")}
+    for candidate in routes or ():
+        if (getattr(candidate, "endpoint", None) is endpoint
+                and candidate.matches(probe)[0] is not Match.NONE):
+            return candidate
+    return None
 
 
 def _mounts_taken(scope: Scope, root_path: str) -> list[Any] | None:
