@@ -157,3 +157,28 @@ def test_a_scraper_gets_the_exposition_format_it_asks_for(tmp_path: Path) -> Non
                             timeout=10)
             assert "version=0.0.4" in old.headers["content-type"]
             assert "ridtrace_inflight" in {f.name for f in text_string_to_metric_families(old.text)}
+
+
+def test_a_scrape_that_accepts_gzip_gets_it_compressed(tmp_path: Path) -> None:
+    # Prometheus sends `Accept-Encoding: gzip` with every scrape and prometheus_client's
+    # own handlers answer it compressed; /metrics answered the whole text uncompressed.
+    import gzip
+
+    with start_stack(tmp_path, workers=[[]], debug_endpoints=False) as stack:
+        for url in (stack.url, stack.workers[0].url):
+            with httpx.Client(timeout=10) as client:
+                asked = {"accept-encoding": "gzip", "accept": PROMETHEUS_ACCEPT}
+                with client.stream("GET", url + "/metrics", headers=asked) as scrape:
+                    raw = b"".join(scrape.iter_raw())
+                assert scrape.headers.get("content-encoding") == "gzip", url
+                assert int(scrape.headers["content-length"]) == len(raw)
+                vary = {v.strip().lower() for v in scrape.headers["vary"].split(",")}
+                assert {"accept", "accept-encoding"} <= vary
+                text = gzip.decompress(raw).decode()
+                assert text.endswith("# EOF\n") and "ridtrace_inflight" in text
+                head = client.head(url + "/metrics", headers=asked)
+                assert head.headers.get("content-encoding") == "gzip"
+                for refused in ("identity", "gzip;q=0, identity", "br"):
+                    plain = client.get(url + "/metrics", headers={"accept-encoding": refused})
+                    assert "content-encoding" not in plain.headers, refused
+                    assert "ridtrace_inflight" in plain.text

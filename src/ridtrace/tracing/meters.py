@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -94,9 +95,24 @@ def configure_metrics(
     return provider
 
 
+def _gzip_accepted(accept_encoding: str) -> bool:
+    """Whether ``Accept-Encoding`` lists gzip with a weight above 0: prometheus_client's
+    own check takes ``gzip;q=0``, which refuses it (RFC 9110 12.5.3), for a yes."""
+    for entry in accept_encoding.split(","):
+        coding, *params = (part.strip().lower() for part in entry.split(";"))
+        if coding == "gzip":
+            weights = [p.partition("=")[2].strip() for p in params if p.startswith("q=")]
+            try:
+                return not weights or float(weights[0]) > 0
+            except ValueError:
+                return False
+    return False
+
+
 async def metrics_endpoint(request: Request) -> Response:
     """``GET /metrics``: the process's registry in the exposition format the scraper's
-    ``Accept`` asks for: OpenMetrics, or Prometheus text (0.0.4 when nothing is asked).
+    ``Accept`` asks for: OpenMetrics, or Prometheus text (0.0.4 when nothing is asked);
+    gzip-compressed when its ``Accept-Encoding`` takes gzip.
 
     Negotiated as prometheus_client's own handlers do: Prometheus asks for OpenMetrics
     first (its ``# EOF`` tells a whole scrape from a cut one), and a scraper that takes
@@ -109,5 +125,13 @@ async def metrics_endpoint(request: Request) -> Response:
     from prometheus_client.exposition import choose_encoder
 
     encoder, content_type = choose_encoder(request.headers.get("accept", ""))
-    # Vary: a cache between scraper and process must not answer one format for another.
-    return Response(encoder(REGISTRY), media_type=content_type, headers={"vary": "Accept"})
+    body = encoder(REGISTRY)
+    # Vary: a cache between scraper and process must not answer one format, or one
+    # encoding, for another.
+    headers = {"vary": "Accept, Accept-Encoding"}
+    # Prometheus asks for gzip with every scrape, and prometheus_client's handlers
+    # answer it so: the text shrinks several times, on every scrape of every process.
+    if _gzip_accepted(request.headers.get("accept-encoding", "")):
+        body = gzip.compress(body)
+        headers["content-encoding"] = "gzip"
+    return Response(body, media_type=content_type, headers=headers)
