@@ -182,3 +182,31 @@ def test_a_scrape_that_accepts_gzip_gets_it_compressed(tmp_path: Path) -> None:
                     plain = client.get(url + "/metrics", headers={"accept-encoding": refused})
                     assert "content-encoding" not in plain.headers, refused
                     assert "ridtrace_inflight" in plain.text
+
+
+def test_a_malformed_accept_gets_the_default_format_not_a_server_error(tmp_path: Path) -> None:
+    # prometheus_client's format negotiation raises TypeError on a version it cannot
+    # read ("version=bogus", "1.x.0"): the scrape was a 500 with a traceback logged at
+    # ERROR, and any client could push the error-ratio panel up with such a header.
+    accepts = ("application/openmetrics-text; version=bogus", "text/plain; version=1.x.0")
+    ok = frozenset({("route", "/metrics"), ("outcome", "ok")})
+    with start_stack(tmp_path, workers=[[]], debug_endpoints=False) as stack:
+        for url in (stack.url, stack.workers[0].url):
+            for accept in accepts:
+                scrape = httpx.get(url + "/metrics", headers={"accept": accept}, timeout=10)
+                assert scrape.status_code == 200, (url, accept, scrape.text)
+                assert scrape.headers["content-type"].startswith("text/plain; version=0.0.4")
+                assert "ridtrace_inflight" in {
+                    f.name for f in text_string_to_metric_families(scrape.text)}
+            deadline = time.monotonic() + 10
+            # A scrape is counted once it has ended: both show in a later one.
+            while _series(samples := _scrape(url), "ridtrace_requests_total").get(ok, 0) < 2:
+                assert time.monotonic() < deadline, "scrapes never counted"
+            outcomes = {dict(labels)["outcome"] for labels in
+                        _series(samples, "ridtrace_requests_total")
+                        if ("route", "/metrics") in labels}
+            assert outcomes == {"ok"}, url
+        ends = stack.frontend.wait_for_lines(
+            lambda x: x.get("event") == "request.end" and x.get("route") == "/metrics", 3)
+        assert {(x["status"], x["outcome"]) for x in ends} == {(200, "ok")}
+        assert not [x for x in stack.frontend.lines() if x.get("level") == "ERROR"]

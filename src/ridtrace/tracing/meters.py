@@ -124,7 +124,12 @@ async def metrics_endpoint(request: Request) -> Response:
     from prometheus_client import REGISTRY
     from prometheus_client.exposition import choose_encoder
 
-    encoder, content_type = choose_encoder(request.headers.get("accept", ""))
+    try:
+        encoder, content_type = choose_encoder(request.headers.get("accept", ""))
+    except (TypeError, ValueError):
+        # A version it cannot read ("version=bogus") raises there: ignoring the header,
+        # as RFC 9110 lets a server, keeps a client's header from making a 500.
+        encoder, content_type = choose_encoder("")
     body = encoder(REGISTRY)
     # Vary: a cache between scraper and process must not answer one format, or one
     # encoding, for another.
