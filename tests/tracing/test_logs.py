@@ -248,6 +248,31 @@ def test_exception_lines_carry_the_traceback_and_only_a_real_exception(log_file:
     assert "exception" not in plain and "traceback" not in plain
 
 
+class _UnprintableError(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text for this exception")
+
+
+def test_an_exception_whose_str_raises_is_still_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # str() of the exception raised inside the sink: loguru dropped the line and
+    # reported a "Logging error" on stderr instead, for loguru and stdlib lines alike.
+    path = tmp_path / "unprintable.jsonl"
+    with _stdlib_logging_to(path):
+        try:
+            raise _UnprintableError
+        except _UnprintableError:
+            logger.exception("loguru line")
+            logging.getLogger("lib").exception("stdlib line")
+    lines = read_lines(path)
+    assert [x["message"] for x in lines] == ["loguru line", "stdlib line"]
+    for line in lines:
+        assert line["exception"] == "_UnprintableError: <exception str() failed>"
+        assert line["traceback"].endswith("_UnprintableError: <exception str() failed>\n")
+    assert "Logging error" not in capsys.readouterr().err
+
+
 def test_stdlib_extra_fields_reach_the_line(tmp_path: Path) -> None:
     # logging's extra={...} is how standard-library code adds fields to a record; the
     # bridge to loguru dropped them, so a library's structured fields never reached a line.

@@ -25,6 +25,7 @@ from loguru import logger
 
 from ridtrace.contract import LOG_SCHEMA
 from ridtrace.tracing.context import line_context
+from ridtrace.tracing.exception_text import exception_text
 from ridtrace.tracing.jsonline import (
     add_context_ids,
     add_fields,
@@ -89,7 +90,9 @@ def format_record(record: Record, service: str) -> bytes:
     exc = record["exception"]
     # opt(exception=True) outside an except block records an exception of type None.
     if exc is not None and exc.type is not None:
-        line["exception"] = f"{exc.type.__name__}: {exc.value}"
+        # Not str(): one that raises lost the whole line (loguru reported it on stderr),
+        # uvicorn's "Exception in ASGI application" too, the crash's only record.
+        line["exception"] = f"{exc.type.__name__}: {exception_text(exc.value)}"
         # The frames are the evidence of a crash; one string, so still one line.
         line["traceback"] = "".join(
             traceback.format_exception(exc.type, exc.value, exc.traceback)
