@@ -23,6 +23,13 @@ from ridtrace import (
 )
 
 
+class UnprintableError(Exception):
+    """An exception whose ``str()`` raises, as a buggy library's can."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text for this exception")
+
+
 def _fastapi_without_native_spans() -> FastAPI:
     # This app tests ridtrace's own server span; the set-ups where FastAPI's built-in
     # telemetry or the contrib instrumentation owns the span are unit-tested apart.
@@ -86,6 +93,11 @@ def create_app() -> FastAPI:
     @app.get("/boom")
     async def boom() -> None:
         raise RuntimeError("boom")
+
+    @app.get("/boom-unprintable")
+    async def boom_unprintable() -> None:
+        raise UnprintableError
+
 
     @app.get("/after")
     async def after(tasks: BackgroundTasks) -> dict[str, str | None]:

@@ -252,6 +252,38 @@ def test_the_servers_crash_line_for_a_request_carries_its_ids(
     assert crash["traceback"].endswith("RuntimeError: boom\n")
 
 
+def test_a_crash_whose_str_raises_keeps_its_exception_its_request_end_and_its_span(
+    server: tuple[RunningServer, Path], receiver: OtlpReceiver
+) -> None:
+    # The span's record_exception takes str() of the crash: raising in the middleware's
+    # finally, that RuntimeError replaced the app's exception (the server logged it, not
+    # the crash) and skipped the rest: no request.end, the span never ended.
+    running, log_path = server
+    response = httpx.get(running.url + "/boom-unprintable", headers={"x-request-id": "crash-3"})
+    assert response.status_code == 500
+    request_id = response.headers["x-server-request-id"]
+    lines = wait_for_lines(
+        log_path,
+        lambda ls: sum(
+            x.get("request_id") == request_id
+            and (x.get("event") == "request.end" or x.get("logger") == "uvicorn.error")
+            for x in ls
+        ) == 2,
+    )
+    crash = next(x for x in _lines_of(lines, request_id) if x.get("logger") == "uvicorn.error")
+    assert crash["x_request_id"] == "crash-3"
+    assert crash["exception"] == "UnprintableError: <exception str() failed>"
+    assert "in boom_unprintable" in crash["traceback"]
+    end = next(x for x in _lines_of(lines, request_id) if x.get("event") == "request.end")
+    assert (end["outcome"], end["status"]) == ("error", 500)
+    spans = receiver.wait_until(
+        lambda got: any(s.attributes.get("request_id") == request_id for s in got)
+    )
+    span = next(s for s in spans if s.attributes.get("request_id") == request_id)
+    assert span.attributes["error.type"] == "UnprintableError"
+    assert span.span_id == end["span_id"]
+
+
 def _raw_request(port: int, header_lines: list[bytes]) -> bytes:
     request = b"GET /ids HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
     request += b"".join(line + b"\r\n" for line in header_lines) + b"\r\n"

@@ -310,6 +310,34 @@ def test_app_exception_is_reraised_unchanged() -> None:
     assert any(name == b"x-server-request-id" for name, _ in sent[0]["headers"])
 
 
+def test_an_exception_whose_str_raises_is_reraised_unchanged_and_its_span_ends() -> None:
+    # The span's record_exception takes str() of the exception: raising in the
+    # middleware's finally, it replaced the app's exception and the span never ended.
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no text for this exception")
+
+    async def inner(scope: Scope, receive: Receive, send: Send) -> None:
+        raise Unprintable
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b""}
+
+    async def send(message: Message) -> None:
+        pass
+
+    provider, exporter = _provider()
+    scope = {"type": "http", "method": "GET", "path": "/", "headers": []}
+    with pytest.raises(Unprintable):
+        asyncio.run(RequestTracingMiddleware(inner, tracer_provider=provider)(scope, receive, send))
+    (span,) = exporter.get_finished_spans()
+    (event,) = span.events
+    assert event.attributes is not None
+    assert event.attributes["exception.message"] == "<exception str() failed>"
+    assert str(event.attributes["exception.type"]).endswith("Unprintable")
+    assert "in inner" in str(event.attributes["exception.stacktrace"])
+
+
 def test_settings_from_env() -> None:
     settings = TracingSettings.from_env(
         {

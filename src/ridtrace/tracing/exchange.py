@@ -18,6 +18,7 @@ from starlette.types import Scope, Send
 
 from ridtrace.contract import REQUEST_END, REQUEST_START
 from ridtrace.tracing.context import RequestContext
+from ridtrace.tracing.exception_text import record_exception
 from ridtrace.tracing.identity import shown_text, validate_client_id
 from ridtrace.tracing.inbound import decide_outcome
 from ridtrace.tracing.url_query import shown_query
@@ -266,7 +267,7 @@ def annotate_end(
         span.set_attribute("error.type", error_type(status, failure))
         span.set_status(Status(StatusCode.ERROR))
         if failure is not None and isinstance(failure, Exception):
-            span.record_exception(failure)
+            record_exception(span, failure)
 
 
 def error_type(status: int, failure: BaseException | None) -> str:
