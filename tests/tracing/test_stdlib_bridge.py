@@ -7,9 +7,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import httpx
 from loguru import logger
 
 from ridtrace import configure_logging
+from tests.tracing.conftest import read_lines
 
 
 def _log_from_a_library() -> int:
@@ -38,3 +40,35 @@ def test_a_stdlib_record_keeps_its_call_site_in_other_loguru_handlers(tmp_path: 
     assert record["module"] == "test_stdlib_bridge"
     assert record["file"].name == "test_stdlib_bridge.py"
     assert record["file"].path == __file__
+
+
+def _get_through_httpx() -> None:
+    """One request through httpx's client, which logs it at INFO (`HTTP Request: ...`)."""
+    transport = httpx.MockTransport(lambda request: httpx.Response(204))
+    with httpx.Client(transport=transport) as client:
+        client.get("http://upstream.test/items")
+
+
+def test_a_level_the_application_gave_httpx_is_kept(tmp_path: Path) -> None:
+    # configure_logging quiets httpx's per-request INFO lines, but it also raised a level
+    # the application had set on purpose (to log its outbound calls) to WARNING: those
+    # lines were silently gone.
+    path = tmp_path / "app.jsonl"
+    before = {name: logging.getLogger(name).level for name in ("httpx", "httpcore")}
+    try:
+        configure_logging(path, service="svc", level="ERROR")
+        configure_logging(path, service="svc")
+        _get_through_httpx()  # left quiet by default
+        logging.getLogger("httpx").warning("a warning still goes through")
+        logging.getLogger("httpx").setLevel(logging.INFO)
+        configure_logging(path, service="svc")  # an app factory run once more
+        _get_through_httpx()
+    finally:
+        logger.remove()
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+        for name, level in before.items():
+            logging.getLogger(name).setLevel(level)
+    warning, line = read_lines(path)
+    assert warning["message"] == "a warning still goes through"
+    assert line["logger"] == "httpx"
+    assert line["message"].startswith("HTTP Request: GET http://upstream.test/items")

@@ -124,6 +124,16 @@ def route_stdlib_logging(numeric: int) -> None:
             continue
         std.handlers = []
         std.propagate = True
-    # httpx logs every request at INFO; that noise is the caller's choice, not ours.
-    logging.getLogger("httpx").setLevel(max(numeric, logging.WARNING))
-    logging.getLogger("httpcore").setLevel(max(numeric, logging.WARNING))
+    # httpx logs every request at INFO: quiet unless the application asked for it. A
+    # level it set on these loggers is its choice: raised to WARNING, its outbound
+    # calls' lines were gone.
+    for name in ("httpx", "httpcore"):
+        std = logging.getLogger(name)
+        if std.level in (logging.NOTSET, _quieted.get(name)):
+            _quieted[name] = max(numeric, logging.WARNING)
+            std.setLevel(_quieted[name])
+
+
+# The level ridtrace gave each chatty library logger, told apart from one the
+# application set (which is kept).
+_quieted: dict[str, int] = {}
