@@ -62,6 +62,24 @@ def test_direct_lines_equal_the_lines_written_through_loguru(tmp_path: Path) -> 
         assert line["time"].endswith("Z") and len(line["time"].split(".")[1]) == 7
 
 
+def test_an_event_named_for_another_module_keeps_that_name_through_loguru(
+    tmp_path: Path,
+) -> None:
+    # request.start is written by ridtrace.tracing.observed under the name
+    # ridtrace.tracing.middleware (worker.start by work_endpoint as ...worker, and so on):
+    # through loguru the line was named after the module that wrote it instead, so its
+    # logger changed with events_via_loguru.
+    named = EventLog("ridtrace.tracing.middleware")
+    direct, via_loguru = tmp_path / "direct.jsonl", tmp_path / "loguru.jsonl"
+    handler = configure_logging(direct, service="svc", intercept_stdlib=False)
+    named.info("request.start", event="request.start")
+    logger.remove(handler)
+    configure_logging(via_loguru, service="svc", intercept_stdlib=False, events_via_loguru=True)
+    named.info("request.start", event="request.start")
+    (direct_line,), (loguru_line,) = read_lines(direct), read_lines(via_loguru)
+    assert direct_line["logger"] == loguru_line["logger"] == "ridtrace.tracing.middleware"
+
+
 def test_other_handlers_see_events_only_when_they_go_through_loguru(tmp_path: Path) -> None:
     seen: list[str] = []
     logger.add(lambda message: seen.append(message.record["message"]), level="DEBUG")

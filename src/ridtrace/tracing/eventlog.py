@@ -11,13 +11,16 @@ own loguru handlers still sees every event.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
 from ridtrace.tracing.context import current_context
 from ridtrace.tracing.jsonline import add_context_ids, event_tail, utc_now
 from ridtrace.tracing.sinks import event_sinks, report_write_error
+
+if TYPE_CHECKING:
+    from loguru import Record
 
 __all__ = ["EventLog"]
 
@@ -31,10 +34,19 @@ class EventLog:
     ``__name__`` becomes the line's ``logger``, as loguru would have named it.
     """
 
-    __slots__ = ("source",)
+    __slots__ = ("_named", "source")
 
     def __init__(self, source: str) -> None:
         self.source = source
+
+        def name_the_source(record: Record) -> None:
+            record["name"] = source
+
+        # Through loguru, a record is named after the module that logged it, and some
+        # events are logged by a module other than the one they are named for
+        # (request.start by ridtrace.tracing.observed): the line's logger then changed
+        # with events_via_loguru. Same name whichever way the line goes.
+        self._named = logger.patch(name_the_source)
 
     def debug(self, message: str, **fields: Any) -> None:
         self._emit("DEBUG", message, fields)
@@ -58,8 +70,8 @@ class EventLog:
             ctx = current_context()
             if ctx is not None:
                 add_context_ids(fields, ctx)
-            # depth=2: loguru names the line after the module that called info() & co.
-            logger.opt(depth=2).log(level, message, **fields)
+            # depth=2: the file, function and line are those of the caller of info() & co.
+            self._named.opt(depth=2).log(level, message, **fields)
             return
         levelno = _LEVEL_NUMBERS[level]
         stamp = ""
