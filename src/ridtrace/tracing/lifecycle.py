@@ -25,6 +25,7 @@ __all__ = [
     "in_service",
     "own",
     "owns_any",
+    "requests_ended",
     "running",
     "running_in_threads",
     "shutdown_provider",
@@ -206,14 +207,21 @@ async def shutdown_telemetry_async(*, span_wait: float = SPAN_WAIT_SECONDS) -> i
     just before its lifespan shutdown (uvicorn's ``timeout_graceful_shutdown``) were
     lost from every trace, and from the metrics when no span recorded them.
     """
+    await requests_ended(span_wait)
+    return await asyncio.to_thread(shutdown_telemetry)
+
+
+async def requests_ended(wait: float = SPAN_WAIT_SECONDS) -> None:
+    """Return once the requests running on this loop have ended, or after ``wait``
+    seconds: those a server cancelled just before its lifespan shutdown unwind (and
+    write their ``request.end``) a few loop turns later."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + span_wait
+    deadline = loop.time() + wait
     while running and loop.time() < deadline:
         await asyncio.sleep(0.01)
     # One more turn: a server span an outer layer opened (FastAPI's telemetry) ends
     # as the same task unwinds past ridtrace's middleware.
     await asyncio.sleep(0)
-    return await asyncio.to_thread(shutdown_telemetry)
 
 
 @asynccontextmanager

@@ -62,9 +62,13 @@ async def _answer(receive: Receive, send: Send) -> None:
 
 
 async def _flush() -> None:
-    """What ``telemetry_lifespan`` does, once: an app that has it already flushed, and
-    waiting again for the requests still running would only lengthen the stop."""
+    """What ``telemetry_lifespan`` does, once: an app that has it already flushed (and
+    waited: no request is left running then)."""
     if not lifecycle.owns_any():
+        # No provider to shut down, but the log lines still wait for the requests the
+        # server cancelled just before: uvicorn re-raises SIGTERM once the lifespan is
+        # done, and their request.end, written as they unwind, was lost with the process.
+        await lifecycle.requests_ended()
         flush_sinks()
         return
     try:
