@@ -164,6 +164,11 @@ def input_tokens(prompt: str) -> int:
     return len(prompt.split())
 
 
+_BLOCK_START = sse({"type": "content_block_start", "index": 0,
+                    "content_block": {"type": "text", "text": ""}}, "content_block_start")
+_BLOCK_STOP = sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
+
+
 class _MessagesRenderer(Renderer):
     def __init__(self, parsed: Parsed, ids: Ids) -> None:
         super().__init__(parsed, ids)
@@ -172,6 +177,7 @@ class _MessagesRenderer(Renderer):
         self._delta = SseTemplate({"type": "content_block_delta", "index": 0,
                                    "delta": {"type": "text_delta", "text": SseTemplate.HOLE}},
                                   "content_block_delta")
+        self._block_open = False
 
     def _message(self, content: list[dict[str, Any]], stop: str | None, out: int,
                  stop_sequence: str | None = None) -> dict[str, Any]:
@@ -183,19 +189,21 @@ class _MessagesRenderer(Renderer):
         }
 
     def start(self) -> bytes:
-        return (
-            sse({"type": "message_start", "message": self._message([], None, 0)},
-                "message_start")
-            + sse({"type": "content_block_start", "index": 0,
-                   "content_block": {"type": "text", "text": ""}}, "content_block_start")
-        )
+        return sse({"type": "message_start", "message": self._message([], None, 0)},
+                   "message_start")
+
+    def text_start(self) -> bytes:
+        # The text block opens with the first text: a reply a stop sequence empties has
+        # none, as Anthropic's API streams it (an empty text block is one its API refuses).
+        self._block_open = True
+        return _BLOCK_START
 
     def delta(self, text: str) -> bytes:
         return self._delta.render(text)
 
     def finish(self, finished: Finished, text: str) -> bytes:
         return (
-            sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
+            (_BLOCK_STOP if self._block_open else b"")
             + sse({"type": "message_delta",
                    "delta": {"stop_reason": _stop_reason(finished),
                              "stop_sequence": finished.stop_sequence},
@@ -210,8 +218,10 @@ class _MessagesRenderer(Renderer):
         return sse(anthropic_error_body(kind, failed.message, self.ids.request_id), "error")
 
     def body(self, text: str, finished: Finished) -> dict[str, Any]:
-        return self._message([{"type": "text", "text": text}], _stop_reason(finished),
-                             finished.tokens, finished.stop_sequence)
+        # No text, no block: Anthropic's API answers such a reply with ``content: []``.
+        content = [{"type": "text", "text": text}] if text else []
+        return self._message(content, _stop_reason(finished), finished.tokens,
+                             finished.stop_sequence)
 
 
 class _MessagesSpec(ApiSpec):

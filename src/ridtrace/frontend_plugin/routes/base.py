@@ -94,7 +94,11 @@ class Renderer:
         return finished.prompt_tokens if sent is None else sent
 
     def start(self) -> bytes:
-        """Events sent before the first piece of text."""
+        """Events that open a stream, before anything the worker sent."""
+        return b""
+
+    def text_start(self) -> bytes:
+        """Events sent once before the first piece of text, only when there is one."""
         return b""
 
     def delta(self, text: str) -> bytes:

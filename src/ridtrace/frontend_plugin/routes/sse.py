@@ -111,8 +111,10 @@ async def _stream_events(send: Send, call: Call, renderer: Renderer, first: Item
             # 6 GB of RSS). Written as they come, the client's reading paces them.
             while item is not None:
                 if isinstance(item, Delta):
-                    sent.append(item.text)
                     event = renderer.delta(item.text)
+                    if not sent:
+                        event = renderer.text_start() + event
+                    sent.append(item.text)
                     out.append(event)
                     pending += len(event)
                     if pending >= _MAX_WRITE:
