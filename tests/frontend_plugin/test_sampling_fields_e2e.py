@@ -41,15 +41,31 @@ def test_openai_sampling_fields_of_the_wrong_type_or_range_are_400(
 def test_max_tokens_beside_max_completion_tokens_is_checked_too(
     oai: openai.OpenAI, max_tokens: object
 ) -> None:
-    # max_completion_tokens wins, but a max_tokens of the wrong type or range was taken
-    # silently because only the first limit set was read.
+    # A max_tokens of the wrong type or range was taken silently because only the first
+    # limit set was read: it is named as itself, before the two are found set together.
     with pytest.raises(openai.BadRequestError) as info:
         oai.chat.completions.create(model="echo", messages=CHAT, max_completion_tokens=3,
                                     extra_body={"max_tokens": max_tokens})
     assert info.value.param == "max_tokens"
-    reply = oai.chat.completions.create(model="echo", messages=CHAT, max_completion_tokens=1,
-                                        max_tokens=5)
-    assert reply.usage is not None and reply.usage.completion_tokens == 1
+    assert "at the same time" not in info.value.message
+
+
+def test_max_tokens_and_max_completion_tokens_together_are_refused_as_openai_does(
+    oai: openai.OpenAI
+) -> None:
+    # OpenAI answers this 400; max_completion_tokens won here, so code sending both (as
+    # some wrappers did) passed against the frontend and failed against the API.
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.chat.completions.create(model="echo", messages=CHAT, max_completion_tokens=1,
+                                    max_tokens=5)
+    assert (info.value.param, info.value.code) == ("max_tokens", "invalid_parameter_combination")
+    assert info.value.body["message"] == (  # type: ignore[index]
+        "Setting 'max_tokens' and 'max_completion_tokens' at the same time is not supported.")
+    # Either alone, or one beside a null, is served.
+    for limits in ({"max_completion_tokens": 1}, {"max_tokens": 1},
+                   {"max_completion_tokens": 1, "max_tokens": None}):
+        reply = oai.chat.completions.create(model="echo", messages=CHAT, extra_body=limits)
+        assert reply.usage is not None and reply.usage.completion_tokens == 1, limits
 
 
 @pytest.mark.parametrize(("body", "param"), [

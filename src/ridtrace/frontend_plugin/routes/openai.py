@@ -60,6 +60,20 @@ def max_tokens_of(body: dict[str, Any], settings: FrontendSettings, *names: str)
     return limits[0] if limits else settings.default_max_tokens
 
 
+def _chat_max_tokens(body: dict[str, Any], settings: FrontendSettings) -> int:
+    """Chat's token limit: ``max_completion_tokens`` or the older ``max_tokens``, not both.
+
+    OpenAI refuses the two together (``invalid_parameter_combination``); taking the first
+    let code that sends both pass here and fail there. Each is checked on its own first,
+    so a wrong value is named as itself."""
+    limit = max_tokens_of(body, settings, "max_completion_tokens", "max_tokens")
+    if body.get("max_tokens") is not None and body.get("max_completion_tokens") is not None:
+        raise InvalidRequest(
+            "Setting 'max_tokens' and 'max_completion_tokens' at the same time is not "
+            "supported.", param="max_tokens", code="invalid_parameter_combination")
+    return limit
+
+
 def _usage(prompt_tokens: int, tokens: int) -> dict[str, int]:
     return {
         "prompt_tokens": prompt_tokens,
@@ -160,7 +174,7 @@ class _ChatSpec(ApiSpec):
         return Parsed(
             model=model_name(body, settings.model),
             prompt=prompt,
-            max_tokens=max_tokens_of(body, settings, "max_completion_tokens", "max_tokens"),
+            max_tokens=_chat_max_tokens(body, settings),
             stream=stream,
             include_usage=stream_usage(body),
             stop=openai_sampling(body),
