@@ -54,6 +54,17 @@ def test_chat_options_are_checked(oai: openai.OpenAI, extra: dict[str, Any], par
     assert info.value.param == param, info.value.body
 
 
+def test_an_empty_tools_list_is_refused_as_openai_refuses_it(oai: openai.OpenAI) -> None:
+    # Frameworks that always send their tool list sent tools=[] when there were none:
+    # served here, a 400 from OpenAI, the most common tool error met at a first real call.
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.chat.completions.create(model="echo", messages=CHAT, tools=[])
+    assert (info.value.param, info.value.code) == ("tools", "empty_array")
+    assert "empty array" in info.value.message
+    # The Responses API takes an empty list (its Response objects say tools: []).
+    assert oai.responses.create(model="echo", input="x", tools=[]).output_text
+
+
 @pytest.mark.parametrize(("extra", "param"), [
     ({"suffix": 5}, "suffix"),
     ({"best_of": 0}, "best_of"),

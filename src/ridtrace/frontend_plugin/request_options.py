@@ -132,6 +132,12 @@ def chat_options(body: dict[str, Any]) -> dict[str, Any] | None:
     follows (``response_format``), if any."""
     _common(body)
     openai_metadata(body)
+    if body.get("tools") == []:
+        # Frameworks that always send their tool list send [] when there is none: OpenAI's
+        # chat refuses it (its Responses API takes it), so it must not pass here.
+        raise InvalidRequest("Invalid 'tools': empty array. Expected an array with minimum "
+                             "length 1, but got an empty array instead.", param="tools",
+                             code="empty_array")
     tools = _tools(body, "type")
     check_function_names(tools, "tools", nested=True)
     _openai_tool_choice(body, tools)
