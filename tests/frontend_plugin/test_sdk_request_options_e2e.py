@@ -45,6 +45,9 @@ def test_options_of_both_openai_routes_are_checked(
     ({"tool_choice": "auto"}, "tool_choice"),  # no tools to choose from
     ({"tools": OPENAI_TOOLS, "tool_choice": "sometimes"}, "tool_choice"),
     ({"tools": OPENAI_TOOLS, "parallel_tool_calls": "yes"}, "parallel_tool_calls"),
+    # Sent by frameworks whatever the call's tools: OpenAI's chat takes it only beside them.
+    ({"parallel_tool_calls": False}, "parallel_tool_calls"),
+    ({"parallel_tool_calls": True}, "parallel_tool_calls"),
     ({"metadata": "nightly"}, "metadata"),  # checked as on /v1/responses
     ({"metadata": {"run": 42}}, "metadata"),
 ])

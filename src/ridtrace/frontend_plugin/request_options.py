@@ -141,6 +141,11 @@ def chat_options(body: dict[str, Any]) -> dict[str, Any] | None:
     tools = _tools(body, "type")
     check_function_names(tools, "tools", nested=True)
     _openai_tool_choice(body, tools)
+    if body.get("parallel_tool_calls") is not None and not tools:
+        # Frameworks send it whatever a call's tools; OpenAI's chat refuses it without
+        # them (its Responses API takes it, and repeats it in the Response object).
+        raise _refuse("Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is "
+                      "only allowed when 'tools' are specified.", "parallel_tool_calls")
     _legacy_function_call(body)
     modalities = body.get("modalities")
     if modalities is not None and not (isinstance(modalities, list)
