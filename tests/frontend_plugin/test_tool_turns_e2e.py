@@ -36,6 +36,10 @@ def _result(call_id: str | None) -> Any:
     ([ASK, _calls("call_1"), _result("call_9")], "messages[2].tool_call_id", "call_9"),
     ([ASK, _calls("call_1", arguments={"city": "Paris"}), _result("call_1")],
      "messages[1].tool_calls[0].function.arguments", "expected a string"),
+    # A reply without calls turned into a history message with its calls defaulted to
+    # [] (as openai-node once did): refused by OpenAI, so every later turn broke.
+    ([ASK, {"role": "assistant", "content": "sunny", "tool_calls": []},
+      {"role": "user", "content": "and?"}], "messages[1].tool_calls", "empty array"),
 ])
 def test_a_broken_tool_turn_is_refused_as_openai_refuses_it(
     oai: openai.OpenAI, messages: Any, param: str, says: str

@@ -73,6 +73,12 @@ def _call_ids(tool_calls: Any, where: str) -> list[str]:
     if not isinstance(tool_calls, list):
         raise InvalidRequest(f"'{where}' must be a list of tool calls, not "
                              f"{kind_of(tool_calls)}", param=where)
+    if not tool_calls:
+        # A reply without calls kept with its calls defaulted to [] (leave the field out,
+        # or null): OpenAI refuses it, and with it every later turn of the conversation.
+        raise InvalidRequest(f"Invalid '{where}': empty array. Expected an array with "
+                             "minimum length 1, but got an empty array instead.",
+                             param=where, code="empty_array")
     ids = []
     for index, call in enumerate(tool_calls):
         at = f"{where}[{index}]"
