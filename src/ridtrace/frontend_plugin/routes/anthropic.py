@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ridtrace.frontend_plugin.anthropic_thinking import check_thinking_turns
 from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
     Parsed,
@@ -156,6 +157,7 @@ def messages_prompt(body: dict[str, Any]) -> str:
     _check_contents(body.get("messages"))
     prompt = chat_prompt(body.get("messages"), "messages", system, MESSAGES_ROLES)
     check_tool_uses(body["messages"])
+    check_thinking_turns(body)
     return prompt
 
 
