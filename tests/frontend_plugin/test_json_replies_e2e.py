@@ -40,15 +40,18 @@ def test_json_object_replies_parse_on_every_route(
     oai: openai.OpenAI, claude: anthropic.Anthropic
 ) -> None:
     json_object: Any = {"type": "json_object"}
-    chat = oai.chat.completions.create(model="echo", messages=CHAT, response_format=json_object)
-    assert json.loads(chat.choices[0].message.content or "") == {"reply": TEXT}
-    streamed = oai.chat.completions.create(model="echo", messages=CHAT, stream=True,
+    # JSON mode needs the word in the messages, as OpenAI requires (test_json_object_word_e2e).
+    asked: Any = [{"role": "user", "content": "structured json please"}]
+    said = "echo: user: structured json please"
+    chat = oai.chat.completions.create(model="echo", messages=asked, response_format=json_object)
+    assert json.loads(chat.choices[0].message.content or "") == {"reply": said}
+    streamed = oai.chat.completions.create(model="echo", messages=asked, stream=True,
                                            response_format=json_object)
     text = "".join(c.choices[0].delta.content or "" for c in streamed if c.choices)
-    assert json.loads(text) == {"reply": TEXT}
-    response = oai.responses.create(model="echo", input="structured please",
+    assert json.loads(text) == {"reply": said}
+    response = oai.responses.create(model="echo", input="structured json please",
                                     text={"format": json_object})
-    assert json.loads(response.output_text) == {"reply": TEXT}
+    assert json.loads(response.output_text) == {"reply": said}
     schema: Any = {"type": "json_schema", "schema": {"type": "object"}}
     message = claude.messages.create(model="echo", max_tokens=64, messages=CHAT,
                                      output_config={"format": schema})

@@ -60,8 +60,9 @@ def test_the_response_object_repeats_the_tool_and_text_settings(oai: openai.Open
     tools: Any = [{"type": "function", "name": "lookup", "parameters": {}, "strict": False}]
     asked: Any = {"tools": tools, "tool_choice": "none", "parallel_tool_calls": False,
                   "text": {"format": {"type": "json_object"}}, "user": "user-7"}
-    reply = oai.responses.create(model="echo", input="tools", **asked)
-    with oai.responses.stream(model="echo", input="tools", **asked) as stream:
+    # (JSON mode needs the word in the input, as OpenAI requires.)
+    reply = oai.responses.create(model="echo", input="tools as json", **asked)
+    with oai.responses.stream(model="echo", input="tools as json", **asked) as stream:
         final = stream.get_final_response()
     for response in (reply, final):
         assert [tool.name for tool in response.tools] == ["lookup"]  # type: ignore[union-attr]

@@ -21,7 +21,13 @@ from ridtrace.frontend_plugin.json_reply import check_schema
 from ridtrace.frontend_plugin.openai_names import check_openai_name
 from ridtrace.frontend_plugin.strict_schemas import check_strict_schema
 
-__all__ = ["anthropic_format", "chat_format", "responses_format", "sglang_format"]
+__all__ = [
+    "anthropic_format",
+    "chat_format",
+    "check_json_mode_asked",
+    "responses_format",
+    "sglang_format",
+]
 
 _RESPONSE_FORMATS = ("text", "json_object", "json_schema")
 _EFFORTS = ("low", "medium", "high", "xhigh", "max")
@@ -47,6 +53,16 @@ def _reply_schema(schema: Any, param: str, *, replying: bool = True) -> dict[str
     except ValueError as exc:
         raise _refuse(f"'{param}.schema' cannot be answered: {exc}", param) from None
     return schema
+
+
+def check_json_mode_asked(response_format: Any, text: str, message: str, param: str) -> None:
+    """OpenAI's JSON mode (a format of type ``json_object``) needs the word "json", in any
+    case, in the messages ``text`` holds: without it OpenAI answers 400 ``message`` (the
+    model, told nothing of JSON, may write whitespace until the token limit). A schema
+    format says what to write and needs no word."""
+    if (isinstance(response_format, dict) and response_format.get("type") == "json_object"
+            and "json" not in text.lower()):
+        raise _refuse(message, param)
 
 
 def chat_format(body: dict[str, Any]) -> dict[str, Any] | None:

@@ -28,6 +28,7 @@ from ridtrace.frontend_plugin.prompts import (
     token_prompt,
 )
 from ridtrace.frontend_plugin.pump import Failed, Finished
+from ridtrace.frontend_plugin.reply_formats import check_json_mode_asked
 from ridtrace.frontend_plugin.request_options import chat_options, completion_options
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse
 from ridtrace.frontend_plugin.sampling import openai_sampling, stream_options_need_stream
@@ -39,6 +40,8 @@ __all__ = ["CHAT", "COMPLETIONS", "LEGACY_ID_HEADERS", "max_tokens_of"]
 # Before the fix these headers became the in-flight key on the OpenAI-style routes.
 LEGACY_ID_HEADERS = ("x-dynamo-request-id", "request-id", "x-request-id")
 _DONE = b"data: [DONE]\n\n"
+_JSON_WORD = ("'messages' must contain the word 'json' in some form, to use "
+              "'response_format' of type 'json_object'.")
 CHAT_ROLES = ("developer", "system", "user", "assistant", "tool", "function")
 """The roles Chat Completions takes."""
 # The roles whose messages OpenAI refuses without content (an assistant turn may hold
@@ -168,6 +171,7 @@ class _ChatSpec(ApiSpec):
         stream_options_need_stream(body, stream)
         json_schema = chat_options(body)
         prompt = chat_prompt(body.get("messages"), roles=CHAT_ROLES)
+        check_json_mode_asked(body.get("response_format"), prompt, _JSON_WORD, "messages")
         require_content(body["messages"], "messages", _CONTENT_REQUIRED)
         check_tool_turns(body["messages"])
         check_message_names(body["messages"])

@@ -19,6 +19,7 @@ from ridtrace.frontend_plugin.bodies import (
 from ridtrace.frontend_plugin.logprobs import MAX_TOP_LOGPROBS, chat_token_logprobs
 from ridtrace.frontend_plugin.prompts import NO_TEXT, chat_prompt, check_roles, require_content
 from ridtrace.frontend_plugin.pump import Failed, Finished
+from ridtrace.frontend_plugin.reply_formats import check_json_mode_asked
 from ridtrace.frontend_plugin.request_options import openai_metadata, responses_options
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, sse
 from ridtrace.frontend_plugin.routes.openai import LEGACY_ID_HEADERS, max_tokens_of
@@ -33,6 +34,8 @@ __all__ = ["RESPONSES"]
 # item, not a "tool" message); each needs its content, as OpenAI's input items do.
 RESPONSES_ROLES = ("assistant", "system", "developer", "user")
 _MESSAGE_ROLES = frozenset(RESPONSES_ROLES)
+_JSON_WORD = ("Response input messages must contain the word 'json' in some form to use "
+              "'text.format' of type 'json_object'.")
 
 
 class _ResponsesRenderer(Renderer):
@@ -246,6 +249,12 @@ class _ResponsesSpec(ApiSpec):
             check_function_call_items(value)
         else:
             raise InvalidRequest("'input' must be a string or a list of messages", param="input")
+        text = body.get("text")
+        if isinstance(text, dict) and isinstance(text.get("format"), dict):
+            # The input alone: OpenAI does not count the instructions.
+            said = value if isinstance(value, str) else chat_prompt(
+                _conversation_items(value), "input")
+            check_json_mode_asked(text["format"], said, _JSON_WORD, "text.format")
         return Parsed(
             model=model_name(body, settings.model),
             prompt=prompt,
