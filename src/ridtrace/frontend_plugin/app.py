@@ -234,7 +234,7 @@ def create_frontend_app(
     app.state.answer_labels = (AnthropicRequestId,)
     app.state.misdirected_refusal = _misdirected_refusal
     app.add_middleware(
-        RequestTracingMiddleware,  # type: ignore[arg-type]  # Starlette's factory typing
+        RequestTracingMiddleware,
         settings=tracing or TracingSettings(),
     )
     return app

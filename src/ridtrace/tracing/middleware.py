@@ -50,8 +50,11 @@ class RequestTracingMiddleware(ObservedServing):
     straight through.
     """
 
+    # ``app`` is positional-only: with ``**overrides`` beside it, a type checker takes the
+    # class for no match of Starlette's middleware factory (``app`` could come twice), so
+    # ``app.add_middleware(RequestTracingMiddleware)`` failed ``mypy --strict`` in users' code.
     def __init__(
-        self, app: ASGIApp, *, settings: TracingSettings | None = None, **overrides: Any
+        self, app: ASGIApp, /, *, settings: TracingSettings | None = None, **overrides: Any
     ) -> None:
         self.app = app
         config = settings or TracingSettings()
