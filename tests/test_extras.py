@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 REPO = Path(__file__).resolve().parents[1]
 # README.md: "`bench` (the benchmarks' anchors)"; the benchmarks also use the engines the
@@ -118,3 +119,20 @@ def test_every_library_src_imports_is_named_in_pyproject() -> None:
             if not dists & named:
                 unnamed[module] = str(script.relative_to(REPO))
     assert not unnamed
+
+
+# `make test` runs `make lint` first, and mypy --strict reads these libraries' own types.
+# At the floors `uv pip install --resolution lowest-direct` picks, numpy 2.0.2 (no defaults
+# for ndarray's type parameters) and requests 2.32.2 (no types at all) failed it with 106
+# errors; the first releases that pass are these.
+_TYPES_SINCE = {"numpy": Version("2.3"), "requests": Version("2.34")}
+
+
+def test_the_dev_floors_hold_the_types_the_type_check_reads() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    with_dev = [Requirement(r) for r in (*project["dependencies"],
+                                         *project["optional-dependencies"]["dev"])]
+    for name, typed in _TYPES_SINCE.items():
+        floors = [Version(spec.version) for r in with_dev if canonicalize_name(r.name) == name
+                  for spec in r.specifier if spec.operator == ">="]
+        assert floors and max(floors) >= typed, f"{name}: floors {floors}, types since {typed}"
