@@ -384,3 +384,11 @@ def test_sync_server_error_spans_name_what_failed_and_record_only_crashes() -> N
     assert (aborted.attributes or {})["error.type"] == "INTERNAL" and not aborted.events
     assert (crashed.attributes or {})["error.type"] == "RuntimeError"
     assert [e.name for e in crashed.events] == ["exception"]
+
+
+def test_the_interceptor_is_a_server_interceptor_of_both_apis() -> None:
+    # grpc.server's interceptors= takes grpc.ServerInterceptor, grpc.aio.server's the aio
+    # one (so typeshed's types-grpcio types them): one object serves both, and is both.
+    interceptor = RequestTracingInterceptor()
+    assert isinstance(interceptor, grpc.ServerInterceptor)
+    assert isinstance(interceptor, grpc.aio.ServerInterceptor)
