@@ -65,15 +65,17 @@ def demo(
     """Reproduce the crossed-stream incident, show the fix, and prove both from the logs.
 
     Exit status: 0 the safe run is clean and every crossed stream the legacy callers saw
-    was reported, 1 otherwise, 2 bad usage (an option, or an OTEL_* variable the stack
-    cannot follow); 129, 130 and 143 when a signal stopped it."""
+    was reported, 1 otherwise, 2 bad usage (an option, or an OTEL_* or RIDTRACE_*
+    variable the stack cannot follow); 129, 130 and 143 when a signal stopped it."""
     require_propagators()  # before the demo's imports (FastAPI) load them
     from rich.console import Console
 
     from ridtrace.cli.forensics_render import REPORT_WIDTH, layout_width
     from ridtrace.demo.main import run_demo
+    from ridtrace.demo.processes import RefusedConfiguration
 
     traces_endpoint = _traces_endpoint()
+    _check_serve_variables()
     _make_out_folder(out_dir)
     signal.signal(signal.SIGTERM, _raise_interrupt)
     # Ctrl-C too, though Python's default handler raises the same: asyncio.run() swaps
@@ -105,6 +107,8 @@ def demo(
         )
     except KeyboardInterrupt as stop:
         _stopped(stop)
+    except RefusedConfiguration as refused:
+        raise BadConfiguration(str(refused)) from None
     except Exception as exc:
         # Ctrl-C that landed in a lock's bookkeeping (seen with the callers' spans
         # exported over gRPC) surfaces as another error with the interrupt as its
@@ -129,6 +133,32 @@ def _make_out_folder(out_dir: Path) -> None:
     if not os.access(out_dir, os.W_OK | os.X_OK):
         raise click.BadParameter(f"cannot write in {out_dir}: "
                                  f"{os.strerror(errno.EACCES)}", param_hint="'--out'")
+
+
+def _check_serve_variables() -> None:
+    """The ``RIDTRACE_*`` variables the stack's processes read (and ``OTEL_BSP_*`` /
+    ``OTEL_METRIC_EXPORT_*``), refused as ``ridtrace serve`` refuses them: one line naming
+    the variable, exit 2, before anything starts.
+    A refused one (``RIDTRACE_ID_GENERATOR=bogus`` in the shell) ended the demo in a
+    traceback and "internal error (exit 4)", after it had cleared the last run's output.
+    """
+    from ridtrace.demo.processes import stack_environ
+    from ridtrace.frontend_plugin.settings import FrontendSettings, WorkerSettings
+    from ridtrace.tracing.export_schedule import check_export_schedule
+    from ridtrace.tracing.otlp_endpoints import otlp_export_endpoint
+    from ridtrace.tracing.settings import TracingSettings
+
+    environ = stack_environ()
+    try:
+        for from_env in (TracingSettings.from_env, FrontendSettings.from_env,
+                         WorkerSettings.from_env):
+            from_env(environ)
+        # Read where an exporter is built: with an endpoint, in every process of the stack
+        # and in the demo's callers, whose own spans failed the demo with exit 4.
+        if any(otlp_export_endpoint(environ, name) for name in ("traces", "metrics")):
+            check_export_schedule(environ)
+    except ValueError as exc:
+        raise BadConfiguration(str(exc)) from None
 
 
 def _stopped(stop: KeyboardInterrupt) -> NoReturn:

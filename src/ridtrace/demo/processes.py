@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["Stack", "free_port", "start_stack"]
+__all__ = ["RefusedConfiguration", "Stack", "free_port", "stack_environ", "start_stack"]
 
 
 # Ports handed out by this process: a port is only reserved once its server binds it,
@@ -78,10 +78,15 @@ _WORKER_BEHAVIOUR = frozenset(
 )
 
 
+def stack_environ() -> dict[str, str]:
+    """The environment the stack's processes start with: this one's, less the above."""
+    return {k: v for k, v in os.environ.items() if k not in _WORKER_BEHAVIOUR}
+
+
 def _spawn(
     argv: Sequence[str], stderr_path: Path, env: dict[str, str] | None
 ) -> subprocess.Popen[bytes]:
-    inherited = {k: v for k, v in os.environ.items() if k not in _WORKER_BEHAVIOUR}
+    inherited = stack_environ()
     with stderr_path.open("wb") as stderr:
         # Own process group: Ctrl-C in the terminal reaches the demo, which then stops
         # each group itself, so no child is left behind whichever way the demo ends.
@@ -95,10 +100,29 @@ def _spawn(
         )
 
 
-def _wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+class RefusedConfiguration(Exception):
+    """A process of the stack would not start with the configuration it was given (its
+    exit 2): a ``RIDTRACE_*`` variable of the shell it refused, say. The message is the
+    line it printed, naming the variable."""
+
+
+def _refusal(stderr_path: Path) -> str:
+    lines = stderr_path.read_text(errors="replace").splitlines() if stderr_path.exists() else []
+    said = next((line for line in reversed(lines) if line.strip()), "")
+    return said.removeprefix("Error: ") or f"see {stderr_path}"
+
+
+def _wait_ready(
+    url: str, process: subprocess.Popen[bytes], stderr_path: Path, timeout: float = 30.0
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
+            if process.returncode == 2:
+                # `ridtrace serve`'s bad usage: a variable the demo's shell holds
+                # (RIDTRACE_ID_GENERATOR=bogus) ended the demo in a traceback and
+                # "internal error (exit 4)", though serve had named the variable.
+                raise RefusedConfiguration(f"{stderr_path.stem}: {_refusal(stderr_path)}")
             raise RuntimeError(f"{url}: process exited with {process.returncode} while starting")
         try:
             if httpx.get(url + "/health", timeout=1.0).status_code == 200:
@@ -167,6 +191,7 @@ def start_stack(
     stderr_dir = log_dir.parent / "stderr"
     stderr_dir.mkdir(exist_ok=True)
     processes: list[subprocess.Popen[bytes]] = []
+    stderr_paths: list[Path] = []
     try:
         worker_urls = []
         for _ in range(workers):
@@ -183,6 +208,7 @@ def start_stack(
                     env,
                 )
             )
+            stderr_paths.append(stderr_dir / f"worker-{port}.stderr")
             worker_urls.append(url)
         port = free_port()
         frontend_url = f"http://127.0.0.1:{port}"
@@ -193,8 +219,11 @@ def start_stack(
         for url in worker_urls:
             argv += ["--worker", url]
         processes.append(_spawn(argv, stderr_dir / "frontend.stderr", env))
-        for url, process in zip([*worker_urls, frontend_url], processes, strict=True):
-            _wait_ready(url, process)
+        stderr_paths.append(stderr_dir / "frontend.stderr")
+        for url, process, stderr_path in zip(
+            [*worker_urls, frontend_url], processes, stderr_paths, strict=True
+        ):
+            _wait_ready(url, process, stderr_path)
         yield Stack(frontend_url, worker_urls, log_dir, processes)
     finally:
         stop(processes, grace=stop_grace({**os.environ, **(env or {})}))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["batch_span_processor", "periodic_metric_reader"]
+__all__ = ["batch_span_processor", "check_export_schedule", "periodic_metric_reader"]
 
 
 def _positive(env: Mapping[str, str], key: str, default: int) -> int:
@@ -29,6 +29,24 @@ def _positive(env: Mapping[str, str], key: str, default: int) -> int:
 _QUEUE_KEY, _BATCH_KEY = "OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"
 
 
+def _queue_and_batch(env: Mapping[str, str]) -> tuple[int, int]:
+    queue = _positive(env, _QUEUE_KEY, 2048)
+    batch = _positive(env, _BATCH_KEY, min(512, queue))
+    if batch > queue:
+        raise ValueError(f"{_BATCH_KEY}={env[_BATCH_KEY].strip()!r}: a batch is at most the "
+                         f"queue, {_QUEUE_KEY}='{queue}'")
+    return queue, batch
+
+
+def check_export_schedule(env: Mapping[str, str]) -> None:
+    """Raise the ValueError that building the processor or the reader from ``env`` would,
+    without building them (``ridtrace demo`` checks its processes' variables first)."""
+    _queue_and_batch(env)
+    for key in ("OTEL_BSP_SCHEDULE_DELAY", "OTEL_BSP_EXPORT_TIMEOUT",
+                "OTEL_METRIC_EXPORT_INTERVAL", "OTEL_METRIC_EXPORT_TIMEOUT"):
+        _positive(env, key, 1)
+
+
 def batch_span_processor(exporter: Any, env: Mapping[str, str]) -> Any:
     """A batch span processor with ``OTEL_BSP_*`` taken from ``env`` (the SDK's defaults
     for what it does not set). A queue below the default batch (512) is the batch size,
@@ -37,11 +55,7 @@ def batch_span_processor(exporter: Any, env: Mapping[str, str]) -> Any:
     equal to max_queue_size."). A batch set above the queue is refused naming both."""
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    queue = _positive(env, _QUEUE_KEY, 2048)
-    batch = _positive(env, _BATCH_KEY, min(512, queue))
-    if batch > queue:
-        raise ValueError(f"{_BATCH_KEY}={env[_BATCH_KEY].strip()!r}: a batch is at most the "
-                         f"queue, {_QUEUE_KEY}='{queue}'")
+    queue, batch = _queue_and_batch(env)
     return BatchSpanProcessor(
         exporter,
         max_queue_size=queue,
