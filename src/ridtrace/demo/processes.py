@@ -72,15 +72,19 @@ class Stack:
 # What the demo's workers do is the demo's: `ridtrace serve worker` takes these from
 # the environment when no option names them, and a shell that had set one to try a
 # worker (a test fault, a gate, a first-token delay) crossed or hung the demo's streams.
-_WORKER_BEHAVIOUR = frozenset(
-    f"RIDTRACE_WORKER_{name}" for name in
-    ("FIRST_TOKEN_DELAY", "GATE", "HANG_AFTER_TOKENS", "FOREIGN_CHUNK_AFTER")
+# So is its frontend's access control: its callers send no API key, and with
+# RIDTRACE_API_KEYS exported (docs/cli.md advises the variable for secrets) every call
+# got 401 and the demo failed both runs.
+_NOT_INHERITED = frozenset(
+    (*(f"RIDTRACE_WORKER_{name}" for name in
+       ("FIRST_TOKEN_DELAY", "GATE", "HANG_AFTER_TOKENS", "FOREIGN_CHUNK_AFTER")),
+     "RIDTRACE_API_KEYS", "RIDTRACE_FRONTEND_METRICS_REQUIRE_KEY")
 )
 
 
 def stack_environ() -> dict[str, str]:
     """The environment the stack's processes start with: this one's, less the above."""
-    return {k: v for k, v in os.environ.items() if k not in _WORKER_BEHAVIOUR}
+    return {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
 
 
 def _spawn(
