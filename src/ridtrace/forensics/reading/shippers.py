@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from ridtrace.forensics.reading.unwrap_parts import LineByLine, json_object
 
@@ -43,7 +44,38 @@ def envelope_record(entry: dict[str, object], field: str) -> dict[str, object] |
     return value
 
 
-class EnvelopeUnwrapper(LineByLine):
+# A container runtime cuts a line longer than its buffer (containerd: 16 KiB) into parts,
+# CRI's tags ``P`` then a last ``F``. A shipper whose CRI parser does not put them together
+# again ships each part as an entry of its own, the tag in ``logtag`` (Fluent Bit's stock
+# regex ``cri`` parser, Fluentd's ``cri`` parser without the concat filter) or ``_p``
+# (Fluent Bit's multiline ``cri`` parser, on a flush): read one by one, each part was a bad
+# line, and a long Unlinked error went missing under the 1 % of bad lines a read may have.
+_PART_TAGS = ("_p", "logtag")
+# An entry's fields that differ between the parts of one line; the others (stream,
+# Kubernetes metadata, file) tell which container's line a part is of.
+_PER_PART = frozenset({*_PART_TAGS, "time", "date", "timestamp", "@timestamp"})
+
+
+class ShippedLines(LineByLine):
+    """A shipper's entries a line, each carrying a service's line in one of its fields."""
+
+    def carried(self, entry: dict[str, Any], field: str, text: str, number: int, *,
+                container: str = "") -> bytes:
+        """The line `entry` carries as `text` in `field`: whole, or, when the runtime cut
+        it into parts the shipper did not put together again, at its last part's line
+        (an empty line at each earlier part's). `container`: what names the container
+        besides the entry's own fields (a file output's tag)."""
+        # One line in, one line out: line numbers stay the file's.
+        line = text.rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
+        tag = next((entry[k] for k in _PART_TAGS if k in entry), None)
+        if tag not in ("P", "F") or (tag == "F" and not self._parts.pending):
+            return line
+        fields = {k: v for k, v in entry.items() if k != field and k not in _PER_PART}
+        source = (container, json.dumps(fields, sort_keys=True))
+        return self._parts.add(source, number, line, tag == "F")
+
+
+class EnvelopeUnwrapper(ShippedLines):
     """A shipper's JSON object per line holding the service's line in one field."""
 
     name = "log shipper JSON"
@@ -67,8 +99,7 @@ class EnvelopeUnwrapper(LineByLine):
         value = entry.get(self.field)
         if not isinstance(value, str):
             return line
-        # One line in, one line out: line numbers stay the file's.
-        return value.rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
+        return self.carried(entry, self.field, value, number)
 
 
 def parsed_line(record: dict[str, object]) -> bytes:
@@ -81,15 +112,15 @@ def parsed_line(record: dict[str, object]) -> bytes:
 
 # Fluent Bit's file output in its default format (``out_file``): the tag, then the time
 # and the record as a JSON array: ``kube.var.log.containers.x.log: [1790949900.1, {…}]``.
-_FLUENT_BIT_FILE = re.compile(rb"[^\s:\[{]+: \[\d+(?:\.\d+)?, (\{.*\})\]\s*$")
+_FLUENT_BIT_FILE = re.compile(rb"(?P<tag>[^\s:\[{]+): \[\d+(?:\.\d+)?, (?P<record>\{.*\})\]\s*$")
 # Fluentd's file output in its default format (``out_file``): the time (ISO 8601, or
 # epoch seconds with ``time_type float``), the tag and the record, tab-separated.
 _FLUENTD_FILE = re.compile(
-    rb"(?:\d{4}-\d{2}-\d{2}[T ][^\t]*|\d+(?:\.\d+)?)\t[^\t\s]+\t(\{.*\})\s*$"
+    rb"(?:\d{4}-\d{2}-\d{2}[T ][^\t]*|\d+(?:\.\d+)?)\t(?P<tag>[^\t\s]+)\t(?P<record>\{.*\})\s*$"
 )
 
 
-class ShipperFileUnwrapper(LineByLine):
+class ShipperFileUnwrapper(ShippedLines):
     """A shipper's file output, each record framed by the shipper's own fields (Fluent
     Bit's and Fluentd's ``out_file``): the record itself when an input parser made it
     the service's record, else the line in its ``log`` field (the tail input's, as
@@ -103,14 +134,16 @@ class ShipperFileUnwrapper(LineByLine):
         framed = self._frame.match(line)
         if framed is None:
             return line
-        record: bytes = framed[1]
+        record: bytes = framed["record"]
         entry = json_object(record)
         if entry is None or is_record(entry):
             return record
         for field in ("log", "message"):
             text = entry.get(field)
             if isinstance(text, str):
-                return text.rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
+                # The tag names the container file the entry was read from.
+                tag = framed["tag"].decode("utf-8", "replace")
+                return self.carried(entry, field, text, number, container=tag)
         return record
 
 

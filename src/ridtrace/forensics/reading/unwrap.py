@@ -215,7 +215,7 @@ def _shipper_of(lines: list[bytes]) -> Unwrapper | None:
         return OtlpUnwrapper()
     for name, frame in shipper_file_frames():
         framed = frame.match(line)
-        if framed is not None and json_object(framed[1]) is not None:
+        if framed is not None and json_object(framed["record"]) is not None:
             return ShipperFileUnwrapper(name, frame)
     return envelope_of(lines)
 
