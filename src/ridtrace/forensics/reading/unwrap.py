@@ -28,6 +28,7 @@ import copy
 import json
 import re
 
+from ridtrace.forensics.reading.cloudwatch import CloudWatchEventsUnwrapper, is_cloudwatch_events
 from ridtrace.forensics.reading.judge import JOURNAL_DROPPED_MARK, JOURNAL_LEFT_OUT_MARK
 from ridtrace.forensics.reading.nesting import nesting_in
 from ridtrace.forensics.reading.otlp import OTLP_HEAD, OtlpUnwrapper
@@ -213,6 +214,8 @@ def _shipper_of(lines: list[bytes]) -> Unwrapper | None:
             return JournalUnwrapper()
     elif OTLP_HEAD.match(line):
         return OtlpUnwrapper()
+    elif is_cloudwatch_events(lines):
+        return CloudWatchEventsUnwrapper()
     for name, frame in shipper_file_frames():
         framed = frame.match(line)
         if framed is not None and json_object(framed["record"]) is not None:

@@ -1,0 +1,53 @@
+"""CloudWatch Logs events as the AWS CLI writes them: ``aws logs filter-log-events`` (and
+``get-log-events``) with its default ``--output json``, one document for all the pages.
+
+The AWS CLI writes that document indented by four spaces, each event an object of its
+own and each event's ``message`` (the service's line) on a line of its own::
+
+    {
+        "events": [
+            {
+                "logStreamName": "ecs/frontend/4f1e",
+                "timestamp": 1790949900003,
+                "message": "{\\"time\\":\\"2026-10-02T14:05:00.003195Z\\",…}",
+                …
+
+Read as JSON lines, every line of it was a bad one and the report said only "none of
+its lines is a log record". Each ``message`` line is its event's line here, cited at
+that line of the document; every other line of the document is an empty line (empty
+lines are not rows), so the lines counted are the events.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ridtrace.forensics.reading.unwrap_parts import LineByLine
+
+__all__ = ["CloudWatchEventsUnwrapper", "is_cloudwatch_events"]
+
+_MESSAGE = re.compile(rb'\s*"message": ("(?:[^"\\]|\\.)*")\s*,?\s*$')
+
+
+def is_cloudwatch_events(lines: list[bytes]) -> bool:
+    """Whether the first lines (stripped, blank ones left out) open the AWS CLI's JSON
+    document of log events."""
+    return len(lines) > 1 and lines[0] == b"{" and lines[1] == b'"events": ['
+
+
+class CloudWatchEventsUnwrapper(LineByLine):
+    """The AWS CLI's JSON document of log events: each event's ``message`` line."""
+
+    name = "aws logs JSON"
+
+    def unwrap(self, line: bytes, number: int) -> bytes:
+        message = _MESSAGE.match(line)
+        if message is None:
+            return b""
+        try:
+            text = json.loads(message[1])
+        except ValueError:
+            return line  # no JSON string after all: judged as the line it is
+        # One line in, one line out: line numbers stay the document's.
+        return str(text).rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")

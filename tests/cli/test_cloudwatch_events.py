@@ -1,0 +1,85 @@
+"""CloudWatch Logs fetched with ``aws logs filter-log-events`` (or ``get-log-events``) and
+the AWS CLI's default ``--output json``: one indented document, each event's line in its
+``message``. Every line of it was a bad one, "none of its lines is a log record", with
+no request read; each event's line is read now, cited at its ``message`` line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ridtrace.forensics.live.follow import Follower, FollowSettings
+from ridtrace.testing.synth import SynthSpec, write_logs
+from tests.cli.helpers import analyze_json
+from tests.support.extras import ENGINES
+
+
+def _filter_log_events(lines: list[bytes], stream: str) -> bytes:
+    """The AWS CLI's JSON output of ``aws logs filter-log-events``: indented by four."""
+    events = [{"logStreamName": stream, "timestamp": 1796205600000 + n,
+               "message": line.decode(), "ingestionTime": 1796205600500 + n,
+               "eventId": f"{37000000000000000000 + n}"} for n, line in enumerate(lines)]
+    return json.dumps({"events": events, "searchedLogStreams": [
+        {"logStreamName": stream, "searchedCompletely": True}]}, indent=4).encode() + b"\n"
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("plain")
+    write_logs(folder, SynthSpec(requests=80))
+    return folder
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_events_of_an_aws_logs_document_are_read(
+    plain: Path, tmp_path: Path, engine: str
+) -> None:
+    fetched = tmp_path / "fetched"
+    fetched.mkdir()
+    for path in plain.iterdir():  # named as such a fetch is saved: a .json document
+        (fetched / f"{path.stem}.json").write_bytes(
+            _filter_log_events(path.read_bytes().splitlines(), f"ecs/{path.stem}/4f1e"))
+    want_code, want = analyze_json(str(plain))
+    code, got = analyze_json(str(fetched), "--engine", engine)
+    assert got["summary"]["bad_line_samples"] == []
+    assert got["summary"]["ignored_files"] == []
+    assert [(f["kind"], f["span_id"], f["detail"]) for f in got["findings"]] == [
+        (f["kind"], f["span_id"], f["detail"]) for f in want["findings"]]
+    assert (got["summary"]["requests"], got["summary"]["lines"]) == (
+        want["summary"]["requests"], want["summary"]["lines"])
+    assert code == want_code == 1
+    for finding in got["findings"]:
+        for ev in finding["evidence"]:
+            cited = Path(ev["file"]).read_bytes().split(b"\n")[ev["line"] - 1]
+            assert cited.lstrip().startswith(b'"message": "{')
+
+
+def test_an_events_text_is_a_bad_line_the_others_read(tmp_path: Path) -> None:
+    record = {"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1", "message": "m",
+              "event": "request.start", "request_id": "r1", "trace_id": "1" * 32,
+              "span_id": "a" * 16}
+    log = tmp_path / "events.json"
+    log.write_bytes(_filter_log_events(
+        [b"frontend: starting", json.dumps(record).encode()], "frontend"))
+    code, doc = analyze_json(str(log))
+    assert doc["summary"]["bad_line_samples"] == [
+        {"file": str(log), "line": 6, "reason": "not JSON"}]
+    assert (doc["summary"]["lines"], doc["summary"]["requests"]) == (2, 1)
+    assert code == 3  # one bad line in two
+
+
+def test_follow_reads_an_aws_logs_document(tmp_path: Path) -> None:
+    record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1",
+                         "message": "m"}).encode()
+    (tmp_path / "events.json").write_bytes(_filter_log_events([record] * 3, "frontend"))
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
+    follower.start()
+    try:
+        follower.run(lambda f: True, stop=lambda: True)
+        summary = follower.summary()
+    finally:
+        follower.close()
+    assert summary["bad_line_samples"] == []
+    assert summary["lines"] == 3
