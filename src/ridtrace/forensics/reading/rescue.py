@@ -45,7 +45,7 @@ def judge_unwrapped(
     known = all(known_record(row) for row in rows)
     if reason is None and known:
         return rows, None
-    inner = record_behind_prefix(text.strip()) or record_inside(text)
+    inner = _behind_prefixes(text.strip()) or record_inside(text)
     if inner is not None:
         inner_rows, inner_reason = judge_records(inner, fields)
         if inner_rows and all(known_record(row) for row in inner_rows):
@@ -119,9 +119,24 @@ def record_inside(line: bytes) -> bytes | None:
     if parsed is not None:
         return parsed_line(parsed)
     text: str | None = next((entry[f] for f in _CARRIERS if isinstance(entry.get(f), str)), None)
-    if text is None or not text.lstrip().startswith("{"):
+    if text is None:
         return None
-    return text.rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
+    carried = text.rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
+    if text.lstrip().startswith("{"):
+        return carried
+    # The runtime's line as a shipper read it off the node's file, prefix and all
+    # (Filebeat's filestream without its container parser, promtail without its cri
+    # stage, Vector's file source on /var/log/pods): the record behind the prefix.
+    return _behind_prefixes(carried.strip())
+
+
+def _behind_prefixes(line: bytes) -> bytes | None:
+    """`record_behind_prefix`, once more when a prefix stands before another (``logcli
+    query``'s time and labels before a CRI line it was shipped as)."""
+    inner = record_behind_prefix(line)
+    if inner is not None and not inner.startswith(b"{"):
+        return record_behind_prefix(inner) or inner
+    return inner
 
 
 # The fields a wrapped line carries its service's line in: Docker's and Fluent Bit's
