@@ -187,6 +187,28 @@ class _Chain:
         return self._outer.unfinished()
 
 
+# Docker's json-file driver cuts a line every 16 KiB: each part but the last fills it.
+_DOCKER_PART_BYTES = 16 * 1024
+
+
+def _docker_entries(first: dict[str, object], lines: list[bytes]) -> bool:
+    """Whether the first lines are Docker's json-file driver's entries, `first` the first
+    of them parsed: a ``log`` ending in its line's newline among them, or a first part of
+    a line the driver cut (16 KiB). A shipper's entries of the same first keys whose
+    ``log`` has no newline (a parser took it off) are no such parts: read as Docker's,
+    each line was held for a last part that never came, the whole file one bad line."""
+    log = first.get("log")
+    if not (isinstance(log, str) and first.get("stream") in STREAMS):
+        return False
+    if len(log.encode("utf-8", "surrogatepass")) >= _DOCKER_PART_BYTES:
+        return True
+    return any(_DOCKER_LINE_END.search(line) for line in lines)
+
+
+# The end of a Docker entry whose line ends there: its newline, escaped, ends ``log``.
+_DOCKER_LINE_END = re.compile(rb'^\{"log":\s*"(?:[^"\\]|\\.)*\\n"')
+
+
 def _shipper_of(lines: list[bytes]) -> Unwrapper | None:
     line = lines[0] if lines else b""
     if CRI_LINE.match(line):
@@ -204,9 +226,7 @@ def _shipper_of(lines: list[bytes]) -> Unwrapper | None:
     # Docker writes "log" first; journalctl "__CURSOR" (`_JOURNAL_HEAD`).
     if line.startswith(b'{"log":'):
         entry = json_object(line)
-        if entry is not None and isinstance(entry.get("log"), str) and (
-            entry.get("stream") in STREAMS
-        ):
+        if entry is not None and _docker_entries(entry, lines):
             return DockerUnwrapper()
     elif _JOURNAL_HEAD.match(line):
         entry = json_object(line)
