@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,3 +28,12 @@ def rotated_app_logs(logs: Path) -> None:
     (logs / "app.jsonl").write_text("\n".join(
         line for i in range(3) for line in rt_request(f"{i + 1:016x}", f"r{i + 2}", 5 + i, 6 + i)
     ) + "\n")
+
+
+def wrap_each_file(plain: Path, into: Path, wrap: Callable[[list[bytes]], bytes]) -> Path:
+    """`into`, holding each file of `plain` with its lines passed through `wrap` (as a
+    shipper or runtime would have written them)."""
+    into.mkdir()
+    for path in plain.iterdir():
+        (into / path.name).write_bytes(wrap(path.read_bytes().splitlines()))
+    return into

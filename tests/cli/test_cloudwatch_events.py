@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from ridtrace.forensics.live.follow import Follower, FollowSettings
-from ridtrace.testing.synth import SynthSpec, write_logs
 from tests.cli.helpers import analyze_json
 from tests.support.extras import ENGINES
 
@@ -23,13 +22,6 @@ def _filter_log_events(lines: list[bytes], stream: str) -> bytes:
                "eventId": f"{37000000000000000000 + n}"} for n, line in enumerate(lines)]
     return json.dumps({"events": events, "searchedLogStreams": [
         {"logStreamName": stream, "searchedCompletely": True}]}, indent=4).encode() + b"\n"
-
-
-@pytest.fixture(scope="module")
-def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("plain")
-    write_logs(folder, SynthSpec(requests=80))
-    return folder
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from ridtrace.testing.synth import SynthSpec, write_logs
 from tests.cli.helpers import analyze_json
 from tests.support.extras import ENGINES
 
@@ -49,13 +48,6 @@ SHAPES: dict[str, Callable[[list[bytes]], bytes]] = {
                              timestamp="2026-11-29T10:00:00Z"),
     "logcli-text": _logcli_text,
 }
-
-
-@pytest.fixture(scope="module")
-def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("plain")
-    write_logs(folder, SynthSpec(requests=80))
-    return folder
 
 
 @pytest.mark.parametrize("engine", ENGINES)

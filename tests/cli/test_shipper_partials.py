@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from ridtrace.forensics.live.follow import Follower, FollowSettings
-from ridtrace.testing.synth import SynthSpec, write_logs
-from tests.cli.helpers import analyze_json
+from tests.cli.helpers import analyze_json, wrap_each_file
 from tests.support.extras import ENGINES
 
 # Lines longer than this are cut, as containerd cuts lines longer than 16 KiB.
@@ -70,26 +69,12 @@ SHAPES = {"fluent-bit-cri": _fluent_bit_cri, "fluent-bit-multiline": _fluent_bit
           "fluentd-file-cri": _fluentd_file}
 
 
-@pytest.fixture(scope="module")
-def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("plain")
-    write_logs(folder, SynthSpec(requests=80))
-    return folder
-
-
-def _wrap(plain: Path, into: Path, wrap: Callable[[list[bytes]], bytes]) -> Path:
-    into.mkdir()
-    for path in plain.iterdir():
-        (into / path.name).write_bytes(wrap(path.read_bytes().splitlines()))
-    return into
-
-
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_a_line_cut_into_parts_is_put_together_again(
     plain: Path, tmp_path: Path, shape: str, engine: str
 ) -> None:
-    wrapped = _wrap(plain, tmp_path / shape, SHAPES[shape])
+    wrapped = wrap_each_file(plain, tmp_path / shape, SHAPES[shape])
     want_code, want = analyze_json(str(plain))
     code, got = analyze_json(str(wrapped), "--engine", engine)
     assert got["summary"]["bad_line_samples"] == []

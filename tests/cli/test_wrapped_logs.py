@@ -15,8 +15,7 @@ import pytest
 from ridtrace.forensics.live.follow import Follower, FollowSettings
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.stats import ReadStats
-from ridtrace.testing.synth import SynthSpec, write_logs
-from tests.cli.helpers import analyze_json
+from tests.cli.helpers import analyze_json, wrap_each_file
 from tests.support.extras import ENGINES
 
 # Longer lines are cut into parts, as the runtimes cut lines longer than their buffers.
@@ -303,20 +302,6 @@ WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("plain")
-    write_logs(folder, SynthSpec(requests=80))
-    return folder
-
-
-def _wrap(plain: Path, into: Path, wrap: Callable[[list[bytes]], bytes]) -> Path:
-    into.mkdir()
-    for path in plain.iterdir():
-        (into / path.name).write_bytes(wrap(path.read_bytes().splitlines()))
-    return into
-
-
 def _record_at(path: Path, line: int) -> bytes:
     return path.read_bytes().split(b"\n")[line - 1]
 
@@ -326,7 +311,7 @@ def _record_at(path: Path, line: int) -> bytes:
 def test_wrapped_logs_give_the_plain_logs_report(
     plain: Path, tmp_path: Path, kind: str, engine: str
 ) -> None:
-    wrapped = _wrap(plain, tmp_path / kind, WRAPPERS[kind])
+    wrapped = wrap_each_file(plain, tmp_path / kind, WRAPPERS[kind])
     want_code, want = analyze_json(str(plain))
     code, got = analyze_json(str(wrapped), "--engine", engine)
     assert code == want_code == 1
@@ -342,7 +327,7 @@ def test_wrapped_logs_give_the_plain_logs_report(
 
 
 def test_evidence_cites_the_line_of_the_records_last_part(plain: Path, tmp_path: Path) -> None:
-    wrapped = _wrap(plain, tmp_path / "cri", _cri)
+    wrapped = wrap_each_file(plain, tmp_path / "cri", _cri)
     _, got = analyze_json(str(wrapped))
     _, want = analyze_json(str(plain))
     for g, w in zip(got["findings"], want["findings"], strict=True):
@@ -518,7 +503,7 @@ def test_a_walk_ignores_a_container_log_of_plain_text(plain: Path, tmp_path: Pat
     # A sidecar's text, wrapped by the runtime, under a name that is no log's: ignored
     # as its text would be, not read into a file with no log record (exit 3).
     stamp = "2026-11-29T10:00:00.000000001Z"
-    walked = _wrap(plain, tmp_path / "node",
+    walked = wrap_each_file(plain, tmp_path / "node",
                    lambda lines: b"".join(stamp.encode() + b" stdout F " + x + b"\n"
                                           for x in lines))
     (walked / "istio-proxy").write_text(
@@ -667,7 +652,7 @@ def test_a_journal_line_journalctl_left_out_makes_the_read_incomplete(
     # the line (a traceback, a request.end with a long error) is not in the export. It
     # was one bad line saying "missing time", and under 1 % of bad lines the run said
     # clean and complete.
-    wrapped = _wrap(plain, tmp_path / "journal", _journal)
+    wrapped = wrap_each_file(plain, tmp_path / "journal", _journal)
     log = wrapped / "frontend.jsonl"
     entries = log.read_bytes().splitlines()
     lost = json.loads(entries[5])
@@ -699,7 +684,7 @@ def test_lines_journald_dropped_under_its_rate_limit_make_the_read_incomplete(
     # own in their place, which `journalctl -u UNIT -o json` exports with the unit's
     # lines. That entry was one text line among thousands of records: under 1 % of bad
     # lines the run said clean and complete over 3184 lines never recorded.
-    wrapped = _wrap(plain, tmp_path / "journal", _journal)
+    wrapped = wrap_each_file(plain, tmp_path / "journal", _journal)
     log = wrapped / "frontend.jsonl"
     entries = log.read_bytes().splitlines()
     notice = {
