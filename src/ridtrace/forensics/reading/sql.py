@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from ridtrace.contract import (
     DEPRECATED_HEADER,
+    DISPATCH_ATTEMPT,
+    DISPATCH_OVERLOADED,
+    DISPATCH_RETRY,
     DURATION_MS,
     DYNAMO_COMPLETED,
     DYNAMO_DEPRECATED_PATTERN,
@@ -143,6 +146,12 @@ def began(is_ridtrace: str) -> str:
         THEN _t - to_microseconds(CAST({stated} AS BIGINT)) ELSE _t END"""
 
 
+# A dispatch line names a worker tried, not the one that served: a span took the first
+# `worker` of its lines, so a request retried after a Conflict was said to be served by
+# the worker that refused it. request.end names the worker that served.
+_DISPATCH_EVENTS = literal_list((DISPATCH_ATTEMPT, DISPATCH_RETRY, DISPATCH_OVERLOADED))
+
+
 def _pick(ridtrace: str, dynamo: str) -> str:
     return f"CASE WHEN {_RT} THEN {ridtrace} ELSE {dynamo} END"
 
@@ -169,7 +178,7 @@ NORMALIZED: dict[str, str] = {
     "service": _pick(
         "service", f"CASE WHEN {_DYN_WORKER} THEN 'dynamo-worker' ELSE 'dynamo-frontend' END"
     ),
-    "worker": _pick("worker", "NULL"),
+    "worker": _pick(f"CASE WHEN event IN {_DISPATCH_EVENTS} THEN NULL ELSE worker END", "NULL"),
     "message": "message",
     "request_id": "request_id",
     "x_request_id": "x_request_id",
