@@ -8,7 +8,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ridtrace.contract import DURATION_MS, REQUEST_END, REQUEST_START, RESPONSE_SENT, WORKER_START
+from ridtrace.contract import (
+    DURATION_MS,
+    REQUEST_END,
+    REQUEST_START,
+    RESPONSE_SENT,
+    SPAN_CLOSED,
+    WORKER_START,
+)
 from ridtrace.forensics.reading.sql import CLOSING_EVENTS
 from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.views import jaeger_ids
@@ -88,11 +95,16 @@ class SpanLogs:
 
     def answered_at(self, trace: str, span: str) -> int | None:
         """When the span answered its caller (its last `request.end`, or Dynamo's
-        `http response sent`), in µs; None when none of its lines says so."""
+        `http response sent`; else its `SPAN_CLOSED`), in µs; None when none of its
+        lines says so."""
         at = self._rows.get((trace, span))
         if at is None:
             return None
         answers = at[np.isin(self._event[at], ANSWERS)]
+        if not len(answers):
+            # Dynamo at INFO with span events: a span's close is its only end line, and
+            # it ended; without this it was warned as cut off by a crash.
+            answers = at[self._event[at] == SPAN_CLOSED]
         return int(self._us[answers].max()) if len(answers) else None
 
     def stated_start(self, trace: str, span: str, start: int) -> tuple[bool, int | None]:

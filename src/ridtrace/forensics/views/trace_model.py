@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ridtrace.contract import FRONTEND, WORKER
+from ridtrace.contract import FRONTEND, SPAN_CLOSED, WORKER
 from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 from ridtrace.forensics.rules.overlap import ids_held_in_flight
@@ -274,6 +274,7 @@ def _attach_events(
     rows = rows.assign(shifted_time=shifted_times(rows, offsets))
     rows = rows.sort_values(["shifted_time", "file", "line"], kind="stable")
     answered: dict[int, tuple[RequestBlock, float]] = {}
+    closed: dict[int, tuple[RequestBlock, float]] = {}
     for r in rows.itertuples(index=False):
         block = wanted[str(r.span_id)]
         event = EventRow(
@@ -287,8 +288,11 @@ def _attach_events(
             line=int(r.line),  # type: ignore[arg-type]
         )
         block.events.append(event)
-        if event.event in ANSWERS and event.span_id == block.span_id:
-            answered[id(block)] = (block, event.ms)
+        if event.span_id == block.span_id and event.event in (*ANSWERS, SPAN_CLOSED):
+            (answered if event.event in ANSWERS else closed)[id(block)] = (block, event.ms)
+    # Dynamo at INFO with span events logs no answer: its span's close ends it, no crash
+    # cut it off ('no answer logged'). An answer line wins.
+    answered = {**closed, **answered}
     # The caller's duration ends with its answer: lines its tasks logged after it (the
     # legacy pump's Unlinked response) showed a 500 sent at 24 ms as a request of 87 ms.
     # Its bar still spans them: the id was held until then.
