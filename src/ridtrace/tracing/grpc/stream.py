@@ -136,6 +136,10 @@ class StreamItem:
                 "event": REQUEST_END,
                 "rpc_method": self.call.info.full,
                 "path": self.call.info.full,
+                # The code its span has: without it, a search of the lines for failed
+                # calls missed the request a stream failed on.
+                "status": code.value[0],
+                "grpc_status": code.name,
                 "outcome": outcome,
                 "duration_ms": round((time.perf_counter() - self.started) * 1000, 3),
                 "stream_request_id": self.call.ctx.request_id,
