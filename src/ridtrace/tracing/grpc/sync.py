@@ -160,8 +160,11 @@ def _traced_stream(
                 )
                 if initial != "never" and not traced_context.initial_sent:
                     traced_context.ensure_initial_metadata()
-                traced_context.messages_out += 1
                 yield message
+                # Counted once resumed: the server asks for the next message only after
+                # it sent this one, and drops one that comes after the call ended (a
+                # handler it never interrupts) unsent, closing the stream here.
+                traced_context.messages_out += 1
             failure = ended_without_handler(traced_context)  # see _traced_unary
             if isinstance(failure, RequestUndecodable):
                 end_as_refused(traced_context)
