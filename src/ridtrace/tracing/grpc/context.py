@@ -133,9 +133,10 @@ class TracedServicerContext(IdMetadata, grpc.aio.ServicerContext):  # type: igno
 
     async def abort_with_status(self, status: grpc.Status) -> NoReturn:
         trailing = getattr(status, "trailing_metadata", None) or ()
-        await self._context.abort_with_status(
-            _Status(status.code, status.details, self.merged(trailing))
-        )
+        # As abort(): grpc.aio keeps what was set when the status carries none, and ours
+        # was set when the call began (merging it here lost the handler's own).
+        merged = self.merged(trailing) if trailing else ()
+        await self._context.abort_with_status(_Status(status.code, status.details, merged))
         raise AssertionError("unreachable: abort raises")  # pragma: no cover
 
     async def write(self, message: Any) -> None:
