@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from contextvars import Token
 from typing import Any
+from urllib.parse import unquote
 
 import grpc
 import grpc.aio
@@ -296,4 +297,8 @@ def _peer_text(context: grpc.aio.ServicerContext) -> str | None:
     if not isinstance(peer, str) or not peer:
         return None
     scheme, _, address = peer.partition(":")
-    return address if scheme in ("ipv4", "ipv6") else peer
+    if scheme == "ipv6":
+        # ipv6:%5B::1%5D:port: gRPC percent-encodes the brackets; HTTP lines say ::1:port.
+        host, _, port = unquote(address).rpartition(":")
+        return f"{host.removeprefix('[').removesuffix(']')}:{port}"
+    return address if scheme == "ipv4" else peer
