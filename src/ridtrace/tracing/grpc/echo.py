@@ -210,6 +210,8 @@ def _requests(
             return args, {**kwargs, name: wrapped}
         return (*args[:-2], wrapped, args[-1]), kwargs
     source.client_id = getattr(request, source.field)
-    if correlate and source.client_id:
+    # Text ids only, as the interceptor reads a stream's: a numeric id (int64) is echoed
+    # but is no header-like id (the check raised TypeError: every call failed UNKNOWN).
+    if correlate and source.client_id and isinstance(source.client_id, (str, bytes)):
         correlate_client_id(source.client_id, max_length=max_length)
     return args, kwargs
