@@ -32,6 +32,20 @@ DevIno = tuple[int, int]
 Tail = FileTail | StreamTail
 
 
+def _own_output_files() -> dict[DevIno, str]:
+    """The files this process writes its findings and summary to, by inode (a pipe or a
+    terminal is no file a walk finds)."""
+    own: dict[DevIno, str] = {}
+    for fd, name in ((2, "standard error"), (1, "standard output")):
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            continue  # closed
+        if stat.S_ISREG(st.st_mode):
+            own[(st.st_dev, st.st_ino)] = name
+    return own
+
+
 @dataclass
 class Watch(InputFiles):
     """The followed files of one `ridtrace analyze --follow` run."""
@@ -63,6 +77,8 @@ class Watch(InputFiles):
     # the new name (`take_renamed`), or findings printed later named another file's line.
     renamed: list[tuple[str, str]] = field(default_factory=list)
     copies: Copies = field(init=False)
+    # This process's stdout and stderr when they are files: never followed (`_own_output`).
+    own_output: dict[DevIno, str] = field(default_factory=_own_output_files)
 
     def __post_init__(self) -> None:
         self.copies = Copies(self.identities)
@@ -85,6 +101,11 @@ class Watch(InputFiles):
                 continue
             key = (st.st_dev, st.st_ino)
             seen[key] = path
+            if key in self.own_output and path != STDIN:
+                # `… --follow > logs/findings.jsonl`: read back, each finding it printed was
+                # a bad line of its own input and the run incomplete.
+                self._ignore(path, f"this run's own output ({self.own_output[key]})")
+                continue
             if how == "walked" and key in named:  # named too: read whatever it holds
                 how = "named"
             if self.settled.get(key) not in (None, _stamp(st)):
