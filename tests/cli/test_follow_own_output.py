@@ -59,3 +59,39 @@ def test_the_followers_own_output_in_a_followed_directory_is_not_read(tmp_path: 
         in report["ignored_files"]
     for line in findings.read_text().splitlines():
         assert json.loads(line)["severity"] == "error"
+
+
+def test_an_earlier_follows_findings_file_is_no_log_to_a_walk(tmp_path: Path) -> None:
+    # The findings an earlier follower wrote beside the logs: the batch `analyze` of the
+    # same directory afterwards, and the next follower, read each as a bad line (the
+    # file "none of its lines is a log record"), so clean logs exited 3, incomplete.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    write_logs(logs, SynthSpec(requests=100, crossed=0, collisions=0, duplicates=0))
+    finding = {"kind": "unlinked", "severity": "error", "request_id": "r-1",
+               "x_request_id": None, "span_id": "ab", "time": "2026-12-03T13:08:22.5Z",
+               "detail": "Unlinked response", "evidence": [{"file": "logs/f.jsonl", "line": 3}]}
+    (logs / "findings.jsonl").write_text(json.dumps(finding) + "\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "analyze", str(logs), "--format", "json"],
+        capture_output=True, text=True, timeout=120,
+    )
+    summary = json.loads(done.stdout)["summary"]
+    assert done.returncode == 0, (done.stderr, summary)
+    assert summary["bad_lines"] == 0
+    assert {"file": str(logs / "findings.jsonl"),
+            "reason": "ridtrace's findings (analyze --follow --format json), not log lines"} \
+        in summary["ignored_files"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ridtrace", "analyze", str(logs), "--follow", "--from-start",
+         "--format", "json", "--poll-interval", "0.1s"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert process.stderr is not None
+    started = process.stderr.readline()  # "following …": the inputs were looked at
+    assert b"following" in started
+    process.send_signal(signal.SIGTERM)
+    _out, err = process.communicate(timeout=60)
+    report = json.loads(err.splitlines()[-1])
+    assert process.returncode == 0, report
+    assert report["bad_lines"] == 0 and report["incomplete"] is False

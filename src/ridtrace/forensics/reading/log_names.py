@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 
+from ridtrace.contract import FINDING_KINDS
 from ridtrace.forensics.reading.judge import PREFIXED_RECORD
 
 __all__ = ["ignore_reason", "named_compressed", "named_for_lines", "named_like_log"]
@@ -75,6 +76,28 @@ def _one_line_document(name: str, data: bytes) -> bool:
 _JAEGER_EXPORT = re.compile(rb'\s*\{\s*"data"\s*:\s*\[\s*(?:\{\s*"traceID"\s*:|\])')
 
 
+_FINDING_KEYS = frozenset({"kind", "severity", "evidence"})
+
+
+def _findings_lines(head: bytes, whole: bool) -> bool:
+    """Whether every first line is a finding ``analyze --follow --format json`` printed
+    (its output kept beside the logs, ``> logs/findings.jsonl``): read, each was a bad
+    line and clean logs an incomplete read (exit 3)."""
+    lines = head.split(b"\n")
+    if not whole and len(lines) > 1:
+        lines.pop()  # cut by the sniff
+    lines = [line for line in lines[:200] if line.strip()]
+    for line in lines:
+        try:
+            value = json.loads(line)
+        except ValueError:
+            return False
+        if not (isinstance(value, dict) and value.keys() >= _FINDING_KEYS
+                and value["kind"] in FINDING_KINDS):
+            return False
+    return bool(lines)
+
+
 def named_for_lines(name: str) -> bool:
     """True for a name of JSON lines (.jsonl, .ndjson, .log, rotated or compressed):
     such a file is read whatever it holds."""
@@ -100,6 +123,8 @@ def ignore_reason(name: str, head: bytes, *, whole: bool, wrapped: bool = False)
     JSON object among its first lines, banners and all; a .json or rotation-named file
     is read too, unless it holds one JSON document (a report) that no shipper wrapped.
     """
+    if not wrapped and _findings_lines(head, whole):
+        return "ridtrace's findings (analyze --follow --format json), not log lines"
     if named_for_lines(name):
         return None  # pretty-printed records, a config dump: bad lines, not a skipped file
     if whole and not wrapped and _one_line_document(name, head):
