@@ -107,6 +107,7 @@ class LiveRules:
                 new_spans += 1
                 if not worker:
                     new_fronts += 1
+                    state.front_seen(trace, 1)
                     # One closing line, no start stated (`rules.instants`): a span
                     # whose one line opened it is in flight, its start known.
                     if first_line == last_line and t1 <= t0 and closing:
@@ -172,7 +173,9 @@ class LiveRules:
                 grew = t1 > span.last
                 if grew:
                     span.last = t1
-                if worker:
+                if worker and span.side != WORKER:
+                    if span.side is None:
+                        state.front_seen(trace, -1)  # counted a frontend span when read
                     span.side = WORKER
                 if span.x_request_id is None:
                     span.x_request_id = xrid

@@ -27,7 +27,7 @@ def duplicates(state: WindowState, clusters: list[Cluster]) -> list[Finding]:
         # Callers overlap as their own spans do, as in the batch rule: a worker that
         # ran on after its caller left (a detached pump) made a later caller of the
         # id a duplicate live that `analyze` of the same logs does not report.
-        cited = _cited(cluster.members)
+        cited = [m for m in _cited(cluster.members) if state.stands_for_caller(m)]
         verdict = overlapping_callers(state, cited)
         if verdict is None:
             state.pending_clusters.append(cluster)  # a lagging file may still end one

@@ -50,9 +50,30 @@ class WindowState:
     # worker file ahead of its caller's (clock skew, flushing), a caller whose first line
     # was torn. They are linked to it when it comes, so it is one request with them.
     orphans: dict[SpanKey, list[Span]] = field(default_factory=dict)
+    # trace_id → its frontend spans in the window. A worker span whose parent is not in
+    # the logs stands for its caller only when its trace has none (`stands_for_caller`).
+    front_traces: dict[str | None, int] = field(default_factory=dict)
     # Judgements the files read so far cannot settle yet: tried again every batch.
     pending_clusters: list[Cluster] = field(default_factory=list)
     pending_fronts: list[Span] = field(default_factory=list)
+
+    def front_seen(self, trace: str | None, count: int) -> None:
+        """Count (`count` 1) or forget (-1) a frontend span of `trace`."""
+        held = self.front_traces.get(trace, 0) + count
+        if held > 0:
+            self.front_traces[trace] = held
+        else:
+            self.front_traces.pop(trace, None)
+
+    def stands_for_caller(self, span: Span) -> bool:
+        """Whether `span` holds its id as a caller would, as the batch rule's rows: a
+        frontend span, a worker span linked to its caller (who holds the id for it), or
+        a worker span of a trace whose frontend logs are absent. A worker whose parent
+        is a frontend span that logged nothing (one nested in ``http-request``) while
+        its trace's ``http-request`` span is read works for that request: counted as a
+        caller of its own, each request was a duplicate of itself."""
+        return (span.side != WORKER or span.parent_span is not None
+                or span.trace not in self.front_traces)
 
     def read_up_to(self, file: str) -> int:
         """The log time `file` is known up to (the latest time seen when it is caught up)."""
@@ -253,6 +274,8 @@ class WindowState:
                     del produced[fp_out]
                 if span.waiting:
                     self._unwait(span, fp_out)
+            if span.side != WORKER:
+                self.front_seen(key[0], -1)
             if span.parent_span is None and span.parent is not None:
                 self._unpark((key[0], span.parent), span)
             span.closed = span.crossed_done = True  # gone: nothing pending waits for it
@@ -278,6 +301,7 @@ class WindowState:
         self.produced.clear()
         self.waiting.clear()
         self.orphans.clear()
+        self.front_traces.clear()
         self.pending_clusters = []
         self.pending_fronts = []
 
