@@ -264,8 +264,32 @@ def find_client_id_reuse(spans: SpanColumns) -> FindingColumns:
     """`client_id_reuse` on converted columns."""
     return _cluster_findings(
         "client_id_reuse", spans, np.flatnonzero(spans.front),
-        spans.request_id, key_column="x_request_id", what="client x_request_id",
+        _request_identities(spans), key_column="x_request_id", what="client x_request_id",
     )
+
+
+def _request_identities(spans: SpanColumns) -> np.ndarray:
+    """Each span's request_id code; for a span that logged none, its caller's id when
+    another of its spans logged one, else a code of the caller's own.
+
+    Dynamo releases before request ids were logged write only the client's
+    `x_request_id` on their spans: two requests in flight with one client id are still
+    two requests (two callers), which a match on logged request ids alone never saw.
+    """
+    rid = spans.request_id
+    missing = rid < 0
+    if not missing.any():
+        return rid
+    caller = spans.caller()
+    ident = rid.copy()
+    known = ~missing & (caller >= 0)
+    of_caller = np.full(max(spans.span_codes, 1), -1, dtype=np.int64)
+    of_caller[caller[known]] = rid[known]
+    fill = missing & (caller >= 0)
+    ident[fill] = of_caller[caller[fill]]
+    alone = fill & (ident < 0)
+    ident[alone] = int(rid.max(initial=-1)) + 1 + caller[alone]
+    return ident
 
 
 def client_id_reuse(requests: pd.DataFrame) -> pd.DataFrame:
