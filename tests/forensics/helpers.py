@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from ridtrace.forensics.live.follow import Follower, FollowSettings
 from ridtrace.forensics.records.requests import REQUEST_COLUMNS
 
 T0 = pd.Timestamp("2026-11-29T10:00:00Z")
@@ -111,3 +112,22 @@ def jaeger_spans(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
             tags = {t["key"]: t["value"] for t in span["tags"]}
             spans[str(tags.get("span_id", span["spanID"]))] = span
     return spans
+
+
+def follow_as_written(folder: Path, lines: list[tuple[float, str, str]]) -> list[dict[str, Any]]:
+    """The findings of a follower of `folder` while `lines` ((time, file name, line)) are
+    appended in the order given, a poll after each, then its finish."""
+    for name in {name for _, name, _ in lines}:
+        (folder / name).touch()
+    follower = Follower([str(folder)], FollowSettings(settle_s=0))
+    follower.start()
+    found: list[dict[str, Any]] = []
+    try:
+        for _, name, line in lines:
+            with (folder / name).open("a") as handle:
+                handle.write(line + "\n")
+            found += follower.poll()[0]
+        found += follower.finish()
+    finally:
+        follower.close()
+    return found

@@ -19,8 +19,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
-from ridtrace.forensics.live.follow import Follower, FollowSettings
-from tests.forensics.helpers import rt, ts
+from tests.forensics.helpers import follow_as_written, rt, ts
 
 
 def _caller(span: str, start: float, end: float, worker_start: float,
@@ -46,20 +45,7 @@ def _caller(span: str, start: float, end: float, worker_start: float,
 
 def _found(tmp_path: Path, lines: list[tuple[float, str, str]]) -> list[dict[str, object]]:
     """Write the lines in time order as the services would, a poll after each."""
-    for name in ("frontend.jsonl", "worker.jsonl"):
-        (tmp_path / name).touch()
-    follower = Follower([str(tmp_path)], FollowSettings(settle_s=0))
-    follower.start()
-    found: list[dict[str, object]] = []
-    try:
-        for _, name, line in sorted(lines):
-            with (tmp_path / name).open("a") as handle:
-                handle.write(line + "\n")
-            found += follower.poll()[0]
-        found += follower.finish()
-    finally:
-        follower.close()
-    return found
+    return follow_as_written(tmp_path, sorted(lines))
 
 
 def _duplicates(findings: list[dict[str, object]]) -> list[tuple[object, object]]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
-from ridtrace.forensics.live.follow import Follower, FollowSettings
+from tests.forensics.helpers import follow_as_written
 
 _FRONT = ('{{"time":"{t}","level":"DEBUG","file":"lib/llm/src/http/service/metrics.rs",'
           '"line":905,"target":"dynamo_llm::http::service::metrics","message":"{msg}",'
@@ -60,22 +60,9 @@ def _live(tmp_path: Path, lines: list[tuple[float, str, str]], *,
           worker_first: bool) -> list[dict[str, object]]:
     """Follow the logs as they are written, a poll after each line (the worker's log
     written whole before the frontend's when `worker_first`)."""
-    for name in ("frontend.jsonl", "worker.jsonl"):
-        (tmp_path / name).touch()
-    follower = Follower([str(tmp_path)], FollowSettings(settle_s=0))
-    follower.start()
     order = sorted(lines, key=lambda row: (row[1] != "worker.jsonl", row[0])) if worker_first \
         else sorted(lines)
-    found: list[dict[str, object]] = []
-    try:
-        for _, name, line in order:
-            with (tmp_path / name).open("a") as handle:
-                handle.write(line + "\n")
-            found += follower.poll()[0]
-        found += follower.finish()
-    finally:
-        follower.close()
-    return found
+    return follow_as_written(tmp_path, order)
 
 
 def _duplicates(findings: list[dict[str, object]]) -> list[tuple[object, object]]:
