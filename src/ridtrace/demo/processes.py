@@ -158,8 +158,7 @@ def stop_grace(env: Mapping[str, str]) -> float:
         timeout = max(otlp_timeout(env, signal_name) for signal_name in ("traces", "metrics"))
     except ValueError:  # the processes refuse it and exit at once
         timeout = 0.0
-    flush = min(timeout + lifecycle.FLUSH_MARGIN_SECONDS, lifecycle.SDK_SHUTDOWN_SECONDS)
-    return _STOP_GRACE + lifecycle.SPAN_WAIT_SECONDS + flush
+    return _STOP_GRACE + lifecycle.SPAN_WAIT_SECONDS + lifecycle.flush_limit(timeout)
 
 
 def stop(processes: Sequence[subprocess.Popen[bytes]], *, grace: float = _STOP_GRACE) -> None:

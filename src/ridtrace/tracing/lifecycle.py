@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 __all__ = [
     "built_here",
+    "flush_limit",
     "in_service",
     "own",
     "owns_any",
@@ -158,7 +159,13 @@ def _flush_bound(owned: list[tuple[_Provider, float | None]]) -> float | None:
     """Seconds the flush of these providers may take; ``None`` (unbounded) when none
     has an exporter that could hang (console, Prometheus)."""
     limits = [limit for _, limit in owned if limit is not None]
-    return min(max(limits) + FLUSH_MARGIN_SECONDS, SDK_SHUTDOWN_SECONDS) if limits else None
+    return flush_limit(max(limits)) if limits else None
+
+
+def flush_limit(exporter_timeout: float) -> float:
+    """Seconds a stop may spend flushing through exporters of ``exporter_timeout``
+    seconds: that and a margin, never more than the SDK's own shutdown bound."""
+    return min(exporter_timeout + FLUSH_MARGIN_SECONDS, SDK_SHUTDOWN_SECONDS)
 
 
 def _shut_down_together(providers: list[_Provider], limit: float | None) -> None:
