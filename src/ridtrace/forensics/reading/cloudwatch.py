@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 
-from ridtrace.forensics.reading.unwrap_parts import LineByLine
+from ridtrace.forensics.reading.unwrap_parts import LineByLine, carried_line
 
 __all__ = ["CloudWatchEventsUnwrapper", "is_cloudwatch_events"]
 
@@ -49,5 +49,4 @@ class CloudWatchEventsUnwrapper(LineByLine):
             text = json.loads(message[1])
         except ValueError:
             return line  # no JSON string after all: judged as the line it is
-        # One line in, one line out: line numbers stay the document's.
-        return str(text).rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
+        return carried_line(str(text))  # cited at the document's line

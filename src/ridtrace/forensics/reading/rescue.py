@@ -25,7 +25,7 @@ from ridtrace.forensics.reading.shippers import (
     parsed_line,
 )
 from ridtrace.forensics.reading.unwrap import CRI_LINE, PREFIX
-from ridtrace.forensics.reading.unwrap_parts import json_object
+from ridtrace.forensics.reading.unwrap_parts import carried_line, json_object
 
 __all__ = ["judge_unwrapped", "record_behind_prefix", "record_inside", "records_inside"]
 
@@ -121,7 +121,7 @@ def record_inside(line: bytes) -> bytes | None:
     text: str | None = next((entry[f] for f in _CARRIERS if isinstance(entry.get(f), str)), None)
     if text is None:
         return None
-    carried = text.rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
+    carried = carried_line(text)
     if text.lstrip().startswith("{"):
         return carried
     # The runtime's line as a shipper read it off the node's file, prefix and all

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from ridtrace.forensics.reading.unwrap_parts import LineByLine, json_object
+from ridtrace.forensics.reading.unwrap_parts import LineByLine, carried_line, json_object
 
 __all__ = [
     "ENVELOPE_FIELDS", "HIT_SOURCE", "EnvelopeUnwrapper", "ShipperFileUnwrapper", "envelope_of",
@@ -65,8 +65,7 @@ class ShippedLines(LineByLine):
         it into parts the shipper did not put together again, at its last part's line
         (an empty line at each earlier part's). `container`: what names the container
         besides the entry's own fields (a file output's tag)."""
-        # One line in, one line out: line numbers stay the file's.
-        line = text.rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
+        line = carried_line(text)
         tag = next((entry[k] for k in _PART_TAGS if k in entry), None)
         if tag not in ("P", "F") or (tag == "F" and not self._parts.pending):
             return line

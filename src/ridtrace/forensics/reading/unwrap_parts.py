@@ -102,3 +102,10 @@ def json_object(line: bytes) -> dict[str, Any] | None:
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+def carried_line(text: str) -> bytes:
+    """A service's line a wrapper carried as a JSON string, as the one line it was: its
+    own newline dropped and any inside made spaces (one line in, one line out, so line
+    numbers stay the file's), lone surrogates kept as they were escaped."""
+    return text.rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
