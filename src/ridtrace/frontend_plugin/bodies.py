@@ -18,6 +18,7 @@ __all__ = [
     "Parsed",
     "body_client_id",
     "check_nesting",
+    "empty_array",
     "integer_in",
     "json_error",
     "kind_of",
@@ -41,6 +42,14 @@ class InvalidRequest(Exception):
         self.param = param
         self.status = status
         self.code = code
+
+
+def empty_array(param: str) -> InvalidRequest:
+    """OpenAI's refusal of an empty array where it wants at least one item (code
+    ``empty_array``), in its words."""
+    return InvalidRequest(f"Invalid '{param}': empty array. Expected an array with minimum "
+                          "length 1, but got an empty array instead.", param=param,
+                          code="empty_array")
 
 
 @dataclass(slots=True, kw_only=True)

@@ -23,7 +23,14 @@ from __future__ import annotations
 from typing import Any
 
 from ridtrace.frontend_plugin.anthropic_tools import check_anthropic_tools
-from ridtrace.frontend_plugin.bodies import InvalidRequest, integer_in, kind_of, opt_bool, opt_str
+from ridtrace.frontend_plugin.bodies import (
+    InvalidRequest,
+    empty_array,
+    integer_in,
+    kind_of,
+    opt_bool,
+    opt_str,
+)
 from ridtrace.frontend_plugin.openai_names import check_function_names
 from ridtrace.frontend_plugin.reply_formats import (
     anthropic_format,
@@ -135,9 +142,7 @@ def chat_options(body: dict[str, Any]) -> dict[str, Any] | None:
     if body.get("tools") == []:
         # Frameworks that always send their tool list send [] when there is none: OpenAI's
         # chat refuses it (its Responses API takes it), so it must not pass here.
-        raise InvalidRequest("Invalid 'tools': empty array. Expected an array with minimum "
-                             "length 1, but got an empty array instead.", param="tools",
-                             code="empty_array")
+        raise empty_array("tools")
     tools = _tools(body, "type")
     check_function_names(tools, "tools", nested=True)
     _openai_tool_choice(body, tools)

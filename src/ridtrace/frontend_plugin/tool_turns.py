@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
+from ridtrace.frontend_plugin.bodies import InvalidRequest, empty_array, kind_of
 from ridtrace.frontend_plugin.openai_names import check_openai_name
 from ridtrace.tracing.identity import shown_text
 
@@ -76,9 +76,7 @@ def _call_ids(tool_calls: Any, where: str) -> list[str]:
     if not tool_calls:
         # A reply without calls kept with its calls defaulted to [] (leave the field out,
         # or null): OpenAI refuses it, and with it every later turn of the conversation.
-        raise InvalidRequest(f"Invalid '{where}': empty array. Expected an array with "
-                             "minimum length 1, but got an empty array instead.",
-                             param=where, code="empty_array")
+        raise empty_array(where)
     ids = []
     for index, call in enumerate(tool_calls):
         at = f"{where}[{index}]"
