@@ -59,6 +59,13 @@ def rt(event: str | None = None, **fields: Any) -> str:
     return json.dumps(line)
 
 
+def rt_at_us(us: int, event: str, service: str, **fields: Any) -> str:
+    """One ridtrace/1 line of `service`, `us` microseconds after T0 (exact: no float)."""
+    assert us < 60_000_000, "within T0's minute"
+    time = f"2026-11-29T10:00:{us // 1_000_000:02d}.{us % 1_000_000:06d}Z"
+    return rt(event, time=time, service=service, **fields)
+
+
 def ts(seconds: float) -> str:
     """RFC 3339 time `seconds` after T0, as the logs write it."""
     return at(seconds).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

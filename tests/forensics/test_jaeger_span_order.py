@@ -11,35 +11,26 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+
+from tests.forensics.helpers import rt_at_us
 
 _MS = 1000
-
-
-def _at(us: int) -> str:
-    return f"2026-11-29T10:00:{us // 1_000_000:02d}.{us % 1_000_000:06d}Z"
-
-
-def _line(us: int, event: str, service: str, **fields: Any) -> str:
-    return json.dumps({"time": _at(us), "level": "INFO", "message": event, "logger": "test",
-                       "schema": "ridtrace/1", "service": service, "pid": 1, "event": event,
-                       **fields})
 
 
 def _logs(directory: Path) -> None:
     """A 500 ms caller whose request.start rotated away (only its request.end, at 1.5 s),
     served by a worker for [1.05 s, 1.45 s] and a second worker for [1.10 s, 1.40 s]."""
     ids = {"request_id": "r0", "trace_id": f"{1:032x}"}
-    front = _line(1_500 * _MS, "request.end", "frontend", span_id="f" * 16, status=200,
+    front = rt_at_us(1_500 * _MS, "request.end", "frontend", span_id="f" * 16, status=200,
                   outcome="ok", duration_ms=500.0, route="/v1/chat/completions", **ids)
     (directory / "frontend.jsonl").write_text(front + "\n")
     for port, span, (w0, w1) in ((8101, "a" * 16, (1_050, 1_450)),
                                  (8102, "b" * 16, (1_100, 1_400))):
         linked = {"span_id": span, "parent_span_id": "f" * 16, **ids}
         (directory / f"worker-{port}.jsonl").write_text("\n".join([
-            _line(w0 * _MS, "request.start", "worker", **linked),
-            _line(w1 * _MS, "worker.end", "worker", outcome="ok", **linked),
-            _line(w1 * _MS, "request.end", "worker", status=200, outcome="ok", **linked),
+            rt_at_us(w0 * _MS, "request.start", "worker", **linked),
+            rt_at_us(w1 * _MS, "worker.end", "worker", outcome="ok", **linked),
+            rt_at_us(w1 * _MS, "request.end", "worker", status=200, outcome="ok", **linked),
         ]) + "\n")
 
 

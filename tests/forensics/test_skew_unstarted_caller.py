@@ -10,7 +10,6 @@ All such a caller says is that its worker ended before it did.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,18 +18,9 @@ import pytest
 from ridtrace.forensics.reading.inputs import expand_inputs
 from ridtrace.forensics.records.read import read_partials
 from ridtrace.forensics.rules.report import analyze_read, report_json
+from tests.forensics.helpers import rt_at_us
 
 _MS = 1000
-
-
-def _at(us: int) -> str:
-    return f"2026-11-29T10:00:{us // 1_000_000:02d}.{us % 1_000_000:06d}Z"
-
-
-def _line(us: int, event: str, service: str, **fields: Any) -> str:
-    return json.dumps({"time": _at(us), "level": "INFO", "message": event, "logger": "test",
-                       "schema": "ridtrace/1", "service": service, "pid": 1, "event": event,
-                       **fields})
 
 
 def _logs(directory: Path) -> None:
@@ -43,18 +33,18 @@ def _logs(directory: Path) -> None:
         t0, span, trace = 1_000_000 * (i + 1), f"f{i:015x}", f"{i + 1:032x}"
         ids = {"request_id": f"r{i}", "trace_id": trace}
         if started:
-            front.append((t0, _line(t0, "request.start", "frontend", span_id=span, **ids)))
+            front.append((t0, rt_at_us(t0, "request.start", "frontend", span_id=span, **ids)))
         end = t0 + 500 * _MS
-        front.append((end, _line(end, "request.end", "frontend", span_id=span, status=200,
+        front.append((end, rt_at_us(end, "request.end", "frontend", span_id=span, status=200,
                                  outcome="ok", duration_ms=500.0, fp_in=f"in{i}",
                                  fp_out=f"out{i}", **ids)))
         w0, w1 = t0 + (50 + skew_ms) * _MS, t0 + (450 + skew_ms) * _MS
         linked = {"span_id": f"w{i:015x}", "parent_span_id": span, **ids}
         workers[f"worker-{8101 + i}.jsonl"] = [
-            _line(w0, "request.start", "worker", **linked),
-            _line(w1, "worker.end", "worker", outcome="ok", fp_in=f"in{i}", fp_out=f"out{i}",
+            rt_at_us(w0, "request.start", "worker", **linked),
+            rt_at_us(w1, "worker.end", "worker", outcome="ok", fp_in=f"in{i}", fp_out=f"out{i}",
                   **linked),
-            _line(w1, "request.end", "worker", status=200, outcome="ok", **linked),
+            rt_at_us(w1, "request.end", "worker", status=200, outcome="ok", **linked),
         ]
     (directory / "frontend.jsonl").write_text(
         "\n".join(line for _, line in sorted(front)) + "\n")
