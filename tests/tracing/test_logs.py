@@ -169,6 +169,39 @@ def test_a_patcher_the_application_set_is_kept() -> None:
     assert (line["host"], line["request_id"]) == ("h-1", "r-1")
 
 
+def test_a_configured_default_for_an_id_never_takes_the_place_of_the_requests(
+    tmp_path: Path,
+) -> None:
+    # loguru's documented way to let a console format name {extra[request_id]} outside
+    # requests is a default in logger.configure(extra=...). That default won over the
+    # request's ids on every line: the JSON line of a request said request_id "-".
+    console = io.StringIO()
+    path = tmp_path / "app.jsonl"
+    logger.configure(extra={"request_id": "-", "x_request_id": "-"})
+    try:
+        logger.add(console, format="{extra[request_id]} {extra[x_request_id]} {message}")
+        with _stdlib_logging_to(path):
+            for client_id in ("c-1", None):
+                token = context.enter(RequestContext(
+                    request_id=f"r-{client_id}", trace_id="a" * 32, span_id="b" * 16,
+                    x_request_id=client_id,
+                ))  # fmt: skip
+                try:
+                    logger.info("app line")
+                    logging.getLogger("lib").warning("library line")
+                finally:
+                    context.leave(token)
+            logger.info("outside a request")
+    finally:
+        logger.configure(extra={})
+    ids = [(x.get("request_id"), x.get("x_request_id")) for x in read_lines(path)]
+    assert ids == [("r-c-1", "c-1")] * 2 + [("r-None", None)] * 2 + [(None, None)]
+    assert console.getvalue().splitlines() == [
+        "r-c-1 c-1 app line", "r-c-1 c-1 library line",
+        "r-None - app line", "r-None - library line", "- - outside a request",
+    ]  # the application's own format keeps its default where there is no id
+
+
 @pytest.mark.parametrize("level", ["WARN", "warn", "warning", "Warning"])
 def test_warn_is_the_warning_level_in_any_case(level: str) -> None:
     # WARN is how the log schema (and Dynamo) spell the level; loguru only knew WARNING.

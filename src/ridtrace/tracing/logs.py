@@ -27,6 +27,7 @@ from ridtrace.contract import LOG_SCHEMA
 from ridtrace.tracing.context import line_context
 from ridtrace.tracing.exception_text import exception_text
 from ridtrace.tracing.jsonline import (
+    CONTEXT_KEYS,
     add_context_ids,
     add_fields,
     dumps,
@@ -46,12 +47,38 @@ if TYPE_CHECKING:
 
 __all__ = ["LOG_SCHEMA", "configure_logging"]
 
+# loguru's global extra (``logger.configure(extra={...})``): the dict is cleared and
+# refilled in place by every configure call, so this reference stays the live one.
+_configured_extra: dict[str, Any] = getattr(getattr(logger, "_core", None), "extra", {})
+
+
+def _placeholder_ids(extra: dict[str, Any]) -> tuple[str, ...]:
+    """The context keys of ``extra`` that still hold the value ``logger.configure(extra=
+    {...})`` gave them: loguru's documented way to give a format string such as
+    ``{extra[request_id]}`` a default outside requests, not an id anyone passed."""
+    if not _configured_extra:  # the usual case: nothing to look at on the hot path
+        return ()
+    return tuple(
+        key for key in CONTEXT_KEYS
+        if key in _configured_extra and extra.get(key) is _configured_extra[key]
+    )
+
+
 def _patch_request_context(record: Record) -> None:
     """Copy the current request's ids into ``extra`` (a patcher, not contextualize:
     contextualize breaks in async generators cancelled by a client disconnect)."""
     ctx = line_context()
     if ctx is not None:
-        add_context_ids(record["extra"], ctx)
+        extra = record["extra"]
+        # A configured default is no id the caller passed: the request's replaces it
+        # (it took the place of the request's ids on every line, ridtrace's and the
+        # application's own console format alike). One the request has not is left
+        # for the application's format strings; the JSON line drops it.
+        for key in _placeholder_ids(extra):
+            value = getattr(ctx, key)
+            if value is not None:
+                extra[key] = value
+        add_context_ids(extra, ctx)
 
 
 def _install_patcher() -> None:
@@ -85,7 +112,11 @@ def format_record(record: Record, service: str) -> bytes:
         "service": service,
         "pid": record["process"].id,
     }
-    add_fields(line, record["extra"])
+    extra = record["extra"]
+    placeholders = _placeholder_ids(extra)
+    if placeholders:  # a format string's default, not the request's id (no request)
+        extra = {k: v for k, v in extra.items() if k not in placeholders}
+    add_fields(line, extra)
     _flatten(line)
     exc = record["exception"]
     # opt(exception=True) outside an except block records an exception of type None.
