@@ -202,6 +202,30 @@ def test_a_configured_default_for_an_id_never_takes_the_place_of_the_requests(
     ]  # the application's own format keeps its default where there is no id
 
 
+def test_a_patcher_the_application_sets_afterwards_does_not_take_the_ids_away(
+    tmp_path: Path,
+) -> None:
+    # loguru holds one patcher: logger.configure(patcher=...) after configure_logging
+    # replaced ridtrace's, and every line (the app's, the standard library's) lost its ids.
+    path = tmp_path / "app.jsonl"
+    try:
+        with _stdlib_logging_to(path):
+            logger.configure(patcher=lambda record: record["extra"].update(host="h-1"))
+            token = context.enter(RequestContext(request_id="r-1", trace_id="a" * 32,
+                                                 span_id="b" * 16, x_request_id="c-1"))
+            try:
+                logger.info("app line")
+                logging.getLogger("lib").warning("library line")
+            finally:
+                context.leave(token)
+            logger.info("outside a request")
+    finally:
+        logger.configure(patcher=_patch_request_context)
+    lines = read_lines(path)
+    assert [(x["host"], x.get("request_id"), x.get("x_request_id"), x.get("span_id"))
+            for x in lines] == [("h-1", "r-1", "c-1", "b" * 16)] * 2 + [("h-1", None, None, None)]
+
+
 @pytest.mark.parametrize("level", ["WARN", "warn", "warning", "Warning"])
 def test_warn_is_the_warning_level_in_any_case(level: str) -> None:
     # WARN is how the log schema (and Dynamo) spell the level; loguru only knew WARNING.

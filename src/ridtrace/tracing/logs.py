@@ -116,6 +116,14 @@ def format_record(record: Record, service: str) -> bytes:
     placeholders = _placeholder_ids(extra)
     if placeholders:  # a format string's default, not the request's id (no request)
         extra = {k: v for k, v in extra.items() if k not in placeholders}
+    if extra.keys().isdisjoint(CONTEXT_KEYS):
+        # Loguru holds one patcher, and logger.configure(patcher=...) called after
+        # configure_logging replaced ours: every line lost the request's ids. The sink
+        # runs in the logging call's own context, so the ids are still there to take.
+        ctx = line_context()
+        if ctx is not None:
+            extra = {**extra}
+            add_context_ids(extra, ctx)
     add_fields(line, extra)
     _flatten(line)
     exc = record["exception"]
