@@ -16,6 +16,7 @@ from loguru import logger
 
 from ridtrace import (
     RequestTracingMiddleware,
+    annotate_request,
     configure_logging,
     configure_tracing,
     current_request_id,
@@ -73,6 +74,13 @@ def create_app() -> FastAPI:
                 await asyncio.sleep(delay)
 
         return StreamingResponse(events(), media_type="text/event-stream")
+
+    @app.get("/annotated")
+    async def annotated() -> dict[str, str | None]:
+        # Fields of the application's own for request.end: named like the line's own
+        # (its business request id, a customer status) and objects.
+        annotate_request(request_id="order-7", status="premium", tags=["a", "b"], plan={"tier": 2})
+        return {"request_id": current_request_id()}
 
     @app.post("/upload")
     async def upload(request: Request) -> dict[str, int]:

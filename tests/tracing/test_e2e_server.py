@@ -206,6 +206,25 @@ def test_next_request_on_the_same_connection_never_sees_the_old_client_id(
             assert second["request_id"] != first["request_id"]
 
 
+def test_fields_an_app_attaches_to_request_end_keep_its_own_and_stay_flat(
+    server: tuple[RunningServer, Path],
+) -> None:
+    # annotate_request's fields replaced request.end's own: a handler's business
+    # request_id stood in for the server's on the line forensics reads, and
+    # status="premium" for the HTTP status; objects and arrays were nested.
+    running, log_path = server
+    client_id = f"annotated-{uuid.uuid4()}"
+    response = httpx.get(running.url + "/annotated", headers={"x-request-id": client_id})
+    lines = wait_for_lines(log_path, lambda ls: any(
+        x.get("event") == "request.end" and x.get("x_request_id") == client_id for x in ls
+    ))
+    (end,) = [x for x in lines if x.get("event") == "request.end"
+              and x.get("x_request_id") == client_id]
+    assert (end["request_id"], end["status"]) == (response.headers["x-server-request-id"], 200)
+    assert (end["_request_id"], end["_status"]) == ("order-7", "premium")
+    assert (end["tags"], end["plan"]) == ('["a","b"]', '{"tier":2}')
+
+
 def test_tasks_spawned_inside_a_request_keep_its_id(server: tuple[RunningServer, Path]) -> None:
     running, _ = server
     body = httpx.get(running.url + "/spawn").json()

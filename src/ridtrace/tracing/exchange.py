@@ -21,6 +21,7 @@ from ridtrace.tracing.context import RequestContext
 from ridtrace.tracing.exception_text import record_exception
 from ridtrace.tracing.identity import shown_text, validate_client_id
 from ridtrace.tracing.inbound import decide_outcome
+from ridtrace.tracing.jsonline import add_annotations
 from ridtrace.tracing.url_query import shown_query
 
 __all__ = [
@@ -202,8 +203,7 @@ def end_fields(
     if deprecated:
         fields["deprecated_headers"] = deprecated
     if ctx.annotations:
-        fields.update(ctx.annotations)
-        fields.pop("outcome_override", None)
+        add_annotations(fields, ctx.annotations)
     return fields
 
 

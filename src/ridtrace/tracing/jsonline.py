@@ -26,12 +26,14 @@ from ridtrace.tracing.context import RequestContext
 __all__ = [
     "CONTEXT_KEYS",
     "LEVEL_NAMES",
+    "add_annotations",
     "add_context_ids",
     "add_fields",
     "dumps",
     "event_head",
     "event_line",
     "event_tail",
+    "flatten",
     "pid",
     "schema_level",
     "utc_now",
@@ -138,6 +140,46 @@ def dumps(line: Any) -> bytes:
         # refuses: fall back to the stdlib's ASCII-escaping encoder rather than lose the line.
         # It writes NaN and Infinity bare (not JSON); null, as orjson writes them.
         return (json.dumps(_plain(line), default=str, ensure_ascii=True) + "\n").encode("ascii")
+
+
+# Values JSON writes as an object or an array.
+_NESTED = (dict, list, tuple, set, frozenset)
+
+
+def flatten(line: dict[str, Any]) -> None:
+    """Write an object or array value as its JSON text: the schema's keys are flat, and
+    one key must keep one type for readers that load the lines as columns."""
+    for key, value in line.items():
+        if isinstance(value, _NESTED):
+            line[key] = _json_text(value)
+
+
+def _json_text(value: Any) -> str:
+    # JSON has no sets: a set would otherwise become the string of its repr.
+    plain = list(value) if isinstance(value, (set, frozenset)) else value
+    return dumps(plain)[:-1].decode()
+
+
+# Not a field of the line: how a handler decides the request's outcome.
+_OUTCOME_OVERRIDE = "outcome_override"
+
+
+def add_annotations(fields: dict[str, Any], annotations: Mapping[str, Any]) -> None:
+    """What handlers attached with ``annotate_request`` onto an end line's ``fields``.
+
+    They are the application's fields: one named like a field the line has already
+    (``status``, ``route``) or like a request-context key (``request_id``) is written
+    with a leading ``_``, as a reserved name is; it replaced the server's own, so a
+    handler's business ``request_id`` took the place of the minted one on the very
+    line forensics reads, and ``status="premium"`` an integer column's value. An object
+    or an array is written as its JSON text, as on any line.
+    """
+    for key, value in annotations.items():
+        if key == _OUTCOME_OVERRIDE:
+            continue
+        if key in fields or key in CONTEXT_KEYS:
+            key = "_" + key
+        fields[key] = _json_text(value) if isinstance(value, _NESTED) else value
 
 
 # Dict keys the stdlib encoder writes itself (as strings); it refuses any other.

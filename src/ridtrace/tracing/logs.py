@@ -31,6 +31,7 @@ from ridtrace.tracing.jsonline import (
     add_context_ids,
     add_fields,
     dumps,
+    flatten,
     schema_level,
     utc_stamp,
 )
@@ -125,7 +126,7 @@ def format_record(record: Record, service: str) -> bytes:
             extra = {**extra}
             add_context_ids(extra, ctx)
     add_fields(line, extra)
-    _flatten(line)
+    flatten(line)
     exc = record["exception"]
     # opt(exception=True) outside an except block records an exception of type None.
     if exc is not None and exc.type is not None:
@@ -138,19 +139,6 @@ def format_record(record: Record, service: str) -> bytes:
         )
     return dumps(line)
 
-
-# Values an application may bind that JSON writes as an object or an array.
-_NESTED = (dict, list, tuple, set, frozenset)
-
-
-def _flatten(line: dict[str, Any]) -> None:
-    """Write an object or array value as its JSON text: the schema's keys are flat, and
-    one key must keep one type for readers that load the lines as columns."""
-    for key, value in line.items():
-        if isinstance(value, _NESTED):
-            # JSON has no sets: a set would otherwise become the string of its repr.
-            plain = list(value) if isinstance(value, (set, frozenset)) else value
-            line[key] = dumps(plain)[:-1].decode()
 
 
 class _TextStream:

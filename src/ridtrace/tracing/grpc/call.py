@@ -44,6 +44,7 @@ from ridtrace.tracing.grpc.status import (
 from ridtrace.tracing.grpc.stream import StreamItem
 from ridtrace.tracing.identity import validate_client_id
 from ridtrace.tracing.inbound import InboundRules, note_inbound, read_inbound
+from ridtrace.tracing.jsonline import add_annotations
 from ridtrace.tracing.lifecycle import running as running_calls
 from ridtrace.tracing.lifecycle import running_in_threads
 from ridtrace.tracing.propagation import HeldWarnings, extract, extracted_header_names, holding
@@ -262,8 +263,7 @@ class GrpcCall:
                 }
                 if self.items:
                     fields["stream_requests"] = self.items
-                fields.update(self.ctx.annotations)
-                fields.pop("outcome_override", None)
+                add_annotations(fields, self.ctx.annotations)
                 if isinstance(failure, RequestUndecodable):
                     fields["error"] = str(failure)  # the handler never saw why
                 log = events.warning if outcome == "error" else events.info

@@ -24,6 +24,7 @@ from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.grpc.status import mark_error, outcome_of, span_is_error, status_code_of
 from ridtrace.tracing.identity import validate_client_id
 from ridtrace.tracing.inbound import decide_outcome
+from ridtrace.tracing.jsonline import add_annotations
 from ridtrace.tracing.serverspan import request_context_for
 
 if TYPE_CHECKING:
@@ -145,8 +146,7 @@ class StreamItem:
                 "stream_request_id": self.call.ctx.request_id,
                 "stream_index": self.index,
             }
-            fields.update(self.ctx.annotations)
-            fields.pop("outcome_override", None)
+            add_annotations(fields, self.ctx.annotations)
             log = events.warning if outcome == "error" else events.info
             log(REQUEST_END, **fields)
         if self.owns_span:
