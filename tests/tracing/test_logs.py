@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import enum
 import io
 import json
 import logging
@@ -271,6 +273,31 @@ def test_object_and_array_values_are_written_as_json_text(log_file: Path) -> Non
     assert (line["data"], line["items"], line["pair"]) == ('{"a":{"b":1}}', '[1,"x"]', "[1,2]")
     assert line["tags"] == '["t"]'
     assert not any(isinstance(value, (dict, list)) for value in line.values())
+
+
+@dataclasses.dataclass
+class _User:
+    id: int
+    plan: str
+
+
+class _Shape(enum.Enum):
+    SQUARE = ("sides", 4)
+
+
+def test_a_dataclass_or_an_enum_of_an_object_is_written_as_json_text_too(
+    tmp_path: Path,
+) -> None:
+    # orjson writes a dataclass (and an enum by its value) as an object: a dataclass an
+    # application logged (logger.info("created", user=user)) made the line nested.
+    path = tmp_path / "app.jsonl"
+    with _stdlib_logging_to(path):
+        logger.info("created", user=_User(1, "pro"), shape=_Shape.SQUARE, kind=_User)
+        logging.getLogger("lib").info("created", extra={"user": _User(2, "free")})
+    first, second = read_lines(path)
+    assert (first["user"], first["shape"]) == ('{"id":1,"plan":"pro"}', '["sides",4]')
+    assert first["kind"] == str(_User)  # the class itself is no object JSON writes
+    assert second["user"] == '{"id":2,"plan":"free"}'
 
 
 def test_values_no_json_encoder_takes_as_they_are_are_still_written(

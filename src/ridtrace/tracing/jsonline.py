@@ -10,6 +10,7 @@ and kept by the sink), and a tail of ids and fields, encoded once for every sink
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 import os
@@ -144,13 +145,29 @@ def dumps(line: Any) -> bytes:
 
 # Values JSON writes as an object or an array.
 _NESTED = (dict, list, tuple, set, frozenset)
+# What most values are: settled by one lookup, before the rarer kinds are looked at.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _is_nested(value: Any) -> bool:
+    """Whether orjson writes ``value`` as an object or an array: the containers, and
+    what it writes as one of its own accord, a dataclass instance and an enum member
+    whose value is one (a class, dataclass or not, goes to ``str``)."""
+    if isinstance(value, _NESTED):
+        return True
+    kind = type(value)
+    if kind in _SCALARS:
+        return False
+    if isinstance(value, enum.Enum):
+        return _is_nested(value.value)
+    return hasattr(kind, "__dataclass_fields__")
 
 
 def flatten(line: dict[str, Any]) -> None:
     """Write an object or array value as its JSON text: the schema's keys are flat, and
     one key must keep one type for readers that load the lines as columns."""
     for key, value in line.items():
-        if isinstance(value, _NESTED):
+        if _is_nested(value):
             line[key] = _json_text(value)
 
 
@@ -179,7 +196,7 @@ def add_annotations(fields: dict[str, Any], annotations: Mapping[str, Any]) -> N
             continue
         if key in fields or key in CONTEXT_KEYS:
             key = "_" + key
-        fields[key] = _json_text(value) if isinstance(value, _NESTED) else value
+        fields[key] = _json_text(value) if _is_nested(value) else value
 
 
 # Dict keys the stdlib encoder writes itself (as strings); it refuses any other.
