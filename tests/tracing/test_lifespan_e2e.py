@@ -18,13 +18,16 @@ from tests.support.otlp_receiver import otlp_receiver
 from tests.support.servers import free_port, run_server
 
 
-def _users_app(module: str, endpoint: str, workdir: Path) -> Any:
+def _users_app(
+    module: str, endpoint: str, workdir: Path, extra_env: dict[str, str] | None = None
+) -> Any:
     """A user's app (`module`'s ``create_app``) under uvicorn, exporting to `endpoint`
     with batches and metric exports held back for longer than any test runs."""
     port = free_port()
     env = {
         "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
         "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000",
+        **(extra_env or {}),
     }
     argv = ["-m", "uvicorn", f"{module}:create_app", "--factory",
             "--host", "127.0.0.1", "--port", str(port)]
@@ -66,6 +69,25 @@ def test_an_applications_own_providers_are_used_not_doubled(tmp_path: Path) -> N
     assert {s.service_name for s in spans} == {"apps-own"}
     assert receiver.metric("ridtrace.requests", "apps-own", route="/items/{item}", outcome="ok") == 4
     assert {service for service, _, _ in receiver.metrics} == {"apps-own"}
+
+
+def test_fastapis_automatic_export_adds_no_second_exporter_to_ridtraces(tmp_path: Path) -> None:
+    # FASTAPI_OTEL_AUTO_CONFIGURE=true makes FastAPI add an OTLP exporter of its own to
+    # the global providers at its lifespan startup, whatever they export already: beside
+    # configure_tracing / configure_metrics every span and every metric export reached
+    # the collector twice (3 requests: 6 spans, 2 exports of the same series).
+    with otlp_receiver() as receiver:
+        with _users_app("tests.tracing.lifespan_app", receiver.endpoint, tmp_path,
+                        {"FASTAPI_OTEL_AUTO_CONFIGURE": "true"}) as server:
+            _get_items(server.url, "f", 3)
+        assert server.process.returncode is not None
+        # The process exited after its last export was answered: all of them are in.
+        spans = receiver.wait_for(4, timeout=10)
+        receiver.wait_for_metric_exports(1, timeout=10)
+    ours = sorted(s.attributes["x_request_id"] for s in spans if "x_request_id" in s.attributes)
+    assert ours == ["f-0", "f-1", "f-2"]
+    assert len({s.span_id for s in spans}) == len(spans)
+    assert receiver.metric_exports == 1
 
 
 @pytest.mark.parametrize("fastapi_telemetry", ["on", "off"])

@@ -11,7 +11,7 @@ from opentelemetry import metrics as otel_metrics
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ridtrace.tracing import lifecycle, metrics
+from ridtrace.tracing import fastapi_export, lifecycle, metrics
 from ridtrace.tracing.export_schedule import periodic_metric_reader
 from ridtrace.tracing.otlp import otlp_exporter, otlp_timeout
 from ridtrace.tracing.otlp_endpoints import exporter_names, otlp_export_endpoint
@@ -91,6 +91,8 @@ def configure_metrics(
     lifecycle.own(provider, flush_limit=flush_limit)
     if set_global:
         otel_metrics.set_meter_provider(provider)
+        if endpoint:
+            fastapi_export.exports_over_otlp("metrics", provider)
     metrics.bind_meter_provider(provider)
     return provider
 

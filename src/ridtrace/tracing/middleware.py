@@ -13,7 +13,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ridtrace import __version__
 from ridtrace.tracing import context as request_context
-from ridtrace.tracing import metrics
+from ridtrace.tracing import fastapi_export, metrics
 from ridtrace.tracing.context import RequestContext, remember_on_exception
 from ridtrace.tracing.crash import send_error_response
 from ridtrace.tracing.deprecation import deprecation_response_headers
@@ -86,6 +86,10 @@ class RequestTracingMiddleware(ObservedServing):
         self._span_name = config.span_name
         self._excluded = excluded_urls()
         metrics.adopt_global_meter_provider()
+        # Built before FastAPI's lifespan startup adds its exporters: tell it which
+        # providers export already (configure_tracing may have run before FastAPI
+        # was imported).
+        fastapi_export.claim_exports()
         # Around a FastAPI app, the work is done by a twin inside its middleware stack,
         # within FastAPI's own server span (see ridtrace.tracing.placement).
         self._pass_through = moved_into_fastapi(app, type(self), settings=config)

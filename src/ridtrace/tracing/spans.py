@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.sampling import (
     TraceIdRatioBased,
 )
 
-from ridtrace.tracing import lifecycle
+from ridtrace.tracing import fastapi_export, lifecycle
 from ridtrace.tracing.export_schedule import batch_span_processor
 from ridtrace.tracing.otlp import (
     otlp_exporter,
@@ -120,6 +120,8 @@ def configure_tracing(
     lifecycle.own(provider, flush_limit=flush_limit)
     if set_global:
         trace.set_tracer_provider(provider)
+        if endpoint:
+            fastapi_export.exports_over_otlp("traces", provider)
     return provider
 
 
