@@ -144,6 +144,7 @@ def _check_serve_variables() -> None:
     """
     from ridtrace.demo.processes import stack_environ
     from ridtrace.frontend_plugin.settings import FrontendSettings, WorkerSettings
+    from ridtrace.tracing.excluded_urls import excluded_urls
     from ridtrace.tracing.export_schedule import check_export_schedule
     from ridtrace.tracing.otlp_endpoints import otlp_export_endpoint
     from ridtrace.tracing.settings import TracingSettings
@@ -157,6 +158,7 @@ def _check_serve_variables() -> None:
         # and in the demo's callers, whose own spans failed the demo with exit 4.
         if any(otlp_export_endpoint(environ, name) for name in ("traces", "metrics")):
             check_export_schedule(environ)
+        excluded_urls()  # the processes inherit it, and `ridtrace serve` refuses a bad one
     except ValueError as exc:
         raise BadConfiguration(str(exc)) from None
 

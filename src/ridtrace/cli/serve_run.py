@@ -38,6 +38,7 @@ def setup_telemetry(log_file: Path, service: str, level: str) -> None:
     from loguru import logger
 
     from ridtrace.tracing import configure_logging, configure_metrics, configure_tracing
+    from ridtrace.tracing.excluded_urls import excluded_urls
 
     logger.remove()  # loguru's default stderr handler would duplicate every line
     try:
@@ -61,6 +62,9 @@ def setup_telemetry(log_file: Path, service: str, level: str) -> None:
     try:
         configure_tracing(service)
         configure_metrics(service)
+        # Read again where the middleware is built, at the first request on a frontend:
+        # refused there, every request was answered 500.
+        excluded_urls()
     except (ValueError, ImportError) as exc:
         # An OTEL_* variable ridtrace cannot follow, or the grpc extra missing: the
         # operator's to fix, said in one line, not an internal error with a traceback.

@@ -8,18 +8,33 @@ left out, as FastAPI's instrumentation leaves out its own.
 from __future__ import annotations
 
 import os
+import re
 
-from opentelemetry.util.http import ExcludeList, get_excluded_urls
+from opentelemetry.util.http import ExcludeList
 from starlette.types import Scope
 
 _OWN, _GENERAL = "OTEL_PYTHON_FASTAPI_EXCLUDED_URLS", "OTEL_PYTHON_EXCLUDED_URLS"
 
 
 def excluded_urls() -> ExcludeList | None:
-    """The URLs the variables exclude, None when neither is set (nothing is matched)."""
-    if not os.environ.get(_OWN, os.environ.get(_GENERAL, "")).strip():
-        return None
-    return get_excluded_urls("FASTAPI")
+    """The URLs the variables exclude (the FastAPI one when set, as the instrumentation
+    reads them), None when they name none; a pattern that is no regular expression
+    raises ``ValueError`` naming the variable.
+
+    Empty entries are no patterns. OpenTelemetry joins the list into one alternation,
+    so a trailing comma (``/health$,``) made it match every URL: no request got a span.
+    And a broken pattern raised ``re.error`` where the middleware was built: the
+    frontend of ``ridtrace serve`` answered every request 500.
+    """
+    variable = _OWN if _OWN in os.environ else _GENERAL
+    patterns = [entry.strip() for entry in os.environ.get(variable, "").split(",")]
+    patterns = [pattern for pattern in patterns if pattern]
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"{variable}: {pattern!r} is no regular expression ({exc})") from None
+    return ExcludeList(patterns) if patterns else None
 
 
 def request_url(scope: Scope) -> str:
