@@ -40,6 +40,8 @@ def test_the_cli_refuses_a_graceful_timeout_that_is_not_positive(
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"),
         # A propagator whose package is not installed: OpenTelemetry raises on import.
         ("OTEL_PROPAGATORS", "tracecontext,xray"),
+        # A span limit that is no count: OpenTelemetry's SDK raises on import.
+        ("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "abc"),
     ],
 )
 def test_an_otel_variable_it_cannot_follow_is_the_operators_error_not_an_internal_one(

@@ -23,7 +23,7 @@ from ridtrace.cli.collector_probe import (
     not_found,
     speaks_tls,
 )
-from ridtrace.cli.propagators import require_propagators
+from ridtrace.cli.propagators import require_propagators, require_sdk
 from ridtrace.cli.serve_options import BadConfiguration
 from ridtrace.cli.stop import HungUp, Terminated, exit_code, hangup_to_handle, interrupt_behind
 
@@ -68,6 +68,7 @@ def demo(
     was reported, 1 otherwise, 2 bad usage (an option, or an OTEL_* or RIDTRACE_*
     variable the stack cannot follow); 129, 130 and 143 when a signal stopped it."""
     require_propagators()  # before the demo's imports (FastAPI) load them
+    require_sdk()  # the SDK reads OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT on import
     from rich.console import Console
 
     from ridtrace.cli.forensics_render import REPORT_WIDTH, layout_width

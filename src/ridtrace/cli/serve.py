@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ridtrace.cli.propagators import require_propagators
+from ridtrace.cli.propagators import require_propagators, require_sdk
 from ridtrace.cli.serve_options import (
     _LOG_FILE_HELP,
     _LOG_LEVEL_HELP,
@@ -89,6 +89,7 @@ def frontend_command(
     Exit status: 2 a configuration it will not start with (a bad option or variable,
     named on stderr), 3 it could not start (the reason is in --log-file)."""
     require_propagators()  # before FastAPI's import loads them
+    require_sdk()  # the SDK reads OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT on import
     from ridtrace.frontend_plugin import FrontendSettings, create_frontend_app
     from ridtrace.frontend_plugin.drain import Drain
 
@@ -172,6 +173,7 @@ def worker_command(
     Exit status: 2 a configuration it will not start with (a bad option or variable,
     named on stderr), 3 it could not start (the reason is in --log-file)."""
     require_propagators()  # before FastAPI's import loads them
+    require_sdk()  # the SDK reads OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT on import
     from ridtrace.frontend_plugin import WorkerSettings, create_worker_app
     from ridtrace.frontend_plugin.drain import Drain
     from ridtrace.frontend_plugin.worker import log_misdirected
