@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ridtrace.tracing import lifecycle
 from ridtrace.tracing.sinks import flush_sinks
+from ridtrace.tracing.stdlib_bridge import reclaim_server_loggers
 
 __all__ = ["serve_lifespan"]
 
@@ -30,10 +31,18 @@ async def serve_lifespan(app: ASGIApp, scope: Scope, receive: Receive, send: Sen
     asking for the first message), so that its shutdown flushes telemetry too."""
     asked = False
 
+    async def receive_at_startup() -> Message:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            # By now the server has set up its logging, over configure_logging's routing
+            # when the app was imported first (uvicorn.run(app), fastapi run).
+            reclaim_server_loggers()
+        return message
+
     async def receive_noted() -> Message:
         nonlocal asked
         asked = True
-        return await receive()
+        return await receive_at_startup()
 
     async def send_after_flush(message: Message) -> None:
         if message["type"] in _SHUTDOWN_ANSWERS:
@@ -46,7 +55,7 @@ async def serve_lifespan(app: ASGIApp, scope: Scope, receive: Receive, send: Sen
         if asked:  # the app's own lifespan failed: the server reports it
             raise
     if not asked:
-        await _answer(receive, send)
+        await _answer(receive_at_startup, send)
 
 
 async def _answer(receive: Receive, send: Send) -> None:

@@ -18,7 +18,13 @@ from ridtrace.tracing.log_ids import FILLED_BY_FILTER
 if TYPE_CHECKING:
     from loguru import Record
 
-__all__ = ["MAX_LIBRARY_MESSAGE", "InterceptHandler", "library_message", "route_stdlib_logging"]
+__all__ = [
+    "MAX_LIBRARY_MESSAGE",
+    "InterceptHandler",
+    "library_message",
+    "reclaim_server_loggers",
+    "route_stdlib_logging",
+]
 
 
 # Attributes every LogRecord has (and those logging adds while formatting): anything
@@ -111,11 +117,14 @@ def library_message(message: str) -> str:
     return shown_text(message, MAX_LIBRARY_MESSAGE)
 
 
+_SERVER_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
+
+
 def route_stdlib_logging(numeric: int) -> None:
     """The standard library's records (uvicorn, httpx, libraries) into loguru's sinks."""
     handler = InterceptHandler()
     logging.basicConfig(handlers=[handler], level=numeric, force=True)
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "httpx", "httpcore"):
+    for name in (*_SERVER_LOGGERS, "httpx", "httpcore"):
         std = logging.getLogger(name)
         if not std.propagate and not std.handlers:
             # Switched off, and meant to be: a logger that writes nowhere is what
@@ -132,6 +141,29 @@ def route_stdlib_logging(numeric: int) -> None:
         if std.level in (logging.NOTSET, _quieted.get(name)):
             _quieted[name] = max(numeric, logging.WARNING)
             std.setLevel(_quieted[name])
+
+
+def reclaim_server_loggers() -> None:
+    """uvicorn's loggers back into the sinks, when the server set them up after
+    ``configure_logging`` routed them there.
+
+    ``uvicorn.run(app)``, ``fastapi run`` / ``fastapi dev`` and gunicorn's
+    ``--preload`` import the application (which calls ``configure_logging``) before
+    the server builds its logging config, which gives uvicorn's loggers plain-text
+    console handlers and stops them propagating: the startup lines, every access line
+    with its request's ids and ``Exception in ASGI application`` with its traceback
+    went to the console, never to the JSON log. Called when the server starts the
+    lifespan, after its logging is set up. A logger with no handler that does not
+    propagate was switched off (``access_log=False``) and stays so.
+    """
+    if not any(isinstance(h, InterceptHandler) for h in logging.getLogger().handlers):
+        return  # intercept_stdlib=False, or no configure_logging: the loggers are the app's
+    for name in _SERVER_LOGGERS:
+        std = logging.getLogger(name)
+        if std.propagate or not std.handlers:
+            continue
+        std.handlers = []
+        std.propagate = True
 
 
 # The level ridtrace gave each chatty library logger, told apart from one the

@@ -1,0 +1,97 @@
+"""uvicorn's lines reach the JSON log when the server sets up its logging after the app
+called configure_logging: ``uvicorn.run(app)``, ``fastapi run`` / ``fastapi dev``
+(which import the app to find it, then call ``uvicorn.run``), gunicorn's ``--preload``.
+
+Each gives uvicorn's loggers console handlers that do not propagate once the app module
+has run, so the startup lines, every access line with its request's ids and
+``Exception in ASGI application`` with its traceback went to the console only: the
+JSON log of the README's two lines held none of them.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import httpx
+
+from ridtrace import configure_logging
+from ridtrace.tracing.stdlib_bridge import reclaim_server_loggers
+from tests.support.servers import child_pythonpath, free_port, run_server
+from tests.tracing.conftest import wait_for_lines
+
+# The README's FastAPI set-up, run as `python my_api.py` with uvicorn.run(app): the
+# same order of events as `fastapi run my_api.py`, which needs fastapi-cli.
+_SCRIPT_APP = '''
+import sys
+
+import uvicorn
+from fastapi import FastAPI
+
+from ridtrace import RequestTracingMiddleware, configure_logging, telemetry_lifespan
+
+configure_logging(sys.argv[2], service="script")
+app = FastAPI(lifespan=telemetry_lifespan)
+app.add_middleware(RequestTracingMiddleware)
+
+
+@app.get("/")
+async def root() -> dict[str, str]:
+    return {}
+
+
+@app.get("/boom")
+async def boom() -> dict[str, str]:
+    raise RuntimeError("boom")
+
+
+if __name__ == "__main__":
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]))
+'''
+
+
+def test_uvicorn_run_with_its_own_log_config_still_logs_into_the_json_sink(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "my_api.py"
+    script.write_text(_SCRIPT_APP)
+    log_path = tmp_path / "app.jsonl"
+    port = free_port()
+    env = {"PYTHONPATH": child_pythonpath()}
+    with run_server([str(script), str(port), str(log_path)], port=port, workdir=tmp_path,
+                    env=env) as running:  # fmt: skip
+        ok_id = httpx.get(running.url + "/", timeout=10).headers["x-server-request-id"]
+        crashed = httpx.get(running.url + "/boom", timeout=10)
+        assert crashed.status_code == 500
+        crash_id = crashed.headers["x-server-request-id"]
+        lines = wait_for_lines(log_path, lambda ls: any(
+            x.get("logger") == "uvicorn.access" and x.get("request_id") == ok_id for x in ls
+        ) and any(
+            _is_crash_line(x) and x.get("request_id") == crash_id for x in ls
+        ))  # fmt: skip
+    (crash,) = [x for x in lines if _is_crash_line(x)]
+    assert crash["level"] == "ERROR" and crash["exception"] == "RuntimeError: boom"
+    assert any(x.get("message") == "Application startup complete." for x in lines)
+
+
+def _is_crash_line(line: dict[str, object]) -> bool:
+    return str(line.get("message", "")).startswith("Exception in ASGI application")
+
+
+def test_a_server_logger_switched_off_stays_off(tmp_path: Path) -> None:
+    # uvicorn.run(app, access_log=False) leaves uvicorn.access with no handler and not
+    # propagating: switched off, not routed elsewhere, and kept so.
+    access = logging.getLogger("uvicorn.access")
+    error = logging.getLogger("uvicorn.error")
+    saved = [(x, x.handlers, x.propagate) for x in (access, error)]
+    try:
+        configure_logging(tmp_path / "app.jsonl", service="svc")
+        access.handlers, access.propagate = [], False
+        error.handlers, error.propagate = [logging.StreamHandler()], False
+        reclaim_server_loggers()
+        assert (access.handlers, access.propagate) == ([], False)
+        assert (error.handlers, error.propagate) == ([], True)
+    finally:
+        for std, handlers, propagate in saved:
+            std.handlers, std.propagate = handlers, propagate
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
