@@ -72,3 +72,27 @@ def test_a_level_the_application_gave_httpx_is_kept(tmp_path: Path) -> None:
     assert warning["message"] == "a warning still goes through"
     assert line["logger"] == "httpx"
     assert line["message"].startswith("HTTP Request: GET http://upstream.test/items")
+
+
+def test_the_reloaders_per_change_lines_stay_quiet(tmp_path: Path) -> None:
+    # `fastapi dev app.py`, or `uvicorn.run("app:app", reload=True)` in the app's own
+    # module, runs the module (hence configure_logging) in the reloader process too,
+    # whose watchfiles logs "N changes detected" at INFO for every change in the watched
+    # folder, the log file's own writes included: with the root logger at INFO those
+    # lines went into the log (and loguru's console) about three times a second, each
+    # one the next change, for as long as the server ran.
+    path = tmp_path / "app.jsonl"
+    watcher = logging.getLogger("watchfiles.main")
+    before = logging.getLogger("watchfiles").level
+    try:
+        configure_logging(path, service="svc")
+        watcher.info("2 changes detected")  # what watchfiles.main writes per change
+        watcher.warning("a warning still goes through")
+        logging.getLogger("watchfiles").setLevel(logging.INFO)  # the application's choice
+        configure_logging(path, service="svc")
+        watcher.info("asked for")
+    finally:
+        logger.remove()
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+        logging.getLogger("watchfiles").setLevel(before)
+    assert [x["message"] for x in read_lines(path)] == ["a warning still goes through", "asked for"]

@@ -118,6 +118,7 @@ def library_message(message: str) -> str:
 
 
 _SERVER_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
+_CHATTY_LOGGERS = ("httpx", "httpcore", "watchfiles")
 
 
 def route_stdlib_logging(numeric: int) -> None:
@@ -135,8 +136,10 @@ def route_stdlib_logging(numeric: int) -> None:
         std.propagate = True
     # httpx logs every request at INFO: quiet unless the application asked for it. A
     # level it set on these loggers is its choice: raised to WARNING, its outbound
-    # calls' lines were gone.
-    for name in ("httpx", "httpcore"):
+    # calls' lines were gone. watchfiles logs each change it sees at INFO, and in a
+    # reloader process that ran the app's module (`fastapi dev`) the log file's own
+    # writes are changes: every line written logged the next one, for ever.
+    for name in _CHATTY_LOGGERS:
         std = logging.getLogger(name)
         if std.level in (logging.NOTSET, _quieted.get(name)):
             _quieted[name] = max(numeric, logging.WARNING)
