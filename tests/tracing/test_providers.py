@@ -657,3 +657,24 @@ def test_a_process_that_never_calls_shutdown_is_flushed_at_exit_within_the_bound
     took = exited - float(done.stdout.split()[-1])
     assert took < 6, f"the exit took {took:.1f} s"
     assert "shutdown can only be called once" not in done.stderr
+
+
+_SCRIPT_RUN_TWICE = """
+from ridtrace.tracing import configure_tracing
+first = configure_tracing("my-api", environ={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
+again = configure_tracing("my-api", environ={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"})
+print(again is first, flush=True)
+"""
+
+
+def test_a_second_call_returns_the_first_calls_provider() -> None:
+    # `python app.py` whose module ends in uvicorn.run("app:app") runs the module twice
+    # (as __main__, then as app): the second configure_tracing built a second provider,
+    # never global (the global one cannot be replaced), with its own exporter and batch
+    # thread, and OpenTelemetry logged "Overriding of current TracerProvider is not
+    # allowed" as a WARN at every start. configure_metrics already returned the first.
+    env = {**os.environ, "PYTHONPATH": child_pythonpath()}
+    done = subprocess.run([sys.executable, "-c", _SCRIPT_RUN_TWICE], env=env,
+                          capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["True"], done.stdout + done.stderr
+    assert "Overriding" not in done.stderr, done.stderr

@@ -84,7 +84,8 @@ def configure_tracing(
     ``OTEL_SDK_DISABLED=true`` returns a provider with no processor and leaves the
     global one alone. With ``set_global``, an SDK provider the application already set
     globally is returned as it is: nothing is added to it, and it stays the
-    application's to shut down.
+    application's to shut down. Called again before :func:`shutdown_telemetry`, it
+    returns the provider of the first call.
 
     The provider is shut down (its batch flushed) by :func:`shutdown_telemetry`, which
     ridtrace's apps and :func:`telemetry_lifespan` call before the process exits.
@@ -98,9 +99,14 @@ def configure_tracing(
         return provider
     if set_global:
         existing = trace.get_tracer_provider()
-        if isinstance(existing, TracerProvider) and not lifecycle.built_here(existing):
+        if isinstance(existing, TracerProvider) and (
+            not lifecycle.built_here(existing) or lifecycle.in_service(existing)
+        ):
             # The application set up its own (opentelemetry-instrument, say): its spans
             # already go where it chose, and the global one cannot be replaced anyway.
+            # Or an earlier call's, still serving (a module run twice: `python app.py`
+            # ending in uvicorn.run("app:app")): a second one was never global, ran an
+            # exporter thread for nothing, and OpenTelemetry warned at every start.
             return existing
     endpoint = otlp_export_endpoint(env, "traces")
     flush_limit: float | None = None
