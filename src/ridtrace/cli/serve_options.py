@@ -43,6 +43,12 @@ def _finite_seconds(
 
 
 def _bind_host(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    # The socket layer reads an empty address as every interface: `--host "$BIND"` with
+    # the variable unset put a worker or a keyless frontend on the network (0.0.0.0 and
+    # ::, any Host answered) where the default keeps it on this machine.
+    if not value.strip():
+        raise click.BadParameter("an empty address; to listen on every interface say so: "
+                                 "0.0.0.0 (IPv4) or :: (IPv6)")
     # `listening on http://[::1]:8000` writes an IPv6 address as URLs do; copied into
     # --host, the brackets went to the resolver as part of the name and the server did
     # not start ("address in use, or the app failed at startup").
