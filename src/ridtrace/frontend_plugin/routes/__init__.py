@@ -122,8 +122,12 @@ def create_router(
         name = fe.settings.model
         query = request.query_params
         limit = query.get("limit")
+        # Leading zeros dropped and the length bounded before int(): past 4300 digits
+        # int() raises, and the request was a plain-text 500 with a traceback logged.
+        digits = limit.lstrip("0") if limit is not None else ""
         if limit is not None and not (limit.isascii() and limit.isdigit()
-                                      and 1 <= int(limit) <= MAX_MODELS_PAGE):
+                                      and len(digits) <= len(str(MAX_MODELS_PAGE))
+                                      and 1 <= int(digits or "0") <= MAX_MODELS_PAGE):
             message = f"'limit' must be an integer from 1 to {MAX_MODELS_PAGE}"
             api = MESSAGES if sent_by_anthropic_sdk(request.scope["headers"]) else CHAT
             return JSONResponse(api.error_payload(400, message, param="limit"),
