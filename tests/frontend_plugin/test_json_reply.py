@@ -111,6 +111,10 @@ class Endless(pydantic.BaseModel):
 @pytest.mark.parametrize(("schema", "reason"), [
     (to_strict_json_schema(Endless), "allows no document"),
     ({"properties": {"a": {"$ref": "#/$defs/missing"}}}, "names nothing"),
+    # An index past int()'s 4300 digits: the 400 told the caller to call
+    # sys.set_int_max_str_digits() (Python's own message) where it names the $ref.
+    ({"$defs": {"x": [{"type": "string"}]},
+      "properties": {"a": {"$ref": "#/$defs/x/" + "1" * 5000}}}, "'\\$ref' .* names nothing"),
     ({"properties": {"a": {"$ref": "https://example.com/a.json"}}}, "within the schema"),
     ({"$defs": {**{f"L{i}": {"properties": {f"p{j}": {"$ref": f"#/$defs/L{i + 1}"}
                                           for j in range(10)}} for i in range(8)},

@@ -45,6 +45,8 @@ MAX_STEPS = 20_000
 """Most schema nodes looked at for one document (OpenAI allows 5000 properties)."""
 MAX_STRINGS = 1 << 20
 """Most characters the strings of one document hold together."""
+# Digits of the largest array index a $ref may name: far more than any array holds.
+_MAX_INDEX_DIGITS = 18
 
 # Fixed values for the string formats pydantic and the SDKs write, each one its
 # validator accepts.
@@ -230,8 +232,12 @@ class _Builder:
         target: Any = self.root
         for part in filter(None, ref[1:].split("/")):
             part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, list) and part.isdigit() and int(part) < len(target):
-                target = target[int(part)]
+            # The length bounded before int(), which raises past 4300 digits: the 400
+            # quoted Python's advice to call sys.set_int_max_str_digits().
+            index = part.lstrip("0") or "0"
+            if (isinstance(target, list) and part.isdigit() and len(index) <= _MAX_INDEX_DIGITS
+                    and int(index) < len(target)):
+                target = target[int(index)]
             elif isinstance(target, dict) and part in target:
                 target = target[part]
             else:
