@@ -156,7 +156,7 @@ class SharedSecretMiddleware:
             await self.app(scope, receive, send)
             return
         presented: set[bytes] = set()
-        matched = repeated = False
+        matched = repeated = offered = False
         for name, value in scope["headers"]:
             if name in self._headers:
                 # One value per header name: each repeat was one more guess, so a single
@@ -164,12 +164,18 @@ class SharedSecretMiddleware:
                 repeated |= name in presented
                 presented.add(name)
                 candidate = _bearer(value) if name == b"authorization" else value.strip()
+                offered |= bool(candidate)
                 matched |= self._matches(candidate)
         if matched and not repeated:
             await self.app(scope, receive, send)
             return
+        # An Authorization of another scheme (curl -u sends Basic) holds no key the check
+        # read: told "invalid API key" with error="invalid_token", its sender took a right
+        # key for a wrong one. RFC 6750 (3.1) counts it as no credentials.
         reason = ("API key header sent more than once" if repeated
-                  else "invalid API key" if presented else "missing API key")
+                  else "invalid API key" if offered
+                  else "no Bearer key in the Authorization header"
+                  if b"authorization" in presented else "missing API key")
         if scope["type"] == "websocket" and "websocket.http.response" not in scope.get(
                 "extensions", {}):
             # No denial response to send: closing before accepting denies the handshake
@@ -178,7 +184,7 @@ class SharedSecretMiddleware:
                 self._on_refused(scope["path"])
             await send({"type": "websocket.close", "code": 1008, "reason": reason})
             return
-        await self._refuse(scope, send, reason, _CHALLENGES[repeated, bool(presented)])
+        await self._refuse(scope, send, reason, _CHALLENGES[repeated, offered])
 
     def _matches(self, candidate: bytes) -> bool:
         # Every secret is compared, match or not: the loop's time does not depend on
@@ -220,14 +226,16 @@ class SharedSecretMiddleware:
         await send({"type": f"{kind}.body", "body": body})
 
 
-# The WWW-Authenticate challenge per (key header repeated, some key presented), as RFC
-# 6750 (3.1) has it: no error code for a request without credentials, ``invalid_token``
-# for a wrong key, ``invalid_request`` for a key header sent more than once. Clients
-# and proxies tell "log in" from "your key is wrong" by it.
+# The WWW-Authenticate challenge per (key header repeated, some key offered), as RFC
+# 6750 (3.1) has it: no error code for a request without credentials (another scheme's
+# included), ``invalid_token`` for a wrong key, ``invalid_request`` for a key header sent
+# more than once. Clients and proxies tell "log in" from "your key is wrong" by it.
+_REPEATED = b'Bearer realm="ridtrace", error="invalid_request"'
 _CHALLENGES: dict[tuple[bool, bool], bytes] = {
     (False, False): b'Bearer realm="ridtrace"',
     (False, True): b'Bearer realm="ridtrace", error="invalid_token"',
-    (True, True): b'Bearer realm="ridtrace", error="invalid_request"',
+    (True, False): _REPEATED,
+    (True, True): _REPEATED,
 }
 
 
