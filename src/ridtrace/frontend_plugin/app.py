@@ -66,6 +66,22 @@ async def _http_error(request: Request, exc: Exception) -> Response:
                     media_type="application/json")
 
 
+INTERNAL_ERROR = "Internal server error"
+"""What a caller is told of a crash: the exception's text is the log's, not the caller's."""
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    """A crash in a route the router serves, in the API's error shape: Starlette's
+    plain-text ``Internal Server Error`` was the one answer of the frontend that was not
+    JSON, so the OpenAI SDK's error had no message and the Anthropic SDK's no type."""
+    if (request.url.path.startswith(MESSAGES.path)
+            or sent_by_anthropic_sdk(request.scope["headers"])):
+        payload = MESSAGES.error_payload(500, INTERNAL_ERROR)
+    else:
+        payload = CHAT.error_payload(500, INTERNAL_ERROR)
+    return Response(orjson.dumps(payload), 500, media_type="application/json")
+
+
 # Starlette lists a route's methods from a set, so a 405's Allow came out as "GET, HEAD"
 # or "HEAD, GET" as the process's hash seed fell: named in one order, as RFC 9110 shows.
 _METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
@@ -198,7 +214,8 @@ def create_frontend_app(
     # only with the debug endpoints, as the worker never serves them.
     docs = fe.settings.debug_endpoints
     app = fastapi_app(app_class=_FrontendApp, title="ridtrace frontend", lifespan=lifespan,
-                      exception_handlers={HTTPException: _http_error},
+                      exception_handlers={HTTPException: _http_error,
+                                          Exception: _internal_error},
                       openapi_url="/openapi.json" if docs else None,
                       docs_url="/docs" if docs else None, redoc_url="/redoc" if docs else None)
     app.state.frontend = fe
