@@ -75,3 +75,44 @@ def test_the_same_schemas_are_served_when_not_strict_and_closed_ones_when_strict
     parsed = oai.chat.completions.parse(model="echo", messages=CHAT, response_format=Outer)
     assert parsed.choices[0].message.parsed is not None
     assert oai.responses.parse(model="echo", input="x", text_format=Outer).output_parsed
+
+
+OPEN: Any = {"type": "object", "properties": {"city": {"type": "string"}}}
+
+
+def _tool_calls(oai: openai.OpenAI, parameters: Any, *, strict: bool) -> list[Any]:
+    """A chat call and a Responses call, each with one function tool ``lookup``."""
+    return [
+        lambda: oai.chat.completions.create(model="echo", messages=CHAT, tools=[{
+            "type": "function", "function": {"name": "lookup", "parameters": parameters,
+                                             "strict": strict}}]),
+        lambda: oai.responses.create(model="echo", input="structured", tools=[{
+            "type": "function", "name": "lookup", "parameters": parameters,
+            "strict": strict}]),
+    ]
+
+
+def test_a_strict_function_tool_openai_refuses_is_refused(oai: openai.OpenAI) -> None:
+    # Strict mode holds a function's parameters to the rules of a strict format: served
+    # here, such a tool list failed every call at the real API.
+    for param, call in zip(("tools[0].function.parameters", "tools[0].parameters"),
+                           _tool_calls(oai, OPEN, strict=True), strict=True):
+        with pytest.raises(openai.BadRequestError) as info:
+            call()
+        assert info.value.param == param, info.value.body
+        assert info.value.code == "invalid_function_parameters", info.value.body
+        assert "Invalid schema for function 'lookup': In context=(), 'additionalProperties'" in (
+            info.value.message)
+    for call in (*_tool_calls(oai, OPEN, strict=False), *_tool_calls(oai, CLOSED, strict=True)):
+        assert call().id
+
+    class Place(BaseModel):
+        name: str
+
+    class Lookup(BaseModel):
+        city: str
+        nearby: list[Place]
+
+    # The SDK's own strict tools pass.
+    assert oai.chat.completions.parse(
+        model="echo", messages=CHAT, tools=[openai.pydantic_function_tool(Lookup)]).id

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
+from ridtrace.frontend_plugin.strict_schemas import check_strict_schema
 from ridtrace.tracing.identity import shown_text
 
 __all__ = ["MAX_OPENAI_NAME", "check_function_names", "check_message_names",
@@ -26,7 +27,8 @@ _NAME = re.compile(r"[a-zA-Z0-9_-]+")
 
 def check_function_names(tools: list[Any], field: str, *, nested: bool) -> None:
     """Refuse a function tool in ``tools`` (the list at ``field``) without a name OpenAI
-    takes (:func:`check_openai_name`) or with ``parameters`` that are no object.
+    takes (:func:`check_openai_name`), with ``parameters`` that are no object, or, when
+    ``strict``, with parameters OpenAI's strict mode refuses.
     ``nested``: Chat Completions' shape, the name in ``function``; else the Responses
     shape (or chat's legacy ``functions``), the name on the tool itself. Tools of other
     types are not looked at."""
@@ -48,6 +50,11 @@ def check_function_names(tools: list[Any], field: str, *, nested: bool) -> None:
             raise InvalidRequest(
                 f"Invalid type for '{where}.parameters': expected an object (a JSON "
                 f"schema), but got {kind_of(parameters)} instead.", param=where + ".parameters")
+        if parameters is not None and holder.get("strict") is True:
+            # Strict mode holds parameters to a strict format's rules: OpenAI refuses the
+            # whole call for a tool that breaks them, so it must not be served here.
+            check_strict_schema(parameters, holder["name"], where + ".parameters",
+                                of="function", code="invalid_function_parameters")
 
 
 def check_openai_name(name: Any, param: str) -> None:

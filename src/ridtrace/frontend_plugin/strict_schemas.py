@@ -1,10 +1,11 @@
-"""A ``strict`` JSON schema response format, checked as OpenAI checks it.
+"""A ``strict`` JSON schema response format or function tool, checked as OpenAI checks it.
 
 With ``strict: true`` OpenAI takes only schemas whose every object lists all its
 properties in ``required`` and sets ``additionalProperties: false``; a hand-written
 schema missing either is its most common structured-output 400. The echo engine can
-answer such a schema, so it was served here and refused at the real API. The SDKs'
-``parse`` helpers write schemas that pass.
+answer such a schema (and never calls a tool), so it was served here and refused at the
+real API. The SDKs' ``parse`` helpers and ``pydantic_function_tool`` write schemas that
+pass.
 """
 
 from __future__ import annotations
@@ -22,16 +23,19 @@ _SCHEMA_LISTS = ("anyOf",)
 _SHOWN_KEY = 64  # property names are the caller's text
 
 
-def check_strict_schema(schema: dict[str, Any], name: str, param: str) -> None:
-    """Refuse ``schema`` (of the format ``name``, at ``param``) unless every object in
-    it has ``additionalProperties: false`` and all its properties ``required``."""
+def check_strict_schema(schema: dict[str, Any], name: str, param: str, *,
+                        of: str = "response_format", code: str | None = None) -> None:
+    """Refuse ``schema`` (of the ``of`` named ``name``: a response format or a
+    ``function``, at ``param``, with the error ``code``) unless every object in it has
+    ``additionalProperties: false`` and all its properties ``required``."""
+    where = f"Invalid schema for {of} '{shown_text(name, 64)}'"
     stack: list[tuple[Any, tuple[str, ...]]] = [(schema, ())]
     while stack:
         node, context = stack.pop()
         if not isinstance(node, dict):
             continue
         if node.get("type") == "object" or "properties" in node:
-            _check_object(node, context, name, param)
+            _check_object(node, f"{where}: In context={context!r}", param, code)
         for key in _SCHEMA_MAPS:
             children = node.get(key)
             if isinstance(children, dict):
@@ -44,11 +48,10 @@ def check_strict_schema(schema: dict[str, Any], name: str, param: str) -> None:
             stack.append((node["items"], (*context, "items")))
 
 
-def _check_object(node: dict[str, Any], context: tuple[str, ...], name: str, param: str) -> None:
-    where = f"Invalid schema for response_format '{shown_text(name, 64)}': In context={context!r}"
+def _check_object(node: dict[str, Any], where: str, param: str, code: str | None) -> None:
     if node.get("additionalProperties") is not False:
         raise InvalidRequest(f"{where}, 'additionalProperties' is required to be supplied "
-                             "and to be false.", param=param)
+                             "and to be false.", param=param, code=code)
     properties = node.get("properties")
     keys = list(properties) if isinstance(properties, dict) else []
     required = node.get("required")
@@ -57,4 +60,4 @@ def _check_object(node: dict[str, Any], context: tuple[str, ...], name: str, par
         raise InvalidRequest(
             f"{where}, 'required' is required to be supplied and to be an array including "
             f"every key in properties. Missing '{shown_text(missing[0], _SHOWN_KEY)}'.",
-            param=param)
+            param=param, code=code)
