@@ -57,6 +57,23 @@ def test_chat_options_are_checked(oai: openai.OpenAI, extra: dict[str, Any], par
     assert info.value.param == param, info.value.body
 
 
+def test_chat_metadata_needs_store_as_openai_requires(oai: openai.OpenAI) -> None:
+    # OpenAI's chat keeps metadata only with a stored completion and refuses it otherwise
+    # (400, the error frameworks met at their first real call): it was served here.
+    for store in ({}, {"store": False}):
+        with pytest.raises(openai.BadRequestError) as info:
+            oai.chat.completions.create(model="echo", messages=CHAT, metadata={"run": "n"},
+                                        **store)  # type: ignore[call-overload]
+        assert info.value.param == "metadata", info.value.body
+        assert "only allowed when 'store' is enabled" in info.value.message
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.chat.completions.create(model="echo", messages=CHAT, store="yes")  # type: ignore[call-overload]
+    assert info.value.param == "store", info.value.body
+    for served in ({"metadata": {"run": "n"}, "store": True}, {"metadata": {}},
+                   {"metadata": None}):
+        assert oai.chat.completions.create(model="echo", messages=CHAT, extra_body=served).id
+
+
 def test_an_empty_tools_list_is_refused_as_openai_refuses_it(oai: openai.OpenAI) -> None:
     # Frameworks that always send their tool list sent tools=[] when there were none:
     # served here, a 400 from OpenAI, the most common tool error met at a first real call.
@@ -170,7 +187,7 @@ def test_well_formed_options_are_served(
 ) -> None:
     reply = oai.chat.completions.create(
         model="echo", messages=CHAT, seed=7, user="user-1", logit_bias={"50256": -100},
-        metadata={"run": "nightly"}, store=False,
+        metadata={"run": "nightly"}, store=True,
         response_format={"type": "json_schema", "json_schema": {"name": "answer"}},
         tools=OPENAI_TOOLS, tool_choice="auto", parallel_tool_calls=False,
     )

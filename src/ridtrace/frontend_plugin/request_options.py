@@ -138,7 +138,13 @@ def chat_options(body: dict[str, Any]) -> dict[str, Any] | None:
     """Chat Completions' options the engines do not use; the JSON schema the reply
     follows (``response_format``), if any."""
     _common(body)
-    openai_metadata(body)
+    if openai_metadata(body) and not opt_bool(body, "store"):
+        # Chat keeps metadata only on a stored completion (``store`` defaults to false
+        # there, unlike on /v1/responses): OpenAI refuses it otherwise, the 400 that
+        # frameworks tagging every call met at their first real call.
+        raise _refuse("The 'metadata' parameter is only allowed when 'store' is enabled.",
+                      "metadata")
+    opt_bool(body, "store")
     if body.get("tools") == []:
         # Frameworks that always send their tool list send [] when there is none: OpenAI's
         # chat refuses it (its Responses API takes it), so it must not pass here.
