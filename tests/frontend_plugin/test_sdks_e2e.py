@@ -299,7 +299,10 @@ def test_a_role_the_api_does_not_take_is_refused_as_the_api_refuses_it(
     # Every role each API documents is still served.
     chat = oai.chat.completions.create(model="echo", messages=[
         {"role": "developer", "content": "d"}, {"role": "system", "content": "s"},
-        {"role": "user", "content": "u"}, {"role": "assistant", "content": "a"},
+        {"role": "user", "content": "u"},
+        # A tool message answers the call before it (OpenAI refuses one without).
+        {"role": "assistant", "content": "a", "tool_calls": [{
+            "id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
         {"role": "tool", "content": "t", "tool_call_id": "call_1"},
         {"role": "function", "content": "f", "name": "fn"}])
     assert chat.choices[0].message.content == (

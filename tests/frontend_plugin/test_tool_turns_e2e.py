@@ -36,6 +36,13 @@ def _result(call_id: str | None) -> Any:
     ([ASK, _calls("call_1"), _result("call_9")], "messages[2].tool_call_id", "call_9"),
     ([ASK, _calls("call_1", arguments={"city": "Paris"}), _result("call_1")],
      "messages[1].tool_calls[0].function.arguments", "expected a string"),
+    # A history window that cut the assistant's call but kept its result (or a result
+    # after a plain reply): OpenAI refuses a tool message no call comes before.
+    ([ASK, _result("call_1"), {"role": "user", "content": "and?"}], "messages[1].role",
+     "must be a response to a preceeding message with 'tool_calls'"),
+    ([ASK, {"role": "assistant", "content": "checking"}, _result("call_1")],
+     "messages[2].role", "preceeding message with 'tool_calls'"),
+    ([_result("call_1"), ASK], "messages[0].role", "preceeding message with 'tool_calls'"),
     # A reply without calls turned into a history message with its calls defaulted to
     # [] (as openai-node once did): refused by OpenAI, so every later turn broke.
     ([ASK, {"role": "assistant", "content": "sunny", "tool_calls": []},

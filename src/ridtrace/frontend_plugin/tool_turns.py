@@ -30,8 +30,8 @@ def check_tool_turns(messages: list[Any]) -> None:
     ``function`` call without its ``function`` object, without a ``function.name``
     OpenAI takes or with ``function.arguments`` that are not a string, a call no
     ``tool`` message answers before the next other message (or the end), and a ``tool``
-    message without a ``tool_call_id`` or answering a call the assistant message before
-    it did not make.
+    message without a ``tool_call_id``, with no assistant ``tool_calls`` before it, or
+    answering a call the assistant message before it did not make.
     ``messages`` has been read by ``chat_prompt`` (objects with a role)."""
     calls: list[str] | None = None  # the last assistant's calls, while tool messages follow
     pending: dict[str, None] = {}  # those not answered yet, in order
@@ -44,7 +44,14 @@ def check_tool_turns(messages: list[Any]) -> None:
                 raise InvalidRequest(
                     f"Missing parameter 'tool_call_id': messages with role 'tool' must have "
                     f"a 'tool_call_id' ('{where}')", param=f"{where}.tool_call_id")
-            if calls is not None and call_id not in calls:
+            if calls is None:
+                # Its call was cut from the history (a message window kept the result
+                # and dropped the assistant turn before it), or never made. OpenAI's
+                # wording, its spelling included.
+                raise InvalidRequest(
+                    "Invalid parameter: messages with role 'tool' must be a response to a "
+                    f"preceeding message with 'tool_calls' ('{where}')", param=f"{where}.role")
+            if call_id not in calls:
                 raise InvalidRequest(
                     f"Invalid parameter: 'tool_call_id' of '{shown_text(call_id, _SHOWN_ID)}' "
                     f"not found in 'tool_calls' of previous message ('{where}')",
