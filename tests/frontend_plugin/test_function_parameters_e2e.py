@@ -45,3 +45,29 @@ def test_function_tools_with_a_schema_or_none_are_served(oai: openai.OpenAI) -> 
         response = oai.responses.create(model="echo", input="weather?", tools=[{
             "type": "function", "name": "weather", "parameters": parameters, "strict": False}])
         assert response.output_text == "echo: user: weather?"
+
+
+@pytest.mark.parametrize(("parameters", "got"), [
+    ({"type": "string"}, "string"),
+    # An MCP tool's schema without its type (a Zod schema converted by hand, say).
+    ({"properties": {"city": {"type": "string"}}}, "None"),
+])
+def test_parameters_that_are_no_object_schema_are_refused(
+    oai: openai.OpenAI, parameters: Any, got: str
+) -> None:
+    # A function's arguments are an object: OpenAI refuses any other schema for them.
+    says = (f"Invalid schema for function 'weather': schema must be a JSON Schema of "
+            f"'type: \"object\"', got 'type: \"{got}\"'.")
+    for param, call in (
+        ("tools[0].function.parameters", lambda: oai.chat.completions.create(
+            model="echo", messages=CHAT, tools=[{"type": "function", "function": {
+                "name": "weather", "parameters": parameters}}])),
+        ("tools[0].parameters", lambda: oai.responses.create(
+            model="echo", input="weather?", tools=[{
+                "type": "function", "name": "weather", "parameters": parameters,
+                "strict": False}])),
+    ):
+        with pytest.raises(openai.BadRequestError) as info:
+            call()
+        assert (info.value.param, info.value.code) == (param, "invalid_function_parameters")
+        assert says in info.value.message, info.value.body

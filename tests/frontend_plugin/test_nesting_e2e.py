@@ -37,9 +37,11 @@ def _cases(depth: int) -> list[tuple[str, dict[str, object], str | None]]:
         ("/v1/responses", {"input": "x", "text": {"format": {
             "type": "json_schema", "name": "n", "schema": _schema(depth)}}}, None),
         ("/v1/responses", {"input": "x", "tools": [
-            {"type": "function", "name": "f", "parameters": {"x": _lists(depth)}}]}, None),
+            {"type": "function", "name": "f", "parameters": {
+                "type": "object", "x-note": _lists(depth)}}]}, None),
         ("/v1/responses", {"input": "x", "stream": True, "tools": [
-            {"type": "function", "name": "f", "parameters": {"x": _lists(depth)}}]}, None),
+            {"type": "function", "name": "f", "parameters": {
+                "type": "object", "x-note": _lists(depth)}}]}, None),
         ("/v1/messages", {"max_tokens": 5, "messages": USER, "output_config": {
             "format": {"type": "json_schema", "schema": _schema(depth)}}}, None),
         # The schema is a string here: the body itself is shallow.

@@ -27,8 +27,9 @@ _NAME = re.compile(r"[a-zA-Z0-9_-]+")
 
 def check_function_names(tools: list[Any], field: str, *, nested: bool) -> None:
     """Refuse a function tool in ``tools`` (the list at ``field``) without a name OpenAI
-    takes (:func:`check_openai_name`), with ``parameters`` that are no object, or, when
-    ``strict``, with parameters OpenAI's strict mode refuses.
+    takes (:func:`check_openai_name`), with ``parameters`` that are no object or a schema
+    of something other than an object, or, when ``strict``, with parameters OpenAI's
+    strict mode refuses.
     ``nested``: Chat Completions' shape, the name in ``function``; else the Responses
     shape (or chat's legacy ``functions``), the name on the tool itself. Tools of other
     types are not looked at."""
@@ -50,6 +51,14 @@ def check_function_names(tools: list[Any], field: str, *, nested: bool) -> None:
             raise InvalidRequest(
                 f"Invalid type for '{where}.parameters': expected an object (a JSON "
                 f"schema), but got {kind_of(parameters)} instead.", param=where + ".parameters")
+        if parameters and parameters.get("type") != "object":
+            # A function's arguments are one JSON object; an MCP tool's schema without
+            # its type is the usual slip. (``{}`` is the empty parameter list.)
+            got = shown_text(str(parameters.get("type")), 64)
+            raise InvalidRequest(
+                f"Invalid schema for function '{shown_text(holder['name'], 64)}': schema must "
+                f"be a JSON Schema of 'type: \"object\"', got 'type: \"{got}\"'.",
+                param=where + ".parameters", code="invalid_function_parameters")
         if parameters is not None and holder.get("strict") is True:
             # Strict mode holds parameters to a strict format's rules: OpenAI refuses the
             # whole call for a tool that breaks them, so it must not be served here.
