@@ -71,3 +71,24 @@ def test_messages_the_api_takes_without_text_are_still_served(oai: openai.OpenAI
     reply = oai.responses.create(model="echo", input=[
         {"role": "user", "content": ""}, {"role": "user", "content": "go on"}])
     assert reply.output_text == "echo: user: \nuser: go on"
+
+
+@pytest.mark.parametrize(("image_url", "param", "says"), [
+    # The URL as the part's value (as some older clients wrote it): an object there.
+    ("https://example.com/cat.png", "messages[0].content[1].image_url",
+     "expected an object, but got a string instead"),
+    ({"detail": "low"}, "messages[0].content[1].image_url.url", "Missing required parameter"),
+    (None, "messages[0].content[1].image_url", "Missing required parameter"),
+])
+def test_a_chat_image_part_openai_refuses_is_refused(
+    oai: openai.OpenAI, image_url: Any, param: str, says: str
+) -> None:
+    part: Any = {"type": "image_url", "image_url": image_url}
+    messages: Any = [{"role": "user", "content": [{"type": "text", "text": "what is it?"}, part]}]
+    with pytest.raises(openai.BadRequestError) as refused:
+        oai.chat.completions.create(model="echo", messages=messages)
+    assert refused.value.param == param, refused.value.body
+    assert says in refused.value.message
+    part["image_url"] = {"url": "data:image/png;base64,iVBORw0KGgo=", "detail": "low"}
+    assert oai.chat.completions.create(model="echo", messages=messages).choices[
+        0].message.content == "echo: user: what is it?"
