@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,8 +19,9 @@ import httpx
 import orjson
 
 from ridtrace.frontend_plugin.failures import WORKER_ERROR
-from tests.frontend_plugin.conftest import Proc, start_stack
+from tests.frontend_plugin.conftest import Proc, _spawn, start_stack
 from tests.frontend_plugin.traffic import ROUTES, build, extract
+from tests.support.servers import free_port, stop_process, wait_until_serving
 
 SHUTTING_DOWN = "server shutting down"
 
@@ -310,3 +312,55 @@ def test_an_idle_keep_alive_connection_is_closed_at_once_not_left_hanging(
         assert took < 2, took
         # The drained request still got its clean end.
         assert streamed.status == 200 and streamed.text_and_error[1] == SHUTTING_DOWN
+
+
+def test_a_body_still_arriving_when_the_grace_period_ends_gets_a_503(tmp_path: Path) -> None:
+    """A caller whose body is still on its way (a large prompt on a slow link) is a
+    request in flight too. uvicorn cancelled its body read at the end of the grace
+    period: the caller got uvicorn's plain-text 500 with no ids, request.end said
+    'cancelled' (the client never left) and the log an 'Exception in ASGI application'
+    traceback. Now it gets the 503 of any request the stop ends, in its API's shape."""
+    frontend = _spawn(["frontend", "--worker", f"http://127.0.0.1:{free_port()}",
+                       "--graceful-timeout", "1"], tmp_path, "frontend")
+    paths = {"messages": "/v1/messages", "count": "/v1/messages/count_tokens",
+             "chat": "/v1/chat/completions"}
+    socks: dict[str, socket.socket] = {}
+    try:
+        wait_until_serving(frontend.url, frontend.process, timeout=60, path="/health")
+        for name, path in paths.items():
+            sock = socket.create_connection(("127.0.0.1", frontend.port), timeout=30)
+            socks[name] = sock
+            sock.sendall(f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\nx-request-id: slow-{name}"
+                         "\r\ncontent-type: application/json\r\ncontent-length: 4096\r\n\r\n"
+                         '{"messages": [{"role": "us'.encode())
+        for name in paths:  # each request is reading its body
+            frontend.wait_for_lines(lambda x, name=name: x.get("event") == "request.start"
+                                    and x.get("x_request_id") == f"slow-{name}", 1)
+        os.kill(frontend.process.pid, signal.SIGTERM)
+        answers = {}
+        for name, sock in socks.items():
+            answer = b""
+            while chunk := sock.recv(65536):  # the answer closes the connection
+                answer += chunk
+            answers[name] = answer
+        assert frontend.process.wait(10) == 0, frontend.stderr.read_text()
+    finally:
+        for sock in socks.values():
+            sock.close()
+        stop_process(frontend.process)
+    for name, answer in answers.items():
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 503 "), (name, answer[:300])
+        headers = head.lower().split(b"\r\n")
+        assert b"retry-after: 0" in headers and b"connection: close" in headers, head
+        assert f"x-request-id: slow-{name}".encode() in headers, head
+        payload = orjson.loads(body)
+        assert _error_body_message("messages" if name != "chat" else "chat",
+                                   payload) == SHUTTING_DOWN
+    ends = {x.get("x_request_id"): x for x in frontend.lines() if x.get("event") == "request.end"}
+    for name in paths:
+        end = ends[f"slow-{name}"]
+        assert (end["status"], end["outcome"], end["error"]) == (503, "error", SHUTTING_DOWN)
+    assert not [x for x in frontend.lines() if x.get("level") == "ERROR"]
+    stop = wait_for_line(frontend, lambda x: x.get("event") == "shutdown.stop", timeout=0)
+    assert stop["requests"] == len(paths)

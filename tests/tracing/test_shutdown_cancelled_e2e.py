@@ -35,7 +35,19 @@ def test_a_request_cancelled_at_the_graceful_timeout_writes_its_request_end(
         ))
         stop_process(server.process)  # SIGTERM, and wait, with the stream still open
         assert server.process.returncode is not None
-    ends = [x for x in read_lines(log_path)
+    lines = read_lines(log_path)
+    ends = [x for x in lines
             if x.get("event") == "request.end" and x.get("x_request_id") == "endless-1"]
     assert len(ends) == 1
     assert ends[0]["outcome"] == "cancelled" and ends[0]["status"] == 200
+    # uvicorn logs "Exception in ASGI application" with the CancelledError after the
+    # request's context is gone: only an Exception carried the ids to that line, and the
+    # ERROR and its traceback named no request. (Moved here from a frontend test whose
+    # body still arriving at stop is now ended by the frontend itself, with a 503.)
+    errors = [x for x in lines if x["level"] == "ERROR" and "exception" in x]
+    assert errors, [x["message"] for x in lines][-10:]
+    for line in errors:
+        assert line["exception"].startswith("CancelledError"), line["exception"]
+        assert line.get("request_id") == ends[0]["request_id"], line["message"]
+        assert line.get("x_request_id") == "endless-1"
+        assert line.get("trace_id") == ends[0]["trace_id"]

@@ -110,7 +110,11 @@ class StopOnDrain:
         if self.message is not None:
             return
         self.message = message
-        if self._waiting and self._task is not None:
+        # From inside the task itself (what it awaits stopped the drain) a cancel would
+        # land at its next suspension, after wait() had returned: a stray CancelledError
+        # in whatever it did next. wait() sees the message when its awaitable returns.
+        if (self._waiting and self._task is not None
+                and asyncio.current_task() is not self._task):
             self._cancelled = True
             self._task.cancel()
 
@@ -123,7 +127,10 @@ class StopOnDrain:
             raise Stopped(self.message)
         self._waiting = True
         try:
-            return await awaitable
+            result = await awaitable
+            if self.message is not None:
+                raise Stopped(self.message)
+            return result
         except asyncio.CancelledError:
             if not self._cancelled or self._task is None:
                 raise  # not ours: the client left, or the server gave up

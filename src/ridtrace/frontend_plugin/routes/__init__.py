@@ -106,7 +106,8 @@ def create_router(
     router = APIRouter()
     for api in APIS:
         router.routes.append(InferenceEndpoint(fe, api).route)
-    router.routes.extend(CountTokensEndpoint(fe.settings, c).route for c in COUNTERS)
+    router.routes.extend(
+        CountTokensEndpoint(fe.settings, c, fe.drain).route for c in COUNTERS)
 
     def listed() -> dict[str, object]:
         # OpenAI's fields and Anthropic's (type, display_name, created_at, lifecycle):

@@ -17,7 +17,7 @@ from starlette.types import Receive, Scope, Send
 from ridtrace.contract import SHUTTING_DOWN
 from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin import json_codec
-from ridtrace.frontend_plugin.asgi_io import receive_body, wait_for_disconnect
+from ridtrace.frontend_plugin.asgi_io import wait_for_disconnect
 from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
     Parsed,
@@ -33,9 +33,9 @@ from ridtrace.frontend_plugin.hop import worker_hop_headers
 from ridtrace.frontend_plugin.pump import Delta, Failed, Finished
 from ridtrace.frontend_plugin.redaction import redacted_url
 from ridtrace.frontend_plugin.registry import Dropped, DuplicateRequestId
+from ridtrace.frontend_plugin.request_body import GO_ELSEWHERE, Stopped, read_request_body
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids
 from ridtrace.frontend_plugin.routes.sse import as_failed, stream_to_reader
-from ridtrace.frontend_plugin.timers import Deadline
 from ridtrace.frontend_plugin.wire import WorkRequest
 from ridtrace.tracing import (
     RequestContext,
@@ -50,10 +50,6 @@ from ridtrace.tracing.eventlog import EventLog
 __all__ = ["serve"]
 
 events = EventLog(__name__)
-
-# A refusal because this process is stopping: retry (elsewhere) at once, on a new
-# connection.
-_GO_ELSEWHERE = ((b"retry-after", b"0"), (b"connection", b"close"))
 
 _BODY_TIMED_OUT = "request body not received in full"
 
@@ -77,8 +73,10 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
     try:
         # A body that never ends (a stalled chunked upload, a content-length larger than
         # what is sent, a slow-POST attack) held its connection and task forever.
-        with Deadline(settings.body_timeout):
-            body = await receive_body(scope, receive, settings.max_body_bytes)
+        body = await read_request_body(scope, receive, settings, fe.drain)
+    except Stopped:
+        await _refuse_stopping(send, api)
+        return
     except TimeoutError:
         # The rest of the body may still come: the connection cannot carry another request.
         annotate_request(error=_BODY_TIMED_OUT)
@@ -173,9 +171,13 @@ async def _refused_while_stopping(fe: Frontend, send: Send, api: ApiSpec) -> boo
     listener is closed)."""
     if not fe.drain.stopping:
         return False
-    annotate_request(error=SHUTTING_DOWN)
-    await _send_error(send, api, 503, SHUTTING_DOWN, headers=_GO_ELSEWHERE)
+    await _refuse_stopping(send, api)
     return True
+
+
+async def _refuse_stopping(send: Send, api: ApiSpec) -> None:
+    annotate_request(error=SHUTTING_DOWN)
+    await _send_error(send, api, 503, SHUTTING_DOWN, headers=GO_ELSEWHERE)
 
 
 def _client_id(ctx: RequestContext | None, api: ApiSpec, parsed: Parsed) -> str | None:

@@ -18,21 +18,22 @@ from starlette.requests import ClientDisconnect
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from ridtrace.contract import SHUTTING_DOWN
 from ridtrace.frontend_plugin import json_codec
-from ridtrace.frontend_plugin.asgi_io import receive_body
 from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
     json_error,
     model_name,
     require_object,
 )
+from ridtrace.frontend_plugin.drain import Drain
 from ridtrace.frontend_plugin.early_refusals import early_refusal
+from ridtrace.frontend_plugin.request_body import GO_ELSEWHERE, Stopped, read_request_body
 from ridtrace.frontend_plugin.request_options import anthropic_options
 from ridtrace.frontend_plugin.routes.anthropic import MESSAGES, input_tokens, messages_prompt
 from ridtrace.frontend_plugin.routes.base import ApiSpec
 from ridtrace.frontend_plugin.routes.responses import RESPONSES
 from ridtrace.frontend_plugin.settings import FrontendSettings
-from ridtrace.frontend_plugin.timers import Deadline
 from ridtrace.tracing import annotate_request
 
 __all__ = ["COUNTERS", "COUNT_TOKENS_PATH", "CountTokensEndpoint", "TokenCounter"]
@@ -74,9 +75,13 @@ class CountTokensEndpoint:
     """The route as a plain ASGI app, naming itself in ``scope["route"]`` as the
     inference endpoints do (``http.route`` and the ``route`` log field)."""
 
-    def __init__(self, settings: FrontendSettings, counter: TokenCounter = COUNTERS[0]) -> None:
+    def __init__(
+        self, settings: FrontendSettings, counter: TokenCounter = COUNTERS[0],
+        drain: Drain | None = None,
+    ) -> None:
         self.settings = settings
         self.counter = counter
+        self.drain = drain  # a server stop ends a body read with a 503
         self.route = Route(counter.path, self, methods=["POST"], name=counter.name)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -91,8 +96,10 @@ class CountTokensEndpoint:
                           close=early.close)
             return
         try:
-            with Deadline(settings.body_timeout):
-                body = await receive_body(scope, receive, settings.max_body_bytes)
+            body = await read_request_body(scope, receive, settings, self.drain)
+        except Stopped:
+            await _answer(send, 503, _error(api, 503, SHUTTING_DOWN), extra=GO_ELSEWHERE)
+            return
         except TimeoutError:
             await _answer(send, 408, _error(api, 408, "request body not received in full"),
                           close=True)
@@ -122,10 +129,10 @@ def _error(api: ApiSpec, status: int, message: str, kind: str | None = None,
 
 
 async def _answer(send: Send, status: int, payload: dict[str, object],
-                  close: bool = False) -> None:
+                  close: bool = False, extra: tuple[tuple[bytes, bytes], ...] = ()) -> None:
     body = json_codec.dumps(payload)
     headers = [(b"content-length", str(len(body)).encode("latin-1")),
-               (b"content-type", b"application/json")]
+               (b"content-type", b"application/json"), *extra]
     if close:
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
