@@ -223,6 +223,20 @@ def test_bodies_that_are_not_plain_json_get_415_in_the_routes_shape(
     assert stack.inflight()["registered"] == before + 2
 
 
+def test_a_415_for_a_compressed_body_says_which_codings_are_taken(stack: Stack) -> None:
+    # RFC 9110 section 12.5.3: a 415 for a content coding ought to carry Accept-Encoding,
+    # so that a client (or a proxy compressing request bodies) can tell it from a 415 for
+    # the media type and resend uncompressed. Neither 415 said which it was.
+    with httpx.Client(base_url=stack.url, timeout=30) as client:
+        for path in ("/v1/chat/completions", "/v1/messages/count_tokens"):
+            coded = client.post(path, content=gzip.compress(b"{}"), headers={
+                "content-type": "application/json", "content-encoding": "gzip"})
+            assert coded.status_code == 415, coded.text
+            assert coded.headers.get("accept-encoding") == "identity", coded.headers
+            typed = client.post(path, content=b"{}", headers={"content-type": "text/plain"})
+            assert typed.status_code == 415 and "accept-encoding" not in typed.headers
+
+
 def _raw_post(port: int, path: str, transfer_encoding: bytes, chunked_body: bytes) -> bytes:
     request = (
         b"POST " + path.encode() + b" HTTP/1.1\r\nhost: 127.0.0.1\r\n"

@@ -9,9 +9,17 @@ from dataclasses import dataclass
 from starlette.types import Scope
 
 __all__ = [
-    "EarlyRefusal", "early_refusal", "json_body_refusal", "transfer_coding_refusal",
-    "web_page_refusal",
+    "UNSUPPORTED_CONTENT_CODING", "EarlyRefusal", "early_refusal", "json_body_refusal",
+    "transfer_coding_refusal", "web_page_refusal",
 ]
+
+
+UNSUPPORTED_CONTENT_CODING = "unsupported content-encoding: send the JSON body uncompressed"
+"""The refusal of a compressed body (415)."""
+
+# RFC 9110 section 12.5.3: a 415 for a content coding ought to list the codings taken,
+# which tells it from a 415 for the media type (a client may then resend uncompressed).
+_CODINGS_TAKEN = ((b"accept-encoding", b"identity"),)
 
 
 def json_body_refusal(scope: Scope) -> str | None:
@@ -42,7 +50,7 @@ def json_body_refusal(scope: Scope) -> str | None:
                     shown = "?"
                 return f"unsupported content-type '{shown}': send 'application/json'"
         elif name == b"content-encoding" and value.strip().lower() not in (b"", b"identity"):
-            return "unsupported content-encoding: send the JSON body uncompressed"
+            return UNSUPPORTED_CONTENT_CODING
     if from_page and not typed:
         return ("a web page's body without content-type (it sent Origin): "
                 "send 'application/json'")
@@ -98,6 +106,12 @@ class EarlyRefusal:
     message: str
     # The unread body may still come: the connection cannot carry another request.
     close: bool
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+
+    @property
+    def answer_headers(self) -> tuple[tuple[bytes, bytes], ...]:
+        """The answer's headers: ``headers``, and ``Connection: close`` with ``close``."""
+        return (*self.headers, (b"connection", b"close")) if self.close else self.headers
 
 
 def early_refusal(scope: Scope, limit: int) -> EarlyRefusal | None:
@@ -110,7 +124,8 @@ def early_refusal(scope: Scope, limit: int) -> EarlyRefusal | None:
         return EarlyRefusal(501, refusal, close=True)
     refusal = json_body_refusal(scope)
     if refusal is not None:
-        return EarlyRefusal(415, refusal, close=False)
+        coding = refusal == UNSUPPORTED_CONTENT_CODING
+        return EarlyRefusal(415, refusal, close=False, headers=_CODINGS_TAKEN if coding else ())
     if _refused_before_continue(scope, limit):
         return EarlyRefusal(413, f"request body exceeds {limit} bytes", close=True)
     return None

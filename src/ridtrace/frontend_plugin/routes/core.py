@@ -68,7 +68,7 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
     if early is not None:
         annotate_request(error=early.message)
         await _send_error(send, api, early.status, early.message, kind="invalid_request_error",
-                          headers=((b"connection", b"close"),) if early.close else ())
+                          headers=early.answer_headers)
         return
     try:
         # A body that never ends (a stalled chunked upload, a content-length larger than

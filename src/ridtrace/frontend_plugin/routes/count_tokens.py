@@ -93,7 +93,7 @@ class CountTokensEndpoint:
         if early is not None:
             await _answer(send, early.status,
                           _error(api, early.status, early.message, "invalid_request_error"),
-                          close=early.close)
+                          extra=early.answer_headers)
             return
         try:
             body = await read_request_body(scope, receive, settings, self.drain)
