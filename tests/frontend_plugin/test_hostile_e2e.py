@@ -237,6 +237,19 @@ def test_a_415_for_a_compressed_body_says_which_codings_are_taken(stack: Stack) 
             assert typed.status_code == 415 and "accept-encoding" not in typed.headers
 
 
+def test_a_404_names_the_path_asked_for_with_its_control_characters(stack: Stack) -> None:
+    # A base URL read from a file or a secret keeps its trailing newline, which the SDK
+    # sends percent-encoded: the 404 said "Not Found: POST /v1/chat/completions" (the URL
+    # parser behind Starlette's request.url drops tabs and line breaks), a route that
+    # exists, and hid the stray character. It now shows the path as the log line does.
+    with httpx.Client(base_url=stack.url, timeout=30) as client:
+        chat = client.post("/v1%0A/chat/completions", json={"prompt": "x"})
+        assert chat.status_code == 404, chat.text
+        assert chat.json()["error"]["message"] == "Not Found: POST /v1\\n/chat/completions"
+        health = client.get("/health%09")
+        assert health.json()["error"]["message"] == "Not Found: GET /health\\t"
+
+
 def _raw_post(port: int, path: str, transfer_encoding: bytes, chunked_body: bytes) -> bytes:
     request = (
         b"POST " + path.encode() + b" HTTP/1.1\r\nhost: 127.0.0.1\r\n"

@@ -54,7 +54,10 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         route = request.app.state.route_of(request.scope)
         if route is not None:
             request.scope["route"] = route
-    path = request.url.path
+    # The path as received (percent-decoded), as the request's log line shows it: the
+    # URL parser behind request.url drops tabs and line breaks, so a stray newline in a
+    # client's base URL was told "Not Found" for a path that looked like a served one.
+    path = request.scope["path"]
     method = shown_text(request.method, MAX_SHOWN_METHOD)  # any token, under h11
     message = f"{exc.detail}: {method} {shown_text(path, 256)}"
     if path.startswith(MESSAGES.path) or sent_by_anthropic_sdk(request.scope["headers"]):
