@@ -27,6 +27,7 @@ from ridtrace.cli.stop import (
     raise_hung_up,
     raise_terminated,
 )
+from ridtrace.cli.whole_writes import write_whole_on_standard_streams
 
 
 @contextlib.contextmanager
@@ -172,6 +173,7 @@ def run() -> None:
     with exit 4 and the traceback when ridtrace itself failed."""
     _stand_in_for_closed_streams()
     _report_in_utf8()
+    write_whole_on_standard_streams()
     try:
         main()
     except SystemExit as done:
