@@ -67,7 +67,7 @@ def _one_line_document(name: str, data: bytes) -> bool:
         return False
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than the parser goes: a line
         return False
     return not (isinstance(value, dict) and not _LOG_LINE_KEYS.isdisjoint(value))
 
@@ -90,7 +90,7 @@ def _findings_lines(head: bytes, whole: bool) -> bool:
     for line in lines:
         try:
             value = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RFC 8259 lets a parser limit nesting
             return False
         if not (isinstance(value, dict) and value.keys() >= _FINDING_KEYS
                 and value["kind"] in FINDING_KINDS):
