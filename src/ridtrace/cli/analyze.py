@@ -38,9 +38,21 @@ class InputError(click.ClickException):
     exit_code = 2
 
 
+def _no_empty_path(
+    ctx: click.Context, param: click.Parameter, paths: tuple[str, ...],
+) -> tuple[str, ...]:
+    # pathlib reads "" as ".": `ridtrace analyze "$LOG_DIR"` with the variable unset
+    # walked the current directory instead, and could pass a CI gate on the wrong files.
+    if any(path == "" for path in paths):
+        raise click.BadParameter("an empty path (an unset variable?); name the logs, or "
+                                 "'.' for the current directory", ctx, param)
+    return paths
+
+
 def paths_argument(func: F) -> F:
     """PATH... : files, directories, globs, .gz, or ``-`` for stdin."""
-    return click.argument("paths", nargs=-1, required=True, metavar="PATH...")(func)
+    return click.argument("paths", nargs=-1, required=True, metavar="PATH...",
+                          callback=_no_empty_path)(func)
 
 
 def quiet_option(func: F) -> F:
