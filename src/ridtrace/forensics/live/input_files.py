@@ -37,7 +37,7 @@ class InputFiles(FileNotes):
             path = Path(raw)
             try:
                 is_dir = path.is_dir()  # raises on Python 3.11 where it may not search
-            except PermissionError as exc:
+            except OSError as exc:  # not searchable, or a name too long for any file
                 self._note_unreadable(raw, f"cannot read it: {exc.strerror}")
                 continue
             if is_dir:

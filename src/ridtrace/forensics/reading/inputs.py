@@ -245,8 +245,11 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
         else:
             # `ls` shows a dangling or looping link: "no such file" sent users looking
             # for a typo that was not there.
-            why = ("a broken symbolic link (its target is missing, or it is a loop)"
-                   if path.is_symlink() else "no such file or directory")
+            try:
+                why = ("a broken symbolic link (its target is missing, or it is a loop)"
+                       if path.is_symlink() else "no such file or directory")
+            except OSError as exc:  # a name too long for the file system: no file has it
+                why = exc.strerror or "cannot be read"
             # An s3:// or file:// URL (docs/scale-out.md) is no typo: say who reads it.
             where = (" (a URL: only `analyze` and `audit` with --engine dask read those)"
                      if is_url(raw) else "")
