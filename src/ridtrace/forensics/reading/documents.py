@@ -1,0 +1,113 @@
+"""Log entries fetched as one indented JSON document: ``gcloud logging read --format=json``
+(an array of Cloud Logging LogEntry objects), an Elasticsearch or OpenSearch ``_search``
+response (``?pretty``, Kibana's Dev Tools: the entries in ``hits.hits``), or any array of
+records a JSON printer indented (``jq -s .``).
+
+Those are the shapes a user gets when the logs live in Cloud Logging or Elasticsearch,
+and each entry is spread over many lines::
+
+    [
+      {
+        "insertId": "…",
+        "jsonPayload": {
+          "schema": "ridtrace/1",
+          …
+        },
+        "timestamp": "2026-10-02T14:00:00.003195123Z"
+      },
+      …
+
+Read as JSON lines every line of it was a bad one, and a run on a clean incident and on
+a real one alike ended in "incomplete" (exit 3) with no finding. Each entry here is put
+together from its lines and read as the line its shipper's envelope carries (the
+entry's ``jsonPayload`` or ``textPayload``, a hit's ``_source``: see
+`reading.shippers`), cited at the entry's last line; every other line of the document is
+an empty line (empty lines are not rows), so the lines counted are the entries.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+
+from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
+from ridtrace.forensics.reading.shippers import envelope_of, is_record
+from ridtrace.forensics.reading.unwrap_parts import LineByLine, json_object
+
+__all__ = ["DocumentEntries", "document_entries_of"]
+
+# A JSON string, escapes and all: its brackets are text, not structure.
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+# The array an Elasticsearch ``_search`` response holds its hits in: ``"hits" : [``
+# (Jackson's ``?pretty`` puts a space before the colon, Kibana's console does not).
+_HITS_ARRAY = re.compile(rb'"hits"\s*:\s*\[$')
+_SEARCH_HEAD = re.compile(rb'\{\s*"(?:took|_scroll_id|timed_out|hits)"\s*:')
+
+
+class DocumentEntries(LineByLine):
+    """An indented JSON document of log entries: each entry's line at its last line."""
+
+    name = "JSON document of log entries"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._depth = 0
+        self._entry_depths: set[int] = set()  # depths right inside an array of entries
+        self._entry: list[bytes] = []
+        self._entry_size = 0
+        self._entry_from = 0  # the line the entry being read started at; 0 for none
+        self._entry_at = 0  # the depth the entry being read opened at
+
+    def unwrap(self, line: bytes, number: int) -> bytes:
+        stripped = line.strip()
+        bare = _STRING.sub(b'""', stripped)
+        before = self._depth
+        self._depth += bare.count(b"{") + bare.count(b"[") - bare.count(b"}") - bare.count(b"]")
+        if self._entry_from:
+            return self._go_on(stripped, number)
+        if (before == 0 and bare == b"[") or _HITS_ARRAY.search(stripped):
+            self._entry_depths.add(self._depth)
+        elif bare == b"{" and before in self._entry_depths:
+            self._entry_from, self._entry, self._entry_size = number, [], 0
+            self._entry_at = before
+            return self._go_on(stripped, number)
+        return b""
+
+    def _go_on(self, stripped: bytes, number: int) -> bytes:
+        # Kept to one byte past the longest line the read takes, as a record in parts is.
+        room = MAX_LINE_BYTES + 1 - self._entry_size
+        if room > 0:
+            self._entry.append(stripped[:room])
+            self._entry_size += min(len(stripped), room) + 1
+        if self._depth > self._entry_at:
+            return b""
+        self._entry_from = 0
+        return entry_line(b" ".join(self._entry).removesuffix(b","), number)
+
+    def unfinished(self) -> list[int]:
+        return [self._entry_from] if self._entry_from else []
+
+
+def entry_line(entry: bytes, number: int) -> bytes:
+    """The line one entry of the document stands for: the record its envelope carries,
+    the record itself, or (neither) the entry as it is, to be judged as such."""
+    value = json_object(entry)
+    if value is None or is_record(value):
+        return entry
+    envelope = envelope_of([entry])
+    return entry if envelope is None else envelope.unwrap(entry, number)
+
+
+def document_entries_of(head: bytes) -> DocumentEntries | None:
+    """The unwrapper for `head` when it opens an indented JSON document of log entries
+    (one at least among its first 64 KiB carrying a ridtrace or Dynamo record); None
+    otherwise, so an array or report of anything else stays the document it is."""
+    start = head.lstrip()
+    if not (start.startswith(b"[") or _SEARCH_HEAD.match(start)):
+        return None
+    probe = DocumentEntries()
+    for line in copy.deepcopy(probe).feed(head[: head.rfind(b"\n") + 1]).split(b"\n"):
+        value = json_object(line) if line.startswith(b"{") else None
+        if value is not None and is_record(value):
+            return probe
+    return None
