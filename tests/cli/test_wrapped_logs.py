@@ -16,6 +16,7 @@ from ridtrace.forensics.live.follow import Follower, FollowSettings
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.stats import ReadStats
 from tests.cli.helpers import analyze_json, wrap_each_file
+from tests.forensics.helpers import rt_request
 from tests.support.extras import ENGINES
 
 # Longer lines are cut into parts, as the runtimes cut lines longer than their buffers.
@@ -754,3 +755,19 @@ def test_a_containers_stdout_and_stderr_lines_cut_at_once_are_put_together_apart
     _, doc = analyze_json(str(log))
     assert doc["summary"]["bad_lines"] == 0
     assert doc["summary"]["lines"] == 2
+
+
+def test_coloured_docker_compose_logs_are_unwrapped(tmp_path: Path) -> None:
+    # `docker compose logs` on a terminal (or `--ansi always`) colours each container's
+    # name and bar: every such line was "a JSON record after a text prefix", so a real
+    # duplicate was an incomplete read (exit 3) with no finding.
+    lines = rt_request("a" * 16, "7", 0, 2) + rt_request("b" * 16, "7", 1, 3)
+    log = tmp_path / "compose.log"
+    log.write_bytes(b"".join(
+        b"\x1b[36mdynamo-frontend-1 |\x1b[0m " + (b"2026-11-29T10:00:00.123456789Z " if n % 2 else b"")
+        + line.encode() + b"\n" for n, line in enumerate(lines)))
+    code, doc = analyze_json(str(log))
+    assert doc["summary"]["bad_line_samples"] == []
+    assert [(f["kind"], f["evidence"]) for f in doc["findings"]] == [
+        ("duplicate_in_flight", [{"file": str(log), "line": n} for n in (1, 2, 3, 4)])]
+    assert code == 1

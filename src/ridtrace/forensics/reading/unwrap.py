@@ -70,9 +70,13 @@ _STREAM_NAME = rb"[^\s{\[]+ (?=\{)"
 # `aws logs tail --format short`: the time to the second, in UTC with no offset, then
 # the line: "2026-10-02T14:00:00 {...}".
 _AWS_SHORT = rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2} (?=\{)"
-# `docker compose logs` (without a terminal, so no colours): each container's name
-# padded to the longest, " | ", then with --timestamps the time: "frontend-1  | {...}".
-_COMPOSE = rb"[A-Za-z0-9][A-Za-z0-9_.-]* +\| "
+# `docker compose logs`: each container's name padded to the longest, " | ", then with
+# --timestamps the time: "frontend-1  | {...}". On a terminal (or with --ansi always,
+# as a log copied from one or captured by `script` has it) the name and its bar are in
+# the container's colour, "\x1b[36mfrontend-1  |\x1b[0m {...}": read as they were, such
+# lines were all bad ones and a real incident was an incomplete read (exit 3).
+_SGR = rb"(?:\x1b\[[0-9;]*m)?"
+_COMPOSE = _SGR + rb"[A-Za-z0-9][A-Za-z0-9_.-]* +\|" + _SGR + rb" "
 # kubectl's --prefix, its --timestamps, or both; one of them at least; logcli's time
 # and labels; aws logs tail's time and stream; docker compose's container name, perhaps
 # with the time; aws logs tail's short time.
