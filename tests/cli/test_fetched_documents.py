@@ -90,6 +90,20 @@ def test_a_document_cut_short_says_so_and_reads_the_entries_before(tmp_path: Pat
     assert code == 3
 
 
+def test_a_text_payload_is_judged_as_the_text_it_is(tmp_path: Path) -> None:
+    record = {"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1", "message": "m"}
+    entries = [{"insertId": "1", "textPayload": "INFO: Uvicorn running on :8000\n",
+                "timestamp": "2026-11-29T10:00:00Z"},
+               {"insertId": "2", "textPayload": json.dumps(record) + "\n",
+                "timestamp": "2026-11-29T10:00:00Z"}]
+    log = tmp_path / "read.json"
+    log.write_text(json.dumps(entries, indent=2, sort_keys=True))
+    _, doc = analyze_json(str(log))
+    assert [s["line"] for s in doc["summary"]["bad_line_samples"]] == [6]  # its closing line
+    assert doc["summary"]["bad_line_samples"][0]["reason"].endswith("not JSON")
+    assert doc["summary"]["lines"] == 2
+
+
 def test_an_array_of_other_objects_in_a_walk_is_still_no_log(tmp_path: Path) -> None:
     (tmp_path / "pods.json").write_text(json.dumps(
         [{"name": "fe-2", "labels": {"app": "frontend"}}, {"name": "w-1"}], indent=2))

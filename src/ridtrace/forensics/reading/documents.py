@@ -31,8 +31,8 @@ import copy
 import re
 
 from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
-from ridtrace.forensics.reading.shippers import envelope_of, is_record
-from ridtrace.forensics.reading.unwrap_parts import LineByLine, json_object
+from ridtrace.forensics.reading.shippers import ENVELOPE_FIELDS, HIT_SOURCE, envelope_of, is_record
+from ridtrace.forensics.reading.unwrap_parts import LineByLine, carried_line, json_object
 
 __all__ = ["DocumentEntries", "document_entries_of"]
 
@@ -95,7 +95,14 @@ def entry_line(entry: bytes, number: int) -> bytes:
     if value is None or is_record(value):
         return entry
     envelope = envelope_of([entry])
-    return entry if envelope is None else envelope.unwrap(entry, number)
+    if envelope is not None:
+        return envelope.unwrap(entry, number)
+    # A service's text line (a start-up banner) is judged as the text it is: "not JSON",
+    # not "missing time" for the entry around it.
+    source = value.get(HIT_SOURCE)
+    fields = source if isinstance(source, dict) else value
+    text = next((v for f in ENVELOPE_FIELDS if isinstance(v := fields.get(f), str)), None)
+    return entry if text is None else carried_line(text)
 
 
 def document_entries_of(head: bytes) -> DocumentEntries | None:
