@@ -31,6 +31,7 @@ import re
 from ridtrace.forensics.reading.cloudwatch import CloudWatchEventsUnwrapper, is_cloudwatch_events
 from ridtrace.forensics.reading.documents import document_entries_of
 from ridtrace.forensics.reading.judge import JOURNAL_DROPPED_MARK, JOURNAL_LEFT_OUT_MARK
+from ridtrace.forensics.reading.loki import LOKI_HEAD, LokiAnswerUnwrapper
 from ridtrace.forensics.reading.nesting import nesting_in
 from ridtrace.forensics.reading.otlp import OTLP_HEAD, OtlpUnwrapper
 from ridtrace.forensics.reading.shippers import (
@@ -239,6 +240,8 @@ def _shipper_of(lines: list[bytes]) -> Unwrapper | None:
             return JournalUnwrapper()
     elif OTLP_HEAD.match(line):
         return OtlpUnwrapper()
+    elif LOKI_HEAD.match(line):
+        return LokiAnswerUnwrapper()
     elif is_cloudwatch_events(lines):
         return CloudWatchEventsUnwrapper()
     for name, frame in shipper_file_frames():

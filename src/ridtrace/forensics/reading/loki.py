@@ -1,0 +1,60 @@
+"""Loki's query API answer saved as it came (``curl …/loki/api/v1/query_range > app.json``):
+one JSON line holding every stream's lines, ``{"status":"success","data":{"resultType":
+"streams","result":[{"stream":{…},"values":[["<ns>","<line>"],…]},…]}}``.
+
+Read as it is, the file was one bad line ("missing time"), the report "none of its lines
+is a log record" with 0 requests, exit 3 on a real incident. Each value's line is read
+here, written back to back on the answer's line and cited at it, as the OpenTelemetry
+Collector's batches are (`reading.otlp`); Loki gives them newest first, which the rules
+take as they take ``logcli``'s newest-first output.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ridtrace.forensics.reading.unwrap_parts import LineByLine, json_object
+
+__all__ = ["LOKI_HEAD", "LokiAnswerUnwrapper"]
+
+# Loki writes "status" first, then "data" and its "resultType"; only a streams answer
+# holds log lines (a metric query's "matrix" holds numbers).
+LOKI_HEAD = re.compile(
+    rb'\{\s*"status"\s*:\s*"success"\s*,\s*"data"\s*:\s*\{\s*"resultType"\s*:\s*"streams"'
+)
+
+
+def _line_text(line: str) -> bytes:
+    if line.lstrip().startswith("{"):
+        # One line in, one line out: the records stay on the answer's line.
+        return line.strip().replace("\n", " ").encode("utf-8", "surrogatepass")
+    # A text line (a start-up banner) is no record: an object without a time, so the
+    # answer's line is a bad one and says so, its other records read all the same.
+    return json.dumps({"loki_line": line}, separators=(",", ":")).encode("ascii")
+
+
+class LokiAnswerUnwrapper(LineByLine):
+    """Loki's query_range / query answer: each stream's lines, back to back."""
+
+    name = "Loki query answer"
+
+    def unwrap(self, line: bytes, number: int) -> bytes:
+        if LOKI_HEAD.match(line) is None:
+            return line
+        answer = json_object(line)
+        data = answer.get("data") if answer is not None else None
+        if not isinstance(data, dict):
+            return line
+        # A value is [time, line] ([time, line, {structured metadata}] since Loki 3).
+        return b"".join(
+            _line_text(value[1])
+            for stream in _list(data.get("result"))
+            for value in _list(stream.get("values") if isinstance(stream, dict) else None)
+            if isinstance(value, list) and len(value) > 1 and isinstance(value[1], str)
+        )
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

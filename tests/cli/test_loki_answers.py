@@ -1,0 +1,59 @@
+"""Loki's query API answer saved as it came (``curl …/loki/api/v1/query_range``): one
+JSON line holding every stream's lines, newest first. It was one bad line ("missing
+time"), no request read, exit 3 on a real incident; each value's line is read now,
+cited at the answer's line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ridtrace.forensics.live.follow import Follower, FollowSettings
+from tests.cli.helpers import analyze_json
+from tests.forensics.helpers import rt_request
+
+
+def _query_range(streams: dict[str, list[str]]) -> bytes:
+    """Loki's answer to a query_range of log streams: each stream's [ns, line] values,
+    newest first (its default direction), compact as Loki writes it."""
+    result = [{"stream": {"app": app}, "values": [
+        [str(1796205600000000000 + n), line + "\n"] for n, line in enumerate(lines)][::-1]}
+        for app, lines in streams.items()]
+    return json.dumps({"status": "success", "data": {
+        "resultType": "streams", "result": result,
+        "stats": {"summary": {"totalLinesProcessed": 4}}}}, separators=(",", ":")).encode()
+
+
+def test_the_lines_of_a_loki_answer_are_read(tmp_path: Path) -> None:
+    log = tmp_path / "loki.json"
+    log.write_bytes(_query_range({
+        "frontend": rt_request("a" * 16, "7", 0, 2) + rt_request("b" * 16, "7", 1, 3)}))
+    code, doc = analyze_json(str(log))
+    assert doc["summary"]["bad_line_samples"] == []
+    assert (doc["summary"]["lines"], doc["summary"]["requests"]) == (1, 2)
+    assert [(f["kind"], {e["line"] for e in f["evidence"]}) for f in doc["findings"]] == [
+        ("duplicate_in_flight", {1})]
+    assert code == 1
+
+
+def test_a_text_line_in_a_loki_answer_makes_it_a_bad_line(tmp_path: Path) -> None:
+    log = tmp_path / "loki.json"
+    log.write_bytes(_query_range({"frontend": ["starting up", *rt_request("a" * 16, "7", 0, 2)]}))
+    code, doc = analyze_json(str(log))
+    assert [s["line"] for s in doc["summary"]["bad_line_samples"]] == [1]
+    assert doc["summary"]["requests"] == 1
+    assert code == 3
+
+
+def test_follow_reads_a_loki_answer(tmp_path: Path) -> None:
+    answer = _query_range({"frontend": rt_request("a" * 16, "7", 0, 2)})
+    (tmp_path / "loki.json").write_bytes(answer + b"\n")  # curl -w '\n' ends it so
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
+    follower.start()
+    try:
+        follower.run(lambda f: True, stop=lambda: True)
+        summary = follower.summary()
+    finally:
+        follower.close()
+    assert summary["bad_line_samples"] == []
+    assert summary["requests"] == 1
