@@ -6,11 +6,13 @@ cited at the answer's line."""
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 from ridtrace.forensics.live.follow import Follower, FollowSettings
 from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import rt_request
+from tests.support.follower import start_follower
 
 
 def _query_range(streams: dict[str, list[str]]) -> bytes:
@@ -57,3 +59,17 @@ def test_follow_reads_a_loki_answer(tmp_path: Path) -> None:
         follower.close()
     assert summary["bad_line_samples"] == []
     assert summary["requests"] == 1
+
+
+def test_follow_reads_a_one_line_answer_without_its_newline(tmp_path: Path) -> None:
+    # curl saves Loki's answer with no newline after it: with no whole line, the follow
+    # never looked at a head to know the wrapping, and read the line as it was at the
+    # stop, one bad line ("missing time") where the batch read found the request.
+    log = tmp_path / "loki.json"
+    log.write_bytes(_query_range({"frontend": rt_request("a" * 16, "7", 0, 2)}))
+    follower = start_follower([str(log)], "--from-start")
+    code = follower.stop(signal.SIGINT)
+    summary = follower.summary()
+    assert summary["bad_line_samples"] == []
+    assert (summary["lines"], summary["requests"]) == (1, 1)
+    assert code == 0

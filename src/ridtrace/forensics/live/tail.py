@@ -284,6 +284,11 @@ class FileTail:
         self.at_eof = True
         if self.done or not held.strip():
             return None
+        if self.identity is None and self._unwrap is None:
+            # No whole line came, so no head was looked at: a file of one line without
+            # its newline (a Loki answer curl saved, an OTLP batch) is judged by that
+            # line, as the batch read judges it; read unwrapped, it was one bad line.
+            self._unwrap, self._unwrap_from = wrapper_of(first_lines(held + b"\n")), None
         data = self._unwrapped(memoryview(held + b"\n"))
         scan = scan_lines(data)
         first = self.line + 1
