@@ -29,6 +29,7 @@ import json
 import re
 
 from ridtrace.forensics.reading.cloudwatch import CloudWatchEventsUnwrapper, is_cloudwatch_events
+from ridtrace.forensics.reading.csv_export import csv_export_of
 from ridtrace.forensics.reading.documents import document_entries_of
 from ridtrace.forensics.reading.judge import JOURNAL_DROPPED_MARK, JOURNAL_LEFT_OUT_MARK
 from ridtrace.forensics.reading.loki import LOKI_HEAD, LokiAnswerUnwrapper
@@ -255,7 +256,8 @@ def wrapper_of(head: bytes) -> Unwrapper | None:
     """An unwrapper for what the first lines of `head` are wrapped or nested in, or None
     for plain JSON lines (the common case, decided by a look at the first line and one
     regular-expression search of the head)."""
-    shipper = _shipper_of(_first_lines(head)) or document_entries_of(head)
+    shipper = (_shipper_of(_first_lines(head)) or document_entries_of(head)
+               or csv_export_of(head))
     if shipper is None:
         return nesting_in(head)
     whole = head[: head.rfind(b"\n") + 1] or head

@@ -1,0 +1,47 @@
+"""Log lines exported as CSV (Kibana's Discover "Generate CSV"): a header row, then a row
+per document, the line in its ``message`` column or the whole document in ``_source``.
+Every row was a bad one ("not JSON"), no request read, exit 3 on a real incident; each
+row is read now as that column's line, cited at the row."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.helpers import analyze_json
+from tests.forensics.helpers import rt_request
+
+
+def _kibana_csv(column: str, lines: list[str]) -> str:
+    out = io.StringIO()
+    rows = csv.writer(out)  # Kibana quotes a value with a quote or comma, doubling quotes
+    rows.writerow(["'@timestamp", column])  # its formula escape before "@"
+    for line in lines:
+        value = line if column == "message" else json.dumps(
+            {"@timestamp": "2026-11-29T10:00:00.000Z", "message": line, "host": {"name": "n1"}})
+        rows.writerow(["Nov 29, 2026 @ 10:00:00.000", value])
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("column", ["message", "_source"])
+def test_the_rows_of_a_kibana_csv_are_read(tmp_path: Path, column: str) -> None:
+    lines = ["frontend: starting", *rt_request("a" * 16, "7", 0, 2), *rt_request("b" * 16, "7", 1, 3)]
+    (tmp_path / "discover.csv").write_text(_kibana_csv(column, lines))
+    code, doc = analyze_json(str(tmp_path), "--allow-incomplete")
+    assert [(s["line"], s["reason"]) for s in doc["summary"]["bad_line_samples"]] == [
+        (2, "not JSON")]  # the banner's row
+    assert (doc["summary"]["lines"], doc["summary"]["requests"]) == (5, 2)
+    assert [(f["kind"], [e["line"] for e in f["evidence"]]) for f in doc["findings"]] == [
+        ("duplicate_in_flight", [3, 4, 5, 6])]
+    assert code == 1
+
+
+def test_a_csv_of_other_things_in_a_walk_is_still_no_log(tmp_path: Path) -> None:
+    (tmp_path / "alerts.csv").write_text('time,message\n2026-11-29,"disk {full}"\n')
+    code, doc = analyze_json(str(tmp_path))
+    assert [n["file"] for n in doc["summary"]["ignored_files"]] == [str(tmp_path / "alerts.csv")]
+    assert code == 0
