@@ -73,3 +73,18 @@ def test_follow_reads_a_one_line_answer_without_its_newline(tmp_path: Path) -> N
     assert summary["bad_line_samples"] == []
     assert (summary["lines"], summary["requests"]) == (1, 1)
     assert code == 0
+
+
+def test_an_answer_jq_indented_is_read_value_by_value(tmp_path: Path) -> None:
+    # `curl …/query_range | jq .`: each [time, line] value spread over four lines.
+    answer = _query_range({
+        "frontend": rt_request("a" * 16, "7", 0, 2) + rt_request("b" * 16, "7", 1, 3)})
+    log = tmp_path / "loki.json"
+    log.write_text(json.dumps(json.loads(answer), indent=2) + "\n")
+    code, doc = analyze_json(str(log))
+    assert doc["summary"]["bad_line_samples"] == []
+    assert (doc["summary"]["lines"], doc["summary"]["requests"]) == (4, 2)
+    cited = log.read_text().split("\n")
+    assert sorted(cited[e["line"] - 1].strip() for f in doc["findings"] for e in f["evidence"]) == [
+        "]", "],", "],", "],"]  # each value's closing line
+    assert code == 1

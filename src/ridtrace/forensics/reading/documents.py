@@ -1,7 +1,8 @@
 """Log entries fetched as one indented JSON document: ``gcloud logging read --format=json``
 (an array of Cloud Logging LogEntry objects), an Elasticsearch or OpenSearch ``_search``
-response (``?pretty``, Kibana's Dev Tools: the entries in ``hits.hits``), or any array of
-records a JSON printer indented (``jq -s .``).
+response (``?pretty``, Kibana's Dev Tools: the entries in ``hits.hits``), a Loki query
+answer indented by ``jq .`` (``[time, line]`` entries in each stream's ``values``), or
+any array of records a JSON printer indented (``jq -s .``).
 
 Those are the shapes a user gets when the logs live in Cloud Logging or Elasticsearch,
 and each entry is spread over many lines::
@@ -28,7 +29,9 @@ an empty line (empty lines are not rows), so the lines counted are the entries.
 from __future__ import annotations
 
 import copy
+import json
 import re
+from typing import Any
 
 from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
 from ridtrace.forensics.reading.shippers import ENVELOPE_FIELDS, HIT_SOURCE, envelope_of, is_record
@@ -39,9 +42,11 @@ __all__ = ["DocumentEntries", "document_entries_of"]
 # A JSON string, escapes and all: its brackets are text, not structure.
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 # The array an Elasticsearch ``_search`` response holds its hits in: ``"hits" : [``
-# (Jackson's ``?pretty`` puts a space before the colon, Kibana's console does not).
-_HITS_ARRAY = re.compile(rb'"hits"\s*:\s*\[$')
-_SEARCH_HEAD = re.compile(rb'\{\s*"(?:took|_scroll_id|timed_out|hits)"\s*:')
+# (Jackson's ``?pretty`` puts a space before the colon, Kibana's console does not); a
+# Loki query answer (``curl …/query_range | jq .``) holds each stream's lines in
+# ``"values": [``, each a ``[time, line]`` array.
+_ENTRY_ARRAY = re.compile(rb'"(?:hits|values)"\s*:\s*\[$')
+_SEARCH_HEAD = re.compile(rb'\{\s*"(?:took|_scroll_id|timed_out|hits|status)"\s*:')
 
 
 class DocumentEntries(LineByLine):
@@ -65,9 +70,9 @@ class DocumentEntries(LineByLine):
         self._depth += bare.count(b"{") + bare.count(b"[") - bare.count(b"}") - bare.count(b"]")
         if self._entry_from:
             return self._go_on(stripped, number)
-        if (before == 0 and bare == b"[") or _HITS_ARRAY.search(stripped):
+        if (before == 0 and bare == b"[") or _ENTRY_ARRAY.search(stripped):
             self._entry_depths.add(self._depth)
-        elif bare == b"{" and before in self._entry_depths:
+        elif bare in (b"{", b"[") and before in self._entry_depths:
             self._entry_from, self._entry, self._entry_size = number, [], 0
             self._entry_at = before
             return self._go_on(stripped, number)
@@ -91,6 +96,11 @@ class DocumentEntries(LineByLine):
 def entry_line(entry: bytes, number: int) -> bytes:
     """The line one entry of the document stands for: the record its envelope carries,
     the record itself, or (neither) the entry as it is, to be judged as such."""
+    if entry.startswith(b"["):  # a Loki value: [time, line] (and metadata since Loki 3)
+        pair = _json_array(entry)
+        if not (len(pair) > 1 and isinstance(pair[1], str)):
+            return entry
+        entry = carried_line(pair[1])
     value = json_object(entry)
     if value is None or is_record(value):
         return entry
@@ -103,6 +113,14 @@ def entry_line(entry: bytes, number: int) -> bytes:
     fields = source if isinstance(source, dict) else value
     text = next((v for f in ENVELOPE_FIELDS if isinstance(v := fields.get(f), str)), None)
     return entry if text is None else carried_line(text)
+
+
+def _json_array(text: bytes) -> list[Any]:
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return []
+    return value if isinstance(value, list) else []
 
 
 def document_entries_of(head: bytes) -> DocumentEntries | None:
