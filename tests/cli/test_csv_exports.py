@@ -8,12 +8,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import signal
 from pathlib import Path
 
 import pytest
 
 from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import rt_request
+from tests.support.follower import start_follower
 
 
 def _kibana_csv(column: str, lines: list[str]) -> str:
@@ -45,3 +47,19 @@ def test_a_csv_of_other_things_in_a_walk_is_still_no_log(tmp_path: Path) -> None
     code, doc = analyze_json(str(tmp_path))
     assert [n["file"] for n in doc["summary"]["ignored_files"]] == [str(tmp_path / "alerts.csv")]
     assert code == 0
+
+
+def test_a_follow_from_the_end_reads_every_row_written_since(tmp_path: Path) -> None:
+    # The header row was known by being the first line fed: a follow from the end
+    # feeds the rows written since, and dropped the first of them as a header.
+    export = tmp_path / "discover.csv"
+    export.write_text(_kibana_csv("message", rt_request("0" * 16, "1", 0, 1)))
+    follower = start_follower([str(export)])
+    rows = _kibana_csv("message", rt_request("a" * 16, "7", 2, 4) + rt_request("b" * 16, "7", 3, 5))
+    with export.open("a") as out:
+        out.write(rows.split("\n", 1)[1])  # the rows, not the header again
+    follower.wait_for(lambda: bool(follower.findings()), timeout=60, what="a finding")
+    follower.stop(signal.SIGINT)
+    summary = follower.summary()
+    assert summary["bad_line_samples"] == []
+    assert (summary["lines"], summary["requests"]) == (4, 2)

@@ -41,13 +41,15 @@ class CsvExport(LineByLine):
 
     name = "CSV export"
 
-    def __init__(self, column: int, width: int) -> None:
+    def __init__(self, header: bytes, column: int, width: int) -> None:
         super().__init__()
-        self._column, self._width = column, width
+        self._header, self._column, self._width = header, column, width
 
     def unwrap(self, line: bytes, number: int) -> bytes:
-        if number == 1:
-            return b""  # the header row
+        if line.strip() == self._header:
+            # The header row, known by its text, not by being first: a follow from the
+            # end feeds the rows written since.
+            return b""
         row = _row(line)
         if row is None or len(row) != self._width:
             return line  # judged as the line it is
@@ -68,7 +70,7 @@ def csv_export_of(head: bytes) -> CsvExport | None:
     column = next((names.index(c) for c in _LINE_COLUMNS if c in names), None)
     if column is None:
         return None
-    probe = CsvExport(column, len(names))
+    probe = CsvExport(first.strip(), column, len(names))
     for line in copy.deepcopy(probe).feed(head[: head.rfind(b"\n") + 1]).split(b"\n"):
         value = json_object(line) if line.startswith(b"{") else None
         if value is not None and is_record(value):
