@@ -7,6 +7,7 @@ last line of the document."""
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ import pytest
 
 from ridtrace.forensics.live.follow import Follower, FollowSettings
 from tests.cli.helpers import analyze_json
+from tests.forensics.helpers import rt_request
+from tests.support.follower import start_follower
 
 
 def _gcloud_read(lines: list[bytes]) -> bytes:
@@ -126,3 +129,24 @@ def test_follow_reads_a_gcloud_document(tmp_path: Path) -> None:
         follower.close()
     assert summary["bad_line_samples"] == []
     assert summary["lines"] == 3
+
+
+def test_a_follow_from_the_end_reads_the_entries_written_since(tmp_path: Path) -> None:
+    # `gcloud logging read … > logs/gcp.json` still writing while `analyze --follow logs/`
+    # starts: its entries were found by their depth counted from the document's top,
+    # which a follow from the end never saw, so every entry written since was dropped
+    # in silence (no line, no bad line).
+    lines = [*rt_request("0" * 16, "1", 0, 1), *rt_request("a" * 16, "7", 2, 4),
+             *rt_request("b" * 16, "7", 3, 5)]
+    whole = _gcloud_read([line.encode() for line in lines[::-1]])  # oldest first again
+    cut = whole.index(b"\n  {", whole.index(b'"insertId": "ins4"'))  # after two entries
+    log = tmp_path / "gcp.json"
+    log.write_bytes(whole[:cut + 1])
+    follower = start_follower([str(log)])
+    with log.open("ab") as out:
+        out.write(whole[cut + 1:])
+    follower.wait_for(lambda: bool(follower.findings()), timeout=60, what="a finding")
+    follower.stop(signal.SIGINT)
+    summary = follower.summary()
+    assert summary["bad_line_samples"] == []
+    assert (summary["lines"], summary["requests"]) == (4, 2)

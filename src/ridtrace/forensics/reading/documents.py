@@ -28,7 +28,6 @@ an empty line (empty lines are not rows), so the lines counted are the entries.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from typing import Any
@@ -54,29 +53,40 @@ class DocumentEntries(LineByLine):
 
     name = "JSON document of log entries"
 
-    def __init__(self) -> None:
+    def __init__(self, opening: bytes | None = None) -> None:
         super().__init__()
+        # The line an entry opens with, its indentation and all ("  {" in gcloud's
+        # output): known from the head, it finds the entries of a document fed from
+        # anywhere (a follow from the end), where the depth counted from the top cannot.
+        self.opening = opening
         self._depth = 0
         self._entry_depths: set[int] = set()  # depths right inside an array of entries
         self._entry: list[bytes] = []
         self._entry_size = 0
         self._entry_from = 0  # the line the entry being read started at; 0 for none
-        self._entry_at = 0  # the depth the entry being read opened at
+        self._inside = 0  # how deep the entry being read is open
 
     def unwrap(self, line: bytes, number: int) -> bytes:
         stripped = line.strip()
         bare = _STRING.sub(b'""', stripped)
+        change = bare.count(b"{") + bare.count(b"[") - bare.count(b"}") - bare.count(b"]")
         before = self._depth
-        self._depth += bare.count(b"{") + bare.count(b"[") - bare.count(b"}") - bare.count(b"]")
+        self._depth += change
         if self._entry_from:
+            self._inside += change
             return self._go_on(stripped, number)
-        if (before == 0 and bare == b"[") or _ENTRY_ARRAY.search(stripped):
-            self._entry_depths.add(self._depth)
-        elif bare in (b"{", b"[") and before in self._entry_depths:
-            self._entry_from, self._entry, self._entry_size = number, [], 0
-            self._entry_at = before
-            return self._go_on(stripped, number)
-        return b""
+        if self.opening is None:  # learnt from the document's structure
+            if (before == 0 and bare == b"[") or _ENTRY_ARRAY.search(stripped):
+                self._entry_depths.add(self._depth)
+                return b""
+            if not (bare in (b"{", b"[") and before in self._entry_depths):
+                return b""
+            self.opening = line.rstrip(b"\r")
+        elif line.rstrip(b"\r") != self.opening:
+            return b""
+        self._entry_from, self._entry, self._entry_size = number, [], 0
+        self._inside = change
+        return self._go_on(stripped, number)
 
     def _go_on(self, stripped: bytes, number: int) -> bytes:
         # Kept to one byte past the longest line the read takes, as a record in parts is.
@@ -84,7 +94,7 @@ class DocumentEntries(LineByLine):
         if room > 0:
             self._entry.append(stripped[:room])
             self._entry_size += min(len(stripped), room) + 1
-        if self._depth > self._entry_at:
+        if self._inside > 0:
             return b""
         self._entry_from = 0
         return entry_line(b" ".join(self._entry).removesuffix(b","), number)
@@ -131,8 +141,8 @@ def document_entries_of(head: bytes) -> DocumentEntries | None:
     if not (start.startswith(b"[") or _SEARCH_HEAD.match(start)):
         return None
     probe = DocumentEntries()
-    for line in copy.deepcopy(probe).feed(head[: head.rfind(b"\n") + 1]).split(b"\n"):
+    for line in probe.feed(head[: head.rfind(b"\n") + 1]).split(b"\n"):
         value = json_object(line) if line.startswith(b"{") else None
         if value is not None and is_record(value):
-            return probe
+            return DocumentEntries(probe.opening)
     return None
