@@ -10,6 +10,7 @@ one opentelemetry-instrumentation-grpc opened, enriched), ``request.start`` /
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from contextvars import Token
@@ -187,6 +188,7 @@ class GrpcCall:
         owned = config.owned_keys if sent_one else config.server_key_only
         # Typed as the grpc.aio proxy; the synchronous one has the same attributes.
         self.context: TracedServicerContext = context_type(context, ours, owned)
+        self.context.follow(ctx, config.client_key)  # a body id learnt later is echoed
 
         self._token: Token[RequestContext | None] = request_context.enter(ctx)
         # On the context the propagators extracted: the caller's baggage stays current
@@ -232,6 +234,8 @@ class GrpcCall:
         """End the span, write ``request.end`` and restore the contexts (in ``finally``)."""
         failure = server_cut_off(failure)
         try:
+            with contextlib.suppress(Exception):  # telemetry never fails a call
+                self.context.echo_learnt_client_id()
             if self.item is not None:
                 self.item.finish(failure, call_ended=True)
                 self.item = None

@@ -15,6 +15,8 @@ from typing import Any, NoReturn
 import grpc
 import grpc.aio
 
+from ridtrace.tracing.context import RequestContext
+
 __all__ = ["IdMetadata", "Metadata", "TracedServicerContext"]
 
 Metadata = tuple[tuple[str, str | bytes], ...]
@@ -39,7 +41,12 @@ class IdMetadata:
     ridtrace's metadata, merged into whatever metadata the handler sends."""
 
     __slots__ = (
+        "_client_key",
         "_context",
+        "_ctx",
+        "_echoed",
+        "_handler_trailing",
+        "_learnt",
         "_ours",
         "_owned",
         "initial_sent",
@@ -57,6 +64,12 @@ class IdMetadata:
         self._context = context
         self._ours = ours
         self._owned = owned_keys
+        # Set by follow(): the call's request context, to echo a client id learnt late.
+        self._ctx: RequestContext | None = None
+        self._client_key = ""
+        self._echoed: str | None = None
+        self._learnt = False
+        self._handler_trailing: Iterable[tuple[str, str | bytes]] | None = None
         self.initial_sent = False
         # Whether a handler's first write() carries ridtrace's initial metadata.
         self.write_sends_initial = True
@@ -75,8 +88,38 @@ class IdMetadata:
             remaining if remaining is not None and remaining < _NO_DEADLINE else None
         )
 
+    def follow(self, ctx: RequestContext, client_key: str) -> None:
+        """Echo the call's ``x_request_id`` under ``client_key`` as it is when metadata
+        is sent, not only as the metadata had it: a handler may learn it from the body
+        (`echo_client_id`), and over HTTP that id is echoed (the headers are read when
+        the response starts). Before, the client got no ``x-request-id`` back while
+        every line and the span named the body id."""
+        self._ctx = ctx
+        self._client_key = client_key
+        self._echoed = ctx.x_request_id
+
+    def echo_learnt_client_id(self) -> None:
+        """Re-set the trailing metadata if the call learnt a client id since it was
+        set (when the handler ended, before gRPC sends it)."""
+        self._current_ours()
+        if self._learnt:
+            self._context.set_trailing_metadata(self.merged(self._handler_trailing))
+
+    def _current_ours(self) -> Metadata:
+        ctx = self._ctx
+        if ctx is not None and ctx.x_request_id is not None and ctx.x_request_id != self._echoed:
+            # Adopted only when none was valid (correlate_client_id): replaces nothing
+            # the client sent, and the handler's own x-request-id gives way, as over HTTP.
+            self._echoed = learnt = ctx.x_request_id
+            key = self._client_key
+            self._ours = (*(kv for kv in self._ours if kv[0] != key), (key, learnt))
+            self._owned = self._owned | {key}
+            self._learnt = True
+        return self._ours
+
     def merged(self, metadata: Iterable[tuple[str, str | bytes]] | None) -> Metadata:
         """``metadata`` without the keys ridtrace owns, followed by ridtrace's own."""
+        self._current_ours()
         if not metadata:
             return self._ours
         return tuple((k, v) for k, v in metadata if k.lower() not in self._owned) + self._ours
@@ -109,7 +152,7 @@ class TracedServicerContext(IdMetadata, grpc.aio.ServicerContext):  # type: igno
         if not self.initial_sent:
             self.initial_sent = True
             with contextlib.suppress(Exception):
-                await self._context.send_initial_metadata(self._ours)
+                await self._context.send_initial_metadata(self._current_ours())
 
     # -- the calls whose metadata ridtrace merges --------------------------------------
 
@@ -118,6 +161,7 @@ class TracedServicerContext(IdMetadata, grpc.aio.ServicerContext):  # type: igno
         await self._context.send_initial_metadata(self.merged(initial_metadata))
 
     def set_trailing_metadata(self, trailing_metadata: Metadata) -> None:
+        self._handler_trailing = trailing_metadata
         self._context.set_trailing_metadata(self.merged(trailing_metadata))
 
     async def abort(
@@ -127,6 +171,8 @@ class TracedServicerContext(IdMetadata, grpc.aio.ServicerContext):  # type: igno
         trailing_metadata: Metadata = (),
     ) -> NoReturn:
         # Empty means "keep what was set" to gRPC, and ours was set when the call began.
+        if trailing_metadata:
+            self._handler_trailing = trailing_metadata
         merged = self.merged(trailing_metadata) if trailing_metadata else ()
         await self._context.abort(code, details, merged)
         raise AssertionError("unreachable: abort raises")  # pragma: no cover
@@ -135,6 +181,8 @@ class TracedServicerContext(IdMetadata, grpc.aio.ServicerContext):  # type: igno
         trailing = getattr(status, "trailing_metadata", None) or ()
         # As abort(): grpc.aio keeps what was set when the status carries none, and ours
         # was set when the call began (merging it here lost the handler's own).
+        if trailing:
+            self._handler_trailing = trailing
         merged = self.merged(trailing) if trailing else ()
         await self._context.abort_with_status(_Status(status.code, status.details, merged))
         raise AssertionError("unreachable: abort raises")  # pragma: no cover

@@ -41,13 +41,14 @@ class SyncTracedServicerContext(IdMetadata, grpc.ServicerContext):  # type: igno
                 # server's stop() then waited for that call forever.
                 return
             with contextlib.suppress(Exception):  # telemetry never fails a call
-                self._context.send_initial_metadata(self._ours)
+                self._context.send_initial_metadata(self._current_ours())
 
     def send_initial_metadata(self, initial_metadata: Metadata) -> None:
         self.initial_sent = True
         self._context.send_initial_metadata(self.merged(initial_metadata))
 
     def set_trailing_metadata(self, trailing_metadata: Metadata) -> None:
+        self._handler_trailing = trailing_metadata
         self._context.set_trailing_metadata(self.merged(trailing_metadata))
 
     def abort(self, code: grpc.StatusCode, details: str) -> None:
@@ -57,6 +58,7 @@ class SyncTracedServicerContext(IdMetadata, grpc.ServicerContext):  # type: igno
     def abort_with_status(self, status: grpc.Status) -> None:
         self.aborted = True
         trailing = getattr(status, "trailing_metadata", None) or ()
+        self._handler_trailing = trailing
         self._context.set_trailing_metadata(self.merged(trailing))
         self._context.abort(status.code, status.details)
 
