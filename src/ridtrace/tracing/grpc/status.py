@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from typing import Any
 
@@ -138,10 +139,18 @@ def escaped(exc: BaseException, ctx: RequestContext) -> BaseException:
         isinstance(exc, (CANCELLED, grpc.aio.AbortError))
         or not isinstance(exc, Exception)
         or not _task_cancelled()
+        or (_TASK_GROUP_KEEPS_ITS_CANCEL and isinstance(exc, BaseExceptionGroup))
     ):
         return exc
     remember_on_exception(exc, ctx)
     return CallEnded()
+
+
+# Python 3.11 and 3.12's TaskGroup wakes its task with a cancel when a child fails and
+# leaves that request counted (CPython gh-116720, fixed in 3.13): the exception group
+# out of it says nothing of the call being cancelled (each call whose fan-out failed, or
+# aborted in a child, was recorded CANCELLED while its client got UNKNOWN / the code).
+_TASK_GROUP_KEEPS_ITS_CANCEL = sys.version_info < (3, 13)
 
 
 def _task_cancelled() -> bool:
