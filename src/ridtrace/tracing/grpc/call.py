@@ -233,6 +233,10 @@ class GrpcCall:
     def finish(self, failure: BaseException | None) -> None:
         """End the span, write ``request.end`` and restore the contexts (in ``finally``)."""
         failure = server_cut_off(failure)
+        if self.context.aborted and isinstance(failure, CANCELLED):
+            # gRPC dropped a stream its handler yielded on after catching its own abort:
+            # the client got the abort's status, no cancel (it was recorded CANCELLED).
+            failure = None
         try:
             with contextlib.suppress(Exception):  # telemetry never fails a call
                 self.context.echo_learnt_client_id()

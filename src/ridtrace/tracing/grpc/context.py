@@ -49,6 +49,7 @@ class IdMetadata:
         "_learnt",
         "_ours",
         "_owned",
+        "aborted",
         "initial_sent",
         "messages_in",
         "messages_out",
@@ -70,6 +71,9 @@ class IdMetadata:
         self._echoed: str | None = None
         self._learnt = False
         self._handler_trailing: Iterable[tuple[str, str | bytes]] | None = None
+        # The handler called abort(): its status is what the client gets, even if the
+        # handler caught the AbortError and went on (grpc.aio's is an Exception).
+        self.aborted = False
         self.initial_sent = False
         # Whether a handler's first write() carries ridtrace's initial metadata.
         self.write_sends_initial = True
@@ -174,7 +178,11 @@ class TracedServicerContext(IdMetadata, grpc.aio.ServicerContext):  # type: igno
         if trailing_metadata:
             self._handler_trailing = trailing_metadata
         merged = self.merged(trailing_metadata) if trailing_metadata else ()
-        await self._context.abort(code, details, merged)
+        try:
+            await self._context.abort(code, details, merged)
+        except grpc.aio.AbortError:
+            self.aborted = True  # not on abort(OK), which gRPC refuses sending nothing
+            raise
         raise AssertionError("unreachable: abort raises")  # pragma: no cover
 
     async def abort_with_status(self, status: grpc.Status) -> NoReturn:
@@ -184,7 +192,11 @@ class TracedServicerContext(IdMetadata, grpc.aio.ServicerContext):  # type: igno
         if trailing:
             self._handler_trailing = trailing
         merged = self.merged(trailing) if trailing else ()
-        await self._context.abort_with_status(_Status(status.code, status.details, merged))
+        try:
+            await self._context.abort_with_status(_Status(status.code, status.details, merged))
+        except grpc.aio.AbortError:
+            self.aborted = True
+            raise
         raise AssertionError("unreachable: abort raises")  # pragma: no cover
 
     async def write(self, message: Any) -> None:

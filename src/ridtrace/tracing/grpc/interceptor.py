@@ -241,7 +241,8 @@ class RequestTracingInterceptor(
                         answer_unserializable(
                             refused, result, traced_context, call.ctx.annotations, aio=True
                         )
-                    traced_context.messages_out = 1
+                    # A caught abort's status went out instead of the result.
+                    traced_context.messages_out = 0 if traced_context.aborted else 1
                     if send_initial:
                         await traced_context.ensure_initial_metadata()
                 return result

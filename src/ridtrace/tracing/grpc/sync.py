@@ -114,7 +114,8 @@ def _traced_unary(
                 answer_unserializable(
                     refused, result, traced_context, call.ctx.annotations, aio=False
                 )
-            traced_context.messages_out = 1
+            # A caught abort's status went out instead of the result.
+            traced_context.messages_out = 0 if traced_context.aborted else 1
             if initial == "always":
                 traced_context.ensure_initial_metadata()
             return result

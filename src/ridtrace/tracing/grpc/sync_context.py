@@ -24,9 +24,7 @@ class SyncTracedServicerContext(IdMetadata, grpc.ServicerContext):  # type: igno
     def __init__(
         self, context: grpc.ServicerContext, ours: Metadata, owned_keys: frozenset[str]
     ) -> None:
-        self.start(context, ours, owned_keys)
-        # grpc's synchronous abort() raises a bare Exception: this says it was one.
-        self.aborted = False
+        self.start(context, ours, owned_keys)  # aborted: its abort() raises a bare Exception
         # gRPC ended the call itself over a request message it could not deserialize.
         self.request_undecodable = False
 
