@@ -197,7 +197,9 @@ def test_export_jaeger(logs: tuple[Path, SynthTruth], tmp_path: Path) -> None:
                 (ref,) = span["references"]
                 assert ref["refType"] == "CHILD_OF" and ref["spanID"] in spans
         for proc in trace["processes"].values():
-            assert proc["serviceName"] and proc["tags"] == []
+            (file_tag,) = proc["tags"]
+            assert proc["serviceName"] and file_tag["key"] == "log.file.path"
+            assert Path(file_tag["value"]).parent == path
 
 
 def test_export_jaeger_takes_requests_whose_end_names_no_outcome(tmp_path: Path) -> None:

@@ -14,7 +14,14 @@ from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 from ridtrace.forensics.rules.skew import correct_skew
 from ridtrace.forensics.views import jaeger_ids
-from ridtrace.forensics.views.jaeger_logs import SpanLogs, failed, jaeger_form, present, tag
+from ridtrace.forensics.views.jaeger_logs import (
+    SpanLogs,
+    failed,
+    jaeger_form,
+    present,
+    process_id,
+    tag,
+)
 
 _TAGS = ("request_id", "x_request_id", "side", "outcome", "status", "route", "fp_in", "fp_out",
          "deprecated", "worker", "error")
@@ -225,12 +232,8 @@ def jaeger_traces(
             if trace is not None:
                 yield _in_start_order(trace)
             trace = {"traceID": jaeger_trace, "spans": [], "processes": {}}
-        service = str(r.service) if present(r.service) else str(r.side)
-        procs: dict[str, Any] = trace["processes"]
-        pid = next((k for k, v in procs.items() if v["serviceName"] == service), None)
-        if pid is None:
-            pid = f"p{len(procs) + 1}"
-            procs[pid] = {"serviceName": service, "tags": []}
+        pid = process_id(trace, str(r.service) if present(r.service) else str(r.side),
+                          str(r.file))
         refs = []
         caller_route = None
         tags = [tag(_TAG_KEY.get(k, k), getattr(r, k)) for k in _TAGS if present(getattr(r, k))]

@@ -1,9 +1,9 @@
-"""Jaeger tags and span logs for `ridtrace export jaeger` (`ridtrace.forensics.views.jaeger`)."""
+"""Jaeger tags, processes and span logs for `ridtrace export jaeger` (`views.jaeger`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import pandas as pd
@@ -20,7 +20,8 @@ from ridtrace.forensics.reading.sql import CLOSING_EVENTS
 from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.views import jaeger_ids
 
-__all__ = ["ANSWERS", "SpanLogs", "failed", "jaeger_form", "present", "tag"]
+__all__ = ["ANSWERS", "LOG_FILE_TAG", "SpanLogs", "failed", "jaeger_form", "present", "process_id",
+           "tag"]
 
 # Numbers in Jaeger's and OpenTelemetry's model (an HTTP status is an integer
 # attribute): as strings, a tool reading the file compares "500" with "60" as text.
@@ -35,6 +36,27 @@ def tag(key: str, value: Any) -> dict[str, Any]:
     if key in _INT_TAGS and text.isascii() and text.isdigit() and len(text) <= 18:  # int64
         return {"key": key, "type": "int64", "value": int(text)}
     return {"key": key, "type": "string", "value": text}
+
+
+# The process tag naming the log file a span was read from (OpenTelemetry's attribute).
+LOG_FILE_TAG: Final = "log.file.path"
+
+
+def process_id(trace: dict[str, Any], service: str, file: str) -> str:
+    """The trace's process for `service` as logged to `file`, added when new.
+
+    A process is one per service and file, not per service name: Dynamo's workers all log
+    as `dynamo-worker` and scaled-out frontends all as `frontend`, and one process for
+    them all hid which worker served a request, what `ridtrace trace` shows by file.
+    """
+    procs: dict[str, Any] = trace["processes"]
+    found = next((k for k, v in procs.items() if v["serviceName"] == service
+                  and v["tags"][0]["value"] == file), None)
+    if found is not None:
+        return found
+    pid = f"p{len(procs) + 1}"
+    procs[pid] = {"serviceName": service, "tags": [tag(LOG_FILE_TAG, file)]}
+    return pid
 
 
 def present(value: Any) -> bool:
