@@ -70,6 +70,29 @@ def test_plot_y_axis_starts_at_zero(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert seen and seen[0][0] == 0
 
 
+@pytest.mark.extra("plot")
+@pytest.mark.parametrize(("starts", "dates"), [
+    ((0, 5, 100), "2026-11-29"),  # seconds: its ticks read 10:00:00, 10:00:05
+    ((0, 3600, 7000), "2026-11-29"),  # minutes: its ticks read 10:00, 11:00
+    ((0, 86400), "2026-11-29 to 2026-11-30"),  # hours: its ticks read 11-29 10:00, no year
+])
+def test_a_plot_by_time_of_day_names_the_dates_it_covers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, starts: tuple[float, ...], dates: str
+) -> None:
+    # Its ticks showed the time of day alone: an API owner could not tell which day (or,
+    # per hour, which year) the use was on, nor that a plot ran past midnight.
+    import matplotlib.figure
+
+    labels: list[str] = []
+
+    def spy_savefig(self: matplotlib.figure.Figure, *args: object, **kwargs: object) -> None:
+        labels.append(self.axes[0].get_xlabel())
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", spy_savefig)
+    plot_usage(usage_series(_dep(*starts)), tmp_path / "p.png")
+    assert labels and labels[0].endswith(f", {dates}")
+
+
 def test_jaeger_leaves_out_health_probes_unless_asked() -> None:
     frame = requests_frame(
         {"route": "/v1/chat/completions", "request_id": "r1"},

@@ -163,6 +163,15 @@ _TICKS: Final = {"second": "%H:%M:%S", "minute": "%H:%M", "hour": "%m-%d %H:00",
                   "month": "%Y-%m", "year": "%Y"}
 
 
+def _dates_covered(bucket: str, x: pd.DatetimeIndex) -> str:
+    """``, 2026-11-29`` (or ``, 2026-11-29 to 2026-11-30``) for a plot whose ticks show
+    the time of day (and, per hour, no year): without it the figure named no date."""
+    if bucket not in ("second", "minute", "hour"):
+        return ""
+    first, last = _date_text(x.min()), _date_text(x.max())
+    return f", {first}" if first == last else f", {first} to {last}"
+
+
 def _legend_text(header: str, width: int = 60) -> str:
     shown = visible(header)
     return shown if len(shown) <= width else shown[: width - 1] + "…"
@@ -213,10 +222,12 @@ def _draw(series: pd.DataFrame, path: Path, bucket: str) -> None:
             # one, savefig raised RuntimeError (a traceback, exit 4: "ridtrace failed").
             raise PlotFormatError(f"'.pgf' is typeset by {tex}, which is not installed; "
                                   "name the file .pdf or .svg for a vector image")
+        dates = ""
         if series.empty:
             ax.text(0.5, 0.5, "no deprecated headers seen", ha="center", va="center")
         else:
             x = pd.to_datetime(series.index, format="ISO8601")
+            dates = _dates_covered(bucket, x)
             lines = [ax.plot(x, series[header], marker="o" if len(x) <= 60 else None)[0]
                      for header in series.columns]
             ax.legend(lines, [_legend_text(str(header)) for header in series.columns])
@@ -236,7 +247,7 @@ def _draw(series: pd.DataFrame, path: Path, bucket: str) -> None:
                 ax.set_xlim(x[0] - step, x[0] + step)  # type: ignore[arg-type]  # matplotlib takes Timestamps
         ax.set_title(f"Deprecated request-id headers: requests per {bucket}")
         ax.set_ylabel("requests")
-        ax.set_xlabel(f"time (UTC), per {bucket}")
+        ax.set_xlabel(f"time (UTC), per {bucket}{dates}")
         fig.autofmt_xdate()
         fig.tight_layout()
         fig.savefig(path, format=fmt)
