@@ -241,3 +241,23 @@ def test_the_narrowest_terminals_keep_each_event_with_its_outcome(
     assert any(line.split()[:1] == ["conflict"] and line.rstrip().endswith(":1")
                for line in lines) or any(
         line.split()[-2:] == ["conflict", "worker.jsonl:1"] for line in lines)
+
+
+def test_waterfall_labels_of_many_blocks_and_workers_are_never_cut(tmp_path: Path) -> None:
+    # The label column held 13 characters: `#100 frontend` read `#100 fronten`, and a
+    # worker-only block's `#10 worker-12` read `#10 worker-1`, another worker's name.
+    lines = [line for i in range(100)
+             for line in rt_request(f"{i + 1:016x}", f"r{i}", i * 0.01, i * 0.01 + 0.005,
+                                    xrid="shared")]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    work = [rt(event, time=ts(0.001 * k), service=f"worker-{k}", request_id="w",
+               trace_id=f"{k:032x}", span_id=f"{k:016x}", parent_span_id=f"{900 + k:016x}",
+               outcome="ok")
+            for k in range(13) for event in ("worker.start", "worker.end")]
+    (tmp_path / "workers.jsonl").write_text("\n".join(work) + "\n")
+    many = rendered(view_of([str(tmp_path / "frontend.jsonl")], "shared", limit=None))
+    assert any(line.startswith(" #100 frontend ") for line in many)
+    assert max(len(line) for line in many) <= 100
+    workers = rendered(view_of([str(tmp_path / "workers.jsonl")], "w", limit=None))
+    shown = {line.split()[1] for line in workers if "█" in line}
+    assert shown == {f"worker-{k}" for k in range(13)}

@@ -15,7 +15,7 @@ from ridtrace.forensics.views.verdicts import CROSSED
 
 __all__ = ["block_numbers", "waterfall_lines", "whose"]
 
-_LABEL = 15  # "┌#10 worker-12"
+_LABEL = 15  # "┌#10 worker-12 ", wider when a label needs it (`_label_width`)
 _DURATION = 11
 _MIN_BAR = 10
 
@@ -54,12 +54,33 @@ def _bar(start: float, end: float, lo: float, scale: float, width: int) -> tuple
     return left, right
 
 
+def _label_width(view: TraceView, numbers: dict[str, int], width: int) -> int:
+    """Columns for the labels: the longest one whole, with a space after it, where the
+    bars keep `_MIN_BAR` columns. A label cut to 13 characters read ``#100 fronten``, and
+    ``#10 worker-12`` read ``#10 worker-1``: another worker's name."""
+    longest = max(
+        len(f" #{numbers[b.span_id]} {bar.side}" if j == 0 else f"    {bar.side}")
+        + (2 if j == 0 and b.verdict.label == CROSSED else 0)
+        for b in view.blocks for j, bar in enumerate(b.spans)
+    )
+    room = width - _MIN_BAR - _DURATION - 2
+    return max(_LABEL, min(longest + 1, room))
+
+
+def _label(text: str, mark: str, columns: int) -> str:
+    """`text` then `mark`, in `columns - 1` characters: cut with an ellipsis (visibly
+    cut, never another name) only when the terminal leaves no room."""
+    room = columns - 1 - len(mark)
+    return (text if len(text) <= room else text[: max(0, room - 1)] + "…") + mark
+
+
 def waterfall_lines(view: TraceView, width: int) -> list[Text]:
     """Each request's spans as bars on one time axis, collisions stacked, crossings marked."""
     if not view.blocks:
         return []
     numbers = block_numbers(view)
-    bar_width = max(_MIN_BAR, width - _LABEL - _DURATION - 2)
+    label_width = _label_width(view, numbers, width)
+    bar_width = max(_MIN_BAR, width - label_width - _DURATION - 2)
     t0 = min(b.start for b in view.blocks)
 
     def at(block: RequestBlock, ms: float) -> float:
@@ -81,13 +102,13 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
                     mark = "┌" if k == 0 and j == 0 else ("└" if k == len(group) - 1 and
                                                          j == len(block.spans) - 1 else "│")
                 name = f"#{numbers[block.span_id]} {bar.side}" if j == 0 else f"   {bar.side}"
-                label = f"{mark}{name}"[: _LABEL - 2] + (" ✗" if crossed and j == 0 else "")
+                label = _label(f"{mark}{name}", " ✗" if crossed and j == 0 else "", label_width)
                 left, right = _bar(at(block, bar.start_ms), at(block, bar.end_ms), lo, scale,
                                    bar_width)
                 style = "cyan" if bar.side == FRONTEND else "green"
                 if bar.outcome not in (None, "ok") or (crossed and j == 0):
                     style = "red"
-                row = Text(f"{label:<{_LABEL}}")
+                row = Text(f"{label:<{label_width}}")
                 row.append(" " * left)
                 row.append("█" * (right - left), style=style)
                 row.append(" " * (bar_width - right))
@@ -116,7 +137,7 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
             lines += packed([Text(f"  ↕ {ids} held request", style="yellow"),
                              Text(str(group[0].request_id), style="yellow"),
                              Text("at the same time", style="yellow")], width, sep=" ", indent=4)
-    axis = Text(" " * _LABEL + "0 ms")
+    axis = Text(" " * label_width + "0 ms")
     end = with_ms(span_ms(hi, 10))
     axis.append(" " * max(1, bar_width - 4 - len(end)) + end)
     lines.append(axis)
