@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -9,11 +11,14 @@ from ridtrace.forensics.views import jaeger_ids
 
 __all__ = ["matching_spans"]
 
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
 
 def matching_spans(requests: pd.DataFrame, events: pd.DataFrame, ident: str) -> np.ndarray:
     """The spans `ident` names, as a mask over `requests`: its request_id, x_request_id,
     span_id or trace_id as logged; else its trace or span id as Jaeger writes ids; else
-    a request id logged on a span's line that the span did not end with."""
+    its request_id or x_request_id as a UUID whatever its case; else a request id logged
+    on a span's line that the span did not end with."""
     hit = (
         (requests["request_id"] == ident).fillna(False)
         | (requests["x_request_id"] == ident).fillna(False)
@@ -23,6 +28,8 @@ def matching_spans(requests: pd.DataFrame, events: pd.DataFrame, ident: str) -> 
     ).to_numpy()
     if not hit.any():
         hit = _jaeger_ids_match(requests, ident)
+    if not hit.any():
+        hit = _uuid_match(requests, ident)
     if not hit.any():
         hit = _logged_under(requests, events, ident)
     return hit
@@ -47,6 +54,20 @@ def _jaeger_ids_match(requests: pd.DataFrame, ident: str) -> np.ndarray:
         as_span = jaeger_ids.span_id(ident)
         hit |= span.map(lambda s: isinstance(s, str) and jaeger_ids.span_id(s) == as_span)
     return np.asarray(hit.to_numpy(dtype=bool), dtype=bool)
+
+
+def _uuid_match(requests: pd.DataFrame, ident: str) -> np.ndarray:
+    """Spans whose request_id or x_request_id is the UUID `ident` in another case: RFC
+    9562 reads a UUID's hex digits whatever their case, and a tool or ticket that showed
+    the server's id upper case found "no request". Other ids keep their case."""
+    if not _UUID.fullmatch(ident):
+        return np.zeros(len(requests), dtype=bool)
+    lower = ident.lower()
+    hit = np.zeros(len(requests), dtype=bool)
+    for column in ("request_id", "x_request_id"):
+        ids = requests[column].astype("string").str.lower()
+        hit |= (ids == lower).fillna(False).to_numpy(dtype=bool)
+    return hit
 
 
 def _logged_under(requests: pd.DataFrame, events: pd.DataFrame, ident: str) -> np.ndarray:
