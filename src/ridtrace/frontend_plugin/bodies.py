@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ridtrace.tracing import validate_client_id
+from ridtrace.tracing import metrics, validate_client_id
+from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH
 
 __all__ = [
     "MAX_NESTING",
@@ -246,6 +247,10 @@ def body_client_id(body: dict[str, Any], name: str) -> str | None:
         raise InvalidRequest(f"'{name}' must be a string, not {kind_of(value)}", param=name)
     checked = validate_client_id(value)
     if checked is None:
+        # Refused with the request, and still a client id not used: counted by its
+        # reason as a refused header id is, or the rejected-ids panel misses it.
+        metrics.client_id_rejected(
+            metrics.rejection_reason(value, DEFAULT_MAX_CLIENT_ID_LENGTH))
         raise InvalidRequest(
             f"'{name}' must be 1-128 printable ASCII characters (no control characters)",
             param=name,
