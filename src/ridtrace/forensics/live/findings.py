@@ -12,6 +12,7 @@ import numpy as np
 
 from ridtrace.contract import SEVERITY, WORKER
 from ridtrace.forensics.live.spans import Span
+from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 
 Finding = dict[str, Any]
 
@@ -31,10 +32,26 @@ def _finding(kind: str, span: Span, time: int, detail: str,
             seen.append(item)
     return {
         "kind": kind, "severity": SEVERITY[kind],
-        "request_id": request_id if request_id is not None else span.request_id,
-        "x_request_id": span.x_request_id, "span_id": span.span_id, "time": iso_us(time),
+        "request_id": request_id if request_id is not None else _logged(span, "request_id"),
+        "x_request_id": _logged(span, "x_request_id"), "span_id": span.span_id,
+        "time": iso_us(time),
         "detail": detail, "evidence": [{"file": f, "line": n} for f, n in seen],
     }
+
+
+def _logged(span: Span, field: str) -> str | None:
+    """`span`'s id `field`, or where it logged none, that of the span it is nested in, as
+    the batch report's (`rules.findings.request_texts`): Dynamo logs the client's id on
+    ``http-request``, the internal one on the ``generate`` span inside it."""
+    at: Span | None = span
+    for _ in range(MAX_CALLER_DEPTH):
+        if at is None:
+            break
+        value: str | None = getattr(at, field)
+        if value is not None:
+            return value
+        at = at.parent_span
+    return None
 
 
 def _named(span: Span, caught_up: int) -> str:

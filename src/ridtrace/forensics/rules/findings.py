@@ -20,7 +20,8 @@ import pandas as pd
 
 from ridtrace.contract import SEVERITY
 from ridtrace.forensics.reading.schema import FINDING_COLUMNS
-from ridtrace.forensics.rules.columns import LinesAt, SpanColumns
+from ridtrace.forensics.rules import MAX_CALLER_DEPTH
+from ridtrace.forensics.rules.columns import LinesAt, SpanColumns, first_rows
 
 Evidence = list[dict[str, Any]]
 
@@ -100,13 +101,43 @@ def of_rows(
     """Findings of one kind about request rows `rows` (their ids are the finding's)."""
     return FindingColumns(
         kind=[kind] * len(rows),
-        request_id=spans.texts("request_id", rows),
-        x_request_id=spans.texts("x_request_id", rows),
+        request_id=request_texts(spans, "request_id", rows),
+        x_request_id=request_texts(spans, "x_request_id", rows),
         span_id=spans.texts("span_id", rows),
         time_us=np.asarray(time_us, dtype=np.int64),
         detail=detail,
         evidence=evidence,
     )
+
+
+def request_texts(spans: SpanColumns, column: str, rows: np.ndarray) -> list[str | None]:
+    """`column` at `rows`; where a row logged none, that of the span it is nested in.
+
+    Dynamo logs a request's ids on two spans: the client's ``x_request_id`` on its
+    ``http-request`` span, the internal ``request_id`` on the ``generate`` span inside
+    it. A finding about the inner span is about that request, and names both ids.
+    """
+    own = spans.texts(column, rows)
+    missing = np.flatnonzero([value is None for value in own])
+    if not len(missing):
+        return own
+    row_of = first_rows(spans.span, spans.span_codes, np.arange(len(spans)))
+    at = rows[missing]
+    for _ in range(MAX_CALLER_DEPTH):
+        parent = spans.parent[at]
+        up = np.where(parent >= 0, row_of[np.maximum(parent, 0)], -1)
+        known = up >= 0
+        missing, at = missing[known], up[known]
+        if not len(at):
+            break
+        still = []
+        for i, value in enumerate(spans.texts(column, at)):
+            if value is None:
+                still.append(i)
+            else:
+                own[missing[i]] = value
+        missing, at = missing[still], at[still]
+    return own
 
 
 def concat(parts: Sequence[FindingColumns]) -> FindingColumns:

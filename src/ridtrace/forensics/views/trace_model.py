@@ -39,6 +39,7 @@ from ridtrace.forensics.views.trace_rows import (
     RequestBlock,
     SpanBar,
     TraceView,
+    logged_id,
 )
 from ridtrace.forensics.views.trace_starts import ANSWERS, shifted_times, unlogged_starts
 from ridtrace.forensics.views.verdicts import (
@@ -235,8 +236,8 @@ def _block(
         duration = None  # it began before its first line read, nobody knows when
     return RequestBlock(
         span_id=root_id,
-        request_id=text(root.request_id),
-        x_request_id=text(root.x_request_id),
+        request_id=logged_id("request_id", root, spans),
+        x_request_id=logged_id("x_request_id", root, spans),
         trace_id=text(root.trace_id),
         route=text(root.route),
         status=text(root.status),

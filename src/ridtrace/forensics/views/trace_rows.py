@@ -4,16 +4,29 @@ block of its facts, its spans on one clock, and its log lines."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
-from ridtrace.forensics.views.verdicts import Verdict
+from ridtrace.contract import FRONTEND
+from ridtrace.forensics.views.verdicts import Verdict, text
 
 # Error findings a block can be part of, in the order that makes it relevant.
 CROSSED_STREAM = "crossed_stream"
 DUPLICATE_IN_FLIGHT = "duplicate_in_flight"
 UNLINKED = "unlinked"
 ERROR_KINDS = (CROSSED_STREAM, DUPLICATE_IN_FLIGHT, UNLINKED)
+
+
+def logged_id(column: str, root: Any, spans: list[Any]) -> str | None:
+    """The caller's `column` (``request_id``, ``x_request_id``); where its own span logged
+    none, the first its frontend spans logged. Dynamo writes the client's id on its
+    ``http-request`` span and the internal one on the ``generate`` span inside it."""
+    own = text(getattr(root, column))
+    if own is not None:
+        return own
+    logged = (text(getattr(s, column)) for s in spans if s.side == FRONTEND)
+    return next((value for value in logged if value is not None), None)
 
 
 @dataclass(frozen=True)
