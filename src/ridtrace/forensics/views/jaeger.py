@@ -72,11 +72,12 @@ def untraced(requests: pd.DataFrame, *, health: bool = False) -> int:
 
 def _inherited_routes(req: pd.DataFrame, parents: dict[Any, Any], routes: dict[Any, Any],
                       looped: set[Any]) -> dict[Any, Any]:
-    """The route of the request each worker span without one works for, through the worker
-    spans above it (a decode worker's prefill worker): its own workers are named after it."""
-    bare = {(t, s) for t, s, side, route in zip(req["jaeger_trace"], req["jaeger_span"],
-                                                 req["side"], req["route"], strict=True)
-            if side == WORKER and not present(route)}
+    """The route of the request each span without one works for, through the spans above
+    it that log none (a decode worker's prefill worker; Dynamo's frontend `generate`
+    span, between its worker's `handle_payload` and its `http-request`): the workers
+    below such a span are named after it."""
+    bare = {(t, s) for t, s, route in zip(req["jaeger_trace"], req["jaeger_span"],
+                                          req["route"], strict=True) if not present(route)}
     out = {}
     for key in bare - looped:
         up = parents.get(key)

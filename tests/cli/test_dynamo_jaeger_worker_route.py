@@ -1,0 +1,54 @@
+"""`export jaeger` names a Dynamo worker's span after the route of the request it worked
+for, through the ``generate`` span between them.
+
+Dynamo's worker ``handle_payload`` span is a child of the frontend's ``generate`` span
+(which logs no route), itself inside the ``http-request`` span that holds the route. The
+worker span was named ``worker request``, the name the docs give a worker whose caller
+is not in the file, though its caller was.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from tests.forensics.helpers import jaeger_spans, ts
+
+_TRACE = "5" * 32
+_HTTP, _GENERATE, _WORKER = "a5" * 8, "b5" * 8, "c5" * 8
+
+
+def _line(at: float, message: str, span: str, **fields: Any) -> str:
+    return json.dumps({"time": ts(at), "level": "INFO", "target": "request_span",
+                       "message": message, "span_id": span, "trace_id": _TRACE, **fields})
+
+
+def test_a_worker_under_generate_is_named_after_the_http_route(tmp_path: Path) -> None:
+    front = {"span_name": "http-request", "method": "POST", "uri": "/inference/v1/generate",
+             "version": "HTTP/1.1", "x_request_id": "1"}
+    inner = {"span_name": "generate", "parent_id": _HTTP, "request_id": "r-1"}
+    work = {"span_name": "handle_payload", "parent_id": _GENERATE, "component": "backend",
+            "endpoint": "generate", "x_request_id": "1"}
+    (tmp_path / "frontend.jsonl").write_text("\n".join([
+        _line(0.0, "SPAN_FIRST_ENTRY", _HTTP, **front),
+        _line(0.001, "SPAN_FIRST_ENTRY", _GENERATE, **inner),
+        _line(0.5, "SPAN_CLOSED", _GENERATE, **inner),
+        _line(0.501, "http response sent", _HTTP, status="200", latency_ms="501", **front),
+    ]) + "\n")
+    (tmp_path / "worker.jsonl").write_text("\n".join([
+        _line(0.01, "request received", _WORKER, **work),
+        _line(0.4, "request completed", _WORKER, **work),
+    ]) + "\n")
+    out = tmp_path / "jaeger.json"
+
+    result = CliRunner().invoke(main, ["export", "jaeger", str(tmp_path / "frontend.jsonl"),
+                                       str(tmp_path / "worker.jsonl"), "-o", str(out), "-q"])
+
+    assert result.exit_code == 0, result.output
+    spans = jaeger_spans(json.loads(out.read_text()))
+    assert spans[_HTTP]["operationName"] == "POST /inference/v1/generate"
+    assert spans[_WORKER]["operationName"] == "worker /inference/v1/generate"
