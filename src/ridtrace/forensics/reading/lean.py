@@ -37,6 +37,7 @@ from ridtrace.contract import (
 from ridtrace.forensics.reading.sql import (
     DISPLAY_FIELDS,
     DYNAMO_OUTCOME,
+    DYNAMO_REQUEST_ID,
     DYNAMO_SENT_ID,
     DYNAMO_UNLINKED,
     DYNAMO_WARNED_HEADER,
@@ -84,7 +85,8 @@ _LISTED = f"""(_rt AND deprecated_headers IS NOT NULL
     AND event IS DISTINCT FROM {literal(DEPRECATED_HEADER)})"""
 # Per line: the fields the aggregates read, each format's spelling resolved.
 _LINE = f"""
-    rn, _t AS time, {began("_rt")} AS _began, request_id, x_request_id,
+    rn, _t AS time, {began("_rt")} AS _began,
+    CASE WHEN _rt THEN request_id ELSE {DYNAMO_REQUEST_ID} END AS request_id, x_request_id,
     CASE WHEN _rt THEN parent_span_id ELSE parent_id END AS parent_span_id,
     CASE WHEN _rt THEN outcome ELSE {DYNAMO_OUTCOME} END AS outcome,
     CASE WHEN _rt THEN fp_in END AS fp_in,

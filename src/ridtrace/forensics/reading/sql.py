@@ -105,6 +105,11 @@ _DYN_DEPRECATED = f"coalesce({DYNAMO_WARNED_HEADER}, {_OLD_HEADER})"
 # of its http-request span names the header's value (`contract.DYNAMO_SENT_ID_FIELD`).
 DYNAMO_SENT_ID = f"""(CASE WHEN span_name = {literal(DYNAMO_HTTP_SPAN)}
     AND "{DYNAMO_SENT_ID_FIELD}" IS NOT NULL THEN {literal(DYNAMO_SENT_ID_HEADER)} END)"""
+# ... and that value was the id it held in flight: at the default INFO level no line of
+# such a request names a request_id, and two callers that sent one value were no
+# duplicate. A request_id a line names is still the one it held.
+DYNAMO_REQUEST_ID = f"""coalesce(request_id, CASE WHEN span_name = {literal(DYNAMO_HTTP_SPAN)}
+    THEN "{DYNAMO_SENT_ID_FIELD}" END)"""
 # Later rows of the translation table win, as a line can match several.
 _DYN_EVENT = f"""CASE
     WHEN message = {literal(DYNAMO_SPAN_CLOSED)} THEN {literal(SPAN_CLOSED)}
@@ -180,7 +185,7 @@ NORMALIZED: dict[str, str] = {
     ),
     "worker": _pick(f"CASE WHEN event IN {_DISPATCH_EVENTS} THEN NULL ELSE worker END", "NULL"),
     "message": "message",
-    "request_id": "request_id",
+    "request_id": _pick("request_id", DYNAMO_REQUEST_ID),
     "x_request_id": "x_request_id",
     "trace_id": "trace_id",
     "span_id": "span_id",
