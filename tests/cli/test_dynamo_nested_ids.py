@@ -79,3 +79,36 @@ def test_the_follower_names_both_ids_as_analyze_does(tmp_path: Path) -> None:
 
     assert {(f["kind"], f["request_id"], f["x_request_id"]) for f in found} == {
         ("duplicate_in_flight", "1", "1"), ("unlinked", "1", "1")}
+
+
+def test_trace_shows_a_step_of_a_step_as_part_of_its_request(tmp_path: Path) -> None:
+    # Newer Dynamo opens a `client_request` span per call to a worker, inside `generate`,
+    # itself inside `http-request`; the worker's `handle_payload` is its child. `trace`
+    # took `client_request` (and the worker under it) for a second request of its own,
+    # while `analyze` counts one.
+    trace, http, gen, call, work = "7" * 32, "a7" * 8, "b7" * 8, "c7" * 8, "d7" * 8
+    front = {"span_name": "http-request", "method": "POST", "uri": "/v1/chat/completions",
+             "x_request_id": "cli-1"}
+    inner = {"span_name": "generate", "parent_id": http, "request_id": "r-7"}
+    outer_call = {"span_name": "client_request", "parent_id": gen, "request_id": "r-7",
+                  "operation": "generate", "x_request_id": "cli-1"}
+    worker = {"span_name": "handle_payload", "parent_id": call, "component": "backend",
+              "endpoint": "generate", "x_request_id": "cli-1"}
+    log = tmp_path / "all.jsonl"
+    log.write_text("\n".join([
+        _line(0.0, "SPAN_FIRST_ENTRY", http, trace, **front),
+        _line(0.001, "SPAN_FIRST_ENTRY", gen, trace, **inner),
+        _line(0.002, "SPAN_FIRST_ENTRY", call, trace, **outer_call),
+        _line(0.01, "request received", work, trace, **worker),
+        _line(0.8, "request completed", work, trace, **worker),
+        _line(0.9, "SPAN_CLOSED", call, trace, **outer_call),
+        _line(0.95, "SPAN_CLOSED", gen, trace, **inner),
+        _line(0.96, "http response sent", http, trace, status="200", latency_ms="960", **front),
+    ]) + "\n")
+
+    result = CliRunner().invoke(main, ["trace", "r-7", str(log), "--format", "json"])
+
+    assert result.exit_code == 0, result.output
+    [request] = json.loads(result.stdout)["requests"]
+    assert request["span_id"] == http
+    assert sorted(s["span_id"] for s in request["spans"]) == [http, gen, call, work]

@@ -64,7 +64,14 @@ def _owners(requests: pd.DataFrame) -> pd.Series:
     # `http-request`) is a step of that caller, not a caller of its own.
     sub = is_front & parent.isin(front_ids).to_numpy()
     top = dict(zip(span[sub], parent[sub], strict=True))
-    owner = span.where(~sub, parent)
+    # A step of a step (newer Dynamo's `client_request` inside `generate`) belongs to
+    # the outermost caller, as the rules count it.
+    for _ in range(MAX_CALLER_DEPTH):
+        outer = {step: top.get(up, up) for step, up in top.items()}
+        if outer == top:
+            break
+        top = outer
+    owner = span.where(~sub, span.map(top))
     worker_owner = parent.map(top)
     worker_owner = worker_owner.where(worker_owner.notna(), parent)
     owner = owner.where(is_front, worker_owner)
