@@ -110,6 +110,11 @@ DYNAMO_SENT_ID = f"""(CASE WHEN span_name = {literal(DYNAMO_HTTP_SPAN)}
 # duplicate. A request_id a line names is still the one it held.
 DYNAMO_REQUEST_ID = f"""coalesce(request_id, CASE WHEN span_name = {literal(DYNAMO_HTTP_SPAN)}
     THEN "{DYNAMO_SENT_ID_FIELD}" END)"""
+# Dynamo logs axum's URI: with its query string (`?api-version=…`), and for an HTTP/2
+# request in absolute form (`http://host:port/path`). The route is its path alone, as
+# ridtrace's own `path` is, or one endpoint is several routes.
+DYNAMO_ROUTE = r"""regexp_replace(regexp_replace(uri, '^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*', ''),
+    '[?#].*$', '')"""
 # Later rows of the translation table win, as a line can match several.
 _DYN_EVENT = f"""CASE
     WHEN message = {literal(DYNAMO_SPAN_CLOSED)} THEN {literal(SPAN_CLOSED)}
@@ -178,7 +183,7 @@ NORMALIZED: dict[str, str] = {
     ),
     "status": _pick("status", f"CASE WHEN {_SENT} THEN status END"),
     "outcome": _pick("outcome", DYNAMO_OUTCOME),
-    "route": _pick("coalesce(route, path)", "uri"),
+    "route": _pick("coalesce(route, path)", DYNAMO_ROUTE),
     "method": "method",
     "service": _pick(
         "service", f"CASE WHEN {_DYN_WORKER} THEN 'dynamo-worker' ELSE 'dynamo-frontend' END"
