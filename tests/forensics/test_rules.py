@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ridtrace.forensics.rules.overlap import client_id_reuse, deprecated_header, duplicate_in_flight
+from ridtrace.forensics.rules.deprecated import deprecated_header
+from ridtrace.forensics.rules.overlap import client_id_reuse, duplicate_in_flight
 from ridtrace.forensics.rules.streams import crossed_stream, unlinked
 from tests.forensics.helpers import requests_frame
 

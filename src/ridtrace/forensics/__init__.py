@@ -21,11 +21,8 @@ if TYPE_CHECKING:
     from ridtrace.forensics.reading.inputs import ForensicsInputError, expand_inputs
     from ridtrace.forensics.records.read import LoadedRequests, read_partials
     from ridtrace.forensics.records.spans import build_requests, requests_from_partials
-    from ridtrace.forensics.rules.overlap import (
-        client_id_reuse,
-        deprecated_header,
-        duplicate_in_flight,
-    )
+    from ridtrace.forensics.rules.deprecated import deprecated_header
+    from ridtrace.forensics.rules.overlap import client_id_reuse, duplicate_in_flight
     from ridtrace.forensics.rules.report import (
         Report,
         analyze,
@@ -92,7 +89,7 @@ _HOME = {
     "correct_skew": "ridtrace.forensics.rules.skew",
     "crossed_stream": "ridtrace.forensics.rules.streams",
     "daily_series": "ridtrace.forensics.views.audit",
-    "deprecated_header": "ridtrace.forensics.rules.overlap",
+    "deprecated_header": "ridtrace.forensics.rules.deprecated",
     "deprecated_usage": "ridtrace.forensics.views.audit",
     "duplicate_in_flight": "ridtrace.forensics.rules.overlap",
     "expand_inputs": "ridtrace.forensics.reading.inputs",

@@ -1,5 +1,5 @@
-"""Findings about ids held at overlapping times: duplicate in flight, client id reuse,
-and the info finding for deprecated id headers.
+"""Findings about ids held at overlapping times: duplicate in flight and client id reuse
+(the info finding for deprecated id headers is in `rules.deprecated`).
 
 Each rule is a pure function, requests DataFrame in, findings DataFrame out; the
 ``find_*`` forms work on `SpanColumns` (integer codes) and return `FindingColumns`, so
@@ -295,20 +295,3 @@ def _request_identities(spans: SpanColumns) -> np.ndarray:
 def client_id_reuse(requests: pd.DataFrame) -> pd.DataFrame:
     """Overlapping requests that shared a client x_request_id under distinct request_ids."""
     return findings_frame(find_client_id_reuse(span_columns(requests)))
-
-
-def find_deprecated_header(spans: SpanColumns) -> FindingColumns:
-    """`deprecated_header` on converted columns."""
-    header = spans.text["deprecated"]
-    rows = np.flatnonzero(
-        pc.is_valid(header).to_numpy(zero_copy_only=False) & spans.front
-    )
-    detail = [f"sent deprecated header {h}" for h in spans.texts("deprecated", rows)]
-    proof = evidence(spans.lines_at("deprecated_line", rows))
-    return of_rows("deprecated_header", spans, rows, spans.start[rows], detail, proof)
-
-
-def deprecated_header(requests: pd.DataFrame) -> pd.DataFrame:
-    """One info finding per request that sent a deprecated id header."""
-    return findings_frame(find_deprecated_header(span_columns(requests)))
-

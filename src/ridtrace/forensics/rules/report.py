@@ -23,6 +23,7 @@ from ridtrace.forensics.records.read import LoadedRequests
 from ridtrace.forensics.records.spans import build_requests, requests_from_partials
 from ridtrace.forensics.rfc3339 import is_iso8601
 from ridtrace.forensics.rules.columns import lookup, span_columns
+from ridtrace.forensics.rules.deprecated import deprecated_header, find_deprecated_header
 from ridtrace.forensics.rules.findings import (
     FindingColumns,
     concat,
@@ -34,10 +35,8 @@ from ridtrace.forensics.rules.instants import unseen_overlaps
 from ridtrace.forensics.rules.overlap import (
     caller_of,
     client_id_reuse,
-    deprecated_header,
     duplicate_in_flight,
     find_client_id_reuse,
-    find_deprecated_header,
     find_duplicate_in_flight,
     open_holders_reason,
     open_id_holders,

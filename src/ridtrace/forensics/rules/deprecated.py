@@ -1,0 +1,36 @@
+"""The info finding for deprecated id headers: one per frontend request that sent one.
+
+A pure function like the other rules: ``find_deprecated_header`` on `SpanColumns`,
+``deprecated_header`` on a requests DataFrame.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow.compute as pc
+
+from ridtrace.forensics.rules.columns import SpanColumns, span_columns
+from ridtrace.forensics.rules.findings import (
+    FindingColumns,
+    evidence,
+    findings_frame,
+    of_rows,
+)
+
+
+def find_deprecated_header(spans: SpanColumns) -> FindingColumns:
+    """`deprecated_header` on converted columns."""
+    header = spans.text["deprecated"]
+    rows = np.flatnonzero(
+        pc.is_valid(header).to_numpy(zero_copy_only=False) & spans.front
+    )
+    detail = [f"sent deprecated header {h}" for h in spans.texts("deprecated", rows)]
+    proof = evidence(spans.lines_at("deprecated_line", rows))
+    return of_rows("deprecated_header", spans, rows, spans.start[rows], detail, proof)
+
+
+def deprecated_header(requests: pd.DataFrame) -> pd.DataFrame:
+    """One info finding per request that sent a deprecated id header."""
+    return findings_frame(find_deprecated_header(span_columns(requests)))
+
