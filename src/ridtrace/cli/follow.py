@@ -136,7 +136,7 @@ def run_follow(
     fail_fast: bool, allow_incomplete: bool, quiet: bool, settle: str = "1s",
 ) -> int:
     """Follow `paths` until a signal (or the first error with `fail_fast`); the exit code."""
-    from ridtrace.cli.analyze import InputError, import_beside
+    from ridtrace.cli.analyze import InputError
     from ridtrace.forensics.reading.inputs import CLOSED_STDIN, is_url, stdin_closed
 
     if "-" in paths and stdin_closed():
@@ -145,20 +145,6 @@ def run_follow(
     url = next((p for p in paths if is_url(p)), None)
     if url is not None:
         raise InputError(f"--follow reads local files and pipes, not a URL: {url}")
-    # pyarrow imports pandas the first time a parsed chunk becomes numpy: about a second
-    # added to the first finding after the follower started, half the 2 s live target,
-    # more on a loaded machine. Imported beside the start, it is in before "following".
-    warm = import_beside("pandas")
-    from ridtrace.forensics.live.follow import Follower, FollowSettings
-    from ridtrace.open_file_limit import raise_open_file_limit
-
-    raise_open_file_limit()  # one descriptor per followed file
-    settings = FollowSettings(
-        from_start=from_start, window_s=parse_duration(window, "--window"),
-        interval=parse_duration(interval, "--poll-interval"),
-        settle_s=parse_duration(settle, "--settle", zero=True),
-    )
-    follower = Follower(paths, settings)
     failed = [False]
     render: Callable[[dict[str, Any]], str] = (
         (lambda f: json.dumps(f, separators=(",", ":"))) if fmt == "json" else table_line
@@ -178,9 +164,14 @@ def run_follow(
 
     # The stop flag stays in place until the summary is out: a second signal while it is
     # made (a `timeout` then a container stop) must not kill the run it already ended.
+    # It is in place before the modules load beside each other, too: a Ctrl-C there
+    # raised KeyboardInterrupt inside an import, which exited 130 with no summary, or,
+    # raised in importlib's lock callback, was swallowed with the import lock still held,
+    # and the follower then waited for the import thread for good, deaf to any signal.
     with StopFlag(quiet=quiet) as stop:
+        follower, settings = _start_follower(paths, from_start, window, interval, settle,
+                                             stop=stop)
         try:
-            warm.join()
             _announce(follower, settings, quiet=quiet)
             follower.run(on_finding, stop=stop, stop_now=stop.now, sleep=stop.sleep)
             summary = follower.summary()
@@ -200,6 +191,34 @@ def run_follow(
     if failed[0]:
         return 1
     return 3 if summary["incomplete"] and not allow_incomplete else 0
+
+
+def _start_follower(
+    paths: tuple[str, ...], from_start: bool, window: str, interval: str, settle: str,
+    *, stop: StopFlag,
+) -> tuple[Follower, FollowSettings]:
+    """Load the follower's modules and make it (nothing read yet)."""
+    from ridtrace.cli.analyze import import_beside
+
+    # pyarrow imports pandas the first time a parsed chunk becomes numpy: about a second
+    # added to the first finding after the follower started, half the 2 s live target,
+    # more on a loaded machine. Imported beside the start, it is in before "following".
+    warm = import_beside("pandas")
+    from ridtrace.forensics.live.follow import Follower, FollowSettings
+    from ridtrace.open_file_limit import raise_open_file_limit
+
+    raise_open_file_limit()  # one descriptor per followed file
+    settings = FollowSettings(
+        from_start=from_start, window_s=parse_duration(window, "--window"),
+        interval=parse_duration(interval, "--poll-interval"),
+        settle_s=parse_duration(settle, "--settle", zero=True),
+    )
+    follower = Follower(paths, settings)
+    # Waited for until a stop, not for good: an import lock a Ctrl-C left held before
+    # this function (see run_follow) keeps the import thread waiting forever.
+    while warm.is_alive() and not stop():
+        warm.join(0.05)
+    return follower, settings
 
 
 def _check_written(stop: StopFlag) -> None:
