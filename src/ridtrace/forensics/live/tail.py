@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ridtrace.forensics.live.chunk import Chunk
+from ridtrace.forensics.live.compressing import still_compressing
 from ridtrace.forensics.live.holes import past_hole
 from ridtrace.forensics.live.identity import (
     HEAD_READ,
@@ -59,6 +60,7 @@ class FileTail:
         self.behind = False
         self._decoded: DecodedStream | None = None
         self._gzip_size = -1
+        self._tear_final = False  # the follow is stopping: a tear seen now is for good
         self.tear: str | None = None
         self.unsupported: str | None = None  # a compression this Python cannot decode
         # Set when the follow is asked to stop: read no byte written after that.
@@ -110,7 +112,9 @@ class FileTail:
         Without a bound, a writer faster than the follower kept a stopped follow reading
         for as long as it wrote: Ctrl-C did nothing, a container stop ran into its kill.
         """
-        if not self.gzip:
+        if self.gzip:
+            self._tear_final = True
+        else:
             self.stop_at = os.fstat(self._fh.fileno()).st_size
 
     def _bounded(self, size: int) -> int:
@@ -255,6 +259,10 @@ class FileTail:
     def _read_gzip(self, max_bytes: int) -> bytes:
         """A rotated, compressed file is read once: to its end, then it is done."""
         if self._decoded is None:
+            status = os.fstat(self._fh.fileno())
+            if not self._tear_final and still_compressing(status, self._gzip_size, grown=False):
+                self.at_eof, self.behind = True, False
+                return b""  # as it was when its tear was seen: not read again yet
             self._fh.seek(0)
             self._decoded = DecodedStream(self._fh)
         data = self._decoded.read(max_bytes)
@@ -262,11 +270,12 @@ class FileTail:
         self.behind = not self.at_eof
         if not self.at_eof:
             return data
-        size = os.fstat(self._fh.fileno()).st_size
-        if self._decoded.tear is not None and size != self._gzip_size:
-            # Still being compressed: read it again from the top next time; the lines
-            # handed out already are skipped by the identity.
-            self._gzip_size, self._decoded = size, None
+        status = os.fstat(self._fh.fileno())
+        if self._decoded.tear is not None and not self._tear_final and still_compressing(
+                status, self._gzip_size, grown=True):
+            # Still being compressed: read it again from the top once it has grown; the
+            # lines handed out already are skipped by the identity.
+            self._gzip_size, self._decoded = status.st_size, None
             self.line, self._held = 0, b""
             # Parts held from the first read would join the first record read again.
             head = self.identity.head if self.identity is not None else b""
