@@ -13,12 +13,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ridtrace.contract import FRONTEND, SPAN_CLOSED, WORKER
+from ridtrace.contract import FRONTEND, WORKER
 from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 from ridtrace.forensics.rules.overlap import ids_held_in_flight
 from ridtrace.forensics.rules.skew import correct_skew
 from ridtrace.forensics.rules.streams import unlinked
+from ridtrace.forensics.views.trace_events import attach_events, ms_since
 from ridtrace.forensics.views.trace_keys import apart_by_trace
 from ridtrace.forensics.views.trace_match import matching_spans
 from ridtrace.forensics.views.trace_rank import (
@@ -35,19 +36,15 @@ from ridtrace.forensics.views.trace_rows import (
     DUPLICATE_IN_FLIGHT,
     ERROR_KINDS,
     UNLINKED,
-    EventRow,
     RequestBlock,
     SpanBar,
     TraceView,
     logged_id,
 )
-from ridtrace.forensics.views.trace_starts import ANSWERS, shifted_times, unlogged_starts
+from ridtrace.forensics.views.trace_starts import unlogged_starts
 from ridtrace.forensics.views.verdicts import (
     CROSSED,
-    NO_ANSWER,
     NO_CALLER,
-    NO_FINGERPRINTS,
-    NO_OUTPUT,
     OutputIndex,
     Verdict,
     text,
@@ -102,10 +99,6 @@ def worker_sides(requests: pd.DataFrame) -> dict[tuple[str, str], str]:
     return {key: f"worker-{i}" for i, key in enumerate(keys)}
 
 
-def _ms(t: Any, t0: pd.Timestamp) -> float:
-    return round(float((pd.Timestamp(t) - t0).total_seconds()) * 1000.0, 3)
-
-
 def build_trace(
     events: pd.DataFrame, requests: pd.DataFrame, ident: str, *, limit: int | None = 10
 ) -> TraceView:
@@ -145,7 +138,7 @@ def build_trace(
         roots_shown["span_id"].astype(str), roots_shown["start"], strict=True)))
     shown = [_block(owner, spans, verdicts, sides, (holders, lost, stand_ins), starts)
              for owner, spans in _spans_by_owner(mine, chosen).items()]
-    _attach_events(shown, events, offsets)
+    attach_events(shown, events, offsets)
     return TraceView(
         ident=ident,
         blocks=shown,
@@ -238,7 +231,7 @@ def _block(
     start_logged = root_id not in starts
     stated = starts.get(root_id)
     t0 = pd.Timestamp(root.start if stated is None else stated)
-    duration: float | None = _ms(_latest_end(spans) if caller is None else root.end, t0)
+    duration: float | None = ms_since(_latest_end(spans) if caller is None else root.end, t0)
     if not start_logged and stated is None:
         duration = None  # it began before its first line read, nobody knows when
     return RequestBlock(
@@ -256,8 +249,8 @@ def _block(
         findings=tuple(k for k in ERROR_KINDS if kinds[k]),
         overlaps=overlaps,
         spans=[
-            SpanBar(_side(s, sides), str(s.span_id), 0.0 if s is caller else _ms(s.start, t0),
-                    _ms(s.end, t0), text(s.outcome), str(s.file),
+            SpanBar(_side(s, sides), str(s.span_id), 0.0 if s is caller else ms_since(s.start, t0),
+                    ms_since(s.end, t0), text(s.outcome), str(s.file),
                     closed=s.closing is not False,
                     opened=s is not caller or start_logged or stated is not None)
             # The caller first, as its start's is the block's clock; then by start.
@@ -269,44 +262,3 @@ def _block(
 def _latest_end(spans: list[Any]) -> Any:
     """The last end among `spans` (missing ones skipped, as pandas' max does)."""
     return pd.Series([s.end for s in spans]).max()
-
-
-
-def _attach_events(
-    blocks: list[RequestBlock], events: pd.DataFrame, offsets: dict[str, int]
-) -> None:
-    """Fill each shown block's events: its spans' lines on the corrected clock, in time order."""
-    wanted = {bar.span_id: block for block in blocks for bar in block.spans}
-    label = {bar.span_id: bar.side for block in blocks for bar in block.spans}
-    rows = events[events["span_id"].isin(list(wanted)).to_numpy()]
-    rows = rows.assign(shifted_time=shifted_times(rows, offsets))
-    rows = rows.sort_values(["shifted_time", "file", "line"], kind="stable")
-    answered: dict[int, tuple[RequestBlock, float]] = {}
-    closed: dict[int, tuple[RequestBlock, float]] = {}
-    for r in rows.itertuples(index=False):
-        block = wanted[str(r.span_id)]
-        event = EventRow(
-            ms=_ms(r.shifted_time, block.start),
-            side=label[str(r.span_id)],
-            span_id=str(r.span_id),
-            event=text(r.event) or text(r.message) or "",
-            outcome=text(r.outcome),
-            level=text(r.level),
-            file=str(r.file),
-            line=int(r.line),  # type: ignore[arg-type]
-        )
-        block.events.append(event)
-        if event.span_id == block.span_id and event.event in (*ANSWERS, SPAN_CLOSED):
-            (answered if event.event in ANSWERS else closed)[id(block)] = (block, event.ms)
-    # Dynamo at INFO with span events logs no answer: its span's close ends it, no crash
-    # cut it off ('no answer logged'). An answer line wins.
-    answered = {**closed, **answered}
-    # The caller's duration ends with its answer: lines its tasks logged after it (the
-    # legacy pump's Unlinked response) showed a 500 sent at 24 ms as a request of 87 ms.
-    # Its bar still spans them: the id was held until then.
-    for block, ms in answered.values():
-        if block.duration_ms is not None:  # None: its start, and so its duration, unknown
-            block.duration_ms = ms
-    for block in blocks:
-        if id(block) not in answered and block.verdict.label in (NO_FINGERPRINTS, NO_OUTPUT):
-            block.verdict = Verdict(NO_ANSWER)

@@ -1,0 +1,59 @@
+"""The log lines of the blocks `ridtrace trace` shows, on the corrected clock, and what
+they say about each caller's answer (its duration ends with it; none logged is a verdict).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from ridtrace.contract import SPAN_CLOSED
+from ridtrace.forensics.views.trace_rows import EventRow, RequestBlock
+from ridtrace.forensics.views.trace_starts import ANSWERS, shifted_times
+from ridtrace.forensics.views.verdicts import NO_ANSWER, NO_FINGERPRINTS, NO_OUTPUT, Verdict, text
+
+
+def ms_since(t: Any, t0: pd.Timestamp) -> float:
+    """Milliseconds from `t0` to `t`, to the microsecond."""
+    return round(float((pd.Timestamp(t) - t0).total_seconds()) * 1000.0, 3)
+
+
+def attach_events(
+    blocks: list[RequestBlock], events: pd.DataFrame, offsets: dict[str, int]
+) -> None:
+    """Fill each shown block's events: its spans' lines on the corrected clock, in time order."""
+    wanted = {bar.span_id: block for block in blocks for bar in block.spans}
+    label = {bar.span_id: bar.side for block in blocks for bar in block.spans}
+    rows = events[events["span_id"].isin(list(wanted)).to_numpy()]
+    rows = rows.assign(shifted_time=shifted_times(rows, offsets))
+    rows = rows.sort_values(["shifted_time", "file", "line"], kind="stable")
+    answered: dict[int, tuple[RequestBlock, float]] = {}
+    closed: dict[int, tuple[RequestBlock, float]] = {}
+    for r in rows.itertuples(index=False):
+        block = wanted[str(r.span_id)]
+        event = EventRow(
+            ms=ms_since(r.shifted_time, block.start),
+            side=label[str(r.span_id)],
+            span_id=str(r.span_id),
+            event=text(r.event) or text(r.message) or "",
+            outcome=text(r.outcome),
+            level=text(r.level),
+            file=str(r.file),
+            line=int(r.line),  # type: ignore[arg-type]
+        )
+        block.events.append(event)
+        if event.span_id == block.span_id and event.event in (*ANSWERS, SPAN_CLOSED):
+            (answered if event.event in ANSWERS else closed)[id(block)] = (block, event.ms)
+    # Dynamo at INFO with span events logs no answer: its span's close ends it, no crash
+    # cut it off ('no answer logged'). An answer line wins.
+    answered = {**closed, **answered}
+    # The caller's duration ends with its answer: lines its tasks logged after it (the
+    # legacy pump's Unlinked response) showed a 500 sent at 24 ms as a request of 87 ms.
+    # Its bar still spans them: the id was held until then.
+    for block, ms in answered.values():
+        if block.duration_ms is not None:  # None: its start, and so its duration, unknown
+            block.duration_ms = ms
+    for block in blocks:
+        if id(block) not in answered and block.verdict.label in (NO_FINGERPRINTS, NO_OUTPUT):
+            block.verdict = Verdict(NO_ANSWER)
