@@ -16,7 +16,8 @@ import grpc.aio
 
 from ridtrace.tracing import metrics
 from ridtrace.tracing.context import serve_in_this_task
-from ridtrace.tracing.grpc.call import CallConfig, GrpcCall
+from ridtrace.tracing.grpc.call import GrpcCall
+from ridtrace.tracing.grpc.call_config import CallConfig
 from ridtrace.tracing.grpc.context import TracedServicerContext
 from ridtrace.tracing.grpc.counting import count_requests
 from ridtrace.tracing.grpc.lookup import instrumentation_suppressed, traced_outside

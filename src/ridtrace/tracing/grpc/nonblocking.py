@@ -23,7 +23,7 @@ from typing import Any
 
 import grpc
 
-from ridtrace.tracing.grpc.call import CallConfig
+from ridtrace.tracing.grpc.call_config import CallConfig
 from ridtrace.tracing.grpc.method import MethodInfo, behavior_of
 from ridtrace.tracing.grpc.status import CallEnded
 from ridtrace.tracing.grpc.sync import (

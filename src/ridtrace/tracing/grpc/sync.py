@@ -16,7 +16,8 @@ from typing import Any
 import grpc
 
 from ridtrace.tracing.context import remember_on_exception
-from ridtrace.tracing.grpc.call import CallConfig, GrpcCall
+from ridtrace.tracing.grpc.call import GrpcCall
+from ridtrace.tracing.grpc.call_config import CallConfig
 from ridtrace.tracing.grpc.method import MethodInfo, behavior_of
 from ridtrace.tracing.grpc.status import CallEnded, RequestUndecodable, deadline_passed
 from ridtrace.tracing.grpc.sync_context import SyncTracedServicerContext
