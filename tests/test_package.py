@@ -52,7 +52,7 @@ def test_the_read_paths_start_without_pandas(module: str) -> None:
 
 
 def test_analyze_imports_the_rules_beside_the_read() -> None:
-    from ridtrace.cli.analyze import import_beside
+    from ridtrace.cli.background_import import import_beside
 
     thread = import_beside("ridtrace.forensics.rules.report")
     thread.join(timeout=60)

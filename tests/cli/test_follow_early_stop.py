@@ -17,17 +17,17 @@ from tests.forensics.helpers import rt_request
 # ("Exception ignored in: <function _get_module_lock.<locals>.cb>").
 _CTRL_C_WHILE_LOADING = textwrap.dedent("""
     import _imp, os, signal, sys
-    import ridtrace.cli.analyze as analyze
+    import ridtrace.cli.background_import as background
     from ridtrace.cli.main import run
 
-    started = analyze.import_beside
+    started = background.import_beside
 
     def import_then_ctrl_c(module):
         thread = started(module)
         os.kill(os.getpid(), signal.SIGINT)
         return thread
 
-    analyze.import_beside = import_then_ctrl_c
+    background.import_beside = import_then_ctrl_c
     _imp.acquire_lock()
     sys.argv[0] = "ridtrace"
     run()

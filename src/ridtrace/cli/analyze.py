@@ -6,11 +6,7 @@ pyarrow are imported inside the command so ``ridtrace --help`` stays instant.
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import os
 import sys
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -18,24 +14,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ridtrace.cli import quick_exit
+from ridtrace.cli.background_import import import_beside
 from ridtrace.cli.engine import dask_report, engine_choice, engine_options
 from ridtrace.cli.follow import follow_command, follow_options
-from ridtrace.cli.output import refuse_to_overwrite, whole_file
+from ridtrace.cli.output import InputError, emit, refuse_to_overwrite, warn_read_stats
 
 if TYPE_CHECKING:
     from ridtrace.forensics.reading.events import LoadedLogs
-    from ridtrace.forensics.reading.stats import ReadStats
     from ridtrace.forensics.records.read import LoadedRequests
     from ridtrace.forensics.rules.report import Report
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
-
-
-class InputError(click.ClickException):
-    """Missing or unreadable input: exit code 2, like a usage error."""
-
-    exit_code = 2
 
 
 def _no_empty_path(
@@ -86,23 +76,6 @@ def _with_progress(
         return read(lambda n: progress.advance(task, n))
 
 
-def import_beside(module: str) -> threading.Thread:
-    """Import `module` on a thread of its own, started now.
-
-    The rules' modules and pandas take most of a second to import, on one core, while
-    the other core waits: imported beside the read, they cost no wall time.
-    A failed import is left for the caller's own import to raise.
-    """
-
-    def work() -> None:
-        with contextlib.suppress(Exception):
-            importlib.import_module(module)
-
-    thread = threading.Thread(target=work, name="ridtrace-import", daemon=True)
-    thread.start()
-    return thread
-
-
 def load_logs(
     paths: Sequence[str], *, quiet: bool, lean: bool = False, writes: Sequence[Path | None] = (),
 ) -> LoadedLogs:
@@ -149,27 +122,6 @@ def read_for_analysis(
     return read
 
 
-def warn_read_stats(stats: ReadStats) -> None:
-    """Stderr lines about bad lines, ignored and unreadable files, with file:line samples.
-
-    Not called under --quiet: then the exit code (3 for input read only in part) and the
-    report's summary (``unreadable_files``, ``incomplete_reasons``) say it.
-    """
-    from ridtrace.forensics.printable import visible  # file names are anyone's text
-
-    if stats.bad_lines:
-        samples = ", ".join(f"{s.file}:{s.line} ({s.reason})" for s in stats.samples[:3])
-        click.echo(visible(f"ridtrace: skipped {stats.bad_lines} bad line(s), e.g. {samples}"),
-                   err=True)
-    for note in stats.ignored_files:
-        click.echo(visible(f"ridtrace: ignored {note.file}: {note.reason}"), err=True)
-    for note in stats.unreadable_files:
-        click.echo(visible(f"ridtrace: could not read all of {note.file}: {note.reason}"),
-                   err=True)
-    if stats.lines == 0:
-        click.echo("ridtrace: no log lines found", err=True)
-
-
 def exit_code(report: Report, *, allow_incomplete: bool) -> int:
     """1 on an error finding; 3 when the input was incomplete (unless allowed); else 0."""
     if report.has_errors:
@@ -189,33 +141,6 @@ def parse_time_option(value: str | None, name: str) -> Any:
         return parse_time(value, bound=name.lstrip("-"))
     except (ValueError, OverflowError) as exc:
         raise click.BadParameter(f"not an ISO 8601 time: {value!r}", param_hint=name) from exc
-
-
-def echo_out(text: str, *, nl: bool = True, what: str) -> None:
-    """`text` on stdout, flushed; a full disk or a closed pipe is exit 2 with a message
-    naming `what` could not be written, never a traceback."""
-    try:
-        click.echo(text, nl=nl)
-        sys.stdout.flush()  # the failure shows here, not at exit
-    except OSError as exc:
-        # Nothing more can reach stdout: point it at /dev/null so the exit's flush
-        # does not fail again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise InputError(f"cannot write {what} to standard output: "
-                         f"{exc.strerror or exc}") from None
-
-
-def emit(text: str, output: Path | None) -> None:
-    """Write the report to `output`, or to stdout; a report that cannot be written is an
-    error (exit 2), never a traceback or an exit code that reads as findings."""
-    if output is None or str(output) == "-":  # -o - is stdout, as - is stdin for inputs
-        echo_out(text, nl=not text.endswith("\n"), what="the report")
-        return
-    try:
-        with whole_file(output) as handle:
-            handle.write(text if text.endswith("\n") else text + "\n")
-    except OSError as exc:
-        raise InputError(f"cannot write {output}: {exc.strerror}") from exc
 
 
 @click.command("analyze")

@@ -114,8 +114,7 @@ def dask_load(
 
     ``writes``: the files the command will write, refused when one is a log it read.
     """
-    from ridtrace.cli.analyze import InputError, warn_read_stats
-    from ridtrace.cli.output import LOCAL_URL, refuse_to_overwrite
+    from ridtrace.cli.output import LOCAL_URL, InputError, refuse_to_overwrite, warn_read_stats
 
     try:
         from ridtrace.forensics.dask_engine import engine as dask_engine

@@ -136,7 +136,7 @@ def run_follow(
     fail_fast: bool, allow_incomplete: bool, quiet: bool, settle: str = "1s",
 ) -> int:
     """Follow `paths` until a signal (or the first error with `fail_fast`); the exit code."""
-    from ridtrace.cli.analyze import InputError
+    from ridtrace.cli.output import InputError
     from ridtrace.forensics.reading.inputs import CLOSED_STDIN, is_url, stdin_closed
 
     if "-" in paths and stdin_closed():
@@ -151,7 +151,7 @@ def run_follow(
     )
 
     from ridtrace.cli import quick_exit
-    from ridtrace.cli.analyze import echo_out
+    from ridtrace.cli.output import echo_out
 
     def on_finding(finding: dict[str, Any]) -> bool:
         with stop.writing(1, "findings to standard output"):
@@ -198,7 +198,7 @@ def _start_follower(
     *, stop: StopFlag,
 ) -> tuple[Follower, FollowSettings]:
     """Load the follower's modules and make it (nothing read yet)."""
-    from ridtrace.cli.analyze import import_beside
+    from ridtrace.cli.background_import import import_beside
 
     # pyarrow imports pandas the first time a parsed chunk becomes numpy: about a second
     # added to the first finding after the follower started, half the 2 s live target,
@@ -224,7 +224,7 @@ def _start_follower(
 def _check_written(stop: StopFlag) -> None:
     """A write the stop gave up on (nothing read it) fails the run as an unwritable
     stdout does: exit 2, not a code that reads as what the findings say."""
-    from ridtrace.cli.analyze import InputError
+    from ridtrace.cli.output import InputError
 
     class Shown(InputError):
         def show(self, file: Any = None) -> None:

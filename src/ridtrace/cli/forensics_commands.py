@@ -10,16 +10,13 @@ from typing import TYPE_CHECKING
 import click
 
 from ridtrace.cli.analyze import (
-    InputError,
     allow_incomplete_option,
-    echo_out,
-    emit,
     load_logs,
     paths_argument,
     quiet_option,
 )
 from ridtrace.cli.engine import dask_load, engine_choice, engine_options
-from ridtrace.cli.output import whole_file
+from ridtrace.cli.output import InputError, echo_out, emit, whole_file
 from ridtrace.forensics.printable import visible
 from ridtrace.forensics.reading.stats import incomplete_reasons
 

@@ -1,4 +1,5 @@
-"""Reports and exports written whole or not at all.
+"""Reports and exports written whole or not at all; the read's warnings on stderr; the
+input error (exit 2) every forensic command raises.
 
 A report written straight to its path was left cut short when the write failed (a full
 disk) or the command was stopped (Ctrl-C, SIGTERM, a CI timeout) half way through a
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
     from ridtrace.forensics.reading.stats import ReadStats
 
 __all__ = [
-    "LOCAL_URL", "WouldOverwriteALog", "overwritten_log", "refuse_to_overwrite", "whole_file",
+    "LOCAL_URL", "InputError", "WouldOverwriteALog", "echo_out", "emit", "overwritten_log",
+    "refuse_to_overwrite", "warn_read_stats", "whole_file",
 ]
 
 
@@ -150,3 +152,57 @@ def overwritten_log(targets: Iterable[Path | None], read: Iterable[Path | None])
             if (info.st_dev, info.st_ino) in written:
                 return written[(info.st_dev, info.st_ino)]
     return None
+
+
+class InputError(click.ClickException):
+    """Missing or unreadable input: exit code 2, like a usage error."""
+
+    exit_code = 2
+
+
+def warn_read_stats(stats: ReadStats) -> None:
+    """Stderr lines about bad lines, ignored and unreadable files, with file:line samples.
+
+    Not called under --quiet: then the exit code (3 for input read only in part) and the
+    report's summary (``unreadable_files``, ``incomplete_reasons``) say it.
+    """
+    from ridtrace.forensics.printable import visible  # file names are anyone's text
+
+    if stats.bad_lines:
+        samples = ", ".join(f"{s.file}:{s.line} ({s.reason})" for s in stats.samples[:3])
+        click.echo(visible(f"ridtrace: skipped {stats.bad_lines} bad line(s), e.g. {samples}"),
+                   err=True)
+    for note in stats.ignored_files:
+        click.echo(visible(f"ridtrace: ignored {note.file}: {note.reason}"), err=True)
+    for note in stats.unreadable_files:
+        click.echo(visible(f"ridtrace: could not read all of {note.file}: {note.reason}"),
+                   err=True)
+    if stats.lines == 0:
+        click.echo("ridtrace: no log lines found", err=True)
+
+
+def echo_out(text: str, *, nl: bool = True, what: str) -> None:
+    """`text` on stdout, flushed; a full disk or a closed pipe is exit 2 with a message
+    naming `what` could not be written, never a traceback."""
+    try:
+        click.echo(text, nl=nl)
+        sys.stdout.flush()  # the failure shows here, not at exit
+    except OSError as exc:
+        # Nothing more can reach stdout: point it at /dev/null so the exit's flush
+        # does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise InputError(f"cannot write {what} to standard output: "
+                         f"{exc.strerror or exc}") from None
+
+
+def emit(text: str, output: Path | None) -> None:
+    """Write the report to `output`, or to stdout; a report that cannot be written is an
+    error (exit 2), never a traceback or an exit code that reads as findings."""
+    if output is None or str(output) == "-":  # -o - is stdout, as - is stdin for inputs
+        echo_out(text, nl=not text.endswith("\n"), what="the report")
+        return
+    try:
+        with whole_file(output) as handle:
+            handle.write(text if text.endswith("\n") else text + "\n")
+    except OSError as exc:
+        raise InputError(f"cannot write {output}: {exc.strerror}") from exc
