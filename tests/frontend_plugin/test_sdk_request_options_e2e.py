@@ -164,6 +164,10 @@ def test_chat_modalities_that_ask_for_audio_are_refused(oai: openai.OpenAI) -> N
     ({"thinking": {"type": "enabled", "budget_tokens": 500}}, "thinking.budget_tokens"),
     ({"thinking": {"type": "enabled", "budget_tokens": 4096}}, "thinking.budget_tokens"),
     ({"thinking": "on"}, "thinking"),
+    # A typo of a type (or another API's word): every model refuses a type it has not.
+    ({"thinking": {"type": "enable", "budget_tokens": 1024}}, "thinking.type"),
+    ({"thinking": {"type": "on"}}, "thinking.type"),
+    ({"thinking": {"type": "adaptive", "display": "full"}}, "thinking.display"),
     ({"system": [{"type": "image", "source": {"type": "url", "url": "https://x/y.png"}}]},
      "system[0]"),
 ])

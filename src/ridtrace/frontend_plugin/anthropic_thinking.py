@@ -1,4 +1,5 @@
-"""What Anthropic's API requires of a conversation when ``thinking`` is enabled.
+"""Anthropic's ``thinking`` option, and what its API requires of a conversation when
+thinking is enabled.
 
 With ``thinking: {"type": "enabled"}`` the model's turn in progress starts with its
 thinking, so the assistant message that turn began with must be sent back starting with
@@ -13,10 +14,52 @@ from __future__ import annotations
 from typing import Any
 
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
+from ridtrace.tracing.identity import shown_text
 
-__all__ = ["check_thinking_turns"]
+__all__ = ["MIN_THINKING_BUDGET", "THINKING_TYPES", "check_thinking_config",
+           "check_thinking_turns"]
 
 _THINKING_BLOCKS = ("thinking", "redacted_thinking")
+MIN_THINKING_BUDGET = 1024
+"""Anthropic's least ``thinking.budget_tokens``."""
+THINKING_TYPES = ("enabled", "disabled", "adaptive", "between_tools")
+"""The ``thinking.type`` values Anthropic's API (and its SDK's types) know of."""
+_DISPLAYS = ("summarized", "omitted")
+
+
+def check_thinking_config(body: dict[str, Any], max_tokens: int | None) -> None:
+    """``thinking``: an object whose ``type`` is one of :data:`THINKING_TYPES` and whose
+    ``display``, if any, ``summarized`` or ``omitted``; ``enabled`` takes a
+    ``budget_tokens`` from 1024 to below ``max_tokens`` (when there is one), as
+    Anthropic's API checks it.
+
+    Which of the types a model serves depends on the model, but a type none has (a typo,
+    ``"enable"``; another API's word, ``"on"``) is refused by every one: served here, a
+    request that "worked" asked for no thinking at all and failed at the real API.
+    """
+    thinking = body.get("thinking")
+    if thinking is None:
+        return
+    if not isinstance(thinking, dict) or not isinstance(thinking.get("type"), str):
+        sent = "" if isinstance(thinking, dict) else f", not {kind_of(thinking)}"
+        raise InvalidRequest(f"'thinking' must be an object with a string 'type'{sent}",
+                             param="thinking")
+    if thinking["type"] not in THINKING_TYPES:
+        # The type is the client's text: capped and escaped before it is logged.
+        raise InvalidRequest(
+            f"'thinking.type' must be one of {', '.join(THINKING_TYPES)}, not "
+            f"'{shown_text(thinking['type'], 32)}'", param="thinking.type")
+    display = thinking.get("display")
+    if display is not None and display not in _DISPLAYS:
+        raise InvalidRequest(f"'thinking.display' must be {' or '.join(_DISPLAYS)}",
+                             param="thinking.display")
+    if thinking["type"] == "enabled":
+        budget = thinking.get("budget_tokens")
+        below = f" and less than 'max_tokens' ({max_tokens})" if max_tokens else ""
+        if (not isinstance(budget, int) or isinstance(budget, bool)
+                or not MIN_THINKING_BUDGET <= budget < (max_tokens or budget + 1)):
+            raise InvalidRequest(f"'thinking.budget_tokens' must be an integer of at least "
+                                 f"{MIN_THINKING_BUDGET}{below}", param="thinking")
 
 
 def check_thinking_turns(body: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ridtrace.frontend_plugin.anthropic_thinking import check_thinking_config
 from ridtrace.frontend_plugin.anthropic_tools import check_anthropic_tools
 from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
@@ -54,8 +55,6 @@ MAX_BEST_OF = 20
 """OpenAI's limit on the legacy completions' ``best_of``."""
 MAX_USER_ID_LENGTH = 256
 """Anthropic's limit on ``metadata.user_id``."""
-MIN_THINKING_BUDGET = 1024
-"""Anthropic's least ``thinking.budget_tokens``."""
 _CHAT_TOOL_CHOICES = ("none", "auto", "required")
 _ANTHROPIC_TOOL_CHOICES = ("auto", "any", "tool", "none")
 _TEXT_ONLY = "the engines here answer with text only and cannot be made to call a tool"
@@ -254,7 +253,7 @@ def anthropic_options(body: dict[str, Any], max_tokens: int | None) -> dict[str,
     ``tool_choice`` that forces a call is counted, not refused, and a thinking budget
     has no ``max_tokens`` to stay below.
     """
-    _thinking(body, max_tokens)
+    check_thinking_config(body, max_tokens)
     _anthropic_metadata_and_tools(body, replying=max_tokens is not None)
     return anthropic_format(body)
 
@@ -282,22 +281,3 @@ def _anthropic_metadata_and_tools(body: dict[str, Any], *, replying: bool) -> No
                       f"{', '.join(_ANTHROPIC_TOOL_CHOICES)}", "tool_choice")
     if replying and kind in ("any", "tool"):
         raise _refuse(f"'tool_choice' cannot force a tool call: {_TEXT_ONLY}", "tool_choice")
-
-
-def _thinking(body: dict[str, Any], max_tokens: int | None) -> None:
-    """``thinking``: an object with a string ``type``; ``enabled`` takes a
-    ``budget_tokens`` from 1024 to below ``max_tokens`` (when there is one), as
-    Anthropic's API checks it (the other types depend on the model, so only their shape
-    is checked)."""
-    thinking = _object(body, "thinking")
-    if thinking is None:
-        return
-    if not isinstance(thinking.get("type"), str):
-        raise _refuse("'thinking' must be an object with a string 'type'", "thinking")
-    if thinking["type"] == "enabled":
-        budget = thinking.get("budget_tokens")
-        below = f" and less than 'max_tokens' ({max_tokens})" if max_tokens else ""
-        if (not isinstance(budget, int) or isinstance(budget, bool)
-                or not MIN_THINKING_BUDGET <= budget < (max_tokens or budget + 1)):
-            raise _refuse(f"'thinking.budget_tokens' must be an integer of at least "
-                          f"{MIN_THINKING_BUDGET}{below}", "thinking")
