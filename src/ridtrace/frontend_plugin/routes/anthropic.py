@@ -112,6 +112,8 @@ def _check_contents(messages: Any) -> None:
                 _check_text(block.get("text"), f"{where}[{number}]")
             if isinstance(block, dict) and block.get("type") == "image":
                 _check_image_type(block.get("source"), f"{where}[{number}].source")
+            if isinstance(block, dict) and block.get("type") == "document":
+                _check_document_type(block.get("source"), f"{where}[{number}].source")
 
 
 def _check_text(text: Any, where: str) -> None:
@@ -148,6 +150,23 @@ def _check_image_type(source: Any, where: str) -> None:
             kind_of(media_type))
         raise InvalidRequest(f"'{where}.media_type' must be {', '.join(_IMAGE_TYPES[:-1])} "
                              f"or {_IMAGE_TYPES[-1]}, not {sent}", param=f"{where}.media_type")
+
+
+# The one media type Anthropic's API takes per document source that names one: a Word
+# file sent as base64, or Markdown as text/markdown, is refused there (400).
+_DOCUMENT_TYPES = {"base64": "application/pdf", "text": "text/plain"}
+
+
+def _check_document_type(source: Any, where: str) -> None:
+    kind = source.get("type") if isinstance(source, dict) else None
+    wanted = _DOCUMENT_TYPES.get(kind) if isinstance(kind, str) else None
+    if wanted is None or source.get("media_type") == wanted:
+        return  # a URL, a file id or content blocks: no media type to name
+    media_type = source.get("media_type")
+    sent = f"'{shown_text(media_type, 64)}'" if isinstance(media_type, str) else (
+        kind_of(media_type))
+    raise InvalidRequest(f"'{where}.media_type' of a {kind} document must be "
+                         f"{wanted}, not {sent}", param=f"{where}.media_type")
 
 
 def messages_prompt(body: dict[str, Any]) -> str:
