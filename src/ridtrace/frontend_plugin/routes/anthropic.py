@@ -70,13 +70,15 @@ def sent_by_anthropic_sdk(headers: list[tuple[bytes, bytes]]) -> bool:
 def system_text(body: dict[str, Any]) -> str | None:
     """The ``system`` prompt: a string or a list of ``text`` blocks, the only blocks
     Anthropic's API takes there (another, say an image, is a 400 there: it was left out
-    here without a word)."""
+    here without a word), none of them empty or only whitespace, as in a message (a
+    template whose system variable came out empty was served here, refused there)."""
     system = body.get("system")
     if isinstance(system, list):
         for index, block in enumerate(system):
             if not isinstance(block, dict) or block.get("type") != "text":
                 raise InvalidRequest(f"'system[{index}]' must be a text block",
                                      param=f"system[{index}]")
+            _check_text_block(block.get("text"), f"system[{index}]")
     return content_text(system, "system") if system is not None else None
 
 
@@ -106,14 +108,17 @@ def _check_contents(messages: Any) -> None:
             _check_text(content, where)
         for number, block in enumerate(content if isinstance(content, list) else ()):
             if isinstance(block, dict) and block.get("type") == "text":
-                if block.get("text") == "":
-                    raise InvalidRequest(f"'{where}[{number}]': text content blocks must be "
-                                         "non-empty", param=f"{where}[{number}]")
-                _check_text(block.get("text"), f"{where}[{number}]")
+                _check_text_block(block.get("text"), f"{where}[{number}]")
             if isinstance(block, dict) and block.get("type") == "image":
                 _check_image_type(block.get("source"), f"{where}[{number}].source")
             if isinstance(block, dict) and block.get("type") == "document":
                 _check_document_type(block.get("source"), f"{where}[{number}].source")
+
+
+def _check_text_block(text: Any, where: str) -> None:
+    if text == "":
+        raise InvalidRequest(f"'{where}': text content blocks must be non-empty", param=where)
+    _check_text(text, where)
 
 
 def _check_text(text: Any, where: str) -> None:
