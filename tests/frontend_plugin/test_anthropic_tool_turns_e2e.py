@@ -60,6 +60,13 @@ def _results(*ids: str, text_first: bool = False) -> Any:
     ([ASK, _uses("toolu_1"), {"role": "user", "content": [{"type": "tool_result",
                                                             "content": "sunny"}]}],
      "'messages[2].content[0].tool_use_id' must be a non-empty string"),
+    # A call kept without the tool it named (a loop that stored id and input only).
+    ([ASK, {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1",
+                                               "input": {}}]}, _results("toolu_1")],
+     "'messages[1].content[0].name' must be a non-empty string"),
+    ([ASK, {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1",
+                                               "name": "", "input": {}}]}, _results("toolu_1")],
+     "'messages[1].content[0].name' must be a non-empty string"),
     # Ids Anthropic's pattern refuses: another provider's call ids (Kimi's
     # "functions.name:0"), MCP-namespaced ones, in a call or in its result.
     ([ASK, _uses("functions.weather:0"), _results("functions.weather:0")],

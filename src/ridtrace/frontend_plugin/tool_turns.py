@@ -151,7 +151,7 @@ def check_function_call_items(items: list[Any]) -> None:
 
 def check_tool_uses(messages: list[Any]) -> None:
     """Refuse ``tool_use`` / ``tool_result`` blocks Anthropic's API refuses: a
-    ``tool_use`` without a string ``id`` or whose ``input`` is no object, an id (or a
+    ``tool_use`` without a string ``id`` or ``name``, or whose ``input`` is no object, an id (or a
     result's ``tool_use_id``) with characters Anthropic's pattern does not take, an id
     another ``tool_use`` of the request already has, one the next
     message answers with no ``tool_result``, a ``tool_result`` without a
@@ -219,6 +219,10 @@ def _tool_use_ids(blocks: list[dict[str, Any]], where: str, used: set[str]) -> l
             raise InvalidRequest(f"'{at}': `tool_use` ids must be unique: "
                                  f"{shown_text(block['id'], _SHOWN_ID)}", param=at)
         used.add(block["id"])
+        if not isinstance(block.get("name"), str) or not block["name"]:
+            # The call names its tool; a loop that kept only id and input was served.
+            raise InvalidRequest(f"'{at}.name' must be a non-empty string (the tool "
+                                 "called)", param=f"{at}.name")
         if not isinstance(block.get("input"), dict):
             raise InvalidRequest(f"'{at}.input' must be an object (the tool's input), not "
                                  f"{kind_of(block.get('input'))}", param=f"{at}.input")
