@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ridtrace.frontend_plugin.anthropic_cache_control import check_cache_control
 from ridtrace.frontend_plugin.anthropic_thinking import check_thinking_turns
 from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
@@ -182,6 +183,7 @@ def messages_prompt(body: dict[str, Any]) -> str:
     prompt = chat_prompt(body.get("messages"), "messages", system, MESSAGES_ROLES)
     check_tool_uses(body["messages"])
     check_thinking_turns(body)
+    check_cache_control(body)
     return prompt
 
 
