@@ -45,3 +45,30 @@ def test_the_media_types_anthropic_takes_are_served(
         {"type": "image", "source": {"type": "url", "url": "https://example.com/a.jpg"}},
         {"type": "text", "text": "describe"}]}]
     assert claude.messages.count_tokens(model="echo", messages=url).input_tokens == 2
+
+
+def _in_tool_result(media_type: str) -> Any:
+    return [{"role": "user", "content": "take a screenshot"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "screenshot", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                          "content": [{"type": "image", "source": {
+                                              "type": "base64", "media_type": media_type,
+                                              "data": PNG}}]}]}]
+
+
+def test_an_image_in_a_tool_result_is_held_to_the_same_types(
+    claude: anthropic.Anthropic,
+) -> None:
+    # A screenshot tool's result is where "image/jpg" turns up most: it was served.
+    tools: Any = [{"name": "screenshot", "input_schema": {"type": "object"}}]
+    with pytest.raises(anthropic.BadRequestError) as refused:
+        claude.messages.create(model="echo", max_tokens=16, tools=tools,
+                               messages=_in_tool_result("image/jpg"))
+    assert "'messages[2].content[0].content[0].source.media_type'" in (
+        refused.value.api_message or ""), refused.value.body
+    with pytest.raises(anthropic.BadRequestError):
+        claude.messages.count_tokens(model="echo", tools=tools,
+                                     messages=_in_tool_result("image/jpg"))
+    assert claude.messages.create(model="echo", max_tokens=16, tools=tools,
+                                  messages=_in_tool_result("image/png"))

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from ridtrace.frontend_plugin.anthropic_cache_control import check_cache_control
+from ridtrace.frontend_plugin.anthropic_media import check_media_types
 from ridtrace.frontend_plugin.anthropic_thinking import check_thinking_turns
 from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
     Parsed,
-    kind_of,
     model_name,
     opt_bool,
     token_limit,
@@ -22,7 +22,6 @@ from ridtrace.frontend_plugin.sampling import anthropic_sampling
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.tool_turns import check_tool_uses
 from ridtrace.tracing import current_request_id
-from ridtrace.tracing.identity import shown_text
 
 __all__ = [
     "MESSAGES",
@@ -110,10 +109,11 @@ def _check_contents(messages: Any) -> None:
         for number, block in enumerate(content if isinstance(content, list) else ()):
             if isinstance(block, dict) and block.get("type") == "text":
                 _check_text_block(block.get("text"), f"{where}[{number}]")
-            if isinstance(block, dict) and block.get("type") == "image":
-                _check_image_type(block.get("source"), f"{where}[{number}].source")
-            if isinstance(block, dict) and block.get("type") == "document":
-                _check_document_type(block.get("source"), f"{where}[{number}].source")
+            check_media_types(block, f"{where}[{number}]")
+            inner = block.get("content") if isinstance(block, dict) else None
+            if isinstance(inner, list):  # a tool_result's blocks: a screenshot tool's image
+                for at, item in enumerate(inner):
+                    check_media_types(item, f"{where}[{number}].content[{at}]")
 
 
 def _check_text_block(text: Any, where: str) -> None:
@@ -139,40 +139,6 @@ def _check_prefill_end(content: Any, where: str) -> None:
     if isinstance(text, str) and text != text.rstrip():
         raise InvalidRequest(f"'{where}': final assistant content cannot end with trailing "
                              "whitespace", param=where)
-
-
-# The base64 image types Anthropic's API takes; "image/jpg" (from a file's extension)
-# is the usual slip, refused there and served here before.
-_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
-
-
-def _check_image_type(source: Any, where: str) -> None:
-    if not isinstance(source, dict) or source.get("type") != "base64":
-        return  # a URL or a file id: the type is the server's to find out
-    media_type = source.get("media_type")
-    if media_type not in _IMAGE_TYPES:
-        # The type is the client's text: capped and escaped before it is logged.
-        sent = f"'{shown_text(media_type, 64)}'" if isinstance(media_type, str) else (
-            kind_of(media_type))
-        raise InvalidRequest(f"'{where}.media_type' must be {', '.join(_IMAGE_TYPES[:-1])} "
-                             f"or {_IMAGE_TYPES[-1]}, not {sent}", param=f"{where}.media_type")
-
-
-# The one media type Anthropic's API takes per document source that names one: a Word
-# file sent as base64, or Markdown as text/markdown, is refused there (400).
-_DOCUMENT_TYPES = {"base64": "application/pdf", "text": "text/plain"}
-
-
-def _check_document_type(source: Any, where: str) -> None:
-    kind = source.get("type") if isinstance(source, dict) else None
-    wanted = _DOCUMENT_TYPES.get(kind) if isinstance(kind, str) else None
-    if wanted is None or source.get("media_type") == wanted:
-        return  # a URL, a file id or content blocks: no media type to name
-    media_type = source.get("media_type")
-    sent = f"'{shown_text(media_type, 64)}'" if isinstance(media_type, str) else (
-        kind_of(media_type))
-    raise InvalidRequest(f"'{where}.media_type' of a {kind} document must be "
-                         f"{wanted}, not {sent}", param=f"{where}.media_type")
 
 
 def messages_prompt(body: dict[str, Any]) -> str:
