@@ -161,6 +161,9 @@ def test_chat_modalities_that_ask_for_audio_are_refused(oai: openai.OpenAI) -> N
     ({"tools": [{"input_schema": {}}]}, "tools[0]"),
     ({"tool_choice": {"type": "auto"}}, "tool_choice"),  # no tools to choose from
     ({"tools": ANTHROPIC_TOOLS, "tool_choice": "auto"}, "tool_choice"),
+    ({"tools": ANTHROPIC_TOOLS,
+      "tool_choice": {"type": "auto", "disable_parallel_tool_use": "true"}},
+     "tool_choice.disable_parallel_tool_use"),
     ({"thinking": {"type": "enabled", "budget_tokens": 500}}, "thinking.budget_tokens"),
     ({"thinking": {"type": "enabled", "budget_tokens": 4096}}, "thinking.budget_tokens"),
     ({"thinking": "on"}, "thinking"),
@@ -307,6 +310,17 @@ def test_token_counting_counts_a_forced_tool_choice(
     assert claude.messages.count_tokens(
         model="echo", messages=CHAT,
         thinking={"type": "enabled", "budget_tokens": 4096}).input_tokens == 3
+
+
+def test_a_tool_choice_of_type_tool_names_its_tool(claude: anthropic.Anthropic) -> None:
+    # Anthropic's API requires the name (ToolChoiceToolParam); counting took the body.
+    with pytest.raises(anthropic.BadRequestError) as refused:
+        claude.messages.count_tokens(model="echo", messages=CHAT, tools=ANTHROPIC_TOOLS,
+                                     tool_choice={"type": "tool"})  # type: ignore[typeddict-item]
+    assert "'tool_choice.name'" in (refused.value.api_message or ""), refused.value.body
+    assert claude.messages.count_tokens(
+        model="echo", messages=CHAT, tools=ANTHROPIC_TOOLS,
+        tool_choice={"type": "tool", "name": "lookup"}).input_tokens == 3
 
 
 @pytest.mark.parametrize(("route", "extra", "param"), [

@@ -279,5 +279,12 @@ def _anthropic_metadata_and_tools(body: dict[str, Any], *, replying: bool) -> No
     if kind not in _ANTHROPIC_TOOL_CHOICES:
         raise _refuse("'tool_choice' must be an object whose 'type' is one of "
                       f"{', '.join(_ANTHROPIC_TOOL_CHOICES)}", "tool_choice")
+    if kind == "tool" and (not isinstance(choice.get("name"), str) or not choice["name"]):
+        raise _refuse("'tool_choice.name' is required: the tool a choice of type 'tool' "
+                      "forces", "tool_choice.name")
+    # Anthropic's API takes only a boolean; "true" (a string) was served here.
+    if not isinstance(choice.get("disable_parallel_tool_use", False), bool):
+        raise _refuse("'tool_choice.disable_parallel_tool_use' must be a boolean",
+                      "tool_choice.disable_parallel_tool_use")
     if replying and kind in ("any", "tool"):
         raise _refuse(f"'tool_choice' cannot force a tool call: {_TEXT_ONLY}", "tool_choice")
