@@ -118,3 +118,38 @@ def test_nothing_answering_for_metrics_names_the_way_jaeger_needs(
     assert f"nothing answers at {endpoint}/v1/metrics" in metrics
     assert "set OTEL_METRICS_EXPORTER=none" in metrics and "Jaeger" in metrics, metrics
     assert traces.endswith("(start Jaeger first: docs/jaeger.md)"), traces
+
+
+def test_credentials_in_an_endpoint_are_never_printed(
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A hosted collector's URL may carry a token in its userinfo or query. The demo
+    # printed the endpoint verbatim ("nothing answers at …", "spans were exported to …"),
+    # so the token reached the terminal and every CI log of the run.
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://user:s3cret@127.0.0.1:{probe.getsockname()[1]}"
+    clean_env.setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", closed + "/v1/metrics?token=t0ken")
+    with otlp_receiver(metrics=False) as receiver:
+        host = receiver.endpoint.partition("://")[2]
+        clean_env.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                         f"http://user:s3cret@{host}/v1/traces?token=t0ken")
+        shown = _traces_endpoint()
+    said = capsys.readouterr().err
+    assert "nothing answers at http://***@127.0.0.1:" in said and "/v1/metrics?…" in said, said
+    assert shown == f"http://***@{host}/v1/traces?…"  # what "spans were exported to" shows
+    assert "s3cret" not in said + shown and "t0ken" not in said + shown, said
+
+
+def test_credentials_in_a_refused_endpoint_are_never_printed(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    from ridtrace.cli.serve_options import BadConfiguration
+
+    clean_env.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "user:s3cret@collector:4318?key=t0ken")
+    with pytest.raises(BadConfiguration) as refused:
+        _traces_endpoint()
+    said = str(refused.value)
+    assert "***@collector:4318?…" in said and "s3cret" not in said and "t0ken" not in said, said

@@ -172,8 +172,9 @@ def _stopped(stop: KeyboardInterrupt) -> NoReturn:
 
 
 def _traces_endpoint() -> str | None:
-    """Where the stack's spans go, as its processes will decide it; an ``OTEL_*``
-    variable they cannot follow is a usage error, said in one line.
+    """Where the stack's spans go, as its processes will decide it, redacted to be
+    printed (``shown_endpoint``); an ``OTEL_*`` variable they cannot follow is a usage
+    error, said in one line.
 
     The hint naming ids to search for in Jaeger read only OTEL_EXPORTER_OTLP_ENDPOINT:
     spans sent through OTEL_EXPORTER_OTLP_TRACES_ENDPOINT came with no hint, and
@@ -186,6 +187,7 @@ def _traces_endpoint() -> str | None:
         exporter_names,
         otlp_export_endpoint,
         otlp_protocol,
+        shown_endpoint,
     )
     from ridtrace.tracing.spans import sdk_disabled
 
@@ -197,12 +199,13 @@ def _traces_endpoint() -> str | None:
             if endpoint is None:
                 continue
             otlp_exporter(os.environ, signal_name, endpoint).shutdown()
+            shown = shown_endpoint(endpoint)  # a token in the URL stays out of CI logs
             why = None
             if not answers(endpoint):
                 # Nothing listening (Jaeger not started yet): every process retried its
                 # export for seconds, printing ~20 warnings, the run took twice as long,
                 # and the demo still said the spans were exported. Said once instead.
-                why = f"nothing answers at {endpoint}"
+                why = f"nothing answers at {shown}"
                 hint = "start Jaeger first: docs/jaeger.md"
                 if signal_name == "metrics":
                     # Started, Jaeger answers metrics with 404: that advice alone led to
@@ -216,14 +219,14 @@ def _traces_endpoint() -> str | None:
                 # the channel is TLS, every export failed its handshake on Jaeger's
                 # plaintext port (a screen of SSL errors), and the demo still said the
                 # spans were exported.
-                why = f"{endpoint} does not speak TLS, which gRPC uses without http://"
-                hint = f"name it http://{endpoint}, or set OTEL_EXPORTER_OTLP_INSECURE=true"
+                why = f"{shown} does not speak TLS, which gRPC uses without http://"
+                hint = f"name it http://{shown}, or set OTEL_EXPORTER_OTLP_INSECURE=true"
             elif (otlp_protocol(os.environ, signal_name) == "grpc"
                   and grpc_insecure(os.environ, signal_name, endpoint)
                   and grpc_unimplemented(endpoint, signal_name)):
                 # Jaeger's 4317 has no metrics service: every process logged "Failed to
                 # export metrics … UNIMPLEMENTED" as an ERROR, the clean run's included.
-                why = f"{endpoint} has no OTLP {signal_name} service (as Jaeger)"
+                why = f"{shown} has no OTLP {signal_name} service (as Jaeger)"
                 hint = f"set OTEL_{signal_name.upper()}_EXPORTER=none for it: docs/jaeger.md"
             elif otlp_protocol(os.environ, signal_name) != "grpc" and not_found(endpoint):
                 meant = meant_endpoint(signal_name)
@@ -232,19 +235,20 @@ def _traces_endpoint() -> str | None:
                     # is (and OTEL_EXPORTER_OTLP_ENDPOINT=…/v1/traces gets one more added),
                     # so every export got 404: the demo said Jaeger took no traces and
                     # advised turning them off, where the URL was one path off.
-                    why = f"{endpoint} answers 404"
-                    hint = f"{meant[0]}: set it to {meant[1]}"
+                    why = f"{shown} answers 404"
+                    hint = f"{meant[0]}: set it to {shown_endpoint(meant[1])}"
                 else:
                     # Jaeger takes traces only: every process of both runs logged "Failed
                     # to export metrics batch code: 404" as an ERROR, the clean run's too.
-                    why = f"{endpoint} answers 404, it takes no {signal_name} (as Jaeger)"
+                    why = f"{shown} answers 404, it takes no {signal_name} (as Jaeger)"
                     hint = f"set OTEL_{signal_name.upper()}_EXPORTER=none for it: docs/jaeger.md"
             if why is not None:
                 others = sorted(n for n in exporter_names(os.environ, signal_name) if n != "otlp")
                 os.environ[f"OTEL_{signal_name.upper()}_EXPORTER"] = ",".join(others) or "none"
                 click.echo(f"ridtrace demo: {why}: {signal_name} are not exported this run "
                            f"({hint})", err=True)
-        return otlp_export_endpoint(os.environ, "traces")
+        traces = otlp_export_endpoint(os.environ, "traces")
+        return None if traces is None else shown_endpoint(traces)
     except (ValueError, ImportError) as exc:
         raise BadConfiguration(str(exc)) from None
 

@@ -15,6 +15,7 @@ __all__ = [
     "otlp_endpoint",
     "otlp_export_endpoint",
     "otlp_protocol",
+    "shown_endpoint",
 ]
 
 
@@ -123,5 +124,22 @@ def _url_checked(env: Mapping[str, str], signal: str, key: str, value: str) -> s
         return value
     url = urlparse(value)
     if url.scheme not in ("http", "https") or not url.netloc:
-        raise ValueError(f"{key}={value!r}: an OTLP/HTTP endpoint is an http:// or https:// URL")
+        raise ValueError(f"{key}={shown_endpoint(value)!r}: an OTLP/HTTP endpoint is an "
+                         "http:// or https:// URL")
     return value
+
+
+def shown_endpoint(endpoint: str) -> str:
+    """``endpoint`` as it may be printed: ``user:password`` becomes ``***`` and a query
+    becomes ``?…``. A hosted collector's URL may carry a token in either, and the demo
+    printed it verbatim to terminals and CI logs.
+
+    Everything up to the last ``@`` counts as userinfo, as for worker URLs: a password
+    holding an unencoded ``/`` or ``?`` shows too little rather than leaking its rest.
+    """
+    head, at, tail = endpoint.rpartition("@")
+    if at:
+        scheme, sep, _ = head.partition("://")
+        endpoint = (scheme + sep if sep else "") + "***@" + tail
+    base, query, _ = endpoint.partition("?")
+    return base + "?…" if query else base
