@@ -678,3 +678,28 @@ def test_a_second_call_returns_the_first_calls_provider() -> None:
                           capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.split() == ["True"], done.stdout + done.stderr
     assert "Overriding" not in done.stderr, done.stderr
+
+
+def test_span_limits_come_from_the_environ_mapping_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The SDK's SpanLimits() read OTEL_SPAN_* / OTEL_ATTRIBUTE_* from os.environ alone:
+    # a mapping's limits were ignored and the process's applied, where the mapping was
+    # meant to replace the process environment.
+    monkeypatch.setenv("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "1")
+    monkeypatch.setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "3")
+    mapped = configure_tracing("m", environ={"OTEL_SPAN_EVENT_COUNT_LIMIT": "2",
+                                             "OTEL_ATTRIBUTE_COUNT_LIMIT": "5"},
+                               set_global=False)
+    with mapped.get_tracer("t").start_as_current_span("s") as span:
+        for name in "abcdefg":
+            span.set_attribute(name, "long value")
+    limits = mapped._span_limits
+    assert (limits.max_events, limits.max_span_attributes) == (2, 5)
+    assert limits.max_span_attribute_length is None  # not the process's 3
+    assert span.attributes is not None and len(span.attributes) == 5
+    assert span.attributes["g"] == "long value"  # not cut to the process's 3 characters
+    with pytest.raises(ValueError, match="OTEL_SPAN_LINK_COUNT_LIMIT"):
+        configure_tracing("m", environ={"OTEL_SPAN_LINK_COUNT_LIMIT": "many"}, set_global=False)
+    # Without a mapping the process environment's limits stand, as the SDK reads them.
+    assert configure_tracing("p", set_global=False)._span_limits.max_span_attributes == 1

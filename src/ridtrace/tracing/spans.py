@@ -37,6 +37,7 @@ from ridtrace.tracing.otlp_endpoints import (
     otlp_protocol,
 )
 from ridtrace.tracing.sinks import event_sinks
+from ridtrace.tracing.span_limits import span_limits
 
 __all__ = [
     "configure_tracing",
@@ -94,6 +95,8 @@ def configure_tracing(
     provider = TracerProvider(  # exit: lifecycle's bounded shutdown, not the SDK's hook
         resource=service_resource(service_name, env), sampler=_sampler(env),
         shutdown_on_exit=False,
+        # None: the SDK reads os.environ itself, as it always has.
+        span_limits=None if env is os.environ else span_limits(env),
     )
     if sdk_disabled(env):
         return provider
