@@ -160,7 +160,11 @@ async def _check():
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as client:
             await client.get("/metrics")
             scrape = await client.get("/metrics")
+            # A scraper's or a probe's HEAD (docs/metrics.md) was answered 405.
+            head = await client.head("/metrics")
         assert scrape.status_code == 200, scrape.text
+        assert head.status_code == 200 and not head.content, head.status_code
+        assert head.headers["content-type"] == scrape.headers["content-type"]
         assert 'ridtrace_requests_total{' in scrape.text and 'route="/metrics"' in scrape.text, scrape.text
         print("checked /metrics")
     # An example that configures telemetry must flush it when the server stops: under
