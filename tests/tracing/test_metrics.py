@@ -166,3 +166,35 @@ def test_configure_metrics_called_again_keeps_one_exposition() -> None:
     assert same == "True"
     assert text.count("# HELP ridtrace_requests_total") == 1, text
     assert 'outcome="ok",route="/x"} 2.0' in text, text
+
+
+def _negotiated(accept: str) -> str:
+    from ridtrace.tracing.meters import METRICS_PATH, metrics_endpoint
+
+    app = Starlette(routes=[Route(METRICS_PATH, metrics_endpoint)])
+
+    async def scrape() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return await client.get(METRICS_PATH, headers={"accept": accept})
+
+    answer = asyncio.run(scrape())
+    assert answer.status_code == 200, answer.text
+    return answer.headers["content-type"]
+
+
+@pytest.mark.parametrize(("accept", "answered"), [
+    # A version no encoder writes was claimed in the answer ("version=99"), over a body
+    # in another format: the next acceptable entry, or the default, is answered instead.
+    ("application/openmetrics-text; version=99", "text/plain; version=0.0.4"),
+    ("application/openmetrics-text;version=99.0.0,text/plain;version=1.0.0",
+     "text/plain; version=1.0.0"),
+    # q=0 says "not acceptable" (RFC 9110 12.4.2): the entry was answered regardless.
+    ("application/openmetrics-text;version=1.0.0;q=0, text/plain;version=0.0.4",
+     "text/plain; version=0.0.4"),
+    ("text/plain;version=1.0.0;q=0.0", "text/plain; version=0.0.4"),
+    ("application/openmetrics-text;version=1.0.0;q=0.5", "application/openmetrics-text; "
+     "version=1.0.0"),
+])
+def test_metrics_answer_only_a_format_the_scraper_accepts(accept: str, answered: str) -> None:
+    assert _negotiated(accept).startswith(answered), accept

@@ -111,6 +111,32 @@ def _gzip_accepted(accept_encoding: str) -> bool:
     return False
 
 
+def _acceptable(accept: str) -> str:
+    """``Accept`` without the entries no answer may take: those weighted ``q=0``, which
+    refuse their type (RFC 9110 12.4.2), and OpenMetrics at a version no encoder here
+    writes. prometheus_client's choice takes neither into account: it answered a refused
+    type, and ``version=99`` with a content type claiming version 99. The versions kept,
+    1.0.0 and 2.0.0, are those prometheus_client's OpenMetrics encoder writes."""
+    kept = []
+    for entry in accept.split(","):
+        media_type, *params = (part.strip().lower() for part in entry.split(";"))
+        values = {key.strip(): value.strip()
+                  for key, _, value in (param.partition("=") for param in params)}
+        try:
+            if float(values.get("q", "1")) <= 0:
+                continue
+        except ValueError:
+            pass  # an unreadable weight: left to choose_encoder, as before
+        version = values.get("version", "")
+        unwritten = version not in ("", "1.0.0", "2.0.0")
+        # An unreadable version ("bogus") is left to the fallback in metrics_endpoint.
+        if (media_type == "application/openmetrics-text" and unwritten
+                and all(part.isdigit() for part in version.split("."))):
+            continue
+        kept.append(entry)
+    return ",".join(kept)
+
+
 async def metrics_endpoint(request: Request) -> Response:
     """``GET /metrics``: the process's registry in the exposition format the scraper's
     ``Accept`` asks for: OpenMetrics, or Prometheus text (0.0.4 when nothing is asked);
@@ -127,7 +153,7 @@ async def metrics_endpoint(request: Request) -> Response:
     from prometheus_client.exposition import choose_encoder
 
     try:
-        encoder, content_type = choose_encoder(request.headers.get("accept", ""))
+        encoder, content_type = choose_encoder(_acceptable(request.headers.get("accept", "")))
     except (TypeError, ValueError):
         # A version it cannot read ("version=bogus") raises there: ignoring the header,
         # as RFC 9110 lets a server, keeps a client's header from making a 500.
