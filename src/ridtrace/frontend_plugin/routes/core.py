@@ -187,16 +187,19 @@ def _client_id(ctx: RequestContext | None, api: ApiSpec, parsed: Parsed) -> str 
     The correlation id (``x_request_id`` on every line, the span, the echoed header) is
     the header as sent: `request.start` logged it before the body was read, so a body id
     that differs must not replace it part-way through the request. Without a header, the
-    body id fills it in.
+    body id fills it in, as a header would carry it (without surrounding spaces).
     """
     header = ctx.x_request_id if ctx is not None else None
     body = parsed.body_client_id
     if body is None:
         return header
     if header is None:
-        if ctx is not None:
-            ctx.x_request_id = body
-            annotate_span(x_request_id=body)
+        # Without the spaces around it: HTTP clients trim them from the echoed header, so
+        # the id they read matched no log line or span. A header id never has them.
+        correlation = body.strip(" ") or None
+        if ctx is not None and correlation is not None:
+            ctx.x_request_id = correlation
+            annotate_span(x_request_id=correlation)
         return body
     return body if api.body_id_first else header
 
