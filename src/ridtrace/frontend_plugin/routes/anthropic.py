@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ridtrace.frontend_plugin.anthropic_blocks import check_block
 from ridtrace.frontend_plugin.anthropic_cache_control import check_cache_control
 from ridtrace.frontend_plugin.anthropic_media import check_media_types
 from ridtrace.frontend_plugin.anthropic_thinking import check_thinking_turns
@@ -107,7 +108,8 @@ def _check_contents(messages: Any) -> None:
         if isinstance(content, str):
             _check_text(content, where)
         for number, block in enumerate(content if isinstance(content, list) else ()):
-            if isinstance(block, dict) and block.get("type") == "text":
+            check_block(block, f"{where}[{number}]")
+            if block.get("type") == "text":
                 _check_text_block(block.get("text"), f"{where}[{number}]")
             check_media_types(block, f"{where}[{number}]")
             inner = block.get("content") if isinstance(block, dict) else None

@@ -1,0 +1,47 @@
+"""A Messages API message's content blocks, checked as Anthropic's API checks them.
+
+A content list holds typed block objects (``text``, ``image``, ``tool_use``…). A plain
+string among them (``["hello"]``, OpenAI habits) or a block of a type the API does not
+know (a typo, ``input_text`` from the Responses API) was served here, its text read or
+left out without a word, and refused by the real API (400), so code tested against the
+frontend broke at its first real call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
+from ridtrace.tracing.identity import shown_text
+
+__all__ = ["BLOCK_TYPES", "check_block"]
+
+BLOCK_TYPES = frozenset({
+    # The anthropic SDK's MessageContentParam (and the reply blocks sent back).
+    "text", "image", "document", "search_result", "thinking", "redacted_thinking",
+    "tool_use", "tool_result", "server_tool_use", "web_search_tool_result",
+    "web_fetch_tool_result", "code_execution_tool_result",
+    "bash_code_execution_tool_result", "text_editor_code_execution_tool_result",
+    "tool_search_tool_result", "container_upload",
+    # Its beta messages' (client.beta.messages, the same path): taken, not refused,
+    # as the real API takes them beside the beta header that client sends.
+    "mcp_tool_use", "mcp_tool_result", "mcp_tool_listing", "advisor_tool_result",
+    "compaction", "fallback", "tool_addition", "tool_removal",
+})
+"""The content block types a message may hold (anthropic SDK 2.16)."""
+
+
+def check_block(block: Any, where: str) -> None:
+    """Refuse a content list item (``where`` names it) that is not an object of a
+    block type the Messages API knows."""
+    if not isinstance(block, dict):
+        raise InvalidRequest(f"'{where}' must be a content block object (such as "
+                             f"{{\"type\": \"text\", \"text\": ...}}), not {kind_of(block)}",
+                             param=where)
+    kind = block.get("type")
+    if kind not in BLOCK_TYPES:
+        # The type is the client's text: capped and escaped before it is logged.
+        sent = f"'{shown_text(kind, 64)}'" if isinstance(kind, str) else kind_of(kind)
+        raise InvalidRequest(f"'{where}.type': {sent} is not a content block type the "
+                             "Messages API takes (text, image, document, tool_use, "
+                             "tool_result, thinking…)", param=f"{where}.type")

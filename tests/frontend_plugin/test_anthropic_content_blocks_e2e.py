@@ -1,0 +1,43 @@
+"""A /v1/messages message's content blocks, checked as Anthropic's API checks them.
+
+Each was served here and refused by the real API (400), so code tested against the
+frontend broke at its first real call: a plain string in a content list, a block of a
+type the API does not know.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+import pytest
+
+
+def _refused(claude: anthropic.Anthropic, messages: Any, says: str, **options: Any) -> None:
+    with pytest.raises(anthropic.BadRequestError) as refused:
+        claude.messages.create(model="echo", max_tokens=16, messages=messages, **options)
+    assert says in (refused.value.api_message or ""), refused.value.body
+    with pytest.raises(anthropic.BadRequestError) as counted:
+        claude.messages.count_tokens(model="echo", messages=messages, **options)
+    assert says in (counted.value.api_message or ""), counted.value.body
+
+
+@pytest.mark.parametrize(("content", "says"), [
+    (["hello"], "'messages[0].content[0]' must be a content block object"),
+    ([{"type": "text", "text": "a"}, {"type": "input_text", "text": "b"}],
+     "'messages[0].content[1].type': 'input_text' is not a content block type"),
+    ([{"text": "no type"}], "'messages[0].content[0].type': null is not a content block"),
+])
+def test_a_content_item_anthropic_refuses_is_refused(
+    claude: anthropic.Anthropic, content: Any, says: str
+) -> None:
+    _refused(claude, [{"role": "user", "content": content}], says)
+
+
+def test_the_block_types_anthropic_takes_are_served(claude: anthropic.Anthropic) -> None:
+    content: Any = [{"type": "text", "text": "look"}, {"type": "search_result",
+                    "source": "https://example.com", "title": "t",
+                    "content": [{"type": "text", "text": "found"}]}]
+    reply = claude.messages.create(model="echo", max_tokens=16,
+                                   messages=[{"role": "user", "content": content}])
+    assert reply.content[0].text == "echo: user: look"  # type: ignore[union-attr]
