@@ -2,7 +2,8 @@
 
 Each was served here and refused by the real API (400), so code tested against the
 frontend broke at its first real call: a plain string in a content list, a block of a
-type the API does not know.
+type the API does not know, a ``tool_use`` in a user message (or a ``tool_result`` in
+an assistant one).
 """
 
 from __future__ import annotations
@@ -41,3 +42,22 @@ def test_the_block_types_anthropic_takes_are_served(claude: anthropic.Anthropic)
     reply = claude.messages.create(model="echo", max_tokens=16,
                                    messages=[{"role": "user", "content": content}])
     assert reply.content[0].text == "echo: user: look"  # type: ignore[union-attr]
+
+
+CALL: Any = {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}
+RESULT: Any = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}
+TOOLS: Any = [{"name": "weather", "input_schema": {"type": "object"}}]
+
+
+@pytest.mark.parametrize(("messages", "says"), [
+    # A loop that put the call and its result in one user message.
+    ([{"role": "user", "content": [{"type": "text", "text": "weather?"}, CALL]}],
+     "'messages[0].content[1]': `tool_use` blocks can only be in `assistant` messages"),
+    ([{"role": "user", "content": "weather?"},
+      {"role": "assistant", "content": [CALL, RESULT]}],
+     "'messages[1].content[1]': `tool_result` blocks can only be in `user` messages"),
+])
+def test_a_tool_block_in_the_other_role_is_refused(
+    claude: anthropic.Anthropic, messages: Any, says: str
+) -> None:
+    _refused(claude, messages, says, tools=TOOLS)

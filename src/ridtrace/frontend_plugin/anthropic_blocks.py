@@ -30,10 +30,16 @@ BLOCK_TYPES = frozenset({
 })
 """The content block types a message may hold (anthropic SDK 2.16)."""
 
+# The model calls a tool and the caller answers: a tool_use in a user turn (a loop that
+# put the call and its result in one message) or a result in an assistant turn is
+# refused by Anthropic's API (400); it was served here.
+_ROLE_OF = {"tool_use": "assistant", "server_tool_use": "assistant", "tool_result": "user"}
 
-def check_block(block: Any, where: str) -> None:
-    """Refuse a content list item (``where`` names it) that is not an object of a
-    block type the Messages API knows."""
+
+def check_block(block: Any, where: str, role: Any) -> None:
+    """Refuse a content list item (``where`` names it) of a message from ``role`` that
+    is not an object of a block type the Messages API knows, or that the other role
+    sends (``tool_use`` is the assistant's, ``tool_result`` the user's)."""
     if not isinstance(block, dict):
         raise InvalidRequest(f"'{where}' must be a content block object (such as "
                              f"{{\"type\": \"text\", \"text\": ...}}), not {kind_of(block)}",
@@ -45,3 +51,7 @@ def check_block(block: Any, where: str) -> None:
         raise InvalidRequest(f"'{where}.type': {sent} is not a content block type the "
                              "Messages API takes (text, image, document, tool_use, "
                              "tool_result, thinking…)", param=f"{where}.type")
+    wanted = _ROLE_OF.get(kind)
+    if wanted is not None and role in ("user", "assistant") and role != wanted:
+        raise InvalidRequest(f"'{where}': `{kind}` blocks can only be in `{wanted}` "
+                             f"messages, not `{role}` messages", param=where)

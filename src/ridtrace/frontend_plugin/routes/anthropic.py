@@ -108,7 +108,7 @@ def _check_contents(messages: Any) -> None:
         if isinstance(content, str):
             _check_text(content, where)
         for number, block in enumerate(content if isinstance(content, list) else ()):
-            check_block(block, f"{where}[{number}]")
+            check_block(block, f"{where}[{number}]", message.get("role"))
             if block.get("type") == "text":
                 _check_text_block(block.get("text"), f"{where}[{number}]")
             check_media_types(block, f"{where}[{number}]")
