@@ -3,7 +3,7 @@
 Each was served here and refused by the real API (400), so code tested against the
 frontend broke at its first real call: a plain string in a content list, a block of a
 type the API does not know, a ``tool_use`` in a user message (or a ``tool_result`` in
-an assistant one).
+an assistant one), an empty text block in a ``tool_result``.
 """
 
 from __future__ import annotations
@@ -61,3 +61,16 @@ def test_a_tool_block_in_the_other_role_is_refused(
     claude: anthropic.Anthropic, messages: Any, says: str
 ) -> None:
     _refused(claude, messages, says, tools=TOOLS)
+
+
+@pytest.mark.parametrize("text", ["", "  \n"])
+def test_an_empty_text_in_a_tool_result_is_refused(claude: anthropic.Anthropic,
+                                                   text: str) -> None:
+    # A tool whose output came out empty, wrapped in a text block by the loop.
+    result: Any = {"type": "tool_result", "tool_use_id": "toolu_1",
+                   "content": [{"type": "text", "text": text}]}
+    messages: Any = [{"role": "user", "content": "weather?"},
+                     {"role": "assistant", "content": [CALL]},
+                     {"role": "user", "content": [result]}]
+    _refused(claude, messages, "'messages[2].content[0].content[0]': text content blocks "
+             "must", tools=TOOLS)

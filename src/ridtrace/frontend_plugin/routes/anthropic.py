@@ -116,6 +116,10 @@ def _check_contents(messages: Any) -> None:
             if isinstance(inner, list):  # a tool_result's blocks: a screenshot tool's image
                 for at, item in enumerate(inner):
                     check_media_types(item, f"{where}[{number}].content[{at}]")
+                    # A tool whose output came out empty: refused there as in a message.
+                    if isinstance(item, dict) and item.get("type") == "text":
+                        _check_text_block(item.get("text"),
+                                          f"{where}[{number}].content[{at}]")
 
 
 def _check_text_block(text: Any, where: str) -> None:
