@@ -3,7 +3,8 @@
 Each was served here and refused by the real API (400), so code tested against the
 frontend broke at its first real call: a plain string in a content list, a block of a
 type the API does not know, a ``tool_use`` in a user message (or a ``tool_result`` in
-an assistant one), an empty text block in a ``tool_result``.
+an assistant one), an empty text block in a ``tool_result``, base64 image or document data that is
+not base64.
 """
 
 from __future__ import annotations
@@ -74,3 +75,24 @@ def test_an_empty_text_in_a_tool_result_is_refused(claude: anthropic.Anthropic,
                      {"role": "user", "content": [result]}]
     _refused(claude, messages, "'messages[2].content[0].content[0]': text content blocks "
              "must", tools=TOOLS)
+
+
+@pytest.mark.parametrize("data", ["data:image/png;base64,iVBORw0KGgo=", "/tmp/cat.png", ""])
+def test_base64_data_that_is_not_base64_is_refused(claude: anthropic.Anthropic,
+                                                   data: str) -> None:
+    image: Any = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                              "data": data}}
+    pdf: Any = {"type": "document", "source": {"type": "base64",
+                                               "media_type": "application/pdf", "data": data}}
+    for block in (image, pdf):
+        _refused(claude, [{"role": "user", "content": [block, {"type": "text", "text": "?"}]}],
+                 "'messages[0].content[0].source.data'")
+
+
+def test_base64_data_wrapped_in_lines_is_served(claude: anthropic.Anthropic) -> None:
+    # What the `base64` command writes (lines of 76): taken, not refused.
+    image: Any = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                              "data": "iVBORw0K\nGgo=\n"}}
+    assert claude.messages.count_tokens(model="echo", messages=[
+        {"role": "user", "content": [image, {"type": "text", "text": "what is it"}]}],
+    ).input_tokens == 4
