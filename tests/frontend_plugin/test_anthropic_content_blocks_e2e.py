@@ -15,9 +15,11 @@ import anthropic
 import pytest
 
 
-def _refused(claude: anthropic.Anthropic, messages: Any, says: str, **options: Any) -> None:
+def _refused(claude: anthropic.Anthropic, messages: Any, says: str, max_tokens: int = 16,
+             **options: Any) -> None:
     with pytest.raises(anthropic.BadRequestError) as refused:
-        claude.messages.create(model="echo", max_tokens=16, messages=messages, **options)
+        claude.messages.create(model="echo", max_tokens=max_tokens, messages=messages,
+                               **options)
     assert says in (refused.value.api_message or ""), refused.value.body
     with pytest.raises(anthropic.BadRequestError) as counted:
         claude.messages.count_tokens(model="echo", messages=messages, **options)
@@ -96,3 +98,13 @@ def test_base64_data_wrapped_in_lines_is_served(claude: anthropic.Anthropic) -> 
     assert claude.messages.count_tokens(model="echo", messages=[
         {"role": "user", "content": [image, {"type": "text", "text": "what is it"}]}],
     ).input_tokens == 4
+
+
+@pytest.mark.parametrize("choice", [{"type": "any"}, {"type": "tool", "name": "weather"}])
+def test_thinking_with_a_forced_tool_choice_is_refused(claude: anthropic.Anthropic,
+                                                       choice: Any) -> None:
+    # Anthropic's documented rule: with thinking, tool_choice is auto or none only.
+    # count_tokens counted such a body (it counts a forced choice without thinking).
+    _refused(claude, [{"role": "user", "content": "weather?"}],
+             "Thinking may not be enabled when tool_choice forces tool use", 2048, tools=TOOLS,
+             tool_choice=choice, thinking={"type": "enabled", "budget_tokens": 1024})

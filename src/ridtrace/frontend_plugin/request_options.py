@@ -250,7 +250,8 @@ def anthropic_options(body: dict[str, Any], max_tokens: int | None) -> dict[str,
 
     ``max_tokens`` is ``None`` for token counting (``count_tokens``), which checks the
     same options (it counted bodies ``/v1/messages`` refuses) but generates nothing: a
-    ``tool_choice`` that forces a call is counted, not refused, and a thinking budget
+    ``tool_choice`` that forces a call is counted, not refused (but beside ``enabled``
+    thinking, as Anthropic refuses it), and a thinking budget
     has no ``max_tokens`` to stay below.
     """
     check_thinking_config(body, max_tokens)
@@ -286,5 +287,10 @@ def _anthropic_metadata_and_tools(body: dict[str, Any], *, replying: bool) -> No
     if not isinstance(choice.get("disable_parallel_tool_use", False), bool):
         raise _refuse("'tool_choice.disable_parallel_tool_use' must be a boolean",
                       "tool_choice.disable_parallel_tool_use")
+    thinking = body.get("thinking")
+    if kind in ("any", "tool") and isinstance(thinking, dict) and thinking.get(
+            "type") == "enabled":  # refused there on count_tokens too, where it was counted
+        raise _refuse("Thinking may not be enabled when tool_choice forces tool use "
+                      "(only 'auto' and 'none' go with thinking)", "tool_choice")
     if replying and kind in ("any", "tool"):
         raise _refuse(f"'tool_choice' cannot force a tool call: {_TEXT_ONLY}", "tool_choice")
