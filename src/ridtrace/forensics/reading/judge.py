@@ -186,10 +186,14 @@ def copy_truncated(text: bytes, *, first_line: bool) -> bool:
     return first_line and text.startswith(b"\x00") and bool(text.strip(b"\x00\r\t "))
 
 
+Judged = tuple[list[dict[str, Any]], str | None, int]
+
+
 def judge_records(
     text: bytes, fields: Sequence[str], *, first_line: bool = False
-) -> tuple[list[dict[str, Any]], str | None]:
-    """The records of a line (`judge_line`'s), and the reason it is bad (None when good).
+) -> Judged:
+    """The records of a line (`judge_line`'s), the reason it is bad (None when good), and
+    how many records it held (1 unless several were on it: `lines` counts records).
 
     A line may hold several JSON objects back to back: ``cat a.jsonl b.jsonl`` where
     ``a.jsonl`` lacks its last newline (a log copied while written, a hand-made file)
@@ -209,35 +213,33 @@ def judge_records(
     if hole < CRASH_HOLE_BYTES:  # a NUL or two is binary data, as any other byte
         return _records(text, fields)
     if not body.strip(b"\x00\r\t "):
-        return [], f"{hole} NUL bytes (lines lost in a crash?)"
-    rows, reason = _records(body, fields)
+        return [], f"{hole} NUL bytes (lines lost in a crash?)", 1
+    rows, reason, records = _records(body, fields)
     if reason is None:
-        return rows, f"{hole} NUL bytes before its record (lines lost in a crash?)"
-    return [], f"{hole} NUL bytes, then {reason}"
+        return rows, f"{hole} NUL bytes before its record (lines lost in a crash?)", records
+    return [], f"{hole} NUL bytes, then {reason}", records
 
 
-def _records(text: bytes, fields: Sequence[str]) -> tuple[list[dict[str, Any]], str | None]:
+def _records(text: bytes, fields: Sequence[str]) -> Judged:
     verdict = judge_line(text, fields)
     if isinstance(verdict, dict):
-        return [verdict], None
+        return [verdict], None, 1
     if verdict == NOT_AN_OBJECT:
         batch = array_of_objects(text)
         if batch is None:
-            return [], verdict
+            return [], verdict, 1
         return _each_read(batch, fields, f"an array of {len(batch)} JSON objects on one line")
     if verdict != "not JSON":
-        return [], verdict
+        return [], verdict, 1
     objects = back_to_back(text.decode("utf-8").strip().removeprefix(BOM))
     if objects is None:
-        return [], cr_separated(text) or verdict
+        return [], cr_separated(text) or verdict, 1
     return _each_read(objects, fields, f"{len(objects)} JSON objects on one line")
 
 
-def _each_read(
-    objects: list[Any], fields: Sequence[str], what: str
-) -> tuple[list[dict[str, Any]], str | None]:
+def _each_read(objects: list[Any], fields: Sequence[str], what: str) -> Judged:
     rows = [_row(obj, fields) for obj in objects]
     good = [row for row in rows if isinstance(row, dict)]
     bad = next((row for row in rows if isinstance(row, str)), None)
     # The line is a bad one; its good records are read all the same.
-    return good, None if bad is None else f"{what}, one {bad}"
+    return good, None if bad is None else f"{what}, one {bad}", len(objects)

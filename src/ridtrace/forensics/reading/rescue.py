@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
-from ridtrace.forensics.reading.judge import judge_records
+from ridtrace.forensics.reading.judge import Judged, judge_records
 from ridtrace.forensics.reading.nesting import TracingJsonUnwrapper, flat_tracing, has_nesting
 from ridtrace.forensics.reading.scan import known_record
 from ridtrace.forensics.reading.shippers import (
@@ -35,24 +34,22 @@ __all__ = ["judge_unwrapped", "record_behind_prefix", "record_inside", "records_
 _PROBE_LINES = 64
 
 
-def judge_unwrapped(
-    text: bytes, fields: Sequence[str], *, first_line: bool
-) -> tuple[list[dict[str, Any]], str | None]:
+def judge_unwrapped(text: bytes, fields: Sequence[str], *, first_line: bool) -> Judged:
     """`judge.judge_records` of a bad line; when it is no log record, the records inside
     it if it holds one whole (its own reason stands otherwise: a text log's line is
     still one); rows of no known format are none ("unknown format")."""
-    rows, reason = judge_records(text, fields, first_line=first_line)
+    rows, reason, records = judge_records(text, fields, first_line=first_line)
     known = all(known_record(row) for row in rows)
     if reason is None and known:
-        return rows, None
+        return rows, None, records
     inner = _behind_prefixes(text.strip()) or record_inside(text)
     if inner is not None:
-        inner_rows, inner_reason = judge_records(inner, fields)
+        inner_rows, inner_reason, inner_records = judge_records(inner, fields)
         if inner_rows and all(known_record(row) for row in inner_rows):
-            return inner_rows, inner_reason
+            return inner_rows, inner_reason, inner_records
     if not known:
-        return [], reason or "unknown format"
-    return rows, reason
+        return [], reason or "unknown format", records
+    return rows, reason, records
 
 
 def records_inside(

@@ -62,6 +62,15 @@ class ReadStats:
         self.lines += lines
         self.lines_by_file[file] = self.lines_by_file.get(file, 0) + lines
 
+    def count_records(self, file: str, records: int, *, bad: int) -> None:
+        """Count a line that held `records` records, `bad` of them bad, beyond the one line
+        (and the one bad line) already counted: the 1 % is a share of records, so one
+        banner among a collector's batch of hundreds is not one bad line in a few batches."""
+        self.count_lines(file, records - 1)
+        more_bad = max(bad - 1, 0)
+        self.bad_lines += more_bad
+        self.bad_by_file[file] = self.bad_by_file.get(file, 0) + more_bad
+
     def bad(self, file: str, line: int, reason: str) -> None:
         """Count a bad line and keep it as a sample while there is room."""
         self.bad_lines += 1

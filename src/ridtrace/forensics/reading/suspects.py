@@ -57,9 +57,11 @@ def judge_suspects(
             continue
         text = texts.get(line, b"") if whole[i] else inside[line]
         first_line = starts_file and line == 1
-        rows, reason = judge_unwrapped(text, fields, first_line=first_line)
+        rows, reason, records = judge_unwrapped(text, fields, first_line=first_line)
         if reason is not None:  # with rows too: a crash's hole before a record
             bad.append((line, reason))
+        if records > 1:  # a batch on one line (a collector's, an array): its records count
+            stats.count_records(name, records, bad=0 if reason is None else records - len(rows))
         if reason == JOURNAL_LEFT_OUT and not left_out:
             left_out = True  # a record is gone, however few the bad lines
             stats.unreadable_files.append(FileNote(name, JOURNAL_LEFT_OUT_FILE))

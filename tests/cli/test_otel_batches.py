@@ -1,0 +1,49 @@
+"""The OpenTelemetry Collector's file exporter writes a batch of log records a line: the
+share of bad lines is judged on the records, not on the batches that hold them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli.helpers import analyze_json
+from tests.forensics.helpers import rt_request
+
+
+def _batch(bodies: list[str]) -> bytes:
+    """One line of the collector's file exporter: each body a service's line as text."""
+    records = [{"timeUnixNano": "1796205600123456789",
+                "observedTimeUnixNano": "1796205600200000000",
+                "body": {"stringValue": body}} for body in bodies]
+    return json.dumps({"resourceLogs": [{"resource": {}, "scopeLogs": [
+        {"scope": {}, "logRecords": records}]}]}).encode() + b"\n"
+
+
+def _requests(first: int, count: int) -> list[str]:
+    return [line for n in range(first, first + count)
+            for line in rt_request(f"{n + 1:016x}", f"r{n}", n, n + 0.5)]
+
+
+def test_a_text_body_among_a_batchs_records_is_one_bad_record_of_many(tmp_path: Path) -> None:
+    # One start-up banner among 121 records: under 1 %. Counted a batch line against
+    # two batch lines, it was 50 % bad lines, and a clean read exited 3.
+    log = tmp_path / "otel-logs.json"
+    log.write_bytes(_batch(["starting frontend", *_requests(0, 30)]) + _batch(_requests(30, 30)))
+    code, doc = analyze_json(str(log))
+    summary = doc["summary"]
+    assert (summary["lines"], summary["bad_lines"], summary["requests"]) == (121, 1, 60)
+    assert [s["line"] for s in summary["bad_line_samples"]] == [1]
+    assert summary["incomplete"] is False and code == 0
+
+
+def test_text_bodies_over_one_percent_of_the_records_make_the_read_incomplete(
+    tmp_path: Path,
+) -> None:
+    # Two banners in one batch of 102 records: two bad records, not one bad line.
+    log = tmp_path / "otel-logs.json"
+    log.write_bytes(_batch(["starting", *_requests(0, 50), "ready"]) + _batch(_requests(50, 40)))
+    code, doc = analyze_json(str(log))
+    summary = doc["summary"]
+    assert (summary["lines"], summary["bad_lines"]) == (182, 2)
+    assert [s["line"] for s in summary["bad_line_samples"]] == [1]
+    assert summary["incomplete"] is True and code == 3
