@@ -30,6 +30,7 @@ from ridtrace.forensics.live.identity import (
 )
 from ridtrace.forensics.live.line_ends import lines_before_last_newline, to_line_end
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream, compression_of
+from ridtrace.forensics.reading.docker_local import DOCKER_LOCAL_BYTES, is_docker_local
 from ridtrace.forensics.reading.inputs import display_name
 from ridtrace.forensics.reading.lines import LineScan, scan_lines
 from ridtrace.forensics.reading.overlong import held_piece
@@ -50,8 +51,10 @@ class FileTail:
         self.offset = 0  # bytes of the file consumed (the held tail included)
         self.line = 0  # complete lines consumed
         self._held = b""
-        # Compressed (gzip, bzip2, xz, zstd): a rotated file, read once to its end.
-        self.gzip = compression_of(self._fh.read(MAGIC_BYTES)) is not None
+        # Compressed (gzip, bzip2, xz, zstd): a rotated file, read once to its end. So is
+        # Docker's local driver's binary file: its decoder names it unreadable at once.
+        head = self._fh.read(max(MAGIC_BYTES, DOCKER_LOCAL_BYTES))
+        self.gzip = compression_of(head) is not None or is_docker_local(head)
         self._fh.seek(0)
         self.done = False
         self.at_eof = False  # the last read reached the end of what is written

@@ -15,6 +15,12 @@ import lzma
 import zlib
 from typing import Any, BinaryIO
 
+from ridtrace.forensics.reading.docker_local import (
+    DOCKER_LOCAL,
+    DOCKER_LOCAL_BYTES,
+    is_docker_local,
+)
+
 GZIP_MAGIC = b"\x1f\x8b"
 BOM = b"\xef\xbb\xbf"
 _READ_BYTES = 1 << 20
@@ -109,6 +115,8 @@ class DecodedStream(io.RawIOBase):
                     "(Python 3.14 can): decompress it first (zstd -d FILE), or name it "
                     "as a pipe: <(zstd -dc FILE)"
                 )
+        elif is_docker_local(self._peek(raw, DOCKER_LOCAL_BYTES)):
+            self.unsupported = DOCKER_LOCAL
         self._pending = b""
         self._started = False
         # The UTF-16 codec the text is in, known at the first read; None for UTF-8.
