@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import rt_request
@@ -47,3 +48,32 @@ def test_text_bodies_over_one_percent_of_the_records_make_the_read_incomplete(
     assert (summary["lines"], summary["bad_lines"]) == (182, 2)
     assert [s["line"] for s in summary["bad_line_samples"]] == [1]
     assert summary["incomplete"] is True and code == 3
+
+
+def _parsed_batch(records: list[tuple[dict[str, Any], dict[str, str]]]) -> bytes:
+    """One batch whose bodies a json_parser operator made maps of, with record times."""
+    log_records = [{**times, "body": {"kvlistValue": {"values": [
+        {"key": k, "value": {"stringValue": v}} for k, v in body.items()]}}}
+        for body, times in records]
+    return json.dumps({"resourceLogs": [{"resource": {}, "scopeLogs": [
+        {"scope": {}, "logRecords": log_records}]}]}).encode() + b"\n"
+
+
+def test_a_body_without_its_time_takes_the_records_time_or_observed_time(
+    tmp_path: Path,
+) -> None:
+    # A filelog pipeline that parsed the service's time into the record's timestamp and
+    # dropped it from the body (or a receiver that set only the observed time) left
+    # every record "missing time": the Logs Data Model's rule is to use the record's
+    # time, else its observed time.
+    start, end = (json.loads(line) for line in rt_request("a" * 16, "r1", 0, 1))
+    del start["time"], end["time"]
+    log = tmp_path / "otel-logs.json"
+    log.write_bytes(_parsed_batch([
+        (start, {"timeUnixNano": "1796205600123456789", "observedTimeUnixNano": "1796205601000000000"}),
+        (end, {"timeUnixNano": "0", "observedTimeUnixNano": "1796205600500000000"}),
+    ]))
+    code, doc = analyze_json(str(log))
+    summary = doc["summary"]
+    assert (summary["lines"], summary["bad_lines"], summary["requests"]) == (2, 0, 1)
+    assert code == 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 from ridtrace.forensics.reading.unwrap_parts import LineByLine, json_object
@@ -44,10 +45,31 @@ def _record_text(log_record: Any) -> bytes:
         # One line in, one line out: the record stays on its batch's line.
         return body.strip().replace("\n", " ").encode("utf-8", "surrogatepass")
     if isinstance(body, dict):
+        if "time" not in body and "timestamp" not in body:
+            stamp = _record_time(log_record)
+            if stamp is not None:
+                body = {"time": stamp, **body}
         return json.dumps(body, separators=(",", ":")).encode("ascii")
     # A body that is text (a start-up banner) is no record: an object without a time,
     # so the line is a bad one and says so, its other records read all the same.
     return json.dumps({"otlp_body": body}, separators=(",", ":")).encode("ascii")
+
+
+def _record_time(log_record: dict[str, Any]) -> str | None:
+    """The record's time as RFC 3339: ``timeUnixNano``, else ``observedTimeUnixNano``
+    (the Logs Data Model's rule for a reader of one time), else None. A pipeline that
+    parsed the service's time into the record's and dropped it from the body, or a
+    receiver that set only the observed time, left every record "missing time"."""
+    for key in ("timeUnixNano", "observedTimeUnixNano"):
+        try:
+            nanos = int(log_record.get(key) or 0)  # a string in OTLP JSON; 0 is unset
+        except (TypeError, ValueError):
+            continue
+        if nanos > 0:
+            seconds, fraction = divmod(nanos, 1_000_000_000)
+            moment = datetime.fromtimestamp(seconds, tz=UTC)
+            return f"{moment:%Y-%m-%dT%H:%M:%S}.{fraction:09d}Z"
+    return None
 
 
 class OtlpUnwrapper(LineByLine):
