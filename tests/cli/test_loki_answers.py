@@ -32,7 +32,7 @@ def test_the_lines_of_a_loki_answer_are_read(tmp_path: Path) -> None:
         "frontend": rt_request("a" * 16, "7", 0, 2) + rt_request("b" * 16, "7", 1, 3)}))
     code, doc = analyze_json(str(log))
     assert doc["summary"]["bad_line_samples"] == []
-    assert (doc["summary"]["lines"], doc["summary"]["requests"]) == (1, 2)
+    assert (doc["summary"]["lines"], doc["summary"]["requests"]) == (4, 2)  # its records
     assert [(f["kind"], {e["line"] for e in f["evidence"]}) for f in doc["findings"]] == [
         ("duplicate_in_flight", {1})]
     assert code == 1
@@ -71,7 +71,7 @@ def test_follow_reads_a_one_line_answer_without_its_newline(tmp_path: Path) -> N
     code = follower.stop(signal.SIGINT)
     summary = follower.summary()
     assert summary["bad_line_samples"] == []
-    assert (summary["lines"], summary["requests"]) == (1, 1)
+    assert (summary["lines"], summary["requests"]) == (2, 1)  # its records
     assert code == 0
 
 
