@@ -165,3 +165,18 @@ def test_input_tokens_are_counted_as_the_reply_reports_them(
         oai.responses.input_tokens.count(model="echo", input=[])
     assert bad.value.param == "input"
     assert httpx.get(stack.url + "/v1/responses/input_tokens").status_code == 405
+
+
+def test_truncation_is_checked_and_repeated_as_openai_does(oai: openai.OpenAI) -> None:
+    # The Response object said truncation null whatever was asked (OpenAI's says
+    # "disabled" unless "auto" was asked), and a value OpenAI refuses was answered.
+    asked = oai.responses.create(model="echo", input="x", truncation="auto")
+    with oai.responses.stream(model="echo", input="x", truncation="auto") as stream:
+        streamed = stream.get_final_response()
+    plain = oai.responses.create(model="echo", input="x")
+    assert (asked.truncation, streamed.truncation, plain.truncation) == (
+        "auto", "auto", "disabled")
+    for wrong in ("sideways", 1):
+        with pytest.raises(openai.BadRequestError) as bad:
+            oai.responses.create(model="echo", input="x", truncation=wrong)  # type: ignore[arg-type]
+        assert bad.value.param == "truncation"

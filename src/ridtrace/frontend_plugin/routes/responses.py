@@ -34,6 +34,7 @@ __all__ = ["RESPONSES"]
 # item, not a "tool" message); each needs its content, as OpenAI's input items do.
 RESPONSES_ROLES = ("assistant", "system", "developer", "user")
 _MESSAGE_ROLES = frozenset(RESPONSES_ROLES)
+_TRUNCATIONS = ("auto", "disabled")
 _JSON_WORD = ("Response input messages must contain the word 'json' in some form to use "
               "'text.format' of type 'json_object'.")
 
@@ -176,6 +177,20 @@ def _logprobs(body: dict[str, Any]) -> int | None:
     return (top or 0) if include is not None and _LOGPROBS_INCLUDE in include else None
 
 
+def _truncation(body: dict[str, Any]) -> str:
+    """``truncation`` as OpenAI takes it (``disabled`` when not set). Unchecked, a value
+    OpenAI refuses was answered, and the Response object said ``null`` whatever was
+    asked. (The echo engine has no context window, so nothing is ever cut.)"""
+    value = body.get("truncation")
+    if value is None:
+        return "disabled"
+    if value not in _TRUNCATIONS:
+        shown = shown_text(value, 64) if isinstance(value, str) else kind_of(value)
+        raise InvalidRequest(f"Invalid value: '{shown}'. Supported values are: 'auto' and "
+                             "'disabled'.", param="truncation")
+    return str(value)
+
+
 def _echoed(body: dict[str, Any], instructions: str | None) -> dict[str, Any]:
     """What a Response object repeats from its request, as OpenAI's does: the object
     said temperature 1.0, top_p 1.0, no instructions and no metadata whatever the caller
@@ -194,7 +209,7 @@ def _echoed(body: dict[str, Any], instructions: str | None) -> dict[str, Any]:
         "tools": sent("tools", []), "tool_choice": sent("tool_choice", "auto"),
         "parallel_tool_calls": sent("parallel_tool_calls", True),
         "text": text if isinstance(text, dict) else {"format": {"type": "text"}},
-        "user": body.get("user"),
+        "user": body.get("user"), "truncation": _truncation(body),
     }
 
 
