@@ -180,3 +180,15 @@ def test_truncation_is_checked_and_repeated_as_openai_does(oai: openai.OpenAI) -
         with pytest.raises(openai.BadRequestError) as bad:
             oai.responses.create(model="echo", input="x", truncation=wrong)  # type: ignore[arg-type]
         assert bad.value.param == "truncation"
+
+
+def test_include_takes_only_the_values_openai_knows(oai: openai.OpenAI) -> None:
+    # Any string was taken: a misspelt value (here the chat-style "logprobs") was
+    # answered without what it meant to ask for, where OpenAI answers 400.
+    for wrong in (["logprobs"], ["message.output_text.logprobs", "nonsense"]):
+        with pytest.raises(openai.BadRequestError) as bad:
+            oai.responses.create(model="echo", input="x", include=wrong)  # type: ignore[list-item]
+        assert bad.value.param == "include" and f"'{wrong[-1]}'" in bad.value.message
+    reply = oai.responses.create(model="echo", input="x", include=[
+        "reasoning.encrypted_content", "message.input_image.image_url"])
+    assert reply.status == "completed"

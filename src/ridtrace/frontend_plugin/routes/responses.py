@@ -160,6 +160,12 @@ def _no_stored_responses(body: dict[str, Any]) -> None:
 
 
 _LOGPROBS_INCLUDE = "message.output_text.logprobs"
+# What OpenAI's ``include`` takes (the SDK's ``ResponseIncludable``).
+_INCLUDABLE = (
+    "file_search_call.results", "web_search_call.results", "web_search_call.action.sources",
+    "message.input_image.image_url", "computer_call_output.output.image_url",
+    "code_interpreter_call.outputs", "reasoning.encrypted_content", _LOGPROBS_INCLUDE,
+)
 
 
 def _logprobs(body: dict[str, Any]) -> int | None:
@@ -171,6 +177,12 @@ def _logprobs(body: dict[str, Any]) -> int | None:
         not isinstance(include, list) or not all(isinstance(i, str) for i in include)
     ):
         raise InvalidRequest("'include' must be a list of strings", param="include")
+    for value in include or ():
+        # Taken unchecked, a misspelt value was answered without what it asked for.
+        if value not in _INCLUDABLE:
+            raise InvalidRequest(f"Invalid value: '{shown_text(value, 64)}'. Supported values "
+                                 f"are: {', '.join(repr(i) for i in _INCLUDABLE)}.",
+                                 param="include")
     top = body.get("top_logprobs")
     if top is not None:
         top = integer_in(top, param="top_logprobs", low=0, high=MAX_TOP_LOGPROBS)
