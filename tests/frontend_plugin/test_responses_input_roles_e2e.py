@@ -38,3 +38,23 @@ def test_every_role_the_responses_api_takes_is_served(oai: openai.OpenAI) -> Non
     reply = oai.responses.create(model="echo", input=items)
     assert reply.output_text == (
         "echo: developer: d\nsystem: s\nuser: u\ntool: r\nassistant: a")
+
+
+def test_a_content_part_type_openai_does_not_take_is_refused(oai: openai.OpenAI) -> None:
+    # Chat's "text" part (the usual slip when moving from chat completions) was served
+    # as if it were input_text; OpenAI's Responses API answers 400 naming the part.
+    for stream in (False, True):
+        with pytest.raises(openai.BadRequestError) as bad:
+            oai.responses.create(model="echo", stream=stream, input=[  # type: ignore[call-overload]
+                {"role": "user", "content": [{"type": "input_text", "text": "a"},
+                                             {"type": "text", "text": "b"}]}])
+        assert bad.value.param == "input[0].content[1].type"
+        assert "Invalid value: 'text'." in bad.value.message
+    reply = oai.responses.create(model="echo", input=[
+        {"role": "user", "content": [{"type": "input_text", "text": "a"},
+                                     {"type": "input_image", "image_url": "https://x/y.png",
+                                      "detail": "auto"}]},
+        {"role": "assistant", "content": [{"type": "output_text", "text": "b",
+                                           "annotations": []}]},
+        {"role": "user", "content": "c"}])
+    assert reply.output_text == "echo: user: a\nassistant: b\nuser: c"
