@@ -58,3 +58,20 @@ def test_a_content_part_type_openai_does_not_take_is_refused(oai: openai.OpenAI)
                                            "annotations": []}]},
         {"role": "user", "content": "c"}])
     assert reply.output_text == "echo: user: a\nassistant: b\nuser: c"
+
+
+def test_an_item_type_openai_does_not_have_is_refused(oai: openai.OpenAI) -> None:
+    # A misspelt item (here function_call_result for function_call_output) was left out
+    # as if it were a call the engine need not read: the tool's result was silently lost.
+    with pytest.raises(openai.BadRequestError) as bad:
+        oai.responses.create(model="echo", input=[  # type: ignore[list-item]
+            {"role": "user", "content": "a"},
+            {"type": "function_call_result", "call_id": "c1", "output": "42"}])
+    assert bad.value.param == "input[1].type"
+    assert "Invalid value: 'function_call_result'." in bad.value.message
+    reply = oai.responses.create(model="echo", input=[
+        {"role": "user", "content": "a"},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "message", "role": "assistant", "content": "b"},
+        {"role": "user", "content": "c"}])
+    assert reply.output_text == "echo: user: a\nassistant: b\nuser: c"

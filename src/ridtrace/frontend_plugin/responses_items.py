@@ -3,7 +3,9 @@
 The echo engine reads a message's text alone, so a content part's ``type`` went
 unchecked: chat's ``{"type": "text"}`` (the usual slip when moving from chat
 completions, where OpenAI's Responses API answers 400) was served here as if it were
-``input_text``, and the request broke at its first real call.
+``input_text``, and the request broke at its first real call. Likewise an item of a
+type OpenAI does not have (a misspelt ``function_call_result``, say) was left out as
+if it were a tool call the engine need not read.
 """
 
 from __future__ import annotations
@@ -13,23 +15,40 @@ from typing import Any
 from ridtrace.frontend_plugin.bodies import InvalidRequest
 from ridtrace.tracing.identity import shown_text
 
-__all__ = ["check_message_parts"]
+__all__ = ["check_input_items"]
 
 # The part types OpenAI names when it refuses one, in its order.
 _PART_TYPES = ("input_text", "input_image", "output_text", "refusal", "input_file",
                "computer_screenshot", "summary_text")
-_SUPPORTED = ", ".join(f"'{kind}'" for kind in _PART_TYPES[:-1]) + f", and '{_PART_TYPES[-1]}'"
+# The item types OpenAI's input takes (the SDK's ``ResponseInputItemParam``).
+_ITEM_TYPES = (
+    "additional_tools", "apply_patch_call", "apply_patch_call_output",
+    "code_interpreter_call", "compaction", "compaction_trigger", "computer_call",
+    "computer_call_output", "configuration_update", "custom_tool_call",
+    "custom_tool_call_output", "file_search_call", "function_call", "function_call_output",
+    "image_generation_call", "item_reference", "local_shell_call", "local_shell_call_output",
+    "mcp_approval_request", "mcp_approval_response", "mcp_call", "mcp_list_tools", "message",
+    "program", "program_output", "reasoning", "shell_call", "shell_call_output",
+    "tool_search_call", "tool_search_output", "web_search_call",
+)
+_SUPPORTED_PARTS = (", ".join(f"'{kind}'" for kind in _PART_TYPES[:-1])
+                    + f", and '{_PART_TYPES[-1]}'")
 
 
-def check_message_parts(items: list[Any]) -> None:
-    """Refuse a message item's content part whose ``type`` is a string OpenAI does not
-    take. ``items`` has been read by ``chat_prompt``, which refuses parts that are no
-    typed objects."""
+def check_input_items(items: list[Any]) -> None:
+    """Refuse an item, or a message item's content part, whose ``type`` is a string
+    OpenAI does not take. ``items`` has been read by ``chat_prompt``, which refuses
+    parts that are no typed objects."""
     for index, item in enumerate(items):
+        kind = item.get("type") if isinstance(item, dict) else None
+        if isinstance(kind, str) and kind not in _ITEM_TYPES:
+            raise InvalidRequest(f"Invalid value: '{shown_text(kind, 64)}'. Supported values "
+                                 f"are: {', '.join(repr(t) for t in _ITEM_TYPES)}.",
+                                 param=f"input[{index}].type")
         content = item.get("content") if isinstance(item, dict) and "role" in item else None
         for number, part in enumerate(content if isinstance(content, list) else ()):
-            kind = part.get("type") if isinstance(part, dict) else None
-            if isinstance(kind, str) and kind not in _PART_TYPES:
+            part_kind = part.get("type") if isinstance(part, dict) else None
+            if isinstance(part_kind, str) and part_kind not in _PART_TYPES:
                 raise InvalidRequest(
-                    f"Invalid value: '{shown_text(kind, 64)}'. Supported values are: "
-                    f"{_SUPPORTED}.", param=f"input[{index}].content[{number}].type")
+                    f"Invalid value: '{shown_text(part_kind, 64)}'. Supported values are: "
+                    f"{_SUPPORTED_PARTS}.", param=f"input[{index}].content[{number}].type")

@@ -21,7 +21,7 @@ from ridtrace.frontend_plugin.prompts import NO_TEXT, chat_prompt, check_roles, 
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.reply_formats import check_json_mode_asked
 from ridtrace.frontend_plugin.request_options import openai_metadata, responses_options
-from ridtrace.frontend_plugin.responses_items import check_message_parts
+from ridtrace.frontend_plugin.responses_items import check_input_items
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, sse
 from ridtrace.frontend_plugin.routes.openai import LEGACY_ID_HEADERS, max_tokens_of
 from ridtrace.frontend_plugin.sampling import openai_sampling
@@ -275,7 +275,7 @@ class _ResponsesSpec(ApiSpec):
             check_roles(value, "input", RESPONSES_ROLES)
             require_content(value, "input", _MESSAGE_ROLES)
             check_function_call_items(value)
-            check_message_parts(value)
+            check_input_items(value)
         else:
             raise InvalidRequest("'input' must be a string or a list of messages", param="input")
         text = body.get("text")
