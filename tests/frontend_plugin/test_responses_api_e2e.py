@@ -192,3 +192,13 @@ def test_include_takes_only_the_values_openai_knows(oai: openai.OpenAI) -> None:
     reply = oai.responses.create(model="echo", input="x", include=[
         "reasoning.encrypted_content", "message.input_image.image_url"])
     assert reply.status == "completed"
+
+
+@pytest.mark.parametrize("field", ["store", "background"])
+def test_store_and_background_must_be_booleans(oai: openai.OpenAI, field: str) -> None:
+    # A string ("false", as a form or an env var gives it) was taken: chat checks
+    # store's type, and OpenAI refuses both with 400 naming the field.
+    with pytest.raises(openai.BadRequestError) as bad:
+        oai.responses.create(model="echo", input="x", **{field: "false"})  # type: ignore[arg-type]
+    assert bad.value.param == field
+    assert oai.responses.create(model="echo", input="x", **{field: False}).status == "completed"

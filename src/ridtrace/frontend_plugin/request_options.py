@@ -225,6 +225,9 @@ def responses_options(body: dict[str, Any], *, replying: bool = True) -> dict[st
         raise InvalidRequest(f"Conversation with id '{shown}' not found.",
                              param="conversation", status=404)
     opt_str(body, "user")
+    # Unused here (nothing is stored, the reply comes at once), yet typed as OpenAI types them.
+    opt_bool(body, "store")
+    opt_bool(body, "background")
     tools = _tools(body, "type")
     check_function_names(tools, "tools", nested=False)
     _openai_tool_choice(body, tools, replying=replying)
