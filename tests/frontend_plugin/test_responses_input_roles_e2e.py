@@ -75,3 +75,15 @@ def test_an_item_type_openai_does_not_have_is_refused(oai: openai.OpenAI) -> Non
         {"type": "message", "role": "assistant", "content": "b"},
         {"role": "user", "content": "c"}])
     assert reply.output_text == "echo: user: a\nassistant: b\nuser: c"
+
+
+def test_a_custom_tool_result_reaches_the_engine_as_a_function_result_does(
+    oai: openai.OpenAI
+) -> None:
+    # A custom (freeform) tool's custom_tool_call_output was left out as a call the
+    # engine need not read: the reply answered as if the tool had never run.
+    reply = oai.responses.create(model="echo", tools=[{"type": "custom", "name": "t"}], input=[
+        {"role": "user", "content": "a"},
+        {"type": "custom_tool_call", "call_id": "c1", "name": "t", "input": "x"},
+        {"type": "custom_tool_call_output", "call_id": "c1", "output": "42"}])
+    assert reply.output_text == "echo: user: a\ntool: 42"

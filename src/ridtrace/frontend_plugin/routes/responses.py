@@ -227,7 +227,8 @@ def _echoed(body: dict[str, Any], instructions: str | None) -> dict[str, Any]:
 
 
 def _conversation_items(items: list[Any]) -> list[Any]:
-    """Responses ``input`` items as messages: a ``function_call_output`` is the tool's
+    """Responses ``input`` items as messages: a ``function_call_output`` (or a custom
+    tool's ``custom_tool_call_output``) is the tool's
     ``tool`` message (as on chat); other items without a role (the model's
     ``function_call``, ``reasoning``) hold no text for the engine and are left out
     (:data:`NO_TEXT`, so later items keep their index in error messages). Refusing them
@@ -237,7 +238,7 @@ def _conversation_items(items: list[Any]) -> list[Any]:
     kept: list[Any] = []
     for index, item in enumerate(items):
         kind = item.get("type") if isinstance(item, dict) and "role" not in item else None
-        if kind == "function_call_output":
+        if kind in ("function_call_output", "custom_tool_call_output"):
             kept.append({"role": "tool", "content": item.get("output")})
         elif kind == "item_reference":
             named = item.get("id")
