@@ -38,6 +38,7 @@ from ridtrace.forensics.reading.sql import (
     DISPLAY_FIELDS,
     DYNAMO_OUTCOME,
     DYNAMO_REQUEST_ID,
+    DYNAMO_REQUEST_SPAN,
     DYNAMO_SENT_ID,
     DYNAMO_UNLINKED,
     DYNAMO_WARNED_HEADER,
@@ -100,10 +101,13 @@ _LINE = f"""
     {_LISTED} AS _listed,
     coalesce(error, message) AS _text, chunk_request_id,
     (CASE WHEN _rt THEN {_RT_END} ELSE {_DYN_END} END)::TINYINT AS _end,
-    trace_id, span_id, _suspect, _empty, _time_text, _in_window,
-    CASE WHEN _suspect THEN {SUSPECT} WHEN _ev AND span_id IS NOT NULL THEN {SPAN}
+    trace_id, CASE WHEN _keyed THEN span_id END AS span_id,
+    _suspect, _empty, _time_text, _in_window,
+    CASE WHEN _suspect THEN {SUSPECT} WHEN _ev AND _keyed THEN {SPAN}
          ELSE {OTHER} END::TINYINT AS _kind
 """
+# A background span's lines (`sql.DYNAMO_REQUEST_SPAN`) key no span, as in the full read.
+_KEYED = f"span_id IS NOT NULL AND (_rt OR {DYNAMO_REQUEST_SPAN} IS TRUE)"
 
 
 # Per line, one small integer of flags, so the span row takes them in one aggregate.
@@ -185,7 +189,8 @@ FROM (
         CASE _kind WHEN {SUSPECT} THEN 0 END AS _row,
         CASE _kind WHEN {SPAN} THEN trace_id END AS _trace,
         CASE _kind WHEN {SPAN} THEN span_id END AS _span
-    FROM (SELECT {_LINE}{file} FROM (SELECT *, {_RT} AS _rt FROM ({source})))
+    FROM (SELECT {_LINE}{file} FROM (SELECT *, {_KEYED} AS _keyed
+        FROM (SELECT *, {_RT} AS _rt FROM ({source}))))
 )
 GROUP BY _row, _trace, _span{file}
 """

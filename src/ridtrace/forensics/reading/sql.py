@@ -110,6 +110,16 @@ DYNAMO_SENT_ID = f"""(CASE WHEN span_name = {literal(DYNAMO_HTTP_SPAN)}
 # duplicate. A request_id a line names is still the one it held.
 DYNAMO_REQUEST_ID = f"""coalesce(request_id, CASE WHEN span_name = {literal(DYNAMO_HTTP_SPAN)}
     THEN "{DYNAMO_SENT_ID_FIELD}" END)"""
+# With DYN_LOGGING_SPAN_EVENTS=1 Dynamo logs SPAN_FIRST_ENTRY/SPAN_CLOSED for every span,
+# background ones too (lease keepalive, discovery): each has a span_id and a trace_id,
+# and read as a request, 20 of them made 2 requests 22. A line is a request span's when
+# its span is one of the request spans, or names a request's id (the steps nested in a
+# request carry it), or names no span (no telling: kept). Dynamo writes a span's fields
+# on each of its lines, so all lines of one span agree, in whatever part they are read.
+DYNAMO_REQUEST_SPAN = f"""(span_name IS NULL
+    OR span_name IN {literal_list((*DYNAMO_FRONTEND_SPANS, *DYNAMO_WORKER_SPANS))}
+    OR request_id IS NOT NULL OR x_request_id IS NOT NULL
+    OR "{DYNAMO_SENT_ID_FIELD}" IS NOT NULL)"""
 # Dynamo logs axum's URI: with its query string (`?api-version=…`), and for an HTTP/2
 # request in absolute form (`http://host:port/path`). The route is its path alone, as
 # ridtrace's own `path` is, or one endpoint is several routes.
@@ -193,7 +203,8 @@ NORMALIZED: dict[str, str] = {
     "request_id": _pick("request_id", DYNAMO_REQUEST_ID),
     "x_request_id": "x_request_id",
     "trace_id": "trace_id",
-    "span_id": "span_id",
+    # A background span's lines key no span: no request holds them.
+    "span_id": _pick("span_id", f"CASE WHEN {DYNAMO_REQUEST_SPAN} THEN span_id END"),
     "parent_span_id": _pick("parent_span_id", "parent_id"),
     "fp_in": _pick("fp_in", "NULL"),
     "fp_out": _pick("fp_out", "NULL"),
