@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ridtrace.forensics.live.follow import Follower, FollowSettings
 from tests.cli.helpers import analyze_json
+from tests.forensics.helpers import followed_summary
 from tests.support.extras import ENGINES
 
 
@@ -66,12 +66,6 @@ def test_follow_reads_an_aws_logs_document(tmp_path: Path) -> None:
     record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1",
                          "message": "m"}).encode()
     (tmp_path / "events.json").write_bytes(_filter_log_events([record] * 3, "frontend"))
-    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
-    follower.start()
-    try:
-        follower.run(lambda f: True, stop=lambda: True)
-        summary = follower.summary()
-    finally:
-        follower.close()
+    summary = followed_summary(tmp_path)
     assert summary["bad_line_samples"] == []
     assert summary["lines"] == 3

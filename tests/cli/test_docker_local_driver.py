@@ -6,9 +6,8 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from ridtrace.forensics.live.follow import Follower, FollowSettings
 from tests.cli.helpers import analyze_json
-from tests.forensics.helpers import rt_request
+from tests.forensics.helpers import followed_summary, rt_request
 
 
 def _varint(n: int) -> bytes:
@@ -53,13 +52,7 @@ def test_a_followed_local_driver_file_is_unreadable_with_the_way_to_read_it(
 ) -> None:
     log = tmp_path / "containers" / "c0ffee" / "local-logs" / "container.log"
     _local_driver_file(log)
-    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
-    follower.start()
-    try:
-        follower.run(lambda f: True, stop=lambda: True)
-        summary = follower.summary()
-    finally:
-        follower.close()
+    summary = followed_summary(tmp_path)
     assert summary["bad_lines"] == 0
     [note] = summary["unreadable_files"]
     assert note["file"] == str(log) and REASON in note["reason"]

@@ -14,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from ridtrace.forensics.live.follow import Follower, FollowSettings
 from tests.cli.helpers import analyze_json
-from tests.forensics.helpers import rt_request
+from tests.forensics.helpers import followed_summary, rt_request
 from tests.support.follower import start_follower
 
 
@@ -120,13 +119,7 @@ def test_follow_reads_a_gcloud_document(tmp_path: Path) -> None:
     record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1",
                          "message": "m"}).encode()
     (tmp_path / "read.json").write_bytes(_gcloud_read([record] * 3))
-    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
-    follower.start()
-    try:
-        follower.run(lambda f: True, stop=lambda: True)
-        summary = follower.summary()
-    finally:
-        follower.close()
+    summary = followed_summary(tmp_path)
     assert summary["bad_line_samples"] == []
     assert summary["lines"] == 3
 

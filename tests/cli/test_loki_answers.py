@@ -9,9 +9,8 @@ import json
 import signal
 from pathlib import Path
 
-from ridtrace.forensics.live.follow import Follower, FollowSettings
 from tests.cli.helpers import analyze_json
-from tests.forensics.helpers import rt_request
+from tests.forensics.helpers import followed_summary, rt_request
 from tests.support.follower import start_follower
 
 
@@ -50,13 +49,7 @@ def test_a_text_line_in_a_loki_answer_makes_it_a_bad_line(tmp_path: Path) -> Non
 def test_follow_reads_a_loki_answer(tmp_path: Path) -> None:
     answer = _query_range({"frontend": rt_request("a" * 16, "7", 0, 2)})
     (tmp_path / "loki.json").write_bytes(answer + b"\n")  # curl -w '\n' ends it so
-    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
-    follower.start()
-    try:
-        follower.run(lambda f: True, stop=lambda: True)
-        summary = follower.summary()
-    finally:
-        follower.close()
+    summary = followed_summary(tmp_path)
     assert summary["bad_line_samples"] == []
     assert summary["requests"] == 1
 

@@ -138,3 +138,15 @@ def follow_as_written(folder: Path, lines: list[tuple[float, str, str]]) -> list
     finally:
         follower.close()
     return found
+
+
+def followed_summary(folder: Path) -> dict[str, Any]:
+    """The summary of ``analyze --follow --from-start FOLDER`` stopped once it has read
+    what is written: one pass of a real `Follower`, closed whatever happens."""
+    follower = Follower([str(folder)], FollowSettings(from_start=True))
+    follower.start()
+    try:
+        follower.run(lambda f: True, stop=lambda: True)
+        return follower.summary()
+    finally:
+        follower.close()
