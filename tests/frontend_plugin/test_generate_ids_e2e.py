@@ -76,14 +76,14 @@ def test_a_body_id_with_surrounding_spaces_correlates_as_clients_read_it(
 ) -> None:
     # A body id filling in for the header went into x_request_id and the echoed header
     # with its spaces; HTTP clients trim a header's value, so the id they read
-    # ("padded-id") matched no log line or span (`ridtrace trace padded-id` found none).
+    # ("padded-body-id") matched no log line or span (`ridtrace trace padded-body-id` found none).
     prompt = {"text": "ids"} if path == "/generate" else {"prompt": "ids"}
-    response = httpx.post(stack.url + path, json={**prompt, body_field: "  padded-id "},
+    response = httpx.post(stack.url + path, json={**prompt, body_field: "  padded-body-id "},
                           timeout=30)
     assert response.status_code == 200, response.text
-    assert response.json()[body_field] == "  padded-id "  # the body's own, verbatim
-    assert response.headers["x-request-id"] == "padded-id"
+    assert response.json()[body_field] == "  padded-body-id "  # the body's own, verbatim
+    assert response.headers["x-request-id"] == "padded-body-id"
     request_id = response.headers["x-server-request-id"]
     frontend = _lines_of(stack.frontend, request_id, "request.end")
     assert {x.get("x_request_id") for x in frontend if x.get("event") == "request.end"} == {
-        "padded-id"}
+        "padded-body-id"}
