@@ -49,6 +49,27 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _dask_engine_in_threads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ``engine="dask"`` case of a test parametrized over `ENGINES` runs its local
+    cluster's workers as threads.
+
+    Those tests ask whether the Dask engine's report is the local one's; a cluster of
+    worker processes answers that as threads do, but takes seconds more to start and
+    stop, dozens of times a run. What only real worker processes show (pickling, a
+    worker dying, files the workers cannot see) is tested on real ones: `dask
+    scheduler` and `dask worker` in tests/cli/test_dask_{worker_death,file_gone,
+    no_workers}.py, and the default local cluster in docs/scale-out.md's example
+    (tests/test_docs_examples.py).
+    """
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is None or callspec.params.get("engine") != "dask":
+        return
+    from ridtrace.forensics.dask_engine import cluster
+
+    monkeypatch.setitem(cluster.LOCAL_CLUSTER_OPTIONS, "processes", False)
+
+
+@pytest.fixture(autouse=True)
 def _own_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every test starts as CI runs it, and leaves the environment as it found it.
 
