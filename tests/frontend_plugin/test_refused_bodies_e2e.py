@@ -86,3 +86,50 @@ def test_a_body_refused_in_the_read_that_ends_its_headers_is_logged_as_its_400(
         answer = _send_and_answer(sock, _head(b"/v1/chat/completions", client_id.encode()) + chunks)
     assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
     _check_request_end(stack.frontend, client_id, reason)
+
+
+# A transfer coding list that does not end in chunked: llhttp refuses the framing right
+# after the headers (RFC 9112 section 6.3), in the read that brought them, before the
+# route runs. The route then answered from the headers alone (501 for the coding, 415
+# for the media type) into a closed connection, and request.end logged that answer.
+HEADER_REFUSALS = [
+    (b"/v1/completions", b"application/json", b"compress-h6"),
+    (b"/v1/messages", b"text/plain", b"gzip"),
+]
+
+
+@pytest.mark.parametrize(("path", "media", "coding"), HEADER_REFUSALS, ids=["501", "415"])
+def test_a_request_the_parser_refuses_after_its_headers_is_logged_as_its_400(
+    stack: Stack, path: bytes, media: bytes, coding: bytes
+) -> None:
+    client_id = f"parser-refused-{coding.decode()}"
+    reason = "Invalid HTTP request received: Request has invalid `Transfer-Encoding`"
+    head = (b"POST %s HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: %s\r\nx-request-id: %s\r\n"
+            b"transfer-encoding: %s\r\n\r\n" % (path, media, client_id.encode(), coding))
+    with socket.create_connection(("127.0.0.1", stack.frontend.port), timeout=30) as sock:
+        answer = _send_and_answer(sock, head + b"5\r\nhello\r\n0\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400 ") and answer.endswith(reason.encode()), answer
+    end = _check_request_end(stack.frontend, client_id, reason)
+    assert end["bytes_out"] == len(reason)
+
+
+def test_a_worker_logs_no_refusal_of_its_own_for_a_request_its_parser_refused(
+    stack: Stack,
+) -> None:
+    worker = stack.workers[0]
+    head = (b"POST /v1/work HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            b"transfer-encoding: x-worker-h6\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", worker.port), timeout=30) as sock:
+        answer = _send_and_answer(sock, head + b"2\r\n{}\r\n0\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    # A refusal the worker does give, after it: once its line is written, a line for
+    # the first request would be too (one connection's task runs before the next's).
+    envelope = b'{"request_id": "after-h6", "endpoint": "completions", "prompt": "x"}'
+    with socket.create_connection(("127.0.0.1", worker.port), timeout=30) as sock:
+        later = _send_and_answer(sock, b"POST /v1/work HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+                                 b"content-type: application/json\r\nconnection: close\r\n"
+                                 b"content-length: %d\r\n\r\n%s" % (len(envelope), envelope))
+    hop_id = later.split(b"x-server-request-id: ", 1)[1].split(b"\r\n", 1)[0].decode()
+    worker.wait_for_lines(lambda line: line.get("event") == "worker.refused"
+                          and line.get("request_id") == hop_id, 1)
+    assert not [line for line in worker.lines() if "x-worker-h6" in str(line.get("error"))]

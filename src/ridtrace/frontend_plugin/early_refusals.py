@@ -82,19 +82,26 @@ def transfer_coding_refusal(scope: Scope) -> str | None:
     The HTTP parser undoes ``chunked`` only: for ``gzip, chunked`` it hands on the body
     still gzipped, which then failed as "invalid JSON body" (400). RFC 9112 (section
     6.1) asks for 501 Not Implemented for a transfer coding the server does not
-    understand. A coding list that does not end in ``chunked`` never gets here: the
-    parser answers that 400 itself, as the RFC requires (section 6.3).
+    understand. A coding list that does not end in ``chunked`` is no framing at all:
+    the server answers it 400 and closes (section 6.3; llhttp does, right after the
+    headers, before the route runs), so it is left to the server here. Answered 501
+    too, the route logged (and a worker's worker.refused said) an answer that went to
+    the closed connection, never to the client.
     """
+    codings: list[bytes] = []
     for name, value in scope["headers"]:
         if name == b"transfer-encoding":
-            for coding in value.split(b","):
-                coding = coding.split(b";", 1)[0].strip().lower()
-                if coding and coding not in _KNOWN_TRANSFER_CODINGS:
-                    shown = coding.decode("latin-1")[:32]
-                    if not shown.isprintable():
-                        shown = "?"
-                    return (f"unsupported transfer-encoding '{shown}': "
-                            "send the body chunked or with a content-length")
+            codings += (coding.split(b";", 1)[0].strip().lower() for coding in value.split(b","))
+    codings = [coding for coding in codings if coding]
+    if not codings or codings[-1] != b"chunked":
+        return None
+    for coding in codings:
+        if coding not in _KNOWN_TRANSFER_CODINGS:
+            shown = coding.decode("latin-1")[:32]
+            if not shown.isprintable():
+                shown = "?"
+            return (f"unsupported transfer-encoding '{shown}': "
+                    "send the body chunked or with a content-length")
     return None
 
 

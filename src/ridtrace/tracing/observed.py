@@ -72,19 +72,29 @@ def answered_by_server(scope: Scope, status: int, reason: str, size: int) -> Non
     A server that refuses a body mid-read (bad chunk framing) writes its answer and
     closes, and the app sees only ``http.disconnect``: request.end said status 0 and
     outcome ``cancelled``, a client gone, for a client that stayed and was told why.
-    The middleware takes the note when the request ends, unless the app had answered.
+    The middleware takes the note when the request ends, over anything the app sent
+    after it (which went to the closed connection): note only while the app has sent
+    nothing.
     """
     scope[_SERVER_ANSWER_KEY] = (status, reason, size)
 
 
 def _take_server_answer(scope: Scope, state: Exchange, ctx: RequestContext) -> None:
     answer = scope.pop(_SERVER_ANSWER_KEY, None)
-    if answer is None or state.response_started:
+    if answer is None:
         return
     state.status, reason, size = answer
     state.body_done = True
-    state.bytes_out += size
-    ctx.annotations.setdefault("error", reason)
+    if state.response_started:
+        # Noted only while the app had sent nothing: the server's answer went first and
+        # closed the connection. An answer the app gave from the headers alone after it
+        # (a 415, a 404; the parser refuses a bad transfer coding right after the
+        # headers) reached nobody: its status, size and error are not the request's.
+        state.bytes_out = size
+        ctx.annotations["error"] = reason
+    else:
+        state.bytes_out += size
+        ctx.annotations.setdefault("error", reason)
 
 
 class ObservedServing:
