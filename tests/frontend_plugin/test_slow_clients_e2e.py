@@ -78,6 +78,21 @@ def test_oversized_headers_get_431(guarded: Stack, headers: bytes) -> None:
     assert _status(answer) == 431, answer[:200]
 
 
+@pytest.mark.parametrize("path", [b"/v1/models?after=", b"/"])
+def test_a_request_target_over_the_cap_gets_414(guarded: Stack, path: bytes) -> None:
+    # RFC 9112 section 3: a target longer than the server wants to parse MUST get 414;
+    # counted with the headers, it was told 431, the status for header fields.
+    sent = b"GET " + path + b"a" * 70_000 + b" HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n"
+    for port in (guarded.frontend.port, guarded.workers[0].port):
+        answer, _ = _exchange(port, sent)
+        assert answer.startswith(b"HTTP/1.1 414 URI Too Long\r\n"), answer[:200]
+        assert answer.endswith(b"request target exceeds 65536 bytes")
+        assert b"connection: close" in answer
+    guarded.frontend.wait_for_lines(
+        lambda line: line.get("level") == "WARN" and line.get("message")
+        == "Invalid HTTP request received: request target exceeds 65536 bytes", 1)
+
+
 def test_requests_refused_before_the_app_are_logged_saying_why(guarded: Stack) -> None:
     # The parser's refusals had a WARN line; the 408 for headers that never end had
     # none, and the 431 and the Host refusal only "Invalid HTTP request received.":

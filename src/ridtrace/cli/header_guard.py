@@ -6,9 +6,10 @@ of one request could grow to any size (megabytes of them were parsed and kept). 
 held connection costs a file descriptor and memory, so a handful of clients could use
 up either without ever reaching the app. Here a request whose headers are not complete
 within ``header_timeout`` seconds of its first byte (or of the connection opening)
-gets 408 and its connection is closed, and headers over ``max_header_bytes`` get 431.
-The request body has its own deadline in the app (``FrontendSettings.body_timeout``),
-where the answer can take the route's error shape.
+gets 408 and its connection is closed, and headers over ``max_header_bytes`` get 431
+(414 when the request target alone crosses it). The request body has its own deadline
+in the app (``FrontendSettings.body_timeout``), where the answer can take the route's
+error shape.
 """
 
 from __future__ import annotations
@@ -22,7 +23,12 @@ import httptools
 from ridtrace.cli.http10 import framed_for_http10
 from ridtrace.cli.pipelining import BoundedPipeline, InOrderRefusals
 from ridtrace.cli.refused_bodies import RefusedBodies
-from ridtrace.cli.request_target import target_refusal, version_refusal, with_root_path
+from ridtrace.cli.request_target import (
+    host_from_target,
+    target_refusal,
+    version_refusal,
+    with_root_path,
+)
 from ridtrace.cli.upgrade import UpgradeIgnoringProtocol
 
 __all__ = [
@@ -63,6 +69,7 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         self._header_timer: asyncio.TimerHandle | None = None
         self._header_bytes = 0
         self._too_large = False
+        self._target_too_long = False  # the cap was crossed in the request target
         self._hosts = 0  # Host header lines of the request being parsed
         self._head_refusal: str | None = None
         self._head_status = (400, "Bad Request")  # of a _head_refusal (505: a version)
@@ -103,7 +110,12 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         self._arm_header_timer()
 
     def on_url(self, url: bytes) -> None:
-        self._count(len(url))
+        try:
+            self._count(len(url))
+        except _HeadersTooLarge:
+            # RFC 9112 section 3: a target too long to parse MUST get 414, not 431.
+            self._target_too_long = True
+            raise
         super().on_url(url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -205,7 +217,7 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         if self._head_refusal is not None:
             raise _HeadRefused
         self.url = with_root_path(self.url)  # uvicorn took no path from it: a 400
-        self._host_from_target()
+        host_from_target(self.url, self.headers)
         super().on_headers_complete()
         cycles = self._cycles
         while cycles and cycles[0].response_complete:
@@ -214,28 +226,10 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         # The app's task is created but has not run yet: its first send sees the class.
         framed_for_http10(self.cycle, self.scope)
 
-    def _host_from_target(self) -> None:
-        """RFC 9112 section 3.2.2: with an absolute-form target (``GET http://h/p``) the
-        server MUST use the target's host and ignore Host. uvicorn keeps only the path,
-        so the Host check judged the Host header: a request for another host was
-        answered, and one naming this server with any Host refused (421)."""
-        if self.url.startswith(b"/") or self.url == b"*":
-            return
-        try:
-            target = httptools.parse_url(self.url)
-        except httptools.HttpParserInvalidURLError:
-            return
-        if not target.host:
-            return
-        host = b"[" + target.host + b"]" if b":" in target.host else target.host
-        authority = host if target.port is None else b"%s:%d" % (host, target.port)
-        self.headers[:] = [(name, authority if name == b"host" else value)
-                           for name, value in self.headers]
-
     def refusal(self, exc: Exception) -> str:
         # Our callbacks' refusals: the log line says which, as the parser's own do.
         if self._too_large:
-            return f"{_REFUSED}: request headers exceed {self.max_header_bytes} bytes"
+            return f"{_REFUSED}: {self._too_large_message()}"
         if self._head_refusal is not None:
             return f"{_REFUSED}: {self._head_refusal}"
         return super().refusal(exc)
@@ -243,13 +237,18 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
     def send_400_response(self, msg: str) -> None:
         # httptools reports our callback's exception as a parse error; say what it was.
         if self._too_large:
-            self._answer_and_close(431, "Request Header Fields Too Large",
-                                   f"request headers exceed {self.max_header_bytes} bytes")
+            status = ((414, "URI Too Long") if self._target_too_long
+                      else (431, "Request Header Fields Too Large"))
+            self._answer_and_close(*status, self._too_large_message())
             return
         if self._head_refusal is not None:
             self._answer_and_close(*self._head_status, self._head_refusal)
             return
         super().send_400_response(msg)
+
+    def _too_large_message(self) -> str:
+        part = "request target exceeds" if self._target_too_long else "request headers exceed"
+        return f"{part} {self.max_header_bytes} bytes"
 
     def _count(self, size: int) -> None:
         self._header_bytes += size

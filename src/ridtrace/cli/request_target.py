@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import httptools
 
-__all__ = ["target_refusal", "version_refusal", "with_root_path"]
+__all__ = ["host_from_target", "target_refusal", "version_refusal", "with_root_path"]
 
 _WEB_SCHEMES = (b"http", b"https")
 _SERVED_VERSIONS = ("1.0", "1.1")
@@ -64,3 +64,22 @@ def with_root_path(target: bytes) -> bytes:
         return target
     head, mark, query = target.partition(b"?")
     return head + b"/" + mark + query
+
+
+def host_from_target(target: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    """RFC 9112 section 3.2.2: with an absolute-form target (``GET http://h/p``) the
+    server MUST use the target's host and ignore Host: ``headers``' Host values become
+    the target's authority. uvicorn keeps only the path, so the Host check judged the
+    Host header: a request for another host was answered, and one naming this server
+    with any Host refused (421)."""
+    if target.startswith(b"/") or target == b"*":
+        return
+    try:
+        parsed = httptools.parse_url(target)
+    except httptools.HttpParserInvalidURLError:
+        return
+    if not parsed.host:
+        return
+    host = b"[" + parsed.host + b"]" if b":" in parsed.host else parsed.host
+    authority = host if parsed.port is None else b"%s:%d" % (host, parsed.port)
+    headers[:] = [(name, authority if name == b"host" else value) for name, value in headers]
