@@ -46,7 +46,10 @@ def target_refusal(method: bytes, target: bytes) -> str | None:
     try:
         scheme = httptools.parse_url(target).schema
     except httptools.HttpParserInvalidURLError:
-        return None  # llhttp refuses the other forms itself, saying why
+        # llhttp read it (it refuses most malformed targets itself, saying why), but
+        # not uvicorn's URL parser after it (an empty or bracket-less host, a port past
+        # 65535): a 400 that said only "Invalid HTTP request received."
+        return "the request target is not a valid URI (RFC 9112, section 3.2)"
     if scheme is not None and scheme.lower() not in _WEB_SCHEMES:
         return "an absolute request target must be an http or https URI (RFC 9110, section 4.2)"
     return None
