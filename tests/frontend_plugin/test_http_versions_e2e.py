@@ -34,8 +34,12 @@ def _exchange(port: int, head: bytes) -> bytes:
         (b"GET /health HTTP/2.0\r\n\r\n", "2.0"),
         (b"GET /health HTTP/0.9\r\n\r\n", "0.9"),
         (b"GET /health\r\n\r\n", "0.9"),
+        # HTTP/2 with prior knowledge (curl --http2-prior-knowledge, gRPC clients): the
+        # connection preface. llhttp stops there, and its reason went out as the
+        # answer: a 400 saying "Pause on PRI/Upgrade".
+        (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00", "2.0"),
     ],
-    ids=["2.0", "2.0-no-host", "0.9", "no-version"],
+    ids=["2.0", "2.0-no-host", "0.9", "no-version", "h2-preface"],
 )
 def test_an_http_version_other_than_1x_gets_505_saying_which(
     stack: Stack, head: bytes, version: str

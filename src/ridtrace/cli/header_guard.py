@@ -20,6 +20,7 @@ from typing import Any
 
 import httptools
 
+from ridtrace.cli.chunk_framing import CHUNK_FRAMING_PER_BODY_BYTE, framing_refusal
 from ridtrace.cli.http10 import framed_for_http10
 from ridtrace.cli.pipelining import BoundedPipeline, InOrderRefusals
 from ridtrace.cli.refused_bodies import RefusedBodies
@@ -41,10 +42,6 @@ MAX_HEADER_BYTES = 64 * 1024
 MAX_UNREAD_BODY_BYTES = 32 * 1024 * 1024
 """Most of a request body the app left unread that is taken after its answer before the
 connection is closed: what a 413 takes too (the 1 MiB body cap, 32 times)."""
-CHUNK_FRAMING_PER_BODY_BYTE = 16
-"""Bytes of chunk-size lines a chunked body may spend per byte of body, beyond room for
-its trailers: a body sent one byte a chunk spends 5 (``1\r\nX\r\n``), 9 with an
-extension (``1;a=b``)."""
 
 
 _REFUSED = "Invalid HTTP request received"  # as uvicorn's WARN for the parser's refusals
@@ -140,16 +137,10 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
             self._check_chunk_framing()
 
     def _check_chunk_framing(self) -> None:
-        # A chunk's size line may carry extensions (``1;name=value``) and leading zeros
-        # without end, and none of it is body: it went by the app's body cap and by
-        # max_unread_body_bytes, so one client pushed hundreds of MB/s into the server
-        # until the body deadline (Node's CVE-2024-22019).
-        framing = self._received_in_body - self._body_bytes
-        room = 2 * self.max_header_bytes + CHUNK_FRAMING_PER_BODY_BYTE * self._body_bytes
-        if framing <= room:
+        message = framing_refusal(self._received_in_body, self._body_bytes,
+                                  self.max_header_bytes)
+        if message is None:
             return
-        message = (f"chunk sizes and extensions took {framing} bytes for "
-                   f"{self._body_bytes} bytes of body")
         self.logger.warning("%s: %s", _REFUSED, message)
         cycle = self.cycle
         if cycle is not None and not cycle.response_started:
@@ -203,8 +194,7 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         self._body_open = True
         self._received_in_body = self._body_bytes = 0
         version = self.parser.get_http_version()
-        if (refusal := version_refusal(version)) is not None:
-            self._head_refusal, self._head_status = refusal, (505, "HTTP Version Not Supported")
+        if self._version_refused(version):
             raise _HeadRefused
         # RFC 9112 section 3.2: 400 for an HTTP/1.1 request without Host and for any
         # request with several (h11 answers both so; httptools served them, and the Host
@@ -226,10 +216,20 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         # The app's task is created but has not run yet: its first send sees the class.
         framed_for_http10(self.cycle, self.scope)
 
+    def _version_refused(self, version: str) -> bool:
+        refusal = version_refusal(version)
+        if refusal is not None:
+            self._head_refusal, self._head_status = refusal, (505, "HTTP Version Not Supported")
+        return refusal is not None
+
     def refusal(self, exc: Exception) -> str:
         # Our callbacks' refusals: the log line says which, as the parser's own do.
         if self._too_large:
             return f"{_REFUSED}: {self._too_large_message()}"
+        if self._head_refusal is None and self.parser.get_method() == b"PRI":
+            # HTTP/2's preface (prior knowledge): llhttp stops at it, and its reason was
+            # the answer, a 400 saying "Pause on PRI/Upgrade". 505, as for HTTP/2.0 lines.
+            self._version_refused(self.parser.get_http_version())
         if self._head_refusal is not None:
             return f"{_REFUSED}: {self._head_refusal}"
         return super().refusal(exc)
