@@ -22,7 +22,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-__all__ = ["OtlpReceiver", "ReceivedSpan", "otlp_grpc_receiver", "otlp_receiver"]
+__all__ = [
+    "OtlpReceiver",
+    "ReceivedSpan",
+    "otlp_grpc_receiver",
+    "otlp_receiver",
+    "redirecting_collector",
+]
 
 
 @dataclass(frozen=True)
@@ -293,6 +299,32 @@ def unresponsive_collector() -> Iterator[str]:
         listener.close()
         for connection in held:
             connection.close()
+
+
+@contextmanager
+def redirecting_collector(location: str, status: int = 308) -> Iterator[str]:
+    """An endpoint that answers every export ``status`` with ``Location: location`` and
+    the export's path (an ingress redirecting http to https, a collector that moved).
+    Yields its URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", "0")))
+            self.send_response(status)
+            self.send_header("location", location + self.path)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def export_one_of_each(service: str, env: Mapping[str, str]) -> None:

@@ -201,36 +201,17 @@ def otlp_exporter(env: Mapping[str, str], signal: str, endpoint: str) -> Any:
     else:
         from opentelemetry.exporter.otlp.proto.http import Compression
 
+        from ridtrace.tracing.otlp_session import export_session  # imports requests
+
         options["compression"] = Compression(compression)
         certificate, client_key, client_certificate = _files(env, signal, scheme == "https")
         options["certificate_file"] = certificate
         options["client_key_file"] = client_key
         options["client_certificate_file"] = client_certificate
-        if certificate:
-            options["session"] = _ca_file_session()
+        # Its CA file trusted whatever REQUESTS_CA_BUNDLE says, and redirects answered
+        # as HTTP says (the exporter took any 3xx for a delivery): tracing.otlp_session.
+        options["session"] = export_session(certificate, frozenset(headers))
     return cls(**options)
-
-
-def _ca_file_session() -> Any:
-    """A requests session on which the CA file the exporter sets is the one verified
-    against.
-
-    requests lets ``REQUESTS_CA_BUNDLE`` / ``CURL_CA_BUNDLE`` in the environment (set
-    system-wide on many images) win over a session's own ``verify``: the exporter's
-    ``OTEL_EXPORTER_OTLP_CERTIFICATE`` was ignored there, and every https export to a
-    collector behind a private CA failed "certificate verify failed". Proxies and the
-    rest of the environment still apply.
-    """
-    import requests
-
-    class CaFileSession(requests.Session):
-        def merge_environment_settings(self, *args: Any, **kwargs: Any) -> Any:
-            settings = super().merge_environment_settings(*args, **kwargs)
-            if isinstance(self.verify, str):
-                settings["verify"] = self.verify
-            return settings
-
-    return CaFileSession()
 
 
 _TEMPORALITY_KEY = "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"

@@ -1,0 +1,96 @@
+"""The requests session every OTLP/HTTP export goes through (`tracing.otlp` builds the
+exporters): which certificate authority is trusted, and what a redirect answer means.
+
+Left to the exporter library, a redirect was a delivery: it sends with redirects off
+and takes any status below 400 for a success, so behind an ingress that sends http to
+https (308), or a collector that moved, every span and metric was dropped while each
+export reported success and nothing was logged. A redirect that keeps the request as
+it is (307, 308) is followed, as HTTP says, and said once; one that would resend the
+export as a GET (301, 302, 303), which no collector takes, fails the export with its
+status and where it pointed.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import requests
+
+from ridtrace.tracing.otlp_endpoints import shown_endpoint
+
+__all__ = ["UnfollowedRedirect", "export_session"]
+
+# Redirects after which an export gives up (requests' own default is 30).
+_MAX_REDIRECTS = 5
+# The redirects that resend the same method and body (RFC 9110 15.4.8, 15.4.9).
+_KEEPING_THE_REQUEST = frozenset({307, 308})
+
+
+class UnfollowedRedirect(requests.RequestException):
+    """A collector's redirect answer that an export cannot follow: the exporter logs it
+    as the export's failure (it is no connection error, so it is not retried)."""
+
+
+def export_session(ca_file: str | None, credential_headers: frozenset[str]) -> requests.Session:
+    """The session for one OTLP/HTTP exporter.
+
+    ``ca_file``: the ``OTEL_EXPORTER_OTLP_[SIGNAL_]CERTIFICATE`` the exporter verifies
+    against, which then wins over ``REQUESTS_CA_BUNDLE`` / ``CURL_CA_BUNDLE`` (requests
+    let those win over a session's own ``verify``, and every https export to a collector
+    behind a private CA failed "certificate verify failed").
+    ``credential_headers``: the names ``OTEL_EXPORTER_OTLP_[SIGNAL_]HEADERS`` set, kept
+    from a redirect to another host as requests keeps ``authorization`` from it.
+    """
+    return _ExportSession(ca_file, credential_headers)
+
+
+class _ExportSession(requests.Session):
+    def __init__(self, ca_file: str | None, credential_headers: frozenset[str]) -> None:
+        super().__init__()
+        self.max_redirects = _MAX_REDIRECTS
+        self._ca_file = ca_file
+        self._credential_headers = credential_headers
+        self._redirect_said = False
+
+    def merge_environment_settings(self, *args: Any, **kwargs: Any) -> Any:
+        settings = super().merge_environment_settings(*args, **kwargs)
+        if self._ca_file and isinstance(self.verify, str):
+            settings["verify"] = self.verify
+        return settings
+
+    def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        kwargs["allow_redirects"] = True  # the exporter asks for none
+        response = super().request(method, url, *args, **kwargs)
+        if 300 <= response.status_code < 400:  # still a redirect, or one with no Location
+            raise UnfollowedRedirect(_unfollowed(response))
+        if response.history and not self._redirect_said:
+            self._redirect_said = True
+            logging.getLogger(__name__).warning(
+                "OTLP endpoint %s answers %s, a redirect to %s: each export is sent twice; "
+                "name that URL in the endpoint variable", shown_endpoint(str(url)),
+                response.history[0].status_code, shown_endpoint(response.url))
+        return response
+
+    def rebuild_method(self, prepared_request: Any, response: Any) -> None:
+        # requests turns a POST into a GET for these, as browsers do: no collector
+        # takes an export so, and the body would be gone.
+        if response.status_code not in _KEEPING_THE_REQUEST:
+            raise UnfollowedRedirect(_unfollowed(response))
+        super().rebuild_method(prepared_request, response)
+
+    def rebuild_auth(self, prepared_request: Any, response: Any) -> None:
+        super().rebuild_auth(prepared_request, response)
+        # requests drops only `authorization` when a redirect leaves the host; an
+        # OTLP header is as often a credential (x-api-key, a tenant's token).
+        if self.should_strip_auth(response.request.url, prepared_request.url):
+            for name in self._credential_headers:
+                prepared_request.headers.pop(name, None)
+
+
+def _unfollowed(response: Any) -> str:
+    location = response.headers.get("location") or "nowhere"
+    return (f"OTLP endpoint {shown_endpoint(response.request.url)} answered "
+            f"{response.status_code} {response.reason}, a redirect to "
+            f"{shown_endpoint(location)} that an export cannot follow: name the URL "
+            "the collector takes in the endpoint variable")
