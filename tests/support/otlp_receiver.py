@@ -175,13 +175,15 @@ class OtlpReceiver:
 
 @contextmanager
 def otlp_receiver(
-    *, metrics: bool = True, tls: ssl.SSLContext | None = None, delay: float = 0.0
+    *, metrics: bool = True, tls: ssl.SSLContext | None = None, delay: float = 0.0,
+    rejecting: tuple[int, str] | None = None,
 ) -> Iterator[OtlpReceiver]:
     """Run a receiver on a free loopback port for the duration of the block.
 
     ``metrics=False`` makes it a collector with no metrics pipeline, as Jaeger is: a
     metrics export gets 404. ``tls``: a server context, and the receiver takes https.
     ``delay``: seconds it takes to answer each export, as a collector under load does.
+    ``rejecting``: (count, message) of the partial success it answers every export with.
     """
     receiver_ref: list[OtlpReceiver] = []
 
@@ -201,12 +203,20 @@ def otlp_receiver(
                 request = ExportTraceServiceRequest()
                 request.ParseFromString(body)
                 receiver_ref[0].add(request)
-                payload = ExportTraceServiceResponse().SerializeToString()
+                answer = ExportTraceServiceResponse()
+                if rejecting:
+                    answer.partial_success.rejected_spans = rejecting[0]
+                    answer.partial_success.error_message = rejecting[1]
+                payload = answer.SerializeToString()
             elif path == "/v1/metrics" and metrics:
                 metrics_request = ExportMetricsServiceRequest()
                 metrics_request.ParseFromString(body)
                 receiver_ref[0].add_metrics(metrics_request)
-                payload = ExportMetricsServiceResponse().SerializeToString()
+                metrics_answer = ExportMetricsServiceResponse()
+                if rejecting:
+                    metrics_answer.partial_success.rejected_data_points = rejecting[0]
+                    metrics_answer.partial_success.error_message = rejecting[1]
+                payload = metrics_answer.SerializeToString()
             else:
                 self.send_response(404)
                 self.end_headers()

@@ -208,9 +208,10 @@ def otlp_exporter(env: Mapping[str, str], signal: str, endpoint: str) -> Any:
         options["certificate_file"] = certificate
         options["client_key_file"] = client_key
         options["client_certificate_file"] = client_certificate
-        # Its CA file trusted whatever REQUESTS_CA_BUNDLE says, and redirects answered
-        # as HTTP says (the exporter took any 3xx for a delivery): tracing.otlp_session.
-        options["session"] = export_session(certificate, frozenset(headers))
+        # Its CA file trusted whatever REQUESTS_CA_BUNDLE says, redirects answered as
+        # HTTP says (the exporter took any 3xx for a delivery) and a partial success
+        # said (the exporter never read it): tracing.otlp_session.
+        options["session"] = export_session(signal, certificate, frozenset(headers))
     return cls(**options)
 
 

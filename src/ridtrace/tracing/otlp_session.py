@@ -1,5 +1,6 @@
 """The requests session every OTLP/HTTP export goes through (`tracing.otlp` builds the
-exporters): which certificate authority is trusted, and what a redirect answer means.
+exporters): which certificate authority is trusted, what a redirect answer means, and
+what a collector's partial success says.
 
 Left to the exporter library, a redirect was a delivery: it sends with redirects off
 and takes any status below 400 for a success, so behind an ingress that sends http to
@@ -8,6 +9,11 @@ export reported success and nothing was logged. A redirect that keeps the reques
 it is (307, 308) is followed, as HTTP says, and said once; one that would resend the
 export as a GET (301, 302, 303), which no collector takes, fails the export with its
 status and where it pointed.
+
+Nor did the library read a successful answer's body: the spans or data points a
+collector rejected (OTLP's ``partial_success``: too large, too old, over a quota) were
+lost without a word. They are now logged as a WARN with the collector's reason, as
+the OpenTelemetry Collector's and Go's exporters log them.
 """
 
 from __future__ import annotations
@@ -25,6 +31,9 @@ __all__ = ["UnfollowedRedirect", "export_session"]
 _MAX_REDIRECTS = 5
 # The redirects that resend the same method and body (RFC 9110 15.4.8, 15.4.9).
 _KEEPING_THE_REQUEST = frozenset({307, 308})
+# What each signal's rejected items are called, and the longest reason quoted.
+_ITEMS = {"traces": "spans", "metrics": "data points"}
+_REASON_CHARACTERS = 500
 
 
 class UnfollowedRedirect(requests.RequestException):
@@ -32,8 +41,10 @@ class UnfollowedRedirect(requests.RequestException):
     as the export's failure (it is no connection error, so it is not retried)."""
 
 
-def export_session(ca_file: str | None, credential_headers: frozenset[str]) -> requests.Session:
-    """The session for one OTLP/HTTP exporter.
+def export_session(
+    signal: str, ca_file: str | None, credential_headers: frozenset[str]
+) -> requests.Session:
+    """The session for one OTLP/HTTP exporter of ``signal`` (``traces``, ``metrics``).
 
     ``ca_file``: the ``OTEL_EXPORTER_OTLP_[SIGNAL_]CERTIFICATE`` the exporter verifies
     against, which then wins over ``REQUESTS_CA_BUNDLE`` / ``CURL_CA_BUNDLE`` (requests
@@ -42,13 +53,16 @@ def export_session(ca_file: str | None, credential_headers: frozenset[str]) -> r
     ``credential_headers``: the names ``OTEL_EXPORTER_OTLP_[SIGNAL_]HEADERS`` set, kept
     from a redirect to another host as requests keeps ``authorization`` from it.
     """
-    return _ExportSession(ca_file, credential_headers)
+    return _ExportSession(signal, ca_file, credential_headers)
 
 
 class _ExportSession(requests.Session):
-    def __init__(self, ca_file: str | None, credential_headers: frozenset[str]) -> None:
+    def __init__(
+        self, signal: str, ca_file: str | None, credential_headers: frozenset[str]
+    ) -> None:
         super().__init__()
         self.max_redirects = _MAX_REDIRECTS
+        self._signal = signal
         self._ca_file = ca_file
         self._credential_headers = credential_headers
         self._redirect_said = False
@@ -70,6 +84,8 @@ class _ExportSession(requests.Session):
                 "OTLP endpoint %s answers %s, a redirect to %s: each export is sent twice; "
                 "name that URL in the endpoint variable", shown_endpoint(str(url)),
                 response.history[0].status_code, shown_endpoint(response.url))
+        if 200 <= response.status_code < 300:
+            _say_partial_success(self._signal, response)
         return response
 
     def rebuild_method(self, prepared_request: Any, response: Any) -> None:
@@ -86,6 +102,39 @@ class _ExportSession(requests.Session):
         if self.should_strip_auth(response.request.url, prepared_request.url):
             for name in self._credential_headers:
                 prepared_request.headers.pop(name, None)
+
+
+def _say_partial_success(signal: str, response: Any) -> None:
+    """Log what a collector's ``partial_success`` says: items it rejected, or (none
+    rejected) a warning about the export. The protocol answers protobuf with protobuf;
+    an answer in any other form is left unread."""
+    if not response.headers.get("content-type", "").startswith("application/x-protobuf"):
+        return
+    from google.protobuf.message import DecodeError
+
+    if signal == "traces":
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceResponse as Answer,
+        )
+    else:
+        from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+            ExportMetricsServiceResponse as Answer,
+        )
+    try:
+        partial = Answer.FromString(response.content).partial_success
+    except DecodeError:
+        return
+    rejected = next((value for field, value in partial.ListFields()
+                     if field.name.startswith("rejected_")), 0)
+    reason = partial.error_message[:_REASON_CHARACTERS]
+    where = shown_endpoint(response.url)
+    if rejected:
+        logging.getLogger(__name__).warning(
+            "OTLP endpoint %s rejected %d %s of an export: %s", where, rejected,
+            _ITEMS[signal], reason or "no reason given")
+    elif reason:
+        logging.getLogger(__name__).warning(
+            "OTLP endpoint %s accepted an export and says: %s", where, reason)
 
 
 def _unfollowed(response: Any) -> str:

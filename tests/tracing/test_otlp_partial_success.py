@@ -1,0 +1,50 @@
+"""A collector's partial success (OTLP's ``partial_success``: some spans or data points
+rejected, or a warning about the export) as ridtrace's log shows it, from a real
+OTLP/HTTP receiver.
+
+The exporter library never reads the answer's body: spans a collector rejected (too
+large, too old, over a tenant's quota) were lost without a word, the export counted
+as a full success.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from ridtrace.tracing import metrics, shutdown_telemetry
+from tests.support.otlp_receiver import export_one_of_each, otlp_receiver
+
+
+@pytest.fixture(autouse=True)
+def _clean() -> Iterator[None]:
+    yield
+    shutdown_telemetry()
+    metrics.bind_meter_provider(None)
+
+
+def _warnings(caplog: pytest.LogCaptureFixture, rejecting: tuple[int, str]) -> list[str]:
+    with otlp_receiver(rejecting=rejecting) as receiver, caplog.at_level(logging.WARNING):
+        export_one_of_each("partial", {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint})
+        receiver.wait_for(1, timeout=10)
+        receiver.wait_for_metric_exports(1, timeout=10)
+    return sorted(r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+
+
+def test_items_a_collector_rejected_are_said_with_its_reason(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    said = _warnings(caplog, (3, "span too large"))
+    assert len(said) == 2, said
+    assert "rejected 3 data points of an export: span too large" in said[0]
+    assert "rejected 3 spans of an export: span too large" in said[1]
+
+
+def test_a_collectors_warning_about_an_accepted_export_is_said(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    said = _warnings(caplog, (0, "attribute names truncated"))
+    assert len(said) == 2, said
+    assert all("accepted an export and says: attribute names truncated" in s for s in said)
