@@ -245,11 +245,14 @@ def otlp_receiver(
 
 
 @contextmanager
-def otlp_grpc_receiver(*, metrics: bool = True) -> Iterator[OtlpReceiver]:
+def otlp_grpc_receiver(
+    *, metrics: bool = True, rejecting: tuple[int, str] | None = None
+) -> Iterator[OtlpReceiver]:
     """The same receiver behind OTLP/gRPC (a collector's port 4317) on a free loopback
     port; ``endpoint`` is ``http://127.0.0.1:PORT``, as exporters are given it.
 
     ``metrics=False`` serves no metrics service, as Jaeger: an export is UNIMPLEMENTED.
+    ``rejecting``: (count, message) of the partial success it answers every export with.
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -266,14 +269,22 @@ def otlp_grpc_receiver(*, metrics: bool = True) -> Iterator[OtlpReceiver]:
             with receiver._cond:
                 receiver.headers.append(dict(context.invocation_metadata()))
             receiver.add(request)
-            return ExportTraceServiceResponse()
+            answer = ExportTraceServiceResponse()
+            if rejecting:
+                answer.partial_success.rejected_spans = rejecting[0]
+                answer.partial_success.error_message = rejecting[1]
+            return answer
 
     class Metrics(metrics_service_pb2_grpc.MetricsServiceServicer):  # type: ignore[misc]
         def Export(self, request: Any, context: Any) -> ExportMetricsServiceResponse:
             with receiver._cond:
                 receiver.headers.append(dict(context.invocation_metadata()))
             receiver.add_metrics(request)
-            return ExportMetricsServiceResponse()
+            answer = ExportMetricsServiceResponse()
+            if rejecting:
+                answer.partial_success.rejected_data_points = rejecting[0]
+                answer.partial_success.error_message = rejecting[1]
+            return answer
 
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), server)
     if metrics:

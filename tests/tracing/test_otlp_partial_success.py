@@ -1,10 +1,10 @@
 """A collector's partial success (OTLP's ``partial_success``: some spans or data points
 rejected, or a warning about the export) as ridtrace's log shows it, from a real
-OTLP/HTTP receiver.
+OTLP/HTTP and OTLP/gRPC receiver.
 
-The exporter library never reads the answer's body: spans a collector rejected (too
-large, too old, over a tenant's quota) were lost without a word, the export counted
-as a full success.
+Neither exporter library reads it (the HTTP one never reads the answer's body, the
+gRPC one drops the answer): spans a collector rejected (too large, too old, over a
+tenant's quota) were lost without a word, the export counted as a full success.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from ridtrace.tracing import metrics, shutdown_telemetry
-from tests.support.otlp_receiver import export_one_of_each, otlp_receiver
+from tests.support.otlp_receiver import export_one_of_each, otlp_grpc_receiver, otlp_receiver
 
 
 @pytest.fixture(autouse=True)
@@ -25,18 +25,23 @@ def _clean() -> Iterator[None]:
     metrics.bind_meter_provider(None)
 
 
-def _warnings(caplog: pytest.LogCaptureFixture, rejecting: tuple[int, str]) -> list[str]:
-    with otlp_receiver(rejecting=rejecting) as receiver, caplog.at_level(logging.WARNING):
-        export_one_of_each("partial", {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint})
+def _warnings(
+    caplog: pytest.LogCaptureFixture, rejecting: tuple[int, str], protocol: str = "http/protobuf"
+) -> list[str]:
+    receiving = otlp_grpc_receiver if protocol == "grpc" else otlp_receiver
+    with receiving(rejecting=rejecting) as receiver, caplog.at_level(logging.WARNING):
+        export_one_of_each("partial", {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+                                       "OTEL_EXPORTER_OTLP_PROTOCOL": protocol})
         receiver.wait_for(1, timeout=10)
         receiver.wait_for_metric_exports(1, timeout=10)
     return sorted(r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
 
 
+@pytest.mark.parametrize("protocol", ["http/protobuf", pytest.param("grpc", marks=pytest.mark.extra("grpc"))])
 def test_items_a_collector_rejected_are_said_with_its_reason(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, protocol: str,
 ) -> None:
-    said = _warnings(caplog, (3, "span too large"))
+    said = _warnings(caplog, (3, "span too large"), protocol)
     assert len(said) == 2, said
     assert "rejected 3 data points of an export: span too large" in said[0]
     assert "rejected 3 spans of an export: span too large" in said[1]

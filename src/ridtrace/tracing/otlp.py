@@ -212,7 +212,13 @@ def otlp_exporter(env: Mapping[str, str], signal: str, endpoint: str) -> Any:
         # HTTP says (the exporter took any 3xx for a delivery) and a partial success
         # said (the exporter never read it): tracing.otlp_session.
         options["session"] = export_session(signal, certificate, frozenset(headers))
-    return cls(**options)
+    exporter = cls(**options)
+    if otlp_protocol(env, signal) == "grpc":
+        # The gRPC exporter drops each answer, a partial success with it.
+        from ridtrace.tracing.otlp_partial import watch_grpc_answers
+
+        watch_grpc_answers(exporter, signal, endpoint)
+    return exporter
 
 
 _TEMPORALITY_KEY = "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE"

@@ -10,10 +10,8 @@ it is (307, 308) is followed, as HTTP says, and said once; one that would resend
 export as a GET (301, 302, 303), which no collector takes, fails the export with its
 status and where it pointed.
 
-Nor did the library read a successful answer's body: the spans or data points a
-collector rejected (OTLP's ``partial_success``: too large, too old, over a quota) were
-lost without a word. They are now logged as a WARN with the collector's reason, as
-the OpenTelemetry Collector's and Go's exporters log them.
+Nor did the library read a successful answer's body: what a collector's partial
+success says is read here and logged (`tracing.otlp_partial`).
 """
 
 from __future__ import annotations
@@ -24,6 +22,7 @@ from typing import Any
 import requests
 
 from ridtrace.tracing.otlp_endpoints import shown_endpoint
+from ridtrace.tracing.otlp_partial import say_partial_success
 
 __all__ = ["UnfollowedRedirect", "export_session"]
 
@@ -31,9 +30,6 @@ __all__ = ["UnfollowedRedirect", "export_session"]
 _MAX_REDIRECTS = 5
 # The redirects that resend the same method and body (RFC 9110 15.4.8, 15.4.9).
 _KEEPING_THE_REQUEST = frozenset({307, 308})
-# What each signal's rejected items are called, and the longest reason quoted.
-_ITEMS = {"traces": "spans", "metrics": "data points"}
-_REASON_CHARACTERS = 500
 
 
 class UnfollowedRedirect(requests.RequestException):
@@ -105,9 +101,8 @@ class _ExportSession(requests.Session):
 
 
 def _say_partial_success(signal: str, response: Any) -> None:
-    """Log what a collector's ``partial_success`` says: items it rejected, or (none
-    rejected) a warning about the export. The protocol answers protobuf with protobuf;
-    an answer in any other form is left unread."""
+    """Read a successful answer for its partial success (`tracing.otlp_partial`). The
+    protocol answers protobuf with protobuf; an answer in any other form is left unread."""
     if not response.headers.get("content-type", "").startswith("application/x-protobuf"):
         return
     from google.protobuf.message import DecodeError
@@ -121,20 +116,10 @@ def _say_partial_success(signal: str, response: Any) -> None:
             ExportMetricsServiceResponse as Answer,
         )
     try:
-        partial = Answer.FromString(response.content).partial_success
+        answer = Answer.FromString(response.content)
     except DecodeError:
         return
-    rejected = next((value for field, value in partial.ListFields()
-                     if field.name.startswith("rejected_")), 0)
-    reason = partial.error_message[:_REASON_CHARACTERS]
-    where = shown_endpoint(response.url)
-    if rejected:
-        logging.getLogger(__name__).warning(
-            "OTLP endpoint %s rejected %d %s of an export: %s", where, rejected,
-            _ITEMS[signal], reason or "no reason given")
-    elif reason:
-        logging.getLogger(__name__).warning(
-            "OTLP endpoint %s accepted an export and says: %s", where, reason)
+    say_partial_success(signal, response.url, answer)
 
 
 def _unfollowed(response: Any) -> str:
