@@ -84,6 +84,16 @@ def test_the_headers_reach_an_http_receiver_decoded() -> None:
     assert sent["x-city"] == "München"  # Latin-1 octets, which HTTP allows
 
 
+def test_an_entry_typed_with_a_literal_space_is_decoded_as_well() -> None:
+    # Outside strict percent-encoding (the space), OpenTelemetry's parser took the entry
+    # as typed, and its %3D stayed in the value, where the Go and Java SDKs decode it:
+    # the collector refused every export (401) for a token it would have taken.
+    with otlp_receiver() as receiver:
+        sent = _headers_of_one_export(receiver, {
+            "OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Basic dXNlcg%3D%3D,x-b=a b%2Cc"})
+    assert (sent["authorization"], sent["x-b"]) == ("Basic dXNlcg==", "a b,c")
+
+
 @pytest.mark.extra("grpc")
 def test_the_headers_reach_a_grpc_receiver_decoded() -> None:
     with otlp_grpc_receiver() as receiver:

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 
 from opentelemetry.util.re import parse_env_headers
 
@@ -107,6 +107,13 @@ def _headers(env: Mapping[str, str], signal: str) -> dict[str, str]:
             name = entry.partition("=")[0].strip()[:40] if "=" in entry else "(no '=')"
             raise ValueError(f"{key}: entry {number}, {name!r}, is no name=value header "
                              "with its value URL-encoded")
+        if parsed:
+            # Decoded however the parser took it: an entry outside strict percent-encoding
+            # (a literal space: `authorization=Basic dXNlcg%3D%3D`) it keeps as typed, %3D
+            # and all, where the Go and Java SDKs decode it; the collector refused every
+            # export for want of the token meant.
+            raw_name, _, raw_value = entry.partition("=")
+            parsed = {unquote(raw_name).strip().lower(): unquote(raw_value).strip()}
         for name, value in parsed.items():
             if not (_GRPC_NAME if grpc else _HTTP_NAME).fullmatch(name):
                 raise ValueError(f"{key}: {name!r} is no OTLP/{'gRPC' if grpc else 'HTTP'} "
