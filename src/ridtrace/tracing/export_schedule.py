@@ -8,7 +8,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["batch_span_processor", "check_export_schedule", "periodic_metric_reader"]
+__all__ = [
+    "batch_span_processor",
+    "check_export_schedule",
+    "export_timeout_seconds",
+    "periodic_metric_reader",
+]
 
 
 def _positive(env: Mapping[str, str], key: str, default: int) -> int:
@@ -45,6 +50,15 @@ def check_export_schedule(env: Mapping[str, str]) -> None:
     for key in ("OTEL_BSP_SCHEDULE_DELAY", "OTEL_BSP_EXPORT_TIMEOUT",
                 "OTEL_METRIC_EXPORT_INTERVAL", "OTEL_METRIC_EXPORT_TIMEOUT"):
         _positive(env, key, 1)
+
+
+def export_timeout_seconds(env: Mapping[str, str], signal: str) -> float:
+    """``OTEL_BSP_EXPORT_TIMEOUT`` (traces) or ``OTEL_METRIC_EXPORT_TIMEOUT`` (metrics)
+    in seconds: how long one export may take. The SDK's batch processor keeps its own
+    unused and the OTLP metric exporters ignore the one their reader passes, so
+    `tracing.otlp` bounds the exporter with it."""
+    key = "OTEL_BSP_EXPORT_TIMEOUT" if signal == "traces" else "OTEL_METRIC_EXPORT_TIMEOUT"
+    return _positive(env, key, 30000) / 1000
 
 
 def batch_span_processor(exporter: Any, env: Mapping[str, str]) -> Any:

@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from ridtrace.tracing import fastapi_export, lifecycle, metrics
 from ridtrace.tracing.export_schedule import periodic_metric_reader
-from ridtrace.tracing.otlp import otlp_exporter, otlp_timeout
+from ridtrace.tracing.otlp import export_timeout, otlp_exporter
 from ridtrace.tracing.otlp_endpoints import exporter_names, otlp_export_endpoint
 from ridtrace.tracing.spans import console_stream, sdk_disabled, service_resource
 
@@ -75,7 +75,7 @@ def configure_metrics(
     if endpoint:
         # Every exporter and reader option from `env` (ridtrace.tracing.otlp).
         readers.append(periodic_metric_reader(otlp_exporter(env, "metrics", endpoint), env))
-        flush_limit = otlp_timeout(env, "metrics")
+        flush_limit = export_timeout(env, "metrics")
     if "console" in exporter_names(env, "metrics"):
         from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
 

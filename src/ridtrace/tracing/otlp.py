@@ -22,9 +22,11 @@ from urllib.parse import unquote, urlparse
 
 from opentelemetry.util.re import parse_env_headers
 
+from ridtrace.tracing.export_schedule import export_timeout_seconds
 from ridtrace.tracing.otlp_endpoints import otlp_protocol
 
 __all__ = [
+    "export_timeout",
     "otlp_exporter",
     "otlp_exporter_module",
     "otlp_timeout",
@@ -82,6 +84,14 @@ def otlp_timeout(env: Mapping[str, str], signal: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{key}={raw!r}: a timeout is a positive number of seconds")
     return value
+
+
+def export_timeout(env: Mapping[str, str], signal: str) -> float:
+    """Seconds one export of ``signal`` may take: the exporter's timeout, or less when
+    ``OTEL_BSP_EXPORT_TIMEOUT`` / ``OTEL_METRIC_EXPORT_TIMEOUT`` says so, as the
+    specification has them bound an export. Left to the SDK, neither did: every export
+    to a hung collector, and every stop, waited the exporter's 10 s whatever they said."""
+    return min(otlp_timeout(env, signal), export_timeout_seconds(env, signal))
 
 
 def _headers(env: Mapping[str, str], signal: str) -> dict[str, str]:
@@ -183,7 +193,7 @@ def otlp_exporter(env: Mapping[str, str], signal: str, endpoint: str) -> Any:
     cls = module.OTLPSpanExporter if signal == "traces" else module.OTLPMetricExporter
     headers = _headers(env, signal)
     compression = _compression(env, signal)
-    options: dict[str, Any] = {"endpoint": endpoint, "timeout": otlp_timeout(env, signal)}
+    options: dict[str, Any] = {"endpoint": endpoint, "timeout": export_timeout(env, signal)}
     if headers:
         options["headers"] = headers
     if signal == "metrics":

@@ -26,9 +26,9 @@ from opentelemetry.sdk.trace.sampling import (
 from ridtrace.tracing import fastapi_export, lifecycle
 from ridtrace.tracing.export_schedule import batch_span_processor
 from ridtrace.tracing.otlp import (
+    export_timeout,
     otlp_exporter,
     otlp_exporter_module,
-    otlp_timeout,
 )
 from ridtrace.tracing.otlp_endpoints import (
     exporter_names,
@@ -119,7 +119,7 @@ def configure_tracing(
         provider.add_span_processor(
             batch_span_processor(otlp_exporter(env, "traces", endpoint), env)
         )
-        flush_limit = otlp_timeout(env, "traces")
+        flush_limit = export_timeout(env, "traces")
     if "console" in exporter_names(env, "traces"):
         from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
