@@ -15,8 +15,10 @@ import errno
 import os
 import re
 import secrets
+import shutil
 import stat
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -63,18 +65,42 @@ def whole_file(path: Path) -> Iterator[TextIO]:
         # read-only (an incident's evidence) was replaced where `>` would refuse.
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.partial")
-    # Created as `open` creates a file (0666 less the umask), not mkstemp's 0600.
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    beside = True
+    try:
+        # Created as `open` creates a file (0666 less the umask), not mkstemp's 0600.
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except PermissionError:
+        if mode is None:  # no file to write and no room for one: `>` fails too
+            raise
+        # A report its user may write in a directory that takes no new file (a shared
+        # reports folder): `>` writes it, so it is staged elsewhere and copied in.
+        fd, name = tempfile.mkstemp(prefix=f"ridtrace-{path.name}.", suffix=".partial")
+        temporary, beside = Path(name), False
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             yield handle
+        if not beside:
+            _copy_over(temporary, path)
+            return
         if mode is not None:  # replacing a report: it keeps the mode it had
             os.chmod(temporary, stat.S_IMODE(mode))
-        os.replace(temporary, path)
-    except BaseException:
+        try:
+            os.replace(temporary, path)
+        except PermissionError:
+            # Another user's report in a sticky directory (/tmp) may not be replaced,
+            # only written, as `>` writes it.
+            _copy_over(temporary, path)
+    finally:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
-        raise
+
+
+def _copy_over(complete: Path, path: Path) -> None:
+    """Write the complete report `complete` over `path` in place, as the shell's ``>``
+    does: a stop while the report was made left `path` as it was; only this copy can be
+    cut short (a full disk), and it fails as a write does."""
+    with open(complete, "rb") as source, open(path, "wb") as target:
+        shutil.copyfileobj(source, target)
 
 
 # Where /dev/stdout, /dev/fd/N and /proc/self/fd/N lead: this process's descriptors.
