@@ -17,7 +17,13 @@ from ridtrace.cli import quick_exit
 from ridtrace.cli.background_import import import_beside
 from ridtrace.cli.engine import dask_report, engine_choice, engine_options
 from ridtrace.cli.follow import follow_command, follow_options
-from ridtrace.cli.output import InputError, emit, refuse_to_overwrite, warn_read_stats
+from ridtrace.cli.output import (
+    InputError,
+    ReportPath,
+    emit,
+    refuse_to_overwrite,
+    warn_read_stats,
+)
 
 if TYPE_CHECKING:
     from ridtrace.forensics.reading.events import LoadedLogs
@@ -154,7 +160,7 @@ def parse_time_option(value: str | None, name: str) -> Any:
 @click.option("--until", help="Only requests that started before this time (ISO 8601; UTC "
               "unless it names an offset).")
 @click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+    "-o", "--output", type=ReportPath(),
     help="Write the report to FILE instead of stdout.",
 )
 @allow_incomplete_option

@@ -16,7 +16,7 @@ from ridtrace.cli.analyze import (
     quiet_option,
 )
 from ridtrace.cli.engine import dask_load, engine_choice, engine_options
-from ridtrace.cli.output import InputError, echo_out, emit, whole_file
+from ridtrace.cli.output import InputError, ReportPath, echo_out, emit, whole_file
 from ridtrace.forensics.printable import visible
 from ridtrace.forensics.reading.stats import incomplete_reasons
 
@@ -28,7 +28,7 @@ _FORMAT = click.option(
     show_default=True, help="Output format.",
 )
 _OUTPUT = click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path),
+    "-o", "--output", type=ReportPath(),
     help="Write to FILE instead of stdout.",
 )
 
@@ -40,7 +40,7 @@ _OUTPUT = click.option(
     show_default=True, help="Group deprecated-header use by this key.",
 )
 @click.option(
-    "--plot", type=click.Path(dir_okay=False, path_type=Path),
+    "--plot", type=ReportPath(),
     help="Write a PNG (or the image format the name's extension gives) of requests per "
          "header over time, per second, minute, hour, day, month or year as the time span "
          "of the use needs (needs the `plot` extra).",
@@ -234,7 +234,7 @@ def export() -> None:
 @export.command("jaeger")
 @paths_argument
 @click.option(
-    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+    "-o", "--output", type=ReportPath(), required=True,
     help="Trace file to write (Jaeger UI → Search → JSON File).",
 )
 @click.option(

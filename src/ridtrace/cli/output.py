@@ -21,7 +21,7 @@ import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
@@ -30,9 +30,33 @@ if TYPE_CHECKING:
     from ridtrace.forensics.reading.stats import ReadStats
 
 __all__ = [
-    "LOCAL_URL", "InputError", "WouldOverwriteALog", "echo_out", "emit", "overwritten_log",
-    "refuse_to_overwrite", "warn_read_stats", "whole_file",
+    "LOCAL_URL", "InputError", "ReportPath", "WouldOverwriteALog", "echo_out", "emit",
+    "overwritten_log", "refuse_to_overwrite", "warn_read_stats", "whole_file",
 ]
+
+
+class ReportPath(click.Path):
+    """A file a command writes (``-o``, ``--plot``): click's checks, and a name no file
+    can have refused before the read, which can take minutes, rather than after it."""
+
+    def __init__(self) -> None:
+        super().__init__(dir_okay=False, path_type=Path)
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value != "-":
+            if value == "":  # pathlib reads it as ".": "cannot write .", after the read
+                self.fail("an empty file name (an unset variable?)", param, ctx)
+            directory = os.path.dirname(value) or "."
+            try:
+                os.stat(directory)
+            except FileNotFoundError:
+                self.fail(f"cannot write {value}: no directory {directory}", param, ctx)
+            except NotADirectoryError:
+                self.fail(f"cannot write {value}: {directory} is not a directory", param, ctx)
+            except OSError:
+                pass  # not ours to judge (a directory we may not search): the write says
+        return super().convert(value, param, ctx)
 
 
 @contextlib.contextmanager
