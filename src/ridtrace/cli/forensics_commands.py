@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -67,6 +69,10 @@ def audit(
         # a PNG file named "-" in the working directory, exit 0.
         raise click.BadParameter("an image needs a file name: standard output carries "
                                  "the report", param_hint="'--plot'")
+    if plot is not None and output is not None and _one_file(plot, output):
+        # Written one after the other, the report replaced the image, exit 0.
+        raise click.BadParameter(f"{plot} is -o's file too: one would replace the other",
+                                 param_hint="'--plot'")
     from ridtrace.forensics.records.spans import build_requests
     from ridtrace.forensics.views.audit import (
         PlotFormatError,
@@ -112,6 +118,13 @@ def audit(
         emit(render_audit(table, summary, by=by, to_terminal=output is None), output)
     _exit_if_incomplete(ctx, summary["incomplete_reasons"], "deprecated-header use",
                         allow_incomplete=allow_incomplete, quiet=quiet)
+
+
+def _one_file(first: Path, second: Path) -> bool:
+    """Whether two names lead to one file, there already or not."""
+    with contextlib.suppress(OSError):
+        return os.path.samefile(first, second)
+    return os.path.realpath(first) == os.path.realpath(second)
 
 
 def _exit_if_incomplete(ctx: click.Context, reasons: list[str], what: str, *,
