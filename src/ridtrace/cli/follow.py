@@ -124,10 +124,18 @@ def follow_command(
             "--from-start, --window, --poll-interval, --settle and --fail-fast need --follow"
         )
     check_follow_options(fmt=fmt, output=output, since=since, until=until, engine=engine)
+    # Only an option not given takes its default: an empty one ("$WINDOW" unset) is
+    # refused, as an empty --since is, not read as the default; and before the
+    # follower's modules load, as other usage errors are.
+    window = "10m" if window is None else window
+    interval = "0.25s" if interval is None else interval
+    settle = "1s" if settle is None else settle
+    parse_duration(window, "--window")
+    parse_duration(interval, "--poll-interval")
+    parse_duration(settle, "--settle", zero=True)
     return run_follow(
-        paths, fmt=fmt, from_start=from_start, window=window or "10m",
-        interval=interval or "0.25s", settle=settle or "1s", fail_fast=fail_fast,
-        allow_incomplete=allow_incomplete, quiet=quiet,
+        paths, fmt=fmt, from_start=from_start, window=window, interval=interval,
+        settle=settle, fail_fast=fail_fast, allow_incomplete=allow_incomplete, quiet=quiet,
     )
 
 
