@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +16,15 @@ from ridtrace.cli.analyze import (
     quiet_option,
 )
 from ridtrace.cli.engine import dask_load, engine_choice, engine_options
-from ridtrace.cli.output import InputError, ReportPath, echo_out, emit, whole_file
+from ridtrace.cli.output import (
+    InputError,
+    ReportPath,
+    echo_out,
+    emit,
+    one_file,
+    whole_binary_file,
+    whole_file,
+)
 from ridtrace.forensics.printable import visible
 from ridtrace.forensics.reading.stats import incomplete_reasons
 
@@ -69,7 +75,7 @@ def audit(
         # a PNG file named "-" in the working directory, exit 0.
         raise click.BadParameter("an image needs a file name: standard output carries "
                                  "the report", param_hint="'--plot'")
-    if plot is not None and output is not None and _one_file(plot, output):
+    if plot is not None and output is not None and one_file(plot, output):
         # Written one after the other, the report replaced the image, exit 0.
         raise click.BadParameter(f"{plot} is -o's file too: one would replace the other",
                                  param_hint="'--plot'")
@@ -95,7 +101,8 @@ def audit(
     series = daily_series(requests)
     if plot is not None:
         try:
-            plot_usage(usage_series(requests), plot)
+            with whole_binary_file(plot) as image:  # never half an image, as -o's file
+                plot_usage(usage_series(requests), plot, into=image)
         except ImportError as exc:  # a missing extra, like --engine dask's: exit 2
             raise InputError("--plot needs matplotlib: pip install 'ridtrace[plot]'") from exc
         except OSError as exc:  # a report that cannot be written, as -o's: exit 2
@@ -118,13 +125,6 @@ def audit(
         emit(render_audit(table, summary, by=by, to_terminal=output is None), output)
     _exit_if_incomplete(ctx, summary["incomplete_reasons"], "deprecated-header use",
                         allow_incomplete=allow_incomplete, quiet=quiet)
-
-
-def _one_file(first: Path, second: Path) -> bool:
-    """Whether two names lead to one file, there already or not."""
-    with contextlib.suppress(OSError):
-        return os.path.samefile(first, second)
-    return os.path.realpath(first) == os.path.realpath(second)
 
 
 def _exit_if_incomplete(ctx: click.Context, reasons: list[str], what: str, *,

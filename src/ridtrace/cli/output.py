@@ -21,7 +21,7 @@ import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 import click
 
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOCAL_URL", "InputError", "ReportPath", "WouldOverwriteALog", "echo_out", "emit",
-    "overwritten_log", "refuse_to_overwrite", "warn_read_stats", "whole_file",
+    "one_file", "overwritten_log", "refuse_to_overwrite", "warn_read_stats", "whole_binary_file",
+    "whole_file",
 ]
 
 
@@ -68,10 +69,24 @@ def whole_file(path: Path) -> Iterator[TextIO]:
     this process's descriptors (``/dev/stdout``, ``/dev/fd/3``, a shell's ``>(…)``) is
     written through that descriptor, as the shell itself does.
     """
+    with _whole(path, "w") as handle:
+        yield handle
+
+
+@contextlib.contextmanager
+def whole_binary_file(path: Path) -> Iterator[BinaryIO]:
+    """As `whole_file`, a binary handle (``audit --plot``'s image)."""
+    with _whole(path, "wb") as handle:
+        yield handle
+
+
+@contextlib.contextmanager
+def _whole(path: Path, how: str) -> Iterator[Any]:
+    encoding = None if "b" in how else "utf-8"
     inherited = _inherited_descriptor(path)
     if inherited is not None:
         sys.stdout.flush()  # nothing written earlier comes after the report
-        with os.fdopen(os.dup(inherited), "w", encoding="utf-8") as handle:
+        with os.fdopen(os.dup(inherited), how, encoding=encoding) as handle:
             yield handle
         return
     if path.is_symlink():  # replace what the link points to, not the link
@@ -81,7 +96,7 @@ def whole_file(path: Path) -> Iterator[TextIO]:
     except FileNotFoundError:
         mode = None
     if mode is not None and not stat.S_ISREG(mode):
-        with open(path, "w", encoding="utf-8") as handle:
+        with open(path, how, encoding=encoding) as handle:
             yield handle
         return
     if mode is not None and not os.access(path, os.W_OK):
@@ -101,7 +116,7 @@ def whole_file(path: Path) -> Iterator[TextIO]:
         fd, name = tempfile.mkstemp(prefix=f"ridtrace-{path.name}.", suffix=".partial")
         temporary, beside = Path(name), False
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, how, encoding=encoding) as handle:
             yield handle
         if not beside:
             _copy_over(temporary, path)
@@ -175,6 +190,13 @@ def refuse_to_overwrite(
     target = overwritten_log(writes, [s.path for s in sources if s.name not in ignored])
     if target is not None:
         raise WouldOverwriteALog(f"will not write over {target}: it is one of the logs read")
+
+
+def one_file(first: Path, second: Path) -> bool:
+    """Whether two names lead to one file, there already or not."""
+    with contextlib.suppress(OSError):
+        return os.path.samefile(first, second)
+    return os.path.realpath(first) == os.path.realpath(second)
 
 
 def overwritten_log(targets: Iterable[Path | None], read: Iterable[Path | None]) -> Path | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, BinaryIO, Final, cast
 
 import pandas as pd
 
@@ -181,10 +181,12 @@ class PlotFormatError(ValueError):
     """A plot file named for no format matplotlib writes (``use.txt``)."""
 
 
-def plot_usage(series: pd.DataFrame, path: Path) -> None:
+def plot_usage(series: pd.DataFrame, path: Path, *, into: BinaryIO | None = None) -> None:
     """Write a PNG of use per bucket per header (matplotlib, imported only here).
 
-    The y axis starts at zero, so a drop to few requests looks like one.
+    The y axis starts at zero, so a drop to few requests looks like one. The format is
+    `path`'s; `into`, when given, is the handle the image is written to instead (the
+    CLI's file written whole).
     """
     try:
         import matplotlib
@@ -199,10 +201,10 @@ def plot_usage(series: pd.DataFrame, path: Path) -> None:
     # it could not parse stopped the audit, exit 4) and left out of the legend a name
     # starting with "_"; each is drawn as its text, controls shown, long ones cut.
     with plt.rc_context({"text.parse_math": False}):
-        _draw(series, path, bucket)
+        _draw(series, path, bucket, into)
 
 
-def _draw(series: pd.DataFrame, path: Path, bucket: str) -> None:
+def _draw(series: pd.DataFrame, path: Path, bucket: str, into: BinaryIO | None) -> None:
     import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
@@ -250,6 +252,6 @@ def _draw(series: pd.DataFrame, path: Path, bucket: str) -> None:
         ax.set_xlabel(f"time (UTC), per {bucket}{dates}")
         fig.autofmt_xdate()
         fig.tight_layout()
-        fig.savefig(path, format=fmt)
+        fig.savefig(path if into is None else into, format=fmt)
     finally:
         plt.close(fig)
