@@ -169,3 +169,16 @@ def test_trace_cites_kubernetes_pod_logs_readably_on_80_columns(
     ], text
     events = [line for line in lines if line.startswith("      +")]
     assert events and all(re.search(r"  f\d:\d+$", line) for line in events), text
+
+
+@pytest.mark.parametrize("command", ["analyze", "trace", "audit"])
+def test_dash_as_output_on_a_terminal_is_laid_out_as_standard_output(
+    logs: tuple[Path, SynthTruth], command: str,
+) -> None:
+    # `-o -` is standard output, but its text was laid out as for a file: 160 columns
+    # of table (100 for trace) folded by an 80-column terminal, and never coloured.
+    path, truth = logs
+    args = [command, *([_collided(truth)] if command == "trace" else []), str(path), "-q"]
+    _, out = run_on_terminal(*args, "-o", "-", columns=80)
+    assert "\x1b[" in out
+    assert max(map(len, _lines(out))) <= 80

@@ -21,6 +21,7 @@ from ridtrace.cli.output import (
     InputError,
     ReportPath,
     emit,
+    is_standard_output,
     refuse_to_overwrite,
     warn_read_stats,
 )
@@ -229,7 +230,7 @@ def analyze(
     else:
         from ridtrace.cli.forensics_render import render_report
 
-        emit(render_report(report, to_terminal=output is None), output)
+        emit(render_report(report, to_terminal=is_standard_output(output)), output)
     code = exit_code(report, allow_incomplete=allow_incomplete)
     if code == 3 and not quiet:
         from ridtrace.forensics.printable import visible  # the reasons name files

@@ -21,6 +21,7 @@ from ridtrace.cli.output import (
     ReportPath,
     echo_out,
     emit,
+    is_standard_output,
     one_file,
     whole_binary_file,
     whole_file,
@@ -122,7 +123,8 @@ def audit(
     else:
         from ridtrace.cli.forensics_render import render_audit
 
-        emit(render_audit(table, summary, by=by, to_terminal=output is None), output)
+        emit(render_audit(table, summary, by=by, to_terminal=is_standard_output(output)),
+             output)
     _exit_if_incomplete(ctx, summary["incomplete_reasons"], "deprecated-header use",
                         allow_incomplete=allow_incomplete, quiet=quiet)
 
@@ -233,7 +235,7 @@ def trace(
     else:
         from ridtrace.cli.forensics_render import render_trace
 
-        emit(render_trace(view, to_terminal=output is None), output)
+        emit(render_trace(view, to_terminal=is_standard_output(output)), output)
     if reasons and not quiet:  # what was found is shown; a note says what may be missing
         click.echo(visible(f"ridtrace: input incomplete, lines of these requests may be "
                            f"missing: {'; '.join(reasons[:3])}"), err=True)

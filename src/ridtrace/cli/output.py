@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOCAL_URL", "InputError", "ReportPath", "WouldOverwriteALog", "echo_out", "emit",
+    "is_standard_output",
     "one_file", "overwritten_log", "refuse_to_overwrite", "warn_read_stats", "whole_binary_file",
     "whole_file",
 ]
@@ -267,10 +268,16 @@ def echo_out(text: str, *, nl: bool = True, what: str) -> None:
                          f"{exc.strerror or exc}") from None
 
 
+def is_standard_output(output: Path | None) -> bool:
+    """Whether the report goes to stdout: no ``-o``, or ``-o -`` (as ``-`` is stdin for
+    inputs), which a terminal then shows laid out and coloured for it."""
+    return output is None or str(output) == "-"
+
+
 def emit(text: str, output: Path | None) -> None:
     """Write the report to `output`, or to stdout; a report that cannot be written is an
     error (exit 2), never a traceback or an exit code that reads as findings."""
-    if output is None or str(output) == "-":  # -o - is stdout, as - is stdin for inputs
+    if output is None or is_standard_output(output):  # (None, for the type checker)
         echo_out(text, nl=not text.endswith("\n"), what="the report")
         return
     try:
