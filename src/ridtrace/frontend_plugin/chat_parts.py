@@ -3,7 +3,10 @@
 The echo engine reads only text, so an image part's ``image_url`` went unread: sent as
 the URL string itself (as some older clients wrote it) or without its ``url``, the
 part was served here and refused by the real API (400), so a vision request tested
-against the frontend broke at its first real call.
+against the frontend broke at its first real call. So did a part's ``type``: the
+engine reads any part's ``text``, so the Responses API's ``input_text`` (the usual slip
+when moving code between the two APIs), a misspelt type or an image in a system
+message was served here and refused there.
 """
 
 from __future__ import annotations
@@ -11,8 +14,53 @@ from __future__ import annotations
 from typing import Any
 
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
+from ridtrace.tracing.identity import shown_text
 
-__all__ = ["check_image_parts"]
+__all__ = ["check_image_parts", "check_part_types"]
+
+# The part types each role's content list takes, in the order OpenAI names them (the
+# legacy ``function`` role takes a string alone and is not looked at).
+_TEXT_ONLY = ("text",)
+_PART_TYPES = {
+    "user": ("text", "image_url", "input_audio", "file"),
+    "assistant": ("text", "refusal"),
+    "system": _TEXT_ONLY,
+    "developer": _TEXT_ONLY,
+    "tool": _TEXT_ONLY,
+}
+
+
+def _supported(kinds: tuple[str, ...]) -> str:
+    quoted = [f"'{kind}'" for kind in kinds]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + f" and {quoted[-1]}"
+
+
+def check_part_types(messages: list[Any]) -> None:
+    """Refuse a content part that is no object, or whose ``type`` is missing or one its
+    message's role does not take, with OpenAI's words. ``messages`` has been read by
+    ``chat_prompt`` (objects with a known role)."""
+    for index, message in enumerate(messages):
+        content = message.get("content")
+        kinds = _PART_TYPES.get(message.get("role"))
+        if kinds is None or not isinstance(content, list):
+            continue
+        for number, part in enumerate(content):
+            where = f"messages[{index}].content[{number}]"
+            if not isinstance(part, dict):
+                sent = kind_of(part)
+                article = "an" if sent[0] in "aeiou" else "a"  # OpenAI's wording
+                raise InvalidRequest(f"Invalid type for '{where}': expected an object, but "
+                                     f"got {article} {sent} instead.", param=where)
+            kind = part.get("type")
+            if kind is None:
+                raise InvalidRequest(f"Missing required parameter: '{where}.type'.",
+                                     param=f"{where}.type")
+            if kind not in kinds:
+                # The type is the client's: capped and escaped before it is logged.
+                shown = shown_text(kind, 64) if isinstance(kind, str) else kind_of(kind)
+                raise InvalidRequest(f"Invalid value: '{shown}'. Supported values are: "
+                                     f"{_supported(kinds)}.", param=f"{where}.type",
+                                     code="invalid_value")
 
 
 def check_image_parts(messages: list[Any]) -> None:
