@@ -1,0 +1,48 @@
+"""Chat's options of a fixed set of values are checked as OpenAI checks them.
+
+``reasoning_effort``, ``service_tier`` and ``verbosity`` were not looked at (the echo
+engine has no use for them): a typo (``"hgih"``), a value of another API (Anthropic's
+``"standard_only"`` service tier) or a number was a 200 here and a 400 at OpenAI (``Invalid value: 'hgih'. Supported values
+are: ...``), so a request tested against the frontend broke at its first real call.
+``safety_identifier`` and ``prompt_cache_key`` are strings there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+import pytest
+
+CHAT: Any = [{"role": "user", "content": "choices"}]
+
+
+@pytest.mark.parametrize(("extra", "param"), [
+    ({"reasoning_effort": "hgih"}, "reasoning_effort"),
+    ({"reasoning_effort": 2}, "reasoning_effort"),
+    ({"service_tier": "standard_only"}, "service_tier"),
+    ({"verbosity": "loud"}, "verbosity"),
+    ({"safety_identifier": 42}, "safety_identifier"),
+    ({"prompt_cache_key": ["a"]}, "prompt_cache_key"),
+])
+def test_a_value_openai_does_not_take_is_refused(
+    oai: openai.OpenAI, extra: dict[str, Any], param: str
+) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.chat.completions.create(model="echo", messages=CHAT, extra_body=extra)
+    assert info.value.param == param, info.value.body
+
+
+def test_the_values_openai_takes_are_served(oai: openai.OpenAI) -> None:
+    reply = oai.chat.completions.create(
+        model="echo", messages=CHAT, reasoning_effort="minimal", service_tier="flex",
+        verbosity="low", safety_identifier="user-1", prompt_cache_key="k")
+    assert reply.choices[0].message.content == "echo: user: choices"
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.chat.completions.create(model="echo", messages=CHAT, verbosity="loud")  # type: ignore[arg-type]
+    assert info.value.message.endswith("Invalid value: 'loud'. Supported values are: 'low', "
+                                       "'medium', and 'high'.")
+    assert info.value.code == "invalid_value"
+    for none in ("reasoning_effort", "service_tier", "verbosity"):
+        assert oai.chat.completions.create(model="echo", messages=CHAT,
+                                           extra_body={none: None}).id
