@@ -46,3 +46,21 @@ def test_the_values_openai_takes_are_served(oai: openai.OpenAI) -> None:
     for none in ("reasoning_effort", "service_tier", "verbosity"):
         assert oai.chat.completions.create(model="echo", messages=CHAT,
                                            extra_body={none: None}).id
+
+
+@pytest.mark.parametrize("tool", [
+    {"type": "web_search_preview"},  # a Responses built-in tool
+    {"type": "functions", "function": {"name": "lookup"}},
+])
+def test_a_tool_type_chat_does_not_take_is_refused(
+    oai: openai.OpenAI, tool: dict[str, Any]
+) -> None:
+    # Served here as a tool the engine would never call; OpenAI's chat answers 400.
+    for stream in (False, True):
+        with pytest.raises(openai.BadRequestError) as info:
+            oai.chat.completions.create(model="echo", messages=CHAT, stream=stream,
+                                        tools=[{"type": "custom", "custom": {"name": "c"}},
+                                               tool])  # type: ignore[list-item]
+        assert info.value.param == "tools[1].type", info.value.body
+        assert info.value.message.endswith(
+            "Supported values are: 'function' and 'custom'.")

@@ -4,7 +4,7 @@ The echo engine has no use for ``reasoning_effort``, ``service_tier`` or ``verbo
 so they went unread: a typo (``"hgih"``), another API's value or a number was a 200
 here and a 400 at OpenAI, and a request tested against the frontend broke at its first
 real call. The values are those the official SDK's types list; ``safety_identifier`` and
-``prompt_cache_key`` are strings there.
+``prompt_cache_key`` are strings there. A tool's ``type`` is one of such a set too.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of, opt_str
 from ridtrace.tracing.identity import shown_text
 
-__all__ = ["check_chat_choices"]
+__all__ = ["check_chat_choices", "check_chat_tool_types"]
 
 _CHOICES = {
     "reasoning_effort": ("none", "minimal", "low", "medium", "high", "xhigh", "max"),
@@ -22,12 +22,21 @@ _CHOICES = {
     "verbosity": ("low", "medium", "high"),
 }
 _STRINGS = ("safety_identifier", "prompt_cache_key")
+_TOOL_TYPES = ("function", "custom")
 
 
 def _supported(values: tuple[str, ...]) -> str:
-    # OpenAI's wording: "'low', 'medium', and 'high'".
+    # OpenAI's wording: "'low', 'medium', and 'high'", "'function' and 'custom'".
     quoted = [f"'{value}'" for value in values]
-    return ", ".join(quoted[:-1]) + f", and {quoted[-1]}"
+    last = " and " if len(quoted) == 2 else ", and "
+    return ", ".join(quoted[:-1]) + last + quoted[-1]
+
+
+def _invalid_value(value: Any, values: tuple[str, ...], param: str) -> InvalidRequest:
+    # The value is the client's: capped and escaped before it is logged.
+    shown = shown_text(value, 64) if isinstance(value, str) else kind_of(value)
+    return InvalidRequest(f"Invalid value: '{shown}'. Supported values are: "
+                          f"{_supported(values)}.", param=param, code="invalid_value")
 
 
 def check_chat_choices(body: dict[str, Any]) -> None:
@@ -36,11 +45,17 @@ def check_chat_choices(body: dict[str, Any]) -> None:
     is not a string."""
     for name, values in _CHOICES.items():
         value = body.get(name)
-        if value is None or value in values:
-            continue
-        # The value is the client's: capped and escaped before it is logged.
-        shown = shown_text(value, 64) if isinstance(value, str) else kind_of(value)
-        raise InvalidRequest(f"Invalid value: '{shown}'. Supported values are: "
-                             f"{_supported(values)}.", param=name, code="invalid_value")
+        if value is not None and value not in values:
+            raise _invalid_value(value, values, name)
     for name in _STRINGS:
         opt_str(body, name)
+
+
+def check_chat_tool_types(tools: list[Any]) -> None:
+    """Refuse a chat tool of a type other than ``function`` and ``custom``: a Responses
+    built-in tool (``web_search_preview``) or a misspelt type was served here as a tool
+    the engine would never call, and OpenAI's chat refuses it. ``tools`` has been read
+    by ``chat_options`` (objects with a string ``type``)."""
+    for index, tool in enumerate(tools):
+        if tool["type"] not in _TOOL_TYPES:
+            raise _invalid_value(tool["type"], _TOOL_TYPES, f"tools[{index}].type")
