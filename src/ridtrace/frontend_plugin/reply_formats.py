@@ -86,7 +86,7 @@ def chat_format(body: dict[str, Any]) -> dict[str, Any] | None:
     check_openai_name(schema["name"], "response_format.json_schema.name")
     reply_schema = _reply_schema(schema.get("schema"), "response_format.json_schema")
     if schema.get("strict") is True:
-        check_strict_schema(reply_schema, schema["name"], "response_format")
+        check_strict_schema(reply_schema, schema["name"], "response_format", object_root=True)
     return reply_schema
 
 
@@ -111,7 +111,8 @@ def responses_format(body: dict[str, Any], *, replying: bool = True) -> dict[str
     reply_schema = _reply_schema(response_format.get("schema"), "text.format",
                                  replying=replying)
     if response_format.get("strict") is True:
-        check_strict_schema(reply_schema, response_format["name"], "text.format.schema")
+        check_strict_schema(reply_schema, response_format["name"], "text.format.schema",
+                            object_root=True)
     return reply_schema
 
 

@@ -24,11 +24,20 @@ _SHOWN_KEY = 64  # property names are the caller's text
 
 
 def check_strict_schema(schema: dict[str, Any], name: str, param: str, *,
-                        of: str = "response_format", code: str | None = None) -> None:
+                        of: str = "response_format", code: str | None = None,
+                        object_root: bool = False) -> None:
     """Refuse ``schema`` (of the ``of`` named ``name``: a response format or a
     ``function``, at ``param``, with the error ``code``) unless every object in it has
-    ``additionalProperties: false`` and all its properties ``required``."""
+    ``additionalProperties: false`` and all its properties ``required``, and, when
+    ``object_root`` (a response format's), unless a schema given is of ``type: object``
+    (a function's parameters are checked so whether strict or not)."""
     where = f"Invalid schema for {of} '{shown_text(name, 64)}'"
+    if object_root and schema and schema.get("type") != "object":
+        # Structured Outputs take an object at the root, not an array (a list of
+        # items), a string or an anyOf: OpenAI refuses the call.
+        got = shown_text(str(schema.get("type")), 64)
+        raise InvalidRequest(f"{where}: schema must be a JSON Schema of 'type: \"object\"', "
+                             f"got 'type: \"{got}\"'.", param=param, code=code)
     stack: list[tuple[Any, tuple[str, ...]]] = [(schema, ())]
     while stack:
         node, context = stack.pop()
