@@ -53,3 +53,24 @@ def test_the_same_root_is_served_when_not_strict(oai: openai.OpenAI) -> None:
         "type": "json_schema", "json_schema": {"name": "items", "strict": True,
                                                "schema": wrapped}})
     assert reply.choices[0].message.content == '{"items": []}'
+
+
+def test_a_strict_that_is_no_boolean_is_refused(oai: openai.OpenAI) -> None:
+    # "true" (read from a config file or an environment variable) was served here as not
+    # strict, schema unchecked; OpenAI answers 400 naming the field.
+    loose: Any = {"type": "object", "properties": {"a": {"type": "string"}}}
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.chat.completions.create(model="echo", messages=CHAT, response_format={
+            "type": "json_schema", "json_schema": {"name": "items", "schema": loose,
+                                                   "strict": "true"}})  # type: ignore[typeddict-item]
+    assert info.value.param == "response_format.json_schema.strict", info.value.body
+    assert info.value.message.endswith(
+        "Invalid type for 'response_format.json_schema.strict': expected a boolean, but got "
+        "a string instead.")
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.responses.create(model="echo", input="a list", text={"format": {
+            "type": "json_schema", "name": "items", "schema": loose, "strict": 1}})  # type: ignore[typeddict-item]
+    assert info.value.param == "text.format.strict", info.value.body
+    assert oai.chat.completions.create(model="echo", messages=CHAT, response_format={
+        "type": "json_schema", "json_schema": {"name": "items", "schema": loose,
+                                               "strict": None}}).id  # type: ignore[typeddict-item]

@@ -55,6 +55,18 @@ def _reply_schema(schema: Any, param: str, *, replying: bool = True) -> dict[str
     return schema
 
 
+def _strict(json_format: dict[str, Any], param: str) -> bool:
+    """A format's ``strict`` (``false`` when absent or null): a boolean, as OpenAI takes
+    it. ``"true"`` from a config file was served as not strict, its schema unchecked."""
+    strict = json_format.get("strict")
+    if strict is not None and not isinstance(strict, bool):
+        kind = kind_of(strict)
+        article = "an" if kind[0] in "aeiou" else "a"  # OpenAI's wording
+        raise _refuse(f"Invalid type for '{param}': expected a boolean, but got {article} "
+                      f"{kind} instead.", param)
+    return strict is True
+
+
 def check_json_mode_asked(response_format: Any, text: str, message: str, param: str) -> None:
     """OpenAI's JSON mode (a format of type ``json_object``) needs the word "json", in any
     case, in the messages ``text`` holds: without it OpenAI answers 400 ``message`` (the
@@ -85,7 +97,7 @@ def chat_format(body: dict[str, Any]) -> dict[str, Any] | None:
                       "'name'", "response_format")
     check_openai_name(schema["name"], "response_format.json_schema.name")
     reply_schema = _reply_schema(schema.get("schema"), "response_format.json_schema")
-    if schema.get("strict") is True:
+    if _strict(schema, "response_format.json_schema.strict"):
         check_strict_schema(reply_schema, schema["name"], "response_format", object_root=True)
     return reply_schema
 
@@ -110,7 +122,7 @@ def responses_format(body: dict[str, Any], *, replying: bool = True) -> dict[str
     check_openai_name(response_format["name"], "text.format.name")
     reply_schema = _reply_schema(response_format.get("schema"), "text.format",
                                  replying=replying)
-    if response_format.get("strict") is True:
+    if _strict(response_format, "text.format.strict"):
         check_strict_schema(reply_schema, response_format["name"], "text.format.schema",
                             object_root=True)
     return reply_schema
