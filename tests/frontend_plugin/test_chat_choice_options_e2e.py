@@ -64,3 +64,31 @@ def test_a_tool_type_chat_does_not_take_is_refused(
         assert info.value.param == "tools[1].type", info.value.body
         assert info.value.message.endswith(
             "Supported values are: 'function' and 'custom'.")
+
+
+TOOLS: Any = [{"type": "function", "function": {"name": "lookup", "parameters": {}}}]
+ALLOWED: Any = [{"type": "function", "function": {"name": "lookup"}}]
+
+
+@pytest.mark.parametrize(("choice", "param"), [
+    ({"type": "allowed_tools", "allowed_tools": {"mode": "sometimes", "tools": ALLOWED}},
+     "tool_choice.allowed_tools.mode"),
+    ({"type": "allowed_tools", "allowed_tools": {"tools": ALLOWED}},
+     "tool_choice.allowed_tools.mode"),
+    ({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": "lookup"}},
+     "tool_choice.allowed_tools.tools"),
+    ({"type": "allowed_tools"}, "tool_choice.allowed_tools"),
+    ({"type": "allowed_tools", "mode": "auto", "tools": ALLOWED},  # the Responses shape
+     "tool_choice.allowed_tools"),
+])
+def test_an_allowed_tools_choice_openai_refuses_is_refused(
+    oai: openai.OpenAI, choice: dict[str, Any], param: str
+) -> None:
+    # Served here as a choice that forces nothing; OpenAI's chat answers 400.
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.chat.completions.create(model="echo", messages=CHAT, tools=TOOLS,
+                                    tool_choice=choice)
+    assert info.value.param == param, info.value.body
+    served = {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": ALLOWED}}
+    assert oai.chat.completions.create(model="echo", messages=CHAT, tools=TOOLS,
+                                       tool_choice=served).id

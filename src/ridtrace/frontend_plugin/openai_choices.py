@@ -4,7 +4,8 @@ The echo engine has no use for ``reasoning_effort``, ``service_tier`` or ``verbo
 so they went unread: a typo (``"hgih"``), another API's value or a number was a 200
 here and a 400 at OpenAI, and a request tested against the frontend broke at its first
 real call. The values are those the official SDK's types list; ``safety_identifier`` and
-``prompt_cache_key`` are strings there. A tool's ``type`` is one of such a set too.
+``prompt_cache_key`` are strings there. A tool's ``type`` is one of such a set too, and
+so is an ``allowed_tools`` tool choice's ``mode``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of, opt_str
 from ridtrace.tracing.identity import shown_text
 
-__all__ = ["check_chat_choices", "check_chat_tool_types"]
+__all__ = ["check_chat_choices"]
 
 _CHOICES = {
     "reasoning_effort": ("none", "minimal", "low", "medium", "high", "xhigh", "max"),
@@ -23,6 +24,7 @@ _CHOICES = {
 }
 _STRINGS = ("safety_identifier", "prompt_cache_key")
 _TOOL_TYPES = ("function", "custom")
+_ALLOWED_TOOLS_MODES = ("auto", "required")
 
 
 def _supported(values: tuple[str, ...]) -> str:
@@ -41,8 +43,11 @@ def _invalid_value(value: Any, values: tuple[str, ...], param: str) -> InvalidRe
 
 def check_chat_choices(body: dict[str, Any]) -> None:
     """Refuse a ``reasoning_effort``, ``service_tier`` or ``verbosity`` OpenAI does not
-    take (``null`` is not set), and a ``safety_identifier`` or ``prompt_cache_key`` that
-    is not a string."""
+    take (``null`` is not set), a ``safety_identifier`` or ``prompt_cache_key`` that is
+    not a string, a tool type and an ``allowed_tools`` choice OpenAI's chat does not
+    take. Run after ``chat_options``, which has read ``tools``."""
+    _check_tool_types(body.get("tools") or [])
+    _check_allowed_tools(body.get("tool_choice"))
     for name, values in _CHOICES.items():
         value = body.get(name)
         if value is not None and value not in values:
@@ -51,7 +56,7 @@ def check_chat_choices(body: dict[str, Any]) -> None:
         opt_str(body, name)
 
 
-def check_chat_tool_types(tools: list[Any]) -> None:
+def _check_tool_types(tools: list[Any]) -> None:
     """Refuse a chat tool of a type other than ``function`` and ``custom``: a Responses
     built-in tool (``web_search_preview``) or a misspelt type was served here as a tool
     the engine would never call, and OpenAI's chat refuses it. ``tools`` has been read
@@ -59,3 +64,26 @@ def check_chat_tool_types(tools: list[Any]) -> None:
     for index, tool in enumerate(tools):
         if tool["type"] not in _TOOL_TYPES:
             raise _invalid_value(tool["type"], _TOOL_TYPES, f"tools[{index}].type")
+
+
+def _check_allowed_tools(choice: Any) -> None:
+    """Refuse an ``allowed_tools`` ``tool_choice`` without chat's nested object (the
+    Responses API's flat shape, the usual slip), with a ``mode`` other than ``auto`` and
+    ``required`` or with ``tools`` that are no list: it was served here as a choice that
+    forces nothing, and OpenAI's chat refuses it. A ``required`` mode is refused by
+    ``chat_options`` as any forced call is."""
+    if not isinstance(choice, dict) or choice.get("type") != "allowed_tools":
+        return
+    allowed = choice.get("allowed_tools")
+    if not isinstance(allowed, dict):
+        raise InvalidRequest("Missing required parameter: 'tool_choice.allowed_tools'.",
+                             param="tool_choice.allowed_tools")
+    mode = allowed.get("mode")
+    if mode not in _ALLOWED_TOOLS_MODES:
+        param = "tool_choice.allowed_tools.mode"
+        if mode is None:
+            raise InvalidRequest(f"Missing required parameter: '{param}'.", param=param)
+        raise _invalid_value(mode, _ALLOWED_TOOLS_MODES, param)
+    if not isinstance(allowed.get("tools"), list):
+        raise InvalidRequest("'tool_choice.allowed_tools.tools' must be a list of tools",
+                             param="tool_choice.allowed_tools.tools")

@@ -21,7 +21,7 @@ from ridtrace.frontend_plugin.logprobs import (
     completion_logprobs,
     completion_token_logprobs,
 )
-from ridtrace.frontend_plugin.openai_choices import check_chat_choices, check_chat_tool_types
+from ridtrace.frontend_plugin.openai_choices import check_chat_choices
 from ridtrace.frontend_plugin.openai_names import check_message_names
 from ridtrace.frontend_plugin.prompts import (
     chat_prompt,
@@ -173,7 +173,6 @@ class _ChatSpec(ApiSpec):
         stream_options_need_stream(body, stream)
         json_schema = chat_options(body)
         check_chat_choices(body)
-        check_chat_tool_types(body.get("tools") or [])
         prompt = chat_prompt(body.get("messages"), roles=CHAT_ROLES)
         check_json_mode_asked(body.get("response_format"), prompt, _JSON_WORD, "messages")
         require_content(body["messages"], "messages", _CONTENT_REQUIRED)
