@@ -16,7 +16,7 @@ from typing import Any
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
 from ridtrace.tracing.identity import shown_text
 
-__all__ = ["check_image_parts", "check_part_types"]
+__all__ = ["check_chat_content", "check_image_parts"]
 
 # The part types each role's content list takes, in the order OpenAI names them (the
 # legacy ``function`` role takes a string alone and is not looked at).
@@ -28,6 +28,28 @@ _PART_TYPES = {
     "developer": _TEXT_ONLY,
     "tool": _TEXT_ONLY,
 }
+
+
+def check_chat_content(messages: list[Any]) -> None:
+    """The checks below, in order: assistant turns, part types, image parts."""
+    check_assistant_content(messages)
+    check_part_types(messages)
+    check_image_parts(messages)
+
+
+# What an assistant turn without content holds instead (OpenAI takes it then).
+_INSTEAD_OF_CONTENT = ("tool_calls", "function_call", "refusal", "audio")
+
+
+def check_assistant_content(messages: list[Any]) -> None:
+    """Refuse an assistant message whose content is missing or null and that holds none
+    of :data:`_INSTEAD_OF_CONTENT`, as OpenAI's chat does: an agent loop that kept a turn
+    whose text came back empty as ``None`` was served here and refused there."""
+    for index, message in enumerate(messages):
+        if (message.get("role") == "assistant" and message.get("content") is None
+                and all(message.get(name) is None for name in _INSTEAD_OF_CONTENT)):
+            raise InvalidRequest("Invalid value for 'content': expected a string, got null.",
+                                 param=f"messages[{index}].content")
 
 
 def _supported(kinds: tuple[str, ...]) -> str:

@@ -14,7 +14,7 @@ from ridtrace.frontend_plugin.bodies import (
     stream_usage,
     token_limit,
 )
-from ridtrace.frontend_plugin.chat_parts import check_image_parts, check_part_types
+from ridtrace.frontend_plugin.chat_parts import check_chat_content
 from ridtrace.frontend_plugin.logprobs import (
     chat_logprobs,
     chat_token_logprobs,
@@ -178,8 +178,7 @@ class _ChatSpec(ApiSpec):
         require_content(body["messages"], "messages", _CONTENT_REQUIRED)
         check_tool_turns(body["messages"])
         check_message_names(body["messages"])
-        check_part_types(body["messages"])
-        check_image_parts(body["messages"])
+        check_chat_content(body["messages"])
         return Parsed(
             model=model_name(body, settings.model),
             prompt=prompt,
