@@ -74,3 +74,21 @@ def test_a_strict_that_is_no_boolean_is_refused(oai: openai.OpenAI) -> None:
     assert oai.chat.completions.create(model="echo", messages=CHAT, response_format={
         "type": "json_schema", "json_schema": {"name": "items", "schema": loose,
                                                "strict": None}}).id  # type: ignore[typeddict-item]
+
+
+def test_a_function_tools_strict_that_is_no_boolean_is_refused(oai: openai.OpenAI) -> None:
+    # As a format's: "true" was served as not strict, its parameters unchecked.
+    function: Any = {"name": "lookup", "parameters": {"type": "object"}, "strict": "true"}
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.chat.completions.create(model="echo", messages=CHAT, tools=[
+            {"type": "function", "function": function}])
+    assert info.value.param == "tools[0].function.strict", info.value.body
+    assert info.value.message.endswith(
+        "Invalid type for 'tools[0].function.strict': expected a boolean, but got a string "
+        "instead.")
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.responses.create(model="echo", input="x", tools=[{"type": "function", **function}])
+    assert info.value.param == "tools[0].strict", info.value.body
+    function["strict"] = None
+    assert oai.chat.completions.create(model="echo", messages=CHAT, tools=[
+        {"type": "function", "function": function}]).id

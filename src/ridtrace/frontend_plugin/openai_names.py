@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
-from ridtrace.frontend_plugin.strict_schemas import check_strict_schema
+from ridtrace.frontend_plugin.strict_schemas import check_strict_schema, strict_flag
 from ridtrace.tracing.identity import shown_text
 
 __all__ = ["MAX_OPENAI_NAME", "check_function_names", "check_message_names",
@@ -59,7 +59,7 @@ def check_function_names(tools: list[Any], field: str, *, nested: bool) -> None:
                 f"Invalid schema for function '{shown_text(holder['name'], 64)}': schema must "
                 f"be a JSON Schema of 'type: \"object\"', got 'type: \"{got}\"'.",
                 param=where + ".parameters", code="invalid_function_parameters")
-        if parameters is not None and holder.get("strict") is True:
+        if strict_flag(holder, where + ".strict") and parameters is not None:
             # Strict mode holds parameters to a strict format's rules: OpenAI refuses the
             # whole call for a tool that breaks them, so it must not be served here.
             check_strict_schema(parameters, holder["name"], where + ".parameters",

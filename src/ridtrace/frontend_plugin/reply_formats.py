@@ -19,7 +19,7 @@ from ridtrace.frontend_plugin import json_codec
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
 from ridtrace.frontend_plugin.json_reply import check_schema
 from ridtrace.frontend_plugin.openai_names import check_openai_name
-from ridtrace.frontend_plugin.strict_schemas import check_strict_schema
+from ridtrace.frontend_plugin.strict_schemas import check_strict_schema, strict_flag
 
 __all__ = [
     "anthropic_format",
@@ -55,18 +55,6 @@ def _reply_schema(schema: Any, param: str, *, replying: bool = True) -> dict[str
     return schema
 
 
-def _strict(json_format: dict[str, Any], param: str) -> bool:
-    """A format's ``strict`` (``false`` when absent or null): a boolean, as OpenAI takes
-    it. ``"true"`` from a config file was served as not strict, its schema unchecked."""
-    strict = json_format.get("strict")
-    if strict is not None and not isinstance(strict, bool):
-        kind = kind_of(strict)
-        article = "an" if kind[0] in "aeiou" else "a"  # OpenAI's wording
-        raise _refuse(f"Invalid type for '{param}': expected a boolean, but got {article} "
-                      f"{kind} instead.", param)
-    return strict is True
-
-
 def check_json_mode_asked(response_format: Any, text: str, message: str, param: str) -> None:
     """OpenAI's JSON mode (a format of type ``json_object``) needs the word "json", in any
     case, in the messages ``text`` holds: without it OpenAI answers 400 ``message`` (the
@@ -97,7 +85,7 @@ def chat_format(body: dict[str, Any]) -> dict[str, Any] | None:
                       "'name'", "response_format")
     check_openai_name(schema["name"], "response_format.json_schema.name")
     reply_schema = _reply_schema(schema.get("schema"), "response_format.json_schema")
-    if _strict(schema, "response_format.json_schema.strict"):
+    if strict_flag(schema, "response_format.json_schema.strict"):
         check_strict_schema(reply_schema, schema["name"], "response_format", object_root=True)
     return reply_schema
 
@@ -122,7 +110,7 @@ def responses_format(body: dict[str, Any], *, replying: bool = True) -> dict[str
     check_openai_name(response_format["name"], "text.format.name")
     reply_schema = _reply_schema(response_format.get("schema"), "text.format",
                                  replying=replying)
-    if _strict(response_format, "text.format.strict"):
+    if strict_flag(response_format, "text.format.strict"):
         check_strict_schema(reply_schema, response_format["name"], "text.format.schema",
                             object_root=True)
     return reply_schema

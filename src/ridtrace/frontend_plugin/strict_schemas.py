@@ -12,15 +12,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from ridtrace.frontend_plugin.bodies import InvalidRequest
+from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
 from ridtrace.tracing.identity import shown_text
 
-__all__ = ["check_strict_schema"]
+__all__ = ["check_strict_schema", "strict_flag"]
 
 # Where subschemas sit, as OpenAI's strict mode walks them.
 _SCHEMA_MAPS = ("properties", "$defs", "definitions")
 _SCHEMA_LISTS = ("anyOf",)
 _SHOWN_KEY = 64  # property names are the caller's text
+
+
+def strict_flag(holder: dict[str, Any], param: str) -> bool:
+    """The ``strict`` of a format or a function (``false`` when absent or null): a
+    boolean, as OpenAI takes it. ``"true"`` from a config file was served as not
+    strict, its schema unchecked, where OpenAI answers 400 naming ``param``."""
+    strict = holder.get("strict")
+    if strict is not None and not isinstance(strict, bool):
+        kind = kind_of(strict)
+        article = "an" if kind[0] in "aeiou" else "a"  # OpenAI's wording
+        raise InvalidRequest(f"Invalid type for '{param}': expected a boolean, but got "
+                             f"{article} {kind} instead.", param=param)
+    return strict is True
 
 
 def check_strict_schema(schema: dict[str, Any], name: str, param: str, *,
