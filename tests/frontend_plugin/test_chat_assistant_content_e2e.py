@@ -47,3 +47,21 @@ def test_an_assistant_turn_holding_what_it_was_instead_is_served(oai: openai.Ope
     assert reply.choices[0].message.content == (
         "echo: user: hi\nassistant: \ntool: r\nassistant: \nassistant: \nassistant: \n"
         "user: and?")
+
+
+def test_a_legacy_function_result_without_its_name_is_refused(oai: openai.OpenAI) -> None:
+    # Legacy function calling sends a result back as a 'function' message naming the
+    # function: OpenAI requires the name (and a string or null content); without it the
+    # result was served here.
+    call: Any = {"role": "assistant", "content": None,
+                 "function_call": {"name": "f", "arguments": "{}"}}
+    for result, param in (({"role": "function", "content": "r"}, "messages[2].name"),
+                          ({"role": "function", "name": "f",
+                            "content": [{"type": "text", "text": "r"}]}, "messages[2].content")):
+        with pytest.raises(openai.BadRequestError) as refused:
+            oai.chat.completions.create(model="echo", messages=[
+                {"role": "user", "content": "hi"}, call, result])
+        assert refused.value.param == param, refused.value.body
+    reply = oai.chat.completions.create(model="echo", messages=[
+        {"role": "user", "content": "hi"}, call, {"role": "function", "name": "f", "content": "r"}])
+    assert reply.choices[0].message.content == "echo: user: hi\nassistant: \nfunction: r"

@@ -31,8 +31,10 @@ _PART_TYPES = {
 
 
 def check_chat_content(messages: list[Any]) -> None:
-    """The checks below, in order: assistant turns, part types, image parts."""
+    """The checks below, in order: assistant turns, function results, part types,
+    image parts."""
     check_assistant_content(messages)
+    check_function_results(messages)
     check_part_types(messages)
     check_image_parts(messages)
 
@@ -50,6 +52,25 @@ def check_assistant_content(messages: list[Any]) -> None:
                 and all(message.get(name) is None for name in _INSTEAD_OF_CONTENT)):
             raise InvalidRequest("Invalid value for 'content': expected a string, got null.",
                                  param=f"messages[{index}].content")
+
+
+def check_function_results(messages: list[Any]) -> None:
+    """Refuse a legacy ``function`` message without the ``name`` of its function or with
+    content other than a string or null, as OpenAI's chat does: legacy function-calling
+    code that sent its result back without the name was served here."""
+    for index, message in enumerate(messages):
+        if message.get("role") != "function":
+            continue
+        where = f"messages[{index}]"
+        if message.get("name") is None:
+            raise InvalidRequest(f"Missing required parameter: '{where}.name'.",
+                                 param=f"{where}.name")
+        content = message.get("content")
+        if content is not None and not isinstance(content, str):
+            sent = kind_of(content)
+            article = "an" if sent[0] in "aeiou" else "a"  # OpenAI's wording
+            raise InvalidRequest(f"Invalid type for '{where}.content': expected a string, "
+                                 f"but got {article} {sent} instead.", param=f"{where}.content")
 
 
 def _supported(kinds: tuple[str, ...]) -> str:
