@@ -24,7 +24,7 @@ from ridtrace.forensics.reading.shippers import (
     parsed_line,
 )
 from ridtrace.forensics.reading.unwrap import CRI_LINE, PREFIX
-from ridtrace.forensics.reading.unwrap_parts import carried_line, json_object
+from ridtrace.forensics.reading.unwrap_parts import UTF8_BOM, carried_line, json_object
 
 __all__ = ["judge_unwrapped", "record_behind_prefix", "record_inside", "records_inside"]
 
@@ -42,7 +42,9 @@ def judge_unwrapped(text: bytes, fields: Sequence[str], *, first_line: bool) -> 
     known = all(known_record(row) for row in rows)
     if reason is None and known:
         return rows, None, records
-    inner = _behind_prefixes(text.strip()) or record_inside(text)
+    # A byte-order mark where `cat` joined a file a Windows tool wrote hides the wrapper.
+    line = text.strip().removeprefix(UTF8_BOM)
+    inner = _behind_prefixes(line) or record_inside(line)
     if inner is not None:
         inner_rows, inner_reason, inner_records = judge_records(inner, fields)
         if inner_rows and all(known_record(row) for row in inner_rows):

@@ -60,6 +60,9 @@ def cut_short(unwrap: Unwrapper) -> str:
     return f"cut short ({unwrap.name} record whose last part is missing)"
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
 class LineByLine:
     """Shared plumbing: split whole lines, keep the line count, count lines."""
 
@@ -80,7 +83,11 @@ class LineByLine:
 
     def _one(self, line: bytes) -> bytes:
         self._line += 1
-        return self.unwrap(line, self._line)
+        # A UTF-8 byte-order mark at a line's start is where `cat` joined a file a
+        # Windows tool wrote (PowerShell's `Out-File -Encoding utf8`): no part of the
+        # wrapper's line. Left on, the line was not in the wrapper's shape and its
+        # record one bad line, under the 1 % a read may have.
+        return self.unwrap(line.removeprefix(UTF8_BOM), self._line)
 
     def unwrap(self, line: bytes, number: int) -> bytes:
         raise NotImplementedError
