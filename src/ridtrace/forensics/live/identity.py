@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ridtrace.forensics.reading.rotation import rotation_place
+
 __all__ = ["HEAD_BYTES", "HEAD_READ", "Identities", "Identity", "decoded_head", "first_lines",
            "read_past_nuls"]
 
@@ -37,9 +39,15 @@ class Identity:
     copy: Path | None = None
 
 
-def _stem(path: Path) -> tuple[Path, str]:
-    # app.jsonl, app.jsonl.1, app.jsonl.2.gz, app.1.jsonl: one log, one stem.
-    return path.parent, path.name.split(".", 1)[0]
+def _same_log(a: Path, b: Path) -> bool:
+    """Whether `a` and `b` may name parts of one log: the same directory and stem
+    (``app.jsonl``, ``app.jsonl.1``, ``app.jsonl.2.gz``, ``app.1.jsonl``), or the same live
+    log by the batch read's rotation names. Those know logrotate's ``dateext`` with its
+    ``extension`` option, ``app-20261203.log`` for ``app.log``: by its stem alone that
+    copy was another log, its unread lines lost or its read ones read again."""
+    if a.parent == b.parent and a.name.split(".", 1)[0] == b.name.split(".", 1)[0]:
+        return True
+    return rotation_place(str(a))[0] == rotation_place(str(b))[0]
 
 
 class Identities:
@@ -71,9 +79,8 @@ class Identities:
     def copy_of(self, head: bytes, path: Path) -> Identity | None:
         """The stream a file at `path` starting with `head` is a copy of, if any."""
         best: Identity | None = None
-        stem = _stem(path)
         for known in self._known:
-            if _stem(known.path) != stem or known.path == path:
+            if known.path == path or not _same_log(known.path, path):
                 continue
             same = head.startswith(known.head) or known.head.startswith(head)
             if same and (best is None or len(known.head) > len(best.head)):
