@@ -36,7 +36,11 @@ def _compress(path: Path) -> Path:
 
 
 @pytest.mark.parametrize("named", [True, False], ids=["named", "directory"])
-@pytest.mark.parametrize("rotated", ["app-20261203.log", "app.1.log"])
+@pytest.mark.parametrize("rotated", [
+    "app-20261203.log", "app.1.log",
+    # logrotate's `dateformat -%Y-%m-%d`, with `extension` and without
+    "app-2026-12-03.log", "app.log-2026-12-03",
+])
 @pytest.mark.parametrize("compress", [False, True], ids=["plain", "gzip"])
 def test_a_copytruncate_under_the_extension_option_loses_and_repeats_no_line(
     tmp_path: Path, named: bool, rotated: str, compress: bool

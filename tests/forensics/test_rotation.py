@@ -25,6 +25,9 @@ def _ordered(names: list[str]) -> list[str]:
     ["app.jsonl.3.gz", "app.jsonl.2.gz", "app.jsonl.1", "app.jsonl"],
     ["app.jsonl.3.xz", "app.jsonl.2.bz2", "app.jsonl.1", "app.jsonl"],
     ["app.jsonl-20261129", "app.jsonl-20261130.gz", "app.jsonl"],
+    # logrotate's `dateformat -%Y-%m-%d`, and with its `extension` option
+    ["app.jsonl-2026-11-29", "app.jsonl-2026-11-30.gz", "app.jsonl"],
+    ["app-2026-11-29.jsonl.gz", "app-2026-11-30-14.jsonl", "app.jsonl"],
     ["app.jsonl.2026-11-29", "app.jsonl.2026-11-30_14", "app.jsonl.2026-11-30_15", "app.jsonl"],
     ["app.2.jsonl.gz", "app.1.jsonl", "app.jsonl"],  # logrotate's `extension`
     ["app.2026-11-30_14-05-07_123456.jsonl", "app.jsonl"],  # loguru

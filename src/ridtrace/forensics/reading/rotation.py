@@ -12,7 +12,8 @@ the newest):
 
 - ``NAME.N`` / ``NAME.N.gz`` (or ``.bz2``, ``.xz``, ``.zst``; logrotate, Python's
   `RotatingFileHandler`): a higher N is older;
-- ``NAME-YYYYMMDD…`` (logrotate's ``dateext``), ``NAME.YYYY-MM-DD…`` (Python's
+- ``NAME-YYYYMMDD…`` (logrotate's ``dateext``; ``NAME-YYYY-MM-DD…`` with its
+  ``dateformat -%Y-%m-%d``), ``NAME.YYYY-MM-DD…`` (Python's
   `TimedRotatingFileHandler`, loguru) and ``NAME.YYYYMMDD-HHMMSS`` (kubelet's
   ``0.log.20261129-100000.gz``): an earlier date is older;
 - the mark before the extension (``app.1.jsonl``, ``app-20261130.jsonl.gz``: logrotate's
@@ -34,7 +35,7 @@ T = TypeVar("T")
 _MARK = re.compile(
     r"^(?P<stem>.+?)"
     r"(?:\.(?P<number>\d+)"
-    r"|(?P<date>-\d{8}[\d_-]*|\.\d{4}-\d{2}-\d{2}[\d_-]*|\.\d{8}-\d{6}))"
+    r"|(?P<date>-\d{8}[\d_-]*|[-.]\d{4}-\d{2}-\d{2}[\d_-]*|\.\d{8}-\d{6}))"
     r"(?P<ext>\.(?:jsonl|ndjson|json|log|txt))?"
     r"(?:\.(?:gz|bz2|xz|zst))?$"
 )
