@@ -83,3 +83,18 @@ def test_the_structlog_processor_adds_the_ids_the_request_has(in_request: Reques
 
 def test_the_structlog_processor_adds_nothing_outside_a_request() -> None:
     assert add_request_ids(None, "info", {"event": "boot"}) == {"event": "boot"}
+
+
+def test_a_json_formatter_of_extra_attributes_sees_only_the_ids(in_request: RequestContext) -> None:
+    # python-json-logger's JsonFormatter (the docs' example of a handler of your own)
+    # writes every attribute a record has beyond the standard ones, except those
+    # starting with "_". The filter's own bookkeeping was written on every line, as
+    # "ridtrace_filled_ids": ["request_id", "x_request_id", …].
+    standard = {*vars(logging.makeLogRecord({})), "message", "asctime"}  # and its formatter's
+    log, _ = _own_handler("ids.extra", "%(message)s")
+    seen: list[logging.LogRecord] = []
+    log.handlers[0].addFilter(lambda record: seen.append(record) or True)
+    log.info("charged", extra={"amount": 3})
+    written = {k for k in vars(seen[0]) if k not in standard and not k.startswith("_")}
+    assert written == {"amount", "request_id", "x_request_id", "trace_id", "span_id",
+                       "parent_span_id"}

@@ -19,9 +19,11 @@ from ridtrace.tracing.jsonline import CONTEXT_KEYS, add_context_ids
 
 __all__ = ["FILLED_BY_FILTER", "RequestIdsFilter", "add_request_ids"]
 
-FILLED_BY_FILTER = "ridtrace_filled_ids"
+FILLED_BY_FILTER = "_ridtrace_filled_ids"
 """Record attribute listing the keys :class:`RequestIdsFilter` set, so that
-`configure_logging`'s own bridge can tell them from a caller's ``extra={...}`` fields."""
+`configure_logging`'s own bridge can tell them from a caller's ``extra={...}`` fields.
+Private by its leading ``_``: python-json-logger writes every other attribute a record
+has beyond the standard ones, and wrote this list on each line."""
 
 
 class RequestIdsFilter(logging.Filter):
