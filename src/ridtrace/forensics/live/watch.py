@@ -27,6 +27,7 @@ from ridtrace.forensics.live.stream import StreamTail
 from ridtrace.forensics.live.tail import FileTail
 from ridtrace.forensics.reading.inputs import NOT_REGULAR, STDIN_NAME, display_name
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
+from ridtrace.forensics.reading.unwrap_parts import CUT_SHORT_FILE
 
 DevIno = tuple[int, int]
 Tail = FileTail | StreamTail
@@ -241,9 +242,12 @@ class Watch(InputFiles):
     def _count_unfinished(self, tail: Tail) -> None:
         """A record cut short, as the batch read counts it: held back for good, it was
         lost from the summary without a word."""
-        for line, reason in tail.unfinished():
+        unfinished = tail.unfinished()
+        for line, reason in unfinished:
             self.stats.count_lines(tail.name, 1)  # its parts were blank lines
             self.stats.bad(tail.name, line, reason)
+        if unfinished:  # a record is gone, however few the bad lines (as the batch read)
+            self.stats.unreadable_files.append(FileNote(tail.name, CUT_SHORT_FILE))
 
     def _maybe_close(self, key: DevIno, tail: Tail, chunks: list[Chunk]) -> None:
         """Nothing new: close a finished gzip, or a file no name points to any more (its

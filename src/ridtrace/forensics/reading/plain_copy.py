@@ -14,6 +14,7 @@ from ridtrace.forensics.reading.lines import BLOCK_BYTES, LineMap, Readable, map
 from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 from ridtrace.forensics.reading.unwrap import Unwrapper, cut_short
+from ridtrace.forensics.reading.unwrap_parts import CUT_SHORT_FILE
 
 __all__ = ["Progress", "newline_chunks", "stage"]
 
@@ -69,10 +70,13 @@ def stage(
             stats.count_lines(name, 1)
             stats.bad(name, line_map.lines + 1, f"torn last line ({tear})")
     if unwrap is not None:
-        for line in unwrap.unfinished():
+        unfinished = unwrap.unfinished()
+        for line in unfinished:
             # Its parts are empty lines in the map, so the record is counted here.
             stats.count_lines(name, 1)
             stats.bad(name, line, cut_short(unwrap))
+        if unfinished:  # a record is gone, however few the bad lines
+            stats.unreadable_files.append(FileNote(name, CUT_SHORT_FILE))
     return line_map
 
 

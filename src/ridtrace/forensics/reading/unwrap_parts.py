@@ -60,6 +60,17 @@ def cut_short(unwrap: Unwrapper) -> str:
     return f"cut short ({unwrap.name} record whose last part is missing)"
 
 
+# Why a file whose last record lacks its last part is read only in part. A runtime cuts
+# a long line (an error with its payload) into parts, and a rotation can fall between
+# them: the older part ends with the first, the live file starts with the rest. One
+# bad line each, far under the 1 % a read may have, the record was lost without a word.
+CUT_SHORT_FILE = (
+    "a record whose last part is missing is not read (see its bad lines): a copy cut "
+    "short, or a rotation between the parts a long line was cut into; read the parts "
+    "joined oldest first, <(cat OLDER NEWER)"
+)
+
+
 UTF8_BOM = b"\xef\xbb\xbf"
 
 
