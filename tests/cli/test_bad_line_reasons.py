@@ -77,3 +77,21 @@ def test_records_behind_a_syslog_prefix_say_so_and_a_walk_reads_them(tmp_path: P
             "journalctl -o json is read as it is)") for n in (1, 2, 3)
     ]
     assert result.exit_code == 3
+
+
+def test_a_journal_exported_as_json_pretty_says_how_to_export_it(tmp_path: Path) -> None:
+    # `journalctl -o json-pretty`: an entry over many lines, a field a line, as systemd
+    # writes it. Every line said "not JSON" (or "truncated JSON"), the export that is
+    # read as it is (-o json) never named.
+    record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1", "message": "m"})
+    entry = {"__CURSOR": "s=1;i=1", "__REALTIME_TIMESTAMP": "1796205600000000",
+             "_PID": "42", "MESSAGE": record}
+    log = tmp_path / "frontend.json"
+    log.write_text("{\n" + ",\n".join(f"\t{json.dumps(k)} : {json.dumps(v)}"
+                                       for k, v in entry.items()) + "\n}\n")
+    result = CliRunner().invoke(main, ["analyze", str(log), "--format", "json", "-q"])
+    samples = json.loads(result.stdout)["summary"]["bad_line_samples"]
+    pretty = ("a journal entry's field on a line of its own (journalctl -o json-pretty? "
+              "journalctl -o json is read as it is)")
+    assert [s["reason"] for s in samples if s["line"] in (2, 5)] == [pretty, pretty]
+    assert result.exit_code == 3

@@ -68,6 +68,14 @@ PREFIXED_RECORD_LINE = (
     "a JSON record after a text prefix (syslog's or journalctl's default output? "
     "journalctl -o json is read as it is)"
 )
+# `journalctl -o json-pretty` writes each entry over many lines, a field a line
+# (`\t"MESSAGE" : "{\"time\":…}",`, journald's field names in capitals): every line was
+# "not JSON", with no word of the export that is read as it is.
+_JOURNAL_PRETTY_FIELD = re.compile(rb'"_{0,2}[A-Z][A-Z0-9_]*" : ')
+JOURNAL_PRETTY_LINE = (
+    "a journal entry's field on a line of its own (journalctl -o json-pretty? "
+    "journalctl -o json is read as it is)"
+)
 
 
 # journalctl -o json writes a field over 4096 bytes as null unless run with --all, so a
@@ -113,6 +121,8 @@ def _malformed(text: bytes) -> str:
         # Before the text-logger check: the prefix often opens with a time, and the
         # record holds a level, so "set DYN_LOGGING_JSONL=1" was the advice given.
         return PREFIXED_RECORD_LINE
+    if _JOURNAL_PRETTY_FIELD.match(stripped):
+        return JOURNAL_PRETTY_LINE
     if _TEXT_LOG_LINE.match(stripped):
         # Dynamo's default (READABLE) output, or any text logger's: every line of such a
         # file said only "not JSON", as if the file were damaged.
