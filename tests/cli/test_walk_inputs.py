@@ -420,3 +420,19 @@ def test_a_json_document_holding_log_records_is_read_not_ignored(
     # incident in it is found.
     assert [f["kind"] for f in doc["findings"]] == ["duplicate_in_flight"]
     assert not doc["summary"]["incomplete"] and code == 1
+
+
+def test_a_text_log_of_bracketed_times_is_no_json_document(tmp_path: Path) -> None:
+    # gunicorn's error log (--error-logfile gunicorn.err) opens each line with "[":
+    # a walk ignored it as "a JSON document, not JSON lines".
+    (tmp_path / "frontend.jsonl").write_text(
+        "\n".join(rt_request("a" * 16, "r1", 0, 1)) + "\n")
+    (tmp_path / "gunicorn.err").write_text(
+        "[2026-12-03 18:12:37 +0000] [24702] [INFO] Starting gunicorn 27.0.1\n"
+        "[2026-12-03 18:12:37 +0000] [24708] [INFO] Booting worker with pid: 24708\n")
+    (tmp_path / "ids.json").write_text('[\n  "r1",\n  "r2"\n]\n')  # still a document
+    _, doc = run(str(tmp_path))
+    assert notes(doc, "ignored_files") == {
+        "gunicorn.err": "no JSON lines in its first lines",
+        "ids.json": "a JSON document, not JSON lines",
+    }

@@ -114,6 +114,17 @@ def named_compressed(name: str) -> bool:
     return _PACKED_NAME.search(name.lower()) is not None
 
 
+# What follows a JSON array's "[": another value's start, or its end. A text log whose
+# lines open with a bracketed time (gunicorn's "[2026-12-03 18:12:37 +0000] [24702]
+# [INFO] Booting worker") was called "a JSON document".
+_ARRAY_START = re.compile(rb'\[\s*[\[{"\]]')
+
+
+def _document_start(text: bytes) -> bool:
+    """Whether `text` (stripped) opens like a JSON document: an object, or an array."""
+    return text[:1] == b"{" or _ARRAY_START.match(text) is not None
+
+
 def ignore_reason(name: str, head: bytes, *, whole: bool, wrapped: bool = False) -> str | None:
     """Why a file found in a directory walk is plainly not a log, or None to read it.
 
@@ -146,7 +157,7 @@ def ignore_reason(name: str, head: bytes, *, whole: bool, wrapped: bool = False)
     stripped = head.strip()
     if not stripped:
         return None  # an empty log is still a log: it holds nothing, and says so
-    if stripped[:1] in (b"{", b"[") and b"\n" in stripped and not _holds_records(head):
+    if _document_start(stripped) and b"\n" in stripped and not _holds_records(head):
         # A document that holds records is read: its lines are bad ones, so the result
         # says incomplete; passed over, the walk said clean on a log it never read.
         return "a JSON document, not JSON lines"
