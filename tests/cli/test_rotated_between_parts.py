@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ridtrace.forensics.live.follow import Follower, FollowSettings
 from tests.cli.helpers import analyze_json
+from tests.forensics.helpers import followed_summary
 
 STAMP = b"2026-11-29T10:00:00.000000001Z stdout "
 
@@ -50,12 +50,6 @@ def test_a_record_a_rotation_cut_makes_the_read_incomplete(plain: Path, tmp_path
 
 def test_follow_names_a_record_a_rotation_cut(plain: Path, tmp_path: Path) -> None:
     rotated = _rotated_between_parts(plain, tmp_path / "logs")
-    follower = Follower([str(tmp_path / "logs")], FollowSettings(from_start=True))
-    follower.start()
-    try:
-        follower.run(lambda f: True, stop=lambda: True)
-        summary = follower.summary()
-    finally:
-        follower.close()
+    summary = followed_summary(tmp_path / "logs")
     assert [note["file"] for note in summary["unreadable_files"]] == [str(rotated)]
     assert summary["incomplete"] is True

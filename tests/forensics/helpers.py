@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ridtrace.forensics.live.follow import Follower, FollowSettings
+from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.records.requests import REQUEST_COLUMNS
 
 T0 = pd.Timestamp("2026-11-29T10:00:00Z")
@@ -140,13 +141,24 @@ def follow_as_written(folder: Path, lines: list[tuple[float, str, str]]) -> list
     return found
 
 
-def followed_summary(folder: Path) -> dict[str, Any]:
+def followed_summary(folder: Path, **settings: Any) -> dict[str, Any]:
     """The summary of ``analyze --follow --from-start FOLDER`` stopped once it has read
-    what is written: one pass of a real `Follower`, closed whatever happens."""
-    follower = Follower([str(folder)], FollowSettings(from_start=True))
+    what is written: one pass of a real `Follower` (`settings` as `FollowSettings`
+    takes them), closed whatever happens."""
+    follower = Follower([str(folder)], FollowSettings(from_start=True, **settings))
     follower.start()
     try:
         follower.run(lambda f: True, stop=lambda: True)
         return follower.summary()
     finally:
         follower.close()
+
+
+def watched_lines(watch: Watch) -> list[tuple[str, int, bytes]]:
+    """(file name, line, text) of every whole line `watch` hands out this poll."""
+    watch.discover()
+    chunks, _ = watch.read(1 << 20)
+    return [
+        (Path(chunk.name).name, chunk.first_line + k, text)
+        for chunk in chunks for k, text in enumerate(chunk.data.tobytes().splitlines())
+    ]

@@ -17,15 +17,7 @@ import pytest
 
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.stats import ReadStats
-
-
-def _lines(watch: Watch) -> list[tuple[str, int, bytes]]:
-    watch.discover()
-    chunks, _ = watch.read(1 << 20)
-    return [
-        (Path(chunk.name).name, chunk.first_line + k, text)
-        for chunk in chunks for k, text in enumerate(chunk.data.tobytes().splitlines())
-    ]
+from tests.forensics.helpers import watched_lines
 
 
 def _compress(path: Path) -> Path:
@@ -48,7 +40,7 @@ def test_a_copytruncate_under_the_extension_option_loses_and_repeats_no_line(
     log = tmp_path / "app.log"
     log.write_bytes(b'{"n": 1}\n{"n": 2}\n')
     watch = Watch([str(log) if named else str(tmp_path)], ReadStats(), from_start=True)
-    assert [n for _, n, _ in _lines(watch)] == [1, 2]
+    assert [n for _, n, _ in watched_lines(watch)] == [1, 2]
     with open(log, "ab") as fh:
         fh.write(b'{"n": 3}\n')  # written after that read: in the copy only, once truncated
     copy = tmp_path / rotated
@@ -58,8 +50,8 @@ def test_a_copytruncate_under_the_extension_option_loses_and_repeats_no_line(
         copy = _compress(copy)
     with open(log, "ab") as fh:
         fh.write(b'{"n": 4}\n')
-    assert sorted(_lines(watch)) == sorted([(copy.name, 3, b'{"n": 3}'), ("app.log", 1, b'{"n": 4}')])
-    assert _lines(watch) == []
+    assert sorted(watched_lines(watch)) == sorted([(copy.name, 3, b'{"n": 3}'), ("app.log", 1, b'{"n": 4}')])
+    assert watched_lines(watch) == []
     watch.close()
 
 
@@ -69,16 +61,16 @@ def test_a_renamed_log_compressed_under_the_extension_option_is_read_once(
     log = tmp_path / "app.log"
     log.write_bytes(b'{"n": 1}\n{"n": 2}\n')
     watch = Watch([str(tmp_path)], ReadStats(), from_start=True)
-    assert [n for _, n, _ in _lines(watch)] == [1, 2]
+    assert [n for _, n, _ in watched_lines(watch)] == [1, 2]
     with open(log, "ab") as fh:
         fh.write(b'{"n": 3}\n')
     renamed = tmp_path / "app-20261203.log"
     os.rename(log, renamed)
     log.write_bytes(b'{"n": 4}\n')
-    read = _lines(watch)  # the renamed file, held open, read to its end
+    read = watched_lines(watch)  # the renamed file, held open, read to its end
     packed = _compress(renamed)
-    read += _lines(watch)
+    read += watched_lines(watch)
     assert sorted(text for _, _, text in read) == [b'{"n": 3}', b'{"n": 4}'], read
-    assert _lines(watch) == []
+    assert watched_lines(watch) == []
     assert packed.exists()
     watch.close()

@@ -16,15 +16,7 @@ import pytest
 
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.stats import ReadStats
-
-
-def _lines(watch: Watch) -> list[tuple[str, int, bytes]]:
-    watch.discover()
-    chunks, _ = watch.read(1 << 20)
-    return [
-        (Path(chunk.name).name, chunk.first_line + k, text)
-        for chunk in chunks for k, text in enumerate(chunk.data.tobytes().splitlines())
-    ]
+from tests.forensics.helpers import watched_lines
 
 
 @pytest.mark.parametrize("named", ["file", "glob"])
@@ -38,7 +30,7 @@ def test_lines_written_before_a_copytruncate_are_read_from_the_copy(
     (tmp_path / "app.jsonl.2").write_bytes(b'{"old": 1}\n')
     watch = Watch([str(log) if named == "file" else str(tmp_path / "*.jsonl")], ReadStats(),
                   from_start=True)
-    assert [n for _, n, _ in _lines(watch)] == [1, 2]
+    assert [n for _, n, _ in watched_lines(watch)] == [1, 2]
     with open(log, "ab") as fh:
         fh.write(b'{"n": 3}\n')  # written after that read
     copy = tmp_path / copy_as
@@ -49,10 +41,10 @@ def test_lines_written_before_a_copytruncate_are_read_from_the_copy(
     os.truncate(log, 0)
     with open(log, "ab") as fh:
         fh.write(b'{"n": 4}\n')
-    assert sorted(_lines(watch)) == sorted(
+    assert sorted(watched_lines(watch)) == sorted(
         [(copy_as, 3, b'{"n": 3}'), ("app.jsonl", 1, b'{"n": 4}')]
     )
-    assert _lines(watch) == []
+    assert watched_lines(watch) == []
     assert watch.stats.bad_lines == 0
     watch.close()
 
@@ -67,8 +59,8 @@ def test_older_parts_beside_a_named_log_are_not_read(tmp_path: Path) -> None:
     (tmp_path / "app.jsonl.2").symlink_to(tmp_path / "gone")  # a broken part: no input
     with open(log, "ab") as fh:
         fh.write(b'{"n": 2}\n')
-    assert _lines(watch) == [("app.jsonl", 2, b'{"n": 2}')]
-    assert _lines(watch) == []
+    assert watched_lines(watch) == [("app.jsonl", 2, b'{"n": 2}')]
+    assert watched_lines(watch) == []
     assert (watch.stats.unreadable_files, watch.stats.ignored_files) == ([], [])
     watch.close()
 
@@ -77,16 +69,16 @@ def test_a_copy_seen_before_its_first_line_was_whole_is_followed(tmp_path: Path)
     log = tmp_path / "app.jsonl"
     log.write_bytes(b'{"n": 1}\n')
     watch = Watch([str(log)], ReadStats(), from_start=True)
-    assert [n for _, n, _ in _lines(watch)] == [1]
+    assert [n for _, n, _ in watched_lines(watch)] == [1]
     with open(log, "ab") as fh:
         fh.write(b'{"n": 2}\n')
     copy = tmp_path / "app.jsonl.1"
     copy.write_bytes(b'{"n"')  # cp has begun
-    assert _lines(watch) == [("app.jsonl", 2, b'{"n": 2}')]
+    assert watched_lines(watch) == [("app.jsonl", 2, b'{"n": 2}')]
     stamp = copy.stat().st_mtime_ns
     with open(copy, "ab") as fh:
         fh.write(b': 1}\n{"n": 2}\n{"n": 3}\n')  # within the same clock tick: one mtime
     os.utime(copy, ns=(stamp, stamp))
     os.truncate(log, 0)
-    assert _lines(watch) == [("app.jsonl.1", 3, b'{"n": 3}')]
+    assert watched_lines(watch) == [("app.jsonl.1", 3, b'{"n": 3}')]
     watch.close()

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from ridtrace.forensics.live.follow import Follower, FollowSettings
-from tests.forensics.helpers import rt
+from tests.forensics.helpers import followed_summary, rt
 
 
 def _wait(predicate: object, timeout: float, what: str) -> None:
@@ -116,11 +116,5 @@ def test_a_stop_while_a_line_longer_than_a_read_is_read_reads_every_line_after_i
     long = rt(None, blob="x" * 20_000)
     log.write_text("".join(f"{line}\n" for line in (rt(None, n=1), long, rt(None, n=2),
                                                    rt(None, n=3))))
-    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, max_bytes=4096))
-    follower.start()
-    try:
-        follower.run(lambda f: True, stop=lambda: True)
-        summary = follower.summary()
-    finally:
-        follower.close()
+    summary = followed_summary(tmp_path, max_bytes=4096)
     assert (summary["lines"], summary["bad_lines"]) == (4, 0)

@@ -13,18 +13,7 @@ from ridtrace.forensics.live.follow import Follower, FollowSettings
 from ridtrace.forensics.live.identity import Identities
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.stats import ReadStats
-from tests.forensics.helpers import rt, rt_request
-
-
-def _lines(watch: Watch) -> list[tuple[str, int, bytes]]:
-    """(file, line, text) of every whole line the watch hands out this poll."""
-    watch.discover()
-    chunks, _ = watch.read(1 << 20)
-    out = []
-    for chunk in chunks:
-        for k, text in enumerate(chunk.data.tobytes().splitlines()):
-            out.append((Path(chunk.name).name, chunk.first_line + k, text))
-    return out
+from tests.forensics.helpers import rt, rt_request, watched_lines
 
 
 def test_a_partial_last_line_is_held_until_its_newline(tmp_path: Path) -> None:
@@ -35,14 +24,14 @@ def test_a_partial_last_line_is_held_until_its_newline(tmp_path: Path) -> None:
     line = rt("request.start", request_id="r1", span_id="s1", trace_id="t1").encode()
     with open(log, "ab") as fh:
         fh.write(line[:25])
-    assert _lines(watch) == []
+    assert watched_lines(watch) == []
     with open(log, "ab") as fh:
         fh.write(line[25:] + b"\n" + line[:10])
-    assert _lines(watch) == [("app.jsonl", 1, line)]
+    assert watched_lines(watch) == [("app.jsonl", 1, line)]
     with open(log, "ab") as fh:
         fh.write(line[10:] + b"\n")
-    assert _lines(watch) == [("app.jsonl", 2, line)]
-    assert _lines(watch) == []
+    assert watched_lines(watch) == [("app.jsonl", 2, line)]
+    assert watched_lines(watch) == []
 
 
 def _follow_to_the_end(
@@ -99,9 +88,9 @@ def test_a_removed_files_last_line_without_newline_is_handed_out(tmp_path: Path)
     log = tmp_path / "app.jsonl"
     log.write_bytes(b"first\nlast, no newline")
     watch = Watch([str(tmp_path)], ReadStats(), from_start=True)
-    assert _lines(watch) == [("app.jsonl", 1, b"first")]
+    assert watched_lines(watch) == [("app.jsonl", 1, b"first")]
     log.unlink()  # no newline can come now: the file is closed, its last line read
-    assert _lines(watch) == [("app.jsonl", 2, b"last, no newline")]
+    assert watched_lines(watch) == [("app.jsonl", 2, b"last, no newline")]
     assert not watch.tails
 
 
@@ -109,16 +98,16 @@ def test_existing_lines_are_skipped_from_the_end_but_keep_their_numbers(tmp_path
     log = tmp_path / "app.jsonl"
     log.write_bytes(b"old 1\nold 2\nold 3\npartial")
     watch = Watch([str(log)], ReadStats())
-    assert _lines(watch) == []
+    assert watched_lines(watch) == []
     with open(log, "ab") as fh:
         fh.write(b" now whole\nnew 5\n")
-    assert _lines(watch) == [("app.jsonl", 4, b"partial now whole"), ("app.jsonl", 5, b"new 5")]
+    assert watched_lines(watch) == [("app.jsonl", 4, b"partial now whole"), ("app.jsonl", 5, b"new 5")]
 
 
 def test_from_start_reads_existing_lines(tmp_path: Path) -> None:
     (tmp_path / "app.jsonl").write_bytes(b"a\nb\n")
     watch = Watch([str(tmp_path)], ReadStats(), from_start=True)
-    assert [n for _, n, _ in _lines(watch)] == [1, 2]
+    assert [n for _, n, _ in watched_lines(watch)] == [1, 2]
 
 
 def test_a_new_file_is_read_from_its_first_line_and_a_readme_is_ignored(tmp_path: Path) -> None:
@@ -127,7 +116,7 @@ def test_a_new_file_is_read_from_its_first_line_and_a_readme_is_ignored(tmp_path
     watch.discover()
     (tmp_path / "README.md").write_text("# notes\nnot a log\n")
     (tmp_path / "worker.jsonl").write_bytes(b'{"a": 1}\n')
-    assert _lines(watch) == [("worker.jsonl", 1, b'{"a": 1}')]
+    assert watched_lines(watch) == [("worker.jsonl", 1, b'{"a": 1}')]
     assert [Path(n.file).name for n in stats.ignored_files] == ["README.md"]
 
 
@@ -138,7 +127,7 @@ def _two_lines_read_and_a_third_written(tmp_path: Path) -> tuple[Watch, Path]:
     watch = Watch([str(tmp_path)], ReadStats())
     watch.discover()
     log.write_bytes(b'{"n": 1}\n{"n": 2}\n')
-    assert len(_lines(watch)) == 2
+    assert len(watched_lines(watch)) == 2
     with open(log, "ab") as fh:
         fh.write(b'{"n": 3}\n')
     return watch, log
@@ -150,11 +139,11 @@ def test_gzip_copy_of_a_followed_file_is_not_read_again(tmp_path: Path) -> None:
     (tmp_path / "app.jsonl.1.gz").write_bytes(gzip.compress(log.read_bytes()))
     os.truncate(log, 0)
     # Only the line the follower had not read yet comes from the copy.
-    assert _lines(watch) == [("app.jsonl.1.gz", 3, b'{"n": 3}')]
+    assert watched_lines(watch) == [("app.jsonl.1.gz", 3, b'{"n": 3}')]
     with open(log, "ab") as fh:
         fh.write(b'{"n": 4}\n')
-    assert _lines(watch) == [("app.jsonl", 1, b'{"n": 4}')]
-    assert _lines(watch) == []
+    assert watched_lines(watch) == [("app.jsonl", 1, b'{"n": 4}')]
+    assert watched_lines(watch) == []
 
 
 @pytest.mark.parametrize("written", [b"", gzip.compress(b"x")[:3]])
@@ -168,9 +157,9 @@ def test_a_compressed_rotation_seen_while_gzip_writes_it_is_read_as_gzip(
     packed = tmp_path / "app.jsonl.1.gz"
     packed.write_bytes(written)  # gzip has only begun
     os.truncate(log, 0)
-    assert _lines(watch) == []
+    assert watched_lines(watch) == []
     packed.write_bytes(gzip.compress(b'{"n": 1}\n{"n": 2}\n{"n": 3}\n'))
-    assert _lines(watch) == [("app.jsonl.1.gz", 3, b'{"n": 3}')]
+    assert watched_lines(watch) == [("app.jsonl.1.gz", 3, b'{"n": 3}')]
     assert watch.stats.bad_lines == 0
 
 
@@ -180,18 +169,18 @@ def test_truncated_and_rewritten_past_the_old_size_between_polls(tmp_path: Path)
     watch = Watch([str(tmp_path)], ReadStats())
     watch.discover()
     log.write_bytes(b'{"old": 1}\n')
-    assert len(_lines(watch)) == 1
+    assert len(watched_lines(watch)) == 1
     # Truncated, then more written than was there before, all between two polls.
     log.write_bytes(b'{"new": 1}\n{"new": 2}\n')
-    assert _lines(watch) == [("app.jsonl", 1, b'{"new": 1}'), ("app.jsonl", 2, b'{"new": 2}')]
+    assert watched_lines(watch) == [("app.jsonl", 1, b'{"new": 1}'), ("app.jsonl", 2, b'{"new": 2}')]
 
 
 def test_an_unrelated_gzip_is_read_once(tmp_path: Path) -> None:
     watch = Watch([str(tmp_path)], ReadStats())
     watch.discover()
     (tmp_path / "other.jsonl.2.gz").write_bytes(gzip.compress(b'{"n": 1}\n{"n": 2}\n'))
-    assert [n for _, n, _ in _lines(watch)] == [1, 2]
-    assert _lines(watch) == []
+    assert [n for _, n, _ in watched_lines(watch)] == [1, 2]
+    assert watched_lines(watch) == []
 
 
 def test_same_first_line_in_two_workers_logs_is_not_a_copy(tmp_path: Path) -> None:
