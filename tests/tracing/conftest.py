@@ -14,7 +14,7 @@ from loguru import logger
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from ridtrace.tracing import metrics
+from ridtrace.tracing import metrics, shutdown_telemetry
 from ridtrace.tracing.deprecation import reset_warnings
 from ridtrace.tracing.logs import configure_logging
 from tests.support.otlp_receiver import OtlpReceiver, otlp_receiver
@@ -60,6 +60,15 @@ def _fresh_loguru() -> Iterator[None]:
     logger.remove()
     yield
     logger.remove()
+
+
+@pytest.fixture
+def telemetry_shut_down() -> Iterator[None]:
+    """After the test, the providers it configured are shut down and unbound, so the
+    next test of the worker configures its own (``pytest.mark.usefixtures``)."""
+    yield
+    shutdown_telemetry()
+    metrics.bind_meter_provider(None)
 
 
 @pytest.fixture

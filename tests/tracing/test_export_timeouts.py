@@ -9,19 +9,12 @@ exporters ignore the one their reader passes: each export waited the exporter's 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from ridtrace.tracing import metrics, shutdown_telemetry
 from tests.support.otlp_receiver import export_one_of_each, unresponsive_collector
 
-
-@pytest.fixture(autouse=True)
-def _clean() -> Iterator[None]:
-    yield
-    shutdown_telemetry()
-    metrics.bind_meter_provider(None)
+pytestmark = pytest.mark.usefixtures("telemetry_shut_down")
 
 
 @pytest.mark.parametrize("variable", ["OTEL_BSP_EXPORT_TIMEOUT", "OTEL_METRIC_EXPORT_TIMEOUT"])

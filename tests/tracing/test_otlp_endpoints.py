@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from ridtrace.tracing import metrics, shutdown_telemetry
 from tests.support.otlp_receiver import export_one_of_each, otlp_receiver
 
-
-@pytest.fixture(autouse=True)
-def _clean() -> Iterator[None]:
-    yield
-    shutdown_telemetry()
-    metrics.bind_meter_provider(None)
+pytestmark = pytest.mark.usefixtures("telemetry_shut_down")
 
 
 @pytest.mark.parametrize(("suffix", "prefix"), [("?tenant=a%2Cb", ""), ("/otlp/?k=1&t=x", "/otlp")])

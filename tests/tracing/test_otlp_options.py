@@ -10,20 +10,14 @@ lost while the service ran on.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from ridtrace.tracing import configure_metrics, configure_tracing, metrics, shutdown_telemetry
+from ridtrace.tracing import configure_metrics, configure_tracing, shutdown_telemetry
 from tests.support.otlp_receiver import otlp_grpc_receiver, otlp_receiver
 
-
-@pytest.fixture(autouse=True)
-def _clean() -> Iterator[None]:
-    yield
-    shutdown_telemetry()
-    metrics.bind_meter_provider(None)
+pytestmark = pytest.mark.usefixtures("telemetry_shut_down")
 
 
 @pytest.mark.parametrize("protocol", ["http/protobuf", pytest.param("grpc", marks=pytest.mark.extra("grpc"))])

@@ -10,19 +10,12 @@ tenant's quota) were lost without a word, the export counted as a full success.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import pytest
 
-from ridtrace.tracing import metrics, shutdown_telemetry
 from tests.support.otlp_receiver import export_one_of_each, otlp_grpc_receiver, otlp_receiver
 
-
-@pytest.fixture(autouse=True)
-def _clean() -> Iterator[None]:
-    yield
-    shutdown_telemetry()
-    metrics.bind_meter_provider(None)
+pytestmark = pytest.mark.usefixtures("telemetry_shut_down")
 
 
 def _warnings(

@@ -8,13 +8,11 @@ span and metric was dropped, the export reported a success and nothing was logge
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from ridtrace.tracing import metrics, shutdown_telemetry
 from ridtrace.tracing.otlp import otlp_exporter
 from tests.support.otlp_receiver import (
     export_one_of_each,
@@ -22,12 +20,7 @@ from tests.support.otlp_receiver import (
     redirecting_collector,
 )
 
-
-@pytest.fixture(autouse=True)
-def _clean() -> Iterator[None]:
-    yield
-    shutdown_telemetry()
-    metrics.bind_meter_provider(None)
+pytestmark = pytest.mark.usefixtures("telemetry_shut_down")
 
 
 def test_a_redirect_that_keeps_the_post_is_followed_and_said(

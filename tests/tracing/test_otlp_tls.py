@@ -5,20 +5,13 @@ from __future__ import annotations
 import shutil
 import ssl
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ridtrace.tracing import metrics, shutdown_telemetry
 from tests.support.otlp_receiver import export_one_of_each, otlp_receiver
 
-
-@pytest.fixture(autouse=True)
-def _clean() -> Iterator[None]:
-    yield
-    shutdown_telemetry()
-    metrics.bind_meter_provider(None)
+pytestmark = pytest.mark.usefixtures("telemetry_shut_down")
 
 
 def _openssl(*args: str, cwd: Path) -> None:
