@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from ridtrace.contract import (
     DEPRECATED_HEADER,
+    DISPATCH_EVENT_PREFIX,
     DYNAMO_LATENCY_MS,
     DYNAMO_SENT_ID_FIELD,
     DYNAMO_SPAN_DURATION_US,
@@ -62,9 +63,13 @@ def to_window(since: Instant | None, until: Instant | None) -> Window | None:
     )
 
 
-# The SQL twin of the lines a rule can use; everything else only needs counting.
+# The SQL twin of the lines a rule can use; everything else only needs counting. A
+# frontend's dispatch lines are a caller's lifecycle too: under the legacy id policy they
+# name the client's id the caller held after its `request.start` named a minted one, and
+# a caller whose frontend was killed has no later line to say so.
 _EVIDENCE = f"""(
     starts_with(event, 'request.') OR starts_with(event, 'worker.')
+    OR starts_with(event, {literal(DISPATCH_EVENT_PREFIX)})
     OR starts_with(event, 'response.') OR starts_with(event, 'stream.')
     OR event = {literal(DEPRECATED_HEADER)}
     OR message IN ({", ".join(literal(m) for m in DYNAMO_EVIDENCE_MESSAGES)})
