@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import orjson
 import pytest
 
 from tests.frontend_plugin.conftest import Stack, start_stack
@@ -22,6 +23,15 @@ DOCS = ("/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect")
 @pytest.fixture(scope="module")
 def defaults(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     with start_stack(tmp_path_factory.mktemp("defaults"), workers=[[]],
+                     debug_endpoints=False) as stack:
+        yield stack
+
+
+@pytest.fixture(scope="module")
+def any_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """Frontend and worker answering any Host (`--allowed-host '*'`), as behind a proxy."""
+    flags = ["--allowed-host", "*"]
+    with start_stack(tmp_path_factory.mktemp("any_host"), workers=[flags], frontend=flags,
                      debug_endpoints=False) as stack:
         yield stack
 
@@ -83,16 +93,14 @@ def test_head_is_answered_wherever_get_is(defaults: Stack) -> None:
             assert (refused.status_code, refused.headers["allow"]) == (405, "GET, HEAD"), path
 
 
-def test_a_trailing_slash_is_a_404_not_a_redirect_to_the_callers_host(tmp_path: Path) -> None:
+def test_a_trailing_slash_is_a_404_not_a_redirect_to_the_callers_host(any_host: Stack) -> None:
     # Starlette redirected to the other spelling with a Location built from the Host
     # header: anyone could make the server send a caller (and its retry) elsewhere.
     # (Servers that answer for any Host, as behind a proxy: on loopback alone the Host
     # check refuses evil.example before any route.)
     evil = {"host": "evil.example"}
-    any_host = ["--allowed-host", "*"]
-    with start_stack(tmp_path, workers=[any_host], frontend=any_host,
-                     debug_endpoints=False) as stack, \
-            httpx.Client(timeout=30, follow_redirects=False) as client:
+    stack = any_host
+    with httpx.Client(timeout=30, follow_redirects=False) as client:
         answers = [
             client.post(stack.url + "/v1/chat/completions/", headers=evil, json={}),
             client.get(stack.url + "/v1/models/", headers=evil),
@@ -172,7 +180,7 @@ def test_a_misdirected_request_has_its_ids_and_a_log_line(defaults: Stack) -> No
     # The check wrapped the whole app: a 421 carried no x-server-request-id, and neither
     # the frontend nor the worker logged anything, so an operator whose proxy forwards
     # its public Host (or who was probed by rebinding) saw refusals nowhere.
-    host = "rebound.example\u00e9:1" + "x" * 300
+    host = "rebound.example" + "x" * 301 + ":1"  # well-formed: one that is not gets 400
     answer = httpx.post(defaults.url + "/v1/chat/completions", timeout=30,
                         headers={"host": host.encode("latin-1"), "x-request-id": "misdirected-1"},
                         json={"messages": [{"role": "user", "content": "x"}]})
@@ -184,7 +192,7 @@ def test_a_misdirected_request_has_its_ids_and_a_log_line(defaults: Stack) -> No
     assert end["status"] == 421 and end["x_request_id"] == "misdirected-1"
     error = str(end["error"])
     assert error.startswith("misdirected request: this server does not answer for Host "
-                            "'rebound.example\u00e9:1xxx")
+                            "'rebound.examplexxx")
     assert error.endswith("...[318 chars]'")  # capped: the Host is the caller's text
 
     worker = defaults.workers[0]
@@ -195,6 +203,62 @@ def test_a_misdirected_request_has_its_ids_and_a_log_line(defaults: Stack) -> No
                      and x.get("status") == 421)
     assert line["outcome"] == "invalid" and line["level"] == "WARN"
     assert "Host 'rebound.example" in str(line["error"])
+
+
+def _raw_answer(url: str, host: str, path: str = "/health",
+                extra: str = "") -> tuple[int, dict[str, str], bytes]:
+    port = int(url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n{extra}Connection: close\r\n\r\n"
+                     .encode("latin-1"))
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status_line, *fields = head.decode("latin-1").split("\r\n")
+    headers = {k.lower(): v.strip() for k, _, v in (f.partition(":") for f in fields)}
+    return int(status_line.split(" ", 2)[1]), headers, body
+
+
+NOT_HOSTS = ("a b", "[::1", "127.0.0.1:abc", "u@host", "", "::1", "h\u00e9")
+
+
+@pytest.mark.parametrize("servers", ["defaults", "any_host"])
+def test_a_host_header_that_is_no_host_is_a_400(
+    servers: str, request: pytest.FixtureRequest
+) -> None:
+    # RFC 9112 section 3.2: a request whose Host is not uri-host[:port] gets 400. It got
+    # 421 pointing at --allowed-host (which could never match it), and with '*' it was
+    # served.
+    stack: Stack = request.getfixturevalue(servers)
+    for url in (stack.url, stack.workers[0].url):
+        for host in NOT_HOSTS:
+            status, _, body = _raw_answer(url, host)
+            assert status == 400, (url, host, body)
+            assert orjson.loads(body)["error"]["code"] == "invalid_host_header", (url, host)
+        assert _raw_answer(url, "localhost:")[0] == 200  # an empty port is the default one
+    assert _raw_answer(stack.url, "a b", "/v1/messages")[2].startswith(b'{"type":"error"')
+
+
+def test_a_400_for_its_host_has_its_ids_and_a_log_line(defaults: Stack) -> None:
+    host = "rebound.example\u00e9:1" + "x" * 300
+    status, headers, body = _raw_answer(defaults.url, host, "/v1/messages",
+                                        "x-request-id: not-a-host-1\r\n")
+    assert status == 400 and headers["x-request-id"] == "not-a-host-1"
+    error = orjson.loads(body)
+    assert error["type"] == "error" and error["error"]["type"] == "invalid_request_error"
+    assert error["request_id"] == headers["request-id"]
+    end = _line_for(defaults.frontend, lambda x: x.get("event") == "request.end"
+                    and x.get("request_id") == headers["x-server-request-id"])
+    assert end["status"] == 400 and end["x_request_id"] == "not-a-host-1"
+    assert str(end["error"]).startswith("invalid Host header 'rebound.example\u00e9:1xxx")
+    assert "...[318 chars]'" in str(end["error"])  # capped: the Host is the caller's text
+
+    worker = defaults.workers[0]
+    assert _raw_answer(worker.url, "u@" + worker.url[7:])[0] == 400
+    line = _line_for(worker, lambda x: x.get("event") == "worker.refused"
+                     and "'u@127.0.0.1:" in str(x.get("error")))
+    assert line["outcome"] == "invalid" and line["status"] == 400
 
 
 @pytest.mark.parametrize("allow", ["HEAD, GET", "GET, HEAD", "POST, HEAD, GET", "GET"])

@@ -226,6 +226,7 @@ def test_watchdog_cancels_after_a_silence_but_not_while_chunks_flow() -> None:
     (b"127.0.0.1:8000", "127.0.0.1"), (b"LocalHost", "localhost"), (b"localhost.:80", "localhost"),
     (b"[::1]:8000", "::1"), (b"[::1]", "::1"), (b"gateway.internal", "gateway.internal"),
     (b"[::1", None), (b"[::1]x", None), (b"a:b", None), (b":80", None), (b"h\xc3\xa9", None),
+    (b"localhost:", "localhost"), (b"u@h", None), (b"a b", None), (b"", None), (b"::1", None),
 ])
 def test_the_host_of_a_host_header(header: bytes, host: str | None) -> None:
     assert host_of(header) == host

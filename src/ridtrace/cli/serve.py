@@ -176,7 +176,7 @@ def worker_command(
     require_sdk()  # the SDK reads OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT on import
     from ridtrace.frontend_plugin import WorkerSettings, create_worker_app
     from ridtrace.frontend_plugin.drain import Drain
-    from ridtrace.frontend_plugin.worker import log_misdirected
+    from ridtrace.frontend_plugin.worker import log_host_refused
     from ridtrace.tracing import TracingSettings
 
     # An option given wins; one not given leaves its RIDTRACE_WORKER_* variable in force.
@@ -201,8 +201,8 @@ def worker_command(
     bound = bound_any_port(host) if port == 0 else None
     setup_telemetry(log_file, f"worker-{bound.getsockname()[1] if bound else port}", log_level)
     drain = Drain()
-    # The worker writes no request.end: a 421 gets its own worker.refused line.
+    # The worker writes no request.end: a Host refusal (421, 400) gets a worker.refused line.
     run_server(create_worker_app(settings, tracing=tracing, drain=drain), host, port, drain=drain,
          graceful_timeout=graceful_timeout, name="worker", log_file=log_file,
          header_timeout=header_timeout, allowed_hosts=allowed_hosts,
-         on_misdirected=log_misdirected, sockets=[bound] if bound else None)
+         on_host_refused=log_host_refused, sockets=[bound] if bound else None)

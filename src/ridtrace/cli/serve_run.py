@@ -92,7 +92,7 @@ def check_open_file_limit(max_connections: int) -> None:
 def run_server(
     app: object, host: str, port: int, *, drain: Drain, graceful_timeout: float, name: str,
     log_file: Path, header_timeout: float, allowed_hosts: tuple[str, ...],
-    on_misdirected: Callable[[str], None] | None = None,
+    on_host_refused: Callable[[int, str], None] | None = None,
     sockets: list[socket.socket] | None = None,
 ) -> None:
     """Serve `app` under uvicorn until a stop signal, draining in-flight calls first."""
@@ -109,14 +109,14 @@ def run_server(
     # under a far higher hard one: a frontend ran out at about 500 concurrent requests,
     # half its own max_connections. Raised as far as allowed, as Go programs do.
     raise_open_file_limit()
+    # Also with any name allowed (None): a Host that is no host at all still gets 400.
     allowed = allowed_hosts_for(host, allowed_hosts)
-    if allowed is not None:
-        app = host_checked(app, allowed, on_refused=on_misdirected)  # type: ignore[arg-type]
+    app = host_checked(app, allowed, on_refused=on_host_refused)  # type: ignore[arg-type]
 
     # log_config=None keeps the stdlib routing configure_logging installed; access
     # lines would only repeat request.end.
     config = uvicorn.Config(
-        app,  # type: ignore[arg-type]
+        app,
         host=host,
         port=port,
         log_config=None,

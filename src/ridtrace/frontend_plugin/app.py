@@ -22,7 +22,6 @@ from ridtrace.frontend_plugin.auth import (
 )
 from ridtrace.frontend_plugin.drain import Drain
 from ridtrace.frontend_plugin.frontend import Frontend
-from ridtrace.frontend_plugin.host_check import MISDIRECTED, MISDIRECTED_CODE
 from ridtrace.frontend_plugin.routes import InferenceFastPath, create_router
 from ridtrace.frontend_plugin.routes.anthropic import MESSAGES, sent_by_anthropic_sdk
 from ridtrace.frontend_plugin.routes.openai import CHAT
@@ -99,16 +98,13 @@ def _allow_in_order(headers: Mapping[str, str] | None) -> Mapping[str, str] | No
     return {**headers, "Allow": ", ".join(methods)}
 
 
-_MISDIRECTED_OPENAI = orjson.dumps(CHAT.error_payload(421, MISDIRECTED, code=MISDIRECTED_CODE))
-
-
-def _misdirected_refusal(scope: Scope) -> bytes:
-    """The 421 of the Host check in the API's error shape, chosen as a 404's is: the
+def _host_refusal(scope: Scope, status: int, message: str, code: str) -> bytes:
+    """A 421 or 400 of the Host check in the API's error shape, chosen as a 404's is: the
     Anthropic SDK showed OpenAI's body as a raw dict and read no ``error.type``."""
     if scope["path"].startswith(MESSAGES.path) or sent_by_anthropic_sdk(scope["headers"]):
         # Built per request: it names the request, as every Anthropic error body does.
-        return orjson.dumps(MESSAGES.error_payload(421, MISDIRECTED, "invalid_request_error"))
-    return _MISDIRECTED_OPENAI
+        return orjson.dumps(MESSAGES.error_payload(status, message, "invalid_request_error"))
+    return orjson.dumps(CHAT.error_payload(status, message, code=code))
 
 
 class AnthropicRequestId:
@@ -250,9 +246,9 @@ def create_frontend_app(
         )
     app.add_middleware(AnthropicRequestId)
     # For `ridtrace serve`'s Host check (host_checked): inside AnthropicRequestId, so a
-    # 421 has the `request-id` the Anthropic SDK reads, in the API's own error shape.
+    # 421 (or 400) has the `request-id` the Anthropic SDK reads, in the API's own error shape.
     app.state.answer_labels = (AnthropicRequestId,)
-    app.state.misdirected_refusal = _misdirected_refusal
+    app.state.host_refusal = _host_refusal
     app.add_middleware(
         RequestTracingMiddleware,
         settings=tracing or TracingSettings(),

@@ -6,7 +6,10 @@ same-origin with the server, so the browser lets it post JSON and read the answe
 Such a request still names the page's host in ``Host``; refusing hosts that are not
 the server's (421 Misdirected Request) closes that path. Bound to loopback, the
 server's names are ``localhost`` and the loopback addresses; ``--allowed-host`` adds
-others (a reverse proxy's public name) or, with ``*``, turns the check off.
+others (a reverse proxy's public name) or, with ``*``, lets any name in. A ``Host`` that
+is no host at all (``a b``, ``[::1``, ``h:abc``, ``u@h``, empty) gets 400 whatever the
+names, as RFC 9112 section 3.2 requires: a 421 sent the caller to ``--allowed-host``,
+which could never help, and with ``*`` such requests were served.
 
 Written here rather than taken from Starlette's ``TrustedHostMiddleware``: before
 Starlette 1.x it read ``[::1]:8000`` as the host ``[`` and refused IPv6 loopback.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from collections.abc import Callable, Iterable
 
 from starlette.applications import Starlette
@@ -27,8 +31,9 @@ from ridtrace.tracing import RequestTracingMiddleware, annotate_request
 from ridtrace.tracing.identity import shown_text
 
 __all__ = [
-    "LOOPBACK_NAMES", "MISDIRECTED", "MISDIRECTED_CODE", "HostCheck", "allowed_hosts_for",
-    "checked_host_name", "host_checked", "is_loopback",
+    "INVALID_HOST", "INVALID_HOST_CODE", "LOOPBACK_NAMES", "MISDIRECTED", "MISDIRECTED_CODE",
+    "HostCheck", "HostRefusal", "allowed_hosts_for", "checked_host_name", "host_checked",
+    "is_loopback",
 ]
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -36,9 +41,15 @@ MISDIRECTED = ("Misdirected request: this server does not answer for that Host "
                "(ridtrace serve --allowed-host adds names)")
 """What a 421 tells the caller."""
 MISDIRECTED_CODE = "misdirected_request"
-_REFUSAL = json.dumps({"error": {
-    "message": MISDIRECTED, "type": "invalid_request_error", "param": None,
-    "code": MISDIRECTED_CODE}}).encode()
+INVALID_HOST = ("Bad request: the Host header is not a host name or address with an "
+                "optional port (RFC 9112, section 3.2)")
+"""What a 400 for a malformed ``Host`` tells the caller."""
+INVALID_HOST_CODE = "invalid_host_header"
+HostRefusal = Callable[[Scope, int, str, str], bytes]
+"""The body of a Host refusal for a request: (scope, status, message, code) -> JSON."""
+# RFC 3986's reg-name (an empty one is no host: RFC 9110 section 4.2.1), and its port.
+_REG_NAME = re.compile(rb"(?:[A-Za-z0-9._~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})+")
+_PORT = re.compile(rb"(?::[0-9]*)?")
 # Longest Host shown in a log line: the header is the caller's text.
 _MAX_SHOWN_HOST = 256
 
@@ -69,83 +80,110 @@ def allowed_hosts_for(bind: str, extra: Iterable[str]) -> frozenset[str] | None:
 
 def host_of(header: bytes) -> str | None:
     """The host part of a ``Host`` header (no port, IPv6 without brackets), lower case;
-    None when it is not one."""
-    try:
-        text = header.decode("ascii").strip()
-    except UnicodeDecodeError:
-        return None
-    if text.startswith("["):
-        end = text.find("]")
-        rest = text[end + 1:] if end > 0 else "x"
-        if rest and not (rest.startswith(":") and rest[1:].isdigit()):
+    None when the header is not ``uri-host [":" port]`` (RFC 9112 section 3.2)."""
+    text = header.strip(b" \t")
+    if text.startswith(b"["):
+        end = text.find(b"]")
+        name, rest = text[1:end], text[end + 1:]  # no "]": rest is all, never a port
+        try:
+            ipaddress.IPv6Address(name.decode("ascii"))
+        except (UnicodeDecodeError, ValueError):
             return None
-        return normal_host(text[1:end])
-    name, colon, port = text.rpartition(":")
-    if not colon:
-        name = port
-    elif not port.isdigit():
-        return None
-    return normal_host(name) if name else None
+    else:
+        name, colon, port = text.partition(b":")  # a reg-name holds no colon
+        if not _REG_NAME.fullmatch(name):
+            return None
+        rest = colon + port
+    return normal_host(name.decode("ascii")) if _PORT.fullmatch(rest) else None
 
 
 class HostCheck:
-    """ASGI middleware: HTTP requests whose ``Host`` is not among `allowed` get 421.
+    """ASGI middleware: HTTP requests whose ``Host`` is not a host get 400, and those
+    whose host is not among `allowed` (None: any) get 421.
 
     A request without ``Host`` (HTTP/1.0) passes: a browser always sends one. The
     refusal's reason goes on the request (``error`` on ``request.end``) and to
-    `on_refused`, with the ``Host`` as it may be shown in a log line. `refusal` picks
-    the 421's JSON body for a request (an API's error shape); OpenAI's by default.
+    `on_refused` (with the status), with the ``Host`` as it may be shown in a log line.
+    `refusal` builds the JSON body for a request (an API's error shape); OpenAI's by
+    default.
     """
 
     def __init__(
-        self, app: ASGIApp, *, allowed: frozenset[str],
-        on_refused: Callable[[str], None] | None = None,
-        refusal: Callable[[Scope], bytes] | None = None,
+        self, app: ASGIApp, *, allowed: frozenset[str] | None,
+        on_refused: Callable[[int, str], None] | None = None,
+        refusal: HostRefusal | None = None,
     ) -> None:
         self.app = app
         self._allowed = allowed
         self._on_refused = on_refused
-        self._refusal = refusal
+        self._refusal = refusal or _openai_refusal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             header = next((value for key, value in scope["headers"] if key == b"host"), None)
-            if header is not None and host_of(header) not in self._allowed:
-                reason = refusal_reason(header)
-                annotate_request(error=reason)
-                if self._on_refused is not None:
-                    self._on_refused(reason)
-                body = _REFUSAL if self._refusal is None else self._refusal(scope)
-                await send({"type": "http.response.start", "status": 421, "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ]})
-                await send({"type": "http.response.body", "body": body})
-                return
+            if header is not None:
+                host = host_of(header)
+                if host is None:
+                    await self._refuse(scope, send, 400, invalid_host_reason(header),
+                                       INVALID_HOST, INVALID_HOST_CODE)
+                    return
+                if self._allowed is not None and host not in self._allowed:
+                    await self._refuse(scope, send, 421, refusal_reason(header),
+                                       MISDIRECTED, MISDIRECTED_CODE)
+                    return
         await self.app(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, send: Send, status: int, reason: str,
+                      message: str, code: str) -> None:
+        annotate_request(error=reason)
+        if self._on_refused is not None:
+            self._on_refused(status, reason)
+        body = self._refusal(scope, status, message, code)
+        await send({"type": "http.response.start", "status": status, "headers": [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _openai_refusal(scope: Scope, status: int, message: str, code: str) -> bytes:
+    return json.dumps({"error": {
+        "message": message, "type": "invalid_request_error", "param": None,
+        "code": code}}).encode()
+
+
+def _shown_host(host: bytes) -> str:
+    # Capped and with control characters escaped: the header is the caller's text.
+    return repr(shown_text(host.decode("latin-1"), _MAX_SHOWN_HOST))
 
 
 def refusal_reason(host: bytes) -> str:
-    """What a 421 is logged with: the ``Host`` sent, capped and with control characters
-    escaped (it is the caller's text)."""
-    shown = shown_text(host.decode("latin-1"), _MAX_SHOWN_HOST)
-    return f"misdirected request: this server does not answer for Host {shown!r}"
+    """What a 421 is logged with: the ``Host`` sent, as it may be shown."""
+    return f"misdirected request: this server does not answer for Host {_shown_host(host)}"
+
+
+def invalid_host_reason(host: bytes) -> str:
+    """What a 400 for a malformed ``Host`` is logged with."""
+    return (f"invalid Host header {_shown_host(host)}: not a host name or address with "
+            "an optional port (RFC 9112, section 3.2)")
 
 
 def host_checked(
-    app: ASGIApp, allowed: frozenset[str], *, on_refused: Callable[[str], None] | None = None
+    app: ASGIApp, allowed: frozenset[str] | None, *,
+    on_refused: Callable[[int, str], None] | None = None,
 ) -> ASGIApp:
     """`app` with a :class:`HostCheck` right inside its ``RequestTracingMiddleware``.
 
     Inside, a refusal is answered like any other request: its ``x-server-request-id``,
-    its span, its ``request.end`` line (status 421, the Host in ``error``) and its count.
+    its span, its ``request.end`` line (status 421 or 400, the Host in ``error``) and its
+    count.
     Wrapped around the whole app, a 421 (a DNS-rebinding attempt, or a proxy that
     forwards its public Host) left no trace anywhere. An app without a ridtrace
     middleware gets the check around it. A Starlette app whose ``state`` holds
-    ``misdirected_refusal`` (a body per request, see :class:`HostCheck`) and
+    ``host_refusal`` (a :data:`HostRefusal`) and
     ``answer_labels`` (middleware classes that add headers to every answer) gets the
-    check inside those too, answering in that body: the frontend's 421 is then in each
-    API's error shape with the ids its SDK reads, as every other refusal is.
+    check inside those too, answering in that body: the frontend's 421 and 400 are then
+    in each API's error shape with the ids its SDK reads, as every other refusal is.
     """
     if isinstance(app, RequestTracingMiddleware):
         app.app = HostCheck(app.app, allowed=allowed, on_refused=on_refused)
@@ -157,7 +195,7 @@ def host_checked(
             labels = getattr(app.state, "answer_labels", ())
             outer = max(classes.index(cls) for cls in (RequestTracingMiddleware, *labels)
                         if cls in classes)
-            refusal = getattr(app.state, "misdirected_refusal", None)
+            refusal = getattr(app.state, "host_refusal", None)
             stack.insert(outer + 1, Middleware(HostCheck, allowed=allowed,
                                                on_refused=on_refused, refusal=refusal))
             return app

@@ -29,7 +29,7 @@ from ridtrace.tracing.identity import shown_text
 from ridtrace.tracing.lifecycle import telemetry_lifespan
 from ridtrace.tracing.meters import METRICS_PATH, metrics_endpoint
 
-__all__ = ["create_worker_app", "log_misdirected"]
+__all__ = ["create_worker_app", "log_host_refused"]
 
 events = EventLog(__name__)
 
@@ -120,9 +120,11 @@ def _log_unauthorized(path: str) -> None:
     )
 
 
-def log_misdirected(reason: str) -> None:
-    """The worker's line for a request refused with 421 for its ``Host`` (``reason``
-    names it, already made safe to show): a worker writes no ``request.end``."""
+def log_host_refused(status: int, reason: str) -> None:
+    """The worker's line for a request refused for its ``Host`` (421: not this worker's;
+    400: not a host at all; ``reason`` names it, already made safe to show): a worker
+    writes no ``request.end``."""
     events.warning(
-        WORKER_REFUSED, event=WORKER_REFUSED, outcome=OUTCOME_INVALID, status=421, error=reason,
+        WORKER_REFUSED, event=WORKER_REFUSED, outcome=OUTCOME_INVALID, status=status,
+        error=reason,
     )
