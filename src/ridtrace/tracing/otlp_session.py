@@ -11,7 +11,10 @@ export as a GET (301, 302, 303), which no collector takes, fails the export with
 status and where it pointed.
 
 Nor did the library read a successful answer's body: what a collector's partial
-success says is read here and logged (`tracing.otlp_partial`).
+success says is read here and logged (`tracing.otlp_partial`). A 2xx answer that is an
+HTML page comes from no OTLP receiver (the endpoint names Jaeger's UI port, 16686, or a
+web server, which answer any POST with their page): it was counted as delivered while
+everything was dropped. It now fails the export, and each exporter says so once.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import requests
 from ridtrace.tracing.otlp_endpoints import shown_endpoint
 from ridtrace.tracing.otlp_partial import say_partial_success
 
-__all__ = ["UnfollowedRedirect", "export_session"]
+__all__ = ["NotAnOtlpReceiver", "UnfollowedRedirect", "export_session"]
 
 # Redirects after which an export gives up (requests' own default is 30).
 _MAX_REDIRECTS = 5
@@ -35,6 +38,11 @@ _KEEPING_THE_REQUEST = frozenset({307, 308})
 class UnfollowedRedirect(requests.RequestException):
     """A collector's redirect answer that an export cannot follow: the exporter logs it
     as the export's failure (it is no connection error, so it is not retried)."""
+
+
+class NotAnOtlpReceiver(requests.RequestException):
+    """A 2xx answer in HTML: no OTLP receiver answers so (it answers protobuf or JSON).
+    Failed as :class:`UnfollowedRedirect` is, not retried."""
 
 
 def export_session(
@@ -62,6 +70,7 @@ class _ExportSession(requests.Session):
         self._ca_file = ca_file
         self._credential_headers = credential_headers
         self._redirect_said = False
+        self._not_a_receiver_said = False
 
     def merge_environment_settings(self, *args: Any, **kwargs: Any) -> Any:
         settings = super().merge_environment_settings(*args, **kwargs)
@@ -81,8 +90,24 @@ class _ExportSession(requests.Session):
                 "name that URL in the endpoint variable", shown_endpoint(str(url)),
                 response.history[0].status_code, shown_endpoint(response.url))
         if 200 <= response.status_code < 300:
+            if _is_html(response):
+                self._say_not_a_receiver(response)
+                raise NotAnOtlpReceiver(
+                    f"OTLP endpoint {shown_endpoint(response.url)} answered "
+                    f"{response.status_code} with an HTML page, not an OTLP answer")
             _say_partial_success(self._signal, response)
         return response
+
+    def _say_not_a_receiver(self, response: Any) -> None:
+        # Once per exporter: each export fails with its own ERROR line anyway.
+        if self._not_a_receiver_said:
+            return
+        self._not_a_receiver_said = True
+        logging.getLogger(__name__).warning(
+            "OTLP endpoint %s answered %s with an HTML page (text/html): it is not an OTLP "
+            "receiver (Jaeger's UI port 16686, or a web server?), and no %s reach a "
+            "collector; name the collector's OTLP/HTTP port (4318) in the endpoint variable",
+            shown_endpoint(response.url), response.status_code, self._signal)
 
     def rebuild_method(self, prepared_request: Any, response: Any) -> None:
         # requests turns a POST into a GET for these, as browsers do: no collector
@@ -98,6 +123,11 @@ class _ExportSession(requests.Session):
         if self.should_strip_auth(response.request.url, prepared_request.url):
             for name in self._credential_headers:
                 prepared_request.headers.pop(name, None)
+
+
+def _is_html(response: Any) -> bool:
+    media_type = response.headers.get("content-type", "").partition(";")[0]
+    return bool(media_type.strip().lower() == "text/html")
 
 
 def _say_partial_success(signal: str, response: Any) -> None:

@@ -1,0 +1,106 @@
+"""OTLP/HTTP exports to an endpoint that answers 2xx with an HTML page: no OTLP receiver
+(Jaeger's UI port 16686, a web server, which answer any POST with their page).
+
+The exporter counts any 2xx as delivered: every span and metric was dropped while each
+export reported a success and nothing was logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+from ridtrace.tracing import metrics, shutdown_telemetry
+from ridtrace.tracing.otlp import otlp_exporter
+from tests.frontend_plugin.conftest import exporting_frontend
+from tests.support.otlp_receiver import export_one_of_each
+
+NOT_A_RECEIVER = "it is not an OTLP receiver"
+
+
+@pytest.fixture(autouse=True)
+def _clean() -> Iterator[None]:
+    yield
+    shutdown_telemetry()
+    metrics.bind_meter_provider(None)
+
+
+@contextmanager
+def web_page_server(content_type: str = "text/html; charset=utf-8") -> Iterator[str]:
+    """A loopback server answering every POST 200 with a page, as Jaeger's UI does."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", "0")))
+            page = b"<!doctype html><html><title>Jaeger UI</title></html>"
+            self.send_response(200)
+            self.send_header("content-type", content_type)
+            self.send_header("content-length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_html_answer_fails_the_export_and_is_said_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    span = TracerProvider().get_tracer("t").start_span("s")
+    span.end()
+    with web_page_server() as endpoint:
+        exporter = otlp_exporter({}, "traces", endpoint + "/v1/traces")
+        with caplog.at_level(logging.WARNING):
+            results = [exporter.export([span]) for _ in range(3)]  # type: ignore[list-item]
+        exporter.shutdown()
+    assert results == [SpanExportResult.FAILURE] * 3
+    said = [r for r in caplog.records if NOT_A_RECEIVER in r.getMessage()]
+    assert len(said) == 1 and said[0].levelno == logging.WARNING
+    assert f"{endpoint}/v1/traces" in said[0].getMessage()
+
+
+def test_each_exporter_says_it_for_its_own_url(caplog: pytest.LogCaptureFixture) -> None:
+    with web_page_server() as endpoint, caplog.at_level(logging.WARNING):
+        export_one_of_each("lost", {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint})
+    said = sorted(r.getMessage() for r in caplog.records if NOT_A_RECEIVER in r.getMessage())
+    assert len(said) == 2, said
+    assert f"{endpoint}/v1/metrics " in said[0] and f"{endpoint}/v1/traces " in said[1]
+
+
+def test_a_json_answer_is_still_a_delivery(caplog: pytest.LogCaptureFixture) -> None:
+    # OTLP/HTTP answers JSON to a JSON export; only a page is taken for no receiver.
+    span = TracerProvider().get_tracer("t").start_span("s")
+    span.end()
+    with web_page_server("application/json") as endpoint:
+        exporter = otlp_exporter({}, "traces", endpoint + "/v1/traces")
+        result = exporter.export([span])  # type: ignore[list-item]
+        exporter.shutdown()
+    assert result is SpanExportResult.SUCCESS
+    assert not [r for r in caplog.records if NOT_A_RECEIVER in r.getMessage()]
+
+
+def test_a_served_frontend_logs_it_when_its_endpoint_is_a_web_page(tmp_path: Path) -> None:
+    # As an operator meets it: OTEL_EXPORTER_OTLP_ENDPOINT at Jaeger's UI port.
+    with web_page_server() as endpoint, exporting_frontend(tmp_path, endpoint) as frontend:
+        pass  # its SIGTERM flushes the exports, and the process is gone after it
+    said = [line for line in frontend.lines() if NOT_A_RECEIVER in str(line.get("message"))]
+    assert {line["level"] for line in said} == {"WARN"}
+    assert sorted(str(line["message"]).split()[2] for line in said) == [
+        f"{endpoint}/v1/metrics", f"{endpoint}/v1/traces"]
