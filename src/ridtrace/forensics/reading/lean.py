@@ -8,8 +8,10 @@ deprecated-header line, and how the span ended. This pass computes just those fr
 raw fields, with the same picks as `sql.span_aggregates` (display-only fields left
 null), so its rows equal the full path's (``tests/forensics/test_lean_spans.py``).
 
-A span's lines group on (trace_id, span_id); the suspect lines are one row, listing
-their row numbers and flags (``_suspects``), to be judged in Python.
+A span's lines group on (trace_id, span_id), each id spelt one way (`hex_ids`: the
+rules link a worker to its caller by them, whatever spelling each log used; the full
+path keeps ids as logged, which the event views show); the suspect lines are one row,
+listing their row numbers and flags (``_suspects``), to be judged in Python.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ridtrace.contract import (
     WORKER_EVENT_PREFIX,
     WORKER_REFUSED,
 )
+from ridtrace.forensics.reading.hex_ids import hex_id
 from ridtrace.forensics.reading.sql import (
     DISPLAY_FIELDS,
     DYNAMO_OUTCOME,
@@ -88,7 +91,8 @@ _LISTED = f"""(_rt AND deprecated_headers IS NOT NULL
 _LINE = f"""
     rn, _t AS time, {began("_rt")} AS _began,
     CASE WHEN _rt THEN request_id ELSE {DYNAMO_REQUEST_ID} END AS request_id, x_request_id,
-    CASE WHEN _rt THEN parent_span_id ELSE parent_id END AS parent_span_id,
+    CASE WHEN _rt THEN {hex_id("parent_span_id")} ELSE {hex_id("parent_id")} END
+        AS parent_span_id,
     CASE WHEN _rt THEN outcome ELSE {DYNAMO_OUTCOME} END AS outcome,
     CASE WHEN _rt THEN fp_in END AS fp_in,
     CASE WHEN _rt THEN fp_out END AS fp_out,
@@ -101,7 +105,8 @@ _LINE = f"""
     {_LISTED} AS _listed,
     coalesce(error, message) AS _text, chunk_request_id,
     (CASE WHEN _rt THEN {_RT_END} ELSE {_DYN_END} END)::TINYINT AS _end,
-    trace_id, CASE WHEN _keyed THEN span_id END AS span_id,
+    {hex_id("trace_id", trace=True)} AS trace_id,
+    CASE WHEN _keyed THEN {hex_id("span_id")} END AS span_id,
     _suspect, _empty, _time_text, _in_window,
     CASE WHEN _suspect THEN {SUSPECT} WHEN _ev AND _keyed THEN {SPAN}
          ELSE {OTHER} END::TINYINT AS _kind

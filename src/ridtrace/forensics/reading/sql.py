@@ -54,6 +54,7 @@ from ridtrace.contract import (
     WORKER_REFUSED,
     WORKER_START,
 )
+from ridtrace.forensics.reading.hex_ids import HEX_IDS, hex_id
 
 # Events that end a span: the live rules judge a span once it has one.
 # Dynamo's "http response sent" (RESPONSE_SENT) is its request's last line (`lean._DYN_END`).
@@ -225,11 +226,16 @@ NORMALIZED: dict[str, str] = {
 _TIMES = ("time", "began")
 
 
-def normalized_select(source: str, *, keep: tuple[str, ...] = ()) -> str:
-    """Events (``rn`` first, then `keep`) from a relation of raw fields with ``rn`` and ``_t``."""
+def normalized_select(source: str, *, keep: tuple[str, ...] = (), hex_ids: bool = False) -> str:
+    """Events (``rn`` first, then `keep`) from a relation of raw fields with ``rn`` and ``_t``;
+    `hex_ids`: the ids spelt one way (`hex_id`), as the rules' lean read spells them."""
+    exprs = dict(NORMALIZED)
+    if hex_ids:
+        for name, trace in HEX_IDS.items():
+            exprs[name] = hex_id(f"({exprs[name]})", trace=trace)
     cols = ",\n    ".join(
         f"{expr} AS {name}" if name in _TIMES else f"({expr})::VARCHAR AS {name}"
-        for name, expr in NORMALIZED.items()
+        for name, expr in exprs.items()
     )
     extra = "".join(f"{k}, " for k in keep)
     return f"SELECT rn, {extra}\n    {cols}\nFROM {source}"

@@ -202,22 +202,25 @@ class LogTable:
         self.stats.unreadable_files.extend(unkeyed_notes(
             self.name, lambda kind: int(first[kind][0]) if len(first[kind]) else -1))
 
-    def _ordered_events(self, run: Callable[[str], pa.Table] | None = None) -> pa.Table:
+    def _ordered_events(self, run: Callable[[str], pa.Table] | None = None, *,
+                        hex_ids: bool = False) -> pa.Table:
         return self._read(
-            lambda source: normalized_select(f"({source})", keep=FLAGS) + " ORDER BY rn",
+            lambda source: normalized_select(f"({source})", keep=FLAGS, hex_ids=hex_ids)
+            + " ORDER BY rn",
             run or self._sql,
         )
 
     def _events_with(self, rescued: list[dict[str, Any]]) -> pa.Table:
-        got = self._ordered_events()
+        # Spans rebuilt for the rules (a lean read) spell ids as the lean pass does.
+        got = self._ordered_events(hex_ids=self.lean)
         good = got.filter(pc.invert(got["_suspect"]))
         if self.lean:
             good = good.filter(good["_ev"])
-        extra = self._normalize_rows(rescued)
+        extra = self._normalize_rows(rescued, hex_ids=self.lean)
         merged = pa.concat_tables([good.select(extra.column_names), extra])
         return merged.sort_by("rn")
 
-    def _normalize_rows(self, rows: list[dict[str, Any]]) -> pa.Table:
+    def _normalize_rows(self, rows: list[dict[str, Any]], *, hex_ids: bool = False) -> pa.Table:
         schema = pa.schema(
             [pa.field("rn", pa.int64()), pa.field("_t", TIME_TYPE)]
             + [pa.field(f, pa.string()) for f in READ_FIELDS if f != "time"]
@@ -225,7 +228,8 @@ class LogTable:
         table = pa.Table.from_pylist(rows, schema=schema)
         self.con.register("ridtrace_rescued", table)
         try:
-            return self.con.sql(normalized_select("ridtrace_rescued")).to_arrow_table()
+            return self.con.sql(
+                normalized_select("ridtrace_rescued", hex_ids=hex_ids)).to_arrow_table()
         finally:
             self.con.unregister("ridtrace_rescued")
 
