@@ -1,11 +1,12 @@
-"""Chat Completions' options of a fixed set of values, checked as OpenAI checks them.
+"""OpenAI's options of a fixed set of values (chat and Responses), checked as OpenAI does.
 
 The echo engine has no use for ``reasoning_effort``, ``service_tier`` or ``verbosity``,
 so they went unread: a typo (``"hgih"``), another API's value or a number was a 200
 here and a 400 at OpenAI, and a request tested against the frontend broke at its first
 real call. The values are those the official SDK's types list; ``safety_identifier`` and
 ``prompt_cache_key`` are strings there. A tool's ``type`` is one of such a set too, and
-so is an ``allowed_tools`` tool choice's ``mode``.
+so is an ``allowed_tools`` tool choice's ``mode``. The Responses API nests the same
+values (``reasoning.effort``, ``text.verbosity``) and was as blind to them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of, opt_str
 from ridtrace.tracing.identity import shown_text
 
-__all__ = ["check_chat_choices"]
+__all__ = ["check_chat_choices", "check_responses_choices"]
 
 _CHOICES = {
     "reasoning_effort": ("none", "minimal", "low", "medium", "high", "xhigh", "max"),
@@ -23,6 +24,9 @@ _CHOICES = {
     "verbosity": ("low", "medium", "high"),
 }
 _STRINGS = ("safety_identifier", "prompt_cache_key")
+# The Responses API's tiers are chat's and one more (the SDK's ``ServiceTier``).
+_RESPONSES_SERVICE_TIERS = (*_CHOICES["service_tier"], "ultrafast")
+_REASONING_SUMMARIES = ("auto", "concise", "detailed")
 _TOOL_TYPES = ("function", "custom")
 _ALLOWED_TOOLS_MODES = ("auto", "required")
 
@@ -49,11 +53,43 @@ def check_chat_choices(body: dict[str, Any]) -> None:
     _check_tool_types(body.get("tools") or [])
     _check_allowed_tools(body.get("tool_choice"))
     for name, values in _CHOICES.items():
-        value = body.get(name)
-        if value is not None and value not in values:
-            raise _invalid_value(value, values, name)
+        _check_one_of(body.get(name), values, name)
     for name in _STRINGS:
         opt_str(body, name)
+
+
+def _check_one_of(value: Any, values: tuple[str, ...], param: str) -> None:
+    if value is not None and value not in values:
+        raise _invalid_value(value, values, param)
+
+
+def check_responses_choices(body: dict[str, Any]) -> None:
+    """Refuse a ``reasoning`` that is no object or whose ``effort`` or ``summary`` OpenAI
+    does not take, a ``service_tier`` or ``text.verbosity`` it does not take, a
+    ``safety_identifier`` or ``prompt_cache_key`` that is not a string and a
+    ``max_tool_calls`` that is not an integer (``null`` is not set), as chat's
+    :func:`check_chat_choices` does for chat's flat fields."""
+    reasoning = body.get("reasoning")
+    if reasoning is not None:
+        if not isinstance(reasoning, dict):
+            # Chat's ``"reasoning_effort": "high"`` moved over as ``"reasoning": "high"``.
+            raise InvalidRequest(f"Invalid type for 'reasoning': expected an object, but "
+                                 f"got {kind_of(reasoning)} instead.", param="reasoning",
+                                 code="invalid_type")
+        _check_one_of(reasoning.get("effort"), _CHOICES["reasoning_effort"],
+                      "reasoning.effort")
+        for name in ("summary", "generate_summary"):  # the older name is still taken
+            _check_one_of(reasoning.get(name), _REASONING_SUMMARIES, f"reasoning.{name}")
+    _check_one_of(body.get("service_tier"), _RESPONSES_SERVICE_TIERS, "service_tier")
+    text = body.get("text")  # a plain string is left alone (see responses_format)
+    if isinstance(text, dict):
+        _check_one_of(text.get("verbosity"), _CHOICES["verbosity"], "text.verbosity")
+    for name in _STRINGS:
+        opt_str(body, name)
+    calls = body.get("max_tool_calls")
+    if calls is not None and (not isinstance(calls, int) or isinstance(calls, bool)):
+        raise InvalidRequest(f"'max_tool_calls' must be an integer, not {kind_of(calls)}",
+                             param="max_tool_calls")
 
 
 def _check_tool_types(tools: list[Any]) -> None:

@@ -17,6 +17,7 @@ from ridtrace.frontend_plugin.bodies import (
     opt_str,
 )
 from ridtrace.frontend_plugin.logprobs import MAX_TOP_LOGPROBS, chat_token_logprobs
+from ridtrace.frontend_plugin.openai_choices import check_responses_choices
 from ridtrace.frontend_plugin.prompts import NO_TEXT, chat_prompt, check_roles, require_content
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.reply_formats import check_json_mode_asked
@@ -267,6 +268,7 @@ class _ResponsesSpec(ApiSpec):
         nothing generated), a ``tool_choice`` that forces a call is counted, not refused."""
         _no_stored_responses(body)
         json_schema = responses_options(body, replying=replying)
+        check_responses_choices(body)
         instructions = opt_str(body, "instructions")
         value = body.get("input")
         if isinstance(value, str):

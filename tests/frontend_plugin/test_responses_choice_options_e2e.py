@@ -1,0 +1,71 @@
+"""The Responses API's options of a fixed set of values are checked as OpenAI checks them.
+
+``reasoning.effort``, ``reasoning.summary``, ``service_tier`` and ``text.verbosity``
+were not looked at on /v1/responses (chat's were): a typo (``"hgih"``), chat's
+``reasoning_effort`` shape (a string for ``reasoning``) or a number was a 200 here and a
+400 at OpenAI, so a request tested against the frontend broke at its first real call.
+``safety_identifier`` and ``prompt_cache_key`` are strings there, ``max_tool_calls`` an
+integer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import openai
+import pytest
+
+from tests.frontend_plugin.conftest import Stack
+
+
+@pytest.mark.parametrize(("extra", "param"), [
+    ({"reasoning": {"effort": "hgih"}}, "reasoning.effort"),
+    ({"reasoning": {"effort": 2}}, "reasoning.effort"),
+    ({"reasoning": {"summary": "short"}}, "reasoning.summary"),
+    ({"reasoning": {"generate_summary": "short"}}, "reasoning.generate_summary"),
+    ({"reasoning": "high"}, "reasoning"),  # chat's reasoning_effort, put in Responses' field
+    ({"service_tier": "standard_only"}, "service_tier"),
+    ({"text": {"verbosity": "loud"}}, "text.verbosity"),
+    ({"safety_identifier": 42}, "safety_identifier"),
+    ({"prompt_cache_key": ["a"]}, "prompt_cache_key"),
+    ({"max_tool_calls": "3"}, "max_tool_calls"),
+    ({"max_tool_calls": True}, "max_tool_calls"),
+])
+def test_a_value_openai_does_not_take_is_refused(
+    oai: openai.OpenAI, extra: dict[str, Any], param: str
+) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.responses.create(model="echo", input="choices", extra_body=extra)
+    assert info.value.param == param, info.value.body
+
+
+def test_the_values_openai_takes_are_served(oai: openai.OpenAI) -> None:
+    reply = oai.responses.create(
+        model="echo", input="choices", reasoning={"effort": "minimal", "summary": "auto"},
+        service_tier="ultrafast", text={"verbosity": "low"}, safety_identifier="user-1",
+        prompt_cache_key="k", max_tool_calls=3)
+    assert reply.output_text == "echo: user: choices"
+    with oai.responses.stream(model="echo", input="choices", reasoning={"effort": None},
+                              service_tier=None, text={"verbosity": None}) as stream:
+        assert stream.get_final_response().output_text == "echo: user: choices"
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.responses.create(model="echo", input="choices",
+                             text={"verbosity": "loud"})  # type: ignore[typeddict-item]
+    assert info.value.message.endswith("Invalid value: 'loud'. Supported values are: 'low', "
+                                       "'medium', and 'high'.")
+    assert info.value.code == "invalid_value"
+
+
+def test_the_async_client_and_a_stream_are_refused_alike(stack: Stack) -> None:
+    async def refused() -> Any:
+        client = openai.AsyncOpenAI(base_url=stack.url + "/v1", api_key="k", max_retries=0)
+        async with client:
+            try:
+                await client.responses.create(model="echo", input="choices", stream=True,
+                                              reasoning={"effort": "hgih"})  # type: ignore[typeddict-item]
+            except openai.BadRequestError as error:
+                return error.param
+        return None
+
+    assert asyncio.run(refused()) == "reasoning.effort"
