@@ -69,3 +69,31 @@ def test_the_async_client_and_a_stream_are_refused_alike(stack: Stack) -> None:
         return None
 
     assert asyncio.run(refused()) == "reasoning.effort"
+
+
+TOOLS: Any = [{"type": "function", "name": "lookup", "parameters": {}}]
+ALLOWED: Any = [{"type": "function", "name": "lookup"}]
+
+
+@pytest.mark.parametrize(("choice", "param"), [
+    ({"type": "allowed_tools", "mode": "sometimes", "tools": ALLOWED}, "tool_choice.mode"),
+    ({"type": "allowed_tools", "tools": ALLOWED}, "tool_choice.mode"),
+    ({"type": "allowed_tools", "mode": "auto", "tools": "lookup"}, "tool_choice.tools"),
+    ({"type": "allowed_tools", "mode": "auto"}, "tool_choice.tools"),
+    ({"type": "allowed_tools",  # chat's nested shape
+      "allowed_tools": {"mode": "auto", "tools": ALLOWED}}, "tool_choice.mode"),
+])
+def test_an_allowed_tools_choice_openai_refuses_is_refused(
+    oai: openai.OpenAI, choice: dict[str, Any], param: str
+) -> None:
+    # Served here as a choice that forces nothing (and counted); OpenAI answers 400.
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.responses.create(model="echo", input="choices", tools=TOOLS, tool_choice=choice)
+    assert info.value.param == param, info.value.body
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.responses.input_tokens.count(model="echo", input="choices", tools=TOOLS,
+                                         tool_choice=choice)
+    assert info.value.param == param, info.value.body
+    served: Any = {"type": "allowed_tools", "mode": "auto", "tools": ALLOWED}
+    assert oai.responses.create(model="echo", input="choices", tools=TOOLS,
+                                tool_choice=served).output_text == "echo: user: choices"

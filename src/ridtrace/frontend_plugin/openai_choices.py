@@ -67,8 +67,9 @@ def check_responses_choices(body: dict[str, Any]) -> None:
     """Refuse a ``reasoning`` that is no object or whose ``effort`` or ``summary`` OpenAI
     does not take, a ``service_tier`` or ``text.verbosity`` it does not take, a
     ``safety_identifier`` or ``prompt_cache_key`` that is not a string and a
-    ``max_tool_calls`` that is not an integer (``null`` is not set), as chat's
-    :func:`check_chat_choices` does for chat's flat fields."""
+    ``max_tool_calls`` that is not an integer (``null`` is not set), and an
+    ``allowed_tools`` ``tool_choice`` without a ``mode`` OpenAI takes or a ``tools``
+    list, as :func:`check_chat_choices` does for chat's fields."""
     reasoning = body.get("reasoning")
     if reasoning is not None:
         if not isinstance(reasoning, dict):
@@ -86,6 +87,11 @@ def check_responses_choices(body: dict[str, Any]) -> None:
         _check_one_of(text.get("verbosity"), _CHOICES["verbosity"], "text.verbosity")
     for name in _STRINGS:
         opt_str(body, name)
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") == "allowed_tools":
+        # The flat shape: a bad mode was served as a choice that forces nothing, and
+        # chat's nested shape passed by its nested mode; OpenAI refuses both.
+        _check_allowed_tools_fields(choice, "tool_choice")
     calls = body.get("max_tool_calls")
     if calls is not None and (not isinstance(calls, int) or isinstance(calls, bool)):
         raise InvalidRequest(f"'max_tool_calls' must be an integer, not {kind_of(calls)}",
@@ -114,12 +120,18 @@ def _check_allowed_tools(choice: Any) -> None:
     if not isinstance(allowed, dict):
         raise InvalidRequest("Missing required parameter: 'tool_choice.allowed_tools'.",
                              param="tool_choice.allowed_tools")
+    _check_allowed_tools_fields(allowed, "tool_choice.allowed_tools")
+
+
+def _check_allowed_tools_fields(allowed: dict[str, Any], where: str) -> None:
+    """An allowed-tools choice's ``mode`` and ``tools``, in the object at ``where``
+    (chat's nested ``allowed_tools``, the Responses API's ``tool_choice`` itself)."""
     mode = allowed.get("mode")
     if mode not in _ALLOWED_TOOLS_MODES:
-        param = "tool_choice.allowed_tools.mode"
+        param = f"{where}.mode"
         if mode is None:
             raise InvalidRequest(f"Missing required parameter: '{param}'.", param=param)
         raise _invalid_value(mode, _ALLOWED_TOOLS_MODES, param)
     if not isinstance(allowed.get("tools"), list):
-        raise InvalidRequest("'tool_choice.allowed_tools.tools' must be a list of tools",
-                             param="tool_choice.allowed_tools.tools")
+        raise InvalidRequest(f"'{where}.tools' must be a list of tools",
+                             param=f"{where}.tools")
