@@ -97,3 +97,24 @@ def test_an_allowed_tools_choice_openai_refuses_is_refused(
     served: Any = {"type": "allowed_tools", "mode": "auto", "tools": ALLOWED}
     assert oai.responses.create(model="echo", input="choices", tools=TOOLS,
                                 tool_choice=served).output_text == "echo: user: choices"
+
+
+@pytest.mark.parametrize(("choice", "param"), [
+    ({"type": "function", "name": "look_up"}, "tool_choice"),  # no tool of that name
+    ({"type": "custom", "name": "lookup"}, "tool_choice"),  # lookup is a function
+    ({"type": "function"}, "tool_choice.name"),
+    ({"type": "functions", "name": "lookup"}, "tool_choice.type"),
+])
+def test_a_tool_choice_naming_no_tool_is_not_counted(
+    oai: openai.OpenAI, choice: dict[str, Any], param: str
+) -> None:
+    # input_tokens counts a call that forces a tool, as OpenAI does, but counted one that
+    # names no tool the request has, which OpenAI refuses: /v1/responses then refused it
+    # only as a forced call, so fixing that led to the next 400 at OpenAI.
+    for count in (oai.responses.input_tokens.count, oai.responses.create):
+        with pytest.raises(openai.BadRequestError) as info:
+            count(model="echo", input="choices", tools=TOOLS, tool_choice=choice)
+        assert info.value.param == param, info.value.body
+    forced: Any = {"type": "function", "name": "lookup"}
+    assert oai.responses.input_tokens.count(model="echo", input="choices", tools=TOOLS,
+                                            tool_choice=forced).input_tokens

@@ -16,7 +16,7 @@ from typing import Any
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of, opt_str
 from ridtrace.tracing.identity import shown_text
 
-__all__ = ["check_chat_choices", "check_responses_choices"]
+__all__ = ["check_chat_choices", "check_responses_choices", "check_responses_tool_choice"]
 
 _CHOICES = {
     "reasoning_effort": ("none", "minimal", "low", "medium", "high", "xhigh", "max"),
@@ -27,6 +27,15 @@ _STRINGS = ("safety_identifier", "prompt_cache_key")
 # The Responses API's tiers are chat's and one more (the SDK's ``ServiceTier``).
 _RESPONSES_SERVICE_TIERS = (*_CHOICES["service_tier"], "ultrafast")
 _REASONING_SUMMARIES = ("auto", "concise", "detailed")
+# The object tool choices of the Responses API (the SDK's ``ToolChoice``): the named
+# ones, then those that pick a tool by its type alone.
+_NAMED_TOOL_CHOICES = ("function", "custom")
+_RESPONSES_TOOL_CHOICES = (
+    *_NAMED_TOOL_CHOICES, "allowed_tools", "mcp", "programmatic_tool_calling",
+    "apply_patch", "shell", "file_search", "web_search_preview", "computer",
+    "computer_use_preview", "computer_use", "web_search_preview_2025_03_11",
+    "image_generation", "code_interpreter",
+)
 _TOOL_TYPES = ("function", "custom")
 _ALLOWED_TOOLS_MODES = ("auto", "required")
 
@@ -135,3 +144,26 @@ def _check_allowed_tools_fields(allowed: dict[str, Any], where: str) -> None:
     if not isinstance(allowed.get("tools"), list):
         raise InvalidRequest(f"'{where}.tools' must be a list of tools",
                              param=f"{where}.tools")
+
+
+def check_responses_tool_choice(choice: Any, tools: list[Any]) -> None:
+    """Refuse an object ``tool_choice`` of a type the Responses API does not have, and a
+    ``function`` or ``custom`` one without a ``name`` or naming no tool of its type in
+    ``tools`` (objects with a string ``type``), as OpenAI does. ``input_tokens`` counted
+    them (it counts a call that forces a tool), and ``/v1/responses`` refused them only
+    as forced calls: a typo was then fixed into the next 400 at OpenAI. Without
+    ``tools``, any ``tool_choice`` is refused as such."""
+    if not isinstance(choice, dict) or not tools:
+        return
+    kind = choice.get("type")
+    if kind not in _RESPONSES_TOOL_CHOICES:
+        raise _invalid_value(kind, _RESPONSES_TOOL_CHOICES, "tool_choice.type")
+    if kind not in _NAMED_TOOL_CHOICES:
+        return
+    name = choice.get("name")
+    if not isinstance(name, str):
+        raise InvalidRequest("Missing required parameter: 'tool_choice.name'.",
+                             param="tool_choice.name")
+    if not any(tool["type"] == kind and tool.get("name") == name for tool in tools):
+        raise InvalidRequest(f"Tool choice '{kind}' not found in 'tools' parameter.",
+                             param="tool_choice")

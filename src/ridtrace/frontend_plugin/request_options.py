@@ -32,6 +32,7 @@ from ridtrace.frontend_plugin.bodies import (
     opt_bool,
     opt_str,
 )
+from ridtrace.frontend_plugin.openai_choices import check_responses_tool_choice
 from ridtrace.frontend_plugin.openai_names import check_function_names
 from ridtrace.frontend_plugin.reply_formats import (
     anthropic_format,
@@ -230,6 +231,7 @@ def responses_options(body: dict[str, Any], *, replying: bool = True) -> dict[st
     opt_bool(body, "background")
     tools = _tools(body, "type")
     check_function_names(tools, "tools", nested=False)
+    check_responses_tool_choice(body.get("tool_choice"), tools)
     _openai_tool_choice(body, tools, replying=replying)
     return responses_format(body, replying=replying)
 
