@@ -118,3 +118,17 @@ def test_a_tool_choice_naming_no_tool_is_not_counted(
     forced: Any = {"type": "function", "name": "lookup"}
     assert oai.responses.input_tokens.count(model="echo", input="choices", tools=TOOLS,
                                             tool_choice=forced).input_tokens
+
+
+def test_previous_response_id_and_conversation_together_are_mutually_exclusive(
+    oai: openai.OpenAI,
+) -> None:
+    # OpenAI refuses the pair before looking either up; here the id was not found, and a
+    # client that recovers from previous_response_not_found by resending the whole
+    # input, conversation kept, met a second 404 instead of the bug it had.
+    for count in (oai.responses.create, oai.responses.input_tokens.count):
+        with pytest.raises(openai.BadRequestError) as info:
+            count(model="echo", input="x", previous_response_id="resp_1",
+                  conversation="conv_1")
+        assert info.value.code == "mutually_exclusive_parameters", info.value.body
+        assert "'previous_response_id' or 'conversation'" in info.value.message

@@ -144,7 +144,11 @@ def _no_stored_responses(body: dict[str, Any]) -> None:
     refuses an id it does not hold: no response is stored here, so none is ever found.
     Ignored, it answered the new input alone as if the earlier turns had never been,
     and clients that recover from ``previous_response_not_found`` by sending the whole
-    conversation never did."""
+    conversation never did. OpenAI refuses the two history sources together first."""
+    if body.get("previous_response_id") is not None and body.get("conversation") is not None:
+        raise InvalidRequest("Mutually exclusive parameters: Ensure you are only providing "
+                             "one of: 'previous_response_id' or 'conversation'.",
+                             code="mutually_exclusive_parameters")
     previous = opt_str(body, "previous_response_id")
     if previous is not None:
         shown = shown_text(previous, MAX_MODEL_LENGTH)  # the client's: capped, escaped
