@@ -132,3 +132,25 @@ def test_previous_response_id_and_conversation_together_are_mutually_exclusive(
                   conversation="conv_1")
         assert info.value.code == "mutually_exclusive_parameters", info.value.body
         assert "'previous_response_id' or 'conversation'" in info.value.message
+
+
+def test_the_response_object_repeats_the_checked_options(oai: openai.OpenAI) -> None:
+    # OpenAI's Response object repeats them; it said reasoning, max_tool_calls,
+    # top_logprobs, prompt_cache_key and safety_identifier null whatever was sent, and a
+    # text without a format when only a verbosity was set (text.format.type raised).
+    asked: Any = {"reasoning": {"effort": "low", "summary": "auto"}, "max_tool_calls": 3,
+                  "top_logprobs": 2, "prompt_cache_key": "k", "safety_identifier": "u-1",
+                  "text": {"verbosity": "low"}}
+    reply = oai.responses.create(model="echo", input="choices", **asked)
+    with oai.responses.stream(model="echo", input="choices", **asked) as stream:
+        final = stream.get_final_response()
+    for response in (reply, final):
+        assert response.reasoning is not None
+        assert (response.reasoning.effort, response.reasoning.summary) == ("low", "auto")
+        assert (response.max_tool_calls, response.top_logprobs, response.prompt_cache_key,
+                response.safety_identifier) == (3, 2, "k", "u-1")
+        assert response.text is not None and response.text.format is not None
+        assert (response.text.format.type, response.text.verbosity) == ("text", "low")
+    plain = oai.responses.create(model="echo", input="choices")
+    assert plain.reasoning is not None and plain.reasoning.effort is None
+    assert (plain.max_tool_calls, plain.top_logprobs) == (None, 0)

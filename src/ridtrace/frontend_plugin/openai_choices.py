@@ -16,7 +16,12 @@ from typing import Any
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of, opt_str
 from ridtrace.tracing.identity import shown_text
 
-__all__ = ["check_chat_choices", "check_responses_choices", "check_responses_tool_choice"]
+__all__ = [
+    "check_chat_choices",
+    "check_responses_choices",
+    "check_responses_tool_choice",
+    "responses_choices_echoed",
+]
 
 _CHOICES = {
     "reasoning_effort": ("none", "minimal", "low", "medium", "high", "xhigh", "max"),
@@ -167,3 +172,16 @@ def check_responses_tool_choice(choice: Any, tools: list[Any]) -> None:
     if not any(tool["type"] == kind and tool.get("name") == name for tool in tools):
         raise InvalidRequest(f"Tool choice '{kind}' not found in 'tools' parameter.",
                              param="tool_choice")
+
+
+def responses_choices_echoed(body: dict[str, Any]) -> dict[str, Any]:
+    """What a Response object repeats of the options :func:`check_responses_choices`
+    checked (and ``top_logprobs``, 0 when not set), as OpenAI's does: it said ``null``
+    whatever was sent, so a client reading back the effort it ran with read nothing."""
+    reasoning = body.get("reasoning") or {}
+    return {
+        "reasoning": {"effort": reasoning.get("effort"), "summary": reasoning.get("summary")},
+        "max_tool_calls": body.get("max_tool_calls"),
+        "top_logprobs": body.get("top_logprobs") or 0,
+        **{name: body.get(name) for name in _STRINGS},
+    }

@@ -17,7 +17,10 @@ from ridtrace.frontend_plugin.bodies import (
     opt_str,
 )
 from ridtrace.frontend_plugin.logprobs import MAX_TOP_LOGPROBS, chat_token_logprobs
-from ridtrace.frontend_plugin.openai_choices import check_responses_choices
+from ridtrace.frontend_plugin.openai_choices import (
+    check_responses_choices,
+    responses_choices_echoed,
+)
 from ridtrace.frontend_plugin.prompts import NO_TEXT, chat_prompt, check_roles, require_content
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.reply_formats import check_json_mode_asked
@@ -220,6 +223,8 @@ def _echoed(body: dict[str, Any], instructions: str | None) -> dict[str, Any]:
         return default if value is None else value
 
     text = body.get("text")  # a plain string is left alone (see responses_options)
+    if isinstance(text, dict):  # a verbosity alone still has OpenAI's default format
+        text = {**text, "format": text.get("format") or {"type": "text"}}
     return {
         "instructions": instructions, "metadata": openai_metadata(body),
         "max_output_tokens": body.get("max_output_tokens"),
@@ -228,6 +233,7 @@ def _echoed(body: dict[str, Any], instructions: str | None) -> dict[str, Any]:
         "parallel_tool_calls": sent("parallel_tool_calls", True),
         "text": text if isinstance(text, dict) else {"format": {"type": "text"}},
         "user": body.get("user"), "truncation": _truncation(body),
+        **responses_choices_echoed(body),
     }
 
 
