@@ -154,3 +154,14 @@ def test_the_response_object_repeats_the_checked_options(oai: openai.OpenAI) -> 
     plain = oai.responses.create(model="echo", input="choices")
     assert plain.reasoning is not None and plain.reasoning.effort is None
     assert (plain.max_tool_calls, plain.top_logprobs) == (None, 0)
+
+
+@pytest.mark.parametrize("text", [["be brief"], 3, True])
+def test_a_text_setting_that_is_no_object_is_refused(oai: openai.OpenAI, text: Any) -> None:
+    # Only a plain string is left alone (one body sent to every route carries it for
+    # /generate); a list or a number was served, and answered 400 by OpenAI.
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.responses.create(model="echo", input="choices", extra_body={"text": text})
+    assert (info.value.param, info.value.code) == ("text", "invalid_type"), info.value.body
+    assert oai.responses.create(model="echo", input="choices",
+                                extra_body={"text": "for /generate"}).output_text

@@ -72,13 +72,19 @@ def check_chat_choices(body: dict[str, Any]) -> None:
         opt_str(body, name)
 
 
+def _invalid_type(param: str, value: Any) -> InvalidRequest:
+    return InvalidRequest(f"Invalid type for '{param}': expected an object, but got "
+                          f"{kind_of(value)} instead.", param=param, code="invalid_type")
+
+
 def _check_one_of(value: Any, values: tuple[str, ...], param: str) -> None:
     if value is not None and value not in values:
         raise _invalid_value(value, values, param)
 
 
 def check_responses_choices(body: dict[str, Any]) -> None:
-    """Refuse a ``reasoning`` that is no object or whose ``effort`` or ``summary`` OpenAI
+    """Refuse a ``reasoning`` (or a ``text`` other than a plain string) that is no
+    object, a ``reasoning`` whose ``effort`` or ``summary`` OpenAI
     does not take, a ``service_tier`` or ``text.verbosity`` it does not take, a
     ``safety_identifier`` or ``prompt_cache_key`` that is not a string and a
     ``max_tool_calls`` that is not an integer (``null`` is not set), and an
@@ -88,9 +94,7 @@ def check_responses_choices(body: dict[str, Any]) -> None:
     if reasoning is not None:
         if not isinstance(reasoning, dict):
             # Chat's ``"reasoning_effort": "high"`` moved over as ``"reasoning": "high"``.
-            raise InvalidRequest(f"Invalid type for 'reasoning': expected an object, but "
-                                 f"got {kind_of(reasoning)} instead.", param="reasoning",
-                                 code="invalid_type")
+            raise _invalid_type("reasoning", reasoning)
         _check_one_of(reasoning.get("effort"), _CHOICES["reasoning_effort"],
                       "reasoning.effort")
         for name in ("summary", "generate_summary"):  # the older name is still taken
@@ -99,6 +103,8 @@ def check_responses_choices(body: dict[str, Any]) -> None:
     text = body.get("text")  # a plain string is left alone (see responses_format)
     if isinstance(text, dict):
         _check_one_of(text.get("verbosity"), _CHOICES["verbosity"], "text.verbosity")
+    elif text is not None and not isinstance(text, str):
+        raise _invalid_type("text", text)
     for name in _STRINGS:
         opt_str(body, name)
     choice = body.get("tool_choice")
