@@ -165,3 +165,19 @@ def test_a_text_setting_that_is_no_object_is_refused(oai: openai.OpenAI, text: A
     assert (info.value.param, info.value.code) == ("text", "invalid_type"), info.value.body
     assert oai.responses.create(model="echo", input="choices",
                                 extra_body={"text": "for /generate"}).output_text
+
+
+def test_a_prompt_cache_retention_openai_does_not_take_is_refused(oai: openai.OpenAI) -> None:
+    # Served on chat and Responses alike ("24 hours", "1d"); OpenAI answers 400.
+    for extra in ({"prompt_cache_retention": "1d"}, {"prompt_cache_retention": 24}):
+        with pytest.raises(openai.BadRequestError) as info:
+            oai.responses.create(model="echo", input="choices", extra_body=extra)
+        assert info.value.param == "prompt_cache_retention", info.value.body
+        with pytest.raises(openai.BadRequestError) as info:
+            oai.chat.completions.create(model="echo", extra_body=extra,
+                                        messages=[{"role": "user", "content": "choices"}])
+        assert info.value.param == "prompt_cache_retention", info.value.body
+    assert oai.responses.create(model="echo", input="choices",
+                                prompt_cache_retention="24h").output_text
+    assert oai.chat.completions.create(model="echo", prompt_cache_retention="in_memory",
+                                       messages=[{"role": "user", "content": "choices"}]).id

@@ -1,12 +1,13 @@
 """OpenAI's options of a fixed set of values (chat and Responses), checked as OpenAI does.
 
-The echo engine has no use for ``reasoning_effort``, ``service_tier`` or ``verbosity``,
-so they went unread: a typo (``"hgih"``), another API's value or a number was a 200
-here and a 400 at OpenAI, and a request tested against the frontend broke at its first
-real call. The values are those the official SDK's types list; ``safety_identifier`` and
-``prompt_cache_key`` are strings there. A tool's ``type`` is one of such a set too, and
-so is an ``allowed_tools`` tool choice's ``mode``. The Responses API nests the same
-values (``reasoning.effort``, ``text.verbosity``) and was as blind to them.
+The echo engine has no use for ``reasoning_effort``, ``service_tier``, ``verbosity`` or
+``prompt_cache_retention``, so they went unread: a typo (``"hgih"``), another API's
+value or a number was a 200 here and a 400 at OpenAI, and a request tested against the
+frontend broke at its first real call. The values are those the official SDK's types
+list; ``safety_identifier`` and ``prompt_cache_key`` are strings there. A tool's
+``type`` is one of such a set too, and so is an ``allowed_tools`` tool choice's
+``mode``. The Responses API nests the same values (``reasoning.effort``,
+``text.verbosity``) and was as blind to them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ _CHOICES = {
     "reasoning_effort": ("none", "minimal", "low", "medium", "high", "xhigh", "max"),
     "service_tier": ("auto", "default", "flex", "scale", "priority", "fast"),
     "verbosity": ("low", "medium", "high"),
+    "prompt_cache_retention": ("in_memory", "24h"),
 }
 _STRINGS = ("safety_identifier", "prompt_cache_key")
 # The Responses API's tiers are chat's and one more (the SDK's ``ServiceTier``).
@@ -60,10 +62,11 @@ def _invalid_value(value: Any, values: tuple[str, ...], param: str) -> InvalidRe
 
 
 def check_chat_choices(body: dict[str, Any]) -> None:
-    """Refuse a ``reasoning_effort``, ``service_tier`` or ``verbosity`` OpenAI does not
-    take (``null`` is not set), a ``safety_identifier`` or ``prompt_cache_key`` that is
-    not a string, a tool type and an ``allowed_tools`` choice OpenAI's chat does not
-    take. Run after ``chat_options``, which has read ``tools``."""
+    """Refuse a ``reasoning_effort``, ``service_tier``, ``verbosity`` or
+    ``prompt_cache_retention`` OpenAI does not take (``null`` is not set), a
+    ``safety_identifier`` or ``prompt_cache_key`` that is not a string, a tool type and
+    an ``allowed_tools`` choice OpenAI's chat does not take. Run after
+    ``chat_options``, which has read ``tools``."""
     _check_tool_types(body.get("tools") or [])
     _check_allowed_tools(body.get("tool_choice"))
     for name, values in _CHOICES.items():
@@ -84,9 +87,9 @@ def _check_one_of(value: Any, values: tuple[str, ...], param: str) -> None:
 
 def check_responses_choices(body: dict[str, Any]) -> None:
     """Refuse a ``reasoning`` (or a ``text`` other than a plain string) that is no
-    object, a ``reasoning`` whose ``effort`` or ``summary`` OpenAI
-    does not take, a ``service_tier`` or ``text.verbosity`` it does not take, a
-    ``safety_identifier`` or ``prompt_cache_key`` that is not a string and a
+    object, a ``reasoning`` whose ``effort`` or ``summary`` OpenAI does not take, a
+    ``service_tier``, ``prompt_cache_retention`` or ``text.verbosity`` it does not take,
+    a ``safety_identifier`` or ``prompt_cache_key`` that is not a string and a
     ``max_tool_calls`` that is not an integer (``null`` is not set), and an
     ``allowed_tools`` ``tool_choice`` without a ``mode`` OpenAI takes or a ``tools``
     list, as :func:`check_chat_choices` does for chat's fields."""
@@ -100,6 +103,8 @@ def check_responses_choices(body: dict[str, Any]) -> None:
         for name in ("summary", "generate_summary"):  # the older name is still taken
             _check_one_of(reasoning.get(name), _REASONING_SUMMARIES, f"reasoning.{name}")
     _check_one_of(body.get("service_tier"), _RESPONSES_SERVICE_TIERS, "service_tier")
+    _check_one_of(body.get("prompt_cache_retention"), _CHOICES["prompt_cache_retention"],
+                  "prompt_cache_retention")
     text = body.get("text")  # a plain string is left alone (see responses_format)
     if isinstance(text, dict):
         _check_one_of(text.get("verbosity"), _CHOICES["verbosity"], "text.verbosity")
