@@ -10,13 +10,12 @@ from ridtrace.frontend_plugin.bodies import (
     MAX_MODEL_LENGTH,
     InvalidRequest,
     Parsed,
-    integer_in,
     kind_of,
     model_name,
     opt_bool,
     opt_str,
 )
-from ridtrace.frontend_plugin.logprobs import MAX_TOP_LOGPROBS, chat_token_logprobs
+from ridtrace.frontend_plugin.logprobs import chat_token_logprobs
 from ridtrace.frontend_plugin.openai_choices import (
     check_responses_choices,
     responses_choices_echoed,
@@ -25,6 +24,11 @@ from ridtrace.frontend_plugin.prompts import NO_TEXT, chat_prompt, check_roles, 
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.reply_formats import check_json_mode_asked
 from ridtrace.frontend_plugin.request_options import openai_metadata, responses_options
+from ridtrace.frontend_plugin.responses_checks import (
+    refuse_stored_responses,
+    responses_logprobs,
+    responses_truncation,
+)
 from ridtrace.frontend_plugin.responses_items import check_input_items
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, sse
 from ridtrace.frontend_plugin.routes.openai import LEGACY_ID_HEADERS, max_tokens_of
@@ -39,7 +43,6 @@ __all__ = ["RESPONSES"]
 # item, not a "tool" message); each needs its content, as OpenAI's input items do.
 RESPONSES_ROLES = ("assistant", "system", "developer", "user")
 _MESSAGE_ROLES = frozenset(RESPONSES_ROLES)
-_TRUNCATIONS = ("auto", "disabled")
 _JSON_WORD = ("Response input messages must contain the word 'json' in some form to use "
               "'text.format' of type 'json_object'.")
 
@@ -142,76 +145,6 @@ def _status(finished: Finished) -> str:
     return "completed" if finished.finish_reason == "stop" else "incomplete"
 
 
-def _no_stored_responses(body: dict[str, Any]) -> None:
-    """Refuse ``previous_response_id`` (and a stored ``prompt``, below) as OpenAI
-    refuses an id it does not hold: no response is stored here, so none is ever found.
-    Ignored, it answered the new input alone as if the earlier turns had never been,
-    and clients that recover from ``previous_response_not_found`` by sending the whole
-    conversation never did. OpenAI refuses the two history sources together first."""
-    if body.get("previous_response_id") is not None and body.get("conversation") is not None:
-        raise InvalidRequest("Mutually exclusive parameters: Ensure you are only providing "
-                             "one of: 'previous_response_id' or 'conversation'.",
-                             code="mutually_exclusive_parameters")
-    previous = opt_str(body, "previous_response_id")
-    if previous is not None:
-        shown = shown_text(previous, MAX_MODEL_LENGTH)  # the client's: capped, escaped
-        raise InvalidRequest(f"Previous response with id '{shown}' not found.",
-                             param="previous_response_id", code="previous_response_not_found")
-    # A prompt template is stored on OpenAI's platform, never here: ignored, its
-    # instructions and messages were dropped and the input answered without them.
-    prompt = body.get("prompt")
-    if prompt is not None:
-        named = prompt.get("id") if isinstance(prompt, dict) else None
-        if not isinstance(named, str):
-            raise InvalidRequest("'prompt' must be an object with a string 'id'", param="prompt")
-        raise InvalidRequest(f"Prompt with id '{shown_text(named, MAX_MODEL_LENGTH)}' not found.",
-                             param="prompt", status=404)
-
-
-_LOGPROBS_INCLUDE = "message.output_text.logprobs"
-# What OpenAI's ``include`` takes (the SDK's ``ResponseIncludable``).
-_INCLUDABLE = (
-    "file_search_call.results", "web_search_call.results", "web_search_call.action.sources",
-    "message.input_image.image_url", "computer_call_output.output.image_url",
-    "code_interpreter_call.outputs", "reasoning.encrypted_content", _LOGPROBS_INCLUDE,
-)
-
-
-def _logprobs(body: dict[str, Any]) -> int | None:
-    """How many top alternatives each token's logprobs list, when ``include`` asks for
-    them (``None`` otherwise). They were always ``[]``: a caller that asked for them, as
-    on chat, read nothing. (See ``logprobs.py`` for what the echo engine answers.)"""
-    include = body.get("include")
-    if include is not None and (
-        not isinstance(include, list) or not all(isinstance(i, str) for i in include)
-    ):
-        raise InvalidRequest("'include' must be a list of strings", param="include")
-    for value in include or ():
-        # Taken unchecked, a misspelt value was answered without what it asked for.
-        if value not in _INCLUDABLE:
-            raise InvalidRequest(f"Invalid value: '{shown_text(value, 64)}'. Supported values "
-                                 f"are: {', '.join(repr(i) for i in _INCLUDABLE)}.",
-                                 param="include")
-    top = body.get("top_logprobs")
-    if top is not None:
-        top = integer_in(top, param="top_logprobs", low=0, high=MAX_TOP_LOGPROBS)
-    return (top or 0) if include is not None and _LOGPROBS_INCLUDE in include else None
-
-
-def _truncation(body: dict[str, Any]) -> str:
-    """``truncation`` as OpenAI takes it (``disabled`` when not set). Unchecked, a value
-    OpenAI refuses was answered, and the Response object said ``null`` whatever was
-    asked. (The echo engine has no context window, so nothing is ever cut.)"""
-    value = body.get("truncation")
-    if value is None:
-        return "disabled"
-    if value not in _TRUNCATIONS:
-        shown = shown_text(value, 64) if isinstance(value, str) else kind_of(value)
-        raise InvalidRequest(f"Invalid value: '{shown}'. Supported values are: 'auto' and "
-                             "'disabled'.", param="truncation")
-    return str(value)
-
-
 def _echoed(body: dict[str, Any], instructions: str | None) -> dict[str, Any]:
     """What a Response object repeats from its request, as OpenAI's does: the object
     said temperature 1.0, top_p 1.0, no instructions and no metadata whatever the caller
@@ -232,7 +165,7 @@ def _echoed(body: dict[str, Any], instructions: str | None) -> dict[str, Any]:
         "tools": sent("tools", []), "tool_choice": sent("tool_choice", "auto"),
         "parallel_tool_calls": sent("parallel_tool_calls", True),
         "text": text if isinstance(text, dict) else {"format": {"type": "text"}},
-        "user": body.get("user"), "truncation": _truncation(body),
+        "user": body.get("user"), "truncation": responses_truncation(body),
         **responses_choices_echoed(body),
     }
 
@@ -276,7 +209,7 @@ class _ResponsesSpec(ApiSpec):
                 replying: bool) -> Parsed:
         """The body checked as :meth:`parse` does; not ``replying`` (token counting,
         nothing generated), a ``tool_choice`` that forces a call is counted, not refused."""
-        _no_stored_responses(body)
+        refuse_stored_responses(body)
         json_schema = responses_options(body, replying=replying)
         check_responses_choices(body)
         instructions = opt_str(body, "instructions")
@@ -303,7 +236,7 @@ class _ResponsesSpec(ApiSpec):
             max_tokens=max_tokens_of(body, settings, "max_output_tokens"),
             stream=opt_bool(body, "stream"),
             stop=openai_sampling(body, penalties_and_stop=False),
-            logprobs=_logprobs(body),
+            logprobs=responses_logprobs(body),
             echoed=_echoed(body, instructions),
             json_schema=json_schema,
         )
