@@ -323,18 +323,14 @@ def unresponsive_collector() -> Iterator[str]:
 
 
 @contextmanager
-def redirecting_collector(location: str, status: int = 308) -> Iterator[str]:
-    """An endpoint that answers every export ``status`` with ``Location: location`` and
-    the export's path (an ingress redirecting http to https, a collector that moved).
-    Yields its URL."""
+def answering_posts(answer: Callable[[BaseHTTPRequestHandler], None]) -> Iterator[str]:
+    """A loopback HTTP server that reads each POST's body, then lets `answer` write the
+    whole reply; yields its URL."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("content-length", "0")))
-            self.send_response(status)
-            self.send_header("location", location + self.path)
-            self.send_header("content-length", "0")
-            self.end_headers()
+            answer(self)
 
         def log_message(self, *args: Any) -> None:
             pass
@@ -346,6 +342,22 @@ def redirecting_collector(location: str, status: int = 308) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def redirecting_collector(location: str, status: int = 308) -> Iterator[str]:
+    """An endpoint that answers every export ``status`` with ``Location: location`` and
+    the export's path (an ingress redirecting http to https, a collector that moved).
+    Yields its URL."""
+
+    def redirect(request: BaseHTTPRequestHandler) -> None:
+        request.send_response(status)
+        request.send_header("location", location + request.path)
+        request.send_header("content-length", "0")
+        request.end_headers()
+
+    with answering_posts(redirect) as url:
+        yield url
 
 
 def export_one_of_each(service: str, env: Mapping[str, str]) -> None:

@@ -8,56 +8,39 @@ export reported a success and nothing was logged.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from ridtrace.tracing import metrics, shutdown_telemetry
 from ridtrace.tracing.otlp import otlp_exporter
 from tests.frontend_plugin.conftest import exporting_frontend
-from tests.support.otlp_receiver import export_one_of_each
+from tests.support.otlp_receiver import answering_posts, export_one_of_each
 
 NOT_A_RECEIVER = "it is not an OTLP receiver"
 
 
-@pytest.fixture(autouse=True)
-def _clean() -> Iterator[None]:
-    yield
-    shutdown_telemetry()
-    metrics.bind_meter_provider(None)
+pytestmark = pytest.mark.usefixtures("telemetry_shut_down")
 
 
 @contextmanager
 def web_page_server(content_type: str = "text/html; charset=utf-8") -> Iterator[str]:
     """A loopback server answering every POST 200 with a page, as Jaeger's UI does."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("content-length", "0")))
-            page = b"<!doctype html><html><title>Jaeger UI</title></html>"
-            self.send_response(200)
-            self.send_header("content-type", content_type)
-            self.send_header("content-length", str(len(page)))
-            self.end_headers()
-            self.wfile.write(page)
+    def page(request: BaseHTTPRequestHandler) -> None:
+        body = b"<!doctype html><html><title>Jaeger UI</title></html>"
+        request.send_response(200)
+        request.send_header("content-type", content_type)
+        request.send_header("content-length", str(len(body)))
+        request.end_headers()
+        request.wfile.write(body)
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with answering_posts(page) as url:
+        yield url
 
 
 def test_an_html_answer_fails_the_export_and_is_said_once(
