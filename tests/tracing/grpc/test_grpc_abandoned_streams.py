@@ -128,7 +128,12 @@ def test_an_abandoned_stream_is_finished_without_tracebacks_and_the_server_keeps
     (start,) = log_lines.events("request.start", rpc_method=f"/t.S/{method}", stream_index=None)
     (end,) = log_lines.events("request.end", rpc_method=f"/t.S/{method}", stream_index=None)
     assert end["request_id"] == start["request_id"]
-    assert end["messages_out"] >= 2
+    if method.startswith("Floods"):
+        # How many the cancel let through before it reached the server is not knowable.
+        assert end["messages_out"] >= received
+    else:
+        # The message gRPC refused is no message sent (it was counted: 2).
+        assert end["messages_out"] == received == 1
     (span,) = [
         s
         for s in exporter.get_finished_spans()

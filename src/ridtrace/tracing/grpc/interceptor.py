@@ -280,8 +280,9 @@ class RequestTracingInterceptor(
                     )
                     if send_initial and not traced_context.initial_sent:
                         await traced_context.ensure_initial_metadata()
-                    traced_context.messages_out += 1
                     yield message
+                    # Counted once resumed: grpc.aio asks for the next once this one went.
+                    traced_context.messages_out += 1
                 if ended_under_handler(traced_context):
                     failure = CallEnded()  # the client got the call's end (CallEnded)
             except BaseException as exc:
