@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
 from opentelemetry import trace
@@ -114,10 +114,12 @@ def echo_client_id(
 ) -> Callable[[F], F]:
     """Decorate a servicer method so each response echoes its request's id.
 
-    Works on ``async def`` methods returning one response and on async generator
-    methods streaming responses, whether they take one request or a request stream
-    (KServe's ``ModelStreamInfer``: each response echoes the id of the request read
-    last, which is the one it answers when the handler answers requests in order).
+    Works on methods returning one response and on generator methods streaming
+    responses, ``async`` for ``grpc.aio`` or plain for a synchronous ``grpc.server``
+    (such methods were refused with a ``TypeError``), whether they take one request
+    or a request stream (KServe's ``ModelStreamInfer``: each response echoes the id of
+    the request read last, which is the one it answers when the handler answers
+    requests in order).
     The decorated method keeps its shape, which is how ``grpc.aio`` and the
     interceptor tell them apart. Handlers written with ``context.write()`` call
     :func:`copy_client_id` themselves.
@@ -165,7 +167,36 @@ def echo_client_id(
 
             return unary  # type: ignore[return-value]
 
-        raise TypeError(f"echo_client_id needs an async method, got {method!r}")
+        if inspect.isgeneratorfunction(method):  # a synchronous grpc.server's stream
+
+            @functools.wraps(method)
+            def blocking_streaming(*args: Any, **kwargs: Any) -> Iterator[Any]:
+                source = _Latest(field)
+                args, kwargs = _requests(args, kwargs, source, correlate, max_length)
+                responses = method(*args, **kwargs)
+                try:
+                    for response in responses:
+                        _set_client_id(response, field, source.client_id, request_id_parameter)
+                        yield response
+                finally:
+                    responses.close()  # the handler's cleanup, in this call's thread
+
+            return blocking_streaming  # type: ignore[return-value]
+
+        if callable(method):  # a synchronous grpc.server's unary response
+
+            @functools.wraps(method)
+            def blocking_unary(*args: Any, **kwargs: Any) -> Any:
+                source = _Latest(field)
+                args, kwargs = _requests(args, kwargs, source, correlate, max_length)
+                response = method(*args, **kwargs)
+                if response is not None:
+                    _set_client_id(response, field, source.client_id, request_id_parameter)
+                return response
+
+            return blocking_unary  # type: ignore[return-value]
+
+        raise TypeError(f"echo_client_id needs a servicer method, got {method!r}")
 
     return decorate
 
@@ -181,7 +212,7 @@ class _Latest:
         self._source: Any = None
 
     def wrap(self, source: Any) -> _Latest:
-        self._source = source.__aiter__()
+        self._source = source.__aiter__() if hasattr(source, "__aiter__") else iter(source)
         return self
 
     def __aiter__(self) -> _Latest:
@@ -189,6 +220,14 @@ class _Latest:
 
     async def __anext__(self) -> Any:
         message = await self._source.__anext__()
+        self.client_id = getattr(message, self.field)
+        return message
+
+    def __iter__(self) -> _Latest:
+        return self
+
+    def __next__(self) -> Any:  # a synchronous server's request iterator
+        message = next(self._source)
         self.client_id = getattr(message, self.field)
         return message
 
@@ -204,7 +243,8 @@ def _requests(
     # Servicer methods are (self, request, context) or (request, context).
     name = "request_iterator" if "request_iterator" in kwargs else "request"
     request = kwargs[name] if name in kwargs else args[-2]
-    if hasattr(request, "__aiter__") and not hasattr(request, source.field):
+    streamed = hasattr(request, "__aiter__") or hasattr(request, "__next__")
+    if streamed and not hasattr(request, source.field):
         wrapped: Any = source.wrap(request)
         if name in kwargs:
             return args, {**kwargs, name: wrapped}
