@@ -139,7 +139,7 @@ def escaped(exc: BaseException, ctx: RequestContext) -> BaseException:
         isinstance(exc, (CANCELLED, grpc.aio.AbortError))
         or not isinstance(exc, Exception)
         or not _task_cancelled()
-        or (_TASK_GROUP_KEEPS_ITS_CANCEL and isinstance(exc, BaseExceptionGroup))
+        or (_TASK_GROUP_KEEPS_ITS_CANCEL and _out_of_exception_group(exc))
     ):
         return exc
     remember_on_exception(exc, ctx)
@@ -151,6 +151,20 @@ def escaped(exc: BaseException, ctx: RequestContext) -> BaseException:
 # out of it says nothing of the call being cancelled (each call whose fan-out failed, or
 # aborted in a child, was recorded CANCELLED while its client got UNKNOWN / the code).
 _TASK_GROUP_KEEPS_ITS_CANCEL = sys.version_info < (3, 13)
+
+
+def _out_of_exception_group(exc: BaseException) -> bool:
+    """``exc`` is a TaskGroup's exception group, or was raised while one was handled
+    (``except* ValueError: raise ApiError(...)``, ``raise group.exceptions[0]``): such a
+    handler unwrapped the group, and its leftover cancel is no client's."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, BaseExceptionGroup):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _task_cancelled() -> bool:
