@@ -126,12 +126,14 @@ def nothing_to_send(
     """
     if hasattr(result, "SerializeToString"):
         return None
-    if serializer is None and (aio or result is not None):
+    if serializer is None and (_raw_refusal(result) is None if aio else result is not None):
         return None
     code = context.code()
     if isinstance(code, grpc.StatusCode) and code is not grpc.StatusCode.OK:
         return None
     if serializer is None:
+        if aio:
+            return _raw_refusal(result)
         return TypeError("a response without a serializer must be bytes, not None")
     return _refusal(result, serializer)
 
@@ -150,7 +152,9 @@ def refuse_unsendable(
     recorded ``CANCELLED`` while its client got ``UNKNOWN`` / ``INTERNAL``. A protobuf
     message is not tried: that would serialize every response twice.
     """
-    refused = unsendable(message, serializer)
+    refused = _raw_refusal(message) if aio and serializer is None else unsendable(
+        message, serializer
+    )
     if refused is not None:
         answer_unserializable(refused, message, context, ctx_annotations, aio=aio, verb="yielded")
 
@@ -161,6 +165,14 @@ def unsendable(message: Any, serializer: Callable[[Any], bytes] | None) -> Excep
     if serializer is None or hasattr(message, "SerializeToString"):
         return None
     return _refusal(message, serializer)
+
+
+def _raw_refusal(message: Any) -> Exception | None:
+    """What grpc.aio raises sending ``message`` without a serializer (a bytes handler):
+    it takes bytes, a str (encoded) and None (an empty message), nothing else."""
+    if message is None or isinstance(message, (bytes, str)):
+        return None
+    return TypeError(f"Expected bytes, got {type(message).__name__}")
 
 
 def _refusal(message: Any, serializer: Callable[[Any], bytes]) -> Exception | None:
