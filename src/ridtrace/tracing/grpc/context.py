@@ -9,6 +9,8 @@ ever sending initial metadata twice (which gRPC refuses, failing the call).
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
@@ -259,7 +261,10 @@ class TracedServicerContext(IdMetadata, grpc.aio.ServicerContext):  # type: igno
         return self._context.details()  # type: ignore[no-any-return]
 
     def add_done_callback(self, callback: Any) -> None:
-        self._context.add_done_callback(callback)
+        # Run after the handler, outside its context: in a copy of the call's, so a line
+        # it logs carries the call's ids (it had none).
+        in_call = contextvars.copy_context()
+        self._context.add_done_callback(functools.partial(in_call.run, callback))
 
     def cancelled(self) -> bool:
         return bool(self._context.cancelled())

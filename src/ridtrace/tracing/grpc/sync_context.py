@@ -7,6 +7,8 @@ delegates to gRPC's context and merges the id keys into the metadata the handler
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -93,7 +95,10 @@ class SyncTracedServicerContext(IdMetadata, grpc.ServicerContext):  # type: igno
         self._context.cancel()
 
     def add_callback(self, callback: Callable[[], None]) -> bool:
-        return bool(self._context.add_callback(callback))
+        # gRPC runs it in a thread of its own when the call ends: in the call's context,
+        # so a line it logs ("client went away") carries the call's ids (it had none).
+        in_call = contextvars.copy_context()
+        return bool(self._context.add_callback(functools.partial(in_call.run, callback)))
 
     # Defined on grpc.ServicerContext to raise NotImplementedError, so __getattr__
     # would never be asked for them.
