@@ -153,3 +153,34 @@ def test_credentials_in_a_refused_endpoint_are_never_printed(
         _traces_endpoint()
     said = str(refused.value)
     assert "***@collector:4318?…" in said and "s3cret" not in said and "t0ken" not in said, said
+
+
+def test_a_web_page_named_as_the_collector_is_said_not_called_exported(
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Jaeger's UI port (16686), the URL a user has open, answers every POST 200 with its
+    # page: the probe saw no 404 and kept the endpoint, every process of both runs logged
+    # "it is not an OTLP receiver" and failed each export, and the demo still ended with
+    # "spans were exported to …: in Jaeger search tags …".
+    from http.server import BaseHTTPRequestHandler
+
+    from tests.support.otlp_receiver import answering_posts
+
+    def jaeger_ui(request: BaseHTTPRequestHandler) -> None:
+        body = b"<!doctype html><html><title>Jaeger UI</title></html>"
+        request.send_response(200)
+        request.send_header("content-type", "text/html; charset=utf-8")
+        request.send_header("content-length", str(len(body)))
+        request.end_headers()
+        request.wfile.write(body)
+
+    with answering_posts(jaeger_ui) as page:
+        clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", page)
+        assert _traces_endpoint() is None
+    metrics, traces = capsys.readouterr().err.splitlines()
+    for signal_name, said in (("metrics", metrics), ("traces", traces)):
+        assert said.startswith(f"ridtrace demo: {page}/v1/{signal_name} answers with an "
+                               "HTML page, it is not an OTLP receiver"), said
+        assert f"{signal_name} are not exported this run" in said, said
+        assert "4318" in said and "docs/jaeger.md" in said, said
+    assert os.environ["OTEL_TRACES_EXPORTER"] == "none"

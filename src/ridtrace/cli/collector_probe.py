@@ -1,6 +1,6 @@
 """What ``ridtrace demo`` asks a collector before its processes export to it: whether it
-answers, speaks the TLS a gRPC endpoint without a scheme asks for, and takes the signal
-at the URL the variables give."""
+answers, speaks the TLS a gRPC endpoint without a scheme asks for, takes the signal at
+the URL the variables give, and is an OTLP receiver at all (no web page)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-__all__ = ["answers", "grpc_unimplemented", "meant_endpoint", "not_found", "speaks_tls"]
+__all__ = ["answers", "grpc_unimplemented", "meant_endpoint", "not_found", "speaks_tls", "web_page"]
 
 
 def answers(endpoint: str) -> bool:
@@ -72,16 +72,31 @@ def meant_endpoint(signal_name: str) -> tuple[str, str, str] | None:
 def not_found(endpoint: str) -> bool:
     """Whether an OTLP/HTTP endpoint answers an empty export with 404: a collector with
     no pipeline for that signal. Anything else (200, 401, an error) leaves it in use."""
+    answer = _empty_export(endpoint)
+    return answer is not None and answer[0] == 404
+
+
+def web_page(endpoint: str) -> bool:
+    """Whether an OTLP/HTTP endpoint answers an empty export 2xx with an HTML page: no
+    OTLP receiver (Jaeger's UI port, 16686, answers any POST with its page)."""
+    answer = _empty_export(endpoint)
+    return answer is not None and 200 <= answer[0] < 300 and answer[1] == "text/html"
+
+
+def _empty_export(endpoint: str) -> tuple[int, str] | None:
+    """The status and media type an endpoint answers an empty export with; None when
+    it gives no HTTP answer."""
     request = urllib.request.Request(endpoint, data=b"", method="POST",
                                      headers={"content-type": "application/x-protobuf"})
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
-        with opener.open(request, timeout=2.0):
-            return False
+        with opener.open(request, timeout=2.0) as answer:
+            return answer.status, answer.headers.get_content_type()
     except urllib.error.HTTPError as answer:
-        return answer.code == 404
+        headers = answer.headers
+        return answer.code, headers.get_content_type() if headers is not None else ""
     except (OSError, ValueError):
-        return False
+        return None
 
 
 _GRPC_EXPORT = {

@@ -22,6 +22,7 @@ from ridtrace.cli.collector_probe import (
     meant_endpoint,
     not_found,
     speaks_tls,
+    web_page,
 )
 from ridtrace.cli.propagators import require_propagators, require_sdk
 from ridtrace.cli.serve_options import BadConfiguration
@@ -228,6 +229,13 @@ def _traces_endpoint() -> str | None:
                 # export metrics … UNIMPLEMENTED" as an ERROR, the clean run's included.
                 why = f"{shown} has no OTLP {signal_name} service (as Jaeger)"
                 hint = f"set OTEL_{signal_name.upper()}_EXPORTER=none for it: docs/jaeger.md"
+            elif otlp_protocol(os.environ, signal_name) != "grpc" and web_page(endpoint):
+                # Jaeger's UI port, the URL a user has open, answers every export 200
+                # with its page: each process failed every export, and the demo still
+                # ended with "spans were exported to …".
+                why = f"{shown} answers with an HTML page, it is not an OTLP receiver"
+                hint = ("Jaeger's UI port 16686? name its OTLP/HTTP port, 4318: "
+                        "docs/jaeger.md")
             elif otlp_protocol(os.environ, signal_name) != "grpc" and not_found(endpoint):
                 meant = meant_endpoint(signal_name)
                 if meant is not None and not not_found(meant[2]):
