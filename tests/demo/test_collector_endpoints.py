@@ -184,3 +184,23 @@ def test_a_web_page_named_as_the_collector_is_said_not_called_exported(
         assert f"{signal_name} are not exported this run" in said, said
         assert "4318" in said and "docs/jaeger.md" in said, said
     assert os.environ["OTEL_TRACES_EXPORTER"] == "none"
+
+
+def test_a_redirect_an_export_cannot_follow_is_said_not_called_exported(
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An ingress sending http to https with a 302: the probe followed it as a GET, saw no
+    # 404 and kept the endpoint; every export failed with an ERROR naming the redirect,
+    # and the demo still ended with "spans were exported to …".
+    from tests.support.otlp_receiver import redirecting_collector
+
+    with otlp_receiver(metrics=False) as receiver, \
+            redirecting_collector(receiver.endpoint, status=302) as moved:
+        clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", moved)
+        clean_env.setenv("OTEL_METRICS_EXPORTER", "none")
+        assert _traces_endpoint() is None
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1, said
+    assert said.startswith(f"ridtrace demo: {moved}/v1/traces answers 302, a redirect an "
+                           "export cannot follow: traces are not exported this run"), said
+    assert f"name where it points, {receiver.endpoint}/v1/traces)" in said, said

@@ -11,8 +11,10 @@ import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
+from typing import Any, NamedTuple
 
-__all__ = ["answers", "grpc_unimplemented", "meant_endpoint", "not_found", "speaks_tls", "web_page"]
+__all__ = ["ExportAnswer", "answers", "empty_export", "grpc_unimplemented", "meant_endpoint",
+           "not_found", "speaks_tls"]
 
 
 def answers(endpoint: str) -> bool:
@@ -72,29 +74,56 @@ def meant_endpoint(signal_name: str) -> tuple[str, str, str] | None:
 def not_found(endpoint: str) -> bool:
     """Whether an OTLP/HTTP endpoint answers an empty export with 404: a collector with
     no pipeline for that signal. Anything else (200, 401, an error) leaves it in use."""
-    answer = _empty_export(endpoint)
-    return answer is not None and answer[0] == 404
+    answer = empty_export(endpoint)
+    return answer is not None and answer.status == 404
 
 
-def web_page(endpoint: str) -> bool:
-    """Whether an OTLP/HTTP endpoint answers an empty export 2xx with an HTML page: no
-    OTLP receiver (Jaeger's UI port, 16686, answers any POST with its page)."""
-    answer = _empty_export(endpoint)
-    return answer is not None and 200 <= answer[0] < 300 and answer[1] == "text/html"
+class ExportAnswer(NamedTuple):
+    """What an OTLP/HTTP endpoint answered an empty export with (one probe per signal:
+    against a collector that never answers, each probe waits its whole timeout)."""
+
+    endpoint: str
+    status: int
+    media_type: str
+    location: str
+
+    @property
+    def web_page(self) -> bool:
+        """A 2xx HTML page: no OTLP receiver (Jaeger's UI port, 16686, answers any POST
+        with its page)."""
+        return 200 <= self.status < 300 and self.media_type == "text/html"
+
+    @property
+    def unfollowed_redirect(self) -> str | None:
+        """Where a redirect points that would resend an export as a GET (301, 302, 303:
+        an ingress sending http to https), which fails every export
+        (`tracing.otlp_session`); None for any other answer."""
+        if self.status not in (301, 302, 303):
+            return None
+        return urllib.parse.urljoin(self.endpoint, self.location)  # it may be relative
 
 
-def _empty_export(endpoint: str) -> tuple[int, str] | None:
-    """The status and media type an endpoint answers an empty export with; None when
-    it gives no HTTP answer."""
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    # An export follows no redirect but 307/308, and those itself: the probe judges the
+    # answer the endpoint gives, not the one a GET to its Location gets.
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def empty_export(endpoint: str) -> ExportAnswer | None:
+    """What an endpoint answers an empty export with; None when it gives no HTTP answer."""
     request = urllib.request.Request(endpoint, data=b"", method="POST",
                                      headers={"content-type": "application/x-protobuf"})
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirects())
     try:
         with opener.open(request, timeout=2.0) as answer:
-            return answer.status, answer.headers.get_content_type()
+            return ExportAnswer(endpoint, answer.status, answer.headers.get_content_type(), "")
     except urllib.error.HTTPError as answer:
         headers = answer.headers
-        return answer.code, headers.get_content_type() if headers is not None else ""
+        if headers is None:
+            return ExportAnswer(endpoint, answer.code, "", "")
+        return ExportAnswer(endpoint, answer.code, headers.get_content_type(),
+                            headers.get("location", ""))
     except (OSError, ValueError):
         return None
 

@@ -18,11 +18,11 @@ import click
 
 from ridtrace.cli.collector_probe import (
     answers,
+    empty_export,
     grpc_unimplemented,
     meant_endpoint,
     not_found,
     speaks_tls,
-    web_page,
 )
 from ridtrace.cli.propagators import require_propagators, require_sdk
 from ridtrace.cli.serve_options import BadConfiguration
@@ -202,7 +202,10 @@ def _traces_endpoint() -> str | None:
             otlp_exporter(os.environ, signal_name, endpoint).shutdown()
             shown = shown_endpoint(endpoint)  # a token in the URL stays out of CI logs
             why = None
-            if not answers(endpoint):
+            over_http = otlp_protocol(os.environ, signal_name) != "grpc"
+            reachable = answers(endpoint)
+            answer = empty_export(endpoint) if over_http and reachable else None
+            if not reachable:
                 # Nothing listening (Jaeger not started yet): every process retried its
                 # export for seconds, printing ~20 warnings, the run took twice as long,
                 # and the demo still said the spans were exported. Said once instead.
@@ -229,14 +232,19 @@ def _traces_endpoint() -> str | None:
                 # export metrics … UNIMPLEMENTED" as an ERROR, the clean run's included.
                 why = f"{shown} has no OTLP {signal_name} service (as Jaeger)"
                 hint = f"set OTEL_{signal_name.upper()}_EXPORTER=none for it: docs/jaeger.md"
-            elif otlp_protocol(os.environ, signal_name) != "grpc" and web_page(endpoint):
+            elif answer is not None and answer.unfollowed_redirect is not None:
+                # http sent on to https with a 301/302: every export failed with an
+                # ERROR, and the demo still said the spans were exported.
+                why = f"{shown} answers {answer.status}, a redirect an export cannot follow"
+                hint = f"name where it points, {shown_endpoint(answer.unfollowed_redirect)}"
+            elif answer is not None and answer.web_page:
                 # Jaeger's UI port, the URL a user has open, answers every export 200
                 # with its page: each process failed every export, and the demo still
                 # ended with "spans were exported to …".
                 why = f"{shown} answers with an HTML page, it is not an OTLP receiver"
                 hint = ("Jaeger's UI port 16686? name its OTLP/HTTP port, 4318: "
                         "docs/jaeger.md")
-            elif otlp_protocol(os.environ, signal_name) != "grpc" and not_found(endpoint):
+            elif answer is not None and answer.status == 404:
                 meant = meant_endpoint(signal_name)
                 if meant is not None and not not_found(meant[2]):
                     # OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://jaeger:4318 is used as it
