@@ -285,3 +285,35 @@ def test_examples_hold_no_optional_parts_in_brackets() -> None:
                     and re.search(r"\[-", command):
                 bracketed.append((doc, command))
     assert not bracketed
+
+
+def _heading_anchors(text: str) -> set[str]:
+    # GitHub's anchors: a heading lower-cased, its punctuation (backticks, dots, colons)
+    # dropped, spaces made hyphens; a repeated heading gets -1, -2, …
+    anchors: set[str] = set()
+    for heading in re.findall(r"^#+\s+(.+)$", _FENCE.sub("", text), re.M):
+        anchor = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        repeat, numbered = 0, anchor
+        while numbered in anchors:
+            repeat += 1
+            numbered = f"{anchor}-{repeat}"
+        anchors.add(numbered)
+    return anchors
+
+
+def test_every_link_between_the_docs_resolves() -> None:
+    # A reader going from docs/index.md through the docs follows these links: a renamed
+    # heading or file left them pointing at nothing, silently, on GitHub.
+    anchors = {doc: _heading_anchors(doc.read_text(encoding="utf-8")) for doc in DOCS}
+    broken = []
+    for doc in DOCS:
+        prose = _FENCE.sub("", doc.read_text(encoding="utf-8"))
+        for link in re.findall(r"\]\(([^)\s]+)\)", prose):
+            if re.match(r"[a-z]+:", link):
+                continue  # http(s), mailto: outside the repository
+            path, _, fragment = link.partition("#")
+            target = (doc.parent / path).resolve() if path else doc
+            if not target.exists() or (fragment and target.suffix == ".md"
+                                       and fragment not in anchors.get(target, set())):
+                broken.append(f"{doc.relative_to(REPO)}: {link}")
+    assert not broken
