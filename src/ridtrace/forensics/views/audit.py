@@ -18,6 +18,7 @@ from ridtrace.contract import FRONTEND
 from ridtrace.forensics.printable import visible
 from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
 from ridtrace.forensics.rules.report import count_requests
+from ridtrace.forensics.views.trace_spellings import one_spelling
 
 AUDIT_BY: Final = ("header", "client", "route", "day")
 _UNKNOWN = "(unknown)"
@@ -56,7 +57,8 @@ def audit_summary(requests: pd.DataFrame, stats: ReadStats) -> dict[str, Any]:
     input was incomplete (then use of the headers may be missing from the rows)."""
     return {
         "files": stats.files, "lines": stats.lines, "bad_lines": stats.bad_lines,
-        "requests": count_requests(requests),
+        # Callers linked to their workers by ids spelt one way, as analyze counts them.
+        "requests": count_requests(one_spelling(requests)),
         **read_notes(stats),
         **completeness(stats, requests=len(requests)),
     }

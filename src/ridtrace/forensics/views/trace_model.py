@@ -41,6 +41,7 @@ from ridtrace.forensics.views.trace_rows import (
     TraceView,
     logged_id,
 )
+from ridtrace.forensics.views.trace_spellings import LOGGED_TRACE_ID, spelt_one_way
 from ridtrace.forensics.views.trace_starts import unlogged_starts
 from ridtrace.forensics.views.verdicts import (
     CROSSED,
@@ -110,9 +111,12 @@ def build_trace(
     first: crossed callers, then requests in a duplicate_in_flight, then in an unlinked
     finding, then the others, each by time; `limit` None keeps them all.
     """
+    # Linked by ids spelt one way, as analyze links them; shown as logged.
+    requests, events, spelt = spelt_one_way(requests, events)
     requests, offsets = correct_skew(requests)
     hit = matching_spans(requests, events, ident)
-    requests, events, logged = apart_by_trace(requests, events)
+    requests, events, apart = apart_by_trace(requests, events)
+    logged = {**spelt, **{key: spelt.get(span, span) for key, span in apart.items()}}
     requests = _held_in_flight(requests)
     owner = _owners(requests)
     roots = set(owner[hit])
@@ -146,11 +150,12 @@ def build_trace(
         offsets_ms={name: us / 1000.0 for name, us in sorted(offsets.items())},
         sides={label: f"{f} ({s})" if s else f for (f, s), label in sides.items()},
         logged_span_ids=logged,
+        spelt_span_ids=spelt,
     )
 
 
 _BLOCK_COLUMNS = ("span_id", "side", "start", "end", "outcome", "file", "service",
-                  "request_id", "x_request_id", "trace_id", "route", "status", "closing",
+                  "request_id", "x_request_id", LOGGED_TRACE_ID, "route", "status", "closing",
                   HELD_END)
 
 
@@ -238,7 +243,7 @@ def _block(
         span_id=root_id,
         request_id=logged_id("request_id", root, spans),
         x_request_id=logged_id("x_request_id", root, spans),
-        trace_id=text(root.trace_id),
+        trace_id=text(getattr(root, LOGGED_TRACE_ID)),
         route=text(root.route),
         status=text(root.status),
         outcome=text(root.outcome),

@@ -94,6 +94,8 @@ class TraceView:
     sides: dict[str, str]  # worker-N -> the file (and service) it names
     # Span keys of a span id logged in several traces -> that span id (`trace_keys`).
     logged_span_ids: dict[str, str] = field(default_factory=dict)
+    # Span ids linked in one spelling -> the spelling their span logged (`trace_spellings`).
+    spelt_span_ids: dict[str, str] = field(default_factory=dict)
 
     @property
     def more(self) -> int:

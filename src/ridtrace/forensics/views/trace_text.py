@@ -77,9 +77,11 @@ def _duration(block: RequestBlock) -> str:
 
 
 def header_lines(
-    block: RequestBlock, number: int, numbers: dict[str, int], width: int = 100
+    block: RequestBlock, number: int, numbers: dict[str, int], width: int = 100,
+    spelt: dict[str, str] | None = None,
 ) -> list[Text]:
-    """The block's header: ids; route, status, outcome, duration, start; verdict; findings."""
+    """The block's header: ids; route, status, outcome, duration, start; verdict; findings
+    (`spelt`: `TraceView.spelt_span_ids`, to show the span id as logged)."""
     ids = Text(f"#{number} ", style="bold")
     ids.append(f"request {block.request_id or '-'}", style="bold cyan")
     id_parts = [ids]
@@ -88,7 +90,7 @@ def header_lines(
     lines = packed(id_parts, width, indent=len(f"#{number} "))
     lines += packed([Text(part) for part in (
         block.route or "-", block.status or "-", block.outcome or "-",
-        _duration(block), _iso(block), f"span {block.span_id}",
+        _duration(block), _iso(block), f"span {(spelt or {}).get(block.span_id, block.span_id)}",
     )], width)
     verdict = Text("verdict: ")
     verdict.append(block.verdict.label, style=_STYLE.get(block.verdict.label, "yellow"))
@@ -225,7 +227,7 @@ def trace_lines(view: TraceView, width: int = 100) -> Iterable[Text]:
         yield Text(" " * below + under_event, style="dim")
     for number, block in enumerate(view.blocks, 1):
         yield Text("")
-        yield from header_lines(block, number, numbers, width)
+        yield from header_lines(block, number, numbers, width, view.spelt_span_ids)
         yield from event_lines(block, names, width, event_width=columns)
     if view.more:
         yield Text("")

@@ -1,0 +1,64 @@
+"""Trace and span ids spelt one way for `ridtrace trace` and `audit`, as `analyze` spells them.
+
+The full read keeps ids as logged (the trace view's JSON and CSV show them so, and
+`export jaeger` tags them). A frontend logging its ids upper case, or a 64-bit trace id
+as 32 digits with a zero high half, and a worker logging them otherwise linked no worker
+to its caller here: `trace` listed a false duplicate_in_flight that `analyze` (whose read
+spells ids one way, `reading.hex_ids`) did not, and `audit` counted the worker span as a
+request of its own. The views link spans by the ids spelt as `hex_ids` spells them, and
+keep each span's logged spelling to show.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+# The logged trace id of each request, which the trace view shows.
+LOGGED_TRACE_ID = "logged_trace_id"
+_HEX = r"[0-9A-Fa-f]+"
+_ZERO_HIGH_HALF = "0" * 16
+
+
+def _span_spelling(ids: pd.Series) -> pd.Series:
+    """Hex ids lower case (`hex_ids._lowered`); others, and missing ones, as they are."""
+    values = ids.astype(object)
+    text = values.astype("string")
+    upper = (text != text.str.lower()) & text.str.fullmatch(_HEX)
+    hit = upper.fillna(False).to_numpy(dtype=bool)
+    if not hit.any():
+        return values
+    return values.mask(hit, text.str.lower().astype(object))
+
+
+def _trace_spelling(ids: pd.Series) -> pd.Series:
+    """`_span_spelling`, a 32-digit id whose high 16 digits are zero as its low 16."""
+    values = ids.astype(object)
+    text = values.astype("string")
+    low = text.str.slice(16)
+    padded = ((text.str.len() == 32) & text.str.startswith(_ZERO_HIGH_HALF)
+              & low.str.fullmatch(_HEX)).fillna(False).to_numpy(dtype=bool)
+    if padded.any():
+        values = values.mask(padded, low.astype(object))
+    return _span_spelling(values)
+
+
+def one_spelling(requests: pd.DataFrame) -> pd.DataFrame:
+    """`requests` with trace_id, span_id and parent_span_id spelt one way."""
+    return requests.assign(trace_id=_trace_spelling(requests["trace_id"]),
+                           span_id=_span_spelling(requests["span_id"]),
+                           parent_span_id=_span_spelling(requests["parent_span_id"]))
+
+
+def spelt_one_way(
+    requests: pd.DataFrame, events: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]:
+    """`requests` (with each one's logged trace id in `LOGGED_TRACE_ID`) and `events`
+    with their ids spelt one way, and each span id spelt otherwise than logged -> the
+    spelling its span logged."""
+    spelt = one_spelling(requests).assign(**{LOGGED_TRACE_ID: requests["trace_id"]})
+    events = events.assign(trace_id=_trace_spelling(events["trace_id"]),
+                           span_id=_span_spelling(events["span_id"]))
+    logged = requests["span_id"].astype(object)
+    differs = (spelt["span_id"] != logged).fillna(False).to_numpy(dtype=bool)
+    return spelt, events, {str(k): str(v) for k, v in zip(
+        spelt["span_id"][differs], logged[differs], strict=True)}
