@@ -26,6 +26,7 @@ from ridtrace.cli.output import (
     whole_binary_file,
     whole_file,
 )
+from ridtrace.cli.trace_no_match import no_match_message
 from ridtrace.forensics.printable import visible
 from ridtrace.forensics.reading.stats import incomplete_reasons
 
@@ -223,10 +224,9 @@ def trace(
     reasons = incomplete_reasons(logs.stats, requests=len(requests))
     view = build_trace(logs.events, requests, ident, limit=limit or None)
     if not view.matched:
-        message = f"no request with request_id, x_request_id, trace_id or span_id {ident!r}"
+        message = no_match_message(ident, read_whole=not reasons)
         if not reasons:
             raise click.ClickException(message)
-        message += " in the input that could be read"
         raise (click.ClickException if allow_incomplete else _MaybeUnread)(message)
     if fmt == "json":
         emit(json.dumps(trace_document(view), indent=2), output)

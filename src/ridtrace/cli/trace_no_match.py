@@ -1,0 +1,29 @@
+"""What `ridtrace trace` says when no request matches its ID.
+
+`ridtrace trace LOGDIR ID` (the arguments swapped, as `analyze PATH` and `grep ID FILE`
+habits suggest) read the id as the logs and the log folder as the id: when ID was an
+existing path it ended "no request with ... 'LOGDIR'", exit 1, with no word of why. A
+path given as ID is named, with the order the command wants.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _is_a_path(ident: str) -> bool:
+    try:
+        return Path(ident).exists()
+    except (OSError, ValueError):  # too long a name, a NUL byte: no path
+        return False
+
+
+def no_match_message(ident: str, *, read_whole: bool) -> str:
+    """The error for no request matching `ident` (`read_whole`: all input was read)."""
+    message = f"no request with request_id, x_request_id, trace_id or span_id {ident!r}"
+    if not read_whole:
+        message += " in the input that could be read"
+    if _is_a_path(ident):
+        message += (f"; {ident!r} is a file or folder: the ID comes first, "
+                    "ridtrace trace ID PATH...")
+    return message

@@ -1,0 +1,24 @@
+"""`ridtrace trace LOGS ID`, the arguments swapped, says the ID comes first: it ended "no
+request with ... 'LOGS'", exit 1, as if the logs held no such request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from tests.forensics.helpers import rt_request
+
+
+def test_a_path_given_as_the_id_is_named(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "frontend.jsonl").write_text("\n".join(rt_request("a" * 16, "r1", 0, 1)) + "\n")
+    swapped = CliRunner().invoke(main, ["trace", str(logs), str(logs / "frontend.jsonl")])
+    assert swapped.exit_code == 1
+    assert "the ID comes first, ridtrace trace ID PATH..." in swapped.stderr
+    # An id that names no path gets no such hint; the usual order still finds r1.
+    missing = CliRunner().invoke(main, ["trace", "r2", str(logs)])
+    assert missing.exit_code == 1 and "comes first" not in missing.stderr
+    assert CliRunner().invoke(main, ["trace", "r1", str(logs)]).exit_code == 0
