@@ -14,6 +14,7 @@ from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 from ridtrace.forensics.rules.skew import correct_skew
 from ridtrace.forensics.views import jaeger_ids
+from ridtrace.forensics.views.jaeger_epoch import from_1970
 from ridtrace.forensics.views.jaeger_logs import (
     SpanLogs,
     failed,
@@ -278,7 +279,7 @@ def jaeger_traces(
             unlogged, stated = logs.stated_start(jaeger_trace, jaeger_span, int(start))
             start = stated if stated is not None else start
             warning = [NO_START] if unlogged and stated is None else warning
-        trace["spans"].append(
+        trace["spans"].append(from_1970(
             {
                 "traceID": trace["traceID"],
                 "spanID": jaeger_span,
@@ -291,6 +292,6 @@ def jaeger_traces(
                 "processID": pid,
                 "warnings": warning,
             }
-        )
+        ))
     if trace is not None:
         yield _in_start_order(trace)
