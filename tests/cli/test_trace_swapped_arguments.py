@@ -1,5 +1,6 @@
 """`ridtrace trace LOGS ID`, the arguments swapped, says the ID comes first: it ended "no
-request with ... 'LOGS'", exit 1, as if the logs held no such request."""
+request with ... 'LOGS'", exit 1, as if the logs held no such request (ID a path too),
+or "no such file or directory: ID", exit 2, as if a log were missing."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ def test_a_path_given_as_the_id_is_named(tmp_path: Path) -> None:
     (logs / "frontend.jsonl").write_text("\n".join(rt_request("a" * 16, "r1", 0, 1)) + "\n")
     swapped = CliRunner().invoke(main, ["trace", str(logs), str(logs / "frontend.jsonl")])
     assert swapped.exit_code == 1
+    assert "the ID comes first, ridtrace trace ID PATH..." in swapped.stderr
+    swapped = CliRunner().invoke(main, ["trace", str(logs), "r1"])
+    assert swapped.exit_code == 2
+    assert "no such file or directory: r1" in swapped.stderr
     assert "the ID comes first, ridtrace trace ID PATH..." in swapped.stderr
     # An id that names no path gets no such hint; the usual order still finds r1.
     missing = CliRunner().invoke(main, ["trace", "r2", str(logs)])

@@ -26,7 +26,7 @@ from ridtrace.cli.output import (
     whole_binary_file,
     whole_file,
 )
-from ridtrace.cli.trace_no_match import no_match_message
+from ridtrace.cli.trace_no_match import id_first, no_match_message
 from ridtrace.forensics.printable import visible
 from ridtrace.forensics.reading.stats import incomplete_reasons
 
@@ -219,15 +219,14 @@ def trace(
     from ridtrace.forensics.views.trace_export import trace_csv, trace_document
     from ridtrace.forensics.views.trace_model import build_trace
 
-    logs = load_logs(paths, quiet=quiet, writes=(output,))
+    with id_first(ident):  # `trace LOGDIR ID`: ID is read as a missing path
+        logs = load_logs(paths, quiet=quiet, writes=(output,))
     requests = build_requests(logs.events)
     reasons = incomplete_reasons(logs.stats, requests=len(requests))
     view = build_trace(logs.events, requests, ident, limit=limit or None)
     if not view.matched:
         message = no_match_message(ident, read_whole=not reasons)
-        if not reasons:
-            raise click.ClickException(message)
-        raise (click.ClickException if allow_incomplete else _MaybeUnread)(message)
+        raise (click.ClickException if allow_incomplete or not reasons else _MaybeUnread)(message)
     if fmt == "json":
         emit(json.dumps(trace_document(view), indent=2), output)
     elif fmt == "csv":

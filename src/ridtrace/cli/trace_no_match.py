@@ -2,13 +2,18 @@
 
 `ridtrace trace LOGDIR ID` (the arguments swapped, as `analyze PATH` and `grep ID FILE`
 habits suggest) read the id as the logs and the log folder as the id: when ID was an
-existing path it ended "no request with ... 'LOGDIR'", exit 1, with no word of why. A
-path given as ID is named, with the order the command wants.
+existing path it ended "no request with ... 'LOGDIR'", exit 1, and otherwise "no such
+file or directory: ID", exit 2, with no word of why. A path given as ID is named, with
+the order the command wants.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from ridtrace.cli.output import InputError
 
 
 def _is_a_path(ident: str) -> bool:
@@ -18,12 +23,27 @@ def _is_a_path(ident: str) -> bool:
         return False
 
 
+def _order(ident: str) -> str:
+    return (f"; {ident!r} is a file or folder: the ID comes first, ridtrace trace ID PATH..."
+            if _is_a_path(ident) else "")
+
+
+@contextmanager
+def id_first(ident: str) -> Iterator[None]:
+    """Reading trace's PATHs: an input error (the id given where a PATH goes is no file)
+    says the ID comes first when `ident` names a path."""
+    try:
+        yield
+    except InputError as exc:
+        order = _order(ident)
+        if not order:
+            raise
+        raise InputError(exc.format_message() + order) from exc
+
+
 def no_match_message(ident: str, *, read_whole: bool) -> str:
     """The error for no request matching `ident` (`read_whole`: all input was read)."""
     message = f"no request with request_id, x_request_id, trace_id or span_id {ident!r}"
     if not read_whole:
         message += " in the input that could be read"
-    if _is_a_path(ident):
-        message += (f"; {ident!r} is a file or folder: the ID comes first, "
-                    "ridtrace trace ID PATH...")
-    return message
+    return message + _order(ident)
