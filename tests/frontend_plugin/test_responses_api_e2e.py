@@ -15,6 +15,10 @@ STARTED = ["response.created", "response.in_progress", "response.output_item.add
            "response.content_part.added"]
 ENDED = ["response.output_text.done", "response.content_part.done",
          "response.output_item.done"]
+# Longer than the smallest max_output_tokens OpenAI takes (16): cut at 16 tokens, the
+# reply's "echo: user:" and the input's first 14 words.
+LONG_INPUT = " ".join(f"w{i}" for i in range(20))
+LONG_INPUT_CUT = "echo: user: " + " ".join(f"w{i}" for i in range(14))
 
 
 def test_a_streamed_response_has_the_api_event_sequence(oai: openai.OpenAI) -> None:
@@ -78,15 +82,16 @@ def test_the_response_object_repeats_the_tool_and_text_settings(oai: openai.Open
 def test_a_response_cut_by_the_token_limit_is_incomplete_item_and_all(
     oai: openai.OpenAI
 ) -> None:
-    # Its message item said "completed" while the response said "incomplete".
-    reply = oai.responses.create(model="echo", input="one two three", max_output_tokens=2)
-    assert (reply.status, reply.output_text) == ("incomplete", "echo: user:")
+    # Its message item said "completed" while the response said "incomplete". The
+    # smallest limit OpenAI takes is 16: the input outruns it.
+    reply = oai.responses.create(model="echo", input=LONG_INPUT, max_output_tokens=16)
+    assert (reply.status, reply.output_text) == ("incomplete", LONG_INPUT_CUT)
     assert reply.incomplete_details is not None
     assert reply.incomplete_details.reason == "max_output_tokens"
     assert [item.status for item in reply.output] == ["incomplete"]  # type: ignore[union-attr]
     assert reply.completed_at is None
     events: list[Any] = list(oai.responses.create(
-        model="echo", input="one two three", max_output_tokens=2, stream=True))
+        model="echo", input=LONG_INPUT, max_output_tokens=16, stream=True))
     assert events[-1].type == "response.incomplete"
     assert events[-2].type == "response.output_item.done"
     assert events[-2].item.status == events[-1].response.output[0].status == "incomplete"
@@ -202,3 +207,20 @@ def test_store_and_background_must_be_booleans(oai: openai.OpenAI, field: str) -
         oai.responses.create(model="echo", input="x", **{field: "false"})  # type: ignore[arg-type]
     assert bad.value.param == field
     assert oai.responses.create(model="echo", input="x", **{field: False}).status == "completed"
+
+
+@pytest.mark.parametrize("limit", [1, 15, 0])
+def test_a_max_output_tokens_below_16_is_refused_as_openai_refuses_it(
+    oai: openai.OpenAI, limit: int
+) -> None:
+    # It was served: a request tested here with a small limit (a cheap probe, a short
+    # classification) broke at its first call to OpenAI, which takes 16 and up.
+    with pytest.raises(openai.BadRequestError) as info:
+        oai.responses.create(model="echo", input="short", max_output_tokens=limit)
+    assert (info.value.param, info.value.code) == ("max_output_tokens",
+                                                   "integer_below_min_value")
+    assert info.value.message.endswith(
+        "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, "
+        f"but got {limit} instead.")
+    reply = oai.responses.create(model="echo", input="short", max_output_tokens=16)
+    assert (reply.status, reply.max_output_tokens) == ("completed", 16)

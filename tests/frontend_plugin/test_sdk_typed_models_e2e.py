@@ -72,7 +72,9 @@ def test_a_response_and_its_final_events_validate_as_the_sdk_types_them(
     body = {"model": "echo", "input": "count my tokens", "stream": True}
     completed = _events(stack, body)["response.completed"]
     ResponseCompletedEvent.model_validate(completed)
-    incomplete = _events(stack, {**body, "max_output_tokens": 1})["response.incomplete"]
+    # Cut by the smallest limit OpenAI takes (16): an input longer than that.
+    long_body = {**body, "input": " ".join(f"w{i}" for i in range(20))}
+    incomplete = _events(stack, {**long_body, "max_output_tokens": 16})["response.incomplete"]
     ResponseIncompleteEvent.model_validate(incomplete)
 
 

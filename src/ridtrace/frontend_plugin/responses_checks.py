@@ -1,5 +1,6 @@
 """Checks of a Responses API body that no other route shares: the stored responses and
-prompts it names, what it asks to ``include``, and ``truncation``."""
+prompts it names, what it asks to ``include``, ``truncation`` and the smallest
+``max_output_tokens``."""
 
 from __future__ import annotations
 
@@ -15,9 +16,16 @@ from ridtrace.frontend_plugin.bodies import (
 from ridtrace.frontend_plugin.logprobs import MAX_TOP_LOGPROBS
 from ridtrace.tracing.identity import shown_text
 
-__all__ = ["refuse_stored_responses", "responses_logprobs", "responses_truncation"]
+__all__ = [
+    "check_output_token_floor",
+    "refuse_stored_responses",
+    "responses_logprobs",
+    "responses_truncation",
+]
 
 _TRUNCATIONS = ("auto", "disabled")
+# The smallest max_output_tokens OpenAI's Responses API takes.
+_MIN_OUTPUT_TOKENS = 16
 
 
 def refuse_stored_responses(body: dict[str, Any]) -> None:
@@ -88,3 +96,16 @@ def responses_truncation(body: dict[str, Any]) -> str:
         raise InvalidRequest(f"Invalid value: '{shown}'. Supported values are: 'auto' and "
                              "'disabled'.", param="truncation")
     return str(value)
+
+
+def check_output_token_floor(body: dict[str, Any]) -> None:
+    """Refuse an integer ``max_output_tokens`` below 16 as OpenAI does (its
+    ``integer_below_min_value``). It was served, cut at that many tokens: a request tested
+    here with a small limit (a cheap probe, a one-word classification) broke at its first
+    call to OpenAI. Other types and the upper bound are ``max_tokens_of``'s to check."""
+    value = body.get("max_output_tokens")
+    if isinstance(value, int) and not isinstance(value, bool) and value < _MIN_OUTPUT_TOKENS:
+        raise InvalidRequest("Invalid 'max_output_tokens': integer below minimum value. "
+                             f"Expected a value >= {_MIN_OUTPUT_TOKENS}, but got {value} "
+                             "instead.", param="max_output_tokens",
+                             code="integer_below_min_value")

@@ -25,6 +25,7 @@ from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.reply_formats import check_json_mode_asked
 from ridtrace.frontend_plugin.request_options import openai_metadata, responses_options
 from ridtrace.frontend_plugin.responses_checks import (
+    check_output_token_floor,
     refuse_stored_responses,
     responses_logprobs,
     responses_truncation,
@@ -230,6 +231,7 @@ class _ResponsesSpec(ApiSpec):
             said = value if isinstance(value, str) else chat_prompt(
                 _conversation_items(value), "input")
             check_json_mode_asked(text["format"], said, _JSON_WORD, "text.format")
+        check_output_token_floor(body)
         return Parsed(
             model=model_name(body, settings.model),
             prompt=prompt,
