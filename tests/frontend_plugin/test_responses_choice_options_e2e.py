@@ -1,11 +1,11 @@
 """The Responses API's options of a fixed set of values are checked as OpenAI checks them.
 
-``reasoning.effort``, ``reasoning.summary``, ``service_tier`` and ``text.verbosity``
-were not looked at on /v1/responses (chat's were): a typo (``"hgih"``), chat's
-``reasoning_effort`` shape (a string for ``reasoning``) or a number was a 200 here and a
-400 at OpenAI, so a request tested against the frontend broke at its first real call.
-``safety_identifier`` and ``prompt_cache_key`` are strings there, ``max_tool_calls`` an
-integer.
+``reasoning.effort``, ``reasoning.summary``, ``reasoning.context``, ``service_tier`` and
+``text.verbosity`` were not looked at on /v1/responses (chat's were): a typo
+(``"hgih"``), chat's ``reasoning_effort`` shape (a string for ``reasoning``) or a number
+was a 200 here and a 400 at OpenAI, so a request tested against the frontend broke at
+its first real call. ``safety_identifier``, ``prompt_cache_key`` and ``reasoning.mode``
+are strings there, ``max_tool_calls`` an integer.
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ from tests.frontend_plugin.conftest import Stack
     ({"reasoning": {"effort": 2}}, "reasoning.effort"),
     ({"reasoning": {"summary": "short"}}, "reasoning.summary"),
     ({"reasoning": {"generate_summary": "short"}}, "reasoning.generate_summary"),
+    ({"reasoning": {"context": "every_turn"}}, "reasoning.context"),
+    ({"reasoning": {"context": True}}, "reasoning.context"),
+    ({"reasoning": {"mode": 2}}, "reasoning.mode"),
     ({"reasoning": "high"}, "reasoning"),  # chat's reasoning_effort, put in Responses' field
     ({"service_tier": "standard_only"}, "service_tier"),
     ({"text": {"verbosity": "loud"}}, "text.verbosity"),
@@ -42,11 +45,14 @@ def test_a_value_openai_does_not_take_is_refused(
 
 def test_the_values_openai_takes_are_served(oai: openai.OpenAI) -> None:
     reply = oai.responses.create(
-        model="echo", input="choices", reasoning={"effort": "minimal", "summary": "auto"},
+        model="echo", input="choices",
+        reasoning={"effort": "minimal", "summary": "auto", "context": "all_turns",
+                   "mode": "pro"},
         service_tier="ultrafast", text={"verbosity": "low"}, safety_identifier="user-1",
         prompt_cache_key="k", max_tool_calls=3)
     assert reply.output_text == "echo: user: choices"
-    with oai.responses.stream(model="echo", input="choices", reasoning={"effort": None},
+    with oai.responses.stream(model="echo", input="choices",
+                              reasoning={"effort": None, "context": None},
                               service_tier=None, text={"verbosity": None}) as stream:
         assert stream.get_final_response().output_text == "echo: user: choices"
     with pytest.raises(openai.BadRequestError) as info:

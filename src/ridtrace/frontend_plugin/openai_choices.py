@@ -34,6 +34,8 @@ _STRINGS = ("safety_identifier", "prompt_cache_key")
 # The Responses API's tiers are chat's and one more (the SDK's ``ServiceTier``).
 _RESPONSES_SERVICE_TIERS = (*_CHOICES["service_tier"], "ultrafast")
 _REASONING_SUMMARIES = ("auto", "concise", "detailed")
+# Which earlier turns' reasoning the model sees again (the SDK's ``Reasoning.context``).
+_REASONING_CONTEXTS = ("auto", "current_turn", "all_turns")
 # The object tool choices of the Responses API (the SDK's ``ToolChoice``): the named
 # ones, then those that pick a tool by its type alone.
 _NAMED_TOOL_CHOICES = ("function", "custom")
@@ -87,7 +89,8 @@ def _check_one_of(value: Any, values: tuple[str, ...], param: str) -> None:
 
 def check_responses_choices(body: dict[str, Any]) -> None:
     """Refuse a ``reasoning`` (or a ``text`` other than a plain string) that is no
-    object, a ``reasoning`` whose ``effort`` or ``summary`` OpenAI does not take, a
+    object, a ``reasoning`` whose ``effort``, ``summary`` or ``context`` OpenAI does not
+    take or whose ``mode`` is no string, a
     ``service_tier``, ``prompt_cache_retention`` or ``text.verbosity`` it does not take,
     a ``safety_identifier`` or ``prompt_cache_key`` that is not a string and a
     ``max_tool_calls`` that is not an integer (``null`` is not set), and an
@@ -102,6 +105,12 @@ def check_responses_choices(body: dict[str, Any]) -> None:
                       "reasoning.effort")
         for name in ("summary", "generate_summary"):  # the older name is still taken
             _check_one_of(reasoning.get(name), _REASONING_SUMMARIES, f"reasoning.{name}")
+        _check_one_of(reasoning.get("context"), _REASONING_CONTEXTS, "reasoning.context")
+        mode = reasoning.get("mode")  # any string: OpenAI names new modes as they come
+        if mode is not None and not isinstance(mode, str):
+            raise InvalidRequest(f"Invalid type for 'reasoning.mode': expected a string, but "
+                                 f"got {kind_of(mode)} instead.", param="reasoning.mode",
+                                 code="invalid_type")
     _check_one_of(body.get("service_tier"), _RESPONSES_SERVICE_TIERS, "service_tier")
     _check_one_of(body.get("prompt_cache_retention"), _CHOICES["prompt_cache_retention"],
                   "prompt_cache_retention")
