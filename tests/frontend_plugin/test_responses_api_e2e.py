@@ -224,3 +224,23 @@ def test_a_max_output_tokens_below_16_is_refused_as_openai_refuses_it(
         f"but got {limit} instead.")
     reply = oai.responses.create(model="echo", input="short", max_output_tokens=16)
     assert (reply.status, reply.max_output_tokens) == ("completed", 16)
+
+
+def test_stream_options_are_taken_only_on_a_stream_as_on_chat(oai: openai.OpenAI) -> None:
+    # "Only set this when you set stream: true" (the SDK), as chat's stream_options, which
+    # OpenAI refuses on a request that does not stream; here they were taken unread, in
+    # any shape, so a caller's mistake never showed before its first real call.
+    for stream in (None, False):
+        with pytest.raises(openai.BadRequestError) as info:
+            oai.responses.create(model="echo", input="x", stream=stream,  # type: ignore[arg-type]
+                                 stream_options={"include_obfuscation": False})
+        assert info.value.param == "stream_options", info.value.body
+    for options, param in [("yes", "stream_options"),
+                           ({"include_obfuscation": "no"}, "stream_options.include_obfuscation")]:
+        with pytest.raises(openai.BadRequestError) as info:
+            list(oai.responses.create(model="echo", input="x", stream=True,
+                                      extra_body={"stream_options": options}))
+        assert info.value.param == param, info.value.body
+    events = list(oai.responses.create(model="echo", input="x", stream=True,
+                                       stream_options={"include_obfuscation": False}))
+    assert events[-1].type == "response.completed"

@@ -1,6 +1,6 @@
 """Checks of a Responses API body that no other route shares: the stored responses and
-prompts it names, what it asks to ``include``, ``truncation`` and the smallest
-``max_output_tokens``."""
+prompts it names, what it asks to ``include``, ``truncation``, the smallest
+``max_output_tokens`` and ``stream_options``."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ from ridtrace.frontend_plugin.bodies import (
     opt_str,
 )
 from ridtrace.frontend_plugin.logprobs import MAX_TOP_LOGPROBS
+from ridtrace.frontend_plugin.sampling import stream_options_need_stream
 from ridtrace.tracing.identity import shown_text
 
 __all__ = [
     "check_output_token_floor",
+    "check_stream_options",
     "refuse_stored_responses",
     "responses_logprobs",
     "responses_truncation",
@@ -109,3 +111,24 @@ def check_output_token_floor(body: dict[str, Any]) -> None:
                              f"Expected a value >= {_MIN_OUTPUT_TOKENS}, but got {value} "
                              "instead.", param="max_output_tokens",
                              code="integer_below_min_value")
+
+
+def check_stream_options(body: dict[str, Any], stream: bool) -> None:
+    """Refuse ``stream_options`` on a request that does not stream ("Only set this when
+    you set ``stream: true``", the SDK says, as of chat's, which OpenAI refuses so), and
+    options that are no object or whose ``include_obfuscation`` is no boolean. They were
+    taken unread in any shape, so the mistake first showed at OpenAI."""
+    options = body.get("stream_options")
+    if options is None:
+        return
+    if not isinstance(options, dict):
+        raise InvalidRequest(f"Invalid type for 'stream_options': expected an object, but "
+                             f"got {kind_of(options)} instead.", param="stream_options",
+                             code="invalid_type")
+    obfuscation = options.get("include_obfuscation")
+    if obfuscation is not None and not isinstance(obfuscation, bool):
+        param = "stream_options.include_obfuscation"
+        raise InvalidRequest(f"Invalid type for '{param}': expected a boolean, but got "
+                             f"{kind_of(obfuscation)} instead.", param=param,
+                             code="invalid_type")
+    stream_options_need_stream(body, stream)

@@ -26,6 +26,7 @@ from ridtrace.frontend_plugin.reply_formats import check_json_mode_asked
 from ridtrace.frontend_plugin.request_options import openai_metadata, responses_options
 from ridtrace.frontend_plugin.responses_checks import (
     check_output_token_floor,
+    check_stream_options,
     refuse_stored_responses,
     responses_logprobs,
     responses_truncation,
@@ -204,6 +205,7 @@ class _ResponsesSpec(ApiSpec):
     legacy_id_headers = LEGACY_ID_HEADERS
 
     def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
+        check_stream_options(body, opt_bool(body, "stream"))
         return self.checked(body, settings, replying=True)
 
     def checked(self, body: dict[str, Any], settings: FrontendSettings, *,
