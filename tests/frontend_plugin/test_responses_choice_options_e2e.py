@@ -162,6 +162,26 @@ def test_the_response_object_repeats_the_checked_options(oai: openai.OpenAI) -> 
     assert (plain.max_tool_calls, plain.top_logprobs) == (None, 0)
 
 
+def test_the_response_object_says_its_tier_background_and_cache_retention(
+    oai: openai.OpenAI
+) -> None:
+    # OpenAI's Response object has them; they were left out (None in the SDK whatever was
+    # sent), so a client reading back the tier it was served at read nothing. The tier is
+    # the one that served it: "default" when none or "auto" was asked.
+    asked: Any = {"service_tier": "flex", "background": False,
+                  "prompt_cache_retention": "24h"}
+    reply = oai.responses.create(model="echo", input="tier", **asked)
+    with oai.responses.stream(model="echo", input="tier", **asked) as stream:
+        final = stream.get_final_response()
+    for response in (reply, final):
+        assert (response.service_tier, response.background,
+                response.prompt_cache_retention) == ("flex", False, "24h")
+    for tier in (None, "auto"):
+        plain = oai.responses.create(model="echo", input="tier", service_tier=tier)
+        assert (plain.service_tier, plain.background,
+                plain.prompt_cache_retention) == ("default", False, None)
+
+
 @pytest.mark.parametrize("text", [["be brief"], 3, True])
 def test_a_text_setting_that_is_no_object_is_refused(oai: openai.OpenAI, text: Any) -> None:
     # Only a plain string is left alone (one body sent to every route carries it for

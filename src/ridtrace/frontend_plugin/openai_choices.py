@@ -196,12 +196,18 @@ def check_responses_tool_choice(choice: Any, tools: list[Any]) -> None:
 
 def responses_choices_echoed(body: dict[str, Any]) -> dict[str, Any]:
     """What a Response object repeats of the options :func:`check_responses_choices`
-    checked (and ``top_logprobs``, 0 when not set), as OpenAI's does: it said ``null``
-    whatever was sent, so a client reading back the effort it ran with read nothing."""
+    checked (and ``top_logprobs``, 0 when not set, and ``background``), as OpenAI's does:
+    it said ``null`` whatever was sent, so a client reading back the effort it ran with
+    read nothing. The ``service_tier`` is the one that served it, as OpenAI's says:
+    ``default`` when none or ``auto`` was asked."""
     reasoning = body.get("reasoning") or {}
+    tier = body.get("service_tier")
     return {
         "reasoning": {"effort": reasoning.get("effort"), "summary": reasoning.get("summary")},
         "max_tool_calls": body.get("max_tool_calls"),
         "top_logprobs": body.get("top_logprobs") or 0,
+        "service_tier": "default" if tier in (None, "auto") else tier,
+        "background": bool(body.get("background")),
+        "prompt_cache_retention": body.get("prompt_cache_retention"),
         **{name: body.get(name) for name in _STRINGS},
     }
