@@ -34,6 +34,10 @@ from tests.frontend_plugin.conftest import Stack
     ({"prompt_cache_key": ["a"]}, "prompt_cache_key"),
     ({"max_tool_calls": "3"}, "max_tool_calls"),
     ({"max_tool_calls": True}, "max_tool_calls"),
+    # A misspelt built-in tool was served as a tool the engine would never call.
+    ({"tools": [{"type": "web_serch"}]}, "tools[0].type"),
+    ({"tools": [{"type": "function", "name": "f"}, {"type": "Function", "name": "g"}]},
+     "tools[1].type"),
 ])
 def test_a_value_openai_does_not_take_is_refused(
     oai: openai.OpenAI, extra: dict[str, Any], param: str
@@ -51,6 +55,10 @@ def test_the_values_openai_takes_are_served(oai: openai.OpenAI) -> None:
         service_tier="ultrafast", text={"verbosity": "low"}, safety_identifier="user-1",
         prompt_cache_key="k", max_tool_calls=3)
     assert reply.output_text == "echo: user: choices"
+    builtin = oai.responses.create(model="echo", input="choices", tools=[
+        {"type": "web_search"}, {"type": "web_search_preview_2025_03_11"},
+        {"type": "function", "name": "f", "parameters": None, "strict": None}])
+    assert builtin.output_text == "echo: user: choices"
     with oai.responses.stream(model="echo", input="choices",
                               reasoning={"effort": None, "context": None},
                               service_tier=None, text={"verbosity": None}) as stream:

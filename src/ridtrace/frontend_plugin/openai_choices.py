@@ -46,6 +46,13 @@ _RESPONSES_TOOL_CHOICES = (
     "image_generation", "code_interpreter",
 )
 _TOOL_TYPES = ("function", "custom")
+# The Responses API's tool types (the SDK's ``ToolParam``): functions, then built-ins.
+_RESPONSES_TOOL_TYPES = (
+    *_TOOL_TYPES, "namespace", "file_search", "computer", "computer_use_preview",
+    "web_search", "web_search_2025_08_26", "web_search_preview",
+    "web_search_preview_2025_03_11", "mcp", "code_interpreter", "programmatic_tool_calling",
+    "image_generation", "local_shell", "shell", "tool_search", "apply_patch",
+)
 _ALLOWED_TOOLS_MODES = ("auto", "required")
 
 
@@ -95,7 +102,9 @@ def check_responses_choices(body: dict[str, Any]) -> None:
     a ``safety_identifier`` or ``prompt_cache_key`` that is not a string and a
     ``max_tool_calls`` that is not an integer (``null`` is not set), and an
     ``allowed_tools`` ``tool_choice`` without a ``mode`` OpenAI takes or a ``tools``
-    list, as :func:`check_chat_choices` does for chat's fields."""
+    list, and a tool of a type the Responses API does not have, as
+    :func:`check_chat_choices` does for chat's fields. Run after ``responses_options``,
+    which has read ``tools``."""
     reasoning = body.get("reasoning")
     if reasoning is not None:
         if not isinstance(reasoning, dict):
@@ -126,20 +135,22 @@ def check_responses_choices(body: dict[str, Any]) -> None:
         # The flat shape: a bad mode was served as a choice that forces nothing, and
         # chat's nested shape passed by its nested mode; OpenAI refuses both.
         _check_allowed_tools_fields(choice, "tool_choice")
+    _check_tool_types(body.get("tools") or [], _RESPONSES_TOOL_TYPES)
     calls = body.get("max_tool_calls")
     if calls is not None and (not isinstance(calls, int) or isinstance(calls, bool)):
         raise InvalidRequest(f"'max_tool_calls' must be an integer, not {kind_of(calls)}",
                              param="max_tool_calls")
 
 
-def _check_tool_types(tools: list[Any]) -> None:
-    """Refuse a chat tool of a type other than ``function`` and ``custom``: a Responses
-    built-in tool (``web_search_preview``) or a misspelt type was served here as a tool
-    the engine would never call, and OpenAI's chat refuses it. ``tools`` has been read
-    by ``chat_options`` (objects with a string ``type``)."""
+def _check_tool_types(tools: list[Any], types: tuple[str, ...] = _TOOL_TYPES) -> None:
+    """Refuse a tool of a type other than ``types`` (chat's: ``function`` and ``custom``):
+    a Responses built-in tool (``web_search_preview``) on chat, or a misspelt type on
+    either, was served here as a tool the engine would never call, and OpenAI refuses
+    it. ``tools`` has been read by ``chat_options`` or ``responses_options`` (objects
+    with a string ``type``)."""
     for index, tool in enumerate(tools):
-        if tool["type"] not in _TOOL_TYPES:
-            raise _invalid_value(tool["type"], _TOOL_TYPES, f"tools[{index}].type")
+        if tool["type"] not in types:
+            raise _invalid_value(tool["type"], types, f"tools[{index}].type")
 
 
 def _check_allowed_tools(choice: Any) -> None:
