@@ -34,6 +34,13 @@ from tests.frontend_plugin.conftest import Stack
     ({"prompt_cache_key": ["a"]}, "prompt_cache_key"),
     ({"max_tool_calls": "3"}, "max_tool_calls"),
     ({"max_tool_calls": True}, "max_tool_calls"),
+    ({"prompt_cache_options": {"ttl": "1h"}}, "prompt_cache_options.ttl"),
+    ({"prompt_cache_options": {"mode": "manual"}}, "prompt_cache_options.mode"),
+    ({"prompt_cache_options": "12h"}, "prompt_cache_options"),
+    ({"background_options": {"completion_window": "24h"}},
+     "background_options.completion_window"),
+    ({"image": {"context_compression": "on"}}, "image.context_compression"),
+    ({"access_programs": {"cyber": "blue"}}, "access_programs.cyber"),
     # A misspelt built-in tool was served as a tool the engine would never call.
     ({"tools": [{"type": "web_serch"}]}, "tools[0].type"),
     ({"tools": [{"type": "function", "name": "f"}, {"type": "Function", "name": "g"}]},
@@ -59,6 +66,11 @@ def test_the_values_openai_takes_are_served(oai: openai.OpenAI) -> None:
         {"type": "web_search"}, {"type": "web_search_preview_2025_03_11"},
         {"type": "function", "name": "f", "parameters": None, "strict": None}])
     assert builtin.output_text == "echo: user: choices"
+    nested = oai.responses.create(model="echo", input="choices", extra_body={
+        "prompt_cache_options": {"mode": "explicit", "ttl": "12h"},
+        "background_options": {"completion_window": "soonest"},
+        "image": {"context_compression": "disabled"}, "access_programs": {"cyber": "standard"}})
+    assert nested.output_text == "echo: user: choices"
     with oai.responses.stream(model="echo", input="choices",
                               reasoning={"effort": None, "context": None},
                               service_tier=None, text={"verbosity": None}) as stream:

@@ -45,6 +45,15 @@ _RESPONSES_TOOL_CHOICES = (
     "computer_use_preview", "computer_use", "web_search_preview_2025_03_11",
     "image_generation", "code_interpreter",
 )
+# The Responses API's option objects that hold a field of a fixed set of values (the
+# SDK's ``PromptCacheOptions``, ``BackgroundOptions``, ``Image`` and ``AccessPrograms``).
+_RESPONSES_NESTED_CHOICES = {
+    ("prompt_cache_options", "mode"): ("implicit", "explicit"),
+    ("prompt_cache_options", "ttl"): ("30m", "12h"),
+    ("background_options", "completion_window"): ("soonest", "2h", "8h"),
+    ("image", "context_compression"): ("auto", "enabled", "disabled"),
+    ("access_programs", "cyber"): ("standard", "daybreak_blue", "daybreak_red"),
+}
 _TOOL_TYPES = ("function", "custom")
 # The Responses API's tool types (the SDK's ``ToolParam``): functions, then built-ins.
 _RESPONSES_TOOL_TYPES = (
@@ -102,7 +111,9 @@ def check_responses_choices(body: dict[str, Any]) -> None:
     a ``safety_identifier`` or ``prompt_cache_key`` that is not a string and a
     ``max_tool_calls`` that is not an integer (``null`` is not set), and an
     ``allowed_tools`` ``tool_choice`` without a ``mode`` OpenAI takes or a ``tools``
-    list, and a tool of a type the Responses API does not have, as
+    list, a tool of a type the Responses API does not have, and a
+    ``prompt_cache_options``, ``background_options``, ``image`` or ``access_programs``
+    that is no object or holds a value OpenAI does not take, as
     :func:`check_chat_choices` does for chat's fields. Run after ``responses_options``,
     which has read ``tools``."""
     reasoning = body.get("reasoning")
@@ -136,6 +147,11 @@ def check_responses_choices(body: dict[str, Any]) -> None:
         # chat's nested shape passed by its nested mode; OpenAI refuses both.
         _check_allowed_tools_fields(choice, "tool_choice")
     _check_tool_types(body.get("tools") or [], _RESPONSES_TOOL_TYPES)
+    for (name, field), values in _RESPONSES_NESTED_CHOICES.items():
+        options = body.get(name)
+        if options is not None and not isinstance(options, dict):
+            raise _invalid_type(name, options)
+        _check_one_of((options or {}).get(field), values, f"{name}.{field}")
     calls = body.get("max_tool_calls")
     if calls is not None and (not isinstance(calls, int) or isinstance(calls, bool)):
         raise InvalidRequest(f"'max_tool_calls' must be an integer, not {kind_of(calls)}",
