@@ -54,7 +54,9 @@ def _front(name: str, start: float, end: float, rid: str = RID) -> tuple[str, st
 
 def _work(name: str, start: float, end: float, skew: float, service: str,
           rid: str = RID) -> tuple[str, str]:
-    ctx: dict[str, Any] = {"trace_id": f"{name * 16:0>32}", "span_id": name.upper() * 16,
+    # The worker's span id differs from its caller's in digits, not case: hex ids match
+    # whatever their case, so "CCCC…" would be the caller's own span.
+    ctx: dict[str, Any] = {"trace_id": f"{name * 16:0>32}", "span_id": name * 8 + "9" * 8,
                            "parent_span_id": name * 16, "service": service, "request_id": rid}
     return (rt(WORKER_START, time=ts(start + skew), fp_in=f"in-{name}", **ctx),
             rt(WORKER_END, time=ts(end + skew), outcome="ok", fp_in=f"in-{name}",

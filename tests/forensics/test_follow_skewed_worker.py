@@ -26,7 +26,9 @@ def caller(name: str, start: float, end: float, worker_end: float, *,
            skew: float) -> list[tuple[float, str, str]]:
     """(true time, file, line) of one legacy caller and its worker span: the frontend's
     request.start logs a minted id, its later lines and its worker the client's."""
-    span, work = name * 16, (name.upper() if name.isalpha() else "9") * 16
+    # The worker's own span id differs from its caller's in digits, not case: hex ids
+    # match whatever their case, so "AAAA…" would be the caller's own span.
+    span, work = name * 16, (name * 8 + "9" * 8 if name.isalpha() else "9" * 16)
     trace = f"{span:0>32}"
     front: dict[str, Any] = {"trace_id": trace, "span_id": span}
     ctx: dict[str, Any] = {"trace_id": trace, "span_id": work, "parent_span_id": span,
