@@ -201,7 +201,7 @@ def test_skew_only_overlap_is_not_a_duplicate(tmp_path: Path) -> None:
         with (tmp_path / name).open("a") as fh:
             for message, at in (("request received", stamped), ("request completed", stamped + 0.1)):
                 row = dict(base, message=message, time=iso(at), request_id="seq-1",
-                           x_request_id="seq-1", span_id=span * 16, parent_id=span.upper() * 16,
+                           x_request_id="seq-1", span_id=span * 16, parent_id=span * 8 + "9" * 8,
                            trace_id=span * 32)
                 fh.write(json.dumps(row) + "\n")
     paths = [str(p) for p in truth.files]

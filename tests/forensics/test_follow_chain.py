@@ -26,7 +26,9 @@ def _ctx(name: str, *, worker: bool = False) -> dict[str, Any]:
     span = name * 16
     ctx: dict[str, Any] = {"trace_id": f"{span:0>32}", "request_id": RID}
     if worker:
-        ctx.update(span_id=name.upper() * 16, parent_span_id=span, service="worker-8101")
+        # Its own span id differs from its caller's in digits, not case: hex ids match
+        # whatever their case, so "AAAA…" would be the caller's own span.
+        ctx.update(span_id=name * 8 + "9" * 8, parent_span_id=span, service="worker-8101")
     else:
         ctx.update(span_id=span)
     return ctx
