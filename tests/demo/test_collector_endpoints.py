@@ -7,7 +7,8 @@ import os
 import pytest
 
 from ridtrace.cli.demo import _traces_endpoint
-from tests.support.otlp_receiver import otlp_receiver
+from tests.support.otlp_receiver import otlp_receiver, web_page_server
+from tests.support.servers import free_port
 
 _VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
               "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL",
@@ -107,11 +108,7 @@ def test_nothing_answering_for_metrics_names_the_way_jaeger_needs(
     # Jaeger not started, OTEL_METRICS_EXPORTER left unset: both signals said "start
     # Jaeger first". Jaeger started, the next run said its metrics answer 404: the advice
     # for metrics led to a second failed run, where docs/jaeger.md says to turn them off.
-    import socket
-
-    with socket.socket() as probe:  # a loopback port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        endpoint = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    endpoint = f"http://127.0.0.1:{free_port()}"  # a loopback port nothing listens on
     clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
     assert _traces_endpoint() is None
     metrics, traces = capsys.readouterr().err.splitlines()
@@ -126,11 +123,7 @@ def test_credentials_in_an_endpoint_are_never_printed(
     # A hosted collector's URL may carry a token in its userinfo or query. The demo
     # printed the endpoint verbatim ("nothing answers at …", "spans were exported to …"),
     # so the token reached the terminal and every CI log of the run.
-    import socket
-
-    with socket.socket() as probe:  # a loopback port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        closed = f"http://user:s3cret@127.0.0.1:{probe.getsockname()[1]}"
+    closed = f"http://user:s3cret@127.0.0.1:{free_port()}"  # nothing listens there
     clean_env.setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", closed + "/v1/metrics?token=t0ken")
     with otlp_receiver(metrics=False) as receiver:
         host = receiver.endpoint.partition("://")[2]
@@ -162,19 +155,7 @@ def test_a_web_page_named_as_the_collector_is_said_not_called_exported(
     # page: the probe saw no 404 and kept the endpoint, every process of both runs logged
     # "it is not an OTLP receiver" and failed each export, and the demo still ended with
     # "spans were exported to …: in Jaeger search tags …".
-    from http.server import BaseHTTPRequestHandler
-
-    from tests.support.otlp_receiver import answering_posts
-
-    def jaeger_ui(request: BaseHTTPRequestHandler) -> None:
-        body = b"<!doctype html><html><title>Jaeger UI</title></html>"
-        request.send_response(200)
-        request.send_header("content-type", "text/html; charset=utf-8")
-        request.send_header("content-length", str(len(body)))
-        request.end_headers()
-        request.wfile.write(body)
-
-    with answering_posts(jaeger_ui) as page:
+    with web_page_server() as page:
         clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", page)
         assert _traces_endpoint() is None
     metrics, traces = capsys.readouterr().err.splitlines()

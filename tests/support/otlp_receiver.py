@@ -345,6 +345,22 @@ def answering_posts(answer: Callable[[BaseHTTPRequestHandler], None]) -> Iterato
 
 
 @contextmanager
+def web_page_server(content_type: str = "text/html; charset=utf-8") -> Iterator[str]:
+    """A loopback server answering every POST 200 with a page, as Jaeger's UI does."""
+
+    def page(request: BaseHTTPRequestHandler) -> None:
+        body = b"<!doctype html><html><title>Jaeger UI</title></html>"
+        request.send_response(200)
+        request.send_header("content-type", content_type)
+        request.send_header("content-length", str(len(body)))
+        request.end_headers()
+        request.wfile.write(body)
+
+    with answering_posts(page) as url:
+        yield url
+
+
+@contextmanager
 def redirecting_collector(location: str, status: int = 308) -> Iterator[str]:
     """An endpoint that answers every export ``status`` with ``Location: location`` and
     the export's path (an ingress redirecting http to https, a collector that moved).

@@ -8,9 +8,6 @@ export reported a success and nothing was logged.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -19,28 +16,12 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from ridtrace.tracing.otlp import otlp_exporter
 from tests.frontend_plugin.conftest import exporting_frontend
-from tests.support.otlp_receiver import answering_posts, export_one_of_each
+from tests.support.otlp_receiver import export_one_of_each, web_page_server
 
 NOT_A_RECEIVER = "it is not an OTLP receiver"
 
 
 pytestmark = pytest.mark.usefixtures("telemetry_shut_down")
-
-
-@contextmanager
-def web_page_server(content_type: str = "text/html; charset=utf-8") -> Iterator[str]:
-    """A loopback server answering every POST 200 with a page, as Jaeger's UI does."""
-
-    def page(request: BaseHTTPRequestHandler) -> None:
-        body = b"<!doctype html><html><title>Jaeger UI</title></html>"
-        request.send_response(200)
-        request.send_header("content-type", content_type)
-        request.send_header("content-length", str(len(body)))
-        request.end_headers()
-        request.wfile.write(body)
-
-    with answering_posts(page) as url:
-        yield url
 
 
 def test_an_html_answer_fails_the_export_and_is_said_once(
