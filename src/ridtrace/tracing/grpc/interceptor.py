@@ -7,7 +7,7 @@ stream); :mod:`ridtrace.tracing.grpc.call` decides *what*. See docs/grpc.md.
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -15,31 +15,18 @@ import grpc
 import grpc.aio
 
 from ridtrace.tracing import metrics
-from ridtrace.tracing.context import serve_in_this_task
-from ridtrace.tracing.grpc.call import GrpcCall
+from ridtrace.tracing.grpc.aio_handlers import traced_coroutine, traced_generator
 from ridtrace.tracing.grpc.call_config import CallConfig
 from ridtrace.tracing.grpc.context import TracedServicerContext
-from ridtrace.tracing.grpc.counting import count_requests
 from ridtrace.tracing.grpc.lookup import instrumentation_suppressed, traced_outside
 from ridtrace.tracing.grpc.lookup_failed import lookup_failed
 from ridtrace.tracing.grpc.method import OTHER_METHOD, MethodInfo, behavior_of, may_be_named
 from ridtrace.tracing.grpc.nonblocking import wrap_for_sync_server
-from ridtrace.tracing.grpc.status import CallEnded, ended_under_handler, escaped
-from ridtrace.tracing.grpc.undecodable import (
-    Undecodable,
-    answer_undecodable,
-    answer_unserializable,
-    nothing_to_send,
-    refuse_unsendable,
-    tolerant_deserializer,
-)
+from ridtrace.tracing.grpc.undecodable import tolerant_deserializer
 from ridtrace.tracing.grpc.unknown import unknown_method_handler
 from ridtrace.tracing.settings import TracingSettings
 
 __all__ = ["RequestTracingInterceptor", "TracedServicerContext"]
-
-Behavior = Callable[..., Any]
-
 
 # Both APIs' interceptor classes: grpc.server's interceptors= is typed as the synchronous
 # one (typeshed's types-grpcio), so the documented grpc.server(..., interceptors=
@@ -191,14 +178,20 @@ class RequestTracingInterceptor(
             self._per_message and handler.request_streaming and handler.response_streaming
         )
         if inspect.isasyncgenfunction(behavior):
-            new = self._wrap_generator(
-                behavior, info, handler.request_streaming, per_message,
-                handler.response_serializer,
+            new = traced_generator(
+                behavior, info, self._config,
+                send_initial=self._initial != "never",
+                request_streaming=handler.request_streaming,
+                per_message=per_message,
+                serializer=handler.response_serializer,
             )
         elif inspect.iscoroutinefunction(behavior):
-            new = self._wrap_coroutine(
-                behavior, info, handler.request_streaming, handler.response_streaming,
-                per_message, handler.response_serializer,
+            new = traced_coroutine(
+                behavior, info, self._config, initial=self._initial,
+                request_streaming=handler.request_streaming,
+                response_streaming=handler.response_streaming,
+                per_message=per_message,
+                serializer=handler.response_serializer,
             )
         else:
             return handler
@@ -207,95 +200,3 @@ class RequestTracingInterceptor(
             request_deserializer=tolerant_deserializer(handler),
             response_serializer=handler.response_serializer,
         )
-
-    def _wrap_coroutine(
-        self,
-        behavior: Behavior,
-        info: MethodInfo,
-        request_streaming: bool,
-        response_streaming: bool,
-        per_message: bool,
-        serializer: Callable[[Any], bytes] | None,
-    ) -> Behavior:
-        """Unary responses, and streaming ones written with ``context.write()``."""
-        config = self._config
-        send_initial = self._initial == "always" and not response_streaming
-        write_sends_initial = self._initial != "never"
-
-        async def traced(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            call = GrpcCall(config, info, context)
-            serve_in_this_task(call.ctx)  # grpc.aio's lines after the handler: the call's
-            traced_context = call.context
-            traced_context.write_sends_initial = write_sends_initial
-            failure: BaseException | None = None
-            try:
-                request = count_requests(call, request, request_streaming, per_message)
-                if isinstance(request, Undecodable):
-                    answer_undecodable(request, traced_context, call.ctx.annotations, aio=True)
-                result = await behavior(request, traced_context)
-                if ended_under_handler(traced_context):
-                    failure = CallEnded()  # the client got the call's end (CallEnded)
-                    return result
-                if not response_streaming:
-                    refused = nothing_to_send(result, serializer, traced_context, aio=True)
-                    if refused is not None:
-                        answer_unserializable(
-                            refused, result, traced_context, call.ctx.annotations, aio=True
-                        )
-                    # A caught abort's status went out instead of the result.
-                    traced_context.messages_out = 0 if traced_context.aborted else 1
-                    if send_initial:
-                        await traced_context.ensure_initial_metadata()
-                return result
-            except BaseException as exc:
-                failure = escaped(exc, call.ctx)
-                raise
-            finally:
-                call.finish(failure)
-
-        return traced
-
-    def _wrap_generator(
-        self, behavior: Behavior, info: MethodInfo, request_streaming: bool,
-        per_message: bool, serializer: Callable[[Any], bytes] | None,
-    ) -> Behavior:
-        """Streaming responses written as an async generator."""
-        config = self._config
-        send_initial = self._initial != "never"
-
-        async def traced(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-            call = GrpcCall(config, info, context)
-            serve_in_this_task(call.ctx)  # grpc.aio's lines after the handler: the call's
-            traced_context = call.context
-            failure: BaseException | None = None
-            responses: Any = None
-            try:
-                request = count_requests(call, request, request_streaming, per_message)
-                if isinstance(request, Undecodable):
-                    answer_undecodable(request, traced_context, call.ctx.annotations, aio=True)
-                responses = behavior(request, traced_context)
-                async for message in responses:
-                    refuse_unsendable(  # gRPC's own refusal would look like a client's cancel
-                        message, serializer, traced_context, call.ctx.annotations, aio=True
-                    )
-                    if send_initial and not traced_context.initial_sent:
-                        await traced_context.ensure_initial_metadata()
-                    yield message
-                    # Counted once resumed: grpc.aio asks for the next once this one went.
-                    traced_context.messages_out += 1
-                if ended_under_handler(traced_context):
-                    failure = CallEnded()  # the client got the call's end (CallEnded)
-            except BaseException as exc:
-                failure = escaped(exc, call.ctx)
-                raise
-            finally:
-                try:
-                    # Close the handler's generator here, in this task, so its own
-                    # cleanup (an in-flight registry release) runs before request.end
-                    # instead of whenever the garbage collector gets to it.
-                    if responses is not None:
-                        await responses.aclose()
-                finally:
-                    call.finish(failure)
-
-        return traced
