@@ -25,3 +25,20 @@ def test_the_signal_path_goes_onto_the_base_urls_path_and_its_query_stays(
         if not prefix:  # the receiver serves /v1/... only, as a collector does
             assert len(receiver.spans) == 1
             assert receiver.metric("ridtrace.requests", "q", route="/x") == 1
+
+
+@pytest.mark.parametrize(("variable", "value"), [("OTEL_TRACES_EXPORTER", "none,otlp"),
+                                                 ("OTEL_METRICS_EXPORTER", "otlp, None")])
+def test_none_beside_another_exporter_is_refused_not_taken_for_that_exporter(
+    variable: str, value: str
+) -> None:
+    # Its `none` was dropped and `otlp` kept: every span went to the collector that the
+    # `none` was meant to keep them from. The Python SDK fails on such a list, Java's too.
+    from ridtrace.tracing import configure_metrics, configure_tracing
+
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", variable: value}
+    with pytest.raises(ValueError, match=f"{variable}='{value}': 'none' means no exporter"):
+        if variable == "OTEL_TRACES_EXPORTER":
+            configure_tracing("n", environ=env, set_global=False)
+        else:
+            configure_metrics("n", environ=env, set_global=False, prometheus=False)

@@ -51,7 +51,8 @@ _DEFAULT_ENDPOINTS = {"grpc": "http://localhost:4317", "http/protobuf": "http://
 
 def exporter_names(env: Mapping[str, str], signal: str) -> frozenset[str]:
     """The exporters ``OTEL_{SIGNAL}_EXPORTER`` names (comma list; ``otlp`` when unset),
-    ``none`` left out. An unknown name raises ``ValueError`` naming the variable.
+    ``none`` left out. An unknown name, or ``none`` beside another, raises ``ValueError``
+    naming the variable.
 
     Read, not assumed: ``OTEL_TRACES_EXPORTER=none`` beside a shared
     ``OTEL_EXPORTER_OTLP_ENDPOINT`` (metrics wanted, spans not) exported every span.
@@ -64,6 +65,13 @@ def exporter_names(env: Mapping[str, str], signal: str) -> frozenset[str]:
         raise ValueError(
             f"{key}={raw!r}: ridtrace exports {signal} with {', '.join(_EXPORTERS[signal])}"
         )
+    # `none` is the absence of any exporter: with others named beside it (`none,otlp`)
+    # the list says two opposite things. Its `none` was left out and the others kept,
+    # so every span went to the collector that `none` was written to keep them from; the
+    # Python SDK fails to start on such a list and Java's refuses it, as this does.
+    if "none" in names and len(names) > 1:
+        raise ValueError(f"{key}={raw!r}: 'none' means no exporter and cannot be named "
+                         "beside others; set none alone, or only the exporters wanted")
     return frozenset(names - {"none"})
 
 
