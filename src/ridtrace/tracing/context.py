@@ -13,10 +13,14 @@ from __future__ import annotations
 import contextlib
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from opentelemetry.trace import Span
+
+T = TypeVar("T")
 
 __all__ = [
     "RequestContext",
@@ -152,3 +156,14 @@ def context_for_exception_line(exc: BaseException | None) -> RequestContext | No
     if now is None or now is getattr(exc, _ESCAPED_INTO_ATTRIBUTE, None):
         return ctx
     return None
+
+
+def outside_requests(call: Callable[..., T], *args: Any) -> T:
+    """``call(*args)`` with no request current, for work that runs in a request's thread
+    but is the process's, not the request's: what it logs names no request."""
+    current_token, serving_token = _current.set(None), _serving.set(None)
+    try:
+        return call(*args)
+    finally:
+        _serving.reset(serving_token)
+        _current.reset(current_token)

@@ -69,8 +69,18 @@ def batch_span_processor(exporter: Any, env: Mapping[str, str]) -> Any:
     equal to max_queue_size."). A batch set above the queue is refused naming both."""
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+    from ridtrace.tracing.context import outside_requests
+
+    class Processor(BatchSpanProcessor):
+        def on_end(self, span: Any) -> None:
+            # A span ends in its request's thread, and what the SDK logs there is about
+            # its queue: "Queue full, dropping Span." (the oldest span queued, any
+            # request's) carried the ids of whichever request ended a span then, a WARN
+            # about the service read as one about that request.
+            outside_requests(super().on_end, span)
+
     queue, batch = _queue_and_batch(env)
-    return BatchSpanProcessor(
+    return Processor(
         exporter,
         max_queue_size=queue,
         schedule_delay_millis=_positive(env, "OTEL_BSP_SCHEDULE_DELAY", 5000),
