@@ -8,6 +8,9 @@ export reported a success and nothing was logged.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -16,7 +19,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from ridtrace.tracing.otlp import otlp_exporter
 from tests.frontend_plugin.conftest import exporting_frontend
-from tests.support.otlp_receiver import export_one_of_each, web_page_server
+from tests.support.otlp_receiver import answering_posts, export_one_of_each, web_page_server
 
 NOT_A_RECEIVER = "it is not an OTLP receiver"
 
@@ -48,16 +51,59 @@ def test_each_exporter_says_it_for_its_own_url(caplog: pytest.LogCaptureFixture)
     assert f"{endpoint}/v1/metrics " in said[0] and f"{endpoint}/v1/traces " in said[1]
 
 
-def test_a_json_answer_is_still_a_delivery(caplog: pytest.LogCaptureFixture) -> None:
-    # OTLP/HTTP answers JSON to a JSON export; only a page is taken for no receiver.
+@contextmanager
+def answering_json(body: bytes) -> Iterator[str]:
+    """An endpoint answering every POST 200 with `body` as application/json."""
+
+    def answer(request: BaseHTTPRequestHandler) -> None:
+        request.send_response(200)
+        request.send_header("content-type", "application/json")
+        request.send_header("content-length", str(len(body)))
+        request.end_headers()
+        request.wfile.write(body)
+
+    with answering_posts(answer) as url:
+        yield url
+
+
+def _export_one_span(endpoint: str) -> SpanExportResult:
     span = TracerProvider().get_tracer("t").start_span("s")
     span.end()
-    with web_page_server("application/json") as endpoint:
-        exporter = otlp_exporter({}, "traces", endpoint + "/v1/traces")
-        result = exporter.export([span])  # type: ignore[list-item]
+    exporter = otlp_exporter({}, "traces", endpoint + "/v1/traces")
+    try:
+        return exporter.export([span])  # type: ignore[list-item, no-any-return]
+    finally:
         exporter.shutdown()
-    assert result is SpanExportResult.SUCCESS
+
+
+@pytest.mark.parametrize("body", [b"", b"{}", b'{"partialSuccess": {}}'])
+def test_an_otlp_answer_in_json_is_still_a_delivery(
+    body: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The exporter sends protobuf; a receiver that answers it in JSON still took it.
+    with answering_json(body) as endpoint, caplog.at_level(logging.WARNING):
+        assert _export_one_span(endpoint) is SpanExportResult.SUCCESS
     assert not [r for r in caplog.records if NOT_A_RECEIVER in r.getMessage()]
+
+
+def test_a_partial_success_in_json_is_said(caplog: pytest.LogCaptureFixture) -> None:
+    body = b'{"partialSuccess": {"rejectedSpans": "1", "errorMessage": "too old"}}'
+    with answering_json(body) as endpoint, caplog.at_level(logging.WARNING):
+        assert _export_one_span(endpoint) is SpanExportResult.SUCCESS
+    assert [r.getMessage() for r in caplog.records if "rejected" in r.getMessage()] == [
+        f"OTLP endpoint {endpoint}/v1/traces rejected 1 spans of an export: too old"]
+
+
+@pytest.mark.parametrize("body", [b'{"status": "ok", "id": 7}', b"[]", b"<html></html>"])
+def test_a_json_answer_that_is_no_otlp_answer_fails_the_export(
+    body: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A web API at the endpoint answers any POST 200 with its own JSON: every span was
+    # counted as delivered and dropped, with nothing logged.
+    with answering_json(body) as endpoint, caplog.at_level(logging.WARNING):
+        assert _export_one_span(endpoint) is SpanExportResult.FAILURE
+    (said,) = [r for r in caplog.records if NOT_A_RECEIVER in r.getMessage()]
+    assert "JSON that is no OTLP answer" in said.getMessage()
 
 
 def test_a_served_frontend_logs_it_when_its_endpoint_is_a_web_page(tmp_path: Path) -> None:

@@ -14,11 +14,14 @@ Nor did the library read a successful answer's body: what a collector's partial
 success says is read here and logged (`tracing.otlp_partial`). A 2xx answer that is an
 HTML page comes from no OTLP receiver (the endpoint names Jaeger's UI port, 16686, or a
 web server, which answer any POST with their page): it was counted as delivered while
-everything was dropped. It now fails the export, and each exporter says so once.
+everything was dropped. It now fails the export, and each exporter says so once; so
+does a 2xx answer in JSON that is no OTLP answer (a web API's ``{"status": "ok"}``). An
+OTLP answer in JSON is one still, its partial success read as well.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -41,8 +44,8 @@ class UnfollowedRedirect(requests.RequestException):
 
 
 class NotAnOtlpReceiver(requests.RequestException):
-    """A 2xx answer in HTML: no OTLP receiver answers so (it answers protobuf or JSON).
-    Failed as :class:`UnfollowedRedirect` is, not retried."""
+    """A 2xx answer in HTML, or in JSON that is no OTLP answer: no OTLP receiver answers
+    so. Failed as :class:`UnfollowedRedirect` is, not retried."""
 
 
 def export_session(
@@ -91,23 +94,49 @@ class _ExportSession(requests.Session):
                 response.history[0].status_code, shown_endpoint(response.url))
         if 200 <= response.status_code < 300:
             if _is_html(response):
-                self._say_not_a_receiver(response)
+                self._say_not_a_receiver(response, "an HTML page (text/html)",
+                                         "Jaeger's UI port 16686, or a web server?")
                 raise NotAnOtlpReceiver(
                     f"OTLP endpoint {shown_endpoint(response.url)} answered "
                     f"{response.status_code} with an HTML page, not an OTLP answer")
-            _say_partial_success(self._signal, response)
+            if _media_type(response) == "application/json":
+                self._read_json_answer(response)
+            else:
+                _say_partial_success(self._signal, response)
         return response
 
-    def _say_not_a_receiver(self, response: Any) -> None:
+    def _read_json_answer(self, response: Any) -> None:
+        # The exporter sends protobuf, which a receiver answers in protobuf; some answer
+        # JSON anyway, an OTLP answer still. JSON that is none (`{"status": "ok"}`, an
+        # API's, an echo service's) was counted as delivered while all was dropped.
+        if not response.content.strip():
+            return
+        from google.protobuf import json_format
+
+        answer = _answer_type(self._signal)()
+        try:
+            document = json.loads(response.content)
+            if not isinstance(document, dict):  # the parser below takes `[]` for `{}`
+                raise ValueError("no JSON object")
+            json_format.ParseDict(document, answer)
+        except (json_format.ParseError, ValueError, RecursionError):
+            self._say_not_a_receiver(response, "JSON that is no OTLP answer",
+                                     "a web API, or a proxy's own answer?")
+            raise NotAnOtlpReceiver(
+                f"OTLP endpoint {shown_endpoint(response.url)} answered "
+                f"{response.status_code} with JSON that is no OTLP answer") from None
+        say_partial_success(self._signal, response.url, answer)
+
+    def _say_not_a_receiver(self, response: Any, what: str, guess: str) -> None:
         # Once per exporter: each export fails with its own ERROR line anyway.
         if self._not_a_receiver_said:
             return
         self._not_a_receiver_said = True
         logging.getLogger(__name__).warning(
-            "OTLP endpoint %s answered %s with an HTML page (text/html): it is not an OTLP "
-            "receiver (Jaeger's UI port 16686, or a web server?), and no %s reach a "
-            "collector; name the collector's OTLP/HTTP port (4318) in the endpoint variable",
-            shown_endpoint(response.url), response.status_code, self._signal)
+            "OTLP endpoint %s answered %s with %s: it is not an OTLP receiver (%s), and no "
+            "%s reach a collector; name the collector's OTLP/HTTP port (4318) in the "
+            "endpoint variable",
+            shown_endpoint(response.url), response.status_code, what, guess, self._signal)
 
     def rebuild_method(self, prepared_request: Any, response: Any) -> None:
         # requests turns a POST into a GET for these, as browsers do: no collector
@@ -125,28 +154,38 @@ class _ExportSession(requests.Session):
                 prepared_request.headers.pop(name, None)
 
 
+def _media_type(response: Any) -> str:
+    return str(response.headers.get("content-type", "").partition(";")[0].strip().lower())
+
+
 def _is_html(response: Any) -> bool:
-    media_type = response.headers.get("content-type", "").partition(";")[0]
-    return bool(media_type.strip().lower() == "text/html")
+    return _media_type(response) == "text/html"
+
+
+def _answer_type(signal: str) -> Any:
+    if signal == "traces":
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceResponse,
+        )
+
+        return ExportTraceServiceResponse
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+        ExportMetricsServiceResponse,
+    )
+
+    return ExportMetricsServiceResponse
 
 
 def _say_partial_success(signal: str, response: Any) -> None:
     """Read a successful answer for its partial success (`tracing.otlp_partial`). The
-    protocol answers protobuf with protobuf; an answer in any other form is left unread."""
+    protocol answers protobuf with protobuf; JSON is read by the session, and an answer
+    in any other form is left unread."""
     if not response.headers.get("content-type", "").startswith("application/x-protobuf"):
         return
     from google.protobuf.message import DecodeError
 
-    if signal == "traces":
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-            ExportTraceServiceResponse as Answer,
-        )
-    else:
-        from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
-            ExportMetricsServiceResponse as Answer,
-        )
     try:
-        answer = Answer.FromString(response.content)
+        answer = _answer_type(signal).FromString(response.content)
     except DecodeError:
         return
     say_partial_success(signal, response.url, answer)
