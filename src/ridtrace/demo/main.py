@@ -22,6 +22,7 @@ from rich.text import Text
 
 from ridtrace.demo.plan import CallResult, make_plan, with_own_traces
 from ridtrace.demo.proof import Detection, analyze_run, crossed_detection, write_audit, write_jaeger
+from ridtrace.demo.rejections import SpanRejections
 from ridtrace.demo.report import audit_table, before_after, findings_side_by_side
 from ridtrace.demo.run import POLICIES, PolicyRun, forget_earlier_run, run_policy
 
@@ -100,6 +101,7 @@ def run_demo(
     console.print("Watch the legacy run live from a second terminal (it waits for the logs):")
     _hint(console, f"{ridtrace} analyze {_path(out_dir / 'legacy' / 'logs')} --follow")
     runs: list[PolicyRun] = []
+    rejections = SpanRejections()
     for policy in POLICIES:
         hold: Callable[[str], None] | None = None
         if keep_running and policy == "safe":
@@ -120,6 +122,7 @@ def run_demo(
                            token_delay=token_delay, on_done=advance, keep_running=hold)
             )
     legacy, safe = runs
+    rejected = rejections.first(out_dir)
     requests = {run.policy: analyze_run(run) for run in runs}
     detections = [crossed_detection(run) for run in runs]
     jaeger_path = write_jaeger(safe)
@@ -128,7 +131,7 @@ def run_demo(
     before_after(console, runs)
     findings_side_by_side(console, runs, detections)
     audit_table(console, audit)
-    _next_steps(console, out_dir, safe, jaeger_path, plot_path, otlp_endpoint)
+    _next_steps(console, out_dir, safe, jaeger_path, plot_path, otlp_endpoint, rejected)
     problems = _verdict(legacy, safe, detections[0])
     for problem in problems:
         console.print(f"[red]FAIL[/] {problem}")
@@ -147,6 +150,7 @@ def _next_steps(
     jaeger_path: Path,
     plot_path: Path | None,
     otlp_endpoint: str | None,
+    rejected: str | None,
 ) -> None:
     example = next((r for r in safe.results if r.call.headers.get("x-request-id")), None)
     ridtrace = ridtrace_command()
@@ -161,9 +165,14 @@ def _next_steps(
     console.print(f"  Jaeger UI → Search → JSON File → {jaeger_path}")
     if plot_path is not None:
         console.print(f"  deprecated-header plot: {plot_path}")
+    if otlp_endpoint and rejected:
+        # Not "exported": the collector kept only some (in its own words, as logged).
+        console.print(Text(f"  spans were sent to {otlp_endpoint}, but not all were kept: "
+                           f"{rejected}", style="yellow"), soft_wrap=True)
     if otlp_endpoint and example is not None and example.server_request_id:
         console.print(
-            f"  spans were exported to {otlp_endpoint}: in Jaeger search tags "
+            f"  spans were {'sent' if rejected else 'exported'} to {otlp_endpoint}: in "
+            "Jaeger search tags "
             f"request_id={example.server_request_id} or "
             f"x_request_id={example.call.headers['x-request-id']}"
         )

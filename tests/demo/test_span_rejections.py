@@ -1,0 +1,60 @@
+"""What the demo says when the collector rejected some of the spans sent to it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from opentelemetry.sdk.trace import TracerProvider
+from rich.console import Console
+
+from ridtrace.demo.main import _next_steps
+from ridtrace.demo.plan import CallResult, PlannedCall
+from ridtrace.demo.rejections import SpanRejections
+from ridtrace.demo.run import PolicyRun
+from ridtrace.tracing.otlp import otlp_exporter
+from tests.frontend_plugin.conftest import exporting_frontend
+from tests.support.otlp_receiver import otlp_receiver
+
+SAID = "rejected 2 spans of an export: over quota"
+
+
+def test_a_rejection_the_demos_own_exporter_got_is_found(tmp_path: Path) -> None:
+    rejections = SpanRejections()
+    span = TracerProvider().get_tracer("t").start_span("s")
+    span.end()
+    with otlp_receiver(rejecting=(2, "over quota")) as receiver:
+        exporter = otlp_exporter({}, "traces", receiver.endpoint + "/v1/traces")
+        exporter.export([span])  # type: ignore[list-item]
+        exporter.shutdown()
+    assert rejections.first(tmp_path) == f"OTLP endpoint {receiver.endpoint}/v1/traces {SAID}"
+
+
+def test_a_rejection_a_process_of_the_stack_logged_is_found(tmp_path: Path) -> None:
+    logs = tmp_path / "safe" / "logs"
+    logs.mkdir(parents=True)
+    with otlp_receiver(rejecting=(2, "over quota")) as receiver, \
+            exporting_frontend(logs, receiver.endpoint):
+        pass  # its SIGTERM flushes its spans (its health checks')
+    assert receiver.spans
+    rejections = SpanRejections()  # after: only the log can tell
+    said = rejections.first(tmp_path)
+    assert said is not None and said.endswith(f"/v1/traces {SAID}"), said
+    assert SpanRejections().first(tmp_path / "elsewhere") is None
+
+
+def test_spans_a_collector_rejected_are_not_said_to_be_exported(tmp_path: Path) -> None:
+    # The demo ended with "spans were exported to …, in Jaeger search tags …" whatever
+    # the collector answered: one that rejected some left traces with holes.
+    call = PlannedCall(1, "/v1/completions", True, "p1", {"x-request-id": "c-1"}, None,
+                       False, "t1")
+    safe = PolicyRun("safe", tmp_path, [CallResult(call, 200, server_request_id="r-1")], 0)
+    endpoint = "http://collector:4318/v1/traces"
+    for rejected, said in ((None, "exported"), (f"OTLP endpoint {endpoint} {SAID}", "sent")):
+        console = Console(record=True, width=400)
+        _next_steps(console, tmp_path, safe, tmp_path / "traces.json", None, endpoint, rejected)
+        text = console.export_text()
+        assert f"spans were {said} to {endpoint}: in Jaeger search tags request_id=r-1" in text
+        assert ("not all were kept" in text) is (rejected is not None), text
+        if rejected:
+            assert f"but not all were kept: OTLP endpoint {endpoint} {SAID}" in text
+            assert "exported" not in text
