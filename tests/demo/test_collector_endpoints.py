@@ -7,7 +7,7 @@ import os
 import pytest
 
 from ridtrace.cli.demo import _traces_endpoint
-from tests.support.otlp_receiver import otlp_receiver, web_page_server
+from tests.support.otlp_receiver import answering_json, otlp_receiver, web_page_server
 from tests.support.servers import free_port
 
 _VARIABLES = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
@@ -185,3 +185,29 @@ def test_a_redirect_an_export_cannot_follow_is_said_not_called_exported(
     assert said.startswith(f"ridtrace demo: {moved}/v1/traces answers 302, a redirect an "
                            "export cannot follow: traces are not exported this run"), said
     assert f"name where it points, {receiver.endpoint}/v1/traces)" in said, said
+
+
+
+def test_a_json_api_named_as_the_collector_is_said_not_called_exported(
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A web API answers every POST 200 with JSON of its own: every process failed each
+    # export ("it is not an OTLP receiver"), and the demo still ended with "spans were
+    # exported to …: in Jaeger search tags …".
+    with answering_json(b'{"status": "ok", "id": 7}') as api:
+        clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", api)
+        assert _traces_endpoint() is None
+    metrics, traces = capsys.readouterr().err.splitlines()
+    for signal_name, said in (("metrics", metrics), ("traces", traces)):
+        assert said.startswith(f"ridtrace demo: {api}/v1/{signal_name} answers with JSON "
+                               "that is no OTLP answer, it is not an OTLP receiver"), said
+        assert f"{signal_name} are not exported this run" in said, said
+
+
+def test_an_otlp_answer_in_json_keeps_the_collector(
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with answering_json(b'{"partialSuccess": {}}') as collector:
+        clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector)
+        assert _traces_endpoint() == collector + "/v1/traces"
+    assert not capsys.readouterr().err

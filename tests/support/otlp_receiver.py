@@ -361,6 +361,21 @@ def web_page_server(content_type: str = "text/html; charset=utf-8") -> Iterator[
 
 
 @contextmanager
+def answering_json(body: bytes) -> Iterator[str]:
+    """An endpoint answering every POST 200 with `body` as application/json."""
+
+    def answer(request: BaseHTTPRequestHandler) -> None:
+        request.send_response(200)
+        request.send_header("content-type", "application/json")
+        request.send_header("content-length", str(len(body)))
+        request.end_headers()
+        request.wfile.write(body)
+
+    with answering_posts(answer) as url:
+        yield url
+
+
+@contextmanager
 def redirecting_collector(location: str, status: int = 308) -> Iterator[str]:
     """An endpoint that answers every export ``status`` with ``Location: location`` and
     the export's path (an ingress redirecting http to https, a collector that moved).

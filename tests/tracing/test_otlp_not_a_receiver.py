@@ -8,9 +8,6 @@ export reported a success and nothing was logged.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -19,7 +16,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from ridtrace.tracing.otlp import otlp_exporter
 from tests.frontend_plugin.conftest import exporting_frontend
-from tests.support.otlp_receiver import answering_posts, export_one_of_each, web_page_server
+from tests.support.otlp_receiver import answering_json, export_one_of_each, web_page_server
 
 NOT_A_RECEIVER = "it is not an OTLP receiver"
 
@@ -49,21 +46,6 @@ def test_each_exporter_says_it_for_its_own_url(caplog: pytest.LogCaptureFixture)
     said = sorted(r.getMessage() for r in caplog.records if NOT_A_RECEIVER in r.getMessage())
     assert len(said) == 2, said
     assert f"{endpoint}/v1/metrics " in said[0] and f"{endpoint}/v1/traces " in said[1]
-
-
-@contextmanager
-def answering_json(body: bytes) -> Iterator[str]:
-    """An endpoint answering every POST 200 with `body` as application/json."""
-
-    def answer(request: BaseHTTPRequestHandler) -> None:
-        request.send_response(200)
-        request.send_header("content-type", "application/json")
-        request.send_header("content-length", str(len(body)))
-        request.end_headers()
-        request.wfile.write(body)
-
-    with answering_posts(answer) as url:
-        yield url
 
 
 def _export_one_span(endpoint: str) -> SpanExportResult:

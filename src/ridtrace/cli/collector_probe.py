@@ -4,6 +4,7 @@ the URL the variables give, and is an OTLP receiver at all (no web page)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -86,6 +87,9 @@ class ExportAnswer(NamedTuple):
     status: int
     media_type: str
     location: str
+    # A 2xx JSON answer that is no OTLP one (a web API's `{"status": "ok"}`): every
+    # export to it fails (`tracing.otlp_session`).
+    no_otlp_answer: bool = False
 
     @property
     def web_page(self) -> bool:
@@ -103,6 +107,23 @@ class ExportAnswer(NamedTuple):
         return urllib.parse.urljoin(self.endpoint, self.location)  # it may be relative
 
 
+# The most of a JSON answer read; an OTLP answer to an empty export is a few bytes.
+_LONGEST_READ = 65536
+_OTLP_ANSWER_FIELDS = frozenset({"partialSuccess", "partial_success"})
+
+
+def _otlp_json(body: bytes) -> bool:
+    """Whether a JSON answer's ``body`` is an OTLP one: nothing, or an object holding
+    nothing but a partial success."""
+    if not body.strip():
+        return True
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(document, dict) and document.keys() <= _OTLP_ANSWER_FIELDS
+
+
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
     # An export follows no redirect but 307/308, and those itself: the probe judges the
     # answer the endpoint gives, not the one a GET to its Location gets.
@@ -117,7 +138,10 @@ def empty_export(endpoint: str) -> ExportAnswer | None:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirects())
     try:
         with opener.open(request, timeout=2.0) as answer:
-            return ExportAnswer(endpoint, answer.status, answer.headers.get_content_type(), "")
+            media_type = answer.headers.get_content_type()
+            json_body = answer.read(_LONGEST_READ) if media_type == "application/json" else b""
+            return ExportAnswer(endpoint, answer.status, media_type, "",
+                                not _otlp_json(json_body))
     except urllib.error.HTTPError as answer:
         headers = answer.headers
         if headers is None:

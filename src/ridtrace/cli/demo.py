@@ -244,6 +244,12 @@ def _traces_endpoint() -> str | None:
                 why = f"{shown} answers with an HTML page, it is not an OTLP receiver"
                 hint = ("Jaeger's UI port 16686? name its OTLP/HTTP port, 4318: "
                         "docs/jaeger.md")
+            elif answer is not None and answer.no_otlp_answer:
+                # A web API answers every POST 200 with JSON of its own: each process
+                # failed every export, and the demo still said the spans were exported.
+                why = (f"{shown} answers with JSON that is no OTLP answer, it is not an "
+                       "OTLP receiver")
+                hint = "name the collector's OTLP/HTTP port, 4318: docs/jaeger.md"
             elif answer is not None and answer.status == 404:
                 meant = meant_endpoint(signal_name)
                 if meant is not None and not not_found(meant[2]):
