@@ -42,3 +42,36 @@ def test_none_beside_another_exporter_is_refused_not_taken_for_that_exporter(
             configure_tracing("n", environ=env, set_global=False)
         else:
             configure_metrics("n", environ=env, set_global=False, prometheus=False)
+
+
+def test_the_python_sdks_otlp_proto_http_exporter_name_sends_over_http() -> None:
+    # opentelemetry-instrument's own name for OTLP over HTTP, and its protocol wins over
+    # OTEL_EXPORTER_OTLP_PROTOCOL there: refused as unknown, it kept a service set up for
+    # it from starting.
+    with otlp_receiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+               "OTEL_TRACES_EXPORTER": "otlp_proto_http", "OTEL_METRICS_EXPORTER": "none",
+               "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+        export_one_of_each("h", env)
+        assert receiver.paths == ["/v1/traces"] and len(receiver.spans) == 1
+
+
+@pytest.mark.extra("grpc")
+def test_the_python_sdks_otlp_proto_grpc_exporter_name_sends_over_grpc() -> None:
+    from tests.support.otlp_receiver import otlp_grpc_receiver
+
+    with otlp_grpc_receiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+               "OTEL_TRACES_EXPORTER": "otlp_proto_grpc",
+               "OTEL_METRICS_EXPORTER": "otlp_proto_grpc"}
+        export_one_of_each("g", env)
+        assert len(receiver.spans) == 1
+        assert receiver.metric("ridtrace.requests", "g", route="/x") == 1
+
+
+def test_otlp_over_both_protocols_at_once_is_refused() -> None:
+    from ridtrace.tracing import configure_tracing
+
+    value = "otlp_proto_http,otlp_proto_grpc"
+    with pytest.raises(ValueError, match="name otlp_proto_http or otlp_proto_grpc, not both"):
+        configure_tracing("n", environ={"OTEL_TRACES_EXPORTER": value}, set_global=False)

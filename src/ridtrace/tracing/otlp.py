@@ -53,9 +53,12 @@ def otlp_exporter_module(env: Mapping[str, str], signal: str) -> Any:
     except ImportError as exc:
         # Name the variable that chose gRPC: the signal's own one, when that was it.
         chosen = _setting(env, signal, "PROTOCOL")
-        variable = chosen[0] if chosen else "OTEL_EXPORTER_OTLP_PROTOCOL"
+        setting = f"{chosen[0] if chosen else 'OTEL_EXPORTER_OTLP_PROTOCOL'}=grpc"
+        exporters = f"OTEL_{signal.upper()}_EXPORTER"
+        if "otlp_proto_grpc" in env.get(exporters, "").lower():
+            setting = f"{exporters}=otlp_proto_grpc"
         raise ImportError(
-            f"{variable}=grpc needs opentelemetry-exporter-otlp-proto-grpc: "
+            f"{setting} needs opentelemetry-exporter-otlp-proto-grpc: "
             "pip install 'ridtrace[grpc]'"
         ) from exc
 

@@ -21,12 +21,16 @@ __all__ = [
 
 def otlp_protocol(env: Mapping[str, str], signal: str) -> str:
     """``OTEL_EXPORTER_OTLP_{SIGNAL}_PROTOCOL`` or ``OTEL_EXPORTER_OTLP_PROTOCOL``:
-    ``grpc``, or ``http/protobuf`` (the default). ``http/json`` is sent as
+    ``grpc``, or ``http/protobuf`` (the default); the one ``OTEL_{SIGNAL}_EXPORTER``
+    names (``otlp_proto_grpc``, ``otlp_proto_http``) before either. ``http/json`` is sent as
     http/protobuf, which every OTLP/HTTP receiver also takes on the same URL.
 
     Read, not assumed: a collector's gRPC port (4317) answers nothing an HTTP
     exporter sends, and every span was lost with only the exporter's retries to show.
     """
+    named = _PROTOCOL_OF_EXPORTER.get(_named_otlp(env, signal))
+    if named is not None:
+        return named
     for key in (f"OTEL_EXPORTER_OTLP_{signal.upper()}_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
         value = env.get(key, "").strip().lower()
         if not value:
@@ -42,17 +46,29 @@ def otlp_protocol(env: Mapping[str, str], signal: str) -> str:
 # What OTEL_TRACES_EXPORTER / OTEL_METRICS_EXPORTER may name. "prometheus" is the
 # GET /metrics route, which ridtrace serves whatever the variable says.
 _EXPORTERS = {
-    "traces": ("otlp", "console", "none"),
-    "metrics": ("otlp", "prometheus", "console", "none"),
+    "traces": ("otlp", "otlp_proto_http", "otlp_proto_grpc", "console", "none"),
+    "metrics": ("otlp", "otlp_proto_http", "otlp_proto_grpc", "prometheus", "console", "none"),
 }
+# The Python SDK's names for OTLP over one protocol (opentelemetry-instrument's
+# configuration): the protocol they name wins over OTEL_EXPORTER_OTLP_*PROTOCOL, as
+# there. Refused as unknown, they kept a service set up for it from starting.
+_PROTOCOL_OF_EXPORTER = {"otlp_proto_http": "http/protobuf", "otlp_proto_grpc": "grpc"}
+
+
+def _named_otlp(env: Mapping[str, str], signal: str) -> str:
+    """The protocol-specific OTLP exporter ``OTEL_{SIGNAL}_EXPORTER`` names, else ``""``."""
+    raw = env.get(f"OTEL_{signal.upper()}_EXPORTER", "")
+    named = {n.strip().lower() for n in raw.split(",")} & _PROTOCOL_OF_EXPORTER.keys()
+    return named.pop() if len(named) == 1 else ""
 # The SDK's defaults when OTLP export is asked for by name but no endpoint is set.
 _DEFAULT_ENDPOINTS = {"grpc": "http://localhost:4317", "http/protobuf": "http://localhost:4318"}
 
 
 def exporter_names(env: Mapping[str, str], signal: str) -> frozenset[str]:
-    """The exporters ``OTEL_{SIGNAL}_EXPORTER`` names (comma list; ``otlp`` when unset),
-    ``none`` left out. An unknown name, or ``none`` beside another, raises ``ValueError``
-    naming the variable.
+    """The exporters ``OTEL_{SIGNAL}_EXPORTER`` names (comma list; ``otlp`` when unset,
+    and for the Python SDK's ``otlp_proto_http`` / ``otlp_proto_grpc``), ``none`` left
+    out. An unknown name, or ``none`` beside another, raises ``ValueError`` naming the
+    variable.
 
     Read, not assumed: ``OTEL_TRACES_EXPORTER=none`` beside a shared
     ``OTEL_EXPORTER_OTLP_ENDPOINT`` (metrics wanted, spans not) exported every span.
@@ -72,7 +88,10 @@ def exporter_names(env: Mapping[str, str], signal: str) -> frozenset[str]:
     if "none" in names and len(names) > 1:
         raise ValueError(f"{key}={raw!r}: 'none' means no exporter and cannot be named "
                          "beside others; set none alone, or only the exporters wanted")
-    return frozenset(names - {"none"})
+    if len(names & _PROTOCOL_OF_EXPORTER.keys()) > 1:
+        raise ValueError(f"{key}={raw!r}: OTLP goes over one protocol; name "
+                         "otlp_proto_http or otlp_proto_grpc, not both")
+    return frozenset({"otlp" if n in _PROTOCOL_OF_EXPORTER else n for n in names} - {"none"})
 
 
 def otlp_export_endpoint(env: Mapping[str, str], signal: str) -> str | None:
