@@ -211,3 +211,23 @@ def test_an_otlp_answer_in_json_keeps_the_collector(
         clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector)
         assert _traces_endpoint() == collector + "/v1/traces"
     assert not capsys.readouterr().err
+
+
+@pytest.mark.extra("grpc")
+def test_an_otlp_grpc_port_named_for_otlp_http_is_said_not_a_traceback(
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Jaeger's 4317 under the default http/protobuf: it answers the probe's HTTP/1.1
+    # POST with HTTP/2 frames, and the demo ended in a BadStatusLine traceback and
+    # "internal error (exit 4)".
+    from tests.support.otlp_receiver import otlp_grpc_receiver
+
+    with otlp_grpc_receiver() as receiver:
+        clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        assert _traces_endpoint() is None
+    metrics, traces = capsys.readouterr().err.splitlines()
+    for signal_name, said in (("metrics", metrics), ("traces", traces)):
+        assert said.startswith(f"ridtrace demo: {receiver.endpoint}/v1/{signal_name} gives no "
+                               "HTTP/1.1 answer, as an OTLP/gRPC port does"), said
+        assert f"{signal_name} are not exported this run" in said, said
+        assert "OTEL_EXPORTER_OTLP_PROTOCOL=grpc" in said, said

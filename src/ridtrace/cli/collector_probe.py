@@ -4,6 +4,7 @@ the URL the variables give, and is an OTLP receiver at all (no web page)."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -90,6 +91,8 @@ class ExportAnswer(NamedTuple):
     # A 2xx JSON answer that is no OTLP one (a web API's `{"status": "ok"}`): every
     # export to it fails (`tracing.otlp_session`).
     no_otlp_answer: bool = False
+    # No HTTP/1.1 answer (an OTLP/gRPC port's HTTP/2): every export to it fails.
+    not_http: bool = False
 
     @property
     def web_page(self) -> bool:
@@ -148,6 +151,10 @@ def empty_export(endpoint: str) -> ExportAnswer | None:
             return ExportAnswer(endpoint, answer.code, "", "")
         return ExportAnswer(endpoint, answer.code, headers.get_content_type(),
                             headers.get("location", ""))
+    except http.client.HTTPException:
+        # No HTTP/1.1 answer at all: an OTLP/gRPC port (4317) answers with HTTP/2 frames
+        # ("BadStatusLine"), which ended the demo in a traceback and "internal error".
+        return ExportAnswer(endpoint, 0, "", "", not_http=True)
     except (OSError, ValueError):
         return None
 

@@ -244,6 +244,10 @@ def _traces_endpoint() -> str | None:
                 why = f"{shown} answers with an HTML page, it is not an OTLP receiver"
                 hint = ("Jaeger's UI port 16686? name its OTLP/HTTP port, 4318: "
                         "docs/jaeger.md")
+            elif answer is not None and answer.not_http:
+                # OTLP/gRPC's port under the default http/protobuf: a traceback before.
+                why = f"{shown} gives no HTTP/1.1 answer, as an OTLP/gRPC port does"
+                hint = "name its OTLP/HTTP port, 4318, or set OTEL_EXPORTER_OTLP_PROTOCOL=grpc"
             elif answer is not None and answer.no_otlp_answer:
                 # A web API answers every POST 200 with JSON of its own: each process
                 # failed every export, and the demo still said the spans were exported.
