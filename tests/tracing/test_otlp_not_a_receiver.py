@@ -96,3 +96,25 @@ def test_a_served_frontend_logs_it_when_its_endpoint_is_a_web_page(tmp_path: Pat
     assert {line["level"] for line in said} == {"WARN"}
     assert sorted(str(line["message"]).split()[2] for line in said) == [
         f"{endpoint}/v1/metrics", f"{endpoint}/v1/traces"]
+
+
+@pytest.mark.extra("grpc")
+def test_an_otlp_grpc_port_fails_the_export_at_once_and_is_said_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Jaeger's 4317 under the default http/protobuf answers HTTP/2 frames: the exporter
+    # took each for a transient error, retried every batch until its timeout and logged
+    # the frames' bytes, never that the port speaks gRPC.
+    from tests.support.otlp_receiver import otlp_grpc_receiver
+
+    span = TracerProvider().get_tracer("t").start_span("s")
+    span.end()
+    with otlp_grpc_receiver() as receiver, caplog.at_level(logging.WARNING):
+        exporter = otlp_exporter({}, "traces", receiver.endpoint + "/v1/traces")
+        results = [exporter.export([span]) for _ in range(2)]  # type: ignore[list-item]
+        exporter.shutdown()
+    assert results == [SpanExportResult.FAILURE] * 2
+    assert not [r for r in caplog.records if "Transient error" in r.getMessage()]
+    (said,) = [r for r in caplog.records if "HTTP/2 frames, as an OTLP/gRPC port" in r.getMessage()]
+    assert said.levelno == logging.WARNING
+    assert "OTEL_EXPORTER_OTLP_PROTOCOL=grpc" in said.getMessage()

@@ -21,6 +21,7 @@ OTLP answer in JSON is one still, its partial success read as well.
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 from typing import Any
@@ -44,8 +45,9 @@ class UnfollowedRedirect(requests.RequestException):
 
 
 class NotAnOtlpReceiver(requests.RequestException):
-    """A 2xx answer in HTML, or in JSON that is no OTLP answer: no OTLP receiver answers
-    so. Failed as :class:`UnfollowedRedirect` is, not retried."""
+    """A 2xx answer in HTML, or in JSON that is no OTLP answer, or HTTP/2 frames (a gRPC
+    port): no OTLP/HTTP receiver answers so. Failed as :class:`UnfollowedRedirect` is,
+    not retried."""
 
 
 def export_session(
@@ -83,7 +85,23 @@ class _ExportSession(requests.Session):
 
     def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         kwargs["allow_redirects"] = True  # the exporter asks for none
-        response = super().request(method, url, *args, **kwargs)
+        try:
+            response = super().request(method, url, *args, **kwargs)
+        except requests.ConnectionError as error:
+            if not _http2_frames(error):
+                raise
+            # An OTLP/gRPC port (4317) under http/protobuf answers HTTP/2 frames: the
+            # exporter took that for a transient error and retried every batch until its
+            # timeout, logging the frames' bytes, never what the port is.
+            shown = shown_endpoint(str(url))
+            if not self._not_a_receiver_said:
+                self._not_a_receiver_said = True
+                logging.getLogger(__name__).warning(
+                    "OTLP endpoint %s answered with HTTP/2 frames, as an OTLP/gRPC port (4317) "
+                    "does: no %s reach a collector; name its OTLP/HTTP port (4318), or set "
+                    "OTEL_EXPORTER_OTLP_PROTOCOL=grpc", shown, self._signal)
+            raise NotAnOtlpReceiver(f"OTLP endpoint {shown} answered with HTTP/2 frames (an "
+                                    "OTLP/gRPC port), not OTLP/HTTP") from None
         if 300 <= response.status_code < 400:  # still a redirect, or one with no Location
             raise UnfollowedRedirect(_unfollowed(response))
         if response.history and not self._redirect_said:
@@ -152,6 +170,19 @@ class _ExportSession(requests.Session):
         if self.should_strip_auth(response.request.url, prepared_request.url):
             for name in self._credential_headers:
                 prepared_request.headers.pop(name, None)
+
+
+def _http2_frames(error: BaseException) -> bool:
+    """Whether ``error`` is an answer that opens with an HTTP/2 SETTINGS frame (a length
+    of 3 bytes, then type 4): what a gRPC server sends, read as an HTTP/1.1 status line."""
+    found: list[BaseException] = [error]
+    while found:
+        cause = found.pop()
+        if isinstance(cause, http.client.BadStatusLine):
+            line = str(cause.args[0]) if cause.args else ""
+            return len(line) > 3 and line[:2] == "\x00\x00" and line[3] == "\x04"
+        found.extend(a for a in cause.args if isinstance(a, BaseException))
+    return False
 
 
 def _media_type(response: Any) -> str:
