@@ -231,3 +231,21 @@ def test_an_otlp_grpc_port_named_for_otlp_http_is_said_not_a_traceback(
                                "HTTP/1.1 answer, as an OTLP/gRPC port does"), said
         assert f"{signal_name} are not exported this run" in said, said
         assert "OTEL_EXPORTER_OTLP_PROTOCOL=grpc" in said, said
+
+
+@pytest.mark.extra("grpc")
+def test_an_otlp_http_port_named_for_otlp_grpc_is_said_not_called_exported(
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # OTEL_EXPORTER_OTLP_PROTOCOL=grpc with the collector's 4318: every export failed
+    # UNAVAILABLE after its retries, and the demo still said the spans were exported.
+    with otlp_receiver() as receiver:
+        clean_env.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        assert _traces_endpoint() is None
+    metrics, traces = capsys.readouterr().err.splitlines()
+    for signal_name, said in (("metrics", metrics), ("traces", traces)):
+        assert said.startswith(f"ridtrace demo: {receiver.endpoint} answers HTTP/1.1, as an "
+                               "OTLP/HTTP port does, not gRPC"), said
+        assert f"{signal_name} are not exported this run" in said, said
+        assert "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf" in said, said

@@ -15,8 +15,8 @@ import urllib.parse
 import urllib.request
 from typing import Any, NamedTuple
 
-__all__ = ["ExportAnswer", "answers", "empty_export", "grpc_unimplemented", "meant_endpoint",
-           "not_found", "speaks_tls"]
+__all__ = ["ExportAnswer", "answers", "empty_export", "grpc_speaks_http1", "grpc_unimplemented",
+           "meant_endpoint", "not_found", "speaks_tls"]
 
 
 def answers(endpoint: str) -> bool:
@@ -177,4 +177,22 @@ def grpc_unimplemented(endpoint: str, signal_name: str) -> bool:
             channel.unary_unary(_GRPC_EXPORT[signal_name])(b"", timeout=2.0)
         except grpc.RpcError as error:
             return bool(error.code() == grpc.StatusCode.UNIMPLEMENTED)
+    return False
+
+
+def grpc_speaks_http1(endpoint: str, signal_name: str) -> bool:
+    """Whether a plaintext OTLP/gRPC endpoint answers HTTP/1.1, not HTTP/2: an OTLP/HTTP
+    port (4318) named under ``grpc``, to which every export fails UNAVAILABLE."""
+    import grpc
+
+    target = urllib.parse.urlsplit(endpoint).netloc if "://" in endpoint else endpoint
+    with grpc.insecure_channel(target) as channel:
+        try:
+            channel.unary_unary(_GRPC_EXPORT[signal_name])(b"", timeout=2.0)
+        except grpc.RpcError as error:
+            # grpc's words for an HTTP/1.x answer ("Trying to connect an http1.x server",
+            # "Failed parsing HTTP/2 (Expected SETTINGS frame…)").
+            details = str(error.details() or "")
+            return bool(error.code() == grpc.StatusCode.UNAVAILABLE
+                        and ("http1.x" in details or "Failed parsing HTTP/2" in details))
     return False

@@ -19,6 +19,7 @@ import click
 from ridtrace.cli.collector_probe import (
     answers,
     empty_export,
+    grpc_speaks_http1,
     grpc_unimplemented,
     meant_endpoint,
     not_found,
@@ -232,6 +233,11 @@ def _traces_endpoint() -> str | None:
                 # export metrics … UNIMPLEMENTED" as an ERROR, the clean run's included.
                 why = f"{shown} has no OTLP {signal_name} service (as Jaeger)"
                 hint = f"set OTEL_{signal_name.upper()}_EXPORTER=none for it: docs/jaeger.md"
+            elif (otlp_protocol(os.environ, signal_name) == "grpc"
+                  and grpc_insecure(os.environ, signal_name, endpoint)
+                  and grpc_speaks_http1(endpoint, signal_name)):
+                why = f"{shown} answers HTTP/1.1, as an OTLP/HTTP port does, not gRPC"
+                hint = "name its gRPC port, 4317, or set OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"
             elif answer is not None and answer.unfollowed_redirect is not None:
                 # http sent on to https with a 301/302: every export failed with an
                 # ERROR, and the demo still said the spans were exported.
