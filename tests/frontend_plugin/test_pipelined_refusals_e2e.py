@@ -109,5 +109,35 @@ def test_a_refused_request_is_answered_after_the_requests_before_it(
                        headers={"x-request-id": "after-refusal"}, timeout=30)
     assert after.status_code == 200
     stack.frontend.wait_for_event(after.headers["x-server-request-id"], "request.end")
-    assert not [x for x in stack.frontend.lines() if x.get("x_request_id") == "refused"]
+    # The request refused in its body had its headers read: it is logged as its 400
+    # (the test below), once; the others never were requests the app saw.
+    logged = [(x.get("event"), x.get("status")) for x in stack.frontend.lines()
+              if x.get("x_request_id") == "refused"]
+    assert logged == ([("request.start", None), ("request.end", 400)]
+                      if b"chunk size" in reason else []), logged
+    stack.wait_inflight(lambda snap: snap["inflight"] == 0)
+
+
+@pytest.mark.parametrize("path", [b"/v1/completions", b"/no-such-route"])
+def test_a_request_refused_in_its_body_while_queued_is_logged_with_its_ids(
+    stack: Stack, path: bytes
+) -> None:
+    # Refused in its body while it waited behind an earlier request on the connection,
+    # it was dropped from the queue and never ran: its 400 went out with no log line,
+    # where DESIGN.md wants every answered request logged with its ids. Now it starts in
+    # its turn, its client gone as the refusal goes out, and request.end says the 400.
+    client_id = b"queued-refused-" + path.strip(b"/").replace(b"/", b"-")
+    refused = (b"POST " + path + b" HTTP/1.1\r\nhost: 127.0.0.1\r\nx-request-id: "
+               + client_id + b"\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n")
+    answer = _until_closed(stack.frontend.port, _completion(b"piped-before") + refused)
+    first, rest = answer.split(b"HTTP/1.1 ", 2)[1:]
+    assert first.startswith(b"200 OK\r\n") and b"x-request-id: piped-before\r\n" in first
+    reason = b"Invalid HTTP request received: Invalid character in chunk size"
+    assert rest.startswith(b"400 ") and rest.endswith(reason), rest[:300]
+    end = stack.frontend.wait_for_lines(
+        lambda line: line.get("event") == "request.end"
+        and line.get("x_request_id") == client_id.decode(), 1)[0]
+    assert end["status"] == 400 and end["error"] == reason.decode(), end
+    assert end["request_id"] and end["span_id"] and end["trace_id"]
+    assert end["bytes_out"] == len(reason)
     stack.wait_inflight(lambda snap: snap["inflight"] == 0)

@@ -13,7 +13,10 @@ guard its 431, Host and chunk-framing refusals) the moment it reads it, ahead of
 answers still owed to the requests before it, and closes the connection: their client
 read the refusal as the first request's answer, which was never sent, and the requests
 were cancelled. Here such a refusal waits until the answers before it have gone out;
-nothing after the refused request is read.
+nothing after the refused request is read. A request refused in its body (its headers
+read) while it waits in the queue still starts in its turn, its client gone as the
+refusal goes out: its middleware logs its ids and the refusal, as it does when the
+request was not queued.
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ class InOrderRefusals(HttpToolsProtocol):
 
     _cycles: deque[Any]
     _deferred_refusal: Callable[[], None] | None = None
+    _queued_refused: Any = None  # the cycle refused in its body while it was queued
     _parser_stopped = False  # at a refused request: nothing after it is read
 
     def _answer_and_close(self, status: int, reason: str, message: str) -> None:
@@ -105,6 +109,12 @@ class InOrderRefusals(HttpToolsProtocol):
             return
         self._deferred_refusal = None
         refusal()
+        refused, self._queued_refused = self._queued_refused, None
+        if refused is not None:
+            # Started just now by uvicorn, its app not run yet: it reads no body and
+            # sends nothing (the 400 is its answer), and its request.end says the 400.
+            refused.disconnected = True
+            refused.message_event.set()
 
     def _deferred(self, refusal: Callable[[], None]) -> bool:
         """Hold ``refusal`` back while answers to earlier requests are owed: true if so."""
@@ -112,14 +122,13 @@ class InOrderRefusals(HttpToolsProtocol):
             return True  # the first refusal stands; a parser in error may report again
         refused = self.cycle
         # Refused in its body (not between requests, nor in a new one's headers): the
-        # refusal is its answer. Queued behind earlier requests (not started), it never
-        # runs.
+        # refusal is its answer. Queued behind earlier requests (not started), it stays
+        # queued: it had no log line at all (DESIGN.md wants one with its ids), so it
+        # starts in its turn, when its refusal goes out.
         if refused is not None and refused.more_body and refused in self._cycles:
             self._cycles.remove(refused)
-            for queued in self.pipeline:
-                if queued[0] is refused:
-                    self.pipeline.remove(queued)
-                    break
+            if any(queued[0] is refused for queued in self.pipeline):
+                self._queued_refused = refused
         if not self._owed():
             return False
         self._deferred_refusal = refusal
