@@ -21,6 +21,7 @@ from typing import Any
 import httptools
 
 from ridtrace.cli.chunk_framing import CHUNK_FRAMING_PER_BODY_BYTE, framing_refusal
+from ridtrace.cli.expect_continue import ClosedBeforeContinue
 from ridtrace.cli.http10 import framed_for_http10
 from ridtrace.cli.pipelining import BoundedPipeline, InOrderRefusals
 from ridtrace.cli.refused_bodies import RefusedBodies
@@ -293,7 +294,8 @@ def guarded_http_protocol(*, header_timeout: float,
                           max_header_bytes: int = MAX_HEADER_BYTES) -> type[asyncio.Protocol]:
     """The protocol class to give ``uvicorn.Config(http=...)``."""
     assert httptools is not None  # a dependency: uvicorn would pick it on its own
-    bases = (BoundedPipeline, RefusedBodies, InOrderRefusals, _GuardedHttpToolsProtocol)
+    bases = (BoundedPipeline, RefusedBodies, InOrderRefusals, ClosedBeforeContinue,
+             _GuardedHttpToolsProtocol)
     return type("GuardedHttpToolsProtocol", bases, {
         "header_timeout": header_timeout, "max_header_bytes": max_header_bytes,
     })
