@@ -135,6 +135,31 @@ def test_other_methods_on_the_work_path_get_405_and_other_paths_reach_fastapi() 
     assert asyncio.run(get("/nowhere")).status_code == 404
 
 
+def test_a_workers_404_and_405_are_in_the_error_shape_of_its_other_answers() -> None:
+    # FastAPI's {"detail": "Not Found"} (and the work path's own 405) were the worker's
+    # only answers without the {"error": {"message", "type"}} object of its refusals.
+    app = create_worker_app(WorkerSettings())
+
+    async def call(path: str, method: str) -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://w") as client:
+            return await client.request(method, path)
+
+    for method, path, status, message in [
+        ("GET", "/nowhere", 404, "Not Found: GET /nowhere"),
+        ("POST", "/health", 405, "Method Not Allowed: POST /health"),
+        ("GET", "/v1/work", 405, "Method Not Allowed: GET /v1/work"),
+        ("DELETE", "/a%09b", 404, "Not Found: DELETE /a\\tb"),
+    ]:
+        answer = asyncio.run(call(path, method))
+        assert answer.status_code == status, (path, answer.text)
+        assert answer.headers["content-type"] == "application/json"
+        assert answer.json() == {"error": {"message": message, "type": "invalid_request_error",
+                                           "param": None, "code": None}}, answer.text
+        if status == 405:
+            assert answer.headers["allow"] in ("POST", "GET, HEAD", "HEAD, GET")
+
+
 def test_a_client_gone_before_its_envelope_gets_no_answer_and_holds_no_id() -> None:
     settings = WorkerSettings(debug_endpoints=True)
     app = create_worker_app(settings)

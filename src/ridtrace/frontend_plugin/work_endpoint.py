@@ -41,6 +41,7 @@ from ridtrace.frontend_plugin.settings import WorkerSettings
 from ridtrace.frontend_plugin.timers import Deadline
 from ridtrace.frontend_plugin.wire import WORK_PATH, WorkRequest
 from ridtrace.frontend_plugin.work_reply import log_end, paced_reply, whole_reply
+from ridtrace.frontend_plugin.worker_errors import not_served
 from ridtrace.frontend_plugin.worker_identity import adopt_identity
 from ridtrace.tracing import annotate_request
 from ridtrace.tracing.eventlog import EventLog
@@ -97,7 +98,7 @@ class WorkRoute:
             if scope["method"] == "POST":
                 await self.endpoint(scope, receive, send)
             else:
-                await _send_json(send, 405, {"detail": "Method Not Allowed"},
+                await _send_json(send, 405, not_served("Method Not Allowed", scope),
                                  extra=((b"allow", b"POST"),))
             return
         await self.app(scope, receive, send)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp
 
 from ridtrace.contract import OUTCOME_INVALID, WORKER_REFUSED
@@ -22,6 +23,7 @@ from ridtrace.frontend_plugin.engine import EchoEngine
 from ridtrace.frontend_plugin.registry import InflightRegistry
 from ridtrace.frontend_plugin.settings import WorkerSettings
 from ridtrace.frontend_plugin.work_endpoint import WorkEndpoint, WorkRoute, work_route_of
+from ridtrace.frontend_plugin.worker_errors import worker_http_error
 from ridtrace.tracing import RequestTracingMiddleware, TracingSettings
 from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.exchange import MAX_SHOWN_PATH
@@ -68,7 +70,7 @@ def create_worker_app(
     )
     api = fastapi_app(
         title="ridtrace echo worker", openapi_url=None, docs_url=None, redoc_url=None,
-        lifespan=telemetry_lifespan,
+        lifespan=telemetry_lifespan, exception_handlers={HTTPException: worker_http_error},
     )
     # An API route, not a plain one: the router labels the scrape with its template.
     api.add_api_route(
