@@ -220,7 +220,7 @@ def _raw_answer(url: str, host: str, path: str = "/health",
     return int(status_line.split(" ", 2)[1]), headers, body
 
 
-NOT_HOSTS = ("a b", "[::1", "127.0.0.1:abc", "u@host", "", "::1", "h\u00e9")
+NOT_HOSTS = ("a b", "[::1", "127.0.0.1:abc", "u@host", "", "::1", "h\u00e9", "localhost:99999")
 
 
 @pytest.mark.parametrize("servers", ["defaults", "any_host"])

@@ -227,6 +227,11 @@ def test_watchdog_cancels_after_a_silence_but_not_while_chunks_flow() -> None:
     (b"[::1]:8000", "::1"), (b"[::1]", "::1"), (b"gateway.internal", "gateway.internal"),
     (b"[::1", None), (b"[::1]x", None), (b"a:b", None), (b":80", None), (b"h\xc3\xa9", None),
     (b"localhost:", "localhost"), (b"u@h", None), (b"a b", None), (b"", None), (b"::1", None),
+    # A port past 65535 names no port at all (it was taken as this server's); leading
+    # zeros are digits like any.
+    (b"localhost:99999", None), (b"[::1]:65536", None), (b"127.0.0.1:" + b"9" * 5000, None),
+    (b"localhost:65535", "localhost"), (b"localhost:0", "localhost"),
+    (b"localhost:" + b"0" * 5000 + b"80", "localhost"),
 ])
 def test_the_host_of_a_host_header(header: bytes, host: str | None) -> None:
     assert host_of(header) == host

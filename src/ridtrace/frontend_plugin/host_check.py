@@ -94,7 +94,17 @@ def host_of(header: bytes) -> str | None:
         if not _REG_NAME.fullmatch(name):
             return None
         rest = colon + port
-    return normal_host(name.decode("ascii")) if _PORT.fullmatch(rest) else None
+    if not _PORT.fullmatch(rest) or not _servable_port(rest[1:]):
+        return None
+    return normal_host(name.decode("ascii"))
+
+
+def _servable_port(digits: bytes) -> bool:
+    """Whether a port's digits (none: the default port) name a TCP port: RFC 3986 takes
+    any digits, but ``localhost:99999`` names no port a server listens on, and was served
+    as if it named this one."""
+    digits = digits.lstrip(b"0")  # any count of zeros; no int() of thousands of digits
+    return len(digits) <= 5 and int(digits or b"0") <= 65535
 
 
 class HostCheck:
