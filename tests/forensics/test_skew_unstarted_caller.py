@@ -23,10 +23,11 @@ from tests.forensics.helpers import rt_at_us
 _MS = 1000
 
 
-def _logs(directory: Path) -> None:
+def _logs(directory: Path, *, stated: bool = False) -> None:
     """Three callers of 500 ms on the frontend's clock, each served by its own worker for
     [+50 ms, +450 ms]. worker-8101's and worker-8103's clocks run 300 ms ahead,
-    worker-8102's 300 ms behind. Only the first caller's request.start is in the log."""
+    worker-8102's 300 ms behind. Only the first caller's request.start is in the log;
+    the others' request.end states their duration when `stated`."""
     front: list[tuple[int, str]] = []
     workers: dict[str, list[str]] = {}
     for i, (skew_ms, started) in enumerate(((300, True), (-300, False), (300, False))):
@@ -35,9 +36,10 @@ def _logs(directory: Path) -> None:
         if started:
             front.append((t0, rt_at_us(t0, "request.start", "frontend", span_id=span, **ids)))
         end = t0 + 500 * _MS
+        duration = {"duration_ms": 500.0} if started or stated else {}
         front.append((end, rt_at_us(end, "request.end", "frontend", span_id=span, status=200,
-                                 outcome="ok", duration_ms=500.0, fp_in=f"in{i}",
-                                 fp_out=f"out{i}", **ids)))
+                                 outcome="ok", fp_in=f"in{i}", fp_out=f"out{i}",
+                                 **duration, **ids)))
         w0, w1 = t0 + (50 + skew_ms) * _MS, t0 + (450 + skew_ms) * _MS
         linked = {"span_id": f"w{i:015x}", "parent_span_id": span, **ids}
         workers[f"worker-{8101 + i}.jsonl"] = [
@@ -61,6 +63,19 @@ def test_a_caller_without_its_start_line_does_not_place_its_worker(tmp_path: Pat
         # Only ended before its caller (offset <= -250): its end at its caller's end.
         str(tmp_path / "worker-8103.jsonl"): -250.0,
         # Ended 650 ms before its caller: nothing says its clock is off (8102 absent).
+    }
+    assert doc["summary"]["errors"] == 0
+
+
+def test_a_caller_whose_end_states_its_duration_places_its_worker(tmp_path: Path) -> None:
+    # Its request.end's duration_ms dates its start back: bounded from both sides.
+    _logs(tmp_path, stated=True)
+    doc = report_json(analyze_read(read_partials(expand_inputs([str(tmp_path)]))))
+    assert doc["summary"]["clock_offsets_ms"] == {
+        str(tmp_path / "worker-8101.jsonl"): -250.0,
+        # Started 250 ms before its caller did: on [250, 350], not left behind.
+        str(tmp_path / "worker-8102.jsonl"): 250.0,
+        str(tmp_path / "worker-8103.jsonl"): -250.0,
     }
     assert doc["summary"]["errors"] == 0
 

@@ -94,7 +94,7 @@ class LiveRules:
         rows = zip(*(batch.columns[c] for c in COLUMNS), flags, strict=True)
         for (trace, span_id, file, first_line, last_line, t0, t1, rid, xrid, parent, fp_in,
              fp_out, outcome, worker, closing, request_end, worker_end, first_time,
-             flag) in rows:
+             started, flag) in rows:
             first_time = t0 if first_time is None else first_time
             key = (trace, span_id)
             span = get(key)
@@ -103,6 +103,7 @@ class LiveRules:
                 span = Span(trace, span_id, file, first_line, last_line, t0, t1 if t1 > t0 else t0,
                             parent, WORKER if worker else None, xrid, fp_in, fp_out, outcome)
                 span.first_time = first_time
+                span.started = started
                 spans[key] = span
                 new_spans += 1
                 if not worker:
@@ -164,6 +165,10 @@ class LiveRules:
                 # An earlier part's lines, by their own times (`Span.first_time`).
                 if first_time < span.first_time and file != span.file:
                     span.first_time, span.file, span.first_line = first_time, file, first_line
+                if started:
+                    span.started = True
+                elif span.started:  # its end's duration dates back no start line read
+                    t0 = first_time
                 if t0 < span.start:
                     clusters.extend(self._earlier_part(span, t0))
                 later = file == span.last_file or t1 >= span.last  # else an earlier part

@@ -55,7 +55,7 @@ class Span:
         "first_time", "fp_in",
         "fp_out", "instant", "last", "last_file", "last_line", "open_children", "outcome",
         "paired", "parent",
-        "parent_span", "read_in", "request_id", "side", "span_id", "start", "trace",
+        "parent_span", "read_in", "request_id", "side", "span_id", "start", "started", "trace",
         "unlinked_done",
         "waiting", "work_ended", "x_request_id",
     )
@@ -80,6 +80,8 @@ class Span:
         self.first_time = start
         self.last_line = last_line
         self.start = start
+        # Its ridtrace start line read: it starts there, not by its end's duration.
+        self.started = False
         self.last = last
         self.parent = parent
         self.parent_span: Span | None = None

@@ -49,6 +49,7 @@ from ridtrace.forensics.reading.sql import (
     began,
     literal,
     literal_list,
+    started,
 )
 
 # Kinds of grouped row, in the ``_kind`` column.
@@ -89,7 +90,7 @@ _LISTED = f"""(_rt AND deprecated_headers IS NOT NULL
     AND event IS DISTINCT FROM {literal(DEPRECATED_HEADER)})"""
 # Per line: the fields the aggregates read, each format's spelling resolved.
 _LINE = f"""
-    rn, _t AS time, {began("_rt")} AS _began,
+    rn, _t AS time, {began("_rt")} AS _began, {started("_rt")} AS _started,
     CASE WHEN _rt THEN request_id ELSE {DYNAMO_REQUEST_ID} END AS request_id, x_request_id,
     CASE WHEN _rt THEN {hex_id("parent_span_id")} ELSE {hex_id("parent_id")} END
         AS parent_span_id,
@@ -118,12 +119,15 @@ _KEYED = f"span_id IS NOT NULL AND (_rt OR {DYNAMO_REQUEST_SPAN} IS TRUE)"
 # Per line, one small integer of flags, so the span row takes them in one aggregate.
 _WORKER_BIT, _CLOSING_BIT, _REQUEST_END_BIT, _WORKER_END_BIT = 1, 2, 4, 8
 _EMPTY_BIT, _TIMED_BIT, _UNTIMED_BIT = 16, 32, 64
+# A ridtrace start line (`sql.started`); never on a suspect line, whose bits are packed.
+_STARTED_BIT = 128
 _BITS = f"""(CASE WHEN _worker THEN {_WORKER_BIT} ELSE 0 END
     + CASE _end WHEN 0 THEN 0 WHEN 1 THEN {_CLOSING_BIT | _REQUEST_END_BIT}
            WHEN 2 THEN {_CLOSING_BIT | _WORKER_END_BIT} ELSE {_CLOSING_BIT} END
     + CASE WHEN _suspect THEN (CASE WHEN _empty THEN {_EMPTY_BIT} ELSE 0 END
         + CASE WHEN _time_text IS NOT NULL THEN {_TIMED_BIT} ELSE 0 END
-        + CASE WHEN time IS NULL THEN {_UNTIMED_BIT} ELSE 0 END) ELSE 0 END)::UTINYINT"""
+        + CASE WHEN time IS NULL THEN {_UNTIMED_BIT} ELSE 0 END)
+      WHEN _started THEN {_STARTED_BIT} ELSE 0 END)::UTINYINT"""
 
 
 # Suspect lines (no record, or no time) are one group per file, each line in its
@@ -175,7 +179,8 @@ SELECT CASE WHEN _row IS NOT NULL THEN {SUSPECT} WHEN _span IS NOT NULL THEN {SP
     _trace AS trace_id, _span AS span_id, hash(_trace, _span) AS span_key,
     arg_max(request_id, {_LAST_ID_KEY}) AS request_id, {first}, {display},
     CASE WHEN {_has(_WORKER_BIT)} THEN {literal(WORKER)} ELSE {literal(FRONTEND)} END AS side,
-    min(_began) AS start, max(time) AS "end", min(time) AS first_time,
+    CASE WHEN {_has(_STARTED_BIT)} THEN min(time) ELSE min(_began) END AS start,
+    max(time) AS "end", min(time) AS first_time,
     min(rn) AS first_rn, max(rn) AS last_rn, count(*) AS lines,
     {_first_where("_unlinked", "_text", "unlinked", "unlinked_rn")},
     {_first_where("_foreign", "chunk_request_id", '"foreign"', "foreign_rn")},
@@ -183,7 +188,7 @@ SELECT CASE WHEN _row IS NOT NULL THEN {SUSPECT} WHEN _span IS NOT NULL THEN {SP
     min(_deprecated_rank) % {_UNLISTED} AS deprecated_rn,
     coalesce(min(_deprecated_rank) < {_UNLISTED}, FALSE) AS deprecated_listed,
     {_has(_CLOSING_BIT)} AS closing, {_has(_REQUEST_END_BIT)} AS request_end,
-    {_has(_WORKER_END_BIT)} AS worker_end,
+    {_has(_WORKER_END_BIT)} AS worker_end, {_has(_STARTED_BIT)} AS started,
     {_has(_EMPTY_BIT)} AS _empty, {_has(_TIMED_BIT)} AS _timed,
     {_has(_UNTIMED_BIT)} AS _untimed, count(*) FILTER (WHERE _in_window) AS _window,
     list(rn * {SUSPECT_PACK} + _bits) FILTER (WHERE _row IS NOT NULL) AS _suspects{file}

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from ridtrace.contract import (
     DEPRECATED_HEADER,
     DISPATCH_EVENT_PREFIX,
+    DURATION_MS,
     DYNAMO_LATENCY_MS,
     DYNAMO_SENT_ID_FIELD,
     DYNAMO_SPAN_DURATION_US,
@@ -35,7 +36,7 @@ LEAN_FIELDS: tuple[str, ...] = (
     "time", "schema", "target", "event", "message", "request_id", "x_request_id",
     "trace_id", "span_id", "parent_span_id", "parent_id", "span_name", "status", "outcome",
     "fp_in", "fp_out", "deprecated_headers", "header", "error", "chunk_request_id",
-    DYNAMO_SENT_ID_FIELD, DYNAMO_LATENCY_MS, DYNAMO_SPAN_DURATION_US,
+    DYNAMO_SENT_ID_FIELD, DYNAMO_LATENCY_MS, DYNAMO_SPAN_DURATION_US, DURATION_MS,
 )
 # DuckDB reads every line up to this size; a longer one is a bad line (`reading.overlong`).
 MAX_OBJECT_BYTES = MAX_LINE_BYTES

@@ -150,21 +150,37 @@ END"""
 _LONGEST_SPAN_US = 7 * 24 * 3600 * 1_000_000
 
 
+# ridtrace's lines that open a span, and those that close it stating its `duration_ms`.
+RIDTRACE_STARTS = (REQUEST_START, WORKER_START)
+_RT_ENDS = (REQUEST_END, WORKER_END)
+
+
 def began(is_ridtrace: str) -> str:
-    """When a line's span began: its time, less the duration a Dynamo line that closes the
-    span states (``http response sent``'s `latency_ms`, ``SPAN_CLOSED``'s
-    `time.duration_us`). Dynamo logs ``request received`` at DEBUG, so at its default
-    INFO level a frontend span is that one line: without the duration it starts where it
-    ends, and two requests that held one id at once never overlapped. Over raw fields
-    with ``_t``; `is_ridtrace` is the SQL test of a ridtrace/1 line."""
-    stated = f"""(CASE message
+    """When a line's span began: its time, less the duration a line that closes the span
+    states (Dynamo's ``http response sent`` `latency_ms`, ``SPAN_CLOSED``'s
+    `time.duration_us`; ridtrace's `request.end` and `worker.end` `duration_ms`). Dynamo
+    logs ``request received`` at DEBUG, so at its default INFO level a frontend span is
+    that one line; a ridtrace span whose ``request.start`` was lost (rotated away, a torn
+    line) is its ``request.end``: without the duration it starts where it ends, and two
+    requests that held one id at once never overlapped. A ridtrace span with its start
+    line starts at it (`started`). Over raw fields with ``_t``; `is_ridtrace` is the SQL
+    test of a ridtrace/1 line."""
+    stated = f"""(CASE WHEN ({is_ridtrace}) IS TRUE THEN (CASE WHEN event IN
+        {literal_list(_RT_ENDS)} THEN TRY_CAST("{DURATION_MS}" AS DOUBLE) * 1000 END)
+        ELSE (CASE message
         WHEN {literal(DYNAMO_RESPONSE_SENT)} THEN TRY_CAST("{DYNAMO_LATENCY_MS}" AS DOUBLE) * 1000
         WHEN {literal(DYNAMO_SPAN_CLOSED)} THEN TRY_CAST("{DYNAMO_SPAN_DURATION_US}" AS DOUBLE)
-    END)"""
+    END) END)"""
     # NaN compares above every number in DuckDB, so the upper bound drops it too.
-    return f"""CASE WHEN ({is_ridtrace}) IS NOT TRUE
-        AND {stated} BETWEEN 0 AND {_LONGEST_SPAN_US}
+    return f"""CASE WHEN {stated} BETWEEN 0 AND {_LONGEST_SPAN_US}
         THEN _t - to_microseconds(CAST({stated} AS BIGINT)) ELSE _t END"""
+
+
+def started(is_ridtrace: str) -> str:
+    """Whether a line opens a ridtrace span (`request.start`, `worker.start`): such a
+    span starts at its first line, not by the duration its end states (`began`), which
+    the timer that measured it puts a little before that line."""
+    return f"(({is_ridtrace}) IS TRUE AND event IN {literal_list(RIDTRACE_STARTS)})"
 
 
 # A dispatch line names a worker tried, not the one that served: a span took the first
@@ -218,7 +234,7 @@ NORMALIZED: dict[str, str] = {
     "client": "client",
     "error": "error",
     "chunk_request_id": _pick("chunk_request_id", "NULL"),
-    # Dynamo's stated durations date its spans back already (`began`).
+    # Stated durations date spans back already (`began`).
     DURATION_MS: _pick(f'"{DURATION_MS}"', "NULL"),
 }
 
@@ -283,12 +299,14 @@ def span_aggregates() -> str:
     # (Only ridtrace's: a Dynamo line naming x_dynamo_request_id is no such list.)
     listed = (f"deprecated IS NOT NULL AND event IS DISTINCT FROM {literal(DEPRECATED_HEADER)}"
               " AND format = 'ridtrace'")
+    opened = started("format = 'ridtrace'")
     return f"""arg_max(request_id, {LAST_ID_ORDER}) FILTER (WHERE request_id IS NOT NULL)
         AS request_id,
     {first},
     CASE WHEN bool_or(side = {literal(WORKER)}) THEN {literal(WORKER)}
          ELSE {literal(FRONTEND)} END AS side,
-    min(began) AS start, max(time) AS "end", min(time) AS first_time,
+    CASE WHEN bool_or({opened}) THEN min(time) ELSE min(began) END AS start,
+    max(time) AS "end", min(time) AS first_time,
     min(rn) AS first_rn, max(rn) AS last_rn, count(*) AS lines,
     arg_min(coalesce(error, message), rn) FILTER (WHERE {unlinked}) AS unlinked,
     min(rn) FILTER (WHERE {unlinked}) AS unlinked_rn,
@@ -301,7 +319,8 @@ def span_aggregates() -> str:
     count(*) FILTER (WHERE {listed}) > 0 AS deprecated_listed,
     bool_or(event IN {literal_list(CLOSING_EVENTS)}) IS TRUE AS closing,
     bool_or(event = {literal(REQUEST_END)}) IS TRUE AS request_end,
-    bool_or(event = {literal(WORKER_END)}) IS TRUE AS worker_end"""
+    bool_or(event = {literal(WORKER_END)}) IS TRUE AS worker_end,
+    bool_or({opened}) IS TRUE AS started"""
 
 
 def spans_select(events: str, *, by_file: bool = False) -> str:

@@ -35,6 +35,8 @@ PART, POS, KEY = "_part", "_pos", "_key"
 LISTED = "_deprecated_listed"
 # A partial's first line's time; its start may be earlier (`_in_time_order`).
 FIRST_TIME = "_first_time"
+# A partial holds a ridtrace start line (`reading.sql.started`): its span starts there.
+STARTED = "_started"
 # Evidence line columns. In a partial they hold ``part << 32 | line within the
 # partition``: combining carries each value with the row it came from, and the client
 # resolves them once every partition's line count is known — no barrier before the
@@ -121,6 +123,7 @@ def pieces_frame(pieces: Sequence[SpanPiece]) -> pd.DataFrame:
     result[LISTED] = np.asarray(
         spans["deprecated_listed"].to_numpy(zero_copy_only=False), dtype=bool)
     result[FIRST_TIME] = frame["first_time"].array
+    result[STARTED] = np.asarray(spans["started"].to_numpy(zero_copy_only=False), dtype=bool)
     result[PART] = part
     # Each row's place in its part: the part's first row is at 0.
     result[POS] = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
@@ -153,6 +156,7 @@ def partial_requests(requests: pd.DataFrame, part: int) -> pd.DataFrame:
     # A whole input's requests: no other partial of a span to prefer a list over.
     out[LISTED] = np.zeros(len(out), dtype=bool)
     out[FIRST_TIME] = out["start"]
+    out[STARTED] = np.zeros(len(out), dtype=bool)
     out[PART] = np.full(len(out), part, dtype=np.int64)
     out[POS] = np.arange(len(out), dtype=np.int64)
     out[KEY] = pd.util.hash_pandas_object(out[KEYS], index=False).to_numpy()
@@ -191,8 +195,10 @@ def _merge(parts: pd.DataFrame) -> pd.DataFrame:
                        "first": parts[FIRST_TIME].array, "lines": parts["lines"].to_numpy()})
     agg = by.groupby("c", sort=True).agg(start=("start", "min"), end=("end", "max"),
                                          first=("first", "min"), lines=("lines", "sum"))
-    out["start"], out["end"] = agg["start"].array, agg["end"].array
     out[FIRST_TIME] = agg["first"].array
+    out[STARTED] = opened = group_rows(codes, parts[STARTED].to_numpy(dtype=bool), n) >= 0
+    out["start"] = agg["start"].where(~opened, agg["first"]).array
+    out["end"] = agg["end"].array
     out["lines"] = agg["lines"].to_numpy()
     closing = np.asarray(parts["closing"].fillna(False).to_numpy(), dtype=bool)
     out["closing"] = group_rows(codes, closing, n) >= 0

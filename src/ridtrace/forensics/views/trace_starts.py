@@ -59,14 +59,15 @@ def unlogged_starts(
         started = (lines["event"].isin(_START_EVENTS).to_numpy()
                    | lines["message"].isin(_START_MESSAGES).to_numpy())
         start = callers[str(span)]
-        # Dated back by a duration its lines state (Dynamo's latency_ms): a known start.
-        if started.any() or pd.isna(start) or start < lines["_at"].min():
+        if started.any() or pd.isna(start):
             continue
         answers = lines[lines["event"].isin(ANSWERS).to_numpy()].sort_values("_at")
         stated = pd.to_numeric(answers[DURATION_MS].astype(object), errors="coerce")
         usable = (stated >= 0) & (stated <= _LONGEST_MS)
         if not len(answers) or not usable.iloc[-1]:
-            out[str(span)] = None
+            # Dated back by a duration its lines state (Dynamo's latency_ms): a known start.
+            if start >= lines["_at"].min():
+                out[str(span)] = None
             continue
         began = answers["_at"].iloc[-1] - pd.Timedelta(microseconds=round(
             float(stated.iloc[-1]) * 1000))
