@@ -32,11 +32,12 @@ def _run(*args: str) -> str:
 def test_trace_and_audit_link_a_worker_spelling_ids_otherwise(tmp_path: Path) -> None:
     _write(tmp_path, _every_spelling())
     _dynamo_upper_worker(tmp_path)
-    # Requests r0..r3: an upper-case caller, an upper-case worker, a padded 64-bit caller
-    # trace id, a padded upper-case worker one. Each is one caller with its worker.
+    # Requests r0..r5: an upper-case caller, an upper-case worker, a padded 64-bit caller
+    # trace id, a padded upper-case worker one, a worker's ids as Python's hex() prints
+    # them, a caller's short, upper case and 0X. Each is one caller with its worker.
     events = load_events([str(tmp_path)]).events
     requests = build_requests(events)
-    views = [build_trace(events, requests, f"r{i}") for i in range(4)]
+    views = [build_trace(events, requests, f"r{i}") for i in range(6)]
     for i, view in enumerate(views):
         [request] = trace_document(view)["requests"]
         assert (view.matched, request["findings"], request["verdict"]) == (
@@ -49,6 +50,6 @@ def test_trace_and_audit_link_a_worker_spelling_ids_otherwise(tmp_path: Path) ->
     assert {e["span_id"] for e in r0["events"]} == {"A1B2C3D4E5F60700", "b000000000000000"}
     assert any("span A1B2C3D4E5F60700" in line.plain for line in trace_lines(views[0]))
     assert trace_document(views[2])["requests"][0]["trace_id"] == "0" * 16 + "a3ce929d0e0e4702"
-    # audit counts callers as analyze does: four ridtrace requests and a Dynamo one.
+    # audit counts callers as analyze does: six ridtrace requests and a Dynamo one.
     summary = json.loads(_run("audit", str(tmp_path), "--format", "json"))["summary"]
-    assert summary["requests"] == 5
+    assert summary["requests"] == 7

@@ -1,8 +1,9 @@
 """A worker that spells its caller's trace and span ids otherwise than the caller's log is
 still that caller's child.
 
-Other systems log hex ids upper case, and B3/Jaeger 64-bit trace ids go in a 128-bit
-field as 32 digits whose high 16 are zeros, or as 16. `analyze` keyed and linked spans
+Other systems log hex ids upper case, B3/Jaeger 64-bit trace ids go in a 128-bit
+field as 32 digits whose high 16 are zeros, or as 16, and an id printed as a number
+loses its leading zeros (``0x`` + digits, from Python's ``hex()``). `analyze` keyed and linked spans
 by the ids as logged: the worker span named no caller it could find, so it was a second
 holder of the request id at once, a false duplicate_in_flight (exit 1), on both engines
 and live.
@@ -30,11 +31,16 @@ def _spellings(i: int) -> dict[str, tuple[str, str, str, str]]:
     parent_span_id), by name: one id each, spelt two ways."""
     trace, span = f"4bf92f3577b34da6a3ce929d0e0e47{i:02x}", f"a1b2c3d4e5f607{i:02x}"
     short = f"a3ce929d0e0e47{i:02x}"
+    # Ids with leading zeros, which a number printed drops (Python's hex(), Go's %#x).
+    zeros, zero_span = "000" + trace[3:], "00" + span[2:]
     return {
         "upper caller": (trace.upper(), span.upper(), trace, span),
         "upper worker": (trace, span, trace.upper(), span.upper()),
         "64-bit padded caller": ("0" * 16 + short, span, short, span),
         "64-bit padded upper worker": (short, span, "0" * 16 + short.upper(), span),
+        "hex() worker": (zeros, zero_span, "0x" + zeros.lstrip("0"), "0x" + zero_span[2:]),
+        "short upper caller": (zeros.lstrip("0").upper(), "0X" + zero_span[2:].upper(),
+                               zeros, zero_span),
     }
 
 
@@ -97,13 +103,13 @@ def _report(request: pytest.FixtureRequest, engine: str, directory: Path) -> dic
 def test_a_worker_spelling_ids_otherwise_is_its_callers_child(
     request: pytest.FixtureRequest, tmp_path: Path, engine: str,
 ) -> None:
-    # Four ridtrace cases and a Dynamo one, each its own request, read at once (cheap).
+    # Six ridtrace cases and a Dynamo one, each its own request, read at once (cheap).
     _write(tmp_path, _every_spelling())
     _dynamo_upper_worker(tmp_path)
     doc = _report(request, engine, tmp_path)
-    # Each worker linked to its caller: five requests of two spans each.
+    # Each worker linked to its caller: seven requests of two spans each.
     assert (doc["findings"], doc["summary"]["requests"], doc["summary"]["spans"]) == (
-        [], 5, 10)
+        [], 7, 14)
     if engine == "dask":
         assert doc == _report(request, "pandas", tmp_path)
 
@@ -140,3 +146,27 @@ def test_follow_links_a_worker_spelling_ids_otherwise_to_its_caller(tmp_path: Pa
     found = follow_as_written(tmp_path, [(t / 1e6, name, line)
                                          for t, name, line in _every_spelling()])
     assert found == []
+
+
+def test_the_read_and_the_views_spell_ids_alike() -> None:
+    # `analyze` spells ids in SQL, `trace` and `audit` in pandas: one spelling each.
+    import duckdb
+    import pandas as pd
+
+    from ridtrace.forensics.reading.hex_ids import hex_id
+    from ridtrace.forensics.views.trace_spellings import _span_spelling, _trace_spelling
+
+    logged = ["00f067aa0ba902b7", "0xF067AA0BA902B7", "f067aa0ba902b7", "0X00f067aa0ba902b7",
+              "0" * 16 + "f067aa0ba902b7", "4BF92F3577B34DA6A3CE929D0E0E4736", "0x1", "0",
+              "0x", "", "trace Two", "0x" + "f" * 40, "G067AA0BA902B7", None]
+    con = duckdb.connect()
+    con.register("ids", pd.DataFrame({"v": pd.Series(logged, dtype=object)}))
+    for trace, views in ((False, _span_spelling), (True, _trace_spelling)):
+        got = [r[0] for r in con.sql(f"SELECT {hex_id('v', trace=trace)} FROM ids").fetchall()]
+        assert got == views(pd.Series(logged, dtype=object)).tolist(), trace
+    spans = [r[0] for r in con.sql(f"SELECT {hex_id('v')} FROM ids").fetchall()]
+    assert spans[:5] == ["00f067aa0ba902b7"] * 5
+    assert spans[5:] == ["4bf92f3577b34da6a3ce929d0e0e4736", "0000000000000001", "0" * 16,
+                         "0x", "", "trace Two", "f" * 40, "G067AA0BA902B7", None]
+    traces = [r[0] for r in con.sql(f"SELECT {hex_id('v', trace=True)} FROM ids").fetchall()]
+    assert traces[:5] == ["00f067aa0ba902b7"] * 5

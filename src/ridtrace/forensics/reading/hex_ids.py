@@ -1,36 +1,51 @@
 """Trace and span ids spelt one way, in SQL, where the rules' read takes them.
 
-Other systems spell one hex id their own way: upper case, or a 64-bit trace id (B3,
-Jaeger) in a 128-bit field as 32 digits whose high 16 are zeros. The rules key spans by
-(trace_id, span_id) and find a worker's caller by its parent_span_id, so a worker that
-logged its caller's ids in a spelling other than the caller's log was nobody's child: a
-second holder of the request id, a false duplicate_in_flight. The rules' read spells
-each id as `export jaeger` does (`views.jaeger_ids`, for 16 and 32 hex digits): lower
-case, a zero high half dropped. Ids that are no hex keep their case. The read is
-benchmarked: a line costs a lower() and a prefix test, and the pattern runs only on the
-rare id with an upper-case letter or 16 leading zeros.
+Other systems spell one hex id their own way: upper case, a 64-bit trace id (B3,
+Jaeger) in a 128-bit field as 32 digits whose high 16 are zeros, or as a number is
+printed, without its leading zeros and perhaps with ``0x`` (Python's
+``hex(span_context.span_id)``, Go's ``%#x``). The rules key spans by (trace_id, span_id)
+and find a worker's caller by its parent_span_id, so a worker that logged its caller's
+ids in a spelling other than the caller's log was nobody's child: a second holder of the
+request id, a false duplicate_in_flight. The rules' read spells each id as `export
+jaeger` does (`views.jaeger_ids`, which reads ``0x`` and leading zeros as `ridtrace
+trace ID` does): lower case, no ``0x``, zero-padded to 16 digits (a trace id to 16 or
+32: a zero high half dropped). Jaeger and Zipkin read a short id so, as the number it
+is. Ids that are no hex keep their case, and so do hex ids longer than those widths. The
+read is benchmarked: a line costs a length, a lower() and a prefix test; the pattern
+runs only on the rare id of another width, case or prefix.
 """
 
 from __future__ import annotations
 
-_HEX = "'[0-9A-Fa-f]+'"
+_HEX = "'[0-9a-f]+'"
 _ZERO_HIGH_HALF = "'" + "0" * 16 + "'"
 
 
-def _lowered(column: str) -> str:
-    return (f"CASE WHEN {column} <> lower({column}) AND regexp_full_match({column}, {_HEX}) "
-            f"THEN lower({column}) ELSE {column} END")
+def _padded(column: str, widths: tuple[int, ...]) -> str:
+    """`column`, a hex number whatever its case, ``0x`` or leading zeros, zero-padded to
+    the first of `widths` its digits fit; lower case without ``0x`` when they fit none;
+    as it is when it is no hex."""
+    digits = (f"(CASE WHEN starts_with(lower({column}), '0x') THEN substr(lower({column}), 3) "
+              f"ELSE lower({column}) END)")
+    significant = f"ltrim({digits}, '0')"
+    fits = " ".join(f"WHEN length({significant}) <= {w} THEN lpad({significant}, {w}, '0')"
+                    for w in widths)
+    return (f"(CASE WHEN regexp_full_match({digits}, {_HEX}) THEN (CASE {fits} "
+            f"ELSE {digits} END) ELSE {column} END)")
 
 
 def hex_id(column: str, *, trace: bool = False) -> str:
     """SQL spelling the id in `column` one way (`trace`: a trace id, else a span id)."""
     column = f"({column})"
+    # The common spellings, already the one way: its width, lower case, no 0x.
+    usual = f"{column} = lower({column}) AND NOT starts_with({column}, '0x')"
     if not trace:
-        return f"({_lowered(column)})"
-    low_half = f"substr({column}, 17)"
-    return f"""(CASE WHEN length({column}) = 32 AND starts_with({column}, {_ZERO_HIGH_HALF})
-        AND regexp_full_match({low_half}, {_HEX}) THEN {_lowered(low_half)}
-        ELSE {_lowered(column)} END)"""
+        return f"""(CASE WHEN length({column}) = 16 AND {usual} THEN {column}
+        ELSE {_padded(column, (16,))} END)"""
+    return f"""(CASE WHEN length({column}) = 32 AND {usual}
+        AND NOT starts_with({column}, {_ZERO_HIGH_HALF}) THEN {column}
+        WHEN length({column}) = 16 AND {usual} THEN {column}
+        ELSE {_padded(column, (16, 32))} END)"""
 
 
 # The columns `hex_id` spells one way, in the events frame (`normalized_select`).

@@ -2,7 +2,8 @@
 
 The full read keeps ids as logged (the trace view's JSON and CSV show them so, and
 `export jaeger` tags them). A frontend logging its ids upper case, or a 64-bit trace id
-as 32 digits with a zero high half, and a worker logging them otherwise linked no worker
+as 32 digits with a zero high half, or as a number without its leading zeros (``0x…``),
+and a worker logging them otherwise linked no worker
 to its caller here: `trace` listed a false duplicate_in_flight that `analyze` (whose read
 spells ids one way, `reading.hex_ids`) did not, and `audit` counted the worker span as a
 request of its own. The views link spans by the ids spelt as `hex_ids` spells them, and
@@ -15,31 +16,49 @@ import pandas as pd
 
 # The logged trace id of each request, which the trace view shows.
 LOGGED_TRACE_ID = "logged_trace_id"
-_HEX = r"[0-9A-Fa-f]+"
+_HEX = r"[0-9a-f]+"
 _ZERO_HIGH_HALF = "0" * 16
 
 
-def _span_spelling(ids: pd.Series) -> pd.Series:
-    """Hex ids lower case (`hex_ids._lowered`); others, and missing ones, as they are."""
+def _spelling(ids: pd.Series, widths: tuple[int, ...]) -> pd.Series:
+    """Hex ids as `hex_ids._padded` spells them (lower case, no ``0x``, zero-padded to
+    the first of `widths` they fit); others, and missing ones, as they are."""
     values = ids.astype(object)
     text = values.astype("string")
-    upper = (text != text.str.lower()) & text.str.fullmatch(_HEX)
-    hit = upper.fillna(False).to_numpy(dtype=bool)
-    if not hit.any():
+    usual = (text == text.str.lower()) & ~text.str.startswith("0x")
+    if len(widths) > 1:
+        usual &= ((text.str.len() == 32) & ~text.str.startswith(_ZERO_HIGH_HALF)) | (
+            text.str.len() == 16)
+    else:
+        usual &= text.str.len() == 16
+    other = ~usual.fillna(True).to_numpy(dtype=bool) & text.notna().to_numpy(dtype=bool)
+    if not other.any():
         return values
-    return values.mask(hit, text.str.lower().astype(object))
+    rare = text[other]
+    digits = rare.str.lower().str.removeprefix("0x")
+    hexy = digits.str.fullmatch(_HEX).fillna(False)
+    significant = digits.str.lstrip("0")
+    spelt = rare.astype(object).copy()
+    fitted = pd.Series(False, index=rare.index)
+    for width in widths:
+        fits = hexy & ~fitted & (significant.str.len() <= width)
+        spelt[fits] = significant[fits].str.zfill(width).astype(object)
+        fitted |= fits
+    longer = hexy & ~fitted
+    spelt[longer] = digits[longer].astype(object)
+    out = values.copy()
+    out[other] = spelt.to_numpy(dtype=object)
+    return out
+
+
+def _span_spelling(ids: pd.Series) -> pd.Series:
+    """A span id spelt one way (`hex_ids.hex_id`)."""
+    return _spelling(ids, (16,))
 
 
 def _trace_spelling(ids: pd.Series) -> pd.Series:
-    """`_span_spelling`, a 32-digit id whose high 16 digits are zero as its low 16."""
-    values = ids.astype(object)
-    text = values.astype("string")
-    low = text.str.slice(16)
-    padded = ((text.str.len() == 32) & text.str.startswith(_ZERO_HIGH_HALF)
-              & low.str.fullmatch(_HEX)).fillna(False).to_numpy(dtype=bool)
-    if padded.any():
-        values = values.mask(padded, low.astype(object))
-    return _span_spelling(values)
+    """A trace id spelt one way (`hex_ids.hex_id`): 16 or 32 digits."""
+    return _spelling(ids, (16, 32))
 
 
 def one_spelling(requests: pd.DataFrame) -> pd.DataFrame:
