@@ -18,7 +18,17 @@ def matching_spans(requests: pd.DataFrame, events: pd.DataFrame, ident: str) -> 
     """The spans `ident` names, as a mask over `requests`: its request_id, x_request_id,
     span_id or trace_id as logged; else its trace or span id as Jaeger writes ids; else
     its request_id or x_request_id as a UUID whatever its case; else a request id logged
-    on a span's line that the span did not end with."""
+    on a span's line that the span did not end with. When none, the same for `ident`
+    without the spaces around it: an id pasted with a space (``ridtrace trace " ID"``)
+    found nothing, while a client id may hold spaces of its own."""
+    hit = _matching(requests, events, ident)
+    bare = ident.strip()
+    if not hit.any() and bare and bare != ident:
+        hit = _matching(requests, events, bare)
+    return hit
+
+
+def _matching(requests: pd.DataFrame, events: pd.DataFrame, ident: str) -> np.ndarray:
     hit = (
         (requests["request_id"] == ident).fillna(False)
         | (requests["x_request_id"] == ident).fillna(False)
