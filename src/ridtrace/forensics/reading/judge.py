@@ -22,6 +22,7 @@ from ridtrace.forensics.reading.packed_lines import (
     cr_separated,
 )
 from ridtrace.forensics.reading.record_time import parse_time
+from ridtrace.forensics.reading.scan import structlog_record
 
 # A lone surrogate is valid JSON but no Unicode scalar value: Arrow strings are UTF-8,
 # so it is kept as U+FFFD, the replacement character, like any undecodable text.
@@ -161,12 +162,15 @@ def _row(obj: Any, fields: Sequence[str]) -> dict[str, Any] | str:
     if not isinstance(obj, dict):
         return NOT_AN_OBJECT
     row: dict[str, Any] = {name: _text(obj.get(name)) for name in fields}
-    time = row.get("time")
+    key = "time"
+    if row.get(key) is None and structlog_record(row):  # its time in `timestamp`
+        key = "timestamp"
+    time = row.get(key)
     if time is None:
         return "missing time"
     parsed = parse_time(time)
     if parsed is None:
-        raw = obj.get("time")
+        raw = obj.get(key)
         # Seconds, milliseconds or nanoseconds: a number does not say which, nor does
         # one written as a string ("1790949900123", as some shippers and loggers do).
         if (isinstance(raw, (int, float)) and not isinstance(raw, bool)) or (

@@ -26,6 +26,7 @@ from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
 from ridtrace.forensics.reading.schema import READ_FIELDS
 from ridtrace.forensics.reading.sql import (
     DYNAMO_EVIDENCE_MESSAGES,
+    STRUCTLOG,
     literal,
     normalized_select,
     span_aggregates,
@@ -36,7 +37,7 @@ LEAN_FIELDS: tuple[str, ...] = (
     "time", "schema", "target", "event", "message", "request_id", "x_request_id",
     "trace_id", "span_id", "parent_span_id", "parent_id", "span_name", "status", "outcome",
     "fp_in", "fp_out", "deprecated_headers", "header", "error", "chunk_request_id",
-    DYNAMO_SENT_ID_FIELD, DYNAMO_LATENCY_MS, DYNAMO_SPAN_DURATION_US, DURATION_MS,
+    DYNAMO_SENT_ID_FIELD, DYNAMO_LATENCY_MS, DYNAMO_SPAN_DURATION_US, DURATION_MS, "timestamp",
 )
 # DuckDB reads every line up to this size; a longer one is a bad line (`reading.overlong`).
 MAX_OBJECT_BYTES = MAX_LINE_BYTES
@@ -79,7 +80,9 @@ _EVIDENCE = f"""(
     OR contains(error, 'Unlinked re') OR contains(message, 'Unlinked re')
     OR contains(message, 'header is deprecated')
 )"""
-_KNOWN = f"(schema = {literal(LOG_SCHEMA)} OR (schema IS NULL AND target IS NOT NULL))"
+_KNOWN = (f"(schema = {literal(LOG_SCHEMA)} OR (schema IS NULL AND target IS NOT NULL) "
+          f"OR {STRUCTLOG})")
+_TIME = f'coalesce("time", CASE WHEN {STRUCTLOG} THEN "timestamp" END)'
 
 
 def _quote(name: str) -> str:
@@ -125,13 +128,14 @@ def source_sql(path: str | Sequence[str], *, lean: bool, window: Window | None) 
         keep = "_ev OR _suspect"
         if window is not None:
             keep += f" OR {_window_sql(window)}"
-    evidence = _EVIDENCE if lean else "TRUE"
+    # An application's structlog line is no evidence, whatever its message or error says.
+    evidence = f"({_EVIDENCE} AND NOT {STRUCTLOG})" if lean else "TRUE"
     in_window = _window_sql(window) if window is not None else "FALSE"
     return f"""
 SELECT *, {in_window} AND NOT _suspect AS _in_window FROM (
     SELECT *, (_t IS NULL OR NOT _known OR _empty) AS _suspect FROM (
-        SELECT row_number() OVER () AS rn, TRY_CAST("time" AS TIMESTAMPTZ) AS _t,
-            "time" AS _time_text, {file_index}{raw},
+        SELECT row_number() OVER () AS rn, TRY_CAST({_TIME} AS TIMESTAMPTZ) AS _t,
+            {_TIME} AS _time_text, {file_index}{raw},
             {_KNOWN} IS TRUE AS _known, ({empty}) AS _empty, {evidence} IS TRUE AS _ev
         FROM read_json({files}, format = 'newline_delimited', ignore_errors = true,
                        compression = 'uncompressed', maximum_object_size = {MAX_OBJECT_BYTES},
@@ -173,4 +177,10 @@ def known_record(row: dict[str, Any]) -> bool:
     """Whether a parsed line is a log record of a known format (`_KNOWN`'s Python twin)."""
     return row.get("schema") == LOG_SCHEMA or (
         row.get("schema") is None and row.get("target") is not None
-    )
+    ) or structlog_record(row)
+
+
+def structlog_record(row: dict[str, Any]) -> bool:
+    """Whether a parsed line is structlog's (`STRUCTLOG`'s Python twin)."""
+    return (row.get("schema") is None and row.get("target") is None
+            and row.get("event") is not None and row.get("timestamp") is not None)

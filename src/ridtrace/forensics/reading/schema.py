@@ -53,6 +53,8 @@ READ_FIELDS: Final[tuple[str, ...]] = (
     DYNAMO_LATENCY_MS,
     DYNAMO_SPAN_DURATION_US,
     DURATION_MS,
+    # structlog's time (`scan.STRUCTLOG`).
+    "timestamp",
 )
 
 TIME_TYPE: Final = pa.timestamp("us", tz="UTC")

@@ -81,6 +81,11 @@ def literal_list(values: tuple[str, ...]) -> str:
 
 
 _RT = f"(schema = {literal(LOG_SCHEMA)})"
+# structlog's JSONRenderer (docs/tracing.md: `add_request_ids` puts a request's ids on
+# its lines): the message in `event`, the time its TimeStamper adds in `timestamp`.
+# Read as any line of a request, no event of the vocabulary (`NORMALIZED`).
+STRUCTLOG = ('(schema IS NULL AND target IS NULL AND "timestamp" IS NOT NULL '
+             'AND event IS NOT NULL)')
 _DYN_WORKER = f"(span_name IN {literal_list(DYNAMO_WORKER_SPANS)})"
 _DYN_FRONT = f"(span_name IN {literal_list(DYNAMO_FRONTEND_SPANS)})"
 _RECEIVED = f"(message = {literal(DYNAMO_RECEIVED)})"
@@ -202,7 +207,7 @@ NORMALIZED: dict[str, str] = {
     "began": began(_RT),
     "format": _pick("'ridtrace'", "'dynamo'"),
     "level": "CASE WHEN level = 'WARNING' THEN 'WARN' ELSE level END",
-    "event": _pick("event", _DYN_EVENT),
+    "event": _pick("event", f"CASE WHEN {STRUCTLOG} IS NOT TRUE THEN {_DYN_EVENT} END"),
     "side": _pick(
         f"CASE WHEN starts_with(event, {literal(WORKER_EVENT_PREFIX)}) THEN {literal(WORKER)} END",
         f"CASE WHEN {_DYN_WORKER} THEN {literal(WORKER)} "
