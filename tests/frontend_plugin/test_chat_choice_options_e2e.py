@@ -92,3 +92,19 @@ def test_an_allowed_tools_choice_openai_refuses_is_refused(
     served = {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": ALLOWED}}
     assert oai.chat.completions.create(model="echo", messages=CHAT, tools=TOOLS,
                                        tool_choice=served).id
+
+
+def test_the_service_tier_asked_is_said_back(oai: openai.OpenAI) -> None:
+    # OpenAI's reply (and each chunk) says the tier that served a request that set one:
+    # the SDK's `service_tier` read None here, so a client checking its tier saw none.
+    reply = oai.chat.completions.create(model="echo", messages=CHAT, service_tier="flex")
+    assert (reply.service_tier, reply.choices[0].message.content) == (
+        "flex", "echo: user: choices")
+    assert oai.chat.completions.create(model="echo", messages=CHAT,
+                                       service_tier="auto").service_tier == "default"
+    assert oai.chat.completions.create(model="echo", messages=CHAT).service_tier is None
+    chunks = list(oai.chat.completions.create(
+        model="echo", messages=CHAT, service_tier="priority", stream=True,
+        stream_options={"include_usage": True}))
+    assert chunks and {chunk.service_tier for chunk in chunks} == {"priority"}
+    assert chunks[-1].usage is not None

@@ -18,6 +18,7 @@ from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of, opt_str
 from ridtrace.tracing.identity import shown_text
 
 __all__ = [
+    "chat_choices_echoed",
     "check_chat_choices",
     "check_responses_choices",
     "check_responses_tool_choice",
@@ -91,6 +92,15 @@ def check_chat_choices(body: dict[str, Any]) -> None:
         _check_one_of(body.get(name), values, name)
     for name in _STRINGS:
         opt_str(body, name)
+
+
+def chat_choices_echoed(body: dict[str, Any]) -> dict[str, Any]:
+    """What a chat completion (and each of its chunks) repeats of the options
+    :func:`check_chat_choices` checked: the ``service_tier`` that served it, when the
+    request set one (``default`` for ``auto``), as OpenAI's does. It was left out, so a
+    client reading back the tier it was billed at read ``None``."""
+    tier = body.get("service_tier")
+    return {} if tier is None else {"service_tier": "default" if tier == "auto" else tier}
 
 
 def _invalid_type(param: str, value: Any) -> InvalidRequest:

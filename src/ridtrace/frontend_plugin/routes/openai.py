@@ -21,7 +21,7 @@ from ridtrace.frontend_plugin.logprobs import (
     completion_logprobs,
     completion_token_logprobs,
 )
-from ridtrace.frontend_plugin.openai_choices import check_chat_choices
+from ridtrace.frontend_plugin.openai_choices import chat_choices_echoed, check_chat_choices
 from ridtrace.frontend_plugin.openai_names import check_message_names
 from ridtrace.frontend_plugin.prompts import (
     chat_prompt,
@@ -119,7 +119,7 @@ class _ChatRenderer(Renderer):
             "id": "chatcmpl-" + self.ids.request_id,
             "object": "chat.completion.chunk",
             "created": self.created,
-            "model": self.parsed.model,
+            "model": self.parsed.model, **self.parsed.echoed,
             "choices": [{"index": 0, "delta": delta, "logprobs": None,
                          "finish_reason": finish_reason}],
         }, self.parsed)
@@ -150,7 +150,7 @@ class _ChatRenderer(Renderer):
             "id": "chatcmpl-" + self.ids.request_id,
             "object": "chat.completion",
             "created": self.created,
-            "model": self.parsed.model,
+            "model": self.parsed.model, **self.parsed.echoed,
             "choices": [{
                 "index": 0,
                 "message": {"role": "assistant", "content": text, "refusal": None},
@@ -188,6 +188,7 @@ class _ChatSpec(ApiSpec):
             stop=openai_sampling(body),
             logprobs=chat_logprobs(body),
             json_schema=json_schema,
+            echoed=chat_choices_echoed(body),
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:
