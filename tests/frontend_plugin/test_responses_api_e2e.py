@@ -209,6 +209,17 @@ def test_store_and_background_must_be_booleans(oai: openai.OpenAI, field: str) -
     assert oai.responses.create(model="echo", input="x", **{field: False}).status == "completed"
 
 
+def test_background_mode_is_refused_as_openai_refuses_a_parameter(oai: openai.OpenAI) -> None:
+    # It was answered at once, completed, with an id no later call could use: the SDK's
+    # responses.retrieve(id) (what background mode is for) and cancel(id) got bare 404s.
+    # Nothing is stored here, so the request is refused up front, streamed or not.
+    for stream in (False, True):
+        with pytest.raises(openai.BadRequestError) as bad:
+            oai.responses.create(model="echo", input="x", background=True, stream=stream)
+        assert (bad.value.param, bad.value.code) == ("background", "unsupported_parameter")
+        assert "'background' is not supported" in bad.value.message
+
+
 @pytest.mark.parametrize("limit", [1, 15, 0])
 def test_a_max_output_tokens_below_16_is_refused_as_openai_refuses_it(
     oai: openai.OpenAI, limit: int

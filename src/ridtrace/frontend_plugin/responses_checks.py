@@ -20,6 +20,7 @@ from ridtrace.tracing.identity import shown_text
 __all__ = [
     "check_output_token_floor",
     "check_stream_options",
+    "refuse_background",
     "refuse_stored_responses",
     "responses_logprobs",
     "responses_truncation",
@@ -54,6 +55,18 @@ def refuse_stored_responses(body: dict[str, Any]) -> None:
             raise InvalidRequest("'prompt' must be an object with a string 'id'", param="prompt")
         raise InvalidRequest(f"Prompt with id '{shown_text(named, MAX_MODEL_LENGTH)}' not found.",
                              param="prompt", status=404)
+
+
+def refuse_background(body: dict[str, Any]) -> None:
+    """Refuse ``background: true`` as OpenAI refuses a parameter a model does not take.
+    A background response is fetched later (``responses.retrieve``, ``cancel``, a
+    stream resumed with ``starting_after``), and nothing is stored here: it was answered
+    at once with its id, and every later call with that id was a bare 404, so code
+    written against background mode passed its first call and broke on its second. Run
+    after ``responses_options``, which has checked that it is a boolean."""
+    if body.get("background"):
+        raise InvalidRequest("Unsupported parameter: 'background' is not supported with "
+                             "this model.", param="background", code="unsupported_parameter")
 
 
 _LOGPROBS_INCLUDE = "message.output_text.logprobs"

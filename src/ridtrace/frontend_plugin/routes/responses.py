@@ -27,6 +27,7 @@ from ridtrace.frontend_plugin.request_options import openai_metadata, responses_
 from ridtrace.frontend_plugin.responses_checks import (
     check_output_token_floor,
     check_stream_options,
+    refuse_background,
     refuse_stored_responses,
     responses_logprobs,
     responses_truncation,
@@ -206,7 +207,9 @@ class _ResponsesSpec(ApiSpec):
 
     def parse(self, body: dict[str, Any], settings: FrontendSettings) -> Parsed:
         check_stream_options(body, opt_bool(body, "stream"))
-        return self.checked(body, settings, replying=True)
+        parsed = self.checked(body, settings, replying=True)
+        refuse_background(body)
+        return parsed
 
     def checked(self, body: dict[str, Any], settings: FrontendSettings, *,
                 replying: bool) -> Parsed:
