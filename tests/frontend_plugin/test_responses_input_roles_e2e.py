@@ -87,3 +87,27 @@ def test_a_custom_tool_result_reaches_the_engine_as_a_function_result_does(
         {"type": "custom_tool_call", "call_id": "c1", "name": "t", "input": "x"},
         {"type": "custom_tool_call_output", "call_id": "c1", "output": "42"}])
     assert reply.output_text == "echo: user: a\ntool: 42"
+
+
+def test_a_field_a_message_item_does_not_have_is_refused(oai: openai.OpenAI) -> None:
+    # OpenAI's Responses API answers 400 unknown_parameter for a field a message item does
+    # not have (an app's timestamp or metadata left on its history); it was served here.
+    # Its chat ignores such a field, and so does /v1/chat/completions.
+    items: Any = [{"role": "user", "content": "hi"},
+                  {"role": "user", "content": "again", "metadata": {"at": "noon"}}]
+    for count in (False, True):
+        with pytest.raises(openai.BadRequestError) as refused:
+            if count:
+                oai.responses.input_tokens.count(model="echo", input=items)
+            else:
+                oai.responses.create(model="echo", input=items)
+        assert (refused.value.param, refused.value.code) == ("input[1].metadata",
+                                                             "unknown_parameter")
+        assert refused.value.message.endswith("Unknown parameter: 'input[1].metadata'.")
+    assert oai.chat.completions.create(model="echo", messages=items).choices[0].message.content
+    # An output message sent back as the SDK gives it (id, status, phase) is served.
+    first = oai.responses.create(model="echo", input="hi")
+    again = oai.responses.create(model="echo", input=[
+        {"role": "user", "content": "hi"}, *[item.model_dump() for item in first.output],
+        {"role": "user", "content": "again"}])
+    assert again.output_text == "echo: user: hi\nassistant: echo: user: hi\nuser: again"

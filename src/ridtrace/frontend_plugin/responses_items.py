@@ -31,6 +31,9 @@ _ITEM_TYPES = (
     "program", "program_output", "reasoning", "shell_call", "shell_call_output",
     "tool_search_call", "tool_search_output", "web_search_call",
 )
+# The fields of a message item (the SDK's ``EasyInputMessageParam``, input ``Message``
+# and ``ResponseOutputMessageParam``): OpenAI refuses any other as an unknown parameter.
+_MESSAGE_FIELDS = frozenset({"type", "role", "content", "status", "id", "phase"})
 _SUPPORTED_PARTS = (", ".join(f"'{kind}'" for kind in _PART_TYPES[:-1])
                     + f", and '{_PART_TYPES[-1]}'")
 
@@ -45,6 +48,8 @@ def check_input_items(items: list[Any]) -> None:
             raise InvalidRequest(f"Invalid value: '{shown_text(kind, 64)}'. Supported values "
                                  f"are: {', '.join(repr(t) for t in _ITEM_TYPES)}.",
                                  param=f"input[{index}].type")
+        if isinstance(item, dict) and "role" in item:
+            _refuse_unknown_fields(item, index)
         content = item.get("content") if isinstance(item, dict) and "role" in item else None
         for number, part in enumerate(content if isinstance(content, list) else ()):
             part_kind = part.get("type") if isinstance(part, dict) else None
@@ -52,3 +57,15 @@ def check_input_items(items: list[Any]) -> None:
                 raise InvalidRequest(
                     f"Invalid value: '{shown_text(part_kind, 64)}'. Supported values are: "
                     f"{_SUPPORTED_PARTS}.", param=f"input[{index}].content[{number}].type")
+
+
+def _refuse_unknown_fields(message: dict[str, Any], index: int) -> None:
+    """Refuse a field a message item does not have (a ``timestamp`` or ``metadata`` an
+    app keeps on its history), as OpenAI does: it was served here and answered 400
+    ``unknown_parameter`` there. (Chat's messages keep taking them: OpenAI's chat
+    ignores them.)"""
+    for name in message:
+        if name not in _MESSAGE_FIELDS:
+            param = f"input[{index}].{shown_text(name, 64)}"
+            raise InvalidRequest(f"Unknown parameter: '{param}'.", param=param,
+                                 code="unknown_parameter")
