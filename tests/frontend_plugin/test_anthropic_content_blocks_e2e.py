@@ -108,3 +108,16 @@ def test_thinking_with_a_forced_tool_choice_is_refused(claude: anthropic.Anthrop
     _refused(claude, [{"role": "user", "content": "weather?"}],
              "Thinking may not be enabled when tool_choice forces tool use", 2048, tools=TOOLS,
              tool_choice=choice, thinking={"type": "enabled", "budget_tokens": 1024})
+
+
+def test_a_message_field_other_than_role_and_content_is_refused(
+    claude: anthropic.Anthropic
+) -> None:
+    # Anthropic's API answers 400 "messages.1.id: Extra inputs are not permitted" for an
+    # app's own field left on its history; it was served here.
+    messages: Any = [{"role": "user", "content": "hi"},
+                     {"role": "assistant", "content": "hello", "id": "m-2"},
+                     {"role": "user", "content": "again"}]
+    _refused(claude, messages, "messages.1.id: Extra inputs are not permitted")
+    del messages[1]["id"]
+    assert claude.messages.create(model="echo", max_tokens=16, messages=messages).content

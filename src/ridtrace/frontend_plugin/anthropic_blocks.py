@@ -14,7 +14,7 @@ from typing import Any
 from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
 from ridtrace.tracing.identity import shown_text
 
-__all__ = ["BLOCK_TYPES", "check_block"]
+__all__ = ["BLOCK_TYPES", "check_block", "check_message_fields"]
 
 BLOCK_TYPES = frozenset({
     # The anthropic SDK's MessageContentParam (and the reply blocks sent back).
@@ -55,3 +55,14 @@ def check_block(block: Any, where: str, role: Any) -> None:
     if wanted is not None and role in ("user", "assistant") and role != wanted:
         raise InvalidRequest(f"'{where}': `{kind}` blocks can only be in `{wanted}` "
                              f"messages, not `{role}` messages", param=where)
+
+
+def check_message_fields(message: dict[str, Any], index: int) -> None:
+    """Refuse a message field other than ``role`` and ``content`` (an app's ``id`` or
+    ``timestamp`` left on its history), in Anthropic's words: it was served here and
+    refused by the real API (400 ``messages.N.name: Extra inputs are not permitted``)."""
+    for name in message:
+        if name not in ("role", "content"):
+            shown = shown_text(name, 64)
+            raise InvalidRequest(f"messages.{index}.{shown}: Extra inputs are not permitted",
+                                 param=f"messages[{index}].{shown}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ridtrace.frontend_plugin.anthropic_blocks import check_block
+from ridtrace.frontend_plugin.anthropic_blocks import check_block, check_message_fields
 from ridtrace.frontend_plugin.anthropic_cache_control import check_cache_control
 from ridtrace.frontend_plugin.anthropic_media import check_media_types
 from ridtrace.frontend_plugin.anthropic_thinking import check_thinking_turns
@@ -94,6 +94,7 @@ def _check_contents(messages: Any) -> None:
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
             return
+        check_message_fields(message, index)
         where = f"messages[{index}].content"
         content = message.get("content")
         if content is None:
