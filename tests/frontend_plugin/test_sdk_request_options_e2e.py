@@ -374,3 +374,22 @@ def test_a_json_schema_format_needs_a_name_openai_takes(oai: openai.OpenAI, name
         oai.responses.create(model="echo", input="x", text={"format": {
             "type": "json_schema", "name": name, "schema": schema}})
     assert responses.value.param == "text.format.name", responses.value.body
+
+
+def test_an_anthropic_service_tier_is_checked_and_said_back(claude: anthropic.Anthropic) -> None:
+    # Anthropic takes "auto" and "standard_only"; a typo or OpenAI's "flex" was served
+    # here and refused there. The reply's usage says the tier that served it.
+    for wrong in ("flex", "standard", 1):
+        with pytest.raises(anthropic.BadRequestError) as refused:
+            claude.messages.create(model="echo", max_tokens=8, messages=CHAT,
+                                   extra_body={"service_tier": wrong})
+        assert "service_tier: Input should be 'auto' or 'standard_only'" in str(
+            refused.value.body)
+    served = claude.messages.create(model="echo", max_tokens=8, messages=CHAT,
+                                    service_tier="standard_only")
+    assert (served.usage.service_tier, served.content[0].type) == ("standard", "text")
+    with claude.messages.stream(model="echo", max_tokens=8, messages=CHAT,
+                                service_tier="auto") as stream:
+        assert stream.get_final_message().usage.service_tier == "standard"
+    assert claude.messages.create(model="echo", max_tokens=8,
+                                  messages=CHAT).usage.service_tier is None

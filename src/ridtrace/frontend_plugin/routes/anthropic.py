@@ -7,6 +7,7 @@ from typing import Any
 from ridtrace.frontend_plugin.anthropic_blocks import check_block, check_message_fields
 from ridtrace.frontend_plugin.anthropic_cache_control import check_cache_control
 from ridtrace.frontend_plugin.anthropic_media import check_media_types
+from ridtrace.frontend_plugin.anthropic_service_tier import anthropic_service_tier
 from ridtrace.frontend_plugin.anthropic_thinking import check_thinking_turns
 from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
@@ -186,7 +187,8 @@ class _MessagesRenderer(Renderer):
             "id": self.msg_id, "type": "message", "role": "assistant",
             "model": self.parsed.model, "content": content, "stop_reason": stop,
             "stop_sequence": stop_sequence,
-            "usage": {"input_tokens": self.prompt_tokens, "output_tokens": out},
+            "usage": {"input_tokens": self.prompt_tokens, "output_tokens": out,
+                      **self.parsed.echoed},
         }
 
     def start(self) -> bytes:
@@ -243,6 +245,7 @@ class _MessagesSpec(ApiSpec):
             stream=opt_bool(body, "stream"),
             stop=anthropic_sampling(body),
             json_schema=json_schema,
+            echoed=anthropic_service_tier(body),
         )
 
     def renderer(self, parsed: Parsed, ids: Ids) -> Renderer:
