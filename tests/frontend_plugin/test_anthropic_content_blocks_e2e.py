@@ -121,3 +121,25 @@ def test_a_message_field_other_than_role_and_content_is_refused(
     _refused(claude, messages, "messages.1.id: Extra inputs are not permitted")
     del messages[1]["id"]
     assert claude.messages.create(model="echo", max_tokens=16, messages=messages).content
+
+
+def test_a_block_field_its_type_does_not_have_is_refused(claude: anthropic.Anthropic) -> None:
+    # Anthropic answers 400 "messages.1.content.0.tool_use.index: Extra inputs are not
+    # permitted" (a streamed block's index kept on the block sent back); it was served here.
+    call = {"type": "tool_use", "id": "t1", "name": "lookup", "input": {}, "index": 0}
+    messages: Any = [{"role": "user", "content": "w"},
+                     {"role": "assistant", "content": [call]},
+                     {"role": "user", "content": [
+                         {"type": "tool_result", "tool_use_id": "t1", "content": "sunny"}]}]
+    tools: Any = [{"name": "lookup", "input_schema": {"type": "object"}}]
+    _refused(claude, messages, "messages.1.content.0.tool_use.index: Extra inputs are not "
+             "permitted", tools=tools)
+    del call["index"]
+    assert claude.messages.create(model="echo", max_tokens=16, messages=messages,
+                                  tools=tools).content
+    # A reply's blocks sent back as the SDK gives them are served.
+    reply = claude.messages.create(model="echo", max_tokens=16, messages=messages[:1])
+    again = [*messages[:1], {"role": "assistant", "content": reply.content},
+             {"role": "user", "content": [{"type": "text", "text": "more",
+                                           "cache_control": {"type": "ephemeral"}}]}]
+    assert claude.messages.create(model="echo", max_tokens=32, messages=again).content

@@ -30,6 +30,24 @@ BLOCK_TYPES = frozenset({
 })
 """The content block types a message may hold (anthropic SDK 2.16)."""
 
+# The fields of the blocks an app most often builds or sends back (the anthropic SDK's
+# block params): Anthropic refuses any other ("Extra inputs are not permitted"), such as
+# a streamed block's ``index`` kept on a tool_use, or a reply's ``parsed_output``.
+_BLOCK_FIELDS = {
+    "text": frozenset({"type", "text", "cache_control", "citations"}),
+    "image": frozenset({"type", "source", "cache_control", "transformations"}),
+    "document": frozenset({"type", "source", "cache_control", "citations", "context",
+                           "title"}),
+    "search_result": frozenset({"type", "source", "cache_control", "citations", "content",
+                                "title"}),
+    "tool_use": frozenset({"type", "id", "name", "input", "cache_control", "caller",
+                           "toolset_name"}),
+    "tool_result": frozenset({"type", "tool_use_id", "content", "is_error", "cache_control",
+                              "toolset_name"}),
+    "thinking": frozenset({"type", "thinking", "signature"}),
+    "redacted_thinking": frozenset({"type", "data"}),
+}
+
 # The model calls a tool and the caller answers: a tool_use in a user turn (a loop that
 # put the call and its result in one message) or a result in an assistant turn is
 # refused by Anthropic's API (400); it was served here.
@@ -39,7 +57,8 @@ _ROLE_OF = {"tool_use": "assistant", "server_tool_use": "assistant", "tool_resul
 def check_block(block: Any, where: str, role: Any) -> None:
     """Refuse a content list item (``where`` names it) of a message from ``role`` that
     is not an object of a block type the Messages API knows, or that the other role
-    sends (``tool_use`` is the assistant's, ``tool_result`` the user's)."""
+    sends (``tool_use`` is the assistant's, ``tool_result`` the user's), or that holds a
+    field its type does not have (checked for the types in :data:`_BLOCK_FIELDS`)."""
     if not isinstance(block, dict):
         raise InvalidRequest(f"'{where}' must be a content block object (such as "
                              f"{{\"type\": \"text\", \"text\": ...}}), not {kind_of(block)}",
@@ -51,6 +70,12 @@ def check_block(block: Any, where: str, role: Any) -> None:
         raise InvalidRequest(f"'{where}.type': {sent} is not a content block type the "
                              "Messages API takes (text, image, document, tool_use, "
                              "tool_result, thinking…)", param=f"{where}.type")
+    for name in block:
+        if name not in _BLOCK_FIELDS.get(kind, block):
+            # Anthropic's path: messages.1.content.0.tool_use.index
+            path = where.replace("[", ".").replace("]", "")
+            raise InvalidRequest(f"{path}.{kind}.{shown_text(name, 64)}: Extra inputs are "
+                                 "not permitted", param=f"{where}.{shown_text(name, 64)}")
     wanted = _ROLE_OF.get(kind)
     if wanted is not None and role in ("user", "assistant") and role != wanted:
         raise InvalidRequest(f"'{where}': `{kind}` blocks can only be in `{wanted}` "
