@@ -111,3 +111,22 @@ def test_a_field_a_message_item_does_not_have_is_refused(oai: openai.OpenAI) -> 
         {"role": "user", "content": "hi"}, *[item.model_dump() for item in first.output],
         {"role": "user", "content": "again"}])
     assert again.output_text == "echo: user: hi\nassistant: echo: user: hi\nuser: again"
+
+
+def test_a_field_a_function_call_item_does_not_have_is_refused(oai: openai.OpenAI) -> None:
+    # responses.parse's parsed_arguments sent back on a function call (or an app's field
+    # on its output) is OpenAI's 400 unknown_parameter; it was served here.
+    call: Any = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}",
+                 "parsed_arguments": {}}
+    result: Any = {"type": "function_call_output", "call_id": "c1", "output": "r"}
+    for wrong, at in ((call, "input[1].parsed_arguments"), (result, "input[2].took_ms")):
+        result["took_ms"] = 3
+        with pytest.raises(openai.BadRequestError) as refused:
+            oai.responses.create(model="echo", input=[
+                {"role": "user", "content": "w"}, call, result])
+        assert (refused.value.param, refused.value.code) == (at, "unknown_parameter")
+        del wrong[at.rpartition(".")[2]]
+    reply = oai.responses.create(model="echo", input=[
+        {"role": "user", "content": "w"}, {**call, "id": "fc_1", "status": "completed"},
+        result])
+    assert reply.output_text == "echo: user: w\ntool: r"

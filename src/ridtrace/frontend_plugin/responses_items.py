@@ -34,6 +34,14 @@ _ITEM_TYPES = (
 # The fields of a message item (the SDK's ``EasyInputMessageParam``, input ``Message``
 # and ``ResponseOutputMessageParam``): OpenAI refuses any other as an unknown parameter.
 _MESSAGE_FIELDS = frozenset({"type", "role", "content", "status", "id", "phase"})
+# Likewise a function call and its output (``ResponseFunctionToolCallParam``,
+# ``FunctionCallOutput``): ``responses.parse``'s ``parsed_arguments`` sent back is one.
+_CALL_FIELDS = {
+    "function_call": frozenset({"type", "call_id", "name", "arguments", "id", "status",
+                                "namespace", "caller", "async"}),
+    "function_call_output": frozenset({"type", "call_id", "output", "id", "status",
+                                       "namespace", "caller", "name"}),
+}
 _SUPPORTED_PARTS = (", ".join(f"'{kind}'" for kind in _PART_TYPES[:-1])
                     + f", and '{_PART_TYPES[-1]}'")
 
@@ -49,7 +57,9 @@ def check_input_items(items: list[Any]) -> None:
                                  f"are: {', '.join(repr(t) for t in _ITEM_TYPES)}.",
                                  param=f"input[{index}].type")
         if isinstance(item, dict) and "role" in item:
-            _refuse_unknown_fields(item, index)
+            _refuse_unknown_fields(item, index, _MESSAGE_FIELDS)
+        elif isinstance(item, dict) and kind in _CALL_FIELDS:
+            _refuse_unknown_fields(item, index, _CALL_FIELDS[kind])
         content = item.get("content") if isinstance(item, dict) and "role" in item else None
         for number, part in enumerate(content if isinstance(content, list) else ()):
             part_kind = part.get("type") if isinstance(part, dict) else None
@@ -59,13 +69,13 @@ def check_input_items(items: list[Any]) -> None:
                     f"{_SUPPORTED_PARTS}.", param=f"input[{index}].content[{number}].type")
 
 
-def _refuse_unknown_fields(message: dict[str, Any], index: int) -> None:
-    """Refuse a field a message item does not have (a ``timestamp`` or ``metadata`` an
-    app keeps on its history), as OpenAI does: it was served here and answered 400
+def _refuse_unknown_fields(item: dict[str, Any], index: int, fields: frozenset[str]) -> None:
+    """Refuse a field an item does not have (a ``timestamp`` or ``metadata`` an app
+    keeps on its history), as OpenAI does: it was served here and answered 400
     ``unknown_parameter`` there. (Chat's messages keep taking them: OpenAI's chat
     ignores them.)"""
-    for name in message:
-        if name not in _MESSAGE_FIELDS:
+    for name in item:
+        if name not in fields:
             param = f"input[{index}].{shown_text(name, 64)}"
             raise InvalidRequest(f"Unknown parameter: '{param}'.", param=param,
                                  code="unknown_parameter")
