@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from ridtrace.cli.follow import table_line
+from ridtrace.cli.follow_stop import StopFlag
 from ridtrace.testing.synth import SynthSpec, write_logs
 from tests.forensics.helpers import rt_request
 from tests.support.follower import start_follower
@@ -146,6 +149,19 @@ def test_a_signal_ends_the_pause_between_polls(tmp_path: Path) -> None:
         follower.process.kill()  # gone already, unless the stop waited out the pause
     assert code == 1
     assert follower.summary()["duplicate_in_flight"] == 1
+
+
+def test_a_pause_longer_than_a_wait_can_take_is_no_internal_error() -> None:
+    # threading's wait refused a timeout past TIMEOUT_MAX: `--poll-interval 99999999999h`
+    # was an OverflowError, exit 4, at the follower's first idle poll.
+    with StopFlag(quiet=True) as stop:
+        timer = threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGTERM))
+        timer.start()
+        try:
+            stop.sleep(99999999999 * 3600.0)  # returns at the signal, as any pause does
+        finally:
+            timer.cancel()
+    assert stop()
 
 
 def _time(line: str) -> str:

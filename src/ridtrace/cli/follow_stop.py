@@ -130,8 +130,10 @@ class StopFlag:
     def sleep(self, seconds: float) -> None:
         """The pause between idle polls, cut short by a signal: time.sleep goes on after
         the handler returns, so with --poll-interval 30s Ctrl-C or a container's SIGTERM
-        waited up to 30 s, past a stop's usual 10 s grace, and the summary was lost."""
-        self._signalled.wait(seconds)
+        waited up to 30 s, past a stop's usual 10 s grace, and the summary was lost.
+        A pause longer than the wait can take (`threading.TIMEOUT_MAX`, some 292 years)
+        is that: ``--poll-interval 99999999999h`` was an OverflowError, exit 4."""
+        self._signalled.wait(min(seconds, threading.TIMEOUT_MAX))
 
 
 def _same_file(fd: int) -> list[int]:
