@@ -35,6 +35,9 @@ def _serve(tmp_path: Path, side: str, env: dict[str, str]) -> subprocess.Complet
 
 @pytest.mark.parametrize(("side", "variable", "meant"), [
     ("frontend", "RIDTRACE_FRONTEND_API_KEYS", "RIDTRACE_API_KEYS"),
+    # Singular, as OPENAI_API_KEY is: ignored, the frontend served every route keyless.
+    ("frontend", "RIDTRACE_API_KEY", "RIDTRACE_API_KEYS"),
+    ("frontend", "RIDTRACE_API_TOKEN", None),
     ("frontend", "RIDTRACE_FRONTEND_WORKER_TOKEN", "RIDTRACE_WORKER_TOKEN"),
     ("frontend", "RIDTRACE_FRONTEND_METRICS_REQUIRES_KEY", None),
     ("worker", "RIDTRACE_WORKER_DEBUG_ENDPOINT", None),

@@ -135,7 +135,8 @@ class FrontendSettings:
         the others are named after the attributes (``RIDTRACE_FRONTEND_TOTAL_TIMEOUT``).
         The secrets have their own names: ``RIDTRACE_API_KEYS`` (comma list) and
         ``RIDTRACE_WORKER_TOKEN`` (shared with ``WorkerSettings.from_env``). A non-empty
-        ``RIDTRACE_FRONTEND_*`` variable that names no field raises ValueError.
+        ``RIDTRACE_FRONTEND_*`` variable that names no field raises ValueError, and so does
+        a ``RIDTRACE_API_*`` one other than ``RIDTRACE_API_KEYS`` (``RIDTRACE_API_KEY``).
         """
         fields: dict[str, Callable[[str], Any]] = {
             "workers": comma_list,
@@ -158,6 +159,10 @@ class FrontendSettings:
         }
         refuse_unknown(environ, "RIDTRACE_FRONTEND_", fields, elsewhere={
             "API_KEYS": "RIDTRACE_API_KEYS", "WORKER_TOKEN": "RIDTRACE_WORKER_TOKEN"})
+        # ``RIDTRACE_API_KEY=sk-…`` (singular, as ``OPENAI_API_KEY`` is) was ignored: a
+        # frontend its operator meant to lock served every route without a key.
+        refuse_unknown(environ, "RIDTRACE_API_", ("keys",),
+                       elsewhere={"KEY": "RIDTRACE_API_KEYS"})
         values = read_prefixed(environ, "RIDTRACE_FRONTEND_", fields) | _secrets(environ)
         keys = read_prefixed(environ, "RIDTRACE_", {"api_keys": comma_list})
         if "api_keys" in keys and not keys["api_keys"]:
