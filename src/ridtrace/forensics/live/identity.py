@@ -44,10 +44,14 @@ def _same_log(a: Path, b: Path) -> bool:
     (``app.jsonl``, ``app.jsonl.1``, ``app.jsonl.2.gz``, ``app.1.jsonl``), or the same live
     log by the batch read's rotation names. Those know logrotate's ``dateext`` with its
     ``extension`` option, ``app-20261203.log`` for ``app.log``: by its stem alone that
-    copy was another log, its unread lines lost or its read ones read again."""
+    copy was another log, its unread lines lost or its read ones read again. In another
+    directory, a rotated part of a log of the same live name is one too: logrotate's
+    ``olddir`` puts ``app.jsonl``'s copy in ``old/app.jsonl.1`` (two logs of one name,
+    ``a/app.jsonl`` and ``b/app.jsonl``, are not parts of each other)."""
     if a.parent == b.parent and a.name.split(".", 1)[0] == b.name.split(".", 1)[0]:
         return True
-    return rotation_place(str(a))[0] == rotation_place(str(b))[0]
+    place_a, place_b = rotation_place(str(a))[0], rotation_place(str(b))[0]
+    return place_a == place_b or (place_a[1] == place_b[1] and a.name != b.name)
 
 
 class Identities:
