@@ -77,3 +77,24 @@ def test_a_body_without_its_time_takes_the_records_time_or_observed_time(
     summary = doc["summary"]
     assert (summary["lines"], summary["bad_lines"], summary["requests"]) == (2, 0, 1)
     assert code == 0
+
+
+def test_a_batch_written_before_otlp_named_its_scopes_is_read(tmp_path: Path) -> None:
+    # A collector released before mid-2022 wrote `instrumentationLibraryLogs` for
+    # `scopeLogs` (and, before that, `logs` for `logRecords`): read as batches of no
+    # record, its lines were left out without a bad line, and the Unlinked error in them
+    # was a clean "No findings" with exit 0.
+    sample = Path(__file__).parents[1] / "forensics" / "data" / "dynamo-jsonl-sample.jsonl"
+    records = [{"timeUnixNano": "1796205600123456789", "body": {"stringValue": line}}
+               for line in sample.read_text().splitlines()]
+    batches = [{"resourceLogs": [{"resource": {}, "instrumentationLibraryLogs": [
+        {"instrumentationLibrary": {}, records_key: half}]}]}
+        for records_key, half in (("logRecords", records[:5]), ("logs", records[5:]))]
+    log = tmp_path / "otel-logs.json"
+    log.write_text("".join(json.dumps(batch) + "\n" for batch in batches))
+    code, doc = analyze_json(str(log))
+    summary = doc["summary"]
+    assert (summary["lines"], summary["bad_lines"], summary["requests"]) == (9, 0, 3)
+    assert [f["span_id"] for f in doc["findings"] if f["kind"] == "unlinked"] == [
+        "5c20cc08e6afb2b7"]
+    assert code == 1

@@ -86,11 +86,21 @@ class OtlpUnwrapper(LineByLine):
         records = [
             record
             for resource in _list(batch.get("resourceLogs"))
-            for scope in _list(resource.get("scopeLogs") if isinstance(resource, dict) else None)
-            for record in _list(scope.get("logRecords") if isinstance(scope, dict) else None)
+            for scope in _field(resource, "scopeLogs", "instrumentationLibraryLogs")
+            for record in _field(scope, "logRecords", "logs")
         ]
         return b"".join(_record_text(record) for record in records)
 
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def _field(holder: Any, name: str, old_name: str) -> list[Any]:
+    """`holder`'s list under `name`, or under the name OTLP gave it before 0.15
+    (``instrumentationLibraryLogs``; ``logs`` before 0.11), as collectors released
+    before mid-2022 write it: read as an empty batch, each such line was left out
+    without a bad line, and the report said "No findings" on logs it never read."""
+    if not isinstance(holder, dict):
+        return []
+    return _list(holder.get(name) if name in holder else holder.get(old_name))
