@@ -24,6 +24,7 @@ import duckdb
 import fsspec
 import pandas as pd
 
+from ridtrace.forensics.reading.archives import TAR_ARCHIVE, is_tar
 from ridtrace.forensics.reading.connection import connect
 from ridtrace.forensics.reading.decoding import DecodedStream, compression_of, utf16_of
 from ridtrace.forensics.reading.files import parse
@@ -100,6 +101,8 @@ def _whole_file(f: LogFile) -> bool:
         if compression_of(head) is not None or utf16_of(head) is not None:
             return True  # a compressed or UTF-16 file cannot be split at a newline byte
         if wrapper_of(head) is not None:  # a record's parts may straddle a block's edge
+            return True
+        if is_tar(head):  # its first block names it unreadable, so no other block reads it
             return True
         # A file its first block will ignore is one block, so no other block reads it.
         whole = len(head) < SNIFF_BYTES
@@ -206,6 +209,9 @@ def read_block(
                 if ignored is not None:
                     stats.ignored_files.append(FileNote(block.file.name, ignored))
                     return BlockResult(_empty(), stats)
+            if is_tar(head):
+                stats.unreadable_files.append(FileNote(block.file.name, TAR_ARCHIVE))
+                return BlockResult(_empty(), stats)
             stats.files += 1
         if not block.whole:
             start = _line_start(fh, block.index * block.block_bytes, block.block_bytes)

@@ -13,6 +13,7 @@ from typing import BinaryIO
 
 import duckdb
 
+from ridtrace.forensics.reading.archives import TAR_ARCHIVE, is_tar
 from ridtrace.forensics.reading.decoding import BOM, DecodedStream
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES, Source, not_regular_reason, open_raw
 from ridtrace.forensics.reading.log_names import ignore_reason
@@ -93,6 +94,9 @@ def sniff(src: Source, raw: BinaryIO, stats: ReadStats) -> OpenedSource | None:
         if reason is not None:
             stats.ignored_files.append(FileNote(src.name, reason))
             return None
+    if is_tar(head):
+        stats.unreadable_files.append(FileNote(src.name, TAR_ARCHIVE))
+        return None
     stats.files += 1
     # A staged copy loses the lines past the cut as surely as an in-place read.
     size = os.fstat(raw.fileno()).st_size if src.path is not None and src.regular else None

@@ -1,0 +1,53 @@
+"""A tar archive of logs (``docker cp CONTAINER:/app/logs -``, a support bundle's
+``.tar.gz``) is named for what it is and how to read it, not read as one garbled log."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+from tests.cli.helpers import analyze_json
+
+SAMPLE = Path(__file__).parents[1] / "forensics" / "data" / "dynamo-jsonl-sample.jsonl"
+
+
+def _archive(path: Path, members: dict[str, bytes]) -> None:
+    with tarfile.open(path, "w:gz" if path.name.endswith(".gz") else "w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def test_a_tar_of_logs_is_unreadable_with_the_way_to_read_it(tmp_path: Path) -> None:
+    # Read as lines, each member's first record was glued to its header (a bad line,
+    # the record lost), the padding after it was "a run of NUL bytes where a crash lost
+    # lines", and the members' lines were cited as the archive's.
+    lines = SAMPLE.read_bytes().splitlines(keepends=True)
+    logs = tmp_path / "bundle"
+    logs.mkdir()
+    for name in ("logs.tar", "logs.tar.gz"):
+        _archive(logs / name, {"frontend.jsonl": b"".join(lines[:5]),
+                               "worker.jsonl": b"".join(lines[5:])})
+    for path in (logs, logs / "logs.tar", logs / "logs.tar.gz"):
+        code, doc = analyze_json(str(path))
+        summary = doc["summary"]
+        assert (summary["lines"], summary["bad_lines"], summary["ignored_files"]) == (0, 0, [])
+        reasons = {note["file"]: note["reason"] for note in summary["unreadable_files"]}
+        expected = [logs / "logs.tar", logs / "logs.tar.gz"] if path == logs else [path]
+        assert sorted(reasons) == [str(p) for p in expected]
+        assert all("a tar archive" in r and "tar xf" in r for r in reasons.values())
+        assert summary["incomplete"] is True and code == 3
+
+
+def test_a_walked_tar_of_no_logs_is_still_ignored(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "app.jsonl").write_bytes(SAMPLE.read_bytes())
+    _archive(logs / "config-backup.tar", {"frontend.yaml": b"port: 8000\n"})
+    code, doc = analyze_json(str(logs))
+    summary = doc["summary"]
+    assert [n["file"] for n in summary["ignored_files"]] == [str(logs / "config-backup.tar")]
+    assert summary["unreadable_files"] == [] and summary["incomplete"] is False
+    assert code == 1  # the sample's Unlinked error
