@@ -92,6 +92,38 @@ def test_a_document_cut_short_says_so_and_reads_the_entries_before(tmp_path: Pat
     assert code == 3
 
 
+def test_a_search_response_of_one_page_of_the_hits_says_the_rest_is_unread(
+    tmp_path: Path,
+) -> None:
+    # Kibana's Dev Tools and `curl …/_search` give `size` hits (10 unless asked) of the
+    # `hits.total` the query matched: 4 of 9 were read as the whole log, and the
+    # Unlinked error among the other 5 was a clean "No findings", exit 0.
+    sample = Path(__file__).parents[1] / "forensics" / "data" / "dynamo-jsonl-sample.jsonl"
+    lines = sample.read_bytes().splitlines()
+    page = json.loads(_search_response(lines[:4]))
+    page["hits"]["total"] = {"value": 9, "relation": "eq"}
+    log = tmp_path / "search.json"
+    log.write_text(json.dumps(page, indent=2).replace('": ', '" : ') + "\n")
+    code, doc = analyze_json(str(log))
+    summary = doc["summary"]
+    closing = log.read_text().splitlines().index("    ]") + 1  # the hits array's end
+    assert summary["bad_line_samples"] == [{
+        "file": str(log), "line": closing,
+        "reason": "one page of the query's answer: 4 of the 9 hits"}]
+    [note] = summary["unreadable_files"]
+    assert note["file"] == str(log) and "one page of a query's answer" in note["reason"]
+    assert summary["incomplete"] is True and code == 3
+    # Elasticsearch 6's total is a number; all the hits fetched is the whole answer.
+    page["hits"]["total"] = 9
+    log.write_text(json.dumps(page, indent=2).replace('": ', '" : ') + "\n")
+    assert analyze_json(str(log))[1]["summary"]["unreadable_files"] != []
+    whole = _search_response(lines)
+    log.write_bytes(whole.replace(b'"value" : 9', b'"value" : 9,\n      "relation" : "eq"'))
+    code, doc = analyze_json(str(log))
+    assert (doc["summary"]["lines"], doc["summary"]["bad_lines"]) == (9, 0)
+    assert doc["summary"]["unreadable_files"] == [] and code == 1
+
+
 def test_a_text_payload_is_judged_as_the_text_it_is(tmp_path: Path) -> None:
     record = {"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1", "message": "m"}
     entries = [{"insertId": "1", "textPayload": "INFO: Uvicorn running on :8000\n",

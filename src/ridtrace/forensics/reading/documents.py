@@ -32,6 +32,7 @@ import json
 import re
 from typing import Any
 
+from ridtrace.forensics.reading.judge import PAGE_MARK
 from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
 from ridtrace.forensics.reading.shippers import ENVELOPE_FIELDS, HIT_SOURCE, envelope_of, is_record
 from ridtrace.forensics.reading.unwrap_parts import LineByLine, carried_line, json_object
@@ -46,6 +47,10 @@ _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 # ``"values": [``, each a ``[time, line]`` array.
 _ENTRY_ARRAY = re.compile(rb'"(?:hits|values)"\s*:\s*\[$')
 _SEARCH_HEAD = re.compile(rb'\{\s*"(?:took|_scroll_id|timed_out|hits|status)"\s*:')
+# A `_search` response's top-level object (`"hits" : {`), and in it how many hits the
+# query matched: `"total" : N` (Elasticsearch 6), `"total" : { "value" : N, …}` (7 on).
+_SECTION = re.compile(rb'"([^"]*)"\s*:\s*\{$')
+_HITS_TOTAL = re.compile(rb'"(?:total|value)"\s*:\s*(\d+),?$')
 
 
 class DocumentEntries(LineByLine):
@@ -65,6 +70,12 @@ class DocumentEntries(LineByLine):
         self._entry_size = 0
         self._entry_from = 0  # the line the entry being read started at; 0 for none
         self._inside = 0  # how deep the entry being read is open
+        # The top-level object a line is in, the hits a `_search` response says its query
+        # matched, and the entries read: a response of 10 hits (Elasticsearch's default
+        # size) of thousands was read as the whole log, "No findings" on the rest.
+        self._section = b""
+        self._total: int | None = None
+        self._entries = 0
 
     def unwrap(self, line: bytes, number: int) -> bytes:
         stripped = line.strip()
@@ -75,6 +86,15 @@ class DocumentEntries(LineByLine):
         if self._entry_from:
             self._inside += change
             return self._go_on(stripped, number)
+        if before == 1 and (section := _SECTION.match(stripped)) is not None:
+            self._section = section[1]
+        if self._section == b"hits" and before in (2, 3):
+            total = _HITS_TOTAL.match(stripped)
+            if total is not None:
+                self._total = int(total[1])
+            elif (bare.startswith(b"]") and self._depth == 2 and self._total is not None
+                  and self._entries < self._total):
+                return PAGE_MARK + f"{self._entries} of the {self._total} hits".encode()
         if self.opening is None:  # learnt from the document's structure
             if (before == 0 and bare == b"[") or _ENTRY_ARRAY.search(stripped):
                 self._entry_depths.add(self._depth)
@@ -97,6 +117,7 @@ class DocumentEntries(LineByLine):
         if self._inside > 0:
             return b""
         self._entry_from = 0
+        self._entries += 1
         return entry_line(b" ".join(self._entry).removesuffix(b","), number)
 
     def unfinished(self) -> list[int]:

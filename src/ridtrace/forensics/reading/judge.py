@@ -101,8 +101,20 @@ JOURNAL_DROPPED_FILE = (
     "LogRateLimitBurst= on the unit"
 )
 
+# A query's answer saved one page of (an Elasticsearch `_search` response holds `size`
+# hits, 10 unless asked, of its `hits.total`): the document's unwrapper ends such an
+# answer with this mark and what it holds. The lines past the page were never fetched.
+PAGE_MARK = b"\x1eridtrace: one page: "
+PAGE_ONLY = "one page of the query's answer"
+PAGE_ONLY_FILE = (
+    "one page of a query's answer, not all the lines it matched (see its bad lines): "
+    "fetch them all (Elasticsearch: a size over the total, or search_after) and analyze that"
+)
+
 
 def _malformed(text: bytes) -> str:
+    if text.startswith(PAGE_MARK):
+        return f"{PAGE_ONLY}: {text[len(PAGE_MARK):].decode('utf-8', 'replace').strip()}"
     if text.startswith(JOURNAL_LEFT_OUT_MARK):
         return JOURNAL_LEFT_OUT
     if text.startswith(JOURNAL_DROPPED_MARK):

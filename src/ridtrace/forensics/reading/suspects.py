@@ -21,6 +21,8 @@ from ridtrace.forensics.reading.judge import (
     JOURNAL_DROPPED_FILE,
     JOURNAL_LEFT_OUT,
     JOURNAL_LEFT_OUT_FILE,
+    PAGE_ONLY,
+    PAGE_ONLY_FILE,
     copy_truncated,
 )
 from ridtrace.forensics.reading.lean import (
@@ -68,6 +70,8 @@ def judge_suspects(
         if reason is not None and reason.startswith(JOURNAL_DROPPED) and not dropped:
             dropped = True  # lines are gone, however few the bad lines
             stats.unreadable_files.append(FileNote(name, JOURNAL_DROPPED_FILE))
+        if reason is not None and reason.startswith(PAGE_ONLY):
+            stats.unreadable_files.append(FileNote(name, PAGE_ONLY_FILE))  # once: its end
         if reason is not None and reason.endswith(CR_SEPARATED) and not cr_separated:
             cr_separated = True  # records are unread, however few the bad lines
             stats.unreadable_files.append(FileNote(name, CR_SEPARATED_FILE))
