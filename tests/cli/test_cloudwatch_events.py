@@ -69,3 +69,24 @@ def test_follow_reads_an_aws_logs_document(tmp_path: Path) -> None:
     summary = followed_summary(tmp_path)
     assert summary["bad_line_samples"] == []
     assert summary["lines"] == 3
+
+
+def test_a_document_of_one_page_of_the_events_says_the_rest_is_unread(tmp_path: Path) -> None:
+    # `aws logs filter-log-events --max-items 4` ends its document with the NextToken to
+    # go on from (`--no-paginate`, with the API's nextToken): the events past it were
+    # read as none, and the sample's Unlinked error among them was a clean "No
+    # findings", exit 0.
+    sample = Path(__file__).parents[1] / "forensics" / "data" / "dynamo-jsonl-sample.jsonl"
+    page = json.loads(_filter_log_events(sample.read_bytes().splitlines()[:4], "frontend"))
+    for token in ("NextToken", "nextToken"):
+        log = tmp_path / f"{token}.json"
+        log.write_text(json.dumps({**page, token: "eyJuZXh0VG9rZW4iOiAiZjEifQ=="}, indent=4))
+        code, doc = analyze_json(str(log))
+        summary = doc["summary"]
+        at = next(n for n, line in enumerate(log.read_text().splitlines(), 1) if token in line)
+        assert summary["bad_line_samples"] == [{
+            "file": str(log), "line": at, "reason": "one page of the query's answer: the "
+            "events before its NextToken (--max-items, --no-paginate)"}]
+        [note] = summary["unreadable_files"]
+        assert "--max-items" in note["reason"]
+        assert (summary["lines"], summary["incomplete"], code) == (5, True, 3)

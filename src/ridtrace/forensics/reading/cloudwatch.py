@@ -23,11 +23,15 @@ from __future__ import annotations
 import json
 import re
 
+from ridtrace.forensics.reading.judge import PAGE_MARK
 from ridtrace.forensics.reading.unwrap_parts import LineByLine, carried_line
 
 __all__ = ["CloudWatchEventsUnwrapper", "is_cloudwatch_events"]
 
 _MESSAGE = re.compile(rb'\s*"message": ("(?:[^"\\]|\\.)*")\s*,?\s*$')
+# One page of the events: the AWS CLI under --max-items ends the document with the token
+# to go on from ("NextToken"), under --no-paginate with the API's ("nextToken").
+_NEXT_TOKEN = re.compile(rb'\s*"(?:NextToken|nextToken)": "')
 
 
 def is_cloudwatch_events(lines: list[bytes]) -> bool:
@@ -44,6 +48,8 @@ class CloudWatchEventsUnwrapper(LineByLine):
     def unwrap(self, line: bytes, number: int) -> bytes:
         message = _MESSAGE.match(line)
         if message is None:
+            if _NEXT_TOKEN.match(line) is not None:  # the events past it were not fetched
+                return PAGE_MARK + b"the events before its NextToken (--max-items, --no-paginate)"
             return b""
         try:
             text = json.loads(message[1])

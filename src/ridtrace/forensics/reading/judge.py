@@ -102,13 +102,15 @@ JOURNAL_DROPPED_FILE = (
 )
 
 # A query's answer saved one page of (an Elasticsearch `_search` response holds `size`
-# hits, 10 unless asked, of its `hits.total`): the document's unwrapper ends such an
-# answer with this mark and what it holds. The lines past the page were never fetched.
+# hits, 10 unless asked, of its `hits.total`; the AWS CLI's events end with a NextToken):
+# the document's unwrapper ends such an answer with this mark and what it holds. The
+# lines past the page were never fetched.
 PAGE_MARK = b"\x1eridtrace: one page: "
 PAGE_ONLY = "one page of the query's answer"
 PAGE_ONLY_FILE = (
     "one page of a query's answer, not all the lines it matched (see its bad lines): "
-    "fetch them all (Elasticsearch: a size over the total, or search_after) and analyze that"
+    "fetch them all (Elasticsearch: a size over the total, or search_after; the AWS CLI: "
+    "without --max-items or --no-paginate) and analyze that"
 )
 
 
