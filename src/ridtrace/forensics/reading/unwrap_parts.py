@@ -41,6 +41,10 @@ class RecordParts:
         """The whole record when `part` is its last, else an empty line for now."""
         if b"\n" in part:  # one line in, one line out: line numbers are the file's
             part = part.replace(b"\n", b" ")
+        if isinstance(stream, (list, dict)):
+            # A stream field that is JSON's array or object (`"stream": {}`) is a key all
+            # the same: as a dict key it stopped the read with a TypeError, exit 4.
+            stream = json.dumps(stream, sort_keys=True)
         first, parts, size = self.pending.pop(stream, (line, [], 0))
         room = MAX_LINE_BYTES + 1 - size
         if room > 0:
