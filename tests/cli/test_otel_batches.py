@@ -98,3 +98,20 @@ def test_a_batch_written_before_otlp_named_its_scopes_is_read(tmp_path: Path) ->
     assert [f["span_id"] for f in doc["findings"] if f["kind"] == "unlinked"] == [
         "5c20cc08e6afb2b7"]
     assert code == 1
+
+
+def test_a_record_time_past_the_year_9999_is_a_bad_record_not_a_crash(tmp_path: Path) -> None:
+    # A corrupt timeUnixNano (10**30) on a body without its time overflowed the
+    # conversion to a date: every command stopped with exit 4 and no report.
+    start, end = (json.loads(line) for line in rt_request("a" * 16, "r1", 0, 1))
+    del end["time"]
+    log = tmp_path / "otel-logs.json"
+    log.write_bytes(_parsed_batch([
+        (start, {"timeUnixNano": "1796205600123456789"}),
+        (end, {"timeUnixNano": str(10**30), "observedTimeUnixNano": "0"}),
+    ]))
+    code, doc = analyze_json(str(log))
+    summary = doc["summary"]
+    assert (summary["lines"], summary["bad_lines"], summary["requests"]) == (2, 1, 1)
+    assert summary["bad_line_samples"][0]["line"] == 1
+    assert code == 3

@@ -67,7 +67,10 @@ def _record_time(log_record: dict[str, Any]) -> str | None:
             continue
         if nanos > 0:
             seconds, fraction = divmod(nanos, 1_000_000_000)
-            moment = datetime.fromtimestamp(seconds, tz=UTC)
+            try:
+                moment = datetime.fromtimestamp(seconds, tz=UTC)
+            except (OverflowError, OSError, ValueError):
+                continue  # past the year 9999 (a corrupt field): stopped the read, exit 4
             return f"{moment:%Y-%m-%dT%H:%M:%S}.{fraction:09d}Z"
     return None
 
