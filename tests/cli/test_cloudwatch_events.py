@@ -90,3 +90,18 @@ def test_a_document_of_one_page_of_the_events_says_the_rest_is_unread(tmp_path: 
         [note] = summary["unreadable_files"]
         assert "--max-items" in note["reason"]
         assert (summary["lines"], summary["incomplete"], code) == (5, True, 3)
+
+
+def test_an_events_message_that_is_no_string_is_a_bad_line(tmp_path: Path) -> None:
+    # A message of null or a number (a document edited by hand) was passed over with the
+    # document's other lines: the event neither read nor counted, the read "whole".
+    sample = Path(__file__).parents[1] / "forensics" / "data" / "dynamo-jsonl-sample.jsonl"
+    document = json.loads(_filter_log_events(sample.read_bytes().splitlines(), "frontend"))
+    document["events"][6]["message"] = None  # the Unlinked error's event
+    log = tmp_path / "events.json"
+    log.write_text(json.dumps(document, indent=4))
+    code, doc = analyze_json(str(log))
+    summary = doc["summary"]
+    at = [n for n, line in enumerate(log.read_text().splitlines(), 1) if '"message": ' in line][6]
+    assert [s["line"] for s in summary["bad_line_samples"]] == [at]
+    assert (summary["lines"], summary["bad_lines"], summary["incomplete"], code) == (9, 1, True, 3)

@@ -29,6 +29,7 @@ from ridtrace.forensics.reading.unwrap_parts import LineByLine, carried_line
 __all__ = ["CloudWatchEventsUnwrapper", "is_cloudwatch_events"]
 
 _MESSAGE = re.compile(rb'\s*"message": ("(?:[^"\\]|\\.)*")\s*,?\s*$')
+_ANY_MESSAGE = re.compile(rb'\s*"message": ')
 # One page of the events: the AWS CLI under --max-items ends the document with the token
 # to go on from ("NextToken"), under --no-paginate with the API's ("nextToken").
 _NEXT_TOKEN = re.compile(rb'\s*"(?:NextToken|nextToken)": "')
@@ -50,7 +51,10 @@ class CloudWatchEventsUnwrapper(LineByLine):
         if message is None:
             if _NEXT_TOKEN.match(line) is not None:  # the events past it were not fetched
                 return PAGE_MARK + b"the events before its NextToken (--max-items, --no-paginate)"
-            return b""
+            # An event's message that is no string (null, a number: a document edited
+            # by hand) was passed over with the document's other lines, its event
+            # neither read nor counted: it is judged as the line it is.
+            return line if _ANY_MESSAGE.match(line) is not None else b""
         try:
             text = json.loads(message[1])
         except ValueError:
