@@ -51,6 +51,9 @@ _SEARCH_HEAD = re.compile(rb'\{\s*"(?:took|_scroll_id|timed_out|hits|status)"\s*
 # query matched: `"total" : N` (Elasticsearch 6), `"total" : { "value" : N, …}` (7 on).
 _SECTION = re.compile(rb'"([^"]*)"\s*:\s*\{$')
 _HITS_TOTAL = re.compile(rb'"(?:total|value)"\s*:\s*(\d+),?$')
+# `"relation" : "gte"`: the total is a lower bound (track_total_hits stops counting at
+# 10,000), so a response of that many hits, the most one `size` gets, may hold a part.
+_AT_LEAST = re.compile(rb'"relation"\s*:\s*"gte"')
 
 
 class DocumentEntries(LineByLine):
@@ -75,6 +78,7 @@ class DocumentEntries(LineByLine):
         # size) of thousands was read as the whole log, "No findings" on the rest.
         self._section = b""
         self._total: int | None = None
+        self._at_least = False  # a total counted only so far (10,000 unless asked)
         self._entries = 0
 
     def unwrap(self, line: bytes, number: int) -> bytes:
@@ -92,9 +96,12 @@ class DocumentEntries(LineByLine):
             total = _HITS_TOTAL.match(stripped)
             if total is not None:
                 self._total = int(total[1])
+            elif _AT_LEAST.match(stripped) is not None:
+                self._at_least = True
             elif (bare.startswith(b"]") and self._depth == 2 and self._total is not None
-                  and self._entries < self._total):
-                return PAGE_MARK + f"{self._entries} of the {self._total} hits".encode()
+                  and (self._entries < self._total or self._at_least)):
+                more = "at least " if self._at_least else ""
+                return PAGE_MARK + f"{self._entries} of {more}{self._total} hits".encode()
         if self.opening is None:  # learnt from the document's structure
             if (before == 0 and bare == b"[") or _ENTRY_ARRAY.search(stripped):
                 self._entry_depths.add(self._depth)
