@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import tarfile
+import zipfile
 from pathlib import Path
 
 from tests.cli.helpers import analyze_json
@@ -51,3 +52,22 @@ def test_a_walked_tar_of_no_logs_is_still_ignored(tmp_path: Path) -> None:
     assert [n["file"] for n in summary["ignored_files"]] == [str(logs / "config-backup.tar")]
     assert summary["unreadable_files"] == [] and summary["incomplete"] is False
     assert code == 1  # the sample's Unlinked error
+
+
+def test_a_zip_of_logs_is_unreadable_and_a_zip_of_others_still_ignored(tmp_path: Path) -> None:
+    # A download of logs (a CI job's artifacts, a console's "download logs") was ignored
+    # in a walk as "binary data": a walk of it alone said "No findings", exit 0.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    with zipfile.ZipFile(logs / "logs.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("run-7/frontend.jsonl", SAMPLE.read_bytes())
+    with zipfile.ZipFile(logs / "site.zip", "w") as archive:
+        archive.writestr("index.html", "<html></html>")
+    for path in (logs, logs / "logs.zip"):
+        code, doc = analyze_json(str(path))
+        summary = doc["summary"]
+        [note] = summary["unreadable_files"]
+        assert note["file"] == str(logs / "logs.zip") and "unzip" in note["reason"]
+        assert summary["bad_lines"] == 0 and summary["incomplete"] is True and code == 3
+    _, doc = analyze_json(str(logs))
+    assert [n["file"] for n in doc["summary"]["ignored_files"]] == [str(logs / "site.zip")]

@@ -24,7 +24,7 @@ import duckdb
 import fsspec
 import pandas as pd
 
-from ridtrace.forensics.reading.archives import TAR_ARCHIVE, is_tar
+from ridtrace.forensics.reading.archives import TAR_ARCHIVE, ZIP_ARCHIVE, is_tar, is_zip_of_logs
 from ridtrace.forensics.reading.connection import connect
 from ridtrace.forensics.reading.decoding import DecodedStream, compression_of, utf16_of
 from ridtrace.forensics.reading.files import parse
@@ -102,7 +102,7 @@ def _whole_file(f: LogFile) -> bool:
             return True  # a compressed or UTF-16 file cannot be split at a newline byte
         if wrapper_of(head) is not None:  # a record's parts may straddle a block's edge
             return True
-        if is_tar(head):  # its first block names it unreadable, so no other block reads it
+        if is_tar(head) or is_zip_of_logs(head):  # its first block names it unreadable
             return True
         # A file its first block will ignore is one block, so no other block reads it.
         whole = len(head) < SNIFF_BYTES
@@ -200,6 +200,9 @@ def read_block(
         unwrap = None
         if block.first:
             head = stream.read(SNIFF_BYTES)
+            if is_zip_of_logs(head):
+                stats.unreadable_files.append(FileNote(block.file.name, ZIP_ARCHIVE))
+                return BlockResult(_empty(), stats)
             # Only a whole-file block is wrapped: `_whole_file` keeps such a file whole.
             unwrap = wrapper_of(head) if block.whole else None
             if block.file.from_directory:

@@ -13,7 +13,7 @@ from typing import BinaryIO
 
 import duckdb
 
-from ridtrace.forensics.reading.archives import TAR_ARCHIVE, is_tar
+from ridtrace.forensics.reading.archives import TAR_ARCHIVE, ZIP_ARCHIVE, is_tar, is_zip_of_logs
 from ridtrace.forensics.reading.decoding import BOM, DecodedStream
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES, Source, not_regular_reason, open_raw
 from ridtrace.forensics.reading.log_names import ignore_reason
@@ -86,6 +86,9 @@ def sniff(src: Source, raw: BinaryIO, stats: ReadStats) -> OpenedSource | None:
         stats.unreadable_files.append(FileNote(src.name, decoded.unsupported))
         return None
     head = decoded.read(SNIFF_BYTES)
+    if is_zip_of_logs(head):
+        stats.unreadable_files.append(FileNote(src.name, ZIP_ARCHIVE))
+        return None
     unwrap = wrapper_of(head)
     if src.from_directory:
         seen = head if unwrap is None else unwrapped_head(head)
