@@ -9,6 +9,7 @@ import zipfile
 from pathlib import Path
 
 from tests.cli.helpers import analyze_json
+from tests.forensics.helpers import followed_summary
 
 SAMPLE = Path(__file__).parents[1] / "forensics" / "data" / "dynamo-jsonl-sample.jsonl"
 
@@ -71,3 +72,17 @@ def test_a_zip_of_logs_is_unreadable_and_a_zip_of_others_still_ignored(tmp_path:
         assert summary["bad_lines"] == 0 and summary["incomplete"] is True and code == 3
     _, doc = analyze_json(str(logs))
     assert [n["file"] for n in doc["summary"]["ignored_files"]] == [str(logs / "site.zip")]
+
+
+def test_a_followed_walk_names_an_archive_of_logs_too(tmp_path: Path) -> None:
+    # Under --follow the tar was read as one garbled log ("a run of NUL bytes where a
+    # crash lost lines") and the zip ignored as binary data, the summary complete.
+    _archive(tmp_path / "logs.tar.gz", {"frontend.jsonl": SAMPLE.read_bytes()})
+    with zipfile.ZipFile(tmp_path / "logs.zip", "w") as archive:
+        archive.writestr("frontend.jsonl", SAMPLE.read_bytes())
+    summary = followed_summary(tmp_path)
+    reasons = {n["file"]: n["reason"] for n in summary["unreadable_files"]}
+    assert sorted(reasons) == [str(tmp_path / "logs.tar.gz"), str(tmp_path / "logs.zip")]
+    assert "tar xf" in reasons[str(tmp_path / "logs.tar.gz")]
+    assert "unzip" in reasons[str(tmp_path / "logs.zip")]
+    assert (summary["lines"], summary["bad_lines"], summary["incomplete"]) == (0, 0, True)

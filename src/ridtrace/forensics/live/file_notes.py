@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ridtrace.forensics.live.identity import read_past_nuls
 from ridtrace.forensics.live.parts import DevIno
+from ridtrace.forensics.reading.archives import TAR_ARCHIVE, ZIP_ARCHIVE, is_tar, is_zip_of_logs
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES, not_regular_reason
 from ridtrace.forensics.reading.log_names import ignore_reason, named_compressed, named_for_lines
@@ -105,6 +106,12 @@ class FileNotes:
         if not head and decoded.compression is not None and decoded.tear is None:
             # Whole, and nothing but NULs: read, a bad line as the batch read counts it.
             return True
+        if is_zip_of_logs(head) or (is_tar(head) and ignore_reason(
+                path.name, head, whole=len(head) < SNIFF_BYTES) is None):
+            # Named unreadable as the batch read names it, not read as one garbled log.
+            self._block(str(path), ZIP_ARCHIVE if is_zip_of_logs(head) else TAR_ARCHIVE)
+            self.settled[key] = _stamp(st)
+            return False
         plain = size >= MAGIC_BYTES and decoded.compression is None
         if b"\n" not in head and size < SNIFF_BYTES and not _plain_lines_file(path, plain):
             # Nothing to judge yet: look again next poll. A plain file named for JSON
