@@ -21,7 +21,7 @@ from ridtrace.forensics.reading.connection import connect
 from ridtrace.forensics.reading.events import load_events
 from ridtrace.forensics.reading.inputs import expand_inputs
 from ridtrace.forensics.reading.parallel import read_all
-from ridtrace.forensics.reading.sql import DISPLAY_FIELDS, spans_select
+from ridtrace.forensics.reading.span_sql import DISPLAY_FIELDS, spans_select
 from ridtrace.forensics.reading.table import LogTable
 from ridtrace.forensics.records.read import read_partials
 from ridtrace.forensics.records.spans import build_requests, requests_from_partials

@@ -5,7 +5,7 @@ event of both formats in one vocabulary, which the event views need; the rules n
 far less: per span the first parent, client id, outcome and fingerprints, the last
 request id, whether any line is a worker's, the first Unlinked, foreign-chunk and
 deprecated-header line, and how the span ended. This pass computes just those from the
-raw fields, with the same picks as `sql.span_aggregates` (display-only fields left
+raw fields, with the same picks as `span_sql.span_aggregates` (display-only fields left
 null), so its rows equal the full path's (``tests/forensics/test_lean_spans.py``).
 
 A span's lines group on (trace_id, span_id), each id spelt one way (`hex_ids`: the
@@ -37,8 +37,8 @@ from ridtrace.contract import (
     WORKER_REFUSED,
 )
 from ridtrace.forensics.reading.hex_ids import hex_id
+from ridtrace.forensics.reading.span_sql import DISPLAY_FIELDS
 from ridtrace.forensics.reading.sql import (
-    DISPLAY_FIELDS,
     DYNAMO_OUTCOME,
     DYNAMO_REQUEST_ID,
     DYNAMO_REQUEST_SPAN,
@@ -84,7 +84,7 @@ _DYN_END = f"""CASE WHEN {_DYN_CLOSED} THEN 3 WHEN {_DYN_UNLINKED} THEN 0
     WHEN message = {literal(DYNAMO_RESPONSE_SENT)} THEN 3
     WHEN {_DYN_COMPLETED} AND span_name IN {literal_list(DYNAMO_FRONTEND_SPANS)} THEN 1
     WHEN {_DYN_COMPLETED} AND span_name IN {literal_list(DYNAMO_WORKER_SPANS)} THEN 2 ELSE 0 END"""
-# A line that lists a request's deprecated headers (`sql.span_aggregates`): preferred to
+# A line that lists a request's deprecated headers (`span_sql.span_aggregates`): preferred to
 # the WARN before it, which names one of them.
 _LISTED = f"""(_rt AND deprecated_headers IS NOT NULL
     AND event IS DISTINCT FROM {literal(DEPRECATED_HEADER)})"""
@@ -141,7 +141,7 @@ SUSPECT_EMPTY, SUSPECT_TIMED, SUSPECT_UNTIMED = _EMPTY_BIT, _TIMED_BIT, _UNTIMED
 # a pick of each kind. Row numbers stay far below it (a file of 2**40 lines).
 _UNLISTED = 1 << 40
 
-# `sql.LAST_ID_ORDER` (time, then line) as one number, row numbers staying below 2**40:
+# `span_sql.LAST_ID_ORDER` (time, then line) as one number, row numbers staying below 2**40:
 # a struct key cost 10 % more CPU per file. A span's lines all have a time; a suspect
 # line (no time, perhaps) is a group of its own, whose one id is kept whatever its key.
 _LAST_ID_KEY = f"coalesce(epoch_us(time)::HUGEINT, 0) * {_UNLISTED} + rn"
@@ -162,7 +162,7 @@ def _first_where(flag: str, value: str, name: str, row: str) -> str:
 def lean_spans_sql(source: str, *, by_file: bool = False) -> str:
     """Per-span rows of `source` (`scan.source_sql`, lean), and one row of its suspect lines.
 
-    Columns as `sql.span_aggregates` gives them (display fields null), plus ``_kind``,
+    Columns as `span_sql.span_aggregates` gives them (display fields null), plus ``_kind``,
     ``span_key`` and the flags `LogTable.spans` judges suspect lines by. ``by_file``: the
     source is several files (its ``_file`` column), each grouped apart and said by ``_file``.
     """

@@ -24,12 +24,12 @@ from ridtrace.contract import (
 from ridtrace.forensics.reading.lean import OTHER, SPAN, SUSPECT
 from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
 from ridtrace.forensics.reading.schema import READ_FIELDS
+from ridtrace.forensics.reading.span_sql import span_aggregates
 from ridtrace.forensics.reading.sql import (
     DYNAMO_EVIDENCE_MESSAGES,
     STRUCTLOG,
     literal,
     normalized_select,
-    span_aggregates,
 )
 
 # What `analyze` needs; display-only fields (level, route, client, …) stay null.

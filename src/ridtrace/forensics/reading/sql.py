@@ -1,15 +1,11 @@
-"""The two SQL stages of the read, run by DuckDB: one event vocabulary, one row per span.
+"""The first SQL stage of the read, run by DuckDB: one event vocabulary for both formats.
 
 `NORMALIZED` maps ridtrace/1 and Dynamo JSONL lines onto one event vocabulary. Dynamo
 has no ``event`` key; its lifecycle is spelled in messages and span names, so those
 are translated to the ridtrace names (``request.start``, ``worker.end``, …) and every
 rule downstream deals with one format only.
 
-`SPANS` collapses events into one row per request span, keyed by (trace_id, span_id):
-the span id is unique per request even when request ids collide, which is exactly the
-situation forensics has to untangle. Every column is decomposable (first non-null by
-line, last request id, min/max time, counts), so spans cut by a file or partition
-boundary combine exactly (`ridtrace.forensics.records.partials`).
+The second stage, one row per span, is `ridtrace.forensics.reading.span_sql`.
 """
 
 from __future__ import annotations
@@ -35,7 +31,6 @@ from ridtrace.contract import (
     DYNAMO_SPAN_DURATION_US,
     DYNAMO_SPAN_FIRST_ENTRY,
     DYNAMO_WORKER_SPANS,
-    FOREIGN_CHUNK,
     FRONTEND,
     LOG_SCHEMA,
     OUTCOME_ERROR,
@@ -260,83 +255,3 @@ def normalized_select(source: str, *, keep: tuple[str, ...] = (), hex_ids: bool 
     )
     extra = "".join(f"{k}, " for k in keep)
     return f"SELECT rn, {extra}\n    {cols}\nFROM {source}"
-
-
-def _first(col: str) -> str:
-    return f"arg_min({col}, rn) FILTER (WHERE {col} IS NOT NULL) AS {col}"
-
-
-# Fields whose value is the first non-null one among a span's lines.
-FIRST_FIELDS = (
-    "parent_span_id", "x_request_id", "outcome", "status", "fp_in", "fp_out", "route",
-    "client", "method", "service", "worker", "error",
-)
-
-
-# Display-only fields: no rule reads them, so the lean pass (`reading.lean`, what
-# `analyze` runs) leaves them null and spends no aggregate on them.
-DISPLAY_FIELDS = ("route", "client", "method", "service", "worker", "status", "error")
-
-
-# What the id a span ends with is the last of: its lines by time, then by line.
-LAST_ID_ORDER = "{'t': time, 'rn': rn}"
-
-
-def span_aggregates() -> str:
-    """The per-span aggregate columns over normalised events with ``rn``.
-
-    Lines are row numbers (``*_rn``): the caller turns them into file lines.
-    The id a request *ends* with is the one it held in flight: under the legacy id
-    policy the middleware logs a minted id at request.start, then the handler re-keys
-    the request by the client's id, and that is the id that collides. Ends with in
-    time, then in line order (`LAST_ID_ORDER`): Loki's ``logcli query`` prints newest
-    first, so by line order alone a request ended with its minted id. Its deprecated
-    headers are those its own lines list (``deprecated_headers``), else the first a
-    ``deprecated_header`` WARN names: the middleware writes the WARN first, naming one
-    header, so the request's other headers went uncounted. ``deprecated_listed`` says
-    which, so partials of a span cut between the two combine to the same pick.
-    """
-    first = ",\n    ".join(_first(c) for c in FIRST_FIELDS)
-    unlinked = f"event = {literal(RESPONSE_UNLINKED)}"
-    foreign = f"event = {literal(FOREIGN_CHUNK)}"
-    # A request's own line lists every deprecated header it sent; the WARN before it
-    # names one, and only for the first request of the process to send that one.
-    # (Only ridtrace's: a Dynamo line naming x_dynamo_request_id is no such list.)
-    listed = (f"deprecated IS NOT NULL AND event IS DISTINCT FROM {literal(DEPRECATED_HEADER)}"
-              " AND format = 'ridtrace'")
-    opened = started("format = 'ridtrace'")
-    return f"""arg_max(request_id, {LAST_ID_ORDER}) FILTER (WHERE request_id IS NOT NULL)
-        AS request_id,
-    {first},
-    CASE WHEN bool_or(side = {literal(WORKER)}) THEN {literal(WORKER)}
-         ELSE {literal(FRONTEND)} END AS side,
-    CASE WHEN bool_or({opened}) THEN min(time) ELSE min(began) END AS start,
-    max(time) AS "end", min(time) AS first_time,
-    min(rn) AS first_rn, max(rn) AS last_rn, count(*) AS lines,
-    arg_min(coalesce(error, message), rn) FILTER (WHERE {unlinked}) AS unlinked,
-    min(rn) FILTER (WHERE {unlinked}) AS unlinked_rn,
-    arg_min(chunk_request_id, rn) FILTER (WHERE {foreign}) AS "foreign",
-    min(rn) FILTER (WHERE {foreign}) AS foreign_rn,
-    coalesce(arg_min(deprecated, rn) FILTER (WHERE {listed}),
-             arg_min(deprecated, rn) FILTER (WHERE deprecated IS NOT NULL)) AS deprecated,
-    coalesce(min(rn) FILTER (WHERE {listed}),
-             min(rn) FILTER (WHERE deprecated IS NOT NULL)) AS deprecated_rn,
-    count(*) FILTER (WHERE {listed}) > 0 AS deprecated_listed,
-    bool_or(event IN {literal_list(CLOSING_EVENTS)}) IS TRUE AS closing,
-    bool_or(event = {literal(REQUEST_END)}) IS TRUE AS request_end,
-    bool_or(event = {literal(WORKER_END)}) IS TRUE AS worker_end,
-    bool_or({opened}) IS TRUE AS started"""
-
-
-def spans_select(events: str, *, by_file: bool = False) -> str:
-    """One row per span of `events` (normalised, with ``rn``), in first-seen order;
-    `by_file`: per span of each ``file`` (its first column), by file."""
-    file = "file, " if by_file else ""
-    return f"""
-SELECT {file}trace_id, span_id, hash(trace_id, span_id) AS span_key,
-    {span_aggregates()}
-FROM {events}
-WHERE span_id IS NOT NULL
-GROUP BY {file}trace_id, span_id
-ORDER BY {file}first_rn
-"""

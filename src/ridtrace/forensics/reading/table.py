@@ -24,7 +24,8 @@ from ridtrace.forensics.reading.lines import LineMap
 from ridtrace.forensics.reading.overlong import is_object_size_error, long_lines, set_aside
 from ridtrace.forensics.reading.scan import FLAGS, LEAN_FIELDS, Window, full_spans_sql, source_sql
 from ridtrace.forensics.reading.schema import READ_FIELDS, TIME_TYPE
-from ridtrace.forensics.reading.sql import normalized_select, spans_select
+from ridtrace.forensics.reading.span_sql import spans_select
+from ridtrace.forensics.reading.sql import normalized_select
 from ridtrace.forensics.reading.staging import release
 from ridtrace.forensics.reading.stats import ReadStats
 from ridtrace.forensics.reading.suspects import judge_in_slices, judge_suspects, suspect_lines

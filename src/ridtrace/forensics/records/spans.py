@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ridtrace.forensics.reading.connection import connect
-from ridtrace.forensics.reading.sql import spans_select
+from ridtrace.forensics.reading.span_sql import spans_select
 from ridtrace.forensics.records.partials import (
     LINE_COLUMNS,
     SpanPiece,
