@@ -29,9 +29,9 @@ from ridtrace.forensics.dask_engine.engine import (
 from ridtrace.forensics.dask_engine.urls import expand_urls
 from ridtrace.forensics.reading.events import load_events
 from ridtrace.forensics.reading.inputs import expand_inputs
+from ridtrace.forensics.records.finished import finish_requests
 from ridtrace.forensics.records.partials import (
     combine_requests,
-    finish_requests,
     partial_requests,
 )
 from ridtrace.forensics.records.read import read_partials

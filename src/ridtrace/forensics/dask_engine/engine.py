@@ -54,7 +54,8 @@ from ridtrace.forensics.dask_engine.groups import GroupResult, group_blocks, rea
 from ridtrace.forensics.dask_engine.urls import expand_urls
 from ridtrace.forensics.reading.stats import MAX_SAMPLES, BadLine, ReadStats
 from ridtrace.forensics.reading.unkeyed import in_whole_file
-from ridtrace.forensics.records.partials import KEY, combine_requests, finish_requests
+from ridtrace.forensics.records.finished import finish_requests
+from ridtrace.forensics.records.partials import KEY, combine_requests
 from ridtrace.forensics.rules.report import Report, analyze_requests, window_requests
 
 # Bytes of log per block: each is staged, parsed and aggregated like a whole file.

@@ -7,7 +7,7 @@ count and evidence lines, each with the file it is in. Those are all decomposabl
 partials of one span from several parts combine exactly, given their order: within a
 file, the part order (``_part``: parts are consecutive ranges of the input in the
 order it is read); across files, time (`_in_time_order`). Both engines end in
-`finish_requests`.
+`finished.finish_requests`.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ LINE_COLUMNS = tuple(LINE_FILES)
 # The file of each evidence line, as a file code (-1 where the line is missing): a
 # span's lines can lie in several files, and a line number means nothing without it.
 FILE_COLUMNS = tuple(LINE_FILES.values())
-_LINE_BITS = 32
+LINE_BITS = 32
 KEYS = ["trace_id", "span_id"]
 # Fields whose value is the first non-null one among a span's lines.
 _FIRST = (
@@ -55,7 +55,7 @@ _FIRST = (
 # (value, line) pairs taken together from the first line that has the line.
 _PAIRS = (("unlinked", "unlinked_line"), ("foreign", "foreign_line"),
           ("deprecated", "deprecated_line"))
-_STRING = pd.ArrowDtype(pa.string())
+ARROW_STRING = pd.ArrowDtype(pa.string())
 # Text in the partials, which Dask shuffles: pandas' Arrow-backed string dtype. Dask's
 # p2p shuffle rebuilds its output partitions with it only when its frame has such a
 # column; `ArrowDtype` strings come back as Python `str` objects — 3–4× the Arrow data
@@ -63,7 +63,7 @@ _STRING = pd.ArrowDtype(pa.string())
 SHUFFLE_STRING = pd.StringDtype("pyarrow")
 
 
-def _is_text(dtype: Any) -> bool:
+def is_text(dtype: Any) -> bool:
     return isinstance(dtype, (pd.StringDtype, pd.ArrowDtype)) or dtype is np.dtype(object)
 
 
@@ -110,10 +110,10 @@ def pieces_frame(pieces: Sequence[SpanPiece]) -> pd.DataFrame:
         if col in LINE_COLUMNS:
             values = lines[col]
             if col in ("first_line", "last_line"):
-                out[col] = values + (part << _LINE_BITS)
+                out[col] = values + (part << LINE_BITS)
             else:
                 missing = values < 0
-                shifted = np.where(missing, 0, values + (part << _LINE_BITS))
+                shifted = np.where(missing, 0, values + (part << LINE_BITS))
                 out[col] = pd.arrays.IntegerArray(shifted.astype(np.int64), missing)
         elif col == "lines":
             out[col] = np.asarray(frame[col].to_numpy(), dtype=np.int64)
@@ -149,10 +149,10 @@ def partial_requests(requests: pd.DataFrame, part: int) -> pd.DataFrame:
         dtype = out[col].dtype
         if col in FILE_COLUMNS:
             out[col] = np.asarray(out[col].cat.codes.to_numpy(), dtype=np.int32)
-        elif isinstance(dtype, pd.CategoricalDtype) or _is_text(dtype):
+        elif isinstance(dtype, pd.CategoricalDtype) or is_text(dtype):
             out[col] = out[col].astype(SHUFFLE_STRING)
     for col in LINE_COLUMNS:
-        out[col] = out[col] + (part << _LINE_BITS)
+        out[col] = out[col] + (part << LINE_BITS)
     # A whole input's requests: no other partial of a span to prefer a list over.
     out[LISTED] = np.zeros(len(out), dtype=bool)
     out[FIRST_TIME] = out["start"]
@@ -204,7 +204,7 @@ def _merge(parts: pd.DataFrame) -> pd.DataFrame:
     out["closing"] = group_rows(codes, closing, n) >= 0
     is_worker = np.asarray((parts["side"] == WORKER).fillna(False).to_numpy(), dtype=bool)
     side = np.where(group_rows(codes, is_worker, n) >= 0, WORKER, "frontend")
-    out["side"] = pd.Series(side, dtype=_STRING).array
+    out["side"] = pd.Series(side, dtype=ARROW_STRING).array
     return pd.DataFrame({col: out[col] for col in parts.columns if col != KEY})
 
 
@@ -223,7 +223,7 @@ def combine_requests(parts: pd.DataFrame) -> pd.DataFrame:
     parts = _arrow_text(parts)
     if parts.empty:
         return parts.drop(columns=KEY)
-    parts = _in_part_order(parts)
+    parts = in_part_order(parts)
     split = parts[KEY].duplicated(keep=False).to_numpy()
     if not split.any():  # the usual case: no span cut by a part boundary or a rotation
         return parts.drop(columns=KEY)
@@ -233,7 +233,7 @@ def combine_requests(parts: pd.DataFrame) -> pd.DataFrame:
     return combined
 
 
-def _in_part_order(frame: pd.DataFrame) -> pd.DataFrame:
+def in_part_order(frame: pd.DataFrame) -> pd.DataFrame:
     """Rows by (part, position in it), stably. The local engine's parts arrive in that
     order already, and a sort would copy every column of ~10⁵ rows to change nothing."""
     part = frame[PART].to_numpy()
@@ -266,48 +266,5 @@ def _in_time_order(parts: pd.DataFrame) -> pd.DataFrame:
 def _arrow_text(frame: pd.DataFrame) -> pd.DataFrame:
     """Text columns as the one Arrow string dtype `_merge` and the client work with
     (partials arrive as `SHUFFLE_STRING`, or as Python strings from other shuffles)."""
-    text = {c: _STRING for c, t in frame.dtypes.items() if _is_text(t) and t != _STRING}
+    text = {c: ARROW_STRING for c, t in frame.dtypes.items() if is_text(t) and t != ARROW_STRING}
     return frame.astype(text) if text else frame
-
-
-def _resolve_lines(series: pd.Series, offsets: np.ndarray) -> Any:
-    """``part << 32 | line`` → the line in the file (partition's offset + line)."""
-    values = series.array
-    raw = np.asarray(values.to_numpy(dtype=np.int64, na_value=0), dtype=np.int64)
-    lines = (raw & ((1 << _LINE_BITS) - 1)) + offsets[raw >> _LINE_BITS]
-    mask = np.asarray(series.isna().to_numpy(), dtype=bool)
-    if isinstance(series.dtype, pd.Int64Dtype):
-        return pd.arrays.IntegerArray(lines, mask)
-    return lines
-
-
-def finish_requests(
-    combined: pd.DataFrame, names: list[str], offsets: Sequence[int] = (0,)
-) -> pd.DataFrame:
-    """Combined partials → exactly what `build_requests` gives on the whole input.
-
-    `offsets[part]` is the number of lines before partition `part` in its file. Rows
-    go back to first-seen order (partition, then position in it), which the rules'
-    tie-breaks depend on, and columns to `build_requests`' dtypes.
-    """
-    ordered = _in_part_order(combined)
-    shift = np.asarray(offsets, dtype=np.int64)
-    out: dict[str, Any] = {}
-    for col in REQUEST_COLUMNS:
-        series = ordered[col]
-        if col in LINE_COLUMNS:
-            out[col] = _resolve_lines(series, shift)
-        elif col in FILE_COLUMNS:
-            codes = np.asarray(series.to_numpy(), dtype=np.int32)
-            out[col] = pd.Categorical.from_codes(codes, categories=pd.Index(names, dtype=object))
-        elif col in _CATEGORIES:
-            out[col] = series.astype("category")
-        elif _is_text(series.dtype):  # Dask hands Arrow strings back as pandas' `str`
-            out[col] = series.astype(_STRING).array
-        else:
-            out[col] = series.array
-    return pd.DataFrame(out)
-
-
-# Columns `build_requests` returns as pandas categoricals (taken from categorical events).
-_CATEGORIES = ("outcome", "status", "route", "method", "service", "worker")

@@ -15,11 +15,11 @@ import pyarrow as pa
 
 from ridtrace.forensics.reading.connection import connect
 from ridtrace.forensics.reading.span_sql import spans_select
+from ridtrace.forensics.records.finished import finish_requests
 from ridtrace.forensics.records.partials import (
     LINE_COLUMNS,
     SpanPiece,
     combine_requests,
-    finish_requests,
     partial_frame,
     pieces_frame,
 )
