@@ -130,9 +130,14 @@ def test_a_caller_whose_worker_never_ended_is_judged_when_the_follow_ends() -> N
     assert rules.finish() == []  # once
 
 
+def _span_id(name: str) -> str:
+    """A span id written in full: a short one is named in its full spelling (hex_ids)."""
+    return f"{name:0>16}"
+
+
 def _ctx(span: str, trace: str, parent: str | None = None) -> dict[str, Any]:
-    up = {"parent_span_id": parent} if parent else {}
-    return {"request_id": "7", "trace_id": f"{trace:0>32}", "span_id": span, **up}
+    up = {"parent_span_id": _span_id(parent)} if parent else {}
+    return {"request_id": "7", "trace_id": f"{trace:0>32}", "span_id": _span_id(span), **up}
 
 
 def _live_and_batch(
@@ -174,7 +179,7 @@ def test_a_follow_to_the_end_finds_what_analyze_finds_when_a_worker_was_killed(
         rt("worker.end", time=ts(0.95), **_ctx("wb", "b", "b"), outcome="ok",
            fp_in="in-b", fp_out="out-b"),
     ])
-    assert ("crossed_stream", "a") in batch
+    assert ("crossed_stream", _span_id("a")) in batch
     assert live == batch
 
 
@@ -243,19 +248,19 @@ def test_unlinked_events_reported_when_seen(tmp_path: Path) -> None:
     follower = Follower([str(tmp_path)], FollowSettings())
     try:
         follower.poll()
-        ctx = {"request_id": "5", "trace_id": "t" * 32, "span_id": "f1"}
+        ctx = {"request_id": "5", "trace_id": "t" * 32, "span_id": _span_id("f1")}
         log.write_text("\n".join([
             rt("request.start", time=ts(0), **ctx),
             rt("response.unlinked", time=ts(0.5), **ctx,
                error="Unlinked response; response task was dropped or cancelled"),
-            rt("stream.foreign_chunk", time=ts(0.6), **{**ctx, "span_id": "f2", "request_id": "6"},
+            rt("stream.foreign_chunk", time=ts(0.6), **{**ctx, "span_id": _span_id("f2"), "request_id": "6"},
                chunk_request_id="9"),
         ]) + "\n")
         found, _ = follower.poll()
     finally:
         follower.close()
     assert [(f["kind"], f["span_id"], f["evidence"][0]["line"]) for f in found] == [
-        ("unlinked", "f1", 2), ("unlinked", "f2", 3)
+        ("unlinked", _span_id("f1"), 2), ("unlinked", _span_id("f2"), 3)
     ]
     assert found[0]["detail"].startswith("Unlinked response")
 

@@ -11,6 +11,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from ridtrace.contract import WORKER
+from ridtrace.forensics.live.eviction import evict_outside
 from ridtrace.forensics.live.regroup import regroup
 from ridtrace.forensics.live.spans import Cluster, Span, SpanKey, held_beside
 
@@ -220,68 +221,9 @@ class WindowState:
             self.waiting.setdefault(front.fp_out, []).append(front)
 
     def evict(self) -> int:
-        """Drop spans with no line inside the window; returns how many were dropped.
-
-        Every span read is dropped here once: the forgetting is inline, with the indexes
-        in locals, as it costs as much per span as taking the span in.
-        """
-        # Up to where every file is read, not the latest time seen: a file read behind
-        # the others (--from-start over app.jsonl.1 of the hour before, 32 MiB a poll)
-        # had its spans dropped between two of its chunks, the lines of their requests
-        # coming next poll, and its incidents across the cut were lost.
-        read_up_to = min(self.behind.values(), default=self.watermark)
-        cutoff = min(self.watermark, read_up_to) - self.window_us
-        spans, by_id, pairs, produced = self.spans, self.clusters, self.pairs, self.produced
-        limit = self.limit
-        dropped = 0
-        while spans:
-            key, span = spans.popitem(last=False)
-            last = span.last
-            if last > limit:
-                # A line stamped years ahead held the front for good: nothing behind it
-                # left the window again. Such a span is as old as its start, or, stamped
-                # ahead throughout, as old as its place in the arrival order.
-                last = span.start if span.start <= limit else cutoff - 1
-            if last >= cutoff:  # inside the window: back to the front, and done
-                spans[key] = span
-                spans.move_to_end(key, last=False)
-                break
-            dropped += 1
-            if not span.closed:
-                self.open_at_edge += 1  # still open at the window's edge: counted, not judged
-                up = span.parent_span
-                if up is not None:
-                    # Its caller waited for it (its own work may still match what it was
-                    # delivered): a worker killed mid-request never ends, and the caller
-                    # it held was never judged, though `analyze` reports it crossed.
-                    up.open_children -= 1
-                    if up.closed and up.open_children <= 0:
-                        self.pending_fronts.append(up)
-            for cluster in span.clusters:
-                members = cluster.members
-                members.remove(span)
-                if not members and by_id.get(cluster.request_id) is cluster:
-                    del by_id[cluster.request_id]
-            fp_out = span.fp_out
-            if fp_out is not None:
-                if span.paired and span.fp_in is not None:
-                    pair = (span.fp_in, fp_out)
-                    if pairs[pair] > 1:
-                        pairs[pair] -= 1
-                    else:
-                        del pairs[pair]
-                if produced.get(fp_out) is span:
-                    del produced[fp_out]
-                if span.waiting:
-                    self._unwait(span, fp_out)
-            if span.side != WORKER:
-                self.front_seen(key[0], -1)
-            if span.parent_span is None and span.parent is not None:
-                self._unpark((key[0], span.parent), span)
-            span.closed = span.crossed_done = True  # gone: nothing pending waits for it
-            span.parent_span = None
-            span.clusters = ()
-        return dropped
+        """Drop spans with no line inside the window; returns how many were dropped
+        (`live.eviction`)."""
+        return evict_outside(self)
 
     def release(self) -> None:
         """Forget everything held, freed at once by reference counting.
@@ -304,20 +246,6 @@ class WindowState:
         self.front_traces.clear()
         self.pending_clusters = []
         self.pending_fronts = []
-
-    def _unpark(self, parent: SpanKey, span: Span) -> None:
-        kin = self.orphans.get(parent)
-        if kin is not None and span in kin:
-            kin.remove(span)
-            if not kin:
-                del self.orphans[parent]
-
-    def _unwait(self, span: Span, fp_out: str) -> None:
-        fronts = self.waiting.get(fp_out, [])
-        if span in fronts:
-            fronts.remove(span)
-        if not fronts:
-            self.waiting.pop(fp_out, None)
 
     def size(self) -> int:
         """Entries held: spans plus index entries (what memory follows)."""

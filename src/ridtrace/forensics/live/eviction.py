@@ -1,0 +1,92 @@
+"""Forgetting what left the live window (`WindowState.evict`).
+
+Every span read is dropped here once: the forgetting is inline, with the indexes in
+locals, as it costs as much per span as taking the span in.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ridtrace.contract import WORKER
+
+if TYPE_CHECKING:
+    from ridtrace.forensics.live.spans import Span, SpanKey
+    from ridtrace.forensics.live.window import WindowState
+
+
+def evict_outside(state: WindowState) -> int:
+    """Drop spans with no line inside the window; returns how many were dropped."""
+    # Up to where every file is read, not the latest time seen: a file read behind
+    # the others (--from-start over app.jsonl.1 of the hour before, 32 MiB a poll)
+    # had its spans dropped between two of its chunks, the lines of their requests
+    # coming next poll, and its incidents across the cut were lost.
+    read_up_to = min(state.behind.values(), default=state.watermark)
+    cutoff = min(state.watermark, read_up_to) - state.window_us
+    spans, by_id, pairs, produced = state.spans, state.clusters, state.pairs, state.produced
+    limit = state.limit
+    dropped = 0
+    while spans:
+        key, span = spans.popitem(last=False)
+        last = span.last
+        if last > limit:
+            # A line stamped years ahead held the front for good: nothing behind it
+            # left the window again. Such a span is as old as its start, or, stamped
+            # ahead throughout, as old as its place in the arrival order.
+            last = span.start if span.start <= limit else cutoff - 1
+        if last >= cutoff:  # inside the window: back to the front, and done
+            spans[key] = span
+            spans.move_to_end(key, last=False)
+            break
+        dropped += 1
+        if not span.closed:
+            state.open_at_edge += 1  # still open at the window's edge: counted, not judged
+            up = span.parent_span
+            if up is not None:
+                # Its caller waited for it (its own work may still match what it was
+                # delivered): a worker killed mid-request never ends, and the caller
+                # it held was never judged, though `analyze` reports it crossed.
+                up.open_children -= 1
+                if up.closed and up.open_children <= 0:
+                    state.pending_fronts.append(up)
+        for cluster in span.clusters:
+            members = cluster.members
+            members.remove(span)
+            if not members and by_id.get(cluster.request_id) is cluster:
+                del by_id[cluster.request_id]
+        fp_out = span.fp_out
+        if fp_out is not None:
+            if span.paired and span.fp_in is not None:
+                pair = (span.fp_in, fp_out)
+                if pairs[pair] > 1:
+                    pairs[pair] -= 1
+                else:
+                    del pairs[pair]
+            if produced.get(fp_out) is span:
+                del produced[fp_out]
+            if span.waiting:
+                _unwait(state, span, fp_out)
+        if span.side != WORKER:
+            state.front_seen(key[0], -1)
+        if span.parent_span is None and span.parent is not None:
+            _unpark(state, (key[0], span.parent), span)
+        span.closed = span.crossed_done = True  # gone: nothing pending waits for it
+        span.parent_span = None
+        span.clusters = ()
+    return dropped
+
+
+def _unpark(state: WindowState, parent: SpanKey, span: Span) -> None:
+    kin = state.orphans.get(parent)
+    if kin is not None and span in kin:
+        kin.remove(span)
+        if not kin:
+            del state.orphans[parent]
+
+
+def _unwait(state: WindowState, span: Span, fp_out: str) -> None:
+    fronts = state.waiting.get(fp_out, [])
+    if span in fronts:
+        fronts.remove(span)
+    if not fronts:
+        state.waiting.pop(fp_out, None)
