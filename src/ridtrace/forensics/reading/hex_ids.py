@@ -10,28 +10,34 @@ request id, a false duplicate_in_flight. The rules' read spells each id as `expo
 jaeger` does (`views.jaeger_ids`, which reads ``0x`` and leading zeros as `ridtrace
 trace ID` does): lower case, no ``0x``, zero-padded to 16 digits (a trace id to 16 or
 32: a zero high half dropped). Jaeger and Zipkin read a short id so, as the number it
-is. Ids that are no hex keep their case, and so do hex ids longer than those widths. The
-read is benchmarked: a line costs a length, a lower() and a prefix test; the pattern
-runs only on the rare id of another width, case or prefix.
+is. A hex id of a few digits without ``0x`` (``a1``, a name more than a number: a random
+id that lost its leading zeros has 13 digits or more but once in 4,096) is only lower
+cased, so reports and tests that name spans so see them as written. Ids that are no hex
+keep their case, and so do hex ids longer than those widths. The read is benchmarked: a
+line costs a length, a lower() and a prefix test; the pattern runs only on the rare id
+of another width, case or prefix.
 """
 
 from __future__ import annotations
 
 _HEX = "'[0-9a-f]+'"
 _ZERO_HIGH_HALF = "'" + "0" * 16 + "'"
+# Fewer digits than this, and no 0x: a short name, not a number that lost its zeros.
+SHORTEST_NUMBER = 9
 
 
 def _padded(column: str, widths: tuple[int, ...]) -> str:
     """`column`, a hex number whatever its case, ``0x`` or leading zeros, zero-padded to
-    the first of `widths` its digits fit; lower case without ``0x`` when they fit none;
-    as it is when it is no hex."""
+    the first of `widths` its digits fit; lower case without ``0x`` when they fit none,
+    or when it is a short name (`SHORTEST_NUMBER`); as it is when it is no hex."""
     digits = (f"(CASE WHEN starts_with(lower({column}), '0x') THEN substr(lower({column}), 3) "
               f"ELSE lower({column}) END)")
     significant = f"ltrim({digits}, '0')"
     fits = " ".join(f"WHEN length({significant}) <= {w} THEN lpad({significant}, {w}, '0')"
                     for w in widths)
-    return (f"(CASE WHEN regexp_full_match({digits}, {_HEX}) THEN (CASE {fits} "
-            f"ELSE {digits} END) ELSE {column} END)")
+    number = f"(starts_with(lower({column}), '0x') OR length({digits}) >= {SHORTEST_NUMBER})"
+    return (f"(CASE WHEN regexp_full_match({digits}, {_HEX}) THEN (CASE WHEN {number} THEN "
+            f"(CASE {fits} ELSE {digits} END) ELSE {digits} END) ELSE {column} END)")
 
 
 def hex_id(column: str, *, trace: bool = False) -> str:

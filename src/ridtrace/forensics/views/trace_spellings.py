@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ridtrace.forensics.reading.hex_ids import SHORTEST_NUMBER
+
 # The logged trace id of each request, which the trace view shows.
 LOGGED_TRACE_ID = "logged_trace_id"
 _HEX = r"[0-9a-f]+"
@@ -39,13 +41,16 @@ def _spelling(ids: pd.Series, widths: tuple[int, ...]) -> pd.Series:
     hexy = digits.str.fullmatch(_HEX).fillna(False)
     significant = digits.str.lstrip("0")
     spelt = rare.astype(object).copy()
+    # A short name (`hex_ids.SHORTEST_NUMBER`) is only lower cased, as is a longer id.
+    number = (rare.str.lower().str.startswith("0x") | (digits.str.len() >= SHORTEST_NUMBER)
+              ).fillna(False)
     fitted = pd.Series(False, index=rare.index)
     for width in widths:
-        fits = hexy & ~fitted & (significant.str.len() <= width)
+        fits = hexy & number & ~fitted & (significant.str.len() <= width)
         spelt[fits] = significant[fits].str.zfill(width).astype(object)
         fitted |= fits
-    longer = hexy & ~fitted
-    spelt[longer] = digits[longer].astype(object)
+    rest = hexy & ~fitted
+    spelt[rest] = digits[rest].astype(object)
     out = values.copy()
     out[other] = spelt.to_numpy(dtype=object)
     return out
