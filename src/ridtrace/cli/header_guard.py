@@ -27,6 +27,7 @@ from ridtrace.cli.pipelining import BoundedPipeline, InOrderRefusals
 from ridtrace.cli.refused_bodies import RefusedBodies
 from ridtrace.cli.request_target import (
     host_from_target,
+    http10_framing_refusal,
     target_refusal,
     version_refusal,
     with_root_path,
@@ -102,6 +103,7 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         super().on_message_begin()
         self._header_bytes = 0
         self._hosts = 0
+        self._transfer_coded = False
         self._in_trailer = False
         self._unread_body = 0
         self._body_open = False
@@ -124,8 +126,11 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
             # the request's headers (a key or client id sent after the body counted).
             # Nothing here reads trailers: dropped, still counted against the cap.
             return
-        if name.lower() == b"host":
+        lowered = name.lower()
+        if lowered == b"host":
             self._hosts += 1
+        elif lowered == b"transfer-encoding":
+            self._transfer_coded = True
         super().on_header(name, value)
 
     def data_received(self, data: bytes) -> None:
@@ -204,7 +209,8 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
             self._head_refusal = (f"a request needs exactly one Host header, not {self._hosts} "
                                   "(RFC 9112, section 3.2)")
             raise _HeadRefused
-        self._head_refusal = target_refusal(self.parser.get_method(), self.url)
+        self._head_refusal = (http10_framing_refusal(version, self._transfer_coded)
+                              or target_refusal(self.parser.get_method(), self.url))
         if self._head_refusal is not None:
             raise _HeadRefused
         self.url = with_root_path(self.url)  # uvicorn took no path from it: a 400

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import httptools
 
-__all__ = ["host_from_target", "target_refusal", "version_refusal", "with_root_path"]
+__all__ = [
+    "host_from_target", "http10_framing_refusal", "target_refusal", "version_refusal",
+    "with_root_path",
+]
 
 _WEB_SCHEMES = (b"http", b"https")
 _SERVED_VERSIONS = ("1.0", "1.1")
@@ -86,3 +89,16 @@ def host_from_target(target: bytes, headers: list[tuple[bytes, bytes]]) -> None:
     host = b"[" + parsed.host + b"]" if b":" in parsed.host else parsed.host
     authority = host if parsed.port is None else b"%s:%d" % (host, parsed.port)
     headers[:] = [(name, authority if name == b"host" else value) for name, value in headers]
+
+
+def http10_framing_refusal(version: str, transfer_coded: bool) -> str | None:
+    """Why an HTTP/1.0 request with a Transfer-Encoding header is refused (400), or None.
+
+    HTTP/1.0 has no transfer codings: RFC 9112 section 6.1 says such a message MUST be
+    treated as having faulty framing, even with a Content-Length. llhttp read its body
+    as chunked, so it was served, framed as no 1.0 proxy in front of this server frames
+    it: a way to smuggle a second request past that proxy."""
+    if version != "1.0" or not transfer_coded:
+        return None
+    return ("an HTTP/1.0 request cannot have Transfer-Encoding: its framing is faulty "
+            "(RFC 9112, section 6.1)")
