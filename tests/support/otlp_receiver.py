@@ -8,7 +8,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -345,34 +345,30 @@ def answering_posts(answer: Callable[[BaseHTTPRequestHandler], None]) -> Iterato
 
 
 @contextmanager
-def web_page_server(content_type: str = "text/html; charset=utf-8") -> Iterator[str]:
-    """A loopback server answering every POST 200 with a page, as Jaeger's UI does."""
+def answering_200(body: bytes, content_type: str) -> Iterator[str]:
+    """An endpoint answering every POST 200 with `body` as `content_type`."""
 
-    def page(request: BaseHTTPRequestHandler) -> None:
-        body = b"<!doctype html><html><title>Jaeger UI</title></html>"
+    def answer(request: BaseHTTPRequestHandler) -> None:
         request.send_response(200)
         request.send_header("content-type", content_type)
         request.send_header("content-length", str(len(body)))
         request.end_headers()
         request.wfile.write(body)
 
-    with answering_posts(page) as url:
-        yield url
-
-
-@contextmanager
-def answering_json(body: bytes) -> Iterator[str]:
-    """An endpoint answering every POST 200 with `body` as application/json."""
-
-    def answer(request: BaseHTTPRequestHandler) -> None:
-        request.send_response(200)
-        request.send_header("content-type", "application/json")
-        request.send_header("content-length", str(len(body)))
-        request.end_headers()
-        request.wfile.write(body)
-
     with answering_posts(answer) as url:
         yield url
+
+
+def web_page_server(
+    content_type: str = "text/html; charset=utf-8",
+) -> AbstractContextManager[str]:
+    """A loopback server answering every POST 200 with a page, as Jaeger's UI does."""
+    return answering_200(b"<!doctype html><html><title>Jaeger UI</title></html>", content_type)
+
+
+def answering_json(body: bytes) -> AbstractContextManager[str]:
+    """An endpoint answering every POST 200 with `body` as application/json."""
+    return answering_200(body, "application/json")
 
 
 @contextmanager
