@@ -7,6 +7,7 @@ command waiting forever. The servers here are real processes on loopback ports.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -24,14 +25,17 @@ require_extra("dask")
 
 # A bound on the command only: without the fix it never ended, so this fails it.
 HANG = 120
+# Dask's own setting for the wait, shorter than ridtrace's 10 s default, as a user sets it.
+CONNECT = {"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"}
 
 
-def _analyze_on(address: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def _analyze_on(address: str, tmp_path: Path,
+                env: dict[str, str] = CONNECT) -> subprocess.CompletedProcess[str]:
     write_logs(tmp_path / "logs", SynthSpec(requests=20))
     return subprocess.run(
         [sys.executable, "-m", "ridtrace", "analyze", str(tmp_path / "logs"), "--format", "json",
          "--engine", "dask", "--scheduler", address],
-        capture_output=True, text=True, timeout=HANG,
+        capture_output=True, text=True, timeout=HANG, env={**os.environ, **env},
     )
 
 
@@ -72,6 +76,7 @@ def test_the_dashboard_port_is_an_error_not_a_hang(dashboard_port: int, tmp_path
     assert done.stdout == ""
     assert "cannot reach the Dask scheduler" in done.stderr, done.stderr
     assert "answered" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert "within 2s" in done.stderr, done.stderr  # Dask's setting, not ridtrace's 10 s
 
 
 def test_a_listener_that_never_answers_is_an_error_not_a_hang(tmp_path: Path) -> None:
@@ -104,3 +109,25 @@ def test_a_listener_that_never_answers_is_an_error_not_a_hang(tmp_path: Path) ->
     assert done.returncode == 2, done.stderr
     assert "cannot reach the Dask scheduler" in done.stderr and "answered" in done.stderr
     assert accepted  # it did reach the listener: the wait was on the handshake
+
+
+def test_a_connect_timeout_dask_cannot_use_is_said_before_any_wait(tmp_path: Path) -> None:
+    done = _analyze_on("tcp://127.0.0.1:9", tmp_path,
+                       {"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "soon"})
+    assert done.returncode == 2, done.stderr
+    assert "distributed.comm.timeouts.connect is 'soon'" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+
+
+def test_the_wait_is_ten_seconds_unless_dask_is_told_otherwise() -> None:
+    import dask
+
+    from ridtrace.forensics.dask_engine.cluster import DaskEngineError, connect_timeout
+
+    assert connect_timeout() == 10.0
+    with dask.config.set({"distributed.comm.timeouts.connect": "2.5s"}):
+        assert connect_timeout() == 2.5
+    for unusable in ("0s", "-1s", "1 fortnight"):
+        with dask.config.set({"distributed.comm.timeouts.connect": unusable}), \
+                pytest.raises(DaskEngineError, match="expected a time above zero"):
+            connect_timeout()

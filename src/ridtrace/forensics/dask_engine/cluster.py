@@ -20,8 +20,11 @@ __all__ = [
 # What a local cluster gets on top of Dask's machine-sized defaults: quiet logs and a
 # dashboard on a free port (8787 is often taken by another cluster on the machine).
 LOCAL_CLUSTER_OPTIONS: dict[str, Any] = {"dashboard_address": ":0", "silence_logs": logging.ERROR}
-# Seconds a scheduler has to accept the client and answer it.
+# Seconds a scheduler has to accept the client and answer it, unless Dask's own
+# `distributed.comm.timeouts.connect` was set (`connect_timeout`): Dask's default of 30 s
+# is long to wait in an incident for a scheduler that is not there.
 CONNECT_TIMEOUT = 10.0
+_DASK_DEFAULT_CONNECT = "30s"
 # distributed's annotations are partial; the engine talks to it through `Any`.
 _dist: Any = distributed
 DaskClient = Any
@@ -39,10 +42,11 @@ def dask_client(scheduler: str | None = None, **cluster_options: Any) -> Iterato
     count, memory split evenly between workers) unless `cluster_options` say otherwise.
     """
     if scheduler is not None:
+        timeout = connect_timeout()
         try:
             _check_address(scheduler)
-            _check_answers(scheduler)
-            client = _dist.Client(scheduler, timeout=CONNECT_TIMEOUT)
+            _check_answers(scheduler, timeout)
+            client = _dist.Client(scheduler, timeout=timeout)
         except (OSError, TimeoutError) as exc:
             raise DaskEngineError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from exc
         except (ValueError, TypeError) as exc:  # the user's mistake, not a crash of ridtrace
@@ -73,8 +77,27 @@ def _check_address(scheduler: str) -> None:
                          "(distributed.comm.tls.* or DASK_DISTRIBUTED__COMM__TLS__*)")
 
 
-def _check_answers(scheduler: str) -> None:
-    """Fail unless a Dask scheduler answers at `scheduler` within `CONNECT_TIMEOUT`.
+def connect_timeout() -> float:
+    """Seconds to wait for a named scheduler: Dask's `distributed.comm.timeouts.connect`
+    when the user set it (``DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT=5s``, a Dask
+    config file), else `CONNECT_TIMEOUT`."""
+    import dask
+
+    configured = dask.config.get("distributed.comm.timeouts.connect")
+    if configured == _DASK_DEFAULT_CONNECT:
+        return CONNECT_TIMEOUT
+    try:
+        seconds = dask.utils.parse_timedelta(configured, default="seconds")
+    except (ValueError, TypeError, KeyError):
+        seconds = None
+    if not seconds or not 0 < seconds < float("inf"):
+        raise DaskEngineError(f"Dask's distributed.comm.timeouts.connect is {configured!r}: "
+                              "expected a time above zero, e.g. 10s")
+    return float(seconds)
+
+
+def _check_answers(scheduler: str, timeout: float) -> None:
+    """Fail unless a Dask scheduler answers at `scheduler` within `timeout` seconds.
 
     distributed bounds a client's TCP connect, not the handshake after it: a server that
     accepts and never answers as a scheduler (the dashboard's HTTP port, a tunnel with
@@ -85,12 +108,12 @@ def _check_answers(scheduler: str) -> None:
     failed: list[BaseException] = []
 
     async def handshake() -> None:
-        connect = _dist.comm.connect(scheduler, timeout=CONNECT_TIMEOUT, **args)
+        connect = _dist.comm.connect(scheduler, timeout=timeout, **args)
         try:  # (a connect that finds no listener fails on its own, with an OSError)
-            await (await asyncio.wait_for(connect, CONNECT_TIMEOUT)).close()
+            await (await asyncio.wait_for(connect, timeout)).close()
         except TimeoutError as exc:
             raise TimeoutError(
-                f"no Dask scheduler answered there within {CONNECT_TIMEOUT:g}s (the "
+                f"no Dask scheduler answered there within {timeout:g}s (the "
                 "dashboard's port? a scheduler listens on 8786 unless told otherwise)") from exc
 
     def run() -> None:
