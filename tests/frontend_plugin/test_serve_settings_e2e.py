@@ -1,5 +1,12 @@
 """`ridtrace serve` configured as the docs say: RIDTRACE_* tracing variables honoured,
-settings that would fail every request refused at start-up."""
+settings that would fail every request refused at start-up.
+
+A setting refused before anything is served is checked in-process (click's runner, see
+`_serve`), as tests/cli/test_serve_options.py does: a `ridtrace serve` process costs
+~1.3 CPU-s of imports, and the refusal is click's usage error, exit 2, either way.
+`test_the_real_command_refuses_a_setting_with_exit_2_and_no_traceback` and the log-file
+and log-level tests keep the real command's exit code and stderr in view.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +14,15 @@ import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import CliRunner, Result
 
+import ridtrace.cli.serve as serve_command
+from ridtrace.cli.main import main
 from tests.frontend_plugin.conftest import start_stack
 from tests.support.servers import free_port, run_server
 
@@ -21,6 +32,39 @@ DEPRECATION_ENV = {
     "RIDTRACE_DEPRECATION_LINK": "https://example.com/docs/request-ids",
     "RIDTRACE_ID_GENERATOR": "uuid7",
 }
+
+
+class _Started(Exception):
+    """The command got past its checks: it would set up its log and serve now."""
+
+
+@pytest.fixture
+def serve(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """`ridtrace serve SIDE ARGV` in-process with `env` over the environment (None
+    unsets a variable); a command past its checks stops with `_Started` (exit 1) where
+    it would set up its log and serve, so a setting wrongly let through fails the test
+    rather than serving in the test's process."""
+
+    def started(*args: object) -> None:
+        raise _Started
+
+    monkeypatch.setattr(serve_command, "setup_telemetry", started)
+
+    def run(side: str, *argv: str, env: dict[str, str | None] | None = None) -> Result:
+        where = ["--worker", "http://127.0.0.1:9"] if side == "frontend" and not any(
+            a == "--worker" for a in argv) else []
+        return CliRunner().invoke(main, [
+            "serve", side, "--port", "1", *where, "--log-file",
+            str(tmp_path / f"{side}.jsonl"), *argv], env=env)
+
+    return run
+
+
+def _refused(result: Result) -> str:
+    """The stderr of a run refused as bad usage (exit 2, not a crash)."""
+    assert result.exit_code == 2 and not isinstance(result.exception, _Started), (
+        result.exit_code, result.exception, result.output)
+    return result.stderr
 
 
 def test_serve_reads_the_tracing_variables(tmp_path: Path) -> None:
@@ -49,15 +93,10 @@ def test_serve_reads_the_tracing_variables(tmp_path: Path) -> None:
     ],
 )
 def test_a_frontend_setting_that_would_fail_every_request_is_refused(
-    tmp_path: Path, flags: list[str], named: str
+    serve: Callable[..., Result], flags: list[str], named: str
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "ridtrace", "serve", "frontend", "--port", "1",
-         "--worker", "http://127.0.0.1:9", "--log-file", str(tmp_path / "f.jsonl"), *flags],
-        capture_output=True, text=True, timeout=60,
-    )
     # Bad usage, exit 2, naming the option as given (it said "first_byte_timeout", exit 1).
-    assert done.returncode == 2 and named in done.stderr, done.stderr
+    assert named in _refused(serve("frontend", *flags))
 
 
 def _serve_worker(log_file: Path, *flags: str) -> subprocess.CompletedProcess[str]:
@@ -78,14 +117,9 @@ def _serve_worker(log_file: Path, *flags: str) -> subprocess.CompletedProcess[st
     ([], {"RIDTRACE_WORKER_MAX_BODY_BYTES": "many"}, "RIDTRACE_WORKER_MAX_BODY_BYTES"),
 ])
 def test_a_worker_setting_that_would_fail_is_a_usage_error(
-    tmp_path: Path, flags: list[str], env: dict[str, str], named: str
+    serve: Callable[..., Result], flags: list[str], env: dict[str, str], named: str
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "ridtrace", "serve", "worker", "--port", "1",
-         "--log-file", str(tmp_path / "w.jsonl"), *flags],
-        capture_output=True, text=True, timeout=60, env={**os.environ, **env},
-    )
-    assert done.returncode == 2 and named in done.stderr, done.stderr
+    assert named in _refused(serve("worker", *flags, env=env))
 
 
 @pytest.mark.parametrize(
@@ -107,15 +141,29 @@ def test_a_worker_setting_that_would_fail_is_a_usage_error(
     ],
 )
 def test_settings_that_would_break_serving_are_refused_naming_what_is_wrong(
-    tmp_path: Path, flags: list[str], env: dict[str, str], code: int, says: str,
+    serve: Callable[..., Result], flags: list[str], env: dict[str, str], code: int, says: str,
 ) -> None:
-    worker = [] if any(f == "--worker" for f in flags) else ["--worker", "http://127.0.0.1:9"]
+    stderr = _refused(serve("frontend", *flags, env=env))  # exit 2: no crash, no traceback
+    assert says in stderr and "s3cret" not in stderr, stderr
+
+
+@pytest.mark.parametrize(("side", "flags", "env", "says"), [
+    ("frontend", ["--worker", "http://alice:pw/s3cret@127.0.0.1:1"], {}, "percent-encode"),
+    ("worker", [], {"RIDTRACE_WORKER_TOKEN_DELAY": "-0.5"},
+     "RIDTRACE_WORKER_TOKEN_DELAY: token_delay"),
+])
+def test_the_real_command_refuses_a_setting_with_exit_2_and_no_traceback(
+    tmp_path: Path, side: str, flags: list[str], env: dict[str, str], says: str
+) -> None:
+    # What a user sees of the refusals the tests above check in-process: the process's
+    # own exit status and stderr (no traceback, no secret), from `python -m ridtrace`.
+    worker = ["--worker", "http://127.0.0.1:9"] if side == "frontend" and not flags else []
     done = subprocess.run(
-        [sys.executable, "-m", "ridtrace", "serve", "frontend", "--port", "1", *worker,
-         "--log-file", str(tmp_path / "f.jsonl"), *flags],
+        [sys.executable, "-m", "ridtrace", "serve", side, "--port", "1", *worker,
+         "--log-file", str(tmp_path / f"{side}.jsonl"), *flags],
         capture_output=True, text=True, timeout=60, env={**os.environ, **env},
     )
-    assert done.returncode == code and says in done.stderr, done.stderr
+    assert done.returncode == 2 and says in done.stderr, done.stderr
     assert "s3cret" not in done.stderr and "Traceback" not in done.stderr
 
 
@@ -134,26 +182,13 @@ def test_an_unknown_log_level_is_a_usage_error(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("keys", "said"), [("", True), (None, False), ("sk-one", False)])
 def test_an_empty_api_keys_variable_is_said_at_start(
-    tmp_path: Path, keys: str | None, said: bool
+    serve: Callable[..., Result], keys: str | None, said: bool
 ) -> None:
     # `RIDTRACE_API_KEYS=$KEY ridtrace serve frontend` with $KEY unset left every route
     # open without a word: an empty variable counts as not set.
-    import socket
-
-    env = {k: v for k, v in os.environ.items() if k != "RIDTRACE_API_KEYS"}
-    if keys is not None:
-        env["RIDTRACE_API_KEYS"] = keys
-    with socket.socket() as taken:  # the server stops at its bind, after its checks
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        done = subprocess.run(
-            [sys.executable, "-m", "ridtrace", "serve", "frontend",
-             "--port", str(taken.getsockname()[1]), "--worker", "http://127.0.0.1:9",
-             "--log-file", str(tmp_path / "f.jsonl")],
-            capture_output=True, text=True, timeout=60, env=env,
-        )
-    assert "could not start" in done.stderr, done.stderr
-    assert ("RIDTRACE_API_KEYS is empty" in done.stderr) is said, done.stderr
+    result = serve("frontend", env={"RIDTRACE_API_KEYS": keys})
+    assert isinstance(result.exception, _Started), result.output  # it goes on to serve
+    assert ("RIDTRACE_API_KEYS is empty" in result.stderr) is said, result.stderr
 
 
 @pytest.mark.parametrize(("side", "flags", "env", "policy"), [
@@ -202,14 +237,11 @@ def test_a_frontend_takes_its_workers_from_the_variable_when_no_worker_option_is
 
 
 def test_a_frontend_with_no_worker_anywhere_is_a_usage_error(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "RIDTRACE_FRONTEND_WORKERS"}
-    done = subprocess.run(
-        [sys.executable, "-m", "ridtrace", "serve", "frontend", "--port", "1",
-         "--log-file", str(tmp_path / "f.jsonl")],
-        capture_output=True, text=True, timeout=60, env=env,
-    )
-    assert done.returncode == 2, done.stderr
-    assert "--worker" in done.stderr and "RIDTRACE_FRONTEND_WORKERS" in done.stderr, done.stderr
+    result = CliRunner().invoke(main, [
+        "serve", "frontend", "--port", "1", "--log-file", str(tmp_path / "f.jsonl")],
+        env={"RIDTRACE_FRONTEND_WORKERS": None})
+    stderr = _refused(result)
+    assert "--worker" in stderr and "RIDTRACE_FRONTEND_WORKERS" in stderr, stderr
 
 
 @pytest.mark.parametrize(("env", "named"), [
@@ -227,17 +259,13 @@ def test_a_frontend_with_no_worker_anywhere_is_a_usage_error(tmp_path: Path) -> 
     ({"RIDTRACE_DEPRECATION_LINK": "https://例え.jp/ids"}, "RIDTRACE_DEPRECATION_LINK"),
 ])
 def test_a_tracing_variable_refused_once_read_is_named(
-    tmp_path: Path, env: dict[str, str], named: str
+    serve: Callable[..., Result], env: dict[str, str], named: str
 ) -> None:
     # Said by its field alone ("max_client_id_length must be at least 1, not 0",
     # "not an HTTP header name: 'client id'"), which no variable is called.
-    for side, where in (("frontend", ["--worker", "http://127.0.0.1:9"]), ("worker", [])):
-        done = subprocess.run(
-            [sys.executable, "-m", "ridtrace", "serve", side, "--port", str(free_port()),
-             *where, "--log-file", str(tmp_path / f"{side}.jsonl")],
-            capture_output=True, text=True, timeout=60, env={**os.environ, **env},
-        )
-        assert done.returncode == 2 and f"Error: {named}: " in done.stderr, done.stderr
+    for side in ("frontend", "worker"):
+        stderr = _refused(serve(side, env=env))
+        assert f"Error: {named}: " in stderr, stderr
 
 
 @pytest.mark.parametrize(("flags", "env"), [
@@ -246,21 +274,9 @@ def test_a_tracing_variable_refused_once_read_is_named(
     (["--metrics-require-key"], {"RIDTRACE_API_KEYS": ""}),
 ])
 def test_metrics_require_key_without_any_key_is_a_usage_error(
-    tmp_path: Path, flags: list[str], env: dict[str, str]
+    serve: Callable[..., Result], flags: list[str], env: dict[str, str]
 ) -> None:
     # With no key configured there was nothing to require: /metrics answered everyone,
     # without a word, while the operator had asked for it to be closed.
-    import socket
-
-    environ = {k: v for k, v in os.environ.items() if k != "RIDTRACE_API_KEYS"} | env
-    with socket.socket() as taken:  # started, it stops at its bind: exit 3
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        done = subprocess.run(
-            [sys.executable, "-m", "ridtrace", "serve", "frontend",
-             "--port", str(taken.getsockname()[1]), "--worker", "http://127.0.0.1:9",
-             "--log-file", str(tmp_path / "f.jsonl"), *flags],
-            capture_output=True, text=True, timeout=60, env=environ,
-        )
-    assert done.returncode == 2, done.stderr
-    assert "--metrics-require-key" in done.stderr and "API key" in done.stderr, done.stderr
+    stderr = _refused(serve("frontend", *flags, env={"RIDTRACE_API_KEYS": None, **env}))
+    assert "--metrics-require-key" in stderr and "API key" in stderr, stderr
