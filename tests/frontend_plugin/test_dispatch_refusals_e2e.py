@@ -11,13 +11,14 @@ import asyncio
 import http.server
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import openai
 import pytest
 
-from tests.frontend_plugin.conftest import _spawn, start_stack
+from tests.frontend_plugin.conftest import Proc, _spawn, start_stack
 from tests.frontend_plugin.traffic import Result, call
 from tests.support.servers import stop_process, wait_until_serving
 
@@ -64,11 +65,12 @@ def test_a_request_a_worker_rejects_does_not_mark_the_worker_down(tmp_path: Path
 
 def test_a_full_connection_pool_queues_without_marking_workers_down(tmp_path: Path) -> None:
     # Four streams over a pool of two connections: two wait for a connection while the
-    # first two stream for about 3 s, far past the 1 s first-byte timeout. Before the
-    # fix that wait counted as the worker's first byte: each waiting request marked the
-    # (unasked) worker down, retried, marked the other down too and failed with 504
-    # 'worker timed out', leaving /health at 503 with two healthy workers.
-    slow = ["--token-delay", "0.4"]
+    # first two stream for about 2 s (8 tokens 0.25 s apart: sleeps, so never less),
+    # well past the 1 s first-byte timeout. Before the fix that wait counted as the
+    # worker's first byte: each waiting request marked the (unasked) worker down,
+    # retried, marked the other down too and failed with 504 'worker timed out',
+    # leaving /health at 503 with two healthy workers.
+    slow = ["--token-delay", "0.25"]
     with start_stack(
         tmp_path, workers=[slow, slow], frontend=["--first-byte-timeout", "1"],
         env={"RIDTRACE_FRONTEND_MAX_CONNECTIONS": "2"},
@@ -180,6 +182,19 @@ def test_a_worker_marked_down_that_answers_again_is_back_in_rotation(tmp_path: P
             stop_process(restarted.process, grace=5)
 
 
+@pytest.fixture(scope="module")
+def echo_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
+    """One real worker behind the frontends below that try it after a refusing server:
+    a worker's state lives in the frontend, so each test's own frontend sees it fresh
+    (a worker start is ~1.3 CPU-s of imports)."""
+    worker = _spawn(["worker"], tmp_path_factory.mktemp("echo-worker"), "worker")
+    try:
+        wait_until_serving(worker.url, worker.process, timeout=60, path="/health")
+        yield worker
+    finally:
+        stop_process(worker.process, grace=5)
+
+
 class _Refusing(http.server.BaseHTTPRequestHandler):
     """A worker (or the proxy in front of it) that refuses every call with ``status``."""
 
@@ -200,7 +215,7 @@ class _Refusing(http.server.BaseHTTPRequestHandler):
 
 @pytest.mark.parametrize("status", [429, 421])
 def test_a_worker_that_cannot_take_the_request_sends_it_to_another(
-    tmp_path: Path, status: int
+    tmp_path: Path, status: int, echo_worker: Proc
 ) -> None:
     # 429 (shedding load) and 421 (misdirected) say the worker cannot take this request
     # now, not that the request is wrong: they were answered 502 'worker rejected the
@@ -209,12 +224,11 @@ def test_a_worker_that_cannot_take_the_request_sends_it_to_another(
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), refusing)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     refuser = f"http://127.0.0.1:{server.server_address[1]}"
-    worker = _spawn(["worker"], tmp_path, "worker")
+    worker = echo_worker
     fe = _spawn(["frontend", "--worker", refuser, "--worker", worker.url,
                  "--debug-endpoints"], tmp_path, "frontend")
     try:
-        for proc in (worker, fe):
-            wait_until_serving(proc.url, proc.process, timeout=60, path="/health")
+        wait_until_serving(fe.url, fe.process, timeout=60, path="/health")
         body = {"model": "echo", "messages": [{"role": "user", "content": "elsewhere"}]}
         reply = httpx.post(fe.url + "/v1/chat/completions", json=body, timeout=10)
         assert reply.status_code == 200, reply.text
@@ -225,7 +239,6 @@ def test_a_worker_that_cannot_take_the_request_sends_it_to_another(
         assert ups == {refuser: False, worker.url: True}
     finally:
         stop_process(fe.process, grace=5)
-        stop_process(worker.process, grace=5)
         server.shutdown()
 
 
@@ -253,19 +266,20 @@ class _EndlessError(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_a_refusal_whose_body_never_ends_is_left_at_once(tmp_path: Path) -> None:
+def test_a_refusal_whose_body_never_ends_is_left_at_once(
+    tmp_path: Path, echo_worker: Proc
+) -> None:
     # The frontend read a refusal's body to its end before trying the next worker: one
     # that never ends held the request for the whole first-byte budget (and was kept in
     # memory as it came), then counted as a timeout.
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EndlessError)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     endless = f"http://127.0.0.1:{server.server_address[1]}"
-    worker = _spawn(["worker"], tmp_path, "worker")
+    worker = echo_worker
     fe = _spawn(["frontend", "--worker", endless, "--worker", worker.url,
                  "--first-byte-timeout", "5"], tmp_path, "frontend")
     try:
-        for proc in (worker, fe):
-            wait_until_serving(proc.url, proc.process, timeout=60, path="/health")
+        wait_until_serving(fe.url, fe.process, timeout=60, path="/health")
         body = {"model": "echo", "messages": [{"role": "user", "content": "next one"}]}
         reply = httpx.post(fe.url + "/v1/chat/completions", json=body, timeout=30)
         assert reply.status_code == 200, reply.text
@@ -274,5 +288,4 @@ def test_a_refusal_whose_body_never_ends_is_left_at_once(tmp_path: Path) -> None
         assert (retry["reason"], retry["marked_down"]) == ("status_5xx", True), retry
     finally:
         stop_process(fe.process, grace=5)
-        stop_process(worker.process, grace=5)
         server.shutdown()
