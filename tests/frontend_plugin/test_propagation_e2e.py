@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import orjson
 import pytest
+from click.testing import CliRunner
 
-from tests.frontend_plugin.conftest import Proc, start_stack
-from tests.support.otlp_receiver import ReceivedSpan, otlp_receiver
+from ridtrace.cli.main import main
+from tests.frontend_plugin.conftest import Proc, Stack, start_stack
+from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan, otlp_receiver
 
 SERVER = 2  # SpanKind.SERVER in OTLP's enum
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -24,25 +25,37 @@ def _server_spans(spans: list[ReceivedSpan], request_id: str) -> dict[str, Recei
     return {("frontend" if s.service_name == "frontend" else "worker"): s for s in mine}
 
 
-def test_tracestate_and_baggage_reach_the_worker(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def exporting(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Stack, OtlpReceiver]]:
+    """A stack exporting to a receiver (default propagators), its worker copying the
+    baggage entries tenant and user: the tests below send requests of their own ids and
+    traces, so one stack serves them all (a stack start is ~2.6 CPU-s of imports)."""
     with otlp_receiver() as receiver:
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "50"}
         with start_stack(
-            tmp_path, workers=[["--baggage-attribute", "tenant"]], env=env
+            tmp_path_factory.mktemp("exporting"), env=env,
+            workers=[["--baggage-attribute", "tenant", "--baggage-attribute", "user"]],
         ) as stack:
-            response = httpx.post(
-                stack.url + "/v1/chat/completions",
-                json={"model": "echo", "messages": [{"role": "user", "content": "carry it"}]},
-                headers={
-                    "traceparent": f"00-{TRACE_ID}-{CALLER_SPAN}-01",
-                    "tracestate": "vendor=opaque-7,other=x",
-                    "baggage": "tenant=acme-corp,session=s1",
-                },
-                timeout=30,
-            )
-            assert response.status_code == 200
-            request_id = response.headers["x-server-request-id"]
-            spans = receiver.wait_until(lambda spans: len(_server_spans(spans, request_id)) == 2)
+            yield stack, receiver
+
+
+def test_tracestate_and_baggage_reach_the_worker(exporting: tuple[Stack, OtlpReceiver]) -> None:
+    stack, receiver = exporting
+    response = httpx.post(
+        stack.url + "/v1/chat/completions",
+        json={"model": "echo", "messages": [{"role": "user", "content": "carry it"}]},
+        headers={
+            "traceparent": f"00-{TRACE_ID}-{CALLER_SPAN}-01",
+            "tracestate": "vendor=opaque-7,other=x",
+            "baggage": "tenant=acme-corp,session=s1",
+        },
+        timeout=30,
+    )
+    assert response.status_code == 200
+    request_id = response.headers["x-server-request-id"]
+    spans = receiver.wait_until(lambda spans: len(_server_spans(spans, request_id)) == 2)
     found = _server_spans(spans, request_id)
     frontend, worker = found["frontend"], found["worker"]
     assert frontend.trace_id == worker.trace_id == TRACE_ID
@@ -52,53 +65,50 @@ def test_tracestate_and_baggage_reach_the_worker(tmp_path: Path) -> None:
     assert "baggage.session" not in worker.attributes  # only the names asked for
 
 
-def test_a_baggage_entrys_properties_are_no_part_of_its_value(tmp_path: Path) -> None:
+def test_a_baggage_entrys_properties_are_no_part_of_its_value(
+    exporting: tuple[Stack, OtlpReceiver],
+) -> None:
     # W3C baggage puts an entry's properties after its value (`key=value;prop=x`), and
     # OpenTelemetry's propagator keeps them in the value it extracts: the worker span's
     # baggage.tenant read "acme-corp;region=eu", so a search for tenant acme-corp missed
     # every request from a caller (a .NET or Go SDK, a gateway) that sends properties.
-    with otlp_receiver() as receiver:
-        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "50"}
-        with start_stack(
-            tmp_path, workers=[["--baggage-attribute", "tenant", "--baggage-attribute", "user"]],
-            env=env,
-        ) as stack:
-            response = httpx.post(
-                stack.url + "/v1/chat/completions",
-                json={"model": "echo", "messages": [{"role": "user", "content": "props"}]},
-                headers={"baggage": "tenant=acme-corp ; region=eu;sticky, user=Alice%20B;p"},
-                timeout=30,
-            )
-            assert response.status_code == 200
-            request_id = response.headers["x-server-request-id"]
-            spans = receiver.wait_until(lambda spans: "worker" in _server_spans(spans, request_id))
+    stack, receiver = exporting
+    response = httpx.post(
+        stack.url + "/v1/chat/completions",
+        json={"model": "echo", "messages": [{"role": "user", "content": "props"}]},
+        headers={"baggage": "tenant=acme-corp ; region=eu;sticky, user=Alice%20B;p"},
+        timeout=30,
+    )
+    assert response.status_code == 200
+    request_id = response.headers["x-server-request-id"]
+    spans = receiver.wait_until(lambda spans: "worker" in _server_spans(spans, request_id))
     worker = _server_spans(spans, request_id)["worker"]
     assert worker.attributes["baggage.tenant"] == "acme-corp"
     assert worker.attributes["baggage.user"] == "Alice B"
 
 
-def test_a_trace_the_caller_sampled_out_is_not_recorded_by_the_worker(tmp_path: Path) -> None:
+def test_a_trace_the_caller_sampled_out_is_not_recorded_by_the_worker(
+    exporting: tuple[Stack, OtlpReceiver],
+) -> None:
     # The frontend's parent-based sampler honours the caller's unsampled flag; the hop
     # named the trace sampled all the same, and every worker span was exported as an
     # orphan whose parent never reached the collector.
     unsampled_trace = "5" * 32
-    with otlp_receiver() as receiver:
-        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "50"}
-        with start_stack(tmp_path, workers=[[]], env=env) as stack:
-            body = {"model": "echo", "messages": [{"role": "user", "content": "sampled?"}]}
-            unsampled = httpx.post(
-                stack.url + "/v1/chat/completions", json=body, timeout=30,
-                headers={"traceparent": f"00-{unsampled_trace}-{CALLER_SPAN}-00"},
-            )
-            assert unsampled.status_code == 200
-            # A sampled request after it: once both of its spans arrived, the worker
-            # exported whatever it recorded of the first one (same batch or earlier).
-            sampled = httpx.post(
-                stack.url + "/v1/chat/completions", json=body, timeout=30,
-                headers={"traceparent": f"00-{TRACE_ID}-{CALLER_SPAN}-01"},
-            )
-            request_id = sampled.headers["x-server-request-id"]
-            spans = receiver.wait_until(lambda spans: len(_server_spans(spans, request_id)) == 2)
+    stack, receiver = exporting
+    body = {"model": "echo", "messages": [{"role": "user", "content": "sampled?"}]}
+    unsampled = httpx.post(
+        stack.url + "/v1/chat/completions", json=body, timeout=30,
+        headers={"traceparent": f"00-{unsampled_trace}-{CALLER_SPAN}-00"},
+    )
+    assert unsampled.status_code == 200
+    # A sampled request after it: once both of its spans arrived, the worker
+    # exported whatever it recorded of the first one (same batch or earlier).
+    sampled = httpx.post(
+        stack.url + "/v1/chat/completions", json=body, timeout=30,
+        headers={"traceparent": f"00-{TRACE_ID}-{CALLER_SPAN}-01"},
+    )
+    request_id = sampled.headers["x-server-request-id"]
+    spans = receiver.wait_until(lambda spans: len(_server_spans(spans, request_id)) == 2)
     assert [s for s in spans if s.trace_id == unsampled_trace] == []
 
 
@@ -207,24 +217,32 @@ def test_a_frontend_propagating_nothing_still_names_itself_to_its_workers(
     assert worker_end["parent_span_id"] == frontend.span_id
 
 
-def test_propagators_none_reads_no_callers_trace_without_a_collector(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def untrusting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """OTEL_PROPAGATORS=none on every process, no collector: shared by the two tests
+    of that setting below (each reads only its own request's lines)."""
+    env = {"OTEL_PROPAGATORS": "none", "OTEL_BSP_SCHEDULE_DELAY": "50"}
+    with start_stack(tmp_path_factory.mktemp("untrusting"), workers=[[]], env=env) as stack:
+        yield stack
+
+
+def test_propagators_none_reads_no_callers_trace_without_a_collector(untrusting: Stack) -> None:
     # OTEL_PROPAGATORS=none is how a service says it does not trust its callers' trace
     # context. With a collector the span ignored the caller's traceparent, but with none
     # (nothing recording) it was parsed anyway: every frontend line named the caller's
     # trace and span. The ids ridtrace owns (x-request-id, the minted request_id) flow.
-    env = {"OTEL_PROPAGATORS": "none"}
-    with start_stack(tmp_path, workers=[[]], env=env) as stack:
-        response = httpx.post(
-            stack.url + "/v1/chat/completions",
-            json={"model": "echo", "messages": [{"role": "user", "content": "untrusted"}]},
-            headers={"traceparent": f"00-{TRACE_ID}-{CALLER_SPAN}-01", "x-request-id": "c-1"},
-            timeout=30,
-        )
-        assert response.status_code == 200
-        assert response.headers["x-request-id"] == "c-1"
-        request_id = response.headers["x-server-request-id"]
-        stack.frontend.wait_for_event(request_id, "request.end")
-        worker_end = stack.workers[0].wait_for_event(request_id, "worker.end")
+    stack = untrusting
+    response = httpx.post(
+        stack.url + "/v1/chat/completions",
+        json={"model": "echo", "messages": [{"role": "user", "content": "untrusted"}]},
+        headers={"traceparent": f"00-{TRACE_ID}-{CALLER_SPAN}-01", "x-request-id": "c-1"},
+        timeout=30,
+    )
+    assert response.status_code == 200
+    assert response.headers["x-request-id"] == "c-1"
+    request_id = response.headers["x-server-request-id"]
+    stack.frontend.wait_for_event(request_id, "request.end")
+    worker_end = stack.workers[0].wait_for_event(request_id, "worker.end")
     frontend_lines = _lines(stack.frontend, request_id)
     assert frontend_lines and all(line["trace_id"] != TRACE_ID for line in frontend_lines)
     assert all("parent_span_id" not in line for line in frontend_lines)
@@ -234,7 +252,7 @@ def test_propagators_none_reads_no_callers_trace_without_a_collector(tmp_path: P
 
 @pytest.mark.parametrize("collector", [True, False], ids=["collector", "no-collector"])
 def test_a_worker_propagating_nothing_still_names_the_request_it_serves(
-    tmp_path: Path, collector: bool
+    tmp_path: Path, collector: bool, request: pytest.FixtureRequest
 ) -> None:
     # OTEL_PROPAGATORS=none on every process: the worker ignored the traceparent its own
     # frontend's hop always sends, so its span and lines began a trace of their own, and
@@ -245,7 +263,9 @@ def test_a_worker_propagating_nothing_still_names_the_request_it_serves(
         if collector:
             receiver = running.enter_context(otlp_receiver())
             env["OTEL_EXPORTER_OTLP_ENDPOINT"] = receiver.endpoint
-        stack = running.enter_context(start_stack(tmp_path, workers=[[]], env=env))
+            stack = running.enter_context(start_stack(tmp_path, workers=[[]], env=env))
+        else:  # the same settings as the module's stack
+            stack = request.getfixturevalue("untrusting")
         response = httpx.post(
             stack.url + "/v1/chat/completions",
             json={"model": "echo", "messages": [{"role": "user", "content": "inside"}]},
@@ -262,10 +282,9 @@ def test_a_worker_propagating_nothing_still_names_the_request_it_serves(
                 found["frontend"].trace_id, found["frontend"].span_id)
     assert end["trace_id"] != TRACE_ID
     assert (worker_end["trace_id"], worker_end["parent_span_id"]) == (end["trace_id"], end["span_id"])
-    report = subprocess.run(
-        [sys.executable, "-m", "ridtrace", "analyze", str(stack.frontend.log),
-         str(stack.workers[0].log), "--format", "json"],
-        capture_output=True, timeout=120, check=False,
-    )
-    assert report.returncode == 0, report.stdout.decode()[-2000:] + report.stderr.decode()
+    # In-process (click's runner): the report and exit code are the command's, without
+    # ~2 CPU-s of pandas and DuckDB imports in a process of its own.
+    report = CliRunner().invoke(main, ["analyze", str(stack.frontend.log),
+                                       str(stack.workers[0].log), "--format", "json"])
+    assert report.exit_code == 0, report.output[-2000:]
     assert orjson.loads(report.stdout)["summary"]["duplicate_in_flight"] == 0
