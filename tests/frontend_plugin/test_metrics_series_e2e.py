@@ -9,12 +9,14 @@ router, a scrape was served by a plain route, and both were counted as "unmatche
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.frontend_plugin.conftest import start_stack
+from tests.frontend_plugin.conftest import Stack, start_stack
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 KEY = "sk-series"
@@ -38,18 +40,35 @@ def _series(samples: Samples, name: str) -> dict[frozenset[tuple[str, str]], flo
     }
 
 
-def test_counters_are_reported_at_zero_before_anything_happens(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """A stack with an API key and a worker token, shared by the two tests below: the
+    second counts only 401s, which none of the first one's zero series counts."""
     with start_stack(
-        tmp_path, workers=[["--worker-token", "wt"]],
+        tmp_path_factory.mktemp("keyed"), workers=[["--worker-token", "wt"]],
         frontend=["--api-key", KEY, "--worker-token", "wt"], debug_endpoints=False,
     ) as stack:
-        front, back = _scrape(stack.url), _scrape(stack.workers[0].url)
-        # HEAD is what GET is, without the body (RFC 9110 9.3.2), as on /health: it was
-        # refused 405 on /metrics, so an uptime check by HEAD saw the endpoint down.
-        for url in (stack.url, stack.workers[0].url):
-            head = httpx.head(url + "/metrics", timeout=10)
-            assert (head.status_code, head.content) == (200, b""), url
-            assert head.headers["content-type"].startswith("text/plain")
+        yield stack
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """A default stack (no debug routes) for the scrape-format tests: each only scrapes
+    /metrics, every scrape of them a 200 (a stack start is ~2.6 CPU-s of imports)."""
+    with start_stack(tmp_path_factory.mktemp("plain"), workers=[[]],
+                     debug_endpoints=False) as stack:
+        yield stack
+
+
+def test_counters_are_reported_at_zero_before_anything_happens(keyed: Stack) -> None:
+    stack = keyed
+    front, back = _scrape(stack.url), _scrape(stack.workers[0].url)
+    # HEAD is what GET is, without the body (RFC 9110 9.3.2), as on /health: it was
+    # refused 405 on /metrics, so an uptime check by HEAD saw the endpoint down.
+    for url in (stack.url, stack.workers[0].url):
+        head = httpx.head(url + "/metrics", timeout=10)
+        assert (head.status_code, head.content) == (200, b""), url
+        assert head.headers["content-type"].startswith("text/plain")
     side = {"frontend": frozenset({("side", "frontend")}),
             "worker": frozenset({("side", "worker")})}
     assert _series(front, "ridtrace_duplicate_refused_total") == {side["frontend"]: 0}
@@ -67,21 +86,18 @@ def test_counters_are_reported_at_zero_before_anything_happens(tmp_path: Path) -
     assert _series(back, "ridtrace_inflight") == {side["worker"]: 0}
 
 
-def test_refusals_and_scrapes_are_counted_under_their_route(tmp_path: Path) -> None:
-    with start_stack(
-        tmp_path, workers=[["--worker-token", "wt"]],
-        frontend=["--api-key", KEY, "--worker-token", "wt"], debug_endpoints=False,
-    ) as stack:
-        worker = stack.workers[0].url
-        refused = httpx.post(stack.url + "/v1/chat/completions", json={}, timeout=10)
-        assert refused.status_code == 401
-        assert httpx.post(worker + "/v1/work", content=b"{}", timeout=10).status_code == 401
-        scrape = frozenset({("route", "/metrics"), ("outcome", "ok")})
-        deadline = time.monotonic() + 10
-        # A scrape is counted once it has ended: the first shows in a later one.
-        while scrape not in _series(front := _scrape(stack.url), "ridtrace_requests_total"):
-            assert time.monotonic() < deadline, "scrapes never counted"
-        back = _scrape(worker)
+def test_refusals_and_scrapes_are_counted_under_their_route(keyed: Stack) -> None:
+    stack = keyed
+    worker = stack.workers[0].url
+    refused = httpx.post(stack.url + "/v1/chat/completions", json={}, timeout=10)
+    assert refused.status_code == 401
+    assert httpx.post(worker + "/v1/work", content=b"{}", timeout=10).status_code == 401
+    scrape = frozenset({("route", "/metrics"), ("outcome", "ok")})
+    deadline = time.monotonic() + 10
+    # A scrape is counted once it has ended: the first shows in a later one.
+    while scrape not in _series(front := _scrape(stack.url), "ridtrace_requests_total"):
+        assert time.monotonic() < deadline, "scrapes never counted"
+    back = _scrape(worker)
     requests = _series(front, "ridtrace_requests_total")
     chat = frozenset({("route", "/v1/chat/completions"), ("outcome", "unauthorized")})
     assert requests[chat] == 1
@@ -130,7 +146,7 @@ PROMETHEUS_ACCEPT = (
 )
 
 
-def test_a_scraper_gets_the_exposition_format_it_asks_for(tmp_path: Path) -> None:
+def test_a_scraper_gets_the_exposition_format_it_asks_for(plain: Stack) -> None:
     # GET /metrics answered Prometheus text 1.0.0 whatever the scraper's Accept said:
     # Prometheus asks for OpenMetrics first (whose `# EOF` tells a whole scrape from a
     # cut one), and a scraper that takes only text 0.0.4 was answered 1.0.0.
@@ -138,75 +154,75 @@ def test_a_scraper_gets_the_exposition_format_it_asks_for(tmp_path: Path) -> Non
         text_string_to_metric_families as openmetrics_families,
     )
 
-    with start_stack(tmp_path, workers=[[]], debug_endpoints=False) as stack:
-        for url in (stack.url, stack.workers[0].url):
-            scrape = httpx.get(url + "/metrics", headers={"accept": PROMETHEUS_ACCEPT},
-                               timeout=10)
-            media_type = scrape.headers["content-type"].partition(";")[0]
-            assert media_type == "application/openmetrics-text", url
-            assert "accept" in scrape.headers.get("vary", "").lower()
-            families = {f.name: f for f in openmetrics_families(scrape.text)}  # strict
-            assert families["ridtrace_inflight"].type == "gauge"
-            assert families["ridtrace_duplicate_refused"].type == "counter"
-            assert {s.name for s in families["ridtrace_duplicate_refused"].samples} == {
-                "ridtrace_duplicate_refused_total"}
-            head = httpx.head(url + "/metrics", headers={"accept": PROMETHEUS_ACCEPT},
-                              timeout=10)
-            assert head.headers["content-type"] == scrape.headers["content-type"]
-            old = httpx.get(url + "/metrics", headers={"accept": "text/plain;version=0.0.4"},
-                            timeout=10)
-            assert "version=0.0.4" in old.headers["content-type"]
-            assert "ridtrace_inflight" in {f.name for f in text_string_to_metric_families(old.text)}
+    stack = plain
+    for url in (stack.url, stack.workers[0].url):
+        scrape = httpx.get(url + "/metrics", headers={"accept": PROMETHEUS_ACCEPT},
+                           timeout=10)
+        media_type = scrape.headers["content-type"].partition(";")[0]
+        assert media_type == "application/openmetrics-text", url
+        assert "accept" in scrape.headers.get("vary", "").lower()
+        families = {f.name: f for f in openmetrics_families(scrape.text)}  # strict
+        assert families["ridtrace_inflight"].type == "gauge"
+        assert families["ridtrace_duplicate_refused"].type == "counter"
+        assert {s.name for s in families["ridtrace_duplicate_refused"].samples} == {
+            "ridtrace_duplicate_refused_total"}
+        head = httpx.head(url + "/metrics", headers={"accept": PROMETHEUS_ACCEPT},
+                          timeout=10)
+        assert head.headers["content-type"] == scrape.headers["content-type"]
+        old = httpx.get(url + "/metrics", headers={"accept": "text/plain;version=0.0.4"},
+                        timeout=10)
+        assert "version=0.0.4" in old.headers["content-type"]
+        assert "ridtrace_inflight" in {f.name for f in text_string_to_metric_families(old.text)}
 
 
-def test_a_scrape_that_accepts_gzip_gets_it_compressed(tmp_path: Path) -> None:
+def test_a_scrape_that_accepts_gzip_gets_it_compressed(plain: Stack) -> None:
     # Prometheus sends `Accept-Encoding: gzip` with every scrape and prometheus_client's
     # own handlers answer it compressed; /metrics answered the whole text uncompressed.
     import gzip
 
-    with start_stack(tmp_path, workers=[[]], debug_endpoints=False) as stack:
-        for url in (stack.url, stack.workers[0].url):
-            with httpx.Client(timeout=10) as client:
-                asked = {"accept-encoding": "gzip", "accept": PROMETHEUS_ACCEPT}
-                with client.stream("GET", url + "/metrics", headers=asked) as scrape:
-                    raw = b"".join(scrape.iter_raw())
-                assert scrape.headers.get("content-encoding") == "gzip", url
-                assert int(scrape.headers["content-length"]) == len(raw)
-                vary = {v.strip().lower() for v in scrape.headers["vary"].split(",")}
-                assert {"accept", "accept-encoding"} <= vary
-                text = gzip.decompress(raw).decode()
-                assert text.endswith("# EOF\n") and "ridtrace_inflight" in text
-                head = client.head(url + "/metrics", headers=asked)
-                assert head.headers.get("content-encoding") == "gzip"
-                for refused in ("identity", "gzip;q=0, identity", "br"):
-                    plain = client.get(url + "/metrics", headers={"accept-encoding": refused})
-                    assert "content-encoding" not in plain.headers, refused
-                    assert "ridtrace_inflight" in plain.text
+    stack = plain
+    for url in (stack.url, stack.workers[0].url):
+        with httpx.Client(timeout=10) as client:
+            asked = {"accept-encoding": "gzip", "accept": PROMETHEUS_ACCEPT}
+            with client.stream("GET", url + "/metrics", headers=asked) as scrape:
+                raw = b"".join(scrape.iter_raw())
+            assert scrape.headers.get("content-encoding") == "gzip", url
+            assert int(scrape.headers["content-length"]) == len(raw)
+            vary = {v.strip().lower() for v in scrape.headers["vary"].split(",")}
+            assert {"accept", "accept-encoding"} <= vary
+            text = gzip.decompress(raw).decode()
+            assert text.endswith("# EOF\n") and "ridtrace_inflight" in text
+            head = client.head(url + "/metrics", headers=asked)
+            assert head.headers.get("content-encoding") == "gzip"
+            for refused in ("identity", "gzip;q=0, identity", "br"):
+                plain = client.get(url + "/metrics", headers={"accept-encoding": refused})
+                assert "content-encoding" not in plain.headers, refused
+                assert "ridtrace_inflight" in plain.text
 
 
-def test_a_malformed_accept_gets_the_default_format_not_a_server_error(tmp_path: Path) -> None:
+def test_a_malformed_accept_gets_the_default_format_not_a_server_error(plain: Stack) -> None:
     # prometheus_client's format negotiation raises TypeError on a version it cannot
     # read ("version=bogus", "1.x.0"): the scrape was a 500 with a traceback logged at
     # ERROR, and any client could push the error-ratio panel up with such a header.
     accepts = ("application/openmetrics-text; version=bogus", "text/plain; version=1.x.0")
     ok = frozenset({("route", "/metrics"), ("outcome", "ok")})
-    with start_stack(tmp_path, workers=[[]], debug_endpoints=False) as stack:
-        for url in (stack.url, stack.workers[0].url):
-            for accept in accepts:
-                scrape = httpx.get(url + "/metrics", headers={"accept": accept}, timeout=10)
-                assert scrape.status_code == 200, (url, accept, scrape.text)
-                assert scrape.headers["content-type"].startswith("text/plain; version=0.0.4")
-                assert "ridtrace_inflight" in {
-                    f.name for f in text_string_to_metric_families(scrape.text)}
-            deadline = time.monotonic() + 10
-            # A scrape is counted once it has ended: both show in a later one.
-            while _series(samples := _scrape(url), "ridtrace_requests_total").get(ok, 0) < 2:
-                assert time.monotonic() < deadline, "scrapes never counted"
-            outcomes = {dict(labels)["outcome"] for labels in
-                        _series(samples, "ridtrace_requests_total")
-                        if ("route", "/metrics") in labels}
-            assert outcomes == {"ok"}, url
-        ends = stack.frontend.wait_for_lines(
-            lambda x: x.get("event") == "request.end" and x.get("route") == "/metrics", 3)
-        assert {(x["status"], x["outcome"]) for x in ends} == {(200, "ok")}
-        assert not [x for x in stack.frontend.lines() if x.get("level") == "ERROR"]
+    stack = plain
+    for url in (stack.url, stack.workers[0].url):
+        for accept in accepts:
+            scrape = httpx.get(url + "/metrics", headers={"accept": accept}, timeout=10)
+            assert scrape.status_code == 200, (url, accept, scrape.text)
+            assert scrape.headers["content-type"].startswith("text/plain; version=0.0.4")
+            assert "ridtrace_inflight" in {
+                f.name for f in text_string_to_metric_families(scrape.text)}
+        deadline = time.monotonic() + 10
+        # A scrape is counted once it has ended: both show in a later one.
+        while _series(samples := _scrape(url), "ridtrace_requests_total").get(ok, 0) < 2:
+            assert time.monotonic() < deadline, "scrapes never counted"
+        outcomes = {dict(labels)["outcome"] for labels in
+                    _series(samples, "ridtrace_requests_total")
+                    if ("route", "/metrics") in labels}
+        assert outcomes == {"ok"}, url
+    ends = stack.frontend.wait_for_lines(
+        lambda x: x.get("event") == "request.end" and x.get("route") == "/metrics", 3)
+    assert {(x["status"], x["outcome"]) for x in ends} == {(200, "ok")}
+    assert not [x for x in stack.frontend.lines() if x.get("level") == "ERROR"]
