@@ -16,7 +16,10 @@ import httpx
 import openai
 import orjson
 import pytest
+from click.testing import CliRunner, Result
 
+import ridtrace.cli.serve as serve_command
+from ridtrace.cli.main import main
 from tests.support.servers import free_port, stop_process, wait_until_serving
 
 
@@ -206,3 +209,36 @@ def exporting_frontend(workdir: Path, endpoint: str) -> Iterator[Proc]:
         yield frontend
     finally:
         stop_process(frontend.process)
+
+
+class ServeStarted(Exception):
+    """The command got past its checks: it would set up its log and serve now."""
+
+
+@pytest.fixture
+def serve_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """`ridtrace serve SIDE ARGV` in-process with `env` over the environment (None
+    unsets a variable); a command past its checks stops with `ServeStarted` (exit 1) where
+    it would set up its log and serve, so a setting wrongly let through fails the test
+    rather than serving in the test's process."""
+
+    def started(*args: object) -> None:
+        raise ServeStarted
+
+    monkeypatch.setattr(serve_command, "setup_telemetry", started)
+
+    def run(side: str, *argv: str, env: dict[str, str | None] | None = None) -> Result:
+        where = ["--worker", "http://127.0.0.1:9"] if side == "frontend" and not any(
+            a == "--worker" for a in argv) else []
+        return CliRunner().invoke(main, [
+            "serve", side, "--port", "1", *where, "--log-file",
+            str(tmp_path / f"{side}.jsonl"), *argv], env=env)
+
+    return run
+
+
+def refused(result: Result) -> str:
+    """The stderr of a run refused as bad usage (exit 2, not a crash)."""
+    assert result.exit_code == 2 and not isinstance(result.exception, ServeStarted), (
+        result.exit_code, result.exception, result.output)
+    return result.stderr

@@ -2,8 +2,8 @@
 settings that would fail every request refused at start-up.
 
 A setting refused before anything is served is checked in-process (click's runner, see
-`_serve`), as tests/cli/test_serve_options.py does: a `ridtrace serve` process costs
-~1.3 CPU-s of imports, and the refusal is click's usage error, exit 2, either way.
+`serve_cli` in conftest), as tests/cli/test_serve_options.py does: a `ridtrace serve`
+process costs ~1.3 CPU-s of imports, and the refusal is click's usage error, exit 2, either way.
 `test_the_real_command_refuses_a_setting_with_exit_2_and_no_traceback` and the log-file
 and log-level tests keep the real command's exit code and stderr in view.
 """
@@ -21,9 +21,8 @@ import httpx
 import pytest
 from click.testing import CliRunner, Result
 
-import ridtrace.cli.serve as serve_command
 from ridtrace.cli.main import main
-from tests.frontend_plugin.conftest import start_stack
+from tests.frontend_plugin.conftest import ServeStarted, refused, start_stack
 from tests.support.servers import free_port, run_server
 
 DEPRECATION_ENV = {
@@ -33,38 +32,6 @@ DEPRECATION_ENV = {
     "RIDTRACE_ID_GENERATOR": "uuid7",
 }
 
-
-class _Started(Exception):
-    """The command got past its checks: it would set up its log and serve now."""
-
-
-@pytest.fixture
-def serve(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # type: ignore[no-untyped-def]
-    """`ridtrace serve SIDE ARGV` in-process with `env` over the environment (None
-    unsets a variable); a command past its checks stops with `_Started` (exit 1) where
-    it would set up its log and serve, so a setting wrongly let through fails the test
-    rather than serving in the test's process."""
-
-    def started(*args: object) -> None:
-        raise _Started
-
-    monkeypatch.setattr(serve_command, "setup_telemetry", started)
-
-    def run(side: str, *argv: str, env: dict[str, str | None] | None = None) -> Result:
-        where = ["--worker", "http://127.0.0.1:9"] if side == "frontend" and not any(
-            a == "--worker" for a in argv) else []
-        return CliRunner().invoke(main, [
-            "serve", side, "--port", "1", *where, "--log-file",
-            str(tmp_path / f"{side}.jsonl"), *argv], env=env)
-
-    return run
-
-
-def _refused(result: Result) -> str:
-    """The stderr of a run refused as bad usage (exit 2, not a crash)."""
-    assert result.exit_code == 2 and not isinstance(result.exception, _Started), (
-        result.exit_code, result.exception, result.output)
-    return result.stderr
 
 
 def test_serve_reads_the_tracing_variables(tmp_path: Path) -> None:
@@ -92,11 +59,11 @@ def test_serve_reads_the_tracing_variables(tmp_path: Path) -> None:
         (["--body-timeout", "0"], "'--body-timeout'"),
     ],
 )
-def test_a_frontend_setting_that_would_fail_every_request_is_refused(
-    serve: Callable[..., Result], flags: list[str], named: str
+def test_a_frontend_setting_that_would_fail_every_request_isrefused(
+    serve_cli: Callable[..., Result], flags: list[str], named: str
 ) -> None:
     # Bad usage, exit 2, naming the option as given (it said "first_byte_timeout", exit 1).
-    assert named in _refused(serve("frontend", *flags))
+    assert named in refused(serve_cli("frontend", *flags))
 
 
 def _serve_worker(log_file: Path, *flags: str) -> subprocess.CompletedProcess[str]:
@@ -117,9 +84,9 @@ def _serve_worker(log_file: Path, *flags: str) -> subprocess.CompletedProcess[st
     ([], {"RIDTRACE_WORKER_MAX_BODY_BYTES": "many"}, "RIDTRACE_WORKER_MAX_BODY_BYTES"),
 ])
 def test_a_worker_setting_that_would_fail_is_a_usage_error(
-    serve: Callable[..., Result], flags: list[str], env: dict[str, str], named: str
+    serve_cli: Callable[..., Result], flags: list[str], env: dict[str, str], named: str
 ) -> None:
-    assert named in _refused(serve("worker", *flags, env=env))
+    assert named in refused(serve_cli("worker", *flags, env=env))
 
 
 @pytest.mark.parametrize(
@@ -141,9 +108,9 @@ def test_a_worker_setting_that_would_fail_is_a_usage_error(
     ],
 )
 def test_settings_that_would_break_serving_are_refused_naming_what_is_wrong(
-    serve: Callable[..., Result], flags: list[str], env: dict[str, str], code: int, says: str,
+    serve_cli: Callable[..., Result], flags: list[str], env: dict[str, str], code: int, says: str,
 ) -> None:
-    stderr = _refused(serve("frontend", *flags, env=env))  # exit 2: no crash, no traceback
+    stderr = refused(serve_cli("frontend", *flags, env=env))  # exit 2: no crash, no traceback
     assert says in stderr and "s3cret" not in stderr, stderr
 
 
@@ -182,12 +149,12 @@ def test_an_unknown_log_level_is_a_usage_error(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("keys", "said"), [("", True), (None, False), ("sk-one", False)])
 def test_an_empty_api_keys_variable_is_said_at_start(
-    serve: Callable[..., Result], keys: str | None, said: bool
+    serve_cli: Callable[..., Result], keys: str | None, said: bool
 ) -> None:
     # `RIDTRACE_API_KEYS=$KEY ridtrace serve frontend` with $KEY unset left every route
     # open without a word: an empty variable counts as not set.
-    result = serve("frontend", env={"RIDTRACE_API_KEYS": keys})
-    assert isinstance(result.exception, _Started), result.output  # it goes on to serve
+    result = serve_cli("frontend", env={"RIDTRACE_API_KEYS": keys})
+    assert isinstance(result.exception, ServeStarted), result.output  # it goes on to serve
     assert ("RIDTRACE_API_KEYS is empty" in result.stderr) is said, result.stderr
 
 
@@ -240,7 +207,7 @@ def test_a_frontend_with_no_worker_anywhere_is_a_usage_error(tmp_path: Path) -> 
     result = CliRunner().invoke(main, [
         "serve", "frontend", "--port", "1", "--log-file", str(tmp_path / "f.jsonl")],
         env={"RIDTRACE_FRONTEND_WORKERS": None})
-    stderr = _refused(result)
+    stderr = refused(result)
     assert "--worker" in stderr and "RIDTRACE_FRONTEND_WORKERS" in stderr, stderr
 
 
@@ -259,12 +226,12 @@ def test_a_frontend_with_no_worker_anywhere_is_a_usage_error(tmp_path: Path) -> 
     ({"RIDTRACE_DEPRECATION_LINK": "https://例え.jp/ids"}, "RIDTRACE_DEPRECATION_LINK"),
 ])
 def test_a_tracing_variable_refused_once_read_is_named(
-    serve: Callable[..., Result], env: dict[str, str], named: str
+    serve_cli: Callable[..., Result], env: dict[str, str], named: str
 ) -> None:
     # Said by its field alone ("max_client_id_length must be at least 1, not 0",
     # "not an HTTP header name: 'client id'"), which no variable is called.
     for side in ("frontend", "worker"):
-        stderr = _refused(serve(side, env=env))
+        stderr = refused(serve_cli(side, env=env))
         assert f"Error: {named}: " in stderr, stderr
 
 
@@ -274,9 +241,9 @@ def test_a_tracing_variable_refused_once_read_is_named(
     (["--metrics-require-key"], {"RIDTRACE_API_KEYS": ""}),
 ])
 def test_metrics_require_key_without_any_key_is_a_usage_error(
-    serve: Callable[..., Result], flags: list[str], env: dict[str, str]
+    serve_cli: Callable[..., Result], flags: list[str], env: dict[str, str]
 ) -> None:
     # With no key configured there was nothing to require: /metrics answered everyone,
     # without a word, while the operator had asked for it to be closed.
-    stderr = _refused(serve("frontend", *flags, env={"RIDTRACE_API_KEYS": None, **env}))
+    stderr = refused(serve_cli("frontend", *flags, env={"RIDTRACE_API_KEYS": None, **env}))
     assert "--metrics-require-key" in stderr and "API key" in stderr, stderr
