@@ -23,51 +23,48 @@ from tests.support.extras import require_extra
 
 require_extra("dask")
 
-_DELETE_ON_READ = '''
+# The worker's preload, before each block is read: in a folder named `UNSEEN`, the
+# frontend's log is moved away for the read and put back after it (a worker on a host
+# where the logs are not mounted: it finds no file at the path the client lists, and the
+# client still finds it there afterwards); anywhere else it is deleted (a rotation
+# removing the oldest part).
+UNSEEN = "unseen-logs"
+_ON_READ = f'''
 import os
 from ridtrace.forensics.dask_engine import groups
 
 _read = getattr(groups.read_blocks, "wrapped", groups.read_blocks)  # preloaded twice
 
-def _read_after_deleting(group, *args, **kwargs):
+def _read_after_removing(group, *args, **kwargs):
+    moved = []
     for block in group:
-        if block.file.name.endswith("frontend.jsonl") and os.path.exists(block.file.url):
-            os.unlink(block.file.url)  # a rotation removing the oldest part
-    return _read(group, *args, **kwargs)
-
-_read_after_deleting.wrapped = _read
-groups.read_blocks = _read_after_deleting
-'''
-
-# A worker on a host where the logs are not mounted: it finds no file at the path the
-# client lists; the client still finds it there afterwards.
-_HIDE_ON_READ = '''
-import os
-from ridtrace.forensics.dask_engine import groups
-
-_read = getattr(groups.read_blocks, "wrapped", groups.read_blocks)  # preloaded twice
-
-def _read_unseen(group, *args, **kwargs):
-    hidden = [b.file.url for b in group if b.file.name.endswith("frontend.jsonl")
-              and os.path.exists(b.file.url)]
-    for path in hidden:
-        os.rename(path, path + ".elsewhere")
+        path = block.file.url
+        if not block.file.name.endswith("frontend.jsonl") or not os.path.exists(path):
+            continue
+        if os.path.basename(os.path.dirname(path)) == "{UNSEEN}":
+            os.rename(path, path + ".elsewhere")
+            moved.append(path)
+        else:
+            os.unlink(path)
     try:
         return _read(group, *args, **kwargs)
     finally:
-        for path in hidden:
+        for path in moved:
             os.rename(path + ".elsewhere", path)
 
-_read_unseen.wrapped = _read
-groups.read_blocks = _read_unseen
+_read_after_removing.wrapped = _read
+groups.read_blocks = _read_after_removing
 '''
 
 
-@pytest.fixture
-def address(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
-    preload = tmp_path / "on_read.py"
-    preload.write_text(getattr(request, "param", _DELETE_ON_READ))
-    with dask_processes(tmp_path) as cluster:
+@pytest.fixture(scope="module")
+def address(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One scheduler and worker for the module (nothing here kills them; each test's
+    logs are its own folder): two process starts, not two per test."""
+    workdir = tmp_path_factory.mktemp("dask-cluster")
+    preload = workdir / "on_read.py"
+    preload.write_text(_ON_READ)
+    with dask_processes(workdir) as cluster:
         cluster.worker("--preload", str(preload))
         yield cluster.address
 
@@ -97,12 +94,11 @@ def test_a_file_deleted_before_its_block_is_read(
             for u in unreadable] == [("frontend.jsonl", True)], unreadable
 
 
-@pytest.mark.parametrize("address", [_HIDE_ON_READ], indirect=True)
 def test_a_file_the_workers_cannot_see_is_not_called_deleted(address: str, tmp_path: Path) -> None:
     # It said "deleted since it was listed (a rotation …): read the logs again", of a file
     # still there: reading again gives the same, and the cause (the path is not shared
     # with the workers) went unsaid.
-    logs = tmp_path / "logs"
+    logs = tmp_path / UNSEEN
     write_logs(logs, SynthSpec(requests=50))
     done = subprocess.run(
         [sys.executable, "-m", "ridtrace", "audit", str(logs), "--format", "json",
