@@ -7,6 +7,7 @@ read.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -43,6 +44,14 @@ def requests_from_partials(
 
 def empty_partial() -> pd.DataFrame:
     """The partial frame of no spans, with the dtypes every part produces."""
+    return _empty_partial().copy()
+
+
+@functools.lru_cache(maxsize=1)
+def _empty_partial() -> pd.DataFrame:
+    # Built once per process: a DuckDB connection and query over no events (~70 ms),
+    # which `--engine dask` paid for its meta on every run, and again in any task whose
+    # files were all skipped. Callers get a copy.
     return _partials_of_events(_empty_events())[0]
 
 
