@@ -192,12 +192,14 @@ def _files_named(doc: dict[str, Any], name: str) -> dict[str, Any]:
 def test_rotated_logs_same_report(client: Any, tmp_path: Path) -> None:
     """Spans cut by a rotation, each part cut again into blocks: one report, the files
     of every evidence line included, whatever order the parts are named in."""
-    write_logs(tmp_path, SynthSpec(requests=400, seed=3, crossed=2, collisions=2))
+    # 200 requests: each half of the frontend's log is still more than a block.
+    write_logs(tmp_path, SynthSpec(requests=200, seed=3, crossed=2, collisions=2))
     live = tmp_path / "frontend.jsonl"
     lines = live.read_text().splitlines(keepends=True)
     cut = len(lines) // 2
     (tmp_path / "frontend.jsonl.1").write_text("".join(lines[:cut]))
     live.write_text("".join(lines[cut:]))
+    assert min(live.stat().st_size, (tmp_path / "frontend.jsonl.1").stat().st_size) > BLOCK
     rotated, legacy_live = legacy_rotated(tmp_path / "legacy")
     # Parts named in no rotation scheme, the newer one first by name: picks go by time.
     copies = legacy_rotated(tmp_path / "copies", spans=("c3", "d4"))
