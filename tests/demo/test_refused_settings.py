@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from ridtrace.demo.processes import RefusedConfiguration, _wait_ready
@@ -68,5 +69,6 @@ def test_a_process_that_refuses_its_configuration_is_bad_usage(tmp_path: Path) -
              "print('Error: RIDTRACE_X: not a setting', file=sys.stderr); sys.exit(2)"],
             stderr=stderr)
         refusing.wait(timeout=60)
-    with pytest.raises(RefusedConfiguration, match=r"^worker-1: RIDTRACE_X: not a setting$"):
-        _wait_ready("http://127.0.0.1:9", refusing, stderr_path)
+    with (httpx.Client(timeout=1.0) as client,
+          pytest.raises(RefusedConfiguration, match=r"^worker-1: RIDTRACE_X: not a setting$")):
+        _wait_ready(client, "http://127.0.0.1:9", refusing, stderr_path)
