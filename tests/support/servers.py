@@ -49,16 +49,21 @@ class RunningServer:
 def wait_until_serving(
     url: str, process: subprocess.Popen[bytes], *, timeout: float = 30.0, path: str = "/"
 ) -> None:
-    """Poll ``url + path`` until any HTTP answer arrives; fail fast if the process died."""
+    """Poll ``url + path`` until any HTTP answer arrives; fail fast if the process died.
+
+    One client for every poll: ``httpx.get`` loads the CA bundle into a new SSL context
+    at each call (~0.2 CPU-s), which made waiting cost more CPU than the server's start.
+    """
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode} before serving")
-        try:
-            httpx.get(url + path, timeout=1.0)
-            return
-        except httpx.TransportError:
-            time.sleep(0.05)
+    with httpx.Client(timeout=1.0) as client:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"server exited with {process.returncode} before serving")
+            try:
+                client.get(url + path)
+                return
+            except httpx.TransportError:
+                time.sleep(0.05)
     raise TimeoutError(f"{url} did not answer within {timeout}s")
 
 
