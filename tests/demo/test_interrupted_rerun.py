@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import signal
 import subprocess
 import time
@@ -19,14 +20,18 @@ def _worker_logs(out: Path) -> set[str]:
     return {p.name for p in (out / "legacy" / "logs").glob("worker-*.jsonl")}
 
 
-def test_ctrl_c_on_a_rerun_leaves_no_report_of_the_last_run(tmp_path: Path) -> None:
+def test_ctrl_c_on_a_rerun_leaves_no_report_of_the_last_run(
+    tmp_path: Path, demo_completed: subprocess.CompletedProcess[str], demo_output: Path
+) -> None:
     # Stopped during its legacy traffic, a second `make demo` left legacy/report.json and
     # calls.json of the run before it beside its own new logs (evidence file:line into
     # worker files that no longer exist), and safe/ whole from that run: results the
     # user would read as this run's.
+    # The run before is the session's real demo run (tests/conftest.py), copied: the
+    # same files a first `make demo` leaves, without a demo run of this test's own.
     out = tmp_path / "out"
-    first = subprocess.run(demo_argv(out, requests=12), capture_output=True, timeout=300)
-    assert first.returncode == 0, first.stdout[-2000:]
+    assert demo_completed.returncode == 0, demo_completed.stdout[-2000:]
+    shutil.copytree(demo_output, out)
     assert all((out / "safe" / name).exists() for name in RESULTS)
     earlier_workers = _worker_logs(out)
 
