@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from tests.support.follower import FollowProcess
+from tests.support.inprocess_cli import plain_ridtrace_args, run_in_process
 from tests.support.servers import child_pythonpath, free_port, stop_process, wait_until_serving
 
 REPO = Path(__file__).resolve().parents[1]
@@ -117,11 +118,16 @@ def test_shell_example_runs(doc: str, command: str, scratch: Path) -> None:
     if words[1] == "serve":
         _run_server_example(command, scratch)
         return
-    done = subprocess.run(["bash", "-c", command], cwd=scratch, env=_ridtrace_env(),
-                          capture_output=True, text=True, timeout=120)
+    args = plain_ridtrace_args(command)
+    if args is not None:  # tests/support/inprocess_cli.py: a plain report command
+        code, stdout, stderr = run_in_process(args, scratch)
+    else:
+        done = subprocess.run(["bash", "-c", command], cwd=scratch, env=_ridtrace_env(),
+                              capture_output=True, text=True, timeout=120)
+        code, stdout, stderr = done.returncode, done.stdout, done.stderr
     # 1 is "an error finding exists" — the legacy run's logs are meant to have them.
-    assert done.returncode in (0, 1), f"{doc}: {command}\n{done.stderr[-2000:]}"
-    assert done.stdout or "-o " in command or "--plot" in command, f"{doc}: {command} printed nothing"
+    assert code in (0, 1), f"{doc}: {command}\n{stderr[-2000:]}"
+    assert stdout or "-o " in command or "--plot" in command, f"{doc}: {command} printed nothing"
 
 
 def _run_server_example(command: str, scratch: Path) -> None:
