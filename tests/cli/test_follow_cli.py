@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from ridtrace.cli import follow as follow_module
 from ridtrace.cli.follow import table_line
-from ridtrace.cli.main import main
 from ridtrace.cli.follow_stop import StopFlag
+from ridtrace.cli.main import main
 from ridtrace.testing.synth import SynthSpec, write_logs
 from tests.forensics.helpers import rt_request
 from tests.support.follower import start_follower

@@ -12,10 +12,12 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.frontend_plugin.conftest import Stack, start_stack
 from tests.frontend_plugin.traffic import (
@@ -23,7 +25,7 @@ from tests.frontend_plugin.traffic import (
     Result,
     start_colliding_calls,
 )
-from tests.support.follower import start_follower
+from tests.support.follower import FollowProcess, start_follower
 
 N = 60
 CLIENT_IDS = COLLIDING_CLIENT_IDS
@@ -65,7 +67,29 @@ def _batch_findings(log_dir: Path) -> list[dict[str, object]]:
     return list(json.loads(done.stdout)["findings"])
 
 
-def test_legacy_collisions_reported_live(tmp_path: Path) -> None:
+@dataclass
+class LegacyRun:
+    """One legacy-policy stack's traffic, followed live from the end of its logs."""
+
+    log_dir: Path
+    follower: FollowProcess
+    code: int
+    truth: list[dict[str, object]]  # the batch report's findings, read while it ran
+    crossed: set[object]
+    live_crossed: set[object]
+
+
+def _live_crossed(follower: FollowProcess) -> set[object]:
+    return {p.json()["span_id"] for p in follower.findings()
+            if p.json()["kind"] == "crossed_stream"}
+
+
+@pytest.fixture(scope="module")
+def legacy_run(tmp_path_factory: pytest.TempPathFactory) -> LegacyRun:
+    """One stack for both legacy tests: its logs, once the traffic is done, are what
+    test_live_and_batch_cite_the_same_lines reads from the start (it ran a stack of
+    its own for the same traffic)."""
+    tmp_path = tmp_path_factory.mktemp("legacy")
     with _stack(tmp_path, "legacy") as stack:
         follower = start_follower([str(tmp_path)])
         try:
@@ -84,22 +108,22 @@ def test_legacy_collisions_reported_live(tmp_path: Path) -> None:
                               what="a duplicate finding per client id")
             truth = _batch_findings(tmp_path)
             crossed = {f["span_id"] for f in truth if f["kind"] == "crossed_stream"}
-
-            def live_crossed() -> set[object]:
-                return {p.json()["span_id"] for p in follower.findings()
-                        if p.json()["kind"] == "crossed_stream"}
-
-            follower.wait_for(lambda: live_crossed() >= crossed, timeout=30,
+            follower.wait_for(lambda: _live_crossed(follower) >= crossed, timeout=30,
                               what="every crossed stream the batch report finds")
         finally:
             code = follower.stop()
+    return LegacyRun(tmp_path, follower, code, truth, crossed, _live_crossed(follower))
+
+
+def test_legacy_collisions_reported_live(legacy_run: LegacyRun) -> None:
+    follower, truth = legacy_run.follower, legacy_run.truth
     printed = follower.findings()
     # How soon a finding follows its line is measured in benchmarks/bench_follow.py
     # (docs/performance.md, *Live detection*), not bounded here: a timed test fails
     # on a busy CI machine without any defect.
     keys = {(p.json()["kind"], p.json()["span_id"], p.json()["request_id"]) for p in printed}
     assert len(keys) == len(printed), [p.text for p in printed]  # none printed twice
-    assert live_crossed() == crossed  # none invented
+    assert legacy_run.live_crossed == legacy_run.crossed  # none invented
     # The batch report proves the same incidents: every duplicate id, every unlinked caller.
     assert {f["request_id"] for f in truth if f["kind"] == "duplicate_in_flight"} == set(
         CLIENT_IDS
@@ -107,7 +131,7 @@ def test_legacy_collisions_reported_live(tmp_path: Path) -> None:
     live_unlinked = {p.json()["span_id"] for p in printed if p.json()["kind"] == "unlinked"}
     batch_unlinked = {f["span_id"] for f in truth if f["kind"] == "unlinked"}
     assert live_unlinked and live_unlinked <= batch_unlinked
-    assert code == 1  # error findings were printed
+    assert legacy_run.code == 1  # error findings were printed
     summary = follower.summary()
     assert summary["errors"] == len(printed)
 
@@ -146,14 +170,13 @@ def _as_live_sees_it(finding: dict[str, Any]) -> dict[str, Any]:
                          if not Path(e["file"]).name.startswith("worker")]}
 
 
-def test_live_and_batch_cite_the_same_lines(tmp_path: Path) -> None:
+def test_live_and_batch_cite_the_same_lines(legacy_run: LegacyRun) -> None:
     # Live cited every span that held a duplicated id, so each caller's worker span added
     # its start and end to the caller's two lines: four lines a caller where `analyze` of
     # the same logs cites two (the caller's first and last). An Unlinked error cited its
-    # line alone, without the request's last line beside it.
-    with _stack(tmp_path, "legacy") as stack:
-        asyncio.run(_fire(stack, {}))
-        stack.wait_inflight(lambda s: s["detached_pumps"] == 0, timeout=20)
+    # line alone, without the request's last line beside it. The logs: the shared legacy
+    # stack's, its traffic done and the stack stopped.
+    tmp_path = legacy_run.log_dir
     follower = start_follower([str(tmp_path)], "--from-start")
     assert follower.stop() == 1  # reads what is written, then the summary
     live = sorted((p.json() for p in follower.findings()), key=_key)
