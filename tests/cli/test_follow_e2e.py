@@ -8,9 +8,6 @@ real subprocess started before the traffic (it reads from the end of the logs).
 from __future__ import annotations
 
 import asyncio
-import json
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.cli.helpers import analyze_json
 from tests.frontend_plugin.conftest import Stack, start_stack
 from tests.frontend_plugin.traffic import (
     COLLIDING_CLIENT_IDS,
@@ -60,11 +58,8 @@ async def _fire(stack: Stack, seen: dict[str, float]) -> list[Result]:
 
 
 def _batch_findings(log_dir: Path) -> list[dict[str, object]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "ridtrace", "analyze", str(log_dir), "--format", "json", "-q"],
-        capture_output=True, text=True, timeout=120,
-    )
-    return list(json.loads(done.stdout)["findings"])
+    # The reference batch read, in-process (tests/cli/helpers): not what is under test.
+    return list(analyze_json(str(log_dir))[1]["findings"])
 
 
 @dataclass
