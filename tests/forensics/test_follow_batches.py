@@ -46,16 +46,25 @@ def _live(src: Path, max_bytes: int) -> tuple[list[Key], int]:
     return found, polls
 
 
-@pytest.mark.parametrize("max_bytes", [64 << 20, 24 << 10])
-def test_live_findings_are_the_batch_reports_error_findings(tmp_path: Path,
-                                                            max_bytes: int) -> None:
-    write_logs(tmp_path, SynthSpec(requests=600, seed=11, crossed=4, collisions=4,
-                                   duplicates=4))
-    doc = report_json(analyze(load_events([str(tmp_path)], lean=True)))
+@pytest.fixture(scope="module")
+def synth_logs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Key]]:
+    """The synthetic logs and the batch report's error findings: the same for both
+    batch sizes, so written and analyzed once (the follower only reads them)."""
+    src = tmp_path_factory.mktemp("synth")
+    write_logs(src, SynthSpec(requests=600, seed=11, crossed=4, collisions=4, duplicates=4))
+    doc = report_json(analyze(load_events([str(src)], lean=True)))
     expected = sorted(
         _key(f) for f in doc["findings"]
         if f["severity"] == "error" and not str(f["detail"]).endswith(_LOST_OUTPUT)
     )
+    return src, expected
+
+
+@pytest.mark.parametrize("max_bytes", [64 << 20, 24 << 10])
+def test_live_findings_are_the_batch_reports_error_findings(
+    synth_logs: tuple[Path, list[Key]], max_bytes: int
+) -> None:
+    tmp_path, expected = synth_logs
     assert {kind for kind, _, _ in expected} == {
         "crossed_stream", "duplicate_in_flight", "unlinked"
     }
