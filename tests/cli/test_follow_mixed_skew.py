@@ -12,14 +12,12 @@ time from when such a worker span was read, which no clock skew moves.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from ridtrace.contract import WORKER_END, WORKER_START
+from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import rt, ts
 from tests.support.follower import FollowProcess, start_follower
 
@@ -100,10 +98,9 @@ def test_a_duplicate_beside_skewed_workers_names_the_callers_as_analyze_does(
     finally:
         code = follower.stop()
     live = [p.json() for p in follower.findings() if p.json()["kind"] == "duplicate_in_flight"]
-    done = subprocess.run([sys.executable, "-m", "ridtrace", "analyze", str(tmp_path),
-                           "--format", "json", "-q"], capture_output=True, text=True,
-                          timeout=120)
-    batch = [f for f in json.loads(done.stdout)["findings"] if f["kind"] == "duplicate_in_flight"]
+    # The reference batch read, in-process (tests/cli/helpers): not what is under test.
+    report = analyze_json(str(tmp_path))[1]
+    batch = [f for f in report["findings"] if f["kind"] == "duplicate_in_flight"]
     assert [(f["kind"], f["span_id"]) for f in batch] == [("duplicate_in_flight", "a" * 16)]
     assert [(f["kind"], f["span_id"], f["detail"], f["evidence"]) for f in live] == [
         (f["kind"], f["span_id"], f["detail"], f["evidence"]) for f in batch]
