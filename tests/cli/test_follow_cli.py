@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -20,11 +18,6 @@ from ridtrace.cli.main import main
 from ridtrace.testing.synth import SynthSpec, write_logs
 from tests.forensics.helpers import rt_request
 from tests.support.follower import start_follower
-
-
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ridtrace", "analyze", *args],
-                          capture_output=True, text=True, timeout=60)
 
 
 @pytest.mark.parametrize("args", [
@@ -47,9 +40,11 @@ def test_usage_errors_exit_2(
 @pytest.mark.parametrize("settle", [[], ["--settle", "0"]])
 def test_fail_fast_exits_1_at_the_first_error_finding(tmp_path: Path, settle: list[str]) -> None:
     write_logs(tmp_path, SynthSpec(requests=400))
-    done = _run(str(tmp_path), "--follow", "--from-start", "--fail-fast", "--format", "json",
-                "-q", *settle)
-    assert done.returncode == 1, done.stderr
+    # In-process: it ends on its own (no signal) and is checked by its output and exit
+    # code, which a CliRunner gives as a process does.
+    done = CliRunner().invoke(main, ["analyze", str(tmp_path), "--follow", "--from-start",
+                                     "--fail-fast", "--format", "json", "-q", *settle])
+    assert done.exit_code == 1, (done.stderr, done.exception)
     findings = [line for line in done.stdout.splitlines() if line]
     assert len(findings) == 1 and '"severity":"error"' in findings[0]
     assert '"errors": 1' in done.stderr.splitlines()[-1]  # the summary so far
