@@ -2,9 +2,9 @@
 
 An id copied from a Latin-1 terminal, or a script's raw bytes, reaches Python as lone
 surrogates (``$'\\xff'`` is ``"\\udcff"``), which Arrow's strings cannot hold: the match
-was a UnicodeEncodeError traceback and exit 4. The reader keeps every undecodable
-character of the logs as U+FFFD (a lone surrogate escape in a client's id included), so
-the id is matched read the same way.
+was a UnicodeEncodeError traceback and exit 4. The reader spells a lone surrogate
+escape in a client's id as its escape (``\\udcff``, `forensics.surrogates`), and the id
+given is spelt the same way, so it matches.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def test_an_undecodable_id_matches_as_the_logs_were_read(tmp_path: Path) -> None
     assert b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
     assert done.returncode == 0, done.stderr
     view = json.loads(done.stdout)
-    assert view["matched"] == 2 and view["id"] == "\ufffd"
+    assert view["matched"] == 2 and view["id"] == "\\udcff"
 
 
 def test_an_undecodable_id_that_names_nothing_is_no_match(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +28,7 @@ from ridtrace.cli.output import (
 from ridtrace.cli.trace_no_match import id_first, no_match_message
 from ridtrace.forensics.printable import visible
 from ridtrace.forensics.reading.stats import incomplete_reasons
+from ridtrace.forensics.surrogates import spell_lone_surrogates
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -179,11 +179,8 @@ def _an_id(ctx: click.Context, param: click.Parameter, value: str) -> str:
         raise click.BadParameter("is empty: give a request, client, trace or span id")
     # Bytes that are not UTF-8 (an id copied from a Latin-1 terminal) arrive as lone
     # surrogates, which Arrow's strings cannot hold: a traceback and exit 4. The reader
-    # keeps the logs' undecodable text as U+FFFD; the id is read the same way.
-    return _UNDECODABLE.sub("\ufffd", value)
-
-
-_UNDECODABLE = re.compile("[\ud800-\udfff]")
+    # spells the logs' lone surrogate escapes as their escape; the id is spelt the same way.
+    return spell_lone_surrogates(value)
 
 
 @click.command("trace")

@@ -23,22 +23,19 @@ from ridtrace.forensics.reading.packed_lines import (
 )
 from ridtrace.forensics.reading.record_time import parse_time
 from ridtrace.forensics.reading.scan import structlog_record
-
-# A lone surrogate is valid JSON but no Unicode scalar value: Arrow strings are UTF-8,
-# so it is kept as U+FFFD, the replacement character, like any undecodable text.
-_SURROGATE = re.compile("[\ud800-\udfff]")
+from ridtrace.forensics.surrogates import spell_lone_surrogates
 
 
 def _text(value: Any) -> str | None:
     if value is None:
         return None
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
+        return spell_lone_surrogates(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (dict, list)):
-        return _SURROGATE.sub(
-            "\ufffd", json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        return spell_lone_surrogates(
+            json.dumps(value, separators=(",", ":"), ensure_ascii=False)
         )
     return str(value)
 
