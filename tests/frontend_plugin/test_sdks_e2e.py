@@ -113,6 +113,9 @@ def test_anthropic_messages(claude: anthropic.Anthropic) -> None:
     )
     assert reply.id.startswith("msg_") and reply.stop_reason == "end_turn"
     assert "claude plain" in reply.content[0].text  # type: ignore[union-attr]
+    # Nothing is cached, and the reply says so as Anthropic's API does (None: not said).
+    cached = (reply.usage.cache_creation_input_tokens, reply.usage.cache_read_input_tokens)
+    assert cached == (0, 0)
     raw = claude.messages.create(
         model="echo", max_tokens=64, stream=True,
         messages=[{"role": "user", "content": "claude raw stream"}],
@@ -125,7 +128,9 @@ def test_anthropic_messages(claude: anthropic.Anthropic) -> None:
         messages=[{"role": "user", "content": "claude helper stream"}],
     ) as stream:
         text = stream.get_final_text()
+        usage = stream.get_final_message().usage
     assert "claude helper stream" in text and "system: be brief" in text
+    assert (usage.cache_creation_input_tokens, usage.cache_read_input_tokens) == (0, 0)
 
 
 def test_anthropic_error_shape(claude: anthropic.Anthropic) -> None:

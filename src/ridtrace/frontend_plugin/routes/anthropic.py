@@ -187,7 +187,10 @@ class _MessagesRenderer(Renderer):
             "id": self.msg_id, "type": "message", "role": "assistant",
             "model": self.parsed.model, "content": content, "stop_reason": stop,
             "stop_sequence": stop_sequence,
-            "usage": {"input_tokens": self.prompt_tokens, "output_tokens": out,
+            # The echo engine caches no prompt: zero read from or written to a cache, as
+            # Anthropic's API says of an uncached request (left out, the SDKs read None).
+            "usage": {"input_tokens": self.prompt_tokens, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 0, "output_tokens": out,
                       **self.parsed.echoed},
         }
 
