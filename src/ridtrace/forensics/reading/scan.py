@@ -21,7 +21,7 @@ from ridtrace.contract import (
     DYNAMO_SPAN_DURATION_US,
     LOG_SCHEMA,
 )
-from ridtrace.forensics.reading.lean import OTHER, SPAN, SUSPECT
+from ridtrace.forensics.reading.lean import LINE_TERMS, OTHER, SPAN, SUSPECT
 from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
 from ridtrace.forensics.reading.schema import READ_FIELDS
 from ridtrace.forensics.reading.span_sql import span_aggregates
@@ -131,16 +131,20 @@ def source_sql(path: str | Sequence[str], *, lean: bool, window: Window | None) 
     # An application's structlog line is no evidence, whatever its message or error says.
     evidence = f"({_EVIDENCE} AND NOT {STRUCTLOG})" if lean else "TRUE"
     in_window = _window_sql(window) if window is not None else "FALSE"
+    # Every per-line term is computed below the numbering, where DuckDB computes it once
+    # (see `lean.LINE_TERMS`); above it, a term used twice was computed twice.
+    terms = "".join(f", {sql} AS {name}" for name, sql in LINE_TERMS.items()) if lean else ""
     return f"""
 SELECT *, {in_window} AND NOT _suspect AS _in_window FROM (
-    SELECT *, (_t IS NULL OR NOT _known OR _empty) AS _suspect FROM (
-        SELECT row_number() OVER () AS rn, TRY_CAST({_TIME} AS TIMESTAMPTZ) AS _t,
+    SELECT *, (_t IS NULL OR NOT _known OR _empty) AS _suspect
+    FROM (SELECT row_number() OVER () AS rn, * FROM (
+        SELECT TRY_CAST({_TIME} AS TIMESTAMPTZ) AS _t,
             {_TIME} AS _time_text, {file_index}{raw},
-            {_KNOWN} IS TRUE AS _known, ({empty}) AS _empty, {evidence} IS TRUE AS _ev
+            {_KNOWN} IS TRUE AS _known, ({empty}) AS _empty, {evidence} IS TRUE AS _ev{terms}
         FROM read_json({files}, format = 'newline_delimited', ignore_errors = true,
                        compression = 'uncompressed', maximum_object_size = {MAX_OBJECT_BYTES},
                        columns = {{{columns}}})
-    )
+    ))
 ) WHERE {keep}
 """
 
