@@ -83,6 +83,13 @@ _EVIDENCE = f"""(
 _KNOWN = (f"(schema = {literal(LOG_SCHEMA)} OR (schema IS NULL AND target IS NOT NULL) "
           f"OR {STRUCTLOG})")
 _TIME = f'coalesce("time", CASE WHEN {STRUCTLOG} THEN "timestamp" END)'
+# DuckDB's cast takes years RFC 3339 has no room for: five digits (12026) or negative
+# (BC). `record_time.parse_time` takes neither, so the two sides of the read disagreed,
+# and a torn or forged year stretched a report's times over thousands of years. Only a
+# four-digit year is cast; any other is no time, and Python judges the line ("invalid
+# time"). A test of the text: one of the cast value would cast twice (`lean.LINE_TERMS`).
+_CAST_TIME = (f"TRY_CAST(CASE WHEN substr({_TIME}, 5, 1) = '-' AND NOT starts_with({_TIME}, '-') "
+              f"THEN {_TIME} END AS TIMESTAMPTZ)")
 
 
 def _quote(name: str) -> str:
@@ -138,7 +145,7 @@ def source_sql(path: str | Sequence[str], *, lean: bool, window: Window | None) 
 SELECT *, {in_window} AND NOT _suspect AS _in_window FROM (
     SELECT *, (_t IS NULL OR NOT _known OR _empty) AS _suspect
     FROM (SELECT row_number() OVER () AS rn, * FROM (
-        SELECT TRY_CAST({_TIME} AS TIMESTAMPTZ) AS _t,
+        SELECT {_CAST_TIME} AS _t,
             {_TIME} AS _time_text, {file_index}{raw},
             {_KNOWN} IS TRUE AS _known, ({empty}) AS _empty, {evidence} IS TRUE AS _ev{terms}
         FROM read_json({files}, format = 'newline_delimited', ignore_errors = true,

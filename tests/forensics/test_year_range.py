@@ -1,0 +1,73 @@
+"""A time whose year RFC 3339 cannot write (five digits, or before year 1) is no time.
+
+DuckDB's cast read ``12026-…`` and ``-2026-…`` (a BC year) as times; the Python side of
+the read (`record_time.parse_time`) reads neither. So a line torn or forged into such a
+year was a request thousands of years away, stretching every report's time axis, on
+whichever side read it. It is now a bad line, "invalid time", on every path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from ridtrace.forensics.reading.inputs import expand_inputs
+from ridtrace.forensics.records.read import read_partials
+from ridtrace.forensics.rules.report import analyze_read, report_json
+from tests.forensics.helpers import rt, rt_request
+from tests.support.extras import ENGINES
+
+YEARS = ["12026-11-29T10:00:00.000000Z", "-2026-11-29T10:00:00.000000Z"]
+
+
+def _log(directory: Path, time: str) -> Path:
+    good = rt_request("a" * 16, "r1", 0, 1)
+    odd = rt("request.start", time=time, request_id="r2", span_id="b" * 16, trace_id="t" * 32)
+    path = directory / "frontend.jsonl"
+    path.write_text("\n".join([*good, odd]) + "\n")
+    return path
+
+
+def _report(request: pytest.FixtureRequest, engine: str, directory: Path) -> dict[str, Any]:
+    if engine == "dask":
+        from ridtrace.forensics.dask_engine.engine import analyze_dask
+
+        return report_json(analyze_dask(request.getfixturevalue("client"), [str(directory)],
+                                        block_bytes=1 << 20))
+    return report_json(analyze_read(read_partials(expand_inputs([str(directory)]))))
+
+
+@pytest.mark.parametrize("time", YEARS)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_year_rfc3339_cannot_write_is_a_bad_line(
+    request: pytest.FixtureRequest, tmp_path: Path, engine: str, time: str
+) -> None:
+    _log(tmp_path, time)
+    summary = _report(request, engine, tmp_path)["summary"]
+    assert (summary["lines"], summary["bad_lines"], summary["requests"]) == (3, 1, 1)
+    [sample] = summary["bad_line_samples"]
+    assert (sample["line"], sample["reason"]) == (3, "invalid time")
+
+
+@pytest.mark.parametrize("time", YEARS)
+def test_the_event_views_read_it_so_too(tmp_path: Path, time: str) -> None:
+    path = _log(tmp_path, time)
+    result = CliRunner().invoke(main, ["trace", "r2", str(path), "--format", "json"])
+    # Its one line is bad: no request r2 (exit 3, as part of the input was not read).
+    assert result.exit_code == 3, result.output
+    assert "invalid time" in result.stderr
+
+
+def test_years_1_and_9999_are_times(tmp_path: Path) -> None:
+    (tmp_path / "frontend.jsonl").write_text("\n".join([
+        rt("request.start", time="0001-01-01T00:00:00.000000Z", request_id="r1",
+           span_id="a" * 16, trace_id="t" * 32),
+        rt("request.start", time="9999-12-31T23:59:59.999999Z", request_id="r2",
+           span_id="b" * 16, trace_id="t" * 32),
+    ]) + "\n")
+    summary = report_json(analyze_read(read_partials(expand_inputs([str(tmp_path)]))))["summary"]
+    assert (summary["bad_lines"], summary["requests"]) == (0, 2)
