@@ -7,8 +7,6 @@ window, a CR or newline rewrites the report's lines: ids are the clients' text.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -17,6 +15,7 @@ from ridtrace.cli.follow import table_line
 from ridtrace.cli.main import main
 from tests.forensics.helpers import rt_request
 from tests.support.follower import start_follower
+from tests.support.inprocess_cli import run_in_process
 
 HOSTILE = "\x1b[31mRED\x1b[0m\x1b]0;pwned\x07\rover\nline\x9b\u202egnp.exe"
 CONTROLS = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0), 0x202E) if chr(c) != "\n"]
@@ -130,10 +129,9 @@ def test_the_incomplete_input_warning_shows_file_names_control_characters(
     jaeger = tmp_path / "traces.json"
     for argv in (["analyze", str(logs)], ["audit", str(logs)], ["trace", "ok-id", str(logs)],
                  ["export", "jaeger", str(logs), "-o", str(jaeger)]):
-        done = subprocess.run([sys.executable, "-m", "ridtrace", *argv], capture_output=True,
-                              text=True, timeout=120)
-        assert "input incomplete" in done.stderr, (argv, done.stderr)
-        _no_controls(done.stderr.replace("\n", ""))
+        _, _, stderr = run_in_process(argv)
+        assert "input incomplete" in stderr, (argv, stderr)
+        _no_controls(stderr.replace("\n", ""))
 
 
 def test_the_follow_summary_shows_file_names_control_characters(tmp_path: Path) -> None:

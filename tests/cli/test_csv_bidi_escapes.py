@@ -12,11 +12,10 @@ from __future__ import annotations
 import csv
 import io
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.forensics.helpers import rt_request
+from tests.support.inprocess_cli import run_in_process
 
 # A bidi override, an isolate, a tag character (outside the BMP), a backslash before
 # what reads as an escape, one before an escaped character, and a Windows-style path.
@@ -33,10 +32,10 @@ def _unescaped(cell: str) -> str:
 def test_trace_csv_writes_a_bidi_control_as_its_escape(tmp_path: Path) -> None:
     (tmp_path / "frontend.jsonl").write_text(
         "\n".join(rt_request("a" * 16, "r-1", 0, 2, xrid=CLIENT_ID)) + "\n")
-    done = subprocess.run([sys.executable, "-m", "ridtrace", "trace", "r-1", str(tmp_path),
-                           "--format", "csv"], capture_output=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    text = done.stdout.decode("utf-8")
+    # In-process: CliRunner decodes the output as UTF-8, a byte it cannot as U+FFFD,
+    # which the check below finds.
+    code, text, stderr = run_in_process(["trace", "r-1", str(tmp_path), "--format", "csv"])
+    assert code == 0, stderr
     assert not [c for c in text if c in "\u202e\u2066\U000e0041\ufffd"], ascii(text)
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == 2

@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.support.inprocess_cli import run_in_process
 
 # Dynamo's own lines (DYN_LOGGING_JSONL=1, DYN_LOGGING_SPAN_EVENTS=1, INFO): the request's
 # span closes after 1.9 s; no `http response sent` line on this route.
@@ -30,10 +29,9 @@ LINES = [
 
 
 def _ridtrace(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "ridtrace", *args], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "COLUMNS": "100"})
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    code, stdout, stderr = run_in_process(list(args), env={"COLUMNS": "100"})
+    assert code == 0, stderr
+    return stdout
 
 
 def _log(tmp_path: Path) -> Path:

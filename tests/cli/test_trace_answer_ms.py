@@ -7,13 +7,11 @@ its 500: the block said `20.0 ms`, the waterfall's right column (`each span's ms
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.forensics.helpers import rt, ts
+from tests.support.inprocess_cli import run_in_process
 
 SPAN = "a" * 16
 
@@ -25,11 +23,10 @@ def test_waterfall_ms_of_a_caller_ends_with_its_answer(tmp_path: Path) -> None:
         rt("request.end", time=ts(0.02), **ctx, status=500, outcome="error"),
         rt("response.unlinked", time=ts(0.08), **ctx),
     ]) + "\n")
-    done = subprocess.run([sys.executable, "-m", "ridtrace", "trace", "r-late", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "COLUMNS": "120"})
-    assert done.returncode == 0, done.stderr
-    (bar,) = [line for line in done.stdout.splitlines() if line.startswith(" #1 frontend")]
+    code, stdout, stderr = run_in_process(["trace", "r-late", str(tmp_path)],
+                                          env={"COLUMNS": "120"})
+    assert code == 0, stderr
+    (bar,) = [line for line in stdout.splitlines() if line.startswith(" #1 frontend")]
     assert re.search(r"█ +20\.0$", bar), bar
-    assert " 20.0 ms " in done.stdout  # the block's header
-    assert "80.0 ms" in done.stdout  # the axis still spans the line logged after it
+    assert " 20.0 ms " in stdout  # the block's header
+    assert "80.0 ms" in stdout  # the axis still spans the line logged after it

@@ -9,9 +9,6 @@ own `duration_ms` says, or, without one, for a request whose start nobody knows.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.inprocess_cli import run_in_process
 from tests.support.servers import free_port, run_server
 
 CHAT = {"model": "echo", "max_tokens": 40,
@@ -82,11 +80,10 @@ def rotated_away(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
 
 
 def _trace(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "ridtrace", "trace", *args, "-q"],
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "COLUMNS": "100"})
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    # In-process: the report is the subject, not the process (the servers above are).
+    code, stdout, stderr = run_in_process(["trace", *args, "-q"], env={"COLUMNS": "100"})
+    assert code == 0, stderr
+    return stdout
 
 
 def _block(doc: dict[str, Any]) -> dict[str, Any]:
@@ -145,9 +142,8 @@ def test_the_jaeger_export_dates_the_span_back_or_warns(
     # instant answer in Jaeger, as a request killed mid-way did before NO_ANSWER.
     logs, stated, bare = rotated_away
     out = tmp_path / "traces.json"
-    done = subprocess.run([sys.executable, "-m", "ridtrace", "export", "jaeger", str(logs),
-                           "-o", str(out), "-q"], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    code, _, stderr = run_in_process(["export", "jaeger", str(logs), "-o", str(out), "-q"])
+    assert code == 0, stderr
     spans = {s["spanID"]: s for t in json.loads(out.read_text())["data"] for s in t["spans"]}
     dated, unknown = spans[stated["span_id"]], spans[bare["span_id"]]
     assert dated["duration"] == pytest.approx(stated["duration_ms"] * 1000, abs=2)

@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
 from ridtrace.testing.dynamo import DynamoSpec, write_dynamo_logs
+from tests.support.inprocess_cli import run_in_process
 from tests.support.servers import free_port, run_server
 
 CHAT = {"model": "echo", "stream": True, "max_tokens": 200,
@@ -47,10 +46,10 @@ def killed_mid_stream(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, s
 
 
 def _ridtrace(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "ridtrace", *args], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "COLUMNS": "100"})
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    # In-process: the reports are the subject, not the process (the servers above are).
+    code, stdout, stderr = run_in_process(list(args), env={"COLUMNS": "100"})
+    assert code == 0, stderr
+    return stdout
 
 
 def test_a_frontend_killed_mid_stream_leaves_a_span_with_a_warning(

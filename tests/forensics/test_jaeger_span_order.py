@@ -8,11 +8,10 @@ worker spans it called, so the trace's spans were no longer in start order.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.forensics.helpers import rt_at_us
+from tests.support.inprocess_cli import run_in_process
 
 _MS = 1000
 
@@ -39,9 +38,8 @@ def test_a_span_dated_back_by_its_stated_duration_lists_first(tmp_path: Path) ->
     logs.mkdir()
     _logs(logs)
     out = tmp_path / "traces.json"
-    done = subprocess.run([sys.executable, "-m", "ridtrace", "export", "jaeger", str(logs),
-                           "-o", str(out)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    code, _, stderr = run_in_process(["export", "jaeger", str(logs), "-o", str(out)])
+    assert code == 0, stderr
     (trace,) = json.loads(out.read_text())["data"]
     spans = [(s["spanID"], s["startTime"]) for s in trace["spans"]]
     base = 1_795_946_400_000_000  # 2026-11-29T10:00:00Z in µs

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import re
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -35,13 +36,16 @@ def plain_ridtrace_args(command: str) -> list[str] | None:
     return words[1:]
 
 
-def run_in_process(args: list[str], cwd: Path) -> tuple[int, str, str]:
-    """``ridtrace ARGS`` run in ``cwd``: exit code, stdout, stderr. A Python exception
-    (the console script's "internal error", exit 4) is raised, with its traceback."""
+def run_in_process(
+    args: list[str], cwd: Path | None = None, env: Mapping[str, str] | None = None,
+) -> tuple[int, str, str]:
+    """``ridtrace ARGS`` run in ``cwd`` (this one if None), with ``env`` set for the
+    run: exit code, stdout, stderr. A Python exception (the console script's "internal
+    error", exit 4) is raised, with its traceback."""
     from ridtrace.cli.main import main
 
-    with contextlib.chdir(cwd):
-        result = CliRunner().invoke(main, args)
+    with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+        result = CliRunner().invoke(main, args, env=env)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.stdout, result.stderr
