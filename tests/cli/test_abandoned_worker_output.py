@@ -14,9 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +22,7 @@ import httpx
 import pytest
 
 from tests.frontend_plugin.conftest import Proc
+from tests.support.inprocess_cli import run_in_process
 from tests.support.servers import free_port, run_server
 
 CHAT = {"model": "echo", "stream": False, "max_tokens": 100,
@@ -117,25 +115,26 @@ def timed_out_call(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return logs
 
 
-def _ridtrace(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ridtrace", *args], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "COLUMNS": "100"})
+def _ridtrace(*args: str) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of ``ridtrace ARGS``, in-process: the report is the
+    subject here, the servers of the fixture are the real processes."""
+    return run_in_process(list(args), env={"COLUMNS": "100"})
 
 
 def test_output_finished_after_a_timeout_is_not_unlinked(timed_out_call: Path) -> None:
-    done = _ridtrace("analyze", str(timed_out_call), "--format", "json", "-q")
-    report = json.loads(done.stdout)
+    code, stdout, stderr = _ridtrace("analyze", str(timed_out_call), "--format", "json", "-q")
+    report = json.loads(stdout)
     assert report["summary"]["unlinked"] == 0, report["findings"]
     assert report["summary"]["errors"] == 0
-    assert done.returncode == 0, done.stderr
+    assert code == 0, stderr
 
 
 def test_trace_shows_no_unlinked_error_for_it(timed_out_call: Path) -> None:
     ids = [json.loads(line)["request_id"]
            for line in (timed_out_call / "frontend.jsonl").read_text().splitlines()
            if '"/v1/chat/completions"' in line]
-    done = _ridtrace("trace", ids[0], str(timed_out_call), "--format", "json")
-    assert done.returncode == 0, done.stderr
-    (request,) = json.loads(done.stdout)["requests"]
+    code, stdout, stderr = _ridtrace("trace", ids[0], str(timed_out_call), "--format", "json")
+    assert code == 0, stderr
+    (request,) = json.loads(stdout)["requests"]
     assert request["status"] == "504"
     assert request["findings"] == []

@@ -4,15 +4,13 @@ refused it with Conflict before the retry."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 
 from ridtrace.frontend_plugin import WorkRequest
 from tests.frontend_plugin.conftest import start_stack
+from tests.support.inprocess_cli import run_in_process
 
 HELD_ID = "held-by-worker0"
 CHAT = {"model": "echo", "stream": False, "max_tokens": 8,
@@ -45,10 +43,8 @@ def test_the_worker_tag_is_the_worker_that_served_after_a_conflict(tmp_path: Pat
         stack.frontend.wait_for_lines(lambda line: line.get("event") == "dispatch.retry", 1)
     assert ends[0]["worker"] == other.url
     out = tmp_path / "traces.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "ridtrace", "export", "jaeger", str(logs), "-o", str(out)],
-        capture_output=True, text=True, timeout=120, env={**os.environ})
-    assert done.returncode == 0, done.stderr
+    code, _, stderr = run_in_process(["export", "jaeger", str(logs), "-o", str(out)])
+    assert code == 0, stderr
     spans = [s for t in json.loads(out.read_text())["data"] for s in t["spans"]]
     front = [s for s in spans if s["operationName"] == "POST /v1/chat/completions"]
     assert len(front) == 1

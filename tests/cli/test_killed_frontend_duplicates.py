@@ -14,14 +14,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.support.inprocess_cli import run_in_process
 from tests.support.servers import free_port, run_server
 
 CHAT = {"model": "echo", "stream": True, "max_tokens": 200,
@@ -69,10 +68,10 @@ def killed_with_two_holders(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_batch_analyze_reports_the_duplicate(killed_with_two_holders: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "ridtrace", "analyze", str(killed_with_two_holders),
-         "--format", "json", "-q"], capture_output=True, text=True, timeout=120)
-    report = json.loads(done.stdout)
+    # The reports run in-process: the servers of the fixture are the real processes.
+    code, stdout, stderr = run_in_process(
+        ["analyze", str(killed_with_two_holders), "--format", "json", "-q"])
+    report = json.loads(stdout)
     chat = [json.loads(line) for line in
             (killed_with_two_holders / "frontend.jsonl").read_text().splitlines()
             if '"/v1/chat/completions"' in line]
@@ -83,18 +82,17 @@ def test_batch_analyze_reports_the_duplicate(killed_with_two_holders: Path) -> N
     assert dup["detail"].startswith("2 requests held request_id dup-1")
     assert {s["span_id"] for s in starts} <= set(dup["detail"].split("(spans ")[1][:-1]
                                                  .split(", "))
-    assert done.returncode == 1, done.stderr
+    assert code == 1, stderr
 
 
 def test_trace_shows_the_duplicate(killed_with_two_holders: Path) -> None:
     """`ridtrace trace` judges the callers as `analyze` does: each held the id its
     workers' lines name while they worked for it, so both are in the duplicate, each
     naming the other, under the id they held (not the minted one of their one line)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "ridtrace", "trace", "dup-1", str(killed_with_two_holders),
-         "--format", "json", "-q"], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    doc = json.loads(done.stdout)
+    code, stdout, stderr = run_in_process(
+        ["trace", "dup-1", str(killed_with_two_holders), "--format", "json", "-q"])
+    assert code == 0, stderr
+    doc = json.loads(stdout)
     chat = [b for b in doc["requests"] if b["route"] == "/v1/chat/completions"]
     assert len(chat) == 2, doc
     first, second = chat
@@ -104,7 +102,6 @@ def test_trace_shows_the_duplicate(killed_with_two_holders: Path) -> None:
     assert second["span_id"] in first["overlaps"] and first["span_id"] in second["overlaps"]
     # Ranked as a duplicate: ahead of any request in no finding.
     assert [b["span_id"] for b in doc["requests"][:2]] == [first["span_id"], second["span_id"]]
-    text = subprocess.run(
-        [sys.executable, "-m", "ridtrace", "trace", "dup-1", str(killed_with_two_holders),
-         "-q"], capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "100"})
-    assert "held request dup-1 at the same time" in text.stdout, text.stdout
+    _, text, _ = run_in_process(["trace", "dup-1", str(killed_with_two_holders), "-q"],
+                                env={"COLUMNS": "100"})
+    assert "held request dup-1 at the same time" in text, text

@@ -6,20 +6,17 @@ Both were written, one after the other, so the report silently replaced the imag
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.forensics.helpers import rt_request
+from tests.support.inprocess_cli import run_in_process
 
 
 def test_plot_and_report_to_one_file_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "frontend.jsonl").write_text(
         "\n".join(rt_request("a" * 16, "r1", 0, 2)) + "\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "ridtrace", "audit", "frontend.jsonl", "-o", "use.svg",
-         "--plot", "./use.svg", "-q"], capture_output=True, text=True, timeout=120,
-        cwd=tmp_path)
-    assert done.returncode == 2, done.stderr
-    assert "is -o's file too" in done.stderr
+    code, _, stderr = run_in_process(
+        ["audit", "frontend.jsonl", "-o", "use.svg", "--plot", "./use.svg", "-q"], tmp_path)
+    assert code == 2, stderr
+    assert "is -o's file too" in stderr
     assert not (tmp_path / "use.svg").exists()
