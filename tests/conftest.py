@@ -92,10 +92,11 @@ def _own_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         os.environ.update(saved)
 
 
-def demo_argv(out: Path, requests: int = DEMO_REQUESTS) -> list[str]:
-    """``ridtrace demo`` with small numbers, run by this interpreter."""
+def demo_argv(out: Path, requests: int = DEMO_REQUESTS, concurrency: int | None = None) -> list[str]:
+    """``ridtrace demo`` with small numbers, run by this interpreter: all `requests`
+    calls at once unless `concurrency` says how many."""
     return [sys.executable, "-m", "ridtrace", "demo", "--out", str(out),
-            "--requests", str(requests), "--concurrency", str(requests)]  # fmt: skip
+            "--requests", str(requests), "--concurrency", str(concurrency or requests)]  # fmt: skip
 
 
 @pytest.fixture(scope="session")
