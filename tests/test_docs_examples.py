@@ -61,8 +61,11 @@ def _shell_examples() -> list[tuple[str, str]]:
             bare = _ENV_PREFIX.sub("", command)
             # Live `--follow` lines run until Ctrl-C: test_follow_example_runs runs them.
             live = "--follow" in command.split()
+            # A command shown again in another doc (the serve lines of README.md and
+            # cli.md) runs once: the same words in the same folder prove nothing more.
+            seen = any(command == shown for _, shown in examples)
             if (bare.startswith("ridtrace ") or _FEEDS_RIDTRACE.match(bare)) \
-                    and not _GRAMMAR.search(command) and not live:
+                    and not _GRAMMAR.search(command) and not live and not seen:
                 examples.append((doc, command))
     return examples
 
