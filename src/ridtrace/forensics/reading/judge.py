@@ -14,6 +14,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ridtrace.forensics.reading.json_start import cannot_be_json
+from ridtrace.forensics.reading.other_loggers import (
+    SIGNATURE_FIELDS,
+    other_epoch_time,
+    other_time_key,
+)
 from ridtrace.forensics.reading.packed_lines import (
     BOM,
     DECODE,
@@ -172,14 +177,17 @@ NOT_AN_OBJECT = "not a JSON object"
 def _row(obj: Any, fields: Sequence[str]) -> dict[str, Any] | str:
     if not isinstance(obj, dict):
         return NOT_AN_OBJECT
-    row: dict[str, Any] = {name: _text(obj.get(name)) for name in fields}
+    # The signature fields as the SQL scan reads them (`scan.source_sql`).
+    row: dict[str, Any] = {name: _text(obj.get(name)) for name in (*fields, *SIGNATURE_FIELDS)}
     key = "time"
     if row.get(key) is None and structlog_record(row):  # its time in `timestamp`
         key = "timestamp"
+    elif row.get(key) is None:
+        key = other_time_key(row) or key
     time = row.get(key)
     if time is None:
         return "missing time"
-    parsed = parse_time(time)
+    parsed = parse_time(time) or other_epoch_time(row)
     if parsed is None:
         raw = obj.get(key)
         # Seconds, milliseconds or nanoseconds: a number does not say which, nor does

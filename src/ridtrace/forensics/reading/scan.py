@@ -22,6 +22,13 @@ from ridtrace.contract import (
     LOG_SCHEMA,
 )
 from ridtrace.forensics.reading.lean import LINE_TERMS, OTHER, SPAN, SUSPECT
+from ridtrace.forensics.reading.other_loggers import (
+    OTHER_EPOCH_TIME,
+    OTHER_LOGGER,
+    OTHER_TIME_TEXT,
+    SIGNATURE_FIELDS,
+    other_logger_record,
+)
 from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
 from ridtrace.forensics.reading.schema import READ_FIELDS
 from ridtrace.forensics.reading.span_sql import span_aggregates
@@ -81,15 +88,24 @@ _EVIDENCE = f"""(
     OR contains(message, 'header is deprecated')
 )"""
 _KNOWN = (f"(schema = {literal(LOG_SCHEMA)} OR (schema IS NULL AND target IS NOT NULL) "
-          f"OR {STRUCTLOG})")
-_TIME = f'coalesce("time", CASE WHEN {STRUCTLOG} THEN "timestamp" END)'
+          f"OR {STRUCTLOG} OR {OTHER_LOGGER})")
+# Only a line with neither mark looks further: ridtrace's and Dynamo's pay one test.
+_UNMARKED = "(schema IS NULL AND target IS NULL)"
+_TIME = (f'coalesce("time", CASE WHEN {_UNMARKED} THEN '
+         f'CASE WHEN {STRUCTLOG} THEN "timestamp" ELSE {OTHER_TIME_TEXT} END END)')
 # DuckDB's cast takes years RFC 3339 has no room for: five digits (12026) or negative
 # (BC). `record_time.parse_time` takes neither, so the two sides of the read disagreed,
 # and a torn or forged year stretched a report's times over thousands of years. Only a
 # four-digit year is cast; any other is no time, and Python judges the line ("invalid
 # time"). A test of the text: one of the cast value would cast twice (`lean.LINE_TERMS`).
-_CAST_TIME = (f"TRY_CAST(CASE WHEN substr({_TIME}, 5, 1) = '-' AND NOT starts_with({_TIME}, '-') "
-              f"THEN {_TIME} END AS TIMESTAMPTZ)")
+# An epoch number is a time only where the logger's signature states its unit.
+_T = (f"coalesce(TRY_CAST(CASE WHEN substr({_TIME}, 5, 1) = '-' "
+      f"AND NOT starts_with({_TIME}, '-') THEN {_TIME} END AS TIMESTAMPTZ), "
+      f"CASE WHEN {_UNMARKED} THEN {OTHER_EPOCH_TIME} END)")
+# Evidence only on ridtrace's and Dynamo's lines: an application's structlog line or
+# another logger's is none, whatever its message or error says (a suspect line is
+# kept and judged anyway, evidence or not).
+_MARKED = f"(schema = {literal(LOG_SCHEMA)} OR target IS NOT NULL)"
 
 
 def _quote(name: str) -> str:
@@ -124,6 +140,8 @@ def source_sql(path: str | Sequence[str], *, lean: bool, window: Window | None) 
         files = "[" + ", ".join(literal(p) for p in path) + "]"
         file_index = "file_index AS _file, "
     fields = LEAN_FIELDS if lean else READ_FIELDS
+    # Read for the signatures, not passed on (`raw` holds READ_FIELDS only).
+    fields = (*fields, *(f for f in SIGNATURE_FIELDS if f not in fields))
     columns = ", ".join(f"{literal(f)}: 'VARCHAR'" for f in fields)
     raw = ", ".join(
         (_quote(f) if f in fields else f"NULL::VARCHAR AS {_quote(f)}")
@@ -135,8 +153,7 @@ def source_sql(path: str | Sequence[str], *, lean: bool, window: Window | None) 
         keep = "_ev OR _suspect"
         if window is not None:
             keep += f" OR {_window_sql(window)}"
-    # An application's structlog line is no evidence, whatever its message or error says.
-    evidence = f"({_EVIDENCE} AND NOT {STRUCTLOG})" if lean else "TRUE"
+    evidence = f"({_EVIDENCE} AND {_MARKED})" if lean else "TRUE"
     in_window = _window_sql(window) if window is not None else "FALSE"
     # Every per-line term is computed below the numbering, where DuckDB computes it once
     # (see `lean.LINE_TERMS`); above it, a term used twice was computed twice.
@@ -145,7 +162,7 @@ def source_sql(path: str | Sequence[str], *, lean: bool, window: Window | None) 
 SELECT *, {in_window} AND NOT _suspect AS _in_window FROM (
     SELECT *, (_t IS NULL OR NOT _known OR _empty) AS _suspect
     FROM (SELECT row_number() OVER () AS rn, * FROM (
-        SELECT {_CAST_TIME} AS _t,
+        SELECT {_T} AS _t,
             {_TIME} AS _time_text, {file_index}{raw},
             {_KNOWN} IS TRUE AS _known, ({empty}) AS _empty, {evidence} IS TRUE AS _ev{terms}
         FROM read_json({files}, format = 'newline_delimited', ignore_errors = true,
@@ -188,7 +205,7 @@ def known_record(row: dict[str, Any]) -> bool:
     """Whether a parsed line is a log record of a known format (`_KNOWN`'s Python twin)."""
     return row.get("schema") == LOG_SCHEMA or (
         row.get("schema") is None and row.get("target") is not None
-    ) or structlog_record(row)
+    ) or structlog_record(row) or other_logger_record(row)
 
 
 def structlog_record(row: dict[str, Any]) -> bool:

@@ -202,14 +202,16 @@ NORMALIZED: dict[str, str] = {
     "began": began(_RT),
     "format": _pick("'ridtrace'", "'dynamo'"),
     "level": "CASE WHEN level = 'WARNING' THEN 'WARN' ELSE level END",
-    "event": _pick("event", f"CASE WHEN {STRUCTLOG} IS NOT TRUE THEN {_DYN_EVENT} END"),
+    # Dynamo's lines alone are read for Dynamo's events: an application's structlog line
+    # or another logger's (`other_loggers`, no `target`) is a line of no event.
+    "event": _pick("event", f"CASE WHEN target IS NOT NULL THEN {_DYN_EVENT} END"),
     "side": _pick(
         f"CASE WHEN starts_with(event, {literal(WORKER_EVENT_PREFIX)}) THEN {literal(WORKER)} END",
         f"CASE WHEN {_DYN_WORKER} THEN {literal(WORKER)} "
         f"WHEN {_DYN_FRONT} THEN {literal(FRONTEND)} END",
     ),
     "status": _pick("status", f"CASE WHEN {_SENT} THEN status END"),
-    "outcome": _pick("outcome", DYNAMO_OUTCOME),
+    "outcome": _pick("outcome", f"CASE WHEN target IS NOT NULL THEN {DYNAMO_OUTCOME} END"),
     "route": _pick("coalesce(route, path)", DYNAMO_ROUTE),
     "method": "method",
     "service": _pick(

@@ -1,0 +1,121 @@
+"""Other loggers' JSON lines beside ridtrace's: known by their signature fields, read, not bad.
+
+A sidecar or the application itself often writes JSON lines of its own logger into the
+folder ridtrace logs to: zap's (``ts`` in epoch seconds, ``level``, ``msg``), pino's
+(``time`` in epoch ms, a numeric ``level``, ``msg``), bunyan's (``v``, ``name``, ``msg``,
+``time`` in RFC 3339), Go slog's and logrus's (``time`` in RFC 3339, ``level``, ``msg``)
+and logstash's or ECS's (``@timestamp``, ``message``, ``@version``/``ecs.version``/
+``log.level``). Each was a bad line ("missing time", "invalid time (an epoch number …)",
+"unknown format"), so such a folder was "incomplete" (exit 3) though nothing was unread.
+
+A line is one of theirs only when it matches a signature whole: no ``schema`` nor
+``target`` (ridtrace's and Dynamo's marks), and the message key with that logger's time
+key and level. ridtrace and Dynamo write neither ``msg`` nor ``@timestamp``, so one of
+their lines that lost its mark stays a bad line, as does any JSON matching no signature.
+Like structlog's (`sql.STRUCTLOG`), such a line is read as a line of its request and is
+never evidence. Each SQL signature has its Python twin, for the lines judged in Python.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+# Read for the signatures only: never a field of an event.
+SIGNATURE_FIELDS: Final[tuple[str, ...]] = (
+    "msg", "level", "ts", "@timestamp", "@version", "ecs.version", "log.level", "ecs",
+)
+
+_UNMARKED = "(schema IS NULL AND target IS NULL)"
+# msg, level and a time: zap's `ts`; pino's, bunyan's, slog's and logrus's `time`.
+_MSG = '(msg IS NOT NULL AND "level" IS NOT NULL)'
+ZAP = f"({_UNMARKED} AND {_MSG} AND ts IS NOT NULL)"
+_MSG_TIME = f'({_UNMARKED} AND {_MSG} AND "time" IS NOT NULL)'
+# Filebeat and Logstash ship a service's line in `message`, ECS fields around it: a line
+# carrying a record (a `"time"` key) is such an envelope, for `rescue` to take it off.
+ECS = (f'({_UNMARKED} AND "@timestamp" IS NOT NULL AND NOT contains(message, \'"time"\') '
+       'AND ("@version" IS NOT NULL OR "ecs.version" IS NOT NULL OR "log.level" IS NOT NULL '
+       'OR ecs IS NOT NULL))')
+OTHER_LOGGER = f"({ZAP} OR {_MSG_TIME} OR {ECS})"
+# Where the time is when `time` holds none.
+OTHER_TIME_TEXT = f'CASE WHEN {ZAP} THEN ts WHEN {ECS} THEN "@timestamp" END'
+
+# The latest time an epoch number may state (9999-12-31T23:59:59Z): a larger one is
+# no time in this unit, and would overflow DuckDB's timestamp.
+_LAST_SECOND = 253402300799
+_NUMBER_SQL = r"'-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?'"
+_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _seconds_sql(text: str, scale: int) -> str:
+    value = f"TRY_CAST({text} AS DOUBLE) / {scale}"
+    return (f"CASE WHEN regexp_full_match({text}, {_NUMBER_SQL}) AND {value} "
+            f"BETWEEN 0 AND {_LAST_SECOND} "
+            f"THEN make_timestamptz(CAST(round({value} * 1000000) AS BIGINT)) END")
+
+
+# A time the signature states the unit of: zap's `ts` in seconds; pino's `time` in ms,
+# known by its numeric level (slog's and logrus's levels are words, their times text).
+OTHER_EPOCH_TIME = (
+    f'CASE WHEN {ZAP} THEN {_seconds_sql("ts", 1)} '
+    f'WHEN {_MSG_TIME} AND regexp_full_match("level", {_NUMBER_SQL}) '
+    f'THEN {_seconds_sql(chr(34) + "time" + chr(34), 1000)} END'
+)
+
+
+def _unmarked(row: dict[str, Any]) -> bool:
+    return row.get("schema") is None and row.get("target") is None
+
+
+def _zap(row: dict[str, Any]) -> bool:
+    return (_unmarked(row) and row.get("msg") is not None and row.get("level") is not None
+            and row.get("ts") is not None)
+
+
+def _msg_time(row: dict[str, Any]) -> bool:
+    return (_unmarked(row) and row.get("msg") is not None and row.get("level") is not None
+            and row.get("time") is not None)
+
+
+def _ecs(row: dict[str, Any]) -> bool:
+    message = row.get("message")
+    return (_unmarked(row) and row.get("@timestamp") is not None
+            and message is not None and '"time"' not in message
+            and any(row.get(k) is not None for k in ("@version", "ecs.version", "log.level",
+                                                     "ecs")))
+
+
+def other_logger_record(row: dict[str, Any]) -> bool:
+    """Whether a parsed line is another logger's (`OTHER_LOGGER`'s Python twin)."""
+    return _zap(row) or _msg_time(row) or _ecs(row)
+
+
+def other_time_key(row: dict[str, Any]) -> str | None:
+    """The key of an other logger's time where `time` holds none (`OTHER_TIME_TEXT`)."""
+    if _zap(row):
+        return "ts"
+    return "@timestamp" if _ecs(row) else None
+
+
+def _from_epoch(text: str, scale: int) -> datetime | None:
+    if _NUMBER.fullmatch(text) is None:
+        return None
+    seconds = float(text) / scale
+    if not 0 <= seconds <= _LAST_SECOND:
+        return None
+    # DuckDB's round() rounds half away from zero; Python's round() to even.
+    micros = math.floor(abs(seconds * 1_000_000) + 0.5)
+    return _EPOCH + timedelta(microseconds=micros)
+
+
+def other_epoch_time(row: dict[str, Any]) -> datetime | None:
+    """An other logger's epoch time, in the unit its signature states (`OTHER_EPOCH_TIME`)."""
+    if _zap(row):
+        return _from_epoch(row["ts"], 1)
+    level = row.get("level")
+    if _msg_time(row) and level is not None and _NUMBER.fullmatch(level):
+        return _from_epoch(row["time"], 1000)
+    return None

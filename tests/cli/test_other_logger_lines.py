@@ -1,0 +1,186 @@
+"""Other loggers' JSON lines beside ridtrace's are read, not bad lines.
+
+A sidecar or the application writing zap's, pino's, bunyan's, slog's, logrus's or
+logstash's/ECS's JSON lines into ridtrace's log folder made each a bad line ("missing
+time", "invalid time (an epoch number …)", "unknown format"), and a clean log
+"incomplete", exit 3, though nothing was unread. A line is theirs only by its logger's
+signature (the message key, that logger's time key, a level or version mark); anything
+else stays a bad line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from ridtrace.forensics.live.follow import Follower, FollowSettings
+from tests.cli.helpers import analyze_json
+from tests.forensics.helpers import at, rt, ts
+from tests.support.extras import ENGINES
+
+# An application's line quoting an error it saw: never an Unlinked response of ridtrace's.
+QUOTED = "upstream said: Unlinked response; caller gone"
+
+
+def _zap(s: float, **ids: str) -> dict[str, Any]:
+    return {"level": "info", "ts": at(s).timestamp(), "logger": "sidecar",
+            "caller": "proxy/main.go:42", "msg": QUOTED, **ids}
+
+
+def _logstash(s: float, **ids: str) -> dict[str, Any]:
+    return {"@timestamp": ts(s), "@version": "1", "message": QUOTED,
+            "logger_name": "com.example.App", "level": "INFO", **ids}
+
+
+def _ecs(s: float, **ids: str) -> dict[str, Any]:
+    return {"@timestamp": ts(s), "log.level": "info", "message": QUOTED,
+            "ecs.version": "1.6.0", **ids}
+
+
+def _pino(s: float, **ids: str) -> dict[str, Any]:
+    return {"level": 30, "time": round(at(s).timestamp() * 1000), "pid": 7,
+            "hostname": "app-0", "msg": QUOTED, **ids}
+
+
+def _bunyan(s: float, **ids: str) -> dict[str, Any]:
+    return {"name": "app", "hostname": "app-0", "pid": 7, "level": 30, "msg": QUOTED,
+            "time": ts(s), "v": 0, **ids}
+
+
+def _slog(s: float, **ids: str) -> dict[str, Any]:
+    return {"time": at(s).isoformat(), "level": "INFO", "msg": QUOTED, **ids}
+
+
+def _logrus(s: float, **ids: str) -> dict[str, Any]:
+    # With TimestampFormat time.RFC3339Nano (its default, RFC3339, drops the fraction).
+    return {"level": "info", "msg": QUOTED,
+            "time": at(s).strftime("%Y-%m-%dT%H:%M:%S.%f000+00:00"), **ids}
+
+
+LOGGERS: dict[str, Callable[..., dict[str, Any]]] = {
+    "zap": _zap, "logstash": _logstash, "ecs": _ecs, "pino": _pino, "bunyan": _bunyan,
+    "slog": _slog, "logrus": _logrus,
+}
+
+
+def _log(path: Path, *others: Callable[..., dict[str, Any]]) -> Path:
+    """Five clean ridtrace requests, each with a line of each of `others` 0.2 s in."""
+    lines = []
+    for i in range(5):
+        ids = {"request_id": f"r{i}", "trace_id": f"{i + 1:032x}", "span_id": f"{i + 1:016x}"}
+        lines.append(rt("request.start", time=ts(i), **ids))
+        lines += [json.dumps(other(i + 0.2, **ids)) for other in others]
+        lines.append(rt("request.end", time=ts(i + 0.5), status=200, outcome="ok", **ids))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("logger", sorted(LOGGERS))
+def test_another_loggers_lines_beside_ridtraces_are_read(tmp_path: Path, logger: str) -> None:
+    code, doc = analyze_json(str(_log(tmp_path / "app.jsonl", LOGGERS[logger])))
+    summary = doc["summary"]
+    # Their quoted Unlinked error is no finding: their lines are never evidence.
+    assert (code, doc["findings"], summary["bad_lines"], summary["requests"]) == (0, [], 0, 5)
+    assert summary["lines"] == 15 and not summary["incomplete"]
+    # A line of theirs is a line of its request, at its own time.
+    result = CliRunner().invoke(main, ["trace", "r2", str(tmp_path), "--format", "json", "-q"])
+    assert result.exit_code == 0, result.stderr
+    [request] = json.loads(result.stdout)["requests"]
+    assert request["findings"] == []
+    assert [(e["ms"], e["line"]) for e in request["events"]] == [(0.0, 7), (200.0, 8),
+                                                                 (500.0, 9)]
+
+
+@pytest.mark.parametrize("logger", sorted(LOGGERS))
+def test_a_line_judged_in_python_is_read_alike(tmp_path: Path, logger: str) -> None:
+    # DuckDB rejects a lone surrogate escape, so this line is judged in Python
+    # (`judge`): the signatures' and epoch times' twins must read it as the SQL does.
+    def odd(s: float, **ids: str) -> dict[str, Any]:
+        return {**LOGGERS[logger](s, **ids), "user": "\udc80"}
+
+    code, doc = analyze_json(str(_log(tmp_path / "app.jsonl", odd)))
+    assert (code, doc["summary"]["bad_lines"], doc["summary"]["requests"]) == (0, 0, 5)
+    result = CliRunner().invoke(main, ["trace", "r2", str(tmp_path), "--format", "json", "-q"])
+    [request] = json.loads(result.stdout)["requests"]
+    assert [e["ms"] for e in request["events"]] == [0.0, 200.0, 500.0]
+
+
+# Each close to a signature, none matching one: a ridtrace or Dynamo line that lost its
+# mark, a message with no level, an @timestamp with no logstash/ECS mark, a zap time in
+# milliseconds (zap's default states seconds), a numeric level with a text time.
+LOOK_ALIKES = {
+    "ridtrace without schema": {"time": ts(1.1), "level": "INFO", "message": "hello",
+                                "event": "request.start", "request_id": "r1"},
+    "Dynamo without target": {"time": ts(1.2), "level": "INFO", "message": "request received",
+                              "span_name": "http-request"},
+    "msg and time, no level": {"time": ts(1.3), "msg": "hello"},
+    "@timestamp, no mark": {"@timestamp": ts(1.4), "message": "hello"},
+    "zap in milliseconds": {"level": "info", "ts": 1790949900123, "msg": "hello"},
+}
+
+
+def test_a_look_alike_without_a_signature_is_still_a_bad_line(tmp_path: Path) -> None:
+    log = _log(tmp_path / "app.jsonl")
+    with log.open("a") as out:
+        out.writelines(json.dumps(line) + "\n" for line in LOOK_ALIKES.values())
+    code, doc = analyze_json(str(log))
+    summary = doc["summary"]
+    assert (code, summary["bad_lines"], summary["requests"]) == (3, 5, 5)
+    reasons = [s["reason"] for s in summary["bad_line_samples"]]
+    assert reasons == ["unknown format", "unknown format", "unknown format", "missing time",
+                       "invalid time (an epoch number; RFC 3339 text expected)"]
+
+
+def test_a_folder_of_other_loggers_lines_only_is_incomplete(tmp_path: Path) -> None:
+    # Read, and no bad line: but no request either, which says the folder is no
+    # ridtrace log (or not all of one).
+    lines = [json.dumps(other(i)) for i in range(3) for other in LOGGERS.values()]
+    (tmp_path / "sidecar.jsonl").write_text("\n".join(lines) + "\n")
+    code, doc = analyze_json(str(tmp_path))
+    summary = doc["summary"]
+    assert (code, summary["bad_lines"], summary["requests"]) == (3, 0, 0)
+    assert summary["incomplete_reasons"] == ["21 lines read but no request found in them"]
+
+
+def _follow(folder: Path) -> dict[str, Any]:
+    follower = Follower([str(folder)], FollowSettings(from_start=True))
+    follower.start()
+    try:
+        follower.run(lambda finding: None, stop=lambda: True)
+    finally:
+        follower.close()
+    return follower.summary()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_engines_and_the_follower_read_them_alike(tmp_path: Path, engine: str) -> None:
+    _log(tmp_path / "app.jsonl", *LOGGERS.values())
+    code, doc = analyze_json(str(tmp_path), "--engine", engine)
+    summary = doc["summary"]
+    assert (code, doc["findings"], summary["bad_lines"]) == (0, [], 0)
+    assert (summary["lines"], summary["requests"]) == (5 * (2 + len(LOGGERS)), 5)
+    live = _follow(tmp_path)
+    assert (live["lines"], live["bad_lines"], live["requests"], live["incomplete"]) == (
+        summary["lines"], 0, 5, False)
+
+
+def test_a_shippers_ecs_envelope_still_gives_the_record_it_carries(tmp_path: Path) -> None:
+    # Filebeat writes ECS fields around the line it shipped, in `message`: an envelope,
+    # not an ECS logger's line, and the ridtrace record inside it is what is read.
+    log = _log(tmp_path / "app.jsonl")
+    ids = {"request_id": "r9", "trace_id": "9" * 32, "span_id": "9" * 16}
+    shipped = [rt("request.start", time=ts(9), **ids),
+               rt("request.end", time=ts(9.5), status=200, outcome="ok", **ids)]
+    with log.open("a") as out:
+        out.writelines(json.dumps({"@timestamp": ts(9.6), "message": line,
+                                   "ecs": {"version": "8.0.0"}, "input": {"type": "filestream"},
+                                   "log": {"offset": 0, "file": {"path": "/logs/a.jsonl"}}})
+                       + "\n" for line in shipped)
+    code, doc = analyze_json(str(log))
+    assert (code, doc["summary"]["bad_lines"], doc["summary"]["requests"]) == (0, 0, 6)
