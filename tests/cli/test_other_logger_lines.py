@@ -184,3 +184,17 @@ def test_a_shippers_ecs_envelope_still_gives_the_record_it_carries(tmp_path: Pat
                        + "\n" for line in shipped)
     code, doc = analyze_json(str(log))
     assert (code, doc["summary"]["bad_lines"], doc["summary"]["requests"]) == (0, 0, 6)
+
+
+def test_a_spanless_line_quoting_an_unlinked_error_is_no_unkeyed_evidence(tmp_path: Path) -> None:
+    # Small files are read as one batch, every line kept (`small_files`): a line of
+    # another logger's or structlog's that quotes an Unlinked error and names no span_id
+    # was named as evidence no request holds, and the read "incomplete" (exit 3).
+    _log(tmp_path / "app.jsonl")
+    quoting = [*(other(1.0) for other in LOGGERS.values()),
+               {"event": "upstream failed", "timestamp": ts(1.0), "level": "error"}]
+    (tmp_path / "sidecar.jsonl").write_text("".join(
+        json.dumps({**line, "error": QUOTED}) + "\n" for line in quoting))
+    code, doc = analyze_json(str(tmp_path))
+    summary = doc["summary"]
+    assert (code, summary["bad_lines"], summary["unreadable_files"]) == (0, 0, [])

@@ -103,6 +103,11 @@ _DYN_END = f"""CASE WHEN _dyn_closed THEN 3 WHEN {_DYN_UNLINKED} THEN 0
 # the WARN before it, which names one of them.
 _LISTED = f"""(_rt AND deprecated_headers IS NOT NULL
     AND event IS DISTINCT FROM {literal(DEPRECATED_HEADER)})"""
+# Dynamo's line (`scan._KNOWN`): an application's structlog line or another logger's
+# (`other_loggers`) is read in a batch of small files (`small_files`, every line kept)
+# but is no Unlinked error nor deprecated-header WARN, whatever it quotes; one without a
+# span_id was named as evidence no request holds, and the read "incomplete".
+_DYN = "target IS NOT NULL"
 # Per line: the fields the aggregates read, each format's spelling resolved.
 _LINE = f"""
     rn, _t AS time, {began("_rt")} AS _began, {started("_rt")} AS _started,
@@ -114,10 +119,11 @@ _LINE = f"""
     CASE WHEN _rt THEN fp_out END AS fp_out,
     CASE WHEN _rt THEN starts_with(event, {literal(WORKER_EVENT_PREFIX)})
          ELSE span_name IN {literal_list(DYNAMO_WORKER_SPANS)} END AS _worker,
-    CASE WHEN _rt THEN event = {literal(RESPONSE_UNLINKED)} ELSE {_DYN_UNLINKED} END
+    CASE WHEN _rt THEN event = {literal(RESPONSE_UNLINKED)} WHEN {_DYN} THEN {_DYN_UNLINKED} END
         AS _unlinked,
     _rt AND event = {literal(FOREIGN_CHUNK)} AS _foreign,
-    CASE WHEN _rt THEN {RIDTRACE_DEPRECATED} ELSE {_DYN_DEPRECATED} END AS deprecated,
+    CASE WHEN _rt THEN {RIDTRACE_DEPRECATED} WHEN {_DYN} THEN {_DYN_DEPRECATED} END
+        AS deprecated,
     {_LISTED} AS _listed,
     coalesce(error, message) AS _text, chunk_request_id,
     (CASE WHEN _rt THEN {_RT_END} ELSE {_DYN_END} END)::TINYINT AS _end,
