@@ -31,18 +31,31 @@ PEAK_LIMIT = 512 << 20
 LONG_REASON = "line longer than 16 MiB"
 
 
+# Linux keeps the larger of a process's high-water mark and its parent's at the fork
+# across exec, so a child of a pytest worker that has run other tests in process (600
+# MiB and more in a full run) reported that as its peak. The command runs under a small
+# launcher, whose own child's peak is the command's.
+_LAUNCHER = """
+import os, subprocess, sys
+child = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(child.pid, 0)
+with open(sys.argv[1], "w") as peak:
+    peak.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def _run(*args: str, stdin: Path | None = None) -> tuple[int, bytes, bytes, int]:
     """Exit code, stdout and stderr of `ridtrace ARGS`, and its peak memory (bytes)."""
     env = {**os.environ, "PYTHONPATH": child_pythonpath()}
-    with open(stdin or os.devnull, "rb") as source, tempfile.TemporaryFile() as err:
-        process = subprocess.Popen([sys.executable, "-m", "ridtrace", *args], stdin=source,
-                                   stdout=subprocess.PIPE, stderr=err, env=env)
-        assert process.stdout is not None
-        out = process.stdout.read()
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
+    with (open(stdin or os.devnull, "rb") as source, tempfile.TemporaryFile() as err,
+          tempfile.TemporaryDirectory() as tmp):
+        peak = Path(tmp) / "peak"
+        done = subprocess.run(
+            [sys.executable, "-c", _LAUNCHER, str(peak), sys.executable, "-m", "ridtrace", *args],
+            stdin=source, stdout=subprocess.PIPE, stderr=err, env=env, check=False)
         err.seek(0)
-        return process.returncode, out, err.read(), usage.ru_maxrss * 1024  # KiB on Linux
+        return done.returncode, done.stdout, err.read(), int(peak.read_text()) * 1024  # KiB
 
 
 def _analyze(path: Path) -> tuple[dict[str, object], int]:
