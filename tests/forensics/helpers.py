@@ -162,3 +162,18 @@ def watched_lines(watch: Watch) -> list[tuple[str, int, bytes]]:
         (Path(chunk.name).name, chunk.first_line + k, text)
         for chunk in chunks for k, text in enumerate(chunk.data.tobytes().splitlines())
     ]
+
+
+def engine_report(request: Any, engine: str, directory: Path) -> dict[str, Any]:
+    """The JSON report of `directory` by `engine` (``dask``: the module's in-process
+    ``client`` fixture, small blocks; else the local engine)."""
+    from ridtrace.forensics.reading.inputs import expand_inputs
+    from ridtrace.forensics.records.read import read_partials
+    from ridtrace.forensics.rules.report import analyze_read, report_json
+
+    if engine == "dask":
+        from ridtrace.forensics.dask_engine.engine import analyze_dask
+
+        return report_json(analyze_dask(request.getfixturevalue("client"), [str(directory)],
+                                        block_bytes=1 << 20))
+    return report_json(analyze_read(read_partials(expand_inputs([str(directory)]))))

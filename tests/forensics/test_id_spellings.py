@@ -13,14 +13,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from ridtrace.forensics.reading.inputs import expand_inputs
-from ridtrace.forensics.records.read import read_partials
-from ridtrace.forensics.rules.report import analyze_read, report_json
-from tests.forensics.helpers import follow_as_written, rt_at_us, rt_request
+from tests.forensics.helpers import engine_report, follow_as_written, rt_at_us, rt_request
 from tests.support.extras import ENGINES
 
 SAMPLE = Path(__file__).parent / "data" / "dynamo-jsonl-sample.jsonl"
@@ -90,15 +86,6 @@ def _dynamo_upper_worker(directory: Path) -> None:
     (directory / "dynamo-worker.jsonl").write_text("".join(json.dumps(r) + "\n" for r in worker))
 
 
-def _report(request: pytest.FixtureRequest, engine: str, directory: Path) -> dict[str, Any]:
-    if engine == "dask":
-        from ridtrace.forensics.dask_engine.engine import analyze_dask
-
-        return report_json(analyze_dask(request.getfixturevalue("client"), [str(directory)],
-                                        block_bytes=1 << 20))
-    return report_json(analyze_read(read_partials(expand_inputs([str(directory)]))))
-
-
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_worker_spelling_ids_otherwise_is_its_callers_child(
     request: pytest.FixtureRequest, tmp_path: Path, engine: str,
@@ -106,12 +93,12 @@ def test_a_worker_spelling_ids_otherwise_is_its_callers_child(
     # Six ridtrace cases and a Dynamo one, each its own request, read at once (cheap).
     _write(tmp_path, _every_spelling())
     _dynamo_upper_worker(tmp_path)
-    doc = _report(request, engine, tmp_path)
+    doc = engine_report(request, engine, tmp_path)
     # Each worker linked to its caller: seven requests of two spans each.
     assert (doc["findings"], doc["summary"]["requests"], doc["summary"]["spans"]) == (
         [], 7, 14)
     if engine == "dask":
-        assert doc == _report(request, "pandas", tmp_path)
+        assert doc == engine_report(request, "pandas", tmp_path)
 
 
 def test_a_caller_read_from_a_joined_line_is_linked_too(
@@ -123,7 +110,7 @@ def test_a_caller_read_from_a_joined_line_is_linked_too(
     _write(tmp_path, lines)
     front = [line for _, name, line in lines if name == "frontend.jsonl"]
     (tmp_path / "frontend.jsonl").write_text(" ".join(front) + "\n")
-    doc = _report(request, "pandas", tmp_path)
+    doc = engine_report(request, "pandas", tmp_path)
     assert (doc["findings"], doc["summary"]["requests"], doc["summary"]["bad_lines"]) == (
         [], 1, 0)
 
@@ -137,7 +124,7 @@ def test_ids_spelt_one_way_still_tell_two_callers_apart(
              + rt_request("c" * 16, "r1", 1, 3, trace=trace))
     (tmp_path / "frontend.jsonl").write_text("\n".join(sorted(
         lines, key=lambda line: json.loads(line)["time"])) + "\n")
-    doc = _report(request, "pandas", tmp_path)
+    doc = engine_report(request, "pandas", tmp_path)
     assert [f["kind"] for f in doc["findings"]] == ["duplicate_in_flight"]
 
 

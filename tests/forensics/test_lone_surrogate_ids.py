@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
-from ridtrace.forensics.reading.inputs import expand_inputs
-from ridtrace.forensics.records.read import read_partials
-from ridtrace.forensics.rules.report import analyze_read, report_json
-from tests.forensics.helpers import rt_request
+from tests.forensics.helpers import engine_report, rt_request
 from tests.support.extras import ENGINES
 
 
@@ -32,21 +28,12 @@ def _two_callers(directory: Path, first: str, second: str) -> None:
     (directory / "frontend.jsonl").write_text(text)
 
 
-def _report(request: pytest.FixtureRequest, engine: str, directory: Path) -> dict[str, Any]:
-    if engine == "dask":
-        from ridtrace.forensics.dask_engine.engine import analyze_dask
-
-        return report_json(analyze_dask(request.getfixturevalue("client"), [str(directory)],
-                                        block_bytes=1 << 20))
-    return report_json(analyze_read(read_partials(expand_inputs([str(directory)]))))
-
-
 @pytest.mark.parametrize("engine", ENGINES)
 def test_ids_differing_by_a_lone_surrogate_are_no_duplicate(
     request: pytest.FixtureRequest, tmp_path: Path, engine: str
 ) -> None:
     _two_callers(tmp_path, "r\udc80", "r\udc81")
-    doc = _report(request, engine, tmp_path)
+    doc = engine_report(request, engine, tmp_path)
     assert doc["summary"]["bad_lines"] == 0 and doc["summary"]["requests"] == 2
     assert doc["findings"] == []
 
@@ -56,7 +43,7 @@ def test_one_id_with_a_lone_surrogate_held_twice_is_a_duplicate(
     request: pytest.FixtureRequest, tmp_path: Path, engine: str
 ) -> None:
     _two_callers(tmp_path, "r\udc80", "r\udc80")
-    doc = _report(request, engine, tmp_path)
+    doc = engine_report(request, engine, tmp_path)
     [finding] = doc["findings"]
     assert finding["kind"] == "duplicate_in_flight"
     # Named as the log wrote it, printable.

@@ -9,7 +9,6 @@ whichever side read it. It is now a bad line, "invalid time", on every path.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -18,7 +17,7 @@ from ridtrace.cli.main import main
 from ridtrace.forensics.reading.inputs import expand_inputs
 from ridtrace.forensics.records.read import read_partials
 from ridtrace.forensics.rules.report import analyze_read, report_json
-from tests.forensics.helpers import rt, rt_request
+from tests.forensics.helpers import engine_report, rt, rt_request
 from tests.support.extras import ENGINES
 
 YEARS = ["12026-11-29T10:00:00.000000Z", "-2026-11-29T10:00:00.000000Z"]
@@ -32,22 +31,13 @@ def _log(directory: Path, time: str) -> Path:
     return path
 
 
-def _report(request: pytest.FixtureRequest, engine: str, directory: Path) -> dict[str, Any]:
-    if engine == "dask":
-        from ridtrace.forensics.dask_engine.engine import analyze_dask
-
-        return report_json(analyze_dask(request.getfixturevalue("client"), [str(directory)],
-                                        block_bytes=1 << 20))
-    return report_json(analyze_read(read_partials(expand_inputs([str(directory)]))))
-
-
 @pytest.mark.parametrize("time", YEARS)
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_year_rfc3339_cannot_write_is_a_bad_line(
     request: pytest.FixtureRequest, tmp_path: Path, engine: str, time: str
 ) -> None:
     _log(tmp_path, time)
-    summary = _report(request, engine, tmp_path)["summary"]
+    summary = engine_report(request, engine, tmp_path)["summary"]
     assert (summary["lines"], summary["bad_lines"], summary["requests"]) == (3, 1, 1)
     [sample] = summary["bad_line_samples"]
     assert (sample["line"], sample["reason"]) == (3, "invalid time")
