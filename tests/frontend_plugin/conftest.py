@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import anthropic
 import httpx
@@ -215,8 +216,15 @@ class ServeStarted(Exception):
     """The command got past its checks: it would set up its log and serve now."""
 
 
+class ServeCli(Protocol):
+    """`serve_cli`'s runner: ``run(side, *argv, env=...)``."""
+
+    def __call__(self, side: str, *argv: str,
+                 env: dict[str, str | None] | None = None) -> Result: ...
+
+
 @pytest.fixture
-def serve_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # type: ignore[no-untyped-def]
+def serve_cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> ServeCli:
     """`ridtrace serve SIDE ARGV` in-process with `env` over the environment (None
     unsets a variable); a command past its checks stops with `ServeStarted` (exit 1) where
     it would set up its log and serve, so a setting wrongly let through fails the test

@@ -97,7 +97,8 @@ _TIME = (f'coalesce("time", CASE WHEN {_UNMARKED} THEN '
 # (BC). `record_time.parse_time` takes neither, so the two sides of the read disagreed,
 # and a torn or forged year stretched a report's times over thousands of years. Only a
 # four-digit year is cast; any other is no time, and Python judges the line ("invalid
-# time"). A test of the text: one of the cast value would cast twice (`lean.LINE_TERMS`).
+# time"). A test of the text, so that such a line's `_t` is null: its flags then say
+# "untimed", which is what sends it to Python whole.
 # An epoch number is a time only where the logger's signature states its unit.
 _T = (f"coalesce(TRY_CAST(CASE WHEN substr({_TIME}, 5, 1) = '-' "
       f"AND NOT starts_with({_TIME}, '-') THEN {_TIME} END AS TIMESTAMPTZ), "
