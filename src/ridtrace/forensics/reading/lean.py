@@ -39,6 +39,7 @@ from ridtrace.contract import (
 from ridtrace.forensics.reading.hex_ids import hex_id
 from ridtrace.forensics.reading.span_sql import DISPLAY_FIELDS
 from ridtrace.forensics.reading.sql import (
+    DYNAMO_LINE,
     DYNAMO_OUTCOME,
     DYNAMO_REQUEST_ID,
     DYNAMO_REQUEST_SPAN,
@@ -103,11 +104,10 @@ _DYN_END = f"""CASE WHEN _dyn_closed THEN 3 WHEN {_DYN_UNLINKED} THEN 0
 # the WARN before it, which names one of them.
 _LISTED = f"""(_rt AND deprecated_headers IS NOT NULL
     AND event IS DISTINCT FROM {literal(DEPRECATED_HEADER)})"""
-# Dynamo's line (`scan._KNOWN`): an application's structlog line or another logger's
-# (`other_loggers`) is read in a batch of small files (`small_files`, every line kept)
-# but is no Unlinked error nor deprecated-header WARN, whatever it quotes; one without a
-# span_id was named as evidence no request holds, and the read "incomplete".
-_DYN = "target IS NOT NULL"
+# Only Dynamo's line (`sql.DYNAMO_LINE`): an application's structlog line or another
+# logger's (`other_loggers`) is read in a batch of small files (`small_files`, every line
+# kept) but is no Unlinked error nor deprecated-header WARN, whatever it quotes; one
+# without a span_id was named as evidence no request holds, and the read "incomplete".
 # Per line: the fields the aggregates read, each format's spelling resolved.
 _LINE = f"""
     rn, _t AS time, {began("_rt")} AS _began, {started("_rt")} AS _started,
@@ -119,10 +119,10 @@ _LINE = f"""
     CASE WHEN _rt THEN fp_out END AS fp_out,
     CASE WHEN _rt THEN starts_with(event, {literal(WORKER_EVENT_PREFIX)})
          ELSE span_name IN {literal_list(DYNAMO_WORKER_SPANS)} END AS _worker,
-    CASE WHEN _rt THEN event = {literal(RESPONSE_UNLINKED)} WHEN {_DYN} THEN {_DYN_UNLINKED} END
-        AS _unlinked,
+    CASE WHEN _rt THEN event = {literal(RESPONSE_UNLINKED)}
+         WHEN {DYNAMO_LINE} THEN {_DYN_UNLINKED} END AS _unlinked,
     _rt AND event = {literal(FOREIGN_CHUNK)} AS _foreign,
-    CASE WHEN _rt THEN {RIDTRACE_DEPRECATED} WHEN {_DYN} THEN {_DYN_DEPRECATED} END
+    CASE WHEN _rt THEN {RIDTRACE_DEPRECATED} WHEN {DYNAMO_LINE} THEN {_DYN_DEPRECATED} END
         AS deprecated,
     {_LISTED} AS _listed,
     coalesce(error, message) AS _text, chunk_request_id,

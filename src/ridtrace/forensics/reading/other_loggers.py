@@ -28,14 +28,15 @@ SIGNATURE_FIELDS: Final[tuple[str, ...]] = (
     "msg", "level", "ts", "@timestamp", "@version", "ecs.version", "log.level", "ecs",
 )
 
-_UNMARKED = "(schema IS NULL AND target IS NULL)"
+# A line with neither ridtrace's mark (`schema`) nor Dynamo's (`target`).
+UNMARKED = "(schema IS NULL AND target IS NULL)"
 # msg, level and a time: zap's `ts`; pino's, bunyan's, slog's and logrus's `time`.
 _MSG = '(msg IS NOT NULL AND "level" IS NOT NULL)'
-ZAP = f"({_UNMARKED} AND {_MSG} AND ts IS NOT NULL)"
-_MSG_TIME = f'({_UNMARKED} AND {_MSG} AND "time" IS NOT NULL)'
+ZAP = f"({UNMARKED} AND {_MSG} AND ts IS NOT NULL)"
+_MSG_TIME = f'({UNMARKED} AND {_MSG} AND "time" IS NOT NULL)'
 # Filebeat and Logstash ship a service's line in `message`, ECS fields around it: a line
 # carrying a record (a `"time"` key) is such an envelope, for `rescue` to take it off.
-ECS = (f'({_UNMARKED} AND "@timestamp" IS NOT NULL AND NOT contains(message, \'"time"\') '
+ECS = (f'({UNMARKED} AND "@timestamp" IS NOT NULL AND NOT contains(message, \'"time"\') '
        'AND ("@version" IS NOT NULL OR "ecs.version" IS NOT NULL OR "log.level" IS NOT NULL '
        'OR ecs IS NOT NULL))')
 OTHER_LOGGER = f"({ZAP} OR {_MSG_TIME} OR {ECS})"

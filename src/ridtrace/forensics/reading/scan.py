@@ -27,6 +27,7 @@ from ridtrace.forensics.reading.other_loggers import (
     OTHER_LOGGER,
     OTHER_TIME_TEXT,
     SIGNATURE_FIELDS,
+    UNMARKED,
     other_logger_record,
 )
 from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
@@ -34,6 +35,7 @@ from ridtrace.forensics.reading.schema import READ_FIELDS
 from ridtrace.forensics.reading.span_sql import span_aggregates
 from ridtrace.forensics.reading.sql import (
     DYNAMO_EVIDENCE_MESSAGES,
+    DYNAMO_LINE,
     STRUCTLOG,
     literal,
     normalized_select,
@@ -90,8 +92,7 @@ _EVIDENCE = f"""(
 _KNOWN = (f"(schema = {literal(LOG_SCHEMA)} OR (schema IS NULL AND target IS NOT NULL) "
           f"OR {STRUCTLOG} OR {OTHER_LOGGER})")
 # Only a line with neither mark looks further: ridtrace's and Dynamo's pay one test.
-_UNMARKED = "(schema IS NULL AND target IS NULL)"
-_TIME = (f'coalesce("time", CASE WHEN {_UNMARKED} THEN '
+_TIME = (f'coalesce("time", CASE WHEN {UNMARKED} THEN '
          f'CASE WHEN {STRUCTLOG} THEN "timestamp" ELSE {OTHER_TIME_TEXT} END END)')
 # DuckDB's cast takes years RFC 3339 has no room for: five digits (12026) or negative
 # (BC). `record_time.parse_time` takes neither, so the two sides of the read disagreed,
@@ -102,11 +103,11 @@ _TIME = (f'coalesce("time", CASE WHEN {_UNMARKED} THEN '
 # An epoch number is a time only where the logger's signature states its unit.
 _T = (f"coalesce(TRY_CAST(CASE WHEN substr({_TIME}, 5, 1) = '-' "
       f"AND NOT starts_with({_TIME}, '-') THEN {_TIME} END AS TIMESTAMPTZ), "
-      f"CASE WHEN {_UNMARKED} THEN {OTHER_EPOCH_TIME} END)")
+      f"CASE WHEN {UNMARKED} THEN {OTHER_EPOCH_TIME} END)")
 # Evidence only on ridtrace's and Dynamo's lines: an application's structlog line or
 # another logger's is none, whatever its message or error says (a suspect line is
 # kept and judged anyway, evidence or not).
-_MARKED = f"(schema = {literal(LOG_SCHEMA)} OR target IS NOT NULL)"
+_MARKED = f"(schema = {literal(LOG_SCHEMA)} OR {DYNAMO_LINE})"
 
 
 def _quote(name: str) -> str:

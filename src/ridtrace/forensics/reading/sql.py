@@ -79,6 +79,9 @@ _RT = f"(schema = {literal(LOG_SCHEMA)})"
 # structlog's JSONRenderer (docs/tracing.md: `add_request_ids` puts a request's ids on
 # its lines): the message in `event`, the time its TimeStamper adds in `timestamp`.
 # Read as any line of a request, no event of the vocabulary (`NORMALIZED`).
+# A line in Dynamo's format: its mark, `target`. Only such a line has Dynamo's events:
+# an application's structlog line or another logger's (`other_loggers`) has none.
+DYNAMO_LINE = "target IS NOT NULL"
 STRUCTLOG = ('(schema IS NULL AND target IS NULL AND "timestamp" IS NOT NULL '
              'AND event IS NOT NULL)')
 _DYN_WORKER = f"(span_name IN {literal_list(DYNAMO_WORKER_SPANS)})"
@@ -202,16 +205,14 @@ NORMALIZED: dict[str, str] = {
     "began": began(_RT),
     "format": _pick("'ridtrace'", "'dynamo'"),
     "level": "CASE WHEN level = 'WARNING' THEN 'WARN' ELSE level END",
-    # Dynamo's lines alone are read for Dynamo's events: an application's structlog line
-    # or another logger's (`other_loggers`, no `target`) is a line of no event.
-    "event": _pick("event", f"CASE WHEN target IS NOT NULL THEN {_DYN_EVENT} END"),
+    "event": _pick("event", f"CASE WHEN {DYNAMO_LINE} THEN {_DYN_EVENT} END"),
     "side": _pick(
         f"CASE WHEN starts_with(event, {literal(WORKER_EVENT_PREFIX)}) THEN {literal(WORKER)} END",
         f"CASE WHEN {_DYN_WORKER} THEN {literal(WORKER)} "
         f"WHEN {_DYN_FRONT} THEN {literal(FRONTEND)} END",
     ),
     "status": _pick("status", f"CASE WHEN {_SENT} THEN status END"),
-    "outcome": _pick("outcome", f"CASE WHEN target IS NOT NULL THEN {DYNAMO_OUTCOME} END"),
+    "outcome": _pick("outcome", f"CASE WHEN {DYNAMO_LINE} THEN {DYNAMO_OUTCOME} END"),
     "route": _pick("coalesce(route, path)", DYNAMO_ROUTE),
     "method": "method",
     "service": _pick(
