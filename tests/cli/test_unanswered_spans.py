@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from ridtrace.contract import WORKER_START
 from ridtrace.testing.dynamo import DynamoSpec, write_dynamo_logs
 from tests.support.inprocess_cli import run_in_process
 from tests.support.servers import free_port, run_server
@@ -88,9 +90,10 @@ def worker_killed_mid_stream(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp_path = tmp_path_factory.mktemp("worker-killed")
     logs = tmp_path / "logs"
     worker_port, frontend_port = free_port(), free_port()
+    worker_log = logs / f"worker-{worker_port}.jsonl"
     worker_argv = ["-m", "ridtrace", "serve", "worker", "--port", str(worker_port),
                    "--token-delay", "0.05",
-                   "--log-file", str(logs / f"worker-{worker_port}.jsonl")]
+                   "--log-file", str(worker_log)]
     frontend_argv = ["-m", "ridtrace", "serve", "frontend", "--port", str(frontend_port),
                      "--worker", f"http://127.0.0.1:{worker_port}",
                      "--log-file", str(logs / "frontend.jsonl")]
@@ -103,10 +106,22 @@ def worker_killed_mid_stream(tmp_path_factory: pytest.TempPathFactory) -> Path:
         chunks = answer.iter_lines()
         next(chunks)
         next(chunks)  # the worker is mid-stream
+        # Its worker.start line is written at the next turn of its event loop, which can
+        # come after its first token left: under load the kill landed between the two,
+        # and the logs held no worker span at all (a truthful export, not this case).
+        _wait_for_line(worker_log, WORKER_START)
         os.killpg(worker.process.pid, signal.SIGKILL)
         worker.process.wait(timeout=10)
         assert "worker connection lost" in "".join(chunks)  # the caller was told
     return logs
+
+
+def _wait_for_line(log: Path, event: str) -> None:
+    """Until ``log`` holds a line of ``event`` (a condition with a deadline)."""
+    deadline = time.monotonic() + 10
+    while f'"event":"{event}"' not in log.read_text(errors="replace"):
+        assert time.monotonic() < deadline, f"no {event} line in {log}"
+        time.sleep(0.01)
 
 
 def test_a_worker_killed_mid_stream_leaves_a_span_with_a_warning(
