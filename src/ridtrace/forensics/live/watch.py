@@ -3,10 +3,10 @@
 Every poll walks the inputs again, so files that appear are picked up, and checks each
 followed file: a file renamed by a rotation is followed under its new name to its end;
 a file whose name now holds another file (rename-and-create) is drained, then the new
-one is read from its first line; a file that lost every name is drained and closed.
-Files found by walking a directory are judged like `ridtrace analyze` judges them
-(`ignore_reason`): plainly not logs are listed as ignored once (`live.file_notes`). The
-files the inputs name at each poll come from `live.input_files`.
+one is read from its first line; a file that lost every name is drained and closed
+(`live.file_ends`). Files found by walking a directory are judged like `ridtrace
+analyze` judges them (`ignore_reason`): plainly not logs are listed as ignored once
+(`live.file_notes`). The files the inputs name at each poll come from `live.input_files`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ridtrace.forensics.live.chunk import Chunk
+from ridtrace.forensics.live.file_ends import FileEnds, Tail
 from ridtrace.forensics.live.file_notes import _stamp
 from ridtrace.forensics.live.identity import Identities
 from ridtrace.forensics.live.input_files import STDIN, InputFiles
@@ -27,10 +28,8 @@ from ridtrace.forensics.live.stream import StreamTail
 from ridtrace.forensics.live.tail import FileTail
 from ridtrace.forensics.reading.inputs import NOT_REGULAR, STDIN_NAME, display_name
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
-from ridtrace.forensics.reading.unwrap_parts import CUT_SHORT_FILE
 
 DevIno = tuple[int, int]
-Tail = FileTail | StreamTail
 
 
 def _own_output_files() -> dict[DevIno, str]:
@@ -48,7 +47,7 @@ def _own_output_files() -> dict[DevIno, str]:
 
 
 @dataclass
-class Watch(InputFiles):
+class Watch(InputFiles, FileEnds):
     """The followed files of one `ridtrace analyze --follow` run."""
 
     inputs: Sequence[str]
@@ -230,66 +229,6 @@ class Watch(InputFiles):
         """The renames noted since the last call (`renamed`), oldest first."""
         renamed, self.renamed = self.renamed, []
         return renamed
-
-    def flush_held(self) -> list[Chunk]:
-        """Every followed file's last line that never got its newline, as a line (the
-        follow ends); a wrapped record still waiting for its last part is a bad line."""
-        chunks = [chunk for tail in self.tails.values() if (chunk := tail.flush_held())]
-        for tail in self.tails.values():
-            self._count_unfinished(tail)
-        return chunks
-
-    def _count_unfinished(self, tail: Tail) -> None:
-        """A record cut short, as the batch read counts it: held back for good, it was
-        lost from the summary without a word."""
-        unfinished = tail.unfinished()
-        for line, reason in unfinished:
-            self.stats.count_lines(tail.name, 1)  # its parts were blank lines
-            self.stats.bad(tail.name, line, reason)
-        if unfinished:  # a record is gone, however few the bad lines (as the batch read)
-            self.stats.unreadable_files.append(FileNote(tail.name, CUT_SHORT_FILE))
-
-    def _maybe_close(self, key: DevIno, tail: Tail, chunks: list[Chunk]) -> None:
-        """Nothing new: close a finished gzip, or a file no name points to any more (its
-        last line, if it never got a newline, goes into `chunks` first)."""
-        if tail.done:
-            if tail.unsupported is not None:
-                self.stats.unreadable_files.append(FileNote(tail.name, tail.unsupported))
-            if tail.tear is not None:
-                where = f"after line {tail.line}"
-                self.stats.unreadable_files.append(
-                    FileNote(tail.name, f"{tail.tear} {where}; read up to the tear")
-                )
-                if tail.torn_tail().strip():
-                    self.stats.count_lines(tail.name, 1)  # as the batch read counts it
-                    self.stats.bad(tail.name, tail.line + 1, f"torn last line ({tail.tear})")
-            self._count_unfinished(tail)
-            self.settled[key] = tail.stamp() if isinstance(tail, FileTail) else None
-            self._close(key, tail)
-        elif isinstance(tail, FileTail) and (tail.deleted() or not self._named(tail, key)):
-            last = tail.flush_held()
-            if last is not None:
-                chunks.append(last)
-            self._count_unfinished(tail)
-            self._close(key, tail)
-
-    @staticmethod
-    def _named(tail: FileTail, key: DevIno) -> bool:
-        try:
-            st = tail.path.stat()
-        except OSError:
-            return False
-        return (st.st_dev, st.st_ino) == key
-
-    def _close(self, key: DevIno, tail: Tail) -> None:
-        tail.close()
-        del self.tails[key]
-
-    def close(self) -> None:
-        """Release every descriptor."""
-        for tail in self.tails.values():
-            tail.close()
-        self.tails.clear()
 
 
 def _keys(paths: set[Path]) -> set[DevIno]:
