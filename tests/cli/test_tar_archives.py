@@ -4,18 +4,21 @@
 from __future__ import annotations
 
 import io
+import signal
 import tarfile
 import zipfile
 from pathlib import Path
 
+from ridtrace.forensics.reading.archives import TAR_ARCHIVE, ZIP_ARCHIVE
 from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import followed_summary
+from tests.support.follower import start_follower
 
 SAMPLE = Path(__file__).parents[1] / "forensics" / "data" / "dynamo-jsonl-sample.jsonl"
 
 
 def _archive(path: Path, members: dict[str, bytes]) -> None:
-    with tarfile.open(path, "w:gz" if path.name.endswith(".gz") else "w") as tar:
+    with tarfile.open(path, "w:gz" if path.suffix in (".gz", ".tgz") else "w") as tar:
         for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
@@ -86,3 +89,27 @@ def test_a_followed_walk_names_an_archive_of_logs_too(tmp_path: Path) -> None:
     assert "tar xf" in reasons[str(tmp_path / "logs.tar.gz")]
     assert "unzip" in reasons[str(tmp_path / "logs.zip")]
     assert (summary["lines"], summary["bad_lines"], summary["incomplete"]) == (0, 0, True)
+
+
+def test_a_followed_named_archive_is_named_at_start_and_the_run_incomplete(
+        tmp_path: Path) -> None:
+    # Named to `--follow`, a .tgz was taken for a compressed rotation read from its end
+    # ("lines 0", complete, exit 0) and a zip of logs for one bad line of binary.
+    tgz, zipped = tmp_path / "logs.tgz", tmp_path / "logs.zip"
+    _archive(tgz, {"logs/frontend.jsonl": SAMPLE.read_bytes()})
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.writestr("frontend.jsonl", SAMPLE.read_bytes())
+    follower = start_follower([str(tgz), str(zipped)], "--from-start")
+    try:
+        follower.wait_for(lambda: sum("cannot follow" in line for line in follower.stderr) == 2,
+                          timeout=30, what="both archives named on stderr")
+    finally:
+        code = follower.stop(signal.SIGINT)
+    assert f"ridtrace: cannot follow {tgz}: {TAR_ARCHIVE}" in follower.stderr
+    assert f"ridtrace: cannot follow {zipped}: {ZIP_ARCHIVE}" in follower.stderr
+    summary = follower.summary()
+    assert {n["file"]: n["reason"] for n in summary["unreadable_files"]} == {
+        str(tgz): TAR_ARCHIVE, str(zipped): ZIP_ARCHIVE}
+    assert (summary["files"], summary["lines"], summary["bad_lines"]) == (0, 0, 0)
+    # As `ridtrace analyze logs.tgz logs.zip` exits: read in part, nothing found.
+    assert summary["incomplete"] is True and code == 3 == analyze_json(str(tgz), str(zipped))[0]

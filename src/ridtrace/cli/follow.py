@@ -269,3 +269,7 @@ def _announce(follower: Follower, settings: FollowSettings, *, quiet: bool) -> N
     )
     for raw in missing:
         click.echo(f"ridtrace: waiting for {raw} to appear", err=True)
+    # Named now, as the batch read names them before its report: only in the summary, a
+    # named archive (`--follow logs.tgz`) looked followed until the follow was stopped.
+    for note in follower.stats.unreadable_files:
+        click.echo(visible(f"ridtrace: cannot follow {note.file}: {note.reason}"), err=True)

@@ -85,19 +85,47 @@ class FileNotes:
         if note not in self.stats.ignored_files:
             self.stats.ignored_files.append(note)
 
-    def _looks_like_log(self, path: Path, key: DevIno, st: os.stat_result) -> bool:
-        """Judge a walked file once it has a whole line (an empty file may become a log)."""
-        size = st.st_size
+    def _sniffed(self, path: Path) -> tuple[DecodedStream, bytes] | None:
+        """A file's decoder and first (decoded) bytes; None when it cannot be read (listed
+        unreadable)."""
         try:
             with open(path, "rb") as raw:
                 decoded = DecodedStream(raw)
                 # A compressed copy of a log with a hole at its start (`read_past_nuls`)
                 # is judged by its lines: its NULs alone were nothing to judge, for good.
-                head = (decoded.read(SNIFF_BYTES) if decoded.compression is None
-                        else read_past_nuls(decoded, SNIFF_BYTES))
+                return decoded, (decoded.read(SNIFF_BYTES) if decoded.compression is None
+                                 else read_past_nuls(decoded, SNIFF_BYTES))
         except OSError as exc:
             self._block(str(path), f"cannot read it: {exc.strerror or exc}")
+            return None
+
+    def _archive(self, path: Path, key: DevIno, st: os.stat_result, reason: str) -> None:
+        """Named unreadable as the batch read names it, not read as one garbled log, and
+        not looked at again while it holds what it holds now."""
+        self._block(str(path), reason)
+        self.settled[key] = _stamp(st)
+
+    def _named_archive(self, path: Path, key: DevIno, st: os.stat_result) -> bool:
+        """Whether a file named on the command line is a tar or zip of logs (listed
+        unreadable, never followed), as the batch read judges a named file. Followed,
+        ``--follow logs.tgz`` skipped it as a compressed file read from its end and
+        said "lines 0", complete; a zip was one bad line of binary."""
+        sniffed = self._sniffed(path) if st.st_size else None
+        if sniffed is None:
+            return False  # opening it to follow it says why it cannot be read
+        head = sniffed[1]
+        if is_zip_of_logs(head) or is_tar(head):
+            self._archive(path, key, st, ZIP_ARCHIVE if is_zip_of_logs(head) else TAR_ARCHIVE)
+            return True
+        return False
+
+    def _looks_like_log(self, path: Path, key: DevIno, st: os.stat_result) -> bool:
+        """Judge a walked file once it has a whole line (an empty file may become a log)."""
+        size = st.st_size
+        sniffed = self._sniffed(path)
+        if sniffed is None:
             return False
+        decoded, head = sniffed
         if decoded.unsupported is not None:
             # Nothing of it can be judged: followed, it is listed unreadable as the batch
             # read lists it. A small zstd rotation was looked at again every poll, never
@@ -108,9 +136,7 @@ class FileNotes:
             return True
         if is_zip_of_logs(head) or (is_tar(head) and ignore_reason(
                 path.name, head, whole=len(head) < SNIFF_BYTES) is None):
-            # Named unreadable as the batch read names it, not read as one garbled log.
-            self._block(str(path), ZIP_ARCHIVE if is_zip_of_logs(head) else TAR_ARCHIVE)
-            self.settled[key] = _stamp(st)
+            self._archive(path, key, st, ZIP_ARCHIVE if is_zip_of_logs(head) else TAR_ARCHIVE)
             return False
         plain = size >= MAGIC_BYTES and decoded.compression is None
         if b"\n" not in head and size < SNIFF_BYTES and not _plain_lines_file(path, plain):

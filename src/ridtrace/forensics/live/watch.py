@@ -130,6 +130,8 @@ class Watch(InputFiles, FileEnds):
                 continue
             if how == "walked" and not self._looks_like_log(path, key, st):
                 continue
+            if how == "named" and self._named_archive(path, key, st):
+                continue
             if len(self.tails) >= self.max_tails:
                 self._block(str(path), too_many_open(self.max_tails))
                 continue
