@@ -87,7 +87,8 @@ class FileNotes:
 
     def _sniffed(self, path: Path) -> tuple[DecodedStream, bytes] | None:
         """A file's decoder and first (decoded) bytes; None when it cannot be read (listed
-        unreadable)."""
+        unreadable) or is gone: a file created and removed between two polls (a test's
+        scratch file, a log rotated away at once) is no file that could not be read."""
         try:
             with open(path, "rb") as raw:
                 decoded = DecodedStream(raw)
@@ -95,6 +96,8 @@ class FileNotes:
                 # is judged by its lines: its NULs alone were nothing to judge, for good.
                 return decoded, (decoded.read(SNIFF_BYTES) if decoded.compression is None
                                  else read_past_nuls(decoded, SNIFF_BYTES))
+        except FileNotFoundError:
+            return None
         except OSError as exc:
             self._block(str(path), f"cannot read it: {exc.strerror or exc}")
             return None

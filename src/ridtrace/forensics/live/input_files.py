@@ -8,6 +8,7 @@ never taken as found.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -73,5 +74,8 @@ class InputFiles(FileNotes):
         # As `ridtrace analyze` walks: linked directories too, each once.
         files, unlisted = walk_tree(path)
         for entry in unlisted:
-            self._note_unreadable(entry.name, entry.unreadable or "cannot list it")
+            # A directory removed between its listing and its own (a job's scratch
+            # directory) holds nothing left to read: listed, the run was incomplete.
+            if entry.path is not None and os.path.lexists(entry.path):
+                self._note_unreadable(entry.name, entry.unreadable or "cannot list it")
         yield from ((file, "walked") for file in files)

@@ -138,6 +138,8 @@ class Watch(InputFiles, FileEnds):
             try:
                 tail = FileTail(path, self.identities, from_end=not self._started and
                                 not self.from_start)
+            except FileNotFoundError:
+                continue  # removed since the walk found it: nothing of it can be missed
             except OSError as exc:
                 self._block(str(path), f"cannot read it: {exc.strerror or exc}")
                 continue
