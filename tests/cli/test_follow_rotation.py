@@ -8,6 +8,10 @@ findings a one-shot read of the original files gives, each once.
 
 from __future__ import annotations
 
+import gzip
+import os
+import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -164,3 +168,54 @@ def test_followed_dynamo_logs_end_as_analyze_reads_the_final_files(
     summary = follower.summary()
     assert {k: summary[k] for k in _COUNTS} == {k: report["summary"][k] for k in _COUNTS}
     assert code == batch_code == 1
+
+
+def _logrotate(log: Path, mode: str) -> None:
+    """One numbered rotation of `log` (logrotate with ``rotate 3``): ``.1`` → ``.2`` …,
+    then `log` renamed to ``.1`` and created again, or copied to ``.1`` and truncated;
+    ``rename-gzip``: ``.1`` compressed to ``.1.gz`` at once (``compress`` without
+    ``delaycompress``)."""
+    for k in (2, 1):
+        for part in (log.with_name(f"{log.name}.{k}"), log.with_name(f"{log.name}.{k}.gz")):
+            if part.exists():
+                part.rename(log.with_name(part.name.replace(f".{k}", f".{k + 1}", 1)))
+    rotated = log.with_name(log.name + ".1")
+    if mode == "copytruncate":
+        shutil.copyfile(log, rotated)
+        os.truncate(log, 0)
+        return
+    log.rename(rotated)
+    log.touch()
+    if mode == "rename-gzip":
+        rotated.with_name(rotated.name + ".gz").write_bytes(gzip.compress(rotated.read_bytes()))
+        rotated.unlink()
+
+
+@pytest.mark.parametrize("mode", ["rename", "copytruncate", "rename-gzip"])
+def test_two_rotations_between_polls_lose_no_line_of_a_named_log(
+        tmp_path: Path, mode: str) -> None:
+    # app.jsonl → .1 → .2 while app.jsonl was created (or truncated) twice, all between
+    # two polls: the lines of the log the first rotation made, at app.jsonl.1 by the next
+    # poll, never under the followed name and no copy of anything read, were lost.
+    src = tmp_path / "src"
+    write_dynamo_logs(src, DynamoSpec(requests=40, duplicates=1, cancelled=0, bad_lines=0))
+    lines = (src / "frontend.jsonl").read_bytes().splitlines(keepends=True)
+    third = len(lines) // 3
+    log = tmp_path / "logs" / "app.jsonl"
+    log.parent.mkdir()
+    log.write_bytes(b"".join(lines[:5]))  # before the start: not read
+    # A poll an hour away: every write and rotation below falls between the start's look
+    # and the stop's, whenever the follower's first poll comes.
+    follower = start_follower([str(log)], "--poll-interval", "1h")
+    try:
+        for piece in (lines[5:third], lines[third:2 * third]):
+            with open(log, "ab") as fh:
+                fh.write(b"".join(piece))
+            _logrotate(log, mode)
+        with open(log, "ab") as fh:
+            fh.write(b"".join(lines[2 * third:]))
+    finally:
+        code = follower.stop(signal.SIGINT)
+    summary = follower.summary()
+    assert (summary["lines"], summary["bad_lines"]) == (len(lines) - 5, 0), summary
+    assert summary["unreadable_files"] == [] and code in (0, 1), follower.stderr

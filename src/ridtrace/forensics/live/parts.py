@@ -13,23 +13,32 @@ copy to ``app.jsonl.1.gz``) and then truncates the log. The lines written betwee
 follower's last read and the copy are in the copy only: for a named log they were lost
 without a word, the summary complete. A part beside it that starts with content the
 follower read (`Identities.copy_of`) is followed, and only its lines not read yet are
-read. Other parts (yesterday's rotation) are not inputs and are not read.
+read. Two rotations between polls leave the log the first one made (or the lines the
+first copy left) in ``app.jsonl.1``, never seen under the log's name: a part that comes
+in a poll that finds its log rotated, and is neither a copy nor an earlier rotation, is
+followed from its first line. Other parts (yesterday's rotation) are not inputs and
+are not read.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ridtrace.forensics.live.holes import past_hole
 from ridtrace.forensics.live.identity import HEAD_READ, Identities, decoded_head, first_lines
+from ridtrace.forensics.live.tail import FileTail
 from ridtrace.forensics.reading.decoding import DecodedStream
 from ridtrace.forensics.reading.rotation import rotation_place
 
 DevIno = tuple[int, int]
+Place = tuple[str, str]  # a log, whatever rotation names its parts (`rotation_place`)
+OLD_HEADS = 4096
+"""First lines of earlier rotations kept (at most 4 KiB each): every part a glob's
+hundreds of logs have, with room for the rotations of a long follow."""
 
 
 def parts_beside(path: Path) -> Iterator[Path]:
@@ -92,26 +101,100 @@ def content_head(path: Path) -> bytes:
 
 @dataclass
 class Copies:
-    """Which parts beside named logs are copies of what was read."""
+    """Which parts beside named logs to follow: copies of what was read, and logs
+    written since the last poll that a rotation already moved aside."""
 
     identities: Identities
-    # Parts that are no copy, by their mtime and size then: not looked at again unless
+    tails: Mapping[DevIno, object]  # the watch's followed files, by inode
+    # Parts not followed, by their mtime and size then: not looked at again unless
     # written since (a copy being made may not hold a whole line yet).
     _others: dict[DevIno, tuple[int, int]] = field(default_factory=dict)
+    # The first lines of parts that are no log of this follow (there when their log was
+    # first listed: an earlier rotation, never read): known by them, not by inode, as
+    # their compressed form made later is a new file, and a new log may get a removed
+    # part's inode number.
+    _old_heads: list[bytes] = field(default_factory=list)
+    # The named logs the last poll listed, by the place of their parts: the path and the
+    # file it held then. The new parts of no other log can be new logs.
+    _named: dict[Place, tuple[Path, DevIno]] = field(default_factory=dict)
+    # New parts seen in a poll that found their log rotated, too short yet to be told
+    # from an earlier rotation (a compressed one being written): judged as of then.
+    _pending: set[DevIno] = field(default_factory=set)
+    _started: bool = False  # a poll was made: what is there at the first is no copy
 
-    def is_copy(self, path: Path, key: DevIno, st: os.stat_result) -> bool:
-        """Whether the part at `path` starts with the lines of a log already read."""
+    def follows(self, path: Path, key: DevIno, st: os.stat_result) -> bool:
+        """Whether to follow the part at `path`: a copy of lines already read (only its
+        unread lines are read), or a log written since the last poll and rotated aside
+        before it (read from its first line).
+
+        Two rotations between polls (``app.jsonl`` → ``.1`` → ``.2`` while ``app.jsonl``
+        is created twice, or copied and truncated twice) leave what was written between
+        them in ``app.jsonl.1``: never under the followed name at a poll and no copy of
+        anything read, its lines were lost without a word for a named log (a followed
+        directory read them).
+        """
         if self._others.get(key) == (st.st_mtime_ns, st.st_size):
             return False
         try:
             head = content_head(path)
         except OSError:
             return False
-        if head and self.identities.copy_of(head, path) is not None:
+        place = rotation_place(str(path))[0]
+        if head and self._started and self.identities.copy_of(head, path) is not None:
             return True
+        if place in self._named and (key in self._pending or self._rotated(place)):
+            if head and not self._is_old(head):
+                return True
+            self._pending.add(key)
+        elif head:
+            # There before its log was listed, or come while its log was not rotated:
+            # none of this follow's lines are in it.
+            self._old_heads.append(head)
+            del self._old_heads[:-OLD_HEADS]
         self._others[key] = (st.st_mtime_ns, st.st_size)
         return False
 
-    def forget(self, seen: set[DevIno]) -> None:
-        """Drop what is known of parts no longer there (their inodes may be reused)."""
+    def _is_old(self, head: bytes) -> bool:
+        """Whether `head` is an earlier rotation's (``delaycompress`` compressing
+        yesterday's ``app.jsonl.1`` to a new file, ``app.jsonl.2.gz``), or is yet too
+        short to tell (a compressed copy being written)."""
+        return any(head.startswith(old) or old.startswith(head) for old in self._old_heads)
+
+    def _rotated(self, place: Place) -> bool:
+        """Whether the named log whose parts are at `place` was rotated since the last
+        poll: its name holds another file (rename and create) or none yet, or its file
+        was truncated (copy and truncate), then maybe written past its old size."""
+        path, key = self._named[place]
+        try:
+            st = path.stat()
+        except OSError:
+            return True
+        tail = self.tails.get(key)
+        if (st.st_dev, st.st_ino) != key:
+            return True
+        if not isinstance(tail, FileTail) or tail.gzip:
+            return False
+        if st.st_size < tail.offset:
+            return True
+        ident = tail.identity
+        if ident is None or tail.offset == 0:
+            return False
+        now = content_head(path)
+        return not (ident.head.startswith(now) or now.startswith(ident.head))
+
+    def forget(self, seen: set[DevIno], named: set[Path]) -> None:
+        """Drop what is known of parts no longer there (their inodes may be reused), and
+        note the named logs this poll listed the parts of (`named`)."""
         self._others = {key: mtime for key, mtime in self._others.items() if key in seen}
+        self._pending &= seen
+        self._started = True
+        # A log between its rename and its creation (no file under its name) keeps the
+        # file it held: the poll that finds it again finds it rotated.
+        was, self._named = self._named, {}
+        for place, (path, key) in was.items():
+            if not os.path.lexists(path):
+                self._named[place] = (path, key)
+        for path in named:
+            with contextlib.suppress(OSError):
+                st = path.stat()
+                self._named[rotation_place(str(path))[0]] = (path, (st.st_dev, st.st_ino))

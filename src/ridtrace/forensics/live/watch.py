@@ -81,13 +81,14 @@ class Watch(InputFiles, FileEnds):
     own_output: dict[DevIno, str] = field(default_factory=_own_output_files)
 
     def __post_init__(self) -> None:
-        self.copies = Copies(self.identities)
+        self.copies = Copies(self.identities, self.tails)
 
     def discover(self) -> None:
         """Start following every file that appeared since the last poll."""
         seen: dict[DevIno, Path] = {}
         candidates = list(self._candidates())
-        named = _keys({path for path, how in candidates if how == "named" and path != STDIN})
+        named_paths = {path for path, how in candidates if how == "named" and path != STDIN}
+        named = _keys(named_paths)
         for path, how in candidates:
             try:
                 st = os.fstat(0) if path == STDIN else path.stat()
@@ -116,8 +117,8 @@ class Watch(InputFiles, FileEnds):
                 del self.settled[key]
             if key in self.tails or key in self.settled or self._bounded:
                 continue
-            if how == "copy" and not (stat.S_ISREG(st.st_mode) and self._started
-                                      and self.copies.is_copy(path, key, st)):
+            if how == "copy" and not (stat.S_ISREG(st.st_mode)
+                                      and self.copies.follows(path, key, st)):
                 continue
             if how == "named" and (path == STDIN or not stat.S_ISREG(st.st_mode)):
                 self._open_stream(path, key)
@@ -160,7 +161,7 @@ class Watch(InputFiles, FileEnds):
                 followed.path, followed.name = moved, new_name
         # A settled file that disappeared frees its inode number for a new file.
         self.settled = {key: mtime for key, mtime in self.settled.items() if key in seen}
-        self.copies.forget(set(seen))
+        self.copies.forget(set(seen), named_paths)
 
     def _open_stream(self, path: Path, key: DevIno) -> None:
         """Follow standard input or a pipe the user named, as it comes, to its end."""
