@@ -1,10 +1,12 @@
-"""`export jaeger` names a Dynamo worker's span after the route of the request it worked
-for, through the ``generate`` span between them.
+"""`export jaeger` names the spans of a Dynamo request: its worker's span after the route
+of the request it worked for, through the ``generate`` span between them; the
+``generate`` span itself as Dynamo logged it.
 
 Dynamo's worker ``handle_payload`` span is a child of the frontend's ``generate`` span
 (which logs no route), itself inside the ``http-request`` span that holds the route. The
 worker span was named ``worker request``, the name the docs give a worker whose caller
-is not in the file, though its caller was.
+is not in the file, though its caller was; the ``generate`` span was ``request`` (a
+frontend span's name without a route).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ def _line(at: float, message: str, span: str, **fields: Any) -> str:
                        "message": message, "span_id": span, "trace_id": _TRACE, **fields})
 
 
-def test_a_worker_under_generate_is_named_after_the_http_route(tmp_path: Path) -> None:
+def _logs(tmp_path: Path) -> list[str]:
     front = {"span_name": "http-request", "method": "POST", "uri": "/inference/v1/generate",
              "version": "HTTP/1.1", "x_request_id": "1"}
     inner = {"span_name": "generate", "parent_id": _HTTP, "request_id": "r-1"}
@@ -43,12 +45,27 @@ def test_a_worker_under_generate_is_named_after_the_http_route(tmp_path: Path) -
         _line(0.01, "request received", _WORKER, **work),
         _line(0.4, "request completed", _WORKER, **work),
     ]) + "\n")
+    return [str(tmp_path / "frontend.jsonl"), str(tmp_path / "worker.jsonl")]
+
+
+def _exported(tmp_path: Path) -> dict[str, dict[str, Any]]:
     out = tmp_path / "jaeger.json"
-
-    result = CliRunner().invoke(main, ["export", "jaeger", str(tmp_path / "frontend.jsonl"),
-                                       str(tmp_path / "worker.jsonl"), "-o", str(out), "-q"])
-
+    result = CliRunner().invoke(main, ["export", "jaeger", *_logs(tmp_path), "-o", str(out),
+                                       "-q"])
     assert result.exit_code == 0, result.output
-    spans = jaeger_spans(json.loads(out.read_text()))
+    return jaeger_spans(json.loads(out.read_text()))
+
+
+def test_a_worker_under_generate_is_named_after_the_http_route(tmp_path: Path) -> None:
+    spans = _exported(tmp_path)
+
     assert spans[_HTTP]["operationName"] == "POST /inference/v1/generate"
     assert spans[_WORKER]["operationName"] == "worker /inference/v1/generate"
+
+
+def test_the_generate_step_is_named_as_dynamo_logged_it(tmp_path: Path) -> None:
+    spans = _exported(tmp_path)
+
+    assert spans[_GENERATE]["operationName"] == "generate"
+    assert spans[_GENERATE]["references"][0]["spanID"] == _HTTP
+

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ridtrace.forensics.live.follow import Follower, FollowSettings
 from ridtrace.forensics.live.watch import Watch
-from ridtrace.forensics.records.requests import REQUEST_COLUMNS
+from ridtrace.forensics.records.requests import REQUEST_COLUMNS, VIEW_COLUMNS
 
 T0 = pd.Timestamp("2026-11-29T10:00:00Z")
 
@@ -33,7 +33,7 @@ def requests_frame(*rows: dict[str, Any]) -> pd.DataFrame:
     """A requests frame; each row gives what matters, times as seconds after T0."""
     records = []
     for i, row in enumerate(rows):
-        rec: dict[str, Any] = {col: None for col in REQUEST_COLUMNS}
+        rec: dict[str, Any] = {col: None for col in (*REQUEST_COLUMNS, *VIEW_COLUMNS)}
         rec.update(
             trace_id=f"t{i}", span_id=f"s{i}", side="frontend", file="f.jsonl",
             first_line=10 * i + 1, last_line=10 * i + 2, lines=2,
@@ -42,7 +42,7 @@ def requests_frame(*rows: dict[str, Any]) -> pd.DataFrame:
         rec["start"] = at(rec["start"] or 0.0)
         rec["end"] = at(rec["end"] if rec["end"] is not None else 1.0)
         records.append(rec)
-    frame = pd.DataFrame.from_records(records, columns=list(REQUEST_COLUMNS))
+    frame = pd.DataFrame.from_records(records, columns=[*REQUEST_COLUMNS, *VIEW_COLUMNS])
     for col in ("unlinked_line", "foreign_line", "deprecated_line"):
         frame[col] = frame[col].astype("Int64")
     return frame

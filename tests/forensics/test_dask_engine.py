@@ -38,8 +38,10 @@ from ridtrace.forensics.records.read import read_partials
 from ridtrace.forensics.records.spans import build_requests
 from ridtrace.forensics.rules.report import analyze_read, report_json
 from ridtrace.forensics.views.audit import audit, daily_series
+from ridtrace.forensics.views.jaeger import to_jaeger
+from ridtrace.testing.dynamo import DynamoSpec, write_dynamo_logs
 from ridtrace.testing.synth import SynthSpec, write_logs
-from tests.forensics.helpers import legacy_rotated, rt
+from tests.forensics.helpers import jaeger_spans, legacy_rotated, rt
 
 DATA = Path(__file__).parent / "data"
 BLOCK = 128 << 10  # small enough to split the test files into many blocks
@@ -110,6 +112,23 @@ def test_requests_and_audit_same_frames(client: Any, faulty: Path) -> None:
     for by in ("header", "client", "route", "day"):
         pd.testing.assert_frame_equal(audit(got, by), audit(want, by), check_categorical=False)
     pd.testing.assert_frame_equal(daily_series(got), daily_series(want))
+
+
+def test_dynamo_span_names_same_frames_and_jaeger_names(client: Any, tmp_path: Path) -> None:
+    # `export jaeger` names Dynamo's route-less `generate` step by its logged name, which
+    # only the views' read carries (`records.requests.VIEW_COLUMNS`): the Dask engine's
+    # full read, spans cut between blocks, must carry the same.
+    write_dynamo_logs(tmp_path, DynamoSpec(requests=120, duplicates=2, cancelled=2))
+    want = build_requests(load_events([str(tmp_path)]).events)
+    got = load_requests(client, [str(tmp_path)], block_bytes=32 << 10).requests
+    pd.testing.assert_frame_equal(got, want, check_categorical=False)
+    assert len(plan_blocks(_files(tmp_path), 32 << 10)) > len(list(tmp_path.iterdir()))
+
+    def names(requests: pd.DataFrame) -> dict[str, str]:
+        return {key: span["operationName"] for key, span in jaeger_spans(to_jaeger(requests)).items()}
+
+    assert names(got) == names(want)
+    assert {"generate", "POST /v1/chat/completions"} <= set(names(want).values())
 
 
 def _sample(tmp_path: Path) -> Path:

@@ -133,6 +133,22 @@ def test_jaeger_names_worker_spans_after_what_they_did() -> None:
                      "orphan": "worker request", "own": "worker /worker/generate"}
 
 
+def test_jaeger_names_a_step_without_a_route_as_its_service_logged_it() -> None:
+    # Dynamo's `generate` span (under its `http-request`, where a failed engine call logs
+    # its error) was "request", whatever it was; Dynamo's own export names it `generate`.
+    frame = requests_frame(
+        {"trace_id": "t", "span_id": "http", "route": "/v1/messages", "method": "POST",
+         "span_name": "http-request"},
+        {"trace_id": "t", "span_id": "gen", "parent_span_id": "http", "span_name": "generate"},
+        {"trace_id": "t", "span_id": "unnamed", "parent_span_id": "http"},
+        {"trace_id": "t", "span_id": "work", "parent_span_id": "gen", "side": "worker",
+         "span_name": "handle_payload"},
+    )
+    names = {key: s["operationName"] for key, s in jaeger_spans(to_jaeger(frame)).items()}
+    assert names == {"http": "POST /v1/messages", "gen": "generate", "unnamed": "request",
+                     "work": "worker /v1/messages"}
+
+
 def test_jaeger_status_is_an_int64_tag() -> None:
     # An HTTP status is an integer in Jaeger's and OpenTelemetry's model; it was the
     # string "500". A status that is not a number (or beyond int64) stays a string.

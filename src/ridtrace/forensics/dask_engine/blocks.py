@@ -148,10 +148,11 @@ class _Range:
         return data
 
 
-def empty_partial(names: Sequence[str]) -> pd.DataFrame:
-    """The partial-requests frame of no lines: the dtypes every block produces."""
+def empty_partial(names: Sequence[str], *, lean: bool = False) -> pd.DataFrame:
+    """The partial-requests frame of no lines: the dtypes every block produces (`lean`:
+    every block of a lean read)."""
     del names  # file names travel as codes in partials
-    return _empty()
+    return _empty(lean=lean)
 
 
 def read_block(
@@ -176,14 +177,14 @@ def read_block(
         reason, loses_a_log = block.file.skip
         notes = stats.unreadable_files if loses_a_log else stats.ignored_files
         notes.append(FileNote(block.file.name, reason))
-        return BlockResult(_empty(), stats)
+        return BlockResult(_empty(lean=lean), stats)
     opened = fsspec.open(block.file.url, "rb")
     try:
         raw = opened.open()
     except OSError as exc:  # gone since the client listed it, as the local engine notes it
         lost = DELETED if isinstance(exc, FileNotFoundError) else f"cannot open: {exc}"
         stats.unreadable_files.append(FileNote(block.file.name, lost))
-        return BlockResult(_empty(), stats)
+        return BlockResult(_empty(lean=lean), stats)
     with raw:
         fh = cast(Any, raw)
         stream: Any = fh
@@ -191,7 +192,7 @@ def read_block(
             stream = DecodedStream(fh)
             if stream.unsupported is not None:
                 stats.unreadable_files.append(FileNote(block.file.name, stream.unsupported))
-                return BlockResult(_empty(), stats)
+                return BlockResult(_empty(lean=lean), stats)
         elif block.index == 0 and cast(bytes, fh.read(3)) == b"\xef\xbb\xbf":
             pass  # a BOM at the start of a split file: the range below starts past it
         else:
@@ -202,7 +203,7 @@ def read_block(
             head = stream.read(SNIFF_BYTES)
             if is_zip_of_logs(head):
                 stats.unreadable_files.append(FileNote(block.file.name, ZIP_ARCHIVE))
-                return BlockResult(_empty(), stats)
+                return BlockResult(_empty(lean=lean), stats)
             # Only a whole-file block is wrapped: `_whole_file` keeps such a file whole.
             unwrap = wrapper_of(head) if block.whole else None
             if block.file.from_directory:
@@ -211,10 +212,10 @@ def read_block(
                                         wrapped=unwrap is not None)
                 if ignored is not None:
                     stats.ignored_files.append(FileNote(block.file.name, ignored))
-                    return BlockResult(_empty(), stats)
+                    return BlockResult(_empty(lean=lean), stats)
             if is_tar(head):
                 stats.unreadable_files.append(FileNote(block.file.name, TAR_ARCHIVE))
-                return BlockResult(_empty(), stats)
+                return BlockResult(_empty(lean=lean), stats)
             stats.files += 1
         if not block.whole:
             start = _line_start(fh, block.index * block.block_bytes, block.block_bytes)

@@ -133,7 +133,9 @@ def load_requests(
     files = expand_urls(inputs)
     names = [f.name for f in files]
     blocks = plan_blocks(files, block_bytes)
-    meta = empty_partial(names)
+    # A lean read's partials have no view columns: Dask's shuffle builds its partitions
+    # from the meta's columns.
+    meta = empty_partial(names, lean=lean)
     if not blocks:
         return DaskLoad(finish_requests(meta.drop(columns=KEY), names), ReadStats(), 0)
     # One graph: each block's result feeds its counters (tiny, gathered) and its

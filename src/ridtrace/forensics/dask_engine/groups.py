@@ -97,7 +97,7 @@ def read_blocks(
     if pieces:
         frames.insert(0, pieces_partial(pieces))
     if not frames:  # every file skipped
-        frames = [empty_partial()]
+        frames = [empty_partial(lean=lean)]
     partial = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
     return GroupResult(partial, [counters[block.part] for block in group])
 

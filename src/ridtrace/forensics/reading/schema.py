@@ -90,6 +90,7 @@ EVENT_CATEGORY_COLUMNS: Final[tuple[str, ...]] = (
     "service",
     "worker",
     "message",
+    "span_name",
 )
 EVENT_COLUMNS: Final[tuple[str, ...]] = (
     "file",

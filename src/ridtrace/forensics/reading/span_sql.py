@@ -36,6 +36,10 @@ FIRST_FIELDS = (
 # `analyze` runs) leaves them null and spends no aggregate on them.
 DISPLAY_FIELDS = ("route", "client", "method", "service", "worker", "status", "error")
 
+# Fields only the views' read has (first non-null, as `FIRST_FIELDS`): the lean pass has
+# not even a null column of them, and its rows go without (`records.requests.VIEW_COLUMNS`).
+VIEW_FIELDS = ("span_name",)
+
 
 # What the id a span ends with is the last of: its lines by time, then by line.
 LAST_ID_ORDER = "{'t': time, 'rn': rn}"
@@ -55,7 +59,7 @@ def span_aggregates() -> str:
     header, so the request's other headers went uncounted. ``deprecated_listed`` says
     which, so partials of a span cut between the two combine to the same pick.
     """
-    first = ",\n    ".join(_first(c) for c in FIRST_FIELDS)
+    first = ",\n    ".join(_first(c) for c in (*FIRST_FIELDS, *VIEW_FIELDS))
     unlinked = f"event = {literal(RESPONSE_UNLINKED)}"
     foreign = f"event = {literal(FOREIGN_CHUNK)}"
     # A request's own line lists every deprecated header it sent; the WARN before it

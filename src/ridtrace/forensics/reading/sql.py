@@ -220,6 +220,9 @@ NORMALIZED: dict[str, str] = {
     ),
     "worker": _pick(f"CASE WHEN event IN {_DISPATCH_EVENTS} THEN NULL ELSE worker END", "NULL"),
     "message": "message",
+    # The span's own name as its service logged it (Dynamo's `http-request`, `generate`,
+    # `handle_payload`): what the views name a step with no route of its own by.
+    "span_name": "span_name",
     "request_id": _pick("request_id", DYNAMO_REQUEST_ID),
     "x_request_id": "x_request_id",
     "trace_id": "trace_id",

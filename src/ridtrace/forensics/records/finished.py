@@ -21,7 +21,7 @@ from ridtrace.forensics.records.partials import (
     in_part_order,
     is_text,
 )
-from ridtrace.forensics.records.requests import REQUEST_COLUMNS
+from ridtrace.forensics.records.requests import REQUEST_COLUMNS, VIEW_COLUMNS
 
 
 def _resolve_lines(series: pd.Series, offsets: np.ndarray) -> Any:
@@ -47,7 +47,7 @@ def finish_requests(
     ordered = in_part_order(combined)
     shift = np.asarray(offsets, dtype=np.int64)
     out: dict[str, Any] = {}
-    for col in REQUEST_COLUMNS:
+    for col in (*REQUEST_COLUMNS, *(c for c in VIEW_COLUMNS if c in ordered)):
         series = ordered[col]
         if col in LINE_COLUMNS:
             out[col] = _resolve_lines(series, shift)

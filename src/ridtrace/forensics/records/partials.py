@@ -24,6 +24,7 @@ from ridtrace.contract import WORKER
 from ridtrace.forensics.records.requests import (
     LINE_FILES,
     REQUEST_COLUMNS,
+    VIEW_COLUMNS,
     group_rows,
     latest_rows,
     take_rows,
@@ -119,7 +120,9 @@ def pieces_frame(pieces: Sequence[SpanPiece]) -> pd.DataFrame:
             out[col] = np.asarray(frame[col].to_numpy(), dtype=np.int64)
         else:
             out[col] = frame[col].array
-    result = pd.DataFrame({col: out[col] for col in REQUEST_COLUMNS})
+    views = [col for col in VIEW_COLUMNS if col in spans.column_names]
+    result = pd.DataFrame({**{col: out[col] for col in REQUEST_COLUMNS},
+                           **{col: frame[col].array for col in views}})
     result[LISTED] = np.asarray(
         spans["deprecated_listed"].to_numpy(zero_copy_only=False), dtype=bool)
     result[FIRST_TIME] = frame["first_time"].array
@@ -175,7 +178,7 @@ def _merge(parts: pd.DataFrame) -> pd.DataFrame:
     for col in (*KEYS, "file", "first_line", PART, POS):
         out[col] = take_rows(parts[col], first)
     notna = {col: np.asarray(parts[col].notna().to_numpy(), dtype=bool) for col in parts}
-    for col in _FIRST:
+    for col in (*_FIRST, *(c for c in VIEW_COLUMNS if c in parts)):
         out[col] = take_rows(parts[col], group_rows(codes, notna[col], n))
     out["request_id"] = take_rows(parts["request_id"],
                                   latest_rows(codes, notna["request_id"], parts["end"], n))

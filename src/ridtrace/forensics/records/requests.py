@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ridtrace.forensics.reading.span_sql import VIEW_FIELDS
+
 REQUEST_COLUMNS = (
     "trace_id",
     "span_id",
@@ -47,6 +49,10 @@ REQUEST_COLUMNS = (
     "deprecated_line",
     "deprecated_file",
 )
+# Columns after those, only in the views' requests (`build_requests`, the Dask engine's
+# full read): the span's logged name, which `export jaeger` names a step by.
+# `analyze`'s lean pass reads none, and its frames have no such column.
+VIEW_COLUMNS = VIEW_FIELDS
 # Each evidence line column and the column naming the file it is a line of. A span
 # logged across files (a rotation in flight: its start in ``app.jsonl.1``, its end in
 # ``app.jsonl``) has lines in several. ``file`` is the file of ``first_line``.

@@ -24,6 +24,7 @@ from ridtrace.forensics.records.partials import (
     partial_frame,
     pieces_frame,
 )
+from ridtrace.forensics.records.requests import VIEW_COLUMNS
 
 
 def requests_from_partials(
@@ -34,16 +35,19 @@ def requests_from_partials(
     `offsets[part]` is the number of lines before part `part` in its file (all zero
     when each part is a whole file).
     """
-    if not partials:
-        partials = [empty_partial()]
+    if not partials:  # only a lean read has none: a views' read has a part per file
+        partials = [empty_partial(lean=True)]
     combined = combine_requests(pd.concat(partials, ignore_index=True))
     parts = int(max((int(p["_part"].max()) for p in partials if len(p)), default=0)) + 1
     shift = list(offsets) if offsets is not None else [0] * parts
     return finish_requests(combined, names, shift)
 
 
-def empty_partial() -> pd.DataFrame:
-    """The partial frame of no spans, with the dtypes every part produces."""
+def empty_partial(*, lean: bool = False) -> pd.DataFrame:
+    """The partial frame of no spans, with the dtypes every part produces; `lean`: as the
+    lean pass produces them, with no `VIEW_COLUMNS`."""
+    if lean:
+        return _empty_partial().drop(columns=list(VIEW_COLUMNS))
     return _empty_partial().copy()
 
 

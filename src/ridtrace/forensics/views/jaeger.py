@@ -11,7 +11,6 @@ import pandas as pd
 
 from ridtrace.contract import REQUEST_START, WORKER
 from ridtrace.forensics.records.requests import epoch_us
-from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 from ridtrace.forensics.rules.skew import correct_skew
 from ridtrace.forensics.views import jaeger_ids
 from ridtrace.forensics.views.jaeger_epoch import from_1970
@@ -23,6 +22,7 @@ from ridtrace.forensics.views.jaeger_logs import (
     process_id,
     tag,
 )
+from ridtrace.forensics.views.jaeger_names import inherited_routes, operation_name
 
 _TAGS = ("request_id", "x_request_id", "side", "outcome", "status", "route", "fp_in", "fp_out",
          "deprecated", "worker", "error")
@@ -69,39 +69,6 @@ def untraced(requests: pd.DataFrame, *, health: bool = False) -> int:
     if not health:
         missing &= ~_health_probes(requests)
     return int(missing.sum())
-
-
-def _inherited_routes(req: pd.DataFrame, parents: dict[Any, Any], routes: dict[Any, Any],
-                      looped: set[Any]) -> dict[Any, Any]:
-    """The route of the request each span without one works for, through the spans above
-    it that log none (a decode worker's prefill worker; Dynamo's frontend `generate`
-    span, between its worker's `handle_payload` and its `http-request`): the workers
-    below such a span are named after it."""
-    bare = {(t, s) for t, s, route in zip(req["jaeger_trace"], req["jaeger_span"],
-                                          req["route"], strict=True) if not present(route)}
-    out = {}
-    for key in bare - looped:
-        up = parents.get(key)
-        for _ in range(MAX_CALLER_DEPTH):
-            if up not in bare or up in looped:
-                break
-            up = parents.get(up)
-        if up is not None and up not in bare and present(routes.get(up)):
-            out[key] = routes[up]
-    return out
-
-
-def _operation(r: Any, caller_route: Any = None) -> str:
-    if r.side == WORKER:
-        # ridtrace's workers log no route (the frontend writes the request lifecycle),
-        # so "worker request" was every worker span's name: the caller's route says
-        # which API the work was for, and Jaeger's operation list can tell them apart.
-        if present(r.route):
-            return f"worker {r.route}"
-        return f"worker {caller_route}" if present(caller_route) else "worker request"
-    route = r.route if present(r.route) else "request"
-    method = f"{r.method} " if present(r.method) else ""
-    return f"{method}{route}"
 
 
 def _in_loops(parents: dict[tuple[str, str], tuple[str, str]]) -> set[tuple[str, str]]:
@@ -222,7 +189,7 @@ def jaeger_traces(
         if p is not None and (t, p) in exported
     }
     looped = _in_loops(parents)
-    routes.update(_inherited_routes(req, parents, routes, looped))
+    routes.update(inherited_routes(req, parents, routes, looped))
     starts = epoch_us(req["start"]) if len(req) else np.zeros(0, dtype=np.int64)
     ends = epoch_us(req["end"]) if len(req) else np.zeros(0, dtype=np.int64)
     logs = SpanLogs(events, offsets)
@@ -283,7 +250,7 @@ def jaeger_traces(
             {
                 "traceID": trace["traceID"],
                 "spanID": jaeger_span,
-                "operationName": _operation(r, caller_route),
+                "operationName": operation_name(r, caller_route),
                 "references": refs,
                 "startTime": int(start),
                 "duration": int(end - start),
