@@ -1,12 +1,13 @@
-"""`export jaeger` names the spans of a Dynamo request: its worker's span after the route
-of the request it worked for, through the ``generate`` span between them; the
+"""`export jaeger` and `trace` name the spans of a Dynamo request: its worker's span after
+the route of the request it worked for, through the ``generate`` span between them; the
 ``generate`` span itself as Dynamo logged it.
 
 Dynamo's worker ``handle_payload`` span is a child of the frontend's ``generate`` span
 (which logs no route), itself inside the ``http-request`` span that holds the route. The
 worker span was named ``worker request``, the name the docs give a worker whose caller
 is not in the file, though its caller was; the ``generate`` span was ``request`` (a
-frontend span's name without a route).
+frontend span's name without a route), and ``trace`` labelled it ``frontend`` as it
+labels the ``http-request`` span above it.
 """
 
 from __future__ import annotations
@@ -69,3 +70,16 @@ def test_the_generate_step_is_named_as_dynamo_logged_it(tmp_path: Path) -> None:
     assert spans[_GENERATE]["operationName"] == "generate"
     assert spans[_GENERATE]["references"][0]["spanID"] == _HTTP
 
+
+def test_trace_labels_the_generate_step_by_its_logged_name(tmp_path: Path) -> None:
+    logs = _logs(tmp_path)
+    doc = CliRunner().invoke(main, ["trace", "r-1", *logs, "--format", "json", "-q"])
+    text = CliRunner().invoke(main, ["trace", "r-1", *logs, "-q"])
+
+    assert doc.exit_code == text.exit_code == 0, doc.output + text.output
+    [request] = json.loads(doc.stdout)["requests"]
+    names = {s["span_id"]: (s["side"], s["name"]) for s in request["spans"]}
+    assert names == {_HTTP: ("frontend", "http-request"), _GENERATE: ("frontend", "generate"),
+                     _WORKER: ("worker-0", "handle_payload")}
+    labels = [line.split("█")[0].strip() for line in text.stdout.splitlines() if "█" in line]
+    assert labels == ["#1 frontend", "frontend generate", "worker-0"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -182,6 +183,29 @@ def test_invisible_characters_are_laid_out_as_the_marks_they_print_as(tmp_path: 
     assert len(shown) == len(list(trace_lines(view, 100)))  # no line was wrapped
     assert max(len(line) for line in shown) <= 100
     assert not any(c in line for line in shown for c in "\u200b\x1b\x07")
+
+
+def test_a_steps_logged_name_labels_its_bar_as_it_prints(tmp_path: Path) -> None:
+    # A step's bar (Dynamo's `generate` under its `http-request`) read "frontend", as its
+    # caller's does. Its name is the logs' text: an ESC in it prints as a mark, never as
+    # a terminal's command.
+    def dynamo(at: float, message: str, span: str, **fields: str) -> str:
+        return json.dumps({"time": ts(at), "level": "INFO", "target": "request_span",
+                           "message": message, "span_id": span, "trace_id": "7" * 32,
+                           "request_id": "r-1", **fields})
+
+    http, step = "a7" * 8, "b7" * 8
+    front = {"span_name": "http-request", "method": "POST", "uri": "/v1/completions"}
+    (tmp_path / "frontend.jsonl").write_text("\n".join([
+        dynamo(0.0, "SPAN_FIRST_ENTRY", http, **front),
+        dynamo(0.1, "SPAN_FIRST_ENTRY", step, span_name="gen\x1b[2Jerate", parent_id=http),
+        dynamo(0.4, "SPAN_CLOSED", step, span_name="gen\x1b[2Jerate", parent_id=http),
+        dynamo(0.5, "http response sent", http, status="200", latency_ms="500", **front),
+    ]) + "\n")
+    shown = rendered(view_of([str(tmp_path / "frontend.jsonl")], "r-1"), 100)
+    labels = [line.split("█")[0].strip() for line in shown if "█" in line]
+    assert labels == ["#1 frontend", "frontend gen␛[2Jerate"]
+    assert not any("\x1b" in line for line in shown)
 
 
 def test_lines_written_without_rich_are_what_rich_would_print(

@@ -50,7 +50,7 @@ REQUEST_COLUMNS = (
     "deprecated_file",
 )
 # Columns after those, only in the views' requests (`build_requests`, the Dask engine's
-# full read): the span's logged name, which `export jaeger` names a step by.
+# full read): the span's logged name, which `export jaeger` and `trace` name a step by.
 # `analyze`'s lean pass reads none, and its frames have no such column.
 VIEW_COLUMNS = VIEW_FIELDS
 # Each evidence line column and the column naming the file it is a line of. A span

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ridtrace.contract import FRONTEND, WORKER
-from ridtrace.forensics.records.requests import epoch_us
+from ridtrace.forensics.records.requests import VIEW_COLUMNS, epoch_us
 from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 from ridtrace.forensics.rules.overlap import ids_held_in_flight
 from ridtrace.forensics.rules.skew import correct_skew
@@ -181,7 +181,8 @@ def _spans_by_owner(mine: pd.DataFrame, chosen: list[str]) -> dict[str, list[Any
     """
     owners = mine["_owner"].astype(str)
     wanted = owners.isin(chosen).to_numpy()
-    picked = mine.loc[wanted, list(_BLOCK_COLUMNS)]
+    # The span's logged name where the frame has it (a lean read's has not).
+    picked = mine.loc[wanted, [*_BLOCK_COLUMNS, *(c for c in VIEW_COLUMNS if c in mine)]]
     start_us, end_us = epoch_us(picked["start"]), epoch_us(picked["end"])
     # By start, a missing start last, ties in log order: as sort_values("start") was.
     key = np.where(picked["start"].isna().to_numpy(), np.iinfo(np.int64).max, start_us)
@@ -257,7 +258,8 @@ def _block(
             SpanBar(_side(s, sides), str(s.span_id), 0.0 if s is caller else ms_since(s.start, t0),
                     ms_since(s.end, t0), text(s.outcome), str(s.file),
                     closed=s.closing is not False,
-                    opened=s is not caller or start_logged or stated is not None)
+                    opened=s is not caller or start_logged or stated is not None,
+                    name=text(getattr(s, "span_name", None)))
             # The caller first, as its start's is the block's clock; then by start.
             for s in sorted(spans, key=lambda s: s is not caller)
         ],

@@ -30,7 +30,7 @@ def _block(block: RequestBlock) -> RequestBlock:
         route=_shown(block.route), status=_shown(block.status), outcome=_shown(block.outcome),
         verdict=verdict, overlaps=tuple(map(visible, block.overlaps)),
         spans=[replace(bar, span_id=visible(bar.span_id), outcome=_shown(bar.outcome),
-                       file=visible(bar.file)) for bar in block.spans],
+                       file=visible(bar.file), name=_shown(bar.name)) for bar in block.spans],
         events=[replace(ev, span_id=visible(ev.span_id), event=visible(ev.event),
                         outcome=_shown(ev.outcome), level=_shown(ev.level),
                         file=visible(ev.file)) for ev in block.events],

@@ -45,6 +45,9 @@ class SpanBar:
     # A line of it opens it: without one (its request.start rotated away), the bar
     # starts at its first line, or where its answer says it began.
     opened: bool = True
+    # Its name as its service logged it (Dynamo's `http-request`, `generate`,
+    # `handle_payload`); None where the logs name none, as ridtrace's own lines.
+    name: str | None = None
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from rich.text import Text
 from ridtrace.contract import FRONTEND
 from ridtrace.forensics.rfc3339 import rfc3339_us
 from ridtrace.forensics.views.text_fit import indented, packed, span_ms, with_ms
-from ridtrace.forensics.views.trace_rows import RequestBlock, TraceView
+from ridtrace.forensics.views.trace_rows import RequestBlock, SpanBar, TraceView
 from ridtrace.forensics.views.verdicts import CROSSED
 
 __all__ = ["block_numbers", "waterfall_lines", "whose"]
@@ -54,12 +54,21 @@ def _bar(start: float, end: float, lo: float, scale: float, width: int) -> tuple
     return left, right
 
 
+def _under_caller(bar: SpanBar) -> str:
+    """The label of a bar below its block's first: its side; a step's (a frontend span
+    under the caller: Dynamo's `generate`, where an engine call that failed logs its
+    error) with its logged name, where it read ``frontend`` as the caller above it does."""
+    if bar.side == FRONTEND and bar.name:
+        return f"{bar.side} {bar.name}"
+    return bar.side
+
+
 def _label_width(view: TraceView, numbers: dict[str, int], width: int) -> int:
     """Columns for the labels: the longest one whole, with a space after it, where the
     bars keep `_MIN_BAR` columns. A label cut to 13 characters read ``#100 fronten``, and
     ``#10 worker-12`` read ``#10 worker-1``: another worker's name."""
     longest = max(
-        len(f" #{numbers[b.span_id]} {bar.side}" if j == 0 else f"    {bar.side}")
+        len(f" #{numbers[b.span_id]} {bar.side}" if j == 0 else f"    {_under_caller(bar)}")
         + (2 if j == 0 and b.verdict.label == CROSSED else 0)
         for b in view.blocks for j, bar in enumerate(b.spans)
     )
@@ -101,7 +110,8 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
                 if stacked:
                     mark = "┌" if k == 0 and j == 0 else ("└" if k == len(group) - 1 and
                                                          j == len(block.spans) - 1 else "│")
-                name = f"#{numbers[block.span_id]} {bar.side}" if j == 0 else f"   {bar.side}"
+                name = (f"#{numbers[block.span_id]} {bar.side}" if j == 0
+                        else f"   {_under_caller(bar)}")
                 label = _label(f"{mark}{name}", " ✗" if crossed and j == 0 else "", label_width)
                 left, right = _bar(at(block, bar.start_ms), at(block, bar.end_ms), lo, scale,
                                    bar_width)
