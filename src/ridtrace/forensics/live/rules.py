@@ -24,6 +24,7 @@ import gc
 from ridtrace.contract import OUTCOME_OK, RESPONSE_UNLINKED, WORKER
 from ridtrace.forensics.live.findings import Finding, _finding
 from ridtrace.forensics.live.parse import COLUMNS, Flag, SpanRows
+from ridtrace.forensics.live.rejoin import earlier_part, held_longer
 from ridtrace.forensics.live.spans import Cluster, Span
 from ridtrace.forensics.live.verdicts import crossed, duplicates
 from ridtrace.forensics.live.window import WindowState
@@ -170,7 +171,7 @@ class LiveRules:
                 elif span.started:  # its end's duration dates back no start line read
                     t0 = first_time
                 if t0 < span.start:
-                    clusters.extend(self._earlier_part(span, t0))
+                    clusters.extend(earlier_part(state, span, t0))
                 later = file == span.last_file or t1 >= span.last  # else an earlier part
                 if later:
                     span.last_line = last_line
@@ -208,7 +209,7 @@ class LiveRules:
                         if own.last > cluster.max_end:
                             cluster.max_end = own.last
                 if grew and span.request_id is not None:
-                    clusters.extend(self._held_longer(span, span.request_id))
+                    clusters.extend(held_longer(state, span, span.request_id))
             if flag is not None:
                 found.extend(self._unlinked(span, flag, file))
             if worker_end or late_work:
@@ -257,33 +258,6 @@ class LiveRules:
             if len(state.pending_fronts) > judged:  # a caller's never-ended worker left
                 found.extend(crossed(state, []))
         return found
-
-    def _earlier_part(self, span: Span, t0: int) -> list[Cluster]:
-        """A span's lines from before those read so far, in another file read behind
-        (``--from-start`` over a rotated ``app.jsonl.1`` and the live ``app.jsonl``):
-        it started then, as the batch read merges it. Its clusters are judged again, and
-        it joins the id's latest cluster it now overlaps. Kept at the start of its later
-        lines, a caller in flight with the next holder of its id looked one after it."""
-        span.start = t0
-        rid = span.request_id
-        latest = self.state.clusters.get(rid) if rid is not None else None
-        if (rid is not None and latest is not None and latest not in span.clusters
-                and t0 < latest.max_end):
-            self.state.join(span, rid)
-        return [cluster for cluster in span.clusters if len(cluster.members) > 1]
-
-    def _held_longer(self, span: Span, rid: str) -> list[Cluster]:
-        """The id's later holders, judged apart, that `span` now overlaps: a later line
-        (the legacy policy's Unlinked error after `request.end`) holds the id longer, as
-        `analyze` reads it, and a caller that took the id in between is a duplicate."""
-        later = self.state.clusters.get(rid)
-        if later is None or later in span.clusters or not later.members:
-            return []
-        # A worker span's later line holds nothing longer than its caller does.
-        if min(m.holder().start for m in later.members) >= span.holder().last:
-            return []
-        joined = self.state.join(span, rid)
-        return [joined] if len(joined.members) > 1 else []
 
     def _unlinked(self, span: Span, flag: Flag, file: str) -> list[Finding]:
         if span.unlinked_done:
