@@ -10,8 +10,8 @@ fields). Accepted silently, the request "worked" until it met the real API.
 A ``tool_choice`` that forces a tool call is refused too, as ``n`` above 1 is: the
 engines answer with text only, so the tool call the caller was promised would never
 come, and code that reads ``message.tool_calls[0]`` failed on a 200 instead. So are
-chat's legacy ``function_call`` naming a function, and chat ``modalities`` that ask for
-audio (``message.audio`` was ``None``).
+chat's legacy ``function_call`` naming a function (both checked in ``tool_options``), and
+chat ``modalities`` that ask for audio (``message.audio`` was ``None``).
 
 A JSON response format is the one option the engine does use: the checkers of chat,
 Responses and Messages return the schema the reply must follow, from
@@ -39,6 +39,13 @@ from ridtrace.frontend_plugin.reply_formats import (
     chat_format,
     responses_format,
 )
+from ridtrace.frontend_plugin.tool_options import (
+    TEXT_ONLY,
+    check_legacy_function_call,
+    check_openai_tool_choice,
+    tool_choice,
+    tool_list,
+)
 from ridtrace.tracing.identity import shown_text
 
 __all__ = [
@@ -56,9 +63,7 @@ MAX_BEST_OF = 20
 """OpenAI's limit on the legacy completions' ``best_of``."""
 MAX_USER_ID_LENGTH = 256
 """Anthropic's limit on ``metadata.user_id``."""
-_CHAT_TOOL_CHOICES = ("none", "auto", "required")
 _ANTHROPIC_TOOL_CHOICES = ("auto", "any", "tool", "none")
-_TEXT_ONLY = "the engines here answer with text only and cannot be made to call a tool"
 _MODALITIES = ("text", "audio")
 
 
@@ -87,29 +92,6 @@ def _common(body: dict[str, Any]) -> None:
                 or not -MAX_BIAS <= value <= MAX_BIAS):
             raise _refuse(f"'logit_bias' values must be numbers from -{MAX_BIAS} to "
                           f"{MAX_BIAS}", "logit_bias")
-
-
-def _tools(body: dict[str, Any], named: str, field: str = "tools") -> list[Any]:
-    """The ``tools`` list (each an object with ``named``'s string, OpenAI's ``type`` or
-    Anthropic's ``name``; chat's legacy ``functions`` as ``field``); ``[]`` when absent."""
-    tools = body.get(field)
-    if tools is None:
-        return []
-    if not isinstance(tools, list):
-        raise _refuse(f"'{field}' must be a list of {field}, not {kind_of(tools)}", field)
-    for index, tool in enumerate(tools):
-        if not isinstance(tool, dict) or not isinstance(tool.get(named), str):
-            raise _refuse(f"'{field}[{index}]' must be an object with a string '{named}'",
-                          f"{field}[{index}]")
-    return tools
-
-
-def _tool_choice(body: dict[str, Any], tools: list[Any]) -> Any:
-    choice = body.get("tool_choice")
-    if choice is not None and not tools:
-        raise _refuse("'tool_choice' is only allowed when 'tools' are specified",
-                      "tool_choice")
-    return choice
 
 
 _MAX_METADATA = 16  # OpenAI's limits on metadata: pairs, key and value lengths
@@ -149,15 +131,15 @@ def chat_options(body: dict[str, Any]) -> dict[str, Any] | None:
         # Frameworks that always send their tool list send [] when there is none: OpenAI's
         # chat refuses it (its Responses API takes it), so it must not pass here.
         raise empty_array("tools")
-    tools = _tools(body, "type")
+    tools = tool_list(body, "type")
     check_function_names(tools, "tools", nested=True)
-    _openai_tool_choice(body, tools)
+    check_openai_tool_choice(body, tools)
     if body.get("parallel_tool_calls") is not None and not tools:
         # Frameworks send it whatever a call's tools; OpenAI's chat refuses it without
         # them (its Responses API takes it, and repeats it in the Response object).
         raise _refuse("Invalid value for 'parallel_tool_calls': 'parallel_tool_calls' is "
                       "only allowed when 'tools' are specified.", "parallel_tool_calls")
-    _legacy_function_call(body)
+    check_legacy_function_call(body)
     modalities = body.get("modalities")
     if modalities is not None and not (isinstance(modalities, list)
                                        and all(m in _MODALITIES for m in modalities)):
@@ -168,55 +150,10 @@ def chat_options(body: dict[str, Any]) -> dict[str, Any] | None:
     return chat_format(body)
 
 
-def _legacy_function_call(body: dict[str, Any]) -> None:
-    """Chat's deprecated ``functions`` and ``function_call`` (the SDKs still send them),
-    checked as ``tools`` and ``tool_choice`` are: a call naming a function forces it."""
-    functions = _tools(body, "name", "functions")
-    check_function_names(functions, "functions", nested=False)
-    call = body.get("function_call")
-    if call is None:
-        return
-    if not functions:
-        raise _refuse("'function_call' is only allowed when 'functions' are specified",
-                      "function_call")
-    if isinstance(call, dict) and isinstance(call.get("name"), str):
-        raise _refuse(f"'function_call' cannot force a function call: {_TEXT_ONLY}",
-                      "function_call")
-    if call not in ("none", "auto"):
-        raise _refuse("'function_call' must be 'none', 'auto' or an object with a string "
-                      "'name'", "function_call")
-
-
-def _openai_tool_choice(body: dict[str, Any], tools: list[Any], *, replying: bool = True
-                        ) -> None:
-    """OpenAI's ``tool_choice`` (chat and Responses): a mode or an object, and when
-    ``replying`` never one that forces a call (``required``, a named tool, allowed tools
-    in ``required`` mode)."""
-    opt_bool(body, "parallel_tool_calls")
-    choice = _tool_choice(body, tools)
-    if isinstance(choice, str):
-        if choice not in _CHAT_TOOL_CHOICES:
-            raise _refuse(f"'tool_choice' must be one of {', '.join(_CHAT_TOOL_CHOICES)} "
-                          "or an object", "tool_choice")
-        forced = choice == "required"
-    elif isinstance(choice, dict):
-        # Chat nests the allowed tools' mode, Responses does not.
-        allowed = choice.get("allowed_tools")
-        mode = allowed.get("mode") if isinstance(allowed, dict) else choice.get("mode")
-        forced = choice.get("type") != "allowed_tools" or mode == "required"
-    elif choice is None:
-        forced = False
-    else:
-        raise _refuse(f"'tool_choice' must be a string or an object, not {kind_of(choice)}",
-                      "tool_choice")
-    if forced and replying:
-        raise _refuse(f"'tool_choice' cannot force a tool call: {_TEXT_ONLY}", "tool_choice")
-
-
 def responses_options(body: dict[str, Any], *, replying: bool = True) -> dict[str, Any] | None:
     """The Responses API's options the engines do not use, and ``conversation``
-    (``replying``: see :func:`_openai_tool_choice`; false when only counting tokens); the
-    JSON schema the reply follows (``text.format``), if any."""
+    (``replying``: see `tool_options.check_openai_tool_choice`; false when only counting
+    tokens); the JSON schema the reply follows (``text.format``), if any."""
     conversation = body.get("conversation")
     if conversation is not None:
         # Nothing is stored here (see previous_response_id): ignored, the new input was
@@ -229,10 +166,10 @@ def responses_options(body: dict[str, Any], *, replying: bool = True) -> dict[st
     # Unused here (nothing is stored, the reply comes at once), yet typed as OpenAI types them.
     opt_bool(body, "store")
     opt_bool(body, "background")
-    tools = _tools(body, "type")
+    tools = tool_list(body, "type")
     check_function_names(tools, "tools", nested=False)
     check_responses_tool_choice(body.get("tool_choice"), tools)
-    _openai_tool_choice(body, tools, replying=replying)
+    check_openai_tool_choice(body, tools, replying=replying)
     return responses_format(body, replying=replying)
 
 
@@ -276,9 +213,9 @@ def _anthropic_metadata_and_tools(body: dict[str, Any], *, replying: bool) -> No
                                 or len(user_id) > MAX_USER_ID_LENGTH):
         raise _refuse(f"'metadata.user_id' must be a string of at most {MAX_USER_ID_LENGTH} "
                       "characters", "metadata")
-    tools = _tools(body, "name")
+    tools = tool_list(body, "name")
     check_anthropic_tools(tools)
-    choice = _tool_choice(body, tools)
+    choice = tool_choice(body, tools)
     if choice is None:
         return
     kind = choice.get("type") if isinstance(choice, dict) else None
@@ -298,4 +235,4 @@ def _anthropic_metadata_and_tools(body: dict[str, Any], *, replying: bool) -> No
         raise _refuse("Thinking may not be enabled when tool_choice forces tool use "
                       "(only 'auto' and 'none' go with thinking)", "tool_choice")
     if replying and kind in ("any", "tool"):
-        raise _refuse(f"'tool_choice' cannot force a tool call: {_TEXT_ONLY}", "tool_choice")
+        raise _refuse(f"'tool_choice' cannot force a tool call: {TEXT_ONLY}", "tool_choice")
