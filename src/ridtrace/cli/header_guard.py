@@ -6,10 +6,10 @@ of one request could grow to any size (megabytes of them were parsed and kept). 
 held connection costs a file descriptor and memory, so a handful of clients could use
 up either without ever reaching the app. Here a request whose headers are not complete
 within ``header_timeout`` seconds of its first byte (or of the connection opening)
-gets 408 and its connection is closed, and headers over ``max_header_bytes`` get 431
-(414 when the request target alone crosses it). The request body has its own deadline
-in the app (``FrontendSettings.body_timeout``), where the answer can take the route's
-error shape.
+gets 408 and its connection is closed (the timer: `header_deadline`), and headers over
+``max_header_bytes`` get 431 (414 when the request target alone crosses it). The request
+body has its own deadline in the app (``FrontendSettings.body_timeout``), where the
+answer can take the route's error shape.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import httptools
 
 from ridtrace.cli.chunk_framing import CHUNK_FRAMING_PER_BODY_BYTE, framing_refusal
 from ridtrace.cli.expect_continue import ClosedBeforeContinue
+from ridtrace.cli.header_deadline import HeaderDeadline
 from ridtrace.cli.http10 import framed_for_http10
 from ridtrace.cli.pipelining import BoundedPipeline, InOrderRefusals
 from ridtrace.cli.refused_bodies import RefusedBodies
@@ -58,14 +59,12 @@ class _HeadRefused(Exception):
     target RFC 9112 section 3.2 refuses."""
 
 
-class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
-    header_timeout = 10.0
+class _GuardedHttpToolsProtocol(HeaderDeadline, UpgradeIgnoringProtocol):
     max_header_bytes = MAX_HEADER_BYTES
     max_unread_body_bytes = MAX_UNREAD_BODY_BYTES
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._header_timer: asyncio.TimerHandle | None = None
         self._header_bytes = 0
         self._too_large = False
         self._target_too_long = False  # the cap was crossed in the request target
@@ -82,10 +81,6 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         # This connection's requests not yet answered, oldest first (answers go out in
         # order, so the answered ones are always at the left).
         self._cycles: deque[Any] = deque()
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self._arm_header_timer()  # a connection that never says anything
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()
@@ -169,17 +164,6 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         if self._unread_body > self.max_unread_body_bytes:
             self.transport.close()
 
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        cycle = self.cycle
-        if (cycle is not None and cycle.response_complete and cycle.more_body
-                and not self.transport.is_closing()):
-            # Answered before its body was in: every byte of the rest put off uvicorn's
-            # keep-alive timeout, and no other timer ran, so a client trickling a body it
-            # said was long (or idle once the body was in) held the connection forever.
-            # The rest of the body gets the time headers get, as does the idle after it.
-            self._arm_header_timer()
-
     def on_message_complete(self) -> None:
         cycle = self.cycle
         answered_first = cycle is not None and cycle.response_complete
@@ -262,29 +246,6 @@ class _GuardedHttpToolsProtocol(UpgradeIgnoringProtocol):
         if self._header_bytes > self.max_header_bytes:
             self._too_large = True
             raise _HeadersTooLarge
-
-    def _arm_header_timer(self) -> None:
-        self._disarm_header_timer()
-        self._header_timer = self.loop.call_later(self.header_timeout, self._headers_timed_out)
-
-    def _disarm_header_timer(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
-
-    def _headers_timed_out(self) -> None:
-        self._header_timer = None
-        if self.transport.is_closing():
-            return
-        if self.cycle is not None and not self.cycle.response_complete:
-            # A pipelined request waits (reading paused) behind one still being
-            # answered: that answer must not be cut; the next one's headers are read
-            # once it is done.
-            self._arm_header_timer()
-            return
-        message = f"request headers not received within {self.header_timeout:g}s"
-        self.logger.warning("Request Timeout (408): %s", message)  # slowloris leaves a trace
-        self._answer_and_close(408, "Request Timeout", message)
 
     def _answer_and_close(self, status: int, reason: str, message: str) -> None:
         body = message.encode("ascii")
