@@ -7,7 +7,8 @@ Dynamo's worker ``handle_payload`` span is a child of the frontend's ``generate`
 worker span was named ``worker request``, the name the docs give a worker whose caller
 is not in the file, though its caller was; the ``generate`` span was ``request`` (a
 frontend span's name without a route), and ``trace`` labelled it ``frontend`` as it
-labels the ``http-request`` span above it.
+labels the ``http-request`` span above it. A worker span whose caller's file was not
+read was ``worker request`` too, though Dynamo logs its name (``handle_payload``).
 """
 
 from __future__ import annotations
@@ -49,10 +50,10 @@ def _logs(tmp_path: Path) -> list[str]:
     return [str(tmp_path / "frontend.jsonl"), str(tmp_path / "worker.jsonl")]
 
 
-def _exported(tmp_path: Path) -> dict[str, dict[str, Any]]:
+def _exported(tmp_path: Path, logs: list[str] | None = None) -> dict[str, dict[str, Any]]:
     out = tmp_path / "jaeger.json"
-    result = CliRunner().invoke(main, ["export", "jaeger", *_logs(tmp_path), "-o", str(out),
-                                       "-q"])
+    logs = _logs(tmp_path) if logs is None else logs
+    result = CliRunner().invoke(main, ["export", "jaeger", *logs, "-o", str(out), "-q"])
     assert result.exit_code == 0, result.output
     return jaeger_spans(json.loads(out.read_text()))
 
@@ -62,6 +63,17 @@ def test_a_worker_under_generate_is_named_after_the_http_route(tmp_path: Path) -
 
     assert spans[_HTTP]["operationName"] == "POST /inference/v1/generate"
     assert spans[_WORKER]["operationName"] == "worker /inference/v1/generate"
+
+
+def test_a_worker_whose_caller_is_not_in_the_logs_is_named_as_dynamo_logged_it(
+        tmp_path: Path) -> None:
+    # Only the worker's file: no route to name it after, its own or its caller's. It was
+    # "worker request", as every such worker span was, whatever it did.
+    worker_only = [log for log in _logs(tmp_path) if log.endswith("worker.jsonl")]
+    spans = _exported(tmp_path, worker_only)
+
+    assert set(spans) == {_WORKER}
+    assert spans[_WORKER]["operationName"] == "worker handle_payload"
 
 
 def test_the_generate_step_is_named_as_dynamo_logged_it(tmp_path: Path) -> None:

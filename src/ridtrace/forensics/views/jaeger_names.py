@@ -42,7 +42,13 @@ def operation_name(r: Any, caller_route: Any = None) -> str:
         # which API the work was for, and Jaeger's operation list can tell them apart.
         if present(r.route):
             return f"worker {r.route}"
-        return f"worker {caller_route}" if present(caller_route) else "worker request"
+        if present(caller_route):
+            return f"worker {caller_route}"
+        # Its caller is not in the logs read: a Dynamo worker logs its span's name
+        # (`handle_payload`), which says more than "request" (kept when none is logged).
+        # Only the full read's frame has `span_name`.
+        logged = getattr(r, "span_name", None)
+        return f"worker {logged}" if present(logged) else "worker request"
     method = f"{r.method} " if present(r.method) else ""
     if present(r.route):
         return f"{method}{r.route}"
