@@ -20,6 +20,7 @@ from typing import BinaryIO
 
 from ridtrace.forensics.live.chunk import Chunk
 from ridtrace.forensics.live.compressing import still_compressing
+from ridtrace.forensics.live.descriptor_reader import from_first_byte
 from ridtrace.forensics.live.holes import past_hole
 from ridtrace.forensics.live.identity import (
     HEAD_READ,
@@ -83,11 +84,12 @@ class FileTail:
         """Recognise the content by its first whole lines, once there are some."""
         if self.identity is not None:
             return
+        fd = self._fh.fileno()
         if self.gzip:
-            with open(self.path, "rb") as raw:
-                head = decoded_head(DecodedStream(raw))
+            # From the descriptor, not the name: a rotation may have renamed or removed
+            # the file since it was opened, or given its name to another file.
+            head = decoded_head(DecodedStream(from_first_byte(fd)))
         else:
-            fd = self._fh.fileno()
             start = past_hole(fd, 0, os.fstat(fd).st_size)
             head = first_lines(os.pread(fd, HEAD_READ, start))
         if head:
