@@ -179,7 +179,9 @@ class Copies:
         ident = tail.identity
         if ident is None or tail.offset == 0:
             return False
-        now = content_head(path)
+        # The file's own first lines, from the tail's descriptor: by the name, a log
+        # removed since its stat raised out of the poll, one replaced was another file.
+        now = tail.head_now()
         return not (ident.head.startswith(now) or now.startswith(ident.head))
 
     def forget(self, seen: set[DevIno], named: set[Path]) -> None:

@@ -84,17 +84,22 @@ class FileTail:
         """Recognise the content by its first whole lines, once there are some."""
         if self.identity is not None:
             return
-        fd = self._fh.fileno()
-        if self.gzip:
-            # From the descriptor, not the name: a rotation may have renamed or removed
-            # the file since it was opened, or given its name to another file.
-            head = decoded_head(DecodedStream(from_first_byte(fd)))
-        else:
-            start = past_hole(fd, 0, os.fstat(fd).st_size)
-            head = first_lines(os.pread(fd, HEAD_READ, start))
+        head = self.head_now()
         if head:
             self.identity = self._identities.claim(head, self.path)
             self._unwrap, self._unwrap_from = wrapper_of(head), None
+
+    def head_now(self) -> bytes:
+        """The first whole lines the file holds now (decompressed), b"" until it has one.
+
+        Read from the descriptor, not by the name: a rotation may have renamed or removed
+        the file since it was opened, or given its name to another file.
+        """
+        fd = self._fh.fileno()
+        if self.gzip:
+            return decoded_head(DecodedStream(from_first_byte(fd)))
+        start = past_hole(fd, 0, os.fstat(fd).st_size)
+        return first_lines(os.pread(fd, HEAD_READ, start))
 
     def _skip_to_end(self, size: int) -> None:
         """Start after the last whole line: count the lines before it, read none."""
