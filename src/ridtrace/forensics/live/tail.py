@@ -29,7 +29,8 @@ from ridtrace.forensics.live.identity import (
     decoded_head,
     first_lines,
 )
-from ridtrace.forensics.live.line_ends import lines_before_last_newline, to_line_end
+from ridtrace.forensics.live.line_ends import lines_before_last_newline
+from ridtrace.forensics.live.stop_bound import StopBound
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream, compression_of
 from ridtrace.forensics.reading.docker_local import DOCKER_LOCAL_BYTES, is_docker_local
 from ridtrace.forensics.reading.inputs import display_name
@@ -38,8 +39,9 @@ from ridtrace.forensics.reading.overlong import held_piece
 from ridtrace.forensics.reading.unwrap import Unwrapper, cut_short, wrapper_of
 
 
-class FileTail:
-    """A followed file: reads appended whole lines from its descriptor."""
+class FileTail(StopBound):
+    """A followed file: reads appended whole lines from its descriptor (and stops where
+    `StopBound` says once the follow is asked to stop)."""
 
     def __init__(self, path: Path, identities: Identities, *, from_end: bool) -> None:
         self.path = path
@@ -64,11 +66,10 @@ class FileTail:
         self.behind = False
         self._decoded: DecodedStream | None = None
         self._gzip_size = -1
-        self._tear_final = False  # the follow is stopping: a tear seen now is for good
+        self._tear_final = False  # `StopBound`
         self.tear: str | None = None
         self.unsupported: str | None = None  # a compression this Python cannot decode
-        # Set when the follow is asked to stop: read no byte written after that.
-        self.stop_at: int | None = None
+        self.stop_at: int | None = None  # `StopBound`
         # A container runtime's or journal's wrapping, known from the first lines, and
         # how many lines of the file came before the first it was fed.
         self._unwrap: Unwrapper | None = None
@@ -116,40 +117,10 @@ class FileTail:
         """The content stream the lines read now belong to (`Chunk.stream`)."""
         return self.identity.label if self.identity is not None else self.name
 
-    def bound(self) -> None:
-        """Read no further than what is written now (the follow was asked to stop).
-
-        Without a bound, a writer faster than the follower kept a stopped follow reading
-        for as long as it wrote: Ctrl-C did nothing, a container stop ran into its kill.
-        """
-        if self.gzip:
-            self._tear_final = True
-        else:
-            self.stop_at = os.fstat(self._fh.fileno()).st_size
-
-    def _bounded(self, size: int) -> int:
-        """`size`, or less once the follow is stopping. A line the bound cuts is read
-        to its newline: the rest was being written, a half line would be a bad line."""
-        stop_at = self.stop_at
-        if stop_at is None:
-            return size
-        stop_at = self.stop_at = to_line_end(self._fh.fileno(), stop_at, size)
-        return min(size, stop_at)
-
     @property
     def more_to_read(self) -> bool:
         """The last read stopped at its size limit with bytes written after it."""
         return self.behind
-
-    def left_unread(self) -> str | None:
-        """Why a follow stopped at once left part of this file unread, or None when it
-        was read to its end (to the stop's bound; a last line's held piece aside)."""
-        if self.done:
-            return None
-        if self.gzip:
-            return "stopped before its end (a compressed rotation being read)"
-        left = self._bounded(os.fstat(self._fh.fileno()).st_size) - self.offset
-        return f"stopped before its end: {left} bytes not read" if left > 0 else None
 
     def stamp(self) -> tuple[int, int]:
         """The file's mtime and size: what tells it from a later file given its inode."""
