@@ -50,8 +50,10 @@ def _url_files(raw: str) -> list[LogFile]:
             for match in sorted(fs.glob(path)):
                 if fs.isdir(match):
                     found += _walk(fs, raw, match)
-                elif fs.isfile(match):  # as a local glob: a match that is no file is left out
+                elif fs.isfile(match):
                     found.append(_log_file(fs, raw, match, from_directory=False))
+                else:  # a pipe or a broken link: listed, as a local glob lists it
+                    found.append(_not_read(fs, match))
             if not found:
                 raise ForensicsInputError(f"no files match {raw!r}")
             return found
@@ -69,11 +71,16 @@ def _walk(fs: Any, raw: str, root: str) -> list[LogFile]:
         if info.get("type") == "file":
             found.append(_log_file(fs, raw, path, from_directory=True))
             continue
-        url = fs.unstrip_protocol(path)
-        local = isinstance(fs, LocalFileSystem)
-        skip = not_regular_reason(Path(path)) if local else (NOT_REGULAR, False)
-        found.append(LogFile(name=url, url=url, size=0, from_directory=True, skip=skip))
+        found.append(_not_read(fs, path))
     return found
+
+
+def _not_read(fs: Any, path: str) -> LogFile:
+    """An entry that is no regular file, with why it is not read."""
+    url = fs.unstrip_protocol(path)
+    local = isinstance(fs, LocalFileSystem)
+    skip = not_regular_reason(Path(path)) if local else (NOT_REGULAR, False)
+    return LogFile(name=url, url=url, size=0, from_directory=True, skip=skip)
 
 
 def _log_file(fs: Any, raw: str, path: str, from_directory: bool) -> LogFile:

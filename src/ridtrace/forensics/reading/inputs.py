@@ -242,6 +242,11 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
                     add_tree(mpath)
                 elif found == "file":
                     add(_file_source(mpath, from_directory=False))
+                else:
+                    # A pipe, socket, device or broken link the pattern matched is listed
+                    # as a walk lists it: left out without a word, a log behind a broken
+                    # link was missing from a report that said it read everything.
+                    add(_walked_entry(mpath))
         else:
             # `ls` shows a dangling or looping link: "no such file" sent users looking
             # for a typo that was not there.
