@@ -52,17 +52,20 @@ class InputFiles(FileNotes):
                 # pod directories followed none). A glob that matches nothing yet is waited
                 # for as a missing path is: taken as found, a mistyped one ('*.jsnol') was
                 # followed without a word and the summary said complete.
-                matched = [m for m in map(Path, glob_matches(raw))
-                           if m.is_file() or m.is_dir()]
+                matched = list(map(Path, glob_matches(raw)))
                 if not matched:
                     self.missing.add(raw)
                     continue
                 for match in matched:
                     if match.is_dir():
                         yield from self._walked(match)
-                        continue
-                    yield match, "named"
-                    named.append(match)
+                    elif match.is_file():
+                        yield match, "named"
+                        named.append(match)
+                    else:
+                        # A pipe or a broken link: listed as a walk lists it (a link to
+                        # a log, unreadable until its target appears), never opened.
+                        yield match, "walked"
             else:
                 self.missing.add(raw)
                 continue
