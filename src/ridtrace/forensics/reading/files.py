@@ -99,9 +99,12 @@ def read_source(
         if not (isinstance(exc, FileNotFoundError) and note_gone(src, opened, stats)):
             note_failure(src, exc, stats)
         return None
-    except duckdb.IOException:
+    except duckdb.IOException as exc:
+        # DuckDB opens the file by name again: deleted or replaced since, or refused
+        # (no descriptor left under a low open-file limit), the file is lost to the
+        # report, which says so; the run reads the others.
         if not note_gone(src, opened, stats):
-            raise
+            note_failure(src, exc, stats)
         return None
     finally:
         if src.path is not None:

@@ -165,10 +165,10 @@ def _now_another(path: Path, raw: BinaryIO) -> bool:
     return (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino)
 
 
-def note_failure(src: Source, exc: OSError | duckdb.OutOfMemoryException,
+def note_failure(src: Source, exc: OSError | duckdb.OutOfMemoryException | duckdb.IOException,
                  stats: ReadStats) -> None:
     """A source lost to the report by a failed read: noted, so the result is incomplete."""
-    if isinstance(exc, OSError):
+    if isinstance(exc, OSError | duckdb.IOException):
         stats.unreadable_files.append(FileNote(src.name, f"read failed: {exc}"))
         return
     # DuckDB's per-span aggregate did not fit its memory limit: this file is lost to
