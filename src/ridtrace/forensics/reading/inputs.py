@@ -145,16 +145,17 @@ def _kind(path: Path) -> str:
 def _identity(src: Source) -> str:
     """What makes two sources the same input: the file a path leads to, when it leads
     to one (two broken links, or a link loop, are each their own input). A file is its
-    inode: a hard link to a log read under both names counted its lines twice."""
-    if src.path is None:
-        return src.name
+    inode: a hard link to a log read under both names counted its lines twice.
+    Standard input is the file or pipe behind it: also named as ``/dev/stdin`` (or
+    redirected from a log also named), two readers of one pipe each took part of its
+    lines, torn into bad lines and false findings."""
     try:
-        info = src.path.stat()
+        info = os.fstat(0) if src.path is None else src.path.stat()
         if info.st_ino:  # 0 where a file system has no inode numbers
             return f"inode {info.st_dev}:{info.st_ino}"
-        return str(src.path.resolve(strict=True))
+        return src.name if src.path is None else str(src.path.resolve(strict=True))
     except (OSError, RuntimeError):  # broken link, link loop
-        return os.path.abspath(src.path)
+        return src.name if src.path is None else os.path.abspath(src.path)
 
 
 def _walked_entry(path: Path) -> Source:
