@@ -280,7 +280,8 @@ def test_file_url_directory_lists_pipes_and_broken_links_as_a_walk_does(
 ) -> None:
     """A file:// directory is walked as the local path is: a broken link named like a
     log is unreadable (exit 3), a pipe is ignored and never opened (a worker opening it
-    would wait for a writer forever), a glob leaves both out; the reports agree."""
+    would wait for a writer forever), as a glob matching them lists them too; the
+    reports agree."""
     import os
 
     write_logs(tmp_path, SynthSpec(requests=20, seed=5))
@@ -295,7 +296,10 @@ def test_file_url_directory_lists_pipes_and_broken_links_as_a_walk_does(
     assert {n["file"] for n in summary["ignored_files"]} == {
         str(tmp_path / "broken-notes"), str(tmp_path / "pipe.jsonl")}
     globbed = report_json(analyze_dask(client, [tmp_path.as_uri() + "/*.jsonl"]))
-    assert globbed["summary"]["ignored_files"] == globbed["summary"]["unreadable_files"] == []
+    assert [n["file"] for n in globbed["summary"]["unreadable_files"]] == [
+        (tmp_path / "broken.jsonl").as_uri()]
+    assert [n["file"] for n in globbed["summary"]["ignored_files"]] == [
+        (tmp_path / "pipe.jsonl").as_uri()]
     assert globbed["summary"]["files"] == summary["files"]
 
 
