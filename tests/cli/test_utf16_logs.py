@@ -27,6 +27,9 @@ ENCODINGS = {
     "utf-16-le without a BOM": lambda text: text.encode("utf-16-le"),
     "utf-16-be without a BOM": lambda text: text.encode("utf-16-be"),
     "utf-16, gzipped": lambda text: gzip.compress(text.encode("utf-16")),
+    # PowerShell's `Out-File -Encoding utf32`: its mark starts as UTF-16's does.
+    "utf-32 (BOM, little-endian)": lambda text: b"\xff\xfe\x00\x00" + text.encode("utf-32-le"),
+    "utf-32 (BOM, big-endian)": lambda text: b"\x00\x00\xfe\xff" + text.encode("utf-32-be"),
 }
 
 

@@ -3,7 +3,8 @@
 Compression is known by the first bytes, whatever the name. A truncated or corrupt
 archive gives every line decodable before the damage; the stream then ends and says why.
 UTF-16 text (what Windows PowerShell's ``>`` and ``Out-File`` write) is known by its
-byte-order mark or by a first ``{`` next to a NUL, and read as UTF-8.
+byte-order mark or by a first ``{`` next to a NUL, and read as UTF-8; so is UTF-32 text
+by its byte-order mark.
 """
 
 from __future__ import annotations
@@ -31,15 +32,18 @@ COMPRESSIONS = (
 )
 MAGIC_BYTES = 6
 # UTF-16 with a byte-order mark (the codec reads the order and drops the mark), or
-# without one, known by the JSON line's first character and its NUL.
+# without one, known by the JSON line's first character and its NUL. UTF-32 with its
+# mark (PowerShell's `Out-File -Encoding utf32`) comes first: its little-endian mark
+# starts with UTF-16's, and read as UTF-16 its every line was a bad one.
 _UTF16_STARTS = (
+    (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
     (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"),
     (b"{\x00", "utf-16-le"), (b"\x00{", "utf-16-be"),
 )
 
 
 def utf16_of(head: bytes) -> str | None:
-    """The UTF-16 codec the first bytes of a text announce, or None (UTF-8)."""
+    """The UTF-16 (or UTF-32) codec the first bytes of a text announce, or None (UTF-8)."""
     return next((codec for start, codec in _UTF16_STARTS if head.startswith(start)), None)
 
 
