@@ -7,9 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
+from ridtrace.forensics.reading import files, small_files
 from tests.forensics.helpers import rt_request
 
 
@@ -29,6 +31,25 @@ def rotated_app_logs(logs: Path) -> None:
         line for i in range(3) for line in rt_request(f"{i + 1:016x}", f"r{i + 2}", 5 + i, 6 + i)
     ) + "\n")
 
+
+def analyzed_with_parse_hook(
+    logs: Path, monkeypatch: pytest.MonkeyPatch, before_parse: Callable[[Path], None],
+) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """`analyze_json` of `rotated_app_logs(logs)`, each file read alone and in place, with
+    `before_parse(path)` run as each file is handed to DuckDB (which opens it again by its
+    name): exit code, report, and the unreadable files' reasons by file name."""
+    rotated_app_logs(logs)
+    monkeypatch.setattr(small_files, "SMALL_FILE_BYTES", 0)
+    real_parse = files.parse
+
+    def hooked_parse(con: Any, path: Path, *args: Any, **kwargs: Any) -> Any:
+        before_parse(path)
+        return real_parse(con, path, *args, **kwargs)
+
+    monkeypatch.setattr(files, "parse", hooked_parse)
+    code, doc = analyze_json(str(logs))
+    notes = {Path(n["file"]).name: n["reason"] for n in doc["summary"]["unreadable_files"]}
+    return code, doc, notes
 
 def wrap_each_file(plain: Path, into: Path, wrap: Callable[[list[bytes]], bytes]) -> Path:
     """`into`, holding each file of `plain` with its lines passed through `wrap` (as a

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from ridtrace.forensics.reading import files, small_files, source_open
-from tests.cli.helpers import analyze_json, rotated_app_logs
+from ridtrace.forensics.reading import small_files, source_open
+from tests.cli.helpers import analyze_json, analyzed_with_parse_hook, rotated_app_logs
 
 
 @pytest.mark.parametrize("alone", [True, False], ids=["read-alone", "read-batched"])
@@ -48,18 +48,12 @@ def test_a_log_deleted_before_duckdb_opens_it_makes_it_incomplete(
 ) -> None:
     # Opened and sniffed, then DuckDB and the line map open it again by its name.
     logs = tmp_path / "logs"
-    rotated_app_logs(logs)
-    monkeypatch.setattr(small_files, "SMALL_FILE_BYTES", 0)  # each file read alone, in place
-    real_parse = files.parse
 
-    def parse_after_a_deletion(*args: Any, **kwargs: Any) -> Any:
+    def delete_the_rotated_part(_: Path) -> None:
         if (logs / "app.jsonl.1").exists():
             os.unlink(logs / "app.jsonl.1")
-        return real_parse(*args, **kwargs)
 
-    monkeypatch.setattr(files, "parse", parse_after_a_deletion)
-    code, doc = analyze_json(str(logs))
+    code, doc, notes = analyzed_with_parse_hook(logs, monkeypatch, delete_the_rotated_part)
     assert code == 3, doc
-    notes = {Path(n["file"]).name: n["reason"] for n in doc["summary"]["unreadable_files"]}
     assert list(notes) == ["app.jsonl.1"]
     assert "deleted since it was listed" in notes["app.jsonl.1"]

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from ridtrace.forensics.reading import files, small_files, source_open
-from tests.cli.helpers import analyze_json, rotated_app_logs
+from ridtrace.forensics.reading import source_open
+from tests.cli.helpers import analyze_json, analyzed_with_parse_hook, rotated_app_logs
 from tests.forensics.helpers import rt_request
 
 
@@ -65,21 +65,15 @@ def test_a_log_rotated_while_it_is_read_makes_it_incomplete(
 ) -> None:
     # Opened before the rotation, but DuckDB and the line map open it again by its name.
     logs = tmp_path / "logs"
-    rotated_app_logs(logs)
-    monkeypatch.setattr(small_files, "SMALL_FILE_BYTES", 0)  # each file read alone, in place
-    real_parse = files.parse
     rotated: list[bool] = []
 
-    def parse_after_a_rotation(*args: Any, **kwargs: Any) -> Any:
+    def rotate_once(_: Path) -> None:
         if not rotated:
             rotated.append(True)
             os.rename(logs / "app.jsonl.1", logs / "app.jsonl.2")
             os.rename(logs / "app.jsonl", logs / "app.jsonl.1")
             (logs / "app.jsonl").write_text("")
-        return real_parse(*args, **kwargs)
 
-    monkeypatch.setattr(files, "parse", parse_after_a_rotation)
-    code, doc = analyze_json(str(logs))
+    code, doc, notes = analyzed_with_parse_hook(logs, monkeypatch, rotate_once)
     assert code == 3, doc
-    notes = {Path(n["file"]).name: n["reason"] for n in doc["summary"]["unreadable_files"]}
     assert "replaced by another file" in notes["app.jsonl.1"]

@@ -164,6 +164,10 @@ def watched_lines(watch: Watch) -> list[tuple[str, int, bytes]]:
     ]
 
 
+def watched_numbers(watch: Watch) -> list[int]:
+    """The line numbers of every whole line `watch` hands out this poll."""
+    return [line for _, line, _ in watched_lines(watch)]
+
 def engine_report(request: Any, engine: str, directory: Path) -> dict[str, Any]:
     """The JSON report of `directory` by `engine` (``dask``: the module's in-process
     ``client`` fixture, small blocks; else the local engine)."""

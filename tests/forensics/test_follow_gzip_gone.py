@@ -16,14 +16,7 @@ import pytest
 
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.stats import ReadStats
-
-
-def _numbers(watch: Watch) -> list[int]:
-    """The line numbers the watch hands out this poll."""
-    watch.discover()
-    chunks, _ = watch.read(1 << 20)
-    return [chunk.first_line + k for chunk in chunks
-            for k in range(len(chunk.data.tobytes().splitlines()))]
+from tests.forensics.helpers import watched_numbers
 
 
 def _packed(lines: int) -> bytes:
@@ -58,7 +51,7 @@ def _read_on(watch: Watch) -> list[int]:
     """The line numbers the watch hands out, poll after poll, until a poll gives none."""
     numbers: list[int] = []
     for _ in range(100):
-        got = _numbers(watch)
+        got = watched_numbers(watch)
         if not got:
             return numbers
         numbers += got
@@ -78,7 +71,7 @@ def test_a_compressed_file_that_loses_its_name_is_read_whole(tmp_path: Path, par
     elsewhere.mkdir()
     packed = logs / "app.jsonl.1.gz"
     watch = Watch([str(packed)], ReadStats())
-    assert _numbers(watch) == []  # not there yet: the follow has started
+    assert watched_numbers(watch) == []  # not there yet: the follow has started
     data = _packed(lines)
     assert lines < 100 or len(data) > 1 << 20
     cut = _first_cut(data, part)
@@ -86,7 +79,7 @@ def test_a_compressed_file_that_loses_its_name_is_read_whole(tmp_path: Path, par
     with open(packed, "wb") as fh:
         fh.write(data[:cut])
         fh.flush()
-        assert _numbers(watch) == []  # followed (opened), nothing whole to read
+        assert watched_numbers(watch) == []  # followed (opened), nothing whole to read
         assert watch.tails
         _lose_name(packed, how, elsewhere)
         fh.write(data[cut:])

@@ -7,14 +7,7 @@ from pathlib import Path
 
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.stats import ReadStats
-
-
-def _numbers(watch: Watch) -> list[int]:
-    """The line numbers the watch hands out this poll."""
-    watch.discover()
-    chunks, _ = watch.read(1 << 20)
-    return [chunk.first_line + k for chunk in chunks
-            for k in range(len(chunk.data.tobytes().splitlines()))]
+from tests.forensics.helpers import watched_numbers
 
 
 def _packed(lines: int) -> bytes:
@@ -33,11 +26,11 @@ def test_a_gzip_that_pauses_between_writes_is_read_once_whole(tmp_path: Path) ->
     with open(packed, "wb") as fh:
         fh.write(data[: len(data) // 2])
         fh.flush()
-        assert _numbers(watch) == []
-        assert _numbers(watch) == []  # the same size: gzip is between two writes
+        assert watched_numbers(watch) == []
+        assert watched_numbers(watch) == []  # the same size: gzip is between two writes
         fh.write(data[len(data) // 2 :])
-    assert _numbers(watch) == list(range(1, 401))
-    assert _numbers(watch) == []
+    assert watched_numbers(watch) == list(range(1, 401))
+    assert watched_numbers(watch) == []
     assert (watch.stats.bad_lines, watch.stats.unreadable_files) == (0, [])
 
 
@@ -48,10 +41,10 @@ def test_a_torn_gzip_is_read_up_to_its_tear_when_the_follow_stops(tmp_path: Path
     watch.discover()
     data = _packed(400)
     (tmp_path / "other.jsonl.1.gz").write_bytes(data[: len(data) // 2])
-    assert _numbers(watch) == []
+    assert watched_numbers(watch) == []
     watch.bound()
-    read = _numbers(watch)
+    read = watched_numbers(watch)
     assert read and read == list(range(1, len(read) + 1))
-    assert _numbers(watch) == []  # done: noted, and closed
+    assert watched_numbers(watch) == []  # done: noted, and closed
     (note,) = watch.stats.unreadable_files
     assert "gzip stream truncated" in note.reason
