@@ -26,7 +26,7 @@ import pandas as pd
 
 from ridtrace.forensics.reading.archives import TAR_ARCHIVE, ZIP_ARCHIVE, is_tar, is_zip_of_logs
 from ridtrace.forensics.reading.connection import connect
-from ridtrace.forensics.reading.decoding import DecodedStream, compression_of, utf16_of
+from ridtrace.forensics.reading.decoding import DecodedStream, compression_of, wide_text_codec
 from ridtrace.forensics.reading.files import parse
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES
 from ridtrace.forensics.reading.log_names import ignore_reason
@@ -98,7 +98,7 @@ def _whole_file(f: LogFile) -> bool:
     with fsspec.open(f.url, "rb") as fh:
         stream = cast(Any, fh)
         head = cast(bytes, stream.read(SNIFF_BYTES))
-        if compression_of(head) is not None or utf16_of(head) is not None:
+        if compression_of(head) is not None or wide_text_codec(head) is not None:
             return True  # a compressed or UTF-16 file cannot be split at a newline byte
         if wrapper_of(head) is not None:  # a record's parts may straddle a block's edge
             return True

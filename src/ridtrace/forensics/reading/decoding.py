@@ -35,16 +35,16 @@ MAGIC_BYTES = 6
 # without one, known by the JSON line's first character and its NUL. UTF-32 with its
 # mark (PowerShell's `Out-File -Encoding utf32`) comes first: its little-endian mark
 # starts with UTF-16's, and read as UTF-16 its every line was a bad one.
-_UTF16_STARTS = (
+_WIDE_TEXT_STARTS = (
     (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
     (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"),
     (b"{\x00", "utf-16-le"), (b"\x00{", "utf-16-be"),
 )
 
 
-def utf16_of(head: bytes) -> str | None:
-    """The UTF-16 (or UTF-32) codec the first bytes of a text announce, or None (UTF-8)."""
-    return next((codec for start, codec in _UTF16_STARTS if head.startswith(start)), None)
+def wide_text_codec(head: bytes) -> str | None:
+    """The UTF-16 or UTF-32 codec the first bytes of a text announce, or None (UTF-8)."""
+    return next((codec for start, codec in _WIDE_TEXT_STARTS if head.startswith(start)), None)
 
 
 def compression_of(head: bytes) -> str | None:
@@ -245,7 +245,7 @@ class DecodedStream(io.RawIOBase):
         """`data` as UTF-8: the text's first bytes tell whether it is UTF-16."""
         if not self._sniffed and data:
             self._sniffed = True
-            self.encoding = utf16_of(data)
+            self.encoding = wide_text_codec(data)
             if self.encoding is not None:
                 self._utf16 = codecs.getincrementaldecoder(self.encoding)("replace")
         if self._utf16 is None:
