@@ -28,6 +28,7 @@ from ridtrace.cli.output import (
 
 if TYPE_CHECKING:
     from ridtrace.forensics.reading.events import LoadedLogs
+    from ridtrace.forensics.reading.inputs import Source
     from ridtrace.forensics.records.read import LoadedRequests
     from ridtrace.forensics.rules.report import Report
 
@@ -83,6 +84,24 @@ def _with_progress(
         return read(lambda n: progress.advance(task, n))
 
 
+def _sources(paths: Sequence[str]) -> list[Source]:
+    """The inputs `paths` name, with this process allowed the descriptors to read them.
+
+    DuckDB reads a batch of small files (and a directory of pod logs is thousands of
+    them) with several open at once: under a login shell's soft limit of 1024, or a
+    lower one, some were listed unreadable ("Too many open files"). Raised to the hard
+    limit, as ``--follow`` and ``serve`` do; a low hard limit still lists them, honestly.
+    """
+    from ridtrace.forensics.reading.inputs import ForensicsInputError, expand_inputs
+    from ridtrace.open_file_limit import raise_open_file_limit
+
+    raise_open_file_limit()
+    try:
+        return expand_inputs(paths)
+    except ForensicsInputError as exc:
+        raise InputError(str(exc)) from exc
+
+
 def load_logs(
     paths: Sequence[str], *, quiet: bool, lean: bool = False, writes: Sequence[Path | None] = (),
 ) -> LoadedLogs:
@@ -92,12 +111,8 @@ def load_logs(
     ``writes``: the files the command will write, refused when one is a log it read.
     """
     from ridtrace.forensics.reading.events import read_sources
-    from ridtrace.forensics.reading.inputs import ForensicsInputError, expand_inputs
 
-    try:
-        sources = expand_inputs(paths)
-    except ForensicsInputError as exc:
-        raise InputError(str(exc)) from exc
+    sources = _sources(paths)
     logs = _with_progress(
         sources, quiet, lambda on_bytes: read_sources(sources, lean=lean, on_bytes=on_bytes)
     )
@@ -112,13 +127,9 @@ def read_for_analysis(
     writes: Sequence[Path | None] = (),
 ) -> LoadedRequests:
     """`analyze`'s read: per-span partials of every input, warnings on stderr."""
-    from ridtrace.forensics.reading.inputs import ForensicsInputError, expand_inputs
     from ridtrace.forensics.records.read import read_partials
 
-    try:
-        sources = expand_inputs(paths)
-    except ForensicsInputError as exc:
-        raise InputError(str(exc)) from exc
+    sources = _sources(paths)
     read = _with_progress(
         sources, quiet,
         lambda on_bytes: read_partials(sources, on_bytes=on_bytes, since=since, until=until),

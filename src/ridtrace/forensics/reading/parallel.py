@@ -67,8 +67,10 @@ def read_all(
     `batched` (a lean read, or a full one of events): small files are parsed many to a
     query, and each batch gives one result.
     """
-    reads = plan_reads(sources, batch=batched is not None and (lean or batched.events))
-    width = max(1, min(len(reads), usable_cpus(), _PARALLEL_FILES))
+    most_width = max(1, min(usable_cpus(), _PARALLEL_FILES))
+    reads = plan_reads(sources, batch=batched is not None and (lean or batched.events),
+                       readers=most_width)
+    width = min(len(reads), most_width) or 1
     con = connect()
     # A file's numbered scan runs on the thread that asked for it; DuckDB's own workers
     # on top of `width` reading threads only crowd the cores, each with its own buffers

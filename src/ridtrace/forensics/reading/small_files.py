@@ -46,14 +46,26 @@ SMALL_FILE_BYTES = 1 << 20
 # reading threads share a directory's batches.
 BATCH_FILES = 64
 BATCH_BYTES = 16 << 20
+# Descriptors kept out of a batch's share: Python's own imports, the line maps, a
+# decompressed copy, DuckDB's temporary files.
+DESCRIPTOR_RESERVE = 16
 
 
 class BatchMismatch(Exception):
     """A batch's rows did not number each file's rows in one run: read them one by one."""
 
 
-def plan_reads(sources: Sequence[Source], *, batch: bool) -> list[list[int]]:
-    """Indices of `sources` by read: runs of small files on disk together, others alone."""
+def plan_reads(
+    sources: Sequence[Source], *, batch: bool, readers: int = 1
+) -> list[list[int]]:
+    """Indices of `sources` by read: runs of small files on disk together, others alone.
+
+    DuckDB holds every file of a batch open while it reads it, and `readers` batches
+    are read at once: under a low limit on open files (``ulimit -n 64``, hard) a batch
+    of 64 failed with "Too many open files", and the Python import it broke on another
+    thread could leave the read waiting forever. Batches are cut to the descriptors left.
+    """
+    most = batch_files(readers)
     reads: list[list[int]] = []
     run: list[int] = []
     run_bytes = 0
@@ -64,7 +76,7 @@ def plan_reads(sources: Sequence[Source], *, batch: bool) -> list[list[int]]:
                 run, run_bytes = [], 0
             reads.append([i])
             continue
-        if run and (len(run) >= BATCH_FILES or run_bytes + src.size > BATCH_BYTES):
+        if run and (len(run) >= most or run_bytes + src.size > BATCH_BYTES):
             reads.append(run)
             run, run_bytes = [], 0
         run.append(i)
@@ -72,6 +84,15 @@ def plan_reads(sources: Sequence[Source], *, batch: bool) -> list[list[int]]:
     if run:
         reads.append(run)
     return reads
+
+
+def batch_files(readers: int) -> int:
+    """Files to a batch when `readers` batches are open at once, within the spare
+    descriptors (less `DESCRIPTOR_RESERVE` for the rest of the read)."""
+    from ridtrace.open_file_limit import spare_descriptors
+
+    room = (spare_descriptors() - DESCRIPTOR_RESERVE) // max(1, readers)
+    return max(1, min(BATCH_FILES, room))
 
 
 def _small(src: Source) -> bool:
