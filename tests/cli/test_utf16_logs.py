@@ -56,4 +56,11 @@ def test_a_utf16_line_read_as_bytes_says_so() -> None:
     # --follow reads bytes as they are: the reason names the encoding, not "binary data".
     line = '{"time":"2026-11-29T10:00:00Z","schema":"ridtrace/1"}'.encode("utf-16-le")
     assert judge_line(b"\x00" + line, ("time",)) == "UTF-16 text, not UTF-8"
+    assert judge_line(line[:-1], ("time",)) == "UTF-16 text, not UTF-8"
+    assert judge_line(line.decode("utf-16-le").encode("utf-16-be"), ("time",)) == (
+        "UTF-16 text, not UTF-8")
+    wide = line.decode("utf-16-le").encode("utf-32-le")
+    assert judge_line(b"\x00\x00\x00" + wide, ("time",)) == "UTF-32 text, not UTF-8"
+    assert judge_line(wide.decode("utf-32-le").encode("utf-32-be"), ("time",)) == (
+        "UTF-32 text, not UTF-8")
     assert judge_line(b"\x00\x01\x02binary\xff", ("time",)) == "binary data"

@@ -45,11 +45,18 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
-def _utf16_line(text: bytes) -> bool:
-    """A line of UTF-16 text cut at its newline byte: a NUL beside nearly every byte."""
+def _wide_text(text: bytes) -> str | None:
+    """The encoding of a line of UTF-16 or UTF-32 text cut at its newline byte (a NUL
+    beside nearly every byte, or three in every four), or None."""
     body = text.strip(b"\x00\r")
-    halves = (body[0::2], body[1::2])
-    return len(body) >= 4 and any(h.count(0) >= 0.9 * len(h) for h in halves)
+    for width, name in ((4, "UTF-32"), (2, "UTF-16")):
+        if len(body) < 2 * width:
+            continue
+        columns = [body[i::width] for i in range(width)]
+        nul = sum(c.count(0) >= 0.9 * len(c) for c in columns)
+        if nul >= width - 1 and body.count(0) < len(body):
+            return name
+    return None
 
 
 # A time, then a level: how text loggers open a line (Dynamo's READABLE format,
@@ -125,8 +132,9 @@ def _malformed(text: bytes) -> str:
         notice = text[len(JOURNAL_DROPPED_MARK):].decode("utf-8", "replace").strip()
         return f"{JOURNAL_DROPPED}: {notice}"
     if b"\x00" in text:
-        # Where the reader took a UTF-16 file's bytes as they are (`--follow`).
-        return "UTF-16 text, not UTF-8" if _utf16_line(text) else "binary data"
+        # Where the reader took a UTF-16 or UTF-32 file's bytes as they are (`--follow`).
+        wide = _wide_text(text)
+        return f"{wide} text, not UTF-8" if wide else "binary data"
     try:
         text.decode("utf-8")
     except UnicodeDecodeError:
