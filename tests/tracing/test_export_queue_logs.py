@@ -48,8 +48,12 @@ def test_a_full_span_queue_is_logged_without_the_ids_of_the_request_that_ended_a
     finally:
         logging.basicConfig(handlers=[logging.NullHandler()], force=True)
     lines = read_lines(log_file)
-    (full,) = [line for line in lines if line["message"].startswith("Queue full")]
-    assert full["level"] == "WARN"
-    assert not {"request_id", "trace_id", "span_id"} & full.keys()
+    # Once, or twice when the export thread had not yet taken the first span (two drops;
+    # the SDK's once-in-20-s filter does not always fold them): every one without ids.
+    full = [line for line in lines if line["message"].startswith("Queue full")]
+    assert 1 <= len(full) <= 2, full
+    for line in full:
+        assert line["level"] == "WARN"
+        assert not {"request_id", "trace_id", "span_id"} & line.keys()
     (own,) = [line for line in lines if line["message"] == "the request's own"]
     assert (own["request_id"], own["span_id"]) == ("req-1", "b" * 16)
