@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,3 +17,25 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("plain")
     write_logs(folder, SynthSpec(requests=80))
     return folder
+
+
+PlainReport = tuple[int, dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def _plain_report_text(plain: Path) -> tuple[int, str]:
+    from click.testing import CliRunner
+
+    from ridtrace.cli.main import main
+
+    result = CliRunner().invoke(main, ["analyze", str(plain), "--format", "json", "-q"])
+    return result.exit_code, result.stdout
+
+
+@pytest.fixture
+def plain_report(_plain_report_text: tuple[int, str]) -> PlainReport:
+    """``analyze_json(str(plain))``: the exit code and report of the plain logs, read
+    once a module (every wrapped copy is compared with it; dozens of reads of the same
+    folder were ~0.4 s each), a fresh copy for each test."""
+    code, text = _plain_report_text
+    return code, json.loads(text)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.conftest import PlainReport
 from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import followed_summary
 from tests.support.extras import ENGINES
@@ -26,14 +27,14 @@ def _filter_log_events(lines: list[bytes], stream: str) -> bytes:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_events_of_an_aws_logs_document_are_read(
-    plain: Path, tmp_path: Path, engine: str
+    plain: Path, plain_report: PlainReport, tmp_path: Path, engine: str
 ) -> None:
     fetched = tmp_path / "fetched"
     fetched.mkdir()
     for path in plain.iterdir():  # named as such a fetch is saved: a .json document
         (fetched / f"{path.stem}.json").write_bytes(
             _filter_log_events(path.read_bytes().splitlines(), f"ecs/{path.stem}/4f1e"))
-    want_code, want = analyze_json(str(plain))
+    want_code, want = plain_report
     code, got = analyze_json(str(fetched), "--engine", engine)
     assert got["summary"]["bad_line_samples"] == []
     assert got["summary"]["ignored_files"] == []

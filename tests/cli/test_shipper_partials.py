@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ridtrace.forensics.live.follow import Follower, FollowSettings
+from tests.cli.conftest import PlainReport
 from tests.cli.helpers import analyze_json, wrap_each_file
 from tests.support.extras import ENGINES
 
@@ -72,10 +73,10 @@ SHAPES = {"fluent-bit-cri": _fluent_bit_cri, "fluent-bit-multiline": _fluent_bit
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_a_line_cut_into_parts_is_put_together_again(
-    plain: Path, tmp_path: Path, shape: str, engine: str
+    plain: Path, plain_report: PlainReport, tmp_path: Path, shape: str, engine: str
 ) -> None:
     wrapped = wrap_each_file(plain, tmp_path / shape, SHAPES[shape])
-    want_code, want = analyze_json(str(plain))
+    want_code, want = plain_report
     code, got = analyze_json(str(wrapped), "--engine", engine)
     assert got["summary"]["bad_line_samples"] == []
     assert [(f["kind"], f["span_id"], f["detail"]) for f in got["findings"]] == [

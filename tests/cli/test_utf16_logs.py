@@ -10,6 +10,7 @@ import pytest
 
 from ridtrace.forensics.reading.judge import judge_line
 from ridtrace.testing.synth import SynthSpec, write_logs
+from tests.cli.conftest import PlainReport
 from tests.cli.helpers import analyze_json
 from tests.support.extras import ENGINES
 
@@ -36,13 +37,13 @@ ENCODINGS = {
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("encoding", sorted(ENCODINGS))
 def test_utf16_logs_give_the_utf8_report(
-    plain: Path, tmp_path: Path, encoding: str, engine: str
+    plain: Path, plain_report: PlainReport, tmp_path: Path, encoding: str, engine: str
 ) -> None:
     for path in plain.iterdir():
         # CRLF too, as Windows tools end lines; an accented id survives the transcoding.
         text = path.read_text().replace('"x_request_id":"27"', '"x_request_id":"é27"')
         (tmp_path / path.name).write_bytes(ENCODINGS[encoding](text.replace("\n", "\r\n")))
-    want_code, want = analyze_json(str(plain))
+    want_code, want = plain_report
     code, got = analyze_json(str(tmp_path), "--engine", engine)
     assert code == want_code == 1
     assert got["summary"]["bad_lines"] == 0

@@ -15,6 +15,7 @@ import pytest
 from ridtrace.forensics.live.follow import Follower, FollowSettings
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.stats import ReadStats
+from tests.cli.conftest import PlainReport
 from tests.cli.helpers import analyze_json, wrap_each_file
 from tests.forensics.helpers import rt_request
 from tests.support.extras import ENGINES
@@ -310,10 +311,10 @@ def _record_at(path: Path, line: int) -> bytes:
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("kind", sorted(WRAPPERS))
 def test_wrapped_logs_give_the_plain_logs_report(
-    plain: Path, tmp_path: Path, kind: str, engine: str
+    plain: Path, plain_report: PlainReport, tmp_path: Path, kind: str, engine: str
 ) -> None:
     wrapped = wrap_each_file(plain, tmp_path / kind, WRAPPERS[kind])
-    want_code, want = analyze_json(str(plain))
+    want_code, want = plain_report
     code, got = analyze_json(str(wrapped), "--engine", engine)
     assert code == want_code == 1
     assert got["summary"]["bad_lines"] == (
@@ -327,10 +328,10 @@ def test_wrapped_logs_give_the_plain_logs_report(
     assert got["summary"]["requests"] == want["summary"]["requests"]
 
 
-def test_evidence_cites_the_line_of_the_records_last_part(plain: Path, tmp_path: Path) -> None:
+def test_evidence_cites_the_line_of_the_records_last_part(plain: Path, plain_report: PlainReport, tmp_path: Path) -> None:
     wrapped = wrap_each_file(plain, tmp_path / "cri", _cri)
     _, got = analyze_json(str(wrapped))
-    _, want = analyze_json(str(plain))
+    _, want = plain_report
     for g, w in zip(got["findings"], want["findings"], strict=True):
         for ev, plain_ev in zip(g["evidence"], w["evidence"], strict=True):
             cited = _record_at(Path(ev["file"]), ev["line"])
@@ -405,7 +406,7 @@ def test_a_shippers_wrapping_is_known_past_a_banner_and_not_taken_for_a_record(
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("kind", ["vector", "fluent-bit", "logcli"])
 def test_a_shippers_records_after_a_long_text_banner_are_read(
-    plain: Path, tmp_path: Path, kind: str, engine: str
+    plain: Path, plain_report: PlainReport, tmp_path: Path, kind: str, engine: str
 ) -> None:
     # A worker's start-up text (an engine loading its weights, CUDA's and NCCL's own
     # lines) can fill the first hundred lines a shipper wraps. Its records came only
@@ -418,7 +419,7 @@ def test_a_shippers_records_after_a_long_text_banner_are_read(
     for path in plain.iterdir():
         lines = path.read_bytes().splitlines()
         (wrapped / path.name).write_bytes(WRAPPERS[kind](banner + lines))
-    _, want = analyze_json(str(plain))
+    _, want = plain_report
     code, got = analyze_json(str(wrapped), "--engine", engine)
     assert [(f["kind"], f["span_id"]) for f in got["findings"]] == [
         (f["kind"], f["span_id"]) for f in want["findings"]
@@ -589,7 +590,7 @@ def test_a_journal_field_written_as_an_array_is_no_crash(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_containers_lines_after_the_services_own_are_read(
-    plain: Path, tmp_path: Path, engine: str
+    plain: Path, plain_report: PlainReport, tmp_path: Path, engine: str
 ) -> None:
     # `cat frontend.jsonl 0.log`, or a file two services' shippers write: it opens with
     # plain lines, so it is not unwrapped, and each wrapped record after them was a bad
@@ -612,7 +613,7 @@ def test_a_containers_lines_after_the_services_own_are_read(
             part = lines[half + k * step : half + (k + 1) * step]
             data += wrap(part) if part else b""
         (mixed / path.name).write_bytes(data)
-    want_code, want = analyze_json(str(plain))
+    want_code, want = plain_report
     code, got = analyze_json(str(mixed), "--engine", engine)
     assert got["summary"]["bad_line_samples"] == []
     assert [(f["kind"], f["span_id"]) for f in got["findings"]] == [
