@@ -84,7 +84,7 @@ def _with_progress(
         return read(lambda n: progress.advance(task, n))
 
 
-def _sources(paths: Sequence[str]) -> list[Source]:
+def _sources(paths: Sequence[str], *, quiet: bool) -> list[Source]:
     """The inputs `paths` name, with this process allowed the descriptors to read them.
 
     DuckDB reads a batch of small files (and a directory of pod logs is thousands of
@@ -97,9 +97,38 @@ def _sources(paths: Sequence[str]) -> list[Source]:
 
     raise_open_file_limit()
     try:
-        return expand_inputs(paths)
+        sources = expand_inputs(paths)
     except ForensicsInputError as exc:
         raise InputError(str(exc)) from exc
+    if not quiet:
+        for source in sources:
+            if (note := endless_input_note(source)) is not None:
+                click.echo(f"ridtrace: {note}", err=True)
+    return sources
+
+
+def endless_input_note(source: Source) -> str | None:
+    """What to expect of a named pipe or a device the user named: it is read until it
+    ends, as ``cat`` reads it, and a pipe with no writer waits for one first. Said
+    before the read, which would otherwise wait in silence (``mkfifo``'d pipe nobody
+    writes to, ``/dev/zero``); the pipes a shell makes (``<(zcat …)``, ``/dev/fd/N``)
+    and standard input are what the user meant and get no word."""
+    import stat
+
+    if source.regular or source.path is None or source.unreadable is not None:
+        return None
+    shown = str(source.path)
+    if shown in ("-", "/dev/stdin") or shown.startswith(("/dev/fd/", "/proc/")):
+        return None
+    try:
+        mode = source.path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISFIFO(mode):
+        return f"reading {source.name}, a named pipe, until its writer closes it"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return f"reading {source.name}, a device, until it ends (Ctrl-C stops the read)"
+    return None
 
 
 def load_logs(
@@ -112,7 +141,7 @@ def load_logs(
     """
     from ridtrace.forensics.reading.events import read_sources
 
-    sources = _sources(paths)
+    sources = _sources(paths, quiet=quiet)
     logs = _with_progress(
         sources, quiet, lambda on_bytes: read_sources(sources, lean=lean, on_bytes=on_bytes)
     )
@@ -129,7 +158,7 @@ def read_for_analysis(
     """`analyze`'s read: per-span partials of every input, warnings on stderr."""
     from ridtrace.forensics.records.read import read_partials
 
-    sources = _sources(paths)
+    sources = _sources(paths, quiet=quiet)
     read = _with_progress(
         sources, quiet,
         lambda on_bytes: read_partials(sources, on_bytes=on_bytes, since=since, until=until),

@@ -1,0 +1,86 @@
+"""A named pipe or a device named as a log is read until it ends, and the user is told.
+
+`ridtrace analyze some.fifo` with nobody writing to it, or `ridtrace analyze /dev/zero`,
+waited (or read) without a word: it looked like a hang. The note comes before the read;
+the pipes a shell makes for ``<(zcat …)`` are what the user meant and get none.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from ridtrace.testing.synth import SynthSpec, write_logs
+
+
+def _log_text(tmp_path: Path) -> bytes:
+    write_logs(tmp_path / "logs", SynthSpec(requests=20))
+    return b"".join(p.read_bytes() for p in sorted((tmp_path / "logs").iterdir()))
+
+
+def _write_in_background(path: str, data: bytes) -> threading.Thread:
+    def write() -> None:
+        with open(path, "wb") as sink:  # waits for the reader to open it
+            sink.write(data)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    return writer
+
+
+def _analyze(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["analyze", *args, "--format", "json"])
+    return result.exit_code, result.stderr
+
+
+def test_a_named_pipe_is_read_and_said_to_be_read_until_its_writer_closes(
+    tmp_path: Path,
+) -> None:
+    fifo = tmp_path / "app.fifo"
+    os.mkfifo(fifo)
+    writer = _write_in_background(str(fifo), _log_text(tmp_path))
+    code, stderr = _analyze(str(fifo), "-o", str(tmp_path / "report.json"))
+    writer.join(timeout=30)
+    assert f"ridtrace: reading {fifo}, a named pipe, until its writer closes it" in stderr
+    assert code == 1  # the synthetic faults, read through the pipe
+    assert '"requests": 20' in (tmp_path / "report.json").read_text()
+
+
+def test_quiet_says_nothing_of_the_pipe(tmp_path: Path) -> None:
+    fifo = tmp_path / "app.fifo"
+    os.mkfifo(fifo)
+    writer = _write_in_background(str(fifo), _log_text(tmp_path))
+    code, stderr = _analyze(str(fifo), "-q", "-o", str(tmp_path / "report.json"))
+    writer.join(timeout=30)
+    assert "named pipe" not in stderr
+    assert code == 1
+
+
+def test_a_shells_pipe_gets_no_note(tmp_path: Path) -> None:
+    # What `<(zcat app.jsonl.gz)` names: /dev/fd/N, the read end of a pipe.
+    read_end, write_end = os.pipe()
+    data = _log_text(tmp_path)
+
+    def write() -> None:
+        with os.fdopen(write_end, "wb") as sink:
+            sink.write(data)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        code, stderr = _analyze(f"/dev/fd/{read_end}", "-o", str(tmp_path / "report.json"))
+    finally:
+        writer.join(timeout=30)
+        os.close(read_end)
+    assert "named pipe" not in stderr and "a device" not in stderr
+    assert code == 1
+
+
+def test_a_device_is_said_to_be_read_until_it_ends(tmp_path: Path) -> None:
+    code, stderr = _analyze("/dev/null", "-o", str(tmp_path / "report.json"))
+    assert "ridtrace: reading /dev/null, a device, until it ends" in stderr
+    assert code == 0  # nothing in it, as in an empty file: nothing missed
