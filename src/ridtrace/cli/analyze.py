@@ -85,12 +85,13 @@ def _with_progress(
 
 
 def _sources(paths: Sequence[str], *, quiet: bool) -> list[Source]:
-    """The inputs `paths` name, with this process allowed the descriptors to read them.
+    """The inputs `paths` name, with this process allowed the descriptors to read them,
+    and a word on stderr for any the read will wait on (`endless_input_note`).
 
-    DuckDB reads a batch of small files (and a directory of pod logs is thousands of
-    them) with several open at once: under a login shell's soft limit of 1024, or a
-    lower one, some were listed unreadable ("Too many open files"). Raised to the hard
-    limit, as ``--follow`` and ``serve`` do; a low hard limit still lists them, honestly.
+    DuckDB reads a batch of small files (a directory of pod logs is thousands of them)
+    with the whole batch open: the soft limit is raised to the hard one, as ``--follow``
+    and ``serve`` do, so batches keep their size (`small_files.batch_files` cuts them
+    to what a low hard limit leaves).
     """
     from ridtrace.forensics.reading.inputs import ForensicsInputError, expand_inputs
     from ridtrace.open_file_limit import raise_open_file_limit
