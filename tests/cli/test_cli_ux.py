@@ -28,7 +28,8 @@ def _interrupt_analyze_of_a_pipe(
     options: tuple[str, ...] = (),
 ) -> tuple[int, str]:
     """`ridtrace analyze FIFO`, Ctrl-C (or `stop`) once `requests` requests are written
-    and `when` holds, the writer still open: its exit code and stderr.
+    and `when` holds, the writer still open: its exit code and stderr after the note
+    that the pipe is read until its writer closes it.
 
     A named pipe holds the read open for as long as the test likes, so the signal lands
     mid-read.
@@ -53,7 +54,9 @@ def _interrupt_analyze_of_a_pipe(
         if process.poll() is None:
             process.kill()
             process.wait()
-    return process.returncode, err
+    note = f"ridtrace: reading {fifo}, a named pipe, until its writer closes it\n"
+    assert err.startswith(note), err
+    return process.returncode, err.removeprefix(note)
 
 
 def test_ctrl_c_during_analyze_exits_130_without_a_traceback(tmp_path: Path) -> None:

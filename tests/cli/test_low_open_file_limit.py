@@ -102,7 +102,7 @@ def test_analyze_raises_a_soft_limit_under_the_hard_one(tmp_path: Path) -> None:
         "import resource, sys\n"
         "from ridtrace.cli.analyze import _sources\n"
         "from ridtrace.forensics.reading import small_files\n"
-        "_sources([sys.argv[1]])\n"
+        "_sources([sys.argv[1]], quiet=True)\n"
         "print(resource.getrlimit(resource.RLIMIT_NOFILE)[0], small_files.batch_files(2))\n"
     )
     done = subprocess.run(
