@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
+import copy
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ridtrace.testing.synth import SynthSpec, write_logs
+from tests.cli.helpers import analyze_json
 
 
 @pytest.fixture(scope="module")
@@ -23,19 +24,14 @@ PlainReport = tuple[int, dict[str, Any]]
 
 
 @pytest.fixture(scope="module")
-def _plain_report_text(plain: Path) -> tuple[int, str]:
-    from click.testing import CliRunner
-
-    from ridtrace.cli.main import main
-
-    result = CliRunner().invoke(main, ["analyze", str(plain), "--format", "json", "-q"])
-    return result.exit_code, result.stdout
+def _plain_report_once(plain: Path) -> PlainReport:
+    return analyze_json(str(plain))
 
 
 @pytest.fixture
-def plain_report(_plain_report_text: tuple[int, str]) -> PlainReport:
+def plain_report(_plain_report_once: PlainReport) -> PlainReport:
     """``analyze_json(str(plain))``: the exit code and report of the plain logs, read
     once a module (every wrapped copy is compared with it; dozens of reads of the same
     folder were ~0.4 s each), a fresh copy for each test."""
-    code, text = _plain_report_text
-    return code, json.loads(text)
+    code, report = _plain_report_once
+    return code, copy.deepcopy(report)
