@@ -72,3 +72,29 @@ def test_forensics_names_resolve_on_first_use() -> None:
     assert set(forensics.__all__) <= set(dir(forensics))
     with pytest.raises(AttributeError, match="no_such_name"):
         forensics.no_such_name  # noqa: B018
+
+
+def test_a_worker_is_built_and_served_without_fastapi() -> None:
+    # FastAPI (pydantic's models with it) was ~0.4 of the ~1 CPU-s a worker took to
+    # start: `ridtrace serve worker` imports the CLI, builds its app and serves it.
+    probe = (
+        "import sys, ridtrace.cli.main, ridtrace.cli.serve, ridtrace.cli.serve_run\n"
+        "from ridtrace.frontend_plugin import WorkerSettings, create_worker_app\n"
+        "from ridtrace.frontend_plugin.worker import log_host_refused\n"
+        "create_worker_app(WorkerSettings(debug_endpoints=True, worker_token='t'))\n"
+        "print(' '.join(m for m in ('fastapi', 'pydantic') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == []
+
+
+def test_frontend_plugin_names_resolve_on_first_use() -> None:
+    import ridtrace.frontend_plugin as plugin
+    from ridtrace.frontend_plugin.app import create_frontend_app
+    from ridtrace.frontend_plugin.registry import DROPPED
+
+    assert plugin.create_frontend_app is create_frontend_app and plugin.DROPPED is DROPPED
+    assert all(getattr(plugin, name) is not None for name in plugin.__all__)
+    assert set(plugin.__all__) <= set(dir(plugin))
+    with pytest.raises(AttributeError, match="no_such_name"):
+        plugin.no_such_name  # noqa: B018

@@ -8,8 +8,9 @@ the frontend plugin's FastAPI routes.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ridtrace.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from ridtrace.tracing import (
@@ -57,17 +58,6 @@ __all__ = [
     "uuid7_id",
 ]
 
-_FROM_TRACING = frozenset(__all__) - {"__version__"}
-
-
-def __getattr__(name: str) -> Any:
-    """Import the tracing layer when one of its names is first asked for."""
-    if name in _FROM_TRACING:
-        value = getattr(importlib.import_module("ridtrace.tracing"), name)
-        globals()[name] = value  # later lookups skip this hook
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | _FROM_TRACING)
+__getattr__, __dir__ = lazy_names(
+    globals(), {name: "ridtrace.tracing" for name in __all__ if name != "__version__"}
+)

@@ -13,8 +13,9 @@ never imports this package.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ridtrace.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from ridtrace.forensics.reading.events import LoadedLogs, load_events, read_sources
@@ -106,15 +107,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Import a stage's module when one of its names is first asked for."""
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_names(globals(), _HOME)

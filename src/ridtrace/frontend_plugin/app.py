@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 import orjson
@@ -14,6 +14,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ridtrace.frontend_plugin.allow_header import allow_in_order
 from ridtrace.frontend_plugin.asgi_io import fastapi_app
 from ridtrace.frontend_plugin.auth import (
     SharedSecretMiddleware,
@@ -64,7 +65,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         payload = MESSAGES.error_payload(exc.status_code, message, kind)
     else:
         payload = CHAT.error_payload(exc.status_code, message)
-    return Response(orjson.dumps(payload), exc.status_code, headers=_allow_in_order(exc.headers),
+    return Response(orjson.dumps(payload), exc.status_code, headers=allow_in_order(exc.headers),
                     media_type="application/json")
 
 
@@ -82,20 +83,6 @@ async def _internal_error(request: Request, exc: Exception) -> Response:
     else:
         payload = CHAT.error_payload(500, INTERNAL_ERROR)
     return Response(orjson.dumps(payload), 500, media_type="application/json")
-
-
-# Starlette lists a route's methods from a set, so a 405's Allow came out as "GET, HEAD"
-# or "HEAD, GET" as the process's hash seed fell: named in one order, as RFC 9110 shows.
-_METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
-
-
-def _allow_in_order(headers: Mapping[str, str] | None) -> Mapping[str, str] | None:
-    if not headers or "Allow" not in headers:
-        return headers
-    methods = [m.strip() for m in headers["Allow"].split(",") if m.strip()]
-    methods.sort(key=lambda m: (_METHOD_ORDER.index(m) if m in _METHOD_ORDER
-                                else len(_METHOD_ORDER), m))
-    return {**headers, "Allow": ", ".join(methods)}
 
 
 def _host_refusal(scope: Scope, status: int, message: str, code: str) -> bytes:

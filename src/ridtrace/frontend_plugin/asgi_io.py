@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fastapi import FastAPI
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 __all__ = [
     "GuardedStreamingResponse",
@@ -27,7 +29,7 @@ __all__ = [
 _DRAIN_FACTOR = 32
 
 
-def fastapi_app(*, app_class: type[FastAPI] = FastAPI, **options: Any) -> FastAPI:
+def fastapi_app(*, app_class: type[FastAPI] | None = None, **options: Any) -> FastAPI:
     """A FastAPI app for ridtrace's own servers: FastAPI's native telemetry off.
 
     ridtrace's middleware opens the one server span per request (docs/tracing.md). In
@@ -35,19 +37,23 @@ def fastapi_app(*, app_class: type[FastAPI] = FastAPI, **options: Any) -> FastAP
     tracer provider is set and then wraps every request a second time; in ridtrace's
     own apps it only cost CPU (issue 15). Apps built around ``create_router`` keep
     FastAPI's telemetry if they want it, and ridtrace enriches its span instead.
-    ``app_class`` is a ``FastAPI`` subclass to build instead.
+    ``app_class`` is a ``FastAPI`` subclass to build instead. FastAPI is imported here,
+    not with this module: the worker, which shares the module, runs without it.
 
     A path with a trailing slash (``/v1/chat/completions/``) is a 404 like any unknown
     path: Starlette's redirect to the other spelling built its ``Location`` from the
     client's ``Host`` header, so anyone could make the server send a caller elsewhere.
     """
+    from fastapi import FastAPI
+
+    build = app_class or FastAPI
     options.setdefault("redirect_slashes", False)
     try:
         from fastapi.telemetry import TelemetryConfig
     except ImportError:  # FastAPI before built-in telemetry: nothing to turn off
-        return app_class(**options)
+        return build(**options)
     off = TelemetryConfig(tracing=False, metrics=False, logs=False)
-    return app_class(telemetry=off, **options)
+    return build(telemetry=off, **options)
 
 
 def plain_route(path: str, endpoint: Callable[[Request], Awaitable[Response]]) -> Route:

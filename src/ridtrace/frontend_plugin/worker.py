@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
 from ridtrace.contract import OUTCOME_INVALID, WORKER_REFUSED
-from ridtrace.frontend_plugin.asgi_io import fastapi_app
 from ridtrace.frontend_plugin.auth import UNAUTHORIZED, SharedSecretMiddleware, matching_route
 from ridtrace.frontend_plugin.drain import Drain
 from ridtrace.frontend_plugin.engine import EchoEngine
@@ -54,7 +57,7 @@ def create_worker_app(
     is set on ``tracing``).
 
     ``POST /v1/work`` is served as plain ASGI right below the tracing middleware (and
-    the token check); the other routes and the lifespan by a FastAPI app behind it.
+    the token check); the other routes and the lifespan by a Starlette app behind it.
     ``drain.stop_all()`` ends the replies still streaming with an in-band error line
     (``ridtrace serve`` calls it shortly before its graceful-shutdown timeout).
     """
@@ -68,32 +71,34 @@ def create_worker_app(
         gate_timeout=config.gate_timeout,
         hang_after_tokens=config.hang_after_tokens,
     )
-    api = fastapi_app(
-        title="ridtrace echo worker", openapi_url=None, docs_url=None, redoc_url=None,
-        lifespan=telemetry_lifespan, exception_handlers={HTTPException: worker_http_error},
-    )
-    # An API route, not a plain one: the router labels the scrape with its template.
-    api.add_api_route(
-        METRICS_PATH, metrics_endpoint, methods=["GET", "HEAD"], include_in_schema=False
-    )
-    api.state.registry = registry
 
-    @api.api_route("/health", methods=["GET", "HEAD"], include_in_schema=False)
-    async def health() -> dict[str, object]:
-        return {"status": "ok", "inflight": len(registry)}
+    async def health(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "inflight": len(registry)})
 
+    async def inflight(request: Request) -> Response:
+        return JSONResponse({"policy": registry.policy, **registry.counters()})
+
+    async def open_gate(request: Request) -> Response:
+        assert gate is not None
+        gate.set()
+        return JSONResponse({"gate": "open"})
+
+    routes: list[BaseRoute] = [
+        Route(METRICS_PATH, metrics_endpoint, methods=["GET", "HEAD"]),
+        Route("/health", health, methods=["GET", "HEAD"]),
+    ]
     if config.debug_endpoints:
-
-        @api.get("/debug/inflight")
-        async def inflight() -> dict[str, object]:
-            return {"policy": registry.policy, **registry.counters()}
-
+        routes.append(Route("/debug/inflight", inflight, methods=["GET"]))
     if gate is not None:  # a test hook: absent unless the worker was started with --gate
-
-        @api.post("/debug/gate/open")
-        async def open_gate() -> dict[str, object]:
-            gate.set()
-            return {"gate": "open"}
+        routes.append(Route("/debug/gate/open", open_gate, methods=["POST"]))
+    # Starlette, not FastAPI: none of FastAPI's features serve these few JSON routes,
+    # and its import (pydantic's models included) was about 0.4 of the ~1 CPU-second a
+    # worker took to start.
+    api = Starlette(routes=routes, lifespan=telemetry_lifespan,
+                    exception_handlers={HTTPException: worker_http_error})
+    # A path with a trailing slash is a 404, not a redirect built from the caller's Host.
+    api.router.redirect_slashes = False
+    api.state.registry = registry
 
     # The frontend's hop always names its span in a traceparent (frontend_plugin.hop),
     # read whatever OTEL_PROPAGATORS says: it is how a worker's lines name their request.

@@ -15,7 +15,7 @@ from starlette.responses import Response
 from starlette.types import Scope
 
 from ridtrace.frontend_plugin import json_codec
-from ridtrace.frontend_plugin.app import _allow_in_order
+from ridtrace.frontend_plugin.allow_header import allow_in_order
 from ridtrace.tracing.exchange import MAX_SHOWN_METHOD
 from ridtrace.tracing.identity import shown_text
 
@@ -32,10 +32,10 @@ def not_served(detail: str, scope: Scope) -> dict[str, object]:
 
 
 async def worker_http_error(request: Request, exc: Exception) -> Response:
-    """The worker's FastAPI handler of the router's 404 and 405."""
+    """The worker's handler of the router's 404 and 405."""
     assert isinstance(exc, HTTPException)
     # A 405's Allow in one order, as the frontend's: Starlette joins the route's methods
     # from a set, so it said 'GET, HEAD' or 'HEAD, GET' as PYTHONHASHSEED fell.
     return Response(json_codec.dumps(not_served(exc.detail, request.scope)),
-                    exc.status_code, headers=_allow_in_order(exc.headers),
+                    exc.status_code, headers=allow_in_order(exc.headers),
                     media_type="application/json")
