@@ -85,7 +85,7 @@ def test_the_spans_of_many_files_are_one_query(
 
     events = load_events([str(pods)]).events
     queries: list[str] = []
-    connect = spans.connect
+    connect = spans.shared_cursor
 
     class Counted:
         def __init__(self) -> None:
@@ -98,7 +98,7 @@ def test_the_spans_of_many_files_are_one_query(
         def __getattr__(self, name: str) -> Any:
             return getattr(self._con, name)
 
-    monkeypatch.setattr(spans, "connect", Counted)
+    monkeypatch.setattr(spans, "shared_cursor", Counted)
     requests = spans.build_requests(events)
     assert events["file"].nunique() > 60 and len(queries) == 1
     assert len(requests) > 0

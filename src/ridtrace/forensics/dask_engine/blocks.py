@@ -25,7 +25,7 @@ import fsspec
 import pandas as pd
 
 from ridtrace.forensics.reading.archives import TAR_ARCHIVE, ZIP_ARCHIVE, is_tar, is_zip_of_logs
-from ridtrace.forensics.reading.connection import connect
+from ridtrace.forensics.reading.connection import shared_cursor
 from ridtrace.forensics.reading.decoding import DecodedStream, compression_of, wide_text_codec
 from ridtrace.forensics.reading.files import parse
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES
@@ -226,7 +226,7 @@ def read_block(
             head = b""
             stream = _Range(fh, start, end)
         own = con is None
-        con = connect() if con is None else con
+        con = shared_cursor() if con is None else con
         try:
             with tempfile.TemporaryDirectory(prefix="ridtrace-block-") as tmp:
                 staged = Path(tmp) / "block.jsonl"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from ridtrace.forensics.dask_engine.blocks import Block, read_block
-from ridtrace.forensics.reading.connection import connect
+from ridtrace.forensics.reading.connection import shared_cursor
 from ridtrace.forensics.reading.inputs import Source
 from ridtrace.forensics.reading.small_files import read_batch
 from ridtrace.forensics.reading.stats import ReadStats
@@ -80,7 +80,7 @@ def read_blocks(
     """Each block of `group` read on one DuckDB connection: the local whole files of an
     analysis read as the local engine batches them, any other by `read_block`."""
     window = None if since_us is None and until_us is None else (since_us, until_us)
-    con = connect()
+    con = shared_cursor()
     try:
         local = [b for b in group if lean and _local_whole_file(b)]
         pieces, counters = _read_local(con, local, window)

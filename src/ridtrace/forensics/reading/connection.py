@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 import duckdb
 import pyarrow as pa
@@ -11,8 +12,9 @@ from ridtrace.forensics.reading.sql import literal
 
 
 def connect() -> duckdb.DuckDBPyConnection:
-    """A connection set up for reading logs: UTC times, no progress bar, and as many
-    threads as the CPUs this process may run on."""
+    """A connection to a database of its own, set up for reading logs: UTC times, no
+    progress bar, and as many threads as the CPUs this process may run on. For a caller
+    that changes the database's settings (its threads); others take `shared_cursor`."""
     con = duckdb.connect()
     # GLOBAL: a cursor (one per reading thread) does not inherit a session's time zone,
     # and took a time without an offset in the machine's (TZ), not as UTC.
@@ -20,6 +22,29 @@ def connect() -> duckdb.DuckDBPyConnection:
     con.execute("SET enable_progress_bar = false")
     con.execute(f"SET threads = {usable_cpus()}")
     return con
+
+
+_shared: duckdb.DuckDBPyConnection | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_cursor() -> duckdb.DuckDBPyConnection:
+    """A connection (close it after use) to the process's one database set up as
+    `connect`'s, whose settings no caller changes.
+
+    DuckDB builds a new database's catalog for each `duckdb.connect()`, 40–60 ms of
+    CPU, which the span query of every view (`trace`, `export`, `audit`) and every
+    group of blocks the Dask engine reads paid again; a cursor costs microseconds.
+    What a cursor registers is its own, so threads may each hold one.
+    """
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = connect()
+        database = _shared
+    cursor = database.cursor()
+    cursor.execute("SET enable_progress_bar = false")
+    return cursor
 
 
 def usable_cpus() -> int:
