@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_grpc.py
 	$(BIN)/python benchmarks/bench_forensics.py
 	$(BIN)/python benchmarks/bench_access.py
+	$(BIN)/python benchmarks/bench_start.py
 
 clean:
 	rm -rf $(VENV) demo-out
