@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 
@@ -62,18 +63,6 @@ def test_analyze_imports_the_rules_beside_the_read() -> None:
     assert "ridtrace.no_such_module" not in sys.modules
 
 
-def test_forensics_names_resolve_on_first_use() -> None:
-    import ridtrace.forensics as forensics
-    from ridtrace.forensics.rules.report import analyze
-    from ridtrace.forensics.views.jaeger import to_jaeger
-
-    assert forensics.analyze is analyze and forensics.to_jaeger is to_jaeger
-    assert all(getattr(forensics, name) is not None for name in forensics.__all__)
-    assert set(forensics.__all__) <= set(dir(forensics))
-    with pytest.raises(AttributeError, match="no_such_name"):
-        forensics.no_such_name  # noqa: B018
-
-
 def test_a_worker_is_built_and_served_without_fastapi() -> None:
     # FastAPI (pydantic's models with it) was ~0.4 of the ~1 CPU-s a worker took to
     # start: `ridtrace serve worker` imports the CLI, builds its app and serves it.
@@ -88,13 +77,17 @@ def test_a_worker_is_built_and_served_without_fastapi() -> None:
     assert out.stdout.split() == []
 
 
-def test_frontend_plugin_names_resolve_on_first_use() -> None:
-    import ridtrace.frontend_plugin as plugin
-    from ridtrace.frontend_plugin.app import create_frontend_app
-    from ridtrace.frontend_plugin.registry import DROPPED
-
-    assert plugin.create_frontend_app is create_frontend_app and plugin.DROPPED is DROPPED
-    assert all(getattr(plugin, name) is not None for name in plugin.__all__)
-    assert set(plugin.__all__) <= set(dir(plugin))
+@pytest.mark.parametrize(("package", "homes"), [
+    ("ridtrace.forensics", {"analyze": "ridtrace.forensics.rules.report",
+                            "to_jaeger": "ridtrace.forensics.views.jaeger"}),
+    ("ridtrace.frontend_plugin", {"create_frontend_app": "ridtrace.frontend_plugin.app",
+                                  "DROPPED": "ridtrace.frontend_plugin.registry"}),
+])
+def test_package_names_resolve_on_first_use(package: str, homes: dict[str, str]) -> None:
+    module = importlib.import_module(package)
+    for name, home in homes.items():
+        assert getattr(module, name) is getattr(importlib.import_module(home), name)
+    assert all(getattr(module, name) is not None for name in module.__all__)
+    assert set(module.__all__) <= set(dir(module))
     with pytest.raises(AttributeError, match="no_such_name"):
-        plugin.no_such_name  # noqa: B018
+        module.no_such_name  # noqa: B018
