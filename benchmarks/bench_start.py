@@ -10,6 +10,11 @@ Contenders, each in a fresh process, interleaved per round (trees alternating):
   ``export``, ``audit``) and every group of a Dask read runs, on the events of a
   200-request synthetic log directory, 20 times: the median call, wall and CPU-s.
 
+* ``analyze small``: ``ridtrace analyze`` of the same directory (0.9 MB), run to its
+  end as a user runs it; wall time and CPU-s from ``os.wait4``.
+* ``analyze small, in process``: the same command run 20 times in one process (click's
+  runner), as the demo's proof and a caller of the Python API run it: the median run.
+
 A load balancer that scales workers out and a test suite that starts hundreds of them
 pay a server's start whole; a Dask worker and the demo pay the query's set-up per call.
 
@@ -88,12 +93,45 @@ print(statistics.median(w for w, _ in runs), statistics.median(c for _, c in run
 """
 
 
-def span_query_small(src: str, logs: Path) -> tuple[float, float]:
-    """Median wall and CPU seconds of one span query over a small directory's events."""
-    done = subprocess.run([sys.executable, "-c", _SPAN_QUERY, str(logs)], check=True,
+_ANALYZE_IN_PROCESS = """
+import statistics, sys, time
+from click.testing import CliRunner
+from ridtrace.cli.main import main
+args = ["analyze", sys.argv[1], "-q", "--format", "json"]
+runner = CliRunner()
+runner.invoke(main, args)  # imports and first-use set-up out of the timed runs
+runs = []
+for _ in range(20):
+    wall, cpu = time.perf_counter(), time.process_time()
+    runner.invoke(main, args)
+    runs.append((time.perf_counter() - wall, time.process_time() - cpu))
+print(statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
+"""
+
+
+def _child_medians(src: str, code: str, logs: Path) -> tuple[float, float]:
+    done = subprocess.run([sys.executable, "-c", code, str(logs)], check=True,
                           env={**os.environ, "PYTHONPATH": src}, capture_output=True, text=True)
     wall, cpu = done.stdout.split()
     return float(wall), float(cpu)
+
+
+def span_query_small(src: str, logs: Path) -> tuple[float, float]:
+    """Median wall and CPU seconds of one span query over a small directory's events."""
+    return _child_medians(src, _SPAN_QUERY, logs)
+
+
+def analyze_small(src: str, logs: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of ``ridtrace analyze`` of a small log directory."""
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ridtrace", "analyze", str(logs), "-q", "--format", "json"],
+        env={**os.environ, "PYTHONPATH": src}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    if os.waitstatus_to_exitcode(status) not in (0, 1):  # 1: the findings it plants
+        raise RuntimeError(f"analyze exited with {os.waitstatus_to_exitcode(status)}")
+    return time.monotonic() - started, usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -121,6 +159,10 @@ def main() -> None:
                         server_start(src, kind, server_logs))
                 results.setdefault(("span query, small", name), []).append(
                     span_query_small(src, small))
+                results.setdefault(("analyze small", name), []).append(
+                    analyze_small(src, small))
+                results.setdefault(("analyze small, in process", name), []).append(
+                    _child_medians(src, _ANALYZE_IN_PROCESS, small))
     print(f"{args.rounds} rounds, medians")
     print("| contender | tree | wall s | CPU-s |")
     print("|---|---|---:|---:|")

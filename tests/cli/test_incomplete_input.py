@@ -291,6 +291,8 @@ def test_a_file_duckdb_has_no_memory_for_is_named_and_makes_the_result_incomplet
         return con
 
     monkeypatch.setattr(parallel, "connect", starved)
+    # A database of its own even for so small a read: the limit is the database's.
+    monkeypatch.setattr(parallel, "_small_input", lambda sources: False)
     result = CliRunner().invoke(main, ["analyze", str(tmp_path), "--format", "json"])
     assert result.exit_code == 3, result.output
     summary = json.loads(result.stdout)["summary"]

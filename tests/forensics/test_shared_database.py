@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
+import duckdb
+import pandas as pd
 import pyarrow as pa
+import pytest
 
 from ridtrace.forensics.reading.connection import shared_cursor, usable_cpus
 
@@ -39,3 +43,29 @@ def test_what_a_cursor_registers_is_its_own() -> None:
         first.close()
         second.close()
 
+
+
+def test_a_small_read_opens_no_database_and_a_large_one_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every analyze of a few pods' logs paid 40-60 ms for a database of its own; a large
+    # read keeps one, closed after it, so DuckDB's memory is freed before the rules run.
+    import ridtrace.forensics.reading.parallel as parallel
+    from ridtrace.forensics.reading.events import load_events
+    from ridtrace.testing.synth import SynthSpec, write_logs
+
+    write_logs(tmp_path, SynthSpec(requests=20, seed=1))
+    opened: list[object] = []
+    real_connect = parallel.connect
+
+    def counted() -> duckdb.DuckDBPyConnection:
+        opened.append(object())
+        return real_connect()
+
+    monkeypatch.setattr(parallel, "connect", counted)
+    small = load_events([str(tmp_path)])
+    assert opened == [] and len(small.events) > 0
+    monkeypatch.setattr(parallel, "_SHARED_DATABASE_BYTES", 0)
+    large = load_events([str(tmp_path)])
+    assert len(opened) == 1
+    pd.testing.assert_frame_equal(large.events, small.events)

@@ -16,7 +16,12 @@ from typing import Any, Generic, TypeVar
 
 import duckdb
 
-from ridtrace.forensics.reading.connection import PreparedReads, connect, usable_cpus
+from ridtrace.forensics.reading.connection import (
+    PreparedReads,
+    connect,
+    shared_cursor,
+    usable_cpus,
+)
 from ridtrace.forensics.reading.files import read_source
 from ridtrace.forensics.reading.inputs import Source
 from ridtrace.forensics.reading.plain_copy import Progress
@@ -71,11 +76,18 @@ def read_all(
     reads = plan_reads(sources, batch=batched is not None and (lean or batched.events),
                        readers=most_width)
     width = min(len(reads), most_width) or 1
-    con = connect()
-    # A file's numbered scan runs on the thread that asked for it; DuckDB's own workers
-    # on top of `width` reading threads only crowd the cores, each with its own buffers
-    # and hash tables: 5M lines in 3 files took ~25 % more page faults with them.
-    con.execute(f"SET threads = {max(1, usable_cpus() // width)}")
+    if _small_input(sources):
+        # Opening a database (40-60 ms of CPU) cost more than reading a few small files;
+        # what DuckDB keeps of so small a read in the shared one is small too.
+        con = shared_cursor()
+    else:
+        con = connect()
+        # A file's numbered scan runs on the thread that asked for it; DuckDB's own
+        # workers on top of `width` reading threads only crowd the cores, each with its
+        # own buffers and hash tables: 5M lines in 3 files took ~25 % more page faults
+        # with them. A database of its own is closed after the read, and what DuckDB
+        # held for it freed before the rules run.
+        con.execute(f"SET threads = {max(1, usable_cpus() // width)}")
     # One cursor per reading thread, kept across its files with its prepared queries.
     local = threading.local()
     cursors: list[duckdb.DuckDBPyConnection] = []
@@ -152,6 +164,15 @@ def _batch_result(
 
 # Files read at once: enough to fill this machine's cores, few enough to bound memory.
 _PARALLEL_FILES = 4
+
+# Input up to which a read runs on the process's shared DuckDB database: files on disk
+# whose sizes (compressed, for a compressed file) add up to no more than this.
+_SHARED_DATABASE_BYTES = 8 << 20
+
+
+def _small_input(sources: Sequence[Source]) -> bool:
+    return (all(s.path is not None and s.regular for s in sources)
+            and sum(s.size for s in sources) <= _SHARED_DATABASE_BYTES)
 # How often the main thread, waiting for a file, looks for a signal (Ctrl-C, SIGTERM).
 _SIGNAL_CHECK_SECONDS = 0.1
 
