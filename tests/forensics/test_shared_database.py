@@ -1,4 +1,5 @@
-"""The views' span query and the Dask engine's groups read on cursors of one database."""
+"""Small reads, the views' span query and the Dask engine's groups: cursors of one
+DuckDB database per process, not a database each."""
 
 from __future__ import annotations
 
@@ -42,7 +43,6 @@ def test_what_a_cursor_registers_is_its_own() -> None:
     finally:
         first.close()
         second.close()
-
 
 
 def test_a_small_read_opens_no_database_and_a_large_one_its_own(

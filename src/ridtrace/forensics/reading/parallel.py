@@ -173,6 +173,8 @@ _SHARED_DATABASE_BYTES = 8 << 20
 def _small_input(sources: Sequence[Source]) -> bool:
     return (all(s.path is not None and s.regular for s in sources)
             and sum(s.size for s in sources) <= _SHARED_DATABASE_BYTES)
+
+
 # How often the main thread, waiting for a file, looks for a signal (Ctrl-C, SIGTERM).
 _SIGNAL_CHECK_SECONDS = 0.1
 
