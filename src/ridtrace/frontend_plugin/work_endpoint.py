@@ -7,7 +7,7 @@ endpoint reads the envelope straight from ``receive`` and, when the engine has t
 whole reply ready at once (no pacing, gate or fault), writes it as one body with its
 length: two ``send`` calls, no task, no generator. A paced reply streams one write per
 ready batch, with a disconnect watcher, as before. Everything else a worker serves
-(``/health``, ``/metrics``, debug routes, the lifespan) stays on the FastAPI app
+(``/health``, ``/metrics``, debug routes, the lifespan) stays on the Starlette app
 behind it.
 """
 
