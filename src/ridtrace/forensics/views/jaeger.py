@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from ridtrace.contract import REQUEST_START, WORKER
 from ridtrace.forensics.records.requests import epoch_us
@@ -26,6 +28,10 @@ from ridtrace.forensics.views.jaeger_names import inherited_routes, operation_na
 
 _TAGS = ("request_id", "x_request_id", "side", "outcome", "status", "route", "fp_in", "fp_out",
          "deprecated", "worker", "error")
+# What a span's row is read for (`jaeger_traces`, `jaeger_names.operation_name`): made
+# Python objects for these alone, not for the times, lines and files beside them.
+_ROW_FIELDS = (*_TAGS, "trace_id", "span_id", "parent_span_id", "jaeger_trace", "jaeger_span",
+               "jaeger_parent", "service", "file", "method", "span_name")
 
 # Jaeger reserves the `error` tag for a boolean flag; the text goes beside it.
 _TAG_KEY = {"error": "error.message"}
@@ -103,10 +109,26 @@ _CHUNK = 4096  # rows turned into Python objects at a time
 
 
 def _rows(frame: pd.DataFrame) -> Iterator[Any]:
-    """`frame.itertuples()` a chunk at a time: itertuples turns every column into Python
-    objects first, as much memory as the traces written from them."""
+    """`frame.itertuples(index=False)`, the same rows, a chunk at a time: itertuples turns
+    every column into Python objects first, as much memory as the traces written from
+    them. A text column becomes objects in one call per chunk; itertuples took its
+    values one at a time from Arrow, as long as the rest of the export."""
+    row = namedtuple("Row", frame.columns, rename=True)  # type: ignore[misc]
     for at in range(0, len(frame), _CHUNK):
-        yield from frame.iloc[at:at + _CHUNK].itertuples(index=False)
+        chunk = frame.iloc[at:at + _CHUNK]
+        columns = [_objects(chunk.iloc[:, k]) for k in range(chunk.shape[1])]
+        yield from map(row._make, zip(*columns, strict=True))
+
+
+def _objects(column: pd.Series) -> Any:
+    """The column's values as iterating it gives them (a missing text is its dtype's NA)."""
+    dtype = column.dtype
+    if isinstance(dtype, pd.StringDtype) or (
+        isinstance(dtype, pd.ArrowDtype) and pa.types.is_string(dtype.pyarrow_dtype)
+    ):
+        missing: Any = dtype.na_value  # pd.NA, or NaN for the "str" dtype
+        return column.to_numpy(dtype=object, na_value=missing)
+    return column
 
 
 def _in_start_order(trace: dict[str, Any]) -> dict[str, Any]:
@@ -169,9 +191,9 @@ def jaeger_traces(
     parent_ids = req["parent_span_id"]
     has_parent = parent_ids.notna().to_numpy()
     parent_form = np.full(len(req), None, dtype=object)
-    parent_form[has_parent] = jaeger_form(parent_ids[has_parent], jaeger_ids.span_id)
-    req = req.assign(jaeger_trace=jaeger_form(req["trace_id"], jaeger_ids.trace_id),
-                     jaeger_span=jaeger_form(req["span_id"], jaeger_ids.span_id),
+    parent_form[has_parent] = jaeger_form(parent_ids[has_parent], trace=False)
+    req = req.assign(jaeger_trace=jaeger_form(req["trace_id"], trace=True),
+                     jaeger_span=jaeger_form(req["span_id"], trace=False),
                      jaeger_parent=parent_form)
     req = req.assign(_first=req.groupby("jaeger_trace", sort=False)["start"].transform("min"))
     req = req.sort_values(["_first", "jaeger_trace", "start", "jaeger_span"], kind="stable")
@@ -194,7 +216,8 @@ def jaeger_traces(
     ends = epoch_us(req["end"]) if len(req) else np.zeros(0, dtype=np.int64)
     logs = SpanLogs(events, offsets)
     trace: dict[str, Any] | None = None
-    for r, start, end in zip(_rows(req), starts, ends, strict=True):
+    fields = [c for c in _ROW_FIELDS if c in req.columns]
+    for r, start, end in zip(_rows(req[fields]), starts, ends, strict=True):
         trace_id = str(r.trace_id)
         jaeger_trace, jaeger_span = r.jaeger_trace, r.jaeger_span
         if trace is None or jaeger_trace != trace["traceID"]:

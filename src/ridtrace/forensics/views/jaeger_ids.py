@@ -13,6 +13,9 @@ import hashlib
 import re
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 SPAN_WIDTH = 16
 TRACE_WIDTHS = (16, 32)  # a 64-bit or a 128-bit trace id
 _HEX = re.compile(r"[0-9a-f]+")
@@ -47,6 +50,18 @@ def span_id(logged: str) -> str:
 def trace_id(logged: str) -> str:
     """`logged` as a Jaeger trace id: 16 or 32 lower-case hex digits."""
     return _jaeger_id(logged, TRACE_WIDTHS)
+
+
+def in_jaeger_form(ids: pd.Series, *, trace: bool) -> np.ndarray:
+    """Which of `ids` (text) are in their Jaeger form already, tested all at once: what
+    `trace_id` (`trace`) or `span_id` gives back unchanged for a hex id of Jaeger's width.
+    A 32-digit trace id whose high half is zeros is a 64-bit one (16 digits) to Jaeger."""
+    if not trace:
+        return ids.str.fullmatch(f"[0-9a-f]{{{SPAN_WIDTH}}}").to_numpy(dtype=bool)
+    short, long = TRACE_WIDTHS
+    usual = ids.str.fullmatch(f"[0-9a-f]{{{short}}}|[0-9a-f]{{{long}}}").to_numpy(dtype=bool)
+    zero_high = ((ids.str.len() == long) & ids.str.startswith("0" * short)).to_numpy(dtype=bool)
+    return usual & ~zero_high
 
 
 def logged_id_tags(trace: str, span: str) -> list[dict[str, Any]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Final
 
 import numpy as np
@@ -88,10 +87,16 @@ class SpanLogs:
     """Lifecycle lines (only lines with an ``event``) as Jaeger span logs, built per span
     when its trace is written: all of them at once held every line of the input as
     Python objects. A span id says which span only within its trace, as requests are
-    keyed. Each line is moved by its file's clock offset (µs), as its span is."""
+    keyed. Each line is moved by its file's clock offset (µs), as its span is.
+
+    What the export asks of every span (when it answered, whether it logged its start,
+    whether a worker's ended) is worked out for all spans at once here: asked span by
+    span, a handful of numpy calls on a few lines each cost more than the rest of the
+    span's export.
+    """
 
     def __init__(self, events: pd.DataFrame | None, offsets: dict[str, int]) -> None:
-        self._rows: dict[tuple[str, str], np.ndarray] = {}
+        self._group: dict[tuple[str, str], int] = {}
         if events is None or events.empty:
             return
         # Only lines of spans that can be exported: a span needs both ids (Dynamo logs
@@ -110,37 +115,58 @@ class SpanLogs:
             rows[DURATION_MS].astype("object") if DURATION_MS in rows else pd.Series(
                 np.full(len(rows), None, dtype=object)), errors="coerce").to_numpy()
         # Keyed by the ids' Jaeger form, as the spans are: one spelling per line.
-        keys = pd.DataFrame({"trace": jaeger_form(rows["trace_id"], jaeger_ids.trace_id),
-                             "span": jaeger_form(rows["span_id"], jaeger_ids.span_id)})
-        # pandas-stubs types a group key as Hashable; these are (trace, span) strings.
-        self._rows = keys.groupby(["trace", "span"], sort=False).indices  # type: ignore[assignment]
+        group, traces, spans = _pairs(jaeger_form(rows["trace_id"], trace=True),
+                                      jaeger_form(rows["span_id"], trace=False))
+        self._group = {key: g for g, key in enumerate(zip(traces, spans, strict=True))}
+        self._facts(group, len(traces))
+
+    def _facts(self, group: np.ndarray, groups: int) -> None:
+        """Each span's lines in time order (ties in line order), and its answers' facts."""
+        us, event = self._us, pd.Series(self._event)
+        self._order = np.lexsort((us, group))
+        self._bounds = np.concatenate(
+            [[0], np.cumsum(np.bincount(group, minlength=groups))]).astype(np.int64)
+        answers = event.isin(ANSWERS).to_numpy()
+        self._answered = _group_max(group, us, answers, groups)
+        self._closed = _group_max(group, us, (event == SPAN_CLOSED).to_numpy(), groups)
+        self._logged_start = _group_any(group, (event == REQUEST_START).to_numpy(), groups)
+        self._first_us = np.full(groups, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(self._first_us, group, us)
+        worker_start = _group_any(group, (event == WORKER_START).to_numpy(), groups)
+        self._unended = worker_start & ~_group_any(group, event.isin(_CLOSES).to_numpy(), groups)
+        # The last answer's line: its latest, the first such line on a tie.
+        at = np.flatnonzero(answers)
+        by_span = at[np.lexsort((at, -us[at], group[at]))]
+        first = np.ones(len(by_span), dtype=bool)
+        first[1:] = group[by_span][1:] != group[by_span][:-1]
+        self._last_answer = np.full(groups, -1, dtype=np.int64)
+        self._last_answer[group[by_span[first]]] = by_span[first]
 
     def answered_at(self, trace: str, span: str) -> int | None:
         """When the span answered its caller (its last `request.end`, or Dynamo's
         `http response sent`; else its `SPAN_CLOSED`), in µs; None when none of its
         lines says so."""
-        at = self._rows.get((trace, span))
-        if at is None:
+        g = self._group.get((trace, span))
+        if g is None:
             return None
-        answers = at[np.isin(self._event[at], ANSWERS)]
-        if not len(answers):
-            # Dynamo at INFO with span events: a span's close is its only end line, and
-            # it ended; without this it was warned as cut off by a crash.
-            answers = at[self._event[at] == SPAN_CLOSED]
-        return int(self._us[answers].max()) if len(answers) else None
+        # Dynamo at INFO with span events: a span's close is its only end line, and it
+        # ended; without this it was warned as cut off by a crash.
+        for latest in (self._answered[g], self._closed[g]):
+            if latest != _NONE:
+                return int(latest)
+        return None
 
     def stated_start(self, trace: str, span: str, start: int) -> tuple[bool, int | None]:
         """Whether the span logged no line where it began (no `request.start`; rotated
         away, or lost), its `start` (µs) not dated back by a duration a line states (as
         Dynamo's are read); and then when its answer says it began, its time less the
         `duration_ms` it states, or None when it states none."""
-        at = self._rows.get((trace, span))
-        if at is None or REQUEST_START in self._event[at] or start < self._us[at].min():
+        g = self._group.get((trace, span))
+        if g is None or self._logged_start[g] or start < self._first_us[g]:
             return False, None
-        answers = at[np.isin(self._event[at], ANSWERS)]
-        if not len(answers):
+        last = int(self._last_answer[g])
+        if last < 0:
             return True, None
-        last = answers[np.argmax(self._us[answers])]
         stated = float(self._stated[last])
         if not 0 <= stated <= _LONGEST_MS:  # NaN (none stated) too
             return True, None
@@ -150,20 +176,16 @@ class SpanLogs:
         """Whether the span logged `worker.start` (Dynamo's worker "request received")
         and no line that ends it. Dynamo's workers at INFO level log neither, so a span
         with no start line is not judged."""
-        at = self._rows.get((trace, span))
-        if at is None:
-            return False
-        events = self._event[at]
-        return bool(np.isin(WORKER_START, events)) and not np.isin(events, _CLOSES).any()
+        g = self._group.get((trace, span))
+        return g is not None and bool(self._unended[g])
 
     def get(self, trace: str, span: str) -> list[dict[str, Any]]:
         """The span's lines as Jaeger logs, in time order."""
-        at = self._rows.get((trace, span))
-        if at is None:
+        g = self._group.get((trace, span))
+        if g is None:
             return []
-        at = at[np.argsort(self._us[at], kind="stable")]
         logs = []
-        for i in at:
+        for i in self._order[self._bounds[g]:self._bounds[g + 1]]:
             fields = [tag("event", self._event[i])]
             if present(self._message[i]):
                 fields.append(tag("message", self._message[i]))
@@ -171,9 +193,44 @@ class SpanLogs:
         return logs
 
 
-def jaeger_form(ids: pd.Series, convert: Callable[[str], str]) -> np.ndarray:
-    """Each id of ``ids`` (none missing) in its Jaeger form, converted once per distinct
-    spelling."""
+def _pairs(traces: np.ndarray, spans: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each line's span as a number (in order of first appearance), and the (trace, span)
+    of each number: the two ids factorized apart and their codes paired, several times
+    cheaper than pairing the strings themselves (a MultiIndex)."""
+    trace_code, trace_ids = pd.factorize(traces)
+    span_code, span_ids = pd.factorize(spans)
+    width = len(span_ids) + 1
+    group, first = pd.factorize(trace_code.astype(np.int64) * width + span_code)
+    return (np.asarray(group, dtype=np.int64), np.asarray(trace_ids)[first // width],
+            np.asarray(span_ids)[first % width])
+
+
+# No such line in the span (`_group_max`).
+_NONE: Final = np.iinfo(np.int64).min
+
+
+def _group_max(group: np.ndarray, us: np.ndarray, where: np.ndarray, groups: int) -> np.ndarray:
+    """Per group, the latest `us` of its lines where `where` holds; `_NONE` for none."""
+    out = np.full(groups, _NONE, dtype=np.int64)
+    np.maximum.at(out, group[where], us[where])
+    return out
+
+
+def _group_any(group: np.ndarray, where: np.ndarray, groups: int) -> np.ndarray:
+    """Per group, whether any of its lines has `where`."""
+    return np.bincount(group[where], minlength=groups) > 0
+
+
+def jaeger_form(ids: pd.Series, *, trace: bool) -> np.ndarray:
+    """Each id of ``ids`` (none missing) in its Jaeger form (`trace`: as a trace id, else
+    a span id). Ids logged in that form already (nearly all) are tested all at once; each
+    other spelling is converted once."""
     text = ids.astype(str)
-    forms = {logged: convert(logged) for logged in text.unique()}
-    return text.map(forms).to_numpy(dtype=object)
+    forms = text.to_numpy(dtype=object)
+    other = ~jaeger_ids.in_jaeger_form(text, trace=trace)
+    if other.any():
+        convert = jaeger_ids.trace_id if trace else jaeger_ids.span_id
+        spelt = text[other]
+        converted = {logged: convert(logged) for logged in spelt.unique()}
+        forms[other] = spelt.map(converted).to_numpy(dtype=object)
+    return forms
