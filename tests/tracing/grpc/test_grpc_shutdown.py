@@ -24,10 +24,14 @@ METHOD = "/demo.Greeter/Hello"
 def _call_until_serving(target: str, process: subprocess.Popen[bytes], ids: list[str]) -> None:
     deadline = time.monotonic() + 30
     with grpc.insecure_channel(target) as channel:
+        # One future, waited on in steps: a new one per step left the earlier ones
+        # subscribed, and grpc's polling thread then met the closed channel
+        # ("ValueError: Channel closed!", an unhandled thread exception).
+        ready = grpc.channel_ready_future(channel)
         while True:
             assert process.poll() is None, "server exited before serving"
             try:
-                grpc.channel_ready_future(channel).result(timeout=0.5)
+                ready.result(timeout=0.5)
                 break
             except grpc.FutureTimeoutError:
                 assert time.monotonic() < deadline, "server never became ready"
