@@ -56,6 +56,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_forensics.py
 	$(BIN)/python benchmarks/bench_access.py
 	$(BIN)/python benchmarks/bench_start.py
+	$(BIN)/python benchmarks/bench_export.py
 
 clean:
 	rm -rf $(VENV) demo-out
