@@ -147,13 +147,18 @@ def to_jaeger(
     return {"data": data, "total": 0, "limit": 0, "offset": 0, "errors": None}
 
 
+# `json.dumps`'s bytes, without its check for a container inside itself: each trace is
+# built here from fresh dicts and lists, and the check cost a sixth of the encoding.
+_ENCODE = json.JSONEncoder(check_circular=False).encode
+
+
 def write_jaeger(traces: Iterable[dict[str, Any]], write: Callable[[str], object]) -> int:
     """Write the document `to_jaeger` returns (the same bytes as ``json.dumps`` of it),
     one trace at a time: a big input's document never exists whole. Returns the traces."""
     write('{"data": [')
     count = 0
     for trace in traces:
-        write((", " if count else "") + json.dumps(trace))
+        write((", " if count else "") + _ENCODE(trace))
         count += 1
     write('], "total": 0, "limit": 0, "offset": 0, "errors": null}')
     return count
