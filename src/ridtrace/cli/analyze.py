@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ridtrace.cli import quick_exit
+from ridtrace.cli.arrow_memory import use_system_allocator
 from ridtrace.cli.background_import import import_beside
 from ridtrace.cli.engine import dask_report, engine_choice, engine_options
 from ridtrace.cli.follow import follow_command, follow_options
@@ -142,6 +143,7 @@ def load_logs(
     """
     from ridtrace.forensics.reading.events import read_sources
 
+    use_system_allocator()
     sources = _sources(paths, quiet=quiet)
     logs = _with_progress(
         sources, quiet, lambda on_bytes: read_sources(sources, lean=lean, on_bytes=on_bytes)
@@ -159,6 +161,7 @@ def read_for_analysis(
     """`analyze`'s read: per-span partials of every input, warnings on stderr."""
     from ridtrace.forensics.records.read import read_partials
 
+    use_system_allocator()
     sources = _sources(paths, quiet=quiet)
     read = _with_progress(
         sources, quiet,
