@@ -14,9 +14,10 @@ def use_system_allocator() -> None:
     pyarrow's default pool, mimalloc, gives freed pages back to the kernel at once and
     faults fresh, zeroed ones in for the next allocation: the read's Arrow results, the
     takes and casts after it and the requests frame's text columns. On the 0.93M-line
-    Dynamo incident (`benchmarks/bench_forensics.py`) `analyze` spent a third of its
-    CPU in the kernel, a fifth zeroing pages; with ``malloc`` it ran in 0.93× the wall
-    time and peaked ~45 MiB lower (docs/performance.md, *Thirty-first session*).
+    Dynamo incidents of `benchmarks/bench_forensics.py`, `analyze` spent a fifth to a
+    third of its CPU in the kernel, much of it zeroing pages; with ``malloc`` it ran in
+    0.92–0.98× the wall time and peaked 37–49 MiB lower (medians of 8 runs each;
+    docs/performance.md, *Thirty-first session*).
 
     For the commands that read a batch and end (``analyze``, ``trace``, ``export``,
     ``audit``): the follower (``--follow``) runs for hours, where mimalloc's prompt
