@@ -63,9 +63,23 @@ def read_partials(
     since: Instant | None = None,
     until: Instant | None = None,
 ) -> LoadedRequests:
-    """What `analyze` reads: per-span rows of every source's evidence lines."""
-    read = read_all(sources, lambda table, file_id: partial_of(table, file_id, file_id),
+    """What `analyze` reads: per-span rows of every source's evidence lines.
+
+    Each file's spans stay Arrow until the read is over; then they become partial
+    frames, one per file (per batch of small files). Made while the other reading
+    thread's aggregate was at its largest, pandas' copies of a finished file's spans
+    added ~30 MiB to the read's peak, which is `analyze`'s (docs/performance.md).
+    """
+    read = read_all(sources, lambda table, file_id: [span_piece(table, file_id)],
                     lean=True, window=to_window(since, until), on_bytes=on_bytes,
-                    batched=Batched(span_piece, pieces_partial))
-    return LoadedRequests(read.results, read.stats, [src.name for src in sources],
+                    batched=Batched(span_piece, _as_read))
+    partials = []
+    while read.results:  # each file's Arrow spans released once its frame is made
+        partials.append(pieces_partial(read.results.pop(0)))
+    return LoadedRequests(partials, read.stats, [src.name for src in sources],
                           window_lines=read.window_lines)
+
+
+def _as_read(pieces: list[SpanPiece]) -> list[SpanPiece]:
+    """A batch of small files' pieces, kept as they are until the read is over."""
+    return pieces
