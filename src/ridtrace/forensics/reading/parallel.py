@@ -88,12 +88,14 @@ def read_all(
         # with them. A database of its own is closed after the read, and what DuckDB
         # held for it freed before the rules run.
         con.execute(f"SET threads = {max(1, usable_cpus() // width)}")
-        # DuckDB keeps what a finished aggregate frees for its next query, until the
-        # database closes: a file's hash tables stayed resident while the next file's
-        # grew, ~70 MiB of `analyze`'s peak on the incident set. Handed back at once,
-        # it is (docs/performance.md, thirty-second session); with Arrow allocating
-        # from malloc (`cli.arrow_memory`) that costs no measurable wall time.
-        con.execute(f"SET allocator_bulk_deallocation_flush_threshold = '{_FLUSH_FREED}'")
+        if max((s.size for s in sources), default=0) >= _LARGE_FILE_BYTES:
+            # DuckDB keeps what its queries free for later ones until the database
+            # closes: ~60-70 MiB of `analyze`'s peak on the incident set, whose four
+            # files are 105-168 MiB. Handed back at once, each query faults its
+            # buffers in anew: ~5 % more wall time there, and 10 % on 500 small
+            # files, whose memory is the interpreter's (docs/performance.md,
+            # thirty-second session).
+            con.execute(f"SET allocator_bulk_deallocation_flush_threshold = '{_FLUSH_FREED}'")
     # One cursor per reading thread, kept across its files with its prepared queries.
     local = threading.local()
     cursors: list[duckdb.DuckDBPyConnection] = []
@@ -171,8 +173,10 @@ def _batch_result(
 # Files read at once: enough to fill this machine's cores, few enough to bound memory.
 _PARALLEL_FILES = 4
 
-# Freed memory DuckDB may keep for later queries before it gives it back to the system.
+# Freed memory DuckDB may keep for later queries before it gives it back to the system,
+# in a read of at least one file this large (its size on disk).
 _FLUSH_FREED = "1MB"
+_LARGE_FILE_BYTES = 32 << 20
 
 # Input up to which a read runs on the process's shared DuckDB database: files on disk
 # whose sizes (compressed, for a compressed file) add up to no more than this.
