@@ -91,7 +91,7 @@ def read_all(
         if max((s.size for s in sources), default=0) >= _LARGE_FILE_BYTES:
             # DuckDB keeps what its queries free for later ones until the database
             # closes: ~60-70 MiB of `analyze`'s peak on the incident set, whose four
-            # files are 105-168 MiB. Handed back at once, each query faults its
+            # files are 104-168 MiB. Handed back at once, each query faults its
             # buffers in anew: ~5 % more wall time there, and 10 % on 500 small
             # files, whose memory is the interpreter's (docs/performance.md,
             # thirty-second session).
