@@ -62,11 +62,11 @@ def test_a_read_of_large_files_hands_freed_memory_back(
 
     read = parallel.read_all(sources, use, lean=True)
     # DuckDB prints a size its own way (1MB reads back as 976.5 KiB).
-    scratch = duckdb.connect()
-    default = scratch.execute(_THRESHOLD).fetchone()
-    scratch.execute(
-        f"SET allocator_bulk_deallocation_flush_threshold = '{parallel._FLUSH_FREED}'")
-    flushed = scratch.execute(_THRESHOLD).fetchone()
+    with duckdb.connect() as scratch:
+        default = scratch.execute(_THRESHOLD).fetchone()
+        scratch.execute(
+            f"SET allocator_bulk_deallocation_flush_threshold = '{parallel._FLUSH_FREED}'")
+        flushed = scratch.execute(_THRESHOLD).fetchone()
     assert flushed != default and len(read.results) >= 2
     assert settings == [flushed if large else default] * len(read.results)
     assert not _is_open(opened[0])

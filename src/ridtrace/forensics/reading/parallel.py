@@ -92,7 +92,7 @@ def read_all(
             # DuckDB keeps what its queries free for later ones until the database
             # closes: ~60-70 MiB of `analyze`'s peak on the incident set, whose four
             # files are 104-168 MiB. Handed back at once, each query faults its
-            # buffers in anew: ~5 % more wall time there, and 10 % on 500 small
+            # buffers in anew: 3-8 % more wall time there, and 10 % on 500 small
             # files, whose memory is the interpreter's (docs/performance.md,
             # thirty-second session).
             con.execute(f"SET allocator_bulk_deallocation_flush_threshold = '{_FLUSH_FREED}'")
