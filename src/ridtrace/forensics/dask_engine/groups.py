@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from ridtrace.forensics.reading.scan import Window
     from ridtrace.forensics.reading.table import LogTable
-    from ridtrace.forensics.records.partials import SpanPiece
+    from ridtrace.forensics.records.pieces import SpanPiece
 
 # Whole files read by one task at most (and at most a block's worth of bytes).
 GROUP_FILES = 64

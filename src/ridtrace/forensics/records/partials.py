@@ -13,7 +13,6 @@ order it is read); across files, time (`_in_time_order`). Both engines end in
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ridtrace.contract import WORKER
+from ridtrace.forensics.records.pieces import SpanPiece
 from ridtrace.forensics.records.requests import (
     LINE_FILES,
     REQUEST_COLUMNS,
@@ -66,17 +66,6 @@ SHUFFLE_STRING = pd.StringDtype("pyarrow")
 
 def is_text(dtype: Any) -> bool:
     return isinstance(dtype, (pd.StringDtype, pd.ArrowDtype)) or dtype is np.dtype(object)
-
-
-@dataclass
-class SpanPiece:
-    """One part's per-span rows (`LogTable.spans`): the spans, their evidence lines by
-    column (-1: none), the file code of the part (every line of a part is in one file)."""
-
-    spans: pa.Table
-    lines: dict[str, np.ndarray]
-    file_id: int
-    part: int
 
 
 def partial_frame(

@@ -16,11 +16,10 @@ from ridtrace.forensics.reading.parallel import Batched, read_all
 from ridtrace.forensics.reading.scan import Instant, to_window
 from ridtrace.forensics.reading.stats import ReadStats
 from ridtrace.forensics.reading.table import LogTable
+from ridtrace.forensics.records.pieces import SpanPiece
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from ridtrace.forensics.records.partials import SpanPiece
 
 Progress = Callable[[int], None]
 
@@ -32,8 +31,6 @@ def partial_of(table: LogTable, file_id: int, part: int) -> pd.DataFrame:
 
 def span_piece(table: LogTable, file_id: int, part: int | None = None) -> SpanPiece:
     """A file's per-span rows, its part numbered as its file unless it is a block."""
-    from ridtrace.forensics.records.partials import SpanPiece
-
     spans, lines = table.spans()
     return SpanPiece(spans, lines, file_id, file_id if part is None else part)
 

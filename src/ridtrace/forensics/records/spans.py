@@ -19,11 +19,11 @@ from ridtrace.forensics.reading.span_sql import spans_select
 from ridtrace.forensics.records.finished import finish_requests
 from ridtrace.forensics.records.partials import (
     LINE_COLUMNS,
-    SpanPiece,
     combine_requests,
     partial_frame,
     pieces_frame,
 )
+from ridtrace.forensics.records.pieces import SpanPiece
 from ridtrace.forensics.records.requests import VIEW_COLUMNS
 
 
