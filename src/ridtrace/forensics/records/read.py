@@ -36,7 +36,7 @@ def span_piece(table: LogTable, file_id: int, part: int | None = None) -> SpanPi
 
 
 def pieces_partial(pieces: list[SpanPiece]) -> pd.DataFrame:
-    # Imported once the first file is parsed: the read starts without waiting for pandas.
+    # Imported on first use: the read path imports no pandas (the rules import it beside).
     from ridtrace.forensics.records.partials import pieces_frame
 
     return pieces_frame(pieces)
