@@ -102,8 +102,10 @@ _OLD_HEADER = f"nullif(regexp_extract(message, {literal(DYNAMO_DEPRECATED_PATTER
 # The newer deprecation WARN names the header in a `header` field. Rust services log
 # `header = %name` on other warnings too ("Skipping invalid header value"): read as the
 # WARN, such a line sent a deprecated "content-type". The field counts on a line that
-# says deprecated, as both of Dynamo's WARNs do.
-DYNAMO_WARNED_HEADER = "(CASE WHEN contains(lower(message), 'deprecated') THEN header END)"
+# says deprecated, as both of Dynamo's WARNs do. Tested on lines with a header only:
+# lower() copied every message of every Dynamo line (0.016 CPU-s per 350k lines).
+DYNAMO_WARNED_HEADER = ("(CASE WHEN header IS NOT NULL AND contains(lower(message), "
+                        "'deprecated') THEN header END)")
 _DYN_DEPRECATED = f"coalesce({DYNAMO_WARNED_HEADER}, {_OLD_HEADER})"
 # A request a Dynamo release before the fix took an x-dynamo-request-id from: each line
 # of its http-request span names the header's value (`contract.DYNAMO_SENT_ID_FIELD`).
