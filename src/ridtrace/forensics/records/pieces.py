@@ -1,7 +1,7 @@
 """One part's per-span rows as the read hands them over, before any pandas frame.
 
-Apart from `records.partials` (which imports pandas) so that a reading thread can
-hold a file's spans, and the read start, without waiting for pandas' import.
+Apart from `records.partials` (which imports pandas), so that the read starts, and a
+reading thread holds a file's spans, without waiting for pandas' import.
 """
 
 from __future__ import annotations
