@@ -71,8 +71,9 @@ def read_partials(
                     lean=True, window=to_window(since, until), on_bytes=on_bytes,
                     batched=Batched(span_piece, _as_read))
     partials = []
+    read.results.reverse()
     while read.results:  # each file's Arrow spans released once its frame is made
-        partials.append(pieces_partial(read.results.pop(0)))
+        partials.append(pieces_partial(read.results.pop()))
     return LoadedRequests(partials, read.stats, [src.name for src in sources],
                           window_lines=read.window_lines)
 
