@@ -23,17 +23,21 @@ CHAT = {"model": "echo", "max_tokens": 40,
         "messages": [{"role": "user", "content": "count to forty, word by word"}]}
 
 
-def _frontend_lines(log: Path, count: int, deadline: float = 30.0) -> list[dict[str, Any]]:
-    """The frontend's lines once `count` request.end lines are written (the sink writes a
-    line at the event loop's next turn, after the answer may have reached the caller)."""
+def _frontend_lines(log: Path, calls: tuple[str, ...],
+                    deadline: float = 30.0) -> list[dict[str, Any]]:
+    """The frontend's lines once the request.end line of each of `calls` (client ids) is
+    written (the sink writes a line at the event loop's next turn, after the answer may
+    have reached the caller). Counted by id: the readiness probes' `/health` requests end
+    too, and counting every request.end returned before the last call's was written."""
     until = time.monotonic() + deadline
     while True:
         text = log.read_text() if log.exists() else ""
         lines = [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines()]
-        if sum(line.get("event") == "request.end" for line in lines) >= count:
+        ended = {line.get("x_request_id") for line in lines if line.get("event") == "request.end"}
+        if ended.issuperset(calls):
             return lines
         if time.monotonic() > until:
-            raise AssertionError(f"{count} request.end lines not written in {deadline} s")
+            raise AssertionError(f"request.end of {calls} not written in {deadline} s")
         time.sleep(0.05)
 
 
@@ -54,11 +58,12 @@ def rotated_away(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
     with (run_server(worker, port=worker_port, workdir=tmp_path, ready_path="/health"),
           run_server(frontend_argv, port=frontend_port, workdir=tmp_path,
                      ready_path="/health") as front):
-        for call in ("lone-1", "lone-2"):
+        calls = ("lone-1", "lone-2")
+        for call in calls:
             answer = httpx.post(f"{front.url}/v1/chat/completions", json=CHAT,
                                 headers={"x-request-id": call}, timeout=30)
             assert answer.status_code == 200, answer.text
-        lines = _frontend_lines(served / "frontend.jsonl", 2)
+        lines = _frontend_lines(served / "frontend.jsonl", calls)
     logs = tmp_path / "logs"
     logs.mkdir()
     for worker_log in served.glob("worker-*.jsonl"):
