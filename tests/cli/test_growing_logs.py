@@ -1,10 +1,10 @@
 """A live log that grows while it is read is read whole, at its own line numbers.
 
-A plain file is parsed in place by DuckDB while its lines are numbered by another read
-of it (beside the parse for a big file, before it for a batch of small ones). Beside a
-running service the two reads end at different lengths: DuckDB then held rows the
-line map never saw, and a file with a blank line stopped the run (IndexError, exit 4);
-without one, the summary counted fewer lines than the bad line it cited. The writer is
+A big plain file is parsed in place by DuckDB while its lines are numbered by another
+read of it. Beside a running service the two reads end at different lengths: DuckDB
+then held rows the line map never saw, and a file with a blank line stopped the run
+(IndexError, exit 4); without one, the summary counted fewer lines than the bad line it
+cited. Small files are numbered from the copy DuckDB reads (`small_files.BatchCopy`). The writer is
 simulated at a fixed point, a line map made while only the first lines were written,
 so the test does not race the reader.
 """
@@ -68,14 +68,24 @@ def test_a_log_that_grew_past_its_line_map_is_read_whole(
     _assert_read_whole(log, second_start)
 
 
-def test_a_small_log_that_grew_past_its_line_map_is_read_whole(
+def test_a_small_log_that_grows_while_its_batch_is_read_is_read_as_copied(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Small files are numbered first, then parsed many to a query.
+    # Small files are copied end to end and numbered from that copy, which DuckDB reads:
+    # lines written after it are the next run's, never rows of a map that did not see them.
     log = tmp_path / "frontend.jsonl"
-    written, second_start = _live_log(log)
+    _, second_start = _live_log(log)
     (tmp_path / "worker.jsonl").write_text("\n".join(rt_request("d" * 16, "r3", 6, 7)) + "\n")
-    _mapped_early(small_files, monkeypatch, log, written)
+    copy = small_files.BatchCopy.add
+
+    def copy_then_grow(batch: small_files.BatchCopy, path: Path, *args: Any) -> Any:
+        line_map = copy(batch, path, *args)
+        if path == log:  # a third caller holding r2, logged just after the copy
+            with open(log, "a") as fh:
+                fh.write("\n".join(rt_request("e" * 16, "r2", 3.5, 4.5)) + "\n")
+        return line_map
+
+    monkeypatch.setattr(small_files.BatchCopy, "add", copy_then_grow)
     code, doc = analyze_json(str(tmp_path))
     assert code == 1, doc
     assert (doc["summary"]["lines"], doc["summary"]["bad_lines"]) == (8, 0)

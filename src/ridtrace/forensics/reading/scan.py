@@ -124,23 +124,21 @@ def _window_sql(window: Window) -> str:
     return "(" + " AND ".join(span) + ")"
 
 
-def source_sql(path: str | Sequence[str], *, lean: bool, window: Window | None) -> str:
+def source_sql(
+    path: str, *, lean: bool, window: Window | None, file_ends: Sequence[int] | None = None,
+) -> str:
     """Kept lines of the file: ``rn``, ``_t``, every raw field (null where not read), flags.
 
     The file is plain text by now (`reading.files` decodes every compression itself):
     ``compression = 'uncompressed'`` keeps DuckDB from guessing one from the name, as it
     did for plain text named ``.gz`` (DuckDB 1.x refuses the spelling ``'none'``).
 
-    Several paths (`reading.small_files`) are read as one: ``rn`` numbers the rows of all
-    of them in order, ``_file`` says whose row it is (its index in `path`), and every row
-    is kept, so each file's first row and row count come out of its per-span groups.
+    `file_ends`: `path` is several files copied end to end (`reading.small_files`), and
+    these are the last row of each; ``_file`` says whose row it is (its index), and every
+    row is kept, so each file's first row and row count come out of its per-span groups.
     """
-    several = not isinstance(path, str)
-    if isinstance(path, str):
-        files, file_index = literal(path), ""
-    else:
-        files = "[" + ", ".join(literal(p) for p in path) + "]"
-        file_index = "file_index AS _file, "
+    several = file_ends is not None
+    file_of_row = "" if file_ends is None else f", {_file_of_row(file_ends)} AS _file"
     fields = LEAN_FIELDS if lean else READ_FIELDS
     # Read for the signatures, not passed on (`raw` holds READ_FIELDS only).
     fields = (*fields, *(f for f in SIGNATURE_FIELDS if f not in fields))
@@ -162,12 +160,12 @@ def source_sql(path: str | Sequence[str], *, lean: bool, window: Window | None) 
     terms = "".join(f", {sql} AS {name}" for name, sql in LINE_TERMS.items()) if lean else ""
     return f"""
 SELECT *, {in_window} AND NOT _suspect AS _in_window FROM (
-    SELECT *, (_t IS NULL OR NOT _known OR _empty) AS _suspect
+    SELECT *, (_t IS NULL OR NOT _known OR _empty) AS _suspect{file_of_row}
     FROM (SELECT row_number() OVER () AS rn, * FROM (
         SELECT {_T} AS _t,
-            {_TIME} AS _time_text, {file_index}{raw},
+            {_TIME} AS _time_text, {raw},
             {_KNOWN} IS TRUE AS _known, ({empty}) AS _empty, {evidence} IS TRUE AS _ev{terms}
-        FROM read_json({files}, format = 'newline_delimited', ignore_errors = true,
+        FROM read_json({literal(path)}, format = 'newline_delimited', ignore_errors = true,
                        compression = 'uncompressed', maximum_object_size = {MAX_OBJECT_BYTES},
                        columns = {{{columns}}})
     ))
@@ -176,6 +174,14 @@ SELECT *, {in_window} AND NOT _suspect AS _in_window FROM (
 
 
 FLAGS = ("_suspect", "_ev", "_in_window", "_empty", "_time_text")
+
+
+def _file_of_row(ends: Sequence[int]) -> str:
+    """Whose row ``rn`` is, of files whose last rows are `ends`; -1 past the last."""
+    if not ends:
+        return "-1"
+    whens = " ".join(f"WHEN rn <= {int(end)} THEN {i}" for i, end in enumerate(ends))
+    return f"(CASE {whens} ELSE -1 END)::INTEGER"
 
 
 def full_spans_sql(source: str) -> str:

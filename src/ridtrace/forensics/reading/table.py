@@ -190,7 +190,7 @@ class LogTable:
                 self.con.unregister("ridtrace_events")
         else:
             rows = [f"{c}_rn" for c in _LINE_KINDS]
-            got = take_rows(got.select([*_span_fields(got), *rows]), order[kind == SPAN])
+            got = take_rows(got.select([*fields, *rows]), order[kind == SPAN])
         lines = {f"{c}_line": self._lines_of(got[f"{c}_rn"]) for c in _LINE_KINDS}
         return got.select(fields), lines
 
