@@ -213,6 +213,25 @@ def test_no_room_for_the_batch_copy_reads_each_file_alone(
     assert full.broken
 
 
+def test_a_copy_that_cannot_be_written_is_broken(tmp_path: Path) -> None:
+    class NoRoom:
+        def write(self, data: bytes) -> int:
+            raise OSError(28, "No space left on device")
+
+        def close(self) -> None:
+            pass
+
+    log = tmp_path / "a.jsonl"
+    log.write_text(rt("request.start", span_id="1" * 16, trace_id="2" * 32) + "\n")
+    batch = small_files.BatchCopy(tmp_path / "batch.jsonl")
+    batch._out = NoRoom()  # type: ignore[assignment]  # the disk fills up mid-copy
+    assert batch.add(log).lines == 1  # the file is still mapped, to be read alone
+    assert batch.broken
+    batch.add(log)
+    batch.close()
+    assert batch.broken and batch.path is not None and batch.path.read_bytes() == b""
+
+
 def test_a_small_file_grown_past_the_copy_is_read_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
