@@ -69,8 +69,8 @@ def counted_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     sizes: list[int] = []
     real = small_files.batch_spans
 
-    def counting(con: Any, batch: Any, window: Any) -> Any:
-        got = real(con, batch, window)  # a BatchMismatch fails the test: no fallback taken
+    def counting(con: Any, batch: Any, window: Any, **prepared: Any) -> Any:
+        got = real(con, batch, window, **prepared)  # a BatchMismatch fails: no fallback
         sizes.append(len(batch.files))
         return got
 
@@ -111,7 +111,7 @@ def test_a_batch_numbered_out_of_line_is_read_file_by_file(
     assert _report(sources) == expected
 
 
-def _mismatched(con: Any, batch: Any, window: Any) -> Any:
+def _mismatched(con: Any, batch: Any, window: Any, **prepared: Any) -> Any:
     raise small_files.BatchMismatch(batch.files[0])
 
 
@@ -127,10 +127,10 @@ def test_a_small_file_truncated_while_its_batch_is_read_makes_it_incomplete(
     victim = pods / "pod-1.jsonl"
     real = small_files.batch_spans
 
-    def after_a_rotation(con: Any, batch: Any, window: Any) -> Any:
+    def after_a_rotation(con: Any, batch: Any, window: Any, **prepared: Any) -> Any:
         with open(victim, "r+b") as fh:  # logrotate's copytruncate, mid-read
             fh.truncate(100)
-        return real(con, batch, window)
+        return real(con, batch, window, **prepared)
 
     monkeypatch.setattr(small_files, "batch_spans", after_a_rotation)
     summary = _report(expand_inputs([str(pods)]))["summary"]
@@ -194,6 +194,36 @@ def test_rows_other_than_the_maps_count_make_a_mismatch(tmp_path: Path) -> None:
             small_files.batch_spans(con, batch, None)
         with pytest.raises(small_files.BatchMismatch):
             small_files.batch_events(con, batch, None)
+    finally:
+        con.close()
+
+
+def test_a_reading_thread_plans_its_batch_query_once(tmp_path: Path) -> None:
+    # Planning the batch's query was ~40 % of its read: each batch after a thread's first
+    # runs the query it prepared, its copy's path and its files' ends as parameters.
+    from ridtrace.forensics.reading.connection import PreparedReads, connect
+
+    def batch(at: int, rows: int) -> small_files.BatchCopy:
+        paths = []
+        for i in range(3):
+            path = tmp_path / f"b{at}-{i}.jsonl"
+            path.write_text("\n".join(line for j in range(rows + i) for line in rt_request(
+                f"{at:04x}{i:04x}{j:08x}", f"r{j}", j, j + 0.5)) + "\n")
+            paths.append(path)
+        copy = small_files.BatchCopy(tmp_path / f"batch-{at}.jsonl")
+        for path in paths:
+            copy.add(path)
+        copy.close()
+        return copy
+
+    con = connect()
+    try:
+        prepared = PreparedReads(con.cursor())
+        batches = [batch(0, 2), batch(1, 5)]
+        got = [small_files.batch_spans(con, b, None, prepared=prepared) for b in batches]
+        assert len(prepared._names) == 1
+        assert got == [small_files.batch_spans(con, b, None) for b in batches]
+        assert [len(t) for t in got[1]] == [5, 6, 7]
     finally:
         con.close()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 
 import duckdb
 import pyarrow as pa
@@ -75,17 +76,37 @@ class PreparedReads:
         self._con = con
         self._names: dict[str, str] = {}
 
-    def arrow(self, sql: str, path: str) -> pa.Table:
-        """`sql` (which reads `path` once, through ``read_json``) as an Arrow table."""
+    def arrow(self, sql: str, path: str, ends: Sequence[int] | None = None) -> pa.Table:
+        """`sql` (which reads `path` once, through ``read_json``) as an Arrow table.
+
+        `ends`: the value of its ``$ends`` parameter (a batch of small files, `scan`).
+        """
         marker = f"read_json({literal(path)}, "
         if sql.count(marker) != 1:
-            return self._con.sql(sql).to_arrow_table()
+            return run_sql(self._con, sql, ends)
         text = sql.replace(marker, "read_json($path, ")
         name = self._names.get(text)
         if name is None:
             if len(self._names) >= self.MAX_PREPARED:
-                return self._con.sql(sql).to_arrow_table()
+                return run_sql(self._con, sql, ends)
             name = f"ridtrace_read_{len(self._names)}"
             self._con.execute(f"PREPARE {name} AS {text}")
             self._names[text] = name
-        return self._con.sql(f"EXECUTE {name}(path := {literal(path)})").to_arrow_table()
+        values = f"path := {literal(path)}"
+        if ends is not None:
+            values += f", ends := {_int_list(ends)}"
+        return self._con.sql(f"EXECUTE {name}({values})").to_arrow_table()
+
+
+def run_sql(
+    con: duckdb.DuckDBPyConnection, sql: str, ends: Sequence[int] | None = None,
+) -> pa.Table:
+    """`sql` as an Arrow table, its ``$ends`` parameter `ends` when given."""
+    if ends is None:
+        return con.sql(sql).to_arrow_table()
+    return con.sql(sql, params={"ends": [int(end) for end in ends]}).to_arrow_table()
+
+
+def _int_list(values: Sequence[int]) -> str:
+    # An empty list's type is not known from its text alone.
+    return f"[{', '.join(str(int(v)) for v in values)}]::BIGINT[]"

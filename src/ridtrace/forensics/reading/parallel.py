@@ -116,7 +116,7 @@ def read_all(
         cursor, prepared = reader()
         if len(ids) > 1 and batched is not None:
             return [_batch_result(cursor, [sources[i] for i in ids], ids, batched,
-                                  window=window, on_bytes=on_bytes)]
+                                  window=window, on_bytes=on_bytes, prepared=prepared)]
         stats = ReadStats()
         got = read_source(cursor, sources[ids[0]], lambda table: counted(ids[0], table),
                           stats=stats, lean=lean, window=window, on_bytes=on_bytes,
@@ -155,11 +155,12 @@ def read_all(
 def _batch_result(
     cursor: duckdb.DuckDBPyConnection, batch: list[Source], ids: list[int],
     batched: Batched[P, T], *, window: Window | None, on_bytes: Progress | None,
+    prepared: PreparedReads,
 ) -> tuple[tuple[T, int] | None, ReadStats]:
     """One batch of small files as one result, and its files' counters in their order."""
     outs = read_batch(
         cursor, batch, lambda at, table: (batched.piece(table, ids[at]), table.window_lines),
-        window=window, on_bytes=on_bytes, events=batched.events,
+        window=window, on_bytes=on_bytes, events=batched.events, prepared=prepared,
     )
     stats = ReadStats()
     for _, one in outs:

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ridtrace.forensics.reading.connection import PreparedReads, run_sql
 from ridtrace.forensics.reading.files import parse, read_source
 from ridtrace.forensics.reading.inputs import Source
 from ridtrace.forensics.reading.lean import SUSPECT_PACK, lean_spans_sql
@@ -185,15 +186,16 @@ def _batch_copy() -> Iterator[BatchCopy]:
         release(tmp)
 
 
-def batch_spans(con: duckdb.DuckDBPyConnection, batch: BatchCopy,
-                window: Window | None) -> list[pa.Table]:
+def batch_spans(con: duckdb.DuckDBPyConnection, batch: BatchCopy, window: Window | None,
+                prepared: PreparedReads | None = None) -> list[pa.Table]:
     """Each file's per-span rows (`lean.lean_spans_sql`) as a read of it alone gives them.
 
     Raises `BatchMismatch` when a file's rows are not one unbroken run of the batch's
-    numbering; the caller then reads the files one by one.
+    numbering; the caller then reads the files one by one. `prepared`: the reading
+    thread's prepared queries, else the query is planned anew.
     """
-    source = source_sql(str(batch.path), lean=True, window=window, file_ends=batch.ends)
-    got = con.sql(lean_spans_sql(source, by_file=True)).to_arrow_table()
+    source = source_sql(str(batch.path), lean=True, window=window, several=True)
+    got = _run(con, prepared, lean_spans_sql(source, by_file=True), batch)
     # Every row is in one group: as many rows as the files' maps count, or the rows
     # were not the files' non-blank lines and each file's numbers would be off.
     if int(pc.sum(got["lines"]).as_py() or 0) != _rows(batch):
@@ -205,18 +207,25 @@ def _rows(batch: BatchCopy) -> int:
     return batch.ends[-1] if batch.ends else 0
 
 
-def batch_events(con: duckdb.DuckDBPyConnection, batch: BatchCopy,
-                 window: Window | None) -> list[pa.Table]:
+def _run(con: duckdb.DuckDBPyConnection, prepared: PreparedReads | None, sql: str,
+         batch: BatchCopy) -> pa.Table:
+    if prepared is None:
+        return run_sql(con, sql, batch.ends)
+    return prepared.arrow(sql, str(batch.path), batch.ends)
+
+
+def batch_events(con: duckdb.DuckDBPyConnection, batch: BatchCopy, window: Window | None,
+                 prepared: PreparedReads | None = None) -> list[pa.Table]:
     """Each file's ordered event rows (`LogTable`'s events query) as a read of it alone
     gives them, numbered from its line 1.
 
     Raises `BatchMismatch` when a file's rows are not one unbroken run of the batch's
-    numbering; the caller then reads the files one by one.
+    numbering; the caller then reads the files one by one. `prepared` as for `batch_spans`.
     """
     paths = batch.files
-    source = source_sql(str(batch.path), lean=False, window=window, file_ends=batch.ends)
+    source = source_sql(str(batch.path), lean=False, window=window, several=True)
     sql = normalized_select(f"({source})", keep=(*FLAGS, "_file")) + " ORDER BY rn"
-    got = con.sql(sql).to_arrow_table()
+    got = _run(con, prepared, sql, batch)
     if len(got) != _rows(batch):
         raise BatchMismatch(paths[0])
     file = got["_file"].to_numpy().astype(np.int64)
@@ -290,6 +299,7 @@ def read_batch(
     window: Window | None = None,
     on_bytes: Progress | None = None,
     events: bool = False,
+    prepared: PreparedReads | None = None,
 ) -> list[tuple[T | None, ReadStats]]:
     """``use(i, table)`` for each source's lean read (`i` its place in `sources`), with
     the counters of each, in source order.
@@ -298,6 +308,7 @@ def read_batch(
     plain files on disk among them are parsed by one query, any other alone. `use` may
     ask a table for its spans (from the batch) or read the file again (its events).
     `events`: a full read instead, whose tables answer `LogTable.events` from the batch.
+    `prepared`: the reading thread's prepared queries, which the batch's query joins.
     """
     stats = [ReadStats() for _ in sources]
     results: list[T | None] = [None] * len(sources)
@@ -324,7 +335,8 @@ def read_batch(
                     opened.raw.close()
                     note_failure(src, exc, stats[i])
             batch.close()
-            tables = _batch_or_none(con, batch, window, batch_events if events else batch_spans)
+            tables = _batch_or_none(con, batch, window, prepared,
+                                    batch_events if events else batch_spans)
         for at, (i, (opened, path, line_map)) in enumerate(plain.items()):
             src = sources[i]
             if tables is None:
@@ -359,7 +371,7 @@ def _answer(table: pa.Table) -> Callable[[str], pa.Table]:
 
 def _batch_or_none(
     con: duckdb.DuckDBPyConnection, batch: BatchCopy, window: Window | None,
-    query: Callable[[duckdb.DuckDBPyConnection, BatchCopy, Window | None], list[pa.Table]],
+    prepared: PreparedReads | None, query: Callable[..., list[pa.Table]],
 ) -> list[pa.Table] | None:
     """The batch's per-file tables, or None to read each file alone: DuckDB could not
     read them as one (a line over its object size, memory) or did not number them in
@@ -369,5 +381,5 @@ def _batch_or_none(
     if batch.broken:
         return None
     with contextlib.suppress(BatchMismatch, duckdb.Error):
-        return query(con, batch, window)
+        return query(con, batch, window, prepared=prepared)
     return None
