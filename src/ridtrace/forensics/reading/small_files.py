@@ -5,7 +5,7 @@ per-span query costs about 10 ms, running it on such a file about 1 ms: 500 file
 4 KiB took 7.8 s. Read as one query over a batch of files, each file grouped apart,
 the plan is made once per batch. The batch's files are copied end to end into one
 file for it (`BatchCopy`): DuckDB's reader given the files as a list cost ~1 ms per
-file (per file and column read), twice the rest of the batch's query. The rows are
+file (it grows with the columns read), more than the rest of the batch's query. The rows are
 then split per file and numbered as the file's own, and each file goes on as if it had
 been read alone (`LogTable`'s `run`).
 The views' read of every event (`trace`, `export jaeger`, `audit`) is batched the same
