@@ -4,9 +4,10 @@ A big plain file is parsed in place by DuckDB while its lines are numbered by an
 read of it. Beside a running service the two reads end at different lengths: DuckDB
 then held rows the line map never saw, and a file with a blank line stopped the run
 (IndexError, exit 4); without one, the summary counted fewer lines than the bad line it
-cited. Small files are numbered from the copy DuckDB reads (`small_files.BatchCopy`). The writer is
-simulated at a fixed point, a line map made while only the first lines were written,
-so the test does not race the reader.
+cited. Small files are numbered from the copy DuckDB reads (`small_files.BatchCopy`).
+The writer is simulated at a fixed point (a line map made while only the first lines
+were written, a line written just after a batch's copy), so the test does not race the
+reader.
 """
 
 from __future__ import annotations
