@@ -132,6 +132,11 @@ class BatchCopy:
                 self._out = open(path, "wb")  # noqa: SIM115 (closed by `close`)
                 self.broken = False
 
+    @property
+    def rows(self) -> int:
+        """The rows DuckDB's reader yields from the copy, by the files' maps."""
+        return self.ends[-1] if self.ends else 0
+
     def add(self, path: Path, on_bytes: Progress | None = None) -> LineMap:
         """Copy the file at `path` to the end of the batch's file and map its lines.
 
@@ -198,13 +203,9 @@ def batch_spans(con: duckdb.DuckDBPyConnection, batch: BatchCopy, window: Window
     got = _run(con, prepared, lean_spans_sql(source, by_file=True), batch)
     # Every row is in one group: as many rows as the files' maps count, or the rows
     # were not the files' non-blank lines and each file's numbers would be off.
-    if int(pc.sum(got["lines"]).as_py() or 0) != _rows(batch):
+    if int(pc.sum(got["lines"]).as_py() or 0) != batch.rows:
         raise BatchMismatch(batch.files[0])
     return split_by_file(got, batch.files)
-
-
-def _rows(batch: BatchCopy) -> int:
-    return batch.ends[-1] if batch.ends else 0
 
 
 def _run(con: duckdb.DuckDBPyConnection, prepared: PreparedReads | None, sql: str,
@@ -226,7 +227,7 @@ def batch_events(con: duckdb.DuckDBPyConnection, batch: BatchCopy, window: Windo
     source = source_sql(str(batch.path), lean=False, window=window, several=True)
     sql = normalized_select(f"({source})", keep=(*FLAGS, "_file")) + " ORDER BY rn"
     got = _run(con, prepared, sql, batch)
-    if len(got) != _rows(batch):
+    if len(got) != batch.rows:
         raise BatchMismatch(paths[0])
     file = got["_file"].to_numpy().astype(np.int64)
     rn = got["rn"].to_numpy()
