@@ -123,6 +123,8 @@ class DecodedStream(io.RawIOBase):
             self.unsupported = DOCKER_LOCAL
         self._pending = b""
         self._started = False
+        # Whether the text began with a UTF-8 BOM (stripped here; DuckDB would not).
+        self.had_bom = False
         # The UTF-16 codec the text is in, known at the first read; None for UTF-8.
         self.encoding: str | None = None
         self._utf16: Any = None
@@ -235,6 +237,7 @@ class DecodedStream(io.RawIOBase):
             self._started = True
             if data.startswith(BOM):
                 data = data[len(BOM) :]
+                self.had_bom = True
         if size >= 0 and len(data) > size:
             data, self._pending = data[:size], data[size:]
         else:

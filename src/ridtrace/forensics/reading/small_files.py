@@ -40,7 +40,7 @@ from ridtrace.forensics.reading.source_open import (
 from ridtrace.forensics.reading.sql import normalized_select
 from ridtrace.forensics.reading.staging import make_dir, release
 from ridtrace.forensics.reading.stats import ReadStats
-from ridtrace.forensics.reading.table import LogTable
+from ridtrace.forensics.reading.table import Answer, LogTable
 
 T = TypeVar("T")
 
@@ -345,7 +345,7 @@ def read_batch(
                 stats[i] = ReadStats()
                 continue
             try:
-                answer = _answer(tables[at])
+                answer = Answer(tables[at])
                 results[i] = use(i, parse(con, path, line_map, src.name, stats[i], not events,
                                           window, run=None if events else answer,
                                           events_run=answer if events else None))
@@ -363,11 +363,6 @@ def read_batch(
 
 def _at(use: Callable[[int, LogTable], T], i: int) -> Callable[[LogTable], T]:
     return lambda table: use(i, table)
-
-
-def _answer(table: pa.Table) -> Callable[[str], pa.Table]:
-    """A file's `LogTable` query hook that answers its span query from the batch."""
-    return lambda _sql: table
 
 
 def _batch_or_none(

@@ -14,7 +14,7 @@ from typing import BinaryIO
 import duckdb
 
 from ridtrace.forensics.reading.archives import TAR_ARCHIVE, ZIP_ARCHIVE, is_tar, is_zip_of_logs
-from ridtrace.forensics.reading.decoding import BOM, DecodedStream
+from ridtrace.forensics.reading.decoding import DecodedStream
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES, Source, not_regular_reason, open_raw
 from ridtrace.forensics.reading.log_names import ignore_reason
 from ridtrace.forensics.reading.stats import FileNote, ReadStats, truncated_while_read
@@ -110,7 +110,7 @@ def sniff(src: Source, raw: BinaryIO, stats: ReadStats) -> OpenedSource | None:
     # it was read whole.
     in_place = (size is not None and size >= len(head) and src.path is not None
                 and decoded.compression is None and decoded.encoding is None
-                and unwrap is None and _sql_path(src.path) and not _had_bom(src.path))
+                and unwrap is None and _sql_path(src.path) and not decoded.had_bom)
     return OpenedSource(raw, decoded, head, unwrap, in_place, size)
 
 
@@ -189,8 +189,3 @@ def _sql_path(path: Path) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _had_bom(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        return fh.read(len(BOM)) == BOM
