@@ -77,17 +77,23 @@ _JAEGER_EXPORT = re.compile(rb'\s*\{\s*"data"\s*:\s*\[\s*(?:\{\s*"traceID"\s*:|\
 
 
 _FINDING_KEYS = frozenset({"kind", "severity", "evidence"})
+_FINDINGS_LOOKED_AT = 200
 
 
 def _findings_lines(head: bytes, whole: bool) -> bool:
     """Whether every first line is a finding ``analyze --follow --format json`` printed
     (its output kept beside the logs, ``> logs/findings.jsonl``): read, each was a bad
     line and clean logs an incomplete read (exit 3)."""
-    lines = head.split(b"\n")
-    if not whole and len(lines) > 1:
+    # The first 200 lines, split no further: a log's first line already says no.
+    lines = head.split(b"\n", _FINDINGS_LOOKED_AT)
+    if len(lines) > _FINDINGS_LOOKED_AT:
+        lines.pop()  # the rest of the head
+    elif not whole and len(lines) > 1:
         lines.pop()  # cut by the sniff
-    lines = [line for line in lines[:200] if line.strip()]
+    seen = False
     for line in lines:
+        if not line.strip():
+            continue
         try:
             value = json.loads(line)
         except (ValueError, RecursionError):  # RFC 8259 lets a parser limit nesting
@@ -95,7 +101,8 @@ def _findings_lines(head: bytes, whole: bool) -> bool:
         if not (isinstance(value, dict) and value.keys() >= _FINDING_KEYS
                 and value["kind"] in FINDING_KINDS):
             return False
-    return bool(lines)
+        seen = True
+    return seen
 
 
 def named_for_lines(name: str) -> bool:

@@ -58,14 +58,16 @@ def has_nesting(entry: dict[str, Any]) -> bool:
 _NESTING_KEY = re.compile(rb'"(?:fields|span)"\s*:\s*\{|"spans"\s*:\s*\[')
 
 
-# The regular expression is only searched for where one of these is in the head: a
+# The regular expression is only searched for where one of its keys is in the head: a
 # plain log's head has none, and a search for its opening quote stops at every key.
-_NESTING_NAMES = (b'"fields"', b'"span"', b'"spans"')
+# Looked for as `"fields"`, then `"span"` or `"spans"` by one pattern: a substring test
+# of each was a pass over the head each (0.1 ms a file; pod logs are many files).
+_SPAN_NAMES = re.compile(rb'"spans?"')
 
 
 def nesting_in(head: bytes) -> Unwrapper | None:
-    found = (_NESTING_KEY.search(head) if any(name in head for name in _NESTING_NAMES)
-             else None)
+    named = b'"fields"' in head or _SPAN_NAMES.search(head) is not None
+    found = _NESTING_KEY.search(head) if named else None
     if found is not None:
         start = head.rfind(b"\n", 0, found.start()) + 1
         end = head.find(b"\n", found.end())

@@ -212,9 +212,14 @@ class LogTable:
         if not len(other):
             return
         rows = take_rows(got, other)
-        first = {kind: self._lines_of(rows[f"{kind}_rn"]) for kind, _, _ in UNKEYED_KINDS}
+        numbered = [kind for kind, _, _ in UNKEYED_KINDS
+                    if rows[f"{kind}_rn"].null_count < len(rows)]
+        if not numbered:  # a batch's row of its plain lines: no evidence among them
+            return
+        first = {kind: self._lines_of(rows[f"{kind}_rn"]) for kind in numbered}
         self.stats.unreadable_files.extend(unkeyed_notes(
-            self.name, lambda kind: int(first[kind][0]) if len(first[kind]) else -1))
+            self.name,
+            lambda kind: int(first[kind][0]) if len(first.get(kind, ())) else -1))
 
     def _ordered_events(self, run: Callable[[str], pa.Table] | None = None, *,
                         hex_ids: bool = False) -> pa.Table:
