@@ -1,5 +1,5 @@
 """Logs as infrastructure ships them: a Kubernetes node's CRI files, Docker's json-file
-driver, ``journalctl -o json``, ``kubectl logs --timestamps --prefix``, Vector's, Fluent
+driver, ``journalctl -o json``, ``kubectl logs --timestamps --prefix``, ``stern``, Vector's, Fluent
 Bit's, Filebeat's and Loki's logcli JSON objects, Fluent Bit's and Fluentd's file output. Each wraps the same JSON lines; the report is the one the
 plain lines give, with evidence citing the wrapped file's own lines."""
 
@@ -98,6 +98,20 @@ def _compose(lines: list[bytes]) -> bytes:
     stamp = b"2026-11-29T10:00:00.123456789Z "
     return b"".join(names[0].ljust(width) + b" | " + (stamp if n % 2 else b"") + line + b"\n"
                     for n, line in enumerate(lines))
+
+
+def _stern(lines: list[bytes]) -> bytes:
+    """``stern frontend > frontend.log`` (its default output, no colour off a terminal):
+    the pod's name and the container's before each line, two pods' lines interleaved."""
+    pods = [b"frontend-7d9f4c5b6-x2kqp", b"frontend-7d9f4c5b6-9zt4m"]
+    return b"".join(pods[n % 2] + b" frontend " + line + b"\n" for n, line in enumerate(lines))
+
+
+def _stern_everywhere(lines: list[bytes]) -> bytes:
+    """``stern frontend --all-namespaces --timestamps --color always``: the namespace's,
+    pod's and container's names, each in its colour, then the time."""
+    names = (b"\x1b[32mdynamo\x1b[0m \x1b[32mfrontend-0.dc1\x1b[0m \x1b[33mfrontend\x1b[0m ")
+    return b"".join(names + b"2026-11-29T10:00:00.123456789Z " + line + b"\n" for line in lines)
 
 
 def _aws_logs_tail(lines: list[bytes]) -> bytes:
@@ -277,6 +291,7 @@ WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
     "journald-seq": _journal_seq,
     "kubectl": _kubectl, "docker-compose": _compose, "aws-logs-tail": _aws_logs_tail,
     "aws-logs-tail-short": _aws_logs_tail_short,
+    "stern": _stern, "stern-all-namespaces": _stern_everywhere,
     # Vector's file sink (json), Fluent Bit's out_file (json_lines), Loki's logcli.
     "vector": _shipper("message", file="/var/log/pods/x/0.log", host="node-3",
                        source_type="kubernetes_logs", timestamp="2026-11-29T10:00:00Z"),
@@ -499,6 +514,29 @@ def test_kubectl_output_that_opens_with_a_text_banner_is_unwrapped(tmp_path: Pat
     assert doc["summary"]["bad_line_samples"] == [
         {"file": str(log), "line": 1, "reason": "not JSON"}
     ]
+
+
+def test_stern_output_that_opens_with_a_text_banner_is_unwrapped(tmp_path: Path) -> None:
+    log = tmp_path / "stern.log"
+    log.write_text(f"frontend-0 frontend loading model weights\nfrontend-0 frontend {_RECORD}\n"
+                   f"frontend-1 frontend {_RECORD}\n")
+    _, doc = analyze_json(str(log))
+    assert doc["summary"]["bad_line_samples"] == [
+        {"file": str(log), "line": 1, "reason": "not JSON"}
+    ]
+    assert doc["summary"]["lines"] == 3
+
+
+def test_a_text_banner_of_lower_case_words_is_not_taken_for_stern_names(tmp_path: Path) -> None:
+    # Its first words look like a pod's and a container's names, but the next line is
+    # plain JSON: no line is unwrapped, and the banner alone is a bad line.
+    log = tmp_path / "frontend.jsonl"
+    log.write_text(f"starting dynamo frontend\n{_RECORD}\n{_RECORD}\n")
+    _, doc = analyze_json(str(log))
+    assert doc["summary"]["bad_line_samples"] == [
+        {"file": str(log), "line": 1, "reason": "not JSON"}
+    ]
+    assert doc["summary"]["lines"] == 3
 
 
 def test_a_walk_ignores_a_container_log_of_plain_text(plain: Path, tmp_path: Path) -> None:

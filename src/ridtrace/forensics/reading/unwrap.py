@@ -79,13 +79,22 @@ _AWS_SHORT = rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2} (?=\{)"
 # lines were all bad ones and a real incident was an incomplete read (exit 3).
 _SGR = rb"(?:\x1b\[[0-9;]*m)?"
 _COMPOSE = _SGR + rb"[A-Za-z0-9][A-Za-z0-9_.-]* +\|" + _SGR + rb" "
+# `stern` (Kubernetes' multi-pod tail), its default output: the pod's name and the
+# container's, the namespace's before them with --all-namespaces, each in its colour on
+# a terminal or with --color always; with --timestamps the time the API put before the
+# line. Names as Kubernetes takes them (lower case, digits, "-", and "." in a pod's).
+# The line after them is JSON, or the first lines' banner before a JSON line does
+# follow (`_shipper_of`): a text log's two first words are no pod and container.
+_K8S_NAME = _SGR + rb"[a-z0-9][-a-z0-9.]*+(?<=[a-z0-9])" + _SGR
+_STERN = rb"(?:" + _K8S_NAME + rb" ){2,3}"
 # kubectl's --prefix, its --timestamps, or both; one of them at least; logcli's time
 # and labels; aws logs tail's time and stream; docker compose's container name, perhaps
-# with the time; aws logs tail's short time.
+# with the time; aws logs tail's short time; stern's names, perhaps with the time.
 PREFIX = re.compile(
     rb"\[[^\]\s]+\] (?:" + _TIME + rb" )?|"
     + _TIME + rb" (?:" + _LABELS + rb"|" + _STREAM_NAME + rb")?|"
-    + _COMPOSE + rb"(?:" + _TIME + rb" )?|" + _AWS_SHORT
+    + _COMPOSE + rb"(?:" + _TIME + rb" )?|" + _AWS_SHORT + rb"|"
+    + _STERN + rb"(?:" + _TIME + rb" )?"
 )
 
 
@@ -121,8 +130,9 @@ class DockerUnwrapper(LineByLine):
 
 class PrefixUnwrapper(LineByLine):
     """``kubectl logs --timestamps`` / ``docker logs --timestamps`` (the time and a
-    space before each line), ``kubectl logs --prefix`` (``[pod/NAME/CONTAINER] ``) and
-    Loki's ``logcli query`` (the time and the stream's labels)."""
+    space before each line), ``kubectl logs --prefix`` (``[pod/NAME/CONTAINER] ``),
+    Loki's ``logcli query`` (the time and the stream's labels), ``stern`` (the pod and
+    container names) and the others `PREFIX` knows."""
 
     name = "kubectl logs"
 
