@@ -1,6 +1,6 @@
 """Logs as infrastructure ships them: a Kubernetes node's CRI files, Docker's json-file
 driver, ``journalctl -o json``, ``kubectl logs --timestamps --prefix``, ``stern``, Vector's, Fluent
-Bit's, Filebeat's and Loki's logcli JSON objects, Fluent Bit's and Fluentd's file output. Each wraps the same JSON lines; the report is the one the
+Bit's, Filebeat's and Loki's logcli JSON objects, Splunk's export, Fluent Bit's and Fluentd's file output. Each wraps the same JSON lines; the report is the one the
 plain lines give, with evidence citing the wrapped file's own lines."""
 
 from __future__ import annotations
@@ -112,6 +112,23 @@ def _stern_everywhere(lines: list[bytes]) -> bytes:
     pod's and container's names, each in its colour, then the time."""
     names = (b"\x1b[32mdynamo\x1b[0m \x1b[32mfrontend-0.dc1\x1b[0m \x1b[33mfrontend\x1b[0m ")
     return b"".join(names + b"2026-11-29T10:00:00.123456789Z " + line + b"\n" for line in lines)
+
+
+def _splunk_export(lines: list[bytes]) -> bytes:
+    """Splunk's export as JSON (Splunk Web's "Export Results", the REST API's
+    ``search/jobs/export?output_mode=json``): a result a line, newest first, the event in
+    ``_raw``; for a JSON event, half the lines here, the fields Splunk extracted beside it."""
+    out = []
+    for n, line in reversed(list(enumerate(lines))):
+        try:
+            fields: Any = json.loads(line) if n % 2 else {}
+        except ValueError:
+            fields = {}
+        result = {**(fields if isinstance(fields, dict) else {}), "_raw": line.decode(),
+                  "_time": "2026-11-29T10:00:00.000+00:00", "host": "node-3",
+                  "source": "/var/log/frontend.jsonl", "sourcetype": "_json"}
+        out.append(json.dumps({"preview": False, "offset": len(out), "result": result}))
+    return ("\n".join(out) + "\n").encode()
 
 
 def _aws_logs_tail(lines: list[bytes]) -> bytes:
@@ -315,6 +332,7 @@ WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
                          input={"type": "filestream"}, ecs={"version": "8.0.0"}),
     "filebeat-json": _filebeat_json,
     "elasticsearch-hits": _elasticsearch_hits,
+    "splunk-export": _splunk_export,
     "otel-collector-file": _otel_file,
 }
 

@@ -34,7 +34,12 @@ from typing import Any
 
 from ridtrace.forensics.reading.judge import PAGE_MARK
 from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
-from ridtrace.forensics.reading.shippers import ENVELOPE_FIELDS, HIT_SOURCE, envelope_of, is_record
+from ridtrace.forensics.reading.shippers import (
+    ENVELOPE_FIELDS,
+    envelope_of,
+    inner_document,
+    is_record,
+)
 from ridtrace.forensics.reading.unwrap_parts import LineByLine, carried_line, json_object
 
 __all__ = ["DocumentEntries", "document_entries_of"]
@@ -147,8 +152,8 @@ def entry_line(entry: bytes, number: int) -> bytes:
         return envelope.unwrap(entry, number)
     # A service's text line (a start-up banner) is judged as the text it is: "not JSON",
     # not "missing time" for the entry around it.
-    source = value.get(HIT_SOURCE)
-    fields = source if isinstance(source, dict) else value
+    document = inner_document(value)
+    fields = value if document is None else document
     text = next((v for f in ENVELOPE_FIELDS if isinstance(v := fields.get(f), str)), None)
     return entry if text is None else carried_line(text)
 

@@ -1,6 +1,6 @@
 """Log shippers that write each line as a JSON object of their own, or frame it in their
 file output: Vector, Fluent Bit, Loki's logcli, Cloud Logging's exported LogEntry, Filebeat
-(also as Elasticsearch hits);
+(also as Elasticsearch hits), Splunk's export;
 Fluent Bit's and Fluentd's ``out_file``. `reading.unwrap` recognises them among the
 other wrappers; `reading.rescue` takes them off lines a plain file holds.
 """
@@ -14,8 +14,9 @@ from typing import Any
 from ridtrace.forensics.reading.unwrap_parts import LineByLine, carried_line, json_object
 
 __all__ = [
-    "ENVELOPE_FIELDS", "HIT_SOURCE", "EnvelopeUnwrapper", "ShipperFileUnwrapper", "envelope_of",
-    "envelope_record", "is_record", "parsed_line", "shipper_file_frames",
+    "ENVELOPE_FIELDS", "HIT_SOURCE", "SPLUNK_RESULT", "EnvelopeUnwrapper", "ShipperFileUnwrapper",
+    "envelope_of", "envelope_record", "inner_document", "is_record", "parsed_line",
+    "shipper_file_frames",
 ]
 
 
@@ -25,8 +26,9 @@ __all__ = [
 # Logging's ``jsonPayload`` (a LogEntry as a sink exports it) or ``textPayload`` (where
 # the agent kept the line as text: the Ops Agent's files receiver without a parse_json
 # processor), and Filebeat's ``json`` (its log input's ``json.*`` decoding puts the record
-# there unless ``keys_under_root``; without decoding the line is in ``message``).
-ENVELOPE_FIELDS = ("log", "message", "line", "jsonPayload", "textPayload", "json")
+# there unless ``keys_under_root``; without decoding the line is in ``message``), and
+# Splunk's ``_raw`` (the event as it was indexed).
+ENVELOPE_FIELDS = ("log", "message", "line", "jsonPayload", "textPayload", "json", "_raw")
 # Cloud Logging's agent (GKE's) parses a JSON line into the entry's jsonPayload and moves
 # its "time" to the entry's "timestamp": the line's own time, to the nanosecond.
 _TIME_MOVED_TO = {"jsonPayload": "timestamp"}
@@ -87,9 +89,9 @@ class EnvelopeUnwrapper(ShippedLines):
         entry = json_object(line)
         if entry is None or is_record(entry):
             return line
-        document = entry.get(HIT_SOURCE)
-        if isinstance(document, dict):
-            if is_record(document):
+        document = inner_document(entry)
+        if document is not None:
+            if is_record(document) and not _raw_event(document):
                 return parsed_line(document)
             entry = document
         record = envelope_record(entry, self.field)
@@ -150,6 +152,27 @@ class ShipperFileUnwrapper(ShippedLines):
 # line) holds the document a shipper indexed in ``_source``: Filebeat's, its line in
 # ``message``, or the record itself where its JSON was decoded under the root.
 HIT_SOURCE = "_source"
+# Splunk's export (Splunk Web's "Export Results" as JSON, the REST API's
+# ``search/jobs/export?output_mode=json``) writes a result a line,
+# ``{"preview":false,"offset":0,"result":{"_raw":"…","_time":"…",…}}``, newest first.
+SPLUNK_RESULT = "result"
+_DOCUMENT_KEYS = (HIT_SOURCE, SPLUNK_RESULT)
+
+
+def _raw_event(document: dict[str, Any]) -> bool:
+    # Splunk's fields extracted from a JSON event sit beside the event itself: the event
+    # as it was written is read, not the fields as Splunk named and typed them.
+    return isinstance(document.get("_raw"), str)
+
+
+def inner_document(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The document an entry holds under a key of its own (a hit's ``_source``,
+    Splunk's ``result``), or None."""
+    for key in _DOCUMENT_KEYS:
+        document = entry.get(key)
+        if isinstance(document, dict):
+            return document
+    return None
 
 
 def is_record(entry: dict[str, object]) -> bool:
@@ -167,9 +190,9 @@ def envelope_of(lines: list[bytes]) -> EnvelopeUnwrapper | None:
             continue
         if is_record(entry):
             return None
-        document = entry.get(HIT_SOURCE)
-        if isinstance(document, dict):
-            if is_record(document):
+        document = inner_document(entry)
+        if document is not None:
+            if is_record(document) and not _raw_event(document):
                 return EnvelopeUnwrapper()
             entry = document
         for field in ENVELOPE_FIELDS:
