@@ -42,6 +42,28 @@ def test_the_rows_of_a_kibana_csv_are_read(tmp_path: Path, column: str) -> None:
     assert code == 1
 
 
+@pytest.mark.parametrize("header", [["_time", "_raw", "host"], ["Date", "Host", "Message"]])
+def test_the_rows_of_splunks_csv_and_a_ui_export_are_read(tmp_path: Path, header: list[str]) -> None:
+    # Splunk's export as CSV holds the event in "_raw"; a log UI's download names its
+    # columns in its own case.
+    lines = ["frontend: starting", *rt_request("a" * 16, "7", 0, 2), *rt_request("b" * 16, "7", 1, 3)]
+    out = io.StringIO()
+    rows = csv.writer(out)
+    rows.writerow(header)
+    at = next(i for i, name in enumerate(header) if name.lower() in ("_raw", "message"))
+    for line in reversed(lines):  # newest first, as Splunk exports
+        row = ["2026-11-29T10:00:00.000+0000", "node-3", "x"]
+        row[at] = line
+        rows.writerow(row)
+    (tmp_path / "export.csv").write_text(out.getvalue())
+    code, doc = analyze_json(str(tmp_path), "--allow-incomplete")
+    assert [(s["line"], s["reason"]) for s in doc["summary"]["bad_line_samples"]] == [
+        (6, "not JSON")]  # the banner's row, last
+    assert (doc["summary"]["lines"], doc["summary"]["requests"]) == (5, 2)
+    assert [f["kind"] for f in doc["findings"]] == ["duplicate_in_flight"]
+    assert code == 1
+
+
 def test_a_csv_of_other_things_in_a_walk_is_still_no_log(tmp_path: Path) -> None:
     (tmp_path / "alerts.csv").write_text('time,message\n2026-11-29,"disk {full}"\n')
     code, doc = analyze_json(str(tmp_path))

@@ -1,7 +1,7 @@
-"""Log lines exported as CSV: Kibana's Discover "Generate CSV" report (or a CSV a log
-search UI downloads), a header row naming the columns and a row per document, the
-service's line in its ``message`` column (quoted, its quotes doubled) or, with no
-column chosen, the whole document as JSON in ``_source``::
+"""Log lines exported as CSV: Kibana's Discover "Generate CSV" report, Splunk's export
+as CSV (or a CSV a log search UI downloads), a header row naming the columns and a row
+per document, the service's line in its ``message`` column (quoted, its quotes doubled),
+Splunk's ``_raw``, or, with no column chosen, the whole document as JSON in ``_source``::
 
     "@timestamp",message
     "Oct 2, 2026 @ 14:00:00.003","{""time"":""2026-10-02T14:00:00.003195Z"",…}"
@@ -23,10 +23,12 @@ from ridtrace.forensics.reading.unwrap_parts import LineByLine, carried_line, js
 __all__ = ["CsvExport", "csv_export_of"]
 
 # The column that holds the line, best first: the whole document (Kibana with no
-# column chosen), then the line a shipper kept (Filebeat's and Vector's ``message``,
-# Fluent Bit's ``log``, Loki's ``line``). Kibana escapes a value that opens like a
-# spreadsheet formula (``@timestamp``) with a quote before it.
-_LINE_COLUMNS = ("_source", "message", "log", "line")
+# column chosen), the event as indexed (Splunk's export as CSV: ``"_time","_raw",…``),
+# then the line a shipper kept (Filebeat's and Vector's ``message``, Fluent Bit's
+# ``log``, Loki's ``line``), whatever the case of its name ("Message" in a UI's export).
+# Kibana escapes a value that opens like a spreadsheet formula (``@timestamp``) with a
+# quote before it.
+_LINE_COLUMNS = ("_source", "_raw", "message", "log", "line")
 
 
 def _row(line: bytes) -> list[str] | None:
@@ -66,7 +68,7 @@ def csv_export_of(head: bytes) -> CsvExport | None:
     header = _row(first.strip())
     if header is None:
         return None
-    names = [name.strip().lstrip("'") for name in header]
+    names = [name.strip().lstrip("'").lower() for name in header]
     column = next((names.index(c) for c in _LINE_COLUMNS if c in names), None)
     if column is None:
         return None
