@@ -26,9 +26,12 @@ __all__ = [
 # Logging's ``jsonPayload`` (a LogEntry as a sink exports it) or ``textPayload`` (where
 # the agent kept the line as text: the Ops Agent's files receiver without a parse_json
 # processor), and Filebeat's ``json`` (its log input's ``json.*`` decoding puts the record
-# there unless ``keys_under_root``; without decoding the line is in ``message``), and
-# Splunk's ``_raw`` (the event as it was indexed).
-ENVELOPE_FIELDS = ("log", "message", "line", "jsonPayload", "textPayload", "json", "_raw")
+# there unless ``keys_under_root``; without decoding the line is in ``message``),
+# Splunk's ``_raw`` (the event as it was indexed) and CloudWatch Logs Insights'
+# ``@message`` (its console's results downloaded as JSON or CSV).
+ENVELOPE_FIELDS = (
+    "log", "message", "line", "jsonPayload", "textPayload", "json", "_raw", "@message",
+)
 # Cloud Logging's agent (GKE's) parses a JSON line into the entry's jsonPayload and moves
 # its "time" to the entry's "timestamp": the line's own time, to the nanosecond.
 _TIME_MOVED_TO = {"jsonPayload": "timestamp"}
