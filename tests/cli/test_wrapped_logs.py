@@ -1,6 +1,6 @@
 """Logs as infrastructure ships them: a Kubernetes node's CRI files, Docker's json-file
 driver, ``journalctl -o json``, ``kubectl logs --timestamps --prefix``, ``stern``, Vector's, Fluent
-Bit's, Filebeat's and Loki's logcli JSON objects, Splunk's export, Fluent Bit's and Fluentd's file output. Each wraps the same JSON lines; the report is the one the
+Bit's, Filebeat's and Loki's logcli JSON objects, Splunk's export, an Elasticsearch answer, Fluent Bit's and Fluentd's file output. Each wraps the same JSON lines; the report is the one the
 plain lines give, with evidence citing the wrapped file's own lines."""
 
 from __future__ import annotations
@@ -129,6 +129,29 @@ def _splunk_export(lines: list[bytes]) -> bytes:
                   "source": "/var/log/frontend.jsonl", "sourcetype": "_json"}
         out.append(json.dumps({"preview": False, "offset": len(out), "result": result}))
     return ("\n".join(out) + "\n").encode()
+
+
+def _search_answer(lines: list[bytes]) -> bytes:
+    """An Elasticsearch ``_search`` answer saved as ``curl`` gives it: one JSON line, every
+    line a hit, Filebeat's document (the line in ``message``) or the record itself."""
+    hits = []
+    for n, line in enumerate(lines):
+        record = json.loads(line)
+        source = record if n % 2 else {"@timestamp": "2026-11-29T10:00:00.000Z",
+                                       "message": line.decode(), "log": {"offset": n * 400}}
+        hits.append({"_index": "logs-frontend", "_id": str(n), "_score": 1.0, "_source": source})
+    answer = {"took": 7, "timed_out": False, "_shards": {"total": 1, "successful": 1},
+              "hits": {"total": {"value": len(hits), "relation": "eq"}, "max_score": 1.0,
+                       "hits": hits}}
+    return json.dumps(answer, separators=(",", ":")).encode() + b"\n"
+
+
+def _insights_json(lines: list[bytes]) -> bytes:
+    """CloudWatch Logs Insights' results downloaded as JSON from its console: an array,
+    indented, each result's fields by name, the line in ``@message``, newest first."""
+    results = [{"@timestamp": "2026-11-29 10:00:00.000", "@message": line.decode(),
+                "@logStream": "ecs/frontend/4f1e"} for line in reversed(lines)]
+    return json.dumps(results, indent=2).encode() + b"\n"
 
 
 def _aws_logs_tail(lines: list[bytes]) -> bytes:
@@ -332,6 +355,8 @@ WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
                          input={"type": "filestream"}, ecs={"version": "8.0.0"}),
     "filebeat-json": _filebeat_json,
     "elasticsearch-hits": _elasticsearch_hits,
+    "elasticsearch-answer": _search_answer,
+    "cloudwatch-insights-json": _insights_json,
     "splunk-export": _splunk_export,
     "otel-collector-file": _otel_file,
 }
@@ -555,6 +580,21 @@ def test_a_text_banner_of_lower_case_words_is_not_taken_for_stern_names(tmp_path
         {"file": str(log), "line": 1, "reason": "not JSON"}
     ]
     assert doc["summary"]["lines"] == 3
+
+
+def test_a_search_answer_of_one_page_is_read_and_says_so(tmp_path: Path) -> None:
+    # Elasticsearch answers 10 hits unless asked for more: a page of the query's hits.
+    answer = json.loads(_search_answer([_RECORD.encode(), _RECORD.encode()]))
+    answer["hits"]["total"] = {"value": 10000, "relation": "gte"}
+    log = tmp_path / "hits.json"
+    log.write_text(json.dumps(answer) + "\n")
+    code, doc = analyze_json(str(log))
+    assert doc["summary"]["bad_line_samples"] == [{
+        "file": str(log), "line": 1,
+        "reason": "one page of the query's answer: 2 of at least 10000 hits"}]
+    assert doc["summary"]["lines"] == 2  # its records, read all the same
+    assert [n["file"] for n in doc["summary"]["unreadable_files"]] == [str(log)]
+    assert code == 3
 
 
 def test_a_walk_ignores_a_container_log_of_plain_text(plain: Path, tmp_path: Path) -> None:

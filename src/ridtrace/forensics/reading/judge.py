@@ -115,6 +115,9 @@ JOURNAL_DROPPED_FILE = (
 # the document's unwrapper ends such an answer with this mark and what it holds. The
 # lines past the page were never fetched.
 PAGE_MARK = b"\x1eridtrace: one page: "
+# Between the mark's notice and the page's records, where an answer a line holds both
+# (`reading.search_answer`): the records are read, the line still a bad one.
+PAGE_RECORDS = b"\x1e"
 PAGE_ONLY = "one page of the query's answer"
 PAGE_ONLY_FILE = (
     "one page of a query's answer, not all the lines it matched (see its bad lines): "
@@ -247,6 +250,10 @@ def judge_records(
     lines the hole stands for are lost. On a file's first line it is copy-and-truncate's
     hole instead (`copy_truncated`): the record is read and the line is good.
     """
+    if text.startswith(PAGE_MARK) and PAGE_RECORDS in text[len(PAGE_MARK):]:
+        notice, _, page = text[len(PAGE_MARK):].partition(PAGE_RECORDS)
+        rows, _, records = _records(page, fields) if page.strip() else ([], None, 0)
+        return rows, f"{PAGE_ONLY}: {notice.decode('utf-8', 'replace').strip()}", records
     if copy_truncated(text, first_line=first_line):
         return _records(text.lstrip(b"\x00"), fields)
     body = text.lstrip(b"\x00")

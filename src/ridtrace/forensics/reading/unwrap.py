@@ -35,6 +35,7 @@ from ridtrace.forensics.reading.judge import JOURNAL_DROPPED_MARK, JOURNAL_LEFT_
 from ridtrace.forensics.reading.loki import LOKI_HEAD, LokiAnswerUnwrapper
 from ridtrace.forensics.reading.nesting import nesting_in
 from ridtrace.forensics.reading.otlp import OTLP_HEAD, OtlpUnwrapper
+from ridtrace.forensics.reading.search_answer import SEARCH_ANSWER_HEAD, SearchAnswerUnwrapper
 from ridtrace.forensics.reading.shippers import (
     ShipperFileUnwrapper,
     envelope_of,
@@ -253,6 +254,8 @@ def _shipper_of(lines: list[bytes]) -> Unwrapper | None:
         return OtlpUnwrapper()
     elif LOKI_HEAD.match(line):
         return LokiAnswerUnwrapper()
+    elif SEARCH_ANSWER_HEAD.match(line):
+        return SearchAnswerUnwrapper()
     elif is_cloudwatch_events(lines):
         return CloudWatchEventsUnwrapper()
     for name, frame in shipper_file_frames():
