@@ -154,6 +154,14 @@ def _insights_json(lines: list[bytes]) -> bytes:
     return json.dumps(results, indent=2).encode() + b"\n"
 
 
+def _log_analytics(lines: list[bytes]) -> bytes:
+    """``az monitor log-analytics query`` over AKS's ContainerLogV2: its JSON, indented,
+    a row an object by column, the line in ``LogMessage``."""
+    rows = [{"TimeGenerated": "2026-11-29T10:00:00.000Z", "PodName": "frontend-7d9f",
+             "LogMessage": line.decode(), "LogSource": "stdout"} for line in lines]
+    return json.dumps(rows, indent=2).encode() + b"\n"
+
+
 def _aws_logs_tail(lines: list[bytes]) -> bytes:
     """``aws logs tail GROUP`` (its default, detailed output): the time, the log stream's
     name, then the line."""
@@ -357,6 +365,7 @@ WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
     "elasticsearch-hits": _elasticsearch_hits,
     "elasticsearch-answer": _search_answer,
     "cloudwatch-insights-json": _insights_json,
+    "azure-log-analytics": _log_analytics,
     "splunk-export": _splunk_export,
     "otel-collector-file": _otel_file,
 }

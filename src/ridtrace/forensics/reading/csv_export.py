@@ -25,11 +25,13 @@ __all__ = ["CsvExport", "csv_export_of"]
 # The column that holds the line, best first: the whole document (Kibana with no
 # column chosen), the event as indexed (Splunk's export as CSV: ``"_time","_raw",…``),
 # then the line a shipper kept (Filebeat's and Vector's ``message``, Fluent Bit's
-# ``log``, Loki's ``line``, CloudWatch Logs Insights' ``@message``), whatever the case of
-# its name ("Message" in a UI's export).
+# ``log``, Loki's ``line``, CloudWatch Logs Insights' ``@message``, Azure Monitor's
+# ``LogMessage`` or ``LogEntry``), whatever the case of its name ("Message" in a UI's
+# export).
 # Kibana escapes a value that opens like a spreadsheet formula (``@timestamp``) with a
 # quote before it.
-_LINE_COLUMNS = ("_source", "_raw", "message", "log", "line", "@message")
+_LINE_COLUMNS = ("_source", "_raw", "message", "log", "line", "@message", "logmessage",
+                 "logentry")
 
 
 def _row(line: bytes) -> list[str] | None:

@@ -27,10 +27,13 @@ __all__ = [
 # the agent kept the line as text: the Ops Agent's files receiver without a parse_json
 # processor), and Filebeat's ``json`` (its log input's ``json.*`` decoding puts the record
 # there unless ``keys_under_root``; without decoding the line is in ``message``),
-# Splunk's ``_raw`` (the event as it was indexed) and CloudWatch Logs Insights'
-# ``@message`` (its console's results downloaded as JSON or CSV).
+# Splunk's ``_raw`` (the event as it was indexed), CloudWatch Logs Insights'
+# ``@message`` (its console's results downloaded as JSON or CSV) and Azure Monitor's
+# container logs (AKS), ``LogMessage`` (ContainerLogV2) or ``LogEntry`` (ContainerLog),
+# as a Log Analytics query's results come (``az monitor log-analytics query``).
 ENVELOPE_FIELDS = (
     "log", "message", "line", "jsonPayload", "textPayload", "json", "_raw", "@message",
+    "LogMessage", "LogEntry",
 )
 # Cloud Logging's agent (GKE's) parses a JSON line into the entry's jsonPayload and moves
 # its "time" to the entry's "timestamp": the line's own time, to the nanosecond.
