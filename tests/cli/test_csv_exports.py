@@ -44,19 +44,20 @@ def test_the_rows_of_a_kibana_csv_are_read(tmp_path: Path, column: str) -> None:
 
 @pytest.mark.parametrize("header", [
     ["_time", "_raw", "host"], ["Date", "Host", "Message"], ["@timestamp", "@message", "@logStream"],
-    ["TimeGenerated [UTC]", "PodName", "LogMessage"],
+    ["TimeGenerated [UTC]", "PodName", "LogMessage"], ["Date", "Time", "Line", "tsNs", "id"],
 ])
 def test_the_rows_of_splunks_csv_and_a_ui_export_are_read(tmp_path: Path, header: list[str]) -> None:
     # Splunk's export as CSV holds the event in "_raw", CloudWatch Logs Insights' download
     # in "@message", Azure Monitor's (Log Analytics) in "LogMessage"; a log UI's download
-    # names its columns in its own case.
+    # names its columns in its own case (Grafana's of Loki's lines: "Line").
     lines = ["frontend: starting", *rt_request("a" * 16, "7", 0, 2), *rt_request("b" * 16, "7", 1, 3)]
     out = io.StringIO()
     rows = csv.writer(out)
     rows.writerow(header)
-    at = next(i for i, name in enumerate(header) if name.lower() in ("_raw", "message", "@message", "logmessage"))
+    at = next(i for i, name in enumerate(header) if name.lower() in ("_raw", "message", "@message", "logmessage", "line"))
     for line in reversed(lines):  # newest first, as Splunk exports
-        row = ["2026-11-29T10:00:00.000+0000", "node-3", "x"]
+        row = ["2026-11-29T10:00:00.000+0000", "node-3", "x", "1796205600000000000", "1"]
+        row = row[:len(header)]
         row[at] = line
         rows.writerow(row)
     (tmp_path / "export.csv").write_text(out.getvalue())

@@ -1,6 +1,6 @@
 """Logs as infrastructure ships them: a Kubernetes node's CRI files, Docker's json-file
 driver, ``journalctl -o json``, ``kubectl logs --timestamps --prefix``, ``stern``, Vector's, Fluent
-Bit's, Filebeat's and Loki's logcli JSON objects, Splunk's export, an Elasticsearch answer, Fluent Bit's and Fluentd's file output. Each wraps the same JSON lines; the report is the one the
+Bit's, Filebeat's and Loki's logcli JSON objects, Splunk's export, an Elasticsearch answer, Grafana's download, Fluent Bit's and Fluentd's file output. Each wraps the same JSON lines; the report is the one the
 plain lines give, with evidence citing the wrapped file's own lines."""
 
 from __future__ import annotations
@@ -160,6 +160,24 @@ def _log_analytics(lines: list[bytes]) -> bytes:
     rows = [{"TimeGenerated": "2026-11-29T10:00:00.000Z", "PodName": "frontend-7d9f",
              "LogMessage": line.decode(), "LogSource": "stdout"} for line in lines]
     return json.dumps(rows, indent=2).encode() + b"\n"
+
+
+def _grafana_text(lines: list[bytes]) -> bytes:
+    """Grafana Explore's "Download logs" as text: the query's meta a line each, two blank
+    lines, then a row a line, the time in epoch milliseconds and as ISO 8601, tab-separated."""
+    meta = (b'Common labels: {"app":"frontend","namespace":"default"}\n'
+            b'Line limit: "1000 (%d displayed)"\n\n\n' % len(lines))
+    return meta + b"".join(b"1796205600%03d\t2026-11-29T10:00:00.%03dZ\t" % (n % 1000, n % 1000)
+                           + line + b"\n" for n, line in enumerate(lines))
+
+
+def _grafana_json(lines: list[bytes]) -> bytes:
+    """Grafana Explore's "Download logs" as JSON: one array on one line, each row's line in
+    ``line`` and the stream's labels in ``fields``, newest first."""
+    rows = [{"line": line.decode(), "timestamp": "1796205600000000000",
+             "date": "2026-11-29T10:00:00.000Z", "fields": {"app": "frontend"}}
+            for line in reversed(lines)]
+    return json.dumps(rows, separators=(",", ":")).encode() + b"\n"
 
 
 def _aws_logs_tail(lines: list[bytes]) -> bytes:
@@ -366,6 +384,7 @@ WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
     "elasticsearch-answer": _search_answer,
     "cloudwatch-insights-json": _insights_json,
     "azure-log-analytics": _log_analytics,
+    "grafana-text": _grafana_text, "grafana-json": _grafana_json,
     "splunk-export": _splunk_export,
     "otel-collector-file": _otel_file,
 }

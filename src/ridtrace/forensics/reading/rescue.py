@@ -11,11 +11,14 @@ line's wrapping off, one line at a time; they run on bad lines only.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 
+from ridtrace.forensics.reading.documents import entry_line
 from ridtrace.forensics.reading.judge import Judged, judge_records
 from ridtrace.forensics.reading.nesting import TracingJsonUnwrapper, flat_tracing, has_nesting
+from ridtrace.forensics.reading.packed_lines import first_of_each_key
 from ridtrace.forensics.reading.scan import known_record
 from ridtrace.forensics.reading.shippers import (
     ENVELOPE_FIELDS,
@@ -44,7 +47,7 @@ def judge_unwrapped(text: bytes, fields: Sequence[str], *, first_line: bool) -> 
         return rows, None, records
     # A byte-order mark where `cat` joined a file a Windows tool wrote hides the wrapper.
     line = text.strip().removeprefix(UTF8_BOM)
-    inner = _behind_prefixes(line) or record_inside(line)
+    inner = _behind_prefixes(line) or record_inside(line) or _carried_batch(line)
     if inner is not None:
         inner_rows, inner_reason, inner_records = judge_records(inner, fields)
         if inner_rows and all(known_record(row) for row in inner_rows):
@@ -52,6 +55,43 @@ def judge_unwrapped(text: bytes, fields: Sequence[str], *, first_line: bool) -> 
     if not known:
         return [], reason or "unknown format", records
     return rows, reason, records
+
+
+# Every value as its text, as the reader takes it: a float written back is then the text
+# it was (1e400 is no Infinity), and a key given twice keeps its first value.
+_AS_TEXT = json.JSONDecoder(object_pairs_hook=first_of_each_key, parse_float=str,
+                            parse_constant=str)
+
+
+def _carried_batch(line: bytes) -> bytes | None:
+    """A line that is one JSON array of a shipper's entries (Grafana's logs downloaded
+    as JSON, ``[{"line":"{…}","timestamp":…,"fields":{…}},…]``; a query's rows as
+    ``jq -c`` writes them): each entry's line, back to back as the records of one line
+    are read; None when no entry carries a record. A text line among them (a banner) is
+    an object with no time, so the line is a bad one, its records read all the same."""
+    if not line.startswith(b"["):
+        return None
+    try:
+        batch = _AS_TEXT.decode(line.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    if not (isinstance(batch, list) and batch and all(isinstance(e, dict) for e in batch)):
+        return None
+    carried, found = [], False
+    for number, entry in enumerate(batch):
+        text = json.dumps(entry, separators=(",", ":")).encode("ascii")
+        # An entry as a document's entry is read (`documents.entry_line`): Grafana's
+        # "fields" object is no tracing-subscriber nesting, as `record_inside` took it.
+        inner = entry_line(text, number)
+        if inner == text:
+            carried.append(text)
+        elif inner.lstrip().startswith(b"{"):
+            carried.append(inner.strip())
+            found = True
+        else:
+            carried.append(json.dumps({"carried_line": inner.decode("utf-8", "replace")},
+                                      separators=(",", ":")).encode("ascii"))
+    return b"".join(carried) if found else None
 
 
 def records_inside(

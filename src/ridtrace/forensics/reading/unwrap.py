@@ -31,6 +31,7 @@ import re
 from ridtrace.forensics.reading.cloudwatch import CloudWatchEventsUnwrapper, is_cloudwatch_events
 from ridtrace.forensics.reading.csv_export import csv_export_of
 from ridtrace.forensics.reading.documents import document_entries_of
+from ridtrace.forensics.reading.grafana import grafana_text_of
 from ridtrace.forensics.reading.judge import JOURNAL_DROPPED_MARK, JOURNAL_LEFT_OUT_MARK
 from ridtrace.forensics.reading.loki import LOKI_HEAD, LokiAnswerUnwrapper
 from ridtrace.forensics.reading.nesting import nesting_in
@@ -262,7 +263,7 @@ def _shipper_of(lines: list[bytes]) -> Unwrapper | None:
         framed = frame.match(line)
         if framed is not None and json_object(framed["record"]) is not None:
             return ShipperFileUnwrapper(name, frame)
-    return envelope_of(lines)
+    return envelope_of(lines) or grafana_text_of(lines)
 
 
 def wrapper_of(head: bytes) -> Unwrapper | None:
