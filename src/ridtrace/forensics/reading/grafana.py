@@ -22,8 +22,8 @@ __all__ = ["GrafanaTextUnwrapper", "grafana_text_of"]
 # A row: the time in epoch milliseconds, then as ISO 8601 in UTC (JavaScript's
 # toISOString), each followed by a tab.
 _ROW = re.compile(rb"\d{10,}\t\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z\t")
-# A meta item: its label, then its value as JSON (a label may be left out).
-_META = re.compile(rb"(?:[A-Z][^\t\r\n:]*: )?(?P<value>[\"{\[0-9].*?)\r?$")
+# A meta item: its label, then its value as JSON; without a label, a JSON string.
+_META = re.compile(rb'(?:[A-Z][^\t\r\n:]*: (?P<value>["{\[0-9].*?)|(?P<text>".*?))\r?$')
 
 
 def _meta(line: bytes) -> bool:
@@ -31,7 +31,7 @@ def _meta(line: bytes) -> bool:
     if found is None:
         return False
     try:
-        json.loads(found["value"])
+        json.loads(found["value"] or found["text"])
     except (ValueError, RecursionError):
         return False
     return True
@@ -53,13 +53,16 @@ class GrafanaTextUnwrapper(LineByLine):
 def grafana_text_of(lines: list[bytes]) -> GrafanaTextUnwrapper | None:
     """The unwrapper for first lines (stripped, blank ones left out) that are Grafana's
     download: meta lines, if any, then rows, one of the first of them a JSON line."""
-    rows = [line for line in lines if not _meta(line)]
-    if not rows or _ROW.match(rows[0]) is None:
-        return None
-    for line in rows:
+    rows = False
+    for line in lines:
         row = _ROW.match(line)
         if row is None:
-            return None
+            # Meta lines come before the rows; a log's own first line ends the look at
+            # once (every file a walk finds is asked).
+            if rows or not _meta(line):
+                return None
+            continue
+        rows = True
         if line[row.end():][:1] == b"{":
             return GrafanaTextUnwrapper()
     return None
