@@ -625,6 +625,29 @@ def test_a_search_answer_of_one_page_is_read_and_says_so(tmp_path: Path) -> None
     assert code == 3
 
 
+@pytest.mark.parametrize("wrap", [_grafana_json, _search_answer], ids=["grafana", "search"])
+def test_a_text_entry_on_an_answers_line_makes_it_bad_and_its_records_are_read(
+    tmp_path: Path, wrap: Callable[[list[bytes]], bytes]
+) -> None:
+    lines = [b"frontend: starting", *(x.encode() for x in rt_request("a" * 16, "7", 0, 2)),
+             *(x.encode() for x in rt_request("b" * 16, "7", 1, 3))]
+    if wrap is _search_answer:  # a hit's document with the banner in `message`
+        answer = json.loads(wrap(lines[1:]))
+        answer["hits"]["hits"].insert(0, {"_source": {"message": lines[0].decode()}})
+        answer["hits"]["total"]["value"] += 1
+        data = json.dumps(answer).encode() + b"\n"
+    else:
+        data = wrap(lines)
+    log = tmp_path / "answer.json"
+    log.write_bytes(data)
+    code, doc = analyze_json(str(log), "--allow-incomplete")
+    assert [s["reason"] for s in doc["summary"]["bad_line_samples"]] == [
+        "5 JSON objects on one line, one missing time"]
+    assert (doc["summary"]["lines"], doc["summary"]["requests"]) == (5, 2)
+    assert [f["kind"] for f in doc["findings"]] == ["duplicate_in_flight"]
+    assert code == 1
+
+
 def test_a_walk_ignores_a_container_log_of_plain_text(plain: Path, tmp_path: Path) -> None:
     # A sidecar's text, wrapped by the runtime, under a name that is no log's: ignored
     # as its text would be, not read into a file with no log record (exit 3).

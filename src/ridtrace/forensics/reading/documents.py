@@ -42,7 +42,7 @@ from ridtrace.forensics.reading.shippers import (
 )
 from ridtrace.forensics.reading.unwrap_parts import LineByLine, carried_line, json_object
 
-__all__ = ["DocumentEntries", "document_entries_of"]
+__all__ = ["DocumentEntries", "document_entries_of", "entry_line", "entry_object"]
 
 # A JSON string, escapes and all: its brackets are text, not structure.
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
@@ -156,6 +156,20 @@ def entry_line(entry: bytes, number: int) -> bytes:
     fields = value if document is None else document
     text = next((v for f in ENVELOPE_FIELDS if isinstance(v := fields.get(f), str)), None)
     return entry if text is None else carried_line(text)
+
+
+def entry_object(entry: bytes, number: int) -> tuple[bytes, bool]:
+    """One entry of several read back to back on one line (a one-line answer or array),
+    as one JSON object, and whether it carried a line: the record it carries, the entry
+    itself when it carries none, or a text line it carries (a banner) as an object
+    without a time, so that the line is a bad one and says so."""
+    line = entry_line(entry, number)
+    if line == entry:
+        return entry, False
+    if line.lstrip().startswith(b"{"):
+        return line.strip(), True
+    text = line.decode("utf-8", "replace")
+    return json.dumps({"carried_line": text}, separators=(",", ":")).encode("ascii"), True
 
 
 def _json_array(text: bytes) -> list[Any]:

@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from ridtrace.forensics.reading.documents import entry_line
+from ridtrace.forensics.reading.documents import entry_object
 from ridtrace.forensics.reading.judge import Judged, judge_records
 from ridtrace.forensics.reading.nesting import TracingJsonUnwrapper, flat_tracing, has_nesting
 from ridtrace.forensics.reading.packed_lines import first_of_each_key
@@ -77,21 +77,13 @@ def _carried_batch(line: bytes) -> bytes | None:
         return None
     if not (isinstance(batch, list) and batch and all(isinstance(e, dict) for e in batch)):
         return None
-    carried, found = [], False
-    for number, entry in enumerate(batch):
-        text = json.dumps(entry, separators=(",", ":")).encode("ascii")
-        # An entry as a document's entry is read (`documents.entry_line`): Grafana's
-        # "fields" object is no tracing-subscriber nesting, as `record_inside` took it.
-        inner = entry_line(text, number)
-        if inner == text:
-            carried.append(text)
-        elif inner.lstrip().startswith(b"{"):
-            carried.append(inner.strip())
-            found = True
-        else:
-            carried.append(json.dumps({"carried_line": inner.decode("utf-8", "replace")},
-                                      separators=(",", ":")).encode("ascii"))
-    return b"".join(carried) if found else None
+    # Each entry read as a document's entry is (`documents.entry_object`): Grafana's
+    # "fields" object is no tracing-subscriber nesting, as `record_inside` took it.
+    objects = [entry_object(json.dumps(entry, separators=(",", ":")).encode("ascii"), number)
+               for number, entry in enumerate(batch)]
+    if not any(carried for _, carried in objects):
+        return None
+    return b"".join(text for text, _ in objects)
 
 
 def records_inside(

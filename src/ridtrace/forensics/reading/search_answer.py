@@ -21,7 +21,7 @@ import json
 import re
 from typing import Any
 
-from ridtrace.forensics.reading.documents import entry_line
+from ridtrace.forensics.reading.documents import entry_object
 from ridtrace.forensics.reading.judge import PAGE_MARK, PAGE_RECORDS
 from ridtrace.forensics.reading.unwrap_parts import LineByLine, json_object
 
@@ -29,16 +29,6 @@ __all__ = ["SEARCH_ANSWER_HEAD", "SearchAnswerUnwrapper"]
 
 # A search answer's first key: "took", or a scroll's or point in time's id before it.
 SEARCH_ANSWER_HEAD = re.compile(rb'\{\s*"(?:took|_scroll_id|pit_id)"\s*:')
-
-
-def _hit_text(hit: dict[str, Any], number: int) -> bytes:
-    text = entry_line(json.dumps(hit, separators=(",", ":")).encode("ascii"), number)
-    if text.startswith(b"{"):
-        return text
-    # A text line (a banner) is no record: an object without a time, so the answer's
-    # line is a bad one and says so, its other records read all the same.
-    return json.dumps({"search_line": text.decode("utf-8", "replace")},
-                      separators=(",", ":")).encode("ascii")
 
 
 def _page(section: dict[str, Any], hits: int) -> str | None:
@@ -69,6 +59,10 @@ class SearchAnswerUnwrapper(LineByLine):
         if not isinstance(section, dict) or not isinstance(section.get("hits"), list):
             return line
         hits = [hit for hit in section["hits"] if isinstance(hit, dict)]
-        body = b"".join(_hit_text(hit, number) for hit in hits)
+        # A text line (a banner) among them makes the answer's line a bad one, its
+        # other records read all the same (`documents.entry_object`).
+        body = b"".join(
+            entry_object(json.dumps(hit, separators=(",", ":")).encode("ascii"), number)[0]
+            for hit in hits)
         page = _page(section, len(hits))
         return body if page is None else PAGE_MARK + page.encode() + PAGE_RECORDS + body
