@@ -180,6 +180,24 @@ def _grafana_json(lines: list[bytes]) -> bytes:
     return json.dumps(rows, separators=(",", ":")).encode() + b"\n"
 
 
+def _journalctl(lines: list[bytes]) -> bytes:
+    """``journalctl -u dynamo > dynamo.log`` (its default output): its first line its own,
+    then each entry's time, host and program before the line; a reboot's mark between."""
+    out = [b"-- Logs begin at Sun 2026-11-29 10:00:00 UTC, end at Sun 2026-11-29 11:00:00 UTC. --"]
+    for n, line in enumerate(lines):
+        if n == len(lines) // 2:
+            out.append(b"-- Reboot --")
+        out.append(b"Nov 29 10:00:%02d gpu-3 dynamo[4242]: " % (n % 60) + line)
+    return b"\n".join(out) + b"\n"
+
+
+def _rsyslog(lines: list[bytes]) -> bytes:
+    """A copied /var/log/syslog as rsyslog writes it by default on Debian and Ubuntu: the
+    time in RFC 3339, the host, the program and its pid, then the line."""
+    return b"".join(b"2026-11-29T10:00:00.123456+00:00 gpu-3 dynamo[4242]: " + line + b"\n"
+                    for line in lines)
+
+
 def _aws_logs_tail(lines: list[bytes]) -> bytes:
     """``aws logs tail GROUP`` (its default, detailed output): the time, the log stream's
     name, then the line."""
@@ -385,6 +403,7 @@ WRAPPERS: dict[str, Callable[[list[bytes]], bytes]] = {
     "cloudwatch-insights-json": _insights_json,
     "azure-log-analytics": _log_analytics,
     "grafana-text": _grafana_text, "grafana-json": _grafana_json,
+    "journalctl": _journalctl, "rsyslog": _rsyslog,
     "splunk-export": _splunk_export,
     "otel-collector-file": _otel_file,
 }
@@ -741,13 +760,13 @@ def test_a_containers_lines_after_the_services_own_are_read(
 ) -> None:
     # `cat frontend.jsonl 0.log`, or a file two services' shippers write: it opens with
     # plain lines, so it is not unwrapped, and each wrapped record after them was a bad
-    # line ("a JSON record after a text prefix (syslog's …?)", "missing time"), dropped
+    # line ("a JSON record after a text prefix", "missing time"), dropped
     # under the 1 % of bad lines a read may have.
     stamp = b"2026-11-29T10:00:00.000000001Z"
     wrappers: list[Callable[[list[bytes]], bytes]] = [  # each record whole, in one line
         lambda lines: b"".join(stamp + b" stdout F " + x + b"\n" for x in lines),
         _kubectl, _logcli_text, _shipper("log", stream="stdout"), _journal,
-        WRAPPERS["vector"], WRAPPERS["logcli"], _vector_parsed,
+        WRAPPERS["vector"], WRAPPERS["logcli"], _vector_parsed, _rsyslog,
     ]
     mixed = tmp_path / "mixed"
     mixed.mkdir()

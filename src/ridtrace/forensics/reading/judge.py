@@ -69,13 +69,14 @@ _TEXT_LOG_LINE = re.compile(
 )
 TEXT_LOG_LINE = "a text log line, not JSON (Dynamo writes JSON lines with DYN_LOGGING_JSONL=1)"
 # A log record as ridtrace, Dynamo and tracing-subscriber write it (the time first),
-# after text a shipper put before it: syslog's or journalctl's default output ("Oct 02
-# 14:03:11 host dynamo[42]: {...}"), ``journalctl -o export``'s ``MESSAGE=``.
+# after text a shipper put before it that the read does not take off (`unwrap.PREFIX`
+# takes syslog's, kubectl's and others'): ``journalctl -o export``'s ``MESSAGE=``, a
+# prefix of the shipper's own.
 PREFIXED_RECORD = re.compile(
     rb'[^{\s][^{]*\{\s*"(?:time|timestamp)"\s*:\s*"\d{4}-\d{2}-\d{2}[^\n]*\}\s*$'
 )
 PREFIXED_RECORD_LINE = (
-    "a JSON record after a text prefix (syslog's or journalctl's default output? "
+    "a JSON record after a text prefix ridtrace does not take off (journalctl -o export? "
     "journalctl -o json is read as it is)"
 )
 # `journalctl -o json-pretty` writes each entry over many lines, a field a line

@@ -157,9 +157,10 @@ def ignore_reason(name: str, head: bytes, *, whole: bool, wrapped: bool = False)
     if any(_json_object_line(line) for line in lines[:200]):
         return None
     if any(PREFIXED_RECORD.match(line.strip()) for line in lines[:200]):
-        # Records behind a syslog or journal prefix (a copied /var/log/syslog, a
-        # `journalctl -o export`): read, their lines bad, so the result says incomplete;
-        # ignored as text, the walk said clean on logs it never read.
+        # Records behind a prefix the read does not take off (`journalctl -o export`):
+        # read, their lines bad, so the result says incomplete; ignored as text, the
+        # walk said clean on logs it never read. (A syslog prefix is taken off before
+        # this look, `unwrapped_head`.)
         return None
     stripped = head.strip()
     if not stripped:

@@ -89,10 +89,24 @@ _COMPOSE = _SGR + rb"[A-Za-z0-9][A-Za-z0-9_.-]* +\|" + _SGR + rb" "
 # follow (`_shipper_of`): a text log's two first words are no pod and container.
 _K8S_NAME = _SGR + rb"[a-z0-9][-a-z0-9.]*+(?<=[a-z0-9])" + _SGR
 _STERN = rb"(?:" + _K8S_NAME + rb" ){2,3}"
-# kubectl's --prefix, its --timestamps, or both; one of them at least; logcli's time
-# and labels; aws logs tail's time and stream; docker compose's container name, perhaps
-# with the time; aws logs tail's short time; stern's names, perhaps with the time.
+# syslog's line as journald and rsyslog write it: `journalctl -u dynamo` (its default
+# output, "Oct 02 14:05:02 gpu-3 dynamo[4242]: ", and -o short-precise, short-iso,
+# short-iso-precise), a copied /var/log/syslog or /var/log/messages (rsyslog's
+# traditional format, "Oct  2 …", or its RFC 3339 one): the time, the host, the
+# program and its pid, then the service's line as it wrote it. A line journald or
+# rsyslog cut (journald's LineMax, rsyslog's message size) stays a bad line.
+_SYSLOG_TIME = (rb"(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)?|\d{4}-\d{2}-\d{2}T"
+                rb"\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2}))")
+_SYSLOG = _SYSLOG_TIME + rb" [^\s\[\]:{]+ [^\s\[\]:{]+(?:\[\d+\])?: "
+# journalctl's own lines between the entries ("-- Logs begin at …, end at … --",
+# "-- Reboot --", "-- Boot 5d1c… --"): no log line, read as an empty one.
+JOURNAL_MARK = re.compile(rb"-- .* --\r?")
+# syslog's prefix (first: its time is also kubectl's); kubectl's --prefix, its
+# --timestamps, or both; one of them at least; logcli's time and labels; aws logs
+# tail's time and stream; docker compose's container name, perhaps with the time; aws
+# logs tail's short time; stern's names, perhaps with the time.
 PREFIX = re.compile(
+    _SYSLOG + rb"|"
     rb"\[[^\]\s]+\] (?:" + _TIME + rb" )?|"
     + _TIME + rb" (?:" + _LABELS + rb"|" + _STREAM_NAME + rb")?|"
     + _COMPOSE + rb"(?:" + _TIME + rb" )?|" + _AWS_SHORT + rb"|"
@@ -134,13 +148,16 @@ class PrefixUnwrapper(LineByLine):
     """``kubectl logs --timestamps`` / ``docker logs --timestamps`` (the time and a
     space before each line), ``kubectl logs --prefix`` (``[pod/NAME/CONTAINER] ``),
     Loki's ``logcli query`` (the time and the stream's labels), ``stern`` (the pod and
-    container names) and the others `PREFIX` knows."""
+    container names), syslog's (``journalctl``, /var/log/syslog) and the others `PREFIX`
+    knows; journalctl's own marks between entries are empty lines."""
 
     name = "kubectl logs"
 
     def unwrap(self, line: bytes, number: int) -> bytes:
         head = PREFIX.match(line)
-        return line if head is None else line[head.end():]
+        if head is None:
+            return b"" if JOURNAL_MARK.fullmatch(line) else line
+        return line[head.end():]
 
 
 # journald's own entry for the lines it dropped under a service's rate limit
@@ -232,10 +249,12 @@ def _shipper_of(lines: list[bytes]) -> Unwrapper | None:
     line = lines[0] if lines else b""
     if CRI_LINE.match(line):
         return CriUnwrapper()
-    if PREFIX.match(line):
+    # journalctl's first line may be its own ("-- Logs begin at … --").
+    prefixed = [x for x in lines if not JOURNAL_MARK.fullmatch(x)]
+    if prefixed and PREFIX.match(prefixed[0]):
         # A JSON line after the prefix, soon: a service's first lines may be a text
         # banner, prefixed too; a text log's own time and level are not JSON.
-        for later in lines:
+        for later in prefixed:
             prefix = PREFIX.match(later)
             if prefix is None:
                 return None
