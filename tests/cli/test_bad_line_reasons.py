@@ -60,6 +60,8 @@ _PREFIXED = [
     "-- Logs begin at Fri 2026-10-02 14:00:00 UTC, end at Fri 2026-10-02 14:10:00 UTC. --",
     f"Oct 02 14:05:02 gpu-3 dynamo[4242]: {_DYNAMO_LINE}",
     f"2026-10-02T14:05:02+0000 n3 dynamo[42]: {_DYNAMO_LINE}",
+    f"Fri 2026-10-02 14:05:02 UTC n3 dynamo[42]: {_DYNAMO_LINE}",  # journalctl -o short-full
+    f"1790949902.110377 n3 dynamo[42]: {_DYNAMO_LINE}",  # journalctl -o short-unix
     f"MESSAGE={_DYNAMO_LINE}",
 ]
 
@@ -78,10 +80,10 @@ def test_records_behind_a_syslog_prefix_are_read_and_an_unknown_prefix_says_so(
     summary = json.loads(result.stdout)["summary"]
     assert summary["ignored_files"] == []
     assert [(s["line"], s["reason"]) for s in summary["bad_line_samples"]] == [
-        (4, "a JSON record after a text prefix ridtrace does not take off (journalctl -o "
+        (6, "a JSON record after a text prefix ridtrace does not take off (journalctl -o "
             "export? journalctl -o json is read as it is)")
     ]
-    assert (summary["lines"], summary["unlinked"]) == (3, 1)
+    assert (summary["lines"], summary["unlinked"]) == (5, 1)
     assert result.exit_code == 1
 
 

@@ -91,12 +91,15 @@ _K8S_NAME = _SGR + rb"[a-z0-9][-a-z0-9.]*+(?<=[a-z0-9])" + _SGR
 _STERN = rb"(?:" + _K8S_NAME + rb" ){2,3}"
 # syslog's line as journald and rsyslog write it: `journalctl -u dynamo` (its default
 # output, "Oct 02 14:05:02 gpu-3 dynamo[4242]: ", and -o short-precise, short-iso,
-# short-iso-precise), a copied /var/log/syslog or /var/log/messages (rsyslog's
+# short-iso-precise, short-full "Fri 2026-10-02 14:05:02 UTC", short-unix
+# "1790949902.110377"), a copied /var/log/syslog or /var/log/messages (rsyslog's
 # traditional format, "Oct  2 …", or its RFC 3339 one): the time, the host, the
 # program and its pid, then the service's line as it wrote it. A line journald or
 # rsyslog cut (journald's LineMax, rsyslog's message size) stays a bad line.
 _SYSLOG_TIME = (rb"(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)?|\d{4}-\d{2}-\d{2}T"
-                rb"\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2}))")
+                rb"\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})"
+                rb"|[A-Z][a-z]{2} \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)? [A-Za-z0-9+-]+"
+                rb"|\d{9,11}\.\d+)")
 _SYSLOG = _SYSLOG_TIME + rb" [^\s\[\]:{]+ [^\s\[\]:{]+(?:\[\d+\])?: "
 # journalctl's own lines between the entries ("-- Logs begin at …, end at … --",
 # "-- Reboot --", "-- Boot 5d1c… --"): no log line, read as an empty one.
