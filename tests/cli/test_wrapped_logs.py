@@ -644,6 +644,20 @@ def test_a_search_answer_of_one_page_is_read_and_says_so(tmp_path: Path) -> None
     assert code == 3
 
 
+def test_a_grafana_download_that_reached_its_line_limit_says_it_is_a_page(tmp_path: Path) -> None:
+    lines = [_RECORD.encode()] * 3
+    log = tmp_path / "Explore-logs.txt"
+    log.write_bytes(_grafana_text(lines).replace(b"(3 displayed)", b"(3 returned)")
+                    .replace(b'Line limit: "1000', b'Line limit: "3'))
+    code, doc = analyze_json(str(log))
+    assert doc["summary"]["bad_line_samples"] == [{
+        "file": str(log), "line": 2,
+        "reason": "one page of the query's answer: 3 of at least 3 lines (Grafana's line limit)"}]
+    assert doc["summary"]["lines"] == 4  # the page's line and its rows
+    assert [n["file"] for n in doc["summary"]["unreadable_files"]] == [str(log)]
+    assert code == 3
+
+
 @pytest.mark.parametrize("wrap", [_grafana_json, _search_answer], ids=["grafana", "search"])
 def test_a_text_entry_on_an_answers_line_makes_it_bad_and_its_records_are_read(
     tmp_path: Path, wrap: Callable[[list[bytes]], bytes]

@@ -6,8 +6,10 @@ blank lines, then a row a line, the time twice and the line, tab-separated::
 
 Read as JSON lines every line was a bad one, and the download of a real incident an
 incomplete read with no finding. Each row is read as its line, cited at it; the meta
-lines are empty lines (not counted). Its JSON download is an array on one line
-(`rescue`), its CSV one of `csv_export`'s.
+lines are empty lines (not counted), but for a line limit the query reached
+(``Line limit: "1000 (1000 returned)"``): the download is a page of the lines the query
+matched, that line a bad one, "one page of the query's answer", and the read incomplete.
+Its JSON download is an array on one line (`rescue`), its CSV one of `csv_export`'s.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 
+from ridtrace.forensics.reading.judge import PAGE_MARK
 from ridtrace.forensics.reading.unwrap_parts import LineByLine
 
 __all__ = ["GrafanaTextUnwrapper", "grafana_text_of"]
@@ -22,6 +25,9 @@ __all__ = ["GrafanaTextUnwrapper", "grafana_text_of"]
 # A row: the time in epoch milliseconds, then as ISO 8601 in UTC (JavaScript's
 # toISOString), each followed by a tab.
 _ROW = re.compile(rb"\d{10,}\t\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z\t")
+# The query's line limit and the lines it returned ("displayed" in older releases): as
+# many lines as the limit are a page of what the query matched.
+_LINE_LIMIT = re.compile(rb'Line limit: "(\d+) \((\d+) (?:returned|displayed)\)"\r?')
 # A meta item: its label, then its value as JSON; without a label, a JSON string.
 _META = re.compile(rb'(?:[A-Z][^\t\r\n:]*: (?P<value>["{\[0-9].*?)|(?P<text>".*?))\r?$')
 
@@ -46,6 +52,11 @@ class GrafanaTextUnwrapper(LineByLine):
         row = _ROW.match(line)
         if row is not None:
             return line[row.end():]
+        limit = _LINE_LIMIT.fullmatch(line)
+        if limit is not None and int(limit[2]) >= int(limit[1]):
+            # A bad line that says so (`judge.PAGE_MARK`): the read is incomplete.
+            return PAGE_MARK + b"%s of at least %s lines (Grafana's line limit)" % (
+                limit[2], limit[2])
         # No row is a meta line: every row opens with its two times.
         return b"" if _meta(line) else line
 
