@@ -32,7 +32,7 @@ import json
 import re
 from typing import Any
 
-from ridtrace.forensics.reading.judge import PAGE_MARK
+from ridtrace.forensics.reading.judge import page_line
 from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
 from ridtrace.forensics.reading.shippers import (
     ENVELOPE_FIELDS,
@@ -105,8 +105,7 @@ class DocumentEntries(LineByLine):
                 self._at_least = True
             elif (bare.startswith(b"]") and self._depth == 2 and self._total is not None
                   and (self._entries < self._total or self._at_least)):
-                more = "at least " if self._at_least else ""
-                return PAGE_MARK + f"{self._entries} of {more}{self._total} hits".encode()
+                return page_line(self._entries, self._total, at_least=self._at_least)
         if self.opening is None:  # learnt from the document's structure
             if (before == 0 and bare == b"[") or _ENTRY_ARRAY.search(stripped):
                 self._entry_depths.add(self._depth)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 
-from ridtrace.forensics.reading.judge import PAGE_MARK
+from ridtrace.forensics.reading.judge import page_line
 from ridtrace.forensics.reading.unwrap_parts import LineByLine
 
 __all__ = ["GrafanaTextUnwrapper", "grafana_text_of"]
@@ -55,8 +55,9 @@ class GrafanaTextUnwrapper(LineByLine):
         limit = _LINE_LIMIT.fullmatch(line)
         if limit is not None and int(limit[2]) >= int(limit[1]):
             # A bad line that says so (`judge.PAGE_MARK`): the read is incomplete.
-            return PAGE_MARK + b"%s of at least %s lines (Grafana's line limit)" % (
-                limit[2], limit[2])
+            returned = int(limit[2])
+            return page_line(returned, returned, at_least=True,
+                             what="lines (Grafana's line limit)")
         # No row is a meta line: every row opens with its two times.
         return b"" if _meta(line) else line
 

@@ -120,6 +120,12 @@ PAGE_MARK = b"\x1eridtrace: one page: "
 # (`reading.search_answer`): the records are read, the line still a bad one.
 PAGE_RECORDS = b"\x1e"
 PAGE_ONLY = "one page of the query's answer"
+
+
+def page_line(held: int, total: int, *, at_least: bool, what: str = "hits") -> bytes:
+    """The line an unwrapper gives for an answer that holds `held` of the `total` its
+    query matched (`at_least`: the total is a lower bound): a bad line, `PAGE_ONLY`."""
+    return PAGE_MARK + f"{held} of {'at least ' if at_least else ''}{total} {what}".encode()
 PAGE_ONLY_FILE = (
     "one page of a query's answer, not all the lines it matched (see its bad lines): "
     "fetch them all (Elasticsearch: a size over the total, or search_after; the AWS CLI: "

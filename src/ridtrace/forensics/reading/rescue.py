@@ -18,7 +18,6 @@ from collections.abc import Callable, Iterable, Sequence
 from ridtrace.forensics.reading.documents import entry_object
 from ridtrace.forensics.reading.judge import Judged, judge_records
 from ridtrace.forensics.reading.nesting import TracingJsonUnwrapper, flat_tracing, has_nesting
-from ridtrace.forensics.reading.packed_lines import first_of_each_key
 from ridtrace.forensics.reading.scan import known_record
 from ridtrace.forensics.reading.shippers import (
     ENVELOPE_FIELDS,
@@ -27,7 +26,7 @@ from ridtrace.forensics.reading.shippers import (
     parsed_line,
 )
 from ridtrace.forensics.reading.unwrap import CRI_LINE, PREFIX
-from ridtrace.forensics.reading.unwrap_parts import UTF8_BOM, carried_line, json_object
+from ridtrace.forensics.reading.unwrap_parts import UTF8_BOM, carried_line, json_object, json_value
 
 __all__ = ["judge_unwrapped", "record_behind_prefix", "record_inside", "records_inside"]
 
@@ -57,12 +56,6 @@ def judge_unwrapped(text: bytes, fields: Sequence[str], *, first_line: bool) -> 
     return rows, reason, records
 
 
-# Every value as its text, as the reader takes it: a float written back is then the text
-# it was (1e400 is no Infinity), and a key given twice keeps its first value.
-_AS_TEXT = json.JSONDecoder(object_pairs_hook=first_of_each_key, parse_float=str,
-                            parse_constant=str)
-
-
 def _carried_batch(line: bytes) -> bytes | None:
     """A line that is one JSON array of a shipper's entries (Grafana's logs downloaded
     as JSON, ``[{"line":"{…}","timestamp":…,"fields":{…}},…]``; a query's rows as
@@ -71,10 +64,8 @@ def _carried_batch(line: bytes) -> bytes | None:
     an object with no time, so the line is a bad one, its records read all the same."""
     if not line.startswith(b"["):
         return None
-    try:
-        batch = _AS_TEXT.decode(line.decode("utf-8"))
-    except (ValueError, RecursionError):
-        return None
+    # Each value as its text (`json_value`): a float written back is the text it was.
+    batch = json_value(line)
     if not (isinstance(batch, list) and batch and all(isinstance(e, dict) for e in batch)):
         return None
     # Each entry read as a document's entry is (`documents.entry_object`): Grafana's

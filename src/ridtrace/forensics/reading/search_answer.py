@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from ridtrace.forensics.reading.documents import entry_object
-from ridtrace.forensics.reading.judge import PAGE_MARK, PAGE_RECORDS
+from ridtrace.forensics.reading.judge import PAGE_RECORDS, page_line
 from ridtrace.forensics.reading.unwrap_parts import LineByLine, json_object
 
 __all__ = ["SEARCH_ANSWER_HEAD", "SearchAnswerUnwrapper"]
@@ -31,8 +31,8 @@ __all__ = ["SEARCH_ANSWER_HEAD", "SearchAnswerUnwrapper"]
 SEARCH_ANSWER_HEAD = re.compile(rb'\{\s*"(?:took|_scroll_id|pit_id)"\s*:')
 
 
-def _page(section: dict[str, Any], hits: int) -> str | None:
-    """"N of M hits" when the answer holds fewer hits than the query matched (or the
+def _page(section: dict[str, Any], hits: int) -> bytes | None:
+    """`judge.page_line` when the answer holds fewer hits than the query matched (or the
     total is a lower bound, ``"relation": "gte"``), else None."""
     total = section.get("total")
     at_least = False
@@ -42,7 +42,7 @@ def _page(section: dict[str, Any], hits: int) -> str | None:
     if not isinstance(total, int) or isinstance(total, bool):
         return None
     if hits < total or at_least:
-        return f"{hits} of {'at least ' if at_least else ''}{total} hits"
+        return page_line(hits, total, at_least=at_least)
     return None
 
 
@@ -65,4 +65,4 @@ class SearchAnswerUnwrapper(LineByLine):
             entry_object(json.dumps(hit, separators=(",", ":")).encode("ascii"), number)[0]
             for hit in hits)
         page = _page(section, len(hits))
-        return body if page is None else PAGE_MARK + page.encode() + PAGE_RECORDS + body
+        return body if page is None else page + PAGE_RECORDS + body

@@ -112,6 +112,13 @@ class LineByLine:
 
 
 def json_object(line: bytes) -> dict[str, Any] | None:
+    """The line's JSON object (`json_value`), or None when it holds no object."""
+    value = json_value(line)
+    return value if isinstance(value, dict) else None
+
+
+def json_value(line: bytes) -> Any:
+    """The line's JSON value as the reader takes it, or None when it is no JSON."""
     # RFC 7464's record separator before a JSON text (`journalctl -o json-seq`, `jq
     # --seq`) is framing, as DuckDB's reader takes it; Python's parser refuses it.
     line = line.removeprefix(b"\x1e")
@@ -119,11 +126,10 @@ def json_object(line: bytes) -> dict[str, Any] | None:
         # A float kept as its text: 1e400 written back as Infinity is no JSON, and the
         # reader takes every field as text anyway.
         # A key given twice keeps its first value: a flattened line means what it meant.
-        value = json.loads(line, object_pairs_hook=first_of_each_key, parse_float=str,
-                           parse_constant=str)
+        return json.loads(line, object_pairs_hook=first_of_each_key, parse_float=str,
+                          parse_constant=str)
     except (ValueError, RecursionError):
         return None
-    return value if isinstance(value, dict) else None
 
 
 def carried_line(text: str) -> bytes:
