@@ -81,3 +81,61 @@ def test_a_hole_opening_the_file_is_a_copytruncates_not_a_crashs(
     assert summary["unreadable_files"] == [] and not summary["incomplete"]
     assert summary["requests"] == want["summary"]["requests"]
     assert code == want_code
+
+
+def _zero_pages(data: bytes, first: int, last: int) -> tuple[bytes, int]:
+    """`data` with the 4 KiB pages holding bytes `first` to `last` zeroed, as a crash
+    leaves pages of the page cache that never reached the disk; and the bytes zeroed."""
+    start, end = first // 4096 * 4096, (last // 4096 + 1) * 4096
+    assert b"\n" not in data[start - 1:start + 1] + data[end - 1:end + 1]  # mid-line
+    return data[:start] + b"\x00" * (end - start) + data[end:], end - start
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_hole_starting_mid_line_makes_the_read_incomplete(
+    tmp_path: Path, engine: str
+) -> None:
+    # The pages zeroed start and end inside lines: the lost lines, newlines and all,
+    # are one line with the two halves around them. It was one "binary data" (or
+    # "UTF-32 text") bad line under the 1 % rule, and "No findings", exit 0.
+    plain, holed = _logs_and_a_copy(tmp_path, requests=400)
+    front = holed / "frontend.jsonl"
+    data = front.read_bytes()
+    middle = len(data) // 2 + 1234
+    zeroed, hole = _zero_pages(data, middle, middle + 5000)
+    front.write_bytes(zeroed)
+    code, got = analyze_json(str(holed), "--engine", engine)
+    summary = got["summary"]
+    (sample,) = summary["bad_line_samples"]
+    assert sample["reason"] == f"{hole} NUL bytes inside the line (lines lost in a crash?)"
+    assert sample["file"] == str(front)
+    assert summary["incomplete_reasons"] == [
+        f"{front}: a run of NUL bytes where a crash lost lines (see its bad lines)"
+    ]
+    assert summary["bad_lines"] == 1 < 0.01 * summary["lines"]
+    assert code == (1 if summary["errors"] else 3)  # 3 unless error findings remain
+
+
+def test_the_record_after_a_hole_that_started_mid_line_is_read(tmp_path: Path) -> None:
+    record = {"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1",
+              "event": "request.start", "request_id": "r-1", "trace_id": "a" * 32,
+              "span_id": "b" * 16}
+    log = tmp_path / "app.jsonl"
+    log.write_bytes(b'{"time": "2026-11-29T09:59:59Z", "sch' + b"\x00" * 600
+                    + json.dumps(record).encode() + b"\n")
+    code, doc = analyze_json(str(log))
+    assert doc["summary"]["spans"] == 1  # the record after the hole
+    assert doc["summary"]["bad_line_samples"][0]["reason"] == (
+        "600 NUL bytes inside the line (lines lost in a crash?)"
+    )
+    assert code == 3
+
+
+def test_binary_data_with_nuls_is_no_crash_hole(tmp_path: Path) -> None:
+    record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1"})
+    log = tmp_path / "app.jsonl"
+    binary = b"\x89PNG\xff\xfe" + b"\x00" * 64 + b"\xc3\x28\x00"
+    log.write_bytes((record + "\n").encode() * 200 + binary + b"\n")
+    _, doc = analyze_json(str(log))
+    assert doc["summary"]["bad_line_samples"][0]["reason"] == "binary data"
+    assert doc["summary"]["unreadable_files"] == []

@@ -16,14 +16,13 @@ import pyarrow.compute as pc
 
 from ridtrace.forensics.reading.judge import (
     CRASH_HOLE,
-    CRASH_HOLE_BYTES,
     JOURNAL_DROPPED,
     JOURNAL_DROPPED_FILE,
     JOURNAL_LEFT_OUT,
     JOURNAL_LEFT_OUT_FILE,
     PAGE_ONLY,
     PAGE_ONLY_FILE,
-    copy_truncated,
+    crash_hole,
 )
 from ridtrace.forensics.reading.lean import (
     SUSPECT_EMPTY,
@@ -75,8 +74,7 @@ def judge_suspects(
         if reason is not None and reason.endswith(CR_SEPARATED) and not cr_separated:
             cr_separated = True  # records are unread, however few the bad lines
             stats.unreadable_files.append(FileNote(name, CR_SEPARATED_FILE))
-        if (not holed and text.startswith(b"\x00" * CRASH_HOLE_BYTES)
-                and not copy_truncated(text, first_line=first_line)):
+        if not holed and crash_hole(text, first_line=first_line):
             holed = True  # lines of this log are gone, however few bad lines
             # No line number: a Dask block numbers its lines from 1.
             stats.unreadable_files.append(FileNote(name, CRASH_HOLE))
