@@ -65,3 +65,37 @@ def test_a_utf16_line_read_as_bytes_says_so() -> None:
     assert judge_line(wide.decode("utf-32-le").encode("utf-32-be"), ("time",)) == (
         "UTF-32 text, not UTF-8")
     assert judge_line(b"\x00\x01\x02binary\xff", ("time",)) == "binary data"
+
+
+APPENDED = {
+    # A log PowerShell's `>` started, then a service appended to in UTF-8.
+    "utf-16, then utf-8": lambda a, b: a.encode("utf-16") + b.encode("utf-8"),
+    "utf-16, then utf-8 with its BOM": lambda a, b: a.encode("utf-16") + BOM + b.encode(),
+    "utf-16-be, then utf-8": lambda a, b: b"\xfe\xff" + a.encode("utf-16-be") + b.encode(),
+    "utf-16, then utf-16-be with its BOM":
+        lambda a, b: a.encode("utf-16") + b"\xfe\xff" + b.encode("utf-16-be"),
+    "utf-32, then utf-8": lambda a, b: a.encode("utf-32") + b.encode("utf-8"),
+}
+BOM = b"\xef\xbb\xbf"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("encodings", sorted(APPENDED))
+def test_a_log_whose_encoding_changes_at_a_line_gives_the_utf8_report(
+    plain: Path, plain_report: PlainReport, tmp_path: Path, encodings: str, engine: str
+) -> None:
+    # Decoded on as its first encoding, the rest of the file was one line of garbage:
+    # one bad line under the 1 % rule, its records (and findings) unread, exit 0.
+    for path in plain.iterdir():
+        lines = path.read_text().splitlines(keepends=True)
+        half = len(lines) // 2
+        (tmp_path / path.name).write_bytes(
+            APPENDED[encodings]("".join(lines[:half]), "".join(lines[half:])))
+    want_code, want = plain_report
+    code, got = analyze_json(str(tmp_path), "--engine", engine)
+    assert got["summary"]["bad_lines"] == 0, got["summary"]["bad_line_samples"]
+    assert got["summary"]["lines"] == want["summary"]["lines"]
+    assert [(f["kind"], f["span_id"], f["evidence"][0]["line"]) for f in got["findings"]] == [
+        (f["kind"], f["span_id"], f["evidence"][0]["line"]) for f in want["findings"]
+    ]
+    assert code == want_code

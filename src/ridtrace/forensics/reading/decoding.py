@@ -21,6 +21,7 @@ from ridtrace.forensics.reading.docker_local import (
     DOCKER_LOCAL_BYTES,
     is_docker_local,
 )
+from ridtrace.forensics.reading.wide_text import WideText
 
 GZIP_MAGIC = b"\x1f\x8b"
 BOM = b"\xef\xbb\xbf"
@@ -127,7 +128,7 @@ class DecodedStream(io.RawIOBase):
         self.had_bom = False
         # The UTF-16 codec the text is in, known at the first read; None for UTF-8.
         self.encoding: str | None = None
-        self._utf16: Any = None
+        self._utf16: WideText | None = None
         self._sniffed = False
 
     @staticmethod
@@ -250,12 +251,11 @@ class DecodedStream(io.RawIOBase):
             self._sniffed = True
             self.encoding = wide_text_codec(data)
             if self.encoding is not None:
-                self._utf16 = codecs.getincrementaldecoder(self.encoding)("replace")
+                self._utf16 = WideText(self.encoding, data, wide_text_codec)
         if self._utf16 is None:
             return data
         # An odd byte at the very end is U+FFFD, on a line of its own judging.
-        text: str = self._utf16.decode(data, final=not data)
-        return text.encode("utf-8")
+        return self._utf16.decode(data)
 
     def readinto(self, buffer: Any) -> int:
         """`io.RawIOBase` plumbing over `read`."""
