@@ -169,6 +169,17 @@ def _stream_of(sink: object) -> IO[bytes]:
     return cast("IO[bytes]", sink)
 
 
+_STANDARD_STREAMS = {"<stdout>": "standard output", "<stderr>": "standard error"}
+
+
+def _place_of(stream: object) -> str:
+    """A stream as the line about a write it refused names it."""
+    name = getattr(stream, "name", None)
+    if isinstance(name, str) and name:
+        return _STANDARD_STREAMS.get(name, f"log file {name}")
+    return f"the log stream ({type(stream).__name__})"
+
+
 def configure_logging(
     sink: str | os.PathLike[str] | IO[bytes] | IO[str] | None = None,
     *,
@@ -206,13 +217,16 @@ def configure_logging(
     if sink is None:
         stream: IO[bytes] = sys.stderr.buffer
         target = stream
+        place = "standard error"
     elif isinstance(sink, (str, os.PathLike)):
         path = Path(sink)
         path.parent.mkdir(parents=True, exist_ok=True)
         target = str(path.resolve())
         stream, raw = path.open("ab", buffering=0), True
+        place = f"log file {os.fspath(sink)}"
     else:
         stream, target = _stream_of(sink), sink
+        place = _place_of(sink)
     if isinstance(level, str):
         level = _loguru_level(level)
     levelno = level if isinstance(level, int) else logger.level(level).no
@@ -220,7 +234,8 @@ def configure_logging(
     # imported under two names) replaces the first call's sink: both wrote every line,
     # so the file held each line twice.
     replace_sinks_of(target)
-    writer = JsonLinesSink(stream, service, raw=raw, levelno=levelno, target=target)
+    writer = JsonLinesSink(stream, service, raw=raw, levelno=levelno, target=target,
+                           place=place)
     _install_patcher()
     # The sink object itself (not its bound write), so loguru calls its stop() on removal.
     handler_id = logger.add(writer, level=level, format="{message}", catch=True)

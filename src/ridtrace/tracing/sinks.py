@@ -10,6 +10,12 @@ gathered: an application's own lines, and a server's last words before it re-rai
 signal, are never held. Gathered events are also written when the sink is removed,
 when :func:`ridtrace.shutdown_telemetry` runs (the apps' lifespan) and at interpreter
 exit, so a stopped server loses none of them (issue 14).
+
+A write the stream refuses (a full disk, a file size limit, ``/dev/full``) loses its
+lines, never the caller's work: the sink says so once on standard error, one line naming
+where it writes, and again, with the count of lines lost, once a write gets through.
+Raised, the error became loguru's multi-line report (a traceback) for every record and
+one more line per batch of events.
 """
 
 from __future__ import annotations
@@ -58,6 +64,8 @@ class JsonLinesSink:
             straight to ``write(2)`` and the sink closes it on ``stop``. Otherwise each
             write is followed by a flush, and the stream stays the caller's.
         levelno: the lowest level of events written (loguru filters its own records).
+        place: where the lines go, as the stderr line about a failing write names it
+            (``log file logs/w.jsonl``, ``standard output``).
     """
 
     def __init__(
@@ -68,8 +76,12 @@ class JsonLinesSink:
         raw: bool = False,
         levelno: int = 0,
         target: object = None,
+        place: str = "the log",
     ) -> None:
         self._stream = stream
+        self._place = place
+        # Lines lost since the stream last refused a write, None while writes get through.
+        self._lost: int | None = None
         # What configure_logging was given (a resolved path, or the stream), and the
         # loguru handler it added for this sink: a later call for the same target
         # removes it.
@@ -142,6 +154,23 @@ class JsonLinesSink:
             self._write_out(data)
 
     def _write_out(self, data: bytes) -> None:  # under self._lock
+        try:
+            self._write_through(data)
+        except OSError as exc:
+            # Raised, it was a traceback on stderr per record (loguru's report) or a line
+            # per batch of events; the server's requests must not notice either way.
+            if self._lost is None:
+                self._lost = 0
+                _say(f"ridtrace: cannot write to {self._place}: {exc.strerror or exc}; "
+                     "log lines are being lost")
+            self._lost += max(data.count(b"\n"), 1)
+            return
+        if self._lost is not None:
+            lost, self._lost = self._lost, None
+            _say(f"ridtrace: writing to {self._place} again; "
+                 f"{lost} log line{'s' if lost != 1 else ''} lost")
+
+    def _write_through(self, data: bytes) -> None:  # under self._lock
         if self._raw and isinstance(self.target, str):
             now = time.monotonic()
             if now >= self._rotation_check_at:
@@ -272,9 +301,15 @@ def flush_sinks() -> None:
 
 
 def report_write_error(exc: Exception) -> None:
-    """What loguru's ``catch=True`` does for a failing sink: say so on stderr, go on."""
+    """What loguru's ``catch=True`` does for a failing sink: say so on stderr, go on.
+    (A write the stream refuses is the sink's own to report, once: it never gets here.)"""
+    _say(f"ridtrace: could not write an event line: {exc!r}")
+
+
+def _say(line: str) -> None:
     with contextlib.suppress(Exception):  # nowhere left to report to
-        sys.stderr.write(f"ridtrace: could not write an event line: {exc!r}\n")
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
 
 
 def _forget_pending_in_child() -> None:
