@@ -98,7 +98,7 @@ def test_a_hole_starting_mid_line_makes_the_read_incomplete(
     # The pages zeroed start and end inside lines: the lost lines, newlines and all,
     # are one line with the two halves around them. It was one "binary data" (or
     # "UTF-32 text") bad line under the 1 % rule, and "No findings", exit 0.
-    plain, holed = _logs_and_a_copy(tmp_path, requests=400)
+    _, holed = _logs_and_a_copy(tmp_path, requests=400)
     front = holed / "frontend.jsonl"
     data = front.read_bytes()
     middle = len(data) // 2 + 1234
