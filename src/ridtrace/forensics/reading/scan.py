@@ -20,6 +20,7 @@ from ridtrace.contract import (
     DYNAMO_SPAN_DURATION_US,
     LOG_SCHEMA,
 )
+from ridtrace.forensics.reading.hex_ids import hex_id
 from ridtrace.forensics.reading.lean import LINE_TERMS, OTHER, SPAN, SUSPECT
 from ridtrace.forensics.reading.other_loggers import (
     OTHER_EPOCH_TIME,
@@ -183,17 +184,22 @@ def full_spans_sql(source: str) -> str:
     """Per-span rows of every line of `source` (a full read: display fields too).
 
     Kinds numbered as `lean.lean_spans_sql` numbers them; each suspect line its own row.
+    A span groups on its ids spelt one way and shows its first line's spelling, as
+    `span_sql.spans_select` (which rebuilds a file's spans when a suspect line is rescued).
     """
     events = normalized_select(f"({source})", keep=FLAGS)
     return f"""
-SELECT _kind, _g1 AS trace_id, _g2 AS span_id, hash(_g1, _g2) AS span_key,
+SELECT _kind, CASE WHEN _kind = {SPAN} THEN arg_min(trace_id, rn) END AS trace_id,
+    CASE WHEN _kind = {SPAN} THEN arg_min(span_id, rn) ELSE _g2 END AS span_id,
+    hash(_g1, _g2) AS span_key,
     {span_aggregates()},
     bool_or(_empty) AS _empty, bool_or(_time_text IS NOT NULL) AS _timed,
     bool_or(time IS NULL) AS _untimed, count(*) FILTER (WHERE _in_window) AS _window
 FROM (
     SELECT *,
-        CASE WHEN _kind = {SPAN} THEN trace_id END AS _g1,
-        CASE WHEN _kind = {SPAN} THEN span_id WHEN _kind = {SUSPECT} THEN rn::VARCHAR END AS _g2
+        CASE WHEN _kind = {SPAN} THEN {hex_id("trace_id", trace=True)} END AS _g1,
+        CASE WHEN _kind = {SPAN} THEN {hex_id("span_id")}
+             WHEN _kind = {SUSPECT} THEN rn::VARCHAR END AS _g2
     FROM (
         SELECT *, CASE WHEN _suspect THEN {SUSPECT} WHEN NOT _ev OR span_id IS NULL
                        THEN {OTHER} ELSE {SPAN} END::TINYINT AS _kind

@@ -1,7 +1,11 @@
 """The second SQL stage of the read: events collapsed into one row per request span.
 
 Keyed by (trace_id, span_id): the span id is unique per request even when request ids
-collide, which is exactly the situation forensics has to untangle. Every column is
+collide, which is exactly the situation forensics has to untangle. The key is the ids
+spelt one way (`hex_ids.hex_id`, as the lean pass `analyze` runs spells them): a span
+whose lines spell its id otherwise (upper case on some, ``0x`` or other leading zeros)
+is one span, as `analyze` counts it, not two with one "no end"; the row keeps the
+spelling of its first line, which the views show and tag. Every column is
 decomposable (first non-null by line, last request id, min/max time, counts), so spans
 cut by a file or partition boundary combine exactly
 (`ridtrace.forensics.records.partials`). The events come from `sql.normalized_select`.
@@ -18,6 +22,7 @@ from ridtrace.contract import (
     WORKER,
     WORKER_END,
 )
+from ridtrace.forensics.reading.hex_ids import hex_id
 from ridtrace.forensics.reading.sql import CLOSING_EVENTS, literal, literal_list, started
 
 
@@ -95,11 +100,15 @@ def spans_select(events: str, *, by_file: bool = False) -> str:
     """One row per span of `events` (normalised, with ``rn``), in first-seen order;
     `by_file`: per span of each ``file`` (its first column), by file."""
     file = "file, " if by_file else ""
+    # Grouped by the ids spelt one way (the lean pass's key); shown as the first line
+    # spelt them. Events a lean read normalised already are their own spelling.
+    keyed = (f"SELECT *, {hex_id('trace_id', trace=True)} AS _trace_key, "
+             f"{hex_id('span_id')} AS _span_key FROM {events} WHERE span_id IS NOT NULL")
     return f"""
-SELECT {file}trace_id, span_id, hash(trace_id, span_id) AS span_key,
+SELECT {file}arg_min(trace_id, rn) AS trace_id, arg_min(span_id, rn) AS span_id,
+    hash(_trace_key, _span_key) AS span_key,
     {span_aggregates()}
-FROM {events}
-WHERE span_id IS NOT NULL
-GROUP BY {file}trace_id, span_id
+FROM ({keyed})
+GROUP BY {file}_trace_key, _span_key
 ORDER BY {file}first_rn
 """

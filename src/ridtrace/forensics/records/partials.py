@@ -156,10 +156,12 @@ def partial_requests(requests: pd.DataFrame, part: int) -> pd.DataFrame:
 
 
 def _merge(parts: pd.DataFrame) -> pd.DataFrame:
-    """One row per span from several partials of it (in `_in_time_order`)."""
-    codes = np.asarray(
-        parts.groupby(KEYS, sort=False, dropna=False).ngroup().to_numpy(), dtype=np.int64
-    )
+    """One row per span from several partials of it (in `_in_time_order`).
+
+    Grouped by the key hashed from the ids spelt one way (`span_sql.spans_select`), not
+    by the ids as logged: a span whose file rotated between a line spelling its id upper
+    case and one spelling it lower case is one span; it keeps its earliest spelling."""
+    codes = np.asarray(parts.groupby(KEY, sort=False).ngroup().to_numpy(), dtype=np.int64)
     n = int(codes.max()) + 1
     every = np.ones(len(parts), dtype=bool)
     first, last = group_rows(codes, every, n), group_rows(codes, every, n, last=True)
@@ -248,7 +250,7 @@ def _in_time_order(parts: pd.DataFrame) -> pd.DataFrame:
     lines' own times, not the start: Dynamo's closing line dates a part holding it back
     by its ``latency_ms``, to before the span's first line in another file.
     """
-    first_in_file = parts.groupby([*KEYS, "file"], sort=False, dropna=False)[FIRST_TIME]
+    first_in_file = parts.groupby([KEY, "file"], sort=False, dropna=False)[FIRST_TIME]
     by_time = parts.assign(_first_in_file=first_in_file.transform("min"))
     ordered = by_time.sort_values(["_first_in_file", PART, POS], kind="stable",
                                   na_position="last", ignore_index=True)
