@@ -24,7 +24,7 @@ from ridtrace.forensics.views.jaeger_logs import (
     process_id,
     tag,
 )
-from ridtrace.forensics.views.jaeger_names import inherited_routes, operation_name
+from ridtrace.forensics.views.jaeger_names import inherited_routes, operation_name, route_tags
 
 _TAGS = ("request_id", "x_request_id", "side", "outcome", "status", "route", "fp_in", "fp_out",
          "deprecated", "worker", "error")
@@ -246,6 +246,7 @@ def jaeger_traces(
                 caller_route = routes[(jaeger_trace, parent)]
             else:
                 tags.append(tag("parent_span_id", str(r.parent_span_id)))
+        tags = route_tags(tags, r, caller_route)
         if failed(r.outcome, r.status):
             tags.append(tag("error", True))
         # The span exported live ended with its answer: a 500 sent at 20 ms whose pump

@@ -10,7 +10,7 @@ from ridtrace.contract import WORKER
 from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 from ridtrace.forensics.views.jaeger_logs import present
 
-__all__ = ["inherited_routes", "operation_name"]
+__all__ = ["inherited_routes", "operation_name", "route_tags", "worker_route"]
 
 
 def inherited_routes(req: pd.DataFrame, parents: dict[Any, Any], routes: dict[Any, Any],
@@ -33,6 +33,25 @@ def inherited_routes(req: pd.DataFrame, parents: dict[Any, Any], routes: dict[An
     return out
 
 
+def worker_route(r: Any, caller_route: Any) -> Any:
+    """The route worker span `r` worked for: its caller's (`caller_route`, as
+    `operation_name` takes it) when known, else the one it logged (None for a frontend
+    span: its own route is its row's)."""
+    if r.side != WORKER:
+        return None
+    return caller_route if present(caller_route) else r.route
+
+
+def route_tags(tags: list[dict[str, Any]], r: Any, caller_route: Any) -> list[dict[str, Any]]:
+    """`tags` (span `r`'s) with the `route` tag a worker span logged of its own (a
+    refusal's ``path``) saying the route its name says, its caller's: the worker's
+    endpoint is no route of the request's (docs/cli.md). Other spans' as they are."""
+    route = worker_route(r, caller_route)
+    if not present(route) or not present(r.route) or route == r.route:
+        return tags
+    return [{**t, "value": str(route)} if t["key"] == "route" else t for t in tags]
+
+
 def operation_name(r: Any, caller_route: Any = None) -> str:
     """`r`'s operationName (a row of the requests frame); `caller_route`: its parent's
     route, or the one the parent inherited (`inherited_routes`)."""
@@ -40,10 +59,12 @@ def operation_name(r: Any, caller_route: Any = None) -> str:
         # ridtrace's workers log no route (the frontend writes the request lifecycle),
         # so "worker request" was every worker span's name: the caller's route says
         # which API the work was for, and Jaeger's operation list can tell them apart.
-        if present(r.route):
-            return f"worker {r.route}"
-        if present(caller_route):
-            return f"worker {caller_route}"
+        # The caller's first: a worker that refused a request logs its own endpoint
+        # (`path: /v1/work`), and its span was "worker /v1/work" under the caller's
+        # `POST /v1/chat/completions`. Its own path names it only with no caller read.
+        route = worker_route(r, caller_route)
+        if present(route):
+            return f"worker {route}"
         # Its caller is not in the logs read: a Dynamo worker logs its span's name
         # (`handle_payload`), which says more than "request" (kept when none is logged).
         # Only the full read's frame has `span_name`.
