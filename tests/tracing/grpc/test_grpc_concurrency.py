@@ -113,7 +113,8 @@ def test_keyed_by_the_client_id_the_same_load_is_refused_not_crossed(
 def test_client_cancelling_mid_stream_is_cancelled_and_leaks_nothing(
     proto: Proto, log_lines: LogLines
 ) -> None:
-    servicer = build_servicer(proto, engine=EchoEngine(hang_after_tokens=2))
+    engine = _SaysWhenItHangs(hang_after_tokens=2)
+    servicer = build_servicer(proto, engine=engine)
     probe = _ContextProbe()
 
     async def go() -> tuple[str, Any]:
@@ -131,6 +132,10 @@ def test_client_cancelling_mid_stream_is_cancelled_and_leaks_nothing(
             server_id = metadata_dict(await call.initial_metadata())["x-server-request-id"][0]
             got = [await call.read(), await call.read()]
             assert [c.text for c in got] == ["echo:", " never"]
+            # Cancelled once the handler asked for a third message: cancelled between
+            # gRPC sending the second and resuming the handler, the second was never
+            # counted (messages_out 1, a flake under the suite's load).
+            await asyncio.wait_for(engine.hanging.wait(), 60)
             call.cancel()
             await log_lines.wait_for(lambda lines: bool(lines.events("request.end")))
             await probe.finished.wait()
@@ -209,3 +214,21 @@ def test_a_passed_deadline_ends_the_call_as_cancelled_with_deadline_exceeded(
     assert asyncio.run(go()) is grpc.StatusCode.DEADLINE_EXCEEDED
     (end,) = log_lines.events("request.end")
     assert end["outcome"] == "cancelled" and end["grpc_status"] == "DEADLINE_EXCEEDED"
+
+
+class _SaysWhenItHangs(EchoEngine):
+    """An echo engine that hangs after its tokens, and says when a caller asks past them."""
+
+    def __init__(self, *, hang_after_tokens: int) -> None:
+        super().__init__(hang_after_tokens=hang_after_tokens)
+        self.hanging = asyncio.Event()
+
+    async def batches(  # type: ignore[override]
+        self, prompt: str, max_tokens: int, *args: Any, **kwargs: Any
+    ) -> Any:
+        sent = 0
+        async for batch in super().batches(prompt, max_tokens, *args, **kwargs):
+            yield batch
+            sent += len(batch)
+            if sent >= (self.hang_after_tokens or 0):
+                self.hanging.set()  # asked for the next: the engine hangs now
