@@ -24,7 +24,7 @@ from ridtrace.forensics.views.jaeger_logs import (
     process_id,
     tag,
 )
-from ridtrace.forensics.views.jaeger_names import inherited_routes, operation_name, route_tags
+from ridtrace.forensics.views.jaeger_names import inherited_routes, operation_name, worker_route
 
 _TAGS = ("request_id", "x_request_id", "side", "outcome", "status", "route", "fp_in", "fp_out",
          "deprecated", "worker", "error")
@@ -233,8 +233,7 @@ def jaeger_traces(
                           str(r.file))
         refs = []
         caller_route = None
-        tags = [tag(_TAG_KEY.get(k, k), getattr(r, k)) for k in _TAGS if present(getattr(r, k))]
-        tags += jaeger_ids.logged_id_tags(trace_id, str(r.span_id))
+        unlinked_parent = False
         if present(r.parent_span_id):
             parent = r.jaeger_parent
             # No reference closes a loop (a span its own parent, or two each other's):
@@ -245,8 +244,16 @@ def jaeger_traces(
                 refs.append({"refType": "CHILD_OF", "traceID": jaeger_trace, "spanID": parent})
                 caller_route = routes[(jaeger_trace, parent)]
             else:
-                tags.append(tag("parent_span_id", str(r.parent_span_id)))
-        tags = route_tags(tags, r, caller_route)
+                unlinked_parent = True
+        values = {k: getattr(r, k) for k in _TAGS}
+        if present(values["route"]) and r.side == WORKER:
+            # A worker's own endpoint (a refusal's `path`) is no route of the request's:
+            # tagged, as named, with its caller's (`operation_name`).
+            values["route"] = worker_route(r, caller_route)
+        tags = [tag(_TAG_KEY.get(k, k), v) for k, v in values.items() if present(v)]
+        tags += jaeger_ids.logged_id_tags(trace_id, str(r.span_id))
+        if unlinked_parent:
+            tags.append(tag("parent_span_id", str(r.parent_span_id)))
         if failed(r.outcome, r.status):
             tags.append(tag("error", True))
         # The span exported live ended with its answer: a 500 sent at 20 ms whose pump

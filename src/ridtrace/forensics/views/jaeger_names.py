@@ -10,7 +10,7 @@ from ridtrace.contract import WORKER
 from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 from ridtrace.forensics.views.jaeger_logs import present
 
-__all__ = ["inherited_routes", "operation_name", "route_tags", "worker_route"]
+__all__ = ["inherited_routes", "operation_name", "worker_route"]
 
 
 def inherited_routes(req: pd.DataFrame, parents: dict[Any, Any], routes: dict[Any, Any],
@@ -40,16 +40,6 @@ def worker_route(r: Any, caller_route: Any) -> Any:
     if r.side != WORKER:
         return None
     return caller_route if present(caller_route) else r.route
-
-
-def route_tags(tags: list[dict[str, Any]], r: Any, caller_route: Any) -> list[dict[str, Any]]:
-    """`tags` (span `r`'s) with the `route` tag a worker span logged of its own (a
-    refusal's ``path``) saying the route its name says, its caller's: the worker's
-    endpoint is no route of the request's (docs/cli.md). Other spans' as they are."""
-    route = worker_route(r, caller_route)
-    if not present(route) or not present(r.route) or route == r.route:
-        return tags
-    return [{**t, "value": str(route)} if t["key"] == "route" else t for t in tags]
 
 
 def operation_name(r: Any, caller_route: Any = None) -> str:
