@@ -139,3 +139,25 @@ def test_binary_data_with_nuls_is_no_crash_hole(tmp_path: Path) -> None:
     _, doc = analyze_json(str(log))
     assert doc["summary"]["bad_line_samples"][0]["reason"] == "binary data"
     assert doc["summary"]["unreadable_files"] == []
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_hole_of_megabytes_inside_a_line_is_a_crash_not_a_long_record(
+    tmp_path: Path, engine: str
+) -> None:
+    # Longer than the 16 MiB a record may be, the joined line was "a log record longer
+    # than 16 MiB is not read ... have the service log less in one line".
+    record = {"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1"}
+    lines = (json.dumps(record).encode() + b"\n") * 200
+    log = tmp_path / "app.jsonl"
+    middle = len(lines) // 2 + 7
+    log.write_bytes(lines[:middle] + b"\x00" * (20 << 20) + lines[middle:])
+    code, doc = analyze_json(str(log), "--engine", engine)
+    summary = doc["summary"]
+    assert [s["reason"] for s in summary["bad_line_samples"]] == [
+        "line longer than 16 MiB, NUL bytes inside it (lines lost in a crash?)"
+    ]
+    assert summary["unreadable_files"] == [
+        {"file": str(log), "reason": "a run of NUL bytes where a crash lost lines (see its bad lines)"}
+    ]
+    assert code == 3

@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ridtrace.forensics.reading.crash_holes import CRASH_HOLE_BYTES, copy_truncated, inner_hole
 from ridtrace.forensics.reading.json_start import cannot_be_json
 from ridtrace.forensics.reading.other_loggers import (
     SIGNATURE_FIELDS,
@@ -217,56 +218,6 @@ def _row(obj: Any, fields: Sequence[str]) -> dict[str, Any] | str:
         return "invalid time"
     row["time"] = parsed
     return row
-
-
-# The shortest run of NULs at a line's start taken for a crash's hole (file systems
-# allocate whole blocks, so real holes run to hundreds or thousands of bytes).
-CRASH_HOLE_BYTES = 8
-# Why a file with such a hole is read only in part (its bad lines say where).
-CRASH_HOLE = "a run of NUL bytes where a crash lost lines (see its bad lines)"
-
-
-def copy_truncated(text: bytes, *, first_line: bool) -> bool:
-    """Whether a line is the hole copy-and-truncate leaves, then a writer's next line.
-
-    logrotate's ``copytruncate`` empties the file while a writer that does not append
-    (``>`` rather than ``>>``) keeps its offset: its next line lands there, after NULs
-    that stand for lines now in the rotated copy, not for lost ones. So only a file's
-    first line is read so; a hole further on is a crash's (`judge_records`).
-    """
-    return first_line and text.startswith(b"\x00") and bool(text.strip(b"\x00\r\t "))
-
-
-def inner_hole(text: bytes) -> int:
-    """The NUL bytes of a crash's hole inside a line (0 when it holds none): a run of
-    `CRASH_HOLE_BYTES` or more after the line's first byte that is not NUL, in a line
-    that is UTF-8 but for its NULs.
-
-    A crash zeroes whole pages of the file, and a page starts mid-line as often as not:
-    the lines the hole stands for, newlines included, then join the line it starts in
-    and the one it ends in. That one line was "binary data" (or "UTF-32 text"), a single
-    bad line under the 1 % rule, and a duplicate in the lost lines left "No findings".
-    Binary data is not UTF-8 besides.
-    """
-    body = text.lstrip(b"\x00")
-    if _NUL_RUN not in body:
-        return 0
-    try:
-        body.replace(b"\x00", b"").decode("utf-8")
-    except UnicodeDecodeError:
-        return 0
-    return text.count(b"\x00")
-
-
-_NUL_RUN = b"\x00" * CRASH_HOLE_BYTES
-
-
-def crash_hole(text: bytes, *, first_line: bool) -> bool:
-    """Whether a line holds a crash's hole, at its start (but for copy-and-truncate's,
-    `copy_truncated`) or inside it (`inner_hole`): lines of its log are lost."""
-    if copy_truncated(text, first_line=first_line):
-        return inner_hole(text) > 0
-    return text.startswith(_NUL_RUN) or inner_hole(text) > 0
 
 
 Judged = tuple[list[dict[str, Any]], str | None, int]

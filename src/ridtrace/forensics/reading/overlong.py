@@ -31,12 +31,18 @@ from typing import BinaryIO
 import duckdb
 import numpy as np
 
+from ridtrace.forensics.reading.crash_holes import CRASH_HOLE, crash_hole
 from ridtrace.forensics.reading.lines import BLOCK_BYTES, Block, LineMap
 from ridtrace.forensics.reading.staging import make_dir
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 
 MAX_LINE_BYTES = 16 << 20
 LONG_LINE_REASON = f"line longer than {MAX_LINE_BYTES >> 20} MiB"
+HOLED_LONG_LINE_REASON = (
+    f"{LONG_LINE_REASON}, NUL bytes inside it (lines lost in a crash?)")
+# How much of an over-long line is looked at for a crash's hole: the part of a line
+# before the hole that joined it to the next.
+HOLE_HEAD_BYTES = 64 << 10
 # Why a file with an over-long record is read in part. No line number: a Dask block
 # numbers its lines from 1 (its bad lines say where, in the file's numbering).
 LONG_RECORD = (
@@ -142,18 +148,31 @@ def set_aside(
     copy = make_dir("ridtrace-long-lines-") / "copy.jsonl"
     with open(copy, "wb") as out:
         copy_without(path, out, lines)
-    note = FileNote(name, LONG_RECORD)
-    if note not in stats.unreadable_files and any(
-            starts_like_record(_head(path, x)) for x in lines):
-        stats.unreadable_files.append(note)
+    # A crash's hole of megabytes makes one long line of the lines around it: lost
+    # lines, not a record too long to read (whose advice is to log less in one line).
+    # Only where a record began before it: a preallocated stretch, never written, is no
+    # record cut short.
+    holed = {x.line for x in lines if _record_then_hole(_head(path, x, HOLE_HEAD_BYTES),
+                                                          first_line=x.line == 1)}
+    notes = [FileNote(name, CRASH_HOLE)] if holed else []
+    if any(x.line not in holed and starts_like_record(_head(path, x)) for x in lines):
+        notes.append(FileNote(name, LONG_RECORD))
+    stats.unreadable_files.extend(n for n in notes if n not in stats.unreadable_files)
     # The map counted the lines already (they are lines read); now they are blank rows.
-    return copy, without_long_lines(line_map, lines), [(x.line, LONG_LINE_REASON) for x in lines]
+    return copy, without_long_lines(line_map, lines), [
+        (x.line, HOLED_LONG_LINE_REASON if x.line in holed else LONG_LINE_REASON) for x in lines]
 
 
-def _head(path: str | Path, line: LongLine) -> bytes:
+def _head(path: str | Path, line: LongLine, size: int = RECORD_HEAD_BYTES) -> bytes:
     with open(path, "rb") as fh:
         fh.seek(line.start)
-        return fh.read(RECORD_HEAD_BYTES)
+        return fh.read(size)
+
+
+def _record_then_hole(head: bytes, *, first_line: bool) -> bool:
+    """Whether a long line's head is a record's start, then a crash's hole."""
+    opens = head.lstrip(b"\0 \t\r").removeprefix(b"\xef\xbb\xbf").startswith(b"{")
+    return opens and crash_hole(head, first_line=first_line, whole=False)
 
 
 def starts_like_record(head: bytes) -> bool:

@@ -14,15 +14,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ridtrace.forensics.reading.crash_holes import CRASH_HOLE, crash_hole
 from ridtrace.forensics.reading.judge import (
-    CRASH_HOLE,
     JOURNAL_DROPPED,
     JOURNAL_DROPPED_FILE,
     JOURNAL_LEFT_OUT,
     JOURNAL_LEFT_OUT_FILE,
     PAGE_ONLY,
     PAGE_ONLY_FILE,
-    crash_hole,
 )
 from ridtrace.forensics.reading.lean import (
     SUSPECT_EMPTY,
