@@ -80,9 +80,9 @@ def test_analyze_makes_its_frames_after_the_read_is_closed(
     database_open: list[bool] = []
     real_partial = records_read.pieces_partial
 
-    def partial(pieces: Any) -> Any:
+    def partial(pieces: Any, **options: Any) -> Any:
         database_open.append(_is_open(opened[0]))
-        return real_partial(pieces)
+        return real_partial(pieces, **options)
 
     monkeypatch.setattr(records_read, "pieces_partial", partial)
     sources = expand_inputs([str(tmp_path)])
@@ -91,3 +91,19 @@ def test_analyze_makes_its_frames_after_the_read_is_closed(
     assert len(sources) >= 2 and loaded.partials
     assert database_open == [False] * len(loaded.partials)
     assert sum(len(frame) for frame in loaded.partials) > 40
+
+
+def test_analyze_keeps_duckdb_strings_and_dask_gets_shuffle_strings(tmp_path: Path) -> None:
+    # The local read made pandas' 64-bit-offset strings for Dask's shuffle, and combining
+    # cast every text column back: two copies of each, ~12k page faults on the incident.
+    from ridtrace.forensics.records.partials import ARROW_STRING, SHUFFLE_STRING, is_text
+
+    write_logs(tmp_path, SynthSpec(requests=40, seed=3))
+    sources = expand_inputs([str(tmp_path)])
+    local = records_read.read_partials(sources).partials
+    text = {t for frame in local for t in frame.dtypes if is_text(t)}
+    assert text == {ARROW_STRING}
+    read = parallel.read_all(sources, lambda table, file_id: records_read.span_piece(
+        table, file_id), lean=True)
+    shuffled = records_read.pieces_partial(read.results)
+    assert {t for t in shuffled.dtypes if is_text(t)} == {SHUFFLE_STRING}

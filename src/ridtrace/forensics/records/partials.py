@@ -75,11 +75,15 @@ def partial_frame(
     return pieces_frame([SpanPiece(spans, lines, file_id, part)])
 
 
-def pieces_frame(pieces: Sequence[SpanPiece]) -> pd.DataFrame:
+def pieces_frame(pieces: Sequence[SpanPiece], *, shuffled: bool = True) -> pd.DataFrame:
     """Several parts' per-span rows (in part order) as one partial frame.
 
     A frame costs pandas about a millisecond whatever its size: a directory of small
     files makes one frame per batch of them (`reading.small_files`), not one per file.
+    `shuffled`: its text is in `SHUFFLE_STRING` for Dask to shuffle; else in the
+    `ARROW_STRING` that `combine_requests` works in, as DuckDB gave it: the local read
+    cast every text column to pandas' 64-bit offsets and back (~12k page faults on the
+    incident set, docs/performance.md).
     """
     sizes = np.array([p.spans.num_rows for p in pieces], dtype=np.int64)
     n = int(sizes.sum())
@@ -91,7 +95,7 @@ def pieces_frame(pieces: Sequence[SpanPiece]) -> pd.DataFrame:
         spans = pa.concat_tables([p.spans for p in pieces], promote_options="permissive")
         lines = {c: np.concatenate([p.lines[c] for p in pieces]) for c in pieces[0].lines}
     out: dict[str, Any] = {}
-    frame = spans.to_pandas(types_mapper=_shuffle_text)
+    frame = spans.to_pandas(types_mapper=_shuffle_text if shuffled else _arrow_string)
     for line_col, file_col in LINE_FILES.items():
         out[file_col] = np.where(lines[line_col] < 0, -1, file_id).astype(np.int32)
     for col in REQUEST_COLUMNS:
@@ -126,6 +130,10 @@ def pieces_frame(pieces: Sequence[SpanPiece]) -> pd.DataFrame:
 
 def _shuffle_text(typ: pa.DataType) -> Any:
     return SHUFFLE_STRING if typ in (pa.string(), pa.large_string()) else None
+
+
+def _arrow_string(typ: pa.DataType) -> Any:
+    return ARROW_STRING if typ == pa.string() else _shuffle_text(typ)
 
 
 def partial_requests(requests: pd.DataFrame, part: int) -> pd.DataFrame:

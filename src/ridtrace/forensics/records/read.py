@@ -35,11 +35,11 @@ def span_piece(table: LogTable, file_id: int, part: int | None = None) -> SpanPi
     return SpanPiece(spans, lines, file_id, file_id if part is None else part)
 
 
-def pieces_partial(pieces: list[SpanPiece]) -> pd.DataFrame:
+def pieces_partial(pieces: list[SpanPiece], *, shuffled: bool = True) -> pd.DataFrame:
     # Imported on first use: the read path imports no pandas (the rules import it beside).
     from ridtrace.forensics.records.partials import pieces_frame
 
-    return pieces_frame(pieces)
+    return pieces_frame(pieces, shuffled=shuffled)
 
 
 @dataclass
@@ -73,7 +73,7 @@ def read_partials(
     partials = []
     read.results.reverse()
     while read.results:  # each file's Arrow spans released once its frame is made
-        partials.append(pieces_partial(read.results.pop()))
+        partials.append(pieces_partial(read.results.pop(), shuffled=False))
     return LoadedRequests(partials, read.stats, [src.name for src in sources],
                           window_lines=read.window_lines)
 
