@@ -68,3 +68,17 @@ def test_a_body_nested_too_deep_gets_400_and_one_just_within_is_served(
             assert refused.json()["type"] == "error"  # Anthropic's shape
         served = client.post(path, json=shallow)
         assert served.status_code == 200, served.text[:300]
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/messages", "/generate"])
+def test_a_body_nested_past_the_parsers_own_limit_is_told_the_same(stack: Stack, path: str) -> None:
+    # orjson stops at 1024 levels, before the frontend's own walk: the caller was told
+    # "invalid JSON body: depth limit exceeded: line 1 column 1026 (char 1025)".
+    deep = b"[" * 1100 + b"]" * 1100
+    body = (b'{"max_tokens": 5, "text": "x", "messages": ' + json.dumps(USER).encode()
+            + b', "note": ' + deep + b"}")
+    refused = httpx.post(stack.url + path, content=body, timeout=30,
+                         headers={"content-type": "application/json"})
+    assert refused.status_code == 400, refused.text[:300]
+    message = refused.json()["error"]["message"]
+    assert message == f"invalid JSON body: nested deeper than {MAX_NESTING} levels"

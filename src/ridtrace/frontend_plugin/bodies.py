@@ -85,13 +85,17 @@ def json_error(body: bytes, exc: ValueError) -> str:
 
     orjson reports any byte that is not UTF-8 (a Latin-1 ``é``, a UTF-16 body) as
     "str is not valid UTF-8: surrogates not allowed" at line 1 column 1, wherever the
-    byte is: the caller is told what it is and where instead.
+    byte is: the caller is told what it is and where instead. A body nested past
+    orjson's own limit (1024 levels) is told what one past :data:`MAX_NESTING` is, as
+    the docs say: it was told orjson's "depth limit exceeded" instead.
     """
     try:
         body.decode("utf-8")
     except UnicodeDecodeError as bad:
         return (f"invalid JSON body: not valid UTF-8 "
                 f"(byte 0x{body[bad.start]:02x} at offset {bad.start})")
+    if str(exc).startswith("depth limit exceeded"):
+        return _TOO_DEEP
     return f"invalid JSON body: {exc}"
 
 
@@ -101,6 +105,9 @@ reads 1024 levels but writes 254: a Responses call echoes its ``tools`` and a JS
 schema travels to the worker, and a body nested deeper than the frontend could write
 back was a 500. A schema the reply builder can follow (``json_reply.MAX_DEPTH``) nests
 far less."""
+
+
+_TOO_DEEP = f"invalid JSON body: nested deeper than {MAX_NESTING} levels"
 
 
 def nested_deeper_than(value: Any, limit: int) -> bool:
@@ -129,7 +136,7 @@ def check_nesting(raw: dict[str, Any], body: bytes) -> None:
     spares the walk when it has too few brackets to be)."""
     if (body.count(b"{") + body.count(b"[") > MAX_NESTING
             and nested_deeper_than(raw, MAX_NESTING)):
-        raise InvalidRequest(f"invalid JSON body: nested deeper than {MAX_NESTING} levels")
+        raise InvalidRequest(_TOO_DEEP)
 
 
 def require_object(raw: Any) -> dict[str, Any]:
