@@ -32,8 +32,8 @@ from ridtrace.tracing.identity import shown_text
 
 __all__ = [
     "INVALID_HOST", "INVALID_HOST_CODE", "LOOPBACK_NAMES", "MISDIRECTED", "MISDIRECTED_CODE",
-    "HostCheck", "HostRefusal", "allowed_hosts_for", "checked_host_name", "host_checked",
-    "is_loopback",
+    "HostCheck", "HostRefusal", "allowed_hosts_for", "answers_for", "checked_host_name",
+    "host_checked", "is_loopback",
 ]
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -99,6 +99,23 @@ def host_of(header: bytes) -> str | None:
     return normal_host(name.decode("ascii"))
 
 
+def answers_for(host: str, allowed: frozenset[str]) -> bool:
+    """Whether a server that answers for `allowed` answers a request to `host` (`host_of`).
+
+    Where the loopback names are answered, so is every loopback address: 127.0.0.2 is
+    this machine as much as 127.0.0.1 is (the docs said so, and it got 421), and no DNS
+    rebinding hands a web page an address literal for a Host.
+    """
+    if host in allowed:
+        return True
+    if "127.0.0.1" not in allowed:
+        return False
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _servable_port(digits: bytes) -> bool:
     """Whether a port's digits (none: the default port) name a TCP port: RFC 3986 takes
     any digits, but ``localhost:99999`` names no port a server listens on, and was served
@@ -137,7 +154,7 @@ class HostCheck:
                     await self._refuse(scope, send, 400, invalid_host_reason(header),
                                        INVALID_HOST, INVALID_HOST_CODE)
                     return
-                if self._allowed is not None and host not in self._allowed:
+                if self._allowed is not None and not answers_for(host, self._allowed):
                     await self._refuse(scope, send, 421, refusal_reason(header),
                                        MISDIRECTED, MISDIRECTED_CODE)
                     return
