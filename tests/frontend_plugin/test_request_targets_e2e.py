@@ -67,6 +67,12 @@ def test_an_absolute_target_with_an_empty_path_is_the_root(stack: Stack, query: 
      "an absolute request target must be an http or https URI"),
     (b"GET FILE://127.0.0.1:PORT/health HTTP/1.1",
      "an absolute request target must be an http or https URI"),
+    # Credentials in the target, served where the same in Host got 400 (RFC 9110
+    # section 4.2.4: a recipient treats userinfo as an error).
+    (b"GET http://user:pw@127.0.0.1:PORT/health HTTP/1.1",
+     "an http URI cannot carry user information"),
+    (b"POST http://u@localhost/v1/chat/completions HTTP/1.1",
+     "an http URI cannot carry user information"),
     # Read by llhttp, refused by the URL parser uvicorn then runs: a 400 with no reason.
     (b"GET http:///health HTTP/1.1", "the request target is not a valid URI"),
     (b"GET http://127.0.0.1:99999999/health HTTP/1.1", "the request target is not a valid URI"),

@@ -47,14 +47,19 @@ def target_refusal(method: bytes, target: bytes) -> str | None:
     if target.startswith(b"/") or target == b"*":
         return None
     try:
-        scheme = httptools.parse_url(target).schema
+        parsed = httptools.parse_url(target)
     except httptools.HttpParserInvalidURLError:
         # llhttp read it (it refuses most malformed targets itself, saying why), but
         # not uvicorn's URL parser after it (an empty or bracket-less host, a port past
         # 65535): a 400 that said only "Invalid HTTP request received."
         return "the request target is not a valid URI (RFC 9112, section 3.2)"
-    if scheme is not None and scheme.lower() not in _WEB_SCHEMES:
+    if parsed.schema is not None and parsed.schema.lower() not in _WEB_SCHEMES:
         return "an absolute request target must be an http or https URI (RFC 9110, section 4.2)"
+    if parsed.userinfo is not None:
+        # As a Host of u@h is a 400: credentials in the URI are an error to the
+        # recipient, and this one was served (RFC 9110, section 4.2.4).
+        return ("an http URI cannot carry user information (user@host): send credentials "
+                "in a header (RFC 9110, section 4.2.4)")
     return None
 
 
