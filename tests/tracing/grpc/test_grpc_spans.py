@@ -204,6 +204,36 @@ def test_a_call_to_an_unknown_method_is_answered_unimplemented_and_traced(
     assert span.attributes["error.type"] == "UNIMPLEMENTED"  # an abort: the code's name
 
 
+def test_an_unknown_method_behind_opentelemetrys_interceptor_is_still_unimplemented(
+    log_lines: LogLines,
+) -> None:
+    # docs/grpc.md lists OpenTelemetry's aio interceptor first; it iterates a
+    # stream-response handler with `async for`, and ridtrace's handler for an unknown
+    # method was a coroutine: the call failed UNKNOWN, with no ids, lines or count.
+    provider, exporter = _memory_provider()
+    interceptors = [aio_server_interceptor(tracer_provider=provider),
+                    RequestTracingInterceptor(tracer_provider=provider)]
+
+    async def go() -> tuple[Any, dict[str, list[Any]]]:
+        async with (
+            serving(lambda s: None, interceptors=interceptors) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            call = channel.unary_unary("/t.S/Nope")(b"x", metadata=(("x-request-id", "c-1"),))
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                await call
+            return failed.value, metadata_dict(await call.trailing_metadata())
+
+    error, trailing = asyncio.run(go())
+    assert error.code() is grpc.StatusCode.UNIMPLEMENTED, error
+    (end,) = log_lines.events("request.end")
+    assert trailing["x-server-request-id"] == [end["request_id"]]
+    assert end["grpc_status"] == "UNIMPLEMENTED" and end["x_request_id"] == "c-1"
+    (span,) = exporter.get_finished_spans()  # OpenTelemetry's, with ridtrace's ids
+    assert span.attributes is not None and span.attributes["request_id"] == end["request_id"]
+    assert span.attributes["rpc.grpc.status_code"] == grpc.StatusCode.UNIMPLEMENTED.value[0]
+
+
 def _memory_provider() -> tuple[TracerProvider, InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

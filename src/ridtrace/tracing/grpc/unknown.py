@@ -12,6 +12,7 @@ message (a unary shape would read one, and fail a client that sent none or sever
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -23,8 +24,15 @@ __all__ = ["NOT_FOUND_DETAILS", "unknown_method_handler"]
 NOT_FOUND_DETAILS = "Method not found!"
 
 
-async def _unimplemented_aio(requests: Any, context: grpc.aio.ServicerContext) -> None:
+async def _unimplemented_aio(
+    requests: Any, context: grpc.aio.ServicerContext
+) -> AsyncIterator[Any]:
+    # An async generator, as a stream-response handler is: OpenTelemetry's aio server
+    # interceptor, listed first as docs/grpc.md says, iterates whatever it wraps with
+    # `async for`, and a coroutine here failed the call with UNKNOWN before ridtrace's
+    # wrapper ran (no ids, no lines, no count).
     await context.abort(grpc.StatusCode.UNIMPLEMENTED, NOT_FOUND_DETAILS)
+    yield  # pragma: no cover - abort always raises
 
 
 def _unimplemented_sync(requests: Any, context: grpc.ServicerContext) -> Any:
