@@ -519,10 +519,14 @@ def test_an_escaped_exception_carries_the_request_ids_to_the_servers_error_line(
     assert current_request_id() is None
     server_log = logging.getLogger("probe.server")
     server_log.addHandler(InterceptHandler())
+    # Its own handler alone: a root logger that an earlier test in this process routed
+    # to loguru (configure_logging) wrote the line a second time.
+    server_log.propagate = False
     try:
         server_log.error("Exception in ASGI application\n", exc_info=exc)
     finally:
         server_log.handlers.clear()
+        server_log.propagate = True
     (crash_line,) = [x for x in read_lines(log_file) if x["level"] == "ERROR"]
     assert crash_line["x_request_id"] == "crash-1"
     assert len(crash_line["request_id"]) == 36 and len(crash_line["span_id"]) == 16
