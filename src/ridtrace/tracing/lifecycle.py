@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
@@ -27,6 +27,7 @@ __all__ = [
     "own",
     "owns_any",
     "requests_ended",
+    "revive_telemetry",
     "running",
     "running_in_threads",
     "shutdown_provider",
@@ -69,15 +70,27 @@ _built: weakref.WeakSet[_Provider] = weakref.WeakSet()
 _lock = threading.Lock()
 # Whether shutdown_telemetry is registered to run at interpreter exit (once).
 _exit_hook: list[bool] = []
+# How to serve again, per provider that can be: its exporters built anew.
+_revivers: dict[int, Callable[[], None]] = {}
+# The revivers of providers shut down, for the next lifespan's start (`revive_telemetry`).
+_dormant: dict[int, Callable[[], None]] = {}
 
 
-def own(provider: _Provider, *, flush_limit: float | None = None) -> None:
+def own(
+    provider: _Provider, *, flush_limit: float | None = None,
+    revive: Callable[[], None] | None = None,
+) -> None:
     """Register a provider ridtrace built, to be shut down by :func:`shutdown_telemetry`.
 
     ``flush_limit``: its exporter's timeout in seconds, when it has one that may wait on
     a collector; shutdown waits for the provider that long (and a margin), no longer.
+    ``revive``: builds its exporters anew (and owns what it builds) when a lifespan
+    starts again after the shutdown (:func:`revive_telemetry`).
     """
     with _lock:
+        _dormant.pop(id(provider), None)  # serving again: not to be revived twice
+        if revive is not None:
+            _revivers[id(provider)] = revive
         if not _exit_hook:
             _exit_hook.append(True)
             # A process that never calls shutdown_telemetry (a script, a forced stop)
@@ -129,6 +142,9 @@ def shutdown_telemetry() -> int:
     with _lock:
         owned = list(_owned)
         _owned.clear()
+        for provider, _ in owned:
+            if (revive := _revivers.pop(id(provider), None)) is not None:
+                _dormant[id(provider)] = revive
     providers = [provider for provider, _ in owned]
     _shut_down_together(providers, _flush_bound(owned))
     if providers:
@@ -139,6 +155,24 @@ def shutdown_telemetry() -> int:
         ):
             metrics.bind_meter_provider(None)
     return len(providers)
+
+
+def revive_telemetry() -> int:
+    """Serve again what :func:`shutdown_telemetry` shut down: new exporters for
+    ridtrace's global providers. Returns how many were revived.
+
+    Called when a lifespan starts. An app served twice in one process (two
+    ``with TestClient(app)`` blocks, a test fixture per test, an in-process server
+    restarted) was configured once, at import, and its first lifespan's end shut the
+    global providers down for good: OpenTelemetry lets no other take their place, and
+    every later span and metric was dropped without a word.
+    """
+    with _lock:
+        waking = list(_dormant.values())
+        _dormant.clear()
+    for revive in waking:
+        revive()
+    return len(waking)
 
 
 def shutdown_provider(provider: _Provider) -> None:
@@ -238,6 +272,7 @@ async def telemetry_lifespan(app: object = None) -> AsyncIterator[None]:
     One line in a user's app: ``FastAPI(lifespan=telemetry_lifespan)``. Inside a
     lifespan of its own: ``async with telemetry_lifespan(app): yield``.
     """
+    revive_telemetry()  # a second lifespan in this process (see revive_telemetry)
     try:
         yield
     finally:

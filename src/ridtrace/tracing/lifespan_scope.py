@@ -37,6 +37,8 @@ async def serve_lifespan(app: ASGIApp, scope: Scope, receive: Receive, send: Sen
             # By now the server has set up its logging, over configure_logging's routing
             # when the app was imported first (uvicorn.run(app), fastapi run).
             reclaim_server_loggers()
+            # A second lifespan in this process: the first one's end shut telemetry down.
+            lifecycle.revive_telemetry()
         return message
 
     async def receive_noted() -> Message:

@@ -53,7 +53,6 @@ def configure_metrics(
     if sdk_disabled(env):
         return None
     from opentelemetry.sdk.metrics import MeterProvider
-    from opentelemetry.sdk.metrics.export import MetricReader
 
     if set_global:
         existing = otel_metrics.get_meter_provider()
@@ -68,6 +67,28 @@ def configure_metrics(
             if metrics.instruments() is None or not lifecycle.built_here(existing):
                 metrics.bind_meter_provider(existing)
             return existing
+
+        set_global = not lifecycle.built_here(existing)  # an earlier one, shut down, stays
+    provider = _exporting_provider(service_name, prometheus, env)
+    if set_global:
+        otel_metrics.set_meter_provider(provider)
+        if otlp_export_endpoint(env, "metrics"):
+            fastapi_export.exports_over_otlp("metrics", provider)
+    return provider
+
+
+def _exporting_provider(
+    service_name: str | None, prometheus: bool, env: Mapping[str, str]
+) -> MeterProvider:
+    """A meter provider with `env`'s readers, owned, recording ridtrace's instruments.
+
+    Built again when a lifespan starts after `shutdown_telemetry`
+    (`lifecycle.revive_telemetry`): a meter provider takes no reader once built, and
+    one shut down records nothing. The global one stays the first (OpenTelemetry lets
+    no other take its place); ridtrace's instruments move to the new one.
+    """
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import MetricReader
 
     readers: list[MetricReader] = []
     endpoint = otlp_export_endpoint(env, "metrics")
@@ -88,13 +109,15 @@ def configure_metrics(
         metric_readers=readers, resource=service_resource(service_name, env),
         shutdown_on_exit=False,
     )
-    lifecycle.own(provider, flush_limit=flush_limit)
-    if set_global:
-        otel_metrics.set_meter_provider(provider)
-        if endpoint:
-            fastapi_export.exports_over_otlp("metrics", provider)
+    lifecycle.own(provider, flush_limit=flush_limit,
+                  revive=lambda: _revived(service_name, prometheus, env))
     metrics.bind_meter_provider(provider)
     return provider
+
+
+def _revived(service_name: str | None, prometheus: bool, env: Mapping[str, str]) -> None:
+    if metrics.bound_provider() is None:  # not configured anew since the shutdown
+        _exporting_provider(service_name, prometheus, env)
 
 
 def _gzip_accepted(accept_encoding: str) -> bool:

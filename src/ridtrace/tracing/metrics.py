@@ -165,6 +165,11 @@ def declare_series(slot: str, *key: str) -> None:
         getattr(active, slot).add(0, *key)
 
 
+def bound_provider() -> MeterProvider | None:
+    """The meter provider ridtrace's metrics are recorded on, or ``None``."""
+    return _bound_to
+
+
 def instruments() -> Instruments | None:
     """The instruments metrics are recorded on, or ``None`` when none is bound."""
     return _active

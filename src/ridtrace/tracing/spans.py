@@ -86,7 +86,9 @@ def configure_tracing(
     global one alone. With ``set_global``, an SDK provider the application already set
     globally is returned as it is: nothing is added to it, and it stays the
     application's to shut down. Called again before :func:`shutdown_telemetry`, it
-    returns the provider of the first call.
+    returns the provider of the first call; called after it, the same provider, which
+    exports again as this call's environment says (a lifespan that starts after the
+    shutdown revives its exporters by itself: :func:`~ridtrace.tracing.lifecycle.revive_telemetry`).
 
     The provider is shut down (its batch flushed) by :func:`shutdown_telemetry`, which
     ridtrace's apps and :func:`telemetry_lifespan` call before the process exits.
@@ -111,6 +113,31 @@ def configure_tracing(
             # ending in uvicorn.run("app:app")): a second one was never global, ran an
             # exporter thread for nothing, and OpenTelemetry warned at every start.
             return existing
+        if isinstance(existing, TracerProvider):
+            # An earlier call's, shut down: no other may take its place, and a new one
+            # beside it was never global, its spans lost. It exports again, as `env`
+            # says (its resource and sampler stay the first call's).
+            _export_globally(existing, env)
+            return existing
+    if set_global:
+        _export_globally(provider, env)
+        trace.set_tracer_provider(provider)
+    else:
+        lifecycle.own(provider, flush_limit=_add_exporters(provider, env))
+    return provider
+
+
+def _export_globally(provider: TracerProvider, env: Mapping[str, str]) -> None:
+    """`provider`, the global one, exports as `env` says; exporters built anew whenever
+    a lifespan starts after `shutdown_telemetry` (`lifecycle.revive_telemetry`)."""
+    lifecycle.own(provider, flush_limit=_add_exporters(provider, env),
+                  revive=lambda: _export_globally(provider, env))
+    if otlp_export_endpoint(env, "traces"):
+        fastapi_export.exports_over_otlp("traces", provider)
+
+
+def _add_exporters(provider: TracerProvider, env: Mapping[str, str]) -> float | None:
+    """Add `env`'s span exporters to `provider`; the OTLP exporter's timeout, if any."""
     endpoint = otlp_export_endpoint(env, "traces")
     flush_limit: float | None = None
     if endpoint:
@@ -126,12 +153,7 @@ def configure_tracing(
         provider.add_span_processor(
             batch_span_processor(ConsoleSpanExporter(out=console_stream()), env)
         )
-    lifecycle.own(provider, flush_limit=flush_limit)
-    if set_global:
-        trace.set_tracer_provider(provider)
-        if endpoint:
-            fastapi_export.exports_over_otlp("traces", provider)
-    return provider
+    return flush_limit
 
 
 def console_stream() -> TextIO:

@@ -1,0 +1,66 @@
+"""An app served twice in one process exports both times.
+
+Configured once, at import, and served by two lifespans (two ``with TestClient(app)``
+blocks, a test fixture per test, an in-process server started again): the first
+lifespan's end shut the global providers down, OpenTelemetry lets no other take their
+place, and every span and metric of the second was dropped without a word.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.otlp_receiver import otlp_receiver
+
+_APP = """
+import sys
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from starlette.responses import PlainTextResponse
+from ridtrace import (RequestTracingMiddleware, configure_metrics, configure_tracing,
+                      telemetry_lifespan)
+
+configure_tracing("twice")
+configure_metrics("twice")
+if sys.argv[1] == "fastapi":
+    app = FastAPI(lifespan=telemetry_lifespan, telemetry={"tracing": False, "metrics": False,
+                                                          "logs": False})
+    app.add_middleware(RequestTracingMiddleware)
+
+    @app.get("/hello")
+    def hello() -> str:
+        return "hi"
+else:  # a bare ASGI app: the middleware's own lifespan handling flushes it
+    async def bare(scope, receive, send):
+        assert scope["type"] == "http"
+        await PlainTextResponse("hi")(scope, receive, send)
+
+    app = RequestTracingMiddleware(bare)
+for block in ("block-1", "block-2", "block-3"):
+    with TestClient(app) as client:
+        assert client.get("/hello", headers={"x-request-id": block}).status_code == 200
+"""
+
+
+@pytest.mark.parametrize("kind", ["fastapi", "bare"])
+def test_every_lifespan_of_one_process_exports_its_spans_and_metrics(kind: str) -> None:
+    with otlp_receiver() as receiver:
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+               "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000"}
+        for name in ("OTEL_SERVICE_NAME", "OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER",
+                     "OTEL_METRICS_EXPORTER"):
+            env.pop(name, None)
+        done = subprocess.run([sys.executable, "-c", _APP, kind], env=env, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+        spans = receiver.wait_for(3, timeout=10)
+        receiver.wait_for_metric_exports(3, timeout=10)
+    ids = sorted(s.attributes["x_request_id"] for s in spans if "x_request_id" in s.attributes)
+    assert ids == ["block-1", "block-2", "block-3"]
+    assert "Overriding of current" not in done.stderr
+    # Each lifespan's own provider counts its own request: the last export says one.
+    assert receiver.metric("ridtrace.requests", "twice", outcome="ok") == 1
