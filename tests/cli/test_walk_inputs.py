@@ -436,3 +436,18 @@ def test_a_text_log_of_bracketed_times_is_no_json_document(tmp_path: Path) -> No
         "gunicorn.err": "no JSON lines in its first lines",
         "ids.json": "a JSON document, not JSON lines",
     }
+
+
+def test_json_lines_after_a_long_text_start_in_a_walked_file_are_read(tmp_path: Path) -> None:
+    # docs/cli.md: a walked file is read when any line of its first 64 KiB is a JSON
+    # object. Only the first 200 lines were looked at: a service's .out file whose
+    # records followed a start-up dump of 201 short lines was passed over, exit 0.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    records = [*rt_request("a1", "same", 0.0, 1.0), *rt_request("b2", "same", 0.5, 1.5)]
+    dump = "".join(f"pkg-{i}==1.0\n" for i in range(201))
+    (logs / "service.out").write_text(dump + "\n".join(records) + "\n")
+    code, doc = run(str(logs))
+    assert duplicates(doc) == 1 and code == 1, doc["summary"]
+    assert not doc["summary"]["ignored_files"]
+    assert doc["summary"]["bad_lines"] == 201
