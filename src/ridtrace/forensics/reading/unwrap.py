@@ -33,6 +33,7 @@ from ridtrace.forensics.reading.csv_export import csv_export_of
 from ridtrace.forensics.reading.documents import document_entries_of
 from ridtrace.forensics.reading.grafana import grafana_text_of
 from ridtrace.forensics.reading.judge import JOURNAL_DROPPED_MARK, JOURNAL_LEFT_OUT_MARK
+from ridtrace.forensics.reading.loguru_json import loguru_json_in
 from ridtrace.forensics.reading.loki import LOKI_HEAD, LokiAnswerUnwrapper
 from ridtrace.forensics.reading.nesting import nesting_in
 from ridtrace.forensics.reading.otlp import OTLP_HEAD, OtlpUnwrapper
@@ -295,10 +296,16 @@ def wrapper_of(head: bytes) -> Unwrapper | None:
     shipper = (_shipper_of(_first_lines(head)) or document_entries_of(head)
                or csv_export_of(head))
     if shipper is None:
-        return nesting_in(head)
+        return _nested_in(head)
     whole = head[: head.rfind(b"\n") + 1] or head
-    inner = nesting_in(copy.deepcopy(shipper).feed(whole))
+    inner = _nested_in(copy.deepcopy(shipper).feed(whole))
     return shipper if inner is None else _Chain(shipper, inner)
+
+
+def _nested_in(head: bytes) -> Unwrapper | None:
+    """The unwrapper for records a logger nests (tracing-subscriber's JSON, loguru's
+    ``serialize=True``), or None for flat ones."""
+    return nesting_in(head) or loguru_json_in(head)
 
 
 def unwrapped_head(head: bytes) -> bytes:

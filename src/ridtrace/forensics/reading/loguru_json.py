@@ -1,0 +1,82 @@
+"""loguru's own JSON lines (``logger.add(path, serialize=True)``), flattened to ridtrace's.
+
+loguru serializes a record as ``{"text": ..., "record": {...}}``: the time under
+``record.time.repr``, the level under ``record.level.name``, the fields bound to it
+(ridtrace's event and the request's ids, docs/tracing.md) under ``record.extra``. An
+application that logs with its own serializing sink beside or instead of
+`configure_logging`'s writes ridtrace's events so; read as they were, every line was a
+bad one ("missing time") and the result said no request was read.
+
+Each line becomes the line `configure_logging`'s sink writes for that record: ``time``,
+``level``, ``message``, ``logger``, ``pid``, the exception as ``"Type: value"``, then
+the extra fields, marked with ridtrace's schema (loguru's lines are the ones that sink
+writes, laid out otherwise). A line that is not loguru's passes through as it is.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ridtrace.contract import LOG_SCHEMA
+from ridtrace.forensics.reading.unwrap_parts import LineByLine, json_object
+
+__all__ = ["LoguruJsonUnwrapper", "loguru_json_in", "loguru_record"]
+
+
+class LoguruJsonUnwrapper(LineByLine):
+    """loguru's ``serialize=True`` lines as `configure_logging`'s JSON lines."""
+
+    name = "loguru serialize=True JSON"
+
+    def unwrap(self, line: bytes, number: int) -> bytes:
+        entry = json_object(line)
+        record = None if entry is None else loguru_record(entry)
+        if record is None:
+            return line
+        return json.dumps(_flat(record), separators=(",", ":")).encode("ascii")
+
+
+def loguru_record(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The record of a loguru ``serialize=True`` line, or None for any other object."""
+    record = entry.get("record")
+    if not (isinstance(entry.get("text"), str) and isinstance(record, dict)):
+        return None
+    when = record.get("time")
+    return record if isinstance(when, dict) and isinstance(when.get("repr"), str) else None
+
+
+def loguru_json_in(head: bytes) -> LoguruJsonUnwrapper | None:
+    """The unwrapper when the head's first JSON object is a loguru ``serialize=True`` line."""
+    if b'"record"' not in head:  # a plain log's head: one substring test, no parse
+        return None
+    for line in head.split(b"\n"):
+        if line.lstrip()[:1] != b"{":
+            continue
+        entry = json_object(line)
+        if entry is None:
+            return None  # a torn first record: a plain log's reader judges it
+        return LoguruJsonUnwrapper() if loguru_record(entry) is not None else None
+    return None
+
+
+def _flat(record: dict[str, Any]) -> dict[str, Any]:
+    flat: dict[str, Any] = {"time": record["time"]["repr"], "schema": LOG_SCHEMA}
+    level = record.get("level")
+    if isinstance(level, dict) and isinstance(level.get("name"), str):
+        flat["level"] = level["name"]
+    for key, field in (("message", "message"), ("logger", "name")):
+        if isinstance(record.get(field), str):
+            flat[key] = record[field]
+    process = record.get("process")
+    if isinstance(process, dict) and process.get("id") is not None:
+        flat["pid"] = process["id"]
+    error = record.get("exception")
+    if isinstance(error, dict) and error.get("type"):
+        value = error.get("value")
+        flat["exception"] = f"{error['type']}: {value}" if value else str(error["type"])
+    extra = record.get("extra")
+    if isinstance(extra, dict):
+        for key, value in extra.items():
+            flat.setdefault(key, value)
+    return flat

@@ -1,0 +1,90 @@
+"""loguru's own JSON lines (``serialize=True``) are read as ridtrace's lines.
+
+An application that logs through a serializing loguru sink of its own gets ridtrace's
+events there with the request's ids in ``record.extra`` (docs/tracing.md); read as they
+were, every line was a bad one ("missing time"), no request was read, exit 3.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+
+# One process writes both logs from the same requests: configure_logging's JSON lines,
+# and the application's own serializing sink, which gets every event and the ids.
+_APP = """
+import asyncio, sys
+import httpx
+from loguru import logger
+from starlette.responses import PlainTextResponse
+from ridtrace import RequestTracingMiddleware, configure_logging
+
+plain, serialized = sys.argv[1:3]
+configure_logging(plain, service="api", events_via_loguru=True)
+logger.add(serialized, serialize=True)
+
+async def slow(scope, receive, send):
+    logger.info("handling")
+    await asyncio.sleep(0.05)
+    await PlainTextResponse("ok")(scope, receive, send)
+
+app = RequestTracingMiddleware(slow)
+
+async def main():
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        calls = [client.get("/v1/x", headers={"x-request-id": "shared", "request-id": "old"})
+                 for _ in range(3)]
+        calls.append(client.get("/v1/y", headers={"x-request-id": "own"}))
+        for answer in await asyncio.gather(*calls):
+            assert answer.status_code == 200
+
+asyncio.run(main())
+"""
+
+
+def _report(path: Path) -> tuple[int, dict[str, Any]]:
+    result = CliRunner().invoke(main, ["analyze", str(path), "--format", "json", "-q"])
+    return result.exit_code, json.loads(result.stdout)
+
+
+def _kinds(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    return sorted((f["kind"], f.get("request_id") or f.get("x_request_id") or "")
+                  for f in doc["findings"])
+
+
+def test_a_serialized_loguru_log_gives_the_json_sinks_report(tmp_path: Path) -> None:
+    plain, serialized = tmp_path / "api.jsonl", tmp_path / "app.json"
+    subprocess.run([sys.executable, "-c", _APP, str(plain), str(serialized)], check=True,
+                   timeout=60)
+    assert json.loads(serialized.read_text().splitlines()[0])["record"]["extra"]
+    plain_code, plain_doc = _report(plain)
+    code, doc = _report(serialized)
+    summary = doc["summary"]
+    assert (summary["bad_lines"], summary["incomplete"]) == (0, False), summary
+    assert summary["requests"] == plain_doc["summary"]["requests"] == 4
+    assert summary["lines"] == plain_doc["summary"]["lines"]
+    assert _kinds(doc) == _kinds(plain_doc)
+    kinds = {kind for kind, _ in _kinds(doc)}
+    assert {"client_id_reuse", "deprecated_header"} <= kinds
+    assert code == plain_code
+    # Evidence cites the serialized log's own lines.
+    cited = {e["file"] for f in doc["findings"] for e in f.get("evidence", [])}
+    assert cited == {str(serialized)}
+
+
+def test_the_same_log_in_a_walk_is_read_whatever_its_name(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    plain, serialized = tmp_path / "api.jsonl", logs / "app.out"
+    subprocess.run([sys.executable, "-c", _APP, str(plain), str(serialized)], check=True,
+                   timeout=60)
+    _, doc = _report(logs)
+    assert doc["summary"]["requests"] == 4 and not doc["summary"]["ignored_files"]
