@@ -88,3 +88,16 @@ def test_the_same_log_in_a_walk_is_read_whatever_its_name(tmp_path: Path) -> Non
                    timeout=60)
     _, doc = _report(logs)
     assert doc["summary"]["requests"] == 4 and not doc["summary"]["ignored_files"]
+
+
+def test_a_one_line_serialized_log_in_a_walk_is_read_not_ignored_as_a_document(
+    tmp_path: Path,
+) -> None:
+    line = {"text": "request.start\n", "record": {
+        "message": "request.start", "time": {"repr": "2026-11-30 10:00:00+00:00"}}}
+    (tmp_path / "app.json").write_text(json.dumps(line) + "\n")
+    (tmp_path / "report.json").write_text(json.dumps({"summary": {}, "findings": []}))
+    _, doc = _report(tmp_path)
+    summary = doc["summary"]
+    assert [Path(n["file"]).name for n in summary["ignored_files"]] == ["report.json"]
+    assert (summary["lines"], summary["bad_lines"]) == (1, 0)

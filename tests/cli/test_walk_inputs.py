@@ -364,9 +364,7 @@ def test_a_tree_deeper_than_the_recursion_limit_is_walked(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("line", [
-    # loguru's serialize=True: the time is under "record"
-    {"text": "request.start\n", "record": {"message": "request.start",
-                                           "time": {"repr": "2026-11-30 10:00:00+00:00"}}},
+    # (loguru's serialize=True is read now: tests/cli/test_loguru_serialized_logs.py)
     # one batch of an OpenTelemetry Collector file exporter
     {"resourceLogs": [{"scopeLogs": [{"logRecords": [{"body": {"stringValue": "{}"}}]}]}]},
     # python-json-logger
