@@ -3,9 +3,11 @@
 A sidecar or the application itself often writes JSON lines of its own logger into the
 folder ridtrace logs to: zap's (``ts`` in epoch seconds, ``level``, ``msg``), pino's
 (``time`` in epoch ms, a numeric ``level``, ``msg``), bunyan's (``v``, ``name``, ``msg``,
-``time`` in RFC 3339), Go slog's and logrus's (``time`` in RFC 3339, ``level``, ``msg``)
-and logstash's or ECS's (``@timestamp``, ``message``, ``@version``/``ecs.version``/
-``log.level``). Each was a bad line ("missing time", "invalid time (an epoch number …)",
+``time`` in RFC 3339), Go slog's and logrus's (``time`` in RFC 3339, ``level``, ``msg``),
+logstash's or ECS's (``@timestamp``, ``message``, ``@version``/``ecs.version``/
+``log.level``), and python-json-logger's (``timestamp=True``: ``timestamp``, ``message``,
+``levelname``, the ids `RequestIdsFilter` sets, as docs/tracing.md sets it up) or
+winston's (``timestamp``, ``message``, ``level``). Each was a bad line ("missing time", "invalid time (an epoch number …)",
 "unknown format"), so such a folder was "incomplete" (exit 3) though nothing was unread.
 
 A line is one of theirs only when it matches a signature whole: no ``schema`` nor
@@ -26,6 +28,7 @@ from typing import Any, Final
 # Read for the signatures only: never a field of an event.
 SIGNATURE_FIELDS: Final[tuple[str, ...]] = (
     "msg", "level", "ts", "@timestamp", "@version", "ecs.version", "log.level", "ecs",
+    "levelname",
 )
 
 # A line with neither ridtrace's mark (`schema`) nor Dynamo's (`target`).
@@ -39,9 +42,14 @@ _MSG_TIME = f'({UNMARKED} AND {_MSG} AND "time" IS NOT NULL)'
 ECS = (f'({UNMARKED} AND "@timestamp" IS NOT NULL AND NOT contains(message, \'"time"\') '
        'AND ("@version" IS NOT NULL OR "ecs.version" IS NOT NULL OR "log.level" IS NOT NULL '
        'OR ecs IS NOT NULL))')
-OTHER_LOGGER = f"({ZAP} OR {_MSG_TIME} OR {ECS})"
+# python-json-logger's (`timestamp=True`) and winston's: an RFC 3339 `timestamp`, a
+# `message` and a level. No `event`: structlog's (`sql.STRUCTLOG`) is told apart.
+PYTHON_JSON = (f'({UNMARKED} AND "timestamp" IS NOT NULL AND message IS NOT NULL '
+               'AND event IS NULL AND (levelname IS NOT NULL OR "level" IS NOT NULL))')
+OTHER_LOGGER = f"({ZAP} OR {_MSG_TIME} OR {ECS} OR {PYTHON_JSON})"
 # Where the time is when `time` holds none.
-OTHER_TIME_TEXT = f'CASE WHEN {ZAP} THEN ts WHEN {ECS} THEN "@timestamp" END'
+OTHER_TIME_TEXT = (f'CASE WHEN {ZAP} THEN ts WHEN {ECS} THEN "@timestamp" '
+                   f'WHEN {PYTHON_JSON} THEN "timestamp" END')
 
 # The latest time an epoch number may state (9999-12-31T23:59:59Z): a larger one is
 # no time in this unit, and would overflow DuckDB's timestamp.
@@ -89,16 +97,24 @@ def _ecs(row: dict[str, Any]) -> bool:
                                                      "ecs")))
 
 
+def _python_json(row: dict[str, Any]) -> bool:
+    return (_unmarked(row) and row.get("timestamp") is not None
+            and row.get("message") is not None and row.get("event") is None
+            and (row.get("levelname") is not None or row.get("level") is not None))
+
+
 def other_logger_record(row: dict[str, Any]) -> bool:
     """Whether a parsed line is another logger's (`OTHER_LOGGER`'s Python twin)."""
-    return _zap(row) or _msg_time(row) or _ecs(row)
+    return _zap(row) or _msg_time(row) or _ecs(row) or _python_json(row)
 
 
 def other_time_key(row: dict[str, Any]) -> str | None:
     """The key of an other logger's time where `time` holds none (`OTHER_TIME_TEXT`)."""
     if _zap(row):
         return "ts"
-    return "@timestamp" if _ecs(row) else None
+    if _ecs(row):
+        return "@timestamp"
+    return "timestamp" if _python_json(row) else None
 
 
 def _from_epoch(text: str, scale: int) -> datetime | None:
