@@ -103,3 +103,19 @@ def test_a_journal_exported_as_json_pretty_says_how_to_export_it(tmp_path: Path)
               "journalctl -o json is read as it is)")
     assert [s["reason"] for s in samples if s["line"] in (2, 5)] == [pretty, pretty]
     assert result.exit_code == 3
+
+
+def test_valid_json_whose_message_has_a_few_words_is_never_not_json(tmp_path: Path) -> None:
+    # The message field of a line of no known format was taken for a shipped line, its
+    # first words for stern's pod and container names, and the line judged by the last
+    # word: "not JSON", for a valid JSON line.
+    log = tmp_path / "app.log"
+    log.write_text("".join(json.dumps(line) + "\n" for line in (
+        {"message": "sync handler done x", "request_id": "r1"},
+        {"log": "worker pool started now", "pid": 7},
+        {"message": "hello", "request_id": "r1"},
+    )))
+    result = CliRunner().invoke(main, ["analyze", str(log), "--format", "json", "-q"])
+    samples = json.loads(result.stdout)["summary"]["bad_line_samples"]
+    assert [(s["line"], s["reason"]) for s in samples] == [
+        (1, "missing time"), (2, "missing time"), (3, "missing time")]

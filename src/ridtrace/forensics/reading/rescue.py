@@ -148,8 +148,11 @@ def record_inside(line: bytes) -> bytes | None:
         return carried
     # The runtime's line as a shipper read it off the node's file, prefix and all
     # (Filebeat's filestream without its container parser, promtail without its cri
-    # stage, Vector's file source on /var/log/pods): the record behind the prefix.
-    return _behind_prefixes(carried.strip())
+    # stage, Vector's file source on /var/log/pods): the record behind the prefix. Only
+    # a record: a logger's message of a few words ("sync handler done") read as stern's
+    # names before a last word, and the line was judged by that word ("not JSON").
+    inner = _behind_prefixes(carried.strip())
+    return inner if inner is not None and inner.startswith(b"{") else None
 
 
 def _behind_prefixes(line: bytes) -> bytes | None:
