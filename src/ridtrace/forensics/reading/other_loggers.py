@@ -7,8 +7,9 @@ folder ridtrace logs to: zap's (``ts`` in epoch seconds, ``level``, ``msg``), pi
 logstash's or ECS's (``@timestamp``, ``message``, ``@version``/``ecs.version``/
 ``log.level``), and python-json-logger's (``timestamp=True``: ``timestamp``, ``message``,
 ``levelname``, the ids `RequestIdsFilter` sets, as docs/tracing.md sets it up) or
-winston's (``timestamp``, ``message``, ``level``). Each was a bad line ("missing time", "invalid time (an epoch number …)",
-"unknown format"), so such a folder was "incomplete" (exit 3) though nothing was unread.
+winston's (``timestamp``, ``message``, ``level``). Each was a bad line ("missing time",
+"invalid time (an epoch number …)", "unknown format"), so such a folder was
+"incomplete" (exit 3) though nothing was unread.
 
 A line is one of theirs only when it matches a signature whole: no ``schema`` nor
 ``target`` (ridtrace's and Dynamo's marks), and the message key with that logger's time
