@@ -535,3 +535,23 @@ def test_a_client_leaving_mid_upload_is_cancelled_not_a_server_error(
     (span,) = [s for s in spans if s.attributes.get("request_id") == end["request_id"]]
     assert span.status_code != 2  # STATUS_CODE_ERROR
     assert "http.response.status_code" not in span.attributes
+
+
+def test_the_span_carries_the_client_address_and_user_agent_as_the_log_does(
+    server: tuple[RunningServer, Path], receiver: OtlpReceiver,
+) -> None:
+    # The HTTP conventions recommend client.address and user_agent.original on a server
+    # span; request.start had them (the forwarded address, as FORWARDED_ALLOW_IPS
+    # decides) and ridtrace's own span had neither.
+    running, log_path = server
+    answer = httpx.get(running.url + "/ids", headers={
+        "x-forwarded-for": "203.0.113.9", "user-agent": "qa-agent/1"})
+    request_id = answer.headers["x-server-request-id"]
+    (start, *_) = _lines_of(wait_for_lines(log_path, _ended(request_id)), request_id)
+    assert (start["client"], start["user_agent"]) == ("203.0.113.9:0", "qa-agent/1")
+    spans = receiver.wait_for(1)
+    while not any(s.attributes.get("request_id") == request_id for s in spans):
+        spans = receiver.wait_for(len(spans) + 1)
+    span = next(s for s in spans if s.attributes.get("request_id") == request_id)
+    assert span.attributes["client.address"] == "203.0.113.9"
+    assert span.attributes["user_agent.original"] == "qa-agent/1"

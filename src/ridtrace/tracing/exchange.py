@@ -104,15 +104,19 @@ def start_attributes(
     x_request_id: str | None,
     deprecated: str | None,
     scope: Scope | None = None,
+    user_agent: str | None = None,
 ) -> dict[str, str | int]:
     """The span attributes known when the request arrives.
 
-    The request's own (``scope``: method, path, scheme, the server's address) only for
-    a span ridtrace opened: an instrumentation's own server span already carries them
-    under its own conventions. ``url.scheme`` is one the HTTP semantic conventions
-    require of a server span, ``server.address`` / ``server.port`` what tells which
-    process served it; they come from the server (the socket it accepted on, as
+    The request's own (``scope``: method, path, scheme, the server's address, the
+    client's; `user_agent`, as the log line shows it) only for a span ridtrace opened:
+    an instrumentation's own server span already carries them under its own
+    conventions. ``url.scheme`` is one the HTTP semantic conventions require of a server
+    span, ``server.address`` / ``server.port`` what tells which process served it; they
+    come from the server (the socket it accepted on, as
     opentelemetry-instrumentation-asgi takes them), not from the client's ``Host``.
+    ``client.address`` and ``user_agent.original`` are the conventions' recommended
+    ones: the request.start line had them and the span did not.
     """
     attributes: dict[str, str | int] = {"request_id": request_id}
     if x_request_id is not None:
@@ -140,7 +144,20 @@ def start_attributes(
             attributes["server.address"] = server[0]
             if server[1] is not None:  # None: a unix socket, named by the address
                 attributes["server.port"] = server[1]
+        client = scope.get("client")
+        if client:  # behind proxy headers, whatever X-Forwarded-For said: capped
+            attributes["client.address"] = shown_text(str(client[0]), MAX_SHOWN_CLIENT)
+        if user_agent is not None:
+            attributes["user_agent.original"] = user_agent
     return attributes
+
+
+def shown_agent(user_agent: str | bytes | None, max_length: int) -> str | None:
+    """The client's ``User-Agent`` as a log line or span shows it: capped, or None when
+    it holds what a line must not carry (control characters)."""
+    if user_agent is None:
+        return None
+    return validate_client_id(user_agent[:max_length], max_length)
 
 
 def start_fields(
@@ -163,10 +180,8 @@ def start_fields(
     client = scope.get("client")
     if client:
         fields["client"] = shown_text(f"{client[0]}:{client[1]}", MAX_SHOWN_CLIENT)
-    if user_agent is not None:
-        agent = validate_client_id(user_agent[:max_agent_length], max_agent_length)
-        if agent is not None:
-            fields["user_agent"] = agent
+    if (agent := shown_agent(user_agent, max_agent_length)) is not None:
+        fields["user_agent"] = agent
     if deprecated:
         fields["deprecated_headers"] = deprecated
     if rejected:

@@ -36,6 +36,7 @@ from ridtrace.tracing.exchange import (
     end_time_ns,
     file_size,
     outcome_of,
+    shown_agent,
     start_attributes,
     start_fields,
 )
@@ -163,7 +164,8 @@ class ObservedServing:
                 self._span_name,
                 parent,
                 SpanKind.SERVER,
-                start_attributes(request_id, x_request_id, deprecated_text, scope),
+                start_attributes(request_id, x_request_id, deprecated_text, scope,
+                                 shown_agent(user_agent, self._max_len * 2)),
             )
             recording = span.is_recording()
         ctx = request_context_for(span, carrier, request_id, x_request_id, parent)
