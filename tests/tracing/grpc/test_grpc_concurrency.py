@@ -115,7 +115,7 @@ def test_client_cancelling_mid_stream_is_cancelled_and_leaks_nothing(
 ) -> None:
     engine = _SaysWhenItHangs(hang_after_tokens=2)
     servicer = build_servicer(proto, engine=engine)
-    probe = _ContextProbe()
+    probe = _ContextProbe(resumed_after=2)
 
     async def go() -> tuple[str, Any]:
         async with (
@@ -132,10 +132,12 @@ def test_client_cancelling_mid_stream_is_cancelled_and_leaks_nothing(
             server_id = metadata_dict(await call.initial_metadata())["x-server-request-id"][0]
             got = [await call.read(), await call.read()]
             assert [c.text for c in got] == ["echo:", " never"]
-            # Cancelled once the handler asked for a third message: cancelled between
-            # gRPC sending the second and resuming the handler, the second was never
-            # counted (messages_out 1, a flake under the suite's load).
+            # Cancelled once gRPC resumed the handler past its second message: cancelled
+            # between sending the second and resuming, the second was never counted
+            # (messages_out 1, a flake under the suite's load). The engine's own wait
+            # did not say so: the servicer's pump asks it ahead of the messages sent.
             await asyncio.wait_for(engine.hanging.wait(), 60)
+            await asyncio.wait_for(probe.resumed.wait(), 60)
             call.cancel()
             await log_lines.wait_for(lambda lines: bool(lines.events("request.end")))
             await probe.finished.wait()
@@ -161,9 +163,13 @@ class _ContextProbe(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Sits outside ridtrace's interceptor and records the request context left behind
     in the call's task after ridtrace's wrapper finished (it must be none)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, resumed_after: int = 0) -> None:
         self.after: list[Any] = []
         self.finished = asyncio.Event()
+        # Set once gRPC resumed the handler past its `resumed_after`-th message: ridtrace's
+        # wrapper, inside, counts a message as it resumes, in the same step of the loop.
+        self.resumed_after = resumed_after
+        self.resumed = asyncio.Event()
 
     async def intercept_service(self, continuation: Any, details: Any) -> Any:
         handler = await continuation(details)
@@ -173,9 +179,13 @@ class _ContextProbe(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
         async def probed(request: Any, context: Any) -> Any:
             responses = inner(request, context)
+            sent = 0
             try:
                 async for message in responses:
                     yield message
+                    sent += 1
+                    if sent == self.resumed_after:
+                        self.resumed.set()
             finally:
                 await responses.aclose()
                 self.after.append(current_context())
