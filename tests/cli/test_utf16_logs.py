@@ -99,3 +99,23 @@ def test_a_log_whose_encoding_changes_at_a_line_gives_the_utf8_report(
         (tmp_path / path.name).write_bytes(
             APPENDED[encodings]("".join(lines[:half]), "".join(lines[half:])))
     _same_report(tmp_path, engine, plain_report)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("mark", ["utf-16-be", "utf-16-le", "utf-32-le"])
+def test_a_wide_mark_alone_before_utf8_lines_is_one_bad_line(
+    plain: Path, plain_report: PlainReport, tmp_path: Path, mark: str, engine: str
+) -> None:
+    # A log PowerShell created with its mark alone, then appended to by a UTF-8 service:
+    # read as UTF-16, the whole file was one garbage line, its records unread, exit 0.
+    marks = {"utf-16-be": b"\xfe\xff", "utf-16-le": b"\xff\xfe",
+             "utf-32-le": b"\xff\xfe\x00\x00"}
+    for path in plain.iterdir():
+        (tmp_path / path.name).write_bytes(marks[mark] + b"\n" + path.read_bytes())
+    want_code, want = plain_report
+    code, got = analyze_json(str(tmp_path), "--engine", engine)
+    files = len(list(plain.iterdir()))
+    assert got["summary"]["bad_lines"] == files  # each file's mark, a line of its own
+    assert got["summary"]["lines"] == want["summary"]["lines"] + files
+    assert [f["kind"] for f in got["findings"]] == [f["kind"] for f in want["findings"]]
+    assert code == want_code  # error findings: 1, whatever the bad lines

@@ -43,9 +43,28 @@ _WIDE_TEXT_STARTS = (
 )
 
 
+_MARKS = frozenset({codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE, codecs.BOM_UTF16_LE,
+                    codecs.BOM_UTF16_BE})
+# Bytes after a mark looked at for a NUL: a log's text in UTF-16 or UTF-32 has some (its
+# `{`, its digits, its quotes are ASCII), one in UTF-8 none.
+_LOOKED_AFTER_MARK = 32
+
+
 def wide_text_codec(head: bytes) -> str | None:
-    """The UTF-16 or UTF-32 codec the first bytes of a text announce, or None (UTF-8)."""
-    return next((codec for start, codec in _WIDE_TEXT_STARTS if head.startswith(start)), None)
+    """The UTF-16 or UTF-32 codec the first bytes of a text announce, or None (UTF-8).
+
+    A mark followed by text with no NUL is no wide text's: a UTF-8 service appending to
+    a log PowerShell created with its mark alone. Read as UTF-16, its JSON lines were
+    one garbage line; read as UTF-8 the mark is a bad line and the records are read.
+    A mark alone is an empty wide text.
+    """
+    for start, codec in _WIDE_TEXT_STARTS:
+        if head.startswith(start):
+            after = head[len(start): len(start) + _LOOKED_AFTER_MARK]
+            if start in _MARKS and after and b"\x00" not in after:
+                return None
+            return codec
+    return None
 
 
 def compression_of(head: bytes) -> str | None:
