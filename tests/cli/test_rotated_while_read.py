@@ -21,6 +21,15 @@ from tests.cli.helpers import analyze_json, analyzed_with_parse_hook, rotated_ap
 from tests.forensics.helpers import rt_request
 
 
+def _rotate(logs: Path) -> None:
+    """logrotate's renames, with no moment where a name is missing: the other reading
+    thread, looking at ``app.jsonl.1`` between two renames, found no file there ("deleted
+    since it was listed"), where the test asks what a rename over it does."""
+    os.link(logs / "app.jsonl.1", logs / "app.jsonl.2")
+    os.replace(logs / "app.jsonl", logs / "app.jsonl.1")
+    (logs / "app.jsonl").write_text("")
+
+
 def _rotate_at_first_open(logs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = source_open.open_raw
     rotated: list[bool] = []
@@ -28,9 +37,7 @@ def _rotate_at_first_open(logs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def open_raw(src: Any) -> Any:
         if not rotated:
             rotated.append(True)
-            os.rename(logs / "app.jsonl.1", logs / "app.jsonl.2")
-            os.rename(logs / "app.jsonl", logs / "app.jsonl.1")
-            (logs / "app.jsonl").write_text("")
+            _rotate(logs)
         return real(src)
 
     monkeypatch.setattr(source_open, "open_raw", open_raw)
@@ -70,9 +77,7 @@ def test_a_log_rotated_while_it_is_read_makes_it_incomplete(
     def rotate_once(_: Path) -> None:
         if not rotated:
             rotated.append(True)
-            os.rename(logs / "app.jsonl.1", logs / "app.jsonl.2")
-            os.rename(logs / "app.jsonl", logs / "app.jsonl.1")
-            (logs / "app.jsonl").write_text("")
+            _rotate(logs)
 
     code, doc, notes = analyzed_with_parse_hook(logs, monkeypatch, rotate_once)
     assert code == 3, doc
