@@ -102,28 +102,24 @@ def configure_tracing(
     )
     if sdk_disabled(env):
         return provider
-    if set_global:
-        existing = trace.get_tracer_provider()
-        if isinstance(existing, TracerProvider) and (
-            not lifecycle.built_here(existing) or lifecycle.in_service(existing)
-        ):
-            # The application set up its own (opentelemetry-instrument, say): its spans
-            # already go where it chose, and the global one cannot be replaced anyway.
-            # Or an earlier call's, still serving (a module run twice: `python app.py`
-            # ending in uvicorn.run("app:app")): a second one was never global, ran an
-            # exporter thread for nothing, and OpenTelemetry warned at every start.
-            return existing
-        if isinstance(existing, TracerProvider):
-            # An earlier call's, shut down: no other may take its place, and a new one
-            # beside it was never global, its spans lost. It exports again, as `env`
-            # says (its resource and sampler stay the first call's).
-            _export_globally(existing, env)
-            return existing
-    if set_global:
-        _export_globally(provider, env)
-        trace.set_tracer_provider(provider)
-    else:
+    if not set_global:
         lifecycle.own(provider, flush_limit=_add_exporters(provider, env))
+        return provider
+    existing = trace.get_tracer_provider()
+    if isinstance(existing, TracerProvider):
+        # The application set up its own (opentelemetry-instrument, say): its spans
+        # already go where it chose, and the global one cannot be replaced anyway.
+        # Or an earlier call's, still serving (a module run twice: `python app.py`
+        # ending in uvicorn.run("app:app")): a second one was never global, ran an
+        # exporter thread for nothing, and OpenTelemetry warned at every start.
+        # Or an earlier call's, shut down: no other may take its place, and a new one
+        # beside it was never global, its spans lost. It exports again, as `env` says
+        # (its resource and sampler stay the first call's).
+        if lifecycle.built_here(existing) and not lifecycle.in_service(existing):
+            _export_globally(existing, env)
+        return existing
+    _export_globally(provider, env)
+    trace.set_tracer_provider(provider)
     return provider
 
 
