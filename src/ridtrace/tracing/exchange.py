@@ -162,12 +162,12 @@ def shown_agent(user_agent: str | bytes | None, max_length: int) -> str | None:
 
 def start_fields(
     scope: Scope,
-    user_agent: str | bytes | None,
-    max_agent_length: int,
+    agent: str | None,
     deprecated: str | None,
     rejected: bool,
 ) -> dict[str, Any]:
     """``request.start``'s fields (docs/log-schema.md); absent ones are left out.
+    `agent`: the ``User-Agent`` as `shown_agent` shows it.
 
     A null is never written anyway, and every extra key costs loguru and the sink a
     little on each line.
@@ -180,7 +180,7 @@ def start_fields(
     client = scope.get("client")
     if client:
         fields["client"] = shown_text(f"{client[0]}:{client[1]}", MAX_SHOWN_CLIENT)
-    if (agent := shown_agent(user_agent, max_agent_length)) is not None:
+    if agent is not None:
         fields["user_agent"] = agent
     if deprecated:
         fields["deprecated_headers"] = deprecated

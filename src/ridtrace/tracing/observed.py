@@ -130,6 +130,9 @@ class ObservedServing:
         coroutine stays small enough for Python's small-object allocator."""
         span = active_server_span(current)
         owns_span = span is None
+        # Shown once, for both the span ridtrace opens and the request.start line.
+        agent = (shown_agent(user_agent, self._max_len * 2)
+                 if self._log_lifecycle or (owns_span and not quiet) else None)
         # A Mount lengthens root_path in place: what it was tells route_template which
         # part of the path the mounts took. In a mounted sub-app that has the middleware
         # itself, from the top: Starlette's first Mount keeps the app's own root path in
@@ -164,8 +167,7 @@ class ObservedServing:
                 self._span_name,
                 parent,
                 SpanKind.SERVER,
-                start_attributes(request_id, x_request_id, deprecated_text, scope,
-                                 shown_agent(user_agent, self._max_len * 2)),
+                start_attributes(request_id, x_request_id, deprecated_text, scope, agent),
             )
             recording = span.is_recording()
         ctx = request_context_for(span, carrier, request_id, x_request_id, parent)
@@ -243,10 +245,7 @@ class ObservedServing:
             if self._log_lifecycle:
                 events.info(
                     REQUEST_START,
-                    **start_fields(
-                        scope, user_agent, self._max_len * 2, deprecated_text,
-                        rejected is not None,
-                    ),
+                    **start_fields(scope, agent, deprecated_text, rejected is not None),
                 )
             await self.app(scope, receive_counting, send_tagged)
             if not state.response_started and not state.disconnected:
