@@ -13,6 +13,7 @@ from ridtrace.forensics.live.follow import Follower, FollowSettings
 from ridtrace.forensics.live.identity import Identities
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.stats import ReadStats
+from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import rt, rt_request, watched_lines
 
 
@@ -317,3 +318,30 @@ def test_a_valid_line_duckdb_rejects_in_one_file_does_not_stop_the_follow(
     follower, _ = _follow_to_the_end(tmp_path, FollowSettings(from_start=True))
     summary = follower.summary()
     assert (summary["lines"], summary["bad_lines"]) == (3, 0)
+
+
+@pytest.mark.parametrize("hole", [b"\x00" * 4096, b"\x00\x00\n"])
+def test_nuls_at_a_polls_first_byte_are_read_as_the_batch_read_reads_them(
+    tmp_path: Path, hole: bytes
+) -> None:
+    # A crash's hole (or a short run of NULs) that begins where a poll begins was skipped
+    # as a copy-and-truncate's: no bad line, and the follow said it read everything.
+    log = tmp_path / "frontend.jsonl"
+    log.write_bytes(b"")
+    follower = Follower([str(log)], FollowSettings())
+    try:
+        follower.poll()
+        with open(log, "a") as fh:
+            fh.write("\n".join(rt_request("s1", "r1", 0.0, 1.0)) + "\n")
+        follower.poll()
+        with open(log, "ab") as fh:
+            fh.write(hole + ("\n".join(rt_request("s2", "r2", 2.0, 3.0)) + "\n").encode())
+        follower.poll()
+    finally:
+        follower.close()
+    code, doc = analyze_json(str(log))
+    assert code == 3
+    want = [(s["line"], s["reason"]) for s in doc["summary"]["bad_line_samples"]]
+    assert [(s.line, s.reason) for s in follower.stats.samples] == want != []
+    assert follower.stats.lines == doc["summary"]["lines"]
+    assert bool(follower.stats.unreadable_files) == bool(doc["summary"]["unreadable_files"])

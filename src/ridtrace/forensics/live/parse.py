@@ -103,8 +103,9 @@ def parse_chunk(
     with open(staged, "wb") as out:
         out.write(chunk.data)
     line_map = map_chunk(chunk.data, chunk.scan)
+    # A hole opening a later chunk is a crash's, not a copy-and-truncate's (`judge`).
     table = parse(con, staged, line_map, chunk.name, local, lean=True, window=None,
-                  run=_prepared_run(queries, staged))
+                  run=_prepared_run(queries, staged), starts_file=chunk.first_line == 1)
     spans, lines = table.spans()
     shift = chunk.first_line - 1
     local.samples = [BadLine(s.file, s.line + shift, s.reason) for s in local.samples]

@@ -210,9 +210,12 @@ class FileTail(StopBound):
             self._unwrap, self._unwrap_from = None, None
             self._claim_head()
         size = self._bounded(size)
-        if size > self.offset and not self._held:
-            # A hole is no line: held as one, the first line after every such rotation
-            # was a bad line (its record lost), and a big hole was held whole in memory.
+        if size > self.offset == 0:
+            # A hole opening the file is a copy-and-truncate's (as the batch read judges
+            # it), no line: held as one, the first line after every such rotation was a
+            # bad line (its record lost), and a big hole was held whole in memory. NULs
+            # anywhere else are a crash's lost lines, read as the batch read reads them:
+            # skipped at a poll's start, they went uncounted and the follow complete.
             self.offset = past_hole(self._fh.fileno(), self.offset, size)
         if size <= self.offset:
             self.at_eof, self.behind = not self._held, False
