@@ -63,3 +63,46 @@ def test_evidence_read_before_a_rotation_names_the_rotated_part(tmp_path: Path, 
     cited = {json.loads(Path(e["file"]).read_text().splitlines()[e["line"] - 1])["span_id"]
              for e in evidence}
     assert cited == {"a1", "b2"}
+
+
+def _duplicate_after(log: Path, move: str) -> list[dict[str, object]]:
+    """The duplicate printed when `log`'s name is given to a new file (`move`) between
+    the first caller's line and the second's."""
+    follower = Follower([str(log)], FollowSettings(from_start=True, settle_s=0))
+    try:
+        _append(log, _caller("request.start", "a1", 0.5))
+        assert follower.poll()[0] == []
+        fresh = log.with_name("fresh.jsonl")
+        fresh.touch()
+        if move == "link":  # a "current" link pointed at the next file
+            log.unlink()
+            log.symlink_to(fresh.name)
+        else:  # a file moved over the name: the first one has no name left
+            os.replace(fresh, log)
+        _append(log, _caller("request.start", "b2", 1.0), _caller("request.end", "b2", 1.5))
+        found = follower.poll()[0] + follower.finish()
+    finally:
+        follower.close()
+    duplicates = [f for f in found if f["kind"] == "duplicate_in_flight"]
+    assert len(duplicates) == 1, found
+    return list(duplicates[0]["evidence"])  # type: ignore[call-overload]
+
+
+def test_evidence_read_through_a_link_names_the_file_it_led_to(tmp_path: Path) -> None:
+    # Each caller's line 1 was cited as current.jsonl:1: one evidence entry, the first
+    # caller's line not cited at all.
+    first = tmp_path / "app-1.log"
+    first.touch()
+    log = tmp_path / "current.jsonl"
+    log.symlink_to(first.name)
+    evidence = _duplicate_after(log, "link")
+    assert evidence[:2] == [{"file": str(first), "line": 1}, {"file": str(log), "line": 1}]
+    cited = {json.loads(Path(str(e["file"])).read_text().splitlines()[int(str(e["line"])) - 1])
+             ["span_id"] for e in evidence}
+    assert cited == {"a1", "b2"}
+
+
+def test_evidence_from_a_file_with_no_name_left_says_it_was_removed(tmp_path: Path) -> None:
+    log = tmp_path / "frontend.jsonl"
+    evidence = _duplicate_after(log, "replace")
+    assert evidence[:2] == [{"file": f"{log} (removed)", "line": 1}, {"file": str(log), "line": 1}]

@@ -68,9 +68,10 @@ def parts_of_named(named: list[Path]) -> Iterator[Path]:
                     yield part
 
 
-def rotated_name(path: Path, key: DevIno) -> Path | None:
+def rotated_name(path: Path, key: DevIno, link_target: Path | None = None) -> Path | None:
     """The name a rotation gave the file that was at `path` (``app.jsonl.1``), when
-    `path` now holds another file or none and no input names the file any more.
+    `path` now holds another file or none and no input names the file any more; or the
+    file the link `path` led to (`link_target`), once the link leads elsewhere.
 
     A named file (or a glob's match) renamed by logrotate's ``create`` is still written
     until the service reopens its log (``postrotate``): closed at once, those lines were
@@ -80,7 +81,7 @@ def rotated_name(path: Path, key: DevIno) -> Path | None:
         st = path.stat()
         if (st.st_dev, st.st_ino) == key:
             return None
-    for part in parts_beside(path):
+    for part in [*([link_target] if link_target else []), *parts_beside(path)]:
         with contextlib.suppress(OSError):
             st = part.stat()
             if (st.st_dev, st.st_ino) == key:

@@ -46,6 +46,12 @@ class FileTail(StopBound):
     def __init__(self, path: Path, identities: Identities, *, from_end: bool) -> None:
         self.path = path
         self.name = display_name(str(path))
+        # The file a link named leads to (a "current" link, Kubernetes' container log
+        # link): the name its lines are cited under once the link leads elsewhere.
+        real = Path(os.path.realpath(path))
+        self.link_target = None if real == Path(os.path.abspath(path)) else (
+            real if path.is_absolute() else Path(os.path.relpath(real)))
+        self.removed = False  # cited as removed: no name leads to it any more
         self._fh: BinaryIO = open(path, "rb")  # noqa: SIM115 (held across polls)
         st = os.fstat(self._fh.fileno())
         self.dev_ino = (st.st_dev, st.st_ino)

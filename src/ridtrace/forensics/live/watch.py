@@ -153,12 +153,18 @@ class Watch(InputFiles, FileEnds):
         for key, followed in self.tails.items():
             if isinstance(followed, StreamTail):
                 continue
-            moved = seen.get(key) or (
-                None if followed.done else rotated_name(followed.path, key))
+            moved = seen.get(key) or (None if followed.done else rotated_name(
+                followed.path, key, followed.link_target))
             if moved is not None and moved != followed.path:  # renamed: evidence names it
                 new_name = display_name(str(moved))
                 self.renamed.append((followed.name, new_name))
                 followed.path, followed.name = moved, new_name
+            elif moved is None and not followed.removed and followed.deleted():
+                # Removed (a file moved over its name, a rotation keeping no copy): its
+                # lines under the old name were cited at the next file's lines there.
+                followed.removed, new_name = True, f"{followed.name} (removed)"
+                self.renamed.append((followed.name, new_name))
+                followed.name = new_name
         # A settled file that disappeared frees its inode number for a new file.
         self.settled = {key: mtime for key, mtime in self.settled.items() if key in seen}
         self.copies.forget(set(seen), named_paths)
