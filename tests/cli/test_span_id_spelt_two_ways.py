@@ -140,3 +140,35 @@ def test_a_span_rotated_between_two_spellings_is_one_span(tmp_path: Path) -> Non
     assert span["warnings"] is None
     [request] = json.loads(_run("trace", "r1", str(logs), "--format", "json"))["requests"]
     assert [s["span_id"] for s in request["spans"]] == [_SPAN]
+
+
+@pytest.mark.parametrize("parent", ["00AB00CD00EF0012", "ab00cd00ef0012"])
+def test_a_worker_linked_in_another_spelling_is_exported_on_its_callers_clock(
+    tmp_path: Path, parent: str
+) -> None:
+    # Its caller logged upper case ids (or the worker dropped the leading zeros): linked
+    # in the file, but the export estimated the clock on the ids as logged, and the
+    # worker, 2 s ahead, started 1.9 s after its caller had ended.
+    logs = tmp_path / "skewed"
+    logs.mkdir()
+    trace, span = "ABCDEF0123456789ABCDEF0123456789", "00AB00CD00EF0012"
+    caller = {"request_id": "k1", "trace_id": trace, "span_id": span}
+    (logs / "frontend.jsonl").write_text("\n".join([
+        rt_at_us(0, "request.start", "frontend", **caller),
+        rt_at_us(100_000, "request.end", "frontend", status=200, outcome="ok",
+                 duration_ms=100.0, **caller),
+    ]) + "\n")
+    worker = {"request_id": "k1", "trace_id": trace.lower(), "span_id": "1" * 16,
+              "parent_span_id": parent}
+    (logs / "worker-1.jsonl").write_text("\n".join([
+        rt_at_us(2_010_000, "worker.start", "worker", **worker),
+        rt_at_us(2_090_000, "worker.end", "worker", outcome="ok", **worker),
+    ]) + "\n")
+    offsets = json.loads(_run("analyze", str(logs), "--format", "json"))["summary"][
+        "clock_offsets_ms"]
+    assert offsets == {str(logs / "worker-1.jsonl"): -1990.0}
+    spans = {s["spanID"]: s for s in _jaeger(tmp_path, logs)}
+    front, work = spans[span.lower()], spans["1" * 16]
+    assert [r["spanID"] for r in work["references"]] == [span.lower()]
+    assert front["startTime"] <= work["startTime"]
+    assert work["startTime"] + work["duration"] <= front["startTime"] + front["duration"]

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from ridtrace.contract import REQUEST_START, WORKER
 from ridtrace.forensics.records.requests import epoch_us
-from ridtrace.forensics.rules.skew import correct_skew
+from ridtrace.forensics.rules.skew import apply_offsets, clock_offsets
 from ridtrace.forensics.views import jaeger_ids
 from ridtrace.forensics.views.jaeger_epoch import from_1970
 from ridtrace.forensics.views.jaeger_logs import (
@@ -25,6 +25,7 @@ from ridtrace.forensics.views.jaeger_logs import (
     tag,
 )
 from ridtrace.forensics.views.jaeger_names import inherited_routes, operation_name, worker_route
+from ridtrace.forensics.views.trace_spellings import one_spelling
 
 _TAGS = ("request_id", "x_request_id", "side", "outcome", "status", "route", "fp_in", "fp_out",
          "deprecated", "worker", "error")
@@ -176,14 +177,15 @@ def jaeger_traces(
     caller's own tracer, or logs not given) keeps the parent's id as a tag, not as a
     reference Jaeger could not resolve.
 
-    Worker files' clocks are corrected first (`correct_skew`, as `ridtrace trace` shows
+    Worker files' clocks are corrected first (`clock_offsets`, as `ridtrace trace` shows
     them): Jaeger's UI adjusts no clock of an uploaded file, so a worker running behind
     would start its spans before its caller did.
     """
-    if len(requests):
-        requests, offsets = correct_skew(requests)
-    else:
-        offsets = {}
+    # Estimated on the ids spelt one way, as analyze and trace estimate it: a worker
+    # that logged its caller's id in another case, or without its leading zeros, was
+    # linked in the file yet left on its own clock, outside its caller.
+    offsets = clock_offsets(one_spelling(requests)) if len(requests) else {}
+    requests = apply_offsets(requests, offsets)
     keep = np.array((requests["trace_id"].notna() & requests["span_id"].notna()).to_numpy())
     if not health and len(requests):
         keep &= ~_health_probes(requests)
