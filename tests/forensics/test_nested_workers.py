@@ -127,9 +127,11 @@ def test_a_workers_own_workers_file_is_put_on_the_frontends_clock(tmp_path: Path
     for name, lines in (("frontend", front), ("decode", decode), ("prefill", prefill)):
         (tmp_path / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
     doc = _report(tmp_path)
-    # The offsets closest to zero that put every span inside its caller's.
+    # The middle of the offsets that put every span inside its caller's: the decode
+    # spans' [-320, -280] ms, then the prefill spans' [180, 480] ms in the decode spans
+    # so placed.
     assert doc["summary"]["clock_offsets_ms"] == {
-        str(tmp_path / "decode.jsonl"): -280.0, str(tmp_path / "prefill.jsonl"): 200.0,
+        str(tmp_path / "decode.jsonl"): -300.0, str(tmp_path / "prefill.jsonl"): 330.0,
     }
 
 

@@ -42,8 +42,8 @@ def _logs(directory: Path, *, skew_ms: int, worker_ms: tuple[int, int]) -> None:
 @pytest.mark.parametrize(("skew_ms", "worker_ms", "want"), [
     (0, (1, 104), {}),  # the worker's end 4 ms after its caller's, one clock
     (0, (1, 120), {}),
-    (400, (1, 99), {"worker.jsonl": -399.0}),  # a real skew is still corrected
-    (-400, (1, 99), {"worker.jsonl": 399.0}),
+    (400, (1, 99), {"worker.jsonl": -400.0}),  # a real skew is still corrected
+    (-400, (1, 99), {"worker.jsonl": 400.0}),
     (400, (1, 104), {"worker.jsonl": -402.5}),  # no offset fits every link: their middle
 ])
 def test_a_worker_ending_just_after_its_caller_is_on_its_callers_clock(

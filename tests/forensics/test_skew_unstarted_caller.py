@@ -58,8 +58,8 @@ def test_a_caller_without_its_start_line_does_not_place_its_worker(tmp_path: Pat
     _logs(tmp_path)
     doc = report_json(analyze_read(read_partials(expand_inputs([str(tmp_path)]))))
     assert doc["summary"]["clock_offsets_ms"] == {
-        # Its caller's start known: the offset closest to zero inside [-350, -250].
-        str(tmp_path / "worker-8101.jsonl"): -250.0,
+        # Its caller's start known: the middle of [-350, -250].
+        str(tmp_path / "worker-8101.jsonl"): -300.0,
         # Only ended before its caller (offset <= -250): its end at its caller's end.
         str(tmp_path / "worker-8103.jsonl"): -250.0,
         # Ended 650 ms before its caller: nothing says its clock is off (8102 absent).
@@ -72,10 +72,10 @@ def test_a_caller_whose_end_states_its_duration_places_its_worker(tmp_path: Path
     _logs(tmp_path, stated=True)
     doc = report_json(analyze_read(read_partials(expand_inputs([str(tmp_path)]))))
     assert doc["summary"]["clock_offsets_ms"] == {
-        str(tmp_path / "worker-8101.jsonl"): -250.0,
-        # Started 250 ms before its caller did: on [250, 350], not left behind.
-        str(tmp_path / "worker-8102.jsonl"): 250.0,
-        str(tmp_path / "worker-8103.jsonl"): -250.0,
+        str(tmp_path / "worker-8101.jsonl"): -300.0,
+        # Started 250 ms before its caller did: the middle of [250, 350], not left behind.
+        str(tmp_path / "worker-8102.jsonl"): 300.0,
+        str(tmp_path / "worker-8103.jsonl"): -300.0,
     }
     assert doc["summary"]["errors"] == 0
 

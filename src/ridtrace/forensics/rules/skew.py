@@ -1,16 +1,18 @@
-"""Clock skew between log files, bounded from both sides by the spans that link them.
+"""Clock skew between log files, bounded by the spans that link them.
 
 Every process stamps its lines with its own clock. A worker's span lies inside its
-caller's request: it starts after the caller started and ends before the caller
-ended. Each worker span linked to a caller in another file therefore bounds that
-file's offset from below (``caller.start - span.start``) and from above
-(``caller.end - span.end``), as Jaeger's clock-skew adjuster does for one span. The
-offset of a file is the value inside all its bounds closest to zero: no correction
-when the clocks already agree. Frontend files are the reference; a file with no link
-keeps its own clock. A caller whose start is not in the logs (its ``request.start``
-rotated away: read as an instant at its end) bounds the offset from above only; taken
-as a whole request, no worker span fit in it, and the bounds' middle put the worker's
-span around its caller's end, running past it.
+caller's request: it starts after the caller started and, when the caller waited for it
+(ended well), ends before the caller ended. Each worker span linked to a caller in
+another file therefore bounds that file's offset from below (``caller.start -
+span.start``) and, for a caller that waited, from above (``caller.end - span.end``), as
+Jaeger's clock-skew adjuster does for one span. A file's offset is zero when zero is
+inside its bounds (the clocks agree), else the middle of the offsets inside them (the
+most room for every span inside its caller; a bound open on one side gives its edge).
+Frontend files are the reference; a file with no link keeps its own clock. A caller
+whose start is not in the logs (its ``request.start`` rotated away: read as an instant
+at its end) bounds the offset from above only; taken as a whole request, no worker span
+fit in it, and the bounds' middle put the worker's span around its caller's end,
+running past it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from ridtrace.forensics.rules.frame_arrays import arrow_text
 # The lower bound of a link whose caller's start is unknown: below any real offset,
 # far enough from int64's end that no arithmetic on it overflows.
 _NO_LOWER_BOUND = -(1 << 62)
+_NO_UPPER_BOUND = 1 << 62
 
 # A worker writes its end line after its last chunk went out, so on one machine its
 # caller may log its own end first: by 0.1-4 ms at 50 calls at once, 9 ms in the
@@ -49,9 +52,13 @@ def span_offsets(spans: SpanColumns) -> dict[str, int]:
     Dynamo processor's engine worker, a decode worker's prefill worker), bounded by
     their callers' corrected times.
     """
-    # Only a caller that finished well waited for its worker: a failed one (an Unlinked
-    # error, a client gone) may end while its worker still runs.
-    callers = spans.front & spans.ok
+    # Every caller started before its worker did; only one that finished well waited
+    # for it to end: a failed one (an Unlinked error, a client gone) may end while its
+    # worker still runs, so it bounds its worker's offset from below only. Left out,
+    # a worker 5 s ahead was placed past its failed caller's end, and its lost output
+    # excused as a timeout's race.
+    callers = spans.front.copy()
+    waited = spans.ok | (spans.worker & ~spans.ended)
     workers = np.flatnonzero(spans.worker & (spans.parent >= 0))
     if not callers.any() or not len(workers):
         return {}
@@ -59,7 +66,7 @@ def span_offsets(spans: SpanColumns) -> dict[str, int]:
     shift = np.zeros(len(spans.start), dtype=np.int64)
     worker_files = set(np.unique(spans.file[workers]).tolist())
     while worker_files - on_clock.keys():
-        placed = _level(spans, np.flatnonzero(callers), workers, shift, on_clock)
+        placed = _level(spans, np.flatnonzero(callers), waited, workers, shift, on_clock)
         if not placed:
             break
         on_clock.update(placed)
@@ -74,10 +81,11 @@ def span_offsets(spans: SpanColumns) -> dict[str, int]:
             for code, offset in on_clock.items() if offset}
 
 
-def _level(spans: SpanColumns, callers: np.ndarray, workers: np.ndarray, shift: np.ndarray,
-           on_clock: dict[int, int]) -> dict[int, int]:
+def _level(spans: SpanColumns, callers: np.ndarray, waited: np.ndarray, workers: np.ndarray,
+           shift: np.ndarray, on_clock: dict[int, int]) -> dict[int, int]:
     """Offsets of the files not placed yet whose spans work for `callers` in other files,
-    the callers' times moved by `shift`."""
+    the callers' times moved by `shift` (those `waited` for their workers bound them from
+    above too)."""
     caller = first_rows(spans.span, spans.span_codes, callers)[spans.parent[workers]]
     linked = caller >= 0
     workers, caller = workers[linked], caller[linked]
@@ -90,25 +98,26 @@ def _level(spans: SpanColumns, callers: np.ndarray, workers: np.ndarray, shift: 
         return {}
     lo = np.where(spans.unstarted[caller], _NO_LOWER_BOUND,
                   spans.start[caller] + shift[caller] - spans.start[workers])
-    hi = spans.end[caller] + shift[caller] - spans.end[workers]
+    hi = np.where(waited[caller], spans.end[caller] + shift[caller] - spans.end[workers],
+                  _NO_UPPER_BOUND)
     files = spans.file[workers]
     return {code: _best_offset(lo[files == code], hi[files == code])
             for code in np.unique(files).tolist()}
 
 
 def _best_offset(lo: np.ndarray, hi: np.ndarray) -> int:
-    """The offset inside the most link intervals ``[lo, hi]``, the one closest to zero;
-    none when zero is, with every end allowed `AGREE_WITHIN_US` past its caller's."""
+    """The offset inside the most link intervals ``[lo, hi]`` (`_fitting_offset`); none
+    when zero is, with every end allowed `AGREE_WITHIN_US` past its caller's."""
     if not _fitting_offset(lo, hi + AGREE_WITHIN_US):
         return 0
     return _fitting_offset(lo, hi)
 
 
 def _fitting_offset(lo: np.ndarray, hi: np.ndarray) -> int:
-    """The offset inside the most link intervals ``[lo, hi]``, the one closest to zero.
+    """The offset inside the most link intervals ``[lo, hi]``: zero when zero is, else
+    the middle of the offsets that are (the one nearest zero of several such segments).
 
-    When every link agrees this is the value closest to zero inside all bounds. A link
-    whose caller lost a line (a torn write, a rotated file) bounds wrongly; it is
+    A link whose caller lost a line (a torn write, a rotated file) bounds wrongly; it is
     outvoted instead of dragging the file's clock.
     """
     valid = lo <= hi
@@ -124,7 +133,14 @@ def _fitting_offset(lo: np.ndarray, hi: np.ndarray) -> int:
     starts = np.flatnonzero(coverage == best)
     ends = starts + 1  # the next point closes the segment of best coverage
     low, high = points[starts], points[np.minimum(ends, len(points) - 1)]
-    candidates = np.clip(0, low, high)
+    if ((low <= 0) & (high >= 0)).any():
+        return 0
+    # Zero does not fit: the middle of the offsets that do leaves every span the most
+    # room inside its caller; an edge put a span on its caller's end (a worker's output
+    # finished as a failed caller ended: a timeout's race, not a lost caller). A bound
+    # open on one side (callers that bound from one side only) keeps its finite edge.
+    bounded = (low > _NO_LOWER_BOUND) & (high < _NO_UPPER_BOUND)
+    candidates = np.where(bounded, low + (high - low) // 2, np.clip(0, low, high))
     return int(candidates[np.argmin(np.abs(candidates))])
 
 
