@@ -31,7 +31,9 @@ def _line(at: float, message: str, span: str, **fields: Any) -> str:
                        "message": message, "span_id": span, "trace_id": _TRACE, **fields})
 
 
-def _logs(tmp_path: Path) -> list[str]:
+def _logs(tmp_path: Path, worker_ahead: float = 0.0, *, completed: bool = False) -> list[str]:
+    """The three spans; `completed`: with the line Dynamo logs at DEBUG level that says
+    the request succeeded, `worker_ahead`: the worker's clock so many seconds ahead."""
     front = {"span_name": "http-request", "method": "POST", "uri": "/inference/v1/generate",
              "version": "HTTP/1.1", "x_request_id": "1"}
     inner = {"span_name": "generate", "parent_id": _HTTP, "request_id": "r-1"}
@@ -41,11 +43,13 @@ def _logs(tmp_path: Path) -> list[str]:
         _line(0.0, "SPAN_FIRST_ENTRY", _HTTP, **front),
         _line(0.001, "SPAN_FIRST_ENTRY", _GENERATE, **inner),
         _line(0.5, "SPAN_CLOSED", _GENERATE, **inner),
+        *([_line(0.5005, "request completed", _HTTP, status="success", **front)]
+          if completed else []),
         _line(0.501, "http response sent", _HTTP, status="200", latency_ms="501", **front),
     ]) + "\n")
     (tmp_path / "worker.jsonl").write_text("\n".join([
-        _line(0.01, "request received", _WORKER, **work),
-        _line(0.4, "request completed", _WORKER, **work),
+        _line(0.01 + worker_ahead, "request received", _WORKER, **work),
+        _line(0.4 + worker_ahead, "request completed", _WORKER, **work),
     ]) + "\n")
     return [str(tmp_path / "frontend.jsonl"), str(tmp_path / "worker.jsonl")]
 
@@ -95,3 +99,17 @@ def test_trace_labels_the_generate_step_by_its_logged_name(tmp_path: Path) -> No
                      _WORKER: ("worker-0", "handle_payload")}
     labels = [line.split("█")[0].strip() for line in text.stdout.splitlines() if "█" in line]
     assert labels == ["#1 frontend", "frontend generate", "worker-0"]
+
+
+def test_a_worker_ahead_of_its_generate_caller_is_put_on_its_clock(tmp_path: Path) -> None:
+    # The `generate` span logs no outcome: its worker was bounded from below only (and,
+    # before, not at all), so a worker 2 s ahead kept its clock, its span 1.5 s after the
+    # request had ended, in the export and in the overlap checks.
+    logs = _logs(tmp_path, worker_ahead=2.0, completed=True)
+    result = CliRunner().invoke(main, ["analyze", *logs, "--format", "json", "-q"])
+    offsets = json.loads(result.stdout)["summary"]["clock_offsets_ms"]
+    assert offsets == {logs[1]: -1954.5}  # the middle of [-2009, -1900] ms
+    spans = _exported(tmp_path, logs)
+    generate, worker = spans[_GENERATE], spans[_WORKER]
+    assert generate["startTime"] <= worker["startTime"]
+    assert worker["startTime"] + worker["duration"] <= generate["startTime"] + generate["duration"]

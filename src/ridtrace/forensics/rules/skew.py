@@ -58,7 +58,7 @@ def span_offsets(spans: SpanColumns) -> dict[str, int]:
     # a worker 5 s ahead was placed past its failed caller's end, and its lost output
     # excused as a timeout's race.
     callers = spans.front.copy()
-    waited = spans.ok | (spans.worker & ~spans.ended)
+    waited = spans.ok | (spans.worker & ~spans.ended) | _steps_of_ok_requests(spans)
     workers = np.flatnonzero(spans.worker & (spans.parent >= 0))
     if not callers.any() or not len(workers):
         return {}
@@ -79,6 +79,16 @@ def span_offsets(spans: SpanColumns) -> dict[str, int]:
         callers = callers | (spans.worker & now & (spans.ok | ~spans.ended))
     return {spans.file_names[code] if code >= 0 else "nan": offset
             for code, offset in on_clock.items() if offset}
+
+
+def _steps_of_ok_requests(spans: SpanColumns) -> np.ndarray:
+    """Frontend spans that log no outcome of their own inside a frontend span that ended
+    well (Dynamo's `generate` under its `http-request`): they waited for their workers as
+    it did. Bounded from below only, a worker 2 s ahead of its `generate` caller was not
+    corrected."""
+    parents = first_rows(spans.span, spans.span_codes, np.flatnonzero(spans.front))
+    parent = np.where(spans.parent >= 0, parents[np.maximum(spans.parent, 0)], -1)
+    return spans.front & ~spans.ended & (parent >= 0) & spans.ok[np.maximum(parent, 0)]
 
 
 def _level(spans: SpanColumns, callers: np.ndarray, waited: np.ndarray, workers: np.ndarray,
