@@ -88,7 +88,7 @@ def _steps_of_ok_requests(spans: SpanColumns) -> np.ndarray:
     corrected."""
     parents = first_rows(spans.span, spans.span_codes, np.flatnonzero(spans.front))
     parent = np.where(spans.parent >= 0, parents[np.maximum(spans.parent, 0)], -1)
-    return spans.front & ~spans.ended & (parent >= 0) & spans.ok[np.maximum(parent, 0)]
+    return np.asarray(spans.front & ~spans.ended & (parent >= 0) & spans.ok[np.maximum(parent, 0)])
 
 
 def _level(spans: SpanColumns, callers: np.ndarray, waited: np.ndarray, workers: np.ndarray,
