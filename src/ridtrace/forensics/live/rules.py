@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import gc
 
-from ridtrace.contract import OUTCOME_OK, RESPONSE_UNLINKED, WORKER
+from ridtrace.contract import OUTCOME_CONFLICT, OUTCOME_OK, RESPONSE_UNLINKED, WORKER
 from ridtrace.forensics.live.findings import Finding, _finding
 from ridtrace.forensics.live.parse import COLUMNS, Flag, SpanRows
 from ridtrace.forensics.live.rejoin import earlier_part, held_longer
@@ -123,7 +123,8 @@ class LiveRules:
                     new_callers += state.park(trace, span)
                 if orphans and key in orphans:  # read after spans that work for it
                     new_callers -= state.adopt(key, span)
-                if rid is not None:
+                # A worker's refusal (a Conflict) never held the id: another request did.
+                if rid is not None and not (worker and outcome == OUTCOME_CONFLICT):
                     # The span holding the id for it (`Span.holder`): a worker's caller.
                     own = up if worker and up is not None and up.side != WORKER else span
                     cluster = by_id.get(rid)

@@ -22,7 +22,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ridtrace.contract import FRONTEND, OUTCOME_CANCELLED, OUTCOME_ERROR, OUTCOME_OK, WORKER
+from ridtrace.contract import (
+    FRONTEND,
+    OUTCOME_CANCELLED,
+    OUTCOME_CONFLICT,
+    OUTCOME_ERROR,
+    OUTCOME_OK,
+    WORKER,
+)
 from ridtrace.forensics.records.requests import LINE_FILES
 from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 from ridtrace.forensics.rules.codes import Arrow, shared_codes
@@ -56,6 +63,7 @@ class SpanColumns:
     ok: np.ndarray
     cancelled: np.ndarray
     failed: np.ndarray  # outcome error
+    refused: np.ndarray  # outcome conflict: a worker refused an id it already held
     ended: np.ndarray  # an outcome is logged: the span's end line is in the logs
     unstarted: np.ndarray  # one closing line at one instant: its start line not read
     span: np.ndarray
@@ -216,6 +224,7 @@ def span_columns(requests: pd.DataFrame) -> SpanColumns:
         ok=_equals(outcome, OUTCOME_OK),
         cancelled=_equals(outcome, OUTCOME_CANCELLED),
         failed=_equals(outcome, OUTCOME_ERROR),
+        refused=_equals(outcome, OUTCOME_CONFLICT),
         ended=np.asarray(pc.is_valid(outcome).to_numpy(zero_copy_only=False), dtype=bool),
         unstarted=one_line & closing & (start == end),
         span=span,

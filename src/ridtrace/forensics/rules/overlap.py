@@ -150,8 +150,9 @@ def _cluster_findings(
 def _id_holders(spans: SpanColumns, among: np.ndarray | None = None) -> np.ndarray:
     """Rows whose overlaps make a duplicate in flight: frontend requests, plus worker
     spans of traces whose frontend logs are absent (only a worker span whose request_id
-    repeats can matter, so only those are looked up); only rows of the mask `among`
-    when given."""
+    repeats can matter, so only those are looked up), but for those a worker refused
+    (a Conflict: the id was held by another, never by them); only rows of the mask
+    `among` when given."""
     rid = spans.request_id
     counts = np.bincount(rid[rid >= 0]) if (rid >= 0).any() else np.zeros(1, dtype=np.int64)
     repeated = (rid >= 0) & (counts[np.maximum(rid, 0)] > 1)
@@ -159,7 +160,7 @@ def _id_holders(spans: SpanColumns, among: np.ndarray | None = None) -> np.ndarr
     if among is not None:
         candidate &= among
         repeated &= among
-    workers = np.flatnonzero(spans.worker & repeated)
+    workers = np.flatnonzero(spans.worker & repeated & ~spans.refused)
     candidate[workers[~spans.trace_in_front(workers)]] = True
     return np.flatnonzero(candidate)
 
