@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from ridtrace.contract import FRONTEND, WORKER
 from ridtrace.forensics.rules import MAX_CALLER_DEPTH
-from ridtrace.forensics.rules.codes import ranked
+from ridtrace.forensics.rules.codes import ranked, shared_codes
 from ridtrace.forensics.rules.columns import SpanColumns, span_columns
 from ridtrace.forensics.rules.findings import (
     FindingColumns,
@@ -262,11 +262,34 @@ def duplicate_in_flight(requests: pd.DataFrame) -> pd.DataFrame:
 
 
 def find_client_id_reuse(spans: SpanColumns) -> FindingColumns:
-    """`client_id_reuse` on converted columns."""
+    """`client_id_reuse` on converted columns: among frontend requests, and callers seen
+    only through their worker spans (their frontend logs absent), as `duplicate_in_flight`
+    counts requests."""
+    spans, rows = _client_id_holders(spans)
     return _cluster_findings(
-        "client_id_reuse", spans, np.flatnonzero(spans.front),
+        "client_id_reuse", spans, rows,
         _request_identities(spans), key_column="x_request_id", what="client x_request_id",
     )
+
+
+def _client_id_holders(spans: SpanColumns) -> tuple[SpanColumns, np.ndarray]:
+    """`spans` with client ids coded on worker spans whose trace has no frontend span
+    too (`span_columns` codes them on frontend spans only), and the rows that may hold
+    one: frontend spans and those worker spans."""
+    clients = spans.text["x_request_id"]
+    workers = np.flatnonzero(spans.worker & np.asarray(
+        pc.is_valid(clients).to_numpy(zero_copy_only=False), dtype=bool))
+    workers = workers[~spans.trace_in_front(workers)]
+    if not len(workers):
+        return spans, np.flatnonzero(spans.front)
+    holders = spans.front.copy()
+    holders[workers] = True
+    (codes,), dictionary = shared_codes(clients.filter(pa.array(holders)))
+    x_request_id = np.full(len(holders), -1, dtype=np.int64)
+    x_request_id[holders] = codes
+    spans = replace(spans, x_request_id=x_request_id,
+                    dictionary={**spans.dictionary, "x_request_id": dictionary})
+    return spans, np.flatnonzero(holders)
 
 
 def _request_identities(spans: SpanColumns) -> np.ndarray:
