@@ -533,6 +533,42 @@ def test_a_shippers_records_after_a_long_text_banner_are_read(
     files = len(list(plain.iterdir()))
     assert got["summary"]["bad_lines"] == len(banner) * files and code == 1
 
+
+def _dynamo_line(at: str, message: str, span: str, **fields: Any) -> str:
+    return json.dumps({"time": f"2026-10-02T14:00:0{at}Z", "level": "INFO",
+                       "target": "dynamo_llm::http::service::service_v2", "message": message,
+                       **fields, "span_name": "http-request", "span_id": span,
+                       "trace_id": span * 2, "request_id": "dup-1"})
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_shippers_records_after_a_banner_of_most_of_the_head_are_read(
+    tmp_path: Path, engine: str
+) -> None:
+    # 250 entries of a model server's start-up text, ~50 KiB, in Vector's file sink:
+    # how the records are wrapped was looked for among the first 64 lines of the file's
+    # 64 KiB head only, and every record was "missing time" (0 requests, exit 3).
+    first, second = "a1b2c3d4e5f60718", "5c20cc08e6afb2b7"
+    records = [
+        _dynamo_line("1.0", "request received", first),
+        _dynamo_line("1.1", "request received", second),
+        _dynamo_line("1.5", "http response sent", second, latency_ms="400", status="200"),
+        _dynamo_line("1.6", "http response sent", first, latency_ms="600", status="200"),
+    ]
+    banner = [f"INFO 10-02 13:59:{n % 60:02d} [loader.py:88] Loading safetensors checkpoint "
+              f"shards: {n}/250 [00:01<00:00, 3.2it/s]" for n in range(250)]
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("".join(json.dumps({
+        "file": "/var/log/pods/x/0.log", "host": "gpu-3", "message": line,
+        "source_type": "file", "timestamp": "2026-10-02T14:00:01Z"}) + "\n"
+        for line in banner + records))
+    assert 40 << 10 < log.stat().st_size < 64 << 10
+    code, doc = analyze_json(str(log), "--engine", engine)
+    assert doc["summary"]["requests"] == 2
+    assert [f["kind"] for f in doc["findings"]] == ["duplicate_in_flight"]
+    assert doc["summary"]["bad_lines"] == len(banner) and code == 1
+
+
 def test_follow_unwraps_the_lines_it_tails(tmp_path: Path) -> None:
     record = _RECORD.encode()
     stamp = b"2026-11-29T10:00:00.000000001Z"

@@ -209,8 +209,11 @@ class JournalUnwrapper(LineByLine):
 
 
 def _first_lines(head: bytes) -> list[bytes]:
-    """The first non-blank lines of `head`, stripped (at most 64)."""
-    return [line.strip() for line in head.split(b"\n", 64)[:64] if line.strip()]
+    """The non-blank lines of `head` (a file's first 64 KiB), stripped: a shipper's file
+    may open with hundreds of its other entries (a model server's start-up text) before
+    the first record that says how it is wrapped; the first 64 lines alone left every
+    record of such a file unread ("missing time")."""
+    return [line.strip() for line in head.split(b"\n") if line.strip()]
 
 
 class _Chain:
