@@ -134,6 +134,17 @@ PAGE_ONLY_FILE = (
 )
 
 
+TRUNCATED_JSON = "truncated JSON"
+# A record cut short this long is a line limit's work (rsyslog's 8 KiB, a runtime's 16 KiB
+# split left unjoined, journald's 48 KiB), not a crash's torn last line: every record as
+# long is lost the same way, and those are the ones with an error's details.
+LIMIT_CUT_BYTES = 4096
+LIMIT_CUT_FILE = (
+    f"a record of {LIMIT_CUT_BYTES // 1024} KiB or more cut short (see its bad lines): a line "
+    "limit (a syslog daemon's, a shipper's) loses every record as long"
+)
+
+
 def _malformed(text: bytes) -> str:
     if text.startswith(PAGE_MARK):
         return f"{PAGE_ONLY}: {text[len(PAGE_MARK):].decode('utf-8', 'replace').strip()}"
@@ -152,7 +163,7 @@ def _malformed(text: bytes) -> str:
         return "invalid UTF-8"
     stripped = text.strip()
     if stripped[:1] == b"{" and stripped[-1:] != b"}":
-        return "truncated JSON"
+        return TRUNCATED_JSON
     if PREFIXED_RECORD.match(stripped):
         # Before the text-logger check: the prefix often opens with a time, and the
         # record holds a level, so "set DYN_LOGGING_JSONL=1" was the advice given.

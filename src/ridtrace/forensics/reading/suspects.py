@@ -20,8 +20,11 @@ from ridtrace.forensics.reading.judge import (
     JOURNAL_DROPPED_FILE,
     JOURNAL_LEFT_OUT,
     JOURNAL_LEFT_OUT_FILE,
+    LIMIT_CUT_BYTES,
+    LIMIT_CUT_FILE,
     PAGE_ONLY,
     PAGE_ONLY_FILE,
+    TRUNCATED_JSON,
 )
 from ridtrace.forensics.reading.lean import (
     SUSPECT_EMPTY,
@@ -50,7 +53,7 @@ def judge_suspects(
     inside = records_inside(lines[~whole].tolist(), fetch)
     rescued: list[dict[str, Any]] = []
     bad: list[tuple[int, str]] = []
-    holed = left_out = dropped = cr_separated = False
+    holed = left_out = dropped = cr_separated = cut = False
     for i, line in enumerate(lines.tolist()):
         if not whole[i] and line not in inside:
             bad.append((line, "missing time" if untimed[i] else "unknown format"))
@@ -73,6 +76,9 @@ def judge_suspects(
         if reason is not None and reason.endswith(CR_SEPARATED) and not cr_separated:
             cr_separated = True  # records are unread, however few the bad lines
             stats.unreadable_files.append(FileNote(name, CR_SEPARATED_FILE))
+        if reason == TRUNCATED_JSON and len(text) >= LIMIT_CUT_BYTES and not cut:
+            cut = True  # records are lost, however few the bad lines
+            stats.unreadable_files.append(FileNote(name, LIMIT_CUT_FILE))
         if not holed and crash_hole(text, first_line=first_line):
             holed = True  # lines of this log are gone, however few bad lines
             # No line number: a Dask block numbers its lines from 1.
