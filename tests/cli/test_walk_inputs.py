@@ -449,3 +449,29 @@ def test_json_lines_after_a_long_text_start_in_a_walked_file_are_read(tmp_path: 
     assert duplicates(doc) == 1 and code == 1, doc["summary"]
     assert not doc["summary"]["ignored_files"]
     assert doc["summary"]["bad_lines"] == 201
+
+
+def test_a_walk_that_read_nothing_but_ignored_files_is_incomplete(tmp_path: Path) -> None:
+    # `kubectl logs pod > frontend.txt`: a model server's start-up text longer than the
+    # 64 KiB looked at, then its JSON lines with a duplicate in flight. The walk ignored
+    # it as no log, and "No findings: no log line was read." exited 0.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    banner = "".join(f"INFO 10-02 13:59:{n % 60:02d} [loader.py:88] Loading checkpoint shards: "
+                     f"{n}/900 [00:01<00:00, 3.2it/s]\n" for n in range(900))
+    records = [*rt_request("a1", "dup", 0.0, 2.0), *rt_request("b2", "dup", 1.0, 3.0)]
+    capture = logs / "frontend.txt"
+    capture.write_text(banner + "\n".join(records) + "\n")
+    code, doc = run(str(logs))
+    assert doc["summary"]["ignored_files"] == [
+        {"file": str(capture), "reason": "no JSON lines in its first lines"}]
+    assert doc["summary"]["incomplete_reasons"] == [
+        "no log line was read: the 1 file(s) found were ignored as no logs (see "
+        "ignored_files; name one to read it)"]
+    assert code == 3
+    code, doc = run(str(capture))  # named, it is read whole
+    assert [f["kind"] for f in doc["findings"]] == ["duplicate_in_flight"] and code == 1
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, doc = run(str(empty))
+    assert code == 0 and not doc["summary"]["incomplete"]  # nothing there: nothing missed
