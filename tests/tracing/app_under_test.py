@@ -80,6 +80,8 @@ def create_app() -> FastAPI:
         # Fields of the application's own for request.end: named like the line's own
         # (its business request id, a customer status) and objects.
         annotate_request(request_id="order-7", status="premium", tags=["a", "b"], plan={"tier": 2})
+        # Named like a line's own keys, and like the writer's parameters.
+        annotate_request(message="quota nearly used", level="gold", self="me")
         return {"request_id": current_request_id()}
 
     @app.post("/upload")

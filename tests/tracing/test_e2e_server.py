@@ -223,6 +223,10 @@ def test_fields_an_app_attaches_to_request_end_keep_its_own_and_stay_flat(
     assert (end["request_id"], end["status"]) == (response.headers["x-server-request-id"], 200)
     assert (end["_request_id"], end["_status"]) == ("order-7", "premium")
     assert (end["tags"], end["plan"]) == ('["a","b"]', '{"tier":2}')
+    # `message` clashed with the event's own text: a TypeError ended the request with no
+    # request.end line and no span.
+    assert (end["message"], end["level"]) == ("request.end", "INFO")
+    assert (end["_message"], end["_level"], end["_self"]) == ("quota nearly used", "gold", "me")
 
 
 def test_tasks_spawned_inside_a_request_keep_its_id(server: tuple[RunningServer, Path]) -> None:

@@ -48,16 +48,16 @@ class EventLog:
         # with events_via_loguru. Same name whichever way the line goes.
         self._named = logger.patch(name_the_source)
 
-    def debug(self, message: str, **fields: Any) -> None:
+    def debug(self, message: str, /, **fields: Any) -> None:
         self._emit("DEBUG", message, fields)
 
-    def info(self, message: str, **fields: Any) -> None:
+    def info(self, message: str, /, **fields: Any) -> None:
         self._emit("INFO", message, fields)
 
-    def warning(self, message: str, **fields: Any) -> None:
+    def warning(self, message: str, /, **fields: Any) -> None:
         self._emit("WARNING", message, fields)
 
-    def error(self, message: str, **fields: Any) -> None:
+    def error(self, message: str, /, **fields: Any) -> None:
         self._emit("ERROR", message, fields)
 
     def _emit(self, level: str, message: str, fields: dict[str, Any]) -> None:

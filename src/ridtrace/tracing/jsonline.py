@@ -179,6 +179,9 @@ def _json_text(value: Any) -> str:
 
 # Not a field of the line: how a handler decides the request's outcome.
 _OUTCOME_OVERRIDE = "outcome_override"
+# Names an event's fields cannot take as keywords: a line's own keys, and the parameters
+# of the calls that write it (`EventLog.info(self, message, **fields)`).
+_ANNOTATION_CLASHES = _RESERVED | {"self"}
 
 
 def add_annotations(fields: dict[str, Any], annotations: Mapping[str, Any]) -> None:
@@ -194,7 +197,10 @@ def add_annotations(fields: dict[str, Any], annotations: Mapping[str, Any]) -> N
     for key, value in annotations.items():
         if key == _OUTCOME_OVERRIDE:
             continue
-        if key in fields or key in CONTEXT_KEYS:
+        # A line's own keys too (`message`, `level`): given as the event's keyword
+        # fields, `message` clashed with the event's text, and the TypeError cost the
+        # request its end line and its span (gRPC: the call's answer).
+        if key in fields or key in CONTEXT_KEYS or key in _ANNOTATION_CLASHES:
             key = "_" + key
         fields[key] = _json_text(value) if _is_nested(value) else value
 
