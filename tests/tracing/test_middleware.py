@@ -796,3 +796,37 @@ def test_only_propagators_that_may_read_any_header_are_shown_every_header() -> N
     assert seen[0] is not None and set(seen[0]) == set(TRACE_HEADERS)
     assert seen[1] is not None and set(seen[1]) == set(TRACE_HEADERS)
     assert seen[2] is None
+
+
+@pytest.mark.parametrize("caller", [None, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00"])
+def test_a_request_sampled_out_names_the_span_id_it_passes_on(caller: str | None) -> None:
+    # The lines named a span id ridtrace minted while the SDK's non-recording span, a
+    # span id of its own, went on to the next service: its parent_span_id named no line
+    # of this one for every request the sampler left out (99 % at 1 % sampling).
+    from opentelemetry import propagate
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
+
+    from ridtrace.tracing import current_context
+
+    provider = TracerProvider(sampler=ParentBased(ALWAYS_OFF))
+    provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+    app = _app(telemetry={"tracing": False}) if _has_native() else _app()
+
+    @app.get("/hop")
+    async def hop() -> dict[str, Any]:
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier)
+        ctx = current_context()
+        assert ctx is not None
+        return {"sent": carrier["traceparent"], "trace_id": ctx.trace_id,
+                "span_id": ctx.span_id, "parent": ctx.parent_span_id}
+
+    app.add_middleware(RequestTracingMiddleware, settings=TracingSettings(tracer_provider=provider))
+    headers = [(b"traceparent", caller.encode())] if caller else []
+    got = _get(app, "/hop", headers).json()
+    _, trace_id, span_id, flags = got["sent"].split("-")
+    assert (got["trace_id"], got["span_id"]) == (trace_id, span_id)
+    assert not int(flags, 16) & 1  # sampled out
+    if caller:
+        assert (trace_id, got["parent"]) == (caller.split("-")[1], caller.split("-")[2])
+        assert span_id != caller.split("-")[2]

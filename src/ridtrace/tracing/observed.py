@@ -170,7 +170,8 @@ class ObservedServing:
                 start_attributes(request_id, x_request_id, deprecated_text, scope, agent),
             )
             recording = span.is_recording()
-        ctx = request_context_for(span, carrier, request_id, x_request_id, parent)
+        ctx = request_context_for(span, carrier, request_id, x_request_id, parent,
+                                  started=not quiet and owns_span)
         ctx.server_span = span
         state = Exchange()
         # Shutdown waits for the request to end (lifecycle.running), recording or not:

@@ -82,6 +82,8 @@ def request_context_for(
     request_id: str,
     x_request_id: str | None,
     extracted: Context | None = None,
+    *,
+    started: bool = False,
 ) -> RequestContext:
     """Ids for the log lines: the span's when it records, minted ones otherwise.
 
@@ -95,6 +97,9 @@ def request_context_for(
     ``b3``) a ``traceparent`` the propagators did not read must not reach the lines
     either, or they named the caller's trace only when no span recorded the request.
     Without it, ``carrier`` is ridtrace's own (a gRPC stream item's) and is parsed.
+    ``started``: `span` was started for this request, so a span context of its own that
+    no caller gave it is the SDK's for a request its sampler left out: the span id that
+    goes on to the next service (`propagate.inject`), which the lines then name too.
     """
     span_context = span.get_span_context() if span.is_recording() else None
     if span_context is not None and span_context.is_valid:
@@ -111,9 +116,16 @@ def request_context_for(
     else:
         traceparent = carrier.get("traceparent") if carrier else None
         remote = parse_traceparent(traceparent) if traceparent else None
+    own = span.get_span_context()
+    if started and own.is_valid and not own.is_remote and (
+            remote is None or format(own.span_id, "016x") != remote[1]):
+        # A minted span id on the lines, another on the hop: the next service's
+        # parent_span_id named no line of this one for every request sampled out.
+        return RequestContext(request_id, format(own.trace_id, "032x"),
+                              format(own.span_id, "016x"), x_request_id,
+                              remote[1] if remote else None)
     if remote:
         return RequestContext(request_id, remote[0], mint_span_id(), x_request_id, remote[1])
-    own = span.get_span_context()
     if own.is_valid and not own.is_remote:
         # A root the SDK's sampler left out: its trace id is the one the sampler judged.
         # A minted one went on the hop instead, and a worker sampling by trace id

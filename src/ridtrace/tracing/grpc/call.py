@@ -108,6 +108,7 @@ class GrpcCall:
         self.owns_span = span is None
         held = None  # the propagators' warnings, written once our context is current
         parent = None
+        started = False
         if span is None:
             if carrier:
                 parent, held = extract(carrier)
@@ -120,8 +121,10 @@ class GrpcCall:
                     info.span_name, context=parent, kind=SpanKind.SERVER,
                     attributes=info.span_attributes(),
                 )
+                started = True
         self.span = span
-        self.ctx = ctx = request_context_for(span, carrier, request_id, x_request_id, parent)
+        self.ctx = ctx = request_context_for(span, carrier, request_id, x_request_id, parent,
+                                             started=started)
         ctx.server_span = span
         self.deprecated_text = ",".join(deprecated_sent) if deprecated_sent else None
         # Shutdown waits for the call's end (lifecycle.running), span recording or not:
