@@ -32,6 +32,8 @@ RESPONSE_UNLINKED: Final = "response.unlinked"
 RESPONSE_SENT: Final = "response.sent"
 FOREIGN_CHUNK: Final = "stream.foreign_chunk"
 DEPRECATED_HEADER: Final = "deprecated_header"
+# The request-id headers a server ignores, with one WARN naming each (DESIGN.md).
+DEPRECATED_ID_HEADERS: Final[tuple[str, ...]] = ("x-dynamo-request-id", "request-id")
 SPAN_CLOSED: Final = "span.closed"
 SHUTDOWN_DRAIN: Final = "shutdown.drain"
 SHUTDOWN_STOP: Final = "shutdown.stop"

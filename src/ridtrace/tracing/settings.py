@@ -11,11 +11,12 @@ from typing import TypeVar
 
 from opentelemetry.trace import TracerProvider
 
+from ridtrace.contract import DEPRECATED_ID_HEADERS
 from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH, uuid4_id, uuid7_id
 
 __all__ = ["DEFAULT_DEPRECATED_HEADERS", "TracingSettings"]
 
-DEFAULT_DEPRECATED_HEADERS: tuple[str, ...] = ("x-dynamo-request-id", "request-id")
+DEFAULT_DEPRECATED_HEADERS: tuple[str, ...] = DEPRECATED_ID_HEADERS
 
 _GENERATORS: dict[str, Callable[[], str]] = {"uuid4": uuid4_id, "uuid7": uuid7_id}
 

@@ -36,6 +36,7 @@ from ridtrace.contract import (
     WORKER_EVENT_PREFIX,
     WORKER_REFUSED,
 )
+from ridtrace.forensics.reading.deprecated_sql import header_bits, with_every_header
 from ridtrace.forensics.reading.hex_ids import hex_id
 from ridtrace.forensics.reading.span_sql import DISPLAY_FIELDS
 from ridtrace.forensics.reading.sql import (
@@ -142,13 +143,17 @@ _WORKER_BIT, _CLOSING_BIT, _REQUEST_END_BIT, _WORKER_END_BIT = 1, 2, 4, 8
 _EMPTY_BIT, _TIMED_BIT, _UNTIMED_BIT = 16, 32, 64
 # A ridtrace start line (`sql.started`); never on a suspect line, whose bits are packed.
 _STARTED_BIT = 128
+# The deprecated headers a line names (`deprecated_sql`), from this bit; never on a
+# suspect line either.
+_HEADER_SHIFT = 8
 _BITS = f"""(CASE WHEN _worker THEN {_WORKER_BIT} ELSE 0 END
     + CASE _end WHEN 0 THEN 0 WHEN 1 THEN {_CLOSING_BIT | _REQUEST_END_BIT}
            WHEN 2 THEN {_CLOSING_BIT | _WORKER_END_BIT} ELSE {_CLOSING_BIT} END
     + CASE WHEN _suspect THEN (CASE WHEN _empty THEN {_EMPTY_BIT} ELSE 0 END
         + CASE WHEN _time_text IS NOT NULL THEN {_TIMED_BIT} ELSE 0 END
         + CASE WHEN time IS NULL THEN {_UNTIMED_BIT} ELSE 0 END)
-      WHEN _started THEN {_STARTED_BIT} ELSE 0 END)::UTINYINT"""
+      ELSE (CASE WHEN _started THEN {_STARTED_BIT} ELSE 0 END
+            + {header_bits("deprecated", shift=_HEADER_SHIFT)}) END)::USMALLINT"""
 
 
 # Suspect lines (no record, or no time) are one group per file, each line in its
@@ -205,7 +210,8 @@ SELECT CASE WHEN _row IS NOT NULL THEN {SUSPECT} WHEN _span IS NOT NULL THEN {SP
     min(rn) AS first_rn, max(rn) AS last_rn, count(*) AS lines,
     {_first_where("_unlinked", "_text", "unlinked", "unlinked_rn")},
     {_first_where("_foreign", "chunk_request_id", '"foreign"', "foreign_rn")},
-    arg_min(deprecated, _deprecated_rank) AS deprecated,
+    {with_every_header("arg_min(deprecated, _deprecated_rank)",
+                       f"bit_or(_bits) >> {_HEADER_SHIFT}")} AS deprecated,
     min(_deprecated_rank) % {_UNLISTED} AS deprecated_rn,
     coalesce(min(_deprecated_rank) < {_UNLISTED}, FALSE) AS deprecated_listed,
     {_has(_CLOSING_BIT)} AS closing, {_has(_REQUEST_END_BIT)} AS request_end,

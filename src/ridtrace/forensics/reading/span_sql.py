@@ -22,6 +22,7 @@ from ridtrace.contract import (
     WORKER,
     WORKER_END,
 )
+from ridtrace.forensics.reading.deprecated_sql import header_bits, with_every_header
 from ridtrace.forensics.reading.hex_ids import hex_id
 from ridtrace.forensics.reading.sql import CLOSING_EVENTS, literal, literal_list, started
 
@@ -73,6 +74,9 @@ def span_aggregates() -> str:
     listed = (f"deprecated IS NOT NULL AND event IS DISTINCT FROM {literal(DEPRECATED_HEADER)}"
               " AND format = 'ridtrace'")
     opened = started("format = 'ridtrace'")
+    picked = (f"coalesce(arg_min(deprecated, rn) FILTER (WHERE {listed}), "
+              "arg_min(deprecated, rn) FILTER (WHERE deprecated IS NOT NULL))")
+    deprecated = with_every_header(picked, f"bit_or({header_bits('deprecated')})")
     return f"""arg_max(request_id, {LAST_ID_ORDER}) FILTER (WHERE request_id IS NOT NULL)
         AS request_id,
     {first},
@@ -85,8 +89,7 @@ def span_aggregates() -> str:
     min(rn) FILTER (WHERE {unlinked}) AS unlinked_rn,
     arg_min(chunk_request_id, rn) FILTER (WHERE {foreign}) AS "foreign",
     min(rn) FILTER (WHERE {foreign}) AS foreign_rn,
-    coalesce(arg_min(deprecated, rn) FILTER (WHERE {listed}),
-             arg_min(deprecated, rn) FILTER (WHERE deprecated IS NOT NULL)) AS deprecated,
+    {deprecated} AS deprecated,
     coalesce(min(rn) FILTER (WHERE {listed}),
              min(rn) FILTER (WHERE deprecated IS NOT NULL)) AS deprecated_rn,
     count(*) FILTER (WHERE {listed}) > 0 AS deprecated_listed,
