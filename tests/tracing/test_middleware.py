@@ -830,3 +830,38 @@ def test_a_request_sampled_out_names_the_span_id_it_passes_on(caller: str | None
     if caller:
         assert (trace_id, got["parent"]) == (caller.split("-")[1], caller.split("-")[2])
         assert span_id != caller.split("-")[2]
+
+
+def test_an_unanswered_request_on_the_id_only_path_gets_the_ids_500(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Nothing recorded, logged or counted (no lifecycle lines, no span, no metrics): the
+    # server's own 500 came once the request's context was gone, with no id header, and
+    # its ERROR line without the ids, where the observed path answers it itself.
+    import logging
+
+    from ridtrace.tracing import current_request_id
+    from ridtrace.tracing import metrics as ridtrace_metrics
+
+    monkeypatch.setattr(ridtrace_metrics, "_active", None)
+    seen: list[tuple[str, str | None]] = []
+
+    class Remember(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append((record.getMessage(), current_request_id()))
+
+    async def silent(scope: Scope, receive: Receive, send: Send) -> None:
+        return None
+
+    app = RequestTracingMiddleware(silent, settings=TracingSettings(
+        tracer_provider=TracerProvider(), log_lifecycle=False))
+    handler = Remember(level=logging.ERROR)
+    logging.getLogger("ridtrace.tracing.exchange").addHandler(handler)
+    try:
+        response = _get(app, "/", [(b"x-request-id", b"silent-1")])
+    finally:
+        logging.getLogger("ridtrace.tracing.exchange").removeHandler(handler)
+    assert response.status_code == 500
+    assert response.headers["x-request-id"] == "silent-1"
+    request_id = response.headers["x-server-request-id"]
+    assert seen == [("ASGI application returned without starting a response", request_id)]

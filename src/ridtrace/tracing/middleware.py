@@ -17,6 +17,7 @@ from ridtrace.tracing import fastapi_export, metrics
 from ridtrace.tracing.context import RequestContext, remember_on_exception
 from ridtrace.tracing.crash import send_error_response
 from ridtrace.tracing.deprecation import deprecation_response_headers
+from ridtrace.tracing.exchange import answer_unanswered
 from ridtrace.tracing.excluded_urls import excluded_urls, request_url
 from ridtrace.tracing.id_headers import IdHeaders
 from ridtrace.tracing.inbound import InboundRules, note_inbound, read_inbound
@@ -191,6 +192,10 @@ class RequestTracingMiddleware(ObservedServing):
             if deprecated_sent or rejected:
                 note_inbound(deprecated_sent, rejected)
             await self.app(scope, receive, send_with_ids)
+            if not response_started:
+                # The server's own 500 came after the request's context was gone: no
+                # id header, and its ERROR line no ids (as on the observed path).
+                await answer_unanswered(send_with_ids)
         except BaseException as exc:
             # A cancellation's line names the request too.
             remember_on_exception(exc, ctx, token.old_value)
