@@ -70,3 +70,20 @@ def test_both_headers_of_one_request_are_counted(tmp_path: Path, case: str, engi
                                        "--engine", engine])
     rows = {row["header"]: row["requests"] for row in json.loads(result.stdout)["rows"]}
     assert rows == {"request-id": 1, "x-dynamo-request-id": 1}
+
+
+def test_the_audit_counts_a_header_once_a_request_whatever_its_case(tmp_path: Path) -> None:
+    # "request-id,request-id" counted its request twice, "X-Dynamo-Request-Id" was a
+    # header of its own beside "x-dynamo-request-id", and "" a header.
+    lines = [
+        rt_at_us(n * 1000, "request.start", "frontend", request_id=f"r{n}",
+                 trace_id=f"{n + 1:032x}", span_id=f"{n + 1:016x}", deprecated_headers=listed)
+        for n, listed in enumerate(["request-id,request-id", "X-Dynamo-Request-Id",
+                                    "x-dynamo-request-id", "request-id, ,"])
+    ]
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    result = CliRunner().invoke(main, ["audit", str(log), "--format", "json", "-q",
+                                       "--allow-incomplete"])
+    rows = {row["header"]: row["requests"] for row in json.loads(result.stdout)["rows"]}
+    assert rows == {"request-id": 2, "x-dynamo-request-id": 2}

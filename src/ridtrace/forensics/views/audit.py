@@ -44,9 +44,14 @@ def deprecated_usage(requests: pd.DataFrame) -> pd.DataFrame:
             "client": host.to_numpy(),
             "route": route.to_numpy(),
             "span_id": dep["span_id"].astype("object").to_numpy(),
+            "request": range(len(dep)),
         }
     ).explode("header")
-    frame["header"] = frame["header"].str.strip()
+    # A header's name in any case, each once a request: "request-id,request-id" counted
+    # the request twice, "X-Dynamo-Request-Id" was a row of its own, "" a header.
+    frame["header"] = frame["header"].str.strip().str.lower()
+    frame = frame[frame["header"] != ""].drop_duplicates(["request", "header"])
+    frame = frame.drop(columns="request")
     frame["time"] = pd.to_datetime(frame["time"], utc=True)
     frame["day"] = frame["time"].dt.strftime("%Y-%m-%d")
     return frame.reset_index(drop=True)
