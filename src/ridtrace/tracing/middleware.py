@@ -177,7 +177,14 @@ class RequestTracingMiddleware(ObservedServing):
     ) -> None:
         """Serve with ids, headers and context only: no span records, no line is written,
         so nothing observes bytes, disconnects or the outcome."""
-        response_started = False
+        response_started = disconnected = False
+
+        async def receive_noting_disconnect() -> Message:
+            nonlocal disconnected
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                disconnected = True
+            return message
 
         async def send_with_ids(message: Message) -> None:
             nonlocal response_started
@@ -191,10 +198,11 @@ class RequestTracingMiddleware(ObservedServing):
         try:
             if deprecated_sent or rejected:
                 note_inbound(deprecated_sent, rejected)
-            await self.app(scope, receive, send_with_ids)
-            if not response_started:
+            await self.app(scope, receive_noting_disconnect, send_with_ids)
+            if not response_started and not disconnected:
                 # The server's own 500 came after the request's context was gone: no
-                # id header, and its ERROR line no ids (as on the observed path).
+                # id header, and its ERROR line no ids (as on the observed path). A
+                # client gone before the answer is owed none.
                 await answer_unanswered(send_with_ids)
         except BaseException as exc:
             # A cancellation's line names the request too.
