@@ -113,6 +113,13 @@ class SpanColumns:
             files[unnamed] = np.asarray(self.files(rows[unnamed]), dtype=object)
         return LinesAt(self.lines[column][rows], files)
 
+    def front_parents(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """The row of the frontend span each of `rows` (every row when None) names as
+        its parent; -1 where its parent is no frontend span."""
+        front_row = first_rows(self.span, self.span_codes, np.flatnonzero(self.front))
+        parent = self.parent if rows is None else self.parent[rows]
+        return np.where(parent >= 0, front_row[np.maximum(parent, 0)], -1)
+
     def trace_in_front(self, rows: np.ndarray) -> np.ndarray:
         """Whether the trace of each of `rows` has a frontend span (its frontend logs are here).
 
@@ -124,9 +131,7 @@ class SpanColumns:
         if not len(rows):
             return out
         traces = self.text["trace_id"]
-        parent = self.parent[rows]
-        front_row = first_rows(self.span, self.span_codes, np.flatnonzero(self.front))
-        caller = np.where(parent >= 0, front_row[np.maximum(parent, 0)], -1)
+        caller = self.front_parents(rows)
         linked = np.flatnonzero(caller >= 0)
         if len(linked):
             same = pc.equal(traces.take(pa.array(rows[linked])),

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from ridtrace.contract import FRONTEND, WORKER
 from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 from ridtrace.forensics.rules.codes import ranked, shared_codes
-from ridtrace.forensics.rules.columns import SpanColumns, first_rows, span_columns
+from ridtrace.forensics.rules.columns import SpanColumns, span_columns
 from ridtrace.forensics.rules.findings import (
     FindingColumns,
     evidence,
@@ -281,9 +281,7 @@ def _client_id_holders(spans: SpanColumns) -> tuple[SpanColumns, np.ndarray]:
         pc.is_valid(clients).to_numpy(zero_copy_only=False), dtype=bool))
     # Called by a frontend span: its trace has one. Only the rest are asked by text (a
     # Dynamo worker logs the client id on every span: their traces' text was taken).
-    fronts = first_rows(spans.span, spans.span_codes, np.flatnonzero(spans.front))
-    parent = spans.parent[workers]
-    workers = workers[(parent < 0) | (fronts[np.maximum(parent, 0)] < 0)]
+    workers = workers[spans.front_parents(workers) < 0]
     workers = workers[~spans.trace_in_front(workers)]
     if not len(workers):
         return spans, np.flatnonzero(spans.front)

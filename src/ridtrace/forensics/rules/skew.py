@@ -86,8 +86,7 @@ def _steps_of_ok_requests(spans: SpanColumns) -> np.ndarray:
     well (Dynamo's `generate` under its `http-request`): they waited for their workers as
     it did. Bounded from below only, a worker 2 s ahead of its `generate` caller was not
     corrected."""
-    parents = first_rows(spans.span, spans.span_codes, np.flatnonzero(spans.front))
-    parent = np.where(spans.parent >= 0, parents[np.maximum(spans.parent, 0)], -1)
+    parent = spans.front_parents()
     return np.asarray(spans.front & ~spans.ended & (parent >= 0) & spans.ok[np.maximum(parent, 0)])
 
 
