@@ -156,15 +156,13 @@ class Watch(InputFiles, FileEnds):
             moved = seen.get(key) or (None if followed.done else rotated_name(
                 followed.path, key, followed.link_target))
             if moved is not None and moved != followed.path:  # renamed: evidence names it
-                new_name = display_name(str(moved))
-                self.renamed.append((followed.name, new_name))
-                followed.path, followed.name = moved, new_name
+                followed.path = moved
+                self._cite_under(followed, display_name(str(moved)))
             elif moved is None and not followed.removed and followed.deleted():
                 # Removed (a file moved over its name, a rotation keeping no copy): its
                 # lines under the old name were cited at the next file's lines there.
-                followed.removed, new_name = True, f"{followed.name} (removed)"
-                self.renamed.append((followed.name, new_name))
-                followed.name = new_name
+                followed.removed = True
+                self._cite_under(followed, f"{followed.name} (removed)")
         # A settled file that disappeared frees its inode number for a new file.
         self.settled = {key: mtime for key, mtime in self.settled.items() if key in seen}
         self.copies.forget(set(seen), named_paths)
@@ -229,6 +227,11 @@ class Watch(InputFiles, FileEnds):
             chunks.append(chunk)
             more = more or len(chunk.data) >= max_bytes // 2
         return chunks, more
+
+    def _cite_under(self, tail: FileTail, name: str) -> None:
+        """Cite the lines read from `tail` so far, and those read from now on, as `name`."""
+        self.renamed.append((tail.name, name))
+        tail.name = name
 
     def _note_truncated(self, tail: Tail) -> None:
         """A copy-and-truncate: the lines read from `tail` before it are in the copy."""
