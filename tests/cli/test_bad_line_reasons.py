@@ -87,6 +87,20 @@ def test_records_behind_a_syslog_prefix_are_read_and_an_unknown_prefix_says_so(
     assert result.exit_code == 1
 
 
+def test_an_unknown_prefix_is_not_sent_to_journalctl(tmp_path: Path) -> None:
+    # A shipper's prefix of its own (here "ship:42>> ") was told
+    # to try `journalctl -o export`, a tool it never came from.
+    (tmp_path / "frontend.log").write_text(f"ship:42>> {_DYNAMO_LINE}\n")
+    result = CliRunner().invoke(
+        main, ["analyze", str(tmp_path / "frontend.log"), "--format", "json", "-q"]
+    )
+    summary = json.loads(result.stdout)["summary"]
+    assert [(s["line"], s["reason"]) for s in summary["bad_line_samples"]] == [
+        (1, "a JSON record after a text prefix ridtrace does not take off")
+    ]
+    assert result.exit_code == 3
+
+
 def test_a_journal_exported_as_json_pretty_says_how_to_export_it(tmp_path: Path) -> None:
     # `journalctl -o json-pretty`: an entry over many lines, a field a line, as systemd
     # writes it. Every line said "not JSON" (or "truncated JSON"), the export that is

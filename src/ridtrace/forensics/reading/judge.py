@@ -76,9 +76,12 @@ TEXT_LOG_LINE = "a text log line, not JSON (Dynamo writes JSON lines with DYN_LO
 PREFIXED_RECORD = re.compile(
     rb'[^{\s][^{]*\{\s*"(?:time|timestamp)"\s*:\s*"\d{4}-\d{2}-\d{2}[^\n]*\}\s*$'
 )
-PREFIXED_RECORD_LINE = (
-    "a JSON record after a text prefix ridtrace does not take off (journalctl -o export? "
-    "journalctl -o json is read as it is)"
+PREFIXED_RECORD_LINE = "a JSON record after a text prefix ridtrace does not take off"
+# The hint only where the prefix is journald's: an unknown shipper's prefix was sent to
+# journalctl too, which it never came from.
+_JOURNAL_EXPORT_FIELD = b"MESSAGE="
+JOURNAL_EXPORT_LINE = (
+    f"{PREFIXED_RECORD_LINE} (journalctl -o export? journalctl -o json is read as it is)"
 )
 # `journalctl -o json-pretty` writes each entry over many lines, a field a line
 # (`\t"MESSAGE" : "{\"time\":…}",`, journald's field names in capitals): every line was
@@ -167,6 +170,8 @@ def _malformed(text: bytes) -> str:
     if PREFIXED_RECORD.match(stripped):
         # Before the text-logger check: the prefix often opens with a time, and the
         # record holds a level, so "set DYN_LOGGING_JSONL=1" was the advice given.
+        if stripped.startswith(_JOURNAL_EXPORT_FIELD):
+            return JOURNAL_EXPORT_LINE
         return PREFIXED_RECORD_LINE
     if _JOURNAL_PRETTY_FIELD.match(stripped):
         return JOURNAL_PRETTY_LINE
