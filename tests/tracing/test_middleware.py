@@ -356,6 +356,10 @@ def test_settings_from_env() -> None:
     assert settings.sunset_at == datetime(2027, 1, 1, tzinfo=UTC)
     with pytest.raises(ValueError, match="RIDTRACE_ID_GENERATOR"):
         TracingSettings.from_env({"RIDTRACE_ID_GENERATOR": "sequential"})
+    with pytest.raises(ValueError, match="RIDTRACE_SPAN_NAME"):
+        TracingSettings.from_env({"RIDTRACE_SPAN_NAME": "   "})
+    with pytest.raises(ValueError, match="span_name"):
+        TracingSettings(span_name="")
 
 
 def test_importing_tracing_stays_off_pandas_click_and_fastapi_routing() -> None:

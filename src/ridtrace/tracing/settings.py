@@ -105,6 +105,10 @@ class TracingSettings:
             raise ValueError(
                 f"deprecation_link {self.deprecation_link!r} is no URI a header can carry: "
                 "printable ASCII without spaces, '\"', '<' or '>' (percent-encode the rest)")
+        # A blank name made spans Jaeger lists under nothing, and lines that name no
+        # span kind the forensics or a dashboard could select on.
+        if not self.span_name.strip():
+            raise ValueError(f"span_name must not be blank: {self.span_name!r}")
         if self.max_client_id_length < 1:
             raise ValueError(
                 f"max_client_id_length must be at least 1, not {self.max_client_id_length}")
