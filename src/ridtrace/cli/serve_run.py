@@ -53,7 +53,8 @@ def setup_telemetry(log_file: Path, service: str, level: str) -> None:
     # /metrics is open to anyone who can reach the port (scrapers need no key), and
     # prometheus_client's python_info told them the exact interpreter release, as
     # 'server: uvicorn' told the server: what to look up exploits for. The process and
-    # GC series stay (an operator's), they name no version.
+    # GC series stay (an operator's); the libraries' releases stay in target_info and
+    # otel_scope_version (docs/metrics.md), as OpenTelemetry's resource carries them.
     from prometheus_client import PLATFORM_COLLECTOR, REGISTRY
 
     with contextlib.suppress(KeyError):  # unregistered already (a second setup in-process)
