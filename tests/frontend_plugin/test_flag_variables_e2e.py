@@ -2,7 +2,7 @@
 
 Only ``1``, ``true`` and ``yes`` counted as on; any other value was read as off without a
 word: ``RIDTRACE_FRONTEND_METRICS_REQUIRE_KEY=on`` left ``/metrics`` open to anyone, and
-``RIDTRACE_FRONTEND_CHECK_CHUNK_IDS=enabled`` turned the foreign-chunk check off. ``on`` /
+``RIDTRACE_FRONTEND_DEBUG_ENDPOINTS=enabled`` left the debug routes off. ``on`` /
 ``off`` (and ``0``, ``false``, ``no``) are read as the words say; anything else is a
 configuration the server does not start with (exit 2, the variable named), as every
 other bad ``RIDTRACE_*`` value is.
@@ -33,7 +33,7 @@ def test_metrics_require_key_on_closes_metrics(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("side", "variable", "value"), [
-    ("frontend", "RIDTRACE_FRONTEND_CHECK_CHUNK_IDS", "enabled"),
+    ("frontend", "RIDTRACE_FRONTEND_DEBUG_ENDPOINTS", "enabled"),
     ("frontend", "RIDTRACE_FRONTEND_METRICS_REQUIRE_KEY", "required"),
     ("frontend", "RIDTRACE_FRONTEND_DEBUG_ENDPOINTS", "maybe"),
     ("worker", "RIDTRACE_WORKER_DEBUG_ENDPOINTS", "2"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import tracemalloc
 from hashlib import blake2b
 
@@ -156,6 +157,15 @@ def test_settings_from_env() -> None:
     assert worker.hang_after_tokens == 3 and worker.gate
     with pytest.raises(ValueError):
         FrontendSettings.from_env({"RIDTRACE_FRONTEND_ID_POLICY": "yolo"})
+
+
+def test_the_foreign_chunk_check_has_no_off_switch() -> None:
+    # DESIGN: a foreign chunk is never forwarded. RIDTRACE_FRONTEND_CHECK_CHUNK_IDS=0,
+    # documented nowhere, forwarded another request's chunks under the safe policy with
+    # no stream.foreign_chunk line, no metric and no word at start-up.
+    with pytest.raises(ValueError, match="RIDTRACE_FRONTEND_CHECK_CHUNK_IDS"):
+        FrontendSettings.from_env({"RIDTRACE_FRONTEND_CHECK_CHUNK_IDS": "0"})
+    assert "check_chunk_ids" not in {f.name for f in dataclasses.fields(FrontendSettings)}
 
 
 def test_engine_batches_tokens_that_are_ready_together() -> None:

@@ -56,7 +56,11 @@ class Frontend:
         self.drain = drain if drain is not None else Drain()  # an empty one is falsy
         self.registry = registry or InflightRegistry(self.settings.id_policy)
         self.dispatcher = dispatcher or Dispatcher(self.settings)
-        self.check_ids = self.settings.check_chunk_ids and self.registry.policy == "safe"
+        # Always under the safe policy (DESIGN: a foreign chunk is never forwarded);
+        # the legacy policy never checks, as the pre-fix frontend did not. An off switch
+        # (`check_chunk_ids`) let RIDTRACE_FRONTEND_CHECK_CHUNK_IDS=0 forward another
+        # request's chunks with no line, metric or word at start-up.
+        self.check_ids = self.registry.policy == "safe"
         metrics.declare_series("conflict_retries")
         metrics.declare_series("foreign_chunks_refused")
         # Legacy pumps outlive their caller (that is the bug being reproduced); hold

@@ -62,8 +62,6 @@ class FrontendSettings:
         max_attempts: dispatch attempts per request (Conflicts and failed workers),
             each on a different worker: never more than the workers configured.
         down_cooldown: seconds a failed worker is skipped while others are healthy.
-        check_chunk_ids: refuse worker chunks naming another request (safe policy only;
-            the legacy policy never checks, as the pre-fix frontend did not).
         debug_endpoints: serve ``GET /debug/inflight`` and FastAPI's ``/docs``,
             ``/redoc`` and ``/openapi.json`` (off by default: they show the worker
             topology, lifetime counters and the API to anyone who can reach the port).
@@ -89,7 +87,6 @@ class FrontendSettings:
     body_timeout: float = 30.0
     max_attempts: int = 3
     down_cooldown: float = 5.0
-    check_chunk_ids: bool = True
     debug_endpoints: bool = False
     max_connections: int = 1024
     # repr=False: settings get printed and logged; secrets must not go with them.
@@ -152,7 +149,6 @@ class FrontendSettings:
             "body_timeout": float,
             "max_attempts": int,
             "down_cooldown": float,
-            "check_chunk_ids": flag,
             "debug_endpoints": flag,
             "max_connections": int,
             "metrics_require_key": flag,
