@@ -58,3 +58,20 @@ def test_spans_a_collector_rejected_are_not_said_to_be_exported(tmp_path: Path) 
         if rejected:
             assert f"but not all were kept: OTLP endpoint {endpoint} {SAID}" in text
             assert "exported" not in text
+
+
+def test_next_steps_print_paths_and_endpoints_as_they_are(tmp_path: Path) -> None:
+    # Printed as markup, "[a]" in an --out path and "[::1]" in an IPv6 endpoint were
+    # dropped; at 80 columns the search tags broke across two lines.
+    call = PlannedCall(1, "/v1/completions", True, "p1", {"x-request-id": "rollout-9"}, None,
+                       False, "t1")
+    safe = PolicyRun("safe", tmp_path, [CallResult(call, 200, server_request_id="r-1")], 0)
+    out = tmp_path / "[a]"
+    endpoint = "http://[::1]:4318/v1/traces"
+    console = Console(record=True, width=80)
+    _next_steps(console, out, safe, out / "traces.json", out / "plot.png", endpoint, None)
+    lines = console.export_text().splitlines()
+    assert f"  Jaeger UI → Search → JSON File → {out / 'traces.json'}" in lines
+    assert f"  deprecated-header plot: {out / 'plot.png'}" in lines
+    assert (f"  spans were exported to {endpoint}: in Jaeger search tags request_id=r-1 or "
+            "x_request_id=rollout-9") in lines

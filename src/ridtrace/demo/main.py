@@ -162,19 +162,20 @@ def _next_steps(
         client_id = example.call.headers["x-request-id"]
         _hint(console, f"{ridtrace} trace {shlex.quote(client_id)} {safe_logs}")
     _hint(console, f"{ridtrace} audit {safe_logs} --by client")
-    console.print(f"  Jaeger UI → Search → JSON File → {jaeger_path}")
+    # Text, as in _hint: a "[" in a path (--out 'runs/[a]') was read as markup and lost.
+    console.print(Text(f"  Jaeger UI → Search → JSON File → {jaeger_path}"), soft_wrap=True)
     if plot_path is not None:
-        console.print(f"  deprecated-header plot: {plot_path}")
+        console.print(Text(f"  deprecated-header plot: {plot_path}"), soft_wrap=True)
     if otlp_endpoint and rejected:
         # Not "exported": the collector kept only some (in its own words, as logged).
         console.print(Text(f"  spans were sent to {otlp_endpoint}, but not all were kept: "
                            f"{rejected}", style="yellow"), soft_wrap=True)
     if otlp_endpoint and example is not None and example.server_request_id:
-        console.print(
-            f"  spans were {'sent' if rejected else 'exported'} to {otlp_endpoint}: in "
-            "Jaeger search tags "
-            f"request_id={example.server_request_id} or "
-            f"x_request_id={example.call.headers['x-request-id']}"
+        console.print(  # an IPv6 endpoint's "[::1]" is no markup either
+            Text(f"  spans were {'sent' if rejected else 'exported'} to {otlp_endpoint}: "
+                 f"in Jaeger search tags request_id={example.server_request_id} or "
+                 f"x_request_id={example.call.headers['x-request-id']}"),
+            soft_wrap=True,  # a tag cut across two lines cannot be copied
         )
 
 

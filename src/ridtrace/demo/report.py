@@ -27,7 +27,9 @@ def before_after(console: Console, runs: Sequence[PolicyRun]) -> None:
         table.add_column(f"--id-policy {run.policy}", justify="right")
     rows: list[tuple[str, list[object]]] = [
         ("requests sent", [len(r.results) for r in runs]),
-        ("hung up mid-stream on purpose", [len(r.results) - len(r.answered) for r in runs]),
+        # After the first bytes, which may already hold the whole reply.
+        ("walked away after the first bytes, on purpose",
+         [len(r.results) - len(r.answered) for r in runs]),
         ("non-200 answers", [r.non_200 for r in runs]),
         ("200 answers that were not the caller's output", [len(r.not_own_output) for r in runs]),
         ("... of which carried another caller's prompt", [
