@@ -20,7 +20,7 @@ from ridtrace.frontend_plugin import (
     WorkerSettings,
     echo_tokens,
 )
-from ridtrace.frontend_plugin.bodies import InvalidRequest, body_client_id
+from ridtrace.frontend_plugin.bodies import InvalidRequest, body_client_id, vetted_body_client_id
 from ridtrace.frontend_plugin.host_check import allowed_hosts_for, host_of
 from ridtrace.frontend_plugin.prompts import chat_prompt
 from ridtrace.frontend_plugin.routes import APIS
@@ -104,10 +104,8 @@ def test_chat_prompt_normalisation() -> None:
         ("completions", {"prompt": "x", "max_tokens": True}, "max_tokens"),
         ("responses", {"input": 5}, "input"),
         ("messages", {"messages": [{"role": "user", "content": "x"}]}, "max_tokens"),
-        ("generate", {"prompt": "x", "request_id": "a\nb"}, "request_id"),
         ("generate", {"prompt": "x", "sampling_params": {"max_tokens": -1}}, "max_tokens"),
         ("generate", {}, "prompt"),
-        ("sglang_generate", {"text": "x", "rid": "bad\x01rid"}, "rid"),
         ("sglang_generate", {"text": ["a", "b"]}, "text"),
         ("sglang_generate", {"text": "x", "rid": 7}, "rid"),
         # Text given as token ids was served as the prompt: a clear 400 instead.
@@ -126,6 +124,11 @@ def test_invalid_bodies_name_the_problem(endpoint: str, body: dict[str, object],
 def test_body_client_id_accepts_printable_ascii() -> None:
     assert body_client_id({"rid": "abc-1"}, "rid") == "abc-1"
     assert body_client_id({}, "rid") is None
+    assert vetted_body_client_id("abc-1", "rid") == "abc-1"
+    for bad, limit in (("a\nb", 128), ("bad\x01rid", 128), ("", 128), ("r" * 129, 128),
+                       ("sixteen-chars-id", 10)):
+        with pytest.raises(InvalidRequest, match=f"'rid' must be 1-{limit} printable"):
+            vetted_body_client_id(bad, "rid", limit)
 
 
 def test_token_id_prompts_join_with_commas() -> None:

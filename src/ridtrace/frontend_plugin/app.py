@@ -180,7 +180,9 @@ def create_frontend_app(
     serve`` calls it shortly before its graceful-shutdown timeout); it is ignored when
     ``frontend`` is given (that one has its own ``frontend.drain``).
     """
-    fe = frontend or Frontend(settings, drain=drain)
+    tracing = tracing or TracingSettings()
+    fe = frontend or Frontend(settings, drain=drain,
+                              max_client_id_length=tracing.max_client_id_length)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -238,6 +240,6 @@ def create_frontend_app(
     app.state.host_refusal = _host_refusal
     app.add_middleware(
         RequestTracingMiddleware,
-        settings=tracing or TracingSettings(),
+        settings=tracing,
     )
     return app

@@ -29,6 +29,7 @@ __all__ = [
     "opt_str",
     "require_object",
     "token_limit",
+    "vetted_body_client_id",
 ]
 
 
@@ -242,24 +243,37 @@ def integer_in(value: Any, *, param: str, low: int, high: int) -> int:
 
 
 def body_client_id(body: dict[str, Any], name: str) -> str | None:
-    """A client id from the body (``request_id`` / ``rid``), vetted like the header.
+    """A client id from the body (``request_id`` / ``rid``) as sent, when a string.
 
-    Unlike a bad header (dropped silently, the request still served), a bad body id is
-    the body's content and is refused: the route promises to return it verbatim.
+    Vetted like the header by `vetted_body_client_id`, against the limit the request's
+    tracing settings hold, which the body's parser does not know.
     """
     value = body.get(name)
     if value is None:
         return None
     if not isinstance(value, str):
         raise InvalidRequest(f"'{name}' must be a string, not {kind_of(value)}", param=name)
-    checked = validate_client_id(value)
+    return value
+
+
+def vetted_body_client_id(
+    value: str, name: str, max_length: int = DEFAULT_MAX_CLIENT_ID_LENGTH
+) -> str:
+    """A body's client id checked as the header is (1 to `max_length` printable ASCII).
+
+    Unlike a bad header (dropped silently, the request still served), a bad body id is
+    the body's content and is refused: the route promises to return it verbatim. The
+    limit is the tracing settings' ``max_client_id_length``: held to 128 whatever they
+    said, a body carried onto every line an id the header could not.
+    """
+    checked = validate_client_id(value, max_length)
     if checked is None:
         # Refused with the request, and still a client id not used: counted by its
         # reason as a refused header id is, or the rejected-ids panel misses it.
-        metrics.client_id_rejected(
-            metrics.rejection_reason(value, DEFAULT_MAX_CLIENT_ID_LENGTH))
+        metrics.client_id_rejected(metrics.rejection_reason(value, max_length))
         raise InvalidRequest(
-            f"'{name}' must be 1-128 printable ASCII characters (no control characters)",
+            f"'{name}' must be 1-{max_length} printable ASCII characters "
+            "(no control characters)",
             param=name,
         )
     return checked

@@ -15,6 +15,7 @@ from ridtrace.frontend_plugin.registry import Dropped, InflightRegistry
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.wire import WorkRequest
 from ridtrace.tracing import metrics
+from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH
 
 __all__ = ["SHUTDOWN", "CallerLeft", "Frontend", "InferenceCall", "Item"]
 
@@ -42,6 +43,9 @@ class Frontend:
         dispatcher: a dispatcher to use; by default one over ``settings.workers``.
         drain: where in-flight calls are held so a shutdown can end them cleanly
             (``ridtrace serve`` passes the one its server stops); a new one by default.
+        max_client_id_length: the longest client id a body may carry: the tracing
+            settings' ``max_client_id_length``, which holds the header to it
+            (`create_frontend_app` passes its own).
     """
 
     def __init__(
@@ -51,8 +55,10 @@ class Frontend:
         registry: InflightRegistry | None = None,
         dispatcher: Dispatcher | None = None,
         drain: Drain | None = None,
+        max_client_id_length: int = DEFAULT_MAX_CLIENT_ID_LENGTH,
     ) -> None:
         self.settings = settings or FrontendSettings()
+        self.max_client_id_length = max_client_id_length
         self.drain = drain if drain is not None else Drain()  # an empty one is falsy
         self.registry = registry or InflightRegistry(self.settings.id_policy)
         self.dispatcher = dispatcher or Dispatcher(self.settings)

@@ -24,6 +24,7 @@ from ridtrace.frontend_plugin.bodies import (
     check_nesting,
     json_error,
     require_object,
+    vetted_body_client_id,
 )
 from ridtrace.frontend_plugin.direct import Call, new_call
 from ridtrace.frontend_plugin.early_refusals import early_refusal
@@ -99,6 +100,9 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
         raw = require_object(json_codec.loads(body))
         check_nesting(raw, body)
         parsed = api.parse(raw, settings)
+        if parsed.body_client_id is not None and api.body_id_field is not None:
+            parsed.body_client_id = vetted_body_client_id(
+                parsed.body_client_id, api.body_id_field, fe.max_client_id_length)
     except orjson.JSONDecodeError as exc:
         await _reject(send, api, 400, json_error(body, exc), None)
         return
