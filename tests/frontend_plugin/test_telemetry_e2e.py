@@ -90,9 +90,14 @@ def test_sigterm_flushes_spans_and_metrics_and_the_environment_names_the_service
         assert receiver.metric("ridtrace.requests", "attr-worker", route="/v1/work") == 12
 
 
-def test_sighup_stops_and_flushes_as_sigterm_does(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGHUP, signal.SIGQUIT], ids=["SIGHUP", "SIGQUIT"])
+def test_sighup_and_sigquit_stop_and_flush_as_sigterm_does(
+    tmp_path: Path, stop: signal.Signals
+) -> None:
     # Closing the terminal or ssh session that runs `ridtrace serve` sends SIGHUP: the
     # process died where it stood (status -1), with no span, metric or shutdown line out.
+    # SIGQUIT, the stop signal of images and supervisors set up the nginx way, dumped
+    # core the same way (status -3).
     with otlp_receiver() as receiver:
         worker = _spawn(["worker"], tmp_path, "worker", {
             "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, **LONG_DELAY})
@@ -101,7 +106,7 @@ def test_sighup_stops_and_flushes_as_sigterm_does(tmp_path: Path) -> None:
             for i in range(3):
                 response = httpx.get(worker.url + "/health", headers={"x-request-id": f"h-{i}"})
                 assert response.status_code == 200
-            worker.process.send_signal(signal.SIGHUP)
+            worker.process.send_signal(stop)
             assert worker.process.wait(timeout=30) == 0
         finally:
             stop_process(worker.process)

@@ -22,7 +22,7 @@ from types import FrameType
 
 import uvicorn
 
-from ridtrace.cli.stop import hangup_to_handle
+from ridtrace.cli.stop import hangup_to_handle, quit_to_handle
 from ridtrace.contract import SHUTDOWN_DRAIN, SHUTDOWN_STOP
 from ridtrace.frontend_plugin.drain import Drain
 from ridtrace.tracing.eventlog import EventLog
@@ -121,19 +121,26 @@ class DrainingServer(uvicorn.Server):
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
-        """uvicorn's SIGINT and SIGTERM, and SIGHUP the same way: a terminal or ssh session
-        closed under ``ridtrace serve`` killed it where it stood, every span and metric
-        not yet exported lost and the gathered log lines with them."""
+        """uvicorn's SIGINT and SIGTERM, and SIGHUP and SIGQUIT the same way.
+
+        A terminal or ssh session closed under ``ridtrace serve`` killed it where it
+        stood, every span and metric not yet exported lost and the gathered log lines
+        with them; so did SIGQUIT, the stop signal of images and supervisors set up the
+        nginx way (``STOPSIGNAL SIGQUIT``, supervisord's ``stopsignal=QUIT``), whose
+        default action dumps core with nothing flushed.
+        """
         with super().capture_signals():
-            hangup = hangup_to_handle()  # None under nohup: keep running
-            if hangup is None or threading.current_thread() is not threading.main_thread():
+            if threading.current_thread() is not threading.main_thread():
                 yield
                 return
-            previous = signal.signal(hangup, self.handle_exit)
+            # None when ignored (SIGHUP under nohup): keep running.
+            stops = [sig for sig in (hangup_to_handle(), quit_to_handle()) if sig is not None]
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in stops}
             try:
                 yield
             finally:
-                signal.signal(hangup, previous)
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)

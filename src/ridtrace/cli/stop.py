@@ -6,7 +6,8 @@ from types import FrameType
 
 __all__ = [
     "EXIT_HUNG_UP", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "HungUp", "Terminated", "exit_code",
-    "hangup_to_handle", "interrupt_behind", "raise_hung_up", "raise_terminated",
+    "hangup_to_handle", "interrupt_behind", "quit_to_handle", "raise_hung_up",
+    "raise_terminated",
 ]
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT
@@ -30,10 +31,20 @@ def raise_terminated(signum: int, frame: FrameType | None) -> None:
 def hangup_to_handle() -> int | None:
     """SIGHUP, for a command to stop on; None on a platform without it (Windows) or
     when it is ignored (``nohup``), which it must stay."""
-    hangup = getattr(signal, "SIGHUP", None)
-    if hangup is None or signal.getsignal(hangup) == signal.SIG_IGN:
+    return _unless_ignored("SIGHUP")
+
+
+def quit_to_handle() -> int | None:
+    """SIGQUIT, for a server to stop on gracefully; None on a platform without it
+    (Windows) or when it is ignored, which it must stay."""
+    return _unless_ignored("SIGQUIT")
+
+
+def _unless_ignored(name: str) -> int | None:
+    sig = getattr(signal, name, None)
+    if sig is None or signal.getsignal(sig) == signal.SIG_IGN:
         return None
-    return int(hangup)
+    return int(sig)
 
 
 def raise_hung_up(signum: int, frame: FrameType | None) -> None:

@@ -73,8 +73,10 @@ def _signalled_server(
         # A terminal or ssh session closing: serve_until_signalled stops as on SIGTERM
         # (its spans and metrics were lost with the process), as ridtrace serve does.
         ("aio", signal.SIGHUP),
+        # Supervisors set up the nginx way stop with SIGQUIT, which dumped core.
+        ("aio", signal.SIGQUIT),
     ],
-    ids=["aio", "sync", "aio-sighup"],
+    ids=["aio", "sync", "aio-sighup", "aio-sigquit"],
 )
 def test_sigterm_flushes_spans_and_metrics(
     tmp_path: Path, kind: str, signum: signal.Signals

@@ -22,8 +22,9 @@ async def serve_until_signalled(
 ) -> None:
     """Start ``server``, wait for one of ``signals``, stop it gracefully, flush telemetry.
 
-    ``signals`` defaults to SIGTERM, SIGINT and SIGHUP (a terminal or ssh session
-    closing; not when it is ignored, as under ``nohup``, where it must stay so).
+    ``signals`` defaults to SIGTERM, SIGINT, SIGHUP (a terminal or ssh session
+    closing) and SIGQUIT (a supervisor's stop signal); not one that is ignored, as SIGHUP
+    is under ``nohup``, where it must stay so.
 
     The stop lets calls in progress finish for up to ``grace`` seconds; then the tracer
     and meter providers ridtrace configured are shut down, so the spans and metrics of
@@ -63,8 +64,8 @@ async def serve_until_signalled(
 
 def _default_signals() -> tuple[signal.Signals, ...]:
     # SIGHUP's default action killed the process where it stood, the spans and metrics
-    # still batched lost with it.
-    hangup = getattr(signal, "SIGHUP", None)  # not on Windows
-    if hangup is None or signal.getsignal(hangup) == signal.SIG_IGN:
-        return (signal.SIGTERM, signal.SIGINT)
-    return (signal.SIGTERM, signal.SIGINT, hangup)
+    # still batched lost with it; SIGQUIT's (a supervisor's stop signal set up the nginx
+    # way) dumped core the same way. Neither is on Windows; an ignored one stays so.
+    stops = (getattr(signal, name, None) for name in ("SIGHUP", "SIGQUIT"))
+    return (signal.SIGTERM, signal.SIGINT, *(
+        sig for sig in stops if sig is not None and signal.getsignal(sig) != signal.SIG_IGN))
