@@ -31,6 +31,9 @@ def _refused(claude: anthropic.Anthropic, messages: Any, says: str, max_tokens: 
     ([{"type": "text", "text": "a"}, {"type": "input_text", "text": "b"}],
      "'messages[0].content[1].type': 'input_text' is not a content block type"),
     ([{"text": "no type"}], "'messages[0].content[0].type': null is not a content block"),
+    # Unhashable: the lookup of the type raised, a plain-text 500 and a dropped connection.
+    ([{"type": [None], "text": "a"}], "'messages[0].content[0].type': array is not a content"),
+    ([{"type": {}, "text": "a"}], "'messages[0].content[0].type': object is not a content"),
 ])
 def test_a_content_item_anthropic_refuses_is_refused(
     claude: anthropic.Anthropic, content: Any, says: str

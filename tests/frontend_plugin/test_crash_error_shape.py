@@ -61,3 +61,36 @@ def test_a_crash_is_a_json_500_in_the_apis_shape_naming_no_internals(
     else:
         assert body == {"error": {"message": "Internal server error", "type": "server_error",
                                   "param": None, "code": None}}
+
+
+@pytest.mark.parametrize("path", ["/v1/messages", "/v1/chat/completions"])
+def test_a_body_check_that_crashes_on_the_fast_path_answers_in_the_apis_shape(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The inference routes skip the router's error handlers (issue 15's fast path): a
+    # body check that raised on a value it did not foresee (a content block's type given
+    # as a list) was Starlette's plain-text 500 without `request-id`, its keep-alive
+    # connection dropped.
+    from ridtrace.frontend_plugin.routes import APIS
+
+    api = next(spec for spec in APIS if spec.path == path)
+
+    def crash(*args: object) -> None:
+        raise TypeError(f"unhashable: {SECRET_TEXT}")
+
+    monkeypatch.setattr(type(api), "parse", crash)
+
+    async def call() -> httpx.Response:
+        transport = httpx.ASGITransport(app=create_frontend_app(FrontendSettings()),
+                                        raise_app_exceptions=True)
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+            return await client.post(path, json={"model": "echo"})
+
+    answer = asyncio.run(call())
+    assert answer.status_code == 500
+    assert answer.headers["content-type"] == "application/json"
+    assert SECRET_TEXT not in answer.text
+    message = answer.json()["error"]["message"]
+    assert message == "Internal server error"
+    if path == "/v1/messages":
+        assert answer.headers["request-id"] == answer.headers["x-server-request-id"]

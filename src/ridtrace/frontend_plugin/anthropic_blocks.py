@@ -64,7 +64,8 @@ def check_block(block: Any, where: str, role: Any) -> None:
                              f"{{\"type\": \"text\", \"text\": ...}}), not {kind_of(block)}",
                              param=where)
     kind = block.get("type")
-    if kind not in BLOCK_TYPES:
+    # A str first: a list or an object is unhashable, and the set lookup raised (500).
+    if not isinstance(kind, str) or kind not in BLOCK_TYPES:
         # The type is the client's text: capped and escaped before it is logged.
         sent = f"'{shown_text(kind, 64)}'" if isinstance(kind, str) else kind_of(kind)
         raise InvalidRequest(f"'{where}.type': {sent} is not a content block type the "

@@ -25,6 +25,7 @@ from ridtrace.frontend_plugin.drain import Drain
 from ridtrace.frontend_plugin.frontend import Frontend
 from ridtrace.frontend_plugin.routes import InferenceFastPath, create_router
 from ridtrace.frontend_plugin.routes.anthropic import MESSAGES, sent_by_anthropic_sdk
+from ridtrace.frontend_plugin.routes.base import INTERNAL_ERROR
 from ridtrace.frontend_plugin.routes.openai import CHAT
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.tracing import (
@@ -67,10 +68,6 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         payload = CHAT.error_payload(exc.status_code, message)
     return Response(orjson.dumps(payload), exc.status_code, headers=allow_in_order(exc.headers),
                     media_type="application/json")
-
-
-INTERNAL_ERROR = "Internal server error"
-"""What a caller is told of a crash: the exception's text is the log's, not the caller's."""
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:

@@ -14,7 +14,10 @@ from ridtrace.frontend_plugin.bodies import Parsed
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.settings import FrontendSettings
 
-__all__ = ["ApiSpec", "Ids", "Renderer", "SseTemplate", "sse"]
+__all__ = ["INTERNAL_ERROR", "ApiSpec", "Ids", "Renderer", "SseTemplate", "sse"]
+
+INTERNAL_ERROR = "Internal server error"
+"""What a caller is told of a crash: the exception's text is the log's, not the caller's."""
 
 
 def sse(data: dict[str, Any] | str, event: str | None = None) -> bytes:

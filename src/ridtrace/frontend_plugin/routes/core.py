@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 
 import orjson
+from loguru import logger
 from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
@@ -35,7 +36,7 @@ from ridtrace.frontend_plugin.pump import Delta, Failed, Finished
 from ridtrace.frontend_plugin.redaction import redacted_url
 from ridtrace.frontend_plugin.registry import Dropped, DuplicateRequestId
 from ridtrace.frontend_plugin.request_body import GO_ELSEWHERE, Stopped, read_request_body
-from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids
+from ridtrace.frontend_plugin.routes.base import INTERNAL_ERROR, ApiSpec, Ids
 from ridtrace.frontend_plugin.routes.sse import as_failed, stream_to_reader
 from ridtrace.frontend_plugin.wire import WorkRequest
 from ridtrace.tracing import (
@@ -108,6 +109,15 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
         return
     except InvalidRequest as exc:
         await _reject(send, api, exc.status, exc.message, exc.param, exc.code)
+        return
+    except Exception as exc:
+        # A body check that crashed on a value it did not foresee (a content block's
+        # type given as a list raised on its set lookup): the caller still gets the
+        # API's JSON error, with the ids and its connection kept, not a plain-text 500
+        # and a dropped keep-alive connection; the traceback is the log's.
+        logger.opt(exception=exc).error("checking the request body failed")
+        annotate_request(error=f"{type(exc).__name__} while checking the request body")
+        await _send_error(send, api, 500, INTERNAL_ERROR)
         return
 
     ctx = current_context()
