@@ -289,3 +289,47 @@ def test_a_refusal_whose_body_never_ends_is_left_at_once(
     finally:
         stop_process(fe.process, grace=5)
         server.shutdown()
+
+
+class _ConflictToClose(http.server.BaseHTTPRequestHandler):
+    """A worker's proxy that frames its 409 by closing the connection (no length, not
+    chunked: RFC 9112 6.3's last rule)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(409)
+        self.send_header("content-type", "application/json")
+        self.end_headers()
+        self.wfile.write(b'{"error": "request id already in flight"}')
+        self.close_connection = True
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_conflict_whose_body_the_close_ends_is_a_conflict(
+    tmp_path: Path, echo_worker: Proc
+) -> None:
+    # The refusal's body could only end as a lost connection: the frontend retried for
+    # reason `connect` and marked a worker down that had only refused one id.
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ConflictToClose)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    refuser = f"http://127.0.0.1:{server.server_address[1]}"
+    fe = _spawn(["frontend", "--worker", refuser, "--worker", echo_worker.url,
+                 "--debug-endpoints"], tmp_path, "frontend")
+    try:
+        wait_until_serving(fe.url, fe.process, timeout=60, path="/health")
+        body = {"model": "echo", "messages": [{"role": "user", "content": "again"}]}
+        replies = [httpx.post(fe.url + "/v1/chat/completions", json=body, timeout=10)
+                   for _ in range(2)]  # round-robin: one of them asks the refuser first
+        assert [r.status_code for r in replies] == [200, 200], [r.text for r in replies]
+        retries = [x for x in fe.lines() if x.get("event") == "dispatch.retry"]
+        assert retries, "no request asked the refusing worker"
+        assert {(r["reason"], r["marked_down"]) for r in retries} == {("conflict", False)}
+        ups = {w["url"]: w["up"] for w in httpx.get(fe.url + "/debug/inflight").json()["workers"]}
+        assert ups == {refuser: True, echo_worker.url: True}
+    finally:
+        stop_process(fe.process, grace=5)
+        server.shutdown()

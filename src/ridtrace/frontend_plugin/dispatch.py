@@ -235,8 +235,10 @@ class Dispatcher:
                 if status != 200:
                     # Read to its end, so the connection goes back to the pool (release()
                     # drops it otherwise), but not past a cap: a body that never ends held
-                    # the request for its whole first-byte budget, kept in memory.
-                    detail = (await response.read(ERROR_BODY_LIMIT))[:200].decode(
+                    # the request for its whole first-byte budget, kept in memory. One that
+                    # the close ends is whole: the status said what the worker answered
+                    # (a 409 so framed was a lost connection, the worker marked down).
+                    detail = (await response.read(ERROR_BODY_LIMIT, to_close=True))[:200].decode(
                         "utf-8", "replace"
                     )
                     response.release()

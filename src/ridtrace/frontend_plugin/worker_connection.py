@@ -79,7 +79,8 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
         if self.response is not None:
-            self.response.fail(WorkerHttpError(f"worker connection lost: {exc or 'closed'}"))
+            self.response.fail(WorkerHttpError(f"worker connection lost: {exc or 'closed'}"),
+                               closed=exc is None)
 
     def drop(self) -> None:
         self.lost = True
@@ -108,8 +109,8 @@ class WorkerResponse:
     ``close()`` drops it (how a worker learns that its caller went away).
     """
 
-    __slots__ = ("_chunks", "_conn", "_error", "_paused", "_pool", "_size", "_waiter", "eof",
-                 "keep_alive", "status")
+    __slots__ = ("_chunks", "_conn", "_error", "_paused", "_pool", "_size", "_waiter",
+                 "closed", "eof", "keep_alive", "status")
 
     def __init__(self, conn: _Connection, pool: ConnectionPool) -> None:
         self._conn: _Connection | None = conn
@@ -122,6 +123,7 @@ class WorkerResponse:
         self.status = 0
         self.keep_alive = False
         self.eof = False
+        self.closed = False  # the worker closed the connection cleanly before the end
 
     # fed by the connection
     def headers_done(self, status: int, keep_alive: bool) -> None:
@@ -141,9 +143,10 @@ class WorkerResponse:
         self.eof = True
         self._wake()
 
-    def fail(self, exc: Exception) -> None:
+    def fail(self, exc: Exception, *, closed: bool = False) -> None:
         if not self.eof:
             self._error = exc
+            self.closed = closed
             self._wake()
 
     def _wake(self) -> None:
@@ -180,12 +183,25 @@ class WorkerResponse:
             self._conn.transport.resume_reading()
         return data
 
-    async def read(self, limit: int | None = None) -> bytes:
+    async def read(self, limit: int | None = None, *, to_close: bool = False) -> bytes:
         """The rest of the body; with ``limit``, what arrived once that many bytes did
-        (the body may go on: :attr:`eof` says whether it ended)."""
+        (the body may go on: :attr:`eof` says whether it ended).
+
+        ``to_close``: a clean close ends the body. A body with no length that is not
+        chunked ends so (RFC 9112 6.3, as a proxy may frame a refusal), which httptools,
+        with no end-of-input call, can only report as a lost connection.
+        """
         parts = []
         size = 0
-        while chunk := await self.readany():
+        while True:
+            try:
+                chunk = await self.readany()
+            except WorkerHttpError:
+                if to_close and self.closed:
+                    break
+                raise
+            if not chunk:
+                break
             parts.append(chunk)
             size += len(chunk)
             if limit is not None and size >= limit:
