@@ -4,6 +4,8 @@ log, the incident's evidence, with the report about it, and exited as if all was
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -69,3 +71,18 @@ def test_an_earlier_report_beside_the_logs_is_replaced(tmp_path: Path, engine: s
                                            "-o", str(report)])
         assert result.exit_code == 0, result.stderr
     assert report.read_text().startswith("{")
+
+
+@pytest.mark.parametrize("command", ["analyze", "audit", "export jaeger"])
+def test_the_output_is_never_the_log_standard_input_reads(tmp_path: Path, command: str) -> None:
+    # `ridtrace analyze - -o app.jsonl < app.jsonl`: standard input has no path, so the
+    # check passed it over and the report replaced the log it was read from.
+    log = _logs(tmp_path) / "frontend.jsonl"
+    before = log.read_bytes()
+    args = [a.format(logs="-", target=log) for a in COMMANDS[command]]
+    with log.open("rb") as stdin:
+        done = subprocess.run([sys.executable, "-m", "ridtrace", *args], stdin=stdin,
+                              capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert f"will not write over {log}: it is one of the logs read" in done.stderr
+    assert log.read_bytes() == before

@@ -202,7 +202,7 @@ def one_file(first: Path, second: Path) -> bool:
 
 def overwritten_log(targets: Iterable[Path | None], read: Iterable[Path | None]) -> Path | None:
     """The first of `targets` that is one of the logs `read` (the same file, by device
-    and inode, whatever the path), else None.
+    and inode, whatever the path; None in `read` is standard input), else None.
 
     ``ridtrace analyze app.jsonl -o app.jsonl`` replaced the log, the incident's
     evidence, with the report about it.
@@ -218,10 +218,10 @@ def overwritten_log(targets: Iterable[Path | None], read: Iterable[Path | None])
     if not written:
         return None
     for path in read:
-        if path is None:
-            continue
         with contextlib.suppress(OSError):
-            info = os.stat(path)
+            # None is standard input: `analyze - -o app.jsonl < app.jsonl` replaced the
+            # log as the named path did, which is refused.
+            info = os.fstat(0) if path is None else os.stat(path)
             if (info.st_dev, info.st_ino) in written:
                 return written[(info.st_dev, info.st_ino)]
     return None
