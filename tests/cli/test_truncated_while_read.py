@@ -86,3 +86,23 @@ def _assert_read_as_truncated(log: Path) -> None:
     (note,) = summary["unreadable_files"]
     assert note["file"] == str(log) and "truncated while being read" in note["reason"]
     assert summary["incomplete"] is True
+
+
+def test_a_log_truncated_after_it_was_listed_makes_it_incomplete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Between a walk's listing and the file's open (minutes apart in a walk of thousands
+    # of files), copytruncate emptied it: compared with its size at the open only, the
+    # read was complete and clean, exit 0, every line of the log lost without a word.
+    from ridtrace.forensics.reading import source_open
+
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(rt_request("a" * 16, "r1", 0, 1)) + "\n")
+    real_open = source_open.open_raw
+
+    def open_after_a_rotation(src: Any) -> Any:
+        log.write_bytes(b"")
+        return real_open(src)
+
+    monkeypatch.setattr(source_open, "open_raw", open_after_a_rotation)
+    _assert_read_as_truncated(log)

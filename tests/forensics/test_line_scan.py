@@ -137,3 +137,13 @@ def test_a_small_file_that_grows_while_mapped_is_mapped_to_its_end(tmp_path) -> 
     numbers = [1, 4, len(lines) - 1, len(lines)]
     with open(path, "rb") as again:
         assert fetch_lines(again, line_map, numbers) == {n: lines[n - 1] for n in numbers}
+
+
+def test_lines_of_a_file_that_shrank_since_its_map_are_left_out() -> None:
+    # copytruncate between the line map and the fetch of a bad line's text: the search
+    # for a newline no longer there raised ValueError, a traceback and exit 4.
+    lines = [b'{"n":%d}\n' % i for i in range(1000)]
+    data = b"".join(lines)
+    line_map = map_file(io.BufferedReader(io.BytesIO(data)))  # type: ignore[arg-type]
+    shrunk = io.BytesIO(b"".join(lines[:10]))
+    assert fetch_lines(shrunk, line_map, [3, 500, 1000]) == {3: lines[2].rstrip(b"\n")}

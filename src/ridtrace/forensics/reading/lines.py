@@ -245,7 +245,13 @@ def fetch_lines(stream: BinaryIO, line_map: LineMap, numbers: Iterable[int]) -> 
         line, pos = block.first_line, 0
         while i < len(wanted) and wanted[i] <= last_line:
             while line < wanted[i]:
-                pos = data.index(b"\n", pos) + 1
+                newline = data.find(b"\n", pos)
+                if newline < 0:
+                    # The file shrank under the read (a copy-and-truncate rotation): the
+                    # lines left are gone, which the read notes (`note_truncation`); the
+                    # search raised, a traceback and exit 4.
+                    return out
+                pos = newline + 1
                 line += 1
             end = data.find(b"\n", pos)
             out[line] = data[pos : end if end >= 0 else len(data)]

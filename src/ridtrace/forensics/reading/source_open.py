@@ -31,7 +31,8 @@ class OpenedSource:
     head: bytes
     unwrap: Unwrapper | None
     in_place: bool
-    # The size when the read began (a regular file), to notice a copy truncated under it.
+    # The size when it was listed or when the read began, the larger (a regular file), to
+    # notice a copy truncated under it.
     size: int | None
 
 
@@ -103,6 +104,11 @@ def sniff(src: Source, raw: BinaryIO, stats: ReadStats) -> OpenedSource | None:
     stats.files += 1
     # A staged copy loses the lines past the cut as surely as an in-place read.
     size = os.fstat(raw.fileno()).st_size if src.path is not None and src.regular else None
+    if size is not None and src.size > size:
+        # Shrunk since it was listed (copytruncate between a walk's listing and this
+        # open, minutes apart in a walk of thousands of files): compared with the size
+        # at the open only, the lines lost were lost without a word, exit 0.
+        size = src.size
     # A pipe is read once, as a stream: DuckDB and the line map cannot both open it. So
     # is a file that holds more than its size says (/proc and /sys say 0 or a page):
     # DuckDB read it as that size, and its lines were counted but never parsed, so a
