@@ -41,3 +41,30 @@ def test_a_file_named_in_latin1_is_read_and_cited(tmp_path: Path, command: list[
         doc = json.loads(result.stdout)
         files = {e["file"] for f in doc["findings"] for e in f["evidence"]}
         assert files == {str(logs / "fr\\xe9nt-end.jsonl")}
+
+
+@pytest.mark.parametrize("command", [["analyze", "--format", "json"], ["audit"],
+                                     ["export", "jaeger", "-o", "-"]])
+def test_two_files_that_would_show_under_one_name_keep_names_of_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    # "w\xe9.jsonl" spelt with a backslash, beside a name holding the byte 0xE9 (shown
+    # as that escape): two inputs of one name stopped every command, exit 4
+    # ("Categorical categories must be unique").
+    write_logs(tmp_path / "plain", SynthSpec(requests=40, workers=2))
+    monkeypatch.chdir(tmp_path)
+    logs = Path("logs")
+    logs.mkdir()
+    (logs / os.fsdecode(b"w\xe9.jsonl")).write_bytes(
+        (tmp_path / "plain" / "worker-8101.jsonl").read_bytes())
+    (logs / "w\\xe9.jsonl").write_bytes((tmp_path / "plain" / "worker-8102.jsonl").read_bytes())
+    args = [*command[:2], str(logs), *command[2:]] if command[0] == "export" else [
+        command[0], str(logs), *command[1:]]
+    result = CliRunner().invoke(main, [*args, "-q"])
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        result.exception
+    )
+    assert result.exit_code in (0, 1), result.stderr
+    if command[0] == "analyze":
+        summary = json.loads(result.stdout)["summary"]
+        assert summary["files"] == 2

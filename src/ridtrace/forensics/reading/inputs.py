@@ -260,8 +260,30 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
             where = (" (a URL: only `analyze` and `audit` with --engine dask read those)"
                      if is_url(raw) else "")
             raise ForensicsInputError(f"{why}: {raw}{where}")
-    return [replace(src, name=display_name(src.name)) if src.path is not None else src
-            for src in oldest_first(sources, _source_path)]
+    return _unique_names([replace(src, name=display_name(src.name)) if src.path is not None
+                          else src for src in oldest_first(sources, _source_path)])
+
+
+def _unique_names(sources: list[Source]) -> list[Source]:
+    """Each source under a name of its own: a file named ``<stdin>`` beside standard
+    input, or ``w\\xe9.jsonl`` beside a file whose name holds the byte 0xE9 (shown as that
+    escape), were two inputs of one name: every command stopped (exit 4, "categories must
+    be unique"), and evidence could not say which file it cited. Standard input keeps its
+    name; a file of a relative path is spelt ``./PATH``, else ``NAME (#2)``, ``(#3)``…"""
+    taken = {src.name for src in sources if src.path is None}
+    named = []
+    for src in sources:
+        if src.path is None:
+            named.append(src)
+            continue
+        name, number = src.name, 2
+        if name in taken and not src.path.is_absolute() and not name.startswith("./"):
+            name = f"./{name}"
+        while name in taken:
+            name, number = f"{src.name} (#{number})", number + 1
+        taken.add(name)
+        named.append(src if name == src.name else replace(src, name=name))
+    return named
 
 
 CLOSED_STDIN = "standard input is closed: '-' has nothing to read"
