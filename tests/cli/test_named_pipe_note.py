@@ -84,3 +84,22 @@ def test_a_device_is_said_to_be_read_until_it_ends(tmp_path: Path) -> None:
     code, stderr = _analyze("/dev/null", "-o", str(tmp_path / "report.json"))
     assert "ridtrace: reading /dev/null, a device, until it ends" in stderr
     assert code == 0  # nothing in it, as in an empty file: nothing missed
+
+
+def test_a_walks_pipe_is_left_alone_without_a_note_and_a_named_ones_name_is_shown_safely(
+    tmp_path: Path,
+) -> None:
+    # The walk leaves pipes alone ("ignored … not a regular file"), yet the note said it
+    # would read one, with the name's escape sequences sent raw to the terminal.
+    logs = tmp_path / "logs"
+    write_logs(logs, SynthSpec(requests=5))
+    os.mkfifo(logs / "pipe\x1b[2K.jsonl")
+    code, stderr = _analyze(str(logs), "-o", str(tmp_path / "report.json"))
+    assert "named pipe, until" not in stderr and "\x1b" not in stderr
+    assert code == 1
+    fifo = tmp_path / "odd\x1b[8m.fifo"
+    os.mkfifo(fifo)
+    writer = _write_in_background(str(fifo), _log_text(tmp_path / "again"))
+    code, stderr = _analyze(str(fifo), "-o", str(tmp_path / "report2.json"))
+    writer.join(timeout=30)
+    assert "a named pipe, until its writer closes it" in stderr and "\x1b" not in stderr

@@ -117,7 +117,11 @@ def endless_input_note(source: Source) -> str | None:
     and standard input are what the user meant and get no word."""
     import stat
 
-    if source.regular or source.path is None or source.unreadable is not None:
+    from ridtrace.forensics.printable import visible  # a file name is anyone's text
+
+    # A walk's or a glob's pipe or device is left alone, and said to be (not read).
+    if (source.regular or source.path is None or source.unreadable is not None
+            or source.from_directory):
         return None
     shown = str(source.path)
     if shown in ("-", "/dev/stdin") or shown.startswith(("/dev/fd/", "/proc/")):
@@ -127,9 +131,9 @@ def endless_input_note(source: Source) -> str | None:
     except OSError:
         return None
     if stat.S_ISFIFO(mode):
-        return f"reading {source.name}, a named pipe, until its writer closes it"
+        return f"reading {visible(source.name)}, a named pipe, until its writer closes it"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return f"reading {source.name}, a device, until it ends (Ctrl-C stops the read)"
+        return f"reading {visible(source.name)}, a device, until it ends (Ctrl-C stops the read)"
     return None
 
 
