@@ -199,6 +199,20 @@ def test_a_compression_this_python_cannot_decode_is_named_unreadable(tmp_path: P
     assert code == 3
 
 
+@pytest.mark.parametrize("name", ["frontend.jsonl.1.lz4", "frontend.jsonl.1.packed"])
+def test_an_lz4_rotation_is_named_unreadable(tmp_path: Path, name: str) -> None:
+    # No decompressor in the standard library: a walk ignored it as binary data and the
+    # result said complete and clean on a log it never read. Known by its frame's magic
+    # whatever its name.
+    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
+    (tmp_path / name).write_bytes(b"\x04\x22\x4d\x18" + os.urandom(64))
+    code, doc = run(str(tmp_path))
+    reason = notes(doc, "unreadable_files")[name]
+    assert reason.startswith("lz4-compressed, and this Python cannot decompress it:")
+    assert reason.endswith("<(lz4 -dc FILE)")
+    assert code == 3
+
+
 @pytest.mark.skipif(sys.version_info >= (3, 14), reason="Python 3.14 decodes zstd")
 def test_a_follower_names_a_small_zstd_rotation_it_cannot_decode(tmp_path: Path) -> None:
     # Under 64 KiB it gave no line to judge the file by, so the walk looked at it again

@@ -30,7 +30,13 @@ _READ_BYTES = 1 << 20
 COMPRESSIONS = (
     (GZIP_MAGIC, "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"),
     (b"\x28\xb5\x2f\xfd", "zstd"),
+    # lz4's frame (`lz4`, logrotate's compresscmd lz4): no decompressor in the standard
+    # library, so never read; ignored in a walk as binary data, its log was missing
+    # from a report that said it was complete.
+    (b"\x04\x22\x4d\x18", "lz4"),
 )
+# How to read what this Python cannot decompress, by the tool that made it.
+_DECOMPRESS_WITH = {"zstd": "zstd", "lz4": "lz4"}
 MAGIC_BYTES = 6
 # UTF-16 with a byte-order mark (the codec reads the order and drops the mark), or
 # without one, known by the JSON line's first character and its NUL. UTF-32 with its
@@ -68,7 +74,8 @@ def wide_text_codec(head: bytes) -> str | None:
 
 
 def compression_of(head: bytes) -> str | None:
-    """The compression a file's first bytes announce (gzip, bzip2, xz, zstd), or None."""
+    """The compression a file's first bytes announce (gzip, bzip2, xz, zstd, lz4), or
+    None."""
     return next((name for magic, name in COMPRESSIONS if head.startswith(magic)), None)
 
 
@@ -80,6 +87,8 @@ def _decompressor(kind: str) -> Any:
         return bz2.BZ2Decompressor()
     if kind == "xz":
         return lzma.LZMADecompressor()
+    if kind != "zstd":
+        return None
     try:  # zstd: in the standard library from Python 3.14
         from compression import zstd  # type: ignore[import-not-found]
 
@@ -134,10 +143,12 @@ class DecodedStream(io.RawIOBase):
             if self._inflate is None:
                 # Say how to read it now: logrotate's zstd rotations are found in an
                 # incident, when upgrading Python is not an option.
+                tool = _DECOMPRESS_WITH[self.compression]
+                can = " (Python 3.14 can)" if self.compression == "zstd" else ""
                 self.unsupported = (
-                    f"{self.compression}-compressed, and this Python cannot decompress it "
-                    "(Python 3.14 can): decompress it first (zstd -d FILE), or name it "
-                    "as a pipe: <(zstd -dc FILE)"
+                    f"{self.compression}-compressed, and this Python cannot decompress "
+                    f"it{can}: decompress it first ({tool} -d FILE), or name it as a pipe: "
+                    f"<({tool} -dc FILE)"
                 )
         elif is_docker_local(self._peek(raw, DOCKER_LOCAL_BYTES)):
             self.unsupported = DOCKER_LOCAL

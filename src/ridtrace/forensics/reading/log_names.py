@@ -15,7 +15,7 @@ from ridtrace.forensics.reading.judge import PREFIXED_RECORD
 
 __all__ = ["ignore_reason", "named_compressed", "named_for_lines", "named_like_log"]
 
-_PACKED_SUFFIX = r"\.(?:gz|bz2|xz|zst)"
+_PACKED_SUFFIX = r"\.(?:gz|bz2|xz|zst|lz4)"
 _PACKED = rf"(?:{_PACKED_SUFFIX})?"
 # A rotation: numbered (.1) or dated (logrotate's -20261130, Python's .2026-11-30_10-00).
 _ROTATED = r"(?:\.\d+|[.-]\d{4}-?\d{2}-?\d{2}(?:[._-]?\d{2}(?:-?\d{2}){0,2})?)"
@@ -117,7 +117,7 @@ def named_like_log(name: str) -> bool:
 
 
 def named_compressed(name: str) -> bool:
-    """True for a compressed file's name (.gz, .bz2, .xz, .zst)."""
+    """True for a compressed file's name (.gz, .bz2, .xz, .zst, .lz4)."""
     return _PACKED_NAME.search(name.lower()) is not None
 
 
