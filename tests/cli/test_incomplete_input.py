@@ -348,6 +348,22 @@ def test_a_walk_names_the_pipes_it_leaves_and_the_broken_links_it_cannot_read(
     assert code == 3  # a log-named file could not be read: incidents may be missing
 
 
+def test_a_socket_the_user_names_is_a_usage_error(tmp_path: Path) -> None:
+    # A file the user names that cannot be read is exit 2; a socket was opened, failed
+    # with ENXIO, and was an unreadable input: exit 3, "cannot open: No such device".
+    import socket
+
+    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(tmp_path / "app.sock"))
+        done = subprocess.run(
+            [sys.executable, "-m", "ridtrace", "analyze", str(tmp_path / "app.sock"),
+             str(tmp_path / "frontend.jsonl"), "-q"], capture_output=True, text=True,
+            timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert f"cannot read {tmp_path / 'app.sock'}: a socket, not a file" in done.stderr
+
+
 @pytest.mark.parametrize(("line", "what"), [
     # Dynamo's, logged outside the request's span (a spawned task): no span fields.
     ({"time": "2026-11-29T10:00:00.5Z", "level": "ERROR", "target": "dynamo_llm::http",

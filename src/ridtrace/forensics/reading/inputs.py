@@ -115,7 +115,11 @@ def _file_source(path: Path, *, from_directory: bool) -> Source:
         info = path.stat()
         size, regular = info.st_size, stat.S_ISREG(info.st_mode)
         inode = (info.st_dev, info.st_ino) if info.st_ino else None
-        if not os.access(path, os.R_OK):
+        if stat.S_ISSOCK(info.st_mode):
+            # No file can open it (ENXIO): named, it was an unreadable input (exit 3)
+            # where a file the user names that cannot be read is a usage error.
+            problem = "a socket, not a file"
+        elif not os.access(path, os.R_OK):
             problem = "permission denied"
     except OSError as exc:
         problem = exc.strerror or str(exc)
