@@ -147,3 +147,14 @@ def test_lines_of_a_file_that_shrank_since_its_map_are_left_out() -> None:
     line_map = map_file(io.BufferedReader(io.BytesIO(data)))  # type: ignore[arg-type]
     shrunk = io.BytesIO(b"".join(lines[:10]))
     assert fetch_lines(shrunk, line_map, [3, 500, 1000]) == {3: lines[2].rstrip(b"\n")}
+
+
+def test_a_run_of_blank_lines_is_held_as_one_run() -> None:
+    # A line number each, eight bytes a line: 100 MB of newlines took 1.9 GB (and 50 s,
+    # each candidate judged in Python); a gzip of 300 MB of them 5.2 GB.
+    data = b'{"n":1}\n' + b"\n" * 3_000_000 + b'{"n":2}\n \n{"n":3}\n'
+    line_map = map_blocks([data])
+    assert line_map.blank_runs.tolist() == [[2, 3_000_000], [3_000_003, 1]]
+    assert line_map.nonblank == 3
+    assert line_map.row_lines(np.array([1, 2, 3])).tolist() == [1, 3_000_002, 3_000_004]
+    assert line_map.blank_lines[[0, -1]].tolist() == [2, 3_000_003]

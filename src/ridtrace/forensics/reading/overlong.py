@@ -32,7 +32,7 @@ import duckdb
 import numpy as np
 
 from ridtrace.forensics.reading.crash_holes import CRASH_HOLE, crash_hole
-from ridtrace.forensics.reading.lines import BLOCK_BYTES, Block, LineMap
+from ridtrace.forensics.reading.lines import BLOCK_BYTES, Block, LineMap, runs_of
 from ridtrace.forensics.reading.staging import make_dir
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 
@@ -191,7 +191,7 @@ def without_long_lines(line_map: LineMap, lines: Sequence[LongLine]) -> LineMap:
     Its blocks still describe the original file, where a bad line's text is read.
     """
     blank = np.union1d(line_map.blank_lines, np.array([x.line for x in lines], dtype=np.int64))
-    return replace(line_map, blank=[blank.astype(np.int64)])
+    return replace(line_map, blank=[runs_of(blank.astype(np.int64))])
 
 
 def held_piece(data: bytes | bytearray, cut: int) -> bytes:
