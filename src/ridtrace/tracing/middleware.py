@@ -205,10 +205,13 @@ class RequestTracingMiddleware(ObservedServing):
                 # client gone before the answer is owed none.
                 await answer_unanswered(send_with_ids)
         except BaseException as exc:
-            # A cancellation's line names the request too.
-            remember_on_exception(exc, ctx, token.old_value)
-            if not response_started and isinstance(exc, Exception):
-                await send_error_response(scope, receive, send_with_ids, exc, self)
+            try:
+                if not response_started and isinstance(exc, Exception):
+                    await send_error_response(scope, receive, send_with_ids, exc, self)
+            finally:
+                # After the await, as on the observed path (one exception object may
+                # escape several requests); a cancellation's line names the request too.
+                remember_on_exception(exc, ctx, token.old_value)
             raise
         finally:
             request_context.leave(token)

@@ -253,16 +253,21 @@ class ObservedServing:
                 await answer_unanswered(send_tagged)
         except BaseException as exc:
             failure = exc
-            # The server logs the escaped exception ("Exception in ASGI application")
-            # after our context is reset: the ids travel with it. A cancellation too:
-            # uvicorn cancels what still runs when its graceful-shutdown timeout ends.
-            remember_on_exception(exc, ctx, token.old_value)
-            # A client seen leaving (the app's body read got http.disconnect, and
-            # Starlette raised ClientDisconnect) gets no answer: a 500 to nobody made
-            # it a finished server error, where it was abandoned.
-            if (isinstance(exc, Exception) and not state.response_started
-                    and not state.abandoned):
-                await send_error_response(scope, receive, send_tagged, exc, self)
+            try:
+                # A client seen leaving (the app's body read got http.disconnect, and
+                # Starlette raised ClientDisconnect) gets no answer: a 500 to nobody
+                # made it a finished server error, where it was abandoned.
+                if (isinstance(exc, Exception) and not state.response_started
+                        and not state.abandoned):
+                    await send_error_response(scope, receive, send_tagged, exc, self)
+            finally:
+                # The server logs the escaped exception ("Exception in ASGI
+                # application") after our context is reset: the ids travel with it. A
+                # cancellation too: uvicorn cancels what still runs when its
+                # graceful-shutdown timeout ends. Set after the error response's await:
+                # one exception object raised by several requests (a shared future's)
+                # named, on every request's line, the last to set it.
+                remember_on_exception(exc, ctx, token.old_value)
             raise
         finally:
             _take_server_answer(scope, state, ctx)
