@@ -315,6 +315,26 @@ def test_values_no_json_encoder_takes_as_they_are_are_still_written(
     assert "Logging error" not in capsys.readouterr().err
 
 
+class _Detached:
+    """An ORM object detached from its session: its ``str()`` and ``repr()`` raise."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("Instance is not bound to a Session")
+
+    __repr__ = __str__
+
+
+def test_a_value_whose_str_raises_is_written_not_the_line_lost(
+    log_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Both encoders' fallback called the same str(): loguru dropped the line with a
+    # "Logging error" traceback on stderr.
+    logger.bind(user=_Detached()).info("user logged in")
+    (line,) = read_lines(log_file)
+    assert line["user"] == "<_Detached str() failed>"
+    assert "Logging error" not in capsys.readouterr().err
+
+
 def test_exception_lines_carry_the_traceback_and_only_a_real_exception(log_file: Path) -> None:
     def fail() -> None:
         raise ValueError("bad\nvalue")

@@ -135,12 +135,23 @@ def add_fields(line: dict[str, Any], fields: Mapping[str, Any]) -> None:
 def dumps(line: Any) -> bytes:
     """``line`` as newline-terminated JSON; never fails on a value's content."""
     try:
-        return orjson.dumps(line, default=str, option=orjson.OPT_APPEND_NEWLINE)
+        return orjson.dumps(line, default=_text_of, option=orjson.OPT_APPEND_NEWLINE)
     except (TypeError, orjson.JSONEncodeError):
         # Lone surrogates (undecodable bytes smuggled into str) and other values orjson
         # refuses: fall back to the stdlib's ASCII-escaping encoder rather than lose the line.
         # It writes NaN and Infinity bare (not JSON); null, as orjson writes them.
-        return (json.dumps(_plain(line), default=str, ensure_ascii=True) + "\n").encode("ascii")
+        return (json.dumps(_plain(line), default=_text_of, ensure_ascii=True)
+                + "\n").encode("ascii")
+
+
+def _text_of(value: Any) -> str:
+    """A value JSON has no type for, as its ``str()``; when that raises (a detached ORM
+    object bound to the logger), as ``traceback`` shows such an exception: the line was
+    lost, with a "Logging error" traceback on stderr."""
+    try:
+        return str(value)
+    except Exception:
+        return f"<{type(value).__name__} str() failed>"
 
 
 # Values JSON writes as an object or an array.
