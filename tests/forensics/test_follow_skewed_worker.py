@@ -96,3 +96,40 @@ def test_a_worker_clock_ahead_adds_no_earlier_caller_to_a_duplicate(tmp_path: Pa
     ], poll=0.3)
     assert [k[0] for k in batch] == ["duplicate_in_flight"]
     assert sorted(live) == batch
+
+
+def test_a_worker_span_read_before_its_worker_line_holds_no_duplicate_with_its_clock(
+    tmp_path: Path,
+) -> None:
+    # A worker run under the middleware writes request.start, then worker.start 80 µs
+    # later. Read in the poll before its worker.start and before its caller's lines, on
+    # a clock 60 ms behind, its span was taken for a caller of its own at its own time,
+    # inside the previous holder of the id: a duplicate (exit 1) of two back-to-back
+    # callers, where `analyze` corrects the clock and finds none.
+    a, b, work = "a" * 16, "b" * 16, "d" * 16
+    front_a = {"trace_id": "a" * 32, "span_id": a}
+    front_b = {"trace_id": "b" * 32, "span_id": b}
+    hop = {"trace_id": "b" * 32, "span_id": work, "parent_span_id": b,
+           "service": "worker-8102", "request_id": RID}
+    skew = -0.06
+    live, batch = replayed(tmp_path, [
+        (10.0, "frontend.jsonl", rt("request.start", time=ts(10.0), request_id=RID,
+                                    method="POST", path="/v1/completions", **front_a)),
+        (10.4, "frontend.jsonl", rt("request.end", time=ts(10.4), request_id=RID, status=200,
+                                    outcome="ok", **front_a)),
+        # B's worker flushes its first line first; the rest comes a poll later.
+        (10.43, "worker.jsonl", rt("request.start", time=ts(10.4205 + skew), method="POST",
+                                   path="/v1/work", **hop)),
+        (10.52, "frontend.jsonl", rt("request.start", time=ts(10.42), request_id=RID,
+                                     method="POST", path="/v1/completions", **front_b)),
+        (10.52, "worker.jsonl", rt(WORKER_START, time=ts(10.42058 + skew), fp_in="in-b",
+                                   **hop)),
+        (10.8, "worker.jsonl", rt(WORKER_END, time=ts(10.79 + skew), outcome="ok",
+                                  fp_out="out-b", **hop)),
+        (10.8, "worker.jsonl", rt("request.end", time=ts(10.7902 + skew), status=200,
+                                  outcome="ok", **hop)),
+        (10.81, "frontend.jsonl", rt("request.end", time=ts(10.8), request_id=RID, status=200,
+                                     outcome="ok", fp_in="in-b", fp_out="out-b", **front_b)),
+    ], poll=0.05)
+    assert batch == []
+    assert live == []

@@ -41,8 +41,7 @@ def duplicates(state: WindowState, clusters: list[Cluster]) -> list[Finding]:
             state.pending_clusters.append(cluster)
             continue
         caught_up = state.caught_up_to(unseen=True)
-        if any(m.side == WORKER and m.parent_span is None and caller_may_come(state, m)
-               for m in cited):
+        if any(_unlinked_worker(m) and caller_may_come(state, m) for m in cited):
             # A caller known by its worker span alone: its own lines, older than the
             # worker's, may still come in a log behind the others (or not created yet),
             # and `analyze` names the caller. Named now, the finding named the worker.
@@ -67,6 +66,17 @@ def duplicates(state: WindowState, clusters: list[Cluster]) -> list[Finding]:
         item["span_id"] = _named(first, caught_up)
         found.append(item)
     return found
+
+def _unlinked_worker(span: Span) -> bool:
+    """A worker span whose caller is not read, or a span that may be one: named by its
+    parent, neither read yet, with no worker line read yet (a worker's middleware writes
+    ``request.start`` before its ``worker.start``). Judged at once as a caller on its
+    own clock, such a span read in the poll before its ``worker.start``, on a worker
+    whose clock runs behind, made back-to-back callers of one id a duplicate in flight
+    (exit 1) that `analyze` of the same logs does not report."""
+    return span.parent_span is None and (
+        span.side == WORKER or (span.side is None and span.parent is not None))
+
 
 def caller_may_come(state: WindowState, worker: Span) -> bool:
     """Whether the lines of the caller a `worker` span stands for (none read yet) may
