@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ridtrace.forensics.reading.decoding import BOM
 from ridtrace.forensics.reading.rotation import rotation_place
 
 __all__ = ["HEAD_BYTES", "HEAD_READ", "Identities", "Identity", "decoded_head", "first_lines",
@@ -125,5 +126,13 @@ def read_past_nuls(decoded: _Readable, size: int) -> bytes:
 
 
 def decoded_head(decoded: _Readable) -> bytes:
-    """The first whole lines of a decompressed log, past the NULs at its start."""
-    return first_lines(read_past_nuls(decoded, HEAD_READ))
+    """The first whole lines of a decompressed log, past the NULs at its start.
+
+    With the byte-order mark the decoder took off (`DecodedStream.had_bom`), as a plain
+    file's head is read with it: without, the compressed copy of a log that starts with
+    one was no copy of it, and its lines were read again (bad lines twice, exit 3).
+    """
+    data = read_past_nuls(decoded, HEAD_READ)
+    if getattr(decoded, "had_bom", False):
+        data = BOM + data
+    return first_lines(data)
