@@ -8,6 +8,7 @@ itself (Conflict, another 4xx) must not, or one bad request empties the pool.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.server
 import threading
 import time
@@ -195,6 +196,26 @@ def echo_worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proc]:
         stop_process(worker.process, grace=5)
 
 
+@contextlib.contextmanager
+def _frontend_with(
+    handler: type[http.server.BaseHTTPRequestHandler], worker: Proc, tmp_path: Path,
+    *options: str,
+) -> Iterator[tuple[Proc, str]]:
+    """A frontend over a stub worker answering with `handler` (first) and a real echo
+    worker: the frontend and the stub's URL."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    stub = f"http://127.0.0.1:{server.server_address[1]}"
+    fe = _spawn(["frontend", "--worker", stub, "--worker", worker.url, *options],
+                tmp_path, "frontend")
+    try:
+        wait_until_serving(fe.url, fe.process, timeout=60, path="/health")
+        yield fe, stub
+    finally:
+        stop_process(fe.process, grace=5)
+        server.shutdown()
+
+
 class _Refusing(http.server.BaseHTTPRequestHandler):
     """A worker (or the proxy in front of it) that refuses every call with ``status``."""
 
@@ -221,14 +242,7 @@ def test_a_worker_that_cannot_take_the_request_sends_it_to_another(
     # now, not that the request is wrong: they were answered 502 'worker rejected the
     # request' with the other worker idle, and the refusing worker kept getting traffic.
     refusing = type("Refusing", (_Refusing,), {"status": status})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), refusing)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    refuser = f"http://127.0.0.1:{server.server_address[1]}"
-    worker = echo_worker
-    fe = _spawn(["frontend", "--worker", refuser, "--worker", worker.url,
-                 "--debug-endpoints"], tmp_path, "frontend")
-    try:
-        wait_until_serving(fe.url, fe.process, timeout=60, path="/health")
+    with _frontend_with(refusing, echo_worker, tmp_path, "--debug-endpoints") as (fe, refuser):
         body = {"model": "echo", "messages": [{"role": "user", "content": "elsewhere"}]}
         reply = httpx.post(fe.url + "/v1/chat/completions", json=body, timeout=10)
         assert reply.status_code == 200, reply.text
@@ -236,10 +250,7 @@ def test_a_worker_that_cannot_take_the_request_sends_it_to_another(
         (retry,) = [x for x in fe.lines() if x.get("event") == "dispatch.retry"]
         assert (retry["reason"], retry["marked_down"]) == (f"status_{status}", True), retry
         ups = {w["url"]: w["up"] for w in httpx.get(fe.url + "/debug/inflight").json()["workers"]}
-        assert ups == {refuser: False, worker.url: True}
-    finally:
-        stop_process(fe.process, grace=5)
-        server.shutdown()
+        assert ups == {refuser: False, echo_worker.url: True}
 
 
 class _EndlessError(http.server.BaseHTTPRequestHandler):
@@ -272,23 +283,14 @@ def test_a_refusal_whose_body_never_ends_is_left_at_once(
     # The frontend read a refusal's body to its end before trying the next worker: one
     # that never ends held the request for the whole first-byte budget (and was kept in
     # memory as it came), then counted as a timeout.
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EndlessError)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    endless = f"http://127.0.0.1:{server.server_address[1]}"
-    worker = echo_worker
-    fe = _spawn(["frontend", "--worker", endless, "--worker", worker.url,
-                 "--first-byte-timeout", "5"], tmp_path, "frontend")
-    try:
-        wait_until_serving(fe.url, fe.process, timeout=60, path="/health")
+    with _frontend_with(_EndlessError, echo_worker, tmp_path,
+                        "--first-byte-timeout", "5") as (fe, _):
         body = {"model": "echo", "messages": [{"role": "user", "content": "next one"}]}
         reply = httpx.post(fe.url + "/v1/chat/completions", json=body, timeout=30)
         assert reply.status_code == 200, reply.text
         assert "next one" in reply.json()["choices"][0]["message"]["content"]
         (retry,) = [x for x in fe.lines() if x.get("event") == "dispatch.retry"]
         assert (retry["reason"], retry["marked_down"]) == ("status_5xx", True), retry
-    finally:
-        stop_process(fe.process, grace=5)
-        server.shutdown()
 
 
 class _ConflictToClose(http.server.BaseHTTPRequestHandler):
@@ -314,13 +316,8 @@ def test_a_conflict_whose_body_the_close_ends_is_a_conflict(
 ) -> None:
     # The refusal's body could only end as a lost connection: the frontend retried for
     # reason `connect` and marked a worker down that had only refused one id.
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ConflictToClose)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    refuser = f"http://127.0.0.1:{server.server_address[1]}"
-    fe = _spawn(["frontend", "--worker", refuser, "--worker", echo_worker.url,
-                 "--debug-endpoints"], tmp_path, "frontend")
-    try:
-        wait_until_serving(fe.url, fe.process, timeout=60, path="/health")
+    with _frontend_with(_ConflictToClose, echo_worker, tmp_path,
+                        "--debug-endpoints") as (fe, refuser):
         body = {"model": "echo", "messages": [{"role": "user", "content": "again"}]}
         replies = [httpx.post(fe.url + "/v1/chat/completions", json=body, timeout=10)
                    for _ in range(2)]  # round-robin: one of them asks the refuser first
@@ -330,6 +327,3 @@ def test_a_conflict_whose_body_the_close_ends_is_a_conflict(
         assert {(r["reason"], r["marked_down"]) for r in retries} == {("conflict", False)}
         ups = {w["url"]: w["up"] for w in httpx.get(fe.url + "/debug/inflight").json()["workers"]}
         assert ups == {refuser: True, echo_worker.url: True}
-    finally:
-        stop_process(fe.process, grace=5)
-        server.shutdown()
