@@ -75,3 +75,13 @@ def test_next_steps_print_paths_and_endpoints_as_they_are(tmp_path: Path) -> Non
     assert f"  deprecated-header plot: {out / 'plot.png'}" in lines
     assert (f"  spans were exported to {endpoint}: in Jaeger search tags request_id=r-1 or "
             "x_request_id=rollout-9") in lines
+
+
+def test_next_steps_say_why_no_plot_was_drawn(tmp_path: Path) -> None:
+    # A plain `pip install ridtrace` has no matplotlib: the plot was left out silently.
+    call = PlannedCall(1, "/v1/completions", True, "p1", {}, None, False, "t1")
+    safe = PolicyRun("safe", tmp_path, [CallResult(call, 200, server_request_id="r-1")], 0)
+    console = Console(record=True, width=200)
+    _next_steps(console, tmp_path, safe, tmp_path / "traces.json", None, None, None)
+    assert "not drawn (it needs the plot extra: pip install 'ridtrace[plot]')" in (
+        console.export_text())

@@ -166,6 +166,9 @@ def _next_steps(
     console.print(Text(f"  Jaeger UI → Search → JSON File → {jaeger_path}"), soft_wrap=True)
     if plot_path is not None:
         console.print(Text(f"  deprecated-header plot: {plot_path}"), soft_wrap=True)
+    else:  # without matplotlib the plot was left out, with no word of why
+        console.print(Text("  deprecated-header plot: not drawn (it needs the plot extra: "
+                           "pip install 'ridtrace[plot]')"), soft_wrap=True)
     if otlp_endpoint and rejected:
         # Not "exported": the collector kept only some (in its own words, as logged).
         console.print(Text(f"  spans were sent to {otlp_endpoint}, but not all were kept: "
