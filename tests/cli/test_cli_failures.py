@@ -308,7 +308,9 @@ def _with_closed(streams: str, *args: str) -> subprocess.CompletedProcess[bytes]
 
 
 @pytest.mark.parametrize("command", [["analyze", "-"], ["trace", "r1", "-"],
-                                     ["analyze", "-", "--follow"]])
+                                     ["analyze", "-", "--follow"],
+                                     # Its link leads nowhere: "a broken symbolic link".
+                                     ["analyze", "/dev/stdin"]])
 def test_dash_with_standard_input_closed_is_a_usage_error(command: list[str]) -> None:
     # Started with `<&-` (or by a daemon without one), '-' stopped the read with an
     # AttributeError (exit 4), and a follower waited forever on 0 files.

@@ -253,6 +253,9 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
                     # link was missing from a report that said it read everything.
                     add(_walked_entry(mpath))
         else:
+            if raw in _STDIN_NAMES and stdin_closed():
+                # Its link leads nowhere then: "a broken symbolic link" named no cause.
+                raise ForensicsInputError(CLOSED_STDIN.replace("'-'", raw))
             # `ls` shows a dangling or looping link: "no such file" sent users looking
             # for a typo that was not there.
             try:
@@ -291,6 +294,7 @@ def _unique_names(sources: list[Source]) -> list[Source]:
 
 
 CLOSED_STDIN = "standard input is closed: '-' has nothing to read"
+_STDIN_NAMES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
 
 
 def stdin_closed() -> bool:
