@@ -215,6 +215,9 @@ def _envelope_with(**fields: Any) -> bytes:
         ({"endpoint": "gen\x1b[31m"}, "endpoint must be"),
         ({"model": "m\x00odel"}, "model must be at most 256 printable"),
         ({"model": "m" * 257}, "model must be"),
+        # Refused at orjson's 1024 levels only, in words naming 200 (frontend-plugin.md).
+        ({"extra": orjson.loads(b"[" * 230 + b"]" * 230)},
+         "invalid JSON body: nested deeper than 200 levels"),
     ],
 )
 def test_envelope_ids_and_labels_are_vetted_before_they_reach_a_log_line(

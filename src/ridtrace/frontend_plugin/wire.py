@@ -12,7 +12,12 @@ from typing import Any
 import orjson
 
 from ridtrace.frontend_plugin import json_codec
-from ridtrace.frontend_plugin.bodies import MAX_MODEL_LENGTH, json_error
+from ridtrace.frontend_plugin.bodies import (
+    MAX_MODEL_LENGTH,
+    InvalidRequest,
+    check_nesting,
+    json_error,
+)
 from ridtrace.frontend_plugin.json_reply import check_schema
 from ridtrace.frontend_plugin.sampling import MAX_STOP_LENGTH, MAX_STOP_SEQUENCES
 from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH, validate_client_id
@@ -109,6 +114,11 @@ class WorkRequest:
             raise ValueError(json_error(data, exc)) from None
         if not isinstance(raw, dict):
             raise ValueError("envelope must be a JSON object")
+        try:
+            # As the frontend's bodies: refused past 200 levels, as the message names.
+            check_nesting(raw, data)
+        except InvalidRequest as exc:
+            raise ValueError(exc.message) from None
         for name in _STR_FIELDS:
             if not isinstance(raw.get(name), str):
                 raise ValueError(f"{name} must be a string")
