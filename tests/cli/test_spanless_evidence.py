@@ -100,3 +100,26 @@ def test_the_dask_engine_names_the_line_in_its_file_not_in_its_block(tmp_path: P
         "so no request holds it: that use of the header is missing (read that line)"}]
     assert _run("audit", str(log), "--engine", "dask", "--partition-size", "1MiB") == pandas
 
+
+
+@pytest.mark.parametrize("odd", [
+    {"model": "Q\udc80"},  # a lone surrogate: valid JSON DuckDB's reader refuses
+    {"time": "2026-10-02t14:03:13.000002z"},  # RFC 3339 in lower case: judged in Python
+], ids=["lone surrogate", "lower-case time"])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_unlinked_error_with_no_span_id_judged_in_python_is_named_too(
+    tmp_path: Path, odd: dict[str, str], engine: str,
+) -> None:
+    # Lines DuckDB refused and Python judged valid rebuilt the spans; the check for
+    # evidence with no span_id ran on DuckDB's rows only: "No findings", exit 0.
+    unlinked = {**_warn("engine generate call failed", request_id="c",
+                        error="Unlinked response; response task was dropped or cancelled"),
+                **odd}
+    log = _write(tmp_path / "frontend.jsonl",
+                 [*_request("a", "a1b2c3d4e5f60718", 1), *_request("b", "b1b2c3d4e5f60718", 2),
+                  unlinked])
+    code, doc = _run("analyze", str(log), "--engine", engine)
+    assert doc["summary"]["unreadable_files"] == [{  # type: ignore[index]
+        "file": str(log), "reason": "an Unlinked error at line 5 names no span_id, so no "
+        "request holds it: the finding is missing (read that line)"}]
+    assert code == 3

@@ -187,7 +187,6 @@ class LogTable:
         order = np.argsort(got["first_rn"].to_numpy(), kind="stable")
         kind = got["_kind"].to_numpy()[order]
         self.window_lines = int(pc.sum(got["_window"]).as_py() or 0)
-        self._note_unkeyed(got, order[kind == OTHER])
         bad = kind == SUSPECT
         rescued: list[dict[str, Any]] = []
         if bad.any():
@@ -196,12 +195,18 @@ class LogTable:
         self._count_bad([])
         if rescued:  # rare: rebuild from ordered events, the rescued rows in their place
             events = self._events_with(rescued)
+            # Evidence with no span_id among the rescued lines too: an Unlinked error
+            # that DuckDB refused for a lone surrogate elsewhere on its line, judged valid
+            # here, was read, linked to nothing and named nowhere: "No findings", exit 0.
+            self.stats.unreadable_files.extend(
+                unkeyed_events_notes(self.name, events, self._row_lines))
             self.con.register("ridtrace_events", events)
             try:
                 got = self.con.sql(spans_select("ridtrace_events")).to_arrow_table()
             finally:
                 self.con.unregister("ridtrace_events")
         else:
+            self._note_unkeyed(got, order[kind == OTHER])
             rows = [f"{c}_rn" for c in _LINE_KINDS]
             got = take_rows(got.select([*fields, *rows]), order[kind == SPAN])
         lines = {f"{c}_line": self._lines_of(got[f"{c}_rn"]) for c in _LINE_KINDS}
