@@ -123,3 +123,28 @@ def test_an_unlinked_error_with_no_span_id_judged_in_python_is_named_too(
         "file": str(log), "reason": "an Unlinked error at line 5 names no span_id, so no "
         "request holds it: the finding is missing (read that line)"}]
     assert code == 3
+
+
+def test_a_follower_names_the_files_line_of_evidence_with_no_span_id(tmp_path: Path) -> None:
+    # Read in a later poll, the note cited the chunk's line ("at line 1"), and a second
+    # such line in another chunk added a note of its own.
+    from ridtrace.forensics.live.follow import Follower, FollowSettings
+
+    log = _write(tmp_path / "frontend.jsonl",
+                 [*_request("a", "a1b2c3d4e5f60718", 1), *_request("b", "b1b2c3d4e5f60718", 2)])
+    unlinked = _warn("engine generate call failed", request_id="c",
+                     error="Unlinked response; response task was dropped or cancelled")
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
+    try:
+        follower.start()
+        follower.poll()
+        for _ in range(2):
+            with log.open("a") as fh:
+                fh.write(json.dumps(unlinked) + "\n")
+            follower.poll()
+        summary = follower.summary()
+    finally:
+        follower.close()
+    assert summary["unreadable_files"] == [{
+        "file": str(log), "reason": "an Unlinked error at line 5 names no span_id, so no "
+        "request holds it: the finding is missing (read that line)"}]

@@ -26,6 +26,7 @@ from ridtrace.forensics.reading.connection import PreparedReads
 from ridtrace.forensics.reading.files import parse
 from ridtrace.forensics.reading.lines import map_chunk
 from ridtrace.forensics.reading.stats import BadLine, ReadStats
+from ridtrace.forensics.reading.unkeyed import in_whole_file
 from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 
 # Per span and batch: what the incremental rules read, one row per span of a chunk.
@@ -109,6 +110,9 @@ def parse_chunk(
     spans, lines = table.spans()
     shift = chunk.first_line - 1
     local.samples = [BadLine(s.file, s.line + shift, s.reason) for s in local.samples]
+    # A note of evidence with no span_id names its line in the file, as batch does (the
+    # chunk's own line, "at line 1", was cited), and each kind once per file.
+    local.unreadable_files = in_whole_file(local.unreadable_files, shift, stats.unreadable_files)
     local.files = 0
     if chunk.stream != chunk.name:
         for counts in (local.lines_by_file, local.bad_by_file):
