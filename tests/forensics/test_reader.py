@@ -121,6 +121,21 @@ def test_a_time_with_no_utc_datetime_is_a_bad_line_when_python_judges_it(
     assert list(logs.events["line"]) == [1, 3]
 
 
+@pytest.mark.parametrize("odd_field", [False, True], ids=["duckdb", "python"])
+def test_year_0000_is_an_invalid_time_on_either_side_of_the_read(
+    tmp_path: Path, odd_field: bool
+) -> None:
+    # DuckDB read it as 1 BC (a request shown starting then), Python as no time: the
+    # same line was a request or a bad line by a lone surrogate elsewhere on it.
+    good = rt_request("a" * 16, "r1", 0, 1)
+    fields = {"prompt": "\udc80"} if odd_field else {}
+    odd = rt("request.start", time="0000-06-01T00:00:00Z", request_id="r2",
+             span_id="b" * 16, **fields)
+    logs = load_events([str(_write(tmp_path / "f.jsonl", [good[0], odd, good[1]]))])
+    assert _reasons(logs) == {2: "invalid time"}
+    assert list(logs.events["line"]) == [1, 3]
+
+
 def test_json_nested_beyond_the_parsers_limit_is_a_bad_line_not_a_crash(tmp_path: Path) -> None:
     good = rt_request("a" * 16, "r1", 0, 1)
     lines: list[str | bytes] = [

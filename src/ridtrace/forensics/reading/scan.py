@@ -99,10 +99,12 @@ _TIME = (f'coalesce("time", CASE WHEN {UNMARKED} THEN '
 # and a torn or forged year stretched a report's times over thousands of years. Only a
 # four-digit year is cast; any other is no time, and Python judges the line ("invalid
 # time"). A test of the text, so that such a line's `_t` is null: its flags then say
-# "untimed", which is what sends it to Python whole.
+# "untimed", which is what sends it to Python whole. Year 0000 too: DuckDB reads it as
+# 1 BC (a request shown starting then), Python as no time.
 # An epoch number is a time only where the logger's signature states its unit.
 _T = (f"coalesce(TRY_CAST(CASE WHEN substr({_TIME}, 5, 1) = '-' "
-      f"AND NOT starts_with({_TIME}, '-') THEN {_TIME} END AS TIMESTAMPTZ), "
+      f"AND NOT starts_with({_TIME}, '-') AND NOT starts_with({_TIME}, '0000') "
+      f"THEN {_TIME} END AS TIMESTAMPTZ), "
       f"CASE WHEN {UNMARKED} THEN {OTHER_EPOCH_TIME} END)")
 # Evidence only on ridtrace's and Dynamo's lines: an application's structlog line or
 # another logger's is none, whatever its message or error says (a suspect line is
