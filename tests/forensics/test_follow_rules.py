@@ -439,3 +439,38 @@ def test_a_legacy_caller_whose_worker_takes_the_id_after_the_holder_ended_is_a_d
         ("duplicate_in_flight", "7", "a")
     ]
     assert rules.feed(_rows(_end("b", "7", 6 * S))) == []
+
+
+def test_a_crossed_streams_producer_without_a_client_id_is_written_without_one(
+    tmp_path: Path,
+) -> None:
+    # "x_request_id None", the Python spelling of a caller that sent no client id, was
+    # the detail of the finding, live and in the report alike.
+    (tmp_path / "frontend.jsonl").write_text("\n".join([
+        rt("request.start", time=ts(0), **_ctx("a", "a")),
+        rt("request.start", time=ts(0.1), **_ctx("b", "b")),
+        rt("request.end", time=ts(1.0), **_ctx("a", "a"), status=200, outcome="ok",
+           fp_in="in-a", fp_out="out-b"),
+        rt("request.end", time=ts(1.1), **_ctx("b", "b"), status=200, outcome="ok",
+           fp_in="in-b", fp_out="out-b"),
+    ]) + "\n")
+    (tmp_path / "worker.jsonl").write_text("\n".join([
+        rt("worker.start", time=ts(0.05), **_ctx("wa", "a", "a"), fp_in="in-a"),
+        rt("worker.start", time=ts(0.15), **_ctx("wb", "b", "b"), fp_in="in-b"),
+        rt("worker.end", time=ts(0.9), **_ctx("wa", "a", "a"), outcome="ok",
+           fp_in="in-a", fp_out="out-a"),
+        rt("worker.end", time=ts(0.95), **_ctx("wb", "b", "b"), outcome="ok",
+           fp_in="in-b", fp_out="out-b"),
+    ]) + "\n")
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
+    found: list[dict[str, Any]] = []
+    try:
+        follower.start()
+        follower.run(lambda f: found.append(f) is None, stop=lambda: True)
+    finally:
+        follower.close()
+    report = report_json(analyze(load_events([str(tmp_path)])))
+    wanted = (f"caller span {_span_id('a')} (fp_in in-a) was delivered fp_out out-b, produced "
+              f"by worker span {_span_id('wb')} for fp_in in-b (request_id 7)")
+    assert [f["detail"] for f in found if f["kind"] == "crossed_stream"] == [wanted]
+    assert [f["detail"] for f in report["findings"] if f["kind"] == "crossed_stream"] == [wanted]

@@ -11,6 +11,7 @@ from ridtrace.contract import OUTCOME_OK, WORKER
 from ridtrace.forensics.live.findings import Finding, _cited, _finding, _named, _one_caller
 from ridtrace.forensics.live.spans import Cluster, Span
 from ridtrace.forensics.live.window import WindowState
+from ridtrace.forensics.rules.streams import crossed_detail
 
 
 def duplicates(state: WindowState, clusters: list[Cluster]) -> list[Finding]:
@@ -134,11 +135,8 @@ def crossed(state: WindowState, fronts: list[Span]) -> list[Finding]:
             state.pending_fronts.append(front)  # a lagging file may hold its own work
             continue
         front.crossed_done = True
-        detail = (
-            f"caller span {front.span_id} (fp_in {front.fp_in}) was delivered fp_out "
-            f"{front.fp_out}, produced by worker span {work.span_id} for fp_in "
-            f"{work.fp_in} (request_id {work.request_id}, x_request_id {work.x_request_id})"
-        )
+        detail = crossed_detail(front.span_id, front.fp_in, front.fp_out, work.span_id,
+                                work.fp_in, work.request_id, work.x_request_id)
         proof = [(front.file, front.first_line), (front.last_file, front.last_line),
                  (work.file, work.first_line), (work.last_file, work.last_line)]
         found.append(_finding("crossed_stream", front, front.last, detail, proof))

@@ -55,8 +55,7 @@ def find_crossed_stream(spans: SpanColumns) -> FindingColumns:
     w_text = {col: spans.texts(col, w) for col in ("span_id", "fp_in", "request_id",
                                                    "x_request_id")}
     details = [
-        f"caller span {span} (fp_in {fp_in}) was delivered fp_out {fp_out}, produced by worker "
-        f"span {w_span} for fp_in {w_in} (request_id {w_rid}, x_request_id {w_xrid})"
+        crossed_detail(span, fp_in, fp_out, w_span, w_in, w_rid, w_xrid)
         for span, fp_in, fp_out, w_span, w_in, w_rid, w_xrid in zip(
             text["span_id"], text["fp_in"], text["fp_out"], w_text["span_id"],
             w_text["fp_in"], w_text["request_id"], w_text["x_request_id"], strict=True,
@@ -155,3 +154,14 @@ def _valid(spans: SpanColumns, column: str) -> np.ndarray:
 def unlinked(requests: pd.DataFrame) -> pd.DataFrame:
     """Responses that lost their caller: Unlinked errors, foreign chunks, lost output."""
     return findings_frame(find_unlinked(span_columns(requests)))
+
+
+def crossed_detail(span: object, fp_in: object, fp_out: object, w_span: object, w_in: object,
+                   w_rid: object, w_xrid: object) -> str:
+    """A crossed stream's detail, batch and live alike. The producer's ids as it logged
+    them, each left out when it had none: "x_request_id None" was the Python spelling of
+    a worker whose caller sent no client id, in a report meant to be read and grepped."""
+    ids = ", ".join(f"{name} {value}" for name, value in
+                    (("request_id", w_rid), ("x_request_id", w_xrid)) if value is not None)
+    return (f"caller span {span} (fp_in {fp_in}) was delivered fp_out {fp_out}, produced by "
+            f"worker span {w_span} for fp_in {w_in}" + (f" ({ids})" if ids else ""))
