@@ -140,11 +140,10 @@ def _ctx(span: str, trace: str, parent: str | None = None) -> dict[str, Any]:
     return {"request_id": "7", "trace_id": f"{trace:0>32}", "span_id": _span_id(span), **up}
 
 
-def _live_and_batch(
+def _followed_and_analyzed(
     folder: Path, front: list[str], work: list[str]
-) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
-    """(kind, span) of the error findings of a follow to the end and of `analyze`
-    (less the output no caller received, which only `analyze` judges)."""
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The findings of a follow to the end and of `analyze` of the same two logs."""
     (folder / "frontend.jsonl").write_text("\n".join(front) + "\n")
     (folder / "worker.jsonl").write_text("\n".join(work) + "\n")
     follower = Follower([str(folder)], FollowSettings(from_start=True))
@@ -154,31 +153,48 @@ def _live_and_batch(
         follower.run(lambda f: found.append(f) is None, stop=lambda: True)
     finally:
         follower.close()
-    report = report_json(analyze(load_events([str(folder)])))
-    batch = {(f["kind"], f["span_id"]) for f in report["findings"]
+    return found, report_json(analyze(load_events([str(folder)])))["findings"]
+
+
+def _live_and_batch(
+    folder: Path, front: list[str], work: list[str]
+) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """(kind, span) of the error findings of a follow to the end and of `analyze`
+    (less the output no caller received, which only `analyze` judges)."""
+    found, report = _followed_and_analyzed(folder, front, work)
+    batch = {(f["kind"], f["span_id"]) for f in report
              if f["severity"] == "error" and "no caller received" not in f["detail"]}
     return {(f["kind"], f["span_id"]) for f in found}, batch
 
 
-def test_a_follow_to_the_end_finds_what_analyze_finds_when_a_worker_was_killed(
-    tmp_path: Path,
-) -> None:
-    live, batch = _live_and_batch(tmp_path, [
+def _two_callers(killed_worker: bool) -> tuple[list[str], list[str]]:
+    """Callers a and b, a delivered b's output; a's first worker killed when asked."""
+    front = [
         rt("request.start", time=ts(0), **_ctx("a", "a")),
         rt("request.start", time=ts(0.1), **_ctx("b", "b")),
         rt("request.end", time=ts(1.0), **_ctx("a", "a"), status=200, outcome="ok",
            fp_in="in-a", fp_out="out-b"),
         rt("request.end", time=ts(1.1), **_ctx("b", "b"), status=200, outcome="ok",
            fp_in="in-b", fp_out="out-b"),
-    ], [
-        rt("worker.start", time=ts(0.05), **_ctx("killed", "a", "a"), fp_in="in-a"),
+    ]
+    work = [
         rt("worker.start", time=ts(0.15), **_ctx("wb", "b", "b"), fp_in="in-b"),
         rt("worker.start", time=ts(0.3), **_ctx("retry", "a", "a"), fp_in="in-a"),
         rt("worker.end", time=ts(0.9), **_ctx("retry", "a", "a"), outcome="ok",
            fp_in="in-a", fp_out="out-a"),
         rt("worker.end", time=ts(0.95), **_ctx("wb", "b", "b"), outcome="ok",
            fp_in="in-b", fp_out="out-b"),
-    ])
+    ]
+    if killed_worker:
+        work.insert(0, rt("worker.start", time=ts(0.05), **_ctx("killed", "a", "a"),
+                          fp_in="in-a"))
+    return front, work
+
+
+def test_a_follow_to_the_end_finds_what_analyze_finds_when_a_worker_was_killed(
+    tmp_path: Path,
+) -> None:
+    live, batch = _live_and_batch(tmp_path, *_two_callers(killed_worker=True))
     assert ("crossed_stream", _span_id("a")) in batch
     assert live == batch
 
@@ -446,31 +462,8 @@ def test_a_crossed_streams_producer_without_a_client_id_is_written_without_one(
 ) -> None:
     # "x_request_id None", the Python spelling of a caller that sent no client id, was
     # the detail of the finding, live and in the report alike.
-    (tmp_path / "frontend.jsonl").write_text("\n".join([
-        rt("request.start", time=ts(0), **_ctx("a", "a")),
-        rt("request.start", time=ts(0.1), **_ctx("b", "b")),
-        rt("request.end", time=ts(1.0), **_ctx("a", "a"), status=200, outcome="ok",
-           fp_in="in-a", fp_out="out-b"),
-        rt("request.end", time=ts(1.1), **_ctx("b", "b"), status=200, outcome="ok",
-           fp_in="in-b", fp_out="out-b"),
-    ]) + "\n")
-    (tmp_path / "worker.jsonl").write_text("\n".join([
-        rt("worker.start", time=ts(0.05), **_ctx("wa", "a", "a"), fp_in="in-a"),
-        rt("worker.start", time=ts(0.15), **_ctx("wb", "b", "b"), fp_in="in-b"),
-        rt("worker.end", time=ts(0.9), **_ctx("wa", "a", "a"), outcome="ok",
-           fp_in="in-a", fp_out="out-a"),
-        rt("worker.end", time=ts(0.95), **_ctx("wb", "b", "b"), outcome="ok",
-           fp_in="in-b", fp_out="out-b"),
-    ]) + "\n")
-    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
-    found: list[dict[str, Any]] = []
-    try:
-        follower.start()
-        follower.run(lambda f: found.append(f) is None, stop=lambda: True)
-    finally:
-        follower.close()
-    report = report_json(analyze(load_events([str(tmp_path)])))
+    found, report = _followed_and_analyzed(tmp_path, *_two_callers(killed_worker=False))
     wanted = (f"caller span {_span_id('a')} (fp_in in-a) was delivered fp_out out-b, produced "
               f"by worker span {_span_id('wb')} for fp_in in-b (request_id 7)")
     assert [f["detail"] for f in found if f["kind"] == "crossed_stream"] == [wanted]
-    assert [f["detail"] for f in report["findings"] if f["kind"] == "crossed_stream"] == [wanted]
+    assert [f["detail"] for f in report if f["kind"] == "crossed_stream"] == [wanted]

@@ -2,9 +2,10 @@
 
 This module holds ridtrace's per-request state: one ContextVar holding the context of
 the request being handled (the rest of its module-level state is per process by nature:
-a warning given once, the instruments, the providers it configured). The middleware (and the gRPC interceptor) set it with a
-token and reset it in ``finally``, so nothing leaks into the next request on the same
-connection, while tasks spawned inside a request inherit a copy and keep the ids.
+a warning given once, the instruments, the providers it configured). The middleware (and
+the gRPC interceptor) set it with a token and reset it in ``finally``, so nothing leaks
+into the next request on the same connection, while tasks spawned inside a request
+inherit a copy and keep the ids.
 A second one names the request a grpc.aio call's own task serves, for the lines gRPC
 writes there after the call's context was reset (see `serve_in_this_task`).
 """
