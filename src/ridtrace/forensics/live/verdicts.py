@@ -11,7 +11,7 @@ from ridtrace.contract import OUTCOME_OK, WORKER
 from ridtrace.forensics.live.findings import Finding, _cited, _finding, _named, _one_caller
 from ridtrace.forensics.live.spans import Cluster, Span
 from ridtrace.forensics.live.window import WindowState
-from ridtrace.forensics.rules.streams import crossed_detail
+from ridtrace.forensics.rules.details import crossed_detail
 
 
 def duplicates(state: WindowState, clusters: list[Cluster]) -> list[Finding]:

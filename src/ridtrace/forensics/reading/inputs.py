@@ -230,6 +230,11 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
                 raise ForensicsInputError(CLOSED_STDIN)
             add(Source(name=STDIN_NAME, path=None, size=0))
             continue
+        if raw in _STDIN_NAMES and stdin_closed():
+            # Its link leads nowhere, or to whatever file the process opened first into
+            # the free descriptor 0: "a broken symbolic link", or a file "deleted since
+            # it was listed" (exit 3), named no cause.
+            raise ForensicsInputError(CLOSED_STDIN.replace("'-'", raw))
         path = Path(raw)
         kind = named_kind(path)
         if kind == "dir":
@@ -253,9 +258,6 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
                     # link was missing from a report that said it read everything.
                     add(_walked_entry(mpath))
         else:
-            if raw in _STDIN_NAMES and stdin_closed():
-                # Its link leads nowhere then: "a broken symbolic link" named no cause.
-                raise ForensicsInputError(CLOSED_STDIN.replace("'-'", raw))
             # `ls` shows a dangling or looping link: "no such file" sent users looking
             # for a typo that was not there.
             try:
