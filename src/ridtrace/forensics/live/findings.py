@@ -26,10 +26,9 @@ def iso_us(us: int) -> str:
 
 def _finding(kind: str, span: Span, time: int, detail: str,
              evidence: list[tuple[str, int]], request_id: str | None = None) -> Finding:
-    seen: list[tuple[str, int]] = []
-    for item in evidence:
-        if item[1] >= 0 and item not in seen:
-            seen.append(item)
+    # In the order cited, each once: a dict, as a list's `in` made a duplicate over N
+    # callers (2N lines) cost N² (151 CPU-s for one id held by 100k callers).
+    seen = dict.fromkeys(item for item in evidence if item[1] >= 0)
     return {
         "kind": kind, "severity": SEVERITY[kind],
         "request_id": request_id if request_id is not None else _logged(span, "request_id"),
