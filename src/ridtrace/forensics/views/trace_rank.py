@@ -76,6 +76,77 @@ def overlaps_of_spans(holders: Holders, owner: str, spans: list[tuple[object, in
     return tuple(dict.fromkeys(str(x) for other in found for x in other.tolist()))
 
 
+def _meets(q_start: np.ndarray, q_end: np.ndarray, start: np.ndarray, end: np.ndarray,
+           ) -> np.ndarray:
+    """Whether each hold ``[start, end)`` overlaps each query's, as `overlapping` asks."""
+    met = (start < q_end) & (q_start < end)
+    return met | ((start == q_start) & ((end > start) | (q_end > q_start)))
+
+
+def _meeting_counts(starts: np.ndarray, ends: np.ndarray, q_start: np.ndarray,
+                    q_end: np.ndarray) -> np.ndarray:
+    """How many of the holds ``[starts, ends)`` each query overlaps (`_meets`), by binary
+    search on the sorted starts and ends: holds that start after the query's start and
+    before its end, holds that started before it and still held the id then, and holds
+    starting with it (which meet it unless both last no time). Needs every end at or
+    after its start."""
+    by_start, by_end = np.sort(starts), np.sort(ends)
+    instants = np.sort(starts[ends == starts])
+    before = np.searchsorted(by_start, q_start, "left")
+    through = np.searchsorted(by_start, q_start, "right")
+    instant_here = (np.searchsorted(instants, q_start, "right")
+                    - np.searchsorted(instants, q_start, "left"))
+    later = np.maximum(np.searchsorted(by_start, q_end, "left") - through, 0)
+    # Ended by the query's start, but for the instants at it (those start with it).
+    ended = np.searchsorted(by_end, q_start, "right") - instant_here
+    same_start = through - before
+    together = np.where(q_end > q_start, same_start, same_start - instant_here)
+    return np.asarray(later + (before - ended) + together)
+
+
+def _own_meetings(spans: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                  q_span: np.ndarray, q_start: np.ndarray, q_end: np.ndarray) -> np.ndarray:
+    """How many holds of each query's own span (its caller's, excluded from its overlaps)
+    each query overlaps: one hold per caller but for worker spans standing for theirs."""
+    names, first, sizes = np.unique(spans, return_index=True, return_counts=True)
+    code = pd.Index(names).get_indexer(q_span)
+    own = np.zeros(len(q_span), dtype=np.int64)
+    single = (code >= 0) & (sizes[np.maximum(code, 0)] == 1)
+    hold = first[code[single]]
+    own[single] = _meets(q_start[single], q_end[single], starts[hold], ends[hold])
+    for at in np.flatnonzero((code >= 0) & ~single):
+        mine = spans == q_span[at]
+        own[at] = int(_meets(q_start[at], q_end[at], starts[mine], ends[mine]).sum())
+    return own
+
+
+def _overlapping_any(holders: Holders, rid: object, q_span: np.ndarray,
+                     q_start: np.ndarray, q_end: np.ndarray) -> np.ndarray:
+    """Whether each query (its caller's span id, start, end) overlaps another caller's
+    hold on `rid`: `overlapping` asked of many at once, in O(n log n) where asking each
+    in turn cost O(n) apiece (20k callers of one id took minutes)."""
+    if not isinstance(rid, str) or rid not in holders:
+        return np.zeros(len(q_span), dtype=bool)
+    spans, starts, ends = holders[rid]
+    if (ends < starts).any() or (q_end < q_start).any():  # not seen; asked one by one
+        return np.array([len(overlapping(holders, rid, str(q), int(s), int(e))) > 0
+                         for q, s, e in zip(q_span, q_start, q_end, strict=True)], dtype=bool)
+    counts = _meeting_counts(starts, ends, q_start, q_end)
+    return np.asarray(counts > _own_meetings(spans, starts, ends, q_span, q_start, q_end))
+
+
+def _in_duplicates(holders: Holders, queries: pd.DataFrame) -> set[str]:
+    """The owners of `queries` (owner, request_id, start, end) any of whose spans
+    overlaps another caller's hold on its id."""
+    found: set[str] = set()
+    for rid, asked in queries.groupby("request_id", sort=False):
+        owners = asked["owner"].to_numpy()
+        met = _overlapping_any(holders, rid, owners, asked["start"].to_numpy(np.int64),
+                               asked["end"].to_numpy(np.int64))
+        found.update(owners[met].tolist())
+    return found
+
+
 def ranked_owners(
     mine: pd.DataFrame, is_root: np.ndarray, verdicts: dict[str, Verdict],
     holders: Holders, lost: set[str], standing: set[str] | frozenset[str] = frozenset(),
@@ -88,23 +159,29 @@ def ranked_owners(
     starts = epoch_us(mine["start"])
     ends = np.asarray(mine[HELD_END].to_numpy(), dtype=np.int64)
     first = pd.Series(starts).groupby(owners, sort=False).min()
-    roots: dict[str, tuple[object, int, int]] = {}
     rids = mine["request_id"].astype("object").to_numpy()
-    for at in np.flatnonzero(is_root):
-        roots.setdefault(owners[at], (rids[at], int(starts[at]), int(ends[at])))
-    spans_of: dict[str, list[tuple[object, int, int]]] = {}
-    for at in np.flatnonzero(np.isin(owners, list(standing))):
-        spans_of.setdefault(owners[at], []).append((rids[at], int(starts[at]), int(ends[at])))
+    root_rows = np.flatnonzero(is_root)
+    # A caller's first root row is its own (as `_block` takes it).
+    root_rows = root_rows[~pd.Index(owners[root_rows]).duplicated(keep="first")]
+    rooted = set(owners[root_rows].tolist())
+    # Hashed: numpy's isin on object arrays took seconds for 20k callers.
+    stood = np.flatnonzero(pd.Index(owners).isin(list(set(standing) - rooted)))
+    asked = np.concatenate([root_rows, stood])
+    queries = pd.DataFrame({
+        "owner": owners[asked], "request_id": rids[asked],
+        "start": starts[asked], "end": ends[asked],
+    })
+    queries = queries[[isinstance(rid, str) for rid in queries["request_id"]]]
+    duplicated = _in_duplicates(holders, queries)
+    root_start = dict(zip(owners[root_rows].tolist(), starts[root_rows].tolist(), strict=True))
 
     def rank(owner: str) -> tuple[int, int]:
-        if owner not in roots:
-            if overlaps_of_spans(holders, owner, spans_of.get(owner, [])):
-                return _DUPLICATE, int(first[owner])
-            return (_UNLINKED if owner in lost else _NONE), int(first[owner])
-        rid, start, end = roots[owner]
-        if verdicts[owner].label == CROSSED:
+        start = root_start.get(owner)
+        if start is None:
+            start = int(first[owner])
+        elif verdicts[owner].label == CROSSED:
             return _CROSSED, start
-        if len(overlapping(holders, rid, owner, start, end)):
+        if owner in duplicated:
             return _DUPLICATE, start
         return (_UNLINKED if owner in lost else _NONE), start
 
