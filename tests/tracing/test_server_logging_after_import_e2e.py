@@ -95,3 +95,20 @@ def test_a_server_logger_switched_off_stays_off(tmp_path: Path) -> None:
         for std, handlers, propagate in saved:
             std.handlers, std.propagate = handlers, propagate
         logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+
+
+def test_a_server_logger_the_app_sent_to_a_file_stays_so(tmp_path: Path) -> None:
+    # The app's own dictConfig after configure_logging sends uvicorn.access to a file of
+    # its own: not the server's console handler, so not taken back into the JSON sink.
+    access = logging.getLogger("uvicorn.access")
+    saved = (access.handlers, access.propagate)
+    own = logging.FileHandler(tmp_path / "access.log")
+    try:
+        configure_logging(tmp_path / "app.jsonl", service="svc")
+        access.handlers, access.propagate = [own], False
+        reclaim_server_loggers()
+        assert (access.handlers, access.propagate) == ([own], False)
+    finally:
+        own.close()
+        access.handlers, access.propagate = saved
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)

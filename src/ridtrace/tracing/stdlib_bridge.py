@@ -6,6 +6,7 @@ capped and escaped."""
 from __future__ import annotations
 
 import logging
+import sys
 from typing import TYPE_CHECKING, Any
 
 from loguru import logger
@@ -157,7 +158,9 @@ def reclaim_server_loggers() -> None:
     with its request's ids and ``Exception in ASGI application`` with its traceback
     went to the console, never to the JSON log. Called when the server starts the
     lifespan, after its logging is set up. A logger with no handler that does not
-    propagate was switched off (``access_log=False``) and stays so.
+    propagate was switched off (``access_log=False``) and stays so; one with a handler
+    other than a console one (a file the application's own ``dictConfig`` sends
+    ``uvicorn.access`` to) is the application's and stays as it set it.
     """
     if not any(isinstance(h, InterceptHandler) for h in logging.getLogger().handlers):
         return  # intercept_stdlib=False, or no configure_logging: the loggers are the app's
@@ -165,8 +168,18 @@ def reclaim_server_loggers() -> None:
         std = logging.getLogger(name)
         if std.propagate or not std.handlers:
             continue
+        if not all(_writes_to_console(handler) for handler in std.handlers):
+            continue
         std.handlers = []
         std.propagate = True
+
+
+def _writes_to_console(handler: logging.Handler) -> bool:
+    """Whether `handler` is a plain stream handler on standard output or error: what
+    uvicorn, fastapi-cli and gunicorn give the server's loggers."""
+    consoles = (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)
+    return type(handler) is logging.StreamHandler and any(
+        handler.stream is console for console in consoles if console is not None)
 
 
 # The level ridtrace gave each chatty library logger, told apart from one the
