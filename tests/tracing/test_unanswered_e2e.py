@@ -58,3 +58,18 @@ def test_a_request_the_app_never_answered_gets_ridtraces_500(
     assert span.attributes["error.type"] == "500"
     assert span.status_code == 2  # ERROR
 
+
+
+def test_a_crash_fails_its_own_request_not_the_next_on_its_connection(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    # uvicorn drops the connection after an exception: ridtrace's 500 must say so, or a
+    # keep-alive client sends its next request into the closed socket and gets a reset.
+    with app_server(tmp_path, receiver, app=APP) as server, httpx.Client() as client:
+        for i in range(20):
+            crashed = client.get(f"{server.url}/crash")
+            assert crashed.status_code == 500
+            assert crashed.headers["connection"] == "close"
+            assert crashed.headers.get("x-server-request-id")
+            assert client.get(f"{server.url}/ok", headers={"x-request-id": f"ok-{i}"}
+                              ).status_code == 200

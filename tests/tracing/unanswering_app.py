@@ -1,6 +1,7 @@
 """A bare ASGI app wrapped in ``RequestTracingMiddleware`` whose ``/silent`` route returns
-without answering (an application bug: a branch that forgets to respond), run under a
-real uvicorn by tests/tracing/test_unanswered_e2e.py.
+without answering (an application bug: a branch that forgets to respond) and whose
+``/crash`` route raises before answering, run under a real uvicorn by
+tests/tracing/test_unanswered_e2e.py.
 
 Configured by environment: RIDTRACE_TEST_LOG (log file), OTEL_* (span export).
 """
@@ -21,6 +22,8 @@ def create_app() -> ASGIApp:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] == "/silent":
             return
+        if scope["path"] == "/crash":
+            raise RuntimeError("crash before the response")
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"ok"})
 

@@ -59,9 +59,14 @@ _KNOWN_METHODS = frozenset(
 )
 
 _INTERNAL_ERROR_BODY = b"Internal Server Error"
+# "close", as the server's own 500 says: after an exception the server drops the
+# connection once the response went out, and a keep-alive client that was not told so
+# sent its next request into the closed socket (a reset for a request that did nothing
+# wrong).
 _INTERNAL_ERROR_HEADERS = [
     (b"content-type", b"text/plain; charset=utf-8"),
     (b"content-length", str(len(_INTERNAL_ERROR_BODY)).encode()),
+    (b"connection", b"close"),
 ]
 
 
