@@ -80,7 +80,7 @@ def _meets(q_start: np.ndarray, q_end: np.ndarray, start: np.ndarray, end: np.nd
            ) -> np.ndarray:
     """Whether each hold ``[start, end)`` overlaps each query's, as `overlapping` asks."""
     met = (start < q_end) & (q_start < end)
-    return met | ((start == q_start) & ((end > start) | (q_end > q_start)))
+    return np.asarray(met | ((start == q_start) & ((end > start) | (q_end > q_start))))
 
 
 def _meeting_counts(starts: np.ndarray, ends: np.ndarray, q_start: np.ndarray,
