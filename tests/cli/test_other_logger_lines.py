@@ -211,3 +211,30 @@ def test_a_spanless_line_quoting_an_unlinked_error_is_no_unkeyed_evidence(tmp_pa
     code, doc = analyze_json(str(tmp_path))
     summary = doc["summary"]
     assert (code, summary["bad_lines"], summary["unreadable_files"]) == (0, 0, [])
+
+
+@pytest.mark.parametrize("judged_in_python", [False, True])
+@pytest.mark.parametrize("logger", sorted(LOGGERS))
+def test_a_line_naming_a_deprecated_header_is_no_use_of_it(
+    tmp_path: Path, logger: str, judged_in_python: bool
+) -> None:
+    # An application's WARN inside a request, naming a header and saying "deprecated",
+    # with an error of its own: analyze never took it for evidence, while the audit
+    # counted the request as sending the header and export jaeger tagged its span.
+    def warns(s: float, **ids: str) -> dict[str, Any]:
+        odd = {"user": "\udc80"} if judged_in_python else {}
+        return {**LOGGERS[logger](s, **ids), "header": "x-dynamo-request-id",
+                "message": "upstream still sends a deprecated header", "error": "upstream",
+                **odd}
+
+    _log(tmp_path / "app.jsonl", warns)
+    audit = CliRunner().invoke(main, ["audit", str(tmp_path), "--format", "json", "-q"])
+    assert audit.exit_code == 0, audit.stderr
+    assert json.loads(audit.stdout)["rows"] == []
+    out = tmp_path / "jaeger.json"
+    export = CliRunner().invoke(main, ["export", "jaeger", str(tmp_path), "-o", str(out), "-q"])
+    assert export.exit_code == 0, export.stderr
+    spans = [s for t in json.loads(out.read_text())["data"] for s in t["spans"]]
+    assert len(spans) == 5
+    tags = {tag["key"] for s in spans for tag in s["tags"]}
+    assert not tags & {"deprecated", "error.message"}, tags

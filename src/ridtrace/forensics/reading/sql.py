@@ -235,12 +235,14 @@ NORMALIZED: dict[str, str] = {
     "fp_out": _pick("fp_out", "NULL"),
     "deprecated": _pick(
         RIDTRACE_DEPRECATED,
-        f"""CASE ({_DYN_EVENT}) WHEN {literal(DEPRECATED_HEADER)} THEN {_DYN_DEPRECATED}
+        # Only Dynamo's line: another logger's naming a header is never a use of it.
+        f"""CASE WHEN NOT {DYNAMO_LINE} THEN NULL
+            ELSE CASE ({_DYN_EVENT}) WHEN {literal(DEPRECATED_HEADER)} THEN {_DYN_DEPRECATED}
             WHEN {literal(SPAN_CLOSED)} THEN NULL WHEN {literal(RESPONSE_UNLINKED)} THEN NULL
-            ELSE {DYNAMO_SENT_ID} END""",
+            ELSE {DYNAMO_SENT_ID} END END""",
     ),
     "client": "client",
-    "error": "error",
+    "error": _pick("error", f"CASE WHEN {DYNAMO_LINE} THEN error END"),
     "chunk_request_id": _pick("chunk_request_id", "NULL"),
     # Stated durations date spans back already (`began`).
     DURATION_MS: _pick(f'"{DURATION_MS}"', "NULL"),
