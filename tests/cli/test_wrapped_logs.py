@@ -974,14 +974,18 @@ def test_a_containers_stdout_and_stderr_lines_cut_at_once_are_put_together_apart
     assert doc["summary"]["lines"] == 2
 
 
-def test_coloured_docker_compose_logs_are_unwrapped(tmp_path: Path) -> None:
+@pytest.mark.parametrize("prefix", [b"\x1b[36mdynamo-frontend-1 |\x1b[0m ",
+                                    b"\x1b[36mdynamo-frontend-1  | \x1b[0m"],
+                         ids=["docker-compose v1", "Compose v2"])
+def test_coloured_docker_compose_logs_are_unwrapped(tmp_path: Path, prefix: bytes) -> None:
     # `docker compose logs` on a terminal (or `--ansi always`) colours each container's
-    # name and bar: every such line was "a JSON record after a text prefix", so a real
-    # duplicate was an incomplete read (exit 3) with no finding.
+    # name and bar (v2 the space after the bar too): every such line was "a JSON record
+    # after a text prefix", so a real duplicate was an incomplete read (exit 3) with no
+    # finding.
     lines = rt_request("a" * 16, "7", 0, 2) + rt_request("b" * 16, "7", 1, 3)
     log = tmp_path / "compose.log"
     log.write_bytes(b"".join(
-        b"\x1b[36mdynamo-frontend-1 |\x1b[0m " + (b"2026-11-29T10:00:00.123456789Z " if n % 2 else b"")
+        prefix + (b"2026-11-29T10:00:00.123456789Z " if n % 2 else b"")
         + line.encode() + b"\n" for n, line in enumerate(lines)))
     code, doc = analyze_json(str(log))
     assert doc["summary"]["bad_line_samples"] == []

@@ -78,10 +78,12 @@ _AWS_SHORT = rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2} (?=\{)"
 # `docker compose logs`: each container's name padded to the longest, " | ", then with
 # --timestamps the time: "frontend-1  | {...}". On a terminal (or with --ansi always,
 # as a log copied from one or captured by `script` has it) the name and its bar are in
-# the container's colour, "\x1b[36mfrontend-1  |\x1b[0m {...}": read as they were, such
-# lines were all bad ones and a real incident was an incomplete read (exit 3).
+# the container's colour: "\x1b[36mfrontend-1  |\x1b[0m {...}" from docker-compose v1,
+# "\x1b[36mfrontend-1  | \x1b[0m{...}" from Compose v2 (its colour takes in the space).
+# Read as they were, such lines were all bad ones and a real incident was an
+# incomplete read (exit 3).
 _SGR = rb"(?:\x1b\[[0-9;]*m)?"
-_COMPOSE = _SGR + rb"[A-Za-z0-9][A-Za-z0-9_.-]* +\|" + _SGR + rb" "
+_COMPOSE = _SGR + rb"[A-Za-z0-9][A-Za-z0-9_.-]* +\|(?: " + _SGR + rb"|" + _SGR + rb" )"
 # `stern` (Kubernetes' multi-pod tail), its default output: the pod's name and the
 # container's, the namespace's before them with --all-namespaces, each in its colour on
 # a terminal or with --color always; with --timestamps the time the API put before the
