@@ -171,7 +171,8 @@ def ranked_owners(
         "owner": owners[asked], "request_id": rids[asked],
         "start": starts[asked], "end": ends[asked],
     })
-    queries = queries[[isinstance(rid, str) for rid in queries["request_id"]]]
+    queries = queries[np.array([isinstance(rid, str) for rid in queries["request_id"]],
+                               dtype=bool)]
     duplicated = _in_duplicates(holders, queries)
     root_start = dict(zip(owners[root_rows].tolist(), starts[root_rows].tolist(), strict=True))
 
