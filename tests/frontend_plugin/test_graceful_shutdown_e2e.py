@@ -133,6 +133,9 @@ def test_requests_still_running_near_the_deadline_get_an_answer_from_the_app(
             else:
                 assert outcome.status == 503, (outcome.route, outcome.raw)
                 assert outcome.headers["content-type"] == "application/json"
+                # Retry at once, elsewhere: as every other shutdown 503 says.
+                assert outcome.headers.get("retry-after") == "0", outcome.headers
+                assert outcome.headers.get("connection") == "close", outcome.headers
                 message = _error_body_message(outcome.route, orjson.loads(outcome.raw))
                 assert message == SHUTTING_DOWN
 

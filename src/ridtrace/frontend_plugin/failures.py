@@ -16,8 +16,10 @@ __all__ = [
     "DUPLICATE_EVERYWHERE",
     "FOREIGN_CHUNK_STOPPED",
     "FRONTEND_OVERLOADED",
+    "GO_ELSEWHERE",
     "OVERLOADED",
     "REQUEST_TIMED_OUT",
+    "SHUTDOWN",
     "WORKER_CONNECTION_LOST",
     "WORKER_ERROR",
     "WORKER_REJECTED",
@@ -85,12 +87,20 @@ def worth_retrying(reason: str) -> bool:
 # wait this long first when told (without it, 0.5 s and less for the first retry).
 _OVERLOADED_ADVICE = ((b"retry-after", b"1"),)
 _FINAL_ADVICE = ((b"x-should-retry", b"false"),)
+GO_ELSEWHERE = ((b"retry-after", b"0"), (b"connection", b"close"))
+"""Headers of a refusal because the process is stopping: retry (elsewhere) at once, on
+a new connection (a body cut short cannot be followed by another request either)."""
+
+SHUTDOWN = "shutdown"
+"""The ``Failed.reason`` of a call the server ended because it was stopping."""
 
 
 def retry_advice(failed: Failed) -> tuple[tuple[bytes, bytes], ...]:
     """The headers that tell a caller's SDK whether, and when, to retry ``failed``."""
     if failed.reason == OVERLOADED:
         return _OVERLOADED_ADVICE
+    if failed.reason == SHUTDOWN:
+        return GO_ELSEWHERE
     if failed.message == REQUEST_TIMED_OUT:
         # The request's whole budget ran out (a reply longer than total_timeout, or as
         # long a wait for a worker): a retry gets the same budget for the same work, and

@@ -9,7 +9,7 @@ from typing import Any
 
 from ridtrace.frontend_plugin.dispatch import Dispatcher
 from ridtrace.frontend_plugin.drain import Drain
-from ridtrace.frontend_plugin.failures import Failed
+from ridtrace.frontend_plugin.failures import SHUTDOWN, Failed
 from ridtrace.frontend_plugin.pump import Delta, Finished, Linked, overdue, pump
 from ridtrace.frontend_plugin.registry import Dropped, InflightRegistry
 from ridtrace.frontend_plugin.settings import FrontendSettings
@@ -18,9 +18,6 @@ from ridtrace.tracing import metrics
 from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH
 
 __all__ = ["SHUTDOWN", "CallerLeft", "Frontend", "InferenceCall", "Item"]
-
-SHUTDOWN = "shutdown"
-"""The ``Failed.reason`` of a call the server ended because it was stopping."""
 
 
 @dataclass(frozen=True, slots=True)

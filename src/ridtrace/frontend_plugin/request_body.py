@@ -14,14 +14,11 @@ from starlette.types import Receive, Scope
 
 from ridtrace.frontend_plugin.asgi_io import receive_body
 from ridtrace.frontend_plugin.drain import Drain, StopOnDrain, Stopped
+from ridtrace.frontend_plugin.failures import GO_ELSEWHERE
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.timers import Deadline
 
 __all__ = ["GO_ELSEWHERE", "Stopped", "read_request_body"]
-
-GO_ELSEWHERE = ((b"retry-after", b"0"), (b"connection", b"close"))
-"""Headers of a refusal because the process is stopping: retry (elsewhere) at once, on
-a new connection (a body cut short cannot be followed by another request either)."""
 
 
 async def read_request_body(
