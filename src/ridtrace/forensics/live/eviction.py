@@ -67,7 +67,7 @@ def evict_outside(state: WindowState) -> int:
             if span.waiting:
                 _unwait(state, span, fp_out)
         if span.side != WORKER:
-            state.front_seen(key[0], -1)
+            state.front_seen(key, -1)
         if span.parent_span is None and span.parent is not None:
             _unpark(state, (key[0], span.parent), span)
         span.closed = span.crossed_done = True  # gone: nothing pending waits for it

@@ -109,13 +109,17 @@ class LiveRules:
                 new_spans += 1
                 if not worker:
                     new_fronts += 1
-                    state.front_seen(trace, 1)
+                    state.front_seen(key, 1)
                     # One closing line, no start stated (`rules.instants`): a span
                     # whose one line opened it is in flight, its start known.
                     if first_line == last_line and t1 <= t0 and closing:
                         span.instant = True
                         instants += 1
                 up = get((trace, parent)) if parent is not None else None
+                if up is None and trace is None and parent is not None:
+                    # Logged without a trace id: its parent by span id alone.
+                    named = state.caller_named(parent)
+                    up = get(named) if named is not None else None
                 if up is not None:
                     span.parent_span = up
                     up.open_children += 1
@@ -123,6 +127,9 @@ class LiveRules:
                     new_callers += state.park(trace, span)
                 if orphans and key in orphans:  # read after spans that work for it
                     new_callers -= state.adopt(key, span)
+                if orphans and trace is not None and (None, span_id) in orphans:
+                    # Read after spans that name it without a trace id.
+                    new_callers -= state.adopt((None, span_id), span)
                 # A worker's refusal (a Conflict) never held the id: another request did.
                 if rid is not None and not (worker and outcome == OUTCOME_CONFLICT):
                     # The span holding the id for it (`Span.holder`): a worker's caller.
@@ -143,9 +150,10 @@ class LiveRules:
                         held = members[0]
                         alone = len(members) == 1 and (
                             (worker and held.parent is None and held.span_id == parent
-                             and held.trace == trace)
+                             and (held.trace == trace or trace is None))
                             or (parent is None and held.side == WORKER
-                                and held.parent == span_id and held.trace == trace)
+                                and held.parent == span_id
+                                and (held.trace == trace or held.trace is None))
                         )
                         members.append(span)
                         if own.last > cluster.max_end:
@@ -182,7 +190,7 @@ class LiveRules:
                     span.last = t1
                 if worker and span.side != WORKER:
                     if span.side is None:
-                        state.front_seen(trace, -1)  # counted a frontend span when read
+                        state.front_seen(key, -1)  # counted a frontend span when read
                     span.side = WORKER
                 if span.x_request_id is None:
                     span.x_request_id = xrid

@@ -54,17 +54,30 @@ class WindowState:
     # trace_id → its frontend spans in the window. A worker span whose parent is not in
     # the logs stands for its caller only when its trace has none (`stands_for_caller`).
     front_traces: dict[str | None, int] = field(default_factory=dict)
+    # span id → the traces of the frontend spans in the window with that id: a worker
+    # span logged without a trace id names its caller by span id alone.
+    front_span_traces: dict[str, dict[str | None, int]] = field(default_factory=dict)
     # Judgements the files read so far cannot settle yet: tried again every batch.
     pending_clusters: list[Cluster] = field(default_factory=list)
     pending_fronts: list[Span] = field(default_factory=list)
 
-    def front_seen(self, trace: str | None, count: int) -> None:
-        """Count (`count` 1) or forget (-1) a frontend span of `trace`."""
-        held = self.front_traces.get(trace, 0) + count
-        if held > 0:
-            self.front_traces[trace] = held
-        else:
-            self.front_traces.pop(trace, None)
+    def front_seen(self, key: SpanKey, count: int) -> None:
+        """Count (`count` 1) or forget (-1) the frontend span `key` (trace, span id)."""
+        trace, span_id = key
+        _count(self.front_traces, trace, count)
+        traces = self.front_span_traces.setdefault(span_id, {})
+        _count(traces, trace, count)
+        if not traces:
+            del self.front_span_traces[span_id]
+
+    def caller_named(self, parent: str) -> SpanKey | None:
+        """The frontend span a span logged without a trace id names as `parent`: the one
+        span of that id in the window (None when no trace, or several, have it)."""
+        traces = self.front_span_traces.get(parent)
+        if traces is None or len(traces) != 1:
+            return None
+        (trace,) = traces
+        return (trace, parent)
 
     def stands_for_caller(self, span: Span) -> bool:
         """Whether `span` holds its id as a caller would, as the batch rule's rows: a
@@ -73,7 +86,8 @@ class WindowState:
         is a frontend span that logged nothing (one nested in ``http-request``) while
         its trace's ``http-request`` span is read works for that request: counted as a
         caller of its own, each request was a duplicate of itself."""
-        return (span.side != WORKER or span.parent_span is not None
+        # A missing trace id matches nothing (as `SpanColumns.trace_in_front` has it).
+        return (span.side != WORKER or span.parent_span is not None or span.trace is None
                 or span.trace not in self.front_traces)
 
     def read_up_to(self, file: str) -> int:
@@ -244,6 +258,7 @@ class WindowState:
         self.waiting.clear()
         self.orphans.clear()
         self.front_traces.clear()
+        self.front_span_traces.clear()
         self.pending_clusters = []
         self.pending_fronts = []
 
@@ -252,3 +267,11 @@ class WindowState:
         return len(self.spans) + len(self.clusters) + len(self.pairs) + len(
             self.produced
         ) + sum(len(v) for v in self.waiting.values()) + len(self.orphans)
+
+
+def _count(counts: dict[str | None, int], key: str | None, count: int) -> None:
+    held = counts.get(key, 0) + count
+    if held > 0:
+        counts[key] = held
+    else:
+        counts.pop(key, None)

@@ -136,7 +136,9 @@ class SpanColumns:
         if len(linked):
             same = pc.equal(traces.take(pa.array(rows[linked])),
                             traces.take(pa.array(caller[linked])))
-            out[linked] = pc.fill_null(same, False).to_numpy(zero_copy_only=False)
+            # A trace id missing on either side (work sent without trace context) does
+            # not say the parent is another trace's span: the caller it names is here.
+            out[linked] = pc.fill_null(same, True).to_numpy(zero_copy_only=False)
         rest = np.flatnonzero(~out)
         if len(rest):
             out[rest] = self._traces_hashed_in_front(rows[rest])
@@ -146,14 +148,15 @@ class SpanColumns:
         traces = self.text["trace_id"]
         fronts = _one_array(traces.filter(pa.array(self.front)))
         asked = _one_array(traces.take(pa.array(rows, type=pa.int64())))
-        # Missing matches missing, as pandas' isin does (skip_nulls=False).
+        # A missing trace id matches nothing: that some unrelated frontend span lacks
+        # one too says nothing of this span's caller.
         if len(asked) < len(fronts) // 4:
             # Hash the few traces asked about and probe the frontend's against them,
             # rather than hash every frontend trace for a handful of questions.
-            seen = fronts.filter(pc.is_in(fronts, value_set=asked, skip_nulls=False))
-            found = pc.is_in(asked, value_set=seen, skip_nulls=False)
+            seen = fronts.filter(pc.is_in(fronts, value_set=asked, skip_nulls=True))
+            found = pc.is_in(asked, value_set=seen, skip_nulls=True)
         else:
-            found = pc.is_in(asked, value_set=fronts, skip_nulls=False)
+            found = pc.is_in(asked, value_set=fronts, skip_nulls=True)
         return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
 
     def caller(self) -> np.ndarray:
@@ -271,10 +274,30 @@ def _within_traces(
     width = np.int64(_size(span, parent))
     in_trace = (traces + 1) * width  # a missing trace (-1) is a trace of its own
     keys = np.concatenate([np.where(span >= 0, in_trace + span, -1),
-                           np.where(parent >= 0, in_trace + parent, -1)])
+                           np.where(parent >= 0, _parents_trace(span, parent, traces) + parent,
+                                    -1)])
     codes, _ = pd.factorize(keys, use_na_sentinel=True)
     codes = np.where(keys >= 0, codes, -1).astype(np.int64)
     return codes[: len(span)], codes[len(span):]
+
+
+def _parents_trace(span: np.ndarray, parent: np.ndarray, traces: np.ndarray) -> np.ndarray:
+    """The trace part of each row's parent key: its own trace's, but for a span logged
+    without a trace id (work sent without trace context), which names its parent by
+    span id alone: the trace of that span id when only one trace has it."""
+    width = np.int64(_size(span, parent))
+    own = (traces + 1) * width
+    asked = np.flatnonzero((traces < 0) & (parent >= 0))
+    if not len(asked):
+        return own
+    known = span >= 0
+    pairs = pd.DataFrame({"span": span[known], "trace": traces[known]}).drop_duplicates()
+    sole = pairs[~pairs["span"].duplicated(keep=False)]
+    trace_of = np.full(int(width), -1, dtype=np.int64)
+    trace_of[sole["span"].to_numpy()] = sole["trace"].to_numpy()
+    named = trace_of[parent[asked]]
+    own[asked] = (named + 1) * width
+    return own
 
 
 def _links_across_traces(span: np.ndarray, parent: np.ndarray, trace: Arrow) -> bool:
@@ -286,8 +309,9 @@ def _links_across_traces(span: np.ndarray, parent: np.ndarray, trace: Arrow) -> 
         return False
     mine = trace.take(pa.array(children[linked], type=pa.int64()))
     theirs = trace.take(pa.array(named[linked], type=pa.int64()))
-    # A missing trace id is a trace of its own, as in the keys of the read.
-    apart = pc.fill_null(pc.not_equal(mine, theirs), True)
+    # A missing trace id is a trace of its own, as in the keys of the read; but a span
+    # logged without one names its parent by span id alone (`_parents_trace`).
+    apart = pc.if_else(pc.is_null(mine), False, pc.fill_null(pc.not_equal(mine, theirs), True))
     return bool(pc.any(apart).as_py())
 
 

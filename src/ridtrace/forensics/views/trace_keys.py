@@ -11,11 +11,13 @@ span id is keyed so too, and names no span read: its worker's caller is not in t
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 
-def _key(span: object, trace: object) -> str:
-    return f"{span} (trace {trace})"
+def _key(span: object, trace: Any) -> str:
+    return f"{span} (no trace id)" if pd.isna(trace) else f"{span} (trace {trace})"
 
 
 def _rekeyed(column: pd.Series, traces: pd.Series, shared: set[object]) -> pd.Series:
@@ -25,6 +27,20 @@ def _rekeyed(column: pd.Series, traces: pd.Series, shared: set[object]) -> pd.Se
         return values
     keyed = [_key(s, t) for s, t in zip(values[hit], traces.astype(object)[hit], strict=True)]
     return values.mask(hit, pd.Series(keyed, index=values.index[hit], dtype=object))
+
+
+def _parents_trace(parent: pd.Series, traces: pd.Series, pairs: pd.DataFrame,
+                   traces_per_span: pd.Series) -> pd.Series:
+    """The trace each span's parent is looked up in: its own, but for a span logged
+    without a trace id (work sent without trace context), which names its parent by
+    span id alone: that span id's trace when only one trace has it (as the rules link
+    it, `rules.columns._parents_trace`)."""
+    sole = traces_per_span.index[(traces_per_span == 1).to_numpy()]
+    asked = traces.isna() & parent.isin(sole)
+    if not asked.any():
+        return traces
+    trace_of = pairs.drop_duplicates("span").set_index("span")["trace"]
+    return traces.mask(asked, parent[asked].map(trace_of))
 
 
 def apart_by_trace(
@@ -39,12 +55,13 @@ def apart_by_trace(
     # A parent id that is a span id of another trace only: that span is not the parent.
     parent = requests["parent_span_id"].astype(object)
     traces = requests["trace_id"].astype(object)
+    parent_traces = _parents_trace(parent, traces, pairs, traces_per_span)
     known = pd.MultiIndex.from_arrays([pairs["span"], pairs["trace"]])
     elsewhere = (parent.isin(pairs["span"]).to_numpy()
-                 & ~pd.MultiIndex.from_arrays([parent, traces]).isin(known))
+                 & ~pd.MultiIndex.from_arrays([parent, parent_traces]).isin(known))
     if not shared and not elsewhere.any():
         return requests, events, {}
-    parents = _rekeyed(parent, traces, shared)
+    parents = _rekeyed(parent, parent_traces, shared)
     parents = parents.mask(elsewhere, pd.Series(
         [_key(p, t) for p, t in zip(parent[elsewhere], traces[elsewhere], strict=True)],
         index=parent.index[elsewhere], dtype=object))
