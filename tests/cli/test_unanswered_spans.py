@@ -159,6 +159,23 @@ def test_a_dynamo_generate_step_of_an_answered_request_has_no_warning(tmp_path: 
         assert step["warnings"] is None, step["warnings"]
 
 
+def test_a_dynamo_generate_step_of_an_answered_request_has_an_end_in_trace(
+    tmp_path: Path,
+) -> None:
+    # The same step in `ridtrace trace`'s waterfall read "no end", which says a process
+    # was killed mid-request or the request is still in flight, beside its caller's 500.
+    write_dynamo_logs(tmp_path / "logs", DynamoSpec(requests=60, duplicates=1, cancelled=1,
+                                                    bad_lines=0))
+    code, report, _ = run_in_process(["analyze", str(tmp_path / "logs"), "--format", "json"])
+    assert code == 1
+    (duplicate,) = [f for f in json.loads(report)["findings"]
+                    if f["kind"] == "duplicate_in_flight"]
+    rows = _ridtrace("trace", duplicate["request_id"], str(tmp_path / "logs")).splitlines()
+    steps = [r for r in rows if "generate" in r]
+    assert steps, rows
+    assert not any(r.rstrip().endswith("no end") for r in steps), rows
+
+
 def test_a_frontend_called_by_another_frontend_is_still_judged(tmp_path: Path) -> None:
     # A gateway in front of an inner service, both with the middleware: the inner
     # request (its own request.start) was cut off, and is no step of its caller.

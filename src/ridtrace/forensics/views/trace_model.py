@@ -257,13 +257,21 @@ def _block(
         spans=[
             SpanBar(_side(s, sides), str(s.span_id), 0.0 if s is caller else ms_since(s.start, t0),
                     ms_since(s.end, t0), text(s.outcome), str(s.file),
-                    closed=s.closing is not False,
+                    closed=s.closing is not False or _step_of_an_answer(s, caller),
                     opened=s is not caller or start_logged or stated is not None,
                     name=text(getattr(s, "span_name", None)))
             # The caller first, as its start's is the block's clock; then by start.
             for s in sorted(spans, key=lambda s: s is not caller)
         ],
     )
+
+
+def _step_of_an_answer(span: Any, caller: Any) -> bool:
+    """Whether `span` is a step of its block's caller (a frontend span under it: Dynamo's
+    `generate`), which answered: a step logs no end of its own, its request's answer
+    ends it (as `export jaeger` judges it); "no end" says a process died mid-request."""
+    return (caller is not None and span is not caller and span.side != WORKER
+            and caller.closing is not False)
 
 
 def _latest_end(spans: list[Any]) -> Any:
