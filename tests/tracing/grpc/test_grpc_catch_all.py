@@ -87,3 +87,51 @@ def test_invented_methods_cannot_grow_the_series_or_reach_lines_unchecked(
     assert [e["outcome"] for e in ends] == ["ok"] * 6
     assert ends[-1]["rpc_method"].endswith(f"...[{len(hostile)} chars]")
     assert ends[-2]["rpc_method"] == "/proxy.Svc9/Call"  # still on the lines
+
+
+async def _hello(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+    return b"hello"
+
+
+class _SharedCatchAll(grpc.GenericRpcHandler):  # type: ignore[misc]
+    # One handler object for every name: a proxy's module-level forwarder.
+    handler = grpc.unary_unary_rpc_method_handler(_anything)
+
+    def service(self, handler_call_details: Any) -> grpc.RpcMethodHandler:
+        return self.handler
+
+
+@pytest.mark.parametrize("catch_all", [_CatchAll, _SharedCatchAll])
+def test_the_servers_own_methods_keep_their_names_after_a_scan(
+    reader: InMemoryMetricReader, monkeypatch: pytest.MonkeyPatch, catch_all: type
+) -> None:
+    # Invented names the catch-all answered filled the limit: the server's own method,
+    # first called after them, was `_OTHER` until the next restart. Its handler is the
+    # one object registered for it: named from its second call on. The catch-all's
+    # names, called again, are not.
+    monkeypatch.setattr(method, "NAMED_LIMIT", 3)
+    invented = [f"/scan.S{i}/M" for i in range(5)]
+
+    async def go() -> None:
+        async with (
+            serving(
+                lambda server: server.add_generic_rpc_handlers((
+                    grpc.method_handlers_generic_handler(
+                        "demo.Greeter", {"Hello": grpc.unary_unary_rpc_method_handler(_hello)}),
+                    catch_all(),
+                )),
+                interceptors=[RequestTracingInterceptor()],
+            ) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            for name in invented + invented:
+                assert await channel.unary_unary(name)(b"", timeout=10) == b"proxied"
+            for _ in range(3):
+                assert await channel.unary_unary("/demo.Greeter/Hello")(b"", timeout=10) == (
+                    b"hello")
+
+    asyncio.run(go())
+    routes = _routes(reader)
+    assert routes.get("/demo.Greeter/Hello") == 2, routes
+    assert routes["_OTHER"] == 2 + 2 + 1  # the last two invented names twice, one Hello
+    assert set(routes) == {*invented[:3], "/demo.Greeter/Hello", "_OTHER"}

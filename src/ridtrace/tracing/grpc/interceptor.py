@@ -20,7 +20,13 @@ from ridtrace.tracing.grpc.call_config import CallConfig
 from ridtrace.tracing.grpc.context import TracedServicerContext
 from ridtrace.tracing.grpc.lookup import instrumentation_suppressed, traced_outside
 from ridtrace.tracing.grpc.lookup_failed import lookup_failed
-from ridtrace.tracing.grpc.method import OTHER_METHOD, MethodInfo, behavior_of, may_be_named
+from ridtrace.tracing.grpc.method import (
+    OTHER_METHOD,
+    MethodInfo,
+    RegisteredPastTheLimit,
+    behavior_of,
+    may_be_named,
+)
 from ridtrace.tracing.grpc.nonblocking import wrap_for_sync_server
 from ridtrace.tracing.grpc.undecodable import tolerant_deserializer
 from ridtrace.tracing.grpc.unknown import unknown_method_handler
@@ -98,6 +104,7 @@ class RequestTracingInterceptor(
             )
         self._initial = initial_metadata
         self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
+        self._registered = RegisteredPastTheLimit()
 
     def intercept_service(
         self,
@@ -153,7 +160,8 @@ class RequestTracingInterceptor(
         cached = self._wrapped.get(method)
         if cached is not None and cached[0] is handler:
             return cached[1]
-        named = cached is not None or may_be_named(method, len(self._wrapped))
+        named = (cached is not None or may_be_named(method, len(self._wrapped))
+                 or self._registered.registered(method, handler))
         if not named:
             # Served, but its name stays on the lines only (capped, escaped): a
             # generic handler answered a name the client chose (see method.NAMED_LIMIT).

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -11,7 +13,14 @@ import grpc
 from ridtrace.tracing import metrics
 from ridtrace.tracing.identity import shown_text
 
-__all__ = ["MAX_SHOWN_METHOD", "OTHER_METHOD", "MethodInfo", "behavior_of", "may_be_named"]
+__all__ = [
+    "MAX_SHOWN_METHOD",
+    "OTHER_METHOD",
+    "MethodInfo",
+    "RegisteredPastTheLimit",
+    "behavior_of",
+    "may_be_named",
+]
 
 
 # A method the server does not have is the client's string: capped and escaped before
@@ -28,6 +37,50 @@ NAMED_LIMIT = 1024
 # The names an IDL gives a method (``/pkg.Service/Method``), with room to spare; a
 # method not so named is served, under the fixed name ``_OTHER``.
 _NAMEABLE = re.compile(r"/[\w.$-]{1,200}/[\w.$-]{1,200}", re.ASCII)
+
+
+class RegisteredPastTheLimit:
+    """Tells, past `NAMED_LIMIT`, a method the server registered from one a catch-all
+    answered under a name the client invented.
+
+    Invented names filled the limit first, and every method of the server's own first
+    called after them (a rare one, or all of them after a restart under a scan) was
+    counted and traced as ``_OTHER`` until the next restart. A registered method's
+    handler is one object kept for it alone (``method_handlers_generic_handler``'s,
+    ``add_registered_method_handlers``'), returned call after call; a catch-all's is
+    made per call or shared by every name. So a method whose handler is the same
+    object as at its last call, held by no other method, is named from its second
+    call on: registered methods are finite, the names a scanner invents are not. The
+    last handler of at most `NAMED_LIMIT` methods is kept (strongly, so an object's id
+    is never reused while it is counted).
+    """
+
+    def __init__(self) -> None:
+        self._last: OrderedDict[str, grpc.RpcMethodHandler] = OrderedDict()
+        self._methods_of: dict[int, int] = {}  # id(handler) → methods it last served
+        self._lock = threading.Lock()  # a synchronous server's calls run on threads
+
+    def registered(self, method: str, handler: grpc.RpcMethodHandler) -> bool:
+        """Whether `handler` served `method` at its last call too, and no other method."""
+        if _NAMEABLE.fullmatch(method) is None:
+            return False
+        with self._lock:
+            last = self._last.pop(method, None)
+            if last is not None:
+                alone = self._methods_of[id(last)] == 1
+                self._forget(last)
+                if last is handler and alone:
+                    return True
+            self._last[method] = handler
+            self._methods_of[id(handler)] = self._methods_of.get(id(handler), 0) + 1
+            if len(self._last) > NAMED_LIMIT:
+                self._forget(self._last.popitem(last=False)[1])
+            return False
+
+    def _forget(self, handler: grpc.RpcMethodHandler) -> None:
+        left = self._methods_of.pop(id(handler)) - 1
+        if left:
+            self._methods_of[id(handler)] = left
 
 
 def may_be_named(method: str, named_so_far: int) -> bool:
