@@ -168,7 +168,7 @@ def test_configure_metrics_called_again_keeps_one_exposition() -> None:
     assert 'outcome="ok",route="/x"} 2.0' in text, text
 
 
-def _negotiated(accept: str) -> str:
+def _scrape(accept: str) -> httpx.Response:
     from ridtrace.tracing.meters import METRICS_PATH, metrics_endpoint
 
     app = Starlette(routes=[Route(METRICS_PATH, metrics_endpoint)])
@@ -178,7 +178,11 @@ def _negotiated(accept: str) -> str:
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
             return await client.get(METRICS_PATH, headers={"accept": accept})
 
-    answer = asyncio.run(scrape())
+    return asyncio.run(scrape())
+
+
+def _negotiated(accept: str) -> str:
+    answer = _scrape(accept)
     assert answer.status_code == 200, answer.text
     return answer.headers["content-type"]
 
@@ -198,3 +202,15 @@ def _negotiated(accept: str) -> str:
 ])
 def test_metrics_answer_only_a_format_the_scraper_accepts(accept: str, answered: str) -> None:
     assert _negotiated(accept).startswith(answered), accept
+
+
+@pytest.mark.parametrize("accept", [
+    "text/plain;q=0", "*/*;q=0", "text/plain;version=0.0.4;q=0", "text/*; q=0",
+    "application/openmetrics-text;version=99, text/plain;q=0",
+])
+def test_metrics_refused_in_every_format_written_is_a_406(accept: str) -> None:
+    # Text 0.0.4, the answer when nothing else is left, was sent though refused (q=0).
+    answer = _scrape(accept)
+    assert answer.status_code == 406, (accept, answer.headers)
+    assert _negotiated("text/plain;q=0, application/openmetrics-text;version=1.0.0"
+                       ).startswith("application/openmetrics-text")

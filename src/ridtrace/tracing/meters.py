@@ -134,19 +134,24 @@ def _gzip_accepted(accept_encoding: str) -> bool:
     return False
 
 
-def _acceptable(accept: str) -> str:
+def _acceptable(accept: str) -> tuple[str, bool]:
     """``Accept`` without the entries no answer may take: those weighted ``q=0``, which
     refuse their type (RFC 9110 12.4.2), and OpenMetrics at a version no encoder here
-    writes. prometheus_client's choice takes neither into account: it answered a refused
-    type, and ``version=99`` with a content type claiming version 99. The versions kept,
-    1.0.0 and 2.0.0, are those prometheus_client's OpenMetrics encoder writes."""
+    writes; and whether an entry weighted ``q=0`` refuses the default answer (Prometheus
+    text 0.0.4: ``text/plain;q=0``, ``*/*;q=0``). prometheus_client's choice takes
+    neither into account: it answered a refused type, and ``version=99`` with a content
+    type claiming version 99. The versions kept, 1.0.0 and 2.0.0, are those
+    prometheus_client's OpenMetrics encoder writes."""
     kept = []
+    refused = False
     for entry in accept.split(","):
         media_type, *params = (part.strip().lower() for part in entry.split(";"))
         values = {key.strip(): value.strip()
                   for key, _, value in (param.partition("=") for param in params)}
         try:
             if float(values.get("q", "1")) <= 0:
+                refused |= (media_type in ("text/plain", "text/*", "*/*")
+                            and values.get("version", "0.0.4") == "0.0.4")
                 continue
         except ValueError:
             pass  # an unreadable weight: left to choose_encoder, as before
@@ -157,7 +162,7 @@ def _acceptable(accept: str) -> str:
                 and all(part.isdigit() for part in version.split("."))):
             continue
         kept.append(entry)
-    return ",".join(kept)
+    return ",".join(kept), refused
 
 
 async def metrics_endpoint(request: Request) -> Response:
@@ -175,16 +180,21 @@ async def metrics_endpoint(request: Request) -> Response:
     from prometheus_client import REGISTRY
     from prometheus_client.exposition import choose_encoder
 
+    acceptable, default_refused = _acceptable(request.headers.get("accept", ""))
     try:
-        encoder, content_type = choose_encoder(_acceptable(request.headers.get("accept", "")))
+        encoder, content_type = choose_encoder(acceptable)
     except (TypeError, ValueError):
         # A version it cannot read ("version=bogus") raises there: ignoring the header,
         # as RFC 9110 lets a server, keeps a client's header from making a 500.
         encoder, content_type = choose_encoder("")
-    body = encoder(REGISTRY)
     # Vary: a cache between scraper and process must not answer one format, or one
     # encoding, for another.
     headers = {"vary": "Accept, Accept-Encoding"}
+    if default_refused and content_type == choose_encoder("")[1]:
+        # The default was all that was left, and the scraper refused it (q=0).
+        return Response("none of the formats Accept takes can be written\n", status_code=406,
+                        media_type="text/plain", headers=headers)
+    body = encoder(REGISTRY)
     # Prometheus asks for gzip with every scrape, and prometheus_client's handlers
     # answer it so: the text shrinks several times, on every scrape of every process.
     if _gzip_accepted(request.headers.get("accept-encoding", "")):
