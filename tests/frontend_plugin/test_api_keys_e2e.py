@@ -289,3 +289,27 @@ def test_fields_in_a_chunked_trailer_are_not_headers(keyed: Stack) -> None:
     # With its key where keys go the request is served, and its trailer is ignored.
     head = _chunked_with_trailer(keyed, trailer_id, header=key)
     assert head.startswith(b"http/1.1 200") and b"from-the-trailer" not in head
+
+
+def test_a_keyless_request_the_parser_refused_is_logged_as_the_parsers_400(
+    keyed: Stack,
+) -> None:
+    # The 401 came after the parser's 400 had gone out (bad chunk framing in the same
+    # read as the headers): request.end said status 400 but outcome "unauthorized",
+    # which the log schema defines as a 401 for a key, and the metric counted it so.
+    import socket
+    from urllib.parse import urlsplit
+
+    url = urlsplit(keyed.url)
+    with socket.create_connection((url.hostname, url.port), timeout=30) as conn:
+        conn.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: " + url.netloc.encode()
+                     + b"\r\ncontent-type: application/json\r\ntransfer-encoding: chunked"
+                     + b"\r\nx-request-id: parser-before-key\r\n\r\nzz\r\n")
+        received = b""
+        while chunk := conn.recv(65536):
+            received += chunk
+    assert received.startswith(b"HTTP/1.1 400 "), received[:200]
+    (end,) = keyed.frontend.wait_for_lines(
+        lambda line: line.get("event") == "request.end"
+        and line.get("x_request_id") == "parser-before-key", 1)
+    assert (end["status"], end["outcome"]) == (400, "ok"), end

@@ -93,6 +93,9 @@ def _take_server_answer(scope: Scope, state: Exchange, ctx: RequestContext) -> N
         # headers) reached nobody: its status, size and error are not the request's.
         state.bytes_out = size
         ctx.annotations["error"] = reason
+        # Nor the outcome it decided ("unauthorized" for a refused key): the request's
+        # is the server's answer's.
+        ctx.annotations.pop("outcome_override", None)
     else:
         state.bytes_out += size
         ctx.annotations.setdefault("error", reason)
