@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -261,6 +261,25 @@ def test_deprecation_and_sunset_headers_only_for_requests_that_used_a_deprecated
     assert old.json()["request_id"] != "legacy"
     new = _get(app, "/ids")
     assert "deprecation" not in new.headers and "sunset" not in new.headers
+
+
+def test_an_apps_own_deprecation_and_sunset_are_not_doubled() -> None:
+    # An endpoint the app itself deprecates answers its own Deprecation and Sunset: a
+    # second field line of ours made either unreadable (each holds one value).
+    app = _app()
+
+    @app.get("/old")
+    async def old_endpoint() -> Response:
+        return Response("old", headers={"Deprecation": "@1700000000",
+                                        "Sunset": "Sat, 01 Jan 2028 00:00:00 GMT"})
+
+    app.add_middleware(RequestTracingMiddleware, settings=TracingSettings(
+        deprecation_at=datetime(2026, 1, 1, tzinfo=UTC), sunset_at=datetime(2027, 1, 1, tzinfo=UTC),
+        deprecation_link="https://example.test/migration"))
+    answer = _get(app, "/old", [(b"request-id", b"legacy")])
+    assert answer.headers.get_list("deprecation") == ["@1700000000"]
+    assert answer.headers.get_list("sunset") == ["Sat, 01 Jan 2028 00:00:00 GMT"]
+    assert answer.headers["link"] == '<https://example.test/migration>; rel="deprecation"'
 
 
 def test_pluggable_generator_and_context_reset_after_the_request() -> None:

@@ -53,5 +53,20 @@ class IdHeaders:
                 headers.append(header)
         if x_request_id is not None:
             headers.append((self._client, x_request_id.encode("latin-1")))
+        if len(extra) > 1:  # the deprecation headers, for a request that used an old one
+            extra = _unless_the_app_said_so(headers, extra)
         headers += extra
         return dict(message, headers=headers)
+
+
+# RFC 9745's Deprecation is one structured-field Item and RFC 8594's Sunset one date:
+# a second field line of either (ours after the app's own, on an endpoint it deprecates)
+# makes the header unreadable. The app's statement stands.
+_ONE_VALUE = frozenset({b"deprecation", b"sunset"})
+
+
+def _unless_the_app_said_so(
+    headers: list[tuple[bytes, bytes]], extra: list[tuple[bytes, bytes]]
+) -> list[tuple[bytes, bytes]]:
+    said = {name.lower() for name, _ in headers} & _ONE_VALUE
+    return [header for header in extra if header[0] not in said] if said else extra
