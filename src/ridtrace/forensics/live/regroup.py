@@ -56,9 +56,14 @@ def regroup(state: WindowState, kids: list[Span]) -> None:
 
 def _ended_before(cluster: Cluster, key: tuple[str | None, str], start: int) -> bool:
     """Whether every holder of `cluster` but the caller `key` certainly ended by `start`.
-    A span read before its own caller and starting later is judged when its caller comes."""
+    A span read before its own caller and starting later is judged when its caller comes.
+
+    Newest first: a holder still in flight is most likely among the last to join, and one
+    id reused back to back (each request overlapping the next) keeps one cluster of
+    them all, which oldest first walked whole for every caller read after its worker.
+    """
     others = False
-    for m in cluster.members:
+    for m in reversed(cluster.members):
         if m.caller_key() == key:
             continue
         held = m.holder()
