@@ -11,6 +11,7 @@ from rich.console import Console
 
 from ridtrace.forensics.views.trace_rows import TraceView
 from ridtrace.forensics.views.trace_text import print_trace, trace_lines
+from ridtrace.forensics.views.trace_waterfall import numbered
 from tests.forensics.helpers import rt, rt_request, ts
 from tests.forensics.test_trace_view import (
     RID,
@@ -285,3 +286,12 @@ def test_waterfall_labels_of_many_blocks_and_workers_are_never_cut(tmp_path: Pat
     workers = rendered(view_of([str(tmp_path / "workers.jsonl")], "w", limit=None))
     shown = {line.split()[1] for line in workers if "█" in line}
     assert shown == {f"worker-{k}" for k in range(13)}
+
+
+@pytest.mark.parametrize(("numbers", "text"), [
+    ([2], "#2"), ([3, 1], "#1 #3"), ([1, 2], "#1 #2"), ([4, 1, 2, 3, 9], "#1–#4 #9"),
+    (range(2, 3001), "#2–#3000"), ([5, 5, 6, 7], "#5–#7"), ([], ""),
+])
+def test_block_numbers_in_runs_as_ranges(numbers: list[int], text: str) -> None:
+    # Each of 3,000 callers holding one id listed the 2,999 others: 54 MB of numbers.
+    assert numbered(numbers) == text

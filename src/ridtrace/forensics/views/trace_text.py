@@ -22,7 +22,12 @@ from ridtrace.forensics.rfc3339 import rfc3339_us
 from ridtrace.forensics.views.text_fit import fitted, indented, packed, span_ms, with_ms
 from ridtrace.forensics.views.trace_printable import printable_view
 from ridtrace.forensics.views.trace_rows import DUPLICATE_IN_FLIGHT, RequestBlock, TraceView
-from ridtrace.forensics.views.trace_waterfall import block_numbers, waterfall_lines, whose
+from ridtrace.forensics.views.trace_waterfall import (
+    block_numbers,
+    numbered,
+    waterfall_lines,
+    whose,
+)
 from ridtrace.forensics.views.verdicts import CROSSED, CUT_SHORT, OWN_OUTPUT
 
 _EVENT = 28
@@ -109,10 +114,10 @@ def header_lines(
         verdict = Text("")
     if block.findings:
         kinds = []
+        with_ = numbered(numbers[s] for s in block.overlaps if s in numbers)
         for kind in block.findings:
-            with_ = [f"#{numbers[s]}" for s in block.overlaps if s in numbers]
             both = kind == DUPLICATE_IN_FLIGHT and with_
-            kinds.append(f"{kind} with {' '.join(with_)}" if both else kind)
+            kinds.append(f"{kind} with {with_}" if both else kind)
         parts = [Text(f"{kind}," if i < len(kinds) - 1 else kind, style="red")
                  for i, kind in enumerate(kinds)]
         errors = packed([Text("errors:"), *parts], width, sep=" ", indent=8)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from rich.text import Text
 
@@ -23,6 +24,25 @@ _MIN_BAR = 10
 def block_numbers(view: TraceView) -> dict[str, int]:
     """Each block's number as `ridtrace trace` shows it (#1 first), by its span id."""
     return {block.span_id: i for i, block in enumerate(view.blocks, 1)}
+
+
+def numbered(numbers: Iterable[int]) -> str:
+    """Block numbers as the text names them, ascending, a run of three or more as one
+    range (``#1 #3–#9``): thousands of callers holding one id each listed every other
+    (`--limit 0` printed millions of numbers), which nobody reads."""
+    shown = sorted(set(numbers))
+    parts: list[str] = []
+    at = 0
+    while at < len(shown):
+        end = at
+        while end + 1 < len(shown) and shown[end + 1] == shown[end] + 1:
+            end += 1
+        if end - at >= 2:
+            parts.append(f"#{shown[at]}–#{shown[end]}")
+        else:
+            parts.extend(f"#{n}" for n in shown[at:end + 1])
+        at = end + 1
+    return " ".join(parts)
 
 
 def whose(block: RequestBlock, numbers: dict[str, int]) -> str:
@@ -143,7 +163,7 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
                     lines.append(indented(f"request {producer.request_id or '-'}", 4, width,
                                            "red"))
         if stacked:
-            ids = " ".join(f"#{n}" for n in sorted(numbers[b.span_id] for b in group))
+            ids = numbered(numbers[b.span_id] for b in group)
             lines += packed([Text(f"  ↕ {ids} held request", style="yellow"),
                              Text(str(group[0].request_id), style="yellow"),
                              Text("at the same time", style="yellow")], width, sep=" ", indent=4)
