@@ -145,3 +145,22 @@ def test_legacy_policy_reproduces_the_failure(tmp_path: Path) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     pytest.main([__file__, "-q"])
+
+
+def test_legacy_policy_keys_a_repeated_header_by_its_first_value(tmp_path: Path) -> None:
+    # The middleware echoes and logs a repeated x-request-id's first value; the legacy
+    # key (and so request_id and the reply's id) took the last: one request, two ids.
+    with start_stack(tmp_path, workers=[["--id-policy", "legacy"]],
+                     frontend=["--id-policy", "legacy"]) as stack:
+        answer = httpx.post(
+            stack.url + "/v1/chat/completions",
+            headers=[("x-request-id", "first-id"), ("x-request-id", "second-id")],
+            json={"model": "echo", "messages": [{"role": "user", "content": "hi"}]},
+            timeout=30)
+        assert answer.status_code == 200, answer.text
+        assert answer.headers.get_list("x-request-id") == ["first-id"]
+        assert answer.json()["id"] == "chatcmpl-first-id"
+        (end,) = stack.frontend.wait_for_lines(
+            lambda line: line.get("event") == "request.end"
+            and line.get("route") == "/v1/chat/completions", 1)
+        assert (end["request_id"], end["x_request_id"]) == ("first-id", "first-id")

@@ -127,7 +127,7 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
     if fe.registry.policy == "legacy":
         # Pre-fix behaviour, on purpose: the client's id becomes the in-flight key and
         # the request's id, so two callers sharing it collide.
-        key = _legacy_key(scope, api, client_id) or request_id
+        key = _legacy_key(scope, api, client_id, fe.max_client_id_length) or request_id
         request_id = key
         if ctx is not None:
             ctx.request_id = key
@@ -218,13 +218,18 @@ def _client_id(ctx: RequestContext | None, api: ApiSpec, parsed: Parsed) -> str 
     return body if api.body_id_first else header
 
 
-def _legacy_key(scope: Scope, api: ApiSpec, client_id: str | None) -> str | None:
+def _legacy_key(scope: Scope, api: ApiSpec, client_id: str | None,
+                max_length: int) -> str | None:
     if api.body_id_field is not None:
         return client_id  # generate routes: header/body precedence as above
-    headers = {name: value for name, value in scope["headers"]}
+    # A header sent twice: its first value, the one the middleware echoes and logs as
+    # the client's id (the last made the key and request_id another id than it).
+    headers: dict[bytes, bytes] = {}
+    for name, value in scope["headers"]:
+        headers.setdefault(name, value)
     for name in api.legacy_id_headers:
         raw = headers.get(name.encode("latin-1"))
-        value = validate_client_id(raw.decode("latin-1")) if raw else None
+        value = validate_client_id(raw.decode("latin-1"), max_length) if raw else None
         if value is not None:
             return value
     return None
