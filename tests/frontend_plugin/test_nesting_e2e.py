@@ -44,6 +44,9 @@ def _cases(depth: int) -> list[tuple[str, dict[str, object], str | None]]:
                 "type": "object", "x-note": _lists(depth)}}]}, None),
         ("/v1/messages", {"max_tokens": 5, "messages": USER, "output_config": {
             "format": {"type": "json_schema", "schema": _schema(depth)}}}, None),
+        # Counted as checked there: told fine before, then a 400 when sent.
+        ("/v1/messages/count_tokens", {"messages": USER, "note": _lists(depth)}, None),
+        ("/v1/responses/input_tokens", {"input": "x", "note": _lists(depth)}, None),
         # The schema is a string here: the body itself is shallow.
         ("/generate", {"text": "x", "sampling_params": {
             "json_schema": json.dumps(_schema(depth))}},
@@ -64,7 +67,7 @@ def test_a_body_nested_too_deep_gets_400_and_one_just_within_is_served(
         assert f"deeper than {MAX_NESTING} levels" in error["message"], error
         if param is not None:
             assert error["param"] == param
-        if path == "/v1/messages":
+        if path.startswith("/v1/messages"):
             assert refused.json()["type"] == "error"  # Anthropic's shape
         served = client.post(path, json=shallow)
         assert served.status_code == 200, served.text[:300]

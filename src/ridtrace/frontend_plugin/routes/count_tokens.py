@@ -22,6 +22,7 @@ from ridtrace.contract import SHUTTING_DOWN
 from ridtrace.frontend_plugin import json_codec
 from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
+    check_nesting,
     json_error,
     model_name,
     require_object,
@@ -111,7 +112,9 @@ class CountTokensEndpoint:
                 api, 413, f"request body exceeds {settings.max_body_bytes} bytes"))
             return
         try:
-            prompt = self.counter.prompt(require_object(json_codec.loads(body)), settings)
+            raw = require_object(json_codec.loads(body))
+            check_nesting(raw, body)  # as the route it counts for: told fine, then a 400
+            prompt = self.counter.prompt(raw, settings)
         except orjson.JSONDecodeError as exc:
             await _answer(send, 400, _error(api, 400, json_error(body, exc)))
             return
