@@ -33,6 +33,7 @@ def test_conflict_retries_on_another_worker_without_marking_down(tmp_path: Path)
             duplicate = client.post(holder.url + "/v1/work", content=_work("dup").to_json())
             assert duplicate.status_code == 409
             assert duplicate.json()["error"]["type"] == "conflict"
+            assert {"param", "code"} <= set(duplicate.json()["error"])  # OpenAI's shape
 
             records: list[dict[str, Any]] = []
             sink = logger.add(lambda m: records.append(dict(m.record["extra"])), level="DEBUG")

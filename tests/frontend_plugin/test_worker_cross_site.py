@@ -43,7 +43,10 @@ def test_a_simple_cross_site_post_gets_415_and_no_work(tmp_path: Path, content_t
         served = httpx.post(f"{worker.url}/v1/work", content=ENVELOPE.replace(b"page-1", b"fe-1"),
                             headers={"content-type": "application/json"}, timeout=10)
     assert answer.status_code == 415, answer.text
-    assert answer.json()["error"]["type"] == "invalid_request"
+    # OpenAI's shape, as the worker's 404 and 405 and the frontend's refusals.
+    assert answer.json()["error"] == {"message": answer.json()["error"]["message"],
+                                      "type": "invalid_request_error", "param": None,
+                                      "code": None}
     assert served.status_code == 200
     logged = log.read_text()
     assert '"fe-1"' in logged and '"page-1"' not in logged  # the page's envelope was not read
@@ -61,7 +64,7 @@ def test_a_cross_site_post_without_a_content_type_does_no_work(tmp_path: Path) -
         served = httpx.post(f"{worker.url}/v1/work", timeout=10,
                             content=ENVELOPE.replace(b"page-1", b"program-1"))
     assert answer.status_code == 403, answer.text
-    assert answer.json()["error"]["type"] == "invalid_request"
+    assert answer.json()["error"]["type"] == "invalid_request_error"
     assert served.status_code == 200
     logged = log.read_text()
     assert '"program-1"' in logged and '"page-1"' not in logged

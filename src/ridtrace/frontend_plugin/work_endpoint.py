@@ -256,14 +256,19 @@ async def _refuse_invalid(
     # refused as malformed left no trace at all, however often it came.
     events.warning(WORKER_REFUSED, event=WORKER_REFUSED, outcome=OUTCOME_INVALID,
                    status=status, error=message)
-    await _send_json(send, status, {"error": {"message": message, "type": "invalid_request"}},
-                     extra=extra)
+    await _send_json(send, status, _refusal(message), extra=extra)
 
 
 async def _send_error(
-    send: Send, status: int, message: str, *, kind: str = "invalid_request"
+    send: Send, status: int, message: str, *, kind: str = "invalid_request_error"
 ) -> None:
-    await _send_json(send, status, {"error": {"message": message, "type": kind}})
+    await _send_json(send, status, _refusal(message, kind))
+
+
+def _refusal(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
+    """A refusal in OpenAI's error shape, as the worker's 404 and 405 are; a duplicate
+    id's 409 is typed ``conflict`` (the PR's Conflict)."""
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
 
 
 async def _send_json(
