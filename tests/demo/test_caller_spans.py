@@ -71,3 +71,21 @@ def test_a_hung_collector_holds_the_callers_shutdown_for_one_export_timeout() ->
         took = time.monotonic() - started
     # One export timeout and a margin (8 s or more, one per batch, before).
     assert took < 5, f"the callers' shutdown took {took:.1f} s"
+
+
+def test_a_caller_that_walked_away_after_a_500_still_failed() -> None:
+    # A legacy-run caller that hangs up on purpose records no error of its own: its
+    # span had no error.type and an unset status beside its frontend's ERROR span.
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    call = make_plan(1)[0]
+    span = provider.get_tracer("test").start_span("POST")
+    CallerSpans.end(span, CallResult(call, status=500, disconnected=True))
+    (ended,) = exporter.get_finished_spans()
+    assert ended.status.status_code.value == 2  # ERROR
+    assert (ended.attributes or {})["error.type"] == "500"

@@ -123,7 +123,9 @@ class CallerSpans:
             span.set_attribute("request_id", result.server_request_id)
         if result.disconnected:
             span.set_attribute("disconnected", True)
-        if result.error is not None or not result.status:
+        # A 4xx or 5xx is a failed call even when the caller walked away on purpose after
+        # it (no error recorded): its span said nothing went wrong, its frontend's did.
+        if result.error is not None or not result.status or result.status >= 400:
             # `error.type`, as the conventions ask of every failed call, so errors can be
             # told apart by kind: the status of a 4xx/5xx answer, the exception's class
             # for none, _OTHER for an error inside a 200 (a stream's error event).

@@ -99,7 +99,11 @@ def run_demo(
     plan = make_plan(count)
     ridtrace = ridtrace_command()
     console.print("Watch the legacy run live from a second terminal (it waits for the logs):")
-    _hint(console, f"{ridtrace} analyze {_path(out_dir / 'legacy' / 'logs')} --follow")
+    # --from-start: the earlier run's logs are gone, so it reads this run's lines only;
+    # from the end, a follower started a few seconds late (as a second terminal is)
+    # skipped what the run had already written, and printed "No findings", exit 0.
+    _hint(console, f"{ridtrace} analyze {_path(out_dir / 'legacy' / 'logs')} --follow "
+                   "--from-start")
     runs: list[PolicyRun] = []
     rejections = SpanRejections()
     for policy in POLICIES:
