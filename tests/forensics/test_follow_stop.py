@@ -93,6 +93,47 @@ def test_a_line_the_stop_cuts_is_read_whole_and_nothing_after_it(tmp_path: Path)
     assert (summary["lines"], summary["bad_lines"]) == (3, 0), summary["bad_line_samples"]
 
 
+def test_the_rest_of_a_line_the_stop_cut_is_waited_for(tmp_path: Path) -> None:
+    # A writer flushing in blocks had half of line 3 out at the stop and the rest a
+    # moment later: the follower, reading at once, took the half for a whole (bad) line,
+    # and a small log's run was incomplete (exit 3) where the batch read says 0 bad.
+    one, two, three, four = (rt(None, n=k).encode() for k in range(4))
+    log = tmp_path / "app.jsonl"
+    log.write_bytes(one + b"\n" + two + b"\n" + three[:20])
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
+    follower.start()
+    waited: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        if not waited:  # the writer's next flush comes while the follow waits
+            with open(log, "ab") as fh:
+                fh.write(three[20:] + b"\n" + four + b"\n")
+        waited.append(seconds)
+
+    try:
+        follower.run(lambda f: True, stop=lambda: True, line_wait=sleep)
+        summary = follower.summary()
+    finally:
+        follower.close()
+    assert (summary["lines"], summary["bad_lines"]) == (3, 0), summary["bad_line_samples"]
+    assert len(waited) == 1
+
+
+def test_a_line_that_never_ends_is_waited_for_a_second_at_most(tmp_path: Path) -> None:
+    log = tmp_path / "app.jsonl"
+    log.write_bytes(rt(None, n=1).encode() + b"\n" + b'{"time": "2026')
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
+    follower.start()
+    waited: list[float] = []
+    try:
+        follower.run(lambda f: True, stop=lambda: True, line_wait=waited.append)
+        summary = follower.summary()
+    finally:
+        follower.close()
+    assert waited and sum(waited) < 1.01
+    assert (summary["lines"], summary["bad_lines"]) == (2, 1)
+
+
 def test_a_second_stop_ends_at_once_and_says_what_was_left(tmp_path: Path) -> None:
     log = tmp_path / "frontend.jsonl"
     log.write_bytes("".join(rt(None, n=k) + "\n" for k in range(20000)).encode())

@@ -34,6 +34,11 @@ from ridtrace.forensics.rules.instants import instants_reason
 ERROR_KINDS = tuple(k for k in FINDING_KINDS if SEVERITY[k] == "error")
 
 AHEAD_LIMIT_US = 24 * 3600 * 10**6
+# Once stopping, how long (in rounds of STOP_LINE_POLL_S) the follow waits for the rest
+# of a line the stop cut: a writer flushing in blocks leaves half a line at the end of
+# its file most of the time, read at once as a bad line the file does not hold.
+STOP_LINE_ROUNDS = 20
+STOP_LINE_POLL_S = 0.05
 """How far past the logs' present a span's time may be and still be taken as time. The
 present is this machine's clock, or later by the median offset of the latest lines' times
 from it, so services whose clocks all run hours ahead (local time written as UTC) are the
@@ -204,6 +209,7 @@ class Follower:
         stop: Callable[[], bool],
         stop_now: Callable[[], bool] = lambda: False,
         sleep: Callable[[float], Any] = time.sleep,
+        line_wait: Callable[[float], Any] = time.sleep,
     ) -> None:
         """Poll until `stop()` or until `on_finding` returns False (e.g. --fail-fast).
 
@@ -211,9 +217,11 @@ class Follower:
         so a summary taken after a signal covers every line written before it; lines
         written after it are not read, so a busy writer cannot keep the follow going.
         `stop_now()` (a second signal) ends it at once: what is left unread is listed,
-        the summary says the read is incomplete.
+        the summary says the read is incomplete. `line_wait` pauses for the rest of a
+        line the stop cut (not `sleep`, which a signal cuts short).
         """
         bounded = False
+        waits = 0
         with PollCollector() as collector:
             while True:
                 # Rounds after a signal drain what is already written; streams that all
@@ -233,6 +241,11 @@ class Follower:
                     self.reported[finding["kind"]] += 1
                     if not on_finding(finding):
                         return
+                if (stopping and not more and waits < STOP_LINE_ROUNDS and not stop_now()
+                        and self.watch.cut_lines()):
+                    waits += 1  # the rest of a line being written when the stop came
+                    line_wait(STOP_LINE_POLL_S)
+                    continue
                 if stopping and not more:
                     for finding in self.finish():
                         self.reported[finding["kind"]] += 1

@@ -275,6 +275,10 @@ class FileTail(StopBound):
         self.tear, self.unsupported = self._decoded.tear, self._decoded.unsupported
         return data
 
+    def cut_line(self) -> bool:
+        """Whether a line is held without its newline (being written, or never ended)."""
+        return bool(self._held) and not self.done
+
     def flush_held(self) -> Chunk | None:
         """The held piece of a last line as a line of its own: the follow ends (or the
         file lost its name), so no newline will come, and the batch read reads such a

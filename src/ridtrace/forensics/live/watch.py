@@ -196,6 +196,10 @@ class Watch(InputFiles, FileEnds):
         for tail in self.tails.values():
             tail.bound()
 
+    def cut_lines(self) -> bool:
+        """Whether a followed file holds a line that has no newline yet."""
+        return any(isinstance(tail, FileTail) and tail.cut_line() for tail in self.tails.values())
+
     def abandon(self) -> None:
         """Stop now (a second signal): a file with lines left unread is listed as read
         in part, so the summary says incidents may be missing."""
