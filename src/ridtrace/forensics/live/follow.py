@@ -23,7 +23,7 @@ from ridtrace.contract import FINDING_KINDS, SEVERITY
 from ridtrace.forensics.live.chunk import Chunk
 from ridtrace.forensics.live.collector import PollCollector
 from ridtrace.forensics.live.findings import Finding, iso_us
-from ridtrace.forensics.live.parse import SpanRows, parse_chunk, span_rows
+from ridtrace.forensics.live.parse import SpanRows, parse_chunks, span_rows
 from ridtrace.forensics.live.rules import LiveRules
 from ridtrace.forensics.live.stream import StreamTail
 from ridtrace.forensics.live.watch import Watch
@@ -139,8 +139,7 @@ class Follower:
                 self._latest[new] = max(self._latest.get(new, 0), self._latest[old])
 
     def _feed(self, chunks: list[Chunk], *, final: bool = False) -> list[Finding]:
-        parts = [parse_chunk(self._con, chunk, self.stats, self._staged, self._queries)
-                 for chunk in chunks]
+        parts = parse_chunks(self._con, chunks, self.stats, self._staged, self._queries)
         batch = span_rows(parts)
         limit = self._ahead_limit(batch)
         for part in parts:
