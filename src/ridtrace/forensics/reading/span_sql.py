@@ -65,7 +65,15 @@ def span_aggregates() -> str:
     header, so the request's other headers went uncounted. ``deprecated_listed`` says
     which, so partials of a span cut between the two combine to the same pick.
     """
-    first = ",\n    ".join(_first(c) for c in (*FIRST_FIELDS, *VIEW_FIELDS))
+    first = ",\n    ".join(_first(c) for c in (*FIRST_FIELDS, *VIEW_FIELDS) if c != "route")
+    # The route its end line names (the template it matched, `/users/{id}`) over the
+    # path its start line logs (`/users/alice`): by the first line's, the audit's `--by
+    # route` and Jaeger's operations had a row per URL. ``route_ended`` says which, so
+    # partials of a span cut between the two combine to the same pick.
+    ended = f"route IS NOT NULL AND event = {literal(REQUEST_END)}"
+    route = (f"coalesce(arg_min(route, rn) FILTER (WHERE {ended}), "
+             "arg_min(route, rn) FILTER (WHERE route IS NOT NULL)) AS route, "
+             f"bool_or({ended}) IS TRUE AS route_ended")
     unlinked = f"event = {literal(RESPONSE_UNLINKED)}"
     foreign = f"event = {literal(FOREIGN_CHUNK)}"
     # A request's own line lists every deprecated header it sent; the WARN before it
@@ -80,6 +88,7 @@ def span_aggregates() -> str:
     return f"""arg_max(request_id, {LAST_ID_ORDER}) FILTER (WHERE request_id IS NOT NULL)
         AS request_id,
     {first},
+    {route},
     CASE WHEN bool_or(side = {literal(WORKER)}) THEN {literal(WORKER)}
          ELSE {literal(FRONTEND)} END AS side,
     CASE WHEN bool_or({opened}) THEN min(time) ELSE min(began) END AS start,

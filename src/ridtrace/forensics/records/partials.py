@@ -34,6 +34,8 @@ PART, POS, KEY = "_part", "_pos", "_key"
 # Whether a partial's deprecated headers are the ones a request's own line lists (not a
 # WARN's single header): a span cut between its WARN and its list takes the list.
 LISTED = "_deprecated_listed"
+# Whether a partial's route is its end line's (`span_sql.span_aggregates`' route_ended).
+ROUTE_ENDED = "_route_ended"
 # A partial's first line's time; its start may be earlier (`_in_time_order`).
 FIRST_TIME = "_first_time"
 # A partial holds a ridtrace start line (`reading.sql.started`): its span starts there.
@@ -118,6 +120,9 @@ def pieces_frame(pieces: Sequence[SpanPiece], *, shuffled: bool = True) -> pd.Da
                            **{col: frame[col].array for col in views}})
     result[LISTED] = np.asarray(
         spans["deprecated_listed"].to_numpy(zero_copy_only=False), dtype=bool)
+    result[ROUTE_ENDED] = (  # the lean pass keeps no route
+        np.asarray(spans["route_ended"].to_numpy(zero_copy_only=False), dtype=bool)
+        if "route_ended" in spans.column_names else np.zeros(n, dtype=bool))
     result[FIRST_TIME] = frame["first_time"].array
     result[STARTED] = np.asarray(spans["started"].to_numpy(zero_copy_only=False), dtype=bool)
     result[PART] = part
@@ -155,6 +160,7 @@ def partial_requests(requests: pd.DataFrame, part: int) -> pd.DataFrame:
         out[col] = out[col] + (part << LINE_BITS)
     # A whole input's requests: no other partial of a span to prefer a list over.
     out[LISTED] = np.zeros(len(out), dtype=bool)
+    out[ROUTE_ENDED] = np.zeros(len(out), dtype=bool)
     out[FIRST_TIME] = out["start"]
     out[STARTED] = np.zeros(len(out), dtype=bool)
     out[PART] = np.full(len(out), part, dtype=np.int64)
@@ -179,6 +185,12 @@ def _merge(parts: pd.DataFrame) -> pd.DataFrame:
     notna = {col: np.asarray(parts[col].notna().to_numpy(), dtype=bool) for col in parts}
     for col in (*_FIRST, *(c for c in VIEW_COLUMNS if c in parts)):
         out[col] = take_rows(parts[col], group_rows(codes, notna[col], n))
+    # The route of the partial holding the span's end line, when one does.
+    route_ended = np.asarray(parts[ROUTE_ENDED].to_numpy(), dtype=bool)
+    at_end = group_rows(codes, notna["route"] & route_ended, n)
+    out["route"] = take_rows(parts["route"], np.where(
+        at_end >= 0, at_end, group_rows(codes, notna["route"], n)))
+    out[ROUTE_ENDED] = at_end >= 0
     out["request_id"] = take_rows(parts["request_id"],
                                   latest_rows(codes, notna["request_id"], parts["end"], n))
     # A line and the file it is in come from the same partial.
