@@ -40,6 +40,15 @@ _LOGS = {
                 header="request-id"),
         _dynamo("41.900311", "INFO", "http response sent", latency_ms="1899", status="200"),
     ],
+    # HTTP's header names have no case: an upper-case spelling was counted only when
+    # its WARN was the request's first.
+    "dynamo in upper case": [
+        _dynamo("40.001200", "WARN", "ignoring deprecated client request id header",
+                header="Request-Id"),
+        _dynamo("40.001300", "WARN", "ignoring deprecated client request id header",
+                header="X-Dynamo-Request-Id"),
+        _dynamo("41.900311", "INFO", "http response sent", latency_ms="1899", status="200"),
+    ],
     "dynamo before the fix": [
         _dynamo("40.001200", "DEBUG", "request received", x_dynamo_request_id="abc"),
         _dynamo("40.001300", "WARN", "request-id header is deprecated (DEP #7812)",

@@ -17,7 +17,9 @@ from ridtrace.forensics.reading.sql import literal
 
 
 def _names(column: str) -> str:
-    return f"string_split({column}, ',')"
+    # As HTTP has them, without case (and a list's spaces): a WARN spelling a header
+    # `X-Dynamo-Request-Id` left it uncounted when another header's WARN came first.
+    return f"string_split(replace(lower({column}), ' ', ''), ',')"
 
 
 def header_bits(column: str, *, shift: int = 0) -> str:
@@ -30,8 +32,10 @@ def header_bits(column: str, *, shift: int = 0) -> str:
 
 
 def with_every_header(pick: str, bits: str) -> str:
-    """`pick` (a header or a comma list) with each known header `bits` (from bit 0: the
-    span's lines' `header_bits`, shifted down) says a line named and `pick` does not."""
+    """`pick` (a header or a comma list, in lower case) with each known header `bits`
+    (from bit 0: the span's lines' `header_bits`, shifted down) says a line named and
+    `pick` does not."""
+    pick = f"lower({pick})"
     added = ", ".join(
         f"CASE WHEN ({bits}) & {1 << i} <> 0 AND NOT list_contains({_names(pick)}, "
         f"{literal(name)}) THEN {literal(name)} END"
