@@ -229,6 +229,21 @@ def test_hostile_client_ids_on_the_id_only_path_are_not_echoed_and_the_request_s
     assert response.json()["x_request_id"] is None
 
 
+def test_request_end_alone_is_enough_for_the_audit(log_file: Path) -> None:
+    # The audit counts a request's clients from its lines: one whose request.start had
+    # rotated away was counted under no client. request.end names the client of a
+    # request that sent a deprecated header (and only then: others pay nothing).
+    app = _app()
+    app.add_middleware(RequestTracingMiddleware)
+    _get(app, "/ids", [(b"request-id", b"old")])
+    _get(app, "/ids")
+    ends = [x for x in read_lines(log_file) if x.get("event") == "request.end"]
+    assert [("client" in x, x.get("deprecated_headers")) for x in ends] == [
+        (True, "request-id"), (False, None)]
+    start = next(x for x in read_lines(log_file) if x.get("event") == "request.start")
+    assert ends[0]["client"] == start["client"]
+
+
 def test_a_json_shaped_id_is_escaped_not_interpreted(log_file: Path) -> None:
     app = _app()
     app.add_middleware(RequestTracingMiddleware)

@@ -222,6 +222,12 @@ def end_fields(
         fields["route"] = route
     if deprecated:
         fields["deprecated_headers"] = deprecated
+        # With its client, so this line alone is enough for audits: whose request.start
+        # had rotated away was counted under no client. Only then: every other request
+        # pays nothing for it.
+        client = scope.get("client")
+        if client:
+            fields["client"] = shown_text(f"{client[0]}:{client[1]}", MAX_SHOWN_CLIENT)
     if ctx.annotations:
         add_annotations(fields, ctx.annotations)
     return fields
