@@ -25,14 +25,21 @@ def _logs_and_a_copy(tmp_path: Path, *, requests: int) -> tuple[Path, Path]:
     return plain, holed
 
 
+# A hole longer than the 16 MiB a line may be was one line too long, a bad line whatever
+# followed it: the record after it was lost, with no note of a crash (a silent "No
+# findings." for an Unlinked error there).
+HOLES = [4096, 20 << 20]
+
+
+@pytest.mark.parametrize("hole", HOLES)
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_record_after_a_crash_hole_is_read_and_the_read_is_incomplete(
-    tmp_path: Path, engine: str
+    tmp_path: Path, engine: str, hole: int
 ) -> None:
     plain, holed = _logs_and_a_copy(tmp_path, requests=200)
     front = holed / "frontend.jsonl"
     lines = front.read_bytes().split(b"\n")
-    lines[300] = b"\x00" * 4096 + lines[300]  # the restarted service's first line
+    lines[300] = b"\x00" * hole + lines[300]  # the restarted service's first line
     front.write_bytes(b"\n".join(lines))
     _, want = analyze_json(str(plain))
     code, got = analyze_json(str(holed), "--engine", engine)
@@ -43,7 +50,7 @@ def test_the_record_after_a_crash_hole_is_read_and_the_read_is_incomplete(
     ]
     assert summary["bad_line_samples"] == [{
         "file": str(front), "line": 301,
-        "reason": "4096 NUL bytes before its record (lines lost in a crash?)",
+        "reason": f"{hole} NUL bytes before its record (lines lost in a crash?)",
     }]
     assert summary["incomplete_reasons"] == [
         f"{front}: a run of NUL bytes where a crash lost lines (see its bad lines)"
@@ -65,15 +72,16 @@ def test_a_hole_at_the_end_is_a_bad_line_and_an_incomplete_read(tmp_path: Path) 
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("hole", HOLES)
 def test_a_hole_opening_the_file_is_a_copytruncates_not_a_crashs(
-    tmp_path: Path, engine: str
+    tmp_path: Path, engine: str, hole: int
 ) -> None:
     # A writer that does not append writes past logrotate's copytruncate: the live file
     # opens with NULs, its earlier lines in the rotated copy. 893fcd6 took that hole for
     # a crash's (a bad line, the read incomplete, exit 3) where 7e79e7e reads it clean.
     plain, holed = _logs_and_a_copy(tmp_path, requests=50)
     front = holed / "frontend.jsonl"
-    front.write_bytes(b"\x00" * 4096 + front.read_bytes())
+    front.write_bytes(b"\x00" * hole + front.read_bytes())
     want_code, want = analyze_json(str(plain), "--engine", engine)
     code, got = analyze_json(str(holed), "--engine", engine)
     summary = got["summary"]
@@ -81,6 +89,21 @@ def test_a_hole_opening_the_file_is_a_copytruncates_not_a_crashs(
     assert summary["unreadable_files"] == [] and not summary["incomplete"]
     assert summary["requests"] == want["summary"]["requests"]
     assert code == want_code
+
+
+@pytest.mark.extra("dask")
+def test_a_copytruncate_hole_longer_than_a_dask_partition_is_no_crash(tmp_path: Path) -> None:
+    # The block holding the end of such a first line is not the file's first block: it
+    # judged the hole as a crash's (a bad line, exit 3) where the local engine reads the
+    # log clean.
+    _, holed = _logs_and_a_copy(tmp_path, requests=50)
+    front = holed / "frontend.jsonl"
+    front.write_bytes(b"\x00" * (3 << 20) + front.read_bytes())
+    want_code, want = analyze_json(str(holed))
+    code, got = analyze_json(str(holed), "--engine", "dask", "--partition-size", "1MiB")
+    assert got["summary"]["bad_lines"] == 0, got["summary"]["bad_line_samples"]
+    assert not got["summary"]["incomplete"]
+    assert (code, got["summary"]["requests"]) == (want_code, want["summary"]["requests"])
 
 
 def _zero_pages(data: bytes, first: int, last: int) -> tuple[bytes, int]:

@@ -64,11 +64,17 @@ _NEWLINE = 10
 
 @dataclass(frozen=True)
 class LongLine:
-    """Line `line` of a file: bytes ``[start, end)``, ``end`` its newline (or the file's end)."""
+    """Line `line` of a file: bytes ``[start, end)``, ``end`` its newline (or the file's end).
+
+    ``nul_led``: its length is a run of NUL bytes before a line of readable length (the
+    hole copy-and-truncate leaves under a writer that does not append, or a crash's):
+    not a line too long, but a line after a hole, judged as one (`judge.judge_records`).
+    """
 
     line: int
     start: int
     end: int
+    nul_led: bool = False
 
 
 def is_object_size_error(exc: duckdb.Error) -> bool:
@@ -113,15 +119,44 @@ def _long_in_block(fh: BinaryIO, block: Block, limit: int) -> list[LongLine]:
         pos += len(data)
     if stop - start > limit:  # the file's last line, with no newline after it
         found.append(LongLine(line, start, stop))
-    return found
+    return [_nul_led(fh, x, limit) for x in found]
+
+
+def _nul_led(fh: BinaryIO, line: LongLine, limit: int) -> LongLine:
+    """`line`, marked `nul_led` when what follows its leading NUL bytes fits `limit`:
+    a hole of 20 MiB before a record made one 20 MiB "line", a bad line whatever the
+    record said, and an Unlinked error after a big log's copy-and-truncate was lost
+    ("No findings.", exit 0) where one after a small log's was read."""
+    pos = line.start
+    fh.seek(pos)
+    while pos < line.end:
+        data = fh.read(min(BLOCK_BYTES, line.end - pos))
+        if not data:
+            break
+        body = len(data.lstrip(b"\x00"))
+        pos += len(data) - body
+        if body:
+            break
+    return replace(line, nul_led=line.end - pos <= limit)
 
 
 def copy_without(path: str | Path, out: BinaryIO, lines: Sequence[LongLine]) -> None:
-    """Copy `path` to `out` with each of `lines` (in file order) emptied, newline kept."""
+    """Copy `path` to `out` with each of `lines` (in file order) emptied, newline kept;
+    a `nul_led` one keeps what follows its NUL bytes, after one NUL: DuckDB leaves it
+    to the Python judge, which reads the line whole from `path` as any line with a hole."""
     with open(path, "rb") as src:
         pos = 0
         for long in lines:
             _copy_range(src, out, pos, long.start)
+            if long.nul_led:
+                out.write(b"\x00")
+                src.seek(long.start)
+                head = src.read(min(BLOCK_BYTES, long.end - long.start))
+                while head and not head.lstrip(b"\x00"):
+                    head = src.read(min(BLOCK_BYTES, long.end - src.tell()))
+                body = head.lstrip(b"\x00")
+                out.write(body)
+                _copy_range(src, out, src.tell(), long.end)
             pos = long.end
         src.seek(pos)
         shutil.copyfileobj(src, out, BLOCK_BYTES)
@@ -148,6 +183,9 @@ def set_aside(
     copy = make_dir("ridtrace-long-lines-") / "copy.jsonl"
     with open(copy, "wb") as out:
         copy_without(path, out, lines)
+    # A line after a hole is read from the copy and judged as lines after small holes
+    # are: it is no line too long.
+    lines = [x for x in lines if not x.nul_led]
     # A crash's hole of megabytes makes one long line of the lines around it: lost
     # lines, not a record too long to read (whose advice is to log less in one line).
     # Only where a record began before it: a preallocated stretch, never written, is no
