@@ -99,6 +99,26 @@ def test_a_hard_link_to_a_log_is_read_once(incident: tuple[Path, DynamoTruth],
     assert (code_linked, linked["summary"]) == (code, alone["summary"])
 
 
+@pytest.mark.extra("dask")
+@pytest.mark.parametrize("second_name", ["hard link", "file URL"])
+def test_dask_reads_a_file_named_twice_once(incident: tuple[Path, DynamoTruth], tmp_path: Path,
+                                            second_name: str) -> None:
+    # Named beside its directory under a second name, the Dask engine read it twice:
+    # its lines, files and bad lines counted twice where the local engine reads it once.
+    logs = copy_logs(incident, tmp_path / "logs")
+    if second_name == "hard link":
+        (tmp_path / "backup").mkdir()
+        again = str(tmp_path / "backup" / "frontend.jsonl")
+        os.link(logs / "frontend.jsonl", again)
+    else:
+        again = (logs / "frontend.jsonl").as_uri()
+    _, local = run(str(logs))  # as the local engine reads it, named twice or not
+    code, dask = run(str(logs), again, "--engine", "dask")
+    assert (dask["summary"]["files"], dask["summary"]["lines"]) == (
+        local["summary"]["files"], local["summary"]["lines"])
+    assert code == 1 and duplicates(dask) == DUPLICATES
+
+
 def test_a_directory_the_walk_cannot_list_makes_the_result_incomplete(
     incident: tuple[Path, DynamoTruth], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

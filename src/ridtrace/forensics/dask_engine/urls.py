@@ -120,7 +120,7 @@ def expand_urls(inputs: Sequence[str]) -> list[LogFile]:
     if not inputs:
         raise ForensicsInputError("no input paths given")
     files: list[LogFile] = []
-    seen: dict[str, int] = {}
+    seen: dict[object, int] = {}
     for raw in inputs:
         if raw == "-":
             raise ForensicsInputError("--engine dask cannot read standard input; give paths")
@@ -129,13 +129,28 @@ def expand_urls(inputs: Sequence[str]) -> list[LogFile]:
         else:
             found = [_local_file(s) for s in expand_inputs([raw]) if s.path is not None]
         for f in found:
-            at = seen.get(f.url)
+            key = _identity(f)
+            at = seen.get(key)
             if at is None:
-                seen[f.url] = len(files)
+                seen[key] = len(files)
                 files.append(f)
             elif files[at].from_directory and not f.from_directory:
                 files[at] = f  # walked first, named too: read as named (`expand_inputs`)
     return oldest_first(files, _file_path)
+
+
+def _identity(f: LogFile) -> object:
+    """What tells one file from another: a local file's device and inode (a hard link,
+    or a ``file://`` URL, names one read already: its lines were read twice, `files`
+    and `lines` counted them twice, as `expand_inputs` does not), else its URL."""
+    local = f.url.removeprefix("file://") if f.url.startswith("file://") else f.url
+    if _is_url(local) or f.skip is not None:
+        return f.url
+    try:
+        st = os.stat(local)
+    except OSError:
+        return f.url
+    return (st.st_dev, st.st_ino)
 
 
 def _file_path(f: LogFile) -> str:
