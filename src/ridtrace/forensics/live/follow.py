@@ -34,16 +34,17 @@ from ridtrace.forensics.rules.instants import instants_reason
 ERROR_KINDS = tuple(k for k in FINDING_KINDS if SEVERITY[k] == "error")
 
 AHEAD_LIMIT_US = 24 * 3600 * 10**6
-# Once stopping, how long (in rounds of STOP_LINE_POLL_S) the follow waits for the rest
-# of a line the stop cut: a writer flushing in blocks leaves half a line at the end of
-# its file most of the time, read at once as a bad line the file does not hold.
-STOP_LINE_ROUNDS = 20
-STOP_LINE_POLL_S = 0.05
 """How far past the logs' present a span's time may be and still be taken as time. The
 present is this machine's clock, or later by the median offset of the latest lines' times
 from it, so services whose clocks all run hours ahead (local time written as UTC) are the
 present, and one line stamped years ahead is not: taken as the present, it ended the
 window for every request in flight then, and held the window's edge for good after."""
+# Once stopping, how long (in rounds of STOP_LINE_POLL_S) the follow waits for the rest
+# of a line the stop cut: a writer flushing in blocks leaves half a line at the end of
+# its file most of the time, read at once as a bad line the file does not hold.
+STOP_LINE_ROUNDS = 20
+STOP_LINE_POLL_S = 0.05
+
 RECENT_ENDS = 255
 """Latest span times kept for that median."""
 AHEAD_SAMPLES = 10
