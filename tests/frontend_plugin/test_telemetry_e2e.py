@@ -98,6 +98,9 @@ def test_sighup_and_sigquit_stop_and_flush_as_sigterm_does(
     # process died where it stood (status -1), with no span, metric or shutdown line out.
     # SIGQUIT, the stop signal of images and supervisors set up the nginx way, dumped
     # core the same way (status -3).
+    if signal.getsignal(stop) == signal.SIG_IGN:
+        # A shell's background job ignores SIGQUIT, and `serve` keeps a signal ignored.
+        pytest.skip(f"{stop.name} is ignored here, and so in the server")
     with otlp_receiver() as receiver:
         worker = _spawn(["worker"], tmp_path, "worker", {
             "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, **LONG_DELAY})
