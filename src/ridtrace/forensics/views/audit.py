@@ -69,10 +69,6 @@ def audit_summary(requests: pd.DataFrame, stats: ReadStats) -> dict[str, Any]:
     }
 
 
-def _distinct_clients(clients: pd.Series) -> int:
-    return int(clients[clients != _UNKNOWN].nunique())
-
-
 def audit(requests: pd.DataFrame, by: str = "header") -> pd.DataFrame:
     """Aggregate deprecated-header use by ``header``, ``client``, ``route`` or ``day``."""
     if by not in AUDIT_BY:
@@ -82,10 +78,13 @@ def audit(requests: pd.DataFrame, by: str = "header") -> pd.DataFrame:
     cols = ["requests", "clients", "first_seen", "last_seen"]
     if usage.empty:
         return pd.DataFrame(columns=keys + cols)
-    grouped = usage.groupby(keys, sort=True)
+    # Distinct known clients per group by pandas' own nunique: a Python function per
+    # group cost ~200 µs each, 22 s for 100k client hosts `--by client`.
+    known = usage["client"].where(usage["client"] != _UNKNOWN)
+    grouped = usage.assign(_known_client=known).groupby(keys, sort=True)
     out = grouped.agg(
         requests=("span_id", "size"),
-        clients=("client", _distinct_clients),
+        clients=("_known_client", "nunique"),
         first_seen=("time", "min"),
         last_seen=("time", "max"),
     ).reset_index()
