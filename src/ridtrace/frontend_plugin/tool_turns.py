@@ -33,8 +33,9 @@ def check_tool_turns(messages: list[Any]) -> None:
     message without a ``tool_call_id``, with no assistant ``tool_calls`` before it, or
     answering a call the assistant message before it did not make.
     ``messages`` has been read by ``chat_prompt`` (objects with a role)."""
-    calls: list[str] | None = None  # the last assistant's calls, while tool messages follow
-    known: frozenset[str] = frozenset()  # the same, to look an answer's id up in
+    # The last assistant's calls, while tool messages follow: a set, as each tool
+    # message scanned a list of them (O(n²) in one message's calls).
+    calls: frozenset[str] | None = None
     pending: dict[str, None] = {}  # those not answered yet, in order
     asked_at = ""
     for index, message in enumerate(messages):
@@ -52,7 +53,7 @@ def check_tool_turns(messages: list[Any]) -> None:
                 raise InvalidRequest(
                     "Invalid parameter: messages with role 'tool' must be a response to a "
                     f"preceeding message with 'tool_calls' ('{where}')", param=f"{where}.role")
-            if call_id not in known:  # a set: each tool message scanned the list (O(n²))
+            if call_id not in calls:
                 raise InvalidRequest(
                     f"Invalid parameter: 'tool_call_id' of '{shown_text(call_id, _SHOWN_ID)}' "
                     f"not found in 'tool_calls' of previous message ('{where}')",
@@ -63,9 +64,8 @@ def check_tool_turns(messages: list[Any]) -> None:
         calls = None
         if message.get("role") == "assistant" and message.get("tool_calls") is not None:
             asked_at = f"{where}.tool_calls"
-            calls = _call_ids(message["tool_calls"], asked_at)
-            known = frozenset(calls)
-            pending = dict.fromkeys(calls)
+            ids = _call_ids(message["tool_calls"], asked_at)
+            calls, pending = frozenset(ids), dict.fromkeys(ids)
     _all_answered(pending, asked_at)
 
 
