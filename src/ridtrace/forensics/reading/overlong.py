@@ -66,15 +66,21 @@ _NEWLINE = 10
 class LongLine:
     """Line `line` of a file: bytes ``[start, end)``, ``end`` its newline (or the file's end).
 
-    ``nul_led``: its length is a run of NUL bytes before a line of readable length (the
-    hole copy-and-truncate leaves under a writer that does not append, or a crash's):
-    not a line too long, but a line after a hole, judged as one (`judge.judge_records`).
+    ``body``: where what follows its leading NUL bytes starts, when that fits the limit
+    (the hole copy-and-truncate leaves under a writer that does not append, or a
+    crash's, then a line): not a line too long, but a line after a hole, judged as one
+    (`judge.judge_records`); -1 otherwise.
     """
 
     line: int
     start: int
     end: int
-    nul_led: bool = False
+    body: int = -1
+
+    @property
+    def nul_led(self) -> bool:
+        """Whether its length is a hole's before a line of readable length (``body``)."""
+        return self.body >= 0
 
 
 def is_object_size_error(exc: duckdb.Error) -> bool:
@@ -123,7 +129,7 @@ def _long_in_block(fh: BinaryIO, block: Block, limit: int) -> list[LongLine]:
 
 
 def _nul_led(fh: BinaryIO, line: LongLine, limit: int) -> LongLine:
-    """`line`, marked `nul_led` when what follows its leading NUL bytes fits `limit`:
+    """`line`, with its ``body`` (`nul_led`) when what follows its leading NUL bytes fits `limit`:
     a hole of 20 MiB before a record made one 20 MiB "line", a bad line whatever the
     record said, and an Unlinked error after a big log's copy-and-truncate was lost
     ("No findings.", exit 0) where one after a small log's was read."""
@@ -137,7 +143,7 @@ def _nul_led(fh: BinaryIO, line: LongLine, limit: int) -> LongLine:
         pos += len(data) - body
         if body:
             break
-    return replace(line, nul_led=line.end - pos <= limit)
+    return replace(line, body=pos) if line.end - pos <= limit else line
 
 
 def copy_without(path: str | Path, out: BinaryIO, lines: Sequence[LongLine]) -> None:
@@ -150,13 +156,7 @@ def copy_without(path: str | Path, out: BinaryIO, lines: Sequence[LongLine]) -> 
             _copy_range(src, out, pos, long.start)
             if long.nul_led:
                 out.write(b"\x00")
-                src.seek(long.start)
-                head = src.read(min(BLOCK_BYTES, long.end - long.start))
-                while head and not head.lstrip(b"\x00"):
-                    head = src.read(min(BLOCK_BYTES, long.end - src.tell()))
-                body = head.lstrip(b"\x00")
-                out.write(body)
-                _copy_range(src, out, src.tell(), long.end)
+                _copy_range(src, out, long.body, long.end)
             pos = long.end
         src.seek(pos)
         shutil.copyfileobj(src, out, BLOCK_BYTES)
