@@ -9,7 +9,6 @@ chunks of a poll then go to the rules in time order.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,12 +22,15 @@ import pyarrow.compute as pc
 
 from ridtrace.contract import FOREIGN_CHUNK, RESPONSE_UNLINKED, WORKER
 from ridtrace.forensics.live.chunk import Chunk
-from ridtrace.forensics.reading.connection import PreparedReads, run_sql
+from ridtrace.forensics.reading.connection import PreparedReads
 from ridtrace.forensics.reading.files import parse
-from ridtrace.forensics.reading.lean import lean_spans_sql
 from ridtrace.forensics.reading.lines import LineMap, map_chunk
-from ridtrace.forensics.reading.scan import source_sql
-from ridtrace.forensics.reading.small_files import SMALL_FILE_BYTES, BatchMismatch, split_by_file
+from ridtrace.forensics.reading.small_files import (
+    SMALL_FILE_BYTES,
+    BatchCopy,
+    batch_or_none,
+    batch_spans,
+)
 from ridtrace.forensics.reading.stats import BadLine, ReadStats
 from ridtrace.forensics.reading.table import Answer
 from ridtrace.forensics.reading.unkeyed import in_whole_file
@@ -130,26 +132,13 @@ def _read_as_one(
     queries: PreparedReads | None,
 ) -> list[pa.Table] | None:
     """The chunks' per-span rows from one query over them staged end to end, each
-    chunk's numbered from its line 1; None when they cannot be read as one (each is
-    then read alone, as a batch of small files is)."""
-    ends: list[int] = []
-    with open(path, "wb") as out:
-        for chunk, line_map in chunks:
-            data = chunk.data
-            out.write(data)
-            if len(data) and data[-1] != 0x0A:  # a last line without its newline
-                out.write(b"\n")
-            ends.append((ends[-1] if ends else 0) + line_map.nonblank)
-    sql = lean_spans_sql(source_sql(str(path), lean=True, window=None, several=True),
-                         by_file=True)
-    names = [str(i) for i in range(len(chunks))]
-    with contextlib.suppress(BatchMismatch, duckdb.Error):
-        got = (queries.arrow(sql, str(path), ends) if queries is not None
-               else run_sql(con, sql, ends))
-        # Every row in one group, or the chunks' own numbering would be off.
-        if int(pc.sum(got["lines"]).as_py() or 0) == ends[-1]:
-            return split_by_file(got, names)
-    return None
+    chunk's numbered from its line 1, as a batch of small files is read; None when
+    they cannot be read as one (each is then read alone)."""
+    batch = BatchCopy(path)
+    for i, (chunk, line_map) in enumerate(chunks):
+        batch.add_data(str(i), chunk.data, line_map)
+    batch.close()
+    return batch_or_none(con, batch, None, queries, batch_spans)
 
 
 def parse_chunk(

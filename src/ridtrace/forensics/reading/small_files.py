@@ -153,15 +153,22 @@ class BatchCopy:
         # Mapped from the bytes copied: DuckDB reads what was numbered, whatever the
         # file does meanwhile.
         line_map = map_blocks([data])
-        self.files.append(str(path))
+        self.add_data(str(path), data, line_map)
+        return line_map
+
+    def add_data(self, name: str, data: bytes | memoryview, line_map: LineMap) -> None:
+        """Add `data` (lines `line_map` numbers) to the end of the batch's file as `name`'s:
+        a file's bytes, or a followed file's chunk (`live.parse`)."""
+        self.files.append(name)
         self.ends.append((self.ends[-1] if self.ends else 0) + line_map.nonblank)
         if self._out is not None:
             try:
-                self._out.write(data if data.endswith(b"\n") or not data else data + b"\n")
+                self._out.write(data)
+                if len(data) and data[-1] != 0x0A:  # a last line without its newline
+                    self._out.write(b"\n")
             except OSError:  # no room left for it
                 self.broken = True
                 self.close()
-        return line_map
 
     def close(self) -> None:
         """Close the batch's file: it is complete, or broken if its last bytes failed."""
@@ -336,7 +343,7 @@ def read_batch(
                     opened.raw.close()
                     note_failure(src, exc, stats[i])
             batch.close()
-            tables = _batch_or_none(con, batch, window, prepared,
+            tables = batch_or_none(con, batch, window, prepared,
                                     batch_events if events else batch_spans)
         for at, (i, (opened, path, line_map)) in enumerate(plain.items()):
             src = sources[i]
@@ -365,7 +372,7 @@ def _at(use: Callable[[int, LogTable], T], i: int) -> Callable[[LogTable], T]:
     return lambda table: use(i, table)
 
 
-def _batch_or_none(
+def batch_or_none(
     con: duckdb.DuckDBPyConnection, batch: BatchCopy, window: Window | None,
     prepared: PreparedReads | None, query: Callable[..., list[pa.Table]],
 ) -> list[pa.Table] | None:
