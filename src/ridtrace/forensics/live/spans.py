@@ -113,31 +113,24 @@ class Span:
         A span working for a known span that works for another works for that one's
         caller (a Dynamo processor's worker, a decode worker's prefill worker).
         """
-        span = self
-        for _ in range(MAX_CALLER_DEPTH):
-            if span.parent is None or (span.side != WORKER and span.parent_span is None):
-                return span.span_id
-            up = span.parent_span
-            if up is None or up is span:
-                return span.parent
-            span = up
-        return span._caller_far_up()
-
-    def _caller_far_up(self) -> str:
-        """`caller` of a chain deeper than any service makes, climbed to its top (a
-        cycle of parents stops it). Stopped at a fixed depth, the spans of a chain of 18
-        had two callers, and one request was printed as a duplicate in flight, where the
-        batch rule holds the id by its frontend span alone."""
-        span, seen = self, {id(self)}
+        span, steps = self, 0
+        seen: set[int] | None = None  # made only past the depth, off the usual path
         while True:
             if span.parent is None or (span.side != WORKER and span.parent_span is None):
                 return span.span_id
             up = span.parent_span
             if up is None or up is span:
                 return span.parent
-            if id(up) in seen:
-                return span.span_id
-            seen.add(id(up))
+            steps += 1
+            if steps > MAX_CALLER_DEPTH:
+                # A chain deeper than any service makes is climbed to its top too, a cycle
+                # of parents stopping it: stopped at a fixed depth, the spans of a chain of
+                # 18 had two callers, and one request was printed as a duplicate in flight
+                # where the batch rule holds the id by its frontend span alone.
+                seen = seen if seen is not None else set()
+                if id(up) in seen:
+                    return span.span_id
+                seen.add(id(up))
             span = up
 
     def holder(self) -> Span:
