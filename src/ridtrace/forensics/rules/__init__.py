@@ -4,3 +4,8 @@
 # (which Jaeger cannot draw either) stops there. Here, not in `rules.columns`, so the
 # live rules (`live.spans`) take it without importing pandas.
 MAX_CALLER_DEPTH = 16
+
+# The batch rules climb by pointer jumping (each round follows the chain as far again
+# as all rounds before it), so this many rounds reach a caller 2**32 spans up: every
+# chain a log can hold, where 16 single steps counted a deeper chain as several callers.
+CALLER_JUMP_ROUNDS = 32

@@ -31,7 +31,7 @@ from ridtrace.contract import (
     WORKER,
 )
 from ridtrace.forensics.records.requests import LINE_FILES
-from ridtrace.forensics.rules import MAX_CALLER_DEPTH
+from ridtrace.forensics.rules import CALLER_JUMP_ROUNDS
 from ridtrace.forensics.rules.codes import Arrow, shared_codes
 from ridtrace.forensics.rules.frame_arrays import arrow_column, arrow_text, epoch_us, line_numbers
 
@@ -169,16 +169,15 @@ class SpanColumns:
         # A span working for a span that works for another (a Dynamo processor's worker,
         # a decode worker's prefill worker) works for that one's caller: one request, not
         # two holding its id. Usually one lookup finds no such span.
-        step = np.full(max(self.span_codes, 1), -1, dtype=np.int64)
+        top = np.arange(max(self.span_codes, 1), dtype=np.int64)
         rows = np.flatnonzero(up & (self.span >= 0))
-        step[self.span[rows]] = self.parent[rows]
-        for _ in range(MAX_CALLER_DEPTH):
-            above = np.where(caller >= 0, step[np.maximum(caller, 0)], -1)
-            climb = (above >= 0) & (above != caller)
-            if not climb.any():
+        top[self.span[rows]] = self.parent[rows]
+        for _ in range(CALLER_JUMP_ROUNDS):
+            above = top[top]
+            if np.array_equal(above, top):
                 break
-            caller = np.where(climb, above, caller)
-        return caller
+            top = above
+        return np.where(caller >= 0, top[np.maximum(caller, 0)], caller)
 
 
 def _one_array(values: Arrow) -> pa.Array:

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ridtrace.contract import FRONTEND, WORKER
-from ridtrace.forensics.rules import MAX_CALLER_DEPTH
+from ridtrace.forensics.rules import CALLER_JUMP_ROUNDS
 from ridtrace.forensics.rules.codes import ranked, shared_codes
 from ridtrace.forensics.rules.columns import SpanColumns, span_columns
 from ridtrace.forensics.rules.findings import (
@@ -49,14 +49,18 @@ def caller_of(requests: pd.DataFrame) -> pd.Series:
     caller = pc.if_else(pa.array(up), parent, span)
     # A span working for a span that works for another works for that one's caller
     # (`SpanColumns.caller`).
+    # Climbed by pointer jumping, as `SpanColumns.caller`: `top` is where each worker
+    # span's climb has reached, and each round moves it on by another's whole climb.
     mask = pa.array(up)
-    ups, their = span.filter(mask), caller.filter(mask)
-    for _ in range(MAX_CALLER_DEPTH):
-        above = pc.take(their, pc.index_in(caller, value_set=ups))
-        climb = pc.fill_null(pc.and_(pc.is_valid(above), pc.not_equal(above, caller)), False)
+    ups, top = span.filter(mask), caller.filter(mask)
+    for _ in range(CALLER_JUMP_ROUNDS):
+        above = pc.take(top, pc.index_in(top, value_set=ups))
+        climb = pc.fill_null(pc.and_(pc.is_valid(above), pc.not_equal(above, top)), False)
         if not pc.any(climb).as_py():
             break
-        caller = pc.if_else(climb, above, caller)
+        top = pc.if_else(climb, above, top)
+    above = pc.take(top, pc.index_in(caller, value_set=ups))
+    caller = pc.if_else(pc.is_valid(above), above, caller)
     out: pd.Series = pd.Series(caller, index=requests.index, dtype=pd.ArrowDtype(pa.string()))
     return out
 

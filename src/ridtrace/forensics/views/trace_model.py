@@ -15,7 +15,7 @@ import pandas as pd
 
 from ridtrace.contract import FRONTEND, WORKER
 from ridtrace.forensics.records.requests import VIEW_COLUMNS, epoch_us
-from ridtrace.forensics.rules import MAX_CALLER_DEPTH
+from ridtrace.forensics.rules import CALLER_JUMP_ROUNDS
 from ridtrace.forensics.rules.overlap import ids_held_in_flight
 from ridtrace.forensics.rules.skew import correct_skew
 from ridtrace.forensics.rules.streams import unlinked
@@ -64,7 +64,7 @@ def _owners(requests: pd.DataFrame) -> pd.Series:
     top = dict(zip(span[sub], parent[sub], strict=True))
     # A step of a step (newer Dynamo's `client_request` inside `generate`) belongs to
     # the outermost caller, as the rules count it.
-    for _ in range(MAX_CALLER_DEPTH):
+    for _ in range(CALLER_JUMP_ROUNDS):
         outer = {step: top.get(up, up) for step, up in top.items()}
         if outer == top:
             break
@@ -79,13 +79,16 @@ def _owners(requests: pd.DataFrame) -> pd.Series:
     # A worker span with no parent (work sent with no trace context) is its own caller;
     # left missing, comparing it below raised (pandas' NA has no truth value).
     owner = owner.where(owner.notna(), span)
+    # Climbed by pointer jumping, as the rules climb (`SpanColumns.caller`): a chain
+    # deeper than a fixed number of single steps was shown as several callers.
     above = dict(zip(span[workers], owner[workers], strict=False))
-    for _ in range(MAX_CALLER_DEPTH):
-        up = owner.map(above).where(pd.Series(workers, index=owner.index))
-        climb = up.notna() & (up != owner)
-        if not climb.any():
+    for _ in range(CALLER_JUMP_ROUNDS):
+        jumped = {below: above.get(up, up) for below, up in above.items()}
+        if jumped == above:
             break
-        owner = owner.where(~climb, up)
+        above = jumped
+    up = owner.map(above).where(pd.Series(workers, index=owner.index))
+    owner = owner.where(~(up.notna() & (up != owner)), up)
     filled: pd.Series = owner.fillna(span)
     return filled
 
