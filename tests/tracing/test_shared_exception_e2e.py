@@ -46,5 +46,14 @@ def test_each_request_that_raised_one_shared_exception_is_named_on_its_crash_lin
                 "Exception in ASGI application")]
 
         lines = wait_for_lines(tmp_path / "app.jsonl", lambda ls: len(crashes(ls)) >= WAITERS)
+        httpx.get(f"{running.url}/watchdog", timeout=30).raise_for_status()
+
+        def watchdog(lines: list[dict[str, object]]) -> list[dict[str, object]]:
+            return [x for x in lines if x.get("message") == "backend still down"]
+
+        later = wait_for_lines(tmp_path / "app.jsonl", lambda ls: len(watchdog(ls)) == 1)
     named = {(x["request_id"], x["x_request_id"]) for x in crashes(lines)}
     assert named == set(server_ids.items())
+    [alone] = watchdog(later)
+    assert "backend down" in str(alone["exception"])
+    assert (alone.get("request_id"), alone.get("x_request_id")) == (None, None), alone

@@ -13,6 +13,9 @@ writes there after the call's context was reset (see `serve_in_this_task`).
 from __future__ import annotations
 
 import contextlib
+import sys
+import threading
+import weakref
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -121,6 +124,32 @@ def line_context() -> RequestContext | None:
 
 _EXCEPTION_ATTRIBUTE = "__ridtrace_context__"
 _ESCAPED_INTO_ATTRIBUTE = "__ridtrace_escaped_into__"
+_ESCAPED_IN_ATTRIBUTE = "__ridtrace_escaped_in__"
+
+
+def _running_task() -> Any:
+    # asyncio unloaded: nothing runs in an event loop, and the CLI need not import it.
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return None
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no loop running in this thread: a synchronous server's pool
+        return None
+
+
+def _here() -> object:
+    """The task (weakly: an exception kept for long must not keep it alive), else the
+    thread, a line is written in."""
+    task = _running_task()
+    return weakref.ref(task) if task is not None else threading.get_ident()
+
+
+def _is_here(where: object) -> bool:
+    task = _running_task()
+    if isinstance(where, weakref.ref):
+        return task is not None and where() is task
+    return task is None and where == threading.get_ident()
 
 
 def remember_on_exception(exc: BaseException, ctx: RequestContext, outer: object = None) -> None:
@@ -135,6 +164,7 @@ def remember_on_exception(exc: BaseException, ctx: RequestContext, outer: object
     with contextlib.suppress(AttributeError, TypeError):
         setattr(exc, _EXCEPTION_ATTRIBUTE, ctx)
         setattr(exc, _ESCAPED_INTO_ATTRIBUTE, outer if isinstance(outer, RequestContext) else None)
+        setattr(exc, _ESCAPED_IN_ATTRIBUTE, _here())
 
 
 def context_of_exception(exc: BaseException | None) -> RequestContext | None:
@@ -150,9 +180,15 @@ def context_for_exception_line(exc: BaseException | None) -> RequestContext | No
     the request it escaped into. uvicorn starts a pipelined request's task inside the
     previous request's last ``send``: its "Exception in ASGI application" line, written
     after the middleware restored that inherited context, named the previous request.
+
+    Only in the task (or thread) the exception escaped in, where the server reports it:
+    the same exception object logged later by a background task (a failed start-up
+    task's error that requests awaited, a circuit breaker's last error) is not that
+    request's, and its lines were stamped with the request's ids for as long as the
+    object lived.
     """
     ctx = context_of_exception(exc)
-    if ctx is None:
+    if ctx is None or not _is_here(getattr(exc, _ESCAPED_IN_ATTRIBUTE, None)):
         return None
     now = _current.get()
     if now is None or now is getattr(exc, _ESCAPED_INTO_ATTRIBUTE, None):
