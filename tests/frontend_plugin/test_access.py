@@ -35,6 +35,14 @@ def test_keys_and_token_come_from_their_variables_and_stay_out_of_repr() -> None
         assert "key-one" not in text and "secret-token" not in text
 
 
+def test_a_worker_urls_password_stays_out_of_repr() -> None:
+    env = {"RIDTRACE_FRONTEND_WORKERS": "http://proxy:pw-s3cret@127.0.0.1:8101,http://w:9"}
+    text = repr(FrontendSettings.from_env(env))
+    assert "pw-s3cret" not in text
+    assert "workers=('http://***@127.0.0.1:8101', 'http://w:9')" in text, text
+    assert text.startswith("FrontendSettings(") and "id_policy='safe'" in text
+
+
 async def _status(app: FastAPI, path: str, headers: dict[str, str] | None = None) -> int:
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:

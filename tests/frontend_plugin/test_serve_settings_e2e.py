@@ -158,6 +158,18 @@ def test_an_empty_api_keys_variable_is_said_at_start(
     assert ("RIDTRACE_API_KEYS is empty" in result.stderr) is said, result.stderr
 
 
+@pytest.mark.parametrize("side", ["frontend", "worker"])
+@pytest.mark.parametrize(("token", "said"), [("", True), (None, False), ("wt-one", False)])
+def test_an_empty_worker_token_variable_is_said_at_start(
+    serve_cli: Callable[..., Result], side: str, token: str | None, said: bool
+) -> None:
+    # `RIDTRACE_WORKER_TOKEN=$WT ridtrace serve worker` with $WT unset served /v1/work
+    # to anyone without a word, where RIDTRACE_API_KEYS= is said.
+    result = serve_cli(side, env={"RIDTRACE_WORKER_TOKEN": token})
+    assert isinstance(result.exception, ServeStarted), result.output  # it goes on to serve
+    assert ("RIDTRACE_WORKER_TOKEN is empty" in result.stderr) is said, result.stderr
+
+
 @pytest.mark.parametrize(("side", "flags", "env", "policy"), [
     # RIDTRACE_*_ID_POLICY and the worker's delays were overwritten by the options'
     # defaults: `RIDTRACE_FRONTEND_ID_POLICY=legacy ridtrace serve frontend` served safe.

@@ -118,11 +118,11 @@ def frontend_command(
     if settings.metrics_require_key and not settings.api_keys:  # /metrics would stay open
         raise click.UsageError("--metrics-require-key (or RIDTRACE_FRONTEND_METRICS_REQUIRE_KEY)"
                                " needs an API key: --api-key or RIDTRACE_API_KEYS")
-    if not settings.api_keys and os.environ.get("RIDTRACE_API_KEYS") == "":
-        # `RIDTRACE_API_KEYS=$KEY` with $KEY unset: meant to require a key, it leaves
-        # every route open (an empty variable is "not set", as OTEL_* ones are).
-        click.echo("ridtrace serve frontend: RIDTRACE_API_KEYS is empty: no API key is "
-                   "required on any route", err=True)
+    if not settings.api_keys:
+        _say_if_empty("frontend", "RIDTRACE_API_KEYS", "no API key is required on any route")
+    if not settings.worker_token:
+        _say_if_empty("frontend", "RIDTRACE_WORKER_TOKEN", "work is sent to the workers "
+                      "without a token")
     setup_telemetry(log_file, "frontend", log_level)
     drain = Drain()
     check_open_file_limit(settings.max_connections)
@@ -196,6 +196,9 @@ def worker_command(
         tracing = replace(TracingSettings.from_env(), log_lifecycle=False)
     except ValueError as exc:
         raise BadConfiguration(str(exc)) from None
+    if not settings.worker_token:
+        _say_if_empty("worker", "RIDTRACE_WORKER_TOKEN", "POST /v1/work takes work from "
+                      "anyone who can reach it")
     from ridtrace.cli.graceful import bound_any_port
 
     bound = bound_any_port(host) if port == 0 else None
@@ -206,3 +209,11 @@ def worker_command(
          graceful_timeout=graceful_timeout, name="worker", log_file=log_file,
          header_timeout=header_timeout, allowed_hosts=allowed_hosts,
          on_host_refused=log_host_refused, sockets=[bound] if bound else None)
+
+
+def _say_if_empty(side: str, variable: str, meaning: str) -> None:
+    """Say on stderr that a secret's variable is set but empty (``VAR=$SECRET`` with the
+    secret unset): meant to require it, it counts as not set, as empty ``OTEL_*``
+    variables do, and the server would otherwise have started open without a word."""
+    if os.environ.get(variable) == "":
+        click.echo(f"ridtrace serve {side}: {variable} is empty: {meaning}", err=True)

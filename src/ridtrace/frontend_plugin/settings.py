@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ridtrace.frontend_plugin.auth import check_secret, secrets_given
@@ -123,6 +123,16 @@ class FrontendSettings:
                 f"default_max_tokens ({self.default_max_tokens}) exceeds max_tokens_limit "
                 f"({self.max_tokens_limit})"
             )
+
+    def __repr__(self) -> str:
+        # The generated repr, but a worker URL's password goes the way of the keys: the
+        # settings get printed and logged (and shown by a failing test's assertion).
+        shown = (
+            (f.name, tuple(map(redacted_url, self.workers)) if f.name == "workers"
+             else getattr(self, f.name))
+            for f in fields(self) if f.repr
+        )
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in shown)})"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> FrontendSettings:
