@@ -300,18 +300,26 @@ def _client_id_holders(spans: SpanColumns) -> tuple[SpanColumns, np.ndarray]:
 
 
 def _request_identities(spans: SpanColumns) -> np.ndarray:
-    """Each span's request_id code; for a span that logged none, its caller's id when
-    another of its spans logged one, else a code of the caller's own.
+    """Each span's request_id code; for a span nested in a caller that logged one, the
+    caller's; for a span that logged none, its caller's id when another of its spans
+    logged one, else a code of the caller's own.
 
     Dynamo releases before request ids were logged write only the client's
     `x_request_id` on their spans: two requests in flight with one client id are still
     two requests (two callers), which a match on logged request ids alone never saw.
+    A gRPC stream's messages each log an id of their own, nested in the stream's span:
+    one call, which was "1 requests held client x_request_id" on every stream.
     """
     rid = spans.request_id
+    caller = spans.caller()
+    itself = np.flatnonzero((caller == spans.span) & (caller >= 0) & (rid >= 0))
+    of_own = np.full(max(spans.span_codes, 1), -1, dtype=np.int64)
+    of_own[caller[itself]] = rid[itself]
+    callers_own = np.where(caller >= 0, of_own[np.maximum(caller, 0)], -1)
+    rid = np.where(callers_own >= 0, callers_own, rid)
     missing = rid < 0
     if not missing.any():
         return rid
-    caller = spans.caller()
     ident = rid.copy()
     known = ~missing & (caller >= 0)
     of_caller = np.full(max(spans.span_codes, 1), -1, dtype=np.int64)
