@@ -327,6 +327,11 @@ def test_output_finished_after_its_caller_gave_up_is_not_lost() -> None:
     dropped = requests_frame(_caller("A", "inA", None, outcome="error", end=0.9),
                              _work("wA", "A", "inA", "outA", end=0.8))
     assert list(unlinked(dropped)["span_id"]) == ["wA"]
+    # Delivered part of it, then let go (a client that stopped reading, cut at the total
+    # timeout or at shutdown): the frontend had its worker's whole reply, no caller lost it.
+    stalled = requests_frame(_caller("A", "inA", "outA-part", outcome="error", end=0.9),
+                             _work("wA", "A", "inA", "outA", end=0.8))
+    assert unlinked(stalled).empty
     # A caller with an Unlinked error of its own keeps its worker's output as evidence.
     displaced = requests_frame(
         _caller("A", "inA", None, outcome="error", end=0.5, unlinked="Unlinked request; x",

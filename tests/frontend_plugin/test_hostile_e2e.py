@@ -11,7 +11,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import CliRunner
 
+from ridtrace.cli.main import main
 from tests.frontend_plugin.conftest import Stack, start_stack
 
 CASES = [
@@ -142,6 +144,11 @@ def test_a_client_that_stops_reading_its_stream_is_let_go_after_the_total_timeou
             time.sleep(0.02)  # the line follows the release by a moment
         assert len(ends) == 1 and ends[0]["outcome"] == "error"
         assert ends[0]["error"] == "client did not read the stream within the total timeout (2s)"
+        logs = [str(stack.frontend.log), str(stack.workers[0].log)]
+    # The worker's whole reply reached the frontend, which cut its caller short: no caller
+    # lost it ("produced fp_out … that no caller received" was an error finding, exit 1).
+    report = CliRunner().invoke(main, ["analyze", *logs, "--format", "json", "-q"])
+    assert report.exit_code == 0, report.output[-2000:]
 
 
 def _chunks(total: int) -> Iterator[bytes]:

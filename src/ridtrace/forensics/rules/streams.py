@@ -90,8 +90,12 @@ def _lost_output(spans: SpanColumns) -> np.ndarray:
     output was finished after its caller had already ended in error with no Unlinked
     error or foreign chunk of its own: the frontend gave up on that worker (a timeout),
     which finished before it saw the hang-up, the race of any timeout; such a caller was
-    told it failed, not left for another's output. (Output a caller with an Unlinked
-    error lost still joins that finding.)
+    told it failed, not left for another's output. Nor, whenever it finished, when such
+    a caller was delivered part of a reply (an `fp_out` of its own): the frontend cut it
+    short (a client that stopped reading, let go at its total timeout or at shutdown),
+    having received it; output that went to another caller shows on that caller, whose
+    `fp_out` then matches no work of its own. (Output a caller with an Unlinked error
+    lost still joins that finding.)
     """
     front = spans.front
     works = spans.worker & _with_output(spans) & spans.ok
@@ -101,7 +105,9 @@ def _lost_output(spans: SpanColumns) -> np.ndarray:
     gave_up = np.flatnonzero(front & spans.failed & (spans.span >= 0)
                              & ~_valid(spans, "unlinked") & ~_valid(spans, "foreign"))
     given_up_at = np.full(max(spans.span_codes, 1), np.iinfo(np.int64).max, dtype=np.int64)
-    given_up_at[spans.span[gave_up]] = spans.end[gave_up]
+    cut_short = spans.fp_out[gave_up] >= 0
+    given_up_at[spans.span[gave_up]] = np.where(cut_short, np.iinfo(np.int64).min,
+                                                spans.end[gave_up])
     works &= ~((spans.parent >= 0) & (spans.end > given_up_at[np.maximum(spans.parent, 0)]))
     rows = np.flatnonzero(works)
     return np.asarray(rows[spans.trace_in_front(rows)])
