@@ -42,6 +42,9 @@ from ridtrace.frontend_plugin.wire import WorkRequest
 
 __all__ = ["Call", "DirectCall", "new_call"]
 
+BODY_END_WAIT = 0.5
+"""Seconds a finished reply waits for its worker's body to end, to keep the connection."""
+
 
 class Call(Protocol):
     """One caller's in-flight request, as the routes use it."""
@@ -234,9 +237,10 @@ class DirectCall(CallState):
                             attempts=self.attempts)
         if type(item) is Finished:
             # Reading the body's end hands the connection back to the pool; the end
-            # nearly always came with the done line, so this rarely waits.
-            remaining = min(self._frontend.settings.chunk_timeout,
-                            self.deadline - time.monotonic())
+            # nearly always came with the done line, so this rarely waits. Not for long:
+            # the reply is complete, and a worker (or a proxy) that ends its body late
+            # held the caller's last event for the whole chunk timeout.
+            remaining = min(BODY_END_WAIT, self.deadline - time.monotonic())
             try:
                 with Deadline(remaining):
                     await drain(stream)
