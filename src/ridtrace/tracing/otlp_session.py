@@ -136,7 +136,14 @@ class _ExportSession(requests.Session):
             document = json.loads(response.content)
             if not isinstance(document, dict):  # the parser below takes `[]` for `{}`
                 raise ValueError("no JSON object")
-            json_format.ParseDict(document, answer)
+            # OTLP/JSON readers ignore fields they do not know (a receiver's `requestId`
+            # beside its `partialSuccess`, a newer field inside it); an object with
+            # fields and none of an answer's is some other service's.
+            known = {f.json_name for f in answer.DESCRIPTOR.fields}
+            known |= {f.name for f in answer.DESCRIPTOR.fields}
+            if document and not known & document.keys():
+                raise ValueError("no field of an OTLP answer")
+            json_format.ParseDict(document, answer, ignore_unknown_fields=True)
         except (json_format.ParseError, ValueError, RecursionError):
             self._say_not_a_receiver(response, "JSON that is no OTLP answer",
                                      "a web API, or a proxy's own answer?")
