@@ -91,6 +91,10 @@ def correlate_client_id(
     ctx = current_context()
     if ctx is None or ctx.x_request_id is not None:
         return None
+    # Stripped as a header's value is (`inbound.read_inbound`), as the HTTP routes take a
+    # body id: one client id, not "id" and "  id  ", and no metadata value padded with
+    # spaces, which HTTP/2 forbids (RFC 9113 8.2.1).
+    client_id = client_id.strip(b" \t") if isinstance(client_id, bytes) else client_id.strip(" \t")
     valid = validate_client_id(client_id, max_length)
     span = ctx.server_span if ctx.server_span is not None else trace.get_current_span()
     if valid is None:
