@@ -88,3 +88,33 @@ def test_a_cancel_the_handler_caught_is_recorded_as_the_clients_cancel(
     assert end["messages_out"] == sent
     (cleanup,) = [x for x in log_lines.lines if x["message"] == "cleaned up"]
     assert cleanup["request_id"] == end["request_id"]
+
+
+def test_a_cancel_of_the_handlers_own_is_no_clients_cancel(log_lines: LogLines) -> None:
+    # The handler awaited a task that something else cancelled, and let its
+    # CancelledError out: grpc.aio answers such a call nothing (its client waits for its
+    # deadline), and it was recorded CANCELLED / cancelled, as if the client had left.
+    async def unary(request: bytes, context: Any) -> bytes:
+        helper = asyncio.ensure_future(asyncio.sleep(CALL_TIMEOUT))
+        asyncio.get_running_loop().call_soon(helper.cancel)
+        await helper
+        return b"never"
+
+    handlers = grpc.method_handlers_generic_handler(
+        "probe.Own", {"Unary": grpc.unary_unary_rpc_method_handler(unary)})
+
+    async def go() -> grpc.StatusCode:
+        async with (
+            serving(lambda server: server.add_generic_rpc_handlers((handlers,)),
+                    interceptors=[RequestTracingInterceptor()]) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            call = channel.unary_unary("/probe.Own/Unary")(b"", timeout=1.0)
+            with pytest.raises(grpc.aio.AioRpcError):
+                await call
+            await log_lines.wait_for(lambda lines: len(lines.events("request.end")) == 1)
+            return await call.code()
+
+    assert asyncio.run(go()) is grpc.StatusCode.DEADLINE_EXCEEDED  # no answer came
+    (end,) = log_lines.events("request.end")
+    assert (end["grpc_status"], end["outcome"], end["level"]) == ("UNKNOWN", "error", "WARN")

@@ -57,6 +57,14 @@ class CallEnded(GeneratorExit):
     had closed its stream, and cannot cancel a handler that blocks."""
 
 
+class HandlerCancelled(Exception):
+    """Not raised: what a grpc.aio call is finished with when a ``CancelledError``
+    escaped its handler while nobody cancelled the call (an awaited task that something
+    else cancelled, a pool shutting its worker down). grpc.aio answers such a call
+    nothing: its client waits until its deadline, or for ever. A server fault, recorded
+    ``UNKNOWN`` / ``error``, where it was the client's cancel."""
+
+
 UNDECODABLE_ERROR = "gRPC could not deserialize a request message"
 """The ``error`` of the ``request.end`` of a call gRPC ended over such a message (the
 handler never saw why)."""
@@ -133,8 +141,15 @@ def escaped(exc: BaseException, ctx: RequestContext) -> BaseException:
     server's stop) may raise another exception as it unwinds: a cleanup that fails, a
     library that turns the cancel into an error of its own. Its client got the call's
     end all the same, not ``UNKNOWN``. gRPC still logs the exception: the ids travel on
-    it, as on any crash.
+    it, as on any crash. A ``CancelledError`` of the handler's own, with the call not
+    cancelled, is no client's cancel (`HandlerCancelled`).
     """
+    if isinstance(exc, asyncio.CancelledError) and not _task_cancelled():
+        cancelled = HandlerCancelled("a CancelledError escaped the handler of a call "
+                                     "nobody cancelled: grpc.aio answers it nothing")
+        cancelled.__cause__ = exc
+        remember_on_exception(exc, ctx)  # grpc.aio's own line about it names the call
+        return cancelled
     if (
         isinstance(exc, (CANCELLED, grpc.aio.AbortError))
         or not isinstance(exc, Exception)
