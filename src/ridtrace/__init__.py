@@ -58,6 +58,9 @@ __all__ = [
     "uuid7_id",
 ]
 
-__getattr__, __dir__ = lazy_names(
-    globals(), {name: "ridtrace.tracing" for name in __all__ if name != "__version__"}
-)
+# Hidden from type checkers: a module `__getattr__` makes every name, a misspelt one
+# too, type as Any; they read the real names from the TYPE_CHECKING imports above.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_names(
+        globals(), {name: "ridtrace.tracing" for name in __all__ if name != "__version__"}
+    )

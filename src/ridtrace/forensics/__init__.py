@@ -107,4 +107,7 @@ _HOME = {
 }
 
 
-__getattr__, __dir__ = lazy_names(globals(), _HOME)
+# Hidden from type checkers: a module `__getattr__` makes every name, a misspelt one
+# too, type as Any; they read the real names from the TYPE_CHECKING imports above.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_names(globals(), _HOME)

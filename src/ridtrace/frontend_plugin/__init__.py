@@ -83,4 +83,7 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_names(globals(), _HOMES)
+# Hidden from type checkers: a module `__getattr__` makes every name, a misspelt one
+# too, type as Any; they read the real names from the TYPE_CHECKING imports above.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_names(globals(), _HOMES)
