@@ -409,6 +409,32 @@ def test_a_stdlib_records_stack_reaches_the_line(tmp_path: Path) -> None:
     assert "in deep_in_a_library" in line["stack"]
 
 
+def test_an_applications_exception_traceback_and_stack_fields_are_kept_apart(
+    tmp_path: Path,
+) -> None:
+    # The schema adds `exception` and `traceback` to a line that logs an exception, and
+    # `stack` to a stack_info record: an application field of one of these names was
+    # overwritten (or overwrote the stack), or made a line look like an exception's.
+    path = tmp_path / "fields.jsonl"
+    with _stdlib_logging_to(path):
+        try:
+            raise ZeroDivisionError("division by zero")
+        except ZeroDivisionError:
+            logger.bind(exception="QuotaExceeded", traceback="tb-42").exception("loguru")
+            logging.getLogger("lib").error("stdlib", exc_info=True, extra={
+                "exception": "QuotaExceeded", "traceback": "tb-42"})
+        logger.info("no exception", exception="QuotaExceeded")
+        logging.getLogger("lib").info("stack", stack_info=True, extra={"stack": "mine"})
+    with_exc, stdlib_exc, plain, stack = read_lines(path)
+    for line in (with_exc, stdlib_exc):
+        assert line["exception"] == "ZeroDivisionError: division by zero"
+        assert line["traceback"].startswith("Traceback (most recent call last):")
+        assert (line["_exception"], line["_traceback"]) == ("QuotaExceeded", "tb-42")
+    assert "exception" not in plain and plain["_exception"] == "QuotaExceeded"
+    assert stack["stack"].startswith("Stack (most recent call last):")
+    assert stack["_stack"] == "mine"
+
+
 def test_uvicorns_terminal_copy_of_a_message_stays_off_the_line(tmp_path: Path) -> None:
     # uvicorn logs its start-up and shutdown lines with extra={"color_message": ...}, for
     # its own coloured console formatter: every `ridtrace serve` log began with a field

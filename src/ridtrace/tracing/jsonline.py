@@ -42,8 +42,11 @@ __all__ = [
 ]
 
 # Keys the formatter owns; an extra with one of these names is written with a
-# leading underscore instead of overwriting the real value.
-_RESERVED = frozenset({"time", "level", "message", "logger", "schema", "service", "pid"})
+# leading underscore instead of overwriting the real value. `exception` and `traceback`
+# are a logged exception's: an application's own was lost under them, or made a line
+# without one look like an exception's.
+_RESERVED = frozenset({"time", "level", "message", "logger", "schema", "service", "pid",
+                       "exception", "traceback"})
 CONTEXT_KEYS = ("request_id", "x_request_id", "trace_id", "span_id", "parent_span_id")
 LEVEL_NAMES = {"WARNING": "WARN", "SUCCESS": "INFO"}
 _SCHEMA_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "CRITICAL"})

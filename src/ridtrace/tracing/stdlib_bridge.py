@@ -74,7 +74,9 @@ class InterceptHandler(logging.Handler):
 
         extra = _extra_fields(record)
         if record.stack_info:  # stack_info=True: the stack logging's formatter appends
-            extra.setdefault("stack", record.stack_info)
+            if "stack" in extra:  # the application's own, kept as a reserved key's is
+                extra["_stack"] = extra["stack"]
+            extra["stack"] = record.stack_info
 
         def patch(r: Record) -> None:
             r["name"] = record.name
