@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import pytest
 
 from tests.frontend_plugin.conftest import Proc
 from tests.support.inprocess_cli import run_in_process
+from tests.support.loop_server import loop_server
 from tests.support.servers import free_port, run_server
 
 CHAT = {"model": "echo", "stream": False, "max_tokens": 100,
@@ -55,11 +55,6 @@ async def _to_upstream_to_its_end(reader: asyncio.StreamReader,
 def client_abort_ignoring_proxy(upstream_port: int) -> Iterator[int]:
     """A TCP proxy on a free loopback port to ``upstream_port`` that keeps the upstream
     connection open, reading the answer to its end, after the client hung up."""
-    port = free_port()
-    loop = asyncio.new_event_loop()
-    started = threading.Event()
-    stop = asyncio.Event()
-
     async def handle(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         up_r, up_w = await asyncio.open_connection("127.0.0.1", upstream_port)
         # The client's hang-up is not passed on: upstream's answer is read to its end.
@@ -67,24 +62,8 @@ def client_abort_ignoring_proxy(upstream_port: int) -> Iterator[int]:
         up_w.close()
         client_w.close()
 
-    async def serve() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", port)
-        started.set()
-        async with server:
-            await stop.wait()
-        connections = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for task in connections:
-            task.cancel()
-        await asyncio.gather(*connections, return_exceptions=True)
-
-    thread = threading.Thread(target=lambda: loop.run_until_complete(serve()), daemon=True)
-    thread.start()
-    assert started.wait(10)
-    try:
+    with loop_server(handle) as port:
         yield port
-    finally:
-        loop.call_soon_threadsafe(stop.set)
-        thread.join(10)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +17,8 @@ import httpx
 
 from tests.frontend_plugin.conftest import _spawn
 from tests.frontend_plugin.traffic import ROUTES, call
-from tests.support.servers import free_port, stop_process, wait_until_serving
+from tests.support.loop_server import loop_server
+from tests.support.servers import stop_process, wait_until_serving
 
 CONCURRENCY = 8
 ROUNDS = 6
@@ -28,26 +28,8 @@ class CountingRelay:
     """A loopback TCP relay to ``target_port`` that counts accepted connections."""
 
     def __init__(self, target_port: int) -> None:
-        self.port = free_port()
         self.accepted = 0
         self._target = target_port
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        server = self._loop.run_until_complete(
-            asyncio.start_server(self._relay, "127.0.0.1", self.port)
-        )
-        self._ready.set()
-        self._loop.run_forever()
-        server.close()
-        self._loop.run_until_complete(server.wait_closed())
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.accepted += 1
@@ -64,14 +46,10 @@ class CountingRelay:
         await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
 
     @contextlib.contextmanager
-    def running(self) -> Iterator[CountingRelay]:
-        self._thread.start()
-        assert self._ready.wait(10)
-        try:
-            yield self
-        finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(10)
+    def running(self) -> Iterator[str]:
+        """Relay for the block; yields the relay's URL."""
+        with loop_server(self._relay) as port:
+            yield f"http://127.0.0.1:{port}"
 
 
 @contextlib.contextmanager
@@ -79,8 +57,9 @@ def _frontend_through_relay(workdir: Path) -> Iterator[tuple[str, CountingRelay]
     worker = _spawn(["worker"], workdir, "worker")
     try:
         wait_until_serving(worker.url, worker.process, timeout=60, path="/health")
-        with CountingRelay(worker.port).running() as relay:
-            frontend = _spawn(["frontend", "--worker", relay.url], workdir, "frontend")
+        relay = CountingRelay(worker.port)
+        with relay.running() as relay_url:
+            frontend = _spawn(["frontend", "--worker", relay_url], workdir, "frontend")
             try:
                 wait_until_serving(frontend.url, frontend.process, timeout=60, path="/health")
                 yield frontend.url, relay

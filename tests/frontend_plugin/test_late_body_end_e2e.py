@@ -12,68 +12,41 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 
 from tests.frontend_plugin.conftest import _spawn
-from tests.support.servers import free_port, stop_process, wait_until_serving
+from tests.support.loop_server import loop_server
+from tests.support.servers import stop_process, wait_until_serving
 
 CHUNK_TIMEOUT = 20  # s: what the reply was held for
 
 
-class DoneButNotEnded:
-    """A loopback worker: 200, chunked NDJSON for the envelope's request_id, the done
-    line, and then never the body's last chunk while the connection stays open."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        server = self._loop.run_until_complete(
-            asyncio.start_server(self._answer, "127.0.0.1", self.port))
-        self._ready.set()
-        self._loop.run_forever()
-        server.close()
-
-    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                          if line.lower().startswith(b"content-length:"))
-            request_id = json.loads(await reader.readexactly(length))["request_id"]
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/x-ndjson\r\n"
-                         b"transfer-encoding: chunked\r\n\r\n")
-            for item in ({"text": "echo:"}, {"text": " hi"},
-                         {"done": True, "finish_reason": "stop", "tokens": 2,
-                          "prompt_tokens": 1}):
-                line = (json.dumps({"request_id": request_id, **item}) + "\n").encode()
-                writer.write(b"%x\r\n%s\r\n" % (len(line), line))
-            await writer.drain()
-            await reader.read()  # until the frontend gives the connection up
-        writer.close()
-
-    @contextlib.contextmanager
-    def running(self) -> Iterator[DoneButNotEnded]:
-        self._thread.start()
-        assert self._ready.wait(10)
-        try:
-            yield self
-        finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(10)
+async def _done_but_not_ended(reader: asyncio.StreamReader,
+                              writer: asyncio.StreamWriter) -> None:
+    """A worker: 200, chunked NDJSON for the envelope's request_id, the done line, and
+    then never the body's last chunk while the connection stays open."""
+    with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length:"))
+        request_id = json.loads(await reader.readexactly(length))["request_id"]
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/x-ndjson\r\n"
+                     b"transfer-encoding: chunked\r\n\r\n")
+        for item in ({"text": "echo:"}, {"text": " hi"},
+                     {"done": True, "finish_reason": "stop", "tokens": 2, "prompt_tokens": 1}):
+            line = (json.dumps({"request_id": request_id, **item}) + "\n").encode()
+            writer.write(b"%x\r\n%s\r\n" % (len(line), line))
+        await writer.drain()
+        await reader.read()  # until the frontend gives the connection up
+    writer.close()
 
 
 def test_the_reply_is_sent_once_its_done_line_arrives(tmp_path: Path) -> None:
-    with DoneButNotEnded().running() as worker:
-        frontend = _spawn(["frontend", "--worker", f"http://127.0.0.1:{worker.port}",
+    with loop_server(_done_but_not_ended) as worker_port:
+        frontend = _spawn(["frontend", "--worker", f"http://127.0.0.1:{worker_port}",
                            "--chunk-timeout", str(CHUNK_TIMEOUT)], tmp_path, "frontend")
         try:
             wait_until_serving(frontend.url, frontend.process, timeout=60, path="/health")
