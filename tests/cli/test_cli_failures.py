@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -333,3 +335,51 @@ def test_closed_standard_output_or_error_is_no_internal_error(tmp_path: Path) ->
     report = tmp_path / "report.json"
     neither = _with_closed(">&- 2>&-", "analyze", log, "--format", "json", "-o", str(report))
     assert neither.returncode == 1 and json.loads(report.read_text())["findings"]
+
+
+def test_a_stop_a_library_turned_into_an_error_of_its_own_is_still_the_stop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # SIGTERM landing in a DuckDB query surfaced as DuckDB's "Query interrupted", with
+    # no context kept: exit 4 and a traceback ("ridtrace itself failed") for a stop.
+    import click
+
+    @click.command()
+    def terminated() -> None:
+        stopped = False
+        try:
+            signal.raise_signal(signal.SIGTERM)
+        except KeyboardInterrupt:
+            stopped = True
+        if stopped:  # outside the handler: the library's error has no context
+            raise RuntimeError("Query interrupted")
+
+    monkeypatch.setitem(main.commands, "terminated", terminated)
+    result = CliRunner().invoke(main, ["terminated"])
+    assert result.exit_code == 143 and "terminated" in result.stderr
+
+
+def test_a_stop_inside_the_import_system_is_delivered_again_outside_it() -> None:
+    # Raised in a module lock's weakref callback, the stop was lost and the import lock
+    # left held: the reading threads' imports, and the run, waited for ever.
+    from types import SimpleNamespace
+
+    from ridtrace.cli import stop
+
+    delivered: list[int] = []
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: delivered.append(signum))
+    try:
+        inside = SimpleNamespace(f_code=SimpleNamespace(co_filename="<frozen importlib._bootstrap>"))
+        stop.raise_terminated(signal.SIGUSR1, inside)  # type: ignore[arg-type]  # no raise
+        assert isinstance(stop.received_stop(), stop.Terminated)
+        deadline = time.monotonic() + 30
+        while not delivered:  # the handler runs in this thread, between sleeps
+            assert time.monotonic() < deadline, "the signal was not sent again"
+            time.sleep(0.01)
+        assert delivered == [signal.SIGUSR1]
+        outside = SimpleNamespace(f_code=SimpleNamespace(co_filename=__file__))
+        with pytest.raises(stop.Terminated):
+            stop.raise_terminated(signal.SIGUSR1, outside)  # type: ignore[arg-type]
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+        stop.forget_stops()

@@ -22,18 +22,23 @@ from ridtrace.cli.stop import (
     HungUp,
     Terminated,
     exit_code,
+    forget_stops,
     hangup_to_handle,
     interrupt_behind,
+    interrupt_to_handle,
     raise_hung_up,
+    raise_interrupted,
     raise_terminated,
+    received_stop,
 )
 from ridtrace.cli.whole_writes import write_whole_on_standard_streams
 
 
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises `Terminated`, SIGHUP `HungUp`, while a command runs (commands that
-    stop their own way — serve, demo, --follow — install their own handlers over these).
+    """SIGTERM raises `Terminated`, SIGHUP `HungUp`, SIGINT KeyboardInterrupt, while a
+    command runs (commands that stop their own way — serve, demo, --follow — install
+    their own handlers over these); none is raised inside the import system (`stop`).
 
     Without them SIGTERM (a CI job's timeout, `timeout`, a container stop) or SIGHUP (the
     terminal or ssh session closed) killed the process where it stood: a read's decoded
@@ -43,10 +48,14 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread may set handlers (an embedding program's thread)
         return
+    forget_stops()
     handlers = {int(signal.SIGTERM): raise_terminated}
     hangup = hangup_to_handle()
     if hangup is not None:
         handlers[hangup] = raise_hung_up
+    interrupt = interrupt_to_handle()
+    if interrupt is not None:
+        handlers[interrupt] = raise_interrupted
     previous = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
     try:
         yield
@@ -104,7 +113,9 @@ class _Main(click.Group):
             # Ctrl-C raised inside a lock's own bookkeeping (a Condition's wait) surfaces
             # as "cannot release un-acquired lock", the interrupt as its context: still
             # the user's stop, not ridtrace failing (exit 4, and a hang on the threads).
-            stop = interrupt_behind(exc)
+            # And a stop a library turned into an error of its own: DuckDB's "Query
+            # interrupted" keeps no context (exit 4, with a traceback, for a SIGTERM).
+            stop = interrupt_behind(exc) or received_stop()
             if stop is None:
                 raise
             self._stopped(ctx, stop)

@@ -1,13 +1,16 @@
 """How a command stopped by a signal exits: the shell's 128 + the signal's number, so a
 CI job or `timeout` tells Ctrl-C (130) from SIGTERM (143) and neither from findings (1)."""
 
+import os
 import signal
+import threading
 from types import FrameType
 
 __all__ = [
     "EXIT_HUNG_UP", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "HungUp", "Terminated", "exit_code",
-    "hangup_to_handle", "interrupt_behind", "quit_to_handle", "raise_hung_up",
-    "raise_terminated",
+    "forget_stops", "hangup_to_handle", "interrupt_behind", "interrupt_to_handle",
+    "quit_to_handle", "raise_hung_up", "raise_interrupted", "raise_terminated",
+    "received_stop",
 ]
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT
@@ -23,9 +26,57 @@ class HungUp(Terminated):
     """SIGHUP (the terminal or ssh session closed), taken down the same path."""
 
 
+# The stop a signal asked for, raised or about to be: a library may turn the exception
+# into one of its own (DuckDB's "Query interrupted", no context kept), still the stop.
+_received: KeyboardInterrupt | None = None
+# Seconds after which a signal that arrived inside the import system is sent again.
+_REDELIVER_S = 0.01
+
+
+def _stop(stop: KeyboardInterrupt, signum: int, frame: FrameType | None) -> None:
+    global _received
+    _received = stop
+    if frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
+        # Raised inside the import system's lock bookkeeping (a module lock's weakref
+        # callback), the exception is lost and the import lock stays held: every later
+        # import, the reading threads', waited for ever, and so did the run. Sent again
+        # a moment later, it lands once the import system is out of it.
+        again = threading.Timer(_REDELIVER_S, os.kill, (os.getpid(), signum))
+        again.daemon = True
+        again.start()
+        return
+    raise stop
+
+
+def received_stop() -> KeyboardInterrupt | None:
+    """The stop a signal asked for since `forget_stops`, if any."""
+    return _received
+
+
+def forget_stops() -> None:
+    """A command starts: no stop received yet (commands run in one process one after
+    another, as tests and embedding programs do)."""
+    global _received
+    _received = None
+
+
 def raise_terminated(signum: int, frame: FrameType | None) -> None:
     """A SIGTERM handler: unwind as Ctrl-C does, remembering it was SIGTERM."""
-    raise Terminated
+    _stop(Terminated(), signum, frame)
+
+
+def raise_interrupted(signum: int, frame: FrameType | None) -> None:
+    """A SIGINT handler: Python's own (KeyboardInterrupt), but kept out of the import
+    system's bookkeeping, as `raise_terminated`."""
+    _stop(KeyboardInterrupt(), signum, frame)
+
+
+def interrupt_to_handle() -> int | None:
+    """SIGINT, unless it is ignored (a shell's background job), which it must stay, or
+    handled by another than Python's default (an embedding program's)."""
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return None
+    return int(signal.SIGINT)
 
 
 def hangup_to_handle() -> int | None:
@@ -49,7 +100,7 @@ def _unless_ignored(name: str) -> int | None:
 
 def raise_hung_up(signum: int, frame: FrameType | None) -> None:
     """A SIGHUP handler: unwind as Ctrl-C does, remembering it was SIGHUP."""
-    raise HungUp
+    _stop(HungUp(), signum, frame)
 
 
 def exit_code(stop: KeyboardInterrupt) -> int:
