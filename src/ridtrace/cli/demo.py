@@ -16,6 +16,7 @@ from typing import NoReturn
 
 import click
 
+from ridtrace.cli.path_options import NonEmptyPath
 from ridtrace.cli.propagators import require_propagators, require_sdk
 from ridtrace.cli.serve_options import BadConfiguration
 from ridtrace.cli.stop import HungUp, Terminated, exit_code, hangup_to_handle, interrupt_behind
@@ -42,7 +43,7 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 @click.command()
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", "out_dir", type=NonEmptyPath(file_okay=False, path_type=Path),
               default=Path("demo-out"), show_default=True, help="Where logs and reports go.")
 @click.option("--requests", "count", type=click.IntRange(12, 100_000), default=240,
               show_default=True, help="Calls per policy run.")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ridtrace.cli.path_options import NonEmptyPath
 from ridtrace.cli.propagators import require_propagators, require_sdk
 from ridtrace.cli.serve_options import (
     _LOG_FILE_HELP,
@@ -42,7 +43,7 @@ def serve() -> None:
 @_host_option
 @click.option("--worker", "workers", multiple=True, metavar="URL",
               help="Worker base URL (repeat; or RIDTRACE_FRONTEND_WORKERS, comma list).")
-@click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), required=True,
+@click.option("--log-file", type=NonEmptyPath(dir_okay=False, path_type=Path), required=True,
               help=_LOG_FILE_HELP)
 @click.option("--id-policy", type=_POLICY, default=None,
               help="'legacy' reproduces the pre-fix collisions: unsafe, for demos and tests "
@@ -134,7 +135,7 @@ def frontend_command(
 @serve.command("worker")
 @click.option("--port", type=_PORT, required=True, help="Port to listen on (0: any free one).")
 @_host_option
-@click.option("--log-file", type=click.Path(dir_okay=False, path_type=Path), required=True,
+@click.option("--log-file", type=NonEmptyPath(dir_okay=False, path_type=Path), required=True,
               help=_LOG_FILE_HELP)
 @click.option("--id-policy", type=_POLICY, default=None,
               help="'legacy' accepts duplicate in-flight ids (pre-fix; default safe).")
