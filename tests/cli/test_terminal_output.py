@@ -96,6 +96,26 @@ def test_columns_lays_out_trace_and_analyze_for_a_pipe_too(
         assert max(map(len, narrow.stdout.splitlines())) <= 60, narrow.stdout
 
 
+def test_columns_past_the_widest_or_below_the_narrowest_layout_are_held_to_it(
+    logs: tuple[Path, SynthTruth],
+) -> None:
+    # COLUMNS=10000000 made trace's bars that wide (42 s, 1.4 GB, 363 MB written);
+    # COLUMNS=1 cut analyze's summary into a character a line.
+    from click.testing import CliRunner
+
+    from ridtrace.cli.main import main
+
+    path, truth = logs
+    wide = CliRunner().invoke(main, ["trace", _collided(truth), str(path), "-q"],
+                              env={"COLUMNS": "10000000"})
+    assert 900 < max(map(len, wide.stdout.splitlines())) <= 1000
+    for args in (["trace", _collided(truth)], ["analyze"], ["audit"]):
+        narrow = CliRunner().invoke(main, [*args, str(path), "-q"], env={"COLUMNS": "1"})
+        assert 30 < max(map(len, narrow.stdout.splitlines())) <= 40, narrow.stdout
+    summary = CliRunner().invoke(main, ["analyze", str(path), "-q"], env={"COLUMNS": "1"})
+    assert "duplicate_in_flight" in summary.stdout  # a key whole on its line
+
+
 @pytest.mark.parametrize("by", ["header", "client", "route"])
 def test_audit_rows_read_whole_on_a_narrow_terminal(
     logs: tuple[Path, SynthTruth], by: str,
