@@ -19,7 +19,14 @@ import click
 from ridtrace.cli.path_options import NonEmptyPath
 from ridtrace.cli.propagators import require_propagators, require_sdk
 from ridtrace.cli.serve_options import BadConfiguration
-from ridtrace.cli.stop import HungUp, Terminated, exit_code, hangup_to_handle, interrupt_behind
+from ridtrace.cli.stop import (
+    HungUp,
+    Terminated,
+    exit_code,
+    hangup_to_handle,
+    interrupt_behind,
+    unwind,
+)
 
 __all__ = ["demo"]
 
@@ -37,9 +44,9 @@ def _quiet_after_a_stop() -> None:
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     # SIGINT, SIGTERM and SIGHUP take one path, so every child process is stopped.
     _quiet_after_a_stop()
-    if signum == getattr(signal, "SIGHUP", None):
-        raise HungUp
-    raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+    stop = (HungUp() if signum == getattr(signal, "SIGHUP", None)
+            else Terminated() if signum == signal.SIGTERM else KeyboardInterrupt())
+    unwind(stop, signum, frame)
 
 
 @click.command()

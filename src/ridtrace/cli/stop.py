@@ -10,7 +10,7 @@ __all__ = [
     "EXIT_HUNG_UP", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "HungUp", "Terminated", "exit_code",
     "forget_stops", "hangup_to_handle", "interrupt_behind", "interrupt_to_handle",
     "quit_to_handle", "raise_hung_up", "raise_interrupted", "raise_terminated",
-    "received_stop",
+    "received_stop", "unwind",
 ]
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT
@@ -33,7 +33,9 @@ _received: KeyboardInterrupt | None = None
 _REDELIVER_S = 0.01
 
 
-def _stop(stop: KeyboardInterrupt, signum: int, frame: FrameType | None) -> None:
+def unwind(stop: KeyboardInterrupt, signum: int, frame: FrameType | None) -> None:
+    """Raise `stop` from signal `signum`'s handler, where `frame` was interrupted; or,
+    inside the import system, send the signal again a moment later."""
     global _received
     _received = stop
     if frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
@@ -62,13 +64,13 @@ def forget_stops() -> None:
 
 def raise_terminated(signum: int, frame: FrameType | None) -> None:
     """A SIGTERM handler: unwind as Ctrl-C does, remembering it was SIGTERM."""
-    _stop(Terminated(), signum, frame)
+    unwind(Terminated(), signum, frame)
 
 
 def raise_interrupted(signum: int, frame: FrameType | None) -> None:
     """A SIGINT handler: Python's own (KeyboardInterrupt), but kept out of the import
     system's bookkeeping, as `raise_terminated`."""
-    _stop(KeyboardInterrupt(), signum, frame)
+    unwind(KeyboardInterrupt(), signum, frame)
 
 
 def interrupt_to_handle() -> int | None:
@@ -100,7 +102,7 @@ def _unless_ignored(name: str) -> int | None:
 
 def raise_hung_up(signum: int, frame: FrameType | None) -> None:
     """A SIGHUP handler: unwind as Ctrl-C does, remembering it was SIGHUP."""
-    _stop(HungUp(), signum, frame)
+    unwind(HungUp(), signum, frame)
 
 
 def exit_code(stop: KeyboardInterrupt) -> int:
