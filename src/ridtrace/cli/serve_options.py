@@ -125,7 +125,15 @@ def log_sink(log_file: Path) -> Path | BinaryIO:
     """Where `--log-file` sends the lines: ``-`` is standard output, as to every ``-o``,
     and where a container's service logs (its runtime's files are made from it). It was
     a file named "-" in the working directory, and the container's log stayed empty."""
-    return sys.stdout.buffer if str(log_file) == "-" else log_file
+    if str(log_file) != "-":
+        return log_file
+    # Unbuffered, on the descriptor: a write the stream refuses (a full disk, a reader
+    # gone) is lost then and said, not left in a buffer that failed again at exit (the
+    # exit status was 120); a line torn by it is ended alone, as in a file.
+    try:
+        return open(sys.stdout.fileno(), "wb", buffering=0, closefd=False)
+    except (AttributeError, OSError, ValueError):  # no descriptor (an embedding program's)
+        return sys.stdout.buffer
 
 
 def log_place(log_file: Path) -> str:

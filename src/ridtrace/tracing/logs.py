@@ -169,14 +169,17 @@ def _stream_of(sink: object) -> IO[bytes]:
     return cast("IO[bytes]", sink)
 
 
-_STANDARD_STREAMS = {"<stdout>": "standard output", "<stderr>": "standard error"}
+_STANDARD_STREAMS = {"<stdout>": "standard output", "<stderr>": "standard error",
+                     1: "standard output", 2: "standard error"}  # a file opened on fd 1, 2
 
 
 def _place_of(stream: object) -> str:
     """A stream as the line about a write it refused names it."""
     name = getattr(stream, "name", None)
+    if isinstance(name, (str, int)) and name in _STANDARD_STREAMS:
+        return _STANDARD_STREAMS[name]
     if isinstance(name, str) and name:
-        return _STANDARD_STREAMS.get(name, f"log file {name}")
+        return f"log file {name}"
     return f"the log stream ({type(stream).__name__})"
 
 
@@ -227,6 +230,11 @@ def configure_logging(
     else:
         stream, target = _stream_of(sink), sink
         place = _place_of(sink)
+        # An unbuffered file (standard output opened by descriptor, ``serve --log-file
+        # -``) is written as the sink's own file is: a short write's rest retried, a line
+        # torn by a full disk ended alone. Through a buffered writer a refused write
+        # stayed in its buffer, flushed again at exit: the exit status was 120.
+        raw = isinstance(stream, io.RawIOBase)
     if isinstance(level, str):
         level = _loguru_level(level)
     levelno = level if isinstance(level, int) else logger.level(level).no

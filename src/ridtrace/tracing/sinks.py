@@ -235,7 +235,8 @@ class JsonLinesSink:
             self.drain()
         with self._lock:
             self._stopped = True
-            if self._raw:  # only the files configure_logging opened; streams are the caller's
+            # Only the files configure_logging opened (by path); streams are the caller's.
+            if self._raw and isinstance(self.target, str):
                 self._stream.close()
 
     def _forget_pending(self) -> None:

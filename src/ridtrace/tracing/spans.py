@@ -157,10 +157,20 @@ def console_stream() -> TextIO:
     unless `configure_logging` writes its JSON lines there (``ridtrace serve --log-file
     -``); then standard error. Their indented JSON among the lines made most of a
     container's log lines that are no log line."""
-    streams = (sys.stdout, getattr(sys.stdout, "buffer", None))
-    if any(sink.target in streams for sink in event_sinks()):
+    if any(_is_standard_output(sink.target) for sink in event_sinks()):
         return sys.stderr
     return sys.stdout
+
+
+def _is_standard_output(target: object) -> bool:
+    """`target` is stdout, its buffer, or a file of its own on stdout's descriptor (as
+    ``serve --log-file -`` opens it, unbuffered)."""
+    if target is sys.stdout or target is getattr(sys.stdout, "buffer", None):
+        return True
+    try:
+        return bool(target.fileno() == sys.stdout.fileno())  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):  # no descriptor, or a closed one
+        return False
 
 
 def sdk_disabled(env: Mapping[str, str]) -> bool:
