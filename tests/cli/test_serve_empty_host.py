@@ -17,19 +17,46 @@ from ridtrace.cli import serve as serve_module
 from ridtrace.cli.main import main
 
 
+@pytest.fixture
+def bound(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The addresses `serve` would have listened on. Stand-ins for what would start
+    serving, so that without a check a test fails on its assertion rather than
+    listening on every interface."""
+    hosts: list[str] = []
+    monkeypatch.setattr(serve_module, "setup_telemetry", lambda *args: None)
+    monkeypatch.setattr(serve_module, "check_open_file_limit", lambda *args: None)
+    monkeypatch.setattr(serve_module, "run_server", lambda app, host, *a, **k: hosts.append(host))
+    return hosts
+
+
 @pytest.mark.parametrize("host", ["", " "])
 @pytest.mark.parametrize("side", [["frontend", "--worker", "http://127.0.0.1:9"], ["worker"]])
 def test_an_empty_bind_address_is_refused_not_every_interface(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str, side: list[str]
+    tmp_path: Path, bound: list[str], host: str, side: list[str]
 ) -> None:
-    bound: list[str] = []
-    # Stand-ins for what would start serving, so that without the check the test fails
-    # on its assertion rather than listening on every interface.
-    monkeypatch.setattr(serve_module, "setup_telemetry", lambda *args: None)
-    monkeypatch.setattr(serve_module, "check_open_file_limit", lambda *args: None)
-    monkeypatch.setattr(serve_module, "run_server", lambda app, host, *a, **k: bound.append(host))
     result = CliRunner().invoke(main, ["serve", *side, "--host", host, "--port", "1",
                                        "--log-file", str(tmp_path / "x.jsonl")])
     assert bound == []
     assert result.exit_code == 2, result.output
     assert "--host" in result.output and "0.0.0.0" in result.output, result.output
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:8000", "http://127.0.0.1:8000", "localhost:8101"])
+def test_a_host_with_a_port_or_scheme_is_bad_usage(
+    tmp_path: Path, bound: list[str], host: str
+) -> None:
+    # Pasted from a URL, it went to the resolver whole: exit 3, "could not start
+    # (address in use, or the app failed at startup)", and a log line naming no option.
+    result = CliRunner().invoke(main, ["serve", "worker", "--host", host, "--port", "1",
+                                       "--log-file", str(tmp_path / "x.jsonl")])
+    assert (result.exit_code, bound) == (2, []), result.output
+    assert "a port goes in --port" in result.output
+
+
+@pytest.mark.parametrize(("host", "bound_as"), [("::1", "::1"), ("[::1]", "::1"), ("::", "::")])
+def test_an_ipv6_address_is_still_taken(
+    tmp_path: Path, bound: list[str], host: str, bound_as: str
+) -> None:
+    result = CliRunner().invoke(main, ["serve", "worker", "--host", host, "--port", "1",
+                                       "--log-file", str(tmp_path / "x.jsonl")])
+    assert (result.exit_code, bound) == (0, [bound_as]), result.output

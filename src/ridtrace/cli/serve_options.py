@@ -53,6 +53,13 @@ def _bind_host(ctx: click.Context, param: click.Parameter, value: str) -> str:
     # --host, the brackets went to the resolver as part of the name and the server did
     # not start ("address in use, or the app failed at startup").
     if not (value.startswith("[") and value.endswith("]")):
+        if ":" in value:  # a URL or host:port pasted in; only an IPv6 address has colons
+            try:
+                return str(ipaddress.IPv6Address(value))
+            except ValueError:
+                raise click.BadParameter(
+                    f"{value!r}: an address or host name only (a port goes in --port, "
+                    "no scheme)") from None
         return value
     try:
         return str(ipaddress.IPv6Address(value[1:-1]))
