@@ -139,6 +139,8 @@ def test_an_unwritable_log_file_is_a_usage_error(tmp_path: Path) -> None:
     done = _serve_worker(tmp_path / "a-file" / "w.jsonl")
     assert done.returncode == 2 and "--log-file" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+    # Not "File exists", which the directories' making says.
+    assert "a parent is not a directory" in done.stderr, done.stderr
 
 
 def test_an_unknown_log_level_is_a_usage_error(tmp_path: Path) -> None:

@@ -44,7 +44,11 @@ def setup_telemetry(log_file: Path, service: str, level: str) -> None:
     try:
         configure_logging(log_sink(log_file), service=service, level=level)
     except OSError as exc:
-        raise click.BadParameter(f"cannot write {log_file}: {exc.strerror or exc}",
+        # A file where a parent directory should be: making the directories says "File
+        # exists", which names neither the file nor the trouble.
+        reason = ("a parent is not a directory" if isinstance(exc, FileExistsError)
+                  else exc.strerror or exc)
+        raise click.BadParameter(f"cannot write {log_file}: {reason}",
                                  param_hint="--log-file") from None
     except ValueError:
         raise click.BadParameter(
