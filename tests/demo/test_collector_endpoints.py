@@ -167,6 +167,23 @@ def test_a_web_page_named_as_the_collector_is_said_not_called_exported(
     assert os.environ["OTEL_TRACES_EXPORTER"] == "none"
 
 
+def test_a_web_page_named_with_credentials_is_said_not_called_exported(
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The probe handed `user:token@host` to urllib, which took it all for the host name:
+    # no answer, so every check kept the endpoint, the exports all failed, and the demo
+    # said "spans were exported to http://***@…".
+    with web_page_server() as page:
+        clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", page.replace("://", "://user:s3cret@"))
+        assert _traces_endpoint() is None
+    said = capsys.readouterr().err
+    shown = page.replace("://", "://***@")
+    for signal_name in ("metrics", "traces"):
+        assert (f"ridtrace demo: {shown}/v1/{signal_name} answers with an HTML page, it is "
+                "not an OTLP receiver") in said, said
+    assert "s3cret" not in said
+
+
 def test_a_redirect_an_export_cannot_follow_is_said_not_called_exported(
     clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

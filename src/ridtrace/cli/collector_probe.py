@@ -4,6 +4,7 @@ the URL the variables give, and is an OTLP receiver at all (no web page)."""
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import os
@@ -136,8 +137,10 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 
 def empty_export(endpoint: str) -> ExportAnswer | None:
     """What an endpoint answers an empty export with; None when it gives no HTTP answer."""
-    request = urllib.request.Request(endpoint, data=b"", method="POST",
-                                     headers={"content-type": "application/x-protobuf"})
+    url, auth = _without_userinfo(endpoint)
+    request = urllib.request.Request(url, data=b"", method="POST",
+                                     headers={"content-type": "application/x-protobuf",
+                                              **auth})
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirects())
     try:
         with opener.open(request, timeout=2.0) as answer:
@@ -157,6 +160,20 @@ def empty_export(endpoint: str) -> ExportAnswer | None:
         return ExportAnswer(endpoint, 0, "", "", not_http=True)
     except (OSError, ValueError):
         return None
+
+
+def _without_userinfo(endpoint: str) -> tuple[str, dict[str, str]]:
+    """`endpoint` without its ``user:password@``, and the Basic authorization it stands
+    for, as the exporter (requests) sends it. urllib took ``user:token@host`` for the
+    host name: no answer, and an endpoint answering every export 404 was left in use."""
+    parts = urllib.parse.urlsplit(endpoint)
+    if "@" not in parts.netloc:
+        return endpoint, {}
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    pair = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
+    token = base64.b64encode(pair.encode("latin-1", "replace")).decode("ascii")
+    return parts._replace(netloc=host).geturl(), {"authorization": f"Basic {token}"}
 
 
 _GRPC_EXPORT = {
