@@ -26,17 +26,21 @@ def test_mount_example(stack: Stack, monkeypatch: Any) -> None:
     exec(compile(block.group(1), str(DOC), "exec"), namespace)
     app = namespace["app"]
 
-    async def main() -> tuple[httpx.Response, httpx.Response]:
+    async def main() -> tuple[httpx.Response, httpx.Response, httpx.Response]:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
             home = await client.get("/")
             reply = await client.post(
                 "/inference/v1/generate", json={"prompt": "mounted", "request_id": "doc-1"}
             )
+            counted = await client.post("/v1/messages/count_tokens", json={
+                "model": "echo", "messages": [{"role": "user", "content": "hi"}]})
         await namespace["frontend"].aclose()
-        return home, reply
+        return home, reply, counted
 
-    home, reply = asyncio.run(main())
+    home, reply, counted = asyncio.run(main())
+    # The Anthropic SDK's request id: `request-id`, the server's (it was missing).
+    assert counted.headers["request-id"] == counted.headers["x-server-request-id"]
     assert home.json() == {"hello": "your own routes keep working"}
     assert reply.status_code == 200
     assert reply.json()["request_id"] == "doc-1" and "mounted" in reply.json()["text"]
