@@ -142,6 +142,23 @@ def test_a_connection_is_not_handed_out_again_when_it_may_be_closing(why: str) -
     asyncio.run(main())
 
 
+def test_an_idle_connection_is_closed_when_it_expires_without_more_traffic() -> None:
+    # Expired connections were closed only when the next answer from that worker came
+    # back: after a burst, one socket per request of it stayed open on both sides until
+    # the worker closed them (15 s), or for ever when it never did or got no more work.
+    async def main() -> None:
+        server = ScriptedServer(_answer(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"))
+        async with server as url:
+            pool = ConnectionPool(limit=4, connect_timeout=2, keep_alive=0.2)
+            assert await _get(pool, url) == (200, b"ok")
+            assert pool.idle_connections() == 1
+            await asyncio.wait_for(server.closed_by_peer.wait(), 10)
+            assert pool.idle_connections() == 0
+            await pool.aclose()
+
+    asyncio.run(main())
+
+
 def test_an_answer_left_unread_drops_its_connection() -> None:
     async def main() -> None:
         async def endless(writer: asyncio.StreamWriter) -> bool:

@@ -73,6 +73,8 @@ class ConnectionPool:
         self._slots = asyncio.Semaphore(limit)
         self._origins: dict[str, _Origin] = {}
         self._idle: dict[_Origin, deque[_Connection]] = {}
+        # Per worker, the timer that closes its idle connections once they expire.
+        self._sweeps: dict[_Origin, asyncio.TimerHandle] = {}
         self.opened = 0
         """Connections opened so far (for tests and the debug endpoint)."""
 
@@ -178,9 +180,22 @@ class ConnectionPool:
         conn.idle_since = now
         idle = self._idle.setdefault(conn.origin, deque())
         idle.append(conn)
-        # The oldest idle ones expire here, so a burst's connections do not linger.
+        self._expire(conn.origin, now)
+
+    def _expire(self, origin: _Origin, now: float) -> None:
+        """Close `origin`'s expired idle connections, and time the next expiry: with no
+        more traffic to that worker (a burst over, the worker marked down), a burst's
+        connections stayed open until the worker closed them, or for ever."""
+        idle = self._idle.get(origin)
         while idle and (idle[0].lost or now - idle[0].idle_since >= self.keep_alive):
             idle.popleft().drop()
+        if idle and origin not in self._sweeps:
+            self._sweeps[origin] = asyncio.get_running_loop().call_later(
+                idle[0].idle_since + self.keep_alive - now, self._sweep, origin)
+
+    def _sweep(self, origin: _Origin) -> None:
+        del self._sweeps[origin]
+        self._expire(origin, time.monotonic())
 
     def idle_connections(self) -> int:
         """Connections waiting in the pool."""
@@ -188,6 +203,9 @@ class ConnectionPool:
 
     async def aclose(self) -> None:
         """Close every idle connection (those in use close with their answers)."""
+        for sweep in self._sweeps.values():
+            sweep.cancel()
+        self._sweeps.clear()
         for idle in self._idle.values():
             while idle:
                 idle.pop().drop()
