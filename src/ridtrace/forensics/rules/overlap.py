@@ -47,10 +47,9 @@ def caller_of(requests: pd.DataFrame) -> pd.Series:
     )
     up = ((side == WORKER) | nested) & pc.is_valid(parent).to_numpy(zero_copy_only=False)
     caller = pc.if_else(pa.array(up), parent, span)
-    # A span working for a span that works for another works for that one's caller
-    # (`SpanColumns.caller`).
-    # Climbed by pointer jumping, as `SpanColumns.caller`: `top` is where each worker
-    # span's climb has reached, and each round moves it on by another's whole climb.
+    # A span working for a span that works for another works for that one's caller,
+    # climbed by pointer jumping as `SpanColumns.caller` climbs: `top` is where each
+    # worker span's climb has reached, and each round moves it on by another's climb.
     mask = pa.array(up)
     ups, top = span.filter(mask), caller.filter(mask)
     for _ in range(CALLER_JUMP_ROUNDS):
