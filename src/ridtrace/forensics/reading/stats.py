@@ -71,6 +71,11 @@ class ReadStats:
         self.bad_lines += more_bad
         self.bad_by_file[file] = self.bad_by_file.get(file, 0) + more_bad
 
+    def bad_unsampled(self, file: str, count: int) -> None:
+        """Count `count` bad lines of `file` that were not judged one by one."""
+        self.bad_lines += count
+        self.bad_by_file[file] = self.bad_by_file.get(file, 0) + count
+
     def bad(self, file: str, line: int, reason: str) -> None:
         """Count a bad line and keep it as a sample while there is room."""
         self.bad_lines += 1

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ridtrace.forensics.reading import lean
 from ridtrace.forensics.reading.crash_holes import CRASH_HOLE, crash_hole
 from ridtrace.forensics.reading.judge import (
     JOURNAL_DROPPED,
@@ -105,6 +106,21 @@ def suspect_lines(rows: pa.Table) -> tuple[np.ndarray, ...]:
     bits = packed % SUSPECT_PACK
     return (packed // SUSPECT_PACK, (bits & SUSPECT_EMPTY) != 0, (bits & SUSPECT_TIMED) != 0,
             (bits & SUSPECT_UNTIMED) != 0)
+
+def count_unjudged(rows: pa.Table, stats: ReadStats, name: str) -> None:
+    """The suspect lines the lean pass left unlisted (past `lean.SUSPECTS_JUDGED` in one
+    file), counted as bad lines, and the file named: records among them are not read."""
+    if "_suspects" not in rows.column_names:
+        return
+    listed = pc.sum(pc.list_value_length(rows["_suspects"])).as_py() or 0
+    unjudged = (pc.sum(rows["lines"]).as_py() or 0) - listed
+    if unjudged > 0:
+        stats.bad_unsampled(name, unjudged)
+        stats.unreadable_files.append(FileNote(name, (
+            f"{unjudged} more lines that are no log record were not judged, past the first "
+            f"{lean.SUSPECTS_JUDGED:,} of this file: counted as bad lines; a record among "
+            "them (valid JSON DuckDB could not read), if any, was not read")))
+
 
 Judge = Callable[..., tuple[list[dict[str, Any]], list[tuple[int, str]]]]
 

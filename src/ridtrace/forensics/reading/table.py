@@ -29,7 +29,12 @@ from ridtrace.forensics.reading.span_sql import spans_select
 from ridtrace.forensics.reading.sql import normalized_select
 from ridtrace.forensics.reading.staging import release
 from ridtrace.forensics.reading.stats import ReadStats
-from ridtrace.forensics.reading.suspects import judge_in_slices, judge_suspects, suspect_lines
+from ridtrace.forensics.reading.suspects import (
+    count_unjudged,
+    judge_in_slices,
+    judge_suspects,
+    suspect_lines,
+)
 from ridtrace.forensics.reading.unkeyed import (
     UNKEYED_KINDS,
     unkeyed_events_notes,
@@ -190,8 +195,9 @@ class LogTable:
         bad = kind == SUSPECT
         rescued: list[dict[str, Any]] = []
         if bad.any():
-            rescued = judge_in_slices(suspect_lines(take_rows(got, order[bad])),
-                                      self._judge, self._count_bad)
+            suspects = take_rows(got, order[bad])
+            rescued = judge_in_slices(suspect_lines(suspects), self._judge, self._count_bad)
+            count_unjudged(suspects, self.stats, self.name)
         self._count_bad([])
         if rescued:  # rare: rebuild from ordered events, the rescued rows in their place
             events = self._events_with(rescued)
