@@ -134,8 +134,11 @@ class FileNotes:
             # read lists it. A small zstd rotation was looked at again every poll, never
             # read nor named, and the summary said complete.
             return True
-        if not head and decoded.compression is not None and decoded.tear is None:
+        if not head and decoded.compression is not None:
             # Whole, and nothing but NULs: read, a bad line as the batch read counts it.
+            # Or torn (cut, or corrupt) before its first line: read, its tear is said
+            # when the follow stops, as the batch read says it. Looked at again every
+            # poll, a small one was never read nor named, and the summary said complete.
             return True
         if is_zip_of_logs(head) or (is_tar(head) and ignore_reason(
                 path.name, head, whole=len(head) < SNIFF_BYTES) is None):
