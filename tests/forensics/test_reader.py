@@ -13,6 +13,7 @@ import pytest
 
 from ridtrace.forensics.reading.events import load_events
 from ridtrace.forensics.reading.inputs import ForensicsInputError
+from ridtrace.forensics.reading.judge import NESTED_FILE
 from tests.forensics.helpers import rt, rt_request
 
 SAMPLE = Path("/work/shared/samples/dynamo-jsonl-sample.jsonl")
@@ -145,6 +146,9 @@ def test_json_nested_beyond_the_parsers_limit_is_a_bad_line_not_a_crash(tmp_path
     assert logs.stats.lines == 4 and logs.stats.bad_lines == 2
     assert list(logs.events["line"]) == [1, 4]
     assert _reasons(logs) == {2: "JSON nested too deeply", 3: "JSON nested too deeply"}
+    # Valid JSON not read: a record in it (an Unlinked error, DuckDB refusing the line for
+    # a lone surrogate) was one bad line under the 1 %, and "No findings", exit 0.
+    assert [note.reason for note in logs.stats.unreadable_files] == [NESTED_FILE]
 
 
 def test_numeric_and_string_ids_mix(tmp_path: Path) -> None:

@@ -142,6 +142,11 @@ TRUNCATED_JSON = "truncated JSON"
 # split left unjoined, journald's 48 KiB), not a crash's torn last line: every record as
 # long is lost the same way, and those are the ones with an error's details.
 LIMIT_CUT_BYTES = 4096
+NESTED_TOO_DEEPLY = "JSON nested too deeply"
+NESTED_FILE = (
+    "a line of JSON nested deeper than the parser follows (see its bad lines): valid JSON, "
+    "and a record in it, if any, was not read"
+)
 LIMIT_CUT_FILE = (
     f"a record of {LIMIT_CUT_BYTES // 1024} KiB or more cut short (see its bad lines): a line "
     "limit (a syslog daemon's, a shipper's) loses every record as long"
@@ -198,7 +203,7 @@ def judge_line(text: bytes, fields: Sequence[str]) -> dict[str, Any] | str:
     except RecursionError:
         # RFC 8259 lets a parser limit nesting; the standard library's is the
         # interpreter's recursion limit (about a thousand levels), DuckDB's lower still.
-        return "JSON nested too deeply"
+        return NESTED_TOO_DEEPLY
     return _row(obj, fields)
 
 

@@ -23,6 +23,8 @@ from ridtrace.forensics.reading.judge import (
     JOURNAL_LEFT_OUT_FILE,
     LIMIT_CUT_BYTES,
     LIMIT_CUT_FILE,
+    NESTED_FILE,
+    NESTED_TOO_DEEPLY,
     PAGE_ONLY,
     PAGE_ONLY_FILE,
     TRUNCATED_JSON,
@@ -54,7 +56,7 @@ def judge_suspects(
     inside = records_inside(lines[~whole].tolist(), fetch)
     rescued: list[dict[str, Any]] = []
     bad: list[tuple[int, str]] = []
-    holed = left_out = dropped = cr_separated = cut = False
+    holed = left_out = dropped = cr_separated = cut = deep = False
     for i, line in enumerate(lines.tolist()):
         if not whole[i] and line not in inside:
             bad.append((line, "missing time" if untimed[i] else "unknown format"))
@@ -80,6 +82,11 @@ def judge_suspects(
         if reason == TRUNCATED_JSON and len(text) >= LIMIT_CUT_BYTES and not cut:
             cut = True  # records are lost, however few the bad lines
             stats.unreadable_files.append(FileNote(name, LIMIT_CUT_FILE))
+        if reason == NESTED_TOO_DEEPLY and not deep:
+            # Valid JSON the parser gives up on (DuckDB refused it for a lone surrogate,
+            # say): an Unlinked error in it was one bad line under the 1 %, exit 0.
+            deep = True
+            stats.unreadable_files.append(FileNote(name, NESTED_FILE))
         if not holed and crash_hole(text, first_line=first_line):
             holed = True  # lines of this log are gone, however few bad lines
             # No line number: a Dask block numbers its lines from 1.
