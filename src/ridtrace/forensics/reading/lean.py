@@ -165,7 +165,10 @@ SUSPECT_PACK = 128
 # the first ones: a list of every one held ~70 B a line, and a 10 KB gzip of "1" lines
 # (5M lines) took 560 MB, a 4 GiB one of text 12 GB. The rest are counted as bad lines
 # unjudged (`suspects.count_unjudged`), the file named incomplete. DuckDB's `min(x, n)`
-# keeps the n smallest in a bounded heap (n below 1,000,000).
+# keeps the n smallest in a bounded heap (n below 1,000,000), which takes room for n
+# in each group it is given one: a batch of small files (`small_files`, 64 of them,
+# 16 MiB in all, bounded as it is) lists its files' suspects whole, where a heap per
+# file took 500 MB more.
 SUSPECTS_JUDGED = 500_000
 SUSPECT_EMPTY, SUSPECT_TIMED, SUSPECT_UNTIMED = _EMPTY_BIT, _TIMED_BIT, _UNTIMED_BIT
 
@@ -199,6 +202,8 @@ def lean_spans_sql(source: str, *, by_file: bool = False) -> str:
     source is several files (its ``_file`` column), each grouped apart and said by ``_file``.
     """
     file = ", _file" if by_file else ""
+    packed = f"rn * {SUSPECT_PACK} + _bits"
+    suspects = f"list({packed})" if by_file else f"min({packed}, {SUSPECTS_JUDGED})"
     display = ", ".join(f"NULL::VARCHAR AS {c}" for c in DISPLAY_FIELDS)
     # First non-null by line: arg_min skips the lines where the value is null.
     first = ", ".join(
@@ -224,8 +229,7 @@ SELECT CASE WHEN _row IS NOT NULL THEN {SUSPECT} WHEN _span IS NOT NULL THEN {SP
     {_has(_WORKER_END_BIT)} AS worker_end, {_has(_STARTED_BIT)} AS started,
     {_has(_EMPTY_BIT)} AS _empty, {_has(_TIMED_BIT)} AS _timed,
     {_has(_UNTIMED_BIT)} AS _untimed, count(*) FILTER (WHERE _in_window) AS _window,
-    min(rn * {SUSPECT_PACK} + _bits, {SUSPECTS_JUDGED}) FILTER (WHERE _row IS NOT NULL)
-        AS _suspects{file}
+    {suspects} FILTER (WHERE _row IS NOT NULL) AS _suspects{file}
 FROM (
     SELECT *, {_BITS} AS _bits,
         CASE WHEN deprecated IS NOT NULL THEN rn + CASE WHEN _listed THEN 0
