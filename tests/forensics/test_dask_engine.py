@@ -406,3 +406,18 @@ def test_a_newest_first_log_cut_into_blocks_ends_each_request_in_time(
     held = [(f["kind"], f["request_id"]) for f in want["findings"]]
     assert held == [("duplicate_in_flight", "7")]
     assert got == want
+
+
+def test_a_generate_span_logged_without_its_parent_is_nested_as_locally(
+    client: Any, tmp_path: Path
+) -> None:
+    """Blocks of two lines: the ``generate`` span and its ``http-request`` span are read
+    by different blocks, and nested only once combined (`finished.nest_inner_spans`)."""
+    from tests.forensics.test_unparented_generate import _request
+
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(_request("b6" * 16, "a1" * 8, "5c" * 8, 1)) + "\n")
+    want = report_json(analyze_read(read_partials(expand_inputs([str(log)]))))
+    got = report_json(analyze_dask(client, [str(log)], block_bytes=300))
+    assert got == want
+    assert [f["kind"] for f in got["findings"]] == ["unlinked"]

@@ -95,12 +95,14 @@ class LiveRules:
         rows = zip(*(batch.columns[c] for c in COLUMNS), flags, strict=True)
         for (trace, span_id, file, first_line, last_line, t0, t1, rid, xrid, parent, fp_in,
              fp_out, outcome, worker, closing, request_end, worker_end, first_time,
-             started, flag) in rows:
+             started, inner, flag) in rows:
             first_time = t0 if first_time is None else first_time
             key = (trace, span_id)
             span = get(key)
             late_work = False
             if span is None:
+                if inner and parent is None and not worker and trace is not None:
+                    parent = state.inner_parent(trace)
                 span = Span(trace, span_id, file, first_line, last_line, t0, t1 if t1 > t0 else t0,
                             parent, WORKER if worker else None, xrid, fp_in, fp_out, outcome)
                 span.first_time = first_time
@@ -125,6 +127,8 @@ class LiveRules:
                     up.open_children += 1
                 else:
                     new_callers += state.park(trace, span)
+                if not worker and not inner and trace is not None:
+                    state.host_seen(trace, span_id)
                 if orphans and key in orphans:  # read after spans that work for it
                     new_callers -= state.adopt(key, span)
                 if orphans and trace is not None and (None, span_id) in orphans:

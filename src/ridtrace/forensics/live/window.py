@@ -15,6 +15,10 @@ from ridtrace.forensics.live.eviction import evict_outside
 from ridtrace.forensics.live.regroup import regroup
 from ridtrace.forensics.live.spans import Cluster, Span, SpanKey, held_beside
 
+# The parent an inner span logged without one names until its trace's host is read
+# (`WindowState.inner_parent`): no logged span id is spelt so.
+AWAITED_HOST = "\x00host"
+
 
 @dataclass
 class WindowState:
@@ -57,6 +61,10 @@ class WindowState:
     # span id → the traces of the frontend spans in the window with that id: a worker
     # span logged without a trace id names its caller by span id alone.
     front_span_traces: dict[str, dict[str | None, int]] = field(default_factory=dict)
+    # trace_id → the span id of its first frontend span in the window that Dynamo
+    # does not open inside another (`contract.DYNAMO_INNER_SPANS`): the parent of
+    # such an inner span logged without one (`inner_parent`).
+    hosts: dict[str, str] = field(default_factory=dict)
     # Judgements the files read so far cannot settle yet: tried again every batch.
     pending_clusters: list[Cluster] = field(default_factory=list)
     pending_fronts: list[Span] = field(default_factory=list)
@@ -64,11 +72,31 @@ class WindowState:
     def front_seen(self, key: SpanKey, count: int) -> None:
         """Count (`count` 1) or forget (-1) the frontend span `key` (trace, span id)."""
         trace, span_id = key
+        if count < 0 and trace is not None and self.hosts.get(trace) == span_id:
+            del self.hosts[trace]
         _count(self.front_traces, trace, count)
         traces = self.front_span_traces.setdefault(span_id, {})
         _count(traces, trace, count)
         if not traces:
             del self.front_span_traces[span_id]
+
+    def inner_parent(self, trace: str) -> str:
+        """The parent of an inner span of `trace` logged without one (Dynamo's
+        ``generate`` inside ``http-request``, `records.finished.nest_inner_spans`): the
+        trace's host span when read, else `AWAITED_HOST`, under which `park` holds it
+        until `host_seen` names its parent."""
+        return self.hosts.get(trace, AWAITED_HOST)
+
+    def host_seen(self, trace: str, span_id: str) -> None:
+        """A frontend span of `trace` that no other holds: the trace's host, if it is
+        its first; inner spans read before it are its children from now."""
+        if self.hosts.setdefault(trace, span_id) != span_id:
+            return
+        kids = self.orphans.pop((trace, AWAITED_HOST), None)
+        if kids:
+            for kid in kids:
+                kid.parent = span_id
+            self.orphans.setdefault((trace, span_id), []).extend(kids)
 
     def caller_named(self, parent: str) -> SpanKey | None:
         """The frontend span a span logged without a trace id names as `parent`: the one
@@ -259,6 +287,7 @@ class WindowState:
         self.orphans.clear()
         self.front_traces.clear()
         self.front_span_traces.clear()
+        self.hosts.clear()
         self.pending_clusters = []
         self.pending_fronts = []
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ridtrace.contract import (
     DEPRECATED_HEADER,
+    DYNAMO_INNER_SPANS,
     FOREIGN_CHUNK,
     FRONTEND,
     REQUEST_END,
@@ -105,7 +106,9 @@ def span_aggregates() -> str:
     bool_or(event IN {literal_list(CLOSING_EVENTS)}) IS TRUE AS closing,
     bool_or(event = {literal(REQUEST_END)}) IS TRUE AS request_end,
     bool_or(event = {literal(WORKER_END)}) IS TRUE AS worker_end,
-    bool_or({opened}) IS TRUE AS started"""
+    bool_or({opened}) IS TRUE AS started,
+    bool_or(format IS DISTINCT FROM 'ridtrace'
+            AND span_name IN {literal_list(DYNAMO_INNER_SPANS)}) IS TRUE AS inner"""
 
 
 def spans_select(events: str, *, by_file: bool = False) -> str:
