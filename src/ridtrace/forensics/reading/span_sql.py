@@ -25,10 +25,22 @@ from ridtrace.contract import (
 )
 from ridtrace.forensics.reading.deprecated_sql import header_bits, with_every_header
 from ridtrace.forensics.reading.hex_ids import hex_id
-from ridtrace.forensics.reading.sql import CLOSING_EVENTS, literal, literal_list, started
+from ridtrace.forensics.reading.sql import (
+    CLOSING_EVENTS,
+    DISPATCH_EVENTS,
+    literal,
+    literal_list,
+    started,
+)
 
 
 def _first(col: str) -> str:
+    if col == "error":
+        # A dispatch line's error is an attempt's (a worker refused or down, then another
+        # served): taken first, a request served on its retry had that error, and a
+        # failed one the first attempt's, not its request.end's.
+        return (f"arg_min(error, rn) FILTER (WHERE error IS NOT NULL "
+                f"AND coalesce(event NOT IN {DISPATCH_EVENTS}, TRUE)) AS error")
     return f"arg_min({col}, rn) FILTER (WHERE {col} IS NOT NULL) AS {col}"
 
 

@@ -191,7 +191,7 @@ def started(is_ridtrace: str) -> str:
 # A dispatch line names a worker tried, not the one that served: a span took the first
 # `worker` of its lines, so a request retried after a Conflict was said to be served by
 # the worker that refused it. request.end names the worker that served.
-_DISPATCH_EVENTS = literal_list((DISPATCH_ATTEMPT, DISPATCH_RETRY, DISPATCH_OVERLOADED))
+DISPATCH_EVENTS = literal_list((DISPATCH_ATTEMPT, DISPATCH_RETRY, DISPATCH_OVERLOADED))
 
 
 def _pick(ridtrace: str, dynamo: str) -> str:
@@ -220,7 +220,7 @@ NORMALIZED: dict[str, str] = {
     "service": _pick(
         "service", f"CASE WHEN {_DYN_WORKER} THEN 'dynamo-worker' ELSE 'dynamo-frontend' END"
     ),
-    "worker": _pick(f"CASE WHEN event IN {_DISPATCH_EVENTS} THEN NULL ELSE worker END", "NULL"),
+    "worker": _pick(f"CASE WHEN event IN {DISPATCH_EVENTS} THEN NULL ELSE worker END", "NULL"),
     "message": "message",
     # The span's own name as its service logged it (Dynamo's `http-request`, `generate`,
     # `handle_payload`): what the views name a step with no route of its own by.
