@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +20,8 @@ from tests.forensics.helpers import rt, rt_request, ts
 SAMPLE = Path("/work/shared/samples/dynamo-jsonl-sample.jsonl")
 
 # The documented shape (docs/cli.md, `ridtrace trace`).
-DOC_KEYS = {"id", "matched", "shown", "more", "clock_offsets_ms", "workers", "requests"}
+DOC_KEYS = {"id", "matched", "shown", "more", "incomplete", "incomplete_reasons",
+            "clock_offsets_ms", "workers", "requests"}
 REQUEST_KEYS = {
     "request_id", "x_request_id", "span_id", "trace_id", "route", "status", "outcome", "start",
     "duration_ms", "verdict", "got_output_of", "findings", "overlaps", "spans", "events",
@@ -308,3 +310,18 @@ def test_a_caller_that_hung_up_mid_stream_is_cut_short_not_unmatched(tmp_path: P
     assert [r["verdict"] for r in doc["requests"]] == ["cut short"]
     code, out, _ = run("trace", "hang-1", str(tmp_path))
     assert "verdict: cut short (cancelled)" in out and "unmatched" not in out
+
+
+def test_json_says_the_input_was_read_only_in_part_even_when_quiet(tmp_path: Path) -> None:
+    """With -q the stderr note is the only word of a torn input: the JSON says it too."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "frontend.jsonl").write_text("\n".join(rt_request("a1" * 8, "r-1", 0.0, 0.5)) + "\n")
+    whole = run("trace", "r-1", str(logs), "--format", "json", "-q")
+    assert whole[0] == 0 and json.loads(whole[1])["incomplete"] is False
+    (logs / "worker.jsonl.gz").write_bytes(gzip.compress(b"x" * 100_000)[:50])
+    code, out, err = run("trace", "r-1", str(logs), "--format", "json", "-q")
+    doc = json.loads(out)
+    assert code == 0 and err == ""
+    assert doc["incomplete"] is True and doc["matched"] == 1
+    assert any("worker.jsonl.gz" in reason for reason in doc["incomplete_reasons"])

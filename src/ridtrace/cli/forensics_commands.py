@@ -225,7 +225,7 @@ def trace(
         message = no_match_message(ident, read_whole=not reasons)
         raise (click.ClickException if allow_incomplete or not reasons else _MaybeUnread)(message)
     if fmt == "json":
-        emit(json.dumps(trace_document(view), indent=2), output)
+        emit(json.dumps(trace_document(view, reasons), indent=2), output)
     elif fmt == "csv":
         emit(trace_csv(view), output)
     else:

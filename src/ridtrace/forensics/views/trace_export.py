@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -56,13 +57,17 @@ def block_record(block: RequestBlock, logged: dict[str, str] | None = None) -> d
     }
 
 
-def trace_document(view: TraceView) -> dict[str, Any]:
-    """``{"id", "matched", "shown", "more", "clock_offsets_ms", "workers", "requests"}``."""
+def trace_document(view: TraceView, incomplete_reasons: Sequence[str] = ()) -> dict[str, Any]:
+    """``{"id", "matched", "shown", "more", "incomplete", "incomplete_reasons",
+    "clock_offsets_ms", "workers", "requests"}``; `incomplete_reasons` as `analyze`'s
+    summary has them: why lines of these requests may be missing."""
     return {
         "id": view.ident,
         "matched": view.matched,
         "shown": len(view.blocks),
         "more": view.more,
+        "incomplete": bool(incomplete_reasons),
+        "incomplete_reasons": list(incomplete_reasons),
         "clock_offsets_ms": dict(view.offsets_ms),
         "workers": dict(view.sides),
         "requests": [block_record(block, view.logged_span_ids) for block in view.blocks],
