@@ -42,3 +42,23 @@ def test_a_body_id_longer_than_the_limit_is_refused(
     request_id = served.headers["x-server-request-id"]
     end = short_ids.frontend.wait_for_event(request_id, "request.end")
     assert end["x_request_id"] == "ten-chars!"
+
+
+@pytest.mark.parametrize(("path", "body"), [
+    ("/generate", {"text": "hi", "rid": "   "}),
+    ("/inference/v1/generate", {"prompt": "hi", "request_id": "  "}),
+])
+def test_a_body_id_of_spaces_only_is_refused_and_counted(
+    short_ids: Stack, path: str, body: dict[str, str]
+) -> None:
+    def empty_rejections() -> float:
+        text = httpx.get(short_ids.url + "/metrics", timeout=30).text
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("ridtrace_client_id_rejected_total")
+                   and 'reason="empty"' in line)
+
+    before = empty_rejections()
+    refused = httpx.post(short_ids.url + path, json=body, timeout=30)
+    assert refused.status_code == 400, refused.text
+    assert "not only spaces" in refused.text
+    assert empty_rejections() == before + 1

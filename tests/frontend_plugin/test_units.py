@@ -131,6 +131,15 @@ def test_body_client_id_accepts_printable_ascii() -> None:
             vetted_body_client_id(bad, "rid", limit)
 
 
+def test_a_body_id_of_spaces_only_is_refused_as_an_empty_one() -> None:
+    """A header of spaces is no id; a body id of spaces was taken and returned, then on
+    no log line, span or header (their id drops the spaces)."""
+    for blank in (" ", "   "):
+        with pytest.raises(InvalidRequest, match="not only spaces"):
+            vetted_body_client_id(blank, "rid")
+    assert vetted_body_client_id(" pad ", "rid") == " pad "  # returned as sent
+
+
 def test_token_id_prompts_join_with_commas() -> None:
     parsed = SPECS["generate"].parse({"token_ids": [1, 2, 3]}, SETTINGS)
     assert parsed.prompt == "1,2,3"

@@ -267,13 +267,18 @@ def vetted_body_client_id(
     said, a body carried onto every line an id the header could not.
     """
     checked = validate_client_id(value, max_length)
-    if checked is None:
+    # Spaces only: an empty id, as a header of spaces is (the spaces around an id are
+    # not part of it). Taken, it was returned to the caller and then on no log line,
+    # span or header, where the correlation id drops the spaces.
+    blank = checked is not None and not checked.strip(" ")
+    if checked is None or blank:
         # Refused with the request, and still a client id not used: counted by its
         # reason as a refused header id is, or the rejected-ids panel misses it.
-        metrics.client_id_rejected(metrics.rejection_reason(value, max_length))
+        metrics.client_id_rejected(
+            metrics.REASON_EMPTY if blank else metrics.rejection_reason(value, max_length))
         raise InvalidRequest(
             f"'{name}' must be 1-{max_length} printable ASCII characters "
-            "(no control characters)",
+            f"({'not only spaces' if blank else 'no control characters'})",
             param=name,
         )
     return checked
