@@ -164,3 +164,17 @@ def test_legacy_policy_keys_a_repeated_header_by_its_first_value(tmp_path: Path)
             lambda line: line.get("event") == "request.end"
             and line.get("route") == "/v1/chat/completions", 1)
         assert (end["request_id"], end["x_request_id"]) == ("first-id", "first-id")
+        # A first value that is no id (not ASCII) is passed over by the middleware,
+        # which logs and echoes the second: the key took none and minted one.
+        answer = httpx.post(
+            stack.url + "/v1/chat/completions",
+            headers=[("x-request-id", b"\xff"), ("x-request-id", "valid-id")],
+            json={"model": "echo", "messages": [{"role": "user", "content": "hi"}]},
+            timeout=30)
+        assert answer.status_code == 200, answer.text
+        assert answer.headers.get_list("x-request-id") == ["valid-id"]
+        assert answer.json()["id"] == "chatcmpl-valid-id"
+        (end,) = stack.frontend.wait_for_lines(
+            lambda line: line.get("event") == "request.end"
+            and line.get("x_request_id") == "valid-id", 1)
+        assert end["request_id"] == "valid-id"

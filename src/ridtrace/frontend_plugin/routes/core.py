@@ -222,14 +222,18 @@ def _legacy_key(scope: Scope, api: ApiSpec, client_id: str | None,
                 max_length: int) -> str | None:
     if api.body_id_field is not None:
         return client_id  # generate routes: header/body precedence as above
-    # A header sent twice: its first value, the one the middleware echoes and logs as
-    # the client's id (the last made the key and request_id another id than it).
-    headers: dict[bytes, bytes] = {}
-    for name, value in scope["headers"]:
-        headers.setdefault(name, value)
+    # A header sent twice: its first valid value, the one the middleware echoes and logs
+    # as the client's id (`tracing.inbound.read_inbound`; the last made the key and
+    # request_id another id than it, and so did a first value that is no id).
+    wanted = {name.encode("latin-1") for name in api.legacy_id_headers}
+    valid: dict[bytes, str] = {}
+    for name, raw in scope["headers"]:
+        if name in wanted and name not in valid:
+            value = validate_client_id(raw.strip(b" \t").decode("latin-1"), max_length)
+            if value is not None:
+                valid[name] = value
     for name in api.legacy_id_headers:
-        raw = headers.get(name.encode("latin-1"))
-        value = validate_client_id(raw.decode("latin-1"), max_length) if raw else None
+        value = valid.get(name.encode("latin-1"))
         if value is not None:
             return value
     return None
