@@ -203,6 +203,54 @@ def test_the_apps_own_500_handler_answers_once_with_the_id_headers(
         assert (end["status"], end["outcome"]) == (500, "error")
 
 
+@pytest.mark.parametrize("placement", ["add_middleware", "wrapped"])
+@pytest.mark.parametrize("where", ["background", "stream"])
+def test_the_apps_500_handler_runs_once_with_the_ids_for_a_crash_after_the_response(
+    placement: str, where: str
+) -> None:
+    # A background task's or a streaming body's crash comes after the response started:
+    # ServerErrorMiddleware still calls the app's handler (its answer unsent), outside
+    # ridtrace, so every line the handler logged had no ids.
+    calls: list[str | None] = []
+    app = FastAPI(telemetry={"tracing": False})
+
+    @app.exception_handler(Exception)
+    async def on_error(request: Request, exc: Exception) -> JSONResponse:
+        calls.append(current_request_id())
+        return JSONResponse({"error": "internal"}, 500)
+
+    @app.get("/background")
+    async def background(tasks: BackgroundTasks) -> dict[str, bool]:
+        def task() -> None:
+            raise KeyError("after the answer")
+
+        tasks.add_task(task)
+        return {"ok": True}
+
+    @app.get("/stream")
+    async def stream() -> StreamingResponse:
+        async def body() -> Any:
+            yield "first\n"
+            raise LookupError("mid-stream")
+
+        return StreamingResponse(body())
+
+    traced: Any = app
+    if placement == "wrapped":
+        traced = RequestTracingMiddleware(app)
+    else:
+        app.add_middleware(RequestTracingMiddleware)
+
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=traced, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return await client.get(f"/{where}", headers={"x-request-id": "late-1"})
+
+    response = asyncio.run(go())
+    assert response.status_code == 200
+    assert calls == [response.headers["x-server-request-id"]]  # once, the ids current
+
+
 def test_a_sync_500_handler_of_a_starlette_app_answers_and_the_exception_still_escapes() -> None:
     calls: list[str] = []
 

@@ -22,7 +22,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from ridtrace.tracing.exchange import send_internal_error
 
-__all__ = ["send_error_response"]
+__all__ = ["call_handler_in_request", "send_error_response"]
 
 # How far down an application's middleware stack ridtrace is looked for.
 _MAX_LAYERS = 64
@@ -54,6 +54,25 @@ async def send_error_response(
             await response(scope, receive, send_once)
     if not started:  # no handler, or it failed before answering
         await send_internal_error(send)
+
+
+async def call_handler_in_request(scope: Scope, exc: Exception, middleware: object) -> None:
+    """Run the application's error handler for a crash after the response started (a
+    background task's, a streaming body's), with the request's ids current.
+
+    ``ServerErrorMiddleware`` calls its handler for such a crash too, then sends nothing,
+    but outside ridtrace: the lines the handler logged carried no ids. Here it runs once,
+    inside; its answer is not sent (the response started), and the layer's call skips
+    the exception (`_handler_once`). Never raises."""
+    with contextlib.suppress(Exception):
+        layer = _server_error_layer(scope, middleware)
+        if layer is None or layer.debug or layer.handler is None:
+            return
+        from starlette.requests import Request
+
+        handler = _handler_once(layer)
+        scope[_ANSWERED] = exc  # before the call: a handler that raises runs once too
+        await _call(handler, Request(scope), exc)
 
 
 def _server_error_layer(scope: Scope, middleware: object) -> Any:

@@ -15,7 +15,7 @@ from ridtrace import __version__
 from ridtrace.tracing import context as request_context
 from ridtrace.tracing import fastapi_export, metrics
 from ridtrace.tracing.context import RequestContext, remember_on_exception
-from ridtrace.tracing.crash import send_error_response
+from ridtrace.tracing.crash import call_handler_in_request, send_error_response
 from ridtrace.tracing.deprecation import deprecation_response_headers
 from ridtrace.tracing.exchange import answer_unanswered
 from ridtrace.tracing.excluded_urls import excluded_urls, request_url
@@ -208,6 +208,8 @@ class RequestTracingMiddleware(ObservedServing):
             try:
                 if not response_started and isinstance(exc, Exception):
                     await send_error_response(scope, receive, send_with_ids, exc, self)
+                elif isinstance(exc, Exception):
+                    await call_handler_in_request(scope, exc, self)
             finally:
                 # After the await, as on the observed path (one exception object may
                 # escape several requests); a cancellation's line names the request too.

@@ -26,7 +26,7 @@ from ridtrace.contract import REQUEST_END, REQUEST_START
 from ridtrace.tracing import context as request_context
 from ridtrace.tracing import metrics
 from ridtrace.tracing.context import RequestContext, remember_on_exception
-from ridtrace.tracing.crash import send_error_response
+from ridtrace.tracing.crash import call_handler_in_request, send_error_response
 from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.exchange import (
     Exchange,
@@ -263,6 +263,8 @@ class ObservedServing:
                 if (isinstance(exc, Exception) and not state.response_started
                         and not state.abandoned):
                     await send_error_response(scope, receive, send_tagged, exc, self)
+                elif isinstance(exc, Exception):
+                    await call_handler_in_request(scope, exc, self)
             finally:
                 # The server logs the escaped exception ("Exception in ASGI
                 # application") after our context is reset: the ids travel with it. A
