@@ -207,6 +207,28 @@ def test_shutdown_is_idempotent_and_unbinds_metrics() -> None:
     assert shutdown_telemetry() == 0
 
 
+def test_a_provider_whose_shutdown_fails_is_a_warning_not_a_failed_stop(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A meter provider fails its shutdown when its OTLP reader took the SDK's whole
+    # 30 s on a slow collector ("deadline already exceeded" for the Prometheus reader
+    # after it): raised into the lifespan, uvicorn logged a traceback and "Application
+    # shutdown failed". The other providers are still shut down.
+    class Failing:
+        def shutdown(self) -> None:
+            raise Exception("MeterProvider.shutdown failed because the following metric "
+                            "readers failed during shutdown:\nPrometheusMetricReader: "
+                            "Exception(\"Didn't get to execute, deadline already exceeded\")")
+
+    configure_tracing("s", environ={}, set_global=False)
+    lifecycle.own(Failing())
+    with caplog.at_level("WARNING", logger=lifecycle.__name__):
+        assert shutdown_telemetry() == 2
+    (warning,) = [r.getMessage() for r in caplog.records if "shutdown failed" in r.getMessage()]
+    assert "deadline already exceeded" in warning and "\n" not in warning
+    assert shutdown_telemetry() == 0
+
+
 def _one_traced_request(provider: object) -> str:
     import asyncio
 

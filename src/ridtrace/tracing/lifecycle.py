@@ -220,7 +220,7 @@ def _shut_down_together(providers: list[_Provider], limit: float | None) -> None
     def shut_down(provider: _Provider) -> None:
         try:
             provider.shutdown()
-        except BaseException as exc:  # raised to the caller below, as one at a time did
+        except BaseException as exc:  # said below: telemetry never fails a stop
             failures.append(exc)
 
     threads = [threading.Thread(target=shut_down, args=(provider,), daemon=True,
@@ -235,8 +235,15 @@ def _shut_down_together(providers: list[_Provider], limit: float | None) -> None
             "telemetry not flushed within %.1f s (the exporter's timeout and a margin): "
             "the collector is slow or unreachable, what it did not take is dropped", limit,
         )
-    if failures:
-        raise failures[0]
+    for failure in list(failures):
+        # A WARN, not the exception: raised into a server's lifespan, it was a traceback
+        # and "Application shutdown failed" for what a slow collector does (the meter
+        # provider's OTLP reader took the SDK's whole 30 s, and the Prometheus reader
+        # after it failed "deadline already exceeded").
+        text = "; ".join(line.strip() for line in str(failure).splitlines() if line.strip())
+        logging.getLogger(__name__).warning(
+            "telemetry shutdown failed, what it held may be lost: %s: %s",
+            type(failure).__name__, text or "no detail")
 
 
 async def shutdown_telemetry_async(*, span_wait: float = SPAN_WAIT_SECONDS) -> int:
