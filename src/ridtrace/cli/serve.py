@@ -36,6 +36,10 @@ __all__ = ["serve"]
 @click.group()
 def serve() -> None:
     """Run an inference frontend or an echo worker (JSON-lines logs to --log-file)."""
+    # gRPC's core writes its own INFO lines to stderr (an OTLP/gRPC exporter's failed
+    # TLS handshake, once a retry): everything but the listening line goes to the log
+    # file, where the exporter's own WARN and ERROR say it. Read when gRPC starts.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
 
 @serve.command("frontend")
