@@ -115,3 +115,20 @@ def test_deflate_is_refused_over_grpc_and_kept_over_http(variable: str) -> None:
         shutdown_telemetry()
         receiver.wait_for(1, timeout=10)
     assert receiver.headers[0]["content-encoding"] == "deflate"
+
+
+def test_a_timeout_that_reads_as_milliseconds_is_warned_about_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The specification writes OTEL_EXPORTER_OTLP_TIMEOUT in milliseconds; the Python
+    # exporters (and ridtrace) read seconds: 10000 waited ~2.8 h per export, silently.
+    from ridtrace.tracing import otlp
+
+    env = {"OTEL_EXPORTER_OTLP_TIMEOUT": "10000"}
+    with caplog.at_level("WARNING", logger=otlp.__name__):
+        assert otlp.otlp_timeout(env, "traces") == 10000.0
+        assert otlp.otlp_timeout(env, "metrics") == 10000.0
+        assert otlp.otlp_timeout({"OTEL_EXPORTER_OTLP_TIMEOUT": "30"}, "traces") == 30.0
+    (said,) = [r.getMessage() for r in caplog.records]
+    assert "OTEL_EXPORTER_OTLP_TIMEOUT=10000 is read in seconds" in said
+    assert "set OTEL_EXPORTER_OTLP_TIMEOUT=10" in said

@@ -13,6 +13,7 @@ the generic one, as the specification says) and passed to the constructors expli
 from __future__ import annotations
 
 import importlib
+import logging
 import math
 import re
 from collections.abc import Mapping
@@ -33,6 +34,10 @@ __all__ = [
 ]
 
 _COMPRESSIONS = ("gzip", "deflate", "none")
+# A timeout from this many seconds up was meant in milliseconds, as the specification
+# writes it (OTEL_EXPORTER_OTLP_TIMEOUT=10000): said once per variable and value.
+_LIKELY_MILLISECONDS = 1000.0
+_said_milliseconds: set[tuple[str, str]] = set()
 # Header names (lower-cased by the parser) each transport can send: an HTTP token;
 # gRPC metadata keys, but not binary ones (``-bin``), whose values the exporter would
 # pass as text (a TypeError on every export).
@@ -86,6 +91,13 @@ def otlp_timeout(env: Mapping[str, str], signal: str) -> float:
         value = math.nan
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{key}={raw!r}: a timeout is a positive number of seconds")
+    if value >= _LIKELY_MILLISECONDS and (key, raw) not in _said_milliseconds:
+        _said_milliseconds.add((key, raw))
+        logging.getLogger(__name__).warning(
+            "%s=%s is read in seconds, as the Python exporters read it: an export to a hung "
+            "collector waits %.0f minutes; meant in milliseconds, as the OpenTelemetry "
+            "specification writes it? then set %s=%g", key, raw, value / 60, key,
+            value / 1000)
     return value
 
 
