@@ -106,3 +106,29 @@ def test_evidence_from_a_file_with_no_name_left_says_it_was_removed(tmp_path: Pa
     log = tmp_path / "frontend.jsonl"
     evidence = _duplicate_after(log, "replace")
     assert evidence[:2] == [{"file": f"{log} (removed)", "line": 1}, {"file": str(log), "line": 1}]
+
+
+def test_evidence_of_a_log_compressed_away_names_its_compressed_copy(tmp_path: Path) -> None:
+    # logrotate without delaycompress, between two polls: the log renamed to .1, a new
+    # log created, .1 compressed to .1.gz and removed. The first caller's line is in the
+    # .gz; it was cited as "frontend.jsonl (removed)", a file no name leads to.
+    import gzip
+
+    log = tmp_path / "frontend.jsonl"
+    log.touch()
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, settle_s=0))
+    try:
+        _append(log, _caller("request.start", "a1", 0.5))
+        assert follower.poll()[0] == []
+        part = log.with_name(log.name + ".1")
+        os.rename(log, part)
+        log.touch()
+        part.with_name(part.name + ".gz").write_bytes(gzip.compress(part.read_bytes()))
+        part.unlink()
+        _append(log, _caller("request.start", "b2", 1.0), _caller("request.end", "b2", 1.5))
+        found = follower.poll()[0] + follower.finish()
+    finally:
+        follower.close()
+    (duplicate,) = [f for f in found if f["kind"] == "duplicate_in_flight"]
+    assert duplicate["evidence"][:2] == [  # type: ignore[index]
+        {"file": f"{log}.1.gz", "line": 1}, {"file": str(log), "line": 1}]

@@ -201,3 +201,21 @@ class Copies:
             with contextlib.suppress(OSError):
                 st = path.stat()
                 self._named[rotation_place(str(path))[0]] = (path, (st.st_dev, st.st_ino))
+
+
+def compressed_copy(path: Path, head: bytes) -> Path | None:
+    """A compressed part beside `path` whose content starts as the removed log whose
+    first lines were `head` did: logrotate without ``delaycompress`` renames the log to
+    ``app.jsonl.1``, compresses it to ``app.jsonl.1.gz`` and removes ``app.jsonl.1``,
+    all between two polls, and the lines read from it are in that copy."""
+    if not head:
+        return None
+    for part in sorted(parts_beside(path)):
+        with contextlib.suppress(OSError, EOFError, ValueError):
+            with open(part, "rb") as raw:
+                if DecodedStream(raw).compression is None:
+                    continue
+            copied = content_head(part)
+            if copied and (copied.startswith(head) or head.startswith(copied)):
+                return part
+    return None

@@ -23,7 +23,7 @@ from ridtrace.forensics.live.file_notes import _stamp
 from ridtrace.forensics.live.identity import Identities
 from ridtrace.forensics.live.input_files import STDIN, InputFiles
 from ridtrace.forensics.live.open_files import tail_budget, too_many_open
-from ridtrace.forensics.live.parts import Copies, rotated_name
+from ridtrace.forensics.live.parts import Copies, compressed_copy, rotated_name
 from ridtrace.forensics.live.stream import StreamTail
 from ridtrace.forensics.live.tail import FileTail
 from ridtrace.forensics.reading.inputs import NOT_REGULAR, STDIN_NAME, display_name
@@ -162,7 +162,10 @@ class Watch(InputFiles, FileEnds):
                 # Removed (a file moved over its name, a rotation keeping no copy): its
                 # lines under the old name were cited at the next file's lines there.
                 followed.removed = True
-                self._cite_under(followed, f"{followed.name} (removed)")
+                head = followed.identity.head if followed.identity is not None else b""
+                copy = compressed_copy(followed.path, head)
+                self._cite_under(followed, display_name(str(copy)) if copy is not None
+                                 else f"{followed.name} (removed)")
         # A settled file that disappeared frees its inode number for a new file.
         self.settled = {key: mtime for key, mtime in self.settled.items() if key in seen}
         self.copies.forget(set(seen), named_paths)
