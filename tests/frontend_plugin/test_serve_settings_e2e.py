@@ -115,6 +115,36 @@ def test_settings_that_would_break_serving_are_refused_naming_what_is_wrong(
 
 
 @pytest.mark.parametrize(("side", "flags", "env", "says"), [
+    ("frontend", [], {"RIDTRACE_API_KEYS": "k1,k 2"},
+     "RIDTRACE_API_KEYS: an API key must be printable ASCII"),
+    ("frontend", ["--api-key", ""], {}, "--api-key: an API key must not be empty"),
+    ("frontend", [], {"RIDTRACE_WORKER_TOKEN": "tok\nx"},
+     "RIDTRACE_WORKER_TOKEN: the worker token must be printable ASCII"),
+    ("worker", ["--worker-token", "a b"], {}, "--worker-token: the worker token must be"),
+])
+def test_a_refused_secret_is_named_by_the_option_or_variable_that_set_it(
+    serve_cli: Callable[..., Result], side: str, flags: list[str], env: dict[str, str],
+    says: str,
+) -> None:
+    stderr = refused(serve_cli(side, *flags, env=env))
+    assert says in stderr, stderr
+
+
+@pytest.mark.parametrize(("side", "flags", "env"), [
+    ("frontend", ["--api-key", "good"], {"RIDTRACE_API_KEYS": "k 1"}),
+    ("worker", ["--worker-token", "good"], {"RIDTRACE_WORKER_TOKEN": "a b"}),
+    ("frontend", ["--total-timeout", "5"], {"RIDTRACE_FRONTEND_TOTAL_TIMEOUT": "x"}),
+])
+def test_an_option_given_replaces_its_variable_unread(
+    serve_cli: Callable[..., Result], side: str, flags: list[str], env: dict[str, str],
+) -> None:
+    # A bad inherited variable stopped the start with a complaint about the good value
+    # typed on the command line, which the docs say wins over it.
+    result = serve_cli(side, *flags, env=env)
+    assert isinstance(result.exception, ServeStarted), result.output  # it goes on to serve
+
+
+@pytest.mark.parametrize(("side", "flags", "env", "says"), [
     ("frontend", ["--worker", "http://alice:pw/s3cret@127.0.0.1:1"], {}, "percent-encode"),
     ("worker", [], {"RIDTRACE_WORKER_TOKEN_DELAY": "-0.5"},
      "RIDTRACE_WORKER_TOKEN_DELAY: token_delay"),

@@ -27,6 +27,7 @@ from ridtrace.cli.serve_options import (
     _header_timeout_option,
     _host_option,
     _worker_token_option,
+    settings_from,
 )
 from ridtrace.cli.serve_run import check_open_file_limit, run_server, setup_telemetry
 
@@ -113,8 +114,8 @@ def frontend_command(
             overrides[name] = value
     from ridtrace.tracing import TracingSettings
 
+    settings = settings_from(FrontendSettings, "RIDTRACE_FRONTEND_", overrides)
     try:
-        settings = replace(FrontendSettings.from_env(), **overrides)  # type: ignore[arg-type]
         tracing = TracingSettings.from_env()  # RIDTRACE_ID_GENERATOR, deprecation dates, …
     except ValueError as exc:
         raise BadConfiguration(str(exc)) from None
@@ -195,8 +196,8 @@ def worker_command(
                         ("baggage_attributes", baggage_attributes or None)):
         if value is not None:
             overrides[name] = value
+    settings = settings_from(WorkerSettings, "RIDTRACE_WORKER_", overrides)
     try:
-        settings = replace(WorkerSettings.from_env(), **overrides)  # type: ignore[arg-type]
         # The frontend writes the lifecycle lines; the worker writes worker.* events.
         tracing = replace(TracingSettings.from_env(), log_lifecycle=False)
     except ValueError as exc:

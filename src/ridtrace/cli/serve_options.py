@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import math
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import click
 
@@ -22,6 +24,44 @@ telemetry flush after the drain still happens before the SIGKILL."""
 
 DEFAULT_HEADER_TIMEOUT = 10.0
 """Seconds a request's line and headers may take to arrive (see cli/header_guard.py)."""
+
+
+# Each secret's field, as its refusal starts (`frontend_plugin.auth.check_secret`), its
+# variable and its option.
+_SECRETS = {
+    "api_keys": ("an API key", "RIDTRACE_API_KEYS", "--api-key"),
+    "worker_token": ("the worker token", "RIDTRACE_WORKER_TOKEN", "--worker-token"),
+}
+
+
+def settings_from(cls: Any, prefix: str, overrides: dict[str, object]) -> Any:
+    """``cls.from_env()`` with each option given (`overrides`) in place of its variable.
+
+    The variables of the options given are not read: a bad ``RIDTRACE_WORKER_TOKEN``
+    stopped ``--worker-token good`` from starting, with a message on the token typed. A
+    refusal names the variable or the option it came from (a secret's named neither)."""
+    replaced = {_SECRETS[name][1] if name in _SECRETS else f"{prefix}{name.upper()}"
+                for name in overrides}
+    environ = {key: value for key, value in os.environ.items() if key not in replaced}
+    try:
+        base = cls.from_env(environ)
+    except ValueError as exc:
+        raise BadConfiguration(_named(str(exc), {what: variable for what, variable, _
+                                                 in _SECRETS.values()})) from None
+    try:
+        return dataclasses.replace(base, **overrides)
+    except ValueError as exc:
+        options = {what: option for what, _, option in _SECRETS.values()}
+        options.update({f"{name} ": f"--{name.replace('_', '-')}" for name in overrides})
+        raise BadConfiguration(_named(str(exc), options)) from None
+
+
+def _named(message: str, sources: dict[str, str]) -> str:
+    """`message` led by the source whose refusal it starts as, when one does."""
+    for start, source in sources.items():
+        if message.startswith(start):
+            return f"{source}: {message}"
+    return message
 
 
 class BadConfiguration(click.ClickException):
