@@ -325,3 +325,30 @@ def test_json_says_the_input_was_read_only_in_part_even_when_quiet(tmp_path: Pat
     assert code == 0 and err == ""
     assert doc["incomplete"] is True and doc["matched"] == 1
     assert any("worker.jsonl.gz" in reason for reason in doc["incomplete_reasons"])
+
+
+def test_the_rotated_parts_of_one_worker_log_are_one_worker(tmp_path: Path) -> None:
+    """A worker log rotated while it served (``worker.jsonl.1.gz`` then ``worker.jsonl``)
+    was two workers, ``worker-0`` and ``worker-1``, in the timeline and its legend."""
+    front, parts = [], {"worker.jsonl.1.gz": [], "worker.jsonl": []}
+    for i, part in enumerate(parts):
+        span, work = f"{i + 1:016x}", f"{i + 0xa1:016x}"
+        ctx = {"request_id": "rot-1", "trace_id": span * 2}
+        front += rt_request(span, "rot-1", i * 1.0, i * 1.0 + 0.5)
+        parts[part] += [
+            rt(WORKER_START, time=ts(i + 0.1), **ctx, span_id=work, parent_span_id=span,
+               service="worker-8103"),
+            rt(WORKER_END, time=ts(i + 0.4), **ctx, span_id=work, parent_span_id=span,
+               service="worker-8103", outcome="ok"),
+        ]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(front) + "\n")
+    (tmp_path / "worker.jsonl.1.gz").write_bytes(
+        gzip.compress(("\n".join(parts["worker.jsonl.1.gz"]) + "\n").encode()))
+    (tmp_path / "worker.jsonl").write_text("\n".join(parts["worker.jsonl"]) + "\n")
+    code, out, err = run("trace", "rot-1", str(tmp_path), "--format", "json", "-q")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["workers"] == {"worker-0": f"{tmp_path}/worker.jsonl.1.gz, "
+                                          f"{tmp_path}/worker.jsonl (worker-8103)"}
+    sides = {s["side"] for r in doc["requests"] for s in r["spans"]}
+    assert sides == {"frontend", "worker-0"}

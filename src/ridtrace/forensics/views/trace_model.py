@@ -43,6 +43,7 @@ from ridtrace.forensics.views.trace_rows import (
 )
 from ridtrace.forensics.views.trace_spellings import LOGGED_TRACE_ID, spelt_one_way
 from ridtrace.forensics.views.trace_starts import unlogged_starts
+from ridtrace.forensics.views.trace_workers import worker_names, worker_sides
 from ridtrace.forensics.views.verdicts import (
     CROSSED,
     NO_CALLER,
@@ -93,16 +94,6 @@ def _owners(requests: pd.DataFrame) -> pd.Series:
     return filled
 
 
-def worker_sides(requests: pd.DataFrame) -> dict[tuple[str, str], str]:
-    """``worker-N`` per (file, service) of worker spans, numbered in sorted order."""
-    workers = requests.loc[(requests["side"] == WORKER).to_numpy(), ["file", "service"]]
-    workers = workers.drop_duplicates()
-    keys = sorted(
-        {(str(f), text(s) or "") for f, s in zip(workers["file"], workers["service"], strict=True)}
-    )
-    return {key: f"worker-{i}" for i, key in enumerate(keys)}
-
-
 def build_trace(
     events: pd.DataFrame, requests: pd.DataFrame, ident: str, *, limit: int | None = 10
 ) -> TraceView:
@@ -151,7 +142,7 @@ def build_trace(
         blocks=shown,
         matched=len(ranked),
         offsets_ms={name: us / 1000.0 for name, us in sorted(offsets.items())},
-        sides={label: f"{f} ({s})" if s else f for (f, s), label in sides.items()},
+        sides=worker_names(sides),
         logged_span_ids=logged,
         spelt_span_ids=spelt,
     )
