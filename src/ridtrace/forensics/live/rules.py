@@ -85,6 +85,7 @@ class LiveRules:
         get, move = spans.get, spans.move_to_end
         by_id, produced, pairs, waiting = state.clusters, state.produced, state.pairs, state.waiting
         orphans = state.orphans
+        host_of = state.hosts.setdefault  # a trace's first frontend span: its host
         found: list[Finding] = []
         clusters: list[Cluster] = []
         fronts: list[Span] = []
@@ -127,8 +128,9 @@ class LiveRules:
                     up.open_children += 1
                 else:
                     new_callers += state.park(trace, span)
-                if not worker and not inner and trace is not None:
-                    state.host_seen(trace, span_id)
+                if (not worker and not inner and trace is not None
+                        and host_of(trace, span_id) == span_id and orphans):
+                    state.host_seen(trace, span_id)  # inner spans read before it
                 if orphans and key in orphans:  # read after spans that work for it
                     new_callers -= state.adopt(key, span)
                 if orphans and trace is not None and (None, span_id) in orphans:

@@ -88,10 +88,8 @@ class WindowState:
         return self.hosts.get(trace, AWAITED_HOST)
 
     def host_seen(self, trace: str, span_id: str) -> None:
-        """A frontend span of `trace` that no other holds: the trace's host, if it is
-        its first; inner spans read before it are its children from now."""
-        if self.hosts.setdefault(trace, span_id) != span_id:
-            return
+        """`span_id`, just made `trace`'s host (``hosts``): the inner spans of the trace
+        read before it are its children from now."""
         kids = self.orphans.pop((trace, AWAITED_HOST), None)
         if kids:
             for kid in kids:
