@@ -14,11 +14,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
 from ridtrace.forensics import analyze, load_events, report_json
 from ridtrace.forensics.live.rules import LiveRules
+from tests.forensics.helpers import rt
 from tests.forensics.test_follow_rules import S, _rows
 
 _UNLINKED = "Unlinked response; response task was dropped or cancelled"
@@ -81,27 +83,129 @@ def test_trace_shows_the_generate_span_inside_its_request(tmp_path: Path) -> Non
     assert {e["span_id"] for e in request["events"]} == {"a1" * 8, "5c" * 8}
 
 
+def test_behind_a_gateway_the_generate_span_is_in_the_dynamo_request_not_a_second_one(
+    tmp_path: Path,
+) -> None:
+    # A gateway under ridtrace's middleware calls Dynamo: its span is the http-request
+    # span's parent, in the same trace. Counted as a second frontend span of the trace,
+    # it left the generate span unnested: a clean request was a duplicate, exit 1.
+    trace, gateway = "b6" * 16, "9a" * 8
+    (tmp_path / "gateway.jsonl").write_text("\n".join([
+        rt("request.start", time="2026-10-02T14:05:01.000000Z", request_id="gw-1",
+           x_request_id="1", trace_id=trace, span_id=gateway, path="/v1/generate"),
+        rt("request.end", time="2026-10-02T14:05:01.900000Z", request_id="gw-1",
+           x_request_id="1", trace_id=trace, span_id=gateway, status=200, outcome="ok"),
+    ]) + "\n")
+    dynamo = [json.loads(line) for line in _request(trace, "a1" * 8, "5c" * 8, 1)]
+    dynamo[0]["parent_id"] = dynamo[2]["parent_id"] = gateway
+    dynamo[1].update(message="request completed", level="DEBUG")
+    dynamo[1].pop("error")
+    dynamo[2]["status"] = "200"
+    (tmp_path / "dynamo.jsonl").write_text("\n".join(map(json.dumps, dynamo)) + "\n")
+    doc = _report(tmp_path)
+    assert doc["findings"] == [] and doc["summary"]["requests"] == 1
+
+
+def test_a_generate_span_after_its_traces_only_request_ended_is_a_request_of_its_own(
+    tmp_path: Path,
+) -> None:
+    # A caller that reused the trace's traceparent two minutes later, its own
+    # http-request lines not in the logs: not the finished request's generate span.
+    log = tmp_path / "frontend.jsonl"
+    late = json.loads(_request("b6" * 16, "a1" * 8, "5c" * 8, 1)[1])
+    late["time"] = "2026-10-02T14:07:01.000000Z"
+    log.write_text("\n".join([*_request("b6" * 16, "a1" * 8, "5b" * 8, 1)[::2],
+                              json.dumps(late)]) + "\n")
+    assert _report(log)["summary"]["requests"] == 2
+
+
+def test_a_second_generate_span_in_one_request_is_another_callers(tmp_path: Path) -> None:
+    # Two callers sharing a traceparent, one's http-request lines not in the logs: the
+    # second generate span starting in the first's request was taken in too, and the
+    # duplicate hidden.
+    log = tmp_path / "frontend.jsonl"
+    lines = _request("b6" * 16, "a1" * 8, "5c" * 8, 1)
+    other = json.loads(lines[1])
+    other.update(span_id="5d" * 8, time="2026-10-02T14:05:01.500000Z")
+    log.write_text("\n".join([*lines, json.dumps(other)]) + "\n")
+    doc = _report(log)
+    assert doc["summary"]["requests"] == 2
+    assert "duplicate_in_flight" in {f["kind"] for f in doc["findings"]}
+
+
+@pytest.mark.parametrize("parent", ["", "0000000000000000"])
+def test_a_parent_id_naming_no_span_is_no_parent(tmp_path: Path, parent: str) -> None:
+    log = tmp_path / "frontend.jsonl"
+    lines = [json.loads(line) for line in _request("b6" * 16, "a1" * 8, "5c" * 8, 1)]
+    lines[1]["parent_id"] = parent
+    log.write_text("\n".join(map(json.dumps, lines)) + "\n")
+    doc = _report(log)
+    assert [f["kind"] for f in doc["findings"]] == ["unlinked"]
+    assert doc["summary"]["requests"] == 1
+
+
+def test_trace_nests_the_generate_span_whatever_the_trace_ids_spelling(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "frontend.jsonl"
+    lines = [json.loads(line) for line in _request("b6" * 16, "a1" * 8, "5c" * 8, 1)]
+    lines[1]["trace_id"] = "0x" + lines[1]["trace_id"].upper()
+    log.write_text("\n".join(map(json.dumps, lines)) + "\n")
+    got = CliRunner().invoke(main, ["trace", "1", str(log), "--format", "json", "-q"])
+    assert json.loads(got.output)["matched"] == 1, got.output
+
+
 def _live_row(span: str, t0: int, *, inner: bool = False, t1: int | None = None,
-              **more: Any) -> dict[str, Any]:
+              trace: str = "b6" * 16, **more: Any) -> dict[str, Any]:
+    """One span's row as the live rules get it: a host (``http-request``) unless `inner`."""
     return {"span_id": span, "request_id": "1", "x_request_id": "1", "t0": t0,
-            "t1": t1 if t1 is not None else t0, "trace_id": "b6" * 16, "inner": inner,
-            **more}
+            "t1": t1 if t1 is not None else t0, "trace_id": trace, "inner": inner,
+            "outer": not inner, **more}
+
+
+def _live(*rows: dict[str, Any]) -> tuple[LiveRules, list[dict[str, Any]]]:
+    rules = LiveRules(window_s=600)
+    found = [f for row in rows for f in rules.feed(_rows(row))]  # a poll each
+    return rules, found
 
 
 def test_live_the_generate_span_read_before_or_after_its_request_is_one_caller() -> None:
     host = _live_row("a1" * 8, 0, t1=S, closing=True)
     inner = _live_row("5c" * 8, S // 2, inner=True)
     for rows in ([host, inner], [inner, host]):
-        rules = LiveRules(window_s=600)
-        found = [f for row in rows for f in rules.feed(_rows(row))]
+        rules, found = _live(*rows)
         assert found == [], rows
         assert rules.callers_seen == 1, rows
 
 
 def test_live_two_requests_with_their_generate_spans_are_still_a_duplicate() -> None:
-    rules = LiveRules(window_s=600)
     first = [_live_row("a1" * 8, 0, t1=3 * S), _live_row("5c" * 8, S, inner=True)]
-    second = [{**_live_row("a2" * 8, 2 * S, t1=4 * S), "trace_id": "c7" * 16},
-              {**_live_row("5d" * 8, 2 * S, inner=True), "trace_id": "c7" * 16}]
-    found = [f for row in (*first, *second) for f in rules.feed(_rows(row))]
+    second = [_live_row("a2" * 8, 2 * S, t1=4 * S, trace="c7" * 16),
+              _live_row("5d" * 8, 2 * S, inner=True, trace="c7" * 16)]
+    _, found = _live(*first, *second)
     assert [(f["kind"], f["request_id"]) for f in found] == [("duplicate_in_flight", "1")]
+
+
+def test_live_a_reused_traceparent_puts_the_generate_span_in_the_request_it_started_in(
+) -> None:
+    # Request A (host a1) ended long before request B reused its traceparent; B's
+    # generate span, read before B's host a2, was put in A (the trace's first host):
+    # the duplicate between B and C was printed as A's, at A's time, two minutes early.
+    done = _live_row("a1" * 8, 0, t1=S, closing=True)
+    generate = _live_row("5d" * 8, 120 * S, inner=True)
+    other = _live_row("c1" * 8, 120 * S, t1=122 * S, trace="c7" * 16)
+    host = _live_row("a2" * 8, 119 * S, t1=121 * S, closing=True)
+    for rows in ([done, generate, host, other], [done, generate, other, host]):
+        rules, found = _live(*rows)
+        assert [f["kind"] for f in found] == ["duplicate_in_flight"], rows
+        assert found[0]["span_id"] in ("a2" * 8, "c1" * 8), found  # not A's: it had ended
+        assert rules.callers_seen == 3, rows
+
+
+def test_live_a_second_generate_span_in_one_host_is_another_callers() -> None:
+    host = _live_row("a1" * 8, 0, t1=2 * S)
+    first = _live_row("5c" * 8, S // 10, inner=True)
+    second = _live_row("5d" * 8, S // 2, inner=True)
+    rules, found = _live(host, first, second)
+    assert [f["kind"] for f in found] == ["duplicate_in_flight"]
+    assert rules.callers_seen == 2

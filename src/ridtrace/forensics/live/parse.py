@@ -40,11 +40,11 @@ from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 COLUMNS = (
     "trace_id", "span_id", "file", "first_line", "last_line", "t0", "t1", "request_id",
     "x_request_id", "parent_span_id", "fp_in", "fp_out", "outcome", "worker", "closing",
-    "request_end", "worker_end", "first_time", "started", "inner",
+    "request_end", "worker_end", "first_time", "started", "inner", "outer",
 )
 _AS_IS = ("trace_id", "span_id", "request_id", "x_request_id", "parent_span_id", "fp_in",
           "fp_out")
-_FLAGS = ("closing", "request_end", "worker_end", "started", "inner")
+_FLAGS = ("closing", "request_end", "worker_end", "started", "inner", "outer")
 _READ = ("outcome", "side", *_FLAGS, "unlinked", "foreign")
 
 

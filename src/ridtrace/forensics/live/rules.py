@@ -27,7 +27,7 @@ from ridtrace.forensics.live.parse import COLUMNS, Flag, SpanRows
 from ridtrace.forensics.live.rejoin import earlier_part, held_longer
 from ridtrace.forensics.live.spans import Cluster, Span
 from ridtrace.forensics.live.verdicts import crossed, duplicates
-from ridtrace.forensics.live.window import WindowState
+from ridtrace.forensics.live.window import WindowState, names_no_span
 
 
 class LiveRules:
@@ -85,7 +85,6 @@ class LiveRules:
         get, move = spans.get, spans.move_to_end
         by_id, produced, pairs, waiting = state.clusters, state.produced, state.pairs, state.waiting
         orphans = state.orphans
-        host_of = state.hosts.setdefault  # a trace's first frontend span: its host
         found: list[Finding] = []
         clusters: list[Cluster] = []
         fronts: list[Span] = []
@@ -96,14 +95,14 @@ class LiveRules:
         rows = zip(*(batch.columns[c] for c in COLUMNS), flags, strict=True)
         for (trace, span_id, file, first_line, last_line, t0, t1, rid, xrid, parent, fp_in,
              fp_out, outcome, worker, closing, request_end, worker_end, first_time,
-             started, inner, flag) in rows:
+             started, inner, outer, flag) in rows:
             first_time = t0 if first_time is None else first_time
             key = (trace, span_id)
             span = get(key)
             late_work = False
             if span is None:
-                if inner and parent is None and not worker and trace is not None:
-                    parent = state.inner_parent(trace)
+                if inner and not worker and trace is not None and names_no_span(parent):
+                    parent = state.inner_parent(trace, t0)
                 span = Span(trace, span_id, file, first_line, last_line, t0, t1 if t1 > t0 else t0,
                             parent, WORKER if worker else None, xrid, fp_in, fp_out, outcome)
                 span.first_time = first_time
@@ -128,9 +127,8 @@ class LiveRules:
                     up.open_children += 1
                 else:
                     new_callers += state.park(trace, span)
-                if (not worker and not inner and trace is not None
-                        and host_of(trace, span_id) == span_id and orphans):
-                    state.host_seen(trace, span_id)  # inner spans read before it
+                if outer and not worker and trace is not None:
+                    state.host_seen(trace, span, closing)  # and the inner spans before it
                 if orphans and key in orphans:  # read after spans that work for it
                     new_callers -= state.adopt(key, span)
                 if orphans and trace is not None and (None, span_id) in orphans:

@@ -9,15 +9,22 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 from ridtrace.contract import WORKER
 from ridtrace.forensics.live.eviction import evict_outside
 from ridtrace.forensics.live.regroup import regroup
 from ridtrace.forensics.live.spans import Cluster, Span, SpanKey, held_beside
+from ridtrace.forensics.records.nesting import START_LEEWAY_US
 
 # The parent an inner span logged without one names until its trace's host is read
 # (`WindowState.inner_parent`): no logged span id is spelt so.
 AWAITED_HOST = "\x00host"
+
+
+def names_no_span(parent: str | None) -> bool:
+    """Whether a parent id names no span: none, empty, or the all-zero invalid id."""
+    return parent is None or not parent.lower().removeprefix("0x").strip("0")
 
 
 @dataclass
@@ -61,10 +68,10 @@ class WindowState:
     # span id → the traces of the frontend spans in the window with that id: a worker
     # span logged without a trace id names its caller by span id alone.
     front_span_traces: dict[str, dict[str | None, int]] = field(default_factory=dict)
-    # trace_id → the span id of its first frontend span in the window that Dynamo
-    # does not open inside another (`contract.DYNAMO_INNER_SPANS`): the parent of
-    # such an inner span logged without one (`inner_parent`).
-    hosts: dict[str, str] = field(default_factory=dict)
+    # trace_id → its Dynamo http-request spans in the window, which a span Dynamo opens
+    # inside one and logs without its parent is nested in (`inner_parent`).
+    # Each entry is [host, whether an inner span was nested in it]: a host has one.
+    hosts: dict[str, list[list[Any]]] = field(default_factory=dict)
     # Judgements the files read so far cannot settle yet: tried again every batch.
     pending_clusters: list[Cluster] = field(default_factory=list)
     pending_fronts: list[Span] = field(default_factory=list)
@@ -72,29 +79,51 @@ class WindowState:
     def front_seen(self, key: SpanKey, count: int) -> None:
         """Count (`count` 1) or forget (-1) the frontend span `key` (trace, span id)."""
         trace, span_id = key
-        if count < 0 and trace is not None and self.hosts.get(trace) == span_id:
-            del self.hosts[trace]
+        if count < 0 and trace is not None and trace in self.hosts:
+            kept = [entry for entry in self.hosts[trace] if entry[0].span_id != span_id]
+            if kept:
+                self.hosts[trace] = kept
+            else:
+                del self.hosts[trace]
         _count(self.front_traces, trace, count)
         traces = self.front_span_traces.setdefault(span_id, {})
         _count(traces, trace, count)
         if not traces:
             del self.front_span_traces[span_id]
 
-    def inner_parent(self, trace: str) -> str:
-        """The parent of an inner span of `trace` logged without one (Dynamo's
-        ``generate`` inside ``http-request``, `records.finished.nest_inner_spans`): the
-        trace's host span when read, else `AWAITED_HOST`, under which `park` holds it
-        until `host_seen` names its parent."""
-        return self.hosts.get(trace, AWAITED_HOST)
+    def inner_parent(self, trace: str, start: int) -> str | None:
+        """The parent of an inner span of `trace` logged without one, which started at
+        `start` (Dynamo's ``generate`` inside ``http-request``; the batch read's rule,
+        `records.nesting`): the one host it started in; `AWAITED_HOST` when none is
+        read yet (`park` holds it until `host_seen`); None when several are."""
+        within = [entry for entry in self.hosts.get(trace, ()) if _started_in(entry[0], start)]
+        free = [entry for entry in within if not entry[1]]
+        if len(free) == 1 and len(within) == 1:
+            free[0][1] = True
+            return str(free[0][0].span_id)
+        return AWAITED_HOST if not within else None
 
-    def host_seen(self, trace: str, span_id: str) -> None:
-        """`span_id`, just made `trace`'s host (``hosts``): the inner spans of the trace
-        read before it are its children from now."""
-        kids = self.orphans.pop((trace, AWAITED_HOST), None)
-        if kids:
-            for kid in kids:
-                kid.parent = span_id
-            self.orphans.setdefault((trace, span_id), []).extend(kids)
+    def host_seen(self, trace: str, host: Span, closing: bool) -> None:
+        """A new http-request span of `trace`: the inner spans of the trace read before it
+        that started in it are its children from now."""
+        entry: list[Any] = [host, False]
+        self.hosts.setdefault(trace, []).append(entry)
+        kids = self.orphans.get((trace, AWAITED_HOST))
+        if not kids:
+            return
+        within = [kid for kid in kids if _started_in(host, kid.start, closing)]
+        if not within:
+            return
+        mine = [min(within, key=lambda kid: kid.start)]  # a host has one inner span
+        entry[1] = True
+        rest = [kid for kid in kids if kid is not mine[0]]
+        if rest:
+            self.orphans[(trace, AWAITED_HOST)] = rest
+        else:
+            del self.orphans[(trace, AWAITED_HOST)]
+        for kid in mine:
+            kid.parent = host.span_id
+        self.orphans.setdefault((trace, host.span_id), []).extend(mine)
 
     def caller_named(self, parent: str) -> SpanKey | None:
         """The frontend span a span logged without a trace id names as `parent`: the one
@@ -294,6 +323,12 @@ class WindowState:
         return len(self.spans) + len(self.clusters) + len(self.pairs) + len(
             self.produced
         ) + sum(len(v) for v in self.waiting.values()) + len(self.orphans)
+
+
+def _started_in(host: Span, start: int, closing: bool | None = None) -> bool:
+    """Whether a span that started at `start` started within `host` (`records.nesting`)."""
+    closed = host.closed if closing is None else closing
+    return host.start - START_LEEWAY_US <= start and (not closed or start <= host.last)
 
 
 def _count(counts: dict[str | None, int], key: str | None, count: int) -> None:

@@ -22,6 +22,7 @@ from ridtrace.contract import (
     DYNAMO_COMPLETED,
     DYNAMO_DEPRECATED_PATTERN,
     DYNAMO_FRONTEND_SPANS,
+    DYNAMO_HTTP_SPAN,
     DYNAMO_INNER_SPANS,
     DYNAMO_RESPONSE_SENT,
     DYNAMO_SPAN_CLOSED,
@@ -123,6 +124,7 @@ _LINE = f"""
     CASE WHEN _rt THEN starts_with(event, {literal(WORKER_EVENT_PREFIX)})
          ELSE span_name IN {literal_list(DYNAMO_WORKER_SPANS)} END AS _worker,
     (NOT _rt AND span_name IN {literal_list(DYNAMO_INNER_SPANS)}) IS TRUE AS _inner,
+    (NOT _rt AND span_name = {literal(DYNAMO_HTTP_SPAN)}) IS TRUE AS _outer,
     CASE WHEN _rt THEN event = {literal(RESPONSE_UNLINKED)}
          WHEN {DYNAMO_LINE} THEN {_DYN_UNLINKED} END AS _unlinked,
     _rt AND event = {literal(FOREIGN_CHUNK)} AS _foreign,
@@ -150,9 +152,10 @@ _STARTED_BIT = 128
 # suspect line either.
 _HEADER_SHIFT = 8
 _HEADER_MASK = (1 << len(DEPRECATED_ID_HEADERS)) - 1
-# A line of a span Dynamo opens inside another (`contract.DYNAMO_INNER_SPANS`), above
-# the header bits; never on a suspect line.
-_INNER_BIT = 1 << 14
+# A line of a span Dynamo opens inside another (`contract.DYNAMO_INNER_SPANS`), and of
+# the span it opens them in (`contract.DYNAMO_HTTP_SPAN`), above the header bits; never
+# on a suspect line.
+_INNER_BIT, _OUTER_BIT = 1 << 14, 1 << 15
 _BITS = f"""(CASE WHEN _worker THEN {_WORKER_BIT} ELSE 0 END
     + CASE _end WHEN 0 THEN 0 WHEN 1 THEN {_CLOSING_BIT | _REQUEST_END_BIT}
            WHEN 2 THEN {_CLOSING_BIT | _WORKER_END_BIT} ELSE {_CLOSING_BIT} END
@@ -160,7 +163,7 @@ _BITS = f"""(CASE WHEN _worker THEN {_WORKER_BIT} ELSE 0 END
         + CASE WHEN _time_text IS NOT NULL THEN {_TIMED_BIT} ELSE 0 END
         + CASE WHEN time IS NULL THEN {_UNTIMED_BIT} ELSE 0 END)
       ELSE (CASE WHEN _started THEN {_STARTED_BIT} ELSE 0 END
-            + CASE WHEN _inner THEN {_INNER_BIT} ELSE 0 END
+            + CASE WHEN _inner THEN {_INNER_BIT} WHEN _outer THEN {_OUTER_BIT} ELSE 0 END
             + {header_bits("deprecated", shift=_HEADER_SHIFT)}) END)::USMALLINT"""
 
 
@@ -235,7 +238,7 @@ SELECT CASE WHEN _row IS NOT NULL THEN {SUSPECT} WHEN _span IS NOT NULL THEN {SP
     coalesce(min(_deprecated_rank) < {_UNLISTED}, FALSE) AS deprecated_listed,
     {_has(_CLOSING_BIT)} AS closing, {_has(_REQUEST_END_BIT)} AS request_end,
     {_has(_WORKER_END_BIT)} AS worker_end, {_has(_STARTED_BIT)} AS started,
-    {_has(_INNER_BIT)} AS inner,
+    {_has(_INNER_BIT)} AS inner, {_has(_OUTER_BIT)} AS outer,
     {_has(_EMPTY_BIT)} AS _empty, {_has(_TIMED_BIT)} AS _timed,
     {_has(_UNTIMED_BIT)} AS _untimed, count(*) FILTER (WHERE _in_window) AS _window,
     {suspects} FILTER (WHERE _row IS NOT NULL) AS _suspects{file}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ridtrace.contract import (
     DEPRECATED_HEADER,
+    DYNAMO_HTTP_SPAN,
     DYNAMO_INNER_SPANS,
     FOREIGN_CHUNK,
     FRONTEND,
@@ -120,7 +121,9 @@ def span_aggregates() -> str:
     bool_or(event = {literal(WORKER_END)}) IS TRUE AS worker_end,
     bool_or({opened}) IS TRUE AS started,
     bool_or(format IS DISTINCT FROM 'ridtrace'
-            AND span_name IN {literal_list(DYNAMO_INNER_SPANS)}) IS TRUE AS inner"""
+            AND span_name IN {literal_list(DYNAMO_INNER_SPANS)}) IS TRUE AS inner,
+    bool_or(format IS DISTINCT FROM 'ridtrace'
+            AND span_name = {literal(DYNAMO_HTTP_SPAN)}) IS TRUE AS outer"""
 
 
 def spans_select(events: str, *, by_file: bool = False) -> str:

@@ -12,16 +12,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from ridtrace.contract import FRONTEND
+from ridtrace.forensics.records.nesting import nest_inner_spans
 from ridtrace.forensics.records.partials import (
     ARROW_STRING,
     FILE_COLUMNS,
     INNER,
     LINE_BITS,
     LINE_COLUMNS,
+    OUTER,
     in_part_order,
     is_text,
 )
@@ -67,36 +66,9 @@ def finish_requests(
     if INNER in ordered:
         inner = np.asarray(ordered[INNER].to_numpy(dtype=bool), dtype=bool)
         if inner.any():
-            out["parent_span_id"] = nest_inner_spans(out, inner)
+            outer = np.asarray(ordered[OUTER].to_numpy(dtype=bool), dtype=bool)
+            out["parent_span_id"] = nest_inner_spans(out, inner, outer)
     return pd.DataFrame(out)
-
-
-def nest_inner_spans(columns: dict[str, Any], inner: np.ndarray) -> Any:
-    """``parent_span_id`` with each `inner` span's missing parent found in its trace.
-
-    Dynamo's ``generate`` span is opened inside its ``http-request`` span, but older
-    releases log its lines without ``parent_id`` (the shared sample's Unlinked failure):
-    taken as a request of its own, one failed request was two holding its id, a false
-    ``duplicate_in_flight``. Such a span's parent is the one other frontend span of its
-    trace; where the trace holds several (callers that shared a ``traceparent``), which
-    one is unknown and the span stays unparented.
-    """
-    parent = pa.array(columns["parent_span_id"], type=pa.string())
-    trace = pa.array(columns["trace_id"], type=pa.string())
-    span = pa.array(columns["span_id"], type=pa.string())
-    front = np.asarray(pc.equal(pa.array(columns["side"], type=pa.string()), FRONTEND)
-                       .fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
-    hosts = pa.array(front & ~inner & trace.is_valid().to_numpy(zero_copy_only=False))
-    host_traces, host_spans = trace.filter(hosts), span.filter(hosts)
-    counted = pc.value_counts(host_traces)
-    single = counted.field("values").filter(pc.equal(counted.field("counts"), 1))
-    lonely = inner & front & parent.is_null().to_numpy(zero_copy_only=False) & np.asarray(
-        pc.is_in(trace, value_set=single).fill_null(False).to_numpy(zero_copy_only=False),
-        dtype=bool)
-    if not lonely.any():
-        return columns["parent_span_id"]
-    host = pc.take(host_spans, pc.index_in(trace, value_set=host_traces))
-    return pd.array(pc.if_else(pa.array(lonely), host, parent), dtype=ARROW_STRING)
 
 
 # Columns `build_requests` returns as pandas categoricals (taken from categorical events).

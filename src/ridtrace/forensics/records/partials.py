@@ -43,6 +43,8 @@ STARTED = "_started"
 # A partial's span is one Dynamo opens inside its http-request span
 # (`contract.DYNAMO_INNER_SPANS`), its parent found by `finished.nest_inner_spans`.
 INNER = "_inner"
+# A partial's span is Dynamo's ``http-request``, which such a span is opened inside.
+OUTER = "_outer"
 # Evidence line columns. In a partial they hold ``part << 32 | line within the
 # partition``: combining carries each value with the row it came from, and the client
 # resolves them once every partition's line count is known — no barrier before the
@@ -129,6 +131,7 @@ def pieces_frame(pieces: Sequence[SpanPiece], *, shuffled: bool = True) -> pd.Da
     result[FIRST_TIME] = frame["first_time"].array
     result[STARTED] = np.asarray(spans["started"].to_numpy(zero_copy_only=False), dtype=bool)
     result[INNER] = np.asarray(spans["inner"].to_numpy(zero_copy_only=False), dtype=bool)
+    result[OUTER] = np.asarray(spans["outer"].to_numpy(zero_copy_only=False), dtype=bool)
     result[PART] = part
     # Each row's place in its part: the part's first row is at 0.
     result[POS] = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
@@ -168,6 +171,7 @@ def partial_requests(requests: pd.DataFrame, part: int) -> pd.DataFrame:
     out[FIRST_TIME] = out["start"]
     out[STARTED] = np.zeros(len(out), dtype=bool)
     out[INNER] = np.zeros(len(out), dtype=bool)  # nested in the requests already
+    out[OUTER] = np.zeros(len(out), dtype=bool)
     out[PART] = np.full(len(out), part, dtype=np.int64)
     out[POS] = np.arange(len(out), dtype=np.int64)
     out[KEY] = pd.util.hash_pandas_object(out[KEYS], index=False).to_numpy()
@@ -218,6 +222,7 @@ def _merge(parts: pd.DataFrame) -> pd.DataFrame:
     out[STARTED] = opened = group_rows(codes, parts[STARTED].to_numpy(dtype=bool), n) >= 0
     out["start"] = agg["start"].where(~opened, agg["first"]).array
     out[INNER] = group_rows(codes, parts[INNER].to_numpy(dtype=bool), n) >= 0
+    out[OUTER] = group_rows(codes, parts[OUTER].to_numpy(dtype=bool), n) >= 0
     out["end"] = agg["end"].array
     out["lines"] = agg["lines"].to_numpy()
     closing = np.asarray(parts["closing"].fillna(False).to_numpy(), dtype=bool)

@@ -1,0 +1,80 @@
+"""Dynamo's ``generate`` span logged without ``parent_id``, put inside its ``http-request``.
+
+Dynamo opens ``generate`` inside ``http-request``, but older releases log its lines
+without ``parent_id`` (the shared sample's Unlinked failure): taken as a request of its
+own, one failed request was two holding its id, a false ``duplicate_in_flight``. Such a
+span's parent is the ``http-request`` span of its trace that it started in: one that
+started no later (a millisecond's leeway, ``latency_ms``'s unit, for a start dated
+back by it) and, once closed, had not ended. With none, or several (callers that shared
+a ``traceparent``, in flight at once), which one is unknown and it stays a request of
+its own; so does a second one starting in a host that has its first (another caller's,
+whose own host is not in the logs). The live rules (`live.window`) judge it the same
+way as lines come.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ridtrace.contract import FRONTEND
+from ridtrace.forensics.records.partials import ARROW_STRING
+from ridtrace.forensics.records.requests import epoch_us
+
+# How much earlier than its host an inner span may start (µs): the host's start dated
+# back by a whole number of milliseconds (`latency_ms`) may be that much late.
+START_LEEWAY_US = 1_000
+# A parent id that names no span: empty, or OpenTelemetry's invalid all-zero id.
+_NO_SPAN = r"^(0[xX])?0*$"
+
+
+def nest_inner_spans(columns: dict[str, Any], inner: np.ndarray, outer: np.ndarray) -> Any:
+    """``parent_span_id`` with each unparented `inner` span's host (`outer`) filled in."""
+    parent = pa.array(columns["parent_span_id"], type=pa.string())
+    trace = pa.array(columns["trace_id"], type=pa.string())
+    front = _bools(pc.equal(pa.array(columns["side"], type=pa.string()), FRONTEND))
+    traced = _bools(trace.is_valid())
+    unparented = _bools(parent.is_null()) | _bools(pc.match_substring_regex(parent, _NO_SPAN))
+    lonely = np.flatnonzero(inner & front & traced & unparented)
+    hosts = np.flatnonzero(outer & front & traced)
+    if not len(lonely) or not len(hosts):
+        return columns["parent_span_id"]
+    key = _trace_key(trace)
+    start, end = epoch_us(pd.Series(columns["start"])), epoch_us(pd.Series(columns["end"]))
+    closing = np.asarray(pd.Series(columns["closing"]).fillna(True).to_numpy(), dtype=bool)
+    pairs = pd.DataFrame({"row": lonely, "key": key.take(lonely)}).merge(
+        pd.DataFrame({"host": hosts, "key": key.take(hosts)}), on="key")
+    row, host = pairs["row"].to_numpy(), pairs["host"].to_numpy()
+    within = (start[host] - START_LEEWAY_US <= start[row]) & (
+        ~closing[host] | (start[row] <= end[host]))
+    row, host = row[within], host[within]
+    once = np.bincount(row, minlength=len(parent))[row] == 1
+    row, host = row[once], host[once]
+    if not len(row):
+        return columns["parent_span_id"]
+    # A host has one inner span: the first to start in it. Another one starting in it
+    # is another caller's (sharing its traceparent, its own host not in the logs).
+    first = np.lexsort((row, start[row], host))
+    row, host = row[first], host[first]
+    keep = np.r_[True, host[1:] != host[:-1]]
+    row, host = row[keep], host[keep]
+    nested = np.asarray(parent.to_pylist(), dtype=object)
+    nested[row] = np.asarray(pa.array(columns["span_id"], type=pa.string())
+                             .take(pa.array(host)).to_pylist(), dtype=object)
+    return pd.array(pa.array(nested.tolist(), type=pa.string()), dtype=ARROW_STRING)
+
+
+def _trace_key(trace: pa.Array) -> np.ndarray:
+    """Trace ids as one key whatever their spelling (case, ``0x``, leading zeros): the
+    views' frames hold them as logged."""
+    lowered = pc.utf8_lower(trace)
+    bare = pc.replace_substring_regex(lowered, r"^0x", "")
+    return np.asarray(pc.utf8_ltrim(bare, "0").to_pylist(), dtype=object)
+
+
+def _bools(values: Any) -> np.ndarray:
+    return np.asarray(pc.fill_null(values, False).to_numpy(zero_copy_only=False), dtype=bool)
