@@ -21,3 +21,16 @@ def test_the_demo_runs_clean_with_api_keys_in_the_environment(tmp_path: Path) ->
                           timeout=300, env=env)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "safe policy served every caller its own output" in done.stdout
+
+
+def test_the_demo_matches_its_calls_whatever_id_headers_the_shell_names(tmp_path: Path) -> None:
+    # With RIDTRACE_RESPONSE_ID_HEADER exported, the stack answered the server id under
+    # that name, the callers (reading x-server-request-id) got none, no finding matched
+    # its call, and the demo said FAIL on a run whose every crossed stream was found.
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("RIDTRACE_", "OTEL_"))},
+           "RIDTRACE_RESPONSE_ID_HEADER": "x-rid", "RIDTRACE_CLIENT_ID_HEADER": "x-cid",
+           "OTEL_PROPAGATORS": "none"}
+    done = subprocess.run(demo_argv(tmp_path / "out", requests=60), capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "FAIL" not in done.stdout

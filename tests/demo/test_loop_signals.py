@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -32,3 +33,32 @@ def test_a_second_stop_signal_raises_at_once() -> None:
         reached.append("after the second")
     assert reached == ["after the first"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_stop_duckdb_turned_into_its_own_error_ends_as_the_demos_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C while the demo analysed a run's logs landed in a DuckDB query, which raised
+    # "Query interrupted" with no context: the generic "ridtrace: interrupted" came out,
+    # not the line that says every process the demo started was stopped.
+    import signal as signals
+
+    from click.testing import CliRunner
+
+    import ridtrace.demo.main as demo_main
+    from ridtrace.cli import stop
+    from ridtrace.cli.main import main
+
+    def interrupted_query(*args: object, **kwargs: object) -> int:
+        stop._received = KeyboardInterrupt()  # what the demo's handler records
+        raise RuntimeError("Query interrupted")
+
+    monkeypatch.setattr(demo_main, "run_demo", interrupted_query)
+    handlers = {sig: signals.getsignal(sig) for sig in (signals.SIGINT, signals.SIGTERM, signals.SIGHUP)}
+    try:
+        result = CliRunner().invoke(main, ["demo", "--out", str(tmp_path / "out")])
+    finally:
+        for sig, handler in handlers.items():
+            signals.signal(sig, handler)
+    assert result.exit_code == 130, (result.output, result.exception)
+    assert "interrupted: every process the demo started has been stopped" in result.stderr

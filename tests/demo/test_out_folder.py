@@ -27,3 +27,27 @@ def test_an_out_folder_that_cannot_be_made_is_exit_2(tmp_path: Path, where: str)
     assert "Traceback" not in done.stderr
     assert "--out" in done.stderr and str(out) in done.stderr, done.stderr
     assert done.stdout == ""  # stopped before it printed or started anything
+
+
+@pytest.mark.parametrize("left", ["a file named legacy", "a link for legacy/logs"])
+def test_an_earlier_run_it_cannot_replace_is_exit_2(tmp_path: Path, left: str) -> None:
+    # What forget_earlier_run could not remove raised out of it: a traceback, exit 4.
+    out = tmp_path / "out"
+    out.mkdir()
+    if left == "a file named legacy":
+        (out / "legacy").write_text("notes\n")
+        named = out / "legacy"
+    else:
+        elsewhere = tmp_path / "other-disk"
+        elsewhere.mkdir()
+        (elsewhere / "frontend.jsonl").write_text("{}\n")
+        (out / "legacy").mkdir()
+        (out / "legacy" / "logs").symlink_to(elsewhere)
+        named = out / "legacy" / "logs"
+    done = subprocess.run(demo_argv(out), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "--out" in done.stderr and str(named) in done.stderr, done.stderr
+    assert done.stdout == ""
+    if left != "a file named legacy":
+        assert (tmp_path / "other-disk" / "frontend.jsonl").exists()  # left alone

@@ -25,6 +25,7 @@ from ridtrace.cli.stop import (
     exit_code,
     hangup_to_handle,
     interrupt_behind,
+    received_stop,
     unwind,
 )
 
@@ -65,8 +66,9 @@ def demo(
 ) -> None:
     """Reproduce the crossed-stream incident, show the fix, and prove both from the logs.
 
-    Exit status: 0 the safe run is clean and every crossed stream the legacy callers saw
-    was reported, 1 otherwise, 2 bad usage (an option, or an OTEL_* or RIDTRACE_*
+    Exit status: 0 the safe run is clean, the legacy run reproduced the failure (with an
+    unlinked finding for its failed calls) and every crossed stream its callers saw was
+    reported, 1 otherwise, 2 bad usage (an option, or an OTEL_* or RIDTRACE_*
     variable the stack cannot follow); 129, 130 and 143 when a signal stopped it."""
     require_propagators()  # before the demo's imports (FastAPI) load them
     require_sdk()  # the SDK reads OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT on import
@@ -116,7 +118,9 @@ def demo(
         # exported over gRPC) surfaces as another error with the interrupt as its
         # context: the demo ended with the generic "ridtrace: interrupted", not the
         # line that says every process it started was stopped.
-        behind = interrupt_behind(exc)
+        # So does one that DuckDB turned into its own "Query interrupted" while the demo
+        # analysed a run's logs, with no context at all: the stop a signal asked for.
+        behind = interrupt_behind(exc) or received_stop()
         if behind is None:
             raise
         _stopped(behind)
@@ -135,6 +139,33 @@ def _make_out_folder(out_dir: Path) -> None:
     if not os.access(out_dir, os.W_OK | os.X_OK):
         raise click.BadParameter(f"cannot write in {out_dir}: "
                                  f"{os.strerror(errno.EACCES)}", param_hint="'--out'")
+    _forget_earlier_runs(out_dir)
+
+
+def _forget_earlier_runs(out_dir: Path) -> None:
+    """Remove what an earlier run left in `out_dir`, before anything starts; what cannot
+    be (another user's files after a ``sudo make demo``, ``legacy/logs`` a link to
+    another disk, a file named ``legacy``) is bad usage naming it, not the traceback
+    and exit 4 it was."""
+    from ridtrace.demo.run import POLICIES, forget_earlier_run
+
+    for policy in POLICIES:
+        folder = out_dir / policy
+        if folder.exists() and not folder.is_dir():
+            raise click.BadParameter(f"{folder} is not a folder: the demo writes its "
+                                     f"{policy} run there", param_hint="'--out'")
+        for part in (folder / "logs", folder / "stderr"):
+            if part.is_symlink():
+                raise click.BadParameter(
+                    f"{part} is a link: the demo replaces that folder at every run "
+                    "(remove the link, or name another --out)", param_hint="'--out'")
+        try:
+            forget_earlier_run(out_dir, policy)
+        except OSError as exc:
+            where = exc.filename or folder
+            raise click.BadParameter(
+                f"cannot remove the earlier run's {where}: {exc.strerror or exc}",
+                param_hint="'--out'") from None
 
 
 def _check_serve_variables() -> None:
