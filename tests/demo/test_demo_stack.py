@@ -51,3 +51,36 @@ def test_the_stack_stops_after_its_processes_flushed_to_a_slow_collector(
             s.attributes.get("x_request_id") == "slow-collector" for s in spans) >= 2)
         assert {s.service_name.split("-")[0] for s in spans
                 if s.attributes.get("x_request_id") == "slow-collector"} == {"frontend", "worker"}
+
+
+def test_a_second_stop_while_the_stack_flushes_kills_it_before_the_demo_says_so() -> None:
+    # The first Ctrl-C sent SIGTERM and waited out the flush; a second one cut the wait
+    # short and the demo said every process it started had been stopped while they ran
+    # on for seconds. A stack process that takes its time stands in (SIGTERM ignored).
+    import signal as signals
+    import subprocess
+    import sys
+
+    from ridtrace.demo.processes import stop
+
+    slow = subprocess.Popen(
+        [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, "
+         "signal.SIG_IGN); print('ready', flush=True); time.sleep(120)"],
+        stdout=subprocess.PIPE, start_new_session=True)
+    assert slow.stdout is not None and slow.stdout.readline() == b"ready\n"
+
+    def second_ctrl_c(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signals.signal(signals.SIGALRM, second_ctrl_c)
+    try:
+        signals.setitimer(signals.ITIMER_REAL, 0.3)
+        with pytest.raises(KeyboardInterrupt):
+            stop([slow], grace=60)
+        assert slow.poll() is not None  # gone before the demo says so
+    finally:
+        signals.setitimer(signals.ITIMER_REAL, 0)
+        signals.signal(signals.SIGALRM, previous)
+        if slow.poll() is None:
+            slow.kill()
+            slow.wait()

@@ -182,13 +182,26 @@ def stop(processes: Sequence[subprocess.Popen[bytes]], *, grace: float = _STOP_G
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
-    for process in processes:
-        try:
-            process.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+    try:
+        for process in processes:
+            try:
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                _kill(process)
+    except KeyboardInterrupt:
+        # A second Ctrl-C while they flush: stop at once. Left to their SIGTERM, they ran
+        # on for seconds after the demo said every process it started had been stopped.
+        for process in processes:
+            _kill(process)
+        raise
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL `process`'s group and wait for it (a moment: it cannot linger)."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 @contextlib.contextmanager
