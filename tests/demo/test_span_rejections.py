@@ -85,3 +85,35 @@ def test_next_steps_say_why_no_plot_was_drawn(tmp_path: Path) -> None:
     _next_steps(console, tmp_path, safe, tmp_path / "traces.json", None, None, None)
     assert "not drawn (it needs the plot extra: pip install 'ridtrace[plot]')" in (
         console.export_text())
+
+
+def test_an_export_that_failed_is_found_here_and_in_the_stacks_logs(tmp_path: Path) -> None:
+    # A collector that accepted connections and never answered: every export failed
+    # ("Failed to export spans batch due to timeout …"), and the demo still said
+    # "spans were exported to …".
+    from tests.support.otlp_receiver import unresponsive_collector
+
+    rejections = SpanRejections()
+    span = TracerProvider().get_tracer("t").start_span("s")
+    span.end()
+    with unresponsive_collector() as endpoint:
+        exporter = otlp_exporter({"OTEL_EXPORTER_OTLP_TIMEOUT": "0.5"}, "traces",
+                                 endpoint + "/v1/traces")
+        exporter.export([span])  # type: ignore[list-item]
+        exporter.shutdown()
+    said = rejections.first(tmp_path)
+    assert said is not None and said.startswith("Failed to export spans"), said
+    logs = tmp_path / "safe" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "frontend.jsonl").write_text(
+        '{"level": "ERROR", "logger": "opentelemetry.exporter.otlp.common.http", '
+        '"message": "Failed to export spans batch due to timeout, max retries or '
+        'shutdown.", "schema": "ridtrace/1"}\n'
+        '{"level": "ERROR", "logger": "opentelemetry.exporter.otlp.common.http", '
+        '"message": "Failed to export metrics batch code: 404", "schema": "ridtrace/1"}\n')
+    later = SpanRejections().first(tmp_path)
+    assert later is not None and later.startswith("Failed to export spans batch"), later
+    (logs / "frontend.jsonl").write_text(
+        '{"level": "ERROR", "logger": "opentelemetry.exporter.otlp.common.http", '
+        '"message": "Failed to export metrics batch code: 404", "schema": "ridtrace/1"}\n')
+    assert SpanRejections().first(tmp_path) is None  # metrics are not the spans

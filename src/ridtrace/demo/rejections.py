@@ -17,27 +17,44 @@ __all__ = ["SpanRejections"]
 
 _LOGGER = "ridtrace.tracing.otlp_partial"
 _SAID = " spans of an export"  # how its WARN speaks of rejected spans
+# The OTLP exporters' own loggers, which say an export of spans that failed (a collector
+# that never answered, refused, or was not there): those spans were dropped.
+_EXPORTERS = ("opentelemetry.exporter.otlp.common.http",
+              "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+              "opentelemetry.exporter.otlp.proto.grpc.exporter")
+_FAILED = ("Failed to export spans", "Failed to export traces")
+
+
+def _says_spans_lost(logger: str, message: str) -> bool:
+    return ((logger == _LOGGER and _SAID in message)
+            or (logger.startswith("opentelemetry.exporter.otlp") and message.startswith(_FAILED)))
 
 
 class SpanRejections(logging.Filter):
-    """From its making, notes the first rejection of spans said in this process (the
-    records pass on as they are)."""
+    """From its making, notes the first rejection of spans, or failed export of them,
+    said in this process (the records pass on as they are).
+
+    A collector that accepted connections but never answered left every export failed
+    ("Failed to export spans batch due to timeout …" in every log) under "spans were
+    exported to …"."""
 
     def __init__(self) -> None:
         super().__init__()
         self._seen: str | None = None
-        logging.getLogger(_LOGGER).addFilter(self)
+        for name in (_LOGGER, *_EXPORTERS):
+            logging.getLogger(name).addFilter(self)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if self._seen is None and _SAID in record.getMessage():
+        if self._seen is None and _says_spans_lost(record.name, record.getMessage()):
             self._seen = record.getMessage()
         return True
 
     def first(self, out_dir: Path) -> str | None:
-        """What the collector said of the first spans it rejected, here or in a log of
-        the stack's processes under ``out_dir``; ``None`` when it kept them all. Stops
-        looking in this process."""
-        logging.getLogger(_LOGGER).removeFilter(self)
+        """What was said of the first spans the collector rejected or did not take,
+        here or in a log of the stack's processes under ``out_dir``; ``None`` when it
+        kept them all. Stops looking in this process."""
+        for name in (_LOGGER, *_EXPORTERS):
+            logging.getLogger(name).removeFilter(self)
         return self._seen or _logged(out_dir)
 
 
@@ -48,13 +65,13 @@ def _logged(out_dir: Path) -> str | None:
         except OSError:
             continue
         for raw in raw_lines:
-            if _LOGGER.encode() not in raw:
+            if b"spans" not in raw and b"traces" not in raw:
                 continue
             try:
                 line = json.loads(raw)
             except ValueError:
                 continue
-            if (isinstance(line, dict) and line.get("logger") == _LOGGER
-                    and _SAID in str(line.get("message", ""))):
+            if isinstance(line, dict) and _says_spans_lost(
+                    str(line.get("logger", "")), str(line.get("message", ""))):
                 return str(line["message"])
     return None
