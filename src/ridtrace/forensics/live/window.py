@@ -15,7 +15,7 @@ from ridtrace.contract import WORKER
 from ridtrace.forensics.live.eviction import evict_outside
 from ridtrace.forensics.live.regroup import regroup
 from ridtrace.forensics.live.spans import Cluster, Span, SpanKey, held_beside
-from ridtrace.forensics.records.nesting import START_LEEWAY_US
+from ridtrace.forensics.rules import INNER_START_LEEWAY_US
 
 # The parent an inner span logged without one names until its trace's host is read
 # (`WindowState.inner_parent`): no logged span id is spelt so.
@@ -328,7 +328,7 @@ class WindowState:
 def _started_in(host: Span, start: int, closing: bool | None = None) -> bool:
     """Whether a span that started at `start` started within `host` (`records.nesting`)."""
     closed = host.closed if closing is None else closing
-    return host.start - START_LEEWAY_US <= start and (not closed or start <= host.last)
+    return host.start - INNER_START_LEEWAY_US <= start and (not closed or start <= host.last)
 
 
 def _count(counts: dict[str | None, int], key: str | None, count: int) -> None:

@@ -24,10 +24,8 @@ import pyarrow.compute as pc
 from ridtrace.contract import FRONTEND
 from ridtrace.forensics.records.partials import ARROW_STRING
 from ridtrace.forensics.records.requests import epoch_us
+from ridtrace.forensics.rules import INNER_START_LEEWAY_US
 
-# How much earlier than its host an inner span may start (µs): the host's start dated
-# back by a whole number of milliseconds (`latency_ms`) may be that much late.
-START_LEEWAY_US = 1_000
 # A parent id that names no span: empty, or OpenTelemetry's invalid all-zero id.
 _NO_SPAN = r"^(0[xX])?0*$"
 
@@ -49,7 +47,7 @@ def nest_inner_spans(columns: dict[str, Any], inner: np.ndarray, outer: np.ndarr
     pairs = pd.DataFrame({"row": lonely, "key": key.take(lonely)}).merge(
         pd.DataFrame({"host": hosts, "key": key.take(hosts)}), on="key")
     row, host = pairs["row"].to_numpy(), pairs["host"].to_numpy()
-    within = (start[host] - START_LEEWAY_US <= start[row]) & (
+    within = (start[host] - INNER_START_LEEWAY_US <= start[row]) & (
         ~closing[host] | (start[row] <= end[host]))
     row, host = row[within], host[within]
     once = np.bincount(row, minlength=len(parent))[row] == 1
