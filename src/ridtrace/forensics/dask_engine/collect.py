@@ -22,15 +22,20 @@ _LOOK_EVERY = 1.0
 
 
 class NoWorkersError(RuntimeError):
-    """The cluster had no worker for the timeout while the run still had work to do."""
+    """The cluster had no worker for the timeout while the run still had work to do;
+    `paused`: it had workers, every one paused (over its memory's pause threshold)."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, *, paused: int = 0) -> None:
         super().__init__(f"no worker for {seconds:g}s")
         self.seconds = seconds
+        self.paused = paused
 
 
 class _WorkerWatch:
-    """When the cluster was last seen without a worker, since it had none."""
+    """When the cluster was last seen without a running worker, since it had none.
+
+    A worker paused for memory (Dask's pause threshold, 80 % of its limit) runs no task
+    and may never resume: counted as a worker, the run waited for ever on it."""
 
     def __init__(self, client: Any, timeout: float) -> None:
         self.client = client
@@ -39,16 +44,21 @@ class _WorkerWatch:
 
     def check(self) -> None:
         try:
-            workers = self.client.scheduler_info(n_workers=0)["n_workers"]
+            workers = self.client.scheduler_info(n_workers=-1).get("workers", {})
         except OSError:  # the scheduler itself is gone: its futures say so, cancelled
             return
+        statuses = [str(w.get("status", "running")) for w in workers.values()]
         now = time.monotonic()
-        if workers:
+        if any(status not in _NOT_RUNNING for status in statuses):
             self.none_since = None
         elif self.none_since is None:
             self.none_since = now
         elif now - self.none_since >= self.timeout:
-            raise NoWorkersError(self.timeout)
+            raise NoWorkersError(self.timeout, paused=statuses.count("paused"))
+
+
+# Worker statuses under which a worker takes no task.
+_NOT_RUNNING = frozenset({"paused", "closing", "closing_gracefully", "closed", "failed"})
 
 
 def fetch_each(client: Any, futures: list[Any], *, no_workers_timeout: float) -> list[Any]:

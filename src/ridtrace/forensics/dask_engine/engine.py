@@ -160,6 +160,11 @@ def load_requests(
         results = fetch_each(client, futures, no_workers_timeout=no_workers_timeout)
     except NoWorkersError as exc:
         # Dask would hold the tasks until a worker joins: forever, for a command.
+        if exc.paused:
+            raise DaskEngineError(
+                f"every Dask worker ({exc.paused}) was paused for memory for "
+                f"{exc.seconds:g}s, so no report was made (give each worker more memory, "
+                "or read smaller parts with --partition-size)") from exc
         raise DaskEngineError(
             f"no Dask worker for {exc.seconds:g}s at the scheduler, so no report was made "
             "(were the workers killed, or never started? start one with `dask worker "
