@@ -131,3 +131,12 @@ def test_the_wait_is_ten_seconds_unless_dask_is_told_otherwise() -> None:
         with dask.config.set({"distributed.comm.timeouts.connect": unusable}), \
                 pytest.raises(DaskEngineError, match="expected a time above zero"):
             connect_timeout()
+
+
+def test_a_scheme_distributed_removed_is_bad_usage_in_one_line(tmp_path: Path) -> None:
+    # ucx:// warned, then raised a FutureWarning: a traceback and "internal error (exit 4)".
+    done = _analyze_on("ucx://127.0.0.1:28786", tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "FutureWarning" not in done.stderr
+    (said,) = [line for line in done.stderr.splitlines() if line.strip()]
+    assert "not a usable Dask scheduler address 'ucx://127.0.0.1:28786'" in said

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -49,9 +50,10 @@ def dask_client(scheduler: str | None = None, **cluster_options: Any) -> Iterato
             client = _dist.Client(scheduler, timeout=timeout)
         except (OSError, TimeoutError) as exc:
             raise DaskEngineError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from exc
-        except (ValueError, TypeError) as exc:  # the user's mistake, not a crash of ridtrace
+        except (ValueError, TypeError, Warning) as exc:  # the user's, not ridtrace's crash
+            said = " ".join(str(exc).split())  # one line (the ucx:// refusal spans four)
             raise DaskEngineError(
-                f"not a usable Dask scheduler address {scheduler!r}: {exc}"
+                f"not a usable Dask scheduler address {scheduler!r}: {said}"
                 " (expected e.g. tcp://host:8786)"
             ) from exc
         with client:
@@ -69,7 +71,10 @@ def _check_address(scheduler: str) -> None:
     without Dask's TLS configuration) leaves its event loop behind, and the next client
     of the same process then fails to start.
     """
-    _dist.comm.resolve_address(scheduler)  # ValueError for the address, OSError for DNS
+    with warnings.catch_warnings():
+        # ucx:// warns, then raises the same FutureWarning: said once, as the refusal.
+        warnings.simplefilter("ignore", FutureWarning)
+        _dist.comm.resolve_address(scheduler)  # ValueError for the address, OSError for DNS
     scheme, _ = _dist.comm.parse_address(scheduler)
     tls = _dist.Security().get_connection_args("client").get("ssl_context")
     if scheme in ("tls", "wss") and tls is None:
