@@ -421,3 +421,55 @@ def test_a_generate_span_logged_without_its_parent_is_nested_as_locally(
     got = report_json(analyze_dask(client, [str(log)], block_bytes=300))
     assert got == want
     assert [f["kind"] for f in got["findings"]] == ["unlinked"]
+
+
+def test_a_storage_that_fails_a_read_mid_file_leaves_the_file_read_in_part(
+    client: Any, tmp_path: Path
+) -> None:
+    # An http:// store answering 503 past some byte (a throttled backend): fsspec's
+    # error came out of a block's read as a traceback and "internal error (exit 4)".
+    import http.server
+    import re
+    import threading
+
+    logs = tmp_path / "logs"
+    write_logs(logs, SynthSpec(requests=3000, seed=5, workers=1))
+    front = logs / "frontend.jsonl"
+    size = front.stat().st_size
+    data = front.read_bytes()
+    assert size > 3 * BLOCK
+
+    class Ranges(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(size))
+            self.send_header("Accept-Ranges", "bytes")
+            self.end_headers()
+
+        def do_GET(self) -> None:
+            found = re.match(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
+            start = int(found.group(1)) if found else 0
+            if start >= 2 * BLOCK:
+                self.send_error(503, "backend unavailable")
+                return
+            end = min(int(found.group(2)) if found and found.group(2) else size - 1, size - 1)
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+            self.send_header("Content-Length", str(end - start + 1))
+            self.end_headers()
+            self.wfile.write(data[start:end + 1])
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Ranges)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/frontend.jsonl"
+        got = report_json(analyze_dask(client, [url], block_bytes=BLOCK))
+    finally:
+        server.shutdown()
+        server.server_close()
+    notes = got["summary"]["unreadable_files"]
+    assert notes and all("read failed" in n["reason"] and "503" in n["reason"] for n in notes)
+    assert got["summary"]["incomplete"] is True and got["summary"]["requests"] > 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,8 +186,51 @@ def read_block(
         lost = DELETED if isinstance(exc, FileNotFoundError) else f"cannot open: {exc}"
         stats.unreadable_files.append(FileNote(block.file.name, lost))
         return BlockResult(_empty(lean=lean), stats)
+    try:
+        return _read_opened(block, opened, raw, stats, lean, window, con)
+    except StorageReadError as exc:
+        stats.unreadable_files.append(FileNote(block.file.name, f"read failed: {exc}"))
+        return BlockResult(_empty(lean=lean), stats)
+
+
+class StorageReadError(OSError):
+    """A read of a log that its storage failed (an HTTP 503 mid-file, a server that
+    serves no byte ranges): the file read in part, not a crash of ridtrace's."""
+
+
+class _StorageReads:
+    """A log's reads, seeks and tells, an error of its storage's raised as
+    `StorageReadError`: fsspec's HTTP file raised aiohttp's and its own errors, which
+    came out as a traceback and "internal error (exit 4)"."""
+
+    def __init__(self, fh: Any) -> None:
+        self._fh = fh
+
+    def read(self, size: int = -1) -> Any:
+        return self._call(self._fh.read, size)
+
+    def seek(self, offset: int, whence: int = 0) -> Any:
+        return self._call(self._fh.seek, offset, whence)
+
+    def tell(self) -> Any:
+        return self._call(self._fh.tell)
+
+    @staticmethod
+    def _call(method: Any, *args: Any) -> Any:
+        try:
+            return method(*args)
+        except (OSError, EOFError, zlib.error):  # the local engine's to judge, as ever
+            raise
+        except Exception as exc:
+            raise StorageReadError(" ".join(str(exc).split()) or type(exc).__name__) from exc
+
+
+def _read_opened(
+    block: Block, opened: Any, raw: Any, stats: ReadStats, lean: bool,
+    window: tuple[int | None, int | None] | None, con: duckdb.DuckDBPyConnection | None,
+) -> BlockResult:
     with raw:
-        fh = cast(Any, raw)
+        fh = cast(Any, _StorageReads(raw))
         stream: Any = fh
         if block.whole:
             stream = DecodedStream(fh)
