@@ -158,6 +158,24 @@ def test_a_file_sent_with_the_pathsend_extension_is_a_finished_response(
     assert (end["outcome"], end["level"], end["bytes_out"]) == ("ok", "INFO", 1000)
 
 
+def _get_traced(app: FastAPI, placement: str, path: str, client_id: str,
+                **options: Any) -> httpx.Response:
+    """GET `path` of `app` under ridtrace (added with `add_middleware`, or `wrapped`
+    around it), the app's exceptions not raised to the client, as a server answers."""
+    traced: Any = app
+    if placement == "wrapped":
+        traced = RequestTracingMiddleware(app, **options)
+    else:
+        app.add_middleware(RequestTracingMiddleware, **options)
+
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=traced, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            return await client.get(path, headers={"x-request-id": client_id})
+
+    return asyncio.run(go())
+
+
 @pytest.mark.parametrize(
     ("placement", "log_lifecycle"),
     [("add_middleware", True), ("wrapped", True), ("add_middleware", False)],
@@ -181,18 +199,7 @@ def test_the_apps_own_500_handler_answers_once_with_the_id_headers(
     async def orders() -> None:
         raise RuntimeError("database down")
 
-    traced: Any = app
-    if placement == "wrapped":
-        traced = RequestTracingMiddleware(app, log_lifecycle=log_lifecycle)
-    else:
-        app.add_middleware(RequestTracingMiddleware, log_lifecycle=log_lifecycle)
-
-    async def go() -> httpx.Response:
-        transport = httpx.ASGITransport(app=traced, raise_app_exceptions=False)
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
-            return await client.get("/orders", headers={"x-request-id": "order-7"})
-
-    response = asyncio.run(go())
+    response = _get_traced(app, placement, "/orders", "order-7", log_lifecycle=log_lifecycle)
     assert response.status_code == 500
     request_id = response.headers["x-server-request-id"]
     assert response.json() == {"error": "internal", "request_id": request_id}
@@ -235,18 +242,7 @@ def test_the_apps_500_handler_runs_once_with_the_ids_for_a_crash_after_the_respo
 
         return StreamingResponse(body())
 
-    traced: Any = app
-    if placement == "wrapped":
-        traced = RequestTracingMiddleware(app)
-    else:
-        app.add_middleware(RequestTracingMiddleware)
-
-    async def go() -> httpx.Response:
-        transport = httpx.ASGITransport(app=traced, raise_app_exceptions=False)
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
-            return await client.get(f"/{where}", headers={"x-request-id": "late-1"})
-
-    response = asyncio.run(go())
+    response = _get_traced(app, placement, f"/{where}", "late-1")
     assert response.status_code == 200
     assert calls == [response.headers["x-server-request-id"]]  # once, the ids current
 
