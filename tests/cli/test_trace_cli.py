@@ -28,7 +28,7 @@ REQUEST_KEYS = {
 }
 PRODUCER_KEYS = {"request_id", "x_request_id", "span_id", "worker_span_id"}
 SPAN_KEYS = {"side", "span_id", "start_ms", "end_ms", "outcome", "file", "name"}
-EVENT_KEYS = {"ms", "side", "span_id", "event", "outcome", "level", "file", "line"}
+EVENT_KEYS = {"ms", "side", "span_id", "event", "outcome", "level", "file", "line", "detail"}
 VERDICTS = {"own output", "crossed", "no output", "unmatched output", "cut short",
             "no fingerprints", "no caller in logs"}
 

@@ -48,6 +48,9 @@ READ_FIELDS: Final[tuple[str, ...]] = (
     "client",
     "error",
     "worker",
+    # A dispatch.retry's (`ridtrace trace` shows why an attempt was given up).
+    "reason",
+    "marked_down",
     "chunk_request_id",
     DYNAMO_SENT_ID_FIELD,
     DYNAMO_LATENCY_MS,
@@ -73,6 +76,8 @@ EVENT_STRING_COLUMNS: Final[tuple[str, ...]] = (
     "deprecated",
     "client",
     "error",
+    # A dispatch line's worker and, for a retry, why (`sql.DISPATCH_DETAIL`).
+    "dispatch",
     "chunk_request_id",
     # What a ridtrace line states its request lasted (`ridtrace trace`: a request whose
     # start is not in the logs).

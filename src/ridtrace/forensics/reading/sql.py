@@ -193,6 +193,12 @@ def started(is_ridtrace: str) -> str:
 # the worker that refused it. request.end names the worker that served.
 DISPATCH_EVENTS = literal_list((DISPATCH_ATTEMPT, DISPATCH_RETRY, DISPATCH_OVERLOADED))
 
+# What a frontend's dispatch line says of its attempt, for `ridtrace trace`: the worker
+# tried, and for a retry why that attempt was given up (`dispatch.retry`'s `reason`).
+DISPATCH_DETAIL = f"""CASE WHEN event IN {DISPATCH_EVENTS} THEN nullif(concat_ws(', ',
+    'worker ' || worker, 'reason ' || reason,
+    CASE WHEN marked_down = 'true' THEN 'marked down' END), '') END"""
+
 
 def _pick(ridtrace: str, dynamo: str) -> str:
     return f"CASE WHEN {_RT} THEN {ridtrace} ELSE {dynamo} END"
@@ -243,6 +249,7 @@ NORMALIZED: dict[str, str] = {
     ),
     "client": "client",
     "error": _pick("error", f"CASE WHEN {DYNAMO_LINE} THEN error END"),
+    "dispatch": _pick(DISPATCH_DETAIL, "NULL"),
     "chunk_request_id": _pick("chunk_request_id", "NULL"),
     # Stated durations date spans back already (`began`).
     DURATION_MS: _pick(f'"{DURATION_MS}"', "NULL"),

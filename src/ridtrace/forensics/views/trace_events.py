@@ -41,6 +41,7 @@ def attach_events(
             level=text(r.level),
             file=str(r.file),
             line=int(r.line),  # type: ignore[arg-type]
+            detail=text(r.dispatch),
         )
         block.events.append(event)
         if event.span_id == block.span_id and event.event in (*ANSWERS, SPAN_CLOSED):

@@ -76,7 +76,7 @@ def trace_document(view: TraceView, incomplete_reasons: Sequence[str] = ()) -> d
 
 CSV_COLUMNS = (
     "request_span_id", "request_id", "x_request_id", "verdict", "got_output_of_span_id",
-    "ms", "side", "span_id", "event", "outcome", "level", "file", "line",
+    "ms", "side", "span_id", "event", "outcome", "level", "file", "line", "detail",
 )
 
 
@@ -98,5 +98,5 @@ def trace_csv(view: TraceView) -> str:
             writer.writerow([*head, ev.ms, *map(csv_cell, (
                 ev.side, logged.get(ev.span_id, ev.span_id), ev.event, ev.outcome or "",
                 ev.level or "", ev.file,
-            )), ev.line])
+            )), ev.line, csv_cell(ev.detail or "")])
     return buf.getvalue()

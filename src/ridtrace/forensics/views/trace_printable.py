@@ -33,7 +33,8 @@ def _block(block: RequestBlock) -> RequestBlock:
                        file=visible(bar.file), name=_shown(bar.name)) for bar in block.spans],
         events=[replace(ev, span_id=visible(ev.span_id), event=visible(ev.event),
                         outcome=_shown(ev.outcome), level=_shown(ev.level),
-                        file=visible(ev.file)) for ev in block.events],
+                        file=visible(ev.file), detail=_shown(ev.detail))
+                for ev in block.events],
     )
 
 

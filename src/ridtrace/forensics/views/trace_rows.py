@@ -62,6 +62,8 @@ class EventRow:
     level: str | None
     file: str
     line: int
+    # What a dispatch line says of its attempt: the worker, and a retry's reason.
+    detail: str | None = None
 
 
 @dataclass

@@ -185,7 +185,19 @@ def event_lines(block: RequestBlock, names: dict[str, str], width: int = 100, *,
         out.append(line)
         if not inline:
             out.append(Text(" " * max(0, min(below, width - location.cell_len))) + location)
+        if ev.detail:
+            out += _detail_lines(ev.detail, width)
     return out
+
+
+def _detail_lines(detail: str, width: int) -> list[Text]:
+    """A dispatch line's worker and reason under its event, broken between parts only."""
+    parts = detail.split(", ")
+    shown = [Text(f"{part}," if i < len(parts) - 1 else part, style="dim")
+             for i, part in enumerate(parts)]
+    indent = min(_BEFORE_EVENT + 2, max(0, width - max(p.cell_len for p in shown)))
+    shown[0] = Text(" " * indent) + shown[0]
+    return packed(shown, width, sep=" ", indent=indent)
 
 
 def trace_lines(view: TraceView, width: int = 100) -> Iterable[Text]:

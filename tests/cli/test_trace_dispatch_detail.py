@@ -1,0 +1,85 @@
+"""`ridtrace trace` says why a request was dispatched again.
+
+A frontend logs each attempt (`dispatch.attempt`, its `worker`) and each attempt it gave
+up (`dispatch.retry`: `worker`, `reason`, `marked_down`). The trace listed both events
+by name only: which worker refused, and why, had to be read in the log file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from tests.forensics.helpers import rt
+
+_IDS = {"request_id": "r-a1", "trace_id": "a1" * 16, "span_id": "a1" * 8}
+
+
+def _log(tmp_path: Path) -> Path:
+    def at(ms: int) -> str:
+        return f"2026-11-29T10:00:01.{ms:03d}000Z"
+
+    lines = [
+        rt("request.start", time=at(0), method="POST", path="/v1/completions", **_IDS),
+        rt("dispatch.attempt", time=at(1), worker="http://w1:8101", attempt=1, **_IDS),
+        rt("dispatch.retry", time=at(10), level="WARN", worker="http://w1:8101", attempt=1,
+           reason="conflict", marked_down=False, error="worker refused", **_IDS),
+        rt("dispatch.attempt", time=at(11), worker="http://w2:8102", attempt=2, **_IDS),
+        rt("dispatch.retry", time=at(20), level="WARN", worker="http://w2:8102", attempt=2,
+           reason="connect", marked_down=True, error="connection refused", **_IDS),
+        rt("request.end", time=at(30), method="POST", route="/v1/completions",
+           duration_ms=30.0, attempts=2, status=502, outcome="error", error="no worker",
+           **_IDS),
+    ]
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    return log
+
+
+def _trace(log: Path, *args: str, width: int = 100) -> str:
+    got = CliRunner().invoke(main, ["trace", "r-a1", str(log), *args],
+                             env={"COLUMNS": str(width)})
+    assert got.exit_code == 0, got.output
+    return got.output
+
+
+def test_the_text_names_each_attempts_worker_and_each_retrys_reason(tmp_path: Path) -> None:
+    out = _trace(_log(tmp_path)).splitlines()
+    retries = [i for i, line in enumerate(out) if "dispatch.retry" in line]
+    assert [out[i + 1].strip() for i in retries] == [
+        "worker http://w1:8101, reason conflict",
+        "worker http://w2:8102, reason connect, marked down",
+    ]
+    attempts = [i for i, line in enumerate(out) if "dispatch.attempt" in line]
+    assert [out[i + 1].strip() for i in attempts] == ["worker http://w1:8101",
+                                                      "worker http://w2:8102"]
+    # No other event gets a line of its own.
+    assert sum(line.lstrip().startswith("worker ") for line in out) == 4
+
+
+def test_a_narrow_terminal_breaks_the_detail_between_its_parts(tmp_path: Path) -> None:
+    out = _trace(_log(tmp_path), width=40).splitlines()
+    assert all(len(line) <= 40 for line in out)
+    shown = " ".join(line.strip() for line in out)
+    assert "worker http://w2:8102, reason connect, marked down" in shown
+
+
+def test_json_and_csv_carry_the_detail(tmp_path: Path) -> None:
+    log = _log(tmp_path)
+    doc = json.loads(_trace(log, "--format", "json"))
+    details = [(e["event"], e["detail"]) for e in doc["requests"][0]["events"]]
+    assert details == [
+        ("request.start", None),
+        ("dispatch.attempt", "worker http://w1:8101"),
+        ("dispatch.retry", "worker http://w1:8101, reason conflict"),
+        ("dispatch.attempt", "worker http://w2:8102"),
+        ("dispatch.retry", "worker http://w2:8102, reason connect, marked down"),
+        ("request.end", None),
+    ]
+    rows = list(csv.DictReader(io.StringIO(_trace(log, "--format", "csv"))))
+    assert [(r["event"], r["detail"]) for r in rows] == [(e, d or "") for e, d in details]
