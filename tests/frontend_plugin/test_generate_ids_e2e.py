@@ -87,3 +87,34 @@ def test_a_body_id_with_surrounding_spaces_correlates_as_clients_read_it(
     frontend = _lines_of(stack.frontend, request_id, "request.end")
     assert {x.get("x_request_id") for x in frontend if x.get("event") == "request.end"} == {
         "padded-body-id"}
+
+
+@pytest.mark.parametrize(("path", "body"), [
+    ("/inference/v1/generate", {"prompt": "a b", "max_tokens": 0, "request_id": "refused-1"}),
+    ("/generate", {"text": "a b", "rid": "refused-2", "sampling_params": {"n": 2}}),
+])
+def test_a_body_refused_for_another_field_still_names_its_caller(
+    stack: Stack, path: str, body: dict[str, Any]
+) -> None:
+    # The 400 echoed no id and no line carried it: the caller could not find, by the id
+    # it sent, why its request was refused (`ridtrace trace refused-1` found none).
+    body_id = body.get("request_id", body.get("rid"))
+    response = httpx.post(stack.url + path, json=body, timeout=30)
+    assert response.status_code == 400, response.text
+    assert response.headers["x-request-id"] == body_id
+    request_id = response.headers["x-server-request-id"]
+    end = next(x for x in _lines_of(stack.frontend, request_id, "request.end")
+               if x.get("event") == "request.end")
+    assert (end["status"], end["x_request_id"]) == (400, body_id)
+
+
+def test_a_bad_body_id_is_refused_and_never_correlated(stack: Stack) -> None:
+    response = httpx.post(stack.url + "/generate",
+                          json={"text": "a", "rid": "   ", "sampling_params": {"n": 2}},
+                          timeout=30)
+    assert response.status_code == 400, response.text
+    assert "x-request-id" not in response.headers
+    request_id = response.headers["x-server-request-id"]
+    end = next(x for x in _lines_of(stack.frontend, request_id, "request.end")
+               if x.get("event") == "request.end")
+    assert "x_request_id" not in end

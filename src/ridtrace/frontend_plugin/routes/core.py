@@ -97,6 +97,7 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
         await _reject(send, api, 413, f"request body exceeds {settings.max_body_bytes} bytes",
                       None)
         return
+    raw = None
     try:
         raw = require_object(json_codec.loads(body))
         check_nesting(raw, body)
@@ -108,6 +109,8 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
         await _reject(send, api, 400, json_error(body, exc), None)
         return
     except InvalidRequest as exc:
+        if raw is not None and exc.param != api.body_id_field:
+            _correlate_refused_body(current_context(), api, raw, fe.max_client_id_length)
         await _reject(send, api, exc.status, exc.message, exc.param, exc.code)
         return
     except Exception as exc:
@@ -208,14 +211,35 @@ def _client_id(ctx: RequestContext | None, api: ApiSpec, parsed: Parsed) -> str 
     if body is None:
         return header
     if header is None:
-        # Without the spaces around it: HTTP clients trim them from the echoed header, so
-        # the id they read matched no log line or span. A header id never has them.
-        correlation = body.strip(" ") or None
-        if ctx is not None and correlation is not None:
-            ctx.x_request_id = correlation
-            annotate_span(x_request_id=correlation)
+        _correlate(ctx, body)
         return body
     return body if api.body_id_first else header
+
+
+def _correlate(ctx: RequestContext | None, body_id: str) -> None:
+    """Without a header id, the body's is the correlation id, as a header would carry it."""
+    # Without the spaces around it: HTTP clients trim them from the echoed header, so
+    # the id they read matched no log line or span. A header id never has them.
+    correlation = body_id.strip(" ") or None
+    if ctx is not None and ctx.x_request_id is None and correlation is not None:
+        ctx.x_request_id = correlation
+        annotate_span(x_request_id=correlation)
+
+
+def _correlate_refused_body(ctx: RequestContext | None, api: ApiSpec, raw: dict[str, object],
+                            max_length: int) -> None:
+    """A body refused for another field still names its caller by its valid body id.
+
+    The id is how a native route's caller finds its request: refused for its
+    ``max_tokens``, the 400 echoed no id and no line carried it, while the same body
+    with the id in a header had both. Not counted as used: the request never ran.
+    """
+    if api.body_id_field is None:
+        return
+    sent = raw.get(api.body_id_field)
+    valid = validate_client_id(sent, max_length) if isinstance(sent, str) else None
+    if valid is not None:
+        _correlate(ctx, valid)
 
 
 def _legacy_key(scope: Scope, api: ApiSpec, client_id: str | None,
