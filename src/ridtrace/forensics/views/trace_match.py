@@ -42,7 +42,29 @@ def _matching(requests: pd.DataFrame, events: pd.DataFrame, ident: str) -> np.nd
         hit = _uuid_match(requests, ident)
     if not hit.any():
         hit = _logged_under(requests, events, ident)
+    if not hit.any():
+        hit = _response_id_match(requests, ident)
     return hit
+
+
+# Ids the frontend's answers carry, made from the request id (`frontend_plugin.routes`):
+# OpenAI's `chatcmpl-ID` / `cmpl-ID`, and `msg_HEX` / `resp_HEX` (Anthropic's message,
+# OpenAI's Responses) with the id's dashes left out. An SDK shows the caller these.
+_RESPONSE_ID = re.compile(r"(chatcmpl-|cmpl-)(?P<id>.+)|(msg_|resp_)(?P<hex>[^-]+)", re.DOTALL)
+
+
+def _response_id_match(requests: pd.DataFrame, ident: str) -> np.ndarray:
+    """Spans whose request_id made the response id `ident`: the id a caller's SDK shows
+    (``completion.id``, ``message.id``) found "no request"."""
+    found = _RESPONSE_ID.fullmatch(ident)
+    if found is None:
+        return np.zeros(len(requests), dtype=bool)
+    ids = requests["request_id"].astype("string")
+    if found["id"] is not None:
+        hit = ids == found["id"]
+    else:
+        hit = ids.str.replace("-", "", regex=False) == found["hex"]
+    return np.asarray(hit.fillna(False).to_numpy(dtype=bool), dtype=bool)
 
 
 def _jaeger_ids_match(requests: pd.DataFrame, ident: str) -> np.ndarray:
