@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from ridtrace.contract import SPAN_CLOSED
+from ridtrace.contract import DURATION_MS, SPAN_CLOSED
 from ridtrace.forensics.views.trace_rows import EventRow, RequestBlock
 from ridtrace.forensics.views.trace_starts import ANSWERS, shifted_times
 from ridtrace.forensics.views.verdicts import NO_ANSWER, NO_FINGERPRINTS, NO_OUTPUT, Verdict, text
@@ -17,6 +17,26 @@ from ridtrace.forensics.views.verdicts import NO_ANSWER, NO_FINGERPRINTS, NO_OUT
 def ms_since(t: Any, t0: pd.Timestamp) -> float:
     """Milliseconds from `t0` to `t`, to the microsecond."""
     return round(float((pd.Timestamp(t) - t0).total_seconds()) * 1000.0, 3)
+
+
+# More than this between where a caller's answer line says it ended (its stated
+# `duration_ms`) and the line itself: the line was written after work that followed
+# the answer (an app's background tasks), not by the answer's own end.
+_LOGGED_AFTER_MS = 1.0
+
+
+def _answered_ms(line_ms: float, stated: Any) -> float:
+    """Where a caller's answer ended, in ms since its start: at its answer line, or at
+    the duration that line states when the line came well after it. The middleware
+    writes `request.end` once the app returns, after the background tasks its response
+    ran, whose time `duration_ms` leaves out: a 5 ms answer with a 1 s task read 1 s."""
+    try:
+        duration = float(stated)
+    except (TypeError, ValueError):
+        return line_ms
+    if 0 <= duration < line_ms - _LOGGED_AFTER_MS:
+        return round(duration, 3)
+    return line_ms
 
 
 def attach_events(
@@ -45,7 +65,8 @@ def attach_events(
         )
         block.events.append(event)
         if event.span_id == block.span_id and event.event in (*ANSWERS, SPAN_CLOSED):
-            (answered if event.event in ANSWERS else closed)[id(block)] = (block, event.ms)
+            ms = _answered_ms(event.ms, getattr(r, DURATION_MS))
+            (answered if event.event in ANSWERS else closed)[id(block)] = (block, ms)
     # Dynamo at INFO with span events logs no answer: its span's close ends it, no crash
     # cut it off ('no answer logged'). An answer line wins.
     answered = {**closed, **answered}
