@@ -144,6 +144,11 @@ def run_follow(
     fail_fast: bool, allow_incomplete: bool, quiet: bool, settle: str = "1s",
 ) -> int:
     """Follow `paths` until a signal (or the first error with `fail_fast`); the exit code."""
+    from ridtrace.forensics.live.launch import sizes_at_launch
+
+    # First, before the modules that take a second to load: what is old is what the
+    # inputs held when the command began, not when the follower first looked.
+    launch_sizes = None if from_start else sizes_at_launch(paths)
     from ridtrace.cli.output import InputError
     from ridtrace.forensics.reading.inputs import CLOSED_STDIN, is_url, stdin_closed
 
@@ -178,7 +183,7 @@ def run_follow(
     # and the follower then waited for the import thread for good, deaf to any signal.
     with StopFlag(quiet=quiet) as stop:
         follower, settings = _start_follower(paths, from_start, window, interval, settle,
-                                             stop=stop)
+                                             stop=stop, launch_sizes=launch_sizes)
         try:
             _announce(follower, settings, quiet=quiet)
             follower.run(on_finding, stop=stop, stop_now=stop.now, sleep=stop.sleep)
@@ -203,7 +208,7 @@ def run_follow(
 
 def _start_follower(
     paths: tuple[str, ...], from_start: bool, window: str, interval: str, settle: str,
-    *, stop: StopFlag,
+    *, stop: StopFlag, launch_sizes: dict[tuple[int, int], int] | None = None,
 ) -> tuple[Follower, FollowSettings]:
     """Load the follower's modules and make it (nothing read yet)."""
     from ridtrace.cli.background_import import import_beside
@@ -221,7 +226,7 @@ def _start_follower(
         interval=parse_duration(interval, "--poll-interval"),
         settle_s=parse_duration(settle, "--settle", zero=True),
     )
-    follower = Follower(paths, settings)
+    follower = Follower(paths, settings, launch_sizes=launch_sizes)
     # Waited for until a stop, not for good: an import lock a Ctrl-C left held before
     # this function (see run_follow) keeps the import thread waiting forever.
     while warm.is_alive() and not stop():

@@ -73,6 +73,7 @@ class Follower:
         self, inputs: Sequence[str], settings: FollowSettings | None = None,
         *, clock: Callable[[], float] = time.time,
         ticks: Callable[[], float] = time.monotonic,
+        launch_sizes: dict[tuple[int, int], int] | None = None,
     ) -> None:
         self.settings = settings or FollowSettings()
         self._clock = clock
@@ -88,7 +89,8 @@ class Follower:
         self.ahead = 0
         self.ahead_samples: list[dict[str, Any]] = []
         self.stats = ReadStats()
-        self.watch = Watch(inputs, self.stats, from_start=self.settings.from_start)
+        self.watch = Watch(inputs, self.stats, from_start=self.settings.from_start,
+                           launch_sizes=launch_sizes)
         self.rules = LiveRules(window_s=self.settings.window_s)
         self._con = connect()
         self._queries = PreparedReads(self._con)

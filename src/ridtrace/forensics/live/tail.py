@@ -43,7 +43,8 @@ class FileTail(StopBound):
     """A followed file: reads appended whole lines from its descriptor (and stops where
     `StopBound` says once the follow is asked to stop)."""
 
-    def __init__(self, path: Path, identities: Identities, *, from_end: bool) -> None:
+    def __init__(self, path: Path, identities: Identities, *, from_end: bool,
+                 end_at: int | None = None) -> None:
         self.path = path
         self.name = display_name(str(path))
         # The file a link named leads to (a "current" link, Kubernetes' container log
@@ -84,8 +85,8 @@ class FileTail(StopBound):
         # from this file so far are now (`Watch.renamed`).
         self.moved_to: str | None = None
         self._claim_head()
-        if from_end:
-            self._skip_to_end(st.st_size)
+        if from_end:  # `end_at`: where the file ended when the follow began
+            self._skip_to_end(st.st_size if end_at is None else min(end_at, st.st_size))
 
     def _claim_head(self) -> None:
         """Recognise the content by its first whole lines, once there are some."""

@@ -70,6 +70,9 @@ class Watch(InputFiles, FileEnds):
     _streams: int = 0  # streams opened (standard input, named pipes)
     # How many files may be open at once (`open_files`): one more is listed, not opened.
     max_tails: int = field(default_factory=tail_budget)
+    # The files' sizes when the command began (`live.launch`); None: taken at the first
+    # look, as a library caller's follow does.
+    launch_sizes: dict[DevIno, int] | None = None
     _started: bool = False
     _bounded: bool = False
     # (old name, new name) of files whose lines read so far are under another name now
@@ -136,9 +139,13 @@ class Watch(InputFiles, FileEnds):
             if len(self.tails) >= self.max_tails:
                 self._block(str(path), too_many_open(self.max_tails))
                 continue
+            from_end = not self._started and not self.from_start
+            end_at = None
+            if from_end and self.launch_sizes is not None:
+                end_at = self.launch_sizes.get(key)
+                from_end = end_at is not None  # else created since the command began
             try:
-                tail = FileTail(path, self.identities, from_end=not self._started and
-                                not self.from_start)
+                tail = FileTail(path, self.identities, from_end=from_end, end_at=end_at)
             except FileNotFoundError:
                 continue  # removed since the walk found it: nothing of it can be missed
             except OSError as exc:
