@@ -96,3 +96,32 @@ def test_an_earlier_follows_findings_file_is_no_log_to_a_walk(tmp_path: Path) ->
     report = json.loads(err.splitlines()[-1])
     assert process.returncode == 0, report
     assert report["bad_lines"] == 0 and report["incomplete"] is False
+
+
+def test_an_earlier_follows_stderr_file_is_no_log_to_a_walk(tmp_path: Path) -> None:
+    # `… --follow --format json 2> logs/follow.err`: its "ridtrace: …" lines and its JSON
+    # summary made the batch `analyze` of the same clean logs afterwards exit 3 ("none of
+    # its 3 lines is a log record").
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    write_logs(logs, SynthSpec(requests=100, crossed=0, collisions=0, duplicates=0))
+    stderr = logs / "follow.err"
+    with open(stderr, "wb") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ridtrace", "analyze", str(logs), "--follow",
+             "--from-start", "--format", "json", "--poll-interval", "0.1s"],
+            stdout=subprocess.DEVNULL, stderr=err,
+        )
+    try:
+        _wait_for_lines(stderr, 1, process)  # "following …": the inputs were looked at
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+    written = stderr.read_text().splitlines()
+    assert written[0].startswith("ridtrace: ") and json.loads(written[-1])["incomplete"] is False
+    done = CliRunner().invoke(main, ["analyze", str(logs), "--format", "json"])
+    summary = json.loads(done.stdout)["summary"]
+    assert done.exit_code == 0, (done.stderr, summary)
+    assert summary["bad_lines"] == 0 and summary["incomplete"] is False
+    assert {"file": str(stderr), "reason": "ridtrace's messages and summary "
+            "(analyze --follow's stderr), not log lines"} in summary["ignored_files"]

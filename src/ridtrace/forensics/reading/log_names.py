@@ -77,32 +77,44 @@ _JAEGER_EXPORT = re.compile(rb'\s*\{\s*"data"\s*:\s*\[\s*(?:\{\s*"traceID"\s*:|\
 
 
 _FINDING_KEYS = frozenset({"kind", "severity", "evidence"})
+# The summary ``analyze --follow --format json`` writes to stderr (`Follower.summary`).
+_FOLLOW_SUMMARY_KEYS = frozenset({"files", "lines", "bad_lines", "open_at_exit", "window_s"})
 _FINDINGS_LOOKED_AT = 200
+FINDINGS, MESSAGES = "findings", "messages"
 
 
-def _findings_lines(head: bytes, whole: bool) -> bool:
-    """Whether every first line is a finding ``analyze --follow --format json`` printed
-    (its output kept beside the logs, ``> logs/findings.jsonl``): read, each was a bad
-    line and clean logs an incomplete read (exit 3)."""
+def _own_output(head: bytes, whole: bool) -> str | None:
+    """What ridtrace printed, when every first line is that: `FINDINGS` when each is a
+    finding ``analyze --follow --format json`` printed (``> logs/findings.jsonl``),
+    `MESSAGES` when its stderr's lines are among them (``2> logs/follow.err``: its
+    ``ridtrace: …`` lines and its summary). Read, each was a bad line and clean logs an
+    incomplete read (exit 3)."""
     # The first 200 lines, split no further: a log's first line already says no.
     lines = head.split(b"\n", _FINDINGS_LOOKED_AT)
     if len(lines) > _FINDINGS_LOOKED_AT:
         lines.pop()  # the rest of the head
     elif not whole and len(lines) > 1:
         lines.pop()  # cut by the sniff
-    seen = False
+    found = None
     for line in lines:
         if not line.strip():
+            continue
+        if line.startswith(b"ridtrace: "):
+            found = MESSAGES
             continue
         try:
             value = json.loads(line)
         except (ValueError, RecursionError):  # RFC 8259 lets a parser limit nesting
-            return False
-        if not (isinstance(value, dict) and value.keys() >= _FINDING_KEYS
-                and value["kind"] in FINDING_KINDS):
-            return False
-        seen = True
-    return seen
+            return None
+        if not isinstance(value, dict):
+            return None
+        if value.keys() >= _FOLLOW_SUMMARY_KEYS:
+            found = MESSAGES
+        elif value.keys() >= _FINDING_KEYS and value["kind"] in FINDING_KINDS:
+            found = found or FINDINGS
+        else:
+            return None
+    return found
 
 
 def named_for_lines(name: str) -> bool:
@@ -141,8 +153,11 @@ def ignore_reason(name: str, head: bytes, *, whole: bool, wrapped: bool = False)
     JSON object among its first lines, banners and all; a .json or rotation-named file
     is read too, unless it holds one JSON document (a report) that no shipper wrapped.
     """
-    if not wrapped and _findings_lines(head, whole):
+    own = None if wrapped else _own_output(head, whole)
+    if own == FINDINGS:
         return "ridtrace's findings (analyze --follow --format json), not log lines"
+    if own == MESSAGES:
+        return "ridtrace's messages and summary (analyze --follow's stderr), not log lines"
     if named_for_lines(name):
         return None  # pretty-printed records, a config dump: bad lines, not a skipped file
     if whole and not wrapped and _one_line_document(name, head):
