@@ -1,0 +1,68 @@
+"""Workers that stay dead past their cooldown never cost a caller its answer.
+
+Once a dead worker's cooldown ended it was back in plain round-robin rotation: with
+three dead workers of five, a request whose order began with them spent its three
+attempts on them and got 502 "worker unavailable" while two healthy workers sat idle,
+every cooldown for as long as the dead workers stayed configured.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx
+
+from ridtrace.frontend_plugin import WorkerPool
+from tests.frontend_plugin.conftest import start_stack
+from tests.support.servers import free_port
+
+
+def test_after_a_cooldown_one_suspect_is_probed_per_request_before_the_healthy() -> None:
+    now = [0.0]
+    pool = WorkerPool(("a", "b", "c", "d", "e"), cooldown=5.0, clock=lambda: now[0])
+    for url in "abc":
+        pool.mark_down(url)
+    for _ in range(10):  # within the cooldown: the healthy first, whatever the cursor
+        assert pool.order()[:2] in (["d", "e"], ["e", "d"])
+    now[0] = 6.0
+    probes = []
+    for _ in range(10):
+        order = pool.order()
+        # At most one suspect before the healthy ones, in every order.
+        assert sum(url in "abc" for url in order[:3]) <= 1, order
+        if order[0] in "abc":
+            probes.append(order[0])
+    assert sorted(probes) == ["a", "b", "c"]  # each probed once in its cooldown
+    pool.mark_up("b")  # a probe answered: b is healthy again
+    assert all("b" in pool.order()[:3] for _ in range(5))
+
+
+def test_every_request_is_answered_while_dead_workers_cool_down_again_and_again(
+    tmp_path: Path,
+) -> None:
+    dead = [f"http://127.0.0.1:{free_port()}" for _ in range(4)]  # nothing listens there
+    flags = [arg for url in dead for arg in ("--worker", url)]
+    env = {"RIDTRACE_FRONTEND_DOWN_COOLDOWN": "0.2"}
+    with start_stack(tmp_path, workers=[[]], frontend=flags, env=env) as stack, \
+            httpx.Client(timeout=30) as client:
+        deadline = time.monotonic() + 60
+
+        def failed_per_dead_worker() -> int:
+            retries = [x for x in stack.frontend.lines() if x.get("event") == "dispatch.retry"]
+            return min(sum(x.get("worker") == url for x in retries) for url in dead)
+
+        def requests_until(failures: int) -> list[int]:
+            statuses = []
+            while failed_per_dead_worker() < failures:
+                assert time.monotonic() < deadline, statuses[-20:]
+                answer = client.post(stack.url + "/v1/completions",
+                                     json={"model": "m", "prompt": "hi", "max_tokens": 2})
+                statuses.append(answer.status_code)
+            return statuses
+
+        # Until each is known dead (before, the frontend knows no worker is: a request
+        # may meet three of them first), then until six cooldowns ended for each.
+        requests_until(1)
+        statuses = requests_until(7)
+        assert set(statuses) == {200}, [s for s in statuses if s != 200]
