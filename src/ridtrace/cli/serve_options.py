@@ -186,7 +186,9 @@ def log_sink(log_file: Path) -> Path | BinaryIO:
 def log_place(log_file: Path) -> str:
     """`--log-file` as the serve's own lines on stderr name it."""
     return "standard output" if str(log_file) == "-" else str(log_file)
-_LOG_LEVEL_HELP = "Lowest level logged: TRACE, DEBUG, INFO, WARN(ING), ERROR or CRITICAL."
+_LOG_LEVEL_HELP = ("Lowest level logged: TRACE, DEBUG, INFO, WARN(ING), ERROR or CRITICAL. "
+                   "Request lifecycle lines (INFO) are written whatever the level: "
+                   "they are what ridtrace analyze reads.")
 
 
 def _debug_option(func: Callable[..., None]) -> Callable[..., None]:

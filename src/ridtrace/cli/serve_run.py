@@ -42,7 +42,10 @@ def setup_telemetry(log_file: Path, service: str, level: str) -> None:
 
     logger.remove()  # loguru's default stderr handler would duplicate every line
     try:
-        configure_logging(log_sink(log_file), service=service, level=level)
+        # The request lifecycle lines whatever the level: at WARNING a frontend wrote no
+        # request.end of a 200, and `analyze` found no crossed stream in its logs.
+        configure_logging(log_sink(log_file), service=service, level=level,
+                          event_level="INFO")
     except OSError as exc:
         # A file where a parent directory should be: making the directories says "File
         # exists", which names neither the file nor the trouble.

@@ -77,7 +77,7 @@ class EventLog:
         stamp = ""
         tail: bytes | None = None
         for sink in sinks:
-            if levelno < sink.levelno:
+            if levelno < sink.event_levelno:
                 continue
             try:
                 if tail is None:  # ids and fields encoded once, for every sink

@@ -190,6 +190,7 @@ def configure_logging(
     level: str | int = "INFO",
     intercept_stdlib: bool = True,
     events_via_loguru: bool = False,
+    event_level: str | int | None = None,
 ) -> int:
     """Add a JSON-lines sink to loguru and return its handler id.
 
@@ -211,6 +212,10 @@ def configure_logging(
             path: while no sink takes events directly, they go through loguru, so
             every handler, filter, patcher and ``logger.contextualize()`` value
             applies to them. Pass the same value on every call.
+        event_level: the lowest level of ridtrace's own events written straight to
+            this sink, when lower than `level` (``"INFO"``: every request's
+            ``request.start`` and ``request.end``, the lines ``ridtrace analyze`` reads,
+            whatever `level` leaves out of the rest); ``None``: `level`.
 
     ``logger.remove(handler_id)`` (or ``logger.remove()``) removes the sink from both
     paths and closes the file it opened.
@@ -242,8 +247,13 @@ def configure_logging(
     # imported under two names) replaces the first call's sink: both wrote every line,
     # so the file held each line twice.
     replace_sinks_of(target)
+    event_levelno = levelno
+    if event_level is not None:
+        resolved = _loguru_level(event_level) if isinstance(event_level, str) else event_level
+        event_levelno = min(levelno, resolved if isinstance(resolved, int)
+                            else logger.level(resolved).no)
     writer = JsonLinesSink(stream, service, raw=raw, levelno=levelno, target=target,
-                           place=place)
+                           place=place, event_levelno=event_levelno)
     _install_patcher()
     # The sink object itself (not its bound write), so loguru calls its stop() on removal.
     handler_id = logger.add(writer, level=level, format="{message}", catch=True)

@@ -63,7 +63,9 @@ class JsonLinesSink:
         raw: ``stream`` is an unbuffered file the sink opened and owns: each write goes
             straight to ``write(2)`` and the sink closes it on ``stop``. Otherwise each
             write is followed by a flush, and the stream stays the caller's.
-        levelno: the lowest level of events written (loguru filters its own records).
+        levelno: the lowest level of the records loguru gives it (loguru filters them).
+        event_levelno: the lowest level of ridtrace's events written (`levelno` unless
+            lower).
         place: where the lines go, as the stderr line about a failing write names it
             (``log file logs/w.jsonl``, ``standard output``).
     """
@@ -77,6 +79,7 @@ class JsonLinesSink:
         levelno: int = 0,
         target: object = None,
         place: str = "the log",
+        event_levelno: int | None = None,
     ) -> None:
         self._stream = stream
         self._place = place
@@ -90,6 +93,7 @@ class JsonLinesSink:
         self._service = service
         self._raw = raw
         self.levelno = levelno
+        self.event_levelno = levelno if event_levelno is None else min(levelno, event_levelno)
         self._heads: dict[tuple[str, str, str, int], bytes] = {}
         self._pending: list[bytes] = []
         # The loop a flush of _pending is scheduled on, if any.
