@@ -266,3 +266,32 @@ def test_an_otlp_http_port_named_for_otlp_grpc_is_said_not_called_exported(
                                "OTLP/HTTP port does, not gRPC"), said
         assert f"{signal_name} are not exported this run" in said, said
         assert "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf" in said, said
+
+
+def test_a_server_that_takes_no_post_is_said_not_called_exported(
+    clean_env: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `python -m http.server` answers every POST 501: every export failed, and the demo
+    # still ended with "spans were sent to …: in Jaeger search tags request_id=…".
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass  # its request lines on stderr are not the demo's
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+        clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+        assert _traces_endpoint() is None
+    finally:
+        server.shutdown()
+        server.server_close()
+    metrics, traces = capsys.readouterr().err.splitlines()
+    for signal_name, said in (("metrics", metrics), ("traces", traces)):
+        assert said.startswith(f"ridtrace demo: {endpoint}/v1/{signal_name} answers 501 to "
+                               "an export's POST, it is not an OTLP receiver"), said
+        assert f"{signal_name} are not exported this run" in said, said

@@ -85,6 +85,13 @@ def why_not_exported(signal_name: str, endpoint: str) -> tuple[str, str] | None:
         why = (f"{shown} answers with JSON that is no OTLP answer, it is not an "
                "OTLP receiver")
         hint = "name the collector's OTLP/HTTP port, 4318: docs/jaeger.md"
+    elif answer is not None and answer.status in (405, 501):
+        # A server that takes no POST (a static file server: `python -m http.server`
+        # answers 501): every export failed, and the demo still sent the user to
+        # search Jaeger for spans nobody kept.
+        why = (f"{shown} answers {answer.status} to an export's POST, it is not an OTLP "
+               "receiver")
+        hint = "name the collector's OTLP/HTTP port, 4318: docs/jaeger.md"
     elif answer is not None and answer.status == 404:
         meant = meant_endpoint(signal_name)
         if meant is not None and not not_found(meant[2]):
