@@ -261,7 +261,8 @@ class Follower:
         """Counters so far, in the shape of the analyze report's summary where they agree."""
         stats, rules = self.stats, self.rules
         out: dict[str, Any] = {
-            "files": stats.files, "lines": stats.lines, "bad_lines": stats.bad_lines,
+            "files": self.watch.files_read(), "lines": stats.lines,
+            "bad_lines": stats.bad_lines,
             "requests": rules.callers_seen, "spans": rules.spans_seen,
         }
         for kind in ERROR_KINDS:

@@ -68,6 +68,8 @@ class Watch(InputFiles, FileEnds):
     _dangling: set[str] = field(default_factory=set)  # broken links listed as ignored
     _followed: set[str] = field(default_factory=set)  # every name a file was opened by
     _streams: int = 0  # streams opened (standard input, named pipes)
+    # Every file and stream opened, for `files_read`.
+    _opened: list[Tail] = field(default_factory=list)
     # How many files may be open at once (`open_files`): one more is listed, not opened.
     max_tails: int = field(default_factory=tail_budget)
     # The files' sizes when the command began (`live.launch`); None: taken at the first
@@ -155,7 +157,7 @@ class Watch(InputFiles, FileEnds):
                 self._unblock(str(path))
             self._followed.add(str(path))
             self.tails[key] = tail
-            self.stats.files += 1
+            self._opened.append(tail)
         self._started = True
         for key, followed in self.tails.items():
             if isinstance(followed, StreamTail):
@@ -173,6 +175,7 @@ class Watch(InputFiles, FileEnds):
                 copy = compressed_copy(followed.path, head)
                 self._cite_under(followed, display_name(str(copy)) if copy is not None
                                  else f"{followed.name} (removed)")
+        self.stats.files = self.files_read()
         # A settled file that disappeared frees its inode number for a new file.
         self.settled = {key: mtime for key, mtime in self.settled.items() if key in seen}
         self.copies.forget(set(seen), named_paths)
@@ -185,9 +188,17 @@ class Watch(InputFiles, FileEnds):
             self._block(str(path), f"cannot read it: {exc.strerror or exc}")
             return
         self._unblock(str(path))
-        self.tails[key] = StreamTail(fd, STDIN_NAME if path == STDIN else str(path), path)
-        self.stats.files += 1
+        stream = StreamTail(fd, STDIN_NAME if path == STDIN else str(path), path)
+        self.tails[key] = stream
+        self._opened.append(stream)
         self._streams += 1
+
+    def files_read(self) -> int:
+        """How many files the batch read would count: each content once, whatever names
+        and copies it was followed under. Counted per file opened, a log rotated with
+        a compressed copy was two files, then three (9 against the batch's 6)."""
+        return len({id(tail.identity) if tail.identity is not None else id(tail)
+                    for tail in self._opened})
 
     def finished(self) -> bool:
         """Every input is a stream, and every one was read to its end: nothing can
