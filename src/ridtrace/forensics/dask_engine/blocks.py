@@ -24,6 +24,7 @@ from typing import Any, cast
 import duckdb
 import fsspec
 import pandas as pd
+from fsspec.implementations.local import LocalFileSystem
 
 from ridtrace.forensics.reading.archives import TAR_ARCHIVE, ZIP_ARCHIVE, is_tar, is_zip_of_logs
 from ridtrace.forensics.reading.connection import shared_cursor
@@ -95,8 +96,18 @@ def plan_blocks(files: Sequence[LogFile], block_bytes: int) -> list[Block]:
     return blocks
 
 
+def opened_file(url: str) -> Any:
+    """`url` as an fsspec file; a local file's (a path, no scheme) opened by its path.
+
+    fsspec reads ``::`` in a URL as a chain of filesystems: ``logs/front::end.jsonl``
+    opened ``logs/front``, another log read under its name, or none (exit 4)."""
+    if "://" not in url:
+        return fsspec.core.OpenFile(LocalFileSystem(), url, "rb")
+    return fsspec.open(url, "rb")
+
+
 def _whole_file(f: LogFile) -> bool:
-    with fsspec.open(f.url, "rb") as fh:
+    with opened_file(f.url) as fh:
         stream = cast(Any, fh)
         head = cast(bytes, stream.read(SNIFF_BYTES))
         if compression_of(head) is not None or wide_text_codec(head) is not None:
@@ -179,7 +190,7 @@ def read_block(
         notes = stats.unreadable_files if loses_a_log else stats.ignored_files
         notes.append(FileNote(block.file.name, reason))
         return BlockResult(_empty(lean=lean), stats)
-    opened = fsspec.open(block.file.url, "rb")
+    opened = opened_file(block.file.url)
     try:
         raw = opened.open()
     except OSError as exc:  # gone since the client listed it, as the local engine notes it
