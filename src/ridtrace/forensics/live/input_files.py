@@ -52,7 +52,10 @@ class InputFiles(FileNotes):
                 # pod directories followed none). A glob that matches nothing yet is waited
                 # for as a missing path is: taken as found, a mistyped one ('*.jsnol') was
                 # followed without a word and the summary said complete.
-                matched = list(map(Path, glob_matches(raw)))
+                unlisted: dict[str, str] = {}
+                matched = list(map(Path, glob_matches(raw, unlisted)))
+                for where, why in unlisted.items():  # as a walk notes them
+                    self._note_unreadable(where, why)
                 if not matched:
                     self.missing.add(raw)
                     continue

@@ -242,8 +242,12 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
         elif kind != "missing":
             add(_file_source(path, from_directory=False))
         elif _has_glob(raw):
-            matches = glob_matches(raw)
-            if not matches:
+            unlisted: dict[str, str] = {}
+            matches = glob_matches(raw, unlisted)
+            for where, why in unlisted.items():  # as a walk lists a folder it cannot
+                add(Source(name=where, path=Path(where), size=0, from_directory=True,
+                           regular=False, unreadable=why))
+            if not matches and not unlisted:
                 raise ForensicsInputError(f"no files match {raw!r}")
             for match in matches:
                 mpath = Path(match)
