@@ -151,6 +151,21 @@ def test_json_nested_beyond_the_parsers_limit_is_a_bad_line_not_a_crash(tmp_path
     assert [note.reason for note in logs.stats.unreadable_files] == [NESTED_FILE]
 
 
+def test_deep_brackets_that_do_not_pair_up_are_no_json(tmp_path: Path) -> None:
+    # A torn line of 1,500 '[' hit the parser's limit as deep valid JSON
+    # does: "JSON nested too deeply", and clean logs an incomplete read (exit 3).
+    good = rt_request("a" * 16, "r1", 0, 1)
+    lines: list[str | bytes] = [good[0], "[" * 1_500 + "x", "[" * 1_500 + "]" * 1_499, good[1]]
+    logs = load_events([str(_write(tmp_path / "f.jsonl", lines))])
+    assert _reasons(logs) == {2: "not JSON", 3: "not JSON"}
+    assert logs.stats.unreadable_files == []
+    # Brackets inside strings are text: a deep line that holds some is still valid JSON.
+    deep = '{"a":' * 1_500 + '"]}]"' + "}" * 1_500
+    logs = load_events([str(_write(tmp_path / "g.jsonl", [good[0], deep, good[1]]))])
+    assert _reasons(logs) == {2: "JSON nested too deeply"}
+    assert [note.reason for note in logs.stats.unreadable_files] == [NESTED_FILE]
+
+
 def test_numeric_and_string_ids_mix(tmp_path: Path) -> None:
     lines = [
         rt("request.start", request_id=1, x_request_id=7, span_id="a" * 16, trace_id="t" * 32),

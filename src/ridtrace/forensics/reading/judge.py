@@ -203,8 +203,27 @@ def judge_line(text: bytes, fields: Sequence[str]) -> dict[str, Any] | str:
     except RecursionError:
         # RFC 8259 lets a parser limit nesting; the standard library's is the
         # interpreter's recursion limit (about a thousand levels), DuckDB's lower still.
-        return NESTED_TOO_DEEPLY
+        # Brackets that do not pair up are no JSON however deep: a torn line of 1,500
+        # '[' was "valid JSON nested too deeply", and clean logs an incomplete read.
+        return NESTED_TOO_DEEPLY if _brackets_pair_up(decoded) else _malformed(text)
     return _row(obj, fields)
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_CLOSES = {"]": "[", "}": "{"}
+
+
+def _brackets_pair_up(text: str) -> bool:
+    """Whether the brackets of `text`, outside its strings, open and close in pairs."""
+    stack: list[str] = []
+    for bracket in _NOT_BRACKET.sub("", _STRING.sub("", text)):
+        if bracket in _CLOSES:
+            if not stack or stack.pop() != _CLOSES[bracket]:
+                return False
+        else:
+            stack.append(bracket)
+    return not stack
 
 
 _EPOCH = re.compile(r"\s*-?\d+(?:\.\d+)?\s*")
