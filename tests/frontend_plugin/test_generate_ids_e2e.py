@@ -102,9 +102,7 @@ def test_a_body_refused_for_another_field_still_names_its_caller(
     response = httpx.post(stack.url + path, json=body, timeout=30)
     assert response.status_code == 400, response.text
     assert response.headers["x-request-id"] == body_id
-    request_id = response.headers["x-server-request-id"]
-    end = next(x for x in _lines_of(stack.frontend, request_id, "request.end")
-               if x.get("event") == "request.end")
+    end = stack.frontend.wait_for_event(response.headers["x-server-request-id"], "request.end")
     assert (end["status"], end["x_request_id"]) == (400, body_id)
 
 
@@ -114,7 +112,5 @@ def test_a_bad_body_id_is_refused_and_never_correlated(stack: Stack) -> None:
                           timeout=30)
     assert response.status_code == 400, response.text
     assert "x-request-id" not in response.headers
-    request_id = response.headers["x-server-request-id"]
-    end = next(x for x in _lines_of(stack.frontend, request_id, "request.end")
-               if x.get("event") == "request.end")
+    end = stack.frontend.wait_for_event(response.headers["x-server-request-id"], "request.end")
     assert "x_request_id" not in end

@@ -14,7 +14,6 @@ import httpx
 import pytest
 
 from tests.frontend_plugin.conftest import start_stack
-from tests.frontend_plugin.test_generate_ids_e2e import _lines_of
 
 
 @pytest.mark.parametrize("level", ["WARNING", "ERROR"])
@@ -25,10 +24,10 @@ def test_a_level_above_info_keeps_the_lines_analyze_reads(tmp_path: Path, level:
                             json={"model": "m", "prompt": "hi", "max_tokens": 2}, timeout=30)
         assert answer.status_code == 200, answer.text
         request_id = answer.headers["x-server-request-id"]
-        frontend = _lines_of(stack.frontend, request_id, "request.end")
-        assert {"request.start", "request.end"} <= {x.get("event") for x in frontend}
-        worker = _lines_of(stack.workers[0], request_id, "worker.end")
-        assert {"worker.start", "worker.end"} <= {x.get("event") for x in worker}
+        for proc, events in ((stack.frontend, ("request.start", "request.end")),
+                             (stack.workers[0], ("worker.start", "worker.end"))):
+            for event in events:  # each written (else: an AssertionError at its deadline)
+                proc.wait_for_event(request_id, event)
         # The level still applies to everything else: uvicorn's INFO start-up lines.
         for proc in (stack.frontend, *stack.workers):
             assert not [x for x in proc.lines()

@@ -8,7 +8,6 @@ from the request id. Given that id, `trace` said "no request".
 from __future__ import annotations
 
 import json
-import time
 
 import httpx
 import pytest
@@ -36,11 +35,7 @@ def test_the_answers_id_finds_its_request(stack: Stack, route: str) -> None:
     answer_id = response.json()["id"]
     request_id = response.headers["x-server-request-id"]
     assert request_id not in (answer_id, answer_id.replace("-", ""))  # it is another id
-    deadline = time.monotonic() + 20
-    while not any(x.get("event") == "request.end" and x.get("request_id") == request_id
-                  for x in stack.frontend.lines()):
-        assert time.monotonic() < deadline, "no request.end"
-        time.sleep(0.02)
+    stack.frontend.wait_for_event(request_id, "request.end")
     got = CliRunner().invoke(main, ["trace", answer_id, str(stack.frontend.log),
                                     "--format", "json"])
     assert got.exit_code == 0, got.output

@@ -118,3 +118,14 @@ def app_server(
     with run_server(argv, port=port, workdir=workdir, env=child_env,
                     ready_path=ready_path) as running:
         yield running
+
+
+@pytest.fixture(scope="module")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, receiver: OtlpReceiver
+) -> Iterator[tuple[RunningServer, Path]]:
+    """`app_under_test` under uvicorn for a test module, with its log's path (a module
+    that needs another app defines its own `server`)."""
+    workdir = tmp_path_factory.mktemp("server")
+    with app_server(workdir, receiver) as running:
+        yield running, workdir / "app.jsonl"

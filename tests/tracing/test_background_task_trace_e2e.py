@@ -9,7 +9,6 @@ trace timed the caller by the line: a request answered in a few ms whose task sl
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -17,20 +16,10 @@ import pytest
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
-from tests.support.otlp_receiver import OtlpReceiver
 from tests.support.servers import RunningServer
-from tests.tracing.conftest import app_server, wait_for_lines
+from tests.tracing.conftest import wait_for_lines
 
 _TASK_MS = 200  # app_under_test's /after sleeps this long after its answer
-
-
-@pytest.fixture(scope="module")
-def server(
-    tmp_path_factory: pytest.TempPathFactory, receiver: OtlpReceiver
-) -> Iterator[tuple[RunningServer, Path]]:
-    workdir = tmp_path_factory.mktemp("background")
-    with app_server(workdir, receiver) as running:
-        yield running, workdir / "app.jsonl"
 
 
 def test_a_callers_duration_ends_with_its_answer_not_its_background_task(

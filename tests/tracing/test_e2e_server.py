@@ -6,7 +6,7 @@ import asyncio
 import socket
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,22 +18,6 @@ from tests.support.servers import RunningServer, child_pythonpath, free_port, ru
 from tests.tracing.conftest import app_server, read_lines, wait_for_lines
 
 SHARED_CLIENT_ID = "rollout-42-s7"
-
-
-@pytest.fixture(scope="module")
-def server(
-    tmp_path_factory: pytest.TempPathFactory, receiver: OtlpReceiver
-) -> Iterator[tuple[RunningServer, Path]]:
-    workdir = tmp_path_factory.mktemp("server")
-    with app_server(workdir, receiver) as running:
-        yield running, workdir / "app.jsonl"
-
-
-def _ended(request_id: str) -> Callable[[list[dict[str, Any]]], bool]:
-    """The log holds this request's ``request.end`` line."""
-    return lambda lines: any(
-        x.get("event") == "request.end" and x.get("request_id") == request_id for x in lines
-    )
 
 
 def _ended(request_id: str) -> Callable[[list[dict[str, Any]]], bool]:

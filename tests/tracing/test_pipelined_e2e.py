@@ -10,23 +10,11 @@ from __future__ import annotations
 import json
 import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan
 from tests.support.servers import RunningServer
-from tests.tracing.conftest import app_server, wait_for_lines
-
-
-@pytest.fixture(scope="module")
-def server(
-    tmp_path_factory: pytest.TempPathFactory, receiver: OtlpReceiver
-) -> Iterator[tuple[RunningServer, Path]]:
-    workdir = tmp_path_factory.mktemp("pipelined")
-    with app_server(workdir, receiver) as running:
-        yield running, workdir / "app.jsonl"
+from tests.tracing.conftest import wait_for_lines
 
 
 def _pipelined(port: int, paths: list[str]) -> list[tuple[int, dict[str, str], bytes]]:
