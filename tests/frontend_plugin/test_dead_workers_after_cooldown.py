@@ -66,3 +66,25 @@ def test_every_request_is_answered_while_dead_workers_cool_down_again_and_again(
         requests_until(1)
         statuses = requests_until(7)
         assert set(statuses) == {200}, [s for s in statuses if s != 200]
+
+
+def test_dead_workers_that_refuse_connections_cost_no_answer_at_a_cold_start(
+    tmp_path: Path,
+) -> None:
+    # Before any worker is known dead, the round-robin order of the second request is
+    # three dead workers first: three refused connections took its three attempts (502).
+    dead = [f"http://127.0.0.1:{free_port()}" for _ in range(4)]  # nothing listens there
+    flags = [arg for url in dead for arg in ("--worker", url)]
+    env = {"RIDTRACE_FRONTEND_DOWN_COOLDOWN": "600"}
+    with start_stack(tmp_path, workers=[[]], frontend=flags, env=env) as stack, \
+            httpx.Client(timeout=30) as client:
+        statuses = [
+            client.post(stack.url + "/v1/completions",
+                        json={"model": "m", "prompt": "hi", "max_tokens": 2}).status_code
+            for _ in range(5)  # one starting at each place in the round-robin
+        ]
+        assert statuses == [200] * 5
+        retries = [x for x in stack.frontend.lines() if x.get("event") == "dispatch.retry"]
+        # Each dead worker was met and marked down once, then tried last.
+        assert sorted(x["worker"] for x in retries) == sorted(dead)
+        assert {x["reason"] for x in retries} == {"connect"}

@@ -32,6 +32,7 @@ from ridtrace.frontend_plugin.wire import WORK_PATH, WorkRequest
 from ridtrace.frontend_plugin.worker_connection import (
     OutOfLocalResources,
     WorkerHttpError,
+    WorkerRefusedConnection,
     WorkerResponse,
 )
 from ridtrace.frontend_plugin.worker_http import ConnectionPool
@@ -140,7 +141,14 @@ class Dispatcher:
         reason, detail = "no_worker", "no worker available"
         caller_message = WORKER_UNAVAILABLE
         attempt = 0
-        for attempt, worker in enumerate(candidates[: max(s.max_attempts, 1)], start=1):
+        # Attempts that reached a worker, or spent time on one. A worker whose host
+        # refused the connection costs none: nothing was sent, and at a cold start,
+        # before any worker was known dead, three dead ones of five met first took a
+        # request's every attempt (502) while two healthy workers were free.
+        spent = 0
+        for attempt, worker in enumerate(candidates, start=1):
+            if spent >= max(s.max_attempts, 1):
+                break
             events.debug(
                 DISPATCH_ATTEMPT, event=DISPATCH_ATTEMPT, worker=redacted_url(worker),
                 attempt=attempt,
@@ -191,6 +199,7 @@ class Dispatcher:
                     attempt=attempt,
                     reason=refusal.reason, marked_down=marked_down, error=message,
                 )
+                spent += not refusal.unreached
                 if refusal.fatal:
                     raise DispatchError(
                         caller_message, reason=reason, status=502, attempts=attempt,
@@ -248,7 +257,8 @@ class Dispatcher:
         except (WorkerHttpError, BadLine) as exc:
             if response is not None:
                 response.close()
-            raise Refused("connect", f"{type(exc).__name__}: {exc}") from None
+            raise Refused("connect", f"{type(exc).__name__}: {exc}",
+                          unreached=isinstance(exc, WorkerRefusedConnection)) from None
         except TimeoutError:
             if response is not None:
                 response.close()

@@ -60,7 +60,8 @@ class FrontendSettings:
         body_timeout: longest the frontend waits for a request body to arrive in full;
             a slower one gets HTTP 408 and the connection is closed.
         max_attempts: dispatch attempts per request (Conflicts and failed workers),
-            each on a different worker: never more than the workers configured.
+            each on a different worker: never more than the workers configured. A
+            worker whose host refused the connection (nothing sent) costs none.
         down_cooldown: seconds a failed worker is skipped while others are healthy.
         debug_endpoints: serve ``GET /debug/inflight`` and FastAPI's ``/docs``,
             ``/redoc`` and ``/openapi.json`` (off by default: they show the worker

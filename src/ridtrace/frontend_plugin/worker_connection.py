@@ -18,7 +18,7 @@ from ridtrace.frontend_plugin.redaction import checked_worker_url
 if TYPE_CHECKING:
     from ridtrace.frontend_plugin.worker_http import ConnectionPool
 
-__all__ = ["OutOfLocalResources", "WorkerHttpError", "WorkerResponse"]
+__all__ = ["OutOfLocalResources", "WorkerHttpError", "WorkerRefusedConnection", "WorkerResponse"]
 
 # Stop reading a worker while this much of its answer waits for a slow caller.
 _HIGH_WATER = 256 * 1024
@@ -27,6 +27,10 @@ _LOW_WATER = 64 * 1024
 
 class WorkerHttpError(Exception):
     """A worker could not be reached, broke the connection, or did not speak HTTP."""
+
+
+class WorkerRefusedConnection(WorkerHttpError):
+    """The worker's host refused the connection at once: nothing was sent, no time spent."""
 
 
 class OutOfLocalResources(Exception):

@@ -29,6 +29,7 @@ from ridtrace.frontend_plugin.wire import CLIENT_KEEP_ALIVE_SECONDS
 from ridtrace.frontend_plugin.worker_connection import (
     OutOfLocalResources,
     WorkerHttpError,
+    WorkerRefusedConnection,
     WorkerResponse,
     _Connection,
     _Origin,
@@ -165,7 +166,10 @@ class ConnectionPool:
                     "file descriptors or socket memory; raise its open-file limit (ulimit -n, "
                     "LimitNOFILE) or lower max_connections"
                 ) from None
-            raise WorkerHttpError(f"connect to {origin.host}:{origin.port}: {exc}") from None
+            # Refused at once (nothing listens there): the request was not sent.
+            refused = isinstance(exc, ConnectionRefusedError) or exc.errno == errno.ECONNREFUSED
+            raise (WorkerRefusedConnection if refused else WorkerHttpError)(
+                f"connect to {origin.host}:{origin.port}: {exc}") from None
         self.opened += 1
         return conn
 

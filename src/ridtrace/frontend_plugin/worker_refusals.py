@@ -29,13 +29,17 @@ HEALTHY_REFUSALS = frozenset({"conflict", "status_4xx"})
 
 class Refused(Exception):
     """A worker's answer that started no stream: `reason` for the log and the metrics,
-    `fatal` when no other worker should be tried."""
+    `fatal` when no other worker should be tried, `unreached` when the request never
+    reached it (its host refused the connection: no attempt spent)."""
 
-    def __init__(self, reason: str, message: str, *, fatal: bool = False) -> None:
+    def __init__(
+        self, reason: str, message: str, *, fatal: bool = False, unreached: bool = False
+    ) -> None:
         super().__init__(message)
         self.reason = reason
         self.message = message
         self.fatal = fatal
+        self.unreached = unreached
 
 
 def refusal_of(status: int, detail: str) -> Refused:
