@@ -903,3 +903,52 @@ def test_an_unanswered_request_on_the_id_only_path_gets_the_ids_500(
     assert response.headers["x-request-id"] == "silent-1"
     request_id = response.headers["x-server-request-id"]
     assert seen == [("ASGI application returned without starting a response", request_id)]
+
+
+@pytest.mark.parametrize("provider", ["sdk-without-processor", "no-sdk"])
+@pytest.mark.parametrize("lifecycle", [True, False])
+@pytest.mark.parametrize("caller", [
+    None,
+    "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+    "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00",
+])
+def test_with_nothing_exported_a_call_onward_names_the_ids_of_the_lines(
+    provider: str, lifecycle: bool, caller: str | None, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `configure_tracing()` with no endpoint (an SDK with no span processor) or no SDK at
+    # all: `inject` handed on the caller's span, or nothing, while the lines named ids
+    # ridtrace minted. A gateway's backend then linked to no line of the gateway's, and
+    # `analyze` counted every forwarded request twice (false client_id_reuse).
+    from opentelemetry import propagate
+    from opentelemetry.trace import NoOpTracerProvider
+
+    from ridtrace.tracing import current_context
+    from ridtrace.tracing import metrics as ridtrace_metrics
+
+    if not lifecycle:  # the id-only path: nothing logged, nothing counted
+        monkeypatch.setattr(ridtrace_metrics, "_active", None)
+    app = _app(telemetry={"tracing": False}) if _has_native() else _app()
+
+    @app.get("/hop")
+    async def hop() -> dict[str, Any]:
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier)
+        ctx = current_context()
+        assert ctx is not None
+        return {"sent": carrier.get("traceparent"), "trace_id": ctx.trace_id,
+                "span_id": ctx.span_id, "parent": ctx.parent_span_id}
+
+    tracer_provider = TracerProvider() if provider == "sdk-without-processor" else NoOpTracerProvider()
+    app.add_middleware(RequestTracingMiddleware, settings=TracingSettings(
+        tracer_provider=tracer_provider, log_lifecycle=lifecycle))
+    headers = [(b"traceparent", caller.encode())] if caller else []
+    got = _get(app, "/hop", headers).json()
+    assert got["sent"] is not None
+    _, trace_id, span_id, flags = got["sent"].split("-")
+    assert (got["trace_id"], got["span_id"]) == (trace_id, span_id)
+    if caller:  # the caller's trace and sampled flag go on, this request as the parent
+        assert (trace_id, got["parent"]) == (caller.split("-")[1], caller.split("-")[2])
+        assert span_id != caller.split("-")[2]
+        assert flags == caller.split("-")[3]
+    else:  # no caller: the next service decides
+        assert flags == "01"

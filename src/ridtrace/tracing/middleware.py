@@ -25,7 +25,7 @@ from ridtrace.tracing.lifespan_scope import serve_lifespan
 from ridtrace.tracing.observed import SCOPE_KEY, ObservedServing
 from ridtrace.tracing.placement import moved_into_fastapi
 from ridtrace.tracing.propagation import extracted_header_names
-from ridtrace.tracing.serverspan import minted_context, records_nothing
+from ridtrace.tracing.serverspan import minted_context, records_nothing, span_of_lines
 from ridtrace.tracing.settings import TracingSettings
 from ridtrace.tracing.websocket import serve_websocket
 
@@ -139,6 +139,8 @@ class RequestTracingMiddleware(ObservedServing):
         ):
             # Nothing records, nothing is logged or counted: the id-only path.
             ctx = minted_context(request_id, x_request_id)
+            if records_nothing(self._tracer):  # not a request left out of the telemetry
+                ctx.server_span = span_of_lines(ctx, current)
             await self._serve_identity_only(
                 scope, receive, send, ctx, extra_headers, deprecated_sent, rejected
             )
@@ -195,6 +197,9 @@ class RequestTracingMiddleware(ObservedServing):
 
         token = request_context.enter(ctx)
         scope[SCOPE_KEY] = ctx
+        # The ids the lines carry, current for a call onward (`span_of_lines`).
+        otel_token = (otel_context.attach(trace.set_span_in_context(ctx.server_span))
+                      if ctx.server_span is not None else None)
         try:
             if deprecated_sent or rejected:
                 note_inbound(deprecated_sent, rejected)
@@ -216,6 +221,8 @@ class RequestTracingMiddleware(ObservedServing):
                 remember_on_exception(exc, ctx, token.old_value)
             raise
         finally:
+            if otel_token is not None:
+                otel_context.detach(otel_token)
             request_context.leave(token)
             # A caller may hand the same scope dict in again (a harness, a retry).
             scope.pop(SCOPE_KEY, None)

@@ -45,7 +45,12 @@ from ridtrace.tracing.inbound import note_inbound
 from ridtrace.tracing.lifecycle import running as running_requests
 from ridtrace.tracing.propagation import HeldWarnings, extract
 from ridtrace.tracing.route_template import route_template
-from ridtrace.tracing.serverspan import active_server_span, request_context_for
+from ridtrace.tracing.serverspan import (
+    active_server_span,
+    records_nothing,
+    request_context_for,
+    span_of_lines,
+)
 
 __all__ = ["SCOPE_KEY", "UNMATCHED_ROUTE", "ObservedServing", "answered_by_server"]
 
@@ -175,6 +180,8 @@ class ObservedServing:
             recording = span.is_recording()
         ctx = request_context_for(span, carrier, request_id, x_request_id, parent,
                                   started=not quiet and owns_span)
+        if quiet and records_nothing(self._tracer):
+            span = span_of_lines(ctx, span)  # what a call onward names as its parent
         ctx.server_span = span
         state = Exchange()
         # Shutdown waits for the request to end (lifecycle.running), recording or not:

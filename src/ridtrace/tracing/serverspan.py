@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 
 from ridtrace.tracing.context import RequestContext
 from ridtrace.tracing.identity import mint_span_id, mint_trace_span_ids
@@ -22,6 +22,7 @@ __all__ = [
     "minted_context",
     "records_nothing",
     "request_context_for",
+    "span_of_lines",
 ]
 
 
@@ -155,3 +156,24 @@ def minted_context(request_id: str, x_request_id: str | None) -> RequestContext:
     """A context with a fresh trace id and span id, for a request no span records."""
     trace_id, span_id = mint_trace_span_ids()
     return RequestContext(request_id, trace_id, span_id, x_request_id)
+
+
+def span_of_lines(ctx: RequestContext, stand_in: trace.Span) -> trace.Span:
+    """A non-recording span named by the ids ``ctx``'s log lines carry, to make current
+    while no span records the request (`records_nothing`).
+
+    `propagate.inject` hands the current span on to the next service. Before, it was
+    the caller's span (or none): under ``configure_tracing()`` with no endpoint, a
+    gateway's call onward named the client's span as parent, or started a trace of its
+    own, so the backend's lines linked to no line of the gateway's, and `analyze`
+    counted each forwarded request twice (a false ``client_id_reuse`` for every id the
+    gateway passed on). ``stand_in`` is the span the request would otherwise have had
+    current: its sampled flag and trace state go on, as `frontend_plugin.hop` sends
+    them to a worker (sampled when there is no caller: the next service decides).
+    """
+    caller = stand_in.get_span_context()
+    flags = caller.trace_flags if caller.is_valid else TraceFlags(TraceFlags.SAMPLED)
+    return NonRecordingSpan(SpanContext(
+        int(ctx.trace_id, 16), int(ctx.span_id, 16), False, flags,
+        caller.trace_state if caller.is_valid else None,
+    ))

@@ -48,7 +48,12 @@ from ridtrace.tracing.jsonline import add_annotations
 from ridtrace.tracing.lifecycle import running as running_calls
 from ridtrace.tracing.lifecycle import running_in_threads
 from ridtrace.tracing.propagation import HeldWarnings, extract, holding
-from ridtrace.tracing.serverspan import active_server_span, request_context_for
+from ridtrace.tracing.serverspan import (
+    active_server_span,
+    records_nothing,
+    request_context_for,
+    span_of_lines,
+)
 
 __all__ = ["GrpcCall"]
 
@@ -125,6 +130,9 @@ class GrpcCall:
         self.span = span
         self.ctx = ctx = request_context_for(span, carrier, request_id, x_request_id, parent,
                                              started=started)
+        if self.owns_span and records_nothing(config.tracer):
+            # What a call onward names as its parent: the ids the lines carry.
+            self.span = span = span_of_lines(ctx, span)
         ctx.server_span = span
         self.deprecated_text = ",".join(deprecated_sent) if deprecated_sent else None
         # Shutdown waits for the call's end (lifecycle.running), span recording or not:
