@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ridtrace.contract import FRONTEND, WORKER
+from ridtrace.contract import FRONTEND, OUTCOME_CONFLICT, WORKER
 from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.views.verdicts import CROSSED, Verdict
 
@@ -31,10 +31,12 @@ HELD_END = "held_end_us"
 def standing_workers(requests: pd.DataFrame, owner: pd.Series) -> pd.DataFrame:
     """Worker spans that stand for a caller whose frontend logs are absent, as the
     duplicate_in_flight rule counts them, each under its caller's id (`owner`): retries
-    of one caller are one request."""
+    of one caller are one request. Not one a worker refused (a Conflict): that caller
+    never held the id, the worker's other caller did (`rules.overlap._id_holders`)."""
     side = requests["side"].to_numpy()
     fronts = requests["trace_id"][side == FRONTEND].dropna().unique()
-    orphan = (side == WORKER) & ~requests["trace_id"].isin(fronts).to_numpy()
+    refused = (requests["outcome"] == OUTCOME_CONFLICT).fillna(False).to_numpy(dtype=bool)
+    orphan = (side == WORKER) & ~refused & ~requests["trace_id"].isin(fronts).to_numpy()
     standing: pd.DataFrame = requests[orphan].assign(span_id=owner[orphan].astype(str))
     return standing
 
