@@ -47,3 +47,26 @@ def test_an_id_shaped_like_an_answers_that_made_none_finds_nothing(stack: Stack)
     got = CliRunner().invoke(main, ["trace", "chatcmpl-no-such-request",
                                     str(stack.frontend.log)])
     assert got.exit_code == 1, got.output
+
+
+@pytest.mark.parametrize("route", ["chat", "messages"])
+def test_a_client_sending_an_answers_id_as_its_own_does_not_hide_the_answering_request(
+    stack: Stack, route: str,
+) -> None:
+    # An app chaining calls by the previous answer's id (or a hostile client) sent it as
+    # its x-request-id: the response id was tried only when nothing else matched, so
+    # `trace` showed that follow-up alone and hid the request that made the answer.
+    path, body = _ROUTES[route]
+    headers = {"anthropic-version": "2023-06-01"}
+    first = httpx.post(stack.url + path, json=body, timeout=30, headers=headers)
+    answer_id = first.json()["id"]
+    follow_up = httpx.post(stack.url + path, json=body, timeout=30,
+                           headers={**headers, "x-request-id": answer_id})
+    assert first.status_code == follow_up.status_code == 200
+    ids = [r.headers["x-server-request-id"] for r in (first, follow_up)]
+    for request_id in ids:
+        stack.frontend.wait_for_event(request_id, "request.end")
+    got = CliRunner().invoke(main, ["trace", answer_id, str(stack.frontend.log),
+                                    "--format", "json"])
+    assert got.exit_code == 0, got.output
+    assert sorted(r["request_id"] for r in json.loads(got.output)["requests"]) == sorted(ids)

@@ -36,14 +36,16 @@ def _matching(requests: pd.DataFrame, events: pd.DataFrame, ident: str) -> np.nd
         # The id Jaeger shows, and the one `export jaeger` files each request under.
         | (requests["trace_id"] == ident).fillna(False)
     ).to_numpy()
+    # The response id a caller's SDK shows is the server's, beside any client's id: a
+    # client that sent another call's `chatcmpl-…` as its x-request-id (chaining calls
+    # by it) hid the request that answered it, which was tried only when nothing matched.
+    hit = hit | _response_id_match(requests, ident)
     if not hit.any():
         hit = _jaeger_ids_match(requests, ident)
     if not hit.any():
         hit = _uuid_match(requests, ident)
     if not hit.any():
         hit = _logged_under(requests, events, ident)
-    if not hit.any():
-        hit = _response_id_match(requests, ident)
     return hit
 
 
