@@ -198,7 +198,8 @@ def _span_rows(parts: list[ChunkSpans]) -> SpanRows:
     first_time = table["first_time"].cast(pa.int64()).fill_null(0).to_numpy()
     part = np.repeat(np.arange(len(parts)), [p.spans.num_rows for p in parts])
     at, depth = _after_callers(table, t0)
-    order = np.lexsort((lines["first_line"], part, depth, at))
+    at, own_time = _pieces_by_own_times(table, at, first_time)
+    order = np.lexsort((lines["first_line"], part, own_time, depth, at))
     # Only the columns the rules read are put in order (the spans table has ~25).
     table = table.select([*_AS_IS, *_READ]).take(pa.array(order))
     out: dict[str, list[Any]] = {c: table[c].to_pylist() for c in _AS_IS}
@@ -243,6 +244,32 @@ def _after_callers(table: pa.Table, t0: np.ndarray) -> tuple[np.ndarray, np.ndar
             break
         at[rows], depth[rows] = later, below
     return at, depth
+
+
+def _pieces_by_own_times(
+    table: pa.Table, at: np.ndarray, first_time: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pieces of one span in this batch (its lines in a rotation's copy and in the file
+    it was copied from) at the earliest piece's place, in the order of their first
+    lines' own times (0 for a span of one piece).
+
+    A piece's start is dated back by the duration its end line states: taken by it, the
+    piece holding a request's end and last Unlinked line went before the one holding
+    its start and first Unlinked line, and the finding printed named that later line.
+    """
+    joint = pc.binary_join_element_wise(table["trace_id"], table["span_id"], "\x00")
+    codes = pc.dictionary_encode(joint.combine_chunks()).indices
+    codes = codes.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    known = codes >= 0
+    counts = np.bincount(codes[known], minlength=1)
+    pieces = known & (counts[np.maximum(codes, 0)] > 1)
+    if not pieces.any():
+        return at, np.zeros(len(at), dtype=np.int64)
+    earliest = np.full(len(counts), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(earliest, codes[pieces], at[pieces])
+    at = at.copy()
+    at[pieces] = earliest[codes[pieces]]
+    return at, np.where(pieces, first_time, 0)
 
 
 def _shared(column: pa.ChunkedArray) -> list[str | None]:

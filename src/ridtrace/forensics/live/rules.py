@@ -86,6 +86,10 @@ class LiveRules:
         by_id, produced, pairs, waiting = state.clusters, state.produced, state.pairs, state.waiting
         orphans = state.orphans
         found: list[Finding] = []
+        # Judged once the batch is in: a span's later piece (its lines in the file a
+        # rotation's copy was made from) gives the span's last line, which the batch
+        # report cites, as it cites it.
+        unlinked: list[tuple[Span, Flag, str]] = []
         clusters: list[Cluster] = []
         fronts: list[Span] = []
         new_spans = new_callers = new_fronts = instants = 0
@@ -223,8 +227,9 @@ class LiveRules:
                             cluster.max_end = own.last
                 if grew and span.request_id is not None:
                     clusters.extend(held_longer(state, span, span.request_id))
-            if flag is not None:
-                found.extend(self._unlinked(span, flag, file))
+            if flag is not None and not span.unlinked_done:
+                span.unlinked_done = True
+                unlinked.append((span, flag, file))
             if worker_end or late_work:
                 # A worker's (fp_in, fp_out) is its caller's own work; its first ok output
                 # is what a crossed caller was delivered.
@@ -263,6 +268,7 @@ class LiveRules:
         self.instants += instants
         if batch.rows:
             state.watermark = max(state.watermark, batch.watermark)
+        found.extend(self._unlinked(span, flag, file) for span, flag, file in unlinked)
         found.extend(duplicates(state, clusters))
         found.extend(crossed(state, fronts))
         if batch.rows:
@@ -272,18 +278,15 @@ class LiveRules:
                 found.extend(crossed(state, []))
         return found
 
-    def _unlinked(self, span: Span, flag: Flag, file: str) -> list[Finding]:
-        if span.unlinked_done:
-            return []
-        span.unlinked_done = True
+    def _unlinked(self, span: Span, flag: Flag, file: str) -> Finding:
         if flag.event == RESPONSE_UNLINKED:
             detail = flag.text or flag.event
         else:
             detail = (f"a worker chunk for request {flag.chunk_request_id} reached this "
                       "caller's stream; it was not forwarded and the stream ended with an error")
         # The error line and the span's last line read, as the batch rule cites them.
-        return [_finding("unlinked", span, span.start, detail,
-                         [(file, flag.line), (span.last_file, span.last_line)])]
+        return _finding("unlinked", span, span.start, detail,
+                        [(file, flag.line), (span.last_file, span.last_line)])
 
     def finish(self) -> list[Finding]:
         """The follow ends: callers still waiting for a worker span of their own that

@@ -231,10 +231,33 @@ class Watch(InputFiles, FileEnds):
                 self._close(key, tail)
 
     def read(self, max_bytes: int) -> tuple[list[Chunk], bool]:
-        """New whole lines of every followed file; True when some file had more to give."""
+        """New whole lines of every followed file; True when some file had more to give.
+
+        A file truncated between this poll's look and its read (a copy-and-truncate)
+        has its copy, not found yet, looked for and read in the same poll: it holds the
+        lines written before the truncation. Read at the next poll, after the lines
+        written since, a request's start and first Unlinked line (written just before
+        the rotation) came after its end, and the finding printed named another line
+        and time than `analyze`'s.
+        """
+        chunks, restarted, more = self._read_tails(list(self.tails.items()), max_bytes)
+        if restarted:
+            before = set(self.tails)
+            self.discover()
+            found = [(key, tail) for key, tail in self.tails.items() if key not in before]
+            copied, again, more_copied = self._read_tails(found, max_bytes)
+            chunks += copied + again + restarted
+            more = more or more_copied
+        return chunks, more
+
+    def _read_tails(self, tails: list[tuple[DevIno, Tail]], max_bytes: int
+                    ) -> tuple[list[Chunk], list[Chunk], bool]:
+        """Each tail's new lines: those of files read anew after a copy-and-truncate whose
+        copy is not followed yet apart, and whether some file had more to give."""
         chunks: list[Chunk] = []
+        restarted: list[Chunk] = []
         more = False
-        for key, tail in list(self.tails.items()):
+        for key, tail in tails:
             try:
                 chunk = tail.read(max_bytes)
                 self._note_truncated(tail)
@@ -249,9 +272,13 @@ class Watch(InputFiles, FileEnds):
                 self.stats.unreadable_files.append(FileNote(tail.name, f"read failed: {exc}"))
                 self._close(key, tail)
                 continue
-            chunks.append(chunk)
+            if isinstance(tail, FileTail) and tail.restarted:
+                tail.restarted = False
+                restarted.append(chunk)
+            else:
+                chunks.append(chunk)
             more = more or len(chunk.data) >= max_bytes // 2
-        return chunks, more
+        return chunks, restarted, more
 
     def _cite_under(self, tail: FileTail, name: str) -> None:
         """Cite the lines read from `tail` so far, and those read from now on, as `name`."""
