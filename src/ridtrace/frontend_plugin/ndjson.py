@@ -9,7 +9,14 @@ import orjson
 
 from ridtrace.frontend_plugin import json_codec
 
-__all__ = ["BadLine", "ByteSource", "NdjsonReader"]
+__all__ = ["MAX_LINE_BYTES", "BadLine", "ByteSource", "NdjsonReader"]
+
+# The longest worker line held while its newline is awaited. A worker's messages are a
+# chunk of text each (the largest, a reply's last usage line, a few KiB): a line that
+# goes on past this is no message. Unbounded, a worker (or a wrong URL serving a big
+# download) that sent a line with no end grew the frontend by ~100 MiB a request per
+# 5 s until the chunk timeout, every network read copying the whole line again.
+MAX_LINE_BYTES = 8 << 20
 
 
 class ByteSource(Protocol):
@@ -35,7 +42,9 @@ class NdjsonReader:
     def __init__(self, content: ByteSource) -> None:
         self._content = content
         self._lines: deque[bytes] = deque()
-        self._tail = b""
+        # A piece of a line whose newline has not come: bytes, grown in place (a
+        # bytearray) when reads come with no newline.
+        self._tail: bytes | bytearray = b""
         self.eof = False
 
     async def next(self) -> dict[str, Any] | None:
@@ -48,11 +57,29 @@ class NdjsonReader:
             if not data:
                 self.eof = True
                 tail, self._tail = self._tail, b""
-                return None if tail.isspace() or not tail else decode(tail)
-            parts = (self._tail + data).split(b"\n") if self._tail else data.split(b"\n")
+                return None if tail.isspace() or not tail else decode(bytes(tail))
+            if self._tail:
+                if b"\n" not in data:  # more of a long line: grown in place, not copied
+                    self._grow_tail(data)
+                    continue
+                data = bytes(self._tail) + data
+            parts = data.split(b"\n")
             self._tail = parts.pop()
+            if len(self._tail) > MAX_LINE_BYTES:
+                raise self._too_long()
             lines.extend(part for part in parts if part and not part.isspace())
         return decode(lines.popleft())
+
+    def _grow_tail(self, data: bytes) -> None:
+        if not isinstance(self._tail, bytearray):
+            self._tail = bytearray(self._tail)
+        self._tail += data
+        if len(self._tail) > MAX_LINE_BYTES:
+            raise self._too_long()
+
+    def _too_long(self) -> BadLine:
+        self._tail = b""
+        return BadLine(f"worker line longer than {MAX_LINE_BYTES >> 20} MiB")
 
     @property
     def ready(self) -> bool:
