@@ -268,6 +268,13 @@ def test_a_frontend_with_no_worker_anywhere_is_a_usage_error(tmp_path: Path) -> 
     # start with a traceback and "internal error (exit 4)".
     ({"RIDTRACE_DEPRECATION_LINK": "https://example.com/ids\n"}, "RIDTRACE_DEPRECATION_LINK"),
     ({"RIDTRACE_DEPRECATION_LINK": "https://例え.jp/ids"}, "RIDTRACE_DEPRECATION_LINK"),
+    # The client's id is logged and echoed: under a credential header, so was every key.
+    ({"RIDTRACE_CLIENT_ID_HEADER": "Authorization"}, "RIDTRACE_CLIENT_ID_HEADER"),
+    ({"RIDTRACE_CLIENT_ID_HEADER": "x-api-key"}, "RIDTRACE_CLIENT_ID_HEADER"),
+    # An id under a header HTTP reads broke every response after a start that looked fine.
+    ({"RIDTRACE_RESPONSE_ID_HEADER": "content-length"}, "RIDTRACE_RESPONSE_ID_HEADER"),
+    ({"RIDTRACE_RESPONSE_ID_HEADER": "Transfer-Encoding"}, "RIDTRACE_RESPONSE_ID_HEADER"),
+    ({"RIDTRACE_CLIENT_ID_HEADER": "connection"}, "RIDTRACE_CLIENT_ID_HEADER"),
 ])
 def test_a_tracing_variable_refused_once_read_is_named(
     serve_cli: Callable[..., Result], env: dict[str, str], named: str

@@ -22,6 +22,16 @@ _GENERATORS: dict[str, Callable[[], str]] = {"uuid4": uuid4_id, "uuid7": uuid7_i
 
 
 # RFC 9110 §5.1: a field name is a token.
+# Headers that frame or describe an HTTP message, which an id must not be sent under.
+_MESSAGE_HEADERS = frozenset({
+    "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te",
+    "trailer", "content-type", "content-encoding", "content-range", "host",
+    "proxy-connection", "set-cookie",
+})
+# Headers that carry a caller's credentials.
+_CREDENTIAL_HEADERS = frozenset({
+    "authorization", "proxy-authorization", "cookie", "x-api-key", "api-key",
+})
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 # What the Link header's <URI-reference> holds as sent: printable ASCII, no space, '"',
 # '<' or '>' (RFC 3986: other characters percent-encoded).
@@ -83,6 +93,21 @@ class TracingSettings:
         for name in (self.client_id_header, self.response_id_header, *self.deprecated_headers):
             if not _HEADER_NAME.fullmatch(name):
                 raise ValueError(f"not an HTTP header name: {name!r}")
+        # Both names go out on every response (the client's id echoed under its own):
+        # under `content-length` or `transfer-encoding` every response broke its framing
+        # (an empty reply, or a malformed one), after a start that looked fine.
+        for setting, name in (("client_id_header", self.client_id_header),
+                              ("response_id_header", self.response_id_header)):
+            if name.lower() in _MESSAGE_HEADERS:
+                raise ValueError(
+                    f"{setting} {name!r} is a header HTTP itself reads (the message's "
+                    "framing or content): an id under it breaks every response")
+        # The client's id is logged and echoed: under a credential header the key every
+        # request carried went to each request's lines and back in its response.
+        if self.client_id_header.lower() in _CREDENTIAL_HEADERS:
+            raise ValueError(
+                f"client_id_header {self.client_id_header!r} carries credentials: the "
+                "client's id is written to the log and echoed, and so would the key be")
         # One header, one meaning: the client's id and the server's under one name went
         # out as two values of one response header (`x-request-id: abc, 7f3c…`), which
         # no caller can tell apart.
