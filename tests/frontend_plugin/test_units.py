@@ -306,3 +306,16 @@ def test_the_sglang_stream_counts_the_prompts_tokens_once_not_per_event() -> Non
     events = renderer.finish(Finished("stop", 50, 3), " w" * 50)
     assert _CountingPrompt.splits <= 1
     assert b'"prompt_tokens":3' in events
+
+
+def test_an_integer_past_64_bits_is_out_of_range_not_a_non_integer() -> None:
+    # orjson reads 18446744073709551616 as a float: "'max_tokens' must be an integer,
+    # not number" for an integer. The body as the route reads it.
+    from ridtrace.frontend_plugin import json_codec
+
+    body = json_codec.loads(b'{"prompt": "x", "max_tokens": 18446744073709551616}')
+    with pytest.raises(InvalidRequest, match="'max_tokens' must be between 1 and"):
+        SPECS["completions"].parse(body, SETTINGS)
+    body = json_codec.loads(b'{"prompt": "x", "max_tokens": 2.5}')
+    with pytest.raises(InvalidRequest, match="must be an integer, not number"):
+        SPECS["completions"].parse(body, SETTINGS)

@@ -231,8 +231,15 @@ def token_limit(
     return integer_in(value, param=param, low=1, high=limit)
 
 
+_BEYOND_64_BITS = float(1 << 64)
+
+
 def integer_in(value: Any, *, param: str, low: int, high: int) -> int:
     """``value`` when it is an integer (not a boolean) from ``low`` to ``high``."""
+    if isinstance(value, float) and value.is_integer() and abs(value) >= _BEYOND_64_BITS:
+        # orjson reads an integer past 64 bits as a float: it was "not an integer".
+        raise InvalidRequest(
+            f"'{param}' must be between {low} and {high}, got {value:g}", param=param)
     if not isinstance(value, int) or isinstance(value, bool):
         raise InvalidRequest(f"'{param}' must be an integer, not {kind_of(value)}", param=param)
     if not low <= value <= high:
