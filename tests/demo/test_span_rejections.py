@@ -9,7 +9,7 @@ from rich.console import Console
 
 from ridtrace.demo.main import _next_steps
 from ridtrace.demo.plan import CallResult, PlannedCall
-from ridtrace.demo.rejections import SpanRejections
+from ridtrace.demo.rejections import METRICS, SpanRejections
 from ridtrace.demo.run import PolicyRun
 from ridtrace.tracing.otlp import otlp_exporter
 from tests.frontend_plugin.conftest import exporting_frontend
@@ -49,15 +49,41 @@ def test_spans_a_collector_rejected_are_not_said_to_be_exported(tmp_path: Path) 
                        False, "t1")
     safe = PolicyRun("safe", tmp_path, [CallResult(call, 200, server_request_id="r-1")], 0)
     endpoint = "http://collector:4318/v1/traces"
-    for rejected, said in ((None, "exported"), (f"OTLP endpoint {endpoint} {SAID}", "sent")):
+    for rejected, said, kept in ((None, "exported", ""),
+                                 (f"OTLP endpoint {endpoint} {SAID}", "sent",
+                                  "where the collector kept them, ")):
         console = Console(record=True, width=400)
         _next_steps(console, tmp_path, safe, tmp_path / "traces.json", None, endpoint, rejected)
         text = console.export_text()
-        assert f"spans were {said} to {endpoint}: in Jaeger search tags request_id=r-1" in text
-        assert ("not all were kept" in text) is (rejected is not None), text
+        assert f"spans were {said} to {endpoint}: {kept}in Jaeger search tags request_id=r-1" \
+            in text, text
+        assert ("did not keep them all" in text) is (rejected is not None), text
         if rejected:
-            assert f"but not all were kept: OTLP endpoint {endpoint} {SAID}" in text
-            assert "exported" not in text
+            # "not all were kept" said some were: a collector answering 500 kept none.
+            assert ("but the collector did not keep them all (perhaps none): "
+                    f"OTLP endpoint {endpoint} {SAID}") in text
+            assert "exported" not in text and "not all were kept" not in text
+
+
+def test_metrics_a_collector_did_not_take_are_said_so(tmp_path: Path) -> None:
+    # Every process logged "Failed to export metrics batch code: 500"; the demo's last
+    # lines said nothing of metrics.
+    call = PlannedCall(1, "/v1/completions", True, "p1", {"x-request-id": "c-1"}, None,
+                       False, "t1")
+    safe = PolicyRun("safe", tmp_path, [CallResult(call, 200, server_request_id="r-1")], 0)
+    logs = tmp_path / "safe" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "frontend.jsonl").write_text(
+        '{"level": "ERROR", "logger": "opentelemetry.exporter.otlp.common.http", '
+        '"message": "Failed to export metrics batch code: 500, reason: boom", '
+        '"schema": "ridtrace/1"}\n')
+    lost = SpanRejections().first(tmp_path, METRICS)
+    assert lost == "Failed to export metrics batch code: 500, reason: boom"
+    console = Console(record=True, width=400)
+    _next_steps(console, tmp_path, safe, tmp_path / "traces.json", None,
+                "http://collector:4318/v1/traces", None, lost)
+    assert ("metrics were sent, but the collector did not take them all (perhaps none): "
+            "Failed to export metrics batch code: 500") in console.export_text()
 
 
 def test_next_steps_print_paths_and_endpoints_as_they_are(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from rich.text import Text
 
 from ridtrace.demo.plan import CallResult, make_plan, with_own_traces
 from ridtrace.demo.proof import Detection, analyze_run, crossed_detection, write_audit, write_jaeger
-from ridtrace.demo.rejections import SpanRejections
+from ridtrace.demo.rejections import METRICS, SpanRejections
 from ridtrace.demo.report import audit_table, before_after, findings_side_by_side
 from ridtrace.demo.run import POLICIES, PolicyRun, forget_earlier_run, run_policy
 
@@ -127,6 +127,7 @@ def run_demo(
             )
     legacy, safe = runs
     rejected = rejections.first(out_dir)
+    metrics_lost = rejections.first(out_dir, METRICS)
     requests = {run.policy: analyze_run(run) for run in runs}
     detections = [crossed_detection(run) for run in runs]
     jaeger_path = write_jaeger(safe)
@@ -135,7 +136,8 @@ def run_demo(
     before_after(console, runs)
     findings_side_by_side(console, runs, detections)
     audit_table(console, audit)
-    _next_steps(console, out_dir, safe, jaeger_path, plot_path, otlp_endpoint, rejected)
+    _next_steps(console, out_dir, safe, jaeger_path, plot_path, otlp_endpoint, rejected,
+                metrics_lost)
     problems = _verdict(legacy, safe, detections[0])
     for problem in problems:
         console.print(f"[red]FAIL[/] {problem}")
@@ -155,6 +157,7 @@ def _next_steps(
     plot_path: Path | None,
     otlp_endpoint: str | None,
     rejected: str | None,
+    metrics_lost: str | None = None,
 ) -> None:
     example = next((r for r in safe.results if r.call.headers.get("x-request-id")), None)
     ridtrace = ridtrace_command()
@@ -174,13 +177,19 @@ def _next_steps(
         console.print(Text("  deprecated-header plot: not drawn (it needs the plot extra: "
                            "pip install 'ridtrace[plot]')"), soft_wrap=True)
     if otlp_endpoint and rejected:
-        # Not "exported": the collector kept only some (in its own words, as logged).
-        console.print(Text(f"  spans were sent to {otlp_endpoint}, but not all were kept: "
-                           f"{rejected}", style="yellow"), soft_wrap=True)
+        # Not "exported": the collector did not keep them all, perhaps none (a 500 to
+        # every export), in its own words as logged; "not all were kept" said some were.
+        console.print(Text(f"  spans were sent to {otlp_endpoint}, but the collector did not "
+                           f"keep them all (perhaps none): {rejected}", style="yellow"),
+                      soft_wrap=True)
+    if otlp_endpoint and metrics_lost:
+        console.print(Text(f"  metrics were sent, but the collector did not take them all "
+                           f"(perhaps none): {metrics_lost}", style="yellow"), soft_wrap=True)
     if otlp_endpoint and example is not None and example.server_request_id:
+        kept = "where the collector kept them, " if rejected else ""
         console.print(  # an IPv6 endpoint's "[::1]" is no markup either
             Text(f"  spans were {'sent' if rejected else 'exported'} to {otlp_endpoint}: "
-                 f"in Jaeger search tags request_id={example.server_request_id} or "
+                 f"{kept}in Jaeger search tags request_id={example.server_request_id} or "
                  f"x_request_id={example.call.headers['x-request-id']}"),
             soft_wrap=True,  # a tag cut across two lines cannot be copied
         )

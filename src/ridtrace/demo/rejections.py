@@ -23,11 +23,20 @@ _EXPORTERS = ("opentelemetry.exporter.otlp.common.http",
               "opentelemetry.exporter.otlp.proto.http.trace_exporter",
               "opentelemetry.exporter.otlp.proto.grpc.exporter")
 _FAILED = ("Failed to export spans", "Failed to export traces")
+_METRICS_FAILED = "Failed to export metrics"
+_METRICS_SAID = " data points of an export"  # `otlp_partial`'s WARN of rejected metrics
+SPANS, METRICS = "spans", "metrics"
 
 
-def _says_spans_lost(logger: str, message: str) -> bool:
-    return ((logger == _LOGGER and _SAID in message)
-            or (logger.startswith("opentelemetry.exporter.otlp") and message.startswith(_FAILED)))
+def _says_lost(logger: str, message: str) -> str | None:
+    """Which signal `message` says the collector did not take (None: neither)."""
+    exporter = logger.startswith("opentelemetry.exporter.otlp")
+    if (logger == _LOGGER and _SAID in message) or (exporter and message.startswith(_FAILED)):
+        return SPANS
+    if ((logger == _LOGGER and _METRICS_SAID in message)
+            or (exporter and message.startswith(_METRICS_FAILED))):
+        return METRICS
+    return None
 
 
 class SpanRejections(logging.Filter):
@@ -40,38 +49,40 @@ class SpanRejections(logging.Filter):
 
     def __init__(self) -> None:
         super().__init__()
-        self._seen: str | None = None
+        self._seen: dict[str, str] = {}
         for name in (_LOGGER, *_EXPORTERS):
             logging.getLogger(name).addFilter(self)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if self._seen is None and _says_spans_lost(record.name, record.getMessage()):
-            self._seen = record.getMessage()
+        signal = _says_lost(record.name, record.getMessage())
+        if signal is not None:
+            self._seen.setdefault(signal, record.getMessage())
         return True
 
-    def first(self, out_dir: Path) -> str | None:
-        """What was said of the first spans the collector rejected or did not take,
-        here or in a log of the stack's processes under ``out_dir``; ``None`` when it
-        kept them all. Stops looking in this process."""
+    def first(self, out_dir: Path, signal: str = SPANS) -> str | None:
+        """What was said of the first spans (or metrics) the collector rejected or did
+        not take, here or in a log of the stack's processes under ``out_dir``; ``None``
+        when it kept them all. Stops looking in this process."""
         for name in (_LOGGER, *_EXPORTERS):
             logging.getLogger(name).removeFilter(self)
-        return self._seen or _logged(out_dir)
+        return self._seen.get(signal) or _logged(out_dir, signal)
 
 
-def _logged(out_dir: Path) -> str | None:
+def _logged(out_dir: Path, signal: str) -> str | None:
+    words = (b"spans", b"traces") if signal == SPANS else (b"metrics", b"data points")
     for log in sorted(out_dir.glob("*/logs/*.jsonl")):
         try:
             raw_lines = log.read_bytes().splitlines()
         except OSError:
             continue
         for raw in raw_lines:
-            if b"spans" not in raw and b"traces" not in raw:
+            if not any(word in raw for word in words):
                 continue
             try:
                 line = json.loads(raw)
             except ValueError:
                 continue
-            if isinstance(line, dict) and _says_spans_lost(
-                    str(line.get("logger", "")), str(line.get("message", ""))):
+            if isinstance(line, dict) and _says_lost(
+                    str(line.get("logger", "")), str(line.get("message", ""))) == signal:
                 return str(line["message"])
     return None
