@@ -132,3 +132,34 @@ def test_evidence_of_a_log_compressed_away_names_its_compressed_copy(tmp_path: P
     (duplicate,) = [f for f in found if f["kind"] == "duplicate_in_flight"]
     assert duplicate["evidence"][:2] == [  # type: ignore[index]
         {"file": f"{log}.1.gz", "line": 1}, {"file": str(log), "line": 1}]
+
+
+@pytest.mark.parametrize("mode", ["create", "copytruncate"])
+def test_bad_line_samples_read_before_a_rotation_name_the_rotated_part(
+    tmp_path: Path, mode: str,
+) -> None:
+    # A banner line (stdout before the JSON logger starts) read as a bad line, then the
+    # log rotated: the summary's sample still named `frontend.jsonl:1`, by then a valid
+    # line of the new file, where `analyze` names `frontend.jsonl.1:1`.
+    from click.testing import CliRunner
+
+    from ridtrace.cli.main import main
+
+    log = tmp_path / "frontend.jsonl"
+    _append(log, "starting server...", rt("hello", time=ts(0.0)))
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, settle_s=0))
+    try:
+        follower.poll()
+        _rotate(log, mode)
+        _append(log, rt("hello", time=ts(1.0)), "server restarted, no JSON yet")
+        follower.poll()
+        follower.finish()
+        samples = follower.summary()["bad_line_samples"]
+    finally:
+        follower.close()
+    got = CliRunner().invoke(main, ["analyze", str(tmp_path), "--format", "json",
+                                    "--allow-incomplete"])
+    batch = json.loads(got.stdout)["summary"]["bad_line_samples"]
+    assert sorted(samples, key=str) == sorted(batch, key=str), (samples, batch)
+    assert {"file": str(log) + ".1", "line": 1} in [
+        {k: s[k] for k in ("file", "line")} for s in samples]
