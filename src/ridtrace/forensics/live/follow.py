@@ -131,7 +131,7 @@ class Follower:
         its new name: a finding printed after the rotation cited the old name's line
         numbers, other requests' lines in the file now under that name."""
         for old, new in self.watch.take_renamed():
-            self.stats.rename_file(old, new)
+            self.stats.rename_samples(old, new)
             # Every line read under `old` so far is in `new`: lines read after the
             # rotation under `old` are the new file's, and not taken in yet.
             for span in self.rules.state.spans.values():

@@ -83,15 +83,12 @@ class ReadStats:
         if len(self.samples) < MAX_SAMPLES:
             self.samples.append(BadLine(file, line, reason))
 
-    def rename_file(self, old: str, new: str) -> None:
-        """What was counted of `old` is of `new` now: a rotation renamed the file, or
-        copied it before a truncation (`--follow`). Bad-line samples kept the old name,
-        which then named other, valid lines."""
+    def rename_samples(self, old: str, new: str) -> None:
+        """Bad lines sampled from `old` are in `new` now: a rotation renamed the file, or
+        copied it before a truncation (`--follow`, whose per-file counts go by content,
+        not name). Under the old name they named other, valid lines."""
         self.samples = [BadLine(new, s.line, s.reason) if s.file == old else s
                         for s in self.samples]
-        for counts in (self.lines_by_file, self.bad_by_file):
-            if old in counts:
-                counts[new] = counts.get(new, 0) + counts.pop(old)
 
     def merge_counts(self, other: ReadStats) -> None:
         """Add `other`'s counters and file notes (not its samples)."""
