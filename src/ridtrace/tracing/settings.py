@@ -102,6 +102,13 @@ class TracingSettings:
                 raise ValueError(
                     f"{setting} {name!r} is a header HTTP itself reads (the message's "
                     "framing or content): an id under it breaks every response")
+            # One settings object configures the gRPC interceptor too: gRPC keeps
+            # `grpc-*` keys for itself (an id there never reached the caller) and takes a
+            # `*-bin` value as bytes (every call hung to its deadline, logged OK).
+            if name.lower().startswith("grpc-") or name.lower().endswith("-bin"):
+                raise ValueError(
+                    f"{setting} {name!r} is a key gRPC metadata cannot carry an id under "
+                    "('grpc-' is reserved, '-bin' holds bytes)")
         # The client's id is logged and echoed: under a credential header the key every
         # request carried went to each request's lines and back in its response.
         if self.client_id_header.lower() in _CREDENTIAL_HEADERS:

@@ -61,3 +61,4 @@ def test_a_handlers_call_onward_names_the_calls_own_ids(provider: Any, caller: s
         assert flags == caller.split("-")[3]
     else:  # sampled (the SDK may set its random-trace-id flag too): the next service decides
         assert int(flags, 16) & 1
+
