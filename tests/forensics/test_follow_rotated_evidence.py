@@ -163,3 +163,29 @@ def test_bad_line_samples_read_before_a_rotation_name_the_rotated_part(
     assert sorted(samples, key=str) == sorted(batch, key=str), (samples, batch)
     assert {"file": str(log) + ".1", "line": 1} in [
         {k: s[k] for k in ("file", "line")} for s in samples]
+
+
+def test_an_idle_log_rotated_counts_its_empty_copies_as_analyze_does(tmp_path: Path) -> None:
+    # logrotate's copytruncate on a log nobody wrote since: the empty log's empty copy is
+    # a file the batch read counts; the follow's summary said one file fewer per rotation.
+    from click.testing import CliRunner
+
+    from ridtrace.cli.main import main
+
+    log = tmp_path / "app.log"
+    _append(log, *(rt("hello", time=ts(k)) for k in range(20)))
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, settle_s=0))
+    try:
+        follower.poll()
+        for _ in range(2):
+            older = tmp_path / "app.log.1"
+            if older.exists():
+                os.rename(older, tmp_path / "app.log.2")
+            _rotate(log, "copytruncate")
+            follower.poll()
+        follower.finish()
+        files = follower.summary()["files"]
+    finally:
+        follower.close()
+    got = CliRunner().invoke(main, ["analyze", str(tmp_path), "--format", "json"])
+    assert files == json.loads(got.stdout)["summary"]["files"] == 3

@@ -77,6 +77,8 @@ class Watch(InputFiles, FileEnds):
     launch_sizes: dict[DevIno, int] | None = None
     _started: bool = False
     _bounded: bool = False
+    # Empty files the last walk found and does not follow yet (`files_read` counts them).
+    _empty_walked: set[DevIno] = field(default_factory=set)
     # (old name, new name) of files whose lines read so far are under another name now
     # (renamed by a rotation, or copied before a truncation): spans read from them cite
     # the new name (`take_renamed`), or findings printed later named another file's line.
@@ -91,6 +93,7 @@ class Watch(InputFiles, FileEnds):
     def discover(self) -> None:
         """Start following every file that appeared since the last poll."""
         seen: dict[DevIno, Path] = {}
+        empty: set[DevIno] = set()  # walked files with nothing to judge yet
         candidates = list(self._candidates())
         named_paths = {path for path, how in candidates if how == "named" and path != STDIN}
         named = _keys(named_paths)
@@ -135,6 +138,8 @@ class Watch(InputFiles, FileEnds):
                 self.settled[key] = _stamp(st)
                 continue
             if how == "walked" and not self._looks_like_log(path, key, st):
+                if st.st_size == 0:
+                    empty.add(key)
                 continue
             if how == "named" and self._named_archive(path, key, st):
                 continue
@@ -175,6 +180,8 @@ class Watch(InputFiles, FileEnds):
                 copy = compressed_copy(followed.path, head)
                 self._cite_under(followed, display_name(str(copy)) if copy is not None
                                  else f"{followed.name} (removed)")
+        # Read by a batch read as files of no lines (an idle log, its empty rotated copy).
+        self._empty_walked = empty
         self.stats.files = self.files_read()
         # A settled file that disappeared frees its inode number for a new file.
         self.settled = {key: mtime for key, mtime in self.settled.items() if key in seen}
@@ -195,10 +202,11 @@ class Watch(InputFiles, FileEnds):
 
     def files_read(self) -> int:
         """How many files the batch read would count: each content once, whatever names
-        and copies it was followed under. Counted per file opened, a log rotated with
-        a compressed copy was two files, then three (9 against the batch's 6)."""
+        and copies it was followed under, and the empty files the walk found. Counted
+        per file opened, a log rotated with a compressed copy was two files, then three
+        (9 against the batch's 6); an idle log rotated with its empty copies, fewer."""
         return len({id(tail.identity) if tail.identity is not None else id(tail)
-                    for tail in self._opened})
+                    for tail in self._opened}) + len(self._empty_walked)
 
     def finished(self) -> bool:
         """Every input is a stream, and every one was read to its end: nothing can
