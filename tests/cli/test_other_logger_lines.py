@@ -1,7 +1,7 @@
 """Other loggers' JSON lines beside ridtrace's are read, not bad lines.
 
 A sidecar or the application writing zap's, pino's, bunyan's, slog's, logrus's,
-logstash's/ECS's, python-json-logger's or winston's JSON lines into ridtrace's log folder made each a bad line ("missing
+logstash's/ECS's, python-json-logger's, winston's or zerolog's JSON lines into ridtrace's log folder made each a bad line ("missing
 time", "invalid time (an epoch number …)", "unknown format"), and a clean log
 "incomplete", exit 3, though nothing was unread. A line is theirs only by its logger's
 signature (the message key, that logger's time key, a level or version mark); anything
@@ -74,10 +74,22 @@ def _winston(s: float, **ids: str) -> dict[str, Any]:
     return {"level": "info", "message": QUOTED, "timestamp": ts(s), **ids}
 
 
+def _zerolog(s: float, **ids: str) -> dict[str, Any]:
+    # zerolog's keys (TimeFieldFormat RFC3339Nano here; its default drops the fraction):
+    # a sidecar's log made every run on the folder exit 3, "none of its lines is a log
+    # record".
+    return {"level": "info", "time": ts(s), "message": QUOTED, **ids}
+
+
+def _pino_labels(s: float, **ids: str) -> dict[str, Any]:
+    # pino with `formatters: {level: (label) => ({level: label})}`: its time still in ms.
+    return {**_pino(s, **ids), "level": "info"}
+
+
 LOGGERS: dict[str, Callable[..., dict[str, Any]]] = {
     "zap": _zap, "logstash": _logstash, "ecs": _ecs, "pino": _pino, "bunyan": _bunyan,
     "slog": _slog, "logrus": _logrus, "python-json-logger": _python_json_logger,
-    "winston": _winston,
+    "winston": _winston, "zerolog": _zerolog, "pino-labels": _pino_labels,
 }
 
 

@@ -5,7 +5,8 @@ folder ridtrace logs to: zap's (``ts`` in epoch seconds, ``level``, ``msg``), pi
 (``time`` in epoch ms, a numeric ``level``, ``msg``), bunyan's (``v``, ``name``, ``msg``,
 ``time`` in RFC 3339), Go slog's and logrus's (``time`` in RFC 3339, ``level``, ``msg``),
 logstash's or ECS's (``@timestamp``, ``message``, ``@version``/``ecs.version``/
-``log.level``), and python-json-logger's (``timestamp=True``: ``timestamp``, ``message``,
+``log.level``), zerolog's (``time`` in RFC 3339, ``level``, ``message``), and
+python-json-logger's (``timestamp=True``: ``timestamp``, ``message``,
 ``levelname``, the ids `RequestIdsFilter` sets, as docs/tracing.md sets it up) or
 winston's (``timestamp``, ``message``, ``level``). Each was a bad line ("missing time",
 "invalid time (an epoch number …)", "unknown format"), so such a folder was
@@ -47,7 +48,12 @@ ECS = (f'({UNMARKED} AND "@timestamp" IS NOT NULL AND NOT contains(message, \'"t
 # `message` and a level. No `event`: structlog's (`sql.STRUCTLOG`) is told apart.
 PYTHON_JSON = (f'({UNMARKED} AND "timestamp" IS NOT NULL AND message IS NOT NULL '
                'AND event IS NULL AND (levelname IS NOT NULL OR "level" IS NOT NULL))')
-OTHER_LOGGER = f"({ZAP} OR {_MSG_TIME} OR {ECS} OR {PYTHON_JSON})"
+# Go zerolog's defaults: `time` (RFC 3339), `level`, `message`. No `msg` (slog's and
+# logrus's), no `event` (a ridtrace lifecycle line that lost its mark) and no
+# `span_name` (a Dynamo line that lost its mark): those stay bad lines.
+ZEROLOG = (f'({UNMARKED} AND message IS NOT NULL AND "level" IS NOT NULL '
+           'AND "time" IS NOT NULL AND msg IS NULL AND event IS NULL AND span_name IS NULL)')
+OTHER_LOGGER = f"({ZAP} OR {_MSG_TIME} OR {ECS} OR {PYTHON_JSON} OR {ZEROLOG})"
 # Where the time is when `time` holds none.
 OTHER_TIME_TEXT = (f'CASE WHEN {ZAP} THEN ts WHEN {ECS} THEN "@timestamp" '
                    f'WHEN {PYTHON_JSON} THEN "timestamp" END')
@@ -68,11 +74,11 @@ def _seconds_sql(text: str, scale: int) -> str:
 
 
 # A time the signature states the unit of: zap's `ts` in seconds; pino's `time` in ms,
-# known by its numeric level (slog's and logrus's levels are words, their times text).
+# a number beside `msg` (slog, logrus and bunyan write theirs as text), whether pino's
+# level is its number or, with `formatters.level`, its label.
 OTHER_EPOCH_TIME = (
     f'CASE WHEN {ZAP} THEN {_seconds_sql("ts", 1)} '
-    f'WHEN {_MSG_TIME} AND regexp_full_match("level", {_NUMBER_SQL}) '
-    f'THEN {_seconds_sql(chr(34) + "time" + chr(34), 1000)} END'
+    f'WHEN {_MSG_TIME} THEN {_seconds_sql(chr(34) + "time" + chr(34), 1000)} END'
 )
 
 
@@ -104,9 +110,16 @@ def _python_json(row: dict[str, Any]) -> bool:
             and (row.get("levelname") is not None or row.get("level") is not None))
 
 
+def _zerolog(row: dict[str, Any]) -> bool:
+    return (_unmarked(row) and row.get("message") is not None
+            and row.get("level") is not None and row.get("time") is not None
+            and row.get("msg") is None and row.get("event") is None
+            and row.get("span_name") is None)
+
+
 def other_logger_record(row: dict[str, Any]) -> bool:
     """Whether a parsed line is another logger's (`OTHER_LOGGER`'s Python twin)."""
-    return _zap(row) or _msg_time(row) or _ecs(row) or _python_json(row)
+    return _zap(row) or _msg_time(row) or _ecs(row) or _python_json(row) or _zerolog(row)
 
 
 def other_time_key(row: dict[str, Any]) -> str | None:
@@ -133,7 +146,6 @@ def other_epoch_time(row: dict[str, Any]) -> datetime | None:
     """An other logger's epoch time, in the unit its signature states (`OTHER_EPOCH_TIME`)."""
     if _zap(row):
         return _from_epoch(row["ts"], 1)
-    level = row.get("level")
-    if _msg_time(row) and level is not None and _NUMBER.fullmatch(level):
+    if _msg_time(row):
         return _from_epoch(row["time"], 1000)
     return None
