@@ -952,3 +952,31 @@ def test_with_nothing_exported_a_call_onward_names_the_ids_of_the_lines(
         assert flags == caller.split("-")[3]
     else:  # no caller: the next service decides
         assert flags == "01"
+
+
+def test_without_fastapis_operation_spans_a_call_onward_names_the_requests_span() -> None:
+    # docs/tracing.md: under FastAPI's operation spans a call onward names the operation
+    # span, which no line carries; with them off the server span is current, and the
+    # id it hands on is the one the request's lines carry.
+    from opentelemetry import propagate
+
+    from ridtrace.tracing import current_context
+
+    provider, _ = _provider()
+    try:
+        app = FastAPI(telemetry={"tracer_provider": provider, "metrics": False, "logs": False,
+                                 "operation_spans": False})
+    except TypeError:
+        pytest.skip("this FastAPI has no built-in telemetry")
+
+    @app.get("/hop")
+    async def hop() -> dict[str, Any]:
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier)
+        ctx = current_context()
+        assert ctx is not None
+        return {"sent": carrier["traceparent"], "trace_id": ctx.trace_id, "span_id": ctx.span_id}
+
+    app.add_middleware(RequestTracingMiddleware, settings=TracingSettings(tracer_provider=provider))
+    got = _get(app, "/hop").json()
+    assert got["sent"].split("-")[1:3] == [got["trace_id"], got["span_id"]]
