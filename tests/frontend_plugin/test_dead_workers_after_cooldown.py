@@ -8,14 +8,30 @@ every cooldown for as long as the dead workers stayed configured.
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 
 from ridtrace.frontend_plugin import WorkerPool
-from tests.frontend_plugin.conftest import start_stack
+from tests.frontend_plugin.conftest import Stack, start_stack
 from tests.support.servers import free_port
+
+
+@contextlib.contextmanager
+def _beside_dead_workers(
+    tmp_path: Path, *, cooldown: str
+) -> Iterator[tuple[Stack, httpx.Client, list[str]]]:
+    """A frontend with one live worker and, after it, four dead ones (nothing listens
+    there), each down for `cooldown` seconds once it fails; a client; the dead URLs."""
+    dead = [f"http://127.0.0.1:{free_port()}" for _ in range(4)]
+    flags = [arg for url in dead for arg in ("--worker", url)]
+    env = {"RIDTRACE_FRONTEND_DOWN_COOLDOWN": cooldown}
+    with start_stack(tmp_path, workers=[[]], frontend=flags, env=env) as stack, \
+            httpx.Client(timeout=30) as client:
+        yield stack, client, dead
 
 
 def test_after_a_cooldown_one_suspect_is_probed_per_request_before_the_healthy() -> None:
@@ -41,11 +57,7 @@ def test_after_a_cooldown_one_suspect_is_probed_per_request_before_the_healthy()
 def test_every_request_is_answered_while_dead_workers_cool_down_again_and_again(
     tmp_path: Path,
 ) -> None:
-    dead = [f"http://127.0.0.1:{free_port()}" for _ in range(4)]  # nothing listens there
-    flags = [arg for url in dead for arg in ("--worker", url)]
-    env = {"RIDTRACE_FRONTEND_DOWN_COOLDOWN": "0.2"}
-    with start_stack(tmp_path, workers=[[]], frontend=flags, env=env) as stack, \
-            httpx.Client(timeout=30) as client:
+    with _beside_dead_workers(tmp_path, cooldown="0.2") as (stack, client, dead):
         deadline = time.monotonic() + 60
 
         def failed_per_dead_worker() -> int:
@@ -73,11 +85,7 @@ def test_dead_workers_that_refuse_connections_cost_no_answer_at_a_cold_start(
 ) -> None:
     # Before any worker is known dead, the round-robin order of the second request is
     # three dead workers first: three refused connections took its three attempts (502).
-    dead = [f"http://127.0.0.1:{free_port()}" for _ in range(4)]  # nothing listens there
-    flags = [arg for url in dead for arg in ("--worker", url)]
-    env = {"RIDTRACE_FRONTEND_DOWN_COOLDOWN": "600"}
-    with start_stack(tmp_path, workers=[[]], frontend=flags, env=env) as stack, \
-            httpx.Client(timeout=30) as client:
+    with _beside_dead_workers(tmp_path, cooldown="600") as (stack, client, dead):
         statuses = [
             client.post(stack.url + "/v1/completions",
                         json={"model": "m", "prompt": "hi", "max_tokens": 2}).status_code

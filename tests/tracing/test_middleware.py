@@ -89,6 +89,23 @@ def test_opens_one_server_span_with_both_ids_when_nothing_else_traces() -> None:
     assert span.attributes["http.route"] == "/ids"
 
 
+def _add_hop(app: FastAPI) -> None:
+    """A `/hop` route answering what `propagate.inject` would hand on from the request
+    (``sent``, or None) and the ids its lines carry."""
+    from opentelemetry import propagate
+
+    from ridtrace.tracing import current_context
+
+    @app.get("/hop")
+    async def hop() -> dict[str, Any]:
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier)
+        ctx = current_context()
+        assert ctx is not None
+        return {"sent": carrier.get("traceparent"), "trace_id": ctx.trace_id,
+                "span_id": ctx.span_id, "parent": ctx.parent_span_id}
+
+
 def _has_native() -> bool:
     try:
         FastAPI(telemetry={"tracing": False})
@@ -841,23 +858,14 @@ def test_a_request_sampled_out_names_the_span_id_it_passes_on(caller: str | None
     # The lines named a span id ridtrace minted while the SDK's non-recording span, a
     # span id of its own, went on to the next service: its parent_span_id named no line
     # of this one for every request the sampler left out (99 % at 1 % sampling).
-    from opentelemetry import propagate
     from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
 
-    from ridtrace.tracing import current_context
 
     provider = TracerProvider(sampler=ParentBased(ALWAYS_OFF))
     provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
     app = _app(telemetry={"tracing": False}) if _has_native() else _app()
 
-    @app.get("/hop")
-    async def hop() -> dict[str, Any]:
-        carrier: dict[str, str] = {}
-        propagate.inject(carrier)
-        ctx = current_context()
-        assert ctx is not None
-        return {"sent": carrier["traceparent"], "trace_id": ctx.trace_id,
-                "span_id": ctx.span_id, "parent": ctx.parent_span_id}
+    _add_hop(app)
 
     app.add_middleware(RequestTracingMiddleware, settings=TracingSettings(tracer_provider=provider))
     headers = [(b"traceparent", caller.encode())] if caller else []
@@ -919,24 +927,15 @@ def test_with_nothing_exported_a_call_onward_names_the_ids_of_the_lines(
     # all: `inject` handed on the caller's span, or nothing, while the lines named ids
     # ridtrace minted. A gateway's backend then linked to no line of the gateway's, and
     # `analyze` counted every forwarded request twice (false client_id_reuse).
-    from opentelemetry import propagate
     from opentelemetry.trace import NoOpTracerProvider
 
-    from ridtrace.tracing import current_context
     from ridtrace.tracing import metrics as ridtrace_metrics
 
     if not lifecycle:  # the id-only path: nothing logged, nothing counted
         monkeypatch.setattr(ridtrace_metrics, "_active", None)
     app = _app(telemetry={"tracing": False}) if _has_native() else _app()
 
-    @app.get("/hop")
-    async def hop() -> dict[str, Any]:
-        carrier: dict[str, str] = {}
-        propagate.inject(carrier)
-        ctx = current_context()
-        assert ctx is not None
-        return {"sent": carrier.get("traceparent"), "trace_id": ctx.trace_id,
-                "span_id": ctx.span_id, "parent": ctx.parent_span_id}
+    _add_hop(app)
 
     tracer_provider = TracerProvider() if provider == "sdk-without-processor" else NoOpTracerProvider()
     app.add_middleware(RequestTracingMiddleware, settings=TracingSettings(
@@ -958,9 +957,7 @@ def test_without_fastapis_operation_spans_a_call_onward_names_the_requests_span(
     # docs/tracing.md: under FastAPI's operation spans a call onward names the operation
     # span, which no line carries; with them off the server span is current, and the
     # id it hands on is the one the request's lines carry.
-    from opentelemetry import propagate
 
-    from ridtrace.tracing import current_context
 
     provider, _ = _provider()
     try:
@@ -969,13 +966,7 @@ def test_without_fastapis_operation_spans_a_call_onward_names_the_requests_span(
     except TypeError:
         pytest.skip("this FastAPI has no built-in telemetry")
 
-    @app.get("/hop")
-    async def hop() -> dict[str, Any]:
-        carrier: dict[str, str] = {}
-        propagate.inject(carrier)
-        ctx = current_context()
-        assert ctx is not None
-        return {"sent": carrier["traceparent"], "trace_id": ctx.trace_id, "span_id": ctx.span_id}
+    _add_hop(app)
 
     app.add_middleware(RequestTracingMiddleware, settings=TracingSettings(tracer_provider=provider))
     got = _get(app, "/hop").json()
