@@ -275,6 +275,32 @@ def test_a_file_truncated_after_its_blocks_were_planned_is_noted_by_its_blocks(
 
 
 @pytest.mark.timeout(60)
+def test_file_url_directory_reads_linked_logs_and_folders_as_a_walk_does(
+    client: Any, tmp_path: Path
+) -> None:
+    """A file:// directory follows links as the local walk does: fsspec's walk took a
+    linked log, or a linked folder of logs (a node's /var/log/containers is all links),
+    for no file and "ignored" it, and a folder holding an incident's log behind a link
+    reported clean (exit 0). Its files come in the local walk's order too (a folder's
+    own before its subfolders'), which picks the same bad-line samples."""
+    import os
+
+    logs, volume = tmp_path / "logs", tmp_path / "volume"
+    write_logs(volume / "pod", SynthSpec(requests=30, seed=7, duplicates=2))
+    write_logs(logs / "a", SynthSpec(requests=10, seed=8))
+    write_logs(logs, SynthSpec(requests=10, seed=9))
+    for folder in (logs, logs / "a"):
+        with (folder / "app.jsonl").open("w") as out:
+            out.write("banner, not JSON\n" * 3)
+    os.symlink(volume / "pod", logs / "pod")
+    os.symlink(volume / "pod" / "frontend.jsonl", logs / "linked-frontend.jsonl")
+    want = report_json(analyze_read(read_partials(expand_inputs([str(logs)]))))
+    got = report_json(analyze_dask(client, [logs.as_uri()], block_bytes=BLOCK))
+    assert json.loads(json.dumps(got).replace("file://", "")) == want
+    assert want["summary"]["duplicate_in_flight"] > 0 and want["summary"]["ignored_files"] == []
+
+
+@pytest.mark.timeout(60)
 def test_file_url_directory_lists_pipes_and_broken_links_as_a_walk_does(
     client: Any, tmp_path: Path
 ) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,16 @@ def _url_files(raw: str) -> list[LogFile]:
 def _walk(fs: Any, raw: str, root: str) -> list[LogFile]:
     """The files under `root`, in name order. An entry that is no regular file (a pipe,
     a broken link) is listed with why it is not read, as a local walk lists it, and never
-    opened: a worker reading a pipe would wait for a writer forever."""
+    opened: a worker reading a pipe would wait for a writer forever.
+
+    A local folder (``file://``) is walked as the local engine walks it, its files named
+    by their URLs: fsspec's walk took a link for no file and followed no linked folder,
+    so a folder of links (a Kubernetes node's ``/var/log/containers``) was "ignored", and
+    a folder holding one an incident's log linked in said "No findings" (exit 0).
+    """
+    if isinstance(fs, LocalFileSystem):
+        return [replace(_local_file(src), name=fs.unstrip_protocol(src.name))
+                for src in expand_inputs([root]) if src.path is not None]
     found: list[LogFile] = []
     for path, info in sorted(fs.find(root, detail=True).items()):
         if info.get("type") == "file":
