@@ -42,16 +42,31 @@ def _rotate(log: Path, mode: str) -> Path:
     return part
 
 
-@pytest.mark.parametrize("mode", ["create", "copytruncate"])
+@pytest.mark.parametrize("mode", ["create", "copytruncate", "copytruncate after the look"])
 def test_evidence_read_before_a_rotation_names_the_rotated_part(tmp_path: Path, mode: str) -> None:
     log = tmp_path / "frontend.jsonl"
     _append(log, rt("hello", time=ts(0.0)), _caller("request.start", "a1", 0.5))
     follower = Follower([str(tmp_path)], FollowSettings(from_start=True, settle_s=0))
+    part = log.with_name(log.name + ".1")
+
+    def rotate_and_write() -> None:
+        _rotate(log, mode.split()[0])
+        _append(log, _caller("request.start", "b2", 1.0), _caller("request.end", "b2", 1.5))
+
     try:
         found, _ = follower.poll()
         assert found == []
-        part = _rotate(log, mode)
-        _append(log, _caller("request.start", "b2", 1.0), _caller("request.end", "b2", 1.5))
+        if mode.endswith("after the look"):  # between the poll's look for files and its read
+            look = follower.watch.discover
+
+            def look_then_rotate() -> None:
+                look()
+                follower.watch.discover = look  # type: ignore[method-assign]
+                rotate_and_write()
+
+            follower.watch.discover = look_then_rotate  # type: ignore[method-assign]
+        else:
+            rotate_and_write()
         later, _ = follower.poll()
         found = later + follower.finish()
     finally:

@@ -84,9 +84,10 @@ class FileTail(StopBound):
         # Set when a copy-and-truncate was seen: the copy's name, where the lines read
         # from this file so far are now (`Watch.renamed`).
         self.moved_to: str | None = None
-        # Set when a copy-and-truncate was seen before its copy was found: the lines read
-        # now are newer than the copy's unread ones (`Watch.read` reads those first).
-        self.restarted = False
+        # Set when a copy-and-truncate was seen before its copy was found: the content
+        # read so far, whose copy `Watch.read` looks for (its unread lines come first,
+        # and the lines read so far are cited under its name).
+        self.restarted: Identity | None = None
         self._claim_head()
         if from_end:  # `end_at`: where the file ended when the follow began
             self._skip_to_end(st.st_size if end_at is None else min(end_at, st.st_size))
@@ -216,8 +217,8 @@ class FileTail(StopBound):
         if size < self.offset or self._replaced():  # copy-and-truncate: content starts over
             if self.identity is not None and self.identity.copy is not None:
                 self.moved_to = display_name(str(self.identity.copy))
-            else:
-                self.restarted = True
+            elif self.identity is not None:
+                self.restarted = self.identity
             self.offset, self.line, self._held, self.identity = 0, 0, b"", None
             self._unwrap, self._unwrap_from = None, None
             self._claim_head()

@@ -254,20 +254,30 @@ class Watch(InputFiles, FileEnds):
             self.discover()
             found = [(key, tail) for key, tail in self.tails.items() if key not in before]
             copied, again, more_copied = self._read_tails(found, max_bytes)
-            chunks += copied + again + restarted
+            chunks += copied
+            chunks += [chunk for _, chunk in (*again, *restarted) if chunk is not None]
             more = more or more_copied
+            for tail, _ in restarted:  # the lines read before the truncation are the copy's
+                content, tail.restarted = tail.restarted, None
+                if content is not None and content.copy is not None:
+                    self.renamed.append((tail.name, display_name(str(content.copy))))
         return chunks, more
 
     def _read_tails(self, tails: list[tuple[DevIno, Tail]], max_bytes: int
-                    ) -> tuple[list[Chunk], list[Chunk], bool]:
+                    ) -> tuple[list[Chunk], list[tuple[FileTail, Chunk | None]], bool]:
         """Each tail's new lines: those of files read anew after a copy-and-truncate whose
         copy is not followed yet apart, and whether some file had more to give."""
         chunks: list[Chunk] = []
-        restarted: list[Chunk] = []
+        restarted: list[tuple[FileTail, Chunk | None]] = []
         more = False
         for key, tail in tails:
             try:
                 chunk = tail.read(max_bytes)
+                if isinstance(tail, FileTail) and tail.restarted is not None:
+                    restarted.append((tail, chunk))  # nothing written since, perhaps
+                    more = more or tail.more_to_read or (
+                        chunk is not None and len(chunk.data) >= max_bytes // 2)
+                    continue
                 self._note_truncated(tail)
                 # A read that was all one long line hands out no line, yet more is written:
                 # taken for "nothing left", a follow stopped by a signal while reading a
@@ -280,11 +290,7 @@ class Watch(InputFiles, FileEnds):
                 self.stats.unreadable_files.append(FileNote(tail.name, f"read failed: {exc}"))
                 self._close(key, tail)
                 continue
-            if isinstance(tail, FileTail) and tail.restarted:
-                tail.restarted = False
-                restarted.append(chunk)
-            else:
-                chunks.append(chunk)
+            chunks.append(chunk)
             more = more or len(chunk.data) >= max_bytes // 2
         return chunks, restarted, more
 
