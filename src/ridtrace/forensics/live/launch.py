@@ -5,16 +5,21 @@ its modules are loaded and its reader made, a second or more after the command b
 A service started beside it (`ridtrace analyze logs --follow & start-services`) had
 created its logs and written its first incidents by then, and they were skipped as old:
 the summary said 0 lines and the run exited 0. The sizes taken here, at once and with
-the standard library only, say what was old: a file is followed from its size then,
-and one created since from its first line.
+modules that need the standard library only (`reading.globs`, `reading.tree`), say what
+was old: a file is followed from its size then, and one created since from its first
+line.
 """
 
 from __future__ import annotations
 
-import glob
 import os
 import stat
 from collections.abc import Iterator, Sequence
+from glob import has_magic
+from pathlib import Path
+
+from ridtrace.forensics.reading.globs import glob_matches
+from ridtrace.forensics.reading.tree import walk_files
 
 DevIno = tuple[int, int]
 
@@ -33,30 +38,22 @@ def sizes_at_launch(inputs: Sequence[str]) -> dict[DevIno, int]:
     return sizes
 
 
-def _paths(inputs: Sequence[str]) -> Iterator[str]:
+def _paths(inputs: Sequence[str]) -> Iterator[Path]:
     for raw in inputs:
         if raw == "-":
             continue
-        matches = glob.glob(raw, recursive=True) if glob.has_magic(raw) else [raw]
-        for path in matches:
-            if os.path.isdir(path):
-                yield from _under(path)
+        # Matched as the follow matches it (`reading.globs`: no hidden directory, no
+        # link loop), walked as it walks (`reading.tree`).
+        for path in map(Path, glob_matches(raw) if has_magic(raw) else [raw]):
+            if os.path.isdir(path):  # False for any name it cannot stat, as before
+                yield from walk_files(path)[0]
             else:  # a named log's rotated parts lie beside it
-                yield from _under(os.path.dirname(path) or ".", depth=0)
+                yield from _beside(path.parent)
 
 
-def _under(top: str, depth: int = -1) -> Iterator[str]:
-    """Files under `top` (linked directories too, each once); `depth` 0: only its own."""
-    seen: set[DevIno] = set()
-    for root, dirs, files in os.walk(top, followlinks=True):
-        try:
-            st = os.stat(root)
-        except OSError:
-            continue
-        if (st.st_dev, st.st_ino) in seen:
-            dirs.clear()
-            continue
-        seen.add((st.st_dev, st.st_ino))
-        yield from (os.path.join(root, name) for name in files)
-        if depth == 0:
-            dirs.clear()
+def _beside(directory: Path) -> Iterator[Path]:
+    try:
+        with os.scandir(directory) as entries:
+            yield from (Path(entry.path) for entry in entries)
+    except OSError:
+        return

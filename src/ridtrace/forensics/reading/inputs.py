@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 from ridtrace.forensics.reading.globs import glob_matches
 from ridtrace.forensics.reading.log_names import named_like_log
 from ridtrace.forensics.reading.rotation import absolute_path, oldest_first
+from ridtrace.forensics.reading.tree import walk_files
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -63,47 +64,11 @@ def _has_glob(text: str) -> bool:
 
 
 def walk_tree(root: Path) -> tuple[list[Path], list[Source]]:
-    """Files under `root` in name order, and the directories that could not be listed.
-
-    Linked directories are walked like the others (logs are often a link to a volume),
-    each directory once: a link back up the tree ends there.
-    """
-    found: list[Path] = []
-    unlisted: list[Source] = []
-    visited: set[tuple[int, int]] = set()
-
-    def unlistable(exc: OSError) -> None:
-        where = Path(exc.filename) if exc.filename else root
-        unlisted.append(Source(name=str(where), path=where, size=0, from_directory=True,
-                               regular=False, unreadable=f"cannot list it: {exc.strerror}"))
-
-    # Depth first, in name order, as os.walk goes, but with a stack of its own: Python
-    # 3.11's os.walk recursed once per level, so a tree a thousand directories deep (a
-    # hostile archive) stopped the run with a RecursionError.
-    stack = [os.fspath(root)]
-    while stack:
-        dirpath = stack.pop()
-        try:
-            info = os.stat(dirpath)
-            if (info.st_dev, info.st_ino) in visited:
-                continue
-            visited.add((info.st_dev, info.st_ino))
-            with os.scandir(dirpath) as entries:
-                listed = sorted((entry.name, _is_dir(entry)) for entry in entries)
-        except OSError as exc:
-            unlistable(exc)
-            continue
-        found.extend(Path(dirpath) / name for name, is_dir in listed if not is_dir)
-        stack.extend(os.path.join(dirpath, name) for name, is_dir in reversed(listed) if is_dir)
-    return found, unlisted
-
-
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    """A directory, or a link to one (walked like the others); False when unknowable."""
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
+    """Files under `root` in name order (`tree.walk_files`), and the directories that
+    could not be listed, as sources that say why."""
+    found, unlisted = walk_files(root)
+    return found, [Source(name=str(where), path=where, size=0, from_directory=True,
+                          regular=False, unreadable=why) for where, why in unlisted]
 
 
 def _file_source(path: Path, *, from_directory: bool) -> Source:
