@@ -242,16 +242,12 @@ def configure_logging(
         raw = isinstance(stream, io.RawIOBase)
     if isinstance(level, str):
         level = _loguru_level(level)
-    levelno = level if isinstance(level, int) else logger.level(level).no
+    levelno = _levelno(level)
     # A second call for the same file or stream (an app factory run twice, a module
     # imported under two names) replaces the first call's sink: both wrote every line,
     # so the file held each line twice.
     replace_sinks_of(target)
-    event_levelno = levelno
-    if event_level is not None:
-        resolved = _loguru_level(event_level) if isinstance(event_level, str) else event_level
-        event_levelno = min(levelno, resolved if isinstance(resolved, int)
-                            else logger.level(resolved).no)
+    event_levelno = levelno if event_level is None else min(levelno, _levelno(event_level))
     writer = JsonLinesSink(stream, service, raw=raw, levelno=levelno, target=target,
                            place=place, event_levelno=event_levelno)
     _install_patcher()
@@ -270,6 +266,11 @@ def configure_logging(
 
 
 _LOGURU_LEVELS = ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL")
+
+
+def _levelno(level: str | int) -> int:
+    """A level's number, its name read as `_loguru_level` reads it."""
+    return level if isinstance(level, int) else logger.level(_loguru_level(level)).no
 
 
 def _loguru_level(name: str) -> str:
