@@ -197,8 +197,9 @@ def _span_rows(parts: list[ChunkSpans]) -> SpanRows:
     # Its first line's own time: `t0` may be earlier (`records.partials._in_time_order`).
     first_time = table["first_time"].cast(pa.int64()).fill_null(0).to_numpy()
     part = np.repeat(np.arange(len(parts)), [p.spans.num_rows for p in parts])
-    at, depth = _after_callers(table, t0)
-    at, own_time = _pieces_by_own_times(table, at, first_time)
+    joint = pc.binary_join_element_wise(table["trace_id"], table["span_id"], "\x00")
+    at, depth = _after_callers(table, joint, t0)
+    at, own_time = _pieces_by_own_times(joint, at, first_time)
     order = np.lexsort((lines["first_line"], part, own_time, depth, at))
     # Only the columns the rules read are put in order (the spans table has ~25).
     table = table.select([*_AS_IS, *_READ]).take(pa.array(order))
@@ -218,7 +219,9 @@ def _span_rows(parts: list[ChunkSpans]) -> SpanRows:
     return SpanRows(out, table.num_rows, int(t1.max()), flags, t1[order])
 
 
-def _after_callers(table: pa.Table, t0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _after_callers(
+    table: pa.Table, joint: pa.ChunkedArray, t0: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Each row's place in time: its start, or its caller's when the caller is a row of
     this batch that started later; and its depth below such a caller, so a caller comes
     first among rows of one time.
@@ -230,7 +233,6 @@ def _after_callers(table: pa.Table, t0: np.ndarray) -> tuple[np.ndarray, np.ndar
     duplicates were never printed.
     """
     depth = np.zeros(len(t0), dtype=np.int64)
-    joint = pc.binary_join_element_wise(table["trace_id"], table["span_id"], "\x00")
     up = pc.binary_join_element_wise(table["trace_id"], table["parent_span_id"], "\x00")
     caller = pc.index_in(up, value_set=joint).to_numpy(zero_copy_only=False)
     has = ~np.isnan(caller)
@@ -247,7 +249,7 @@ def _after_callers(table: pa.Table, t0: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 def _pieces_by_own_times(
-    table: pa.Table, at: np.ndarray, first_time: np.ndarray
+    joint: pa.ChunkedArray, at: np.ndarray, first_time: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Pieces of one span in this batch (its lines in a rotation's copy and in the file
     it was copied from) at the earliest piece's place, in the order of their first
@@ -257,7 +259,6 @@ def _pieces_by_own_times(
     piece holding a request's end and last Unlinked line went before the one holding
     its start and first Unlinked line, and the finding printed named that later line.
     """
-    joint = pc.binary_join_element_wise(table["trace_id"], table["span_id"], "\x00")
     codes = pc.dictionary_encode(joint.combine_chunks()).indices
     codes = codes.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     known = codes >= 0

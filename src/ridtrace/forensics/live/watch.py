@@ -253,9 +253,9 @@ class Watch(InputFiles, FileEnds):
             before = set(self.tails)
             self.discover()
             found = [(key, tail) for key, tail in self.tails.items() if key not in before]
-            copied, again, more_copied = self._read_tails(found, max_bytes)
-            chunks += copied
-            chunks += [chunk for _, chunk in (*again, *restarted) if chunk is not None]
+            # A file just opened was truncated under no read of it: it restarts nothing.
+            copied, _, more_copied = self._read_tails(found, max_bytes)
+            chunks += copied + [chunk for _, chunk in restarted if chunk is not None]
             more = more or more_copied
             for tail, _ in restarted:  # the lines read before the truncation are the copy's
                 content, tail.restarted = tail.restarted, None
