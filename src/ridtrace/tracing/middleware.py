@@ -129,17 +129,19 @@ class RequestTracingMiddleware(ObservedServing):
         # SDK with no processor), or none is wanted for this request (OTel's excluded
         # URLs; FastAPI's telemetry told to leave it out, which marks the scope with a
         # None): pay only for the ids the log lines carry.
-        quiet = type(current) is NonRecordingSpan and (
-            records_nothing(self._tracer)
-            or scope.get(_FASTAPI_TELEMETRY, True) is None
-            or (self._excluded is not None and self._excluded.url_disabled(request_url(scope))))
+        # Nothing this tracer starts reaches anyone: the ids the lines carry are then
+        # the ones a call onward names (`span_of_lines`).
+        unexported = type(current) is NonRecordingSpan and records_nothing(self._tracer)
+        quiet = unexported or (type(current) is NonRecordingSpan and (
+            scope.get(_FASTAPI_TELEMETRY, True) is None
+            or (self._excluded is not None and self._excluded.url_disabled(request_url(scope)))))
         if (
             quiet and carrier is None and not self._log_lifecycle
             and metrics._active is None
         ):
             # Nothing records, nothing is logged or counted: the id-only path.
             ctx = minted_context(request_id, x_request_id)
-            if records_nothing(self._tracer):  # not a request left out of the telemetry
+            if unexported:  # not a request left out of the telemetry
                 ctx.server_span = span_of_lines(ctx, current)
             await self._serve_identity_only(
                 scope, receive, send, ctx, extra_headers, deprecated_sent, rejected
@@ -148,7 +150,7 @@ class RequestTracingMiddleware(ObservedServing):
 
         await self._serve_observed(
             scope, receive, send, started, request_id, x_request_id, extra_headers,
-            deprecated_text, rejected, carrier, user_agent, current, quiet,
+            deprecated_text, rejected, carrier, user_agent, current, quiet, unexported,
         )
 
     async def _serve_apart_from(self, scope: Scope, receive: Receive, send: Send) -> None:

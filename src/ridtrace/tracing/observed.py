@@ -47,7 +47,6 @@ from ridtrace.tracing.propagation import HeldWarnings, extract
 from ridtrace.tracing.route_template import route_template
 from ridtrace.tracing.serverspan import (
     active_server_span,
-    records_nothing,
     request_context_for,
     span_of_lines,
 )
@@ -132,6 +131,7 @@ class ObservedServing:
         user_agent: str | bytes | None,
         current: Span,
         quiet: bool,
+        unexported: bool,
     ) -> None:
         """Serve with a span and/or lifecycle lines: bytes, disconnects, status, route
         and outcome are observed for them. A method of its own so that ``__call__``'s
@@ -180,7 +180,7 @@ class ObservedServing:
             recording = span.is_recording()
         ctx = request_context_for(span, carrier, request_id, x_request_id, parent,
                                   started=not quiet and owns_span)
-        if quiet and records_nothing(self._tracer):
+        if unexported:
             span = span_of_lines(ctx, span)  # what a call onward names as its parent
         ctx.server_span = span
         state = Exchange()
