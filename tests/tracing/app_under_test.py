@@ -120,4 +120,31 @@ def create_app() -> FastAPI:
         tasks.add_task(later)
         return {"request_id": current_request_id(), "x_request_id": current_x_request_id()}
 
+    held: dict[str, asyncio.Event] = {}
+
+    @app.get("/held")
+    async def held_after(key: str, tasks: BackgroundTasks) -> dict[str, str | None]:
+        # Work after the response that lasts until /release names its key: the test
+        # decides what happens while it runs, with no timing to guess.
+        release = held.setdefault(key, asyncio.Event())
+
+        async def until_released() -> None:
+            await asyncio.wait_for(release.wait(), timeout=30)
+            logger.info("released after the response")
+
+        tasks.add_task(until_released)
+        return {"request_id": current_request_id(), "x_request_id": current_x_request_id()}
+
+    @app.get("/held-answer")
+    async def held_answer(key: str) -> dict[str, str | None]:
+        # An answer held until /release names its key: a request in flight for as long
+        # as the test needs.
+        await asyncio.wait_for(held.setdefault(key, asyncio.Event()).wait(), timeout=30)
+        return {"request_id": current_request_id(), "x_request_id": current_x_request_id()}
+
+    @app.get("/release")
+    async def release(key: str) -> dict[str, bool]:
+        held.setdefault(key, asyncio.Event()).set()
+        return {"released": True}
+
     return app

@@ -51,6 +51,7 @@ from ridtrace.forensics.reading.sql import (
     DYNAMO_UNLINKED,
     DYNAMO_WARNED_HEADER,
     RIDTRACE_DEPRECATED,
+    answered_in,
     began,
     literal,
     literal_list,
@@ -115,6 +116,7 @@ _LISTED = f"""(_rt AND deprecated_headers IS NOT NULL
 # Per line: the fields the aggregates read, each format's spelling resolved.
 _LINE = f"""
     rn, _t AS time, {began("_rt")} AS _began, {started("_rt")} AS _started,
+    {answered_in("_rt")} AS _answer_us,
     CASE WHEN _rt THEN request_id ELSE {DYNAMO_REQUEST_ID} END AS request_id, x_request_id,
     CASE WHEN _rt THEN {hex_id("parent_span_id")} ELSE {hex_id("parent_id")} END
         AS parent_span_id,
@@ -228,7 +230,7 @@ SELECT CASE WHEN _row IS NOT NULL THEN {SUSPECT} WHEN _span IS NOT NULL THEN {SP
     arg_max(request_id, {_LAST_ID_KEY}) AS request_id, {first}, {display},
     CASE WHEN {_has(_WORKER_BIT)} THEN {literal(WORKER)} ELSE {literal(FRONTEND)} END AS side,
     CASE WHEN {_has(_STARTED_BIT)} THEN min(time) ELSE min(_began) END AS start,
-    max(time) AS "end", min(time) AS first_time,
+    max(time) AS "end", min(time) AS first_time, min(_answer_us) AS answer_us,
     min(rn) AS first_rn, max(rn) AS last_rn, count(*) AS lines,
     {_first_where("_unlinked", "_text", "unlinked", "unlinked_rn")},
     {_first_where("_foreign", "chunk_request_id", '"foreign"', "foreign_rn")},

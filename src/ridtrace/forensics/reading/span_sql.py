@@ -29,6 +29,7 @@ from ridtrace.forensics.reading.hex_ids import hex_id
 from ridtrace.forensics.reading.sql import (
     CLOSING_EVENTS,
     DISPATCH_EVENTS,
+    answered_in,
     literal,
     literal_list,
     started,
@@ -107,6 +108,7 @@ def span_aggregates() -> str:
          ELSE {literal(FRONTEND)} END AS side,
     CASE WHEN bool_or({opened}) THEN min(time) ELSE min(began) END AS start,
     max(time) AS "end", min(time) AS first_time,
+    min({answered_in("format = 'ridtrace'")}) AS answer_us,
     min(rn) AS first_rn, max(rn) AS last_rn, count(*) AS lines,
     arg_min(coalesce(error, message), rn) FILTER (WHERE {unlinked}) AS unlinked,
     min(rn) FILTER (WHERE {unlinked}) AS unlinked_rn,

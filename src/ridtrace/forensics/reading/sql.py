@@ -181,6 +181,19 @@ def began(is_ridtrace: str) -> str:
         THEN _t - to_microseconds(CAST({stated} AS BIGINT)) ELSE _t END"""
 
 
+def answered_in(is_ridtrace: str) -> str:
+    """How long a line's request took to answer, in µs, as its ridtrace ``request.end``
+    states (``duration_ms``); null on every other line. The middleware logs that line
+    once the app's call returns, after the background tasks it runs past the response:
+    the span's lines run on to it, while the client had its answer ``duration_ms`` after
+    the start (`rules.overlap.find_client_id_reuse`). Over raw fields, or over events
+    (`NORMALIZED` keeps ``duration_ms``); `is_ridtrace` is the SQL test of a ridtrace/1
+    line."""
+    stated = f'TRY_CAST("{DURATION_MS}" AS DOUBLE) * 1000'
+    return f"""CASE WHEN ({is_ridtrace}) IS TRUE AND event = {literal(REQUEST_END)}
+        AND {stated} BETWEEN 0 AND {_LONGEST_SPAN_US} THEN CAST({stated} AS BIGINT) END"""
+
+
 def started(is_ridtrace: str) -> str:
     """Whether a line opens a ridtrace span (`request.start`, `worker.start`): such a
     span starts at its first line, not by the duration its end states (`began`), which

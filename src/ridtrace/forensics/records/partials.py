@@ -58,7 +58,7 @@ KEYS = ["trace_id", "span_id"]
 # Fields whose value is the first non-null one among a span's lines.
 _FIRST = (
     "parent_span_id", "x_request_id", "outcome", "status", "fp_in", "fp_out", "route",
-    "client", "method", "service", "worker", "error",
+    "client", "method", "service", "worker", "error", "answer_us",
 )
 # (value, line) pairs taken together from the first line that has the line.
 _PAIRS = (("unlinked", "unlinked_line"), ("foreign", "foreign_line"),

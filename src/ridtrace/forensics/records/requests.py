@@ -40,6 +40,9 @@ REQUEST_COLUMNS = (
     "last_file",
     "lines",
     "closing",
+    # How long the request took to answer, as its request.end states (µs; null where
+    # none does): `reading.sql.answered_in`.
+    "answer_us",
     "unlinked",
     "unlinked_line",
     "unlinked_file",

@@ -77,6 +77,9 @@ class SpanColumns:
     fp_codes: int
     start: np.ndarray
     end: np.ndarray
+    # How long each request took to answer, as its request.end states (µs; -1 where
+    # none does): its client had the answer then, whatever the span logged after.
+    answer_us: np.ndarray
     file: np.ndarray
     file_names: list[str]
     lines: dict[str, np.ndarray]
@@ -245,12 +248,22 @@ def span_columns(requests: pd.DataFrame) -> SpanColumns:
         fp_codes=_size(fp_in, fp_out),
         start=start,
         end=end,
+        answer_us=_answer_us(requests),
         file=file,
         file_names=[str(name) for name in file_names.to_pylist()],
         lines={col: line_numbers(requests[col]) for col in LINE_FILES},
         line_files={col: arrow_column(requests[file]) for col, file in LINE_FILES.items()},
         text=text,
     )
+
+
+def _answer_us(requests: pd.DataFrame) -> np.ndarray:
+    """The ``answer_us`` column as int64, -1 where missing (a frame built by hand may
+    have no such column: no request states one)."""
+    if "answer_us" not in requests.columns:
+        return np.full(len(requests), -1, dtype=np.int64)
+    stated = requests["answer_us"]
+    return np.asarray(stated.fillna(-1).to_numpy(dtype=np.float64), dtype=np.int64)
 
 
 def _within_traces(

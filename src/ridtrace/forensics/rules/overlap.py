@@ -269,6 +269,11 @@ def find_client_id_reuse(spans: SpanColumns) -> FindingColumns:
     only through their worker spans (their frontend logs absent), as `duplicate_in_flight`
     counts requests."""
     spans, rows = _client_id_holders(spans)
+    # A client may send its id again once it has its answer: a request holds its client
+    # id until then, not through the background tasks its app ran after it.
+    stated = spans.answer_us >= 0
+    answered = np.where(stated, np.minimum(spans.end, spans.start + spans.answer_us), spans.end)
+    spans = replace(spans, end=answered)
     return _cluster_findings(
         "client_id_reuse", spans, rows,
         _request_identities(spans), key_column="x_request_id", what="client x_request_id",
