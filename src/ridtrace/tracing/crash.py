@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import logging
 from typing import Any
 
 from starlette.types import Message, Receive, Scope, Send
@@ -44,16 +45,38 @@ async def send_error_response(
         started = True
         await send(message)
 
+    layer = None
     with contextlib.suppress(Exception):
         layer = _server_error_layer(scope, middleware)
-        if layer is not None and (layer.debug or layer.handler is not None):
-            response = await _answer_of(layer, scope, exc)
-            # On the scope, not the exception: one exception object may be raised by
-            # several requests, and only this one was answered.
-            scope[_ANSWERED] = exc
-            await response(scope, receive, send_once)
+    if layer is not None and (layer.debug or layer.handler is not None):
+        # On the scope, not the exception: one exception object may be raised by
+        # several requests, and only this one was answered. Before the call: a handler
+        # that raises was called again by the layer, outside the request (its lines
+        # without ids, its side effects twice).
+        scope[_ANSWERED] = exc
+        response = await _handler_answer(layer, scope, exc)
+        if response is not None:
+            with contextlib.suppress(Exception):
+                await response(scope, receive, send_once)
     if not started:  # no handler, or it failed before answering
         await send_internal_error(send)
+
+
+async def _handler_answer(layer: Any, scope: Scope, exc: Exception) -> Any:
+    """The layer's answer to `exc`, or None when its handler raised: logged here, with
+    the request's ids, where the layer's own call had the server log it without."""
+    try:
+        return await _answer_of(layer, scope, exc)
+    except Exception:
+        _log_handler_failure(exc)
+        return None
+
+
+def _log_handler_failure(exc: Exception) -> None:
+    with contextlib.suppress(Exception):
+        logging.getLogger(__name__).exception(
+            "the application's exception handler raised while handling %s",
+            type(exc).__name__)
 
 
 async def call_handler_in_request(scope: Scope, exc: Exception, middleware: object) -> None:
@@ -72,7 +95,10 @@ async def call_handler_in_request(scope: Scope, exc: Exception, middleware: obje
 
         handler = _handler_once(layer)
         scope[_ANSWERED] = exc  # before the call: a handler that raises runs once too
-        await _call(handler, Request(scope), exc)
+        try:
+            await _call(handler, Request(scope), exc)
+        except Exception:
+            _log_handler_failure(exc)
 
 
 def _server_error_layer(scope: Scope, middleware: object) -> Any:
