@@ -467,3 +467,16 @@ def test_a_crossed_streams_producer_without_a_client_id_is_written_without_one(
               f"by worker span {_span_id('wb')} for fp_in in-b (request_id 7)")
     assert [f["detail"] for f in found if f["kind"] == "crossed_stream"] == [wanted]
     assert [f["detail"] for f in report if f["kind"] == "crossed_stream"] == [wanted]
+
+
+def test_a_caller_whose_own_work_was_not_read_is_not_crossed() -> None:
+    # As the batch rule: its worker's log not followed, a caller's one-token reply equal
+    # to another prompt's proves nothing; refused by a worker, no work of it was read.
+    for refused in (False, True):
+        rules = LiveRules(window_s=600)
+        rows = [_front("a", "1", 0), _front("b", "2", 0), _work("wa", "a", "A", "yes", S)]
+        if refused:
+            rows.append({**_work("wb", "b", "B", "", S), "outcome": "conflict"})
+        rules.feed(_rows(*rows))
+        assert rules.feed(_rows(_end("b", "2", 3 * S, fp_in="B", fp_out="yes"))) == [], refused
+        assert rules.finish() == [], refused

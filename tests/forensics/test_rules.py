@@ -197,6 +197,25 @@ def test_same_output_for_different_prompts_is_not_crossed_when_own_work_matches(
     assert crossed_stream(reqs).empty
 
 
+def test_a_caller_whose_own_work_was_not_read_is_not_crossed() -> None:
+    # Two short replies equal ("Yes"), the second caller's worker log not given: its
+    # output matches no work of its own in the logs, which proves nothing. Refused by a
+    # worker (a Conflict) and then served where no log was read: no work read either.
+    for refused_first in (False, True):
+        work = [_work("wB", "B", "inB", None, outcome="conflict")] if refused_first else []
+        reqs = requests_frame(
+            _caller("A", "inA", "yes"), _work("wA", "A", "inA", "yes"),
+            _caller("B", "inB", "yes"), *work,
+        )
+        assert crossed_stream(reqs).empty, refused_first
+    # Its own work read, and another's output delivered: crossed.
+    reqs = requests_frame(
+        _caller("A", "inA", "yes"), _work("wA", "A", "inA", "yes"),
+        _caller("B", "inB", "yes"), _work("wB", "B", "inB", "no"),
+    )
+    assert list(crossed_stream(reqs)["span_id"]) == ["B"]
+
+
 def test_unlinked_error_lines_and_foreign_chunks() -> None:
     reqs = requests_frame(
         {"span_id": "A", "unlinked": "Unlinked response; response task was dropped or cancelled",

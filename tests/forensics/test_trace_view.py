@@ -340,6 +340,29 @@ def test_a_cut_short_callers_prefix_equal_to_a_shorter_finished_reply_is_not_cro
     assert (verdicts["a"].label, verdicts["b"].label) == (CUT_SHORT, OWN_OUTPUT)
 
 
+def test_a_caller_whose_own_work_was_not_read_is_no_crossed_stream() -> None:
+    # As the crossed_stream rule: the second caller's worker log not given, its one-token
+    # reply equal to the first's proves nothing; with its own work read, it is crossed.
+    import pandas as pd
+
+    from ridtrace.forensics.views.verdicts import NO_WORK, OutputIndex
+
+    def row(span: str, side: str, fp_in: str, fp_out: str, outcome: str = "ok",
+            parent: str | None = None) -> dict[str, Any]:
+        return {"span_id": span, "parent_span_id": parent, "side": side, "fp_in": fp_in,
+                "fp_out": fp_out, "outcome": outcome, "request_id": span,
+                "x_request_id": None}
+
+    common = [row("a", "frontend", "inA", "yes"), row("wa", "worker", "inA", "yes", parent="a"),
+              row("b", "frontend", "inB", "yes")]
+    for extra, label in (([], NO_WORK),
+                         ([row("wb", "worker", "inB", "", "conflict", parent="b")], NO_WORK),
+                         ([row("wb", "worker", "inB", "no", parent="b")], CROSSED)):
+        requests = pd.DataFrame([*common, *extra])
+        verdicts = OutputIndex(requests).verdicts(requests[requests["side"] == "frontend"])
+        assert (verdicts["a"].label, verdicts["b"].label) == (OWN_OUTPUT, label), extra
+
+
 def test_worker_spans_no_caller_sent_a_trace_context_to(tmp_path: Path) -> None:
     # Work sent with no traceparent (a client calling the worker itself, a Dynamo worker
     # whose caller propagated no trace context): no line of the read names a parent. The

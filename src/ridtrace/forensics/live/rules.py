@@ -129,6 +129,8 @@ class LiveRules:
                 if up is not None:
                     span.parent_span = up
                     up.open_children += 1
+                    if worker and outcome != OUTCOME_CONFLICT:
+                        up.worked = True
                 else:
                     new_callers += state.park(trace, span)
                 if outer and not worker and trace is not None:

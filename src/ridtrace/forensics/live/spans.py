@@ -57,7 +57,7 @@ class Span:
         "paired", "parent",
         "parent_span", "read_in", "request_id", "side", "span_id", "start", "started", "trace",
         "unlinked_done",
-        "waiting", "work_ended", "x_request_id",
+        "waiting", "work_ended", "worked", "x_request_id",
     )
 
     # The batch a span read before its caller was first read in (`WindowState.park`);
@@ -93,6 +93,9 @@ class Span:
         self.outcome = outcome
         self.closed = False
         self.open_children = 0
+        # A worker span working for it was read (not one refusing it, a Conflict): its
+        # own work is in the logs, so another's output delivered to it is provable.
+        self.worked = False
         # Every cluster it belongs to: a span that moves to another id (the legacy policy
         # re-keys a request) still held the old one in flight, so it stays a member there.
         # A shared empty tuple until it joins one: most spans join exactly one.

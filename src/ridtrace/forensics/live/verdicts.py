@@ -135,6 +135,8 @@ def crossed(state: WindowState, fronts: list[Span]) -> list[Finding]:
             state.pending_fronts.append(front)  # a lagging file may hold its own work
             continue
         front.crossed_done = True
+        if not front.worked:
+            continue  # none of its own work read: its reply may be another's text too
         detail = crossed_detail(front.span_id, front.fp_in, front.fp_out, work.span_id,
                                 work.fp_in, work.request_id, work.x_request_id)
         proof = [(front.file, front.first_line), (front.last_file, front.last_line),

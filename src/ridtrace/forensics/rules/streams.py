@@ -10,7 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ridtrace.forensics.rules.columns import SpanColumns, first_rows, isin, span_columns
+from ridtrace.forensics.rules.columns import (
+    SpanColumns,
+    first_rows,
+    isin,
+    lookup,
+    span_columns,
+)
 from ridtrace.forensics.rules.details import crossed_detail
 from ridtrace.forensics.rules.findings import (
     FindingColumns,
@@ -27,6 +33,13 @@ def _with_output(spans: SpanColumns) -> np.ndarray:
 
 def _row_evidence(spans: SpanColumns, rows: np.ndarray) -> list[list[dict[str, object]]]:
     return evidence(spans.lines_at("first_line", rows), spans.lines_at("last_line", rows))
+
+
+def work_read(spans: SpanColumns) -> np.ndarray:
+    """Over span codes: whether a worker span working for that caller was read (one
+    its worker did not refuse: a Conflict is no work done)."""
+    caller = spans.caller()
+    return lookup(spans.span_codes, caller[spans.worker & ~spans.refused])
 
 
 def find_crossed_stream(spans: SpanColumns) -> FindingColumns:
@@ -48,6 +61,10 @@ def find_crossed_stream(spans: SpanColumns) -> FindingColumns:
     # pandas hashes int64 (numpy's isin sorts or builds a table of the whole range).
     own = pd.Series(pair[front]).isin(pair[works]).to_numpy()
     suspects = np.flatnonzero(front)[~own]
+    # Only a caller whose own work was read can be shown to hold another's: with its
+    # worker's log missing, its own reply, equal to another prompt's (a one-token
+    # "Yes"), matched no work of its own and was called crossed.
+    suspects = suspects[work_read(spans)[np.maximum(spans.caller()[suspects], 0)]]
     if not len(suspects):
         return of_rows("crossed_stream", spans, empty, empty, [], [])
     producer = first_rows(spans.fp_out, spans.fp_codes, np.flatnonzero(finished))

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ridtrace.contract import FRONTEND, OUTCOME_OK, WORKER
+from ridtrace.contract import FRONTEND, OUTCOME_CONFLICT, OUTCOME_OK, WORKER
 
 # Verdicts printed by `ridtrace trace` (and in its JSON): the first three are the
 # answers the fingerprints give; the others say why there is no answer.
@@ -32,6 +32,10 @@ NO_CALLER = "no caller in logs"  # only worker spans of this request were read
 # the fingerprints on request.end, so 'no fingerprints' sent readers after a missing
 # plugin instead of the crash.
 NO_ANSWER = "no answer logged"
+# A caller whose output is another prompt's and none of whose own work was read (its
+# worker's log not given): a short reply equals another prompt's ("Yes"), and without
+# its own work in the logs, its own output is not told from a crossed one.
+NO_WORK = "work not in logs"
 
 
 _PAIR = "\x00"
@@ -85,6 +89,9 @@ class OutputIndex:
         finished = works[(works["outcome"] == OUTCOME_OK).fillna(False).to_numpy()]
         self._finished = finished.drop_duplicates("fp_out")
         self._callers = requests[side == FRONTEND]
+        # Work done for a caller: a worker span naming it (not one refusing it).
+        done = (side == WORKER) & (requests["outcome"] != OUTCOME_CONFLICT).fillna(True).to_numpy()
+        self._worked_for = set(requests["parent_span_id"][done].dropna().astype(str))
 
     def verdicts(self, callers: pd.DataFrame) -> dict[str, Verdict]:
         """The verdict of each caller in `callers` (frontend spans), by span id."""
@@ -115,7 +122,9 @@ class OutputIndex:
                 out[str(c.span_id)] = Verdict(OWN_OUTPUT)
             elif got_in and str(c.fp_out) in producer and text(c.outcome) == OUTCOME_OK:
                 # A cut-short caller holds a prefix of its reply: no proof (as the rule).
-                out[str(c.span_id)] = Verdict(CROSSED, producer[str(c.fp_out)])
+                out[str(c.span_id)] = (
+                    Verdict(CROSSED, producer[str(c.fp_out)])
+                    if str(c.span_id) in self._worked_for else Verdict(NO_WORK))
             elif text(c.outcome) not in (None, OUTCOME_OK):
                 out[str(c.span_id)] = Verdict(CUT_SHORT)
             else:
