@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
+import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from rich.console import Console
 
@@ -16,6 +18,8 @@ from tests.frontend_plugin.conftest import exporting_frontend
 from tests.support.otlp_receiver import otlp_receiver
 
 SAID = "rejected 2 spans of an export: over quota"
+# As the demo's calls send one (`plan.with_own_traces`): a sampled caller.
+_TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
 def test_a_rejection_the_demos_own_exporter_got_is_found(tmp_path: Path) -> None:
@@ -45,7 +49,7 @@ def test_a_rejection_a_process_of_the_stack_logged_is_found(tmp_path: Path) -> N
 def test_spans_a_collector_rejected_are_not_said_to_be_exported(tmp_path: Path) -> None:
     # The demo ended with "spans were exported to …, in Jaeger search tags …" whatever
     # the collector answered: one that rejected some left traces with holes.
-    call = PlannedCall(1, "/v1/completions", True, "p1", {"x-request-id": "c-1"}, None,
+    call = PlannedCall(1, "/v1/completions", True, "p1", {"x-request-id": "c-1", "traceparent": _TRACEPARENT}, None,
                        False, "t1")
     safe = PolicyRun("safe", tmp_path, [CallResult(call, 200, server_request_id="r-1")], 0)
     endpoint = "http://collector:4318/v1/traces"
@@ -68,7 +72,7 @@ def test_spans_a_collector_rejected_are_not_said_to_be_exported(tmp_path: Path) 
 def test_metrics_a_collector_did_not_take_are_said_so(tmp_path: Path) -> None:
     # Every process logged "Failed to export metrics batch code: 500"; the demo's last
     # lines said nothing of metrics.
-    call = PlannedCall(1, "/v1/completions", True, "p1", {"x-request-id": "c-1"}, None,
+    call = PlannedCall(1, "/v1/completions", True, "p1", {"x-request-id": "c-1", "traceparent": _TRACEPARENT}, None,
                        False, "t1")
     safe = PolicyRun("safe", tmp_path, [CallResult(call, 200, server_request_id="r-1")], 0)
     logs = tmp_path / "safe" / "logs"
@@ -89,7 +93,7 @@ def test_metrics_a_collector_did_not_take_are_said_so(tmp_path: Path) -> None:
 def test_next_steps_print_paths_and_endpoints_as_they_are(tmp_path: Path) -> None:
     # Printed as markup, "[a]" in an --out path and "[::1]" in an IPv6 endpoint were
     # dropped; at 80 columns the search tags broke across two lines.
-    call = PlannedCall(1, "/v1/completions", True, "p1", {"x-request-id": "rollout-9"}, None,
+    call = PlannedCall(1, "/v1/completions", True, "p1", {"x-request-id": "rollout-9", "traceparent": _TRACEPARENT}, None,
                        False, "t1")
     safe = PolicyRun("safe", tmp_path, [CallResult(call, 200, server_request_id="r-1")], 0)
     out = tmp_path / "[a]"
@@ -143,3 +147,52 @@ def test_an_export_that_failed_is_found_here_and_in_the_stacks_logs(tmp_path: Pa
         '{"level": "ERROR", "logger": "opentelemetry.exporter.otlp.common.http", '
         '"message": "Failed to export metrics batch code: 404", "schema": "ridtrace/1"}\n')
     assert SpanRejections().first(tmp_path) is None  # metrics are not the spans
+
+
+def _call(index: int, trace_low: str) -> CallResult:
+    trace_id = "0af7651916cd43dd" + trace_low
+    call = PlannedCall(index, "/v1/completions", True, f"p{index}",
+                       {"x-request-id": f"c-{index}",
+                        "traceparent": f"00-{trace_id}-b7ad6b7169203331-01"},
+                       None, False, trace_id)
+    return CallResult(call, 200, server_request_id=f"r-{index}")
+
+
+def test_the_request_named_for_jaeger_is_one_the_sampler_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under OTEL_TRACES_SAMPLER=traceidratio the demo named the first request whatever
+    # the sampler made of it: the Jaeger search it suggested found nothing in most runs.
+    # A ratio sampler keeps a trace id whose low 64 bits are below the ratio's share.
+    safe = PolicyRun("safe", tmp_path, [_call(1, "ffffffffffffffff"),
+                                        _call(2, "0000000000000001")], 0)
+    endpoint = "http://collector:4318/v1/traces"
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "traceidratio")
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER_ARG", "0.5")
+    console = Console(record=True, width=400)
+    _next_steps(console, tmp_path, safe, tmp_path / "traces.json", None, endpoint, None)
+    assert "search tags request_id=r-2 or x_request_id=c-2" in console.export_text()
+    # None kept: nothing is said to be exported, and no search is suggested.
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_off")
+    console = Console(record=True, width=400)
+    _next_steps(console, tmp_path, safe, tmp_path / "traces.json", None, endpoint, None)
+    text = console.export_text()
+    assert "exported" not in text and "search tags" not in text, text
+    assert ("no trace of these requests was sampled (OTEL_TRACES_SAMPLER=always_off): "
+            "nothing to search for in Jaeger") in text
+
+
+def test_a_failed_export_is_noted_and_not_printed_between_the_demos_tables() -> None:
+    # The demo's own exporter's "Failed to export spans batch code: 500" reached stderr
+    # twice, between the tables; the demo's last lines say it once, in its own words.
+    rejections = SpanRejections()
+    name = "opentelemetry.exporter.otlp.proto.http.trace_exporter"
+    failed = logging.LogRecord(name, logging.ERROR, __file__, 1,
+                               "Failed to export spans batch code: 500, reason: boom", None, None)
+    other = logging.LogRecord(name, logging.WARNING, __file__, 1, "something else", None, None)
+    try:
+        assert rejections.filter(failed) is False
+        assert rejections.filter(other) is True
+    finally:
+        assert rejections.first(Path("/nonexistent")) == (
+            "Failed to export spans batch code: 500, reason: boom")

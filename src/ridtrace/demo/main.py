@@ -25,6 +25,7 @@ from ridtrace.demo.proof import Detection, analyze_run, crossed_detection, write
 from ridtrace.demo.rejections import METRICS, SpanRejections
 from ridtrace.demo.report import audit_table, before_after, findings_side_by_side
 from ridtrace.demo.run import POLICIES, PolicyRun, forget_earlier_run, run_policy
+from ridtrace.demo.sampled import trace_kept
 
 __all__ = ["ridtrace_command", "run_demo"]
 
@@ -159,7 +160,11 @@ def _next_steps(
     rejected: str | None,
     metrics_lost: str | None = None,
 ) -> None:
-    example = next((r for r in safe.results if r.call.headers.get("x-request-id")), None)
+    named = [r for r in safe.results if r.call.headers.get("x-request-id")]
+    example = next(iter(named), None)
+    # The request to search for in Jaeger: one whose trace the servers' sampler kept.
+    traced = (next((r for r in named if trace_kept(r.call.headers.get("traceparent"))), None)
+              if otlp_endpoint else None)
     ridtrace = ridtrace_command()
     legacy_logs, safe_logs = _path(out_dir / "legacy" / "logs"), _path(out_dir / "safe" / "logs")
     console.print("\n[bold]Look further[/]")
@@ -185,14 +190,19 @@ def _next_steps(
     if otlp_endpoint and metrics_lost:
         console.print(Text(f"  metrics were sent, but the collector did not take them all "
                            f"(perhaps none): {metrics_lost}", style="yellow"), soft_wrap=True)
-    if otlp_endpoint and example is not None and example.server_request_id:
+    if otlp_endpoint and traced is not None and traced.server_request_id:
         kept = "where the collector kept them, " if rejected else ""
         console.print(  # an IPv6 endpoint's "[::1]" is no markup either
             Text(f"  spans were {'sent' if rejected else 'exported'} to {otlp_endpoint}: "
-                 f"{kept}in Jaeger search tags request_id={example.server_request_id} or "
-                 f"x_request_id={example.call.headers['x-request-id']}"),
+                 f"{kept}in Jaeger search tags request_id={traced.server_request_id} or "
+                 f"x_request_id={traced.call.headers['x-request-id']}"),
             soft_wrap=True,  # a tag cut across two lines cannot be copied
         )
+    elif otlp_endpoint and named:
+        sampler = os.environ.get("OTEL_TRACES_SAMPLER", "")
+        console.print(Text(f"  no trace of these requests was sampled (OTEL_TRACES_SAMPLER="
+                           f"{sampler}): nothing to search for in Jaeger", style="yellow"),
+                      soft_wrap=True)
 
 
 def _path(path: Path) -> str:
