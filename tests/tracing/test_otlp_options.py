@@ -30,14 +30,19 @@ pytestmark = pytest.mark.usefixtures("telemetry_shut_down")
     ("a%0Ab=1", r"'a\\nb' is no OTLP/\w+ header name"),
 ])
 def test_a_header_no_exporter_can_send_is_refused_by_name(
-    protocol: str, headers: str, why: str
+    protocol: str, headers: str, why: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level("DEBUG")
     for variable in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"):
         env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
                "OTEL_EXPORTER_OTLP_PROTOCOL": protocol, variable: headers}
+        caplog.clear()
         with pytest.raises(ValueError, match=f"{variable}: {why}") as refused:
             configure_tracing("x", environ=env, set_global=False)
         assert "abc" not in str(refused.value)  # a credential stays out of the message
+        # ... and out of the log: OpenTelemetry's parser warned with the whole entry,
+        # which the service's logging wrote to its JSON log.
+        assert not [r for r in caplog.records if "abc" in r.getMessage()], caplog.text
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
            "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
            "OTEL_EXPORTER_OTLP_METRICS_HEADERS": headers}

@@ -109,6 +109,20 @@ def export_timeout(env: Mapping[str, str], signal: str) -> float:
     return min(otlp_timeout(env, signal), export_timeout_seconds(env, signal))
 
 
+def _parsed_quietly(entry: str) -> dict[str, str]:
+    """OpenTelemetry's parse of one header entry, without its WARN: that line quotes the
+    whole entry, the credential it often holds included, and the standard library's
+    logging goes to the service's JSON log (the token was written there, while the
+    refusal on stderr named the header only)."""
+    logger = logging.getLogger("opentelemetry.util.re")
+    was_disabled = logger.disabled
+    logger.disabled = True
+    try:
+        return parse_env_headers(entry, liberal=True)
+    finally:
+        logger.disabled = was_disabled
+
+
 def _headers(env: Mapping[str, str], signal: str) -> dict[str, str]:
     """``OTEL_EXPORTER_OTLP_[SIGNAL_]HEADERS``, URL-decoded; an entry the exporters
     cannot send raises ``ValueError`` naming the variable.
@@ -126,7 +140,7 @@ def _headers(env: Mapping[str, str], signal: str) -> dict[str, str]:
     grpc = otlp_protocol(env, signal) == "grpc"
     headers: dict[str, str] = {}
     for number, entry in enumerate((e.strip() for e in raw.split(",")), 1):
-        parsed = parse_env_headers(entry, liberal=True) if entry else {}
+        parsed = _parsed_quietly(entry) if entry else {}
         if entry and not parsed:
             # Its name only: the value is often a credential.
             name = entry.partition("=")[0].strip()[:40] if "=" in entry else "(no '=')"
