@@ -626,6 +626,18 @@ def test_an_http_endpoint_that_is_no_url_is_refused_by_name(variable: str, value
     assert otlp_export_endpoint(grpc_env, "traces") == value
 
 
+@pytest.mark.parametrize("variable", ["OTEL_EXPORTER_OTLP_ENDPOINT",
+                                      "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"])
+def test_a_grpc_endpoint_with_a_password_is_refused_without_showing_it(variable: str) -> None:
+    # gRPC sends no userinfo: the exporter failed every export and wrote the password
+    # into each ERROR line ("errors resolving otluser:pAssw0rd@127.0.0.1:4317").
+    for value in ("http://otluser:pAssw0rd@127.0.0.1:4317", "otluser:pAssw0rd@collector:4317"):
+        env = {variable: value, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+        with pytest.raises(ValueError, match="takes no user:password") as refused:
+            configure_tracing("x", environ=env, set_global=False)
+        assert variable in str(refused.value) and "pAssw0rd" not in str(refused.value)
+
+
 def test_blanks_around_an_endpoint_are_no_part_of_it() -> None:
     # Kept, they failed every export: "Host '127.0.0.1:4318 ' contains invalid character".
     from ridtrace.tracing.spans import otlp_export_endpoint

@@ -131,7 +131,7 @@ def otlp_endpoint(env: Mapping[str, str], signal: str) -> str | None:
     if not base:
         return None
     if otlp_protocol(env, signal) == "grpc":
-        return base
+        return _url_checked(env, signal, "OTEL_EXPORTER_OTLP_ENDPOINT", base)
     _url_checked(env, signal, "OTEL_EXPORTER_OTLP_ENDPOINT", base)
     # Onto the URL's path, its query kept after it: appended to the whole string, a
     # base with a query (`?tenant=a`, a gateway's key) sent every export to
@@ -141,13 +141,21 @@ def otlp_endpoint(env: Mapping[str, str], signal: str) -> str | None:
 
 
 def _url_checked(env: Mapping[str, str], signal: str, key: str, value: str) -> str:
-    """``value``, if the exporter can send to it: over http/protobuf, an http(s) URL.
+    """``value``, if the exporter can send to it: over http/protobuf, an http(s) URL;
+    over grpc, one without ``user:password``.
 
     ``collector:4318``, right for a gRPC exporter, is no URL to the HTTP one: every
     batch failed ("No connection adapters were found") while the service ran on, its
     spans and metrics dropped with one ERROR line per batch in its log.
     """
     if otlp_protocol(env, signal) == "grpc":
+        # gRPC sends no userinfo: the exporter took `user:password@host` for a host
+        # name, failed every export, and wrote the password into every ERROR line.
+        authority = urlsplit(value if "://" in value else "//" + value).netloc
+        if "@" in authority:
+            raise ValueError(f"{key}={shown_endpoint(value)!r}: an OTLP/gRPC endpoint takes "
+                             "no user:password; send the collector's credentials in "
+                             "OTEL_EXPORTER_OTLP_HEADERS")
         return value
     url = urlparse(value)
     if url.scheme not in ("http", "https") or not url.netloc:
