@@ -118,7 +118,7 @@ def _parsed_quietly(entry: str) -> dict[str, str]:
     was_disabled = logger.disabled
     logger.disabled = True
     try:
-        return parse_env_headers(entry, liberal=True)
+        return dict(parse_env_headers(entry, liberal=True))
     finally:
         logger.disabled = was_disabled
 
