@@ -101,3 +101,23 @@ def test_a_one_line_serialized_log_in_a_walk_is_read_not_ignored_as_a_document(
     summary = doc["summary"]
     assert [Path(n["file"]).name for n in summary["ignored_files"]] == ["report.json"]
     assert (summary["lines"], summary["bad_lines"]) == (1, 0)
+
+
+def test_both_sinks_writing_one_file_give_the_json_sinks_report(tmp_path: Path) -> None:
+    # An application's serializing sink and ridtrace's writing to one stream (stdout, or
+    # a file both are given): the loguru lines after ridtrace's first one were each a bad
+    # line ("missing time"), and an event only there was lost.
+    plain, both = tmp_path / "api.jsonl", tmp_path / "both.jsonl"
+    subprocess.run([sys.executable, "-c", _APP, str(plain), str(tmp_path / "app.json")],
+                   check=True, timeout=60)
+    subprocess.run([sys.executable, "-c", _APP, str(both), str(both)], check=True, timeout=60)
+    lines = [json.loads(line) for line in both.read_text().splitlines()]
+    assert "schema" in lines[0] and any("record" in line for line in lines)
+    plain_code, plain_doc = _report(plain)
+    code, doc = _report(both)
+    summary = doc["summary"]
+    assert (summary["bad_lines"], summary["incomplete"]) == (0, False), summary
+    assert summary["requests"] == plain_doc["summary"]["requests"] == 4
+    # Two runs mint two sets of ids: the same findings, by kind.
+    assert sorted(k for k, _ in _kinds(doc)) == sorted(k for k, _ in _kinds(plain_doc))
+    assert code == plain_code

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ridtrace.forensics.reading.documents import entry_object
 from ridtrace.forensics.reading.judge import Judged, judge_records
+from ridtrace.forensics.reading.loguru_json import LoguruJsonUnwrapper, loguru_record
 from ridtrace.forensics.reading.nesting import TracingJsonUnwrapper, flat_tracing, has_nesting
 from ridtrace.forensics.reading.scan import known_record
 from ridtrace.forensics.reading.shippers import (
@@ -119,8 +120,8 @@ def record_behind_prefix(line: bytes) -> bytes | None:
 def record_inside(line: bytes) -> bytes | None:
     """The text a JSON line that is no log record itself carries, when it is a JSON
     object, or None: a Docker json-file entry's ``log``, a ``journalctl -o json`` entry's
-    ``MESSAGE``, a shipper's field (Vector, Fluent Bit, logcli), or a tracing-subscriber
-    line flattened. A part of a record a runtime cut is no record: `judge_unwrapped`
+    ``MESSAGE``, a shipper's field (Vector, Fluent Bit, logcli), a tracing-subscriber
+    line flattened, or a loguru ``serialize=True`` line's record. A part of a record a runtime cut is no record: `judge_unwrapped`
     keeps such a line bad."""
     # A key that can carry a record, looked for before the line is parsed: a log in
     # another format altogether has every line judged, and most hold none.
@@ -131,6 +132,10 @@ def record_inside(line: bytes) -> bytes | None:
         return None
     if has_nesting(entry) or flat_tracing(entry):
         return TracingJsonUnwrapper().unwrap(line, 0)
+    if loguru_record(entry) is not None:
+        # A loguru ``serialize=True`` line among a file's other lines: an application's
+        # own sink and ridtrace's writing to one stream, or logs `cat` joined.
+        return LoguruJsonUnwrapper().unwrap(line, 0)
     if is_record(entry):
         return None
     message = entry.get("MESSAGE")
@@ -168,6 +173,7 @@ def _behind_prefixes(line: bytes) -> bytes | None:
 # "log", journald's "MESSAGE", Vector's "message", logcli's "line".
 _CARRIERS = ("log", "MESSAGE", *(f for f in ENVELOPE_FIELDS if f != "log"))
 _CARRIER_KEY = re.compile(
-    rb'"(?:' + b"|".join(f.encode() for f in (*_CARRIERS, "fields", "span", "spans", "timestamp"))
+    rb'"(?:' + b"|".join(f.encode() for f in (*_CARRIERS, "fields", "span", "spans", "timestamp",
+                                              "record"))
     + rb')"\s*:'
 )
