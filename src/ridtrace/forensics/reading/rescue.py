@@ -121,8 +121,8 @@ def record_inside(line: bytes) -> bytes | None:
     """The text a JSON line that is no log record itself carries, when it is a JSON
     object, or None: a Docker json-file entry's ``log``, a ``journalctl -o json`` entry's
     ``MESSAGE``, a shipper's field (Vector, Fluent Bit, logcli), a tracing-subscriber
-    line flattened, or a loguru ``serialize=True`` line's record. A part of a record a runtime cut is no record: `judge_unwrapped`
-    keeps such a line bad."""
+    line flattened, or a loguru ``serialize=True`` line's record. A part of a record a
+    runtime cut is no record: `judge_unwrapped` keeps such a line bad."""
     # A key that can carry a record, looked for before the line is parsed: a log in
     # another format altogether has every line judged, and most hold none.
     if _CARRIER_KEY.search(line) is None:
