@@ -8,7 +8,9 @@ span.start``) and, for a caller that waited, from above (``caller.end - span.end
 Jaeger's clock-skew adjuster does for one span. A file's offset is zero when zero is
 inside its bounds (the clocks agree), else the middle of the offsets inside them (the
 most room for every span inside its caller; a bound open on one side gives its edge).
-Frontend files are the reference; a file with no link keeps its own clock. A caller
+The frontend file with the most requests is the reference; another frontend file is
+placed by the workers it shares with files placed already; a file with no link keeps its
+own clock. A caller
 whose start is not in the logs (its ``request.start`` rotated away: read as an instant
 at its end) bounds the offset from above only; taken as a whole request, no worker span
 fit in it, and the bounds' middle put the worker's span around its caller's end,
@@ -47,38 +49,82 @@ def clock_offsets(requests: pd.DataFrame) -> dict[str, int]:
 def span_offsets(spans: SpanColumns) -> dict[str, int]:
     """`clock_offsets` on converted columns.
 
-    Files whose spans work for frontend spans come first; then, level by level, files
-    whose spans work only for worker spans of files already on the frontend's clock (a
-    Dynamo processor's engine worker, a decode worker's prefill worker), bounded by
-    their callers' corrected times.
+    The frontend file with the most requests is the reference. Files whose spans work
+    for callers on its clock come first; then, level by level, files whose spans work
+    for worker spans placed already (a Dynamo processor's engine worker, a decode
+    worker's prefill worker), bounded by their callers' corrected times; then other
+    frontend files, by the placed workers that worked for their callers (replicas of a
+    gateway behind one pool of workers, each logging to a file of its own, on clocks of
+    their own). A frontend file linked to none placed is on its own clock, and so on.
     """
     # Every caller started before its worker did; only one that finished well waited
     # for it to end: a failed one (an Unlinked error, a client gone) may end while its
     # worker still runs, so it bounds its worker's offset from below only. Left out,
     # a worker 5 s ahead was placed past its failed caller's end, and its lost output
     # excused as a timeout's race.
-    callers = spans.front.copy()
     waited = spans.ok | (spans.worker & ~spans.ended) | _steps_of_ok_requests(spans)
     workers = np.flatnonzero(spans.worker & (spans.parent >= 0))
-    if not callers.any() or not len(workers):
+    if not spans.front.any() or not len(workers):
         return {}
+    front_files = _by_requests(spans.file[spans.front])
     on_clock: dict[int, int] = {}  # file code -> offset, for the files placed so far
     shift = np.zeros(len(spans.start), dtype=np.int64)
-    worker_files = set(np.unique(spans.file[workers]).tolist())
-    while worker_files - on_clock.keys():
-        placed = _level(spans, np.flatnonzero(callers), waited, workers, shift, on_clock)
+    callers = np.zeros(len(spans.start), dtype=bool)
+    while True:
+        placed = (_level(spans, np.flatnonzero(callers), waited, workers, shift, on_clock)
+                  if callers.any() else {})
         if not placed:
-            break
+            placed = _front_level(spans, waited, workers, shift, on_clock, front_files)
+        if not placed:
+            alone = [code for code in front_files if code not in on_clock]
+            if not alone:
+                break
+            placed = {alone[0]: 0}  # linked to no file placed: its own clock
         on_clock.update(placed)
         codes = np.fromiter(placed, dtype=np.int64)
         now = np.isin(spans.file, codes)
         table = dict(zip(codes.tolist(), placed.values(), strict=True))
         by_code = np.array([table.get(c, 0) for c in range(-1, max(table) + 1)], dtype=np.int64)
         shift = np.where(now, by_code[np.clip(spans.file, -1, max(table)) + 1], shift)
-        # Their worker spans that did not fail are callers of the next level's.
-        callers = callers | (spans.worker & now & (spans.ok | ~spans.ended))
+        # Their frontend spans, and their worker spans that did not fail, are callers of
+        # the next level's.
+        callers = callers | (now & (spans.front | (spans.worker & (spans.ok | ~spans.ended))))
     return {spans.file_names[code] if code >= 0 else "nan": offset
             for code, offset in on_clock.items() if offset}
+
+
+def _by_requests(files: np.ndarray) -> list[int]:
+    """File codes, the one with the most of `files` first (then by code)."""
+    codes, counts = np.unique(files, return_counts=True)
+    order = np.lexsort((codes, -counts))
+    return [int(c) for c in codes[order]]
+
+
+def _front_level(spans: SpanColumns, waited: np.ndarray, workers: np.ndarray,
+                 shift: np.ndarray, on_clock: dict[int, int],
+                 front_files: list[int]) -> dict[int, int]:
+    """Offsets of the frontend files not placed yet whose callers' work was done by worker
+    spans placed already (their times moved by `shift`): the bounds `_level` takes for
+    a worker file, seen from the other side."""
+    unplaced = [code for code in front_files if code not in on_clock]
+    if not unplaced or not on_clock:
+        return {}
+    done = workers[np.isin(spans.file[workers], list(on_clock))]
+    fronts = np.flatnonzero(spans.front & np.isin(spans.file, unplaced))
+    caller = first_rows(spans.span, spans.span_codes, fronts)[spans.parent[done]]
+    linked = caller >= 0
+    done, caller = done[linked], caller[linked]
+    if not len(done):
+        return {}
+    # The file's offset x keeps each worker span inside its caller: caller.start + x <=
+    # worker.start and worker.end <= caller.end + x. As -x, the bounds are `_level`'s.
+    lo = np.where(spans.unstarted[caller], _NO_LOWER_BOUND,
+                  spans.start[caller] - spans.start[done] - shift[done])
+    hi = np.where(waited[caller], spans.end[caller] - spans.end[done] - shift[done],
+                  _NO_UPPER_BOUND)
+    files = spans.file[caller]
+    return {code: -_best_offset(lo[files == code], hi[files == code])
+            for code in np.unique(files).tolist()}
 
 
 def _steps_of_ok_requests(spans: SpanColumns) -> np.ndarray:
