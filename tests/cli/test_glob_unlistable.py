@@ -50,3 +50,33 @@ def test_a_folder_a_glob_cannot_list_makes_the_read_incomplete(
         assert summary["incomplete"] is True
         assert {"file": "logs/node-b", "reason": "cannot list it: Permission denied"} \
             in summary["unreadable_files"]
+
+
+def test_a_glob_into_a_folder_that_may_not_be_searched_leaves_the_rest_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pattern's own text was looked at as a file name first: under a folder without
+    # search permission that is refused, and the whole run stopped (exit 2) without
+    # reading the other inputs, a duplicate among them.
+    made = write_logs(tmp_path / "ok", SynthSpec(requests=100, crossed=0, collisions=0,
+                                                 duplicates=1))
+    locked = tmp_path / "sub"
+    locked.mkdir()
+    (locked / "frontend.jsonl").write_bytes(made.files[0].read_bytes())
+    monkeypatch.chdir(tmp_path)
+    _deny_listing(monkeypatch, locked)
+    real_stat = Path.stat
+
+    def stat(self: Path, *, follow_symlinks: bool = True) -> Any:
+        if Path(os.path.abspath(self)).parent == locked:  # no search (x) permission
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_stat(self, follow_symlinks=follow_symlinks)
+
+    monkeypatch.setattr(Path, "stat", stat)
+    for pattern in ("sub/*.jsonl", "sub/**/*.jsonl"):
+        done = CliRunner().invoke(main, ["analyze", pattern, "ok", "--format", "json"])
+        assert done.exit_code == 1, done.output  # the duplicate in ok/, and incomplete
+        summary = json.loads(done.stdout)["summary"]
+        assert summary["duplicate_in_flight"] == 1 and summary["incomplete"] is True
+        assert {"file": "sub", "reason": "cannot list it: Permission denied"} \
+            in summary["unreadable_files"], summary

@@ -183,10 +183,16 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
         for entry in unlisted:
             add(entry)
 
-    def named_kind(path: Path) -> str:
+    def named_kind(path: Path, *, pattern: bool = False) -> str:
         try:
             return _kind(path)
         except PermissionError as exc:
+            if pattern:
+                # No file of that name can be looked at (`sub/*.jsonl` under a folder
+                # that may not be searched): read as the pattern it is, whose walk
+                # lists that folder as unreadable and reads the rest. Refused whole,
+                # the other inputs went unread.
+                return "missing"
             raise ForensicsInputError(f"cannot read {path}: {exc.strerror}") from None
 
     for raw in inputs:
@@ -201,7 +207,7 @@ def expand_inputs(inputs: Sequence[str]) -> list[Source]:
             # it was listed" (exit 3), named no cause.
             raise ForensicsInputError(CLOSED_STDIN.replace("'-'", raw))
         path = Path(raw)
-        kind = named_kind(path)
+        kind = named_kind(path, pattern=_has_glob(raw))
         if kind == "dir":
             add_tree(path)
         elif kind != "missing":
