@@ -60,3 +60,33 @@ def test_an_ipv6_address_is_still_taken(
     result = CliRunner().invoke(main, ["serve", "worker", "--host", host, "--port", "1",
                                        "--log-file", str(tmp_path / "x.jsonl")])
     assert (result.exit_code, bound) == (0, [bound_as]), result.output
+
+
+@pytest.mark.parametrize(("host", "why"), [
+    ("127.0.0.1 ", "holds a space or control character"),
+    ("local\thost", "holds a space or control character"),
+    ("nosuchhost.invalid", "no address of that name"),
+])
+def test_a_host_no_resolver_knows_is_bad_usage(
+    tmp_path: Path, bound: list[str], host: str, why: str
+) -> None:
+    # It failed the start as exit 3, "address in use, or the app failed at startup",
+    # the log naming neither the host nor --host ("Name or service not known").
+    result = CliRunner().invoke(main, ["serve", "worker", "--host", host, "--port", "1",
+                                       "--log-file", str(tmp_path / "x.jsonl")])
+    assert bound == []
+    assert result.exit_code == 2, result.output
+    assert "--host" in result.output and why in result.output, result.output
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "http://[fe80::1"])
+def test_a_worker_url_that_is_no_url_is_refused_by_name(tmp_path: Path, bound: list[str],
+                                                         url: str) -> None:
+    # Only "Error: Invalid IPv6 URL" was printed, naming neither the option nor the URL.
+    for args, env in ((["--worker", url], {}), ([], {"RIDTRACE_FRONTEND_WORKERS": url})):
+        result = CliRunner().invoke(
+            main, ["serve", "frontend", *args, "--port", "1", "--log-file",
+                   str(tmp_path / "x.jsonl")], env=env)
+        assert bound == []
+        assert result.exit_code == 2, result.output
+        assert f"worker URL {url!r}: Invalid IPv6 URL" in result.output, result.output

@@ -6,6 +6,7 @@ import dataclasses
 import ipaddress
 import math
 import os
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -92,6 +93,10 @@ def _bind_host(ctx: click.Context, param: click.Parameter, value: str) -> str:
     # `listening on http://[::1]:8000` writes an IPv6 address as URLs do; copied into
     # --host, the brackets went to the resolver as part of the name and the server did
     # not start ("address in use, or the app failed at startup").
+    if any(char.isspace() or not char.isprintable() for char in value):
+        # A space pasted in (`--host "127.0.0.1 "`): no resolver knows the name, and the
+        # server's start failed as "address in use, or the app failed at startup".
+        raise click.BadParameter(f"{value!r}: holds a space or control character")
     if not (value.startswith("[") and value.endswith("]")):
         if ":" in value:  # a URL or host:port pasted in; only an IPv6 address has colons
             try:
@@ -100,11 +105,23 @@ def _bind_host(ctx: click.Context, param: click.Parameter, value: str) -> str:
                 raise click.BadParameter(
                     f"{value!r}: an address or host name only (a port goes in --port, "
                     "no scheme)") from None
-        return value
+        return _resolvable(value)
     try:
         return str(ipaddress.IPv6Address(value[1:-1]))
     except ValueError:
         raise click.BadParameter(f"{value!r}: only an IPv6 address goes in brackets") from None
+
+
+def _resolvable(host: str) -> str:
+    """`host`, when it names an address: a name no resolver knows failed the server's
+    start as "address in use, or the app failed at startup", the reason in its log."""
+    try:
+        socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise click.BadParameter(f"{host!r}: no address of that name ({exc.strerror})") from None
+    except UnicodeError:
+        raise click.BadParameter(f"{host!r}: no host name") from None
+    return host
 
 
 def _host_option(func: Callable[..., None]) -> Callable[..., None]:

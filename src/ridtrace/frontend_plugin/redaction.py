@@ -42,8 +42,11 @@ def checked_worker_url(url: str) -> SplitResult:
     would connect to a host taken from the password, and an error would quote the
     password's start, while the redaction hides it all.
     """
-    parts = urlsplit(url)
     shown = redacted_url(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # "Invalid IPv6 URL" (`http://[::1`), naming no option
+        raise ValueError(f"worker URL {shown!r}: {exc}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"worker URL must be http(s)://host[:port]: {shown!r}")
     if "@" in url.partition("://")[2] and "@" not in parts.netloc:
