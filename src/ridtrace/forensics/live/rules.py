@@ -145,7 +145,20 @@ class LiveRules:
                     # The span holding the id for it (`Span.holder`): a worker's caller.
                     own = up if worker and up is not None and up.side != WORKER else span
                     cluster = by_id.get(rid)
-                    if cluster is None:  # a fresh id: a cluster of one, nothing to judge
+                    callers = own.clusters if own is not span else ()
+                    with_caller = next((c for c in reversed(callers) if c.request_id == rid),
+                                       None)
+                    if with_caller is not None:
+                        # Its caller holds the id in a cluster already: the worker span is
+                        # that request's, wherever the id's holders are now. Read late (a
+                        # worker's log flushed behind its frontend's), it joined the id's
+                        # latest cluster by its caller's start, which made that cluster
+                        # begin with long-done callers: printed again under the first's
+                        # name, and its own duplicate never printed.
+                        span.request_id = rid
+                        with_caller.members.append(span)
+                        span.clusters = [with_caller]
+                    elif cluster is None:  # a fresh id: a cluster of one, nothing to judge
                         span.request_id = rid
                         cluster = by_id[rid] = Cluster(rid, [span], own.last)
                         span.clusters = [cluster]

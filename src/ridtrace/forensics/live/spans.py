@@ -52,12 +52,10 @@ class Span:
     # __weakref__: tests watch evicted spans being freed.
     __slots__ = (
         "__weakref__", "closed", "clusters", "crossed_done", "file", "first_line",
-        "first_time", "fp_in",
-        "fp_out", "instant", "last", "last_file", "last_line", "open_children", "outcome",
-        "paired", "parent",
-        "parent_span", "read_in", "request_id", "side", "span_id", "start", "started", "trace",
-        "unlinked_done",
-        "waiting", "work_ended", "worked", "x_request_id",
+        "first_time", "fp_in", "fp_out", "instant", "last", "last_file", "last_line",
+        "open_children", "outcome", "paired", "parent", "parent_span", "read_in",
+        "reported_ids", "request_id", "side", "span_id", "start", "started", "trace",
+        "unlinked_done", "waiting", "work_ended", "worked", "x_request_id",
     )
 
     # The batch a span read before its caller was first read in (`WindowState.park`);
@@ -96,6 +94,9 @@ class Span:
         # A worker span working for it was read (not one refusing it, a Conflict): its
         # own work is in the logs, so another's output delivered to it is provable.
         self.worked = False
+        # The request ids of the duplicates printed with this span first: a cluster that
+        # late spans regroup (`live.regroup`) comes back new, and was printed again.
+        self.reported_ids: set[str] | None = None
         # Every cluster it belongs to: a span that moves to another id (the legacy policy
         # re-keys a request) still held the old one in flight, so it stays a member there.
         # A shared empty tuple until it joins one: most spans join exactly one.

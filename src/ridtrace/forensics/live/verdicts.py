@@ -49,6 +49,12 @@ def duplicates(state: WindowState, clusters: list[Cluster]) -> list[Finding]:
             state.pending_clusters.append(cluster)
             continue
         cluster.reported = True
+        first = cited[0]
+        if first.reported_ids is None:
+            first.reported_ids = set()
+        elif cluster.request_id in first.reported_ids:
+            continue  # printed once already, as the cluster it was before a regroup
+        first.reported_ids.add(cluster.request_id)
         # Each caller by its first span, as `rules.overlap` names them.
         callers: dict[tuple[str | None, str], Span] = {}
         for m in cited:
@@ -57,7 +63,6 @@ def duplicates(state: WindowState, clusters: list[Cluster]) -> list[Finding]:
         if len(set(names)) < len(names):  # one span id in several traces: say which
             names = [f"{name} (trace {m.trace})"
                      for name, m in zip(names, callers.values(), strict=True)]
-        first = cited[0]
         detail = (f"{len(callers)} requests held request_id {cluster.request_id} at "
                   f"overlapping times (spans {', '.join(names)})")
         proof = [item for m in cited
