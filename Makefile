@@ -17,7 +17,9 @@ PY_VERSION := import sys; print('%d.%d' % sys.version_info[:2])
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
 	  found=$$($(PYTHON) -c "$(PY_VERSION)" 2>/dev/null); \
-	  echo "make: ridtrace needs Python 3.11 or newer; $(PYTHON) is $${found:+Python }$${found:-not found}: make $(or $(MAKECMDGOALS),demo) PYTHON=python3.12 (or another)" >&2; \
+	  if [ -n "$$found" ]; then hint="make $(or $(MAKECMDGOALS),demo) PYTHON=python3.12 (or another)"; \
+	  else hint="name an interpreter that is installed: make $(or $(MAKECMDGOALS),demo) PYTHON=/path/to/python3.11 (or newer)"; fi; \
+	  echo "make: ridtrace needs Python 3.11 or newer; $(PYTHON) is $${found:+Python }$${found:-not found}: $$hint" >&2; \
 	  exit 1; }
 	@if { [ -e $(BIN)/python ] || [ -L $(BIN)/python ]; } && [ "$$($(BIN)/python -c "$(PY_VERSION)" 2>/dev/null)" != "$$($(PYTHON) -c "$(PY_VERSION)")" ]; then \
 	  echo "rm -rf $(VENV)  # made by another Python than $(PYTHON)"; rm -rf $(VENV); fi

@@ -88,3 +88,14 @@ def test_a_venv_whose_python_was_removed_is_made_afresh(clone: Path, tmp_path: P
     result = _make_venv(clone, _stand_in(tmp_path, 3, 12))
     assert result.returncode == 0, result.stderr
     assert "Python 3.12 stand-in" in (stale / "python").read_text()
+
+
+def test_a_python_that_is_not_there_is_not_named_again(clone: Path, tmp_path: Path) -> None:
+    # `make demo PYTHON=python3.12` where no python3.12 is installed answered "make demo
+    # PYTHON=python3.12 (or another)": the command that had just failed.
+    missing = tmp_path / "python3.12"
+    result = _make_venv(clone, missing)
+    assert result.returncode != 0
+    assert f"{missing} is not found" in result.stderr, result.stderr
+    assert f"PYTHON={missing}" not in result.stderr and "installed" in result.stderr
+    assert not (clone / ".venv").exists()
