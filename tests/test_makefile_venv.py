@@ -97,5 +97,5 @@ def test_a_python_that_is_not_there_is_not_named_again(clone: Path, tmp_path: Pa
     result = _make_venv(clone, missing)
     assert result.returncode != 0
     assert f"{missing} is not found" in result.stderr, result.stderr
-    assert f"PYTHON={missing}" not in result.stderr and "installed" in result.stderr
+    assert "name an interpreter that is installed" in result.stderr, result.stderr
     assert not (clone / ".venv").exists()
