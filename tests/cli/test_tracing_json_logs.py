@@ -133,3 +133,25 @@ def test_the_follower_knows_the_nesting_past_its_head(tmp_path: Path) -> None:
     assert follower.summary()["bad_lines"] == 0
     assert [p.json()["span_id"] for p in follower.findings()] == ["5c20cc08e6afb2b7"]
     assert code == 1
+
+
+def test_records_posted_in_one_line_arrays_are_flattened(tmp_path: Path) -> None:
+    # Fluent Bit's http output posts a service's records in JSON arrays, one a line:
+    # each record was "missing time", the file had no request (exit 3), and the bad
+    # line said "one missing time" of seven.
+    records = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
+    nested = [_nested(r, flatten_event=False) for r in records]
+    log = tmp_path / "frontend.log"
+    log.write_text("".join(json.dumps(nested[i:i + 3]) + "\n" for i in range(0, len(nested), 3)))
+    code, doc = analyze_json(str(log))
+    _, want = analyze_json(str(SAMPLE))
+    assert doc["summary"]["bad_lines"] == 0, doc["summary"]["bad_line_samples"]
+    assert doc["summary"]["requests"] == want["summary"]["requests"]
+    assert [(k, s) for k, s, _ in _found(doc)] == [(k, s) for k, s, _ in _found(want)]
+    assert code == 1
+    # Records of no known shape in such a line: each counted in the line's reason.
+    log.write_text(json.dumps([{"msg": "a"}, {"msg": "b"}, {"msg": "c"}]) + "\n")
+    _, doc = analyze_json(str(log))
+    (sample,) = doc["summary"]["bad_line_samples"]
+    assert sample["reason"].endswith("an array of 3 JSON objects on one line, 3 of them "
+                                     "missing time"), sample

@@ -97,7 +97,7 @@ def test_bad_lines_are_counted_and_located(tmp_path: Path) -> None:
     assert reasons[8] == "invalid time"
     assert reasons[9] == "missing time"
     assert reasons[10] == "not a JSON object"
-    assert reasons[11] == "2 JSON objects on one line, one missing time"  # cat-joined
+    assert reasons[11] == "2 JSON objects on one line, 2 of them missing time"  # cat-joined
     assert all(s.file.endswith("f.jsonl") for s in logs.stats.samples)
 
 

@@ -326,6 +326,9 @@ def _records(text: bytes, fields: Sequence[str]) -> Judged:
 def _each_read(objects: list[Any], fields: Sequence[str], what: str) -> Judged:
     rows = [_row(obj, fields) for obj in objects]
     good = [row for row in rows if isinstance(row, dict)]
-    bad = next((row for row in rows if isinstance(row, str)), None)
+    bad = [row for row in rows if isinstance(row, str)]
+    if not bad:
+        return good, None, len(objects)
     # The line is a bad one; its good records are read all the same.
-    return good, None if bad is None else f"{what}, one {bad}", len(objects)
+    many = "one" if len(bad) == 1 else f"{len(bad)} of them"
+    return good, f"{what}, {many} {bad[0]}", len(objects)

@@ -71,11 +71,23 @@ def _carried_batch(line: bytes) -> bytes | None:
         return None
     # Each entry read as a document's entry is (`documents.entry_object`): Grafana's
     # "fields" object is no tracing-subscriber nesting, as `record_inside` took it.
-    objects = [entry_object(json.dumps(entry, separators=(",", ":")).encode("ascii"), number)
-               for number, entry in enumerate(batch)]
+    objects = [_batch_entry(json.dumps(entry, separators=(",", ":")).encode("ascii"), entry,
+                            number) for number, entry in enumerate(batch)]
     if not any(carried for _, carried in objects):
         return None
     return b"".join(text for text, _ in objects)
+
+
+def _batch_entry(text: bytes, entry: dict[str, object], number: int) -> tuple[bytes, bool]:
+    """One entry of a one-line batch as `_carried_batch` reads it: a tracing-subscriber
+    record flattened (Fluent Bit's http output posts a service's records in arrays),
+    else as a document's entry is."""
+    read = entry_object(text, number)
+    if not read[1] and (has_nesting(entry) or flat_tracing(entry)):
+        # Only an entry that carries no line: Grafana's carries one, beside a "fields"
+        # object of labels that is no nesting.
+        return TracingJsonUnwrapper().unwrap(text, number), True
+    return read
 
 
 def records_inside(
