@@ -25,7 +25,7 @@ from ridtrace.demo.proof import Detection, analyze_run, crossed_detection, write
 from ridtrace.demo.rejections import METRICS, SpanRejections
 from ridtrace.demo.report import audit_table, before_after, findings_side_by_side
 from ridtrace.demo.run import POLICIES, PolicyRun, forget_earlier_run, run_policy
-from ridtrace.demo.sampled import trace_kept
+from ridtrace.demo.sampled import first_kept
 
 __all__ = ["ridtrace_command", "run_demo"]
 
@@ -163,8 +163,9 @@ def _next_steps(
     named = [r for r in safe.results if r.call.headers.get("x-request-id")]
     example = next(iter(named), None)
     # The request to search for in Jaeger: one whose trace the servers' sampler kept.
-    traced = (next((r for r in named if trace_kept(r.call.headers.get("traceparent"))), None)
-              if otlp_endpoint else None)
+    kept_at = (first_kept(r.call.headers.get("traceparent") for r in named)
+               if otlp_endpoint else None)
+    traced = None if kept_at is None else named[kept_at]
     ridtrace = ridtrace_command()
     legacy_logs, safe_logs = _path(out_dir / "legacy" / "logs"), _path(out_dir / "safe" / "logs")
     console.print("\n[bold]Look further[/]")

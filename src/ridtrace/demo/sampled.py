@@ -10,11 +10,13 @@ trace id and the caller's sampled flag alone, which the demo chose itself.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 
-def trace_kept(traceparent: str | None) -> bool:
-    """Whether a server span continuing `traceparent` would be sampled."""
+def first_kept(traceparents: Iterable[str | None]) -> int | None:
+    """The index of the first `traceparent` whose server span would be sampled, or None.
+    The sampler is built once, from ``OTEL_TRACES_SAMPLER`` as the servers build theirs."""
     try:
         from opentelemetry import trace
         from opentelemetry.sdk.trace import TracerProvider
@@ -23,13 +25,17 @@ def trace_kept(traceparent: str | None) -> bool:
             TraceContextTextMapPropagator,
         )
     except ImportError:  # no SDK: nothing is exported, and no example is named anyway
-        return False
-    carrier: dict[str, Any] = {"traceparent": traceparent} if traceparent else {}
-    parent = TraceContextTextMapPropagator().extract(carrier)
-    span_context = trace.get_current_span(parent).get_span_context()
-    if not span_context.is_valid:
-        return False
-    sampler = TracerProvider().sampler  # built from OTEL_TRACES_SAMPLER, as the servers'
-    result = sampler.should_sample(parent, span_context.trace_id, "http-request",
-                                   kind=trace.SpanKind.SERVER)
-    return result.decision is Decision.RECORD_AND_SAMPLE
+        return None
+    sampler = TracerProvider().sampler
+    propagator = TraceContextTextMapPropagator()
+    for index, traceparent in enumerate(traceparents):
+        carrier: dict[str, Any] = {"traceparent": traceparent} if traceparent else {}
+        parent = propagator.extract(carrier)
+        span_context = trace.get_current_span(parent).get_span_context()
+        if not span_context.is_valid:
+            continue
+        result = sampler.should_sample(parent, span_context.trace_id, "http-request",
+                                       kind=trace.SpanKind.SERVER)
+        if result.decision is Decision.RECORD_AND_SAMPLE:
+            return index
+    return None

@@ -145,9 +145,8 @@ class LiveRules:
                     # The span holding the id for it (`Span.holder`): a worker's caller.
                     own = up if worker and up is not None and up.side != WORKER else span
                     cluster = by_id.get(rid)
-                    callers = own.clusters if own is not span else ()
-                    with_caller = next((c for c in reversed(callers) if c.request_id == rid),
-                                       None)
+                    with_caller = None if own is span else next(
+                        (c for c in reversed(own.clusters) if c.request_id == rid), None)
                     if with_caller is not None:
                         # Its caller holds the id in a cluster already: the worker span is
                         # that request's, wherever the id's holders are now. Read late (a

@@ -118,10 +118,7 @@ def _front_level(spans: SpanColumns, waited: np.ndarray, workers: np.ndarray,
         return {}
     # The file's offset x keeps each worker span inside its caller: caller.start + x <=
     # worker.start and worker.end <= caller.end + x. As -x, the bounds are `_level`'s.
-    lo = np.where(spans.unstarted[caller], _NO_LOWER_BOUND,
-                  spans.start[caller] - spans.start[done] - shift[done])
-    hi = np.where(waited[caller], spans.end[caller] - spans.end[done] - shift[done],
-                  _NO_UPPER_BOUND)
+    lo, hi = _link_bounds(spans, caller, done, waited, shift)
     files = spans.file[caller]
     return {code: -_best_offset(lo[files == code], hi[files == code])
             for code in np.unique(files).tolist()}
@@ -151,13 +148,24 @@ def _level(spans: SpanColumns, callers: np.ndarray, waited: np.ndarray, workers:
     workers, caller = workers[across], caller[across]
     if not len(workers):
         return {}
-    lo = np.where(spans.unstarted[caller], _NO_LOWER_BOUND,
-                  spans.start[caller] + shift[caller] - spans.start[workers])
-    hi = np.where(waited[caller], spans.end[caller] + shift[caller] - spans.end[workers],
-                  _NO_UPPER_BOUND)
+    lo, hi = _link_bounds(spans, caller, workers, waited, shift)
     files = spans.file[workers]
     return {code: _best_offset(lo[files == code], hi[files == code])
             for code in np.unique(files).tolist()}
+
+
+def _link_bounds(spans: SpanColumns, caller: np.ndarray, worker: np.ndarray,
+                 waited: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The offset of each worker span's clock against its caller's, both as `shift` has
+    placed them (an unplaced file's shift is zero), that keeps the span inside its
+    caller: from below by the starts, unless the caller's start is not in the logs;
+    from above by the ends, if the caller waited for its worker."""
+    apart = shift[caller] - shift[worker]
+    lo = np.where(spans.unstarted[caller], _NO_LOWER_BOUND,
+                  spans.start[caller] - spans.start[worker] + apart)
+    hi = np.where(waited[caller], spans.end[caller] - spans.end[worker] + apart,
+                  _NO_UPPER_BOUND)
+    return lo, hi
 
 
 def _best_offset(lo: np.ndarray, hi: np.ndarray) -> int:

@@ -35,11 +35,12 @@ def _row_evidence(spans: SpanColumns, rows: np.ndarray) -> list[list[dict[str, o
     return evidence(spans.lines_at("first_line", rows), spans.lines_at("last_line", rows))
 
 
-def work_read(spans: SpanColumns) -> np.ndarray:
-    """Over span codes: whether a worker span working for that caller was read (one
-    its worker did not refuse: a Conflict is no work done)."""
+def _own_work_read(spans: SpanColumns, rows: np.ndarray) -> np.ndarray:
+    """Whether a worker span working for the caller of each of `rows` was read (one its
+    worker did not refuse: a Conflict is no work done)."""
     caller = spans.caller()
-    return lookup(spans.span_codes, caller[spans.worker & ~spans.refused])
+    read = lookup(spans.span_codes, caller[spans.worker & ~spans.refused])
+    return np.asarray(read[np.maximum(caller[rows], 0)] & (caller[rows] >= 0))
 
 
 def find_crossed_stream(spans: SpanColumns) -> FindingColumns:
@@ -61,10 +62,11 @@ def find_crossed_stream(spans: SpanColumns) -> FindingColumns:
     # pandas hashes int64 (numpy's isin sorts or builds a table of the whole range).
     own = pd.Series(pair[front]).isin(pair[works]).to_numpy()
     suspects = np.flatnonzero(front)[~own]
-    # Only a caller whose own work was read can be shown to hold another's: with its
-    # worker's log missing, its own reply, equal to another prompt's (a one-token
-    # "Yes"), matched no work of its own and was called crossed.
-    suspects = suspects[work_read(spans)[np.maximum(spans.caller()[suspects], 0)]]
+    if len(suspects):
+        # Only a caller whose own work was read can be shown to hold another's: with its
+        # worker's log missing, its own reply, equal to another prompt's (a one-token
+        # "Yes"), matched no work of its own and was called crossed.
+        suspects = suspects[_own_work_read(spans, suspects)]
     if not len(suspects):
         return of_rows("crossed_stream", spans, empty, empty, [], [])
     producer = first_rows(spans.fp_out, spans.fp_codes, np.flatnonzero(finished))
