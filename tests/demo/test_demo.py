@@ -205,7 +205,7 @@ def test_under_b3_propagation_the_stack_continues_the_callers_traces(tmp_path: P
                "OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_PROPAGATORS": "b3"}
         for name in ("COLUMNS", "OTEL_SERVICE_NAME"):
             env.pop(name, None)
-        done = subprocess.run(demo_argv(tmp_path / "out", requests=12), capture_output=True,
+        done = subprocess.run(demo_argv(tmp_path / "out", requests=DEMO_REQUESTS), capture_output=True,
                               text=True, timeout=300, env=env)
         spans = list(receiver.spans)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -401,7 +401,7 @@ def test_a_collector_that_is_not_there_is_said_once_and_the_demo_runs_as_usual(
     for name in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
                  "OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_SDK_DISABLED"):
         env.pop(name, None)
-    done = subprocess.run(demo_argv(tmp_path / "out", requests=12), capture_output=True,
+    done = subprocess.run(demo_argv(tmp_path / "out", requests=DEMO_REQUESTS), capture_output=True,
                           text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     said = [line for line in done.stderr.splitlines() if "nothing answers at" in line]
@@ -425,7 +425,7 @@ def test_a_collector_that_takes_no_metrics_is_said_once_and_traces_still_go(
                      "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_TRACES_EXPORTER",
                      "OTEL_METRICS_EXPORTER", "OTEL_SDK_DISABLED"):
             env.pop(name, None)
-        done = subprocess.run(demo_argv(tmp_path / "out", requests=12), capture_output=True,
+        done = subprocess.run(demo_argv(tmp_path / "out", requests=DEMO_REQUESTS), capture_output=True,
                               text=True, timeout=300, env=env)
         spans = list(receiver.spans)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

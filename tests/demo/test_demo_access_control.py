@@ -11,13 +11,13 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.conftest import demo_argv
+from tests.conftest import DEMO_REQUESTS, demo_argv
 
 
 def test_the_demo_runs_clean_with_api_keys_in_the_environment(tmp_path: Path) -> None:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith(("RIDTRACE_", "OTEL_"))},
            "RIDTRACE_API_KEYS": "k1,k2", "RIDTRACE_FRONTEND_METRICS_REQUIRE_KEY": "true"}
-    done = subprocess.run(demo_argv(tmp_path / "out", requests=12), capture_output=True, text=True,
+    done = subprocess.run(demo_argv(tmp_path / "out", requests=DEMO_REQUESTS), capture_output=True, text=True,
                           timeout=300, env=env)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "safe policy served every caller its own output" in done.stdout
