@@ -32,12 +32,14 @@ _ANSWERED = "ridtrace.answered"
 
 
 async def send_error_response(
-    scope: Scope, receive: Receive, send: Send, exc: Exception, middleware: object
+    scope: Scope, receive: Receive, send: Send, exc: Exception, middleware: object,
+    app: object,
 ) -> None:
     """Answer the crashed request as the application would have: its error handler's
     (or debug page's) response when ``middleware`` runs inside a Starlette
-    ``ServerErrorMiddleware``, else a plain 500. Never raises: the caller re-raises
-    ``exc``, which nothing here may mask."""
+    ``ServerErrorMiddleware`` of ``app`` (``scope["app"]`` as ridtrace was entered),
+    else a plain 500. Never raises: the caller re-raises ``exc``, which nothing here
+    may mask."""
     started = False
 
     async def send_once(message: Message) -> None:
@@ -47,7 +49,7 @@ async def send_error_response(
 
     layer = None
     with contextlib.suppress(Exception):
-        layer = _server_error_layer(scope, middleware)
+        layer = _server_error_layer(app, middleware)
     if layer is not None and (layer.debug or layer.handler is not None):
         # On the scope, not the exception: one exception object may be raised by
         # several requests, and only this one was answered. Before the call: a handler
@@ -79,7 +81,9 @@ def _log_handler_failure(exc: Exception) -> None:
             type(exc).__name__)
 
 
-async def call_handler_in_request(scope: Scope, exc: Exception, middleware: object) -> None:
+async def call_handler_in_request(
+    scope: Scope, exc: Exception, middleware: object, app: object
+) -> None:
     """Run the application's error handler for a crash after the response started (a
     background task's, a streaming body's), with the request's ids current.
 
@@ -88,7 +92,7 @@ async def call_handler_in_request(scope: Scope, exc: Exception, middleware: obje
     inside; its answer is not sent (the response started), and the layer's call skips
     the exception (`_handler_once`). Never raises."""
     with contextlib.suppress(Exception):
-        layer = _server_error_layer(scope, middleware)
+        layer = _server_error_layer(app, middleware)
         if layer is None or layer.debug or layer.handler is None:
             return
         from starlette.requests import Request
@@ -101,12 +105,15 @@ async def call_handler_in_request(scope: Scope, exc: Exception, middleware: obje
             _log_handler_failure(exc)
 
 
-def _server_error_layer(scope: Scope, middleware: object) -> Any:
-    """The ``ServerErrorMiddleware`` above ``middleware`` in the stack of the app that
-    is serving the request (``scope["app"]``), if there is one."""
+def _server_error_layer(app: object, middleware: object) -> Any:
+    """The ``ServerErrorMiddleware`` above ``middleware`` in ``app``'s stack, if any.
+
+    ``app`` is ``scope["app"]`` as ridtrace was entered: a mounted Starlette or FastAPI
+    app writes itself there (Starlette's router updates the scope in place), and the
+    outer stack, ridtrace's, was not found from it."""
     from starlette.middleware.errors import ServerErrorMiddleware
 
-    layer = getattr(scope.get("app"), "middleware_stack", None)
+    layer = getattr(app, "middleware_stack", None)
     found = None
     for _ in range(_MAX_LAYERS):
         if layer is None:

@@ -197,6 +197,8 @@ class RequestTracingMiddleware(ObservedServing):
                 response_started = True
             await send(message)
 
+        # Before a mounted app writes itself there: the stack holding ridtrace.
+        app = scope.get("app")
         token = request_context.enter(ctx)
         scope[SCOPE_KEY] = ctx
         # The ids the lines carry, current for a call onward (`span_of_lines`).
@@ -214,9 +216,9 @@ class RequestTracingMiddleware(ObservedServing):
         except BaseException as exc:
             try:
                 if not response_started and isinstance(exc, Exception):
-                    await send_error_response(scope, receive, send_with_ids, exc, self)
+                    await send_error_response(scope, receive, send_with_ids, exc, self, app)
                 elif isinstance(exc, Exception):
-                    await call_handler_in_request(scope, exc, self)
+                    await call_handler_in_request(scope, exc, self, app)
             finally:
                 # After the await, as on the observed path (one exception object may
                 # escape several requests); a cancellation's line names the request too.

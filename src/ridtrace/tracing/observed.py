@@ -236,6 +236,8 @@ class ObservedServing:
                 # app's call, and must not count in duration_ms or the span's length.
                 state.finished_at = time.perf_counter()
 
+        # Before a mounted app writes itself there: the stack holding ridtrace.
+        app = scope.get("app")
         token = request_context.enter(ctx)
         scope[SCOPE_KEY] = ctx
         # A no-op tracer hands back the span that is already current; attaching it
@@ -269,9 +271,9 @@ class ObservedServing:
                 # made it a finished server error, where it was abandoned.
                 if (isinstance(exc, Exception) and not state.response_started
                         and not state.abandoned):
-                    await send_error_response(scope, receive, send_tagged, exc, self)
+                    await send_error_response(scope, receive, send_tagged, exc, self, app)
                 elif isinstance(exc, Exception):
-                    await call_handler_in_request(scope, exc, self)
+                    await call_handler_in_request(scope, exc, self, app)
             finally:
                 # The server logs the escaped exception ("Exception in ASGI
                 # application") after our context is reset: the ids travel with it. A
