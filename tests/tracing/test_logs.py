@@ -532,3 +532,30 @@ def test_a_librarys_ordinary_message_keeps_its_layout(tmp_path: Path) -> None:
         logging.getLogger("some.library").warning("two lines\n\tand a tab, caf\u00e9")
     (line,) = read_lines(path)
     assert line["message"] == "two lines\n\tand a tab, caf\u00e9"
+
+
+def test_an_applications_own_value_of_an_id_gives_way_to_the_requests(log_file: Path) -> None:
+    # An old middleware that contextualized the client's x-request-id as request_id (the
+    # pattern ridtrace replaces) wrote the client's id in the server's place on every
+    # app line: two callers sharing it shared their lines' id, and a search by the id the
+    # client got back (x-server-request-id) missed them. A stdlib extra was renamed.
+    token = context.enter(RequestContext(request_id="r-1", trace_id="a" * 32,
+                                         span_id="b" * 16, x_request_id="c-1"))  # fmt: skip
+    try:
+        logger.bind(request_id="c-1").info("bound")
+        with logger.contextualize(request_id="c-1", span_id="0" * 16):
+            logger.info("contextualized")
+        logger.info("keyword", trace_id="f" * 32)
+        logger.bind(request_id="r-1", x_request_id="c-1").info("the same ids")
+    finally:
+        context.leave(token)
+    logger.bind(request_id="job-7").info("outside a request")
+    bound, contextualized, keyword, same, outside = read_lines(log_file)
+    for line in (bound, contextualized, keyword, same):
+        assert (line["request_id"], line["x_request_id"], line["trace_id"], line["span_id"]) == (
+            "r-1", "c-1", "a" * 32, "b" * 16)
+    assert bound["_request_id"] == "c-1"
+    assert (contextualized["_request_id"], contextualized["_span_id"]) == ("c-1", "0" * 16)
+    assert keyword["_trace_id"] == "f" * 32
+    assert not [k for k in same if k.startswith("_")]
+    assert outside["request_id"] == "job-7"  # no request: nothing to give way to

@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from ridtrace.tracing.context import current_context
-from ridtrace.tracing.jsonline import add_context_ids, event_tail, utc_now
+from ridtrace.tracing.jsonline import (
+    EVENT_THROUGH_LOGURU,
+    add_context_ids,
+    event_tail,
+    utc_now,
+)
 from ridtrace.tracing.sinks import event_sinks, report_write_error
 
 if TYPE_CHECKING:
@@ -71,7 +76,11 @@ class EventLog:
             if ctx is not None:
                 add_context_ids(fields, ctx)
             # depth=2: the file, function and line are those of the caller of info() & co.
-            self._named.opt(depth=2).log(level, message, **fields)
+            marked = EVENT_THROUGH_LOGURU.set(True)
+            try:
+                self._named.opt(depth=2).log(level, message, **fields)
+            finally:
+                EVENT_THROUGH_LOGURU.reset(marked)
             return
         levelno = _LEVEL_NUMBERS[level]
         stamp = ""

@@ -16,6 +16,7 @@ import math
 import os
 import time
 from collections.abc import Mapping, MutableMapping
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,6 +27,7 @@ from ridtrace.tracing.context import RequestContext
 
 __all__ = [
     "CONTEXT_KEYS",
+    "EVENT_THROUGH_LOGURU",
     "LEVEL_NAMES",
     "add_annotations",
     "add_context_ids",
@@ -54,6 +56,12 @@ _SCHEMA_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "CRITICAL
 # reaches names it.
 _LEVEL_FLOORS = ((50, "CRITICAL"), (40, "ERROR"), (30, "WARN"), (20, "INFO"), (10, "DEBUG"))
 _NONE_ID = id(None)
+
+
+# Set while ridtrace's own event goes through loguru (`eventlog`): its fields name the
+# ids it means, where an application's value of one gives way to the request's.
+EVENT_THROUGH_LOGURU: ContextVar[bool] = ContextVar("ridtrace_event_through_loguru",
+                                                    default=False)
 
 
 def add_context_ids(extra: MutableMapping[str, Any], ctx: RequestContext) -> None:

@@ -24,10 +24,11 @@ from typing import IO, TYPE_CHECKING, Any, cast
 from loguru import logger
 
 from ridtrace.contract import LOG_SCHEMA
-from ridtrace.tracing.context import line_context
+from ridtrace.tracing.context import RequestContext, line_context
 from ridtrace.tracing.exception_text import exception_text
 from ridtrace.tracing.jsonline import (
     CONTEXT_KEYS,
+    EVENT_THROUGH_LOGURU,
     add_context_ids,
     add_fields,
     dumps,
@@ -79,7 +80,27 @@ def _patch_request_context(record: Record) -> None:
             value = getattr(ctx, key)
             if value is not None:
                 extra[key] = value
-        add_context_ids(extra, ctx)
+        if EVENT_THROUGH_LOGURU.get():
+            add_context_ids(extra, ctx)
+        else:
+            _request_ids_first(extra, ctx)
+
+
+def _request_ids_first(extra: dict[str, Any], ctx: RequestContext) -> None:
+    """The request's ids into an application's record. A value of the application's
+    own under one of their keys (``logger.bind(request_id=...)``, ``contextualize``, a
+    keyword), when it differs, is kept as ``_request_id`` & co, as a standard-library
+    ``extra`` is: an old middleware that contextualized the client's ``x-request-id``
+    as ``request_id`` wrote the client's id in the server's place, and two callers
+    sharing it shared their lines' id."""
+    for key in CONTEXT_KEYS:
+        value = getattr(ctx, key)
+        if value is None:
+            continue
+        theirs = extra.get(key)
+        if theirs is not None and theirs != value:
+            extra.setdefault(f"_{key}", theirs)
+        extra[key] = value
 
 
 def _install_patcher() -> None:
