@@ -81,7 +81,7 @@ def test_a_caller_ended_when_the_next_started_is_not_chained_in_by_a_worker_read
             ticks.now += 0.3  # the frontend's lines a flush behind, inside the settle time
             found, _ = follower.poll()
             live.extend(found)
-        follower.run(live.append, stop=lambda: True)  # type: ignore[arg-type]
+        follower.run(lambda finding: live.append(finding) or True, stop=lambda: True)
     finally:
         follower.close()
     batch = batch_errors(tmp_path)

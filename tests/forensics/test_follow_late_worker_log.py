@@ -39,7 +39,7 @@ def test_a_late_worker_log_neither_repeats_nor_hides_a_duplicate(tmp_path: Path)
             live.extend(follower.poll()[0])
         ticks.now += 5.0
         live.extend(follower.poll()[0])
-        follower.run(live.append, stop=lambda: True)  # type: ignore[arg-type]
+        follower.run(lambda finding: live.append(finding) or True, stop=lambda: True)
     finally:
         follower.close()
     batch = batch_errors(tmp_path)

@@ -342,7 +342,8 @@ def test_a_cut_short_callers_prefix_equal_to_a_shorter_finished_reply_is_not_cro
 
 def test_a_caller_whose_own_work_was_not_read_is_no_crossed_stream() -> None:
     # As the crossed_stream rule: the second caller's worker log not given, its one-token
-    # reply equal to the first's proves nothing; with its own work read, it is crossed.
+    # reply equal to the first's proves nothing; with its own work read, or its workers'
+    # refusals (every one refused it), it is crossed.
     import pandas as pd
 
     from ridtrace.forensics.views.verdicts import NO_WORK, OutputIndex
@@ -356,7 +357,7 @@ def test_a_caller_whose_own_work_was_not_read_is_no_crossed_stream() -> None:
     common = [row("a", "frontend", "inA", "yes"), row("wa", "worker", "inA", "yes", parent="a"),
               row("b", "frontend", "inB", "yes")]
     for extra, label in (([], NO_WORK),
-                         ([row("wb", "worker", "inB", "", "conflict", parent="b")], NO_WORK),
+                         ([row("wb", "worker", "inB", "", "conflict", parent="b")], CROSSED),
                          ([row("wb", "worker", "inB", "no", parent="b")], CROSSED)):
         requests = pd.DataFrame([*common, *extra])
         verdicts = OutputIndex(requests).verdicts(requests[requests["side"] == "frontend"])

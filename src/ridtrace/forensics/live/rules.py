@@ -129,7 +129,7 @@ class LiveRules:
                 if up is not None:
                     span.parent_span = up
                     up.open_children += 1
-                    if worker and outcome != OUTCOME_CONFLICT:
+                    if worker:
                         up.worked = True
                 else:
                     new_callers += state.park(trace, span)

@@ -91,8 +91,8 @@ class Span:
         self.outcome = outcome
         self.closed = False
         self.open_children = 0
-        # A worker span working for it was read (not one refusing it, a Conflict): its
-        # own work is in the logs, so another's output delivered to it is provable.
+        # A worker span naming it was read (doing its work, or refusing it): its workers'
+        # logs were given, so another's output delivered to it is provable.
         self.worked = False
         # The request ids of the duplicates printed with this span first: a cluster that
         # late spans regroup (`live.regroup`) comes back new, and was printed again.

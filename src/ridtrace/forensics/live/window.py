@@ -11,7 +11,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from ridtrace.contract import OUTCOME_CONFLICT, WORKER
+from ridtrace.contract import WORKER
 from ridtrace.forensics.live.eviction import evict_outside
 from ridtrace.forensics.live.regroup import regroup
 from ridtrace.forensics.live.spans import Cluster, Span, SpanKey, held_beside
@@ -278,7 +278,7 @@ class WindowState:
             kid.parent_span = span
             if not kid.closed:
                 span.open_children += 1
-            if kid.side == WORKER and kid.outcome != OUTCOME_CONFLICT:
+            if kid.side == WORKER:
                 span.worked = True
         regroup(self, kids)
         # The kids now work for `span`'s caller (`Span.caller` climbs), counted already:

@@ -35,11 +35,13 @@ def _row_evidence(spans: SpanColumns, rows: np.ndarray) -> list[list[dict[str, o
     return evidence(spans.lines_at("first_line", rows), spans.lines_at("last_line", rows))
 
 
-def _own_work_read(spans: SpanColumns, rows: np.ndarray) -> np.ndarray:
-    """Whether a worker span working for the caller of each of `rows` was read (one its
-    worker did not refuse: a Conflict is no work done)."""
+def _worker_read(spans: SpanColumns, rows: np.ndarray) -> np.ndarray:
+    """Whether a worker span naming the caller of each of `rows` was read: one doing its
+    work, or one refusing it (a Conflict), which shows its workers' logs were given. A
+    caller every worker refused (a legacy frontend before upgraded workers) still gets
+    the output of the caller its id was given to, and was let go as unjudged."""
     caller = spans.caller()
-    read = lookup(spans.span_codes, caller[spans.worker & ~spans.refused])
+    read = lookup(spans.span_codes, caller[spans.worker])
     return np.asarray(read[np.maximum(caller[rows], 0)] & (caller[rows] >= 0))
 
 
@@ -63,10 +65,10 @@ def find_crossed_stream(spans: SpanColumns) -> FindingColumns:
     own = pd.Series(pair[front]).isin(pair[works]).to_numpy()
     suspects = np.flatnonzero(front)[~own]
     if len(suspects):
-        # Only a caller whose own work was read can be shown to hold another's: with its
-        # worker's log missing, its own reply, equal to another prompt's (a one-token
-        # "Yes"), matched no work of its own and was called crossed.
-        suspects = suspects[_own_work_read(spans, suspects)]
+        # Only a caller some worker span of which was read can be shown to hold
+        # another's: with its worker's log missing, its own reply, equal to another
+        # prompt's (a one-token "Yes"), matched no work of its own and was called crossed.
+        suspects = suspects[_worker_read(spans, suspects)]
     if not len(suspects):
         return of_rows("crossed_stream", spans, empty, empty, [], [])
     producer = first_rows(spans.fp_out, spans.fp_codes, np.flatnonzero(finished))

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ridtrace.contract import FRONTEND, OUTCOME_CONFLICT, OUTCOME_OK, WORKER
+from ridtrace.contract import FRONTEND, OUTCOME_OK, WORKER
 
 # Verdicts printed by `ridtrace trace` (and in its JSON): the first three are the
 # answers the fingerprints give; the others say why there is no answer.
@@ -89,9 +89,8 @@ class OutputIndex:
         finished = works[(works["outcome"] == OUTCOME_OK).fillna(False).to_numpy()]
         self._finished = finished.drop_duplicates("fp_out")
         self._callers = requests[side == FRONTEND]
-        # Work done for a caller: a worker span naming it (not one refusing it).
-        done = (side == WORKER) & (requests["outcome"] != OUTCOME_CONFLICT).fillna(True).to_numpy()
-        self._worked_for = set(requests["parent_span_id"][done].dropna().astype(str))
+        # Callers a worker span names (doing their work, or refusing them).
+        self._worked_for = set(requests["parent_span_id"][side == WORKER].dropna().astype(str))
 
     def verdicts(self, callers: pd.DataFrame) -> dict[str, Verdict]:
         """The verdict of each caller in `callers` (frontend spans), by span id."""
