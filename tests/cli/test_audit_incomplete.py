@@ -172,3 +172,23 @@ def test_export_jaeger_says_which_spans_had_no_trace_id_to_be_exported(tmp_path:
     spans = [s["spanID"] for t in json.loads(out.read_text())["data"] for s in t["spans"]]
     assert unlinked["span_id"] not in spans and len(spans) == 3
     assert run("export", "jaeger", str(log), "-o", str(out), "--allow-incomplete")[0] == 0
+
+
+def test_the_plot_says_the_input_was_incomplete(logs: Path, pino: Path, tmp_path: Path) -> None:
+    # The image travels without the report: on logs not read it drew the same "no
+    # deprecated headers seen" a clean input gets, the audit's false all-clear.
+    pytest.importorskip("matplotlib")
+    packed = gzip.compress((logs / "frontend.jsonl").read_bytes())
+    torn = tmp_path / "frontend.jsonl.1.gz"
+    torn.write_bytes(packed[: len(packed) // 2])
+    drawn = {}
+    for name, paths in (("clean", [logs]), ("unread", [pino]), ("part", [logs, torn])):
+        image = tmp_path / f"{name}.svg"
+        code, _, _ = run("audit", *map(str, paths), "--plot", str(image), "-q")
+        assert code == (0 if name == "clean" else 3), name
+        drawn[name] = image.read_text()  # matplotlib writes each text as a comment
+    assert "INPUT INCOMPLETE" not in drawn["clean"]
+    assert "no deprecated headers seen" not in drawn["unread"]
+    assert "no deprecated headers in what could be read" in drawn["unread"]
+    for name in ("unread", "part"):
+        assert "INPUT INCOMPLETE, use may be missing: " in drawn[name], name

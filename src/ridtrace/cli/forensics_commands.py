@@ -104,7 +104,8 @@ def audit(
     if plot is not None:
         try:
             with whole_binary_file(plot) as image:  # never half an image, as -o's file
-                plot_usage(usage_series(requests), plot, into=image)
+                plot_usage(usage_series(requests), plot, into=image,
+                           incomplete=summary["incomplete_reasons"])
         except ImportError as exc:  # a missing extra, like --engine dask's: exit 2
             raise InputError("--plot needs matplotlib: pip install 'ridtrace[plot]'") from exc
         except OSError as exc:  # a report that cannot be written, as -o's: exit 2

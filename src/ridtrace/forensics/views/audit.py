@@ -9,6 +9,7 @@ decision's trigger, so the audit says how much of the input it could read
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, Final, cast
 
@@ -178,6 +179,10 @@ def _dates_covered(bucket: str, x: pd.DatetimeIndex) -> str:
     return f", {first}" if first == last else f", {first} to {last}"
 
 
+# How much of the first reason the image's caveat shows (file names are anyone's text).
+_CAVEAT_CHARS = 130
+
+
 def _legend_text(header: str, width: int = 60) -> str:
     shown = visible(header)
     return shown if len(shown) <= width else shown[: width - 1] + "…"
@@ -187,12 +192,17 @@ class PlotFormatError(ValueError):
     """A plot file named for no format matplotlib writes (``use.txt``)."""
 
 
-def plot_usage(series: pd.DataFrame, path: Path, *, into: BinaryIO | None = None) -> None:
+def plot_usage(
+    series: pd.DataFrame, path: Path, *, into: BinaryIO | None = None,
+    incomplete: Sequence[str] = (),
+) -> None:
     """Write a PNG of use per bucket per header (matplotlib, imported only here).
 
     The y axis starts at zero, so a drop to few requests looks like one. The format is
     `path`'s; `into`, when given, is the handle the image is written to instead (the
-    CLI's file written whole).
+    CLI's file written whole). `incomplete`: the reasons part of the input was not read
+    (the summary's), which the image says: it travels without the report, and "no
+    deprecated headers seen" on logs not read is the audit's false all-clear.
     """
     try:
         import matplotlib
@@ -207,10 +217,11 @@ def plot_usage(series: pd.DataFrame, path: Path, *, into: BinaryIO | None = None
     # it could not parse stopped the audit, exit 4) and left out of the legend a name
     # starting with "_"; each is drawn as its text, controls shown, long ones cut.
     with plt.rc_context({"text.parse_math": False}):
-        _draw(series, path, bucket, into)
+        _draw(series, path, bucket, into, incomplete)
 
 
-def _draw(series: pd.DataFrame, path: Path, bucket: str, into: BinaryIO | None) -> None:
+def _draw(series: pd.DataFrame, path: Path, bucket: str, into: BinaryIO | None,
+          incomplete: Sequence[str]) -> None:
     import matplotlib.dates as mdates
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
@@ -232,7 +243,8 @@ def _draw(series: pd.DataFrame, path: Path, bucket: str, into: BinaryIO | None) 
                                   "name the file .pdf or .svg for a vector image")
         dates = ""
         if series.empty:
-            ax.text(0.5, 0.5, "no deprecated headers seen", ha="center", va="center")
+            seen = "in what could be read" if incomplete else "seen"
+            ax.text(0.5, 0.5, f"no deprecated headers {seen}", ha="center", va="center")
         else:
             x = pd.to_datetime(series.index, format="ISO8601")
             dates = _dates_covered(bucket, x)
@@ -257,7 +269,12 @@ def _draw(series: pd.DataFrame, path: Path, bucket: str, into: BinaryIO | None) 
         ax.set_ylabel("requests")
         ax.set_xlabel(f"time (UTC), per {bucket}{dates}")
         fig.autofmt_xdate()
-        fig.tight_layout()
+        if incomplete:
+            many = f" (and {len(incomplete) - 1} more)" if len(incomplete) > 1 else ""
+            fig.text(0.01, 0.01, _legend_text(f"INPUT INCOMPLETE, use may be missing: "
+                                              f"{incomplete[0]}{many}", _CAVEAT_CHARS),
+                     color="tab:red", fontsize=8, ha="left", va="bottom")
+        fig.tight_layout(rect=(0, 0.04, 1, 1) if incomplete else None)
         fig.savefig(path if into is None else into, format=fmt)
     finally:
         plt.close(fig)
