@@ -172,6 +172,12 @@ class SpanLogs:
             return True, None
         return True, min(start, int(self._us[last]) - round(stated * 1000))
 
+    def stated_ms(self, trace: str, span: str) -> Any:
+        """The `duration_ms` the span's last answer line states (None where none does)."""
+        g = self._group.get((trace, span))
+        last = -1 if g is None else int(self._last_answer[g])
+        return None if last < 0 else self._stated[last]
+
     def began_work_unended(self, trace: str, span: str) -> bool:
         """Whether the span logged `worker.start` (Dynamo's worker "request received")
         and no line that ends it. Dynamo's workers at INFO level log neither, so a span

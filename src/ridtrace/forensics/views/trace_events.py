@@ -25,7 +25,7 @@ def ms_since(t: Any, t0: pd.Timestamp) -> float:
 _LOGGED_AFTER_MS = 1.0
 
 
-def _answered_ms(line_ms: float, stated: Any) -> float:
+def answered_ms(line_ms: float, stated: Any) -> float:
     """Where a caller's answer ended, in ms since its start: at its answer line, or at
     the duration that line states when the line came well after it. The middleware
     writes `request.end` once the app returns, after the background tasks its response
@@ -65,7 +65,7 @@ def attach_events(
         )
         block.events.append(event)
         if event.span_id == block.span_id and event.event in (*ANSWERS, SPAN_CLOSED):
-            ms = _answered_ms(event.ms, getattr(r, DURATION_MS))
+            ms = answered_ms(event.ms, getattr(r, DURATION_MS))
             (answered if event.event in ANSWERS else closed)[id(block)] = (block, ms)
     # Dynamo at INFO with span events logs no answer: its span's close ends it, no crash
     # cut it off ('no answer logged'). An answer line wins.
