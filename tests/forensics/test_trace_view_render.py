@@ -295,3 +295,21 @@ def test_waterfall_labels_of_many_blocks_and_workers_are_never_cut(tmp_path: Pat
 def test_block_numbers_in_runs_as_ranges(numbers: list[int], text: str) -> None:
     # Each of 3,000 callers holding one id listed the 2,999 others: 54 MB of numbers.
     assert numbered(numbers) == text
+
+
+def test_a_chain_of_overlaps_is_not_said_to_hold_the_id_at_the_same_time(
+    tmp_path: Path,
+) -> None:
+    # #1 with #2 and #2 with #3, but #1 ended before #3 started: "at the same time"
+    # was false of them, as the bars showed.
+    lines = [*rt_request("c1", "hot", 0.0, 0.2), *rt_request("c2", "hot", 0.15, 0.35),
+             *rt_request("c3", "hot", 0.3, 0.5)]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    assert "  ↕ #1–#3 held request hot at overlapping times" in rendered(
+        view_of([str(tmp_path)], "hot"))
+    # All three in flight together: at the same time.
+    lines = [*rt_request("c1", "hot", 0.0, 0.4), *rt_request("c2", "hot", 0.15, 0.35),
+             *rt_request("c3", "hot", 0.3, 0.5)]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    assert "  ↕ #1–#3 held request hot at the same time" in rendered(
+        view_of([str(tmp_path)], "hot"))

@@ -68,6 +68,15 @@ def _collision_order(blocks: list[RequestBlock]) -> list[list[RequestBlock]]:
     return groups
 
 
+def _when_held(group: list[RequestBlock]) -> str:
+    """How a group held its id: all of them together, or a chain of overlaps (#1 with #2,
+    #2 with #3), where "at the same time" was false of #1 and #3."""
+    members = {b.span_id for b in group}
+    if all(members - {b.span_id} <= set(b.overlaps) for b in group):
+        return "at the same time"
+    return "at overlapping times"
+
+
 def _bar(start: float, end: float, lo: float, scale: float, width: int) -> tuple[int, int]:
     left = min(width - 1, max(0, math.floor((start - lo) * scale)))
     right = min(width, max(left + 1, math.ceil((end - lo) * scale)))
@@ -166,7 +175,7 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
             ids = numbered(numbers[b.span_id] for b in group)
             lines += packed([Text(f"  ↕ {ids} held request", style="yellow"),
                              Text(str(group[0].request_id), style="yellow"),
-                             Text("at the same time", style="yellow")], width, sep=" ", indent=4)
+                             Text(_when_held(group), style="yellow")], width, sep=" ", indent=4)
     axis = Text(" " * label_width + "0 ms")
     end = with_ms(span_ms(hi, 10))
     axis.append(" " * max(1, bar_width - 4 - len(end)) + end)
