@@ -40,14 +40,24 @@ def _read_to_the_first_token(lines: Iterator[str]) -> None:
 def killed_with_two_holders(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Logs of a legacy stack whose frontend was SIGKILLed while two callers of
     ``x-request-id: dup-1`` were both streaming their answers."""
-    tmp_path = tmp_path_factory.mktemp("killed-dup")
+    return _killed_with_two_callers(tmp_path_factory, "legacy")
+
+
+@pytest.fixture(scope="module")
+def killed_safe_with_two_callers(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same under the safe policy: two requests, ids of their own, one client id."""
+    return _killed_with_two_callers(tmp_path_factory, "safe")
+
+
+def _killed_with_two_callers(tmp_path_factory: pytest.TempPathFactory, policy: str) -> Path:
+    tmp_path = tmp_path_factory.mktemp(f"killed-{policy}")
     logs = tmp_path / "logs"
     worker_port, frontend_port = free_port(), free_port()
     worker_argv = ["-m", "ridtrace", "serve", "worker", "--port", str(worker_port),
-                   "--id-policy", "legacy", "--token-delay", "0.05",
+                   "--id-policy", policy, "--token-delay", "0.05",
                    "--log-file", str(logs / f"worker-{worker_port}.jsonl")]
     frontend_argv = ["-m", "ridtrace", "serve", "frontend", "--port", str(frontend_port),
-                     "--id-policy", "legacy", "--worker", f"http://127.0.0.1:{worker_port}",
+                     "--id-policy", policy, "--worker", f"http://127.0.0.1:{worker_port}",
                      "--log-file", str(logs / "frontend.jsonl")]
     headers = {"x-request-id": "dup-1"}
     with (run_server(worker_argv, port=worker_port, workdir=tmp_path, ready_path="/health"),
@@ -105,3 +115,21 @@ def test_trace_shows_the_duplicate(killed_with_two_holders: Path) -> None:
     _, text, _ = run_in_process(["trace", "dup-1", str(killed_with_two_holders), "-q"],
                                 env={"COLUMNS": "100"})
     assert "held request dup-1 at the same time" in text, text
+
+
+def test_batch_analyze_reports_the_client_id_reuse_of_two_safe_callers(
+    killed_safe_with_two_callers: Path,
+) -> None:
+    # As duplicate_in_flight counts them, client_id_reuse counts a caller that logged no
+    # end by its worker spans: each caller's one line, request.start, is an instant.
+    code, stdout, stderr = run_in_process(
+        ["analyze", str(killed_safe_with_two_callers), "--format", "json", "-q"])
+    report = json.loads(stdout)
+    starts = [json.loads(line) for line in
+              (killed_safe_with_two_callers / "frontend.jsonl").read_text().splitlines()
+              if '"/v1/chat/completions"' in line]
+    assert [line["event"] for line in starts] == ["request.start"] * 2
+    (reuse,) = [f for f in report["findings"] if f["kind"] == "client_id_reuse"]
+    assert reuse["detail"].startswith("2 requests held client x_request_id dup-1")
+    assert not [f for f in report["findings"] if f["severity"] == "error"]
+    assert code == 0, stderr

@@ -267,8 +267,9 @@ def duplicate_in_flight(requests: pd.DataFrame) -> pd.DataFrame:
 def find_client_id_reuse(spans: SpanColumns) -> FindingColumns:
     """`client_id_reuse` on converted columns: among frontend requests, and callers seen
     only through their worker spans (their frontend logs absent), as `duplicate_in_flight`
-    counts requests."""
-    spans, rows = _client_id_holders(spans)
+    counts requests (a caller that logged no end held its client id while its worker
+    spans worked for it)."""
+    spans, rows = _client_id_holders(_unended_callers_by_their_workers(spans))
     # A client may send its id again once it has its answer: a request holds its client
     # id until then, not through the background tasks its app ran after it.
     stated = spans.answer_us >= 0
