@@ -111,6 +111,10 @@ class SpanLogs:
         self._us = us
         self._event = rows["event"].astype("object").to_numpy()
         self._message = rows["message"].astype("object").to_numpy()
+        # Why an attempt was given up and where (a dispatch line's worker, reason, marked
+        # down), and a line's error: the span's tags name only the worker that served.
+        self._details = [(name, rows[name].astype("object").to_numpy())
+                         for name in ("dispatch", "error") if name in rows]
         self._stated = pd.to_numeric(
             rows[DURATION_MS].astype("object") if DURATION_MS in rows else pd.Series(
                 np.full(len(rows), None, dtype=object)), errors="coerce").to_numpy()
@@ -195,6 +199,8 @@ class SpanLogs:
             fields = [tag("event", self._event[i])]
             if present(self._message[i]):
                 fields.append(tag("message", self._message[i]))
+            fields += [tag(name, values[i]) for name, values in self._details
+                       if present(values[i])]
             logs.append({"timestamp": int(self._us[i]), "fields": fields})
         return logs
 
