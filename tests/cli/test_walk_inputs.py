@@ -509,3 +509,22 @@ def test_a_walk_that_read_nothing_but_ignored_files_is_incomplete(tmp_path: Path
     empty.mkdir()
     code, doc = run(str(empty))
     assert code == 0 and not doc["summary"]["incomplete"]  # nothing there: nothing missed
+
+
+@pytest.mark.parametrize("name", ["otel-export", "service.out"])
+def test_a_log_whose_first_record_is_longer_than_the_sniff_is_read(
+    tmp_path: Path, name: str
+) -> None:
+    # The head held no whole line, so no line was a JSON object: the log (a collector's
+    # file export of one big batch, a record carrying a big payload) was ignored as "no
+    # JSON lines in its first lines", and beside a clean log the walk said clean.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "clean.jsonl").write_text("\n".join(rt_request("c1", "ok-1", 0.0, 1.0)) + "\n")
+    first, *rest = [*rt_request("a1", "dup", 0.0, 2.0), *rt_request("b2", "dup", 1.0, 3.0)]
+    payload = json.loads(first)
+    payload["prompt"] = "x" * 100_000
+    (logs / name).write_text("\n".join([json.dumps(payload), *rest]) + "\n")
+    code, doc = run(str(logs))
+    assert not doc["summary"]["ignored_files"]
+    assert [f["kind"] for f in doc["findings"]] == ["duplicate_in_flight"] and code == 1

@@ -59,6 +59,18 @@ def _holds_records(text: bytes) -> bool:
         _DYNAMO_TARGET.search(text) is not None and _SPAN_KEY.search(text) is not None)
 
 
+# A log line's key (`_LOG_LINE_KEYS`) as a key, anywhere in a cut line.
+_LOG_KEY = re.compile(rb'"(?:' + b"|".join(re.escape(k.encode()) for k in sorted(_LOG_LINE_KEYS))
+                      + rb')"\s*:')
+
+
+def _long_record_start(head: bytes) -> bool:
+    """Whether a head that is all one line, cut by the sniff, opens a JSON object or an
+    array of them that holds records or a log line's keys."""
+    text = head.lstrip()
+    return _document_start(text) and (_holds_records(text) or _LOG_KEY.search(text) is not None)
+
+
 def _one_line_document(name: str, data: bytes) -> bool:
     """A whole .json file that is one line of JSON without a log line's keys: a report
     or a trace export (``export jaeger -o logs/traces.json``), not one log line."""
@@ -173,6 +185,11 @@ def ignore_reason(name: str, head: bytes, *, whole: bool, wrapped: bool = False)
     # service's .out file whose JSON lines began after a start-up dump of 201 short text
     # lines (pip freeze, a config print), and the walk said clean on logs it never read.
     if any(_json_object_line(line) for line in lines):
+        return None
+    if not whole and len(lines) == 1 and _long_record_start(head):
+        # A first line longer than the sniff (an OpenTelemetry Collector file export's
+        # batch, a record carrying a big payload): no whole line to judge, and ignored
+        # as text, the walk said clean on a log it never read.
         return None
     if any(PREFIXED_RECORD.match(line.strip()) for line in lines):
         # Records behind a prefix the read does not take off (`journalctl -o export`):
