@@ -47,6 +47,16 @@ def _dynamo_unlinked() -> bytes:
     return head[:-1].encode() + b',"error":"Unlinked response; ' + PAYLOAD + b'"}'
 
 
+def _array_of_records() -> bytes:
+    # A one-line array of records (Fluent Bit's http batch, `jq -c -s`), the big one last.
+    return b"[" + _dynamo_unlinked() + b"]"
+
+
+def _grafana_rows() -> bytes:
+    # Grafana's rows: each record escaped in a row's `line`.
+    return json.dumps([{"line": _dynamo_unlinked().decode()}]).encode()
+
+
 NOT_RECORDS = {
     "text": b"INFO " + PAYLOAD,
     "binary": bytes(b for b in range(256) if b != 0x0A) * (len(PAYLOAD) // 255),  # no newline
@@ -87,7 +97,8 @@ def _check_incomplete(summary: dict[str, Any], name: str) -> None:
     assert summary["incomplete"] is True
 
 
-@pytest.mark.parametrize("make", [_ridtrace_unlinked, _dynamo_unlinked])
+@pytest.mark.parametrize("make", [_ridtrace_unlinked, _dynamo_unlinked, _array_of_records,
+                                  _grafana_rows])
 def test_an_over_long_record_makes_the_read_incomplete(tmp_path: Path, make: Any) -> None:
     log = _log(tmp_path / "frontend.jsonl", make())
     code, doc, err = _run("analyze", str(log))

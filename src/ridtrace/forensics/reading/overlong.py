@@ -53,11 +53,14 @@ LONG_RECORD = (
 # How much of an over-long line tells a record from a blob: both formats write ``time``
 # first and the format's own keys (``level``, ``target``, ``schema``) right after it.
 RECORD_HEAD_BYTES = 1024
-# A key of the line's object: after ``{`` or ``,``, so text inside a string value, whose
-# quotes are escaped (``\"time\":``), is no key.
-_TIME_KEY = re.compile(rb'[{,]\s*"(?:time|timestamp)"\s*:')
+# A key of an object: after ``{`` or ``,``, quoted plainly or escaped in a string that
+# carries the record (Grafana's rows, a shipper's ``line``: ``{\"time\":``). Such a
+# line too is a record's that was not read: one bad line under the 1 % left its
+# incident out of a clean "No findings".
+_TIME_KEY = re.compile(rb'[{,]\s*\\?"(?:time|timestamp)\\?"\s*:')
 _RECORD_KEY = re.compile(
-    rb'[{,]\s*"(?:schema|target|level|message|event|span_id|trace_id|request_id|fields)"\s*:')
+    rb'[{,]\s*\\?"(?:schema|target|level|message|event|span_id|trace_id|request_id|fields)'
+    rb'\\?"\s*:')
 
 _NEWLINE = 10
 
@@ -219,6 +222,8 @@ def starts_like_record(head: bytes) -> bool:
     start only: a record's own fields may come after the huge one (ridtrace's
     ``schema`` follows its ``message``), so no format's marker is required."""
     body = head.lstrip(b"\0 \t\r").removeprefix(b"\xef\xbb\xbf").lstrip(b" \t")
+    if body.startswith(b"["):  # a one-line array of records (Fluent Bit's http batch)
+        body = body[1:].lstrip(b" \t\r\n")
     return (body.startswith(b"{") and _TIME_KEY.search(body) is not None
             and _RECORD_KEY.search(body) is not None)
 
