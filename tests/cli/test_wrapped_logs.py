@@ -17,7 +17,7 @@ from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.stats import ReadStats
 from tests.cli.conftest import PlainReport
 from tests.cli.helpers import analyze_json, wrap_each_file
-from tests.forensics.helpers import rt_request
+from tests.forensics.helpers import rt, rt_request, ts
 from tests.support.extras import ENGINES
 
 # Longer lines are cut into parts, as the runtimes cut lines longer than their buffers.
@@ -992,3 +992,51 @@ def test_coloured_docker_compose_logs_are_unwrapped(tmp_path: Path, prefix: byte
     assert [(f["kind"], f["evidence"]) for f in doc["findings"]] == [
         ("duplicate_in_flight", [{"file": str(log), "line": n} for n in (1, 2, 3, 4)])]
     assert code == 1
+
+
+def _unlinked_with(field: str) -> bytes:
+    """A ridtrace Unlinked line whose `payload` is `field`'s JSON text, the rest plain."""
+    head = rt("response.unlinked", time=ts(0.5), request_id="r-x", trace_id="e" * 32,
+              span_id="e" * 16, error="Unlinked response; response task was dropped")
+    return head[:-1].encode() + b',"payload":' + field.encode() + b"}"
+
+
+_DEEP = "[" * 1100 + "1" + "]" * 1100  # valid JSON, deeper than Python's parser follows
+_BIG = "1" * 5000  # an integer of more digits than Python converts
+
+
+@pytest.mark.parametrize("wrap", [
+    lambda r: b'{"host":"node-3","message":' + r + b',"timestamp":"2026-11-29T10:00:00Z"}',
+    lambda r: b'{"@timestamp":"2026-11-29T10:00:00.000Z","json":' + r + b"}",
+], ids=["vector-parsed", "filebeat-json"])
+@pytest.mark.parametrize("field", ["deep", "big"])
+def test_a_wrapped_record_of_valid_json_is_never_a_silent_bad_line(
+    tmp_path: Path, wrap: Callable[[bytes], bytes], field: str
+) -> None:
+    # The unwrapper's parser gave up on the line (nested ~1,000 deep, or an integer of
+    # over 4,300 digits), passed the wrapper on as it was, and the reader took it for a
+    # record with no time: one bad line under the 1 %, exit 0, the Unlinked error lost.
+    lines = [line.encode() for i in range(80)
+             for line in rt_request(f"{i + 1:016x}", f"r{i}", i * 0.01, i * 0.01 + 0.005)]
+    lines.insert(100, _unlinked_with(_DEEP if field == "deep" else _BIG))
+    log = tmp_path / "app.log"
+    log.write_bytes(b"\n".join(wrap(line) for line in lines) + b"\n")
+    code, doc = analyze_json(str(log))
+    if field == "big":  # RFC 8259 sets no limit: the record is read
+        assert [f["kind"] for f in doc["findings"]] == ["unlinked"] and code == 1, doc["summary"]
+        assert doc["summary"]["bad_lines"] == 0
+    else:  # what the parser cannot follow makes the read incomplete, as a plain line's
+        assert doc["summary"]["bad_line_samples"] == [
+            {"file": str(log), "line": 101, "reason": "JSON nested too deeply"}]
+        assert doc["summary"]["unreadable_files"] and code == 3
+
+
+def test_a_plain_line_with_a_big_integer_and_a_lone_surrogate_is_read(tmp_path: Path) -> None:
+    # DuckDB refused the lone surrogate, the judge's parser the integer: "not JSON".
+    lines = [line for i in range(80)
+             for line in rt_request(f"{i + 1:016x}", f"r{i}", i * 0.01, i * 0.01 + 0.005)]
+    lines.insert(100, _unlinked_with(f'[{_BIG}, "1\\udc80"]').decode())
+    log = tmp_path / "app.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    code, doc = analyze_json(str(log))
+    assert [f["kind"] for f in doc["findings"]] == ["unlinked"] and code == 1, doc["summary"]

@@ -23,8 +23,10 @@ from ridtrace.forensics.reading.other_loggers import (
 from ridtrace.forensics.reading.packed_lines import (
     BOM,
     DECODE,
+    NESTED_MARK,
     array_of_objects,
     back_to_back,
+    brackets_pair_up,
     cr_separated,
 )
 from ridtrace.forensics.reading.record_time import parse_time
@@ -154,6 +156,8 @@ LIMIT_CUT_FILE = (
 
 
 def _malformed(text: bytes) -> str:
+    if text.startswith(NESTED_MARK):
+        return NESTED_TOO_DEEPLY
     if text.startswith(PAGE_MARK):
         return f"{PAGE_ONLY}: {text[len(PAGE_MARK):].decode('utf-8', 'replace').strip()}"
     if text.startswith(JOURNAL_LEFT_OUT_MARK):
@@ -205,25 +209,8 @@ def judge_line(text: bytes, fields: Sequence[str]) -> dict[str, Any] | str:
         # interpreter's recursion limit (about a thousand levels), DuckDB's lower still.
         # Brackets that do not pair up are no JSON however deep: a torn line of 1,500
         # '[' was "valid JSON nested too deeply", and clean logs an incomplete read.
-        return NESTED_TOO_DEEPLY if _brackets_pair_up(decoded) else _malformed(text)
+        return NESTED_TOO_DEEPLY if brackets_pair_up(decoded) else _malformed(text)
     return _row(obj, fields)
-
-
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_CLOSES = {"]": "[", "}": "{"}
-
-
-def _brackets_pair_up(text: str) -> bool:
-    """Whether the brackets of `text`, outside its strings, open and close in pairs."""
-    stack: list[str] = []
-    for bracket in _NOT_BRACKET.sub("", _STRING.sub("", text)):
-        if bracket in _CLOSES:
-            if not stack or stack.pop() != _CLOSES[bracket]:
-                return False
-        else:
-            stack.append(bracket)
-    return not stack
 
 
 _EPOCH = re.compile(r"\s*-?\d+(?:\.\d+)?\s*")

@@ -10,7 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
-from ridtrace.forensics.reading.packed_lines import first_of_each_key
+from ridtrace.forensics.reading.packed_lines import (
+    NESTED_MARK,
+    first_of_each_key,
+    long_int_refused,
+    nested_too_deeply,
+)
 
 
 class Unwrapper(Protocol):
@@ -102,7 +107,11 @@ class LineByLine:
         # Windows tool wrote (PowerShell's `Out-File -Encoding utf8`): no part of the
         # wrapper's line. Left on, the line was not in the wrapper's shape and its
         # record one bad line, under the 1 % a read may have.
-        return self.unwrap(line.removeprefix(UTF8_BOM), self._line)
+        line = line.removeprefix(UTF8_BOM)
+        out = self.unwrap(line, self._line)
+        if out is line and nested_too_deeply(line):  # declined: its JSON is too deep
+            return NESTED_MARK
+        return out
 
     def unwrap(self, line: bytes, number: int) -> bytes:
         raise NotImplementedError
@@ -128,6 +137,14 @@ def json_value(line: bytes) -> Any:
         # A key given twice keeps its first value: a flattened line means what it meant.
         return json.loads(line, object_pairs_hook=first_of_each_key, parse_float=str,
                           parse_constant=str)
+    except ValueError as exc:
+        if not long_int_refused(exc):
+            return None
+    except RecursionError:
+        return None
+    try:  # an integer of more digits than the interpreter converts: kept as its text
+        return json.loads(line, object_pairs_hook=first_of_each_key, parse_float=str,
+                          parse_constant=str, parse_int=str)
     except (ValueError, RecursionError):
         return None
 
