@@ -1040,3 +1040,39 @@ def test_a_plain_line_with_a_big_integer_and_a_lone_surrogate_is_read(tmp_path: 
     log.write_text("\n".join(lines) + "\n")
     code, doc = analyze_json(str(log))
     assert [f["kind"] for f in doc["findings"]] == ["unlinked"] and code == 1, doc["summary"]
+
+
+@pytest.mark.parametrize("runtime", ["docker", "cri"])
+def test_a_record_cut_short_mid_file_is_not_joined_to_the_next(
+    tmp_path: Path, runtime: str
+) -> None:
+    # A container killed while writing a long record (two of its parts written, the last
+    # never), restarted onto the same file and stream: its parts were joined to the next
+    # record, one "not JSON" bad line cited at that record's line, both records lost,
+    # and the file read whole (exit 0 on an Unlinked error among 120 good lines).
+    lines = [line for i in range(60)
+             for line in rt_request(f"{i + 1:016x}", f"r{i}", i * 0.01, i * 0.01 + 0.005)]
+    unlinked = rt("response.unlinked", time=ts(0.5), request_id="r-x", trace_id="e" * 32,
+                  span_id="e" * 16, error="Unlinked response; " + "x" * 3 * _CUT)
+    stamp = "2026-11-29T10:00:00.000000001Z"
+    if runtime == "docker":
+        def entry(text: str) -> str:
+            return json.dumps({"log": text, "stream": "stdout", "time": stamp})
+        written = [entry(line + "\n") for line in lines[:100]]
+        written += [entry(unlinked[:_CUT]), entry(unlinked[_CUT : 2 * _CUT])]
+        written += [entry(line + "\n") for line in lines[100:]]
+    else:
+        written = [f"{stamp} stdout F {line}" for line in lines[:100]]
+        written += [f"{stamp} stdout P {unlinked[:_CUT]}",
+                    f"{stamp} stdout P {unlinked[_CUT : 2 * _CUT]}"]
+        written += [f"{stamp} stdout F {line}" for line in lines[100:]]
+    log = tmp_path / "0.log"
+    log.write_text("\n".join(written) + "\n")
+    code, doc = analyze_json(str(log))
+    summary = doc["summary"]
+    assert summary["lines"] == len(lines) + 1 and summary["requests"] == 60
+    name = "Docker json-file" if runtime == "docker" else "Kubernetes CRI"
+    assert summary["bad_line_samples"] == [{
+        "file": str(log), "line": 101, "reason": f"cut short ({name} record whose last part is missing)",
+    }]
+    assert summary["unreadable_files"] and code == 3

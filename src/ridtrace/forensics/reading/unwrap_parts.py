@@ -41,6 +41,9 @@ class RecordParts:
     """
 
     pending: dict[Any, tuple[int, list[bytes], int]] = field(default_factory=dict)
+    # First lines of records whose last part never came, a whole record following them
+    # on their stream (a container killed mid-record, restarted onto the same file).
+    abandoned: list[int] = field(default_factory=list)
 
     def add(self, stream: Any, line: int, part: bytes, last: bool) -> bytes:
         """The whole record when `part` is its last, else an empty line for now."""
@@ -56,12 +59,34 @@ class RecordParts:
             parts.append(part[:room])
             size += min(len(part), room)
         if last:
-            return b"".join(parts)
+            joined = b"".join(parts)
+            if len(parts) > 1 and _restarts(part, joined):
+                # Joined, the two were one bad line at the first part's line, cited as
+                # the next record's, and the whole record after them was lost too.
+                self.abandoned.append(first)
+                return part
+            return joined
         self.pending[stream] = (first, parts, size)
         return b""
 
     def unfinished(self) -> list[int]:
-        return sorted(first for first, _, _ in self.pending.values())
+        return sorted([*self.abandoned, *(first for first, _, _ in self.pending.values())])
+
+
+def _restarts(part: bytes, joined: bytes) -> bool:
+    """Whether a last part is a whole record of its own after parts whose own last part
+    never came: it opens a JSON object and parses alone, and joined they do not."""
+    if part.lstrip()[:1] != b"{":
+        return False
+    return _parses(part) and not _parses(joined)
+
+
+def _parses(text: bytes) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def cut_short(unwrap: Unwrapper) -> str:
