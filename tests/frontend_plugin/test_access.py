@@ -264,3 +264,39 @@ def test_a_root_the_frontends_ratio_sampler_left_out_goes_to_the_worker_as_judge
     asyncio.run(go())
     assert hop["traceparent"] == f"00-{judged:032x}-{hop['traceparent'][36:52]}-00"
     assert frontend_spans.get_finished_spans() == worker_spans.get_finished_spans() == ()
+
+
+@pytest.mark.parametrize("workers", [",,", " ", " , "])
+def test_serve_names_a_worker_list_that_holds_no_url(tmp_path: object, workers: str) -> None:
+    # It said "Missing option '--worker' (or RIDTRACE_FRONTEND_WORKERS)" of a variable set.
+    from click.testing import CliRunner
+
+    from ridtrace.cli.main import main
+
+    result = CliRunner(env={"RIDTRACE_FRONTEND_WORKERS": workers}).invoke(
+        main, ["serve", "frontend", "--host", "127.0.0.1", "--port", "0",
+               "--log-file", f"{tmp_path}/x.jsonl"])
+    assert result.exit_code == 2, result.output
+    assert "RIDTRACE_FRONTEND_WORKERS is set but holds no worker URL" in result.output
+
+
+def test_a_worker_given_the_frontends_api_keys_says_it_is_open(tmp_path: object) -> None:
+    # One env file for both services: the keys lock nothing on a worker, which took work
+    # from anyone without a word. The port is taken: it stops there (exit 3) after it.
+    import socket
+
+    from click.testing import CliRunner
+
+    from ridtrace.cli.main import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        result = CliRunner(env={"RIDTRACE_API_KEYS": "sk-w", "RIDTRACE_WORKER_TOKEN": None}
+                           ).invoke(main, ["serve", "worker", "--host", "127.0.0.1", "--port",
+                                           str(taken.getsockname()[1]),
+                                           "--log-file", f"{tmp_path}/w.jsonl"])
+    assert result.exit_code == 3, result.output
+    assert ("RIDTRACE_API_KEYS is the frontend's (a worker takes no API key): without "
+            "RIDTRACE_WORKER_TOKEN, POST /v1/work takes work from anyone") in result.stderr
+    assert "sk-w" not in result.output

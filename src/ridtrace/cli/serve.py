@@ -120,6 +120,9 @@ def frontend_command(
     except ValueError as exc:
         raise BadConfiguration(str(exc)) from None
     if not settings.workers:  # a frontend with nowhere to send work answers only 503s
+        if os.environ.get("RIDTRACE_FRONTEND_WORKERS", ""):  # ",," or " ": set, yet no URL
+            raise click.UsageError("RIDTRACE_FRONTEND_WORKERS is set but holds no worker "
+                                   "URL (a comma list)")
         raise click.UsageError("Missing option '--worker' (or RIDTRACE_FRONTEND_WORKERS).")
     if settings.metrics_require_key and not settings.api_keys:  # /metrics would stay open
         raise click.UsageError("--metrics-require-key (or RIDTRACE_FRONTEND_METRICS_REQUIRE_KEY)"
@@ -205,6 +208,12 @@ def worker_command(
     if not settings.worker_token:
         _say_if_empty("worker", "RIDTRACE_WORKER_TOKEN", "POST /v1/work takes work from "
                       "anyone who can reach it")
+        if os.environ.get("RIDTRACE_API_KEYS"):
+            # One env file for both services: the frontend's keys lock nothing here, and
+            # the worker started open without a word.
+            click.echo("ridtrace serve worker: RIDTRACE_API_KEYS is the frontend's (a worker "
+                       "takes no API key): without RIDTRACE_WORKER_TOKEN, POST /v1/work "
+                       "takes work from anyone who can reach it", err=True)
     from ridtrace.cli.graceful import bound_any_port
 
     bound = bound_any_port(host) if port == 0 else None
