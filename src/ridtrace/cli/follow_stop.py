@@ -8,7 +8,7 @@ A write to an output nobody reads (a hung alerting script, a `| less` left on it
 page) blocks once the pipe is full, and the handler alone cannot end it: Python retries
 the interrupted write after the handler returns, so a stopped follower waited in it for
 good, past a container's grace, until SIGKILL. Once stopped, a write gets `WRITE_GRACE_S`
-(none after a second signal); then its descriptor is pointed at /dev/null, the retried
+(`SECOND_GRACE_S` after a second signal); then its descriptor is pointed at /dev/null, the retried
 write returns, and `lost` names the output for the caller to report.
 
 The handler's own "stopping" line is such a write: with `2>&1 | script` stderr is the
@@ -32,6 +32,8 @@ from ridtrace.cli.stop import hangup_to_handle
 WRITE_GRACE_S = 1.0
 """How long a stopped follower waits on a blocked write: a reader that is alive (a slow
 terminal, a busy `jq`) takes a line well within it."""
+SECOND_GRACE_S = 0.2
+"""How long, after a second signal, a write under way gets before it is given up on."""
 
 
 class StopFlag:
@@ -63,8 +65,12 @@ class StopFlag:
         self.signals += 1
         self._signalled.set()
         if self.signals > 1:
-            for fd, what in list(self._writes):
-                self._drop_output(fd, what)
+            # A write under way is most often one a reader takes at once (a file, a
+            # terminal, a live pipe): given up on at the signal, the summary and the exit
+            # status were lost to a run that had stopped well. A blocked one is given
+            # up on after a moment.
+            if self._writes:
+                self._arm(SECOND_GRACE_S)
         elif self._writes:
             self._arm()
         if self.signals == 1 and not self._quiet:
@@ -74,9 +80,10 @@ class StopFlag:
                 os.write(2, b"ridtrace: stopping: reading the lines already written "
                             b"(again to stop at once)\n")
 
-    def _arm(self) -> None:
-        if not self._armed:
-            signal.setitimer(signal.ITIMER_REAL, WRITE_GRACE_S)
+    def _arm(self, seconds: float = WRITE_GRACE_S) -> None:
+        """Give the writes under way `seconds` (shortening a longer grace set before)."""
+        if not self._armed or seconds < WRITE_GRACE_S:
+            signal.setitimer(signal.ITIMER_REAL, seconds)
             self._armed = True
 
     def _give_up_write(self, signum: int, frame: FrameType | None) -> None:
@@ -86,7 +93,7 @@ class StopFlag:
         fd, what = self._writes[-1]  # the one this thread is blocked in
         self._drop_output(fd, what)
         if len(self._writes) > 1:  # the write the handler interrupted gets its grace too
-            self._arm()
+            self._arm(SECOND_GRACE_S if self.signals > 1 else WRITE_GRACE_S)
 
     def _drop_output(self, fd: int, what: str | None) -> None:
         null = os.open(os.devnull, os.O_WRONLY)
@@ -107,7 +114,7 @@ class StopFlag:
             self.lost = self.lost or what  # to /dev/null: its reader already read nothing
         self._writes.append((fd, what))
         if self.signals:
-            self._arm()
+            self._arm(SECOND_GRACE_S if self.signals > 1 else WRITE_GRACE_S)
         try:
             yield
         finally:
