@@ -25,6 +25,10 @@ from tests.support.follower import start_follower
     ["--follow", "--format", "csv"], ["--follow", "--since", "2026-01-01"],
     ["--follow", "--window", "soon"], ["--follow", "--window", "0s"],
     ["--settle", "2s"], ["--follow", "--settle", "-1s"], ["--follow", "--settle", "soon"],
+    # The Dask engine's options without it, as without --follow: ignored, a scheduler
+    # address looked used.
+    ["--follow", "--scheduler", "tcp://10.0.0.1:8786"], ["--follow", "--partition-size", "1MiB"],
+    ["--follow", "--no-workers-timeout", "5s"],
 ])
 def test_usage_errors_exit_2(
     tmp_path: Path, args: list[str], monkeypatch: pytest.MonkeyPatch

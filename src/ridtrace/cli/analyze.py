@@ -248,6 +248,8 @@ def analyze(
     logs prove it, one per line, until Ctrl-C, SIGTERM or SIGHUP (which print the summary).
     """
     if follow or from_start or fail_fast or window or poll_interval or settle:
+        if engine == "pandas":  # --scheduler & co. without the engine: exit 2, not ignored
+            engine_choice(engine, scheduler, partition_size, no_workers_timeout)
         ctx.exit(follow_command(
             paths, follow=follow, fmt=fmt, output=output, since=since, until=until,
             engine=engine, from_start=from_start, window=window, interval=poll_interval,
