@@ -181,7 +181,10 @@ class Watch(InputFiles, FileEnds):
                 self._cite_under(followed, display_name(str(copy)) if copy is not None
                                  else f"{followed.name} (removed)")
         # Read by a batch read as files of no lines (an idle log, its empty rotated copy).
-        self._empty_walked = empty
+        # Once bounded, a walk judges no file (none found later is read): kept as the
+        # stop found them, or the summary's `files` left them out.
+        if not self._bounded:
+            self._empty_walked = empty
         self.stats.files = self.files_read()
         # A settled file that disappeared frees its inode number for a new file.
         self.settled = {key: mtime for key, mtime in self.settled.items() if key in seen}
