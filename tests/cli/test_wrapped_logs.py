@@ -1076,3 +1076,31 @@ def test_a_record_cut_short_mid_file_is_not_joined_to_the_next(
         "file": str(log), "line": 101, "reason": f"cut short ({name} record whose last part is missing)",
     }]
     assert summary["unreadable_files"] and code == 3
+
+
+@pytest.mark.parametrize("runtime", ["docker", "cri"])
+def test_a_live_log_that_starts_with_the_rest_of_a_record_is_read_in_part(
+    tmp_path: Path, runtime: str
+) -> None:
+    # A rotation fell between the parts a runtime cut a long record into: the rotated file
+    # ends with its start, the live one starts with the rest. That rest was one "not
+    # JSON" bad line among 120 good ones: exit 0, the record (an Unlinked error) lost.
+    lines = [line for i in range(60)
+             for line in rt_request(f"{i + 1:016x}", f"r{i}", i * 0.01, i * 0.01 + 0.005)]
+    unlinked = rt("response.unlinked", time=ts(0.5), request_id="r-x", trace_id="e" * 32,
+                  span_id="e" * 16, error="Unlinked response; " + "x" * 30_000)
+    rest = unlinked[16_384:]  # Docker's and kubelet's 16 KiB parts
+    stamp = "2026-11-29T10:00:00.000000001Z"
+    if runtime == "docker":
+        written = [json.dumps({"log": text + "\n", "stream": "stdout", "time": stamp})
+                   for text in [rest, *lines]]
+    else:
+        written = [f"{stamp} stdout F {text}" for text in [rest, *lines]]
+    log = tmp_path / "0.log"
+    log.write_text("\n".join(written) + "\n")
+    code, doc = analyze_json(str(log))
+    summary = doc["summary"]
+    assert summary["bad_line_samples"] == [{
+        "file": str(log), "line": 1, "reason": "the end of a JSON record, its start missing"}]
+    (note,) = summary["unreadable_files"]
+    assert "whose start is missing" in note["reason"] and code == 3

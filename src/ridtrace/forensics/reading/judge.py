@@ -149,6 +149,16 @@ NESTED_FILE = (
     "a line of JSON nested deeper than the parser follows (see its bad lines): valid JSON, "
     "and a record in it, if any, was not read"
 )
+# The rest of a long record whose start is in another file: the live log after a
+# rotation fell between the parts a runtime cut the record into (kubelet's CRI `P` parts
+# in the rotated file, the `F` part in the live one). Often the error an incident is
+# about, and one bad line under the 1 %.
+HEADLESS_RECORD = "the end of a JSON record, its start missing"
+HEADLESS_FILE = (
+    "a record of 4 KiB or more whose start is missing is not read (see its bad "
+    "lines): a rotation between the parts a runtime cut a long line into; read the parts "
+    "joined oldest first, <(cat OLDER NEWER)"
+)
 LIMIT_CUT_FILE = (
     f"a record of {LIMIT_CUT_BYTES // 1024} KiB or more cut short (see its bad lines): a line "
     "limit (a syslog daemon's, a shipper's) loses every record as long"
@@ -188,6 +198,8 @@ def _malformed(text: bytes) -> str:
         # Dynamo's default (READABLE) output, or any text logger's: every line of such a
         # file said only "not JSON", as if the file were damaged.
         return TEXT_LOG_LINE
+    if len(stripped) >= LIMIT_CUT_BYTES and stripped[-1:] == b"}":
+        return HEADLESS_RECORD
     return "not JSON"
 
 

@@ -17,6 +17,8 @@ import pyarrow.compute as pc
 from ridtrace.forensics.reading import lean
 from ridtrace.forensics.reading.crash_holes import CRASH_HOLE, crash_hole
 from ridtrace.forensics.reading.judge import (
+    HEADLESS_FILE,
+    HEADLESS_RECORD,
     JOURNAL_DROPPED,
     JOURNAL_DROPPED_FILE,
     JOURNAL_LEFT_OUT,
@@ -56,7 +58,7 @@ def judge_suspects(
     inside = records_inside(lines[~whole].tolist(), fetch)
     rescued: list[dict[str, Any]] = []
     bad: list[tuple[int, str]] = []
-    holed = left_out = dropped = cr_separated = cut = deep = False
+    holed = left_out = dropped = cr_separated = cut = deep = headless = False
     for i, line in enumerate(lines.tolist()):
         if not whole[i] and line not in inside:
             bad.append((line, "missing time" if untimed[i] else "unknown format"))
@@ -82,6 +84,9 @@ def judge_suspects(
         if reason == TRUNCATED_JSON and len(text) >= LIMIT_CUT_BYTES and not cut:
             cut = True  # records are lost, however few the bad lines
             stats.unreadable_files.append(FileNote(name, LIMIT_CUT_FILE))
+        if reason == HEADLESS_RECORD and not headless:
+            headless = True  # a record is lost, however few the bad lines
+            stats.unreadable_files.append(FileNote(name, HEADLESS_FILE))
         if reason == NESTED_TOO_DEEPLY and not deep:
             # Valid JSON the parser gives up on (DuckDB refused it for a lone surrogate,
             # say): an Unlinked error in it was one bad line under the 1 %, exit 0.
