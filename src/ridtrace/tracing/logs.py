@@ -36,6 +36,7 @@ from ridtrace.tracing.jsonline import (
     schema_level,
     utc_stamp,
 )
+from ridtrace.tracing.otlp_endpoints import endpoint_secrets_hidden, endpoint_secrets_known
 from ridtrace.tracing.sinks import (
     JsonLinesSink,
     lowest_level,
@@ -158,6 +159,10 @@ def format_record(record: Record, service: str) -> bytes:
         line["traceback"] = "".join(
             traceback.format_exception(exc.type, exc.value, exc.traceback)
         )
+    if endpoint_secrets_known():  # an OTLP endpoint with a key in it: never in a line
+        for key in ("message", "exception", "traceback"):
+            if key in line:
+                line[key] = endpoint_secrets_hidden(line[key])
     return dumps(line)
 
 

@@ -24,7 +24,7 @@ from urllib.parse import unquote, urlparse
 from opentelemetry.util.re import parse_env_headers
 
 from ridtrace.tracing.export_schedule import export_timeout_seconds
-from ridtrace.tracing.otlp_endpoints import otlp_protocol
+from ridtrace.tracing.otlp_endpoints import otlp_protocol, remember_endpoint_secrets
 
 __all__ = [
     "export_timeout",
@@ -219,6 +219,7 @@ def otlp_exporter(env: Mapping[str, str], signal: str, endpoint: str) -> Any:
     to ``endpoint``, every option taken from ``env``: headers, timeout, compression,
     TLS files (and, over grpc, whether the channel is insecure)."""
     module = otlp_exporter_module(env, signal)
+    remember_endpoint_secrets(endpoint)
     cls = module.OTLPSpanExporter if signal == "traces" else module.OTLPMetricExporter
     headers = _headers(env, signal)
     compression = _compression(env, signal)

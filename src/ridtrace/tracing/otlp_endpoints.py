@@ -11,10 +11,13 @@ from collections.abc import Mapping
 from urllib.parse import urlparse, urlsplit, urlunsplit
 
 __all__ = [
+    "endpoint_secrets_hidden",
+    "endpoint_secrets_known",
     "exporter_names",
     "otlp_endpoint",
     "otlp_export_endpoint",
     "otlp_protocol",
+    "remember_endpoint_secrets",
     "shown_endpoint",
 ]
 
@@ -178,3 +181,35 @@ def shown_endpoint(endpoint: str) -> str:
         endpoint = (scheme + sep if sep else "") + "***@" + tail
     base, query, _ = endpoint.partition("?")
     return base + "?…" if query else base
+
+
+# The credential parts of the endpoints exporters were built for: the query (``?api_key=…``)
+# and the userinfo. The OTLP/HTTP exporter's own warnings quote the URL it failed on
+# (``Max retries exceeded with url: /v1/traces?api_key=…``), once per retry, and those
+# lines reached the service's JSON log, the file shipped to log stores.
+_endpoint_secrets: set[str] = set()
+
+
+def remember_endpoint_secrets(endpoint: str) -> None:
+    """Keep `endpoint`'s query and userinfo to hide in OpenTelemetry's log lines."""
+    head, at, tail = endpoint.rpartition("@")
+    if at:
+        userinfo = head.partition("://")[2] or head
+        if userinfo:
+            _endpoint_secrets.add(userinfo)
+        endpoint = tail
+    query = endpoint.partition("?")[2]
+    if query:
+        _endpoint_secrets.add(query)
+
+
+def endpoint_secrets_hidden(text: str) -> str:
+    """`text` with every remembered endpoint secret shown as ``…`` (`shown_endpoint`)."""
+    for secret in _endpoint_secrets:
+        if secret in text:
+            text = text.replace(secret, "…")
+    return text
+
+
+def endpoint_secrets_known() -> bool:
+    return bool(_endpoint_secrets)
