@@ -994,6 +994,18 @@ def test_coloured_docker_compose_logs_are_unwrapped(tmp_path: Path, prefix: byte
     assert code == 1
 
 
+def _requests(count: int = 60) -> list[str]:
+    """Twice `count` good lines: one bad line among 120 is under the 1 % a read may have."""
+    return [line for i in range(count)
+            for line in rt_request(f"{i + 1:016x}", f"r{i}", i * 0.01, i * 0.01 + 0.005)]
+
+
+def _long_unlinked(length: int) -> str:
+    """A ridtrace Unlinked line whose error is about `length` characters long."""
+    return rt("response.unlinked", time=ts(0.5), request_id="r-x", trace_id="e" * 32,
+              span_id="e" * 16, error="Unlinked response; " + "x" * length)
+
+
 def _unlinked_with(field: str) -> bytes:
     """A ridtrace Unlinked line whose `payload` is `field`'s JSON text, the rest plain."""
     head = rt("response.unlinked", time=ts(0.5), request_id="r-x", trace_id="e" * 32,
@@ -1016,8 +1028,7 @@ def test_a_wrapped_record_of_valid_json_is_never_a_silent_bad_line(
     # The unwrapper's parser gave up on the line (nested ~1,000 deep, or an integer of
     # over 4,300 digits), passed the wrapper on as it was, and the reader took it for a
     # record with no time: one bad line under the 1 %, exit 0, the Unlinked error lost.
-    lines = [line.encode() for i in range(80)
-             for line in rt_request(f"{i + 1:016x}", f"r{i}", i * 0.01, i * 0.01 + 0.005)]
+    lines = [line.encode() for line in _requests(80)]
     lines.insert(100, _unlinked_with(_DEEP if field == "deep" else _BIG))
     log = tmp_path / "app.log"
     log.write_bytes(b"\n".join(wrap(line) for line in lines) + b"\n")
@@ -1033,8 +1044,7 @@ def test_a_wrapped_record_of_valid_json_is_never_a_silent_bad_line(
 
 def test_a_plain_line_with_a_big_integer_and_a_lone_surrogate_is_read(tmp_path: Path) -> None:
     # DuckDB refused the lone surrogate, the judge's parser the integer: "not JSON".
-    lines = [line for i in range(80)
-             for line in rt_request(f"{i + 1:016x}", f"r{i}", i * 0.01, i * 0.01 + 0.005)]
+    lines = _requests(80)
     lines.insert(100, _unlinked_with(f'[{_BIG}, "1\\udc80"]').decode())
     log = tmp_path / "app.jsonl"
     log.write_text("\n".join(lines) + "\n")
@@ -1050,10 +1060,7 @@ def test_a_record_cut_short_mid_file_is_not_joined_to_the_next(
     # never), restarted onto the same file and stream: its parts were joined to the next
     # record, one "not JSON" bad line cited at that record's line, both records lost,
     # and the file read whole (exit 0 on an Unlinked error among 120 good lines).
-    lines = [line for i in range(60)
-             for line in rt_request(f"{i + 1:016x}", f"r{i}", i * 0.01, i * 0.01 + 0.005)]
-    unlinked = rt("response.unlinked", time=ts(0.5), request_id="r-x", trace_id="e" * 32,
-                  span_id="e" * 16, error="Unlinked response; " + "x" * 3 * _CUT)
+    lines, unlinked = _requests(), _long_unlinked(3 * _CUT)
     stamp = "2026-11-29T10:00:00.000000001Z"
     if runtime == "docker":
         def entry(text: str) -> str:
@@ -1085,10 +1092,7 @@ def test_a_live_log_that_starts_with_the_rest_of_a_record_is_read_in_part(
     # A rotation fell between the parts a runtime cut a long record into: the rotated file
     # ends with its start, the live one starts with the rest. That rest was one "not
     # JSON" bad line among 120 good ones: exit 0, the record (an Unlinked error) lost.
-    lines = [line for i in range(60)
-             for line in rt_request(f"{i + 1:016x}", f"r{i}", i * 0.01, i * 0.01 + 0.005)]
-    unlinked = rt("response.unlinked", time=ts(0.5), request_id="r-x", trace_id="e" * 32,
-                  span_id="e" * 16, error="Unlinked response; " + "x" * 30_000)
+    lines, unlinked = _requests(), _long_unlinked(30_000)
     rest = unlinked[16_384:]  # Docker's and kubelet's 16 KiB parts
     stamp = "2026-11-29T10:00:00.000000001Z"
     if runtime == "docker":

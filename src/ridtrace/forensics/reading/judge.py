@@ -198,8 +198,6 @@ def _malformed(text: bytes) -> str:
         # Dynamo's default (READABLE) output, or any text logger's: every line of such a
         # file said only "not JSON", as if the file were damaged.
         return TEXT_LOG_LINE
-    if len(stripped) >= LIMIT_CUT_BYTES and stripped[-1:] == b"}":
-        return HEADLESS_RECORD
     return "not JSON"
 
 
@@ -318,8 +316,17 @@ def _records(text: bytes, fields: Sequence[str]) -> Judged:
         return [], verdict, 1
     objects = back_to_back(text.decode("utf-8").strip().removeprefix(BOM))
     if objects is None:
-        return [], cr_separated(text) or verdict, 1
+        return [], cr_separated(text) or _headless(text) or verdict, 1
     return _each_read(objects, fields, f"{len(objects)} JSON objects on one line")
+
+
+def _headless(text: bytes) -> str | None:
+    """`HEADLESS_RECORD` for a long line no record that ends like one (its other reading,
+    records back to back or CR-separated, ruled out first)."""
+    stripped = text.strip()
+    if len(stripped) >= LIMIT_CUT_BYTES and stripped[-1:] == b"}":
+        return HEADLESS_RECORD
+    return None
 
 
 def _each_read(objects: list[Any], fields: Sequence[str], what: str) -> Judged:
