@@ -168,6 +168,40 @@ def test_configure_metrics_called_again_keeps_one_exposition() -> None:
     assert 'outcome="ok",route="/x"} 2.0' in text, text
 
 
+_APP_PROVIDER_TWICE = """
+from opentelemetry import metrics as otel_metrics
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from ridtrace.tracing import configure_metrics, metrics
+reader = InMemoryMetricReader()
+otel_metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))  # the app's own
+for _ in range(2):  # an app factory per test fixture, each calling configure_metrics
+    configure_metrics("app")
+    metrics.request_finished("/x", "ok")
+    metrics.bind_meter_provider(otel_metrics.get_meter_provider())  # bound again, directly
+    metrics.request_finished("/x", "ok")
+for scope in reader.get_metrics_data().resource_metrics[0].scope_metrics:
+    for metric in scope.metrics:
+        if metric.name == "ridtrace.requests":
+            print(sum(p.value for p in metric.data.data_points if p.attributes["route"] == "/x"))
+"""
+
+
+def test_a_provider_the_application_set_counts_on_when_bound_again() -> None:
+    # Each configure_metrics on a provider the app set made new instruments; its meter
+    # handed back the observable counters it had, whose callbacks read the first ones'
+    # tallies: every count after the second call went where nothing read it.
+    import subprocess
+    import sys
+
+    from tests.support.servers import child_pythonpath
+
+    done = subprocess.run([sys.executable, "-c", _APP_PROVIDER_TWICE], capture_output=True,
+                          text=True, timeout=60, check=True,
+                          env={"PYTHONPATH": child_pythonpath(), "PATH": ""})
+    assert done.stdout.split() == ["4"], (done.stdout, done.stderr)
+
+
 def _scrape(accept: str) -> httpx.Response:
     from ridtrace.tracing.meters import METRICS_PATH, metrics_endpoint
 

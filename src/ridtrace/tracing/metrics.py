@@ -11,6 +11,7 @@ set up itself.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterable
 
 from opentelemetry import metrics
@@ -148,6 +149,8 @@ class Instruments:
 _active: Instruments | None = None
 _bound_to: MeterProvider | None = None
 _lock = threading.Lock()
+# The instruments made on each provider bound so far (`bind_meter_provider`).
+_made_for: weakref.WeakKeyDictionary[MeterProvider, Instruments] = weakref.WeakKeyDictionary()
 # Series reported from start-up at 0, by `Instruments` slot. A counter that first
 # appears at 1 has no increase to show: `increase(x[5m]) > 0` would stay silent on the
 # first refused duplicate or foreign chunk after every restart.
@@ -176,13 +179,24 @@ def instruments() -> Instruments | None:
 
 
 def bind_meter_provider(provider: MeterProvider | None) -> Instruments | None:
-    """Record ridtrace's metrics on ``provider`` from now on (``None``: stop recording)."""
+    """Record ridtrace's metrics on ``provider`` from now on (``None``: stop recording).
+
+    A provider bound before gets the instruments made for it then: its meter hands back
+    the observable counters it has, whose callbacks read the first tallies, and drops
+    new ones of the same name without a word. Bound again (``configure_metrics`` once per
+    app, on a provider the application set), every count went to tallies nothing read.
+    """
     global _active, _bound_to
     with _lock:
         _bound_to = provider
-        # The version names the release whose counting rules the series follow.
-        meter = None if provider is None else provider.get_meter("ridtrace", __version__)
-        _active = None if meter is None else Instruments(meter)
+        if provider is None:
+            _active = None
+            return None
+        made = _made_for.get(provider)
+        if made is None:
+            # The version names the release whose counting rules the series follow.
+            made = _made_for[provider] = Instruments(provider.get_meter("ridtrace", __version__))
+        _active = made
         return _active
 
 
