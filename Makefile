@@ -14,6 +14,17 @@ STAMP := $(VENV)/.installed
 # so did a link to an interpreter since removed.
 PY_VERSION := import sys; print('%d.%d' % sys.version_info[:2])
 
+# `make demo PYTHON=python3.12` over a .venv another Python made: out of date, so made
+# afresh. The stamp alone said the venv was built, and the old interpreter stayed. Only
+# for a PYTHON named on the command line: the default's next run would flip it back.
+ifeq ($(origin PYTHON),command line)
+ifneq ($(wildcard $(BIN)/python),)
+ifneq ($(shell $(BIN)/python -c "$(PY_VERSION)" 2>/dev/null),$(shell $(PYTHON) -c "$(PY_VERSION)" 2>/dev/null))
+.PHONY: $(STAMP)
+endif
+endif
+endif
+
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
 	  found=$$($(PYTHON) -c "$(PY_VERSION)" 2>/dev/null); \

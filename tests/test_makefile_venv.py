@@ -99,3 +99,20 @@ def test_a_python_that_is_not_there_is_not_named_again(clone: Path, tmp_path: Pa
     assert f"{missing} is not found" in result.stderr, result.stderr
     assert "name an interpreter that is installed" in result.stderr, result.stderr
     assert not (clone / ".venv").exists()
+
+
+def test_naming_another_python_over_a_built_venv_makes_it_afresh(
+    clone: Path, tmp_path: Path
+) -> None:
+    # README: "a .venv/ another interpreter made is made afresh". Over a venv already
+    # built (its stamp up to date) `make demo PYTHON=python3.12` did nothing: the 3.11
+    # interpreter stayed.
+    assert _make_venv(clone, _stand_in(tmp_path, 3, 11)).returncode == 0
+    built = clone / ".venv" / "bin" / "python"
+    assert "Python 3.11 stand-in" in built.read_text()
+    result = _make_venv(clone, _stand_in(tmp_path, 3, 12))
+    assert result.returncode == 0, result.stderr
+    assert "Python 3.12 stand-in" in built.read_text()
+    # The same interpreter again: nothing to do.
+    again = _make_venv(clone, _stand_in(tmp_path, 3, 12))
+    assert again.returncode == 0 and "-m venv" not in again.stdout, again.stdout
