@@ -1,9 +1,9 @@
-"""`--follow`'s `files` counts the empty files a walk found, as the batch read does, also
-once the follow has stopped.
+"""`--follow`'s `files` counts the files a batch read of the folder counts.
 
 The walks after a stop judged no file, and the empty files the last one had found were
 forgotten: an idle worker's empty log, or the empty parts logrotate's copytruncate and
-compress leave, made the summary say fewer files than `analyze` of the same folder.
+compress leave, made the summary say fewer files than `analyze` of the same folder. And
+a file removed before the follow read a line of it was counted.
 """
 
 from __future__ import annotations
@@ -31,3 +31,24 @@ def test_the_summary_counts_the_empty_files_the_batch_read_counts(tmp_path: Path
         follower.close()
     batch = CliRunner().invoke(main, ["analyze", str(tmp_path), "--format", "json", "-q"])
     assert files == json.loads(batch.stdout)["summary"]["files"] == 3
+
+
+def test_a_file_removed_before_a_line_of_it_was_read_is_not_counted(tmp_path: Path) -> None:
+    # A follow from the end over a folder a demo then runs again in: the old logs are
+    # removed unread, new ones written under new names. `files` said 6 where `analyze`
+    # of the folder says 3.
+    old = tmp_path / "frontend-old.jsonl"
+    old.write_text("\n".join(rt_request("a1", "r1", 0, 1)) + "\n")
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=False, settle_s=0))
+    try:
+        follower.poll()
+        old.unlink()
+        (tmp_path / "frontend-new.jsonl").write_text(
+            "\n".join(rt_request("b2", "r2", 2, 3)) + "\n")
+        follower.poll()
+        follower.run(lambda finding: True, stop=lambda: True)
+        files = follower.summary()["files"]
+    finally:
+        follower.close()
+    batch = CliRunner().invoke(main, ["analyze", str(tmp_path), "--format", "json", "-q"])
+    assert files == json.loads(batch.stdout)["summary"]["files"] == 1

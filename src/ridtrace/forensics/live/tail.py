@@ -91,6 +91,11 @@ class FileTail(StopBound):
         self._claim_head()
         if from_end:  # `end_at`: where the file ended when the follow began
             self._skip_to_end(st.st_size if end_at is None else min(end_at, st.st_size))
+        self.skipped_lines = self.line  # lines before where the follow began reading
+
+    def gone_unread(self) -> bool:
+        """Removed before the follow read a line of it: no file of the logs it read."""
+        return self.removed and self.line <= self.skipped_lines
 
     def _claim_head(self) -> None:
         """Recognise the content by its first whole lines, once there are some."""
@@ -220,6 +225,7 @@ class FileTail(StopBound):
             elif self.identity is not None:
                 self.restarted = self.identity
             self.offset, self.line, self._held, self.identity = 0, 0, b"", None
+            self.skipped_lines = 0  # the new content is read from its first line
             self._unwrap, self._unwrap_from = None, None
             self._claim_head()
         size = self._bounded(size)

@@ -207,9 +207,13 @@ class Watch(InputFiles, FileEnds):
         """How many files the batch read would count: each content once, whatever names
         and copies it was followed under, and the empty files the walk found. Counted
         per file opened, a log rotated with a compressed copy was two files, then three
-        (9 against the batch's 6); an idle log rotated with its empty copies, fewer."""
+        (9 against the batch's 6); an idle log rotated with its empty copies, fewer. A file
+        removed before a line of it was read is none (a demo run again over the folder
+        followed from its end)."""
         return len({id(tail.identity) if tail.identity is not None else id(tail)
-                    for tail in self._opened}) + len(self._empty_walked)
+                    for tail in self._opened
+                    if not (isinstance(tail, FileTail) and tail.gone_unread())}
+                   ) + len(self._empty_walked)
 
     def finished(self) -> bool:
         """Every input is a stream, and every one was read to its end: nothing can
