@@ -65,6 +65,10 @@ class SpanColumns:
     failed: np.ndarray  # outcome error
     refused: np.ndarray  # outcome conflict: a worker refused an id it already held
     ended: np.ndarray  # an outcome is logged: the span's end line is in the logs
+    # A closing line read, no outcome stated nor Unlinked error logged: a span that ended
+    # with no word of failing (Dynamo's `http-request` at INFO: `http response sent` and
+    # `SPAN_CLOSED` name no outcome, its DEBUG `request completed` does).
+    closed_quietly: np.ndarray
     unstarted: np.ndarray  # one closing line at one instant: its start line not read
     span: np.ndarray
     parent: np.ndarray
@@ -224,6 +228,7 @@ def span_columns(requests: pd.DataFrame) -> SpanColumns:
     # A frame built by hand may not say whether a line closes a span: taken as started.
     closing = np.asarray(requests["closing"].fillna(True).to_numpy(), dtype=bool)
     one_line = np.asarray(requests["lines"].fillna(0).to_numpy() == 1, dtype=bool)
+    ended = np.asarray(pc.is_valid(outcome).to_numpy(zero_copy_only=False), dtype=bool)
     # Client ids only matter on frontend spans (client_id_reuse): hash only those.
     (front_xrid,), x_request_ids = shared_codes(text["x_request_id"].filter(pa.array(front)))
     x_request_id = np.full(len(front), -1, dtype=np.int64)
@@ -235,7 +240,9 @@ def span_columns(requests: pd.DataFrame) -> SpanColumns:
         cancelled=_equals(outcome, OUTCOME_CANCELLED),
         failed=_equals(outcome, OUTCOME_ERROR),
         refused=_equals(outcome, OUTCOME_CONFLICT),
-        ended=np.asarray(pc.is_valid(outcome).to_numpy(zero_copy_only=False), dtype=bool),
+        ended=ended,
+        closed_quietly=closing & ~ended & np.asarray(
+            pc.is_null(text["unlinked"]).to_numpy(zero_copy_only=False), dtype=bool),
         unstarted=one_line & closing & (start == end),
         span=span,
         parent=parent,

@@ -26,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ridtrace.forensics.reading.rotation import rotation_place
 from ridtrace.forensics.rules.columns import SpanColumns, first_rows, span_columns
 from ridtrace.forensics.rules.frame_arrays import arrow_text
 
@@ -49,6 +50,42 @@ def clock_offsets(requests: pd.DataFrame) -> dict[str, int]:
 def span_offsets(spans: SpanColumns) -> dict[str, int]:
     """`clock_offsets` on converted columns.
 
+    A file none of whose spans links to a caller elsewhere takes the offset of a placed
+    part of its own rotated log (``worker.jsonl`` beside ``worker.jsonl.1.gz``): one
+    process stamped both. Left on its raw clock, the live part of a worker 2 s ahead,
+    whose one span worked for a caller whose log was lost, overlapped a later caller: a
+    false duplicate, while its rotated part was corrected.
+    """
+    on_clock, alone = _file_offsets(spans)
+    _place_by_rotated_parts(spans, on_clock, alone)
+    return {spans.file_names[code] if code >= 0 else "nan": offset
+            for code, offset in on_clock.items() if offset}
+
+
+def _place_by_rotated_parts(spans: SpanColumns, on_clock: dict[int, int],
+                            alone: set[int]) -> None:
+    """Give each file not placed by links (`alone`: a frontend file linked to none, on
+    its own clock) the offset of its log's part placed by links with most spans."""
+    linked = [code for code in on_clock if code >= 0 and code not in alone]
+    if not linked or len(linked) == len(spans.file_names):
+        return
+    spans_in = np.bincount(spans.file[spans.file >= 0], minlength=len(spans.file_names))
+    best: dict[tuple[str, str], int] = {}  # log -> its linked file with most spans
+    for code in linked:
+        log, _ = rotation_place(spans.file_names[code])
+        if log not in best or spans_in[code] > spans_in[best[log]]:
+            best[log] = code
+    for code, name in enumerate(spans.file_names):
+        if code not in on_clock or code in alone:
+            placed = best.get(rotation_place(name)[0])
+            if placed is not None:
+                on_clock[code] = on_clock[placed]
+
+
+def _file_offsets(spans: SpanColumns) -> tuple[dict[int, int], set[int]]:
+    """Offsets by file code, every file placed (zero included), and the frontend files
+    placed alone (linked to none placed: on their own clock).
+
     The frontend file with the most requests is the reference. Files whose spans work
     for callers on its clock come first; then, level by level, files whose spans work
     for worker spans placed already (a Dynamo processor's engine worker, a decode
@@ -62,12 +99,17 @@ def span_offsets(spans: SpanColumns) -> dict[str, int]:
     # worker still runs, so it bounds its worker's offset from below only. Left out,
     # a worker 5 s ahead was placed past its failed caller's end, and its lost output
     # excused as a timeout's race.
-    waited = spans.ok | (spans.worker & ~spans.ended) | _steps_of_ok_requests(spans)
+    # A caller that ended with no word of failing waited too: Dynamo's frontend at its
+    # default INFO level states no outcome, and a worker 2 s ahead of such callers was
+    # never corrected (zero fits every bound from below), real duplicates missed.
+    waited = (spans.ok | (spans.front & spans.closed_quietly) | (spans.worker & ~spans.ended)
+              | _steps_of_ok_requests(spans))
     workers = np.flatnonzero(spans.worker & (spans.parent >= 0))
     if not spans.front.any() or not len(workers):
-        return {}
+        return {}, set()
     front_files = _by_requests(spans.file[spans.front])
     on_clock: dict[int, int] = {}  # file code -> offset, for the files placed so far
+    on_own_clock: set[int] = set()
     shift = np.zeros(len(spans.start), dtype=np.int64)
     callers = np.zeros(len(spans.start), dtype=bool)
     while True:
@@ -80,6 +122,7 @@ def span_offsets(spans: SpanColumns) -> dict[str, int]:
             if not alone:
                 break
             placed = {alone[0]: 0}  # linked to no file placed: its own clock
+            on_own_clock.add(alone[0])
         on_clock.update(placed)
         codes = np.fromiter(placed, dtype=np.int64)
         now = np.isin(spans.file, codes)
@@ -89,8 +132,7 @@ def span_offsets(spans: SpanColumns) -> dict[str, int]:
         # Their frontend spans, and their worker spans that did not fail, are callers of
         # the next level's.
         callers = callers | (now & (spans.front | (spans.worker & (spans.ok | ~spans.ended))))
-    return {spans.file_names[code] if code >= 0 else "nan": offset
-            for code, offset in on_clock.items() if offset}
+    return on_clock, on_own_clock
 
 
 def _by_requests(files: np.ndarray) -> list[int]:
