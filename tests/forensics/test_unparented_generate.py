@@ -209,3 +209,43 @@ def test_live_a_second_generate_span_in_one_host_is_another_callers() -> None:
     rules, found = _live(host, first, second)
     assert [f["kind"] for f in found] == ["duplicate_in_flight"]
     assert rules.callers_seen == 2
+
+
+def _ok_line(t: str, message: str, span: str, name: str, trace: str, rid: str,
+             **more: Any) -> str:
+    return json.dumps({
+        "time": f"2026-10-02T14:05:{t}Z", "level": "INFO", "target": "dynamo_llm::http",
+        "message": message, "request_id": rid, "span_id": span, "span_name": name,
+        "trace_id": trace, "x_request_id": "shared-tp", **more})
+
+
+def test_two_callers_sharing_a_traceparent_keep_their_generate_spans(tmp_path: Path) -> None:
+    # Two clients sent one traceparent; each request got an id of its own (server-minted)
+    # and its generate span, logged without parent_id, started while both were in
+    # flight: with two hosts it stayed a request of its own, and a request and its own
+    # generate span were two holding its id, a false duplicate_in_flight (exit 1).
+    trace, u1, u2 = "b6" * 16, "1111-aaaa", "2222-bbbb"
+    lines = [
+        _ok_line("01.000000", "request received", "a1" * 8, "http-request", trace, u1),
+        _ok_line("01.100000", "engine generate call", "5c" * 8, "generate", trace, u1),
+        _ok_line("01.200000", "request received", "a2" * 8, "http-request", trace, u2),
+        _ok_line("01.300000", "engine generate call", "5d" * 8, "generate", trace, u2),
+        _ok_line("01.900000", "http response sent", "a1" * 8, "http-request", trace, u1,
+                 latency_ms="900", status="200"),
+        _ok_line("02.000000", "http response sent", "a2" * 8, "http-request", trace, u2,
+                 latency_ms="800", status="200"),
+    ]
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    doc = _report(log)
+    # Two requests of one client id, each its own: the reuse is told, no error.
+    assert [f["kind"] for f in doc["findings"]] == ["client_id_reuse"]
+    assert doc["summary"]["requests"] == 2
+
+
+def test_live_a_generate_span_of_two_hosts_goes_to_the_one_of_its_own_id() -> None:
+    first = _live_row("a1" * 8, 0, t1=4 * S, request_id="u1")
+    second = _live_row("a2" * 8, S, t1=5 * S, request_id="u2")
+    generate = _live_row("5d" * 8, 2 * S, inner=True, request_id="u2")
+    rules, found = _live(first, second, generate)
+    assert found == [] and rules.callers_seen == 2

@@ -106,7 +106,7 @@ class LiveRules:
             late_work = False
             if span is None:
                 if inner and not worker and trace is not None and names_no_span(parent):
-                    parent = state.inner_parent(trace, t0)
+                    parent = state.inner_parent(trace, t0, rid)
                 span = Span(trace, span_id, file, first_line, last_line, t0, t1 if t1 > t0 else t0,
                             parent, WORKER if worker else None, xrid, fp_in, fp_out, outcome)
                 span.first_time = first_time

@@ -91,12 +91,16 @@ class WindowState:
         if not traces:
             del self.front_span_traces[span_id]
 
-    def inner_parent(self, trace: str, start: int) -> str | None:
+    def inner_parent(self, trace: str, start: int, request_id: str | None = None) -> str | None:
         """The parent of an inner span of `trace` logged without one, which started at
         `start` (Dynamo's ``generate`` inside ``http-request``; the batch read's rule,
-        `records.nesting`): the one host it started in; `AWAITED_HOST` when none is
-        read yet (`park` holds it until `host_seen`); None when several are."""
+        `records.nesting`): the one host it started in (of several, the one whose
+        request_id is the span's own, when one is); `AWAITED_HOST` when none is read yet
+        (`park` holds it until `host_seen`); None when several are."""
         within = [entry for entry in self.hosts.get(trace, ()) if _started_in(entry[0], start)]
+        if len(within) > 1 and request_id is not None:
+            own = [entry for entry in within if entry[0].request_id == request_id]
+            within = own or within
         free = [entry for entry in within if not entry[1]]
         if len(free) == 1 and len(within) == 1:
             free[0][1] = True

@@ -5,8 +5,9 @@ without ``parent_id`` (the shared sample's Unlinked failure): taken as a request
 own, one failed request was two holding its id, a false ``duplicate_in_flight``. Such a
 span's parent is the ``http-request`` span of its trace that it started in: one that
 started no later (a millisecond's leeway, ``latency_ms``'s unit, for a start dated
-back by it) and, once closed, had not ended. With none, or several (callers that shared
-a ``traceparent``, in flight at once), which one is unknown and it stays a request of
+back by it) and, once closed, had not ended. With several (callers that shared a
+``traceparent``, in flight at once), the one whose ``request_id`` is the span's own;
+with none, or several and no such one, which one is unknown and it stays a request of
 its own; so does a second one starting in a host that has its first (another caller's,
 whose own host is not in the logs). The live rules (`live.window`) judge it the same
 way as lines come.
@@ -50,6 +51,13 @@ def nest_inner_spans(columns: dict[str, Any], inner: np.ndarray, outer: np.ndarr
     within = (start[host] - INNER_START_LEEWAY_US <= start[row]) & (
         ~closing[host] | (start[row] <= end[host]))
     row, host = row[within], host[within]
+    # Several hosts (callers that shared a traceparent, in flight at once): the one whose
+    # request_id is its own, when one is. Server-minted ids tell callers apart; left a
+    # request of its own, a request and its `generate` span were two holding its id.
+    rid = np.asarray(pa.array(columns["request_id"], type=pa.string()).to_pylist(), dtype=object)
+    same = pd.notna(rid[row]) & (rid[host] == rid[row])
+    with_same = np.bincount(row, weights=same, minlength=len(parent))[row] > 0
+    row, host = row[~with_same | same], host[~with_same | same]
     once = np.bincount(row, minlength=len(parent))[row] == 1
     row, host = row[once], host[once]
     if not len(row):
