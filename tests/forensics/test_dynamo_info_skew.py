@@ -44,15 +44,15 @@ class _Logs:
         self.rows[file].append((ms, json.dumps(line)))
 
     def request(self, start: float, end: float, rid: str, worker: str, *,
-                front: bool = True) -> None:
+                front: bool = True, frontend: str = "fe") -> None:
         trace, span = self._hex(32), self._hex(16)
         ctx = {"method": "POST", "span_id": span, "span_name": "http-request",
                "trace_id": trace, "uri": "/v1/chat/completions", "x_dynamo_request_id": rid}
         if front:
-            self._emit("fe", start, "SPAN_FIRST_ENTRY", ctx)
-            self._emit("fe", end - 0.1, "http response sent",
+            self._emit(frontend, start, "SPAN_FIRST_ENTRY", ctx)
+            self._emit(frontend, end - 0.1, "http response sent",
                        {**ctx, "latency_ms": str(int(end - start)), "status": "200"})
-            self._emit("fe", end, "SPAN_CLOSED",
+            self._emit(frontend, end, "SPAN_CLOSED",
                        {**ctx, "time.duration_us": int((end - start) * 1000)})
         work = {"parent_id": span, "request_id": rid, "span_id": self._hex(16),
                 "span_name": "handle_payload", "trace_id": trace}
@@ -107,3 +107,23 @@ def test_the_parts_of_one_rotated_worker_log_share_its_clock(tmp_path: Path) -> 
     assert offsets == {str(tmp_path / "worker-2.jsonl.1.gz"): pytest.approx(-2000, abs=1),
                        str(tmp_path / "worker-2.jsonl"): pytest.approx(-2000, abs=1)}
     assert kinds == []
+
+
+def test_audit_dates_use_on_the_corrected_clock(tmp_path: Path) -> None:
+    # A replica 2 s ahead: its request (the first to send the header, in true time) was
+    # dated 2 s late by audit's first_seen, where analyze and trace correct it.
+    from click.testing import CliRunner
+
+    from ridtrace.cli.main import main
+
+    logs = _Logs({"fe": 0, "fe-b": 2000, "worker-1": 0})
+    for i in range(10):
+        logs.request(100 + i * 600, 600 + i * 600, f"rid-{i}", "worker-1")
+    for i in range(3):
+        logs.request(50 + i * 600, 400 + i * 600, f"b-{i}", "worker-1", frontend="fe-b")
+    logs.write(tmp_path)
+    done = CliRunner().invoke(main, ["audit", str(tmp_path), "--format", "json", "-q"])
+    (row,) = json.loads(done.stdout)["rows"]
+    assert row["header"] == "x-dynamo-request-id" and row["requests"] == 13
+    first = datetime.fromisoformat(row["first_seen"])
+    assert abs(first - (_BASE + timedelta(milliseconds=50))) < timedelta(milliseconds=1), first
