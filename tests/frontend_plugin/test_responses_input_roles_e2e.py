@@ -130,3 +130,30 @@ def test_a_field_a_function_call_item_does_not_have_is_refused(oai: openai.OpenA
         {"role": "user", "content": "w"}, {**call, "id": "fc_1", "status": "completed"},
         result])
     assert reply.output_text == "echo: user: w\ntool: r"
+
+
+@pytest.mark.parametrize(("items", "param"), [
+    # A bare string is no content part: it was taken as text, and input_tokens counted it.
+    ([{"role": "user", "content": ["s", "t"]}], "input[0].content[0]"),
+    # A type that is no string: the item was served as a message.
+    ([{"role": "user", "content": "hi", "type": 1}], "input[0].type"),
+])
+def test_an_item_or_part_of_the_wrong_shape_is_refused(
+    oai: openai.OpenAI, items: Any, param: str
+) -> None:
+    with pytest.raises(openai.BadRequestError) as refused:
+        oai.responses.create(model="echo", input=items)
+    assert refused.value.param == param
+    with pytest.raises(openai.BadRequestError):
+        oai.responses.input_tokens.count(model="echo", input=items)
+
+
+@pytest.mark.parametrize(("conversation", "param"), [
+    (0, "conversation"), (["x"], "conversation"), ({"name": "c"}, "conversation.id")])
+def test_a_conversation_of_the_wrong_type_is_a_400_naming_it(
+    oai: openai.OpenAI, conversation: Any, param: str
+) -> None:
+    # It was a 404 "Conversation with id 'integer' not found".
+    with pytest.raises(openai.BadRequestError) as refused:
+        oai.responses.create(model="echo", input="hi", conversation=conversation)
+    assert refused.value.param == param and "expected a string" in refused.value.message

@@ -25,6 +25,7 @@ __all__ = [
     "kind_of",
     "model_name",
     "nested_deeper_than",
+    "not_an_object",
     "opt_bool",
     "opt_str",
     "require_object",
@@ -300,3 +301,11 @@ def kind_of(value: Any) -> str:
     return {dict: "object", list: "array", str: "string", int: "integer", float: "number"}.get(
         type(value), type(value).__name__
     )
+
+
+def not_an_object(where: str, value: Any) -> InvalidRequest:
+    """OpenAI's 400 for a value at `where` that should be an object."""
+    sent = kind_of(value)
+    article = "an" if sent[0] in "aeiou" else "a"  # OpenAI's wording
+    return InvalidRequest(f"Invalid type for '{where}': expected an object, but got {article} "
+                          f"{sent} instead.", param=where)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
+from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of, not_an_object
 from ridtrace.tracing.identity import shown_text
 
 __all__ = ["check_chat_content", "check_image_parts"]
@@ -90,10 +90,7 @@ def check_part_types(messages: list[Any]) -> None:
         for number, part in enumerate(content):
             where = f"messages[{index}].content[{number}]"
             if not isinstance(part, dict):
-                sent = kind_of(part)
-                article = "an" if sent[0] in "aeiou" else "a"  # OpenAI's wording
-                raise InvalidRequest(f"Invalid type for '{where}': expected an object, but "
-                                     f"got {article} {sent} instead.", param=where)
+                raise not_an_object(where, part)
             kind = part.get("type")
             if kind is None:
                 raise InvalidRequest(f"Missing required parameter: '{where}.type'.",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ridtrace.frontend_plugin.bodies import InvalidRequest
+from ridtrace.frontend_plugin.bodies import InvalidRequest, not_an_object
 from ridtrace.tracing.identity import shown_text
 
 __all__ = [
@@ -46,10 +46,11 @@ def content_text(content: Any, param: str) -> str:
     if isinstance(content, list):
         texts: list[str] = []
         for index, part in enumerate(content):
-            if isinstance(part, str):
-                texts.append(part)
-                continue
             where = f"{param}[{index}]"
+            if not isinstance(part, dict):
+                # A bare string is no part (each API types its parts); taken as text, a
+                # Responses input OpenAI refuses was answered.
+                raise not_an_object(where, part)
             text = part.get("text") if isinstance(part, dict) else None
             if isinstance(text, str):
                 texts.append(text)

@@ -159,8 +159,13 @@ def responses_options(body: dict[str, Any], *, replying: bool = True) -> dict[st
         # Nothing is stored here (see previous_response_id): ignored, the new input was
         # answered alone, as if the conversation's earlier turns had never been.
         named = conversation.get("id") if isinstance(conversation, dict) else conversation
-        shown = shown_text(named, 64) if isinstance(named, str) else kind_of(named)
-        raise InvalidRequest(f"Conversation with id '{shown}' not found.",
+        if not isinstance(named, str):
+            # A wrong type is a 400 naming the field: a 404 read "Conversation with id
+            # 'integer' not found", as if one of that id existed elsewhere.
+            where = "conversation.id" if isinstance(conversation, dict) else "conversation"
+            raise InvalidRequest(f"Invalid type for '{where}': expected a string, but got "
+                                 f"{kind_of(named)} instead.", param=where)
+        raise InvalidRequest(f"Conversation with id '{shown_text(named, 64)}' not found.",
                              param="conversation", status=404)
     opt_str(body, "user")
     # Unused here (nothing is stored, the reply comes at once), yet typed as OpenAI types them.

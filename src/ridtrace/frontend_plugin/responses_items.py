@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ridtrace.frontend_plugin.bodies import InvalidRequest
+from ridtrace.frontend_plugin.bodies import InvalidRequest, kind_of
 from ridtrace.tracing.identity import shown_text
 
 __all__ = ["check_input_items"]
@@ -52,6 +52,11 @@ def check_input_items(items: list[Any]) -> None:
     parts that are no typed objects."""
     for index, item in enumerate(items):
         kind = item.get("type") if isinstance(item, dict) else None
+        if isinstance(item, dict) and "type" in item and not isinstance(kind, str):
+            # `"type": 1` was served as a message (OpenAI refuses the type).
+            raise InvalidRequest(f"Invalid type for 'input[{index}].type': expected a "
+                                 f"string, but got {kind_of(kind)} instead.",
+                                 param=f"input[{index}].type")
         if isinstance(kind, str) and kind not in _ITEM_TYPES:
             raise InvalidRequest(f"Invalid value: '{shown_text(kind, 64)}'. Supported values "
                                  f"are: {', '.join(repr(t) for t in _ITEM_TYPES)}.",
