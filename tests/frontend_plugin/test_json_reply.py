@@ -184,3 +184,27 @@ def test_merging_and_padding_count_against_the_budget() -> None:
         check_schema(schema)
     with pytest.raises(ValueError, match="minLength"):
         check_schema({"properties": {"a": {"type": "string", "minLength": 1 << 40}}})
+
+
+@pytest.mark.parametrize(("schema", "why"), [
+    ({"type": "object", "properties": {"a": {"enum": []}}, "required": ["a"]}, "an empty enum"),
+    ({"type": "integer", "minimum": 5, "maximum": 2}, "bounds that hold no number"),
+    ({"type": "integer", "minimum": 1.2, "maximum": 1.8}, "bounds that hold no number"),
+    ({"type": "string", "minLength": 5, "maxLength": 2}, "minLength above maxLength"),
+    ({"type": "array", "minItems": 3, "maxItems": 1}, "minItems above maxItems"),
+    ({"allOf": [{"type": "string"}, {"type": "integer"}]}, "none in common"),
+    ({"not": {}}, "every value meets"),
+])
+def test_a_schema_no_document_meets_is_refused(schema: dict[str, Any], why: str) -> None:
+    # Each was answered with a document the schema refuses ({"a": 0} for 5..2, [0, 0, 0]
+    # for at most one item): the caller's validation failed on a 200.
+    with pytest.raises(ValueError, match="allows no document") as refused:
+        check_schema(schema)
+    assert why in str(refused.value)
+
+
+def test_a_property_no_document_meets_is_left_out_when_not_required() -> None:
+    schema = {"type": "object", "properties": {"a": {"enum": []}, "b": {"type": "integer"}}}
+    assert json.loads(json_document(schema, TEXT)) == {"b": 0}
+    mixed = {"allOf": [{"type": "number"}, {"type": "integer", "minimum": 3}]}
+    assert json.loads(json_document(mixed, TEXT)) == 3

@@ -102,8 +102,12 @@ class _Builder:
             return self.value(self.merged(schema), depth + 1)
         if "const" in schema:
             return schema["const"]
-        if isinstance(schema.get("enum"), list) and schema["enum"]:
+        if isinstance(schema.get("enum"), list):
+            if not schema["enum"]:
+                raise _NoDocument("an empty enum")
             return schema["enum"][0]
+        if schema.get("not") in ({}, True):
+            raise _NoDocument("'not' of a schema every value meets")
         for key in ("anyOf", "oneOf"):
             if isinstance(schema.get(key), list):
                 return self.first_of(schema[key], depth)
@@ -135,10 +139,15 @@ class _Builder:
             if isinstance(schema.get("format"), str) and schema["format"] in _FORMATS:
                 return _FORMATS[schema["format"]]
             longest = schema.get("maxLength")
-            return self.text(_count(schema.get("minLength")),
-                             longest if isinstance(longest, int) else None)
+            shortest = _count(schema.get("minLength"))
+            if isinstance(longest, int) and shortest > longest:
+                raise _NoDocument("minLength above maxLength")
+            return self.text(shortest, longest if isinstance(longest, int) else None)
         if kind in ("integer", "number"):
-            return nearest_allowed_number(schema, integer=kind == "integer")
+            number = nearest_allowed_number(schema, integer=kind == "integer")
+            if number is None:
+                raise _NoDocument("bounds that hold no number")
+            return number
         if kind == "boolean":
             return False
         if kind == "null":
@@ -168,6 +177,9 @@ class _Builder:
         prefix = prefix if isinstance(prefix, list) else []
         items = [self.value(sub, depth + 1) for sub in prefix]
         rest = schema.get("items", True) if not isinstance(schema.get("items"), list) else True
+        most = schema.get("maxItems")
+        if isinstance(most, int) and _count(schema.get("minItems")) > most:
+            raise _NoDocument("minItems above maxItems")
         while len(items) < _count(schema.get("minItems")):
             items.append(self.value(rest, depth + 1))
         return items
@@ -223,6 +235,7 @@ class _Builder:
                 merged.update({k: v for k, v in part.items() if k != "properties"})
         if properties:
             merged["properties"] = properties
+        _common_type([schema, *parts])
         return merged
 
     def target(self, ref: Any) -> Any:
@@ -250,6 +263,23 @@ class _Builder:
 # client string on a line is. repr() alone left a 1 MB type name whole, and a $ref's
 # C1 CSI or bidi override went raw (orjson writes both as they are).
 _MAX_QUOTED = 200
+
+
+def _common_type(parts: list[Any]) -> None:
+    """Refuse an ``allOf`` whose parts' types have none in common (a string and an
+    integer): the document built from the merged keywords was one the caller's
+    validator refused. An integer is a number."""
+    common: set[str] | None = None
+    for part in parts:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind is None:
+            continue
+        kinds = {k for k in (kind if isinstance(kind, list) else [kind]) if isinstance(k, str)}
+        if "number" in kinds:
+            kinds.add("integer")
+        common = kinds if common is None else common & kinds
+    if common is not None and not common:
+        raise _NoDocument("an allOf whose parts' types have none in common")
 
 
 def _quoted(value: Any) -> str:

@@ -9,8 +9,9 @@ from typing import Any
 __all__ = ["nearest_allowed_number"]
 
 
-def nearest_allowed_number(schema: dict[str, Any], *, integer: bool) -> int | float:
-    """0, or the in-bounds value nearest it (0 still when the bounds allow none)."""
+def nearest_allowed_number(schema: dict[str, Any], *, integer: bool) -> int | float | None:
+    """0, or the in-bounds value nearest it; None when the bounds allow none (a minimum
+    above the maximum: a reply of 0 broke the schema the caller validates it against)."""
 
     def bound(name: str) -> float | None:
         value = schema.get(name)
@@ -35,5 +36,7 @@ def nearest_allowed_number(schema: dict[str, Any], *, integer: bool) -> int | fl
         ceiling = min((b for b in (high, below) if b is not None), default=None)
         if floor is not None and ceiling is not None:
             candidates.append((floor + ceiling) / 2)
-    value = min(filter(allowed, candidates), key=abs, default=0)
+    value = min(filter(allowed, candidates), key=abs, default=None)
+    if value is None:
+        return None
     return int(value) if integer else value
