@@ -282,21 +282,25 @@ def test_serve_names_a_worker_list_that_holds_no_url(tmp_path: object, workers: 
 
 def test_a_worker_given_the_frontends_api_keys_says_it_is_open(tmp_path: object) -> None:
     # One env file for both services: the keys lock nothing on a worker, which took work
-    # from anyone without a word. The port is taken: it stops there (exit 3) after it.
+    # from anyone without a word. The port is taken: it stops there (exit 3) after it. In
+    # a process of its own: a serve command sets up this process's telemetry.
+    import os
     import socket
+    import subprocess
+    import sys
 
-    from click.testing import CliRunner
+    from tests.support.servers import child_pythonpath
 
-    from ridtrace.cli.main import main
-
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RIDTRACE_", "OTEL_"))}
+    env |= {"RIDTRACE_API_KEYS": "sk-w", "PYTHONPATH": child_pythonpath()}
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        result = CliRunner(env={"RIDTRACE_API_KEYS": "sk-w", "RIDTRACE_WORKER_TOKEN": None}
-                           ).invoke(main, ["serve", "worker", "--host", "127.0.0.1", "--port",
-                                           str(taken.getsockname()[1]),
-                                           "--log-file", f"{tmp_path}/w.jsonl"])
-    assert result.exit_code == 3, result.output
+        done = subprocess.run(
+            [sys.executable, "-m", "ridtrace", "serve", "worker", "--host", "127.0.0.1",
+             "--port", str(taken.getsockname()[1]), "--log-file", f"{tmp_path}/w.jsonl"],
+            capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert done.returncode == 3, done.stderr
     assert ("RIDTRACE_API_KEYS is the frontend's (a worker takes no API key): without "
-            "RIDTRACE_WORKER_TOKEN, POST /v1/work takes work from anyone") in result.stderr
-    assert "sk-w" not in result.output
+            "RIDTRACE_WORKER_TOKEN, POST /v1/work takes work from anyone") in done.stderr
+    assert "sk-w" not in done.stderr + done.stdout
