@@ -499,3 +499,18 @@ def test_a_storage_that_fails_a_read_mid_file_leaves_the_file_read_in_part(
     notes = got["summary"]["unreadable_files"]
     assert notes and all("read failed" in n["reason"] and "503" in n["reason"] for n in notes)
     assert got["summary"]["incomplete"] is True and got["summary"]["requests"] > 0
+
+
+def test_an_entry_not_read_named_by_a_folder_and_a_glob_is_listed_once(tmp_path: Path) -> None:
+    # A walk named a broken link by its path, a file:// glob by its URL: listed twice
+    # under one name, the run ended in a traceback ("Categorical categories must be
+    # unique", exit 4) after the whole cluster read.
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "app.jsonl").write_text(rt("hello") + "\n")
+    (folder / "old.jsonl").symlink_to(tmp_path / "gone")
+    url = f"file://{folder}"
+    for inputs in ([f"{url}/**"], [url, f"{url}/*"], [str(folder), f"{url}/*"]):
+        files = expand_urls(inputs)
+        names = [f.name for f in files]
+        assert len(names) == len(set(names)) == 2, (inputs, names)

@@ -154,8 +154,13 @@ def _identity(f: LogFile) -> object:
     or a ``file://`` URL, names one read already: its lines were read twice, `files`
     and `lines` counted them twice, as `expand_inputs` does not), else its URL."""
     local = f.url.removeprefix("file://") if f.url.startswith("file://") else f.url
-    if _is_url(local) or f.skip is not None:
+    if _is_url(local):
         return f.url
+    if f.skip is not None:
+        # A walk names an entry it does not read by its path, a glob by its URL: one
+        # entry named both ways (a folder and a glob over it, a `**` matching the folder
+        # itself) was listed twice under one name, and the run ended in a traceback.
+        return ("not read", os.path.abspath(local))
     try:
         st = os.stat(local)
     except OSError:
