@@ -20,6 +20,11 @@ COMMANDS = {
     "analyze dask": ["analyze", "{logs}", "--engine", "dask", "-o", "{target}"],
     # A local file named as an fsspec URL, as docs/cli.md shows for the Dask engine.
     "analyze dask url": ["analyze", "file://{logs}", "--engine", "dask", "-o", "{target}"],
+    # Other spellings fsspec takes of a local file: each replaced the log it read.
+    "analyze dask local url": ["analyze", "local://{logs}", "--engine", "dask", "-o",
+                               "{target}"],
+    "analyze dask chained url": ["analyze", "simplecache::file://{logs}", "--engine", "dask",
+                                 "-o", "{target}"],
     "audit": ["audit", "{logs}", "-o", "{target}"],
     "audit plot": ["audit", "{logs}", "--plot", "{target}"],
     "trace": ["trace", "r1", "{logs}", "-o", "{target}"],
@@ -86,3 +91,21 @@ def test_the_output_is_never_the_log_standard_input_reads(tmp_path: Path, comman
     assert done.returncode == 2, done.stderr
     assert f"will not write over {log}: it is one of the logs read" in done.stderr
     assert log.read_bytes() == before
+
+
+def test_a_file_url_glob_into_a_dot_folder_never_writes_over_a_log_it_read(
+    tmp_path: Path,
+) -> None:
+    # fsspec's glob reads a dot-folder Python's glob skips: the check, made on the
+    # local glob's files, let -o replace that log with the report.
+    require_extra("dask")
+    logs = _logs(tmp_path)
+    hidden = logs / ".k8s"
+    hidden.mkdir()
+    log = hidden / "worker.jsonl"
+    log.write_text((logs / "frontend.jsonl").read_text())
+    before = log.read_bytes()
+    result = CliRunner().invoke(main, ["analyze", f"file://{logs}/*", "--engine", "dask",
+                                       "--format", "json", "-o", str(log)])
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert "it is one of the logs read" in result.stderr and log.read_bytes() == before

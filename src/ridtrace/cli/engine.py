@@ -114,7 +114,7 @@ def dask_load(
 
     ``writes``: the files the command will write, refused when one is a log it read.
     """
-    from ridtrace.cli.output import LOCAL_URL, InputError, refuse_to_overwrite, warn_read_stats
+    from ridtrace.cli.output import InputError, refuse_writing_over, warn_read_stats
 
     try:
         from ridtrace.forensics.dask_engine import engine as dask_engine
@@ -135,13 +135,14 @@ def dask_load(
     except (ForensicsInputError, dask_engine.DaskEngineError) as exc:
         raise InputError(str(exc)) from exc
     if any(w is not None for w in writes):  # the local inputs: object storage is no file here
-        from ridtrace.forensics.reading.inputs import expand_inputs
-
-        # A local file named as a URL (file:///var/log/…, as fsspec takes it) is a log
-        # read too: left out, -o replaced it with the report.
-        named = [p.removeprefix(LOCAL_URL) for p in paths
-                 if "://" not in p or p.startswith(LOCAL_URL)]
-        refuse_to_overwrite(writes, expand_inputs(named) if named else [], load.stats)
+        # Each file the workers read, as they opened it: a local file named as a URL
+        # (file:///var/log/…, local://…, simplecache::file://…, a glob fsspec took into a
+        # dot-folder) is a log read too; left out, -o replaced it with the report.
+        ignored = {note.file for note in load.stats.ignored_files}
+        read = [local for f in load.files
+                if f.skip is None and f.name not in ignored
+                and (local := local_path(f.url)) is not None]
+        refuse_writing_over(writes, read)
     if not quiet:
         warn_read_stats(load.stats)
     return load
@@ -162,3 +163,13 @@ def dask_report(
     from ridtrace.forensics.dask_engine.engine import analyze_load  # importable: dask_load checked
 
     return analyze_load(load, since=since, until=until)
+
+
+def local_path(url: str) -> Path | None:
+    """The local file a worker opens for `url` (its last ``::`` link, ``file://`` or
+    ``local://``, or a bare path), or None for another storage's."""
+    last = url.rpartition("::")[2]
+    for scheme in ("file://", "local://"):
+        if last.startswith(scheme):
+            return Path(last.removeprefix(scheme))
+    return None if "://" in last else Path(last)

@@ -188,7 +188,12 @@ def refuse_to_overwrite(
     judged not to be logs (an earlier report beside them) may be replaced."""
     # The Dask engine names a local file it walked by its URL (file:///logs/report.json).
     ignored = {note.file.removeprefix(LOCAL_URL) for note in stats.ignored_files}
-    target = overwritten_log(writes, [s.path for s in sources if s.name not in ignored])
+    refuse_writing_over(writes, [s.path for s in sources if s.name not in ignored])
+
+
+def refuse_writing_over(writes: Sequence[Path | None], read: Iterable[Path | None]) -> None:
+    """Raise `WouldOverwriteALog` when one of `writes` is one of the logs `read`."""
+    target = overwritten_log(writes, read)
     if target is not None:
         raise WouldOverwriteALog(f"will not write over {target}: it is one of the logs read")
 

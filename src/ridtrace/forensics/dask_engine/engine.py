@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import CancelledError
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import dask.dataframe as dd
@@ -37,7 +37,13 @@ import distributed
 import pandas as pd
 from dask.delayed import delayed
 
-from ridtrace.forensics.dask_engine.blocks import Block, empty_partial, name_unseen, plan_blocks
+from ridtrace.forensics.dask_engine.blocks import (
+    Block,
+    LogFile,
+    empty_partial,
+    name_unseen,
+    plan_blocks,
+)
 
 # Re-exported: `dask_client` and the local cluster's options are part of the engine's
 # documented API (docs/scale-out.md).
@@ -71,6 +77,8 @@ class DaskLoad:
     requests: pd.DataFrame
     stats: ReadStats
     lines_in_window: int
+    # The files planned for reading (`urls.expand_urls`), each as its workers open it.
+    files: list[LogFile] = field(default_factory=list)
 
 
 def _us(stamp: pd.Timestamp | None) -> int | None:
@@ -137,7 +145,7 @@ def load_requests(
     # from the meta's columns.
     meta = empty_partial(names, lean=lean)
     if not blocks:
-        return DaskLoad(finish_requests(meta.drop(columns=KEY), names), ReadStats(), 0)
+        return DaskLoad(finish_requests(meta.drop(columns=KEY), names), ReadStats(), 0, files)
     # One graph: each block's result feeds its counters (tiny, gathered) and its
     # partial, which Dask's shuffle consumes and releases as soon as the block is read.
     shared = delayed(names, traverse=False)
@@ -190,7 +198,7 @@ def load_requests(
     requests = finish_requests(combined_frame, names, offsets)
     stats = merge_stats([c[0] for c in counters], offsets)
     name_unseen(stats, files)
-    return DaskLoad(requests, stats, sum(c[2] for c in counters))
+    return DaskLoad(requests, stats, sum(c[2] for c in counters), files)
 
 
 def shuffle_outputs(blocks: Sequence[Block], block_bytes: int) -> int:
