@@ -514,3 +514,44 @@ def test_an_entry_not_read_named_by_a_folder_and_a_glob_is_listed_once(tmp_path:
         files = expand_urls(inputs)
         names = [f.name for f in files]
         assert len(names) == len(set(names)) == 2, (inputs, names)
+
+
+def test_a_worker_whose_staging_disk_is_full_names_the_file_read_in_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A small emptyDir under the worker's TMPDIR: staging a block raised ENOSPC, a
+    # traceback and "internal error (exit 4)"; a staged .gz already said "read failed".
+    import errno
+
+    from ridtrace.forensics.dask_engine import blocks as blocks_module
+
+    log = tmp_path / "app.jsonl"
+    log.write_text(rt("hello") + "\n")
+
+    def full(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(blocks_module, "stage", full)
+    (block,) = plan_blocks(expand_urls([str(log)]), 1 << 20)
+    result = blocks_module.read_block(block, [str(log)], lean=True)
+    (note,) = result.stats.unreadable_files
+    assert note.reason.startswith("read failed:") and "No space left" in note.reason
+
+
+def test_a_bad_dask_setting_on_the_local_cluster_is_named(tmp_path: Path) -> None:
+    # With --scheduler it was a clear exit 2; the local cluster's KeyError was exit 4.
+    import os
+    import subprocess
+    import sys
+
+    from tests.support.servers import child_pythonpath
+
+    (tmp_path / "app.jsonl").write_text(rt("hello") + "\n")
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(),
+           "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "abc"}
+    done = subprocess.run([sys.executable, "-m", "ridtrace", "analyze", str(tmp_path),
+                           "--engine", "dask", "-q"], capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "distributed.comm.timeouts.connect is 'abc'" in done.stderr
+    assert "Traceback" not in done.stderr

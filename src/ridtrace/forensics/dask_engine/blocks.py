@@ -190,8 +190,8 @@ def read_block(
         notes = stats.unreadable_files if loses_a_log else stats.ignored_files
         notes.append(FileNote(block.file.name, reason))
         return BlockResult(_empty(lean=lean), stats)
-    opened = opened_file(block.file.url)
     try:
+        opened = opened_file(block.file.url)
         raw = opened.open()
     except OSError as exc:  # gone since the client listed it, as the local engine notes it
         lost = DELETED if isinstance(exc, FileNotFoundError) else f"cannot open: {exc}"
@@ -199,7 +199,7 @@ def read_block(
         return BlockResult(_empty(lean=lean), stats)
     try:
         return _read_opened(block, opened, raw, stats, lean, window, con)
-    except StorageReadError as exc:
+    except OSError as exc:  # its storage's error, or the worker's staging disk full
         stats.unreadable_files.append(FileNote(block.file.name, f"read failed: {exc}"))
         return BlockResult(_empty(lean=lean), stats)
 

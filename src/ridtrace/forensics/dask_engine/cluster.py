@@ -60,7 +60,12 @@ def dask_client(scheduler: str | None = None, **cluster_options: Any) -> Iterato
             yield client
         return
     options = {**LOCAL_CLUSTER_OPTIONS, **cluster_options}
-    with _dist.LocalCluster(**options) as cluster, _dist.Client(cluster) as client:
+    connect_timeout()  # a bad Dask setting named (exit 2), as with --scheduler
+    try:
+        cluster = _dist.LocalCluster(**options)
+    except (ValueError, KeyError, TypeError) as exc:  # another setting Dask refuses
+        raise DaskEngineError(f"cannot start a local Dask cluster: {exc}") from exc
+    with cluster, _dist.Client(cluster) as client:
         yield client
 
 
