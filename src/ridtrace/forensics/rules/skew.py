@@ -122,7 +122,8 @@ def _file_offsets(spans: SpanColumns) -> tuple[dict[int, int], set[int]]:
             if not alone:
                 break
             placed = {alone[0]: 0}  # linked to no file placed: its own clock
-            on_own_clock.add(alone[0])
+            if on_clock:  # not the reference, whose clock the others are placed on
+                on_own_clock.add(alone[0])
         on_clock.update(placed)
         codes = np.fromiter(placed, dtype=np.int64)
         now = np.isin(spans.file, codes)
