@@ -9,6 +9,7 @@ a file removed before the follow read a line of it was counted.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -18,19 +19,28 @@ from ridtrace.forensics.live.follow import Follower, FollowSettings
 from tests.forensics.helpers import rt_request
 
 
-def test_the_summary_counts_the_empty_files_the_batch_read_counts(tmp_path: Path) -> None:
-    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a1", "r1", 0, 1)) + "\n")
-    (tmp_path / "worker-1.jsonl").write_text("")
-    (tmp_path / "worker-1.jsonl.1").write_text("")
-    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, settle_s=0))
+def _files_counted(folder: Path, *, from_start: bool,
+                   meanwhile: Callable[[], None] = lambda: None) -> tuple[int, int]:
+    """`files` of a follow of `folder` (`meanwhile` done between its first two polls,
+    then stopped), and of `analyze` of the folder then."""
+    follower = Follower([str(folder)], FollowSettings(from_start=from_start, settle_s=0))
     try:
+        follower.poll()
+        meanwhile()
         follower.poll()
         follower.run(lambda finding: True, stop=lambda: True)
         files = follower.summary()["files"]
     finally:
         follower.close()
-    batch = CliRunner().invoke(main, ["analyze", str(tmp_path), "--format", "json", "-q"])
-    assert files == json.loads(batch.stdout)["summary"]["files"] == 3
+    batch = CliRunner().invoke(main, ["analyze", str(folder), "--format", "json", "-q"])
+    return files, json.loads(batch.stdout)["summary"]["files"]
+
+
+def test_the_summary_counts_the_empty_files_the_batch_read_counts(tmp_path: Path) -> None:
+    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a1", "r1", 0, 1)) + "\n")
+    (tmp_path / "worker-1.jsonl").write_text("")
+    (tmp_path / "worker-1.jsonl.1").write_text("")
+    assert _files_counted(tmp_path, from_start=True) == (3, 3)
 
 
 def test_a_file_removed_before_a_line_of_it_was_read_is_not_counted(tmp_path: Path) -> None:
@@ -39,16 +49,10 @@ def test_a_file_removed_before_a_line_of_it_was_read_is_not_counted(tmp_path: Pa
     # of the folder says 3.
     old = tmp_path / "frontend-old.jsonl"
     old.write_text("\n".join(rt_request("a1", "r1", 0, 1)) + "\n")
-    follower = Follower([str(tmp_path)], FollowSettings(from_start=False, settle_s=0))
-    try:
-        follower.poll()
+
+    def run_again() -> None:
         old.unlink()
         (tmp_path / "frontend-new.jsonl").write_text(
             "\n".join(rt_request("b2", "r2", 2, 3)) + "\n")
-        follower.poll()
-        follower.run(lambda finding: True, stop=lambda: True)
-        files = follower.summary()["files"]
-    finally:
-        follower.close()
-    batch = CliRunner().invoke(main, ["analyze", str(tmp_path), "--format", "json", "-q"])
-    assert files == json.loads(batch.stdout)["summary"]["files"] == 1
+
+    assert _files_counted(tmp_path, from_start=False, meanwhile=run_again) == (1, 1)

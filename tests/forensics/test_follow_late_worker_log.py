@@ -12,36 +12,18 @@ files reports each once).
 from __future__ import annotations
 
 import collections
-import shutil
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
-from ridtrace.forensics.live.follow import Follower, FollowSettings
-from tests.support.lagged_replay import Ticks, batch_errors, key
+from tests.support.lagged_replay import batch_errors, follow_copies, key
 
 _DATA = Path(__file__).parent / "data" / "late-worker-legacy"
 _LAST = datetime.fromisoformat("2026-12-06T02:57:33+00:00").timestamp()
 
 
 def test_a_late_worker_log_neither_repeats_nor_hides_a_duplicate(tmp_path: Path) -> None:
-    for name in ("frontend.jsonl", "worker.jsonl"):
-        (tmp_path / name).write_text("")
-    ticks = Ticks()
-    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, settle_s=1.0),
-                        ticks=ticks, clock=lambda: _LAST + ticks.now - 100.0)
-    live: list[Any] = []
-    try:
-        follower.start()
-        for name in ("frontend.jsonl", "worker.jsonl"):
-            shutil.copyfile(_DATA / name, tmp_path / name)
-            ticks.now += 0.5  # the worker's log half a second behind: inside the settle
-            live.extend(follower.poll()[0])
-        ticks.now += 5.0
-        live.extend(follower.poll()[0])
-        follower.run(lambda finding: live.append(finding) or True, stop=lambda: True)
-    finally:
-        follower.close()
+    # The worker's log half a second behind the frontend's: inside the settle time.
+    live = follow_copies(tmp_path, _DATA, ["frontend.jsonl", "worker.jsonl"], _LAST, lag_s=0.5)
     batch = batch_errors(tmp_path)
     assert [k for k in batch if k[0] == "duplicate_in_flight"] == [
         ("duplicate_in_flight", "ffa63087be73a8f5", "rollout-9")]

@@ -11,16 +11,13 @@ the two refusals for no worker log at all, and reported no crossing.
 from __future__ import annotations
 
 import json
-import shutil
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
-from ridtrace.forensics.live.follow import Follower, FollowSettings
-from tests.support.lagged_replay import Ticks, batch_errors, key
+from tests.support.lagged_replay import batch_errors, follow_copies, key
 
 _DATA = Path(__file__).parent / "data" / "refused-crossing"
 _CALLER, _PRODUCER = "0d5c39a55c1a253a", "bd293b8422d32bb4"
@@ -41,20 +38,5 @@ def test_analyze_and_trace_report_the_crossing_of_a_caller_every_worker_refused(
 
 
 def test_follow_reports_the_crossing_of_a_caller_every_worker_refused(tmp_path: Path) -> None:
-    names = sorted(p.name for p in _DATA.iterdir())
-    for name in names:
-        (tmp_path / name).write_text("")
-    ticks = Ticks()
-    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, settle_s=1.0),
-                        ticks=ticks, clock=lambda: _LAST + ticks.now - 100.0)
-    live: list[Any] = []
-    try:
-        follower.start()
-        for name in names:
-            shutil.copyfile(_DATA / name, tmp_path / name)
-        ticks.now += 5.0
-        live.extend(follower.poll()[0])
-        follower.run(lambda finding: live.append(finding) or True, stop=lambda: True)
-    finally:
-        follower.close()
+    live = follow_copies(tmp_path, _DATA, sorted(p.name for p in _DATA.iterdir()), _LAST)
     assert _CROSSED in [key(f) for f in live]

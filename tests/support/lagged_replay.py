@@ -43,6 +43,32 @@ def batch_errors(directory: Path) -> list[Key]:
                   if f["severity"] == "error" and not str(f["detail"]).endswith(_LOST_OUTPUT))
 
 
+def follow_copies(folder: Path, data: Path, names: list[str], last_time: float, *,
+                  lag_s: float = 0.0) -> list[dict[str, Any]]:
+    """Follow `folder` from the start while `data`'s files are copied into it one by
+    one, `lag_s` of the follow's clock apart (a poll after each), then to the end; the
+    findings printed. The wall clock reads `last_time` (epoch s, the logs' end) 100 s
+    after the follow's clock starts."""
+    for name in names:
+        (folder / name).write_text("")
+    ticks = Ticks()
+    follower = Follower([str(folder)], FollowSettings(from_start=True, settle_s=1.0),
+                        ticks=ticks, clock=lambda: last_time + ticks.now - 100.0)
+    live: list[dict[str, Any]] = []
+    try:
+        follower.start()
+        for name in names:
+            shutil.copyfile(data / name, folder / name)
+            ticks.now += lag_s
+            live.extend(follower.poll()[0])
+        ticks.now += 5.0
+        live.extend(follower.poll()[0])
+        follower.run(lambda finding: live.append(finding) or True, stop=lambda: True)
+    finally:
+        follower.close()
+    return live
+
+
 class Ticks:
     """A monotonic clock the replay moves."""
 
