@@ -16,6 +16,7 @@ import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -77,14 +78,17 @@ def _killed_with_two_callers(tmp_path_factory: pytest.TempPathFactory, policy: s
     return logs
 
 
-def test_batch_analyze_reports_the_duplicate(killed_with_two_holders: Path) -> None:
-    # The reports run in-process: the servers of the fixture are the real processes.
-    code, stdout, stderr = run_in_process(
-        ["analyze", str(killed_with_two_holders), "--format", "json", "-q"])
-    report = json.loads(stdout)
-    chat = [json.loads(line) for line in
-            (killed_with_two_holders / "frontend.jsonl").read_text().splitlines()
+def _analyzed(logs: Path) -> tuple[int, dict[str, Any], list[dict[str, Any]], str]:
+    """`analyze` of `logs` in process (the fixture's servers are the real processes):
+    its exit code, report, the frontend's chat lines, and its stderr."""
+    code, stdout, stderr = run_in_process(["analyze", str(logs), "--format", "json", "-q"])
+    chat = [json.loads(line) for line in (logs / "frontend.jsonl").read_text().splitlines()
             if '"/v1/chat/completions"' in line]
+    return code, json.loads(stdout), chat, stderr
+
+
+def test_batch_analyze_reports_the_duplicate(killed_with_two_holders: Path) -> None:
+    code, report, chat, stderr = _analyzed(killed_with_two_holders)
     starts = [line for line in chat if line["event"] == "request.start"]
     assert len(starts) == 2 and len(chat) == 2  # no request.end: both were in flight
     (dup,) = [f for f in report["findings"] if f["kind"] == "duplicate_in_flight"]
@@ -122,12 +126,7 @@ def test_batch_analyze_reports_the_client_id_reuse_of_two_safe_callers(
 ) -> None:
     # As duplicate_in_flight counts them, client_id_reuse counts a caller that logged no
     # end by its worker spans: each caller's one line, request.start, is an instant.
-    code, stdout, stderr = run_in_process(
-        ["analyze", str(killed_safe_with_two_callers), "--format", "json", "-q"])
-    report = json.loads(stdout)
-    starts = [json.loads(line) for line in
-              (killed_safe_with_two_callers / "frontend.jsonl").read_text().splitlines()
-              if '"/v1/chat/completions"' in line]
+    code, report, starts, stderr = _analyzed(killed_safe_with_two_callers)
     assert [line["event"] for line in starts] == ["request.start"] * 2
     (reuse,) = [f for f in report["findings"] if f["kind"] == "client_id_reuse"]
     assert reuse["detail"].startswith("2 requests held client x_request_id dup-1")
