@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 __all__ = [
@@ -28,8 +29,9 @@ def first_of_each_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _int_or_text(digits: str) -> int | str:
     """An integer, or its text past the interpreter's limit on the digits it converts
-    (4,300): RFC 8259 sets no limit, so such a line is valid JSON, a record."""
-    return int(digits) if len(digits) <= 4300 else digits
+    (4,300 by default): RFC 8259 sets no limit, so such a line is valid JSON, a record."""
+    limit = sys.get_int_max_str_digits()
+    return int(digits) if not limit or len(digits.lstrip("-")) <= limit else digits
 
 
 class _Decoder(json.JSONDecoder):
@@ -94,6 +96,8 @@ def brackets_pair_up(text: str) -> bool:
         else:
             stack.append(bracket)
     return not stack
+
+
 # A byte order mark opens each file written by some Windows tools; in the middle of a
 # file it is where `cat` joined two of them. It is no part of the line's JSON.
 BOM = "\ufeff"
