@@ -11,9 +11,9 @@ import sys
 from typing import Any
 
 __all__ = [
-    "BOM", "CR_SEPARATED", "CR_SEPARATED_FILE", "DECODE", "NESTED_MARK", "array_of_objects",
-    "back_to_back", "brackets_pair_up", "cr_separated", "first_of_each_key",
-    "long_int_refused", "nested_too_deeply",
+    "BOM", "CR_SEPARATED", "CR_SEPARATED_FILE", "DECODE", "NESTED_MARK", "TEXT_DECODE",
+    "array_of_objects", "back_to_back", "brackets_pair_up", "cr_separated",
+    "first_of_each_key", "nested_too_deeply",
 ]
 
 
@@ -35,30 +35,29 @@ def _int_or_text(digits: str) -> int | str:
 
 
 class _Decoder(json.JSONDecoder):
-    """The standard library's decoder, a key given twice keeping its first value, and
-    an integer of more digits than the interpreter converts kept as its text: such a
-    line ("not JSON" to the plain decoder) is a record. The retry costs only those."""
+    """The standard library's decoder (`options` as its own), a key given twice keeping
+    its first value, and an integer of more digits than the interpreter converts kept
+    as its text: such a line ("not JSON" to the plain decoder) is a record. The retry
+    costs only those."""
 
-    def __init__(self) -> None:
-        super().__init__(object_pairs_hook=first_of_each_key)
+    def __init__(self, **options: Any) -> None:
+        super().__init__(object_pairs_hook=first_of_each_key, **options)
         self._long_ints = json.JSONDecoder(object_pairs_hook=first_of_each_key,
-                                           parse_int=_int_or_text)
+                                           parse_int=_int_or_text, **options)
 
     def raw_decode(self, s: str, idx: int = 0) -> tuple[Any, int]:
         try:
             return super().raw_decode(s, idx)
         except ValueError as exc:
-            if not long_int_refused(exc):
+            if "integer string conversion" not in str(exc):
                 raise
             return self._long_ints.raw_decode(s, idx)
 
 
-def long_int_refused(exc: ValueError) -> bool:
-    """Whether `exc` is the interpreter's refusal of an integer of too many digits."""
-    return "integer string conversion" in str(exc)
-
-
 DECODE = _Decoder()
+# Every float and constant kept as its text (`unwrap_parts.json_value`): 1e400 written
+# back as Infinity is no JSON, and the reader takes every field as text anyway.
+TEXT_DECODE = _Decoder(parse_float=str, parse_constant=str)
 # Where an unwrapper left a shipper's line whose JSON nests deeper than the parser
 # follows (RFC 8259 lets a parser limit nesting): no JSON, judged so (`judge`), and its
 # file read only in part. Left as it was, the reader took the wrapper for a record with

@@ -12,8 +12,7 @@ from typing import Any, Protocol
 from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
 from ridtrace.forensics.reading.packed_lines import (
     NESTED_MARK,
-    first_of_each_key,
-    long_int_refused,
+    TEXT_DECODE,
     nested_too_deeply,
 )
 
@@ -156,20 +155,9 @@ def json_value(line: bytes) -> Any:
     # RFC 7464's record separator before a JSON text (`journalctl -o json-seq`, `jq
     # --seq`) is framing, as DuckDB's reader takes it; Python's parser refuses it.
     line = line.removeprefix(b"\x1e")
+    # A key given twice keeps its first value: a flattened line means what it meant.
     try:
-        # A float kept as its text: 1e400 written back as Infinity is no JSON, and the
-        # reader takes every field as text anyway.
-        # A key given twice keeps its first value: a flattened line means what it meant.
-        return json.loads(line, object_pairs_hook=first_of_each_key, parse_float=str,
-                          parse_constant=str)
-    except ValueError as exc:
-        if not long_int_refused(exc):
-            return None
-    except RecursionError:
-        return None
-    try:  # an integer of more digits than the interpreter converts: kept as its text
-        return json.loads(line, object_pairs_hook=first_of_each_key, parse_float=str,
-                          parse_constant=str, parse_int=str)
+        return TEXT_DECODE.decode(line.decode(json.detect_encoding(line), "surrogatepass"))
     except (ValueError, RecursionError):
         return None
 
