@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anthropic
 import httpx
 import openai
 import pytest
@@ -327,3 +328,35 @@ def test_a_conflict_whose_body_the_close_ends_is_a_conflict(
         assert {(r["reason"], r["marked_down"]) for r in retries} == {("conflict", False)}
         ups = {w["url"]: w["up"] for w in httpx.get(fe.url + "/debug/inflight").json()["workers"]}
         assert ups == {refuser: True, echo_worker.url: True}
+
+
+def test_a_body_over_the_workers_limit_is_a_413_not_a_broken_service(tmp_path: Path) -> None:
+    # The frontend takes bodies up to its --max-body-bytes, the workers envelopes up to
+    # their own max_body_bytes. A body between the two was answered 502 'worker rejected
+    # the request', a broken service to the SDKs (which retried it twice); it is too
+    # large for this deployment, which the caller can act on.
+    env = {"RIDTRACE_WORKER_MAX_BODY_BYTES": "4096"}
+    with start_stack(tmp_path, workers=[[]], env=env) as stack:
+        big = {"model": "echo", "max_tokens": 4,
+               "messages": [{"role": "user", "content": "x" * 8000}]}
+        refused = httpx.post(stack.url + "/v1/chat/completions", timeout=10, json=big)
+        assert refused.status_code == 413, refused.text
+        error = refused.json()["error"]
+        assert (error["message"], error["type"]) == (
+            "request body too large for the workers", "invalid_request_error")
+        assert refused.headers["x-should-retry"] == "false"
+        sdk = anthropic.Anthropic(base_url=stack.url, api_key="x", max_retries=0)
+        with pytest.raises(anthropic.APIStatusError) as anthropic_refused:
+            sdk.messages.create(model="echo", max_tokens=4,
+                                messages=[{"role": "user", "content": "x" * 8000}])
+        assert anthropic_refused.value.status_code == 413
+        assert anthropic_refused.value.body["error"]["type"] == "request_too_large"
+        # The request's own line keeps what the worker said.
+        end = stack.frontend.wait_for_event(refused.headers["x-server-request-id"],
+                                            "request.end")
+        assert "worker answered 413" in end["error"]
+        # Not the worker's fault: it stays in rotation and serves the next caller.
+        assert all(w["up"] for w in stack.inflight()["workers"])  # type: ignore[union-attr]
+        small = {**big, "messages": [{"role": "user", "content": "hi"}]}
+        served = httpx.post(stack.url + "/v1/chat/completions", timeout=10, json=small)
+        assert served.status_code == 200, served.text

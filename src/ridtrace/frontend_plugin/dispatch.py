@@ -202,7 +202,8 @@ class Dispatcher:
                 spent += not refusal.unreached
                 if refusal.fatal:
                     raise DispatchError(
-                        caller_message, reason=reason, status=502, attempts=attempt,
+                        caller_message, reason=reason,
+                        status=413 if reason == "status_413" else 502, attempts=attempt,
                         detail=detail,
                     ) from None
                 continue

@@ -19,6 +19,7 @@ __all__ = [
     "GO_ELSEWHERE",
     "OVERLOADED",
     "REQUEST_TIMED_OUT",
+    "REQUEST_TOO_LARGE",
     "SHUTDOWN",
     "WORKER_CONNECTION_LOST",
     "WORKER_ERROR",
@@ -45,6 +46,8 @@ WORKER_ERROR = "worker error"
 """The worker reported an error in its stream."""
 WORKER_REJECTED = "worker rejected the request"
 """A worker answered a 4xx other than Conflict or a token refusal."""
+REQUEST_TOO_LARGE = "request body too large for the workers"
+"""A worker answered 413: the body passed the frontend's limit but not the worker's."""
 DUPLICATE_EVERYWHERE = "every worker tried already had this request id in flight"
 """Each attempt was refused with Conflict (HTTP 503)."""
 FOREIGN_CHUNK_STOPPED = "worker sent a chunk for another request; stream stopped"
@@ -67,6 +70,7 @@ _DISPATCH_MESSAGES = {
     "conflict": DUPLICATE_EVERYWHERE,
     "timeout": WORKER_TIMED_OUT,
     "status_4xx": WORKER_REJECTED,
+    "status_413": REQUEST_TOO_LARGE,
     "worker_error": WORKER_ERROR,
     WORKER_UNAUTHORIZED: WORKER_TOKEN_REFUSED,
 }
@@ -75,7 +79,7 @@ _DISPATCH_MESSAGES = {
 # Failures a retry of the same request cannot mend: the worker refused the request itself
 # (a 4xx), or the frontend's worker token. Said to the SDKs by ``x-should-retry: false``;
 # without it they retry every 5xx (the 502 included) twice, to the same refusal.
-_FINAL_REASONS = frozenset({"status_4xx", WORKER_UNAUTHORIZED})
+_FINAL_REASONS = frozenset({"status_4xx", "status_413", WORKER_UNAUTHORIZED})
 
 
 def worth_retrying(reason: str) -> bool:

@@ -24,7 +24,7 @@ ERROR_BODY_LIMIT = 64 * 1024
 _WORKER_SIDE_4XX = frozenset({421, 429})
 
 # Refusals that say nothing about the worker's health: it stays in rotation.
-HEALTHY_REFUSALS = frozenset({"conflict", "status_4xx"})
+HEALTHY_REFUSALS = frozenset({"conflict", "status_4xx", "status_413"})
 
 
 class Refused(Exception):
@@ -53,6 +53,11 @@ def refusal_of(status: int, detail: str) -> Refused:
                        fatal=True)
     if status >= 500:
         return Refused("status_5xx", f"worker answered {status}")
+    if status == 413:
+        # The envelope is over the worker's max_body_bytes, below the frontend's own
+        # --max-body-bytes: the body is too large for this deployment, which the caller
+        # can act on (413), where a 502 said the service was broken.
+        return Refused("status_413", f"worker answered 413: {detail}", fatal=True)
     if status in _WORKER_SIDE_4XX:
         # Not about this request: another worker may well take it.
         return Refused(f"status_{status}", f"worker answered {status}: {detail}")
