@@ -147,10 +147,24 @@ def test_generate_sampling_params_are_checked(stack: Stack) -> None:
             ("/inference/v1/generate", {"prompt": "x", "sampling_params": {"temperature": "x"}}),
             ("/generate", {"text": "x", "sampling_params": {"top_p": 2}}),
             ("/generate", {"text": "x", "sampling_params": {"stop": {"a": 1}}}),
+            # SGLang's and vLLM's checks: a top_k that is no count, min_p and penalties
+            # out of their ranges were served with 200.
+            ("/generate", {"text": "x", "sampling_params": {"top_k": "5"}}),
+            ("/generate", {"text": "x", "sampling_params": {"top_k": 2.5}}),
+            ("/inference/v1/generate", {"prompt": "x", "sampling_params": {"top_k": -2}}),
+            ("/generate", {"text": "x", "sampling_params": {"min_p": 1.5}}),
+            ("/generate", {"text": "x", "sampling_params": {"presence_penalty": 3}}),
+            ("/generate", {"text": "x", "sampling_params": {"frequency_penalty": "x"}}),
+            ("/generate", {"text": "x", "sampling_params": {"repetition_penalty": -1}}),
         ):
             response = client.post(path, json=body)
             assert response.status_code == 400, (path, response.text)
-            assert response.json()["error"]["param"].startswith("sampling_params."), body
+            param = response.json()["error"]["param"]
+            assert param == "sampling_params." + next(iter(body["sampling_params"])), body
+        for top_k in (-1, 0, 1, 40):
+            body = {"text": "x", "sampling_params": {"top_k": top_k, "min_p": 0.05,
+                                                      "repetition_penalty": 1.1}}
+            assert client.post("/generate", json=body).status_code == 200, body
 
 
 def test_generate_routes_refuse_more_than_one_sample(stack: Stack) -> None:

@@ -100,6 +100,16 @@ def generate_sampling(params: dict[str, Any], prefix: str) -> tuple[str, ...]:
     single_choice(params, f"{prefix}.n")
     _number(params, "temperature", 0, 2, f"{prefix}.temperature")
     _number(params, "top_p", 0, 1, f"{prefix}.top_p")
+    _number(params, "min_p", 0, 1, f"{prefix}.min_p")
+    _number(params, "presence_penalty", -2, 2, f"{prefix}.presence_penalty")
+    _number(params, "frequency_penalty", -2, 2, f"{prefix}.frequency_penalty")
+    _number(params, "repetition_penalty", 0, 2, f"{prefix}.repetition_penalty")
+    # SGLang and vLLM: -1 (vLLM also 0) turns top-k off, any other value is a count.
+    top_k = params.get("top_k")
+    if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool)
+                              or top_k < -1):
+        raise InvalidRequest(f"'{prefix}.top_k' must be an integer, -1 or 0 to turn it off",
+                             param=f"{prefix}.top_k")
     return stop_strings(params.get("stop"), f"{prefix}.stop", single_allowed=True)
 
 
