@@ -110,6 +110,10 @@ def test_no_control_character_reaches_a_header_or_a_log_line(
     lines = [orjson.loads(line) for line in written.splitlines()]
     assert [x.get("event") for x in lines if x.get("event", "").startswith("request.")] == [
         "request.start", "request.end"]
+    # The first valid id wins; an invalid one is rejected wherever it stands (one
+    # before the valid id was flagged, one after it was not).
+    start = next(x for x in lines if x.get("event") == "request.start")
+    assert start.get("x_request_id_rejected", False) is (len(valid) < len(sent))
     for line in lines:
         if "x_request_id" in line:
             assert line["x_request_id"].encode() == valid[0]

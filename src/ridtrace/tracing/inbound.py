@@ -100,14 +100,17 @@ def read_inbound(rules: InboundRules[K], pairs: Iterable[tuple[K, str | bytes]])
         if name not in watched and not every_header:
             continue
         if name == rules.client:
+            # Whitespace around a field value is not part of it (RFC 9110 5.5); h11
+            # strips it, httptools keeps the trailing part: the same client id must
+            # not be logged and echoed as "id" or "id   " depending on the parser.
+            value = value.strip(b" \t") if isinstance(value, bytes) else value.strip(" \t")
+            valid = validate_client_id(value, rules.max_len)
             if x_request_id is None:
-                # Whitespace around a field value is not part of it (RFC 9110 5.5); h11
-                # strips it, httptools keeps the trailing part: the same client id must
-                # not be logged and echoed as "id" or "id   " depending on the parser.
-                value = value.strip(b" \t") if isinstance(value, bytes) else value.strip(" \t")
-                x_request_id = validate_client_id(value, rules.max_len)
-                if x_request_id is None and rejected is None:
-                    rejected = metrics.rejection_reason(value, rules.max_len)
+                x_request_id = valid
+            # The first valid id wins; an invalid one is rejected wherever it stands
+            # (one after the valid id was not, one before it was).
+            if valid is None and rejected is None:
+                rejected = metrics.rejection_reason(value, rules.max_len)
         elif name in rules.deprecated:
             header = rules.deprecated[name]
             if deprecated_sent is None:
