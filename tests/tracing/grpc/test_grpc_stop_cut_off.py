@@ -76,6 +76,63 @@ def test_calls_cut_off_by_the_stop_are_recorded_unavailable_not_cancelled(
         ), end
 
 
+def test_request_streams_cut_off_by_the_stop_are_recorded_unavailable_not_ok(
+    log_lines: LogLines,
+) -> None:
+    # A handler reading its request stream sees the stop's cancel as the stream's end
+    # and returns: the client-streaming call was recorded OK and the bidirectional one
+    # too, while both clients got UNAVAILABLE.
+    waiting = asyncio.Semaphore(0)
+
+    async def collect(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext
+                      ) -> bytes:
+        count = 0
+        async for _ in requests:
+            count += 1
+            waiting.release()
+        return b"%d" % count
+
+    async def echo(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext
+                   ) -> AsyncIterator[bytes]:
+        async for message in requests:
+            waiting.release()
+            yield message
+
+    methods = {
+        "Collect": grpc.stream_unary_rpc_method_handler(collect),
+        "Echo": grpc.stream_stream_rpc_method_handler(echo),
+    }
+
+    async def go() -> list[grpc.StatusCode]:
+        server = grpc.aio.server(interceptors=[RequestTracingInterceptor()])
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(SERVICE, methods),)
+        )
+        port = server.add_insecure_port("127.0.0.1:0")
+        serving = asyncio.ensure_future(
+            serve_until_signalled(server, grace=0.2, signals=(signal.SIGUSR1,))
+        )
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            collecting = channel.stream_unary(f"/{SERVICE}/Collect")(timeout=CALL_TIMEOUT)
+            echoing = channel.stream_stream(f"/{SERVICE}/Echo")(timeout=CALL_TIMEOUT)
+            await collecting.write(b"one")
+            await echoing.write(b"one")
+            assert await echoing.read() == b"one"
+            for _ in range(2):  # both handlers hold a message and wait for the next
+                await asyncio.wait_for(waiting.acquire(), CALL_TIMEOUT)
+            os.kill(os.getpid(), signal.SIGUSR1)
+            await asyncio.wait_for(serving, CALL_TIMEOUT)
+            return [await collecting.code(), await echoing.code()]
+
+    codes = asyncio.run(go())
+    assert codes == [grpc.StatusCode.UNAVAILABLE] * 2
+    ends = [x for x in log_lines.events("request.end") if "stream_index" not in x]
+    assert len(ends) == 2
+    for end in ends:
+        assert (end["grpc_status"], end["outcome"], end["level"]) == (
+            "UNAVAILABLE", "error", "WARN"), end
+
+
 def test_a_cut_off_call_is_waited_for_and_counted_when_no_span_records(
     log_lines: LogLines, reader: InMemoryMetricReader
 ) -> None:

@@ -101,12 +101,7 @@ def cut_off_after(grace: float | None) -> None:
 
 def server_cut_off(failure: BaseException | None) -> BaseException | None:
     """``failure``, or :class:`ServerStopped` for a cancel once the stop's grace is over."""
-    cut_off_at = _cut_off_at
-    if (
-        cut_off_at is not None
-        and isinstance(failure, CANCELLED)
-        and time.monotonic() >= cut_off_at
-    ):
+    if isinstance(failure, CANCELLED) and _past_cut_off():
         return ServerStopped()
     return failure
 
@@ -131,7 +126,16 @@ def ended_under_handler(context: Any) -> bool:
     """
     if deadline_passed(context) or _task_cancelled():
         return True
-    return bool(getattr(context, "requests_ended", False)) and _deadline_reached(context)
+    # The stop's cancel, once its grace is over, ends a request stream the same way,
+    # before the cancel reaches the handler's task: its client got UNAVAILABLE, and the
+    # call was recorded OK (`server_cut_off` names it once it is a CallEnded).
+    return bool(getattr(context, "requests_ended", False)) and (
+        _deadline_reached(context) or _past_cut_off())
+
+
+def _past_cut_off() -> bool:
+    cut_off_at = _cut_off_at
+    return cut_off_at is not None and time.monotonic() >= cut_off_at
 
 
 def escaped(exc: BaseException, ctx: RequestContext) -> BaseException:
