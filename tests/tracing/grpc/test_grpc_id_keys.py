@@ -17,6 +17,11 @@ from ridtrace.tracing.grpc import RequestTracingInterceptor
     ("client_id_header", "x-request-id-bin"),
     ("response_id_header", "grpc-message"),
     ("client_id_header", "grpc-timeout"),
+    # Valid HTTP field names outside gRPC's key alphabet: every call failed INTERNAL
+    # ("Illegal header key") and was recorded OK.
+    ("response_id_header", "x-server~id"),
+    ("response_id_header", "x-server!id"),
+    ("client_id_header", "x-request'id"),
 ])
 def test_an_id_key_grpc_cannot_carry_is_refused(setting: str, name: str) -> None:
     # A `-bin` key takes bytes: every call hung to the client's deadline while its

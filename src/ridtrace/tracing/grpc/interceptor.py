@@ -7,6 +7,7 @@ stream); :mod:`ridtrace.tracing.grpc.call` decides *what*. See docs/grpc.md.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Literal
@@ -92,6 +93,7 @@ class RequestTracingInterceptor(
         config = settings or TracingSettings()
         if overrides:
             config = replace(config, **overrides)
+        _refuse_keys_grpc_cannot_carry(config)
         self.settings = config
         self._config = CallConfig(config, body_id_field=body_id_field)
         if stream_requests not in ("bidi", "never"):
@@ -208,3 +210,20 @@ class RequestTracingInterceptor(
             request_deserializer=tolerant_deserializer(handler),
             response_serializer=handler.response_serializer,
         )
+
+
+# gRPC's metadata keys (its HTTP/2 protocol spec: 0-9 a-z _ - .), a narrower alphabet
+# than HTTP's field names, which the settings hold the names to.
+_GRPC_KEY = re.compile(r"[0-9a-z_.\-]+")
+
+
+def _refuse_keys_grpc_cannot_carry(settings: TracingSettings) -> None:
+    """The id keys must be gRPC keys: under ``x-id~1`` every call failed ``INTERNAL``
+    ("Illegal header key") and was recorded OK. (``grpc-*`` and ``*-bin`` names are
+    refused by the settings themselves, for both transports.)"""
+    for setting, name in (("client_id_header", settings.client_id_header),
+                          ("response_id_header", settings.response_id_header)):
+        if not _GRPC_KEY.fullmatch(name.lower()):
+            raise ValueError(
+                f"{setting} {name!r} is a key gRPC metadata cannot carry: a gRPC key holds "
+                "only letters, digits, '-', '_' and '.'")
