@@ -284,6 +284,48 @@ def test_sync_server_unary_call_the_client_gave_up_on_is_not_logged_ok(
     assert end["messages_out"] == 0
 
 
+@pytest.mark.parametrize("shape", ["unary", "server_stream"])
+def test_sync_server_call_cancelled_long_before_its_deadline_is_not_deadline_exceeded(
+    log_lines: LogLines, shape: str
+) -> None:
+    """The client cancels a call with a 1 s timeout at once; the handler, which the
+    synchronous server never interrupts, returns after the deadline. The client got
+    CANCELLED; the call was recorded DEADLINE_EXCEEDED with an error span, because the
+    deadline was read when the handler returned, not when the call ended."""
+    entered = threading.Event()
+
+    def past_the_deadline(context: grpc.ServicerContext) -> None:
+        entered.set()
+        ended = threading.Event()
+        context.add_callback(ended.set)
+        assert ended.wait(CALL_TIMEOUT)
+        left = context.time_remaining()
+        time.sleep(max(left or 0.0, 0.0) + 0.05)  # returns past the deadline, surely
+
+    def slow(request: bytes, context: grpc.ServicerContext) -> bytes:
+        past_the_deadline(context)
+        return b"late"
+
+    def slow_stream(request: bytes, context: grpc.ServicerContext) -> Iterator[bytes]:
+        past_the_deadline(context)
+        yield b"late"
+
+    extra = {"Slow": grpc.unary_unary_rpc_method_handler(slow),
+             "SlowStream": grpc.unary_stream_rpc_method_handler(slow_stream)}
+    with _sync_server(extra) as channel:
+        if shape == "unary":
+            call: Any = channel.unary_unary(f"/{SERVICE}/Slow").future(b"", timeout=1.0)
+        else:
+            call = channel.unary_stream(f"/{SERVICE}/SlowStream")(b"", timeout=1.0)
+        assert entered.wait(CALL_TIMEOUT)
+        call.cancel()
+        assert call.code() == grpc.StatusCode.CANCELLED
+        _wait_until(lambda: bool(log_lines.events("request.end")))
+    (end,) = log_lines.events("request.end")
+    assert (end["grpc_status"], end["outcome"], end["level"]) == (
+        "CANCELLED", "cancelled", "INFO")
+
+
 @pytest.mark.parametrize(("shape", "how"), [
     ("client_stream", "cancel"), ("client_stream", "deadline"),
     ("bidi", "cancel"), ("bidi", "deadline"),

@@ -204,7 +204,11 @@ _DEADLINE_SLACK_SHARE = 0.01
 
 
 def _deadline_reached(context: Any) -> bool:
-    remaining: float | None = context.time_remaining()
+    # A synchronous server notes the time left when the call ended (`sync_context`); the
+    # handler may return long after (the client cancelled, the deadline passes later).
+    remaining: float | None = getattr(context, "remaining_at_end", None)
+    if remaining is None:
+        remaining = context.time_remaining()
     if remaining is None:
         return False
     if remaining <= 0:

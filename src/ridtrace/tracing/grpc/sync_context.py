@@ -29,6 +29,16 @@ class SyncTracedServicerContext(IdMetadata, grpc.ServicerContext):  # type: igno
         self.start(context, ours, owned_keys)  # aborted: its abort() raises a bare Exception
         # gRPC ended the call itself over a request message it could not deserialize.
         self.request_undecodable = False
+        # The time left to the deadline when the call ended: a handler this server never
+        # interrupts returns later, perhaps past the deadline of a call its client had
+        # cancelled long before it (recorded DEADLINE_EXCEEDED, an error span).
+        self.remaining_at_end: float | None = None
+        with contextlib.suppress(Exception):  # telemetry never fails a call
+            context.add_callback(self._note_end)
+
+    def _note_end(self) -> None:
+        with contextlib.suppress(Exception):
+            self.remaining_at_end = self._context.time_remaining()
 
     def ensure_initial_metadata(self) -> None:
         """Send ridtrace's initial metadata unless the handler already sent some; a
