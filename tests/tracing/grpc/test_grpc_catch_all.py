@@ -10,16 +10,20 @@ process's tally and Prometheus grew with each), with the raw string, quotes and
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 from typing import Any
 
 import grpc
 import grpc.aio
 import pytest
+from click.testing import CliRunner
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from ridtrace.cli.main import main
 from ridtrace.tracing import metrics
 from ridtrace.tracing.grpc import RequestTracingInterceptor, method
 from tests.tracing.grpc.conftest import LogLines, serving
@@ -63,7 +67,8 @@ def _serve_calls(methods: list[str], tracer_provider: TracerProvider) -> None:
 
 
 def test_invented_methods_cannot_grow_the_series_or_reach_lines_unchecked(
-    reader: InMemoryMetricReader, log_lines: LogLines, monkeypatch: pytest.MonkeyPatch
+    reader: InMemoryMetricReader, log_lines: LogLines, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     monkeypatch.setattr(method, "NAMED_LIMIT", 3)
     exporter = InMemorySpanExporter()
@@ -87,6 +92,18 @@ def test_invented_methods_cannot_grow_the_series_or_reach_lines_unchecked(
     assert [e["outcome"] for e in ends] == ["ok"] * 6
     assert ends[-1]["rpc_method"].endswith(f"...[{len(hostile)} chars]")
     assert ends[-2]["rpc_method"] == "/proxy.Svc9/Call"  # still on the lines
+
+    # `ridtrace export jaeger` names the spans as the live ones are: it named them by the
+    # raw method (`/proxy.Svc0/Call`, the invented names whole), so a search by operation
+    # found a call live or in the file, never both, and a scan grew the operation list.
+    logs = tmp_path / "service.jsonl"
+    logs.write_bytes(b"".join(raw + b"\n" for raw in log_lines.raw_lines))
+    out = tmp_path / "traces.json"
+    result = CliRunner().invoke(main, ["export", "jaeger", str(logs), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    exported = [span["operationName"]
+                for trace in json.loads(out.read_text())["data"] for span in trace["spans"]]
+    assert sorted(exported) == sorted(names)
 
 
 async def _hello(request: bytes, context: grpc.aio.ServicerContext) -> bytes:

@@ -45,8 +45,9 @@ HEALTH_ROUTES = frozenset(
      "/v1/health", "/debug/inflight"}
 )
 # gRPC's standard health service (Kubernetes' grpc probes and grpc-health-probe call
-# Check; load balancers keep a Watch open): a gRPC call's route is its full method.
-GRPC_HEALTH_SERVICE = "/grpc.health.v1.Health/"
+# Check; load balancers keep a Watch open): a gRPC call's route is its span's name
+# (`grpc.health.v1.Health/Check`); lines that log no route, the full method as `path`.
+GRPC_HEALTH_SERVICE = ("/grpc.health.v1.Health/", "grpc.health.v1.Health/")
 
 
 def _is_probe(route: object) -> bool:
@@ -54,7 +55,7 @@ def _is_probe(route: object) -> bool:
         return False
     route = route.rstrip("/")
     return route in HEALTH_ROUTES or route.startswith(
-        ("/health/", "/healthz/", GRPC_HEALTH_SERVICE)
+        ("/health/", "/healthz/", *GRPC_HEALTH_SERVICE)
     )
 
 

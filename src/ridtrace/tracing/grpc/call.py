@@ -178,6 +178,7 @@ class GrpcCall:
                 event=REQUEST_START,
                 rpc_method=info.full,
                 path=info.full,
+                route=info.span_name,
                 client=_peer_text(context),
                 user_agent=agent,
                 deprecated_headers=self.deprecated_text,
@@ -230,6 +231,7 @@ class GrpcCall:
                     "event": REQUEST_END,
                     "rpc_method": self.info.full,
                     "path": self.info.full,
+                    "route": self.info.span_name,
                     # Integer like HTTP's (the schema's type); the name for humans.
                     "status": code.value[0],
                     "grpc_status": code.name,

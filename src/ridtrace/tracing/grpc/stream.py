@@ -114,6 +114,7 @@ class StreamItem:
                 event=REQUEST_START,
                 rpc_method=call.info.full,
                 path=call.info.full,
+                route=call.info.span_name,
                 stream_request_id=stream.request_id,
                 stream_index=index,
                 x_request_id_rejected=(rejected is not None) or None,
@@ -137,6 +138,7 @@ class StreamItem:
                 "event": REQUEST_END,
                 "rpc_method": self.call.info.full,
                 "path": self.call.info.full,
+                "route": self.call.info.span_name,
                 # The code its span has: without it, a search of the lines for failed
                 # calls missed the request a stream failed on.
                 "status": code.value[0],
