@@ -76,6 +76,18 @@ def test_the_docs_come_back_with_the_debug_endpoints(stack: Stack) -> None:
         assert schema["info"]["title"] == "ridtrace frontend"
         assert list(schema["paths"]["/v1/models"]) == ["get"]  # HEAD stays out of it
         assert client.get("/docs").status_code == 200
+        # The API's own routes, which the fast path serves: the docs listed none of them.
+        posts = sorted(path for path, operations in schema["paths"].items()
+                       if "post" in operations)
+        assert posts == sorted([
+            "/v1/chat/completions", "/v1/completions", "/v1/responses",
+            "/v1/responses/input_tokens", "/v1/messages", "/v1/messages/count_tokens",
+            "/inference/v1/generate", "/generate"])
+        chat = schema["paths"]["/v1/chat/completions"]["post"]
+        assert "text/event-stream" in chat["responses"]["200"]["content"]
+        assert list(schema["paths"]["/health"]) == ["get"]
+        ids = [op["operationId"] for ops in schema["paths"].values() for op in ops.values()]
+        assert len(ids) == len(set(ids))
 
 
 def test_head_is_answered_wherever_get_is(defaults: Stack) -> None:

@@ -23,9 +23,11 @@ from ridtrace.frontend_plugin.auth import (
 )
 from ridtrace.frontend_plugin.drain import Drain
 from ridtrace.frontend_plugin.frontend import Frontend
-from ridtrace.frontend_plugin.routes import InferenceFastPath, create_router
+from ridtrace.frontend_plugin.openapi_paths import with_plain_routes
+from ridtrace.frontend_plugin.routes import InferenceEndpoint, InferenceFastPath, create_router
 from ridtrace.frontend_plugin.routes.anthropic import MESSAGES, sent_by_anthropic_sdk
 from ridtrace.frontend_plugin.routes.base import INTERNAL_ERROR
+from ridtrace.frontend_plugin.routes.count_tokens import CountTokensEndpoint
 from ridtrace.frontend_plugin.routes.openai import CHAT
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.tracing import (
@@ -208,6 +210,10 @@ def create_frontend_app(
     app.include_router(router)
     assert isinstance(app, _FrontendApp)
     app.fast_routes = router.routes
+    if docs:
+        app.openapi = with_plain_routes(  # type: ignore[method-assign]
+            app, router.routes,
+            lambda route: isinstance(route.endpoint, (InferenceEndpoint, CountTokensEndpoint)))
     # An API route, not a plain one: the router labels the scrape with its template.
     app.add_api_route(
         METRICS_PATH, metrics_endpoint, methods=["GET", "HEAD"], include_in_schema=False
