@@ -328,7 +328,8 @@ def test_a_cut_short_callers_prefix_equal_to_a_shorter_finished_reply_is_not_cro
             parent: str | None = None) -> dict[str, Any]:
         return {"span_id": span, "parent_span_id": parent, "side": side, "fp_in": fp_in,
                 "fp_out": fp_out, "outcome": outcome, "request_id": span,
-                "x_request_id": None}
+                "x_request_id": None, "start": pd.Timestamp("2026-12-01T10:00:00Z"),
+                "end": pd.Timestamp("2026-12-01T10:00:01Z")}
 
     requests = pd.DataFrame([
         row("a", "frontend", "inA", "short", "cancelled"),
@@ -352,7 +353,8 @@ def test_a_caller_whose_own_work_was_not_read_is_no_crossed_stream() -> None:
             parent: str | None = None) -> dict[str, Any]:
         return {"span_id": span, "parent_span_id": parent, "side": side, "fp_in": fp_in,
                 "fp_out": fp_out, "outcome": outcome, "request_id": span,
-                "x_request_id": None}
+                "x_request_id": None, "start": pd.Timestamp("2026-12-01T10:00:00Z"),
+                "end": pd.Timestamp("2026-12-01T10:00:01Z")}
 
     common = [row("a", "frontend", "inA", "yes"), row("wa", "worker", "inA", "yes", parent="a"),
               row("b", "frontend", "inB", "yes")]

@@ -62,7 +62,8 @@ def evict_outside(state: WindowState) -> int:
                     pairs[pair] -= 1
                 else:
                     del pairs[pair]
-            if produced.get(fp_out) is span:
+            made = produced.get(fp_out)
+            if made is not None and made.pop(id(span), None) is not None and not made:
                 del produced[fp_out]
             if span.waiting:
                 _unwait(state, span, fp_out)

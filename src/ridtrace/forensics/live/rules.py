@@ -245,8 +245,8 @@ class LiveRules:
                 span.unlinked_done = True
                 unlinked.append((span, flag, file))
             if worker_end or late_work:
-                # A worker's (fp_in, fp_out) is its caller's own work; its first ok output
-                # is what a crossed caller was delivered.
+                # A worker's (fp_in, fp_out) is its caller's own work; its ok output is
+                # what a crossed caller may have been delivered.
                 span.work_ended = True
                 fp_in, fp_out = span.fp_in, span.fp_out
                 if fp_in is not None and fp_out is not None:
@@ -254,8 +254,8 @@ class LiveRules:
                         span.paired = True
                         pair = (fp_in, fp_out)
                         pairs[pair] = pairs.get(pair, 0) + 1
-                    if span.outcome == OUTCOME_OK and fp_out not in produced:
-                        produced[fp_out] = span
+                    if span.outcome == OUTCOME_OK:
+                        produced.setdefault(fp_out, {})[id(span)] = span
                         if fp_out in waiting:
                             for front in waiting.pop(fp_out):
                                 front.waiting = False

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ridtrace.contract import OUTCOME_OK, WORKER
 from ridtrace.forensics.live.findings import Finding, _cited, _finding, _named, _one_caller
 from ridtrace.forensics.live.spans import Cluster, Span
-from ridtrace.forensics.live.window import WindowState
+from ridtrace.forensics.live.window import WindowState, reaching_work
 from ridtrace.forensics.rules.details import crossed_detail
 
 
@@ -130,7 +130,7 @@ def crossed(state: WindowState, fronts: list[Span]) -> list[Finding]:
         if state.pairs.get((front.fp_in, front.fp_out)):
             front.crossed_done = True  # its own work: not crossed, whatever comes later
             continue
-        work = state.produced.get(front.fp_out)
+        work = reaching_work(state.produced.get(front.fp_out), front)
         if work is None:
             state.wait(front)
             continue

@@ -36,8 +36,10 @@ class WindowState:
     clusters: dict[str, Cluster] = field(default_factory=dict)
     # (fp_in, fp_out) of every worker span with both: a caller's own work.
     pairs: dict[tuple[str, str], int] = field(default_factory=dict)
-    # fp_out → the first worker span that finished with it.
-    produced: dict[str, Span] = field(default_factory=dict)
+    # fp_out → the worker spans that finished with it, by id(): identical prompts give
+    # identical replies, and a crossed caller is named the one that could have reached
+    # it (`reaching_work`), as `rules.producers` names it after the batch.
+    produced: dict[str, dict[int, Span]] = field(default_factory=dict)
     # fp_out → callers delivered it, waiting for the worker that produced it.
     waiting: dict[str, list[Span]] = field(default_factory=dict)
     watermark: int = 0
@@ -326,8 +328,8 @@ class WindowState:
 
     def size(self) -> int:
         """Entries held: spans plus index entries (what memory follows)."""
-        return len(self.spans) + len(self.clusters) + len(self.pairs) + len(
-            self.produced
+        return len(self.spans) + len(self.clusters) + len(self.pairs) + sum(
+            len(v) for v in self.produced.values()
         ) + sum(len(v) for v in self.waiting.values()) + len(self.orphans)
 
 
@@ -343,3 +345,15 @@ def _count(counts: dict[str | None, int], key: str | None, count: int) -> None:
         counts[key] = held
     else:
         counts.pop(key, None)
+
+
+def reaching_work(made: dict[int, Span] | None, caller: Span) -> Span | None:
+    """Of the worker spans that finished with a caller's output, the one that could have
+    reached it: the last to start no later than the caller's end, else the first to start
+    (ties by span id), as `rules.producers.reaching_producers` picks after the batch."""
+    if not made:
+        return None
+    before = [w for w in made.values() if w.start <= caller.last]
+    if before:
+        return max(before, key=lambda w: (w.start, w.span_id))
+    return min(made.values(), key=lambda w: (w.start, w.span_id))

@@ -12,7 +12,6 @@ import pandas as pd
 
 from ridtrace.forensics.rules.columns import (
     SpanColumns,
-    first_rows,
     isin,
     lookup,
     span_columns,
@@ -25,6 +24,7 @@ from ridtrace.forensics.rules.findings import (
     findings_frame,
     of_rows,
 )
+from ridtrace.forensics.rules.producers import reaching_producers
 
 
 def _with_output(spans: SpanColumns) -> np.ndarray:
@@ -71,8 +71,10 @@ def find_crossed_stream(spans: SpanColumns) -> FindingColumns:
         suspects = suspects[_worker_read(spans, suspects)]
     if not len(suspects):
         return of_rows("crossed_stream", spans, empty, empty, [], [])
-    producer = first_rows(spans.fp_out, spans.fp_codes, np.flatnonzero(finished))
-    w = producer[spans.fp_out[suspects]]
+    made = np.flatnonzero(finished & isin(spans.fp_out, spans.fp_out[suspects]))
+    w = made[reaching_producers(spans.fp_out[made], spans.start[made],
+                                spans.texts("span_id", made), spans.fp_out[suspects],
+                                spans.end[suspects])]
     text = {col: spans.texts(col, suspects) for col in ("span_id", "fp_in", "fp_out")}
     w_text = {col: spans.texts(col, w) for col in ("span_id", "fp_in", "request_id",
                                                    "x_request_id")}

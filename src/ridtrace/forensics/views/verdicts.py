@@ -12,9 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ridtrace.contract import FRONTEND, OUTCOME_OK, WORKER
+from ridtrace.forensics.rules.frame_arrays import epoch_us
+from ridtrace.forensics.rules.producers import reaching_producers
 
 # Verdicts printed by `ridtrace trace` (and in its JSON): the first three are the
 # answers the fingerprints give; the others say why there is no answer.
@@ -85,12 +88,32 @@ class OutputIndex:
         ]
         self._pairs = works["fp_in"].astype(str) + _PAIR + works["fp_out"].astype(str)
         # Only finished output identifies its producer (first tokens of replies can agree);
-        # the first producer of an output is the one the crossed_stream rule names.
-        finished = works[(works["outcome"] == OUTCOME_OK).fillna(False).to_numpy()]
-        self._finished = finished.drop_duplicates("fp_out")
+        # of several, the one the crossed_stream rule names (`rules.producers`).
+        self._finished = works[(works["outcome"] == OUTCOME_OK).fillna(False).to_numpy()]
         self._callers = requests[side == FRONTEND]
         # Callers a worker span names (doing their work, or refusing them).
         self._worked_for = set(requests["parent_span_id"][side == WORKER].dropna().astype(str))
+
+    @staticmethod
+    def _producers(made: pd.DataFrame, crossed: pd.DataFrame,
+                   ids: dict[str, tuple[str | None, str | None]]) -> dict[str, Producer]:
+        """Whose work each caller in `crossed` got, of the finished work in `made`."""
+        codes, _ = pd.factorize(pd.concat([made["fp_out"], crossed["fp_out"]]).astype(str))
+        ends = np.where(crossed["end"].isna().to_numpy(), np.iinfo(np.int64).max,
+                        epoch_us(crossed["end"]))
+        picked = reaching_producers(codes[:len(made)], epoch_us(made["start"]),
+                                    made["span_id"].astype(str).tolist(), codes[len(made):],
+                                    ends)
+        rows = list(made.itertuples(index=False))
+        producer = {}
+        for c, at in zip(crossed.itertuples(index=False), picked, strict=True):
+            if at >= 0:
+                w = rows[at]
+                producer[str(c.span_id)] = Producer(
+                    *ids.get(str(w.parent_span_id), (text(w.request_id), text(w.x_request_id))),
+                    span_id=text(w.parent_span_id), worker_span_id=str(w.span_id),
+                )
+        return producer
 
     def verdicts(self, callers: pd.DataFrame) -> dict[str, Verdict]:
         """The verdict of each caller in `callers` (frontend spans), by span id."""
@@ -104,13 +127,11 @@ class OutputIndex:
         parents = self._callers[self._callers["span_id"].isin(made["parent_span_id"]).to_numpy()]
         ids = {str(p.span_id): (text(p.request_id), text(p.x_request_id))
                for p in parents.itertuples(index=False)}
-        producer = {
-            str(w.fp_out): Producer(
-                *ids.get(str(w.parent_span_id), (text(w.request_id), text(w.x_request_id))),
-                span_id=text(w.parent_span_id), worker_span_id=str(w.span_id),
-            )
-            for w in made.itertuples(index=False)
-        }
+        # Only callers that may hold another's output need their producer named.
+        ok = (callers["outcome"] == OUTCOME_OK).fillna(False).to_numpy()
+        crossed = callers[has_in & has_out & ~own & ok
+                          & callers["fp_out"].isin(made["fp_out"]).to_numpy()]
+        producer = self._producers(made, crossed, ids) if len(crossed) else {}
         out: dict[str, Verdict] = {}
         for c, got_in, got_out, is_own in zip(
             callers.itertuples(index=False), has_in, has_out, own, strict=True
@@ -119,10 +140,10 @@ class OutputIndex:
                 out[str(c.span_id)] = Verdict(NO_OUTPUT if got_in else NO_FINGERPRINTS)
             elif is_own:
                 out[str(c.span_id)] = Verdict(OWN_OUTPUT)
-            elif got_in and str(c.fp_out) in producer and text(c.outcome) == OUTCOME_OK:
+            elif got_in and str(c.span_id) in producer and text(c.outcome) == OUTCOME_OK:
                 # A cut-short caller holds a prefix of its reply: no proof (as the rule).
                 out[str(c.span_id)] = (
-                    Verdict(CROSSED, producer[str(c.fp_out)])
+                    Verdict(CROSSED, producer[str(c.span_id)])
                     if str(c.span_id) in self._worked_for else Verdict(NO_WORK))
             elif text(c.outcome) not in (None, OUTCOME_OK):
                 out[str(c.span_id)] = Verdict(CUT_SHORT)
