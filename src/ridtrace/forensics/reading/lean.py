@@ -207,6 +207,14 @@ def _first_where(flag: str, value: str, name: str, row: str) -> str:
             f"min(CASE WHEN {flag} THEN rn END) AS {row}")
 
 
+def _earliest_where(flag: str, value: str, name: str, row: str) -> str:
+    """`_first_where` by time, then line: a span's first Unlinked error in time names it,
+    in a log printed newest first too (the later "Unlinked response" was named)."""
+    key = f"CASE WHEN {flag} THEN {_LAST_ID_KEY} END"
+    return (f"arg_min(CASE WHEN {flag} THEN {value} END, {key}) AS {name}, "
+            f"arg_min(CASE WHEN {flag} THEN rn END, {key}) AS {row}")
+
+
 def lean_spans_sql(source: str, *, by_file: bool = False) -> str:
     """Per-span rows of `source` (`scan.source_sql`, lean), and one row of its suspect lines.
 
@@ -232,7 +240,7 @@ SELECT CASE WHEN _row IS NOT NULL THEN {SUSPECT} WHEN _span IS NOT NULL THEN {SP
     CASE WHEN {_has(_STARTED_BIT)} THEN min(time) ELSE min(_began) END AS start,
     max(time) AS "end", min(time) AS first_time, min(_answer_us) AS answer_us,
     min(rn) AS first_rn, max(rn) AS last_rn, count(*) AS lines,
-    {_first_where("_unlinked", "_text", "unlinked", "unlinked_rn")},
+    {_earliest_where("_unlinked", "_text", "unlinked", "unlinked_rn")},
     {_first_where("_foreign", "chunk_request_id", '"foreign"', "foreign_rn")},
     {with_every_header("arg_min(deprecated, _deprecated_rank)",
                        f"(bit_or(_bits) >> {_HEADER_SHIFT}) & {_HEADER_MASK}")} AS deprecated,
