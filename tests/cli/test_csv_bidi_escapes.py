@@ -43,3 +43,23 @@ def test_trace_csv_writes_a_bidi_control_as_its_escape(tmp_path: Path) -> None:
     assert cell == ("ord\\u202eer-7\\u2066x\\U000e0041 lit\\\\u202e \\\\\\u202e "
                     "C:\\Users\\logs")
     assert _unescaped(cell) == CLIENT_ID
+
+
+def test_analyze_csv_evidence_splits_back_when_a_file_name_holds_a_semicolon(
+    tmp_path: Path
+) -> None:
+    # Evidence is `file:line;file:line`: a log named `front;end:9.jsonl` made the cell
+    # `front;end:9.jsonl:24;…`, which no script could split back into files and lines.
+    # A `;` in a name is its escape now; the line is after the last `:`.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    name = "front;end:9 \\u003b.jsonl"  # and a backslash that would read as an escape
+    lines = rt_request("a" * 16, "dup", 0, 2, xrid="dup") + rt_request("b" * 16, "dup", 1, 3,
+                                                                       xrid="dup")
+    (logs / name).write_text("\n".join(lines) + "\n")
+    code, text, stderr = run_in_process(["analyze", str(logs), "--format", "csv", "-q"])
+    assert code == 1, stderr
+    (row,) = [r for r in csv.DictReader(io.StringIO(text)) if r["kind"] == "duplicate_in_flight"]
+    cited = [part.rpartition(":") for part in row["evidence"].split(";")]
+    assert {_unescaped(file) for file, _, _ in cited} == {str(logs / name)}
+    assert sorted(int(line) for _, _, line in cited) == [1, 2, 3, 4]

@@ -73,18 +73,29 @@ def csv_cell(text: str) -> str:
     backslash, an escape's spelling, or an escaped character), so Windows paths keep
     theirs and the value is recoverable: ``\\\\`` is one backslash, ``\\uXXXX`` one
     character, any other backslash itself."""
-    text = "'" + text if text.startswith(_FORMULA_START) else text
-    if text.isprintable() and "\\" not in text:  # the common case: nothing to escape
-        return text
+    return csv_escaped(formula_guarded(text))
+
+
+def csv_escaped(text: str, also: str = "") -> str:
+    """`csv_cell`'s escapes, no apostrophe; the characters of `also` escaped too (a
+    ``;`` in a file name, in a cell of ``;``-separated evidence)."""
+    if text.isprintable() and "\\" not in text and not any(c in text for c in also):
+        return text  # the common case: nothing to escape
     out = []
     for at, char in enumerate(text):
         if char == "\\":
             after = text[at + 1:at + 10]
-            doubled = _READS_AS_ESCAPE.match(after) or (after and _hidden(after[0]))
+            doubled = _READS_AS_ESCAPE.match(after) or (
+                after and (_hidden(after[0]) or after[0] in also))
             out.append("\\\\" if doubled else char)
         else:
-            out.append(_code_escape(char) if _hidden(char) else char)
+            out.append(_code_escape(char) if _hidden(char) or char in also else char)
     return "".join(out)
+
+
+def formula_guarded(text: str) -> str:
+    """`text` behind a leading apostrophe when a spreadsheet would run it as a formula."""
+    return "'" + text if text.startswith(_FORMULA_START) else text
 
 
 # In JSON text, what JSON does not escape but a terminal obeys or hides: exactly what

@@ -15,7 +15,7 @@ import orjson
 import pandas as pd
 
 from ridtrace.contract import FINDING_KINDS, SEVERITY
-from ridtrace.forensics.printable import csv_cell, json_escaped
+from ridtrace.forensics.printable import csv_cell, csv_escaped, formula_guarded, json_escaped
 from ridtrace.forensics.reading.events import LoadedLogs
 from ridtrace.forensics.reading.schema import FINDING_COLUMNS
 from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
@@ -266,11 +266,18 @@ def report_csv(report: Report) -> str:
             found.kind, [SEVERITY[k] for k in found.kind], _inert(_blank(found.request_id)),
             _inert(_blank(found.x_request_id)), _inert(_blank(found.span_id)),
             _blank(found.iso_times()), _inert(found.detail),
-            _inert([";".join(f"{e['file']}:{e['line']}" for e in items)
-                    for items in found.evidence]),
+            [_evidence_cell(items) for items in found.evidence],
             strict=True,
         ))
     return buf.getvalue()
+
+
+def _evidence_cell(items: list[dict[str, Any]]) -> str:
+    """``file:line`` joined by ``;``, a ``;`` in a file name written ``\\u003b`` (and
+    every other character `csv_cell` escapes), so the cell splits back on ``;``; the
+    line is after the last ``:``."""
+    return formula_guarded(";".join(f"{csv_escaped(str(e['file']), ';')}:{e['line']}"
+                                    for e in items))
 
 
 def _blank(values: list[str | None]) -> list[str]:
