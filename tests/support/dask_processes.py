@@ -24,9 +24,11 @@ class DaskProcesses:
         self.address = f"tcp://127.0.0.1:{free_port()}"
         self.started: list[subprocess.Popen[bytes]] = []
 
-    def start(self, *argv: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    def start(self, *argv: str, env: dict[str, str] | None = None,
+              python: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
+        """`python -m ARGV` on loopback; `python`: the interpreter's own options first."""
         self.started.append(subprocess.Popen(
-            [sys.executable, "-m", *argv, "--host", "127.0.0.1",
+            [sys.executable, *python, "-m", *argv, "--host", "127.0.0.1",
              "--dashboard-address", "127.0.0.1:0"], cwd=self.workdir,
             env={**self.env, **(env or {})}, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True))
@@ -39,11 +41,12 @@ class DaskProcesses:
         self.wait_for(lambda n: n >= 0)
         return self.scheduler_process
 
-    def worker(self, *options: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    def worker(self, *options: str, env: dict[str, str] | None = None,
+               python: tuple[str, ...] = ()) -> subprocess.Popen[bytes]:
         """A one-thread worker, once the scheduler has one (`--no-nanny`: nothing
         restarts it)."""
         process = self.start("distributed.cli.dask_worker", self.address, "--nthreads", "1",
-                             *options, env=env)
+                             *options, env=env, python=python)
         self.wait_for(lambda n: n >= 1)
         return process
 

@@ -57,6 +57,7 @@ def dask_client(scheduler: str | None = None, **cluster_options: Any) -> Iterato
                 " (expected e.g. tcp://host:8786)"
             ) from exc
         with client:
+            _check_ridtrace(client, scheduler)
             yield client
         return
     options = {**LOCAL_CLUSTER_OPTIONS, **cluster_options}
@@ -137,3 +138,48 @@ def _check_answers(scheduler: str, timeout: float) -> None:
     thread.join()
     if failed:
         raise failed[0]
+
+
+# Run by the scheduler and each worker: the ridtrace version it imports.
+_VERSION_THERE = "__import__('ridtrace').__version__"
+
+
+def _check_ridtrace(client: DaskClient, scheduler: str) -> None:
+    """Fail unless the scheduler and every worker import the ridtrace version running
+    here. The scheduler unpickles the task graph and the workers run its tasks, which
+    are ridtrace functions: a scheduler without ridtrace ended the command in its
+    deserialization traceback (exit 4), a worker without it died on its first task,
+    and the command waited for a worker that would never come."""
+    from ridtrace import __version__ as ours
+
+    try:
+        theirs = {"the scheduler": _version_of(client.run_on_scheduler(eval, _VERSION_THERE, {}))}
+    except ImportError:
+        theirs = {"the scheduler": None}
+    except Exception:  # a cluster that runs no code sent to it: left unchecked
+        return
+    answers = client.run(eval, _VERSION_THERE, {}, on_error="return")
+    for worker, got in sorted(answers.items()):
+        if isinstance(got, (ImportError, str)):
+            theirs[f"worker {worker}"] = _version_of(got)
+    missing = [where for where, version in theirs.items() if version is None]
+    if missing:
+        raise DaskEngineError(
+            f"ridtrace is not installed on {_listed(missing)} of the Dask cluster at "
+            f"{scheduler}: the tasks are ridtrace functions, so the scheduler and every "
+            f"worker need ridtrace[dask]=={ours} installed (docs/scale-out.md)")
+    other = {where: version for where, version in theirs.items() if version != ours}
+    if other:
+        said = ", ".join(f"{version} on {where}" for where, version in other.items())
+        raise DaskEngineError(
+            f"the Dask cluster at {scheduler} runs another ridtrace ({said}; {ours} here): "
+            f"install ridtrace[dask]=={ours} on the scheduler and every worker "
+            "(docs/scale-out.md)")
+
+
+def _version_of(answer: object) -> str | None:
+    return answer if isinstance(answer, str) else None
+
+
+def _listed(places: list[str]) -> str:
+    return places[0] if len(places) == 1 else ", ".join(places[:-1]) + " and " + places[-1]
