@@ -10,6 +10,7 @@ JSON log of the README's two lines held none of them.
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 
@@ -112,3 +113,61 @@ def test_a_server_logger_the_app_sent_to_a_file_stays_so(tmp_path: Path) -> None
         own.close()
         access.handlers, access.propagate = saved
         logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+
+
+_ACCESS_FILE_APP = '''
+import os
+
+from fastapi import FastAPI
+
+from ridtrace import RequestTracingMiddleware, configure_logging
+
+configure_logging(os.environ["RIDTRACE_TEST_LOG"], service="access-file")
+app = FastAPI()
+app.add_middleware(RequestTracingMiddleware)
+
+
+@app.get("/")
+async def root() -> dict[str, str]:
+    return {}
+'''
+
+
+def test_an_access_log_file_the_server_config_set_up_is_kept(tmp_path: Path) -> None:
+    # `uvicorn --log-config` (and gunicorn's --access-logfile) set logging up before the
+    # app is imported: configure_logging dropped the file handler the operator put on
+    # uvicorn.access, and that file stayed empty. A console handler is still taken over.
+    (tmp_path / "access_file_app.py").write_text(_ACCESS_FILE_APP)
+    access = tmp_path / "access.log"
+    config = {
+        "version": 1, "disable_existing_loggers": False,
+        "formatters": {"plain": {"format": "ACCESS %(message)s"}},
+        "handlers": {
+            "access_file": {"class": "logging.FileHandler", "filename": str(access),
+                            "formatter": "plain"},
+            "console": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr"},
+        },
+        "loggers": {
+            "uvicorn.access": {"handlers": ["access_file"], "level": "INFO",
+                               "propagate": False},
+            "uvicorn.error": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        },
+    }
+    (tmp_path / "log-config.json").write_text(json.dumps(config))
+    log_path = tmp_path / "app.jsonl"
+    port = free_port()
+    env = {"PYTHONPATH": f"{tmp_path}:{child_pythonpath()}", "RIDTRACE_TEST_LOG": str(log_path)}
+    with run_server(["-m", "uvicorn", "access_file_app:app", "--host", "127.0.0.1", "--port",
+                     str(port), "--log-config", str(tmp_path / "log-config.json")],
+                    port=port, workdir=tmp_path, env=env) as running:
+        served = httpx.get(running.url + "/", timeout=10)
+        request_id = served.headers["x-server-request-id"]
+        wait_for_lines(log_path, lambda ls: any(
+            x.get("event") == "request.end" and x.get("request_id") == request_id for x in ls))
+        # uvicorn writes its access line when the response is sent, before request.end.
+        written = access.read_text()
+    assert written.count('ACCESS 127.0.0.1') >= 2, written  # the wait probe's and ours
+    lines = [json.loads(x) for x in log_path.read_text().splitlines()]
+    assert not any(x.get("logger") == "uvicorn.access" for x in lines)
+    # The console handler uvicorn.error had is taken into the JSON log as before.
+    assert any(x.get("message") == "Application startup complete." for x in lines)

@@ -135,6 +135,12 @@ def route_stdlib_logging(numeric: int) -> None:
             # uvicorn --no-access-log leaves (it configures logging before importing the
             # app); made to propagate, every request wrote its access line again.
             continue
+        if not all(_writes_to_console(h) for h in std.handlers):
+            # The operator's: `uvicorn --log-config` or gunicorn's `--access-logfile`
+            # send it to a file, and both set logging up before importing the app. Its
+            # handlers were dropped (unclosed) and that file stayed empty; as
+            # `reclaim_server_loggers` leaves it when the server sets it up later.
+            continue
         std.handlers = []
         std.propagate = True
     # httpx logs every request at INFO: quiet unless the application asked for it. A
