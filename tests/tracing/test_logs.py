@@ -487,6 +487,44 @@ def test_configuring_the_same_file_or_stream_again_replaces_its_sink(tmp_path: P
     assert other.getvalue().count('"once"') == 1
 
 
+def test_calls_from_threads_at_once_leave_one_sink_per_file(tmp_path: Path) -> None:
+    # Threads configuring one file at the same moment each found nothing to replace
+    # and each added its sink: 4-5 sinks of 8 calls, every line written 4-5 times.
+    import threading
+
+    from ridtrace.tracing.sinks import event_sinks
+
+    for attempt in range(20):
+        path = tmp_path / f"app-{attempt}.jsonl"
+        start = threading.Barrier(8)
+
+        def configure(path: Path = path, start: threading.Barrier = start) -> None:
+            start.wait()
+            configure_logging(path, service="threads", intercept_stdlib=False)
+
+        threads = [threading.Thread(target=configure) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        logger.info("once")
+        assert [x["message"] for x in read_lines(path)] == ["once"], attempt
+        assert len(event_sinks()) == 1
+        logger.remove()
+
+
+def test_standard_error_and_its_buffer_are_one_sink(capfd: pytest.CaptureFixture[str]) -> None:
+    # None means sys.stderr's buffer; sys.stderr itself was another stream to the
+    # check, and every line came out twice.
+    import sys
+
+    configure_logging(None, service="first", intercept_stdlib=False)
+    configure_logging(sys.stderr, service="second", intercept_stdlib=False)
+    logger.info("once")
+    lines = [json.loads(x) for x in capfd.readouterr().err.splitlines() if x.startswith("{")]
+    assert [(x["message"], x["service"]) for x in lines] == [("once", "second")]
+
+
 def test_a_librarys_message_holding_a_clients_header_is_capped_and_escaped(
     tmp_path: Path,
 ) -> None:

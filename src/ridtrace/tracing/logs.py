@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -259,7 +260,9 @@ def configure_logging(
         stream, raw = path.open("ab", buffering=0), True
         place = f"log file {os.fspath(sink)}"
     else:
-        stream, target = _stream_of(sink), sink
+        # A text stream and its binary buffer are one stream (`sys.stderr` and the
+        # `sys.stderr.buffer` that None means): both sinks wrote every line.
+        stream, target = _stream_of(sink), getattr(sink, "buffer", None) or sink
         place = _place_of(sink)
         # An unbuffered file (standard output opened by descriptor, ``serve --log-file
         # -``) is written as the sink's own file is: a short write's rest retried, a line
@@ -269,19 +272,22 @@ def configure_logging(
     if isinstance(level, str):
         level = _loguru_level(level)
     levelno = _levelno(level)
-    # A second call for the same file or stream (an app factory run twice, a module
-    # imported under two names) replaces the first call's sink: both wrote every line,
-    # so the file held each line twice.
-    replace_sinks_of(target)
     event_levelno = levelno if event_level is None else min(levelno, _levelno(event_level))
     writer = JsonLinesSink(stream, service, raw=raw, levelno=levelno, target=target,
                            place=place, event_levelno=event_levelno)
     _install_patcher()
-    # The sink object itself (not its bound write), so loguru calls its stop() on removal.
-    handler_id = logger.add(writer, level=level, format="{message}", catch=True)
-    writer.handler_id = handler_id
-    if not events_via_loguru:
-        register_event_sink(writer)
+    # A second call for the same file or stream (an app factory run twice, a module
+    # imported under two names) replaces the first call's sink: both wrote every line,
+    # so the file held each line twice. One call at a time: two threads' calls both
+    # found nothing to replace and both added theirs.
+    with _CONFIGURING:
+        replace_sinks_of(target)
+        # The sink object itself (not its bound write), so loguru calls its stop() on
+        # removal.
+        handler_id = logger.add(writer, level=level, format="{message}", catch=True)
+        writer.handler_id = handler_id
+        if not events_via_loguru:
+            register_event_sink(writer)
     if intercept_stdlib:
         # Every sink gets the standard library's records through one root logger: it
         # lets through what the most verbose sink wants (not the last call's level,
@@ -290,6 +296,9 @@ def configure_logging(
         route_stdlib_logging(lowest_level() or levelno)
     return handler_id
 
+
+# Held while a configure_logging call replaces and adds its sink.
+_CONFIGURING = threading.Lock()
 
 _LOGURU_LEVELS = ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL")
 
