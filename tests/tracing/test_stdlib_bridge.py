@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from loguru import logger
 
 from ridtrace import configure_logging
@@ -72,6 +73,27 @@ def test_a_level_the_application_gave_httpx_is_kept(tmp_path: Path) -> None:
     assert warning["message"] == "a warning still goes through"
     assert line["logger"] == "httpx"
     assert line["message"].startswith("HTTP Request: GET http://upstream.test/items")
+
+
+def test_the_sdks_http_clients_per_request_lines_stay_quiet(tmp_path: Path) -> None:
+    # The openai and anthropic SDKs send through httpx2 (and Starlette's TestClient):
+    # each upstream call of a gateway wrote its INFO 'HTTP Request: ...' line into the
+    # JSON log, where httpx's own were quieted.
+    httpx2 = pytest.importorskip("httpx2")
+    path = tmp_path / "app.jsonl"
+    before = {name: logging.getLogger(name).level for name in ("httpx2", "httpcore2")}
+    try:
+        configure_logging(path, service="svc")
+        transport = httpx2.MockTransport(lambda request: httpx2.Response(204))
+        with httpx2.Client(transport=transport) as client:
+            client.get("http://upstream.test/items")
+        logging.getLogger("httpx2").warning("a warning still goes through")
+    finally:
+        logger.remove()
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+        for name, level in before.items():
+            logging.getLogger(name).setLevel(level)
+    assert [x["message"] for x in read_lines(path)] == ["a warning still goes through"]
 
 
 def test_the_reloaders_per_change_lines_stay_quiet(tmp_path: Path) -> None:

@@ -121,14 +121,17 @@ def library_message(message: str) -> str:
 
 
 _SERVER_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
-_CHATTY_LOGGERS = ("httpx", "httpcore", "watchfiles")
+# httpx2 and httpcore2: the clients the openai and anthropic SDKs send through (and
+# Starlette's TestClient), which log each request as httpx does.
+_HTTP_CLIENTS = ("httpx", "httpcore", "httpx2", "httpcore2")
+_CHATTY_LOGGERS = (*_HTTP_CLIENTS, "watchfiles")
 
 
 def route_stdlib_logging(numeric: int) -> None:
     """The standard library's records (uvicorn, httpx, libraries) into loguru's sinks."""
     handler = InterceptHandler()
     logging.basicConfig(handlers=[handler], level=numeric, force=True)
-    for name in (*_SERVER_LOGGERS, "httpx", "httpcore"):
+    for name in (*_SERVER_LOGGERS, *_HTTP_CLIENTS):
         std = logging.getLogger(name)
         if not std.propagate and not std.handlers:
             # Switched off, and meant to be: a logger that writes nowhere is what
