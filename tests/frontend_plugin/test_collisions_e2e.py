@@ -178,3 +178,28 @@ def test_legacy_policy_keys_a_repeated_header_by_its_first_value(tmp_path: Path)
             lambda line: line.get("event") == "request.end"
             and line.get("x_request_id") == "valid-id", 1)
         assert end["request_id"] == "valid-id"
+
+
+@pytest.mark.parametrize("policy", ["safe", "legacy"])
+def test_the_deprecation_warn_says_what_the_policy_does_with_the_header(
+    tmp_path: Path, policy: str
+) -> None:
+    # The legacy policy keys the request by x-dynamo-request-id, as the pre-fix frontend
+    # did, and its WARN said "ignoring deprecated client request id header".
+    with start_stack(tmp_path, workers=[["--id-policy", policy]],
+                     frontend=["--id-policy", policy]) as stack:
+        answer = httpx.post(
+            stack.url + "/v1/chat/completions", headers={"x-dynamo-request-id": "dyn-77"},
+            json={"model": "echo", "messages": [{"role": "user", "content": "hi"}]},
+            timeout=30)
+        assert answer.status_code == 200, answer.text
+        (warned,) = stack.frontend.wait_for_lines(
+            lambda line: line.get("event") == "deprecated_header", 1)
+    assert warned["header"] == "x-dynamo-request-id" and warned["level"] == "WARN"
+    if policy == "legacy":
+        assert answer.json()["id"] == "chatcmpl-dyn-77"
+        assert warned["message"] == ("deprecated client request id header used as the "
+                                     "request id (legacy id policy)")
+    else:
+        assert answer.json()["id"] != "chatcmpl-dyn-77"
+        assert warned["message"] == "ignoring deprecated client request id header"

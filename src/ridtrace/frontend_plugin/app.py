@@ -36,6 +36,7 @@ from ridtrace.tracing import (
     current_context,
     telemetry_lifespan,
 )
+from ridtrace.tracing.deprecation import deprecated_headers_used
 from ridtrace.tracing.exchange import MAX_SHOWN_METHOD
 from ridtrace.tracing.identity import shown_text
 from ridtrace.tracing.meters import METRICS_PATH, metrics_endpoint
@@ -206,6 +207,7 @@ def create_frontend_app(
                       openapi_url="/openapi.json" if docs else None,
                       docs_url="/docs" if docs else None, redoc_url="/redoc" if docs else None)
     app.state.frontend = fe
+    deprecated_headers_used(fe.settings.id_policy == "legacy")
     router = create_router(frontend=fe)
     app.include_router(router)
     assert isinstance(app, _FrontendApp)

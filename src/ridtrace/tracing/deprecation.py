@@ -10,7 +10,7 @@ from email.utils import format_datetime
 from ridtrace.contract import DEPRECATED_HEADER
 from ridtrace.tracing.eventlog import EventLog
 
-__all__ = ["deprecation_response_headers", "warn_once"]
+__all__ = ["deprecated_headers_used", "deprecation_response_headers", "warn_once"]
 
 events = EventLog(__name__)
 
@@ -18,6 +18,21 @@ events = EventLog(__name__)
 # every middleware and interceptor instance, so this cannot live on an instance.
 _warned: set[str] = set()
 _warned_lock = threading.Lock()
+
+
+_IGNORED = "ignoring deprecated client request id header"
+# The frontend's legacy id policy keys requests by the header, as the pre-fix frontend
+# did: "ignoring" said the opposite of what it does.
+_USED = "deprecated client request id header used as the request id (legacy id policy)"
+_message = _IGNORED
+
+
+def deprecated_headers_used(used: bool) -> None:
+    """Whether this process keys requests by the deprecated headers (the frontend's
+    legacy id policy): its WARN then says so. The last app built decides, as the WARN
+    is once per header per process."""
+    global _message
+    _message = _USED if used else _IGNORED
 
 
 def warn_once(header: str) -> None:
@@ -28,11 +43,7 @@ def warn_once(header: str) -> None:
         if header in _warned:
             return
         _warned.add(header)
-    events.warning(
-        "ignoring deprecated client request id header",
-        event=DEPRECATED_HEADER,
-        header=header,
-    )
+    events.warning(_message, event=DEPRECATED_HEADER, header=header)
 
 
 def reset_warnings() -> None:
