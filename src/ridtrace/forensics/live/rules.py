@@ -21,7 +21,13 @@ from __future__ import annotations
 
 import gc
 
-from ridtrace.contract import OUTCOME_CONFLICT, OUTCOME_OK, RESPONSE_UNLINKED, WORKER
+from ridtrace.contract import (
+    OUTCOME_CONFLICT,
+    OUTCOME_ERROR,
+    OUTCOME_OK,
+    RESPONSE_UNLINKED,
+    WORKER,
+)
 from ridtrace.forensics.live.findings import Finding, _finding
 from ridtrace.forensics.live.parse import COLUMNS, Flag, SpanRows
 from ridtrace.forensics.live.rejoin import earlier_part, held_longer
@@ -260,7 +266,11 @@ class LiveRules:
                             for front in waiting.pop(fp_out):
                                 front.waiting = False
                                 fronts.append(front)
-            if closing:
+            # A line stating a failure ends its span, though no closing one: Dynamo's
+            # 'engine generate call failed' (an INFO-level generate span's one line). Left
+            # open, it held its id for the window's length, and the id's next holder
+            # seconds later was printed as a duplicate `analyze` does not report.
+            if closing or (outcome == OUTCOME_ERROR and not started):
                 if not span.closed:
                     span.closed = True
                     up = span.parent_span

@@ -153,6 +153,22 @@ class Span:
         return (self.trace, self.caller())
 
 
+def held_by_silent_only(cluster: Cluster, span: Span, start: int) -> bool:
+    """Whether `span`, whose holder started at `start`, holds its id beside `cluster`
+    only through members with no end read and no line since `start`: a request whose
+    process was killed, still open to the live rules for the window's length. Once
+    such a cluster was printed, every later holder of the id joined it, and a complete
+    duplicate of the id's next holders (which `analyze` reports) was never printed."""
+    key = span.caller_key()
+    silent = False
+    for m in cluster.members:
+        held = m.holder()
+        if held.last > start or held.start == span.start or m.caller_key() == key:
+            return False  # beside it as its lines show
+        silent = silent or not held.closed
+    return silent
+
+
 def held_beside(cluster: Cluster, span: Span, start: int) -> bool:
     """Whether `span`, whose holder started at `start`, held its id beside `cluster`.
 

@@ -14,7 +14,13 @@ from typing import Any
 from ridtrace.contract import WORKER
 from ridtrace.forensics.live.eviction import evict_outside
 from ridtrace.forensics.live.regroup import regroup
-from ridtrace.forensics.live.spans import Cluster, Span, SpanKey, held_beside
+from ridtrace.forensics.live.spans import (
+    Cluster,
+    Span,
+    SpanKey,
+    held_beside,
+    held_by_silent_only,
+)
 from ridtrace.forensics.rules import INNER_START_LEEWAY_US
 
 # The parent an inner span logged without one names until its trace's host is read
@@ -214,7 +220,8 @@ class WindowState:
             late.max_end = max(late.max_end, own.last)
             span.clusters = [*span.clusters, late]
             return late
-        if cluster is None or not held_beside(cluster, span, own.start):
+        if (cluster is None or not held_beside(cluster, span, own.start)
+                or (cluster.reported and held_by_silent_only(cluster, span, own.start))):
             previous, cluster = cluster, Cluster(request_id, [span], own.last)
             if previous is not None:
                 previous.previous = None
@@ -238,9 +245,11 @@ class WindowState:
         it again once the next cluster had a second holder). A reported one stays as it
         was printed: the other's holders are not added to its finding."""
         previous = cluster.previous
+        start = span.holder().start
         if (previous is None or not previous.members
                 or (previous.reported and cluster.reported)
-                or not held_beside(previous, span, span.holder().start)):
+                or not held_beside(previous, span, start)
+                or (previous.reported and held_by_silent_only(previous, span, start))):
             return cluster
         keep, gone = (previous, cluster) if previous.reported else (cluster, previous)
         keep.previous = None
