@@ -64,22 +64,25 @@ def span_offsets(spans: SpanColumns) -> dict[str, int]:
 
 def _place_by_rotated_parts(spans: SpanColumns, on_clock: dict[int, int],
                             alone: set[int]) -> None:
-    """Give each file not placed by links (`alone`: a frontend file linked to none, on
-    its own clock) the offset of its log's part placed by links with most spans."""
+    """Put every part of a rotated log on the clock of its part placed by links with
+    most spans (`alone`: a frontend file linked to none, on its own clock, is placed by
+    no link). One process stamped them all: each part placed by its own links took an
+    offset of its own, the oldest part of a frontend log 0.2 ms off its other parts."""
     linked = [code for code in on_clock if code >= 0 and code not in alone]
-    if not linked or len(linked) == len(spans.file_names):
+    if not linked:
         return
     spans_in = np.bincount(spans.file[spans.file >= 0], minlength=len(spans.file_names))
+    reference = next(iter(on_clock))  # placed first, at 0: the others are on its clock
     best: dict[tuple[str, str], int] = {}  # log -> its linked file with most spans
     for code in linked:
         log, _ = rotation_place(spans.file_names[code])
-        if log not in best or spans_in[code] > spans_in[best[log]]:
+        if log not in best or (best[log] != reference
+                               and (code == reference or spans_in[code] > spans_in[best[log]])):
             best[log] = code
     for code, name in enumerate(spans.file_names):
-        if code not in on_clock or code in alone:
-            placed = best.get(rotation_place(name)[0])
-            if placed is not None:
-                on_clock[code] = on_clock[placed]
+        placed = best.get(rotation_place(name)[0])
+        if placed is not None:
+            on_clock[code] = on_clock[placed]
 
 
 def _file_offsets(spans: SpanColumns) -> tuple[dict[int, int], set[int]]:
