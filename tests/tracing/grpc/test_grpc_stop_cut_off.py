@@ -25,6 +25,19 @@ SERVICE = "probe.Stop"
 CALL_TIMEOUT = 10.0
 
 
+def _serving_until_signalled(
+    methods: dict[str, grpc.RpcMethodHandler],
+) -> tuple[int, asyncio.Future[None]]:
+    """A traced grpc.aio server of `methods` on a free port, stopped by SIGUSR1 through
+    serve_until_signalled with a 0.2 s grace; its port and the stop's future."""
+    server = grpc.aio.server(interceptors=[RequestTracingInterceptor()])
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, methods),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    serving = asyncio.ensure_future(
+        serve_until_signalled(server, grace=0.2, signals=(signal.SIGUSR1,)))
+    return port, serving
+
+
 def test_calls_cut_off_by_the_stop_are_recorded_unavailable_not_cancelled(
     log_lines: LogLines,
 ) -> None:
@@ -49,14 +62,7 @@ def test_calls_cut_off_by_the_stop_are_recorded_unavailable_not_cancelled(
     }
 
     async def go() -> tuple[list[grpc.StatusCode], list[grpc.StatusCode]]:
-        server = grpc.aio.server(interceptors=[RequestTracingInterceptor()])
-        server.add_generic_rpc_handlers(
-            (grpc.method_handlers_generic_handler(SERVICE, methods),)
-        )
-        port = server.add_insecure_port("127.0.0.1:0")
-        serving = asyncio.ensure_future(
-            serve_until_signalled(server, grace=0.2, signals=(signal.SIGUSR1,))
-        )
+        port, serving = _serving_until_signalled(methods)
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             unary = channel.unary_unary(f"/{SERVICE}/Hang")(b"", timeout=CALL_TIMEOUT)
             stream = channel.unary_stream(f"/{SERVICE}/Trickle")(b"", timeout=CALL_TIMEOUT)
@@ -104,14 +110,7 @@ def test_request_streams_cut_off_by_the_stop_are_recorded_unavailable_not_ok(
     }
 
     async def go() -> list[grpc.StatusCode]:
-        server = grpc.aio.server(interceptors=[RequestTracingInterceptor()])
-        server.add_generic_rpc_handlers(
-            (grpc.method_handlers_generic_handler(SERVICE, methods),)
-        )
-        port = server.add_insecure_port("127.0.0.1:0")
-        serving = asyncio.ensure_future(
-            serve_until_signalled(server, grace=0.2, signals=(signal.SIGUSR1,))
-        )
+        port, serving = _serving_until_signalled(methods)
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             collecting = channel.stream_unary(f"/{SERVICE}/Collect")(timeout=CALL_TIMEOUT)
             echoing = channel.stream_stream(f"/{SERVICE}/Echo")(timeout=CALL_TIMEOUT)
