@@ -196,3 +196,55 @@ def test_a_failed_export_is_noted_and_not_printed_between_the_demos_tables() -> 
     finally:
         assert rejections.first(Path("/nonexistent")) == (
             "Failed to export spans batch code: 500, reason: boom")
+
+
+def test_a_collectors_message_reaches_the_demos_lines_escaped(tmp_path: Path) -> None:
+    # The collector's partial-success text was printed raw: a line break and an escape
+    # sequence of its choosing reached the user's terminal.
+    rejections = SpanRejections()
+    span = TracerProvider().get_tracer("t").start_span("s")
+    span.end()
+    with otlp_receiver(rejecting=(2, "over quota\nFAKE \x1b[31mred")) as receiver:
+        exporter = otlp_exporter({}, "traces", receiver.endpoint + "/v1/traces")
+        exporter.export([span])  # type: ignore[list-item]
+        exporter.shutdown()
+    said = rejections.first(tmp_path)
+    assert said is not None and said.endswith("over quota\\nFAKE \\x1b[31mred"), said
+
+
+def test_an_exporters_retries_are_not_printed(tmp_path: Path,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    # A collector answering 503 (Retry-After) made the exporter log "Transient error …
+    # retrying" ten times on the demo's stderr, which the demo then said in a line of
+    # its own; the spans it got in the end are kept.
+    import http.server
+    import threading
+
+    answers = iter([503, 200])
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", "0")))
+            self.send_response(next(answers, 200))
+            self.send_header("retry-after", "0")
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    rejections = SpanRejections()
+    span = TracerProvider().get_tracer("t").start_span("s")
+    span.end()
+    try:
+        with caplog.at_level(logging.DEBUG):
+            exporter = otlp_exporter(
+                {}, "traces", f"http://127.0.0.1:{server.server_address[1]}/v1/traces")
+            assert exporter.export([span]).name == "SUCCESS"  # type: ignore[list-item]
+            exporter.shutdown()
+    finally:
+        server.shutdown()
+    assert not [r for r in caplog.records if "Transient error" in r.getMessage()]
+    assert rejections.first(tmp_path) is None

@@ -13,6 +13,8 @@ import json
 import logging
 from pathlib import Path
 
+from ridtrace.tracing.identity import shown_text
+
 __all__ = ["SpanRejections"]
 
 _LOGGER = "ridtrace.tracing.otlp_partial"
@@ -24,6 +26,8 @@ _EXPORTERS = ("opentelemetry.exporter.otlp.common.http",
               "opentelemetry.exporter.otlp.proto.grpc.exporter")
 _FAILED = ("Failed to export spans", "Failed to export traces")
 _METRICS_FAILED = "Failed to export metrics"
+_RETRYING = "Transient error"  # both exporters' words for an export they will retry
+_SHOWN = 1024  # characters of a collector's message the demo prints at most
 _METRICS_SAID = " data points of an export"  # `otlp_partial`'s WARN of rejected metrics
 SPANS, METRICS = "spans", "metrics"
 
@@ -54,12 +58,19 @@ class SpanRejections(logging.Filter):
             logging.getLogger(name).addFilter(self)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        signal = _says_lost(record.name, record.getMessage())
+        message = record.getMessage()
+        signal = _says_lost(record.name, message)
         if signal is not None:
-            self._seen.setdefault(signal, record.getMessage())
+            # The collector's own words are in it (a partial success's message): printed
+            # raw, a line break or an escape sequence reached the user's terminal.
+            self._seen.setdefault(signal, shown_text(message, _SHOWN))
         # Noted, not printed: the demo says it in one line of its own at the end (the
-        # exporter's line came between its tables, twice, in OpenTelemetry's words).
-        return signal is None
+        # exporter's line came between its tables, twice, in OpenTelemetry's words). An
+        # exporter's retry ("Transient error … retrying") is no loss yet: not printed
+        # either (ten such lines on stderr for a collector answering 503).
+        return signal is None and not (
+            record.name.startswith("opentelemetry.exporter.otlp")
+            and message.startswith(_RETRYING))
 
     def first(self, out_dir: Path, signal: str = SPANS) -> str | None:
         """What was said of the first spans (or metrics) the collector rejected or did
