@@ -16,7 +16,12 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from ridtrace.tracing.otlp import otlp_exporter
 from tests.frontend_plugin.conftest import exporting_frontend
-from tests.support.otlp_receiver import answering_json, export_one_of_each, web_page_server
+from tests.support.otlp_receiver import (
+    answering_200,
+    answering_json,
+    export_one_of_each,
+    web_page_server,
+)
 
 NOT_A_RECEIVER = "it is not an OTLP receiver"
 
@@ -91,6 +96,29 @@ def test_a_json_answer_that_is_no_otlp_answer_fails_the_export(
         assert _export_one_span(endpoint) is SpanExportResult.FAILURE
     (said,) = [r for r in caplog.records if NOT_A_RECEIVER in r.getMessage()]
     assert "JSON that is no OTLP answer" in said.getMessage()
+
+
+@pytest.mark.parametrize("body", [b"\xff\xff\xff\xff", b"\x0a\x05ab"])
+def test_protobuf_that_is_no_otlp_answer_fails_the_export(
+    body: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    # 2xx with a protobuf body that does not decode as the signal's answer was counted
+    # as delivered, with nothing logged (over gRPC the same answer fails the export).
+    with answering_200(body, "application/x-protobuf") as endpoint, \
+            caplog.at_level(logging.WARNING):
+        assert _export_one_span(endpoint) is SpanExportResult.FAILURE
+    (said,) = [r for r in caplog.records if NOT_A_RECEIVER in r.getMessage()]
+    assert "protobuf that is no OTLP answer" in said.getMessage()
+
+
+@pytest.mark.parametrize("body", [b"", b"\x12\x00"])
+def test_an_otlp_answer_in_protobuf_is_a_delivery(
+    body: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    with answering_200(body, "application/x-protobuf") as endpoint, \
+            caplog.at_level(logging.WARNING):
+        assert _export_one_span(endpoint) is SpanExportResult.SUCCESS
+    assert not [r for r in caplog.records if NOT_A_RECEIVER in r.getMessage()]
 
 
 def test_a_served_frontend_logs_it_when_its_endpoint_is_a_web_page(tmp_path: Path) -> None:

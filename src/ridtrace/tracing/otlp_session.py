@@ -119,8 +119,14 @@ class _ExportSession(requests.Session):
                     f"{response.status_code} with an HTML page, not an OTLP answer")
             if _media_type(response) == "application/json":
                 self._read_json_answer(response)
-            else:
-                _say_partial_success(self._signal, response)
+            elif not _say_partial_success(self._signal, response):
+                # Counted as delivered, while whatever answered took none: the gRPC
+                # exporter fails such an answer, with a traceback a second.
+                self._say_not_a_receiver(response, "protobuf that is no OTLP answer",
+                                         "a proxy's own answer, or another service?")
+                raise NotAnOtlpReceiver(
+                    f"OTLP endpoint {shown_endpoint(response.url)} answered "
+                    f"{response.status_code} with protobuf that is no OTLP answer")
         return response
 
     def _read_json_answer(self, response: Any) -> None:
@@ -214,19 +220,21 @@ def _answer_type(signal: str) -> Any:
     return ExportMetricsServiceResponse
 
 
-def _say_partial_success(signal: str, response: Any) -> None:
-    """Read a successful answer for its partial success (`tracing.otlp_partial`). The
-    protocol answers protobuf with protobuf; JSON is read by the session, and an answer
-    in any other form is left unread."""
+def _say_partial_success(signal: str, response: Any) -> bool:
+    """Read a successful answer for its partial success (`tracing.otlp_partial`); False
+    for protobuf that does not decode as the signal's answer. The protocol answers
+    protobuf with protobuf; JSON is read by the session, and an answer in any other
+    form is left unread."""
     if not response.headers.get("content-type", "").startswith("application/x-protobuf"):
-        return
+        return True
     from google.protobuf.message import DecodeError
 
     try:
         answer = _answer_type(signal).FromString(response.content)
     except DecodeError:
-        return
+        return False
     say_partial_success(signal, response.url, answer)
+    return True
 
 
 def _unfollowed(response: Any) -> str:
