@@ -106,3 +106,60 @@ def test_a_log_truncated_after_it_was_listed_makes_it_incomplete(
 
     monkeypatch.setattr(source_open, "open_raw", open_after_a_rotation)
     _assert_read_as_truncated(log)
+
+
+def test_a_log_truncated_and_written_past_its_size_during_the_read_makes_it_incomplete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # copytruncate under a writer that does not append: its next line lands at its old
+    # offset, after a hole, and the file is as long as before. The size check passed,
+    # and the lines lost were lost with exit 0.
+    log = tmp_path / "frontend.jsonl"
+    lines = [line for i in range(200) for line in rt_request(f"{i:016x}", f"r{i}", i, i + 0.5)]
+    body = ("\n".join(lines) + "\n").encode()
+    log.write_bytes(body)
+    real_parse = files.parse
+
+    def parse_after_a_rotation(*args: Any, **kwargs: Any) -> Any:
+        got = real_parse(*args, **kwargs)
+        with open(log, "r+b") as fh:
+            fh.truncate(0)
+            fh.seek(len(body))
+            fh.write(rt_request("f" * 16, "late", 500, 501)[0].encode() + b"\n")
+        return got
+
+    monkeypatch.setattr(files, "parse", parse_after_a_rotation)
+    code, doc = analyze_json(str(log))
+    assert code == 3, doc["summary"]
+    # (The read may meet the hole too, a crash's NUL run: noted beside it.)
+    reasons = [n["reason"] for n in doc["summary"]["unreadable_files"] if n["file"] == str(log)]
+    assert any("truncated while being read" in reason for reason in reasons), reasons
+
+
+def test_a_line_over_the_limit_the_map_never_saw_makes_it_incomplete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Rewritten after its lines were mapped (copytruncate, the writer going on at its
+    # old offset): DuckDB met a hole over 16 MiB the map does not hold, and its error
+    # reached the user as a traceback, exit 4.
+    log = tmp_path / "frontend.jsonl"
+    # Over a small file's size, read in place (a batch of small files is read whole).
+    lines = [line for i in range(3000) for line in rt_request(f"{i:016x}", f"r{i}", i, i + 0.5)]
+    log.write_text("\n".join(lines) + "\n")
+    assert log.stat().st_size > 1 << 20
+    real_map = files.map_file
+
+    def map_then_a_rewrite(*args: Any, **kwargs: Any) -> Any:
+        mapped = real_map(*args, **kwargs)
+        with open(log, "r+b") as fh:  # copytruncate; the writer goes on at 40 MiB
+            fh.truncate(0)
+            fh.seek(40 << 20)
+            fh.write(lines[0].encode() + b"\n")
+        return mapped
+
+    monkeypatch.setattr(files, "map_file", map_then_a_rewrite)
+    code, doc = analyze_json(str(log))
+    summary = doc["summary"]
+    assert code == 3, summary
+    (note,) = summary["unreadable_files"]
+    assert note["file"] == str(log) and "changed while being read" in note["reason"]

@@ -20,6 +20,7 @@ from ridtrace.forensics.reading.connection import PreparedReads
 from ridtrace.forensics.reading.file_map import map_file
 from ridtrace.forensics.reading.inputs import Source
 from ridtrace.forensics.reading.lines import LineMap, fetch_lines
+from ridtrace.forensics.reading.overlong import ChangedWhileRead
 from ridtrace.forensics.reading.plain_copy import Progress, stage
 from ridtrace.forensics.reading.scan import Window
 from ridtrace.forensics.reading.source_open import (
@@ -29,7 +30,7 @@ from ridtrace.forensics.reading.source_open import (
     open_source,
 )
 from ridtrace.forensics.reading.staging import staging_dir
-from ridtrace.forensics.reading.stats import ReadStats
+from ridtrace.forensics.reading.stats import FileNote, ReadStats
 from ridtrace.forensics.reading.table import LogTable
 
 T = TypeVar("T")
@@ -93,6 +94,9 @@ def read_source(
                                    run=_runner(prepared, staged)))
         note_truncation(src, opened, stats)
         return result
+    except ChangedWhileRead as exc:
+        stats.unreadable_files.append(FileNote(src.name, str(exc)))
+        return None
     except (OSError, duckdb.OutOfMemoryException) as exc:
         # The line map opens the file by its name too, beside DuckDB: whichever comes
         # first meets a deletion, and both are the same deleted file.

@@ -176,6 +176,15 @@ def _copy_range(src: BinaryIO, out: BinaryIO, start: int, stop: int) -> None:
         left -= len(data)
 
 
+CHANGED_WHILE_READ = ("changed while being read (a line over 16 MiB that was not there "
+                      "when it was opened: rewritten in place, or a record that long "
+                      "appended meanwhile): read it again")
+
+
+class ChangedWhileRead(Exception):
+    """DuckDB met a line over its limit that the file's line map does not hold."""
+
+
 def set_aside(
     path: str | Path, line_map: LineMap, lines: Sequence[LongLine], *, name: str,
     stats: ReadStats,

@@ -128,9 +128,30 @@ def note_truncation(src: Source, opened: OpenedSource, stats: ReadStats) -> None
         # Lines that were there when the read began are not in the report, and
         # the line numbers DuckDB and the line map saw may differ.
         stats.unreadable_files.append(FileNote(src.name, truncated_while_read(opened.size, now)))
+    elif opened.size is not None and _rewritten(opened):
+        # Truncated and written again past its old size before the check (a writer that
+        # does not append goes on at its old offset, after a hole): the size said
+        # nothing, and the lines lost were lost with exit 0.
+        stats.unreadable_files.append(FileNote(src.name, truncated_while_read(opened.size)))
     elif src.path is not None and _now_another(src.path, opened.raw):
         # DuckDB and the line map open the file by its name: they may have read the other.
         stats.unreadable_files.append(FileNote(src.name, REPLACED))
+
+
+# The bytes of a plain file's start compared after the read: a rewritten file's differ.
+_START_CHECKED = 4096
+
+
+def _rewritten(opened: OpenedSource) -> bool:
+    """Whether a plain file's first bytes are no longer those read when it was opened."""
+    decoded = opened.decoded
+    if decoded.compression is not None or decoded.encoding is not None or decoded.had_bom:
+        return False  # its head is decoded text, not the file's bytes
+    first = opened.head[:_START_CHECKED]
+    try:
+        return bool(first) and os.pread(opened.raw.fileno(), len(first), 0) != first
+    except OSError:
+        return False
 
 
 REPLACED = ("replaced by another file since it was listed (rotated while the logs were "

@@ -22,7 +22,13 @@ import pyarrow.compute as pc
 
 from ridtrace.forensics.reading.lean import OTHER, SPAN, SUSPECT, lean_spans_sql
 from ridtrace.forensics.reading.lines import LineMap
-from ridtrace.forensics.reading.overlong import is_object_size_error, long_lines, set_aside
+from ridtrace.forensics.reading.overlong import (
+    CHANGED_WHILE_READ,
+    ChangedWhileRead,
+    is_object_size_error,
+    long_lines,
+    set_aside,
+)
 from ridtrace.forensics.reading.scan import FLAGS, LEAN_FIELDS, Window, full_spans_sql, source_sql
 from ridtrace.forensics.reading.schema import READ_FIELDS, TIME_TYPE
 from ridtrace.forensics.reading.span_sql import spans_select
@@ -137,8 +143,11 @@ class LogTable:
             if not is_object_size_error(exc):
                 raise
             long = long_lines(self.path, self.line_map)
-            if not long:  # no line over the limit after all: DuckDB's error stands
-                raise
+            if not long:
+                # No line over the limit when the file was mapped: it changed since (a
+                # copy-and-truncate under a writer that does not append, a record of
+                # many MiB appended meanwhile). It was a traceback, exit 4.
+                raise ChangedWhileRead(CHANGED_WHILE_READ) from exc
         else:
             long = long_lines(self.path, self.line_map)
             if not long:
