@@ -60,3 +60,24 @@ def test_a_file_readable_later_is_read_from_its_first_line(
     assert summary["unreadable_files"] == [] and summary["incomplete"] is False, summary
     assert sorted(p.json()["span_id"] for p in follower.findings()) == ["b", "c"]
     assert code == 1
+
+
+def test_a_folder_listable_later_is_no_longer_unreadable(tmp_path: Path) -> None:
+    # A folder the follower could not list was listed for good: once it could, its
+    # files were read from their first line, and the summary still said incomplete
+    # (exit 3) for a read that was whole.
+    locked = tmp_path / "pods"
+    locked.mkdir()
+    _unlinked_log(locked / "0.log", "c")
+    locked.chmod(0)
+    follower = start_follower([str(tmp_path)], "--from-start", runner=_AS_USER)
+    try:
+        locked.chmod(0o755)
+        follower.wait_for(lambda: len(follower.findings()) == 1, timeout=30,
+                          what="the folder's finding")
+    finally:
+        code = follower.stop()
+        locked.chmod(0o755)
+    summary = follower.summary()
+    assert summary["unreadable_files"] == [] and summary["incomplete"] is False, summary
+    assert code == 1  # its Unlinked error

@@ -42,6 +42,7 @@ class FileNotes:
     settled: dict[DevIno, tuple[int, int] | None]
     unlisted: set[str]
     blocked: dict[str, FileNote]
+    unlisted_dirs: set[str]
     _dangling: set[str]
     _followed: set[str]
 

@@ -79,9 +79,19 @@ class InputFiles(FileNotes):
     def _walked(self, path: Path) -> Iterator[tuple[Path, str]]:
         # As `ridtrace analyze` walks: linked directories too, each once.
         files, unlisted = walk_tree(path)
+        now: set[str] = set()
         for entry in unlisted:
             # A directory removed between its listing and its own (a job's scratch
             # directory) holds nothing left to read: listed, the run was incomplete.
             if entry.path is not None and os.path.lexists(entry.path):
-                self._note_unreadable(entry.name, entry.unreadable or "cannot list it")
+                now.add(entry.name)
+                self._block(entry.name, entry.unreadable or "cannot list it")
+        # A folder listed since: its files are walked and read from their first line,
+        # so it is no longer unreadable (it stayed listed, and a whole read exited 3).
+        inside = str(path).rstrip(os.sep) + os.sep
+        for name in [d for d in self.unlisted_dirs - now
+                     if d == str(path) or d.startswith(inside)]:
+            self.unlisted_dirs.discard(name)
+            self._unblock(name)
+        self.unlisted_dirs |= now
         yield from ((file, "walked") for file in files)

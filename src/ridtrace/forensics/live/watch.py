@@ -65,6 +65,8 @@ class Watch(InputFiles, FileEnds):
     # Files that cannot be read now (no permission, a broken link named like a log):
     # listed as unreadable, tried again every poll, withdrawn once read from line 1.
     blocked: dict[str, FileNote] = field(default_factory=dict)
+    # Folders a walk could not list, each listed unreadable while it cannot be.
+    unlisted_dirs: set[str] = field(default_factory=set)
     _dangling: set[str] = field(default_factory=set)  # broken links listed as ignored
     _followed: set[str] = field(default_factory=set)  # every name a file was opened by
     _streams: int = 0  # streams opened (standard input, named pipes)
