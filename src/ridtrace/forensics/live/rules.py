@@ -220,6 +220,11 @@ class LiveRules:
                     if span.side is None:
                         state.front_seen(key, -1)  # counted a frontend span when read
                     span.side = WORKER
+                    # Its caller's work is read after all: a worker's middleware line came
+                    # first, alone in its poll, and linked it as no worker's, so a crossed
+                    # caller was let go as one whose own work was never read.
+                    if span.parent_span is not None:
+                        span.parent_span.worked = True
                 if span.x_request_id is None:
                     span.x_request_id = xrid
                 if span.fp_in is None:
