@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -22,14 +23,22 @@ SAID = "rejected 2 spans of an export: over quota"
 _TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
-def test_a_rejection_the_demos_own_exporter_got_is_found(tmp_path: Path) -> None:
-    rejections = SpanRejections()
+def _export_one_span(endpoint: str, env: dict[str, str] | None = None) -> Any:
+    """One finished span through an OTLP/HTTP exporter to `endpoint` (a collector's
+    base URL), shut down after; the export's result."""
     span = TracerProvider().get_tracer("t").start_span("s")
     span.end()
-    with otlp_receiver(rejecting=(2, "over quota")) as receiver:
-        exporter = otlp_exporter({}, "traces", receiver.endpoint + "/v1/traces")
-        exporter.export([span])  # type: ignore[list-item]
+    exporter = otlp_exporter(env or {}, "traces", endpoint + "/v1/traces")
+    try:
+        return exporter.export([span])  # type: ignore[list-item]
+    finally:
         exporter.shutdown()
+
+
+def test_a_rejection_the_demos_own_exporter_got_is_found(tmp_path: Path) -> None:
+    rejections = SpanRejections()
+    with otlp_receiver(rejecting=(2, "over quota")) as receiver:
+        _export_one_span(receiver.endpoint)
     assert rejections.first(tmp_path) == f"OTLP endpoint {receiver.endpoint}/v1/traces {SAID}"
 
 
@@ -124,13 +133,8 @@ def test_an_export_that_failed_is_found_here_and_in_the_stacks_logs(tmp_path: Pa
     from tests.support.otlp_receiver import unresponsive_collector
 
     rejections = SpanRejections()
-    span = TracerProvider().get_tracer("t").start_span("s")
-    span.end()
     with unresponsive_collector() as endpoint:
-        exporter = otlp_exporter({"OTEL_EXPORTER_OTLP_TIMEOUT": "0.5"}, "traces",
-                                 endpoint + "/v1/traces")
-        exporter.export([span])  # type: ignore[list-item]
-        exporter.shutdown()
+        _export_one_span(endpoint, {"OTEL_EXPORTER_OTLP_TIMEOUT": "0.5"})
     said = rejections.first(tmp_path)
     assert said is not None and said.startswith("Failed to export spans"), said
     logs = tmp_path / "safe" / "logs"
@@ -202,12 +206,8 @@ def test_a_collectors_message_reaches_the_demos_lines_escaped(tmp_path: Path) ->
     # The collector's partial-success text was printed raw: a line break and an escape
     # sequence of its choosing reached the user's terminal.
     rejections = SpanRejections()
-    span = TracerProvider().get_tracer("t").start_span("s")
-    span.end()
     with otlp_receiver(rejecting=(2, "over quota\nFAKE \x1b[31mred")) as receiver:
-        exporter = otlp_exporter({}, "traces", receiver.endpoint + "/v1/traces")
-        exporter.export([span])  # type: ignore[list-item]
-        exporter.shutdown()
+        _export_one_span(receiver.endpoint)
     said = rejections.first(tmp_path)
     assert said is not None and said.endswith("over quota\\nFAKE \\x1b[31mred"), said
 
@@ -236,14 +236,10 @@ def test_an_exporters_retries_are_not_printed(tmp_path: Path,
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     rejections = SpanRejections()
-    span = TracerProvider().get_tracer("t").start_span("s")
-    span.end()
     try:
         with caplog.at_level(logging.DEBUG):
-            exporter = otlp_exporter(
-                {}, "traces", f"http://127.0.0.1:{server.server_address[1]}/v1/traces")
-            assert exporter.export([span]).name == "SUCCESS"  # type: ignore[list-item]
-            exporter.shutdown()
+            done = _export_one_span(f"http://127.0.0.1:{server.server_address[1]}")
+            assert done.name == "SUCCESS"
     finally:
         server.shutdown()
     assert not [r for r in caplog.records if "Transient error" in r.getMessage()]
