@@ -20,12 +20,18 @@ from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import rt_request
 
 
+def _requests_log(log: Path, count: int) -> list[str]:
+    """`log` holding `count` frontend requests, one after the other; its lines."""
+    lines = [line for i in range(count) for line in rt_request(f"{i:016x}", f"r{i}", i, i + 0.5)]
+    log.write_text("\n".join(lines) + "\n")
+    return lines
+
+
 def test_a_log_truncated_during_the_read_makes_it_incomplete(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     log = tmp_path / "frontend.jsonl"
-    lines = [line for i in range(200) for line in rt_request(f"{i:016x}", f"r{i}", i, i + 0.5)]
-    log.write_text("\n".join(lines) + "\n")
+    lines = _requests_log(log, 200)
     kept = len("\n".join(lines[:20])) + 1
     real_parse = files.parse
 
@@ -115,9 +121,7 @@ def test_a_log_truncated_and_written_past_its_size_during_the_read_makes_it_inco
     # offset, after a hole, and the file is as long as before. The size check passed,
     # and the lines lost were lost with exit 0.
     log = tmp_path / "frontend.jsonl"
-    lines = [line for i in range(200) for line in rt_request(f"{i:016x}", f"r{i}", i, i + 0.5)]
-    body = ("\n".join(lines) + "\n").encode()
-    log.write_bytes(body)
+    body = ("\n".join(_requests_log(log, 200)) + "\n").encode()
     real_parse = files.parse
 
     def parse_after_a_rotation(*args: Any, **kwargs: Any) -> Any:
@@ -144,8 +148,7 @@ def test_a_line_over_the_limit_the_map_never_saw_makes_it_incomplete(
     # reached the user as a traceback, exit 4.
     log = tmp_path / "frontend.jsonl"
     # Over a small file's size, read in place (a batch of small files is read whole).
-    lines = [line for i in range(3000) for line in rt_request(f"{i:016x}", f"r{i}", i, i + 0.5)]
-    log.write_text("\n".join(lines) + "\n")
+    lines = _requests_log(log, 3000)
     assert log.stat().st_size > 1 << 20
     real_map = files.map_file
 

@@ -86,29 +86,24 @@ def test_a_partial_success_in_json_is_said(caplog: pytest.LogCaptureFixture) -> 
         f"OTLP endpoint {endpoint}/v1/traces rejected 1 spans of an export: too old"]
 
 
-@pytest.mark.parametrize("body", [b'{"status": "ok", "id": 7}', b"[]", b"<html></html>"])
-def test_a_json_answer_that_is_no_otlp_answer_fails_the_export(
-    body: bytes, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(("media", "body", "what"), [
+    ("application/json", b'{"status": "ok", "id": 7}', "JSON"),
+    ("application/json", b"[]", "JSON"),
+    ("application/json", b"<html></html>", "JSON"),
+    # Protobuf that does not decode as the signal's answer was counted as delivered,
+    # with nothing logged (over gRPC the same answer fails the export).
+    ("application/x-protobuf", b"\xff\xff\xff\xff", "protobuf"),
+    ("application/x-protobuf", b"\x0a\x05ab", "protobuf"),
+])
+def test_an_answer_that_is_no_otlp_answer_fails_the_export(
+    media: str, body: bytes, what: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     # A web API at the endpoint answers any POST 200 with its own JSON: every span was
     # counted as delivered and dropped, with nothing logged.
-    with answering_json(body) as endpoint, caplog.at_level(logging.WARNING):
+    with answering_200(body, media) as endpoint, caplog.at_level(logging.WARNING):
         assert _export_one_span(endpoint) is SpanExportResult.FAILURE
     (said,) = [r for r in caplog.records if NOT_A_RECEIVER in r.getMessage()]
-    assert "JSON that is no OTLP answer" in said.getMessage()
-
-
-@pytest.mark.parametrize("body", [b"\xff\xff\xff\xff", b"\x0a\x05ab"])
-def test_protobuf_that_is_no_otlp_answer_fails_the_export(
-    body: bytes, caplog: pytest.LogCaptureFixture
-) -> None:
-    # 2xx with a protobuf body that does not decode as the signal's answer was counted
-    # as delivered, with nothing logged (over gRPC the same answer fails the export).
-    with answering_200(body, "application/x-protobuf") as endpoint, \
-            caplog.at_level(logging.WARNING):
-        assert _export_one_span(endpoint) is SpanExportResult.FAILURE
-    (said,) = [r for r in caplog.records if NOT_A_RECEIVER in r.getMessage()]
-    assert "protobuf that is no OTLP answer" in said.getMessage()
+    assert f"{what} that is no OTLP answer" in said.getMessage()
 
 
 @pytest.mark.parametrize("body", [b"", b"\x12\x00"])
