@@ -41,6 +41,14 @@ SHUTDOWN_STOP: Final = "shutdown.stop"
 # Events whose lines are no part of a request's lifecycle but of its evidence.
 WORKER_EVENT_PREFIX: Final = "worker."
 
+# Fields of a lifecycle line that forensics reads on any ridtrace/1 line, whatever its
+# ``event``: an application's own field of one of these names (``logger.info("hook",
+# event=body["type"])``) is written with a leading ``_``, or a client could make a line
+# of the application's pass for an Unlinked failure or a deprecated header.
+LIFECYCLE_FIELDS: Final[frozenset[str]] = frozenset({
+    "event", "outcome", "fp_in", "fp_out", "deprecated_headers", "chunk_request_id",
+})
+
 # Outcomes (the ``outcome`` field of ``request.end`` / ``worker.end``).
 OUTCOME_OK: Final = "ok"
 OUTCOME_ERROR: Final = "error"

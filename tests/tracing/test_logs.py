@@ -597,3 +597,36 @@ def test_an_applications_own_value_of_an_id_gives_way_to_the_requests(log_file: 
     assert keyword["_trace_id"] == "f" * 32
     assert not [k for k in same if k.startswith("_")]
     assert outside["request_id"] == "job-7"  # no request: nothing to give way to
+
+
+def test_an_applications_lifecycle_named_fields_never_pass_for_ridtraces(tmp_path: Path) -> None:
+    # A webhook receiver logging its payload's type the usual way wrote
+    # "event": "response.unlinked" on a ridtrace/1 line, and `analyze` reported an
+    # Unlinked failure of the request that logged it (exit 1): any client could fail the
+    # CI gate. `deprecated_headers` on an ordinary line made five deprecated-header uses.
+    from ridtrace.tracing.eventlog import EventLog
+    from tests.support.inprocess_cli import run_in_process
+
+    path = tmp_path / "webhook.jsonl"
+    with _stdlib_logging_to(path):
+        token = context.enter(RequestContext(request_id="r-1", trace_id="a" * 32,
+                                             span_id="b" * 16))  # fmt: skip
+        try:
+            EventLog("tests").info("request.start", event="request.start")
+            logger.info("webhook received", event="response.unlinked", outcome="error",
+                        deprecated_headers="x-api-version", fp_out="f" * 16)
+            logging.getLogger("app").warning("hook", extra={"event": "deprecated_header",
+                                                            "header": "x-legacy-token"})
+            EventLog("tests").info("request.end", event="request.end", outcome="ok",
+                                   status=200, duration_ms=1.0)
+        finally:
+            context.leave(token)
+    start, app, stdlib, end = read_lines(path)
+    assert (start["event"], end["event"], end["outcome"]) == ("request.start", "request.end", "ok")
+    assert not {"event", "outcome", "deprecated_headers", "fp_out"} & set(app)
+    assert (app["_event"], app["_outcome"], app["_deprecated_headers"], app["_fp_out"]) == (
+        "response.unlinked", "error", "x-api-version", "f" * 16)
+    assert "event" not in stdlib and stdlib["_event"] == "deprecated_header"
+    code, out, _ = run_in_process(["analyze", str(path), "--format", "json"])
+    report = json.loads(out)
+    assert (code, report["findings"], report["summary"]["requests"]) == (0, [], 1)

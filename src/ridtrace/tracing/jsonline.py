@@ -22,10 +22,11 @@ from typing import Any
 
 import orjson
 
-from ridtrace.contract import LOG_SCHEMA
+from ridtrace.contract import LIFECYCLE_FIELDS, LOG_SCHEMA
 from ridtrace.tracing.context import RequestContext
 
 __all__ = [
+    "APPLICATION_RESERVED",
     "CONTEXT_KEYS",
     "EVENT_THROUGH_LOGURU",
     "LEVEL_NAMES",
@@ -49,6 +50,10 @@ __all__ = [
 # without one look like an exception's.
 _RESERVED = frozenset({"time", "level", "message", "logger", "schema", "service", "pid",
                        "exception", "traceback"})
+# On an application's line, the lifecycle fields forensics reads are the formatter's too
+# (`contract.LIFECYCLE_FIELDS`): `"event": "response.unlinked"` from a webhook's payload
+# was an Unlinked failure of the request that logged it, and exit 1.
+APPLICATION_RESERVED = _RESERVED | LIFECYCLE_FIELDS
 CONTEXT_KEYS = ("request_id", "x_request_id", "trace_id", "span_id", "parent_span_id")
 LEVEL_NAMES = {"WARNING": "WARN", "SUCCESS": "INFO"}
 _SCHEMA_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "CRITICAL"})
@@ -131,16 +136,19 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_refresh_pid)
 
 
-def add_fields(line: dict[str, Any], fields: Mapping[str, Any]) -> None:
-    """Copy ``fields`` into ``line``: ``None`` left out, reserved names prefixed ``_``."""
+def add_fields(
+    line: dict[str, Any], fields: Mapping[str, Any], reserved: frozenset[str] = _RESERVED
+) -> None:
+    """Copy ``fields`` into ``line``: ``None`` left out, ``reserved`` names prefixed ``_``
+    (an application's line passes `APPLICATION_RESERVED`)."""
     # The usual case, no reserved key and no None, in one C-level update. None is
     # found by identity: a value's own __eq__ (an array's, say) must never run here.
-    if _RESERVED.isdisjoint(fields) and _NONE_ID not in map(id, fields.values()):
+    if reserved.isdisjoint(fields) and _NONE_ID not in map(id, fields.values()):
         line.update(fields)
         return
     for key, value in fields.items():
         if value is not None:  # absent, not null: keeps lines short and columns sparse
-            line["_" + key if key in _RESERVED else key] = value
+            line["_" + key if key in reserved else key] = value
 
 
 def dumps(line: Any) -> bytes:

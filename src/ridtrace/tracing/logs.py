@@ -28,6 +28,7 @@ from ridtrace.contract import LOG_SCHEMA
 from ridtrace.tracing.context import RequestContext, line_context
 from ridtrace.tracing.exception_text import exception_text
 from ridtrace.tracing.jsonline import (
+    APPLICATION_RESERVED,
     CONTEXT_KEYS,
     EVENT_THROUGH_LOGURU,
     add_context_ids,
@@ -148,7 +149,10 @@ def format_record(record: Record, service: str) -> bytes:
         if ctx is not None:
             extra = {**extra}
             add_context_ids(extra, ctx)
-    add_fields(line, extra)
+    if EVENT_THROUGH_LOGURU.get():  # ridtrace's own event, when it has no sink (`eventlog`)
+        add_fields(line, extra)
+    else:
+        add_fields(line, extra, APPLICATION_RESERVED)
     flatten(line)
     exc = record["exception"]
     # opt(exception=True) outside an except block records an exception of type None.
