@@ -13,6 +13,7 @@ writes there after the call's context was reset (see `serve_in_this_task`).
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 import weakref
@@ -205,3 +206,15 @@ def outside_requests(call: Callable[..., T], *args: Any) -> T:
     finally:
         _serving.reset(serving_token)
         _current.reset(current_token)
+
+
+def _no_request_in_a_forked_child() -> None:
+    # A process forked inside a request is no part of it: a ProcessPoolExecutor's
+    # workers start at its first submit() and serve every later request's tasks, whose
+    # lines all named the request that happened to fork them. No ids beats wrong ones.
+    _current.set(None)
+    _serving.set(None)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_no_request_in_a_forked_child)
