@@ -630,3 +630,24 @@ def test_an_applications_lifecycle_named_fields_never_pass_for_ridtraces(tmp_pat
     code, out, _ = run_in_process(["analyze", str(path), "--format", "json"])
     report = json.loads(out)
     assert (code, report["findings"], report["summary"]["requests"]) == (0, [], 1)
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "ascii"])
+def test_a_text_stream_that_cannot_encode_every_character_gets_every_line(encoding: str) -> None:
+    # stdout under PYTHONIOENCODING=latin-1 refused a line holding a character it has no
+    # room for, and the events gathered with it were lost too; what it could encode
+    # (`é` as one byte) was no UTF-8, a bad line to every reader.
+    from ridtrace.tracing.eventlog import EventLog
+
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding=encoding, write_through=True)
+    handler = configure_logging(stream, service="txt", intercept_stdlib=False)
+    try:
+        EventLog("tests").info("request.start", event="request.start", path="/café")
+        logger.info("café ☕ 𝄞")
+        EventLog("tests").info("request.end", event="request.end", path="/☕")
+    finally:
+        logger.remove(handler)
+    text = raw.getvalue().decode("ascii")  # nothing but ASCII reached the stream
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert [x.get("path", x["message"]) for x in lines] == ["/café", "café ☕ 𝄞", "/☕"]

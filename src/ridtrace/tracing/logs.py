@@ -14,8 +14,10 @@ Line rendering lives in :mod:`ridtrace.tracing.jsonline`, the sink in
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
+import re
 import sys
 import threading
 import traceback
@@ -177,13 +179,39 @@ class _TextStream:
 
     def __init__(self, stream: io.TextIOBase) -> None:
         self._stream = stream
+        # A stream in an encoding that has no room for every character (stdout under
+        # PYTHONIOENCODING=latin-1, a C locale's ascii) refused a line holding one, and
+        # the events gathered with it went too; what it did encode was no UTF-8. Its
+        # lines are written with JSON's \u escapes: ASCII, which every such encoding has.
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        try:
+            whole = codecs.lookup(encoding).name.startswith("utf-")
+        except LookupError:
+            whole = False
+        self._ascii_only = not whole
 
     def write(self, data: bytes) -> int:
-        self._stream.write(data.decode("utf-8"))
+        text = data.decode("utf-8")
+        if self._ascii_only and not text.isascii():
+            text = _NON_ASCII.sub(_json_escape, text)
+        self._stream.write(text)
         return len(data)
 
     def flush(self) -> None:
         self._stream.flush()
+
+
+# A line's non-ASCII characters are all inside its JSON strings, where an escape is the
+# same character to any reader.
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # past the basic plane: a surrogate pair, as JSON spells it
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def _stream_of(sink: object) -> IO[bytes]:
