@@ -651,3 +651,23 @@ def test_a_text_stream_that_cannot_encode_every_character_gets_every_line(encodi
     text = raw.getvalue().decode("ascii")  # nothing but ASCII reached the stream
     lines = [json.loads(line) for line in text.splitlines()]
     assert [x.get("path", x["message"]) for x in lines] == ["/café", "café ☕ 𝄞", "/☕"]
+
+
+def test_an_applications_client_id_is_not_written_as_one_the_request_has_not(
+    log_file: Path,
+) -> None:
+    # An old middleware contextualizing the raw x-request-id wrote it as the line's
+    # `x_request_id` when ridtrace had rejected it (200 characters) or the request sent
+    # none: `trace` found the request by an id the contract says it never had.
+    token = context.enter(RequestContext(request_id="r-1", trace_id="a" * 32, span_id="b" * 16))
+    try:
+        with logger.contextualize(x_request_id="x" * 200, parent_span_id="c" * 16):
+            logger.info("saying hello")
+    finally:
+        context.leave(token)
+    with logger.contextualize(x_request_id="job-7"):
+        logger.info("outside a request")
+    inside, outside = read_lines(log_file)
+    assert "x_request_id" not in inside and "parent_span_id" not in inside
+    assert (inside["_x_request_id"], inside["_parent_span_id"]) == ("x" * 200, "c" * 16)
+    assert outside["x_request_id"] == "job-7"  # no request: written as given

@@ -81,28 +81,35 @@ def _patch_request_context(record: Record) -> None:
         # (it took the place of the request's ids on every line, ridtrace's and the
         # application's own console format alike). One the request has not is left
         # for the application's format strings; the JSON line drops it.
-        for key in _placeholder_ids(extra):
+        placeholders = _placeholder_ids(extra)
+        for key in placeholders:
             value = getattr(ctx, key)
             if value is not None:
                 extra[key] = value
         if EVENT_THROUGH_LOGURU.get():
             add_context_ids(extra, ctx)
         else:
-            _request_ids_first(extra, ctx)
+            _request_ids_first(extra, ctx, placeholders)
 
 
-def _request_ids_first(extra: dict[str, Any], ctx: RequestContext) -> None:
+def _request_ids_first(
+    extra: dict[str, Any], ctx: RequestContext, placeholders: tuple[str, ...] = ()
+) -> None:
     """The request's ids into an application's record. A value of the application's
     own under one of their keys (``logger.bind(request_id=...)``, ``contextualize``, a
     keyword), when it differs, is kept as ``_request_id`` & co, as a standard-library
     ``extra`` is: an old middleware that contextualized the client's ``x-request-id``
     as ``request_id`` wrote the client's id in the server's place, and two callers
-    sharing it shared their lines' id."""
+    sharing it shared their lines' id. So is one under a key the request has no value
+    of: a client id ridtrace rejected, or one a request that sent none never had."""
     for key in CONTEXT_KEYS:
         value = getattr(ctx, key)
-        if value is None:
-            continue
         theirs = extra.get(key)
+        if value is None:
+            # A configured default stays for the application's format strings.
+            if theirs is not None and key not in placeholders:
+                extra.setdefault(f"_{key}", extra.pop(key))
+            continue
         if theirs is not None and theirs != value:
             extra.setdefault(f"_{key}", theirs)
         extra[key] = value
