@@ -33,6 +33,7 @@ from ridtrace.forensics.live.parse import COLUMNS, Flag, SpanRows
 from ridtrace.forensics.live.rejoin import earlier_part, held_longer
 from ridtrace.forensics.live.spans import Cluster, Span
 from ridtrace.forensics.live.verdicts import crossed, duplicates
+from ridtrace.forensics.rules.details import foreign_chunk_detail
 from ridtrace.forensics.live.window import WindowState, names_no_span
 
 
@@ -311,8 +312,7 @@ class LiveRules:
         if flag.event == RESPONSE_UNLINKED:
             detail = flag.text or flag.event
         else:
-            detail = (f"a worker chunk for request {flag.chunk_request_id} reached this "
-                      "caller's stream; it was not forwarded and the stream ended with an error")
+            detail = foreign_chunk_detail(flag.chunk_request_id)
         # The error line and the span's last line read, as the batch rule cites them.
         return _finding("unlinked", span, span.start, detail,
                         [(file, flag.line), (span.last_file, span.last_line)])

@@ -199,6 +199,12 @@ def _has(bit: int) -> str:
     return f"(bit_or(_bits) & {bit}) <> 0"
 
 
+# A refused chunk naming no id the frontend could write is logged without
+# `chunk_request_id`: as no value, the span's foreign column stayed null and the refusal
+# was no finding ("No findings", exit 0). An empty id, which no written one is.
+_FOREIGN_ID = "coalesce(chunk_request_id, '')"
+
+
 def _first_where(flag: str, value: str, name: str, row: str) -> str:
     """The value on the span's first line where `flag` holds, and that line's row."""
     # arg_min skips null values: a CASE feeds it only the flagged lines, which costs
@@ -241,7 +247,7 @@ SELECT CASE WHEN _row IS NOT NULL THEN {SUSPECT} WHEN _span IS NOT NULL THEN {SP
     max(time) AS "end", min(time) AS first_time, min(_answer_us) AS answer_us,
     min(rn) AS first_rn, max(rn) AS last_rn, count(*) AS lines,
     {_earliest_where("_unlinked", "_text", "unlinked", "unlinked_rn")},
-    {_first_where("_foreign", "chunk_request_id", '"foreign"', "foreign_rn")},
+    {_first_where("_foreign", _FOREIGN_ID, '"foreign"', "foreign_rn")},
     {with_every_header("arg_min(deprecated, _deprecated_rank)",
                        f"(bit_or(_bits) >> {_HEADER_SHIFT}) & {_HEADER_MASK}")} AS deprecated,
     min(_deprecated_rank) % {_UNLISTED} AS deprecated_rn,

@@ -112,7 +112,7 @@ def span_aggregates() -> str:
     min(rn) AS first_rn, max(rn) AS last_rn, count(*) AS lines,
     arg_min(coalesce(error, message), {LAST_ID_ORDER}) FILTER (WHERE {unlinked}) AS unlinked,
     arg_min(rn, {LAST_ID_ORDER}) FILTER (WHERE {unlinked}) AS unlinked_rn,
-    arg_min(chunk_request_id, rn) FILTER (WHERE {foreign}) AS "foreign",
+    arg_min(coalesce(chunk_request_id, ''), rn) FILTER (WHERE {foreign}) AS "foreign",
     min(rn) FILTER (WHERE {foreign}) AS foreign_rn,
     {deprecated} AS deprecated,
     coalesce(min(rn) FILTER (WHERE {listed}),

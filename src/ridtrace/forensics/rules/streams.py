@@ -16,7 +16,7 @@ from ridtrace.forensics.rules.columns import (
     lookup,
     span_columns,
 )
-from ridtrace.forensics.rules.details import crossed_detail
+from ridtrace.forensics.rules.details import crossed_detail, foreign_chunk_detail
 from ridtrace.forensics.rules.findings import (
     FindingColumns,
     concat,
@@ -141,10 +141,7 @@ def find_unlinked(spans: SpanColumns) -> FindingColumns:
     flagged = np.flatnonzero(_valid(spans, "unlinked") | _valid(spans, "foreign"))
     error_text = spans.texts("unlinked", flagged)
     details = [
-        text if text is not None else (
-            f"a worker chunk for request {foreign} reached this caller's stream; "
-            "it was not forwarded and the stream ended with an error"
-        )
+        text if text is not None else foreign_chunk_detail(foreign)
         for text, foreign in zip(error_text, spans.texts("foreign", flagged), strict=True)
     ]
     line = spans.lines_at("unlinked_line", flagged).or_else(
