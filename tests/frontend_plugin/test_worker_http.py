@@ -95,6 +95,34 @@ def test_answers_read_to_the_end_reuse_one_connection_and_the_request_is_one_buf
     asyncio.run(main())
 
 
+@pytest.mark.parametrize("interim", [b"HTTP/1.1 103 Early Hints\r\nlink: </a>\r\n\r\n",
+                                     b"HTTP/1.1 100 Continue\r\n\r\n" * 2])
+def test_an_interim_answer_is_not_the_answer(interim: bytes) -> None:
+    # RFC 9110 15.2: a client must parse 1xx answers before the final one. A 103 was
+    # taken for the answer (a refusal), the connection went back to the pool with the
+    # real one unread, and the next request on it read the earlier request's reply.
+    replies = iter([b'{"first":1}\n', b'{"second":2}\n'])
+
+    async def answer(writer: asyncio.StreamWriter) -> bool:
+        writer.write(interim)
+        await writer.drain()
+        await asyncio.sleep(0.05)  # the final answer in a later read
+        writer.write(_chunked(next(replies)))
+        await writer.drain()
+        return True
+
+    async def main() -> None:
+        server = ScriptedServer(answer)
+        async with server as url:
+            pool = ConnectionPool(limit=4, connect_timeout=2)
+            assert await _get(pool, url) == (200, b'{"first":1}\n')
+            assert await _get(pool, url) == (200, b'{"second":2}\n')
+            assert server.accepted == 1
+            await pool.aclose()
+
+    asyncio.run(main())
+
+
 def test_credentials_in_the_worker_url_stay_out_of_the_host_header() -> None:
     async def main() -> None:
         server = ScriptedServer(_answer(_chunked(b'{"a":1}\n')))

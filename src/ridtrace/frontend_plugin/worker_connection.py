@@ -66,6 +66,11 @@ class _Connection(asyncio.Protocol):
         self.response: WorkerResponse | None = None
         self.lost = False
         self.idle_since = 0.0
+        # An interim 1xx answer (103 Early Hints, 100 Continue) is being parsed: not the
+        # answer. Taken for it, the request failed as refused and the connection went
+        # back to the pool with the real answer still to come, which the next request
+        # on it then read as its own.
+        self.interim = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
@@ -93,16 +98,20 @@ class _Connection(asyncio.Protocol):
 
     # httptools callbacks
     def on_headers_complete(self) -> None:
-        if self.response is not None:
-            self.response.headers_done(self.parser.get_status_code(),
-                                       self.parser.should_keep_alive())
+        status = self.parser.get_status_code()
+        if 100 <= status < 200 and status != 101:  # RFC 9110 15.2: the answer follows
+            self.interim = True
+        elif self.response is not None:
+            self.response.headers_done(status, self.parser.should_keep_alive())
 
     def on_body(self, body: bytes) -> None:
         if self.response is not None:
             self.response.feed(body)
 
     def on_message_complete(self) -> None:
-        if self.response is not None:
+        if self.interim:
+            self.interim = False
+        elif self.response is not None:
             self.response.feed_eof()
 
 

@@ -4,7 +4,9 @@
 first attempt was in flight); another worker may take it, and this one stays in
 rotation. 401/403: the shared worker token is wrong, configuration, not load: the
 request fails at once. 5xx, 421 and 429: the worker's trouble, retried elsewhere. Any
-other 4xx is about the request itself and fails it.
+other 4xx is about the request itself and fails it. Any other answer below 400 (a
+redirect, a 2xx that is no work stream) says nothing of the request: the URL does not
+reach a worker as it should, so it is the worker's trouble too.
 """
 
 from __future__ import annotations
@@ -58,6 +60,11 @@ def refusal_of(status: int, detail: str) -> Refused:
         # --max-body-bytes: the body is too large for this deployment, which the caller
         # can act on (413), where a 502 said the service was broken.
         return Refused("status_413", f"worker answered 413: {detail}", fatal=True)
+    if status < 400:
+        # A proxy redirecting http to https or a trailing slash: every request sent
+        # there failed with "worker rejected the request", final to the SDKs, while
+        # the other workers were free.
+        return Refused("status_other", f"worker answered {status}: {detail}")
     if status in _WORKER_SIDE_4XX:
         # Not about this request: another worker may well take it.
         return Refused(f"status_{status}", f"worker answered {status}: {detail}")
