@@ -53,6 +53,7 @@ from ridtrace.forensics.reading.sql import (
     RIDTRACE_DEPRECATED,
     answered_in,
     began,
+    lifecycle_only,
     literal,
     literal_list,
     started,
@@ -108,7 +109,7 @@ _DYN_END = f"""CASE WHEN _dyn_closed THEN 3 WHEN {_DYN_UNLINKED} THEN 0
 # A line that lists a request's deprecated headers (`span_sql.span_aggregates`): preferred to
 # the WARN before it, which names one of them.
 _LISTED = f"""(_rt AND deprecated_headers IS NOT NULL
-    AND event IS DISTINCT FROM {literal(DEPRECATED_HEADER)})"""
+    AND event IS NOT NULL AND event <> {literal(DEPRECATED_HEADER)})"""
 # Only Dynamo's line (`sql.DYNAMO_LINE`): an application's structlog line or another
 # logger's (`other_loggers`) is read in a batch of small files (`small_files`, every line
 # kept) but is no Unlinked error nor deprecated-header WARN, whatever it quotes; one
@@ -120,9 +121,9 @@ _LINE = f"""
     CASE WHEN _rt THEN request_id ELSE {DYNAMO_REQUEST_ID} END AS request_id, x_request_id,
     CASE WHEN _rt THEN {hex_id("parent_span_id")} ELSE {hex_id("parent_id")} END
         AS parent_span_id,
-    CASE WHEN _rt THEN outcome ELSE {DYNAMO_OUTCOME} END AS outcome,
-    CASE WHEN _rt THEN fp_in END AS fp_in,
-    CASE WHEN _rt THEN fp_out END AS fp_out,
+    CASE WHEN _rt THEN {lifecycle_only("outcome")} ELSE {DYNAMO_OUTCOME} END AS outcome,
+    CASE WHEN _rt THEN {lifecycle_only("fp_in")} END AS fp_in,
+    CASE WHEN _rt THEN {lifecycle_only("fp_out")} END AS fp_out,
     CASE WHEN _rt THEN starts_with(event, {literal(WORKER_EVENT_PREFIX)})
          ELSE span_name IN {literal_list(DYNAMO_WORKER_SPANS)} END AS _worker,
     (NOT _rt AND span_name IN {literal_list(DYNAMO_INNER_SPANS)}) IS TRUE AS _inner,

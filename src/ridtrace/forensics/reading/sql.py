@@ -217,8 +217,17 @@ def _pick(ridtrace: str, dynamo: str) -> str:
     return f"CASE WHEN {_RT} THEN {ridtrace} ELSE {dynamo} END"
 
 
+def lifecycle_only(field: str) -> str:
+    """A ridtrace/1 line's lifecycle `field` (outcome, status, fingerprints, …), read on
+    lifecycle lines only: an application's own line under the same name (`status=404`
+    from a cache lookup, `outcome="cache_miss"`, `error="redis timeout"`) was taken as
+    the request's, and `trace` and Jaeger showed a failed request as a 200."""
+    return f"CASE WHEN event IS NOT NULL THEN {field} END"
+
+
 RIDTRACE_DEPRECATED = (
-    f"coalesce(deprecated_headers, CASE WHEN event = {literal(DEPRECATED_HEADER)} THEN header END)"
+    f"coalesce({lifecycle_only('deprecated_headers')}, "
+    f"CASE WHEN event = {literal(DEPRECATED_HEADER)} THEN header END)"
 )
 # Column name → expression over the raw fields, in the events frame's column order.
 NORMALIZED: dict[str, str] = {
@@ -232,14 +241,16 @@ NORMALIZED: dict[str, str] = {
         f"CASE WHEN {_DYN_WORKER} THEN {literal(WORKER)} "
         f"WHEN {_DYN_FRONT} THEN {literal(FRONTEND)} END",
     ),
-    "status": _pick("status", f"CASE WHEN {_SENT} THEN status END"),
-    "outcome": _pick("outcome", f"CASE WHEN {DYNAMO_LINE} THEN {DYNAMO_OUTCOME} END"),
-    "route": _pick("coalesce(route, path)", DYNAMO_ROUTE),
-    "method": "method",
+    "status": _pick(lifecycle_only("status"), f"CASE WHEN {_SENT} THEN status END"),
+    "outcome": _pick(lifecycle_only("outcome"),
+                     f"CASE WHEN {DYNAMO_LINE} THEN {DYNAMO_OUTCOME} END"),
+    "route": _pick(lifecycle_only("coalesce(route, path)"), DYNAMO_ROUTE),
+    "method": _pick(lifecycle_only("method"), "method"),
     "service": _pick(
         "service", f"CASE WHEN {_DYN_WORKER} THEN 'dynamo-worker' ELSE 'dynamo-frontend' END"
     ),
-    "worker": _pick(f"CASE WHEN event IN {DISPATCH_EVENTS} THEN NULL ELSE worker END", "NULL"),
+    "worker": _pick(f"CASE WHEN event IS NULL OR event IN {DISPATCH_EVENTS} THEN NULL "
+                    "ELSE worker END", "NULL"),
     "message": "message",
     # The span's own name as its service logged it (Dynamo's `http-request`, `generate`,
     # `handle_payload`): what the views name a step with no route of its own by.
@@ -250,8 +261,8 @@ NORMALIZED: dict[str, str] = {
     # A background span's lines key no span: no request holds them.
     "span_id": _pick("span_id", f"CASE WHEN {DYNAMO_REQUEST_SPAN} THEN span_id END"),
     "parent_span_id": _pick("parent_span_id", "parent_id"),
-    "fp_in": _pick("fp_in", "NULL"),
-    "fp_out": _pick("fp_out", "NULL"),
+    "fp_in": _pick(lifecycle_only("fp_in"), "NULL"),
+    "fp_out": _pick(lifecycle_only("fp_out"), "NULL"),
     "deprecated": _pick(
         RIDTRACE_DEPRECATED,
         # Only Dynamo's line: another logger's naming a header is never a use of it.
@@ -260,8 +271,8 @@ NORMALIZED: dict[str, str] = {
             WHEN {literal(SPAN_CLOSED)} THEN NULL WHEN {literal(RESPONSE_UNLINKED)} THEN NULL
             ELSE {DYNAMO_SENT_ID} END END""",
     ),
-    "client": "client",
-    "error": _pick("error", f"CASE WHEN {DYNAMO_LINE} THEN error END"),
+    "client": _pick(lifecycle_only("client"), "client"),
+    "error": _pick(lifecycle_only("error"), f"CASE WHEN {DYNAMO_LINE} THEN error END"),
     "dispatch": _pick(DISPATCH_DETAIL, "NULL"),
     "chunk_request_id": _pick("chunk_request_id", "NULL"),
     # Stated durations date spans back already (`began`).

@@ -1,0 +1,52 @@
+"""`trace` and `export jaeger` take a request's status, outcome and error from its
+lifecycle lines, never from an application's line that uses the same names.
+
+A handler logging `status=404, outcome="cache_miss"` from a cache lookup, or
+`error="redis timeout"`, made its request show (and export to Jaeger) as that, while its
+`request.end` said 500 and error: the first value of a span's lines won.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from ridtrace.contract import REQUEST_END, REQUEST_START
+from tests.forensics.helpers import rt, ts
+
+_IDS = {"request_id": "r1", "x_request_id": "c1", "trace_id": "7" * 32, "span_id": "6" * 16}
+
+
+def _log(tmp_path: Path) -> Path:
+    path = tmp_path / "app.jsonl"
+    path.write_text("\n".join([
+        rt(REQUEST_START, time=ts(0.0), method="POST", path="/v1/x", client="10.0.0.1:5",
+           **_IDS),
+        rt(None, time=ts(0.01), message="inventory lookup", status=404, outcome="cache_miss",
+           error="redis timeout", client="acme", method="GET", worker="cache-3", **_IDS),
+        rt(REQUEST_END, time=ts(0.02), status=500, outcome="error", error="boom",
+           duration_ms=20.0, route="/v1/x", method="POST", path="/v1/x", **_IDS),
+    ]) + "\n")
+    return path
+
+
+def test_trace_shows_the_requests_own_end(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["trace", "r1", str(_log(tmp_path)), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (request,) = json.loads(result.stdout)["requests"]
+    assert (request["status"], request["outcome"]) == ("500", "error")
+    assert [span["outcome"] for span in request["spans"]] == ["error"]
+
+
+def test_jaeger_tags_the_requests_own_end(tmp_path: Path) -> None:
+    out = tmp_path / "jaeger.json"
+    result = CliRunner().invoke(main, ["export", "jaeger", str(_log(tmp_path)), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    ((span,),) = [trace["spans"] for trace in json.loads(out.read_text())["data"]]
+    tags = {tag["key"]: tag["value"] for tag in span["tags"]}
+    assert (tags["status"], tags["outcome"], tags["error.message"], tags["error"]) == (
+        500, "error", "boom", True)
+    assert "worker" not in tags
