@@ -31,10 +31,18 @@ def logs(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_a_walk_alone_ignores_the_file(logs: Path) -> None:
+def test_a_walk_alone_reads_the_file_past_its_banner_and_a_follower_does_not(
+    logs: Path,
+) -> None:
+    # A walk looks on past the 64 KiB it sniffs (`reading.read_on`); `--follow` does not.
     code, doc = analyze_json(str(logs))
-    assert code == 0
-    assert [Path(n["file"]).name for n in doc["summary"]["ignored_files"]] == ["frontend.out"]
+    assert (code, doc["summary"]["ignored_files"], doc["summary"]["requests"]) == (1, [], 3)
+    watch = Watch([str(logs)], ReadStats(), from_start=True)
+    try:
+        watch.discover()
+        assert [Path(n.file).name for n in watch.stats.ignored_files] == ["frontend.out"]
+    finally:
+        watch.close()
 
 
 @pytest.mark.parametrize("first", [True, False], ids=["directory-first", "file-first"])

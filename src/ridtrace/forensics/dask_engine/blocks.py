@@ -31,7 +31,8 @@ from ridtrace.forensics.reading.connection import shared_cursor
 from ridtrace.forensics.reading.decoding import DecodedStream, compression_of, wide_text_codec
 from ridtrace.forensics.reading.files import parse
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES
-from ridtrace.forensics.reading.log_names import ignore_reason
+from ridtrace.forensics.reading.log_names import NO_JSON_LINES, ignore_reason
+from ridtrace.forensics.reading.read_on import read_on_to_records
 from ridtrace.forensics.reading.plain_copy import stage
 from ridtrace.forensics.reading.source_open import DELETED
 from ridtrace.forensics.reading.stats import FileNote, ReadStats, truncated_while_read
@@ -265,6 +266,12 @@ def _read_opened(
                 seen = head if unwrap is None else unwrapped_head(head)
                 ignored = ignore_reason(block.file.name, seen, whole=len(head) < SNIFF_BYTES,
                                         wrapped=unwrap is not None)
+                # Such a file is one block (`_whole_file`): it may be read on here.
+                if ignored == NO_JSON_LINES and (found := read_on_to_records(stream.read)):
+                    more, later_unwrap = found
+                    head += more
+                    unwrap = unwrap or later_unwrap
+                    ignored = None
                 if ignored is not None:
                     stats.ignored_files.append(FileNote(block.file.name, ignored))
                     return BlockResult(_empty(lean=lean), stats)

@@ -13,7 +13,17 @@ import re
 from ridtrace.contract import FINDING_KINDS
 from ridtrace.forensics.reading.judge import PREFIXED_RECORD
 
-__all__ = ["ignore_reason", "named_compressed", "named_for_lines", "named_like_log"]
+__all__ = [
+    "NO_JSON_LINES",
+    "ignore_reason",
+    "json_object_line",
+    "named_compressed",
+    "named_for_lines",
+    "named_like_log",
+]
+
+# The reason a walk gives for a text file, before it looks further (`reading.read_on`).
+NO_JSON_LINES = "no JSON lines in its first lines"
 
 _PACKED_SUFFIX = r"\.(?:gz|bz2|xz|zst|lz4)"
 _PACKED = rf"(?:{_PACKED_SUFFIX})?"
@@ -29,7 +39,8 @@ _LINES_NAME = re.compile(rf"\.(?:jsonl|ndjson|log){_ROTATED}?{_PACKED}$")
 _PACKED_NAME = re.compile(rf"{_PACKED_SUFFIX}$")
 
 
-def _json_object_line(line: bytes) -> bool:
+def json_object_line(line: bytes) -> bool:
+    """Whether `line` holds one JSON object, by its first and last characters."""
     text = line.strip()
     return text[:1] == b"{" and text[-1:] == b"}"
 
@@ -184,7 +195,7 @@ def ignore_reason(name: str, head: bytes, *, whole: bool, wrapped: bool = False)
     # Every line of the head, as docs/cli.md says: the first 200 only passed over a
     # service's .out file whose JSON lines began after a start-up dump of 201 short text
     # lines (pip freeze, a config print), and the walk said clean on logs it never read.
-    if any(_json_object_line(line) for line in lines):
+    if any(json_object_line(line) for line in lines):
         return None
     if not whole and len(lines) == 1 and _long_record_start(head):
         # A first line longer than the sniff (an OpenTelemetry Collector file export's
@@ -213,4 +224,4 @@ def ignore_reason(name: str, head: bytes, *, whole: bool, wrapped: bool = False)
     except UnicodeDecodeError as exc:
         if whole or exc.start < len(head) - 4:
             return "binary data, no JSON lines"
-    return "no JSON lines in its first lines"
+    return NO_JSON_LINES

@@ -1,0 +1,68 @@
+"""A walked text file whose JSON lines begin past the 64 KiB a walk sniffs is read.
+
+A copied `/var/log/syslog` (70 KiB of cron's lines, then a service's records behind
+syslog's prefix) and `kubectl logs` saved as `.txt` after a model loader's start-up text
+were passed over as text: the walk said a complete, clean read (exit 0) of the incident
+the same files gave when named.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from ridtrace.contract import REQUEST_END, REQUEST_START
+from tests.forensics.helpers import rt, ts
+
+_CRON = b"Dec  6 09:00:00 host CRON[%d]: (root) CMD (cd / && run-parts --report /etc/cron.hourly)\n"
+
+
+def _duplicate_in_flight() -> list[str]:
+    """Two requests holding id `dup` at once."""
+    lines = []
+    for n, (begin, end) in enumerate(((0.0, 0.5), (0.1, 0.6))):
+        ids = {"request_id": "dup", "trace_id": f"{n + 1}" * 32, "span_id": f"{n + 1}" * 16}
+        lines += [rt(REQUEST_START, time=ts(begin), **ids),
+                  rt(REQUEST_END, time=ts(end), status=200, outcome="ok",
+                     duration_ms=(end - begin) * 1000, **ids)]
+    return lines
+
+
+def _walk(folder: Path, engine: list[str]) -> tuple[int, dict[str, object]]:
+    result = CliRunner().invoke(main, ["analyze", str(folder), "--format", "json", "-q",
+                                       "--allow-incomplete", *engine])
+    return result.exit_code, json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("engine", [[], ["--engine", "dask"]])
+def test_records_after_more_text_than_the_sniff_are_read(tmp_path: Path,
+                                                          engine: list[str]) -> None:
+    syslog = tmp_path / "syslog-bundle"
+    syslog.mkdir()
+    records = [f"Dec  6 09:00:01 host gateway[42]: {line}\n".encode()
+               for line in _duplicate_in_flight()]
+    (syslog / "syslog").write_bytes(b"".join(_CRON % n for n in range(800)) + b"".join(records))
+    kubectl = tmp_path / "kubectl"
+    kubectl.mkdir()
+    banner = b"".join(b"loading shard %05d of the model weights ... done\n" % n
+                      for n in range(2000))
+    (kubectl / "frontend.txt").write_bytes(banner + "\n".join(_duplicate_in_flight()).encode()
+                                           + b"\n")
+    for folder in (syslog, kubectl):
+        assert (folder.iterdir().__next__()).stat().st_size > 64 << 10
+        code, report = _walk(folder, engine)
+        kinds = [f["kind"] for f in report["findings"]]  # type: ignore[union-attr]
+        assert (code, kinds) == (1, ["duplicate_in_flight"]), report
+        assert report["summary"]["ignored_files"] == []  # type: ignore[index]
+
+
+def test_a_text_file_with_no_json_line_is_still_passed_over(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_bytes(b"a line of plain text, {not json}\n" * 5000)
+    (tmp_path / "app.jsonl").write_text("\n".join(_duplicate_in_flight()[:2]) + "\n")
+    code, report = _walk(tmp_path, [])
+    ignored = report["summary"]["ignored_files"]  # type: ignore[index]
+    assert code == 0 and [Path(note["file"]).name for note in ignored] == ["notes.txt"]
