@@ -32,8 +32,8 @@ from ridtrace.forensics.reading.decoding import DecodedStream, compression_of, w
 from ridtrace.forensics.reading.files import parse
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES
 from ridtrace.forensics.reading.log_names import NO_JSON_LINES, ignore_reason
-from ridtrace.forensics.reading.read_on import read_on_to_records
 from ridtrace.forensics.reading.plain_copy import stage
+from ridtrace.forensics.reading.read_on import read_on_to_records
 from ridtrace.forensics.reading.source_open import DELETED
 from ridtrace.forensics.reading.stats import FileNote, ReadStats, truncated_while_read
 from ridtrace.forensics.reading.unwrap import unwrapped_head, wrapper_of

@@ -33,8 +33,8 @@ from ridtrace.forensics.live.parse import COLUMNS, Flag, SpanRows
 from ridtrace.forensics.live.rejoin import earlier_part, held_longer
 from ridtrace.forensics.live.spans import Cluster, Span
 from ridtrace.forensics.live.verdicts import crossed, duplicates
-from ridtrace.forensics.rules.details import foreign_chunk_detail
 from ridtrace.forensics.live.window import WindowState, names_no_span
+from ridtrace.forensics.rules.details import foreign_chunk_detail
 
 
 class LiveRules:
