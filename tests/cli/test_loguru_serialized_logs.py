@@ -121,3 +121,26 @@ def test_both_sinks_writing_one_file_give_the_json_sinks_report(tmp_path: Path) 
     # Two runs mint two sets of ids: the same findings, by kind.
     assert sorted(k for k, _ in _kinds(doc)) == sorted(k for k, _ in _kinds(plain_doc))
     assert code == plain_code
+
+
+def test_serialized_lines_in_a_collectors_batches_give_the_json_sinks_report(
+    tmp_path: Path,
+) -> None:
+    # The OpenTelemetry Collector's file exporter writes a batch of records a line; ridtrace
+    # puts them back to back on it, and the loguru lines among them were read one object
+    # a line: "6 JSON objects on one line, 6 of them missing time", every line bad.
+    plain, serialized = tmp_path / "api.jsonl", tmp_path / "app.json"
+    subprocess.run([sys.executable, "-c", _APP, str(plain), str(serialized)], check=True,
+                   timeout=60)
+    records = serialized.read_text().splitlines()
+    batches = tmp_path / "otel-logs.json"
+    batches.write_text("".join(
+        json.dumps({"resourceLogs": [{"resource": {}, "scopeLogs": [{"scope": {}, "logRecords": [
+            {"timeUnixNano": "0", "body": {"stringValue": r}} for r in records[at:at + 4]]}]}]})
+        + "\n" for at in range(0, len(records), 4)))
+    plain_code, plain_doc = _report(plain)
+    code, doc = _report(batches)
+    summary = doc["summary"]
+    assert (summary["bad_lines"], summary["incomplete"]) == (0, False), summary
+    assert summary["requests"] == plain_doc["summary"]["requests"] == 4
+    assert _kinds(doc) == _kinds(plain_doc) and code == plain_code

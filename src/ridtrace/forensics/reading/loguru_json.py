@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from ridtrace.contract import LOG_SCHEMA
-from ridtrace.forensics.reading.unwrap_parts import LineByLine, json_object
+from ridtrace.forensics.reading.unwrap_parts import LineByLine, each_object, json_objects
 
 __all__ = ["LoguruJsonUnwrapper", "loguru_json_in", "loguru_record"]
 
@@ -30,11 +30,14 @@ class LoguruJsonUnwrapper(LineByLine):
     name = "loguru serialize=True JSON"
 
     def unwrap(self, line: bytes, number: int) -> bytes:
-        entry = json_object(line)
-        record = None if entry is None else loguru_record(entry)
-        if record is None:
-            return line
-        return json.dumps(_flat(record), separators=(",", ":")).encode("ascii")
+        return each_object(line, _flat_line)
+
+
+def _flat_line(entry: dict[str, Any]) -> bytes | None:
+    record = loguru_record(entry)
+    if record is None:
+        return None
+    return json.dumps(_flat(record), separators=(",", ":")).encode("ascii")
 
 
 def loguru_record(entry: dict[str, Any]) -> dict[str, Any] | None:
@@ -53,10 +56,10 @@ def loguru_json_in(head: bytes) -> LoguruJsonUnwrapper | None:
     for line in head.split(b"\n"):
         if line.lstrip()[:1] != b"{":
             continue
-        entry = json_object(line)
-        if entry is None:
+        entries = json_objects(line)
+        if entries is None:
             return None  # a torn first record: a plain log's reader judges it
-        return LoguruJsonUnwrapper() if loguru_record(entry) is not None else None
+        return LoguruJsonUnwrapper() if loguru_record(entries[0]) is not None else None
     return None
 
 

@@ -11,7 +11,12 @@ import json
 import re
 from typing import Any
 
-from ridtrace.forensics.reading.unwrap_parts import LineByLine, Unwrapper, json_object
+from ridtrace.forensics.reading.unwrap_parts import (
+    LineByLine,
+    Unwrapper,
+    each_object,
+    json_objects,
+)
 
 
 class TracingJsonUnwrapper(LineByLine):
@@ -24,25 +29,27 @@ class TracingJsonUnwrapper(LineByLine):
     name = "tracing-subscriber JSON"
 
     def unwrap(self, line: bytes, number: int) -> bytes:
-        entry = json_object(line)
-        if entry is None:
-            return line
-        # A line outside any span, with flatten_event, has no nesting: its time is still
-        # in "timestamp".
-        flat = {k: v for k, v in entry.items() if k not in _NESTING}
-        if "time" not in flat and "timestamp" in flat:
-            flat["time"] = flat["timestamp"]
-        fields = entry.get("fields")
-        if isinstance(fields, dict):
-            for key, value in fields.items():
-                flat.setdefault(key, value)
-        spans = entry.get("spans")
-        nested = [entry.get("span"), *(reversed(spans) if isinstance(spans, list) else ())]
-        for span in nested:
-            if isinstance(span, dict):
-                for key, value in span.items():
-                    flat.setdefault("span_name" if key == "name" else key, value)
-        return json.dumps(flat, separators=(",", ":")).encode()
+        return each_object(line, _flattened)
+
+
+def _flattened(entry: dict[str, Any]) -> bytes:
+    """One tracing-subscriber record, flat (`TracingJsonUnwrapper`)."""
+    # A line outside any span, with flatten_event, has no nesting: its time is still
+    # in "timestamp".
+    flat = {k: v for k, v in entry.items() if k not in _NESTING}
+    if "time" not in flat and "timestamp" in flat:
+        flat["time"] = flat["timestamp"]
+    fields = entry.get("fields")
+    if isinstance(fields, dict):
+        for key, value in fields.items():
+            flat.setdefault(key, value)
+    spans = entry.get("spans")
+    nested = [entry.get("span"), *(reversed(spans) if isinstance(spans, list) else ())]
+    for span in nested:
+        if isinstance(span, dict):
+            for key, value in span.items():
+                flat.setdefault("span_name" if key == "name" else key, value)
+    return json.dumps(flat, separators=(",", ":")).encode()
 
 
 _NESTING = ("fields", "span", "spans")
@@ -71,15 +78,15 @@ def nesting_in(head: bytes) -> Unwrapper | None:
     if found is not None:
         start = head.rfind(b"\n", 0, found.start()) + 1
         end = head.find(b"\n", found.end())
-        entry = json_object(head[start : end if end >= 0 else len(head)])
-        if entry is not None and has_nesting(entry):
+        entries = json_objects(head[start : end if end >= 0 else len(head)]) or ()
+        if any(has_nesting(entry) for entry in entries):
             return TracingJsonUnwrapper()
     # With flatten_event, a service's start-up lines have no nesting, and they can fill
     # the whole head (64 KiB read, 4 KiB followed): its first record is known by
     # tracing-subscriber's own keys instead, or every line after was "missing time".
     line = _first_json_line(head)
-    first = json_object(line) if line else None
-    return TracingJsonUnwrapper() if first is not None and flat_tracing(first) else None
+    first = json_objects(line) if line else None
+    return TracingJsonUnwrapper() if first and flat_tracing(first[0]) else None
 
 
 def _first_json_line(head: bytes) -> bytes:

@@ -6,6 +6,7 @@ See `ridtrace.forensics.reading.unwrap` for the formats and how one is recognise
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -148,6 +149,49 @@ def json_object(line: bytes) -> dict[str, Any] | None:
     """The line's JSON object (`json_value`), or None when it holds no object."""
     value = json_value(line)
     return value if isinstance(value, dict) else None
+
+
+def json_objects(line: bytes) -> list[dict[str, Any]] | None:
+    """The JSON objects of a line that holds one, or several back to back (a shipper's
+    batch unwrapped: the OpenTelemetry Collector's file export, Loki's answer, each
+    line's records written on it, `reading.otlp`); None when it holds anything else."""
+    one = json_object(line)
+    if one is not None:
+        return [one]
+    try:
+        text = line.decode(json.detect_encoding(line), "surrogatepass")
+    except ValueError:
+        return None
+    objects: list[dict[str, Any]] = []
+    at, end = 0, len(text.rstrip())
+    while at < end:
+        try:
+            value, at = TEXT_DECODE.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(value, dict):
+            return None
+        objects.append(value)
+        while at < end and text[at] in " \t\r":
+            at += 1
+    return objects or None
+
+
+def each_object(line: bytes, flat: Callable[[dict[str, Any]], bytes | None]) -> bytes:
+    """`line` with each of its JSON objects as `flat` writes it (an object `flat` gives
+    None for is kept as it was), still back to back on one line; `line` itself when it
+    holds no objects."""
+    objects = json_objects(line)
+    if objects is None:
+        return line
+    if len(objects) == 1:
+        done = flat(objects[0])
+        return line if done is None else done
+    return b"".join(flat(entry) or _compact(entry) for entry in objects)
+
+
+def _compact(entry: dict[str, Any]) -> bytes:
+    return json.dumps(entry, separators=(",", ":")).encode("utf-8", "surrogatepass")
 
 
 def json_value(line: bytes) -> Any:
