@@ -46,6 +46,11 @@ def envelope_record(entry: dict[str, object], field: str) -> dict[str, object] |
     value = entry.get(field)
     if not (isinstance(value, dict) and is_record(value)):
         return None
+    return _time_put_back(entry, field, value)
+
+
+def _time_put_back(entry: dict[str, object], field: str,
+                   value: dict[str, object]) -> dict[str, object]:
     moved = entry.get(_TIME_MOVED_TO.get(field, ""))
     if "time" not in value and isinstance(moved, str):
         return {"time": moved, **value}
@@ -104,6 +109,11 @@ class EnvelopeUnwrapper(ShippedLines):
         if record is not None:
             return parsed_line(record)
         value = entry.get(self.field)
+        if isinstance(value, dict):
+            # Another logger's line parsed alike (structlog's, python-json-logger's,
+            # loguru's `serialize=True`, next to ridtrace's on GKE): read as it was
+            # written, not as the envelope, which was a bad line ("missing time") each.
+            return parsed_line(_time_put_back(entry, self.field, value))
         if not isinstance(value, str):
             return line
         return self.carried(entry, self.field, value, number)
