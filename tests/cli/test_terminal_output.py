@@ -202,3 +202,16 @@ def test_dash_as_output_on_a_terminal_is_laid_out_as_standard_output(
     _, out = run_on_terminal(*args, "-o", "-", columns=80)
     assert "\x1b[" in out
     assert max(map(len, _lines(out))) <= 80
+
+
+@pytest.mark.parametrize("option", [["-o", "/nonexistent-ridtrace/\x1b]0;TITLE\x07\x1b[31mX"],
+                                    ["--plot", "x\x1b[2J.txt"]])
+def test_an_output_path_in_an_error_is_shown_not_obeyed(
+    logs: tuple[Path, SynthTruth], option: list[str],
+) -> None:
+    # click only strips escape codes off a stderr that is no terminal: on one, a path's
+    # OSC retitled the window and its CSI cleared the screen.
+    command = "audit" if option[0] == "--plot" else "analyze"
+    code, out = run_on_terminal(command, str(logs[0]), "-q", *option, columns=120)
+    assert code == 2 and "cannot write" in out
+    assert "\x1b]" not in out and "\x1b[2J" not in out and "\x1b[31m" not in out, out

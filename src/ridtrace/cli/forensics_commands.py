@@ -114,9 +114,9 @@ def audit(
         except ImportError as exc:  # a missing extra, like --engine dask's: exit 2
             raise InputError("--plot needs matplotlib: pip install 'ridtrace[plot]'") from exc
         except OSError as exc:  # a report that cannot be written, as -o's: exit 2
-            raise InputError(f"cannot write {plot}: {exc.strerror or exc}") from exc
+            raise InputError(f"cannot write {visible(str(plot))}: {exc.strerror or exc}") from exc
         except PlotFormatError as exc:
-            raise InputError(f"cannot write {plot}: {exc}") from exc
+            raise InputError(f"cannot write {visible(str(plot))}: {visible(str(exc))}") from exc
     if fmt == "json":
         doc = {
             "summary": summary,
@@ -289,7 +289,7 @@ def jaeger(ctx: click.Context, paths: tuple[str, ...], output: Path, include_hea
                 count = write_jaeger(traces, fh.write)
                 fh.write("\n")
         except OSError as exc:
-            raise InputError(f"cannot write {output}: {exc.strerror}") from exc
+            raise InputError(f"cannot write {visible(str(output))}: {exc.strerror}") from exc
     if not quiet:
         where = "standard output" if str(output) == "-" else visible(str(output))
         click.echo(f"wrote {count} trace(s) to {where}", err=True)

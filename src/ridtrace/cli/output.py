@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 import click
 
+from ridtrace.forensics.printable import visible  # file names are anyone's text
+
 if TYPE_CHECKING:
     from ridtrace.forensics.reading.inputs import Source
     from ridtrace.forensics.reading.stats import ReadStats
@@ -53,9 +55,11 @@ class ReportPath(click.Path):
             try:
                 os.stat(directory)
             except FileNotFoundError:
-                self.fail(f"cannot write {value}: no directory {directory}", param, ctx)
+                self.fail(f"cannot write {visible(value)}: no directory {visible(directory)}",
+                          param, ctx)
             except NotADirectoryError:
-                self.fail(f"cannot write {value}: {directory} is not a directory", param, ctx)
+                self.fail(f"cannot write {visible(value)}: {visible(directory)} is not a "
+                          "directory", param, ctx)
             except OSError:
                 pass  # not ours to judge (a directory we may not search): the write says
         return super().convert(value, param, ctx)
@@ -244,8 +248,6 @@ def warn_read_stats(stats: ReadStats) -> None:
     Not called under --quiet: then the exit code (3 for input read only in part) and the
     report's summary (``unreadable_files``, ``incomplete_reasons``) say it.
     """
-    from ridtrace.forensics.printable import visible  # file names are anyone's text
-
     if stats.bad_lines:
         samples = ", ".join(f"{s.file}:{s.line} ({s.reason})" for s in stats.samples[:3])
         click.echo(visible(f"ridtrace: skipped {stats.bad_lines} bad line(s), e.g. {samples}"),
@@ -289,4 +291,4 @@ def emit(text: str, output: Path | None) -> None:
         with whole_file(output) as handle:
             handle.write(text if text.endswith("\n") else text + "\n")
     except OSError as exc:
-        raise InputError(f"cannot write {output}: {exc.strerror}") from exc
+        raise InputError(f"cannot write {visible(str(output))}: {exc.strerror}") from exc
