@@ -152,6 +152,38 @@ def test_audit_plot_draws_header_names_as_text(
     assert long.endswith("…") and len(long) == 60  # cut, and no ESC even had it fit
 
 
+@pytest.mark.extra("plot")
+def test_audit_plot_writes_a_control_in_a_header_name_as_its_escape(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A control picture (U+241B for ESC) is in no font matplotlib ships: a box in the
+    # legend, and a "Glyph missing" UserWarning with ridtrace's source line under -q.
+    import warnings
+
+    from matplotlib.figure import Figure
+
+    from tests.forensics.helpers import rt
+
+    log = tmp_path / "frontend.jsonl"
+    log.write_text(rt("request.start", time=ts(0), request_id="r0", span_id="1" * 16,
+                      trace_id="1" * 32, deprecated_headers="x-old\x1b[31m") + "\n")
+    legends: list[list[str]] = []
+    save = Figure.savefig
+
+    def savefig(fig: Figure, *args: Any, **kwargs: Any) -> None:
+        legends.append([t.get_text() for t in fig.axes[0].get_legend().get_texts()])
+        save(fig, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = CliRunner().invoke(main, ["audit", str(log), "-q", "--plot",
+                                           str(tmp_path / "use.png")])
+    assert result.exit_code == 0, result.output
+    assert legends == [["x-old\\u001b[31m"]]
+    assert [str(w.message) for w in caught if "Glyph" in str(w.message)] == []
+
+
 def test_times_at_the_edges_of_the_calendar_are_answers_not_crashes(tmp_path: Path) -> None:
     from tests.forensics.helpers import rt
 

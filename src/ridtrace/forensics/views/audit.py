@@ -16,7 +16,7 @@ from typing import Any, BinaryIO, Final, cast
 import pandas as pd
 
 from ridtrace.contract import FRONTEND
-from ridtrace.forensics.printable import visible
+from ridtrace.forensics.printable import csv_escaped
 from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
 from ridtrace.forensics.rules.report import count_requests
 from ridtrace.forensics.views.trace_spellings import one_spelling
@@ -184,7 +184,10 @@ _CAVEAT_CHARS = 130
 
 
 def _legend_text(header: str, width: int = 60) -> str:
-    shown = visible(header)
+    # A control as its \uXXXX escape, as JSON and CSV output write it: every font has
+    # those characters, where DejaVu Sans has no control pictures (a box in the legend,
+    # and matplotlib's "Glyph missing" warning on stderr under -q).
+    shown = csv_escaped(header)
     return shown if len(shown) <= width else shown[: width - 1] + "…"
 
 
