@@ -118,22 +118,10 @@ def test_audit_plot_draws_a_time_at_year_1(tmp_path: Path) -> None:
     assert sum(day["x-dynamo-request-id"] for day in daily.values()) == 4
 
 
-@pytest.mark.extra("plot")
-def test_audit_plot_draws_header_names_as_text(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Names come from the logs: "$...$" was read as math by matplotlib (one it could not
-    # parse: exit 4 with its traceback) and a name starting with "_" left the legend.
+def _legends_saved(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The legend texts of every figure saved from now on, in order."""
     from matplotlib.figure import Figure
 
-    from tests.forensics.helpers import rt
-
-    names = ["$\\undefinedcmd$", "_hidden", "a$b$c", "x-" + "y" * 200 + "\x1b[2J"]
-    lines = [rt("request.start", time=ts(i), request_id=f"r{i}", span_id=f"{i:016x}",
-                trace_id=f"{i:032x}", deprecated_headers=name)
-             for i, name in enumerate(names)]
-    log = tmp_path / "frontend.jsonl"
-    log.write_text("\n".join(lines) + "\n")
     legends: list[list[str]] = []
     save = Figure.savefig
 
@@ -142,6 +130,24 @@ def test_audit_plot_draws_header_names_as_text(
         save(fig, *args, **kwargs)
 
     monkeypatch.setattr(Figure, "savefig", savefig)
+    return legends
+
+
+@pytest.mark.extra("plot")
+def test_audit_plot_draws_header_names_as_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Names come from the logs: "$...$" was read as math by matplotlib (one it could not
+    # parse: exit 4 with its traceback) and a name starting with "_" left the legend.
+    from tests.forensics.helpers import rt
+
+    names = ["$\\undefinedcmd$", "_hidden", "a$b$c", "x-" + "y" * 200 + "\x1b[2J"]
+    lines = [rt("request.start", time=ts(i), request_id=f"r{i}", span_id=f"{i:016x}",
+                trace_id=f"{i:032x}", deprecated_headers=name)
+             for i, name in enumerate(names)]
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    legends = _legends_saved(monkeypatch)
     plot = tmp_path / "use.png"
     result = CliRunner().invoke(main, ["audit", str(log), "--plot", str(plot)])
     assert result.exit_code == 0, result.output
@@ -160,21 +166,12 @@ def test_audit_plot_writes_a_control_in_a_header_name_as_its_escape(
     # legend, and a "Glyph missing" UserWarning with ridtrace's source line under -q.
     import warnings
 
-    from matplotlib.figure import Figure
-
     from tests.forensics.helpers import rt
 
     log = tmp_path / "frontend.jsonl"
     log.write_text(rt("request.start", time=ts(0), request_id="r0", span_id="1" * 16,
                       trace_id="1" * 32, deprecated_headers="x-old\x1b[31m") + "\n")
-    legends: list[list[str]] = []
-    save = Figure.savefig
-
-    def savefig(fig: Figure, *args: Any, **kwargs: Any) -> None:
-        legends.append([t.get_text() for t in fig.axes[0].get_legend().get_texts()])
-        save(fig, *args, **kwargs)
-
-    monkeypatch.setattr(Figure, "savefig", savefig)
+    legends = _legends_saved(monkeypatch)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = CliRunner().invoke(main, ["audit", str(log), "-q", "--plot",
