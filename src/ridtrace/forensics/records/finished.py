@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ridtrace.forensics.records.nesting import nest_inner_spans
+from ridtrace.forensics.records.nesting import host_orphan_workers, nest_inner_spans
 from ridtrace.forensics.records.partials import (
     ARROW_STRING,
     FILE_COLUMNS,
@@ -65,9 +65,11 @@ def finish_requests(
             out[col] = series.array
     if INNER in ordered:
         inner = np.asarray(ordered[INNER].to_numpy(dtype=bool), dtype=bool)
+        outer = np.asarray(ordered[OUTER].to_numpy(dtype=bool), dtype=bool)
         if inner.any():
-            outer = np.asarray(ordered[OUTER].to_numpy(dtype=bool), dtype=bool)
             out["parent_span_id"] = nest_inner_spans(out, inner, outer)
+        if outer.any():
+            out["parent_span_id"] = host_orphan_workers(out, outer)
     return pd.DataFrame(out)
 
 

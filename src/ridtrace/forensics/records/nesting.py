@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ridtrace.contract import FRONTEND
+from ridtrace.contract import FRONTEND, WORKER
 from ridtrace.forensics.records.partials import ARROW_STRING
 from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.rules import INNER_START_LEEWAY_US
@@ -72,6 +72,49 @@ def nest_inner_spans(columns: dict[str, Any], inner: np.ndarray, outer: np.ndarr
     nested[row] = np.asarray(pa.array(columns["span_id"], type=pa.string())
                              .take(pa.array(host)).to_pylist(), dtype=object)
     return pd.array(pa.array(nested.tolist(), type=pa.string()), dtype=ARROW_STRING)
+
+
+def host_orphan_workers(columns: dict[str, Any], outer: np.ndarray) -> Any:
+    """``parent_span_id`` with each worker span whose parent is no span in the logs given
+    its trace's ``http-request`` span (`outer`) as parent.
+
+    Dynamo's worker names the frontend's route-less ``generate`` span as its parent, and
+    that span logs no line of its own when it succeeds with span events off (Dynamo's
+    default): the worker span was a request of its own ("no caller in logs"), every
+    request counted twice, and no worker clock was ever corrected by its caller. The
+    trace's one ``http-request`` span, or among several (callers that shared a
+    ``traceparent``) the one with the worker's ``request_id``, is the caller; with none
+    such, the worker stays a request of its own.
+    """
+    parent = pa.array(columns["parent_span_id"], type=pa.string())
+    trace = pa.array(columns["trace_id"], type=pa.string())
+    side = pa.array(columns["side"], type=pa.string())
+    hosts = np.flatnonzero(outer & _bools(pc.equal(side, FRONTEND)) & _bools(trace.is_valid()))
+    workers = _bools(pc.equal(side, WORKER)) & _bools(parent.is_valid())
+    if not len(hosts) or not workers.any():
+        return columns["parent_span_id"]
+    spans = _trace_key(pa.array(columns["span_id"], type=pa.string()))
+    wanted = _trace_key(parent)
+    orphans = np.flatnonzero(workers & ~pd.Series(wanted).isin(pd.Series(spans)).to_numpy())
+    if not len(orphans):
+        return columns["parent_span_id"]
+    key = _trace_key(trace)
+    rid = np.asarray(pa.array(columns["request_id"], type=pa.string()).to_pylist(), dtype=object)
+    pairs = pd.DataFrame({"row": orphans, "key": key.take(orphans)}).merge(
+        pd.DataFrame({"host": hosts, "key": key.take(hosts)}), on="key")
+    row, host = pairs["row"].to_numpy(), pairs["host"].to_numpy()
+    same = pd.notna(rid[row]) & (rid[host] == rid[row])
+    hosts_of = np.bincount(row, minlength=len(rid))[row]
+    same_of = np.bincount(row, weights=same, minlength=len(rid))[row]
+    chosen = ((hosts_of == 1) & (same | pd.isna(rid[row]) | pd.isna(rid[host]))) | (
+        (hosts_of > 1) & same & (same_of == 1))
+    row, host = row[chosen], host[chosen]
+    if not len(row):
+        return columns["parent_span_id"]
+    hosted = np.asarray(parent.to_pylist(), dtype=object)
+    hosted[row] = np.asarray(pa.array(columns["span_id"], type=pa.string())
+                             .take(pa.array(host)).to_pylist(), dtype=object)
+    return pd.array(pa.array(hosted.tolist(), type=pa.string()), dtype=ARROW_STRING)
 
 
 def _trace_key(trace: pa.Array) -> np.ndarray:
