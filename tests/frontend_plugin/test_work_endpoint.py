@@ -365,3 +365,27 @@ def test_a_reply_that_fails_to_be_made_holds_no_id(monkeypatch: pytest.MonkeyPat
 
     held = asyncio.run(counters())
     assert (held["registered"], held["released"], held["inflight"]) == (1, 1, 0)
+
+
+def test_an_engine_failure_is_a_worker_error_event_with_its_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The line goes through loguru for its traceback; an application's `event` field
+    # is written `_event` there, and ridtrace's own worker.error line was too.
+    from ridtrace.frontend_plugin.engine import EchoEngine
+
+    async def failing(self: EchoEngine, *args: Any) -> Any:
+        yield ["echo:"]
+        raise RuntimeError("GPU fell off the bus")
+
+    monkeypatch.setattr(EchoEngine, "batches", failing)
+    monkeypatch.setattr(EchoEngine, "ready_now", lambda self: False)  # the paced reply
+    log = tmp_path / "worker.jsonl"
+    configure_logging(log, service="worker", intercept_stdlib=False)
+    sent = _call(create_worker_app(WorkerSettings()), _scope(), [_envelope("rid-e")])
+    assert b"engine error: GPU fell off the bus" in b"".join(m.get("body", b"") for m in sent)
+    logger.remove()
+    (error,) = [e for e in map(orjson.loads, log.read_bytes().splitlines())
+                if e.get("level") == "ERROR"]
+    assert (error["event"], error["request_id"]) == ("worker.error", "rid-e")
+    assert error["exception"] == "RuntimeError: GPU fell off the bus" and "_event" not in error

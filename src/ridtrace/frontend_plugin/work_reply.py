@@ -10,8 +10,6 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
-from loguru import logger
-
 from ridtrace.contract import OUTCOME_CANCELLED, OUTCOME_ERROR, OUTCOME_OK, WORKER_END, WORKER_ERROR
 from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin.drain import Drain, StopOnDrain, Stopped
@@ -121,7 +119,7 @@ async def paced_reply(
         outcome = OUTCOME_CANCELLED
         raise
     except Exception as exc:  # the engine failed: tell the frontend in-band
-        logger.exception("worker engine failed", event=WORKER_ERROR)
+        events.exception("worker engine failed", event=WORKER_ERROR)
         yield error_line(job.request_id, f"engine error: {exc}")
     finally:
         drain.release(stop)

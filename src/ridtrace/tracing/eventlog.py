@@ -65,6 +65,17 @@ class EventLog:
     def error(self, message: str, /, **fields: Any) -> None:
         self._emit("ERROR", message, fields)
 
+    def exception(self, message: str, /, **fields: Any) -> None:
+        """An ERROR event with the exception being handled (``exception`` and
+        ``traceback``, as `logger.exception` writes them), through loguru, which renders
+        tracebacks; marked as ridtrace's own, so its ``event`` is not taken for an
+        application's field of that name."""
+        marked = EVENT_THROUGH_LOGURU.set(True)
+        try:
+            self._named.opt(exception=True, depth=1).error(message, **fields)
+        finally:
+            EVENT_THROUGH_LOGURU.reset(marked)
+
     def _emit(self, level: str, message: str, fields: dict[str, Any]) -> None:
         sinks = event_sinks()
         if not sinks:
