@@ -60,9 +60,27 @@ def test_records_after_more_text_than_the_sniff_are_read(tmp_path: Path,
         assert report["summary"]["ignored_files"] == []  # type: ignore[index]
 
 
-def test_a_text_file_with_no_json_line_is_still_passed_over(tmp_path: Path) -> None:
-    (tmp_path / "notes.txt").write_bytes(b"a line of plain text, {not json}\n" * 5000)
+@pytest.mark.parametrize("engine", [[], ["--engine", "dask"]])
+def test_records_after_a_hole_of_nuls_are_read(tmp_path: Path, engine: list[str]) -> None:
+    # `--log-file - > frontend.out` under logrotate's copytruncate: the writer goes on at
+    # its offset, so the file starts with a hole. Its head all NULs, it was "binary
+    # data", and the walk said a clean read (exit 0).
+    records = "\n".join(_duplicate_in_flight()).encode() + b"\n"
+    (tmp_path / "frontend.out").write_bytes(b"\x00" * (100 << 10) + records)
+    code, report = _walk(tmp_path, engine)
+    assert [f["kind"] for f in report["findings"]] == ["duplicate_in_flight"], report
+    assert report["summary"]["ignored_files"] == [] and code == 1  # type: ignore[index]
+
+
+def test_a_file_with_no_log_record_is_still_passed_over(tmp_path: Path) -> None:
+    text = b"a line of plain text, {not json}\n" * 5000
+    (tmp_path / "notes.txt").write_bytes(text)
+    # A training run's console: a printed dict, then stray JSON that is no log line.
+    (tmp_path / "train.out").write_bytes(text + b"{'lr': 0.001, 'epochs': 3}\n{\"a\": 1}\n")
+    (tmp_path / "core.bin").write_bytes(text + bytes(range(256)) * 64 + b'\n{"a": 1}\n')
     (tmp_path / "app.jsonl").write_text("\n".join(_duplicate_in_flight()[:2]) + "\n")
     code, report = _walk(tmp_path, [])
     ignored = report["summary"]["ignored_files"]  # type: ignore[index]
-    assert code == 0 and [Path(note["file"]).name for note in ignored] == ["notes.txt"]
+    assert sorted(Path(note["file"]).name for note in ignored) == [
+        "core.bin", "notes.txt", "train.out"]
+    assert code == 0 and report["summary"]["bad_lines"] == 0  # type: ignore[index]

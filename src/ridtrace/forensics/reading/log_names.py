@@ -14,6 +14,7 @@ from ridtrace.contract import FINDING_KINDS
 from ridtrace.forensics.reading.judge import PREFIXED_RECORD
 
 __all__ = [
+    "LOG_LINE_KEYS",
     "NO_JSON_LINES",
     "ignore_reason",
     "json_object_line",
@@ -49,7 +50,7 @@ def json_object_line(line: bytes) -> bool:
 # ``time``; loguru's ``serialize=True``, python-json-logger, Vector, Fluent Bit, Loki's
 # ``logcli``, ECS, an OpenTelemetry Collector file exporter's batch): one line holding
 # them is a log with one line, to be read, not a report to pass over.
-_LOG_LINE_KEYS = frozenset({
+LOG_LINE_KEYS = frozenset({
     "time", "timestamp", "@timestamp", "ts", "asctime", "date",
     "message", "msg", "MESSAGE", "log", "line", "level", "levelname", "severity",
     "record", "resourceLogs",
@@ -70,8 +71,8 @@ def _holds_records(text: bytes) -> bool:
         _DYNAMO_TARGET.search(text) is not None and _SPAN_KEY.search(text) is not None)
 
 
-# A log line's key (`_LOG_LINE_KEYS`) as a key, anywhere in a cut line.
-_LOG_KEY = re.compile(rb'"(?:' + b"|".join(re.escape(k.encode()) for k in sorted(_LOG_LINE_KEYS))
+# A log line's key (`LOG_LINE_KEYS`) as a key, anywhere in a cut line.
+_LOG_KEY = re.compile(rb'"(?:' + b"|".join(re.escape(k.encode()) for k in sorted(LOG_LINE_KEYS))
                       + rb')"\s*:')
 
 
@@ -92,7 +93,7 @@ def _one_line_document(name: str, data: bytes) -> bool:
         value = json.loads(text)
     except (ValueError, RecursionError):  # nested deeper than the parser goes: a line
         return False
-    return not (isinstance(value, dict) and not _LOG_LINE_KEYS.isdisjoint(value))
+    return not (isinstance(value, dict) and not LOG_LINE_KEYS.isdisjoint(value))
 
 
 # The start of the trace file `ridtrace export jaeger` writes (Jaeger's upload format).
@@ -175,7 +176,15 @@ def ignore_reason(name: str, head: bytes, *, whole: bool, wrapped: bool = False)
     (.jsonl, .ndjson, .log, rotated or compressed) is always read; so is a file with a
     JSON object among its first lines, banners and all; a .json or rotation-named file
     is read too, unless it holds one JSON document (a report) that no shipper wrapped.
+    A run of NULs at its top is a hole (copytruncate under a writer that does not
+    append): the file is judged by what follows it.
     """
+    if head[:1] == b"\x00":
+        rest = head.lstrip(b"\x00")
+        if rest:
+            return ignore_reason(name, rest, whole=whole, wrapped=wrapped)
+        if not whole:  # all hole so far: what follows it is looked at (`read_on`)
+            return NO_JSON_LINES
     own = None if wrapped else _own_output(head, whole)
     if own == FINDINGS:
         return "ridtrace's findings (analyze --follow --format json), not log lines"

@@ -2,10 +2,12 @@
 
 A service's log may hold its JSON lines only after more than the 64 KiB a walk sniffs: a
 copied `/var/log/syslog` whose first 70 KiB are other daemons' lines, `kubectl logs`
-saved as `.txt` after a model loader's start-up text. Passed over as text, the walk said
-a complete, clean read of logs it never read (exit 0). A file the sniff calls text is
-read on, up to `LOOK_FURTHER_BYTES`, for a line holding a JSON object (bare, or behind a
-prefix such as syslog's); with one it is read like any log, its text lines counted bad.
+saved as `.txt` after a model loader's start-up text, a log whose top is a hole of NULs
+(copytruncate under a writer that does not append). Passed over, the walk said a
+complete, clean read of logs it never read (exit 0). Such a file is read on, up to
+`LOOK_FURTHER_BYTES`, for a log record: a line that is a JSON object with a log line's
+keys, bare or behind a prefix such as syslog's. With one it is read like any log, its
+text lines counted bad; a printed dict or a stray `{"a": 1}` in binary data is none.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from collections.abc import Callable
 
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES
 from ridtrace.forensics.reading.judge import PREFIXED_RECORD
-from ridtrace.forensics.reading.log_names import json_object_line
+from ridtrace.forensics.reading.log_names import LOG_LINE_KEYS, json_object_line
+from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
 from ridtrace.forensics.reading.unwrap import PREFIX, Unwrapper, wrapper_of
+from ridtrace.forensics.reading.unwrap_parts import json_object
 
 __all__ = ["LOOK_FURTHER_BYTES", "read_on_to_records"]
 
@@ -25,37 +29,64 @@ LOOK_FURTHER_BYTES = 64 << 20
 _STEP = 1 << 20
 
 
+def _log_record(text: bytes) -> bool:
+    if not json_object_line(text):
+        return False
+    entry = json_object(text)
+    return entry is not None and not LOG_LINE_KEYS.isdisjoint(entry)
+
+
 def _record_line(line: bytes) -> bool:
     text = line.strip()
-    if json_object_line(text) or PREFIXED_RECORD.match(text):
+    if _log_record(text) or PREFIXED_RECORD.match(text):
         return True
     prefix = PREFIX.match(text)
-    return prefix is not None and json_object_line(text[prefix.end():])
+    return prefix is not None and _log_record(text[prefix.end():])
+
+
+def _first_record(text: bytes) -> int:
+    """Where the first line of `text` (whole lines) holding a record starts, or -1."""
+    if b"{" not in text:  # the usual text chunk costs one search
+        return -1
+    start = 0
+    for line in text.split(b"\n"):
+        if _record_line(line):
+            return start
+        start += len(line) + 1
+    return -1
 
 
 def read_on_to_records(read: Callable[[int], bytes]) -> tuple[bytes, Unwrapper | None] | None:
-    """What `read` gives on from a text file's head up to (a little past) its first line
+    """What `read` gives on from a walked file's head up to (a little past) its first line
     holding a record, and the unwrapper the lines from that one on ask for (`wrapper_of`:
     a syslog prefix the head's text lines did not show); None when the next
     `LOOK_FURTHER_BYTES` hold no such line."""
     parts: list[bytes] = []
     size = 0
-    rest = b""  # the last, unfinished line of what was read
+    pending = bytearray()  # the line under way, while it may still be a record
+    skipping = False  # it is longer than any line the read takes: no record
     while size < LOOK_FURTHER_BYTES:
         chunk = read(min(_STEP, LOOK_FURTHER_BYTES - size))
         parts.append(chunk)
         size += len(chunk)
-        text = rest + chunk
-        if chunk:
-            cut = text.rfind(b"\n") + 1
-            text, rest = text[:cut], text[cut:]
-        if b"{" in text:  # the usual text chunk costs one search
-            start = 0
-            for line in text.split(b"\n"):
-                if _record_line(line):
-                    window = text[start:start + SNIFF_BYTES]
-                    return b"".join(parts), wrapper_of(window)
-                start += len(line) + 1
+        cut = chunk.rfind(b"\n") + 1
+        if chunk and not cut:  # no line ends in it (a hole of NULs, a long line)
+            if not skipping:
+                pending += chunk
+                skipping = len(pending) > MAX_LINE_BYTES
+                if skipping:
+                    pending.clear()
+            continue
+        whole = chunk[:cut] if chunk else bytes(pending)
+        if skipping and chunk:
+            whole = whole[whole.find(b"\n") + 1:]
+        elif chunk:
+            whole = bytes(pending) + whole
+        pending[:] = chunk[cut:]
+        skipping = False
+        at = _first_record(whole)
+        if at >= 0:
+            return b"".join(parts), wrapper_of(whole[at:at + SNIFF_BYTES])
         if not chunk:
             return None
     return None
