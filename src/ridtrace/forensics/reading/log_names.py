@@ -183,8 +183,8 @@ def ignore_reason(name: str, head: bytes, *, whole: bool, wrapped: bool = False)
         rest = head.lstrip(b"\x00")
         if rest:
             return ignore_reason(name, rest, whole=whole, wrapped=wrapped)
-        if not whole:  # all hole so far: what follows it is looked at (`read_on`)
-            return NO_JSON_LINES
+        if not whole:  # all hole so far: a log's name says read it, else look on (`read_on`)
+            return None if named_like_log(name) else NO_JSON_LINES
     own = None if wrapped else _own_output(head, whole)
     if own == FINDINGS:
         return "ridtrace's findings (analyze --follow --format json), not log lines"
