@@ -40,6 +40,12 @@ SHUTDOWN_STOP: Final = "shutdown.stop"
 
 # Events whose lines are no part of a request's lifecycle but of its evidence.
 WORKER_EVENT_PREFIX: Final = "worker."
+# Every event ridtrace writes starts with one of these or is `DEPRECATED_HEADER`: an
+# application's own `event` field on a line written before it was kept apart (`_event`)
+# names something else ("cache.lookup").
+EVENT_PREFIXES: Final[tuple[str, ...]] = (
+    "request.", "worker.", "dispatch.", "response.", "stream.", "span.", "shutdown.",
+)
 
 # Fields of a lifecycle line that forensics reads on any ridtrace/1 line, whatever its
 # ``event``: an application's own field of one of these names (``logger.info("hook",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
@@ -20,30 +21,36 @@ from tests.forensics.helpers import rt, ts
 _IDS = {"request_id": "r1", "x_request_id": "c1", "trace_id": "7" * 32, "span_id": "6" * 16}
 
 
-def _log(tmp_path: Path) -> Path:
+def _log(tmp_path: Path, app_event: str | None = None) -> Path:
     path = tmp_path / "app.jsonl"
     path.write_text("\n".join([
         rt(REQUEST_START, time=ts(0.0), method="POST", path="/v1/x", client="10.0.0.1:5",
            **_IDS),
-        rt(None, time=ts(0.01), message="inventory lookup", status=404, outcome="cache_miss",
-           error="redis timeout", client="acme", method="GET", worker="cache-3", **_IDS),
+        # `event`: an application's own, on a line written before ridtrace kept it apart.
+        rt(app_event, time=ts(0.01), message="inventory lookup", status=404,
+           outcome="cache_miss", error="redis timeout", client="acme", method="GET",
+           worker="cache-3", **_IDS),
         rt(REQUEST_END, time=ts(0.02), status=500, outcome="error", error="boom",
            duration_ms=20.0, route="/v1/x", method="POST", path="/v1/x", **_IDS),
     ]) + "\n")
     return path
 
 
-def test_trace_shows_the_requests_own_end(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["trace", "r1", str(_log(tmp_path)), "--format", "json"])
+@pytest.mark.parametrize("app_event", [None, "cache.lookup"])
+def test_trace_shows_the_requests_own_end(tmp_path: Path, app_event: str | None) -> None:
+    log = _log(tmp_path, app_event)
+    result = CliRunner().invoke(main, ["trace", "r1", str(log), "--format", "json"])
     assert result.exit_code == 0, result.output
     (request,) = json.loads(result.stdout)["requests"]
     assert (request["status"], request["outcome"]) == ("500", "error")
     assert [span["outcome"] for span in request["spans"]] == ["error"]
 
 
-def test_jaeger_tags_the_requests_own_end(tmp_path: Path) -> None:
+@pytest.mark.parametrize("app_event", [None, "cache.lookup"])
+def test_jaeger_tags_the_requests_own_end(tmp_path: Path, app_event: str | None) -> None:
     out = tmp_path / "jaeger.json"
-    result = CliRunner().invoke(main, ["export", "jaeger", str(_log(tmp_path)), "-o", str(out)])
+    log = _log(tmp_path, app_event)
+    result = CliRunner().invoke(main, ["export", "jaeger", str(log), "-o", str(out)])
     assert result.exit_code == 0, result.output
     ((span,),) = [trace["spans"] for trace in json.loads(out.read_text())["data"]]
     tags = {tag["key"]: tag["value"] for tag in span["tags"]}

@@ -50,12 +50,13 @@ from ridtrace.forensics.reading.sql import (
     DYNAMO_SENT_ID,
     DYNAMO_UNLINKED,
     DYNAMO_WARNED_HEADER,
-    RIDTRACE_DEPRECATED,
+    RIDTRACE_EVENT,
     answered_in,
     began,
     lifecycle_only,
     literal,
     literal_list,
+    ridtrace_deprecated,
     started,
 )
 
@@ -91,6 +92,8 @@ _DYNAMO_TERMS = {
 }
 LINE_TERMS: dict[str, str] = {
     "_rt": _RT,
+    # One of ridtrace's own events (`sql.RIDTRACE_EVENT`), whose lifecycle fields count.
+    "_life": f"CASE WHEN {_RT} THEN {RIDTRACE_EVENT} END IS TRUE",
     **{name: f"CASE WHEN NOT {_RT} THEN {sql} END" for name, sql in _DYNAMO_TERMS.items()},
 }
 _DYN_COMPLETED = f"message = {literal(DYNAMO_COMPLETED)}"
@@ -108,8 +111,8 @@ _DYN_END = f"""CASE WHEN _dyn_closed THEN 3 WHEN {_DYN_UNLINKED} THEN 0
     WHEN {_DYN_COMPLETED} AND span_name IN {literal_list(DYNAMO_WORKER_SPANS)} THEN 2 ELSE 0 END"""
 # A line that lists a request's deprecated headers (`span_sql.span_aggregates`): preferred to
 # the WARN before it, which names one of them.
-_LISTED = f"""(_rt AND deprecated_headers IS NOT NULL
-    AND event IS NOT NULL AND event <> {literal(DEPRECATED_HEADER)})"""
+_LISTED = f"""(_life AND deprecated_headers IS NOT NULL
+    AND event <> {literal(DEPRECATED_HEADER)})"""
 # Only Dynamo's line (`sql.DYNAMO_LINE`): an application's structlog line or another
 # logger's (`other_loggers`) is read in a batch of small files (`small_files`, every line
 # kept) but is no Unlinked error nor deprecated-header WARN, whatever it quotes; one
@@ -121,9 +124,10 @@ _LINE = f"""
     CASE WHEN _rt THEN request_id ELSE {DYNAMO_REQUEST_ID} END AS request_id, x_request_id,
     CASE WHEN _rt THEN {hex_id("parent_span_id")} ELSE {hex_id("parent_id")} END
         AS parent_span_id,
-    CASE WHEN _rt THEN {lifecycle_only("outcome")} ELSE {DYNAMO_OUTCOME} END AS outcome,
-    CASE WHEN _rt THEN {lifecycle_only("fp_in")} END AS fp_in,
-    CASE WHEN _rt THEN {lifecycle_only("fp_out")} END AS fp_out,
+    CASE WHEN _rt THEN {lifecycle_only("outcome", "_life")} ELSE {DYNAMO_OUTCOME} END
+        AS outcome,
+    CASE WHEN _rt THEN {lifecycle_only("fp_in", "_life")} END AS fp_in,
+    CASE WHEN _rt THEN {lifecycle_only("fp_out", "_life")} END AS fp_out,
     CASE WHEN _rt THEN starts_with(event, {literal(WORKER_EVENT_PREFIX)})
          ELSE span_name IN {literal_list(DYNAMO_WORKER_SPANS)} END AS _worker,
     (NOT _rt AND span_name IN {literal_list(DYNAMO_INNER_SPANS)}) IS TRUE AS _inner,
@@ -131,7 +135,7 @@ _LINE = f"""
     CASE WHEN _rt THEN event = {literal(RESPONSE_UNLINKED)}
          WHEN {DYNAMO_LINE} THEN {_DYN_UNLINKED} END AS _unlinked,
     _rt AND event = {literal(FOREIGN_CHUNK)} AS _foreign,
-    CASE WHEN _rt THEN {RIDTRACE_DEPRECATED} WHEN {DYNAMO_LINE} THEN {_DYN_DEPRECATED} END
+    CASE WHEN _rt THEN {ridtrace_deprecated("_life")} WHEN {DYNAMO_LINE} THEN {_DYN_DEPRECATED} END
         AS deprecated,
     {_LISTED} AS _listed,
     coalesce(error, message) AS _text, chunk_request_id,

@@ -31,6 +31,7 @@ from ridtrace.contract import (
     DYNAMO_SPAN_DURATION_US,
     DYNAMO_SPAN_FIRST_ENTRY,
     DYNAMO_WORKER_SPANS,
+    EVENT_PREFIXES,
     FRONTEND,
     LOG_SCHEMA,
     OUTCOME_ERROR,
@@ -217,18 +218,26 @@ def _pick(ridtrace: str, dynamo: str) -> str:
     return f"CASE WHEN {_RT} THEN {ridtrace} ELSE {dynamo} END"
 
 
-def lifecycle_only(field: str) -> str:
+# A ridtrace/1 line that is one of ridtrace's own events (`contract.EVENT_PREFIXES`).
+RIDTRACE_EVENT = "(" + " OR ".join(
+    [f"starts_with(event, {literal(prefix)})" for prefix in EVENT_PREFIXES]
+    + [f"event = {literal(DEPRECATED_HEADER)}"]) + ")"
+
+
+def lifecycle_only(field: str, lifecycle: str = RIDTRACE_EVENT) -> str:
     """A ridtrace/1 line's lifecycle `field` (outcome, status, fingerprints, …), read on
-    lifecycle lines only: an application's own line under the same name (`status=404`
-    from a cache lookup, `outcome="cache_miss"`, `error="redis timeout"`) was taken as
-    the request's, and `trace` and Jaeger showed a failed request as a 200."""
-    return f"CASE WHEN event IS NOT NULL THEN {field} END"
+    lifecycle lines only (`lifecycle`: the SQL test of one, `RIDTRACE_EVENT` or a column
+    holding it): an application's own line under the same name (`status=404` from a
+    cache lookup, `outcome="cache_miss"`, `error="redis timeout"`) was taken as the
+    request's, and `trace` and Jaeger showed a failed request as a 200."""
+    return f"CASE WHEN {lifecycle} THEN {field} END"
 
 
-RIDTRACE_DEPRECATED = (
-    f"coalesce({lifecycle_only('deprecated_headers')}, "
-    f"CASE WHEN event = {literal(DEPRECATED_HEADER)} THEN header END)"
-)
+def ridtrace_deprecated(lifecycle: str = RIDTRACE_EVENT) -> str:
+    """The deprecated headers a ridtrace/1 line names: its lifecycle line's list, or
+    the header a `deprecated_header` WARN names (`lifecycle` as `lifecycle_only`)."""
+    return (f"coalesce({lifecycle_only('deprecated_headers', lifecycle)}, "
+            f"CASE WHEN event = {literal(DEPRECATED_HEADER)} THEN header END)")
 # Column name → expression over the raw fields, in the events frame's column order.
 NORMALIZED: dict[str, str] = {
     "time": "_t",
@@ -249,8 +258,8 @@ NORMALIZED: dict[str, str] = {
     "service": _pick(
         "service", f"CASE WHEN {_DYN_WORKER} THEN 'dynamo-worker' ELSE 'dynamo-frontend' END"
     ),
-    "worker": _pick(f"CASE WHEN event IS NULL OR event IN {DISPATCH_EVENTS} THEN NULL "
-                    "ELSE worker END", "NULL"),
+    "worker": _pick(lifecycle_only("worker", f"{RIDTRACE_EVENT} AND event NOT IN "
+                                             f"{DISPATCH_EVENTS}"), "NULL"),
     "message": "message",
     # The span's own name as its service logged it (Dynamo's `http-request`, `generate`,
     # `handle_payload`): what the views name a step with no route of its own by.
@@ -264,7 +273,7 @@ NORMALIZED: dict[str, str] = {
     "fp_in": _pick(lifecycle_only("fp_in"), "NULL"),
     "fp_out": _pick(lifecycle_only("fp_out"), "NULL"),
     "deprecated": _pick(
-        RIDTRACE_DEPRECATED,
+        ridtrace_deprecated(),
         # Only Dynamo's line: another logger's naming a header is never a use of it.
         f"""CASE WHEN NOT {DYNAMO_LINE} THEN NULL
             ELSE CASE ({_DYN_EVENT}) WHEN {literal(DEPRECATED_HEADER)} THEN {_DYN_DEPRECATED}
