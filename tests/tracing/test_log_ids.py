@@ -76,9 +76,24 @@ def test_the_json_sink_does_not_take_the_filters_ids_for_a_callers_fields(
 
 
 def test_the_structlog_processor_adds_the_ids_the_request_has(in_request: RequestContext) -> None:
-    event = add_request_ids(None, "info", {"event": "paid", "span_id": "mine"})
-    assert event == {"event": "paid", "span_id": "mine", "request_id": "r-1",
-                     "x_request_id": "c-1", "trace_id": "a" * 32}
+    event = add_request_ids(None, "info", {"event": "paid", "trace_id": "a" * 32})
+    assert event == {"event": "paid", "request_id": "r-1", "x_request_id": "c-1",
+                     "trace_id": "a" * 32, "span_id": REQUEST.span_id}
+
+
+def test_the_structlog_processor_keeps_an_events_own_ids_apart() -> None:
+    # An old middleware's bind_contextvars(x_request_id=raw header): a 200-character id
+    # ridtrace rejected, or "-" for a request that sent none, was the line's x_request_id,
+    # and `trace -` found the request by it.
+    ctx = RequestContext(request_id="r-2", trace_id="b" * 32, span_id="c" * 16)
+    token = context.enter(ctx)
+    try:
+        event = add_request_ids(None, "info", {"event": "hello", "x_request_id": "-",
+                                               "request_id": "-", "span_id": "c" * 16})
+    finally:
+        context.leave(token)
+    assert event == {"event": "hello", "_x_request_id": "-", "_request_id": "-",
+                     "request_id": "r-2", "trace_id": "b" * 32, "span_id": "c" * 16}
 
 
 def test_the_structlog_processor_adds_nothing_outside_a_request() -> None:

@@ -39,6 +39,7 @@ __all__ = [
     "event_tail",
     "flatten",
     "pid",
+    "request_ids_first",
     "schema_level",
     "utc_now",
     "utc_stamp",
@@ -76,6 +77,30 @@ def add_context_ids(extra: MutableMapping[str, Any], ctx: RequestContext) -> Non
         value = getattr(ctx, key)
         if value is not None:
             extra.setdefault(key, value)
+
+
+def request_ids_first(
+    extra: MutableMapping[str, Any], ctx: RequestContext, placeholders: tuple[str, ...] = ()
+) -> None:
+    """The request's ids into an application's record. A value of the application's
+    own under one of their keys (``logger.bind(request_id=...)``, ``contextualize``, a
+    keyword), when it differs, is kept as ``_request_id`` & co, as a standard-library
+    ``extra`` is: an old middleware that contextualized the client's ``x-request-id``
+    as ``request_id`` wrote the client's id in the server's place, and two callers
+    sharing it shared their lines' id. So is one under a key the request has no value
+    of: a client id ridtrace rejected, or one a request that sent none never had.
+    `placeholders`: keys whose value is a configured default, left as they are."""
+    for key in CONTEXT_KEYS:
+        value = getattr(ctx, key)
+        theirs = extra.get(key)
+        if value is None:
+            # A configured default stays for the application's format strings.
+            if theirs is not None and key not in placeholders:
+                extra.setdefault(f"_{key}", extra.pop(key))
+            continue
+        if theirs is not None and theirs != value:
+            extra.setdefault(f"_{key}", theirs)
+        extra[key] = value
 
 
 def schema_level(name: str, number: int) -> str:

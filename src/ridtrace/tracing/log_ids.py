@@ -15,7 +15,7 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from ridtrace.tracing.context import context_for_exception_line, line_context
-from ridtrace.tracing.jsonline import CONTEXT_KEYS, add_context_ids
+from ridtrace.tracing.jsonline import CONTEXT_KEYS, request_ids_first
 
 __all__ = ["FILLED_BY_FILTER", "RequestIdsFilter", "add_request_ids"]
 
@@ -64,8 +64,11 @@ def add_request_ids(
 ) -> MutableMapping[str, Any]:
     """structlog processor: the request's ids into the event dict, before the renderer
     (``structlog.configure(processors=[..., add_request_ids, JSONRenderer()])``). Only
-    the ids the request has are added, and a key the event already holds is kept."""
+    the ids the request has are added; a value the event holds under one of their keys
+    that differs from the request's, or under one the request has not (a client id
+    ridtrace rejected, bound by an old middleware with ``bind_contextvars``), is kept as
+    ``_request_id`` & co, as on `configure_logging`'s lines."""
     ctx = line_context()
     if ctx is not None:
-        add_context_ids(event_dict, ctx)
+        request_ids_first(event_dict, ctx)
     return event_dict

@@ -27,7 +27,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 from loguru import logger
 
 from ridtrace.contract import LOG_SCHEMA
-from ridtrace.tracing.context import RequestContext, line_context
+from ridtrace.tracing.context import line_context
 from ridtrace.tracing.exception_text import exception_text
 from ridtrace.tracing.jsonline import (
     APPLICATION_RESERVED,
@@ -37,6 +37,7 @@ from ridtrace.tracing.jsonline import (
     add_fields,
     dumps,
     flatten,
+    request_ids_first,
     schema_level,
     utc_stamp,
 )
@@ -89,30 +90,7 @@ def _patch_request_context(record: Record) -> None:
         if EVENT_THROUGH_LOGURU.get():
             add_context_ids(extra, ctx)
         else:
-            _request_ids_first(extra, ctx, placeholders)
-
-
-def _request_ids_first(
-    extra: dict[str, Any], ctx: RequestContext, placeholders: tuple[str, ...] = ()
-) -> None:
-    """The request's ids into an application's record. A value of the application's
-    own under one of their keys (``logger.bind(request_id=...)``, ``contextualize``, a
-    keyword), when it differs, is kept as ``_request_id`` & co, as a standard-library
-    ``extra`` is: an old middleware that contextualized the client's ``x-request-id``
-    as ``request_id`` wrote the client's id in the server's place, and two callers
-    sharing it shared their lines' id. So is one under a key the request has no value
-    of: a client id ridtrace rejected, or one a request that sent none never had."""
-    for key in CONTEXT_KEYS:
-        value = getattr(ctx, key)
-        theirs = extra.get(key)
-        if value is None:
-            # A configured default stays for the application's format strings.
-            if theirs is not None and key not in placeholders:
-                extra.setdefault(f"_{key}", extra.pop(key))
-            continue
-        if theirs is not None and theirs != value:
-            extra.setdefault(f"_{key}", theirs)
-        extra[key] = value
+            request_ids_first(extra, ctx, placeholders)
 
 
 def _install_patcher() -> None:
