@@ -120,25 +120,32 @@ def test_a_total_timeout_before_the_first_byte_is_the_requests_not_the_workers(
 
 
 class _EmptyReplies(http.server.BaseHTTPRequestHandler):
-    """A worker that answers every call 200 and ends the body before any line."""
+    """A worker that answers every call 200 and ends the body before any line (`body`)."""
+
+    body = b""
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length", 0)))
         self.send_response(200)
         self.send_header("content-type", "application/x-ndjson")
-        self.send_header("content-length", "0")
+        self.send_header("content-length", str(len(self.body)))
         self.end_headers()
+        self.wfile.write(self.body)
 
     def log_message(self, format: str, *args: object) -> None:
         pass
 
 
+@pytest.mark.parametrize(("body", "reason"), [(b"", "closed_early"),
+                                            (b"<html>Bad gateway</html>\n", "bad_reply")])
 def test_a_reply_that_ends_before_its_first_line_is_named_for_what_it_is(
-    tmp_path: Path,
+    tmp_path: Path, body: bytes, reason: str,
 ) -> None:
     # A 200 whose body ends at once was logged as reason 'status_5xx': a forensic
-    # reader looked for a 5xx the worker never sent.
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EmptyReplies)
+    # reader looked for a 5xx the worker never sent. A proxy's HTML page was 'connect',
+    # as if the worker had not been reached.
+    handler = type("Replies", (_EmptyReplies,), {"body": body})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     fe = _spawn(["frontend", "--worker", f"http://127.0.0.1:{server.server_address[1]}"],
                 tmp_path, "frontend")
@@ -150,7 +157,7 @@ def test_a_reply_that_ends_before_its_first_line_is_named_for_what_it_is(
         # The request's last line is written after its answer: every retry line is in.
         fe.wait_for_event(reply.headers["x-server-request-id"], "request.end")
         retries = [x for x in fe.lines() if x.get("event") == "dispatch.retry"]
-        assert retries and {x["reason"] for x in retries} == {"closed_early"}, retries
+        assert retries and {x["reason"] for x in retries} == {reason}, retries
         assert all(x["marked_down"] for x in retries)  # a worker that answers nothing
     finally:
         stop_process(fe.process, grace=5)

@@ -255,7 +255,13 @@ class Dispatcher:
                     raise refusal_of(status, detail)
                 reader = NdjsonReader(response)
                 first = await reader.next()
-        except (WorkerHttpError, BadLine) as exc:
+        except BadLine as exc:
+            # A 200 that is no work stream (a proxy's HTML page): the worker was reached
+            # and answered, which "connect" said it was not.
+            assert response is not None  # a line is read from an answer
+            response.close()
+            raise Refused("bad_reply", f"{type(exc).__name__}: {exc}") from None
+        except WorkerHttpError as exc:
             if response is not None:
                 response.close()
             raise Refused("connect", f"{type(exc).__name__}: {exc}",
