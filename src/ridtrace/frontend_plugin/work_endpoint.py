@@ -46,6 +46,7 @@ from ridtrace.frontend_plugin.worker_identity import adopt_identity
 from ridtrace.tracing import annotate_request
 from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH
+from ridtrace.tracing.observed import server_answered
 
 __all__ = ["RouteName", "WorkEndpoint", "WorkRoute"]
 
@@ -131,11 +132,11 @@ class WorkEndpoint:
         config = self.config
         refusal = transfer_coding_refusal(scope)
         if refusal is not None:  # RFC 9112: 501; the body is left unread
-            await _refuse_invalid(send, 501, refusal, extra=((b"connection", b"close"),))
+            await _refuse_invalid(scope, send, 501, refusal, extra=((b"connection", b"close"),))
             return
         from_a_page = web_page_refusal(scope)
         if from_a_page is not None:  # the body stays unread
-            await _refuse_invalid(send, *from_a_page, extra=((b"connection", b"close"),))
+            await _refuse_invalid(scope, send, *from_a_page, extra=((b"connection", b"close"),))
             return
         try:
             # An envelope that never ends (a content-length larger than what is sent, a
@@ -148,21 +149,22 @@ class WorkEndpoint:
         except TimeoutError:
             # The rest may still come: the connection cannot carry another request.
             await _refuse_invalid(
-                send, 408, f"work envelope not received in full within {config.body_timeout:g}s",
+                scope, send, 408,
+                f"work envelope not received in full within {config.body_timeout:g}s",
                 extra=((b"connection", b"close"),),
             )
             return
         if body is None:
-            await _refuse_invalid(send, 413, "work envelope too large")
+            await _refuse_invalid(scope, send, 413, "work envelope too large")
             return
         try:
             job = WorkRequest.from_json(body, max_id_length=self.max_id_length)
         except ValueError as exc:
-            await _refuse_invalid(send, 400, str(exc))
+            await _refuse_invalid(scope, send, 400, str(exc))
             return
         if job.max_tokens > config.max_tokens_limit:
             await _refuse_invalid(
-                send, 400, f"max_tokens must be at most {config.max_tokens_limit}"
+                scope, send, 400, f"max_tokens must be at most {config.max_tokens_limit}"
             )
             return
         adopt_identity(job, config.baggage_attributes, self.max_id_length)
@@ -248,14 +250,18 @@ async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None
 
 
 async def _refuse_invalid(
-    send: Send, status: int, message: str, *, extra: tuple[tuple[bytes, bytes], ...] = ()
+    scope: Scope, send: Send, status: int, message: str, *,
+    extra: tuple[tuple[bytes, bytes], ...] = (),
 ) -> None:
     """Log and answer a malformed envelope (the message is ours: it names a field, never
     quotes the caller's value)."""
     # The worker writes no request.start / request.end lines: without this, an envelope
-    # refused as malformed left no trace at all, however often it came.
-    events.warning(WORKER_REFUSED, event=WORKER_REFUSED, outcome=OUTCOME_INVALID,
-                   status=status, error=message)
+    # refused as malformed left no trace at all, however often it came. Not when the
+    # server's parser answered first (bad chunk framing in the read that ended the
+    # headers): this answer reaches nobody, and its status was logged as sent.
+    if not server_answered(scope):
+        events.warning(WORKER_REFUSED, event=WORKER_REFUSED, outcome=OUTCOME_INVALID,
+                       status=status, error=message)
     await _send_json(send, status, _refusal(message), extra=extra)
 
 

@@ -51,7 +51,13 @@ from ridtrace.tracing.serverspan import (
     span_of_lines,
 )
 
-__all__ = ["SCOPE_KEY", "UNMATCHED_ROUTE", "ObservedServing", "answered_by_server"]
+__all__ = [
+    "SCOPE_KEY",
+    "UNMATCHED_ROUTE",
+    "ObservedServing",
+    "answered_by_server",
+    "server_answered",
+]
 
 # The lifecycle lines name the middleware as their logger (docs/log-schema.md).
 events = EventLog("ridtrace.tracing.middleware")
@@ -82,6 +88,12 @@ def answered_by_server(scope: Scope, status: int, reason: str, size: int) -> Non
     nothing.
     """
     scope[_SERVER_ANSWER_KEY] = (status, reason, size)
+
+
+def server_answered(scope: Scope) -> bool:
+    """Whether the server itself answered ``scope``'s request (`answered_by_server`): an
+    answer the app gives after it reaches nobody."""
+    return _SERVER_ANSWER_KEY in scope
 
 
 def _take_server_answer(scope: Scope, state: Exchange, ctx: RequestContext) -> None:
