@@ -79,3 +79,18 @@ def test_a_body_read_after_100_continue_keeps_the_connection(stack: Stack) -> No
         while chunk := sock.recv(65536):
             rest += chunk
     assert rest.startswith(b"HTTP/1.1 200 "), rest[:200]
+
+
+def test_a_worker_refuses_an_envelope_over_its_limit_before_100_continue(stack: Stack) -> None:
+    # The frontend answered such a request 413 at once; a worker said 100 Continue and
+    # took 100 MB before refusing it (its drain cap is 32 times its 4 MiB limit).
+    head = (b"POST /v1/work HTTP/1.1\r\nhost: 127.0.0.1\r\nexpect: 100-continue\r\n"
+            b"content-type: application/json\r\ncontent-length: 100000000\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", stack.workers[0].port), timeout=10) as sock:
+        sock.sendall(head)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+    assert b"100 Continue" not in answer and b"work envelope too large" in answer
+    assert b"\r\nconnection: close\r\n" in answer.lower()

@@ -10,7 +10,7 @@ from starlette.types import Scope
 
 __all__ = [
     "UNSUPPORTED_CONTENT_CODING", "EarlyRefusal", "early_refusal", "json_body_refusal",
-    "transfer_coding_refusal", "web_page_refusal",
+    "refused_before_continue", "transfer_coding_refusal", "web_page_refusal",
 ]
 
 
@@ -133,12 +133,12 @@ def early_refusal(scope: Scope, limit: int) -> EarlyRefusal | None:
     if refusal is not None:
         coding = refusal == UNSUPPORTED_CONTENT_CODING
         return EarlyRefusal(415, refusal, close=False, headers=_CODINGS_TAKEN if coding else ())
-    if _refused_before_continue(scope, limit):
+    if refused_before_continue(scope, limit):
         return EarlyRefusal(413, f"request body exceeds {limit} bytes", close=True)
     return None
 
 
-def _refused_before_continue(scope: Scope, limit: int) -> bool:
+def refused_before_continue(scope: Scope, limit: int) -> bool:
     """True when the client waits for ``100 Continue`` before sending a body whose
     ``content-length`` is already over ``limit``.
 

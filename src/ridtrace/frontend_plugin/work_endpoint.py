@@ -34,7 +34,11 @@ from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin import json_codec
 from ridtrace.frontend_plugin.asgi_io import GuardedStreamingResponse
 from ridtrace.frontend_plugin.drain import Drain
-from ridtrace.frontend_plugin.early_refusals import transfer_coding_refusal, web_page_refusal
+from ridtrace.frontend_plugin.early_refusals import (
+    refused_before_continue,
+    transfer_coding_refusal,
+    web_page_refusal,
+)
 from ridtrace.frontend_plugin.engine import EchoEngine, echo_tokens
 from ridtrace.frontend_plugin.registry import DuplicateRequestId, InflightRegistry
 from ridtrace.frontend_plugin.settings import WorkerSettings
@@ -59,6 +63,7 @@ _JSON_HEADER = (b"content-type", b"application/json")
 # A body over the cap is still read (and thrown away) up to this multiple of the cap,
 # so the client gets to read our 413 instead of a reset connection mid-upload.
 _DRAIN_FACTOR = 32
+_TOO_LARGE = "work envelope too large"
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +143,12 @@ class WorkEndpoint:
         if from_a_page is not None:  # the body stays unread
             await _refuse_invalid(scope, send, *from_a_page, extra=((b"connection", b"close"),))
             return
+        if refused_before_continue(scope, config.max_body_bytes):
+            # Said before uvicorn's 100 Continue (at the first body read), which invited
+            # a client to upload 100 MB it would only be refused for.
+            await _refuse_invalid(scope, send, 413, _TOO_LARGE,
+                                  extra=((b"connection", b"close"),))
+            return
         try:
             # An envelope that never ends (a content-length larger than what is sent, a
             # chunked body left open) held its connection and task forever: the header
@@ -155,7 +166,7 @@ class WorkEndpoint:
             )
             return
         if body is None:
-            await _refuse_invalid(scope, send, 413, "work envelope too large")
+            await _refuse_invalid(scope, send, 413, _TOO_LARGE)
             return
         try:
             job = WorkRequest.from_json(body, max_id_length=self.max_id_length)
