@@ -57,3 +57,15 @@ def test_jaeger_tags_the_requests_own_end(tmp_path: Path, app_event: str | None)
     assert (tags["status"], tags["outcome"], tags["error.message"], tags["error"]) == (
         500, "error", "boom", True)
     assert "worker" not in tags
+
+
+def test_a_status_a_shipper_wrote_as_a_float_is_shown_as_the_status(tmp_path: Path) -> None:
+    # Cloud Logging's jsonPayload holds every number as a float: trace said "500.0".
+    path = tmp_path / "gcp.jsonl"
+    path.write_text("\n".join([
+        rt(REQUEST_START, time=ts(0.0), **_IDS),
+        rt(REQUEST_END, time=ts(0.02), status=500.0, outcome="error", duration_ms=20.0, **_IDS),
+    ]) + "\n")
+    result = CliRunner().invoke(main, ["trace", "r1", str(path), "--format", "json"])
+    (request,) = json.loads(result.stdout)["requests"]
+    assert request["status"] == "500"

@@ -233,6 +233,10 @@ def lifecycle_only(field: str, lifecycle: str = RIDTRACE_EVENT) -> str:
     return f"CASE WHEN {lifecycle} THEN {field} END"
 
 
+_WHOLE_STATUS = ("coalesce(CAST(TRY_CAST(CASE WHEN ends_with(status, '.0') THEN status END "
+                 "AS DOUBLE) AS BIGINT)::VARCHAR, status)")
+
+
 def ridtrace_deprecated(lifecycle: str = RIDTRACE_EVENT) -> str:
     """The deprecated headers a ridtrace/1 line names: its lifecycle line's list, or
     the header a `deprecated_header` WARN names (`lifecycle` as `lifecycle_only`)."""
@@ -250,7 +254,9 @@ NORMALIZED: dict[str, str] = {
         f"CASE WHEN {_DYN_WORKER} THEN {literal(WORKER)} "
         f"WHEN {_DYN_FRONT} THEN {literal(FRONTEND)} END",
     ),
-    "status": _pick(lifecycle_only("status"), f"CASE WHEN {_SENT} THEN status END"),
+    # A shipper that parses JSON writes numbers as floats (Cloud Logging's jsonPayload):
+    # a status 500.0 is the status 500.
+    "status": _pick(lifecycle_only(_WHOLE_STATUS), f"CASE WHEN {_SENT} THEN status END"),
     "outcome": _pick(lifecycle_only("outcome"),
                      f"CASE WHEN {DYNAMO_LINE} THEN {DYNAMO_OUTCOME} END"),
     "route": _pick(lifecycle_only("coalesce(route, path)"), DYNAMO_ROUTE),
