@@ -66,6 +66,14 @@ def dask_client(scheduler: str | None = None, **cluster_options: Any) -> Iterato
         cluster = _dist.LocalCluster(**options)
     except (ValueError, KeyError, TypeError) as exc:  # another setting Dask refuses
         raise DaskEngineError(f"cannot start a local Dask cluster: {exc}") from exc
+    except (RuntimeError, OSError) as exc:
+        # The machine's, not ridtrace's: no usable temporary directory for the workers'
+        # spill space, a read-only /dev/shm ("Cluster failed to start", "Nanny failed to
+        # start"). It was 80 lines of traceback and "internal error" (exit 4).
+        cause = exc.__cause__ or exc.__context__
+        detail = f"{exc}" + (f" ({cause})" if cause is not None and str(cause) not in str(exc)
+                             else "")
+        raise DaskEngineError(f"cannot start a local Dask cluster: {detail}") from exc
     with cluster, _dist.Client(cluster) as client:
         yield client
 
