@@ -398,3 +398,14 @@ def test_an_empty_folder_is_not_reported_as_healthy_logs(tmp_path: Path) -> None
     assert result.exit_code == 0
     assert "No findings: no log line was read." in result.stdout
     assert "no log lines found" in result.stderr
+
+
+def test_a_window_that_holds_no_line_says_so_not_that_nothing_was_read(tmp_path: Path) -> None:
+    # A mistyped year: every line was read, none falls in the window, and the table said
+    # "no log line was read", as for an empty folder or a wrong path.
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
+    result = CliRunner().invoke(main, ["analyze", str(log), "--since", "2099-01-01"])
+    assert result.exit_code == 0, result.output
+    assert "No findings: none of the 2 lines read falls in the --since/--until window." in (
+        result.stdout)

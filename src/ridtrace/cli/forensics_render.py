@@ -106,6 +106,10 @@ def render_report(report: Report, *, to_terminal: bool) -> str:
         if report.summary["incomplete"]:
             _print_incomplete(console, report.summary, "No findings in what was read, but "
                               "incidents may be missing:")
+        elif not report.summary["lines"] and report.lines_read:
+            # The logs were read; the window holds none of their lines (a mistyped year).
+            console.print(f"No findings: none of the {report.lines_read} lines read falls in "
+                          "the --since/--until window.")
         elif not report.summary["lines"]:
             # Nothing read is no evidence of health: an empty folder, a wrong path.
             console.print("No findings: no log line was read.")

@@ -70,6 +70,9 @@ class Report:
     found: FindingColumns
     source: pd.DataFrame = field(repr=False)
     offsets_us: dict[str, int] = field(default_factory=dict)
+    # Every line read, a --since/--until window's or not (the summary's `lines` are the
+    # window's): a window that holds none of them is no read that found nothing.
+    lines_read: int = 0
 
     @cached_property
     def requests(self) -> pd.DataFrame:
@@ -233,7 +236,8 @@ def analyze_requests(
     if open_held := open_id_holders(spans, closing):
         summary.update(incomplete=True, incomplete_reasons=[
             *summary["incomplete_reasons"], open_holders_reason(open_held)])
-    return Report(summary=summary, found=found, source=requests, offsets_us=offsets)
+    return Report(summary=summary, found=found, source=requests, offsets_us=offsets,
+                  lines_read=stats.lines)
 
 
 def report_json(report: Report) -> dict[str, Any]:
