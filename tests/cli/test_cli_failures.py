@@ -412,3 +412,20 @@ def test_a_stop_inside_the_import_system_is_delivered_again_outside_it() -> None
     finally:
         signal.signal(signal.SIGUSR1, previous)
         stop.forget_stops()
+
+
+@pytest.mark.extra("plot")
+def test_audit_plot_quiet_keeps_matplotlibs_start_up_warnings_off_stderr(tmp_path: Path) -> None:
+    # A HOME matplotlib cannot make its config and cache folders in (a service account's,
+    # read-only): "mkdir -p failed" and "created a temporary cache directory" under -q.
+    home = tmp_path / "home-is-a-file"
+    home.touch()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MPLCONFIGDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")}
+    done = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "audit", str(_logs(tmp_path)), "-q",
+         "--plot", str(tmp_path / "use.png")],
+        capture_output=True, text=True, env={**env, "HOME": str(home)}, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and (tmp_path / "use.png").stat().st_size > 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -107,6 +108,10 @@ def audit(
     table = _rfc3339(run_audit(requests, by), "first_seen", "last_seen")
     series = daily_series(requests)
     if plot is not None:
+        if quiet:
+            # matplotlib's own warnings at its import (a HOME it cannot write its config
+            # and cache in: "mkdir -p failed", "created a temporary cache directory").
+            logging.getLogger("matplotlib").setLevel(logging.ERROR)
         try:
             with whole_binary_file(plot) as image:  # never half an image, as -o's file
                 plot_usage(usage_series(requests), plot, into=image,
