@@ -259,13 +259,16 @@ def test_lost_output_needs_frontend_logs_and_a_caller_that_stayed() -> None:
 
 
 def test_deprecated_header_per_request() -> None:
+    # A worker's span counts only as its own request (called directly, no caller): the
+    # work of a frontend request is that request's.
     reqs = requests_frame(
         {"span_id": "A", "deprecated": "x-dynamo-request-id", "deprecated_line": 3},
         {"span_id": "B"},
-        {"span_id": "W", "side": "worker", "deprecated": "request-id"},
+        {"span_id": "W", "side": "worker", "parent_span_id": "A", "deprecated": "request-id"},
+        {"span_id": "D", "side": "worker", "deprecated": "request-id"},
     )
     found = deprecated_header(reqs)
-    assert list(found["span_id"]) == ["A"]
+    assert list(found["span_id"]) == ["A", "D"]
     assert found.loc[0, "evidence"] == [{"file": "f.jsonl", "line": 3}]
     assert found.loc[0, "severity"] == "info"
 

@@ -389,3 +389,25 @@ def test_an_engine_failure_is_a_worker_error_event_with_its_traceback(
                 if e.get("level") == "ERROR"]
     assert (error["event"], error["request_id"]) == ("worker.error", "rid-e")
     assert error["exception"] == "RuntimeError: GPU fell off the bus" and "_event" not in error
+
+
+def test_a_deprecated_id_header_sent_to_a_worker_is_named_on_its_work_line(tmp_path: Path) -> None:
+    # A worker writes no request.start (its middleware's lifecycle lines are off): a
+    # /v1/work call with `request-id` left only the once-per-process WARN, under another
+    # id, and `audit` counted no request.
+    from tests.support.inprocess_cli import run_in_process
+
+    log = tmp_path / "worker.jsonl"
+    configure_logging(log, service="worker", intercept_stdlib=False)
+    scope = _scope()
+    scope["headers"] = [*scope["headers"], (b"request-id", b"old-style")]
+    app = create_worker_app(WorkerSettings())
+    for n in range(2):
+        _call(app, scope, [_envelope(f"rid-d{n}")])
+    logger.remove()
+    starts = [e for e in map(orjson.loads, log.read_bytes().splitlines())
+              if e.get("event") == "worker.start"]
+    assert [e.get("deprecated_headers") for e in starts] == ["request-id", "request-id"]
+    code, out, _ = run_in_process(["audit", str(log), "--format", "json"])
+    rows = [(row["header"], row["requests"]) for row in orjson.loads(out)["rows"]]
+    assert (code, rows) == (0, [("request-id", 2)])

@@ -48,6 +48,7 @@ from ridtrace.frontend_plugin.work_reply import log_end, paced_reply, whole_repl
 from ridtrace.frontend_plugin.worker_errors import not_served
 from ridtrace.frontend_plugin.worker_identity import adopt_identity
 from ridtrace.tracing import annotate_request
+from ridtrace.tracing.context import current_context
 from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH
 from ridtrace.tracing.observed import server_answered
@@ -193,9 +194,12 @@ class WorkEndpoint:
             annotate_request(outcome_override=OUTCOME_CONFLICT)  # the requests metric too
             await _send_error(send, 409, str(exc), kind="conflict")
             return
+        ctx = current_context()
         events.info(
             WORKER_START, event=WORKER_START, endpoint=job.endpoint, model=job.model,
             fp_in=fingerprint(job.prompt), session_id=job.session_id,
+            # Its only line naming them: a worker writes no request.start of its own.
+            deprecated_headers=None if ctx is None else ctx.deprecated_headers,
         )
         if not self.engine.ready_now():
 

@@ -57,6 +57,10 @@ class RequestContext:
     # Handlers must not use trace.get_current_span() for request-level attributes: with
     # FastAPI's telemetry that is an operation span ("fastapi.endpoint"), not the request.
     server_span: Span | None = None
+    # The deprecated id headers the request sent, comma-separated (`request.start`'s
+    # `deprecated_headers`), for lines of its own a service writes in place of the
+    # middleware's (a worker's `worker.start`).
+    deprecated_headers: str | None = None
 
 
 _current: ContextVar[RequestContext | None] = ContextVar("ridtrace_request", default=None)

@@ -141,6 +141,7 @@ class RequestTracingMiddleware(ObservedServing):
         ):
             # Nothing records, nothing is logged or counted: the id-only path.
             ctx = minted_context(request_id, x_request_id)
+            ctx.deprecated_headers = deprecated_text
             if unexported:  # not a request left out of the telemetry
                 ctx.server_span = span_of_lines(ctx, current)
             await self._serve_identity_only(

@@ -250,6 +250,7 @@ class ObservedServing:
 
         # Before a mounted app writes itself there: the stack holding ridtrace.
         app = scope.get("app")
+        ctx.deprecated_headers = deprecated_text
         token = request_context.enter(ctx)
         scope[SCOPE_KEY] = ctx
         # A no-op tracer hands back the span that is already current; attaching it

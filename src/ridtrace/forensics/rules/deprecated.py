@@ -1,4 +1,5 @@
-"""The info finding for deprecated id headers: one per frontend request that sent one.
+"""The info finding for deprecated id headers: one per request that sent one (a frontend
+request, or a worker's work called directly, which is a request of its own).
 
 A pure function like the other rules: ``find_deprecated_header`` on `SpanColumns`,
 ``deprecated_header`` on a requests DataFrame.
@@ -22,8 +23,11 @@ from ridtrace.forensics.rules.findings import (
 def find_deprecated_header(spans: SpanColumns) -> FindingColumns:
     """`deprecated_header` on converted columns."""
     header = spans.text["deprecated"]
+    # A worker's span names the headers only when called directly (a frontend never
+    # sends them on): with no caller of its own, it is the request.
+    own_caller = spans.worker & (spans.caller() == spans.span)
     rows = np.flatnonzero(
-        pc.is_valid(header).to_numpy(zero_copy_only=False) & spans.front
+        pc.is_valid(header).to_numpy(zero_copy_only=False) & (spans.front | own_caller)
     )
     detail = [f"sent deprecated header {h}" for h in spans.texts("deprecated", rows)]
     proof = evidence(spans.lines_at("deprecated_line", rows))

@@ -15,9 +15,10 @@ from typing import Any, BinaryIO, Final, cast
 
 import pandas as pd
 
-from ridtrace.contract import FRONTEND
+from ridtrace.contract import FRONTEND, WORKER
 from ridtrace.forensics.printable import csv_escaped
 from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
+from ridtrace.forensics.rules.overlap import caller_of
 from ridtrace.forensics.rules.report import count_requests
 from ridtrace.forensics.views.trace_spellings import one_spelling
 
@@ -27,7 +28,11 @@ _UNKNOWN = "(unknown)"
 
 def deprecated_usage(requests: pd.DataFrame) -> pd.DataFrame:
     """One row per (request, deprecated header it sent): header, time, day, client, route."""
-    dep = requests[(requests["side"] == FRONTEND) & requests["deprecated"].notna()]
+    # A worker's work called directly (no caller of its own) is a request too, as the
+    # `deprecated_header` rule counts it; a frontend never sends the headers on.
+    side = requests["side"]
+    own = (side == WORKER) & (caller_of(requests) == requests["span_id"]).fillna(False)
+    dep = requests[((side == FRONTEND) | own) & requests["deprecated"].notna()]
     if dep.empty:
         columns = {c: pd.Series(dtype="object") for c in ("header", "client", "route", "span_id")}
         columns["time"] = pd.Series(dtype="datetime64[us, UTC]")
