@@ -148,33 +148,3 @@ def test_a_follower_names_the_files_line_of_evidence_with_no_span_id(tmp_path: P
     assert summary["unreadable_files"] == [{
         "file": str(log), "reason": "an Unlinked error at line 5 names no span_id, so no "
         "request holds it: the finding is missing (read that line)"}]
-
-
-@pytest.mark.parametrize("command", ["analyze", "audit"])
-@pytest.mark.parametrize("engine", ENGINES)
-def test_ridtraces_own_warn_with_no_ids_is_no_use_of_its_own(
-    tmp_path: Path, command: str, engine: str,
-) -> None:
-    # ridtrace's first releases wrote the once-per-process WARN without the request's
-    # ids; each request's own lines list the header. Their logs were "incomplete"
-    # (exit 3) for a use no request was missing.
-    from tests.forensics.helpers import rt, ts
-
-    lines = [rt("deprecated_header", time=ts(0.0), level="WARN", header="x-dynamo-request-id",
-                message="ignoring deprecated client request id header")]
-    for n in range(2):
-        ids = {"request_id": f"r{n}", "trace_id": f"{n + 1}" * 32, "span_id": f"{n + 1}" * 16,
-               "deprecated_headers": "x-dynamo-request-id"}
-        lines += [rt("request.start", time=ts(n), **ids),
-                  rt("request.end", time=ts(n + 0.5), status=200, outcome="ok",
-                     duration_ms=500.0, **ids)]
-    log = tmp_path / "frontend.jsonl"
-    log.write_text("\n".join(lines) + "\n")
-    code, doc = _run(command, str(log), "--engine", engine)
-    summary = doc["summary"]
-    assert (code, summary["incomplete"], summary["unreadable_files"]) == (0, False, [])  # type: ignore[index]
-    if command == "audit":
-        assert [(r["header"], r["requests"]) for r in doc["rows"]] == [  # type: ignore[attr-defined]
-            ("x-dynamo-request-id", 2)]
-    else:
-        assert summary["deprecated_header"] == 2  # type: ignore[index]

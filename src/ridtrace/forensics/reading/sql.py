@@ -239,13 +239,9 @@ _WHOLE_STATUS = ("coalesce(CAST(TRY_CAST(CASE WHEN ends_with(status, '.0') THEN 
 
 def ridtrace_deprecated(lifecycle: str = RIDTRACE_EVENT) -> str:
     """The deprecated headers a ridtrace/1 line names: its lifecycle line's list, or
-    the header a `deprecated_header` WARN names (`lifecycle` as `lifecycle_only`). A
-    WARN with no span_id is no use of its own: the first releases wrote the once-per-
-    process WARN without the request's ids, whose own lines list the header anyway, and
-    their logs were "incomplete" (exit 3) for a use no request held."""
+    the header a `deprecated_header` WARN names (`lifecycle` as `lifecycle_only`)."""
     return (f"coalesce({lifecycle_only('deprecated_headers', lifecycle)}, "
-            f"CASE WHEN event = {literal(DEPRECATED_HEADER)} AND span_id IS NOT NULL "
-            "THEN header END)")
+            f"CASE WHEN event = {literal(DEPRECATED_HEADER)} THEN header END)")
 # Column name → expression over the raw fields, in the events frame's column order.
 NORMALIZED: dict[str, str] = {
     "time": "_t",
