@@ -40,11 +40,15 @@ SHUTDOWN_STOP: Final = "shutdown.stop"
 
 # Events whose lines are no part of a request's lifecycle but of its evidence.
 WORKER_EVENT_PREFIX: Final = "worker."
-# Every event ridtrace writes starts with one of these or is `DEPRECATED_HEADER`: an
-# application's own `event` field on a line written before it was kept apart (`_event`)
-# names something else ("cache.lookup").
-EVENT_PREFIXES: Final[tuple[str, ...]] = (
-    "request.", "worker.", "dispatch.", "response.", "stream.", "span.", "shutdown.",
+# The events of a worker's work (its span is a worker's).
+WORKER_EVENTS: Final[tuple[str, ...]] = (WORKER_START, WORKER_END, WORKER_ERROR, WORKER_REFUSED)
+# Every event ridtrace writes: an application's own `event` field on a line written
+# before it was kept apart (`_event`) is none of them, even named like one
+# ("worker.cache" made a frontend request a worker's and hid its crossed stream).
+RIDTRACE_EVENTS: Final[tuple[str, ...]] = (
+    REQUEST_START, REQUEST_END, *WORKER_EVENTS, DISPATCH_ATTEMPT, DISPATCH_RETRY,
+    DISPATCH_OVERLOADED, RESPONSE_UNLINKED, RESPONSE_SENT, FOREIGN_CHUNK, DEPRECATED_HEADER,
+    SPAN_CLOSED, SHUTDOWN_DRAIN, SHUTDOWN_STOP,
 )
 
 # Fields of a lifecycle line that forensics reads on any ridtrace/1 line, whatever its

@@ -69,3 +69,18 @@ def test_a_status_a_shipper_wrote_as_a_float_is_shown_as_the_status(tmp_path: Pa
     result = CliRunner().invoke(main, ["trace", "r1", str(path), "--format", "json"])
     (request,) = json.loads(result.stdout)["requests"]
     assert request["status"] == "500"
+
+
+@pytest.mark.parametrize("engine", [[], ["--engine", "dask"]])
+def test_an_old_logs_app_event_named_like_ridtraces_hides_no_crossed_stream(
+    engine: list[str],
+) -> None:
+    # `data/app-event-in-family`: a real frontend log with a crossed caller, and inside it
+    # one application line written before apps' event fields were kept apart:
+    # event "worker.cache", outcome "miss". Taken as one of ridtrace's events, it made the
+    # caller a worker's span with outcome "miss", and analyze said No findings (exit 0).
+    logs = Path(__file__).parents[1] / "forensics" / "data" / "app-event-in-family"
+    result = CliRunner().invoke(main, ["analyze", str(logs), "--format", "json", "-q", *engine])
+    kinds = sorted(f["kind"] for f in json.loads(result.stdout)["findings"]
+                   if f["severity"] == "error")
+    assert (result.exit_code, kinds) == (1, ["crossed_stream", "crossed_stream", "unlinked"])

@@ -36,7 +36,6 @@ from ridtrace.contract import (
     WORKER,
     WORKER_END,
     WORKER_ERROR,
-    WORKER_EVENT_PREFIX,
     WORKER_REFUSED,
 )
 from ridtrace.forensics.reading.deprecated_sql import header_bits, with_every_header
@@ -51,6 +50,7 @@ from ridtrace.forensics.reading.sql import (
     DYNAMO_UNLINKED,
     DYNAMO_WARNED_HEADER,
     RIDTRACE_EVENT,
+    WORKER_EVENT,
     answered_in,
     began,
     lifecycle_only,
@@ -128,7 +128,7 @@ _LINE = f"""
         AS outcome,
     CASE WHEN _rt THEN {lifecycle_only("fp_in", "_life")} END AS fp_in,
     CASE WHEN _rt THEN {lifecycle_only("fp_out", "_life")} END AS fp_out,
-    CASE WHEN _rt THEN starts_with(event, {literal(WORKER_EVENT_PREFIX)})
+    CASE WHEN _rt THEN {WORKER_EVENT}
          ELSE span_name IN {literal_list(DYNAMO_WORKER_SPANS)} END AS _worker,
     (NOT _rt AND span_name IN {literal_list(DYNAMO_INNER_SPANS)}) IS TRUE AS _inner,
     (NOT _rt AND span_name = {literal(DYNAMO_HTTP_SPAN)}) IS TRUE AS _outer,

@@ -31,7 +31,6 @@ from ridtrace.contract import (
     DYNAMO_SPAN_DURATION_US,
     DYNAMO_SPAN_FIRST_ENTRY,
     DYNAMO_WORKER_SPANS,
-    EVENT_PREFIXES,
     FRONTEND,
     LOG_SCHEMA,
     OUTCOME_ERROR,
@@ -40,13 +39,14 @@ from ridtrace.contract import (
     REQUEST_START,
     RESPONSE_SENT,
     RESPONSE_UNLINKED,
+    RIDTRACE_EVENTS,
     SPAN_CLOSED,
     UNLINKED_REQUEST,
     UNLINKED_RESPONSE,
     WORKER,
     WORKER_END,
     WORKER_ERROR,
-    WORKER_EVENT_PREFIX,
+    WORKER_EVENTS,
     WORKER_REFUSED,
     WORKER_START,
 )
@@ -218,10 +218,10 @@ def _pick(ridtrace: str, dynamo: str) -> str:
     return f"CASE WHEN {_RT} THEN {ridtrace} ELSE {dynamo} END"
 
 
-# A ridtrace/1 line that is one of ridtrace's own events (`contract.EVENT_PREFIXES`).
-RIDTRACE_EVENT = "(" + " OR ".join(
-    [f"starts_with(event, {literal(prefix)})" for prefix in EVENT_PREFIXES]
-    + [f"event = {literal(DEPRECATED_HEADER)}"]) + ")"
+# A ridtrace/1 line that is one of ridtrace's own events (`contract.RIDTRACE_EVENTS`).
+RIDTRACE_EVENT = f"(event IN {literal_list(RIDTRACE_EVENTS)})"
+# One of a worker's: its span is a worker's.
+WORKER_EVENT = f"(event IN {literal_list(WORKER_EVENTS)})"
 
 
 def lifecycle_only(field: str, lifecycle: str = RIDTRACE_EVENT) -> str:
@@ -250,7 +250,7 @@ NORMALIZED: dict[str, str] = {
     "level": "CASE WHEN level = 'WARNING' THEN 'WARN' ELSE level END",
     "event": _pick("event", f"CASE WHEN {DYNAMO_LINE} THEN {_DYN_EVENT} END"),
     "side": _pick(
-        f"CASE WHEN starts_with(event, {literal(WORKER_EVENT_PREFIX)}) THEN {literal(WORKER)} END",
+        f"CASE WHEN {WORKER_EVENT} THEN {literal(WORKER)} END",
         f"CASE WHEN {_DYN_WORKER} THEN {literal(WORKER)} "
         f"WHEN {_DYN_FRONT} THEN {literal(FRONTEND)} END",
     ),
