@@ -266,9 +266,11 @@ def test_deprecated_header_per_request() -> None:
         {"span_id": "B"},
         {"span_id": "W", "side": "worker", "parent_span_id": "A", "deprecated": "request-id"},
         {"span_id": "D", "side": "worker", "deprecated": "request-id"},
+        # called with a traceparent whose span is in no log given: its own request too
+        {"span_id": "T", "side": "worker", "parent_span_id": "X", "deprecated": "request-id"},
     )
     found = deprecated_header(reqs)
-    assert list(found["span_id"]) == ["A", "D"]
+    assert list(found["span_id"]) == ["A", "D", "T"]
     assert found.loc[0, "evidence"] == [{"file": "f.jsonl", "line": 3}]
     assert found.loc[0, "severity"] == "info"
 

@@ -401,13 +401,18 @@ def test_a_deprecated_id_header_sent_to_a_worker_is_named_on_its_work_line(tmp_p
     configure_logging(log, service="worker", intercept_stdlib=False)
     scope = _scope()
     scope["headers"] = [*scope["headers"], (b"request-id", b"old-style")]
+    # From an instrumented client: its traceparent names a span no log given holds.
+    traced = _scope()
+    traced["headers"] = [*scope["headers"], (
+        b"traceparent", b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")]
     app = create_worker_app(WorkerSettings())
-    for n in range(2):
-        _call(app, scope, [_envelope(f"rid-d{n}")])
+    for n, call_scope in enumerate((scope, traced)):
+        _call(app, call_scope, [_envelope(f"rid-d{n}")])
+    _call(app, scope, [b'{"nope": 1}'])  # refused as malformed: still a use
     logger.remove()
-    starts = [e for e in map(orjson.loads, log.read_bytes().splitlines())
-              if e.get("event") == "worker.start"]
-    assert [e.get("deprecated_headers") for e in starts] == ["request-id", "request-id"]
+    lines = [e for e in map(orjson.loads, log.read_bytes().splitlines())
+             if e.get("event") in ("worker.start", "worker.refused")]
+    assert [e.get("deprecated_headers") for e in lines] == ["request-id"] * 3
     code, out, _ = run_in_process(["audit", str(log), "--format", "json"])
     rows = [(row["header"], row["requests"]) for row in orjson.loads(out)["rows"]]
-    assert (code, rows) == (0, [("request-id", 2)])
+    assert (code, rows) == (0, [("request-id", 3)])

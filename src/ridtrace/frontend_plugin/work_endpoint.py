@@ -189,17 +189,15 @@ class WorkEndpoint:
         except DuplicateRequestId as exc:
             events.warning(
                 WORKER_REFUSED, event=WORKER_REFUSED, outcome=OUTCOME_CONFLICT, status=409,
-                endpoint=job.endpoint,
+                endpoint=job.endpoint, deprecated_headers=_deprecated_sent(),
             )
             annotate_request(outcome_override=OUTCOME_CONFLICT)  # the requests metric too
             await _send_error(send, 409, str(exc), kind="conflict")
             return
-        ctx = current_context()
         events.info(
             WORKER_START, event=WORKER_START, endpoint=job.endpoint, model=job.model,
             fp_in=fingerprint(job.prompt), session_id=job.session_id,
-            # Its only line naming them: a worker writes no request.start of its own.
-            deprecated_headers=None if ctx is None else ctx.deprecated_headers,
+            deprecated_headers=_deprecated_sent(),
         )
         if not self.engine.ready_now():
 
@@ -264,6 +262,13 @@ async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
+def _deprecated_sent() -> str | None:
+    """The deprecated id headers the call sent, for its worker.start or worker.refused:
+    a worker writes no request.start of its own, the line that lists them elsewhere."""
+    ctx = current_context()
+    return None if ctx is None else ctx.deprecated_headers
+
+
 async def _refuse_invalid(
     scope: Scope, send: Send, status: int, message: str, *,
     extra: tuple[tuple[bytes, bytes], ...] = (),
@@ -276,7 +281,7 @@ async def _refuse_invalid(
     # headers): this answer reaches nobody, and its status was logged as sent.
     if not server_answered(scope):
         events.warning(WORKER_REFUSED, event=WORKER_REFUSED, outcome=OUTCOME_INVALID,
-                       status=status, error=message)
+                       status=status, error=message, deprecated_headers=_deprecated_sent())
     await _send_json(send, status, _refusal(message), extra=extra)
 
 

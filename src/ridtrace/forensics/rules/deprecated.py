@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.compute as pc
 
-from ridtrace.forensics.rules.columns import SpanColumns, span_columns
+from ridtrace.forensics.rules.columns import SpanColumns, isin, span_columns
 from ridtrace.forensics.rules.findings import (
     FindingColumns,
     evidence,
@@ -24,8 +24,10 @@ def find_deprecated_header(spans: SpanColumns) -> FindingColumns:
     """`deprecated_header` on converted columns."""
     header = spans.text["deprecated"]
     # A worker's span names the headers only when called directly (a frontend never
-    # sends them on): with no caller of its own, it is the request.
-    own_caller = spans.worker & (spans.caller() == spans.span)
+    # sends them on): with no caller in the logs (none, or a `traceparent`'s span that
+    # is no logged one), it is the request.
+    caller = spans.caller()
+    own_caller = spans.worker & ((caller == spans.span) | ~isin(caller, spans.span))
     rows = np.flatnonzero(
         pc.is_valid(header).to_numpy(zero_copy_only=False) & (spans.front | own_caller)
     )

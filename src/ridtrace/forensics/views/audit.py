@@ -31,7 +31,9 @@ def deprecated_usage(requests: pd.DataFrame) -> pd.DataFrame:
     # A worker's work called directly (no caller of its own) is a request too, as the
     # `deprecated_header` rule counts it; a frontend never sends the headers on.
     side = requests["side"]
-    own = (side == WORKER) & (caller_of(requests) == requests["span_id"]).fillna(False)
+    caller = caller_of(requests)
+    unlogged = ~caller.isin(requests["span_id"]) | (caller == requests["span_id"]).fillna(False)
+    own = (side == WORKER) & unlogged
     dep = requests[((side == FRONTEND) | own) & requests["deprecated"].notna()]
     if dep.empty:
         columns = {c: pd.Series(dtype="object") for c in ("header", "client", "route", "span_id")}
