@@ -262,9 +262,11 @@ def test_deprecated_header_per_request() -> None:
     # A worker's span counts only as its own request (called directly, no caller): the
     # work of a frontend request is that request's.
     reqs = requests_frame(
-        {"span_id": "A", "deprecated": "x-dynamo-request-id", "deprecated_line": 3},
+        {"span_id": "A", "trace_id": "t1", "deprecated": "x-dynamo-request-id",
+         "deprecated_line": 3},
         {"span_id": "B"},
-        {"span_id": "W", "side": "worker", "parent_span_id": "A", "deprecated": "request-id"},
+        {"span_id": "W", "trace_id": "t1", "side": "worker", "parent_span_id": "A",
+         "deprecated": "request-id"},
         {"span_id": "D", "side": "worker", "deprecated": "request-id"},
         # called with a traceparent whose span is in no log given: its own request too
         {"span_id": "T", "side": "worker", "parent_span_id": "X", "deprecated": "request-id"},
