@@ -60,3 +60,29 @@ def test_nested_records_packed_on_a_line_read_as_the_flat_log(tmp_path: Path,
     assert {k: got["summary"][k] for k in counts} == {k: want["summary"][k] for k in counts}
     assert [f["kind"] for f in got["findings"]] == [f["kind"] for f in want["findings"]]
     assert got["summary"]["unlinked"] >= 1 and code == 1
+
+
+@pytest.mark.parametrize("engine", [[], ["--engine", "dask"]])
+@pytest.mark.parametrize("packed", [False, True], ids=["plain", "gzip"])
+def test_a_hole_of_nuls_before_the_batches_hides_no_record(
+    tmp_path: Path, engine: list[str], packed: bool,
+) -> None:
+    # copytruncate under a writer that does not append leaves NULs before the first
+    # line: the batch format was not recognised behind them, and the whole file was one
+    # bad line (its Unlinked error lost, exit 3).
+    import gzip
+
+    from click.testing import CliRunner
+
+    from ridtrace.cli.main import main
+
+    flat = [json.loads(line) for line in _SAMPLE.read_text().splitlines() if line.strip()]
+    _, want = analyze_json(str(_SAMPLE))
+    data = b"\x00" * 64 + _batches([_nested(r, keep_time=False) for r in flat], per_line=3)
+    log = tmp_path / ("otel-logs.json.gz" if packed else "otel-logs.json")
+    log.write_bytes(gzip.compress(data) if packed else data)
+    result = CliRunner().invoke(main, ["analyze", str(log), "--format", "json", "-q", *engine])
+    got = json.loads(result.stdout)
+    counts = ("lines", "bad_lines", "requests", "unlinked", "incomplete")
+    assert {k: got["summary"][k] for k in counts} == {k: want["summary"][k] for k in counts}
+    assert result.exit_code == 1

@@ -32,6 +32,11 @@ def stage(
     out of the container runtime's or journal's wrapping (`reading.unwrap`), line for line.
     """
 
+    if unwrap is not None:
+        # A hole of NULs at the top (copytruncate under a writer that does not append) is
+        # no part of the first line: the plain read passes over it, and an unwrapper given
+        # it took the first record for a bad line (an OpenTelemetry batch: the file).
+        head = head.lstrip(b"\x00")
     # Progress in the source's own bytes where it says how many it read: the bar's total
     # is the files' sizes, and a gzip's decompressed bytes ran it past 100 %.
     consumed = getattr(stream, "consumed", lambda: None)

@@ -297,7 +297,9 @@ def _shipper_of(lines: list[bytes]) -> Unwrapper | None:
 def wrapper_of(head: bytes) -> Unwrapper | None:
     """An unwrapper for what the first lines of `head` are wrapped or nested in, or None
     for plain JSON lines (the common case, decided by a look at the first line and one
-    regular-expression search of the head)."""
+    regular-expression search of the head). NULs at its top are a hole copytruncate
+    left, no part of the first line (`stage` drops them before the unwrapper)."""
+    head = head.lstrip(b"\x00")
     shipper = (_shipper_of(_first_lines(head)) or document_entries_of(head)
                or csv_export_of(head))
     if shipper is None:
@@ -321,4 +323,5 @@ def unwrapped_head(head: bytes) -> bytes:
     probe = wrapper_of(head)
     if probe is None:
         return head
+    head = head.lstrip(b"\x00")
     return probe.feed(head[: head.rfind(b"\n") + 1] or head)
