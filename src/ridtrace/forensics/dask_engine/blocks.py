@@ -31,12 +31,12 @@ from ridtrace.forensics.reading.connection import shared_cursor
 from ridtrace.forensics.reading.decoding import DecodedStream, compression_of, wide_text_codec
 from ridtrace.forensics.reading.files import parse
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES
-from ridtrace.forensics.reading.log_names import NO_JSON_LINES, ignore_reason
+from ridtrace.forensics.reading.log_names import ignore_reason
 from ridtrace.forensics.reading.plain_copy import stage
-from ridtrace.forensics.reading.read_on import read_on_to_records
+from ridtrace.forensics.reading.read_on import walked_file_verdict
 from ridtrace.forensics.reading.source_open import DELETED
 from ridtrace.forensics.reading.stats import FileNote, ReadStats, truncated_while_read
-from ridtrace.forensics.reading.unwrap import unwrapped_head, wrapper_of
+from ridtrace.forensics.reading.unwrap import wrapper_of
 from ridtrace.forensics.records.read import partial_of
 from ridtrace.forensics.records.spans import empty_partial as _empty
 
@@ -263,15 +263,9 @@ def _read_opened(
             # Only a whole-file block is wrapped: `_whole_file` keeps such a file whole.
             unwrap = wrapper_of(head) if block.whole else None
             if block.file.from_directory:
-                seen = head if unwrap is None else unwrapped_head(head)
-                ignored = ignore_reason(block.file.name, seen, whole=len(head) < SNIFF_BYTES,
-                                        wrapped=unwrap is not None)
-                # Such a file is one block (`_whole_file`): it may be read on here.
-                if ignored == NO_JSON_LINES and (found := read_on_to_records(stream.read)):
-                    more, later_unwrap = found
-                    head += more
-                    unwrap = unwrap or later_unwrap
-                    ignored = None
+                # A file it may pass over is one block (`_whole_file`): read on here.
+                ignored, head, unwrap = walked_file_verdict(block.file.name, head, unwrap,
+                                                            stream.read)
                 if ignored is not None:
                     stats.ignored_files.append(FileNote(block.file.name, ignored))
                     return BlockResult(_empty(lean=lean), stats)

@@ -16,12 +16,17 @@ from collections.abc import Callable
 
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES
 from ridtrace.forensics.reading.judge import PREFIXED_RECORD
-from ridtrace.forensics.reading.log_names import LOG_LINE_KEYS, json_object_line
+from ridtrace.forensics.reading.log_names import (
+    LOG_LINE_KEYS,
+    NO_JSON_LINES,
+    ignore_reason,
+    json_object_line,
+)
 from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
-from ridtrace.forensics.reading.unwrap import PREFIX, Unwrapper, wrapper_of
+from ridtrace.forensics.reading.unwrap import PREFIX, Unwrapper, unwrapped_head, wrapper_of
 from ridtrace.forensics.reading.unwrap_parts import json_object
 
-__all__ = ["LOOK_FURTHER_BYTES", "read_on_to_records"]
+__all__ = ["LOOK_FURTHER_BYTES", "read_on_to_records", "walked_file_verdict"]
 
 # How far past the sniff a text file is looked at: a text log larger than this with no
 # JSON line in it is still passed over (and named on stderr), not read as bad lines.
@@ -90,3 +95,18 @@ def read_on_to_records(read: Callable[[int], bytes]) -> tuple[bytes, Unwrapper |
         if not chunk:
             return None
     return None
+
+
+def walked_file_verdict(
+    name: str, head: bytes, unwrap: Unwrapper | None, read: Callable[[int], bytes],
+) -> tuple[str | None, bytes, Unwrapper | None]:
+    """Why a file a walk found is passed over (`ignore_reason`; None: it is read), with
+    the head and the unwrapper to read it by: a text file's head grown by what was read
+    on to its first record, and the unwrapper the lines from there ask for. `head` is
+    the file's sniffed start, `read` what reads on from it (both engines alike)."""
+    seen = head if unwrap is None else unwrapped_head(head)
+    reason = ignore_reason(name, seen, whole=len(head) < SNIFF_BYTES, wrapped=unwrap is not None)
+    if reason == NO_JSON_LINES and (found := read_on_to_records(read)):
+        more, later_unwrap = found
+        return None, head + more, unwrap or later_unwrap
+    return reason, head, unwrap

@@ -16,10 +16,9 @@ import duckdb
 from ridtrace.forensics.reading.archives import TAR_ARCHIVE, ZIP_ARCHIVE, is_tar, is_zip_of_logs
 from ridtrace.forensics.reading.decoding import DecodedStream
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES, Source, not_regular_reason, open_raw
-from ridtrace.forensics.reading.log_names import NO_JSON_LINES, ignore_reason
-from ridtrace.forensics.reading.read_on import read_on_to_records
+from ridtrace.forensics.reading.read_on import walked_file_verdict
 from ridtrace.forensics.reading.stats import FileNote, ReadStats, truncated_while_read
-from ridtrace.forensics.reading.unwrap import Unwrapper, unwrapped_head, wrapper_of
+from ridtrace.forensics.reading.unwrap import Unwrapper, wrapper_of
 
 
 @dataclass
@@ -93,14 +92,7 @@ def sniff(src: Source, raw: BinaryIO, stats: ReadStats) -> OpenedSource | None:
         return None
     unwrap = wrapper_of(head)
     if src.from_directory:
-        seen = head if unwrap is None else unwrapped_head(head)
-        reason = ignore_reason(src.name, seen, whole=len(head) < SNIFF_BYTES,
-                               wrapped=unwrap is not None)
-        if reason == NO_JSON_LINES and (found := read_on_to_records(decoded.read)):
-            more, later_unwrap = found
-            head += more
-            unwrap = unwrap or later_unwrap
-            reason = None
+        reason, head, unwrap = walked_file_verdict(src.name, head, unwrap, decoded.read)
         if reason is not None:
             stats.ignored_files.append(FileNote(src.name, reason))
             return None
