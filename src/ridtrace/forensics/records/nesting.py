@@ -42,20 +42,16 @@ def nest_inner_spans(columns: dict[str, Any], inner: np.ndarray, outer: np.ndarr
     hosts = np.flatnonzero(outer & front & traced)
     if not len(lonely) or not len(hosts):
         return columns["parent_span_id"]
-    key = _trace_key(trace)
     start, end = epoch_us(pd.Series(columns["start"])), epoch_us(pd.Series(columns["end"]))
     closing = np.asarray(pd.Series(columns["closing"]).fillna(True).to_numpy(), dtype=bool)
-    pairs = pd.DataFrame({"row": lonely, "key": key.take(lonely)}).merge(
-        pd.DataFrame({"host": hosts, "key": key.take(hosts)}), on="key")
-    row, host = pairs["row"].to_numpy(), pairs["host"].to_numpy()
+    row, host = _in_one_trace(trace, lonely, hosts)
     within = (start[host] - INNER_START_LEEWAY_US <= start[row]) & (
         ~closing[host] | (start[row] <= end[host]))
     row, host = row[within], host[within]
     # Several hosts (callers that shared a traceparent, in flight at once): the one whose
     # request_id is its own, when one is. Server-minted ids tell callers apart; left a
     # request of its own, a request and its `generate` span were two holding its id.
-    rid = np.asarray(pa.array(columns["request_id"], type=pa.string()).to_pylist(), dtype=object)
-    same = pd.notna(rid[row]) & (rid[host] == rid[row])
+    same, _, _ = _request_ids_alike(columns, row, host)
     with_same = np.bincount(row, weights=same, minlength=len(parent))[row] > 0
     row, host = row[~with_same | same], host[~with_same | same]
     once = np.bincount(row, minlength=len(parent))[row] == 1
@@ -68,10 +64,7 @@ def nest_inner_spans(columns: dict[str, Any], inner: np.ndarray, outer: np.ndarr
     row, host = row[first], host[first]
     keep = np.r_[True, host[1:] != host[:-1]]
     row, host = row[keep], host[keep]
-    nested = np.asarray(parent.to_pylist(), dtype=object)
-    nested[row] = np.asarray(pa.array(columns["span_id"], type=pa.string())
-                             .take(pa.array(host)).to_pylist(), dtype=object)
-    return pd.array(pa.array(nested.tolist(), type=pa.string()), dtype=ARROW_STRING)
+    return _parented(columns, parent, row, host)
 
 
 def host_orphan_workers(columns: dict[str, Any], outer: np.ndarray) -> Any:
@@ -103,26 +96,44 @@ def host_orphan_workers(columns: dict[str, Any], outer: np.ndarray) -> Any:
         orphans = orphans[~_bools(pc.is_in(wanted, value_set=_id_key(span_ids)))]
     if not len(orphans):
         return columns["parent_span_id"]
-    rid = pa.array(columns["request_id"], type=pa.string())
-    pairs = pd.DataFrame({"row": orphans, "key": _trace_key(trace.take(pa.array(orphans)))}).merge(
-        pd.DataFrame({"host": hosts, "key": _trace_key(trace.take(pa.array(hosts)))}), on="key")
-    row, host = pairs["row"].to_numpy(), pairs["host"].to_numpy()
-    if not len(row):
-        return columns["parent_span_id"]
-    row_rid = np.asarray(rid.take(pa.array(row)).to_pylist(), dtype=object)
-    host_rid = np.asarray(rid.take(pa.array(host)).to_pylist(), dtype=object)
-    same = pd.notna(row_rid) & (host_rid == row_rid)
-    hosts_of = np.bincount(row, minlength=len(rid))[row]
-    same_of = np.bincount(row, weights=same, minlength=len(rid))[row]
+    row, host = _in_one_trace(trace, orphans, hosts)
+    same, row_rid, host_rid = _request_ids_alike(columns, row, host)
+    hosts_of = np.bincount(row, minlength=len(parent))[row]
+    same_of = np.bincount(row, weights=same, minlength=len(parent))[row]
     chosen = ((hosts_of == 1) & (same | pd.isna(row_rid) | pd.isna(host_rid))) | (
         (hosts_of > 1) & same & (same_of == 1))
     row, host = row[chosen], host[chosen]
     if not len(row):
         return columns["parent_span_id"]
-    hosted = np.asarray(parent.to_pylist(), dtype=object)
-    hosted[row] = np.asarray(pa.array(columns["span_id"], type=pa.string())
-                             .take(pa.array(host)).to_pylist(), dtype=object)
-    return pd.array(pa.array(hosted.tolist(), type=pa.string()), dtype=ARROW_STRING)
+    return _parented(columns, parent, row, host)
+
+
+def _in_one_trace(
+    trace: pa.Array, rows: np.ndarray, hosts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every (row, host) pair of `rows` and `hosts` in one trace, its id spelt either way."""
+    pairs = pd.DataFrame({"row": rows, "key": _trace_key(trace.take(pa.array(rows)))}).merge(
+        pd.DataFrame({"host": hosts, "key": _trace_key(trace.take(pa.array(hosts)))}), on="key")
+    return pairs["row"].to_numpy(), pairs["host"].to_numpy()
+
+
+def _request_ids_alike(
+    columns: dict[str, Any], row: np.ndarray, host: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Whether each pair's two spans log one request_id, and the two ids."""
+    rid = pa.array(columns["request_id"], type=pa.string())
+    row_rid = np.asarray(rid.take(pa.array(row)).to_pylist(), dtype=object)
+    host_rid = np.asarray(rid.take(pa.array(host)).to_pylist(), dtype=object)
+    return pd.notna(row_rid) & (host_rid == row_rid), row_rid, host_rid
+
+
+def _parented(columns: dict[str, Any], parent: pa.Array, row: np.ndarray,
+              host: np.ndarray) -> Any:
+    """``parent_span_id`` with each of `row` given its `host`'s span id."""
+    parents = np.asarray(parent.to_pylist(), dtype=object)
+    parents[row] = np.asarray(pa.array(columns["span_id"], type=pa.string())
+                              .take(pa.array(host)).to_pylist(), dtype=object)
+    return pd.array(pa.array(parents.tolist(), type=pa.string()), dtype=ARROW_STRING)
 
 
 def _id_key(ids: pa.Array) -> pa.Array:
