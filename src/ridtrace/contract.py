@@ -38,8 +38,6 @@ SPAN_CLOSED: Final = "span.closed"
 SHUTDOWN_DRAIN: Final = "shutdown.drain"
 SHUTDOWN_STOP: Final = "shutdown.stop"
 
-# Events whose lines are no part of a request's lifecycle but of its evidence.
-WORKER_EVENT_PREFIX: Final = "worker."
 # The events of a worker's work (its span is a worker's).
 WORKER_EVENTS: Final[tuple[str, ...]] = (WORKER_START, WORKER_END, WORKER_ERROR, WORKER_REFUSED)
 # Every event ridtrace writes: an application's own `event` field on a line written
