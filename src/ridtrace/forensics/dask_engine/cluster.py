@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
 import warnings
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ import distributed
 
 __all__ = [
     "CONNECT_TIMEOUT", "LOCAL_CLUSTER_OPTIONS", "DaskClient", "DaskEngineError", "dask_client",
+    "raise_open_file_limit", "shuffle_failure",
 ]
 
 # What a local cluster gets on top of Dask's machine-sized defaults: quiet logs and a
@@ -62,6 +64,7 @@ def dask_client(scheduler: str | None = None, **cluster_options: Any) -> Iterato
         return
     options = {**LOCAL_CLUSTER_OPTIONS, **cluster_options}
     connect_timeout()  # a bad Dask setting named (exit 2), as with --scheduler
+    raise_open_file_limit()
     try:
         cluster = _dist.LocalCluster(**options)
     except (ValueError, KeyError, TypeError) as exc:  # another setting Dask refuses
@@ -76,6 +79,59 @@ def dask_client(scheduler: str | None = None, **cluster_options: Any) -> Iterato
         raise DaskEngineError(f"cannot start a local Dask cluster: {detail}") from exc
     with cluster, _dist.Client(cluster) as client:
         yield client
+
+
+def raise_open_file_limit() -> int | None:
+    """Raise this process's soft limit on open files to its hard limit, which the local
+    cluster's worker processes inherit; the soft limit now (None where there is none).
+
+    A Dask worker holds a few dozen descriptors of its own and more as the shuffle's
+    partitions grow with the files read: with 1,500 small logs under a soft limit of
+    64 (macOS gives 256) every worker failed with "Too many open files". Raising the
+    soft limit up to the hard one is what an unprivileged process may always do.
+    """
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):  # a sandbox that refuses it: the limit as it was
+            pass
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+# How a task of Dask's disk-backed (p2p) shuffle reports that a worker failed it.
+_SHUFFLE_FAILED = re.compile(r"P2P \w+ failed")
+
+
+def shuffle_failure(exc: RuntimeError) -> DaskEngineError | None:
+    """The error to exit 2 with when `exc` is Dask's shuffle failing on a worker, else None.
+
+    The cause is the workers' machine's, not ridtrace's: the shuffle could not write
+    (too many open files, a full or unwritable spill directory), and the worker's own
+    error is in its log. It was a traceback and "internal error" (exit 4).
+    """
+    if not _SHUFFLE_FAILED.search(str(exc)):
+        return None
+    limit = _open_file_limit()
+    here = f" (open files allowed here: {limit}, `ulimit -n`)" if limit is not None else ""
+    return DaskEngineError(
+        f"a Dask worker's shuffle failed, so no report was made: {exc}. The worker's own "
+        f"error is logged above: too many open files{here}? a full or unwritable spill "
+        "directory (Dask's temporary-directory)?")
+
+
+def _open_file_limit() -> int | None:
+    try:
+        import resource
+    except ImportError:
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return None if soft == resource.RLIM_INFINITY else int(soft)
 
 
 def _check_address(scheduler: str) -> None:

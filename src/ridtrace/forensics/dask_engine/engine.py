@@ -48,7 +48,7 @@ from ridtrace.forensics.dask_engine.blocks import (
 # Re-exported: `dask_client` and the local cluster's options are part of the engine's
 # documented API (docs/scale-out.md).
 from ridtrace.forensics.dask_engine.cluster import LOCAL_CLUSTER_OPTIONS as LOCAL_CLUSTER_OPTIONS
-from ridtrace.forensics.dask_engine.cluster import DaskClient
+from ridtrace.forensics.dask_engine.cluster import DaskClient, shuffle_failure
 from ridtrace.forensics.dask_engine.cluster import DaskEngineError as DaskEngineError
 from ridtrace.forensics.dask_engine.cluster import dask_client as dask_client
 from ridtrace.forensics.dask_engine.collect import (
@@ -184,6 +184,11 @@ def load_requests(
             f"a Dask worker died while reading the logs, so no report was made: {exc} "
             "(over its memory limit? try a smaller --partition-size or more memory "
             "per worker)") from exc
+    except RuntimeError as exc:
+        failure = shuffle_failure(exc)
+        if failure is None:
+            raise
+        raise failure from exc
     except CancelledError as exc:
         # distributed cancels every future of a client whose scheduler went away (its
         # host down, restarted): as an unreachable scheduler at the start, exit 2.
