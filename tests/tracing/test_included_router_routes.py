@@ -92,3 +92,46 @@ def test_a_prefixed_routers_routes_carry_the_prefix(
     }
     assert counted == {"/v1/items/{item}": 1, "/v2/items/{item}": 2, "/v1/in/notes/{note}": 1,
                        "/llm/v1/chat/completions": 1}
+
+
+def _rooted_routes(log_file: Path, telemetry: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Under a root path (``uvicorn --root-path /gw``): the routes of request.end and the
+    server spans' ``http.route``."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    shop = APIRouter()
+
+    @shop.get("/items/{item}")
+    async def item(item: int) -> dict[str, int]:
+        return {"item": item}
+
+    if telemetry.get("tracing", True):
+        telemetry = {**telemetry, "tracer_provider": provider}
+    app = FastAPI(telemetry=telemetry)
+    app.include_router(shop, prefix="/shop")
+    app.add_middleware(RequestTracingMiddleware, tracer_provider=provider)
+
+    async def go() -> None:
+        transport = httpx.ASGITransport(app=app, root_path="/gw")
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            assert (await client.get("/gw/shop/items/3")).status_code == 200
+
+    asyncio.run(go())
+    lines = wait_for_lines(log_file, lambda got: len(_ends(got)) >= 1)
+    spans = [s for s in exporter.get_finished_spans() if "http.route" in (s.attributes or {})]
+    return [x["route"] for x in _ends(lines)], [str(s.attributes["http.route"]) for s in spans]
+
+
+def test_a_route_behind_a_root_path_is_named_with_it_as_fastapi_names_it(
+    log_file: Path,
+) -> None:
+    # OpenTelemetry's http.route includes the application root, and FastAPI's own span
+    # names it so: ridtrace's route left /gw out, disagreeing with the span it enriched.
+    ends, spans = _rooted_routes(log_file, {"metrics": False, "logs": False})
+    assert ends == spans == ["/gw/shop/items/{item}"]
+
+
+def test_ridtraces_own_span_names_the_root_path_too(log_file: Path) -> None:
+    ends, spans = _rooted_routes(log_file, OFF)
+    assert ends == spans == ["/gw/shop/items/{item}"]

@@ -17,7 +17,18 @@ _FASTAPI_ROUTE_CONTEXT = "effective_route_context"
 
 
 def route_template(scope: Scope, root_path: str = "") -> str | None:
-    """The matched route's path template (``/items/{id}``), when the router set one.
+    """The matched route's path template (``/items/{id}``), when the router set one,
+    after the application's root path (``/gw/items/{id}`` under ``uvicorn --root-path
+    /gw``): OpenTelemetry's ``http.route`` includes the application root, and FastAPI's
+    own span names the route so; without it, ridtrace's route, the span it enriched and
+    its own span's ``url.path`` disagreed for any app served behind a root path.
+    """
+    template = _template(scope, root_path)
+    return None if template is None else root_path.rstrip("/") + template
+
+
+def _template(scope: Scope, root_path: str) -> str | None:
+    """The matched route's path template below the application's root path.
 
     ``root_path`` is the scope's ``root_path`` when the request arrived. A Starlette
     ``Mount`` on the way lengthens it, and the route the inner router leaves in
