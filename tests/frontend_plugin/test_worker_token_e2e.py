@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import httpx
@@ -70,3 +71,35 @@ def test_a_wrong_token_fails_the_request_clearly_and_is_not_retried_elsewhere(
     assert len(refused_by) == 1  # one attempt: a 401 is not a Conflict to retry elsewhere
     down = [w["url"] for w in snapshot["workers"] if not w["up"]]  # type: ignore[attr-defined]
     assert down == [refused_by[0].url]
+
+
+def test_a_worker_left_on_another_token_costs_no_caller_after_it_is_known(
+    tmp_path: Path,
+) -> None:
+    # A token rotated worker by worker: one worker already on the new token refuses the
+    # frontend's. Once it was marked down, each cooldown's probe of it (first in a
+    # request's order) was a 502 to that caller while the other worker was free.
+    workers = [["--worker-token", TOKEN], ["--worker-token", "wt-rotated-7a41"]]
+    env = {"RIDTRACE_FRONTEND_DOWN_COOLDOWN": "0.2"}
+    with start_stack(tmp_path, workers=workers, frontend=["--worker-token", TOKEN],
+                     env=env) as stack, httpx.Client(timeout=30) as client:
+        rotated = stack.workers[1]
+        deadline = time.monotonic() + 60
+
+        def refusals() -> int:
+            return sum(x.get("event") == "worker.refused" for x in rotated.lines())
+
+        def requests_until(count: int) -> list[int]:
+            statuses = []
+            while refusals() < count:
+                assert time.monotonic() < deadline, statuses[-20:]
+                statuses.append(
+                    client.post(stack.url + "/v1/chat/completions", json=CHAT).status_code)
+            return statuses
+
+        first = requests_until(1)  # the request that finds it out fails (documented)
+        probed = requests_until(7)  # six probes after six cooldowns
+    assert first[-1] == 502 and set(first[:-1]) <= {200}
+    assert set(probed) == {200}, probed
+    retries = [x for x in stack.frontend.lines() if x.get("event") == "dispatch.retry"]
+    assert len(retries) >= 7 and {x["reason"] for x in retries} == {"worker_unauthorized"}

@@ -190,6 +190,12 @@ class Dispatcher:
                 # health: marking it down would let one bad request take a healthy
                 # worker (with one worker, the frontend's /health) out of rotation.
                 marked_down = refusal.reason not in HEALTHY_REFUSALS
+                # A worker already marked down (a suspect's probe, or last resort) that
+                # refuses the token again says nothing new of this request: it goes on
+                # to the next worker. Fatal there, each cooldown's probe of a worker
+                # left on another token failed a caller while a healthy worker was free.
+                fatal = refusal.fatal and not (
+                    refusal.reason == WORKER_UNAUTHORIZED and self.pool.is_marked_down(worker))
                 if refusal.reason == "conflict":
                     metrics.conflict_retry()
                 if marked_down:
@@ -200,7 +206,7 @@ class Dispatcher:
                     reason=refusal.reason, marked_down=marked_down, error=message,
                 )
                 spent += not refusal.unreached
-                if refusal.fatal:
+                if fatal:
                     raise DispatchError(
                         caller_message, reason=reason,
                         status=413 if reason == "status_413" else 502, attempts=attempt,

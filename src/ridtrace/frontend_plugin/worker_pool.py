@@ -59,6 +59,10 @@ class WorkerPool:
             self._down_until.pop(url, None)
             self._probed_until.pop(url, None)
 
+    def is_marked_down(self, url: str) -> bool:
+        """Whether ``url`` was marked down and has not answered since (down or suspect)."""
+        return url in self._down_until
+
     def is_up(self, url: str) -> bool:
         """Whether ``url`` is in rotation now."""
         return self._down_until.get(url, 0.0) <= self._clock()
