@@ -39,3 +39,24 @@ def test_the_query_is_on_the_span_without_its_credentials(tmp_path: Path) -> Non
     query = spans["hostile"].attributes["url.query"]
     assert query.startswith("q=%0D%0Aforged&aaa") and len(query) < 1100, query[:60]
     assert "url.query" not in spans["plain"].attributes
+
+
+def test_keys_under_header_names_and_other_credential_names_are_redacted(
+    tmp_path: Path,
+) -> None:
+    # `?x-api-key=…` and `?authorization=Bearer%20…`, the names the docs give for the
+    # headers a key travels under, reached the exported span as sent; so did
+    # client_secret, password, openai_api_key and access-token.
+    sent = ("x-api-key=sk-1&Authorization=Bearer%20sk-2&client_secret=cs&password=pw"
+            "&openai_api_key=sk-3&access-token=at&X_Api_Key=sk-4&author=bob&monkey=1")
+    with otlp_receiver() as receiver:
+        with (exporting_frontend(tmp_path, receiver.endpoint) as frontend,
+              httpx.Client(base_url=frontend.url, timeout=30) as client):
+            answer = client.get(f"/v1/models?{sent}", headers={"x-request-id": "keyed"})
+            assert answer.status_code == 200, answer.text
+        (span,) = [s for s in receiver.wait_for(1, timeout=20)
+                   if s.attributes.get("x_request_id") == "keyed"]
+    assert span.attributes["url.query"] == (
+        "x-api-key=REDACTED&Authorization=REDACTED&client_secret=REDACTED&password=REDACTED"
+        "&openai_api_key=REDACTED&access-token=REDACTED&X_Api_Key=REDACTED&author=bob&monkey=1"
+    )

@@ -15,12 +15,23 @@ MAX_SHOWN_QUERY = 1024
 # Values replaced by REDACTED: the keys the conventions name (presigned URLs), those
 # FastAPI's own telemetry adds, and the names API keys and tokens travel under in a query
 # string (ridtrace's frontend takes its keys from headers only, but a client that sends
-# one in the URL should not find it in every trace backend it is exported to).
-_SENSITIVE_KEYS = frozenset(key.lower() for key in (
+# one in the URL should not find it in every trace backend it is exported to). Keys are
+# compared lower-cased, with `-` read as `_`.
+_SENSITIVE_KEYS = frozenset(key.lower().replace("-", "_") for key in (
     "AWSAccessKeyId", "Signature", "sig", "X-Goog-Signature", "X-Amz-Signature",
     "X-Amz-Credential", "X-Amz-Security-Token",
-    "key", "api_key", "api-key", "apikey", "access_token", "token",
+    "key", "auth", "pwd",
 ))
+# And every key with one of these in its name: the header names ridtrace's own keys
+# travel under (`x-api-key`, `authorization`), `openai_api_key`, `client_secret`,
+# `access-token`, `password`. Exact names alone let those through.
+_SENSITIVE_PARTS = ("api_key", "apikey", "token", "secret", "password", "passwd",
+                    "authorization", "credential", "signature", "private_key")
+
+
+def _sensitive(key: str) -> bool:
+    name = unquote(key.replace("+", " ")).lower().replace("-", "_")
+    return name in _SENSITIVE_KEYS or any(part in name for part in _SENSITIVE_PARTS)
 
 
 def shown_query(raw: bytes) -> str:
@@ -30,6 +41,6 @@ def shown_query(raw: bytes) -> str:
     parts = text.split("&")
     for index, part in enumerate(parts):
         key, sep, _ = part.partition("=")
-        if sep and unquote(key.replace("+", " ")).lower() in _SENSITIVE_KEYS:
+        if sep and _sensitive(key):
             parts[index] = f"{key}=REDACTED"
     return shown_text("&".join(parts), MAX_SHOWN_QUERY)
