@@ -18,7 +18,6 @@ from ridtrace.frontend_plugin.allow_header import allow_in_order
 from ridtrace.frontend_plugin.asgi_io import fastapi_app
 from ridtrace.frontend_plugin.auth import (
     SharedSecretMiddleware,
-    anthropic_error,
     matching_route,
 )
 from ridtrace.frontend_plugin.drain import Drain
@@ -232,9 +231,6 @@ def create_frontend_app(
             SharedSecretMiddleware,
             secrets=config.api_keys,
             open_paths=("/health",) if config.metrics_require_key else ("/health", METRICS_PATH),
-            error_bodies={MESSAGES.path: anthropic_error},
-            error_of=lambda scope: (
-                anthropic_error if sent_by_anthropic_sdk(scope["headers"]) else None),
             hint=": send it as 'Authorization: Bearer <key>' or 'x-api-key: <key>'",
             route_of=app.state.route_of,
         )

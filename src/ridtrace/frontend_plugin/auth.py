@@ -68,6 +68,17 @@ def secrets_given(secrets: Iterable[str], what: str) -> tuple[str, ...]:
     return tuple(secrets)
 
 
+def sent_by_anthropic_sdk(headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether a request carries ``anthropic-version``, as the Anthropic SDK sends with
+    every call (Anthropic's API requires it) and the OpenAI SDK never does.
+
+    Such a request is answered in Anthropic's error shape, with ``request-id``, on any
+    path: the SDK's ``models.retrieve`` reads ``error.type`` and ``request-id`` from a
+    404 under ``/v1/models`` just as from one under ``/v1/messages``.
+    """
+    return any(name == b"anthropic-version" for name, _ in headers)
+
+
 def openai_error(message: str) -> dict[str, object]:
     """OpenAI's 401 shape: the official SDK raises ``openai.AuthenticationError``."""
     return {"error": {"message": message, "type": "invalid_request_error", "param": None,
@@ -80,6 +91,33 @@ def anthropic_error(message: str) -> dict[str, object]:
     module must not import the routes, which build the others)."""
     return {"type": "error", "error": {"type": "authentication_error", "message": message},
             "request_id": current_request_id()}
+
+
+# Refusals under the Anthropic API's path are answered in its shape (`anthropic_error`).
+ANTHROPIC_PATHS: dict[str, ErrorBody] = {"/v1/messages": anthropic_error}
+
+
+def anthropic_if_sdk(scope: Scope) -> ErrorBody | None:
+    """`anthropic_error` for a request the Anthropic SDK sent, on any path; else None."""
+    return anthropic_error if sent_by_anthropic_sdk(scope["headers"]) else None
+
+
+def app_route(scope: Scope) -> Any:
+    """The route of the application serving the request (``scope["app"]``, which
+    Starlette sets before its middleware runs) whose path matches, any method, or None.
+
+    FastAPI keeps a router included with a prefix as one route of its own, whose routes
+    are reached through its route contexts (`iter_route_contexts`, FastAPI 0.137.2 on).
+    """
+    routes = getattr(getattr(scope.get("app"), "router", None), "routes", None)
+    if routes is None:
+        return None
+    try:
+        from fastapi.routing import iter_route_contexts
+    except ImportError:  # an older FastAPI, or Starlette alone: the list is flat
+        return matching_route(routes)(scope)
+    contexts: list[Any] = list(iter_route_contexts(routes))  # each with a path and matches()
+    return matching_route(contexts)(scope)
 
 
 class SharedSecretMiddleware:
@@ -100,11 +138,12 @@ class SharedSecretMiddleware:
             ``ValueError``; one string in place of the collection a ``TypeError``.
         open_paths: exact paths that need no secret (``/health``).
         error_bodies: path prefix → error body builder; the longest matching prefix wins,
-            ``default_error`` otherwise.
+            ``default_error`` otherwise (by default Anthropic's shape under
+            ``/v1/messages``, `ANTHROPIC_PATHS`).
         default_error: error body builder for paths no prefix matches.
         error_of: picks the error body builder from the request itself, before the
-            prefixes are tried (``None``: go by the path), e.g. by a header only one
-            API's SDK sends.
+            prefixes are tried (``None``: go by the path); by default Anthropic's shape
+            for a request the Anthropic SDK sent (`anthropic_if_sdk`).
         accept_x_api_key: also accept the ``x-api-key`` header.
         hint: appended to the refusal message (how to send the secret).
         on_refused: called (with the path) for every refusal, inside the request's
@@ -112,7 +151,7 @@ class SharedSecretMiddleware:
         route_of: the route a request was meant for (anything with a ``path``
             template, see `matching_route`): a refusal is labelled with it
             (``http.route``, the ``route`` of ``ridtrace.requests``), as the router
-            never saw the request.
+            never saw the request; by default the serving app's route (`app_route`).
     """
 
     def __init__(
@@ -123,11 +162,11 @@ class SharedSecretMiddleware:
         open_paths: Iterable[str] = ("/health",),
         error_bodies: dict[str, ErrorBody] | None = None,
         default_error: ErrorBody = openai_error,
-        error_of: Callable[[Scope], ErrorBody | None] | None = None,
+        error_of: Callable[[Scope], ErrorBody | None] | None = anthropic_if_sdk,
         accept_x_api_key: bool = True,
         hint: str = "",
         on_refused: Callable[[str], None] | None = None,
-        route_of: Callable[[Scope], Any] | None = None,
+        route_of: Callable[[Scope], Any] | None = app_route,
     ) -> None:
         self.app = app
         self._route_of = route_of
@@ -141,7 +180,8 @@ class SharedSecretMiddleware:
         self._secrets = tuple(_digest(s.encode("utf-8")) for s in given)
         self._open = frozenset(open_paths)
         # Longest prefix first, so "/v1/messages" wins over "/v1".
-        self._errors = sorted((error_bodies or {}).items(), key=lambda kv: -len(kv[0]))
+        bodies = ANTHROPIC_PATHS if error_bodies is None else error_bodies
+        self._errors = sorted(bodies.items(), key=lambda kv: -len(kv[0]))
         self._default_error = default_error
         self._error_of = error_of
         self._headers = {b"authorization"} | ({b"x-api-key"} if accept_x_api_key else set())

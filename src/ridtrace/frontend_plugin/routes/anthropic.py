@@ -9,6 +9,7 @@ from ridtrace.frontend_plugin.anthropic_cache_control import check_cache_control
 from ridtrace.frontend_plugin.anthropic_media import check_media_types
 from ridtrace.frontend_plugin.anthropic_service_tier import anthropic_service_tier
 from ridtrace.frontend_plugin.anthropic_thinking import check_thinking_turns
+from ridtrace.frontend_plugin.auth import sent_by_anthropic_sdk as sent_by_anthropic_sdk
 from ridtrace.frontend_plugin.bodies import (
     InvalidRequest,
     Parsed,
@@ -56,17 +57,6 @@ def anthropic_error_body(kind: str, message: str, request_id: str | None) -> dic
     """
     return {"type": "error", "error": {"type": kind, "message": message},
             "request_id": request_id}
-
-
-def sent_by_anthropic_sdk(headers: list[tuple[bytes, bytes]]) -> bool:
-    """Whether a request carries ``anthropic-version``, as the Anthropic SDK sends with
-    every call (Anthropic's API requires it) and the OpenAI SDK never does.
-
-    Such a request is answered in Anthropic's error shape, with ``request-id``, on any
-    path: the SDK's ``models.retrieve`` reads ``error.type`` and ``request-id`` from a
-    404 under ``/v1/models`` just as from one under ``/v1/messages``.
-    """
-    return any(name == b"anthropic-version" for name, _ in headers)
 
 
 def system_text(body: dict[str, Any]) -> str | None:
