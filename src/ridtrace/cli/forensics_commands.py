@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -83,14 +85,22 @@ def audit(
         raise click.BadParameter(f"{plot} is -o's file too: one would replace the other",
                                  param_hint="'--plot'")
     from ridtrace.forensics.records.spans import build_requests
+    from ridtrace.forensics.views.audit import audit as run_audit
     from ridtrace.forensics.views.audit import (
-        PlotFormatError,
         audit_summary,
         daily_series,
+        plot_format,
         plot_usage,
         usage_series,
     )
-    from ridtrace.forensics.views.audit import audit as run_audit
+
+    if plot is not None:
+        if quiet:
+            # matplotlib's own warnings at its import (a HOME it cannot write its config
+            # and cache in: "mkdir -p failed", "created a temporary cache directory").
+            logging.getLogger("matplotlib").setLevel(logging.ERROR)
+        with _plot_refusals(plot):  # before the read: a bad name wasted a whole one
+            plot_format(plot)
 
     choice = engine_choice(engine, scheduler, partition_size, no_workers_timeout)
     if choice.dask:
@@ -108,20 +118,9 @@ def audit(
     table = _rfc3339(run_audit(requests, by), "first_seen", "last_seen")
     series = daily_series(requests)
     if plot is not None:
-        if quiet:
-            # matplotlib's own warnings at its import (a HOME it cannot write its config
-            # and cache in: "mkdir -p failed", "created a temporary cache directory").
-            logging.getLogger("matplotlib").setLevel(logging.ERROR)
-        try:
-            with whole_binary_file(plot) as image:  # never half an image, as -o's file
-                plot_usage(usage_series(requests), plot, into=image,
-                           incomplete=summary["incomplete_reasons"])
-        except ImportError as exc:  # a missing extra, like --engine dask's: exit 2
-            raise InputError("--plot needs matplotlib: pip install 'ridtrace[plot]'") from exc
-        except OSError as exc:  # a report that cannot be written, as -o's: exit 2
-            raise InputError(f"cannot write {visible(str(plot))}: {exc.strerror or exc}") from exc
-        except PlotFormatError as exc:
-            raise InputError(f"cannot write {visible(str(plot))}: {visible(str(exc))}") from exc
+        with _plot_refusals(plot), whole_binary_file(plot) as image:  # never half an image
+            plot_usage(usage_series(requests), plot, into=image,
+                       incomplete=summary["incomplete_reasons"])
     if fmt == "json":
         doc = {
             "summary": summary,
@@ -305,3 +304,18 @@ def jaeger(ctx: click.Context, paths: tuple[str, ...], output: Path, include_hea
                        "needs: they are not in the file")
     _exit_if_incomplete(ctx, reasons, "traces", allow_incomplete=allow_incomplete,
                         quiet=quiet)
+
+
+@contextlib.contextmanager
+def _plot_refusals(plot: Path) -> Iterator[None]:
+    """The --plot file's troubles as usage errors (exit 2), as -o's are."""
+    from ridtrace.forensics.views.audit import PlotFormatError
+
+    try:
+        yield
+    except ImportError as exc:  # a missing extra, like --engine dask's
+        raise InputError("--plot needs matplotlib: pip install 'ridtrace[plot]'") from exc
+    except OSError as exc:  # a report that cannot be written, as -o's
+        raise InputError(f"cannot write {visible(str(plot))}: {exc.strerror or exc}") from exc
+    except PlotFormatError as exc:
+        raise InputError(f"cannot write {visible(str(plot))}: {visible(str(exc))}") from exc

@@ -202,6 +202,36 @@ class PlotFormatError(ValueError):
     """A plot file named for no format matplotlib writes (``use.txt``)."""
 
 
+def plot_format(path: Path) -> str:
+    """The image format `path` names, checked before any log is read (the CLI asks
+    first): `PlotFormatError` for a name no matplotlib format has, `ImportError` without
+    the ``plot`` extra.
+
+    The format is the name's, given to savefig: left to infer it, matplotlib appended
+    ".png" to a name without an extension (--plot /dev/full made /dev/full.png, exit 0)
+    and raised ValueError for one no image has (exit 4).
+    """
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+    except ImportError as exc:  # named as the CLI, the Dask engine and the gRPC package do
+        raise ImportError("plot_usage needs the plot extra: pip install 'ridtrace[plot]'") from exc
+    fmt = path.suffix[1:].lower() or "png"
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if fmt not in formats:
+        raise PlotFormatError(f"'.{fmt}' is no image format; name the file .png, or "
+                              f"one of .{', .'.join(sorted(formats))}")
+    if fmt == "pgf":
+        import matplotlib
+
+        tex = matplotlib.rcParams["pgf.texsystem"]
+        if shutil.which(tex) is None:
+            # matplotlib's pgf backend sets the text through a TeX system it runs: without
+            # one, savefig raised RuntimeError (a traceback, exit 4: "ridtrace failed").
+            raise PlotFormatError(f"'.pgf' is typeset by {tex}, which is not installed; "
+                                  "name the file .pdf or .svg for a vector image")
+    return fmt
+
+
 def plot_usage(
     series: pd.DataFrame, path: Path, *, into: BinaryIO | None = None,
     incomplete: Sequence[str] = (),
@@ -238,19 +268,7 @@ def _draw(series: pd.DataFrame, path: Path, bucket: str, into: BinaryIO | None,
 
     fig, ax = plt.subplots(figsize=(8, 4))
     try:
-        # The format is the name's, given to savefig: left to infer it, matplotlib
-        # appended ".png" to a name without an extension (--plot /dev/full made
-        # /dev/full.png, exit 0) and raised ValueError for one no image has (exit 4).
-        fmt = path.suffix[1:].lower() or "png"
-        formats = fig.canvas.get_supported_filetypes()
-        if fmt not in formats:
-            raise PlotFormatError(f"'.{fmt}' is no image format; name the file .png, or "
-                                  f"one of .{', .'.join(sorted(formats))}")
-        if fmt == "pgf" and shutil.which(tex := plt.rcParams["pgf.texsystem"]) is None:
-            # matplotlib's pgf backend sets the text through a TeX system it runs: without
-            # one, savefig raised RuntimeError (a traceback, exit 4: "ridtrace failed").
-            raise PlotFormatError(f"'.pgf' is typeset by {tex}, which is not installed; "
-                                  "name the file .pdf or .svg for a vector image")
+        fmt = plot_format(path)
         dates = ""
         if series.empty:
             seen = "in what could be read" if incomplete else "seen"
