@@ -231,13 +231,13 @@ def _check_ridtrace(client: DaskClient, scheduler: str) -> None:
         raise DaskEngineError(
             f"ridtrace is not installed on {_listed(missing)} of the Dask cluster at "
             f"{scheduler}: the tasks are ridtrace functions, so the scheduler and every "
-            f"worker need ridtrace[dask]=={ours} installed (docs/scale-out.md)")
+            f"worker need ridtrace[dask]=={ours} installed from its source (docs/scale-out.md)")
     other = {where: version for where, version in theirs.items() if version != ours}
     if other:
         said = ", ".join(f"{version} on {where}" for where, version in other.items())
         raise DaskEngineError(
             f"the Dask cluster at {scheduler} runs another ridtrace ({said}; {ours} here): "
-            f"install ridtrace[dask]=={ours} on the scheduler and every worker "
+            f"install ridtrace[dask]=={ours} from its source on the scheduler and every worker "
             "(docs/scale-out.md)")
 
 
