@@ -515,6 +515,13 @@ def test_a_walk_that_read_nothing_but_ignored_files_is_incomplete(
     empty.mkdir()
     code, doc = run(str(empty))
     assert code == 0 and not doc["summary"]["incomplete"]  # nothing there: nothing missed
+    # An empty log read (logrotate's `create` just made it) beside a README: the walk
+    # did not read nothing, and an empty input is no incomplete one (it was exit 3).
+    (empty / "app.jsonl").write_text("")
+    (empty / "README.txt").write_text("how these logs are kept\n")
+    code, doc = run(str(empty))
+    assert doc["summary"]["files"] == 1 and len(doc["summary"]["ignored_files"]) == 1
+    assert code == 0 and not doc["summary"]["incomplete"], doc["summary"]
 
 
 @pytest.mark.parametrize("name", ["otel-export", "service.out"])

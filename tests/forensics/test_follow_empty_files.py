@@ -56,3 +56,22 @@ def test_a_file_removed_before_a_line_of_it_was_read_is_not_counted(tmp_path: Pa
             "\n".join(rt_request("b2", "r2", 2, 3)) + "\n")
 
     assert _files_counted(tmp_path, from_start=False, meanwhile=run_again) == (1, 1)
+
+
+def test_a_quiet_follow_beside_a_file_that_is_no_log_is_complete(tmp_path: Path) -> None:
+    # A follow from the end that read no new line, over a log and a README (or the
+    # follower's own output kept beside the logs, as docs/cli.md shows): "no log line
+    # was read: the 1 file(s) found were ignored as no logs", exit 3, of a log followed
+    # the whole time.
+    (tmp_path / "app.jsonl").write_text("\n".join(rt_request("a1", "r1", 0, 1)) + "\n")
+    (tmp_path / "README.txt").write_text("how these logs are kept\n")
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=False, settle_s=0))
+    try:
+        follower.poll()
+        follower.run(lambda finding: True, stop=lambda: True)
+        summary = follower.summary()
+    finally:
+        follower.close()
+    assert summary["files"] == 1 and summary["lines"] == 0
+    assert [n["file"] for n in summary["ignored_files"]] == [str(tmp_path / "README.txt")]
+    assert not summary["incomplete"], summary["incomplete_reasons"]

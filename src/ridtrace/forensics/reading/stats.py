@@ -125,9 +125,12 @@ def incomplete_reasons(stats: ReadStats, *, requests: int) -> list[str]:
         reasons.append(f"{stats.bad_lines} bad lines ({share:.1f}% of {stats.lines}, over 1%)")
     if stats.lines and not requests:
         reasons.append(f"{stats.lines} lines read but no request found in them")
-    if not stats.lines and stats.ignored_files:
+    if not stats.lines and stats.ignored_files and not stats.files:
         # A walk that read nothing: "No findings" of a log it took for no log (a capture
-        # with a long text start-up banner before its JSON lines) was a clean bill.
+        # with a long text start-up banner before its JSON lines) was a clean bill. Not
+        # when a log was read, empty (logrotate's `create` just made it), or followed
+        # through a quiet spell: beside a README or a follower's own output, that was
+        # "input incomplete" of a read that missed nothing.
         reasons.append(f"no log line was read: the {len(stats.ignored_files)} file(s) found "
                        "were ignored as no logs (see ignored_files; name one to read it)")
     return reasons
