@@ -127,9 +127,16 @@ def line_context() -> RequestContext | None:
     return ctx if ctx is not None else _serving.get()
 
 
-_EXCEPTION_ATTRIBUTE = "__ridtrace_context__"
-_ESCAPED_INTO_ATTRIBUTE = "__ridtrace_escaped_into__"
-_ESCAPED_IN_ATTRIBUTE = "__ridtrace_escaped_in__"
+# Where an exception escaped a request, and from which: {place key: (the task, weakly,
+# or the thread; the request; the request it escaped into)}.
+_ESCAPES_ATTRIBUTE = "__ridtrace_escapes__"
+# The places are one dict per exception object, which threads change at once.
+_ESCAPES_LOCK = threading.Lock()
+# Places one exception object keeps, the latest last. One object may escape many
+# requests (a circuit breaker's stored error, raised by every call): the server logs it
+# right after, in the place it escaped in, so only the latest few places matter, and an
+# object that lives long must not grow with the requests it failed.
+_ESCAPES_KEPT = 64
 
 
 def _running_task() -> Any:
@@ -143,11 +150,12 @@ def _running_task() -> Any:
         return None
 
 
-def _here() -> object:
-    """The task (weakly: an exception kept for long must not keep it alive), else the
-    thread, a line is written in."""
+def _here() -> tuple[str, int]:
+    """The task, else the thread, a line is written in, as a key (a task by its id, its
+    identity checked through the weak reference kept beside it: an exception kept for
+    long must not keep it alive)."""
     task = _running_task()
-    return weakref.ref(task) if task is not None else threading.get_ident()
+    return ("task", id(task)) if task is not None else ("thread", threading.get_ident())
 
 
 def _is_here(where: object) -> bool:
@@ -166,15 +174,31 @@ def remember_on_exception(exc: BaseException, ctx: RequestContext, outer: object
     request (its token's ``old_value``): another request's context when the request ran
     in a task that inherited it, as a pipelined request does under uvicorn.
     """
-    with contextlib.suppress(AttributeError, TypeError):
-        setattr(exc, _EXCEPTION_ATTRIBUTE, ctx)
-        setattr(exc, _ESCAPED_INTO_ATTRIBUTE, outer if isinstance(outer, RequestContext) else None)
-        setattr(exc, _ESCAPED_IN_ATTRIBUTE, _here())
+    task = _running_task()
+    where = weakref.ref(task) if task is not None else threading.get_ident()
+    into = outer if isinstance(outer, RequestContext) else None
+    with contextlib.suppress(AttributeError, TypeError), _ESCAPES_LOCK:
+        # Per place: one object raised by calls on several threads at once (a synchronous
+        # gRPC server's pool) kept the last thread's only, and gRPC's line for the others,
+        # written in their own threads, carried no ids.
+        escapes = getattr(exc, _ESCAPES_ATTRIBUTE, None)
+        if not isinstance(escapes, dict):
+            escapes = {}
+            setattr(exc, _ESCAPES_ATTRIBUTE, escapes)
+        key = _here()
+        escapes.pop(key, None)  # the latest last
+        escapes[key] = (where, ctx, into)
+        while len(escapes) > _ESCAPES_KEPT:
+            del escapes[next(iter(escapes))]
 
 
 def context_of_exception(exc: BaseException | None) -> RequestContext | None:
-    """The context :func:`remember_on_exception` attached to ``exc``, if any."""
-    ctx = getattr(exc, _EXCEPTION_ATTRIBUTE, None)
+    """The context :func:`remember_on_exception` last attached to ``exc``, if any."""
+    escapes = getattr(exc, _ESCAPES_ATTRIBUTE, None)
+    if not isinstance(escapes, dict):
+        return None
+    with _ESCAPES_LOCK:
+        ctx = next(reversed(escapes.values()), (None, None, None))[1]
     return ctx if isinstance(ctx, RequestContext) else None
 
 
@@ -192,11 +216,15 @@ def context_for_exception_line(exc: BaseException | None) -> RequestContext | No
     request's, and its lines were stamped with the request's ids for as long as the
     object lived.
     """
-    ctx = context_of_exception(exc)
-    if ctx is None or not _is_here(getattr(exc, _ESCAPED_IN_ATTRIBUTE, None)):
+    escapes = getattr(exc, _ESCAPES_ATTRIBUTE, None)
+    if not isinstance(escapes, dict):
         return None
+    escaped = escapes.get(_here())
+    if escaped is None or not _is_here(escaped[0]):
+        return None
+    _, ctx, into = escaped
     now = _current.get()
-    if now is None or now is getattr(exc, _ESCAPED_INTO_ATTRIBUTE, None):
+    if isinstance(ctx, RequestContext) and (now is None or now is into):
         return ctx
     return None
 

@@ -1,0 +1,113 @@
+"""One exception object raised by several calls at once on a synchronous gRPC server.
+
+A circuit breaker's stored error, or a start-up failure every call raises again, is one
+object. Its escape was remembered on the object itself, one slot: the calls raising it
+on the pool's threads at once overwrote each other's, and gRPC's "Exception calling
+application" line, written in each call's own thread after its context was gone,
+carried no ids for all but the last (194 of 200 in the QA run).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent import futures
+from typing import Any
+
+import grpc
+
+from ridtrace import configure_logging
+from ridtrace.tracing.grpc import RequestTracingInterceptor
+from tests.tracing.grpc.conftest import LogLines
+
+CALLS = 8
+BREAKER_OPEN = RuntimeError("circuit open: the engine failed its last health check")
+
+
+class _EveryCallRaisedFirst(logging.Filter):
+    """Holds gRPC's crash line until every call has raised: each line is then written
+    after the other calls' escapes, as it is at random under load."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.raised = threading.Barrier(CALLS, timeout=10)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage().startswith("Exception calling application"):
+            self.raised.wait()
+        return True
+
+
+def test_each_calls_crash_line_carries_its_own_ids() -> None:
+    lines = LogLines()
+    configure_logging(lines, service="grpc-test", level="INFO", intercept_stdlib=True)
+    together = threading.Barrier(CALLS, timeout=10)  # every call raises at once
+    held = _EveryCallRaisedFirst()
+    grpc_server_log = logging.getLogger("grpc._server")
+    grpc_server_log.addFilter(held)
+
+    def infer(request: bytes, context: grpc.ServicerContext) -> Any:
+        together.wait()
+        raise BREAKER_OPEN
+
+    handlers = grpc.method_handlers_generic_handler(
+        "qa.Breaker", {"Infer": grpc.unary_unary_rpc_method_handler(infer)})
+    server = grpc.server(futures.ThreadPoolExecutor(CALLS),
+                         interceptors=[RequestTracingInterceptor()])
+    server.add_generic_rpc_handlers((handlers,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    sent = [f"breaker-{n}" for n in range(CALLS)]
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel, \
+                futures.ThreadPoolExecutor(CALLS) as clients:
+            call = channel.unary_unary("/qa.Breaker/Infer")
+
+            def one(x_request_id: str) -> grpc.StatusCode:
+                try:
+                    call(b"", metadata=(("x-request-id", x_request_id),), timeout=20)
+                except grpc.RpcError as exc:
+                    return exc.code()  # type: ignore[no-any-return, attr-defined]
+                return grpc.StatusCode.OK
+
+            codes = list(clients.map(one, sent))
+        deadline = time.monotonic() + 10
+        while len(crashed := [x for x in lines.lines if x["message"].startswith(
+                "Exception calling application")]) < CALLS:
+            assert time.monotonic() < deadline, f"gRPC logged {len(crashed)} crashes"
+            time.sleep(0.01)
+    finally:
+        grpc_server_log.removeFilter(held)
+        server.stop(None).wait(10)
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+    assert codes == [grpc.StatusCode.UNKNOWN] * CALLS
+    ends = {x["request_id"]: x["x_request_id"] for x in lines.events("request.end")}
+    assert sorted(ends.values()) == sorted(sent)
+    # Each crash line names its own call: its request_id is the one that call's
+    # request.end has, with that call's client id.
+    named = sorted(((x.get("request_id"), x.get("x_request_id")) for x in crashed), key=str)
+    assert named == sorted(ends.items(), key=str)
+
+
+def test_an_exception_many_requests_raised_keeps_a_bounded_record() -> None:
+    # Remembered per place, one object raised by a long-lived server's every call must
+    # not grow with them: only the latest places are kept.
+    import asyncio
+
+    from ridtrace.tracing.context import context_for_exception_line, remember_on_exception
+    from ridtrace.tracing.serverspan import minted_context
+
+    shared = RuntimeError("circuit open")
+    contexts = [minted_context(f"r{n}", None) for n in range(500)]
+
+    async def fail(n: int) -> bool:
+        remember_on_exception(shared, contexts[n])
+        found = context_for_exception_line(shared)  # in its own task: its own request
+        return found is contexts[n]
+
+    async def every() -> list[bool]:
+        return list(await asyncio.gather(*(fail(n) for n in range(500))))
+
+    assert all(asyncio.run(every()))
+    assert len(vars(shared)["__ridtrace_escapes__"]) <= 64
