@@ -63,14 +63,27 @@ def present(value: Any) -> bool:
     return value is not None and value is not pd.NA and value == value
 
 
-def failed(outcome: Any, status: Any) -> bool:
-    """Whether a span gets Jaeger's error flag: its outcome says error, or, where none was
-    logged (Dynamo at INFO level writes only "http response sent"), it answered an HTTP
-    5xx, as OpenTelemetry's HTTP conventions mark a server span."""
+# The numeric gRPC codes OpenTelemetry's rpc conventions make a server span an error
+# for, whatever the outcome (`tracing.grpc.status.SERVER_FAULTS`): UNKNOWN,
+# DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE, DATA_LOSS. No HTTP status
+# is one of them.
+GRPC_SERVER_FAULTS = frozenset({2, 4, 12, 13, 14, 15})
+
+
+def failed(outcome: Any, status: Any, method: Any = None) -> bool:
+    """Whether a span gets Jaeger's error flag, as the span exported live had its error
+    status: its outcome says error; or, where none was logged (Dynamo at INFO level
+    writes only "http response sent"), it answered an HTTP 5xx, as OpenTelemetry's HTTP
+    conventions mark a server span; or a gRPC call (no HTTP `method`) ended on a server
+    fault's code: a call whose deadline passed is `cancelled` on its lines, its live span
+    a DEADLINE_EXCEEDED error, and the file's span showed it as a success."""
+    text = str(status) if present(status) else ""
+    code = int(text) if text.isascii() and text.isdigit() else None
+    if not present(method) and code in GRPC_SERVER_FAULTS:
+        return True
     if present(outcome):
         return bool(outcome == "error")
-    text = str(status) if present(status) else ""
-    return text.isascii() and text.isdigit() and 500 <= int(text) <= 599
+    return code is not None and 500 <= code <= 599
 
 
 # A span's own lines that end it: what it answered with. Lines its tasks log afterwards
