@@ -30,6 +30,8 @@ __all__ = [
     "revive_telemetry",
     "running",
     "running_in_threads",
+    "service_ended",
+    "service_started",
     "shutdown_provider",
     "shutdown_telemetry",
     "shutdown_telemetry_async",
@@ -68,6 +70,8 @@ running_in_threads: set[object] = set()
 # own from an earlier call, any other global one is the application's.
 _built: weakref.WeakSet[_Provider] = weakref.WeakSet()
 _lock = threading.Lock()
+# Servers serving in this process (`service_started`): the last to end shuts down.
+_lifespans = 0
 # Whether shutdown_telemetry is registered to run at interpreter exit (once).
 _exit_hook: list[bool] = []
 # How to serve again, per provider that can be: its exporters built anew.
@@ -272,15 +276,47 @@ async def requests_ended(wait: float = SPAN_WAIT_SECONDS) -> None:
     await asyncio.sleep(0)
 
 
+def service_started() -> None:
+    """A server in this process starts serving with ridtrace's telemetry (an app's
+    lifespan, `serve_until_signalled`): what a previous one's end shut down serves
+    again (`revive_telemetry`)."""
+    global _lifespans
+    with _lock:
+        _lifespans += 1
+    revive_telemetry()
+
+
+async def service_ended() -> None:
+    """A server started by `service_started` stopped: the last one to stop shuts
+    telemetry down; another only writes what the log sinks hold.
+
+    Several servers at once in one process (a public API and an admin port, an HTTP app
+    beside a gRPC server) share the global providers: the first one's end shut them
+    down under the others, whose every later span and metric was dropped ("Shutdown
+    called, ignoring Span.").
+    """
+    global _lifespans
+    with _lock:
+        _lifespans = max(0, _lifespans - 1)
+        last = _lifespans == 0
+    if last:
+        await shutdown_telemetry_async()
+    else:
+        from ridtrace.tracing.sinks import flush_sinks
+
+        flush_sinks()
+
+
 @asynccontextmanager
 async def telemetry_lifespan(app: object = None) -> AsyncIterator[None]:
-    """A Starlette / FastAPI lifespan that shuts telemetry down when the server stops.
+    """A Starlette / FastAPI lifespan that shuts telemetry down when the server stops
+    (the last one, of several in one process: `service_ended`).
 
     One line in a user's app: ``FastAPI(lifespan=telemetry_lifespan)``. Inside a
     lifespan of its own: ``async with telemetry_lifespan(app): yield``.
     """
-    revive_telemetry()  # a second lifespan in this process (see revive_telemetry)
+    service_started()  # a second lifespan in this process (see revive_telemetry)
     try:
         yield
     finally:
-        await shutdown_telemetry_async()
+        await service_ended()

@@ -17,7 +17,6 @@ import logging
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ridtrace.tracing import lifecycle
-from ridtrace.tracing.sinks import flush_sinks
 from ridtrace.tracing.stdlib_bridge import reclaim_server_loggers
 
 __all__ = ["serve_lifespan"]
@@ -37,8 +36,10 @@ async def serve_lifespan(app: ASGIApp, scope: Scope, receive: Receive, send: Sen
             # By now the server has set up its logging, over configure_logging's routing
             # when the app was imported first (uvicorn.run(app), fastapi run).
             reclaim_server_loggers()
-            # A second lifespan in this process: the first one's end shut telemetry down.
-            lifecycle.revive_telemetry()
+            # Counted, so that of several servers in this process the last one's end
+            # shuts telemetry down; and a second lifespan in this process revives what
+            # the first one's end shut down.
+            lifecycle.service_started()
         return message
 
     async def receive_noted() -> Message:
@@ -73,16 +74,9 @@ async def _answer(receive: Receive, send: Send) -> None:
 
 
 async def _flush() -> None:
-    """What ``telemetry_lifespan`` does, once: an app that has it already flushed (and
-    waited: no request is left running then)."""
-    if not lifecycle.owns_any():
-        # No provider to shut down, but the log lines still wait for the requests the
-        # server cancelled just before: uvicorn re-raises SIGTERM once the lifespan is
-        # done, and their request.end, written as they unwind, was lost with the process.
-        await lifecycle.requests_ended()
-        flush_sinks()
-        return
+    """What ``telemetry_lifespan`` does, once per server: the last one in this process
+    shuts telemetry down (an app that has it already did: nothing is left then)."""
     try:
-        await lifecycle.shutdown_telemetry_async()
+        await lifecycle.service_ended()
     except Exception:  # telemetry never keeps a server from stopping
         logging.getLogger(__name__).exception("shutting telemetry down failed")

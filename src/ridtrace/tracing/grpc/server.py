@@ -9,7 +9,7 @@ import signal
 import grpc.aio
 
 from ridtrace.tracing.grpc.status import cut_off_after
-from ridtrace.tracing.lifecycle import shutdown_telemetry_async
+from ridtrace.tracing.lifecycle import service_ended, service_started
 
 __all__ = ["serve_until_signalled"]
 
@@ -43,6 +43,7 @@ async def serve_until_signalled(
             loop.add_signal_handler(signum, stop.set)
             installed.append(signum)
     await server.start()
+    service_started()
     terminated = asyncio.ensure_future(server.wait_for_termination())
     stopping = asyncio.ensure_future(stop.wait())
     try:
@@ -57,7 +58,7 @@ async def serve_until_signalled(
         for signum in installed:
             loop.remove_signal_handler(signum)
         try:
-            await shutdown_telemetry_async()
+            await service_ended()
         finally:
             cut_off_after(None)
 
