@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ridtrace.contract import OUTCOME_UNAUTHORIZED
 from ridtrace.tracing import annotate_request, current_request_id
+from ridtrace.tracing.settings import collection_given
 
 __all__ = [
     "UNAUTHORIZED",
@@ -62,10 +63,7 @@ def secrets_given(secrets: Iterable[str], what: str) -> tuple[str, ...]:
     characters became a key, so ``Bearer s`` got in while the real key got 401. Raises
     ``TypeError`` naming ``what`` (the argument), never the value: it is a secret.
     """
-    if isinstance(secrets, (str, bytes)):
-        raise TypeError(f"{what} takes a collection of secrets, not one string: "
-                        f"pass {what}=(key,)")
-    return tuple(secrets)
+    return collection_given(secrets, what, secret=True)
 
 
 def sent_by_anthropic_sdk(headers: list[tuple[bytes, bytes]]) -> bool:

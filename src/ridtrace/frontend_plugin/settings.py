@@ -19,6 +19,7 @@ from ridtrace.frontend_plugin.env_values import (
 )
 from ridtrace.frontend_plugin.redaction import checked_worker_url, redacted_url
 from ridtrace.frontend_plugin.registry import IdPolicy
+from ridtrace.tracing.settings import collection_given
 
 __all__ = ["FrontendSettings", "WorkerSettings"]
 
@@ -96,6 +97,8 @@ class FrontendSettings:
     worker_token: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        # One URL for the tuple was taken character by character ('h' is no worker URL).
+        object.__setattr__(self, "workers", collection_given(self.workers, "workers"))
         # An empty secret would look configured and leave the door open.
         for key in secrets_given(self.api_keys, "api_keys"):
             check_secret(key, "an API key")
@@ -223,6 +226,9 @@ class WorkerSettings:
     baggage_attributes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        # ("tenant") without its comma: each character was looked for as a baggage key.
+        object.__setattr__(self, "baggage_attributes",
+                           collection_given(self.baggage_attributes, "baggage_attributes"))
         if self.worker_token is not None:
             check_secret(self.worker_token, "the worker token")
         require_numbers(

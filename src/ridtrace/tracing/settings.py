@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
@@ -12,7 +12,12 @@ from typing import TypeVar
 from opentelemetry.trace import TracerProvider
 
 from ridtrace.contract import DEPRECATED_ID_HEADERS
-from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH, uuid4_id, uuid7_id
+from ridtrace.tracing.identity import (
+    DEFAULT_MAX_CLIENT_ID_LENGTH,
+    uuid4_id,
+    uuid7_id,
+    validate_client_id,
+)
 
 __all__ = ["DEFAULT_DEPRECATED_HEADERS", "TracingSettings"]
 
@@ -44,6 +49,47 @@ def _parsed(env: Mapping[str, str], key: str, parse: Callable[[str], _T]) -> _T:
         return parse(env[key])
     except ValueError as exc:  # "invalid literal for int()" alone names no variable
         raise ValueError(f"{key}={env[key]!r}: {exc}") from None
+
+
+def collection_given(values: Iterable[str], what: str, *, secret: bool = False) -> tuple[str, ...]:
+    """``values`` as a tuple, refusing one string given in place of the collection.
+
+    A ``str`` is itself an iterable of ``str``: taken as the collection, each of its
+    characters became an item. Raises ``TypeError`` naming ``what`` (the argument), and
+    the value only when it is no `secret`.
+    """
+    if isinstance(values, (str, bytes)):
+        kind, example = ("secrets", "(key,)") if secret else ("values", f"({values!r},)")
+        raise TypeError(f"{what} takes a collection of {kind}, not one string: "
+                        f"pass {what}={example}")
+    return tuple(values)
+
+
+def _check_id_generator(generator: object) -> None:
+    """Refuse an `id_generator` that mints no usable ids, when the settings are built.
+
+    Given the name `RIDTRACE_ID_GENERATOR` takes (``"uuid7"``), every request failed
+    with a 500 and no log record; one that gives the same value each time (``lambda:
+    ""``) gave every request one id, the duplicate the server-side id exists to prevent.
+    Two ids are minted to check it (a counting generator skips two).
+    """
+    if not callable(generator):
+        raise TypeError(
+            f"id_generator takes a function that returns a new id, not {generator!r} "
+            "(ridtrace.tracing.uuid7_id; RIDTRACE_ID_GENERATOR takes the names)")
+    first, second = generator(), generator()
+    for minted in (first, second):
+        if not isinstance(minted, str) or validate_client_id(minted, _LONGEST_ID) != minted:
+            raise ValueError(
+                f"id_generator returned {minted!r}: an id is 1 to {_LONGEST_ID} printable "
+                "ASCII characters, as it goes into every log line and a response header")
+    if first == second:
+        raise ValueError(f"id_generator returned {first!r} twice: every request needs an id "
+                         "of its own")
+
+
+# The longest server id an `id_generator` may mint: as long as a client's may be.
+_LONGEST_ID = DEFAULT_MAX_CLIENT_ID_LENGTH
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,6 +134,12 @@ class TracingSettings:
     read_traceparent: bool = False
 
     def __post_init__(self) -> None:
+        # ("x-legacy-id") without its comma is one string: each of its characters was
+        # taken for a header name, a request sending `e: 1` was logged as deprecated,
+        # and the real header was neither warned of nor recorded (an audit's false clean).
+        object.__setattr__(self, "deprecated_headers",
+                           collection_given(self.deprecated_headers, "deprecated_headers"))
+        _check_id_generator(self.id_generator)
         # Refused when built, not on every request: a header name with a space made
         # every response fail, a length of 0 dropped every client id.
         for name in (self.client_id_header, self.response_id_header, *self.deprecated_headers):
