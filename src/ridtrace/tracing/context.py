@@ -95,10 +95,23 @@ def annotate_request(**fields: Any) -> None:
         ctx.annotations.update(fields)
 
 
+# The span attributes ridtrace sets from the request itself (`exchange.start_attributes`):
+# an app's of one of these names is set with a leading `_`, as `annotate_request` does
+# on the lines, never in place of the server's own.
+_SPAN_OWN = frozenset({"request_id", "x_request_id", "deprecated_headers"})
+
+
 def annotate_span(**attributes: str | bool | int | float) -> None:
-    """Set attributes on the current request's server span (no-op when not recording)."""
+    """Set attributes on the current request's server span (no-op when not recording).
+
+    One named like ridtrace's own (``request_id``, ``x_request_id``,
+    ``deprecated_headers``) is set as ``_request_id`` and so on: in their place, the
+    span a client's quoted id is searched by carried the app's value and was not found.
+    """
     ctx = _current.get()
     if ctx is not None and ctx.server_span is not None and ctx.server_span.is_recording():
+        if not _SPAN_OWN.isdisjoint(attributes):
+            attributes = {f"_{k}" if k in _SPAN_OWN else k: v for k, v in attributes.items()}
         ctx.server_span.set_attributes(attributes)
 
 
