@@ -58,6 +58,7 @@ from ridtrace.forensics.dask_engine.collect import (
 )
 from ridtrace.forensics.dask_engine.groups import GroupResult, group_blocks, read_blocks
 from ridtrace.forensics.dask_engine.urls import expand_urls
+from ridtrace.forensics.reading.inputs import Inputs
 from ridtrace.forensics.reading.stats import MAX_SAMPLES, BadLine, ReadStats
 from ridtrace.forensics.reading.unkeyed import in_whole_file
 from ridtrace.forensics.records.finished import finish_requests
@@ -124,7 +125,7 @@ def merge_stats(counters: Sequence[ReadStats], offsets: Sequence[int]) -> ReadSt
 
 def load_requests(
     client: DaskClient,
-    inputs: Sequence[str],
+    inputs: Inputs,
     *,
     lean: bool = False,
     block_bytes: int = DEFAULT_BLOCK_BYTES,

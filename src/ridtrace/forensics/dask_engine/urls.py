@@ -9,7 +9,6 @@ the filesystem's own glob and directory walk, and read by the workers directly.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,10 @@ from ridtrace.forensics.dask_engine.blocks import LogFile
 from ridtrace.forensics.reading.inputs import (
     NOT_REGULAR,
     ForensicsInputError,
+    Inputs,
     Source,
     expand_inputs,
+    input_list,
     not_regular_reason,
 )
 from ridtrace.forensics.reading.rotation import absolute_path, oldest_first
@@ -120,13 +121,14 @@ def _local_file(src: Source) -> LogFile:
     return LogFile(src.name, url, src.size, src.from_directory, skip)
 
 
-def expand_urls(inputs: Sequence[str]) -> list[LogFile]:
+def expand_urls(inputs: Inputs) -> list[LogFile]:
     """Resolve PATH arguments (paths or URLs) to files, in the order given, each once;
     the parts of a rotated log oldest first, as `expand_inputs` orders them.
 
     Raises `ForensicsInputError` for a missing path, an empty glob, ``-`` or a named pipe
     (a stream cannot be split across workers).
     """
+    inputs = input_list(inputs)
     if not inputs:
         raise ForensicsInputError("no input paths given")
     files: list[LogFile] = []

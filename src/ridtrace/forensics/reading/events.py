@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ridtrace.forensics.reading.inputs import Source, expand_inputs
+from ridtrace.forensics.reading.inputs import Inputs, Source, expand_inputs
 from ridtrace.forensics.reading.parallel import Batched, read_all
 from ridtrace.forensics.reading.scan import to_window
 from ridtrace.forensics.reading.schema import EVENT_CATEGORY_COLUMNS, EVENT_COLUMNS, TIME_TYPE
@@ -107,14 +107,15 @@ def read_sources(
 
 
 def load_events(
-    inputs: Sequence[str],
+    inputs: Inputs,
     *,
     on_bytes: Progress | None = None,
     lean: bool = False,
     since: pd.Timestamp | None = None,
     until: pd.Timestamp | None = None,
 ) -> LoadedLogs:
-    """Expand PATH arguments (files, dirs, globs, ``-``) and load their events.
+    """Expand PATH arguments (files, dirs, globs, ``-``; one, or a sequence) and load
+    their events.
 
     Raises `ridtrace.forensics.reading.inputs.ForensicsInputError` for a missing path.
     """

@@ -148,13 +148,28 @@ def not_regular_reason(path: Path) -> tuple[str, bool]:
     return NOT_REGULAR, False
 
 
-def expand_inputs(inputs: Sequence[str]) -> list[Source]:
+# What the library's readers take as their inputs: one path (text or `pathlib.Path`), or
+# a sequence of them.
+Inputs = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+
+def input_list(inputs: Inputs) -> list[str]:
+    """`inputs` as a list of path texts. One path is one input: ``load_events("logs")``
+    was taken letter by letter ("no such file or directory: l") and a `Path` was a bare
+    ``TypeError``."""
+    if isinstance(inputs, (str, os.PathLike)):
+        return [os.fspath(inputs)]
+    return [os.fspath(one) for one in inputs]
+
+
+def expand_inputs(inputs: Inputs) -> list[Source]:
     """Resolve PATH arguments to sources, in the order given, each file once; the parts
     of a rotated log oldest first, wherever they came from (`reading.rotation`).
 
     Raises `ForensicsInputError` for a path that does not exist or a glob that matches
     nothing: a typo must not look like a clean bill of health.
     """
+    inputs = input_list(inputs)
     if not inputs:
         raise ForensicsInputError("no input paths given")
     sources: list[Source] = []
