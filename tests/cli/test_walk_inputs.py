@@ -522,6 +522,14 @@ def test_a_walk_that_read_nothing_but_ignored_files_is_incomplete(
     code, doc = run(str(empty))
     assert doc["summary"]["files"] == 1 and len(doc["summary"]["ignored_files"]) == 1
     assert code == 0 and not doc["summary"]["incomplete"], doc["summary"]
+    # But beside the capture, judged by a part of it, the empty log reads no line of the
+    # folder's only log: incomplete still, not a confident "No findings".
+    (logs / "frontend.jsonl").write_text("")
+    code, doc = run(str(logs))
+    assert doc["summary"]["files"] == 1 and code == 3, doc["summary"]
+    assert doc["summary"]["incomplete_reasons"] == [
+        "no log line was read: the 1 file(s) found were ignored as no logs (see "
+        "ignored_files; name one to read it)"]
 
 
 @pytest.mark.parametrize("name", ["otel-export", "service.out"])

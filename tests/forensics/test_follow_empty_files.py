@@ -75,3 +75,24 @@ def test_a_quiet_follow_beside_a_file_that_is_no_log_is_complete(tmp_path: Path)
     assert summary["files"] == 1 and summary["lines"] == 0
     assert [n["file"] for n in summary["ignored_files"]] == [str(tmp_path / "README.txt")]
     assert not summary["incomplete"], summary["incomplete_reasons"]
+
+
+def test_a_quiet_follow_beside_a_capture_judged_by_its_start_is_incomplete(
+    tmp_path: Path,
+) -> None:
+    # The follow looks at a walked file's first 64 KiB: a capture whose JSON lines come
+    # later is ignored by its start, and a follow that read no line beside it may have
+    # missed every request (its other log empty): incomplete, as the batch read says.
+    (tmp_path / "frontend.jsonl").write_text("")
+    banner = "".join(f"INFO loading shard {n}/4000 [00:01<00:00]\n" for n in range(4000))
+    (tmp_path / "capture.txt").write_text(
+        banner + "\n".join(rt_request("a1", "r1", 0, 1)) + "\n")
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, settle_s=0))
+    try:
+        follower.poll()
+        follower.run(lambda finding: True, stop=lambda: True)
+        summary = follower.summary()
+    finally:
+        follower.close()
+    assert summary["lines"] == 0, summary
+    assert summary["incomplete"], summary

@@ -267,7 +267,7 @@ def _read_opened(
                 ignored, head, unwrap = walked_file_verdict(block.file.name, head, unwrap,
                                                             stream.read)
                 if ignored is not None:
-                    stats.ignored_files.append(FileNote(block.file.name, ignored))
+                    stats.ignored_files.append(ignored)
                     return BlockResult(_empty(lean=lean), stats)
             if is_tar(head):
                 stats.unreadable_files.append(FileNote(block.file.name, TAR_ARCHIVE))

@@ -17,7 +17,12 @@ from ridtrace.forensics.live.parts import DevIno
 from ridtrace.forensics.reading.archives import TAR_ARCHIVE, ZIP_ARCHIVE, is_tar, is_zip_of_logs
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES, not_regular_reason
-from ridtrace.forensics.reading.log_names import ignore_reason, named_compressed, named_for_lines
+from ridtrace.forensics.reading.log_names import (
+    NO_JSON_LINES,
+    ignore_reason,
+    named_compressed,
+    named_for_lines,
+)
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 from ridtrace.forensics.reading.unwrap import unwrapped_head, wrapper_of
 
@@ -80,9 +85,10 @@ class FileNotes:
             self._dangling.add(str(path))
             self.stats.ignored_files.append(FileNote(str(path), reason))
 
-    def _ignore(self, path: Path, reason: str) -> None:
-        """List `path` as ignored, once: a file changed since is judged again."""
-        note = FileNote(str(path), reason)
+    def _ignore(self, path: Path, reason: str, *, unsure: bool = False) -> None:
+        """List `path` as ignored, once: a file changed since is judged again. `unsure`:
+        judged by its start only (`FileNote`)."""
+        note = FileNote(str(path), reason, unsure=unsure)
         if note not in self.stats.ignored_files:
             self.stats.ignored_files.append(note)
 
@@ -154,7 +160,8 @@ class FileNotes:
         reason = ignore_reason(path.name, unwrapped_head(head), whole=len(head) < SNIFF_BYTES,
                                wrapped=wrapper_of(head) is not None)
         if reason is not None:
-            self._ignore(path, reason)
+            # The follow looks at a file's first 64 KiB only (the batch read reads on).
+            self._ignore(path, reason, unsure=reason == NO_JSON_LINES and size > len(head))
             self.settled[key] = _stamp(st)
             return False
         return True

@@ -23,6 +23,7 @@ from ridtrace.forensics.reading.log_names import (
     json_object_line,
 )
 from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
+from ridtrace.forensics.reading.stats import FileNote
 from ridtrace.forensics.reading.unwrap import PREFIX, Unwrapper, unwrapped_head, wrapper_of
 from ridtrace.forensics.reading.unwrap_parts import json_object
 
@@ -99,14 +100,25 @@ def read_on_to_records(read: Callable[[int], bytes]) -> tuple[bytes, Unwrapper |
 
 def walked_file_verdict(
     name: str, head: bytes, unwrap: Unwrapper | None, read: Callable[[int], bytes],
-) -> tuple[str | None, bytes, Unwrapper | None]:
-    """Why a file a walk found is passed over (`ignore_reason`; None: it is read), with
-    the head and the unwrapper to read it by: a text file's head grown by what was read
-    on to its first record, and the unwrapper the lines from there ask for. `head` is
-    the file's sniffed start, `read` what reads on from it (both engines alike)."""
+) -> tuple[FileNote | None, bytes, Unwrapper | None]:
+    """Why a file a walk found is passed over (a note of `ignore_reason`, `unsure` when
+    it was not looked at to its end; None: it is read), with the head and the unwrapper
+    to read it by: a text file's head grown by what was read on to its first record, and
+    the unwrapper the lines from there ask for. `head` is the file's sniffed start,
+    `read` what reads on from it (both engines alike)."""
     seen = head if unwrap is None else unwrapped_head(head)
     reason = ignore_reason(name, seen, whole=len(head) < SNIFF_BYTES, wrapped=unwrap is not None)
-    if reason == NO_JSON_LINES and (found := read_on_to_records(read)):
+    if reason is None:
+        return None, head, unwrap
+    ended = len(head) < SNIFF_BYTES
+
+    def reading(size: int) -> bytes:
+        nonlocal ended
+        chunk = read(size)
+        ended = ended or not chunk
+        return chunk
+
+    if reason == NO_JSON_LINES and (found := read_on_to_records(reading)):
         more, later_unwrap = found
         return None, head + more, unwrap or later_unwrap
-    return reason, head, unwrap
+    return FileNote(name, reason, unsure=reason == NO_JSON_LINES and not ended), head, unwrap

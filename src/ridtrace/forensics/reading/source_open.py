@@ -92,9 +92,9 @@ def sniff(src: Source, raw: BinaryIO, stats: ReadStats) -> OpenedSource | None:
         return None
     unwrap = wrapper_of(head)
     if src.from_directory:
-        reason, head, unwrap = walked_file_verdict(src.name, head, unwrap, decoded.read)
-        if reason is not None:
-            stats.ignored_files.append(FileNote(src.name, reason))
+        ignored, head, unwrap = walked_file_verdict(src.name, head, unwrap, decoded.read)
+        if ignored is not None:
+            stats.ignored_files.append(ignored)
             return None
     if is_tar(head):
         stats.unreadable_files.append(FileNote(src.name, TAR_ARCHIVE))

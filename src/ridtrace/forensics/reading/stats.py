@@ -27,10 +27,15 @@ class BadLine:
 
 @dataclass(frozen=True)
 class FileNote:
-    """A file that was ignored or could not be read (whole or in part), and why."""
+    """A file that was ignored or could not be read (whole or in part), and why.
+
+    `unsure`: ignored as no log from a part of it (its text past what was looked at may
+    hold log lines): a read that read no line beside such a file is incomplete.
+    """
 
     file: str
     reason: str
+    unsure: bool = field(default=False, compare=False)
 
 
 def truncated_while_read(size: int, now: int | None = None) -> str:
@@ -125,12 +130,14 @@ def incomplete_reasons(stats: ReadStats, *, requests: int) -> list[str]:
         reasons.append(f"{stats.bad_lines} bad lines ({share:.1f}% of {stats.lines}, over 1%)")
     if stats.lines and not requests:
         reasons.append(f"{stats.lines} lines read but no request found in them")
-    if not stats.lines and stats.ignored_files and not stats.files:
+    if not stats.lines and stats.ignored_files and (
+            not stats.files or any(note.unsure for note in stats.ignored_files)):
         # A walk that read nothing: "No findings" of a log it took for no log (a capture
-        # with a long text start-up banner before its JSON lines) was a clean bill. Not
-        # when a log was read, empty (logrotate's `create` just made it), or followed
-        # through a quiet spell: beside a README or a follower's own output, that was
-        # "input incomplete" of a read that missed nothing.
+        # with a long text start-up banner before its JSON lines) was a clean bill, and
+        # still is beside an empty log (logrotate's `create` just made it). Not when a
+        # file was read, empty or followed through a quiet spell, and each file ignored
+        # was judged whole (a README, the follower's own output): that was "input
+        # incomplete" of a read that missed nothing.
         reasons.append(f"no log line was read: the {len(stats.ignored_files)} file(s) found "
                        "were ignored as no logs (see ignored_files; name one to read it)")
     return reasons

@@ -45,7 +45,7 @@ def _note(name: str, kind: str, line: int) -> UnkeyedNote:
     what, missing = next((w, m) for k, w, m in UNKEYED_KINDS if k == kind)
     reason = (f"{what} at line {line} names no span_id, so no request holds it: "
               f"{missing} (read that line)")
-    return UnkeyedNote(name, reason, kind, line)
+    return UnkeyedNote(name, reason, kind=kind, line=line)
 
 
 def unkeyed_notes(name: str, first_line: Callable[[str], int]) -> list[FileNote]:
