@@ -3,6 +3,7 @@ conventions require it of a server span that received one, with credentials reda
 
 from __future__ import annotations
 
+import re
 from urllib.parse import unquote
 
 from ridtrace.tracing.identity import shown_text
@@ -15,23 +16,35 @@ MAX_SHOWN_QUERY = 1024
 # Values replaced by REDACTED: the keys the conventions name (presigned URLs), those
 # FastAPI's own telemetry adds, and the names API keys and tokens travel under in a query
 # string (ridtrace's frontend takes its keys from headers only, but a client that sends
-# one in the URL should not find it in every trace backend it is exported to). Keys are
-# compared lower-cased, with `-` read as `_`.
-_SENSITIVE_KEYS = frozenset(key.lower().replace("-", "_") for key in (
-    "AWSAccessKeyId", "Signature", "sig", "X-Goog-Signature", "X-Amz-Signature",
-    "X-Amz-Credential", "X-Amz-Security-Token",
-    "key", "auth", "pwd",
-))
-# And every key with one of these in its name: the header names ridtrace's own keys
-# travel under (`x-api-key`, `authorization`), `openai_api_key`, `client_secret`,
-# `access-token`, `password`. Exact names alone let those through.
-_SENSITIVE_PARTS = ("api_key", "apikey", "token", "secret", "password", "passwd",
-                    "authorization", "credential", "signature", "private_key")
+# one in the URL should not find it in every trace backend it is exported to). A name is
+# read as its words (split at `-`, `_`, `.` and a camelCase step, lower-cased): by its
+# words and not its letters, so that `max_tokens`, `tokenizer` and `page_token`, what a
+# trace of an inference call is read for, stay as sent.
+_WHOLE = frozenset({
+    "key", "token", "sig", "auth", "pwd", "pass", "jwt", "sk", "session", "sessionid",
+    "apikey", "awsaccesskeyid",
+})
+_LAST_WORD = frozenset({
+    "password", "passwd", "pwd", "passphrase", "secret", "apikey", "jwt", "bearer", "hmac",
+    "signature", "sig", "credential", "credentials", "authorization", "auth",
+})
+_LAST_TWO_WORDS = frozenset({
+    "api_key", "access_key", "auth_key", "secret_key", "private_key", "subscription_key",
+    "account_key", "client_key", "master_key", "access_token", "auth_token", "id_token",
+    "refresh_token", "session_token", "security_token", "bearer_token", "api_token",
+    "session_id",
+})
+_CAMEL_STEP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_WORD_BREAK = re.compile(r"[-_.\s]+")
 
 
 def _sensitive(key: str) -> bool:
-    name = unquote(key.replace("+", " ")).lower().replace("-", "_")
-    return name in _SENSITIVE_KEYS or any(part in name for part in _SENSITIVE_PARTS)
+    name = _CAMEL_STEP.sub("_", unquote(key.replace("+", " ")))
+    words = [word for word in _WORD_BREAK.split(name.lower()) if word]
+    if not words:
+        return False
+    return ("".join(words) in _WHOLE or words[-1] in _LAST_WORD
+            or "_".join(words[-2:]) in _LAST_TWO_WORDS)
 
 
 def shown_query(raw: bytes) -> str:
