@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
 
@@ -58,6 +59,17 @@ def test_a_file_removed_before_a_line_of_it_was_read_is_not_counted(tmp_path: Pa
     assert _files_counted(tmp_path, from_start=False, meanwhile=run_again) == (1, 1)
 
 
+def _quiet_follow(folder: Path, *, from_start: bool) -> dict[str, Any]:
+    """The summary of a follow of `folder` stopped after its first poll."""
+    follower = Follower([str(folder)], FollowSettings(from_start=from_start, settle_s=0))
+    try:
+        follower.poll()
+        follower.run(lambda finding: True, stop=lambda: True)
+        return follower.summary()
+    finally:
+        follower.close()
+
+
 def test_a_quiet_follow_beside_a_file_that_is_no_log_is_complete(tmp_path: Path) -> None:
     # A follow from the end that read no new line, over a log and a README (or the
     # follower's own output kept beside the logs, as docs/cli.md shows): "no log line
@@ -65,13 +77,7 @@ def test_a_quiet_follow_beside_a_file_that_is_no_log_is_complete(tmp_path: Path)
     # the whole time.
     (tmp_path / "app.jsonl").write_text("\n".join(rt_request("a1", "r1", 0, 1)) + "\n")
     (tmp_path / "README.txt").write_text("how these logs are kept\n")
-    follower = Follower([str(tmp_path)], FollowSettings(from_start=False, settle_s=0))
-    try:
-        follower.poll()
-        follower.run(lambda finding: True, stop=lambda: True)
-        summary = follower.summary()
-    finally:
-        follower.close()
+    summary = _quiet_follow(tmp_path, from_start=False)
     assert summary["files"] == 1 and summary["lines"] == 0
     assert [n["file"] for n in summary["ignored_files"]] == [str(tmp_path / "README.txt")]
     assert not summary["incomplete"], summary["incomplete_reasons"]
@@ -87,12 +93,6 @@ def test_a_quiet_follow_beside_a_capture_judged_by_its_start_is_incomplete(
     banner = "".join(f"INFO loading shard {n}/4000 [00:01<00:00]\n" for n in range(4000))
     (tmp_path / "capture.txt").write_text(
         banner + "\n".join(rt_request("a1", "r1", 0, 1)) + "\n")
-    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, settle_s=0))
-    try:
-        follower.poll()
-        follower.run(lambda finding: True, stop=lambda: True)
-        summary = follower.summary()
-    finally:
-        follower.close()
+    summary = _quiet_follow(tmp_path, from_start=True)
     assert summary["lines"] == 0, summary
     assert summary["incomplete"], summary

@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from subprocess import CompletedProcess
 
 import pytest
 
-from tests.support.otlp_receiver import otlp_receiver
+from tests.support.otlp_receiver import OtlpReceiver, otlp_receiver
 
 _APP = """
 import sys
@@ -46,17 +47,24 @@ for block in ("block-1", "block-2", "block-3"):
 """
 
 
+def _run_exporting(receiver: OtlpReceiver, program: str, *args: str) -> CompletedProcess[str]:
+    """`program` run to its end with its telemetry sent to `receiver` only at shutdown
+    (batches and metric exports far apart): what arrives, its lifespans' ends sent."""
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+           "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000"}
+    for name in ("OTEL_SERVICE_NAME", "OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER",
+                 "OTEL_METRICS_EXPORTER"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-c", program, *args], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
 @pytest.mark.parametrize("kind", ["fastapi", "bare"])
 def test_every_lifespan_of_one_process_exports_its_spans_and_metrics(kind: str) -> None:
     with otlp_receiver() as receiver:
-        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-               "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000"}
-        for name in ("OTEL_SERVICE_NAME", "OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER",
-                     "OTEL_METRICS_EXPORTER"):
-            env.pop(name, None)
-        done = subprocess.run([sys.executable, "-c", _APP, kind], env=env, capture_output=True,
-                              text=True, timeout=120)
-        assert done.returncode == 0, done.stderr[-3000:]
+        done = _run_exporting(receiver, _APP, kind)
         spans = receiver.wait_for(3, timeout=10)
         receiver.wait_for_metric_exports(3, timeout=10)
     ids = sorted(s.attributes["x_request_id"] for s in spans if "x_request_id" in s.attributes)
@@ -98,14 +106,7 @@ def test_an_app_stopping_leaves_telemetry_to_another_still_serving() -> None:
     # first to stop shut the global providers down under the other, whose later spans
     # and counts were dropped ("Shutdown called, ignoring Span.").
     with otlp_receiver() as receiver:
-        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
-               "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000"}
-        for name in ("OTEL_SERVICE_NAME", "OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER",
-                     "OTEL_METRICS_EXPORTER"):
-            env.pop(name, None)
-        done = subprocess.run([sys.executable, "-c", _TWO_APPS], env=env, capture_output=True,
-                              text=True, timeout=120)
-        assert done.returncode == 0, done.stderr[-3000:]
+        _run_exporting(receiver, _TWO_APPS)
         spans = receiver.wait_for(5, timeout=10)
         receiver.wait_for_metric_exports(1, timeout=10)
     ids = sorted(s.attributes["x_request_id"] for s in spans if "x_request_id" in s.attributes)

@@ -29,6 +29,7 @@ __all__ = [
     "MAX_SHOWN_METHOD",
     "MAX_SHOWN_PATH",
     "Exchange",
+    "add_route_and_audit",
     "annotate_end",
     "answer_unanswered",
     "end_fields",
@@ -218,6 +219,16 @@ def end_fields(
         # checks were counted as the full page each.
         "bytes_out": 0 if method == "HEAD" else state.bytes_out,
     }
+    add_route_and_audit(fields, scope, route, deprecated)
+    if ctx.annotations:
+        add_annotations(fields, ctx.annotations)
+    return fields
+
+
+def add_route_and_audit(
+    fields: dict[str, Any], scope: Scope, route: str | None, deprecated: str | None,
+) -> None:
+    """A ``request.end``'s ``route``, and its ``deprecated_headers`` with the client."""
     if route:
         fields["route"] = route
     if deprecated:
@@ -228,9 +239,6 @@ def end_fields(
         client = scope.get("client")
         if client:
             fields["client"] = shown_text(f"{client[0]}:{client[1]}", MAX_SHOWN_CLIENT)
-    if ctx.annotations:
-        add_annotations(fields, ctx.annotations)
-    return fields
 
 
 def outcome_of(state: Exchange, failure: BaseException | None, ctx: RequestContext) -> str:

@@ -27,8 +27,8 @@ from ridtrace.contract import REQUEST_END, REQUEST_START
 from ridtrace.tracing import context as request_context
 from ridtrace.tracing.context import RequestContext, remember_on_exception
 from ridtrace.tracing.exchange import (
-    MAX_SHOWN_CLIENT,
     MAX_SHOWN_PATH,
+    add_route_and_audit,
     shown_agent,
     start_attributes,
     start_fields,
@@ -141,13 +141,7 @@ def _end_fields(
         "path": shown_text(scope.get("path", ""), MAX_SHOWN_PATH),
         "status": status, "outcome": outcome, "duration_ms": round(duration_s * 1000, 3),
     }
-    if route:
-        fields["route"] = route
-    if deprecated:
-        fields["deprecated_headers"] = deprecated
-        client = scope.get("client")
-        if client:
-            fields["client"] = shown_text(f"{client[0]}:{client[1]}", MAX_SHOWN_CLIENT)
+    add_route_and_audit(fields, scope, route, deprecated)
     if outcome == "error":  # its type only: an exception's text may hold client data
         fields["error"] = type(failure).__name__
     if ctx.annotations:
