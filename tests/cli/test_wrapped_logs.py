@@ -1013,7 +1013,7 @@ def _unlinked_with(field: str) -> bytes:
     return head[:-1].encode() + b',"payload":' + field.encode() + b"}"
 
 
-_DEEP = "[" * 1100 + "1" + "]" * 1100  # valid JSON, deeper than Python's parser follows
+_DEEP = "[" * 20_000 + "1" + "]" * 20_000  # valid JSON, deeper than any Python parser follows
 _BIG = "1" * 5000  # an integer of more digits than Python converts
 
 
