@@ -100,10 +100,14 @@ _TIME = (f'coalesce("time", CASE WHEN {UNMARKED} THEN '
 # four-digit year is cast; any other is no time, and Python judges the line ("invalid
 # time"). A test of the text, so that such a line's `_t` is null: its flags then say
 # "untimed", which is what sends it to Python whole. Year 0000 too: DuckDB reads it as
-# 1 BC (a request shown starting then), Python as no time.
+# 1 BC (a request shown starting then), Python as no time. So are the first and last
+# days RFC 3339 can write: their UTC may be out of its years (9999-12-31T23:00-05:00 is
+# in year 10000, 0001-01-01T00:00+01:00 in year 0), which DuckDB casts and Python
+# refuses; a request logged then was shown in year 10000 and audited in 1972.
 # An epoch number is a time only where the logger's signature states its unit.
 _T = (f"coalesce(TRY_CAST(CASE WHEN substr({_TIME}, 5, 1) = '-' "
       f"AND NOT starts_with({_TIME}, '-') AND NOT starts_with({_TIME}, '0000') "
+      f"AND NOT starts_with({_TIME}, '9999-12-31') AND NOT starts_with({_TIME}, '0001-01-01') "
       f"THEN {_TIME} END AS TIMESTAMPTZ), "
       f"CASE WHEN {UNMARKED} THEN {OTHER_EPOCH_TIME} END)")
 # Evidence only on ridtrace's and Dynamo's lines: an application's structlog line or
