@@ -84,3 +84,45 @@ def test_a_second_stop_while_the_stack_flushes_kills_it_before_the_demo_says_so(
         if slow.poll() is None:
             slow.kill()
             slow.wait()
+
+
+def test_the_stack_and_its_callers_are_reached_past_the_shells_proxy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # With HTTP_PROXY set (a corporate host, a CI runner), every health check of the
+    # stack's own loopback servers went to the proxy: 30 s, then a traceback and exit 4.
+    from ridtrace.demo.plan import is_own_output, make_plan
+    from ridtrace.demo.traffic import send_traffic
+    from tests.support.servers import free_port
+
+    dead_proxy = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "all_proxy"):
+        monkeypatch.setenv(name, dead_proxy)
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    plan = make_plan(12, disconnect_share=0.0)
+    with start_stack(tmp_path / "logs", id_policy="safe", workers=1) as stack:
+        results = send_traffic(stack.frontend_url, plan, concurrency=4)
+    assert [r.status for r in results] == [200] * len(plan), [r.error for r in results]
+    assert all(is_own_output(r) for r in results)
+
+
+def test_a_stack_process_that_exits_while_starting_is_named_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    from ridtrace.demo.processes import StackDidNotStart, _wait_ready
+    from tests.support.servers import free_port
+
+    stderr = tmp_path / "worker-1.stderr"
+    stderr.write_text("OSError: [Errno 98] address already in use\n")
+    gone = subprocess.Popen([sys.executable, "-c", "raise SystemExit(1)"])
+    gone.wait()
+    url = f"http://127.0.0.1:{free_port()}"
+    with httpx.Client(trust_env=False) as client, pytest.raises(StackDidNotStart) as failed:
+        _wait_ready(client, url, gone, stderr)
+    assert str(failed.value) == (
+        f"worker-1 ({url}) exited with 1 while starting: "
+        "OSError: [Errno 98] address already in use")

@@ -76,7 +76,7 @@ def demo(
 
     from ridtrace.cli.forensics_render import REPORT_WIDTH, layout_width
     from ridtrace.demo.main import run_demo
-    from ridtrace.demo.processes import RefusedConfiguration
+    from ridtrace.demo.processes import RefusedConfiguration, StackDidNotStart
 
     traces_endpoint = _traces_endpoint()
     _check_serve_variables()
@@ -113,6 +113,10 @@ def demo(
         _stopped(stop)
     except RefusedConfiguration as refused:
         raise BadConfiguration(str(refused)) from None
+    except StackDidNotStart as failed:
+        # The machine's trouble, not ridtrace's: one line, not "internal error" (exit 4).
+        click.echo(f"ridtrace: the demo's stack did not start: {failed}", err=True)
+        sys.exit(1)
     except Exception as exc:
         # Ctrl-C that landed in a lock's bookkeeping (seen with the callers' spans
         # exported over gRPC) surfaces as another error with the interrupt as its

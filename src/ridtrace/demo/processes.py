@@ -16,7 +16,10 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["RefusedConfiguration", "Stack", "free_port", "stack_environ", "start_stack"]
+__all__ = [
+    "RefusedConfiguration", "Stack", "StackDidNotStart", "free_port", "stack_environ",
+    "start_stack",
+]
 
 
 # Ports handed out by this process: a port is only reserved once its server binds it,
@@ -107,6 +110,12 @@ def _spawn(
         )
 
 
+class StackDidNotStart(Exception):
+    """A process of the stack exited while starting, or never answered its health check
+    (a loopback the machine does not serve, a port taken meanwhile): the message says
+    which, and where its stderr is."""
+
+
 class RefusedConfiguration(Exception):
     """A process of the stack would not start with the configuration it was given (its
     exit 2): a ``RIDTRACE_*`` variable of the shell it refused, say. The message is the
@@ -140,14 +149,17 @@ def _wait_ready(
                 # (RIDTRACE_ID_GENERATOR=bogus) ended the demo in a traceback and
                 # "internal error (exit 4)", though serve had named the variable.
                 raise RefusedConfiguration(f"{stderr_path.stem}: {_refusal(stderr_path)}")
-            raise RuntimeError(f"{url}: process exited with {process.returncode} while starting")
+            raise StackDidNotStart(f"{stderr_path.stem} ({url}) exited with "
+                                   f"{process.returncode} while starting: {_refusal(stderr_path)}")
         try:
             if client.get(url + "/health").status_code == 200:
                 return
         except httpx.TransportError:
             pass
         time.sleep(0.05)
-    raise TimeoutError(f"{url} did not become healthy within {timeout:.0f}s")
+    raise StackDidNotStart(
+        f"{stderr_path.stem} ({url}) did not answer its health check within {timeout:.0f}s "
+        f"(its stderr: {stderr_path}; is 127.0.0.1 served on this machine?)")
 
 
 # Seconds a served process may take to stop besides flushing its telemetry: the demo's
@@ -249,7 +261,10 @@ def start_stack(
             argv += ["--worker", url]
         processes.append(_spawn(argv, stderr_dir / "frontend.stderr", env))
         stderr_paths.append(stderr_dir / "frontend.stderr")
-        with httpx.Client(timeout=1.0) as client:
+        # Not through the environment's proxy (HTTP_PROXY on a corporate host or a CI
+        # runner): every health check of the stack's own loopback servers went to it,
+        # and the demo ended in a traceback after 30 s.
+        with httpx.Client(timeout=1.0, trust_env=False) as client:
             for url, process, stderr_path in zip(
                 [*worker_urls, frontend_url], processes, stderr_paths, strict=True
             ):

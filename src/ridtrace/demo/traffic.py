@@ -79,7 +79,9 @@ async def _run(
         keepalive_expiry=CLIENT_KEEP_ALIVE_SECONDS,
     )
     timeout = httpx.Timeout(60.0, connect=10.0)
-    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=timeout) as client:
+    # The stack is on loopback: not through the environment's proxy (`start_stack`).
+    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=timeout,
+                                 trust_env=False) as client:
 
         async def bounded(call: PlannedCall) -> CallResult:
             async with gate:
