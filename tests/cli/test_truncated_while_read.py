@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from ridtrace.cli.main import main
 from ridtrace.forensics.reading import files
 from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import rt_request
@@ -166,3 +168,30 @@ def test_a_line_over_the_limit_the_map_never_saw_makes_it_incomplete(
     assert code == 3, summary
     (note,) = summary["unreadable_files"]
     assert note["file"] == str(log) and "changed while being read" in note["reason"]
+
+
+def test_a_log_truncated_under_duckdbs_read_is_named_truncated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Truncated while DuckDB reads it in place, its read fails ("Could not read enough
+    # bytes from file"): the file was named with DuckDB's IO Error, and stderr said "no
+    # log lines found" beside it, where the docs name such a file "truncated while being
+    # read".
+    import duckdb
+
+    log = tmp_path / "frontend.jsonl"
+    _requests_log(log, 200)
+
+    def parse_cut_short(*args: Any, **kwargs: Any) -> Any:
+        with open(log, "r+b") as fh:
+            fh.truncate(0)
+        raise duckdb.IOException(f'IO Error: Could not read enough bytes from file "{log}"')
+
+    monkeypatch.setattr(files, "parse", parse_cut_short)
+    code, doc = analyze_json(str(log))
+    [note] = doc["summary"]["unreadable_files"]
+    assert note["reason"].startswith("truncated while being read"), note
+    assert code == 3
+    _requests_log(log, 200)
+    said = CliRunner().invoke(main, ["analyze", str(log)]).stderr
+    assert "could not read all of" in said and "no log lines found" not in said, said

@@ -257,7 +257,8 @@ def warn_read_stats(stats: ReadStats) -> None:
     for note in stats.unreadable_files:
         click.echo(visible(f"ridtrace: could not read all of {note.file}: {note.reason}"),
                    err=True)
-    if stats.lines == 0:
+    if stats.lines == 0 and not stats.unreadable_files:
+        # An input that could not be read said so above: "found" none is no answer of it.
         click.echo("ridtrace: no log lines found", err=True)
 
 

@@ -26,6 +26,7 @@ from ridtrace.forensics.reading.scan import Window
 from ridtrace.forensics.reading.source_open import (
     note_failure,
     note_gone,
+    note_shrunk,
     note_truncation,
     open_source,
 )
@@ -100,14 +101,15 @@ def read_source(
     except (OSError, duckdb.OutOfMemoryException) as exc:
         # The line map opens the file by its name too, beside DuckDB: whichever comes
         # first meets a deletion, and both are the same deleted file.
-        if not (isinstance(exc, FileNotFoundError) and note_gone(src, opened, stats)):
+        if not ((isinstance(exc, FileNotFoundError) and note_gone(src, opened, stats))
+                or note_shrunk(src, opened, stats)):
             note_failure(src, exc, stats)
         return None
     except duckdb.IOException as exc:
-        # DuckDB opens the file by name again: deleted or replaced since, or refused
-        # (no descriptor left under a low open-file limit), the file is lost to the
-        # report, which says so; the run reads the others.
-        if not note_gone(src, opened, stats):
+        # DuckDB opens the file by name again: deleted or replaced since, truncated
+        # under it, or refused (no descriptor left under a low open-file limit), the
+        # file is lost to the report, which says so; the run reads the others.
+        if not (note_gone(src, opened, stats) or note_shrunk(src, opened, stats)):
             note_failure(src, exc, stats)
         return None
     finally:

@@ -190,6 +190,19 @@ def _now_another(path: Path, raw: BinaryIO) -> bool:
     return (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino)
 
 
+def note_shrunk(src: Source, opened: OpenedSource, stats: ReadStats) -> bool:
+    """Note a file that is shorter now than when its read began, and say so: DuckDB
+    reads a file in place by its length then, and a copytruncate beside it was its IO
+    Error ("could not read enough bytes"), not the truncation it was."""
+    if opened.size is None:
+        return False
+    now = os.fstat(opened.raw.fileno()).st_size
+    if now >= opened.size:
+        return False
+    stats.unreadable_files.append(FileNote(src.name, truncated_while_read(opened.size, now)))
+    return True
+
+
 def note_failure(src: Source, exc: OSError | duckdb.OutOfMemoryException | duckdb.IOException,
                  stats: ReadStats) -> None:
     """A source lost to the report by a failed read: noted, so the result is incomplete."""
