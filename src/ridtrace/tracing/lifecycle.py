@@ -23,6 +23,7 @@ from typing import Any, Protocol
 __all__ = [
     "built_here",
     "flush_limit",
+    "flush_telemetry",
     "in_service",
     "own",
     "owns_any",
@@ -206,9 +207,25 @@ def flush_limit(exporter_timeout: float) -> float:
     return min(exporter_timeout + FLUSH_MARGIN_SECONDS, SDK_SHUTDOWN_SECONDS)
 
 
-def _shut_down_together(providers: list[_Provider], limit: float | None) -> None:
-    """Shut the providers down side by side, each on a thread of its own, for at most
-    ``limit`` seconds.
+def flush_telemetry() -> None:
+    """Export what ridtrace's providers hold, and write the event lines its sinks hold,
+    without shutting anything down: a server that stops while others in the process
+    still serve (`service_ended`). A stop signal ends the process right after it
+    (uvicorn raises it again), and what was batched went with it."""
+    from ridtrace.tracing.sinks import flush_sinks
+
+    flush_sinks()
+    with _lock:
+        owned = list(_owned)
+    _shut_down_together([provider for provider, _ in owned], _flush_bound(owned),
+                        flush_only=True)
+
+
+def _shut_down_together(
+    providers: list[_Provider], limit: float | None, *, flush_only: bool = False,
+) -> None:
+    """Shut the providers down (`flush_only`: flush them) side by side, each on a thread
+    of its own, for at most ``limit`` seconds.
 
     Each flush waits up to its exporter's timeout (10 s by default) on a slow or dead
     collector. One after the other, the tracer's and the meter's took ~20 s: past the
@@ -223,7 +240,12 @@ def _shut_down_together(providers: list[_Provider], limit: float | None) -> None
 
     def shut_down(provider: _Provider) -> None:
         try:
-            provider.shutdown()
+            if flush_only:
+                flush = getattr(provider, "force_flush", None)
+                if flush is not None:
+                    flush()
+            else:
+                provider.shutdown()
         except BaseException as exc:  # said below: telemetry never fails a stop
             failures.append(exc)
 
@@ -288,12 +310,14 @@ def service_started() -> None:
 
 async def service_ended() -> None:
     """A server started by `service_started` stopped: the last one to stop shuts
-    telemetry down; another only writes what the log sinks hold.
+    telemetry down; another exports what the providers and log sinks hold.
 
     Several servers at once in one process (a public API and an admin port, an HTTP app
     beside a gRPC server) share the global providers: the first one's end shut them
     down under the others, whose every later span and metric was dropped ("Shutdown
-    called, ignoring Span.").
+    called, ignoring Span."). One that stops before the last exports what the providers
+    hold, as a stop signal may end the process right after it (uvicorn raises it again
+    once its server stopped: another server's thread never gets to stop).
     """
     global _lifespans
     with _lock:
@@ -302,9 +326,8 @@ async def service_ended() -> None:
     if last:
         await shutdown_telemetry_async()
     else:
-        from ridtrace.tracing.sinks import flush_sinks
-
-        flush_sinks()
+        await requests_ended()
+        await asyncio.to_thread(flush_telemetry)
 
 
 @asynccontextmanager

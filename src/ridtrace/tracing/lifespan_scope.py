@@ -36,10 +36,8 @@ async def serve_lifespan(app: ASGIApp, scope: Scope, receive: Receive, send: Sen
             # By now the server has set up its logging, over configure_logging's routing
             # when the app was imported first (uvicorn.run(app), fastapi run).
             reclaim_server_loggers()
-            # Counted, so that of several servers in this process the last one's end
-            # shuts telemetry down; and a second lifespan in this process revives what
-            # the first one's end shut down.
-            lifecycle.service_started()
+            # A second lifespan in this process: the first one's end shut telemetry down.
+            lifecycle.revive_telemetry()
         return message
 
     async def receive_noted() -> Message:
@@ -48,6 +46,12 @@ async def serve_lifespan(app: ASGIApp, scope: Scope, receive: Receive, send: Sen
         return await receive_at_startup()
 
     async def send_after_flush(message: Message) -> None:
+        if message["type"] == "lifespan.startup.complete":
+            # Counted once started, so that of several servers in this process the last
+            # one's end shuts telemetry down. Counted at the startup, one whose app's
+            # startup failed (no shutdown follows) kept the count up for good, and the
+            # process's telemetry was never shut down: every span batched lost at exit.
+            lifecycle.service_started()
         if message["type"] in _SHUTDOWN_ANSWERS:
             await _flush()
         await send(message)
@@ -66,6 +70,7 @@ async def _answer(receive: Receive, send: Send) -> None:
     Any other message ends it, as a server sends each of them once."""
     if (await receive())["type"] != "lifespan.startup":
         return
+    lifecycle.service_started()
     await send({"type": "lifespan.startup.complete"})
     if (await receive())["type"] != "lifespan.shutdown":
         return
