@@ -147,9 +147,10 @@ _ESCAPES_ATTRIBUTE = "__ridtrace_escapes__"
 _ESCAPES_LOCK = threading.Lock()
 # Places one exception object keeps, the latest last. One object may escape many
 # requests (a circuit breaker's stored error, raised by every call): the server logs it
-# right after, in the place it escaped in, so only the latest few places matter, and an
-# object that lives long must not grow with the requests it failed.
-_ESCAPES_KEPT = 64
+# right after, in the place it escaped in, so only the places of the calls failing at
+# once matter (64 lost the ids of 35 crash lines of 100 such calls), and an object that
+# lives long must not grow with every request it failed (~200 bytes a place).
+_ESCAPES_KEPT = 4096
 
 
 def _running_task() -> Any:
@@ -164,18 +165,25 @@ def _running_task() -> Any:
 
 
 def _here() -> tuple[str, int]:
-    """The task, else the thread, a line is written in, as a key (a task by its id, its
-    identity checked through the weak reference kept beside it: an exception kept for
-    long must not keep it alive)."""
+    """The task, else the thread, a line is written in, as a key (its identity checked
+    through the weak reference kept beside it, `_place`)."""
     task = _running_task()
     return ("task", id(task)) if task is not None else ("thread", threading.get_ident())
 
 
+def _place() -> weakref.ref[Any]:
+    """The task, else the thread, a line is written in, weakly: an exception kept for
+    long must not keep it alive. A thread by its object, not its id: a thread started
+    after a request's thread ended may get its id, and a health check's timer logging a
+    stored error named the request that had raised it."""
+    task = _running_task()
+    return weakref.ref(task if task is not None else threading.current_thread())
+
+
 def _is_here(where: object) -> bool:
     task = _running_task()
-    if isinstance(where, weakref.ref):
-        return task is not None and where() is task
-    return task is None and where == threading.get_ident()
+    here = task if task is not None else threading.current_thread()
+    return isinstance(where, weakref.ref) and where() is here
 
 
 def remember_on_exception(exc: BaseException, ctx: RequestContext, outer: object = None) -> None:
@@ -187,8 +195,7 @@ def remember_on_exception(exc: BaseException, ctx: RequestContext, outer: object
     request (its token's ``old_value``): another request's context when the request ran
     in a task that inherited it, as a pipelined request does under uvicorn.
     """
-    task = _running_task()
-    where = weakref.ref(task) if task is not None else threading.get_ident()
+    where = _place()
     into = outer if isinstance(outer, RequestContext) else None
     with contextlib.suppress(AttributeError, TypeError), _ESCAPES_LOCK:
         # Per place: one object raised by calls on several threads at once (a synchronous

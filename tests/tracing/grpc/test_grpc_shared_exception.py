@@ -16,12 +16,12 @@ from concurrent import futures
 from typing import Any
 
 import grpc
+import pytest
 
 from ridtrace import configure_logging
 from ridtrace.tracing.grpc import RequestTracingInterceptor
 from tests.tracing.grpc.conftest import LogLines
 
-CALLS = 8
 BREAKER_OPEN = RuntimeError("circuit open: the engine failed its last health check")
 
 
@@ -29,9 +29,9 @@ class _EveryCallRaisedFirst(logging.Filter):
     """Holds gRPC's crash line until every call has raised: each line is then written
     after the other calls' escapes, as it is at random under load."""
 
-    def __init__(self) -> None:
+    def __init__(self, calls: int) -> None:
         super().__init__()
-        self.raised = threading.Barrier(CALLS, timeout=10)
+        self.raised = threading.Barrier(calls, timeout=30)
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.getMessage().startswith("Exception calling application"):
@@ -39,11 +39,12 @@ class _EveryCallRaisedFirst(logging.Filter):
         return True
 
 
-def test_each_calls_crash_line_carries_its_own_ids() -> None:
+@pytest.mark.parametrize("calls", [8, 100])  # more than a record of 64 places kept
+def test_each_calls_crash_line_carries_its_own_ids(calls: int) -> None:
     lines = LogLines()
     configure_logging(lines, service="grpc-test", level="INFO", intercept_stdlib=True)
-    together = threading.Barrier(CALLS, timeout=10)  # every call raises at once
-    held = _EveryCallRaisedFirst()
+    together = threading.Barrier(calls, timeout=30)  # every call raises at once
+    held = _EveryCallRaisedFirst(calls)
     grpc_server_log = logging.getLogger("grpc._server")
     grpc_server_log.addFilter(held)
 
@@ -53,15 +54,15 @@ def test_each_calls_crash_line_carries_its_own_ids() -> None:
 
     handlers = grpc.method_handlers_generic_handler(
         "qa.Breaker", {"Infer": grpc.unary_unary_rpc_method_handler(infer)})
-    server = grpc.server(futures.ThreadPoolExecutor(CALLS),
+    server = grpc.server(futures.ThreadPoolExecutor(calls),
                          interceptors=[RequestTracingInterceptor()])
     server.add_generic_rpc_handlers((handlers,))
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
-    sent = [f"breaker-{n}" for n in range(CALLS)]
+    sent = [f"breaker-{n}" for n in range(calls)]
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel, \
-                futures.ThreadPoolExecutor(CALLS) as clients:
+                futures.ThreadPoolExecutor(calls) as clients:
             call = channel.unary_unary("/qa.Breaker/Infer")
 
             def one(x_request_id: str) -> grpc.StatusCode:
@@ -74,14 +75,14 @@ def test_each_calls_crash_line_carries_its_own_ids() -> None:
             codes = list(clients.map(one, sent))
         deadline = time.monotonic() + 10
         while len(crashed := [x for x in lines.lines if x["message"].startswith(
-                "Exception calling application")]) < CALLS:
+                "Exception calling application")]) < calls:
             assert time.monotonic() < deadline, f"gRPC logged {len(crashed)} crashes"
             time.sleep(0.01)
     finally:
         grpc_server_log.removeFilter(held)
         server.stop(None).wait(10)
         logging.basicConfig(handlers=[logging.NullHandler()], force=True)
-    assert codes == [grpc.StatusCode.UNKNOWN] * CALLS
+    assert codes == [grpc.StatusCode.UNKNOWN] * calls
     ends = {x["request_id"]: x["x_request_id"] for x in lines.events("request.end")}
     assert sorted(ends.values()) == sorted(sent)
     # Each crash line names its own call: its request_id is the one that call's
@@ -95,19 +96,58 @@ def test_an_exception_many_requests_raised_keeps_a_bounded_record() -> None:
     # not grow with them: only the latest places are kept.
     import asyncio
 
+    from ridtrace.tracing.context import (
+        _ESCAPES_KEPT,
+        context_for_exception_line,
+        remember_on_exception,
+    )
+    from ridtrace.tracing.serverspan import minted_context
+
+    shared = RuntimeError("circuit open")
+    failed = _ESCAPES_KEPT + 500
+    contexts = [minted_context(f"r{n}", None) for n in range(failed)]
+
+    async def fail(n: int) -> bool:
+        remember_on_exception(shared, contexts[n])
+        await asyncio.sleep(0)  # every task escapes before any logs
+        return context_for_exception_line(shared) is contexts[n]
+
+    async def every() -> list[bool]:
+        return list(await asyncio.gather(*(fail(n) for n in range(failed))))
+
+    found = asyncio.run(every())
+    assert all(found[-_ESCAPES_KEPT:]) and not any(found[:500])  # the latest kept
+    assert len(vars(shared)["__ridtrace_escapes__"]) == _ESCAPES_KEPT
+
+
+def test_a_later_thread_with_the_same_id_is_not_the_request_that_raised() -> None:
+    # A thread started after a request's thread ended may get its id (a health check's
+    # timer): keyed by the id alone, its line logging the stored error named the request
+    # that had raised it.
     from ridtrace.tracing.context import context_for_exception_line, remember_on_exception
     from ridtrace.tracing.serverspan import minted_context
 
     shared = RuntimeError("circuit open")
-    contexts = [minted_context(f"r{n}", None) for n in range(500)]
+    raised_in: list[int] = []
 
-    async def fail(n: int) -> bool:
-        remember_on_exception(shared, contexts[n])
-        found = context_for_exception_line(shared)  # in its own task: its own request
-        return found is contexts[n]
+    def request() -> None:
+        remember_on_exception(shared, minted_context("r-1", "client-a"))
+        raised_in.append(threading.get_ident())
 
-    async def every() -> list[bool]:
-        return list(await asyncio.gather(*(fail(n) for n in range(500))))
+    first = threading.Thread(target=request)
+    first.start()
+    first.join()
+    found: list[object] = []
 
-    assert all(asyncio.run(every()))
-    assert len(vars(shared)["__ridtrace_escapes__"]) <= 64
+    def timer() -> None:
+        real = threading.get_ident
+        threading.get_ident = lambda: raised_in[0]  # the id reused, as the OS may
+        try:
+            found.append(context_for_exception_line(shared))
+        finally:
+            threading.get_ident = real
+
+    later = threading.Thread(target=timer)
+    later.start()
+    later.join()
+    assert found == [None]
