@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from ridtrace import configure_logging
+from ridtrace import annotate_request, configure_logging
 from ridtrace.cli.main import main
 from tests.tracing.grpc.conftest import traced_channel
 
@@ -37,6 +37,12 @@ def test_an_exported_calls_error_flag_is_its_live_spans(tmp_path: Path) -> None:
         await asyncio.Event().wait()  # until the deadline cancels it
         return b""
 
+    async def slow_annotated(request: bytes, context: Any) -> bytes:
+        # An app's field named like HTTP's method, on a line that has none of its own.
+        annotate_request(method="beam_search")
+        await asyncio.Event().wait()
+        return b""
+
     async def boom(request: bytes, context: Any) -> bytes:
         raise ValueError("engine fell over")
 
@@ -46,12 +52,14 @@ def test_an_exported_calls_error_flag_is_its_live_spans(tmp_path: Path) -> None:
     def add(server: grpc.aio.Server) -> None:
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("qa.J", {
             name: grpc.unary_unary_rpc_method_handler(handler)
-            for name, handler in (("Slow", slow), ("Boom", boom), ("Fine", fine))}),))
+            for name, handler in (("Slow", slow), ("SlowAnnotated", slow_annotated),
+                                  ("Boom", boom), ("Fine", fine))}),))
 
     async def calls() -> dict[str, grpc.StatusCode]:
         got = {}
         async with traced_channel(add, provider) as channel:
-            for name, timeout in (("Slow", 0.3), ("Boom", 10.0), ("Fine", 10.0)):
+            for name, timeout in (("Slow", 0.3), ("SlowAnnotated", 0.3), ("Boom", 10.0),
+                                  ("Fine", 10.0)):
                 try:
                     await channel.unary_unary(f"/qa.J/{name}")(
                         b"", metadata=(("x-request-id", name.lower()),), timeout=timeout)
@@ -60,10 +68,11 @@ def test_an_exported_calls_error_flag_is_its_live_spans(tmp_path: Path) -> None:
                     got[name] = exc.code()
         return got
 
-    assert asyncio.run(calls()) == {"Slow": grpc.StatusCode.DEADLINE_EXCEEDED,
-                                    "Boom": grpc.StatusCode.UNKNOWN, "Fine": grpc.StatusCode.OK}
+    assert asyncio.run(calls()) == {
+        "Slow": grpc.StatusCode.DEADLINE_EXCEEDED, "SlowAnnotated": grpc.StatusCode.DEADLINE_EXCEEDED,
+        "Boom": grpc.StatusCode.UNKNOWN, "Fine": grpc.StatusCode.OK}
     deadline = time.monotonic() + 10
-    while sum('"request.end"' in line for line in log.read_text().splitlines()) < 3:
+    while sum('"request.end"' in line for line in log.read_text().splitlines()) < 4:
         assert time.monotonic() < deadline, "the calls' request.end lines never came"
         time.sleep(0.01)
     live = {str((s.attributes or {})["x_request_id"]): s.status.status_code is StatusCode.ERROR
@@ -76,5 +85,5 @@ def test_an_exported_calls_error_flag_is_its_live_spans(tmp_path: Path) -> None:
         for span in trace["spans"]:
             tags = {t["key"]: t["value"] for t in span["tags"]}
             exported[tags["x_request_id"]] = tags.get("error") is True
-    assert live == {"slow": True, "boom": True, "fine": False}
+    assert live == {"slow": True, "slowannotated": True, "boom": True, "fine": False}
     assert exported == live

@@ -260,7 +260,7 @@ def jaeger_traces(
         tags += jaeger_ids.logged_id_tags(trace_id, str(r.span_id))
         if unlinked_parent:
             tags.append(tag("parent_span_id", str(r.parent_span_id)))
-        if failed(r.outcome, r.status, r.method):
+        if failed(r.outcome, r.status):
             tags.append(tag("error", True))
         # The span exported live ended with its answer: a 500 sent at 20 ms whose pump
         # logged an Unlinked line at 80 ms was a 20 ms span in Jaeger, not 80 ms.

@@ -70,16 +70,18 @@ def present(value: Any) -> bool:
 GRPC_SERVER_FAULTS = frozenset({2, 4, 12, 13, 14, 15})
 
 
-def failed(outcome: Any, status: Any, method: Any = None) -> bool:
+def failed(outcome: Any, status: Any) -> bool:
     """Whether a span gets Jaeger's error flag, as the span exported live had its error
     status: its outcome says error; or, where none was logged (Dynamo at INFO level
     writes only "http response sent"), it answered an HTTP 5xx, as OpenTelemetry's HTTP
-    conventions mark a server span; or a gRPC call (no HTTP `method`) ended on a server
-    fault's code: a call whose deadline passed is `cancelled` on its lines, its live span
-    a DEADLINE_EXCEEDED error, and the file's span showed it as a success."""
+    conventions mark a server span; or a gRPC call ended on a server fault's code (no
+    HTTP status is one): a call whose deadline passed is `cancelled` on its lines, its
+    live span a DEADLINE_EXCEEDED error, and the file's span showed it as a success. By
+    its status alone: an app's `annotate_request(method=...)` on a gRPC line, which has
+    no HTTP method of its own, made such a call an HTTP one."""
     text = str(status) if present(status) else ""
     code = int(text) if text.isascii() and text.isdigit() else None
-    if not present(method) and code in GRPC_SERVER_FAULTS:
+    if code in GRPC_SERVER_FAULTS:
         return True
     if present(outcome):
         return bool(outcome == "error")
