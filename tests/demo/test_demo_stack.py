@@ -92,6 +92,7 @@ def test_the_stack_and_its_callers_are_reached_past_the_shells_proxy(
     # With HTTP_PROXY set (a corporate host, a CI runner), every health check of the
     # stack's own loopback servers went to the proxy: 30 s, then a traceback and exit 4.
     from ridtrace.demo.plan import is_own_output, make_plan
+    from ridtrace.demo.run import _inflight
     from ridtrace.demo.traffic import send_traffic
     from tests.support.servers import free_port
 
@@ -103,8 +104,22 @@ def test_the_stack_and_its_callers_are_reached_past_the_shells_proxy(
     plan = make_plan(12, disconnect_share=0.0)
     with start_stack(tmp_path / "logs", id_policy="safe", workers=1) as stack:
         results = send_traffic(stack.frontend_url, plan, concurrency=4)
+        left = _inflight(stack.frontend_url)  # "?" in the report, and the check skipped
     assert [r.status for r in results] == [200] * len(plan), [r.error for r in results]
     assert all(is_own_output(r) for r in results)
+    assert left == 0
+
+
+def test_the_in_flight_check_is_not_sent_to_a_socks_proxy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # httpx cannot use a SOCKS proxy without an extra: the demo's check of the registry
+    # ended in an ImportError traceback and "internal error" (exit 4).
+    from ridtrace.demo.run import _inflight
+
+    monkeypatch.setenv("ALL_PROXY", "socks5://127.0.0.1:9")
+    with start_stack(tmp_path / "logs", id_policy="safe", workers=1) as stack:
+        assert _inflight(stack.frontend_url) == 0
 
 
 def test_a_stack_process_that_exits_while_starting_is_named_not_a_traceback(

@@ -88,7 +88,10 @@ class PolicyRun:
 
 def _inflight(frontend_url: str) -> int | None:
     try:
-        body = httpx.get(frontend_url + "/debug/inflight", timeout=5).json()
+        # The stack is on loopback: not through the shell's proxy (`processes.start_stack`),
+        # where the check was skipped (`?`) or, under a SOCKS proxy httpx cannot use, a
+        # traceback and exit 4.
+        body = httpx.get(frontend_url + "/debug/inflight", timeout=5, trust_env=False).json()
     except (httpx.HTTPError, ValueError):
         return None
     size = body.get("size", body.get("inflight")) if isinstance(body, dict) else None
