@@ -50,8 +50,9 @@ def test_keys_under_header_names_and_other_credential_names_are_redacted(
     sent = ("x-api-key=sk-1&Authorization=Bearer%20sk-2&client_secret=cs&password=pw"
             "&openai_api_key=sk-3&access-token=at&X_Api_Key=sk-4&subscription-key=az"
             "&jwt=eyJ&accessToken=t2&author=bob&monkey=1&max_tokens=64&tokenizer=bpe"
-            "&page_token=p2&use_auth=1&private_token=gl&user%5Bpassword%5D=pw2&XApiKey=k5"
-            "&signing_key=s6")
+            "&page_token=p2&private_token=gl&user%5Bpassword%5D=pw2&XApiKey=k5"
+            "&signing_key=s6&accesstoken=t7&db_pwd=p8&basic_auth=u:p&api-key%5B0%5D=k9"
+            "&credentials=c1&max_token=1&sort_key=name")
     with otlp_receiver() as receiver:
         with (exporting_frontend(tmp_path, receiver.endpoint) as frontend,
               httpx.Client(base_url=frontend.url, timeout=30) as client):
@@ -65,6 +66,8 @@ def test_keys_under_header_names_and_other_credential_names_are_redacted(
         "x-api-key=REDACTED&Authorization=REDACTED&client_secret=REDACTED&password=REDACTED"
         "&openai_api_key=REDACTED&access-token=REDACTED&X_Api_Key=REDACTED"
         "&subscription-key=REDACTED&jwt=REDACTED&accessToken=REDACTED&author=bob&monkey=1"
-        "&max_tokens=64&tokenizer=bpe&page_token=p2&use_auth=1&private_token=REDACTED"
+        "&max_tokens=64&tokenizer=bpe&page_token=p2&private_token=REDACTED"
         "&user%5Bpassword%5D=REDACTED&XApiKey=REDACTED&signing_key=REDACTED"
+        "&accesstoken=REDACTED&db_pwd=REDACTED&basic_auth=REDACTED&api-key%5B0%5D=REDACTED"
+        "&credentials=REDACTED&max_token=1&sort_key=name"
     )

@@ -22,22 +22,28 @@ MAX_SHOWN_QUERY = 1024
 # what a trace of an inference call is read for, stay as sent. Where a name could be
 # either, it is hidden: a value shown is in every trace backend for good.
 _WHOLE = frozenset({
-    "key", "auth", "pwd", "pass", "sk", "session", "sessionid", "apikey", "awsaccesskeyid",
-    "cookie", "otp",
+    "key", "sk", "session", "sessionid", "sid", "phpsessid", "jsessionid", "awsaccesskeyid",
+    "otp", "totp", "pin", "code",
 })
 # A word that makes any name a credential's (`password_confirmation`, `user[password]`,
-# `webhook_secret`, `jwtToken`).
+# `webhook_secret`, `jwtToken`); and any word holding `apikey` (`XAPIKEY`).
 _ANY_WORD = frozenset({
-    "password", "passwd", "passphrase", "secret", "secrets", "jwt", "bearer", "hmac",
-    "apikey", "authorization",
+    "password", "passwd", "passphrase", "passcode", "secret", "secrets", "jwt", "bearer",
+    "hmac", "authorization",
 })
-_LAST_WORD = frozenset({"token", "signature", "sig", "credential"})
-# A last word `token` that names no credential: a position in a list, or a model's token.
+_LAST_WORD = frozenset({
+    "signature", "sig", "credential", "credentials", "pwd", "pass", "auth", "cookie",
+    "cookies", "assertion", "verifier",
+})
+# A token that names no credential, by the word before it (`page_token`) or the start of
+# its one word: a position in a list, or a model's token.
 _TOKEN_NOT_CREDENTIAL = frozenset({
     "page", "next", "continuation", "stop", "start", "end", "pad", "bos", "eos", "sep",
-    "mask", "unk", "sync", "cursor",
+    "mask", "unk", "sync", "cursor", "pagination", "resumption", "max", "min", "first",
+    "last", "num",
 })
-# A last word `key` after one of these: a key that opens something (`signing_key`).
+# A key that opens something, by the word before it (`signing_key`) or the start of its
+# one word (`secretkey`): not `sort_key`, `cache_key`, `monkey`.
 _KEY_KINDS = frozenset({
     "api", "access", "auth", "secret", "private", "subscription", "account", "client",
     "master", "signing", "shared", "encryption", "session", "sas", "storage", "consumer",
@@ -52,13 +58,20 @@ def _sensitive(key: str) -> bool:
     for step in _CAMEL_STEPS:
         name = step.sub("_", name)
     words = [word for word in _WORD_BREAK.split(name.lower()) if word]
+    while words and words[-1].isdigit():  # `api-key[0]`: an index names no other thing
+        words.pop()
     if not words:
         return False
+    if ("".join(words) in _WHOLE or words[-1] in _LAST_WORD
+            or any(w in _ANY_WORD or w.startswith("passw") or "apikey" in w for w in words)):
+        return True
     last, before = words[-1], words[-2] if len(words) > 1 else ""
-    return ("".join(words) in _WHOLE
-            or any(word in _ANY_WORD or word.startswith("passw") for word in words)
-            or (last in _LAST_WORD and not (last == "token" and before in _TOKEN_NOT_CREDENTIAL))
-            or (last == "key" and before in _KEY_KINDS))
+    for suffix, kinds, named in (("token", _TOKEN_NOT_CREDENTIAL, False),
+                                 ("key", _KEY_KINDS, True)):
+        if last.endswith(suffix):
+            kind = before if last == suffix else last[:-len(suffix)]
+            return (kind in kinds) is named
+    return False
 
 
 def shown_query(raw: bytes) -> str:
