@@ -82,14 +82,14 @@ while True:  # served again until it starts, as a supervisor in process would
 
 
 def _spans_after_sigterm(receiver: OtlpReceiver, program: str, ports: list[int],
-                         calls: int) -> list[str]:
-    """`program` serving on `ports`, `calls` requests to each, then SIGTERM: the client
-    ids of the spans the receiver got."""
+                         calls: int, *args: str) -> list[str]:
+    """`program` serving on `ports` (then `args`), `calls` requests to each, then
+    SIGTERM, and it ends: the client ids of the spans the receiver got."""
     env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
            "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000"}
     for name in ("OTEL_SERVICE_NAME", "OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER"):
         env.pop(name, None)
-    process = subprocess.Popen([sys.executable, "-c", program, *map(str, ports)], env=env,
+    process = subprocess.Popen([sys.executable, "-c", program, *map(str, ports), *args], env=env,
                                stderr=subprocess.DEVNULL)
     try:
         with httpx.Client(timeout=10) as client:
@@ -123,3 +123,39 @@ def test_a_server_started_again_after_a_failed_startup_loses_no_span_at_sigterm(
     with otlp_receiver() as receiver:
         got = _spans_after_sigterm(receiver, _RETRIED, [port], 4)
     assert got == [f"{port}-{n}" for n in range(4)]
+
+
+_HTTP_BESIDE_GRPC = """
+import asyncio, sys
+import grpc.aio, uvicorn
+from fastapi import FastAPI
+from ridtrace import RequestTracingMiddleware, configure_tracing
+from ridtrace.tracing.grpc import RequestTracingInterceptor, serve_until_signalled
+
+configure_tracing("beside")
+app = FastAPI(telemetry={"tracing": False, "metrics": False, "logs": False})
+app.add_api_route("/hi", lambda: "hi", methods=["GET"])
+app.add_middleware(RequestTracingMiddleware)
+
+
+async def main():
+    grpc_server = grpc.aio.server(interceptors=[RequestTracingInterceptor()])
+    grpc_server.add_insecure_port("127.0.0.1:0")
+    http = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=int(sys.argv[1]),
+                                         log_level="warning"))
+    serving = [http.serve(), serve_until_signalled(grpc_server)]
+    await asyncio.gather(*(serving if sys.argv[2] == "http-first" else serving[::-1]))
+
+
+asyncio.run(main())
+"""
+
+
+def test_an_http_app_beside_a_grpc_server_stops_on_sigterm_whichever_starts_first() -> None:
+    # serve_until_signalled took SIGTERM over from uvicorn's handler when it started
+    # second: gRPC stopped, and the process went on serving HTTP until killed.
+    for order in ("http-first", "grpc-first"):
+        port = free_port()
+        with otlp_receiver() as receiver:
+            got = _spans_after_sigterm(receiver, _HTTP_BESIDE_GRPC, [port], 2, order)
+        assert got == [f"{port}-0", f"{port}-1"], order

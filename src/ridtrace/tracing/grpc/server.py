@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+from typing import Any
 
 import grpc.aio
 
@@ -37,11 +38,12 @@ async def serve_until_signalled(
         signals = _default_signals()
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    installed: list[signal.Signals] = []
+    installed: dict[signal.Signals, Any] = {}
     for signum in signals:
+        previous = signal.getsignal(signum)
         with contextlib.suppress(NotImplementedError, RuntimeError):  # not main thread
-            loop.add_signal_handler(signum, stop.set)
-            installed.append(signum)
+            loop.add_signal_handler(signum, _stop_and_pass_on, stop, signum, previous)
+            installed[signum] = previous
     await server.start()
     service_started()
     terminated = asyncio.ensure_future(server.wait_for_termination())
@@ -55,12 +57,24 @@ async def serve_until_signalled(
     finally:
         stopping.cancel()
         terminated.cancel()
-        for signum in installed:
+        for signum, replaced in installed.items():
             loop.remove_signal_handler(signum)
+            if replaced is not None:  # set from C, not Python: left as asyncio leaves it
+                with contextlib.suppress(ValueError, TypeError, OSError):
+                    signal.signal(signum, replaced)
         try:
             await service_ended()
         finally:
             cut_off_after(None)
+
+
+def _stop_and_pass_on(stop: asyncio.Event, signum: signal.Signals, previous: object) -> None:
+    """Stop the gRPC server, and pass the signal on to the handler it replaced: another
+    server in the process (uvicorn's, which installs its own when it starts) never heard
+    of it, and the process went on serving HTTP after gRPC had stopped."""
+    stop.set()
+    if callable(previous) and previous is not signal.default_int_handler:
+        previous(signum, None)
 
 
 def _default_signals() -> tuple[signal.Signals, ...]:
