@@ -72,7 +72,7 @@ running_in_threads: set[object] = set()
 _built: weakref.WeakSet[_Provider] = weakref.WeakSet()
 _lock = threading.Lock()
 # Servers serving in this process (`service_started`): the last to end shuts down.
-_lifespans = 0
+_servers = 0
 # Whether shutdown_telemetry is registered to run at interpreter exit (once).
 _exit_hook: list[bool] = []
 # How to serve again, per provider that can be: its exporters built anew.
@@ -302,9 +302,9 @@ def service_started() -> None:
     """A server in this process starts serving with ridtrace's telemetry (an app's
     lifespan, `serve_until_signalled`): what a previous one's end shut down serves
     again (`revive_telemetry`)."""
-    global _lifespans
+    global _servers
     with _lock:
-        _lifespans += 1
+        _servers += 1
     revive_telemetry()
 
 
@@ -319,10 +319,10 @@ async def service_ended() -> None:
     hold, as a stop signal may end the process right after it (uvicorn raises it again
     once its server stopped: another server's thread never gets to stop).
     """
-    global _lifespans
+    global _servers
     with _lock:
-        _lifespans = max(0, _lifespans - 1)
-        last = _lifespans == 0
+        _servers = max(0, _servers - 1)
+        last = _servers == 0
     if last:
         await shutdown_telemetry_async()
     else:
