@@ -18,6 +18,7 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import Any, Protocol
 
 __all__ = [
@@ -73,6 +74,9 @@ _built: weakref.WeakSet[_Provider] = weakref.WeakSet()
 _lock = threading.Lock()
 # Servers serving in this process (`service_started`): the last to end shuts down.
 _servers = 0
+# Set while the middleware's own lifespan handling (`lifespan_scope`) runs the app's
+# lifespan: it counts the server, so a `telemetry_lifespan` inside it counts nothing.
+counted_above: ContextVar[bool] = ContextVar("ridtrace_lifespan_counted_above", default=False)
 # Whether shutdown_telemetry is registered to run at interpreter exit (once).
 _exit_hook: list[bool] = []
 # How to serve again, per provider that can be: its exporters built anew.
@@ -338,6 +342,13 @@ async def telemetry_lifespan(app: object = None) -> AsyncIterator[None]:
     One line in a user's app: ``FastAPI(lifespan=telemetry_lifespan)``. Inside a
     lifespan of its own: ``async with telemetry_lifespan(app): yield``.
     """
+    if counted_above.get():
+        # The middleware's lifespan handling around this app counts the server and
+        # shuts telemetry down at its end, right after this one's: counted here too, the
+        # first end was taken for another server's and flushed the exporters once more
+        # (a second metrics export at every stop).
+        yield
+        return
     service_started()  # a second lifespan in this process (see revive_telemetry)
     try:
         yield

@@ -56,11 +56,14 @@ async def serve_lifespan(app: ASGIApp, scope: Scope, receive: Receive, send: Sen
             await _flush()
         await send(message)
 
+    token = lifecycle.counted_above.set(True)  # an inner telemetry_lifespan: counted here
     try:
         await app(scope, receive_noted, send_after_flush)
     except Exception:
         if asked:  # the app's own lifespan failed: the server reports it
             raise
+    finally:
+        lifecycle.counted_above.reset(token)
     if not asked:
         await _answer(receive_at_startup, send)
 
