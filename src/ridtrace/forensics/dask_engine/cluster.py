@@ -5,6 +5,7 @@ built for it, or a local cluster sized to the machine (`dask_engine.engine` runs
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import threading
@@ -81,9 +82,9 @@ def dask_client(scheduler: str | None = None, **cluster_options: Any) -> Iterato
         yield client
 
 
-def raise_open_file_limit() -> int | None:
+def raise_open_file_limit() -> None:
     """Raise this process's soft limit on open files to its hard limit, which the local
-    cluster's worker processes inherit; the soft limit now (None where there is none).
+    cluster's worker processes inherit.
 
     A Dask worker holds a few dozen descriptors of its own and more as the shuffle's
     partitions grow with the files read: with 1,500 small logs under a soft limit of
@@ -93,15 +94,11 @@ def raise_open_file_limit() -> int | None:
     try:
         import resource
     except ImportError:  # not POSIX
-        return None
+        return
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and soft != resource.RLIM_INFINITY and soft < hard:
-        try:
+        with contextlib.suppress(ValueError, OSError):  # a sandbox that refuses it
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-            soft = hard
-        except (ValueError, OSError):  # a sandbox that refuses it: the limit as it was
-            pass
-    return None if soft == resource.RLIM_INFINITY else int(soft)
 
 
 # How a task of Dask's disk-backed (p2p) shuffle reports that a worker failed it.

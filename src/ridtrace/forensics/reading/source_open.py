@@ -121,12 +121,11 @@ def sniff(src: Source, raw: BinaryIO, stats: ReadStats) -> OpenedSource | None:
 def note_truncation(src: Source, opened: OpenedSource, stats: ReadStats) -> None:
     """Note a file that shrank while it was read (copytruncate under the reader), or
     whose name was given to another file meanwhile (a rename rotation)."""
-    now = os.fstat(opened.raw.fileno()).st_size if opened.size is not None else None
-    if opened.size is not None and now is not None and now < opened.size:
-        # Lines that were there when the read began are not in the report, and
-        # the line numbers DuckDB and the line map saw may differ.
-        stats.unreadable_files.append(FileNote(src.name, truncated_while_read(opened.size, now)))
-    elif opened.size is not None and _rewritten(opened):
+    # Shrunk: lines that were there when the read began are not in the report, and the
+    # line numbers DuckDB and the line map saw may differ.
+    if note_shrunk(src, opened, stats):
+        return
+    if opened.size is not None and _rewritten(opened):
         # Truncated and written again past its old size before the check (a writer that
         # does not append goes on at its old offset, after a hole): the size said
         # nothing, and the lines lost were lost with exit 0.
