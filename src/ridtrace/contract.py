@@ -115,3 +115,9 @@ SEVERITY: Final[dict[str, str]] = {
     "deprecated_header": "info",
 }
 FINDING_KINDS: Final[tuple[str, ...]] = tuple(SEVERITY)
+
+# The numeric gRPC status codes OpenTelemetry's rpc conventions make a server span an
+# error for, as 5xx are over HTTP: UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL,
+# UNAVAILABLE, DATA_LOSS. The interceptor marks its spans by them, `export jaeger` the
+# spans it builds from the lines' numeric `status`.
+GRPC_SERVER_FAULT_CODES: Final[frozenset[int]] = frozenset({2, 4, 12, 13, 14, 15})

@@ -9,6 +9,7 @@ import pandas as pd
 
 from ridtrace.contract import (
     DURATION_MS,
+    GRPC_SERVER_FAULT_CODES,
     REQUEST_END,
     REQUEST_START,
     RESPONSE_SENT,
@@ -63,13 +64,6 @@ def present(value: Any) -> bool:
     return value is not None and value is not pd.NA and value == value
 
 
-# The numeric gRPC codes OpenTelemetry's rpc conventions make a server span an error
-# for, whatever the outcome (`tracing.grpc.status.SERVER_FAULTS`): UNKNOWN,
-# DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE, DATA_LOSS. No HTTP status
-# is one of them.
-GRPC_SERVER_FAULTS = frozenset({2, 4, 12, 13, 14, 15})
-
-
 def failed(outcome: Any, status: Any) -> bool:
     """Whether a span gets Jaeger's error flag, as the span exported live had its error
     status: its outcome says error; or, where none was logged (Dynamo at INFO level
@@ -81,7 +75,7 @@ def failed(outcome: Any, status: Any) -> bool:
     no HTTP method of its own, made such a call an HTTP one."""
     text = str(status) if present(status) else ""
     code = int(text) if text.isascii() and text.isdigit() else None
-    if code in GRPC_SERVER_FAULTS:
+    if code in GRPC_SERVER_FAULT_CODES:
         return True
     if present(outcome):
         return bool(outcome == "error")

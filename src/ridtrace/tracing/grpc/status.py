@@ -11,6 +11,7 @@ import grpc
 import grpc.aio
 from opentelemetry.trace import Span, Status, StatusCode
 
+from ridtrace.contract import GRPC_SERVER_FAULT_CODES
 from ridtrace.tracing.context import RequestContext, remember_on_exception
 from ridtrace.tracing.grpc.context import TracedServicerContext
 from ridtrace.tracing.inbound import decide_outcome
@@ -35,16 +36,8 @@ __all__ = [
 
 # Codes that mean the server failed, as 5xx do over HTTP (OpenTelemetry's rpc semantic
 # conventions mark the same set as span errors); the others are the caller's problem.
-SERVER_FAULTS = frozenset(
-    {
-        grpc.StatusCode.UNKNOWN,
-        grpc.StatusCode.DEADLINE_EXCEEDED,
-        grpc.StatusCode.UNIMPLEMENTED,
-        grpc.StatusCode.INTERNAL,
-        grpc.StatusCode.UNAVAILABLE,
-        grpc.StatusCode.DATA_LOSS,
-    }
-)
+SERVER_FAULTS = frozenset(code for code in grpc.StatusCode
+                          if code.value[0] in GRPC_SERVER_FAULT_CODES)
 CANCELLED = (asyncio.CancelledError, GeneratorExit)
 
 
