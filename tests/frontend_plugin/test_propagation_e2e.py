@@ -288,3 +288,48 @@ def test_a_worker_propagating_nothing_still_names_the_request_it_serves(
                                        str(stack.workers[0].log), "--format", "json"])
     assert report.exit_code == 0, report.output[-2000:]
     assert orjson.loads(report.stdout)["summary"]["duplicate_in_flight"] == 0
+
+
+@pytest.mark.parametrize(("path", "body"), [
+    ("/generate", {"text": "ids", "rid": "span-body-rid"}),
+    ("/inference/v1/generate", {"prompt": "ids", "request_id": "span-body-request-id"}),
+])
+def test_a_body_id_filling_in_the_header_is_the_frontend_spans_x_request_id(
+    exporting: tuple[Stack, OtlpReceiver], path: str, body: dict[str, str]
+) -> None:
+    # Jaeger is searched by x_request_id: the frontend span carried a body id that
+    # stood in for the header as `_x_request_id`, an app's name for it, so the search
+    # found the worker's span and missed the frontend's.
+    stack, receiver = exporting
+    body_id = body.get("rid", body.get("request_id"))
+    response = httpx.post(stack.url + path, json=body, timeout=30)
+    assert response.status_code == 200, response.text
+    assert response.headers["x-request-id"] == body_id
+    request_id = response.headers["x-server-request-id"]
+    spans = receiver.wait_until(lambda spans: len(_server_spans(spans, request_id)) == 2)
+    for side, span in _server_spans(spans, request_id).items():
+        assert span.attributes.get("x_request_id") == body_id, (side, span.attributes)
+        assert "_x_request_id" not in span.attributes, (side, span.attributes)
+
+
+def test_the_legacy_policys_client_key_is_the_frontend_spans_request_id(
+    tmp_path: Path,
+) -> None:
+    # The legacy policy makes the client's id the request's: request.end and the
+    # worker's span said so, the frontend span kept the minted id and filed the key
+    # under `_request_id`.
+    with otlp_receiver() as receiver, start_stack(
+        tmp_path, workers=[[]], frontend=["--id-policy", "legacy"],
+        env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "50"},
+    ) as stack:
+        response = httpx.post(
+            stack.url + "/v1/chat/completions", headers={"x-request-id": "legacy-key-1"},
+            json={"model": "echo", "messages": [{"role": "user", "content": "key"}]},
+            timeout=30)
+        assert response.status_code == 200, response.text
+        end = stack.frontend.wait_for_event("legacy-key-1", "request.end")
+        assert end["x_request_id"] == "legacy-key-1"
+        spans = receiver.wait_until(
+            lambda spans: len(_server_spans(spans, "legacy-key-1")) == 2)
+    for side, span in _server_spans(spans, "legacy-key-1").items():
+        assert "_request_id" not in span.attributes, (side, span.attributes)

@@ -115,6 +115,16 @@ def annotate_span(**attributes: str | bool | int | float) -> None:
         ctx.server_span.set_attributes(attributes)
 
 
+def relabel_span(ctx: RequestContext, **ids: str) -> None:
+    """ridtrace's own change of the ids on ``ctx``'s server span, in place (a body id
+    that fills in the missing client id; the legacy policy's client key as the
+    request's id): :func:`annotate_span` keeps an app's such names apart, and the span
+    a client's body id is searched by carried it as ``_x_request_id``."""
+    span = ctx.server_span
+    if span is not None and span.is_recording():
+        span.set_attributes(ids)
+
+
 # enter(ctx) makes ``ctx`` current and returns a token; leave(token) restores what was
 # current before, in ``finally``. The ContextVar's own methods, not wrappers: they run
 # twice on every request.

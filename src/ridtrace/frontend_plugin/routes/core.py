@@ -42,11 +42,11 @@ from ridtrace.frontend_plugin.wire import WorkRequest
 from ridtrace.tracing import (
     RequestContext,
     annotate_request,
-    annotate_span,
     current_context,
     uuid4_id,
     validate_client_id,
 )
+from ridtrace.tracing.context import relabel_span
 from ridtrace.tracing.eventlog import EventLog
 
 __all__ = ["serve"]
@@ -134,7 +134,7 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
         request_id = key
         if ctx is not None:
             ctx.request_id = key
-            annotate_span(request_id=key)
+            relabel_span(ctx, request_id=key)
     annotate_request(model=parsed.model, stream=parsed.stream, fp_in=fingerprint(parsed.prompt))
     work = WorkRequest(
         request_id=request_id, x_request_id=ctx.x_request_id if ctx is not None else client_id,
@@ -223,7 +223,7 @@ def _correlate(ctx: RequestContext | None, body_id: str) -> None:
     correlation = body_id.strip(" ") or None
     if ctx is not None and ctx.x_request_id is None and correlation is not None:
         ctx.x_request_id = correlation
-        annotate_span(x_request_id=correlation)
+        relabel_span(ctx, x_request_id=correlation)
 
 
 def _correlate_refused_body(ctx: RequestContext | None, api: ApiSpec, raw: dict[str, object],
