@@ -222,6 +222,19 @@ def remember_on_exception(exc: BaseException, ctx: RequestContext, outer: object
             del escapes[next(iter(escapes))]
 
 
+def forget_escape(exc: BaseException, ctx: RequestContext) -> None:
+    """Forget where ``exc`` escaped ``ctx``'s request, once the server has logged it:
+    a synchronous gRPC server's pool thread outlives the call, and a job it ran later,
+    handling the same stored error (a circuit breaker raising its last failure again),
+    was in the place the call's escape was remembered in."""
+    escapes = getattr(exc, _ESCAPES_ATTRIBUTE, None)
+    if not isinstance(escapes, dict):
+        return
+    with _ESCAPES_LOCK:
+        for key in [key for key, (_, escaped, _) in escapes.items() if escaped is ctx]:
+            del escapes[key]
+
+
 def context_of_exception(exc: BaseException | None) -> RequestContext | None:
     """The context :func:`remember_on_exception` last attached to ``exc``, if any."""
     escapes = getattr(exc, _ESCAPES_ATTRIBUTE, None)
@@ -245,7 +258,14 @@ def context_for_exception_line(exc: BaseException | None) -> RequestContext | No
     task's error that requests awaited, a circuit breaker's last error) is not that
     request's, and its lines were stamped with the request's ids for as long as the
     object lived.
+
+    And only while it is being handled: a server logs the escape inside its ``except``
+    (uvicorn, gRPC's sync and aio servers). A job later run by the same pooled thread of
+    a synchronous gRPC server, logging the stored error with ``exc_info=``, is in the
+    place the request's escape was, but handles no exception.
     """
+    if exc is None or sys.exc_info()[1] is not exc:
+        return None
     escapes = getattr(exc, _ESCAPES_ATTRIBUTE, None)
     if not isinstance(escapes, dict):
         return None

@@ -39,6 +39,16 @@ class _EveryCallRaisedFirst(logging.Filter):
         return True
 
 
+def _line_context_while_handling(exc: BaseException) -> object:
+    """The context a line logging ``exc`` inside its ``except`` gets, as a server's is."""
+    from ridtrace.tracing.context import context_for_exception_line
+
+    try:
+        raise exc
+    except BaseException:
+        return context_for_exception_line(exc)
+
+
 @pytest.mark.parametrize("calls", [8, 100])  # more than a record of 64 places kept
 def test_each_calls_crash_line_carries_its_own_ids(calls: int) -> None:
     lines = LogLines()
@@ -96,11 +106,7 @@ def test_an_exception_many_requests_raised_keeps_a_bounded_record() -> None:
     # not grow with them: only the latest places are kept.
     import asyncio
 
-    from ridtrace.tracing.context import (
-        _ESCAPES_KEPT,
-        context_for_exception_line,
-        remember_on_exception,
-    )
+    from ridtrace.tracing.context import _ESCAPES_KEPT, remember_on_exception
     from ridtrace.tracing.serverspan import minted_context
 
     shared = RuntimeError("circuit open")
@@ -110,7 +116,7 @@ def test_an_exception_many_requests_raised_keeps_a_bounded_record() -> None:
     async def fail(n: int) -> bool:
         remember_on_exception(shared, contexts[n])
         await asyncio.sleep(0)  # every task escapes before any logs
-        return context_for_exception_line(shared) is contexts[n]
+        return _line_context_while_handling(shared) is contexts[n]
 
     async def every() -> list[bool]:
         return list(await asyncio.gather(*(fail(n) for n in range(failed))))
@@ -124,7 +130,7 @@ def test_a_later_thread_with_the_same_id_is_not_the_request_that_raised() -> Non
     # A thread started after a request's thread ended may get its id (a health check's
     # timer): keyed by the id alone, its line logging the stored error named the request
     # that had raised it.
-    from ridtrace.tracing.context import context_for_exception_line, remember_on_exception
+    from ridtrace.tracing.context import remember_on_exception
     from ridtrace.tracing.serverspan import minted_context
 
     shared = RuntimeError("circuit open")
@@ -143,7 +149,7 @@ def test_a_later_thread_with_the_same_id_is_not_the_request_that_raised() -> Non
         real = threading.get_ident
         threading.get_ident = lambda: raised_in[0]  # the id reused, as the OS may
         try:
-            found.append(context_for_exception_line(shared))
+            found.append(_line_context_while_handling(shared))
         finally:
             threading.get_ident = real
 
@@ -151,3 +157,57 @@ def test_a_later_thread_with_the_same_id_is_not_the_request_that_raised() -> Non
     later.start()
     later.join()
     assert found == [None]
+
+
+def test_a_job_on_the_pool_thread_logging_the_stored_error_names_no_request() -> None:
+    # The server's pool is the application's too: a health-check job it later runs on
+    # the thread that served the failed call logs the breaker's stored error, given as
+    # exc_info and raised again and caught, as a breaker does. That thread is the place
+    # the call's escape was remembered in, and the job's lines were stamped with the
+    # call's ids.
+    from loguru import logger
+
+    lines = LogLines()
+    configure_logging(lines, service="grpc-test", level="INFO", intercept_stdlib=True)
+    pool = futures.ThreadPoolExecutor(1)  # one thread: the job runs where the call did
+
+    def infer(request: bytes, context: grpc.ServicerContext) -> Any:
+        raise BREAKER_OPEN
+
+    handlers = grpc.method_handlers_generic_handler(
+        "qa.Breaker", {"Infer": grpc.unary_unary_rpc_method_handler(infer)})
+    server = grpc.server(pool, interceptors=[RequestTracingInterceptor()])
+    server.add_generic_rpc_handlers((handlers,))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+
+    def health_check() -> None:
+        health = logging.getLogger("health")
+        health.error("breaker still open: given", exc_info=BREAKER_OPEN)
+        logger.opt(exception=BREAKER_OPEN).error("breaker still open: given to loguru")
+        try:
+            raise BREAKER_OPEN
+        except RuntimeError:
+            health.exception("breaker still open: raised again")
+            logger.exception("breaker still open: raised again, loguru")
+
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel, \
+                pytest.raises(grpc.RpcError) as failed:
+            channel.unary_unary("/qa.Breaker/Infer")(
+                b"", metadata=(("x-request-id", "breaker-a"),), timeout=20)
+        assert failed.value.code() == grpc.StatusCode.UNKNOWN  # type: ignore[attr-defined]
+    finally:
+        # Returns once every call has ended, its end callbacks run: the job comes after.
+        server.stop(None).wait(10)
+    try:
+        pool.submit(health_check).result(timeout=20)
+    finally:
+        pool.shutdown()
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+    [crash] = [x for x in lines.lines if x["message"].startswith("Exception calling")]
+    assert crash["x_request_id"] == "breaker-a" and crash["request_id"]
+    jobs = [x for x in lines.lines if x["message"].startswith("breaker still open")]
+    assert len(jobs) == 4
+    for job in jobs:
+        assert (job.get("request_id"), job.get("x_request_id")) == (None, None), job

@@ -10,12 +10,14 @@ there. The call's state lives in :class:`~ridtrace.tracing.grpc.call.GrpcCall`, 
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import grpc
 
-from ridtrace.tracing.context import remember_on_exception
+from ridtrace.tracing.context import forget_escape, remember_on_exception
 from ridtrace.tracing.grpc.call import GrpcCall
 from ridtrace.tracing.grpc.call_config import CallConfig
 from ridtrace.tracing.grpc.method import MethodInfo, behavior_of
@@ -195,6 +197,8 @@ def failure_of(
     iterator raises then, which is no fault of the server's. After gRPC refused a
     request message the client got INTERNAL, whatever the handler did next.
     """
+    if isinstance(exc, Exception):
+        forget_once_logged(exc, context, call)
     if context.request_undecodable:
         ended: BaseException = RequestUndecodable()
     elif isinstance(exc, GeneratorExit) or context.aborted or not _call_ended(context):
@@ -207,6 +211,17 @@ def failure_of(
         # as on any crash (GrpcCall.finish only sees what the call is finished with).
         remember_on_exception(exc, call.ctx)
     return ended
+
+
+def forget_once_logged(
+    exc: BaseException, context: SyncTracedServicerContext, call: GrpcCall
+) -> None:
+    """Forget where ``exc`` escaped (remembered as the call finishes) once the call has
+    ended: gRPC ends it by sending the status it writes its crash line before, in the
+    thread the handler ran in. A call already over takes no callback (gRPC logs after
+    it): that escape stays remembered."""
+    with contextlib.suppress(Exception):  # telemetry never fails a call
+        context.add_callback(functools.partial(forget_escape, exc, call.ctx))
 
 
 def ended_without_handler(context: SyncTracedServicerContext) -> BaseException | None:
