@@ -32,6 +32,10 @@ def test_conflict_retries_on_another_worker_without_marking_down(tmp_path: Path)
             assert held.status_code == 200
             duplicate = client.post(holder.url + "/v1/work", content=_work("dup").to_json())
             assert duplicate.status_code == 409
+            # Both answers name the id the worker's lines carry: the envelope's (they
+            # named the id the middleware minted, which no line or span carried).
+            assert held.headers["x-server-request-id"] == HELD_ID
+            assert duplicate.headers["x-server-request-id"] == HELD_ID
             assert duplicate.json()["error"]["type"] == "conflict"
             assert {"param", "code"} <= set(duplicate.json()["error"])  # OpenAI's shape
 

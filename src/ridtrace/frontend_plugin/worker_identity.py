@@ -25,6 +25,9 @@ def adopt_identity(
     if ctx is None:
         return
     ctx.request_id = job.request_id
+    # Its answer names it too (x-server-request-id): the minted id it replaces is on no
+    # line. Without the blanks a legacy key may have: a header value cannot start with one.
+    ctx.answered_as = job.request_id.strip(" ") or None
     ctx.x_request_id = (
         validate_client_id(job.x_request_id, max(max_id_length, DEFAULT_MAX_CLIENT_ID_LENGTH))
         if job.x_request_id

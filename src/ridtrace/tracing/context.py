@@ -61,6 +61,9 @@ class RequestContext:
     # `deprecated_headers`), for lines of its own a service writes in place of the
     # middleware's (a worker's `worker.start`).
     deprecated_headers: str | None = None
+    # The id the response's server-id header names when it is not the minted one: a
+    # worker answers its hop under the frontend request's id, the one its lines carry.
+    answered_as: str | None = None
 
 
 _current: ContextVar[RequestContext | None] = ContextVar("ridtrace_request", default=None)

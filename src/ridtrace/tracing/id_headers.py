@@ -53,6 +53,8 @@ class IdHeaders:
                 headers.append(header)
         if x_request_id is not None:
             headers.append((self._client, x_request_id.encode("latin-1")))
+        if ctx.answered_as is not None:
+            extra = [self.server_id(ctx.answered_as), *extra[1:]]
         if len(extra) > 1:  # the deprecation headers, for a request that used an old one
             extra = _unless_the_app_said_so(headers, extra)
         headers += extra
