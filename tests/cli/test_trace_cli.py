@@ -166,6 +166,33 @@ def test_dynamo_collision_with_skewed_worker_clocks(tmp_path: Path) -> None:
     assert f"held request {rid} at the same time" in out
 
 
+@pytest.mark.parametrize("copy_name", ["a-copy.jsonl", "zz-copy.jsonl"])
+def test_a_copy_of_a_skewed_worker_log_is_shown_on_the_corrected_clock(
+    tmp_path: Path, copy_name: str
+) -> None:
+    # One pod's log collected twice: the two files' spans are one, the offset estimated
+    # for the file that owns them, and the copy's lines were shown on the raw clock,
+    # a worker working after its caller had answered.
+    truth = write_dynamo_logs(tmp_path, DynamoSpec(
+        requests=60, duplicates=1, cancelled=0, bad_lines=0, workers=2,
+        worker_skew_us=(-397_000, 250_000)))
+    rid = next(key for kind, key in truth.expected if kind == "duplicate_in_flight")
+    code, out, err = run("trace", rid, str(tmp_path), "--format", "json", "-q")
+    served_by = sorted({Path(event["file"]).name for req in json.loads(out)["requests"]
+                        for event in req["events"]} - {"frontend.jsonl"})
+    (tmp_path / copy_name).write_bytes((tmp_path / served_by[0]).read_bytes())
+    code, out, err = run("trace", rid, str(tmp_path), "--format", "json", "-q")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["clock_offsets_ms"]
+    copied = 0
+    for req in doc["requests"]:
+        for event in req["events"]:
+            assert 0 <= event["ms"] <= req["duration_ms"], (event, req["duration_ms"])
+            copied += event["file"].endswith(copy_name)
+    assert copied  # the copy's lines are shown, on the corrected clock
+
+
 @pytest.mark.parametrize("stamp", ["0001-01-01T00:00:00Z", "0001-06-01T00:00:00+01:00"])
 def test_a_time_outside_pandas_nanoseconds_is_shown_not_a_crash(
     tmp_path: Path, stamp: str
