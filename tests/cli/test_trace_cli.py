@@ -166,22 +166,37 @@ def test_dynamo_collision_with_skewed_worker_clocks(tmp_path: Path) -> None:
     assert f"held request {rid} at the same time" in out
 
 
-@pytest.mark.parametrize("copy_name", ["a-copy.jsonl", "zz-copy.jsonl"])
-def test_a_copy_of_a_skewed_worker_log_is_shown_on_the_corrected_clock(
-    tmp_path: Path, copy_name: str
-) -> None:
-    # One pod's log collected twice: the two files' spans are one, the offset estimated
-    # for the file that owns them, and the copy's lines were shown on the raw clock,
-    # a worker working after its caller had answered.
+def _skewed_incident(tmp_path: Path) -> tuple[str, str]:
+    """Dynamo logs with two skewed workers and one duplicate: its id and the log of a
+    worker that served it."""
     truth = write_dynamo_logs(tmp_path, DynamoSpec(
         requests=60, duplicates=1, cancelled=0, bad_lines=0, workers=2,
         worker_skew_us=(-397_000, 250_000)))
     rid = next(key for kind, key in truth.expected if kind == "duplicate_in_flight")
     code, out, err = run("trace", rid, str(tmp_path), "--format", "json", "-q")
+    assert code == 0, err
     served_by = sorted({Path(event["file"]).name for req in json.loads(out)["requests"]
                         for event in req["events"]} - {"frontend.jsonl"})
-    (tmp_path / copy_name).write_bytes((tmp_path / served_by[0]).read_bytes())
-    code, out, err = run("trace", rid, str(tmp_path), "--format", "json", "-q")
+    return rid, served_by[0]
+
+
+def _span_logs_outside_their_span(export: Path) -> list[dict[str, Any]]:
+    return [log for trace in json.loads(export.read_text())["data"] for span in trace["spans"]
+            for log in span.get("logs", ())
+            if not span["startTime"] <= log["timestamp"] <= span["startTime"] + span["duration"]]
+
+
+@pytest.mark.parametrize("copy_name", ["a-copy.jsonl", "zz-copy.jsonl"])
+def test_a_copy_of_a_skewed_worker_log_is_shown_on_the_corrected_clock(
+    tmp_path: Path, copy_name: str
+) -> None:
+    # One pod's log collected twice: the two files' spans are one, the offset estimated
+    # for the file that owns them, and the copy's lines were shown (trace) and exported
+    # (Jaeger's span logs) on the raw clock, a worker working after its caller answered.
+    logs = tmp_path / "logs"
+    rid, served_by = _skewed_incident(logs)
+    (logs / copy_name).write_bytes((logs / served_by).read_bytes())
+    code, out, err = run("trace", rid, str(logs), "--format", "json", "-q")
     assert code == 0, err
     doc = json.loads(out)
     assert doc["clock_offsets_ms"]
@@ -191,6 +206,41 @@ def test_a_copy_of_a_skewed_worker_log_is_shown_on_the_corrected_clock(
             assert 0 <= event["ms"] <= req["duration_ms"], (event, req["duration_ms"])
             copied += event["file"].endswith(copy_name)
     assert copied  # the copy's lines are shown, on the corrected clock
+    code, _, err = run("export", "jaeger", str(logs), "-o", str(tmp_path / "j.json"), "-q")
+    assert code == 0, err
+    assert _span_logs_outside_their_span(tmp_path / "j.json") == []
+
+
+def test_a_worker_line_repeating_its_callers_span_id_moves_no_frontend_line(
+    tmp_path: Path,
+) -> None:
+    # The frontend's log is on the reference clock: it has no offset, and is no copy
+    # of the skewed worker whose line names the frontend's span (its lines were moved
+    # by the worker's offset, the request's start shown after its worker's end).
+    rid, served_by = _skewed_incident(tmp_path)
+
+    def frontend_lines() -> dict[int, tuple[int, float]]:
+        """line → (its request's number in the view, its ms in that request)"""
+        code, out, err = run("trace", rid, str(tmp_path), "--format", "json", "-q")
+        assert code == 0, err
+        return {e["line"]: (n, e["ms"]) for n, r in enumerate(json.loads(out)["requests"])
+                for e in r["events"] if e["file"].endswith("frontend.jsonl")}
+
+    before = frontend_lines()
+    worker = tmp_path / served_by
+    lines = worker.read_text().splitlines()
+    at, served = next((n, json.loads(x)) for n, x in enumerate(lines) if rid in x)
+    lines.insert(at + 1, json.dumps({**served, "span_id": served["parent_id"], "parent_id": None,
+                                     "message": "a line naming its caller's span"}))
+    worker.write_text("\n".join(lines) + "\n")
+    after = frontend_lines()
+    # The merged span starts where its first line is now, a few ms earlier: the
+    # frontend's lines keep their spacing, and none moves by a worker's offset.
+    assert after.keys() == before.keys()
+    moved: dict[int, set[float]] = {}
+    for line, (request, ms) in after.items():
+        moved.setdefault(request, set()).add(round(ms - before[line][1], 3))
+    assert all(len(m) == 1 and abs(next(iter(m))) < 50 for m in moved.values()), moved
 
 
 @pytest.mark.parametrize("stamp", ["0001-01-01T00:00:00Z", "0001-06-01T00:00:00+01:00"])

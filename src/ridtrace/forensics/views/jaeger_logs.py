@@ -19,6 +19,7 @@ from ridtrace.contract import (
 from ridtrace.forensics.reading.sql import CLOSING_EVENTS
 from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.views import jaeger_ids
+from ridtrace.forensics.views.file_clocks import line_offsets_us
 
 __all__ = ["ANSWERS", "LOG_FILE_TAG", "SpanLogs", "failed", "jaeger_form", "present", "process_id",
            "tag"]
@@ -110,13 +111,14 @@ class SpanLogs:
             return
         # Only lines of spans that can be exported: a span needs both ids (Dynamo logs
         # no trace_id when its trace context is missing), and a missing one is no id.
-        rows = events[events["event"].notna().to_numpy() & events["span_id"].notna().to_numpy()
-                      & events["trace_id"].notna().to_numpy()]
+        exported = (events["event"].notna().to_numpy() & events["span_id"].notna().to_numpy()
+                    & events["trace_id"].notna().to_numpy())
+        rows = events[exported]
         if not len(rows):
             return
         us = epoch_us(rows["time"])
-        if offsets:
-            us = us + rows["file"].astype(str).map(offsets).fillna(0).to_numpy(dtype=np.int64)
+        if offsets:  # judged on every line: whether a file is a copy asks all its spans
+            us = us + line_offsets_us(events, offsets)[exported]
         self._us = us
         self._event = rows["event"].astype("object").to_numpy()
         self._message = rows["message"].astype("object").to_numpy()

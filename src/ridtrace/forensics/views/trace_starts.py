@@ -10,7 +10,6 @@ their span back as they are read (`reading.sql.began`): such a span's start is k
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from ridtrace.contract import (
@@ -21,6 +20,7 @@ from ridtrace.contract import (
     REQUEST_START,
     RESPONSE_SENT,
 )
+from ridtrace.forensics.views.file_clocks import line_offsets_us
 
 # Lines that say where a frontend span began.
 _START_EVENTS = (REQUEST_START,)
@@ -37,15 +37,7 @@ def shifted_times(events: pd.DataFrame, offsets: dict[str, int]) -> pd.Series:
     times = events["time"]
     if not offsets:
         return times
-    by_file = events["file"].astype(str).map(offsets)
-    if by_file.isna().any() and by_file.notna().any():
-        # A file with no offset of its own whose spans another file owns (one log
-        # collected twice, a backup beside it): the same process, on that file's clock.
-        # Its lines were shown on the raw clock, a worker working after its caller ended.
-        span = events["span_id"]
-        span = span.where(span.notna() & (span.astype(str) != ""))  # a spanless line: none
-        by_file = by_file.fillna(by_file.groupby(span, dropna=True).transform("first"))
-    shift = by_file.fillna(0).to_numpy(dtype=np.int64)
+    shift = line_offsets_us(events, offsets)
     # In microseconds, the times' own unit: nanoseconds would cast the times to a
     # range of 1677-2262 and fail on a Go zero time (0001-01-01) in the logs.
     shifted: pd.Series = times + shift.astype("timedelta64[us]")
