@@ -290,8 +290,14 @@ NORMALIZED: dict[str, str] = {
     "error": _pick(lifecycle_only("error"), f"CASE WHEN {DYNAMO_LINE} THEN error END"),
     "dispatch": _pick(DISPATCH_DETAIL, "NULL"),
     "chunk_request_id": _pick("chunk_request_id", "NULL"),
-    # Stated durations date spans back already (`began`).
-    DURATION_MS: _pick(f'"{DURATION_MS}"', "NULL"),
+    # Stated durations date spans back already (`began`); the views read them too, to
+    # tell a span whose answer states when it began from one whose start was lost:
+    # Dynamo's in ms as ridtrace's (an INFO-level span whose deprecated-header WARN came
+    # at the start its latency_ms gives was "no start logged" in `trace` and Jaeger).
+    DURATION_MS: _pick(f'"{DURATION_MS}"', f"""CASE WHEN {DYNAMO_LINE} THEN CAST((CASE message
+        WHEN {literal(DYNAMO_RESPONSE_SENT)} THEN TRY_CAST("{DYNAMO_LATENCY_MS}" AS DOUBLE)
+        WHEN {literal(DYNAMO_SPAN_CLOSED)} THEN TRY_CAST("{DYNAMO_SPAN_DURATION_US}" AS DOUBLE)
+            / 1000 END) AS VARCHAR) END"""),
 }
 
 

@@ -188,10 +188,12 @@ class SpanLogs:
         return True, min(start, int(self._us[last]) - round(stated * 1000))
 
     def stated_ms(self, trace: str, span: str) -> Any:
-        """The `duration_ms` the span's last answer line states (None where none does)."""
+        """The `duration_ms` the span's last answer line states, when it is a
+        `request.end` (None where none does): Dynamo's `latency_ms` is whole
+        milliseconds, rounded down, and its line is where it answered."""
         g = self._group.get((trace, span))
         last = -1 if g is None else int(self._last_answer[g])
-        return None if last < 0 else self._stated[last]
+        return None if last < 0 or self._event[last] != REQUEST_END else self._stated[last]
 
     def began_work_unended(self, trace: str, span: str) -> bool:
         """Whether the span logged `worker.start` (Dynamo's worker "request received")

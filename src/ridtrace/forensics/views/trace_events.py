@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from ridtrace.contract import DURATION_MS, SPAN_CLOSED
+from ridtrace.contract import DURATION_MS, REQUEST_END, SPAN_CLOSED
 from ridtrace.forensics.views.trace_rows import EventRow, RequestBlock
 from ridtrace.forensics.views.trace_starts import ANSWERS, shifted_times
 from ridtrace.forensics.views.verdicts import NO_ANSWER, NO_FINGERPRINTS, NO_OUTPUT, Verdict, text
@@ -65,7 +65,11 @@ def attach_events(
         )
         block.events.append(event)
         if event.span_id == block.span_id and event.event in (*ANSWERS, SPAN_CLOSED):
-            ms = answered_ms(event.ms, getattr(r, DURATION_MS))
+            # Cut to the duration a request.end states (written after the background
+            # tasks its response ran); Dynamo's latency_ms is whole ms, rounded down,
+            # and its line is where it answered.
+            ms = answered_ms(event.ms, getattr(r, DURATION_MS) if event.event == REQUEST_END
+                             else None)
             (answered if event.event in ANSWERS else closed)[id(block)] = (block, ms)
     # Dynamo at INFO with span events logs no answer: its span's close ends it, no crash
     # cut it off ('no answer logged'). An answer line wins.

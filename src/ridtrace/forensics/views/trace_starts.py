@@ -64,6 +64,10 @@ def unlogged_starts(
         answers = lines[lines["event"].isin(ANSWERS).to_numpy()].sort_values("_at")
         stated = pd.to_numeric(answers[DURATION_MS].astype(object), errors="coerce")
         usable = (stated >= 0) & (stated <= _LONGEST_MS)
+        if len(answers) and usable.iloc[-1] and answers["event"].iloc[-1] == RESPONSE_SENT:
+            # Dynamo's answer states when it began (latency_ms): at its INFO level it logs
+            # no start line, and none was lost.
+            continue
         if not len(answers) or not usable.iloc[-1]:
             # Dated back by a duration its lines state (Dynamo's latency_ms): a known start.
             if start >= lines["_at"].min():
