@@ -328,6 +328,26 @@ def test_a_worker_logs_the_client_id_as_long_as_its_max_client_id_length(
     assert len(work) == 2 and {x.get("x_request_id") for x in work} == {"c" * 150}
 
 
+@pytest.mark.parametrize("sent", ["a\u0001b", "c" * 300])
+def test_a_bad_client_id_in_an_envelope_is_dropped_and_said_so(
+    tmp_path: Path, sent: str
+) -> None:
+    # Only a direct caller of /v1/work sends one (the frontend sends the id it checked):
+    # the work was served and its lines had no x_request_id, with nothing saying why.
+    # As the middleware does with a bad header: served, the id dropped, and flagged.
+    log = tmp_path / "worker.jsonl"
+    configure_logging(log, service="worker", intercept_stdlib=False)
+    app = create_worker_app(WorkerSettings())
+    start, _ = _call(app, _scope(), [_envelope_with(x_request_id=sent)])
+    good, _ = _call(app, _scope(), [_envelope_with(request_id="other-1")])
+    logger.remove()
+    assert (start["status"], good["status"]) == (200, 200)
+    lines = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+    [started, clean] = [x for x in lines if x.get("event") == "worker.start"]
+    assert "x_request_id" not in started and started["x_request_id_rejected"] is True
+    assert clean["x_request_id"] == "client-1" and "x_request_id_rejected" not in clean
+
+
 def test_a_ready_reply_to_a_json_envelope_is_the_json_document() -> None:
     # The whole-reply path (no pacing) and the paced one must both follow json_schema.
     app = create_worker_app(WorkerSettings())

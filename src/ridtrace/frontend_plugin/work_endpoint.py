@@ -179,7 +179,10 @@ class WorkEndpoint:
                 scope, send, 400, f"max_tokens must be at most {config.max_tokens_limit}"
             )
             return
-        adopt_identity(job, config.baggage_attributes, self.max_id_length)
+        # A bad client id in the envelope (only a direct caller of /v1/work sends one:
+        # the frontend sends the id it checked) is dropped and said so, as the
+        # middleware says so of a bad header: the work is still the caller's.
+        id_refused = adopt_identity(job, config.baggage_attributes, self.max_id_length)
         # The channel is this request's identity in the table: release() frees the id
         # only while it is still ours.
         channel: asyncio.Queue[object] = asyncio.Queue()
@@ -197,7 +200,7 @@ class WorkEndpoint:
         events.info(
             WORKER_START, event=WORKER_START, endpoint=job.endpoint, model=job.model,
             fp_in=fingerprint(job.prompt), session_id=job.session_id,
-            deprecated_headers=_deprecated_sent(),
+            deprecated_headers=_deprecated_sent(), x_request_id_rejected=id_refused or None,
         )
         if not self.engine.ready_now():
 

@@ -14,16 +14,17 @@ __all__ = ["adopt_identity"]
 
 def adopt_identity(
     job: WorkRequest, baggage_names: tuple[str, ...], max_id_length: int
-) -> None:
+) -> bool:
     """Write this hop's lines, and name its span, under the frontend request's ids.
 
     The client's id is held to the worker's ``max_client_id_length`` (never below the
     default, as the envelope's ids): a frontend set for longer ids sends them on, and a
-    fixed 128 here dropped them from every line.
+    fixed 128 here dropped them from every line. One that fails it is dropped, as the
+    middleware drops a client's bad header: returns whether it was.
     """
     ctx = current_context()
     if ctx is None:
-        return
+        return False
     ctx.request_id = job.request_id
     # Its answer names it too (x-server-request-id): the minted id it replaces is on no
     # line. Without the blanks a legacy key may have: a header value cannot start with one.
@@ -33,10 +34,11 @@ def adopt_identity(
         if job.x_request_id
         else None
     )
+    refused = job.x_request_id is not None and ctx.x_request_id is None
     span = ctx.server_span
     if span is None or not span.is_recording():
-        return
-    attributes: dict[str, str] = {"request_id": job.request_id}
+        return refused
+    attributes: dict[str, str | bool] = {"request_id": job.request_id}
     if ctx.x_request_id is not None:
         attributes["x_request_id"] = ctx.x_request_id
     for name in baggage_names:
@@ -45,7 +47,10 @@ def adopt_identity(
         checked = validate_client_id(_entry_value(value)) if isinstance(value, str) else None
         if checked is not None:
             attributes["baggage." + name] = checked
+    if refused:
+        attributes["x_request_id_rejected"] = True
     span.set_attributes(attributes)  # one call: the SDK takes its lock once
+    return refused
 
 
 def _entry_value(extracted: str) -> str:
