@@ -9,9 +9,9 @@ import pytest
 
 from ridtrace.forensics.reading.events import load_events
 from ridtrace.forensics.records.spans import build_requests
-from ridtrace.forensics.views.audit import pick_bucket, plot_usage, usage_series
+from ridtrace.forensics.views.audit import daily_series, pick_bucket, plot_usage, usage_series
 from ridtrace.forensics.views.jaeger import to_jaeger
-from tests.forensics.helpers import jaeger_spans, requests_frame, rt, ts
+from tests.forensics.helpers import at, jaeger_spans, requests_frame, rt, ts
 
 
 def _dep(*starts: float) -> pd.DataFrame:
@@ -51,6 +51,30 @@ def test_use_over_years_is_counted_per_month_from_the_first_of_each(tmp_path: Pa
     assert series.index[0] == "2026-11-01" and series.index[-1] == "2046-11-01"
     assert len(series) == 20 * 12 + 1 and series["request-id"].sum() == 3
     assert list(series["request-id"][:2]) == [2, 0]
+
+
+def test_use_that_stopped_is_zero_to_the_logs_end() -> None:
+    # Two days of use in twenty days of logs: the series ended at the last use, so the
+    # plot and `daily` showed use to the end, never the run of zeros migration.md says
+    # to wait for (and picked hours for a span the logs cover in days).
+    day = 86400.0
+    uses = _dep(*(h * 3600.0 for h in range(48)))
+    quiet = requests_frame(*({"start": 2 * day + h * 3600.0, "end": 2 * day + h * 3600.0 + 1}
+                             for h in range(18 * 24)))
+    requests = pd.concat([uses, quiet], ignore_index=True)
+    last_day = at(2 * day + (18 * 24 - 1) * 3600.0).strftime("%Y-%m-%d")
+    for series in (usage_series(requests), daily_series(requests)):
+        assert series.index.name == "day" and series.index[-1] == last_day
+        # The helpers' T0 is 10:00: the 48 hours of use cover three calendar days.
+        assert series["request-id"].sum() == 48 and list(series["request-id"][:3]) == [14, 24, 10]
+        assert list(series["request-id"][3:]) == [0] * 18
+
+
+def test_a_request_dated_decades_on_does_not_stretch_the_series() -> None:
+    # One line of a clock set far ahead: the series keeps to the use.
+    late = requests_frame({"start": 40 * 365.25 * 86400.0, "end": 40 * 365.25 * 86400.0 + 1})
+    series = usage_series(pd.concat([_dep(0, 10, 200), late], ignore_index=True))
+    assert series.index.name == "minute" and list(series["request-id"]) == [2, 0, 0, 1]
 
 
 @pytest.mark.extra("plot")

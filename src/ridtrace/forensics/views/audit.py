@@ -146,18 +146,25 @@ def usage_series(
     """Requests per bucket (rows: bucket starts) and header (columns); empty buckets are 0.
 
     `bucket` is ``second`` … ``day``, ``month`` or ``year``; by default the one that suits
-    the time span of the use (`pick_bucket`). With `max_filled`, a span of more buckets
-    than that keeps only the buckets with use.
+    the time span from the first use to the logs' last request (`pick_bucket`). With
+    `max_filled`, a span of more buckets than that keeps only the buckets with use.
+
+    The series runs on to the last request read, not the last use: use that stopped is
+    a run of zeros to the logs' end, the sign support can go. It ended at the last use,
+    whose bucket is never zero, and a header no longer sent looked in use to the end.
     """
     usage = deprecated_usage(requests)
     if usage.empty:
         return pd.DataFrame()
     times = usage["time"]
-    name = bucket or pick_bucket(times.max() - times.min())
+    last = _logs_end(requests, times)
+    name = bucket or pick_bucket(last - times.min())
     freq = {n: f for n, _, f in BUCKETS}[name]
     usage = usage.assign(bucket=_bucket_starts(times, freq))
     table = usage.pivot_table(index="bucket", columns="header", values="span_id", aggfunc="size")
-    full = pd.date_range(table.index.min(), table.index.max(), freq=freq, unit="us")
+    ends = _bucket_starts(pd.Series([last], dtype=times.dtype), freq)
+    full = pd.date_range(table.index.min(), max(table.index.max(), ends.iloc[0]), freq=freq,
+                         unit="us")
     if max_filled is None or len(full) <= max_filled:
         table = table.reindex(full, fill_value=0)
     table = table.fillna(0).astype(int)
@@ -230,6 +237,18 @@ def plot_format(path: Path) -> str:
             raise PlotFormatError(f"'.pgf' is typeset by {tex}, which is not installed; "
                                   "name the file .pdf or .svg for a vector image")
     return fmt
+
+
+def _logs_end(requests: pd.DataFrame, used: pd.Series) -> pd.Timestamp:
+    """The last request read, where the use series ends; the last use when that is
+    later, or when the last request lies more than `MAX_FILLED_DAYS` after the first
+    use (a clock set years ahead on one line would stretch the series over them)."""
+    last_use = pd.Timestamp(used.max())
+    read = pd.Timestamp(pd.to_datetime(requests["start"], utc=True).max())
+    if pd.isna(read) or read <= last_use or read - used.min() > pd.Timedelta(
+            days=MAX_FILLED_DAYS):
+        return last_use
+    return read
 
 
 def plot_usage(
