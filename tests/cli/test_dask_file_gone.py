@@ -29,19 +29,41 @@ require_extra("dask")
 # client still finds it there afterwards); anywhere else it is deleted (a rotation
 # removing the oldest part).
 UNSEEN = "unseen-logs"
+# In a folder named `LOCKED`, the worker may not open the frontend's log (its user may
+# not read it: as root here, the OS would let it); in one named `STAGED`, where each
+# block was staged is written beside the folder. Nothing is removed in either.
+LOCKED, STAGED = "locked-logs", "staged-logs"
 _ON_READ = f'''
 import os
-from ridtrace.forensics.dask_engine import groups
+from ridtrace.forensics.dask_engine import blocks, groups
 
 _read = getattr(groups.read_blocks, "wrapped", groups.read_blocks)  # preloaded twice
+_open = getattr(blocks.opened_file, "wrapped", blocks.opened_file)
+_stage = getattr(blocks.stage, "wrapped", blocks.stage)
+
+def _refused(url):
+    if os.path.basename(os.path.dirname(url)) == "{LOCKED}" and url.endswith("frontend.jsonl"):
+        raise PermissionError(13, "Permission denied", url)
+    return _open(url)
+
+def _staged(head, stream, out, name, *args, **kwargs):
+    if os.path.basename(os.path.dirname(name)) == "{STAGED}":
+        with open(os.path.join(os.path.dirname(os.path.dirname(name)), "staged.txt"), "a") as f:
+            f.write(out.name + "\\n")
+    return _stage(head, stream, out, name, *args, **kwargs)
+
+_refused.wrapped, _staged.wrapped = _open, _stage
+blocks.opened_file, blocks.stage = _refused, _staged
 
 def _read_after_removing(group, *args, **kwargs):
     moved = []
     for block in group:
         path = block.file.url
-        if not block.file.name.endswith("frontend.jsonl") or not os.path.exists(path):
+        folder = os.path.basename(os.path.dirname(path))
+        if (not block.file.name.endswith("frontend.jsonl") or not os.path.exists(path)
+                or folder in ("{LOCKED}", "{STAGED}")):
             continue
-        if os.path.basename(os.path.dirname(path)) == "{UNSEEN}":
+        if folder == "{UNSEEN}":
             os.rename(path, path + ".elsewhere")
             moved.append(path)
         else:
@@ -109,3 +131,44 @@ def test_a_file_the_workers_cannot_see_is_not_called_deleted(address: str, tmp_p
     assert Path(note["file"]).name == "frontend.jsonl"
     assert "deleted since it was listed" not in note["reason"], note
     assert "Dask worker" in note["reason"] and "same path" in note["reason"], note
+
+
+def test_a_file_the_workers_may_not_read_is_named_as_the_local_engine_names_it(
+    address: str, tmp_path: Path,
+) -> None:
+    # The reason was the raw error with the worker's absolute path ("cannot open:
+    # [Errno 13] Permission denied: '/srv/…/frontend.jsonl'"), where the local engine
+    # says "cannot read it: permission denied".
+    logs = tmp_path / LOCKED
+    write_logs(logs, SynthSpec(requests=50))
+    done = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "audit", str(logs), "--format", "json",
+         "--engine", "dask", "--scheduler", address],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3, done.stderr
+    [note] = json.loads(done.stdout)["summary"]["unreadable_files"]
+    assert Path(note["file"]).name == "frontend.jsonl"
+    assert note["reason"].startswith("cannot read it on a Dask worker: permission denied")
+    assert str(logs) not in note["reason"], note
+
+
+def test_a_worker_stages_its_blocks_in_its_own_local_directory(
+    address: str, tmp_path: Path,
+) -> None:
+    # Staged under $TMPDIR, a worker the OOM killer ended left its copy of the block
+    # (up to a partition, 64 MiB) there for good; the next worker started in a Dask
+    # worker's local directory removes a dead one's.
+    from distributed import Client
+
+    logs = tmp_path / STAGED
+    write_logs(logs, SynthSpec(requests=50))
+    done = subprocess.run(
+        [sys.executable, "-m", "ridtrace", "audit", str(logs), "--format", "json",
+         "--engine", "dask", "--scheduler", address],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    with Client(address, timeout=30) as client:
+        local = set(client.run(lambda dask_worker: dask_worker.local_directory).values())
+    staged = (tmp_path / "staged.txt").read_text().split()
+    assert staged and all(any(Path(p).is_relative_to(d) for d in local) for p in staged), (
+        staged, local)

@@ -195,8 +195,7 @@ def read_block(
         opened = opened_file(block.file.url)
         raw = opened.open()
     except OSError as exc:  # gone since the client listed it, as the local engine notes it
-        lost = DELETED if isinstance(exc, FileNotFoundError) else f"cannot open: {exc}"
-        stats.unreadable_files.append(FileNote(block.file.name, lost))
+        stats.unreadable_files.append(FileNote(block.file.name, _not_opened(exc)))
         return BlockResult(_empty(lean=lean), stats)
     try:
         return _read_opened(block, opened, raw, stats, lean, window, con)
@@ -294,7 +293,7 @@ def _read_opened(
         own = con is None
         con = shared_cursor() if con is None else con
         try:
-            with tempfile.TemporaryDirectory(prefix="ridtrace-block-") as tmp:
+            with tempfile.TemporaryDirectory(prefix="ridtrace-block-", dir=_staging_root()) as tmp:
                 staged = Path(tmp) / "block.jsonl"
                 with open(staged, "wb") as out:
                     line_map = stage(head, stream, out, block.file.name, stats, unwrap=unwrap)
@@ -307,6 +306,32 @@ def _read_opened(
                 con.close()
         _note_if_truncated(opened, block.file, stats)
     return BlockResult(partial, stats, lines=line_map.lines, in_window=in_window)
+
+
+UNREADABLE_ON_WORKER = ("cannot read it on a Dask worker: permission denied (the client "
+                       "can: the workers must run as a user who may read the logs)")
+
+
+def _not_opened(exc: OSError) -> str:
+    """Why a worker could not open a log the client listed, worded as the local engine
+    words it (the raw error named the worker's absolute path)."""
+    if isinstance(exc, FileNotFoundError):
+        return DELETED
+    if isinstance(exc, PermissionError):
+        return UNREADABLE_ON_WORKER
+    return f"cannot read it: {exc.strerror or exc}"
+
+
+def _staging_root() -> str | None:
+    """Where a worker stages its block: its own local directory, which the next worker
+    started there removes when this one's process was killed (the OOM killer), where a
+    copy under $TMPDIR stayed for good; $TMPDIR outside a worker."""
+    try:
+        from distributed import get_worker
+
+        return str(get_worker().local_directory)
+    except (ImportError, ValueError, AttributeError):
+        return None
 
 
 UNSEEN = ("no such file on a Dask worker, though the client finds it there: every worker "
