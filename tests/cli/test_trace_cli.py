@@ -180,22 +180,34 @@ def _skewed_incident(tmp_path: Path) -> tuple[str, str]:
     return rid, served_by[0]
 
 
+def _records(log: Path) -> list[dict[str, Any]]:
+    """The JSON records of `log` (its banner line left out)."""
+    return [json.loads(x) for x in log.read_text().splitlines() if x.startswith("{")]
+
+
 def _span_logs_outside_their_span(export: Path) -> list[dict[str, Any]]:
     return [log for trace in json.loads(export.read_text())["data"] for span in trace["spans"]
             for log in span.get("logs", ())
             if not span["startTime"] <= log["timestamp"] <= span["startTime"] + span["duration"]]
 
 
-@pytest.mark.parametrize("copy_name", ["a-copy.jsonl", "zz-copy.jsonl"])
+@pytest.mark.parametrize(("copy_name", "later"), [
+    ("a-copy.jsonl", False), ("zz-copy.jsonl", False), ("zz-copy.jsonl", True)])
 def test_a_copy_of_a_skewed_worker_log_is_shown_on_the_corrected_clock(
-    tmp_path: Path, copy_name: str
+    tmp_path: Path, copy_name: str, later: bool
 ) -> None:
     # One pod's log collected twice: the two files' spans are one, the offset estimated
     # for the file that owns them, and the copy's lines were shown (trace) and exported
     # (Jaeger's span logs) on the raw clock, a worker working after its caller answered.
+    # `later`: collected later, the copy has one more span of its own.
     logs = tmp_path / "logs"
     rid, served_by = _skewed_incident(logs)
     (logs / copy_name).write_bytes((logs / served_by).read_bytes())
+    if later:
+        record = next(x for x in _records(logs / served_by) if x.get("parent_id"))
+        record.update(span_id="dead00beef00cafe", request_id="later-1", parent_id=None)
+        with (logs / copy_name).open("a") as fh:
+            fh.write(json.dumps(record) + "\n")
     code, out, err = run("trace", rid, str(logs), "--format", "json", "-q")
     assert code == 0, err
     doc = json.loads(out)
@@ -211,13 +223,18 @@ def test_a_copy_of_a_skewed_worker_log_is_shown_on_the_corrected_clock(
     assert _span_logs_outside_their_span(tmp_path / "j.json") == []
 
 
+@pytest.mark.parametrize("shown", ["a duplicate", "one request"])
 def test_a_worker_line_repeating_its_callers_span_id_moves_no_frontend_line(
-    tmp_path: Path,
+    tmp_path: Path, shown: str
 ) -> None:
     # The frontend's log is on the reference clock: it has no offset, and is no copy
     # of the skewed worker whose line names the frontend's span (its lines were moved
-    # by the worker's offset, the request's start shown after its worker's end).
+    # by the worker's offset, the request's start shown after its worker's end). Judged
+    # on the lines of the requests shown, one request's made the frontend a copy.
     rid, served_by = _skewed_incident(tmp_path)
+    if shown == "one request":
+        rid = next(line["request_id"] for line in _records(tmp_path / served_by)
+                   if line.get("request_id") not in (None, rid))
 
     def frontend_lines() -> dict[int, tuple[int, float]]:
         """line → (its request's number in the view, its ms in that request)"""

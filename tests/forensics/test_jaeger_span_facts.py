@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -27,7 +28,6 @@ from ridtrace.contract import (
 from ridtrace.forensics.reading.sql import CLOSING_EVENTS
 from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.views import jaeger_ids
-from ridtrace.forensics.views.file_clocks import line_offsets_us
 from ridtrace.forensics.views.jaeger import _rows
 from ridtrace.forensics.views.jaeger_logs import SpanLogs, jaeger_form
 
@@ -59,9 +59,7 @@ class _OneSpanAtATime:
     """The questions as the export asked them before, span by span (the reference)."""
 
     def __init__(self, events: pd.DataFrame, offsets: dict[str, int]) -> None:
-        # Each line's clock offset is an input here, as the views compute it (a file
-        # whose every span a file with an offset logged too is a copy on its clock).
-        us = epoch_us(events["time"]) + line_offsets_us(events, offsets)
+        us = epoch_us(events["time"]) + events["file"].astype(str).map(offsets).fillna(0).to_numpy(dtype=np.int64)
         self.us, self.event = us, events["event"].astype(object).to_numpy()
         self.message = events["message"].astype(object).to_numpy()
         self.stated = pd.to_numeric(events[DURATION_MS].astype(object), errors="coerce").to_numpy()

@@ -15,6 +15,7 @@ from ridtrace.contract import REQUEST_START, WORKER
 from ridtrace.forensics.records.requests import epoch_us
 from ridtrace.forensics.rules.skew import apply_offsets, clock_offsets
 from ridtrace.forensics.views import jaeger_ids
+from ridtrace.forensics.views.file_clocks import line_clocks
 from ridtrace.forensics.views.jaeger_epoch import from_1970
 from ridtrace.forensics.views.jaeger_logs import (
     SpanLogs,
@@ -187,7 +188,9 @@ def jaeger_traces(
     # that logged its caller's id in another case, or without its leading zeros, was
     # linked in the file yet left on its own clock, outside its caller.
     offsets = clock_offsets(one_spelling(requests)) if len(requests) else {}
-    requests = apply_offsets(requests, offsets)
+    # A copy of an offset file (one log collected twice) on its clock: spans and lines.
+    clocks = line_clocks(events, offsets) if events is not None else offsets
+    requests = apply_offsets(requests, clocks)
     keep = np.array((requests["trace_id"].notna() & requests["span_id"].notna()).to_numpy())
     if not health and len(requests):
         keep &= ~_health_probes(requests)
@@ -223,7 +226,7 @@ def jaeger_traces(
     routes.update(inherited_routes(req, parents, routes, looped))
     starts = epoch_us(req["start"]) if len(req) else np.zeros(0, dtype=np.int64)
     ends = epoch_us(req["end"]) if len(req) else np.zeros(0, dtype=np.int64)
-    logs = SpanLogs(events, offsets)
+    logs = SpanLogs(events, clocks)
     trace: dict[str, Any] | None = None
     fields = [c for c in _ROW_FIELDS if c in req.columns]
     for r, start, end in zip(_rows(req[fields]), starts, ends, strict=True):

@@ -111,14 +111,13 @@ class SpanLogs:
             return
         # Only lines of spans that can be exported: a span needs both ids (Dynamo logs
         # no trace_id when its trace context is missing), and a missing one is no id.
-        exported = (events["event"].notna().to_numpy() & events["span_id"].notna().to_numpy()
-                    & events["trace_id"].notna().to_numpy())
-        rows = events[exported]
+        rows = events[events["event"].notna().to_numpy() & events["span_id"].notna().to_numpy()
+                      & events["trace_id"].notna().to_numpy()]
         if not len(rows):
             return
         us = epoch_us(rows["time"])
-        if offsets:  # judged on every line: whether a file is a copy asks all its spans
-            us = us + line_offsets_us(events, offsets)[exported]
+        if offsets:
+            us = us + line_offsets_us(rows, offsets)
         self._us = us
         self._event = rows["event"].astype("object").to_numpy()
         self._message = rows["message"].astype("object").to_numpy()

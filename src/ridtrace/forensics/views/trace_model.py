@@ -17,8 +17,9 @@ from ridtrace.contract import FRONTEND, WORKER
 from ridtrace.forensics.records.requests import VIEW_COLUMNS, epoch_us
 from ridtrace.forensics.rules import CALLER_JUMP_ROUNDS
 from ridtrace.forensics.rules.overlap import ids_held_in_flight
-from ridtrace.forensics.rules.skew import correct_skew
+from ridtrace.forensics.rules.skew import apply_offsets, clock_offsets
 from ridtrace.forensics.rules.streams import unlinked
+from ridtrace.forensics.views.file_clocks import line_clocks
 from ridtrace.forensics.views.trace_events import attach_events, ms_since
 from ridtrace.forensics.views.trace_keys import apart_by_trace
 from ridtrace.forensics.views.trace_match import matching_spans
@@ -107,7 +108,11 @@ def build_trace(
     """
     # Linked by ids spelt one way, as analyze links them; shown as logged.
     requests, events, spelt = spelt_one_way(requests, events)
-    requests, offsets = correct_skew(requests)
+    offsets = clock_offsets(requests)
+    # Copies of an offset file on its clock, judged on every line read (as export
+    # jaeger judges them): their spans here, their lines below.
+    clocks = line_clocks(events, offsets)
+    requests = apply_offsets(requests, clocks)
     hit = matching_spans(requests, events, ident)
     requests, events, apart = apart_by_trace(requests, events)
     logged = {**spelt, **{key: spelt.get(span, span) for key, span in apart.items()}}
@@ -132,11 +137,11 @@ def build_trace(
     ranked = ranked_owners(mine, is_root, verdicts, holders, lost, stand_ins)
     chosen = ranked if limit is None else ranked[:limit]
     roots_shown = mine[is_root & mine["_owner"].isin(chosen).to_numpy()]
-    starts = unlogged_starts(events, offsets, dict(zip(
+    starts = unlogged_starts(events, clocks, dict(zip(
         roots_shown["span_id"].astype(str), roots_shown["start"], strict=True)))
     shown = [_block(owner, spans, verdicts, sides, (holders, lost, stand_ins), starts)
              for owner, spans in _spans_by_owner(mine, chosen).items()]
-    attach_events(shown, events, offsets)
+    attach_events(shown, events, clocks)
     return TraceView(
         ident=ident,
         blocks=shown,
