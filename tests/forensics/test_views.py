@@ -71,10 +71,12 @@ def test_use_that_stopped_is_zero_to_the_logs_end() -> None:
 
 
 def test_a_request_dated_decades_on_does_not_stretch_the_series() -> None:
-    # One line of a clock set far ahead: the series keeps to the use.
-    late = requests_frame({"start": 40 * 365.25 * 86400.0, "end": 40 * 365.25 * 86400.0 + 1})
+    # One line of a clock set far ahead: the series runs to the last request before
+    # it. Ending at the last use instead hid the zeros after it.
+    late = requests_frame({"start": 40 * 365.25 * 86400.0, "end": 40 * 365.25 * 86400.0 + 1},
+                          {"start": 300.0, "end": 301.0})
     series = usage_series(pd.concat([_dep(0, 10, 200), late], ignore_index=True))
-    assert series.index.name == "minute" and list(series["request-id"]) == [2, 0, 0, 1]
+    assert series.index.name == "minute" and list(series["request-id"]) == [2, 0, 0, 1, 0, 0]
 
 
 @pytest.mark.extra("plot")

@@ -240,15 +240,14 @@ def plot_format(path: Path) -> str:
 
 
 def _logs_end(requests: pd.DataFrame, used: pd.Series) -> pd.Timestamp:
-    """The last request read, where the use series ends; the last use when that is
-    later, or when the last request lies more than `MAX_FILLED_DAYS` after the first
-    use (a clock set years ahead on one line would stretch the series over them)."""
+    """The last request read, where the use series ends, or the last use when that is
+    later. Requests more than `MAX_FILLED_DAYS` after the first use are passed over: a
+    clock set years ahead on one line would stretch the series over them, and ending at
+    the last use instead hid the zeros after it."""
     last_use = pd.Timestamp(used.max())
-    read = pd.Timestamp(pd.to_datetime(requests["start"], utc=True).max())
-    if pd.isna(read) or read <= last_use or read - used.min() > pd.Timedelta(
-            days=MAX_FILLED_DAYS):
-        return last_use
-    return read
+    starts = pd.to_datetime(requests["start"], utc=True)
+    read = pd.Timestamp(starts[starts <= used.min() + pd.Timedelta(days=MAX_FILLED_DAYS)].max())
+    return last_use if pd.isna(read) or read <= last_use else read
 
 
 def plot_usage(
