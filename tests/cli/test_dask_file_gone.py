@@ -116,19 +116,30 @@ def test_a_file_deleted_before_its_block_is_read(
             for u in unreadable] == [("frontend.jsonl", True)], unreadable
 
 
+def _audit_on_the_cluster(address: str, logs: Path) -> subprocess.CompletedProcess[str]:
+    """`ridtrace audit` of 50 requests' logs written to `logs`, read by the workers."""
+    write_logs(logs, SynthSpec(requests=50))
+    return subprocess.run(
+        [sys.executable, "-m", "ridtrace", "audit", str(logs), "--format", "json",
+         "--engine", "dask", "--scheduler", address],
+        capture_output=True, text=True, timeout=300)
+
+
+def _the_frontends_note(done: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    """The one unreadable file of an incomplete read (exit 3): the frontend's log."""
+    assert done.returncode == 3, done.stderr
+    [note] = json.loads(done.stdout)["summary"]["unreadable_files"]
+    assert Path(note["file"]).name == "frontend.jsonl"
+    return dict(note)
+
+
 def test_a_file_the_workers_cannot_see_is_not_called_deleted(address: str, tmp_path: Path) -> None:
     # It said "deleted since it was listed (a rotation …): read the logs again", of a file
     # still there: reading again gives the same, and the cause (the path is not shared
     # with the workers) went unsaid.
     logs = tmp_path / UNSEEN
-    write_logs(logs, SynthSpec(requests=50))
-    done = subprocess.run(
-        [sys.executable, "-m", "ridtrace", "audit", str(logs), "--format", "json",
-         "--engine", "dask", "--scheduler", address],
-        capture_output=True, text=True, timeout=300)
-    assert done.returncode == 3, done.stderr
-    [note] = json.loads(done.stdout)["summary"]["unreadable_files"]
-    assert Path(note["file"]).name == "frontend.jsonl"
+    done = _audit_on_the_cluster(address, logs)
+    note = _the_frontends_note(done)
     assert "deleted since it was listed" not in note["reason"], note
     assert "Dask worker" in note["reason"] and "same path" in note["reason"], note
 
@@ -140,14 +151,8 @@ def test_a_file_the_workers_may_not_read_is_named_as_the_local_engine_names_it(
     # [Errno 13] Permission denied: '/srv/…/frontend.jsonl'"), where the local engine
     # says "cannot read it: permission denied".
     logs = tmp_path / LOCKED
-    write_logs(logs, SynthSpec(requests=50))
-    done = subprocess.run(
-        [sys.executable, "-m", "ridtrace", "audit", str(logs), "--format", "json",
-         "--engine", "dask", "--scheduler", address],
-        capture_output=True, text=True, timeout=300)
-    assert done.returncode == 3, done.stderr
-    [note] = json.loads(done.stdout)["summary"]["unreadable_files"]
-    assert Path(note["file"]).name == "frontend.jsonl"
+    done = _audit_on_the_cluster(address, logs)
+    note = _the_frontends_note(done)
     assert note["reason"].startswith("cannot read it on a Dask worker: permission denied")
     assert str(logs) not in note["reason"], note
 
@@ -161,11 +166,7 @@ def test_a_worker_stages_its_blocks_in_its_own_local_directory(
     from distributed import Client
 
     logs = tmp_path / STAGED
-    write_logs(logs, SynthSpec(requests=50))
-    done = subprocess.run(
-        [sys.executable, "-m", "ridtrace", "audit", str(logs), "--format", "json",
-         "--engine", "dask", "--scheduler", address],
-        capture_output=True, text=True, timeout=300)
+    done = _audit_on_the_cluster(address, logs)
     assert done.returncode == 0, done.stderr
     with Client(address, timeout=30) as client:
         local = set(client.run(lambda dask_worker: dask_worker.local_directory).values())
