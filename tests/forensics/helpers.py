@@ -95,8 +95,8 @@ def legacy_rotated(directory: Path, spans: tuple[str, str] = ("a1", "b2")) -> tu
     the ends are in the live ``frontend.jsonl``. Returns (rotated part, live file).
     """
     starts, ends = [], []
-    for span, minted, start, end in ((spans[0], "11111111-1111-4111-8111-111111111111", 0.0, 1.0),
-                                     (spans[1], "22222222-2222-4222-8222-222222222222", 0.2, 1.2)):
+    for span, minted, start, end in ((spans[0], "1111aaaa-1111-4111-8111-111111111111", 0.0, 1.0),
+                                     (spans[1], "2222bbbb-2222-4222-8222-222222222222", 0.2, 1.2)):
         ctx = {"trace_id": f"{span:0>32}", "span_id": span, "x_request_id": "7"}
         starts.append((start, rt("request.start", time=ts(start), request_id=minted,
                                  method="POST", path="/v1/chat/completions", **ctx)))

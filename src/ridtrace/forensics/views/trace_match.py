@@ -108,8 +108,13 @@ def _logged_under(requests: pd.DataFrame, events: pd.DataFrame, ident: str) -> n
     """Spans with a line logged under the request id `ident` that they did not end with:
     under the legacy id policy `request.start` logs a minted id and the later lines the
     client's, the id the request is judged by, so the minted id an operator read in the
-    log found "no request"."""
-    lines = events[(events["request_id"] == ident).fillna(False).to_numpy()]
+    log found "no request". A UUID in any case, as `_uuid_match` reads it: the minted
+    id the client got in x-server-request-id, quoted upper case, found none."""
+    if _UUID.fullmatch(ident):
+        logged_as = events["request_id"].astype("string").str.lower() == ident.lower()
+    else:
+        logged_as = events["request_id"] == ident
+    lines = events[logged_as.fillna(False).to_numpy()]
     if lines.empty:
         return np.zeros(len(requests), dtype=bool)
     logged = pd.MultiIndex.from_arrays([lines["trace_id"].astype(object),
