@@ -167,6 +167,24 @@ def test_the_sink_level_applies_to_events(tmp_path: Path) -> None:
     assert [line["message"] for line in read_lines(path)] == ["request.end"]
 
 
+@pytest.mark.parametrize("via_loguru", [False, True], ids=["straight", "through loguru"])
+def test_event_level_keeps_the_events_below_the_sinks_level(
+    tmp_path: Path, via_loguru: bool
+) -> None:
+    # Through loguru (events_via_loguru=True), event_level did nothing: the handler's
+    # WARNING let no request.start or request.end through, and analyze read no request.
+    path = tmp_path / "app.jsonl"
+    configure_logging(path, level="WARNING", event_level="INFO", intercept_stdlib=False,
+                      events_via_loguru=via_loguru)
+    events.debug("request.start", event="request.start")
+    events.info("request.start", event="request.start")
+    logger.info("an application's own line, below the sink's level")
+    logger.warning("an application's warning")
+    events.info("request.end", event="request.end")
+    assert [line["message"] for line in read_lines(path)] == [
+        "request.start", "an application's warning", "request.end"]
+
+
 def test_every_sink_gets_its_own_service(tmp_path: Path) -> None:
     configure_logging(tmp_path / "a.jsonl", service="a", intercept_stdlib=False)
     stream = io.BytesIO()

@@ -256,10 +256,11 @@ def configure_logging(
             path: while no sink takes events directly, they go through loguru, so
             every handler, filter, patcher and ``logger.contextualize()`` value
             applies to them. Pass the same value on every call.
-        event_level: the lowest level of ridtrace's own events written straight to
-            this sink, when lower than `level` (``"INFO"``: every request's
-            ``request.start`` and ``request.end``, the lines ``ridtrace analyze`` reads,
-            whatever `level` leaves out of the rest); ``None``: `level`.
+        event_level: the lowest level of ridtrace's own events this sink writes, when
+            lower than `level` (``"INFO"``: every request's ``request.start`` and
+            ``request.end``, the lines ``ridtrace analyze`` reads, whatever `level`
+            leaves out of the rest), straight or, with `events_via_loguru`, through
+            loguru; ``None``: `level`.
 
     ``logger.remove(handler_id)`` (or ``logger.remove()``) removes the sink from both
     paths and closes the file it opened.
@@ -301,7 +302,17 @@ def configure_logging(
         replace_sinks_of(target)
         # The sink object itself (not its bound write), so loguru calls its stop() on
         # removal.
-        handler_id = logger.add(writer, level=level, format="{message}", catch=True)
+        if events_via_loguru and event_levelno < levelno:
+            # ridtrace's events reach this sink through loguru: its level let those
+            # below `level` through, and event_level did nothing (request.start and
+            # request.end lost at level="WARNING"). Loguru's filter runs in the call.
+            def events_too(record: Record) -> bool:
+                return record["level"].no >= levelno or EVENT_THROUGH_LOGURU.get()
+
+            handler_id = logger.add(writer, level=event_levelno, format="{message}",
+                                    catch=True, filter=events_too)
+        else:
+            handler_id = logger.add(writer, level=level, format="{message}", catch=True)
         writer.handler_id = handler_id
         if not events_via_loguru:
             register_event_sink(writer)
