@@ -250,6 +250,24 @@ def test_audit_plot_to_a_path_it_cannot_write_is_exit_2_not_a_crash(tmp_path: Pa
         assert "cannot write" in result.stderr and "Traceback" not in result.output
 
 
+@pytest.mark.parametrize("plot", ["/dev/stdout", "/dev/fd/1", "redirected"])
+def test_audit_plot_to_standard_output_is_refused_when_the_report_goes_there(
+    tmp_path: Path, plot: str
+) -> None:
+    # `--plot /dev/stdout` wrote the PNG and then the JSON report to standard output,
+    # exit 0: no parser read the report. `-` and -o's own file were already refused.
+    log = _logs(tmp_path)
+    out = tmp_path / "out.txt"
+    image = str(out) if plot == "redirected" else plot
+    with out.open("wb") as stdout:
+        done = subprocess.run(
+            [sys.executable, "-m", "ridtrace", "audit", str(log), "--format", "json",
+             "--plot", image], stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "is standard output, which carries the report" in done.stderr
+    assert out.read_bytes() == b""
+
+
 def test_an_export_stopped_half_way_leaves_the_previous_file_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

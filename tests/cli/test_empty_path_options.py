@@ -28,6 +28,20 @@ def test_demo_refuses_an_empty_out_folder(
     assert "'--out': an empty path (an unset variable?)" in result.output
 
 
+@pytest.mark.parametrize("delay", ["nan", "NaN"])
+def test_demo_refuses_a_token_delay_that_is_no_number_before_touching_its_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, delay: str
+) -> None:
+    # nan passed FloatRange: the earlier run's results were deleted, the stack started,
+    # and the run stopped with exit 2 naming an internal worker's option.
+    made: list[Path] = []
+    monkeypatch.setattr(demo_module, "_make_out_folder", made.append)
+    result = CliRunner().invoke(main, ["demo", "--out", str(tmp_path / "out"),
+                                       "--token-delay", delay])
+    assert (result.exit_code, made) == (2, []), result.output
+    assert "'--token-delay': not a finite number of seconds" in result.output
+
+
 @pytest.mark.parametrize("side", [["frontend", "--worker", "http://127.0.0.1:9"], ["worker"]])
 def test_serve_refuses_an_empty_log_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, side: list[str]

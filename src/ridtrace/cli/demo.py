@@ -18,7 +18,7 @@ import click
 
 from ridtrace.cli.path_options import NonEmptyPath
 from ridtrace.cli.propagators import require_propagators, require_sdk
-from ridtrace.cli.serve_options import BadConfiguration
+from ridtrace.cli.serve_options import BadConfiguration, finite_seconds
 from ridtrace.cli.stop import (
     HungUp,
     Terminated,
@@ -57,7 +57,10 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
               show_default=True, help="Calls per policy run.")
 @click.option("--concurrency", type=click.IntRange(1, 2000), default=120, show_default=True,
               help="Calls in flight at once.")
-@click.option("--token-delay", type=click.FloatRange(0, 1), default=0.01, show_default=True,
+# Checked here, before the results folder is cleared: nan passed FloatRange, the
+# earlier run's results were deleted, and the workers refused it afterwards.
+@click.option("--token-delay", type=click.FloatRange(0, 1), callback=finite_seconds,
+              default=0.01, show_default=True,
               help="Seconds per generated token in the echo workers.")
 @click.option("--keep-running", is_flag=True,
               help="After the safe run's traffic, keep its stack up until Ctrl-C.")

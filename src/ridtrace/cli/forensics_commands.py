@@ -24,6 +24,7 @@ from ridtrace.cli.output import (
     echo_out,
     emit,
     is_standard_output,
+    names_standard_output,
     one_file,
     whole_binary_file,
     whole_file,
@@ -83,6 +84,11 @@ def audit(
     if plot is not None and output is not None and one_file(plot, output):
         # Written one after the other, the report replaced the image, exit 0.
         raise click.BadParameter(f"{plot} is -o's file too: one would replace the other",
+                                 param_hint="'--plot'")
+    if plot is not None and is_standard_output(output) and names_standard_output(plot):
+        # `--plot /dev/stdout`: the image and the report went out one after the other,
+        # a JSON report no parser read, exit 0.
+        raise click.BadParameter(f"{plot} is standard output, which carries the report",
                                  param_hint="'--plot'")
     from ridtrace.forensics.records.spans import build_requests
     from ridtrace.forensics.views.audit import audit as run_audit

@@ -209,6 +209,15 @@ def one_file(first: Path, second: Path) -> bool:
     return os.path.realpath(first) == os.path.realpath(second)
 
 
+def names_standard_output(path: Path) -> bool:
+    """Whether `path` names the file standard output writes to (``/dev/stdout``,
+    ``/dev/fd/1``, or the file stdout was redirected to)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        named, out = os.stat(path), os.fstat(sys.stdout.fileno())
+        return (named.st_dev, named.st_ino) == (out.st_dev, out.st_ino)
+    return False
+
+
 def overwritten_log(targets: Iterable[Path | None], read: Iterable[Path | None]) -> Path | None:
     """The first of `targets` that is one of the logs `read` (the same file, by device
     and inode, whatever the path; None in `read` is standard input), else None.

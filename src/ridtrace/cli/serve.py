@@ -22,11 +22,11 @@ from ridtrace.cli.serve_options import (
     BadConfiguration,
     _allowed_host_option,
     _debug_option,
-    _finite_seconds,
     _graceful_option,
     _header_timeout_option,
     _host_option,
     _worker_token_option,
+    finite_seconds,
     settings_from,
 )
 from ridtrace.cli.serve_run import check_open_file_limit, run_server, setup_telemetry
@@ -53,19 +53,19 @@ def serve() -> None:
 @click.option("--id-policy", type=_POLICY, default=None,
               help="'legacy' reproduces the pre-fix collisions: unsafe, for demos and tests "
                    "(default safe).")
-@click.option("--first-byte-timeout", type=_POSITIVE_SECONDS, callback=_finite_seconds,
+@click.option("--first-byte-timeout", type=_POSITIVE_SECONDS, callback=finite_seconds,
               default=None,
               help="Seconds a worker may take to send its first chunk (default 30); then "
                    "the next worker is tried (504 when none is left).")
-@click.option("--chunk-timeout", type=_POSITIVE_SECONDS, callback=_finite_seconds,
+@click.option("--chunk-timeout", type=_POSITIVE_SECONDS, callback=finite_seconds,
               default=None,
               help="Seconds a worker may go silent mid-reply (default 30); then the "
                    "caller's reply ends with an error.")
-@click.option("--total-timeout", type=_POSITIVE_SECONDS, callback=_finite_seconds,
+@click.option("--total-timeout", type=_POSITIVE_SECONDS, callback=finite_seconds,
               default=None,
               help="Seconds a whole request may take (default 300); then 504 or the "
                    "stream's error event.")
-@click.option("--body-timeout", type=_POSITIVE_SECONDS, callback=_finite_seconds,
+@click.option("--body-timeout", type=_POSITIVE_SECONDS, callback=finite_seconds,
               default=None,
               help="Seconds a request body may take to arrive (default 30); then 408.")
 @click.option("--max-body-bytes", type=_POSITIVE_COUNT, default=None,
@@ -147,9 +147,9 @@ def frontend_command(
               help=_LOG_FILE_HELP)
 @click.option("--id-policy", type=_POLICY, default=None,
               help="'legacy' accepts duplicate in-flight ids (pre-fix; default safe).")
-@click.option("--token-delay", type=_NON_NEGATIVE_SECONDS, callback=_finite_seconds,
+@click.option("--token-delay", type=_NON_NEGATIVE_SECONDS, callback=finite_seconds,
               default=None, help="Seconds between tokens (default 0).")
-@click.option("--first-token-delay", type=_NON_NEGATIVE_SECONDS, callback=_finite_seconds,
+@click.option("--first-token-delay", type=_NON_NEGATIVE_SECONDS, callback=finite_seconds,
               default=None,
               help="Seconds before the first token (default 0); --token-delay paces the rest.")
 @click.option("--gate", is_flag=True, default=None,
@@ -158,7 +158,7 @@ def frontend_command(
               help="Test fault: stop producing after N tokens, keep the stream open.")
 @click.option("--foreign-chunk-after", type=_NON_NEGATIVE_COUNT, default=None,
               help="Test fault: label the chunk after N tokens with another request id.")
-@click.option("--body-timeout", type=_POSITIVE_SECONDS, callback=_finite_seconds,
+@click.option("--body-timeout", type=_POSITIVE_SECONDS, callback=finite_seconds,
               default=None,
               help="Seconds a work envelope may take to arrive (default 30); then 408.")
 @click.option("--log-level", default="INFO", show_default=True, help=_LOG_LEVEL_HELP)

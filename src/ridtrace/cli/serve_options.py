@@ -74,7 +74,7 @@ class BadConfiguration(click.ClickException):
     exit_code = 2
 
 
-def _finite_seconds(
+def finite_seconds(
     ctx: click.Context, param: click.Parameter, value: float | None
 ) -> float | None:
     # FloatRange lets nan through, which then failed the shutdown itself.
@@ -138,7 +138,7 @@ _NON_NEGATIVE_COUNT = click.IntRange(min=0)
 def _graceful_option(func: Callable[..., None]) -> Callable[..., None]:
     return click.option(
         "--graceful-timeout", type=click.FloatRange(min=0, min_open=True),
-        callback=_finite_seconds,
+        callback=finite_seconds,
         default=DEFAULT_GRACEFUL_TIMEOUT, show_default=True, metavar="SECONDS",
         help="On SIGTERM/SIGINT, how long in-flight requests may take to finish; those "
              "still running near the end are answered with an error (503 / an in-band "
@@ -149,7 +149,7 @@ def _graceful_option(func: Callable[..., None]) -> Callable[..., None]:
 def _header_timeout_option(func: Callable[..., None]) -> Callable[..., None]:
     return click.option(
         "--header-timeout", type=click.FloatRange(min=0, min_open=True),
-        callback=_finite_seconds, default=DEFAULT_HEADER_TIMEOUT, show_default=True,
+        callback=finite_seconds, default=DEFAULT_HEADER_TIMEOUT, show_default=True,
         metavar="SECONDS",
         help="A request whose line and headers take longer gets 408 and its connection "
              "is closed (slowloris); idle keep-alive connections close after 15 s.",
