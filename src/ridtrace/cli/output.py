@@ -213,8 +213,7 @@ def names_standard_output(path: Path) -> bool:
     """Whether `path` names the file standard output writes to (``/dev/stdout``,
     ``/dev/fd/1``, or the file stdout was redirected to)."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
-        named, out = os.stat(path), os.fstat(sys.stdout.fileno())
-        return (named.st_dev, named.st_ino) == (out.st_dev, out.st_ino)
+        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
     return False
 
 

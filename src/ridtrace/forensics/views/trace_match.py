@@ -96,12 +96,19 @@ def _uuid_match(requests: pd.DataFrame, ident: str) -> np.ndarray:
     the server's id upper case found "no request". Other ids keep their case."""
     if not _UUID.fullmatch(ident):
         return np.zeros(len(requests), dtype=bool)
-    lower = ident.lower()
     hit = np.zeros(len(requests), dtype=bool)
     for column in ("request_id", "x_request_id"):
-        ids = requests[column].astype("string").str.lower()
-        hit |= (ids == lower).fillna(False).to_numpy(dtype=bool)
+        hit |= _same_id(requests[column], ident)
     return hit
+
+
+def _same_id(ids: pd.Series, ident: str) -> np.ndarray:
+    """Which of `ids` are `ident`: a UUID whatever its case (RFC 9562), others as spelt."""
+    if _UUID.fullmatch(ident):
+        same = ids.astype("string").str.lower() == ident.lower()
+    else:
+        same = ids == ident
+    return np.asarray(same.fillna(False).to_numpy(dtype=bool), dtype=bool)
 
 
 def _logged_under(requests: pd.DataFrame, events: pd.DataFrame, ident: str) -> np.ndarray:
@@ -110,11 +117,7 @@ def _logged_under(requests: pd.DataFrame, events: pd.DataFrame, ident: str) -> n
     client's, the id the request is judged by, so the minted id an operator read in the
     log found "no request". A UUID in any case, as `_uuid_match` reads it: the minted
     id the client got in x-server-request-id, quoted upper case, found none."""
-    if _UUID.fullmatch(ident):
-        logged_as = events["request_id"].astype("string").str.lower() == ident.lower()
-    else:
-        logged_as = events["request_id"] == ident
-    lines = events[logged_as.fillna(False).to_numpy()]
+    lines = events[_same_id(events["request_id"], ident)]
     if lines.empty:
         return np.zeros(len(requests), dtype=bool)
     logged = pd.MultiIndex.from_arrays([lines["trace_id"].astype(object),
