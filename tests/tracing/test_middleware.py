@@ -217,14 +217,19 @@ def test_a_raw_app_reusing_its_message_gets_the_headers_once_per_response(
 def test_hostile_client_ids_are_rejected_and_the_request_served(
     log_file: Path, value: bytes
 ) -> None:
+    provider, exporter = _provider()
     app = _app()
-    app.add_middleware(RequestTracingMiddleware)
+    app.add_middleware(RequestTracingMiddleware, tracer_provider=provider)
     response = _get(app, "/ids", [(b"x-request-id", value)])
     assert response.status_code == 200
     assert "x-request-id" not in response.headers
     lines = read_lines(log_file)
     start = next(x for x in lines if x.get("event") == "request.start")
     assert "x_request_id" not in start and start["x_request_id_rejected"] is True
+    # On the span too, as a refused body id is: Jaeger finds the hostile callers.
+    (span,) = exporter.get_finished_spans()
+    assert span.attributes is not None and "x_request_id" not in span.attributes
+    assert span.attributes["x_request_id_rejected"] is True
 
 
 @pytest.mark.parametrize(

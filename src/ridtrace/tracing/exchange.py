@@ -111,7 +111,8 @@ def start_attributes(
     deprecated: str | None,
     scope: Scope | None = None,
     user_agent: str | None = None,
-) -> dict[str, str | int]:
+    rejected: bool = False,
+) -> dict[str, str | int | bool]:
     """The span attributes known when the request arrives.
 
     The request's own (``scope``: method, path, scheme, the server's address, the
@@ -124,11 +125,13 @@ def start_attributes(
     ``client.address`` and ``user_agent.original`` are the conventions' recommended
     ones: the request.start line had them and the span did not.
     """
-    attributes: dict[str, str | int] = {"request_id": request_id}
+    attributes: dict[str, str | int | bool] = {"request_id": request_id}
     if x_request_id is not None:
         attributes["x_request_id"] = x_request_id
     if deprecated:
         attributes["deprecated_headers"] = deprecated
+    if rejected:  # as on request.start: a search in Jaeger finds the hostile callers
+        attributes["x_request_id_rejected"] = True
     if scope is not None:
         method = scope.get("method", "")
         if method in _KNOWN_METHODS:

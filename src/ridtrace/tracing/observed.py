@@ -162,7 +162,8 @@ class ObservedServing:
         held: HeldWarnings | None = None  # the propagators' warnings, for our context
         if span is not None:  # an instrumentation's server span, recording by construction
             recording = True
-            span.set_attributes(start_attributes(request_id, x_request_id, deprecated_text))
+            span.set_attributes(start_attributes(request_id, x_request_id, deprecated_text,
+                                                   rejected=rejected is not None))
         elif quiet:
             # What a no-op tracer's start_span would return, without the call: the
             # caller's span context, or the current (invalid) span. The caller's context
@@ -187,7 +188,8 @@ class ObservedServing:
                 self._span_name,
                 parent,
                 SpanKind.SERVER,
-                start_attributes(request_id, x_request_id, deprecated_text, scope, agent),
+                start_attributes(request_id, x_request_id, deprecated_text, scope, agent,
+                                 rejected is not None),
             )
             recording = span.is_recording()
         ctx = request_context_for(span, carrier, request_id, x_request_id, parent,

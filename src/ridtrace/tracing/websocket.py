@@ -72,7 +72,9 @@ async def serve_websocket(
         ctx = request_context_for(instrumentation_span, carrier, request_id, x_request_id)
         ctx.server_span = instrumentation_span  # annotate_span() in the handler reaches it
         deprecated = ",".join(deprecated_sent) if deprecated_sent else None
-        instrumentation_span.set_attributes(start_attributes(request_id, x_request_id, deprecated))
+        instrumentation_span.set_attributes(
+            start_attributes(request_id, x_request_id, deprecated, rejected=bool(rejected))
+        )
     elif carrier:  # the caller's trace on the lines, as for a request no span records
         parent, held = extract(carrier, traceparent=middleware._read_traceparent)
         span = trace.get_current_span(parent)

@@ -117,12 +117,15 @@ def test_rejected_client_ids_are_flagged_and_the_call_is_served(
         "first-valid-wins": (("x-request-id", "b" * 500), ("x-request-id", "good-one")),
     }
 
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    interceptor = RequestTracingInterceptor(tracer_provider=provider)
+
     async def go() -> dict[str, Any]:
         out = {}
         async with (
-            serving(
-                _add(proto, build_servicer(proto)), interceptors=[RequestTracingInterceptor()]
-            ) as target,
+            serving(_add(proto, build_servicer(proto)), interceptors=[interceptor]) as target,
             grpc.aio.insecure_channel(target) as channel,
         ):
             stub = proto.pb2_grpc.InferenceStub(channel)
@@ -142,6 +145,11 @@ def test_rejected_client_ids_are_flagged_and_the_call_is_served(
             assert trailing["x-request-id"] == ["good-one"]
         else:
             assert "x_request_id" not in start and "x-request-id" not in trailing
+    # On the span too, as a refused body id is: Jaeger finds the hostile callers.
+    spans = {str(s.attributes["request_id"]): s.attributes
+             for s in exporter.get_finished_spans() if s.attributes}
+    assert all(spans[response.internal_request_id].get("x_request_id_rejected") is True
+               for response, _ in results.values())
     assert all(b"forged" not in raw or b'\\"forged' in raw for raw in log_lines.raw_lines)
 
 

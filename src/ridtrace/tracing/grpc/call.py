@@ -144,6 +144,8 @@ class GrpcCall:
                 span.set_attribute("x_request_id", x_request_id)
             if self.deprecated_text:
                 span.set_attribute("deprecated_headers", self.deprecated_text)
+            if rejected is not None:  # as a refused body id is: Jaeger finds hostile ids
+                span.set_attribute("x_request_id_rejected", True)
 
         ours: Metadata = ((config.response_key, request_id),)
         if x_request_id is not None:
