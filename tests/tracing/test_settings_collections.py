@@ -62,3 +62,13 @@ def test_working_generators_are_taken() -> None:
     counter = itertools.count()
     TracingSettings(id_generator=lambda: f"req-{next(counter)}")
     assert TracingSettings(id_generator=uuid7_id).id_generator is uuid7_id
+
+
+@pytest.mark.parametrize("moment", [1_700_000_000, "2026-01-01T00:00:00Z"])
+@pytest.mark.parametrize("setting", ["deprecation_at", "sunset_at"])
+def test_a_deprecation_moment_that_is_no_datetime_is_refused(setting: str, moment: object) -> None:
+    # It failed only on the first request with a deprecated header, as an AttributeError.
+    with pytest.raises(TypeError, match=f"{setting} must be a datetime or None"):
+        TracingSettings(**{setting: moment})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=f"{setting} must be a datetime or None"):
+        RequestTracingMiddleware(lambda *a: None, **{setting: moment})

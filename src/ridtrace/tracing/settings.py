@@ -140,6 +140,14 @@ class TracingSettings:
         object.__setattr__(self, "deprecated_headers",
                            collection_given(self.deprecated_headers, "deprecated_headers"))
         _check_id_generator(self.id_generator)
+        # A Unix time or an ISO string here failed only on the first request that sent a
+        # deprecated header, deep in the header's encoding (AttributeError: no tzinfo).
+        for setting in ("deprecation_at", "sunset_at"):
+            moment = getattr(self, setting)
+            if moment is not None and not isinstance(moment, datetime):
+                raise TypeError(
+                    f"{setting} must be a datetime or None, not {type(moment).__name__} "
+                    f"({moment!r}): e.g. datetime.fromisoformat('2026-01-01T00:00:00+00:00')")
         # Refused when built, not on every request: a header name with a space made
         # every response fail, a length of 0 dropped every client id.
         for name in (self.client_id_header, self.response_id_header, *self.deprecated_headers):
