@@ -33,6 +33,9 @@ def test_token_on_both_sides_serves_and_workers_refuse_work_without_it(tmp_path:
             debug_refused = client.get("/debug/inflight")
             debug = client.get("/debug/inflight", headers={"authorization": f"Bearer {TOKEN}"})
     assert refused.status_code == wrong.status_code == api_key_header.status_code == 401
+    # Named as its caller knows it: a worker takes no API key.
+    assert [r.json()["error"]["message"].split(":")[0] for r in (refused, wrong)] == [
+        "missing worker token", "invalid worker token"]
     assert right.status_code == 200 and b'"done":true' in right.content
     assert health.status_code == 200
     assert debug_refused.status_code == 401  # turned on, still behind the token

@@ -144,6 +144,8 @@ class SharedSecretMiddleware:
             for a request the Anthropic SDK sent (`anthropic_if_sdk`).
         accept_x_api_key: also accept the ``x-api-key`` header.
         hint: appended to the refusal message (how to send the secret).
+        secret_name: what the refusal message calls the secret ("API key"; a worker's
+            check says "worker token", as its caller knows it).
         on_refused: called (with the path) for every refusal, inside the request's
             context, e.g. to write a lifecycle line of the app's own.
         route_of: the route a request was meant for (anything with a ``path``
@@ -163,6 +165,7 @@ class SharedSecretMiddleware:
         error_of: Callable[[Scope], ErrorBody | None] | None = anthropic_if_sdk,
         accept_x_api_key: bool = True,
         hint: str = "",
+        secret_name: str = "API key",
         on_refused: Callable[[str], None] | None = None,
         route_of: Callable[[Scope], Any] | None = app_route,
     ) -> None:
@@ -185,6 +188,7 @@ class SharedSecretMiddleware:
         self._headers = {b"authorization"} | ({b"x-api-key"} if accept_x_api_key else set())
         self._on_refused = on_refused
         self._hint = hint
+        self._secret_name = secret_name
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # A WebSocket handshake is checked too: passed through, an app's WebSocket route
@@ -210,10 +214,11 @@ class SharedSecretMiddleware:
         # An Authorization of another scheme (curl -u sends Basic) holds no key the check
         # read: told "invalid API key" with error="invalid_token", its sender took a right
         # key for a wrong one. RFC 6750 (3.1) counts it as no credentials.
-        reason = ("API key header sent more than once" if repeated
-                  else "invalid API key" if offered
+        name = self._secret_name
+        reason = (f"{name} header sent more than once" if repeated
+                  else f"invalid {name}" if offered
                   else "no Bearer key in the Authorization header"
-                  if b"authorization" in presented else "missing API key")
+                  if b"authorization" in presented else f"missing {name}")
         if scope["type"] == "websocket" and "websocket.http.response" not in scope.get(
                 "extensions", {}):
             # No denial response to send: closing before accepting denies the handshake

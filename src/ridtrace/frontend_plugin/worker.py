@@ -114,6 +114,7 @@ def create_worker_app(
             open_paths=("/health", "/metrics"),
             accept_x_api_key=False,
             hint=": this worker needs the frontend's --worker-token",
+            secret_name="worker token",
             on_refused=_log_unauthorized,
             route_of=work_route_of(matching_route(api.router.routes)),
         )
