@@ -26,7 +26,7 @@ endif
 endif
 
 $(STAMP): pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
 	  found=$$($(PYTHON) -c "$(PY_VERSION)" 2>/dev/null); \
 	  if [ -n "$$found" ]; then hint="make $(or $(MAKECMDGOALS),demo) PYTHON=python3.12 (or another)"; \
 	  else hint="name an interpreter that is installed: make $(or $(MAKECMDGOALS),demo) PYTHON=/path/to/python3.11 (or newer)"; fi; \
