@@ -98,6 +98,7 @@ def test_a_python_that_is_not_there_is_not_named_again(clone: Path, tmp_path: Pa
     assert result.returncode != 0
     assert f"{missing} is not found" in result.stderr, result.stderr
     assert "name an interpreter that is installed" in result.stderr, result.stderr
+    assert "/bin/sh" not in result.stderr, result.stderr  # make's line alone, not the shell's too
     assert not (clone / ".venv").exists()
 
 
