@@ -84,6 +84,13 @@ def summary_text(summary: dict[str, Any]) -> str:
     for sample in summary["ahead_of_present_samples"]:
         lines.append(visible(f"  stamped ahead: {sample['file']}:{sample['line']} "
                              f"({sample['time']})"))
+    # Where the bad lines are, as the batch read's stderr says: a count alone left the
+    # table's reader no way to find them.
+    for sample in summary["bad_line_samples"][:3]:
+        lines.append(visible(f"  bad line: {sample['file']}:{sample['line']} "
+                             f"({sample['reason']})"))
+    for note in summary["ignored_files"]:
+        lines.append(visible(f"  ignored: {note['file']}: {note['reason']}"))
     for reason in summary["incomplete_reasons"]:
         lines.append(visible(f"  incomplete: {reason}"))  # reasons name files
     return "\n".join(lines)
