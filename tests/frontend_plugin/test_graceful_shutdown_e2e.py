@@ -367,3 +367,43 @@ def test_a_body_still_arriving_when_the_grace_period_ends_gets_a_503(tmp_path: P
     assert not [x for x in frontend.lines() if x.get("level") == "ERROR"]
     stop = wait_for_line(frontend, lambda x: x.get("event") == "shutdown.stop", timeout=0)
     assert stop["requests"] == len(paths)
+
+
+def test_a_work_envelope_still_arriving_when_the_grace_period_ends_gets_a_503(
+    tmp_path: Path,
+) -> None:
+    """The worker's counterpart of the test above: an envelope on its way at the stop
+    (a direct caller, a slow link) got uvicorn's plain-text 500 without ids, an
+    'Exception in ASGI application' traceback and no worker line. Now it is refused
+    with a 503 that sends its caller elsewhere, and `worker.refused` says so."""
+    worker = _spawn(["worker", "--graceful-timeout", "1"], tmp_path, "worker")
+    try:
+        wait_until_serving(worker.url, worker.process, timeout=60, path="/health")
+        with socket.create_connection(("127.0.0.1", worker.port), timeout=30) as sock:
+            sock.sendall(b"POST /v1/work HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: "
+                         b"application/json\r\ncontent-length: 4096\r\n"
+                         b"expect: 100-continue\r\n\r\n")
+            # uvicorn sends 100 Continue at the app's first body read: the envelope is
+            # being read now.
+            assert sock.recv(1024).startswith(b"HTTP/1.1 100 ")
+            sock.sendall(b'{"request_id": "slow-1", "prom')
+            os.kill(worker.process.pid, signal.SIGTERM)
+            answer = b""
+            while chunk := sock.recv(65536):  # the answer closes the connection
+                answer += chunk
+        assert worker.process.wait(10) == 0, worker.stderr.read_text()
+    finally:
+        stop_process(worker.process)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 503 "), answer[:300]
+    headers = head.lower().split(b"\r\n")
+    assert b"retry-after: 0" in headers and b"connection: close" in headers, head
+    assert any(h.startswith(b"x-server-request-id: ") for h in headers), head
+    assert orjson.loads(body)["error"]["message"] == SHUTTING_DOWN
+    lines = worker.lines()
+    refused = [x for x in lines if x.get("event") == "worker.refused"]
+    assert [(x["status"], x["outcome"], x["error"]) for x in refused] == [
+        (503, "error", SHUTTING_DOWN)]
+    assert not [x for x in lines if x.get("level") == "ERROR"]
+    drain = wait_for_line(worker, lambda x: x.get("event") == "shutdown.drain", timeout=0)
+    assert drain["inflight"] == 1

@@ -15,11 +15,13 @@ import httpx
 import orjson
 import pytest
 from loguru import logger
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from ridtrace import configure_logging
 from ridtrace.frontend_plugin import WorkerSettings, create_worker_app
 from ridtrace.frontend_plugin.wire import WorkRequest
-from ridtrace.tracing import TracingSettings
+from ridtrace.tracing import TracingSettings, metrics
 
 
 def _envelope(request_id: str, prompt: str = "one two three", max_tokens: int = 10) -> bytes:
@@ -210,6 +212,9 @@ def _envelope_with(**fields: Any) -> bytes:
         ({"request_id": "evil\r\nx-injected: 1"}, "request_id must be 1-128 printable ASCII"),
         ({"request_id": "a" * 129}, "request_id must be"),
         ({"request_id": ""}, "request_id must be"),
+        # Spaces alone are no id, as the frontend refuses a body's.
+        ({"request_id": "   "}, "request_id must be 1-128 printable ASCII characters (not only"),
+        ({"session_id": " "}, "session_id must be 1-128 printable ASCII characters (not only"),
         ({"request_id": "caf\u00e9\u202e"}, "request_id must be"),
         ({"session_id": "s\r\n" * 10}, "session_id must be"),
         ({"endpoint": "gen\x1b[31m"}, "endpoint must be"),
@@ -328,24 +333,60 @@ def test_a_worker_logs_the_client_id_as_long_as_its_max_client_id_length(
     assert len(work) == 2 and {x.get("x_request_id") for x in work} == {"c" * 150}
 
 
-@pytest.mark.parametrize("sent", ["a\u0001b", "c" * 300])
+@pytest.mark.parametrize(("sent", "reason"), [
+    ("a\u0001b", "not_printable_ascii"), ("c" * 300, "too_long"), ("   ", "empty"),
+])
 def test_a_bad_client_id_in_an_envelope_is_dropped_and_said_so(
-    tmp_path: Path, sent: str
+    tmp_path: Path, sent: str, reason: str
 ) -> None:
     # Only a direct caller of /v1/work sends one (the frontend sends the id it checked):
     # the work was served and its lines had no x_request_id, with nothing saying why.
-    # As the middleware does with a bad header: served, the id dropped, and flagged.
+    # As the middleware does with a bad header: served, the id dropped, flagged and
+    # counted by its reason (spaces alone are no id: echoed and logged as sent, they
+    # were an id no frontend would log).
     log = tmp_path / "worker.jsonl"
     configure_logging(log, service="worker", intercept_stdlib=False)
-    app = create_worker_app(WorkerSettings())
-    start, _ = _call(app, _scope(), [_envelope_with(x_request_id=sent)])
-    good, _ = _call(app, _scope(), [_envelope_with(request_id="other-1")])
+    reader = InMemoryMetricReader()
+    metrics.bind_meter_provider(MeterProvider(metric_readers=[reader]))
+    try:
+        app = create_worker_app(WorkerSettings())
+        start, _ = _call(app, _scope(), [_envelope_with(x_request_id=sent)])
+        good, _ = _call(app, _scope(), [_envelope_with(request_id="other-1")])
+        rejected = _counts(reader, "ridtrace.client_id_rejected", "reason")
+    finally:
+        metrics.bind_meter_provider(None)
     logger.remove()
     assert (start["status"], good["status"]) == (200, 200)
+    assert b"x-request-id" not in b"".join(name for name, _ in start["headers"])
     lines = [orjson.loads(line) for line in log.read_bytes().splitlines()]
     [started, clean] = [x for x in lines if x.get("event") == "worker.start"]
     assert "x_request_id" not in started and started["x_request_id_rejected"] is True
     assert clean["x_request_id"] == "client-1" and "x_request_id_rejected" not in clean
+    assert rejected == {reason: 1}
+
+
+def test_the_spaces_around_an_envelopes_client_id_are_not_part_of_it(tmp_path: Path) -> None:
+    # As the middleware reads a header: the worker echoed and logged "  abc  ".
+    log = tmp_path / "worker.jsonl"
+    configure_logging(log, service="worker", intercept_stdlib=False)
+    app = create_worker_app(WorkerSettings())
+    start, _ = _call(app, _scope(), [_envelope_with(x_request_id="  abc  ")])
+    logger.remove()
+    assert (b"x-request-id", b"abc") in [tuple(h) for h in start["headers"]]
+    lines = [orjson.loads(line) for line in log.read_bytes().splitlines()]
+    work = [x for x in lines if x.get("event") in ("worker.start", "worker.end")]
+    assert [x.get("x_request_id") for x in work] == ["abc", "abc"]
+    assert "x_request_id_rejected" not in work[0]
+
+
+def _counts(reader: InMemoryMetricReader, name: str, key: str) -> dict[str, float]:
+    """The points of one instrument, by the value of attribute `key`."""
+    data = reader.get_metrics_data()
+    assert data is not None
+    return {str(point.attributes[key]): point.value
+            for resource in data.resource_metrics for scope in resource.scope_metrics
+            for metric in scope.metrics if metric.name == name
+            for point in metric.data.data_points if point.value}  # type: ignore[union-attr]
 
 
 def test_a_ready_reply_to_a_json_envelope_is_the_json_document() -> None:

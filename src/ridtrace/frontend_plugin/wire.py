@@ -131,6 +131,12 @@ class WorkRequest:
         for name in _ID_FIELDS:
             if raw.get(name) is not None and validate_client_id(raw[name], longest) is None:
                 raise ValueError(f"{name} must be 1-{longest} printable ASCII characters")
+        # Spaces alone are no id, as the frontend refuses a body's (an id in flight
+        # under "   " was answered under a minted id no line carries).
+        for name in ("request_id", "session_id"):
+            if raw.get(name) is not None and not raw[name].strip(" "):
+                raise ValueError(f"{name} must be 1-{longest} printable ASCII characters "
+                                 "(not only spaces)")
         model = raw["model"]
         if len(model) > MAX_MODEL_LENGTH or not model.isprintable():
             raise ValueError(f"model must be at most {MAX_MODEL_LENGTH} printable characters")

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ridtrace.contract import (
@@ -32,14 +33,15 @@ from ridtrace.contract import (
 )
 from ridtrace.fingerprint import fingerprint
 from ridtrace.frontend_plugin import json_codec
-from ridtrace.frontend_plugin.asgi_io import GuardedStreamingResponse
-from ridtrace.frontend_plugin.drain import Drain
+from ridtrace.frontend_plugin.asgi_io import GuardedStreamingResponse, receive_body
+from ridtrace.frontend_plugin.drain import Drain, StopOnDrain, Stopped
 from ridtrace.frontend_plugin.early_refusals import (
     refused_before_continue,
     transfer_coding_refusal,
     web_page_refusal,
 )
 from ridtrace.frontend_plugin.engine import EchoEngine, echo_tokens
+from ridtrace.frontend_plugin.failures import GO_ELSEWHERE
 from ridtrace.frontend_plugin.registry import DuplicateRequestId, InflightRegistry
 from ridtrace.frontend_plugin.settings import WorkerSettings
 from ridtrace.frontend_plugin.timers import Deadline
@@ -61,9 +63,6 @@ events = EventLog("ridtrace.frontend_plugin.worker")
 _NDJSON = "application/x-ndjson"
 _NDJSON_HEADER = (b"content-type", _NDJSON.encode("latin-1"))
 _JSON_HEADER = (b"content-type", b"application/json")
-# A body over the cap is still read (and thrown away) up to this multiple of the cap,
-# so the client gets to read our 413 instead of a reset connection mid-upload.
-_DRAIN_FACTOR = 32
 _TOO_LARGE = "work envelope too large"
 
 
@@ -76,10 +75,6 @@ class RouteName:
 
 
 _WORK_ROUTE = RouteName(WORK_PATH)
-
-
-class _ClientGone(Exception):
-    """The client disconnected before its envelope arrived in full."""
 
 
 def work_route_of(others: Callable[[Scope], Any]) -> Callable[[Scope], Any]:
@@ -150,14 +145,22 @@ class WorkEndpoint:
             await _refuse_invalid(scope, send, 413, _TOO_LARGE,
                                   extra=((b"connection", b"close"),))
             return
+        # An envelope still arriving when the server stops is a request in flight: left
+        # to uvicorn's cancellation at the grace period's end, its caller got a plain-text
+        # 500 without ids and uvicorn logged a traceback. Held in the drain, it is
+        # refused with a 503 (go elsewhere) shortly before, as the frontend's are.
+        stop = StopOnDrain()
+        self.drain.hold(stop)
         try:
             # An envelope that never ends (a content-length larger than what is sent, a
             # chunked body left open) held its connection and task forever: the header
             # timeout ends with the headers.
             with Deadline(config.body_timeout):
-                body = await _read_body(scope, receive, config.max_body_bytes)
-        except _ClientGone:
-            return  # nobody to answer; the middleware records the disconnect
+                body = await stop.wait(receive_body(scope, receive, config.max_body_bytes))
+        except ClientDisconnect:
+            # Nobody to answer. Counted as a cancelled request by the requests metric; a
+            # worker writes no line for work it never received.
+            return
         except TimeoutError:
             # The rest may still come: the connection cannot carry another request.
             await _refuse_invalid(
@@ -166,6 +169,12 @@ class WorkEndpoint:
                 extra=((b"connection", b"close"),),
             )
             return
+        except Stopped as stopped:
+            await _refuse_invalid(scope, send, 503, str(stopped), outcome=OUTCOME_ERROR,
+                                  extra=GO_ELSEWHERE)
+            return
+        finally:
+            self.drain.release(stop)
         if body is None:
             await _refuse_invalid(scope, send, 413, _TOO_LARGE)
             return
@@ -233,38 +242,6 @@ class WorkEndpoint:
             log_end(job, outcome, started, "".join(tokens), len(tokens))
 
 
-async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
-    """The request body, or ``None`` when it is larger than ``limit`` bytes.
-
-    Counts what actually arrives rather than trusting ``content-length``; a declared
-    length far over the cap is refused without reading.
-    """
-    for name, value in scope["headers"]:
-        if name == b"content-length":
-            if value.isdigit() and int(value) > limit * _DRAIN_FACTOR:
-                return None
-            break
-    parts: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            raise _ClientGone
-        chunk: bytes = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            parts.clear()
-            if size > limit * _DRAIN_FACTOR:
-                return None
-        elif chunk:
-            parts.append(chunk)
-        if not message.get("more_body", False):
-            break
-    if size > limit:
-        return None
-    return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
 def _deprecated_sent() -> str | None:
     """The deprecated id headers the call sent, for its worker.start or worker.refused:
     a worker writes no request.start of its own, the line that lists them elsewhere."""
@@ -274,16 +251,16 @@ def _deprecated_sent() -> str | None:
 
 async def _refuse_invalid(
     scope: Scope, send: Send, status: int, message: str, *,
-    extra: tuple[tuple[bytes, bytes], ...] = (),
+    extra: tuple[tuple[bytes, bytes], ...] = (), outcome: str = OUTCOME_INVALID,
 ) -> None:
     """Log and answer a malformed envelope (the message is ours: it names a field, never
-    quotes the caller's value)."""
+    quotes the caller's value), or with `outcome` ``error`` one the server stopped."""
     # The worker writes no request.start / request.end lines: without this, an envelope
     # refused as malformed left no trace at all, however often it came. Not when the
     # server's parser answered first (bad chunk framing in the read that ended the
     # headers): this answer reaches nobody, and its status was logged as sent.
     if not server_answered(scope):
-        events.warning(WORKER_REFUSED, event=WORKER_REFUSED, outcome=OUTCOME_INVALID,
+        events.warning(WORKER_REFUSED, event=WORKER_REFUSED, outcome=outcome,
                        status=status, error=message, deprecated_headers=_deprecated_sent())
     await _send_json(send, status, _refusal(message), extra=extra)
 

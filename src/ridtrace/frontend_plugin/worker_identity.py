@@ -6,7 +6,7 @@ from __future__ import annotations
 from opentelemetry import baggage
 
 from ridtrace.frontend_plugin.wire import WorkRequest
-from ridtrace.tracing import current_context, validate_client_id
+from ridtrace.tracing import current_context, metrics, validate_client_id
 from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH
 
 __all__ = ["adopt_identity"]
@@ -29,12 +29,17 @@ def adopt_identity(
     # Its answer names it too (x-server-request-id): the minted id it replaces is on no
     # line. Without the blanks a legacy key may have: a header value cannot start with one.
     ctx.answered_as = job.request_id.strip(" ") or None
-    ctx.x_request_id = (
-        validate_client_id(job.x_request_id, max(max_id_length, DEFAULT_MAX_CLIENT_ID_LENGTH))
-        if job.x_request_id
-        else None
-    )
-    refused = job.x_request_id is not None and ctx.x_request_id is None
+    limit = max(max_id_length, DEFAULT_MAX_CLIENT_ID_LENGTH)
+    checked = validate_client_id(job.x_request_id, limit) if job.x_request_id else None
+    # As the middleware reads the header: the spaces around an id are not part of it, and
+    # spaces alone are no id (echoed and logged as sent, they were an id no frontend logs).
+    ctx.x_request_id = (checked.strip(" ") or None) if checked is not None else None
+    refused = False
+    if job.x_request_id is not None and ctx.x_request_id is None:
+        refused = True  # and counted by its reason, as a refused header or body id is
+        metrics.client_id_rejected(
+            metrics.REASON_EMPTY if checked is not None
+            else metrics.rejection_reason(job.x_request_id, limit))
     span = ctx.server_span
     if span is None or not span.is_recording():
         return refused
