@@ -738,7 +738,7 @@ def test_a_record_in_endless_parts_is_held_to_the_line_limit(tmp_path: Path) -> 
     # A record whose parts never end (a runaway writer, a hostile file) was held whole
     # in memory until its last part; past the 16 MiB line limit it is a bad line
     # whatever follows, so no more of it is kept.
-    from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
+    from ridtrace.forensics.reading.lines import MAX_LINE_BYTES
     from ridtrace.forensics.reading.unwrap import wrapper_of
 
     record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1"})

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ridtrace.forensics.reading.connection import connect
+from ridtrace.forensics.reading.crash_holes import HOLE_KEPT_BYTES
 from ridtrace.forensics.reading.file_map import map_file
 from ridtrace.forensics.reading.files import parse
 from ridtrace.forensics.reading.lines import fetch_lines, map_blocks
@@ -16,10 +17,12 @@ from ridtrace.forensics.reading.overlong import (
     LONG_LINE_REASON,
     MAX_LINE_BYTES,
     LongLine,
+    after_hole,
     copy_without,
     long_lines,
     without_long_lines,
 )
+from ridtrace.forensics.reading.plain_copy import newline_chunks
 from ridtrace.forensics.reading.stats import BadLine, ReadStats
 from tests.forensics.helpers import rt_request
 
@@ -112,3 +115,25 @@ def test_a_line_longer_than_the_buffer_is_mapped_as_one_not_held(
     assert [x.line for x in long_lines(path, mapped, buffer)] == [3, 5, 8]
     with open(path, "rb") as fh:
         assert fetch_lines(fh, mapped, range(1, 9)) == dict(enumerate(lines, 1))
+
+
+def test_a_staged_line_keeps_a_holes_first_bytes_then_what_follows_it() -> None:
+    # A gzip's or a Dask block's copy cut a line at max_line + 1 bytes: a record after a
+    # hole longer than that was lost, where the plain read judges it (`after_hole`).
+    data = (b"a\n" + b"\0" * 500 + b"{rec}\n" + b"x" * 300 + b"\n"
+            + b"\0" * 50 + b"y" * 300 + b"\n" + b"short\n" + b"\0" * 30 + b"z\n")
+    chunks = list(newline_chunks(io.BytesIO(data), size=16, max_line=100))
+    assert all(chunk.endswith(b"\n") for chunk in chunks)
+    assert b"".join(chunks).split(b"\n") == [
+        b"a", b"\0" * 101 + b"{rec}", b"x" * 101, b"\0" * 50 + b"y" * 101, b"short",
+        b"\0" * 30 + b"z", b""]
+
+
+def test_a_line_after_a_hole_is_judged_by_the_holes_first_bytes(tmp_path: Path) -> None:
+    # Read whole, a preallocated log of 10 GB of NULs took 10 GB of memory.
+    path = tmp_path / "app.jsonl"
+    path.write_bytes(b"head-line\n" + b"\0" * (HOLE_KEPT_BYTES + 1000) + b"{}")
+    end = path.stat().st_size
+    with open(path, "rb") as fh:
+        text = after_hole(fh, LongLine(2, 10, end, body=end - 2))
+    assert text == b"\0" * HOLE_KEPT_BYTES + b"{}"

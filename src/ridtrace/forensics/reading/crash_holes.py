@@ -10,12 +10,24 @@ from __future__ import annotations
 
 import codecs
 
+from ridtrace.forensics.reading.lines import MAX_LINE_BYTES
+
 # The shortest run of NULs at a line's start taken for a crash's hole (file systems
 # allocate whole blocks, so real holes run to hundreds or thousands of bytes).
 CRASH_HOLE_BYTES = 8
 # Why a file with such a hole is read only in part (its bad lines say where).
 CRASH_HOLE = "a run of NUL bytes where a crash lost lines (see its bad lines)"
 _NUL_RUN = b"\x00" * CRASH_HOLE_BYTES
+# How much of a line's leading run of NULs the read keeps: a line is judged by at most
+# this many, then what follows them (a preallocated log of 10 GB of NULs cost 10 GB of
+# memory, read whole). Both engines keep the same, so their reasons agree.
+HOLE_KEPT_BYTES = MAX_LINE_BYTES + 1
+
+
+def hole_shown(nuls: int) -> str:
+    """A run of `nuls` NUL bytes as a reason says it: a run kept to `HOLE_KEPT_BYTES` was
+    longer still."""
+    return f"more than {MAX_LINE_BYTES}" if nuls > MAX_LINE_BYTES else str(nuls)
 
 
 def copy_truncated(text: bytes, *, first_line: bool) -> bool:

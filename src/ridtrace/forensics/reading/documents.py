@@ -33,7 +33,7 @@ import re
 from typing import Any
 
 from ridtrace.forensics.reading.judge import page_line
-from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
+from ridtrace.forensics.reading.lines import MAX_LINE_BYTES
 from ridtrace.forensics.reading.shippers import (
     ENVELOPE_FIELDS,
     envelope_of,

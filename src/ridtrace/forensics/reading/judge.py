@@ -13,7 +13,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ridtrace.forensics.reading.crash_holes import CRASH_HOLE_BYTES, copy_truncated, inner_hole
+from ridtrace.forensics.reading.crash_holes import (
+    CRASH_HOLE_BYTES,
+    copy_truncated,
+    hole_shown,
+    inner_hole,
+)
 from ridtrace.forensics.reading.json_start import cannot_be_json
 from ridtrace.forensics.reading.other_loggers import (
     SIGNATURE_FIELDS,
@@ -296,11 +301,12 @@ def judge_records(
     if hole < CRASH_HOLE_BYTES:  # a NUL or two is binary data, as any other byte
         return _records(text, fields)
     if not body.strip(b"\x00\r\t "):
-        return [], f"{hole} NUL bytes (lines lost in a crash?)", 1
+        return [], f"{hole_shown(hole)} NUL bytes (lines lost in a crash?)", 1
     rows, reason, records = _records(body, fields)
+    nuls = hole_shown(hole)
     if reason is None:
-        return rows, f"{hole} NUL bytes before its record (lines lost in a crash?)", records
-    return [], f"{hole} NUL bytes, then {reason}", records
+        return rows, f"{nuls} NUL bytes before its record (lines lost in a crash?)", records
+    return [], f"{nuls} NUL bytes, then {reason}", records
 
 
 def _records(text: bytes, fields: Sequence[str]) -> Judged:

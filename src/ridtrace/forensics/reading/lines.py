@@ -15,6 +15,8 @@ from typing import BinaryIO, Protocol
 import numpy as np
 
 BLOCK_BYTES = 16 << 20
+# The longest line the read takes (DuckDB's ``maximum_object_size``, `overlong`).
+MAX_LINE_BYTES = 16 << 20
 
 
 class Readable(Protocol):

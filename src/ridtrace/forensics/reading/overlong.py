@@ -31,12 +31,17 @@ from typing import BinaryIO
 import duckdb
 import numpy as np
 
-from ridtrace.forensics.reading.crash_holes import CRASH_HOLE, crash_hole
-from ridtrace.forensics.reading.lines import BLOCK_BYTES, Block, LineMap, runs_of
+from ridtrace.forensics.reading.crash_holes import CRASH_HOLE, HOLE_KEPT_BYTES, crash_hole
+from ridtrace.forensics.reading.lines import (
+    BLOCK_BYTES,
+    MAX_LINE_BYTES,
+    Block,
+    LineMap,
+    runs_of,
+)
 from ridtrace.forensics.reading.staging import make_dir
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 
-MAX_LINE_BYTES = 16 << 20
 LONG_LINE_REASON = f"line longer than {MAX_LINE_BYTES >> 20} MiB"
 HOLED_LONG_LINE_REASON = (
     f"{LONG_LINE_REASON}, NUL bytes inside it (lines lost in a crash?)")
@@ -188,15 +193,17 @@ class ChangedWhileRead(Exception):
 def set_aside(
     path: str | Path, line_map: LineMap, lines: Sequence[LongLine], *, name: str,
     stats: ReadStats,
-) -> tuple[Path, LineMap, list[tuple[int, str]]]:
-    """A copy of `path` without `lines` to read instead, the map numbering its rows, and
-    those lines as bad ones (line, reason); the file is noted in `stats` as read in part
-    when one of them starts like a log record (`starts_like_record`)."""
+) -> tuple[Path, LineMap, list[tuple[int, str]], dict[int, LongLine]]:
+    """A copy of `path` without `lines` to read instead, the map numbering its rows,
+    those lines as bad ones (line, reason), and the lines after a hole (`nul_led`) by
+    number, judged by `after_hole`; the file is noted in `stats` as read in part when
+    one of them starts like a log record (`starts_like_record`)."""
     copy = make_dir("ridtrace-long-lines-") / "copy.jsonl"
     with open(copy, "wb") as out:
         copy_without(path, out, lines)
     # A line after a hole is read from the copy and judged as lines after small holes
     # are: it is no line too long.
+    holes = {x.line: x for x in lines if x.nul_led}
     lines = [x for x in lines if not x.nul_led]
     # A crash's hole of megabytes makes one long line of the lines around it: lost
     # lines, not a record too long to read (whose advice is to log less in one line).
@@ -210,7 +217,17 @@ def set_aside(
     stats.unreadable_files.extend(n for n in notes if n not in stats.unreadable_files)
     # The map counted the lines already (they are lines read); now they are blank rows.
     return copy, without_long_lines(line_map, lines), [
-        (x.line, HOLED_LONG_LINE_REASON if x.line in holed else LONG_LINE_REASON) for x in lines]
+        (x.line, HOLED_LONG_LINE_REASON if x.line in holed else LONG_LINE_REASON) for x in lines
+    ], holes
+
+
+def after_hole(fh: BinaryIO, line: LongLine) -> bytes:
+    """The text a line after a hole (`LongLine.nul_led`) is judged by: its run of NULs
+    kept to `HOLE_KEPT_BYTES`, then what follows it, as a staged copy keeps such a line
+    (`plain_copy.newline_chunks`). Read whole, a preallocated log of gigabytes of NULs
+    took as much memory."""
+    fh.seek(line.body)
+    return b"\x00" * min(line.body - line.start, HOLE_KEPT_BYTES) + fh.read(line.end - line.body)
 
 
 def _head(path: str | Path, line: LongLine, size: int = RECORD_HEAD_BYTES) -> bytes:

@@ -10,8 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO
 
-from ridtrace.forensics.reading.lines import BLOCK_BYTES, LineMap, Readable, map_blocks
-from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
+from ridtrace.forensics.reading.lines import (
+    BLOCK_BYTES,
+    MAX_LINE_BYTES,
+    LineMap,
+    Readable,
+    map_blocks,
+)
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 from ridtrace.forensics.reading.unwrap import Unwrapper, cut_short
 from ridtrace.forensics.reading.unwrap_parts import CUT_SHORT_FILE
@@ -103,10 +108,13 @@ def newline_chunks(
 ) -> Iterable[bytes]:
     """Newline-aligned chunks of about `size` bytes (a longer line is one chunk).
 
-    `max_line`: a line is kept to its first ``max_line + 1`` bytes (and its newline),
-    still too long for the reader: the rest of it was held in memory whole, so a gzip
-    bomb or ``/dev/zero`` (bytes without a newline) took all the machine's memory.
+    `max_line`: a line longer than that is kept as `_HeldLine` keeps it, still too long
+    for the reader: the rest of it was held in memory whole, so a gzip bomb or
+    ``/dev/zero`` (bytes without a newline) took all the machine's memory.
     """
+    if max_line is not None:
+        yield from _capped_chunks(stream, size, max_line)
+        return
     carry = b""
     while True:
         data = stream.read(size)
@@ -116,13 +124,72 @@ def newline_chunks(
             return
         cut = data.rfind(b"\n")
         if cut < 0:
-            if max_line is None or len(carry) <= max_line:
-                carry += data if max_line is None else data[: max_line + 1 - len(carry)]
+            carry += data
             continue
-        if max_line is not None and len(carry) > max_line:
-            # The rest of the long line is dropped up to its newline.
-            data = data[data.find(b"\n"):]
-            cut = data.rfind(b"\n")
         # One copy: the carried partial line joined to a view of the new whole lines.
         yield b"".join((carry, memoryview(data)[: cut + 1]))
         carry = data[cut + 1 :]
+
+
+def _capped_chunks(stream: Readable, size: int, max_line: int) -> Iterable[bytes]:
+    """`newline_chunks` with each line kept as `_HeldLine` keeps it."""
+    held = _HeldLine(max_line + 1)
+    while True:
+        data = stream.read(size)
+        if not data:
+            rest = held.take()
+            if rest:
+                yield rest
+            return
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            held.add(data)
+            continue
+        first = data.find(b"\n")
+        held.add(data[:first])
+        yield b"".join((held.take(), memoryview(data)[first : cut + 1]))
+        held.add(data[cut + 1 :])
+
+
+class _HeldLine:
+    """A line read across chunks, kept to what the read judges of it: a run of NUL bytes
+    leading it (a crash's hole, copy-and-truncate's) to `limit` bytes, then what follows
+    the run to `limit` bytes more. A line within the limit is kept whole.
+
+    So a staged copy (a gzip's, a Dask block's) holds the line the local engine judges
+    from a plain file (`overlong.after_hole`): a record after a hole of 100 MiB was cut
+    off with the hole's end and lost, where a plain file's was read.
+    """
+
+    __slots__ = ("_in_run", "_limit", "_parts", "_run", "_tail")
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._parts: list[bytes] = []
+        self._run = self._tail = 0
+        self._in_run = True
+
+    def add(self, data: bytes) -> None:
+        if self._in_run:
+            body = data.lstrip(b"\x00")
+            nuls = min(len(data) - len(body), self._limit - self._run)
+            if nuls:
+                self._parts.append(data[:nuls])
+                self._run += nuls
+            if not body:
+                return
+            self._in_run = False
+            data = body
+        room = self._limit - self._tail
+        if room > 0 and data:
+            piece = data[:room]
+            self._parts.append(piece)
+            self._tail += len(piece)
+
+    def take(self) -> bytes:
+        """The line held so far, and a fresh start for the next one."""
+        line = b"".join(self._parts)
+        self._parts = []
+        self._run = self._tail = 0
+        self._in_run = True
+        return line

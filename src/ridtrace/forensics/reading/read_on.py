@@ -16,13 +16,13 @@ from collections.abc import Callable
 
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES
 from ridtrace.forensics.reading.judge import PREFIXED_RECORD
+from ridtrace.forensics.reading.lines import MAX_LINE_BYTES
 from ridtrace.forensics.reading.log_names import (
     LOG_LINE_KEYS,
     NO_JSON_LINES,
     ignore_reason,
     json_object_line,
 )
-from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
 from ridtrace.forensics.reading.stats import FileNote
 from ridtrace.forensics.reading.unwrap import PREFIX, Unwrapper, unwrapped_head, wrapper_of
 from ridtrace.forensics.reading.unwrap_parts import json_object

@@ -22,6 +22,7 @@ from ridtrace.contract import (
 )
 from ridtrace.forensics.reading.hex_ids import hex_id
 from ridtrace.forensics.reading.lean import LINE_TERMS, OTHER, SPAN, SUSPECT
+from ridtrace.forensics.reading.lines import MAX_LINE_BYTES
 from ridtrace.forensics.reading.other_loggers import (
     OTHER_EPOCH_TIME,
     OTHER_LOGGER,
@@ -30,7 +31,6 @@ from ridtrace.forensics.reading.other_loggers import (
     UNMARKED,
     other_logger_record,
 )
-from ridtrace.forensics.reading.overlong import MAX_LINE_BYTES
 from ridtrace.forensics.reading.schema import READ_FIELDS
 from ridtrace.forensics.reading.span_sql import span_aggregates
 from ridtrace.forensics.reading.sql import (

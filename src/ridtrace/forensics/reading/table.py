@@ -25,6 +25,8 @@ from ridtrace.forensics.reading.lines import LineMap
 from ridtrace.forensics.reading.overlong import (
     CHANGED_WHILE_READ,
     ChangedWhileRead,
+    LongLine,
+    after_hole,
     is_object_size_error,
     long_lines,
     set_aside,
@@ -102,6 +104,7 @@ class LogTable:
         # instead, and those lines, counted as bad in file order with the judged ones.
         self._copy: Path | None = None
         self._long_bad: list[tuple[int, str]] = []
+        self._after_holes: dict[int, LongLine] = {}  # over-long only by a hole before them
 
     @property
     def line_map(self) -> LineMap:
@@ -152,7 +155,7 @@ class LogTable:
             long = long_lines(self.path, self.line_map)
             if not long:
                 return got
-        self._copy, self._line_map, self._long_bad = set_aside(
+        self._copy, self._line_map, self._long_bad, self._after_holes = set_aside(
             self.path, self.line_map, long, name=self.name, stats=self.stats)
         # Not prepared: the copy's path is new, the prepared text would not be run again.
         return self._sql(query(self._source(str(self._copy))))
@@ -179,9 +182,20 @@ class LogTable:
         """Valid JSON that DuckDB rejected, as rows; and the bad lines with their reasons
         (`reading.suspects`)."""
         return judge_suspects(
-            self._row_lines(rn.astype(np.int64)), rn, empty, timed, untimed, self._fetch,
+            self._row_lines(rn.astype(np.int64)), rn, empty, timed, untimed, self._judged_text,
             fields=self.fields, starts_file=self.starts_file, stats=self.stats, name=self.name,
         )
+
+    def _judged_text(self, numbers: Iterable[int]) -> dict[int, bytes]:
+        """The text of lines to judge; a line after a hole of many MiB by `after_hole`."""
+        if not self._after_holes:
+            return self._fetch(numbers)
+        wanted = list(numbers)
+        texts = self._fetch(n for n in wanted if n not in self._after_holes)
+        with open(self.path, "rb") as fh:
+            texts.update((n, after_hole(fh, self._after_holes[n]))
+                         for n in wanted if n in self._after_holes)
+        return texts
 
     def spans(self) -> tuple[pa.Table, dict[str, np.ndarray]]:
         """One row per span (first-seen order), and its evidence lines by column."""
