@@ -331,3 +331,38 @@ def test_take_rows_is_a_take_whether_or_not_it_slices(rows: list[int]) -> None:
     table = pa.table({"n": list(range(5)), "s": [f"r{i}" for i in range(5)]})
     index = np.asarray(rows, dtype=np.int64)
     assert take_rows(table, index).equals(table.take(pa.array(index)))
+
+
+def test_a_batchs_empty_files_leave_no_piece_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each file's piece held Arrow objects of its own (~27 KB), kept until the read was
+    # over: a folder of 100,000 empty logs (rotation's `create`, pods that never wrote)
+    # took 4 GB. Only pieces with spans are kept, or one, for the frame's columns.
+    import ridtrace.forensics.records.read as read_module
+
+    kept: list[int] = []
+    as_read = read_module._as_read
+
+    def counting(pieces: list[Any]) -> list[Any]:
+        out = as_read(pieces)
+        kept.append(len(out))
+        return out
+
+    monkeypatch.setattr(read_module, "_as_read", counting)
+    logs = tmp_path / "logs"
+    write_logs(logs, SynthSpec(requests=20))
+    for i in range(40):
+        (logs / f"empty-{i:02d}.jsonl").write_bytes(b"")
+    (tmp_path / "only-empty").mkdir()
+    for i in range(3):
+        (tmp_path / "only-empty" / f"e{i}.jsonl").write_bytes(b"\n\n")
+    want = report_json(analyze_read(read_partials(expand_inputs([str(logs / "frontend.jsonl")]))))
+    with_empties = read_partials(expand_inputs([str(logs)]))
+    files = len(list(logs.iterdir()))
+    assert sum(kept) == files - 40  # the logs with spans, in their batch
+    got = report_json(analyze_read(with_empties))
+    assert got["summary"]["requests"] == want["summary"]["requests"]
+    kept.clear()
+    none = read_partials(expand_inputs([str(tmp_path / "only-empty")]))
+    assert kept == [1] and len(none.partials) == 1 and none.partials[0].empty

@@ -79,5 +79,12 @@ def read_partials(
 
 
 def _as_read(pieces: list[SpanPiece]) -> list[SpanPiece]:
-    """A batch of small files' pieces, kept as they are until the read is over."""
-    return pieces
+    """A batch of small files' pieces, kept as they are until the read is over; but for
+    one, those of files that gave no span (empty logs, logs of blank lines) are let go.
+
+    Each piece's table is a slice of its batch's, sharing its data, but with Arrow
+    objects of its own for every column: about 27 KB a file, 4 GB for a folder of
+    100,000 empty logs. One is kept for the frame's columns when none has a span.
+    """
+    kept = [piece for piece in pieces if piece.spans.num_rows]
+    return kept or pieces[:1]
