@@ -141,3 +141,37 @@ def test_a_stack_process_that_exits_while_starting_is_named_not_a_traceback(
     assert str(failed.value) == (
         f"worker-1 ({url}) exited with 1 while starting: "
         "OSError: [Errno 98] address already in use")
+
+
+def test_a_stop_signal_while_a_server_is_spawned_leaves_no_server_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C while Popen waited for the child's exec raised there, before the child was
+    # listed for `stop`: a worker went on serving, in a session of its own, after the
+    # demo said every process it started had been stopped.
+    import signal
+    import subprocess
+
+    import ridtrace.demo.processes as processes
+
+    spawned: list[subprocess.Popen[bytes]] = []
+    real = subprocess.Popen
+
+    def popen(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
+        child: subprocess.Popen[bytes] = real(*args, **kwargs)  # type: ignore[call-overload]
+        spawned.append(child)
+        signal.raise_signal(signal.SIGINT)  # as the signal that lands inside Popen
+        return child
+
+    monkeypatch.setattr(processes.subprocess, "Popen", popen)
+    try:
+        with pytest.raises(KeyboardInterrupt), \
+                start_stack(tmp_path / "logs", id_policy="safe", workers=2):
+            pass
+    finally:
+        for child in spawned:  # nothing left running, whatever the test found
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+                raise AssertionError(f"process {child.pid} was left running")
+    assert len(spawned) == 1  # the stop came before the next one was started

@@ -51,3 +51,23 @@ def test_an_earlier_run_it_cannot_replace_is_exit_2(tmp_path: Path, left: str) -
     assert done.stdout == ""
     if left != "a file named legacy":
         assert (tmp_path / "other-disk" / "frontend.jsonl").exists()  # left alone
+
+
+def test_a_second_demo_on_the_same_out_folder_is_refused(tmp_path: Path) -> None:
+    # Two demos in one folder mixed their logs: one said FAIL as if analyze had missed
+    # crossed streams, the other a confident OK over another run's lines.
+    import fcntl
+    import os
+
+    out = tmp_path / "demo-out"
+    (out / "legacy").mkdir(parents=True)
+    (out / "legacy" / "report.json").write_text("{}")  # the running demo's
+    fd = os.open(out, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as a running demo holds it
+        done = subprocess.run(demo_argv(out), capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(fd)
+    assert done.returncode == 2, done.stderr
+    assert f"another ridtrace demo is writing in {out}" in done.stderr
+    assert (out / "legacy" / "report.json").read_text() == "{}"  # nothing of it removed

@@ -146,7 +146,31 @@ def _make_out_folder(out_dir: Path) -> None:
     if not os.access(out_dir, os.W_OK | os.X_OK):
         raise click.BadParameter(f"cannot write in {out_dir}: "
                                  f"{os.strerror(errno.EACCES)}", param_hint="'--out'")
+    _lock_out_folder(out_dir)
     _forget_earlier_runs(out_dir)
+
+
+# The `--out` folder's lock, held (open) until the process ends.
+_OUT_LOCKS: list[int] = []
+
+
+def _lock_out_folder(out_dir: Path) -> None:
+    """Hold `out_dir` for this run: a second demo writing there mixed the two runs' logs
+    in one folder, and a verdict on them (a confident OK among them) meant nothing.
+    The lock is the folder's own (no file left in it), and goes with the process."""
+    try:
+        import fcntl
+    except ImportError:  # not on this platform: as before
+        return
+    fd = os.open(out_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise click.BadParameter(
+            f"another ridtrace demo is writing in {out_dir}: wait for it to end, or "
+            "name another --out", param_hint="'--out'") from None
+    _OUT_LOCKS.append(fd)
 
 
 def _forget_earlier_runs(out_dir: Path) -> None:

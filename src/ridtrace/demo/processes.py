@@ -16,6 +16,8 @@ from pathlib import Path
 
 import httpx
 
+from ridtrace.demo.loop_signals import stop_signals_deferred
+
 __all__ = [
     "RefusedConfiguration", "Stack", "StackDidNotStart", "free_port", "stack_environ",
     "start_stack",
@@ -108,6 +110,20 @@ def _spawn(
             start_new_session=True,
             env={**inherited, **(env or {})},
         )
+
+
+def _start(
+    processes: list[subprocess.Popen[bytes]], argv: Sequence[str], stderr_path: Path,
+    env: dict[str, str] | None,
+) -> None:
+    """Spawn a process of the stack into `processes`, which `stop` stops.
+
+    A stop signal that came while ``Popen`` waited for the child's exec raised there,
+    before the child was listed: it went on serving after the demo said every process
+    it started had been stopped. The first one waits until the child is listed.
+    """
+    with stop_signals_deferred():
+        processes.append(_spawn(argv, stderr_path, env))
 
 
 class StackDidNotStart(Exception):
@@ -238,16 +254,15 @@ def start_stack(
         for _ in range(workers):
             port = free_port()
             url = f"http://127.0.0.1:{port}"
-            processes.append(
-                _spawn(
-                    [
-                        "serve", "worker", "--port", str(port),
-                        "--log-file", str(log_dir / f"worker-{port}.jsonl"),
-                        "--token-delay", str(token_delay), "--id-policy", id_policy,
-                    ],
-                    stderr_dir / f"worker-{port}.stderr",
-                    env,
-                )
+            _start(
+                processes,
+                [
+                    "serve", "worker", "--port", str(port),
+                    "--log-file", str(log_dir / f"worker-{port}.jsonl"),
+                    "--token-delay", str(token_delay), "--id-policy", id_policy,
+                ],
+                stderr_dir / f"worker-{port}.stderr",
+                env,
             )
             stderr_paths.append(stderr_dir / f"worker-{port}.stderr")
             worker_urls.append(url)
@@ -259,7 +274,7 @@ def start_stack(
         argv += ["--log-file", str(log_dir / "frontend.jsonl")]
         for url in worker_urls:
             argv += ["--worker", url]
-        processes.append(_spawn(argv, stderr_dir / "frontend.stderr", env))
+        _start(processes, argv, stderr_dir / "frontend.stderr", env)
         stderr_paths.append(stderr_dir / "frontend.stderr")
         # Not through the environment's proxy (HTTP_PROXY on a corporate host or a CI
         # runner): every health check of the stack's own loopback servers went to it,
