@@ -29,7 +29,7 @@ from ridtrace.forensics.reading.files import parse, read_source
 from ridtrace.forensics.reading.inputs import Source
 from ridtrace.forensics.reading.lean import SUSPECT_PACK, lean_spans_sql
 from ridtrace.forensics.reading.lines import LineMap, map_blocks
-from ridtrace.forensics.reading.plain_copy import Progress
+from ridtrace.forensics.reading.plain_copy import Progress, stage
 from ridtrace.forensics.reading.scan import FLAGS, Window, source_sql
 from ridtrace.forensics.reading.source_open import (
     OpenedSource,
@@ -322,19 +322,27 @@ def read_batch(
     results: list[T | None] = [None] * len(sources)
     plain: dict[int, tuple[OpenedSource, Path, LineMap]] = {}
     alone: list[int] = []
+    staged = contextlib.ExitStack()  # decoded copies, kept until their tables are used
     try:
         with _batch_copy() as batch:
             for i, src in enumerate(sources):
                 opened = open_source(src, stats[i])
                 if opened is None:
                     continue
-                if not opened.in_place or src.path is None:  # decoded: its own read, afresh
+                if src.path is None:  # standard input: its own read, afresh
                     opened.raw.close()
                     stats[i] = ReadStats()
                     alone.append(i)
                     continue
                 try:
-                    plain[i] = (opened, src.path, batch.add(src.path, on_bytes))
+                    if opened.in_place:
+                        plain[i] = (opened, src.path, batch.add(src.path, on_bytes))
+                    else:  # decoded (a rotated .gz, a container's wrapped log)
+                        got = None if batch.broken else _staged_into(
+                            batch, staged, opened, src.name, stats[i], on_bytes)
+                        if got is None:  # read alone, afresh, as the plain file that grew
+                            raise TooLargeForBatch(src.name)
+                        plain[i] = got
                 except TooLargeForBatch:
                     opened.raw.close()
                     stats[i] = ReadStats()
@@ -362,10 +370,42 @@ def read_batch(
     finally:
         for opened, _, _ in plain.values():
             opened.raw.close()
+        staged.close()
     for i in sorted(alone):
         results[i] = read_source(con, sources[i], _at(use, i), stats=stats[i], lean=not events,
                                  window=window, on_bytes=on_bytes)
     return list(zip(results, stats, strict=True))
+
+
+def _staged_into(
+    batch: BatchCopy, staged: contextlib.ExitStack, opened: OpenedSource, name: str,
+    stats: ReadStats, on_bytes: Progress | None,
+) -> tuple[OpenedSource, Path, LineMap] | None:
+    """A decoded source (a rotated ``.gz``, a container's wrapped log) staged to a copy
+    of its own, as `files.read_source` stages it, and added to the batch as that copy.
+
+    Read alone, each cost a query of its own: a pod-log tree of 5,004 small gzip files
+    took 160 s where the same files uncompressed took 7.7 s. None when the decoded copy
+    is larger than a batch takes, or cannot be made (no room): it is read alone.
+    """
+    try:
+        folder = make_dir("ridtrace-small-")
+    except OSError:
+        return None
+    staged.callback(release, folder)
+    path = folder / "decoded.jsonl"
+    try:
+        with open(path, "wb") as out:
+            line_map = stage(opened.head, opened.decoded, out, name, stats, on_bytes,
+                             opened.unwrap)
+        if path.stat().st_size > _COPY_LIMIT:
+            raise TooLargeForBatch(name)
+        data = path.read_bytes()
+    except (OSError, TooLargeForBatch):
+        release(folder)
+        return None
+    batch.add_data(name, data, line_map)
+    return opened, path, line_map
 
 
 def _at(use: Callable[[int, LogTable], T], i: int) -> Callable[[LogTable], T]:
