@@ -193,3 +193,27 @@ def test_a_hole_of_megabytes_inside_a_line_is_a_crash_not_a_long_record(
         {"file": str(log), "reason": "a run of NUL bytes where a crash lost lines (see its bad lines)"}
     ]
     assert code == 3
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_hole_of_megabytes_then_a_record_too_long_is_a_crash(
+    tmp_path: Path, engine: str, compressed: bool
+) -> None:
+    # Taken for a record too long alone: the file was no crash's, and one bad line
+    # under the 1 % was a complete read. (A gzip's copy said so while it cut such a
+    # line short; the plain file never did.)
+    record = {"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1"}
+    lines = (json.dumps(record).encode() + b"\n") * 200
+    long_record = json.dumps({**record, "message": "x" * (17 << 20)}).encode()
+    data = lines + b"\x00" * (20 << 20) + long_record + b"\n" + lines
+    log = tmp_path / ("app.jsonl.1.gz" if compressed else "app.jsonl")
+    log.write_bytes(gzip.compress(data, compresslevel=1) if compressed else data)
+    code, doc = analyze_json(str(log), "--engine", engine)
+    summary = doc["summary"]
+    assert summary["bad_line_samples"] == [{
+        "file": str(log), "line": 201,
+        "reason": "line longer than 16 MiB, NUL bytes inside it (lines lost in a crash?)"}]
+    assert {"file": str(log), "reason": "a run of NUL bytes where a crash lost lines (see "
+            "its bad lines)"} in summary["unreadable_files"]
+    assert summary["incomplete"] and code == 3

@@ -399,7 +399,8 @@ def test_a_work_envelope_still_arriving_when_the_grace_period_ends_gets_a_503(
     headers = head.lower().split(b"\r\n")
     assert b"retry-after: 0" in headers and b"connection: close" in headers, head
     assert any(h.startswith(b"x-server-request-id: ") for h in headers), head
-    assert orjson.loads(body)["error"]["message"] == SHUTTING_DOWN
+    error = orjson.loads(body)["error"]
+    assert (error["message"], error["type"]) == (SHUTTING_DOWN, "server_error")  # as the frontend's
     lines = worker.lines()
     refused = [x for x in lines if x.get("event") == "worker.refused"]
     assert [(x["status"], x["outcome"], x["error"]) for x in refused] == [

@@ -366,17 +366,21 @@ def test_a_bad_client_id_in_an_envelope_is_dropped_and_said_so(
 
 
 def test_the_spaces_around_an_envelopes_client_id_are_not_part_of_it(tmp_path: Path) -> None:
-    # As the middleware reads a header: the worker echoed and logged "  abc  ".
+    # As the middleware reads a header: the worker echoed and logged "  abc  ", and an
+    # id of the full length with blanks around it was refused as too long.
     log = tmp_path / "worker.jsonl"
     configure_logging(log, service="worker", intercept_stdlib=False)
     app = create_worker_app(WorkerSettings())
     start, _ = _call(app, _scope(), [_envelope_with(x_request_id="  abc  ")])
+    full, _ = _call(app, _scope(), [_envelope_with(request_id="r-2",
+                                                   x_request_id=" " + "a" * 128 + "\t")])
     logger.remove()
     assert (b"x-request-id", b"abc") in [tuple(h) for h in start["headers"]]
+    assert (b"x-request-id", b"a" * 128) in [tuple(h) for h in full["headers"]]
     lines = [orjson.loads(line) for line in log.read_bytes().splitlines()]
     work = [x for x in lines if x.get("event") in ("worker.start", "worker.end")]
-    assert [x.get("x_request_id") for x in work] == ["abc", "abc"]
-    assert "x_request_id_rejected" not in work[0]
+    assert [x.get("x_request_id") for x in work] == ["abc", "abc", "a" * 128, "a" * 128]
+    assert not any("x_request_id_rejected" in x for x in work)
 
 
 def _counts(reader: InMemoryMetricReader, name: str, key: str) -> dict[str, float]:

@@ -162,7 +162,10 @@ def _lock_out_folder(out_dir: Path) -> None:
         import fcntl
     except ImportError:  # not on this platform: as before
         return
-    fd = os.open(out_dir, os.O_RDONLY)
+    try:
+        fd = os.open(out_dir, os.O_RDONLY)
+    except OSError:  # a folder one may write in but not list (mode 0300): as before
+        return
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

@@ -171,7 +171,7 @@ class WorkEndpoint:
             return
         except Stopped as stopped:
             await _refuse_invalid(scope, send, 503, str(stopped), outcome=OUTCOME_ERROR,
-                                  extra=GO_ELSEWHERE)
+                                  kind="server_error", extra=GO_ELSEWHERE)
             return
         finally:
             self.drain.release(stop)
@@ -252,6 +252,7 @@ def _deprecated_sent() -> str | None:
 async def _refuse_invalid(
     scope: Scope, send: Send, status: int, message: str, *,
     extra: tuple[tuple[bytes, bytes], ...] = (), outcome: str = OUTCOME_INVALID,
+    kind: str = "invalid_request_error",
 ) -> None:
     """Log and answer a malformed envelope (the message is ours: it names a field, never
     quotes the caller's value), or with `outcome` ``error`` one the server stopped."""
@@ -262,7 +263,7 @@ async def _refuse_invalid(
     if not server_answered(scope):
         events.warning(WORKER_REFUSED, event=WORKER_REFUSED, outcome=outcome,
                        status=status, error=message, deprecated_headers=_deprecated_sent())
-    await _send_json(send, status, _refusal(message), extra=extra)
+    await _send_json(send, status, _refusal(message, kind), extra=extra)
 
 
 async def _send_error(

@@ -30,16 +30,15 @@ def adopt_identity(
     # line. Without the blanks a legacy key may have: a header value cannot start with one.
     ctx.answered_as = job.request_id.strip(" ") or None
     limit = max(max_id_length, DEFAULT_MAX_CLIENT_ID_LENGTH)
-    checked = validate_client_id(job.x_request_id, limit) if job.x_request_id else None
-    # As the middleware reads the header: the spaces around an id are not part of it, and
-    # spaces alone are no id (echoed and logged as sent, they were an id no frontend logs).
-    ctx.x_request_id = (checked.strip(" ") or None) if checked is not None else None
+    # As the middleware reads the header: the blanks around an id are not part of it
+    # (stripped before its length is checked), and blanks alone are no id (echoed and
+    # logged as sent, they were an id no frontend logs).
+    sent = job.x_request_id.strip(" \t") if job.x_request_id is not None else None
+    ctx.x_request_id = validate_client_id(sent, limit) if sent else None
     refused = False
-    if job.x_request_id is not None and ctx.x_request_id is None:
+    if sent is not None and ctx.x_request_id is None:
         refused = True  # and counted by its reason, as a refused header or body id is
-        metrics.client_id_rejected(
-            metrics.REASON_EMPTY if checked is not None
-            else metrics.rejection_reason(job.x_request_id, limit))
+        metrics.client_id_rejected(metrics.rejection_reason(sent, limit))
     span = ctx.server_span
     if span is None or not span.is_recording():
         return refused

@@ -152,3 +152,35 @@ def test_a_request_the_handler_ended_the_stream_on_with_a_code_has_that_code(
     assert [s.status.status_code for s in items] == [StatusCode.UNSET, StatusCode.ERROR]
     assert items[1].attributes is not None
     assert items[1].attributes["error.type"] == "UNAVAILABLE"
+
+
+def test_a_refused_metadata_id_is_flagged_on_each_stream_request_without_its_own(
+    log_lines: LogLines,
+) -> None:
+    # A stream's messages inherit the call's ids; a refused metadata id was flagged on
+    # the call's span and line only, so a Jaeger search for hostile ids missed them.
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    generic = grpc.method_handlers_generic_handler(
+        "probe.Chat", {"Talk": grpc.stream_stream_rpc_method_handler(_answer)}
+    )
+
+    async def run(metadata: tuple[tuple[str, str], ...]) -> None:
+        async with traced_channel(lambda s: s.add_generic_rpc_handlers((generic,)),
+                                  provider) as channel:
+            call = channel.stream_stream("/probe.Chat/Talk")(
+                iter([b"a", b"b"]), timeout=10, metadata=metadata)
+            assert [answer async for answer in call] == [b"a", b"b"]
+
+    asyncio.run(run((("x-request-id", "x" * 300),)))
+    asyncio.run(run((("x-request-id", "good-1"),)))
+    spans = [s.attributes for s in exporter.get_finished_spans()
+             if s.kind is SpanKind.SERVER and s.attributes]
+    flagged = [(a.get("stream_index"), a.get("x_request_id")) for a in spans
+               if a.get("x_request_id_rejected")]
+    assert sorted(flagged, key=str) == [(0, None), (1, None), (None, None)]
+    starts = [x for x in log_lines.events("request.start") if "stream_index" in x]
+    assert sorted(((x["stream_index"], x.get("x_request_id_rejected"), x.get("x_request_id"))
+                   for x in starts), key=str) == [(0, None, "good-1"), (0, True, None),
+                                                  (1, None, "good-1"), (1, True, None)]

@@ -31,7 +31,12 @@ from typing import BinaryIO
 import duckdb
 import numpy as np
 
-from ridtrace.forensics.reading.crash_holes import CRASH_HOLE, HOLE_KEPT_BYTES, crash_hole
+from ridtrace.forensics.reading.crash_holes import (
+    CRASH_HOLE,
+    CRASH_HOLE_BYTES,
+    HOLE_KEPT_BYTES,
+    crash_hole,
+)
 from ridtrace.forensics.reading.lines import (
     BLOCK_BYTES,
     MAX_LINE_BYTES,
@@ -237,7 +242,13 @@ def _head(path: str | Path, line: LongLine, size: int = RECORD_HEAD_BYTES) -> by
 
 
 def _record_then_hole(head: bytes, *, first_line: bool) -> bool:
-    """Whether a long line's head is a record's start, then a crash's hole."""
+    """Whether a long line's head is a record's start, then a crash's hole; or, past the
+    file's first line, a crash's hole, then more than a line may hold (lines lost with
+    the hole: taken for a record too long alone, the file was no crash's, and one bad
+    line under the 1 % was a clean read). On the first line such a hole is
+    copy-and-truncate's (`copy_truncated`)."""
+    if not first_line and head.startswith(b"\0" * CRASH_HOLE_BYTES):
+        return True
     opens = head.lstrip(b"\0 \t\r").removeprefix(b"\xef\xbb\xbf").startswith(b"{")
     return opens and crash_hole(head, first_line=first_line, whole=False)
 

@@ -73,6 +73,7 @@ class GrpcCall:
         "context",
         "ctx",
         "deprecated_text",
+        "id_rejected",
         "info",
         "item",
         "items",
@@ -108,6 +109,9 @@ class GrpcCall:
         x_request_id, rejected, deprecated_sent, carrier, user_agent = read_inbound(
             config.rules, metadata
         )
+        # The call's metadata id was refused: so was that of each stream message that
+        # has no body id of its own (it inherits the call's ids).
+        self.id_rejected = rejected is not None
         request_id = config.mint()
         span = active_server_span()
         self.owns_span = span is None

@@ -65,12 +65,16 @@ class StreamItem:
         raw = getattr(message, config.body_id_field, None) if config.body_id_field else None
         x_request_id = stream.x_request_id
         rejected: str | None = None
+        # Without a body id of its own, the message is the call's: a refused metadata id
+        # is flagged on its span and line too (counted once, with the call).
+        flagged = call.id_rejected
         if isinstance(raw, (str, bytes)) and raw:
             valid = validate_client_id(raw, config.max_len)
             if valid is None:
                 rejected = metrics.rejection_reason(raw, config.max_len)
             else:
                 x_request_id = valid
+            flagged = valid is None
         request_id = config.mint()
         # No span when the call records none: a service left out of tracing
         # (OTEL_PYTHON_GRPC_EXCLUDED_SERVICES) had a root span per request message.
@@ -87,7 +91,7 @@ class StreamItem:
                     "stream_index": index,
                     **({"x_request_id": x_request_id} if x_request_id is not None else {}),
                     # As a unary call's refused body id is (echo.correlate_client_id).
-                    **({"x_request_id_rejected": True} if rejected is not None else {}),
+                    **({"x_request_id_rejected": True} if flagged else {}),
                 },
             )
         self.span = span
@@ -117,7 +121,7 @@ class StreamItem:
                 route=call.info.span_name,
                 stream_request_id=stream.request_id,
                 stream_index=index,
-                x_request_id_rejected=(rejected is not None) or None,
+                x_request_id_rejected=flagged or None,
             )
 
     def finish(self, failure: BaseException | None, *, call_ended: bool = False) -> None:
