@@ -404,3 +404,53 @@ def test_small_compressed_and_wrapped_files_are_read_in_batches(
     assert got["summary"]["bad_lines"] == 0 and not got["summary"]["incomplete"]
     assert [(f["kind"], f.get("span_id")) for f in got["findings"]] == [
         (f["kind"], f.get("span_id")) for f in want["findings"]]
+
+
+def test_a_small_file_decoding_to_much_is_read_alone_without_decoding_it_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its batch copy was decoded in full before its size was checked, then again alone:
+    # a 512 KB gzip of 512 MiB took twice as long. And a batch's decoded bytes are held
+    # to the batch's 16 MiB, its files' sizes on disk being no measure of them.
+    record = json.dumps({"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1",
+                         "message": "m" * 200}).encode() + b"\n"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "bomb.jsonl.gz").write_bytes(gzip.compress(record * (200 << 10), 1))  # ~45 MiB
+    for i in range(12):  # 1.5 MiB each once decoded
+        (logs / f"part-{i:02d}.jsonl.gz").write_bytes(
+            gzip.compress(record * ((3 << 19) // len(record)), 1))
+    offered: list[int] = []
+    write = small_files._Capped.write
+
+    def counting(self: Any, data: bytes) -> int:
+        offered.append(len(data))
+        return write(self, data)
+
+    alone: list[str] = []
+    read_source = small_files.read_source
+
+    def reading_alone(con: Any, src: Source, *args: Any, **kwargs: Any) -> Any:
+        alone.append(Path(src.name).name)
+        return read_source(con, src, *args, **kwargs)
+
+    monkeypatch.setattr(small_files._Capped, "write", counting)
+    monkeypatch.setattr(small_files, "read_source", reading_alone)
+    read = read_partials(expand_inputs([str(logs)]))
+    assert read.stats.lines == (200 << 10) + 12 * ((3 << 19) // len(record))
+    assert "bomb.jsonl.gz" in alone
+    assert sum(offered) < 2 * 16 * (1 << 20) + 13 * (2 << 20)  # not the bomb's 45 MiB
+    assert any(name.startswith("part-") for name in alone)  # past the batch's 16 MiB
+
+
+def test_no_copy_is_made_once_the_run_is_ending() -> None:
+    # A reading thread staging a batch's files went on making copies after an interrupt
+    # removed those in flight: Ctrl-C left ridtrace-small-* folders behind.
+    from ridtrace.forensics.reading import staging
+
+    try:
+        staging.remove_all()
+        with pytest.raises(OSError, match="the run is ending"):
+            staging.make_dir("ridtrace-small-")
+    finally:
+        staging._CLOSED.clear()

@@ -247,7 +247,7 @@ def _record_then_hole(head: bytes, *, first_line: bool) -> bool:
     the hole: taken for a record too long alone, the file was no crash's, and one bad
     line under the 1 % was a clean read). On the first line such a hole is
     copy-and-truncate's (`copy_truncated`)."""
-    if not first_line and head.startswith(b"\0" * CRASH_HOLE_BYTES):
+    if not first_line and head.lstrip(b" \t\r").startswith(b"\0" * CRASH_HOLE_BYTES):
         return True
     opens = head.lstrip(b"\0 \t\r").removeprefix(b"\xef\xbb\xbf").startswith(b"{")
     return opens and crash_hole(head, first_line=first_line, whole=False)

@@ -8,7 +8,7 @@ first, so every source takes the same parse (`ridtrace.forensics.reading.files`)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import BinaryIO
+from typing import Protocol
 
 from ridtrace.forensics.reading.lines import (
     BLOCK_BYTES,
@@ -26,8 +26,14 @@ __all__ = ["Progress", "newline_chunks", "stage"]
 Progress = Callable[[int], None]
 
 
+class Writable(Protocol):
+    """Where a staged copy goes: a file, or one that stops at a limit."""
+
+    def write(self, data: bytes, /) -> object: ...
+
+
 def stage(
-    head: bytes, stream: Readable, out: BinaryIO, name: str, stats: ReadStats,
+    head: bytes, stream: Readable, out: Writable, name: str, stats: ReadStats,
     on_bytes: Progress | None = None, unwrap: Unwrapper | None = None,
 ) -> LineMap:
     """Copy `head` and the rest of `stream` to `out`, numbering the lines on the way.

@@ -125,6 +125,7 @@ class BatchCopy:
         self.path = path
         self.files: list[str] = []
         self.ends: list[int] = []
+        self.size = 0  # bytes copied
         self.broken = True
         self._out: BinaryIO | None = None
         if path is not None:
@@ -161,6 +162,7 @@ class BatchCopy:
         a file's bytes, or a followed file's chunk (`live.parse`)."""
         self.files.append(name)
         self.ends.append((self.ends[-1] if self.ends else 0) + line_map.nonblank)
+        self.size += len(data)
         if self._out is not None:
             try:
                 self._out.write(data)
@@ -388,6 +390,8 @@ def _staged_into(
     took 160 s where the same files uncompressed took 7.7 s. None when the decoded copy
     is larger than a batch takes, or cannot be made (no room): it is read alone.
     """
+    if batch.size >= BATCH_BYTES:  # decoded bytes, as the batch's copy holds them
+        return None
     try:
         folder = make_dir("ridtrace-small-")
     except OSError:
@@ -396,16 +400,29 @@ def _staged_into(
     path = folder / "decoded.jsonl"
     try:
         with open(path, "wb") as out:
-            line_map = stage(opened.head, opened.decoded, out, name, stats, on_bytes,
-                             opened.unwrap)
-        if path.stat().st_size > _COPY_LIMIT:
-            raise TooLargeForBatch(name)
+            # Stopped at the limit: a small gzip of hundreds of MiB was decoded here in
+            # full, then again when read alone.
+            line_map = stage(opened.head, opened.decoded, _Capped(out, _COPY_LIMIT), name,
+                             stats, on_bytes, opened.unwrap)
         data = path.read_bytes()
     except (OSError, TooLargeForBatch):
         release(folder)
         return None
     batch.add_data(name, data, line_map)
     return opened, path, line_map
+
+
+class _Capped:
+    """A file written to at most `limit` bytes; `TooLargeForBatch` past them."""
+
+    def __init__(self, out: BinaryIO, limit: int) -> None:
+        self._out, self._left = out, limit
+
+    def write(self, data: bytes, /) -> int:
+        self._left -= len(data)
+        if self._left < 0:
+            raise TooLargeForBatch("decoded copy over the batch's limit")
+        return self._out.write(data)
 
 
 def _at(use: Callable[[int, LogTable], T], i: int) -> Callable[[LogTable], T]:

@@ -17,6 +17,9 @@ from pathlib import Path
 
 _IN_FLIGHT: set[str] = set()
 _LOCK = threading.Lock()
+# Set by `remove_all`: the run is ending, and a reading thread still making copies (a
+# batch of small files makes dozens in a row) must not leave one behind after it.
+_CLOSED: list[bool] = []
 
 
 @contextlib.contextmanager
@@ -40,6 +43,8 @@ def make_dir(prefix: str) -> Path:
     off until the directory it will find is made.
     """
     with _LOCK:
+        if _CLOSED:
+            raise OSError("the run is ending: no more temporary copies")
         while True:
             path = Path(tempfile.gettempdir(), prefix + secrets.token_hex(8))
             _IN_FLIGHT.add(str(path))
@@ -59,8 +64,10 @@ def release(path: Path) -> None:
 
 
 def remove_all() -> None:
-    """Remove every copy still in flight: the run is ending without its cleanup."""
+    """Remove every copy still in flight, and make no more: the run is ending without
+    its cleanup."""
     with _LOCK:
+        _CLOSED.append(True)
         paths = list(_IN_FLIGHT)
         _IN_FLIGHT.clear()
     for path in paths:
