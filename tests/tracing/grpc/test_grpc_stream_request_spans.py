@@ -34,15 +34,21 @@ async def _answer(
         yield request
 
 
-def test_each_stream_request_span_has_its_status_code_and_error_marks(
-    log_lines: LogLines,
-) -> None:
+def _recorded_talk() -> tuple[InMemorySpanExporter, TracerProvider, Any]:
+    """A span exporter, a provider exporting to it, and ``probe.Chat/Talk`` (`_answer`)."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     generic = grpc.method_handlers_generic_handler(
         "probe.Chat", {"Talk": grpc.stream_stream_rpc_method_handler(_answer)}
     )
+    return exporter, provider, generic
+
+
+def test_each_stream_request_span_has_its_status_code_and_error_marks(
+    log_lines: LogLines,
+) -> None:
+    exporter, provider, generic = _recorded_talk()
 
     async def run() -> grpc.StatusCode:
         async with traced_channel(lambda s: s.add_generic_rpc_handlers((generic,)), provider) as channel:
@@ -159,12 +165,7 @@ def test_a_refused_metadata_id_is_flagged_on_each_stream_request_without_its_own
 ) -> None:
     # A stream's messages inherit the call's ids; a refused metadata id was flagged on
     # the call's span and line only, so a Jaeger search for hostile ids missed them.
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    generic = grpc.method_handlers_generic_handler(
-        "probe.Chat", {"Talk": grpc.stream_stream_rpc_method_handler(_answer)}
-    )
+    exporter, provider, generic = _recorded_talk()
 
     async def run(metadata: tuple[tuple[str, str], ...]) -> None:
         async with traced_channel(lambda s: s.add_generic_rpc_handlers((generic,)),
