@@ -66,6 +66,33 @@ def test_ctrl_c_is_exit_130_not_1(monkeypatch: pytest.MonkeyPatch) -> None:
     assert result.exit_code == 130 and "interrupted" in result.stderr
 
 
+def test_a_command_after_an_interrupted_one_makes_its_temporary_copies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An interrupt closes the staging of temporary copies for the command it ends, so
+    # that no reading thread leaves one behind; in a process that goes on (a test, a
+    # library caller), the next command's compressed logs were each "read failed".
+    import gzip
+
+    import click
+
+    import ridtrace.forensics.reading.staging  # noqa: F401  (loaded, as after a read)
+
+    @click.command()
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(main.commands, "interrupted", interrupted)
+    assert CliRunner().invoke(main, ["interrupted"]).exit_code == 130
+    log = _logs(tmp_path)
+    packed = log.with_name("frontend.jsonl.1.gz")
+    packed.write_bytes(gzip.compress(log.read_bytes()))
+    log.unlink()
+    result = CliRunner().invoke(main, ["analyze", str(packed.parent), "--format", "json"])
+    assert result.exit_code == 1, result.output  # the duplicate, read from the copy
+    assert json.loads(result.stdout)["summary"]["unreadable_files"] == []
+
+
 def test_since_must_come_before_until(tmp_path: Path) -> None:
     log = _logs(tmp_path)
     result = CliRunner().invoke(main, ["analyze", str(log), "--since", ts(5), "--until", ts(1)])

@@ -103,6 +103,11 @@ class _Main(click.Group):
             raise unwritten from None
 
     def invoke(self, ctx: click.Context) -> object:
+        # An earlier command in this process that was interrupted closed the staging of
+        # temporary copies (`_stopped`): this one makes its own.
+        staging = sys.modules.get("ridtrace.forensics.reading.staging")
+        if staging is not None:
+            staging.reopen()
         try:
             with _sigterm_as_interrupt():
                 return super().invoke(ctx)

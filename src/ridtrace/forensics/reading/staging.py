@@ -63,6 +63,13 @@ def release(path: Path) -> None:
         _IN_FLIGHT.discard(str(path))
 
 
+def reopen() -> None:
+    """Make copies again: a new command in this process (a test's, a library caller's
+    after an interrupted one); `remove_all` closed the staging for the one it ended."""
+    with _LOCK:
+        _CLOSED.clear()
+
+
 def remove_all() -> None:
     """Remove every copy still in flight, and make no more: the run is ending without
     its cleanup."""
