@@ -443,7 +443,7 @@ def test_a_small_file_decoding_to_much_is_read_alone_without_decoding_it_twice(
     assert any(name.startswith("part-") for name in alone)  # past the batch's 16 MiB
 
 
-def test_no_copy_is_made_once_the_run_is_ending() -> None:
+def test_no_copy_is_made_once_the_run_is_ending(tmp_path: Path) -> None:
     # A reading thread staging a batch's files went on making copies after an interrupt
     # removed those in flight: Ctrl-C left ridtrace-small-* folders behind.
     from ridtrace.forensics.reading import staging
@@ -452,5 +452,9 @@ def test_no_copy_is_made_once_the_run_is_ending() -> None:
         staging.remove_all()
         with pytest.raises(OSError, match="the run is ending"):
             staging.make_dir("ridtrace-small-")
+        # A read of its own afterwards (a library caller's, in a process that went on).
+        (tmp_path / "app.jsonl.gz").write_bytes(gzip.compress(b'{"time": "2026-11-29T10:00:00Z"}\n'))
+        read = read_partials(expand_inputs([str(tmp_path)]))
+        assert read.stats.unreadable_files == [] and read.stats.lines == 1
     finally:
         staging._CLOSED.clear()

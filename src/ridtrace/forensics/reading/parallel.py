@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar
 
 import duckdb
 
+from ridtrace.forensics.reading import staging
 from ridtrace.forensics.reading.connection import (
     PreparedReads,
     connect,
@@ -72,6 +73,9 @@ def read_all(
     `batched` (a lean read, or a full one of events): small files are parsed many to a
     query, and each batch gives one result.
     """
+    # A read of its own: an interrupted one before it in this process (a library
+    # caller's, a test's) closed the staging of copies for its own threads.
+    staging.reopen()
     most_width = max(1, min(usable_cpus(), _PARALLEL_FILES))
     reads = plan_reads(sources, batch=batched is not None and (lean or batched.events),
                        readers=most_width)
