@@ -12,11 +12,20 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ridtrace.forensics.reading import staging
+
+
+@pytest.fixture(autouse=True)
+def _reopened() -> Iterator[None]:
+    """`remove_all` closes the staging for the rest of the run it ends: these tests call
+    it in a process that goes on."""
+    yield
+    staging.reopen()
 
 
 @pytest.fixture
