@@ -148,7 +148,7 @@ def test_a_stop_signal_while_a_server_is_spawned_leaves_no_server_running(
 ) -> None:
     # Ctrl-C while Popen waited for the child's exec raised there, before the child was
     # listed for `stop`: a worker went on serving, in a session of its own, after the
-    # demo said every process it started had been stopped.
+    # demo said every process it started had been stopped (a double Ctrl-C too).
     import signal
     import subprocess
 
@@ -160,7 +160,8 @@ def test_a_stop_signal_while_a_server_is_spawned_leaves_no_server_running(
     def popen(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
         child: subprocess.Popen[bytes] = real(*args, **kwargs)  # type: ignore[call-overload]
         spawned.append(child)
-        signal.raise_signal(signal.SIGINT)  # as the signal that lands inside Popen
+        signal.raise_signal(signal.SIGINT)  # as the signal that lands inside Popen,
+        signal.raise_signal(signal.SIGINT)  # and a second Ctrl-C right after it
         return child
 
     monkeypatch.setattr(processes.subprocess, "Popen", popen)

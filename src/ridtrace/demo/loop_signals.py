@@ -69,9 +69,11 @@ def stop_signals_cancel(
 
 
 @contextlib.contextmanager
-def stop_signals_deferred() -> Iterator[None]:
+def stop_signals_deferred(*, all_of_them: bool = False) -> Iterator[None]:
     """While the block runs, the first stop signal is only noted, and raised again on
-    leaving (to the process's own handler); a second one raises at once, as before."""
+    leaving (to the process's own handler); a second one raises at once, as before.
+    `all_of_them`: a second one is only noted too, for a block too short to need a way
+    out (a child's spawn, which a signal raised inside leaves running unlisted)."""
     if threading.current_thread() is not threading.main_thread():
         yield  # only the main thread gets signals
         return
@@ -79,6 +81,9 @@ def stop_signals_deferred() -> Iterator[None]:
     previous = _replaceable_handlers()
 
     def noted(signum: int, _frame: object) -> None:
+        if all_of_them:
+            received.append(signum)
+            return
         _note(received, previous, signum)
 
     for signum in previous:

@@ -120,9 +120,10 @@ def _start(
 
     A stop signal that came while ``Popen`` waited for the child's exec raised there,
     before the child was listed: it went on serving after the demo said every process
-    it started had been stopped. The first one waits until the child is listed.
+    it started had been stopped. Every one waits until the child is listed (a spawn
+    takes milliseconds; a second Ctrl-C within them left the child running too).
     """
-    with stop_signals_deferred():
+    with stop_signals_deferred(all_of_them=True):
         processes.append(_spawn(argv, stderr_path, env))
 
 
