@@ -6,8 +6,8 @@ from __future__ import annotations
 from opentelemetry import baggage
 
 from ridtrace.frontend_plugin.wire import WorkRequest
-from ridtrace.tracing import current_context, metrics, validate_client_id
-from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH
+from ridtrace.tracing import current_context, validate_client_id
+from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH, adopted_client_id
 
 __all__ = ["adopt_identity"]
 
@@ -33,12 +33,9 @@ def adopt_identity(
     # As the middleware reads the header: the blanks around an id are not part of it
     # (stripped before its length is checked), and blanks alone are no id (echoed and
     # logged as sent, they were an id no frontend logs).
-    sent = job.x_request_id.strip(" \t") if job.x_request_id is not None else None
-    ctx.x_request_id = validate_client_id(sent, limit) if sent else None
-    refused = False
-    if sent is not None and ctx.x_request_id is None:
-        refused = True  # and counted by its reason, as a refused header or body id is
-        metrics.client_id_rejected(metrics.rejection_reason(sent, limit))
+    sent = job.x_request_id
+    ctx.x_request_id = adopted_client_id(sent, limit) if sent is not None else None
+    refused = sent is not None and ctx.x_request_id is None
     span = ctx.server_span
     if span is None or not span.is_recording():
         return refused

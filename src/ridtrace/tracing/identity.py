@@ -11,6 +11,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ridtrace.tracing import metrics
+
 __all__ = [
     "mint_span_id",
     "mint_trace_span_ids",
@@ -181,6 +183,17 @@ def validate_client_id(
         return None
     text = raw.decode("ascii") if isinstance(raw, bytes) else raw
     return text if text.isprintable() else None
+
+
+def adopted_client_id(raw: str | bytes, max_length: int) -> str | None:
+    """A client id sent outside a header (a gRPC body field, a worker's envelope) read as
+    a header's is (`inbound.read_inbound`): the blanks around it are not part of it, and
+    a refused one is counted by its reason. The id, or None when refused."""
+    value = raw.strip(b" \t") if isinstance(raw, bytes) else raw.strip(" \t")
+    valid = validate_client_id(value, max_length)
+    if valid is None:
+        metrics.client_id_rejected(metrics.rejection_reason(value, max_length))
+    return valid
 
 
 def shown_text(text: str, max_length: int) -> str:

@@ -21,9 +21,8 @@ from typing import Any, TypeVar
 
 from opentelemetry import trace
 
-from ridtrace.tracing import metrics
 from ridtrace.tracing.context import current_context
-from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH, validate_client_id
+from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH, adopted_client_id
 
 __all__ = ["copy_client_id", "correlate_client_id", "echo_client_id"]
 
@@ -94,12 +93,10 @@ def correlate_client_id(
     # Stripped as a header's value is (`inbound.read_inbound`), as the HTTP routes take a
     # body id: one client id, not "id" and "  id  ", and no metadata value padded with
     # spaces, which HTTP/2 forbids (RFC 9113 8.2.1).
-    client_id = client_id.strip(b" \t") if isinstance(client_id, bytes) else client_id.strip(" \t")
-    valid = validate_client_id(client_id, max_length)
+    valid = adopted_client_id(client_id, max_length)
     span = ctx.server_span if ctx.server_span is not None else trace.get_current_span()
     if valid is None:
         ctx.annotations["x_request_id_rejected"] = True
-        metrics.client_id_rejected(metrics.rejection_reason(client_id, max_length))
         if span.is_recording():
             span.set_attribute("x_request_id_rejected", True)
         return None
