@@ -131,16 +131,20 @@ def test_an_input_read_and_then_removed_is_no_missing_input(tmp_path: Path) -> N
     log = tmp_path / "frontend.jsonl"
     follower = start_follower([str(log)], "--from-start")
     try:
-        log.write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
-        follower.wait_for(lambda: follower.holds_open(log), timeout=30, what="the log opened")
+        lines = [*rt_request("a", "dup", 0, 5), *rt_request("b", "dup", 1, 6)]
+        log.write_text("\n".join(sorted(lines, key=_time)) + "\n")
+        # Its finding printed is what says the log was read. A descriptor on it is not:
+        # the follower's look at a named file's first bytes holds one for a moment, and
+        # the file removed then was never opened to be followed (0 lines).
+        follower.wait_for(lambda: bool(follower.findings()), timeout=30, what="the duplicate")
         log.unlink()
-        follower.wait_for(lambda: not follower.holds_open(log), timeout=30,
-                          what="the removed log read and closed")
+        follower.wait_for(lambda: not follower.holds_open(Path(f"{log} (deleted)")),
+                          timeout=30, what="the removed log closed")
     finally:
         code = follower.stop()
     summary = follower.summary()
-    assert (summary["lines"], summary["incomplete"]) == (2, False), summary
-    assert code == 0
+    assert (summary["lines"], summary["incomplete"]) == (4, False), summary
+    assert code == 1
 
 
 def test_a_signal_ends_the_pause_between_polls(tmp_path: Path) -> None:
