@@ -9,6 +9,7 @@ end: taken for that finished file, the log was never read.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 from pathlib import Path
 
@@ -89,9 +90,15 @@ def test_the_follower_reads_a_log_created_on_a_removed_rotations_inode(tmp_path:
     # The real command: a compressed rotation is read to its end and closed, then its
     # inode is what the next log created gets; that log's duplicate must be printed.
     rotated = tmp_path / "frontend.jsonl.1.gz"
-    rotated.write_bytes(gzip.compress("\n".join(rt_request("a", "1", 0, 1)).encode() + b"\n"))
+    old_lines = sorted([*rt_request("a", "old", 0, 5), *rt_request("b", "old", 1, 6)],
+                       key=lambda line: json.loads(line)["time"])
+    rotated.write_bytes(gzip.compress("\n".join(old_lines).encode() + b"\n"))
     follower = start_follower([str(tmp_path)], "--from-start")
     try:
+        # Its finding says it was read; only then does "no descriptor on it" say closed
+        # (before the follower's first poll there is none either).
+        follower.wait_for(lambda: bool(follower.findings()), timeout=30,
+                          what="the rotation's duplicate")
         follower.wait_for(lambda: not follower.holds_open(rotated), timeout=30,
                           what="the rotation read to its end and closed")
         starts_and_ends = zip(rt_request("s1", "dup", 0, 5), rt_request("s2", "dup", 1, 6),
@@ -99,10 +106,11 @@ def test_the_follower_reads_a_log_created_on_a_removed_rotations_inode(tmp_path:
         (first_start, first_end), (second_start, second_end) = starts_and_ends
         _take_inode_of(rotated, tmp_path / "worker.jsonl",
                        "\n".join([first_start, second_start, first_end, second_end]) + "\n")
-        follower.wait_for(lambda: bool(follower.findings()), timeout=30,
+        follower.wait_for(lambda: len(follower.findings()) == 2, timeout=30,
                           what="the duplicate in the new log")
     finally:
         code = follower.stop()
-    assert [p.json()["kind"] for p in follower.findings()] == ["duplicate_in_flight"]
+    found = [(p.json()["kind"], p.json()["request_id"]) for p in follower.findings()]
+    assert found == [("duplicate_in_flight", "old"), ("duplicate_in_flight", "dup")]
     assert code == 1
 
