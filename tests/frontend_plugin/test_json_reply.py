@@ -208,3 +208,41 @@ def test_a_property_no_document_meets_is_left_out_when_not_required() -> None:
     assert json.loads(json_document(schema, TEXT)) == {"b": 0}
     mixed = {"allOf": [{"type": "number"}, {"type": "integer", "minimum": 3}]}
     assert json.loads(json_document(mixed, TEXT)) == 3
+
+
+class _CountedLookups(dict[str, Any]):
+    """A schema that counts how often a key of it is looked up by name."""
+
+    looked_up = 0
+
+    def __getitem__(self, key: str) -> Any:
+        type(self).looked_up += 1
+        return super().__getitem__(key)
+
+
+def test_a_reference_is_resolved_once_however_many_items_follow_it() -> None:
+    # A pointer of 400,000 slashes split again for each of 1,500 items held the
+    # frontend's event loop for 11 s: one step of the budget each, whatever its length.
+    _CountedLookups.looked_up = 0
+    defs = _CountedLookups({"x": {"type": "integer"}})
+    schema = {"type": "object", "required": ["a"], "$defs": defs, "properties": {
+        "a": {"type": "array", "minItems": 1500, "items": {"$ref": "#/$defs/x" + "/" * 400_000}}}}
+    assert json.loads(json_document(schema, TEXT)) == {"a": [0] * 1500}
+    assert _CountedLookups.looked_up == 1
+
+
+@pytest.mark.parametrize("repeated", [
+    {"const": "z" * 100_000},
+    {"enum": ["z" * 100_000, "y"]},
+    {"type": "object", "properties": {"k" * 100_000: {"type": "boolean"}}},
+])
+def test_what_the_schema_fixes_is_bounded_however_often_it_is_repeated(
+        repeated: dict[str, Any]) -> None:
+    # A const of 300 KB in 1,000 items made a reply of 300 MB and the worker's memory
+    # 633 MB for one request of 300 KB; the strings' budget did not count it.
+    schema = {"type": "object", "required": ["a"], "properties": {
+        "a": {"type": "array", "minItems": 1000, "items": repeated}}}
+    with pytest.raises(ValueError, match="property names and const and enum values"):
+        check_schema(schema)
+    schema["properties"]["a"]["minItems"] = 5  # five copies are a document, as before
+    assert len(json.loads(json_document(schema, TEXT))["a"]) == 5

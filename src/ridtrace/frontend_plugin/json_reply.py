@@ -23,7 +23,9 @@ its text reply:
 
 TEXT is the reply a text call would get. The strings together hold at most
 :data:`MAX_STRINGS` characters, each cut to its share, so a long prompt in a schema of
-many strings cannot make a reply of gigabytes. A schema with no finite document (a
+many strings cannot make a reply of gigabytes. What the schema itself fixes (property
+names, ``const`` and ``enum`` values) is held to :data:`MAX_STRINGS` characters too,
+however many times ``minItems`` repeats it. A schema with no finite document (a
 required property that is its own type), nested deeper than :data:`MAX_DEPTH` or
 needing more than :data:`MAX_STEPS` values is refused with ``ValueError``.
 """
@@ -44,7 +46,8 @@ MAX_DEPTH = 64
 MAX_STEPS = 20_000
 """Most schema nodes looked at for one document (OpenAI allows 5000 properties)."""
 MAX_STRINGS = 1 << 20
-"""Most characters the strings of one document hold together."""
+"""Most characters the strings of one document hold together; the most its property
+names and fixed values (``const``, ``enum``) hold together, apart."""
 # Digits of the largest array index a $ref may name: far more than any array holds.
 _MAX_INDEX_DIGITS = 18
 
@@ -84,7 +87,35 @@ class _Builder:
         self.steps = 0
         self.texts = 0
         self.padding = 0  # the characters minLength asks for, all strings together
+        # Characters the schema fixes (keys, const and enum values), each time it is
+        # repeated: a const of 300 KB in 1000 items made a reply of 300 MB.
+        self.fixed = 0
         self.refs: list[str] = []  # the $refs being expanded, outermost first
+        # Each $ref resolved once: a pointer of 400,000 slashes split again at each of
+        # 1,500 items held the event loop for 11 s, at one step of the budget each.
+        self._targets: dict[str, Any] = {}
+        self._sizes: dict[int, int] = {}  # a fixed value's size as JSON, by its id
+
+    def mark(self) -> tuple[int, int, int]:
+        """The budgets spent so far, to give back when a branch has no document."""
+        return self.texts, self.padding, self.fixed
+
+    def give_back(self, mark: tuple[int, int, int]) -> None:
+        self.texts, self.padding, self.fixed = mark
+
+    def spend_fixed(self, characters: int) -> None:
+        self.fixed += characters
+        if self.fixed > MAX_STRINGS:
+            raise ValueError(f"the schema's property names and const and enum values come "
+                             f"to more than {MAX_STRINGS} characters")
+
+    def fixed_value(self, value: Any) -> Any:
+        """A const or enum value, its size charged each time it is put in the document."""
+        size = self._sizes.get(id(value))
+        if size is None:
+            size = self._sizes[id(value)] = len(json.dumps(value, ensure_ascii=False))
+        self.spend_fixed(size)
+        return value
 
     def value(self, schema: Any, depth: int) -> Any:
         self.steps += 1
@@ -101,11 +132,11 @@ class _Builder:
         if "allOf" in schema:
             return self.value(self.merged(schema), depth + 1)
         if "const" in schema:
-            return schema["const"]
+            return self.fixed_value(schema["const"])
         if isinstance(schema.get("enum"), list):
             if not schema["enum"]:
                 raise _NoDocument("an empty enum")
-            return schema["enum"][0]
+            return self.fixed_value(schema["enum"][0])
         if schema.get("not") in ({}, True):
             raise _NoDocument("'not' of a schema every value meets")
         for key in ("anyOf", "oneOf"):
@@ -130,6 +161,7 @@ class _Builder:
                 extra = schema.get("additionalProperties", True)
                 if extra is False:
                     return {}
+                self.spend_fixed(len("reply"))
                 return {"reply": self.value(extra if isinstance(extra, dict) else True,
                                             depth + 1)}
             return self.properties(properties, schema.get("required"), depth)
@@ -161,13 +193,14 @@ class _Builder:
         needed = required if isinstance(required, list) else []
         document: dict[str, Any] = {}
         for name, sub in properties.items():
-            texts, padding = self.texts, self.padding
+            mark = self.mark()
             try:
+                self.spend_fixed(len(name))
                 document[str(name)] = self.value(sub, depth + 1)
             except _NoDocument:
                 if name in needed:
                     raise
-                self.texts, self.padding = texts, padding
+                self.give_back(mark)
         return document
 
     def array(self, schema: dict[str, Any], depth: int) -> list[Any]:
@@ -208,11 +241,11 @@ class _Builder:
         ordered = sorted(branches,
                          key=lambda sub: isinstance(sub, dict) and sub.get("type") == "null")
         for branch in ordered:
-            texts, padding = self.texts, self.padding
+            mark = self.mark()
             try:
                 return self.value(branch, depth + 1)
             except _NoDocument:
-                self.texts, self.padding = texts, padding
+                self.give_back(mark)
         raise _NoDocument("no branch of an anyOf/oneOf has a document")
 
     def merged(self, schema: dict[str, Any]) -> dict[str, Any]:
@@ -242,6 +275,11 @@ class _Builder:
         """What a ``$ref`` names: a JSON pointer into the schema itself."""
         if not isinstance(ref, str) or not ref.startswith("#"):
             raise ValueError("only '$ref's within the schema ('#/...') are followed")
+        if ref not in self._targets:
+            self._targets[ref] = self._resolved(ref)
+        return self._targets[ref]
+
+    def _resolved(self, ref: str) -> Any:
         target: Any = self.root
         for part in filter(None, ref[1:].split("/")):
             part = part.replace("~1", "/").replace("~0", "~")
