@@ -76,6 +76,37 @@ def test_with_include_usage_every_other_chunk_has_a_null_usage(oai: openai.OpenA
         assert chunks and all("usage" in c and c["usage"] is None for c in chunks)
 
 
+def test_a_prompt_with_unicode_line_separators_streams_as_whole_data_lines(
+        oai: openai.OpenAI, claude: anthropic.Anthropic) -> None:
+    # U+2028, U+2029 and U+0085 end a line for str.splitlines, which the SDKs' raw
+    # `iter_lines()` follows: sent raw in the JSON, a data line was cut in two there and
+    # the chunk lost (JSONDecodeError). JSON escapes them; SSE still ends lines at \n only.
+    prompt = "before\u2028middle\u2029after\x85end"
+    calls = [
+        oai.chat.completions.with_streaming_response.create(
+            model="echo", messages=[{"role": "user", "content": prompt}], stream=True),
+        oai.completions.with_streaming_response.create(model="echo", prompt=prompt, stream=True),
+        claude.messages.with_streaming_response.create(
+            model="echo", max_tokens=64, stream=True,
+            messages=[{"role": "user", "content": prompt}]),
+    ]
+    for call in calls:
+        with call as response:
+            lines = [line for line in response.iter_lines() if line]
+        assert all(line.startswith(("data: ", "event: ")) for line in lines), lines
+        events = [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
+        text = "".join(_streamed_text(event) for event in events)
+        assert prompt in text
+
+
+def _streamed_text(event: dict[str, Any]) -> str:
+    """The text one streamed event of chat, completions or messages carries."""
+    if event.get("type") == "content_block_delta":
+        return str(event["delta"].get("text", ""))
+    choice = (event.get("choices") or [{}])[0]
+    return str(choice.get("text") or (choice.get("delta") or {}).get("content") or "")
+
+
 def test_openai_asks_for_one_choice_or_is_told_why_not(oai: openai.OpenAI) -> None:
     reply = oai.chat.completions.create(
         model="echo", messages=[{"role": "user", "content": "one"}], n=1

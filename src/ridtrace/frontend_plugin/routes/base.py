@@ -20,9 +20,25 @@ INTERNAL_ERROR = "Internal server error"
 """What a caller is told of a crash: the exception's text is the log's, not the caller's."""
 
 
+# Line ends to Python's str.splitlines, not to SSE: orjson writes them raw, and a reader
+# splitting lines as str does (httpx's iter_lines, the SDKs' `with_streaming_response`
+# `.iter_lines()`) cut the data line of a prompt holding one in two, and lost the chunk.
+# In UTF-8 these bytes encode only these characters, inside JSON strings only.
+_STR_LINE_ENDS = ((b"\xc2\x85", b"\\u0085"), (b"\xe2\x80\xa8", b"\\u2028"),
+                  (b"\xe2\x80\xa9", b"\\u2029"))
+
+
+def one_line(payload: bytes) -> bytes:
+    """`payload` (JSON) with the characters str.splitlines breaks at escaped."""
+    if b"\xc2\x85" in payload or b"\xe2\x80" in payload:
+        for raw, escaped in _STR_LINE_ENDS:
+            payload = payload.replace(raw, escaped)
+    return payload
+
+
 def sse(data: dict[str, Any] | str, event: str | None = None) -> bytes:
     """One server-sent event."""
-    payload = data.encode() if isinstance(data, str) else json_codec.dumps(data)
+    payload = one_line(data.encode() if isinstance(data, str) else json_codec.dumps(data))
     if event is None:
         return b"data: " + payload + b"\n\n"
     return b"event: " + event.encode() + b"\ndata: " + payload + b"\n\n"
@@ -53,9 +69,10 @@ class SseTemplate:
     def render(self, text: str) -> bytes:
         """The event with ``text`` in the hole."""
         try:
-            return self._prefix + orjson.dumps(text) + self._suffix
+            encoded = orjson.dumps(text)
         except TypeError:  # a lone surrogate the prompt carried (json_codec)
-            return self._prefix + json_codec.dumps(text) + self._suffix
+            encoded = json_codec.dumps(text)
+        return self._prefix + one_line(encoded) + self._suffix
 
 
 @dataclass(frozen=True, slots=True)
