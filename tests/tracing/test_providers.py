@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import subprocess
 import sys
@@ -588,6 +589,28 @@ def test_a_timeout_of_hours_does_not_hold_shutdown_past_the_sdks_own_bound(
         started = time.monotonic()
         assert shutdown_telemetry() == 1
         assert time.monotonic() - started < 2
+
+
+def test_a_flush_the_sdk_gives_up_on_quietly_is_said_in_a_warn(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The SDK's batch processor gives up at its own bound and returns, the spans unsent:
+    # with an exporter timeout past that bound the shutdown thread was done by the
+    # deadline, and a collector that never answered lost a stop's spans without a line.
+    monkeypatch.setattr(lifecycle, "SDK_SHUTDOWN_SECONDS", lifecycle.FLUSH_MARGIN_SECONDS + 0.5)
+    gave_up = threading.Event()
+
+    class GivesUpAtTheSdksBound:
+        def shutdown(self) -> None:
+            gave_up.wait(timeout=lifecycle.SDK_SHUTDOWN_SECONDS)  # returns, nothing sent
+
+    lifecycle.own(GivesUpAtTheSdksBound(), flush_limit=45.0)
+    try:
+        with caplog.at_level(logging.WARNING, logger=lifecycle.__name__):
+            assert shutdown_telemetry() == 1
+    finally:
+        gave_up.set()
+    assert any("telemetry not flushed within 0.5 s" in r.getMessage() for r in caplog.records)
 
 
 @contextlib.contextmanager

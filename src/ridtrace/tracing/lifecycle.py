@@ -207,8 +207,14 @@ def _flush_bound(owned: list[tuple[_Provider, float | None]]) -> float | None:
 
 def flush_limit(exporter_timeout: float) -> float:
     """Seconds a stop may spend flushing through exporters of ``exporter_timeout``
-    seconds: that and a margin, never more than the SDK's own shutdown bound."""
-    return min(exporter_timeout + FLUSH_MARGIN_SECONDS, SDK_SHUTDOWN_SECONDS)
+    seconds: that and a margin, and a margin short of the SDK's own shutdown bound.
+
+    At the bound itself the SDK gave up first, and quietly: its batch processor's
+    shutdown returned with the spans unsent, the thread was done by the deadline, and a
+    collector that never answered lost every span of a stop with no line to say so.
+    """
+    return min(exporter_timeout + FLUSH_MARGIN_SECONDS,
+               SDK_SHUTDOWN_SECONDS - FLUSH_MARGIN_SECONDS)
 
 
 def flush_telemetry() -> None:
