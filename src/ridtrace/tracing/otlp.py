@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlparse
 
 from opentelemetry.util.re import parse_env_headers
 
+from ridtrace.tracing.export_failures import say_each_signals_failures
 from ridtrace.tracing.export_schedule import export_timeout_seconds
 from ridtrace.tracing.otlp_endpoints import otlp_protocol, remember_endpoint_secrets
 
@@ -54,7 +55,7 @@ def otlp_exporter_module(env: Mapping[str, str], signal: str) -> Any:
         return importlib.import_module(f"opentelemetry.exporter.otlp.proto.http.{module}")
     # The gRPC exporter comes with the ``grpc`` extra, not with the core: say so.
     try:
-        return importlib.import_module(f"opentelemetry.exporter.otlp.proto.grpc.{module}")
+        imported = importlib.import_module(f"opentelemetry.exporter.otlp.proto.grpc.{module}")
     except ImportError as exc:
         # Name the variable that chose gRPC: the signal's own one, when that was it.
         chosen = _setting(env, signal, "PROTOCOL")
@@ -66,6 +67,8 @@ def otlp_exporter_module(env: Mapping[str, str], signal: str) -> Any:
             f"{setting} needs opentelemetry-exporter-otlp-proto-grpc: "
             "pip install 'ridtrace[grpc]'"
         ) from exc
+    say_each_signals_failures()
+    return imported
 
 
 def _setting(env: Mapping[str, str], signal: str, name: str) -> tuple[str, str] | None:
