@@ -54,5 +54,17 @@ def hex_id(column: str, *, trace: bool = False) -> str:
         ELSE {_padded(column, (16, 32))} END)"""
 
 
+def names_a_span(column: str) -> str:
+    """SQL: the span id in `column` names a span, neither absent nor OpenTelemetry's
+    invalid all-zero id (``0000000000000000``, ``0x0``), which a service whose tracer is
+    a no-op logs for every request: keyed by it, every such request was one span, four
+    requests were one, and two holding one id at once were no duplicate ("No findings").
+    Only an id that starts with ``0`` is looked at further."""
+    column = f"({column})"
+    zero = (f"(starts_with({column}, '0') AND (ltrim({column}, '0') = '' OR "
+            f"(lower(substr({column}, 1, 2)) = '0x' AND ltrim(substr({column}, 3), '0') = '')))")
+    return f"({column} IS NOT NULL AND NOT {zero})"
+
+
 # The columns `hex_id` spells one way, in the events frame (`normalized_select`).
 HEX_IDS = {"trace_id": True, "span_id": False, "parent_span_id": False}

@@ -39,7 +39,7 @@ from ridtrace.contract import (
     WORKER_REFUSED,
 )
 from ridtrace.forensics.reading.deprecated_sql import header_bits, with_every_header
-from ridtrace.forensics.reading.hex_ids import hex_id
+from ridtrace.forensics.reading.hex_ids import hex_id, names_a_span
 from ridtrace.forensics.reading.span_sql import DISPLAY_FIELDS
 from ridtrace.forensics.reading.sql import (
     DYNAMO_LINE,
@@ -147,7 +147,7 @@ _LINE = f"""
          ELSE {OTHER} END::TINYINT AS _kind
 """
 # A background span's lines (`sql.DYNAMO_REQUEST_SPAN`) key no span, as in the full read.
-_KEYED = f"span_id IS NOT NULL AND (_rt OR {DYNAMO_REQUEST_SPAN} IS TRUE)"
+_KEYED = f"{names_a_span('span_id')} AND (_rt OR {DYNAMO_REQUEST_SPAN} IS TRUE)"
 
 
 # Per line, one small integer of flags, so the span row takes them in one aggregate.
