@@ -103,3 +103,49 @@ def test_a_walks_pipe_is_left_alone_without_a_note_and_a_named_ones_name_is_show
     code, stderr = _analyze(str(fifo), "-o", str(tmp_path / "report2.json"))
     writer.join(timeout=30)
     assert "a named pipe, until its writer closes it" in stderr and "\x1b" not in stderr
+
+
+def test_standard_input_left_on_the_terminal_is_said_before_the_read() -> None:
+    # `ridtrace analyze -` with no pipe waited on the keyboard in silence (under -q with
+    # no progress bar either): a forgotten pipe looked like a hang.
+    import pty
+    import subprocess
+    import sys
+
+    from tests.forensics.helpers import rt_request
+
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "ridtrace", "analyze", "-"],
+                               stdin=terminal, stdout=terminal, stderr=terminal, close_fds=True)
+    os.close(terminal)
+    said: list[bytes] = []
+    noted = threading.Event()
+
+    def drain() -> None:  # the progress bar goes on drawing: a full pty would block it
+        while True:
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:  # EIO: the child closed its side
+                return
+            if not chunk:
+                return
+            said.append(chunk)
+            if b"Ctrl-D" in b"".join(said):
+                noted.set()
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        assert noted.wait(timeout=60), b"".join(said)  # the note comes before the read
+        for line in rt_request("a", "1", 0, 1):
+            os.write(controller, line.encode() + b"\n")
+        os.write(controller, b"\x04")  # end of input, typed at a line's start
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        reader.join(timeout=10)
+        os.close(controller)
+    first = b"".join(said).split(b"\n")[0]
+    assert b"reading standard input, a terminal: paste log lines, then Ctrl-D" in first

@@ -114,11 +114,16 @@ def endless_input_note(source: Source) -> str | None:
     ends, as ``cat`` reads it, and a pipe with no writer waits for one first. Said
     before the read, which would otherwise wait in silence (``mkfifo``'d pipe nobody
     writes to, ``/dev/zero``); the pipes a shell makes (``<(zcat …)``, ``/dev/fd/N``)
-    and standard input are what the user meant and get no word."""
+    and standard input are what the user meant and get no word, but for standard input
+    left on the terminal: a forgotten pipe."""
     import stat
 
     from ridtrace.forensics.printable import visible  # a file name is anyone's text
+    from ridtrace.forensics.reading.inputs import STDIN_NAME
 
+    if source.path is None and source.name == STDIN_NAME and _stdin_is_a_terminal():
+        # `ridtrace analyze -` with no pipe: the read waits on the keyboard, silently.
+        return "reading standard input, a terminal: paste log lines, then Ctrl-D (or pipe logs in)"
     # A walk's or a glob's pipe or device is left alone, and said to be (not read).
     if (source.regular or source.path is None or source.unreadable is not None
             or source.from_directory):
@@ -135,6 +140,15 @@ def endless_input_note(source: Source) -> str | None:
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return f"reading {visible(source.name)}, a device, until it ends (Ctrl-C stops the read)"
     return None
+
+
+def _stdin_is_a_terminal() -> bool:
+    import sys
+
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except ValueError:  # closed
+        return False
 
 
 def load_logs(

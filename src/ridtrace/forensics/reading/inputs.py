@@ -319,5 +319,48 @@ def open_raw(src: Source) -> BinaryIO:
     """
     if src.path is None:
         stdin: Any = sys.stdin.buffer
+        if _on_a_terminal(stdin):
+            return _terminal_input(stdin)
         return stdin if hasattr(stdin, "peek") else io.BufferedReader(stdin)
     return open(src.path, "rb")
+
+
+class _EndsOnce(io.RawIOBase):
+    """Standard input on a terminal that stays ended once it ended. There each Ctrl-D
+    ends one read only, and the read asks again after its end (its sniff, its decoder,
+    its line reader): the user pressed Ctrl-D three times before the report came."""
+
+    def __init__(self, terminal: Any) -> None:
+        super().__init__()
+        self._terminal = terminal
+        self._ended = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._ended:
+            return 0
+        # One read of the terminal at most (a line, or the end): filling the whole
+        # buffer would wait past the first Ctrl-D for more lines.
+        got = self._terminal.read1(len(buffer))
+        buffer[: len(got)] = got
+        self._ended = not got
+        return len(got)
+
+
+_terminal_inputs: dict[int, BinaryIO] = {}
+
+
+def _terminal_input(stdin: Any) -> BinaryIO:
+    """One reader per run for a terminal's standard input, whoever opens it again."""
+    if id(stdin) not in _terminal_inputs:
+        _terminal_inputs[id(stdin)] = io.BufferedReader(_EndsOnce(stdin))
+    return _terminal_inputs[id(stdin)]
+
+
+def _on_a_terminal(stdin: Any) -> bool:
+    try:
+        return bool(stdin.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
