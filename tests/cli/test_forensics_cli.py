@@ -428,7 +428,7 @@ def test_export_jaeger_two_spellings_of_one_trace_id_are_one_trace(tmp_path: Pat
 
 def test_the_findings_table_says_how_many_evidence_lines_it_left_out(tmp_path: Path) -> None:
     # Six callers holding one id cite twelve lines; the table showed four and no hint.
-    lines = [line for i in range(6) for line in rt_request(f"{i:016x}", "shared", i * 0.1, 5)]
+    lines = [line for i in range(6) for line in rt_request(f"{i + 1:016x}", "shared", i * 0.1, 5)]
     log = tmp_path / "frontend.jsonl"
     log.write_text("\n".join(sorted(lines, key=lambda x: json.loads(x)["time"])) + "\n")
     # Wide enough that the cell is not wrapped, wherever pytest's tmp_path is.

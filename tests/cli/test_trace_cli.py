@@ -119,7 +119,7 @@ def test_synth_collision_lists_both_callers(crossed_logs: tuple[Path, SynthTruth
 
 def test_limit_and_how_many_more(tmp_path: Path) -> None:
     lines = [line for i in range(12)
-             for line in rt_request(f"{i:016x}", f"r{i}", 2.0 * i, 2.0 * i + 1, xrid="shared")]
+             for line in rt_request(f"{i + 1:016x}", f"r{i}", 2.0 * i, 2.0 * i + 1, xrid="shared")]
     (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
     code, out, _ = run("trace", "shared", str(tmp_path))
     assert code == 0

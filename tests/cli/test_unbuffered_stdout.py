@@ -23,7 +23,7 @@ def test_a_reader_leaving_mid_report_is_exit_2_with_the_variable_set(tmp_path: P
     # so the write is still blocked on the pipe when its reader leaves.
     lines: list[str] = []
     for n in range(300):
-        lines += rt_request(f"{n:016x}", f"r{n}", n * 0.01, n * 0.01 + 0.005,
+        lines += rt_request(f"{n + 1:016x}", f"r{n}", n * 0.01, n * 0.01 + 0.005,
                             deprecated_headers="request-id")
     log = tmp_path / "frontend.jsonl"
     log.write_text("\n".join(lines) + "\n")

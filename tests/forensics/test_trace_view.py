@@ -178,7 +178,7 @@ def test_only_the_shown_requests_are_built(tmp_path: Path, monkeypatch: Any) -> 
     from ridtrace.forensics.views import trace_model
 
     lines = [line for i in range(300)
-             for line in rt_request(f"{i:016x}", "rollout-7", i * 0.01, i * 0.01 + 0.5)]
+             for line in rt_request(f"{i + 1:016x}", "rollout-7", i * 0.01, i * 0.01 + 0.5)]
     (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
     built = []
     original = trace_model._block
