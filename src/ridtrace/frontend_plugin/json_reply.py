@@ -109,18 +109,29 @@ class _Builder:
             raise ValueError(f"the schema's property names and const and enum values come "
                              f"to more than {MAX_STRINGS} characters")
 
-    def fixed_value(self, value: Any) -> Any:
-        """A const or enum value, its size charged each time it is put in the document."""
+    def json_size(self, value: Any) -> int:
+        """Characters `value` takes in the document (a control character escaped is six)."""
         size = self._sizes.get(id(value))
         if size is None:
             size = self._sizes[id(value)] = len(json.dumps(value, ensure_ascii=False))
-        self.spend_fixed(size)
+        return size
+
+    def fixed_value(self, value: Any) -> Any:
+        """A const or enum value, its size charged each time it is put in the document."""
+        self.spend_fixed(self.json_size(value))
         return value
 
-    def value(self, schema: Any, depth: int) -> Any:
-        self.steps += 1
+    def spend(self, steps: int) -> None:
+        """Count work against the budget, before doing it. A keyword's list walked at
+        every visit counts its length: 500,000 empty ``allOf`` parts, a ``type`` list of
+        20,000 entries or a ``required`` list of 300,000 names, repeated by ``minItems``,
+        held the event loop for minutes at one step a visit."""
+        self.steps += steps
         if self.steps > MAX_STEPS:
             raise ValueError(f"the schema needs more than {MAX_STEPS} values")
+
+    def value(self, schema: Any, depth: int) -> Any:
+        self.spend(1)
         if depth > MAX_DEPTH:
             raise ValueError(f"the schema nests deeper than {MAX_DEPTH} levels")
         if schema is True:
@@ -144,6 +155,7 @@ class _Builder:
                 return self.first_of(schema[key], depth)
         kind = schema.get("type")
         if isinstance(kind, list):
+            self.spend(len(kind))
             kind = next((k for k in kind if k != "null"), "null")
         if kind is None:
             # Nothing said of its shape: the document is an object (as json_object
@@ -169,7 +181,7 @@ class _Builder:
             return self.array(schema, depth)
         if kind == "string":
             if isinstance(schema.get("format"), str) and schema["format"] in _FORMATS:
-                return _FORMATS[schema["format"]]
+                return self.fixed_value(_FORMATS[schema["format"]])
             longest = schema.get("maxLength")
             shortest = _count(schema.get("minLength"))
             if isinstance(longest, int) and shortest > longest:
@@ -179,6 +191,7 @@ class _Builder:
             number = nearest_allowed_number(schema, integer=kind == "integer")
             if number is None:
                 raise _NoDocument("bounds that hold no number")
+            self.spend_fixed(len(repr(number)))  # a minimum of 1e308 is 309 digits
             return number
         if kind == "boolean":
             return False
@@ -190,12 +203,15 @@ class _Builder:
                    ) -> dict[str, Any]:
         """Every property; one with no document is left out when not required (a
         recursive type met through an optional property ends there)."""
-        needed = required if isinstance(required, list) else []
+        needed: set[Any] = set()
+        if isinstance(required, list):
+            self.spend(len(required))
+            needed = {name for name in required if isinstance(name, str)}
         document: dict[str, Any] = {}
         for name, sub in properties.items():
             mark = self.mark()
             try:
-                self.spend_fixed(len(name))
+                self.spend_fixed(self.json_size(name))
                 document[str(name)] = self.value(sub, depth + 1)
             except _NoDocument:
                 if name in needed:
@@ -237,7 +253,7 @@ class _Builder:
 
     def first_of(self, branches: list[Any], depth: int) -> Any:
         # null last: a document that carries the reply says more than a bare null.
-        self.steps += len(branches)  # the sort's work counts, each time it is done
+        self.spend(len(branches))  # the sort's work counts, each time it is done
         ordered = sorted(branches,
                          key=lambda sub: isinstance(sub, dict) and sub.get("type") == "null")
         for branch in ordered:
@@ -253,6 +269,7 @@ class _Builder:
         merged = {key: value for key, value in schema.items() if key != "allOf"}
         properties: dict[str, Any] = {}
         parts = schema["allOf"] if isinstance(schema["allOf"], list) else []
+        self.spend(len(parts))  # each part looked at here and by _common_type, {} too
         for part in [schema, *parts]:
             if isinstance(part, dict) and "$ref" in part and part is not schema:
                 part = self.target(part["$ref"])  # one level: a part's own refs stay
@@ -260,9 +277,11 @@ class _Builder:
                 continue
             # Copying counts as work too: a part of thousands of properties merged at
             # each of thousands of references held the event loop for seconds.
-            self.steps += len(part)
+            self.spend(len(part))
+            if isinstance(part.get("type"), list):  # walked by _common_type
+                self.spend(len(part["type"]))
             if isinstance(part.get("properties"), dict):
-                self.steps += len(part["properties"])
+                self.spend(len(part["properties"]))
                 properties.update(part["properties"])
             if part is not schema:
                 merged.update({k: v for k, v in part.items() if k != "properties"})

@@ -268,7 +268,8 @@ def _shut_down_together(
         thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
     if any(thread.is_alive() for thread in threads):
         logging.getLogger(__name__).warning(
-            "telemetry not flushed within %.1f s (the exporter's timeout and a margin): "
+            "telemetry not flushed within %.1f s (the exporter's timeout and a margin, "
+            f"{SDK_SHUTDOWN_SECONDS - FLUSH_MARGIN_SECONDS:.0f} s at most): "
             "the collector is slow or unreachable, what it did not take is dropped", limit,
         )
     for failure in list(failures):
