@@ -23,7 +23,11 @@ __all__ = [
 
 # What a local cluster gets on top of Dask's machine-sized defaults: quiet logs and a
 # dashboard on a free port (8787 is often taken by another cluster on the machine).
-LOCAL_CLUSTER_OPTIONS: dict[str, Any] = {"dashboard_address": ":0", "silence_logs": logging.ERROR}
+# A local worker's own ERRORs (a task it computed failed) reach ridtrace as the task's
+# exception, said in one line: on stderr too, a run that recovered from a lost worker
+# printed a P2PConsistencyError traceback above a right report.
+LOCAL_CLUSTER_OPTIONS: dict[str, Any] = {"dashboard_address": ":0",
+                                         "silence_logs": logging.CRITICAL}
 # Seconds a scheduler has to accept the client and answer it, unless Dask's own
 # `distributed.comm.timeouts.connect` was set (`connect_timeout`): Dask's default of 30 s
 # is long to wait in an incident for a scheduler that is not there.
@@ -59,7 +63,7 @@ def dask_client(scheduler: str | None = None, **cluster_options: Any) -> Iterato
                 f"not a usable Dask scheduler address {scheduler!r}: {said}"
                 " (expected e.g. tcp://host:8786)"
             ) from exc
-        with client:
+        with _client_logs_quiet(), client:  # quiet through its close too
             _check_ridtrace(client, scheduler)
             yield client
         return
@@ -78,8 +82,24 @@ def dask_client(scheduler: str | None = None, **cluster_options: Any) -> Iterato
         detail = f"{exc}" + (f" ({cause})" if cause is not None and str(cause) not in str(exc)
                              else "")
         raise DaskEngineError(f"cannot start a local Dask cluster: {detail}") from exc
-    with cluster, _dist.Client(cluster) as client:
+    with _client_logs_quiet(), cluster, _dist.Client(cluster) as client:
         yield client
+
+
+@contextmanager
+def _client_logs_quiet() -> Iterator[None]:
+    """distributed's client logs nothing while ridtrace uses it: what goes wrong reaches
+    ridtrace as an exception, which it says in one line (`DaskEngineError`, exit 2). A
+    scheduler lost mid-run put two tracebacks of the client's failed reconnection above
+    that line, under -q too, read as a crash; a worker lost and replaced, a WARN about
+    rescheduled keys in a run whose report was right."""
+    logger = logging.getLogger("distributed.client")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def raise_open_file_limit() -> None:
