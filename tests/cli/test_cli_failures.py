@@ -125,7 +125,7 @@ def test_our_own_trace_export_beside_the_logs_is_not_a_bad_line(tmp_path: Path) 
 def test_audit_plot_draws_a_time_at_year_1(tmp_path: Path) -> None:
     from tests.forensics.helpers import rt
 
-    lines = [rt("request.start", time=ts(i), request_id=f"r{i}", span_id=f"{i:016x}",
+    lines = [rt("request.start", time=ts(i), request_id=f"r{i}", span_id=f"{i + 1:016x}",
                 trace_id=f"{i:032x}", deprecated_headers="x-dynamo-request-id")
              for i in range(3)]
     # Go's zero time, as a service with an unset clock field logs it.
@@ -169,7 +169,7 @@ def test_audit_plot_draws_header_names_as_text(
     from tests.forensics.helpers import rt
 
     names = ["$\\undefinedcmd$", "_hidden", "a$b$c", "x-" + "y" * 200 + "\x1b[2J"]
-    lines = [rt("request.start", time=ts(i), request_id=f"r{i}", span_id=f"{i:016x}",
+    lines = [rt("request.start", time=ts(i), request_id=f"r{i}", span_id=f"{i + 1:016x}",
                 trace_id=f"{i:032x}", deprecated_headers=name)
              for i, name in enumerate(names)]
     log = tmp_path / "frontend.jsonl"
@@ -250,7 +250,7 @@ def test_a_trace_export_past_the_sniff_beside_the_logs_is_not_a_log(tmp_path: Pa
     from tests.forensics.helpers import rt_request
 
     lines = [line for i in range(400)
-             for line in rt_request(f"{i:016x}", f"r{i}", 2 * i, 2 * i + 1)]
+             for line in rt_request(f"{i + 1:016x}", f"r{i}", 2 * i, 2 * i + 1)]
     run = tmp_path / "run"
     (run / "logs").mkdir(parents=True)
     (run / "logs" / "frontend.jsonl").write_text("\n".join(lines) + "\n")

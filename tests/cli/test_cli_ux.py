@@ -42,7 +42,7 @@ def _interrupt_analyze_of_a_pipe(
     try:
         with open(fifo, "w") as writer:
             for i in range(requests):
-                writer.write("\n".join(rt_request(f"{i:016x}", f"r{i}", i, i + 1)) + "\n")
+                writer.write("\n".join(rt_request(f"{i + 1:016x}", f"r{i}", i, i + 1)) + "\n")
             writer.flush()
             deadline = time.monotonic() + 60
             while not when():

@@ -79,7 +79,7 @@ def test_a_bom_where_cat_joined_two_files_is_stripped_too(tmp_path: Path) -> Non
     # `cat a.jsonl b.jsonl` of two files a Windows tool wrote: the second BOM opens a line.
     parts = []
     for i in range(2):
-        span, trace = f"{i}" * 16, f"{i}" * 32
+        span, trace = f"{i + 1}" * 16, f"{i + 1}" * 32
         start = rt("request.start", request_id=f"r{i}", span_id=span, trace_id=trace)
         end = rt("request.end", request_id=f"r{i}", span_id=span, trace_id=trace,
                  outcome="ok", status=200)
@@ -235,7 +235,7 @@ def iso(seconds: float) -> str:
 @pytest.mark.parametrize("case", ["bad share", "no request", "unreadable"])
 def test_exit_3_when_incomplete_and_allow_incomplete(tmp_path: Path, case: str) -> None:
     good = [
-        rt("request.start", request_id=f"r{i}", span_id=f"{i:016x}", trace_id="t" * 32)
+        rt("request.start", request_id=f"r{i}", span_id=f"{i + 1:016x}", trace_id="t" * 32)
         for i in range(50)
     ]
     if case == "bad share":
@@ -267,7 +267,7 @@ def test_the_table_never_says_no_findings_over_an_incomplete_read(tmp_path: Path
 
 def test_one_banner_in_200_lines_is_complete(tmp_path: Path) -> None:
     good = [
-        rt(event, request_id=f"r{i}", span_id=f"{i:016x}", trace_id="t" * 32)
+        rt(event, request_id=f"r{i}", span_id=f"{i + 1:016x}", trace_id="t" * 32)
         for i in range(100) for event in ("request.start", "request.end")
     ]
     (tmp_path / "frontend.jsonl").write_text("\n".join([*good, "one banner"]) + "\n")

@@ -37,7 +37,7 @@ def _requests(first: int, count: int) -> list[str]:
     lines: list[str] = []
     for i in range(first, first + count):
         extra: dict[str, Any] = {"deprecated_headers": "x-dynamo-request-id"} if i == 7 else {}
-        lines += rt_request(f"{i:016x}", f"r{i}", i * 0.01, i * 0.01 + 0.005, **extra)
+        lines += rt_request(f"{i + 1:016x}", f"r{i}", i * 0.01, i * 0.01 + 0.005, **extra)
     return lines
 
 

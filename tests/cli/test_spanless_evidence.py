@@ -90,7 +90,7 @@ def test_the_dask_engine_names_the_line_in_its_file_not_in_its_block(tmp_path: P
     # its block (line 730 of a WARN at line 17399), and a second such line in another
     # block was a second note, where the pandas engine names the file's first one.
     requests = [line for i in range(6000)
-                for line in _request(f"r{i}", f"{i:016x}", 1)]
+                for line in _request(f"r{i}", f"{i + 1:016x}", 1)]
     warn = SPANLESS_WARNS[1]
     log = _write(tmp_path / "frontend.jsonl", [*requests[:10], warn, *requests[10:], warn])
     assert log.stat().st_size > 3 << 20

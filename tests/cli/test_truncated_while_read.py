@@ -24,7 +24,7 @@ from tests.forensics.helpers import rt_request
 
 def _requests_log(log: Path, count: int) -> list[str]:
     """`log` holding `count` frontend requests, one after the other; its lines."""
-    lines = [line for i in range(count) for line in rt_request(f"{i:016x}", f"r{i}", i, i + 0.5)]
+    lines = [line for i in range(count) for line in rt_request(f"{i + 1:016x}", f"r{i}", i, i + 0.5)]
     log.write_text("\n".join(lines) + "\n")
     return lines
 
@@ -71,7 +71,7 @@ def test_a_staged_log_truncated_during_its_copy_makes_it_incomplete(
     # one, an unwrapped container log or a non-UTF-8 name go the same way) is copied
     # first: truncated meanwhile, the copy ended early and the report said complete.
     log = tmp_path / "frontend.jsonl"
-    lines = [line for i in range(2000) for line in rt_request(f"{i:016x}", f"r{i}", i, i + 0.5)]
+    lines = [line for i in range(2000) for line in rt_request(f"{i + 1:016x}", f"r{i}", i, i + 0.5)]
     body = ("\n".join(lines) + "\n").encode()
     assert len(body) > 4 * (64 << 10)  # well past the head read before the copy
     log.write_bytes(b"\xef\xbb\xbf" + body)

@@ -421,7 +421,7 @@ def test_a_newest_first_log_cut_into_blocks_ends_each_request_in_time(
                              outcome="ok", **ctx)),
         ]
     for i in range(1200):  # other callers, one after another, between the two ends
-        ctx = {"trace_id": f"{i:032x}", "span_id": f"{i:016x}", "request_id": f"r-{i}"}
+        ctx = {"trace_id": f"{i:032x}", "span_id": f"{i + 1:016x}", "request_id": f"r-{i}"}
         lines += [(1 + i / 20, rt("request.start", time=ts(1 + i / 20), **ctx)),
                   (1.01 + i / 20, rt("request.end", time=ts(1.01 + i / 20), status=200,
                                      outcome="ok", **ctx))]

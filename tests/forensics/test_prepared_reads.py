@@ -24,7 +24,7 @@ def test_one_prepared_text_reads_every_file_as_a_plain_query_does(tmp_path: Path
     files = []
     for i in range(3):
         path = tmp_path / f"pod-{i}'s log.jsonl"  # a quote in the name, as literal() escapes
-        path.write_text("\n".join(rt_request(f"{i:016x}", f"r{i}", 0, 1 + i)) + "\n")
+        path.write_text("\n".join(rt_request(f"{i + 1:016x}", f"r{i}", 0, 1 + i)) + "\n")
         files.append(path)
     con = connect()
     try:
@@ -64,7 +64,7 @@ def test_files_read_side_by_side_never_run_more_duckdb_threads_than_cpus(
     sources = []
     for i in range(2):
         path = tmp_path / f"pod-{i}.jsonl"
-        path.write_text("\n".join(rt_request(f"{i:016x}", f"r{i}", 0, 1)) + "\n")
+        path.write_text("\n".join(rt_request(f"{i + 1:016x}", f"r{i}", 0, 1)) + "\n")
         sources.append(path)
 
     def threads(table: LogTable, file_id: int) -> int:

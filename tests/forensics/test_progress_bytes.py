@@ -19,7 +19,7 @@ def _progress(path: Path) -> tuple[int, int]:
 
 def test_a_gzip_counts_its_compressed_bytes(tmp_path: Path) -> None:
     lines = [line for i in range(2000)
-             for line in rt_request(f"{i:016x}", f"r{i}", i * 0.001, i * 0.001 + 0.5)]
+             for line in rt_request(f"{i + 1:016x}", f"r{i}", i * 0.001, i * 0.001 + 0.5)]
     path = tmp_path / "frontend.jsonl.1.gz"
     path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
     counted, total = _progress(path)

@@ -181,7 +181,7 @@ def test_numeric_and_string_ids_mix(tmp_path: Path) -> None:
 def test_bad_line_among_many_is_isolated(tmp_path: Path) -> None:
     lines: list[str | bytes] = []
     for i in range(400):
-        lines += rt_request(f"{i:016x}", f"r{i}", i, i + 0.5)
+        lines += rt_request(f"{i + 1:016x}", f"r{i}", i, i + 0.5)
     lines[517] = '{"time": "2026-11-29T10:00:00Z", "schema": "ridtrace/1", "span_id": "x'
     logs = load_events([str(_write(tmp_path / "f.jsonl", lines))])
     assert logs.stats.bad_lines == 1

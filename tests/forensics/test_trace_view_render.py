@@ -276,7 +276,7 @@ def test_waterfall_labels_of_many_blocks_and_workers_are_never_cut(tmp_path: Pat
                                     xrid="shared")]
     (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
     work = [rt(event, time=ts(0.001 * k), service=f"worker-{k}", request_id="w",
-               trace_id=f"{k:032x}", span_id=f"{k:016x}", parent_span_id=f"{900 + k:016x}",
+               trace_id=f"{k:032x}", span_id=f"{k + 1:016x}", parent_span_id=f"{900 + k:016x}",
                outcome="ok")
             for k in range(13) for event in ("worker.start", "worker.end")]
     (tmp_path / "workers.jsonl").write_text("\n".join(work) + "\n")
