@@ -61,9 +61,11 @@ def names_a_span(column: str) -> str:
     requests were one, and two holding one id at once were no duplicate ("No findings").
     Only an id that starts with ``0`` is looked at further."""
     column = f"({column})"
-    zero = (f"(starts_with({column}, '0') AND (ltrim({column}, '0') = '' OR "
-            f"(lower(substr({column}, 1, 2)) = '0x' AND ltrim(substr({column}, 3), '0') = '')))")
-    return f"({column} IS NOT NULL AND NOT {zero})"
+    # A CASE, not AND: DuckDB computes both sides of an AND in a projection, and the
+    # trims on every line cost the read 5 % of its CPU.
+    return (f"(CASE WHEN {column} IS NULL THEN FALSE WHEN NOT starts_with({column}, '0') "
+            f"THEN TRUE ELSE NOT (ltrim({column}, '0') = '' OR (lower(substr({column}, 1, 2)) "
+            f"= '0x' AND ltrim(substr({column}, 3), '0') = '')) END)")
 
 
 # The columns `hex_id` spells one way, in the events frame (`normalized_select`).
