@@ -276,3 +276,16 @@ def test_every_command_help_names_its_exit_status(name: str, command: click.Comm
     assert "Exit status: " in out, out
     if name.startswith(("serve", "demo")):
         assert "2 bad usage" in out or "2 a configuration it will not start with" in out, out
+
+
+def test_serve_help_says_what_is_open_without_keys() -> None:
+    # `serve --help` said only "Run an inference frontend or an echo worker": nothing of
+    # keys, of what stays open with them, nor where to read before going on a network.
+    runner = CliRunner()
+    group = runner.invoke(main, ["serve", "--help"]).output
+    assert "--api-key" in group and "--worker-token" in group and "/metrics" in group
+    assert "Before putting it on a network" in " ".join(group.split())
+    frontend = " ".join(runner.invoke(main, ["serve", "frontend", "--help"]).output.split())
+    assert "Without --api-key every route is open to anyone who reaches the port" in frontend
+    worker = " ".join(runner.invoke(main, ["serve", "worker", "--help"]).output.split())
+    assert "Without --worker-token anyone who reaches the port can post work" in worker

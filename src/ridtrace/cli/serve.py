@@ -36,7 +36,13 @@ __all__ = ["serve"]
 
 @click.group()
 def serve() -> None:
-    """Run an inference frontend or an echo worker (JSON-lines logs to --log-file)."""
+    """Run an inference frontend or an echo worker (JSON-lines logs to --log-file).
+
+    Both bind to 127.0.0.1 unless --host says otherwise. Without --api-key (frontend) or
+    --worker-token (worker) anyone who reaches the port is served; /health and /metrics
+    stay open with them (--metrics-require-key closes /metrics). Spans and metrics are
+    exported when OTEL_EXPORTER_OTLP_ENDPOINT is set. Before putting either on a network,
+    read docs/cli.md ("Before putting it on a network")."""
     # gRPC's core writes its own INFO lines to stderr (an OTLP/gRPC exporter's failed
     # TLS handshake, once a retry): everything but the listening line goes to the log
     # file, where the exporter's own WARN and ERROR say it. Read when gRPC starts.
@@ -91,6 +97,10 @@ def frontend_command(
     allowed_hosts: tuple[str, ...],
 ) -> None:
     """Serve the inference routes and dispatch to --worker URLs.
+
+    Routes: OpenAI's /v1/chat/completions, /v1/completions, /v1/responses, /v1/models,
+    Anthropic's /v1/messages, /inference/v1/generate, /generate; /health and /metrics.
+    Without --api-key every route is open to anyone who reaches the port.
 
     Exit status: 2 a configuration it will not start with (a bad option or variable,
     named on stderr), 3 it could not start (the reason is in --log-file)."""
@@ -177,7 +187,9 @@ def worker_command(
     worker_token: str | None, debug_endpoints: bool | None, graceful_timeout: float,
     header_timeout: float, allowed_hosts: tuple[str, ...],
 ) -> None:
-    """Serve the echo engine at POST /v1/work.
+    """Serve the echo engine at POST /v1/work (and /health, /metrics).
+
+    Without --worker-token anyone who reaches the port can post work.
 
     Exit status: 2 a configuration it will not start with (a bad option or variable,
     named on stderr), 3 it could not start (the reason is in --log-file)."""
