@@ -100,6 +100,31 @@ def test_a_hole_opening_the_file_is_a_copytruncates_not_a_crashs(
     assert code == want_code
 
 
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize("hole", [9 << 20, 9_000_000])  # the second ends mid-page
+def test_a_short_torn_line_after_a_copytruncate_hole_is_no_long_record_lost(
+    tmp_path: Path, compressed: bool, hole: int,
+) -> None:
+    # The truncation cut a record: what was written of the next one follows the hole.
+    # Measured with the hole, that 30-byte line was "a record of 4 KiB or more cut
+    # short": the read incomplete, exit 3, for one bad line under the 1 %.
+    torn = b'{"time":"garbage, torn record'
+    plain, holed = _logs_and_a_copy(tmp_path, requests=50)
+    front = holed / "frontend.jsonl"
+    data = b"\x00" * hole + torn + b"\n" + front.read_bytes()
+    if compressed:
+        front.unlink()
+        (holed / "frontend.jsonl.gz").write_bytes(gzip.compress(data))
+    else:
+        front.write_bytes(data)
+    want_code, want = analyze_json(str(plain))
+    code, got = analyze_json(str(holed))
+    summary = got["summary"]
+    assert summary["bad_lines"] == 1 and summary["unreadable_files"] == []
+    assert not summary["incomplete"], summary["incomplete_reasons"]
+    assert (code, summary["requests"]) == (want_code, want["summary"]["requests"])
+
+
 @pytest.mark.extra("dask")
 def test_a_copytruncate_hole_longer_than_a_dask_partition_is_no_crash(tmp_path: Path) -> None:
     # The block holding the end of such a first line is not the file's first block: it

@@ -81,7 +81,10 @@ def judge_suspects(
         if reason is not None and reason.endswith(CR_SEPARATED) and not cr_separated:
             cr_separated = True  # records are unread, however few the bad lines
             stats.unreadable_files.append(FileNote(name, CR_SEPARATED_FILE))
-        if reason == TRUNCATED_JSON and len(text) >= LIMIT_CUT_BYTES and not cut:
+        # The record's own length: the NULs a copy-and-truncate left before a torn line are
+        # none of it (a 30-byte tail after a 9 MB hole was "a record of 4 KiB or more").
+        if (reason == TRUNCATED_JSON and not cut
+                and len(text) >= LIMIT_CUT_BYTES and len(text.lstrip(b"\0")) >= LIMIT_CUT_BYTES):
             cut = True  # records are lost, however few the bad lines
             stats.unreadable_files.append(FileNote(name, LIMIT_CUT_FILE))
         if reason == HEADLESS_RECORD and not headless:
