@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
-from tests.forensics.helpers import rt_request
+from tests.forensics.helpers import rt, rt_request, ts
 from tests.support.follower import start_follower
 
 
@@ -44,3 +44,37 @@ def test_the_follower_reads_the_zero_span_id_as_the_batch_read_does(tmp_path: Pa
     code = follower.stop()  # a stop reads what is written first: all of it
     summary = follower.summary()
     assert (summary["requests"], summary["duplicate_in_flight"], code) == (0, 0, 3)
+
+
+@pytest.mark.parametrize("command", [["audit"], ["export", "jaeger", "-o", "-"]])
+def test_the_views_say_of_a_zero_span_id_what_analyze_says(
+        tmp_path: Path, command: list[str]) -> None:
+    # The views' events read kept the zero id as a span: a deprecated-header WARN logged
+    # with it was dropped from `audit` without a word (exit 0), where analyze said the
+    # read was incomplete (exit 3), as all three say of a WARN with no span id.
+    lines = [*rt_request("a" * 16, "r1", 0, 1),
+             rt("deprecated_header", time=ts(0.5), level="WARNING", request_id="r1",
+                trace_id="0" * 32, span_id="0" * 16, header="x-dynamo-request-id")]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    said = {}
+    for name, args in (("analyze", ["analyze"]), ("view", command)):
+        done = CliRunner().invoke(main, [*args, str(tmp_path), "-q"])
+        said[name] = done.exit_code
+    assert said == {"analyze": 3, "view": 3}
+
+
+def test_workers_whose_caller_is_the_zero_span_id_are_each_their_own_request(
+        tmp_path: Path) -> None:
+    # Three worker spans holding one id at once, their callers not in the logs: with
+    # the zero parent id as their caller they were one request, and no duplicate.
+    lines = []
+    for k, start in enumerate((0.0, 0.2, 0.4)):
+        ids = {"request_id": "same-id", "trace_id": f"{k + 1:032x}",
+               "span_id": f"{k + 0xa1:016x}", "parent_span_id": "0" * 16, "service": "worker"}
+        lines += [rt("worker.start", time=ts(start), **ids),
+                  rt("worker.end", time=ts(start + 1), outcome="ok", **ids)]
+    lines.sort(key=lambda line: json.loads(line)["time"])
+    (tmp_path / "worker.jsonl").write_text("\n".join(lines) + "\n")
+    done = CliRunner().invoke(main, ["analyze", str(tmp_path), "-q", "--format", "json"])
+    summary = json.loads(done.output)["summary"]
+    assert (summary["requests"], summary["duplicate_in_flight"]) == (3, 1)

@@ -68,5 +68,12 @@ def names_a_span(column: str) -> str:
             f"= '0x' AND ltrim(substr({column}, 3), '0') = '')) END)")
 
 
+def span_or_null(column: str) -> str:
+    """SQL: the span id in `column`, NULL where it names no span (`names_a_span`): every
+    read then takes OpenTelemetry's all-zero id as it takes a missing one (a caller, a
+    span, an event's span), and says the same of it."""
+    return f"(CASE WHEN {names_a_span(column)} THEN {column} END)"
+
+
 # The columns `hex_id` spells one way, in the events frame (`normalized_select`).
 HEX_IDS = {"trace_id": True, "span_id": False, "parent_span_id": False}

@@ -39,7 +39,7 @@ from ridtrace.contract import (
     WORKER_REFUSED,
 )
 from ridtrace.forensics.reading.deprecated_sql import header_bits, with_every_header
-from ridtrace.forensics.reading.hex_ids import hex_id, names_a_span
+from ridtrace.forensics.reading.hex_ids import hex_id, names_a_span, span_or_null
 from ridtrace.forensics.reading.span_sql import DISPLAY_FIELDS
 from ridtrace.forensics.reading.sql import (
     DYNAMO_LINE,
@@ -122,8 +122,8 @@ _LINE = f"""
     rn, _t AS time, {began("_rt")} AS _began, {started("_rt")} AS _started,
     {answered_in("_rt")} AS _answer_us,
     CASE WHEN _rt THEN request_id ELSE {DYNAMO_REQUEST_ID} END AS request_id, x_request_id,
-    CASE WHEN _rt THEN {hex_id("parent_span_id")} ELSE {hex_id("parent_id")} END
-        AS parent_span_id,
+    CASE WHEN _rt THEN {hex_id(span_or_null("parent_span_id"))}
+         ELSE {hex_id(span_or_null("parent_id"))} END AS parent_span_id,
     CASE WHEN _rt THEN {lifecycle_only("outcome", "_life")} ELSE {DYNAMO_OUTCOME} END
         AS outcome,
     CASE WHEN _rt THEN {lifecycle_only("fp_in", "_life")} END AS fp_in,

@@ -50,7 +50,7 @@ from ridtrace.contract import (
     WORKER_REFUSED,
     WORKER_START,
 )
-from ridtrace.forensics.reading.hex_ids import HEX_IDS, hex_id
+from ridtrace.forensics.reading.hex_ids import HEX_IDS, hex_id, span_or_null
 
 # Events that end a span: the live rules judge a span once it has one.
 # Dynamo's "http response sent" (RESPONSE_SENT) is its request's last line (`lean._DYN_END`).
@@ -274,8 +274,10 @@ NORMALIZED: dict[str, str] = {
     "x_request_id": "x_request_id",
     "trace_id": "trace_id",
     # A background span's lines key no span: no request holds them.
-    "span_id": _pick("span_id", f"CASE WHEN {DYNAMO_REQUEST_SPAN} THEN span_id END"),
-    "parent_span_id": _pick("parent_span_id", "parent_id"),
+    # OpenTelemetry's all-zero id names no span, and no caller: as if none were logged.
+    "span_id": _pick(span_or_null("span_id"),
+                     f"CASE WHEN {DYNAMO_REQUEST_SPAN} THEN {span_or_null('span_id')} END"),
+    "parent_span_id": _pick(span_or_null("parent_span_id"), span_or_null("parent_id")),
     "fp_in": _pick(lifecycle_only("fp_in"), "NULL"),
     "fp_out": _pick(lifecycle_only("fp_out"), "NULL"),
     "deprecated": _pick(
