@@ -95,6 +95,7 @@ class _Builder:
         # 1,500 items held the event loop for 11 s, at one step of the budget each.
         self._targets: dict[str, Any] = {}
         self._sizes: dict[int, int] = {}  # a fixed value's size as JSON, by its id
+        self._read_lists: dict[int, Any] = {}  # `once`: a keyword's list read, by its id
 
     def mark(self) -> tuple[int, int, int]:
         """The budgets spent so far, to give back when a branch has no document."""
@@ -121,11 +122,20 @@ class _Builder:
         self.spend_fixed(self.json_size(value))
         return value
 
+    def once(self, listed: list[Any], read: Any) -> Any:
+        """`read(listed)` the first time this list is met, its answer kept: a ``required``
+        list of 300,000 names or a ``type`` list of 20,000, read again at every item
+        ``minItems`` repeats, held the event loop for seconds. Read once, its cost is its
+        length in the body, which the body's size bounds; counted against the steps at
+        every visit, a strict schema of 5,000 optional fields was over the budget."""
+        if id(listed) not in self._read_lists:
+            self._read_lists[id(listed)] = read(listed)
+        return self._read_lists[id(listed)]
+
     def spend(self, steps: int) -> None:
-        """Count work against the budget, before doing it. A keyword's list walked at
-        every visit counts its length: 500,000 empty ``allOf`` parts, a ``type`` list of
-        20,000 entries or a ``required`` list of 300,000 names, repeated by ``minItems``,
-        held the event loop for minutes at one step a visit."""
+        """Count work against the budget, before doing it. An ``allOf``'s parts, walked at
+        every visit, count their number: 500,000 empty parts repeated by ``minItems`` held
+        the event loop for minutes at one step a visit."""
         self.steps += steps
         if self.steps > MAX_STEPS:
             raise ValueError(f"the schema needs more than {MAX_STEPS} values")
@@ -155,8 +165,7 @@ class _Builder:
                 return self.first_of(schema[key], depth)
         kind = schema.get("type")
         if isinstance(kind, list):
-            self.spend(len(kind))
-            kind = next((k for k in kind if k != "null"), "null")
+            kind = self.once(kind, lambda kinds: next((k for k in kinds if k != "null"), "null"))
         if kind is None:
             # Nothing said of its shape: the document is an object (as json_object
             # asks), a value inside it the text.
@@ -203,10 +212,8 @@ class _Builder:
                    ) -> dict[str, Any]:
         """Every property; one with no document is left out when not required (a
         recursive type met through an optional property ends there)."""
-        needed: set[Any] = set()
-        if isinstance(required, list):
-            self.spend(len(required))
-            needed = {name for name in required if isinstance(name, str)}
+        needed = self.once(required, lambda names: {n for n in names if isinstance(n, str)}
+                           ) if isinstance(required, list) else set()
         document: dict[str, Any] = {}
         for name, sub in properties.items():
             mark = self.mark()
