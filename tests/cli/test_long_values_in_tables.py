@@ -7,8 +7,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from ridtrace.cli.forensics_render import MAX_CELL_CHARS
 from ridtrace.cli.main import main
+from ridtrace.forensics.printable import MAX_SHOWN_CHARS as MAX_CELL_CHARS
 from tests.forensics.helpers import rt_request
 
 
@@ -27,3 +27,12 @@ def test_a_request_id_longer_than_a_cell_holds_is_cut_in_the_table(tmp_path: Pat
     whole = CliRunner().invoke(main, ["analyze", str(tmp_path), "-q", "--format", "json"])
     found = json.loads(whole.output)["findings"]
     assert [f["request_id"] for f in found if f["kind"] == "duplicate_in_flight"] == [long_id]
+
+
+def test_traces_text_cuts_a_long_id_too(tmp_path: Path) -> None:
+    # `trace` printed a 2 MiB id whole: 20,000 lines of it.
+    long_id = "r" * (20 * MAX_CELL_CHARS)
+    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a1", long_id, 0, 5)) + "\n")
+    shown = CliRunner().invoke(main, ["trace", "a1", str(tmp_path), "-q"])
+    assert shown.exit_code == 0, shown.output
+    assert "--format json has" in shown.output and shown.output.count("r") < 3 * MAX_CELL_CHARS

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from ridtrace.forensics.printable import visible
+from ridtrace.forensics.printable import cut_to_show, visible
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -73,20 +73,10 @@ def _console(to_terminal: bool) -> tuple[Console, io.StringIO]:
     return console, buf
 
 
-# Most characters of one value a table cell shows. rich folds a cell in time that grows
-# faster than its length: a request id of 2 MiB (a line may hold 16 MiB) took 60 s to
-# print, one of 15 MiB more than 11 minutes; `--format json` has every value whole.
-MAX_CELL_CHARS = 1000
-
-
 def _cell(value: Any) -> str:
     if value is None or value != value:  # None or NaN/NaT
         return ""
-    text = str(value)
-    if len(text) > MAX_CELL_CHARS:
-        text = (f"{text[:MAX_CELL_CHARS]}… ({len(text) - MAX_CELL_CHARS} more characters: "
-                "--format json has it whole)")
-    return visible(text)
+    return visible(cut_to_show(str(value)))
 
 
 def render_report(report: Report, *, to_terminal: bool) -> str:

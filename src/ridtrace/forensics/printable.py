@@ -33,6 +33,21 @@ _HIDDEN = frozenset({"Cc", "Cf", "Cs", "Cn", "Zl", "Zp"})
 _REPLACEMENT = "\ufffd"
 
 
+# Most characters of one value a text view shows. rich folds a table cell in time that
+# grows faster than its length: a request id of 2 MiB (a line may hold 16 MiB) took 60 s
+# to print in `analyze`'s table, 15 MiB more than 11 minutes, and `trace` printed 20,000
+# lines of one; the JSON outputs keep every value whole.
+MAX_SHOWN_CHARS = 1000
+
+
+def cut_to_show(text: str) -> str:
+    """`text`, or its first `MAX_SHOWN_CHARS` characters and how many more there are."""
+    if len(text) <= MAX_SHOWN_CHARS:
+        return text
+    return (f"{text[:MAX_SHOWN_CHARS]}… ({len(text) - MAX_SHOWN_CHARS} more characters: "
+            "--format json has it whole)")
+
+
 def visible(text: str) -> str:
     """`text` with every control or invisible character replaced by a visible one, one
     for one (the same length)."""

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ridtrace.forensics.printable import visible
+from ridtrace.forensics.printable import cut_to_show, visible
 from ridtrace.forensics.views.trace_rows import RequestBlock, TraceView
 from ridtrace.forensics.views.verdicts import Verdict
 
 
 def _shown(value: str | None) -> str | None:
-    return None if value is None else visible(value)
+    return None if value is None else visible(cut_to_show(value))
 
 
 def _block(block: RequestBlock) -> RequestBlock:
