@@ -39,7 +39,7 @@ from ridtrace.contract import (
     WORKER_REFUSED,
 )
 from ridtrace.forensics.reading.deprecated_sql import header_bits, with_every_header
-from ridtrace.forensics.reading.hex_ids import hex_id, names_a_span, span_or_null
+from ridtrace.forensics.reading.hex_ids import hex_id, names_a_span
 from ridtrace.forensics.reading.span_sql import DISPLAY_FIELDS
 from ridtrace.forensics.reading.sql import (
     DYNAMO_LINE,
@@ -109,6 +109,15 @@ _DYN_END = f"""CASE WHEN _dyn_closed THEN 3 WHEN {_DYN_UNLINKED} THEN 0
     WHEN message = {literal(DYNAMO_RESPONSE_SENT)} THEN 3
     WHEN {_DYN_COMPLETED} AND span_name IN {literal_list(DYNAMO_FRONTEND_SPANS)} THEN 1
     WHEN {_DYN_COMPLETED} AND span_name IN {literal_list(DYNAMO_WORKER_SPANS)} THEN 2 ELSE 0 END"""
+
+
+# A caller's span id spelt one way, NULL for the all-zero id (no caller). The check is
+# outside the spelling: inside it, the spelling's many uses of its column each computed
+# the check again (1.06-1.08x the read's CPU).
+def _caller_id(column: str) -> str:
+    return f"(CASE WHEN {names_a_span(column)} THEN {hex_id(column)} END)"
+
+
 # A line that lists a request's deprecated headers (`span_sql.span_aggregates`): preferred to
 # the WARN before it, which names one of them.
 _LISTED = f"""(_life AND deprecated_headers IS NOT NULL
@@ -122,8 +131,8 @@ _LINE = f"""
     rn, _t AS time, {began("_rt")} AS _began, {started("_rt")} AS _started,
     {answered_in("_rt")} AS _answer_us,
     CASE WHEN _rt THEN request_id ELSE {DYNAMO_REQUEST_ID} END AS request_id, x_request_id,
-    CASE WHEN _rt THEN {hex_id(span_or_null("parent_span_id"))}
-         ELSE {hex_id(span_or_null("parent_id"))} END AS parent_span_id,
+    CASE WHEN _rt THEN {_caller_id("parent_span_id")} ELSE {_caller_id("parent_id")} END
+        AS parent_span_id,
     CASE WHEN _rt THEN {lifecycle_only("outcome", "_life")} ELSE {DYNAMO_OUTCOME} END
         AS outcome,
     CASE WHEN _rt THEN {lifecycle_only("fp_in", "_life")} END AS fp_in,
