@@ -127,7 +127,7 @@ class _Builder:
         list of 300,000 names or a ``type`` list of 20,000, read again at every item
         ``minItems`` repeats, held the event loop for seconds. Read once, its cost is its
         length in the body, which the body's size bounds; counted against the steps at
-        every visit, a strict schema of 5,000 optional fields was over the budget."""
+        every visit, a strict schema of 4,999 optional fields was over the budget."""
         if id(listed) not in self._read_lists:
             self._read_lists[id(listed)] = read(listed)
         return self._read_lists[id(listed)]
