@@ -20,7 +20,7 @@ from ridtrace.contract import (
     DYNAMO_SPAN_DURATION_US,
     LOG_SCHEMA,
 )
-from ridtrace.forensics.reading.hex_ids import hex_id, names_a_span
+from ridtrace.forensics.reading.hex_ids import hex_id
 from ridtrace.forensics.reading.lean import LINE_TERMS, OTHER, SPAN, SUSPECT
 from ridtrace.forensics.reading.lines import MAX_LINE_BYTES
 from ridtrace.forensics.reading.other_loggers import (
@@ -207,7 +207,7 @@ FROM (
         CASE WHEN _kind = {SPAN} THEN {hex_id("span_id")}
              WHEN _kind = {SUSPECT} THEN rn::VARCHAR END AS _g2
     FROM (
-        SELECT *, CASE WHEN _suspect THEN {SUSPECT} WHEN NOT _ev OR NOT {names_a_span("span_id")}
+        SELECT *, CASE WHEN _suspect THEN {SUSPECT} WHEN NOT _ev OR span_id IS NULL
                        THEN {OTHER} ELSE {SPAN} END::TINYINT AS _kind
         FROM ({events})
     )

@@ -25,7 +25,7 @@ from ridtrace.contract import (
     WORKER_END,
 )
 from ridtrace.forensics.reading.deprecated_sql import header_bits, with_every_header
-from ridtrace.forensics.reading.hex_ids import hex_id, names_a_span
+from ridtrace.forensics.reading.hex_ids import hex_id
 from ridtrace.forensics.reading.sql import (
     CLOSING_EVENTS,
     DISPATCH_EVENTS,
@@ -135,7 +135,7 @@ def spans_select(events: str, *, by_file: bool = False) -> str:
     # Grouped by the ids spelt one way (the lean pass's key); shown as the first line
     # spelt them. Events a lean read normalised already are their own spelling.
     keyed = (f"SELECT *, {hex_id('trace_id', trace=True)} AS _trace_key, "
-             f"{hex_id('span_id')} AS _span_key FROM {events} WHERE {names_a_span('span_id')}")
+             f"{hex_id('span_id')} AS _span_key FROM {events} WHERE span_id IS NOT NULL")
     return f"""
 SELECT {file}arg_min(trace_id, rn) AS trace_id, arg_min(span_id, rn) AS span_id,
     hash(_trace_key, _span_key) AS span_key,
