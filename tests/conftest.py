@@ -38,6 +38,17 @@ share_default_tls_context()  # ~50 ms of CPU saved per httpx client the suite ma
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# pytest-xdist's workers start servers side by side, each picking free ports: two could
+# pick the same one before either server bound it, and a stack's readiness poll was then
+# answered by another worker's server (a frontend sent its requests to another test's
+# worker, and the spans it waited for went to another receiver). Each worker, and the
+# commands it starts, picks from its own share of the range (demo.processes.free_port).
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ["RIDTRACE_PORT_SHARE"] = "{}/{}".format(
+        int(os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw")),
+        int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")),
+    )
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(

@@ -41,3 +41,26 @@ def test_a_port_someone_listens_on_is_not_handed_out(monkeypatch: pytest.MonkeyP
 
         monkeypatch.setattr(processes.secrets, "SystemRandom", Scripted)
         assert free_port() == idle
+
+
+def test_processes_given_their_own_shares_never_pick_the_same_port(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # pytest-xdist's workers each start servers: without shares two of them could pick
+    # one port before either server bound it (each process knows only its own picks).
+    picked = {}
+    for share in range(3):
+        monkeypatch.setenv("RIDTRACE_PORT_SHARE", f"{share}/3")
+        processes._handed_out.clear()  # as a separate process: it knows nothing of the others
+        picked[share] = {free_port() for _ in range(200)}
+        assert {port % 3 for port in picked[share]} == {share}
+    assert not (picked[0] & picked[1] or picked[0] & picked[2] or picked[1] & picked[2])
+
+
+@pytest.mark.parametrize("malformed", ["", "3/3", "-1/2", "a/b", "1"])
+def test_a_malformed_share_is_the_whole_range(
+    monkeypatch: pytest.MonkeyPatch, malformed: str
+) -> None:
+    monkeypatch.setenv("RIDTRACE_PORT_SHARE", malformed)
+    assert processes._port_share() == (0, 1)
+    assert free_port() >= processes._LOWEST_PORT

@@ -207,6 +207,7 @@ def test_a_frontend_propagating_nothing_still_names_itself_to_its_workers(
                 json={"model": "echo", "messages": [{"role": "user", "content": "edge"}]},
                 headers={"traceparent": f"00-{TRACE_ID}-{CALLER_SPAN}-01"}, timeout=30,
             )
+            assert response.status_code == 200, response.text
             request_id = response.headers["x-server-request-id"]
             spans = receiver.wait_until(lambda spans: len(_server_spans(spans, request_id)) == 2)
             worker_end = stack.workers[0].wait_for_event(request_id, "worker.end")

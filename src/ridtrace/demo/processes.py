@@ -38,6 +38,20 @@ def _ephemeral_range() -> tuple[int, int]:
         return 32_768, 60_999  # Linux's default; also where macOS's range begins
 
 
+def _port_share() -> tuple[int, int]:
+    """``RIDTRACE_PORT_SHARE=INDEX/COUNT``: this process picks only ports whose remainder
+    by COUNT is INDEX. Processes that start servers side by side (a test suite's parallel
+    workers) each get their own share: a port is only reserved once its server binds it,
+    so two processes could pick the same free port, and one's readiness poll was then
+    answered by the other's server. Unset or malformed: the whole range."""
+    index, _, count = os.environ.get("RIDTRACE_PORT_SHARE", "").partition("/")
+    try:
+        share, shares = int(index), int(count)
+    except ValueError:
+        return 0, 1
+    return (share, shares) if 0 <= share < shares <= 1000 else (0, 1)
+
+
 def free_port() -> int:
     """A loopback TCP port that is free now and that this process has not handed out.
 
@@ -47,10 +61,13 @@ def free_port() -> int:
     server then failed with "address in use".
     """
     low, _ = _ephemeral_range()
+    share, shares = _port_share()
     pick = secrets.SystemRandom()  # not `random`: a test plugin may seed it alike everywhere
     for _ in range(200):
         port = pick.randrange(_LOWEST_PORT, low) if low > _LOWEST_PORT + 1000 else 0
-        if port in _handed_out:
+        if port:
+            port -= (port - share) % shares  # this process's share of the range
+        if port in _handed_out or (port and port < _LOWEST_PORT):
             continue
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             try:
