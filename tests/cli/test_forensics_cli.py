@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 from click.testing import CliRunner
 
@@ -95,11 +96,23 @@ def test_a_named_link_loop_or_dangling_link_says_so(tmp_path: Path, command: lis
     (tmp_path / "a.jsonl").symlink_to(tmp_path / "b.jsonl")
     (tmp_path / "b.jsonl").symlink_to(tmp_path / "a.jsonl")
     (tmp_path / "c.jsonl").symlink_to(tmp_path / "gone.jsonl")
-    for name in ("a.jsonl", "c.jsonl"):
+    # `ls -L` tells the two apart: a loop is no typo of a missing target.
+    for name, why in (("a.jsonl", "a symbolic link loop"), ("c.jsonl", "a broken symbolic link")):
         code, out, err = run(*command, str(tmp_path / name))
         assert code == 2 and out == ""
-        why = "a broken symbolic link (its target is missing, or it is a loop)"
         assert f"{why}: {tmp_path / name}" in err
+
+
+def test_a_walked_link_loop_is_listed_as_a_loop(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").symlink_to(tmp_path / "b.jsonl")
+    (tmp_path / "b.jsonl").symlink_to(tmp_path / "a.jsonl")
+    (tmp_path / "c.jsonl").symlink_to(tmp_path / "gone.jsonl")
+    code, out, _ = run("analyze", str(tmp_path), "--format", "json")
+    reasons = {Path(entry["file"]).name: entry["reason"]
+               for entry in orjson.loads(out)["summary"]["unreadable_files"]}
+    assert code == 3 and reasons == {"a.jsonl": "a symbolic link loop",
+                                     "b.jsonl": "a symbolic link loop",
+                                     "c.jsonl": "a broken symbolic link"}
 
 
 def test_bad_usage_exits_2(clean: Path) -> None:

@@ -9,6 +9,7 @@ are ignored with a reason that the report lists (`reading.log_names`).
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import re
@@ -144,8 +145,19 @@ def not_regular_reason(path: Path) -> tuple[str, bool]:
     A pipe found by walking is left alone: reading it would wait for a writer forever.
     """
     if path.is_symlink() and not path.exists():
-        return "a broken symbolic link", named_like_log(path.name)
+        return broken_link_reason(path), named_like_log(path.name)
     return NOT_REGULAR, False
+
+
+def broken_link_reason(path: Path) -> str:
+    """Why a symbolic link leads to no file: its target is missing, or it is a loop
+    (a link to itself, or links that name each other), which `ls -L` tells apart."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link loop"
+    return "a broken symbolic link"
 
 
 # What the library's readers take as their inputs: one path (text or `pathlib.Path`), or
@@ -251,8 +263,8 @@ def expand_inputs(inputs: Inputs) -> list[Source]:
             # `ls` shows a dangling or looping link: "no such file" sent users looking
             # for a typo that was not there.
             try:
-                why = ("a broken symbolic link (its target is missing, or it is a loop)"
-                       if path.is_symlink() else "no such file or directory")
+                why = (broken_link_reason(path) if path.is_symlink()
+                       else "no such file or directory")
             except OSError as exc:  # a name too long for the file system: no file has it
                 why = exc.strerror or "cannot be read"
             # An s3:// or file:// URL (docs/scale-out.md) is no typo: say who reads it.
