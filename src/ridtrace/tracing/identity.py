@@ -185,11 +185,17 @@ def validate_client_id(
     return text if text.isprintable() else None
 
 
+def without_blanks(raw: str | bytes) -> str | bytes:
+    """A client id sent outside a header without the spaces and tabs around it, as a
+    header's value is read: "  id " is the id "id", and one of only blanks is empty."""
+    return raw.strip(b" \t") if isinstance(raw, bytes) else raw.strip(" \t")
+
+
 def adopted_client_id(raw: str | bytes, max_length: int) -> str | None:
     """A client id sent outside a header (a gRPC body field, a worker's envelope) read as
     a header's is (`inbound.read_inbound`): the blanks around it are not part of it, and
     a refused one is counted by its reason. The id, or None when refused."""
-    value = raw.strip(b" \t") if isinstance(raw, bytes) else raw.strip(" \t")
+    value = without_blanks(raw)
     valid = validate_client_id(value, max_length)
     if valid is None:
         metrics.client_id_rejected(metrics.rejection_reason(value, max_length))

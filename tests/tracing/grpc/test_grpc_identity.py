@@ -304,3 +304,34 @@ class _Status:
     code = grpc.StatusCode.FAILED_PRECONDITION
     details = "not now"
     trailing_metadata = (("reason", "state"),)
+
+
+def test_a_stream_messages_body_id_is_read_as_a_header_is(
+    proto: Proto, log_lines: LogLines
+) -> None:
+    # Each message's body id is checked like a header (grpc.md): the blanks around it
+    # are no part of it. An id of only spaces was the request's x_request_id, " pad "
+    # and "pad" were two client ids, and a tab-padded one was refused.
+    sent = ["   ", " pad ", "pad", "\tpad"]
+
+    async def requests() -> Any:
+        for body_id in sent:
+            yield proto.pb2.InferRequest(id=body_id, prompt="x")
+
+    async def go() -> str:
+        servicer = build_servicer(proto)
+        async with (
+            serving(_add(proto, servicer), interceptors=[RequestTracingInterceptor()]) as target,
+            grpc.aio.insecure_channel(target) as channel,
+        ):
+            stub = proto.pb2_grpc.InferenceStub(channel)
+            chat = stub.InferChat(requests(), metadata=(("x-request-id", "stream-x"),))
+            assert len([reply async for reply in chat]) == len(sent)
+            return str(metadata_dict(await chat.initial_metadata())["x-server-request-id"][0])
+
+    chat_id = asyncio.run(go())
+    starts = log_lines.events("request.start", stream_request_id=chat_id)
+    assert [(i["x_request_id"], i.get("x_request_id_rejected")) for i in starts] == [
+        ("stream-x", True), ("pad", None), ("pad", None), ("pad", None)]
+    ends = log_lines.events("request.end", stream_request_id=chat_id)
+    assert [i["x_request_id"] for i in ends] == ["stream-x", "pad", "pad", "pad"]

@@ -22,7 +22,7 @@ from ridtrace.tracing import context as request_context
 from ridtrace.tracing import metrics
 from ridtrace.tracing.eventlog import EventLog
 from ridtrace.tracing.grpc.status import mark_error, outcome_of, span_is_error, status_code_of
-from ridtrace.tracing.identity import validate_client_id
+from ridtrace.tracing.identity import validate_client_id, without_blanks
 from ridtrace.tracing.inbound import decide_outcome
 from ridtrace.tracing.jsonline import add_annotations
 from ridtrace.tracing.serverspan import request_context_for
@@ -69,6 +69,10 @@ class StreamItem:
         # is flagged on its span and line too (counted once, with the call).
         flagged = call.id_rejected
         if isinstance(raw, (str, bytes)) and raw:
+            # Stripped as a header's value and a unary call's body id are
+            # (`identity.adopted_client_id`): "  id " is the id "id", and an id of only
+            # blanks is an empty one, refused, not a correlation value of spaces.
+            raw = without_blanks(raw)
             valid = validate_client_id(raw, config.max_len)
             if valid is None:
                 rejected = metrics.rejection_reason(raw, config.max_len)
