@@ -450,3 +450,33 @@ def test_the_rotated_parts_of_one_worker_log_are_one_worker(tmp_path: Path) -> N
                                           f"{tmp_path}/worker.jsonl (worker-8103)"}
     sides = {s["side"] for r in doc["requests"] for s in r["spans"]}
     assert sides == {"frontend", "worker-0"}
+
+
+def test_a_failed_request_says_why_as_its_line_logged_it(tmp_path: Path) -> None:
+    # A 504 read "request.end error" and nothing more, while its line said the worker
+    # sent nothing in time: `trace` sent users back to grep (export jaeger showed it).
+    # A dispatch retry keeps its worker and reason, and adds the refusal it logged.
+    span = "5a5a5a5a5a5a5a5a"
+    ctx = {"request_id": "r-504", "x_request_id": "slow-1", "trace_id": f"{span:0>32}",
+           "span_id": span}
+    lines = [
+        rt("request.start", time=ts(0.0), **ctx, method="POST", path="/v1/chat/completions"),
+        rt("dispatch.retry", time=ts(0.01), **ctx, worker="http://127.0.0.1:9001",
+           reason="conflict", error="worker refused duplicate id"),
+        rt("request.end", time=ts(1.5), **ctx, status=504, outcome="error",
+           route="/v1/chat/completions",
+           error="worker http://127.0.0.1:9002 sent nothing for 1.5s"),
+    ]
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    code, out, err = run("trace", "slow-1", str(tmp_path), "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    check_shape(doc)
+    assert [(e["event"], e["detail"]) for e in doc["requests"][0]["events"]] == [
+        ("request.start", None),
+        ("dispatch.retry", "worker http://127.0.0.1:9001, reason conflict, "
+                           "error: worker refused duplicate id"),
+        ("request.end", "error: worker http://127.0.0.1:9002 sent nothing for 1.5s"),
+    ]
+    code, out, _ = run("trace", "slow-1", str(tmp_path))
+    assert "error: worker http://127.0.0.1:9002 sent nothing for 1.5s" in out

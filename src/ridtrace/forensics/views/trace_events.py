@@ -39,6 +39,16 @@ def answered_ms(line_ms: float, stated: Any) -> float:
     return line_ms
 
 
+def line_detail(row: Any) -> str | None:
+    """What a line says beyond its event: a dispatch line's worker and reason, or the
+    error a line logged (why a request, its worker or an attempt failed: a 504 read only
+    "error" where its line said "worker … sent nothing for 1.5s")."""
+    dispatch, error = text(row.dispatch), text(row.error)
+    if dispatch and error:
+        return f"{dispatch}, error: {error}"
+    return dispatch or (f"error: {error}" if error else None)
+
+
 def attach_events(
     blocks: list[RequestBlock], events: pd.DataFrame, offsets: dict[str, int]
 ) -> None:
@@ -61,7 +71,7 @@ def attach_events(
             level=text(r.level),
             file=str(r.file),
             line=int(r.line),  # type: ignore[arg-type]
-            detail=text(r.dispatch),
+            detail=line_detail(r),
         )
         block.events.append(event)
         if event.span_id == block.span_id and event.event in (*ANSWERS, SPAN_CLOSED):
