@@ -452,7 +452,7 @@ def test_the_rotated_parts_of_one_worker_log_are_one_worker(tmp_path: Path) -> N
     assert sides == {"frontend", "worker-0"}
 
 
-def test_a_failed_request_says_why_as_its_line_logged_it(tmp_path: Path) -> None:
+def test_a_failed_request_says_why_and_a_deprecated_header_which(tmp_path: Path) -> None:
     # A 504 read "request.end error" and nothing more, while its line said the worker
     # sent nothing in time: `trace` sent users back to grep (export jaeger showed it).
     # A dispatch retry keeps its worker and reason, and adds the refusal it logged.
@@ -460,6 +460,7 @@ def test_a_failed_request_says_why_as_its_line_logged_it(tmp_path: Path) -> None
     ctx = {"request_id": "r-504", "x_request_id": "slow-1", "trace_id": f"{span:0>32}",
            "span_id": span}
     lines = [
+        rt("deprecated_header", time=ts(0.0), level="WARN", **ctx, header="x-dynamo-request-id"),
         rt("request.start", time=ts(0.0), **ctx, method="POST", path="/v1/chat/completions"),
         rt("dispatch.retry", time=ts(0.01), **ctx, worker="http://127.0.0.1:9001",
            reason="conflict", error="worker refused duplicate id"),
@@ -473,6 +474,7 @@ def test_a_failed_request_says_why_as_its_line_logged_it(tmp_path: Path) -> None
     doc = json.loads(out)
     check_shape(doc)
     assert [(e["event"], e["detail"]) for e in doc["requests"][0]["events"]] == [
+        ("deprecated_header", "header x-dynamo-request-id"),
         ("request.start", None),
         ("dispatch.retry", "worker http://127.0.0.1:9001, reason conflict, "
                            "error: worker refused duplicate id"),

@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from ridtrace.contract import DURATION_MS, REQUEST_END, SPAN_CLOSED
+from ridtrace.contract import DEPRECATED_HEADER, DURATION_MS, REQUEST_END, SPAN_CLOSED
 from ridtrace.forensics.views.trace_rows import EventRow, RequestBlock
 from ridtrace.forensics.views.trace_starts import ANSWERS, shifted_times
 from ridtrace.forensics.views.verdicts import NO_ANSWER, NO_FINGERPRINTS, NO_OUTPUT, Verdict, text
@@ -40,13 +40,14 @@ def answered_ms(line_ms: float, stated: Any) -> float:
 
 
 def line_detail(row: Any) -> str | None:
-    """What a line says beyond its event: a dispatch line's worker and reason, or the
-    error a line logged (why a request, its worker or an attempt failed: a 504 read only
-    "error" where its line said "worker … sent nothing for 1.5s")."""
-    dispatch, error = text(row.dispatch), text(row.error)
-    if dispatch and error:
-        return f"{dispatch}, error: {error}"
-    return dispatch or (f"error: {error}" if error else None)
+    """What a line says beyond its event: a dispatch line's worker and reason, the header
+    a deprecated-header line names, and the error a line logged (why a request, its
+    worker or an attempt failed: a 504 read only "error" where its line said "worker …
+    sent nothing for 1.5s")."""
+    header = text(row.deprecated) if text(row.event) == DEPRECATED_HEADER else None
+    error = text(row.error)
+    parts = [text(row.dispatch), header and f"header {header}", error and f"error: {error}"]
+    return ", ".join(part for part in parts if part) or None
 
 
 def attach_events(

@@ -62,7 +62,8 @@ class EventRow:
     level: str | None
     file: str
     line: int
-    # What a dispatch line says of its attempt: the worker, and a retry's reason.
+    # What the line says beyond its event (`trace_events.line_detail`): a dispatch
+    # line's worker and reason, a deprecated header's name, a logged error.
     detail: str | None = None
 
 
