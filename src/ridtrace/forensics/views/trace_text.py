@@ -191,7 +191,8 @@ def event_lines(block: RequestBlock, names: dict[str, str], width: int = 100, *,
 
 
 def _detail_lines(detail: str, width: int) -> list[Text]:
-    """A dispatch line's worker and reason under its event, broken between parts only."""
+    """What a line says beyond its event (`EventRow.detail`) under it, broken between
+    parts only."""
     parts = detail.split(", ")
     shown = [Text(f"{part}," if i < len(parts) - 1 else part, style="dim")
              for i, part in enumerate(parts)]
