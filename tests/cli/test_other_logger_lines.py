@@ -119,6 +119,10 @@ def test_another_loggers_lines_beside_ridtraces_are_read(tmp_path: Path, logger:
     assert request["findings"] == []
     assert [(e["ms"], e["line"]) for e in request["events"]] == [(0.0, 7), (200.0, 8),
                                                                  (500.0, 9)]
+    # Shown with its text and its level as ridtrace's are: `trace` showed no text for
+    # zap's, pino's, slog's and logrus's `msg` (nor structlog's `event`), and levels as
+    # each logger spells them (`30`, `info`) or none (python-json-logger's `levelname`).
+    assert (request["events"][1]["event"], request["events"][1]["level"]) == (QUOTED, "INFO")
 
 
 @pytest.mark.parametrize("logger", sorted(LOGGERS))
@@ -133,6 +137,7 @@ def test_a_line_judged_in_python_is_read_alike(tmp_path: Path, logger: str) -> N
     result = CliRunner().invoke(main, ["trace", "r2", str(tmp_path), "--format", "json", "-q"])
     [request] = json.loads(result.stdout)["requests"]
     assert [e["ms"] for e in request["events"]] == [0.0, 200.0, 500.0]
+    assert (request["events"][1]["event"], request["events"][1]["level"]) == (QUOTED, "INFO")
 
 
 # Each close to a signature, none matching one: a ridtrace or Dynamo line that lost its
@@ -250,3 +255,17 @@ def test_a_line_naming_a_deprecated_header_is_no_use_of_it(
     assert len(spans) == 5
     tags = {tag["key"] for s in spans for tag in s["tags"]}
     assert not tags & {"deprecated", "error.message"}, tags
+
+
+def test_a_structlog_line_is_shown_with_its_message(tmp_path: Path) -> None:
+    # structlog's JSONRenderer writes the message in `event` and a lower-case level.
+    def structlog(s: float, **ids: str) -> dict[str, Any]:
+        return {"event": "work started", "level": "info", "timestamp": ts(s), **ids}
+
+    _log(tmp_path / "app.jsonl", structlog)
+    result = CliRunner().invoke(main, ["trace", "r2", str(tmp_path), "--format", "json", "-q"])
+    [request] = json.loads(result.stdout)["requests"]
+    assert [(e["event"], e["level"]) for e in request["events"]] == [
+        ("request.start", "INFO"), ("work started", "INFO"), ("request.end", "INFO")]
+    shown = CliRunner().invoke(main, ["trace", "r2", str(tmp_path), "-q"]).stdout
+    assert "work started" in shown

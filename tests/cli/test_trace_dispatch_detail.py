@@ -48,16 +48,30 @@ def _trace(log: Path, *args: str, width: int = 100) -> str:
     return got.output
 
 
+def _detail_under(out: list[str], at: int) -> str:
+    """The detail printed under line `at`: the indented lines after it, joined (a long
+    one is broken between its parts)."""
+    lines = []
+    for line in out[at + 1:]:
+        if not line.startswith(" " * 20):
+            break
+        lines.append(line.strip())
+    return " ".join(lines)
+
+
 def test_the_text_names_each_attempts_worker_and_each_retrys_reason(tmp_path: Path) -> None:
     out = _trace(_log(tmp_path)).splitlines()
     retries = [i for i, line in enumerate(out) if "dispatch.retry" in line]
-    assert [out[i + 1].strip() for i in retries] == [
-        "worker http://w1:8101, reason conflict",
-        "worker http://w2:8102, reason connect, marked down",
+    # And the refusal each logged (`error`), as a failed request's end shows its error.
+    assert [_detail_under(out, i) for i in retries] == [
+        "worker http://w1:8101, reason conflict, error: worker refused",
+        "worker http://w2:8102, reason connect, marked down, error: connection refused",
     ]
     attempts = [i for i, line in enumerate(out) if "dispatch.attempt" in line]
     assert [out[i + 1].strip() for i in attempts] == ["worker http://w1:8101",
                                                       "worker http://w2:8102"]
+    ends = [i for i, line in enumerate(out) if "request.end" in line]
+    assert [_detail_under(out, i) for i in ends] == ["error: no worker"]
     # No other event gets a line of its own.
     assert sum(line.lstrip().startswith("worker ") for line in out) == 4
 
@@ -76,10 +90,11 @@ def test_json_and_csv_carry_the_detail(tmp_path: Path) -> None:
     assert details == [
         ("request.start", None),
         ("dispatch.attempt", "worker http://w1:8101"),
-        ("dispatch.retry", "worker http://w1:8101, reason conflict"),
+        ("dispatch.retry", "worker http://w1:8101, reason conflict, error: worker refused"),
         ("dispatch.attempt", "worker http://w2:8102"),
-        ("dispatch.retry", "worker http://w2:8102, reason connect, marked down"),
-        ("request.end", None),
+        ("dispatch.retry",
+         "worker http://w2:8102, reason connect, marked down, error: connection refused"),
+        ("request.end", "error: no worker"),
     ]
     rows = list(csv.DictReader(io.StringIO(_trace(log, "--format", "csv"))))
     assert [(r["event"], r["detail"]) for r in rows] == [(e, d or "") for e, d in details]

@@ -58,6 +58,34 @@ OTHER_LOGGER = f"({ZAP} OR {_MSG_TIME} OR {ECS} OR {PYTHON_JSON} OR {ZEROLOG})"
 OTHER_TIME_TEXT = (f'CASE WHEN {ZAP} THEN ts WHEN {ECS} THEN "@timestamp" '
                    f'WHEN {PYTHON_JSON} THEN "timestamp" END')
 
+# What the event views show of such a line, as of ridtrace's and Dynamo's: its text
+# (structlog's is its `event`, zap's, pino's, slog's and logrus's `msg`) and its level
+# in upper case (structlog's "info"; python-json-logger's `levelname`, ECS's
+# `log.level`; pino's and bunyan's numbers by their names, 30 is INFO). `trace` showed
+# such lines with no text at all. Never read by the rules.
+SHOWN_MESSAGE = f"CASE WHEN {UNMARKED} THEN coalesce(message, msg, event) ELSE message END"
+_NUMBERED_LEVELS: Final[dict[str, str]] = {
+    "10": "TRACE", "20": "DEBUG", "30": "INFO", "40": "WARN", "50": "ERROR", "60": "FATAL",
+}
+_ANY_LEVEL = 'upper(coalesce("level", levelname, "log.level"))'
+SHOWN_LEVEL = (f"CASE WHEN {UNMARKED} THEN CASE {_ANY_LEVEL} "
+               + " ".join(f"WHEN '{n}' THEN '{name}'" for n, name in _NUMBERED_LEVELS.items())
+               + f" ELSE {_ANY_LEVEL} END ELSE \"level\" END")
+
+
+def show_as_logged(row: dict[str, Any]) -> None:
+    """`SHOWN_MESSAGE` and `SHOWN_LEVEL`'s Python twin, in place, for a line judged in
+    Python (its signature fields still in `row`)."""
+    if not _unmarked(row):
+        return
+    row["message"] = next((row[k] for k in ("message", "msg", "event")
+                           if row.get(k) is not None), None)
+    level = next((row[k] for k in ("level", "levelname", "log.level")
+                  if row.get(k) is not None), None)
+    if level is not None:
+        row["level"] = _NUMBERED_LEVELS.get(level.upper(), level.upper())
+
+
 # The latest time an epoch number may state (9999-12-31T23:59:59Z): a larger one is
 # no time in this unit, and would overflow DuckDB's timestamp.
 _LAST_SECOND = 253402300799

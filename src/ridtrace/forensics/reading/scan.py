@@ -27,6 +27,8 @@ from ridtrace.forensics.reading.other_loggers import (
     OTHER_EPOCH_TIME,
     OTHER_LOGGER,
     OTHER_TIME_TEXT,
+    SHOWN_LEVEL,
+    SHOWN_MESSAGE,
     SIGNATURE_FIELDS,
     UNMARKED,
     other_logger_record,
@@ -149,8 +151,11 @@ def source_sql(path: str, *, lean: bool, window: Window | None, several: bool = 
     # Read for the signatures, not passed on (`raw` holds READ_FIELDS only).
     fields = (*fields, *(f for f in SIGNATURE_FIELDS if f not in fields))
     columns = ", ".join(f"{literal(f)}: 'VARCHAR'" for f in fields)
+    # A full read is for the event views: another logger's text and level as shown.
+    shown = {} if lean else {"message": SHOWN_MESSAGE, "level": SHOWN_LEVEL}
     raw = ", ".join(
-        (_quote(f) if f in fields else f"NULL::VARCHAR AS {_quote(f)}")
+        (f"{shown[f]} AS {_quote(f)}" if f in shown
+         else _quote(f) if f in fields else f"NULL::VARCHAR AS {_quote(f)}")
         for f in READ_FIELDS if f != "time"
     )
     empty = " AND ".join(f"{_quote(f)} IS NULL" for f in fields)

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from ridtrace.forensics.reading.lean import OTHER, SPAN, SUSPECT, lean_spans_sql
 from ridtrace.forensics.reading.lines import LineMap
+from ridtrace.forensics.reading.other_loggers import show_as_logged
 from ridtrace.forensics.reading.overlong import (
     CHANGED_WHILE_READ,
     ChangedWhileRead,
@@ -278,6 +279,9 @@ class LogTable:
             [pa.field("rn", pa.int64()), pa.field("_t", TIME_TYPE)]
             + [pa.field(f, pa.string()) for f in READ_FIELDS if f != "time"]
         )
+        if not self.lean:  # as the full read's scan shows them (`scan.source_sql`)
+            for row in rows:
+                show_as_logged(row)
         table = pa.Table.from_pylist(rows, schema=schema)
         self.con.register("ridtrace_rescued", table)
         try:

@@ -56,8 +56,11 @@ def unlogged_starts(
     own = own.assign(_at=shifted_times(own, offsets))
     out: dict[str, pd.Timestamp | None] = {}
     for span, lines in own.groupby(own["span_id"].astype(str), sort=False):
+        # Dynamo's span lines only (a side of their own): another logger's message
+        # "new" is no span opening.
         started = (lines["event"].isin(_START_EVENTS).to_numpy()
-                   | lines["message"].isin(_START_MESSAGES).to_numpy())
+                   | (lines["message"].isin(_START_MESSAGES).to_numpy()
+                      & lines["side"].notna().to_numpy()))
         start = callers[str(span)]
         if started.any() or pd.isna(start):
             continue
