@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
+from contextlib import asynccontextmanager, nullcontext
 from typing import Any
 
 import grpc
@@ -23,6 +24,17 @@ SHARED = "client-7"
 
 def _add(proto: Proto, servicer: Any) -> Any:
     return lambda server: proto.pb2_grpc.add_InferenceServicer_to_server(servicer, server)
+
+
+@asynccontextmanager
+async def _traced_stub(proto: Proto) -> AsyncIterator[Any]:
+    """A client stub of the echo inference service, served behind the interceptor."""
+    servicer = build_servicer(proto)
+    async with (
+        serving(_add(proto, servicer), interceptors=[RequestTracingInterceptor()]) as target,
+        grpc.aio.insecure_channel(target) as channel,
+    ):
+        yield proto.pb2_grpc.InferenceStub(channel)
 
 
 def test_importing_ridtrace_does_not_import_grpc() -> None:
@@ -90,12 +102,7 @@ def test_proto_id_is_the_correlation_id_when_metadata_has_none(
     proto: Proto, log_lines: LogLines
 ) -> None:
     async def go() -> Any:
-        servicer = build_servicer(proto)
-        async with (
-            serving(_add(proto, servicer), interceptors=[RequestTracingInterceptor()]) as target,
-            grpc.aio.insecure_channel(target) as channel,
-        ):
-            stub = proto.pb2_grpc.InferenceStub(channel)
+        async with _traced_stub(proto) as stub:
             return await stub.Infer(proto.pb2.InferRequest(id="body-id", prompt="x"))
 
     response = asyncio.run(go())
@@ -146,12 +153,7 @@ def test_stream_unary_and_stream_stream(proto: Proto, log_lines: LogLines) -> No
             yield proto.pb2.InferRequest(id=f"id-{word}", prompt=word)
 
     async def go() -> tuple[Any, list[Any], str]:
-        servicer = build_servicer(proto)
-        async with (
-            serving(_add(proto, servicer), interceptors=[RequestTracingInterceptor()]) as target,
-            grpc.aio.insecure_channel(target) as channel,
-        ):
-            stub = proto.pb2_grpc.InferenceStub(channel)
+        async with _traced_stub(proto) as stub:
             collected = await stub.InferCollect(requests())
             chat = stub.InferChat(requests())
             replies = [reply async for reply in chat]
@@ -319,12 +321,7 @@ def test_a_stream_messages_body_id_is_read_as_a_header_is(
             yield proto.pb2.InferRequest(id=body_id, prompt="x")
 
     async def go() -> str:
-        servicer = build_servicer(proto)
-        async with (
-            serving(_add(proto, servicer), interceptors=[RequestTracingInterceptor()]) as target,
-            grpc.aio.insecure_channel(target) as channel,
-        ):
-            stub = proto.pb2_grpc.InferenceStub(channel)
+        async with _traced_stub(proto) as stub:
             chat = stub.InferChat(requests(), metadata=(("x-request-id", "stream-x"),))
             assert len([reply async for reply in chat]) == len(sent)
             return str(metadata_dict(await chat.initial_metadata())["x-server-request-id"][0])
