@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from ridtrace.cli.main import main
 from ridtrace.forensics.live.follow import Follower, FollowSettings
 from tests.cli.helpers import analyze_json
-from tests.forensics.helpers import at, rt, ts
+from tests.forensics.helpers import at, rt, rt_request, ts
 from tests.support.extras import ENGINES
 
 # An application's line quoting an error it saw: never an Unlinked response of ridtrace's.
@@ -269,3 +269,31 @@ def test_a_structlog_line_is_shown_with_its_message(tmp_path: Path) -> None:
         ("request.start", "INFO"), ("work started", "INFO"), ("request.end", "INFO")]
     shown = CliRunner().invoke(main, ["trace", "r2", str(tmp_path), "-q"]).stdout
     assert "work started" in shown
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("judged_in", ["sql", "python"])
+def test_a_late_line_of_another_logger_holds_no_request_open(
+    tmp_path: Path, engine: str, judged_in: str
+) -> None:
+    # A sidecar's line under a request's ids, logged after that request ended, before
+    # a later request took the same id. Judged in Python (a lone surrogate elsewhere on
+    # it, which DuckDB refuses), it was kept for the rules as the SQL read never keeps
+    # it: the first request then held the id until that line, a false duplicate in
+    # flight with the line as its evidence. "Such a line is never evidence" (cli.md).
+    first = {"request_id": "r", "trace_id": f"{1:032x}", "span_id": f"{1:016x}"}
+    later = {"request_id": "r", "trace_id": f"{2:032x}", "span_id": f"{2:016x}"}
+    late = _slog(1.5, **first)
+    if judged_in == "python":
+        late["user"] = "\udc80"
+    lines = [
+        *rt_request(first["span_id"], "r", 0.0, 0.5, trace=first["trace_id"]),
+        *rt_request(later["span_id"], "r", 1.0, 2.0, trace=later["trace_id"]),
+        json.dumps(late),
+    ]
+    (tmp_path / "app.jsonl").write_text("\n".join(lines) + "\n")
+    code, doc = analyze_json(str(tmp_path), "--engine", engine)
+    assert (code, doc["findings"], doc["summary"]["bad_lines"]) == (0, [], 0)
+    assert doc["summary"]["requests"] == 2
+    live = _follow(tmp_path)
+    assert (live["requests"], live["duplicate_in_flight"]) == (2, 0)

@@ -116,6 +116,9 @@ _T = (f"coalesce(TRY_CAST(CASE WHEN substr({_TIME}, 5, 1) = '-' "
 # another logger's is none, whatever its message or error says (a suspect line is
 # kept and judged anyway, evidence or not).
 _MARKED = f"(schema = {literal(LOG_SCHEMA)} OR {DYNAMO_LINE})"
+# A line the lean read keeps for the rules, over its raw fields (a line judged in Python
+# is kept by the same test: `table.LogTable._normalize_rows`).
+LEAN_EVIDENCE = f"({_EVIDENCE} AND {_MARKED})"
 
 
 def _quote(name: str) -> str:
@@ -164,7 +167,7 @@ def source_sql(path: str, *, lean: bool, window: Window | None, several: bool = 
         keep = "_ev OR _suspect"
         if window is not None:
             keep += f" OR {_window_sql(window)}"
-    evidence = f"({_EVIDENCE} AND {_MARKED})" if lean else "TRUE"
+    evidence = LEAN_EVIDENCE if lean else "TRUE"
     in_window = _window_sql(window) if window is not None else "FALSE"
     # Every per-line term is computed below the numbering, where DuckDB computes it once
     # (see `lean.LINE_TERMS`); above it, a term used twice was computed twice.

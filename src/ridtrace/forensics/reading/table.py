@@ -32,7 +32,14 @@ from ridtrace.forensics.reading.overlong import (
     long_lines,
     set_aside,
 )
-from ridtrace.forensics.reading.scan import FLAGS, LEAN_FIELDS, Window, full_spans_sql, source_sql
+from ridtrace.forensics.reading.scan import (
+    FLAGS,
+    LEAN_EVIDENCE,
+    LEAN_FIELDS,
+    Window,
+    full_spans_sql,
+    source_sql,
+)
 from ridtrace.forensics.reading.schema import READ_FIELDS, TIME_TYPE
 from ridtrace.forensics.reading.span_sql import spans_select
 from ridtrace.forensics.reading.sql import normalized_select
@@ -283,10 +290,16 @@ class LogTable:
             for row in rows:
                 show_as_logged(row)
         table = pa.Table.from_pylist(rows, schema=schema)
+        # A lean read's rules see only the lines its scan keeps (`scan.LEAN_EVIDENCE`):
+        # an application's line judged in Python (a lone surrogate in it) was kept, and
+        # a line of another logger logged after its request ended stretched the request,
+        # a false duplicate in flight, evidence that "is never evidence".
+        source = (f"(SELECT * FROM ridtrace_rescued WHERE {LEAN_EVIDENCE} IS TRUE)"
+                  if self.lean else "ridtrace_rescued")
         self.con.register("ridtrace_rescued", table)
         try:
             return self.con.sql(
-                normalized_select("ridtrace_rescued", hex_ids=hex_ids)).to_arrow_table()
+                normalized_select(source, hex_ids=hex_ids)).to_arrow_table()
         finally:
             self.con.unregister("ridtrace_rescued")
 
