@@ -297,3 +297,24 @@ def test_a_late_line_of_another_logger_holds_no_request_open(
     assert doc["summary"]["requests"] == 2
     live = _follow(tmp_path)
     assert (live["requests"], live["duplicate_in_flight"]) == (2, 0)
+
+
+@pytest.mark.parametrize("level", ["30", "30.0", "50", "info", "Warning", "Straße", "ﬁne",
+                                   "info\x1b[31m", "7", "300"])
+def test_a_level_is_shown_alike_whether_sql_or_python_judged_its_line(level: str) -> None:
+    # DuckDB's upper() and Python's differ beyond ASCII ("ß"): only ASCII letters are
+    # upper-cased, and pino's numbers (30, or 30.0 from a shipper) named, on both sides.
+    import duckdb
+
+    from ridtrace.forensics.reading.other_loggers import SHOWN_LEVEL, show_as_logged
+
+    row: dict[str, Any] = {"schema": None, "target": None, "level": level, "levelname": None,
+                           "log.level": None, "message": None, "msg": "m", "event": None}
+    show_as_logged(row)
+    [(shown,)] = duckdb.sql(
+        f"SELECT {SHOWN_LEVEL} FROM (SELECT NULL::VARCHAR AS schema, NULL::VARCHAR AS target, "
+        '$level AS level, NULL::VARCHAR AS levelname, NULL::VARCHAR AS "log.level")',
+        params={"level": level}).fetchall()
+    expected = {"30": "INFO", "30.0": "INFO", "50": "ERROR", "info": "INFO",
+                "Warning": "WARNING"}
+    assert shown == row["level"] == expected.get(level, level)

@@ -78,7 +78,8 @@ def free_port() -> int:
         if port not in _handed_out:
             _handed_out.add(port)
             return port
-    raise OSError("no free loopback port below the ephemeral range")
+    where = f" in share {share} of {shares} (RIDTRACE_PORT_SHARE)" if shares > 1 else ""
+    raise OSError(f"no free loopback port below the ephemeral range{where}")
 
 
 @dataclass

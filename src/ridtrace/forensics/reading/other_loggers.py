@@ -67,10 +67,18 @@ SHOWN_MESSAGE = f"CASE WHEN {UNMARKED} THEN coalesce(message, msg, event) ELSE m
 _NUMBERED_LEVELS: Final[dict[str, str]] = {
     "10": "TRACE", "20": "DEBUG", "30": "INFO", "40": "WARN", "50": "ERROR", "60": "FATAL",
 }
-_ANY_LEVEL = 'upper(coalesce("level", levelname, "log.level"))'
-SHOWN_LEVEL = (f"CASE WHEN {UNMARKED} THEN CASE {_ANY_LEVEL} "
-               + " ".join(f"WHEN '{n}' THEN '{name}'" for n, name in _NUMBERED_LEVELS.items())
-               + f" ELSE {_ANY_LEVEL} END ELSE \"level\" END")
+# pino's number, as a shipper that parses JSON may write it too (30.0).
+_NUMBERED = re.compile(r"([1-6]0)(?:\.0+)?")
+# Only a level of ASCII letters is upper-cased: DuckDB's and Python's upper() differ
+# beyond ASCII ("ß"), and a hostile level's escapes are left as written.
+_LETTERS = re.compile(r"[A-Za-z]+")
+_ANY_LEVEL = 'coalesce("level", levelname, "log.level")'
+SHOWN_LEVEL = (
+    f"CASE WHEN {UNMARKED} THEN CASE regexp_extract({_ANY_LEVEL}, '^([1-6]0)(\\.0+)?$', 1) "
+    + " ".join(f"WHEN '{n}' THEN '{name}'" for n, name in _NUMBERED_LEVELS.items())
+    + f" ELSE CASE WHEN regexp_full_match({_ANY_LEVEL}, '[A-Za-z]+') THEN upper({_ANY_LEVEL}) "
+    + f'ELSE {_ANY_LEVEL} END END ELSE "level" END'
+)
 
 
 def show_as_logged(row: dict[str, Any]) -> None:
@@ -82,8 +90,13 @@ def show_as_logged(row: dict[str, Any]) -> None:
                            if row.get(k) is not None), None)
     level = next((row[k] for k in ("level", "levelname", "log.level")
                   if row.get(k) is not None), None)
-    if level is not None:
-        row["level"] = _NUMBERED_LEVELS.get(level.upper(), level.upper())
+    if level is None:
+        return
+    numbered = _NUMBERED.fullmatch(level)
+    if numbered is not None:
+        row["level"] = _NUMBERED_LEVELS[numbered.group(1)]
+    else:
+        row["level"] = level.upper() if _LETTERS.fullmatch(level) else level
 
 
 # The latest time an epoch number may state (9999-12-31T23:59:59Z): a larger one is
