@@ -129,8 +129,11 @@ def test_an_abandoned_stream_is_finished_without_tracebacks_and_the_server_keeps
     (end,) = log_lines.events("request.end", rpc_method=f"/t.S/{method}", stream_index=None)
     assert end["request_id"] == start["request_id"]
     if method.startswith("Floods"):
-        # How many the cancel let through before it reached the server is not knowable.
-        assert end["messages_out"] >= received
+        # How many the cancel let through before it reached the server is not knowable,
+        # and the message gRPC was sending as the cancel came may go uncounted: a
+        # response counts once gRPC asks for the next (grpc.md), and a loaded machine
+        # let the cancel in first (0 counted, 1 received, once in a fresh clone's run).
+        assert end["messages_out"] >= received - 1
     else:
         # The message gRPC refused is no message sent (it was counted: 2).
         assert end["messages_out"] == received == 1
