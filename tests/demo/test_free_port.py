@@ -51,7 +51,9 @@ def test_processes_given_their_own_shares_never_pick_the_same_port(
     picked = {}
     for share in range(3):
         monkeypatch.setenv("RIDTRACE_PORT_SHARE", f"{share}/3")
-        processes._handed_out.clear()  # as a separate process: it knows nothing of the others
+        # As a separate process: it knows nothing of the others' picks (the worker's own
+        # set comes back after the test).
+        monkeypatch.setattr(processes, "_handed_out", set())
         picked[share] = {free_port() for _ in range(200)}
         assert {port % 3 for port in picked[share]} == {share}
     assert not (picked[0] & picked[1] or picked[0] & picked[2] or picked[1] & picked[2])
