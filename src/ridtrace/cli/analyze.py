@@ -119,9 +119,9 @@ def endless_input_note(source: Source) -> str | None:
     import stat
 
     from ridtrace.forensics.printable import visible  # a file name is anyone's text
-    from ridtrace.forensics.reading.inputs import STDIN_NAME
+    from ridtrace.forensics.reading.inputs import STDIN_NAME, on_a_terminal
 
-    if source.path is None and source.name == STDIN_NAME and _stdin_is_a_terminal():
+    if source.path is None and source.name == STDIN_NAME and on_a_terminal(sys.stdin):
         # `ridtrace analyze -` with no pipe: the read waits on the keyboard, silently.
         return "reading standard input, a terminal: paste log lines, then Ctrl-D (or pipe logs in)"
     # A walk's or a glob's pipe or device is left alone, and said to be (not read).
@@ -140,15 +140,6 @@ def endless_input_note(source: Source) -> str | None:
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return f"reading {visible(source.name)}, a device, until it ends (Ctrl-C stops the read)"
     return None
-
-
-def _stdin_is_a_terminal() -> bool:
-    import sys
-
-    try:
-        return sys.stdin is not None and sys.stdin.isatty()
-    except ValueError:  # closed
-        return False
 
 
 def load_logs(

@@ -331,7 +331,7 @@ def open_raw(src: Source) -> BinaryIO:
     """
     if src.path is None:
         stdin: Any = sys.stdin.buffer
-        if _on_a_terminal(stdin):
+        if on_a_terminal(stdin):
             return _terminal_input(stdin)
         return stdin if hasattr(stdin, "peek") else io.BufferedReader(stdin)
     return open(src.path, "rb")
@@ -371,8 +371,10 @@ def _terminal_input(stdin: Any) -> BinaryIO:
     return _terminal_inputs[id(stdin)]
 
 
-def _on_a_terminal(stdin: Any) -> bool:
+def on_a_terminal(stream: Any) -> bool:
+    """Whether `stream` (standard input, or its buffer) is a terminal; a closed or
+    missing one is not."""
     try:
-        return bool(stdin.isatty())
+        return bool(stream.isatty())
     except (AttributeError, ValueError, OSError):
         return False
