@@ -195,9 +195,40 @@ def _level(spans: SpanColumns, callers: np.ndarray, waited: np.ndarray, workers:
     if not len(workers):
         return {}
     lo, hi = _link_bounds(spans, caller, workers, waited, shift)
-    files = spans.file[workers]
+    made, holder = _received_outputs(spans, callers, workers, caller, waited)
+    lo = np.concatenate([lo, np.full(len(made), _NO_LOWER_BOUND, dtype=np.int64)])
+    hi = np.concatenate([hi, spans.end[holder] - spans.end[made] + shift[holder] - shift[made]])
+    files = spans.file[np.concatenate([workers, made])]
     return {code: _best_offset(lo[files == code], hi[files == code])
             for code in np.unique(files).tolist()}
+
+
+def _received_outputs(spans: SpanColumns, callers: np.ndarray, workers: np.ndarray,
+                      caller: np.ndarray, waited: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Worker spans among `workers` whose caller did not wait for them (a legacy 500
+    while the worker streamed), each with the one of `callers` that ended well holding
+    its finished output: that caller had the output before it ended, which bounds the
+    worker's clock from above where its own caller bounds it from below only. Left out,
+    such a worker was placed at the middle of its file's loose bounds, drawn running
+    past the end of the caller that received its output.
+
+    Only output one worker span made and one caller received pairs them: the output of
+    different prompts can be equal (a one-token "Yes")."""
+    fp = spans.fp_out
+    none = np.zeros(0, dtype=np.int64)
+    lost = workers[~waited[caller] & spans.ok[workers] & (fp[workers] >= 0)]
+    if not len(lost):
+        return none, none
+    size = max(spans.fp_codes, 1)
+    made = np.bincount(fp[spans.worker & spans.ok & (fp >= 0)], minlength=size)
+    held = spans.front & spans.ok & (fp >= 0)
+    got = np.bincount(fp[held], minlength=size)
+    holder = np.full(size, -1, dtype=np.int64)
+    holders = callers[held[callers]]
+    holder[fp[holders]] = holders
+    pair = holder[fp[lost]]
+    one = (pair >= 0) & (made[fp[lost]] == 1) & (got[fp[lost]] == 1)
+    return lost[one], pair[one]
 
 
 def _link_bounds(spans: SpanColumns, caller: np.ndarray, worker: np.ndarray,
