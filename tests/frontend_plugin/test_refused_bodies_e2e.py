@@ -76,12 +76,18 @@ def test_a_body_the_server_refuses_mid_read_is_logged_as_its_400_with_the_ids(
     stack.wait_inflight(lambda snap: snap["inflight"] == 0)
 
 
-@pytest.mark.parametrize(("chunks", "reason"), CASES[:1], ids=["chunk-size"])
+# A whole request in one write, its chunk extensions past the cap: framing that came in
+# the read that ended the headers was not counted, and it was served.
+_EXTENDED = b"%x;%s\r\n%s\r\n0\r\n\r\n" % (len(_BODY), b"e" * 140_000, _BODY)
+
+
+@pytest.mark.parametrize(("chunks", "reason"), [CASES[0], (_EXTENDED, CASES[2][1])],
+                         ids=["chunk-size", "chunk-extensions"])
 def test_a_body_refused_in_the_read_that_ends_its_headers_is_logged_as_its_400(
     stack: Stack, chunks: bytes, reason: str
 ) -> None:
     # The refusal comes before the app has even started: it is still the request's.
-    client_id = "refused-at-once"
+    client_id = f"refused-at-once-{len(chunks)}"
     with socket.create_connection(("127.0.0.1", stack.frontend.port), timeout=30) as sock:
         answer = _send_and_answer(sock, _head(b"/v1/chat/completions", client_id.encode()) + chunks)
     assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]

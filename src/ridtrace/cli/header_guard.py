@@ -78,6 +78,13 @@ class _GuardedHttpToolsProtocol(HeaderDeadline, UpgradeIgnoringProtocol):
         self._body_open = False
         self._received_in_body = 0
         self._body_bytes = 0
+        # The read being parsed: whether it ended a header section with no message
+        # before it in the read (its first blank line then ends them), and the request
+        # whose body it ended, if no other began after it; the last bytes of the read
+        # before (a blank line may begin there).
+        self._body_began_in_read = self._message_ended_in_read = False
+        self._body_ended_last: Any = None
+        self._read_tail = b""
         # This connection's requests not yet answered, oldest first (answers go out in
         # order, so the answered ones are always at the left).
         self._cycles: deque[Any] = deque()
@@ -102,6 +109,7 @@ class _GuardedHttpToolsProtocol(HeaderDeadline, UpgradeIgnoringProtocol):
         self._in_trailer = False
         self._unread_body = 0
         self._body_open = False
+        self._body_ended_last = None  # a message began after it
         self._arm_header_timer()
 
     def on_url(self, url: bytes) -> None:
@@ -131,17 +139,41 @@ class _GuardedHttpToolsProtocol(HeaderDeadline, UpgradeIgnoringProtocol):
     def data_received(self, data: bytes) -> None:
         # Counted before the parser takes it: the part of a buffer that ends one request
         # and begins the next is then left out of the next one's count, never added.
-        if self._body_open:
+        in_body = self._body_open
+        if in_body:
             self._received_in_body += len(data)
+        self._body_began_in_read = self._message_ended_in_read = False
+        self._body_ended_last = None
         super().data_received(data)
-        if self._body_open and not self.transport.is_closing():
+        seen = self._read_tail + data
+        self._read_tail = seen[-3:]
+        if self._body_began_in_read:
+            # What came after the header section's blank line was body too: left out,
+            # a whole request sent in one read went by the cap with 180 KB of extensions.
+            self._received_in_body = len(seen) - seen.find(b"\r\n\r\n") - 4
+        if self.transport.is_closing():
+            return
+        if self._body_open:
             self._check_chunk_framing()
+            return
+        ended = self._body_ended_last
+        if ended is not None and ended is self.cycle and not ended.response_started:
+            # Its body ended in this read, nothing after it: the count is exact. The app
+            # has not run since, and is not given a body refused (as if it never ended).
+            message = self._framing_refusal()
+            if message is not None:
+                ended.more_body = True
+                self._refuse_framing(message)
+
+    def _framing_refusal(self) -> str | None:
+        return framing_refusal(self._received_in_body, self._body_bytes, self.max_header_bytes)
 
     def _check_chunk_framing(self) -> None:
-        message = framing_refusal(self._received_in_body, self._body_bytes,
-                                  self.max_header_bytes)
-        if message is None:
-            return
+        message = self._framing_refusal()
+        if message is not None:
+            self._refuse_framing(message)
+
+    def _refuse_framing(self, message: str) -> None:
         self.logger.warning("%s: %s", _REFUSED, message)
         cycle = self.cycle
         if cycle is not None and not cycle.response_started:
@@ -167,6 +199,9 @@ class _GuardedHttpToolsProtocol(HeaderDeadline, UpgradeIgnoringProtocol):
     def on_message_complete(self) -> None:
         cycle = self.cycle
         answered_first = cycle is not None and cycle.response_complete
+        if self._transfer_coded and not self._ignoring_upgrade:
+            self._body_ended_last = cycle  # its chunk framing is checked after the read
+        self._message_ended_in_read = True
         super().on_message_complete()
         # After an ignored upgrade offer this is the end of the headers: the body is
         # still to come (ignored_upgrade_body_complete).
@@ -182,6 +217,7 @@ class _GuardedHttpToolsProtocol(HeaderDeadline, UpgradeIgnoringProtocol):
         self._disarm_header_timer()
         self._in_trailer = True
         self._body_open = True
+        self._body_began_in_read = not self._message_ended_in_read
         self._received_in_body = self._body_bytes = 0
         version = self.parser.get_http_version()
         if self._version_refused(version):
