@@ -81,9 +81,9 @@ class FileTail(StopBound):
         # how many lines of the file came before the first it was fed.
         self._unwrap: Unwrapper | None = None
         self._unwrap_from: int | None = None
-        # Set when a copy-and-truncate was seen: the copy's name, where the lines read
-        # from this file so far are now (`Watch.renamed`).
-        self.moved_to: str | None = None
+        # Set when a copy-and-truncate was seen: the copy, where the lines read from
+        # this file so far are now (`Watch.renamed`).
+        self.moved_to: Path | None = None
         # Set when a copy-and-truncate was seen before its copy was found: the content
         # read so far, whose copy `Watch.read` looks for (its unread lines come first,
         # and the lines read so far are cited under its name).
@@ -221,7 +221,7 @@ class FileTail(StopBound):
         size = os.fstat(self._fh.fileno()).st_size
         if size < self.offset or self._replaced():  # copy-and-truncate: content starts over
             if self.identity is not None and self.identity.copy is not None:
-                self.moved_to = display_name(str(self.identity.copy))
+                self.moved_to = self.identity.copy
             elif self.identity is not None:
                 self.restarted = self.identity
             self.offset, self.line, self._held, self.identity = 0, 0, b"", None

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ridtrace.forensics.live.chunk import Chunk
+from ridtrace.forensics.live.cited_copies import CitedCopies
 from ridtrace.forensics.live.file_ends import FileEnds, Tail
 from ridtrace.forensics.live.file_notes import _stamp
 from ridtrace.forensics.live.identity import Identities
@@ -86,6 +87,9 @@ class Watch(InputFiles, FileEnds):
     # the new name (`take_renamed`), or findings printed later named another file's line.
     renamed: list[tuple[str, str]] = field(default_factory=list)
     copies: Copies = field(init=False)
+    # Compressed copies lines are cited under that no tail follows: renamed by a later
+    # rotation, their citations move with them.
+    cited_copies: CitedCopies = field(default_factory=CitedCopies)
     # This process's stdout and stderr when they are files: never followed (`_own_output`).
     own_output: dict[DevIno, str] = field(default_factory=_own_output_files)
 
@@ -166,6 +170,8 @@ class Watch(InputFiles, FileEnds):
             self.tails[key] = tail
             self._opened.append(tail)
         self._started = True
+        # Before this poll's own citations: a new copy may take a moved one's name.
+        self.renamed.extend(self.cited_copies.moves())
         for key, followed in self.tails.items():
             if isinstance(followed, StreamTail):
                 continue
@@ -173,7 +179,10 @@ class Watch(InputFiles, FileEnds):
                 followed.path, key, followed.link_target))
             if moved is not None and moved != followed.path:  # renamed: evidence names it
                 followed.path = moved
-                self._cite_under(followed, display_name(str(moved)))
+                if key in self.cited_copies:  # its citations moved with it (above)
+                    followed.name = display_name(str(moved))
+                else:
+                    self._cite_under(followed, display_name(str(moved)))
             elif moved is None and not followed.removed and followed.deleted():
                 # Removed (a file moved over its name, a rotation keeping no copy): its
                 # lines under the old name were cited at the next file's lines there.
@@ -182,6 +191,8 @@ class Watch(InputFiles, FileEnds):
                 copy = compressed_copy(followed.path, head)
                 self._cite_under(followed, display_name(str(copy)) if copy is not None
                                  else f"{followed.name} (removed)")
+                if copy is not None:
+                    self.cited_copies.add(copy)
         # Read by a batch read as files of no lines (an idle log, its empty rotated copy).
         # Once bounded, a walk judges no file (none found later is read): kept as the
         # stop found them, or the summary's `files` left them out.
@@ -270,6 +281,7 @@ class Watch(InputFiles, FileEnds):
                 content, tail.restarted = tail.restarted, None
                 if content is not None and content.copy is not None:
                     self.renamed.append((tail.name, display_name(str(content.copy))))
+                    self.cited_copies.add(content.copy)
         return chunks, more
 
     def _read_tails(self, tails: list[tuple[DevIno, Tail]], max_bytes: int
@@ -311,7 +323,8 @@ class Watch(InputFiles, FileEnds):
     def _note_truncated(self, tail: Tail) -> None:
         """A copy-and-truncate: the lines read from `tail` before it are in the copy."""
         if isinstance(tail, FileTail) and tail.moved_to is not None:
-            self.renamed.append((tail.name, tail.moved_to))
+            self.renamed.append((tail.name, display_name(str(tail.moved_to))))
+            self.cited_copies.add(tail.moved_to)
             tail.moved_to = None
 
     def take_renamed(self) -> list[tuple[str, str]]:

@@ -1,0 +1,61 @@
+"""Lines read from a log that a rotation compressed are cited where they are after the next.
+
+logrotate's ``compress`` (no ``delaycompress``) moves the log's lines into
+``frontend.jsonl.1.gz``; the next rotation renames that to ``frontend.jsonl.2.gz`` and
+makes a new ``.1.gz``. A duplicate printed after it cited the first caller's line as
+``frontend.jsonl.1.gz:2``, another file's line by then (``analyze`` of the same files
+cites ``.2.gz:2``), and the summary's bad-line sample named ``.1.gz`` too.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ridtrace.forensics.live.follow import Follower, FollowSettings
+from tests.forensics.helpers import rt, ts
+from tests.forensics.test_follow_rotated_evidence import _append, _caller
+
+
+def _rotate_compressed(log: Path, mode: str) -> None:
+    """One rotation: the numbered copies shifted, the log's lines into ``.1.gz``."""
+    one, gz1, gz2 = (log.with_name(log.name + suffix) for suffix in (".1", ".1.gz", ".2.gz"))
+    if gz1.exists():
+        os.rename(gz1, gz2)
+    if mode == "create":
+        os.rename(log, one)
+        log.touch()
+    else:
+        shutil.copyfile(log, one)
+        os.truncate(log, 0)
+    gz1.write_bytes(gzip.compress(one.read_bytes()))
+    one.unlink()
+
+
+@pytest.mark.parametrize("mode", ["create", "copytruncate"])
+def test_a_compressed_copys_lines_are_cited_under_its_next_name(tmp_path: Path, mode: str) -> None:
+    log = tmp_path / "frontend.jsonl"
+    _append(log, rt("hello", time=ts(0.0)), _caller("request.start", "a1", 0.5), "not json")
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, settle_s=0))
+    try:
+        assert follower.poll()[0] == []
+        _rotate_compressed(log, mode)
+        _append(log, rt("hello", time=ts(0.6)))
+        assert follower.poll()[0] == []
+        _rotate_compressed(log, mode)
+        _append(log, _caller("request.start", "b2", 1.0), _caller("request.end", "b2", 1.5))
+        found = follower.poll()[0] + follower.finish()
+        samples = [(s.file, s.line) for s in follower.stats.samples]
+    finally:
+        follower.close()
+    oldest = str(tmp_path / "frontend.jsonl.2.gz")
+    (duplicate,) = [f for f in found if f["kind"] == "duplicate_in_flight"]
+    assert duplicate["evidence"][0] == {"file": oldest, "line": 2}
+    cited = gzip.decompress(Path(oldest).read_bytes()).decode().splitlines()[1]
+    assert json.loads(cited)["span_id"] == "a1"
+    assert samples == [(oldest, 3)]
