@@ -83,6 +83,34 @@ def test_a_narrow_terminal_breaks_the_detail_between_its_parts(tmp_path: Path) -
     assert "worker http://w2:8102, reason connect, marked down" in shown
 
 
+_REFUSAL = ('worker refused duplicate id: {"error":{"message":"request id \'r-a1\' is already '
+            'in flight","type":"conflict","param":null,"code":null}}')
+
+
+def test_a_long_refusal_stays_under_its_event_broken_between_words(tmp_path: Path) -> None:
+    # One part longer than the line took the indent off every part (to column 0), and
+    # the terminal broke it anywhere ("already in \nflight").
+    log = _log(tmp_path)
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    records[2]["error"] = _REFUSAL  # the first retry's
+    log.write_text("".join(json.dumps(record) + "\n" for record in records))
+    for width in (60, 100):
+        out = _trace(log, width=width).splitlines()
+        at = next(i for i, line in enumerate(out) if "dispatch.retry" in line)
+        below = []
+        for line in out[at + 1:]:
+            if not line.startswith(" " * 20):
+                break
+            if "frontend.jsonl" not in line:  # the event's file:line, on a narrow line
+                below.append(line)
+        # Every break is at a space, but at 60 columns one word is cut (at its line's end).
+        expected = f"worker http://w1:8101, reason conflict, error: {_REFUSAL}"
+        if width == 100:
+            assert " ".join(line.strip() for line in below) == expected
+        assert "".join(below).replace(" ", "") == expected.replace(" ", "")
+        assert all(len(line) <= width and line[26] != " " for line in below), below
+
+
 def test_json_and_csv_carry_the_detail(tmp_path: Path) -> None:
     log = _log(tmp_path)
     doc = json.loads(_trace(log, "--format", "json"))

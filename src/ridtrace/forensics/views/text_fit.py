@@ -41,6 +41,29 @@ def packed(parts: list[Text], width: int, *, sep: str = "  ", indent: int = 0) -
     return lines
 
 
+def words_within(text: str, room: int) -> list[str]:
+    """`text`'s words (split at spaces), each cut into pieces of at most `room` cells."""
+    pieces: list[str] = []
+    for word in text.split(" "):
+        while cell_len(word) > room:
+            cut = _chars_within(word, room)
+            pieces.append(word[:cut])
+            word = word[cut:]
+        if word:
+            pieces.append(word)
+    return pieces
+
+
+def _chars_within(text: str, cells: int) -> int:
+    """How many of `text`'s first characters fit in `cells` terminal cells (one at least)."""
+    used = 0
+    for n, char in enumerate(text):
+        used += cell_len(char)
+        if used > cells:
+            return max(1, n)
+    return len(text)
+
+
 def indented(text: str, indent: int, width: int, style: str) -> Text:
     """`text` after up to `indent` spaces: fewer when the line would not fit otherwise."""
     return Text(" " * max(0, min(indent, width - cell_len(text))) + text, style=style)

@@ -19,7 +19,14 @@ from rich.text import Text
 
 from ridtrace.forensics.printable import visible
 from ridtrace.forensics.rfc3339 import rfc3339_us
-from ridtrace.forensics.views.text_fit import fitted, indented, packed, span_ms, with_ms
+from ridtrace.forensics.views.text_fit import (
+    fitted,
+    indented,
+    packed,
+    span_ms,
+    with_ms,
+    words_within,
+)
 from ridtrace.forensics.views.trace_printable import printable_view
 from ridtrace.forensics.views.trace_rows import DUPLICATE_IN_FLIGHT, RequestBlock, TraceView
 from ridtrace.forensics.views.trace_waterfall import (
@@ -33,6 +40,9 @@ from ridtrace.forensics.views.verdicts import CROSSED, CUT_SHORT, OWN_OUTPUT
 _EVENT = 28
 _MIN_EVENT = 12  # narrower, an event's file:line goes on a line of its own
 _BEFORE_EVENT = 24  # "  {ms:>+10.3f}  {side:<9} "
+# A detail line keeps at least this many cells for its text: under the event where the
+# width allows, nearer the left edge where it does not.
+_MIN_DETAIL_CELLS = 30
 _AFTER_EVENT = 11  # " {outcome:<9} "
 _STYLE = {OWN_OUTPUT: "green", CROSSED: "bold red"}
 
@@ -191,12 +201,18 @@ def event_lines(block: RequestBlock, names: dict[str, str], width: int = 100, *,
 
 
 def _detail_lines(detail: str, width: int) -> list[Text]:
-    """What a line says beyond its event (`EventRow.detail`) under it, broken between
-    parts only."""
+    """What a line says beyond its event (`EventRow.detail`) under it, indented under
+    the event, broken between parts; a part too long for a line (a worker's refusal
+    body) between its words, a word too long cut. One long part set the indent of all
+    to what it left (none), and the terminal broke it anywhere."""
+    indent = min(_BEFORE_EVENT + 2, max(0, width - _MIN_DETAIL_CELLS))
+    room = max(1, width - indent)
     parts = detail.split(", ")
-    shown = [Text(f"{part}," if i < len(parts) - 1 else part, style="dim")
-             for i, part in enumerate(parts)]
-    indent = min(_BEFORE_EVENT + 2, max(0, width - max(p.cell_len for p in shown)))
+    shown: list[Text] = []
+    for i, part in enumerate(parts):
+        text = f"{part}," if i < len(parts) - 1 else part
+        pieces = [text] if cell_len(text) <= room else words_within(text, room)
+        shown += [Text(piece, style="dim") for piece in pieces]
     shown[0] = Text(" " * indent) + shown[0]
     return packed(shown, width, sep=" ", indent=indent)
 
