@@ -75,7 +75,8 @@ def failed(outcome: Any, status: Any) -> bool:
     its status alone: an app's `annotate_request(method=...)` on a gRPC line, which has
     no HTTP method of its own, made such a call an HTTP one."""
     text = str(status) if present(status) else ""
-    code = int(text) if text.isascii() and text.isdigit() else None
+    # A status of thousands of digits is none (and past 4,300 int() refuses it).
+    code = int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else None
     if code in GRPC_SERVER_FAULT_CODES:
         return True
     if present(outcome):
