@@ -4,7 +4,9 @@ logrotate's ``compress`` (no ``delaycompress``) moves the log's lines into
 ``frontend.jsonl.1.gz``; the next rotation renames that to ``frontend.jsonl.2.gz`` and
 makes a new ``.1.gz``. A duplicate printed after it cited the first caller's line as
 ``frontend.jsonl.1.gz:2``, another file's line by then (``analyze`` of the same files
-cites ``.2.gz:2``), and the summary's bad-line sample named ``.1.gz`` too.
+cites ``.2.gz:2``), and the summary's bad-line sample named ``.1.gz`` too. With
+``rotate 1`` the old ``.1.gz`` is removed first: its lines are nowhere any more, and the
+new ``.1.gz`` (perhaps under the removed one's inode number) holds other lines.
 """
 
 from __future__ import annotations
@@ -22,11 +24,15 @@ from tests.forensics.helpers import rt, ts
 from tests.forensics.test_follow_rotated_evidence import _append, _caller
 
 
-def _rotate_compressed(log: Path, mode: str) -> None:
-    """One rotation: the numbered copies shifted, the log's lines into ``.1.gz``."""
+def _rotate_compressed(log: Path, mode: str, keep: int) -> None:
+    """One rotation: the numbered copies shifted (or, keeping one, removed), the log's
+    lines into ``.1.gz``."""
     one, gz1, gz2 = (log.with_name(log.name + suffix) for suffix in (".1", ".1.gz", ".2.gz"))
     if gz1.exists():
-        os.rename(gz1, gz2)
+        if keep == 1:
+            gz1.unlink()
+        else:
+            os.rename(gz1, gz2)
     if mode == "create":
         os.rename(log, one)
         log.touch()
@@ -37,25 +43,31 @@ def _rotate_compressed(log: Path, mode: str) -> None:
     one.unlink()
 
 
+@pytest.mark.parametrize("keep", [2, 1], ids=["rotate-2", "rotate-1"])
 @pytest.mark.parametrize("mode", ["create", "copytruncate"])
-def test_a_compressed_copys_lines_are_cited_under_its_next_name(tmp_path: Path, mode: str) -> None:
+def test_a_compressed_copys_lines_are_cited_under_its_next_name(
+    tmp_path: Path, mode: str, keep: int
+) -> None:
     log = tmp_path / "frontend.jsonl"
     _append(log, rt("hello", time=ts(0.0)), _caller("request.start", "a1", 0.5), "not json")
     follower = Follower([str(tmp_path)], FollowSettings(from_start=True, settle_s=0))
     try:
         assert follower.poll()[0] == []
-        _rotate_compressed(log, mode)
+        _rotate_compressed(log, mode, keep)
         _append(log, rt("hello", time=ts(0.6)))
         assert follower.poll()[0] == []
-        _rotate_compressed(log, mode)
+        _rotate_compressed(log, mode, keep)
         _append(log, _caller("request.start", "b2", 1.0), _caller("request.end", "b2", 1.5))
         found = follower.poll()[0] + follower.finish()
         samples = [(s.file, s.line) for s in follower.stats.samples]
     finally:
         follower.close()
     oldest = str(tmp_path / "frontend.jsonl.2.gz")
+    if keep == 1:
+        oldest = str(tmp_path / "frontend.jsonl.1.gz (removed)")
     (duplicate,) = [f for f in found if f["kind"] == "duplicate_in_flight"]
     assert duplicate["evidence"][0] == {"file": oldest, "line": 2}
-    cited = gzip.decompress(Path(oldest).read_bytes()).decode().splitlines()[1]
-    assert json.loads(cited)["span_id"] == "a1"
     assert samples == [(oldest, 3)]
+    if keep == 2:
+        cited = gzip.decompress(Path(oldest).read_bytes()).decode().splitlines()[1]
+        assert json.loads(cited)["span_id"] == "a1"

@@ -3,17 +3,20 @@
 logrotate's ``compress`` renames the log to ``app.jsonl.1``, compresses it to
 ``app.jsonl.1.gz`` and removes ``app.jsonl.1``: the lines read from it are cited under
 the compressed copy (`parts.compressed_copy`), which no tail follows. The next rotation
-renames that copy to ``app.jsonl.2.gz`` and makes a new ``app.jsonl.1.gz``: cited under
-the old name, a finding printed after it pointed at another request's line in another
-file, and the summary's bad-line samples named ``.1.gz`` for lines of ``.21.gz``.
+renames that copy to ``app.jsonl.2.gz`` and makes a new ``app.jsonl.1.gz``, or (``rotate
+1``) removes it first: cited under the old name, a finding printed after it pointed at
+another request's line in another file, and the summary's bad-line samples named
+``.1.gz`` for lines of ``.21.gz``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ridtrace.forensics.live.parts import rotated_name
+from ridtrace.forensics.live.parts import content_head, rotated_name
 from ridtrace.forensics.reading.inputs import display_name
 
 DevIno = tuple[int, int]
@@ -23,43 +26,82 @@ MAX_CITED_COPIES = 256
 
 
 @dataclass
+class _Copy:
+    path: Path
+    stamp: tuple[int, int]  # mtime (ns) and size when last seen
+    head: bytes  # its first lines, decompressed: another file under its inode number differs
+
+
+@dataclass
 class CitedCopies:
     """The compressed copies lines are cited under, by inode, each at its last known path.
 
     A tail that follows one (its unread lines) leaves its renames to `moves`."""
 
-    _paths: dict[DevIno, Path] = field(default_factory=dict)
+    _copies: dict[DevIno, _Copy] = field(default_factory=dict)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._paths
+        return key in self._copies
 
     def add(self, copy: Path) -> None:
         """Keep track of `copy`, under whose name lines are cited from now on."""
         try:
             st = copy.stat()
+            head = content_head(copy)
         except OSError:
-            return  # gone already: nothing can move it
+            return  # gone already: `moves` could say nothing of it
         key = (st.st_dev, st.st_ino)
-        self._paths.pop(key, None)
-        self._paths[key] = copy
-        while len(self._paths) > MAX_CITED_COPIES:
-            del self._paths[next(iter(self._paths))]
+        self._copies.pop(key, None)
+        self._copies[key] = _Copy(copy, _stamp(st), head)
+        while len(self._copies) > MAX_CITED_COPIES:
+            del self._copies[next(iter(self._copies))]
 
     def moves(self) -> list[tuple[str, str]]:
-        """(old name, new name) of each copy a rotation renamed since the last call,
-        oldest first; a copy removed is no longer kept track of."""
+        """(old name, new name) of each copy a rotation renamed or removed since the last
+        call, oldest first: a removed one's lines are cited as ``NAME (removed)``, as a
+        followed file's are once no name leads to it."""
         moved: list[tuple[str, str]] = []
-        for key, path in list(self._paths.items()):
-            try:
-                st = path.stat()
-                if (st.st_dev, st.st_ino) == key:
-                    continue
-            except OSError:
-                pass
-            now = rotated_name(path, key)
-            if now is None:
-                del self._paths[key]
+        for key, copy in list(self._copies.items()):
+            old = display_name(str(copy.path))
+            if self._still_at(key, copy):
                 continue
-            moved.append((display_name(str(path)), display_name(str(now))))
-            self._paths[key] = now
+            now = rotated_name(copy.path, key)
+            if now is None or not _holds(now, copy.head):  # its number given to a new file
+                del self._copies[key]
+                moved.append((old, f"{old} (removed)"))
+                continue
+            moved.append((old, display_name(str(now))))
+            copy.path = now
         return moved
+
+    @staticmethod
+    def _still_at(key: DevIno, copy: _Copy) -> bool:
+        """Whether `copy` is still at its path: its inode there, and (once written since)
+        its content (ext4 gives a removed file's inode number to the next file made: the
+        next ``.1.gz`` of a ``rotate 1``, or the new log beside it)."""
+        try:
+            st = copy.path.stat()
+        except OSError:
+            return False
+        if (st.st_dev, st.st_ino) != key:
+            return False
+        if _stamp(st) == copy.stamp:
+            return True
+        if _holds(copy.path, copy.head):
+            copy.stamp = _stamp(st)
+            return True
+        return False
+
+
+def _holds(path: Path, head: bytes) -> bool:
+    """Whether `path` starts as a copy whose first lines were `head` did."""
+    now = b""
+    with contextlib.suppress(OSError):
+        now = content_head(path)
+    if head and not now:  # an empty file under its number: a new log, not the copy
+        return False
+    return now.startswith(head) or head.startswith(now)
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int]:
+    return (st.st_mtime_ns, st.st_size)
