@@ -63,6 +63,21 @@ def test_a_chunked_streaming_post_offering_h2c_is_served(stack: Stack) -> None:
     assert b"data: [DONE]" in data and b'"content":" upgrade"' in data
 
 
+@pytest.mark.parametrize("split", [False, True])
+def test_chunk_extensions_past_the_cap_are_refused_after_an_ignored_offer(
+    stack: Stack, split: bool
+) -> None:
+    # The end of a body read after an ignored offer was never checked: 140 KB of
+    # extensions in the read that ended it were served.
+    body = _body("too much framing")
+    head = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n" + _OFFER
+            + b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+    framed = b"%x;%s\r\n%s\r\n0\r\n\r\n" % (len(body), b"e" * 140_000, body)
+    data = _exchange(stack, [head, framed] if split else [head + framed])
+    assert data.startswith(b"HTTP/1.1 400 "), data[:300]
+    assert b"chunk sizes and extensions took" in data
+
+
 def test_a_get_offering_h2c_and_a_broken_body_after_one(stack: Stack) -> None:
     health = _exchange(stack, [b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n" + _OFFER + b"\r\n"])
     assert health.startswith(b"HTTP/1.1 200 ") and b'"status":"ok"' in health

@@ -211,6 +211,8 @@ class _GuardedHttpToolsProtocol(HeaderDeadline, UpgradeIgnoringProtocol):
 
     def ignored_upgrade_body_complete(self) -> None:
         self._body_open = False
+        if self._transfer_coded:  # checked after the read, as any other body's end
+            self._body_ended_last = self.cycle
         super().ignored_upgrade_body_complete()
 
     def on_headers_complete(self) -> None:
