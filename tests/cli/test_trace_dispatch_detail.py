@@ -13,8 +13,10 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
+from rich.cells import cell_len
 
 from ridtrace.cli.main import main
+from ridtrace.forensics.views.text_fit import words_within
 from tests.forensics.helpers import rt
 
 _IDS = {"request_id": "r-a1", "trace_id": "a1" * 16, "span_id": "a1" * 8}
@@ -126,3 +128,14 @@ def test_json_and_csv_carry_the_detail(tmp_path: Path) -> None:
     ]
     rows = list(csv.DictReader(io.StringIO(_trace(log, "--format", "csv"))))
     assert [(r["event"], r["detail"]) for r in rows] == [(e, d or "") for e, d in details]
+
+
+def test_a_word_cut_to_fit_keeps_each_character_whole() -> None:
+    # Cut by code point, an emoji joined by ZWJ lost its parts across two lines.
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f466"
+    word = "x" + family * 3 + "e\u0301" * 4
+    pieces = words_within(word, 3)
+    assert "".join(pieces) == word
+    assert all(cell_len(piece) <= 3 for piece in pieces)
+    assert all(not piece.startswith(("\u200d", "\u0301")) for piece in pieces)
+    assert sum(piece.count(family) for piece in pieces) == 3

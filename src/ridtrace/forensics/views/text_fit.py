@@ -3,7 +3,7 @@ an id, and times that keep to their columns."""
 
 from __future__ import annotations
 
-from rich.cells import cell_len
+from rich.cells import cell_len, chop_cells
 from rich.text import Text
 
 # A line logged with an unset clock (Go's zero time) makes a span thousands of years
@@ -42,26 +42,12 @@ def packed(parts: list[Text], width: int, *, sep: str = "  ", indent: int = 0) -
 
 
 def words_within(text: str, room: int) -> list[str]:
-    """`text`'s words (split at spaces), each cut into pieces of at most `room` cells."""
+    """`text`'s words (split at spaces), each cut into pieces of at most `room` cells
+    (rich's fold: an emoji joined by ZWJ, a letter and its marks stay whole)."""
     pieces: list[str] = []
     for word in text.split(" "):
-        while cell_len(word) > room:
-            cut = _chars_within(word, room)
-            pieces.append(word[:cut])
-            word = word[cut:]
-        if word:
-            pieces.append(word)
+        pieces += chop_cells(word, room) if cell_len(word) > room else [word] if word else []
     return pieces
-
-
-def _chars_within(text: str, cells: int) -> int:
-    """How many of `text`'s first characters fit in `cells` terminal cells (one at least)."""
-    used = 0
-    for n, char in enumerate(text):
-        used += cell_len(char)
-        if used > cells:
-            return max(1, n)
-    return len(text)
 
 
 def indented(text: str, indent: int, width: int, style: str) -> Text:
