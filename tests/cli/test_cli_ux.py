@@ -289,3 +289,23 @@ def test_serve_help_says_what_is_open_without_keys() -> None:
     assert "Without --api-key every route is open to anyone who reaches the port" in frontend
     worker = " ".join(runner.invoke(main, ["serve", "worker", "--help"]).output.split())
     assert "Without --worker-token anyone who reaches the port can post work" in worker
+
+
+@pytest.mark.parametrize(("name", "command"), [("", main), *_commands(main)],
+                         ids=["ridtrace", *(n for n, _ in _commands(main))])
+def test_every_command_takes_dash_h_for_its_help(name: str, command: click.Command) -> None:
+    # A new user's first try, `ridtrace analyze -h`, said "No such option: -h" (exit 2).
+    words = name.split()
+    short = CliRunner().invoke(main, [*words, "-h"], terminal_width=200)
+    assert short.exit_code == 0, short.output
+    assert short.stdout == CliRunner().invoke(main, [*words, "--help"], terminal_width=200).stdout
+
+
+def test_frontend_help_lists_every_route_it_serves() -> None:
+    # Its "Without --api-key every route is open" came after a list missing two of them.
+    from ridtrace.frontend_plugin.routes.count_tokens import COUNT_TOKENS_PATH
+
+    out = " ".join(CliRunner().invoke(main, ["serve", "frontend", "--help"],
+                                      terminal_width=200).stdout.split())
+    for route in (COUNT_TOKENS_PATH, "/v1/responses/input_tokens"):
+        assert route in out, out

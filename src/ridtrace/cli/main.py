@@ -146,7 +146,8 @@ class _Main(click.Group):
         ctx.exit(exit_code(stop))
 
 
-@click.group(cls=_Main)
+# `-h` as well: most command lines take it, and a new user's first try said "No such option".
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="ridtrace", message="ridtrace %(version)s")
 def main() -> None:
     """ridtrace: request identity, tracing and log forensics."""

@@ -98,8 +98,9 @@ def frontend_command(
 ) -> None:
     """Serve the inference routes and dispatch to --worker URLs.
 
-    Routes: OpenAI's /v1/chat/completions, /v1/completions, /v1/responses, /v1/models,
-    Anthropic's /v1/messages, /inference/v1/generate, /generate; /health and /metrics.
+    Routes: OpenAI's /v1/chat/completions, /v1/completions, /v1/responses,
+    /v1/responses/input_tokens, /v1/models, Anthropic's /v1/messages,
+    /v1/messages/count_tokens, /inference/v1/generate, /generate; /health and /metrics.
     Without --api-key every route is open to anyone who reaches the port.
 
     Exit status: 2 a configuration it will not start with (a bad option or variable,
