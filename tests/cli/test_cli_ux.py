@@ -309,3 +309,11 @@ def test_frontend_help_lists_every_route_it_serves() -> None:
                                       terminal_width=200).stdout.split())
     for route in (COUNT_TOKENS_PATH, "/v1/responses/input_tokens"):
         assert route in out, out
+
+
+def test_trace_without_logs_says_its_one_argument_was_taken_as_the_id() -> None:
+    # `ridtrace trace demo-out/logs` said only "Missing argument 'PATH...'".
+    got = CliRunner().invoke(main, ["trace", "demo-out/safe/logs"])
+    assert got.exit_code == 2
+    assert ("Missing argument 'PATH...'. 'demo-out/safe/logs' was taken as the ID: give the "
+            "ID to look for, then the logs (trace ID PATH...)") in got.stderr

@@ -199,7 +199,24 @@ def _an_id(ctx: click.Context, param: click.Parameter, value: str) -> str:
     return spell_lone_surrogates(value)
 
 
-@click.command("trace")
+class _TraceCommand(click.Command):
+    """`trace`, whose one argument given is taken as the ID: with the logs left out
+    (`ridtrace trace demo-out/logs`), "Missing argument 'PATH...'" said nothing of the
+    ID that the path was taken for."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.MissingParameter as exc:
+            ident = ctx.params.get("ident")
+            if exc.param is None or exc.param.name != "paths" or not ident:
+                raise
+            raise click.MissingParameter(
+                f"{visible(repr(ident))} was taken as the ID: give the ID to look for, "
+                "then the logs (trace ID PATH...)", ctx=ctx, param=exc.param) from None
+
+
+@click.command("trace", cls=_TraceCommand)
 @click.argument("ident", metavar="ID", callback=_an_id)
 @paths_argument
 @_FORMAT
