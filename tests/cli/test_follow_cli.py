@@ -118,10 +118,13 @@ def test_a_glob_that_never_matched_makes_the_follow_incomplete(tmp_path: Path) -
     (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
     typo = str(tmp_path / "*.jsnol")
     follower = start_follower([str(tmp_path / "*.jsonl"), typo], "--from-start")
-    # Printed just after the line the start waits for: its pump may not have read it yet.
-    follower.wait_for(lambda: f"ridtrace: waiting for {typo} to appear" in follower.stderr,
-                      timeout=30, what="the note on the missing input")
-    assert follower.stop() == 3
+    try:
+        # Printed just after the line the start waits for: its pump may not have read it.
+        follower.wait_for(lambda: f"ridtrace: waiting for {typo} to appear" in follower.stderr,
+                          timeout=30, what="the note on the missing input")
+    finally:
+        code = follower.stop()  # a failed wait left the follower running past the suite
+    assert code == 3
     summary = follower.summary()
     assert (summary["missing_inputs"], summary["lines"]) == ([typo], 2)
     assert summary["incomplete_reasons"] == [
