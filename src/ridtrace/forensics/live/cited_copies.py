@@ -12,10 +12,11 @@ another request's line in another file, and the summary's bad-line samples named
 from __future__ import annotations
 
 import contextlib
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ridtrace.forensics.live.file_notes import _stamp
+from ridtrace.forensics.live.identity import same_start
 from ridtrace.forensics.live.parts import content_head, rotated_name
 from ridtrace.forensics.reading.inputs import display_name
 
@@ -100,8 +101,4 @@ def _holds(path: Path, head: bytes) -> bool:
         now = content_head(path)
     if head and not now:  # an empty file under its number: a new log, not the copy
         return False
-    return now.startswith(head) or head.startswith(now)
-
-
-def _stamp(st: os.stat_result) -> tuple[int, int]:
-    return (st.st_mtime_ns, st.st_size)
+    return same_start(now, head)

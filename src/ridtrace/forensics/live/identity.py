@@ -87,8 +87,7 @@ class Identities:
         for known in self._known:
             if known.path == path or not _same_log(known.path, path):
                 continue
-            same = head.startswith(known.head) or known.head.startswith(head)
-            if same and (best is None or len(known.head) > len(best.head)):
+            if same_start(head, known.head) and (best is None or len(known.head) > len(best.head)):
                 best = known
         return best
 
@@ -136,3 +135,9 @@ def decoded_head(decoded: _Readable) -> bytes:
     if getattr(decoded, "had_bom", False):
         data = BOM + data
     return first_lines(data)
+
+
+def same_start(head: bytes, other: bytes) -> bool:
+    """Whether two files' first lines agree as far as both go: one content, one of
+    them perhaps read (or written) less far than the other."""
+    return head.startswith(other) or other.startswith(head)

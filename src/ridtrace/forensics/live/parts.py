@@ -29,7 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ridtrace.forensics.live.holes import past_hole
-from ridtrace.forensics.live.identity import HEAD_READ, Identities, decoded_head, first_lines
+from ridtrace.forensics.live.identity import (
+    HEAD_READ,
+    Identities,
+    decoded_head,
+    first_lines,
+    same_start,
+)
 from ridtrace.forensics.live.tail import FileTail
 from ridtrace.forensics.reading.decoding import DecodedStream
 from ridtrace.forensics.reading.rotation import rotation_place
@@ -159,7 +165,7 @@ class Copies:
         """Whether `head` is an earlier rotation's (``delaycompress`` compressing
         yesterday's ``app.jsonl.1`` to a new file, ``app.jsonl.2.gz``), or is yet too
         short to tell (a compressed copy being written)."""
-        return any(head.startswith(old) or old.startswith(head) for old in self._old_heads)
+        return any(same_start(head, old) for old in self._old_heads)
 
     def _rotated(self, place: Place) -> bool:
         """Whether the named log whose parts are at `place` was rotated since the last
@@ -183,7 +189,7 @@ class Copies:
         # The file's own first lines, from the tail's descriptor: by the name, a log
         # removed since its stat raised out of the poll, one replaced was another file.
         now = tail.head_now()
-        return not (ident.head.startswith(now) or now.startswith(ident.head))
+        return not same_start(ident.head, now)
 
     def forget(self, seen: set[DevIno], named: set[Path]) -> None:
         """Drop what is known of parts no longer there (their inodes may be reused), and
@@ -216,6 +222,6 @@ def compressed_copy(path: Path, head: bytes) -> Path | None:
                 if DecodedStream(raw).compression is None:
                     continue
             copied = content_head(part)
-            if copied and (copied.startswith(head) or head.startswith(copied)):
+            if copied and same_start(copied, head):
                 return part
     return None

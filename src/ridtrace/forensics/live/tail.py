@@ -28,6 +28,7 @@ from ridtrace.forensics.live.identity import (
     Identity,
     decoded_head,
     first_lines,
+    same_start,
 )
 from ridtrace.forensics.live.line_ends import lines_before_last_newline
 from ridtrace.forensics.live.stop_bound import StopBound
@@ -257,7 +258,7 @@ class FileTail(StopBound):
             return False
         fd = self._fh.fileno()
         now = os.pread(fd, len(ident.head), past_hole(fd, 0, self.offset))
-        return not (ident.head.startswith(now) or now.startswith(ident.head))
+        return not same_start(ident.head, now)
 
     def _read_gzip(self, max_bytes: int) -> bytes:
         """A rotated, compressed file is read once: to its end, then it is done."""
