@@ -145,12 +145,12 @@ class _GuardedHttpToolsProtocol(HeaderDeadline, UpgradeIgnoringProtocol):
         self._body_began_in_read = self._message_ended_in_read = False
         self._body_ended_last = None
         super().data_received(data)
-        seen = self._read_tail + data
-        self._read_tail = seen[-3:]
         if self._body_began_in_read:
             # What came after the header section's blank line was body too: left out,
             # a whole request sent in one read went by the cap with 180 KB of extensions.
+            seen = self._read_tail + data  # once a request: not a copy of every read
             self._received_in_body = len(seen) - seen.find(b"\r\n\r\n") - 4
+        self._read_tail = (self._read_tail + data[-3:])[-3:]
         if self.transport.is_closing():
             return
         if self._body_open:
