@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.otlp_receiver import OtlpReceiver
+from tests.support.otlp_receiver import OtlpReceiver, ReceivedSpan
 from tests.support.servers import RunningServer, child_pythonpath, free_port, run_server
 from tests.tracing.conftest import app_server, read_lines, wait_for_lines
 
@@ -162,7 +162,7 @@ def test_streamed_response_keeps_ids_on_lines_logged_mid_stream(
 
 
 def test_client_disconnect_mid_stream_ends_with_outcome_cancelled(
-    server: tuple[RunningServer, Path],
+    server: tuple[RunningServer, Path], receiver: OtlpReceiver
 ) -> None:
     running, log_path = server
     with (
@@ -175,6 +175,20 @@ def test_client_disconnect_mid_stream_ends_with_outcome_cancelled(
     end = next(x for x in _lines_of(lines, request_id) if x.get("event") == "request.end")
     assert end["outcome"] == "cancelled"
     assert end["status"] == 200
+    # The span says so too: its status went out as a clean 200.
+    span = _span_of(receiver, request_id)
+    assert span.attributes["outcome"] == "cancelled"
+    assert span.attributes["http.response.status_code"] == 200
+    assert span.status_code == 0  # OTLP's STATUS_CODE_UNSET
+    served = httpx.get(running.url + "/ids").headers["x-server-request-id"]
+    assert _span_of(receiver, served).attributes["outcome"] == "ok"
+
+
+def _span_of(receiver: OtlpReceiver, request_id: str) -> ReceivedSpan:
+    spans = receiver.wait_for(1)
+    while not any(s.attributes.get("request_id") == request_id for s in spans):
+        spans = receiver.wait_for(len(spans) + 1)
+    return next(s for s in spans if s.attributes.get("request_id") == request_id)
 
 
 def test_next_request_on_the_same_connection_never_sees_the_old_client_id(

@@ -292,9 +292,14 @@ def annotate_end(
     span: Span, status: int, route: str | None, outcome: str, failure: BaseException | None,
     *, owns_span: bool,
 ) -> None:
-    """The response's status and route on a recording server span; an error status and
-    the exception only on a span of ours (another instrumentation sets its own)."""
-    attributes: dict[str, str | int] = {}
+    """The response's status, route and outcome on a recording server span; an error
+    status and the exception only on a span of ours (another instrumentation sets its own).
+
+    ``outcome`` is ``request.end``'s: a client that went away mid-stream left a span of a
+    clean 200 (the status had gone out), so Jaeger showed nothing of it; a cancellation
+    is the client's act, as a 4xx is, and leaves the span's status unset.
+    """
+    attributes: dict[str, str | int] = {"outcome": outcome}
     if status:  # 0: no response went out (cancelled, crashed past the app): no status
         attributes["http.response.status_code"] = status
     if route:
