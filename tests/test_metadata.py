@@ -66,3 +66,27 @@ def test_the_pyarrow_floor_converts_pandas_times_without_a_deprecation() -> None
         table = pa.Table.from_pandas(frame, preserve_index=False)
     assert pa.types.is_timestamp(table.column("time").type)
     assert table.column("time").type.tz == "UTC"
+
+
+# The first release of a compiled dependency with a wheel for each Python the classifiers
+# name, where it is later than the floor another Python allows (from the index's files).
+_FIRST_WHEEL = {("numpy", "3.13"): "2.1.0"}
+
+
+def test_each_supported_python_installs_its_floors_from_wheels() -> None:
+    # numpy>=2.0.2 for every Python: on 3.13, which has no 2.0.2 wheel, a lowest-direct
+    # install compiled numpy from source.
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    versions = [c.rpartition(" :: ")[2] for c in PROJECT["classifiers"]
+                if c.startswith("Programming Language :: Python :: 3.")]
+    for (name, python), first in _FIRST_WHEEL.items():
+        assert python in versions
+        floors = [
+            min(Version(s.version) for s in req.specifier if s.operator == ">=")
+            for req in map(Requirement, PROJECT["dependencies"])
+            if req.name == name
+            and (req.marker is None or req.marker.evaluate({"python_version": python}))
+        ]
+        assert floors and all(floor >= Version(first) for floor in floors), (name, python)
