@@ -269,3 +269,6 @@ def test_a_written_message_its_serializer_refuses_is_not_counted_as_sent(
     [server_id] = metadata_dict(failed.trailing_metadata())["x-server-request-id"]
     [end] = log_lines.events("request.end", request_id=server_id)
     assert (end["grpc_status"], end["outcome"], end["messages_out"]) == ("UNKNOWN", "error", 1)
+    # Named as a yielded one is: the written one left no `error` to search for.
+    assert end["error"] == ("gRPC could not serialize the response: the handler wrote a "
+                            "dict (TypeError)")

@@ -7,6 +7,7 @@ generator function), so each wrapper keeps the shape of the behaviour it wraps.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
@@ -22,6 +23,7 @@ from ridtrace.tracing.grpc.undecodable import (
     Undecodable,
     answer_undecodable,
     answer_unserializable,
+    note_refused_write,
     nothing_to_send,
     refuse_unsendable,
 )
@@ -49,6 +51,9 @@ def traced_coroutine(
         serve_in_this_task(call.ctx)  # grpc.aio's lines after the handler: the call's
         traced_context = call.context
         traced_context.write_sends_initial = write_sends_initial
+        if response_streaming:
+            traced_context.on_write_refused = functools.partial(
+                note_refused_write, serializer=serializer, ctx_annotations=call.ctx.annotations)
         failure: BaseException | None = None
         try:
             request = count_requests(call, request, request_streaming, per_message)

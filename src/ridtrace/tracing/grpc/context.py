@@ -57,6 +57,7 @@ class IdMetadata:
         "messages_out",
         "on_message",
         "on_read",
+        "on_write_refused",
         "requests_ended",
         "timeout",
         "write_sends_initial",
@@ -85,6 +86,8 @@ class IdMetadata:
         # and before each read: the request read before was answered.
         self.on_message: Callable[[Any], None] | None = None
         self.on_read: Callable[[], None] | None = None
+        # Called with a message whose write() raised (grpc.aio), before the error goes on.
+        self.on_write_refused: Callable[[Any], None] | None = None
         # A streamed request ended (the client half-closed, or its call ended).
         self.requests_ended = False
         # Seconds the call had when it began; None without a deadline (grpc.aio says
@@ -204,7 +207,12 @@ class TracedServicerContext(IdMetadata, grpc.aio.ServicerContext):  # type: igno
     async def write(self, message: Any) -> None:
         if self.write_sends_initial:
             await self.ensure_initial_metadata()
-        await self._context.write(message)
+        try:
+            await self._context.write(message)
+        except Exception:
+            if self.on_write_refused is not None:
+                self.on_write_refused(message)
+            raise
         # Counted once gRPC took it: a message its serializer refused (the write
         # raises) or a cancel mid-write is no message the client got.
         self.messages_out += 1

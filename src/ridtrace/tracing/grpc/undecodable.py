@@ -159,6 +159,17 @@ def refuse_unsendable(
         answer_unserializable(refused, message, context, ctx_annotations, aio=aio, verb="yielded")
 
 
+def note_refused_write(
+    message: Any, serializer: Callable[[Any], bytes] | None, ctx_annotations: dict[str, Any],
+) -> None:
+    """After a grpc.aio ``context.write(message)`` raised: name the message in the call's
+    ``error`` when the serializer refuses it (the write's exception escapes as gRPC's
+    own ``UNKNOWN``; a yielded one was named, a written one was not)."""
+    refused = _raw_refusal(message) if serializer is None else unsendable(message, serializer)
+    if refused is not None:
+        ctx_annotations["error"] = unserializable_reason(refused, message, "wrote")
+
+
 def unsendable(message: Any, serializer: Callable[[Any], bytes] | None) -> Exception | None:
     """What the method's serializer raises for a streamed ``message`` (``None`` when it
     takes it); a protobuf message is not tried (that would serialize it twice)."""
