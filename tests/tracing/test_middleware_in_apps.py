@@ -17,6 +17,7 @@ from loguru import logger
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, StreamingResponse
@@ -128,6 +129,57 @@ def test_a_client_gone_mid_stream_under_an_asgi_2_4_server_is_cancelled(
     asyncio.run(go())
     (end,) = _ends(log_file)
     assert (end["outcome"], end["level"], end["status"]) == ("cancelled", "INFO", 200)
+
+
+@pytest.mark.parametrize("fastapi_span", [False, True], ids=["ours", "fastapi"])
+def test_a_span_of_ours_says_its_stream_was_cut_and_fastapis_is_left_to_it(
+    fastapi_span: bool,
+) -> None:
+    # A client gone mid-stream left our span a clean 200: nothing in Jaeger said so.
+    # FastAPI's span ends as the last body byte goes out, before any outcome is known:
+    # given one only when a stream was cut, its `outcome` found cut streams alone.
+    provider, exporter = _provider()
+
+    async def events(request: Request) -> StreamingResponse:
+        async def body() -> Any:
+            for index in range(100):
+                yield b"data: %d\n\n" % index
+                await asyncio.sleep(0)
+
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    settings = TracingSettings(tracer_provider=provider)
+    if fastapi_span:
+        api = FastAPI(telemetry={"tracer_provider": provider, "metrics": False, "logs": False})
+        api.get("/events")(events)
+        app: Any = RequestTracingMiddleware(api, settings=settings)
+    else:
+        app = RequestTracingMiddleware(Starlette(routes=[Route("/events", events)]),
+                                       settings=settings)
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        await asyncio.sleep(30)
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        if len(sent) == 3:
+            raise OSError("client went away")
+        sent.append(message)
+
+    async def go() -> None:
+        with contextlib.suppress(Exception):  # the app's own ClientDisconnect
+            await app(_scope("/events"), receive, send)
+
+    asyncio.run(go())
+    (span,) = [s for s in exporter.get_finished_spans() if s.kind is SpanKind.SERVER]
+    attributes = span.attributes or {}
+    assert attributes["http.response.status_code"] == 200
+    if fastapi_span:
+        assert "outcome" not in attributes
+    else:
+        assert attributes["outcome"] == "cancelled"
+        assert span.status.status_code is StatusCode.UNSET
 
 
 def test_a_file_sent_with_the_pathsend_extension_is_a_finished_response(

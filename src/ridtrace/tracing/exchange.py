@@ -292,14 +292,16 @@ def annotate_end(
     span: Span, status: int, route: str | None, outcome: str, failure: BaseException | None,
     *, owns_span: bool,
 ) -> None:
-    """The response's status, route and outcome on a recording server span; an error
+    """The response's status and route on a recording server span; the outcome, an error
     status and the exception only on a span of ours (another instrumentation sets its own).
 
     ``outcome`` is ``request.end``'s: a client that went away mid-stream left a span of a
     clean 200 (the status had gone out), so Jaeger showed nothing of it; a cancellation
-    is the client's act, as a 4xx is, and leaves the span's status unset.
+    is the client's act, as a 4xx is, and leaves the span's status unset. FastAPI's span
+    and an instrumentation's end as the last body byte goes out, before the outcome is
+    known: only a cut stream's was still open, so only it would have carried one.
     """
-    attributes: dict[str, str | int] = {"outcome": outcome}
+    attributes: dict[str, str | int] = {"outcome": outcome} if owns_span else {}
     if status:  # 0: no response went out (cancelled, crashed past the app): no status
         attributes["http.response.status_code"] = status
     if route:
