@@ -98,6 +98,16 @@ def test_a_table_line_caps_the_evidence_json_keeps_it_all() -> None:
     assert table_line(finding).endswith("logs/frontend.jsonl:4")
 
 
+def test_a_table_line_cuts_a_megabyte_id_as_the_batch_table_does() -> None:
+    # A 5 MB request_id printed whole: one finding was a line of 5 MB on the terminal.
+    finding = {"time": "t", "kind": "unlinked", "request_id": "G" * 5_000_000,
+               "x_request_id": 7, "evidence": [{"file": "f.jsonl", "line": 1}]}
+    line = table_line(finding)
+    assert len(line) < 1200
+    assert f"request_id={'G' * 1000}… (4999000 more characters: --format json" in line
+    assert line.endswith("has it whole) x_request_id=7  f.jsonl:1")
+
+
 def test_an_input_that_never_appeared_makes_the_follow_incomplete(tmp_path: Path) -> None:
     # A mistyped path is waited for; stopped, the follow said complete and exit 0 on
     # logs it never read, where the batch read refuses a missing path (exit 2).

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ridtrace.cli.follow_stop import WRITE_GRACE_S, StopFlag
-from ridtrace.forensics.printable import visible
+from ridtrace.forensics.printable import cut_to_show, visible
 
 if TYPE_CHECKING:
     from ridtrace.forensics.live.follow import Follower, FollowSettings
@@ -61,8 +61,9 @@ def table_line(finding: dict[str, Any]) -> str:
         evidence += f" … +{len(cited) - TABLE_EVIDENCE} more"
     # An id the logs do not have is left out, as the batch table leaves its cell empty:
     # printed, it read x_request_id=None, a client id as good as any.
-    ids = " ".join(f"{key}={finding[key]}" for key in ("request_id", "x_request_id")
-                   if finding[key] is not None)
+    # A megabyte id is cut as the batch table cuts it: whole, it was a line of megabytes.
+    ids = " ".join(f"{key}={cut_to_show(str(finding[key]))}"
+                   for key in ("request_id", "x_request_id") if finding[key] is not None)
     return visible(f"{finding['time']}  {finding['kind']:<19}  {ids}  {evidence}")
 
 
