@@ -71,3 +71,32 @@ def test_a_compressed_copys_lines_are_cited_under_its_next_name(
     if keep == 2:
         cited = gzip.decompress(Path(oldest).read_bytes()).decode().splitlines()[1]
         assert json.loads(cited)["span_id"] == "a1"
+
+
+def test_a_copy_compressed_after_the_follower_saw_it_is_cited_under_its_compressed_name(
+    tmp_path: Path,
+) -> None:
+    # copytruncate, then a compress that takes seconds: a poll sees the plain copy
+    # (`.1`) before gzip replaces it with `.1.gz`. The lines read from the log were
+    # cited as `frontend.jsonl.1 (removed)`, though `.1.gz` beside it holds them (and
+    # `analyze` afterwards cites it).
+    log = tmp_path / "frontend.jsonl"
+    one, gz1 = log.with_name(log.name + ".1"), log.with_name(log.name + ".1.gz")
+    _append(log, rt("hello", time=ts(0.0)), _caller("request.start", "a1", 0.5), "not json")
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, settle_s=0))
+    try:
+        assert follower.poll()[0] == []
+        shutil.copyfile(log, one)
+        os.truncate(log, 0)
+        assert follower.poll()[0] == []
+        gz1.write_bytes(gzip.compress(one.read_bytes()))
+        one.unlink()
+        assert follower.poll()[0] == []
+        _append(log, _caller("request.start", "b2", 1.0), _caller("request.end", "b2", 1.5))
+        found = follower.poll()[0] + follower.finish()
+        samples = [(s.file, s.line) for s in follower.stats.samples]
+    finally:
+        follower.close()
+    (duplicate,) = [f for f in found if f["kind"] == "duplicate_in_flight"]
+    assert duplicate["evidence"][0] == {"file": str(gz1), "line": 2}
+    assert samples == [(str(gz1), 3)]

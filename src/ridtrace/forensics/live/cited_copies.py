@@ -1,4 +1,4 @@
-"""Compressed copies that lines read from a removed log are cited under, kept track of.
+"""Copies that lines read from a removed or truncated log are cited under, kept track of.
 
 logrotate's ``compress`` renames the log to ``app.jsonl.1``, compresses it to
 ``app.jsonl.1.gz`` and removes ``app.jsonl.1``: the lines read from it are cited under
@@ -6,7 +6,10 @@ the compressed copy (`parts.compressed_copy`), which no tail follows. The next r
 renames that copy to ``app.jsonl.2.gz`` and makes a new ``app.jsonl.1.gz``, or (``rotate
 1``) removes it first: cited under the old name, a finding printed after it pointed at
 another request's line in another file, and the summary's bad-line samples named
-``.1.gz`` for lines of ``.21.gz``.
+``.1.gz`` for lines of ``.21.gz``. A copy-and-truncate's plain copy (``app.jsonl.1``)
+is kept track of too: compressed after a poll saw it (a compress of a big copy takes
+seconds), its lines were cited as ``app.jsonl.1 (removed)`` beside the ``.1.gz`` that
+holds them.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 
 from ridtrace.forensics.live.file_notes import _stamp
 from ridtrace.forensics.live.identity import same_start
-from ridtrace.forensics.live.parts import content_head, rotated_name
+from ridtrace.forensics.live.parts import compressed_copy, content_head, rotated_name
 from ridtrace.forensics.reading.inputs import display_name
 
 DevIno = tuple[int, int]
@@ -69,7 +72,14 @@ class CitedCopies:
             now = rotated_name(copy.path, key)
             if now is None or not _holds(now, copy.head):  # its number given to a new file
                 del self._copies[key]
-                moved.append((old, f"{old} (removed)"))
+                # A plain copy (copy-and-truncate's ``.1``) compressed since: gzip wrote
+                # ``.1.gz`` beside it, a file of its own, and removed it.
+                packed = compressed_copy(copy.path, copy.head)
+                if packed is not None:
+                    self.add(packed)
+                    moved.append((old, display_name(str(packed))))
+                else:
+                    moved.append((old, f"{old} (removed)"))
                 continue
             moved.append((old, display_name(str(now))))
             copy.path = now
