@@ -94,21 +94,19 @@ def test_background_tasks_keep_the_ids_but_do_not_count_in_the_requests_duration
     assert span.end_time - span.start_time < 300_000_000
 
 
-def test_a_client_gone_mid_stream_under_an_asgi_2_4_server_is_cancelled(
-    log_file: Path,
-) -> None:
-    # ASGI 2.4 servers make send() fail once the client left, and Starlette's
-    # StreamingResponse then raises ClientDisconnect: that is a caller walking away,
-    # not a server error (it was logged WARN outcome error, the span marked ERROR).
-    async def events(request: Request) -> StreamingResponse:
-        async def body() -> Any:
-            for index in range(100):
-                yield b"data: %d\n\n" % index
-                await asyncio.sleep(0)
+async def _events(request: Request) -> StreamingResponse:
+    """An event stream of 100 messages."""
+    async def body() -> Any:
+        for index in range(100):
+            yield b"data: %d\n\n" % index
+            await asyncio.sleep(0)
 
-        return StreamingResponse(body(), media_type="text/event-stream")
+    return StreamingResponse(body(), media_type="text/event-stream")
 
-    app = RequestTracingMiddleware(Starlette(routes=[Route("/events", events)]))
+
+def _leave_after_two_messages(app: Any) -> BaseException | None:
+    """Serve ``GET /events`` as an ASGI 2.4 server whose client went away after the
+    response start and one body message (its next send() fails); what the app raised."""
     sent: list[Message] = []
 
     async def receive() -> Message:
@@ -120,13 +118,25 @@ def test_a_client_gone_mid_stream_under_an_asgi_2_4_server_is_cancelled(
             raise OSError("client went away")
         sent.append(message)
 
-    async def go() -> None:
+    async def go() -> BaseException | None:
         try:
             await app(_scope("/events"), receive, send)
         except Exception as exc:  # the app's own exception, re-raised unchanged
-            assert type(exc).__name__ == "ClientDisconnect"
+            return exc
+        return None
 
-    asyncio.run(go())
+    return asyncio.run(go())
+
+
+def test_a_client_gone_mid_stream_under_an_asgi_2_4_server_is_cancelled(
+    log_file: Path,
+) -> None:
+    # ASGI 2.4 servers make send() fail once the client left, and Starlette's
+    # StreamingResponse then raises ClientDisconnect: that is a caller walking away,
+    # not a server error (it was logged WARN outcome error, the span marked ERROR).
+    app = RequestTracingMiddleware(Starlette(routes=[Route("/events", _events)]))
+    raised = _leave_after_two_messages(app)
+    assert type(raised).__name__ == "ClientDisconnect"
     (end,) = _ends(log_file)
     assert (end["outcome"], end["level"], end["status"]) == ("cancelled", "INFO", 200)
 
@@ -139,39 +149,15 @@ def test_a_span_of_ours_says_its_stream_was_cut_and_fastapis_is_left_to_it(
     # FastAPI's span ends as the last body byte goes out, before any outcome is known:
     # given one only when a stream was cut, its `outcome` found cut streams alone.
     provider, exporter = _provider()
-
-    async def events(request: Request) -> StreamingResponse:
-        async def body() -> Any:
-            for index in range(100):
-                yield b"data: %d\n\n" % index
-                await asyncio.sleep(0)
-
-        return StreamingResponse(body(), media_type="text/event-stream")
-
     settings = TracingSettings(tracer_provider=provider)
     if fastapi_span:
         api = FastAPI(telemetry={"tracer_provider": provider, "metrics": False, "logs": False})
-        api.get("/events")(events)
+        api.get("/events")(_events)
         app: Any = RequestTracingMiddleware(api, settings=settings)
     else:
-        app = RequestTracingMiddleware(Starlette(routes=[Route("/events", events)]),
+        app = RequestTracingMiddleware(Starlette(routes=[Route("/events", _events)]),
                                        settings=settings)
-    sent: list[Message] = []
-
-    async def receive() -> Message:
-        await asyncio.sleep(30)
-        return {"type": "http.disconnect"}
-
-    async def send(message: Message) -> None:
-        if len(sent) == 3:
-            raise OSError("client went away")
-        sent.append(message)
-
-    async def go() -> None:
-        with contextlib.suppress(Exception):  # the app's own ClientDisconnect
-            await app(_scope("/events"), receive, send)
-
-    asyncio.run(go())
+    _leave_after_two_messages(app)
     (span,) = [s for s in exporter.get_finished_spans() if s.kind is SpanKind.SERVER]
     attributes = span.attributes or {}
     assert attributes["http.response.status_code"] == 200
