@@ -144,11 +144,27 @@ def test_a_client_that_stops_reading_its_stream_is_let_go_after_the_total_timeou
             time.sleep(0.02)  # the line follows the release by a moment
         assert len(ends) == 1 and ends[0]["outcome"] == "error"
         assert ends[0]["error"] == "client did not read the stream within the total timeout (2s)"
+        # And the connection is let go too: closed gracefully, it waited for the client
+        # to read megabytes of events first, an open socket for as long as the client's.
+        while _server_side_open(stack.frontend.port, sock.getsockname()[1]):
+            assert time.monotonic() < deadline, "the connection is still open"
+            time.sleep(0.02)
         logs = [str(stack.frontend.log), str(stack.workers[0].log)]
     # The worker's whole reply reached the frontend, which cut its caller short: no caller
     # lost it ("produced fp_out … that no caller received" was an error finding, exit 1).
     report = CliRunner().invoke(main, ["analyze", *logs, "--format", "json", "-q"])
     assert report.exit_code == 0, report.output[-2000:]
+
+
+def _server_side_open(server_port: int, client_port: int) -> bool:
+    """Whether the server still holds its end of the connection from `client_port`
+    (Linux's /proc/net/tcp: a socket there in any state but CLOSE)."""
+    for row in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, remote, state = row.split()[1:4]
+        if (int(local.rsplit(":", 1)[1], 16), int(remote.rsplit(":", 1)[1], 16)) == (
+                server_port, client_port):
+            return state != "07"
+    return False
 
 
 def _chunks(total: int) -> Iterator[bytes]:
