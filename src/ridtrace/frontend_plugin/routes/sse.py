@@ -6,6 +6,7 @@ few writes and letting go of a client that stopped reading.
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from starlette.types import Send
@@ -135,6 +136,12 @@ async def _stream_events(send: Send, call: Call, renderer: Renderer, first: Item
                     return
                 item = call.next_nowait()
             await send({"type": "http.response.body", "body": b"".join(out), "more_body": True})
+            if pending >= _MAX_WRITE:
+                # A backlog goes out write after write, and neither a write to a client
+                # that reads fast nor a ready item waits: other requests ran only once
+                # it was all written (a /health probe waited 3 s behind 970 MB of
+                # /generate events). A reply that comes as it is made waits anyway.
+                await asyncio.sleep(0)
             out = []
             pending = 0
             item = await call.next()
