@@ -100,3 +100,47 @@ def test_a_copy_compressed_after_the_follower_saw_it_is_cited_under_its_compress
     (duplicate,) = [f for f in found if f["kind"] == "duplicate_in_flight"]
     assert duplicate["evidence"][0] == {"file": str(gz1), "line": 2}
     assert samples == [(str(gz1), 3)]
+
+
+def _copy_and_truncate(log: Path, keep: int) -> None:
+    """logrotate's ``copytruncate`` without ``compress``: the oldest copy removed, the
+    others shifted, the log copied to ``.1`` and truncated."""
+    copies = [log.with_name(f"{log.name}.{n}") for n in range(1, keep + 1)]
+    if copies[-1].exists():
+        copies[-1].unlink()
+    for older, newer in zip(reversed(copies[1:]), reversed(copies[:-1]), strict=True):
+        if newer.exists():
+            os.rename(newer, older)
+    shutil.copyfile(log, copies[0])
+    os.truncate(log, 0)
+
+
+def test_a_plain_copy_renamed_as_the_oldest_is_removed_keeps_its_citations(
+    tmp_path: Path,
+) -> None:
+    # One rotation removed `.2` and renamed `.1` to `.2`: the lines read from the
+    # renamed copy were cited as `frontend.jsonl.2 (removed)`, though `.2` held them
+    # (the removed copy's rename was applied twice, the second time after the move).
+    log = tmp_path / "frontend.jsonl"
+    _append(log, rt("hello", time=ts(0.0)))
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, settle_s=0))
+    try:
+        assert follower.poll()[0] == []
+        _copy_and_truncate(log, keep=2)
+        _append(log, rt("hello", time=ts(0.2)), _caller("request.start", "a1", 0.5), "not json")
+        assert follower.poll()[0] == []
+        for moment in (0.6, 0.7):
+            _copy_and_truncate(log, keep=2)
+            _append(log, rt("hello", time=ts(moment)))
+            assert follower.poll()[0] == []
+        _append(log, _caller("request.start", "b2", 1.0), _caller("request.end", "b2", 1.5))
+        found = follower.poll()[0] + follower.finish()
+        samples = [(s.file, s.line) for s in follower.stats.samples]
+    finally:
+        follower.close()
+    # a1's lines went .1 (second rotation) and .2 (third): there they are, by then.
+    where = str(tmp_path / "frontend.jsonl.2")
+    assert "a1" in (tmp_path / "frontend.jsonl.2").read_text().splitlines()[1]
+    (duplicate,) = [f for f in found if f["kind"] == "duplicate_in_flight"]
+    assert duplicate["evidence"][0] == {"file": where, "line": 2}
+    assert samples == [(where, 3)]

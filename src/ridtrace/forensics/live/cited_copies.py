@@ -43,6 +43,10 @@ class CitedCopies:
     A tail that follows one (its unread lines) leaves its renames to `moves`."""
 
     _copies: dict[DevIno, _Copy] = field(default_factory=dict)
+    # What `moves` named each copy it found gone (``NAME (removed)``, or the compressed
+    # copy that holds its lines), until a tail still reading it takes that name
+    # (`take_gone`): that tail must not rename the citations again.
+    _gone: dict[DevIno, str] = field(default_factory=dict)
 
     def __contains__(self, key: object) -> bool:
         return key in self._copies
@@ -77,13 +81,21 @@ class CitedCopies:
                 packed = compressed_copy(copy.path, copy.head)
                 if packed is not None:
                     self.add(packed)
-                    moved.append((old, display_name(str(packed))))
-                else:
-                    moved.append((old, f"{old} (removed)"))
+                now_named = (display_name(str(packed)) if packed is not None
+                             else f"{old} (removed)")
+                self._gone[key] = now_named
+                while len(self._gone) > MAX_CITED_COPIES:
+                    del self._gone[next(iter(self._gone))]
+                moved.append((old, now_named))
                 continue
             moved.append((old, display_name(str(now))))
             copy.path = now
         return moved
+
+    def take_gone(self, key: DevIno) -> str | None:
+        """The name `moves` cited a copy's lines under when it found it gone (None if it
+        did not): a tail of that file takes it, without renaming the citations again."""
+        return self._gone.pop(key, None)
 
     @staticmethod
     def _still_at(key: DevIno, copy: _Copy) -> bool:

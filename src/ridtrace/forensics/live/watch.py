@@ -187,6 +187,13 @@ class Watch(InputFiles, FileEnds):
                 # Removed (a file moved over its name, a rotation keeping no copy): its
                 # lines under the old name were cited at the next file's lines there.
                 followed.removed = True
+                gone_as = self.cited_copies.take_gone(key)
+                if gone_as is not None:
+                    # Its citations were renamed (above, or in an earlier poll); again
+                    # here, after a copy that took its name (`.1` renamed `.2` as `.2`
+                    # is removed), they took that copy's lines with them.
+                    followed.name = gone_as
+                    continue
                 head = followed.identity.head if followed.identity is not None else b""
                 copy = compressed_copy(followed.path, head)
                 self._cite_under(followed, display_name(str(copy)) if copy is not None
