@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,6 +44,15 @@ def _rotate_compressed(log: Path, mode: str, keep: int) -> None:
     one.unlink()
 
 
+def _second_holder(follower: Follower, log: Path) -> tuple[dict[str, Any], list[tuple[str, int]]]:
+    """A second holder of a1's id written to `log` and the follow ended: the duplicate's
+    first evidence line (a1's) and the bad-line samples."""
+    _append(log, _caller("request.start", "b2", 1.0), _caller("request.end", "b2", 1.5))
+    found = follower.poll()[0] + follower.finish()
+    (duplicate,) = [f for f in found if f["kind"] == "duplicate_in_flight"]
+    return duplicate["evidence"][0], [(s.file, s.line) for s in follower.stats.samples]
+
+
 @pytest.mark.parametrize("keep", [2, 1], ids=["rotate-2", "rotate-1"])
 @pytest.mark.parametrize("mode", ["create", "copytruncate"])
 def test_a_compressed_copys_lines_are_cited_under_its_next_name(
@@ -57,16 +67,13 @@ def test_a_compressed_copys_lines_are_cited_under_its_next_name(
         _append(log, rt("hello", time=ts(0.6)))
         assert follower.poll()[0] == []
         _rotate_compressed(log, mode, keep)
-        _append(log, _caller("request.start", "b2", 1.0), _caller("request.end", "b2", 1.5))
-        found = follower.poll()[0] + follower.finish()
-        samples = [(s.file, s.line) for s in follower.stats.samples]
+        first, samples = _second_holder(follower, log)
     finally:
         follower.close()
     oldest = str(tmp_path / "frontend.jsonl.2.gz")
     if keep == 1:
         oldest = str(tmp_path / "frontend.jsonl.1.gz (removed)")
-    (duplicate,) = [f for f in found if f["kind"] == "duplicate_in_flight"]
-    assert duplicate["evidence"][0] == {"file": oldest, "line": 2}
+    assert first == {"file": oldest, "line": 2}
     assert samples == [(oldest, 3)]
     if keep == 2:
         cited = gzip.decompress(Path(oldest).read_bytes()).decode().splitlines()[1]
@@ -92,13 +99,10 @@ def test_a_copy_compressed_after_the_follower_saw_it_is_cited_under_its_compress
         gz1.write_bytes(gzip.compress(one.read_bytes()))
         one.unlink()
         assert follower.poll()[0] == []
-        _append(log, _caller("request.start", "b2", 1.0), _caller("request.end", "b2", 1.5))
-        found = follower.poll()[0] + follower.finish()
-        samples = [(s.file, s.line) for s in follower.stats.samples]
+        first, samples = _second_holder(follower, log)
     finally:
         follower.close()
-    (duplicate,) = [f for f in found if f["kind"] == "duplicate_in_flight"]
-    assert duplicate["evidence"][0] == {"file": str(gz1), "line": 2}
+    assert first == {"file": str(gz1), "line": 2}
     assert samples == [(str(gz1), 3)]
 
 
@@ -133,14 +137,11 @@ def test_a_plain_copy_renamed_as_the_oldest_is_removed_keeps_its_citations(
             _copy_and_truncate(log, keep=2)
             _append(log, rt("hello", time=ts(moment)))
             assert follower.poll()[0] == []
-        _append(log, _caller("request.start", "b2", 1.0), _caller("request.end", "b2", 1.5))
-        found = follower.poll()[0] + follower.finish()
-        samples = [(s.file, s.line) for s in follower.stats.samples]
+        first, samples = _second_holder(follower, log)
     finally:
         follower.close()
     # a1's lines went .1 (second rotation) and .2 (third): there they are, by then.
     where = str(tmp_path / "frontend.jsonl.2")
     assert "a1" in (tmp_path / "frontend.jsonl.2").read_text().splitlines()[1]
-    (duplicate,) = [f for f in found if f["kind"] == "duplicate_in_flight"]
-    assert duplicate["evidence"][0] == {"file": where, "line": 2}
+    assert first == {"file": where, "line": 2}
     assert samples == [(where, 3)]

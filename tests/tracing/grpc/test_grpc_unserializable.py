@@ -239,15 +239,27 @@ def test_a_written_message_its_serializer_refuses_is_not_counted_as_sent(
         await context.write(proto.pb2.InferResponse(text="first"))
         await context.write({"text": "a dict, not an InferResponse"})
 
-    generic = grpc.method_handlers_generic_handler("probe.Write", {
+    got, code, server_id = _written_call(proto, chunks)
+    assert got == ["first"] and code is grpc.StatusCode.UNKNOWN
+    [end] = log_lines.events("request.end", request_id=server_id)
+    assert (end["grpc_status"], end["outcome"], end["messages_out"]) == ("UNKNOWN", "error", 1)
+    # Named as a yielded one is: the written one left no `error` to search for.
+    assert end["error"] == ("gRPC could not serialize the response: the handler wrote a "
+                            "dict (TypeError)")
+
+
+def _written_call(proto: Proto, handler: Any) -> tuple[list[str], grpc.StatusCode, str]:
+    """Call ``handler`` (a grpc.aio unary-stream handler) once: the texts the client got,
+    the status, and the server's id."""
+    generic = grpc.method_handlers_generic_handler("probe.Written", {
         "Chunks": grpc.unary_stream_rpc_method_handler(
-            chunks,
+            handler,
             request_deserializer=proto.pb2.InferRequest.FromString,
             response_serializer=proto.pb2.InferResponse.SerializeToString,
         ),
     })
 
-    async def run() -> tuple[list[str], grpc.aio.AioRpcError]:
+    async def run() -> tuple[list[str], grpc.StatusCode, str]:
         got: list[str] = []
         async with (
             serving(lambda s: s.add_generic_rpc_handlers((generic,)),
@@ -255,20 +267,49 @@ def test_a_written_message_its_serializer_refuses_is_not_counted_as_sent(
             grpc.aio.insecure_channel(target) as channel,
         ):
             call = channel.unary_stream(
-                "/probe.Write/Chunks",
+                "/probe.Written/Chunks",
                 request_serializer=proto.pb2.InferRequest.SerializeToString,
                 response_deserializer=proto.pb2.InferResponse.FromString,
             )(proto.pb2.InferRequest(), timeout=CALL_TIMEOUT)
-            with pytest.raises(grpc.aio.AioRpcError) as failed:
+            try:
                 async for chunk in call:
                     got.append(chunk.text)
-        return got, failed.value
+            except grpc.aio.AioRpcError:
+                pass
+            [server_id] = metadata_dict(await call.trailing_metadata())["x-server-request-id"]
+            return got, await call.code(), server_id
 
-    got, failed = asyncio.run(run())
-    assert got == ["first"] and failed.code() is grpc.StatusCode.UNKNOWN
-    [server_id] = metadata_dict(failed.trailing_metadata())["x-server-request-id"]
+    return asyncio.run(run())
+
+
+def test_a_refused_write_the_handler_caught_is_not_the_calls_error(
+    proto: Proto, log_lines: LogLines
+) -> None:
+    # The handler caught the write's TypeError and went on: the call ended OK, and its
+    # request.end named the refusal as its error all the same.
+    async def chunks(request: Any, context: Any) -> None:
+        try:
+            await context.write({"text": "a dict"})
+        except TypeError:
+            await context.write(proto.pb2.InferResponse(text="instead"))
+
+    got, code, server_id = _written_call(proto, chunks)
+    assert (got, code) == (["instead"], grpc.StatusCode.OK)
     [end] = log_lines.events("request.end", request_id=server_id)
-    assert (end["grpc_status"], end["outcome"], end["messages_out"]) == ("UNKNOWN", "error", 1)
-    # Named as a yielded one is: the written one left no `error` to search for.
+    assert (end["grpc_status"], end["outcome"]) == ("OK", "ok") and "error" not in end
+
+
+def test_a_refused_write_in_a_generator_handler_is_named(
+    proto: Proto, log_lines: LogLines
+) -> None:
+    # grpc.aio lets an async generator handler write() too: only the coroutine's
+    # refused write was named.
+    async def chunks(request: Any, context: Any) -> Any:
+        yield proto.pb2.InferResponse(text="first")
+        await context.write({"text": "a dict"})
+
+    got, code, server_id = _written_call(proto, chunks)
+    assert (got, code) == (["first"], grpc.StatusCode.UNKNOWN)
+    [end] = log_lines.events("request.end", request_id=server_id)
     assert end["error"] == ("gRPC could not serialize the response: the handler wrote a "
                             "dict (TypeError)")

@@ -7,7 +7,6 @@ generator function), so each wrapper keeps the shape of the behaviour it wraps.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
@@ -51,9 +50,6 @@ def traced_coroutine(
         serve_in_this_task(call.ctx)  # grpc.aio's lines after the handler: the call's
         traced_context = call.context
         traced_context.write_sends_initial = write_sends_initial
-        if response_streaming:
-            traced_context.on_write_refused = functools.partial(
-                note_refused_write, serializer=serializer, ctx_annotations=call.ctx.annotations)
         failure: BaseException | None = None
         try:
             request = count_requests(call, request, request_streaming, per_message)
@@ -75,6 +71,7 @@ def traced_coroutine(
                     await traced_context.ensure_initial_metadata()
             return result
         except BaseException as exc:
+            note_refused_write(traced_context, exc, serializer, call.ctx.annotations)
             failure = escaped(exc, call.ctx)
             raise
         finally:
@@ -118,6 +115,7 @@ def traced_generator(
             if ended_under_handler(traced_context):
                 failure = CallEnded()  # the client got the call's end (CallEnded)
         except BaseException as exc:
+            note_refused_write(traced_context, exc, serializer, call.ctx.annotations)
             failure = escaped(exc, call.ctx)
             raise
         finally:

@@ -52,12 +52,12 @@ class IdMetadata:
         "_ours",
         "_owned",
         "aborted",
+        "failed_write",
         "initial_sent",
         "messages_in",
         "messages_out",
         "on_message",
         "on_read",
-        "on_write_refused",
         "requests_ended",
         "timeout",
         "write_sends_initial",
@@ -86,8 +86,9 @@ class IdMetadata:
         # and before each read: the request read before was answered.
         self.on_message: Callable[[Any], None] | None = None
         self.on_read: Callable[[], None] | None = None
-        # Called with a message whose write() raised (grpc.aio), before the error goes on.
-        self.on_write_refused: Callable[[Any], None] | None = None
+        # The error a grpc.aio write() raised and the message it was given: named in the
+        # call's `error` if the handler lets that error escape (`note_refused_write`).
+        self.failed_write: tuple[BaseException, Any] | None = None
         # A streamed request ended (the client half-closed, or its call ended).
         self.requests_ended = False
         # Seconds the call had when it began; None without a deadline (grpc.aio says
@@ -209,9 +210,8 @@ class TracedServicerContext(IdMetadata, grpc.aio.ServicerContext):  # type: igno
             await self.ensure_initial_metadata()
         try:
             await self._context.write(message)
-        except Exception:
-            if self.on_write_refused is not None:
-                self.on_write_refused(message)
+        except Exception as exc:
+            self.failed_write = (exc, message)
             raise
         # Counted once gRPC took it: a message its serializer refused (the write
         # raises) or a cancel mid-write is no message the client got.

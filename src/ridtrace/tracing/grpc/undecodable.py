@@ -160,11 +160,18 @@ def refuse_unsendable(
 
 
 def note_refused_write(
-    message: Any, serializer: Callable[[Any], bytes] | None, ctx_annotations: dict[str, Any],
+    context: Any, escaping: BaseException, serializer: Callable[[Any], bytes] | None,
+    ctx_annotations: dict[str, Any],
 ) -> None:
-    """After a grpc.aio ``context.write(message)`` raised: name the message in the call's
-    ``error`` when the serializer refuses it (the write's exception escapes as gRPC's
-    own ``UNKNOWN``; a yielded one was named, a written one was not)."""
+    """Name in the call's ``error`` a message a grpc.aio ``context.write()`` refused, when
+    that write's error is the one escaping the handler (`escaping`) and the serializer
+    refuses the message: the call ends over it, gRPC's own ``UNKNOWN``, where a yielded
+    one was named and a written one was not. A handler that caught the error and went
+    on ended over something else."""
+    failed = context.failed_write
+    if failed is None or failed[0] is not escaping:
+        return
+    message = failed[1]
     refused = _raw_refusal(message) if serializer is None else unsendable(message, serializer)
     if refused is not None:
         ctx_annotations["error"] = unserializable_reason(refused, message, "wrote")
