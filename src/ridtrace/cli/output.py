@@ -62,7 +62,31 @@ class ReportPath(click.Path):
                           "directory", param, ctx)
             except OSError:
                 pass  # not ours to judge (a directory we may not search): the write says
+            else:
+                refusal = _unwritable(value)
+                if refusal is not None:
+                    self.fail(f"cannot write {visible(value)}: {refusal}", param, ctx)
         return super().convert(value, param, ctx)
+
+
+def _unwritable(value: str) -> str | None:
+    """Why the write of a report to `value` will be refused, as `_whole` finds it after
+    the read (which can take minutes): a regular file its user may not write, or a new
+    file in a directory that takes none. None when it can be written, or only the write
+    can tell (a device, a pipe: written in place)."""
+    target = os.path.realpath(value)
+    try:
+        mode: int | None = os.stat(target).st_mode
+    except OSError:
+        mode = None
+    if mode is not None:
+        if stat.S_ISREG(mode) and not os.access(target, os.W_OK):
+            return os.strerror(errno.EACCES)
+        return None  # a writable file is written in place if the directory takes no rename
+    directory = os.path.dirname(target) or "."
+    if os.path.isdir(directory) and not os.access(directory, os.W_OK | os.X_OK):
+        return f"{os.strerror(errno.EACCES)} (no new file can be made in {visible(directory)})"
+    return None
 
 
 @contextlib.contextmanager
