@@ -149,3 +149,6 @@ def test_standard_input_left_on_the_terminal_is_said_before_the_read() -> None:
         os.close(controller)
     first = b"".join(said).split(b"\n")[0]
     assert b"reading standard input, a terminal: paste log lines, then Ctrl-D" in first
+    # No progress bar over what is typed: redrawn ten times a second, it wiped the
+    # typed text and glued itself to each pasted line.
+    assert b"reading logs" not in b"".join(said)

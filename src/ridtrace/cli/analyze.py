@@ -70,8 +70,10 @@ def allow_incomplete_option(func: F) -> F:
 def _with_progress(
     sources: Sequence[Any], quiet: bool, read: Callable[[Callable[[int], None] | None], T]
 ) -> T:
-    """Run `read` with a progress bar on stderr (only on a terminal, never with --quiet)."""
-    if quiet or not sys.stderr.isatty():
+    """Run `read` with a progress bar on stderr (only on a terminal, never with --quiet,
+    nor while the user types or pastes the logs into that terminal: redrawn every tenth
+    of a second, the bar wiped what was typed and glued itself to each pasted line)."""
+    if quiet or not sys.stderr.isatty() or _typed_in(sources):
         return read(None)
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
@@ -83,6 +85,14 @@ def _with_progress(
     ) as progress:
         task = progress.add_task("reading logs", total=total)
         return read(lambda n: progress.advance(task, n))
+
+
+def _typed_in(sources: Sequence[Any]) -> bool:
+    """Whether one of `sources` is standard input left on a terminal (`-`, no pipe)."""
+    from ridtrace.forensics.reading.inputs import STDIN_NAME, on_a_terminal
+
+    return any(s.path is None and s.name == STDIN_NAME for s in sources) and on_a_terminal(
+        sys.stdin)
 
 
 def _sources(paths: Sequence[str], *, quiet: bool) -> list[Source]:
