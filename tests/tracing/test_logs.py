@@ -242,6 +242,16 @@ def test_warn_is_the_warning_level_in_any_case(level: str) -> None:
     assert [json.loads(x)["message"] for x in out.getvalue().splitlines()] == ["written"]
 
 
+@pytest.mark.parametrize("levels", [{"level": "verbose"}, {"event_level": "chatty"}])
+def test_a_level_refused_leaves_no_log_file_behind(tmp_path: Path, levels: dict[str, str]) -> None:
+    # The sink was opened first: `serve --log-level bad` exited 2 and left the log's
+    # directories and an empty log file made for a logger that never started.
+    log = tmp_path / "typo" / "app.jsonl"
+    with pytest.raises(ValueError):
+        configure_logging(log, service="s", **levels)  # type: ignore[arg-type]
+    assert not (tmp_path / "typo").exists()
+
+
 def test_custom_levels_are_written_as_the_schemas_level_names(tmp_path: Path) -> None:
     # The schema's levels are TRACE..CRITICAL; a level an application adds (loguru's
     # logger.level("NOTICE", no=25), the standard library's addLevelName(35, ...)) was

@@ -267,6 +267,12 @@ def configure_logging(
     """
     raw = False
     target: object
+    # Levels first: a level refused after the sink was opened left a log file (and its
+    # directories) made for a logger that never started (`serve --log-level bad`).
+    if isinstance(level, str):
+        level = _loguru_level(level)
+    levelno = _levelno(level)
+    event_levelno = levelno if event_level is None else min(levelno, _levelno(event_level))
     if sink is None:
         stream: IO[bytes] = sys.stderr.buffer
         target = stream
@@ -287,10 +293,6 @@ def configure_logging(
         # torn by a full disk ended alone. Through a buffered writer a refused write
         # stayed in its buffer, flushed again at exit: the exit status was 120.
         raw = isinstance(stream, io.RawIOBase)
-    if isinstance(level, str):
-        level = _loguru_level(level)
-    levelno = _levelno(level)
-    event_levelno = levelno if event_level is None else min(levelno, _levelno(event_level))
     writer = JsonLinesSink(stream, service, raw=raw, levelno=levelno, target=target,
                            place=place, event_levelno=event_levelno)
     _install_patcher()
