@@ -97,3 +97,12 @@ def test_a_report_that_cannot_be_written_is_refused_before_the_read(
         assert report.read_text() == "yesterday's report\n"
     else:
         assert os.listdir(shared) == []
+
+
+def test_standard_output_named_as_the_report_is_written_by_an_operator(tmp_path: Path) -> None:
+    # /dev/stdout on a pipe leads to `/proc/PID/fd/pipe:[N]`, no file, in a directory
+    # only root may write: the check before the read took it for a new file there.
+    log = _log(tmp_path)
+    done = _analyze_to(_AS_USER, log, Path("/dev/stdout"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("{")

@@ -73,7 +73,10 @@ def _unwritable(value: str) -> str | None:
     """Why the write of a report to `value` will be refused, as `_whole` finds it after
     the read (which can take minutes): a regular file its user may not write, or a new
     file in a directory that takes none. None when it can be written, or only the write
-    can tell (a device, a pipe: written in place)."""
+    can tell (a device, a pipe: written in place; a descriptor of this process's, such
+    as ``/dev/stdout`` on a pipe, whose path leads to no file: written through it)."""
+    if _inherited_descriptor(Path(value)) is not None:
+        return None
     target = os.path.realpath(value)
     try:
         mode: int | None = os.stat(target).st_mode
