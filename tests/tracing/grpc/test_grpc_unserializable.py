@@ -313,3 +313,13 @@ def test_a_refused_write_in_a_generator_handler_is_named(
     [end] = log_lines.events("request.end", request_id=server_id)
     assert end["error"] == ("gRPC could not serialize the response: the handler wrote a "
                             "dict (TypeError)")
+
+
+def test_the_refused_values_type_is_named_with_its_article() -> None:
+    # "the handler wrote a int" / "a object".
+    from ridtrace.tracing.grpc.undecodable import unserializable_reason
+
+    assert unserializable_reason(TypeError(), 7, "wrote").endswith("wrote an int (TypeError)")
+    assert unserializable_reason(TypeError(), {}, "sent").endswith("sent a dict (TypeError)")
+    assert unserializable_reason(TypeError(), None, "returned").endswith("returned None "
+                                                                         "(TypeError)")

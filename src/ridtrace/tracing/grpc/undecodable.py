@@ -215,7 +215,8 @@ def answer_unserializable(
 
 def unserializable_reason(error: Exception, result: Any, verb: str) -> str:
     """The ``error`` a call's ``request.end`` names for a response gRPC could not send."""
-    returned = "None" if result is None else f"a {type(result).__qualname__}"
+    name = type(result).__qualname__
+    returned = "None" if result is None else f"{'an' if name[:1] in 'AEIOUaeiou' else 'a'} {name}"
     return (
         f"gRPC could not serialize the response: the handler {verb} {returned} "
         f"({type(error).__qualname__})"
