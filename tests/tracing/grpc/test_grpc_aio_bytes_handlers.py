@@ -80,6 +80,6 @@ def test_a_raw_response_grpc_aio_refuses_is_recorded_as_the_client_got_it(
     assert (stream_end["grpc_status"], stream_end["outcome"], stream_end["messages_out"]) == (
         "UNKNOWN", "error", 1
     )
-    assert "yielded a int" in stream_end["error"]
+    assert "yielded an int" in stream_end["error"]
     (text_end,) = log_lines.events("request.end", rpc_method="/t.S/Text")
     assert (text_end["grpc_status"], text_end["outcome"]) == ("OK", "ok")
