@@ -1,17 +1,18 @@
-"""A response cut short for a client that does not read is reset with its connection,
-not flushed to it.
+"""A response the app gave up on for a client that does not read is reset with its
+connection, not flushed to it.
 
-uvicorn closes the connection when the app returns (or raises) after starting a
-response it did not finish: the frontend letting go of a client that stopped reading its
-stream. It closes it gracefully, which waits until what is buffered for the client has
-been sent: a client that stopped reading kept its connection, its file descriptor and
-megabytes of unsent events for as long as it kept its socket open (30 such clients held
-30 connections and ~120 MB of send queues a minute after they were let go). When the
-client is not taking what is buffered (uvicorn paused the writes) and the response can
-no longer reach it whole, the connection is reset instead, as nginx's
-``reset_timedout_connection`` does: closed with no linger, so the kernel keeps no
-orphaned send queue either. A response that ended, or one cut short for a client that
-is reading (a crash mid-stream), is closed gracefully, as ever.
+uvicorn closes the connection when the app returns after starting a response it did not
+finish: the frontend letting go of a client that stopped reading its stream. It closes
+it gracefully, which waits until what is buffered for the client has been sent: a client
+that stopped reading kept its connection, its file descriptor and megabytes of unsent
+events for as long as it kept its socket open (30 such clients held 30 connections and
+~120 MB of send queues a minute after they were let go). The server offers each request
+the ASGI extension `RESET_EXTENSION`; an app that lets go of such a client asks for it,
+and the connection is then reset, as nginx's ``reset_timedout_connection`` does: closed
+with no linger, so the kernel keeps no orphaned send queue either. Any other close (a
+response that ended, a crash mid-stream, whose reader still gets what was written) is
+uvicorn's graceful one. Uvicorn's paused writes tell no reader from a stalled one: a
+client reading over a slow network has them paused too.
 """
 
 from __future__ import annotations
@@ -24,28 +25,32 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
-__all__ = ["abort_when_cut_short"]
+from ridtrace.frontend_plugin.connection_reset import RESET_EXTENSION
+
+__all__ = ["offer_reset"]
 
 _NO_LINGER = struct.pack("ii", 1, 0)  # struct linger {l_onoff = 1, l_linger = 0}: a reset
 
 
-class _CutShortTransport:
-    """The connection as one request's cycle sees it: its ``close()`` resets it while the
-    cycle's response is unfinished and its client takes nothing more."""
+class _ResettableTransport:
+    """The connection as one request's cycle sees it: its ``close()`` resets it once the
+    app asked (`request_reset`) and the response is unfinished."""
 
-    __slots__ = ("_cycle", "_transport", "get_extra_info", "is_closing", "write")
+    __slots__ = ("_cycle", "_reset", "_transport", "get_extra_info", "is_closing", "write")
 
     def __init__(self, transport: asyncio.Transport, cycle: RequestResponseCycle) -> None:
-        self._transport, self._cycle = transport, cycle
+        self._transport, self._cycle, self._reset = transport, cycle, False
         # The cycle's calls per response chunk, bound once: no lookup through __getattr__.
         self.write = transport.write
         self.is_closing = transport.is_closing
         self.get_extra_info = transport.get_extra_info
 
+    def request_reset(self) -> None:
+        self._reset = True
+
     def close(self) -> None:
         cycle = self._cycle
-        if not (cycle.response_started and not cycle.response_complete
-                and cycle.flow.write_paused):
+        if not (self._reset and cycle.response_started and not cycle.response_complete):
             self._transport.close()
             return
         sock = self._transport.get_extra_info("socket")
@@ -58,7 +63,11 @@ class _CutShortTransport:
         return getattr(self._transport, name)
 
 
-def abort_when_cut_short(cycle: RequestResponseCycle | None) -> None:
-    """Give `cycle` the transport above (a new request's cycle, before its app runs)."""
-    if cycle is not None and not isinstance(cycle.transport, _CutShortTransport):
-        cycle.transport = _CutShortTransport(cycle.transport, cycle)  # type: ignore[assignment]
+def offer_reset(cycle: RequestResponseCycle | None, scope: Any) -> None:
+    """Offer `cycle`'s request (`scope`, before its app runs) the reset extension."""
+    if cycle is None or cycle.scope is not scope or isinstance(
+            cycle.transport, _ResettableTransport):
+        return
+    transport = _ResettableTransport(cycle.transport, cycle)
+    cycle.transport = transport  # type: ignore[assignment]
+    scope.setdefault("extensions", {})[RESET_EXTENSION] = {"reset": transport.request_reset}

@@ -21,7 +21,7 @@ from typing import Any
 import httptools
 
 from ridtrace.cli.chunk_framing import CHUNK_FRAMING_PER_BODY_BYTE, framing_refusal
-from ridtrace.cli.cut_short import abort_when_cut_short
+from ridtrace.cli.cut_short import offer_reset
 from ridtrace.cli.expect_continue import ClosedBeforeContinue
 from ridtrace.cli.header_deadline import HeaderDeadline
 from ridtrace.cli.http10 import framed_for_http10
@@ -245,7 +245,7 @@ class _GuardedHttpToolsProtocol(HeaderDeadline, UpgradeIgnoringProtocol):
         cycles.append(self.cycle)
         # The app's task is created but has not run yet: its first send sees the class.
         framed_for_http10(self.cycle, self.scope)
-        abort_when_cut_short(self.cycle)
+        offer_reset(self.cycle, self.scope)
 
     def _version_refused(self, version: str) -> bool:
         refusal = version_refusal(version)

@@ -27,6 +27,7 @@ from ridtrace.frontend_plugin.bodies import (
     require_object,
     vetted_body_client_id,
 )
+from ridtrace.frontend_plugin.connection_reset import connection_reset
 from ridtrace.frontend_plugin.direct import Call, new_call
 from ridtrace.frontend_plugin.early_refusals import early_refusal
 from ridtrace.frontend_plugin.failures import retry_advice
@@ -162,7 +163,7 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
                 await _failure(send, api, first)
             else:
                 await stream_to_reader(send, call, renderer, first, settings.total_timeout,
-                                       fe.drain)
+                                       fe.drain, connection_reset(scope))
             return
         pieces, end = await _collect(call)
         text = "".join(pieces)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 from starlette.types import Send
 
@@ -62,7 +63,7 @@ class _WritesStop:
 
 async def stream_to_reader(
     send: Send, call: Call, renderer: Renderer, first: Item, total_timeout: float,
-    drain: Drain | None = None,
+    drain: Drain | None = None, reset: Callable[[], None] | None = None,
 ) -> None:
     """:func:`_stream_events`, ended if the client stops reading past the total timeout.
 
@@ -72,7 +73,9 @@ async def stream_to_reader(
     worker's stream for as long as it kept the connection open (a slow-read attack
     needs no more). Past the deadline and a grace (so the reads' own timeouts, which
     tell the caller, come first) the stream is abandoned: uvicorn closes the connection.
-    With ``drain``, a server stop ends it sooner (:class:`_WritesStop`).
+    With ``drain``, a server stop ends it sooner (:class:`_WritesStop`). ``reset``
+    (`connection_reset`): the server resets the connection once the app returns, rather
+    than hold it until the client reads what is buffered for it.
     """
     stop: _WritesStop | None = None
     try:
@@ -87,6 +90,8 @@ async def stream_to_reader(
             finally:
                 drain.release_helper(stop)
     except TimeoutError:
+        if reset is not None:
+            reset()
         if stop is not None and stop.message is not None:
             annotate_request(outcome_override="error", error=(
                 f"{stop.message}: the client did not read the end of its stream"))
