@@ -106,3 +106,16 @@ def test_standard_output_named_as_the_report_is_written_by_an_operator(tmp_path:
     done = _analyze_to(_AS_USER, log, Path("/dev/stdout"))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("{")
+
+
+def test_a_write_only_report_is_written_as_the_shell_writes_it(tmp_path: Path) -> None:
+    # click's Path checked an existing report was readable: a write-only one (0200) was
+    # refused, "is not readable", where `>` writes it.
+    log = _log(tmp_path)
+    report = tmp_path / "report.json"
+    report.write_text("")
+    report.chmod(0o200)
+    done = _analyze_to(_AS_USER, log, report)
+    assert done.returncode == 0, done.stderr
+    report.chmod(0o600)
+    assert report.read_text().startswith("{")

@@ -44,7 +44,10 @@ class ReportPath(click.Path):
     can have refused before the read, which can take minutes, rather than after it."""
 
     def __init__(self) -> None:
-        super().__init__(dir_okay=False, path_type=Path)
+        # Written, never read: click's default check that an existing one is readable
+        # refused a write-only report and /dev/stdout on a pipe another user made
+        # ("is not readable"), which `>` writes.
+        super().__init__(dir_okay=False, readable=False, path_type=Path)
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Any:
