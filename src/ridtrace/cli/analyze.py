@@ -87,12 +87,16 @@ def _with_progress(
         return read(lambda n: progress.advance(task, n))
 
 
-def _typed_in(sources: Sequence[Any]) -> bool:
+def _typed_in(sources: Sequence[Source]) -> bool:
     """Whether one of `sources` is standard input left on a terminal (`-`, no pipe)."""
+    return any(_typed(source) for source in sources)
+
+
+def _typed(source: Source) -> bool:
+    """Whether `source` is standard input left on a terminal: typed or pasted in."""
     from ridtrace.forensics.reading.inputs import STDIN_NAME, on_a_terminal
 
-    return any(s.path is None and s.name == STDIN_NAME for s in sources) and on_a_terminal(
-        sys.stdin)
+    return source.path is None and source.name == STDIN_NAME and on_a_terminal(sys.stdin)
 
 
 def _sources(paths: Sequence[str], *, quiet: bool) -> list[Source]:
@@ -129,9 +133,8 @@ def endless_input_note(source: Source) -> str | None:
     import stat
 
     from ridtrace.forensics.printable import visible  # a file name is anyone's text
-    from ridtrace.forensics.reading.inputs import STDIN_NAME, on_a_terminal
 
-    if source.path is None and source.name == STDIN_NAME and on_a_terminal(sys.stdin):
+    if _typed(source):
         # `ridtrace analyze -` with no pipe: the read waits on the keyboard, silently.
         return "reading standard input, a terminal: paste log lines, then Ctrl-D (or pipe logs in)"
     # A walk's or a glob's pipe or device is left alone, and said to be (not read).

@@ -80,15 +80,13 @@ def _unwritable(value: str) -> str | None:
     as ``/dev/stdout`` on a pipe, whose path leads to no file: written through it)."""
     if _inherited_descriptor(Path(value)) is not None:
         return None
-    target = os.path.realpath(value)
     try:
-        mode: int | None = os.stat(target).st_mode
+        target, mode = _target(Path(value))
     except OSError:
-        mode = None
+        return None  # not ours to judge: the write says
     if mode is not None:
-        if stat.S_ISREG(mode) and not os.access(target, os.W_OK):
-            return os.strerror(errno.EACCES)
-        return None  # a writable file is written in place if the directory takes no rename
+        # A writable file is written in place if the directory takes no rename.
+        return os.strerror(errno.EACCES) if _read_only(target, mode) else None
     directory = os.path.dirname(target) or "."
     if os.path.isdir(directory) and not os.access(directory, os.W_OK | os.X_OK):
         return f"{os.strerror(errno.EACCES)} (no new file can be made in {visible(directory)})"
@@ -124,17 +122,12 @@ def _whole(path: Path, how: str) -> Iterator[Any]:
         with os.fdopen(os.dup(inherited), how, encoding=encoding) as handle:
             yield handle
         return
-    if path.is_symlink():  # replace what the link points to, not the link
-        path = Path(os.path.realpath(path))
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        mode = None
+    path, mode = _target(path)
     if mode is not None and not stat.S_ISREG(mode):
         with open(path, how, encoding=encoding) as handle:
             yield handle
         return
-    if mode is not None and not os.access(path, os.W_OK):
+    if mode is not None and _read_only(path, mode):
         # A rename needs only the directory's permission: a report its user made
         # read-only (an incident's evidence) was replaced where `>` would refuse.
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
@@ -167,6 +160,22 @@ def _whole(path: Path, how: str) -> Iterator[Any]:
     finally:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
+
+
+def _target(path: Path) -> tuple[Path, int | None]:
+    """Where a report to `path` goes (what a link points to: it is replaced, not the
+    link) and that file's mode, None when there is no file yet."""
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
+    try:
+        return path, os.stat(path).st_mode
+    except FileNotFoundError:
+        return path, None
+
+
+def _read_only(path: Path, mode: int) -> bool:
+    """Whether the regular file `path` (of `mode`) is one its user may not write."""
+    return stat.S_ISREG(mode) and not os.access(path, os.W_OK)
 
 
 def _copy_over(complete: Path, path: Path) -> None:

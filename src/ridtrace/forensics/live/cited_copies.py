@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ridtrace.forensics.live.file_notes import _stamp
 from ridtrace.forensics.live.identity import same_start
@@ -61,8 +62,7 @@ class CitedCopies:
         key = (st.st_dev, st.st_ino)
         self._copies.pop(key, None)
         self._copies[key] = _Copy(copy, _stamp(st), head)
-        while len(self._copies) > MAX_CITED_COPIES:
-            del self._copies[next(iter(self._copies))]
+        _keep_latest(self._copies)
 
     def moves(self) -> list[tuple[str, str]]:
         """(old name, new name) of each copy a rotation renamed or removed since the last
@@ -84,8 +84,7 @@ class CitedCopies:
                 now_named = (display_name(str(packed)) if packed is not None
                              else f"{old} (removed)")
                 self._gone[key] = now_named
-                while len(self._gone) > MAX_CITED_COPIES:
-                    del self._gone[next(iter(self._gone))]
+                _keep_latest(self._gone)
                 moved.append((old, now_named))
                 continue
             moved.append((old, display_name(str(now))))
@@ -114,6 +113,12 @@ class CitedCopies:
             copy.stamp = _stamp(st)
             return True
         return False
+
+
+def _keep_latest(kept: dict[DevIno, Any]) -> None:
+    """Drop the oldest entries of `kept` beyond `MAX_CITED_COPIES`."""
+    while len(kept) > MAX_CITED_COPIES:
+        del kept[next(iter(kept))]
 
 
 def _holds(path: Path, head: bytes) -> bool:

@@ -152,9 +152,7 @@ def refuse_unsendable(
     recorded ``CANCELLED`` while its client got ``UNKNOWN`` / ``INTERNAL``. A protobuf
     message is not tried: that would serialize every response twice.
     """
-    refused = _raw_refusal(message) if aio and serializer is None else unsendable(
-        message, serializer
-    )
+    refused = _streamed_refusal(message, serializer, aio=aio)
     if refused is not None:
         answer_unserializable(refused, message, context, ctx_annotations, aio=aio, verb="yielded")
 
@@ -172,9 +170,18 @@ def note_refused_write(
     if failed is None or failed[0] is not escaping:
         return
     message = failed[1]
-    refused = _raw_refusal(message) if serializer is None else unsendable(message, serializer)
+    refused = _streamed_refusal(message, serializer, aio=True)
     if refused is not None:
         ctx_annotations["error"] = unserializable_reason(refused, message, "wrote")
+
+
+def _streamed_refusal(
+    message: Any, serializer: Callable[[Any], bytes] | None, *, aio: bool,
+) -> Exception | None:
+    """What sending a streamed `message` raises: a grpc.aio bytes handler's (no
+    serializer) takes bytes, a str and None; else the method's serializer judges."""
+    return _raw_refusal(message) if aio and serializer is None else unsendable(
+        message, serializer)
 
 
 def unsendable(message: Any, serializer: Callable[[Any], bytes] | None) -> Exception | None:
