@@ -242,8 +242,12 @@ def test_warn_is_the_warning_level_in_any_case(level: str) -> None:
     assert [json.loads(x)["message"] for x in out.getvalue().splitlines()] == ["written"]
 
 
-@pytest.mark.parametrize("levels", [{"level": "verbose"}, {"event_level": "chatty"}])
-def test_a_level_refused_leaves_no_log_file_behind(tmp_path: Path, levels: dict[str, str]) -> None:
+@pytest.mark.parametrize("levels", [
+    {"level": "verbose"}, {"event_level": "chatty"}, {"level": -1}, {"event_level": -5},
+])
+def test_a_level_refused_leaves_no_log_file_behind(
+    tmp_path: Path, levels: dict[str, str | int]
+) -> None:
     # The sink was opened first: `serve --log-level bad` exited 2 and left the log's
     # directories and an empty log file made for a logger that never started.
     log = tmp_path / "typo" / "app.jsonl"

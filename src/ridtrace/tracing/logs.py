@@ -334,8 +334,13 @@ _LOGURU_LEVELS = ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRIT
 
 
 def _levelno(level: str | int) -> int:
-    """A level's number, its name read as `_loguru_level` reads it."""
-    return level if isinstance(level, int) else logger.level(_loguru_level(level)).no
+    """A level's number, its name read as `_loguru_level` reads it; a negative number
+    refused here, as loguru's `add` refuses it, but before the sink is opened."""
+    if isinstance(level, int):
+        if level < 0:
+            raise ValueError(f"Invalid level value, it should be a positive integer, not: {level}")
+        return level
+    return logger.level(_loguru_level(level)).no
 
 
 def _loguru_level(name: str) -> str:
