@@ -11,6 +11,7 @@ import os
 import threading
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
@@ -105,9 +106,11 @@ def test_a_walks_pipe_is_left_alone_without_a_note_and_a_named_ones_name_is_show
     assert "a named pipe, until its writer closes it" in stderr and "\x1b" not in stderr
 
 
-def test_standard_input_left_on_the_terminal_is_said_before_the_read() -> None:
+@pytest.mark.parametrize("named", ["-", "/dev/stdin"])
+def test_standard_input_left_on_the_terminal_is_said_before_the_read(named: str) -> None:
     # `ridtrace analyze -` with no pipe waited on the keyboard in silence (under -q with
-    # no progress bar either): a forgotten pipe looked like a hang.
+    # no progress bar either): a forgotten pipe looked like a hang. `/dev/stdin` named
+    # as a path is the same terminal: it was read under a progress bar, with no word.
     import pty
     import subprocess
     import sys
@@ -115,7 +118,7 @@ def test_standard_input_left_on_the_terminal_is_said_before_the_read() -> None:
     from tests.forensics.helpers import rt_request
 
     controller, terminal = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "ridtrace", "analyze", "-"],
+    process = subprocess.Popen([sys.executable, "-m", "ridtrace", "analyze", named],
                                stdin=terminal, stdout=terminal, stderr=terminal, close_fds=True)
     os.close(terminal)
     said: list[bytes] = []
@@ -148,7 +151,8 @@ def test_standard_input_left_on_the_terminal_is_said_before_the_read() -> None:
         reader.join(timeout=10)
         os.close(controller)
     first = b"".join(said).split(b"\n")[0]
-    assert b"reading standard input, a terminal: paste log lines, then Ctrl-D" in first
+    shown = "standard input" if named == "-" else named
+    assert f"reading {shown}, a terminal: paste log lines, then Ctrl-D".encode() in first
     # No progress bar over what is typed: redrawn ten times a second, it wiped the
     # typed text and glued itself to each pasted line.
     assert b"reading logs" not in b"".join(said)

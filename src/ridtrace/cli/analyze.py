@@ -6,6 +6,7 @@ pyarrow are imported inside the command so ``ridtrace --help`` stays instant.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -93,10 +94,41 @@ def _typed_in(sources: Sequence[Source]) -> bool:
 
 
 def _typed(source: Source) -> bool:
-    """Whether `source` is standard input left on a terminal: typed or pasted in."""
+    """Whether `source` is this process's terminal, typed or pasted in: standard input
+    left on it (``-``), or the terminal named as a path (``/dev/stdin``, ``/dev/tty``)."""
     from ridtrace.forensics.reading.inputs import STDIN_NAME, on_a_terminal
 
-    return source.path is None and source.name == STDIN_NAME and on_a_terminal(sys.stdin)
+    if source.path is None:
+        return source.name == STDIN_NAME and on_a_terminal(sys.stdin)
+    return _this_terminal(source.path)
+
+
+def _this_terminal(path: Path) -> bool:
+    """Whether `path` is the device of a terminal this process has open or controls.
+
+    Told by the device number, never by opening the path: opening a named pipe to look
+    at it would let its waiting writer go on to a reader that is not there yet.
+    """
+    import stat
+
+    try:
+        device = path.stat()
+    except OSError:
+        return False
+    if not stat.S_ISCHR(device.st_mode):
+        return False
+    terminals = set()
+    for fd in (0, 1, 2):
+        try:
+            if os.isatty(fd):
+                terminals.add(os.fstat(fd).st_rdev)
+        except OSError:
+            continue
+    try:
+        terminals.add(os.stat(os.ctermid()).st_rdev)
+    except OSError:
+        pass
+    return device.st_rdev in terminals
 
 
 def _sources(paths: Sequence[str], *, quiet: bool) -> list[Source]:
@@ -136,7 +168,8 @@ def endless_input_note(source: Source) -> str | None:
 
     if _typed(source):
         # `ridtrace analyze -` with no pipe: the read waits on the keyboard, silently.
-        return "reading standard input, a terminal: paste log lines, then Ctrl-D (or pipe logs in)"
+        shown = "standard input" if source.path is None else visible(str(source.path))
+        return f"reading {shown}, a terminal: paste log lines, then Ctrl-D (or pipe logs in)"
     # A walk's or a glob's pipe or device is left alone, and said to be (not read).
     if (source.regular or source.path is None or source.unreadable is not None
             or source.from_directory):

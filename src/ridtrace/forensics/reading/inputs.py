@@ -334,7 +334,10 @@ def open_raw(src: Source) -> BinaryIO:
         if on_a_terminal(stdin):
             return _terminal_input(stdin)
         return stdin if hasattr(stdin, "peek") else io.BufferedReader(stdin)
-    return open(src.path, "rb")
+    raw = open(src.path, "rb")
+    if raw.isatty():  # the terminal named as a path (/dev/stdin, /dev/tty): typed in, as `-`
+        return io.BufferedReader(_EndsOnce(raw, owned=True))
+    return raw
 
 
 class _EndsOnce(io.RawIOBase):
@@ -342,10 +345,19 @@ class _EndsOnce(io.RawIOBase):
     ends one read only, and the read asks again after its end (its sniff, its decoder,
     its line reader): the user pressed Ctrl-D three times before the report came."""
 
-    def __init__(self, terminal: Any) -> None:
+    def __init__(self, terminal: Any, *, owned: bool = False) -> None:
         super().__init__()
         self._terminal = terminal
+        self._owned = owned  # opened by its path for this read, not standard input
         self._ended = False
+
+    def fileno(self) -> int:
+        return int(self._terminal.fileno())
+
+    def close(self) -> None:
+        if self._owned and not self.closed:
+            self._terminal.close()
+        super().close()
 
     def readable(self) -> bool:
         return True
