@@ -115,3 +115,18 @@ def test_a_record_time_past_the_year_9999_is_a_bad_record_not_a_crash(tmp_path: 
     assert (summary["lines"], summary["bad_lines"], summary["requests"]) == (2, 1, 1)
     assert summary["bad_line_samples"][0]["line"] == 1
     assert code == 3
+
+
+def test_a_finding_cites_a_batch_line_once_however_many_of_its_records_it_holds(
+    tmp_path: Path,
+) -> None:
+    # Two callers holding one id, both in one batch line: the duplicate's evidence named
+    # that line once per caller (`otel-logs.json:1` twice), a line to open twice.
+    log = tmp_path / "otel-logs.json"
+    held = [*rt_request("00000000000000a1", "dup", 0, 2), *rt_request("00000000000000b2", "dup", 1, 3)]
+    log.write_bytes(_batch(held))
+    code, doc = analyze_json(str(log))
+    found = [f for f in doc["findings"] if f["kind"] == "duplicate_in_flight"]
+    assert len(found) == 1 and code == 1
+    cited = [(e["file"], e["line"]) for e in found[0]["evidence"]]
+    assert cited == [(str(log), 1)]

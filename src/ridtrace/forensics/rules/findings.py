@@ -106,8 +106,24 @@ def of_rows(
         span_id=spans.texts("span_id", rows),
         time_us=np.asarray(time_us, dtype=np.int64),
         detail=detail,
-        evidence=evidence,
+        evidence=[_each_line_once(items) for items in evidence],
     )
+
+
+def _each_line_once(items: Evidence) -> Evidence:
+    """A finding's lines, each once, in their order. Records that share a line (an
+    OpenTelemetry Collector's batch, records packed several to a line) are cited at
+    that line: two callers there cited it twice."""
+    if len(items) < 2:
+        return items
+    seen: set[tuple[str, int]] = set()
+    once = []
+    for item in items:
+        key = (item["file"], item["line"])
+        if key not in seen:
+            seen.add(key)
+            once.append(item)
+    return once
 
 
 def request_texts(spans: SpanColumns, column: str, rows: np.ndarray) -> list[str | None]:
