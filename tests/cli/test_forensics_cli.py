@@ -215,6 +215,21 @@ def test_export_jaeger(logs: tuple[Path, SynthTruth], tmp_path: Path) -> None:
             assert Path(file_tag["value"]).parent == path
 
 
+def test_export_jaeger_tags_deprecated_headers_as_the_live_span_names_them(
+    logs: tuple[Path, SynthTruth], tmp_path: Path,
+) -> None:
+    # jaeger.md's search `deprecated_headers=request-id` found a live span but none in
+    # the uploaded file, whose tag was named `deprecated` only.
+    path, _ = logs
+    target = tmp_path / "traces.json"
+    assert run("export", "jaeger", str(path), "-o", str(target))[0] == 0
+    tagged = [{t["key"]: t["value"] for t in span["tags"]}
+              for trace in json.loads(target.read_text())["data"] for span in trace["spans"]]
+    users = [tags for tags in tagged if "deprecated" in tags]
+    assert users and all(tags["deprecated_headers"] == tags["deprecated"] for tags in users)
+    assert not any("deprecated_headers" in tags and "deprecated" not in tags for tags in tagged)
+
+
 def test_export_jaeger_takes_requests_whose_end_names_no_outcome(tmp_path: Path) -> None:
     # Another system's logs: a request.end with no outcome field, beside one that failed.
     quiet = rt_request("a", "1", 0, 1)

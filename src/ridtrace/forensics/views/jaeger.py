@@ -38,6 +38,9 @@ _ROW_FIELDS = (*_TAGS, "trace_id", "span_id", "parent_span_id", "jaeger_trace", 
 
 # Jaeger reserves the `error` tag for a boolean flag; the text goes beside it.
 _TAG_KEY = {"error": "error.message"}
+# The live span's attribute name too, so that one Jaeger search finds a header's users
+# in a file as live (`deprecated` is the export's first name, kept for its users).
+_TAG_ALSO = {"deprecated": "deprecated_headers"}
 # Liveness, readiness and scrape endpoints: thousands of spans that hide the requests.
 # `/live` is Dynamo's liveness route; sub-paths such as `/health/ready` are probes too.
 # `/debug/inflight` is ridtrace's own registry view, which tooling (the demo) polls.
@@ -260,6 +263,7 @@ def jaeger_traces(
             # tagged, as named, with its caller's (`operation_name`).
             values["route"] = worker_route(r, caller_route)
         tags = [tag(_TAG_KEY.get(k, k), v) for k, v in values.items() if present(v)]
+        tags += [tag(_TAG_ALSO[k], values[k]) for k in _TAG_ALSO if present(values[k])]
         tags += jaeger_ids.logged_id_tags(trace_id, str(r.span_id))
         if unlinked_parent:
             tags.append(tag("parent_span_id", str(r.parent_span_id)))
