@@ -43,3 +43,26 @@ def test_a_report_in_a_missing_directory_is_a_usage_error(tmp_path: Path) -> Non
     assert done.returncode == 2, done.stderr
     assert "cannot write reports/today.txt: no directory reports" in done.stderr
     assert not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize(("made", "said"), [
+    ("file", "cannot write notes/today.txt: notes is not a directory"),
+    ("link", "no directory"),
+], ids=["a-file-in-its-place", "a-link-into-a-missing-directory"])
+def test_a_report_whose_directory_cannot_be_is_a_usage_error(
+    tmp_path: Path, made: str, said: str,
+) -> None:
+    # Both were refused only after the read (`cannot write …: Not a directory`, `No such
+    # file or directory`): a file where the directory would be, and a link whose target
+    # is in a directory that does not exist (the report replaces what a link points to).
+    if made == "file":
+        (tmp_path / "notes").write_text("not a directory\n")
+        target = "notes/today.txt"
+    else:
+        (tmp_path / "today.txt").symlink_to(tmp_path / "nowhere" / "today.txt")
+        target = "today.txt"
+    for args in (["analyze", "-", "-o", target], ["audit", "-", "--plot", target]):
+        done = _run_on_open_stdin(args, tmp_path)
+        assert done.returncode == 2, done.stderr
+        assert "Invalid value for" in done.stderr and said in done.stderr, done.stderr
+    assert not (tmp_path / "nowhere").exists()

@@ -54,22 +54,33 @@ class ReportPath(click.Path):
         if isinstance(value, str) and value != "-":
             if value == "":  # pathlib reads it as ".": "cannot write .", after the read
                 self.fail("an empty file name (an unset variable?)", param, ctx)
-            directory = os.path.dirname(value) or "."
-            try:
-                os.stat(directory)
-            except FileNotFoundError:
-                self.fail(f"cannot write {visible(value)}: no directory {visible(directory)}",
-                          param, ctx)
-            except NotADirectoryError:
-                self.fail(f"cannot write {visible(value)}: {visible(directory)} is not a "
-                          "directory", param, ctx)
-            except OSError:
-                pass  # not ours to judge (a directory we may not search): the write says
-            else:
-                refusal = _unwritable(value)
-                if refusal is not None:
-                    self.fail(f"cannot write {visible(value)}: {refusal}", param, ctx)
+            refusal = _no_directory(value) or _unwritable(value)
+            if refusal is not None:
+                self.fail(f"cannot write {visible(value)}: {refusal}", param, ctx)
         return super().convert(value, param, ctx)
+
+
+def _no_directory(value: str) -> str | None:
+    """Why no file can be made at `value` for want of a directory to hold it: none
+    there, or a file in its place; for a link, where the link leads too (the report
+    replaces what it points to). None when there is one, or only the write can tell
+    (a directory this user may not search)."""
+    places = [value]
+    if os.path.islink(value):
+        places.append(os.path.realpath(value))
+    for place in places:
+        directory = os.path.dirname(place) or "."
+        try:
+            mode = os.stat(directory).st_mode
+        except FileNotFoundError:
+            return f"no directory {visible(directory)}"
+        except NotADirectoryError:
+            return f"{visible(directory)} is not a directory"
+        except OSError:
+            return None  # not ours to judge: the write says
+        if not stat.S_ISDIR(mode):
+            return f"{visible(directory)} is not a directory"
+    return None
 
 
 def _unwritable(value: str) -> str | None:
