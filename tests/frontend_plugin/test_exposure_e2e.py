@@ -143,9 +143,11 @@ def test_a_host_that_is_not_this_servers_is_refused_on_loopback(defaults: Stack)
         # Every loopback address is this machine (127.0.0.2 got 421, where the docs
         # say loopback addresses are answered); an address elsewhere is not.
         for own in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", "LOCALHOST.",
-                    "127.0.0.2", f"127.1.2.3:{port}"):
+                    "127.0.0.2", f"127.1.2.3:{port}", f"[::ffff:127.0.0.1]:{port}",
+                    "[::FFFF:7f00:2]"):  # IPv4-mapped: the address Linux connects to
             assert _status_for_host(url, own) == 200, (url, own)
         assert _status_for_host(url, "10.0.0.1") == 421
+        assert _status_for_host(url, "[::ffff:10.0.0.1]") == 421
 
 
 def _status_for_target(url: str, target: str, host: str) -> int:

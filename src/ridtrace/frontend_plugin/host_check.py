@@ -58,10 +58,19 @@ def is_loopback(bind: str) -> bool:
     """Whether a bind address only takes connections from this machine."""
     if bind.lower() == "localhost":
         return True
+    return _loopback_address(bind.strip("[]"))
+
+
+def _loopback_address(text: str) -> bool:
+    """Whether `text` is a loopback address, IPv4-mapped ones included: Python <= 3.12
+    calls ``::ffff:127.0.0.1`` no loopback, yet a connection to it reaches 127.0.0.1."""
     try:
-        return ipaddress.ip_address(bind.strip("[]")).is_loopback
+        address = ipaddress.ip_address(text)
     except ValueError:
         return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
 
 
 def allowed_hosts_for(bind: str, extra: Iterable[str]) -> frozenset[str] | None:
@@ -110,10 +119,7 @@ def answers_for(host: str, allowed: frozenset[str]) -> bool:
         return True
     if "127.0.0.1" not in allowed:
         return False
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return _loopback_address(host)
 
 
 def _servable_port(digits: bytes) -> bool:
