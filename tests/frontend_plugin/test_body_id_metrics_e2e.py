@@ -38,6 +38,11 @@ def test_a_refused_body_id_is_counted_by_its_reason(stack: Stack) -> None:
     ):
         refused = httpx.post(stack.url + path, json=body, timeout=30)
         assert refused.status_code == 400, refused.text
+        # Flagged where a refused header id is: the metric counted it, and nothing said
+        # which request it was.
+        end = stack.frontend.wait_for_event(refused.headers["x-server-request-id"],
+                                            "request.end")
+        assert end.get("x_request_id_rejected") is True, end
     wanted = {"too_long": 1, "empty": 1, "not_printable_ascii": 2}
     deadline = time.monotonic() + 10
     while True:

@@ -82,3 +82,18 @@ def test_spans_and_metrics_name_ridtraces_version_as_their_scopes(tmp_path: Path
                     for family in text_string_to_metric_families(text)
                     if family.name.startswith("ridtrace_") for sample in family.samples}
         assert versions == {__version__}
+
+
+def test_a_refused_body_id_flags_its_span_as_a_refused_header_id_does(tmp_path: Path) -> None:
+    # jaeger.md's search `x_request_id_rejected=true` finds a refused body id's request:
+    # it was counted in the metric, and its span carried nothing to find it by.
+    with otlp_receiver() as receiver:
+        env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "50"}
+        with start_stack(tmp_path, workers=[[]], env=env) as stack:
+            refused = httpx.post(stack.url + "/inference/v1/generate", timeout=30,
+                                 json={"prompt": "hi", "request_id": "r" * 200})
+            assert refused.status_code == 400, refused.text
+            request_id = refused.headers["x-server-request-id"]
+            spans = receiver.wait_until(lambda spans: len(_spans_for(spans, request_id)) >= 1)
+    (span,) = _spans_for(spans, request_id)
+    assert span.attributes["x_request_id_rejected"] is True

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ridtrace.tracing import metrics, validate_client_id
+from ridtrace.tracing import annotate_request, annotate_span, metrics, validate_client_id
 from ridtrace.tracing.identity import DEFAULT_MAX_CLIENT_ID_LENGTH
 
 __all__ = [
@@ -284,6 +284,10 @@ def vetted_body_client_id(
         # reason as a refused header id is, or the rejected-ids panel misses it.
         metrics.client_id_rejected(
             metrics.REASON_EMPTY if blank else metrics.rejection_reason(value, max_length))
+        # And flagged as a refused header id is, on `request.end` and the span: the
+        # metric counted it, and no line or span said which request it was.
+        annotate_request(x_request_id_rejected=True)
+        annotate_span(x_request_id_rejected=True)
         raise InvalidRequest(
             f"'{name}' must be 1-{max_length} printable ASCII characters "
             f"({'not only spaces' if blank else 'no control characters'})",
