@@ -106,11 +106,19 @@ _TIME = (f'coalesce("time", CASE WHEN {UNMARKED} THEN '
 # days RFC 3339 can write: their UTC may be out of its years (9999-12-31T23:00-05:00 is
 # in year 10000, 0001-01-01T00:00+01:00 in year 0), which DuckDB casts and Python
 # refuses; a request logged then was shown in year 10000 and audited in 1972.
+# DuckDB's cast also takes an hour 24 (`T24:00:00Z`, the next midnight) and offsets
+# of 24 hours and more (`+99:99`, four days off), which RFC 3339 has no room for and
+# Python refuses: a forged line was moved days from its request, read as good. Those
+# go to Python's judge too ("invalid time"); a line ending `Z` (ridtrace's, Dynamo's)
+# pays one test for its offset.
+_ODD_OFFSET = r"[+-](2[4-9]|[3-9][0-9])(:?[0-9]{2}){0,2}(\.[0-9]+)?$"
+_CASTABLE = (f"substr({_TIME}, 12, 2) <> '24' AND CASE WHEN ends_with({_TIME}, 'Z') THEN TRUE "
+             f"ELSE NOT regexp_matches(substr({_TIME}, 20), '{_ODD_OFFSET}') END")
 # An epoch number is a time only where the logger's signature states its unit.
 _T = (f"coalesce(TRY_CAST(CASE WHEN substr({_TIME}, 5, 1) = '-' "
       f"AND NOT starts_with({_TIME}, '-') AND NOT starts_with({_TIME}, '0000') "
       f"AND NOT starts_with({_TIME}, '9999-12-31') AND NOT starts_with({_TIME}, '0001-01-01') "
-      f"THEN {_TIME} END AS TIMESTAMPTZ), "
+      f"AND {_CASTABLE} THEN {_TIME} END AS TIMESTAMPTZ), "
       f"CASE WHEN {UNMARKED} THEN {OTHER_EPOCH_TIME} END)")
 # Evidence only on ridtrace's and Dynamo's lines: an application's structlog line or
 # another logger's is none, whatever its message or error says (a suspect line is
