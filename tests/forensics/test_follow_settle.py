@@ -103,3 +103,31 @@ def test_with_no_settle_time_a_file_read_to_its_end_is_caught_up_at_once(
     finally:
         follower.close()
     assert [(f["kind"], f["span_id"]) for f in found] == [("duplicate_in_flight", "a1")]
+
+
+def test_a_file_ending_in_a_torn_line_is_caught_up_once_the_piece_sat_a_settle_time(
+    tmp_path: Path,
+) -> None:
+    # A rotated log's last line torn (its writer killed mid-write, or writing to the new
+    # file now) never gets its newline: taken as more to come, at a time not known, it
+    # held every judgement on the files' progress for good (crossed streams never printed).
+    ticks = Ticks()
+    follower, front, _ = _start(tmp_path, 1.0, ticks)
+    try:
+        with front.open("a") as handle:
+            handle.write('{"time": "2026-')
+        early, _ = follower.poll()
+        ticks.now += 0.6
+        with front.open("a") as handle:
+            handle.write("11-29T")  # still being written: its time is yet to come
+        growing, _ = follower.poll()
+        ticks.now += 0.6
+        still_early, _ = follower.poll()  # 0.6 s since the piece last grew
+        ticks.now += 0.5
+        settled, _ = follower.poll()
+    finally:
+        follower.close()
+    assert early == growing == still_early == []
+    assert [(f["kind"], f["request_id"], f["span_id"]) for f in settled] == [
+        ("duplicate_in_flight", "360", "a1")
+    ]

@@ -99,6 +99,9 @@ class Follower:
         self.polls = 0
         self.reported: Counter[str] = Counter()  # findings handed to `run`'s caller
         self._latest: dict[str, int] = {}
+        # Files read to their end but for a piece of a last line: where each stood, and
+        # since when (`_quiet_piece`).
+        self._pieces: dict[str, tuple[tuple[int, int], float]] = {}
 
     def start(self) -> tuple[int, list[str]]:
         """Look at the inputs once: files followed (from their end unless `from_start`),
@@ -155,9 +158,10 @@ class Follower:
         # the follow: up to the latest time read).
         settled = None if final or self.settings.settle_s <= 0 else self._settled_mark()
         marks, behind = {}, {}
+        now = self._ticks()
         for tail in self.watch.tails.values():
             latest = self._latest.get(tail.name, 0)
-            if not tail.at_eof:
+            if not tail.at_eof and not self._quiet_piece(tail, now):
                 marks[tail.name] = latest
                 if tail.behind:
                     behind[tail.name] = latest
@@ -169,6 +173,22 @@ class Follower:
                                 settled_batch=None if settled is None else self._settled_batch)
         self._seen.append((self._ticks(), self.rules.state.watermark, self.rules.state.batches))
         return found
+
+    def _quiet_piece(self, tail: Any, now: float) -> bool:
+        """Whether `tail` is read to its end but for a piece of a line that has not grown
+        for a settle time: its writer flushes within that time, so no line is on its way.
+        A rotated log's torn last line (its writer killed mid-write, or writing to the
+        new file now) never gets its newline; taken as more to come at a time not known
+        yet, it held every judgement waiting on the files' progress for good (a crossed
+        stream was never printed). The piece is still held, and read if it ends."""
+        where = None if isinstance(tail, StreamTail) else tail.piece_left
+        if where is None:
+            self._pieces.pop(tail.name, None)
+            return False
+        seen = self._pieces.get(tail.name)
+        if seen is None or seen[0] != where:
+            self._pieces[tail.name] = seen = (where, now)
+        return now - seen[1] >= self.settings.settle_s
 
     def _settled_mark(self) -> int:
         """The latest log time read a settle time ago: a file read to its end now holds

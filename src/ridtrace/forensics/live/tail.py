@@ -139,6 +139,12 @@ class FileTail(StopBound):
         """The last read stopped at its size limit with bytes written after it."""
         return self.behind
 
+    @property
+    def piece_left(self) -> tuple[int, int] | None:
+        """Where the file stands when all of it is read but a last line whose newline is
+        not written (its offset and the piece's size); None otherwise."""
+        return None if self.behind or not self._held else (self.offset, len(self._held))
+
     def stamp(self) -> tuple[int, int]:
         """The file's mtime and size: what tells it from a later file given its inode."""
         st = os.fstat(self._fh.fileno())
