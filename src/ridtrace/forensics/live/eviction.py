@@ -26,6 +26,8 @@ def evict_outside(state: WindowState) -> int:
     spans, by_id, pairs, produced = state.spans, state.clusters, state.pairs, state.produced
     limit = state.limit
     dropped = 0
+    # Callers whose crossed-stream verdict waits on another file's progress.
+    lagging = {id(front) for front in state.pending_fronts}
     while spans:
         key, span = spans.popitem(last=False)
         last = span.last
@@ -39,8 +41,12 @@ def evict_outside(state: WindowState) -> int:
             spans.move_to_end(key, last=False)
             break
         dropped += 1
+        if not span.closed or (lagging and id(span) in lagging and not span.crossed_done):
+            # Still open at the window's edge, or a caller whose crossed-stream verdict
+            # still waited on another file's progress: counted, not judged (the second
+            # was dropped without a word).
+            state.open_at_edge += 1
         if not span.closed:
-            state.open_at_edge += 1  # still open at the window's edge: counted, not judged
             up = span.parent_span
             if up is not None:
                 # Its caller waited for it (its own work may still match what it was
