@@ -316,7 +316,29 @@ def test_an_apps_own_deprecation_and_sunset_are_not_doubled() -> None:
     answer = _get(app, "/old", [(b"request-id", b"legacy")])
     assert answer.headers.get_list("deprecation") == ["@1700000000"]
     assert answer.headers.get_list("sunset") == ["Sat, 01 Jan 2028 00:00:00 GMT"]
-    assert answer.headers["link"] == '<https://example.test/migration>; rel="deprecation"'
+    assert "link" not in answer.headers
+
+
+def test_an_apps_own_deprecation_gets_none_of_ours_beside_it() -> None:
+    # The app deprecates the endpoint with no date to retire it: our Sunset and Link
+    # beside its Deprecation said the endpoint retires on the request-id header's date,
+    # with the header's migration page as its notice. Both RFCs describe the resource.
+    app = _app()
+
+    @app.get("/old")
+    async def old_endpoint() -> Response:
+        return Response("old", headers={"Deprecation": "@1", "Link": '</next>; rel="next"'})
+
+    app.add_middleware(RequestTracingMiddleware, settings=TracingSettings(
+        deprecation_at=datetime(2026, 1, 1, tzinfo=UTC), sunset_at=datetime(2027, 1, 1, tzinfo=UTC),
+        deprecation_link="https://example.test/migration"))
+    answer = _get(app, "/old", [(b"x-dynamo-request-id", b"legacy")])
+    assert answer.headers.get_list("deprecation") == ["@1"]
+    assert "sunset" not in answer.headers
+    assert answer.headers.get_list("link") == ['</next>; rel="next"']  # the app's own only
+    # Every other answer to such a request still says it, the server id kept here too.
+    assert _get(app, "/ids", [(b"x-dynamo-request-id", b"legacy")]).headers["sunset"]
+    assert answer.headers["x-server-request-id"]
 
 
 def test_pluggable_generator_and_context_reset_after_the_request() -> None:

@@ -63,12 +63,17 @@ class IdHeaders:
 
 # RFC 9745's Deprecation is one structured-field Item and RFC 8594's Sunset one date:
 # a second field line of either (ours after the app's own, on an endpoint it deprecates)
-# makes the header unreadable. The app's statement stands.
+# makes the header unreadable. The app's statement stands, and ours is left out whole:
+# both RFCs speak of the resource, so our Sunset and deprecation Link beside the app's
+# Deprecation told a client its endpoint retires on the request-id header's date, with
+# the header's migration page as the endpoint's notice.
 _ONE_VALUE = frozenset({b"deprecation", b"sunset"})
+_OURS = frozenset({*_ONE_VALUE, b"link"})
 
 
 def _unless_the_app_said_so(
     headers: list[tuple[bytes, bytes]], extra: list[tuple[bytes, bytes]]
 ) -> list[tuple[bytes, bytes]]:
-    said = {name.lower() for name, _ in headers} & _ONE_VALUE
-    return [header for header in extra if header[0] not in said] if said else extra
+    if any(name.lower() in _ONE_VALUE for name, _ in headers):
+        return [header for header in extra if header[0] not in _OURS]
+    return extra
