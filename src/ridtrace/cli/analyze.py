@@ -6,6 +6,7 @@ pyarrow are imported inside the command so ``ridtrace --help`` stays instant.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -119,15 +120,11 @@ def _this_terminal(path: Path) -> bool:
         return False
     terminals = set()
     for fd in (0, 1, 2):
-        try:
+        with contextlib.suppress(OSError):
             if os.isatty(fd):
                 terminals.add(os.fstat(fd).st_rdev)
-        except OSError:
-            continue
-    try:
+    with contextlib.suppress(OSError):  # no controlling terminal: none to name
         terminals.add(os.stat(os.ctermid()).st_rdev)
-    except OSError:
-        pass
     return device.st_rdev in terminals
 
 

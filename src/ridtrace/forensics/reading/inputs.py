@@ -334,7 +334,7 @@ def open_raw(src: Source) -> BinaryIO:
         if on_a_terminal(stdin):
             return _terminal_input(stdin)
         return stdin if hasattr(stdin, "peek") else io.BufferedReader(stdin)
-    raw = open(src.path, "rb")
+    raw = open(src.path, "rb")  # noqa: SIM115 - the caller closes it
     if raw.isatty():  # the terminal named as a path (/dev/stdin, /dev/tty): typed in, as `-`
         return io.BufferedReader(_EndsOnce(raw, owned=True))
     return raw
