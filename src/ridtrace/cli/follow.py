@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ridtrace.cli.follow_stop import WRITE_GRACE_S, StopFlag
-from ridtrace.forensics.printable import cut_to_show, visible
+from ridtrace.forensics.printable import cited_at, cut_to_show, visible
 
 if TYPE_CHECKING:
     from ridtrace.forensics.live.follow import Follower, FollowSettings
@@ -56,7 +56,7 @@ def table_line(finding: dict[str, Any]) -> str:
     """One terminal line: time, kind, request ids (those logged), evidence file:line
     (capped)."""
     cited = finding["evidence"]
-    evidence = " ".join(f"{e['file']}:{e['line']}" for e in cited[:TABLE_EVIDENCE])
+    evidence = " ".join(cited_at(e["file"], e["line"]) for e in cited[:TABLE_EVIDENCE])
     if len(cited) > TABLE_EVIDENCE:
         evidence += f" … +{len(cited) - TABLE_EVIDENCE} more"
     # An id the logs do not have is left out, as the batch table leaves its cell empty:
@@ -83,12 +83,12 @@ def summary_text(summary: dict[str, Any]) -> str:
     width = max(len(name) for name, _ in rows)
     lines = ["", "summary"] + [f"  {name:<{width}}  {value}" for name, value in rows]
     for sample in summary["ahead_of_present_samples"]:
-        lines.append(visible(f"  stamped ahead: {sample['file']}:{sample['line']} "
+        lines.append(visible(f"  stamped ahead: {cited_at(sample['file'], sample['line'])} "
                              f"({sample['time']})"))
     # Where the bad lines are, as the batch read's stderr says: a count alone left the
     # table's reader no way to find them.
     for sample in summary["bad_line_samples"][:3]:
-        lines.append(visible(f"  bad line: {sample['file']}:{sample['line']} "
+        lines.append(visible(f"  bad line: {cited_at(sample['file'], sample['line'])} "
                              f"({sample['reason']})"))
     for note in summary["ignored_files"]:
         lines.append(visible(f"  ignored: {note['file']}: {note['reason']}"))

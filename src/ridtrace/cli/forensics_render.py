@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from ridtrace.forensics.printable import cut_to_show, visible
+from ridtrace.forensics.printable import cited_at, cut_to_show, visible
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -98,7 +98,8 @@ def render_report(report: Report, *, to_terminal: bool) -> str:
         summary.add_row(key, shown, style=style)
     console.print(summary)
     for sample in report.summary["bad_line_samples"]:
-        console.print(visible(f"bad line {sample['file']}:{sample['line']}: {sample['reason']}"))
+        console.print(visible(f"bad line {cited_at(sample['file'], sample['line'])}: "
+                             f"{sample['reason']}"))
     found = report.found
     if not len(found):
         # A bare "No findings." over logs that were not all read is the confident false
@@ -138,7 +139,7 @@ def _print_incomplete(console: Console, summary: dict[str, Any], headline: str) 
 
 
 def _evidence(rec: dict[str, Any], base: str = "") -> str:
-    cited = [f"{os.path.relpath(e['file'], base) if base else e['file']}:{e['line']}"
+    cited = [cited_at(os.path.relpath(e["file"], base) if base else e["file"], e["line"])
              for e in rec["evidence"]]
     more = f", … +{len(cited) - MAX_EVIDENCE} more" if len(cited) > MAX_EVIDENCE else ""
     return _cell(", ".join(cited[:MAX_EVIDENCE]) + more)
@@ -260,7 +261,8 @@ def render_audit(
         f"{summary['bad_lines']} bad, {summary['requests']} request(s)"
     )
     for sample in summary["bad_line_samples"]:
-        console.print(visible(f"bad line {sample['file']}:{sample['line']}: {sample['reason']}"))
+        console.print(visible(f"bad line {cited_at(sample['file'], sample['line'])}: "
+                             f"{sample['reason']}"))
     for note in summary["unreadable_files"]:
         console.print(visible(f"could not read all of {note['file']}: {note['reason']}"))
     if summary["incomplete"]:

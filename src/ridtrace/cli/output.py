@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 import click
 
-from ridtrace.forensics.printable import visible  # file names are anyone's text
+from ridtrace.forensics.printable import cited_at, visible  # file names are anyone's text
 
 if TYPE_CHECKING:
     from ridtrace.forensics.reading.inputs import Source
@@ -307,7 +307,7 @@ def warn_read_stats(stats: ReadStats) -> None:
     report's summary (``unreadable_files``, ``incomplete_reasons``) say it.
     """
     if stats.bad_lines:
-        samples = ", ".join(f"{s.file}:{s.line} ({s.reason})" for s in stats.samples[:3])
+        samples = ", ".join(f"{cited_at(s.file, s.line)} ({s.reason})" for s in stats.samples[:3])
         click.echo(visible(f"ridtrace: skipped {stats.bad_lines} bad line(s), e.g. {samples}"),
                    err=True)
     for note in stats.ignored_files:

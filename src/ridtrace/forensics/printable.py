@@ -139,3 +139,17 @@ def json_escaped(text: str) -> str:
     if text.isascii() and "\x7f" not in text:  # the common case, at C speed
         return text
     return _NOT_ASCII.sub(_escape, text)
+
+
+# A file name the text views quote: one holding what separates their citations (a
+# space, `, `, the `:` before a line number) or a quote read as two files, or as
+# another line of another file (`real.jsonl:9 other.jsonl:1`).
+_AMBIGUOUS_NAME = re.compile(r"[\s,:'\"]")
+
+
+def cited_at(file: str, line: object) -> str:
+    """``file:line`` as the text views print a citation: a name holding a separator
+    quoted (`'a b.jsonl':3`, a quote in it escaped), so each citation reads as one."""
+    if _AMBIGUOUS_NAME.search(file):
+        file = "'" + file.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return f"{file}:{line}"

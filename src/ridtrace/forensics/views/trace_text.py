@@ -17,7 +17,7 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
-from ridtrace.forensics.printable import visible
+from ridtrace.forensics.printable import cited_at, visible
 from ridtrace.forensics.rfc3339 import rfc3339_us
 from ridtrace.forensics.views.text_fit import (
     fitted,
@@ -77,7 +77,7 @@ def _shown_names(view: TraceView, base: str, width: int) -> dict[str, str]:
     files = sorted({ev.file for block in view.blocks for ev in block.events}
                    | set(view.offsets_ms))
     names = {f: _short(f, base) for f in files}
-    longest = max((cell_len(f"{name}:{1 << 20}") for name in names.values()), default=0)
+    longest = max((cell_len(cited_at(name, 1 << 20)) for name in names.values()), default=0)
     if longest <= width - _BEFORE_EVENT - (0 if _outcome_beside(width) else _AFTER_EVENT):
         return names
     return {f: f"f{i}" for i, f in enumerate(files, 1)}
@@ -156,7 +156,7 @@ def _outcome_beside(width: int) -> bool:
 
 def _event_width(blocks: list[RequestBlock], names: dict[str, str], width: int) -> EventLayout:
     """How `event_lines` lays out the events of `blocks` in `width` columns."""
-    longest = max((cell_len(f"{names[ev.file]}:{ev.line}") for block in blocks
+    longest = max((cell_len(cited_at(names[ev.file], ev.line)) for block in blocks
                    for ev in block.events), default=0)
     room = width - _BEFORE_EVENT - _AFTER_EVENT
     if room - longest >= _MIN_EVENT:
@@ -181,7 +181,7 @@ def event_lines(block: RequestBlock, names: dict[str, str], width: int = 100, *,
         event = fitted(ev.event, column)
         ms = span_ms(ev.ms, 10, digits=3, sign="+")
         line = Text(f"  {ms:>10}  {ev.side:<9} {event} ")
-        location = Text(f"{names[ev.file]}:{ev.line}", style="dim")
+        location = Text(cited_at(names[ev.file], ev.line), style="dim")
         if outcome_beside:
             line.append(f"{ev.outcome or '':<9} ")
         else:  # padded when there is none, so file:line stays under its heading
