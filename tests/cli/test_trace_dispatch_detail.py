@@ -139,3 +139,19 @@ def test_a_word_cut_to_fit_keeps_each_character_whole() -> None:
     assert all(cell_len(piece) <= 3 for piece in pieces)
     assert all(not piece.startswith(("\u200d", "\u0301")) for piece in pieces)
     assert sum(piece.count(family) for piece in pieces) == 3
+
+
+def test_a_refused_foreign_chunk_names_its_request_and_worker(tmp_path: Path) -> None:
+    # `analyze`'s finding names both; `trace`, the one view of the request, showed the
+    # bare event, the one that must never happen.
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join([
+        rt("request.start", time="2026-11-29T10:00:01.000000Z", **_IDS),
+        rt("stream.foreign_chunk", time="2026-11-29T10:00:01.010000Z", level="ERROR",
+           worker="http://w1:8101", chunk_request_id="someone-else", **_IDS),
+        rt("request.end", time="2026-11-29T10:00:01.020000Z", status=502, outcome="error",
+           **_IDS),
+    ]) + "\n")
+    doc = json.loads(_trace(log, "--format", "json"))
+    (foreign,) = [e for e in doc["requests"][0]["events"] if e["event"] == "stream.foreign_chunk"]
+    assert foreign["detail"] == "chunk for request someone-else from worker http://w1:8101"

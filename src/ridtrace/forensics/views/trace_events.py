@@ -8,7 +8,13 @@ from typing import Any
 
 import pandas as pd
 
-from ridtrace.contract import DEPRECATED_HEADER, DURATION_MS, REQUEST_END, SPAN_CLOSED
+from ridtrace.contract import (
+    DEPRECATED_HEADER,
+    DURATION_MS,
+    FOREIGN_CHUNK,
+    REQUEST_END,
+    SPAN_CLOSED,
+)
 from ridtrace.forensics.views.trace_rows import EventRow, RequestBlock
 from ridtrace.forensics.views.trace_starts import ANSWERS, shifted_times
 from ridtrace.forensics.views.verdicts import NO_ANSWER, NO_FINGERPRINTS, NO_OUTPUT, Verdict, text
@@ -44,10 +50,22 @@ def line_detail(row: Any) -> str | None:
     a deprecated-header line names, and the error a line logged (why a request, its
     worker or an attempt failed: a 504 read only "error" where its line said "worker …
     sent nothing for 1.5s")."""
-    header = text(row.deprecated) if text(row.event) == DEPRECATED_HEADER else None
+    event = text(row.event)
+    header = text(row.deprecated) if event == DEPRECATED_HEADER else None
     error = text(row.error)
-    parts = [text(row.dispatch), header and f"header {header}", error and f"error: {error}"]
+    parts = [text(row.dispatch), header and f"header {header}", _foreign(row, event),
+             error and f"error: {error}"]
     return ", ".join(part for part in parts if part) or None
+
+
+def _foreign(row: Any, event: str | None) -> str | None:
+    """A refused foreign chunk's request and the worker that sent it: `analyze` names
+    them in its finding, and the one view of the request showed the bare event."""
+    if event != FOREIGN_CHUNK:
+        return None
+    chunk, worker = text(row.chunk_request_id), text(row.worker)
+    parts = [chunk and f"chunk for request {chunk}", worker and f"from worker {worker}"]
+    return " ".join(part for part in parts if part) or None
 
 
 def attach_events(
