@@ -1,4 +1,5 @@
-"""A time whose year RFC 3339 cannot write (five digits, or before year 1) is no time.
+"""A time whose year RFC 3339 cannot write (five digits, or before year 1) is no time,
+nor is an hour 24 or a UTC offset of 24 hours or more.
 
 DuckDB's cast read ``12026-…`` and ``-2026-…`` (a BC year) as times; the Python side of
 the read (`record_time.parse_time`) reads neither. So a line torn or forged into such a
@@ -23,7 +24,16 @@ from tests.support.extras import ENGINES
 YEARS = ["12026-11-29T10:00:00.000000Z", "-2026-11-29T10:00:00.000000Z",
          # RFC 3339 writes them, but their UTC is in year 10000 and year 0: DuckDB cast
          # them, a request shown in year 10000 and audited in 1972.
-         "9999-12-31T23:59:59.240645-05:00", "0001-01-01T00:00:00.240613+05:00"]
+         "9999-12-31T23:59:59.240645-05:00", "0001-01-01T00:00:00.240613+05:00",
+         # An hour 24 or an offset of 24 hours or more, which RFC 3339 has no room for:
+         # DuckDB cast `T24:00:00Z` as the next midnight and `+99:99` four days off, a
+         # line moved days from its request's others with no bad line to say so.
+         "2026-11-29T10:00:00.000000+99:99", "2026-11-29T10:00:00+24:00",
+         "2026-11-29T24:00:00.000000Z", "2026-11-29T10:00:00-2400"]
+# The offsets the world uses, at their edges: each the same instant, 10:00 UTC.
+FAIR_OFFSETS = ["2026-11-29T23:59:00+13:59", "2026-11-28T20:01:00-13:59",
+                "2026-11-29T15:30:00+0530", "2026-11-29T05:00:00.000000-05:00",
+                "2026-11-29T10:00:00.000000+00:00"]
 
 
 def _log(directory: Path, time: str) -> Path:
@@ -64,3 +74,12 @@ def test_years_1_and_9999_are_times(tmp_path: Path) -> None:
     ]) + "\n")
     summary = report_json(analyze_read(read_partials(expand_inputs([str(tmp_path)]))))["summary"]
     assert (summary["bad_lines"], summary["requests"]) == (0, 2)
+
+
+@pytest.mark.parametrize("time", FAIR_OFFSETS)
+def test_offsets_rfc3339_writes_are_read(
+    request: pytest.FixtureRequest, tmp_path: Path, time: str
+) -> None:
+    _log(tmp_path, time)
+    summary = engine_report(request, "pandas", tmp_path)["summary"]
+    assert (summary["lines"], summary["bad_lines"], summary["requests"]) == (3, 0, 2)
