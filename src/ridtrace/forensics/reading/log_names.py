@@ -100,6 +100,22 @@ def _one_line_document(name: str, data: bytes) -> bool:
 _JAEGER_EXPORT = re.compile(rb'\s*\{\s*"data"\s*:\s*\[\s*(?:\{\s*"traceID"\s*:|\])')
 
 
+# The first line or two of what ridtrace's batch commands write with `-o` (JSON, table,
+# CSV): a report saved beside the logs under a log's name (`-o logs/report.log`) was
+# read as one, every line bad, and the next run of a clean folder exited 3, and refused
+# to write the report again ("one of the logs read").
+_OWN_REPORT = re.compile(
+    rb'\{\n  "summary": \{\n'  # analyze, audit --format json
+    rb'|\{\n  "id": [^\n]*\n  "matched": '  # trace --format json
+    rb'| *ridtrace analyze *\r?\n'  # analyze's table
+    rb'| *deprecated headers by (?:header|client|route|day) *\r?\n'  # audit's table
+    rb'|[^\n]*: [0-9]+ matching request\(s\), [0-9]+ shown'  # trace's text
+    rb'|kind,severity,request_id,x_request_id,span_id,time,detail,evidence\r?\n'
+    rb'|request_span_id,request_id,x_request_id,verdict,'  # trace --format csv
+    rb'|(?:header|day),(?:header,|client,|route,)?requests,clients,first_seen,last_seen\r?\n'
+)
+OWN_REPORT = "a ridtrace report (analyze, trace, audit or export written with -o), not log lines"
+
 _FINDING_KEYS = frozenset({"kind", "severity", "evidence"})
 # The summary ``analyze --follow --format json`` writes to stderr (`Follower.summary`).
 _FOLLOW_SUMMARY_KEYS = frozenset({"files", "lines", "bad_lines", "open_at_exit", "window_s"})
@@ -185,6 +201,8 @@ def ignore_reason(name: str, head: bytes, *, whole: bool, wrapped: bool = False)
             return ignore_reason(name, rest, whole=whole, wrapped=wrapped)
         if not whole:  # all hole so far: a log's name says read it, else look on (`read_on`)
             return None if named_like_log(name) else NO_JSON_LINES
+    if not wrapped and (_OWN_REPORT.match(head) or _JAEGER_EXPORT.match(head)):
+        return OWN_REPORT
     own = None if wrapped else _own_output(head, whole)
     if own == FINDINGS:
         return "ridtrace's findings (analyze --follow --format json), not log lines"

@@ -1,0 +1,60 @@
+"""A report ridtrace wrote beside the logs, under a log's name, is no log.
+
+`ridtrace analyze logs -o logs/report.log` then `ridtrace analyze logs`: a file named
+for lines is always read, so the report was read as a log, every line of it bad: the
+clean folder's next run exited 3, and `-o logs/report.log` again was refused ("one of
+the logs read"). Each batch command's output is known by its first lines, as the
+follower's findings already were, whatever its name.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ridtrace.cli.main import main
+from ridtrace.testing.synth import SynthSpec, write_logs
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    done = CliRunner().invoke(main, list(args))
+    return done.exit_code, done.stdout, done.stderr
+
+
+@pytest.fixture
+def clean(tmp_path: Path) -> Path:
+    logs = tmp_path / "logs"
+    write_logs(logs, SynthSpec(requests=30, crossed=0, collisions=0, duplicates=0,
+                               client_reuse=0, deprecated_every=10))
+    return logs
+
+
+def test_each_commands_report_saved_under_a_logs_name_is_passed_over(clean: Path) -> None:
+    request_id = json.loads(next(
+        line for line in (clean / "frontend.jsonl").read_text().splitlines()
+        if '"request.start"' in line))["request_id"]
+    writes = [
+        ["analyze", str(clean), "-q", "-o", str(clean / "report.log")],
+        ["analyze", str(clean), "-q", "--format", "json", "-o", str(clean / "report.jsonl")],
+        ["analyze", str(clean), "-q", "--format", "csv", "-o", str(clean / "report.csv.log")],
+        ["trace", request_id, str(clean), "-q", "-o", str(clean / "trace.log")],
+        ["trace", request_id, str(clean), "-q", "--format", "json", "-o", str(clean / "trace.jsonl")],
+        ["trace", request_id, str(clean), "-q", "--format", "csv", "-o", str(clean / "trace.csv.log")],
+        ["audit", str(clean), "-q", "-o", str(clean / "audit.log")],
+        ["audit", str(clean), "-q", "--by", "day", "--format", "csv", "-o", str(clean / "audit.1")],
+        ["audit", str(clean), "-q", "--format", "json", "-o", str(clean / "audit.ndjson")],
+        ["export", "jaeger", str(clean), "-q", "-o", str(clean / "traces.jsonl")],
+    ]
+    for args in writes:
+        code, _, err = _run(*args)
+        assert code == 0, (args, err)
+    code, out, err = _run("analyze", str(clean), "--format", "json")
+    summary = json.loads(out)["summary"]
+    assert code == 0 and summary["bad_lines"] == 0 and not summary["incomplete"], err
+    passed_over = {Path(note["file"]).name for note in summary["ignored_files"]}
+    assert passed_over == {Path(args[-1]).name for args in writes}
+    # Refreshed in place, as any earlier report beside the logs is.
+    assert _run("analyze", str(clean), "-q", "-o", str(clean / "report.log"))[0] == 0
