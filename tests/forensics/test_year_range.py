@@ -29,11 +29,13 @@ YEARS = ["12026-11-29T10:00:00.000000Z", "-2026-11-29T10:00:00.000000Z",
          # DuckDB cast `T24:00:00Z` as the next midnight and `+99:99` four days off, a
          # line moved days from its request's others with no bad line to say so.
          "2026-11-29T10:00:00.000000+99:99", "2026-11-29T10:00:00+24:00",
-         "2026-11-29T24:00:00.000000Z", "2026-11-29T10:00:00-2400"]
+         "2026-11-29T24:00:00.000000Z", "2026-11-29T10:00:00-2400",
+         # The same with no seconds, and an offset of 24 h spelt with its minutes.
+         "2026-11-29T10:00+99:00", "2026-11-29 10:00-30:00", "2026-11-29T10:00:00+23:60"]
 # The offsets the world uses, at their edges: each the same instant, 10:00 UTC.
 FAIR_OFFSETS = ["2026-11-29T23:59:00+13:59", "2026-11-28T20:01:00-13:59",
                 "2026-11-29T15:30:00+0530", "2026-11-29T05:00:00.000000-05:00",
-                "2026-11-29T10:00:00.000000+00:00"]
+                "2026-11-29T10:00:00.000000+00:00", "2026-11-29T15:30+05:30"]
 
 
 def _log(directory: Path, time: str) -> Path:

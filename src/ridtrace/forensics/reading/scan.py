@@ -107,13 +107,16 @@ _TIME = (f'coalesce("time", CASE WHEN {UNMARKED} THEN '
 # in year 10000, 0001-01-01T00:00+01:00 in year 0), which DuckDB casts and Python
 # refuses; a request logged then was shown in year 10000 and audited in 1972.
 # DuckDB's cast also takes an hour 24 (`T24:00:00Z`, the next midnight) and offsets
-# of 24 hours and more (`+99:99`, four days off), which RFC 3339 has no room for and
-# Python refuses: a forged line was moved days from its request, read as good. Those
-# go to Python's judge too ("invalid time"); a line ending `Z` (ridtrace's, Dynamo's)
-# pays one test for its offset.
-_ODD_OFFSET = r"[+-](2[4-9]|[3-9][0-9])(:?[0-9]{2}){0,2}(\.[0-9]+)?$"
+# of 24 hours and more (`+99:99`, four days off; `+23:60`), which RFC 3339 has no room
+# for and Python refuses: a forged line was moved days from its request, read as good.
+# Those go to Python's judge too ("invalid time"). The offset is what the cast applied,
+# whatever its spelling (a time without seconds put it where a fixed place missed it):
+# the wall time read without it less the instant. A line ending `Z` (ridtrace's,
+# Dynamo's) pays one test for it.
+_DAY_US = 86_400_000_000
 _CASTABLE = (f"substr({_TIME}, 12, 2) <> '24' AND CASE WHEN ends_with({_TIME}, 'Z') THEN TRUE "
-             f"ELSE NOT regexp_matches(substr({_TIME}, 20), '{_ODD_OFFSET}') END")
+             f"ELSE coalesce(abs(epoch_us(TRY_CAST({_TIME} AS TIMESTAMP)) "
+             f"- epoch_us(TRY_CAST({_TIME} AS TIMESTAMPTZ))) < {_DAY_US}, TRUE) END")
 # An epoch number is a time only where the logger's signature states its unit.
 _T = (f"coalesce(TRY_CAST(CASE WHEN substr({_TIME}, 5, 1) = '-' "
       f"AND NOT starts_with({_TIME}, '-') AND NOT starts_with({_TIME}, '0000') "
