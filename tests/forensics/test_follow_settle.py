@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ridtrace.forensics.live.findings import Finding
 from ridtrace.forensics.live.follow import Follower, FollowSettings
 from tests.forensics.helpers import rt, ts
 
@@ -105,32 +106,50 @@ def test_with_no_settle_time_a_file_read_to_its_end_is_caught_up_at_once(
     assert [(f["kind"], f["span_id"]) for f in found] == [("duplicate_in_flight", "a1")]
 
 
-def test_a_file_ending_in_a_torn_line_is_caught_up_once_the_piece_sat_a_settle_time(
-    tmp_path: Path,
-) -> None:
-    # A rotated log's last line torn (its writer killed mid-write, or writing to the new
-    # file now) never gets its newline: taken as more to come, at a time not known, it
-    # held every judgement on the files' progress for good (crossed streams never printed).
+def _torn(tmp_path: Path, *, rotate: bool) -> tuple[list[Finding], list[Finding]]:
+    """The silent frontend of `_start`, its last line torn; renamed away (a rotation)
+    after its first piece when `rotate`. What the polls before and after a settle time
+    since the piece last grew printed."""
     ticks = Ticks()
     follower, front, _ = _start(tmp_path, 1.0, ticks)
     try:
         with front.open("a") as handle:
             handle.write('{"time": "2026-')
-        early, _ = follower.poll()
+        early = follower.poll()[0]
+        if rotate:
+            front.rename(front.with_name("frontend.jsonl.1"))
+            front.touch()  # the writer's new file
         ticks.now += 0.6
-        with front.open("a") as handle:
+        with (front.with_name("frontend.jsonl.1") if rotate else front).open("a") as handle:
             handle.write("11-29T")  # still being written: its time is yet to come
-        growing, _ = follower.poll()
+        early += follower.poll()[0]
         ticks.now += 0.6
-        still_early, _ = follower.poll()  # 0.6 s since the piece last grew
+        early += follower.poll()[0]  # 0.6 s since the piece last grew
         ticks.now += 0.5
-        settled, _ = follower.poll()
+        settled = follower.poll()[0]
     finally:
         follower.close()
-    assert early == growing == still_early == []
+    return early, settled
+
+
+def test_a_rotated_part_ending_in_a_torn_line_is_caught_up_once_the_piece_sat_a_settle_time(
+    tmp_path: Path,
+) -> None:
+    # A rotated log's last line torn (its writer killed mid-write, or writing to the new
+    # file now) never gets its newline: taken as more to come, at a time not known, it
+    # held every judgement on the files' progress for good (crossed streams never printed).
+    early, settled = _torn(tmp_path, rotate=True)
+    assert early == []
     assert [(f["kind"], f["request_id"], f["span_id"]) for f in settled] == [
         ("duplicate_in_flight", "360", "a1")
     ]
+
+
+def test_a_live_files_torn_line_is_waited_for(tmp_path: Path) -> None:
+    # A writer that flushes by blocks leaves a piece of a line for as long as it writes
+    # no more: the rest of the line, when it comes, may end a1 in time.
+    early, settled = _torn(tmp_path, rotate=False)
+    assert early == settled == []
 
 
 def test_a_caller_whose_verdict_waits_on_a_lagging_file_is_counted_when_it_leaves(

@@ -175,13 +175,15 @@ class Follower:
         return found
 
     def _quiet_piece(self, tail: Any, now: float) -> bool:
-        """Whether `tail` is read to its end but for a piece of a line that has not grown
-        for a settle time: its writer flushes within that time, so no line is on its way.
-        A rotated log's torn last line (its writer killed mid-write, or writing to the
-        new file now) never gets its newline; taken as more to come at a time not known
-        yet, it held every judgement waiting on the files' progress for good (a crossed
-        stream was never printed). The piece is still held, and read if it ends."""
-        where = None if isinstance(tail, StreamTail) else tail.piece_left
+        """Whether `tail` is a rotated part read to its end but for a piece of a line
+        that has not grown for a settle time. A rotated log's torn last line (its writer
+        killed mid-write, or writing to the new file now) never gets its newline; taken
+        as more to come at a time not known yet, it held every judgement waiting on the
+        files' progress for good (a crossed stream was never printed). The piece is
+        still held, and read if it ends. A live file's piece is a line being written
+        (a writer that flushes by blocks): it is waited for, however long."""
+        where = (None if isinstance(tail, StreamTail) or not tail.rotated_away
+                 else tail.piece_left)
         if where is None:
             self._pieces.pop(tail.name, None)
             return False

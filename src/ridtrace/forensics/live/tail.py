@@ -37,6 +37,7 @@ from ridtrace.forensics.reading.docker_local import DOCKER_LOCAL_BYTES, is_docke
 from ridtrace.forensics.reading.inputs import display_name
 from ridtrace.forensics.reading.lines import LineScan, scan_lines
 from ridtrace.forensics.reading.overlong import held_piece
+from ridtrace.forensics.reading.rotation import is_live_name
 from ridtrace.forensics.reading.unwrap import Unwrapper, cut_short, wrapper_of
 
 
@@ -47,6 +48,7 @@ class FileTail(StopBound):
     def __init__(self, path: Path, identities: Identities, *, from_end: bool,
                  end_at: int | None = None) -> None:
         self.path = path
+        self._named_at_first = path  # a rename moves `path` to the rotated part's name
         self.name = display_name(str(path))
         # The file a link named leads to (a "current" link, Kubernetes' container log
         # link): the name its lines are cited under once the link leads elsewhere.
@@ -144,6 +146,13 @@ class FileTail(StopBound):
         """Where the file stands when all of it is read but a last line whose newline is
         not written (its offset and the piece's size); None otherwise."""
         return None if self.behind or not self._held else (self.offset, len(self._held))
+
+    @property
+    def rotated_away(self) -> bool:
+        """Whether the file is no longer its log's live file: renamed by a rotation since
+        it was first followed, named as a rotated part (`app.jsonl.1`), or removed."""
+        return (self.removed or self.path != self._named_at_first
+                or not is_live_name(str(self.path)))
 
     def stamp(self) -> tuple[int, int]:
         """The file's mtime and size: what tells it from a later file given its inode."""

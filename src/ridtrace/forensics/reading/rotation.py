@@ -59,6 +59,11 @@ def rotation_place(path: str) -> tuple[tuple[str, str], tuple[int, int, str]]:
     return (directory, live), (_DATED, 0, digits + "\0" + name)
 
 
+def is_live_name(path: str) -> bool:
+    """Whether `path` names a log's live file, not one of its rotated parts."""
+    return rotation_place(path)[1][0] == _LIVE
+
+
 def oldest_first(items: Sequence[T], path_of: Callable[[T], str | None]) -> list[T]:
     """`items` with the parts of each rotated log in age order, oldest first.
 
