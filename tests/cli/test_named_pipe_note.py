@@ -156,3 +156,18 @@ def test_standard_input_left_on_the_terminal_is_said_before_the_read(named: str)
     # No progress bar over what is typed: redrawn ten times a second, it wiped the
     # typed text and glued itself to each pasted line.
     assert b"reading logs" not in b"".join(said)
+
+
+def test_dev_tty_with_no_controlling_terminal_is_no_terminal_to_type_into(
+    tmp_path: Path,
+) -> None:
+    # /dev/tty names the controlling terminal; a process with none (a cron job, a
+    # service) was told to paste log lines into it, then could not open it.
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "ridtrace", "analyze", "/dev/tty"],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=120, start_new_session=True)
+    assert "a terminal: paste log lines" not in done.stderr, done.stderr
+    assert done.returncode == 3, done.stderr  # it cannot be read: said, not hidden

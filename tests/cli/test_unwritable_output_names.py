@@ -48,7 +48,8 @@ def test_a_report_in_a_missing_directory_is_a_usage_error(tmp_path: Path) -> Non
 @pytest.mark.parametrize(("made", "said"), [
     ("file", "cannot write notes/today.txt: notes is not a directory"),
     ("link", "no directory"),
-], ids=["a-file-in-its-place", "a-link-into-a-missing-directory"])
+    ("loop", "cannot write today.txt: Too many levels of symbolic links"),
+], ids=["a-file-in-its-place", "a-link-into-a-missing-directory", "a-link-to-itself"])
 def test_a_report_whose_directory_cannot_be_is_a_usage_error(
     tmp_path: Path, made: str, said: str,
 ) -> None:
@@ -58,8 +59,11 @@ def test_a_report_whose_directory_cannot_be_is_a_usage_error(
     if made == "file":
         (tmp_path / "notes").write_text("not a directory\n")
         target = "notes/today.txt"
-    else:
+    elif made == "link":
         (tmp_path / "today.txt").symlink_to(tmp_path / "nowhere" / "today.txt")
+        target = "today.txt"
+    else:
+        (tmp_path / "today.txt").symlink_to("today.txt")
         target = "today.txt"
     for args in (["analyze", "-", "-o", target], ["audit", "-", "--plot", target]):
         done = _run_on_open_stdin(args, tmp_path)

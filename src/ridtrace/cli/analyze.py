@@ -123,7 +123,8 @@ def _this_terminal(path: Path) -> bool:
         with contextlib.suppress(OSError):
             if os.isatty(fd):
                 terminals.add(os.fstat(fd).st_rdev)
-    with contextlib.suppress(OSError):  # no controlling terminal: none to name
+    with contextlib.suppress(OSError):  # no controlling terminal: /dev/tty opens none
+        os.close(os.open(os.ctermid(), os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK))
         terminals.add(os.stat(os.ctermid()).st_rdev)
     return device.st_rdev in terminals
 

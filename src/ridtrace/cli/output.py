@@ -67,6 +67,11 @@ def _no_directory(value: str) -> str | None:
     (a directory this user may not search)."""
     places = [value]
     if os.path.islink(value):
+        try:
+            os.stat(value)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # a link that leads back to itself: no file
+                return os.strerror(errno.ELOOP)
         places.append(os.path.realpath(value))
     for place in places:
         directory = os.path.dirname(place) or "."
