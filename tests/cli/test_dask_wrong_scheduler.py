@@ -79,9 +79,14 @@ def test_the_dashboard_port_is_an_error_not_a_hang(dashboard_port: int, tmp_path
     assert "within 2s" in done.stderr, done.stderr  # Dask's setting, not ridtrace's 10 s
 
 
-def test_a_listener_that_never_answers_is_an_error_not_a_hang(tmp_path: Path) -> None:
+@pytest.mark.parametrize("greeting", [b"", b"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n"],
+                         ids=["silent", "greets-first"])
+def test_a_listener_that_never_answers_is_an_error_not_a_hang(
+    tmp_path: Path, greeting: bytes,
+) -> None:
     # A tunnel or port-forward with nothing behind it: the connection is accepted, and
-    # no byte ever comes back.
+    # no byte ever comes back. Or a service that speaks first (sshd on :22): its banner
+    # read as a message's length asked numpy for 2.8 EiB, a traceback and exit 4.
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
@@ -95,6 +100,7 @@ def test_a_listener_that_never_answers_is_an_error_not_a_hang(tmp_path: Path) ->
                 accepted.append(listener.accept()[0])
             except TimeoutError:
                 continue
+            accepted[-1].sendall(greeting)
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
@@ -108,6 +114,7 @@ def test_a_listener_that_never_answers_is_an_error_not_a_hang(tmp_path: Path) ->
         listener.close()
     assert done.returncode == 2, done.stderr
     assert "cannot reach the Dask scheduler" in done.stderr and "answered" in done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
     assert accepted  # it did reach the listener: the wait was on the handshake
 
 

@@ -207,6 +207,15 @@ def _check_answers(scheduler: str, timeout: float) -> None:
             raise TimeoutError(
                 f"no Dask scheduler answered there within {timeout:g}s (the "
                 "dashboard's port? a scheduler listens on 8786 unless told otherwise)") from exc
+        except (OSError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            # Something that speaks first answered (sshd's banner, an HTTP error page):
+            # distributed read its bytes as a message's length and failed however that
+            # went (2.8 EiB asked of numpy), a traceback and exit 4.
+            raise ConnectionError(
+                f"something other than a Dask scheduler answered there ({type(exc).__name__}; "
+                "a scheduler listens on 8786 unless told otherwise)") from exc
 
     def run() -> None:
         try:
