@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from ridtrace.cli.main import main
 from ridtrace.testing.synth import SynthSpec, write_logs
+from tests.support.extras import ENGINES
 
 
 @pytest.mark.parametrize("command", [
@@ -68,3 +69,23 @@ def test_two_files_that_would_show_under_one_name_keep_names_of_their_own(
     if command[0] == "analyze":
         summary = json.loads(result.stdout)["summary"]
         assert summary["files"] == 2
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_named_one_by_one_they_keep_names_of_their_own_on_either_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str,
+) -> None:
+    # Named as two arguments (a shell's glob `w*.jsonl`), the Dask engine named each
+    # apart from the files of its own argument only: exit 4, "categories must be unique".
+    write_logs(tmp_path / "plain", SynthSpec(requests=40, workers=2))
+    monkeypatch.chdir(tmp_path)
+    odd, spelt = os.fsdecode(b"w\xe9.jsonl"), "w\\xe9.jsonl"
+    Path(odd).write_bytes((tmp_path / "plain" / "worker-8101.jsonl").read_bytes())
+    Path(spelt).write_bytes((tmp_path / "plain" / "worker-8102.jsonl").read_bytes())
+    result = CliRunner().invoke(main, ["analyze", spelt, odd, "--format", "json", "-q",
+                                       "--engine", engine])
+    assert result.exit_code in (0, 1, 3), (result.exception, result.stderr)
+    doc = json.loads(result.stdout)
+    assert doc["summary"]["files"] == 2
+    cited = {e["file"] for f in doc["findings"] for e in f["evidence"]}
+    assert cited <= {spelt, f"./{spelt}"}

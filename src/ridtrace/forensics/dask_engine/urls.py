@@ -24,6 +24,7 @@ from ridtrace.forensics.reading.inputs import (
     Source,
     expand_inputs,
     input_list,
+    names_apart,
     not_regular_reason,
 )
 from ridtrace.forensics.reading.rotation import absolute_path, oldest_first
@@ -148,7 +149,14 @@ def expand_urls(inputs: Inputs) -> list[LogFile]:
                 files.append(f)
             elif files[at].from_directory and not f.from_directory:
                 files[at] = f  # walked first, named too: read as named (`expand_inputs`)
-    return oldest_first(files, _file_path)
+    files = oldest_first(files, _file_path)
+    # Named apart across the arguments, as `expand_inputs` names them: two files shown
+    # under one name (`w\xe9.jsonl` spelt with a backslash beside one holding the byte
+    # 0xE9) stopped the read (exit 4, "categories must be unique").
+    names = names_apart([(f.name, None if _is_url(f.name) else not os.path.isabs(f.name))
+                         for f in files])
+    return [f if name == f.name else replace(f, name=name)
+            for f, name in zip(files, names, strict=True)]
 
 
 def _identity(f: LogFile) -> object:

@@ -281,20 +281,29 @@ def _unique_names(sources: list[Source]) -> list[Source]:
     escape), were two inputs of one name: every command stopped (exit 4, "categories must
     be unique"), and evidence could not say which file it cited. Standard input keeps its
     name; a file of a relative path is spelt ``./PATH``, else ``NAME (#2)``, ``(#3)``…"""
-    taken = {src.name for src in sources if src.path is None}
-    named = []
-    for src in sources:
-        if src.path is None:
-            named.append(src)
+    names = names_apart([(src.name, None if src.path is None else not src.path.is_absolute())
+                         for src in sources])
+    return [src if name == src.name else replace(src, name=name)
+            for src, name in zip(sources, names, strict=True)]
+
+
+def names_apart(named: Sequence[tuple[str, bool | None]]) -> list[str]:
+    """`_unique_names`' names, for each ``(name, relative)`` in order (`relative` None:
+    standard input, which keeps its name); the Dask engine names its files so too."""
+    taken = {name for name, relative in named if relative is None}
+    out = []
+    for given, relative in named:
+        if relative is None:
+            out.append(given)
             continue
-        name, number = src.name, 2
-        if name in taken and not src.path.is_absolute() and not name.startswith("./"):
+        name, number = given, 2
+        if name in taken and relative and not name.startswith("./"):
             name = f"./{name}"
         while name in taken:
-            name, number = f"{src.name} (#{number})", number + 1
+            name, number = f"{given} (#{number})", number + 1
         taken.add(name)
-        named.append(src if name == src.name else replace(src, name=name))
-    return named
+        out.append(name)
+    return out
 
 
 CLOSED_STDIN = "standard input is closed: '-' has nothing to read"
