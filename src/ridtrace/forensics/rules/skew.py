@@ -111,6 +111,22 @@ def _file_offsets(spans: SpanColumns) -> tuple[dict[int, int], set[int]]:
     if not spans.front.any() or not len(workers):
         return {}, set()
     front_files = _by_requests(spans.file[spans.front])
+    if len(front_files) > 1 and _all_share_workers(spans, workers, front_files):
+        # Replicas of a gateway on one machine's clock are one clock: the workers placed
+        # by every replica's callers at once, kept when each replica then fits at zero.
+        # Placed by the reference's alone, a worker that served it only two instant
+        # refusals went to the middle of their loose bounds, 196 ms off, and a request
+        # of the other replica was drawn ending before its worker's span.
+        joint = _placement(spans, waited, workers, front_files, together=True)
+        if all(_front_fits(spans, waited, workers, joint[0], code) for code in front_files):
+            return joint
+    return _placement(spans, waited, workers, front_files, together=False)
+
+
+def _placement(spans: SpanColumns, waited: np.ndarray, workers: np.ndarray,
+               front_files: list[int], *, together: bool) -> tuple[dict[int, int], set[int]]:
+    """`_file_offsets` level by level, from the reference frontend file alone, or from
+    every frontend file at zero (`together`)."""
     on_clock: dict[int, int] = {}  # file code -> offset, for the files placed so far
     on_own_clock: set[int] = set()
     shift = np.zeros(len(spans.start), dtype=np.int64)
@@ -118,6 +134,8 @@ def _file_offsets(spans: SpanColumns) -> tuple[dict[int, int], set[int]]:
     while True:
         placed = (_level(spans, np.flatnonzero(callers), waited, workers, shift, on_clock)
                   if callers.any() else {})
+        if not placed and together and not on_clock:
+            placed = dict.fromkeys(front_files, 0)
         if not placed:
             placed = _front_level(spans, waited, workers, shift, on_clock, front_files)
         if not placed:
@@ -137,6 +155,32 @@ def _file_offsets(spans: SpanColumns) -> tuple[dict[int, int], set[int]]:
         # the next level's.
         callers = callers | (now & (spans.front | (spans.worker & (spans.ok | ~spans.ended))))
     return on_clock, on_own_clock
+
+
+def _all_share_workers(spans: SpanColumns, workers: np.ndarray, front_files: list[int]) -> bool:
+    """Whether every frontend file's callers share a worker file with another's: only
+    then can one clock for all of them be checked (a file sharing none has its own)."""
+    caller = first_rows(spans.span, spans.span_codes, np.flatnonzero(spans.front))[
+        spans.parent[workers]]
+    linked = caller >= 0
+    pairs = {(int(w), int(f)) for w, f in zip(spans.file[workers[linked]].tolist(),
+                                               spans.file[caller[linked]].tolist(), strict=True)}
+    served: dict[int, set[int]] = {}
+    for worker_file, front_file in pairs:
+        served.setdefault(worker_file, set()).add(front_file)
+    shared = {f for fronts in served.values() if len(fronts) > 1 for f in fronts}
+    return all(code in shared for code in front_files)
+
+
+def _front_fits(spans: SpanColumns, waited: np.ndarray, workers: np.ndarray,
+                on_clock: dict[int, int], code: int) -> bool:
+    """Whether frontend file `code` fits at zero against the files `on_clock` places
+    (its own bounds on the workers so placed, as `_front_level` takes them)."""
+    others = {k: v for k, v in on_clock.items() if k != code}
+    table = np.array([others.get(c, 0) for c in range(max(others, default=0) + 1)],
+                     dtype=np.int64)
+    shift = np.where(spans.file >= 0, table[np.clip(spans.file, 0, len(table) - 1)], 0)
+    return _front_level(spans, waited, workers, shift, others, [code]).get(code, 0) == 0
 
 
 def _by_requests(files: np.ndarray) -> list[int]:
