@@ -201,14 +201,16 @@ def ignore_reason(name: str, head: bytes, *, whole: bool, wrapped: bool = False)
             return ignore_reason(name, rest, whole=whole, wrapped=wrapped)
         if not whole:  # all hole so far: a log's name says read it, else look on (`read_on`)
             return None if named_like_log(name) else NO_JSON_LINES
+    if not wrapped and _OWN_REPORT.match(head):
+        return OWN_REPORT
     own = None if wrapped else _own_output(head, whole)
     if own == FINDINGS:
         return "ridtrace's findings (analyze --follow --format json), not log lines"
     if own == MESSAGES:
         return "ridtrace's messages and summary (analyze --follow's stderr), not log lines"
     if named_for_lines(name):
-        if not wrapped and (_OWN_REPORT.match(head) or _JAEGER_EXPORT.match(head)):
-            return OWN_REPORT  # any other name is passed over as no JSON lines (below)
+        if not wrapped and _JAEGER_EXPORT.match(head):
+            return OWN_REPORT  # under any other name, told apart as a trace file below
         return None  # pretty-printed records, a config dump: bad lines, not a skipped file
     if whole and not wrapped and _one_line_document(name, head):
         return "a JSON document, not JSON lines"
