@@ -26,8 +26,10 @@ def evict_outside(state: WindowState) -> int:
     spans, by_id, pairs, produced = state.spans, state.clusters, state.pairs, state.produced
     limit = state.limit
     dropped = 0
-    # Callers whose crossed-stream verdict waits on another file's progress.
+    # Callers whose crossed-stream verdict, and ids whose duplicate verdict, wait on
+    # another file's progress.
     lagging = {id(front) for front in state.pending_fronts}
+    waiting = {id(cluster) for cluster in state.pending_clusters if not cluster.reported}
     while spans:
         key, span = spans.popitem(last=False)
         last = span.last
@@ -41,10 +43,11 @@ def evict_outside(state: WindowState) -> int:
             spans.move_to_end(key, last=False)
             break
         dropped += 1
-        if not span.closed or (lagging and id(span) in lagging and not span.crossed_done):
-            # Still open at the window's edge, or a caller whose crossed-stream verdict
-            # still waited on another file's progress: counted, not judged (the second
-            # was dropped without a word).
+        if (not span.closed or (lagging and id(span) in lagging and not span.crossed_done)
+                or (waiting and any(id(cluster) in waiting for cluster in span.clusters))):
+            # Still open at the window's edge, or a request whose crossed-stream or
+            # duplicate verdict still waited on another file's progress: counted, not
+            # judged (the last two were dropped without a word).
             state.open_at_edge += 1
         if not span.closed:
             up = span.parent_span
