@@ -152,43 +152,48 @@ def test_a_live_files_torn_line_is_waited_for(tmp_path: Path) -> None:
     assert early == settled == []
 
 
-def test_a_caller_whose_verdict_waits_on_a_lagging_file_is_counted_when_it_leaves(
-    tmp_path: Path,
-) -> None:
-    # A finished caller given output a worker made for another: its crossed-stream
-    # verdict waits until every file is read past its end. A rotated part's torn last
-    # piece (within a long settle time) holds it; when the caller left the window, it
-    # was dropped without a word: now counted as `open_at_window_edge`.
-    ticks = Ticks()
-    front, worker = tmp_path / "frontend.jsonl", tmp_path / "worker.jsonl"
-    mine = {"request_id": "r1", "trace_id": FRONT_TRACE}
-    _append(front, rt("request.start", time=ts(1.0), span_id="f1", **mine),
-            rt("request.end", time=ts(2.0), span_id="f1", status=200, outcome="ok",
-               fp_in="in-1", fp_out="out-2", **mine))
-    _append(worker, *(rt(event, time=ts(seconds), request_id="r2", trace_id=NEXT_TRACE,
-                         span_id="w2", parent_span_id="f2", service="worker", fp_in="in-2",
-                         fp_out="out-2", outcome="ok")
-                      for event, seconds in (("worker.start", 1.1), ("worker.end", 1.9))))
-    # The part a rename rotated away, its last line torn.
+def _left_the_window(tmp_path: Path) -> tuple[list[Finding], int]:
+    """The logs written so far followed beside a rotated part whose torn last piece
+    (within a long settle time) keeps every file from being caught up; then a line 30 s
+    later moves the 1 s window past them all. What was printed, and `open_at_edge`."""
     rotated = tmp_path / "frontend.jsonl.1"
     _append(rotated, *(rt(event, time=ts(seconds), span_id="f0", request_id="r0",
                           trace_id="d" * 32, status=200, outcome="ok")
                        for event, seconds in (("request.start", 0.5), ("request.end", 0.6))))
     with rotated.open("a") as handle:
         handle.write('{"time": "2026-')
+    ticks = Ticks()
     follower = Follower([str(tmp_path)], FollowSettings(from_start=True, settle_s=1000.0,
                                                         window_s=1.0), ticks=ticks)
     follower.start()
     try:
         found, _ = follower.poll()
-        _append(worker, rt("worker.start", time=ts(30.0), request_id="r9", trace_id="c" * 32,
-                           span_id="w9", service="worker"))
+        _append(tmp_path / "worker.jsonl", rt("worker.start", time=ts(30.0), request_id="r9",
+                                              trace_id="c" * 32, span_id="w9",
+                                              service="worker"))
         ticks.now += 1.0
-        later, _ = follower.poll()
-        edge = follower.rules.state.open_at_edge
+        found += follower.poll()[0]
+        return found, follower.rules.state.open_at_edge
     finally:
         follower.close()
-    assert found == later == []
+
+
+def test_a_caller_whose_verdict_waits_on_a_lagging_file_is_counted_when_it_leaves(
+    tmp_path: Path,
+) -> None:
+    # A finished caller given output a worker made for another: its crossed-stream
+    # verdict waits until every file is read past its end. When the caller left the
+    # window, it was dropped without a word: now counted as `open_at_window_edge`.
+    mine = {"request_id": "r1", "trace_id": FRONT_TRACE}
+    _append(tmp_path / "frontend.jsonl", rt("request.start", time=ts(1.0), span_id="f1", **mine),
+            rt("request.end", time=ts(2.0), span_id="f1", status=200, outcome="ok",
+               fp_in="in-1", fp_out="out-2", **mine))
+    _append(tmp_path / "worker.jsonl", *(
+        rt(event, time=ts(seconds), request_id="r2", trace_id=NEXT_TRACE, span_id="w2",
+           parent_span_id="f2", service="worker", fp_in="in-2", fp_out="out-2", outcome="ok")
+        for event, seconds in (("worker.start", 1.1), ("worker.end", 1.9))))
+    found, edge = _left_the_window(tmp_path)
+    assert found == []
     assert edge == 1  # f1; every other span had ended
 
 
@@ -196,34 +201,16 @@ def test_holders_of_an_id_whose_verdict_waits_on_a_lagging_file_are_counted_when
     tmp_path: Path,
 ) -> None:
     # A worker span holds a caller's id at overlapping times; its own caller may still
-    # come in a file read behind (a rotated part's torn piece within a long settle time),
-    # so the duplicate's verdict waits. When its holders left the window, they were
-    # dropped without a word: now counted as `open_at_window_edge`.
-    ticks = Ticks()
-    front, worker = tmp_path / "frontend.jsonl", tmp_path / "worker.jsonl"
-    _append(front, *(rt(event, time=ts(seconds), span_id="f1", request_id="dup",
-                        trace_id=FRONT_TRACE, status=200, outcome="ok")
-                     for event, seconds in (("request.start", 1.0), ("request.end", 3.0))))
-    _append(worker, *(rt(event, time=ts(seconds), request_id="dup", trace_id=NEXT_TRACE,
-                         span_id="w2", parent_span_id="f2", service="worker", outcome="ok")
-                      for event, seconds in (("worker.start", 2.0), ("worker.end", 2.5))))
-    rotated = tmp_path / "frontend.jsonl.1"
-    _append(rotated, *(rt(event, time=ts(seconds), span_id="f0", request_id="r0",
-                          trace_id="d" * 32, status=200, outcome="ok")
-                       for event, seconds in (("request.start", 0.5), ("request.end", 0.6))))
-    with rotated.open("a") as handle:
-        handle.write('{"time": "2026-')
-    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, settle_s=1000.0,
-                                                        window_s=1.0), ticks=ticks)
-    follower.start()
-    try:
-        found, _ = follower.poll()
-        _append(worker, rt("worker.start", time=ts(30.0), request_id="r9", trace_id="c" * 32,
-                           span_id="w9", service="worker"))
-        ticks.now += 1.0
-        later, _ = follower.poll()
-        edge = follower.rules.state.open_at_edge
-    finally:
-        follower.close()
-    assert found == later == []
+    # come in a file read behind, so the duplicate's verdict waits. When its holders
+    # left the window, they were dropped without a word: now counted.
+    _append(tmp_path / "frontend.jsonl", *(
+        rt(event, time=ts(seconds), span_id="f1", request_id="dup", trace_id=FRONT_TRACE,
+           status=200, outcome="ok")
+        for event, seconds in (("request.start", 1.0), ("request.end", 3.0))))
+    _append(tmp_path / "worker.jsonl", *(
+        rt(event, time=ts(seconds), request_id="dup", trace_id=NEXT_TRACE, span_id="w2",
+           parent_span_id="f2", service="worker", outcome="ok")
+        for event, seconds in (("worker.start", 2.0), ("worker.end", 2.5))))
+    found, edge = _left_the_window(tmp_path)
+    assert found == []
     assert edge == 2  # f1 and w2; f0 had ended, and no verdict waited on it
