@@ -22,6 +22,9 @@ def test_a_name_with_a_separator_is_quoted_and_a_plain_one_is_not() -> None:
     assert cited_at("real.jsonl:9 other.jsonl", 1) == "'real.jsonl:9 other.jsonl':1"
     assert cited_at("b.jsonl:7 (not JSON), c.jsonl", 2) == "'b.jsonl:7 (not JSON), c.jsonl':2"
     assert cited_at("it's.jsonl", 4) == "'it\\'s.jsonl':4"
+    # A URL's scheme is no separator; a separator after it still is.
+    assert cited_at("s3://logs/app.jsonl", 5) == "s3://logs/app.jsonl:5"
+    assert cited_at("file:///a b.jsonl", 6) == "'file:///a b.jsonl':6"
 
 
 def test_the_batch_reads_stderr_and_table_quote_such_a_name(tmp_path: Path) -> None:

@@ -52,8 +52,9 @@ def _request(lines: dict[str, list[str]], front: str, name: str, at: int,
 
 
 @pytest.mark.parametrize("skew_ms", [-100, 400, 750])
+@pytest.mark.parametrize("front", ["frontend", "zz-frontend"])  # named before the workers, after
 def test_a_worker_is_placed_by_the_tight_bound_of_another_replicas_request(
-    tmp_path: Path, skew_ms: int,
+    tmp_path: Path, skew_ms: int, front: str,
 ) -> None:
     skew = {"w1": skew_ms, "w2": 0}
     lines: dict[str, list[str]] = {"a": [], "b": [], "w1": [], "w2": []}
@@ -64,7 +65,7 @@ def test_a_worker_is_placed_by_the_tight_bound_of_another_replicas_request(
     # The other replica: w1 served one of its requests, inside it to a millisecond.
     _request(lines, "b", "b1", 3000, ("w1", 1, 399), skew=skew)
     _request(lines, "b", "b2", 4000, ("w2", 5, 395), skew=skew)
-    for name, file in (("a", "frontend-a"), ("b", "frontend-b"), ("w1", "worker-1"),
+    for name, file in (("a", f"{front}-a"), ("b", f"{front}-b"), ("w1", "worker-1"),
                        ("w2", "worker-2")):
         (tmp_path / f"{file}.jsonl").write_text("\n".join(sorted(lines[name])) + "\n")
     doc = report_json(analyze_read(read_partials(expand_inputs([str(tmp_path)]))))

@@ -145,11 +145,14 @@ def json_escaped(text: str) -> str:
 # space, `, `, the `:` before a line number) or a quote read as two files, or as
 # another line of another file (`real.jsonl:9 other.jsonl:1`).
 _AMBIGUOUS_NAME = re.compile(r"[\s,:'\"]")
+# A URL's scheme (`s3://`, `file://`, the Dask engine's inputs) is no separator.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def cited_at(file: str, line: object) -> str:
     """``file:line`` as the text views print a citation: a name holding a separator
     quoted (`'a b.jsonl':3`, a quote in it escaped), so each citation reads as one."""
-    if _AMBIGUOUS_NAME.search(file):
+    scheme = _SCHEME.match(file)
+    if _AMBIGUOUS_NAME.search(file, scheme.end() if scheme else 0):
         file = "'" + file.replace("\\", "\\\\").replace("'", "\\'") + "'"
     return f"{file}:{line}"

@@ -177,9 +177,11 @@ def _front_fits(spans: SpanColumns, waited: np.ndarray, workers: np.ndarray,
     """Whether frontend file `code` fits at zero against the files `on_clock` places
     (its own bounds on the workers so placed, as `_front_level` takes them)."""
     others = {k: v for k, v in on_clock.items() if k != code}
-    table = np.array([others.get(c, 0) for c in range(max(others, default=0) + 1)],
-                     dtype=np.int64)
-    shift = np.where(spans.file >= 0, table[np.clip(spans.file, 0, len(table) - 1)], 0)
+    table = np.zeros(max(len(spans.file_names), max(others, default=0) + 1), dtype=np.int64)
+    for placed, offset in others.items():
+        if placed >= 0:
+            table[placed] = offset
+    shift = np.where(spans.file >= 0, table[np.maximum(spans.file, 0)], 0)
     return _front_level(spans, waited, workers, shift, others, [code]).get(code, 0) == 0
 
 
