@@ -146,11 +146,8 @@ def _placement(spans: SpanColumns, waited: np.ndarray, workers: np.ndarray,
             if on_clock:  # not the reference, whose clock the others are placed on
                 on_own_clock.add(alone[0])
         on_clock.update(placed)
-        codes = np.fromiter(placed, dtype=np.int64)
-        now = np.isin(spans.file, codes)
-        table = dict(zip(codes.tolist(), placed.values(), strict=True))
-        by_code = np.array([table.get(c, 0) for c in range(-1, max(table) + 1)], dtype=np.int64)
-        shift = np.where(now, by_code[np.clip(spans.file, -1, max(table)) + 1], shift)
+        now = np.isin(spans.file, np.fromiter(placed, dtype=np.int64))
+        shift = np.where(now, _file_shifts(spans, placed), shift)
         # Their frontend spans, and their worker spans that did not fail, are callers of
         # the next level's.
         callers = callers | (now & (spans.front | (spans.worker & (spans.ok | ~spans.ended))))
@@ -177,12 +174,18 @@ def _front_fits(spans: SpanColumns, waited: np.ndarray, workers: np.ndarray,
     """Whether frontend file `code` fits at zero against the files `on_clock` places
     (its own bounds on the workers so placed, as `_front_level` takes them)."""
     others = {k: v for k, v in on_clock.items() if k != code}
-    table = np.zeros(max(len(spans.file_names), max(others, default=0) + 1), dtype=np.int64)
-    for placed, offset in others.items():
-        if placed >= 0:
-            table[placed] = offset
-    shift = np.where(spans.file >= 0, table[np.maximum(spans.file, 0)], 0)
+    shift = _file_shifts(spans, others)
     return _front_level(spans, waited, workers, shift, others, [code]).get(code, 0) == 0
+
+
+def _file_shifts(spans: SpanColumns, by_file: dict[int, int]) -> np.ndarray:
+    """Each span's shift: its file's offset in `by_file` (file code, -1 for none, to
+    µs), 0 for a file not in it."""
+    table = np.zeros(max(len(spans.file_names), max(by_file, default=-1) + 1) + 1,
+                     dtype=np.int64)
+    for code, offset in by_file.items():
+        table[code + 1] = offset
+    return table[spans.file + 1]
 
 
 def _by_requests(files: np.ndarray) -> list[int]:
@@ -341,10 +344,8 @@ def shift_spans(spans: SpanColumns, offsets: dict[str, int]) -> SpanColumns:
     """`spans` with every span of an offset file moved onto the reference clock."""
     if not offsets:
         return spans
-    by_code = np.zeros(max(len(spans.file_names), 1), dtype=np.int64)
-    for code, name in enumerate(spans.file_names):
-        by_code[code] = offsets.get(name, 0)
-    shift = np.where(spans.file >= 0, by_code[np.maximum(spans.file, 0)], 0)
+    shift = _file_shifts(spans, {code: offsets[name] for code, name in
+                                 enumerate(spans.file_names) if name in offsets})
     return replace(spans, start=spans.start + shift, end=spans.end + shift)
 
 
