@@ -185,7 +185,7 @@ def _file_shifts(spans: SpanColumns, by_file: dict[int, int]) -> np.ndarray:
                      dtype=np.int64)
     for code, offset in by_file.items():
         table[code + 1] = offset
-    return table[spans.file + 1]
+    return np.asarray(table[spans.file + 1], dtype=np.int64)
 
 
 def _by_requests(files: np.ndarray) -> list[int]:
