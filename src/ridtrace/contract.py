@@ -116,6 +116,23 @@ SEVERITY: Final[dict[str, str]] = {
 }
 FINDING_KINDS: Final[tuple[str, ...]] = tuple(SEVERITY)
 
+# The columns of the reports' CSV: `analyze`'s findings, `trace`'s events, `audit`'s
+# rows after their keys (a walk tells a report saved beside the logs by them).
+FINDING_COLUMNS: Final[tuple[str, ...]] = (
+    "kind", "severity", "request_id", "x_request_id", "span_id", "time", "detail", "evidence",
+)
+TRACE_CSV_COLUMNS: Final[tuple[str, ...]] = (
+    "request_span_id", "request_id", "x_request_id", "verdict", "got_output_of_span_id",
+    "ms", "side", "span_id", "event", "outcome", "level", "file", "line", "detail",
+)
+AUDIT_BY: Final[tuple[str, ...]] = ("header", "client", "route", "day")
+AUDIT_COLUMNS: Final[tuple[str, ...]] = ("requests", "clients", "first_seen", "last_seen")
+
+
+def audit_keys(by: str) -> tuple[str, ...]:
+    """The key columns of `audit --by BY`'s rows, before `AUDIT_COLUMNS`."""
+    return ("header",) if by == "header" else ("day", "header") if by == "day" else ("header", by)
+
 # The numeric gRPC status codes OpenTelemetry's rpc conventions make a server span an
 # error for, as 5xx are over HTTP: UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL,
 # UNAVAILABLE, DATA_LOSS. The interceptor marks its spans by them, `export jaeger` the

@@ -10,7 +10,14 @@ from __future__ import annotations
 import json
 import re
 
-from ridtrace.contract import FINDING_KINDS
+from ridtrace.contract import (
+    AUDIT_BY,
+    AUDIT_COLUMNS,
+    FINDING_COLUMNS,
+    FINDING_KINDS,
+    TRACE_CSV_COLUMNS,
+    audit_keys,
+)
 from ridtrace.forensics.reading.judge import PREFIXED_RECORD
 
 __all__ = [
@@ -104,15 +111,15 @@ _JAEGER_EXPORT = re.compile(rb'\s*\{\s*"data"\s*:\s*\[\s*(?:\{\s*"traceID"\s*:|\
 # CSV): a report saved beside the logs under a log's name (`-o logs/report.log`) was
 # read as one, every line bad, and the next run of a clean folder exited 3, and refused
 # to write the report again ("one of the logs read").
+_CSV_HEADS = [",".join(FINDING_COLUMNS), ",".join(TRACE_CSV_COLUMNS),
+              *(",".join((*audit_keys(by), *AUDIT_COLUMNS)) for by in AUDIT_BY)]
 _OWN_REPORT = re.compile(
     rb'\{\n  "summary": \{\n'  # analyze, audit --format json
     rb'|\{\n  "id": [^\n]*\n  "matched": '  # trace --format json
     rb'| *ridtrace analyze *\r?\n'  # analyze's table
-    rb'| *deprecated headers by (?:header|client|route|day) *\r?\n'  # audit's table
+    rb'| *deprecated headers by (?:' + "|".join(AUDIT_BY).encode() + rb') *\r?\n'  # audit's
     rb'|[^\n]*: [0-9]+ matching request\(s\), [0-9]+ shown'  # trace's text
-    rb'|kind,severity,request_id,x_request_id,span_id,time,detail,evidence\r?\n'
-    rb'|request_span_id,request_id,x_request_id,verdict,'  # trace --format csv
-    rb'|(?:header|day),(?:header,|client,|route,)?requests,clients,first_seen,last_seen\r?\n'
+    + b"".join(b"|" + re.escape(head.encode()) + rb"\r?\n" for head in _CSV_HEADS)
 )
 OWN_REPORT = "a ridtrace report (analyze, trace, audit or export written with -o), not log lines"
 

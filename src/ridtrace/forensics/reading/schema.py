@@ -107,13 +107,3 @@ EVENT_COLUMNS: Final[tuple[str, ...]] = (
     *EVENT_STRING_COLUMNS,
 )
 
-FINDING_COLUMNS: Final[tuple[str, ...]] = (
-    "kind",
-    "severity",
-    "request_id",
-    "x_request_id",
-    "span_id",
-    "time",
-    "detail",
-    "evidence",
-)

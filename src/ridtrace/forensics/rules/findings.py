@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ridtrace.contract import SEVERITY
-from ridtrace.forensics.reading.schema import FINDING_COLUMNS
+from ridtrace.contract import FINDING_COLUMNS, SEVERITY
 from ridtrace.forensics.rules import MAX_CALLER_DEPTH
 from ridtrace.forensics.rules.columns import LinesAt, SpanColumns, first_rows
 

@@ -14,10 +14,9 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from ridtrace.contract import FINDING_KINDS, SEVERITY
+from ridtrace.contract import FINDING_COLUMNS, FINDING_KINDS, SEVERITY
 from ridtrace.forensics.printable import csv_cell, csv_escaped, formula_guarded, json_escaped
 from ridtrace.forensics.reading.events import LoadedLogs
-from ridtrace.forensics.reading.schema import FINDING_COLUMNS
 from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
 from ridtrace.forensics.records.read import LoadedRequests
 from ridtrace.forensics.records.spans import build_requests, requests_from_partials

@@ -15,14 +15,13 @@ from typing import Any, BinaryIO, Final, cast
 
 import pandas as pd
 
-from ridtrace.contract import FRONTEND, WORKER
+from ridtrace.contract import AUDIT_BY, AUDIT_COLUMNS, FRONTEND, WORKER, audit_keys
 from ridtrace.forensics.printable import csv_escaped
 from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
 from ridtrace.forensics.rules.overlap import caller_of
 from ridtrace.forensics.rules.report import count_requests
 from ridtrace.forensics.views.trace_spellings import one_spelling
 
-AUDIT_BY: Final = ("header", "client", "route", "day")
 _UNKNOWN = "(unknown)"
 
 
@@ -82,8 +81,8 @@ def audit(requests: pd.DataFrame, by: str = "header") -> pd.DataFrame:
     if by not in AUDIT_BY:
         raise ValueError(f"by must be one of {AUDIT_BY}, not {by!r}")
     usage = deprecated_usage(requests)
-    keys = ["header"] if by == "header" else (["day", "header"] if by == "day" else ["header", by])
-    cols = ["requests", "clients", "first_seen", "last_seen"]
+    keys = list(audit_keys(by))
+    cols = list(AUDIT_COLUMNS)
     if usage.empty:
         return pd.DataFrame(columns=keys + cols)
     # Distinct known clients per group by pandas' own nunique: a Python function per

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
+from ridtrace.contract import TRACE_CSV_COLUMNS
 from ridtrace.forensics.printable import csv_cell
 from ridtrace.forensics.rfc3339 import rfc3339_us
 from ridtrace.forensics.views.trace_rows import RequestBlock, TraceView
@@ -74,10 +75,7 @@ def trace_document(view: TraceView, incomplete_reasons: Sequence[str] = ()) -> d
     }
 
 
-CSV_COLUMNS = (
-    "request_span_id", "request_id", "x_request_id", "verdict", "got_output_of_span_id",
-    "ms", "side", "span_id", "event", "outcome", "level", "file", "line", "detail",
-)
+CSV_COLUMNS = TRACE_CSV_COLUMNS
 
 
 def trace_csv(view: TraceView) -> str:
