@@ -8,10 +8,11 @@ ever sending initial metadata twice (which gRPC refuses, failing the call).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
 import grpc
@@ -184,12 +185,7 @@ class TracedServicerContext(IdMetadata, grpc.aio.ServicerContext):  # type: igno
         if trailing_metadata:
             self._handler_trailing = trailing_metadata
         merged = self.merged(trailing_metadata) if trailing_metadata else ()
-        try:
-            await self._context.abort(code, details, merged)
-        except grpc.aio.AbortError:
-            self.aborted = True  # not on abort(OK), which gRPC refuses sending nothing
-            raise
-        raise AssertionError("unreachable: abort raises")  # pragma: no cover
+        await self._aborting(self._context.abort(code, details, merged))
 
     async def abort_with_status(self, status: grpc.Status) -> NoReturn:
         trailing = getattr(status, "trailing_metadata", None) or ()
@@ -198,10 +194,24 @@ class TracedServicerContext(IdMetadata, grpc.aio.ServicerContext):  # type: igno
         if trailing:
             self._handler_trailing = trailing
         merged = self.merged(trailing) if trailing else ()
+        await self._aborting(
+            self._context.abort_with_status(_Status(status.code, status.details, merged)))
+
+    async def _aborting(self, abort: Awaitable[Any]) -> NoReturn:
+        task = asyncio.current_task()
+        cancels_before = task.cancelling() if task is not None else 0
         try:
-            await self._context.abort_with_status(_Status(status.code, status.details, merged))
+            await abort
         except grpc.aio.AbortError:
-            self.aborted = True
+            self.aborted = True  # not on abort(OK), which gRPC refuses sending nothing
+            raise
+        except asyncio.CancelledError:
+            # Cancelled while the abort's status went out: the server stopping, say,
+            # once its client had the status and left (grpc.aio cancels a call for its
+            # client only before a status is taken). The client got the abort's code;
+            # it was recorded CANCELLED. A cancel from before the abort stays a cancel.
+            if task is not None and task.cancelling() > cancels_before:
+                self.aborted = True
             raise
         raise AssertionError("unreachable: abort raises")  # pragma: no cover
 
