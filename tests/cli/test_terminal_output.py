@@ -65,6 +65,25 @@ def test_analyze_findings_read_whole_on_a_narrow_terminal(
     assert any(line.split() == ["request_id", rid] for line in lines), text
 
 
+@pytest.mark.parametrize("command", ["analyze", "audit", "trace"])
+def test_no_line_ends_in_padding(logs: tuple[Path, SynthTruth], command: str) -> None:
+    # A finding block's fields and the centred summary title were padded to the width:
+    # two lines in three ended in blanks, noise in a diff or a pasted report.
+    from click.testing import CliRunner
+
+    from ridtrace.cli.main import main
+
+    path, truth = logs
+    args = [command, *([_collided(truth)] if command == "trace" else []), str(path), "-q"]
+    for columns in (60, 100):
+        _, on_terminal = run_on_terminal(*args, columns=columns)
+        piped = CliRunner().invoke(main, args, env={"COLUMNS": str(columns)}).stdout
+        for text in (_ANSI.sub("", on_terminal), piped):
+            padded = [line for line in text.splitlines() if line != line.rstrip()]
+            assert not padded, padded[:5]
+            assert len(text.splitlines()) > 10
+
+
 @pytest.mark.parametrize("columns", [40, 60, 80, 200])
 def test_trace_fits_the_terminal(logs: tuple[Path, SynthTruth], columns: int) -> None:
     # trace was laid out for at least 100 columns: on 60 or 80 every waterfall row,

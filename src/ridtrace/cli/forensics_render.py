@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import sys
 from typing import TYPE_CHECKING, Any
@@ -73,6 +74,16 @@ def _console(to_terminal: bool) -> tuple[Console, io.StringIO]:
     return console, buf
 
 
+# A line's trailing blanks (a grid's last column and a centred title are padded to the
+# width), kept apart from the colour codes after them.
+_TRAILING_BLANKS = re.compile(r"(?:[ ]|\x1b\[[0-9;]*m)+$", re.MULTILINE)
+
+
+def _text(buf: io.StringIO) -> str:
+    """What was printed into `buf`, without the padding at the end of its lines."""
+    return _TRAILING_BLANKS.sub(lambda m: m.group().replace(" ", ""), buf.getvalue())
+
+
 def _cell(value: Any) -> str:
     if value is None or value != value:  # None or NaN/NaT
         return ""
@@ -116,7 +127,7 @@ def render_report(report: Report, *, to_terminal: bool) -> str:
             console.print("No findings: no log line was read.")
         else:
             console.print("No findings.")
-        return buf.getvalue()
+        return _text(buf)
     records = finding_dicts(found.head(MAX_ROWS))
     if console.width >= FINDINGS_TABLE_WIDTH:
         console.print(_findings_table(console.width, records))
@@ -128,7 +139,7 @@ def render_report(report: Report, *, to_terminal: bool) -> str:
         )
     if report.summary["incomplete"]:
         _print_incomplete(console, report.summary, "INCOMPLETE: more incidents may be missing:")
-    return buf.getvalue()
+    return _text(buf)
 
 
 def _print_incomplete(console: Console, summary: dict[str, Any], headline: str) -> None:
@@ -268,7 +279,7 @@ def render_audit(
     if summary["incomplete"]:
         _print_incomplete(console, summary,
                           "INCOMPLETE: use of the deprecated headers may be missing:")
-    return buf.getvalue()
+    return _text(buf)
 
 
 def render_trace(view: TraceView, *, to_terminal: bool) -> str:
@@ -283,4 +294,4 @@ def render_trace(view: TraceView, *, to_terminal: bool) -> str:
         file=buf, width=width, force_terminal=color, no_color=not color, highlight=False,
     )
     print_trace(view, console, direct=console.color_system is None)
-    return buf.getvalue()
+    return _text(buf)
