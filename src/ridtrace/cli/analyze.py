@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -50,10 +51,34 @@ def _no_empty_path(
     return paths
 
 
+def piped_stdin_hint(command: str) -> str:
+    """What to add to "Missing argument 'PATH...'" when the logs come down a pipe or a
+    redirect (`cat app.jsonl | ridtrace analyze`): standard input is read as ``-`` only.
+    `command` is how to call it with ``-`` (``ridtrace analyze -``)."""
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (AttributeError, OSError, ValueError):  # no standard input at all
+        return ""
+    if not (stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
+        return ""
+    return f"Standard input is a pipe or a file: name it '-' to read it ({command})."
+
+
+class _PathsArgument(click.Argument):
+    def process_value(self, ctx: click.Context, value: Any) -> Any:
+        try:
+            return super().process_value(ctx, value)
+        except click.MissingParameter as exc:
+            hint = piped_stdin_hint(f"{ctx.command_path} -")
+            if not hint:
+                raise
+            raise click.MissingParameter(hint, ctx=ctx, param=exc.param) from None
+
+
 def paths_argument(func: F) -> F:
     """PATH... : files, directories, globs, .gz, or ``-`` for stdin."""
     return click.argument("paths", nargs=-1, required=True, metavar="PATH...",
-                          callback=_no_empty_path)(func)
+                          callback=_no_empty_path, cls=_PathsArgument)(func)
 
 
 def quiet_option(func: F) -> F:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +16,7 @@ from ridtrace.cli.analyze import (
     allow_incomplete_option,
     load_logs,
     paths_argument,
+    piped_stdin_hint,
     quiet_option,
 )
 from ridtrace.cli.engine import dask_load, engine_choice, engine_options
@@ -211,6 +213,9 @@ class _TraceCommand(click.Command):
             ident = ctx.params.get("ident")
             if exc.param is None or exc.param.name != "paths" or not ident:
                 raise
+            hint = piped_stdin_hint(f"{ctx.command_path} {visible(shlex.quote(ident))} -")
+            if hint:  # the ID was meant, and the logs come down the pipe
+                raise click.MissingParameter(hint, ctx=ctx, param=exc.param) from None
             raise click.MissingParameter(
                 f"{visible(repr(ident))} was taken as the ID: give the ID to look for, "
                 "then the logs (trace ID PATH...)", ctx=ctx, param=exc.param) from None
