@@ -29,9 +29,19 @@ def channel() -> Iterator[grpc.Channel]:
         yield None  # to a synchronous server: the end of the stream
         yield b"never sent"
 
+    def answer(request: bytes, context: Any) -> Any:
+        return {"dict": {"a": 1}, "text": "text", "bytearray": bytearray(b"x")}[
+            request.decode()]
+
+    def counts(request: bytes, context: Any) -> Iterator[Any]:
+        yield b"first"
+        yield 42
+
     methods = {
         "Forgot": grpc.unary_unary_rpc_method_handler(forgot),
         "Chunks": grpc.unary_stream_rpc_method_handler(chunks),
+        "Answer": grpc.unary_unary_rpc_method_handler(answer),
+        "Counts": grpc.unary_stream_rpc_method_handler(counts),
     }
     pool = futures.ThreadPoolExecutor(2)
     server = grpc.server(pool, interceptors=[RequestTracingInterceptor()])
@@ -101,3 +111,36 @@ def test_a_stream_yielding_none_is_not_failed_by_its_serializer(log_lines: LogLi
         pool.shutdown(wait=False, cancel_futures=True)
     [end] = log_lines.events("request.end", rpc_method="/raw.Bytes/Chunks")
     assert (end["grpc_status"], end["outcome"], end["messages_out"]) == ("OK", "ok", 1)
+
+
+@pytest.mark.parametrize(("value", "named"), [
+    ("dict", "a dict"), ("text", "a str"), ("bytearray", "a bytearray")])
+def test_a_bytes_handler_returning_no_bytes_is_answered_not_left_hanging(
+    channel: grpc.Channel, log_lines: LogLines, value: str, named: str,
+) -> None:
+    # grpc's synchronous server raises over such a value in its own thread and never
+    # answers: the client waited for its deadline, and the call was recorded OK / ok.
+    with pytest.raises(grpc.RpcError) as failed:
+        channel.unary_unary("/raw.Bytes/Answer")(value.encode(), timeout=CALL_TIMEOUT)
+    assert failed.value.code() is grpc.StatusCode.INTERNAL
+    assert failed.value.details() == "Failed to serialize response!"
+    [server_id] = metadata_dict(failed.value.trailing_metadata())["x-server-request-id"]
+    [end] = log_lines.events("request.end", request_id=server_id)
+    assert (end["grpc_status"], end["outcome"], end["messages_out"]) == ("INTERNAL", "error", 0)
+    assert f"returned {named}" in end["error"]
+
+
+def test_a_bytes_stream_yielding_no_bytes_is_answered_not_left_hanging(
+    channel: grpc.Channel, log_lines: LogLines
+) -> None:
+    # Recorded CANCELLED / cancelled while the client waited for its deadline.
+    call = channel.unary_stream("/raw.Bytes/Counts")(b"", timeout=CALL_TIMEOUT)
+    got = []
+    with pytest.raises(grpc.RpcError) as failed:
+        for message in call:
+            got.append(message)
+    assert got == [b"first"] and failed.value.code() is grpc.StatusCode.INTERNAL
+    [server_id] = metadata_dict(call.trailing_metadata())["x-server-request-id"]
+    [end] = log_lines.events("request.end", request_id=server_id)
+    assert (end["grpc_status"], end["outcome"], end["messages_out"]) == ("INTERNAL", "error", 1)
+    assert "yielded an int" in end["error"]

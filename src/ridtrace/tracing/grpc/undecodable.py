@@ -126,16 +126,13 @@ def nothing_to_send(
     """
     if hasattr(result, "SerializeToString"):
         return None
-    if serializer is None and (_raw_refusal(result) is None if aio else result is not None):
+    refused = _raw_refusal(result, aio=aio) if serializer is None else None
+    if serializer is None and refused is None:
         return None
     code = context.code()
     if isinstance(code, grpc.StatusCode) and code is not grpc.StatusCode.OK:
         return None
-    if serializer is None:
-        if aio:
-            return _raw_refusal(result)
-        return TypeError("a response without a serializer must be bytes, not None")
-    return _refusal(result, serializer)
+    return refused if serializer is None else _refusal(result, serializer)
 
 
 def refuse_unsendable(
@@ -178,9 +175,9 @@ def note_refused_write(
 def _streamed_refusal(
     message: Any, serializer: Callable[[Any], bytes] | None, *, aio: bool,
 ) -> Exception | None:
-    """What sending a streamed `message` raises: a grpc.aio bytes handler's (no
-    serializer) takes bytes, a str and None; else the method's serializer judges."""
-    return _raw_refusal(message) if aio and serializer is None else unsendable(
+    """What sending a streamed `message` raises: a bytes handler's (no serializer) takes
+    what `_raw_refusal` says; else the method's serializer judges."""
+    return _raw_refusal(message, aio=aio, streamed=True) if serializer is None else unsendable(
         message, serializer)
 
 
@@ -192,12 +189,20 @@ def unsendable(message: Any, serializer: Callable[[Any], bytes] | None) -> Excep
     return _refusal(message, serializer)
 
 
-def _raw_refusal(message: Any) -> Exception | None:
-    """What grpc.aio raises sending ``message`` without a serializer (a bytes handler):
-    it takes bytes, a str (encoded) and None (an empty message), nothing else."""
-    if message is None or isinstance(message, (bytes, str)):
+def _raw_refusal(message: Any, *, aio: bool, streamed: bool = False) -> Exception | None:
+    """What sending ``message`` without a serializer (a bytes handler) raises. grpc.aio
+    takes bytes, a str (encoded) and None (an empty message). A synchronous server takes
+    bytes, and a None yielded ends its stream; it fails a None returned itself ("Failed
+    to serialize response!"), and anything else raises in gRPC's own thread, where the
+    call is never answered (its client waits for its deadline) while ridtrace had
+    recorded it ``OK``, or ``CANCELLED`` for a stream."""
+    if isinstance(message, bytes) or (message is None and (aio or streamed)) or (
+            aio and isinstance(message, str)):
         return None
-    return TypeError(f"Expected bytes, got {type(message).__name__}")
+    if aio:  # grpc.aio's own words, which its client gets
+        return TypeError(f"Expected bytes, got {type(message).__name__}")
+    name = "None" if message is None else type(message).__name__
+    return TypeError(f"a response without a serializer must be bytes, not {name}")
 
 
 def _refusal(message: Any, serializer: Callable[[Any], bytes]) -> Exception | None:
