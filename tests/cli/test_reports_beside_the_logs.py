@@ -58,3 +58,29 @@ def test_each_commands_report_saved_under_a_logs_name_is_passed_over(clean: Path
     assert passed_over == {Path(args[-1]).name for args in writes}
     # Refreshed in place, as any earlier report beside the logs is.
     assert _run("analyze", str(clean), "-q", "-o", str(clean / "report.log"))[0] == 0
+
+
+@pytest.mark.parametrize("agent", [
+    "curl/8.5: 1 matching request(s), 1 shown",
+    "curl/8.5: 1 matching request(s), 1 shown, most relevant first",
+])
+def test_a_log_whose_first_line_quotes_a_reports_words_is_read(
+    tmp_path: Path, agent: str,
+) -> None:
+    # A client's User-Agent is logged as sent: on a log's first line (the one after a
+    # rotation) these words had the whole file passed over as trace's text report.
+    logs = tmp_path / "logs"
+    write_logs(logs, SynthSpec(requests=60))
+    code, out, _ = _run("analyze", str(logs), "--format", "json")
+    assert code == 1
+    findings = json.loads(out)["findings"]
+    assert {f["kind"] for f in findings} >= {"crossed_stream", "duplicate_in_flight"}
+    front = logs / "frontend.jsonl"
+    lines = front.read_text().splitlines(keepends=True)
+    first = json.loads(lines[0])
+    first["user_agent"] = agent
+    front.write_text(json.dumps(first) + "\n" + "".join(lines[1:]))
+    code, out, err = _run("analyze", str(logs), "--format", "json")
+    report = json.loads(out)
+    assert not report["summary"]["ignored_files"], err
+    assert code == 1 and report["findings"] == findings

@@ -118,7 +118,9 @@ _OWN_REPORT = re.compile(
     rb'|\{\n  "id": [^\n]*\n  "matched": '  # trace --format json
     rb'| *ridtrace analyze *\r?\n'  # analyze's table
     rb'| *deprecated headers by (?:' + "|".join(AUDIT_BY).encode() + rb') *\r?\n'  # audit's
-    rb'|[^\n]*: [0-9]+ matching request\(s\), [0-9]+ shown'  # trace's text
+    # trace's text: its whole first line (a client's User-Agent holding these words on
+    # a log's first line had the log passed over, and its incidents lost).
+    rb'|[^\n]*: [0-9]+ matching request\(s\), [0-9]+ shown,(?: most relevant first)? *\r?(?:\n|$)'
     + b"".join(b"|" + re.escape(head.encode()) + rb"\r?\n" for head in _CSV_HEADS)
 )
 OWN_REPORT = "a ridtrace report (analyze, trace, audit or export written with -o), not log lines"
