@@ -1,10 +1,11 @@
 """A call cancelled while its abort's status goes out is recorded with the abort's code.
 
 grpc.aio's ``abort()`` hands the status to gRPC, awaits its sending, then raises
-``AbortError``. A cancel in between (the server stopping once the client had the status
-and left; seen in CI with OpenTelemetry's interceptor in front, whose context wrapper
-adds a step there) reached ridtrace as a ``CancelledError`` instead, and the call was
-recorded ``CANCELLED`` while its client had got the abort's code.
+``AbortError``. A cancel in between (the event loop ending once the client had the
+status and the server had stopped: ``asyncio.run`` cancels the tasks left; seen in CI
+with OpenTelemetry's interceptor in front, whose context wrapper adds a step there)
+reached ridtrace as a ``CancelledError`` instead, and the call was recorded
+``CANCELLED`` while its client had got the abort's code.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class _AbortThatLingers:
             await self._inner.abort(code, details, trailing_metadata)
         except grpc.aio.AbortError:
             self._lingering.set()
-            await asyncio.Event().wait()  # until the server's stop cancels the call
+            await asyncio.Event().wait()  # until the call is cancelled
             raise
 
     def __getattr__(self, name: str) -> Any:
@@ -82,7 +83,8 @@ def test_a_call_cancelled_while_its_abort_goes_out_keeps_the_aborts_code(
                     code = error.code()
             await front.lingering.wait()
             assert not log_lines.events("request.end")  # the call is still in abort()
-        # The server's stop cancelled it there.
+        # asyncio.run's end cancels it there (grpc.aio's stop leaves a call whose
+        # status went out to finish).
         return code
 
     assert asyncio.run(run()) is grpc.StatusCode.NOT_FOUND

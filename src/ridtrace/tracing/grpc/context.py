@@ -206,7 +206,7 @@ class TracedServicerContext(IdMetadata, grpc.aio.ServicerContext):  # type: igno
             self.aborted = True  # not on abort(OK), which gRPC refuses sending nothing
             raise
         except asyncio.CancelledError:
-            # Cancelled while the abort's status went out: the server stopping, say,
+            # Cancelled while the abort's status went out: the event loop ending, say,
             # once its client had the status and left (grpc.aio cancels a call for its
             # client only before a status is taken). The client got the abort's code;
             # it was recorded CANCELLED. A cancel from before the abort stays a cancel.
