@@ -1108,3 +1108,37 @@ def test_a_live_log_that_starts_with_the_rest_of_a_record_is_read_in_part(
         "file": str(log), "line": 1, "reason": "the end of a JSON record, its start missing"}]
     (note,) = summary["unreadable_files"]
     assert "whose start is missing" in note["reason"] and code == 3
+
+
+_TRACING_UNLINKED = (
+    '{"timestamp":"2026-11-29T10:00:00.500000Z","level":"ERROR",'
+    '"target":"dynamo_llm::http::service::generate","fields":{"message":"engine generate '
+    'call failed","error":"Unlinked response; response task was dropped or cancelled"},'
+    '"span":{"request_id":"r-x","trace_id":"' + "e" * 32 + '","span_id":"' + "e" * 16
+    + '","name":"generate"},"payload":DEEP}'
+)
+
+
+@pytest.mark.parametrize("depth", [1_500, 20_000])
+@pytest.mark.parametrize("shape", ["cri", "kubectl", "tracing-subscriber"])
+def test_a_record_too_deep_to_unwrap_among_plain_lines_makes_the_read_incomplete(
+    tmp_path: Path, shape: str, depth: int,
+) -> None:
+    # One such line among a plain file's (`cat app.jsonl 0.log`): judged by its prefix ("a
+    # JSON record after a text prefix ridtrace does not take off") or as the row DuckDB
+    # made of it ("missing time"), one bad line under the 1 %, the Unlinked error lost and
+    # the run clean, exit 0 (hostile-logs pass).
+    deep = "[" * depth + "]" * depth
+    if shape == "tracing-subscriber":
+        line = _TRACING_UNLINKED.replace("DEEP", deep).encode()
+    else:
+        prefix = b"2026-11-29T10:00:00.500000000Z " + (b"stdout F " if shape == "cri" else b"")
+        line = prefix + _unlinked_with(deep)
+    lines = [line.encode() for line in _requests(80)]
+    lines.insert(100, line)
+    log = tmp_path / "app.jsonl"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    code, doc = analyze_json(str(log))
+    assert doc["summary"]["bad_line_samples"] == [
+        {"file": str(log), "line": 101, "reason": "JSON nested too deeply"}]
+    assert doc["summary"]["unreadable_files"] and code == 3

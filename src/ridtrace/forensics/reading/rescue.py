@@ -16,9 +16,10 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from ridtrace.forensics.reading.documents import entry_object
-from ridtrace.forensics.reading.judge import Judged, judge_records
+from ridtrace.forensics.reading.judge import NESTED_TOO_DEEPLY, Judged, judge_records
 from ridtrace.forensics.reading.loguru_json import LoguruJsonUnwrapper, loguru_record
 from ridtrace.forensics.reading.nesting import TracingJsonUnwrapper, flat_tracing, has_nesting
+from ridtrace.forensics.reading.packed_lines import NESTED_MARK, TEXT_DECODE, brackets_pair_up
 from ridtrace.forensics.reading.scan import known_record
 from ridtrace.forensics.reading.shippers import (
     ENVELOPE_FIELDS,
@@ -52,9 +53,27 @@ def judge_unwrapped(text: bytes, fields: Sequence[str], *, first_line: bool) -> 
         inner_rows, inner_reason, inner_records = judge_records(inner, fields)
         if inner_rows and all(known_record(row) for row in inner_rows):
             return inner_rows, inner_reason, inner_records
+        if inner_reason == NESTED_TOO_DEEPLY:
+            # A record too deep to follow behind a prefix the read takes off: said as
+            # such, the run is incomplete. Judged by its prefix ("a text prefix ridtrace
+            # does not take off", "missing time"), the record was lost and the run clean.
+            return [], inner_reason, inner_records
     if not known:
         return [], reason or "unknown format", records
     return rows, reason, records
+
+
+def _too_deep_to_unwrap(line: bytes) -> bool:
+    """The line's JSON nests deeper than the parser follows (RFC 8259 lets a parser
+    limit nesting)."""
+    try:
+        text = line.decode(json.detect_encoding(line), "surrogatepass")
+        TEXT_DECODE.decode(text)
+    except RecursionError:
+        return brackets_pair_up(text)
+    except ValueError:
+        return False
+    return False
 
 
 def _carried_batch(line: bytes) -> bytes | None:
@@ -141,7 +160,10 @@ def record_inside(line: bytes) -> bytes | None:
         return None
     entry = json_object(line)
     if entry is None:
-        return None
+        # Too deep to take apart (a tracing-subscriber line whose fields nest a thousand
+        # levels; DuckDB read it as a row with no time): judged as it stood ("missing
+        # time"), the record it carried was lost and the run said clean.
+        return NESTED_MARK if _too_deep_to_unwrap(line) else None
     if has_nesting(entry) or flat_tracing(entry):
         return TracingJsonUnwrapper().unwrap(line, 0)
     if loguru_record(entry) is not None:
