@@ -346,3 +346,30 @@ def test_nuls_at_a_polls_first_byte_are_read_as_the_batch_read_reads_them(
     assert [(s.line, s.reason) for s in follower.stats.samples] == want != []
     assert follower.stats.lines == doc["summary"]["lines"]
     assert bool(follower.stats.unreadable_files) == bool(doc["summary"]["unreadable_files"])
+
+
+@pytest.mark.parametrize("ending", [b"\n", b""])
+def test_a_log_of_nothing_but_nuls_is_a_bad_line_as_in_the_batch_read(
+    tmp_path: Path, ending: bytes
+) -> None:
+    # A log preallocated and never written: skipped as a copy-and-truncate's hole
+    # waiting for its record, it was no line at all, and the follow said complete.
+    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a", "7", 0, 2)) + "\n")
+    (tmp_path / "prealloc.jsonl").write_bytes(b"\x00" * 100_000 + ending)
+    follower, _ = _follow_to_the_end(tmp_path, FollowSettings(from_start=True))
+    code, doc = analyze_json(str(tmp_path))
+    assert code == 3
+    want = [(s["line"], s["reason"]) for s in doc["summary"]["bad_line_samples"]]
+    assert want == [(1, "100000 NUL bytes (lines lost in a crash?)")]
+    assert [(s.line, s.reason) for s in follower.stats.samples] == want
+    assert follower.stats.lines == doc["summary"]["lines"]
+    assert bool(follower.stats.unreadable_files) == bool(doc["summary"]["unreadable_files"])
+
+
+def test_a_copy_and_truncate_hole_before_a_record_is_still_no_bad_line(tmp_path: Path) -> None:
+    log = tmp_path / "frontend.jsonl"
+    log.write_bytes(b"\x00" * 100_000 + ("\n".join(rt_request("a", "7", 0, 2)) + "\n").encode())
+    follower, _ = _follow_to_the_end(tmp_path, FollowSettings(from_start=True))
+    code, doc = analyze_json(str(tmp_path))
+    assert code == 0 and doc["summary"]["bad_lines"] == 0
+    assert (follower.stats.lines, follower.stats.samples) == (doc["summary"]["lines"], [])

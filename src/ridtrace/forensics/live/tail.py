@@ -32,6 +32,7 @@ from ridtrace.forensics.live.identity import (
 )
 from ridtrace.forensics.live.line_ends import lines_before_last_newline
 from ridtrace.forensics.live.stop_bound import StopBound
+from ridtrace.forensics.reading.crash_holes import HOLE_KEPT_BYTES
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream, compression_of
 from ridtrace.forensics.reading.docker_local import DOCKER_LOCAL_BYTES, is_docker_local
 from ridtrace.forensics.reading.inputs import display_name
@@ -64,6 +65,9 @@ class FileTail(StopBound):
         self.offset = 0  # bytes of the file consumed (the held tail included)
         self.line = 0  # complete lines consumed
         self._held = b""
+        # The NULs opening the file, skipped (`_read_plain`) and not yet known to be a
+        # copy-and-truncate's hole before a record or a line of their own.
+        self._opening_hole = 0
         # Compressed (gzip, bzip2, xz, zstd): a rotated file, read once to its end. So is
         # Docker's local driver's binary file: its decoder names it unreadable at once.
         head = self._fh.read(max(MAGIC_BYTES, DOCKER_LOCAL_BYTES))
@@ -251,7 +255,7 @@ class FileTail(StopBound):
             # bad line (its record lost), and a big hole was held whole in memory. NULs
             # anywhere else are a crash's lost lines, read as the batch read reads them:
             # skipped at a poll's start, they went uncounted and the follow complete.
-            self.offset = past_hole(self._fh.fileno(), self.offset, size)
+            self.offset = self._opening_hole = past_hole(self._fh.fileno(), self.offset, size)
         if size <= self.offset:
             self.at_eof, self.behind = not self._held, False
             return bytearray()
@@ -260,6 +264,10 @@ class FileTail(StopBound):
         buf[:held] = self._held
         got = os.preadv(self._fh.fileno(), [memoryview(buf)[held:]], self.offset)
         del buf[held + got :]  # the file shrank while being read: a copy-and-truncate
+        if self._opening_hole and got:
+            if bytes(buf[:1]) in (b"\n", b"\r"):  # the NULs were a line: lost lines, no hole
+                buf[0:0] = self.opening_nuls()
+            self._opening_hole = 0
         self.offset += got
         self.at_eof = self.offset >= size
         self.behind = not self.at_eof
@@ -314,6 +322,11 @@ class FileTail(StopBound):
         last line too. None when nothing but blanks is held."""
         held, self._held = self._held, b""
         self.at_eof = True
+        if self._opening_hole and not held and not self.gzip:
+            # A file of nothing but NULs (a log preallocated and never written): no
+            # record came after them, so they are a line, bad as the batch read counts
+            # it. Waited for as a copy-and-truncate's hole, the follow said complete.
+            held, self._opening_hole = self.opening_nuls(), 0
         if self.done or not held.strip():
             return None
         if self.identity is None and self._unwrap is None:
@@ -326,6 +339,11 @@ class FileTail(StopBound):
         first = self.line + 1
         self.line += scan.newlines
         return self._unread(first, data, scan)
+
+    def opening_nuls(self) -> bytes:
+        """The NULs that opened the file, as its first line holds them (kept to
+        `HOLE_KEPT_BYTES`, as the batch read keeps a line's)."""
+        return bytes(min(self._opening_hole, HOLE_KEPT_BYTES))
 
     def torn_tail(self) -> bytes:
         """The held bytes of a finished file (a last line that never got its newline)."""
