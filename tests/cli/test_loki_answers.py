@@ -46,6 +46,17 @@ def test_a_text_line_in_a_loki_answer_makes_it_a_bad_line(tmp_path: Path) -> Non
     assert code == 3
 
 
+def test_a_line_cut_short_in_a_loki_answer_loses_only_itself(tmp_path: Path) -> None:
+    # Read back to back with the answer's others, it lost them all ("not JSON").
+    front = rt_request("a" * 16, "7", 0, 2) + rt_request("b" * 16, "7", 1, 3)
+    log = tmp_path / "loki.json"
+    log.write_bytes(_query_range({"frontend": [front[0][:50], *front]}))
+    code, doc = analyze_json(str(log))
+    assert (doc["summary"]["lines"], doc["summary"]["requests"]) == (5, 2)
+    assert [s["line"] for s in doc["summary"]["bad_line_samples"]] == [1]
+    assert [f["kind"] for f in doc["findings"]] == ["duplicate_in_flight"] and code == 1
+
+
 def test_follow_reads_a_loki_answer(tmp_path: Path) -> None:
     answer = _query_range({"frontend": rt_request("a" * 16, "7", 0, 2)})
     (tmp_path / "loki.json").write_bytes(answer + b"\n")  # curl -w '\n' ends it so

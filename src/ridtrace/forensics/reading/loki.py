@@ -11,11 +11,10 @@ take as they take ``logcli``'s newest-first output.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from ridtrace.forensics.reading.unwrap_parts import LineByLine, json_object
+from ridtrace.forensics.reading.unwrap_parts import LineByLine, batched_record, json_object
 
 __all__ = ["LOKI_HEAD", "LokiAnswerUnwrapper"]
 
@@ -24,15 +23,6 @@ __all__ = ["LOKI_HEAD", "LokiAnswerUnwrapper"]
 LOKI_HEAD = re.compile(
     rb'\{\s*"status"\s*:\s*"success"\s*,\s*"data"\s*:\s*\{\s*"resultType"\s*:\s*"streams"'
 )
-
-
-def _line_text(line: str) -> bytes:
-    if line.lstrip().startswith("{"):
-        # One line in, one line out: the records stay on the answer's line.
-        return line.strip().replace("\n", " ").encode("utf-8", "surrogatepass")
-    # A text line (a start-up banner) is no record: an object without a time, so the
-    # answer's line is a bad one and says so, its other records read all the same.
-    return json.dumps({"loki_line": line}, separators=(",", ":")).encode("ascii")
 
 
 class LokiAnswerUnwrapper(LineByLine):
@@ -49,7 +39,7 @@ class LokiAnswerUnwrapper(LineByLine):
             return line
         # A value is [time, line] ([time, line, {structured metadata}] since Loki 3).
         return b"".join(
-            _line_text(value[1])
+            batched_record(value[1], "loki_line")
             for stream in _list(data.get("result"))
             for value in _list(stream.get("values") if isinstance(stream, dict) else None)
             if isinstance(value, list) and len(value) > 1 and isinstance(value[1], str)

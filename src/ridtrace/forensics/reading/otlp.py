@@ -16,7 +16,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from ridtrace.forensics.reading.unwrap_parts import LineByLine, json_object
+from ridtrace.forensics.reading.unwrap_parts import LineByLine, batched_record, json_object
 
 __all__ = ["OTLP_HEAD", "OtlpUnwrapper"]
 
@@ -41,17 +41,14 @@ def _value(any_value: Any) -> Any:
 
 def _record_text(log_record: Any) -> bytes:
     body = _value(log_record.get("body")) if isinstance(log_record, dict) else None
-    if isinstance(body, str) and body.lstrip().startswith("{"):
-        # One line in, one line out: the record stays on its batch's line.
-        return body.strip().replace("\n", " ").encode("utf-8", "surrogatepass")
+    if isinstance(body, str):
+        return batched_record(body, "otlp_body")
     if isinstance(body, dict):
         if "time" not in body and "timestamp" not in body:
             stamp = _record_time(log_record)
             if stamp is not None:
                 body = {"time": stamp, **body}
         return json.dumps(body, separators=(",", ":")).encode("ascii")
-    # A body that is text (a start-up banner) is no record: an object without a time,
-    # so the line is a bad one and says so, its other records read all the same.
     return json.dumps({"otlp_body": body}, separators=(",", ":")).encode("ascii")
 
 

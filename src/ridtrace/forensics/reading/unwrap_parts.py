@@ -211,3 +211,17 @@ def carried_line(text: str) -> bytes:
     own newline dropped and any inside made spaces (one line in, one line out, so line
     numbers stay the file's), lone surrogates kept as they were escaped."""
     return text.rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
+
+
+def batched_record(text: str, marker: str) -> bytes:
+    """One service line a batch carries (a collector's log record's body, a Loki
+    answer's line), for its records read back to back on one line: the record as one
+    line, or, when it is no whole object, ``{marker: text}``, an object without a time.
+    The batch's line is then a bad one and says so, its other records read all the
+    same. A record cut short (a collector's ``max_log_size``) back to back with the
+    others lost them all: the line was "truncated JSON" as a whole."""
+    stripped = text.strip()
+    if stripped.startswith("{") and stripped.endswith("}"):
+        return stripped.replace("\n", " ").encode("utf-8", "surrogatepass")
+    return json.dumps({marker: text}, separators=(",", ":")).encode("ascii")
+
