@@ -103,10 +103,8 @@ def _on_sync(timeout: bytes, left: float, log_lines: LogLines) -> None:
     [
         (b"1000m", 0.03, "DEADLINE_EXCEEDED"),
         (b"1000m", 0.8, "CANCELLED"),
-        # A short call: what counts as its deadline shrinks with it (a tenth of it).
-        (b"200m", 0.09, "CANCELLED"),
     ],
-    ids=["the-clients-deadline", "a-cancel", "a-cancel-near-a-short-deadline"],
+    ids=["the-clients-deadline", "a-cancel"],
 )
 def test_a_reset_at_the_clients_deadline_is_a_deadline(
     serve: Any, timeout: bytes, left: float, status: str, log_lines: LogLines
@@ -114,3 +112,33 @@ def test_a_reset_at_the_clients_deadline_is_a_deadline(
     serve(timeout, left, log_lines)
     (end,) = log_lines.events("request.end")
     assert (end["grpc_status"], end["outcome"]) == (status, "cancelled")
+
+
+class _Context:
+    """What `status_code_of` reads of a call that ended with `remaining` seconds left of
+    its `timeout`."""
+
+    def __init__(self, remaining: float, timeout: float) -> None:
+        self.remaining_at_end, self.timeout, self.aborted = remaining, timeout, False
+
+    def time_remaining(self) -> float:
+        return self.remaining_at_end
+
+
+@pytest.mark.parametrize(("remaining", "timeout", "status"), [
+    (0.09, 1.0, grpc.StatusCode.DEADLINE_EXCEEDED),  # within 100 ms + 1 % of it
+    (0.12, 1.0, grpc.StatusCode.CANCELLED),
+    (0.15, 20.0, grpc.StatusCode.DEADLINE_EXCEEDED),  # grpc rounds a long timeout up
+    # A short call: what counts as its deadline shrinks with it (a tenth of it). Timed
+    # end to end (a reset at 90 ms of 200 ms), a loaded machine's late timer or loop
+    # moved the cancel into that tenth; the rule is checked here, the race above.
+    (0.09, 0.2, grpc.StatusCode.CANCELLED),
+    (0.02, 0.2, grpc.StatusCode.DEADLINE_EXCEEDED),
+])
+def test_a_cancel_is_the_deadline_only_near_it(
+    remaining: float, timeout: float, status: grpc.StatusCode
+) -> None:
+    from ridtrace.tracing.grpc.status import status_code_of
+
+    context: Any = _Context(remaining, timeout)
+    assert status_code_of(asyncio.CancelledError(), context) is status
