@@ -23,6 +23,7 @@ from ridtrace.testing.dynamo import DynamoSpec, write_dynamo_logs
 from ridtrace.testing.synth import SynthSpec, SynthTruth, write_logs
 from tests.cli.helpers import analyze_json
 from tests.support.follower import start_follower
+from tests.support.servers import child_pythonpath
 
 Key = tuple[str, str, str]
 
@@ -62,6 +63,7 @@ def _replay(src: Path, dst: Path, *args: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "tests.support.log_writer", str(src), str(dst), *args],
         capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": child_pythonpath()},  # from any directory
     )
     assert done.returncode == 0 and done.stdout.strip() == "done", done.stderr
 

@@ -16,7 +16,7 @@ import grpc
 import pytest
 
 from tests.support.otlp_receiver import OtlpReceiver, otlp_receiver
-from tests.support.servers import free_port
+from tests.support.servers import child_pythonpath, free_port
 
 METHOD = "/demo.Greeter/Hello"
 
@@ -51,6 +51,8 @@ def _signalled_server(
         **os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
         "OTEL_BSP_SCHEDULE_DELAY": "120000", "OTEL_METRIC_EXPORT_INTERVAL": "120000",
         "OTEL_SERVICE_NAME": service,
+        # This checkout's code and tests, from wherever pytest was started.
+        "PYTHONPATH": child_pythonpath(),
     }
     with (tmp_path / "server.stderr").open("wb") as stderr:
         process = subprocess.Popen(
