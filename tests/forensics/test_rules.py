@@ -215,6 +215,22 @@ def test_a_caller_whose_own_work_was_not_read_is_not_crossed() -> None:
         assert list(crossed_stream(reqs)["span_id"]) == ["B"], own
 
 
+def test_a_caller_given_output_its_own_caller_never_got_is_crossed_unread_work_or_not() -> None:
+    # The legacy failure with the victim's worker hung before its first line: A's output
+    # went to B (A got the Unlinked 500), and B, no work of its own in the logs, was let
+    # go as unjudged (load-faults pass). Output that never reached the caller it was made
+    # for went astray; B's reply is that output.
+    reqs = requests_frame(
+        _caller("A", "inA", None, outcome="error"), _work("wA", "A", "inA", "yes"),
+        _caller("B", "inB", "yes"),
+    )
+    assert list(crossed_stream(reqs)["span_id"]) == ["B"]
+    # Its own caller got it, or its caller is not in the logs: proves nothing of B's.
+    for owner in ([_caller("A", "inA", "yes")], []):
+        reqs = requests_frame(*owner, _work("wA", "A", "inA", "yes"), _caller("B", "inB", "yes"))
+        assert crossed_stream(reqs).empty, owner
+
+
 def test_unlinked_error_lines_and_foreign_chunks() -> None:
     reqs = requests_frame(
         {"span_id": "A", "unlinked": "Unlinked response; response task was dropped or cancelled",

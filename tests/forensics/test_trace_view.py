@@ -364,6 +364,11 @@ def test_a_caller_whose_own_work_was_not_read_is_no_crossed_stream() -> None:
         requests = pd.DataFrame([*common, *extra])
         verdicts = OutputIndex(requests).verdicts(requests[requests["side"] == "frontend"])
         assert (verdicts["a"].label, verdicts["b"].label) == (OWN_OUTPUT, label), extra
+    # The work b got was made for a, which ended without it (the legacy Unlinked 500):
+    # it went astray to b, whose own work never began (its worker hung before a line).
+    requests = pd.DataFrame([row("a", "frontend", "inA", None, "error"), *common[1:]])
+    verdicts = OutputIndex(requests).verdicts(requests[requests["side"] == "frontend"])
+    assert verdicts["b"].label == CROSSED
 
 
 def test_worker_spans_no_caller_sent_a_trace_context_to(tmp_path: Path) -> None:

@@ -139,9 +139,17 @@ def crossed(state: WindowState, fronts: list[Span]) -> list[Finding]:
         if caught_up < front.last:
             state.pending_fronts.append(front)  # a lagging file may hold its own work
             continue
-        front.crossed_done = True
         if not front.worked:
-            continue  # none of its own work read: its reply may be another's text too
+            # None of its own work read: its reply may be another's text too, unless
+            # that output never reached its own caller (`rules.streams._astray_outputs`).
+            owner = work.parent_span
+            if owner is not None and not owner.closed:
+                state.pending_fronts.append(front)
+                continue
+            if owner is None or (owner.outcome == OUTCOME_OK and owner.fp_out == work.fp_out):
+                front.crossed_done = True
+                continue
+        front.crossed_done = True
         detail = crossed_detail(front.span_id, front.fp_in, front.fp_out, work.span_id,
                                 work.fp_in, work.request_id, work.x_request_id)
         proof = [(front.file, front.first_line), (front.last_file, front.last_line),

@@ -85,9 +85,14 @@ _EVIDENCE = f"""(
     OR starts_with(event, {literal(DISPATCH_EVENT_PREFIX)})
     OR starts_with(event, 'response.') OR starts_with(event, 'stream.')
     OR event = {literal(DEPRECATED_HEADER)}
-    OR message IN ({", ".join(literal(m) for m in DYNAMO_EVIDENCE_MESSAGES)})
     OR fp_in IS NOT NULL OR fp_out IS NOT NULL OR deprecated_headers IS NOT NULL
     OR header IS NOT NULL OR chunk_request_id IS NOT NULL
+)"""
+# Dynamo's evidence is in its messages' text. On a ridtrace line only its event says:
+# an application's own line quoting the Unlinked error made its span a request (a log
+# with no lifecycle line read as holding one, not as "no request found").
+_DYNAMO_EVIDENCE = f"""(
+    message IN ({", ".join(literal(m) for m in DYNAMO_EVIDENCE_MESSAGES)})
     OR contains(error, 'Unlinked re') OR contains(message, 'Unlinked re')
     OR contains(message, 'header is deprecated')
 )"""
@@ -129,7 +134,7 @@ _T = (f"coalesce(TRY_CAST(CASE WHEN substr({_TIME}, 5, 1) = '-' "
 _MARKED = f"(schema = {literal(LOG_SCHEMA)} OR {DYNAMO_LINE})"
 # A line the lean read keeps for the rules, over its raw fields (a line judged in Python
 # is kept by the same test: `table.LogTable._normalize_rows`).
-LEAN_EVIDENCE = f"({_EVIDENCE} AND {_MARKED})"
+LEAN_EVIDENCE = f"(({_EVIDENCE} AND {_MARKED}) OR ({_DYNAMO_EVIDENCE} AND {DYNAMO_LINE}))"
 
 
 def _quote(name: str) -> str:

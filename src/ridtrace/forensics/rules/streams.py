@@ -45,6 +45,22 @@ def _worker_read(spans: SpanColumns, rows: np.ndarray) -> np.ndarray:
     return np.asarray(read[np.maximum(caller[rows], 0)] & (caller[rows] >= 0))
 
 
+def _astray_outputs(spans: SpanColumns, finished: np.ndarray) -> np.ndarray:
+    """Output codes of finished work whose caller is in the logs and did not end ``ok``
+    with that output (an Unlinked 500, another reply)."""
+    caller = spans.caller()
+    codes = max(spans.span_codes, 1)
+    # Each caller's delivered output, by span code: -1 when it ended otherwise.
+    delivered = np.full(codes, -1, dtype=np.int64)
+    known = np.zeros(codes, dtype=bool)
+    callers = np.flatnonzero(spans.front & (spans.span >= 0) & (caller == spans.span))
+    known[spans.span[callers]] = True
+    delivered[spans.span[callers]] = np.where(spans.ok[callers], spans.fp_out[callers], -1)
+    work = np.flatnonzero(finished & (caller >= 0))
+    of = caller[work]
+    return np.asarray(spans.fp_out[work[known[of] & (delivered[of] != spans.fp_out[work])]])
+
+
 def find_crossed_stream(spans: SpanColumns) -> FindingColumns:
     """`crossed_stream` on converted columns."""
     works = spans.worker & _with_output(spans)
@@ -68,7 +84,11 @@ def find_crossed_stream(spans: SpanColumns) -> FindingColumns:
         # Only a caller some worker span of which was read can be shown to hold
         # another's: with its worker's log missing, its own reply, equal to another
         # prompt's (a one-token "Yes"), matched no work of its own and was called crossed.
-        suspects = suspects[_worker_read(spans, suspects)]
+        # Unless that output never reached the caller it was made for: then it went
+        # astray, to this one (a legacy victim whose own work never began: its worker
+        # hung before a line, and it was let go as unjudged).
+        astray = isin(spans.fp_out[suspects], _astray_outputs(spans, finished))
+        suspects = suspects[_worker_read(spans, suspects) | astray]
     if not len(suspects):
         return of_rows("crossed_stream", spans, empty, empty, [], [])
     made = np.flatnonzero(finished & isin(spans.fp_out, spans.fp_out[suspects]))

@@ -115,6 +115,13 @@ class OutputIndex:
                 )
         return producer
 
+    def _went_astray(self, got: Producer, fp_out: Any) -> bool:
+        """The output never reached the caller it was made for, who is in the logs
+        (`rules.streams._astray_outputs`): it went to the caller that holds it."""
+        owner = self._callers[(self._callers["span_id"] == got.span_id).to_numpy()]
+        delivered = (owner["outcome"] == OUTCOME_OK) & (owner["fp_out"] == fp_out)
+        return bool(len(owner)) and not delivered.fillna(False).any()
+
     def verdicts(self, callers: pd.DataFrame) -> dict[str, Verdict]:
         """The verdict of each caller in `callers` (frontend spans), by span id."""
         has_in = callers["fp_in"].notna().to_numpy()
@@ -142,9 +149,11 @@ class OutputIndex:
                 out[str(c.span_id)] = Verdict(OWN_OUTPUT)
             elif got_in and str(c.span_id) in producer and text(c.outcome) == OUTCOME_OK:
                 # A cut-short caller holds a prefix of its reply: no proof (as the rule).
+                got = producer[str(c.span_id)]
                 out[str(c.span_id)] = (
-                    Verdict(CROSSED, producer[str(c.span_id)])
-                    if str(c.span_id) in self._worked_for else Verdict(NO_WORK))
+                    Verdict(CROSSED, got)
+                    if str(c.span_id) in self._worked_for or self._went_astray(got, c.fp_out)
+                    else Verdict(NO_WORK))
             elif text(c.outcome) not in (None, OUTCOME_OK):
                 out[str(c.span_id)] = Verdict(CUT_SHORT)
             else:
