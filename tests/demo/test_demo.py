@@ -91,6 +91,10 @@ def test_demo_leaves_logs_reports_and_traces(demo_run: tuple[subprocess.Complete
         assert {p.suffix for p in logs.iterdir()} == {".jsonl"}
         assert (out / policy / "stderr" / "frontend.stderr").exists()
         assert (out / policy / "report.json").exists()
+        # Text files whose last line ends, as `analyze -o` and `export jaeger -o` write.
+        for name in ("report.json", "calls.json", *(("traces.json",) if policy == "safe" else ())):
+            assert (out / policy / name).read_bytes().endswith(b"}\n" if name != "calls.json"
+                                                               else b"]\n"), name
     traces = json.loads((out / "safe" / "traces.json").read_text())
     assert traces["data"] and all(t["spans"] for t in traces["data"])
     # Each span with its log lines, as `ridtrace export jaeger` writes them.

@@ -45,7 +45,8 @@ def analyze_run(run: PolicyRun) -> pd.DataFrame:
     report = analyze(loaded)
     run.report = report_json(report)
     with written_whole(run.log_dir.parent / "report.json") as report_file:
-        report_file.write_bytes(orjson.dumps(run.report, option=orjson.OPT_INDENT_2))
+        # Ended by a newline, as `analyze -o` writes it (a text file's last line ends so).
+        report_file.write_bytes(orjson.dumps(run.report, option=orjson.OPT_INDENT_2) + b"\n")
     requests = report.requests
     known = requests["span_id"].notna() & requests["trace_id"].notna()
     spans = requests.loc[known, "span_id"].astype(str)
@@ -84,6 +85,7 @@ def write_jaeger(run: PolicyRun) -> Path:
     path = run.log_dir.parent / "traces.json"
     with written_whole(path) as partial, partial.open("w", encoding="utf-8") as out:
         write_traces(jaeger_traces(build_requests(events), events), out.write)
+        out.write("\n")  # as `export jaeger -o` ends it
     return path
 
 

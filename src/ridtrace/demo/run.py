@@ -133,7 +133,7 @@ def run_policy(
     run = PolicyRun(policy, log_dir, results, inflight)
     with written_whole(out_dir / policy / "calls.json") as calls:
         calls.write_bytes(
-            orjson.dumps([_call_record(r) for r in results], option=orjson.OPT_INDENT_2)
+            orjson.dumps([_call_record(r) for r in results], option=orjson.OPT_INDENT_2) + b"\n"
         )
     return run
 
