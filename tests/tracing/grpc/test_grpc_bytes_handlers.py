@@ -29,9 +29,15 @@ def channel() -> Iterator[grpc.Channel]:
         yield None  # to a synchronous server: the end of the stream
         yield b"never sent"
 
+    class Raw(bytes):
+        """A bytes subclass: grpc's C code takes exactly bytes."""
+
     def answer(request: bytes, context: Any) -> Any:
-        return {"dict": {"a": 1}, "text": "text", "bytearray": bytearray(b"x")}[
-            request.decode()]
+        kind, _, code = request.decode().partition("+")
+        if code:  # a status set first changes nothing: the server never answers
+            context.set_code(grpc.StatusCode.NOT_FOUND)
+        return {"dict": {"a": 1}, "text": "text", "bytearray": bytearray(b"x"),
+                "subclass": Raw(b"x")}[kind]
 
     def counts(request: bytes, context: Any) -> Iterator[Any]:
         yield b"first"
@@ -114,7 +120,8 @@ def test_a_stream_yielding_none_is_not_failed_by_its_serializer(log_lines: LogLi
 
 
 @pytest.mark.parametrize(("value", "named"), [
-    ("dict", "a dict"), ("text", "a str"), ("bytearray", "a bytearray")])
+    ("dict", "a dict"), ("text", "a str"), ("bytearray", "a bytearray"), ("subclass", "a channel.<locals>.Raw"),
+    ("dict+code", "a dict")])
 def test_a_bytes_handler_returning_no_bytes_is_answered_not_left_hanging(
     channel: grpc.Channel, log_lines: LogLines, value: str, named: str,
 ) -> None:

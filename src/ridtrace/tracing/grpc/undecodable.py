@@ -130,7 +130,10 @@ def nothing_to_send(
     if serializer is None and refused is None:
         return None
     code = context.code()
-    if isinstance(code, grpc.StatusCode) and code is not grpc.StatusCode.OK:
+    # A synchronous server never answers a bytes handler's value that is no bytes,
+    # whatever code was set: its client waited for its deadline (recorded with the code).
+    hangs = not aio and serializer is None and result is not None
+    if isinstance(code, grpc.StatusCode) and code is not grpc.StatusCode.OK and not hangs:
         return None
     return refused if serializer is None else _refusal(result, serializer)
 
@@ -196,7 +199,8 @@ def _raw_refusal(message: Any, *, aio: bool, streamed: bool = False) -> Exceptio
     to serialize response!"), and anything else raises in gRPC's own thread, where the
     call is never answered (its client waits for its deadline) while ridtrace had
     recorded it ``OK``, or ``CANCELLED`` for a stream."""
-    if isinstance(message, bytes) or (message is None and (aio or streamed)) or (
+    # Exactly bytes: a subclass of it is refused by both servers' C code.
+    if type(message) is bytes or (message is None and (aio or streamed)) or (
             aio and isinstance(message, str)):
         return None
     if aio:  # grpc.aio's own words, which its client gets
