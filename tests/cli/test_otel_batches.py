@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import rt, rt_request
 
@@ -37,18 +39,22 @@ def test_a_text_body_among_a_batchs_records_is_one_bad_record_of_many(tmp_path: 
     assert summary["incomplete"] is False and code == 0
 
 
-def test_a_body_cut_short_loses_only_its_own_record(tmp_path: Path) -> None:
+@pytest.mark.parametrize("cut", [60, -1], ids=["mid-record", "after-an-inner-object"])
+def test_a_body_cut_short_loses_only_its_own_record(tmp_path: Path, cut: int) -> None:
     # The collector's max_log_size cuts a long line short: read back to back with the
     # batch's others, the whole batch line was "truncated JSON", its Unlinked error and
-    # every other record lost, under the 1 %, exit 0.
+    # every other record lost, under the 1 %, exit 0. Cut just after an inner object, it
+    # ends in "}" as a whole record does.
     requests = _requests(0, 60)
+    requests[3] = requests[3][:-1] + ',"ctx":{"k":"v"}}'
+    cut_short = requests[3][:cut]
     unlinked = rt("response.unlinked", request_id="r7", span_id=f"{8:016x}",
                   trace_id="e" * 32, error="Unlinked response; response task was dropped")
     log = tmp_path / "otel-logs.json"
     log.write_bytes(_batch([*requests[:3], unlinked, *requests[3:]]))
     _, whole = analyze_json(str(log))
     assert [f["kind"] for f in whole["findings"]] == ["unlinked"]
-    log.write_bytes(_batch([*requests[:3], requests[3][:60], unlinked, *requests[3:]]))
+    log.write_bytes(_batch([*requests[:3], cut_short, unlinked, *requests[3:]]))
     code, doc = analyze_json(str(log))
     summary = doc["summary"]
     assert (summary["lines"], summary["bad_lines"]) == (whole["summary"]["lines"] + 1, 1)

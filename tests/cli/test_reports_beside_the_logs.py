@@ -84,3 +84,23 @@ def test_a_log_whose_first_line_quotes_a_reports_words_is_read(
     report = json.loads(out)
     assert not report["summary"]["ignored_files"], err
     assert code == 1 and report["findings"] == findings
+
+
+@pytest.mark.parametrize("columns", ["40", "60", "80"])
+def test_a_trace_report_whose_heading_wraps_is_passed_over(clean: Path, columns: str) -> None:
+    # A long ID (a chatcmpl-<uuid>) on a narrow terminal puts the heading's ID on a line
+    # of its own: the report, saved beside the logs, was read as 22-43 bad lines.
+    front = clean / "frontend.jsonl"
+    lines = front.read_text().splitlines(keepends=True)
+    long_id = "chatcmpl-" + "0123abcd-" * 5 + "e"
+    first = json.loads(lines[0])
+    front.write_text("".join(line.replace(first["request_id"], long_id) for line in lines))
+    done = CliRunner().invoke(main, ["trace", long_id, str(clean), "-q", "-o",
+                                     str(clean / "trace.log")], env={"COLUMNS": columns})
+    assert done.exit_code == 0, done.stderr
+    heading = (clean / "trace.log").read_text().splitlines()
+    assert heading[1].startswith(("1 matching", "abcd")), heading[:3]  # wrapped
+    code, out, err = _run("analyze", str(clean), "--format", "json")
+    summary = json.loads(out)["summary"]
+    assert code == 0 and summary["bad_lines"] == 0 and not summary["incomplete"], err
+    assert [Path(n["file"]).name for n in summary["ignored_files"]] == ["trace.log"]

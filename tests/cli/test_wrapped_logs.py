@@ -6,6 +6,8 @@ plain lines give, with evidence citing the wrapped file's own lines."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -1142,3 +1144,22 @@ def test_a_record_too_deep_to_unwrap_among_plain_lines_makes_the_read_incomplete
     assert doc["summary"]["bad_line_samples"] == [
         {"file": str(log), "line": 101, "reason": "JSON nested too deeply"}]
     assert doc["summary"]["unreadable_files"] and code == 3
+
+
+def test_records_near_the_parsers_depth_limit_are_never_an_internal_error(
+    tmp_path: Path,
+) -> None:
+    # Parsed a few frames up, a tracing-subscriber line nested ~980 levels failed when
+    # written back flat (RecursionError): exit 4, a traceback, for the whole read.
+    lines = [line.encode() for line in _requests(80)]
+    for depth in range(940, 1020, 2):
+        lines.insert(100, _TRACING_UNLINKED.replace(
+            "DEEP", "[" * depth + "]" * depth).replace('"r-x"', f'"r-{depth}"').encode())
+    log = tmp_path / "app.jsonl"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    # The command as users run it: where the limit falls depends on the stack above.
+    done = subprocess.run([sys.executable, "-m", "ridtrace", "analyze", str(log), "-q",
+                           "--format", "json"], capture_output=True, text=True, timeout=120)
+    assert done.returncode in (1, 3), done.stderr[-2000:]
+    reasons = {s["reason"] for s in json.loads(done.stdout)["summary"]["bad_line_samples"]}
+    assert reasons <= {"JSON nested too deeply"}, reasons

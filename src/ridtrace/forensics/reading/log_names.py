@@ -121,6 +121,8 @@ _OWN_REPORT = re.compile(
     # trace's text: its whole first line (a client's User-Agent holding these words on
     # a log's first line had the log passed over, and its incidents lost).
     rb'|[^\n]*: [0-9]+ matching request\(s\), [0-9]+ shown,(?: most relevant first)? *\r?(?:\n|$)'
+    # ... its ID on lines of its own when it is long or the terminal narrow.
+    rb'|(?:[^{\n][^\n]*\n){1,16}[0-9]+ matching request\(s\), [0-9]+ shown,'
     + b"".join(b"|" + re.escape(head.encode()) + rb"\r?\n" for head in _CSV_HEADS)
 )
 OWN_REPORT = "a ridtrace report (analyze, trace, audit or export written with -o), not log lines"

@@ -184,10 +184,15 @@ def each_object(line: bytes, flat: Callable[[dict[str, Any]], bytes | None]) -> 
     objects = json_objects(line)
     if objects is None:
         return line
-    if len(objects) == 1:
-        done = flat(objects[0])
-        return line if done is None else done
-    return b"".join(flat(entry) or _compact(entry) for entry in objects)
+    try:
+        if len(objects) == 1:
+            done = flat(objects[0])
+            return line if done is None else done
+        return b"".join(flat(entry) or _compact(entry) for entry in objects)
+    except RecursionError:
+        # Parsed, but too deep to write again a few frames further down (a record
+        # nested ~980 levels): a line nested too deeply, not an internal error, exit 4.
+        return NESTED_MARK
 
 
 def _compact(entry: dict[str, Any]) -> bytes:
@@ -221,7 +226,18 @@ def batched_record(text: str, marker: str) -> bytes:
     same. A record cut short (a collector's ``max_log_size``) back to back with the
     others lost them all: the line was "truncated JSON" as a whole."""
     stripped = text.strip()
-    if stripped.startswith("{") and stripped.endswith("}"):
+    if stripped.startswith("{") and _whole_object(stripped):
         return stripped.replace("\n", " ").encode("utf-8", "surrogatepass")
     return json.dumps({marker: text}, separators=(",", ":")).encode("ascii")
+
+
+def _whole_object(text: str) -> bool:
+    """`text` is one JSON object, or nests too deeply to tell (read on as it is, and
+    judged so). A record cut just after an inner object ends in ``}`` too."""
+    try:
+        return isinstance(TEXT_DECODE.decode(text), dict)
+    except ValueError:
+        return False
+    except RecursionError:
+        return True
 
