@@ -318,3 +318,26 @@ def test_a_level_is_shown_alike_whether_sql_or_python_judged_its_line(level: str
     expected = {"30": "INFO", "30.0": "INFO", "50": "ERROR", "info": "INFO",
                 "Warning": "WARNING"}
     assert shown == row["level"] == expected.get(level, level)
+
+
+@pytest.mark.parametrize("message", [
+    "Unlinked response; response task was dropped or cancelled",
+    "Internal server error: Unlinked request; initiating request task was dropped",
+    "The x-dynamo-request-id header is deprecated",
+])
+def test_an_applications_own_line_quoting_dynamos_words_makes_no_request(
+    tmp_path: Path, message: str,
+) -> None:
+    # On ridtrace's schema only its event says what a line is: an application's own
+    # line (a loguru sink, no event) quoting the Unlinked error made its span a request,
+    # and a log with no lifecycle line read as holding one (exit 0, not "no request").
+    ids = {"schema": "ridtrace/1", "service": "my-api", "pid": 1, "request_id": "r1",
+           "trace_id": "1" * 32, "span_id": "2" * 16, "logger": "app"}
+    lines = [{"time": ts(0.1), "level": "INFO", "message": "handling", **ids},
+             {"time": ts(0.2), "level": "ERROR", "message": message, **ids}]
+    (tmp_path / "app.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    code, doc = analyze_json(str(tmp_path))
+    summary = doc["summary"]
+    assert (code, summary["requests"], doc["findings"]) == (3, 0, [])
+    assert summary["incomplete_reasons"] == ["2 lines read but no request found in them"]
+    assert _follow(tmp_path)["requests"] == 0
