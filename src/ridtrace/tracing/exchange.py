@@ -85,7 +85,6 @@ class Exchange:
     body_done = False
     disconnected = False
     abandoned = False  # the client left before the response started
-    body_read = False  # the app read the request's last body message
     finished_at = 0.0  # time.perf_counter() when the last body byte went out; 0: never
 
 

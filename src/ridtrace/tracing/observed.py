@@ -40,7 +40,6 @@ from ridtrace.tracing.exchange import (
     start_attributes,
     start_fields,
 )
-from ridtrace.tracing.gone_before_answer import Peek, announces_no_body
 from ridtrace.tracing.id_headers import IdHeaders
 from ridtrace.tracing.inbound import note_inbound
 from ridtrace.tracing.lifecycle import running as running_requests
@@ -204,13 +203,10 @@ class ObservedServing:
         # which is this request's alone (a non-recording span may be shared).
         running_requests.add(state)
 
-        peek: Peek | None = None  # `gone_before_answer`, when it was asked
-
         async def receive_counting() -> Message:
-            message = await (receive() if peek is None else peek.receive(receive))
+            message = await receive()
             if message["type"] == "http.request":
                 state.bytes_in += len(message.get("body", b""))
-                state.body_read = not message.get("more_body", False)
             elif message["type"] == "http.disconnect":
                 state.disconnected = True
                 # Before any answer: whatever the app sends now, the server drops.
@@ -227,17 +223,8 @@ class ObservedServing:
                 # its last empty body message: a stream cut short was logged 'ok').
                 await send(message)
                 return
-            nonlocal peek
             kind = message["type"]
             last = False
-            if kind == "http.response.start" and (state.body_read or announces_no_body(scope)):
-                # A handler that never read the request knows nothing of a client that
-                # gave up: its answer, which the server drops, was a delivered 200.
-                peek = peek or Peek()
-                if peek.client_gone(receive):
-                    state.disconnected = state.abandoned = True
-                    await send(message)
-                    return
             if kind == "http.response.start":
                 state.status = message["status"]
                 message = self._id_headers.on_response_start(message, ctx, extra_headers, rejected)
