@@ -487,13 +487,15 @@ def test_a_caller_whose_own_work_was_not_read_is_not_crossed() -> None:
 def test_a_caller_given_output_its_own_caller_never_got_is_crossed_live_too() -> None:
     # As the batch rule: B's own work never read, but the work it got was made for A,
     # which ended without it (the Unlinked 500): crossed, once A's end is in.
-    for owner_got in (None, "yes"):
+    # Not when A got it, nor when A holds no id of B's (B's own short reply equal to A's).
+    for owner_got, a_id in ((None, "1"), ("yes", "1"), (None, "2")):
         rules = LiveRules(window_s=600)
-        rules.feed(_rows(_front("a", "1", 0), _front("b", "1", 0), _work("wa", "a", "A", "yes", S)))
+        rules.feed(_rows(_front("a", a_id, 0), _front("b", "1", 0),
+                         _work("wa", "a", "A", "yes", S)))
         found = rules.feed(_rows(_end("b", "1", 3 * S, fp_in="B", fp_out="yes")))
-        ended = _end("a", "1", 4 * S, fp_in="A", fp_out=owner_got)
+        ended = _end("a", a_id, 4 * S, fp_in="A", fp_out=owner_got)
         if owner_got is None:
             ended["outcome"] = "error"
         found += [*rules.feed(_rows(ended)), *rules.finish()]
         assert [f["span_id"] for f in found if f["kind"] == "crossed_stream"] == (
-            ["b"] if owner_got is None else []), owner_got
+            ["b"] if (owner_got, a_id) == (None, "1") else []), (owner_got, a_id)

@@ -220,14 +220,18 @@ def test_a_caller_given_output_its_own_caller_never_got_is_crossed_unread_work_o
     # went to B (A got the Unlinked 500), and B, no work of its own in the logs, was let
     # go as unjudged (load-faults pass). Output that never reached the caller it was made
     # for went astray; B's reply is that output.
-    reqs = requests_frame(
-        _caller("A", "inA", None, outcome="error"), _work("wA", "A", "inA", "yes"),
-        _caller("B", "inB", "yes"),
-    )
-    assert list(crossed_stream(reqs)["span_id"]) == ["B"]
-    # Its own caller got it, or its caller is not in the logs: proves nothing of B's.
-    for owner in ([_caller("A", "inA", "yes")], []):
-        reqs = requests_frame(*owner, _work("wA", "A", "inA", "yes"), _caller("B", "inB", "yes"))
+    for shared in ({"request_id": "dup"}, {"x_request_id": "dup"}):
+        reqs = requests_frame(
+            _caller("A", "inA", None, outcome="error", **shared),
+            _work("wA", "A", "inA", "yes"), _caller("B", "inB", "yes", **shared),
+        )
+        assert list(crossed_stream(reqs)["span_id"]) == ["B"], shared
+    # Its own caller got it, or its caller is not in the logs, or holds no id of B's (B's
+    # worker log left out, its own short reply equal to A's): proves nothing of B's.
+    for owner in ([_caller("A", "inA", "yes", request_id="dup")], [],
+                  [_caller("A", "inA", None, outcome="error")]):
+        reqs = requests_frame(*owner, _work("wA", "A", "inA", "yes"),
+                              _caller("B", "inB", "yes", request_id="dup"))
         assert crossed_stream(reqs).empty, owner
 
 

@@ -141,12 +141,14 @@ def crossed(state: WindowState, fronts: list[Span]) -> list[Finding]:
             continue
         if not front.worked:
             # None of its own work read: its reply may be another's text too, unless
-            # that output never reached its own caller (`rules.streams._astray_outputs`).
+            # that output never reached its own caller, one holding the same id
+            # (`rules.streams._astray`).
             owner = work.parent_span
-            if owner is not None and not owner.closed:
+            if owner is not None and _same_id(owner, front) and not owner.closed:
                 state.pending_fronts.append(front)
                 continue
-            if owner is None or (owner.outcome == OUTCOME_OK and owner.fp_out == work.fp_out):
+            if owner is None or not _same_id(owner, front) or (
+                    owner.outcome == OUTCOME_OK and owner.fp_out == work.fp_out):
                 front.crossed_done = True
                 continue
         front.crossed_done = True
@@ -156,3 +158,9 @@ def crossed(state: WindowState, fronts: list[Span]) -> list[Finding]:
                  (work.file, work.first_line), (work.last_file, work.last_line)]
         found.append(_finding("crossed_stream", front, front.last, detail, proof))
     return found
+
+
+def _same_id(one: Span, other: Span) -> bool:
+    """Two callers holding one request id or one client id (a legacy collision)."""
+    return ((one.request_id is not None and one.request_id == other.request_id)
+            or (one.x_request_id is not None and one.x_request_id == other.x_request_id))

@@ -45,20 +45,31 @@ def _worker_read(spans: SpanColumns, rows: np.ndarray) -> np.ndarray:
     return np.asarray(read[np.maximum(caller[rows], 0)] & (caller[rows] >= 0))
 
 
-def _astray_outputs(spans: SpanColumns, finished: np.ndarray) -> np.ndarray:
-    """Output codes of finished work whose caller is in the logs and did not end ``ok``
-    with that output (an Unlinked 500, another reply)."""
+def _astray(spans: SpanColumns, finished: np.ndarray, suspects: np.ndarray) -> np.ndarray:
+    """Whether each of `suspects` holds the output of finished work whose caller, in the
+    logs, did not end ``ok`` with it (an Unlinked 500, another reply) and shares its
+    request id or client id: the legacy collision, one id handed two callers, whose
+    output went to the other. Output alone matched any caller's equal short reply."""
     caller = spans.caller()
     codes = max(spans.span_codes, 1)
-    # Each caller's delivered output, by span code: -1 when it ended otherwise.
+    # Each caller's row, and its delivered output, by span code (-1: none, or not ok).
+    row_of = np.full(codes, -1, dtype=np.int64)
     delivered = np.full(codes, -1, dtype=np.int64)
-    known = np.zeros(codes, dtype=bool)
     callers = np.flatnonzero(spans.front & (spans.span >= 0) & (caller == spans.span))
-    known[spans.span[callers]] = True
+    row_of[spans.span[callers]] = callers
     delivered[spans.span[callers]] = np.where(spans.ok[callers], spans.fp_out[callers], -1)
     work = np.flatnonzero(finished & (caller >= 0))
-    of = caller[work]
-    return np.asarray(spans.fp_out[work[known[of] & (delivered[of] != spans.fp_out[work])]])
+    owner = row_of[caller[work]]
+    lost = (owner >= 0) & (delivered[caller[work]] != spans.fp_out[work])
+    work, owner = work[lost], owner[lost]
+    width = np.int64(max(spans.fp_codes, 1))
+    found = np.zeros(len(suspects), dtype=bool)
+    for ids in (spans.request_id, spans.x_request_id):
+        named = ids[owner] >= 0
+        pairs = ids[owner[named]] * width + spans.fp_out[work[named]]
+        mine = ids[suspects] * width + spans.fp_out[suspects]
+        found |= (ids[suspects] >= 0) & isin(mine, pairs)
+    return found
 
 
 def find_crossed_stream(spans: SpanColumns) -> FindingColumns:
@@ -84,11 +95,10 @@ def find_crossed_stream(spans: SpanColumns) -> FindingColumns:
         # Only a caller some worker span of which was read can be shown to hold
         # another's: with its worker's log missing, its own reply, equal to another
         # prompt's (a one-token "Yes"), matched no work of its own and was called crossed.
-        # Unless that output never reached the caller it was made for: then it went
-        # astray, to this one (a legacy victim whose own work never began: its worker
-        # hung before a line, and it was let go as unjudged).
-        astray = isin(spans.fp_out[suspects], _astray_outputs(spans, finished))
-        suspects = suspects[_worker_read(spans, suspects) | astray]
+        # Unless that output never reached the caller it was made for, one holding the
+        # same id: then it went astray, to this one (a legacy victim whose own work never
+        # began: its worker hung before a line, and it was let go as unjudged).
+        suspects = suspects[_worker_read(spans, suspects) | _astray(spans, finished, suspects)]
     if not len(suspects):
         return of_rows("crossed_stream", spans, empty, empty, [], [])
     made = np.flatnonzero(finished & isin(spans.fp_out, spans.fp_out[suspects]))

@@ -115,11 +115,17 @@ class OutputIndex:
                 )
         return producer
 
-    def _went_astray(self, got: Producer, fp_out: Any) -> bool:
-        """The output never reached the caller it was made for, who is in the logs
-        (`rules.streams._astray_outputs`): it went to the caller that holds it."""
+    def _went_astray(self, got: Producer, caller: Any) -> bool:
+        """The output never reached the caller it was made for, who is in the logs and
+        holds `caller`'s request id or client id (`rules.streams._astray`): it went to
+        `caller`, which holds it."""
+        same_id = ((got.request_id is not None and got.request_id == text(caller.request_id))
+                   or (got.x_request_id is not None
+                       and got.x_request_id == text(caller.x_request_id)))
+        if not same_id:
+            return False
         owner = self._callers[(self._callers["span_id"] == got.span_id).to_numpy()]
-        delivered = (owner["outcome"] == OUTCOME_OK) & (owner["fp_out"] == fp_out)
+        delivered = (owner["outcome"] == OUTCOME_OK) & (owner["fp_out"] == caller.fp_out)
         return bool(len(owner)) and not delivered.fillna(False).any()
 
     def verdicts(self, callers: pd.DataFrame) -> dict[str, Verdict]:
@@ -152,7 +158,7 @@ class OutputIndex:
                 got = producer[str(c.span_id)]
                 out[str(c.span_id)] = (
                     Verdict(CROSSED, got)
-                    if str(c.span_id) in self._worked_for or self._went_astray(got, c.fp_out)
+                    if str(c.span_id) in self._worked_for or self._went_astray(got, c)
                     else Verdict(NO_WORK))
             elif text(c.outcome) not in (None, OUTCOME_OK):
                 out[str(c.span_id)] = Verdict(CUT_SHORT)
