@@ -102,11 +102,22 @@ def _unwritable(value: str) -> str | None:
         return None  # not ours to judge: the write says
     if mode is not None:
         # A writable file is written in place if the directory takes no rename.
-        return os.strerror(errno.EACCES) if _read_only(target, mode) else None
+        return _refusal(target) if _read_only(target, mode) else None
     directory = os.path.dirname(target) or "."
     if os.path.isdir(directory) and not os.access(directory, os.W_OK | os.X_OK):
-        return f"{os.strerror(errno.EACCES)} (no new file can be made in {visible(directory)})"
+        return f"{_refusal(directory)} (no new file can be made in {visible(directory)})"
     return None
+
+
+def _refusal(path: Path | str) -> str:
+    """Why `path` takes no write, as the shell's ``>`` says it: a read-only mount is
+    "Read-only file system" (told "Permission denied", a user changes modes that cannot
+    help); anything else "Permission denied"."""
+    try:
+        read_only = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    return os.strerror(errno.EROFS if read_only else errno.EACCES)
 
 
 @contextlib.contextmanager
