@@ -24,7 +24,8 @@ DOC_KEYS = {"id", "matched", "shown", "more", "incomplete", "incomplete_reasons"
             "clock_offsets_ms", "workers", "requests"}
 REQUEST_KEYS = {
     "request_id", "x_request_id", "span_id", "trace_id", "route", "status", "outcome", "start",
-    "duration_ms", "verdict", "got_output_of", "findings", "overlaps", "spans", "events",
+    "duration_ms", "verdict", "got_output_of", "findings", "overlaps", "deprecated_headers",
+    "spans", "events",
 }
 PRODUCER_KEYS = {"request_id", "x_request_id", "span_id", "worker_span_id"}
 SPAN_KEYS = {"side", "span_id", "start_ms", "end_ms", "outcome", "file", "name"}

@@ -49,6 +49,7 @@ def block_record(block: RequestBlock, logged: dict[str, str] | None = None) -> d
         "got_output_of": got,
         "findings": list(block.findings),
         "overlaps": [span(key) for key in block.overlaps],
+        "deprecated_headers": list(block.deprecated_headers),
         # The documented span keys: `closed` and `opened` only tell the waterfall to say
         # "no end" or "no start".
         "spans": [with_span({k: v for k, v in asdict(bar).items()

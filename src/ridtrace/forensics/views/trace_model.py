@@ -155,7 +155,7 @@ def build_trace(
 
 _BLOCK_COLUMNS = ("span_id", "side", "start", "end", "outcome", "file", "service",
                   "request_id", "x_request_id", LOGGED_TRACE_ID, "route", "status", "closing",
-                  HELD_END)
+                  "deprecated", HELD_END)
 
 
 def _held_in_flight(requests: pd.DataFrame) -> pd.DataFrame:
@@ -253,6 +253,7 @@ def _block(
         verdict=verdict,
         findings=tuple(k for k in ERROR_KINDS if kinds[k]),
         overlaps=overlaps,
+        deprecated_headers=header_names(text(root.deprecated)),
         spans=[
             SpanBar(_side(s, sides), str(s.span_id), 0.0 if s is caller else ms_since(s.start, t0),
                     ms_since(s.end, t0), text(s.outcome), str(s.file),
@@ -263,6 +264,14 @@ def _block(
             for s in sorted(spans, key=lambda s: s is not caller)
         ],
     )
+
+
+def header_names(listed: str | None) -> tuple[str, ...]:
+    """The deprecated headers a request sent, from its comma-separated list: each name
+    once, in lower case, as `audit` counts them (a pre-fix Dynamo request's
+    `x_dynamo_request_id` reads as ``x-dynamo-request-id`` here too)."""
+    names = (name.strip().lower() for name in (listed or "").split(","))
+    return tuple(dict.fromkeys(name for name in names if name))
 
 
 def _step_of_an_answer(span: Any, caller: Any) -> bool:

@@ -29,6 +29,7 @@ def _block(block: RequestBlock) -> RequestBlock:
         x_request_id=_shown(block.x_request_id), trace_id=_shown(block.trace_id),
         route=_shown(block.route), status=_shown(block.status), outcome=_shown(block.outcome),
         verdict=verdict, overlaps=tuple(map(visible, block.overlaps)),
+        deprecated_headers=tuple(visible(cut_to_show(h)) for h in block.deprecated_headers),
         spans=[replace(bar, span_id=visible(bar.span_id), outcome=_shown(bar.outcome),
                        file=visible(bar.file), name=_shown(bar.name)) for bar in block.spans],
         events=[replace(ev, span_id=visible(ev.span_id), event=visible(ev.event),

@@ -83,6 +83,7 @@ class RequestBlock:
     verdict: Verdict
     findings: tuple[str, ...] = ()
     overlaps: tuple[str, ...] = ()  # other callers that held this request_id at once
+    deprecated_headers: tuple[str, ...] = ()  # the deprecated id headers it sent
     # Whether a line of the caller says where it began (`trace_starts`).
     start_logged: bool = True
     spans: list[SpanBar] = field(default_factory=list)

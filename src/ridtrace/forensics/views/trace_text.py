@@ -107,6 +107,12 @@ def header_lines(
         block.route or "-", block.status or "-", block.outcome or "-",
         _duration(block), _iso(block), f"span {(spelt or {}).get(block.span_id, block.span_id)}",
     )], width)
+    if block.deprecated_headers:
+        names = block.deprecated_headers
+        said = "sent deprecated header" + ("s" if len(names) > 1 else "")
+        lines += packed([Text(said, style="yellow"), *(
+            Text(name + ("," if i < len(names) - 1 else ""), style="yellow")
+            for i, name in enumerate(names))], width, sep=" ", indent=2)
     verdict = Text("verdict: ")
     verdict.append(block.verdict.label, style=_STYLE.get(block.verdict.label, "yellow"))
     if block.verdict.label == CUT_SHORT:
