@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import dask
 import distributed
 
 __all__ = [
@@ -28,6 +29,9 @@ __all__ = [
 # printed a P2PConsistencyError traceback above a right report.
 LOCAL_CLUSTER_OPTIONS: dict[str, Any] = {"dashboard_address": ":0",
                                          "silence_logs": logging.CRITICAL}
+# Its workers ignore SIGINT (`worker_setup`): ridtrace, interrupted, stops them itself.
+# Added to the preloads Dask's configuration names, which an explicit list replaced.
+_WORKER_SETUP = "ridtrace.forensics.dask_engine.worker_setup"
 # Seconds a scheduler has to accept the client and answer it, unless Dask's own
 # `distributed.comm.timeouts.connect` was set (`connect_timeout`): Dask's default of 30 s
 # is long to wait in an incident for a scheduler that is not there.
@@ -67,7 +71,7 @@ def dask_client(scheduler: str | None = None, **cluster_options: Any) -> Iterato
             _check_ridtrace(client, scheduler)
             yield client
         return
-    options = {**LOCAL_CLUSTER_OPTIONS, **cluster_options}
+    options = {**LOCAL_CLUSTER_OPTIONS, "preload": _local_preloads(), **cluster_options}
     connect_timeout()  # a bad Dask setting named (exit 2), as with --scheduler
     raise_open_file_limit()
     try:
@@ -84,6 +88,13 @@ def dask_client(scheduler: str | None = None, **cluster_options: Any) -> Iterato
         raise DaskEngineError(f"cannot start a local Dask cluster: {detail}") from exc
     with _client_logs_quiet(), cluster, _dist.Client(cluster) as client:
         yield client
+
+
+def _local_preloads() -> list[str]:
+    """The worker preloads Dask's configuration names (one name or a list), then ours."""
+    configured = dask.config.get("distributed.worker.preload", default=None) or []
+    listed = [configured] if isinstance(configured, str) else list(configured)
+    return [*listed, _WORKER_SETUP]
 
 
 @contextmanager
