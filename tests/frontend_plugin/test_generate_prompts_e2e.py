@@ -62,3 +62,22 @@ def test_a_batch_of_input_ids_is_refused_as_a_batch_of_texts_is(
         reply = httpx.post(stack.url + "/generate", json=body, timeout=30)
         assert reply.status_code == 400, reply.text
         assert "batches are not supported" in reply.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(("path", "param", "ids"), [
+    ("/inference/v1/generate", "token_ids", [-1]),
+    ("/inference/v1/generate", "token_ids", [1.5]),
+    ("/inference/v1/generate", "token_ids", []),
+    ("/inference/v1/generate", "token_ids", "hello"),
+    ("/generate", "input_ids", [-1]),
+    ("/generate", "input_ids", "hello"),
+])
+def test_a_token_ids_field_refused_does_not_offer_a_string(
+    stack: Stack, path: str, param: str, ids: Any
+) -> None:
+    # A bad id list was told "must be a string or ...", where a string is refused too.
+    reply = httpx.post(stack.url + path, json={param: ids}, timeout=30)
+    assert reply.status_code == 400, reply.text
+    assert reply.json()["error"]["param"] == param
+    assert reply.json()["error"]["message"] == (
+        f"'{param}' must be a non-empty list of token ids (integers from 0)")

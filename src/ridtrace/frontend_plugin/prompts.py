@@ -130,9 +130,12 @@ def _role_refused(where: str, role: str, roles: tuple[str, ...]) -> str:
     return message
 
 
-def token_prompt(value: Any, param: str) -> str:
+def token_prompt(value: Any, param: str, *, text_allowed: bool = True) -> str:
     """A prompt given as a string or as token ids (ids joined with ``,``), alone or as
-    the one prompt of OpenAI's batch form (``["text"]``, ``[[1, 2, 3]]``)."""
+    the one prompt of OpenAI's batch form (``["text"]``, ``[[1, 2, 3]]``).
+
+    `text_allowed` False: the field takes token ids only (the caller refused text), and
+    its refusal does not offer a string."""
     prompt = _one_prompt(value)
     if prompt is not None:
         return prompt
@@ -146,10 +149,13 @@ def token_prompt(value: Any, param: str) -> str:
             f"'{param}' holds {len(value)} prompts: one prompt per request is supported",
             param=param,
         )
-    raise InvalidRequest(
-        f"'{param}' must be a string or a non-empty list of token ids (integers from 0)",
-        param=param,
-    )
+    raise InvalidRequest(token_ids_refused(param, text_allowed=text_allowed), param=param)
+
+
+def token_ids_refused(param: str, *, text_allowed: bool = True) -> str:
+    """What a caller is told of a prompt field that holds no usable prompt."""
+    text = "a string or " if text_allowed else ""
+    return f"'{param}' must be {text}a non-empty list of token ids (integers from 0)"
 
 
 def token_count(value: Any) -> int | None:

@@ -18,7 +18,15 @@ from ridtrace.frontend_plugin.failures import GO_ELSEWHERE
 from ridtrace.frontend_plugin.settings import FrontendSettings
 from ridtrace.frontend_plugin.timers import Deadline
 
-__all__ = ["GO_ELSEWHERE", "Stopped", "read_request_body"]
+__all__ = ["BODY_TIMED_OUT", "GO_ELSEWHERE", "Stopped", "body_timed_out", "read_request_body"]
+
+# What `request.end`'s `error` says of a body that did not arrive in time.
+BODY_TIMED_OUT = "request body not received in full"
+
+
+def body_timed_out(settings: FrontendSettings) -> str:
+    """What the caller is told (a 408), on every route alike."""
+    return f"{BODY_TIMED_OUT} within {settings.body_timeout:g}s"
 
 
 async def read_request_body(

@@ -36,7 +36,13 @@ from ridtrace.frontend_plugin.hop import worker_hop_headers
 from ridtrace.frontend_plugin.pump import Delta, Failed, Finished
 from ridtrace.frontend_plugin.redaction import redacted_url
 from ridtrace.frontend_plugin.registry import Dropped, DuplicateRequestId
-from ridtrace.frontend_plugin.request_body import GO_ELSEWHERE, Stopped, read_request_body
+from ridtrace.frontend_plugin.request_body import (
+    BODY_TIMED_OUT,
+    GO_ELSEWHERE,
+    Stopped,
+    body_timed_out,
+    read_request_body,
+)
 from ridtrace.frontend_plugin.routes.base import INTERNAL_ERROR, ApiSpec, Ids
 from ridtrace.frontend_plugin.routes.sse import as_failed, stream_to_reader
 from ridtrace.frontend_plugin.wire import WorkRequest
@@ -53,8 +59,6 @@ from ridtrace.tracing.eventlog import EventLog
 __all__ = ["serve"]
 
 events = EventLog(__name__)
-
-_BODY_TIMED_OUT = "request body not received in full"
 
 async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: ApiSpec) -> None:
     """Handle one inference request for ``api`` as a plain ASGI exchange.
@@ -82,8 +86,8 @@ async def serve(scope: Scope, receive: Receive, send: Send, fe: Frontend, api: A
         return
     except TimeoutError:
         # The rest of the body may still come: the connection cannot carry another request.
-        annotate_request(error=_BODY_TIMED_OUT)
-        await _send_error(send, api, 408, f"{_BODY_TIMED_OUT} within {settings.body_timeout:g}s",
+        annotate_request(error=BODY_TIMED_OUT)
+        await _send_error(send, api, 408, body_timed_out(settings),
                           headers=((b"connection", b"close"),))
         return
     except ClientDisconnect:

@@ -29,7 +29,13 @@ from ridtrace.frontend_plugin.bodies import (
 )
 from ridtrace.frontend_plugin.drain import Drain
 from ridtrace.frontend_plugin.early_refusals import early_refusal
-from ridtrace.frontend_plugin.request_body import GO_ELSEWHERE, Stopped, read_request_body
+from ridtrace.frontend_plugin.request_body import (
+    BODY_TIMED_OUT,
+    GO_ELSEWHERE,
+    Stopped,
+    body_timed_out,
+    read_request_body,
+)
 from ridtrace.frontend_plugin.request_options import anthropic_options
 from ridtrace.frontend_plugin.routes.anthropic import MESSAGES, input_tokens, messages_prompt
 from ridtrace.frontend_plugin.routes.base import ApiSpec
@@ -102,8 +108,9 @@ class CountTokensEndpoint:
             await _answer(send, 503, _error(api, 503, SHUTTING_DOWN), extra=GO_ELSEWHERE)
             return
         except TimeoutError:
-            await _answer(send, 408, _error(api, 408, "request body not received in full"),
-                          close=True)
+            payload = _error(api, 408, body_timed_out(settings))
+            annotate_request(error=BODY_TIMED_OUT)  # as the other routes log it
+            await _answer(send, 408, payload, close=True)
             return
         except ClientDisconnect:
             return

@@ -17,7 +17,7 @@ from ridtrace.frontend_plugin.bodies import (
     opt_bool,
     token_limit,
 )
-from ridtrace.frontend_plugin.prompts import token_count, token_prompt
+from ridtrace.frontend_plugin.prompts import token_count, token_ids_refused, token_prompt
 from ridtrace.frontend_plugin.pump import Failed, Finished
 from ridtrace.frontend_plugin.reply_formats import sglang_format
 from ridtrace.frontend_plugin.routes.base import ApiSpec, Ids, Renderer, SseTemplate, sse
@@ -32,8 +32,8 @@ _DONE = b"data: [DONE]\n\n"
 def _token_ids(value: Any, param: str) -> str:
     """Token ids only: text in ``token_ids`` / ``input_ids`` was served as the prompt."""
     if isinstance(value, str) or (isinstance(value, list) and value and isinstance(value[0], str)):
-        raise InvalidRequest(f"'{param}' must be a non-empty list of token ids", param=param)
-    return token_prompt(value, param)
+        raise InvalidRequest(token_ids_refused(param, text_allowed=False), param=param)
+    return token_prompt(value, param, text_allowed=False)
 
 
 def _prompt_field(body: dict[str, Any], text: str, ids: str) -> str:
