@@ -46,6 +46,25 @@ def test_utf16_logs_give_the_utf8_report(
     assert _same_report(tmp_path, engine, plain_report) == 1
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("encoding", sorted(ENCODINGS))
+def test_a_wide_log_cut_inside_its_last_newline_keeps_its_last_record(
+    plain: Path, plain_report: PlainReport, tmp_path: Path, encoding: str, engine: str
+) -> None:
+    # A copy cut at an odd byte: the last record is whole, its newline's code unit is
+    # not. Decoded as U+FFFD on the record's line, the record was a bad line "truncated
+    # JSON" under the 1 % rule, its finding lost in a run said to be complete.
+    for path in plain.iterdir():
+        encode = ENCODINGS[encoding]
+        whole = encode(path.read_text().replace("\n", "\r\n"))
+        if encoding.endswith("gzipped"):
+            whole = gzip.compress(gzip.decompress(whole)[:-1])
+        else:
+            whole = whole[:-1]
+        (tmp_path / path.name).write_bytes(whole)
+    assert _same_report(tmp_path, engine, plain_report) == 1
+
+
 def _same_report(folder: Path, engine: str, plain_report: PlainReport) -> int:
     """Check `folder`'s report against the plain logs' (no bad line, the same lines and
     findings, cited at the same lines); its exit code."""

@@ -45,6 +45,7 @@ class WideText:
             big = encoding.endswith("-be") or head.startswith(
                 (codecs.BOM_UTF32_BE, codecs.BOM_UTF16_BE))
             newline = "\n".encode(f"utf-{8 * self._unit}-{'be' if big else 'le'}")
+            self._newline = newline
             self._change = re.compile(re.escape(newline) + _OTHER_START)
 
     def decode(self, data: bytes) -> bytes:
@@ -73,7 +74,17 @@ class WideText:
     def _decode(self, data: bytes, final: bool) -> bytes:
         assert self._decoder is not None
         self._fed += len(data)
-        text: str = self._decoder.decode(data, final=final)
+        text: str = self._decoder.decode(data, final=False)
+        if final:
+            torn, flag = self._decoder.getstate()
+            if torn and self._newline.startswith(torn):
+                # The text ends in part of a newline (a copy cut at an odd byte): the
+                # line before it is whole. Decoded as U+FFFD it joined that line, and
+                # the last record, complete, was a bad line "truncated JSON".
+                self._decoder.setstate((b"", flag))
+                text += "\n"
+            else:
+                text += self._decoder.decode(b"", final=True)
         return text.encode("utf-8")
 
     def _change_at(self, buf: bytes, final: bool) -> int | None:
