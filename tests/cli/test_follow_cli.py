@@ -104,8 +104,23 @@ def test_a_table_line_cuts_a_megabyte_id_as_the_batch_table_does() -> None:
                "x_request_id": 7, "evidence": [{"file": "f.jsonl", "line": 1}]}
     line = table_line(finding)
     assert len(line) < 1200
-    assert f"request_id={'G' * 1000}… (4999000 more characters: --format json" in line
+    assert f"request_id='{'G' * 1000}…' (4999000 more characters: --format json" in line
     assert line.endswith("has it whole) x_request_id=7  f.jsonl:1")
+
+
+def test_a_table_line_quotes_an_id_that_could_forge_another_or_a_citation() -> None:
+    # Printed bare, this request_id read as request id 'a', client id 'victim' and a
+    # first citation of /etc/passwd: the line is offered to alerting scripts.
+    finding = {"time": "t", "kind": "duplicate_in_flight",
+               "request_id": "a x_request_id=victim  /etc/passwd:1", "x_request_id": "b",
+               "evidence": [{"file": "logs/frontend.jsonl", "line": 142}]}
+    assert table_line(finding) == ("t  duplicate_in_flight  "
+                                   "request_id='a x_request_id=victim  /etc/passwd:1' "
+                                   "x_request_id=b  logs/frontend.jsonl:142")
+    for forged, shown in (("it's", "'it\\'s'"), ("", "''"), ("k=v", "'k=v'"),
+                          ('say "hi"', "'say \"hi\"'"), ("back\\slash x", "'back\\\\slash x'")):
+        finding["request_id"] = forged
+        assert f"request_id={shown} x_request_id=b" in table_line(finding)
 
 
 def test_an_input_that_never_appeared_makes_the_follow_incomplete(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ridtrace.cli.follow_stop import WRITE_GRACE_S, StopFlag
-from ridtrace.forensics.printable import cited_at, cut_to_show, visible
+from ridtrace.forensics.printable import cited_at, keyed, visible
 
 if TYPE_CHECKING:
     from ridtrace.forensics.live.follow import Follower, FollowSettings
@@ -62,7 +62,8 @@ def table_line(finding: dict[str, Any]) -> str:
     # An id the logs do not have is left out, as the batch table leaves its cell empty:
     # printed, it read x_request_id=None, a client id as good as any.
     # A megabyte id is cut as the batch table cuts it: whole, it was a line of megabytes.
-    ids = " ".join(f"{key}={cut_to_show(str(finding[key]))}"
+    # One holding a space or an `=` is quoted: it could forge another id or a citation.
+    ids = " ".join(keyed(key, str(finding[key]))
                    for key in ("request_id", "x_request_id") if finding[key] is not None)
     return visible(f"{finding['time']}  {finding['kind']:<19}  {ids}  {evidence}")
 

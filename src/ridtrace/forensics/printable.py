@@ -149,10 +149,31 @@ _AMBIGUOUS_NAME = re.compile(r"[\s,:'\"]")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 
+def _quoted(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+# An id that would not read as one `key=value` word: blank, or holding a space, an
+# ``=`` or a quote (`a x_request_id=victim  /etc/passwd:1` forged a second id and a
+# citation on `--follow`'s table line).
+_AMBIGUOUS_VALUE = re.compile(r"^$|[\s='\"]")
+
+
+def keyed(key: str, value: str) -> str:
+    """``key=value`` as one word of a text line: the value quoted (as `cited_at` quotes
+    a file name) where it holds a separator, and cut as `cut_to_show` cuts it, quoted,
+    with how many more characters there are after it."""
+    if len(value) > MAX_SHOWN_CHARS:
+        more = len(value) - MAX_SHOWN_CHARS
+        return (f"{key}={_quoted(value[:MAX_SHOWN_CHARS] + '…')} ({more} more characters: "
+                "--format json has it whole)")
+    return f"{key}={_quoted(value) if _AMBIGUOUS_VALUE.search(value) else value}"
+
+
 def cited_at(file: str, line: object) -> str:
     """``file:line`` as the text views print a citation: a name holding a separator
     quoted (`'a b.jsonl':3`, a quote in it escaped), so each citation reads as one."""
     scheme = _SCHEME.match(file)
     if _AMBIGUOUS_NAME.search(file, scheme.end() if scheme else 0):
-        file = "'" + file.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        file = _quoted(file)
     return f"{file}:{line}"
