@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ridtrace.cli.output import InputError
+from ridtrace.forensics.printable import MAX_SHOWN_CHARS
 
 
 def _is_a_path(ident: str) -> bool:
@@ -21,6 +22,15 @@ def _is_a_path(ident: str) -> bool:
         return Path(ident).exists()
     except (OSError, ValueError):  # too long a name, a NUL byte: no path
         return False
+
+
+def _shown(ident: str) -> str:
+    """`ident` quoted, cut as the text views cut a value (a pasted log of 120 KB was
+    said whole on stderr)."""
+    if len(ident) <= MAX_SHOWN_CHARS:
+        return repr(ident)
+    more = len(ident) - MAX_SHOWN_CHARS
+    return f"{ident[:MAX_SHOWN_CHARS]!r}… ({more} more characters)"
 
 
 def _order(ident: str) -> str:
@@ -43,7 +53,7 @@ def id_first(ident: str) -> Iterator[None]:
 
 def no_match_message(ident: str, *, read_whole: bool) -> str:
     """The error for no request matching `ident` (`read_whole`: all input was read)."""
-    message = f"no request with request_id, x_request_id, trace_id or span_id {ident!r}"
+    message = f"no request with request_id, x_request_id, trace_id or span_id {_shown(ident)}"
     if not read_whole:
         message += " in the input that could be read"
     return message + _order(ident)
