@@ -150,6 +150,50 @@ def test_requests_still_running_near_the_deadline_get_an_answer_from_the_app(
         assert not any("graceful shutdown exceeded" in str(x.get("message")) for x in frontend.lines())
 
 
+def test_ctrl_c_twice_ends_the_requests_at_once_as_the_server_s_not_the_clients(
+    tmp_path: Path,
+) -> None:
+    # uvicorn's forced exit cancelled what still ran: each stream was cut mid-chunk and
+    # its request.end said `cancelled`, the clients' act, in the logs, spans and metrics.
+    with start_stack(
+        tmp_path, workers=[["--hang-after-tokens", "2"]], frontend=["--graceful-timeout", "60"]
+    ) as stack:
+        frontend = stack.frontend
+
+        async def main() -> tuple[list[Outcome], float]:
+            first_text: asyncio.Queue[str] = asyncio.Queue()
+            async with httpx.AsyncClient(timeout=30) as client:
+                tasks = [asyncio.create_task(send(client, stack.url, route, True,
+                                                  f"m-{route} w1 w2 w3", first_text))
+                         for route in ROUTES]
+                for _ in ROUTES:
+                    await first_text.get()
+                await asyncio.to_thread(stack.wait_inflight,
+                                        lambda s: s["inflight"] == len(ROUTES))
+                os.kill(frontend.process.pid, signal.SIGINT)
+                await asyncio.to_thread(
+                    wait_for_line, frontend, lambda x: x.get("event") == "shutdown.drain")
+                os.kill(frontend.process.pid, signal.SIGINT)  # and again: force it
+                forced = time.monotonic()
+                outcomes = await asyncio.gather(*tasks)
+                exit_code = await asyncio.to_thread(frontend.process.wait, 30)
+                assert exit_code == 0, frontend.stderr.read_text()
+                return outcomes, time.monotonic() - forced
+
+        outcomes, stopped_after = asyncio.run(main())
+        assert stopped_after < 10, stopped_after  # not the 60 s grace period
+        for outcome in outcomes:
+            assert outcome.transport_error is None, (outcome.route, outcome.transport_error)
+            assert outcome.status == 200
+            text, error = outcome.text_and_error
+            assert error == SHUTTING_DOWN, (outcome.route, outcome.raw[-300:])
+            assert text.startswith("echo:"), text
+        ends = request_ends(frontend)
+        assert len(ends) == len(ROUTES)
+        for end in ends:
+            assert (end["outcome"], end["error"]) == ("error", SHUTTING_DOWN), end
+
+
 def test_requests_that_finish_within_the_grace_period_complete_normally(tmp_path: Path) -> None:
     # The gate holds every reply until the test opens it, after SIGTERM.
     with start_stack(

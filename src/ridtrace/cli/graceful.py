@@ -17,6 +17,7 @@ import contextlib
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from types import FrameType
 
@@ -30,6 +31,10 @@ from ridtrace.tracing.eventlog import EventLog
 __all__ = ["DrainingServer", "bound_any_port", "stop_margin"]
 
 events = EventLog(__name__)
+
+
+# How long a forced exit (Ctrl-C twice) waits for the requests it ended to be answered.
+FORCED_STOP_WAIT = 0.5
 
 
 def stop_margin(graceful_timeout: float) -> float:
@@ -82,8 +87,10 @@ class DrainingServer(uvicorn.Server):
         super().__init__(config)
         self.drain = drain
         self.on_started = on_started
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        self._loop = asyncio.get_running_loop()
         await super().startup(sockets)
         if self.started and sockets is not None:
             # uvicorn logs where it listens only for sockets it bound itself (given
@@ -110,9 +117,22 @@ class DrainingServer(uvicorn.Server):
             )
         try:
             await super().shutdown(sockets)
+            if self.force_exit:
+                await self._forced_answers_written()
         finally:
             if timer is not None:
                 timer.cancel()
+
+    async def _forced_answers_written(self) -> None:
+        """Give the requests a forced exit ended (`handle_exit`) up to
+        `FORCED_STOP_WAIT` to write their answers; the loop's end cancels what is left."""
+        deadline = time.monotonic() + FORCED_STOP_WAIT
+        while len(self.drain) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+
+    def _stop_forced(self) -> None:
+        self.drain.write_grace = FORCED_STOP_WAIT / 2
+        self._stop_inflight()
 
     def _stop_inflight(self) -> None:
         count = self.drain.stop_all()
@@ -143,7 +163,15 @@ class DrainingServer(uvicorn.Server):
                     signal.signal(sig, handler)
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        forced_before = self.force_exit
         super().handle_exit(sig, frame)
+        if self.force_exit and not forced_before and self._loop is not None:
+            # A second Ctrl-C: uvicorn stops waiting and cancels what still runs, which
+            # cut each stream as a client that left would (`request.end` cancelled, the
+            # span's status unset: the clients' act). Ended by the app at once instead,
+            # each says `server shutting down`, outcome error, as at the grace period's
+            # end. Scheduled: a signal handler may run in the middle of the loop's work.
+            self._loop.call_soon_threadsafe(self._stop_forced)
         # uvicorn re-raises the caught signal after its shutdown, so the process dies of
         # it (status -15). Here the signal asked for exactly the stop that happened, and
         # everything was answered and flushed: exit 0 like any finished run.
