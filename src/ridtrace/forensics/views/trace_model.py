@@ -13,13 +13,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ridtrace.contract import FRONTEND, WORKER
+from ridtrace.contract import FRONTEND, OUTCOME_ERROR, WORKER
 from ridtrace.forensics.records.requests import VIEW_COLUMNS, epoch_us
 from ridtrace.forensics.rules import CALLER_JUMP_ROUNDS
 from ridtrace.forensics.rules.overlap import ids_held_in_flight
 from ridtrace.forensics.rules.skew import apply_offsets, clock_offsets
 from ridtrace.forensics.rules.streams import unlinked
 from ridtrace.forensics.views.file_clocks import line_clocks
+from ridtrace.forensics.views.jaeger_logs import failed
 from ridtrace.forensics.views.trace_events import attach_events, ms_since
 from ridtrace.forensics.views.trace_keys import apart_by_trace
 from ridtrace.forensics.views.trace_match import matching_spans
@@ -246,7 +247,7 @@ def _block(
         trace_id=text(getattr(root, LOGGED_TRACE_ID)),
         route=text(root.route),
         status=text(root.status),
-        outcome=text(root.outcome),
+        outcome=shown_outcome(root),
         start=t0,
         duration_ms=duration,
         start_logged=start_logged,
@@ -256,7 +257,7 @@ def _block(
         deprecated_headers=header_names(text(root.deprecated)),
         spans=[
             SpanBar(_side(s, sides), str(s.span_id), 0.0 if s is caller else ms_since(s.start, t0),
-                    ms_since(s.end, t0), text(s.outcome), str(s.file),
+                    ms_since(s.end, t0), shown_outcome(s), str(s.file),
                     closed=s.closing is not False or _step_of_an_answer(s, caller),
                     opened=s is not caller or start_logged or stated is not None,
                     name=text(getattr(s, "span_name", None)))
@@ -264,6 +265,16 @@ def _block(
             for s in sorted(spans, key=lambda s: s is not caller)
         ],
     )
+
+
+def shown_outcome(span: Any) -> str | None:
+    """The span's logged outcome; where it logged none, `error` for an answer that
+    `export jaeger` flags as failed (an HTTP 5xx: Dynamo at INFO level logs only "http
+    response sent", with its status), so trace and Jaeger tell one story."""
+    logged = text(span.outcome)
+    if logged is None and failed(None, span.status):
+        return OUTCOME_ERROR
+    return logged
 
 
 def header_names(listed: str | None) -> tuple[str, ...]:
