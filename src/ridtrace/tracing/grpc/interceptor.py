@@ -67,8 +67,9 @@ class RequestTracingInterceptor(
         settings: the same :class:`TracingSettings` the HTTP middleware takes
             (``span_name`` aside: gRPC spans are named ``pkg.Service/Method``).
         initial_metadata: when ridtrace sends the ids as initial metadata too:
-            ``"streaming"`` (default) on calls with a streaming response, so the client
-            can read them before the first message; ``"always"`` on unary responses
+            ``"streaming"`` (default) on calls with a streaming response, sent with
+            the first message, so the client can read them as the stream begins, not
+            only once it ends; ``"always"`` on unary responses
             as well; ``"never"``. Trailing metadata always has them. A handler that
             sends initial metadata itself always gets them merged in. On a unary call
             ridtrace's own send is a second batch before the response, which measured
