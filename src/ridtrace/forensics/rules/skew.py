@@ -296,8 +296,15 @@ def _link_bounds(spans: SpanColumns, caller: np.ndarray, worker: np.ndarray,
     # clock 64 ms behind.
     got, made = spans.fp_out[caller], spans.fp_out[worker]
     other_output = (got >= 0) & (made >= 0) & (got != made)
+    # A caller that did not wait (it failed, or its client hung up) but received what
+    # this worker made (its own output, cut short with it) had the worker's first chunk
+    # before it ended: the worker started before then. Left open, a worker ahead of
+    # callers that all hung up or timed out was never corrected, drawn starting after
+    # the caller that got its output had ended.
+    got_its_output = (got >= 0) & (got == made)
     hi = np.where(waited[caller] & ~other_output, spans.end[caller] - spans.end[worker] + apart,
-                  _NO_UPPER_BOUND)
+                  np.where(got_its_output, spans.end[caller] - spans.start[worker] + apart,
+                           _NO_UPPER_BOUND))
     return lo, hi
 
 
