@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from tests.cli.helpers import analyze_json
-from tests.forensics.helpers import rt, rt_request
+from tests.forensics.helpers import followed_summary, rt, rt_request
+from tests.support.extras import ENGINES
 
 
 def _batch(bodies: list[str]) -> bytes:
@@ -155,3 +156,77 @@ def test_a_finding_cites_a_batch_line_once_however_many_of_its_records_it_holds(
     assert len(found) == 1 and code == 1
     cited = [(e["file"], e["line"]) for e in found[0]["evidence"]]
     assert cited == [(str(log), 1)]
+
+
+def _unlinked_batch(odd_body: str) -> bytes:
+    """A batch of 60 requests' records, an Unlinked error, and `odd_body`."""
+    unlinked = rt("response.unlinked", request_id="r7", span_id=f"{8:016x}",
+                  trace_id="e" * 32, error="Unlinked response; response task was dropped")
+    requests = _requests(0, 60)
+    return _batch([*requests[:3], odd_body, unlinked, *requests[3:]])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_long_body_cut_short_makes_the_read_incomplete(tmp_path: Path, engine: str) -> None:
+    # A 20 KB Unlinked record cut at the collector's 8 KiB max_log_size: a plain line so
+    # cut makes the read incomplete (such a limit loses every record as long, and those
+    # hold an error's details). Carried in a batch it was one bad record "missing time"
+    # under the 1 %, "No findings", exit 0.
+    long_error = rt("response.unlinked", request_id="r9", span_id=f"{10:016x}",
+                    trace_id="f" * 32, error="Unlinked response; " + "x" * 20_000)
+    log = tmp_path / "otel-logs.json"
+    log.write_bytes(_unlinked_batch(long_error[:8192]))
+    code, doc = analyze_json(str(log), "--engine", engine)
+    summary = doc["summary"]
+    assert [s["reason"] for s in summary["bad_line_samples"]] == [
+        "122 JSON objects on one line, one truncated JSON (4 KiB or more)"]
+    assert [u["reason"].split(" (")[0] for u in summary["unreadable_files"]] == [
+        "a record of 4 KiB or more cut short"]
+    assert [f["kind"] for f in doc["findings"]] == ["unlinked"] and code == 1
+    # A short cut is a crash's torn record, as on a plain line: the read stays complete.
+    log.write_bytes(_unlinked_batch(long_error[:200]))
+    code, doc = analyze_json(str(log), "--engine", engine)
+    assert doc["summary"]["unreadable_files"] == [] and code == 1
+
+
+def test_a_body_holding_two_records_back_to_back_is_read_as_both(tmp_path: Path) -> None:
+    # As a plain line holding two objects is (a log copied while written); refused as no
+    # whole object, both records were lost.
+    first, second = rt_request("a" * 16, "r-two", 0, 1)
+    log = tmp_path / "otel-logs.json"
+    log.write_bytes(_unlinked_batch(first + second))
+    code, doc = analyze_json(str(log))
+    summary = doc["summary"]
+    assert (summary["lines"], summary["bad_lines"]) == (123, 0)
+    assert summary["requests"] == 62 and code == 1
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_body_nested_too_deeply_is_one_bad_record_and_an_incomplete_read(
+    tmp_path: Path, engine: str,
+) -> None:
+    # Its batch was "the end of a JSON record, its start missing" as a whole, blamed on
+    # a rotation, its 121 other records lost.
+    deep = rt("response.unlinked", request_id="r9", span_id=f"{10:016x}", trace_id="f" * 32,
+              error="Unlinked response")[:-1] + ',"ctx":' + "[" * 2000 + "]" * 2000 + "}"
+    log = tmp_path / "otel-logs.json"
+    log.write_bytes(_unlinked_batch(deep))
+    code, doc = analyze_json(str(log), "--engine", engine)
+    summary = doc["summary"]
+    assert [s["reason"] for s in summary["bad_line_samples"]] == [
+        "122 JSON objects on one line, one JSON nested too deeply"]
+    assert summary["requests"] == 61 and summary["incomplete"] is True
+    assert [f["kind"] for f in doc["findings"]] == ["unlinked"] and code == 1
+
+
+def test_the_follower_judges_a_batch_s_unreadable_records_as_the_batch_read_does(
+    tmp_path: Path,
+) -> None:
+    long_error = rt("response.unlinked", request_id="r9", span_id=f"{10:016x}",
+                    trace_id="f" * 32, error="Unlinked response; " + "x" * 20_000)
+    # A line the follower judges whole (its head, 64 KiB, holds it).
+    (tmp_path / "otel-logs.json").write_bytes(_batch([*_requests(0, 20), long_error[:5000]]))
+    summary = followed_summary(tmp_path)
+    assert [s["reason"] for s in summary["bad_line_samples"]] == [
+        "41 JSON objects on one line, one truncated JSON (4 KiB or more)"]
+    assert summary["incomplete"] is True and summary["requests"] == 20

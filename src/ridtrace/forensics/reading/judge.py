@@ -26,6 +26,7 @@ from ridtrace.forensics.reading.other_loggers import (
     other_time_key,
 )
 from ridtrace.forensics.reading.packed_lines import (
+    BAD_RECORD_KEY,
     BOM,
     DECODE,
     NESTED_MARK,
@@ -149,6 +150,8 @@ TRUNCATED_JSON = "truncated JSON"
 # split left unjoined, journald's 48 KiB), not a crash's torn last line: every record as
 # long is lost the same way, and those are the ones with an error's details.
 LIMIT_CUT_BYTES = 4096
+# The same of a record a batch carried (a collector's body cut at its `max_log_size`).
+LIMIT_CUT_RECORD = f"{TRUNCATED_JSON} ({LIMIT_CUT_BYTES // 1024} KiB or more)"
 NESTED_TOO_DEEPLY = "JSON nested too deeply"
 NESTED_FILE = (
     "a line of JSON nested deeper than the parser follows (see its bad lines): valid JSON, "
@@ -238,6 +241,9 @@ NOT_AN_OBJECT = "not a JSON object"
 def _row(obj: Any, fields: Sequence[str]) -> dict[str, Any] | str:
     if not isinstance(obj, dict):
         return NOT_AN_OBJECT
+    unreadable = obj.get(BAD_RECORD_KEY)
+    if isinstance(unreadable, str) and len(obj) == 1:
+        return unreadable
     # The signature fields as the SQL scan reads them (`scan.source_sql`).
     row: dict[str, Any] = {name: _text(obj.get(name)) for name in (*fields, *SIGNATURE_FIELDS)}
     key = "time"
@@ -341,6 +347,8 @@ def _each_read(objects: list[Any], fields: Sequence[str], what: str) -> Judged:
     bad = [row for row in rows if isinstance(row, str)]
     if not bad:
         return good, None, len(objects)
-    # The line is a bad one; its good records are read all the same.
+    # The line is a bad one; its good records are read all the same. Named by a reason
+    # that makes the read incomplete where one of them has it (`suspects`).
     many = "one" if len(bad) == 1 else f"{len(bad)} of them"
-    return good, f"{what}, {many} {bad[0]}", len(objects)
+    shown = next((r for r in bad if r in (LIMIT_CUT_RECORD, NESTED_TOO_DEEPLY)), bad[0])
+    return good, f"{what}, {many} {shown}", len(objects)

@@ -11,10 +11,17 @@ import sys
 from typing import Any
 
 __all__ = [
-    "BOM", "CR_SEPARATED", "CR_SEPARATED_FILE", "DECODE", "NESTED_MARK", "TEXT_DECODE",
+    "BAD_RECORD_KEY", "BOM", "CR_SEPARATED", "CR_SEPARATED_FILE", "DECODE", "NESTED_MARK",
+    "TEXT_DECODE",
     "array_of_objects", "back_to_back", "brackets_pair_up", "cr_separated",
     "first_of_each_key", "nested_too_deeply",
 ]
+
+
+# A record a shipper's batch carried that could not be read (cut short, nested too
+# deeply): an object of this one key, its value the reason, read back to back with the
+# batch's other records, which are read all the same (`judge`).
+BAD_RECORD_KEY = "ridtrace.unreadable_record"
 
 
 def first_of_each_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from ridtrace.forensics.reading.judge import (
     JOURNAL_LEFT_OUT_FILE,
     LIMIT_CUT_BYTES,
     LIMIT_CUT_FILE,
+    LIMIT_CUT_RECORD,
     NESTED_FILE,
     NESTED_TOO_DEEPLY,
     PAGE_ONLY,
@@ -83,14 +84,16 @@ def judge_suspects(
             stats.unreadable_files.append(FileNote(name, CR_SEPARATED_FILE))
         # The record's own length: the NULs a copy-and-truncate left before a torn line are
         # none of it (a 30-byte tail after a 9 MB hole was "a record of 4 KiB or more").
-        if (reason == TRUNCATED_JSON and not cut
-                and len(text) >= LIMIT_CUT_BYTES and len(text.lstrip(b"\0")) >= LIMIT_CUT_BYTES):
+        long_cut = (reason == TRUNCATED_JSON and len(text) >= LIMIT_CUT_BYTES
+                    and len(text.lstrip(b"\0")) >= LIMIT_CUT_BYTES)
+        # A batch's record (`judge._each_read` names it after the line's count).
+        if (long_cut or (reason is not None and reason.endswith(LIMIT_CUT_RECORD))) and not cut:
             cut = True  # records are lost, however few the bad lines
             stats.unreadable_files.append(FileNote(name, LIMIT_CUT_FILE))
         if reason == HEADLESS_RECORD and not headless:
             headless = True  # a record is lost, however few the bad lines
             stats.unreadable_files.append(FileNote(name, HEADLESS_FILE))
-        if reason == NESTED_TOO_DEEPLY and not deep:
+        if reason is not None and reason.endswith(NESTED_TOO_DEEPLY) and not deep:
             # Valid JSON the parser gives up on (DuckDB refused it for a lone surrogate,
             # say): an Unlinked error in it was one bad line under the 1 %, exit 0.
             deep = True

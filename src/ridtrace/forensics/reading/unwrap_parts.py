@@ -10,8 +10,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ridtrace.forensics.reading.judge import (
+    LIMIT_CUT_BYTES,
+    LIMIT_CUT_RECORD,
+    NESTED_TOO_DEEPLY,
+    NOT_AN_OBJECT,
+    TRUNCATED_JSON,
+)
 from ridtrace.forensics.reading.lines import MAX_LINE_BYTES
 from ridtrace.forensics.reading.packed_lines import (
+    BAD_RECORD_KEY,
     NESTED_MARK,
     TEXT_DECODE,
     nested_too_deeply,
@@ -221,23 +229,38 @@ def carried_line(text: str) -> bytes:
 def batched_record(text: str, marker: str) -> bytes:
     """One service line a batch carries (a collector's log record's body, a Loki
     answer's line), for its records read back to back on one line: the record as one
-    line, or, when it is no whole object, ``{marker: text}``, an object without a time.
-    The batch's line is then a bad one and says so, its other records read all the
-    same. A record cut short (a collector's ``max_log_size``) back to back with the
-    others lost them all: the line was "truncated JSON" as a whole."""
+    line (several, when the body holds several back to back); ``{marker: text}`` for a
+    text line, an object without a time; and for a record that cannot be read, an
+    object naming why (`BAD_RECORD_KEY`). The batch's line is then a bad one and says
+    so, its other records read all the same: a record cut short (a collector's
+    ``max_log_size``) back to back with the others lost them all, the line "truncated
+    JSON" as a whole."""
     stripped = text.strip()
-    if stripped.startswith("{") and _whole_object(stripped):
+    if not stripped.startswith("{"):
+        return json.dumps({marker: text}, separators=(",", ":")).encode("ascii")
+    unreadable = _unreadable_records(stripped)
+    if unreadable is None:
         return stripped.replace("\n", " ").encode("utf-8", "surrogatepass")
-    return json.dumps({marker: text}, separators=(",", ":")).encode("ascii")
+    return json.dumps({BAD_RECORD_KEY: unreadable}, separators=(",", ":")).encode("ascii")
 
 
-def _whole_object(text: str) -> bool:
-    """`text` is one JSON object, or nests too deeply to tell (read on as it is, and
-    judged so). A record cut just after an inner object ends in ``}`` too."""
+def _unreadable_records(text: str) -> str | None:
+    """Why `text` (opening with ``{``) is not JSON objects back to back, as the judge of
+    a plain line would say it (a cut record of 4 KiB or more is a line limit's work,
+    which makes the read incomplete); None when it is. A record cut just after an inner
+    object ends in ``}`` too."""
+    at, end = 0, len(text)
     try:
-        return isinstance(TEXT_DECODE.decode(text), dict)
-    except ValueError:
-        return False
+        while at < end:
+            value, at = TEXT_DECODE.raw_decode(text, at)
+            if not isinstance(value, dict):
+                return NOT_AN_OBJECT
+            while at < end and text[at] in " \t\r\n":
+                at += 1
     except RecursionError:
-        return True
+        return NESTED_TOO_DEEPLY
+    except ValueError:
+        return LIMIT_CUT_RECORD if len(text.encode("utf-8", "surrogatepass")) >= LIMIT_CUT_BYTES \
+            else TRUNCATED_JSON
+    return None
 
