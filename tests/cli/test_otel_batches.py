@@ -4,6 +4,7 @@ share of bad lines is judged on the records, not on the batches that hold them."
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import followed_summary, rt, rt_request
 from tests.support.extras import ENGINES
+from tests.support.follower import start_follower
 
 
 def _batch(bodies: list[str]) -> bytes:
@@ -230,3 +232,29 @@ def test_the_follower_judges_a_batch_s_unreadable_records_as_the_batch_read_does
     assert [s["reason"] for s in summary["bad_line_samples"]] == [
         "41 JSON objects on one line, one truncated JSON (4 KiB or more)"]
     assert summary["incomplete"] is True and summary["requests"] == 20
+
+
+def test_the_follower_reads_a_batch_line_longer_than_its_head(tmp_path: Path) -> None:
+    # The collector's batch processor writes lines of hundreds of records: longer than
+    # the 64 KiB the follower looked at for a file's first line, the line gave no head,
+    # was never unwrapped, and was one bad line "missing time", where the batch read
+    # found every request.
+    log = tmp_path / "otel-logs.json"
+    log.write_bytes(_batch(_requests(0, 200)) + _batch(_requests(200, 10)))
+    assert log.stat().st_size > 2 * 64 * 1024
+    summary = followed_summary(tmp_path)
+    assert summary["bad_line_samples"] == []
+    assert (summary["lines"], summary["requests"]) == (420, 210)
+    # And as a pipe's stream, which ends with its writer.
+    follower = start_follower(["-"], stdin=subprocess.PIPE)
+    try:
+        pipe = follower.process.stdin
+        assert pipe is not None
+        pipe.write(log.read_bytes())
+        pipe.close()
+        code = follower.process.wait(timeout=60)
+    finally:
+        follower.stop()
+    streamed = follower.summary()
+    assert streamed["bad_line_samples"] == [] and code == 0
+    assert (streamed["lines"], streamed["requests"]) == (420, 210)

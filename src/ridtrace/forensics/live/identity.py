@@ -7,15 +7,17 @@ continues after them instead of reading them again (`ridtrace.forensics.live.tai
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from ridtrace.forensics.reading.decoding import BOM
+from ridtrace.forensics.reading.lines import MAX_LINE_BYTES
 from ridtrace.forensics.reading.rotation import rotation_place
 
 __all__ = ["HEAD_BYTES", "HEAD_READ", "Identities", "Identity", "decoded_head", "first_lines",
-           "read_past_nuls"]
+           "plain_head", "read_past_nuls"]
 
 # How many first bytes (whole lines) identify a file's content.
 HEAD_BYTES = 4096
@@ -92,6 +94,20 @@ class Identities:
         return best
 
 
+def plain_head(fd: int, start: int) -> bytes:
+    """The first whole lines of a plain file from `start` (`first_lines`), reading on
+    past `HEAD_READ` to the first newline when the first line is longer: a collector's
+    batch of hundreds of records is one line of more. Read to `HEAD_READ` only, such a
+    file gave no head: its lines were never unwrapped, one bad line "missing time"."""
+    data = os.pread(fd, HEAD_READ, start)
+    while b"\n" not in data and len(data) < MAX_LINE_BYTES:
+        more = os.pread(fd, len(data), start + len(data))
+        if not more:
+            break
+        data += more
+    return first_lines(data)
+
+
 def first_lines(data: bytes) -> bytes:
     """The whole lines among the first `HEAD_BYTES` of `data` (at least one line)."""
     head = data[:HEAD_BYTES]
@@ -132,6 +148,11 @@ def decoded_head(decoded: _Readable) -> bytes:
     one was no copy of it, and its lines were read again (bad lines twice, exit 3).
     """
     data = read_past_nuls(decoded, HEAD_READ)
+    while b"\n" not in data and len(data) < MAX_LINE_BYTES:  # as `plain_head` reads on
+        more = decoded.read(len(data))
+        if not more:
+            break
+        data += more
     if getattr(decoded, "had_bom", False):
         data = BOM + data
     return first_lines(data)

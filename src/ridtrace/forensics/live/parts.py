@@ -30,10 +30,9 @@ from pathlib import Path
 
 from ridtrace.forensics.live.holes import past_hole
 from ridtrace.forensics.live.identity import (
-    HEAD_READ,
     Identities,
     decoded_head,
-    first_lines,
+    plain_head,
     same_start,
 )
 from ridtrace.forensics.live.tail import FileTail
@@ -103,7 +102,7 @@ def content_head(path: Path) -> bytes:
             return decoded_head(decoded)
         fd = raw.fileno()
         start = past_hole(fd, 0, os.fstat(fd).st_size)
-        return first_lines(os.pread(fd, HEAD_READ, start))
+        return plain_head(fd, start)
 
 
 @dataclass

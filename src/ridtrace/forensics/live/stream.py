@@ -126,7 +126,9 @@ class StreamTail:
         """The plain lines of the stream's whole lines, as many (`reading.unwrap`)."""
         if not self._sniffed:
             self._sniffed = True
-            self._unwrap = wrapper_of(first_lines(whole[:HEAD_READ].tobytes()))
+            head = whole[:HEAD_READ].tobytes()
+            # A first line longer (a collector's batch) is judged whole, as a file's is.
+            self._unwrap = wrapper_of(first_lines(head if b"\n" in head else whole.tobytes()))
         if self._unwrap is None:
             return whole
         return memoryview(self._unwrap.feed(whole.tobytes()))

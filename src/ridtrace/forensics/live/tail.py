@@ -23,11 +23,11 @@ from ridtrace.forensics.live.compressing import still_compressing
 from ridtrace.forensics.live.descriptor_reader import from_first_byte
 from ridtrace.forensics.live.holes import past_hole
 from ridtrace.forensics.live.identity import (
-    HEAD_READ,
     Identities,
     Identity,
     decoded_head,
     first_lines,
+    plain_head,
     same_start,
 )
 from ridtrace.forensics.live.line_ends import lines_before_last_newline
@@ -123,7 +123,7 @@ class FileTail(StopBound):
         if self.gzip:
             return decoded_head(DecodedStream(from_first_byte(fd)))
         start = past_hole(fd, 0, os.fstat(fd).st_size)
-        return first_lines(os.pread(fd, HEAD_READ, start))
+        return plain_head(fd, start)
 
     def _skip_to_end(self, size: int) -> None:
         """Start after the last whole line: count the lines before it, read none."""
