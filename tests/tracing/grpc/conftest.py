@@ -139,6 +139,9 @@ async def traced_channel(
         serving(add, interceptors=[interceptor]) as target,
         grpc.aio.insecure_channel(target) as channel,
     ):
+        # Connected first: a short deadline is then the call's alone. Spent connecting
+        # on a loaded machine, it ended calls in gRPC's core before any handler ran.
+        await channel.channel_ready()
         yield channel
 
 
