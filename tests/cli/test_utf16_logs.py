@@ -4,6 +4,7 @@ same lines in UTF-8 (every line was "binary data", exit 3)."""
 from __future__ import annotations
 
 import gzip
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -39,11 +40,24 @@ ENCODINGS = {
 def test_utf16_logs_give_the_utf8_report(
     plain: Path, plain_report: PlainReport, tmp_path: Path, encoding: str, engine: str
 ) -> None:
-    for path in plain.iterdir():
-        # CRLF too, as Windows tools end lines; an accented id survives the transcoding.
-        text = path.read_text().replace('"x_request_id":"27"', '"x_request_id":"é27"')
-        (tmp_path / path.name).write_bytes(ENCODINGS[encoding](text.replace("\n", "\r\n")))
+    # An accented id survives the transcoding.
+    _encoded_copies(plain, tmp_path, encoding, lambda text: text.replace(
+        '"x_request_id":"27"', '"x_request_id":"é27"'))
     assert _same_report(tmp_path, engine, plain_report) == 1
+
+
+def _encoded_copies(plain: Path, into: Path, encoding: str,
+                    edit: Callable[[str], str] = str, cut: int = 0) -> None:
+    """Each plain log copied into `into` in `encoding`, its text edited by `edit`, its
+    lines ended CRLF (as Windows tools end them), its last `cut` bytes left out (of the
+    decompressed text, when gzipped)."""
+    for path in plain.iterdir():
+        encoded = ENCODINGS[encoding](edit(path.read_text()).replace("\n", "\r\n"))
+        if cut and encoding.endswith("gzipped"):
+            encoded = gzip.compress(gzip.decompress(encoded)[:-cut])
+        elif cut:
+            encoded = encoded[:-cut]
+        (into / path.name).write_bytes(encoded)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -54,14 +68,7 @@ def test_a_wide_log_cut_inside_its_last_newline_keeps_its_last_record(
     # A copy cut at an odd byte: the last record is whole, its newline's code unit is
     # not. Decoded as U+FFFD on the record's line, the record was a bad line "truncated
     # JSON" under the 1 % rule, its finding lost in a run said to be complete.
-    for path in plain.iterdir():
-        encode = ENCODINGS[encoding]
-        whole = encode(path.read_text().replace("\n", "\r\n"))
-        if encoding.endswith("gzipped"):
-            whole = gzip.compress(gzip.decompress(whole)[:-1])
-        else:
-            whole = whole[:-1]
-        (tmp_path / path.name).write_bytes(whole)
+    _encoded_copies(plain, tmp_path, encoding, cut=1)
     assert _same_report(tmp_path, engine, plain_report) == 1
 
 

@@ -88,6 +88,36 @@ def _error_body_message(route: str, body: dict[str, Any]) -> str:
     return str(body["error"]["message"])
 
 
+def _stopped_mid_reply(
+    stack: Any, streams: tuple[bool, ...], stop: Callable[[], None]
+) -> tuple[list[Outcome], float]:
+    """A request per route (streamed and not, as `streams` says), each under way (every
+    stream delivered text), then `stop` (run in a thread); what each caller received,
+    and how long after `stop` the frontend exited 0."""
+    frontend = stack.frontend
+
+    async def main() -> tuple[list[Outcome], float]:
+        first_text: asyncio.Queue[str] = asyncio.Queue()
+        async with httpx.AsyncClient(timeout=30) as client:
+            tasks = [
+                asyncio.create_task(send(client, stack.url, route, stream,
+                                         f"m-{route}-{stream} w1 w2 w3", first_text))
+                for route in ROUTES for stream in streams
+            ]
+            for _ in ROUTES:  # every stream delivered text: its exchange is under way
+                await first_text.get()
+            await asyncio.to_thread(stack.wait_inflight,
+                                    lambda s: s["inflight"] == len(tasks))
+            await asyncio.to_thread(stop)
+            stopped = time.monotonic()
+            outcomes = await asyncio.gather(*tasks)
+            exit_code = await asyncio.to_thread(frontend.process.wait, 30)
+            assert exit_code == 0, frontend.stderr.read_text()
+            return outcomes, time.monotonic() - stopped
+
+    return asyncio.run(main())
+
+
 def test_requests_still_running_near_the_deadline_get_an_answer_from_the_app(
     tmp_path: Path,
 ) -> None:
@@ -97,26 +127,8 @@ def test_requests_still_running_near_the_deadline_get_an_answer_from_the_app(
         tmp_path, workers=[["--hang-after-tokens", "2"]], frontend=["--graceful-timeout", "2"]
     ) as stack:
         frontend = stack.frontend
-
-        async def main() -> tuple[list[Outcome], float]:
-            first_text: asyncio.Queue[str] = asyncio.Queue()
-            async with httpx.AsyncClient(timeout=30) as client:
-                tasks = [
-                    asyncio.create_task(send(client, stack.url, route, stream,
-                                             f"m-{route}-{stream} w1 w2 w3", first_text))
-                    for route in ROUTES for stream in (False, True)
-                ]
-                for _ in ROUTES:  # every stream delivered text: its exchange is under way
-                    await first_text.get()
-                await asyncio.to_thread(stack.wait_inflight, lambda s: s["inflight"] == 12)
-                os.kill(frontend.process.pid, signal.SIGTERM)
-                signalled = time.monotonic()
-                outcomes = await asyncio.gather(*tasks)
-                exit_code = await asyncio.to_thread(frontend.process.wait, 10)
-                assert exit_code == 0, frontend.stderr.read_text()
-                return outcomes, time.monotonic() - signalled
-
-        outcomes, stopped_after = asyncio.run(main())
+        outcomes, stopped_after = _stopped_mid_reply(
+            stack, (False, True), lambda: os.kill(frontend.process.pid, signal.SIGTERM))
         assert stopped_after < 2 + 3, stopped_after  # the grace period, plus the flush
 
         for outcome in outcomes:
@@ -160,27 +172,12 @@ def test_ctrl_c_twice_ends_the_requests_at_once_as_the_server_s_not_the_clients(
     ) as stack:
         frontend = stack.frontend
 
-        async def main() -> tuple[list[Outcome], float]:
-            first_text: asyncio.Queue[str] = asyncio.Queue()
-            async with httpx.AsyncClient(timeout=30) as client:
-                tasks = [asyncio.create_task(send(client, stack.url, route, True,
-                                                  f"m-{route} w1 w2 w3", first_text))
-                         for route in ROUTES]
-                for _ in ROUTES:
-                    await first_text.get()
-                await asyncio.to_thread(stack.wait_inflight,
-                                        lambda s: s["inflight"] == len(ROUTES))
-                os.kill(frontend.process.pid, signal.SIGINT)
-                await asyncio.to_thread(
-                    wait_for_line, frontend, lambda x: x.get("event") == "shutdown.drain")
-                os.kill(frontend.process.pid, signal.SIGINT)  # and again: force it
-                forced = time.monotonic()
-                outcomes = await asyncio.gather(*tasks)
-                exit_code = await asyncio.to_thread(frontend.process.wait, 30)
-                assert exit_code == 0, frontend.stderr.read_text()
-                return outcomes, time.monotonic() - forced
+        def ctrl_c_twice() -> None:
+            os.kill(frontend.process.pid, signal.SIGINT)
+            wait_for_line(frontend, lambda x: x.get("event") == "shutdown.drain")
+            os.kill(frontend.process.pid, signal.SIGINT)  # and again: force it
 
-        outcomes, stopped_after = asyncio.run(main())
+        outcomes, stopped_after = _stopped_mid_reply(stack, (True,), ctrl_c_twice)
         assert stopped_after < 10, stopped_after  # not the 60 s grace period
         for outcome in outcomes:
             assert outcome.transport_error is None, (outcome.route, outcome.transport_error)
