@@ -213,9 +213,9 @@ def _front_level(spans: SpanColumns, waited: np.ndarray, workers: np.ndarray,
         return {}
     # The file's offset x keeps each worker span inside its caller: caller.start + x <=
     # worker.start and worker.end <= caller.end + x. As -x, the bounds are `_level`'s.
-    lo, hi = _link_bounds(spans, caller, done, waited, shift)
+    lo, hi, started = _link_bounds(spans, caller, done, waited, shift)
     files = spans.file[caller]
-    return {code: -_best_offset(lo[files == code], hi[files == code])
+    return {code: -_best_offset(lo[files == code], hi[files == code], started[files == code])
             for code in np.unique(files).tolist()}
 
 
@@ -243,12 +243,13 @@ def _level(spans: SpanColumns, callers: np.ndarray, waited: np.ndarray, workers:
     workers, caller = workers[across], caller[across]
     if not len(workers):
         return {}
-    lo, hi = _link_bounds(spans, caller, workers, waited, shift)
+    lo, hi, started = _link_bounds(spans, caller, workers, waited, shift)
     made, holder = _received_outputs(spans, callers, workers, caller, waited)
     lo = np.concatenate([lo, np.full(len(made), _NO_LOWER_BOUND, dtype=np.int64)])
     hi = np.concatenate([hi, spans.end[holder] - spans.end[made] + shift[holder] - shift[made]])
+    started = np.concatenate([started, np.full(len(made), _NO_UPPER_BOUND, dtype=np.int64)])
     files = spans.file[np.concatenate([workers, made])]
-    return {code: _best_offset(lo[files == code], hi[files == code])
+    return {code: _best_offset(lo[files == code], hi[files == code], started[files == code])
             for code in np.unique(files).tolist()}
 
 
@@ -280,12 +281,17 @@ def _received_outputs(spans: SpanColumns, callers: np.ndarray, workers: np.ndarr
     return lost[one], pair[one]
 
 
+Bounds = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
 def _link_bounds(spans: SpanColumns, caller: np.ndarray, worker: np.ndarray,
-                 waited: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                 waited: np.ndarray, shift: np.ndarray) -> Bounds:
     """The offset of each worker span's clock against its caller's, both as `shift` has
     placed them (an unplaced file's shift is zero), that keeps the span inside its
     caller: from below by the starts, unless the caller's start is not in the logs;
-    from above by the ends, if the caller waited for its worker."""
+    from above by the ends, if the caller waited for its worker; and, apart, from above
+    by the worker's start, if the caller did not wait but got the worker's output
+    (`_best_offset` takes that bound as a loose one)."""
     apart = shift[caller] - shift[worker]
     lo = np.where(spans.unstarted[caller], _NO_LOWER_BOUND,
                   spans.start[caller] - spans.start[worker] + apart)
@@ -301,31 +307,49 @@ def _link_bounds(spans: SpanColumns, caller: np.ndarray, worker: np.ndarray,
     # before it ended: the worker started before then. Left open, a worker ahead of
     # callers that all hung up or timed out was never corrected, drawn starting after
     # the caller that got its output had ended.
-    got_its_output = (got >= 0) & (got == made)
     hi = np.where(waited[caller] & ~other_output, spans.end[caller] - spans.end[worker] + apart,
-                  np.where(got_its_output, spans.end[caller] - spans.start[worker] + apart,
-                           _NO_UPPER_BOUND))
-    return lo, hi
+                  _NO_UPPER_BOUND)
+    got_its_output = ~waited[caller] & (got >= 0) & (got == made)
+    started = np.where(got_its_output, spans.end[caller] - spans.start[worker] + apart,
+                       _NO_UPPER_BOUND)
+    return lo, hi, started
 
 
-def _best_offset(lo: np.ndarray, hi: np.ndarray) -> int:
+def _best_offset(lo: np.ndarray, hi: np.ndarray, started: np.ndarray) -> int:
     """The offset inside the most link intervals ``[lo, hi]`` (`_fitting_offset`); none
-    when zero is, with every end allowed `AGREE_WITHIN_US` past its caller's."""
-    if not _fitting_offset(lo, hi + AGREE_WITHIN_US):
-        return 0
-    return _fitting_offset(lo, hi)
+    when zero is, with every end allowed `AGREE_WITHIN_US` past its caller's.
+
+    `started` bounds a link from above by its worker's start (its caller got the
+    worker's output, then hung up or failed): loosely, as that caller may end long
+    after its worker began. Where the offset above already keeps such workers' starts
+    before their callers' ends, it stands; taken into the middle, a worker behind by
+    300 ms was placed half such a caller's length later than its start bounds say.
+    Else (a worker ahead of callers that all hung up) the offset is the nearest to zero
+    of the lowest that fits them: the worker begins as its caller does, dispatched."""
+    tolerant = _fitting_offset(lo, hi + AGREE_WITHIN_US)
+    offset = 0 if not tolerant else _fitting_offset(lo, hi)
+    if not (started < _NO_UPPER_BOUND).any():
+        return offset
+    both = np.minimum(hi, started) + (AGREE_WITHIN_US if offset == 0 else 0)
+    segments = _best_segments(lo, both)
+    if segments is None or _covering(lo, both, offset) >= segments[2]:
+        return offset
+    low, high, _ = segments
+    candidates = np.where(low > _NO_LOWER_BOUND, low, np.clip(0, low, high))
+    return int(candidates[np.argmin(np.abs(candidates))])
 
 
-def _fitting_offset(lo: np.ndarray, hi: np.ndarray) -> int:
-    """The offset inside the most link intervals ``[lo, hi]``: zero when zero is, else
-    the middle of the offsets that are (the one nearest zero of several such segments).
+def _covering(lo: np.ndarray, hi: np.ndarray, offset: int) -> int:
+    """How many link intervals ``[lo, hi]`` hold `offset`."""
+    return int(((lo <= offset) & (offset <= hi)).sum())
 
-    A link whose caller lost a line (a torn write, a rotated file) bounds wrongly; it is
-    outvoted instead of dragging the file's clock.
-    """
+
+def _best_segments(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """The segments held by the most link intervals ``[lo, hi]``: their low and high
+    ends and how many intervals hold each; None when no interval is a segment."""
     valid = lo <= hi
-    if not valid.any():  # no span fits its caller: the middle of the tightest bounds
-        return (int(lo.max()) + int(hi.min())) // 2
+    if not valid.any():
+        return None
     lo, hi = lo[valid], hi[valid]
     points = np.concatenate([lo, hi])
     # At equal points an interval's start counts before another's end: bounds are closed.
@@ -335,7 +359,20 @@ def _fitting_offset(lo: np.ndarray, hi: np.ndarray) -> int:
     best = coverage.max()
     starts = np.flatnonzero(coverage == best)
     ends = starts + 1  # the next point closes the segment of best coverage
-    low, high = points[starts], points[np.minimum(ends, len(points) - 1)]
+    return points[starts], points[np.minimum(ends, len(points) - 1)], int(best)
+
+
+def _fitting_offset(lo: np.ndarray, hi: np.ndarray) -> int:
+    """The offset inside the most link intervals ``[lo, hi]``: zero when zero is, else
+    the middle of the offsets that are (the one nearest zero of several such segments).
+
+    A link whose caller lost a line (a torn write, a rotated file) bounds wrongly; it is
+    outvoted instead of dragging the file's clock.
+    """
+    segments = _best_segments(lo, hi)
+    if segments is None:  # no span fits its caller: the middle of the tightest bounds
+        return (int(lo.max()) + int(hi.min())) // 2
+    low, high, _ = segments
     if ((low <= 0) & (high >= 0)).any():
         return 0
     # Zero does not fit: the middle of the offsets that do leaves every span the most
