@@ -258,3 +258,15 @@ def test_the_follower_reads_a_batch_line_longer_than_its_head(tmp_path: Path) ->
     streamed = follower.summary()
     assert streamed["bad_line_samples"] == [] and code == 0
     assert (streamed["lines"], streamed["requests"]) == (420, 210)
+
+
+def test_an_application_s_line_of_the_unreadable_record_shape_writes_no_reason(
+    tmp_path: Path,
+) -> None:
+    # Only the reasons the unwrapper gives are taken from such an object: any other text
+    # was shown as the bad line's reason, as the application wrote it.
+    log = tmp_path / "app.jsonl"
+    log.write_text("\n".join([*_requests(0, 60),
+                              json.dumps({"ridtrace.unreadable_record": "disk on fire"})]) + "\n")
+    _, doc = analyze_json(str(log))
+    assert [s["reason"] for s in doc["summary"]["bad_line_samples"]] == ["missing time"]

@@ -242,8 +242,11 @@ def _row(obj: Any, fields: Sequence[str]) -> dict[str, Any] | str:
     if not isinstance(obj, dict):
         return NOT_AN_OBJECT
     unreadable = obj.get(BAD_RECORD_KEY)
-    if isinstance(unreadable, str) and len(obj) == 1:
-        return unreadable
+    if len(obj) == 1 and unreadable in _UNREADABLE_RECORDS:
+        # Only a reason the unwrapper gives: an application's own line of this shape
+        # could only say what a line of its own making says anyway (a cut or a deep
+        # record makes the read incomplete as well), and no text of its choosing.
+        return str(unreadable)
     # The signature fields as the SQL scan reads them (`scan.source_sql`).
     row: dict[str, Any] = {name: _text(obj.get(name)) for name in (*fields, *SIGNATURE_FIELDS)}
     key = "time"
@@ -269,6 +272,10 @@ def _row(obj: Any, fields: Sequence[str]) -> dict[str, Any] | str:
 
 
 Judged = tuple[list[dict[str, Any]], str | None, int]
+
+# The reasons `unwrap_parts.batched_record` gives a batch's record it could not read.
+_UNREADABLE_RECORDS = frozenset({TRUNCATED_JSON, LIMIT_CUT_RECORD, NESTED_TOO_DEEPLY,
+                                 NOT_AN_OBJECT})
 
 
 def judge_records(
