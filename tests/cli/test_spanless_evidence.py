@@ -148,3 +148,23 @@ def test_a_follower_names_the_files_line_of_evidence_with_no_span_id(tmp_path: P
     assert summary["unreadable_files"] == [{
         "file": str(log), "reason": "an Unlinked error at line 5 names no span_id, so no "
         "request holds it: the finding is missing (read that line)"}]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_first_spanless_unlinked_error_in_the_file_is_named_not_the_earliest_stamped(
+    tmp_path: Path, engine: str,
+) -> None:
+    # "The first such line": by time, the batch read named line 6 (stamped earlier, a
+    # clock stepped back), where the Dask engine's blocks and the follower's chunks,
+    # each naming its own first line, named line 5.
+    error = "Unlinked response; response task was dropped or cancelled"
+    later = {**_warn("engine generate call failed", request_id="c", error=error),
+             "time": "2026-10-02T14:03:19.000000Z"}
+    earlier = {**_warn("engine generate call failed", request_id="d", error=error),
+               "time": "2026-10-02T14:03:11.000000Z"}
+    log = _write(tmp_path / "frontend.jsonl",
+                 [*_request("a", "a1b2c3d4e5f60718", 1), *_request("b", "b1b2c3d4e5f60718", 2),
+                  later, earlier])
+    _, doc = _run("analyze", str(log), "--engine", engine)
+    assert [u["reason"].split(" names")[0] for u in doc["summary"]["unreadable_files"]] == [
+        "an Unlinked error at line 5"]

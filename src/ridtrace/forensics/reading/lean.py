@@ -229,8 +229,12 @@ def _first_where(flag: str, value: str, name: str, row: str) -> str:
 
 def _earliest_where(flag: str, value: str, name: str, row: str) -> str:
     """`_first_where` by time, then line: a span's first Unlinked error in time names it,
-    in a log printed newest first too (the later "Unlinked response" was named)."""
-    key = f"CASE WHEN {flag} THEN {_LAST_ID_KEY} END"
+    in a log printed newest first too (the later "Unlinked response" was named). Lines
+    of no span (the row a file's note names, `reading.unkeyed`) by line alone: the note
+    names the first such line, as the Dask engine's blocks and the follower's chunks,
+    each naming its own first, make it; by time, a file whose clock stepped back named
+    another line in each."""
+    key = f"CASE WHEN {flag} THEN (CASE WHEN _span IS NULL THEN rn ELSE {_LAST_ID_KEY} END) END"
     return (f"arg_min(CASE WHEN {flag} THEN {value} END, {key}) AS {name}, "
             f"arg_min(CASE WHEN {flag} THEN rn END, {key}) AS {row}")
 
