@@ -147,3 +147,12 @@ def test_a_scheme_distributed_removed_is_bad_usage_in_one_line(tmp_path: Path) -
     assert "Traceback" not in done.stderr and "FutureWarning" not in done.stderr
     (said,) = [line for line in done.stderr.splitlines() if line.strip()]
     assert "not a usable Dask scheduler address 'ucx://127.0.0.1:28786'" in said
+
+
+@pytest.mark.parametrize("port", ["99999", "0"])
+def test_a_port_no_tcp_port_is_refused_at_once(tmp_path: Path, port: str) -> None:
+    # It waited the 10 s connect timeout, then said no scheduler answered there, "the
+    # dashboard's port?"
+    done = _analyze_on(f"tcp://127.0.0.1:{port}", tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert f"port {port} is no TCP port (1 to 65535)" in done.stderr

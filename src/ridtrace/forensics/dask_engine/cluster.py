@@ -42,6 +42,9 @@ _dist: Any = distributed
 DaskClient = Any
 
 
+_LAST_PORT = 65535
+
+
 class DaskEngineError(RuntimeError):
     """The cluster cannot be reached or created (the CLI exits 2)."""
 
@@ -174,6 +177,13 @@ def _check_address(scheduler: str) -> None:
         warnings.simplefilter("ignore", FutureWarning)
         _dist.comm.resolve_address(scheduler)  # ValueError for the address, OSError for DNS
     scheme, _ = _dist.comm.parse_address(scheduler)
+    port = 1
+    with contextlib.suppress(ValueError):  # a scheme with no port (inproc://) has none
+        _, port = _dist.comm.get_address_host_port(scheduler)
+    if not 0 < port <= _LAST_PORT:
+        # A connection to it fails only when the timeout ends (10 s), said as a
+        # scheduler that did not answer: perhaps the dashboard's port.
+        raise ValueError(f"port {port} is no TCP port (1 to {_LAST_PORT})")
     tls = _dist.Security().get_connection_args("client").get("ssl_context")
     if scheme in ("tls", "wss") and tls is None:
         raise ValueError(f"{scheme}:// needs Dask's TLS configuration "
