@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from ridtrace.cli.follow import table_line
 from ridtrace.cli.follow_stop import StopFlag
 from ridtrace.cli.main import main
 from ridtrace.testing.synth import SynthSpec, write_logs
-from tests.forensics.helpers import rt_request
+from tests.forensics.helpers import rt, rt_request, ts
 from tests.support.follower import start_follower
 
 
@@ -291,3 +292,31 @@ def test_a_second_signal_while_the_summary_is_made_still_prints_it(
     # And the process leaves at once (from the console entry): tearing the window's state
     # down took seconds after a large follow, and a signal then ended it with 143.
     assert quick_exit.requested()
+
+
+_IGNORING_SIGINT = [sys.executable, "-c", "import os, signal, sys; "
+                    "signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                    "os.execv(sys.argv[1], sys.argv[1:])"]
+
+
+def test_a_sigint_the_follower_was_started_ignoring_stays_ignored(tmp_path: Path) -> None:
+    # A background job of a shell without job control starts with SIGINT ignored: the
+    # batch read keeps it so, the follower stopped on it (a Ctrl-C meant for a script's
+    # foreground step ended the follower the script had started).
+    def unlinked(span: str, rid: str, at: float) -> str:
+        lines = [*rt_request(span, rid, at, at + 1),
+                 rt("response.unlinked", time=ts(at + 1), request_id=rid, span_id=span,
+                    trace_id=f"{span:0>32}")]
+        return "".join(line + "\n" for line in lines)
+
+    log = tmp_path / "frontend.jsonl"
+    log.write_text(unlinked("a", "1", 0))
+    follower = start_follower([str(tmp_path)], "--from-start", runner=_IGNORING_SIGINT)
+    # Its first finding printed: the loop runs, its stop signals are set up.
+    follower.wait_for(lambda: len(follower.findings()) == 1, timeout=30, what="a finding")
+    os.kill(follower.process.pid, signal.SIGINT)  # discarded at once when ignored
+    with log.open("a") as fh:
+        fh.write(unlinked("b", "2", 5))
+    follower.wait_for(lambda: len(follower.findings()) == 2, timeout=30,
+                      what="a finding written after the ignored SIGINT")
+    assert follower.stop(signal.SIGTERM) == 1

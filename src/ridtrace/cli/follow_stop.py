@@ -52,7 +52,12 @@ class StopFlag:
         self._armed = False
 
     def __enter__(self) -> StopFlag:
-        stops = [int(signal.SIGINT), int(signal.SIGTERM)]
+        stops = [int(signal.SIGTERM)]
+        # An ignored SIGINT (a background job of a shell without job control) stays
+        # ignored, as the batch read keeps it and an ignored SIGHUP stays: a Ctrl-C meant
+        # for a script's foreground step stopped the follower the script had started.
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            stops.append(int(signal.SIGINT))
         hangup = hangup_to_handle()
         if hangup is not None:
             stops.append(hangup)
