@@ -30,7 +30,9 @@ def parse_duration(value: str, name: str, *, zero: bool = False) -> float:
     seconds = float(match.group(1)) * _UNIT_S[match.group(2)] if match else -1.0
     if seconds < 0 or (seconds == 0 and not zero):
         kind = "duration" if zero else "positive duration"
-        raise click.BadParameter(f"not a {kind}: {value!r}", param_hint=name)
+        raise click.BadParameter(
+            f"not a {kind}: {value!r} (a number of seconds, or one with ms, s, m or h: "
+            "250ms, 90s, 10m, 1h)", param_hint=name)
     return seconds
 
 
