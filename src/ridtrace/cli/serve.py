@@ -78,8 +78,9 @@ def serve() -> None:
               help="Bodies above get 413 (default 1048576, 1 MiB).")
 @click.option("--log-level", default="INFO", show_default=True, help=_LOG_LEVEL_HELP)
 @click.option("--api-key", "api_keys", multiple=True, metavar="KEY",
-              help="Require this key (repeat for several; or RIDTRACE_API_KEYS, comma list) "
-                   "as 'Authorization: Bearer KEY' or 'x-api-key: KEY'.")
+              help="Require this key (repeat for several; or RIDTRACE_API_KEYS, comma list, "
+                   "which ps does not show as it shows a command line) as "
+                   "'Authorization: Bearer KEY' or 'x-api-key: KEY'.")
 @click.option("--metrics-require-key/--no-metrics-require-key", default=None,
               help="/metrics needs an API key too (open by default).")
 @_worker_token_option
