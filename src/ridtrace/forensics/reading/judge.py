@@ -242,7 +242,7 @@ def _row(obj: Any, fields: Sequence[str]) -> dict[str, Any] | str:
     if not isinstance(obj, dict):
         return NOT_AN_OBJECT
     unreadable = obj.get(BAD_RECORD_KEY)
-    if len(obj) == 1 and unreadable in _UNREADABLE_RECORDS:
+    if len(obj) == 1 and isinstance(unreadable, str) and unreadable in _UNREADABLE_RECORDS:
         # Only a reason the unwrapper gives: an application's own line of this shape
         # could only say what a line of its own making says anyway (a cut or a deep
         # record makes the read incomplete as well), and no text of its choosing.
