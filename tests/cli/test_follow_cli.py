@@ -312,6 +312,7 @@ def test_a_sigint_the_follower_was_started_ignoring_stays_ignored(tmp_path: Path
     log = tmp_path / "frontend.jsonl"
     log.write_text(unlinked("a", "1", 0))
     follower = start_follower([str(tmp_path)], "--from-start", runner=_IGNORING_SIGINT)
+    assert any("SIGTERM prints the summary" in line for line in follower.stderr)
     # Its first finding printed: the loop runs, its stop signals are set up.
     follower.wait_for(lambda: len(follower.findings()) == 1, timeout=30, what="a finding")
     os.kill(follower.process.pid, signal.SIGINT)  # discarded at once when ignored
@@ -320,3 +321,20 @@ def test_a_sigint_the_follower_was_started_ignoring_stays_ignored(tmp_path: Path
     follower.wait_for(lambda: len(follower.findings()) == 2, timeout=30,
                       what="a finding written after the ignored SIGINT")
     assert follower.stop(signal.SIGTERM) == 1
+
+
+def test_an_embedding_programs_sigint_handler_stays_its_own() -> None:
+    # The batch read leaves a handler other than Python's default to its program; the
+    # follower's stop took SIGINT over all the same.
+    def its_own(signum: int, frame: object) -> None:
+        raise AssertionError("not called here")
+
+    previous = signal.signal(signal.SIGINT, its_own)
+    try:
+        with StopFlag(quiet=True):
+            assert signal.getsignal(signal.SIGINT) is its_own
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # Python's: taken
+        with StopFlag(quiet=True):
+            assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ridtrace.cli.follow_stop import WRITE_GRACE_S, StopFlag
+from ridtrace.cli.stop import interrupt_is_ours
 from ridtrace.forensics.printable import cited_at, keyed, visible
 
 if TYPE_CHECKING:
@@ -281,7 +282,8 @@ def _announce(follower: Follower, settings: FollowSettings, *, quiet: bool) -> N
         what.append(f"{named} from {'its' if len(streams) == 1 else 'their'} first line")
     click.echo(
         f"ridtrace: following {' and '.join(what)}, window "
-        f"{settings.window_s:g}s; Ctrl-C prints the summary", err=True,
+        f"{settings.window_s:g}s; {'Ctrl-C' if interrupt_is_ours() else 'SIGTERM'} "
+        "prints the summary", err=True,
     )
     for raw in missing:
         click.echo(f"ridtrace: waiting for {raw} to appear", err=True)

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
-from ridtrace.cli.stop import hangup_to_handle
+from ridtrace.cli.stop import hangup_to_handle, interrupt_is_ours
 
 WRITE_GRACE_S = 1.0
 """How long a stopped follower waits on a blocked write: a reader that is alive (a slow
@@ -54,9 +54,10 @@ class StopFlag:
     def __enter__(self) -> StopFlag:
         stops = [int(signal.SIGTERM)]
         # An ignored SIGINT (a background job of a shell without job control) stays
-        # ignored, as the batch read keeps it and an ignored SIGHUP stays: a Ctrl-C meant
-        # for a script's foreground step stopped the follower the script had started.
-        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        # ignored, and an embedding program's handler stays its own, as in the batch read
+        # and as an ignored SIGHUP stays: a Ctrl-C meant for a script's foreground step
+        # stopped the follower the script had started.
+        if interrupt_is_ours():
             stops.append(int(signal.SIGINT))
         hangup = hangup_to_handle()
         if hangup is not None:

@@ -81,6 +81,13 @@ def interrupt_to_handle() -> int | None:
     return int(signal.SIGINT)
 
 
+def interrupt_is_ours() -> bool:
+    """Whether a command may take SIGINT as its stop: it is Python's default handler or
+    ours (`interrupt_to_handle` let the command install it), not ignored (a background
+    job) nor an embedding program's."""
+    return signal.getsignal(signal.SIGINT) in (signal.default_int_handler, raise_interrupted)
+
+
 def hangup_to_handle() -> int | None:
     """SIGHUP, for a command to stop on; None on a platform without it (Windows) or
     when it is ignored (``nohup``), which it must stay."""
