@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ridtrace.cli.output import InputError
-from ridtrace.forensics.printable import MAX_SHOWN_CHARS
+from ridtrace.forensics.printable import cut_at_shown
 
 
 def _is_a_path(ident: str) -> bool:
@@ -27,10 +27,8 @@ def _is_a_path(ident: str) -> bool:
 def _shown(ident: str) -> str:
     """`ident` quoted, cut as the text views cut a value (a pasted log of 120 KB was
     said whole on stderr)."""
-    if len(ident) <= MAX_SHOWN_CHARS:
-        return repr(ident)
-    more = len(ident) - MAX_SHOWN_CHARS
-    return f"{ident[:MAX_SHOWN_CHARS]!r}… ({more} more characters)"
+    shown, more = cut_at_shown(ident)
+    return f"{shown!r}… ({more} more characters)" if more else repr(ident)
 
 
 def _order(ident: str) -> str:

@@ -40,12 +40,17 @@ _REPLACEMENT = "\ufffd"
 MAX_SHOWN_CHARS = 1000
 
 
+def cut_at_shown(text: str) -> tuple[str, int]:
+    """`text`'s first `MAX_SHOWN_CHARS` characters, and how many more there are."""
+    return text[:MAX_SHOWN_CHARS], max(0, len(text) - MAX_SHOWN_CHARS)
+
+
 def cut_to_show(text: str) -> str:
     """`text`, or its first `MAX_SHOWN_CHARS` characters and how many more there are."""
-    if len(text) <= MAX_SHOWN_CHARS:
+    shown, more = cut_at_shown(text)
+    if not more:
         return text
-    return (f"{text[:MAX_SHOWN_CHARS]}… ({len(text) - MAX_SHOWN_CHARS} more characters: "
-            "--format json has it whole)")
+    return f"{shown}… ({more} more characters: --format json has it whole)"
 
 
 def visible(text: str) -> str:
@@ -163,9 +168,9 @@ def keyed(key: str, value: str) -> str:
     """``key=value`` as one word of a text line: the value quoted (as `cited_at` quotes
     a file name) where it holds a separator, and cut as `cut_to_show` cuts it, quoted,
     with how many more characters there are after it."""
-    if len(value) > MAX_SHOWN_CHARS:
-        more = len(value) - MAX_SHOWN_CHARS
-        return (f"{key}={_quoted(value[:MAX_SHOWN_CHARS] + '…')} ({more} more characters: "
+    shown, more = cut_at_shown(value)
+    if more:
+        return (f"{key}={_quoted(shown + '…')} ({more} more characters: "
                 "--format json has it whole)")
     return f"{key}={_quoted(value) if _AMBIGUOUS_VALUE.search(value) else value}"
 

@@ -8,6 +8,7 @@ continues after them instead of reading them again (`ridtrace.forensics.live.tai
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -100,12 +101,19 @@ def plain_head(fd: int, start: int) -> bytes:
     batch of hundreds of records is one line of more. Read to `HEAD_READ` only, such a
     file gave no head: its lines were never unwrapped, one bad line "missing time"."""
     data = os.pread(fd, HEAD_READ, start)
+    return first_lines(_to_first_newline(
+        data, lambda size, have: os.pread(fd, size, start + have)))
+
+
+def _to_first_newline(data: bytes, read: Callable[[int, int], bytes]) -> bytes:
+    """`data` read on, by doubling it (`read(size, bytes_had)`), until it holds a newline,
+    ends, or is as long as a line may be (`MAX_LINE_BYTES`)."""
     while b"\n" not in data and len(data) < MAX_LINE_BYTES:
-        more = os.pread(fd, len(data), start + len(data))
+        more = read(len(data), len(data))
         if not more:
             break
         data += more
-    return first_lines(data)
+    return data
 
 
 def first_lines(data: bytes) -> bytes:
@@ -147,12 +155,8 @@ def decoded_head(decoded: _Readable) -> bytes:
     file's head is read with it: without, the compressed copy of a log that starts with
     one was no copy of it, and its lines were read again (bad lines twice, exit 3).
     """
-    data = read_past_nuls(decoded, HEAD_READ)
-    while b"\n" not in data and len(data) < MAX_LINE_BYTES:  # as `plain_head` reads on
-        more = decoded.read(len(data))
-        if not more:
-            break
-        data += more
+    data = _to_first_newline(read_past_nuls(decoded, HEAD_READ),
+                             lambda size, _: decoded.read(size) or b"")
     if getattr(decoded, "had_bom", False):
         data = BOM + data
     return first_lines(data)

@@ -108,9 +108,8 @@ class CountTokensEndpoint:
             await _answer(send, 503, _error(api, 503, SHUTTING_DOWN), extra=GO_ELSEWHERE)
             return
         except TimeoutError:
-            payload = _error(api, 408, body_timed_out(settings))
-            annotate_request(error=BODY_TIMED_OUT)  # as the other routes log it
-            await _answer(send, 408, payload, close=True)
+            await _answer(send, 408, _error(api, 408, body_timed_out(settings),
+                                            logged=BODY_TIMED_OUT), close=True)
             return
         except ClientDisconnect:
             return
@@ -133,8 +132,11 @@ class CountTokensEndpoint:
 
 
 def _error(api: ApiSpec, status: int, message: str, kind: str | None = None,
-           param: str | None = None, code: str | None = None) -> dict[str, object]:
-    annotate_request(error=message)
+           param: str | None = None, code: str | None = None, *,
+           logged: str | None = None) -> dict[str, object]:
+    """The error answer's body; `request.end`'s `error` is `logged`, or the message (the
+    408's as the other routes log it, without the deadline it tells the caller)."""
+    annotate_request(error=logged or message)
     return api.error_payload(status, message, kind, param, code)
 
 
