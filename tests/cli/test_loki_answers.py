@@ -92,3 +92,16 @@ def test_an_answer_jq_indented_is_read_value_by_value(tmp_path: Path) -> None:
     assert sorted(cited[e["line"] - 1].strip() for f in doc["findings"] for e in f["evidence"]) == [
         "]", "],", "],", "],"]  # each value's closing line
     assert code == 1
+
+
+def test_a_loki_line_behind_a_container_runtime_s_prefix_is_read(tmp_path: Path) -> None:
+    # promtail (or Alloy) tailing /var/log/pods without its `cri` stage stores each line
+    # with the runtime's prefix: every line of the answer was a bad one.
+    lines = [f"2026-12-01T10:00:00.{n:06d}Z stderr F {line}"
+             for n, line in enumerate(rt_request("a" * 16, "7", 0, 2) + rt_request("b" * 16, "7", 1, 3))]
+    log = tmp_path / "loki.json"
+    log.write_bytes(_query_range({"frontend": lines}))
+    code, doc = analyze_json(str(log))
+    assert doc["summary"]["bad_line_samples"] == []
+    assert (doc["summary"]["lines"], doc["summary"]["requests"]) == (4, 2)
+    assert [f["kind"] for f in doc["findings"]] == ["duplicate_in_flight"] and code == 1

@@ -273,3 +273,42 @@ def test_an_application_s_line_of_the_unreadable_record_shape_writes_no_reason(
         code, doc = analyze_json(str(log))
         assert [s["reason"] for s in doc["summary"]["bad_line_samples"]] == ["missing time"]
         assert code == 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_body_behind_a_container_runtime_s_prefix_is_read(tmp_path: Path, engine: str) -> None:
+    # A collector whose filelog receiver tails /var/log/pods without its `container`
+    # operator carries each line with the runtime's prefix ("<time> stdout F {…}"): every
+    # record was "missing time", and a folder of such batches lost its crossed streams
+    # and Unlinked errors while Vector's or Fluent Bit's entries of the same lines were read.
+    unlinked = rt("response.unlinked", request_id="r7", span_id=f"{8:016x}",
+                  trace_id="e" * 32, error="Unlinked response; response task was dropped")
+    prefixed = [f"2026-12-01T10:00:00.{n:06d}Z stdout F {line}"
+                for n, line in enumerate([*_requests(0, 30), unlinked])]
+    log = tmp_path / "otel-logs.json"
+    log.write_bytes(_batch(prefixed))
+    code, doc = analyze_json(str(log), "--engine", engine)
+    summary = doc["summary"]
+    assert (summary["lines"], summary["bad_lines"], summary["requests"]) == (61, 0, 31)
+    assert [f["kind"] for f in doc["findings"]] == ["unlinked"] and code == 1
+    # A runtime's partial line (P) is no whole record: a bad one, as on a CRI file.
+    log.write_bytes(_batch([*prefixed, "2026-12-01T10:00:01Z stdout P {\"time\":"]))
+    code, doc = analyze_json(str(log), "--engine", engine)
+    assert doc["summary"]["bad_lines"] == 1 and code == 1
+
+
+def test_a_text_body_is_judged_as_its_plain_line_not_missing_time(tmp_path: Path) -> None:
+    # A banner or a text logger's line in a batch was "missing time", which sent the
+    # reader looking for a time the line never had.
+    text_logger = "2026-12-01T10:00:00Z INFO worker ready"
+    log = tmp_path / "otel-logs.json"
+    log.write_bytes(_batch(["starting frontend", *_requests(0, 60)])
+                    + _batch([text_logger, *_requests(60, 60)]))
+    code, doc = analyze_json(str(log))
+    assert [s["reason"] for s in doc["summary"]["bad_line_samples"]] == [
+        "121 JSON objects on one line, one not JSON",
+        "121 JSON objects on one line, one a text log line, not JSON "
+        "(Dynamo writes JSON lines with DYN_LOGGING_JSONL=1)"]
+    assert code == 0
+    followed = followed_summary(tmp_path)
+    assert followed["bad_line_samples"] == doc["summary"]["bad_line_samples"]

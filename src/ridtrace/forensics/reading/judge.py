@@ -273,9 +273,21 @@ def _row(obj: Any, fields: Sequence[str]) -> dict[str, Any] | str:
 
 Judged = tuple[list[dict[str, Any]], str | None, int]
 
+# What a batch's record of text may be judged (`text_reason`): the reasons a plain line
+# of that text gets, but none quoting the text itself (a page's or journald's notice).
+_TEXT_REASONS = frozenset({"not JSON", "binary data", "invalid UTF-8", TEXT_LOG_LINE,
+                           PREFIXED_RECORD_LINE, JOURNAL_EXPORT_LINE, JOURNAL_PRETTY_LINE,
+                           NOT_AN_OBJECT, NESTED_TOO_DEEPLY})
 # The reasons `unwrap_parts.batched_record` gives a batch's record it could not read.
-_UNREADABLE_RECORDS = frozenset({TRUNCATED_JSON, LIMIT_CUT_RECORD, NESTED_TOO_DEEPLY,
-                                 NOT_AN_OBJECT})
+_UNREADABLE_RECORDS = frozenset({TRUNCATED_JSON, LIMIT_CUT_RECORD, *_TEXT_REASONS})
+
+
+def text_reason(text: bytes) -> str:
+    """Why a batch's record that is text (no JSON object) is a bad one, as its plain line
+    would be judged: a collector's body holding a banner or a text logger's line was
+    "missing time", which sent the reader looking for a time the line never had."""
+    verdict = judge_line(text, ())
+    return verdict if isinstance(verdict, str) and verdict in _TEXT_REASONS else "not JSON"
 
 
 def judge_records(

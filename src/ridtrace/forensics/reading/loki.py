@@ -39,7 +39,7 @@ class LokiAnswerUnwrapper(LineByLine):
             return line
         # A value is [time, line] ([time, line, {structured metadata}] since Loki 3).
         return b"".join(
-            batched_record(value[1], "loki_line")
+            batched_record(value[1])
             for stream in _list(data.get("result"))
             for value in _list(stream.get("values") if isinstance(stream, dict) else None)
             if isinstance(value, list) and len(value) > 1 and isinstance(value[1], str)

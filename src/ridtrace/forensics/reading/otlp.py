@@ -42,7 +42,7 @@ def _value(any_value: Any) -> Any:
 def _record_text(log_record: Any) -> bytes:
     body = _value(log_record.get("body")) if isinstance(log_record, dict) else None
     if isinstance(body, str):
-        return batched_record(body, "otlp_body")
+        return batched_record(body)
     if isinstance(body, dict):
         if "time" not in body and "timestamp" not in body:
             stamp = _record_time(log_record)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from ridtrace.forensics.reading.inputs import SNIFF_BYTES
 from ridtrace.forensics.reading.judge import PREFIXED_RECORD
+from ridtrace.forensics.reading.line_prefixes import PREFIX
 from ridtrace.forensics.reading.lines import MAX_LINE_BYTES
 from ridtrace.forensics.reading.log_names import (
     LOG_LINE_KEYS,
@@ -24,7 +25,7 @@ from ridtrace.forensics.reading.log_names import (
     json_object_line,
 )
 from ridtrace.forensics.reading.stats import FileNote
-from ridtrace.forensics.reading.unwrap import PREFIX, Unwrapper, unwrapped_head, wrapper_of
+from ridtrace.forensics.reading.unwrap import Unwrapper, unwrapped_head, wrapper_of
 from ridtrace.forensics.reading.unwrap_parts import json_object
 
 __all__ = ["LOOK_FURTHER_BYTES", "read_on_to_records", "walked_file_verdict"]

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ridtrace.forensics.reading.documents import entry_object
 from ridtrace.forensics.reading.judge import NESTED_TOO_DEEPLY, Judged, judge_records
+from ridtrace.forensics.reading.line_prefixes import behind_prefixes
 from ridtrace.forensics.reading.loguru_json import LoguruJsonUnwrapper, loguru_record
 from ridtrace.forensics.reading.nesting import TracingJsonUnwrapper, flat_tracing, has_nesting
 from ridtrace.forensics.reading.packed_lines import NESTED_MARK, TEXT_DECODE, brackets_pair_up
@@ -27,10 +28,9 @@ from ridtrace.forensics.reading.shippers import (
     is_record,
     parsed_line,
 )
-from ridtrace.forensics.reading.unwrap import CRI_LINE, PREFIX
 from ridtrace.forensics.reading.unwrap_parts import UTF8_BOM, carried_line, json_object, json_value
 
-__all__ = ["judge_unwrapped", "record_behind_prefix", "record_inside", "records_inside"]
+__all__ = ["judge_unwrapped", "record_inside", "records_inside"]
 
 # A file's valid JSON lines of no known format looked at first for a record inside them,
 # and as many again spread over the rest: a file in another format altogether costs
@@ -48,7 +48,7 @@ def judge_unwrapped(text: bytes, fields: Sequence[str], *, first_line: bool) -> 
         return rows, None, records
     # A byte-order mark where `cat` joined a file a Windows tool wrote hides the wrapper.
     line = text.strip().removeprefix(UTF8_BOM)
-    inner = _behind_prefixes(line) or record_inside(line) or _carried_batch(line)
+    inner = behind_prefixes(line) or record_inside(line) or _carried_batch(line)
     if inner is not None:
         inner_rows, inner_reason, inner_records = judge_records(inner, fields)
         if inner_rows and all(known_record(row) for row in inner_rows):
@@ -137,17 +137,6 @@ def records_inside(
     return found
 
 
-def record_behind_prefix(line: bytes) -> bytes | None:
-    """The record of a line a runtime prefixed whole (a CRI ``F`` line, ``kubectl logs
-    --timestamps`` or ``--prefix``, ``logcli query``), or None. A record the runtime cut
-    into parts (``P``) stays a bad line: its parts are not put together here."""
-    head = CRI_LINE.match(line)
-    if head is not None:
-        return line[head.end():].removesuffix(b"\r") if head[2] == b"F" else None
-    head = PREFIX.match(line)
-    return None if head is None else line[head.end():]
-
-
 def record_inside(line: bytes) -> bytes | None:
     """The text a JSON line that is no log record itself carries, when it is a JSON
     object, or None: a Docker json-file entry's ``log``, a ``journalctl -o json`` entry's
@@ -190,17 +179,8 @@ def record_inside(line: bytes) -> bytes | None:
     # stage, Vector's file source on /var/log/pods): the record behind the prefix. Only
     # a record: a logger's message of a few words ("sync handler done") read as stern's
     # names before a last word, and the line was judged by that word ("not JSON").
-    inner = _behind_prefixes(carried.strip())
+    inner = behind_prefixes(carried.strip())
     return inner if inner is not None and inner.startswith(b"{") else None
-
-
-def _behind_prefixes(line: bytes) -> bytes | None:
-    """`record_behind_prefix`, once more when a prefix stands before another (``logcli
-    query``'s time and labels before a CRI line it was shipped as)."""
-    inner = record_behind_prefix(line)
-    if inner is not None and not inner.startswith(b"{"):
-        return record_behind_prefix(inner) or inner
-    return inner
 
 
 # The fields a wrapped line carries its service's line in: Docker's and Fluent Bit's

@@ -16,7 +16,9 @@ from ridtrace.forensics.reading.judge import (
     NESTED_TOO_DEEPLY,
     NOT_AN_OBJECT,
     TRUNCATED_JSON,
+    text_reason,
 )
+from ridtrace.forensics.reading.line_prefixes import behind_prefixes
 from ridtrace.forensics.reading.lines import MAX_LINE_BYTES
 from ridtrace.forensics.reading.packed_lines import (
     BAD_RECORD_KEY,
@@ -226,22 +228,31 @@ def carried_line(text: str) -> bytes:
     return text.rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
 
 
-def batched_record(text: str, marker: str) -> bytes:
+def batched_record(text: str) -> bytes:
     """One service line a batch carries (a collector's log record's body, a Loki
     answer's line), for its records read back to back on one line: the record as one
-    line (several, when the body holds several back to back); ``{marker: text}`` for a
-    text line, an object without a time; and for a record that cannot be read, an
-    object naming why (`BAD_RECORD_KEY`). The batch's line is then a bad one and says
-    so, its other records read all the same: a record cut short (a collector's
+    line (several, when the body holds several back to back), taken from behind a
+    runtime's prefix (a collector or promtail tailing a node's container files without
+    their CRI parsing); and for a record that cannot be read, text included, an object
+    naming why (`BAD_RECORD_KEY`). The batch's line is then a bad one and says so, its
+    other records read all the same: a record cut short (a collector's
     ``max_log_size``) back to back with the others lost them all, the line "truncated
     JSON" as a whole."""
     stripped = text.strip()
     if not stripped.startswith("{"):
-        return json.dumps({marker: text}, separators=(",", ":")).encode("ascii")
+        line = stripped.encode("utf-8", "surrogatepass")
+        behind = behind_prefixes(line)
+        if behind is None or not behind.lstrip().startswith(b"{"):
+            return _unreadable(text_reason(line))
+        stripped = behind.decode("utf-8", "surrogatepass").strip()
     unreadable = _unreadable_records(stripped)
     if unreadable is None:
         return stripped.replace("\n", " ").encode("utf-8", "surrogatepass")
-    return json.dumps({BAD_RECORD_KEY: unreadable}, separators=(",", ":")).encode("ascii")
+    return _unreadable(unreadable)
+
+
+def _unreadable(reason: str) -> bytes:
+    return json.dumps({BAD_RECORD_KEY: reason}, separators=(",", ":")).encode("ascii")
 
 
 def _unreadable_records(text: str) -> str | None:
