@@ -946,7 +946,7 @@ def test_a_text_body_in_a_collectors_batch_is_a_bad_line_its_records_read(
     _, doc = analyze_json(str(log))
     assert doc["summary"]["lines"] == 3 and doc["summary"]["requests"] == 1  # records
     assert doc["summary"]["bad_line_samples"] == [
-        {"file": str(log), "line": 1, "reason": "3 JSON objects on one line, one missing time"}
+        {"file": str(log), "line": 1, "reason": "3 JSON objects on one line, one not JSON"}
     ]
 
 
