@@ -299,6 +299,18 @@ _IGNORING_SIGINT = [sys.executable, "-c", "import os, signal, sys; "
                     "os.execv(sys.argv[1], sys.argv[1:])"]
 
 
+def test_the_start_line_names_ctrl_c_when_ctrl_c_stops_the_follow(tmp_path: Path) -> None:
+    # The start line asked whose SIGINT handler was in place after the follow had set its
+    # own, found another's, and told every interactive user to send SIGTERM instead.
+    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
+    follower = start_follower([str(tmp_path)], "--from-start")
+    try:
+        assert any(line.endswith("; Ctrl-C prints the summary") for line in follower.stderr)
+    finally:
+        code = follower.stop(signal.SIGINT)
+    assert code == 0 and follower.summary()["requests"] == 1
+
+
 def test_a_sigint_the_follower_was_started_ignoring_stays_ignored(tmp_path: Path) -> None:
     # A background job of a shell without job control starts with SIGINT ignored: the
     # batch read keeps it so, the follower stopped on it (a Ctrl-C meant for a script's

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ridtrace.cli.follow_stop import WRITE_GRACE_S, StopFlag
-from ridtrace.cli.stop import interrupt_is_ours
 from ridtrace.forensics.printable import cited_at, keyed, visible
 
 if TYPE_CHECKING:
@@ -197,7 +196,7 @@ def run_follow(
         follower, settings = _start_follower(paths, from_start, window, interval, settle,
                                              stop=stop, launch_sizes=launch_sizes)
         try:
-            _announce(follower, settings, quiet=quiet)
+            _announce(follower, settings, quiet=quiet, ctrl_c=stop.takes_interrupt)
             follower.run(on_finding, stop=stop, stop_now=stop.now, sleep=stop.sleep)
             summary = follower.summary()
         finally:
@@ -265,7 +264,8 @@ def _check_written(stop: StopFlag) -> None:
         raise error
 
 
-def _announce(follower: Follower, settings: FollowSettings, *, quiet: bool) -> None:
+def _announce(follower: Follower, settings: FollowSettings, *, quiet: bool,
+              ctrl_c: bool) -> None:
     from ridtrace.forensics.reading.inputs import STDIN_NAME  # loaded with the follower
 
     files, missing = follower.start()
@@ -282,7 +282,7 @@ def _announce(follower: Follower, settings: FollowSettings, *, quiet: bool) -> N
         what.append(f"{named} from {'its' if len(streams) == 1 else 'their'} first line")
     click.echo(
         f"ridtrace: following {' and '.join(what)}, window "
-        f"{settings.window_s:g}s; {'Ctrl-C' if interrupt_is_ours() else 'SIGTERM'} "
+        f"{settings.window_s:g}s; {'Ctrl-C' if ctrl_c else 'SIGTERM'} "
         "prints the summary", err=True,
     )
     for raw in missing:

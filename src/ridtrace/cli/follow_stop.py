@@ -50,6 +50,9 @@ class StopFlag:
         self._writes: list[tuple[int, str | None]] = []
         self._dropped: set[int] = set()  # descriptors pointed at /dev/null
         self._armed = False
+        # Whether Ctrl-C stops the follow, said on its start line: asked after the flag
+        # set its own handler, the question always found another's and named SIGTERM.
+        self.takes_interrupt = False
 
     def __enter__(self) -> StopFlag:
         stops = [int(signal.SIGTERM)]
@@ -57,7 +60,8 @@ class StopFlag:
         # ignored, and an embedding program's handler stays its own, as in the batch read
         # and as an ignored SIGHUP stays: a Ctrl-C meant for a script's foreground step
         # stopped the follower the script had started.
-        if interrupt_is_ours():
+        self.takes_interrupt = interrupt_is_ours()
+        if self.takes_interrupt:
             stops.append(int(signal.SIGINT))
         hangup = hangup_to_handle()
         if hangup is not None:
