@@ -191,12 +191,17 @@ def test_a_long_body_cut_short_makes_the_read_incomplete(tmp_path: Path, engine:
     assert doc["summary"]["unreadable_files"] == [] and code == 1
 
 
-def test_a_body_holding_two_records_back_to_back_is_read_as_both(tmp_path: Path) -> None:
+@pytest.mark.parametrize("between", ["", "\n", "\r\n", "\r"], ids=["none", "LF", "CRLF", "CR"])
+def test_a_body_holding_two_records_back_to_back_is_read_as_both(
+    tmp_path: Path, between: str,
+) -> None:
     # As a plain line holding two objects is (a log copied while written); refused as no
-    # whole object, both records were lost.
+    # whole object, both records were lost. A CR between them (a Windows service's
+    # lines, a multiline filelog entry) left the batch's line CR-separated text: all of
+    # its 123 records lost, "the end of a JSON record, its start missing".
     first, second = rt_request("a" * 16, "r-two", 0, 1)
     log = tmp_path / "otel-logs.json"
-    log.write_bytes(_unlinked_batch(first + second))
+    log.write_bytes(_unlinked_batch(first + between + second))
     code, doc = analyze_json(str(log))
     summary = doc["summary"]
     assert (summary["lines"], summary["bad_lines"]) == (123, 0)

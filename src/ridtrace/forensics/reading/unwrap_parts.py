@@ -6,6 +6,7 @@ See `ridtrace.forensics.reading.unwrap` for the formats and how one is recognise
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -228,6 +229,9 @@ def carried_line(text: str) -> bytes:
     return text.rstrip("\r\n").replace("\n", " ").encode("utf-8", "surrogatepass")
 
 
+_LINE_ENDS = re.compile(r"[\r\n]")
+
+
 def batched_record(text: str) -> bytes:
     """One service line a batch carries (a collector's log record's body, a Loki
     answer's line), for its records read back to back on one line: the record as one
@@ -247,7 +251,9 @@ def batched_record(text: str) -> bytes:
         stripped = behind.decode("utf-8", "surrogatepass").strip()
     unreadable = _unreadable_records(stripped)
     if unreadable is None:
-        return stripped.replace("\n", " ").encode("utf-8", "surrogatepass")
+        # Raw line ends in valid JSON are only space between its tokens; a CR left in
+        # made the batch's line CR-separated text, and every record on it was lost.
+        return _LINE_ENDS.sub(" ", stripped).encode("utf-8", "surrogatepass")
     return _unreadable(unreadable)
 
 
