@@ -72,6 +72,17 @@ def test_a_wide_log_cut_inside_its_last_newline_keeps_its_last_record(
     assert _same_report(tmp_path, engine, plain_report) == 1
 
 
+@pytest.mark.parametrize("encoding", sorted(ENCODINGS))
+def test_a_wide_log_cut_inside_the_cr_of_its_last_crlf_keeps_its_last_record(
+    plain: Path, plain_report: PlainReport, tmp_path: Path, encoding: str,
+) -> None:
+    # The newline's code unit gone and one byte of the CR's: only a torn newline was
+    # taken for the line's end, and PowerShell's CRLF log lost its last record so.
+    unit = 4 if "utf-32" in encoding else 2
+    _encoded_copies(plain, tmp_path, encoding, cut=unit + 1)
+    assert _same_report(tmp_path, "pandas", plain_report) == 1
+
+
 def _same_report(folder: Path, engine: str, plain_report: PlainReport) -> int:
     """Check `folder`'s report against the plain logs' (no bad line, the same lines and
     findings, cited at the same lines); its exit code."""

@@ -44,8 +44,11 @@ class WideText:
             # "utf-16" and "utf-32" take their order from the mark that opens `head`.
             big = encoding.endswith("-be") or head.startswith(
                 (codecs.BOM_UTF32_BE, codecs.BOM_UTF16_BE))
-            newline = "\n".encode(f"utf-{8 * self._unit}-{'be' if big else 'le'}")
-            self._newline = newline
+            codec = f"utf-{8 * self._unit}-{'be' if big else 'le'}"
+            newline = "\n".encode(codec)
+            # A line's end a cut can tear: its newline, or the CR before it (CRLF ends,
+            # as PowerShell and Windows tools write them).
+            self._line_ends = (newline, "\r".encode(codec))
             self._change = re.compile(re.escape(newline) + _OTHER_START)
 
     def decode(self, data: bytes) -> bytes:
@@ -77,9 +80,9 @@ class WideText:
         text: str = self._decoder.decode(data, final=False)
         if final:
             torn, flag = self._decoder.getstate()
-            if torn and self._newline.startswith(torn):
-                # The text ends in part of a newline (a copy cut at an odd byte): the
-                # line before it is whole. Decoded as U+FFFD it joined that line, and
+            if torn and any(end.startswith(torn) for end in self._line_ends):
+                # The text ends in part of a newline or of its CR (a copy cut at an odd
+                # byte): the line before it is whole. Decoded as U+FFFD it joined that line, and
                 # the last record, complete, was a bad line "truncated JSON".
                 self._decoder.setstate((b"", flag))
                 text += "\n"
