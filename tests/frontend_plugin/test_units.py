@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import tracemalloc
 from hashlib import blake2b
 
@@ -154,6 +155,11 @@ def test_work_envelope_round_trip_and_checks() -> None:
     for bad in (b"[]", b"{", b'{"request_id": 1}'):
         with pytest.raises(ValueError):
             WorkRequest.from_json(bad)
+    # Spaces alone are none of its ids, the route's name included (held to one rule).
+    for name in ("request_id", "endpoint", "session_id"):
+        blank = json.loads(work.to_json()) | {name: "   "}
+        with pytest.raises(ValueError, match=f"{name} .*not only spaces"):
+            WorkRequest.from_json(json.dumps(blank).encode())
 
 
 def test_settings_from_env() -> None:

@@ -132,8 +132,8 @@ class WorkRequest:
             if raw.get(name) is not None and validate_client_id(raw[name], longest) is None:
                 raise ValueError(f"{name} must be 1-{longest} printable ASCII characters")
         # Spaces alone are no id, as the frontend refuses a body's (an id in flight
-        # under "   " was answered under a minted id no line carries).
-        for name in ("request_id", "session_id"):
+        # under "   " was answered under a minted id no line carries), nor a route's name.
+        for name in _ID_FIELDS:
             if raw.get(name) is not None and not raw[name].strip(" "):
                 raise ValueError(f"{name} must be 1-{longest} printable ASCII characters "
                                  "(not only spaces)")
