@@ -234,3 +234,32 @@ def test_an_output_path_in_an_error_is_shown_not_obeyed(
     code, out = run_on_terminal(command, str(logs[0]), "-q", *option, columns=120)
     assert code == 2 and "cannot write" in out
     assert "\x1b]" not in out and "\x1b[2J" not in out and "\x1b[31m" not in out, out
+
+
+def test_the_findings_table_never_folds_a_citation_inside_its_line_number(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # In a file (160 columns) the evidence column was 19 wide: "ab/frontend.jsonl:50,"
+    # showed as "ab/frontend.jsonl:5" over "0,", a whole citation of another line.
+    from click.testing import CliRunner
+
+    from ridtrace.cli.main import main
+    from tests.cli.helpers import analyze_json
+    from tests.forensics.helpers import rt_request
+
+    rid = "0b1c2d3e-4f50-4a61-b728-394a5b6c7d8e"
+    (tmp_path / "ab").mkdir()
+    lines = [line for n in range(12) for line in rt_request(f"{n + 1:016x}", f"r{n}", n, n + 0.5)]
+    lines += [line for span in "fedc" for line in rt_request(span * 16, rid, 20.1, 20.5)]
+    (tmp_path / "ab" / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    monkeypatch.chdir(tmp_path)
+    _, doc = analyze_json("ab")
+    want = [e["line"] for e in doc["findings"][0]["evidence"][:4]]
+    for columns in (140, 160, 200):
+        result = CliRunner().invoke(main, ["analyze", "ab", "-q"], env={"COLUMNS": str(columns)})
+        assert result.exit_code == 1, result.stderr
+        rows = [row for row in result.stdout.splitlines() if row.startswith("│")]
+        evidence = [row.rstrip(" │").rsplit("│", 1)[-1].strip() for row in rows]
+        shown = [int(m[1]) for cell in evidence if (m := re.search(r":(\d+),?$", cell))]
+        assert shown == want, "\n".join(rows)
+        assert "│ … +4 more" in result.stdout

@@ -149,11 +149,39 @@ def _print_incomplete(console: Console, summary: dict[str, Any], headline: str) 
         console.print(visible(f"  {reason}"))
 
 
-def _evidence(rec: dict[str, Any], base: str = "") -> str:
-    cited = [cited_at(os.path.relpath(e["file"], base) if base else e["file"], e["line"])
-             for e in rec["evidence"]]
+def _citations(rec: dict[str, Any], base: str = "") -> list[str]:
+    """The finding's evidence as ``file:line`` citations, the files relative to `base`."""
+    return [cited_at(os.path.relpath(e["file"], base) if base else e["file"], e["line"])
+            for e in rec["evidence"]]
+
+
+def _evidence(rec: dict[str, Any], base: str = "", width: int | None = None) -> str:
+    """The finding's first citations, ``, `` between them; a citation a line, each
+    folded to `width` where given (`_folded_citation`)."""
+    cited = _citations(rec, base)
     more = f", … +{len(cited) - MAX_EVIDENCE} more" if len(cited) > MAX_EVIDENCE else ""
-    return _cell(", ".join(cited[:MAX_EVIDENCE]) + more)
+    if width is None:
+        return _cell(", ".join(cited[:MAX_EVIDENCE]) + more)
+    shown = [_cell(c) + "," for c in cited[:MAX_EVIDENCE]]
+    if not more:
+        shown[-1] = shown[-1][:-1]
+    return "\n".join([*(_folded_citation(c, width) for c in shown), *([more[2:]] if more else [])])
+
+
+def _folded_citation(citation: str, width: int) -> str:
+    """`citation` in lines of at most `width`, its ``:line`` kept whole on the last with
+    the end of the file's name: a fold inside the number ("…jsonl:5" over "0,") read as
+    a whole citation of another line."""
+    if len(citation) <= width:
+        return citation
+    at = citation.rfind(":")
+    tail = citation[at:] if at > 0 else ""
+    keep = width - len(tail)
+    if not tail or keep < 1:
+        return "\n".join(citation[i:i + width] for i in range(0, len(citation), width))
+    head = citation[:at]
+    lead, last = head[:-keep], head[-keep:]
+    return "\n".join([lead[i:i + width] for i in range(0, len(lead), width)] + [last + tail])
 
 
 def _common_dir(dirs: set[str]) -> str:
@@ -168,6 +196,7 @@ WHOLE_ID = 36
 _FINDING_COLUMNS = ("kind", "severity", "time", "request_id", "x_request_id", "detail",
                     "evidence")
 _FOLDED_AT_LEAST = 16  # what a folded column keeps beside the whole ones
+_CITATION_AT_MOST = 60  # the evidence column's width kept for a whole citation, at most
 
 
 def _findings_table(width: int, records: list[dict[str, Any]]) -> Table:
@@ -180,11 +209,18 @@ def _findings_table(width: int, records: list[dict[str, Any]]) -> Table:
     longest = {col: min(max([len(col)] + [cell_len(row[i]) for row in cells]), WHOLE_ID)
                for i, col in enumerate(_FINDING_COLUMNS[:5])}
     borders = 3 * len(_FINDING_COLUMNS) + 1
+    # A citation folds only where it is longer than the evidence column can be: folded
+    # inside its line number ("…jsonl:5" over "0,"), it read as another, whole citation.
+    cited = max((cell_len(e) + 1 for rec in records for e in _citations(rec)), default=0)
+    evidence = max(min(cited, _CITATION_AT_MOST), _FOLDED_AT_LEAST)
     whole: dict[str, int] = {}
-    for kept in (_FINDING_COLUMNS[:5], _FINDING_COLUMNS[:3]):
-        folded = len(_FINDING_COLUMNS) - len(kept)
-        if sum(longest[c] for c in kept) + borders + folded * _FOLDED_AT_LEAST <= width:
-            whole = {col: longest[col] for col in kept}
+    # Ids kept whole before citations: a long path's citation folds anyway.
+    for kept, cited_whole in ((_FINDING_COLUMNS[:5], True), (_FINDING_COLUMNS[:5], False),
+                              (_FINDING_COLUMNS[:3], True), (_FINDING_COLUMNS[:3], False)):
+        folded = len(_FINDING_COLUMNS) - len(kept) - 1  # the evidence column's apart
+        last = evidence if cited_whole else _FOLDED_AT_LEAST
+        if sum(longest[c] for c in kept) + borders + folded * _FOLDED_AT_LEAST + last <= width:
+            whole = {col: longest[col] for col in kept} | {"evidence": last}
             break
     table = Table(title="findings")
     for col in _FINDING_COLUMNS:
@@ -193,7 +229,8 @@ def _findings_table(width: int, records: list[dict[str, Any]]) -> Table:
         style = "red" if rec["severity"] == "error" else None
         table.add_row(
             rec["kind"], rec["severity"], _cell(rec["time"]), _cell(rec["request_id"]),
-            _cell(rec["x_request_id"]), _cell(rec["detail"]), _evidence(rec), style=style,
+            _cell(rec["x_request_id"]), _cell(rec["detail"]),
+            _evidence(rec, width=whole.get("evidence")), style=style,
         )
     return table
 
