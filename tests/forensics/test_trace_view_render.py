@@ -313,3 +313,18 @@ def test_a_chain_of_overlaps_is_not_said_to_hold_the_id_at_the_same_time(
     (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
     assert "  ↕ #1–#3 held request hot at the same time" in rendered(
         view_of([str(tmp_path)], "hot"))
+
+
+def test_a_crossing_s_note_stands_under_the_bracket_not_inside_it(tmp_path: Path) -> None:
+    # A crossed caller followed in its group by another holder: its note was printed
+    # between the two, the bracket's `│` missing there and going on after it.
+    paths = write_incident(tmp_path)
+    with open(paths[0], "a") as front:
+        front.write("\n".join(rt_request("d" * 16, RID, 0.5, 1.3, xrid="client-d",
+                                         fp_in="in-d")) + "\n")
+    lines = rendered(view_of(paths, RID))
+    top = next(i for i, line in enumerate(lines) if line.startswith("┌"))
+    bottom = next(i for i, line in enumerate(lines) if line.startswith("└"))
+    assert [line[:1] for line in lines[top + 1:bottom]] == ["│"] * (bottom - top - 1)
+    assert bottom - top == 4  # three callers, two of them with a worker's bar
+    assert lines[bottom + 1] == f"  ✗ #1 got output of span {SPAN_A} (#2)"

@@ -132,6 +132,9 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
                     Text("right: each span's ms", style="bold")], width, sep=" ")
     for group in _collision_order(view.blocks):
         stacked = len(group) > 1
+        # A crossing's notes go under the group's bracket, not inside it (a note between
+        # two bracketed requests left the bracket open across it).
+        notes: list[Text] = []
         for k, block in enumerate(group):
             crossed = block.verdict.label == CROSSED
             for j, bar in enumerate(block.spans):
@@ -163,14 +166,15 @@ def waterfall_lines(view: TraceView, width: int) -> list[Text]:
                 row.append(f"{duration:>{_DURATION}}", style="dim")
                 lines.append(row)
             if crossed:
-                lines += packed([
+                notes += packed([
                     Text(f"  ✗ #{numbers[block.span_id]} got output of", style="bold red"),
                     Text(whose(block, numbers), style="bold red"),
                 ], width, sep=" ", indent=4)
                 producer = block.verdict.got_output_of
                 if producer is not None:
-                    lines.append(indented(f"request {producer.request_id or '-'}", 4, width,
-                                           "red"))
+                    notes.append(indented(f"request {producer.request_id or '-'}", 4, width,
+                                          "red"))
+        lines += notes
         if stacked:
             ids = numbered(numbers[b.span_id] for b in group)
             lines += packed([Text(f"  ↕ {ids} held request", style="yellow"),
