@@ -328,3 +328,19 @@ def test_a_crossing_s_note_stands_under_the_bracket_not_inside_it(tmp_path: Path
     assert [line[:1] for line in lines[top + 1:bottom]] == ["│"] * (bottom - top - 1)
     assert bottom - top == 4  # three callers, two of them with a worker's bar
     assert lines[bottom + 1] == f"  ✗ #1 got output of span {SPAN_A} (#2)"
+
+
+def test_an_unlinked_line_shows_which_unlinked_it_is(tmp_path: Path) -> None:
+    # A displaced caller's "Unlinked request" and a reply nobody took, "Unlinked
+    # response", both read as the bare event: the difference was the incident's.
+    lines = [*rt_request(SPAN_A, RID, 0.0, 1.0)]
+    for at, message in ((0.2, "Unlinked request; initiating request task was dropped"),
+                        (0.9, "Unlinked response; response task was dropped")):
+        lines.insert(-1, rt("response.unlinked", time=ts(at), message=message, level="ERROR",
+                            request_id=RID, trace_id=f"{SPAN_A:0>32}", span_id=SPAN_A))
+    (tmp_path / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    shown = rendered(view_of([str(tmp_path / "frontend.jsonl")], RID))
+    at = [i for i, line in enumerate(shown) if " response.unlinked " in line]
+    assert [shown[i + 1].strip() for i in at] == [
+        "Unlinked request; initiating request task was dropped",
+        "Unlinked response; response task was dropped"]

@@ -13,6 +13,7 @@ from ridtrace.contract import (
     DURATION_MS,
     FOREIGN_CHUNK,
     REQUEST_END,
+    RESPONSE_UNLINKED,
     SPAN_CLOSED,
 )
 from ridtrace.forensics.views.trace_rows import EventRow, RequestBlock
@@ -54,8 +55,18 @@ def line_detail(row: Any) -> str | None:
     header = text(row.deprecated) if event == DEPRECATED_HEADER else None
     error = text(row.error)
     parts = [text(row.dispatch), header and f"header {header}", _foreign(row, event),
-             error and f"error: {error}"]
+             f"error: {error}" if error else _unlinked_message(row, event)]
     return ", ".join(part for part in parts if part) or None
+
+
+def _unlinked_message(row: Any, event: str | None) -> str | None:
+    """An Unlinked line's own message ("Unlinked request; initiating request task was
+    dropped …" or "Unlinked response; …"), which tells a displaced caller from a reply
+    nobody took: shown as the bare event twice, the difference was the incident's."""
+    if event != RESPONSE_UNLINKED:
+        return None
+    message = text(getattr(row, "message", None))
+    return message if message and message != event else None
 
 
 def _foreign(row: Any, event: str | None) -> str | None:
