@@ -156,3 +156,33 @@ def test_a_port_no_tcp_port_is_refused_at_once(tmp_path: Path, port: str) -> Non
     done = _analyze_on(f"tcp://127.0.0.1:{port}", tmp_path)
     assert done.returncode == 2, done.stderr
     assert f"port {port} is no TCP port (1 to 65535)" in done.stderr
+
+
+def test_a_workers_or_nannys_port_is_named_as_such(tmp_path: Path) -> None:
+    # Both speak Dask: the client's own handshake then failed on its call's arguments,
+    # "not a usable Dask scheduler address … Worker.identity() got an unexpected keyword
+    # argument", with distributed's dangling-stream WARNING beside it.
+    scheduler_port, worker_port, nanny_port = free_port(), free_port(), free_port()
+    quiet = {"cwd": tmp_path, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL,
+             "start_new_session": True}
+    scheduler = subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+         "--port", str(scheduler_port), "--no-dashboard"], **quiet)  # type: ignore[call-overload]
+    worker = None
+    try:
+        _wait_listening(scheduler_port, scheduler)
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_worker",
+             f"tcp://127.0.0.1:{scheduler_port}", "--host", "127.0.0.1", "--nworkers", "1",
+             "--worker-port", str(worker_port), "--nanny-port", str(nanny_port),
+             "--no-dashboard"], **quiet)  # type: ignore[call-overload]
+        _wait_listening(worker_port, worker)
+        for port, kind in ((worker_port, "Worker"), (nanny_port, "Nanny")):
+            done = _analyze_on(f"tcp://127.0.0.1:{port}", tmp_path / kind)
+            assert done.returncode == 2, done.stderr
+            assert f"a Dask {kind} answered there, not a scheduler" in done.stderr, done.stderr
+            assert "Traceback" not in done.stderr and "WARNING" not in done.stderr, done.stderr
+    finally:
+        if worker is not None:
+            stop_process(worker)
+        stop_process(scheduler)

@@ -220,10 +220,16 @@ def _check_answers(scheduler: str, timeout: float) -> None:
     args = _dist.Security().get_connection_args("client")
     failed: list[BaseException] = []
 
-    async def handshake() -> None:
+    async def handshake() -> str | None:
         connect = _dist.comm.connect(scheduler, timeout=timeout, **args)
         try:  # (a connect that finds no listener fails on its own, with an OSError)
-            await (await asyncio.wait_for(connect, timeout)).close()
+            comm = await asyncio.wait_for(connect, timeout)
+            try:
+                await comm.write({"op": "identity", "reply": True})
+                answer = await asyncio.wait_for(comm.read(), timeout)
+            finally:
+                await comm.close()
+            return answer.get("type") if isinstance(answer, dict) else None
         except TimeoutError as exc:
             raise TimeoutError(
                 f"no Dask scheduler answered there within {timeout:g}s (the "
@@ -240,9 +246,17 @@ def _check_answers(scheduler: str, timeout: float) -> None:
 
     def run() -> None:
         try:
-            asyncio.run(handshake())
+            kind = asyncio.run(handshake())
         except BaseException as exc:  # raised again in the caller's thread
             failed.append(exc)
+            return
+        if kind != "Scheduler":
+            # A worker's or a nanny's port speaks Dask too: the client's own handshake
+            # then failed on its call's arguments, "not a usable address" with a
+            # TypeError of distributed's, and a dangling-stream WARNING.
+            failed.append(ConnectionError(
+                f"a Dask {kind or 'server'} answered there, not a scheduler (a scheduler "
+                "listens on 8786 unless told otherwise; `dask scheduler` prints its address)"))
 
     thread = threading.Thread(target=run, name="ridtrace-dask-handshake", daemon=True)
     thread.start()
