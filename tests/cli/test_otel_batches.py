@@ -317,3 +317,33 @@ def test_a_text_body_is_judged_as_its_plain_line_not_missing_time(tmp_path: Path
     assert code == 0
     followed = followed_summary(tmp_path)
     assert followed["bad_line_samples"] == doc["summary"]["bad_line_samples"]
+
+
+def test_a_record_holding_a_lone_surrogate_itself_is_the_only_bad_one(tmp_path: Path) -> None:
+    # A lone surrogate itself (not its escape) is bytes no UTF-8 reader takes, as on a
+    # plain line; written into the batch's line, it made every record on it unread.
+    requests = _requests(0, 60)
+    raw = requests[0][:-1] + ', "note": "a\ud800b"}'
+    assert "\ud800" in raw
+    log = tmp_path / "otel-logs.json"
+    for body in (raw, f"2026-12-01T10:00:00Z stdout F {raw}"):
+        log.write_bytes(_batch([body, *requests[1:]]))
+        code, doc = analyze_json(str(log))
+        summary = doc["summary"]
+        assert (summary["lines"], summary["bad_lines"], summary["requests"]) == (120, 1, 60)
+        assert [s["reason"] for s in summary["bad_line_samples"]] == [
+            "120 JSON objects on one line, one invalid UTF-8"]
+
+
+def test_blank_bodies_are_skipped_and_a_byte_order_mark_is_no_part_of_a_record(
+    tmp_path: Path,
+) -> None:
+    # As in a plain file: a blank line is no line, a BOM before a record is taken off.
+    requests = _requests(0, 60)
+    log = tmp_path / "otel-logs.json"
+    log.write_bytes(_batch(["", "   ", "\ufeff" + requests[0],
+                            f"2026-12-01T10:00:00Z stdout F \ufeff{requests[1]}", *requests[2:]]))
+    code, doc = analyze_json(str(log))
+    summary = doc["summary"]
+    assert (summary["lines"], summary["bad_lines"], summary["requests"]) == (120, 0, 60)
+    assert summary["incomplete"] is False and code == 0

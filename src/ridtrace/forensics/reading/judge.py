@@ -190,7 +190,7 @@ def _malformed(text: bytes) -> str:
     try:
         text.decode("utf-8")
     except UnicodeDecodeError:
-        return "invalid UTF-8"
+        return INVALID_UTF8
     stripped = text.strip()
     if stripped[:1] == b"{" and stripped[-1:] != b"}":
         return TRUNCATED_JSON
@@ -236,6 +236,7 @@ EPOCH_TIME = "invalid time (an epoch number; RFC 3339 text expected)"
 
 
 NOT_AN_OBJECT = "not a JSON object"
+INVALID_UTF8 = "invalid UTF-8"
 
 
 def _row(obj: Any, fields: Sequence[str]) -> dict[str, Any] | str:
@@ -275,7 +276,7 @@ Judged = tuple[list[dict[str, Any]], str | None, int]
 
 # What a batch's record of text may be judged (`text_reason`): the reasons a plain line
 # of that text gets, but none quoting the text itself (a page's or journald's notice).
-_TEXT_REASONS = frozenset({"not JSON", "binary data", "invalid UTF-8", TEXT_LOG_LINE,
+_TEXT_REASONS = frozenset({"not JSON", "binary data", INVALID_UTF8, TEXT_LOG_LINE,
                            PREFIXED_RECORD_LINE, JOURNAL_EXPORT_LINE, JOURNAL_PRETTY_LINE,
                            NOT_AN_OBJECT, NESTED_TOO_DEEPLY})
 # The reasons `unwrap_parts.batched_record` gives a batch's record it could not read.

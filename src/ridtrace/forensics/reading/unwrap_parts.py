@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ridtrace.forensics.reading.judge import (
+    INVALID_UTF8,
     LIMIT_CUT_BYTES,
     LIMIT_CUT_RECORD,
     NESTED_TOO_DEEPLY,
@@ -242,19 +243,34 @@ def batched_record(text: str) -> bytes:
     other records read all the same: a record cut short (a collector's
     ``max_log_size``) back to back with the others lost them all, the line "truncated
     JSON" as a whole."""
-    stripped = text.strip()
+    stripped = _record_start(text)
+    if not stripped:
+        return b""  # a blank line, skipped as a plain file's is
     if not stripped.startswith("{"):
         line = stripped.encode("utf-8", "surrogatepass")
         behind = behind_prefixes(line)
-        if behind is None or not behind.lstrip().startswith(b"{"):
+        inner = None if behind is None else _record_start(
+            behind.decode("utf-8", "surrogatepass"))
+        if inner is None or not inner.startswith("{"):
             return _unreadable(text_reason(line))
-        stripped = behind.decode("utf-8", "surrogatepass").strip()
+        stripped = inner
     unreadable = _unreadable_records(stripped)
-    if unreadable is None:
+    if unreadable is not None:
+        return _unreadable(unreadable)
+    try:
         # Raw line ends in valid JSON are only space between its tokens; a CR left in
         # made the batch's line CR-separated text, and every record on it was lost.
-        return _LINE_ENDS.sub(" ", stripped).encode("utf-8", "surrogatepass")
-    return _unreadable(unreadable)
+        return _LINE_ENDS.sub(" ", stripped).encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate itself, not its escape: bytes no UTF-8 reader takes, as on a
+        # plain line. Written into the batch's line, they made all its records unread.
+        return _unreadable(INVALID_UTF8)
+
+
+def _record_start(text: str) -> str:
+    """`text` without the spaces around it and a byte-order mark before it, as a plain
+    line's record is read."""
+    return text.strip().removeprefix("\ufeff").strip()
 
 
 def _unreadable(reason: str) -> bytes:
