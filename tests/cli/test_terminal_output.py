@@ -236,11 +236,14 @@ def test_an_output_path_in_an_error_is_shown_not_obeyed(
     assert "\x1b]" not in out and "\x1b[2J" not in out and "\x1b[31m" not in out, out
 
 
+@pytest.mark.parametrize(("folder", "name"), [("ab", "frontend.jsonl"),
+                                            ("日志", "前端服务器日志文件.jsonl")])
 def test_the_findings_table_never_folds_a_citation_inside_its_line_number(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str, name: str,
 ) -> None:
     # In a file (160 columns) the evidence column was 19 wide: "ab/frontend.jsonl:50,"
-    # showed as "ab/frontend.jsonl:5" over "0,", a whole citation of another line.
+    # showed as "ab/frontend.jsonl:5" over "0,", a whole citation of another line. A
+    # name of wide (CJK) characters was folded by characters, not terminal cells.
     from click.testing import CliRunner
 
     from ridtrace.cli.main import main
@@ -248,18 +251,41 @@ def test_the_findings_table_never_folds_a_citation_inside_its_line_number(
     from tests.forensics.helpers import rt_request
 
     rid = "0b1c2d3e-4f50-4a61-b728-394a5b6c7d8e"
-    (tmp_path / "ab").mkdir()
-    lines = [line for n in range(12) for line in rt_request(f"{n + 1:016x}", f"r{n}", n, n + 0.5)]
-    lines += [line for span in "fedc" for line in rt_request(span * 16, rid, 20.1, 20.5)]
-    (tmp_path / "ab" / "frontend.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / folder).mkdir()
+    lines = [line for n in range(600) for line in rt_request(f"{n + 1:016x}", f"r{n}", n, n + 0.5)]
+    lines += [line for span in "fedc" for line in rt_request(span * 16, rid, 620.1, 620.5)]
+    (tmp_path / folder / name).write_text("\n".join(lines) + "\n")
     monkeypatch.chdir(tmp_path)
-    _, doc = analyze_json("ab")
+    _, doc = analyze_json(folder)
     want = [e["line"] for e in doc["findings"][0]["evidence"][:4]]
-    for columns in (140, 160, 200):
-        result = CliRunner().invoke(main, ["analyze", "ab", "-q"], env={"COLUMNS": str(columns)})
+    for columns in range(140, 221, 8):
+        result = CliRunner().invoke(main, ["analyze", folder, "-q"],
+                                    env={"COLUMNS": str(columns)})
         assert result.exit_code == 1, result.stderr
         rows = [row for row in result.stdout.splitlines() if row.startswith("│")]
         evidence = [row.rstrip(" │").rsplit("│", 1)[-1].strip() for row in rows]
         shown = [int(m[1]) for cell in evidence if (m := re.search(r":(\d+),?$", cell))]
         assert shown == want, "\n".join(rows)
         assert "│ … +4 more" in result.stdout
+
+
+def test_one_long_citation_leaves_the_short_ones_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A pod log's long path among short ones: the evidence column fell to 16, and every
+    # short citation folded, where the detail beside it took the room left.
+    from click.testing import CliRunner
+
+    from ridtrace.cli.main import main
+    from tests.forensics.helpers import rt_request
+
+    (tmp_path / "logs").mkdir()
+    rid = "0b1c2d3e-4f50-4a61-b728-394a5b6c7d8e"
+    (tmp_path / "logs" / "frontend.jsonl").write_text("\n".join(
+        rt_request("a" * 16, rid, 0.1, 0.5) + rt_request("b" * 16, rid, 0.2, 0.6)) + "\n")
+    (tmp_path / "logs" / f"{'p' * 70}.jsonl").write_text("\n".join(
+        rt_request("c" * 16, rid, 0.3, 0.7)) + "\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["analyze", "logs", "-q"], env={"COLUMNS": "180"})
+    assert result.exit_code == 1, result.stderr
+    assert "│ logs/frontend.jsonl:1," in result.stdout, result.stdout

@@ -169,19 +169,38 @@ def _evidence(rec: dict[str, Any], base: str = "", width: int | None = None) -> 
 
 
 def _folded_citation(citation: str, width: int) -> str:
-    """`citation` in lines of at most `width`, its ``:line`` kept whole on the last with
-    the end of the file's name: a fold inside the number ("…jsonl:5" over "0,") read as
-    a whole citation of another line."""
-    if len(citation) <= width:
+    """`citation` in lines of at most `width` terminal cells, its ``:line`` kept whole on
+    the last with the end of the file's name: a fold inside the number ("…jsonl:5" over
+    "0,") read as a whole citation of another line."""
+    from rich.cells import cell_len
+
+    if cell_len(citation) <= width:
         return citation
     at = citation.rfind(":")
     tail = citation[at:] if at > 0 else ""
-    keep = width - len(tail)
-    if not tail or keep < 1:
-        return "\n".join(citation[i:i + width] for i in range(0, len(citation), width))
+    keep = width - cell_len(tail)
+    if not tail or keep < 2:  # room for a wide character at least
+        return "\n".join(_in_cells(citation, width))
     head = citation[:at]
-    lead, last = head[:-keep], head[-keep:]
-    return "\n".join([lead[i:i + width] for i in range(0, len(lead), width)] + [last + tail])
+    # The end of the name that fits before the tail, then the rest from the start.
+    cut = len(head)
+    while cut > 0 and cell_len(head[cut - 1:]) <= keep:
+        cut -= 1
+    return "\n".join([*_in_cells(head[:cut], width), head[cut:] + tail])
+
+
+def _in_cells(text: str, width: int) -> list[str]:
+    """`text` in pieces of at most `width` terminal cells (a CJK character takes two)."""
+    from rich.cells import get_character_cell_size
+
+    pieces, piece, used = [], "", 0
+    for char in text:
+        size = get_character_cell_size(char)
+        if piece and used + size > width:
+            pieces.append(piece)
+            piece, used = "", 0
+        piece, used = piece + char, used + size
+    return [*pieces, piece] if piece else pieces
 
 
 def _common_dir(dirs: set[str]) -> str:
@@ -218,8 +237,11 @@ def _findings_table(width: int, records: list[dict[str, Any]]) -> Table:
     for kept, cited_whole in ((_FINDING_COLUMNS[:5], True), (_FINDING_COLUMNS[:5], False),
                               (_FINDING_COLUMNS[:3], True), (_FINDING_COLUMNS[:3], False)):
         folded = len(_FINDING_COLUMNS) - len(kept) - 1  # the evidence column's apart
-        last = evidence if cited_whole else _FOLDED_AT_LEAST
-        if sum(longest[c] for c in kept) + borders + folded * _FOLDED_AT_LEAST + last <= width:
+        spare = width - sum(longest[c] for c in kept) - borders - folded * _FOLDED_AT_LEAST
+        # Not all whole: the evidence shares what is left with the detail beside it.
+        last = evidence if cited_whole else min(
+            evidence, _FOLDED_AT_LEAST + max(0, spare - _FOLDED_AT_LEAST) // 2)
+        if spare >= last:
             whole = {col: longest[col] for col in kept} | {"evidence": last}
             break
     table = Table(title="findings")
