@@ -328,7 +328,7 @@ def test_a_record_holding_a_lone_surrogate_itself_is_the_only_bad_one(tmp_path: 
     log = tmp_path / "otel-logs.json"
     for body in (raw, f"2026-12-01T10:00:00Z stdout F {raw}"):
         log.write_bytes(_batch([body, *requests[1:]]))
-        code, doc = analyze_json(str(log))
+        _, doc = analyze_json(str(log))
         summary = doc["summary"]
         assert (summary["lines"], summary["bad_lines"], summary["requests"]) == (120, 1, 60)
         assert [s["reason"] for s in summary["bad_line_samples"]] == [
