@@ -462,11 +462,7 @@ def test_the_findings_table_says_how_many_evidence_lines_it_left_out(tmp_path: P
     # Wide enough that the cell is not wrapped, wherever pytest's tmp_path is.
     result = CliRunner().invoke(main, ["analyze", str(log)], env={"COLUMNS": "400"})
     assert result.exit_code == 1
-    # A citation a line in the table, the count of the rest under them.
-    cells = [row.rsplit("│", 2)[-2].strip() for row in result.stdout.splitlines()
-             if row.startswith("│")]
-    at = next(i for i, cell in enumerate(cells) if cell.endswith("frontend.jsonl:8,"))
-    assert cells[at + 1] == "… +8 more"
+    assert "frontend.jsonl:8, … +8 more" in result.stdout
 
 
 def test_export_jaeger_ids_are_lower_case_hex_of_jaegers_widths(tmp_path: Path) -> None:

@@ -156,8 +156,10 @@ def _citations(rec: dict[str, Any], base: str = "") -> list[str]:
 
 
 def _evidence(rec: dict[str, Any], base: str = "", width: int | None = None) -> str:
-    """The finding's first citations, ``, `` between them; a citation a line, each
-    folded to `width` where given (`_folded_citation`)."""
+    """The finding's first citations, ``, `` between them; where `width` is given, in
+    lines of that many cells, a citation too long for one folded (`_folded_citation`)."""
+    from rich.cells import cell_len
+
     cited = _citations(rec, base)
     more = f", … +{len(cited) - MAX_EVIDENCE} more" if len(cited) > MAX_EVIDENCE else ""
     if width is None:
@@ -165,7 +167,13 @@ def _evidence(rec: dict[str, Any], base: str = "", width: int | None = None) -> 
     shown = [_cell(c) + "," for c in cited[:MAX_EVIDENCE]]
     if not more:
         shown[-1] = shown[-1][:-1]
-    return "\n".join([*(_folded_citation(c, width) for c in shown), *([more[2:]] if more else [])])
+    lines: list[str] = []
+    for piece in [*shown, *([more[2:]] if more else [])]:
+        if lines and cell_len(lines[-1]) + 1 + cell_len(piece) <= width:
+            lines[-1] += " " + piece
+        else:
+            lines += _folded_citation(piece, width).split("\n")
+    return "\n".join(lines)
 
 
 def _folded_citation(citation: str, width: int) -> str:
@@ -230,8 +238,10 @@ def _findings_table(width: int, records: list[dict[str, Any]]) -> Table:
     borders = 3 * len(_FINDING_COLUMNS) + 1
     # A citation folds only where it is longer than the evidence column can be: folded
     # inside its line number ("…jsonl:5" over "0,"), it read as another, whole citation.
-    cited = max((cell_len(e) + 1 for rec in records for e in _citations(rec)), default=0)
+    cited = max((cell_len(_cell(e)) + 1 for rec in records for e in _citations(rec)),
+                default=0)
     evidence = max(min(cited, _CITATION_AT_MOST), _FOLDED_AT_LEAST)
+    joined = max((cell_len(_evidence(rec)) for rec in records), default=0)  # on one line
     whole: dict[str, int] = {}
     # Ids kept whole before citations: a long path's citation folds anyway.
     for kept, cited_whole in ((_FINDING_COLUMNS[:5], True), (_FINDING_COLUMNS[:5], False),
@@ -239,8 +249,9 @@ def _findings_table(width: int, records: list[dict[str, Any]]) -> Table:
         folded = len(_FINDING_COLUMNS) - len(kept) - 1  # the evidence column's apart
         spare = width - sum(longest[c] for c in kept) - borders - folded * _FOLDED_AT_LEAST
         # Not all whole: the evidence shares what is left with the detail beside it.
-        last = evidence if cited_whole else min(
-            evidence, _FOLDED_AT_LEAST + max(0, spare - _FOLDED_AT_LEAST) // 2)
+        # All whole, the citations go on one line as far as half the room takes them.
+        last = max(evidence, min(joined, (spare + _FOLDED_AT_LEAST) // 2)) if cited_whole \
+            else min(evidence, _FOLDED_AT_LEAST + max(0, spare - _FOLDED_AT_LEAST) // 2)
         if spare >= last:
             whole = {col: longest[col] for col in kept} | {"evidence": last}
             break
