@@ -180,7 +180,7 @@ def _folded_citation(citation: str, width: int) -> str:
     """`citation` in lines of at most `width` terminal cells, its ``:line`` kept whole on
     the last with the end of the file's name: a fold inside the number ("…jsonl:5" over
     "0,") read as a whole citation of another line."""
-    from rich.cells import cell_len
+    from rich.cells import cell_len, get_character_cell_size
 
     if cell_len(citation) <= width:
         return citation
@@ -190,10 +190,12 @@ def _folded_citation(citation: str, width: int) -> str:
     if not tail or keep < 2:  # room for a wide character at least
         return "\n".join(_in_cells(citation, width))
     head = citation[:at]
-    # The end of the name that fits before the tail, then the rest from the start.
-    cut = len(head)
-    while cut > 0 and cell_len(head[cut - 1:]) <= keep:
+    # The end of the name that fits before the tail (one pass from its end: a name may be
+    # a thousand characters), then the rest from the start.
+    cut, used = len(head), 0
+    while cut > 0 and used + get_character_cell_size(head[cut - 1]) <= keep:
         cut -= 1
+        used += get_character_cell_size(head[cut])
     return "\n".join([*_in_cells(head[:cut], width), head[cut:] + tail])
 
 
