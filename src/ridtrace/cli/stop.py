@@ -3,8 +3,11 @@ CI job or `timeout` tells Ctrl-C (130) from SIGTERM (143) and neither from findi
 
 import os
 import signal
+import sys
 import threading
+from collections.abc import Callable
 from types import FrameType
+from typing import Any
 
 __all__ = [
     "EXIT_HUNG_UP", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "HungUp", "Terminated", "exit_code",
@@ -29,6 +32,7 @@ class HungUp(Terminated):
 # The stop a signal asked for, raised or about to be: a library may turn the exception
 # into one of its own (DuckDB's "Query interrupted", no context kept), still the stop.
 _received: KeyboardInterrupt | None = None
+_received_signal: int | None = None
 # Seconds after which a signal that arrived inside the import system is sent again.
 _REDELIVER_S = 0.01
 
@@ -36,18 +40,50 @@ _REDELIVER_S = 0.01
 def unwind(stop: KeyboardInterrupt, signum: int, frame: FrameType | None) -> None:
     """Raise `stop` from signal `signum`'s handler, where `frame` was interrupted; or,
     inside the import system, send the signal again a moment later."""
-    global _received
-    _received = stop
+    global _received, _received_signal
+    _received, _received_signal = stop, signum
     if frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
         # Raised inside the import system's lock bookkeeping (a module lock's weakref
         # callback), the exception is lost and the import lock stays held: every later
         # import, the reading threads', waited for ever, and so did the run. Sent again
         # a moment later, it lands once the import system is out of it.
-        again = threading.Timer(_REDELIVER_S, os.kill, (os.getpid(), signum))
-        again.daemon = True
-        again.start()
+        _send_again(signum)
         return
+    _resend_lost_stops()
     raise stop
+
+
+def _send_again(signum: int) -> None:
+    again = threading.Timer(_REDELIVER_S, os.kill, (os.getpid(), signum))
+    again.daemon = True
+    again.start()
+
+
+def _resend_lost_stops() -> None:
+    """A stop raised where Python drops exceptions is sent again, not lost.
+
+    Python code run between two lines of another's (a garbage-collector callback, as
+    Dask's `GCDiagnosis`; a `__del__`; a weakref callback) has its exceptions printed as
+    "Exception ignored in …" and dropped, through `sys.unraisablehook`. A SIGTERM whose
+    handler ran inside one was lost: `analyze --engine dask` went on, and whoever sent
+    it waited for a stop that never came. Sent again a moment later, the signal lands
+    outside it.
+    """
+    global _hook_before
+    if sys.unraisablehook is not _stop_not_dropped:
+        _hook_before = sys.unraisablehook
+        sys.unraisablehook = _stop_not_dropped
+
+
+def _stop_not_dropped(unraisable: Any) -> None:
+    if unraisable.exc_value is not None and unraisable.exc_value is _received \
+            and _received_signal is not None:
+        _send_again(_received_signal)
+        return
+    _hook_before(unraisable)
+
+
+_hook_before: Callable[[Any], object] = sys.__unraisablehook__
 
 
 def received_stop() -> KeyboardInterrupt | None:
