@@ -103,3 +103,23 @@ def test_a_lone_surrogate_escape_is_a_valid_line() -> None:
             b'"request_id":"a","event":"request.end"}\n')
     _, bad, rows, _ = _read(line)
     assert (bad, rows) == (0, 1)
+
+
+def test_a_utf8_log_opening_with_a_nul_and_a_brace_is_read_as_utf8() -> None:
+    # Found by the property above: `\x00{` opens UTF-16 big-endian's `{`, and the file
+    # was read as UTF-16, its next line's record lost in one garbage line.
+    record = (b'{"time":"2020-01-01T00:00:00.000000Z","level":"DEBUG","message":"",'
+              b'"logger":"ridtrace.tracing.middleware","schema":"ridtrace/1",'
+              b'"service":"frontend","pid":1,"request_id":"0","event":"request.start"}')
+    assert _read(b"\x00{\n" + record)[1:] == (1, 1, [(2, "0")])
+    assert _read(b"{\x00\n" + record)[1:] == (1, 1, [(2, "0")])
+    lines, bad, rows, _ = _read(b"\x00{\n\x00")
+    assert (lines, bad, rows) == (2, 2, 0)
+
+
+def test_utf16_without_a_mark_is_still_read_in_either_byte_order() -> None:
+    record = ('{"time":"2020-01-01T00:00:00.000000Z","level":"INFO","message":"",'
+              '"logger":"l","schema":"ridtrace/1","service":"frontend","pid":1,'
+              '"request_id":"w","event":"request.start"}\n')
+    for codec in ("utf-16-le", "utf-16-be"):
+        assert _read(record.encode(codec))[1:] == (0, 1, [(1, "w")]), codec

@@ -69,8 +69,23 @@ def wide_text_codec(head: bytes) -> str | None:
             after = head[len(start): len(start) + _LOOKED_AFTER_MARK]
             if start in _MARKS and after and b"\x00" not in after:
                 return None
+            if start not in _MARKS and not _ascii_unit_next(after, codec):
+                return None
             return codec
     return None
+
+
+def _ascii_unit_next(after: bytes, codec: str) -> bool:
+    """Whether the bytes after a `{` without a mark go on as UTF-16 of its byte order:
+    JSON puts an ASCII character after `{` (a quote, a blank, `}`), a NUL beside it.
+
+    A UTF-8 log whose first line was a stray NUL and a `{` was read as UTF-16 big-endian,
+    its records after it one garbage line, the request they held lost.
+    """
+    if len(after) < 2:
+        return True  # nothing after the `{` yet: as the start says
+    high, low = (after[0], after[1]) if codec.endswith("-be") else (after[1], after[0])
+    return high == 0 and 0 < low < 0x80
 
 
 def compression_of(head: bytes) -> str | None:
