@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.support.extras import EXTRA_MODULES, require_extra
+from tests.support.extras import EXTRA_MODULES, missing_extra_module, require_extra
 from tests.support.shared_tls_context import share_default_tls_context
 
 DEMO_REQUESTS = 36
@@ -54,6 +55,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"extra(*names): needs the optional extras `names` ({', '.join(EXTRA_MODULES)}); "
         "skips without it (tests/support/extras.py)")
+    config.addinivalue_line(
+        "markers", "dask_worker_processes: a local Dask cluster the test starts in its own "
+        "process keeps Dask's worker processes (by default they are threads, tests/conftest.py)")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -64,23 +68,31 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.fixture(autouse=True)
 def _dask_engine_in_threads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The ``engine="dask"`` case of a test parametrized over `ENGINES` runs its local
-    cluster's workers as threads.
+    """A local Dask cluster started in the test's own process runs its workers as threads,
+    unless the test is marked `dask_worker_processes`.
 
     Those tests ask whether the Dask engine's report is the local one's; a cluster of
     worker processes answers that as threads do, but takes seconds more to start and
-    stop, dozens of times a run. What only real worker processes show (pickling, a
-    worker dying, files the workers cannot see) is tested on real ones: `dask
-    scheduler` and `dask worker` in tests/cli/test_dask_{worker_death,file_gone,
-    no_workers}.py, and the default local cluster in docs/scale-out.md's example
-    (tests/test_docs_examples.py).
+    stop, and its spawned workers import ridtrace afresh: about 2 s of CPU a run, dozens
+    of times a run (all but the parametrized ones used to get processes). What only
+    real worker processes show (pickling, a worker dying, files the workers cannot see)
+    is tested on real ones: `dask scheduler` and `dask worker` in
+    tests/cli/test_dask_{worker_death,file_gone,no_workers}.py, `ridtrace analyze
+    --engine dask` in a process of its own (whose cluster this does not reach), and the
+    default local cluster in docs/scale-out.md's example (tests/test_docs_examples.py).
     """
-    callspec = getattr(request.node, "callspec", None)
-    if callspec is None or callspec.params.get("engine") != "dask":
+    if request.node.get_closest_marker("dask_worker_processes") is not None:
+        return
+    if not _dask_installed():
         return
     from ridtrace.forensics.dask_engine import cluster
 
     monkeypatch.setitem(cluster.LOCAL_CLUSTER_OPTIONS, "processes", False)
+
+
+@functools.cache
+def _dask_installed() -> bool:
+    return missing_extra_module("dask") is None
 
 
 @pytest.fixture(autouse=True)
