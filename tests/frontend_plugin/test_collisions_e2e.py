@@ -8,9 +8,13 @@ likely. Then the gates open and every answer is checked.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import json
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -29,10 +33,29 @@ N = 300
 CLIENT_IDS = COLLIDING_CLIENT_IDS
 
 
+CLIENTS = 10
+"""The callers' httpx clients, each call made by the next in turn: one client's pool, on
+every request added or ended, counts its connections once per idle one (quadratic),
+which for 300 connections in one pool cost ~2 CPU-s a run. Each call still has a
+connection of its own, all 300 open at once."""
+
+
+class _CallersClients:
+    """`CLIENTS` clients in turn, as the one client `start_colliding_calls` posts with."""
+
+    def __init__(self, clients: list[httpx.AsyncClient]) -> None:
+        self._next = itertools.cycle(clients)
+
+    async def post(self, url: str, **kwargs: Any) -> httpx.Response:
+        return await next(self._next).post(url, **kwargs)
+
+
 async def _fire(stack: Stack) -> list[Result]:
     limits = httpx.Limits(max_connections=N + 10, max_keepalive_connections=N + 10)
-    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
-        tasks = start_colliding_calls(client, stack.url, N)
+    async with contextlib.AsyncExitStack() as opened:
+        clients = [await opened.enter_async_context(httpx.AsyncClient(limits=limits, timeout=60))
+                   for _ in range(CLIENTS)]
+        tasks = start_colliding_calls(_CallersClients(clients), stack.url, N)
         # Every request is registered before any worker produces a token.
         await asyncio.to_thread(
             stack.wait_inflight, lambda s: s["registered"] >= N, timeout=60
@@ -147,54 +170,86 @@ if __name__ == "__main__":  # pragma: no cover
     pytest.main([__file__, "-q"])
 
 
-def test_legacy_policy_keys_a_repeated_header_by_its_first_value(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def one_worker_stack(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[[str], Stack]]:
+    """The stack of one worker under an id policy, started the first time a test asks for
+    it and shared by the module's tests of that policy (each ~1 CPU-s of process starts):
+    they send requests of their own and read only the log lines written after they began."""
+    with contextlib.ExitStack() as running:
+        started: dict[str, Stack] = {}
+
+        def stack_of(policy: str) -> Stack:
+            if policy not in started:
+                started[policy] = running.enter_context(start_stack(
+                    tmp_path_factory.mktemp(f"one-worker-{policy}"),
+                    workers=[["--id-policy", policy]], frontend=["--id-policy", policy]))
+            return started[policy]
+
+        yield stack_of
+
+
+def _written_from_now(stack: Stack) -> Callable[[dict[str, object]], bool]:
+    """Whether a frontend log line is one written after this call (not an earlier test's:
+    each waits for the last line of its requests before it ends)."""
+    earlier = stack.frontend.lines()
+    return lambda line: line not in earlier
+
+
+def test_legacy_policy_keys_a_repeated_header_by_its_first_value(
+    one_worker_stack: Callable[[str], Stack],
+) -> None:
     # The middleware echoes and logs a repeated x-request-id's first value; the legacy
     # key (and so request_id and the reply's id) took the last: one request, two ids.
-    with start_stack(tmp_path, workers=[["--id-policy", "legacy"]],
-                     frontend=["--id-policy", "legacy"]) as stack:
-        answer = httpx.post(
-            stack.url + "/v1/chat/completions",
-            headers=[("x-request-id", "first-id"), ("x-request-id", "second-id")],
-            json={"model": "echo", "messages": [{"role": "user", "content": "hi"}]},
-            timeout=30)
-        assert answer.status_code == 200, answer.text
-        assert answer.headers.get_list("x-request-id") == ["first-id"]
-        assert answer.json()["id"] == "chatcmpl-first-id"
-        (end,) = stack.frontend.wait_for_lines(
-            lambda line: line.get("event") == "request.end"
-            and line.get("route") == "/v1/chat/completions", 1)
-        assert (end["request_id"], end["x_request_id"]) == ("first-id", "first-id")
-        # A first value that is no id (not ASCII) is passed over by the middleware,
-        # which logs and echoes the second: the key took none and minted one.
-        answer = httpx.post(
-            stack.url + "/v1/chat/completions",
-            headers=[("x-request-id", b"\xff"), ("x-request-id", "valid-id")],
-            json={"model": "echo", "messages": [{"role": "user", "content": "hi"}]},
-            timeout=30)
-        assert answer.status_code == 200, answer.text
-        assert answer.headers.get_list("x-request-id") == ["valid-id"]
-        assert answer.json()["id"] == "chatcmpl-valid-id"
-        (end,) = stack.frontend.wait_for_lines(
-            lambda line: line.get("event") == "request.end"
-            and line.get("x_request_id") == "valid-id", 1)
-        assert end["request_id"] == "valid-id"
+    stack = one_worker_stack("legacy")
+    written_here = _written_from_now(stack)
+    answer = httpx.post(
+        stack.url + "/v1/chat/completions",
+        headers=[("x-request-id", "first-id"), ("x-request-id", "second-id")],
+        json={"model": "echo", "messages": [{"role": "user", "content": "hi"}]},
+        timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers.get_list("x-request-id") == ["first-id"]
+    assert answer.json()["id"] == "chatcmpl-first-id"
+    (end,) = stack.frontend.wait_for_lines(
+        lambda line: written_here(line) and line.get("event") == "request.end"
+        and line.get("route") == "/v1/chat/completions", 1)
+    assert (end["request_id"], end["x_request_id"]) == ("first-id", "first-id")
+    # A first value that is no id (not ASCII) is passed over by the middleware,
+    # which logs and echoes the second: the key took none and minted one.
+    answer = httpx.post(
+        stack.url + "/v1/chat/completions",
+        headers=[("x-request-id", b"\xff"), ("x-request-id", "valid-id")],
+        json={"model": "echo", "messages": [{"role": "user", "content": "hi"}]},
+        timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers.get_list("x-request-id") == ["valid-id"]
+    assert answer.json()["id"] == "chatcmpl-valid-id"
+    (end,) = stack.frontend.wait_for_lines(
+        lambda line: line.get("event") == "request.end"
+        and line.get("x_request_id") == "valid-id", 1)
+    assert end["request_id"] == "valid-id"
 
 
 @pytest.mark.parametrize("policy", ["safe", "legacy"])
 def test_the_deprecation_warn_says_what_the_policy_does_with_the_header(
-    tmp_path: Path, policy: str
+    one_worker_stack: Callable[[str], Stack], policy: str
 ) -> None:
     # The legacy policy keys the request by x-dynamo-request-id, as the pre-fix frontend
     # did, and its WARN said "ignoring deprecated client request id header".
-    with start_stack(tmp_path, workers=[["--id-policy", policy]],
-                     frontend=["--id-policy", policy]) as stack:
-        answer = httpx.post(
-            stack.url + "/v1/chat/completions", headers={"x-dynamo-request-id": "dyn-77"},
-            json={"model": "echo", "messages": [{"role": "user", "content": "hi"}]},
-            timeout=30)
-        assert answer.status_code == 200, answer.text
-        (warned,) = stack.frontend.wait_for_lines(
-            lambda line: line.get("event") == "deprecated_header", 1)
+    stack = one_worker_stack(policy)
+    written_here = _written_from_now(stack)
+    answer = httpx.post(
+        stack.url + "/v1/chat/completions", headers={"x-dynamo-request-id": "dyn-77"},
+        json={"model": "echo", "messages": [{"role": "user", "content": "hi"}]},
+        timeout=30)
+    assert answer.status_code == 200, answer.text
+    (warned,) = stack.frontend.wait_for_lines(
+        lambda line: written_here(line) and line.get("event") == "deprecated_header", 1)
+    # Its last line, written before the next test on the shared stack begins.
+    stack.frontend.wait_for_lines(
+        lambda line: written_here(line) and line.get("event") == "request.end", 1)
     assert warned["header"] == "x-dynamo-request-id" and warned["level"] == "WARN"
     if policy == "legacy":
         assert answer.json()["id"] == "chatcmpl-dyn-77"
