@@ -6,7 +6,8 @@ dropped and `ridtrace analyze` said "No findings.", exit 0: a clean bill of heal
 log that records the incident. A line that starts like a record of either format now
 lists its file in `unreadable_files` (exit 3), in a batch read, with ``--engine dask``
 and under ``--follow``. An over-long line that is no record (text, a binary blob) stays
-a plain bad line. Every run is the CLI in a process of its own.
+a plain bad line. Every run is the CLI in a process of its own, but for the comparison of
+the Dask engine's report with the local one's, which asks nothing of a process.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 
 from tests.forensics.helpers import rt_request, ts
 from tests.support.follower import start_follower
+from tests.support.inprocess_cli import run_in_process
 from tests.support.servers import child_pythonpath
 
 REQUESTS = 60  # 120 lines: one bad line is under 1 % of them
@@ -87,6 +89,15 @@ def _run(*args: str) -> tuple[int, dict[str, Any], str]:
     return done.returncode, json.loads(done.stdout), err
 
 
+def _run_in_process(*args: str) -> tuple[int, dict[str, Any], str]:
+    """`_run` through click's CliRunner: a `--engine dask` process of its own would start
+    a cluster of worker processes (seconds of CPU) for a report threads compute alike
+    (tests/conftest.py)."""
+    code, out, err = run_in_process([*args, "--format", "json"])
+    assert "Traceback" not in err, err
+    return code, json.loads(out), err
+
+
 def _check_incomplete(summary: dict[str, Any], name: str) -> None:
     assert summary["bad_lines"] == 1 and summary["lines"] == 2 * REQUESTS + 1
     assert summary["bad_line_samples"] == [
@@ -123,9 +134,10 @@ def test_an_over_long_line_that_is_no_record_stays_a_bad_line(tmp_path: Path, ki
 @pytest.mark.extra("dask")
 def test_dask_engine_lists_the_file_as_the_local_read_does(tmp_path: Path) -> None:
     log = _log(tmp_path / "frontend.jsonl", _dynamo_unlinked())
-    want = _run("analyze", str(log), "-q")
+    want = _run_in_process("analyze", str(log), "-q")
     # 16 MiB blocks: the long line lies across blocks, cut from both sides.
-    got = _run("analyze", str(log), "-q", "--engine", "dask", "--partition-size", "16MiB")
+    got = _run_in_process("analyze", str(log), "-q", "--engine", "dask",
+                          "--partition-size", "16MiB")
     assert got[0] == want[0] == 3, got[2]
     _check_incomplete(got[1]["summary"], str(log))
     assert got[1] == want[1]

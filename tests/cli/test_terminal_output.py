@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,24 @@ from tests.support.terminal import run_on_terminal
 def logs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SynthTruth]:
     out = tmp_path_factory.mktemp("logs")
     return out, write_logs(out, SynthSpec(requests=120, deprecated_every=20))
+
+
+OnTerminal = Callable[..., tuple[int, str]]
+
+
+@pytest.fixture(scope="module")
+def on_terminal() -> OnTerminal:
+    """`run_on_terminal`, each command at each width run once for the module: the narrow
+    layout tests and the padding test read the same runs (analyze and trace, 60 columns),
+    about a CPU-second each."""
+    runs: dict[tuple[tuple[str, ...], int], tuple[int, str]] = {}
+
+    def run(*args: str, columns: int) -> tuple[int, str]:
+        if (args, columns) not in runs:
+            runs[args, columns] = run_on_terminal(*args, columns=columns)
+        return runs[args, columns]
+
+    return run
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -46,12 +65,12 @@ def _lines(text: str) -> list[str]:
 
 @pytest.mark.parametrize("columns", [60, 80])
 def test_analyze_findings_read_whole_on_a_narrow_terminal(
-    logs: tuple[Path, SynthTruth], columns: int,
+    logs: tuple[Path, SynthTruth], on_terminal: OnTerminal, columns: int,
 ) -> None:
     # Seven columns in 60 made every cell a few letters a line: "dupli / cate_ / in_fl",
     # times and file:line cut in four. A narrow terminal gets one block per finding.
     path, truth = logs
-    code, out = run_on_terminal("analyze", str(path), "-q", columns=columns)
+    code, out = on_terminal("analyze", str(path), "-q", columns=columns)
     assert code == 1
     lines = _lines(out)
     assert max(map(len, lines)) <= columns
@@ -66,7 +85,9 @@ def test_analyze_findings_read_whole_on_a_narrow_terminal(
 
 
 @pytest.mark.parametrize("command", ["analyze", "audit", "trace"])
-def test_no_line_ends_in_padding(logs: tuple[Path, SynthTruth], command: str) -> None:
+def test_no_line_ends_in_padding(
+    logs: tuple[Path, SynthTruth], on_terminal: OnTerminal, command: str,
+) -> None:
     # A finding block's fields and the centred summary title were padded to the width:
     # two lines in three ended in blanks, noise in a diff or a pasted report.
     from click.testing import CliRunner
@@ -76,20 +97,22 @@ def test_no_line_ends_in_padding(logs: tuple[Path, SynthTruth], command: str) ->
     path, truth = logs
     args = [command, *([_collided(truth)] if command == "trace" else []), str(path), "-q"]
     for columns in (60, 100):
-        _, on_terminal = run_on_terminal(*args, columns=columns)
+        _, shown = on_terminal(*args, columns=columns)
         piped = CliRunner().invoke(main, args, env={"COLUMNS": str(columns)}).stdout
-        for text in (_ANSI.sub("", on_terminal), piped):
+        for text in (_ANSI.sub("", shown), piped):
             padded = [line for line in text.splitlines() if line != line.rstrip()]
             assert not padded, padded[:5]
             assert len(text.splitlines()) > 10
 
 
 @pytest.mark.parametrize("columns", [40, 60, 80, 200])
-def test_trace_fits_the_terminal(logs: tuple[Path, SynthTruth], columns: int) -> None:
+def test_trace_fits_the_terminal(
+    logs: tuple[Path, SynthTruth], on_terminal: OnTerminal, columns: int,
+) -> None:
     # trace was laid out for at least 100 columns: on 60 or 80 every waterfall row,
     # header and event line wrapped; on 200 the waterfall used half the screen.
     path, truth = logs
-    code, out = run_on_terminal("trace", _collided(truth), str(path), "-q", columns=columns)
+    code, out = on_terminal("trace", _collided(truth), str(path), "-q", columns=columns)
     assert code == 0
     lines = _lines(out)
     assert max(map(len, lines)) <= columns
