@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -167,18 +168,31 @@ def test_dynamo_collision_with_skewed_worker_clocks(tmp_path: Path) -> None:
     assert f"held request {rid} at the same time" in out
 
 
-def _skewed_incident(tmp_path: Path) -> tuple[str, str]:
-    """Dynamo logs with two skewed workers and one duplicate: its id and the log of a
-    worker that served it."""
-    truth = write_dynamo_logs(tmp_path, DynamoSpec(
+SkewedIncident = tuple[Path, str, str]
+
+
+@pytest.fixture(scope="module")
+def skewed_incident(tmp_path_factory: pytest.TempPathFactory) -> SkewedIncident:
+    """Dynamo logs with two skewed workers and one duplicate, its id and the log of a
+    worker that served it: generated and traced once, each test changing a copy."""
+    logs = tmp_path_factory.mktemp("skewed")
+    truth = write_dynamo_logs(logs, DynamoSpec(
         requests=60, duplicates=1, cancelled=0, bad_lines=0, workers=2,
         worker_skew_us=(-397_000, 250_000)))
     rid = next(key for kind, key in truth.expected if kind == "duplicate_in_flight")
-    code, out, err = run("trace", rid, str(tmp_path), "--format", "json", "-q")
+    code, out, err = run("trace", rid, str(logs), "--format", "json", "-q")
     assert code == 0, err
     served_by = sorted({Path(event["file"]).name for req in json.loads(out)["requests"]
                         for event in req["events"]} - {"frontend.jsonl"})
-    return rid, served_by[0]
+    return logs, rid, served_by[0]
+
+
+def _skewed_incident(incident: SkewedIncident, directory: Path) -> tuple[str, str]:
+    """The incident's logs copied into `directory`: its id and the log of a worker that
+    served it."""
+    logs, rid, served_by = incident
+    shutil.copytree(logs, directory, dirs_exist_ok=True)
+    return rid, served_by
 
 
 def _records(log: Path) -> list[dict[str, Any]]:
@@ -195,14 +209,14 @@ def _span_logs_outside_their_span(export: Path) -> list[dict[str, Any]]:
 @pytest.mark.parametrize(("copy_name", "later"), [
     ("a-copy.jsonl", False), ("zz-copy.jsonl", False), ("zz-copy.jsonl", True)])
 def test_a_copy_of_a_skewed_worker_log_is_shown_on_the_corrected_clock(
-    tmp_path: Path, copy_name: str, later: bool
+    tmp_path: Path, skewed_incident: SkewedIncident, copy_name: str, later: bool
 ) -> None:
     # One pod's log collected twice: the two files' spans are one, the offset estimated
     # for the file that owns them, and the copy's lines were shown (trace) and exported
     # (Jaeger's span logs) on the raw clock, a worker working after its caller answered.
     # `later`: collected later, the copy has one more span of its own.
     logs = tmp_path / "logs"
-    rid, served_by = _skewed_incident(logs)
+    rid, served_by = _skewed_incident(skewed_incident, logs)
     (logs / copy_name).write_bytes((logs / served_by).read_bytes())
     if later:
         record = next(x for x in _records(logs / served_by) if x.get("parent_id"))
@@ -226,13 +240,13 @@ def test_a_copy_of_a_skewed_worker_log_is_shown_on_the_corrected_clock(
 
 @pytest.mark.parametrize("shown", ["a duplicate", "one request"])
 def test_a_worker_line_repeating_its_callers_span_id_moves_no_frontend_line(
-    tmp_path: Path, shown: str
+    tmp_path: Path, skewed_incident: SkewedIncident, shown: str
 ) -> None:
     # The frontend's log is on the reference clock: it has no offset, and is no copy
     # of the skewed worker whose line names the frontend's span (its lines were moved
     # by the worker's offset, the request's start shown after its worker's end). Judged
     # on the lines of the requests shown, one request's made the frontend a copy.
-    rid, served_by = _skewed_incident(tmp_path)
+    rid, served_by = _skewed_incident(skewed_incident, tmp_path)
     if shown == "one request":
         rid = next(line["request_id"] for line in _records(tmp_path / served_by)
                    if line.get("request_id") not in (None, rid))

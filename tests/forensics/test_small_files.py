@@ -63,6 +63,25 @@ def _report(sources: list[Source], **window: Any) -> dict[str, Any]:
     return report_json(analyze_read(read_partials(sources, **bounds), **bounds))
 
 
+# The pod logs and their batched report, built once for the module: the tests below only
+# read the logs (each patch they make is undone before the next test), and each compares
+# a fallback's report with the same batched one.
+@pytest.fixture(scope="module")
+def pods(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _pod_logs(tmp_path_factory.mktemp("small-files"))
+
+
+@pytest.fixture(scope="module")
+def pod_sources(pods: Path) -> list[Source]:
+    return expand_inputs([str(pods)])
+
+
+@pytest.fixture(scope="module")
+def batched_report(pod_sources: list[Source]) -> dict[str, Any]:
+    """The report of the pod logs read as `analyze` reads them, nothing patched."""
+    return _report(pod_sources)
+
+
 @pytest.fixture
 def counted_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The number of files of each batch query run and split without a mismatch."""
@@ -80,35 +99,33 @@ def counted_batches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 @pytest.mark.parametrize("window", [{}, {"since": "2026-11-29T10:00:00.2Z"}])
 def test_a_directory_of_small_files_reports_as_a_file_by_file_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, counted_batches: list[int],
-    window: dict[str, str],
+    pods: Path, pod_sources: list[Source], monkeypatch: pytest.MonkeyPatch,
+    counted_batches: list[int], window: dict[str, str],
 ) -> None:
-    sources = expand_inputs([str(_pod_logs(tmp_path))])
-    batched = _report(sources, **window)
-    planned = [r for r in small_files.plan_reads(sources, batch=True) if len(r) > 1]
+    batched = _report(pod_sources, **window)
+    planned = [r for r in small_files.plan_reads(pod_sources, batch=True) if len(r) > 1]
     assert len(counted_batches) == len(planned)  # each one query, none read again
-    assert sum(counted_batches) >= len(sources) - 3  # all but the gzip, BOM and one-off
+    assert sum(counted_batches) >= len(pod_sources) - 3  # all but the gzip, BOM and one-off
     assert len(planned) >= 2 and min(counted_batches) > 1
     monkeypatch.setattr(small_files, "SMALL_FILE_BYTES", -1)
-    one_by_one = _report(sources, **window)
+    one_by_one = _report(pod_sources, **window)
     assert batched == one_by_one
     summary = batched["summary"]
     assert summary["bad_lines"] >= 2 and summary["unlinked"] >= 1
     assert summary["deprecated_header"] >= 1
     assert summary["duplicate_in_flight"] >= (1 if window else 4)
     assert {s["file"] for s in summary["bad_line_samples"]} >= {
-        str(tmp_path / "pods" / "dyn-frontend-0003.jsonl")}
+        str(pods / "dyn-frontend-0003.jsonl")}
 
 
 def test_a_batch_numbered_out_of_line_is_read_file_by_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    pod_sources: list[Source], batched_report: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Should DuckDB ever number a batch's rows other than file after file, line numbers
     # would point into the wrong file: the batch is read again one file at a time.
-    sources = expand_inputs([str(_pod_logs(tmp_path))])
-    expected = _report(sources)
     monkeypatch.setattr(small_files, "batch_spans", _mismatched)
-    assert _report(sources) == expected
+    assert _report(pod_sources) == batched_report
 
 
 def _mismatched(con: Any, batch: Any, window: Any, **prepared: Any) -> Any:
@@ -229,16 +246,14 @@ def test_a_reading_thread_plans_its_batch_query_once(tmp_path: Path) -> None:
 
 
 def test_no_room_for_the_batch_copy_reads_each_file_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, pod_sources: list[Source], batched_report: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    sources = expand_inputs([str(_pod_logs(tmp_path))])
-    expected = _report(sources)
-
     def no_room(prefix: str) -> Path:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(small_files, "make_dir", no_room)
-    assert _report(sources) == expected
+    assert _report(pod_sources) == batched_report
     full = small_files.BatchCopy(tmp_path / "no-such-dir" / "batch.jsonl")
     assert full.broken
 
@@ -263,12 +278,11 @@ def test_a_copy_that_cannot_be_written_is_broken(tmp_path: Path) -> None:
 
 
 def test_a_small_file_grown_past_the_copy_is_read_alone(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    pod_sources: list[Source], batched_report: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    sources = expand_inputs([str(_pod_logs(tmp_path))])
-    expected = _report(sources)
     monkeypatch.setattr(small_files, "_COPY_LIMIT", 3000)  # as if most had grown since
-    assert _report(sources) == expected
+    assert _report(pod_sources) == batched_report
 
 
 def test_rows_of_a_file_not_in_one_run_are_refused() -> None:
