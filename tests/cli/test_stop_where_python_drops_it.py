@@ -67,3 +67,37 @@ def test_other_dropped_exceptions_are_still_printed() -> None:
                           timeout=120)
     assert (done.returncode, done.stdout) == (0, "went on\n"), done.stderr
     assert "Exception ignored" in done.stderr and "ValueError: from __del__" in done.stderr
+
+
+def test_a_library_hook_passing_on_to_ours_makes_no_loop() -> None:
+    # A library (an error reporter) installs its hook over ridtrace's and passes what it
+    # sees on to it; a second stop then put ridtrace's over the library's, each passing
+    # on to the other: a dropped ValueError went round until RecursionError.
+    program = (
+        "import signal, sys\n"
+        "from ridtrace.cli import stop\n"
+        "signal.signal(signal.SIGTERM, stop.raise_terminated)\n"
+        "def stop_once():\n"
+        "    try:\n"
+        "        stop.raise_terminated(signal.SIGTERM, None)\n"
+        "    except stop.Terminated:\n"
+        "        pass\n"
+        "stop_once()\n"
+        "ours = sys.unraisablehook\n"
+        "def library_hook(unraisable):\n"
+        "    print('library saw', type(unraisable.exc_value).__name__, file=sys.stderr)\n"
+        "    ours(unraisable)\n"
+        "sys.unraisablehook = library_hook\n"
+        "stop_once()\n"
+        "class Broken:\n"
+        "    def __del__(self):\n"
+        "        raise ValueError('from __del__')\n"
+        "Broken()\n"
+        "print('went on', flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120)
+    assert (done.returncode, done.stdout) == (0, "went on\n"), done.stderr
+    assert done.stderr.count("library saw ValueError") == 1, done.stderr[-2000:]
+    assert done.stderr.count("ValueError: from __del__") == 1, done.stderr[-2000:]
+    assert "RecursionError" not in done.stderr

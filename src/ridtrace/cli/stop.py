@@ -54,9 +54,17 @@ def unwind(stop: KeyboardInterrupt, signum: int, frame: FrameType | None) -> Non
 
 
 def _send_again(signum: int) -> None:
-    again = threading.Timer(_REDELIVER_S, os.kill, (os.getpid(), signum))
-    again.daemon = True
-    again.start()
+    """Send `signum` again in a moment, if the handler that took it still handles it:
+    once the command has ended and put back the handlers it found, a stop is too late."""
+    handler = signal.getsignal(signum)
+
+    def again() -> None:
+        if signal.getsignal(signum) is handler:
+            os.kill(os.getpid(), signum)
+
+    timer = threading.Timer(_REDELIVER_S, again)
+    timer.daemon = True
+    timer.start()
 
 
 def _resend_lost_stops() -> None:
@@ -67,23 +75,23 @@ def _resend_lost_stops() -> None:
     "Exception ignored in …" and dropped, through `sys.unraisablehook`. A SIGTERM whose
     handler ran inside one was lost: `analyze --engine dask` went on, and whoever sent
     it waited for a stop that never came. Sent again a moment later, the signal lands
-    outside it.
+    outside it. Each hook installed passes on to the one it replaced (a library's that
+    passes on to an earlier one of ours made no loop).
     """
-    global _hook_before
-    if sys.unraisablehook is not _stop_not_dropped:
-        _hook_before = sys.unraisablehook
-        sys.unraisablehook = _stop_not_dropped
+    if not getattr(sys.unraisablehook, "_resends_lost_stops", False):
+        sys.unraisablehook = _stops_not_dropped(sys.unraisablehook)
 
 
-def _stop_not_dropped(unraisable: Any) -> None:
-    if unraisable.exc_value is not None and unraisable.exc_value is _received \
-            and _received_signal is not None:
-        _send_again(_received_signal)
-        return
-    _hook_before(unraisable)
+def _stops_not_dropped(before: Callable[[Any], object]) -> Callable[[Any], None]:
+    def hook(unraisable: Any) -> None:
+        if unraisable.exc_value is not None and unraisable.exc_value is _received \
+                and _received_signal is not None:
+            _send_again(_received_signal)
+            return
+        before(unraisable)
 
-
-_hook_before: Callable[[Any], object] = sys.__unraisablehook__
+    hook._resends_lost_stops = True  # type: ignore[attr-defined]
+    return hook
 
 
 def received_stop() -> KeyboardInterrupt | None:
