@@ -48,24 +48,37 @@ def test_a_sigterm_handled_inside_a_gc_callback_still_stops_the_process() -> Non
     assert "Exception ignored" not in done.stderr, done.stderr
 
 
-def test_other_dropped_exceptions_are_still_printed() -> None:
-    program = (
-        "import gc, signal\n"
-        "from ridtrace.cli import stop\n"
-        "signal.signal(signal.SIGTERM, stop.raise_terminated)\n"
-        "try:\n"
-        "    stop.raise_terminated(signal.SIGTERM, None)\n"
-        "except stop.Terminated:\n"
-        "    pass\n"
-        "class Broken:\n"
-        "    def __del__(self):\n"
-        "        raise ValueError('from __del__')\n"
-        "Broken()\n"
-        "print('went on', flush=True)\n"
-    )
+# A stop raised and taken once (as a command that stopped), and a `__del__` whose
+# ValueError Python drops, printing "Exception ignored".
+_STOPPED_ONCE = (
+    "import signal, sys\n"
+    "from ridtrace.cli import stop\n"
+    "signal.signal(signal.SIGTERM, stop.raise_terminated)\n"
+    "def stop_once():\n"
+    "    try:\n"
+    "        stop.raise_terminated(signal.SIGTERM, None)\n"
+    "    except stop.Terminated:\n"
+    "        pass\n"
+    "stop_once()\n"
+)
+_DROPPED_VALUE_ERROR = (
+    "class Broken:\n"
+    "    def __del__(self):\n"
+    "        raise ValueError('from __del__')\n"
+    "Broken()\n"
+    "print('went on', flush=True)\n"
+)
+
+
+def _run(program: str) -> subprocess.CompletedProcess[str]:
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
                           timeout=120)
     assert (done.returncode, done.stdout) == (0, "went on\n"), done.stderr
+    return done
+
+
+def test_other_dropped_exceptions_are_still_printed() -> None:
+    done = _run(_STOPPED_ONCE + _DROPPED_VALUE_ERROR)
     assert "Exception ignored" in done.stderr and "ValueError: from __del__" in done.stderr
 
 
@@ -73,31 +86,15 @@ def test_a_library_hook_passing_on_to_ours_makes_no_loop() -> None:
     # A library (an error reporter) installs its hook over ridtrace's and passes what it
     # sees on to it; a second stop then put ridtrace's over the library's, each passing
     # on to the other: a dropped ValueError went round until RecursionError.
-    program = (
-        "import signal, sys\n"
-        "from ridtrace.cli import stop\n"
-        "signal.signal(signal.SIGTERM, stop.raise_terminated)\n"
-        "def stop_once():\n"
-        "    try:\n"
-        "        stop.raise_terminated(signal.SIGTERM, None)\n"
-        "    except stop.Terminated:\n"
-        "        pass\n"
-        "stop_once()\n"
+    library = (
         "ours = sys.unraisablehook\n"
         "def library_hook(unraisable):\n"
         "    print('library saw', type(unraisable.exc_value).__name__, file=sys.stderr)\n"
         "    ours(unraisable)\n"
         "sys.unraisablehook = library_hook\n"
         "stop_once()\n"
-        "class Broken:\n"
-        "    def __del__(self):\n"
-        "        raise ValueError('from __del__')\n"
-        "Broken()\n"
-        "print('went on', flush=True)\n"
     )
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
-                          timeout=120)
-    assert (done.returncode, done.stdout) == (0, "went on\n"), done.stderr
+    done = _run(_STOPPED_ONCE + library + _DROPPED_VALUE_ERROR)
     assert done.stderr.count("library saw ValueError") == 1, done.stderr[-2000:]
     assert done.stderr.count("ValueError: from __del__") == 1, done.stderr[-2000:]
     assert "RecursionError" not in done.stderr
