@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ridtrace.forensics.reading.connection import arrow_table
 from ridtrace.forensics.reading.lean import OTHER, SPAN, SUSPECT, lean_spans_sql
 from ridtrace.forensics.reading.lines import LineMap
 from ridtrace.forensics.reading.other_loggers import show_as_logged
@@ -134,7 +135,7 @@ class LogTable:
         return line_map.row_lines(rows)
 
     def _sql(self, sql: str) -> pa.Table:
-        return self.con.sql(sql).to_arrow_table()
+        return arrow_table(self.con, sql)
 
     def _source(self, path: str) -> str:
         return source_sql(path, lean=self.lean, window=self.window)
@@ -239,7 +240,7 @@ class LogTable:
                 unkeyed_events_notes(self.name, events, self._row_lines))
             self.con.register("ridtrace_events", events)
             try:
-                got = self.con.sql(spans_select("ridtrace_events")).to_arrow_table()
+                got = arrow_table(self.con, spans_select("ridtrace_events"))
             finally:
                 self.con.unregister("ridtrace_events")
         else:
@@ -298,8 +299,7 @@ class LogTable:
                   if self.lean else "ridtrace_rescued")
         self.con.register("ridtrace_rescued", table)
         try:
-            return self.con.sql(
-                normalized_select(source, hex_ids=hex_ids)).to_arrow_table()
+            return arrow_table(self.con, normalized_select(source, hex_ids=hex_ids))
         finally:
             self.con.unregister("ridtrace_rescued")
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ridtrace.forensics.reading.connection import connect, shared_cursor
+from ridtrace.forensics.reading.connection import arrow_table, connect, shared_cursor
 from ridtrace.forensics.reading.span_sql import spans_select
 from ridtrace.forensics.records.finished import finish_requests
 from ridtrace.forensics.records.partials import (
@@ -91,9 +91,9 @@ def _partials_of_events(table: pa.Table) -> list[pd.DataFrame]:
     try:
         con.register("ridtrace_events", rows)
         if not len(files):
-            spans = con.sql(spans_select("ridtrace_events")).to_arrow_table()
+            spans = arrow_table(con, spans_select("ridtrace_events"))
             return [partial_frame(*_line_numbers(spans, lines), file_id=0, part=0)]
-        spans = con.sql(spans_select("ridtrace_events", by_file=True)).to_arrow_table()
+        spans = arrow_table(con, spans_select("ridtrace_events", by_file=True))
     finally:
         con.close()
     file_ids = np.unique(files)
