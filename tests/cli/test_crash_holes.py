@@ -5,9 +5,12 @@ incomplete (the lines it stands for may hold the incident), however few bad line
 
 from __future__ import annotations
 
+import copy
 import gzip
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,15 +18,47 @@ from ridtrace.testing.synth import SynthSpec, write_logs
 from tests.cli.helpers import analyze_json
 from tests.support.extras import ENGINES
 
+Report = tuple[int, dict[str, Any]]
 
-def _logs_and_a_copy(tmp_path: Path, *, requests: int) -> tuple[Path, Path]:
-    """Synthetic logs, and a copy of them to make a hole in."""
-    plain, holed = tmp_path / "plain", tmp_path / "holed"
-    write_logs(plain, SynthSpec(requests=requests))
+
+@pytest.fixture(scope="module")
+def synth_logs(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], Path]:
+    """Synthetic logs of `requests` requests, written once a module: the tests only read
+    them and make their holes in copies (`_copy_to_make_a_hole_in`)."""
+    written: dict[int, Path] = {}
+
+    def logs(requests: int) -> Path:
+        if requests not in written:
+            written[requests] = tmp_path_factory.mktemp(f"plain-{requests}")
+            write_logs(written[requests], SynthSpec(requests=requests))
+        return written[requests]
+
+    return logs
+
+
+@pytest.fixture(scope="module")
+def unholed_report(synth_logs: Callable[[int], Path]) -> Callable[..., Report]:
+    """``analyze_json`` of the unholed `synth_logs(requests)` with `args`, read once a
+    module for each (the reports the holed copies are compared with: a dozen identical
+    reads of ~0.2-0.5 s of CPU each), a fresh copy for each test."""
+    reports: dict[tuple[int, tuple[str, ...]], Report] = {}
+
+    def report(requests: int, *args: str) -> Report:
+        if (requests, args) not in reports:
+            reports[requests, args] = analyze_json(str(synth_logs(requests)), *args)
+        code, doc = reports[requests, args]
+        return code, copy.deepcopy(doc)
+
+    return report
+
+
+def _copy_to_make_a_hole_in(plain: Path, tmp_path: Path) -> Path:
+    """A copy of the synthetic logs `plain`, to make a hole in."""
+    holed = tmp_path / "holed"
     holed.mkdir()
     for path in plain.iterdir():
         (holed / path.name).write_bytes(path.read_bytes())
-    return plain, holed
+    return holed
 
 
 # A hole longer than the 16 MiB a line may be was one line too long, a bad line whatever
@@ -38,9 +73,10 @@ HOLES = [4096, 20 << 20]
 @pytest.mark.parametrize("hole", HOLES)
 @pytest.mark.parametrize("engine", ENGINES)
 def test_the_record_after_a_crash_hole_is_read_and_the_read_is_incomplete(
-    tmp_path: Path, engine: str, hole: int, compressed: bool
+    tmp_path: Path, engine: str, hole: int, compressed: bool,
+    synth_logs: Callable[[int], Path], unholed_report: Callable[..., Report],
 ) -> None:
-    plain, holed = _logs_and_a_copy(tmp_path, requests=200)
+    holed = _copy_to_make_a_hole_in(synth_logs(200), tmp_path)
     front = holed / "frontend.jsonl"
     lines = front.read_bytes().split(b"\n")
     lines[300] = b"\x00" * hole + lines[300]  # the restarted service's first line
@@ -49,7 +85,7 @@ def test_the_record_after_a_crash_hole_is_read_and_the_read_is_incomplete(
         front.unlink()
         front = front.with_name("frontend.jsonl.1.gz")
         front.write_bytes(gzip.compress(b"\n".join(lines), compresslevel=1))
-    _, want = analyze_json(str(plain))
+    _, want = unholed_report(200)
     code, got = analyze_json(str(holed), "--engine", engine)
     summary = got["summary"]
     assert summary["requests"] == want["summary"]["requests"]  # line 301 was read
@@ -83,15 +119,16 @@ def test_a_hole_at_the_end_is_a_bad_line_and_an_incomplete_read(tmp_path: Path) 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("hole", HOLES)
 def test_a_hole_opening_the_file_is_a_copytruncates_not_a_crashs(
-    tmp_path: Path, engine: str, hole: int
+    tmp_path: Path, engine: str, hole: int,
+    synth_logs: Callable[[int], Path], unholed_report: Callable[..., Report],
 ) -> None:
     # A writer that does not append writes past logrotate's copytruncate: the live file
     # opens with NULs, its earlier lines in the rotated copy. 893fcd6 took that hole for
     # a crash's (a bad line, the read incomplete, exit 3) where 7e79e7e reads it clean.
-    plain, holed = _logs_and_a_copy(tmp_path, requests=50)
+    holed = _copy_to_make_a_hole_in(synth_logs(50), tmp_path)
     front = holed / "frontend.jsonl"
     front.write_bytes(b"\x00" * hole + front.read_bytes())
-    want_code, want = analyze_json(str(plain), "--engine", engine)
+    want_code, want = unholed_report(50, "--engine", engine)
     code, got = analyze_json(str(holed), "--engine", engine)
     summary = got["summary"]
     assert summary["bad_lines"] == 0, summary["bad_line_samples"]
@@ -104,12 +141,13 @@ def test_a_hole_opening_the_file_is_a_copytruncates_not_a_crashs(
 @pytest.mark.parametrize("hole", [9 << 20, 9_000_000])  # the second ends mid-page
 def test_a_short_torn_line_after_a_copytruncate_hole_is_no_long_record_lost(
     tmp_path: Path, compressed: bool, hole: int,
+    synth_logs: Callable[[int], Path], unholed_report: Callable[..., Report],
 ) -> None:
     # The truncation cut a record: what was written of the next one follows the hole.
     # Measured with the hole, that 30-byte line was "a record of 4 KiB or more cut
     # short": the read incomplete, exit 3, for one bad line under the 1 %.
     torn = b'{"time":"garbage, torn record'
-    plain, holed = _logs_and_a_copy(tmp_path, requests=50)
+    holed = _copy_to_make_a_hole_in(synth_logs(50), tmp_path)
     front = holed / "frontend.jsonl"
     data = b"\x00" * hole + torn + b"\n" + front.read_bytes()
     if compressed:
@@ -117,7 +155,7 @@ def test_a_short_torn_line_after_a_copytruncate_hole_is_no_long_record_lost(
         (holed / "frontend.jsonl.gz").write_bytes(gzip.compress(data))
     else:
         front.write_bytes(data)
-    want_code, want = analyze_json(str(plain))
+    want_code, want = unholed_report(50)
     code, got = analyze_json(str(holed))
     summary = got["summary"]
     assert summary["bad_lines"] == 1 and summary["unreadable_files"] == []
@@ -126,11 +164,13 @@ def test_a_short_torn_line_after_a_copytruncate_hole_is_no_long_record_lost(
 
 
 @pytest.mark.extra("dask")
-def test_a_copytruncate_hole_longer_than_a_dask_partition_is_no_crash(tmp_path: Path) -> None:
+def test_a_copytruncate_hole_longer_than_a_dask_partition_is_no_crash(
+    tmp_path: Path, synth_logs: Callable[[int], Path],
+) -> None:
     # The block holding the end of such a first line is not the file's first block: it
     # judged the hole as a crash's (a bad line, exit 3) where the local engine reads the
     # log clean.
-    _, holed = _logs_and_a_copy(tmp_path, requests=50)
+    holed = _copy_to_make_a_hole_in(synth_logs(50), tmp_path)
     front = holed / "frontend.jsonl"
     front.write_bytes(b"\x00" * (3 << 20) + front.read_bytes())
     want_code, want = analyze_json(str(holed))
@@ -150,12 +190,12 @@ def _zero_pages(data: bytes, first: int, last: int) -> tuple[bytes, int]:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_hole_starting_mid_line_makes_the_read_incomplete(
-    tmp_path: Path, engine: str
+    tmp_path: Path, engine: str, synth_logs: Callable[[int], Path],
 ) -> None:
     # The pages zeroed start and end inside lines: the lost lines, newlines and all,
     # are one line with the two halves around them. It was one "binary data" (or
     # "UTF-32 text") bad line under the 1 % rule, and "No findings", exit 0.
-    _, holed = _logs_and_a_copy(tmp_path, requests=400)
+    holed = _copy_to_make_a_hole_in(synth_logs(400), tmp_path)
     front = holed / "frontend.jsonl"
     data = front.read_bytes()
     middle = len(data) // 2 + 1234
