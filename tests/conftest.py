@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import functools
+import json
 import os
 import signal
 import subprocess
@@ -122,17 +124,34 @@ def demo_argv(out: Path, requests: int = DEMO_REQUESTS, concurrency: int | None 
             "--requests", str(requests), "--concurrency", str(concurrency or requests)]  # fmt: skip
 
 
+def _run_shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder the whole run shares: pytest-xdist gives each worker a base folder of
+    its own, all under one."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def demo_completed(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
-    out = tmp_path_factory.getbasetemp() / "demo-out"
-    # Without COLUMNS, as a pipe in CI: the demo lays itself out for its default width.
-    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    return subprocess.run(demo_argv(out), capture_output=True, text=True, timeout=300,
-                          env=env)
+    """The run's one real demo, made by the first worker to need it; the others wait for
+    it and read its result (its output folder is only read or copied). Made once per
+    worker, it cost ~5.5 CPU-s up to three times a run, on cores the suite is short of."""
+    root = _run_shared_root(tmp_path_factory)
+    saved = root / "demo-completed.json"
+    with (root / "demo-completed.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not saved.exists():
+            # Without COLUMNS, as a pipe in CI: the demo lays itself out for its default width.
+            env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+            done = subprocess.run(demo_argv(root / "demo-out"), capture_output=True, text=True,
+                                  timeout=300, env=env)
+            saved.write_text(json.dumps([done.args, done.returncode, done.stdout, done.stderr]))
+        args, returncode, stdout, stderr = json.loads(saved.read_text())
+    return subprocess.CompletedProcess(args, returncode, stdout, stderr)
 
 
 @pytest.fixture(scope="session")
 def demo_output(
     demo_completed: subprocess.CompletedProcess[str], tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
-    return tmp_path_factory.getbasetemp() / "demo-out"
+    return _run_shared_root(tmp_path_factory) / "demo-out"
