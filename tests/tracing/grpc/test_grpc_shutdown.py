@@ -77,8 +77,11 @@ def _signalled_server(
         ("aio", signal.SIGHUP),
         # Supervisors set up the nginx way stop with SIGQUIT, which dumped core.
         ("aio", signal.SIGQUIT),
+        # Ctrl-C under asyncio.run (docs/grpc.md's example): passed on to asyncio's own
+        # handler, it cancelled the stop itself (exit by KeyboardInterrupt, spans lost).
+        ("aio", signal.SIGINT),
     ],
-    ids=["aio", "sync", "aio-sighup", "aio-sigquit"],
+    ids=["aio", "sync", "aio-sighup", "aio-sigquit", "aio-sigint"],
 )
 def test_sigterm_flushes_spans_and_metrics(
     tmp_path: Path, kind: str, signum: signal.Signals

@@ -73,8 +73,19 @@ def _stop_and_pass_on(stop: asyncio.Event, signum: signal.Signals, previous: obj
     server in the process (uvicorn's, which installs its own when it starts) never heard
     of it, and the process went on serving HTTP after gRPC had stopped."""
     stop.set()
-    if callable(previous) and previous is not signal.default_int_handler:
+    if callable(previous) and not _interrupts_main(previous):
         previous(signum, None)
+
+
+def _interrupts_main(handler: object) -> bool:
+    """Whether `handler` is Python's Ctrl-C, which the graceful stop replaces: the default
+    one, or the one `asyncio.run` installs, which cancels the main task. Passed that one,
+    Ctrl-C cancelled the very coroutine that was stopping the server: no grace for the
+    calls in flight, their spans and counts lost, a KeyboardInterrupt traceback."""
+    if handler is signal.default_int_handler:
+        return True
+    bound = getattr(handler, "func", None)  # asyncio.Runner's is a partial of its method
+    return getattr(bound, "__func__", None) is getattr(asyncio.Runner, "_on_sigint", None)
 
 
 def _default_signals() -> tuple[signal.Signals, ...]:
