@@ -57,6 +57,14 @@ LIFECYCLE_FIELDS: Final[frozenset[str]] = frozenset({
     "event", "outcome", "fp_in", "fp_out", "deprecated_headers", "chunk_request_id",
 })
 
+# Keys a ridtrace/1 line's formatter owns: an application's field of one of these names,
+# or of a lifecycle field's on its own line, is written with a leading ``_``
+# (`APPLICATION_RESERVED`), and a reader of loguru's own JSON keeps it apart the same way.
+LINE_KEYS: Final[frozenset[str]] = frozenset({
+    "time", "level", "message", "logger", "schema", "service", "pid", "exception", "traceback",
+})
+APPLICATION_RESERVED: Final[frozenset[str]] = LINE_KEYS | LIFECYCLE_FIELDS
+
 # Outcomes (the ``outcome`` field of ``request.end`` / ``worker.end``).
 OUTCOME_OK: Final = "ok"
 OUTCOME_ERROR: Final = "error"

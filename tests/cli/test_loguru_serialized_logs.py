@@ -80,6 +80,31 @@ def test_a_serialized_loguru_log_gives_the_json_sinks_report(tmp_path: Path) -> 
     assert cited == {str(serialized)}
 
 
+# The application logs fields of its own named like ridtrace's lifecycle fields: a
+# webhook's payload type, a header it saw. ridtrace's sink writes them `_event`,
+# `_outcome` (docs/log-schema.md); read from loguru's own JSON as they were, they made
+# an Unlinked failure (exit 1) and a deprecated header no client sent.
+_APP_OWN_FIELDS = _APP.replace(
+    '    logger.info("handling")\n',
+    '    logger.info("handling")\n'
+    '    logger.info("webhook", event="response.unlinked", outcome="unlinked")\n'
+    '    logger.info("header seen", event="deprecated_header", header="x-dynamo-request-id")\n',
+)
+
+
+def test_an_applications_event_field_is_no_lifecycle_event(tmp_path: Path) -> None:
+    assert _APP_OWN_FIELDS != _APP
+    plain, serialized = tmp_path / "api.jsonl", tmp_path / "app.json"
+    subprocess.run([sys.executable, "-c", _APP_OWN_FIELDS, str(plain), str(serialized)],
+                   check=True, timeout=60)
+    plain_code, plain_doc = _report(plain)
+    code, doc = _report(serialized)
+    assert "unlinked" not in {kind for kind, _ in _kinds(plain_doc)}
+    assert _kinds(doc) == _kinds(plain_doc)
+    assert doc["summary"] == plain_doc["summary"] | {"files": doc["summary"]["files"]}
+    assert code == plain_code
+
+
 def test_the_same_log_in_a_walk_is_read_whatever_its_name(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()

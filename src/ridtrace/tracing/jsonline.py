@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from ridtrace.contract import LIFECYCLE_FIELDS, LOG_SCHEMA
+from ridtrace.contract import APPLICATION_RESERVED, LINE_KEYS, LOG_SCHEMA
 from ridtrace.tracing.context import RequestContext
 
 __all__ = [
@@ -48,13 +48,11 @@ __all__ = [
 # Keys the formatter owns; an extra with one of these names is written with a
 # leading underscore instead of overwriting the real value. `exception` and `traceback`
 # are a logged exception's: an application's own was lost under them, or made a line
-# without one look like an exception's.
-_RESERVED = frozenset({"time", "level", "message", "logger", "schema", "service", "pid",
-                       "exception", "traceback"})
-# On an application's line, the lifecycle fields forensics reads are the formatter's too
-# (`contract.LIFECYCLE_FIELDS`): `"event": "response.unlinked"` from a webhook's payload
-# was an Unlinked failure of the request that logged it, and exit 1.
-APPLICATION_RESERVED = _RESERVED | LIFECYCLE_FIELDS
+# without one look like an exception's. On an application's line, the lifecycle fields
+# forensics reads are the formatter's too (`contract.APPLICATION_RESERVED`): `"event":
+# "response.unlinked"` from a webhook's payload was an Unlinked failure of the request
+# that logged it, and exit 1.
+_RESERVED = LINE_KEYS
 CONTEXT_KEYS = ("request_id", "x_request_id", "trace_id", "span_id", "parent_span_id")
 LEVEL_NAMES = {"WARNING": "WARN", "SUCCESS": "INFO"}
 _SCHEMA_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "CRITICAL"})

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ridtrace.contract import LOG_SCHEMA
+from ridtrace.contract import APPLICATION_RESERVED, LIFECYCLE_FIELDS, LOG_SCHEMA
 from ridtrace.forensics.reading.unwrap_parts import LineByLine, each_object, json_objects
 
 __all__ = ["LoguruJsonUnwrapper", "loguru_json_in", "loguru_record"]
@@ -80,6 +80,17 @@ def _flat(record: dict[str, Any]) -> dict[str, Any]:
         flat["exception"] = f"{error['type']}: {value}" if value else str(error["type"])
     extra = record.get("extra")
     if isinstance(extra, dict):
+        # An application's field named like the line's own or a lifecycle field is kept
+        # apart as the sink keeps it (`_event`): a webhook's `event="response.unlinked"`
+        # was an Unlinked failure, exit 1. ridtrace's own events through loguru
+        # (`events_via_loguru`) are logged under their module's name, ridtrace's.
+        own = _is_ridtraces(record.get("name"))
         for key, value in extra.items():
+            if key in APPLICATION_RESERVED and not (own and key in LIFECYCLE_FIELDS):
+                key = "_" + key
             flat.setdefault(key, value)
     return flat
+
+
+def _is_ridtraces(logger: object) -> bool:
+    return isinstance(logger, str) and (logger == "ridtrace" or logger.startswith("ridtrace."))
