@@ -66,8 +66,42 @@ def _fluentd_file(lines: list[bytes]) -> bytes:
         + json.dumps({"stream": "stdout", "logtag": tag, "log": part})))
 
 
+def _cri(tag: str, part: str) -> str:
+    """The node's CRI line of a part, as the runtime wrote it."""
+    return f"2026-11-29T10:00:00.250000001Z stdout {tag} {part}"
+
+
+def _vector_raw_cri(lines: list[bytes]) -> bytes:
+    """Vector's `file` source reading /var/log/pods without CRI parsing: the runtime's
+    line in ``message``, its prefix and tag with it."""
+    return _entries(lines, lambda pod, tag, part: json.dumps({
+        "file": f"/var/log/pods/default_{pod}_uid/c/0.log", "host": "node-1",
+        "message": _cri(tag, part), "source_type": "file",
+        "timestamp": "2026-11-29T10:00:00.3Z"}))
+
+
+_RECORDS_A_BATCH = 3
+
+
+def _collector_raw_cri(lines: list[bytes]) -> bytes:
+    """The OpenTelemetry Collector's file exporter after a filelog receiver without its
+    CRI parsing: a runtime's line a record's body, three records a line."""
+    records = [json.loads(x) for x in _entries(lines, lambda pod, tag, part: json.dumps({
+        "observedTimeUnixNano": "1796205600250000000", "body": {"stringValue": _cri(tag, part)},
+        "attributes": [{"key": "log.file.path",
+                        "value": {"stringValue": f"/var/log/pods/default_{pod}_uid/c/0.log"}}],
+    })).splitlines()]
+    batches = [records[i : i + _RECORDS_A_BATCH] for i in range(0, len(records), _RECORDS_A_BATCH)]
+    return b"".join(json.dumps({"resourceLogs": [{"resource": {}, "scopeLogs": [
+        {"scope": {}, "logRecords": batch}]}]}).encode() + b"\n" for batch in batches)
+
+
+# Vector's and the collector's: no tag field, the tag in the runtime's prefix. A long
+# record's parts were each a bad line ("missing time", "not JSON"), its Unlinked error
+# lost, and the run said complete (exit 0).
 SHAPES = {"fluent-bit-cri": _fluent_bit_cri, "fluent-bit-multiline": _fluent_bit_multiline,
-          "fluentd-file-cri": _fluentd_file}
+          "fluentd-file-cri": _fluentd_file, "vector-raw-cri": _vector_raw_cri,
+          "collector-raw-cri": _collector_raw_cri}
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -85,7 +119,8 @@ def test_a_line_cut_into_parts_is_put_together_again(
     assert code == want_code == 1
 
 
-def test_an_unlinked_error_in_a_cut_line_is_found(tmp_path: Path) -> None:
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_an_unlinked_error_in_a_cut_line_is_found(tmp_path: Path, shape: str) -> None:
     # The one error of the log is a long line (its error text holds the payload).
     trace, span = "1" * 32, "a" * 16
     base = {"schema": "ridtrace/1", "service": "frontend", "request_id": "r1",
@@ -98,24 +133,26 @@ def test_an_unlinked_error_in_a_cut_line_is_found(tmp_path: Path) -> None:
         {**base, "time": "2026-11-29T10:00:02Z", "event": "request.end", "message": "m",
          "status": 500, "outcome": "error"},
     ]
-    log = tmp_path / "fluent-bit.log"
-    log.write_bytes(_fluent_bit_cri([json.dumps(r).encode() for r in records]))
+    log = tmp_path / "shipped.log"
+    log.write_bytes(SHAPES[shape]([json.dumps(r).encode() for r in records]))
     code, doc = analyze_json(str(log))
     assert [f["kind"] for f in doc["findings"]] == ["unlinked"]
     assert doc["summary"]["bad_lines"] == 0
     assert code == 1
 
 
-def test_a_line_whose_last_part_never_came_is_cut_short(tmp_path: Path) -> None:
-    # A copy cut after the first part of its last line: lines 1-5 hold one cut line
-    # (3 parts, the other pod's line between), line 6 the first part of the next.
-    log = tmp_path / "fluent-bit.log"
-    data = _fluent_bit_cri([_LONG.encode()])
+@pytest.mark.parametrize("shape", ["fluent-bit-cri", "vector-raw-cri", "collector-raw-cri"])
+def test_a_line_whose_last_part_never_came_is_cut_short(tmp_path: Path, shape: str) -> None:
+    # A copy cut after the first part of its last line: the lines before hold one cut
+    # line (its parts, the other pod's line between), the last the first part of the next.
+    log = tmp_path / "shipped.log"
+    data = SHAPES[shape]([_LONG.encode()])
     log.write_bytes(data + data.split(b"\n")[0] + b"\n")
     code, doc = analyze_json(str(log))
+    shipper = "OpenTelemetry Collector file" if shape == "collector-raw-cri" else "log shipper JSON"
     assert doc["summary"]["bad_line_samples"] == [{
-        "file": str(log), "line": 6,
-        "reason": "cut short (log shipper JSON record whose last part is missing)",
+        "file": str(log), "line": data.count(b"\n") + 1,
+        "reason": f"cut short ({shipper} record whose last part is missing)",
     }]
     assert code == 3
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CRI_LINE", "PREFIX", "behind_prefixes"]
+__all__ = ["CRI_LINE", "PREFIX", "behind_prefixes", "cri_part"]
 
 # RFC 3339 as Go's RFC3339Nano writes it (kubelet, containerd, Docker, kubectl).
 _TIME = rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})"
@@ -70,6 +70,15 @@ PREFIX = re.compile(
     + _COMPOSE + rb"(?:" + _TIME + rb" )?|" + _AWS_SHORT + rb"|"
     + _STERN + rb"(?:" + _TIME + rb" )?"
 )
+
+
+def cri_part(line: bytes) -> tuple[bool, bytes, bytes] | None:
+    """A CRI line's parts: whether it is a record's last (tag ``F``), its stream, and
+    its content; None for a line that is no CRI line."""
+    head = CRI_LINE.match(line)
+    if head is None:
+        return None
+    return head[2] == b"F", head[1], line[head.end():].removesuffix(b"\r")
 
 
 def record_behind_prefix(line: bytes) -> bytes | None:

@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+from ridtrace.forensics.reading.line_prefixes import cri_part
 from ridtrace.forensics.reading.unwrap_parts import LineByLine, carried_line, json_object
 
 __all__ = [
@@ -80,10 +81,19 @@ class ShippedLines(LineByLine):
         besides the entry's own fields (a file output's tag)."""
         line = carried_line(text)
         tag = next((entry[k] for k in _PART_TAGS if k in entry), None)
+        stream = b""
+        if tag is None:
+            # A node's CRI line shipped as the runtime wrote it (Vector's `file` source,
+            # a collector's filelog receiver without its CRI parsing): a long record's
+            # parts were each a bad line ("missing time"), and the read said complete.
+            cri = cri_part(line)
+            if cri is not None:
+                last, stream, line = cri
+                tag = "F" if last else "P"
         if tag not in ("P", "F") or (tag == "F" and not self._parts.pending):
             return line
         fields = {k: v for k, v in entry.items() if k != field and k not in _PER_PART}
-        source = (container, json.dumps(fields, sort_keys=True))
+        source = (container, stream, json.dumps(fields, sort_keys=True))
         return self._parts.add(source, number, line, tag == "F")
 
 
@@ -213,11 +223,22 @@ def envelope_of(lines: list[bytes]) -> EnvelopeUnwrapper | None:
             entry = document
         for field in ENVELOPE_FIELDS:
             value = entry.get(field)
-            if (isinstance(value, str) and value.lstrip().startswith("{")) or (
+            if (isinstance(value, str) and _opens_a_record(value)) or (
                 isinstance(value, dict) and is_record(value)
             ):
                 return EnvelopeUnwrapper(field)
     return None
+
+
+def _opens_a_record(text: str) -> bool:
+    """Whether a shipped line opens a JSON record, or a node's CRI line does (shipped as
+    the runtime wrote it: the envelope was not seen, and the parts of a long record
+    were never put together)."""
+    text = text.lstrip()
+    if text.startswith("{"):
+        return True
+    cri = cri_part(text.encode("utf-8", "surrogatepass"))
+    return cri is not None and cri[2].lstrip().startswith(b"{")
 
 
 def shipper_file_frames() -> tuple[tuple[str, re.Pattern[bytes]], ...]:
