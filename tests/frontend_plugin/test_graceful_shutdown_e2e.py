@@ -189,6 +189,10 @@ def test_ctrl_c_twice_ends_the_requests_at_once_as_the_server_s_not_the_clients(
         assert len(ends) == len(ROUTES)
         for end in ends:
             assert (end["outcome"], end["error"]) == ("error", SHUTTING_DOWN), end
+        # The forced exit cancelled the lifespan where it waited: Starlette's traceback of
+        # that cancel was an ERROR line of uvicorn's, as if the app had failed.
+        assert not [x for x in frontend.lines() if x.get("level") == "ERROR"], [
+            x["message"][:200] for x in frontend.lines() if x.get("level") == "ERROR"]
 
 
 def test_requests_that_finish_within_the_grace_period_complete_normally(tmp_path: Path) -> None:

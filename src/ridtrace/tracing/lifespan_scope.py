@@ -12,6 +12,7 @@ batched, and the event lines gathered for the loop's next turn, at each SIGTERM.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -29,9 +30,17 @@ async def serve_lifespan(app: ASGIApp, scope: Scope, receive: Receive, send: Sen
     answer the protocol for an app that does not speak it (it raised or returned before
     asking for the first message), so that its shutdown flushes telemetry too."""
     asked = False
+    cancelled_waiting = False
 
     async def receive_at_startup() -> Message:
-        message = await receive()
+        nonlocal cancelled_waiting
+        try:
+            message = await receive()
+        except asyncio.CancelledError:
+            # A forced exit (Ctrl-C twice): the server stops without a shutdown message
+            # and its loop cancels the lifespan where it waits for one.
+            cancelled_waiting = True
+            raise
         if message["type"] == "lifespan.startup":
             # By now the server has set up its logging, over configure_logging's routing
             # when the app was imported first (uvicorn.run(app), fastapi run).
@@ -54,6 +63,11 @@ async def serve_lifespan(app: ASGIApp, scope: Scope, receive: Receive, send: Sen
             lifecycle.service_started()
         if message["type"] in _SHUTDOWN_ANSWERS:
             await _flush()
+            if cancelled_waiting and message["type"] == "lifespan.shutdown.failed":
+                # Starlette answers that cancel as a failed shutdown, its traceback the
+                # message, which uvicorn logged as an ERROR line: the operator's second
+                # Ctrl-C is no failure of the app's. The answer still ends the protocol.
+                message = {**message, "message": ""}
         await send(message)
 
     token = lifecycle.counted_above.set(True)  # an inner telemetry_lifespan: counted here
