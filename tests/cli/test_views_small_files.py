@@ -91,9 +91,9 @@ def test_the_spans_of_many_files_are_one_query(
         def __init__(self) -> None:
             self._con = connect()
 
-        def sql(self, text: str) -> Any:
+        def execute(self, text: str, *args: Any) -> Any:
             queries.append(text)
-            return self._con.sql(text)
+            return self._con.execute(text, *args)
 
         def __getattr__(self, name: str) -> Any:
             return getattr(self._con, name)
