@@ -159,7 +159,7 @@ def _blank_in_slice(data: bytes, first_line: int) -> np.ndarray:
     bounds[0::2] = starts[maybe]
     bounds[1::2] = ends[maybe]
     any_other = np.logical_or.reduceat(other, bounds)[0::2]
-    return (first_line + maybe[~any_other]).astype(np.int64)
+    return np.asarray(first_line + maybe[~any_other], dtype=np.int64)
 
 
 # numpy compares a slice this size in cache; the whole block at once spills it.

@@ -185,7 +185,7 @@ def _merge(parts: pd.DataFrame) -> pd.DataFrame:
     by the ids as logged: a span whose file rotated between a line spelling its id upper
     case and one spelling it lower case is one span; it keeps its earliest spelling."""
     codes = np.asarray(parts.groupby(KEY, sort=False).ngroup().to_numpy(), dtype=np.int64)
-    n = int(codes.max()) + 1
+    n = int(np.max(codes)) + 1
     every = np.ones(len(parts), dtype=bool)
     first, last = group_rows(codes, every, n), group_rows(codes, every, n, last=True)
     out: dict[str, Any] = {}

@@ -287,7 +287,7 @@ def _within_traces(
     known = span[span >= 0]
     if not len(known):
         return span, parent
-    if np.bincount(known).max() <= 1 and not _links_across_traces(span, parent, trace):
+    if np.max(np.bincount(known)) <= 1 and not _links_across_traces(span, parent, trace):
         return span, parent
     (traces,), _ = shared_codes(trace)
     width = np.int64(_size(span, parent))
