@@ -50,39 +50,40 @@ def clock_offsets(requests: pd.DataFrame) -> dict[str, int]:
 def span_offsets(spans: SpanColumns) -> dict[str, int]:
     """`clock_offsets` on converted columns.
 
-    A file none of whose spans links to a caller elsewhere takes the offset of a placed
-    part of its own rotated log (``worker.jsonl`` beside ``worker.jsonl.1.gz``): one
-    process stamped both. Left on its raw clock, the live part of a worker 2 s ahead,
-    whose one span worked for a caller whose log was lost, overlapped a later caller: a
-    false duplicate, while its rotated part was corrected.
+    The parts of one rotated log (``worker.jsonl.1.gz``, ``worker.jsonl``) are one
+    process's lines on one clock: placed as one file, by the bounds of all their links
+    together. Each part placed by its own links took an offset of its own, and given the
+    offset of the part with most spans, a part bounded from below only (callers that
+    went away) outvoted the tight bounds of the other: a worker 2 s behind was corrected
+    by 1.6 s, and its output finished just after a timed-out caller's end became a lost
+    one, an Unlinked error. A part none of whose spans links to a caller elsewhere takes
+    its log's offset too: left on its raw clock, the live part of a worker 2 s ahead,
+    whose one span worked for a caller whose log was lost, overlapped a later caller.
     """
-    on_clock, alone = _file_offsets(spans)
-    _place_by_rotated_parts(spans, on_clock, alone)
-    return {spans.file_names[code] if code >= 0 else "nan": offset
-            for code, offset in on_clock.items() if offset}
+    logs, log_of = _logs_of(spans.file_names)
+    on_clock, _ = _file_offsets(replace(
+        spans, file=np.where(spans.file >= 0, log_of[np.maximum(spans.file, 0)], -1),
+        file_names=logs))
+    offsets = {name: on_clock.get(int(log_of[code]), 0)
+               for code, name in enumerate(spans.file_names)}
+    if -1 in on_clock:
+        offsets["nan"] = on_clock[-1]
+    return {name: offset for name, offset in offsets.items() if offset}
 
 
-def _place_by_rotated_parts(spans: SpanColumns, on_clock: dict[int, int],
-                            alone: set[int]) -> None:
-    """Put every part of a rotated log on the clock of its part placed by links with
-    most spans (`alone`: a frontend file linked to none, on its own clock, is placed by
-    no link). One process stamped them all: each part placed by its own links took an
-    offset of its own, the oldest part of a frontend log 0.2 ms off its other parts."""
-    linked = [code for code in on_clock if code >= 0 and code not in alone]
-    if not linked:
-        return
-    spans_in = np.bincount(spans.file[spans.file >= 0], minlength=len(spans.file_names))
-    reference = next(iter(on_clock))  # placed first, at 0: the others are on its clock
-    best: dict[tuple[str, str], int] = {}  # log -> its linked file with most spans
-    for code in linked:
-        log, _ = rotation_place(spans.file_names[code])
-        if log not in best or (best[log] != reference
-                               and (code == reference or spans_in[code] > spans_in[best[log]])):
-            best[log] = code
-    for code, name in enumerate(spans.file_names):
-        placed = best.get(rotation_place(name)[0])
-        if placed is not None:
-            on_clock[code] = on_clock[placed]
+def _logs_of(file_names: list[str]) -> tuple[list[str], np.ndarray]:
+    """The logs `file_names` are parts of (one per rotated log: named by its first part
+    here), and each file's log code."""
+    codes: dict[tuple[str, str], int] = {}
+    logs: list[str] = []
+    log_of = np.zeros(max(len(file_names), 1), dtype=np.int64)
+    for code, name in enumerate(file_names):
+        log = rotation_place(name)[0]
+        if log not in codes:
+            codes[log] = len(logs)
+            logs.append(name)
+        log_of[code] = codes[log]
+    return logs, log_of
 
 
 def _file_offsets(spans: SpanColumns) -> tuple[dict[int, int], set[int]]:
