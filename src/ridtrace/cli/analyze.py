@@ -86,12 +86,17 @@ def quiet_option(func: F) -> F:
     return click.option("-q", "--quiet", is_flag=True, help="No progress bar or warnings.")(func)
 
 
-def allow_incomplete_option(func: F) -> F:
+def _allow_incomplete(said: str) -> Callable[[F], F]:
     """``--allow-incomplete``: exit 0 instead of 3 on input read only in part."""
     return click.option(
         "--allow-incomplete", is_flag=True,
-        help="Exit 0, not 3, when some input could not be read (the report still says so).",
-    )(func)
+        help=f"Exit 0, not 3, when some input could not be read{said}.",
+    )
+
+
+allow_incomplete_option = _allow_incomplete(" (the report still says so)")
+# An export has no report to say so in.
+allow_incomplete_export_option = _allow_incomplete("")
 
 
 def _with_progress(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ridtrace.cli.analyze import (
+    allow_incomplete_export_option,
     allow_incomplete_option,
     load_logs,
     paths_argument,
@@ -293,7 +294,7 @@ def export() -> None:
         "/grpc.health.v1.Health/Check, …), left out by default."
     ),
 )
-@allow_incomplete_option
+@allow_incomplete_export_option
 @quiet_option
 @click.pass_context
 def jaeger(ctx: click.Context, paths: tuple[str, ...], output: Path, include_health: bool,
