@@ -96,12 +96,27 @@ def _collector_raw_cri(lines: list[bytes]) -> bytes:
         {"scope": {}, "logRecords": batch}]}]}).encode() + b"\n" for batch in batches)
 
 
-# Vector's and the collector's: no tag field, the tag in the runtime's prefix. A long
+def _loki_raw_cri(lines: list[bytes]) -> bytes:
+    """Loki's query_range answer after promtail without its `cri` stage: each pod's
+    stream newest first, a runtime's line a value, the answer one line."""
+    streams: dict[str, list[str]] = {}
+    for entry in _entries(lines, lambda pod, tag, part: json.dumps([pod, _cri(tag, part)]))\
+            .splitlines():
+        pod, text = json.loads(entry)
+        streams.setdefault(pod, []).append(text + "\n")
+    result = [{"stream": {"pod": pod}, "values": [
+        [str(1796205600000000000 + n), text] for n, text in enumerate(texts)][::-1]}
+        for pod, texts in streams.items()]
+    return json.dumps({"status": "success", "data": {"resultType": "streams", "result": result}},
+                      separators=(",", ":")).encode() + b"\n"
+
+
+# Vector's, the collector's and Loki's: no tag field, the tag in the runtime's prefix. A long
 # record's parts were each a bad line ("missing time", "not JSON"), its Unlinked error
 # lost, and the run said complete (exit 0).
 SHAPES = {"fluent-bit-cri": _fluent_bit_cri, "fluent-bit-multiline": _fluent_bit_multiline,
           "fluentd-file-cri": _fluentd_file, "vector-raw-cri": _vector_raw_cri,
-          "collector-raw-cri": _collector_raw_cri}
+          "collector-raw-cri": _collector_raw_cri, "loki-raw-cri": _loki_raw_cri}
 
 
 @pytest.mark.parametrize("engine", ENGINES)

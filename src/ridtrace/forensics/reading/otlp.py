@@ -97,7 +97,8 @@ class OtlpUnwrapper(LineByLine):
         first, the whole record at its last part's line. Each part was a bad line, and
         a long Unlinked error went missing under the 1 % of bad lines a read may have."""
         body = _value(log_record.get("body")) if isinstance(log_record, dict) else None
-        cri = cri_part(body.encode("utf-8", "surrogatepass")) if isinstance(body, str) else None
+        cri = (cri_part(body.rstrip("\r\n").encode("utf-8", "surrogatepass"))
+               if isinstance(body, str) else None)
         if cri is None:
             return _record_text(log_record)
         last, stream, part = cri
