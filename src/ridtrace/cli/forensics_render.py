@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import sys
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -15,6 +16,7 @@ from rich.table import Table
 from ridtrace.forensics.printable import cited_at, cut_to_show, visible
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
     from ridtrace.forensics.rules.report import Report
@@ -92,7 +94,7 @@ def _cell(value: Any) -> str:
 
 def render_report(report: Report, *, to_terminal: bool) -> str:
     """Summary table, then findings (errors first), capped at `MAX_ROWS` rows."""
-    from ridtrace.contract import SEVERITY
+    from ridtrace.contract import FINDING_KINDS, SEVERITY
     from ridtrace.forensics.rules.findings import finding_dicts
 
     console, buf = _console(to_terminal)
@@ -128,18 +130,36 @@ def render_report(report: Report, *, to_terminal: bool) -> str:
         else:
             console.print("No findings.")
         return _text(buf)
-    records = finding_dicts(found.head(MAX_ROWS))
+    ordered = found.take(_worst_first(found.kind))
+    records = finding_dicts(ordered.head(MAX_ROWS))
     if console.width >= FINDINGS_TABLE_WIDTH:
         console.print(_findings_table(console.width, records))
     else:
         _print_finding_blocks(console, records)
     if len(found) > MAX_ROWS:
+        left = Counter(ordered.kind[MAX_ROWS:])
+        kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(
+            left.items(), key=lambda item: FINDING_KINDS.index(item[0])))
         console.print(
-            f"… {len(found) - MAX_ROWS} more findings; use --format json or csv."
+            f"… {len(found) - MAX_ROWS} more findings ({kinds}); use --format json or csv."
         )
     if report.summary["incomplete"]:
         _print_incomplete(console, report.summary, "INCOMPLETE: more incidents may be missing:")
     return _text(buf)
+
+
+def _worst_first(kinds: list[str]) -> np.ndarray[Any, Any]:
+    """The text view's order: crossed streams, then duplicates in flight, then Unlinked
+    errors, then the info findings (`contract.FINDING_KINDS`), each kind in the report's
+    order (by time). By time alone, a legacy run's first 50 were its Unlinked errors, and
+    the crossed streams, the incident itself, were past the cut, unnamed."""
+    import numpy as np
+
+    from ridtrace.contract import FINDING_KINDS
+
+    rank = np.fromiter((FINDING_KINDS.index(kind) for kind in kinds), dtype=np.int64,
+                       count=len(kinds))
+    return np.argsort(rank, kind="stable")
 
 
 def _print_incomplete(console: Console, summary: dict[str, Any], headline: str) -> None:
