@@ -35,7 +35,9 @@ def test_the_batch_reads_stderr_and_table_quote_such_a_name(tmp_path: Path) -> N
                                 env={"COLUMNS": "1000"})
     assert result.exit_code == 1, result.output
     assert f"'{odd}':1 (not JSON" in result.stderr
-    assert f"'{odd}':2, '{odd}':3" in result.stdout  # the evidence cell
+    # The evidence cell, under the folder it names once.
+    assert f"evidence in files under {tmp_path}/" in result.stdout
+    assert f"'{odd.name}':2, '{odd.name}':3" in result.stdout
     as_json = CliRunner().invoke(main, ["analyze", str(odd), "--format", "json", "-q"])
     cited = {e["file"] for f in json.loads(as_json.stdout)["findings"] for e in f["evidence"]}
     assert cited == {str(odd)}  # whole, unquoted

@@ -311,4 +311,32 @@ def test_one_long_citation_leaves_the_short_ones_whole(
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["analyze", "logs", "-q"], env={"COLUMNS": "180"})
     assert result.exit_code == 1, result.stderr
-    assert "│ logs/frontend.jsonl:1," in result.stdout, result.stdout
+    assert "evidence in files under logs/" in result.stdout, result.stdout
+    assert "│ frontend.jsonl:1," in result.stdout, result.stdout
+
+
+def test_a_long_folder_leaves_the_tables_citations_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The table cited every file by its whole path: under a long folder, with ids of 9
+    # characters, the evidence column was 21 wide and each citation folded in its name
+    # ("demo/legacy/l" over "ogs/frontend.jsonl:8,"). The blocks cited them relatively.
+    from click.testing import CliRunner
+
+    from ridtrace.cli.main import main
+    from tests.forensics.helpers import rt_request
+
+    logs = tmp_path / ("deep-" * 12) / "legacy" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "frontend.jsonl").write_text("\n".join(
+        rt_request("a" * 16, "rollout-7", 0.1, 0.5) + rt_request("b" * 16, "rollout-7", 0.2, 0.6))
+        + "\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["analyze", str(logs.relative_to(tmp_path)), "-q"],
+                                env={"COLUMNS": "140"})
+    assert result.exit_code == 1, result.stderr
+    assert f"evidence in files under {logs.relative_to(tmp_path)}/" in result.stdout
+    cells = [line.rsplit("│", 2)[1].strip() for line in result.stdout.splitlines()
+             if line.startswith("│") and line.count("│") == 8]
+    cited = [c for cell in cells for c in cell.replace(",", " ").split()]
+    assert cited and all(re.fullmatch(r"frontend\.jsonl:\d+", c) for c in cited), cells

@@ -133,7 +133,8 @@ def render_report(report: Report, *, to_terminal: bool) -> str:
     ordered = found.take(_worst_first(found.kind))
     records = finding_dicts(ordered.head(MAX_ROWS))
     if console.width >= FINDINGS_TABLE_WIDTH:
-        console.print(_findings_table(console.width, records))
+        base = _print_evidence_base(console, records)
+        console.print(_findings_table(console.width, records, base))
     else:
         _print_finding_blocks(console, records)
     if len(found) > MAX_ROWS:
@@ -248,7 +249,20 @@ _FOLDED_AT_LEAST = 16  # what a folded column keeps beside the whole ones
 _CITATION_AT_MOST = 60  # the evidence column's width kept for a whole citation, at most
 
 
-def _findings_table(width: int, records: list[dict[str, Any]]) -> Table:
+def _print_evidence_base(console: Console, records: list[dict[str, Any]]) -> str:
+    """The directory every cited file is in, said once, to cite the files relative to:
+    a long path folded across lines is no `file:line` a reader can copy, and the table's
+    evidence column, repeating it, folded citations whose ids were short."""
+    from rich.text import Text
+
+    dirs = {os.path.dirname(str(e["file"])) for rec in records for e in rec["evidence"]}
+    base = "" if not dirs or "" in dirs else _common_dir(dirs)
+    if base:
+        console.print(Text(visible(f"evidence in files under {base}{os.sep}"), style="dim"))
+    return base
+
+
+def _findings_table(width: int, records: list[dict[str, Any]], base: str = "") -> Table:
     """The findings as a table `width` wide: kind, severity and time whole (a time
     folded after "…18.66258" read as another time), and ids up to `WHOLE_ID` characters
     too, while the columns that fold keep `_FOLDED_AT_LEAST`; the rest folds."""
@@ -260,10 +274,10 @@ def _findings_table(width: int, records: list[dict[str, Any]]) -> Table:
     borders = 3 * len(_FINDING_COLUMNS) + 1
     # A citation folds only where it is longer than the evidence column can be: folded
     # inside its line number ("…jsonl:5" over "0,"), it read as another, whole citation.
-    cited = max((cell_len(_cell(e)) + 1 for rec in records for e in _citations(rec)),
+    cited = max((cell_len(_cell(e)) + 1 for rec in records for e in _citations(rec, base)),
                 default=0)
     evidence = max(min(cited, _CITATION_AT_MOST), _FOLDED_AT_LEAST)
-    joined = max((cell_len(_evidence(rec)) for rec in records), default=0)  # on one line
+    joined = max((cell_len(_evidence(rec, base)) for rec in records), default=0)  # one line
     whole: dict[str, int] = {}
     # Ids kept whole before citations: a long path's citation folds anyway.
     for kept, cited_whole in ((_FINDING_COLUMNS[:5], True), (_FINDING_COLUMNS[:5], False),
@@ -285,7 +299,7 @@ def _findings_table(width: int, records: list[dict[str, Any]]) -> Table:
         table.add_row(
             rec["kind"], rec["severity"], _cell(rec["time"]), _cell(rec["request_id"]),
             _cell(rec["x_request_id"]), _cell(rec["detail"]),
-            _evidence(rec, width=whole.get("evidence")), style=style,
+            _evidence(rec, base, width=whole.get("evidence")), style=style,
         )
     return table
 
@@ -296,12 +310,7 @@ def _print_finding_blocks(console: Console, records: list[dict[str, Any]]) -> No
     from rich.text import Text
 
     console.print("findings", style="bold")
-    # Evidence relative to the directory every cited file is in: a long path folded
-    # across lines is no `file:line` a reader can copy.
-    dirs = {os.path.dirname(str(e["file"])) for rec in records for e in rec["evidence"]}
-    base = "" if not dirs or "" in dirs else _common_dir(dirs)
-    if base:
-        console.print(Text(visible(f"evidence in files under {base}{os.sep}"), style="dim"))
+    base = _print_evidence_base(console, records)
     for rec in records:
         console.print()
         style = "red" if rec["severity"] == "error" else None
