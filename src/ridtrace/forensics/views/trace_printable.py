@@ -42,6 +42,6 @@ def _block(block: RequestBlock) -> RequestBlock:
 def printable_view(view: TraceView) -> TraceView:
     """`view` with every text from the logs passed through `visible`."""
     return replace(
-        view, ident=visible(view.ident), blocks=[_block(b) for b in view.blocks],
+        view, ident=visible(cut_to_show(view.ident)), blocks=[_block(b) for b in view.blocks],
         offsets_ms={visible(name): ms for name, ms in view.offsets_ms.items()},
     )
