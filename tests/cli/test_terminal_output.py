@@ -340,3 +340,20 @@ def test_a_long_folder_leaves_the_tables_citations_whole(
              if line.startswith("│") and line.count("│") == 8]
     cited = [c for cell in cells for c in cell.replace(",", " ").split()]
     assert cited and all(re.fullmatch(r"frontend\.jsonl:\d+", c) for c in cited), cells
+
+
+def test_at_forty_columns_a_blocks_time_is_whole_under_its_key(tmp_path: Path) -> None:
+    # Beside its key the time had 24 columns of its 27: "…T10:00:00.1000" over "00Z".
+    from click.testing import CliRunner
+
+    from ridtrace.cli.main import main
+    from tests.forensics.helpers import rt_request
+
+    (tmp_path / "frontend.jsonl").write_text("\n".join(
+        rt_request("a" * 16, "r-1", 0.1, 0.5) + rt_request("b" * 16, "r-1", 0.2, 0.6)) + "\n")
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path), "-q"], env={"COLUMNS": "40"})
+    assert result.exit_code == 1, result.output
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= 40 for line in lines), lines
+    times = [line.strip() for line in lines if re.fullmatch(r"\s*\d{4}-\d\d-\d\dT[\d:.]+Z", line)]
+    assert times and all(len(t) == len("2026-11-29T10:00:00.100000Z") for t in times), lines

@@ -307,6 +307,7 @@ def _findings_table(width: int, records: list[dict[str, Any]], base: str = "") -
 def _print_finding_blocks(console: Console, records: list[dict[str, Any]]) -> None:
     """One block per finding, a field a line: seven table columns in a narrow terminal
     left each cell a few letters wide ("dupli / cate_ / in_fl")."""
+    from rich.padding import Padding
     from rich.text import Text
 
     console.print("findings", style="bold")
@@ -315,16 +316,28 @@ def _print_finding_blocks(console: Console, records: list[dict[str, Any]]) -> No
         console.print()
         style = "red" if rec["severity"] == "error" else None
         console.print(Text(f"{rec['kind']}  {rec['severity']}", style=style or ""))
-        fields = Table.grid(padding=(0, 2))
-        fields.add_column(no_wrap=True)
-        fields.add_column(overflow="fold")
-        for key, value in (
+        shown = (
             ("time", _cell(rec["time"])), ("request_id", _cell(rec["request_id"])),
             ("x_request_id", _cell(rec["x_request_id"]) or "-"),
             ("detail", _cell(rec["detail"])), ("evidence", _evidence(rec, base)),
-        ):
+        )
+        if console.width < _KEYS_BESIDE + len(rec["time"]):
+            # Too narrow for the time beside its key: folded there, "…T16:55:12.3613"
+            # over "36Z" read as another time. Each value under its key instead.
+            for key, value in shown:
+                console.print(Text(f"  {key}"))
+                console.print(Padding(Text(value, overflow="fold"), (0, 0, 0, 4)))
+            continue
+        fields = Table.grid(padding=(0, 2))
+        fields.add_column(no_wrap=True)
+        fields.add_column(overflow="fold")
+        for key, value in shown:
             fields.add_row(f"  {key}", value)
         console.print(fields)
+
+
+# A block's widest key ("  x_request_id") and the grid's padding after it.
+_KEYS_BESIDE = len("  x_request_id") + 2
 
 
 def _frame_table(frame: pd.DataFrame, *, title: str) -> Table:
