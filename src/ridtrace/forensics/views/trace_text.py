@@ -164,8 +164,12 @@ def _event_width(blocks: list[RequestBlock], names: dict[str, str], width: int) 
     """How `event_lines` lays out the events of `blocks` in `width` columns."""
     longest = max((cell_len(cited_at(names[ev.file], ev.line)) for block in blocks
                    for ev in block.events), default=0)
+    # file:line beside only when the events fit whole too (up to `_EVENT`): beside a long
+    # file name, "response.unlinked" was cut to "response.unl…" where a line of its own
+    # for file:line left it whole.
+    named = max((cell_len(ev.event) for block in blocks for ev in block.events), default=0)
     room = width - _BEFORE_EVENT - _AFTER_EVENT
-    if room - longest >= _MIN_EVENT:
+    if room - longest >= max(_MIN_EVENT, min(_EVENT, named)):
         return EventLayout(min(_EVENT, room - longest), True, True, _BEFORE_EVENT)
     if _outcome_beside(width):
         return EventLayout(min(_EVENT, room), False, True,
