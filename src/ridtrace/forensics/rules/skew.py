@@ -61,7 +61,7 @@ def span_offsets(spans: SpanColumns) -> dict[str, int]:
     whose one span worked for a caller whose log was lost, overlapped a later caller.
     """
     logs, log_of = _logs_of(spans.file_names)
-    on_clock, _ = _file_offsets(replace(
+    on_clock = _file_offsets(replace(
         spans, file=np.where(spans.file >= 0, log_of[np.maximum(spans.file, 0)], -1),
         file_names=logs))
     offsets = {name: on_clock.get(int(log_of[code]), 0)
@@ -86,9 +86,8 @@ def _logs_of(file_names: list[str]) -> tuple[list[str], np.ndarray]:
     return logs, log_of
 
 
-def _file_offsets(spans: SpanColumns) -> tuple[dict[int, int], set[int]]:
-    """Offsets by file code, every file placed (zero included), and the frontend files
-    placed alone (linked to none placed: on their own clock).
+def _file_offsets(spans: SpanColumns) -> dict[int, int]:
+    """Offsets by file code, every file placed (zero included).
 
     The frontend file with the most requests is the reference. Files whose spans work
     for callers on its clock come first; then, level by level, files whose spans work
@@ -110,7 +109,7 @@ def _file_offsets(spans: SpanColumns) -> tuple[dict[int, int], set[int]]:
               | _steps_of_ok_requests(spans))
     workers = np.flatnonzero(spans.worker & (spans.parent >= 0))
     if not spans.front.any() or not len(workers):
-        return {}, set()
+        return {}
     front_files = _by_requests(spans.file[spans.front])
     if len(front_files) > 1 and _all_share_workers(spans, workers, front_files):
         # Replicas of a gateway on one machine's clock are one clock: the workers placed
@@ -119,17 +118,16 @@ def _file_offsets(spans: SpanColumns) -> tuple[dict[int, int], set[int]]:
         # refusals went to the middle of their loose bounds, 196 ms off, and a request
         # of the other replica was drawn ending before its worker's span.
         joint = _placement(spans, waited, workers, front_files, together=True)
-        if all(_front_fits(spans, waited, workers, joint[0], code) for code in front_files):
+        if all(_front_fits(spans, waited, workers, joint, code) for code in front_files):
             return joint
     return _placement(spans, waited, workers, front_files, together=False)
 
 
 def _placement(spans: SpanColumns, waited: np.ndarray, workers: np.ndarray,
-               front_files: list[int], *, together: bool) -> tuple[dict[int, int], set[int]]:
+               front_files: list[int], *, together: bool) -> dict[int, int]:
     """`_file_offsets` level by level, from the reference frontend file alone, or from
     every frontend file at zero (`together`)."""
     on_clock: dict[int, int] = {}  # file code -> offset, for the files placed so far
-    on_own_clock: set[int] = set()
     shift = np.zeros(len(spans.start), dtype=np.int64)
     callers = np.zeros(len(spans.start), dtype=bool)
     while True:
@@ -144,15 +142,13 @@ def _placement(spans: SpanColumns, waited: np.ndarray, workers: np.ndarray,
             if not alone:
                 break
             placed = {alone[0]: 0}  # linked to no file placed: its own clock
-            if on_clock:  # not the reference, whose clock the others are placed on
-                on_own_clock.add(alone[0])
         on_clock.update(placed)
         now = np.isin(spans.file, np.fromiter(placed, dtype=np.int64))
         shift = np.where(now, _file_shifts(spans, placed), shift)
         # Their frontend spans, and their worker spans that did not fail, are callers of
         # the next level's.
         callers = callers | (now & (spans.front | (spans.worker & (spans.ok | ~spans.ended))))
-    return on_clock, on_own_clock
+    return on_clock
 
 
 def _all_share_workers(spans: SpanColumns, workers: np.ndarray, front_files: list[int]) -> bool:
