@@ -27,6 +27,7 @@ from ridtrace.cli.serve_options import (
     _host_option,
     _worker_token_option,
     finite_seconds,
+    say,
     settings_from,
 )
 from ridtrace.cli.serve_run import check_open_file_limit, run_server, setup_telemetry
@@ -140,16 +141,17 @@ def frontend_command(
         raise click.UsageError("--metrics-require-key (or RIDTRACE_FRONTEND_METRICS_REQUIRE_KEY)"
                                " needs an API key: --api-key or RIDTRACE_API_KEYS")
     if not settings.api_keys:
-        _say_if_empty("frontend", "RIDTRACE_API_KEYS", "no API key is required on any route")
+        _say_if_empty("frontend", "RIDTRACE_API_KEYS", "no API key is required on any route",
+                      log_file)
     if not settings.worker_token:
         _say_if_empty("frontend", "RIDTRACE_WORKER_TOKEN", "work is sent to the workers "
-                      "without a token")
+                      "without a token", log_file)
     setup_telemetry(log_file, "frontend", log_level)
     drain = Drain()
     check_open_file_limit(settings.max_connections)
     run_server(create_frontend_app(settings, tracing=tracing, drain=drain), host, port, drain=drain,
          graceful_timeout=graceful_timeout, name="frontend", log_file=log_file,
-         header_timeout=header_timeout, allowed_hosts=allowed_hosts)
+         service="frontend", header_timeout=header_timeout, allowed_hosts=allowed_hosts)
 
 
 @serve.command("worker")
@@ -219,30 +221,33 @@ def worker_command(
         tracing = replace(TracingSettings.from_env(), log_lifecycle=False)
     except ValueError as exc:
         raise BadConfiguration(str(exc)) from None
-    if not settings.worker_token:
-        _say_if_empty("worker", "RIDTRACE_WORKER_TOKEN", "POST /v1/work takes work from "
-                      "anyone who can reach it")
-        if os.environ.get("RIDTRACE_API_KEYS"):
-            # One env file for both services: the frontend's keys lock nothing here, and
-            # the worker started open without a word.
-            click.echo("ridtrace serve worker: RIDTRACE_API_KEYS is the frontend's (a worker "
-                       "takes no API key): without RIDTRACE_WORKER_TOKEN, POST /v1/work "
-                       "takes work from anyone who can reach it", err=True)
     from ridtrace.cli.graceful import bound_any_port
 
     bound = bound_any_port(host) if port == 0 else None
-    setup_telemetry(log_file, f"worker-{bound.getsockname()[1] if bound else port}", log_level)
+    service = f"worker-{bound.getsockname()[1] if bound else port}"
+    if not settings.worker_token:
+        _say_if_empty("worker", "RIDTRACE_WORKER_TOKEN", "POST /v1/work takes work from "
+                      "anyone who can reach it", log_file, service)
+        if os.environ.get("RIDTRACE_API_KEYS"):
+            # One env file for both services: the frontend's keys lock nothing here, and
+            # the worker started open without a word.
+            say("ridtrace serve worker: RIDTRACE_API_KEYS is the frontend's (a worker takes "
+                "no API key): without RIDTRACE_WORKER_TOKEN, POST /v1/work takes work from "
+                "anyone who can reach it", log_file=log_file, service=service, level="WARNING")
+    setup_telemetry(log_file, service, log_level)
     drain = Drain()
     # The worker writes no request.end: a Host refusal (421, 400) gets a worker.refused line.
     run_server(create_worker_app(settings, tracing=tracing, drain=drain), host, port, drain=drain,
          graceful_timeout=graceful_timeout, name="worker", log_file=log_file,
-         header_timeout=header_timeout, allowed_hosts=allowed_hosts,
+         service=service, header_timeout=header_timeout, allowed_hosts=allowed_hosts,
          on_host_refused=log_host_refused, sockets=[bound] if bound else None)
 
 
-def _say_if_empty(side: str, variable: str, meaning: str) -> None:
+def _say_if_empty(side: str, variable: str, meaning: str, log_file: Path,
+                  service: str | None = None) -> None:
     """Say on stderr that a secret's variable is set but empty (``VAR=$SECRET`` with the
     secret unset): meant to require it, it counts as not set, as empty ``OTEL_*``
     variables do, and the server would otherwise have started open without a word."""
     if os.environ.get(variable) == "":
-        click.echo(f"ridtrace serve {side}: {variable} is empty: {meaning}", err=True)
+        say(f"ridtrace serve {side}: {variable} is empty: {meaning}", log_file=log_file,
+            service=service or side, level="WARNING")

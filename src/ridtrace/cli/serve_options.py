@@ -203,6 +203,25 @@ def log_sink(log_file: Path) -> Path | BinaryIO:
 def log_place(log_file: Path) -> str:
     """`--log-file` as the serve's own lines on stderr name it."""
     return "standard output" if str(log_file) == "-" else str(log_file)
+
+
+def say(text: str, *, log_file: Path, service: str, level: str = "INFO") -> None:
+    """One of the serve's own lines for its operator, on stderr.
+
+    Under ``--log-file -`` it is a JSON line of the log's own schema (logger
+    ``ridtrace.serve``): a container runtime keeps stdout and stderr in one log, where
+    the plain-text line was a bad line, and one bad line in a pod log under 100 lines
+    made ``analyze`` call the read incomplete (exit 3)."""
+    if str(log_file) != "-":
+        click.echo(text, err=True)
+        return
+    from ridtrace.tracing.jsonline import dumps, event_line
+
+    line = event_line("ridtrace.serve", level, text, {}, None)
+    line["service"] = service
+    sys.stderr.flush()  # anything written before keeps its place
+    sys.stderr.buffer.write(dumps(line))
+    sys.stderr.buffer.flush()
 _LOG_LEVEL_HELP = ("Lowest level logged: TRACE, DEBUG, INFO, WARN(ING), ERROR or CRITICAL. "
                    "Request lifecycle lines (INFO) are written whatever the level: "
                    "they are what ridtrace analyze reads.")

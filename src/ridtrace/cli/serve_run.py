@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ridtrace.cli.serve_options import BadConfiguration, log_place, log_sink
+from ridtrace.cli.serve_options import BadConfiguration, log_place, log_sink, say
 
 if TYPE_CHECKING:
     import socket
@@ -99,7 +99,7 @@ def check_open_file_limit(max_connections: int) -> None:
 
 def run_server(
     app: object, host: str, port: int, *, drain: Drain, graceful_timeout: float, name: str,
-    log_file: Path, header_timeout: float, allowed_hosts: tuple[str, ...],
+    log_file: Path, service: str, header_timeout: float, allowed_hosts: tuple[str, ...],
     on_host_refused: Callable[[int, str], None] | None = None,
     sockets: list[socket.socket] | None = None,
 ) -> None:
@@ -144,15 +144,16 @@ def run_server(
         urls = ", ".join(
             f"http://[{h}]:{p}" if ":" in h else f"http://{h}:{p}" for h, p in addresses
         )
-        click.echo(f"ridtrace serve {name}: listening on {urls}, logging to {log_place(log_file)}",
-                   err=True)
+        say(f"ridtrace serve {name}: listening on {urls}, logging to {log_place(log_file)}",
+            log_file=log_file, service=service)
 
     server = DrainingServer(config, drain=drain, on_started=started)
     try:
         server.run(sockets)  # uvicorn itself exits with STARTUP_FAILURE when it cannot bind
     finally:
         if not server.started:
-            click.echo(f"ridtrace serve {name}: could not start (address in use, or the "
-                       f"app failed at startup); the reason is in {log_place(log_file)}", err=True)
+            say(f"ridtrace serve {name}: could not start (address in use, or the app "
+                f"failed at startup); the reason is in {log_place(log_file)}",
+                log_file=log_file, service=service, level="ERROR")
     if not server.started:  # as uvicorn.run: the lifespan failed
         sys.exit(STARTUP_FAILURE)
