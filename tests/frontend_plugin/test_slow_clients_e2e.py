@@ -78,6 +78,38 @@ def test_oversized_headers_get_431(guarded: Stack, headers: bytes) -> None:
     assert _status(answer) == 431, answer[:200]
 
 
+@pytest.mark.parametrize(("head", "filler"), [
+    (b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\nx-a:", b" "),
+    (b"", b"\r\n"),
+], ids=["whitespace-before-a-value", "blank-lines-before-the-request-line"])
+def test_what_the_parser_skips_counts_against_the_header_cap(
+    guarded: Stack, head: bytes, filler: bytes,
+) -> None:
+    # The cap counted the names and values the parser hands over, and none of what it
+    # skips: 200 MiB of spaces before a value, or of blank lines before the request
+    # line, were taken whole and answered 200.
+    answer, pushed = _pushed_until_closed(guarded.frontend.port, head, filler * 32768)
+    assert pushed < 64 << 20, f"{pushed >> 20} MiB taken"
+    assert answer.startswith(b"HTTP/1.1 431"), answer[:200]
+    assert httpx.get(guarded.url + "/health", timeout=10).status_code == 200
+
+
+def test_a_431_reaches_a_client_still_sending_its_headers(guarded: Stack) -> None:
+    # Refused before the client finished its one write, the connection was closed with
+    # its bytes unread: the kernel sent a reset, and the client saw no answer at all.
+    answer, _ = _exchange(guarded.frontend.port, _post(
+        b"/v1/chat/completions", b"x-big: " + b"a" * (1 << 20) + b"\r\n\r\n"))
+    assert answer.startswith(b"HTTP/1.1 431"), answer[:200]
+
+
+def test_the_cap_counts_a_field_as_its_fewest_bytes(guarded: Stack) -> None:
+    # "a:" and CRLF are four bytes: counted as five, 52 KB of them were told they
+    # exceeded 64 KiB.
+    answer, _ = _exchange(guarded.frontend.port, b"GET /health HTTP/1.1\r\nhost: 127.0.0.1\r\n"
+                          b"connection: close\r\n" + b"a:\r\n" * 16_000 + b"\r\n")
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+
+
 @pytest.mark.parametrize("path", [b"/v1/models?after=", b"/"])
 def test_a_request_target_over_the_cap_gets_414(guarded: Stack, path: bytes) -> None:
     # RFC 9112 section 3: a target longer than the server wants to parse MUST get 414;

@@ -67,6 +67,15 @@ class _GuardedHttpToolsProtocol(HeaderDeadline, UpgradeIgnoringProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._header_bytes = 0
+        # Bytes of the reads that did not end a request's head: what the parser skips
+        # (whitespace before a value, blank lines before the request line) is in none
+        # of the parts it hands over, and 200 MiB of it passed a cap on those alone.
+        self._head_received = 0
+        self._head_ended_in_read = False
+        # Set once such a head was refused while its client was still sending it: what
+        # more may be read and dropped before the connection is closed (`_linger`).
+        self._lingering: int | None = None
+        self._linger_timer: asyncio.TimerHandle | None = None
         self._too_large = False
         self._target_too_long = False  # the cap was crossed in the request target
         self._hosts = 0  # Host header lines of the request being parsed
@@ -92,6 +101,8 @@ class _GuardedHttpToolsProtocol(HeaderDeadline, UpgradeIgnoringProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()
+        if self._linger_timer is not None:
+            self._linger_timer.cancel()
         # uvicorn tells only the newest request that its client left. With requests
         # pipelined behind it, the one being answered is an older one: its next write
         # went to the closed transport (uvloop raises RuntimeError), an 'Exception in
@@ -123,7 +134,9 @@ class _GuardedHttpToolsProtocol(HeaderDeadline, UpgradeIgnoringProtocol):
         super().on_url(url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._count(len(name) + len(value) + 4)  # ": " and CRLF, as sent
+        # ":" and CRLF, the least a field takes as sent ("a:" is four bytes): the optional
+        # whitespace is in the reads' count (`_count_head_read`).
+        self._count(len(name) + len(value) + 3)
         if self._in_trailer:
             # A chunked body's trailer field: RFC 9110 6.5.1 forbids merging it into the
             # header section, and uvicorn appended it to the very list the app reads as
@@ -140,12 +153,21 @@ class _GuardedHttpToolsProtocol(HeaderDeadline, UpgradeIgnoringProtocol):
     def data_received(self, data: bytes) -> None:
         # Counted before the parser takes it: the part of a buffer that ends one request
         # and begins the next is then left out of the next one's count, never added.
+        if self._lingering is not None:
+            self._lingering -= len(data)
+            if self._lingering < 0:
+                self.transport.close()
+            return
         in_body = self._body_open
         if in_body:
             self._received_in_body += len(data)
+        in_head = not in_body
         self._body_began_in_read = self._message_ended_in_read = False
+        self._head_ended_in_read = False
         self._body_ended_last = None
         super().data_received(data)
+        if in_head and not self._head_ended_in_read:
+            self._count_head_read(len(data))
         if self._body_began_in_read:
             # What came after the header section's blank line was body too: left out,
             # a whole request sent in one read went by the cap with 180 KB of extensions.
@@ -165,6 +187,20 @@ class _GuardedHttpToolsProtocol(HeaderDeadline, UpgradeIgnoringProtocol):
             if message is not None:
                 ended.more_body = True
                 self._refuse_framing(message)
+
+    def _count_head_read(self, size: int) -> None:
+        """A read wholly of a head not yet ended. The read that ends it is left out (the
+        parts the parser hands over are counted exactly): its whitespace is bounded by
+        one read, where the reads before were not bounded at all."""
+        if self.transport.is_closing() or self._too_large:
+            return
+        self._head_received += size
+        if self._head_received > self.max_header_bytes:
+            self._too_large = True
+            self._lingering = self.max_unread_body_bytes
+            message = self._too_large_message()
+            self.logger.warning("%s: %s", _REFUSED, message)
+            self._answer_and_close(431, "Request Header Fields Too Large", message)
 
     def _framing_refusal(self) -> str | None:
         return framing_refusal(self._received_in_body, self._body_bytes, self.max_header_bytes)
@@ -218,6 +254,8 @@ class _GuardedHttpToolsProtocol(HeaderDeadline, UpgradeIgnoringProtocol):
 
     def on_headers_complete(self) -> None:
         self._disarm_header_timer()
+        self._head_ended_in_read = True
+        self._head_received = 0
         self._in_trailer = True
         self._body_open = True
         self._body_began_in_read = not self._message_ended_in_read
@@ -294,7 +332,20 @@ class _GuardedHttpToolsProtocol(HeaderDeadline, UpgradeIgnoringProtocol):
             b"content-length: %d\r\nconnection: close\r\n\r\n%s"
             % (status, reason.encode("ascii"), len(body), body)
         )
-        self.transport.close()
+        if self._lingering is None:
+            self.transport.close()
+            return
+        self._linger()
+
+    def _linger(self) -> None:
+        """Close once the client has sent what it was sending, up to `_lingering` more
+        bytes or the header timeout. Closed with unread bytes, the socket sent a reset,
+        and the client's kernel dropped the 431 with it: a client sending a 1 MiB header
+        in one write saw "connection reset", not the answer."""
+        self._disarm_header_timer()
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self._linger_timer = self.loop.call_later(self.header_timeout, self.transport.close)
 
 
 def guarded_http_protocol(*, header_timeout: float,
