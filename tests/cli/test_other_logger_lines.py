@@ -341,3 +341,46 @@ def test_an_applications_own_line_quoting_dynamos_words_makes_no_request(
     assert (code, summary["requests"], doc["findings"]) == (3, 0, [])
     assert summary["incomplete_reasons"] == ["2 lines read but no request found in them"]
     assert _follow(tmp_path)["requests"] == 0
+
+
+def _views(folder: Path, request_id: str) -> tuple[int, int, int]:
+    """What `audit` and `trace` make of `folder`: audit's exit code and requests, and the
+    requests `trace request_id` matched (0 when none)."""
+    audit = CliRunner().invoke(main, ["audit", str(folder), "--format", "json", "-q"])
+    requests = json.loads(audit.stdout)["summary"]["requests"]
+    trace = CliRunner().invoke(main, ["trace", request_id, str(folder), "--format", "json",
+                                      "-q"])
+    matched = len(json.loads(trace.stdout)["requests"]) if trace.exit_code == 0 else 0
+    return audit.exit_code, requests, matched
+
+
+@pytest.mark.parametrize("own", ["structlog", "python-json-logger", "ridtrace-sink"])
+def test_an_applications_own_spans_are_no_requests_to_any_command(
+    tmp_path: Path, own: str,
+) -> None:
+    # The events read (`trace`, `audit`, `export jaeger`) made a request of any span id
+    # on any line: an application's own lines with its own request id "7" on two spans
+    # were two requests holding "7" at once in `trace`, a duplicate in flight, and
+    # `audit` read 3 requests from a folder `analyze` found none in (exit 3).
+    lines = []
+    for span in ("a1", "a2"):
+        ids = {"request_id": "7", "trace_id": span * 16, "span_id": span * 8}
+        for s in (0.1, 0.4):
+            if own == "structlog":
+                lines.append({"event": "charging card", **ids, "level": "info",
+                              "timestamp": ts(s)})
+            elif own == "python-json-logger":
+                lines.append(_python_json_logger(s, **ids))
+            else:
+                lines.append({"time": ts(s), "level": "INFO", "message": "charging card",
+                              "logger": "app", "schema": "ridtrace/1", "service": "my-api",
+                              "pid": 1, **ids})
+    (tmp_path / "app.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    code, doc = analyze_json(str(tmp_path))
+    assert (code, doc["summary"]["requests"]) == (3, 0)
+    assert _views(tmp_path, "7") == (3, 0, 0)
+    # Beside a real request they are still none: its request alone is read.
+    _log(tmp_path / "service.jsonl")
+    code, doc = analyze_json(str(tmp_path))
+    assert (code, doc["summary"]["requests"], doc["findings"]) == (0, 5, [])
+    assert _views(tmp_path, "7") == (0, 5, 0)

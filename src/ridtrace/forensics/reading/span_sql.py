@@ -128,6 +128,18 @@ def span_aggregates() -> str:
             AND span_name = {literal(DYNAMO_HTTP_SPAN)}) IS TRUE AS outer"""
 
 
+# A span is a request when a line of it says so, as the lean read keys spans
+# (`lean._LINE`'s `_kind`): any Dynamo line of a request span, a ridtrace line of an
+# event or a lifecycle field, never an application's own line (structlog's, another
+# logger's, or its own logger's through ridtrace's sink). Those made requests here, so
+# `trace` and `audit` found a request, even a duplicate in flight, where `analyze`
+# found none.
+_MAKES_A_REQUEST = """CASE format WHEN 'dynamo' THEN TRUE
+    WHEN 'ridtrace' THEN (event IS NOT NULL OR fp_in IS NOT NULL OR fp_out IS NOT NULL
+                          OR deprecated IS NOT NULL OR chunk_request_id IS NOT NULL)
+    ELSE FALSE END"""
+
+
 def spans_select(events: str, *, by_file: bool = False) -> str:
     """One row per span of `events` (normalised, with ``rn``), in first-seen order;
     `by_file`: per span of each ``file`` (its first column), by file."""
@@ -142,5 +154,6 @@ SELECT {file}arg_min(trace_id, rn) AS trace_id, arg_min(span_id, rn) AS span_id,
     {span_aggregates()}
 FROM ({keyed})
 GROUP BY {file}_trace_key, _span_key
+HAVING bool_or({_MAKES_A_REQUEST})
 ORDER BY {file}first_rn
 """

@@ -214,6 +214,10 @@ DISPATCH_DETAIL = f"""CASE WHEN event IN {DISPATCH_EVENTS} THEN nullif(concat_ws
     CASE WHEN marked_down = 'true' THEN 'marked down' END), '') END"""
 
 
+# The events' `format` of a line in neither ridtrace's nor Dynamo's format.
+UNMARKED_FORMAT = "other"
+
+
 def _pick(ridtrace: str, dynamo: str) -> str:
     return f"CASE WHEN {_RT} THEN {ridtrace} ELSE {dynamo} END"
 
@@ -246,7 +250,10 @@ def ridtrace_deprecated(lifecycle: str = RIDTRACE_EVENT) -> str:
 NORMALIZED: dict[str, str] = {
     "time": "_t",
     "began": began(_RT),
-    "format": _pick("'ridtrace'", "'dynamo'"),
+    # An application's structlog line or another logger's (`other_loggers`) is neither
+    # format's: a line of its request, never one that makes a request (`span_sql`).
+    "format": f"CASE WHEN {_RT} THEN 'ridtrace' WHEN {DYNAMO_LINE} THEN 'dynamo' "
+              f"ELSE {literal(UNMARKED_FORMAT)} END",
     "level": "CASE WHEN level = 'WARNING' THEN 'WARN' ELSE level END",
     "event": _pick("event", f"CASE WHEN {DYNAMO_LINE} THEN {_DYN_EVENT} END"),
     "side": _pick(
@@ -262,7 +269,8 @@ NORMALIZED: dict[str, str] = {
     "route": _pick(lifecycle_only("coalesce(route, path)"), DYNAMO_ROUTE),
     "method": _pick(lifecycle_only("method"), "method"),
     "service": _pick(
-        "service", f"CASE WHEN {_DYN_WORKER} THEN 'dynamo-worker' ELSE 'dynamo-frontend' END"
+        "service", f"CASE WHEN NOT {DYNAMO_LINE} THEN NULL "
+                   f"WHEN {_DYN_WORKER} THEN 'dynamo-worker' ELSE 'dynamo-frontend' END"
     ),
     "worker": _pick(lifecycle_only("worker", f"{RIDTRACE_EVENT} AND event NOT IN "
                                              f"{DISPATCH_EVENTS}"), "NULL"),
