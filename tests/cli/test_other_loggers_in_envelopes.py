@@ -54,3 +54,40 @@ def test_another_loggers_parsed_line_is_no_bad_line(tmp_path: Path, envelope: An
     counts = ("lines", "bad_lines", "requests", "incomplete")
     assert {k: got["summary"][k] for k in counts} == {k: want["summary"][k] for k in counts}
     assert (got["summary"]["bad_lines"], got["summary"]["requests"], code) == (0, 20, 0)
+
+
+def _hit(record: dict[str, Any]) -> dict[str, Any]:
+    return {"_index": "logs", "_id": "x", "_score": 1.0, "_source": record}
+
+
+def _search_answer(hits: list[dict[str, Any]], indent: int | None) -> str:
+    return json.dumps({"took": 3, "timed_out": False, "hits": {
+        "total": {"value": len(hits), "relation": "eq"}, "max_score": 1.0, "hits": hits}},
+        indent=indent) + "\n"
+
+
+# Whole files as users fetch them: `gcloud logging read --format=json` (an indented
+# array of entries), elasticdump (a hit a line), and Elasticsearch's `_search` answer,
+# on one line and `?pretty`.
+_FETCHED = {
+    "gcloud-read": lambda records: json.dumps([_gcp(r) for r in records], indent=2) + "\n",
+    "elasticdump": lambda records: "".join(json.dumps(_hit(r)) + "\n" for r in records),
+    "search-answer": lambda records: _search_answer([_hit(r) for r in records], None),
+    "search-answer-pretty": lambda records: _search_answer([_hit(r) for r in records], 2),
+}
+
+
+@pytest.mark.parametrize("fetched", sorted(_FETCHED))
+def test_another_loggers_line_in_a_fetched_document_is_no_bad_line(
+    tmp_path: Path, fetched: str,
+) -> None:
+    # Each entry of a document is unwrapped on its own: one carrying no ridtrace or
+    # Dynamo record showed no envelope, so the entry whole was a bad line ("missing
+    # time"), or a python-json-logger hit's `message` text was taken for the line
+    # shipped ("not JSON"), and a clean log exited 3.
+    shipped = tmp_path / "fetched.json"
+    shipped.write_text(_FETCHED[fetched](_records()))
+    code, got = analyze_json(str(shipped))
+    summary = got["summary"]
+    assert (summary["bad_lines"], summary["requests"], code) == (0, 20, 0), (
+        summary["bad_line_samples"])

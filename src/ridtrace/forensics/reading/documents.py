@@ -36,9 +36,11 @@ from ridtrace.forensics.reading.judge import page_line
 from ridtrace.forensics.reading.lines import MAX_LINE_BYTES
 from ridtrace.forensics.reading.shippers import (
     ENVELOPE_FIELDS,
+    application_line,
     envelope_of,
     inner_document,
     is_record,
+    parsed_line,
 )
 from ridtrace.forensics.reading.unwrap_parts import LineByLine, carried_line, json_object
 
@@ -149,6 +151,11 @@ def entry_line(entry: bytes, number: int) -> bytes:
     envelope = envelope_of([entry])
     if envelope is not None:
         return envelope.unwrap(entry, number)
+    # An application's line beside ridtrace's in the same index or log (structlog's,
+    # python-json-logger's): no envelope is known from it alone.
+    own = application_line(value)
+    if own is not None:
+        return parsed_line(own)
     # A service's text line (a start-up banner) is judged as the text it is: "not JSON",
     # not "missing time" for the entry around it.
     document = inner_document(value)

@@ -24,6 +24,7 @@ from ridtrace.forensics.reading.other_loggers import (
     SIGNATURE_FIELDS,
     other_epoch_time,
     other_time_key,
+    structlog_record,
 )
 from ridtrace.forensics.reading.packed_lines import (
     BAD_RECORD_KEY,
@@ -36,7 +37,6 @@ from ridtrace.forensics.reading.packed_lines import (
     cr_separated,
 )
 from ridtrace.forensics.reading.record_time import parse_time
-from ridtrace.forensics.reading.scan import structlog_record
 from ridtrace.forensics.surrogates import spell_lone_surrogates
 
 

@@ -163,6 +163,22 @@ def other_logger_record(row: dict[str, Any]) -> bool:
     return _zap(row) or _msg_time(row) or _ecs(row) or _python_json(row) or _zerolog(row)
 
 
+def structlog_record(row: dict[str, Any]) -> bool:
+    """Whether a parsed line is structlog's (`sql.STRUCTLOG`'s Python twin)."""
+    return (row.get("schema") is None and row.get("target") is None
+            and row.get("event") is not None and row.get("timestamp") is not None)
+
+
+def an_application_line(document: dict[str, Any]) -> bool:
+    """Whether a shipper's document (a hit's ``_source``, an entry's ``jsonPayload``) is
+    an application's own line as its logger wrote it: structlog's, or another logger's
+    but logstash's and ECS's, whose shape is Filebeat's own envelope (the line in
+    ``message``). Read as an envelope, its ``message`` text was taken for the line
+    shipped ("not JSON"), or the entry whole ("missing time")."""
+    return structlog_record(document) or (other_logger_record(document)
+                                          and not _ecs(document))
+
+
 def other_time_key(row: dict[str, Any]) -> str | None:
     """The key of an other logger's time where `time` holds none (`OTHER_TIME_TEXT`)."""
     if _zap(row):

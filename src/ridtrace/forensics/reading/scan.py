@@ -32,6 +32,7 @@ from ridtrace.forensics.reading.other_loggers import (
     SIGNATURE_FIELDS,
     UNMARKED,
     other_logger_record,
+    structlog_record,
 )
 from ridtrace.forensics.reading.schema import READ_FIELDS
 from ridtrace.forensics.reading.span_sql import span_aggregates
@@ -246,8 +247,3 @@ def known_record(row: dict[str, Any]) -> bool:
         row.get("schema") is None and row.get("target") is not None
     ) or structlog_record(row) or other_logger_record(row)
 
-
-def structlog_record(row: dict[str, Any]) -> bool:
-    """Whether a parsed line is structlog's (`STRUCTLOG`'s Python twin)."""
-    return (row.get("schema") is None and row.get("target") is None
-            and row.get("event") is not None and row.get("timestamp") is not None)

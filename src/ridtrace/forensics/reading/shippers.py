@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from ridtrace.forensics.reading.line_prefixes import cri_part
+from ridtrace.forensics.reading.other_loggers import an_application_line
 from ridtrace.forensics.reading.unwrap_parts import LineByLine, carried_line, json_object
 
 __all__ = [
@@ -112,7 +113,8 @@ class EnvelopeUnwrapper(ShippedLines):
             return line
         document = inner_document(entry)
         if document is not None:
-            if is_record(document) and not _raw_event(document):
+            if (is_record(document) and not _raw_event(document)) or an_application_line(
+                    document):
                 return parsed_line(document)
             entry = document
         record = envelope_record(entry, self.field)
@@ -204,6 +206,21 @@ def inner_document(entry: dict[str, Any]) -> dict[str, Any] | None:
 def is_record(entry: dict[str, object]) -> bool:
     """A ridtrace or Dynamo record itself (whatever other keys it has), not a wrapper."""
     return "schema" in entry or "target" in entry
+
+
+def application_line(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """An application's own line (`other_loggers.an_application_line`) that `entry`
+    carries parsed, as a hit's ``_source`` or in a field (Cloud Logging's
+    ``jsonPayload``), its time put back where the shipper moved it; None otherwise."""
+    document = inner_document(entry)
+    if document is not None:
+        return document if an_application_line(document) else None
+    for field in ENVELOPE_FIELDS:
+        value = entry.get(field)
+        if isinstance(value, dict):
+            value = _time_put_back(entry, field, value)
+            return value if an_application_line(value) else None
+    return None
 
 
 def envelope_of(lines: list[bytes]) -> EnvelopeUnwrapper | None:
