@@ -16,6 +16,8 @@ from click.testing import CliRunner
 
 from ridtrace.cli.main import main
 from ridtrace.contract import REQUEST_END, REQUEST_START
+from ridtrace.forensics.live.follow import Follower, FollowSettings
+from ridtrace.forensics.reading.read_on import LOOK_FURTHER_BYTES
 from tests.forensics.helpers import rt, ts
 
 _CRON = b"Dec  6 09:00:00 host CRON[%d]: (root) CMD (cd / && run-parts --report /etc/cron.hourly)\n"
@@ -70,6 +72,42 @@ def test_records_after_a_hole_of_nuls_are_read(tmp_path: Path, engine: list[str]
     code, report = _walk(tmp_path, engine)
     assert [f["kind"] for f in report["findings"]] == ["duplicate_in_flight"], report
     assert report["summary"]["ignored_files"] == [] and code == 1  # type: ignore[index]
+
+
+def _behind_a_long_hole(folder: Path, hole: int) -> None:
+    # Sparse, as copytruncate leaves it: the writer's next line lands at its old offset.
+    with (folder / "nohup.out").open("wb") as out:
+        out.truncate(hole)
+        out.seek(hole)
+        out.write("\n".join(_duplicate_in_flight()).encode() + b"\n")
+
+
+@pytest.mark.parametrize("engine", [[], ["--engine", "dask"]])
+def test_records_after_a_hole_longer_than_is_looked_at_are_read(
+    tmp_path: Path, engine: list[str],
+) -> None:
+    # The hole is as long as all the writer wrote before the rotation. Past the 64 MiB a
+    # walk reads on for a record, the file was "no JSON lines": a clean read, exit 0.
+    _behind_a_long_hole(tmp_path, LOOK_FURTHER_BYTES + (1 << 20))
+    code, report = _walk(tmp_path, engine)
+    assert [f["kind"] for f in report["findings"]] == ["duplicate_in_flight"], report
+    assert report["summary"]["ignored_files"] == [] and code == 1  # type: ignore[index]
+
+
+def test_a_follower_reads_records_after_a_hole_longer_than_it_looks_at(
+    tmp_path: Path,
+) -> None:
+    # The follow looks at a file's first 64 KiB: a hole longer than that was all it saw.
+    _behind_a_long_hole(tmp_path, 1 << 20)
+    found: list[str] = []
+    follower = Follower([str(tmp_path)], FollowSettings(from_start=True))
+    follower.start()
+    try:
+        follower.run(lambda finding: found.append(finding["kind"]), stop=lambda: True)
+    finally:
+        follower.close()
+    assert found == ["duplicate_in_flight"]
+    assert follower.summary()["ignored_files"] == []
 
 
 def test_a_file_with_no_log_record_is_still_passed_over(tmp_path: Path) -> None:

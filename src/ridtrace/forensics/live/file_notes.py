@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ridtrace.forensics.live.holes import past_hole
 from ridtrace.forensics.live.identity import read_past_nuls
 from ridtrace.forensics.live.parts import DevIno
 from ridtrace.forensics.reading.archives import TAR_ARCHIVE, ZIP_ARCHIVE, is_tar, is_zip_of_logs
@@ -101,8 +102,18 @@ class FileNotes:
                 decoded = DecodedStream(raw)
                 # A compressed copy of a log with a hole at its start (`read_past_nuls`)
                 # is judged by its lines: its NULs alone were nothing to judge, for good.
-                return decoded, (decoded.read(SNIFF_BYTES) if decoded.compression is None
-                                 else read_past_nuls(decoded, SNIFF_BYTES))
+                if decoded.compression is not None:
+                    return decoded, read_past_nuls(decoded, SNIFF_BYTES)
+                head = decoded.read(SNIFF_BYTES)
+                if len(head) == SNIFF_BYTES and not head.strip(b"\0"):
+                    # So is a plain log behind a hole longer than what is looked at (no
+                    # text is all NULs, UTF-16's neither): `nohup.out` after a
+                    # copytruncate was ignored as "no JSON lines", its lines never read.
+                    fd = raw.fileno()
+                    raw.seek(past_hole(fd, SNIFF_BYTES, os.fstat(fd).st_size))
+                    decoded = DecodedStream(raw)
+                    head = decoded.read(SNIFF_BYTES)
+                return decoded, head
         except FileNotFoundError:
             return None
         except OSError as exc:

@@ -72,10 +72,18 @@ def read_on_to_records(read: Callable[[int], bytes]) -> tuple[bytes, Unwrapper |
     size = 0
     pending = bytearray()  # the line under way, while it may still be a record
     skipping = False  # it is longer than any line the read takes: no record
+    in_hole = True  # nothing but NULs read yet
     while size < LOOK_FURTHER_BYTES:
-        chunk = read(min(_STEP, LOOK_FURTHER_BYTES - size))
+        chunk = read(_STEP if in_hole else min(_STEP, LOOK_FURTHER_BYTES - size))
         parts.append(chunk)
         size += len(chunk)
+        if in_hole:
+            # The hole copytruncate leaves under a writer that does not append is as long
+            # as all it wrote before: it is no text looked at, and a log behind 100 MiB
+            # of it was passed over ("no JSON lines"), the walk then clean, exit 0.
+            rest = chunk.lstrip(b"\0")
+            size -= len(chunk) - len(rest)
+            in_hole = not rest and bool(chunk)
         cut = chunk.rfind(b"\n") + 1
         if chunk and not cut:  # no line ends in it (a hole of NULs, a long line)
             if not skipping:
