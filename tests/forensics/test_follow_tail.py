@@ -66,6 +66,23 @@ def test_a_last_line_without_newline_is_read_when_the_follow_ends(tmp_path: Path
     assert summary["incomplete"]
 
 
+def test_a_walked_file_with_no_newline_at_all_is_judged_when_the_follow_ends(
+    tmp_path: Path,
+) -> None:
+    # Not named for JSON lines, a walked file waits for its first newline to be judged:
+    # at the stop there is no later look, so a lone Unlinked error with none (a writer
+    # killed mid-line) went unread, and binary data with none went unnamed, "complete".
+    (tmp_path / "frontend.out").write_text(
+        rt("response.unlinked", request_id="7", span_id="a", trace_id=f"{'a':0>32}"))
+    (tmp_path / "core.bin").write_bytes(bytes(range(11, 256)))
+    follower, found = _follow_to_the_end(tmp_path, FollowSettings(from_start=True))
+    assert [(f["kind"], f["evidence"]) for f in found] == [
+        ("unlinked", [{"file": str(tmp_path / "frontend.out"), "line": 1}])]
+    summary = follower.summary()
+    assert [Path(note["file"]).name for note in summary["ignored_files"]] == ["core.bin"]
+    assert summary["lines"] == 1
+
+
 @pytest.mark.parametrize("exact", [False, True])
 def test_a_compressed_files_last_line_without_newline_is_read(tmp_path: Path,
                                                              exact: bool) -> None:

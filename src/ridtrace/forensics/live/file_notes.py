@@ -51,6 +51,7 @@ class FileNotes:
     unlisted_dirs: set[str]
     _dangling: set[str]
     _followed: set[str]
+    _ending: bool
 
     def _note_unreadable(self, name: str, reason: str) -> None:
         """List `name` as unreadable, once however many polls see it."""
@@ -163,9 +164,12 @@ class FileNotes:
             self._archive(path, key, st, ZIP_ARCHIVE if is_zip_of_logs(head) else TAR_ARCHIVE)
             return False
         plain = size >= MAGIC_BYTES and decoded.compression is None
-        if b"\n" not in head and size < SNIFF_BYTES and not _plain_lines_file(path, plain):
+        if (b"\n" not in head and size < SNIFF_BYTES and not _plain_lines_file(path, plain)
+                and not self._ending):
             # Nothing to judge yet: look again next poll. A plain file named for JSON
             # lines is read whatever it holds, its lines held until their newline comes.
+            # At the stop there is no next poll: judged as it is, a record with no
+            # newline is read (the batch read reads it) and anything else named.
             return False
         # A container's log is judged by what the service wrote, whatever its name.
         reason = ignore_reason(path.name, unwrapped_head(head), whole=len(head) < SNIFF_BYTES,

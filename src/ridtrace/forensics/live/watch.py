@@ -80,6 +80,8 @@ class Watch(InputFiles, FileEnds):
     launch_sizes: dict[DevIno, int] | None = None
     _started: bool = False
     _bounded: bool = False
+    # The stop's last look (`bound`): a walked file is judged as it is then, whole.
+    _ending: bool = False
     # Empty files the last walk found and does not follow yet (`files_read` counts them).
     _empty_walked: set[DevIno] = field(default_factory=set)
     # (old name, new name) of files whose lines read so far are under another name now
@@ -247,6 +249,7 @@ class Watch(InputFiles, FileEnds):
         present size (a line cut there to its newline), no file found later is read."""
         if self._bounded:
             return
+        self._ending = True
         self.discover()
         self._bounded = True
         for tail in self.tails.values():
