@@ -83,6 +83,24 @@ def test_a_walked_file_with_no_newline_at_all_is_judged_when_the_follow_ends(
     assert summary["lines"] == 1
 
 
+def test_a_name_that_is_not_utf8_is_spelt_one_way_in_the_summary(tmp_path: Path) -> None:
+    # The batch read cites such a name with its bytes as escapes (`h\xfe.jsonl`); the
+    # follower's notes kept the file system's lone surrogates, so one summary spelt a file
+    # two ways, and stderr a third.
+    folder = os.fsencode(tmp_path)
+    with open(os.path.join(folder, b"h\xfe.jsonl"), "wb") as garbage:
+        garbage.write(b"garbage\n")
+    os.symlink(b"nothere", os.path.join(folder, b"g\xff.jsonl"))
+    follower, _ = _follow_to_the_end(tmp_path, FollowSettings(from_start=True))
+    summary = follower.summary()
+    said = [note["file"] for note in summary["unreadable_files"]]
+    said += [sample["file"] for sample in summary["bad_line_samples"]]
+    said += summary["incomplete_reasons"]
+    assert all(text.isprintable() for text in said), said  # no lone surrogate
+    assert sorted(Path(n).name for n in said[:2]) == ["g\\xff.jsonl", "h\\xfe.jsonl"]
+    assert sum("\\x" in text for text in summary["incomplete_reasons"]) == 2
+
+
 @pytest.mark.parametrize("exact", [False, True])
 def test_a_compressed_files_last_line_without_newline_is_read(tmp_path: Path,
                                                              exact: bool) -> None:

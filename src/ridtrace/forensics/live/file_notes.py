@@ -17,7 +17,7 @@ from ridtrace.forensics.live.identity import read_past_nuls
 from ridtrace.forensics.live.parts import DevIno
 from ridtrace.forensics.reading.archives import TAR_ARCHIVE, ZIP_ARCHIVE, is_tar, is_zip_of_logs
 from ridtrace.forensics.reading.decoding import MAGIC_BYTES, DecodedStream
-from ridtrace.forensics.reading.inputs import SNIFF_BYTES, not_regular_reason
+from ridtrace.forensics.reading.inputs import SNIFF_BYTES, display_name, not_regular_reason
 from ridtrace.forensics.reading.log_names import (
     NO_JSON_LINES,
     ignore_reason,
@@ -57,7 +57,7 @@ class FileNotes:
         """List `name` as unreadable, once however many polls see it."""
         if name not in self.unlisted:
             self.unlisted.add(name)
-            self.stats.unreadable_files.append(FileNote(name, reason))
+            self.stats.unreadable_files.append(FileNote(display_name(name), reason))
 
     def _block(self, name: str, reason: str) -> None:
         """List `name` as unreadable while it cannot be read (once, however many polls).
@@ -66,7 +66,7 @@ class FileNotes:
         said complete and clean on logs it never read.
         """
         if name not in self.blocked:
-            self.blocked[name] = note = FileNote(name, reason)
+            self.blocked[name] = note = FileNote(display_name(name), reason)
             self.stats.unreadable_files.append(note)
 
     def _unblock(self, name: str) -> None:
@@ -85,12 +85,12 @@ class FileNotes:
             self._block(str(path), reason)
         elif str(path) not in self._dangling:
             self._dangling.add(str(path))
-            self.stats.ignored_files.append(FileNote(str(path), reason))
+            self.stats.ignored_files.append(FileNote(display_name(str(path)), reason))
 
     def _ignore(self, path: Path, reason: str, *, unsure: bool = False) -> None:
         """List `path` as ignored, once: a file changed since is judged again. `unsure`:
         judged by its start only (`FileNote`)."""
-        note = FileNote(str(path), reason, unsure=unsure)
+        note = FileNote(display_name(str(path)), reason, unsure=unsure)
         if note not in self.stats.ignored_files:
             self.stats.ignored_files.append(note)
 

@@ -24,6 +24,7 @@ from ridtrace.contract import FOREIGN_CHUNK, RESPONSE_UNLINKED, WORKER
 from ridtrace.forensics.live.chunk import Chunk
 from ridtrace.forensics.reading.connection import PreparedReads
 from ridtrace.forensics.reading.files import parse
+from ridtrace.forensics.reading.inputs import display_name
 from ridtrace.forensics.reading.lines import LineMap, map_chunk
 from ridtrace.forensics.reading.small_files import (
     SMALL_FILE_BYTES,
@@ -164,10 +165,11 @@ def parse_chunk(
     # chunk's own line, "at line 1", was cited), and each kind once per file.
     local.unreadable_files = in_whole_file(local.unreadable_files, shift, stats.unreadable_files)
     local.files = 0
-    if chunk.stream != chunk.name:
+    stream = display_name(chunk.stream)  # as the file is cited: not UTF-8 as \xff escapes
+    if stream != chunk.name:
         for counts in (local.lines_by_file, local.bad_by_file):
             if chunk.name in counts:
-                counts[chunk.stream] = counts.get(chunk.stream, 0) + counts.pop(chunk.name)
+                counts[stream] = counts.get(stream, 0) + counts.pop(chunk.name)
     stats.merge(local)
     shifted = {k: np.where(v >= 0, v + shift, -1) for k, v in lines.items()}
     return ChunkSpans(chunk.name, spans, shifted)
