@@ -364,6 +364,24 @@ def test_a_socket_the_user_names_is_a_usage_error(tmp_path: Path) -> None:
     assert f"cannot read {tmp_path / 'app.sock'}: a socket, not a file" in done.stderr
 
 
+def test_a_socket_named_to_follow_is_said_to_be_one(tmp_path: Path) -> None:
+    # Opening it fails with ENXIO: the follower said "No such device or address".
+    import socket
+
+    from ridtrace.forensics.live.follow import Follower, FollowSettings
+
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(tmp_path / "app.sock"))
+        follower = Follower([str(tmp_path / "app.sock")], FollowSettings(from_start=True))
+        follower.start()
+        try:
+            follower.run(lambda finding: True, stop=lambda: True)
+        finally:
+            follower.close()
+    assert follower.summary()["unreadable_files"] == [
+        {"file": str(tmp_path / "app.sock"), "reason": "cannot read it: a socket, not a file"}]
+
+
 @pytest.mark.parametrize(("line", "what"), [
     # Dynamo's, logged outside the request's span (a spawned task): no span fields.
     ({"time": "2026-11-29T10:00:00.5Z", "level": "ERROR", "target": "dynamo_llm::http",

@@ -11,6 +11,8 @@ analyze` judges them (`ignore_reason`): plainly not logs are listed as ignored o
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
 from collections.abc import Sequence
@@ -27,7 +29,7 @@ from ridtrace.forensics.live.open_files import tail_budget, too_many_open
 from ridtrace.forensics.live.parts import Copies, compressed_copy, rotated_name
 from ridtrace.forensics.live.stream import StreamTail
 from ridtrace.forensics.live.tail import FileTail
-from ridtrace.forensics.reading.inputs import NOT_REGULAR, STDIN_NAME, display_name
+from ridtrace.forensics.reading.inputs import A_SOCKET, NOT_REGULAR, STDIN_NAME, display_name
 from ridtrace.forensics.reading.stats import FileNote, ReadStats
 
 DevIno = tuple[int, int]
@@ -45,6 +47,15 @@ def _own_output_files() -> dict[DevIno, str]:
         if stat.S_ISREG(st.st_mode):
             own[(st.st_dev, st.st_ino)] = name
     return own
+
+
+def _why_unopened(path: Path, exc: OSError) -> str:
+    """Why a named stream could not be opened: a socket said as the batch read says it,
+    not as the open's ENXIO ("No such device or address")."""
+    with contextlib.suppress(OSError):
+        if exc.errno == errno.ENXIO and stat.S_ISSOCK(os.stat(path).st_mode):
+            return A_SOCKET
+    return str(exc.strerror or exc)
 
 
 @dataclass
@@ -217,7 +228,7 @@ class Watch(InputFiles, FileEnds):
         try:
             fd = 0 if path == STDIN else os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError as exc:
-            self._block(str(path), f"cannot read it: {exc.strerror or exc}")
+            self._block(str(path), f"cannot read it: {_why_unopened(path, exc)}")
             return
         self._unblock(str(path))
         stream = StreamTail(fd, STDIN_NAME if path == STDIN else str(path), path)

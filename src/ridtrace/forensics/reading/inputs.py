@@ -34,6 +34,7 @@ def is_url(raw: str) -> bool:
     return _URL.match(raw) is not None
 
 STDIN_NAME = "<stdin>"
+A_SOCKET = "a socket, not a file"  # why one cannot be read (opening it says ENXIO)
 SNIFF_BYTES = 64 << 10
 
 
@@ -84,7 +85,7 @@ def _file_source(path: Path, *, from_directory: bool) -> Source:
         if stat.S_ISSOCK(info.st_mode):
             # No file can open it (ENXIO): named, it was an unreadable input (exit 3)
             # where a file the user names that cannot be read is a usage error.
-            problem = "a socket, not a file"
+            problem = A_SOCKET
         elif not os.access(path, os.R_OK):
             problem = "permission denied"
     except OSError as exc:
