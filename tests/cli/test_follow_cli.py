@@ -140,6 +140,26 @@ def test_an_input_that_never_appeared_makes_the_follow_incomplete(tmp_path: Path
     assert follower.stop() == 0
 
 
+def test_a_named_link_to_nothing_is_said_to_be_one_while_waited_for(tmp_path: Path) -> None:
+    # The batch read refuses it as "a symbolic link loop"; followed, it was only
+    # "waiting for … to appear", as if the name were mistyped.
+    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
+    (tmp_path / "a.jsonl").symlink_to("b.jsonl")
+    (tmp_path / "b.jsonl").symlink_to("a.jsonl")
+    loop = str(tmp_path / "a.jsonl")
+    follower = start_follower([str(tmp_path / "frontend.jsonl"), loop], "--from-start")
+    try:
+        follower.wait_for(
+            lambda: f"ridtrace: waiting for {loop} to appear (a symbolic link loop)"
+            in follower.stderr,
+            timeout=30, what="the note on the link")
+    finally:
+        code = follower.stop()
+    assert code == 3
+    assert follower.summary()["incomplete_reasons"] == [
+        f"{loop}: never appeared while followed (a symbolic link loop), nothing read from it"]
+
+
 def test_a_glob_that_never_matched_makes_the_follow_incomplete(tmp_path: Path) -> None:
     (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a", "1", 0, 1)) + "\n")
     typo = str(tmp_path / "*.jsnol")

@@ -266,7 +266,7 @@ def _check_written(stop: StopFlag) -> None:
 
 def _announce(follower: Follower, settings: FollowSettings, *, quiet: bool,
               ctrl_c: bool) -> None:
-    from ridtrace.forensics.reading.inputs import STDIN_NAME  # loaded with the follower
+    from ridtrace.forensics.reading.inputs import STDIN_NAME, link_state  # loaded with it
 
     files, missing = follower.start()
     if quiet:
@@ -286,7 +286,7 @@ def _announce(follower: Follower, settings: FollowSettings, *, quiet: bool,
         "prints the summary", err=True,
     )
     for raw in missing:
-        click.echo(f"ridtrace: waiting for {raw} to appear", err=True)
+        click.echo(f"ridtrace: waiting for {raw} to appear{link_state(raw)}", err=True)
     # Named now, as the batch read names them before its report: only in the summary, a
     # named archive (`--follow logs.tgz`) looked followed until the follow was stopped.
     for note in follower.stats.unreadable_files:

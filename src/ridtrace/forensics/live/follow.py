@@ -28,6 +28,7 @@ from ridtrace.forensics.live.rules import LiveRules
 from ridtrace.forensics.live.stream import StreamTail
 from ridtrace.forensics.live.watch import Watch
 from ridtrace.forensics.reading.connection import PreparedReads, connect
+from ridtrace.forensics.reading.inputs import link_state
 from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
 from ridtrace.forensics.rules.instants import instants_reason
 
@@ -301,8 +302,8 @@ class Follower:
         out.update(completeness(stats, requests=rules.spans_seen))
         # An input that never appeared was not read: a mistyped path waited for, then a
         # clean summary and exit 0, where the batch read refuses such a path (exit 2).
-        reasons = [f"{raw}: never appeared while followed, nothing read from it"
-                   for raw in out["missing_inputs"] if raw not in self.watch.appeared]
+        reasons = [f"{raw}: never appeared while followed{link_state(raw)}, nothing read "
+                   "from it" for raw in out["missing_inputs"] if raw not in self.watch.appeared]
         # As the batch read names them: requests in flight at once could not be seen.
         if (unseen := instants_reason(rules.instants, rules.fronts_seen)) is not None:
             reasons.append(unseen)

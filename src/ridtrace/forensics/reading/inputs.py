@@ -150,6 +150,14 @@ def not_regular_reason(path: Path) -> tuple[str, bool]:
     return NOT_REGULAR, False
 
 
+def link_state(raw: str) -> str:
+    """`` (a symbolic link loop)`` or `` (a broken symbolic link)`` for a named input that
+    is a link leading to no file, as the batch read says why it cannot read it; ``""``
+    for a path with nothing there (a follow waits for either to appear)."""
+    path = Path(raw)
+    return f" ({broken_link_reason(path)})" if path.is_symlink() and not path.exists() else ""
+
+
 def broken_link_reason(path: Path) -> str:
     """Why a symbolic link leads to no file: its target is missing, or it is a loop
     (a link to itself, or links that name each other), which `ls -L` tells apart."""
