@@ -212,7 +212,8 @@ def endless_input_note(source: Source) -> str | None:
     if stat.S_ISFIFO(mode):
         return f"reading {visible(source.name)}, a named pipe, until its writer closes it"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return f"reading {visible(source.name)}, a device, until it ends (Ctrl-C stops the read)"
+        return (f"reading {visible(source.name)}, a device, until it ends (Ctrl-C stops the "
+                "run, with no report)")
     return None
 
 
