@@ -45,6 +45,8 @@ def empty_events_table() -> pa.Table:
             typ = pa.int64()
         elif col in ("time", "began"):
             typ = TIME_TYPE
+        elif col == "evidence":
+            typ = pa.bool_()
         else:
             typ = pa.string()
         fields.append(pa.field(col, typ))

@@ -184,7 +184,9 @@ def source_sql(path: str, *, lean: bool, window: Window | None, several: bool = 
         keep = "_ev OR _suspect"
         if window is not None:
             keep += f" OR {_window_sql(window)}"
-    evidence = LEAN_EVIDENCE if lean else "TRUE"
+    # Judged on a full read too: only such a line makes or times a request, on every
+    # path (`full_spans_sql`, `span_sql.spans_select` over its `evidence`).
+    evidence = LEAN_EVIDENCE
     in_window = _window_sql(window) if window is not None else "FALSE"
     # Every per-line term is computed below the numbering, where DuckDB computes it once
     # (see `lean.LINE_TERMS`); above it, a term used twice was computed twice.

@@ -105,5 +105,8 @@ EVENT_COLUMNS: Final[tuple[str, ...]] = (
     "began",
     *EVENT_CATEGORY_COLUMNS,
     *EVENT_STRING_COLUMNS,
+    # Whether the line is one a request is made and timed by (`scan.LEAN_EVIDENCE`, what
+    # `analyze` reads): an application's own line under its ids is shown, never either.
+    "evidence",
 )
 

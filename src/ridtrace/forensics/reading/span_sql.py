@@ -128,32 +128,24 @@ def span_aggregates() -> str:
             AND span_name = {literal(DYNAMO_HTTP_SPAN)}) IS TRUE AS outer"""
 
 
-# A span is a request when a line of it says so, as the lean read keys spans
-# (`lean._LINE`'s `_kind`): any Dynamo line of a request span, a ridtrace line of an
-# event or a lifecycle field, never an application's own line (structlog's, another
-# logger's, or its own logger's through ridtrace's sink). Those made requests here, so
-# `trace` and `audit` found a request, even a duplicate in flight, where `analyze`
-# found none.
-_MAKES_A_REQUEST = """CASE format WHEN 'dynamo' THEN TRUE
-    WHEN 'ridtrace' THEN (event IS NOT NULL OR fp_in IS NOT NULL OR fp_out IS NOT NULL
-                          OR deprecated IS NOT NULL OR chunk_request_id IS NOT NULL)
-    ELSE FALSE END"""
-
-
 def spans_select(events: str, *, by_file: bool = False) -> str:
     """One row per span of `events` (normalised, with ``rn``), in first-seen order;
     `by_file`: per span of each ``file`` (its first column), by file."""
     file = "file, " if by_file else ""
     # Grouped by the ids spelt one way (the lean pass's key); shown as the first line
-    # spelt them. Events a lean read normalised already are their own spelling.
+    # spelt them. Events a lean read normalised already are their own spelling. Made
+    # and timed by the lines `analyze` reads (`evidence`): every line of any kind made
+    # `trace` and `audit` find requests `analyze` did not (an application's own spans)
+    # and end them later (a line logged after the request's end), a duplicate in
+    # flight that `analyze` found none of.
     keyed = (f"SELECT *, {hex_id('trace_id', trace=True)} AS _trace_key, "
-             f"{hex_id('span_id')} AS _span_key FROM {events} WHERE span_id IS NOT NULL")
+             f"{hex_id('span_id')} AS _span_key FROM {events} "
+             "WHERE span_id IS NOT NULL AND evidence")
     return f"""
 SELECT {file}arg_min(trace_id, rn) AS trace_id, arg_min(span_id, rn) AS span_id,
     hash(_trace_key, _span_key) AS span_key,
     {span_aggregates()}
 FROM ({keyed})
 GROUP BY {file}_trace_key, _span_key
-HAVING bool_or({_MAKES_A_REQUEST})
 ORDER BY {file}first_rn
 """

@@ -315,8 +315,9 @@ _TIMES = ("time", "began")
 
 
 def normalized_select(source: str, *, keep: tuple[str, ...] = (), hex_ids: bool = False) -> str:
-    """Events (``rn`` first, then `keep`) from a relation of raw fields with ``rn`` and ``_t``;
-    `hex_ids`: the ids spelt one way (`hex_id`), as the rules' lean read spells them."""
+    """Events (``rn`` first, then `keep`) from a relation of raw fields with ``rn``, ``_t``
+    and ``_ev`` (`scan.LEAN_EVIDENCE`, the events' ``evidence``); `hex_ids`: the ids spelt
+    one way (`hex_id`), as the rules' lean read spells them."""
     exprs = dict(NORMALIZED)
     if hex_ids:
         for name, trace in HEX_IDS.items():
@@ -326,4 +327,4 @@ def normalized_select(source: str, *, keep: tuple[str, ...] = (), hex_ids: bool 
         for name, expr in exprs.items()
     )
     extra = "".join(f"{k}, " for k in keep)
-    return f"SELECT rn, {extra}\n    {cols}\nFROM {source}"
+    return f"SELECT rn, {extra}\n    {cols},\n    _ev AS evidence\nFROM {source}"

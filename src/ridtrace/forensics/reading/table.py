@@ -295,8 +295,8 @@ class LogTable:
         # an application's line judged in Python (a lone surrogate in it) was kept, and
         # a line of another logger logged after its request ended stretched the request,
         # a false duplicate in flight, evidence that "is never evidence".
-        source = (f"(SELECT * FROM ridtrace_rescued WHERE {LEAN_EVIDENCE} IS TRUE)"
-                  if self.lean else "ridtrace_rescued")
+        source = (f"(SELECT *, {LEAN_EVIDENCE} IS TRUE AS _ev FROM ridtrace_rescued"
+                  + (f" WHERE {LEAN_EVIDENCE} IS TRUE)" if self.lean else ")"))
         self.con.register("ridtrace_rescued", table)
         try:
             return arrow_table(self.con, normalized_select(source, hex_ids=hex_ids))
