@@ -74,7 +74,7 @@ def read_on_to_records(read: Callable[[int], bytes]) -> tuple[bytes, Unwrapper |
     skipping = False  # it is longer than any line the read takes: no record
     in_hole = True  # nothing but NULs read yet
     while size < LOOK_FURTHER_BYTES:
-        chunk = read(_STEP if in_hole else min(_STEP, LOOK_FURTHER_BYTES - size))
+        chunk = read(min(_STEP, LOOK_FURTHER_BYTES - size))
         parts.append(chunk)
         size += len(chunk)
         if in_hole:
