@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import anyio
 from loguru import logger
@@ -30,14 +31,22 @@ from ridtrace import RequestTracingMiddleware, configure_logging
 class ClosingStreamingResponse(StreamingResponse):
     """docs/tracing.md's recipe: the body iterator closed when the stream ends."""
 
+    def __init__(self, content: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(content, *args, **kwargs)
+        self.content = content
+
     async def stream_response(self, send: Send) -> None:
         try:
             await super().stream_response(send)
         finally:
-            close = getattr(self.body_iterator, "aclose", None)
-            if close is not None:
-                with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True):  # the stream was cancelled
+                close = getattr(self.body_iterator, "aclose", None)
+                if close is not None:
                     await close()
+                # A `def` generator runs in Starlette's thread pool, whose wrapper
+                # never closes it: closed here, in a thread, with the request's ids.
+                if not hasattr(self.content, "aclose") and hasattr(self.content, "close"):
+                    await anyio.to_thread.run_sync(self.content.close)
 
 
 class SlowSend:
@@ -66,6 +75,17 @@ async def stream(request: Request) -> StreamingResponse:
     return ClosingStreamingResponse(chunks())
 
 
+async def sync_stream(request: Request) -> StreamingResponse:
+    def chunks() -> Iterator[bytes]:
+        try:
+            for _ in range(10_000):
+                yield b"x" * 100 + b"\n"
+        finally:
+            logger.info("stream closed")
+
+    return ClosingStreamingResponse(chunks())
+
+
 async def collect(request: Request) -> PlainTextResponse:
     gc.collect()  # what the collector does, whenever it runs
     return PlainTextResponse("collected")
@@ -74,5 +94,6 @@ async def collect(request: Request) -> PlainTextResponse:
 def create_app() -> Starlette:
     logger.remove()
     configure_logging(os.environ["RIDTRACE_TEST_LOG"], service="closing-stream")
-    return Starlette(routes=[Route("/", collect), Route("/stream", stream)],
+    return Starlette(routes=[Route("/", collect), Route("/stream", stream),
+                             Route("/sync-stream", sync_stream)],
                      middleware=[Middleware(RequestTracingMiddleware), Middleware(SlowSend)])
