@@ -62,9 +62,12 @@ def test_trace_and_follow_lines_show_control_characters(tmp_path: Path) -> None:
 
 # Invisible in a terminal: zero-width space, joiner and non-joiner, word joiner, byte-order
 # mark, soft hyphen, Mongolian vowel separator, a tag character, line and paragraph
-# separators. "rollout-7" and "rollout-7\u200b" are two clients' ids that printed alike.
+# separators; and the default-ignorable characters of other categories (a combining
+# grapheme joiner, Hangul fillers, variation selectors) and the blank braille pattern.
+# "rollout-7" and "rollout-7\u200b" are two clients' ids that printed alike.
 INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u180e",
-             "\U000e0041", "\u2028", "\u2029"]
+             "\U000e0041", "\u2028", "\u2029", "\u034f", "\u115f", "\u3164", "\ufe0f",
+             "\U000e0100", "\u2800"]
 
 
 def test_invisible_characters_in_ids_are_shown_not_hidden(tmp_path: Path) -> None:

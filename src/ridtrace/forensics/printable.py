@@ -25,6 +25,15 @@ _SHOWN.update({code: 0xFFFD for code in range(0x80, 0xA0)})
 # display as another one.
 _BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 _SHOWN.update({code: 0xFFFD for code in _BIDI})
+# Unicode's default-ignorable code points outside the format category (a combining
+# grapheme joiner, Hangul fillers, Khmer inherent vowels, Mongolian and variation
+# selectors), and the blank braille pattern: each shows as nothing or a blank, so
+# `rollout-7` and `rollout-7` followed by U+034F or U+3164 printed alike. Python calls
+# them printable, so a test of categories alone let them through.
+_BLANK = (0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, *range(0x180B, 0x1810), 0x2800, 0x3164,
+          *range(0xFE00, 0xFE10), 0xFFA0, *range(0xE0100, 0xE01F0))
+_SHOWN.update({code: 0xFFFD for code in _BLANK})
+_HAS_BLANK = re.compile("[" + "".join(re.escape(chr(code)) for code in _BLANK) + "]")
 
 
 # Categories never shown as a mark of their own: control, format (zero-width, bidi, BOM,
@@ -99,7 +108,8 @@ def csv_cell(text: str) -> str:
 def csv_escaped(text: str, also: str = "") -> str:
     """`csv_cell`'s escapes, no apostrophe; the characters of `also` escaped too (a
     ``;`` in a file name, in a cell of ``;``-separated evidence)."""
-    if text.isprintable() and "\\" not in text and not any(c in text for c in also):
+    if (text.isprintable() and "\\" not in text and not any(c in text for c in also)
+            and _HAS_BLANK.search(text) is None):
         return text  # the common case: nothing to escape
     out = []
     for at, char in enumerate(text):
