@@ -132,10 +132,10 @@ def test_a_narrow_terminal_gets_lines_of_its_width_with_ids_whole(
 def test_a_line_logged_with_an_unset_clock_keeps_every_column_in_place(tmp_path: Path) -> None:
     # Go's zero time (0001-01-01) in one line made a span 2,026 years long: its duration
     # (63931543201000.0) pushed the waterfall row past 100 columns, and the event's ms
-    # past its column, so both wrapped.
+    # past its column, so both wrapped. (A lifecycle line: a request is timed by those.)
     write_incident(tmp_path)
     with (tmp_path / "frontend.jsonl").open("a") as fh:
-        fh.write(rt(None, time="0001-01-01T00:00:00Z", message="clock unset", request_id=RID,
+        fh.write(rt("dispatch.attempt", time="0001-01-01T00:00:00Z", request_id=RID,
                     trace_id=f"{SPAN_A:0>32}", span_id=SPAN_A) + "\n")
     view = view_of([str(tmp_path / "frontend.jsonl"), str(tmp_path / "worker.jsonl")], RID)
     lines = rendered(view)

@@ -230,6 +230,11 @@ class _TraceCommand(click.Command):
     "--limit", type=click.IntRange(min=0), default=10, show_default=True,
     help="Requests to show, most relevant first (0: all).",
 )
+@click.option(
+    "--max-lines", type=click.IntRange(min=0), default=1000, show_default=True,
+    help="Lines listed per request besides its lifecycle lines, the first and last "
+         "half (0: all).",
+)
 @_OUTPUT
 @click.option(
     "--allow-incomplete", is_flag=True,
@@ -237,8 +242,8 @@ class _TraceCommand(click.Command):
 )
 @quiet_option
 def trace(
-    ident: str, paths: tuple[str, ...], fmt: str, limit: int, output: Path | None,
-    allow_incomplete: bool, quiet: bool,
+    ident: str, paths: tuple[str, ...], fmt: str, limit: int, max_lines: int,
+    output: Path | None, allow_incomplete: bool, quiet: bool,
 ) -> None:
     """Who got whose output: the requests matching ID, as a waterfall and a timeline each.
 
@@ -259,7 +264,8 @@ def trace(
         logs = load_logs(paths, quiet=quiet, writes=(output,))
     requests = build_requests(logs.events)
     reasons = incomplete_reasons(logs.stats, requests=len(requests))
-    view = build_trace(logs.events, requests, ident, limit=limit or None)
+    view = build_trace(logs.events, requests, ident, limit=limit or None,
+                       max_lines=max_lines or None)
     if not view.matched:
         message = no_match_message(ident, read_whole=not reasons)
         raise (click.ClickException if allow_incomplete or not reasons else _MaybeUnread)(message)

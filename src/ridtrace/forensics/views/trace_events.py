@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ridtrace.contract import (
@@ -79,15 +80,53 @@ def _foreign(row: Any, event: str | None) -> str | None:
     return " ".join(part for part in parts if part) or None
 
 
+# Most lines of one request listed beside its lifecycle lines, which are always listed:
+# the first half and the last half of the others. A request logging a line per token of
+# a long generation (a million DEBUG lines) took `trace` over a minute and 2.3 GB.
+MAX_LINES = 1000
+
+
+def _within(rows: pd.DataFrame, wanted: dict[str, RequestBlock],
+            max_lines: int | None) -> pd.DataFrame:
+    """`rows` (in time order) less each block's lines past `max_lines` that are no
+    lifecycle line (the middle ones), counted on the block with where they were."""
+    if not max_lines or len(rows) <= max_lines:
+        return rows
+    owner = rows["span_id"].astype(str).map(lambda span: id(wanted[span])).to_numpy()
+    other = ~rows["evidence"].to_numpy(dtype=bool) if "evidence" in rows else np.ones(
+        len(rows), dtype=bool)
+    rank = pd.Series(np.where(other, 1, 0)).groupby(owner).cumsum().to_numpy()
+    total = pd.Series(other.astype(np.int64)).groupby(owner).transform("sum").to_numpy()
+    half = max_lines // 2
+    cut = other & (total > max_lines) & (rank > half) & (rank <= total - (max_lines - half))
+    if not cut.any():
+        return rows
+    blocks = {id(block): block for block in wanted.values()}
+    kept_before = pd.Series(~cut).groupby(owner).cumsum().to_numpy()
+    marked: set[int] = set()
+    for at in np.flatnonzero(cut):  # where each block's first cut line was
+        if int(owner[at]) not in marked:
+            marked.add(int(owner[at]))
+            blocks[int(owner[at])].omitted_at = int(kept_before[at])
+    cut_owners, counts = np.unique(owner[cut], return_counts=True)
+    for key, count in zip(cut_owners.tolist(), counts.tolist(), strict=True):
+        blocks[key].events_omitted = count
+    return rows[~cut]
+
+
 def attach_events(
-    blocks: list[RequestBlock], events: pd.DataFrame, offsets: dict[str, int]
+    blocks: list[RequestBlock], events: pd.DataFrame, offsets: dict[str, int], *,
+    max_lines: int | None = MAX_LINES,
 ) -> None:
-    """Fill each shown block's events: its spans' lines on the corrected clock, in time order."""
+    """Fill each shown block's events: its spans' lines on the corrected clock, in time
+    order; past `max_lines` of a block's lines that are no lifecycle line, its middle
+    ones are counted (`RequestBlock.events_omitted`), not listed."""
     wanted = {bar.span_id: block for block in blocks for bar in block.spans}
     label = {bar.span_id: bar.side for block in blocks for bar in block.spans}
     rows = events[events["span_id"].isin(list(wanted)).to_numpy()]
     rows = rows.assign(shifted_time=shifted_times(rows, offsets))
     rows = rows.sort_values(["shifted_time", "file", "line"], kind="stable")
+    rows = _within(rows, wanted, max_lines)
     answered: dict[int, tuple[RequestBlock, float]] = {}
     closed: dict[int, tuple[RequestBlock, float]] = {}
     for r in rows.itertuples(index=False):

@@ -56,6 +56,9 @@ def block_record(block: RequestBlock, logged: dict[str, str] | None = None) -> d
                              if k not in ("closed", "opened")})
                   for bar in block.spans],
         "events": [with_span(asdict(ev)) for ev in block.events],
+        # Only when lines were left out (`--max-lines`): the document's keys otherwise
+        # as they were.
+        **({"events_omitted": block.events_omitted} if block.events_omitted else {}),
     }
 
 

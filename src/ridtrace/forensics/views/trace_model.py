@@ -21,7 +21,7 @@ from ridtrace.forensics.rules.skew import apply_offsets, clock_offsets
 from ridtrace.forensics.rules.streams import unlinked
 from ridtrace.forensics.views.file_clocks import line_clocks
 from ridtrace.forensics.views.jaeger_logs import failed
-from ridtrace.forensics.views.trace_events import attach_events, ms_since
+from ridtrace.forensics.views.trace_events import MAX_LINES, attach_events, ms_since
 from ridtrace.forensics.views.trace_keys import apart_by_trace
 from ridtrace.forensics.views.trace_match import matching_spans
 from ridtrace.forensics.views.trace_rank import (
@@ -97,7 +97,8 @@ def _owners(requests: pd.DataFrame) -> pd.Series:
 
 
 def build_trace(
-    events: pd.DataFrame, requests: pd.DataFrame, ident: str, *, limit: int | None = 10
+    events: pd.DataFrame, requests: pd.DataFrame, ident: str, *, limit: int | None = 10,
+    max_lines: int | None = MAX_LINES,
 ) -> TraceView:
     """The requests matching `ident` (request_id, x_request_id, trace_id or span_id), ready
     to show.
@@ -105,7 +106,8 @@ def build_trace(
     `requests` is `build_requests(events)` over the whole logs: verdicts and findings
     need every worker's output, not only the matching ones. Blocks come most relevant
     first: crossed callers, then requests in a duplicate_in_flight, then in an unlinked
-    finding, then the others, each by time; `limit` None keeps them all.
+    finding, then the others, each by time; `limit` None keeps them all. Each lists
+    its lifecycle lines and up to `max_lines` of its others (None: all of them).
     """
     # Linked by ids spelt one way, as analyze links them; shown as logged.
     requests, events, spelt = spelt_one_way(requests, events)
@@ -142,7 +144,7 @@ def build_trace(
         roots_shown["span_id"].astype(str), roots_shown["start"], strict=True)))
     shown = [_block(owner, spans, verdicts, sides, (holders, lost, stand_ins), starts)
              for owner, spans in _spans_by_owner(mine, chosen).items()]
-    attach_events(shown, events, clocks)
+    attach_events(shown, events, clocks, max_lines=max_lines)
     return TraceView(
         ident=ident,
         blocks=shown,

@@ -88,6 +88,10 @@ class RequestBlock:
     start_logged: bool = True
     spans: list[SpanBar] = field(default_factory=list)
     events: list[EventRow] = field(default_factory=list)
+    # Lines of it not among `events` (`trace_events.MAX_LINES`): none a lifecycle line,
+    # all from where `events` holds `omitted_at`.
+    events_omitted: int = 0
+    omitted_at: int = 0
 
 
 @dataclass

@@ -187,7 +187,10 @@ def event_lines(block: RequestBlock, names: dict[str, str], width: int = 100, *,
     `names`: each file as `_shown_names` shows it."""
     column, inline, outcome_beside, below = event_width or _event_width([block], names, width)
     out = []
-    for ev in block.events:
+    for at, ev in enumerate(block.events):
+        if block.events_omitted and at == block.omitted_at:
+            out.append(Text(f"  … {block.events_omitted} more lines of this request, none a "
+                            "lifecycle line (--max-lines 0 lists them all)", style="dim"))
         event = fitted(ev.event, column)
         ms = span_ms(ev.ms, 10, digits=3, sign="+")
         line = Text(f"  {ms:>10}  {ev.side:<9} {event} ")
