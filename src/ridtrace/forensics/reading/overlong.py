@@ -58,7 +58,8 @@ HOLE_HEAD_BYTES = 64 << 10
 LONG_RECORD = (
     f"a log record longer than {MAX_LINE_BYTES >> 20} MiB is not read (see its bad lines), "
     "so an incident it shows may be missing: look at its start "
-    "(sed -n 'LINEp' FILE | head -c 4096) and have the service log less in one line"
+    "(sed -n '<line>p' <file> | head -c 4096, the line and file its bad line names) and "
+    "have the service log less in one line"
 )
 # How much of an over-long line tells a record from a blob: both formats write ``time``
 # first and the format's own keys (``level``, ``target``, ``schema``) right after it.
