@@ -222,6 +222,8 @@ def say(text: str, *, log_file: Path, service: str, level: str = "INFO") -> None
     sys.stderr.flush()  # anything written before keeps its place
     sys.stderr.buffer.write(dumps(line))
     sys.stderr.buffer.flush()
+
+
 _LOG_LEVEL_HELP = ("Lowest level logged: TRACE, DEBUG, INFO, WARN(ING), ERROR or CRITICAL. "
                    "Request lifecycle lines (INFO) are written whatever the level: "
                    "they are what ridtrace analyze reads.")

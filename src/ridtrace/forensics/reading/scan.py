@@ -248,4 +248,3 @@ def known_record(row: dict[str, Any]) -> bool:
     return row.get("schema") == LOG_SCHEMA or (
         row.get("schema") is None and row.get("target") is not None
     ) or structlog_record(row) or other_logger_record(row)
-
