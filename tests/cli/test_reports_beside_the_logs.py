@@ -104,3 +104,19 @@ def test_a_trace_report_whose_heading_wraps_is_passed_over(clean: Path, columns:
     summary = json.loads(out)["summary"]
     assert code == 0 and summary["bad_lines"] == 0 and not summary["incomplete"], err
     assert [Path(n["file"]).name for n in summary["ignored_files"]] == ["trace.log"]
+
+
+def test_an_audit_that_saw_no_deprecated_header_saved_beside_the_logs_is_passed_over(
+    tmp_path: Path,
+) -> None:
+    # Its title says "(none seen)": read back as a log, its lines were bad ones, the
+    # clean folder exit 3, and the same audit refused to write its report again.
+    logs = tmp_path / "logs"
+    write_logs(logs, SynthSpec(requests=30, crossed=0, collisions=0, duplicates=0,
+                               client_reuse=0, deprecated_every=0))
+    for by in ("header", "day"):
+        assert _run("audit", str(logs), "-q", "--by", by, "-o", str(logs / "audit.log"))[0] == 0
+        code, out, err = _run("analyze", str(logs), "--format", "json")
+        summary = json.loads(out)["summary"]
+        assert (code, summary["bad_lines"]) == (0, 0), err
+        assert [Path(n["file"]).name for n in summary["ignored_files"]] == ["audit.log"]

@@ -117,7 +117,9 @@ _OWN_REPORT = re.compile(
     rb'\{\n  "summary": \{\n'  # analyze, audit --format json
     rb'|\{\n  "id": [^\n]*\n  "matched": '  # trace --format json
     rb'| *ridtrace analyze *\r?\n'  # analyze's table
-    rb'| *deprecated headers by (?:' + "|".join(AUDIT_BY).encode() + rb') *\r?\n'  # audit's
+    # audit's table, with its rows or none (" (none seen)")
+    rb'| *deprecated headers by (?:' + "|".join(AUDIT_BY).encode()
+    + rb')(?: \(none seen\))? *\r?\n'
     # trace's text: its whole first line (a client's User-Agent holding these words on
     # a log's first line had the log passed over, and its incidents lost).
     rb'|[^\n]*: [0-9]+ matching request\(s\), [0-9]+ shown,(?: most relevant first)? *\r?(?:\n|$)'
