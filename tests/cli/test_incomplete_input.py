@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from ridtrace.cli.main import main
 from ridtrace.testing.dynamo import DynamoSpec, DynamoTruth, write_dynamo_logs
-from tests.forensics.helpers import rt, rt_request
+from tests.forensics.helpers import rt, rt_request, ts
 
 DUPLICATES = 4
 
@@ -427,3 +427,16 @@ def test_a_window_that_holds_no_line_says_so_not_that_nothing_was_read(tmp_path:
     assert result.exit_code == 0, result.output
     assert "No findings: none of the 2 lines read falls in the --since/--until window." in (
         result.stdout)
+
+
+def test_a_window_between_lines_says_the_requests_across_it_were_checked(
+    tmp_path: Path,
+) -> None:
+    # A window inside a request, between two of its lines: the request was checked, and
+    # "none of the lines falls in the window" read as if nothing had been.
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(rt_request("a", "1", 0, 10)) + "\n")
+    result = CliRunner().invoke(main, ["analyze", str(log), "--since", ts(2), "--until", ts(3)])
+    assert result.exit_code == 0, result.output
+    assert ("No findings: 1 request(s) ran across the --since/--until window, none of the "
+            "2 lines read falls in it.") in result.stdout

@@ -120,6 +120,11 @@ def render_report(report: Report, *, to_terminal: bool) -> str:
         if report.summary["incomplete"]:
             _print_incomplete(console, report.summary, "No findings in what was read, but "
                               "incidents may be missing:")
+        elif not report.summary["lines"] and report.lines_read and report.summary["requests"]:
+            # No line in the window, but requests running across it, checked.
+            console.print(f"No findings: {report.summary['requests']} request(s) ran across "
+                          f"the --since/--until window, none of the {report.lines_read} lines "
+                          "read falls in it.")
         elif not report.summary["lines"] and report.lines_read:
             # The logs were read; the window holds none of their lines (a mistyped year).
             console.print(f"No findings: none of the {report.lines_read} lines read falls in "
