@@ -15,7 +15,6 @@ import json
 import re
 from typing import Any
 
-from ridtrace.forensics.reading.line_prefixes import cri_part
 from ridtrace.forensics.reading.unwrap_parts import LineByLine, batched_record, json_object
 
 __all__ = ["LOKI_HEAD", "LokiAnswerUnwrapper"]
@@ -49,22 +48,15 @@ class LokiAnswerUnwrapper(LineByLine):
     def _stream_records(self, stream: dict[str, Any], number: int) -> list[bytes]:
         """A stream's records, newest first as Loki lists them; the parts of a line the
         runtime cut, shipped with its CRI prefix (promtail without its `cri` stage), put
-        together first, the whole record where its last part is. Each part was a bad
-        line, and a long Unlinked error went missing under the 1 % a read may have."""
+        together first, oldest first, by the stream's labels (`batched_part`)."""
         # A value is [time, line] ([time, line, {structured metadata}] since Loki 3).
         texts = [value[1] for value in _list(stream.get("values"))
                  if isinstance(value, list) and len(value) > 1 and isinstance(value[1], str)]
         labels = json.dumps(stream.get("stream"), sort_keys=True, default=str)
         oldest_first: list[bytes] = []
         for text in reversed(texts):
-            cri = cri_part(text.rstrip("\r\n").encode("utf-8", "surrogatepass"))
-            if cri is None or (cri[0] and not self._parts.pending):
-                oldest_first.append(batched_record(text))
-                continue
-            last, runtime_stream, part = cri
-            whole = self._parts.add((labels, runtime_stream), number, part, last)
-            if whole:
-                oldest_first.append(batched_record(whole.decode("utf-8", "surrogatepass")))
+            joined = self.batched_part(text, lambda: labels, number)
+            oldest_first.append(batched_record(text) if joined is None else joined)
         return oldest_first[::-1]
 
 

@@ -16,7 +16,6 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from ridtrace.forensics.reading.line_prefixes import cri_part
 from ridtrace.forensics.reading.unwrap_parts import LineByLine, batched_record, json_object
 
 __all__ = ["OTLP_HEAD", "OtlpUnwrapper"]
@@ -94,22 +93,16 @@ class OtlpUnwrapper(LineByLine):
     def _record_text(self, resource: Any, log_record: Any, number: int) -> bytes:
         """A record's text; a part of a CRI line the receiver shipped as the runtime wrote
         it (a filelog receiver without its CRI parsing) put together with the others
-        first, the whole record at its last part's line. Each part was a bad line, and
-        a long Unlinked error went missing under the 1 % of bad lines a read may have."""
+        first (`batched_part`), the whole record at its last part's line."""
         body = _value(log_record.get("body")) if isinstance(log_record, dict) else None
-        cri = (cri_part(body.rstrip("\r\n").encode("utf-8", "surrogatepass"))
-               if isinstance(body, str) else None)
-        if cri is None:
-            return _record_text(log_record)
-        last, stream, part = cri
-        if last and not self._parts.pending:
+        if not isinstance(body, str):
             return _record_text(log_record)
         # The same container's file: the resource and the record's attributes (its
         # `log.file.path`) are the same for each part of one line.
-        source = (stream, json.dumps([resource.get("resource"), log_record.get("attributes")],
-                                     sort_keys=True, default=str))
-        whole = self._parts.add(source, number, part, last)
-        return batched_record(whole.decode("utf-8", "surrogatepass")) if whole else b""
+        joined = self.batched_part(body, lambda: json.dumps(
+            [resource.get("resource"), log_record.get("attributes")],
+            sort_keys=True, default=str), number)
+        return _record_text(log_record) if joined is None else joined
 
 
 def _list(value: Any) -> list[Any]:

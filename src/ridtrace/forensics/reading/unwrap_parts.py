@@ -20,7 +20,7 @@ from ridtrace.forensics.reading.judge import (
     TRUNCATED_JSON,
     text_reason,
 )
-from ridtrace.forensics.reading.line_prefixes import behind_prefixes
+from ridtrace.forensics.reading.line_prefixes import behind_prefixes, cri_part
 from ridtrace.forensics.reading.lines import MAX_LINE_BYTES
 from ridtrace.forensics.reading.packed_lines import (
     BAD_RECORD_KEY,
@@ -152,6 +152,21 @@ class LineByLine:
 
     def unwrap(self, line: bytes, number: int) -> bytes:
         raise NotImplementedError
+
+    def batched_part(self, text: str, container: Callable[[], object],
+                     number: int) -> bytes | None:
+        """A batch's record `text` that is part of a CRI line (shipped as the runtime
+        wrote it), put together with the other parts of its `container` (what names it:
+        a stream's labels): the whole record at its last part (`batched_record`), b""
+        at the others; None when `text` is no part to join (no CRI line, or a whole one),
+        for the caller to read as it is. Each part was a bad line, and a long Unlinked
+        error went missing under the 1 % of bad lines a read may have."""
+        cri = cri_part(text.rstrip("\r\n").encode("utf-8", "surrogatepass"))
+        if cri is None or (cri[0] and not self._parts.pending):
+            return None
+        last, stream, part = cri
+        whole = self._parts.add((container(), stream), number, part, last)
+        return batched_record(whole.decode("utf-8", "surrogatepass")) if whole else b""
 
     def unfinished(self) -> list[int]:
         return self._parts.unfinished()
