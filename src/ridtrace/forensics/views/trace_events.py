@@ -92,7 +92,8 @@ def _within(rows: pd.DataFrame, wanted: dict[str, RequestBlock],
     lifecycle line (the middle ones), counted on the block with where they were."""
     if not max_lines or len(rows) <= max_lines:
         return rows
-    owner = rows["span_id"].astype(str).map(lambda span: id(wanted[span])).to_numpy()
+    owner = rows["span_id"].astype(str).map(
+        {span: id(block) for span, block in wanted.items()}).to_numpy()
     other = ~rows["evidence"].to_numpy(dtype=bool) if "evidence" in rows else np.ones(
         len(rows), dtype=bool)
     rank = pd.Series(np.where(other, 1, 0)).groupby(owner).cumsum().to_numpy()
