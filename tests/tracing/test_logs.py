@@ -8,8 +8,9 @@ import enum
 import io
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from loguru import logger
@@ -226,6 +227,71 @@ def test_a_patcher_the_application_sets_afterwards_does_not_take_the_ids_away(
     lines = read_lines(path)
     assert [(x["host"], x.get("request_id"), x.get("x_request_id"), x.get("span_id"))
             for x in lines] == [("h-1", "r-1", "c-1", "b" * 16)] * 2 + [("h-1", None, None, None)]
+
+
+def _in_request(*log: Callable[[], None]) -> None:
+    token = context.enter(RequestContext(request_id="r-1", trace_id="a" * 32,
+                                         span_id="b" * 16, x_request_id="c-1"))
+    try:
+        for call in log:
+            call()
+    finally:
+        context.leave(token)
+
+
+_SERVER_IDS = {"request_id": "r-1", "x_request_id": "c-1", "trace_id": "a" * 32,
+               "span_id": "b" * 16}
+
+
+def test_an_id_a_per_call_patch_sets_never_takes_the_servers_place(log_file: Path) -> None:
+    # loguru runs a logger.patch(...) after its patcher: an old middleware's client id
+    # set there was written as the line's request_id, the server's id nowhere.
+    def client_id(record: Any) -> None:
+        record["extra"].update(request_id="probe-1")
+
+    _in_request(lambda: logger.patch(client_id).info("patched per call"))
+    (line,) = read_lines(log_file)
+    assert {k: line.get(k) for k in _SERVER_IDS} == _SERVER_IDS
+    assert line["_request_id"] == "probe-1"
+
+
+def test_a_patcher_set_afterwards_that_names_an_id_never_takes_the_servers_place(
+    tmp_path: Path,
+) -> None:
+    # The old pattern: the application's patcher, configured after configure_logging,
+    # copies the client's x-request-id into request_id. Every line, the standard
+    # library's too, read request_id "probe-1", with no trace_id nor span_id:
+    # `ridtrace trace` of the server's id found none of them.
+    path = tmp_path / "app.jsonl"
+    try:
+        with _stdlib_logging_to(path):
+            logger.configure(patcher=lambda record: record["extra"].update(request_id="probe-1"))
+            _in_request(lambda: logger.info("app line"),
+                        lambda: logging.getLogger("lib").warning("library line"))
+    finally:
+        logger.configure(patcher=_patch_request_context)
+    lines = read_lines(path)
+    assert [{k: x.get(k) for k in _SERVER_IDS} for x in lines] == [_SERVER_IDS] * 2
+    assert [x["_request_id"] for x in lines] == ["probe-1"] * 2
+
+
+def test_a_field_and_its_underscored_name_both_keep_their_values(tmp_path: Path) -> None:
+    # A reserved or id name is written as `_name`; one the application also bound
+    # under `_name` was overwritten, its value gone.
+    path = tmp_path / "app.jsonl"
+    with _stdlib_logging_to(path):
+        logger.bind(_time="a", time="b").info("times")
+        _in_request(lambda: logger.bind(_request_id="u1", request_id="u2").info("ids"))
+        logging.getLogger("lib").warning(
+            "stack", stack_info=True, extra={"stack": "s", "_stack": "t"})
+        logging.getLogger("lib").warning(
+            "ids", extra={"request_id": "e1", "_request_id": "e2"})
+    times, ids, stack, extra_ids = read_lines(path)
+    assert (times["_time"], times["__time"]) == ("a", "b")
+    assert (ids["request_id"], ids["_request_id"], ids["__request_id"]) == ("r-1", "u1", "u2")
+    assert (stack["_stack"], stack["__stack"]) == ("t", "s")
+    assert stack["stack"].startswith("Stack (most recent call last)")
+    assert (extra_ids["_request_id"], extra_ids["__request_id"]) == ("e2", "e1")
 
 
 @pytest.mark.parametrize("level", ["WARN", "warn", "warning", "Warning"])

@@ -29,6 +29,7 @@ __all__ = [
     "APPLICATION_RESERVED",
     "CONTEXT_KEYS",
     "EVENT_THROUGH_LOGURU",
+    "IDS_SETTLED",
     "LEVEL_NAMES",
     "add_annotations",
     "add_context_ids",
@@ -38,6 +39,8 @@ __all__ = [
     "event_line",
     "event_tail",
     "flatten",
+    "free_name",
+    "ids_as_context",
     "pid",
     "request_ids_first",
     "schema_level",
@@ -68,6 +71,11 @@ EVENT_THROUGH_LOGURU: ContextVar[bool] = ContextVar("ridtrace_event_through_logu
                                                     default=False)
 
 
+# A loguru record's key, set where a line's ids were chosen on purpose (the request an
+# exception escaped, `stdlib_bridge`): the sink leaves them as they are.
+IDS_SETTLED = "ridtrace_ids_settled"
+
+
 def add_context_ids(extra: MutableMapping[str, Any], ctx: RequestContext) -> None:
     """The request's ids, except where the line already names one: an id the caller
     passed wins over the context's."""
@@ -94,11 +102,36 @@ def request_ids_first(
         if value is None:
             # A configured default stays for the application's format strings.
             if theirs is not None and key not in placeholders:
-                extra.setdefault(f"_{key}", extra.pop(key))
+                extra[free_name(key, extra)] = extra.pop(key)
             continue
         if theirs is not None and theirs != value:
-            extra.setdefault(f"_{key}", theirs)
+            extra[free_name(key, extra)] = theirs
         extra[key] = value
+
+
+def ids_as_context(extra: dict[str, Any], ctx: RequestContext) -> dict[str, Any]:
+    """`extra` with the request's ids as `request_ids_first` puts them (a copy when
+    it changes anything): what the sink writes whatever ran between the patcher and it.
+
+    Loguru runs a per-call ``logger.patch(...)`` after the patcher, and an application's
+    ``logger.configure(patcher=...)`` replaces ridtrace's: either could set ``request_id``
+    (an old middleware's client id), which was written in the server's id's place."""
+    for key in CONTEXT_KEYS:
+        value = getattr(ctx, key)
+        if (extra.get(key) is not value) if value is not None else key in extra:
+            fixed = {**extra}
+            request_ids_first(fixed, ctx)
+            return fixed
+    return extra
+
+
+def free_name(key: str, *taken: Mapping[str, Any]) -> str:
+    """``_key``, or ``__key`` and so on where that name is taken too: an application
+    that binds both ``time`` and ``_time`` keeps both values."""
+    name = "_" + key
+    while any(t.get(name) is not None for t in taken):
+        name = "_" + name
+    return name
 
 
 def schema_level(name: str, number: int) -> str:
@@ -171,7 +204,7 @@ def add_fields(
         return
     for key, value in fields.items():
         if value is not None:  # absent, not null: keeps lines short and columns sparse
-            line["_" + key if key in reserved else key] = value
+            line[free_name(key, line, fields) if key in reserved else key] = value
 
 
 def dumps(line: Any) -> bytes:

@@ -33,10 +33,12 @@ from ridtrace.tracing.jsonline import (
     APPLICATION_RESERVED,
     CONTEXT_KEYS,
     EVENT_THROUGH_LOGURU,
+    IDS_SETTLED,
     add_context_ids,
     add_fields,
     dumps,
     flatten,
+    ids_as_context,
     request_ids_first,
     schema_level,
     utc_stamp,
@@ -128,15 +130,19 @@ def format_record(record: Record, service: str) -> bytes:
     placeholders = _placeholder_ids(extra)
     if placeholders:  # a format string's default, not the request's id (no request)
         extra = {k: v for k, v in extra.items() if k not in placeholders}
-    if extra.keys().isdisjoint(CONTEXT_KEYS):
-        # Loguru holds one patcher, and logger.configure(patcher=...) called after
-        # configure_logging replaced ours: every line lost the request's ids. The sink
-        # runs in the logging call's own context, so the ids are still there to take.
-        ctx = line_context()
-        if ctx is not None:
+    # Loguru holds one patcher, and logger.configure(patcher=...) called after
+    # configure_logging replaced ours: every line lost the request's ids. A per-call
+    # logger.patch(...) runs after ours and may set an id itself. The sink runs in the
+    # logging call's own context, so the request's ids are still there to put first.
+    ctx = None if record.get(IDS_SETTLED) else line_context()
+    through_loguru = EVENT_THROUGH_LOGURU.get()
+    if ctx is not None:
+        if not through_loguru:
+            extra = ids_as_context(extra, ctx)
+        elif extra.keys().isdisjoint(CONTEXT_KEYS):  # an event's own ids are the ones it means
             extra = {**extra}
             add_context_ids(extra, ctx)
-    if EVENT_THROUGH_LOGURU.get():  # ridtrace's own event, when it has no sink (`eventlog`)
+    if through_loguru:  # ridtrace's own event, when it has no sink (`eventlog`)
         add_fields(line, extra)
     else:
         add_fields(line, extra, APPLICATION_RESERVED)

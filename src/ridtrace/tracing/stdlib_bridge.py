@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import logging
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from loguru import logger
 
 from ridtrace.tracing.context import context_for_exception_line
 from ridtrace.tracing.identity import shown_text
-from ridtrace.tracing.jsonline import CONTEXT_KEYS, add_context_ids
+from ridtrace.tracing.jsonline import CONTEXT_KEYS, IDS_SETTLED, add_context_ids, free_name
 from ridtrace.tracing.log_ids import FILLED_BY_FILTER
 
 if TYPE_CHECKING:
@@ -43,11 +43,11 @@ def _extra_fields(record: logging.LogRecord) -> dict[str, Any]:
     fields = vars(record)
     # Ids a RequestIdsFilter on another handler set are the context's, not the caller's.
     filled = fields.get(FILLED_BY_FILTER, ())
-    return {
-        "_" + k if k in CONTEXT_KEYS else k: v
-        for k, v in fields.items()
-        if k not in _RECORD_ATTRIBUTES and k not in filled and k != FILLED_BY_FILTER
-    }
+    theirs = {k: v for k, v in fields.items()
+              if k not in _RECORD_ATTRIBUTES and k not in filled and k != FILLED_BY_FILTER}
+    if theirs.keys().isdisjoint(CONTEXT_KEYS):
+        return theirs
+    return {free_name(k, theirs) if k in CONTEXT_KEYS else k: v for k, v in theirs.items()}
 
 
 class InterceptHandler(logging.Handler):
@@ -75,7 +75,7 @@ class InterceptHandler(logging.Handler):
         extra = _extra_fields(record)
         if record.stack_info:  # stack_info=True: the stack logging's formatter appends
             if "stack" in extra:  # the application's own, kept as a reserved key's is
-                extra["_stack"] = extra["stack"]
+                extra[free_name("stack", extra)] = extra["stack"]
             extra["stack"] = record.stack_info
 
         def patch(r: Record) -> None:
@@ -92,6 +92,7 @@ class InterceptHandler(logging.Handler):
             r["extra"].update(extra)  # the caller's fields, as loguru's bind() would add
             if ctx is not None:
                 add_context_ids(r["extra"], ctx)
+                cast(dict[str, Any], r)[IDS_SETTLED] = True  # not the current request's
 
         logger.patch(patch).opt(
             exception=record.exc_info, depth=0
