@@ -21,6 +21,7 @@ from opentelemetry.trace import StatusCode
 
 from ridtrace import configure_logging
 from ridtrace.tracing.grpc import RequestTracingInterceptor
+from ridtrace.tracing.grpc.status import NEVER_HANDLED_ERROR
 from tests.tracing.grpc.conftest import LogLines, Proto, metadata_dict, serving
 from tests.tracing.grpc.inference_service import build_servicer
 from tests.tracing.grpc.raw_h2 import grpc_message, raw_unary_call
@@ -173,10 +174,16 @@ def test_oversized_metadata_is_refused_by_grpc_and_the_server_keeps_serving(
         return refused.value.code(), after
 
     code, after = asyncio.run(go())
-    # gRPC's transport refuses it before any interceptor runs (8 KiB soft limit).
+    # gRPC refuses it (over the 8 KiB soft limit) before the handler runs; the call
+    # is recorded from what the interceptor saw, naming no status.
     assert code is grpc.StatusCode.RESOURCE_EXHAUSTED
     assert after.text == "echo: after"
-    assert [x["path"] for x in log_lines.events("request.end")] == [INFER]
+    refused_end, served_end = sorted(log_lines.events("request.end"),
+                                     key=lambda x: "grpc_status" in x)
+    assert (refused_end["path"], served_end["path"]) == (INFER, INFER)
+    assert (refused_end["error"], served_end["grpc_status"]) == (NEVER_HANDLED_ERROR, "OK")
+    # gRPC hands the interceptor the call without the oversized entry.
+    assert len(log_lines.events("request.start", request_id=refused_end["request_id"])) == 1
 
 
 @pytest.mark.parametrize(

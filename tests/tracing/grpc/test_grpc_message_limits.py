@@ -1,7 +1,8 @@
 """A request message over ``grpc.max_receive_message_length``: what docs/grpc.md says.
 
 gRPC refuses such a message itself (``RESOURCE_EXHAUSTED``) before ridtrace's wrapper
-sees it: a unary call leaves no trace at all, and in a request stream the handler's
+sees it: a unary call is recorded on grpc.aio from what the interceptor saw (no status)
+and leaves no trace on a synchronous server, and in a request stream the handler's
 iterator just ends. These tests hold the documented record to what the servers do.
 """
 
@@ -17,6 +18,7 @@ import grpc.aio
 import pytest
 
 from ridtrace.tracing.grpc import RequestTracingInterceptor
+from ridtrace.tracing.grpc.status import NEVER_HANDLED_ERROR
 from tests.tracing.grpc.conftest import LogLines, serving
 from tests.tracing.grpc.test_grpc_sync_server import CALL_TIMEOUT, _wait_until
 
@@ -40,7 +42,11 @@ def _count_then_wait(requests: Iterator[bytes], context: grpc.ServicerContext) -
     return str(count).encode()
 
 
-def test_an_oversized_unary_request_leaves_no_trace_on_grpc_aio(log_lines: LogLines) -> None:
+def test_an_oversized_unary_request_on_grpc_aio_is_recorded_without_a_status(
+    log_lines: LogLines,
+) -> None:
+    # grpc.aio refuses the message after the interceptor ran, before the handler: the
+    # call is recorded from what the interceptor saw (`unstarted`), naming no status.
     methods = {"Echo": grpc.unary_unary_rpc_method_handler(_echo)}
 
     async def go() -> None:
@@ -53,17 +59,20 @@ def test_an_oversized_unary_request_leaves_no_trace_on_grpc_aio(log_lines: LogLi
         ) as address, grpc.aio.insecure_channel(address) as channel:
             echo = channel.unary_unary(f"/{SERVICE}/Echo")
             with pytest.raises(grpc.aio.AioRpcError) as refused:
-                await echo(TOO_BIG, timeout=CALL_TIMEOUT)
+                await echo(TOO_BIG, timeout=CALL_TIMEOUT,
+                           metadata=(("x-request-id", "too-big"),))
             assert refused.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
             assert "x-server-request-id" not in dict(refused.value.trailing_metadata() or ())
-            # A call after it is recorded: by then the refused one would have been too.
-            await echo(b"small", timeout=CALL_TIMEOUT)
             await log_lines.wait_for(lambda lines: bool(lines.events("request.end")))
+            await echo(b"small", timeout=CALL_TIMEOUT)
+            await log_lines.wait_for(lambda lines: len(lines.events("request.end")) == 2)
 
     asyncio.run(go())
-    assert len(log_lines.events("request.start")) == 1
-    (end,) = log_lines.events("request.end")
-    assert end["grpc_status"] == "OK"
+    assert len(log_lines.events("request.start")) == 2
+    refused, served = log_lines.events("request.end")
+    assert (refused["x_request_id"], refused["outcome"]) == ("too-big", "cancelled")
+    assert refused["error"] == NEVER_HANDLED_ERROR and "grpc_status" not in refused
+    assert served["grpc_status"] == "OK"
 
 
 def test_an_oversized_message_ends_a_sync_request_stream_recorded_cancelled(

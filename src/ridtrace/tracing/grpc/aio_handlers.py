@@ -26,6 +26,7 @@ from ridtrace.tracing.grpc.undecodable import (
     nothing_to_send,
     refuse_unsendable,
 )
+from ridtrace.tracing.grpc.unstarted import handler_running
 
 Behavior = Callable[..., Any]
 
@@ -46,6 +47,7 @@ def traced_coroutine(
     write_sends_initial = initial != "never"
 
     async def traced(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        handler_running()
         call = GrpcCall(config, info, context)
         serve_in_this_task(call.ctx)  # grpc.aio's lines after the handler: the call's
         traced_context = call.context
@@ -93,6 +95,7 @@ def traced_generator(
     """Streaming responses written as an async generator."""
 
     async def traced(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        handler_running()
         call = GrpcCall(config, info, context)
         serve_in_this_task(call.ctx)  # grpc.aio's lines after the handler: the call's
         traced_context = call.context

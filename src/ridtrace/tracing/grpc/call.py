@@ -34,6 +34,7 @@ from ridtrace.tracing.grpc.excluded import quiet_span
 from ridtrace.tracing.grpc.method import MethodInfo
 from ridtrace.tracing.grpc.status import (
     CANCELLED,
+    NeverHandled,
     RequestUndecodable,
     mark_error,
     outcome_of,
@@ -89,15 +90,17 @@ class GrpcCall:
         context: grpc.aio.ServicerContext,
         *,
         context_type: Callable[..., Any] = TracedServicerContext,
+        arrived: tuple[float, int] | None = None,
     ) -> None:
         """Read the call's metadata, mint its id, open or enrich its span, log the start.
 
         The request context becomes current here; :meth:`finish` must follow in
         ``finally`` in the same task (thread, on a synchronous server).
         ``context_type`` wraps gRPC's servicer context for the handler (the
-        synchronous server's needs its own).
+        synchronous server's needs its own). ``arrived``: when the call came, as
+        ``(time.perf_counter(), time.time_ns())``, for one recorded later (`unstarted`).
         """
-        self.started = time.perf_counter()
+        self.started = time.perf_counter() if arrived is None else arrived[0]
         self.info = info
         self.config = config
         self.item: StreamItem | None = None
@@ -129,6 +132,7 @@ class GrpcCall:
                 span = config.tracer.start_span(
                     info.span_name, context=parent, kind=SpanKind.SERVER,
                     attributes=info.span_attributes(),
+                    start_time=None if arrived is None else arrived[1],
                 )
                 started = True
         self.span = span
@@ -209,7 +213,9 @@ class GrpcCall:
 
     def finish(self, failure: BaseException | None) -> None:
         """End the span, write ``request.end`` and restore the contexts (in ``finally``)."""
-        failure = server_cut_off(failure)
+        # What a call that never reached its handler ended with is not known here.
+        status_known = not isinstance(failure, NeverHandled)
+        failure = server_cut_off(failure) if status_known else failure
         if self.context.aborted and isinstance(failure, CANCELLED):
             # gRPC dropped a stream its handler yielded on after catching its own abort:
             # the client got the abort's status, no cancel (it was recorded CANCELLED).
@@ -228,7 +234,7 @@ class GrpcCall:
                 # log handler finds the ids on the exception instead.
                 remember_on_exception(failure, self.ctx)
             span = self.span
-            if span.is_recording():
+            if span.is_recording() and status_known:
                 span.set_attribute("rpc.grpc.status_code", code.value[0])
                 if self.owns_span and span_is_error(code, outcome):
                     mark_error(span, code, failure, self.context)
@@ -238,9 +244,11 @@ class GrpcCall:
                     "rpc_method": self.info.full,
                     "path": self.info.full,
                     "route": self.info.span_name,
+                }
+                if status_known:
                     # Integer like HTTP's (the schema's type); the name for humans.
-                    "status": code.value[0],
-                    "grpc_status": code.name,
+                    fields["status"], fields["grpc_status"] = code.value[0], code.name
+                fields |= {
                     "outcome": outcome,
                     "duration_ms": round((time.perf_counter() - self.started) * 1000, 3),
                     "messages_in": self.context.messages_in,
@@ -250,7 +258,7 @@ class GrpcCall:
                 if self.items:
                     fields["stream_requests"] = self.items
                 add_annotations(fields, self.ctx.annotations)
-                if isinstance(failure, RequestUndecodable):
+                if isinstance(failure, RequestUndecodable | NeverHandled):
                     fields["error"] = str(failure)  # the handler never saw why
                 log = events.warning if outcome == "error" else events.info
                 log(REQUEST_END, **fields)

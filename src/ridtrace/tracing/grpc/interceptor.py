@@ -31,6 +31,7 @@ from ridtrace.tracing.grpc.method import (
 from ridtrace.tracing.grpc.nonblocking import wrap_for_sync_server
 from ridtrace.tracing.grpc.undecodable import tolerant_deserializer
 from ridtrace.tracing.grpc.unknown import unknown_method_handler
+from ridtrace.tracing.grpc.unstarted import watch_call
 from ridtrace.tracing.settings import TracingSettings
 
 __all__ = ["RequestTracingInterceptor", "TracedServicerContext"]
@@ -106,7 +107,9 @@ class RequestTracingInterceptor(
                 f"initial_metadata must be streaming, always or never: {initial_metadata!r}"
             )
         self._initial = initial_metadata
-        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
+        self._wrapped: dict[
+            str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler, MethodInfo]
+        ] = {}
         self._registered = RegisteredPastTheLimit()
 
     def intercept_service(
@@ -134,18 +137,24 @@ class RequestTracingInterceptor(
             except Exception as exc:  # an interceptor after ours: traced as gRPC answers it
                 return lookup_failed(exc, method, self._wrapped, self._wrap_sync)
         if inspect.isawaitable(found):
-            return self._intercept_aio(found, method)
-        return self._wrapped_for(found, method, self._wrap_sync, aio=False)
+            return self._intercept_aio(found, handler_call_details)
+        return self._wrapped_for(found, method, self._wrap_sync, aio=False)[0]
 
     async def _intercept_aio(
-        self, found: Awaitable[grpc.RpcMethodHandler | None], method: str
+        self, found: Awaitable[grpc.RpcMethodHandler | None], details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler:
+        method = details.method
         with instrumentation_suppressed():
             try:
                 handler = await found
             except Exception as exc:  # an interceptor after ours: traced as gRPC answers it
                 return lookup_failed(exc, method, self._wrapped, self._wrap, aio=True)
-        return self._wrapped_for(handler, method, self._wrap, aio=True)
+        wrapped, info = self._wrapped_for(handler, method, self._wrap, aio=True)
+        if wrapped is not handler and not wrapped.request_streaming:
+            # Its message is read before its handler runs, and a call that ends
+            # meanwhile never reaches it (`unstarted`).
+            watch_call(self._config, info, details)
+        return wrapped
 
     def _wrapped_for(
         self,
@@ -154,24 +163,28 @@ class RequestTracingInterceptor(
         wrap: Callable[[grpc.RpcMethodHandler, MethodInfo], grpc.RpcMethodHandler],
         *,
         aio: bool,
-    ) -> grpc.RpcMethodHandler:
+    ) -> tuple[grpc.RpcMethodHandler, MethodInfo]:
+        """The handler to hand gRPC for `handler`, and the method as the call is named."""
         if handler is None:
             # gRPC's own UNIMPLEMENTED would leave no trace of the call: answer the same
             # through a handler of ours, traced like any other. Not cached: a scanner's
             # invented names must not fill the cache the real methods use.
-            return wrap(unknown_method_handler(aio=aio), MethodInfo(method, known=False))
+            info = MethodInfo(method, known=False)
+            return wrap(unknown_method_handler(aio=aio), info), info
         cached = self._wrapped.get(method)
         if cached is not None and cached[0] is handler:
-            return cached[1]
+            return cached[1], cached[2]
         named = (cached is not None or may_be_named(method, len(self._wrapped))
                  or self._registered.registered(method, handler))
         if not named:
             # Served, but its name stays on the lines only (capped, escaped): a
             # generic handler answered a name the client chose (see method.NAMED_LIMIT).
-            return wrap(handler, MethodInfo(method, known=False, route=OTHER_METHOD))
-        wrapped = wrap(handler, MethodInfo(method))
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
+            info = MethodInfo(method, known=False, route=OTHER_METHOD)
+            return wrap(handler, info), info
+        info = MethodInfo(method)
+        wrapped = wrap(handler, info)
+        self._wrapped[method] = (handler, wrapped, info)
+        return wrapped, info
 
     def _wrap_sync(
         self, handler: grpc.RpcMethodHandler, info: MethodInfo

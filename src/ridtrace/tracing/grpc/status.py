@@ -18,9 +18,11 @@ from ridtrace.tracing.inbound import decide_outcome
 
 __all__ = [
     "CANCELLED",
+    "NEVER_HANDLED_ERROR",
     "SERVER_FAULTS",
     "UNDECODABLE_ERROR",
     "CallEnded",
+    "NeverHandled",
     "RequestUndecodable",
     "ServerStopped",
     "cut_off_after",
@@ -71,6 +73,24 @@ class RequestUndecodable(BaseException):
 
     def __init__(self) -> None:
         super().__init__(UNDECODABLE_ERROR)
+
+
+NEVER_HANDLED_ERROR = (
+    "the call ended before its handler ran, with a status gRPC gave it: its deadline "
+    "passed or its client cancelled while it waited, or gRPC refused it "
+    "(maximum_concurrent_rpcs, a request message or metadata over gRPC's limits)"
+)
+"""The ``error`` of the ``request.end`` of a grpc.aio call that never reached its handler
+(`ridtrace.tracing.grpc.unstarted`)."""
+
+
+class NeverHandled(GeneratorExit):
+    """Not raised: what a call is finished with when it ended before its handler ran.
+    What the client got is not known here (``DEADLINE_EXCEEDED``, ``CANCELLED`` or
+    ``RESOURCE_EXHAUSTED``), so the call's end names no status."""
+
+    def __init__(self) -> None:
+        super().__init__(NEVER_HANDLED_ERROR)
 
 
 class ServerStopped(BaseException):
