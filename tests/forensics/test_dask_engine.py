@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 import shutil
 from pathlib import Path
 from typing import Any
@@ -555,3 +556,36 @@ def test_a_bad_dask_setting_on_the_local_cluster_is_named(tmp_path: Path) -> Non
     assert done.returncode == 2, done.stderr
     assert "distributed.comm.timeouts.connect is 'abc'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_batched_senders_notice_at_a_local_clusters_close_is_quiet(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An in-process cluster's close made distributed's batched sender log "Batched Comm
+    # Closed" with a CommClosedError traceback on stderr, in 2 runs of 8 of
+    # docs/scale-out.md's library example: a right report under a traceback. It came
+    # once the cluster had put its own log levels back; here it comes then every time.
+    import distributed
+
+    from ridtrace.forensics.dask_engine.engine import dask_client
+
+    closing = distributed.LocalCluster.__exit__
+
+    def close_then_notice(self: Any, *exc: Any) -> Any:
+        closed = closing(self, *exc)
+        logging.getLogger("distributed.batched").info(
+            "Batched Comm Closed", exc_info=ConnectionError("closed"))
+        return closed
+
+    monkeypatch.setattr(distributed.LocalCluster, "__exit__", close_then_notice)
+    written: list[logging.LogRecord] = []
+    seen = logging.Handler()
+    seen.emit = written.append  # type: ignore[method-assign]
+    batched = logging.getLogger("distributed.batched")
+    batched.addHandler(seen)
+    try:
+        with dask_client(n_workers=1, threads_per_worker=1, processes=False) as client:
+            assert client.submit(sum, [1, 2]).result() == 3
+    finally:
+        batched.removeHandler(seen)
+    assert [r.getMessage() for r in written] == []

@@ -106,14 +106,21 @@ def _client_logs_quiet() -> Iterator[None]:
     ridtrace as an exception, which it says in one line (`DaskEngineError`, exit 2). A
     scheduler lost mid-run put two tracebacks of the client's failed reconnection above
     that line, under -q too, read as a crash; a worker lost and replaced, a WARN about
-    rescheduled keys in a run whose report was right."""
-    logger = logging.getLogger("distributed.client")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
+    rescheduled keys in a run whose report was right. So does its batched sender: an
+    in-process cluster's close (`processes=False`, as docs/scale-out.md's library example
+    makes) printed "Batched Comm Closed" and a CommClosedError traceback in 2 runs of 8."""
+    loggers = [logging.getLogger(name) for name in _QUIET_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+_QUIET_LOGGERS = ("distributed.client", "distributed.batched")
 
 
 def raise_open_file_limit() -> None:
