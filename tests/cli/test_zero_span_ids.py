@@ -1,5 +1,6 @@
-"""OpenTelemetry's invalid all-zero span id names no span: requests logged with it are
-not one request, and a read of them says what it could not tell apart."""
+"""OpenTelemetry's invalid all-zero span id names no span, nor does an empty one (a
+logger's placeholder): requests logged with it are not one request, and a read of them
+says what it could not tell apart."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def _logged_by_a_no_op_tracer(folder: Path, span_id: str) -> None:
     (folder / "frontend.jsonl").write_text("".join(json.dumps(r) + "\n" for r in for_all))
 
 
-@pytest.mark.parametrize("span_id", ["0000000000000000", "0x0", "0"])
+@pytest.mark.parametrize("span_id", ["0000000000000000", "0x0", "0", ""])
 def test_requests_keyed_by_the_zero_span_id_are_an_incomplete_read(
         tmp_path: Path, span_id: str) -> None:
     # Keyed by it, the four were one span: 1 request, "No findings.", exit 0, and
@@ -38,8 +39,10 @@ def test_requests_keyed_by_the_zero_span_id_are_an_incomplete_read(
     assert summary["incomplete_reasons"] == ["8 lines read but no request found in them"]
 
 
-def test_the_follower_reads_the_zero_span_id_as_the_batch_read_does(tmp_path: Path) -> None:
-    _logged_by_a_no_op_tracer(tmp_path, "0000000000000000")
+@pytest.mark.parametrize("span_id", ["0000000000000000", ""])
+def test_the_follower_reads_the_zero_span_id_as_the_batch_read_does(
+        tmp_path: Path, span_id: str) -> None:
+    _logged_by_a_no_op_tracer(tmp_path, span_id)
     follower = start_follower([str(tmp_path)], "--from-start")
     code = follower.stop()  # a stop reads what is written first: all of it
     summary = follower.summary()
@@ -63,14 +66,15 @@ def test_the_views_say_of_a_zero_span_id_what_analyze_says(
     assert said == {"analyze": 3, "view": 3}
 
 
+@pytest.mark.parametrize("parent", ["0" * 16, ""])
 def test_workers_whose_caller_is_the_zero_span_id_are_each_their_own_request(
-        tmp_path: Path) -> None:
+        tmp_path: Path, parent: str) -> None:
     # Three worker spans holding one id at once, their callers not in the logs: with
     # the zero parent id as their caller they were one request, and no duplicate.
     lines = []
     for k, start in enumerate((0.0, 0.2, 0.4)):
         ids = {"request_id": "same-id", "trace_id": f"{k + 1:032x}",
-               "span_id": f"{k + 0xa1:016x}", "parent_span_id": "0" * 16, "service": "worker"}
+               "span_id": f"{k + 0xa1:016x}", "parent_span_id": parent, "service": "worker"}
         lines += [rt("worker.start", time=ts(start), **ids),
                   rt("worker.end", time=ts(start + 1), outcome="ok", **ids)]
     lines.sort(key=lambda line: json.loads(line)["time"])
