@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from loguru import logger
+from starlette.types import Message, Receive, Scope, Send
 
-from ridtrace import configure_logging
+from ridtrace import RequestTracingMiddleware, configure_logging
 from tests.tracing.conftest import read_lines
 
 
@@ -118,3 +121,64 @@ def test_the_reloaders_per_change_lines_stay_quiet(tmp_path: Path) -> None:
         logging.basicConfig(handlers=[logging.NullHandler()], force=True)
         logging.getLogger("watchfiles").setLevel(before)
     assert [x["message"] for x in read_lines(path)] == ["a warning still goes through", "asked for"]
+
+
+def test_a_crash_a_loop_callback_reports_names_the_request_it_escaped(tmp_path: Path) -> None:
+    # daphne reports an application's exception from a timer callback of its own, with
+    # exc_info=, outside the request's task and any except; the callback runs in the
+    # context of whichever request last armed the loop's timer. Its "Exception inside
+    # application" line named that other request (in flight or over), never the one
+    # that crashed. Here request B arms the timer while A has crashed before it.
+    path = tmp_path / "app.jsonl"
+    server_log = logging.getLogger("daphne.server")
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["path"] == "/boom":
+            raise RuntimeError("boom")
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    traced = RequestTracingMiddleware(app)
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b""}
+
+    async def send(message: Message) -> None:
+        pass
+
+    def request(path: str, client_id: str) -> Awaitable[None]:
+        headers = [(b"x-request-id", client_id.encode())]
+        return traced({"type": "http", "method": "GET", "path": path, "headers": headers},
+                      receive, send)
+
+    async def server() -> None:
+        loop = asyncio.get_running_loop()
+        crashed = asyncio.ensure_future(request("/boom", "A"))  # the server's task for A
+        await asyncio.wait([crashed])
+        reported = loop.create_future()
+
+        def check_applications() -> None:  # the server's own timer, armed inside B
+            server_log.error("Exception inside application: %s", crashed.exception(),
+                             exc_info=crashed.exception())
+            reported.set_result(None)
+
+        async def b_app(scope: Scope, receive: Receive, send: Send) -> None:
+            loop.call_soon(check_applications)
+            await app(scope, receive, send)
+
+        await RequestTracingMiddleware(b_app)(
+            {"type": "http", "method": "GET", "path": "/hello",
+             "headers": [(b"x-request-id", b"B")]}, receive, send)
+        await reported
+
+    configure_logging(path, service="svc")
+    try:
+        asyncio.run(server())
+    finally:
+        logging.basicConfig(handlers=[logging.NullHandler()], force=True)
+    lines = read_lines(path)
+    (crash,) = [x for x in lines if x["message"].startswith("Exception inside application")]
+    (a_start,) = [x for x in lines if x.get("event") == "request.start"
+                  and x.get("x_request_id") == "A"]
+    assert (crash["request_id"], crash["x_request_id"]) == (a_start["request_id"], "A")
+    assert "RuntimeError: boom" in crash["traceback"]

@@ -267,11 +267,13 @@ def context_for_exception_line(exc: BaseException | None) -> RequestContext | No
     a synchronous gRPC server, logging the stored error with ``exc_info=``, is in the
     place the request's escape was, but handles no exception.
     """
-    if exc is None or sys.exc_info()[1] is not exc:
+    if exc is None:
         return None
     escapes = getattr(exc, _ESCAPES_ATTRIBUTE, None)
     if not isinstance(escapes, dict):
         return None
+    if sys.exc_info()[1] is not exc:
+        return _reported_by_a_loop_callback(escapes)
     escaped = escapes.get(_here())
     if escaped is None or not _is_here(escaped[0]):
         return None
@@ -280,6 +282,41 @@ def context_for_exception_line(exc: BaseException | None) -> RequestContext | No
     if isinstance(ctx, RequestContext) and (now is None or now is into):
         return ctx
     return None
+
+
+def _reported_by_a_loop_callback(escapes: dict[Any, Any]) -> RequestContext | None:
+    """The request whose finished task an event-loop callback reports the escape of.
+
+    daphne reports a request's crash from a timer callback of its own (its application
+    checker), outside the request's task and outside any ``except``, and the callback runs
+    in the context of whichever request last armed the loop's timer: its line named that
+    other request, in flight or long over. A line written by a callback (a running loop,
+    no task) about an exception that last escaped a request whose task has finished
+    names that request. A request's own task, or a thread, is never such a callback.
+    """
+    if not _in_a_loop_callback():
+        return None
+    with _ESCAPES_LOCK:
+        latest = next(reversed(escapes.values()), None)
+    if latest is None:
+        return None
+    where, ctx, _ = latest
+    task = where() if isinstance(where, weakref.ref) else None
+    done = getattr(task, "done", None)
+    if not isinstance(ctx, RequestContext) or done is None or not done():
+        return None
+    return ctx
+
+
+def _in_a_loop_callback() -> bool:
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return False
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # a thread with no loop: a pool's, a synchronous server's
+        return False
+    return asyncio.current_task() is None
 
 
 def outside_requests(call: Callable[..., T], *args: Any) -> T:
