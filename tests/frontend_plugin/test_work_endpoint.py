@@ -481,3 +481,40 @@ def test_a_deprecated_id_header_sent_to_a_worker_is_named_on_its_work_line(tmp_p
     code, out, _ = run_in_process(["audit", str(log), "--format", "json"])
     rows = [(row["header"], row["requests"]) for row in orjson.loads(out)["rows"]]
     assert (code, rows) == (0, [("request-id", 3)])
+
+
+def test_a_deprecated_id_header_on_a_worker_call_refused_for_its_token_or_host_is_named(
+    tmp_path: Path,
+) -> None:
+    # A worker refusing a call for its token (401) or its Host (421) wrote worker.refused
+    # without the headers the call sent, its only line: `audit` counted such uses only
+    # when one happened to be the process's first (its once-per-process WARN).
+    from ridtrace.frontend_plugin.host_check import host_checked
+    from ridtrace.frontend_plugin.worker import log_host_refused
+    from tests.support.inprocess_cli import run_in_process
+
+    log = tmp_path / "worker.jsonl"
+    configure_logging(log, service="worker", intercept_stdlib=False)
+    app = host_checked(create_worker_app(WorkerSettings(worker_token="tok")),
+                       frozenset({"127.0.0.1"}), on_refused=log_host_refused)
+    old_style = (b"x-dynamo-request-id", b"old-style")
+    token = (b"authorization", b"Bearer tok")
+    calls = {"no token": [old_style], "no token again": [old_style],
+             "other host": [old_style, token, (b"host", b"evil.example")],
+             "served": [old_style, token, (b"host", b"127.0.0.1:8000")]}
+    for n, headers in enumerate(calls.values()):
+        scope = _scope()
+        scope["headers"] = [*scope["headers"], *headers]
+        _call(app, scope, [_envelope(f"rid-t{n}")])
+    logger.remove()
+    lines = [e for e in map(orjson.loads, log.read_bytes().splitlines())
+             if e.get("event") in ("worker.start", "worker.refused")]
+    assert [(e["event"], e.get("status"), e.get("deprecated_headers")) for e in lines] == [
+        ("worker.refused", 401, "x-dynamo-request-id"),
+        ("worker.refused", 401, "x-dynamo-request-id"),
+        ("worker.refused", 421, "x-dynamo-request-id"),
+        ("worker.start", None, "x-dynamo-request-id"),
+    ]
+    code, out, _ = run_in_process(["audit", str(log), "--format", "json"])
+    rows = [(row["header"], row["requests"]) for row in orjson.loads(out)["rows"]]
+    assert (code, rows) == (0, [("x-dynamo-request-id", 4)])

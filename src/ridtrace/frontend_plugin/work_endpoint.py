@@ -201,7 +201,7 @@ class WorkEndpoint:
         except DuplicateRequestId as exc:
             events.warning(
                 WORKER_REFUSED, event=WORKER_REFUSED, outcome=OUTCOME_CONFLICT, status=409,
-                endpoint=job.endpoint, deprecated_headers=_deprecated_sent(),
+                endpoint=job.endpoint, deprecated_headers=deprecated_sent(),
             )
             annotate_request(outcome_override=OUTCOME_CONFLICT)  # the requests metric too
             await _send_error(send, 409, str(exc), kind="conflict")
@@ -209,7 +209,7 @@ class WorkEndpoint:
         events.info(
             WORKER_START, event=WORKER_START, endpoint=job.endpoint, model=job.model,
             fp_in=fingerprint(job.prompt), session_id=job.session_id,
-            deprecated_headers=_deprecated_sent(), x_request_id_rejected=id_refused or None,
+            deprecated_headers=deprecated_sent(), x_request_id_rejected=id_refused or None,
         )
         if not self.engine.ready_now():
 
@@ -242,7 +242,7 @@ class WorkEndpoint:
             log_end(job, outcome, started, "".join(tokens), len(tokens))
 
 
-def _deprecated_sent() -> str | None:
+def deprecated_sent() -> str | None:
     """The deprecated id headers the call sent, for its worker.start or worker.refused:
     a worker writes no request.start of its own, the line that lists them elsewhere."""
     ctx = current_context()
@@ -262,7 +262,7 @@ async def _refuse_invalid(
     # headers): this answer reaches nobody, and its status was logged as sent.
     if not server_answered(scope):
         events.warning(WORKER_REFUSED, event=WORKER_REFUSED, outcome=outcome,
-                       status=status, error=message, deprecated_headers=_deprecated_sent())
+                       status=status, error=message, deprecated_headers=deprecated_sent())
     await _send_json(send, status, _refusal(message, kind), extra=extra)
 
 

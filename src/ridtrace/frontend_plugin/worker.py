@@ -25,7 +25,12 @@ from ridtrace.frontend_plugin.drain import Drain
 from ridtrace.frontend_plugin.engine import EchoEngine
 from ridtrace.frontend_plugin.registry import InflightRegistry
 from ridtrace.frontend_plugin.settings import WorkerSettings
-from ridtrace.frontend_plugin.work_endpoint import WorkEndpoint, WorkRoute, work_route_of
+from ridtrace.frontend_plugin.work_endpoint import (
+    WorkEndpoint,
+    WorkRoute,
+    deprecated_sent,
+    work_route_of,
+)
 from ridtrace.frontend_plugin.worker_errors import worker_http_error
 from ridtrace.tracing import RequestTracingMiddleware, TracingSettings
 from ridtrace.tracing.eventlog import EventLog
@@ -125,6 +130,7 @@ def _log_unauthorized(path: str) -> None:
     events.warning(
         WORKER_REFUSED, event=WORKER_REFUSED, outcome=UNAUTHORIZED, status=401,
         path=shown_text(path, MAX_SHOWN_PATH),  # whoever calls without the token chose it
+        deprecated_headers=deprecated_sent(),  # its only line: audit counts the use
     )
 
 
@@ -134,5 +140,5 @@ def log_host_refused(status: int, reason: str) -> None:
     writes no ``request.end``."""
     events.warning(
         WORKER_REFUSED, event=WORKER_REFUSED, outcome=OUTCOME_INVALID, status=status,
-        error=reason,
+        error=reason, deprecated_headers=deprecated_sent(),
     )
