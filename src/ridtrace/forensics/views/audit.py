@@ -33,7 +33,21 @@ def deprecated_usage(requests: pd.DataFrame) -> pd.DataFrame:
     caller = caller_of(requests)
     unlogged = ~caller.isin(requests["span_id"]) | (caller == requests["span_id"]).fillna(False)
     own = (side == WORKER) & unlogged
-    dep = requests[((side == FRONTEND) | own) & requests["deprecated"].notna()]
+    named = ((side == FRONTEND) | own) & requests["deprecated"].notna()
+    dep = requests[named]
+    # A frontend span nested in another (Dynamo's `generate` in its `http-request`) is
+    # that request's: its use is the request's, once, at the request's route and time.
+    request = caller.where(side == FRONTEND, requests["span_id"])[named]
+    keys = ["trace_id", "span_id"]
+    hosts = requests[side == FRONTEND].drop_duplicates(keys).set_index(keys)
+    in_trace = pd.MultiIndex.from_arrays([dep["trace_id"], request])
+    nested = (request != dep["span_id"]).fillna(False).to_numpy() & in_trace.isin(hosts.index)
+    if nested.any():
+        dep = dep.copy()
+        request_row = hosts.loc[in_trace[nested]]
+        for column in ("start", "client", "route"):
+            dep.loc[nested, column] = request_row[column].to_numpy()
+        dep.loc[nested, "span_id"] = request_row.index.get_level_values("span_id").to_numpy()
     if dep.empty:
         columns = {c: pd.Series(dtype="object") for c in ("header", "client", "route", "span_id")}
         columns["time"] = pd.Series(dtype="datetime64[us, UTC]")
@@ -51,7 +65,9 @@ def deprecated_usage(requests: pd.DataFrame) -> pd.DataFrame:
             "client": host.to_numpy(),
             "route": route.to_numpy(),
             "span_id": dep["span_id"].astype("object").to_numpy(),
-            "request": range(len(dep)),
+            # One request: its trace and span (a span id alone is no request's key).
+            "request": (dep["trace_id"].astype("object").fillna("").astype(str) + "\x00"
+                        + dep["span_id"].astype("object").fillna("").astype(str)).to_numpy(),
         }
     ).explode("header")
     # A header's name in any case, each once a request: "request-id,request-id" counted
