@@ -512,3 +512,21 @@ def test_export_to_standard_output_says_so_not_to_a_file_named_dash(clean: Path)
     code, out, err = run("export", "jaeger", str(clean), "-o", "-")
     assert code == 0 and json.loads(out)["data"]
     assert "trace(s) to standard output" in err and " to -" not in err
+
+
+def test_a_csv_cell_that_starts_with_an_apostrophe_is_guarded_too(tmp_path: Path) -> None:
+    import csv
+    import io
+
+    # The formula guard's `'` before "=x" made it read as the id "'=x", another client's
+    # (two requests merged when the CSV was grouped by id): a leading "'" is guarded too,
+    # so a cell's first "'" is always the guard's.
+    lines = rt_request("a", "=x", 0, 3) + rt_request("b", "=x", 1, 2) \
+        + rt_request("c", "'=x", 4, 6) + rt_request("d", "'=x", 5, 7)
+    log = tmp_path / "frontend.jsonl"
+    log.write_text("\n".join(sorted(lines, key=lambda x: json.loads(x)["time"])) + "\n")
+    code, out, err = run("analyze", str(log), "--format", "csv")
+    assert code == 1, err
+    ids = sorted(row["request_id"] for row in csv.DictReader(io.StringIO(out)))
+    assert ids == ["''=x", "'=x"]
+    assert sorted(value[1:] for value in ids) == ["'=x", "=x"]  # the guard dropped

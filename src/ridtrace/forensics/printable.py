@@ -124,8 +124,13 @@ def csv_escaped(text: str, also: str = "") -> str:
 
 
 def formula_guarded(text: str) -> str:
-    """`text` behind a leading apostrophe when a spreadsheet would run it as a formula."""
-    return "'" + text if text.startswith(_FORMULA_START) else text
+    """`text` behind a leading apostrophe when a spreadsheet would run it as a formula,
+    or when it starts with one itself: a cell's first ``'`` is then always the guard's,
+    and ``=x`` and ``'=x`` (two clients' ids) are not written alike."""
+    return "'" + text if text.startswith(_GUARDED_START) else text
+
+
+_GUARDED_START = (*_FORMULA_START, "'")
 
 
 # In JSON text, what JSON does not escape but a terminal obeys or hides: exactly what
