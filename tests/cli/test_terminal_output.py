@@ -357,3 +357,31 @@ def test_at_forty_columns_a_blocks_time_is_whole_under_its_key(tmp_path: Path) -
     assert all(len(line) <= 40 for line in lines), lines
     times = [line.strip() for line in lines if re.fullmatch(r"\s*\d{4}-\d\d-\d\dT[\d:.]+Z", line)]
     assert times and all(len(t) == len("2026-11-29T10:00:00.100000Z") for t in times), lines
+
+
+@pytest.mark.parametrize("columns", [100, 90, 40])
+def test_a_finding_block_never_breaks_a_quoted_citation_at_its_space(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, columns: int,
+) -> None:
+    # Below the table's width a finding is a block, whose evidence the grid wrapped at
+    # spaces: "… 'front" over "end.jsonl':15", read as two citations, where the whole
+    # citation fitted on a line of its own.
+    from click.testing import CliRunner
+
+    from ridtrace.cli.main import main
+    from tests.forensics.helpers import rt_request
+
+    (tmp_path / "logs").mkdir()
+    rid = "0b1c2d3e-4f50-4a61-b728-394a5b6c7d8e"
+    lines = [line for span in "fedcba" for line in rt_request(span * 16, rid, 0.1, 0.5)]
+    (tmp_path / "logs" / "front end.jsonl").write_text("\n".join(lines) + "\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["analyze", "logs", "-q"], env={"COLUMNS": str(columns)})
+    assert result.exit_code == 1, result.stderr
+    text = result.stdout
+    at = text.index("\n  evidence") + 1
+    block = text[at:].split("\n\n", 1)[0]
+    citations = re.findall(r"'front end\.jsonl':\d+", block)
+    assert len(citations) == 4, block
+    assert "'front\n" not in block and "'front \n" not in block
+    assert max(len(row) for row in block.splitlines()) <= columns

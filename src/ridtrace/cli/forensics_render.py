@@ -321,17 +321,22 @@ def _print_finding_blocks(console: Console, records: list[dict[str, Any]]) -> No
         console.print()
         style = "red" if rec["severity"] == "error" else None
         console.print(Text(f"{rec['kind']}  {rec['severity']}", style=style or ""))
+        beside = console.width >= _KEYS_BESIDE + len(rec["time"])
+        # Folded by citation, as the table folds them: left to the grid, a citation of a
+        # quoted name with a space in it was broken at the space, read as two.
+        evidence_width = max(1, console.width - (_KEYS_BESIDE if beside else _UNDER_KEY))
         shown = (
             ("time", _cell(rec["time"])), ("request_id", _cell(rec["request_id"])),
             ("x_request_id", _cell(rec["x_request_id"]) or "-"),
-            ("detail", _cell(rec["detail"])), ("evidence", _evidence(rec, base)),
+            ("detail", _cell(rec["detail"])),
+            ("evidence", _evidence(rec, base, width=evidence_width)),
         )
-        if console.width < _KEYS_BESIDE + len(rec["time"]):
+        if not beside:
             # Too narrow for the time beside its key: folded there, "…T16:55:12.3613"
             # over "36Z" read as another time. Each value under its key instead.
             for key, value in shown:
                 console.print(Text(f"  {key}"))
-                console.print(Padding(Text(value, overflow="fold"), (0, 0, 0, 4)))
+                console.print(Padding(Text(value, overflow="fold"), (0, 0, 0, _UNDER_KEY)))
             continue
         fields = Table.grid(padding=(0, 2))
         fields.add_column(no_wrap=True)
@@ -343,6 +348,8 @@ def _print_finding_blocks(console: Console, records: list[dict[str, Any]]) -> No
 
 # A block's widest key ("  x_request_id") and the grid's padding after it.
 _KEYS_BESIDE = len("  x_request_id") + 2
+# A value under its key, in a terminal too narrow for it beside: indented this much.
+_UNDER_KEY = 4
 
 
 def _frame_table(frame: pd.DataFrame, *, title: str) -> Table:
