@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from ridtrace.tracing.grpc import RequestTracingInterceptor
 from ridtrace.tracing.grpc.status import NEVER_HANDLED_ERROR
-from tests.tracing.grpc.conftest import LogLines
+from tests.tracing.grpc.conftest import LogLines, service_of, serving
 
 SERVICE = "probe.Busy"
 CALL_TIMEOUT = 30.0
@@ -145,3 +145,78 @@ def test_a_call_whose_deadline_passes_before_its_handler_runs_is_recorded(
     # The calls that did run are recorded once each, as before.
     assert [e["rpc_method"] for e in log_lines.events("request.end")].count(
         f"/{SERVICE}/Block") == 1
+
+
+class _LookupInATaskOfItsOwn(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Listed before ridtrace's: runs the rest of the chain in a task of its own, as
+    ``asyncio.wait_for`` does on Python 3.11 (a timeout around the lookup)."""
+
+    async def intercept_service(self, continuation: Any, details: Any) -> Any:
+        return await asyncio.create_task(continuation(details))
+
+
+class _SlowCheck(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Listed after ridtrace's: an asynchronous token check that takes its time."""
+
+    def __init__(self, passed: asyncio.Event) -> None:
+        self.passed = passed
+
+    async def intercept_service(self, continuation: Any, details: Any) -> Any:
+        await self.passed.wait()
+        return await continuation(details)
+
+
+async def _echo(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+    return request
+
+
+def test_a_call_is_recorded_once_when_an_interceptor_runs_ridtraces_in_a_task_of_its_own(
+    log_lines: LogLines,
+) -> None:
+    # ridtrace's interceptor then runs in that short task, not the call's: its end
+    # recorded every call a second time, as never handled (6 calls, 12 records).
+    async def go() -> None:
+        async with serving(
+            service_of({"Echo": grpc.unary_unary_rpc_method_handler(_echo)}, SERVICE),
+            interceptors=[_LookupInATaskOfItsOwn(), RequestTracingInterceptor()],
+        ) as address, grpc.aio.insecure_channel(address) as channel:
+            echo = channel.unary_unary(f"/{SERVICE}/Echo")
+            for n in range(3):
+                assert await echo(b"x", timeout=CALL_TIMEOUT,
+                                  metadata=(("x-request-id", f"c{n}"),)) == b"x"
+            await log_lines.wait_for(lambda lines: len(lines.events("request.end")) == 3)
+            # A call after them: a second record of any would have been written by now.
+            await echo(b"x", timeout=CALL_TIMEOUT)
+            await log_lines.wait_for(lambda lines: len(lines.events("request.end")) >= 4)
+
+    asyncio.run(go())
+    ends = log_lines.events("request.end")
+    assert sorted(e.get("x_request_id") or "-" for e in ends) == ["-", "c0", "c1", "c2"]
+    assert all(e["grpc_status"] == "OK" for e in ends)
+
+
+def test_a_call_that_ends_while_an_interceptor_after_ridtraces_awaits_is_recorded(
+    log_lines: LogLines,
+) -> None:
+    # The order docs/grpc.md advises (ridtrace's first, an asynchronous check after): a
+    # deadline passing during the check ended the call there, before any handler.
+    async def go() -> None:
+        passed = asyncio.Event()
+        async with serving(
+            service_of({"Echo": grpc.unary_unary_rpc_method_handler(_echo)}, SERVICE),
+            interceptors=[RequestTracingInterceptor(), _SlowCheck(passed)],
+        ) as address, grpc.aio.insecure_channel(address) as channel:
+            echo = channel.unary_unary(f"/{SERVICE}/Echo")
+            with pytest.raises(grpc.aio.AioRpcError) as late:
+                await echo(b"x", timeout=SHORT_DEADLINE, metadata=(("x-request-id", "slow"),))
+            assert late.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+            await log_lines.wait_for(lambda lines: bool(lines.events("request.end")))
+            passed.set()
+            assert await echo(b"y", timeout=CALL_TIMEOUT) == b"y"
+            await log_lines.wait_for(lambda lines: len(lines.events("request.end")) == 2)
+
+    asyncio.run(go())
+    late_end, served = log_lines.events("request.end")
+    assert (late_end["x_request_id"], late_end["outcome"]) == ("slow", "cancelled")
+    assert late_end["error"] == NEVER_HANDLED_ERROR and "grpc_status" not in late_end
+    assert served["grpc_status"] == "OK"

@@ -20,7 +20,7 @@ from ridtrace.tracing.grpc.aio_handlers import traced_coroutine, traced_generato
 from ridtrace.tracing.grpc.call_config import CallConfig
 from ridtrace.tracing.grpc.context import TracedServicerContext
 from ridtrace.tracing.grpc.lookup import instrumentation_suppressed, traced_outside
-from ridtrace.tracing.grpc.lookup_failed import lookup_failed
+from ridtrace.tracing.grpc.lookup_failed import lookup_failed, served_as
 from ridtrace.tracing.grpc.method import (
     OTHER_METHOD,
     MethodInfo,
@@ -144,16 +144,19 @@ class RequestTracingInterceptor(
         self, found: Awaitable[grpc.RpcMethodHandler | None], details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler:
         method = details.method
+        # A call may end before its handler runs: while an interceptor after ours awaits
+        # (a token check), or while gRPC reads its request (`unstarted`).
+        awaited = watch_call(self._config, served_as(method, self._wrapped), details)
         with instrumentation_suppressed():
             try:
                 handler = await found
             except Exception as exc:  # an interceptor after ours: traced as gRPC answers it
                 return lookup_failed(exc, method, self._wrapped, self._wrap, aio=True)
         wrapped, info = self._wrapped_for(handler, method, self._wrap, aio=True)
-        if wrapped is not handler and not wrapped.request_streaming:
-            # Its message is read before its handler runs, and a call that ends
-            # meanwhile never reaches it (`unstarted`).
-            watch_call(self._config, info, details)
+        if awaited is not None:
+            awaited.info = info
+            # A plain `def` handler is passed through untraced: it never says it ran.
+            awaited.running = wrapped is handler
         return wrapped
 
     def _wrapped_for(

@@ -23,11 +23,20 @@ import grpc.aio
 
 from ridtrace.tracing.grpc.method import OTHER_METHOD, MethodInfo
 
-__all__ = ["lookup_failed"]
+__all__ = ["lookup_failed", "served_as"]
 
 # What a synchronous server answers and logs when the lookup raises (grpc._server).
 _SYNC_DETAILS = "Error in service handler!"
 _GRPC_SERVER_LOG = logging.getLogger("grpc._server")
+
+
+def served_as(method: str, served: Any) -> MethodInfo:
+    """`method` as a call is named before the lookup has said what it is: by its name if
+    the interceptor has served it before (``served``: the methods it has), else as the
+    client's string under ``_OTHER``, so invented names grow no metric series."""
+    if method in served:
+        return MethodInfo(method)
+    return MethodInfo(method, known=False, route=OTHER_METHOD)
 
 
 def lookup_failed(
@@ -43,14 +52,9 @@ def lookup_failed(
     (``UNKNOWN`` "Unexpected <class ...>: ...", and its own ERROR line); a synchronous
     server logs it and answers ``UNKNOWN`` "Error in service handler!".
 
-    The method keeps its name if the interceptor has served it before (``served``:
-    the methods it has); else it is the client's string under ``_OTHER``, so invented
-    names refused this way grow no metric series either.
+    The method is named as `served_as` names it.
     """
-    if method in served:
-        info = MethodInfo(method)
-    else:
-        info = MethodInfo(method, known=False, route=OTHER_METHOD)
+    info = served_as(method, served)
     if aio:
 
         async def raise_it(requests: Any, context: grpc.aio.ServicerContext) -> None:

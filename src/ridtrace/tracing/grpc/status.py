@@ -76,9 +76,10 @@ class RequestUndecodable(BaseException):
 
 
 NEVER_HANDLED_ERROR = (
-    "the call ended before its handler ran, with a status gRPC gave it: its deadline "
-    "passed or its client cancelled while it waited, or gRPC refused it "
-    "(maximum_concurrent_rpcs, a request message or metadata over gRPC's limits)"
+    "the call ended before its handler ran, with a status ridtrace did not see: its "
+    "deadline passed or its client cancelled while it waited, gRPC refused it "
+    "(maximum_concurrent_rpcs, a request message or metadata over gRPC's limits), or an "
+    "interceptor listed before ridtrace's answered it"
 )
 """The ``error`` of the ``request.end`` of a grpc.aio call that never reached its handler
 (`ridtrace.tracing.grpc.unstarted`)."""

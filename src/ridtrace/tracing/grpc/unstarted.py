@@ -8,9 +8,12 @@ wrapper of it, never run. Such calls left no id, line, span nor count, and under
 they were most of the failures (170 of 200 calls in one test, the client's
 ``DEADLINE_EXCEEDED`` all unseen on the server).
 
-The interceptor runs in the call's own task: it notes the call (:func:`watch_call`),
-the wrapper says it ran (:func:`handler_running`), and the task's end records a call
-whose handler never did, with the metadata the interceptor was given.
+The interceptor, run in gRPC's task for the call, notes the call before the lookup
+(:func:`watch_call`), the wrapper says it ran (:func:`handler_running`), and the task's
+end records a call whose handler never did, with the metadata the interceptor was
+given. Only in that task: an interceptor listed before ridtrace's that awaits the rest
+in a task of its own (``asyncio.wait_for`` on Python 3.11, ``gather``) runs ridtrace's
+there, a task that ends with the lookup, and every call was recorded twice.
 """
 
 from __future__ import annotations
@@ -27,17 +30,19 @@ from ridtrace.tracing.grpc.call_config import CallConfig
 from ridtrace.tracing.grpc.method import MethodInfo
 from ridtrace.tracing.grpc.status import NeverHandled
 
-__all__ = ["handler_running", "watch_call"]
+__all__ = ["Awaited", "handler_running", "watch_call"]
 
 
-class _Awaited:
-    """One call the interceptor handed a handler for, until that handler runs."""
+class Awaited:
+    """One call the interceptor saw, until its handler runs (or it is known untraced)."""
 
     __slots__ = ("arrived", "config", "info", "metadata", "running")
 
     def __init__(self, config: CallConfig, info: MethodInfo, metadata: Any) -> None:
         self.arrived = (time.perf_counter(), time.time_ns())
         self.config = config
+        # The method as the lookup names it once it returns (`interceptor._wrapped_for`);
+        # before, as an unknown one is named (a call ended during the lookup).
         self.info = info
         self.metadata = tuple(metadata or ())
         self.running = False
@@ -49,24 +54,30 @@ class _Awaited:
             call.finish(NeverHandled())
 
 
-_awaited: contextvars.ContextVar[_Awaited | None] = contextvars.ContextVar(
+_awaited: contextvars.ContextVar[Awaited | None] = contextvars.ContextVar(
     "ridtrace_grpc_awaited", default=None
 )
+# The coroutine of the task grpc.aio runs each call in (grpcio 1.85's
+# ``_handle_exceptions``, wrapping ``_handle_rpc``). Another name (another grpcio) only
+# means such calls go unrecorded, as before ridtrace watched for them.
+_CALL_TASK_COROUTINE = "_handle_exceptions"
 
 
-def watch_call(config: CallConfig, info: MethodInfo, details: grpc.HandlerCallDetails) -> None:
+def watch_call(
+    config: CallConfig, info: MethodInfo, details: grpc.HandlerCallDetails
+) -> Awaited | None:
     """Record the call at its task's end unless its handler runs (`handler_running`).
 
-    Called by the interceptor in the call's task. Only for a unary request: a streamed
-    request's handler is called at once, before any message is read.
+    Called by the interceptor before the lookup; None outside gRPC's task for the call.
     """
     task = asyncio.current_task()
-    if task is None:
-        return
-    awaited = _Awaited(config, info, details.invocation_metadata)
+    if task is None or getattr(task.get_coro(), "__name__", None) != _CALL_TASK_COROUTINE:
+        return None
+    awaited = Awaited(config, info, details.invocation_metadata)
     _awaited.set(awaited)  # the task's context: the handler, called later, sees it
     # Recorded in a context of its own: the task's may still hold what its code set.
     task.add_done_callback(awaited.ended, context=contextvars.Context())
+    return awaited
 
 
 def handler_running() -> None:
