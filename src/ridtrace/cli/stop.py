@@ -13,7 +13,7 @@ __all__ = [
     "EXIT_HUNG_UP", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "HungUp", "Terminated", "exit_code",
     "forget_stops", "hangup_to_handle", "interrupt_behind", "interrupt_to_handle",
     "quit_to_handle", "raise_hung_up", "raise_interrupted", "raise_terminated",
-    "received_stop", "unwind",
+    "received_stop", "received_stop_signal", "unwind",
 ]
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT
@@ -97,6 +97,11 @@ def _stops_not_dropped(before: Callable[[Any], object]) -> Callable[[Any], None]
 def received_stop() -> KeyboardInterrupt | None:
     """The stop a signal asked for since `forget_stops`, if any."""
     return _received
+
+
+def received_stop_signal() -> int | None:
+    """The number of the signal behind `received_stop`, if one was received."""
+    return _received_signal if _received is not None else None
 
 
 def forget_stops() -> None:
