@@ -307,6 +307,21 @@ def test_ridtrace_command_works_without_the_environment_on_path(monkeypatch: pyt
     assert ridtrace_command() == "ridtrace"
 
 
+def test_ridtrace_command_from_a_deleted_working_directory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    # os.path.relpath needs the current directory: run from one deleted meanwhile, the
+    # demo failed with "internal error" (exit 4) however absolute its --out.
+    bin_dir = str(Path(sys.executable).parent)
+    monkeypatch.setenv("PATH", os.pathsep.join(
+        p for p in os.environ.get("PATH", "").split(os.pathsep) if p != bin_dir))
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    assert ridtrace_command() == shlex.quote(str(Path(sys.executable).parent / "ridtrace"))
+
+
 # SIGTERM exits 143 as every other command does (a CI timeout, `timeout`, a container
 # stop): it exited 130, as if someone had pressed Ctrl-C.
 # SIGHUP (the terminal or ssh session closed) killed the demo alone: its frontend and

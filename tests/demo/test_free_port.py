@@ -66,3 +66,15 @@ def test_a_malformed_share_is_the_whole_range(
     monkeypatch.setenv("RIDTRACE_PORT_SHARE", malformed)
     assert processes._port_share() == (0, 1)
     assert free_port() >= processes._LOWEST_PORT
+
+
+def test_no_free_port_is_the_stacks_failure_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every port taken: an OSError, which the demo reported as "internal error" with a
+    # traceback (exit 4) where docs/cli.md promises its one line and exit 1.
+    class Taken(socket.socket):
+        def bind(self, address: object) -> None:
+            raise OSError("address in use")
+
+    monkeypatch.setattr(processes.socket, "socket", Taken)
+    with pytest.raises(processes.StackDidNotStart, match="no free loopback port"):
+        free_port()

@@ -48,7 +48,7 @@ def ridtrace_command() -> str:
     # it always holds a "/", so the shell runs it rather than searching PATH.
     try:
         shown = os.path.relpath(script)
-    except ValueError:  # another drive (Windows)
+    except (ValueError, OSError):  # another drive (Windows); a current directory deleted
         shown = str(script)
     return shlex.quote(str(script) if shown.startswith("..") else shown)
 

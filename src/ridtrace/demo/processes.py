@@ -79,7 +79,8 @@ def free_port() -> int:
             _handed_out.add(port)
             return port
     where = f" in share {share} of {shares} (RIDTRACE_PORT_SHARE)" if shares > 1 else ""
-    raise OSError(f"no free loopback port below the ephemeral range{where}")
+    # The machine's trouble: said in one line (exit 1), not a traceback (exit 4).
+    raise StackDidNotStart(f"no free loopback port below the ephemeral range{where}")
 
 
 @dataclass
