@@ -30,6 +30,22 @@ def test_a_crossing_reported_for_a_caller_that_hung_up_is_not_invented() -> None
     assert detection.missed == frozenset() and detection.invented == frozenset()
 
 
+def test_the_findings_table_says_which_reported_crossings_no_caller_could_confirm() -> None:
+    # "2 / 3 / 0" read as a crossing analyze made up, under the demo's OK: the third was
+    # a caller that hung up on purpose, whose answer nobody read.
+    import io
+
+    from rich.console import Console
+
+    from ridtrace.demo.report import findings_side_by_side
+
+    run = _run([_result(1, foreign=True), _result(2, disconnect=True), _result(3)], ["s1", "s2"])
+    run.report["summary"] = {"bad_lines": 0}
+    out = io.StringIO()
+    findings_side_by_side(Console(file=out, width=200), [run], [crossed_detection(run)])
+    assert "1 / 2 (1 to callers that hung up) / 0" in out.getvalue()
+
+
 def test_missed_and_invented_crossings_are_named() -> None:
     run = _run([_result(1, foreign=True), _result(2), _result(3)], ["s2"])
     detection = crossed_detection(run)

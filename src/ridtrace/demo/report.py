@@ -57,9 +57,19 @@ def findings_side_by_side(
     table.add_row("bad log lines", *(str(run.report["summary"]["bad_lines"]) for run in runs))
     table.add_row(
         "crossed streams callers saw / reported / missed",
-        *(f"{len(d.seen_by_callers)} / {len(d.reported)} / {len(d.missed)}" for d in detections),
+        *(_detected(d) for d in detections),
     )
     console.print(table)
+
+
+def _detected(detection: Detection) -> str:
+    """Seen / reported / missed; the reported ones no caller could confirm named, so a
+    "2 / 3 / 0" does not read as a crossing `analyze` made up."""
+    unconfirmable = len((detection.reported & detection.hung_up) - detection.seen_by_callers)
+    reported = f"{len(detection.reported)}"
+    if unconfirmable:
+        reported += f" ({unconfirmable} to callers that hung up)"
+    return f"{len(detection.seen_by_callers)} / {reported} / {len(detection.missed)}"
 
 
 def _cell(value: object) -> str:
