@@ -71,3 +71,22 @@ def test_a_second_demo_on_the_same_out_folder_is_refused(tmp_path: Path) -> None
     assert done.returncode == 2, done.stderr
     assert f"another ridtrace demo is writing in {out}" in done.stderr
     assert (out / "legacy" / "report.json").read_text() == "{}"  # nothing of it removed
+
+
+def test_a_file_the_earlier_run_cannot_lose_is_named_under_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # shutil.rmtree names an entry it cannot remove by itself ("a.jsonl"), relative to
+    # the folder it removes: the message named a file the user could not find.
+    import click
+
+    from ridtrace.cli import demo
+    from ridtrace.demo import run
+
+    def refused(out_dir: Path, policy: str) -> None:
+        raise PermissionError(13, "Permission denied", "a.jsonl")
+
+    monkeypatch.setattr(run, "forget_earlier_run", refused)
+    with pytest.raises(click.BadParameter) as bad:
+        demo._forget_earlier_runs(tmp_path)
+    assert f"a.jsonl (under {tmp_path / 'legacy'})" in str(bad.value.message)

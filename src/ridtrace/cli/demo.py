@@ -197,6 +197,9 @@ def _forget_earlier_runs(out_dir: Path) -> None:
             forget_earlier_run(out_dir, policy)
         except OSError as exc:
             where = exc.filename or folder
+            if not Path(where).is_absolute():
+                # rmtree names an entry by itself, relative to the folder it removes.
+                where = f"{where} (under {folder})"
             raise click.BadParameter(
                 f"cannot remove the earlier run's {where}: {exc.strerror or exc}",
                 param_hint="'--out'") from None
