@@ -323,3 +323,32 @@ def test_events_from_another_thread_are_written_at_once_in_order(tmp_path: Path)
 
     asyncio.run(serve())
     assert lines == [["on the loop", "from a thread"]]
+
+
+def test_an_event_through_loguru_names_its_ids_whatever_a_patcher_sets(tmp_path: Path) -> None:
+    # With events_via_loguru, an application's patcher that sets request_id (an old
+    # middleware's client id) ran on ridtrace's own request.start / request.end too:
+    # every request's events named the patcher's id, and analyze merged them into one.
+    from ridtrace.tracing.logs import _patch_request_context
+
+    path = tmp_path / "app.jsonl"
+    configure_logging(path, service="svc", intercept_stdlib=False, events_via_loguru=True)
+    logger.configure(patcher=lambda record: record["extra"].update(request_id="FROM-PATCHER"))
+    try:
+        _emit_sample()
+        token = context.enter(RequestContext("r-2", "a" * 32, "e" * 16))
+        try:
+            try:
+                raise RuntimeError("boom")
+            except RuntimeError:
+                events.exception("worker.error", event="worker.error")
+        finally:
+            context.leave(token)
+    finally:
+        logger.configure(patcher=_patch_request_context)
+    start, end, outside, failed = read_lines(path)
+    assert (start["request_id"], start["_request_id"]) == ("r-1", "FROM-PATCHER")
+    assert end["request_id"] == "explicit-wins"  # the event's own, as named
+    # No request: the event names no id, and the patcher's is kept apart as well.
+    assert "request_id" not in outside and outside["_request_id"] == "FROM-PATCHER"
+    assert (failed["request_id"], failed["span_id"]) == ("r-2", "e" * 16)

@@ -17,9 +17,9 @@ from loguru import logger
 
 from ridtrace.tracing.context import current_context
 from ridtrace.tracing.jsonline import (
-    EVENT_THROUGH_LOGURU,
     add_context_ids,
     event_tail,
+    event_through_loguru,
     utc_now,
 )
 from ridtrace.tracing.sinks import event_sinks, report_write_error
@@ -70,11 +70,8 @@ class EventLog:
         ``traceback``, as `logger.exception` writes them), through loguru, which renders
         tracebacks; marked as ridtrace's own, so its ``event`` is not taken for an
         application's field of that name."""
-        marked = EVENT_THROUGH_LOGURU.set(True)
-        try:
+        with event_through_loguru(fields):
             self._named.opt(exception=True, depth=1).error(message, **fields)
-        finally:
-            EVENT_THROUGH_LOGURU.reset(marked)
 
     def _emit(self, level: str, message: str, fields: dict[str, Any]) -> None:
         sinks = event_sinks()
@@ -87,11 +84,8 @@ class EventLog:
             if ctx is not None:
                 add_context_ids(fields, ctx)
             # depth=2: the file, function and line are those of the caller of info() & co.
-            marked = EVENT_THROUGH_LOGURU.set(True)
-            try:
+            with event_through_loguru(fields):
                 self._named.opt(depth=2).log(level, message, **fields)
-            finally:
-                EVENT_THROUGH_LOGURU.reset(marked)
             return
         levelno = _LEVEL_NUMBERS[level]
         stamp = ""

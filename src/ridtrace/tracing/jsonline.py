@@ -10,12 +10,13 @@ and kept by the sink), and a tail of ids and fields, encoded once for every sink
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import math
 import os
 import time
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
@@ -23,11 +24,12 @@ from typing import Any
 import orjson
 
 from ridtrace.contract import APPLICATION_RESERVED, LINE_KEYS, LOG_SCHEMA
-from ridtrace.tracing.context import RequestContext
+from ridtrace.tracing.context import RequestContext, current_context
 
 __all__ = [
     "APPLICATION_RESERVED",
     "CONTEXT_KEYS",
+    "EVENT_IDS",
     "EVENT_THROUGH_LOGURU",
     "IDS_SETTLED",
     "LEVEL_NAMES",
@@ -38,9 +40,11 @@ __all__ = [
     "event_head",
     "event_line",
     "event_tail",
+    "event_through_loguru",
     "flatten",
     "free_name",
     "ids_as_context",
+    "ids_named",
     "pid",
     "request_ids_first",
     "schema_level",
@@ -69,6 +73,42 @@ _NONE_ID = id(None)
 # ids it means, where an application's value of one gives way to the request's.
 EVENT_THROUGH_LOGURU: ContextVar[bool] = ContextVar("ridtrace_event_through_loguru",
                                                     default=False)
+# The ids such an event names (its own fields', else its request's): a patcher of the
+# application's, run on its record after, could set `request_id` itself.
+EVENT_IDS: ContextVar[Mapping[str, Any] | None] = ContextVar("ridtrace_event_ids", default=None)
+
+
+@contextlib.contextmanager
+def event_through_loguru(fields: Mapping[str, Any]) -> Iterator[None]:
+    """ridtrace's own event with `fields` goes through loguru in this block."""
+    ids = {key: fields[key] for key in CONTEXT_KEYS if fields.get(key) is not None}
+    ctx = current_context()
+    if ctx is not None:
+        add_context_ids(ids, ctx)  # those the event does not name are its request's
+    marked, named = EVENT_THROUGH_LOGURU.set(True), EVENT_IDS.set(ids)
+    try:
+        yield
+    finally:
+        EVENT_IDS.reset(named)
+        EVENT_THROUGH_LOGURU.reset(marked)
+
+
+def ids_named(extra: dict[str, Any], ids: Mapping[str, Any]) -> dict[str, Any]:
+    """`extra` with exactly `ids` under the id keys (a copy when it changes anything); a
+    value of the record's that differs, or under a key `ids` has none of, is kept under a
+    free ``_`` name, as `request_ids_first` keeps an application's."""
+    named: dict[str, Any] | None = None
+    for key in CONTEXT_KEYS:
+        value, theirs = ids.get(key), extra.get(key)
+        if theirs is value or theirs == value:
+            continue
+        if named is None:
+            named = {**extra}
+        if theirs is not None:
+            named[free_name(key, named)] = named.pop(key)
+        if value is not None:
+            named[key] = value
+    return extra if named is None else named
 
 
 # A loguru record's key, set where a line's ids were chosen on purpose (the request an

@@ -32,6 +32,7 @@ from ridtrace.tracing.exception_text import exception_text
 from ridtrace.tracing.jsonline import (
     APPLICATION_RESERVED,
     CONTEXT_KEYS,
+    EVENT_IDS,
     EVENT_THROUGH_LOGURU,
     IDS_SETTLED,
     add_context_ids,
@@ -39,6 +40,7 @@ from ridtrace.tracing.jsonline import (
     dumps,
     flatten,
     ids_as_context,
+    ids_named,
     request_ids_first,
     schema_level,
     utc_stamp,
@@ -136,12 +138,12 @@ def format_record(record: Record, service: str) -> bytes:
     # logging call's own context, so the request's ids are still there to put first.
     ctx = None if record.get(IDS_SETTLED) else line_context()
     through_loguru = EVENT_THROUGH_LOGURU.get()
-    if ctx is not None:
-        if not through_loguru:
-            extra = ids_as_context(extra, ctx)
-        elif extra.keys().isdisjoint(CONTEXT_KEYS):  # an event's own ids are the ones it means
-            extra = {**extra}
-            add_context_ids(extra, ctx)
+    if through_loguru:
+        # The ids the event names, whatever a patcher of the application's set since;
+        # those it names none of are its request's.
+        extra = ids_named(extra, EVENT_IDS.get() or {})
+    elif ctx is not None:
+        extra = ids_as_context(extra, ctx)
     if through_loguru:  # ridtrace's own event, when it has no sink (`eventlog`)
         add_fields(line, extra)
     else:
