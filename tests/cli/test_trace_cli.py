@@ -303,6 +303,15 @@ def test_unknown_id_exit_1(tmp_path: Path) -> None:
     assert code == 1 and "no request" in err
 
 
+def test_an_unknown_id_is_said_as_typed(tmp_path: Path) -> None:
+    # Said in Python's quoted form, each backslash typed was two ('a\\c'), as a user
+    # copying the id back from the message would then send it; a match's header says it
+    # as typed.
+    (tmp_path / "frontend.jsonl").write_text("\n".join(rt_request("a" * 16, "r", 0, 1)) + "\n")
+    code, _, err = run("trace", "a\\c\x1b", str(tmp_path))
+    assert code == 1 and "span_id 'a\\c\u241b'" in err, err
+
+
 def test_the_analyze_table_lists_clock_offsets_one_file_a_line(tmp_path: Path) -> None:
     # The summary table showed the offsets as a Python dict: {'…/worker-0.jsonl': -397.0}.
     truth = write_dynamo_logs(tmp_path, DynamoSpec(

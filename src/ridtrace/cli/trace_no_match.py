@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ridtrace.cli.output import InputError
-from ridtrace.forensics.printable import cut_at_shown
+from ridtrace.forensics.printable import cut_at_shown, visible
 
 
 def _is_a_path(ident: str) -> bool:
@@ -26,9 +26,11 @@ def _is_a_path(ident: str) -> bool:
 
 def _shown(ident: str) -> str:
     """`ident` quoted, cut as the text views cut a value (a pasted log of 120 KB was
-    said whole on stderr)."""
+    said whole on stderr), spelt as the header of a match spells it: Python's quoted
+    form doubled every backslash (two for the one typed)."""
     shown, more = cut_at_shown(ident)
-    return f"{shown!r}… ({more} more characters)" if more else repr(ident)
+    quoted = f"'{visible(shown)}'"
+    return f"{quoted}… ({more} more characters)" if more else quoted
 
 
 def _order(ident: str) -> str:
