@@ -132,21 +132,17 @@ def format_record(record: Record, service: str) -> bytes:
     placeholders = _placeholder_ids(extra)
     if placeholders:  # a format string's default, not the request's id (no request)
         extra = {k: v for k, v in extra.items() if k not in placeholders}
-    # Loguru holds one patcher, and logger.configure(patcher=...) called after
-    # configure_logging replaced ours: every line lost the request's ids. A per-call
-    # logger.patch(...) runs after ours and may set an id itself. The sink runs in the
-    # logging call's own context, so the request's ids are still there to put first.
-    ctx = None if record.get(IDS_SETTLED) else line_context()
-    through_loguru = EVENT_THROUGH_LOGURU.get()
-    if through_loguru:
-        # The ids the event names, whatever a patcher of the application's set since;
-        # those it names none of are its request's.
-        extra = ids_named(extra, EVENT_IDS.get() or {})
-    elif ctx is not None:
-        extra = ids_as_context(extra, ctx)
-    if through_loguru:  # ridtrace's own event, when it has no sink (`eventlog`)
-        add_fields(line, extra)
+    if EVENT_THROUGH_LOGURU.get():  # ridtrace's own event, when it has no sink (`eventlog`)
+        # The ids the event names, whatever a patcher of the application's set since.
+        add_fields(line, ids_named(extra, EVENT_IDS.get() or {}))
     else:
+        # Loguru holds one patcher, and logger.configure(patcher=...) called after
+        # configure_logging replaced ours: every line lost the request's ids. A per-call
+        # logger.patch(...) runs after ours and may set an id itself. The sink runs in
+        # the logging call's own context, so the request's ids are there to put first.
+        ctx = None if record.get(IDS_SETTLED) else line_context()
+        if ctx is not None:
+            extra = ids_as_context(extra, ctx)
         add_fields(line, extra, APPLICATION_RESERVED)
     flatten(line)
     exc = record["exception"]
