@@ -38,16 +38,8 @@ def deprecated_usage(requests: pd.DataFrame) -> pd.DataFrame:
     # A frontend span nested in another (Dynamo's `generate` in its `http-request`) is
     # that request's: its use is the request's, once, at the request's route and time.
     request = caller.where(side == FRONTEND, requests["span_id"])[named]
-    keys = ["trace_id", "span_id"]
-    hosts = requests[side == FRONTEND].drop_duplicates(keys).set_index(keys)
-    in_trace = pd.MultiIndex.from_arrays([dep["trace_id"], request])
-    nested = (request != dep["span_id"]).fillna(False).to_numpy() & in_trace.isin(hosts.index)
-    if nested.any():
-        dep = dep.copy()
-        request_row = hosts.loc[in_trace[nested]]
-        for column in ("start", "client", "route"):
-            dep.loc[nested, column] = request_row[column].to_numpy()
-        dep.loc[nested, "span_id"] = request_row.index.get_level_values("span_id").to_numpy()
+    if (request != dep["span_id"]).fillna(False).any():
+        dep = _as_their_requests(requests[side == FRONTEND], dep, request)
     if dep.empty:
         columns = {c: pd.Series(dtype="object") for c in ("header", "client", "route", "span_id")}
         columns["time"] = pd.Series(dtype="datetime64[us, UTC]")
@@ -78,6 +70,25 @@ def deprecated_usage(requests: pd.DataFrame) -> pd.DataFrame:
     frame["time"] = pd.to_datetime(frame["time"], utc=True)
     frame["day"] = frame["time"].dt.strftime("%Y-%m-%d")
     return frame.reset_index(drop=True)
+
+
+def _as_their_requests(
+    fronts: pd.DataFrame, dep: pd.DataFrame, request: pd.Series
+) -> pd.DataFrame:
+    """`dep` with each nested span's row given its request's span, route, client and
+    start (`request`: the span id of each row's request, in its trace)."""
+    keys = ["trace_id", "span_id"]
+    hosts = fronts.drop_duplicates(keys).set_index(keys)
+    in_trace = pd.MultiIndex.from_arrays([dep["trace_id"], request])
+    nested = (request != dep["span_id"]).fillna(False).to_numpy() & in_trace.isin(hosts.index)
+    if not nested.any():
+        return dep
+    dep = dep.copy()
+    request_row = hosts.loc[in_trace[nested]]
+    for column in ("start", "client", "route"):
+        dep.loc[nested, column] = request_row[column].to_numpy()
+    dep.loc[nested, "span_id"] = request_row.index.get_level_values("span_id").to_numpy()
+    return dep
 
 
 def audit_summary(requests: pd.DataFrame, stats: ReadStats) -> dict[str, Any]:
