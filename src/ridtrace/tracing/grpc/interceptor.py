@@ -20,7 +20,7 @@ from ridtrace.tracing.grpc.aio_handlers import traced_coroutine, traced_generato
 from ridtrace.tracing.grpc.call_config import CallConfig
 from ridtrace.tracing.grpc.context import TracedServicerContext
 from ridtrace.tracing.grpc.lookup import instrumentation_suppressed, traced_outside
-from ridtrace.tracing.grpc.lookup_failed import lookup_failed, served_as
+from ridtrace.tracing.grpc.lookup_failed import lookup_failed
 from ridtrace.tracing.grpc.method import (
     OTHER_METHOD,
     MethodInfo,
@@ -146,7 +146,7 @@ class RequestTracingInterceptor(
         method = details.method
         # A call may end before its handler runs: while an interceptor after ours awaits
         # (a token check), or while gRPC reads its request (`unstarted`).
-        awaited = watch_call(self._config, served_as(method, self._wrapped), details)
+        awaited = watch_call(self._config, details, self._wrapped)
         with instrumentation_suppressed():
             try:
                 handler = await found

@@ -21,12 +21,14 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import grpc
 
 from ridtrace.tracing.grpc.call import GrpcCall
 from ridtrace.tracing.grpc.call_config import CallConfig
+from ridtrace.tracing.grpc.lookup_failed import served_as
 from ridtrace.tracing.grpc.method import MethodInfo
 from ridtrace.tracing.grpc.status import NeverHandled
 
@@ -36,20 +38,24 @@ __all__ = ["Awaited", "handler_running", "watch_call"]
 class Awaited:
     """One call the interceptor saw, until its handler runs (or it is known untraced)."""
 
-    __slots__ = ("arrived", "config", "info", "metadata", "running")
+    __slots__ = ("arrived", "config", "info", "metadata", "method", "running", "served")
 
-    def __init__(self, config: CallConfig, info: MethodInfo, metadata: Any) -> None:
+    def __init__(self, config: CallConfig, details: grpc.HandlerCallDetails,
+                 served: Mapping[str, Any]) -> None:
         self.arrived = (time.perf_counter(), time.time_ns())
         self.config = config
-        # The method as the lookup names it once it returns (`interceptor._wrapped_for`);
-        # before, as an unknown one is named (a call ended during the lookup).
-        self.info = info
-        self.metadata = tuple(metadata or ())
+        self.method: str = details.method
+        self.metadata = details.invocation_metadata or ()
+        # The interceptor's methods (`lookup_failed.served_as`), to name a call that
+        # ended during the lookup; once it returned, the method as it names it.
+        self.served = served
+        self.info: MethodInfo | None = None
         self.running = False
 
     def ended(self, _task: object) -> None:
         if not self.running:
-            call = GrpcCall(self.config, self.info, _NoServicerContext(self.metadata),
+            info = self.info or served_as(self.method, self.served)
+            call = GrpcCall(self.config, info, _NoServicerContext(self.metadata),
                             arrived=self.arrived)
             call.finish(NeverHandled())
 
@@ -64,7 +70,7 @@ _CALL_TASK_COROUTINE = "_handle_exceptions"
 
 
 def watch_call(
-    config: CallConfig, info: MethodInfo, details: grpc.HandlerCallDetails
+    config: CallConfig, details: grpc.HandlerCallDetails, served: Mapping[str, Any]
 ) -> Awaited | None:
     """Record the call at its task's end unless its handler runs (`handler_running`).
 
@@ -73,7 +79,7 @@ def watch_call(
     task = asyncio.current_task()
     if task is None or getattr(task.get_coro(), "__name__", None) != _CALL_TASK_COROUTINE:
         return None
-    awaited = Awaited(config, info, details.invocation_metadata)
+    awaited = Awaited(config, details, served)
     _awaited.set(awaited)  # the task's context: the handler, called later, sees it
     # Recorded in a context of its own: the task's may still hold what its code set.
     task.add_done_callback(awaited.ended, context=contextvars.Context())
