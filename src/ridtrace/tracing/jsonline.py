@@ -156,13 +156,7 @@ def ids_as_context(extra: dict[str, Any], ctx: RequestContext) -> dict[str, Any]
     Loguru runs a per-call ``logger.patch(...)`` after the patcher, and an application's
     ``logger.configure(patcher=...)`` replaces ridtrace's: either could set ``request_id``
     (an old middleware's client id), which was written in the server's id's place."""
-    for key in CONTEXT_KEYS:
-        value = getattr(ctx, key)
-        if (extra.get(key) is not value) if value is not None else key in extra:
-            fixed = {**extra}
-            request_ids_first(fixed, ctx)
-            return fixed
-    return extra
+    return ids_named(extra, {key: getattr(ctx, key) for key in CONTEXT_KEYS})
 
 
 def free_name(key: str, *taken: Mapping[str, Any]) -> str:
