@@ -15,14 +15,40 @@ if TYPE_CHECKING:
     from ridtrace.forensics.live.window import WindowState
 
 
-def evict_outside(state: WindowState) -> int:
-    """Drop spans with no line inside the window; returns how many were dropped."""
+def window_cutoff(state: WindowState) -> int:
+    """The log time before which a span with no line leaves the window."""
     # Up to where every file is read, not the latest time seen: a file read behind
     # the others (--from-start over app.jsonl.1 of the hour before, 32 MiB a poll)
     # had its spans dropped between two of its chunks, the lines of their requests
     # coming next poll, and its incidents across the cut were lost.
     read_up_to = min(state.behind.values(), default=state.watermark)
-    cutoff = min(state.watermark, read_up_to) - state.window_us
+    return min(state.watermark, read_up_to) - state.window_us
+
+
+def last_in_window(span: Span, limit: int, cutoff: int) -> int:
+    """The time by which `span` stays in the window: its last line's, or, past `limit`,
+    its start's."""
+    last = span.last
+    if last > limit:
+        # A line stamped years ahead held the front for good: nothing behind it
+        # left the window again. Such a span is as old as its start, or, stamped
+        # ahead throughout, as old as its place in the arrival order.
+        last = span.start if span.start <= limit else cutoff - 1
+    return last
+
+
+def clusters_leaving(state: WindowState) -> set[int]:
+    """The pending duplicate verdicts (`id` of each cluster) that the next eviction
+    would drop a member of."""
+    cutoff, limit = window_cutoff(state), state.limit
+    return {id(cluster) for cluster in state.pending_clusters
+            if not cluster.reported
+            and any(last_in_window(m, limit, cutoff) < cutoff for m in cluster.members)}
+
+
+def evict_outside(state: WindowState) -> int:
+    """Drop spans with no line inside the window; returns how many were dropped."""
+    cutoff = window_cutoff(state)
     spans, by_id, pairs, produced = state.spans, state.clusters, state.pairs, state.produced
     limit = state.limit
     dropped = 0
@@ -33,11 +59,8 @@ def evict_outside(state: WindowState) -> int:
     while spans:
         key, span = spans.popitem(last=False)
         last = span.last
-        if last > limit:
-            # A line stamped years ahead held the front for good: nothing behind it
-            # left the window again. Such a span is as old as its start, or, stamped
-            # ahead throughout, as old as its place in the arrival order.
-            last = span.start if span.start <= limit else cutoff - 1
+        if last > limit:  # the rare case out of line: a call per span costs as much as a rule
+            last = last_in_window(span, limit, cutoff)
         if last >= cutoff:  # inside the window: back to the front, and done
             spans[key] = span
             spans.move_to_end(key, last=False)

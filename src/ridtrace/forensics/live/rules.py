@@ -28,6 +28,7 @@ from ridtrace.contract import (
     RESPONSE_UNLINKED,
     WORKER,
 )
+from ridtrace.forensics.live.eviction import clusters_leaving
 from ridtrace.forensics.live.findings import Finding, _finding
 from ridtrace.forensics.live.parse import COLUMNS, Flag, SpanRows
 from ridtrace.forensics.live.rejoin import earlier_part, held_longer
@@ -302,6 +303,8 @@ class LiveRules:
         found.extend(duplicates(state, clusters))
         found.extend(crossed(state, fronts))
         if batch.rows:
+            if state.pending_clusters and (leaving := clusters_leaving(state)):
+                found.extend(duplicates(state, [], leaving))
             judged = len(state.pending_fronts)
             state.evict()
             if len(state.pending_fronts) > judged:  # a caller's never-ended worker left

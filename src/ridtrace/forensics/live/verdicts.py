@@ -7,6 +7,8 @@ only once it is certain.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
+
 from ridtrace.contract import OUTCOME_OK, WORKER
 from ridtrace.forensics.live.findings import Finding, _cited, _finding, _named, _one_caller
 from ridtrace.forensics.live.spans import Cluster, Span
@@ -14,9 +16,14 @@ from ridtrace.forensics.live.window import WindowState, reaching_work
 from ridtrace.forensics.rules.details import crossed_detail
 
 
-def duplicates(state: WindowState, clusters: list[Cluster]) -> list[Finding]:
+def duplicates(state: WindowState, clusters: list[Cluster],
+               leaving: AbstractSet[int] = frozenset()) -> list[Finding]:
     """Clusters whose ids distinct callers certainly held at overlapping times, each
-    reported once; those a lagging file could still change wait in the state."""
+    reported once; those a lagging file could still change wait in the state.
+
+    `leaving`: clusters (by `id`) the window is about to drop a member of, judged
+    without the settle time's wait (`caller_may_come`).
+    """
     found: list[Finding] = []
     todo = dict.fromkeys(state.pending_clusters + clusters)
     state.pending_clusters = []
@@ -41,8 +48,10 @@ def duplicates(state: WindowState, clusters: list[Cluster]) -> list[Finding]:
             # names the one that started first, so the finding waits for that file.
             state.pending_clusters.append(cluster)
             continue
-        caught_up = state.caught_up_to(unseen=True)
-        if any(_unlinked_worker(m) and caller_may_come(state, m) for m in cited):
+        settle = id(cluster) not in leaving
+        caught_up = state.caught_up_to(unseen=settle)
+        if any(_unlinked_worker(m) and caller_may_come(state, m, settle=settle)
+               for m in cited):
             # A caller known by its worker span alone: its own lines, older than the
             # worker's, may still come in a log behind the others (or not created yet),
             # and `analyze` names the caller. Named now, the finding named the worker.
@@ -84,7 +93,7 @@ def _unlinked_worker(span: Span) -> bool:
         span.side == WORKER or (span.side is None and span.parent is not None))
 
 
-def caller_may_come(state: WindowState, worker: Span) -> bool:
+def caller_may_come(state: WindowState, worker: Span, *, settle: bool = True) -> bool:
     """Whether the lines of the caller a `worker` span stands for (none read yet) may
     still come: some file not read past the worker's start, or the worker read less than
     a settle time ago. The second in wall-clock time: the caller logged before its
@@ -92,7 +101,15 @@ def caller_may_come(state: WindowState, worker: Span) -> bool:
     By log time alone, a worker whose clock runs behind (or another whose clock runs
     ahead, moving the logs' latest time) looked read long after its caller could have
     logged, and the finding named worker spans whose callers' lines were on their way
-    (`analyze` of the same files names the callers)."""
+    (`analyze` of the same files names the callers).
+
+    With `settle` off, only a file read behind the others: for a span leaving the
+    window, which a history read faster than real time (``--from-start``, ``kubectl logs
+    -f``) moves on log time long before a settle time passes. Waiting dropped the verdict
+    unsaid; a log appearing later has its lines that old outside the window anyway.
+    """
+    if not settle:
+        return state.caught_up_to() < worker.start
     if state.caught_up_to(unseen=True) < worker.start:
         return True
     settled = state.settled_batch
