@@ -63,7 +63,8 @@ from ridtrace.forensics.reading.stats import MAX_SAMPLES, BadLine, ReadStats
 from ridtrace.forensics.reading.unkeyed import in_whole_file
 from ridtrace.forensics.records.finished import finish_requests
 from ridtrace.forensics.records.partials import KEY, combine_requests
-from ridtrace.forensics.rules.report import Report, analyze_requests, window_requests
+from ridtrace.forensics.rules.report import Report, analyze_requests
+from ridtrace.forensics.rules.window import window_requests
 
 # Bytes of log per block: each is staged, parsed and aggregated like a whole file.
 DEFAULT_BLOCK_BYTES = 64 << 20
@@ -225,9 +226,11 @@ def analyze_load(
 ) -> Report:
     """The rules over what `load_requests` collected, windowed as `analyze` windows."""
     windowed = since is not None or until is not None
-    requests, offsets = window_requests(load.requests, since, until)
-    return analyze_requests(requests, load.stats, lines=load.lines_in_window if windowed else None,
-                            read_spans=len(load.requests), offsets=offsets)
+    window = window_requests(load.requests, since, until)
+    return analyze_requests(window.requests, load.stats,
+                            lines=load.lines_in_window if windowed else None,
+                            read_spans=len(load.requests), offsets=window.offsets,
+                            with_outputs=window.with_outputs)
 
 
 def analyze_dask(

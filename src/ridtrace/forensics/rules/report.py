@@ -6,6 +6,7 @@ import csv
 import io
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -21,7 +22,7 @@ from ridtrace.forensics.reading.stats import ReadStats, completeness, read_notes
 from ridtrace.forensics.records.read import LoadedRequests
 from ridtrace.forensics.records.spans import build_requests, requests_from_partials
 from ridtrace.forensics.rfc3339 import is_iso8601
-from ridtrace.forensics.rules.columns import lookup, span_columns
+from ridtrace.forensics.rules.columns import SpanColumns, lookup, span_columns
 from ridtrace.forensics.rules.deprecated import deprecated_header, find_deprecated_header
 from ridtrace.forensics.rules.findings import (
     FindingColumns,
@@ -47,12 +48,15 @@ from ridtrace.forensics.rules.streams import (
     find_unlinked,
     unlinked,
 )
+from ridtrace.forensics.rules.window import window_requests
 
 # The rules, requests frame in, findings frame out; and the same rules on converted
 # columns, in the same order, as `analyze_requests` runs them.
 RULES = (crossed_stream, duplicate_in_flight, unlinked, client_id_reuse, deprecated_header)
 _FIND = (find_crossed_stream, find_duplicate_in_flight, find_unlinked, find_client_id_reuse,
          find_deprecated_header)
+_BY_OUTPUT = (find_crossed_stream, find_unlinked)  # they compare fingerprints across requests
+Finder = Callable[[SpanColumns], FindingColumns]
 _LAST = np.iinfo(np.int64).max
 
 
@@ -117,37 +121,13 @@ def parse_time(text: str | None, *, bound: str | None = None) -> pd.Timestamp | 
     return utc.ceil("us") if utc.nanosecond and utc < highest.floor("us") else utc
 
 
-def window_requests(
-    requests: pd.DataFrame, since: pd.Timestamp | None, until: pd.Timestamp | None
-) -> tuple[pd.DataFrame, dict[str, int] | None]:
-    """Requests whose [start, end] meets [since, until), whole, never clipped; and the
-    clock offsets they were compared on (None: no window).
-
-    Times are compared on the corrected clock (`rules.skew`, offsets estimated over all
-    of `requests`), and a caller is kept with every span that worked for it: a worker
-    file running behind had its spans fall before ``--since`` while their callers were
-    in the window, and the crossed stream they proved went unreported. The window's
-    requests are judged with these offsets (`analyze_requests`), not with offsets
-    estimated from what the window left of the links.
-    """
-    if since is None and until is None:
-        return requests, None
-    spans = span_columns(requests)
-    offsets = span_offsets(spans)
-    shifted = shift_spans(spans, offsets)
-    keep = np.ones(len(requests), dtype=bool)
-    if since is not None:
-        keep &= shifted.end >= _epoch_us(since)
-    if until is not None:
-        keep &= shifted.start < _epoch_us(until)
-    caller = spans.caller()
-    keep |= lookup(spans.span_codes, caller[keep])[caller]
-    kept: pd.DataFrame = requests[keep]
-    return kept, offsets
-
-
-def _epoch_us(stamp: pd.Timestamp) -> int:
-    return int(stamp.as_unit("ns").value) // 1000  # `value` is in nanoseconds, whatever the unit
+def _found(find: Finder, spans: SpanColumns, wider: SpanColumns | None) -> FindingColumns:
+    """`find`'s findings about `spans`, an output rule's judged among `wider` too."""
+    if wider is None or find not in _BY_OUTPUT:
+        return find(spans)
+    found = find(wider)
+    own = set(spans.texts("span_id", np.arange(len(spans.span))))
+    return found.take(np.flatnonzero([span in own for span in found.span_id]))
 
 
 def count_requests(requests: pd.DataFrame) -> int:
@@ -164,7 +144,7 @@ def analyze(
     (`ridtrace.forensics.reading.events.read_sources`) so that lines are counted in it.
     """
     every = build_requests(logs.events)
-    requests, offsets = window_requests(every, since, until)
+    window = window_requests(every, since, until)
     lines = logs.window_lines
     if lines is None and (since is not None or until is not None):
         # Read without the window: every valid line is an event unless the read was lean.
@@ -175,8 +155,8 @@ def analyze(
         if until is not None:
             keep &= (times < until).to_numpy()
         lines = int(keep.sum())
-    return analyze_requests(requests, logs.stats, lines=lines, read_spans=len(every),
-                            offsets=offsets)
+    return analyze_requests(window.requests, logs.stats, lines=lines, read_spans=len(every),
+                            offsets=window.offsets, with_outputs=window.with_outputs)
 
 
 def analyze_read(
@@ -187,14 +167,15 @@ def analyze_read(
 ) -> Report:
     """All checks over a read's per-span partials (what `ridtrace analyze` runs)."""
     every = requests_from_partials(read.partials, read.files)
-    requests, offsets = window_requests(every, since, until)
-    return analyze_requests(requests, read.stats, lines=read.window_lines, read_spans=len(every),
-                            offsets=offsets)
+    window = window_requests(every, since, until)
+    return analyze_requests(window.requests, read.stats, lines=read.window_lines,
+                            read_spans=len(every), offsets=window.offsets,
+                            with_outputs=window.with_outputs)
 
 
 def analyze_requests(
     requests: pd.DataFrame, stats: ReadStats, *, lines: int | None, read_spans: int | None = None,
-    offsets: dict[str, int] | None = None,
+    offsets: dict[str, int] | None = None, with_outputs: pd.DataFrame | None = None,
 ) -> Report:
     """All checks over a requests frame (already windowed) and the read's counters.
 
@@ -202,14 +183,17 @@ def analyze_requests(
     corrected, then the rules run once each. ``lines`` is the count of lines in a
     --since/--until window, None for all lines read; ``read_spans`` the spans of the
     whole read (a window with no request in it is an answer, not an incomplete read);
-    ``offsets`` the clock offsets to use (`window_requests`'), None to estimate them.
+    ``offsets`` the clock offsets to use (`window_requests`'), None to estimate them;
+    ``with_outputs`` the window's requests with those outside it that share an output
+    with them (`rules.window.Window`), which the output rules compare with.
     """
     with paused_gc():
         spans = span_columns(requests)
         if offsets is None:
             offsets = span_offsets(spans)
         spans = shift_spans(spans, offsets)
-        found = concat([find(spans) for find in _FIND])
+        wider = None if with_outputs is None else shift_spans(span_columns(with_outputs), offsets)
+        found = concat([_found(find, spans, wider) for find in _FIND])
         errors_first = np.array([SEVERITY[k] != "error" for k in found.kind], dtype=bool)
         time_key = np.where(found.time_us == np.iinfo(np.int64).min, _LAST, found.time_us)
         found = found.take(np.lexsort((time_key, errors_first)))
