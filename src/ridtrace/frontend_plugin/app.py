@@ -214,7 +214,8 @@ def create_frontend_app(
     if docs:
         app.openapi = with_plain_routes(  # type: ignore[method-assign]
             app, router.routes,
-            lambda route: isinstance(route.endpoint, (InferenceEndpoint, CountTokensEndpoint)))
+            lambda route: isinstance(route.endpoint, (InferenceEndpoint, CountTokensEndpoint)),
+            keyed=bool(fe.settings.api_keys))
     # An API route, not a plain one: the router labels the scrape with its template.
     app.add_api_route(
         METRICS_PATH, metrics_endpoint, methods=["GET", "HEAD"], include_in_schema=False

@@ -47,6 +47,21 @@ _HEALTH = {
 }
 
 
+# GET /v1/models/{model_id}: FastAPI lists a 422 for its path parameter, never sent
+# (any text is a model id), and not the 404 of a model not served.
+_MODEL_ANSWERS = {
+    "200": {"description": "The model served",
+            "content": {"application/json": {"schema": {"type": "object"}}}},
+    "404": {"description": "A model not served (`model_not_found`)", "content": _ERROR},
+}
+# Where the server has API keys: either header, on every route but /health.
+_KEY_SCHEMES = {
+    "bearerKey": {"type": "http", "scheme": "bearer"},
+    "apiKeyHeader": {"type": "apiKey", "in": "header", "name": "x-api-key"},
+}
+_UNAUTHORIZED = {"description": "No API key, or not one of the server's", "content": _ERROR}
+
+
 def _operation(route: Route) -> dict[str, Any]:
     name = route.name or route.path
     return {"summary": name.replace("_", " "), "operationId": f"{name}_post",
@@ -54,9 +69,11 @@ def _operation(route: Route) -> dict[str, Any]:
 
 
 def with_plain_routes(app: FastAPI, routes: Iterable[BaseRoute],
-                      served: Callable[[Route], bool]) -> Callable[[], dict[str, Any]]:
+                      served: Callable[[Route], bool], *,
+                      keyed: bool = False) -> Callable[[], dict[str, Any]]:
     """``app.openapi`` with the plain ``POST`` routes of ``routes`` that ``served`` names
-    added beside FastAPI's own, built once."""
+    added beside FastAPI's own, built once; `keyed`: every route but ``/health`` needs
+    an API key."""
     plain = [r for r in routes if isinstance(r, Route) and served(r)]
 
     def openapi() -> dict[str, Any]:
@@ -67,8 +84,26 @@ def with_plain_routes(app: FastAPI, routes: Iterable[BaseRoute],
                 paths.setdefault(route.path, {})["post"] = _operation(route)
             # Kept out of FastAPI's schema (a GET and HEAD route has one operation id
             # for both), but a route of the API like the others.
-            paths.setdefault("/health", {})["get"] = _HEALTH
+            paths.setdefault("/health", {})["get"] = dict(_HEALTH)
+            model = paths.get("/v1/models/{model_id}", {}).get("get")
+            if model is not None:
+                model["responses"] = _MODEL_ANSWERS
+            if keyed:
+                _with_keys(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 
     return openapi
+
+
+def _with_keys(schema: dict[str, Any]) -> None:
+    """`schema` with the API keys' schemes required, and their 401, on every operation
+    but ``/health``'s."""
+    schema.setdefault("components", {}).setdefault("securitySchemes", {}).update(_KEY_SCHEMES)
+    schema["security"] = [{name: []} for name in _KEY_SCHEMES]
+    for path, operations in schema["paths"].items():
+        for operation in operations.values():
+            if path == "/health":
+                operation["security"] = []  # open: for load balancers and probes
+            else:
+                operation["responses"] = {**operation["responses"], "401": _UNAUTHORIZED}
