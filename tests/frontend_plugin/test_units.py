@@ -141,6 +141,15 @@ def test_a_body_id_of_spaces_only_is_refused_as_an_empty_one() -> None:
     assert vetted_body_client_id(" pad ", "rid") == " pad "  # returned as sent
 
 
+def test_the_spaces_around_a_body_id_do_not_count_to_its_length() -> None:
+    """They are not part of the id (its correlation id drops them): a 128-character id
+    between two spaces was refused as longer than 128."""
+    padded = " " + "a" * 128 + " "
+    assert vetted_body_client_id(padded, "request_id") == padded  # returned as sent
+    with pytest.raises(InvalidRequest, match="must be 1-128 printable"):
+        vetted_body_client_id(" " + "a" * 129 + " ", "request_id")
+
+
 def test_token_id_prompts_join_with_commas() -> None:
     parsed = SPECS["generate"].parse({"token_ids": [1, 2, 3]}, SETTINGS)
     assert parsed.prompt == "1,2,3"

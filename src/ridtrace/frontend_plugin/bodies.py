@@ -274,16 +274,19 @@ def vetted_body_client_id(
     limit is the tracing settings' ``max_client_id_length``: held to 128 whatever they
     said, a body carried onto every line an id the header could not.
     """
-    checked = validate_client_id(value, max_length)
-    # Spaces only: an empty id, as a header of spaces is (the spaces around an id are
-    # not part of it). Taken, it was returned to the caller and then on no log line,
-    # span or header, where the correlation id drops the spaces.
-    blank = checked is not None and not checked.strip(" ")
-    if checked is None or blank:
+    # The spaces around an id are not part of it, as around a header's: its length is
+    # the id's (a 128-character id between two spaces was refused as too long).
+    # Spaces only: an empty id, as a header of spaces is. Taken, it was returned to the
+    # caller and then on no log line, span or header, where the correlation id drops
+    # the spaces.
+    core = value.strip(" ")
+    blank = bool(value) and not core
+    checked = None if blank else validate_client_id(core, max_length)
+    if checked is None:
         # Refused with the request, and still a client id not used: counted by its
         # reason as a refused header id is, or the rejected-ids panel misses it.
         metrics.client_id_rejected(
-            metrics.REASON_EMPTY if blank else metrics.rejection_reason(value, max_length))
+            metrics.REASON_EMPTY if blank else metrics.rejection_reason(core, max_length))
         # And flagged as a refused header id is, on `request.end` and the span: the
         # metric counted it, and no line or span said which request it was.
         annotate_request(x_request_id_rejected=True)
@@ -293,7 +296,7 @@ def vetted_body_client_id(
             f"({'not only spaces' if blank else 'no control characters'})",
             param=name,
         )
-    return checked
+    return value  # returned to the caller as sent
 
 
 def kind_of(value: Any) -> str:
