@@ -14,6 +14,22 @@ STAMP := $(VENV)/.installed
 # so did a link to an interpreter since removed.
 PY_VERSION := import sys; print('%d.%d' % sys.version_info[:2])
 
+# An empty PYTHON (`PYTHON=$UNSET` on the command line) made the recipes' lines start with
+# `-c`, whose `-` make reads as "ignore errors": the check below failed, was ignored, and
+# the recipe went on to remove a working .venv.
+ifeq ($(strip $(PYTHON)),)
+$(error PYTHON is empty: name an interpreter, e.g. make $(or $(MAKECMDGOALS),demo) PYTHON=python3.12)
+endif
+
+# A .venv whose interpreter no longer runs (uninstalled, or upgraded under it) is made
+# afresh, whoever named PYTHON: make ran it and said ".venv/bin/python: No such file or
+# directory" of a file `ls` lists.
+ifneq ($(shell [ -e $(BIN)/python ] || [ -L $(BIN)/python ] && echo venv),)
+ifeq ($(shell $(BIN)/python -c "$(PY_VERSION)" 2>/dev/null),)
+.PHONY: $(STAMP)
+endif
+endif
+
 # `make demo PYTHON=python3.12` over a .venv another Python made: out of date, so made
 # afresh. The stamp alone said the venv was built, and the old interpreter stayed. Only
 # for a PYTHON named on the command line: the default's next run would flip it back.

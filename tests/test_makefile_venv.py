@@ -117,3 +117,34 @@ def test_naming_another_python_over_a_built_venv_makes_it_afresh(
     # The same interpreter again: nothing to do.
     again = _make_venv(clone, _stand_in(tmp_path, 3, 12))
     assert again.returncode == 0 and "-m venv" not in again.stdout, again.stdout
+
+
+def test_an_empty_python_stops_and_keeps_the_venv(clone: Path, tmp_path: Path) -> None:
+    # `make demo PYTHON=$UNSET`: the recipes' lines then began with `-c`, whose `-` make
+    # reads as "ignore errors", and the run went on to remove a working .venv.
+    assert _make_venv(clone, _stand_in(tmp_path, 3, 12)).returncode == 0
+    built = clone / ".venv" / "bin" / "python"
+    for empty in ("", " "):
+        result = subprocess.run(["make", "--no-print-directory", "venv", f"PYTHON={empty}"],
+                                cwd=clone, capture_output=True, text=True, timeout=60)
+        assert result.returncode != 0
+        assert "PYTHON is empty" in result.stderr, result.stderr
+        assert "Python 3.12 stand-in" in built.read_text()
+
+
+def test_a_built_venv_whose_python_no_longer_runs_is_made_afresh(
+    clone: Path, tmp_path: Path
+) -> None:
+    # Its interpreter uninstalled after the venv was built (stamp up to date), with no
+    # PYTHON on the command line: make ran it and said ".venv/bin/python: No such file
+    # or directory" of a file `ls` lists.
+    python = _stand_in(tmp_path, 3, 12)
+    assert _make_venv(clone, python).returncode == 0
+    built = clone / ".venv" / "bin" / "python"
+    built.unlink()
+    built.symlink_to(tmp_path / "removed" / "python3.11")
+    result = subprocess.run(["make", "--no-print-directory", "venv"], cwd=clone,
+                            capture_output=True, text=True, timeout=60,
+                            env={"PATH": "/usr/bin:/bin", "PYTHON": str(python)})
+    assert result.returncode == 0, result.stderr
+    assert "Python 3.12 stand-in" in built.read_text()
