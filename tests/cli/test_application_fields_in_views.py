@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from ridtrace.cli.main import main
 from ridtrace.contract import REQUEST_END, REQUEST_START
 from tests.forensics.helpers import rt, ts
+from tests.support.extras import ENGINE_ARGS
 
 _IDS = {"request_id": "r1", "x_request_id": "c1", "trace_id": "7" * 32, "span_id": "6" * 16}
 
@@ -71,7 +72,7 @@ def test_a_status_a_shipper_wrote_as_a_float_is_shown_as_the_status(tmp_path: Pa
     assert request["status"] == "500"
 
 
-@pytest.mark.parametrize("engine", [[], ["--engine", "dask"]])
+@pytest.mark.parametrize("engine", ENGINE_ARGS)
 def test_an_old_logs_app_event_named_like_ridtraces_hides_no_crossed_stream(
     engine: list[str],
 ) -> None:

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
+from tests.support.extras import ENGINES
 
 _X = "8372eac7-5f43-4d76-beca-0a94cfb311d0"
 
@@ -66,7 +67,7 @@ def _analyze(log: Path, engine: str) -> dict[str, list[dict[str, object]]]:
     return found
 
 
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_two_requests_in_flight_with_one_client_id_are_reused(
     tmp_path: Path, engine: str
 ) -> None:
@@ -85,7 +86,7 @@ def test_two_requests_in_flight_with_one_client_id_are_reused(
     assert [e["line"] for e in reuse[0]["evidence"]] == [1, 6, 3, 8]  # type: ignore[index]
 
 
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_one_request_with_its_worker_is_no_reuse(tmp_path: Path, engine: str) -> None:
     lines = _request("906902a4e74b4264", "3924188ea88d40febdfa173afd246a3a",
                      "5a732a3721814f5e", 46.0, 1.6)
@@ -94,7 +95,7 @@ def test_one_request_with_its_worker_is_no_reuse(tmp_path: Path, engine: str) ->
     assert _analyze(log, engine)["findings"] == []
 
 
-@pytest.mark.parametrize("engine", ["pandas", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_back_to_back_requests_are_no_reuse(tmp_path: Path, engine: str) -> None:
     lines = [*_request("906902a4e74b4264", "3924188ea88d40febdfa173afd246a3a",
                        "5a732a3721814f5e", 40.0, 1.6),

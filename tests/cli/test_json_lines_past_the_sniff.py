@@ -19,6 +19,7 @@ from ridtrace.contract import REQUEST_END, REQUEST_START
 from ridtrace.forensics.live.follow import Follower, FollowSettings
 from ridtrace.forensics.reading.read_on import LOOK_FURTHER_BYTES
 from tests.forensics.helpers import rt, ts
+from tests.support.extras import ENGINE_ARGS
 
 _CRON = b"Dec  6 09:00:00 host CRON[%d]: (root) CMD (cd / && run-parts --report /etc/cron.hourly)\n"
 
@@ -40,7 +41,7 @@ def _walk(folder: Path, engine: list[str]) -> tuple[int, dict[str, object]]:
     return result.exit_code, json.loads(result.stdout)
 
 
-@pytest.mark.parametrize("engine", [[], ["--engine", "dask"]])
+@pytest.mark.parametrize("engine", ENGINE_ARGS)
 def test_records_after_more_text_than_the_sniff_are_read(tmp_path: Path,
                                                           engine: list[str]) -> None:
     syslog = tmp_path / "syslog-bundle"
@@ -62,7 +63,7 @@ def test_records_after_more_text_than_the_sniff_are_read(tmp_path: Path,
         assert report["summary"]["ignored_files"] == []  # type: ignore[index]
 
 
-@pytest.mark.parametrize("engine", [[], ["--engine", "dask"]])
+@pytest.mark.parametrize("engine", ENGINE_ARGS)
 def test_records_after_a_hole_of_nuls_are_read(tmp_path: Path, engine: list[str]) -> None:
     # `--log-file - > frontend.out` under logrotate's copytruncate: the writer goes on at
     # its offset, so the file starts with a hole. Its head all NULs, it was "binary
@@ -82,7 +83,7 @@ def _behind_a_long_hole(folder: Path, hole: int) -> None:
         out.write("\n".join(_duplicate_in_flight()).encode() + b"\n")
 
 
-@pytest.mark.parametrize("engine", [[], ["--engine", "dask"]])
+@pytest.mark.parametrize("engine", ENGINE_ARGS)
 def test_records_after_a_hole_longer_than_is_looked_at_are_read(
     tmp_path: Path, engine: list[str],
 ) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.cli.helpers import analyze_json
+from tests.support.extras import ENGINE_ARGS
 
 _SAMPLE = Path(__file__).parents[1] / "forensics" / "data" / "dynamo-jsonl-sample.jsonl"
 _SPAN_KEYS = {"span_id", "trace_id", "parent_id", "request_id", "x_request_id", "uri",
@@ -62,7 +63,7 @@ def test_nested_records_packed_on_a_line_read_as_the_flat_log(tmp_path: Path,
     assert got["summary"]["unlinked"] >= 1 and code == 1
 
 
-@pytest.mark.parametrize("engine", [[], ["--engine", "dask"]])
+@pytest.mark.parametrize("engine", ENGINE_ARGS)
 @pytest.mark.parametrize("packed", [False, True], ids=["plain", "gzip"])
 def test_a_hole_of_nuls_before_the_batches_hides_no_record(
     tmp_path: Path, engine: list[str], packed: bool,

@@ -246,8 +246,10 @@ def test_dash_as_output_on_a_terminal_is_laid_out_as_standard_output(
     assert max(map(len, _lines(out))) <= 80
 
 
-@pytest.mark.parametrize("option", [["-o", "/nonexistent-ridtrace/\x1b]0;TITLE\x07\x1b[31mX"],
-                                    ["--plot", "x\x1b[2J.txt"]])
+@pytest.mark.parametrize("option", [
+    ["-o", "/nonexistent-ridtrace/\x1b]0;TITLE\x07\x1b[31mX"],
+    pytest.param(["--plot", "x\x1b[2J.txt"], marks=pytest.mark.extra("plot")),
+])
 def test_an_output_path_in_an_error_is_shown_not_obeyed(
     logs: tuple[Path, SynthTruth], option: list[str],
 ) -> None:

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from ridtrace.cli.main import main
 from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import followed_summary, rt, ts
+from tests.support.extras import installed_engines
 
 
 @pytest.mark.parametrize("depth", [3, 18, 40])
@@ -27,7 +28,7 @@ def test_a_deep_chain_of_worker_spans_is_one_request(tmp_path: Path, depth: int)
                   rt("worker.end", time=ts(5 - 0.01 * level), outcome="ok", **work)]
     lines.append(rt("request.end", time=ts(5), status=200, outcome="ok", **front))
     (tmp_path / "app.jsonl").write_text("\n".join(lines) + "\n")
-    for engine in ("pandas", "dask"):
+    for engine in installed_engines():
         code, doc = analyze_json(str(tmp_path), "--engine", engine)
         assert (code, doc["findings"], doc["summary"]["requests"]) == (0, [], 1), engine
     shown = CliRunner().invoke(main, ["trace", "D", str(tmp_path)]).stdout

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from ridtrace.cli.main import main
 from ridtrace.contract import FOREIGN_CHUNK, REQUEST_END, REQUEST_START
 from tests.forensics.helpers import follow_as_written, rt, ts
+from tests.support.extras import ENGINE_ARGS
 
 _IDS = {"request_id": "r1", "trace_id": "7" * 32, "span_id": "6" * 16}
 _LINES = [
@@ -27,7 +28,7 @@ _LINES = [
 _DETAIL = "a worker chunk naming no valid request id reached this caller's stream"
 
 
-@pytest.mark.parametrize("engine", [[], ["--engine", "dask"]])
+@pytest.mark.parametrize("engine", ENGINE_ARGS)
 def test_analyze_reports_a_refused_chunk_that_named_no_id(tmp_path: Path,
                                                           engine: list[str]) -> None:
     path = tmp_path / "frontend.jsonl"

@@ -22,6 +22,7 @@ from ridtrace.contract import (
     UNLINKED_RESPONSE,
 )
 from tests.forensics.helpers import rt, ts
+from tests.support.extras import ENGINE_ARGS
 
 _IDS = {"request_id": "r1", "x_request_id": "r1", "trace_id": "7" * 32, "span_id": "6" * 16}
 
@@ -36,7 +37,7 @@ def _lines() -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("engine", [[], ["--engine", "dask"]])
+@pytest.mark.parametrize("engine", ENGINE_ARGS)
 def test_the_first_unlinked_error_in_time_names_the_finding(
     tmp_path: Path, engine: list[str]
 ) -> None:

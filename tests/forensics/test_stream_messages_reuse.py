@@ -15,6 +15,7 @@ import pytest
 
 from tests.cli.helpers import analyze_json
 from tests.forensics.helpers import followed_summary, rt, ts
+from tests.support.extras import installed_engines
 
 
 def _stream(span: str, rid: str, start: float, messages: int) -> list[str]:
@@ -42,7 +43,7 @@ def test_a_streams_messages_are_one_call(
 ) -> None:
     lines = [line for call in calls for line in _stream(*call)]
     (tmp_path / "grpc.jsonl").write_text("\n".join(lines) + "\n")
-    for engine in ("pandas", "dask"):
+    for engine in installed_engines():
         code, doc = analyze_json(str(tmp_path), "--engine", engine)
         assert code == 0, doc
         assert doc["summary"]["requests"] == len(calls), engine

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from ridtrace.cli.main import main
+from tests.support.extras import ENGINE_ARGS
 
 _LOGS = Path(__file__).parent / "data" / "unlogged-generate-parent"
 
@@ -26,7 +27,7 @@ def _run(*args: str) -> tuple[int, str]:
     return result.exit_code, result.stdout
 
 
-@pytest.mark.parametrize("engine", [[], ["--engine", "dask"]])
+@pytest.mark.parametrize("engine", ENGINE_ARGS)
 def test_the_worker_joins_its_request_and_its_clock_is_corrected(engine: list[str]) -> None:
     code, out = _run("analyze", str(_LOGS), "--format", "json", "-q", *engine)
     summary = json.loads(out)["summary"]

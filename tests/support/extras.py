@@ -46,3 +46,13 @@ def require_extra(extra: str) -> None:
 # The forensics engines, for ``@pytest.mark.parametrize("engine", ENGINES)``: the dask
 # case skips without the dask extra, the pandas one always runs.
 ENGINES = ["pandas", pytest.param("dask", marks=pytest.mark.extra("dask"))]
+
+# The same as `analyze` arguments (``--engine dask`` or none), for CLI tests.
+ENGINE_ARGS = [pytest.param([], id="pandas"),
+               pytest.param(["--engine", "dask"], id="dask", marks=pytest.mark.extra("dask"))]
+
+
+def installed_engines() -> tuple[str, ...]:
+    """The engines a test that checks each in one run (beside other views) can run here:
+    ``dask`` only with its extra."""
+    return ("pandas",) if missing_extra_module("dask") else ("pandas", "dask")

@@ -14,6 +14,7 @@ _TRANSIENT = ("Transient error %s encountered while exporting %s to %s, retrying
               "Error details: %s")
 
 
+@pytest.mark.extra("grpc")
 def test_both_signals_failing_at_once_are_both_logged(caplog: pytest.LogCaptureFixture) -> None:
     # Both exports to a collector that is down, side by side at a stop: the SDK's
     # DuplicateFilter keyed on the message template alone dropped the second signal's
