@@ -1163,3 +1163,28 @@ def test_records_near_the_parsers_depth_limit_are_never_an_internal_error(
     assert done.returncode in (1, 3), done.stderr[-2000:]
     reasons = {s["reason"] for s in json.loads(done.stdout)["summary"]["bad_line_samples"]}
     assert reasons <= {"JSON nested too deeply"}, reasons
+
+
+def _long_cjk_unlinked(length: int) -> bytes:
+    """A ridtrace Unlinked line whose error holds `length` three-byte characters, raw."""
+    return rt("response.unlinked", time=ts(0.5), request_id="r-x", trace_id="e" * 32,
+              span_id="e" * 16, error="Unlinked response; " + "你" * length,
+              ).encode().replace(b"\\u4f60", "你".encode())
+
+
+@pytest.mark.parametrize("where", ["end", "start"])
+def test_a_record_cut_inside_a_character_is_a_cut_record(tmp_path: Path, where: str) -> None:
+    # Byte limits (a syslog daemon's 8 KiB, a runtime's 16 KiB parts) cut inside non-ASCII
+    # text as often as not: the record was "invalid UTF-8", its file not named, exit 0,
+    # where the same record in ASCII, cut at the same byte, made the read incomplete.
+    lines = [line.encode() for line in _requests()]
+    unlinked = _long_cjk_unlinked(10_000)
+    cut = 8192 + next(i for i in range(3) if (unlinked[8192 + i] & 0xC0) == 0x80)
+    kept = unlinked[:cut] if where == "end" else unlinked[cut:]
+    log = tmp_path / "app.jsonl"
+    log.write_bytes(b"\n".join([kept, *lines]) + b"\n")
+    code, doc = analyze_json(str(log))
+    summary = doc["summary"]
+    reason = "truncated JSON" if where == "end" else "the end of a JSON record, its start missing"
+    assert summary["bad_line_samples"] == [{"file": str(log), "line": 1, "reason": reason}]
+    assert summary["unreadable_files"] and code == 3

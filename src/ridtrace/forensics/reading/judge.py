@@ -190,7 +190,7 @@ def _malformed(text: bytes) -> str:
     try:
         text.decode("utf-8")
     except UnicodeDecodeError:
-        return INVALID_UTF8
+        return _cut_inside_a_character(text) or INVALID_UTF8
     stripped = text.strip()
     if stripped[:1] == b"{" and stripped[-1:] != b"}":
         return TRUNCATED_JSON
@@ -207,6 +207,36 @@ def _malformed(text: bytes) -> str:
         # file said only "not JSON", as if the file were damaged.
         return TEXT_LOG_LINE
     return "not JSON"
+
+
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))  # the 2nd to 4th bytes of a UTF-8 character
+
+
+def _cut_inside_a_character(text: bytes) -> str | None:
+    """`TRUNCATED_JSON` or `HEADLESS_RECORD` for a record whose only invalid UTF-8 is a
+    character cut at its end or start: byte limits (containerd's 16 KiB parts, journald's
+    line-max, a syslog daemon's) cut inside a prompt's non-ASCII text as often as not.
+    It was "invalid UTF-8", its file not named, where an ASCII record cut at the same
+    byte made the read incomplete."""
+    stripped = text.strip()
+    core = stripped.lstrip(_CONTINUATION_BYTES)
+    headless = len(core) < len(stripped)
+    if len(stripped) - len(core) > 3:
+        return None  # more than one character's rest: not a cut
+    try:
+        core.decode("utf-8")
+    except UnicodeDecodeError as error:
+        if error.reason != "unexpected end of data" or error.end != len(core):
+            return None  # invalid inside, not only cut short
+        core = core[:error.start]
+        try:
+            core.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        return TRUNCATED_JSON if core[:1] == b"{" and not headless else None
+    if headless and core[-1:] == b"}" and len(stripped) >= LIMIT_CUT_BYTES:
+        return HEADLESS_RECORD
+    return None
 
 
 def judge_line(text: bytes, fields: Sequence[str]) -> dict[str, Any] | str:
