@@ -712,8 +712,47 @@ def test_a_text_entry_on_an_answers_line_makes_it_bad_and_its_records_are_read(
     log = tmp_path / "answer.json"
     log.write_bytes(data)
     code, doc = analyze_json(str(log), "--allow-incomplete")
+    # The banner judged as its plain line is (as a Loki answer's or a collector's): it
+    # was "missing time" in these, sending a reader to look for a time it never had.
     assert [s["reason"] for s in doc["summary"]["bad_line_samples"]] == [
-        "5 JSON objects on one line, one missing time"]
+        "5 JSON objects on one line, one not JSON"]
+    assert (doc["summary"]["lines"], doc["summary"]["requests"]) == (5, 2)
+    assert [f["kind"] for f in doc["findings"]] == ["duplicate_in_flight"]
+    assert code == 1
+
+
+def _fluent_bit_http(lines: list[bytes]) -> bytes:
+    """A Fluent Bit ``http`` output's post saved as it came: one JSON array on one line,
+    each entry the line in ``log``."""
+    entries = [{"date": 1796205600.25, "log": line.decode() + "\n", "stream": "stdout"}
+               for line in lines]
+    return json.dumps(entries, separators=(",", ":")).encode() + b"\n"
+
+
+@pytest.mark.parametrize("wrap", [_grafana_json, _search_answer, _fluent_bit_http],
+                         ids=["grafana", "search", "fluent-bit-http"])
+@pytest.mark.parametrize("torn", [b"{", b'{"time": "2026-11-29T10:00:00.3Z", "level": "IN'])
+def test_a_torn_record_on_an_answers_line_loses_no_other_record(
+    tmp_path: Path, wrap: Callable[[list[bytes]], bytes], torn: bytes,
+) -> None:
+    # A record cut short (a crash's torn line), or a pretty-printed dump's "{" line, was
+    # taken as the record it looked like, back to back with the others: the whole line
+    # was unreadable, every record on it lost (0 requests, no finding).
+    records = [x.encode() for x in [*rt_request("a" * 16, "7", 0, 2),
+                                    *rt_request("b" * 16, "7", 1, 3)]]
+    lines = [*records[:2], torn, *records[2:]]
+    if wrap is _search_answer:  # hits whose documents carry the line in `message`
+        answer = json.loads(wrap(records))
+        answer["hits"]["hits"].insert(2, {"_source": {"message": torn.decode()}})
+        answer["hits"]["total"]["value"] += 1
+        data = json.dumps(answer).encode() + b"\n"
+    else:
+        data = wrap(lines)
+    log = tmp_path / "answer.json"
+    log.write_bytes(data)
+    code, doc = analyze_json(str(log), "--allow-incomplete")
+    assert [s["reason"] for s in doc["summary"]["bad_line_samples"]] == [
+        "5 JSON objects on one line, one truncated JSON"]
     assert (doc["summary"]["lines"], doc["summary"]["requests"]) == (5, 2)
     assert [f["kind"] for f in doc["findings"]] == ["duplicate_in_flight"]
     assert code == 1

@@ -42,7 +42,12 @@ from ridtrace.forensics.reading.shippers import (
     is_record,
     parsed_line,
 )
-from ridtrace.forensics.reading.unwrap_parts import LineByLine, carried_line, json_object
+from ridtrace.forensics.reading.unwrap_parts import (
+    LineByLine,
+    batched_record,
+    carried_line,
+    json_object,
+)
 
 __all__ = ["DocumentEntries", "document_entries_of", "entry_line", "entry_object"]
 
@@ -166,16 +171,15 @@ def entry_line(entry: bytes, number: int) -> bytes:
 
 def entry_object(entry: bytes, number: int) -> tuple[bytes, bool]:
     """One entry of several read back to back on one line (a one-line answer or array),
-    as one JSON object, and whether it carried a line: the record it carries, the entry
-    itself when it carries none, or a text line it carries (a banner) as an object
-    without a time, so that the line is a bad one and says so."""
+    as JSON objects, and whether it carried a line: the entry itself when it carries
+    none, else its line as a batch's record (`unwrap_parts.batched_record`): the records
+    it carries, or one naming why it cannot be read (a banner, a record cut short), so
+    that the line is a bad one and says so. A torn record taken as it was, back to back
+    with the others, made the whole line unreadable and every record on it lost."""
     line = entry_line(entry, number)
     if line == entry:
         return entry, False
-    if line.lstrip().startswith(b"{"):
-        return line.strip(), True
-    text = line.decode("utf-8", "replace")
-    return json.dumps({"carried_line": text}, separators=(",", ":")).encode("ascii"), True
+    return batched_record(line.decode("utf-8", "surrogatepass")), True
 
 
 def _json_array(text: bytes) -> list[Any]:
