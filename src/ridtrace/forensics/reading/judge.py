@@ -191,7 +191,9 @@ def _malformed(text: bytes) -> str:
         text.decode("utf-8")
     except UnicodeDecodeError:
         return _cut_inside_a_character(text) or INVALID_UTF8
-    stripped = text.strip()
+    # A byte-order mark before the line's records is no text before them (`cat` of a
+    # file Windows wrote): two records after one were "a record after a text prefix".
+    stripped = text.strip().removeprefix(_UTF8_BOM).strip()
     if stripped[:1] == b"{" and stripped[-1:] != b"}":
         return TRUNCATED_JSON
     if PREFIXED_RECORD.match(stripped):
@@ -209,6 +211,7 @@ def _malformed(text: bytes) -> str:
     return "not JSON"
 
 
+_UTF8_BOM = "\ufeff".encode()
 _CONTINUATION_BYTES = bytes(range(0x80, 0xC0))  # the 2nd to 4th bytes of a UTF-8 character
 
 
