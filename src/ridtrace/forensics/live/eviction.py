@@ -15,14 +15,21 @@ if TYPE_CHECKING:
     from ridtrace.forensics.live.window import WindowState
 
 
+def read_up_to(state: WindowState) -> int:
+    """The log time every file not read to its end (lines left, or a piece of one held)
+    has been read up to, the latest time read when none: what a verdict taken as its
+    spans leave the window rests on. A quiet file read to its end holds nothing back."""
+    return min(state.unfinished.values(), default=state.watermark)
+
+
 def window_cutoff(state: WindowState) -> int:
     """The log time before which a span with no line leaves the window."""
     # Up to where every file is read, not the latest time seen: a file read behind
     # the others (--from-start over app.jsonl.1 of the hour before, 32 MiB a poll)
     # had its spans dropped between two of its chunks, the lines of their requests
     # coming next poll, and its incidents across the cut were lost.
-    read_up_to = min(state.behind.values(), default=state.watermark)
-    return min(state.watermark, read_up_to) - state.window_us
+    behind = min(state.behind.values(), default=state.watermark)
+    return min(state.watermark, behind) - state.window_us
 
 
 def last_in_window(span: Span, limit: int, cutoff: int) -> int:
@@ -44,6 +51,14 @@ def clusters_leaving(state: WindowState) -> set[int]:
     return {id(cluster) for cluster in state.pending_clusters
             if not cluster.reported
             and any(last_in_window(m, limit, cutoff) < cutoff for m in cluster.members)}
+
+
+def fronts_leaving(state: WindowState) -> set[int]:
+    """The pending crossed-stream verdicts (`id` of each caller) the next eviction would
+    drop."""
+    cutoff, limit = window_cutoff(state), state.limit
+    return {id(front) for front in state.pending_fronts
+            if not front.crossed_done and last_in_window(front, limit, cutoff) < cutoff}
 
 
 def evict_outside(state: WindowState) -> int:

@@ -158,12 +158,12 @@ class Follower:
         # read to their end, up to what the others showed a settle time ago (the end of
         # the follow: up to the latest time read).
         settled = None if final or self.settings.settle_s <= 0 else self._settled_mark()
-        marks, behind = {}, {}
+        marks, behind, unfinished = {}, {}, {}
         now = self._ticks()
         for tail in self.watch.tails.values():
             latest = self._latest.get(tail.name, 0)
             if not tail.at_eof and not self._quiet_piece(tail, now):
-                marks[tail.name] = latest
+                marks[tail.name] = unfinished[tail.name] = latest
                 if tail.behind:
                     behind[tail.name] = latest
             elif settled is not None and not isinstance(tail, StreamTail):
@@ -171,7 +171,8 @@ class Follower:
         # A log not followed yet (not created before its first flush) is caught up to
         # the same settled time as one read to its end.
         found = self.rules.feed(batch, marks, behind, limit, unseen=settled,
-                                settled_batch=None if settled is None else self._settled_batch)
+                                settled_batch=None if settled is None else self._settled_batch,
+                                unfinished=unfinished)
         self._seen.append((self._ticks(), self.rules.state.watermark, self.rules.state.batches))
         return found
 

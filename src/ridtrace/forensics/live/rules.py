@@ -28,7 +28,7 @@ from ridtrace.contract import (
     RESPONSE_UNLINKED,
     WORKER,
 )
-from ridtrace.forensics.live.eviction import clusters_leaving
+from ridtrace.forensics.live.eviction import clusters_leaving, fronts_leaving
 from ridtrace.forensics.live.findings import Finding, _finding
 from ridtrace.forensics.live.parse import COLUMNS, Flag, SpanRows
 from ridtrace.forensics.live.rejoin import earlier_part, held_longer
@@ -53,6 +53,7 @@ class LiveRules:
         self, batch: SpanRows, file_marks: dict[str, int] | None = None,
         behind: dict[str, int] | None = None, limit: int | None = None,
         unseen: int | None = None, settled_batch: int | None = None,
+        unfinished: dict[str, int] | None = None,
     ) -> list[Finding]:
         """Take a batch (per-span rows in first-line order); return what it made certain.
 
@@ -63,6 +64,8 @@ class LiveRules:
         which the window does not take as the present (the batch's watermark is below it).
         `unseen`: the log time a file not followed yet holds every line up to (None: any).
         `settled_batch`: the latest batch fed a settle time ago (None: every one).
+        `unfinished`: the files of `file_marks` not read to their end (a piece of a line
+        held included), which a verdict taken as its spans leave the window waits for.
         """
         self.state.batches += 1
         self.state.settled_batch = settled_batch
@@ -70,6 +73,8 @@ class LiveRules:
             self.state.file_marks = file_marks
         if behind is not None:
             self.state.behind = behind
+        if unfinished is not None:
+            self.state.unfinished = unfinished
         if limit is not None:
             self.state.limit = limit
         self.state.unseen = unseen
@@ -303,8 +308,13 @@ class LiveRules:
         found.extend(duplicates(state, clusters))
         found.extend(crossed(state, fronts))
         if batch.rows:
+            # Verdicts still waiting on a settle time or a quiet file are taken before
+            # the window drops their spans: a history read faster than real time, or a
+            # file whose clock runs ahead by more than the window, dropped them unsaid.
             if state.pending_clusters and (leaving := clusters_leaving(state)):
                 found.extend(duplicates(state, [], leaving))
+            if state.pending_fronts and (callers := fronts_leaving(state)):
+                found.extend(crossed(state, [], callers))
             judged = len(state.pending_fronts)
             state.evict()
             if len(state.pending_fronts) > judged:  # a caller's never-ended worker left

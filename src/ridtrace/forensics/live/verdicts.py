@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Set as AbstractSet
 
 from ridtrace.contract import OUTCOME_OK, WORKER
+from ridtrace.forensics.live.eviction import read_up_to
 from ridtrace.forensics.live.findings import Finding, _cited, _finding, _named, _one_caller
 from ridtrace.forensics.live.spans import Cluster, Span
 from ridtrace.forensics.live.window import WindowState, reaching_work
@@ -49,7 +50,7 @@ def duplicates(state: WindowState, clusters: list[Cluster],
             state.pending_clusters.append(cluster)
             continue
         settle = id(cluster) not in leaving
-        caught_up = state.caught_up_to(unseen=settle)
+        caught_up = state.caught_up_to(unseen=True) if settle else read_up_to(state)
         if any(_unlinked_worker(m) and caller_may_come(state, m, settle=settle)
                for m in cited):
             # A caller known by its worker span alone: its own lines, older than the
@@ -103,13 +104,14 @@ def caller_may_come(state: WindowState, worker: Span, *, settle: bool = True) ->
     logged, and the finding named worker spans whose callers' lines were on their way
     (`analyze` of the same files names the callers).
 
-    With `settle` off, only a file read behind the others: for a span leaving the
+    With `settle` off, only a file with lines left to read: for a span leaving the
     window, which a history read faster than real time (``--from-start``, ``kubectl logs
-    -f``) moves on log time long before a settle time passes. Waiting dropped the verdict
-    unsaid; a log appearing later has its lines that old outside the window anyway.
+    -f``), or a file whose clock runs ahead of the others by more than the window, moves
+    on log time long before a settle time passes. Waiting dropped the verdict unsaid; a
+    quiet file, or a log appearing later, has its lines that old outside the window.
     """
     if not settle:
-        return state.caught_up_to() < worker.start
+        return read_up_to(state) < worker.start
     if state.caught_up_to(unseen=True) < worker.start:
         return True
     settled = state.settled_batch
@@ -129,14 +131,25 @@ def overlapping_callers(state: WindowState, members: list[Span]) -> bool | None:
             unknown = unknown or overlap is None
     return None if unknown else False
 
-def crossed(state: WindowState, fronts: list[Span]) -> list[Finding]:
+def crossed(state: WindowState, fronts: list[Span],
+            leaving: AbstractSet[int] = frozenset()) -> list[Finding]:
     """Finished callers delivered another caller's worker output, each judged once;
-    those a lagging file or a worker still open could change wait in the state."""
+    those a lagging file or a worker still open could change wait in the state.
+
+    `leaving`: callers (by `id`) the window is about to drop, judged on the files with
+    lines left to read alone (`read_up_to`): a quiet file held them to its last line's
+    time, and they were dropped unjudged.
+    """
     found: list[Finding] = []
     todo = dict.fromkeys(state.pending_fronts + fronts)
     state.pending_fronts = []
     caught_up = state.caught_up_to()
+    if leaving:
+        caught_up_then = caught_up
+        read_up = read_up_to(state)
     for front in todo:
+        if leaving:
+            caught_up = read_up if id(front) in leaving else caught_up_then
         if (front.crossed_done or front.side == WORKER or not front.closed
                 or front.fp_in is None or front.fp_out is None):
             continue

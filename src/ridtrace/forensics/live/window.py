@@ -59,6 +59,9 @@ class WindowState:
     # Those of them read behind what is written (not a held piece of a line, which a
     # writer killed mid-line leaves for good): the window waits for them.
     behind: dict[str, int] = field(default_factory=dict)
+    # Those not read to their end, a held piece of a line included (`behind` and more):
+    # a verdict taken as its spans leave the window waits for them alone.
+    unfinished: dict[str, int] = field(default_factory=dict)
     # The log time a log not followed yet holds every line up to (None: no bound). A
     # service creates its log when it first flushes it: until then the follower knows
     # no such file, whose lines may be older than what the others show (`--settle`).
