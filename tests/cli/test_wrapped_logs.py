@@ -700,22 +700,31 @@ def test_a_grafana_download_that_reached_its_line_limit_says_it_is_a_page(tmp_pa
 def test_a_text_entry_on_an_answers_line_makes_it_bad_and_its_records_are_read(
     tmp_path: Path, wrap: Callable[[list[bytes]], bytes]
 ) -> None:
-    lines = [b"frontend: starting", *(x.encode() for x in rt_request("a" * 16, "7", 0, 2)),
-             *(x.encode() for x in rt_request("b" * 16, "7", 1, 3))]
-    if wrap is _search_answer:  # a hit's document with the banner in `message`
-        answer = json.loads(wrap(lines[1:]))
-        answer["hits"]["hits"].insert(0, {"_source": {"message": lines[0].decode()}})
-        answer["hits"]["total"]["value"] += 1
-        data = json.dumps(answer).encode() + b"\n"
-    else:
-        data = wrap(lines)
+    # The banner judged as its plain line is (as a Loki answer's or a collector's): it
+    # was "missing time" in these, sending a reader to look for a time it never had.
+    _one_bad_record_among_two_requests(
+        tmp_path, _answer_carrying(wrap, b"frontend: starting", at=0), "not JSON")
+
+
+def _answer_carrying(wrap: Callable[[list[bytes]], bytes], extra: bytes, *, at: int) -> bytes:
+    """Two requests holding one id at once (four records) wrapped by `wrap`, with the
+    `extra` line at index `at` among them (in a search answer, a hit of its own)."""
+    records = [x.encode() for x in [*rt_request("a" * 16, "7", 0, 2),
+                                    *rt_request("b" * 16, "7", 1, 3)]]
+    if wrap is not _search_answer:
+        return wrap([*records[:at], extra, *records[at:]])
+    answer = json.loads(wrap(records))  # a hit's document with the line in `message`
+    answer["hits"]["hits"].insert(at, {"_source": {"message": extra.decode()}})
+    answer["hits"]["total"]["value"] += 1
+    return json.dumps(answer).encode() + b"\n"
+
+
+def _one_bad_record_among_two_requests(tmp_path: Path, data: bytes, reason: str) -> None:
     log = tmp_path / "answer.json"
     log.write_bytes(data)
     code, doc = analyze_json(str(log), "--allow-incomplete")
-    # The banner judged as its plain line is (as a Loki answer's or a collector's): it
-    # was "missing time" in these, sending a reader to look for a time it never had.
     assert [s["reason"] for s in doc["summary"]["bad_line_samples"]] == [
-        "5 JSON objects on one line, one not JSON"]
+        f"5 JSON objects on one line, one {reason}"]
     assert (doc["summary"]["lines"], doc["summary"]["requests"]) == (5, 2)
     assert [f["kind"] for f in doc["findings"]] == ["duplicate_in_flight"]
     assert code == 1
@@ -738,24 +747,8 @@ def test_a_torn_record_on_an_answers_line_loses_no_other_record(
     # A record cut short (a crash's torn line), or a pretty-printed dump's "{" line, was
     # taken as the record it looked like, back to back with the others: the whole line
     # was unreadable, every record on it lost (0 requests, no finding).
-    records = [x.encode() for x in [*rt_request("a" * 16, "7", 0, 2),
-                                    *rt_request("b" * 16, "7", 1, 3)]]
-    lines = [*records[:2], torn, *records[2:]]
-    if wrap is _search_answer:  # hits whose documents carry the line in `message`
-        answer = json.loads(wrap(records))
-        answer["hits"]["hits"].insert(2, {"_source": {"message": torn.decode()}})
-        answer["hits"]["total"]["value"] += 1
-        data = json.dumps(answer).encode() + b"\n"
-    else:
-        data = wrap(lines)
-    log = tmp_path / "answer.json"
-    log.write_bytes(data)
-    code, doc = analyze_json(str(log), "--allow-incomplete")
-    assert [s["reason"] for s in doc["summary"]["bad_line_samples"]] == [
-        "5 JSON objects on one line, one truncated JSON"]
-    assert (doc["summary"]["lines"], doc["summary"]["requests"]) == (5, 2)
-    assert [f["kind"] for f in doc["findings"]] == ["duplicate_in_flight"]
-    assert code == 1
+    _one_bad_record_among_two_requests(
+        tmp_path, _answer_carrying(wrap, torn, at=2), "truncated JSON")
 
 
 def test_a_walk_ignores_a_container_log_of_plain_text(plain: Path, tmp_path: Path) -> None:

@@ -10,7 +10,9 @@ and the follow ended with no finding and exit 0 where `analyze` reports the dupl
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from ridtrace.forensics.live.findings import Finding
 from ridtrace.forensics.live.follow import Follower, FollowSettings
 from ridtrace.forensics.reading.inputs import expand_inputs
 from ridtrace.forensics.records.read import read_partials
@@ -48,15 +50,20 @@ def _worker_log(path: Path) -> None:
 def _follow(tmp_path: Path, settle_s: float) -> tuple[list[str], dict[str, object]]:
     """Each finding as ``kind: detail``, and the summary."""
     _worker_log(tmp_path / "worker-1.jsonl")
-    follower = Follower([str(tmp_path)], FollowSettings(from_start=True, window_s=10.0,
-                                                        settle_s=settle_s), ticks=Ticks())
+    found, summary = _one_poll(tmp_path, FollowSettings(from_start=True, window_s=10.0,
+                                                        settle_s=settle_s))
+    return [f"{f['kind']}: {f['detail']}" for f in found], summary
+
+
+def _one_poll(directory: Path, settings: FollowSettings) -> tuple[list[Finding], dict[str, Any]]:
+    """What one poll of `directory`, within the settle time, prints; and the summary."""
+    follower = Follower([str(directory)], settings, ticks=Ticks())
     follower.start()
     try:
         found, _ = follower.poll()
-        summary = follower.summary()
+        return found, follower.summary()
     finally:
         follower.close()
-    return [f"{f['kind']}: {f['detail']}" for f in found], summary
 
 
 def test_a_duplicate_waiting_out_the_settle_time_is_reported_as_it_leaves_the_window(
@@ -120,12 +127,6 @@ def test_a_worker_clock_ahead_by_more_than_the_window_hides_no_verdict(tmp_path:
                       for f in report_json(batch)["findings"])
     assert [kind for kind, _, _ in expected] == [
         "crossed_stream", "crossed_stream", "duplicate_in_flight"]
-    follower = Follower([str(tmp_path)], FollowSettings(from_start=True), ticks=Ticks())
-    follower.start()
-    try:
-        found, _ = follower.poll()
-        summary = follower.summary()
-    finally:
-        follower.close()
+    found, summary = _one_poll(tmp_path, FollowSettings(from_start=True))
     assert sorted((f["kind"], f["span_id"], f["detail"]) for f in found) == expected
     assert summary["open_at_window_edge"] == 0
