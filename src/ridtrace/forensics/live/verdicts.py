@@ -144,12 +144,8 @@ def crossed(state: WindowState, fronts: list[Span],
     todo = dict.fromkeys(state.pending_fronts + fronts)
     state.pending_fronts = []
     caught_up = state.caught_up_to()
-    if leaving:
-        caught_up_then = caught_up
-        read_up = read_up_to(state)
+    read_up = read_up_to(state) if leaving else caught_up
     for front in todo:
-        if leaving:
-            caught_up = read_up if id(front) in leaving else caught_up_then
         if (front.crossed_done or front.side == WORKER or not front.closed
                 or front.fp_in is None or front.fp_out is None):
             continue
@@ -166,7 +162,7 @@ def crossed(state: WindowState, fronts: list[Span],
             continue
         if front.open_children > 0:
             continue  # its own worker may still show the same pair
-        if caught_up < front.last:
+        if (read_up if id(front) in leaving else caught_up) < front.last:
             state.pending_fronts.append(front)  # a lagging file may hold its own work
             continue
         if not front.worked:
