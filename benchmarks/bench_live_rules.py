@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import gc
 import hashlib
+import inspect
 import json
 import os
 import pickle
@@ -54,7 +55,9 @@ OUT = Path(__file__).parent / "out" / "live-rules"
 REPO = Path(__file__).resolve().parent.parent
 # One poll's input to the rules: its chunks as (file name, spans table, line numbers)
 # and the file marks. Plain tuples, so a capture outlives changes to `ChunkSpans`.
-Poll = tuple[list[tuple[str, Any, dict[str, Any]]], dict[str, int]]
+# A poll's parts, and what else the follower gave `LiveRules.feed` (file marks, files
+# behind, the wild-clock limit, the settle marks), by name.
+Poll = tuple[list[tuple[str, Any, dict[str, Any]]], dict[str, Any]]
 
 
 def _capture(src: Path, window_s: float) -> tuple[list[Poll], list[dict[str, Any]], int]:
@@ -72,9 +75,13 @@ def _capture(src: Path, window_s: float) -> tuple[list[Poll], list[dict[str, Any
         captured.append([(p.name, p.spans, p.lines) for p in parts])
         return real_rows(parts)
 
-    def feed_spy(batch: Any, marks: dict[str, int] | None = None) -> list[dict[str, Any]]:
-        polls.append((captured[-1], dict(marks or {})))
-        return real_feed(batch, marks)
+    def feed_spy(batch: Any, *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        # By name, so a replay can leave out what an older LiveRules does not take.
+        names = list(inspect.signature(real_feed).parameters)[:1 + len(args)]
+        named = dict(zip(names, (batch, *args), strict=True), **kwargs)
+        del named["batch"]
+        polls.append((captured[-1], named))
+        return real_feed(batch, *args, **kwargs)
 
     follow_module.span_rows = rows_spy  # type: ignore[assignment]
     follower.rules.feed = feed_spy  # type: ignore[method-assign]
@@ -105,20 +112,21 @@ def _round(store: Path, window_s: float) -> dict[str, Any]:
 
     with open(store, "rb") as fh:
         saved = pickle.load(fh)
-    polls = [([ChunkSpans(*part) for part in parts], marks) for parts, marks in saved["polls"]]
+    polls = [([ChunkSpans(*part) for part in parts], given) for parts, given in saved["polls"]]
     # Untimed: the first Arrow-to-Python conversion of a process imports pandas and
     # more (~0.4 CPU-s, once per follower, whichever code runs); the rounds measure the
     # steady state.
     span_rows(polls[0][0])
     rules = LiveRules(window_s=window_s)
+    takes = inspect.signature(rules.feed).parameters
     found: list[dict[str, Any]] = []
     rows_cpu = feed_cpu = 0.0
     gc.collect()
-    for parts, marks in polls:
+    for parts, given in polls:
         c0 = time.process_time()
         batch = span_rows(parts)
         c1 = time.process_time()
-        found.extend(rules.feed(batch, marks))
+        found.extend(rules.feed(batch, **{k: v for k, v in given.items() if k in takes}))
         feed_cpu += time.process_time() - c1
         rows_cpu += c1 - c0
     # What the window holds after the last batch: index entries and live state objects
