@@ -131,8 +131,10 @@ def _found(find: Finder, spans: SpanColumns, wider: SpanColumns | None) -> Findi
 
 
 def count_requests(requests: pd.DataFrame) -> int:
-    """Callers: frontend requests, plus callers seen only through worker spans."""
-    return int(caller_of(requests).nunique())
+    """Callers: frontend requests, plus callers seen only through worker spans; keyed
+    as `analyze_requests` counts them, a span id in several traces as many requests."""
+    spans = span_columns(requests)
+    return int(lookup(spans.span_codes, spans.caller()).sum())
 
 
 def analyze(
